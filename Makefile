@@ -1,0 +1,68 @@
+# shelf's tasks. `make help` lists them. Two matter most:
+#   make run   start everything (a local Cassandra included) and serve the API
+#   make test  run every test against a real Cassandra
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+STATICCHECK_VERSION := v0.8.2
+# The launcher of the local Cassandra node (see cmd/cassandra-local).
+CASSANDRA := $(GO) run ./cmd/cassandra-local
+# How long `make bench` runs each benchmark.
+BENCHTIME ?= 3s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: ## start the local Cassandra if none is configured or answering, migrate, serve on :8080
+	@if [ -z "$${SHELF_CASSANDRA_HOSTS:-}" ]; then $(CASSANDRA) up; fi
+	@$(GO) build -o bin/api ./cmd/api
+	@echo "shelf: serving on http://localhost$${SHELF_HTTP_ADDR:-:8080} (Ctrl-C stops it; the node keeps running until make cassandra-down)"
+	@SHELF_LOG_FORMAT=$${SHELF_LOG_FORMAT:-console} exec bin/api serve
+
+.PHONY: test
+test: ## run every test (unit, integration, end-to-end) with -race against a real Cassandra
+	@$(CASSANDRA) with -- $(GO) test -race -count=1 -timeout 10m ./...
+
+.PHONY: test-cluster
+test-cluster: ## the fault tests on a three-node cluster (RF 3, one node killed)
+	@SHELF_TEST_CLUSTER=1 $(GO) test -race -count=1 -timeout 15m -run Cluster -v ./internal/localcassandra/
+
+.PHONY: bench
+bench: ## benchmarks against the real node: API vs raw driver ratios, API peak memory
+	@$(CASSANDRA) with -- $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count=1 ./bench/
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(GO) vet ./...
+	@$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+.PHONY: cassandra-up
+cassandra-up: ## start the local Cassandra node on 127.0.0.1:9042 (fetched from Maven Central the first time)
+	@$(CASSANDRA) up
+
+.PHONY: cassandra-down
+cassandra-down: ## stop the local node
+	@$(CASSANDRA) down
+
+.PHONY: cassandra-status
+cassandra-status: ## say whether the local node runs and answers
+	@$(CASSANDRA) status
+
+.PHONY: cluster-up
+cluster-up: ## start three nodes on 127.0.0.1, .2 and .3 (stop the single node first)
+	@$(CASSANDRA) cluster-up
+
+.PHONY: cluster-down
+cluster-down: ## stop the three nodes
+	@$(CASSANDRA) cluster-down
+
+.PHONY: clean
+clean: ## remove build output and the local nodes' data (not the jar cache)
+	@$(CASSANDRA) down || true
+	@$(CASSANDRA) cluster-down || true
+	rm -rf bin .cassandra

@@ -1,0 +1,93 @@
+package shelf
+
+import (
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDependencyRule enforces STYLE.md's layering: dependencies point inward,
+// handlers -> domain <- repository, and cmd/api wires them.
+//   - domain imports the standard library only (no chi, gocql, validator,
+//     zerolog, net/http);
+//   - handlers and repository never import each other;
+//   - nothing imports a command.
+func TestDependencyRule(t *testing.T) {
+	t.Parallel()
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go files here
+		}
+		checked++
+		imports := append(append(pkg.Imports, pkg.TestImports...), pkg.XTestImports...)
+		for _, imp := range imports {
+			if msg := violates(filepath.ToSlash(path), imp); msg != "" {
+				t.Errorf("%s imports %s: %s", path, imp, msg)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 5 {
+		t.Fatalf("checked only %d packages; is the walk broken?", checked)
+	}
+}
+
+func violates(dir, imp string) string {
+	isStdlib := !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && !strings.HasPrefix(imp, "shelf")
+	switch {
+	case dir == "domain" || strings.HasPrefix(dir, "domain/"):
+		if !isStdlib && !strings.HasPrefix(imp, "shelf/domain") {
+			return "domain may import only the standard library"
+		}
+		if imp == "net/http" {
+			return "domain knows nothing of HTTP"
+		}
+	case dir == "handlers" && strings.HasPrefix(imp, "shelf/repository"):
+		return "handlers must not import repository (cmd/api wires them)"
+	case dir == "repository" && strings.HasPrefix(imp, "shelf/handlers"):
+		return "repository must not import handlers"
+	}
+	if strings.HasPrefix(imp, "shelf/cmd/") {
+		return "commands are not libraries"
+	}
+	return ""
+}
+
+func TestDependencyRuleCatchesViolations(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ dir, imp string }{
+		{"domain", "github.com/gocql/gocql"},
+		{"domain", "net/http"},
+		{"domain", "shelf/repository"},
+		{"handlers", "shelf/repository"},
+		{"repository", "shelf/handlers"},
+		{"internal/testkit", "shelf/cmd/api"},
+	} {
+		if violates(tc.dir, tc.imp) == "" {
+			t.Errorf("%s importing %s was not caught", tc.dir, tc.imp)
+		}
+	}
+	if msg := violates("domain", "context"); msg != "" {
+		t.Errorf("domain importing context flagged: %s", msg)
+	}
+	if _, err := os.Stat("domain"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/rs/zerolog"
+	"github.com/scylladb/gocqlx/v2"
+
+	"shelf/internal/config"
+	"shelf/repository"
+)
+
+const usage = `usage: api <command>
+
+commands:
+  serve    apply migrations (unless SHELF_MIGRATE_ON_START=false) and serve the HTTP API
+  migrate  create the keyspace if needed and apply the schema migrations
+  help     this text
+
+Settings come from SHELF_* environment variables; see the README.`
+
+// run is the whole program; main only adds the signal context and the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Println(usage)
+		if len(args) == 0 {
+			return errors.New("no command given")
+		}
+		return nil
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	logger := newLogger(cfg.Log, os.Stdout)
+	switch args[0] {
+	case "serve":
+		return serve(ctx, cfg, logger)
+	case "migrate":
+		return migrate(ctx, cfg, logger)
+	default:
+		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+	}
+}
+
+// newLogger builds the process logger: JSON lines, or colored console
+// output for people.
+func newLogger(c config.Log, out io.Writer) zerolog.Logger {
+	if c.Format == "console" {
+		out = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000"}
+	}
+	level, err := zerolog.ParseLevel(c.Level)
+	if err != nil {
+		level = zerolog.InfoLevel
+	}
+	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+}
+
+// logConfig logs the effective configuration once at start, secrets masked.
+func logConfig(logger zerolog.Logger, cfg config.Config) {
+	fields := cfg.Fields()
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	dict := zerolog.Dict()
+	for _, name := range names {
+		dict = dict.Str(name, fields[name])
+	}
+	logger.Info().Dict("config", dict).Msg("effective configuration")
+}
+
+// connConfig is the repository's view of the configuration.
+func connConfig(cfg config.Config) repository.ConnConfig {
+	c := cfg.Cassandra
+	return repository.ConnConfig{
+		Hosts:             c.Hosts,
+		Keyspace:          c.Keyspace,
+		Consistency:       c.Consistency,
+		SerialConsistency: c.SerialConsistency,
+		Username:          c.Username,
+		Password:          c.Password,
+		Timeout:           c.Timeout,
+		ConnectTimeout:    c.ConnectTimeout,
+		ReconnectInterval: c.ReconnectInterval,
+	}
+}
+
+// migrate creates the keyspace if needed and applies every pending schema file.
+func migrate(ctx context.Context, cfg config.Config, logger zerolog.Logger) error {
+	logConfig(logger, cfg)
+	session, err := connect(ctx, cfg, logger, true)
+	if err != nil {
+		return err
+	}
+	session.Close()
+	return nil
+}
+
+// connect opens the session serve and the admin commands use. With
+// applySchema it first creates the keyspace (with the configured
+// replication) and then applies pending migrations on the same session.
+func connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, applySchema bool) (gocqlx.Session, error) {
+	conn := connConfig(cfg)
+	wait := cfg.Cassandra.ConnectWait
+	if applySchema {
+		if err := repository.EnsureKeyspace(ctx, conn, cfg.Cassandra.Replication.CQL(), wait); err != nil {
+			return gocqlx.Session{}, err
+		}
+	}
+	session, err := repository.Connect(ctx, conn, wait)
+	if err != nil {
+		return gocqlx.Session{}, err
+	}
+	if applySchema {
+		if err := repository.Migrate(ctx, session); err != nil {
+			session.Close()
+			return gocqlx.Session{}, err
+		}
+		logger.Info().Str("keyspace", cfg.Cassandra.Keyspace).Msg("schema is up to date")
+	}
+	return session, nil
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/rs/zerolog"
+	"github.com/scylladb/gocqlx/v2"
+
+	"shelf"
+	"shelf/handlers"
+	"shelf/internal/config"
+	"shelf/repository"
+)
+
+// serve connects to Cassandra (migrating first unless switched off), builds
+// the router and serves until ctx ends, then drains in-flight requests.
+func serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error {
+	logConfig(logger, cfg)
+	session, err := connect(ctx, cfg, logger, cfg.MigrateOnStart)
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+	router, err := newRouter(cfg, logger, session)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (SHELF_HTTP_ADDR): %w", cfg.HTTP.Addr, err)
+	}
+	logger.Info().Str("addr", ln.Addr().String()).Str("url", publicURL(ln.Addr())).Msg("shelf is serving")
+	return serveHTTP(ctx, ln, router, cfg.HTTP, logger)
+}
+
+// newRouter wires the repository into the HTTP layer.
+func newRouter(cfg config.Config, logger zerolog.Logger, session gocqlx.Session) (http.Handler, error) {
+	ready, err := repository.NewReadiness(session)
+	if err != nil {
+		return nil, err
+	}
+	return handlers.NewRouter(handlers.Deps{
+		Logger:         logger,
+		Ready:          ready,
+		OpenAPI:        shelf.OpenAPI,
+		MaxBodyBytes:   cfg.HTTP.MaxBodyBytes,
+		RequestTimeout: cfg.HTTP.RequestTimeout,
+		TrustedProxies: cfg.HTTP.TrustedProxies,
+	}), nil
+}
+
+// serveHTTP runs the server on ln until ctx ends, then stops accepting and
+// waits up to ShutdownTimeout for in-flight requests to finish.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, c config.HTTP, logger zerolog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
+		WriteTimeout:      c.WriteTimeout,
+		IdleTimeout:       c.IdleTimeout,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info().Dur("timeout", c.ShutdownTimeout).Msg("shutting down: draining in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info().Msg("stopped")
+	return nil
+}
+
+// publicURL is the address to print for people: localhost for a wildcard.
+func publicURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP.IsUnspecified() {
+		if ok {
+			return fmt.Sprintf("http://localhost:%d", tcp.Port)
+		}
+		return "http://" + addr.String()
+	}
+	return "http://" + addr.String()
+}

@@ -1,0 +1,148 @@
+// Command cassandra-local starts and stops the real Cassandra 5.0 nodes that
+// shelf develops and tests against, fetched from Maven Central (no Docker).
+//
+//	cassandra-local up            one node on 127.0.0.1:9042 (reused if it answers)
+//	cassandra-local down          stop it
+//	cassandra-local status        say whether it runs and answers
+//	cassandra-local cluster-up    three nodes on 127.0.0.1, .2, .3 that see each other
+//	cassandra-local cluster-down  stop them
+//	cassandra-local fetch         only fetch the jars into the cache
+//	cassandra-local with -- CMD   run CMD with a node: start one if none answers
+//	                              on 127.0.0.1:9042, and stop it afterwards
+//
+// Environment: SHELF_CASSANDRA_VERSION, SHELF_CASSANDRA_CACHE,
+// SHELF_CASSANDRA_DATA, SHELF_CASSANDRA_HEAP (see the README).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"shelf/internal/localcassandra"
+)
+
+const usage = "usage: cassandra-local up|down|status|cluster-up|cluster-down|fetch|with -- CMD [ARGS]"
+
+// clusterAddresses are the three loopback addresses of cluster mode.
+var clusterAddresses = [3]string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "cassandra-local:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 || (len(args) != 1 && args[0] != "with") {
+		return errors.New(usage)
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	l, err := localcassandra.FromEnv(root)
+	if err != nil {
+		return err
+	}
+	single := localcassandra.SingleNode()
+	cluster := localcassandra.ClusterNodes("cluster", clusterAddresses)
+	switch args[0] {
+	case "up":
+		return l.Start(ctx, single)
+	case "down":
+		return l.Stop(single)
+	case "status":
+		return status(ctx, l, single)
+	case "cluster-up":
+		if l.Running(single) {
+			return errors.New("the single node runs on 127.0.0.1; run `make cassandra-down` before `make cluster-up`")
+		}
+		return l.StartCluster(ctx, cluster)
+	case "cluster-down":
+		var errs []error
+		for _, n := range cluster {
+			errs = append(errs, l.Stop(n))
+		}
+		return errors.Join(errs...)
+	case "with":
+		return with(ctx, l, single, args[1:])
+	case "fetch":
+		lib, err := l.EnsureLib(ctx)
+		if err == nil {
+			fmt.Println(lib)
+		}
+		return err
+	default:
+		return errors.New(usage)
+	}
+}
+
+func status(ctx context.Context, l *localcassandra.Launcher, n localcassandra.Node) error {
+	running := l.Running(n)
+	answering := localcassandra.Answering(ctx, n.Address)
+	fmt.Printf("%s: process running=%v, CQL on %s:%d answering=%v, log %s\n",
+		n.Name, running, n.Address, localcassandra.CQLPort, answering, l.LogFile(n))
+	if !answering {
+		return errors.New("not answering")
+	}
+	return nil
+}
+
+// with runs a command with a node available. A node that already answers
+// (or an explicit SHELF_TEST_CASSANDRA_HOSTS) is used and left running; a
+// node this command starts is stopped when the command ends. The command's
+// exit code becomes ours.
+func with(ctx context.Context, l *localcassandra.Launcher, n localcassandra.Node, args []string) error {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	started := false
+	if os.Getenv("SHELF_TEST_CASSANDRA_HOSTS") == "" && !localcassandra.Answering(ctx, n.Address) {
+		if err := l.Start(ctx, n); err != nil {
+			return err
+		}
+		started = true
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	runErr := cmd.Run()
+	if started {
+		if err := l.Stop(n); err != nil {
+			fmt.Fprintln(os.Stderr, "cassandra-local:", err)
+		}
+	}
+	var exit *exec.ExitError
+	if errors.As(runErr, &exit) {
+		os.Exit(exit.ExitCode())
+	}
+	return runErr
+}
+
+// repoRoot is the nearest folder above the working directory with a go.mod,
+// so the node's data lands in the repository's ignored .cassandra/.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return dir, nil
+		}
+	}
+}

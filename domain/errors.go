@@ -1,0 +1,67 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The error vocabulary. Services return these (or wrap them); the HTTP layer
+// maps each to one status in one table. Driver errors never pass through
+// unwrapped: a repository turns "row not found" into ErrNotFound.
+var (
+	// ErrNotFound: the thing does not exist, or the caller may not know it does.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the request is valid but collides with the current state.
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid: the request breaks a business rule.
+	ErrInvalid = errors.New("invalid")
+	// ErrUnauthorized: no valid session.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForbidden: a valid session that may not do this.
+	ErrForbidden = errors.New("forbidden")
+	// ErrUnavailable: a dependency (Cassandra) cannot answer right now.
+	ErrUnavailable = errors.New("unavailable")
+	// ErrSchemaBehind: the database answers but has not been migrated to
+	// this release's schema.
+	ErrSchemaBehind = errors.New("schema is behind")
+)
+
+// FieldError names one field of a request and what is wrong with it.
+type FieldError struct {
+	// Field is the JSON name of the field, e.g. "email".
+	Field string
+	// Code is a stable snake_case reason, e.g. "taken" or "too_long".
+	Code string
+	// Message is a sentence for people.
+	Message string
+}
+
+// Error is a domain error with a stable code, a message for people and,
+// where fields are at fault, which ones. Kind is one of the sentinel errors
+// above, so errors.Is(err, ErrConflict) works on it.
+type Error struct {
+	Kind    error
+	Code    string
+	Message string
+	Fields  []FieldError
+}
+
+func (e *Error) Error() string {
+	if len(e.Fields) == 0 {
+		return e.Message
+	}
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return fmt.Sprintf("%s (%s)", e.Message, strings.Join(parts, "; "))
+}
+
+// Unwrap lets errors.Is match the Kind.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Invalid builds an ErrInvalid error for the given fields.
+func Invalid(message string, fields ...FieldError) *Error {
+	return &Error{Kind: ErrInvalid, Code: "validation_failed", Message: message, Fields: fields}
+}

@@ -1,0 +1,179 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// decodeJSON reads the request body into dst strictly: the content type must
+// be JSON, the body one JSON object with only known fields and nothing after
+// it, within the body size limit. Then dst's `validate` tags are checked.
+// Every failure is a *Problem naming what is wrong.
+func decodeJSON(r *http.Request, dst any) error {
+	if err := requireJSON(r); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeProblem(err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return decodeProblem(err)
+		}
+		return newProblem(http.StatusBadRequest, "malformed_json", "The body must hold exactly one JSON value; found more after it.")
+	}
+	return validateStruct(dst)
+}
+
+// requireJSON refuses bodies that do not say they are JSON (415).
+func requireJSON(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	mediaType, _, err := mime.ParseMediaType(ct)
+	if ct == "" || err != nil || (mediaType != "application/json" && !strings.HasSuffix(mediaType, "+json")) {
+		p := newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			fmt.Sprintf("Content-Type must be application/json, not %q.", ct))
+		p.header = http.Header{"Accept": {"application/json"}}
+		return p
+	}
+	return nil
+}
+
+// decodeProblem explains a json.Decoder error.
+func decodeProblem(err error) *Problem {
+	var (
+		syntaxErr *json.SyntaxError
+		typeErr   *json.UnmarshalTypeError
+		maxErr    *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &maxErr):
+		return newProblem(http.StatusRequestEntityTooLarge, "body_too_large",
+			fmt.Sprintf("The body is larger than %d bytes.", maxErr.Limit))
+	case errors.Is(err, io.EOF):
+		return newProblem(http.StatusBadRequest, "malformed_json", "The body is empty; a JSON object is required.")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return newProblem(http.StatusBadRequest, "malformed_json", "The body ends in the middle of a JSON value.")
+	case errors.As(err, &syntaxErr):
+		return newProblem(http.StatusBadRequest, "malformed_json",
+			fmt.Sprintf("The body is not valid JSON at byte %d: %s.", syntaxErr.Offset, syntaxErr.Error()))
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return newProblem(http.StatusBadRequest, "malformed_json", "The body must be a JSON object.")
+		}
+		return newProblem(http.StatusBadRequest, "validation_failed", "A field has the wrong type.",
+			ProblemField{Field: typeErr.Field, Code: "wrong_type",
+				Message: fmt.Sprintf("must be %s, not %s", jsonKind(typeErr.Type), typeErr.Value)})
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return newProblem(http.StatusBadRequest, "unknown_field", fmt.Sprintf("The field %q is not part of this request.", field),
+			ProblemField{Field: field, Code: "unknown", Message: "is not a field of this request"})
+	default:
+		return newProblem(http.StatusBadRequest, "malformed_json", "The body could not be read as JSON.")
+	}
+}
+
+// jsonKind names a Go type the way a JSON client thinks of it.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	default:
+		return "an object"
+	}
+}
+
+var (
+	validateOnce sync.Once
+	validate     *validator.Validate
+)
+
+// theValidator is the one validator instance; its errors use JSON names.
+func theValidator() *validator.Validate {
+	validateOnce.Do(func() {
+		validate = validator.New(validator.WithRequiredStructEnabled())
+		validate.RegisterTagNameFunc(func(f reflect.StructField) string {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				return ""
+			}
+			return name
+		})
+	})
+	return validate
+}
+
+// validateStruct checks v's `validate` tags and reports every failing field.
+func validateStruct(v any) error {
+	err := theValidator().Struct(v)
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) {
+		return err
+	}
+	fields := make([]ProblemField, len(verrs))
+	for i, fe := range verrs {
+		fields[i] = ProblemField{Field: fieldPath(fe), Code: fe.Tag(), Message: fieldMessage(fe)}
+	}
+	return newProblem(http.StatusBadRequest, "validation_failed", "Some fields are not valid.", fields...)
+}
+
+// fieldPath is the JSON path of the field without the top struct's name.
+func fieldPath(fe validator.FieldError) string {
+	ns := fe.Namespace()
+	if _, rest, ok := strings.Cut(ns, "."); ok {
+		return rest
+	}
+	return fe.Field()
+}
+
+// fieldMessage says in words what a validation tag wants.
+func fieldMessage(fe validator.FieldError) string {
+	switch fe.Tag() {
+	case "required":
+		return "is required"
+	case "min":
+		return "must be at least " + fe.Param() + unit(fe)
+	case "max":
+		return "must be at most " + fe.Param() + unit(fe)
+	case "email":
+		return "must be an email address"
+	case "oneof":
+		return "must be one of: " + fe.Param()
+	default:
+		return "fails the " + fe.Tag() + " rule"
+	}
+}
+
+// unit is what a min or max counts for the field's kind.
+func unit(fe validator.FieldError) string {
+	switch fe.Kind() {
+	case reflect.String:
+		return " characters long"
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return " items long"
+	default:
+		return ""
+	}
+}

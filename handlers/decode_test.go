@@ -1,0 +1,184 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// echoRequest is a request DTO used only to exercise decoding.
+type echoRequest struct {
+	Name  string `json:"name" validate:"required,min=3,max=10"`
+	Email string `json:"email" validate:"omitempty,email"`
+	Age   int    `json:"age" validate:"omitempty,min=1"`
+}
+
+// testRouter is the real router with one extra route that decodes a body, so
+// the strict decoding is tested through the real middleware stack.
+func testRouter(t *testing.T) http.Handler {
+	t.Helper()
+	r := NewRouter(Deps{
+		Logger:         zerolog.Nop(),
+		Ready:          readyFunc(func() error { return nil }),
+		OpenAPI:        []byte("openapi: 3.1.0\n"),
+		MaxBodyBytes:   64,
+		RequestTimeout: time.Second,
+	})
+	r.Post("/echo", handle(func(w http.ResponseWriter, r *http.Request) error {
+		var req echoRequest
+		if err := decodeJSON(r, &req); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, req)
+		return nil
+	}))
+	r.Get("/panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	return r
+}
+
+type readyFunc func() error
+
+func (f readyFunc) CheckReady(context.Context) error { return f() }
+
+// problemOf decodes a problem answer and checks the parts every problem has.
+func problemOf(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) Problem {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status %d, want %d; body %s", rec.Code, status, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != ProblemContentType {
+		t.Fatalf("Content-Type %q, want %q", ct, ProblemContentType)
+	}
+	var p Problem
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatalf("body is not JSON: %v", err)
+	}
+	if p.Code != code || p.Status != status || p.Type != "urn:shelf:problem:"+code || p.Title == "" {
+		t.Fatalf("problem %+v, want code %q status %d", p, code, status)
+	}
+	if p.RequestID == "" || p.RequestID != rec.Header().Get(RequestIDHeader) {
+		t.Fatalf("requestId %q, header %q", p.RequestID, rec.Header().Get(RequestIDHeader))
+	}
+	return p
+}
+
+func TestBadRequestsGetProblems(t *testing.T) {
+	t.Parallel()
+	h := testRouter(t)
+	cases := []struct {
+		name, contentType, body string
+		status                  int
+		code, field, fieldCode  string
+	}{
+		{"no content type", "", `{"name":"abc"}`, 415, "unsupported_media_type", "", ""},
+		{"wrong content type", "text/plain", `{"name":"abc"}`, 415, "unsupported_media_type", "", ""},
+		{"malformed json", "application/json", `{"name":`, 400, "malformed_json", "", ""},
+		{"syntax error", "application/json", `{"name" "abc"}`, 400, "malformed_json", "", ""},
+		{"empty body", "application/json", ``, 400, "malformed_json", "", ""},
+		{"not an object", "application/json", `["abc"]`, 400, "malformed_json", "", ""},
+		{"trailing data", "application/json", `{"name":"abc"} {"name":"def"}`, 400, "malformed_json", "", ""},
+		{"trailing garbage", "application/json", `{"name":"abc"}x`, 400, "malformed_json", "", ""},
+		{"unknown field", "application/json", `{"name":"abc","admin":true}`, 400, "unknown_field", "admin", "unknown"},
+		{"wrong type", "application/json", `{"name":42}`, 400, "validation_failed", "name", "wrong_type"},
+		{"missing field", "application/json", `{}`, 400, "validation_failed", "name", "required"},
+		{"too short", "application/json", `{"name":"ab"}`, 400, "validation_failed", "name", "min"},
+		{"bad email", "application/json", `{"name":"abc","email":"nope"}`, 400, "validation_failed", "email", "email"},
+		{"too large", "application/json", `{"name":"` + strings.Repeat("a", 100) + `"}`, 413, "body_too_large", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequest(http.MethodPost, "/echo", strings.NewReader(tc.body))
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			p := problemOf(t, rec, tc.status, tc.code)
+			if tc.field == "" {
+				return
+			}
+			for _, f := range p.Errors {
+				if f.Field == tc.field && f.Code == tc.fieldCode && f.Message != "" {
+					return
+				}
+			}
+			t.Fatalf("errors %+v do not name field %q with code %q", p.Errors, tc.field, tc.fieldCode)
+		})
+	}
+}
+
+func TestBodyOverLimitWithoutContentLength(t *testing.T) {
+	t.Parallel()
+	req := httptest.NewRequest(http.MethodPost, "/echo", strings.NewReader(`{"name":"`+strings.Repeat("a", 100)+`"}`))
+	req.ContentLength = -1 // chunked: the limit is hit while reading
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	testRouter(t).ServeHTTP(rec, req)
+	problemOf(t, rec, http.StatusRequestEntityTooLarge, "body_too_large")
+}
+
+func TestGoodRequestDecodes(t *testing.T) {
+	t.Parallel()
+	req := httptest.NewRequest(http.MethodPost, "/echo", strings.NewReader(`{"name":"abcd","email":"a@example.org"}`))
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	rec := httptest.NewRecorder()
+	testRouter(t).ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"abcd"`) {
+		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestNotFoundAndMethodNotAllowedAreProblems(t *testing.T) {
+	t.Parallel()
+	h := testRouter(t)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/nowhere", nil))
+	problemOf(t, rec, http.StatusNotFound, "not_found")
+
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodDelete, "/healthz", nil))
+	problemOf(t, rec, http.StatusMethodNotAllowed, "method_not_allowed")
+	if allow := rec.Header().Get("Allow"); !strings.Contains(allow, "GET") {
+		t.Fatalf("Allow %q does not list GET", allow)
+	}
+}
+
+func TestPanicBecomes500Problem(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	testRouter(t).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/panic", nil))
+	p := problemOf(t, rec, http.StatusInternalServerError, "internal")
+	if strings.Contains(p.Detail, "boom") {
+		t.Fatalf("the panic's text leaked: %q", p.Detail)
+	}
+}
+
+func TestRequestIDIsKeptWhenSaneAndReplacedOtherwise(t *testing.T) {
+	t.Parallel()
+	h := testRouter(t)
+	for _, tc := range []struct {
+		sent string
+		kept bool
+	}{
+		{"client-id-12345", true},
+		{"short", false},
+		{"has spaces in it", false},
+		{strings.Repeat("x", 200), false},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/nowhere", nil)
+		req.Header.Set(RequestIDHeader, tc.sent)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		got := rec.Header().Get(RequestIDHeader)
+		if (got == tc.sent) != tc.kept || got == "" {
+			t.Errorf("sent %q, got %q, want kept=%v", tc.sent, got, tc.kept)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/rs/zerolog/hlog"
+
+	"shelf/domain"
+)
+
+// ProblemContentType is the media type of every error answer (RFC 9457).
+const ProblemContentType = "application/problem+json"
+
+// Problem is an RFC 9457 problem detail with shelf's extensions: a stable
+// snake_case code, the fields at fault, and the request id. A handler may
+// return one as its error to answer with exactly that.
+type Problem struct {
+	Type      string         `json:"type"`
+	Title     string         `json:"title"`
+	Status    int            `json:"status"`
+	Detail    string         `json:"detail,omitempty"`
+	Code      string         `json:"code"`
+	Errors    []ProblemField `json:"errors,omitempty"`
+	RequestID string         `json:"requestId,omitempty"`
+	// header holds extra response headers (Allow, Retry-After).
+	header http.Header
+}
+
+// ProblemField is one entry of Problem.Errors.
+type ProblemField struct {
+	Field   string `json:"field"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
+
+// newProblem builds a problem with its type URI derived from the code.
+func newProblem(status int, code, detail string, fields ...ProblemField) *Problem {
+	return &Problem{
+		Type:   "urn:shelf:problem:" + code,
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: detail,
+		Code:   code,
+		Errors: fields,
+	}
+}
+
+// statusOf is the one table from domain error kinds to HTTP statuses.
+var statusOf = []struct {
+	kind   error
+	status int
+	code   string
+}{
+	{domain.ErrInvalid, http.StatusBadRequest, "validation_failed"},
+	{domain.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
+	{domain.ErrForbidden, http.StatusForbidden, "forbidden"},
+	{domain.ErrNotFound, http.StatusNotFound, "not_found"},
+	{domain.ErrConflict, http.StatusConflict, "conflict"},
+	{domain.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+}
+
+// toProblem turns any error a handler returns into the problem to send.
+// Errors it does not know are internal: their text stays in the log.
+func toProblem(err error) *Problem {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	var de *domain.Error
+	errors.As(err, &de)
+	for _, row := range statusOf {
+		if !errors.Is(err, row.kind) {
+			continue
+		}
+		if de == nil {
+			return newProblem(row.status, row.code, err.Error())
+		}
+		code := de.Code
+		if code == "" {
+			code = row.code
+		}
+		fields := make([]ProblemField, len(de.Fields))
+		for i, f := range de.Fields {
+			fields[i] = ProblemField{Field: f.Field, Code: f.Code, Message: f.Message}
+		}
+		return newProblem(row.status, code, de.Message, fields...)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return newProblem(http.StatusServiceUnavailable, "timeout", "The request took too long; try again.")
+	}
+	return newProblem(http.StatusInternalServerError, "internal", "Something went wrong on our side; the request id identifies it in our logs.")
+}
+
+// writeError answers with the problem for err and logs 5xx answers once,
+// with the cause.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := toProblem(err)
+	if p.Status >= 500 {
+		hlog.FromRequest(r).Error().Err(err).Int("status", p.Status).Msg("request failed")
+	}
+	writeProblem(w, r, p)
+}
+
+// writeProblem writes p as application/problem+json, with the request id.
+func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
+	out := *p
+	out.RequestID = RequestID(r.Context())
+	for k, vs := range p.header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.Header().Set("Content-Type", ProblemContentType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(out.Status)
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// handlerFunc is a handler that returns its error instead of writing it.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle adapts a handlerFunc: a returned error is answered by writeError.
+func handle(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			writeError(w, r, err)
+		}
+	}
+}

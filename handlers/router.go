@@ -1,0 +1,77 @@
+package handlers
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/hlog"
+)
+
+// Deps is everything the router needs; cmd/api builds it.
+type Deps struct {
+	Logger zerolog.Logger
+	// Ready answers /readyz.
+	Ready ReadyChecker
+	// OpenAPI is the contract served at /openapi.yaml.
+	OpenAPI []byte
+	// MaxBodyBytes bounds request bodies (413 above).
+	MaxBodyBytes int64
+	// RequestTimeout bounds one request's work.
+	RequestTimeout time.Duration
+	// TrustedProxies may set X-Forwarded-For.
+	TrustedProxies []netip.Prefix
+}
+
+// NewRouter builds the whole HTTP API.
+func NewRouter(d Deps) *chi.Mux {
+	r := chi.NewRouter()
+	r.Use(
+		hlog.NewHandler(d.Logger),
+		requestContext(d.Logger, d.TrustedProxies),
+		accessLog(),
+		recoverer,
+		limitBody(d.MaxBodyBytes),
+		deadline(d.RequestTimeout),
+	)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, newProblem(http.StatusNotFound, "not_found", "No resource at "+r.URL.Path+"."))
+	})
+	r.MethodNotAllowed(methodNotAllowed(r))
+
+	health := &Health{ready: d.Ready}
+	r.Get("/healthz", health.live)
+	r.Get("/readyz", handle(health.readyz))
+	r.Get("/openapi.yaml", serveOpenAPI(d.OpenAPI))
+	return r
+}
+
+// methodNotAllowed answers 405 with the Allow header listing what the path
+// does accept (chi's own 405 sets it, but a custom handler must do it itself).
+func methodNotAllowed(mux *chi.Mux) http.HandlerFunc {
+	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions}
+	return func(w http.ResponseWriter, r *http.Request) {
+		var allowed []string
+		for _, m := range methods {
+			if mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
+				allowed = append(allowed, m)
+			}
+		}
+		p := newProblem(http.StatusMethodNotAllowed, "method_not_allowed",
+			r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(allowed, ", ")+".")
+		p.header = http.Header{"Allow": {strings.Join(allowed, ", ")}}
+		writeProblem(w, r, p)
+	}
+}
+
+// serveOpenAPI serves the contract as YAML.
+func serveOpenAPI(spec []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(spec)
+	}
+}

@@ -1,0 +1,209 @@
+// Package config reads shelf's settings from SHELF_* environment variables:
+// one struct, a default for everything, and validation that names the
+// variable at fault. The serve, migrate and admin commands share it, so they
+// all act on the same data by default.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of the api binary.
+type Config struct {
+	HTTP      HTTP
+	Cassandra Cassandra
+	Log       Log
+	// MigrateOnStart makes `serve` apply schema migrations before listening.
+	MigrateOnStart bool
+}
+
+// HTTP holds the server's settings.
+type HTTP struct {
+	Addr              string
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// RequestTimeout bounds the work of one request (its context deadline).
+	RequestTimeout time.Duration
+	// ShutdownTimeout is how long in-flight requests may drain on SIGTERM.
+	ShutdownTimeout time.Duration
+	// MaxBodyBytes larger request bodies are refused with 413.
+	MaxBodyBytes int64
+	// TrustedProxies are the networks whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+}
+
+// Cassandra holds the connection and consistency settings.
+type Cassandra struct {
+	Hosts             []string
+	Keyspace          string
+	Replication       Replication
+	Consistency       string
+	SerialConsistency string
+	Username          string
+	Password          string
+	// Timeout is the per-statement client timeout.
+	Timeout        time.Duration
+	ConnectTimeout time.Duration
+	// ConnectWait is how long start-up keeps retrying an unreachable cluster.
+	ConnectWait time.Duration
+	// ReconnectInterval is how often a node marked down is tried again.
+	ReconnectInterval time.Duration
+}
+
+// Log holds the logger's settings.
+type Log struct {
+	Level  string
+	Format string
+}
+
+// Replication is the keyspace's replication: SimpleStrategy with a factor,
+// or NetworkTopologyStrategy with a factor per datacenter.
+type Replication struct {
+	Class   string
+	Factor  int
+	PerDC   map[string]int
+	DCOrder []string
+}
+
+// CQL renders the replication map of CREATE KEYSPACE.
+func (r Replication) CQL() string {
+	if r.Class == "SimpleStrategy" {
+		return fmt.Sprintf("{'class': 'SimpleStrategy', 'replication_factor': %d}", r.Factor)
+	}
+	parts := []string{"'class': 'NetworkTopologyStrategy'"}
+	for _, dc := range r.DCOrder {
+		parts = append(parts, fmt.Sprintf("'%s': %d", dc, r.PerDC[dc]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// String is the form SHELF_REPLICATION takes.
+func (r Replication) String() string {
+	if r.Class == "SimpleStrategy" {
+		return fmt.Sprintf("SimpleStrategy:%d", r.Factor)
+	}
+	parts := make([]string, len(r.DCOrder))
+	for i, dc := range r.DCOrder {
+		parts[i] = fmt.Sprintf("%s=%d", dc, r.PerDC[dc])
+	}
+	return "NetworkTopologyStrategy:" + strings.Join(parts, ",")
+}
+
+// Var documents one environment variable: the README's table is checked
+// against this list by a test.
+type Var struct {
+	Name, Default, Help string
+}
+
+// Vars lists every variable Load reads, with its default.
+var Vars = []Var{
+	{"SHELF_HTTP_ADDR", ":8080", "address the API listens on"},
+	{"SHELF_CASSANDRA_HOSTS", "127.0.0.1", "comma-separated contact points (host or host:port)"},
+	{"SHELF_KEYSPACE", "shelf", "keyspace; created if missing"},
+	{"SHELF_REPLICATION", "SimpleStrategy:1", "keyspace replication: SimpleStrategy:N or NetworkTopologyStrategy:dc1=3,dc2=3"},
+	{"SHELF_CONSISTENCY", "LOCAL_QUORUM", "consistency of reads and writes"},
+	{"SHELF_SERIAL_CONSISTENCY", "LOCAL_SERIAL", "consistency of lightweight transactions (LOCAL_SERIAL or SERIAL)"},
+	{"SHELF_CASSANDRA_USERNAME", "", "user for PasswordAuthenticator (empty: no auth)"},
+	{"SHELF_CASSANDRA_PASSWORD", "", "its password (masked in the log)"},
+	{"SHELF_CASSANDRA_TIMEOUT", "5s", "client timeout of one CQL statement"},
+	{"SHELF_CASSANDRA_CONNECT_TIMEOUT", "5s", "timeout of one connection attempt"},
+	{"SHELF_CASSANDRA_CONNECT_WAIT", "60s", "how long start-up retries an unreachable cluster"},
+	{"SHELF_CASSANDRA_RECONNECT_INTERVAL", "2s", "how often a node marked down is tried again"},
+	{"SHELF_MIGRATE_ON_START", "true", "apply schema migrations when serve starts"},
+	{"SHELF_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"SHELF_LOG_FORMAT", "json", "json, or console for people"},
+	{"SHELF_HTTP_READ_HEADER_TIMEOUT", "5s", "time to read request headers"},
+	{"SHELF_HTTP_READ_TIMEOUT", "15s", "time to read a whole request"},
+	{"SHELF_HTTP_WRITE_TIMEOUT", "30s", "time to write a response"},
+	{"SHELF_HTTP_IDLE_TIMEOUT", "120s", "keep-alive idle time"},
+	{"SHELF_REQUEST_TIMEOUT", "10s", "deadline of one request's work"},
+	{"SHELF_SHUTDOWN_TIMEOUT", "20s", "how long in-flight requests may drain on SIGTERM/SIGINT"},
+	{"SHELF_MAX_BODY_BYTES", "1048576", "largest request body (413 above)"},
+	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed"},
+}
+
+// Load reads the configuration from getenv (os.Getenv in production, a map
+// in tests). Every bad value is reported, each naming its variable.
+func Load(getenv func(string) string) (Config, error) {
+	p := parser{getenv: getenv}
+	c := Config{
+		HTTP: HTTP{
+			Addr:              p.str("SHELF_HTTP_ADDR"),
+			ReadHeaderTimeout: p.duration("SHELF_HTTP_READ_HEADER_TIMEOUT"),
+			ReadTimeout:       p.duration("SHELF_HTTP_READ_TIMEOUT"),
+			WriteTimeout:      p.duration("SHELF_HTTP_WRITE_TIMEOUT"),
+			IdleTimeout:       p.duration("SHELF_HTTP_IDLE_TIMEOUT"),
+			RequestTimeout:    p.duration("SHELF_REQUEST_TIMEOUT"),
+			ShutdownTimeout:   p.duration("SHELF_SHUTDOWN_TIMEOUT"),
+			MaxBodyBytes:      int64(p.positiveInt("SHELF_MAX_BODY_BYTES")),
+			TrustedProxies:    p.prefixes("SHELF_TRUSTED_PROXIES"),
+		},
+		Cassandra: Cassandra{
+			Hosts:             p.list("SHELF_CASSANDRA_HOSTS"),
+			Keyspace:          p.keyspace("SHELF_KEYSPACE"),
+			Replication:       p.replication("SHELF_REPLICATION"),
+			Consistency:       p.oneOf("SHELF_CONSISTENCY", "ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"),
+			SerialConsistency: p.oneOf("SHELF_SERIAL_CONSISTENCY", "SERIAL", "LOCAL_SERIAL"),
+			Username:          p.str("SHELF_CASSANDRA_USERNAME"),
+			Password:          p.str("SHELF_CASSANDRA_PASSWORD"),
+			Timeout:           p.duration("SHELF_CASSANDRA_TIMEOUT"),
+			ConnectTimeout:    p.duration("SHELF_CASSANDRA_CONNECT_TIMEOUT"),
+			ConnectWait:       p.duration("SHELF_CASSANDRA_CONNECT_WAIT"),
+			ReconnectInterval: p.duration("SHELF_CASSANDRA_RECONNECT_INTERVAL"),
+		},
+		Log: Log{
+			Level:  p.oneOf("SHELF_LOG_LEVEL", "debug", "info", "warn", "error"),
+			Format: p.oneOf("SHELF_LOG_FORMAT", "json", "console"),
+		},
+		MigrateOnStart: p.boolean("SHELF_MIGRATE_ON_START"),
+	}
+	if len(c.Cassandra.Hosts) == 0 {
+		p.fail("SHELF_CASSANDRA_HOSTS", "needs at least one host")
+	}
+	return c, errors.Join(p.errs...)
+}
+
+// Fields returns the effective configuration as name/value pairs for the
+// start-up log, with secrets masked.
+func (c Config) Fields() map[string]string {
+	password := ""
+	if c.Cassandra.Password != "" {
+		password = "***"
+	}
+	proxies := make([]string, len(c.HTTP.TrustedProxies))
+	for i, p := range c.HTTP.TrustedProxies {
+		proxies[i] = p.String()
+	}
+	return map[string]string{
+		"SHELF_HTTP_ADDR":                    c.HTTP.Addr,
+		"SHELF_CASSANDRA_HOSTS":              strings.Join(c.Cassandra.Hosts, ","),
+		"SHELF_KEYSPACE":                     c.Cassandra.Keyspace,
+		"SHELF_REPLICATION":                  c.Cassandra.Replication.String(),
+		"SHELF_CONSISTENCY":                  c.Cassandra.Consistency,
+		"SHELF_SERIAL_CONSISTENCY":           c.Cassandra.SerialConsistency,
+		"SHELF_CASSANDRA_USERNAME":           c.Cassandra.Username,
+		"SHELF_CASSANDRA_PASSWORD":           password,
+		"SHELF_CASSANDRA_TIMEOUT":            c.Cassandra.Timeout.String(),
+		"SHELF_CASSANDRA_CONNECT_TIMEOUT":    c.Cassandra.ConnectTimeout.String(),
+		"SHELF_CASSANDRA_CONNECT_WAIT":       c.Cassandra.ConnectWait.String(),
+		"SHELF_CASSANDRA_RECONNECT_INTERVAL": c.Cassandra.ReconnectInterval.String(),
+		"SHELF_MIGRATE_ON_START":             strconv.FormatBool(c.MigrateOnStart),
+		"SHELF_LOG_LEVEL":                    c.Log.Level,
+		"SHELF_LOG_FORMAT":                   c.Log.Format,
+		"SHELF_HTTP_READ_HEADER_TIMEOUT":     c.HTTP.ReadHeaderTimeout.String(),
+		"SHELF_HTTP_READ_TIMEOUT":            c.HTTP.ReadTimeout.String(),
+		"SHELF_HTTP_WRITE_TIMEOUT":           c.HTTP.WriteTimeout.String(),
+		"SHELF_HTTP_IDLE_TIMEOUT":            c.HTTP.IdleTimeout.String(),
+		"SHELF_REQUEST_TIMEOUT":              c.HTTP.RequestTimeout.String(),
+		"SHELF_SHUTDOWN_TIMEOUT":             c.HTTP.ShutdownTimeout.String(),
+		"SHELF_MAX_BODY_BYTES":               strconv.FormatInt(c.HTTP.MaxBodyBytes, 10),
+		"SHELF_TRUSTED_PROXIES":              strings.Join(proxies, ","),
+	}
+}

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Addr != ":8080" || c.Cassandra.Keyspace != "shelf" || c.Cassandra.Hosts[0] != "127.0.0.1" ||
+		c.Cassandra.Consistency != "LOCAL_QUORUM" || c.Cassandra.SerialConsistency != "LOCAL_SERIAL" ||
+		c.HTTP.MaxBodyBytes != 1<<20 || !c.MigrateOnStart || c.Log.Format != "json" ||
+		c.Cassandra.Timeout != 5*time.Second {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+	if got := c.Cassandra.Replication.CQL(); got != "{'class': 'SimpleStrategy', 'replication_factor': 1}" {
+		t.Fatalf("replication %s", got)
+	}
+}
+
+func TestValues(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{
+		"SHELF_CASSANDRA_HOSTS":    "10.0.0.1, 10.0.0.2:9043",
+		"SHELF_REPLICATION":        "NetworkTopologyStrategy:dc1=3,dc2=2",
+		"SHELF_CONSISTENCY":        "quorum",
+		"SHELF_TRUSTED_PROXIES":    "10.0.0.0/8, 192.168.1.1",
+		"SHELF_CASSANDRA_PASSWORD": "s3cret",
+		"SHELF_LOG_FORMAT":         "console",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Cassandra.Hosts) != 2 || c.Cassandra.Hosts[1] != "10.0.0.2:9043" {
+		t.Fatalf("hosts %v", c.Cassandra.Hosts)
+	}
+	if got := c.Cassandra.Replication.CQL(); got != "{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}" {
+		t.Fatalf("replication %s", got)
+	}
+	if c.Cassandra.Consistency != "QUORUM" || len(c.HTTP.TrustedProxies) != 2 || c.HTTP.TrustedProxies[1].String() != "192.168.1.1/32" {
+		t.Fatalf("parsed %+v", c)
+	}
+	if f := c.Fields(); f["SHELF_CASSANDRA_PASSWORD"] != "***" || strings.Contains(strings.Join(values(f), " "), "s3cret") {
+		t.Fatalf("password not masked: %v", f)
+	}
+}
+
+func values(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestBadValuesNameTheirVariable(t *testing.T) {
+	t.Parallel()
+	bad := map[string]string{
+		"SHELF_HTTP_READ_TIMEOUT":  "soon",
+		"SHELF_REPLICATION":        "SimpleStrategy:zero",
+		"SHELF_CONSISTENCY":        "MOST",
+		"SHELF_SERIAL_CONSISTENCY": "QUORUM",
+		"SHELF_KEYSPACE":           "Bad-Name",
+		"SHELF_LOG_FORMAT":         "xml",
+		"SHELF_MAX_BODY_BYTES":     "-1",
+		"SHELF_MIGRATE_ON_START":   "maybe",
+		"SHELF_TRUSTED_PROXIES":    "10.0.0.0/99",
+		"SHELF_CASSANDRA_HOSTS":    " , ",
+	}
+	_, err := Load(env(bad))
+	if err == nil {
+		t.Fatal("bad configuration accepted")
+	}
+	for name := range bad {
+		if !strings.Contains(err.Error(), name+":") {
+			t.Errorf("error does not name %s:\n%v", name, err)
+		}
+	}
+}
+
+// TestREADMEDocumentsEveryVariable keeps the README's table true.
+func TestREADMEDocumentsEveryVariable(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range Vars {
+		row := "| `" + v.Name + "` |"
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README has no table row for %s", v.Name)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// parser reads variables, falling back to the defaults in Vars, and collects
+// one error per bad variable.
+type parser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (p *parser) fail(name, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+// str returns the variable's value, or its default when unset or blank.
+func (p *parser) str(name string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	for _, v := range Vars {
+		if v.Name == name {
+			return v.Default
+		}
+	}
+	panic("config: undocumented variable " + name)
+}
+
+func (p *parser) duration(name string) time.Duration {
+	raw := p.str(name)
+	d, err := time.ParseDuration(raw)
+	if err != nil || d <= 0 {
+		p.fail(name, "%q is not a positive duration such as 5s or 250ms", raw)
+		return 0
+	}
+	return d
+}
+
+func (p *parser) positiveInt(name string) int {
+	raw := p.str(name)
+	n, err := strconv.Atoi(raw)
+	if err != nil || n <= 0 {
+		p.fail(name, "%q is not a positive whole number", raw)
+		return 0
+	}
+	return n
+}
+
+func (p *parser) boolean(name string) bool {
+	raw := p.str(name)
+	b, err := strconv.ParseBool(raw)
+	if err != nil {
+		p.fail(name, "%q is not true or false", raw)
+	}
+	return b
+}
+
+func (p *parser) oneOf(name string, allowed ...string) string {
+	raw := p.str(name)
+	for _, a := range allowed {
+		if strings.EqualFold(raw, a) {
+			return a
+		}
+	}
+	p.fail(name, "%q is not one of %s", raw, strings.Join(allowed, ", "))
+	return ""
+}
+
+func (p *parser) list(name string) []string {
+	var out []string
+	for _, item := range strings.Split(p.str(name), ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+var keyspaceRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
+
+func (p *parser) keyspace(name string) string {
+	raw := p.str(name)
+	if !keyspaceRE.MatchString(raw) {
+		p.fail(name, "%q is not a keyspace name (a lower-case letter, then lower-case letters, digits or _; at most 48)", raw)
+	}
+	return raw
+}
+
+func (p *parser) prefixes(name string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, item := range p.list(name) {
+		prefix, err := netip.ParsePrefix(item)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(item)
+			if aerr != nil {
+				p.fail(name, "%q is not an address or CIDR", item)
+				continue
+			}
+			prefix = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		out = append(out, prefix.Masked())
+	}
+	return out
+}
+
+var dcRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// replication parses SimpleStrategy:N or NetworkTopologyStrategy:dc=N,dc=N.
+func (p *parser) replication(name string) Replication {
+	raw := p.str(name)
+	class, rest, _ := strings.Cut(raw, ":")
+	bad := func() Replication {
+		p.fail(name, "%q is not SimpleStrategy:N or NetworkTopologyStrategy:dc1=N,dc2=N", raw)
+		return Replication{}
+	}
+	switch strings.ToLower(class) {
+	case "simplestrategy":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 1 {
+			return bad()
+		}
+		return Replication{Class: "SimpleStrategy", Factor: n}
+	case "networktopologystrategy":
+		r := Replication{Class: "NetworkTopologyStrategy", PerDC: map[string]int{}}
+		for _, pair := range strings.Split(rest, ",") {
+			dc, factor, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			n, err := strconv.Atoi(factor)
+			if !ok || err != nil || n < 0 || !dcRE.MatchString(dc) {
+				return bad()
+			}
+			if _, dup := r.PerDC[dc]; !dup {
+				r.DCOrder = append(r.DCOrder, dc)
+			}
+			r.PerDC[dc] = n
+		}
+		return r
+	default:
+		return bad()
+	}
+}

@@ -1,0 +1,203 @@
+// Package testkit is the shared harness of shelf's integration and
+// end-to-end tests: a real Cassandra node (started from Maven Central
+// artifacts when none answers), a fresh keyspace per package or per test,
+// and an HTTP client that checks every answer against openapi.yaml.
+package testkit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scylladb/gocqlx/v2"
+
+	"shelf/internal/localcassandra"
+	"shelf/repository"
+)
+
+// HostsEnv overrides where tests find Cassandra (default 127.0.0.1, which
+// the harness starts itself when nothing answers there).
+const HostsEnv = "SHELF_TEST_CASSANDRA_HOSTS"
+
+var (
+	nodeOnce sync.Once
+	nodeErr  error
+)
+
+// Hosts returns the contact points of the test cluster, making sure it
+// answers: on 127.0.0.1 it starts the local node if needed (the launcher's
+// file lock lets parallel test packages share one node).
+func Hosts(tb testing.TB) []string {
+	tb.Helper()
+	hosts := []string{"127.0.0.1"}
+	if env := os.Getenv(HostsEnv); env != "" {
+		hosts = strings.Split(env, ",")
+	}
+	nodeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if localcassandra.Answering(ctx, strings.Split(hosts[0], ":")[0]) {
+			return
+		}
+		if os.Getenv(HostsEnv) != "" {
+			nodeErr = fmt.Errorf("%s=%s does not answer CQL", HostsEnv, os.Getenv(HostsEnv))
+			return
+		}
+		l, err := Launcher()
+		if err != nil {
+			nodeErr = err
+			return
+		}
+		nodeErr = l.Start(ctx, localcassandra.SingleNode())
+	})
+	if nodeErr != nil {
+		tb.Fatalf("no Cassandra for the tests: %v", nodeErr)
+	}
+	return hosts
+}
+
+// Launcher is the repository's launcher, as `make cassandra-up` configures it.
+func Launcher() (*localcassandra.Launcher, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	return localcassandra.FromEnv(root)
+}
+
+// RepoRoot is the folder holding go.mod, found upwards from the test's folder.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod above %s", dir)
+		}
+	}
+}
+
+// DB is one migrated keyspace of the test cluster.
+type DB struct {
+	Session gocqlx.Session
+	Conn    repository.ConnConfig
+}
+
+// Keyspace returns the keyspace's name.
+func (db *DB) Keyspace() string { return db.Conn.Keyspace }
+
+// ConnConfig is how tests connect: LOCAL_QUORUM / LOCAL_SERIAL as in
+// production, generous timeouts for a busy two-core machine.
+func ConnConfig(hosts []string, keyspace string) repository.ConnConfig {
+	return repository.ConnConfig{
+		Hosts:             hosts,
+		Keyspace:          keyspace,
+		Consistency:       "LOCAL_QUORUM",
+		SerialConsistency: "LOCAL_SERIAL",
+		Timeout:           10 * time.Second,
+		ConnectTimeout:    5 * time.Second,
+		ReconnectInterval: time.Second,
+	}
+}
+
+// NewDB creates a fresh keyspace (RF 1), applies the schema, and drops the
+// keyspace when the test ends. Tests that need an empty database of their
+// own use it; most share their package's with PackageDB.
+func NewDB(tb testing.TB) *DB {
+	tb.Helper()
+	db, err := createDB(Hosts(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.drop() })
+	return db
+}
+
+func createDB(hosts []string) (*DB, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	conn := ConnConfig(hosts, "test_"+hex.EncodeToString(b[:]))
+	if err := repository.EnsureKeyspace(ctx, conn, "{'class': 'SimpleStrategy', 'replication_factor': 1}", 30*time.Second); err != nil {
+		return nil, err
+	}
+	s, err := repository.Connect(ctx, conn, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if err := repository.Migrate(ctx, s); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return &DB{Session: s, Conn: conn}, nil
+}
+
+func (db *DB) drop() {
+	db.Session.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = repository.DropKeyspace(ctx, db.Conn)
+}
+
+var (
+	pkgMu sync.Mutex
+	pkgDB *DB
+)
+
+// PackageDB returns the package's shared keyspace, created and migrated on
+// first use. Run the package through Main so it is dropped at the end.
+func PackageDB(tb testing.TB) *DB {
+	tb.Helper()
+	pkgMu.Lock()
+	defer pkgMu.Unlock()
+	if pkgDB == nil {
+		db, err := createDB(Hosts(tb))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		pkgDB = db
+	}
+	return pkgDB
+}
+
+// Main runs a package's tests and drops its shared keyspace afterwards:
+// call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	pkgMu.Lock()
+	if pkgDB != nil {
+		pkgDB.drop()
+	}
+	pkgMu.Unlock()
+	os.Exit(code)
+}
+
+// Connect opens a session without a keyspace (for a keyspace that a test
+// creates itself) and drops that keyspace when the test ends.
+func Connect(tb testing.TB, hosts []string, keyspace string) gocqlx.Session {
+	tb.Helper()
+	conn := ConnConfig(hosts, "system")
+	s, err := repository.Connect(context.Background(), conn, 30*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		s.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = repository.DropKeyspace(ctx, ConnConfig(hosts, keyspace))
+	})
+	return s
+}

@@ -1,0 +1,97 @@
+package repository
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/gocql/gocql"
+	"github.com/scylladb/gocqlx/v2"
+	"github.com/scylladb/gocqlx/v2/migrate"
+
+	"shelf/domain"
+	"shelf/schema"
+)
+
+// Migrate applies the embedded schema files that the keyspace has not seen
+// yet. It is idempotent: applied files are skipped (and checked against their
+// checksum), and a file interrupted half-way resumes after its last applied
+// statement.
+func Migrate(ctx context.Context, session gocqlx.Session) error {
+	if err := migrate.FromFS(ctx, session, schema.FS); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// migration is the last schema file and how many statements it holds.
+type migration struct {
+	name       string
+	statements int
+}
+
+// latestMigration reads the embedded files once: the last name and its
+// statement count, counted the way gocqlx's migrate counts them.
+func latestMigration(f fs.FS) (migration, error) {
+	names, err := fs.Glob(f, "*.cql")
+	if err != nil || len(names) == 0 {
+		return migration{}, errors.New("no schema files embedded")
+	}
+	sort.Strings(names)
+	last := names[len(names)-1]
+	b, err := fs.ReadFile(f, last)
+	if err != nil {
+		return migration{}, err
+	}
+	n := 0
+	for _, stmt := range bytes.Split(b, []byte(";")) {
+		if len(bytes.TrimSpace(stmt)) > 0 {
+			n++
+		}
+	}
+	return migration{name: last, statements: n}, nil
+}
+
+// Readiness answers whether the keyspace can serve: Cassandra answers, and
+// the last embedded migration has been applied completely. It costs one
+// single-partition read.
+type Readiness struct {
+	session gocqlx.Session
+	latest  migration
+}
+
+// NewReadiness prepares the check for the embedded schema.
+func NewReadiness(session gocqlx.Session) (*Readiness, error) {
+	latest, err := latestMigration(schema.FS)
+	if err != nil {
+		return nil, err
+	}
+	return &Readiness{session: session, latest: latest}, nil
+}
+
+// CheckReady returns nil when the service can serve, or an error whose text
+// is the reason (it is shown to operators on /readyz).
+func (r *Readiness) CheckReady(ctx context.Context) error {
+	var done int
+	err := r.session.ContextQuery(ctx, `SELECT done FROM gocqlx_migrate WHERE name = ?`, nil).
+		Bind(r.latest.name).GetRelease(&done)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound), isInvalidQuery(err):
+		return fmt.Errorf("%w: migration %s not applied (run `api migrate`)", domain.ErrSchemaBehind, r.latest.name)
+	case err != nil:
+		return fmt.Errorf("cassandra does not answer: %w", err)
+	case done < r.latest.statements:
+		return fmt.Errorf("%w: migration %s applied %d of %d statements", domain.ErrSchemaBehind, r.latest.name, done, r.latest.statements)
+	}
+	return nil
+}
+
+// isInvalidQuery reports Cassandra's "Invalid" answer, which is what a read of
+// a table that does not exist yet gets.
+func isInvalidQuery(err error) bool {
+	var reqErr gocql.RequestError
+	return errors.As(err, &reqErr) && reqErr.Code() == gocql.ErrCodeInvalid
+}

@@ -1,0 +1,129 @@
+package repository
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/scylladb/gocqlx/v2"
+)
+
+// ConnConfig is what a connection needs; cmd/api fills it from config.
+type ConnConfig struct {
+	Hosts             []string
+	Keyspace          string
+	Consistency       string
+	SerialConsistency string
+	Username          string
+	Password          string
+	Timeout           time.Duration
+	ConnectTimeout    time.Duration
+	ReconnectInterval time.Duration
+}
+
+// clusterConfig builds the gocql configuration shared by every session:
+// token-aware routing, the configured consistency levels, and a short
+// reconnect interval so a node that comes back is used again within seconds.
+func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
+	cluster := gocql.NewCluster(c.Hosts...)
+	consistency, err := gocql.ParseConsistencyWrapper(c.Consistency)
+	if err != nil {
+		return nil, fmt.Errorf("consistency %q: %w", c.Consistency, err)
+	}
+	cluster.Consistency = consistency
+	switch c.SerialConsistency {
+	case "SERIAL":
+		cluster.SerialConsistency = gocql.Serial
+	case "LOCAL_SERIAL", "":
+		cluster.SerialConsistency = gocql.LocalSerial
+	default:
+		return nil, fmt.Errorf("serial consistency %q is not SERIAL or LOCAL_SERIAL", c.SerialConsistency)
+	}
+	cluster.Timeout = c.Timeout
+	cluster.ConnectTimeout = c.ConnectTimeout
+	cluster.ReconnectInterval = c.ReconnectInterval
+	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	cluster.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 2}
+	if c.Username != "" {
+		cluster.Authenticator = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
+	}
+	return cluster, nil
+}
+
+// EnsureKeyspace creates the keyspace with the given replication map (CQL,
+// e.g. "{'class': 'SimpleStrategy', 'replication_factor': 1}") if it does
+// not exist, retrying for up to wait while the cluster cannot be reached. An
+// existing keyspace keeps its replication: changing it is an operator's
+// decision (ALTER KEYSPACE, then repair).
+func EnsureKeyspace(ctx context.Context, c ConnConfig, replication string, wait time.Duration) error {
+	cluster, err := clusterConfig(c)
+	if err != nil {
+		return err
+	}
+	s, err := createSession(ctx, cluster, wait)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	stmt := fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", quoteIdent(c.Keyspace), replication)
+	if err := s.Query(stmt).WithContext(ctx).Exec(); err != nil {
+		return fmt.Errorf("create keyspace %s: %w", c.Keyspace, err)
+	}
+	return s.AwaitSchemaAgreement(ctx)
+}
+
+// DropKeyspace removes a keyspace and everything in it (tests use it).
+func DropKeyspace(ctx context.Context, c ConnConfig) error {
+	cluster, err := clusterConfig(c)
+	if err != nil {
+		return err
+	}
+	s, err := createSession(ctx, cluster, 0)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.Query("DROP KEYSPACE IF EXISTS " + quoteIdent(c.Keyspace)).WithContext(ctx).Exec()
+}
+
+// Connect opens a session on the keyspace, retrying for up to wait while the
+// cluster cannot be reached (a node that is still starting).
+func Connect(ctx context.Context, c ConnConfig, wait time.Duration) (gocqlx.Session, error) {
+	cluster, err := clusterConfig(c)
+	if err != nil {
+		return gocqlx.Session{}, err
+	}
+	cluster.Keyspace = c.Keyspace
+	s, err := createSession(ctx, cluster, wait)
+	if err != nil {
+		return gocqlx.Session{}, err
+	}
+	return gocqlx.NewSession(s), nil
+}
+
+// createSession retries CreateSession once a second until it works or wait
+// has passed.
+func createSession(ctx context.Context, cluster *gocql.ClusterConfig, wait time.Duration) (*gocql.Session, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		s, err := cluster.CreateSession()
+		if err == nil {
+			return s, nil
+		}
+		if !time.Now().Before(deadline) {
+			return nil, fmt.Errorf("connect to %v: %w", cluster.Hosts, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// quoteIdent quotes a CQL identifier, as gocql does for USE.
+func quoteIdent(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
