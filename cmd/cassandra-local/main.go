@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"shelf/internal/localcassandra"
@@ -45,7 +44,7 @@ func run(ctx context.Context, args []string) error {
 	if len(args) == 0 || (len(args) != 1 && args[0] != "with") {
 		return errors.New(usage)
 	}
-	root, err := repoRoot()
+	root, err := localcassandra.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -128,21 +127,4 @@ func with(ctx context.Context, l *localcassandra.Launcher, n localcassandra.Node
 		os.Exit(exit.ExitCode())
 	}
 	return runErr
-}
-
-// repoRoot is the nearest folder above the working directory with a go.mod,
-// so the node's data lands in the repository's ignored .cassandra/.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return dir, nil
-		}
-	}
 }

@@ -73,3 +73,21 @@ func (l *Launcher) logf(format string, args ...any) {
 		fmt.Fprintf(l.Log, "cassandra-local: "+format+"\n", args...)
 	}
 }
+
+// RepoRoot is the nearest folder at or above the working directory that
+// holds a go.mod (the working directory itself when there is none), so node
+// data lands in the repository's ignored .cassandra/ from any subfolder.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return dir, nil
+		}
+	}
+}

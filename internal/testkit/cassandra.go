@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -65,27 +64,11 @@ func Hosts(tb testing.TB) []string {
 
 // Launcher is the repository's launcher, as `make cassandra-up` configures it.
 func Launcher() (*localcassandra.Launcher, error) {
-	root, err := RepoRoot()
+	root, err := localcassandra.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
 	return localcassandra.FromEnv(root)
-}
-
-// RepoRoot is the folder holding go.mod, found upwards from the test's folder.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod above %s", dir)
-		}
-	}
 }
 
 // DB is one migrated keyspace of the test cluster.
