@@ -21,6 +21,9 @@ type ConnConfig struct {
 	Timeout           time.Duration
 	ConnectTimeout    time.Duration
 	ReconnectInterval time.Duration
+	// Logger receives the driver's own messages (connection errors and the
+	// like); nil discards them.
+	Logger gocql.StdLogger
 }
 
 // clusterConfig builds the gocql configuration shared by every session:
@@ -44,6 +47,10 @@ func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 	cluster.Timeout = c.Timeout
 	cluster.ConnectTimeout = c.ConnectTimeout
 	cluster.ReconnectInterval = c.ReconnectInterval
+	cluster.Logger = c.Logger
+	if cluster.Logger == nil {
+		cluster.Logger = discardLogger{}
+	}
 	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
 	cluster.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 2}
 	if c.Username != "" {
@@ -127,3 +134,10 @@ func createSession(ctx context.Context, cluster *gocql.ClusterConfig, wait time.
 func quoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
+
+// discardLogger drops the driver's messages.
+type discardLogger struct{}
+
+func (discardLogger) Print(...any)          {}
+func (discardLogger) Printf(string, ...any) {}
+func (discardLogger) Println(...any)        {}

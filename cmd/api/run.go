@@ -77,7 +77,7 @@ func logConfig(logger zerolog.Logger, cfg config.Config) {
 }
 
 // connConfig is the repository's view of the configuration.
-func connConfig(cfg config.Config) repository.ConnConfig {
+func connConfig(cfg config.Config, logger zerolog.Logger) repository.ConnConfig {
 	c := cfg.Cassandra
 	return repository.ConnConfig{
 		Hosts:             c.Hosts,
@@ -89,8 +89,17 @@ func connConfig(cfg config.Config) repository.ConnConfig {
 		Timeout:           c.Timeout,
 		ConnectTimeout:    c.ConnectTimeout,
 		ReconnectInterval: c.ReconnectInterval,
+		Logger:            driverLogger{logger: logger.With().Str("component", "gocql").Logger()},
 	}
 }
+
+// driverLogger sends gocql's messages to the process log as warnings: they
+// are about connections failing and coming back.
+type driverLogger struct{ logger zerolog.Logger }
+
+func (d driverLogger) Print(v ...any)                 { d.logger.Warn().Msg(fmt.Sprint(v...)) }
+func (d driverLogger) Printf(format string, v ...any) { d.logger.Warn().Msgf(format, v...) }
+func (d driverLogger) Println(v ...any)               { d.logger.Warn().Msg(fmt.Sprint(v...)) }
 
 // migrate creates the keyspace if needed and applies every pending schema file.
 func migrate(ctx context.Context, cfg config.Config, logger zerolog.Logger) error {
@@ -107,7 +116,7 @@ func migrate(ctx context.Context, cfg config.Config, logger zerolog.Logger) erro
 // applySchema it first creates the keyspace (with the configured
 // replication) and then applies pending migrations on the same session.
 func connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, applySchema bool) (gocqlx.Session, error) {
-	conn := connConfig(cfg)
+	conn := connConfig(cfg, logger)
 	wait := cfg.Cassandra.ConnectWait
 	if applySchema {
 		if err := repository.EnsureKeyspace(ctx, conn, cfg.Cassandra.Replication.CQL(), wait); err != nil {

@@ -28,8 +28,7 @@ auto_bootstrap: false
 auto_snapshot: false
 storage_compatibility_mode: NONE
 paxos_variant: v2
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
+%[7]s
 commitlog_segment_size: 8MiB
 data_file_directories:
   - %[6]s/data/data
@@ -101,7 +100,13 @@ func (l *Launcher) writeConfig(n Node, lib, java string) error {
 	for i, s := range n.Seeds {
 		seeds[i] = s + ":7000"
 	}
-	yaml := fmt.Sprintf(yamlTemplate, n.Cluster, n.Token, strings.Join(seeds, ","), n.Address, CQLPort, dir)
+	// A durable node acknowledges a write only once its commit log holds it;
+	// the fast one syncs every 10 s and may lose the last seconds on a kill.
+	commitlog := "commitlog_sync: periodic\ncommitlog_sync_period: 10000ms"
+	if n.Durable {
+		commitlog = "commitlog_sync: batch"
+	}
+	yaml := fmt.Sprintf(yamlTemplate, n.Cluster, n.Token, strings.Join(seeds, ","), n.Address, CQLPort, dir, commitlog)
 	if err := os.WriteFile(filepath.Join(conf, "cassandra.yaml"), []byte(yaml), 0o644); err != nil {
 		return err
 	}
@@ -128,10 +133,11 @@ func (l *Launcher) writeConfig(n Node, lib, java string) error {
 		"-Dcassandra-foreground=yes",
 		"-Dcassandra.skip_wait_for_gossip_to_settle=0",
 		"-Dcassandra.ring_delay_ms=5000",
-		"-Dcassandra.skip_sync=true",
-		"-Dcassandra.unsafesystem=true",
 		"-Dcassandra.superuser_setup_delay_ms=0",
 		"-Dcassandra.available_processors=2",
+	}
+	if !n.Durable {
+		args = append(args, "-Dcassandra.unsafesystem=true", "-Dcassandra.skip_sync=true")
 	}
 	args = append(args, jdk17Flags...)
 	if hasJDKModules(java) {

@@ -32,6 +32,13 @@ type Node struct {
 	Seeds []string
 	// Token is the node's single initial token.
 	Token string
+	// Durable makes the node crash-safe: batch commit log, fsync on, system
+	// keyspaces logged. Without it the node runs with
+	// cassandra.unsafesystem, skip_sync and a periodic commit log, which
+	// makes creating keyspaces and writing much quicker but loses recent
+	// writes and schema changes when the process is killed: right for the
+	// shared test node, wrong for a node that fault tests kill on purpose.
+	Durable bool
 }
 
 // SingleNode is the development and test node: 127.0.0.1:9042.
@@ -54,6 +61,7 @@ func ClusterNodes(name string, addresses [3]string) []Node {
 			Cluster: "shelf-" + name,
 			Seeds:   addresses[:],
 			Token:   clusterTokens[i],
+			Durable: true,
 		}
 	}
 	return nodes

@@ -99,7 +99,14 @@ func ConnConfig(hosts []string, keyspace string) repository.ConnConfig {
 // own use it; most share their package's with PackageDB.
 func NewDB(tb testing.TB) *DB {
 	tb.Helper()
-	db, err := createDB(Hosts(tb))
+	return NewDBOn(tb, Hosts(tb))
+}
+
+// NewDBOn is NewDB on a cluster of the test's own (a node it starts and
+// kills, say).
+func NewDBOn(tb testing.TB, hosts []string) *DB {
+	tb.Helper()
+	db, err := createDB(hosts)
 	if err != nil {
 		tb.Fatal(err)
 	}
