@@ -28,8 +28,8 @@ test: ## run every test (unit, integration, end-to-end) with -race against a rea
 	@$(CASSANDRA) with -- $(GO) test -race -count=1 -timeout 10m ./...
 
 .PHONY: test-cluster
-test-cluster: ## the fault tests on a three-node cluster (RF 3, one node killed)
-	@SHELF_TEST_CLUSTER=1 $(GO) test -race -count=1 -timeout 15m -run Cluster -v ./internal/localcassandra/
+test-cluster: ## only the three-node cluster test (RF 3, QUORUM, one node killed; also part of make test)
+	@$(GO) test -race -count=1 -timeout 15m -run Cluster -v ./internal/localcassandra/
 
 .PHONY: bench
 bench: ## benchmarks against the real node: API vs raw driver ratios, API peak memory

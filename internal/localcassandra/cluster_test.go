@@ -1,0 +1,108 @@
+package localcassandra_test
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/internal/localcassandra"
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// TestClusterSurvivesOneNodeDown starts a three-node cluster of its own on
+// 127.0.0.11-13, writes at RF 3 / QUORUM, kills one node, and checks that
+// QUORUM writes, reads and lightweight transactions still succeed while ALL
+// fails (so the node really is gone).
+func TestClusterSurvivesOneNodeDown(t *testing.T) {
+	t.Parallel()
+	l, err := testkit.Launcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.DataDir = t.TempDir()
+	l.Heap = "768M"
+	l.Log = testLog{t}
+	nodes := localcassandra.ClusterNodes("cluster-test", [3]string{"127.0.0.11", "127.0.0.12", "127.0.0.13"})
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			_ = l.Stop(n)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	started := time.Now()
+	if err := l.StartCluster(ctx, nodes); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("three nodes up and seeing each other after %.1fs", time.Since(started).Seconds())
+	for _, n := range nodes {
+		if peers, err := localcassandra.PeerCount(ctx, n.Address); err != nil || peers != 2 {
+			t.Fatalf("%s sees %d peers (%v), want 2", n.Name, peers, err)
+		}
+	}
+
+	hosts := []string{nodes[0].Address, nodes[1].Address, nodes[2].Address}
+	conn := testkit.ConnConfig(hosts, "rf3")
+	conn.Consistency = "QUORUM"
+	conn.SerialConsistency = "SERIAL"
+	if err := repository.EnsureKeyspace(ctx, conn, "{'class': 'NetworkTopologyStrategy', 'datacenter1': 3}", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	s, err := repository.Connect(ctx, conn, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.ContextQuery(ctx, "CREATE TABLE IF NOT EXISTS kv (k int PRIMARY KEY, v text)", nil).ExecRelease(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AwaitSchemaAgreement(ctx); err != nil {
+		t.Fatal(err)
+	}
+	write := func(from, to int) {
+		t.Helper()
+		for k := from; k < to; k++ {
+			if err := s.ContextQuery(ctx, "INSERT INTO kv (k, v) VALUES (?, ?)", nil).
+				Bind(k, fmt.Sprint("v", k)).ExecRelease(); err != nil {
+				t.Fatalf("QUORUM write %d: %v", k, err)
+			}
+		}
+	}
+	write(0, 100)
+
+	if err := l.Signal(nodes[2], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	write(100, 200)
+	for k := 0; k < 200; k++ {
+		var v string
+		if err := s.ContextQuery(ctx, "SELECT v FROM kv WHERE k = ?", nil).Bind(k).GetRelease(&v); err != nil || v != fmt.Sprint("v", k) {
+			t.Fatalf("QUORUM read %d with a node down: %q, %v", k, v, err)
+		}
+	}
+	var applied bool
+	var existingK int
+	var existingV string
+	applied, err = s.Session.Query("INSERT INTO kv (k, v) VALUES (1000, 'lwt') IF NOT EXISTS").
+		WithContext(ctx).ScanCAS(&existingK, &existingV)
+	if err != nil || !applied {
+		t.Fatalf("LWT with a node down: applied=%v err=%v", applied, err)
+	}
+	err = s.ContextQuery(ctx, "INSERT INTO kv (k, v) VALUES (1, 'all')", nil).Consistency(gocql.All).ExecRelease()
+	if err == nil {
+		t.Fatal("a write at ALL succeeded with a node killed; the kill did not take")
+	}
+	t.Logf("write at ALL with a node down failed as it must: %v", err)
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
