@@ -163,9 +163,12 @@ func PackageDB(tb testing.TB) *DB {
 }
 
 // Main runs a package's tests and drops its shared keyspace afterwards:
-// call it from TestMain.
-func Main(m *testing.M) {
+// call it from TestMain. The cleanups run first, before the keyspace goes.
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	pkgMu.Lock()
 	if pkgDB != nil {
 		pkgDB.drop()
