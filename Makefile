@@ -20,7 +20,7 @@ help: ## list the targets
 run: ## start the local Cassandra if none is configured or answering, migrate, serve on :8080
 	@if [ -z "$${SHELF_CASSANDRA_HOSTS:-}" ]; then $(CASSANDRA) up; fi
 	@$(GO) build -o bin/api ./cmd/api
-	@echo "shelf: serving on http://localhost$${SHELF_HTTP_ADDR:-:8080} (Ctrl-C stops it; the node keeps running until make cassandra-down)"
+	@echo "shelf: starting; the URL is logged once it serves. Ctrl-C stops it (the Cassandra node keeps running until make cassandra-down)."
 	@SHELF_LOG_FORMAT=$${SHELF_LOG_FORMAT:-console} exec bin/api serve
 
 .PHONY: test

@@ -124,7 +124,7 @@ func accessLog() func(http.Handler) http.Handler {
 			Str("path", r.URL.Path).
 			Int("status", status).
 			Int("bytes", size).
-			Dur("duration", duration).
+			Float64("durationMs", float64(duration.Microseconds())/1000).
 			Msg("request")
 	})
 }

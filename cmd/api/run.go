@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/scylladb/gocqlx/v2"
@@ -54,6 +55,9 @@ func newLogger(c config.Log, out io.Writer) zerolog.Logger {
 	if c.Format == "console" {
 		out = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000"}
 	}
+	// Millisecond RFC 3339 timestamps in UTC, as the API's own are.
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() }
 	level, err := zerolog.ParseLevel(c.Level)
 	if err != nil {
 		level = zerolog.InfoLevel

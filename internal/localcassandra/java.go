@@ -13,11 +13,11 @@ import (
 // javaInstallHint is what a person on a machine without a usable JDK reads.
 const javaInstallHint = "Cassandra 5.0 runs on Java 11 or 17 (17 preferred). " +
 	"Install it (Debian/Ubuntu: apt-get install -y openjdk-17-jdk-headless; " +
-	"macOS: brew install openjdk@17) or point JAVA_HOME at one."
+	"macOS: brew install openjdk@17) or point JAVA_HOME at one"
 
 // mavenInstallHint is what a person on a machine without Maven reads.
 const mavenInstallHint = "Maven fetches the Cassandra jars from Maven Central. " +
-	"Install it (Debian/Ubuntu: apt-get install -y maven; macOS: brew install maven)."
+	"Install it (Debian/Ubuntu: apt-get install -y maven; macOS: brew install maven)"
 
 var javaVersionRE = regexp.MustCompile(`version "(\d+)(?:\.(\d+))?`)
 
