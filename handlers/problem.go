@@ -115,6 +115,9 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 			w.Header().Add(k, v)
 		}
 	}
+	if out.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="shelf"`)
+	}
 	w.Header().Set("Content-Type", ProblemContentType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(out.Status)

@@ -9,6 +9,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/hlog"
+
+	"shelf/domain"
 )
 
 // Deps is everything the router needs; cmd/api builds it.
@@ -24,6 +26,10 @@ type Deps struct {
 	RequestTimeout time.Duration
 	// TrustedProxies may set X-Forwarded-For.
 	TrustedProxies []netip.Prefix
+	// Accounts is signup, login and sessions.
+	Accounts *domain.Accounts
+	// RateLimitPerMinute bounds signups and logins per client IP (0: off).
+	RateLimitPerMinute int
 }
 
 // NewRouter builds the whole HTTP API.
@@ -46,6 +52,23 @@ func NewRouter(d Deps) *chi.Mux {
 	r.Get("/healthz", health.live)
 	r.Get("/readyz", handle(health.readyz))
 	r.Get("/openapi.yaml", serveOpenAPI(d.OpenAPI))
+
+	users := &Users{accounts: d.Accounts}
+	sessions := &Sessions{accounts: d.Accounts}
+	signupLimit := NewRateLimiter(d.RateLimitPerMinute)
+	loginLimit := NewRateLimiter(d.RateLimitPerMinute)
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(authenticate(d.Accounts))
+		r.With(signupLimit.Middleware).Post("/users", handle(users.signup))
+		r.Get("/users/{id}", handle(users.get))
+		r.Patch("/users/{id}", handle(users.update))
+		r.Put("/users/{id}/password", handle(users.changePassword))
+		r.Get("/users/by-username/{username}", handle(users.getByUsername))
+		r.Get("/users/by-email/{email}", handle(users.getByEmail))
+		r.With(loginLimit.Middleware).Post("/sessions", handle(sessions.login))
+		r.Delete("/sessions/current", handle(sessions.logout))
+		r.Get("/me", handle(users.me))
+	})
 	return r
 }
 

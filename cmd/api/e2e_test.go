@@ -25,11 +25,11 @@ func newTestAPI(t *testing.T, db *testkit.DB) *testkit.API {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := newRouter(cfg, zerolog.Nop(), db.Session)
+	a, err := newApp(cfg, zerolog.Nop(), db.Session)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testkit.NewAPI(t, h)
+	return testkit.NewAPI(t, a.router)
 }
 
 func TestProbesAndContract(t *testing.T) {

@@ -21,6 +21,7 @@ const usage = `usage: api <command>
 commands:
   serve    apply migrations (unless SHELF_MIGRATE_ON_START=false) and serve the HTTP API
   migrate  create the keyspace if needed and apply the schema migrations
+  admin    grant|revoke <username-or-email>: manage admins
   help     this text
 
 Settings come from SHELF_* environment variables; see the README.`
@@ -44,6 +45,9 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return serve(ctx, cfg, logger)
 	case "migrate":
 		return migrate(ctx, cfg, logger)
+	case "admin":
+		// Operator output goes to stdout; the log only says what went wrong.
+		return admin(ctx, cfg, logger.Level(zerolog.WarnLevel), args[1:], os.Stdout)
 	default:
 		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}

@@ -11,8 +11,10 @@ import (
 	"github.com/scylladb/gocqlx/v2"
 
 	"shelf"
+	"shelf/domain"
 	"shelf/handlers"
 	"shelf/internal/config"
+	"shelf/internal/password"
 	"shelf/repository"
 )
 
@@ -25,7 +27,7 @@ func serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 		return err
 	}
 	defer session.Close()
-	router, err := newRouter(cfg, logger, session)
+	a, err := newApp(cfg, logger, session)
 	if err != nil {
 		return err
 	}
@@ -34,23 +36,63 @@ func serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 		return fmt.Errorf("listen on %s (SHELF_HTTP_ADDR): %w", cfg.HTTP.Addr, err)
 	}
 	logger.Info().Str("addr", ln.Addr().String()).Str("url", publicURL(ln.Addr())).Msg("shelf is serving")
-	return serveHTTP(ctx, ln, router, cfg.HTTP, logger)
+	return serveHTTP(ctx, ln, a.router, cfg.HTTP, logger)
 }
 
-// newRouter wires the repository into the HTTP layer.
-func newRouter(cfg config.Config, logger zerolog.Logger, session gocqlx.Session) (http.Handler, error) {
+// app is the wired service: stores, domain services and the router.
+type app struct {
+	db       *repository.DB
+	accounts *domain.Accounts
+	router   http.Handler
+}
+
+// newApp wires the repository into the domain and the domain into the HTTP
+// layer.
+func newApp(cfg config.Config, logger zerolog.Logger, session gocqlx.Session) (*app, error) {
 	ready, err := repository.NewReadiness(session)
 	if err != nil {
 		return nil, err
 	}
-	return handlers.NewRouter(handlers.Deps{
-		Logger:         logger,
-		Ready:          ready,
-		OpenAPI:        shelf.OpenAPI,
-		MaxBodyBytes:   cfg.HTTP.MaxBodyBytes,
-		RequestTimeout: cfg.HTTP.RequestTimeout,
-		TrustedProxies: cfg.HTTP.TrustedProxies,
-	}), nil
+	db := repository.NewDB(session, cfg.Cassandra.SerialConsistency)
+	accounts := newAccounts(cfg, logger, db)
+	router := handlers.NewRouter(handlers.Deps{
+		Logger:             logger,
+		Ready:              ready,
+		OpenAPI:            shelf.OpenAPI,
+		MaxBodyBytes:       cfg.HTTP.MaxBodyBytes,
+		RequestTimeout:     cfg.HTTP.RequestTimeout,
+		TrustedProxies:     cfg.HTTP.TrustedProxies,
+		Accounts:           accounts,
+		RateLimitPerMinute: cfg.Accounts.RateLimitPerMinute,
+	})
+	return &app{db: db, accounts: accounts, router: router}, nil
+}
+
+// newAccounts builds the accounts service on db.
+func newAccounts(cfg config.Config, logger zerolog.Logger, db *repository.DB) *domain.Accounts {
+	c := cfg.Accounts
+	hasher := password.New(password.Params{
+		MemoryKiB: uint32(c.Argon2MemoryKiB), Time: uint32(c.Argon2Time), Threads: uint8(c.Argon2Threads),
+	}, c.HashConcurrency)
+	return domain.NewAccounts(
+		domain.AccountsConfig{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL},
+		repository.NewClaims(db), repository.NewUsers(db), repository.NewSessions(db),
+		hasher, domainLogger{logger},
+	)
+}
+
+// domainLogger lets the domain log through zerolog without importing it.
+type domainLogger struct{ logger zerolog.Logger }
+
+func (d domainLogger) Warn(ctx context.Context, msg string, kv ...string) {
+	e := zerolog.Ctx(ctx).Warn()
+	if zerolog.Ctx(ctx).GetLevel() == zerolog.Disabled {
+		e = d.logger.Warn()
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		e = e.Str(kv[i], kv[i+1])
+	}
+	e.Msg(msg)
 }
 
 // serveHTTP runs the server on ln until ctx ends, then stops accepting and

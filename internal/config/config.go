@@ -20,6 +20,22 @@ type Config struct {
 	Log       Log
 	// MigrateOnStart makes `serve` apply schema migrations before listening.
 	MigrateOnStart bool
+	Accounts       Accounts
+}
+
+// Accounts holds signup, login and session settings.
+type Accounts struct {
+	// ClaimLease bounds how long a failed signup blocks its names.
+	ClaimLease time.Duration
+	SessionTTL time.Duration
+	// RateLimitPerMinute bounds signups and logins per client IP; 0 is off.
+	RateLimitPerMinute int
+	// Argon2 parameters of new password hashes.
+	Argon2MemoryKiB int
+	Argon2Time      int
+	Argon2Threads   int
+	// HashConcurrency bounds hashes at once; 0 means GOMAXPROCS.
+	HashConcurrency int
 }
 
 // HTTP holds the server's settings.
@@ -127,6 +143,13 @@ var Vars = []Var{
 	{"SHELF_SHUTDOWN_TIMEOUT", "20s", "how long in-flight requests may drain on SIGTERM/SIGINT"},
 	{"SHELF_MAX_BODY_BYTES", "1048576", "largest request body (413 above)"},
 	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed"},
+	{"SHELF_CLAIM_LEASE", "30s", "how long a failed or dead signup can block its username and email"},
+	{"SHELF_SESSION_TTL", "24h", "how long a login session lasts"},
+	{"SHELF_RATE_LIMIT_PER_MINUTE", "30", "signups and logins per client IP a minute (each); 0 turns the limit off"},
+	{"SHELF_ARGON2_MEMORY_KIB", "19456", "argon2id memory of new password hashes, KiB (19 MiB); stored hashes with less are renewed at login"},
+	{"SHELF_ARGON2_TIME", "2", "argon2id iterations"},
+	{"SHELF_ARGON2_THREADS", "1", "argon2id parallelism"},
+	{"SHELF_HASH_CONCURRENCY", "0", "password hashes computed at once (0: one per CPU); the rest wait"},
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map
@@ -163,6 +186,21 @@ func Load(getenv func(string) string) (Config, error) {
 			Format: p.oneOf("SHELF_LOG_FORMAT", "json", "console"),
 		},
 		MigrateOnStart: p.boolean("SHELF_MIGRATE_ON_START"),
+		Accounts: Accounts{
+			ClaimLease:         p.duration("SHELF_CLAIM_LEASE"),
+			SessionTTL:         p.duration("SHELF_SESSION_TTL"),
+			RateLimitPerMinute: p.nonNegativeInt("SHELF_RATE_LIMIT_PER_MINUTE"),
+			Argon2MemoryKiB:    p.positiveInt("SHELF_ARGON2_MEMORY_KIB"),
+			Argon2Time:         p.positiveInt("SHELF_ARGON2_TIME"),
+			Argon2Threads:      p.positiveInt("SHELF_ARGON2_THREADS"),
+			HashConcurrency:    p.nonNegativeInt("SHELF_HASH_CONCURRENCY"),
+		},
+	}
+	if c.Accounts.Argon2Threads > 255 {
+		p.fail("SHELF_ARGON2_THREADS", "%d is more than 255", c.Accounts.Argon2Threads)
+	}
+	if c.Accounts.ClaimLease > 0 && c.Accounts.ClaimLease < time.Second {
+		p.fail("SHELF_CLAIM_LEASE", "%v is shorter than one second (TTLs are whole seconds)", c.Accounts.ClaimLease)
 	}
 	if len(c.Cassandra.Hosts) == 0 {
 		p.fail("SHELF_CASSANDRA_HOSTS", "needs at least one host")
@@ -205,5 +243,12 @@ func (c Config) Fields() map[string]string {
 		"SHELF_SHUTDOWN_TIMEOUT":             c.HTTP.ShutdownTimeout.String(),
 		"SHELF_MAX_BODY_BYTES":               strconv.FormatInt(c.HTTP.MaxBodyBytes, 10),
 		"SHELF_TRUSTED_PROXIES":              strings.Join(proxies, ","),
+		"SHELF_CLAIM_LEASE":                  c.Accounts.ClaimLease.String(),
+		"SHELF_SESSION_TTL":                  c.Accounts.SessionTTL.String(),
+		"SHELF_RATE_LIMIT_PER_MINUTE":        strconv.Itoa(c.Accounts.RateLimitPerMinute),
+		"SHELF_ARGON2_MEMORY_KIB":            strconv.Itoa(c.Accounts.Argon2MemoryKiB),
+		"SHELF_ARGON2_TIME":                  strconv.Itoa(c.Accounts.Argon2Time),
+		"SHELF_ARGON2_THREADS":               strconv.Itoa(c.Accounts.Argon2Threads),
+		"SHELF_HASH_CONCURRENCY":             strconv.Itoa(c.Accounts.HashConcurrency),
 	}
 }

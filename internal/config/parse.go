@@ -53,6 +53,16 @@ func (p *parser) positiveInt(name string) int {
 	return n
 }
 
+func (p *parser) nonNegativeInt(name string) int {
+	raw := p.str(name)
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 {
+		p.fail(name, "%q is not a whole number of 0 or more", raw)
+		return 0
+	}
+	return n
+}
+
 func (p *parser) boolean(name string) bool {
 	raw := p.str(name)
 	b, err := strconv.ParseBool(raw)

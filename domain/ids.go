@@ -1,0 +1,35 @@
+package domain
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"strings"
+)
+
+// Id prefixes say what an id names (DESIGN.md, API conventions).
+const (
+	UserIDPrefix    = "u_"
+	GroupIDPrefix   = "g_"
+	ContentIDPrefix = "c_"
+)
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewID returns prefix + 128 random bits in lower-case base32 (26
+// characters): unguessable, so ids can be shown without leaking counts.
+func NewID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + idEncoding.EncodeToString(b[:])
+}
+
+// ValidID reports whether s looks like an id with the prefix; routes use it
+// to answer 404 without a database read for malformed ids.
+func ValidID(s, prefix string) bool {
+	rest, ok := strings.CutPrefix(s, prefix)
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	_, err := idEncoding.DecodeString(rest)
+	return err == nil
+}

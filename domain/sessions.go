@@ -1,0 +1,182 @@
+package domain
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Session is a login. The token itself is never stored: only its hash.
+type Session struct {
+	TokenHash string
+	UserID    string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// SessionStore keeps sessions, expiring them with their TTL.
+type SessionStore interface {
+	Create(ctx context.Context, s Session) error
+	// Get returns a live session by token hash (ErrNotFound otherwise).
+	Get(ctx context.Context, tokenHash string) (Session, error)
+	Delete(ctx context.Context, s Session) error
+	// DeleteAll revokes every session of the user, except keep ("" for none).
+	DeleteAll(ctx context.Context, userID, keep string) error
+}
+
+// Principal is who is calling: a user id and the session, or nobody.
+type Principal struct {
+	UserID  string
+	Session Session
+}
+
+// Anonymous reports a caller without a session.
+func (p Principal) Anonymous() bool { return p.UserID == "" }
+
+// ErrInvalidCredentials answers every failed login the same way, whether
+// the login is unknown or the password wrong.
+var ErrInvalidCredentials = &Error{Kind: ErrUnauthorized, Code: "invalid_credentials",
+	Message: "The login or the password is wrong."}
+
+// errNoSession: the token is missing, unknown, expired or revoked.
+var errNoSession = &Error{Kind: ErrUnauthorized, Code: "unauthorized",
+	Message: "A valid session is required: log in and send Authorization: Bearer <token>."}
+
+// NewToken returns a session token (32 random bytes, base64url) and the hash
+// that is stored.
+func NewToken() (token, hash string) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	token = base64.RawURLEncoding.EncodeToString(b[:])
+	return token, HashToken(token)
+}
+
+// HashToken is the stored form of a token: a fast hash is right here, since
+// a token has 256 random bits and cannot be guessed from its hash.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// LoginResult is a new session and its account.
+type LoginResult struct {
+	Token     string
+	ExpiresAt time.Time
+	User      User
+}
+
+// Login checks a username or email and a password and opens a session.
+// Cost: one claim read, one account read, one session write, and always one
+// password hash, so an unknown login takes as long as a wrong password.
+func (a *Accounts) Login(ctx context.Context, login, password string) (LoginResult, error) {
+	u, err := a.findByLogin(ctx, login)
+	if errors.Is(err, ErrNotFound) {
+		a.hasher.Burn(ctx, password)
+		return LoginResult{}, ErrInvalidCredentials
+	}
+	if err != nil {
+		return LoginResult{}, err
+	}
+	ok, rehash, err := a.hasher.Verify(ctx, password, u.PasswordHash)
+	if err != nil {
+		return LoginResult{}, fmt.Errorf("verify password of %s: %w", u.ID, err)
+	}
+	if !ok {
+		return LoginResult{}, ErrInvalidCredentials
+	}
+	if rehash {
+		a.rehash(ctx, u, password)
+	}
+	token, hash := NewToken()
+	now := a.cfg.Now().UTC().Truncate(time.Millisecond)
+	s := Session{TokenHash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(a.cfg.SessionTTL)}
+	if err := a.sessions.Create(ctx, s); err != nil {
+		return LoginResult{}, err
+	}
+	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: u}, nil
+}
+
+// rehash stores a hash with the current parameters; a failure only means
+// the next login tries again.
+func (a *Accounts) rehash(ctx context.Context, u User, password string) {
+	hash, err := a.hasher.Hash(ctx, password)
+	if err != nil {
+		return
+	}
+	u.PasswordHash = hash
+	u.Version++
+	u.UpdatedAt = a.cfg.Now().UTC().Truncate(time.Millisecond)
+	if _, err := a.users.Update(ctx, u); err != nil {
+		a.log.Warn(ctx, "storing a rehashed password failed", "user", u.ID, "error", err.Error())
+	}
+}
+
+// findByLogin resolves a username or an email (it has an '@') to a visible
+// account through its committed claim.
+func (a *Accounts) findByLogin(ctx context.Context, login string) (User, error) {
+	if strings.Contains(login, "@") {
+		_, key, fe := NormalizeEmail(login)
+		if fe != nil {
+			return User{}, ErrNotFound
+		}
+		return a.findByKey(ctx, KindEmail, key)
+	}
+	_, key, fe := NormalizeUsername(login)
+	if fe != nil {
+		return User{}, ErrNotFound
+	}
+	return a.findByKey(ctx, KindUsername, key)
+}
+
+// findByKey follows a committed claim to its account, and checks that the
+// account still holds that key (a claim left behind by a change that died
+// half-way must not lead to the account).
+func (a *Accounts) findByKey(ctx context.Context, kind ClaimKind, key string) (User, error) {
+	c, err := a.claims.Lookup(ctx, kind, key)
+	if err != nil {
+		return User{}, err
+	}
+	if c.State != ClaimCommitted {
+		return User{}, ErrNotFound
+	}
+	u, err := a.users.Get(ctx, c.Owner)
+	if err != nil {
+		return User{}, err
+	}
+	if !u.Visible() || u.keyOf(kind) != key {
+		return User{}, ErrNotFound
+	}
+	return u, nil
+}
+
+// Authenticate turns a bearer token into the caller: one session read.
+func (a *Accounts) Authenticate(ctx context.Context, token string) (Principal, error) {
+	if token == "" {
+		return Principal{}, errNoSession
+	}
+	s, err := a.sessions.Get(ctx, HashToken(token))
+	if errors.Is(err, ErrNotFound) {
+		return Principal{}, errNoSession
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if !a.cfg.Now().Before(s.ExpiresAt) {
+		return Principal{}, errNoSession
+	}
+	return Principal{UserID: s.UserID, Session: s}, nil
+}
+
+// Logout revokes the caller's session.
+func (a *Accounts) Logout(ctx context.Context, p Principal) error {
+	if p.Anonymous() {
+		return errNoSession
+	}
+	return a.sessions.Delete(ctx, p.Session)
+}

@@ -1,0 +1,52 @@
+package domain
+
+import (
+	"slices"
+	"time"
+)
+
+// Status is where an account stands.
+type Status string
+
+// The statuses. Pending accounts are signups in progress: invisible to
+// everyone, and gone by themselves after the claim lease if the signup dies.
+const (
+	StatusPending   Status = "pending"
+	StatusActive    Status = "active"
+	StatusSuspended Status = "suspended"
+)
+
+// RoleAdmin may moderate and sees every account's email.
+const RoleAdmin = "admin"
+
+// User is an account.
+type User struct {
+	ID           string
+	Username     string // as typed
+	UsernameKey  string // unique, see NormalizeUsername
+	Email        string // as typed (NFKC)
+	EmailKey     string // unique, see NormalizeEmail
+	DisplayName  string
+	PasswordHash string // PHC string
+	Roles        []string
+	Status       Status
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	// Version counts changes; every change is a compare-and-set on it.
+	Version int
+}
+
+// IsAdmin reports whether the user has the admin role.
+func (u User) IsAdmin() bool { return slices.Contains(u.Roles, RoleAdmin) }
+
+// Visible reports whether the account exists for everyone else (a pending
+// signup does not).
+func (u User) Visible() bool { return u.Status == StatusActive || u.Status == StatusSuspended }
+
+// keyOf returns the user's key of the given kind.
+func (u User) keyOf(kind ClaimKind) string {
+	if kind == KindUsername {
+		return u.UsernameKey
+	}
+	return u.EmailKey
+}

@@ -1,0 +1,47 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"shelf/domain"
+)
+
+const principalKey ctxKey = iota + 100
+
+// principal returns the caller put on the context by authenticate
+// (anonymous when there is none).
+func principal(ctx context.Context) domain.Principal {
+	p, _ := ctx.Value(principalKey).(domain.Principal)
+	return p
+}
+
+// authenticate turns `Authorization: Bearer <token>` into the caller: one
+// session read, no cache (a revoked session must stop working at once). No
+// header means an anonymous caller; a header that is malformed, or a token
+// that is unknown, expired or revoked, is answered 401 on any route, so a
+// client learns its token is bad instead of silently seeing less.
+func authenticate(accounts *domain.Accounts) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			header := r.Header.Get("Authorization")
+			if header == "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			scheme, token, ok := strings.Cut(header, " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+				writeProblem(w, r, newProblem(http.StatusUnauthorized, "unauthorized",
+					"The Authorization header must be `Bearer <token>`."))
+				return
+			}
+			p, err := accounts.Authenticate(r.Context(), strings.TrimSpace(token))
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+		})
+	}
+}

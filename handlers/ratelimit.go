@@ -1,0 +1,169 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// sweepEvery bounds how often Allow walks the whole map: often enough that
+// idle buckets cannot pile up for long, rarely enough that the walk costs
+// nothing per request.
+const sweepEvery = time.Minute
+
+// RateLimiter limits requests per client IP with one token bucket per IP:
+// perMinute tokens a minute, bursts of up to perMinute. perMinute <= 0
+// disables it (Middleware then passes everything through).
+//
+// It exists so that signup and login cannot be used for password guessing
+// or mass account creation from one address. Buckets live only in this
+// process's memory: behind several replicas each one limits on its own.
+type RateLimiter struct {
+	perMinute int
+	limit     rate.Limit
+	// idle is how long a bucket may go unused before it is dropped: the time
+	// an empty bucket takes to refill, so a dropped bucket was full and a
+	// fresh one in its place behaves exactly the same.
+	idle time.Duration
+	// now is the clock; tests replace it to move time without sleeping.
+	now func() time.Time
+
+	// mu guards buckets and lastSweep, and is held across a bucket's whole
+	// reserve-and-maybe-cancel so that two denied callers of one bucket
+	// cannot interleave and leave it in debt (rate.Reservation.CancelAt
+	// restores nothing if a later reservation came in between).
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+	lastSweep time.Time
+}
+
+// bucket is one client's token bucket and when it was last asked.
+type bucket struct {
+	lim      *rate.Limiter
+	lastSeen time.Time
+}
+
+// NewRateLimiter returns a limiter allowing perMinute requests a minute per
+// client IP (and per IPv6 /64), in bursts of up to perMinute; perMinute <= 0
+// returns one that never limits.
+func NewRateLimiter(perMinute int) *RateLimiter {
+	l := &RateLimiter{
+		perMinute: perMinute,
+		now:       time.Now,
+		buckets:   make(map[string]*bucket),
+	}
+	if perMinute > 0 {
+		l.limit = rate.Limit(float64(perMinute) / 60)
+		// A burst of perMinute at perMinute a minute refills in one minute
+		// whatever perMinute is; the floor keeps the "at least a minute"
+		// promise should burst and rate ever be set apart.
+		refill := time.Duration(float64(perMinute) / float64(l.limit) * float64(time.Second))
+		l.idle = max(refill, time.Minute)
+	}
+	return l
+}
+
+// Middleware answers 429 problem+json with code "rate_limited" and a
+// Retry-After header (whole seconds, at least 1, rounded up, computed from
+// the bucket's reservation delay) when the caller's bucket is empty;
+// otherwise it calls next. The key is ClientIP(r.Context()); requests whose
+// ClientIP is not valid share one bucket keyed "unknown".
+func (l *RateLimiter) Middleware(next http.Handler) http.Handler {
+	if l.perMinute <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok, wait := l.Allow(ClientIP(r.Context()))
+		if ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		secs := retryAfterSeconds(wait)
+		unit := "seconds"
+		if secs == 1 {
+			unit = "second"
+		}
+		p := newProblem(http.StatusTooManyRequests, "rate_limited", fmt.Sprintf(
+			"Too many requests from your address: at most %d a minute are allowed here. Retry in %d %s.",
+			l.perMinute, secs, unit))
+		p.header = http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}}
+		writeProblem(w, r, p)
+	})
+}
+
+// retryAfterSeconds rounds up, so a client that waits as told is let in, and
+// never says 0, which clients read as "retry at once".
+func retryAfterSeconds(d time.Duration) int64 {
+	return max(int64((d+time.Second-1)/time.Second), 1)
+}
+
+// Allow reports whether one more request from ip may pass now, and if not how
+// long until it may (used by Middleware, exported for tests and reuse).
+// A denied request costs no token, so a client hammering while limited is
+// let in as soon as the bucket refills rather than pushed further back.
+func (l *RateLimiter) Allow(ip netip.Addr) (ok bool, retryAfter time.Duration) {
+	if l.perMinute <= 0 {
+		return true, 0
+	}
+	key := bucketKey(ip)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// Read the clock under the lock so that, as seen by the buckets, time
+	// never runs backwards between callers.
+	now := l.now()
+	if now.Sub(l.lastSweep) >= sweepEvery {
+		l.sweep(now)
+	}
+	b := l.buckets[key]
+	if b == nil {
+		b = &bucket{lim: rate.NewLimiter(l.limit, l.perMinute)}
+		l.buckets[key] = b
+	}
+	b.lastSeen = now
+
+	res := b.lim.ReserveN(now, 1)
+	if !res.OK() { // cannot happen with burst >= 1; fail closed for a minute
+		return false, time.Minute
+	}
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now) // give the token back: a refused request costs nothing
+		return false, d
+	}
+	return true, 0
+}
+
+// sweep drops buckets idle for longer than a refill: they are full, so
+// forgetting them changes no answer, and it keeps memory bounded by the
+// clients seen in the last couple of minutes. The caller holds l.mu.
+func (l *RateLimiter) sweep(now time.Time) {
+	for k, b := range l.buckets {
+		if now.Sub(b.lastSeen) > l.idle {
+			delete(l.buckets, k)
+		}
+	}
+	l.lastSweep = now
+}
+
+// bucketKey keys IPv4 clients by address and IPv6 clients by their /64,
+// since one host or home usually gets a whole /64 and could otherwise take
+// a fresh address (and a fresh bucket) for every request.
+func bucketKey(ip netip.Addr) string {
+	if !ip.IsValid() {
+		return "unknown"
+	}
+	ip = ip.Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	p, err := ip.Prefix(64)
+	if err != nil {
+		return "unknown"
+	}
+	return p.String()
+}

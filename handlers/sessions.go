@@ -1,0 +1,51 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"shelf/domain"
+)
+
+// Sessions serves login and logout.
+type Sessions struct {
+	accounts *domain.Accounts
+}
+
+// loginRequest is POST /v1/sessions: login is a username or an email.
+type loginRequest struct {
+	Login    string `json:"login" validate:"required,max=1024"`
+	Password string `json:"password" validate:"required,max=1024"`
+}
+
+// sessionResponse is the Session schema of openapi.yaml.
+type sessionResponse struct {
+	Token     string       `json:"token"`
+	ExpiresAt time.Time    `json:"expiresAt"`
+	User      userResponse `json:"user"`
+}
+
+func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
+	var req loginRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	res, err := h.accounts.Login(r.Context(), req.Login, req.Password)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, sessionResponse{
+		Token: res.Token, ExpiresAt: res.ExpiresAt.UTC(),
+		User: toUserResponse(domain.UserView{User: res.User, ShowEmail: true}),
+	})
+	return nil
+}
+
+func (h *Sessions) logout(w http.ResponseWriter, r *http.Request) error {
+	if err := h.accounts.Logout(r.Context(), principal(r.Context())); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

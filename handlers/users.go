@@ -1,0 +1,156 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"shelf/domain"
+)
+
+// Users serves accounts: signup, reads, changes, password.
+type Users struct {
+	accounts *domain.Accounts
+}
+
+// signupRequest is POST /v1/users. Lengths here only bound the transport;
+// the domain applies the real rules (and names the field).
+type signupRequest struct {
+	Username    string  `json:"username" validate:"required,max=256"`
+	Email       string  `json:"email" validate:"required,max=1024"`
+	Password    string  `json:"password" validate:"required,max=1024"`
+	DisplayName *string `json:"displayName" validate:"omitempty,max=1024"`
+}
+
+// updateUserRequest is PATCH /v1/users/{id}: absent fields stay as they are.
+type updateUserRequest struct {
+	DisplayName *string `json:"displayName" validate:"omitempty,max=1024"`
+	Username    *string `json:"username" validate:"omitempty,max=256"`
+	Email       *string `json:"email" validate:"omitempty,max=1024"`
+}
+
+// passwordRequest is PUT /v1/users/{id}/password.
+type passwordRequest struct {
+	CurrentPassword string `json:"currentPassword" validate:"required,max=1024"`
+	NewPassword     string `json:"newPassword" validate:"required,max=1024"`
+}
+
+// userResponse is the User schema of openapi.yaml.
+type userResponse struct {
+	ID          string    `json:"id"`
+	Username    string    `json:"username"`
+	DisplayName string    `json:"displayName"`
+	Email       string    `json:"email,omitempty"`
+	Status      string    `json:"status"`
+	Roles       []string  `json:"roles"`
+	CreatedAt   time.Time `json:"createdAt"`
+}
+
+func toUserResponse(v domain.UserView) userResponse {
+	u := v.User
+	roles := u.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	out := userResponse{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName,
+		Status: string(u.Status), Roles: roles, CreatedAt: u.CreatedAt.UTC()}
+	if v.ShowEmail {
+		out.Email = u.Email
+	}
+	return out
+}
+
+func (h *Users) signup(w http.ResponseWriter, r *http.Request) error {
+	var req signupRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	in := domain.SignupInput{Username: req.Username, Email: req.Email, Password: req.Password}
+	if req.DisplayName != nil {
+		in.DisplayName = *req.DisplayName
+	}
+	u, err := h.accounts.Signup(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/users/"+u.ID)
+	writeJSON(w, http.StatusCreated, toUserResponse(domain.UserView{User: u, ShowEmail: true}))
+	return nil
+}
+
+func (h *Users) get(w http.ResponseWriter, r *http.Request) error {
+	v, err := h.accounts.GetUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toUserResponse(v))
+	return nil
+}
+
+func (h *Users) getByUsername(w http.ResponseWriter, r *http.Request) error {
+	name, err := url.PathUnescape(chi.URLParam(r, "username"))
+	if err != nil {
+		return domain.ErrNotFound
+	}
+	v, err := h.accounts.GetByUsername(r.Context(), principal(r.Context()), name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toUserResponse(v))
+	return nil
+}
+
+func (h *Users) getByEmail(w http.ResponseWriter, r *http.Request) error {
+	email, err := url.PathUnescape(chi.URLParam(r, "email"))
+	if err != nil {
+		return domain.ErrNotFound
+	}
+	v, err := h.accounts.GetByEmail(r.Context(), principal(r.Context()), email)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toUserResponse(v))
+	return nil
+}
+
+func (h *Users) update(w http.ResponseWriter, r *http.Request) error {
+	var req updateUserRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.DisplayName == nil && req.Username == nil && req.Email == nil {
+		return newProblem(http.StatusBadRequest, "validation_failed", "Nothing to change: send displayName, username or email.",
+			ProblemField{Field: "displayName", Code: "required", Message: "at least one of displayName, username, email is required"})
+	}
+	v, err := h.accounts.UpdateUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
+		domain.UpdateInput{DisplayName: req.DisplayName, Username: req.Username, Email: req.Email})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toUserResponse(v))
+	return nil
+}
+
+func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
+	var req passwordRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if err := h.accounts.ChangePassword(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
+		req.CurrentPassword, req.NewPassword); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Users) me(w http.ResponseWriter, r *http.Request) error {
+	u, err := h.accounts.Me(r.Context(), principal(r.Context()))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toUserResponse(domain.UserView{User: u, ShowEmail: true}))
+	return nil
+}

@@ -1,0 +1,225 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
+)
+
+// Claims keeps the claim tables (usernames, emails). Every write is a
+// lightweight transaction conditioned on the owner and operation (U6).
+type Claims struct {
+	db *DB
+}
+
+var _ domain.ClaimStore = (*Claims)(nil)
+
+// NewClaims returns the claim store.
+func NewClaims(db *DB) *Claims { return &Claims{db: db} }
+
+// claimRow is a row of a claim table.
+type claimRow struct {
+	Key       string    `db:"key"`
+	UserID    string    `db:"user_id"`
+	Op        string    `db:"op"`
+	State     string    `db:"state"`
+	ClaimedAt time.Time `db:"claimed_at"`
+}
+
+func (r claimRow) toDomain(kind domain.ClaimKind) domain.Claim {
+	return domain.Claim{Kind: kind, Key: r.Key, Owner: r.UserID, Op: r.Op, State: domain.ClaimState(r.State)}
+}
+
+// claimTables maps each kind to its table. Table names are constants, never
+// taken from input.
+var claimTables = map[domain.ClaimKind]string{
+	domain.KindUsername: "usernames",
+	domain.KindEmail:    "emails",
+}
+
+// ClaimTables lists the claim tables (for the test that checks every
+// statement on them is conditional).
+func ClaimTables() []string { return []string{"usernames", "emails"} }
+
+func table(kind domain.ClaimKind) string {
+	t, ok := claimTables[kind]
+	if !ok {
+		panic(fmt.Sprintf("repository: no claim table for kind %q", kind))
+	}
+	return t
+}
+
+// The statements on claim tables: every write is conditional (U6).
+const (
+	claimInsertCQL   = `INSERT INTO %s (key, user_id, op, state, claimed_at) VALUES (?, ?, ?, 'pending', ?) IF NOT EXISTS USING TTL ?`
+	claimCommitCQL   = `UPDATE %s USING TTL 0 SET user_id = ?, op = ?, state = 'committed', claimed_at = ? WHERE key = ? IF user_id = ? AND op = ?`
+	claimReleaseCQL  = `DELETE FROM %s WHERE key = ? IF user_id = ? AND op = ?`
+	claimTakeoverCQL = `UPDATE %s USING TTL ? SET user_id = ?, op = ?, state = 'pending', claimed_at = ? WHERE key = ? IF user_id = ? AND op = ? AND state = 'committed'`
+	claimSelectCQL   = `SELECT key, user_id, op, state, claimed_at FROM %s WHERE key = ?`
+)
+
+// ClaimStatements returns every CQL statement the claim store runs on
+// table, for the test that checks writes are conditional.
+func ClaimStatements(table string) []string {
+	var out []string
+	for _, s := range []string{claimInsertCQL, claimCommitCQL, claimReleaseCQL, claimTakeoverCQL, claimSelectCQL} {
+		out = append(out, fmt.Sprintf(s, table))
+	}
+	return out
+}
+
+// Claim inserts the key for (owner, op) under a lease if nobody holds it.
+func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, op string, lease time.Duration) (domain.Claim, error) {
+	t := table(kind)
+	var existing claimRow
+	now := time.Now().UTC()
+	_, err := c.db.exec(ctx, lwt{
+		name: t + ".claim",
+		run: func(ctx context.Context) (bool, error) {
+			existing = claimRow{}
+			applied, err := c.cas(ctx, fmt.Sprintf(claimInsertCQL, t), &existing, key, owner, op, now, ttlSeconds(lease))
+			if applied {
+				existing = claimRow{Key: key, UserID: owner, Op: op, State: string(domain.ClaimPending), ClaimedAt: now}
+			}
+			return applied, err
+		},
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			found, err := c.serialGet(ctx, t, key, &existing)
+			if err != nil {
+				return false, false, err
+			}
+			// No row: it did not apply and nothing is in the way, so run it
+			// again. A row is the answer, ours or not.
+			return found && existing.UserID == owner && existing.Op == op, !found, nil
+		},
+	})
+	if err != nil {
+		return domain.Claim{}, err
+	}
+	return existing.toDomain(kind), nil
+}
+
+// Commit rewrites every column without TTL if (owner, op) holds the claim.
+func (c *Claims) Commit(ctx context.Context, kind domain.ClaimKind, key, owner, op string) (bool, error) {
+	t := table(kind)
+	now := time.Now().UTC()
+	return c.db.exec(ctx, lwt{
+		name: t + ".commit",
+		run: func(ctx context.Context) (bool, error) {
+			return c.cas(ctx, fmt.Sprintf(claimCommitCQL, t), nil, owner, op, now, key, owner, op)
+		},
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			var row claimRow
+			found, err := c.serialGet(ctx, t, key, &row)
+			if err != nil {
+				return false, false, err
+			}
+			ours := found && row.UserID == owner && row.Op == op
+			return ours && row.State == string(domain.ClaimCommitted), ours && row.State != string(domain.ClaimCommitted), nil
+		},
+	})
+}
+
+// Release deletes the claim if (owner, op) still holds it.
+func (c *Claims) Release(ctx context.Context, kind domain.ClaimKind, key, owner, op string) error {
+	t := table(kind)
+	_, err := c.db.exec(ctx, lwt{
+		name: t + ".release",
+		run: func(ctx context.Context) (bool, error) {
+			return c.cas(ctx, fmt.Sprintf(claimReleaseCQL, t), nil, key, owner, op)
+		},
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			var row claimRow
+			found, err := c.serialGet(ctx, t, key, &row)
+			if err != nil {
+				return false, false, err
+			}
+			stillOurs := found && row.UserID == owner && row.Op == op
+			return !stillOurs, stillOurs, nil
+		},
+	})
+	return err
+}
+
+// Takeover moves a committed claim of a dead account to (owner, op) under a
+// lease, if it is still exactly the claim that was found dead.
+func (c *Claims) Takeover(ctx context.Context, kind domain.ClaimKind, key string, dead domain.Claim, owner, op string, lease time.Duration) (bool, error) {
+	t := table(kind)
+	now := time.Now().UTC()
+	return c.db.exec(ctx, lwt{
+		name: t + ".takeover",
+		run: func(ctx context.Context) (bool, error) {
+			return c.cas(ctx, fmt.Sprintf(claimTakeoverCQL, t), nil, ttlSeconds(lease), owner, op, now, key, dead.Owner, dead.Op)
+		},
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			var row claimRow
+			found, err := c.serialGet(ctx, t, key, &row)
+			if err != nil {
+				return false, false, err
+			}
+			if found && row.UserID == owner && row.Op == op {
+				return true, false, nil
+			}
+			stillDead := found && row.UserID == dead.Owner && row.Op == dead.Op && row.State == string(domain.ClaimCommitted)
+			return false, stillDead, nil
+		},
+	})
+}
+
+// Lookup reads a claim at the configured consistency.
+func (c *Claims) Lookup(ctx context.Context, kind domain.ClaimKind, key string) (domain.Claim, error) {
+	t := table(kind)
+	var row claimRow
+	err := c.db.Session.ContextQuery(ctx, fmt.Sprintf(claimSelectCQL, t), nil).Bind(key).GetRelease(&row)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return domain.Claim{}, domain.ErrNotFound
+	}
+	if err != nil {
+		return domain.Claim{}, fmt.Errorf("%s lookup: %w", t, err)
+	}
+	return row.toDomain(kind), nil
+}
+
+func (c *Claims) serialGet(ctx context.Context, t, key string, dest *claimRow) (bool, error) {
+	*dest = claimRow{}
+	q := c.db.Session.ContextQuery(ctx, fmt.Sprintf(claimSelectCQL, t), nil).Bind(key).Consistency(c.db.Serial)
+	err := q.GetRelease(dest)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// cas runs one conditional statement without driver retries (exec decides
+// what to retry). When it did not apply and existing is not nil, the row in
+// the way is scanned into it.
+func (c *Claims) cas(ctx context.Context, stmt string, existing *claimRow, args ...any) (bool, error) {
+	q := c.db.Session.Session.Query(stmt, args...).WithContext(ctx).RetryPolicy(nil)
+	if existing == nil {
+		return q.MapScanCAS(map[string]any{})
+	}
+	m := map[string]any{}
+	applied, err := q.MapScanCAS(m)
+	if err != nil || applied {
+		return applied, err
+	}
+	existing.Key, _ = m["key"].(string)
+	existing.UserID, _ = m["user_id"].(string)
+	existing.Op, _ = m["op"].(string)
+	existing.State, _ = m["state"].(string)
+	existing.ClaimedAt, _ = m["claimed_at"].(time.Time)
+	return false, nil
+}
+
+// ttlSeconds turns a lease into a TTL, at least one second.
+func ttlSeconds(d time.Duration) int {
+	if s := int(d / time.Second); s > 0 {
+		return s
+	}
+	return 1
+}

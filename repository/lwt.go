@@ -1,0 +1,147 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/scylladb/gocqlx/v2"
+)
+
+// DB is what every store shares: the session, the serial consistency for
+// lightweight transactions and SERIAL reads, and an optional fault
+// injector for tests.
+type DB struct {
+	Session gocqlx.Session
+	// Serial is the read consistency of SERIAL reads: LOCAL_SERIAL (default)
+	// or SERIAL, the same wire values as the serial consistencies.
+	Serial gocql.Consistency
+	// Faults, when set, is called before and after every lightweight
+	// transaction; see FaultFunc. Nil in production.
+	Faults FaultFunc
+}
+
+// NewDB wraps a session; serial is "SERIAL" or "LOCAL_SERIAL".
+func NewDB(s gocqlx.Session, serial string) *DB {
+	c := gocql.Consistency(gocql.LocalSerial)
+	if serial == "SERIAL" {
+		c = gocql.Consistency(gocql.Serial)
+	}
+	return &DB{Session: s, Serial: c}
+}
+
+// FaultPoint says where a fault is injected.
+type FaultPoint int
+
+// The fault points around one lightweight transaction.
+const (
+	// BeforeLWT: the statement is not sent; a non-nil error is its answer.
+	BeforeLWT FaultPoint = iota
+	// AfterLWT: the statement ran; a non-nil error replaces its answer, as
+	// when the answer is lost or times out after Cassandra applied it.
+	AfterLWT
+)
+
+// FaultFunc injects faults into lightweight transactions by name (e.g.
+// "usernames.claim", "users.activate"). Tests use it to prove that
+// ambiguous outcomes are resolved (U5).
+type FaultFunc func(stmt string, at FaultPoint) error
+
+// lwt is one lightweight transaction and how to learn its outcome when the
+// answer is ambiguous.
+type lwt struct {
+	name string
+	// run executes it once and reports whether it applied.
+	run func(ctx context.Context) (bool, error)
+	// resolve reads the row back at SERIAL (which completes any Paxos round
+	// in flight) and says whether it holds this write; again asks for the
+	// statement to be run once more (it did not apply and nothing stands in
+	// its way).
+	resolve func(ctx context.Context) (applied, again bool, err error)
+}
+
+// maxLWTAttempts bounds how often one transaction is re-run after
+// ambiguous answers that turned out not applied.
+const maxLWTAttempts = 5
+
+// resolveTimeout bounds the SERIAL read that settles an ambiguous answer; it
+// runs on a context of its own, since the request's may be what expired.
+const resolveTimeout = 10 * time.Second
+
+// exec runs a lightweight transaction, resolving ambiguous outcomes (U5):
+// never guessed, always read back at SERIAL.
+func (db *DB) exec(ctx context.Context, op lwt) (bool, error) {
+	var lastErr error
+	for attempt := 0; attempt < maxLWTAttempts; attempt++ {
+		applied, err := db.runOnce(ctx, op)
+		if err == nil {
+			return applied, nil
+		}
+		if !isAmbiguous(err) {
+			return false, fmt.Errorf("%s: %w", op.name, err)
+		}
+		lastErr = err
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
+		applied, again, rerr := op.resolve(rctx)
+		cancel()
+		if rerr != nil {
+			return false, fmt.Errorf("%s: outcome unknown (%v), and reading it back at SERIAL failed: %w", op.name, err, rerr)
+		}
+		if !again {
+			return applied, nil
+		}
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("%s: not applied: %w", op.name, ctx.Err())
+		}
+	}
+	return false, fmt.Errorf("%s: still ambiguous after %d attempts: %w", op.name, maxLWTAttempts, lastErr)
+}
+
+func (db *DB) runOnce(ctx context.Context, op lwt) (bool, error) {
+	if db.Faults != nil {
+		if err := db.Faults(op.name, BeforeLWT); err != nil {
+			return false, err
+		}
+	}
+	applied, err := op.run(ctx)
+	if db.Faults != nil {
+		if ferr := db.Faults(op.name, AfterLWT); ferr != nil {
+			return false, ferr
+		}
+	}
+	return applied, err
+}
+
+// isAmbiguous reports errors after which a write may or may not have been
+// applied: timeouts on either side, "CAS result unknown", and connections
+// lost while the request was out.
+func isAmbiguous(err error) bool {
+	var (
+		writeTimeout *gocql.RequestErrWriteTimeout
+		casUnknown   *gocql.RequestErrCASWriteUnknown
+		netErr       net.Error
+	)
+	return errors.As(err, &writeTimeout) ||
+		errors.As(err, &casUnknown) ||
+		errors.Is(err, gocql.ErrTimeoutNoResponse) ||
+		errors.Is(err, gocql.ErrConnectionClosed) ||
+		errors.Is(err, context.DeadlineExceeded) ||
+		(errors.As(err, &netErr) && netErr.Timeout())
+}
+
+// serialGet reads one row at SERIAL into dest; found is false when there is
+// no row.
+func (db *DB) serialGet(ctx context.Context, stmt string, names []string, bind map[string]any, dest any) (found bool, err error) {
+	q := db.Session.ContextQuery(ctx, stmt, names).BindMap(bind).Consistency(db.Serial)
+	err = q.GetRelease(dest)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// newWriteID tags one write so a SERIAL read can recognize it.
+func newWriteID() string { return gocql.TimeUUID().String() }

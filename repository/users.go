@@ -1,0 +1,187 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
+)
+
+// Users keeps accounts. The rows are LWT-managed: every write is a
+// lightweight transaction, so none is ever lost to a concurrent one.
+type Users struct {
+	db *DB
+}
+
+var _ domain.UserStore = (*Users)(nil)
+
+// NewUsers returns the account store.
+func NewUsers(db *DB) *Users { return &Users{db: db} }
+
+// userRow is a row of the users table.
+type userRow struct {
+	ID           string    `db:"id"`
+	Username     string    `db:"username"`
+	UsernameKey  string    `db:"username_key"`
+	Email        string    `db:"email"`
+	EmailKey     string    `db:"email_key"`
+	DisplayName  string    `db:"display_name"`
+	PasswordHash string    `db:"password_hash"`
+	Roles        []string  `db:"roles"`
+	Status       string    `db:"status"`
+	CreatedAt    time.Time `db:"created_at"`
+	UpdatedAt    time.Time `db:"updated_at"`
+	Version      int       `db:"version"`
+	WriteID      string    `db:"write_id"`
+}
+
+func fromDomainUser(u domain.User) userRow {
+	return userRow{
+		ID: u.ID, Username: u.Username, UsernameKey: u.UsernameKey, Email: u.Email, EmailKey: u.EmailKey,
+		DisplayName: u.DisplayName, PasswordHash: u.PasswordHash, Roles: u.Roles, Status: string(u.Status),
+		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt, Version: u.Version,
+	}
+}
+
+func (r userRow) toDomain() domain.User {
+	return domain.User{
+		ID: r.ID, Username: r.Username, UsernameKey: r.UsernameKey, Email: r.Email, EmailKey: r.EmailKey,
+		DisplayName: r.DisplayName, PasswordHash: r.PasswordHash, Roles: r.Roles, Status: domain.Status(r.Status),
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
+	}
+}
+
+// userColumns are written together by every write, so a TTL 0 rewrite
+// covers them all (TTL is per cell).
+const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?`
+
+const (
+	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userActivateCQL = `UPDATE users USING TTL 0 SET ` + userColumns + ` WHERE id = ? IF status = 'pending'`
+	userUpdateCQL   = `UPDATE users SET ` + userColumns + ` WHERE id = ? IF version = ?`
+	userDiscardCQL  = `DELETE FROM users WHERE id = ? IF status = 'pending'`
+	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id FROM users WHERE id = ?`
+)
+
+// values lists r's columns in userColumns order, then the tag of this write.
+func (r userRow) values(writeID string) []any {
+	return []any{r.Username, r.UsernameKey, r.Email, r.EmailKey, r.DisplayName, r.PasswordHash, r.Roles,
+		r.Status, r.CreatedAt, r.UpdatedAt, r.Version, writeID}
+}
+
+// Create inserts a pending account that expires after lease.
+func (s *Users) Create(ctx context.Context, u domain.User, lease time.Duration) error {
+	r := fromDomainUser(u)
+	writeID := newWriteID()
+	args := append(append([]any{r.ID}, r.values(writeID)...), ttlSeconds(lease))
+	applied, err := s.db.exec(ctx, lwt{
+		name:    "users.create",
+		run:     func(ctx context.Context) (bool, error) { return s.cas(ctx, userInsertCQL, args...) },
+		resolve: s.resolveWrite(u.ID, writeID),
+	})
+	if err == nil && !applied {
+		return fmt.Errorf("users.create: id %s already exists", u.ID)
+	}
+	return err
+}
+
+// Activate rewrites every column without TTL if the account is still pending.
+func (s *Users) Activate(ctx context.Context, u domain.User) (bool, error) {
+	r := fromDomainUser(u)
+	writeID := newWriteID()
+	args := append(r.values(writeID), r.ID)
+	return s.db.exec(ctx, lwt{
+		name:    "users.activate",
+		run:     func(ctx context.Context) (bool, error) { return s.cas(ctx, userActivateCQL, args...) },
+		resolve: s.resolveWrite(u.ID, writeID),
+	})
+}
+
+// Update writes u if the stored version is u.Version-1.
+func (s *Users) Update(ctx context.Context, u domain.User) (bool, error) {
+	r := fromDomainUser(u)
+	writeID := newWriteID()
+	args := append(r.values(writeID), r.ID, u.Version-1)
+	return s.db.exec(ctx, lwt{
+		name:    "users.update",
+		run:     func(ctx context.Context) (bool, error) { return s.cas(ctx, userUpdateCQL, args...) },
+		resolve: s.resolveWrite(u.ID, writeID),
+	})
+}
+
+// Discard deletes an account that is still pending.
+func (s *Users) Discard(ctx context.Context, id string) error {
+	_, err := s.db.exec(ctx, lwt{
+		name: "users.discard",
+		run:  func(ctx context.Context) (bool, error) { return s.cas(ctx, userDiscardCQL, id) },
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			r, found, err := s.get(ctx, id, s.db.Serial)
+			if err != nil {
+				return false, false, err
+			}
+			pending := found && r.Status == string(domain.StatusPending)
+			return !pending, pending, nil
+		},
+	})
+	return err
+}
+
+// resolveWrite settles an ambiguous write by its tag: the row holds our
+// write, or it does not (and then running it again is safe: its condition
+// decides again).
+func (s *Users) resolveWrite(id, writeID string) func(ctx context.Context) (bool, bool, error) {
+	return func(ctx context.Context) (bool, bool, error) {
+		r, found, err := s.get(ctx, id, s.db.Serial)
+		if err != nil {
+			return false, false, err
+		}
+		if found && r.WriteID == writeID {
+			return true, false, nil
+		}
+		return false, true, nil
+	}
+}
+
+// Get reads an account.
+func (s *Users) Get(ctx context.Context, id string) (domain.User, error) {
+	return s.getDomain(ctx, id, 0)
+}
+
+// GetSerial reads an account at SERIAL.
+func (s *Users) GetSerial(ctx context.Context, id string) (domain.User, error) {
+	return s.getDomain(ctx, id, s.db.Serial)
+}
+
+func (s *Users) getDomain(ctx context.Context, id string, cl gocql.Consistency) (domain.User, error) {
+	r, found, err := s.get(ctx, id, cl)
+	if err != nil {
+		return domain.User{}, fmt.Errorf("users get: %w", err)
+	}
+	if !found {
+		return domain.User{}, domain.ErrNotFound
+	}
+	return r.toDomain(), nil
+}
+
+// get reads a row at cl (0: the session's default).
+func (s *Users) get(ctx context.Context, id string, cl gocql.Consistency) (userRow, bool, error) {
+	var r userRow
+	q := s.db.Session.ContextQuery(ctx, userSelectCQL, nil).Bind(id)
+	if cl != 0 {
+		q = q.Consistency(cl)
+	}
+	err := q.GetRelease(&r)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return userRow{}, false, nil
+	}
+	return r, err == nil, err
+}
+
+// cas runs one conditional statement without driver retries.
+func (s *Users) cas(ctx context.Context, stmt string, args ...any) (bool, error) {
+	return s.db.Session.Session.Query(stmt, args...).WithContext(ctx).RetryPolicy(nil).MapScanCAS(map[string]any{})
+}

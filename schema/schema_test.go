@@ -1,0 +1,55 @@
+package schema
+
+import (
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestFilesSplitCleanly guards the way gocqlx's migrate reads a file: it
+// splits statements at every ';', comments included, so a ';' inside a
+// comment would cut a statement in two. Names must be NNN_name.cql.
+func TestFilesSplitCleanly(t *testing.T) {
+	t.Parallel()
+	names, err := fs.Glob(FS, "*.cql")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no migrations: %v", err)
+	}
+	nameRE := regexp.MustCompile(`^\d{3}_[a-z0-9_]+\.cql$`)
+	for i, name := range names {
+		if !nameRE.MatchString(name) {
+			t.Errorf("%s: name is not NNN_name.cql", name)
+		}
+		if want := fmt.Sprintf("%03d_", i+1); !strings.HasPrefix(name, want) {
+			t.Errorf("%s: expected number %s (no gaps, no duplicates)", name, want)
+		}
+		b, _ := fs.ReadFile(FS, name)
+		for n, line := range strings.Split(string(b), "\n") {
+			if _, comment, ok := strings.Cut(line, "--"); ok && strings.Contains(comment, ";") {
+				t.Errorf("%s:%d: a ';' in a comment splits the statement", name, n+1)
+			}
+		}
+		for _, stmt := range strings.Split(string(b), ";") {
+			code := stripComments(stmt)
+			if code == "" {
+				continue
+			}
+			if !strings.Contains(strings.ToUpper(code), "IF NOT EXISTS") {
+				t.Errorf("%s: statement is not idempotent (no IF NOT EXISTS): %.60s", name, code)
+			}
+		}
+	}
+}
+
+func stripComments(stmt string) string {
+	var out []string
+	for _, line := range strings.Split(stmt, "\n") {
+		code, _, _ := strings.Cut(line, "--")
+		if strings.TrimSpace(code) != "" {
+			out = append(out, code)
+		}
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
+}
