@@ -166,6 +166,10 @@ func (a *Accounts) Signup(ctx context.Context, in SignupInput) (User, error) {
 	// Phase 3: activate. From here on the names are the account's.
 	u.Status = StatusActive
 	activated, err := a.users.Activate(ctx, u)
+	if errors.Is(err, ErrNotApplied) {
+		a.undoSignup(ctx, held, u.ID) // read back: definitely not active
+		return User{}, err
+	}
 	if err != nil {
 		// Unknown even after the SERIAL read: do not release anything (the
 		// account may be active). If it is not, it expires with the lease

@@ -25,6 +25,10 @@ var (
 	// ErrSchemaBehind: the database answers but has not been migrated to
 	// this release's schema.
 	ErrSchemaBehind = errors.New("schema is behind")
+	// ErrNotApplied: a write whose answers were ambiguous was read back and
+	// definitely did not happen, but trying again kept failing. Unlike a
+	// bare ErrUnavailable, the caller knows the state and may undo.
+	ErrNotApplied = errors.New("write not applied")
 )
 
 // FieldError names one field of a request and what is wrong with it.

@@ -55,13 +55,14 @@ var statusOf = []struct {
 	kind   error
 	status int
 	code   string
+	detail string // for a bare kind: wrapped text may hold driver details
 }{
-	{domain.ErrInvalid, http.StatusBadRequest, "validation_failed"},
-	{domain.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
-	{domain.ErrForbidden, http.StatusForbidden, "forbidden"},
-	{domain.ErrNotFound, http.StatusNotFound, "not_found"},
-	{domain.ErrConflict, http.StatusConflict, "conflict"},
-	{domain.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{domain.ErrInvalid, http.StatusBadRequest, "validation_failed", "The request is not valid."},
+	{domain.ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "A valid session is required."},
+	{domain.ErrForbidden, http.StatusForbidden, "forbidden", "You may not do this."},
+	{domain.ErrNotFound, http.StatusNotFound, "not_found", "Not found."},
+	{domain.ErrConflict, http.StatusConflict, "conflict", "The request conflicts with the current state."},
+	{domain.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "The database could not answer in time; try again."},
 }
 
 // toProblem turns any error a handler returns into the problem to send.
@@ -78,7 +79,11 @@ func toProblem(err error) *Problem {
 			continue
 		}
 		if de == nil {
-			return newProblem(row.status, row.code, err.Error())
+			p := newProblem(row.status, row.code, row.detail)
+			if row.status == http.StatusServiceUnavailable {
+				p.header = http.Header{"Retry-After": {"1"}}
+			}
+			return p
 		}
 		code := de.Code
 		if code == "" {

@@ -180,7 +180,7 @@ func (c *Claims) Lookup(ctx context.Context, kind domain.ClaimKind, key string) 
 		return domain.Claim{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return domain.Claim{}, fmt.Errorf("%s lookup: %w", t, err)
+		return domain.Claim{}, dbErr(t+".lookup", err)
 	}
 	return row.toDomain(kind), nil
 }

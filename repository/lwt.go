@@ -9,6 +9,8 @@ import (
 
 	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"
+
+	"shelf/domain"
 )
 
 // DB is what every store shares: the session, the serial consistency for
@@ -81,23 +83,55 @@ func (db *DB) exec(ctx context.Context, op lwt) (bool, error) {
 			return applied, nil
 		}
 		if !isAmbiguous(err) {
-			return false, fmt.Errorf("%s: %w", op.name, err)
+			return false, dbErr(op.name, err)
 		}
 		lastErr = err
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 		applied, again, rerr := op.resolve(rctx)
 		cancel()
 		if rerr != nil {
-			return false, fmt.Errorf("%s: outcome unknown (%v), and reading it back at SERIAL failed: %w", op.name, err, rerr)
+			return false, fmt.Errorf("%s: outcome unknown (%v), and reading it back at SERIAL failed: %w: %w", op.name, err, domain.ErrUnavailable, rerr)
 		}
 		if !again {
 			return applied, nil
 		}
 		if ctx.Err() != nil {
-			return false, fmt.Errorf("%s: not applied: %w", op.name, ctx.Err())
+			return false, fmt.Errorf("%s: %w: %w: %w", op.name, domain.ErrNotApplied, domain.ErrUnavailable, ctx.Err())
 		}
 	}
-	return false, fmt.Errorf("%s: still ambiguous after %d attempts: %w", op.name, maxLWTAttempts, lastErr)
+	return false, fmt.Errorf("%s: %w after %d ambiguous attempts: %w: %w", op.name, domain.ErrNotApplied, maxLWTAttempts, domain.ErrUnavailable, lastErr)
+}
+
+// dbErr wraps a driver error for the domain: errors that say the cluster
+// could not answer (unavailable, timeouts, no connection, overloaded) also
+// match domain.ErrUnavailable, so callers answer 503 and clients retry;
+// anything else is a plain (internal) error.
+func dbErr(op string, err error) error {
+	if isUnavailable(err) {
+		return fmt.Errorf("%s: %w: %w", op, domain.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// isUnavailable reports errors that mean "try again later".
+func isUnavailable(err error) bool {
+	var (
+		unavailable *gocql.RequestErrUnavailable
+		readTimeout *gocql.RequestErrReadTimeout
+		reqErr      gocql.RequestError
+	)
+	if errors.As(err, &unavailable) || errors.As(err, &readTimeout) || isAmbiguous(err) ||
+		errors.Is(err, gocql.ErrNoConnections) || errors.Is(err, gocql.ErrSessionClosed) {
+		return true
+	}
+	if errors.As(err, &reqErr) {
+		switch reqErr.Code() {
+		case gocql.ErrCodeOverloaded, gocql.ErrCodeBootstrapping, gocql.ErrCodeUnavailable,
+			gocql.ErrCodeReadTimeout, gocql.ErrCodeWriteTimeout:
+			return true
+		}
+	}
+	return false
 }
 
 func (db *DB) runOnce(ctx context.Context, op lwt) (bool, error) {
@@ -130,17 +164,6 @@ func isAmbiguous(err error) bool {
 		errors.Is(err, gocql.ErrConnectionClosed) ||
 		errors.Is(err, context.DeadlineExceeded) ||
 		(errors.As(err, &netErr) && netErr.Timeout())
-}
-
-// serialGet reads one row at SERIAL into dest; found is false when there is
-// no row.
-func (db *DB) serialGet(ctx context.Context, stmt string, names []string, bind map[string]any, dest any) (found bool, err error) {
-	q := db.Session.ContextQuery(ctx, stmt, names).BindMap(bind).Consistency(db.Serial)
-	err = q.GetRelease(dest)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // newWriteID tags one write so a SERIAL read can recognize it.

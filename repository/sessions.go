@@ -3,7 +3,6 @@ package repository
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -49,11 +48,11 @@ func (s *Sessions) Create(ctx context.Context, sess domain.Session) error {
 	}
 	if err := s.db.Session.ContextQuery(ctx, sessionIndexCQL, nil).
 		Bind(sess.UserID, sess.TokenHash, sess.ExpiresAt, ttl).ExecRelease(); err != nil {
-		return fmt.Errorf("sessions index: %w", err)
+		return dbErr("sessions.index", err)
 	}
 	if err := s.db.Session.ContextQuery(ctx, sessionInsertCQL, nil).
 		Bind(sess.TokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, ttl).ExecRelease(); err != nil {
-		return fmt.Errorf("sessions insert: %w", err)
+		return dbErr("sessions.insert", err)
 	}
 	return nil
 }
@@ -66,7 +65,7 @@ func (s *Sessions) Get(ctx context.Context, tokenHash string) (domain.Session, e
 		return domain.Session{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return domain.Session{}, fmt.Errorf("sessions get: %w", err)
+		return domain.Session{}, dbErr("sessions.get", err)
 	}
 	return domain.Session{TokenHash: r.TokenHash, UserID: r.UserID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}, nil
 }
@@ -75,10 +74,10 @@ func (s *Sessions) Get(ctx context.Context, tokenHash string) (domain.Session, e
 // once), then its index entry.
 func (s *Sessions) Delete(ctx context.Context, sess domain.Session) error {
 	if err := s.db.Session.ContextQuery(ctx, sessionDeleteCQL, nil).Bind(sess.TokenHash).ExecRelease(); err != nil {
-		return fmt.Errorf("sessions delete: %w", err)
+		return dbErr("sessions.delete", err)
 	}
 	if err := s.db.Session.ContextQuery(ctx, sessionUnindexCQL, nil).Bind(sess.UserID, sess.TokenHash).ExecRelease(); err != nil {
-		return fmt.Errorf("sessions unindex: %w", err)
+		return dbErr("sessions.unindex", err)
 	}
 	return nil
 }
@@ -87,7 +86,7 @@ func (s *Sessions) Delete(ctx context.Context, sess domain.Session) error {
 func (s *Sessions) DeleteAll(ctx context.Context, userID, keep string) error {
 	var hashes []string
 	if err := s.db.Session.ContextQuery(ctx, sessionsOfUserCQL, nil).Bind(userID).SelectRelease(&hashes); err != nil {
-		return fmt.Errorf("sessions of %s: %w", userID, err)
+		return dbErr("sessions.list", err)
 	}
 	var errs []error
 	for _, h := range hashes {

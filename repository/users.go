@@ -159,7 +159,7 @@ func (s *Users) GetSerial(ctx context.Context, id string) (domain.User, error) {
 func (s *Users) getDomain(ctx context.Context, id string, cl gocql.Consistency) (domain.User, error) {
 	r, found, err := s.get(ctx, id, cl)
 	if err != nil {
-		return domain.User{}, fmt.Errorf("users get: %w", err)
+		return domain.User{}, dbErr("users.get", err)
 	}
 	if !found {
 		return domain.User{}, domain.ErrNotFound

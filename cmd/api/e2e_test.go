@@ -18,10 +18,32 @@ import (
 	"shelf/schema"
 )
 
-// newTestAPI serves the production router on db, with default settings.
+// newTestAPI serves the production router on db, with test settings.
 func newTestAPI(t *testing.T, db *testkit.DB) *testkit.API {
 	t.Helper()
-	cfg, err := config.Load(func(string) string { return "" })
+	_, api := newTestApp(t, db, nil)
+	return api
+}
+
+// testEnv is the configuration of tests: cheap password hashing and no
+// rate limit (the races send many signups from one address). Tests that
+// need more override it.
+var testEnv = map[string]string{
+	"SHELF_ARGON2_MEMORY_KIB":     "1024",
+	"SHELF_ARGON2_TIME":           "1",
+	"SHELF_RATE_LIMIT_PER_MINUTE": "0",
+}
+
+// newTestApp wires the whole service on db with testEnv plus env, and
+// serves it.
+func newTestApp(t *testing.T, db *testkit.DB, env map[string]string) (*app, *testkit.API) {
+	t.Helper()
+	cfg, err := config.Load(func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return testEnv[k]
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +51,7 @@ func newTestAPI(t *testing.T, db *testkit.DB) *testkit.API {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testkit.NewAPI(t, a.router)
+	return a, testkit.NewAPI(t, a.router)
 }
 
 func TestProbesAndContract(t *testing.T) {

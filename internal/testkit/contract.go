@@ -66,6 +66,9 @@ func (c *Contract) Check(req *http.Request, resp *http.Response, body []byte) er
 	route, params, err := c.router.FindRoute(req)
 	if err != nil {
 		if errors.Is(err, routers.ErrPathNotFound) || errors.Is(err, routers.ErrMethodNotAllowed) {
+			if resp.StatusCode < 400 {
+				return fmt.Errorf("%s %s answered %d but openapi.yaml does not document it", req.Method, req.URL.Path, resp.StatusCode)
+			}
 			return c.checkProblem(resp, body)
 		}
 		return err
@@ -132,6 +135,15 @@ func NewAPI(tb testing.TB, h http.Handler) *API {
 	srv := httptest.NewServer(h)
 	tb.Cleanup(srv.Close)
 	return &API{tb: tb, Server: srv, contract: c}
+}
+
+// As returns a client that sends token as its bearer token (the copy
+// shares the server; the original is unchanged, so goroutines can each
+// use their own).
+func (a *API) As(token string) *API {
+	c := *a
+	c.Token = token
+	return &c
 }
 
 // Response is an answer with its body read.

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"shelf/internal/testkit"
+)
+
+// userBody is the User schema as tests read it.
+type userBody struct {
+	ID          string   `json:"id"`
+	Username    string   `json:"username"`
+	DisplayName string   `json:"displayName"`
+	Email       string   `json:"email"`
+	Status      string   `json:"status"`
+	Roles       []string `json:"roles"`
+}
+
+// sessionBody is the Session schema as tests read it.
+type sessionBody struct {
+	Token     string   `json:"token"`
+	ExpiresAt string   `json:"expiresAt"`
+	User      userBody `json:"user"`
+}
+
+const testPassword = "correct horse battery"
+
+var uniq atomic.Int64
+
+// name returns a fresh name with prefix, unique in the test process.
+func name(prefix string) string {
+	return fmt.Sprintf("%s%d", prefix, uniq.Add(1))
+}
+
+func signup(api *testkit.API, username, email string) *testkit.Response {
+	return api.Send(http.MethodPost, "/v1/users", map[string]string{
+		"username": username, "email": email, "password": testPassword,
+	})
+}
+
+// mustSignup signs up and fails the test unless it answers 201.
+func mustSignup(t *testing.T, api *testkit.API, username, email string) userBody {
+	t.Helper()
+	r := signup(api, username, email)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("signup %s/%s: %d %s", username, email, r.StatusCode, r.Body)
+	}
+	var u userBody
+	r.JSON(t, &u)
+	return u
+}
+
+func login(api *testkit.API, login, password string) *testkit.Response {
+	return api.Send(http.MethodPost, "/v1/sessions", map[string]string{"login": login, "password": password})
+}
+
+// mustLogin logs in and returns the session, failing unless it answers 201.
+func mustLogin(t *testing.T, api *testkit.API, loginName string) sessionBody {
+	t.Helper()
+	r := login(api, loginName, testPassword)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("login %s: %d %s", loginName, r.StatusCode, r.Body)
+	}
+	var s sessionBody
+	r.JSON(t, &s)
+	return s
+}
+
+// claimRow is a row of a claim table, read straight from Cassandra.
+type claimRow struct {
+	Key    string
+	UserID string
+	Op     string
+	State  string
+}
+
+// allClaims reads a whole claim table of the test's keyspace.
+func allClaims(t *testing.T, db *testkit.DB, table string) []claimRow {
+	t.Helper()
+	var rows []claimRow
+	err := db.Session.ContextQuery(context.Background(), "SELECT key, user_id, op, state FROM "+table, nil).SelectRelease(&rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// userRow is the part of a users row the tests check.
+type userRow struct {
+	ID          string
+	UsernameKey string
+	EmailKey    string
+	Status      string
+}
+
+// allUsers reads the whole users table of the test's keyspace.
+func allUsers(t *testing.T, db *testkit.DB) map[string]userRow {
+	t.Helper()
+	var rows []userRow
+	err := db.Session.ContextQuery(context.Background(), "SELECT id, username_key, email_key, status FROM users", nil).SelectRelease(&rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]userRow{}
+	for _, r := range rows {
+		out[r.ID] = r
+	}
+	return out
+}
+
+// checkClaimsConsistent asserts U1/U2 on the whole keyspace: every claim
+// is committed and owned by an active account that holds exactly that key,
+// and every active account's two keys are claimed by it.
+func checkClaimsConsistent(t *testing.T, db *testkit.DB) (accounts int) {
+	t.Helper()
+	users := allUsers(t, db)
+	for _, kind := range []struct{ table, field string }{{"usernames", "username"}, {"emails", "email"}} {
+		claimed := map[string]bool{}
+		for _, c := range allClaims(t, db, kind.table) {
+			u, ok := users[c.UserID]
+			switch {
+			case c.State != "committed":
+				t.Errorf("%s %q is still %s (owner %s)", kind.table, c.Key, c.State, c.UserID)
+			case !ok || u.Status != "active":
+				t.Errorf("%s %q is held by %s, which is not an active account (%+v)", kind.table, c.Key, c.UserID, u)
+			case (kind.field == "username" && u.UsernameKey != c.Key) || (kind.field == "email" && u.EmailKey != c.Key):
+				t.Errorf("%s %q is held by %s, whose %s is something else", kind.table, c.Key, c.UserID, kind.field)
+			}
+			claimed[c.UserID+"/"+c.Key] = true
+		}
+		for _, u := range users {
+			if u.Status != "active" {
+				continue
+			}
+			key := u.UsernameKey
+			if kind.field == "email" {
+				key = u.EmailKey
+			}
+			if !claimed[u.ID+"/"+key] {
+				t.Errorf("active account %s holds %s %q without a claim", u.ID, kind.field, key)
+			}
+		}
+	}
+	for _, u := range users {
+		if u.Status == "active" {
+			accounts++
+		}
+	}
+	return accounts
+}

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shelf/internal/testkit"
+)
+
+func TestNormalizationCollisions(t *testing.T) {
+	t.Parallel()
+	_, api := newTestApp(t, testkit.PackageDB(t), nil)
+	base := name("Norm")
+	mustSignup(t, api, base, base+"@Example.org")
+	cases := []struct {
+		name, username, email, field string
+	}{
+		{"username differing in case", strings.ToLower(base), name("n") + "x@example.org", "username"},
+		{"username in upper case", strings.ToUpper(base), name("n") + "y@example.org", "username"},
+		{"email differing in case", name("norm"), strings.ToUpper(base) + "@EXAMPLE.ORG", "email"},
+		{"email in fullwidth (NFKC)", name("norm"), base + "@ｅｘａｍｐｌｅ.org", "email"},
+	}
+	for _, tc := range cases {
+		r := signup(api, tc.username, tc.email)
+		if r.StatusCode != http.StatusConflict || !hasTaken(t, r, tc.field) {
+			t.Errorf("%s: %d %s", tc.name, r.StatusCode, r.Body)
+		}
+	}
+	// Full case folding: ß folds to ss.
+	street := name("strasse")
+	mustSignup(t, api, name("fold"), street+"@example.org")
+	r := signup(api, name("fold"), strings.Replace(street, "ss", "ß", 1)+"@example.org")
+	if r.StatusCode != http.StatusConflict || !hasTaken(t, r, "email") {
+		t.Errorf("ß vs ss: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+func TestSignupValidation(t *testing.T) {
+	t.Parallel()
+	_, api := newTestApp(t, testkit.PackageDB(t), nil)
+	ok := name("valid")
+	cases := []struct {
+		name        string
+		body        map[string]any
+		field, code string
+	}{
+		{"username too short", map[string]any{"username": "ab", "email": ok + "@example.org", "password": testPassword}, "username", "format"},
+		{"username too long", map[string]any{"username": strings.Repeat("a", 33), "email": ok + "@example.org", "password": testPassword}, "username", "format"},
+		{"username starts with a dot", map[string]any{"username": ".abc", "email": ok + "@example.org", "password": testPassword}, "username", "format"},
+		{"username with a space", map[string]any{"username": "ab cd", "email": ok + "@example.org", "password": testPassword}, "username", "format"},
+		{"username not ASCII", map[string]any{"username": "jöhn", "email": ok + "@example.org", "password": testPassword}, "username", "format"},
+		{"username with a zero-width space", map[string]any{"username": "al\u200bice", "email": ok + "@example.org", "password": testPassword}, "username", "invalid_characters"},
+		{"email with a bidi override", map[string]any{"username": ok, "email": "a\u202eb@example.org", "password": testPassword}, "email", "invalid_characters"},
+		{"email with a zero-width joiner", map[string]any{"username": ok, "email": "ab\u200d@example.org", "password": testPassword}, "email", "invalid_characters"},
+		{"email without @", map[string]any{"username": ok, "email": "example.org", "password": testPassword}, "email", "format"},
+		{"email with a display name", map[string]any{"username": ok, "email": "Al <al@example.org>", "password": testPassword}, "email", "format"},
+		{"email without a domain dot", map[string]any{"username": ok, "email": "al@localhost", "password": testPassword}, "email", "format"},
+		{"email too long", map[string]any{"username": ok, "email": strings.Repeat("a", 250) + "@example.org", "password": testPassword}, "email", "too_long"},
+		{"password too short", map[string]any{"username": ok, "email": ok + "@example.org", "password": "short"}, "password", "too_short"},
+		{"password too long", map[string]any{"username": ok, "email": ok + "@example.org", "password": strings.Repeat("p", 129)}, "password", "too_long"},
+		{"password is the username", map[string]any{"username": ok + "pass", "email": ok + "@example.org", "password": strings.ToUpper(ok + "pass")}, "password", "same_as_identifier"},
+		{"password is the email", map[string]any{"username": ok, "email": ok + "@example.org", "password": ok + "@Example.org"}, "password", "same_as_identifier"},
+		{"display name too long", map[string]any{"username": ok, "email": ok + "@example.org", "password": testPassword, "displayName": strings.Repeat("d", 65)}, "displayName", "length"},
+		{"missing password", map[string]any{"username": ok, "email": ok + "@example.org"}, "password", "required"},
+		{"password not a string", map[string]any{"username": ok, "email": ok + "@example.org", "password": 12345678}, "password", "wrong_type"},
+	}
+	for _, tc := range cases {
+		r := api.Send(http.MethodPost, "/v1/users", tc.body)
+		if r.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", tc.name, r.StatusCode, r.Body)
+			continue
+		}
+		found := false
+		for _, f := range r.Problem(t).Errors {
+			found = found || (f.Field == tc.field && f.Code == tc.code)
+		}
+		if !found {
+			t.Errorf("%s: errors do not name %s/%s: %s", tc.name, tc.field, tc.code, r.Body)
+		}
+	}
+	// Nothing was half-written: the valid names are still free.
+	mustSignup(t, api, ok, ok+"@example.org")
+}
+
+func TestLoginAndSessions(t *testing.T) {
+	t.Parallel()
+	_, api := newTestApp(t, testkit.PackageDB(t), nil)
+	u, e := name("Login"), name("login")+"@example.org"
+	created := mustSignup(t, api, u, e)
+	if created.Email != e || !strings.HasPrefix(created.ID, "u_") || created.Status != "active" || created.Roles == nil {
+		t.Fatalf("created %+v", created)
+	}
+
+	byName := mustLogin(t, api, strings.ToUpper(u))
+	byEmail := mustLogin(t, api, strings.ToUpper(e))
+	if byName.User.ID != created.ID || byEmail.User.ID != created.ID || byName.Token == byEmail.Token || len(byName.Token) != 43 {
+		t.Fatalf("sessions %+v %+v", byName, byEmail)
+	}
+
+	// An unknown login and a wrong password get the same answer.
+	unknown := login(api, name("nobody"), testPassword)
+	wrong := login(api, u, "wrong password!")
+	pu, pw := unknown.Problem(t), wrong.Problem(t)
+	if unknown.StatusCode != http.StatusUnauthorized || wrong.StatusCode != http.StatusUnauthorized ||
+		pu.Code != "invalid_credentials" || pu.Code != pw.Code || pu.Detail != pw.Detail || pu.Title != pw.Title {
+		t.Fatalf("unknown %d %s / wrong %d %s", unknown.StatusCode, unknown.Body, wrong.StatusCode, wrong.Body)
+	}
+
+	me := api.As(byName.Token).Get("/v1/me")
+	var mine userBody
+	me.JSON(t, &mine)
+	if me.StatusCode != http.StatusOK || mine.ID != created.ID || mine.Email != e {
+		t.Fatalf("/v1/me: %d %s", me.StatusCode, me.Body)
+	}
+	// Others see no email.
+	var public userBody
+	api.Get("/v1/users/"+created.ID).JSON(t, &public)
+	if public.Email != "" || public.Username != u {
+		t.Fatalf("anonymous view %+v", public)
+	}
+	api.Get("/v1/users/by-username/"+strings.ToLower(u)).JSON(t, &public)
+	if public.ID != created.ID || public.Email != "" {
+		t.Fatalf("by-username %+v", public)
+	}
+	if r := api.As(byName.Token).Get("/v1/users/by-email/" + e); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("by-email as a non-admin: %d", r.StatusCode)
+	}
+	if r := api.Get("/v1/users/by-email/" + e); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("by-email anonymous: %d", r.StatusCode)
+	}
+
+	// Logout ends that session only.
+	if r := api.As(byName.Token).Do(http.MethodDelete, "/v1/sessions/current", "", nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("logout: %d %s", r.StatusCode, r.Body)
+	}
+	if r := api.As(byName.Token).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized || r.Problem(t).Code != "unauthorized" {
+		t.Fatalf("after logout: %d %s", r.StatusCode, r.Body)
+	}
+	if r := api.As(byEmail.Token).Get("/v1/me"); r.StatusCode != http.StatusOK {
+		t.Fatalf("the other session died too: %d", r.StatusCode)
+	}
+	for _, bad := range []string{"Bearer", "Basic abc", "Bearer nonsense-token"} {
+		r := api.Do(http.MethodGet, "/v1/me", "", nil, "Authorization", bad)
+		if r.StatusCode != http.StatusUnauthorized || r.Header.Get("WWW-Authenticate") == "" {
+			t.Fatalf("Authorization %q: %d", bad, r.StatusCode)
+		}
+	}
+	if r := api.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/v1/me anonymous: %d", r.StatusCode)
+	}
+}
+
+func TestSessionsExpire(t *testing.T) {
+	t.Parallel()
+	_, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_SESSION_TTL": "1s"})
+	u := name("expiry")
+	mustSignup(t, api, u, u+"@example.org")
+	s := mustLogin(t, api, u)
+	if r := api.As(s.Token).Get("/v1/me"); r.StatusCode != http.StatusOK {
+		t.Fatalf("fresh session: %d", r.StatusCode)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if r := api.As(s.Token).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("expired session: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+func TestPasswordChange(t *testing.T) {
+	t.Parallel()
+	_, api := newTestApp(t, testkit.PackageDB(t), nil)
+	u := name("pw")
+	created := mustSignup(t, api, u, u+"@example.org")
+	s1, s2 := mustLogin(t, api, u), mustLogin(t, api, u)
+	path := "/v1/users/" + created.ID + "/password"
+	if r := api.As(s1.Token).Send(http.MethodPut, path, map[string]string{"currentPassword": "wrong password", "newPassword": "a new passphrase"}); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong current password: %d %s", r.StatusCode, r.Body)
+	}
+	if r := api.As(s1.Token).Send(http.MethodPut, path, map[string]string{"currentPassword": testPassword, "newPassword": "short"}); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("short new password: %d %s", r.StatusCode, r.Body)
+	}
+	other := name("pw")
+	os := mustSignup(t, api, other, other+"@example.org")
+	if r := api.As(s1.Token).Send(http.MethodPut, "/v1/users/"+os.ID+"/password", map[string]string{"currentPassword": testPassword, "newPassword": "a new passphrase"}); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("someone else's password: %d %s", r.StatusCode, r.Body)
+	}
+	if r := api.As(s1.Token).Send(http.MethodPut, path, map[string]string{"currentPassword": testPassword, "newPassword": "a new passphrase"}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("change: %d %s", r.StatusCode, r.Body)
+	}
+	if r := api.As(s1.Token).Get("/v1/me"); r.StatusCode != http.StatusOK {
+		t.Fatalf("the changing session was revoked: %d", r.StatusCode)
+	}
+	if r := api.As(s2.Token).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("another session survived the change: %d", r.StatusCode)
+	}
+	if r := login(api, u, testPassword); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("old password still works: %d", r.StatusCode)
+	}
+	if r := login(api, u, "a new passphrase"); r.StatusCode != http.StatusCreated {
+		t.Fatalf("new password: %d", r.StatusCode)
+	}
+}
+
+func TestRenames(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	_, api := newTestApp(t, db, nil)
+	u := name("ren")
+	created := mustSignup(t, api, u, u+"@example.org")
+	s := mustLogin(t, api, u)
+	me := api.As(s.Token)
+	path := "/v1/users/" + created.ID
+
+	renamed, newEmail := name("Ren"), name("ren")+"@example.org"
+	r := me.Send(http.MethodPatch, path, map[string]string{"username": renamed, "email": newEmail, "displayName": "Ren É"})
+	var after userBody
+	r.JSON(t, &after)
+	if r.StatusCode != http.StatusOK || after.Username != renamed || after.Email != newEmail || after.DisplayName != "Ren É" {
+		t.Fatalf("rename: %d %s", r.StatusCode, r.Body)
+	}
+	mustLogin(t, api, renamed)
+	mustLogin(t, api, newEmail)
+	if r := login(api, u, testPassword); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the old username still logs in: %d", r.StatusCode)
+	}
+	mustSignup(t, api, u, u+"@example.org") // the old names were released
+
+	// Only a change of case: no new claim, the display form changes.
+	upper := strings.ToUpper(renamed)
+	if r := me.Send(http.MethodPatch, path, map[string]string{"username": upper}); r.StatusCode != http.StatusOK {
+		t.Fatalf("case change: %d %s", r.StatusCode, r.Body)
+	}
+	if r := me.Send(http.MethodPatch, path, map[string]string{"username": u}); r.StatusCode != http.StatusConflict || !hasTaken(t, r, "username") {
+		t.Fatalf("rename to a taken name: %d %s", r.StatusCode, r.Body)
+	}
+	if r := me.Send(http.MethodPatch, path, map[string]any{}); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("empty patch: %d", r.StatusCode)
+	}
+	if r := api.Send(http.MethodPatch, path, map[string]string{"displayName": "x"}); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous patch: %d", r.StatusCode)
+	}
+	other := name("ren")
+	o := mustSignup(t, api, other, other+"@example.org")
+	if r := me.Send(http.MethodPatch, "/v1/users/"+o.ID, map[string]string{"displayName": "x"}); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("patching someone else: %d", r.StatusCode)
+	}
+	checkClaimsConsistent(t, db)
+}
+
+// TestRenameRaces: two users rename to the same name at once, many rounds:
+// one wins, the loser gets 409 and keeps its old name; and one user
+// renaming concurrently to different names ends with one of them, every
+// other released.
+func TestRenameRaces(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	_, api := newTestApp(t, db, nil)
+	type acct struct {
+		user userBody
+		tok  string
+	}
+	mk := func() acct {
+		u := name("rr")
+		b := mustSignup(t, api, u, u+"@example.org")
+		return acct{b, mustLogin(t, api, u).Token}
+	}
+	a, b := mk(), mk()
+	for round := 0; round < 20; round++ {
+		target := name("rrt")
+		res := make([]*testkit.Response, 2)
+		var wg sync.WaitGroup
+		for i, who := range []acct{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[i] = api.As(who.tok).Send(http.MethodPatch, "/v1/users/"+who.user.ID, map[string]string{"username": target})
+			}()
+		}
+		wg.Wait()
+		wins := 0
+		for i, r := range res {
+			who := []*acct{&a, &b}[i]
+			switch r.StatusCode {
+			case http.StatusOK:
+				wins++
+				r.JSON(t, &who.user)
+			case http.StatusConflict:
+				var now userBody
+				api.Get("/v1/users/"+who.user.ID).JSON(t, &now)
+				if now.Username != who.user.Username {
+					t.Fatalf("round %d: the loser's name changed from %s to %s", round, who.user.Username, now.Username)
+				}
+				mustLogin(t, api, who.user.Username)
+			default:
+				t.Fatalf("round %d: %d %s", round, r.StatusCode, r.Body)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("round %d: %d renames to %s won, want 1", round, wins, target)
+		}
+	}
+
+	// One user, several renames at once to different names.
+	targets := []string{name("multi"), name("multi"), name("multi"), name("multi")}
+	var wg sync.WaitGroup
+	for _, target := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := api.As(a.tok).Send(http.MethodPatch, "/v1/users/"+a.user.ID, map[string]string{"username": target})
+			if r.StatusCode != http.StatusOK && r.StatusCode != http.StatusConflict {
+				t.Errorf("rename to %s: %d %s", target, r.StatusCode, r.Body)
+			}
+		}()
+	}
+	wg.Wait()
+	checkClaimsConsistent(t, db)
+}

@@ -1,0 +1,185 @@
+package repository_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+var seq atomic.Int64
+
+func key(prefix string) string { return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), seq.Add(1)) }
+
+// newClaims returns a claim store on the package keyspace with its own
+// fault hook.
+func newClaims(t *testing.T) (*repository.Claims, *repository.DB) {
+	t.Helper()
+	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	return repository.NewClaims(db), db
+}
+
+func TestClaimLifecycle(t *testing.T) {
+	t.Parallel()
+	c, _ := newClaims(t)
+	ctx := context.Background()
+	k := key("life")
+	got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op1", time.Minute)
+	if err != nil || got.Owner != "u_a" || got.Op != "op1" || got.State != domain.ClaimPending {
+		t.Fatalf("first claim: %+v %v", got, err)
+	}
+	// A retry of the same operation finds its own claim.
+	if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op1", time.Minute); err != nil || got.Owner != "u_a" || got.Op != "op1" {
+		t.Fatalf("retry: %+v %v", got, err)
+	}
+	// Someone else finds it taken, and cannot commit or release it.
+	if got, err := c.Claim(ctx, domain.KindUsername, k, "u_b", "op2", time.Minute); err != nil || got.Owner != "u_a" {
+		t.Fatalf("other claimant: %+v %v", got, err)
+	}
+	if ok, err := c.Commit(ctx, domain.KindUsername, k, "u_b", "op2"); err != nil || ok {
+		t.Fatalf("foreign commit applied=%v err=%v", ok, err)
+	}
+	if err := c.Release(ctx, domain.KindUsername, k, "u_a", "op-other"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Lookup(ctx, domain.KindUsername, k); got.Owner != "u_a" {
+		t.Fatalf("a release by another operation of the same user deleted the claim: %+v", got)
+	}
+	if ok, err := c.Commit(ctx, domain.KindUsername, k, "u_a", "op1"); err != nil || !ok {
+		t.Fatalf("commit applied=%v err=%v", ok, err)
+	}
+	if got, _ := c.Lookup(ctx, domain.KindUsername, k); got.State != domain.ClaimCommitted {
+		t.Fatalf("after commit: %+v", got)
+	}
+	if err := c.Release(ctx, domain.KindUsername, k, "u_a", "op1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Lookup(ctx, domain.KindUsername, k); err != domain.ErrNotFound {
+		t.Fatalf("after release: %v", err)
+	}
+}
+
+func TestPendingClaimExpiresCommittedDoesNot(t *testing.T) {
+	t.Parallel()
+	c, _ := newClaims(t)
+	ctx := context.Background()
+	pending, committed := key("exp"), key("exp")
+	for _, k := range []string{pending, committed} {
+		if _, err := c.Claim(ctx, domain.KindEmail, k, "u_a", "op", time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := c.Commit(ctx, domain.KindEmail, committed, "u_a", "op"); !ok || err != nil {
+		t.Fatalf("commit %v %v", ok, err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := c.Lookup(ctx, domain.KindEmail, pending); err != domain.ErrNotFound {
+		t.Fatalf("pending claim outlived its lease: %v", err)
+	}
+	if got, err := c.Lookup(ctx, domain.KindEmail, committed); err != nil || got.Owner != "u_a" || got.State != domain.ClaimCommitted {
+		t.Fatalf("committed claim expired: %+v %v", got, err)
+	}
+}
+
+func TestTakeoverOnlyOfTheDeadClaim(t *testing.T) {
+	t.Parallel()
+	c, _ := newClaims(t)
+	ctx := context.Background()
+	k := key("take")
+	c.Claim(ctx, domain.KindUsername, k, "u_dead", "op0", time.Minute)
+	c.Commit(ctx, domain.KindUsername, k, "u_dead", "op0")
+	dead, _ := c.Lookup(ctx, domain.KindUsername, k)
+	stale := dead
+	stale.Op = "some-other-op"
+	if ok, err := c.Takeover(ctx, domain.KindUsername, k, stale, "u_new", "op1", time.Minute); err != nil || ok {
+		t.Fatalf("takeover of a claim that is not the one found dead: %v %v", ok, err)
+	}
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := c.Takeover(ctx, domain.KindUsername, k, dead, fmt.Sprintf("u_new%d", i), "op", time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				wins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d takeovers applied, want 1", wins.Load())
+	}
+}
+
+// TestLostAnswersAreResolved: each operation's answer is lost after it
+// applied, or it times out before being sent; the store reads back at
+// SERIAL and reports what really happened (U5).
+func TestLostAnswersAreResolved(t *testing.T) {
+	t.Parallel()
+	c, db := newClaims(t)
+	ctx := context.Background()
+	lost := &gocql.RequestErrCASWriteUnknown{}
+	for _, at := range []repository.FaultPoint{repository.AfterLWT, repository.BeforeLWT} {
+		fault := func(stmt string) {
+			var once sync.Once
+			db.Faults = func(name string, point repository.FaultPoint) error {
+				var err error
+				if name == stmt && point == at {
+					once.Do(func() { err = lost })
+				}
+				return err
+			}
+		}
+		k := key("lost")
+		fault("usernames.claim")
+		if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op", time.Minute); err != nil || got.Owner != "u_a" || got.Op != "op" {
+			t.Fatalf("claim at %v: %+v %v", at, got, err)
+		}
+		fault("usernames.commit")
+		if ok, err := c.Commit(ctx, domain.KindUsername, k, "u_a", "op"); err != nil || !ok {
+			t.Fatalf("commit at %v: %v %v", at, ok, err)
+		}
+		fault("usernames.release")
+		if err := c.Release(ctx, domain.KindUsername, k, "u_a", "op"); err != nil {
+			t.Fatalf("release at %v: %v", at, err)
+		}
+		db.Faults = nil
+		if _, err := c.Lookup(ctx, domain.KindUsername, k); err != domain.ErrNotFound {
+			t.Fatalf("after release at %v: %v", at, err)
+		}
+		// A lost answer on a claim someone else holds reports the holder.
+		c.Claim(ctx, domain.KindUsername, k, "u_b", "opb", time.Minute)
+		fault("usernames.claim")
+		if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op", time.Minute); err != nil || got.Owner != "u_b" {
+			t.Fatalf("contended claim at %v: %+v %v", at, got, err)
+		}
+		db.Faults = nil
+	}
+}
+
+// TestUnresolvableErrorsAreNotGuessed: an error that is not ambiguous (the
+// node says the write was not applied) is returned as it is.
+func TestUnresolvableErrorsAreNotGuessed(t *testing.T) {
+	t.Parallel()
+	c, db := newClaims(t)
+	db.Faults = func(string, repository.FaultPoint) error {
+		return &gocql.RequestErrUnavailable{}
+	}
+	if _, err := c.Claim(context.Background(), domain.KindUsername, key("unav"), "u_a", "op", time.Minute); err == nil {
+		t.Fatal("an unavailable error was swallowed")
+	}
+}
