@@ -45,6 +45,11 @@ func startAPI(dir string, hosts []string, keyspace string) (p *apiProcess, stop 
 		"SHELF_CASSANDRA_HOSTS="+strings.Join(hosts, ","),
 		"SHELF_KEYSPACE="+keyspace,
 		"SHELF_LOG_FORMAT=json",
+		// Cheap hashing and no rate limit: the benchmarks measure the
+		// database path, not argon2 or the limiter.
+		"SHELF_ARGON2_MEMORY_KIB=64",
+		"SHELF_ARGON2_TIME=1",
+		"SHELF_RATE_LIMIT_PER_MINUTE=0",
 	)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -7,6 +7,7 @@ package bench
 import (
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -75,6 +76,7 @@ func report(b *testing.B, h *harness, rawTotal, apiTotal time.Duration, n int) {
 	b.ReportMetric(float64(rawTotal.Microseconds())/float64(n), "raw-µs/op")
 	b.ReportMetric(float64(apiTotal.Microseconds())/float64(n), "api-µs/op")
 	b.ReportMetric(float64(apiTotal)/float64(rawTotal), "api/raw")
+	b.ReportMetric(float64(rawTotal)/float64(apiTotal), "raw/api")
 	if mb, err := h.api.peakRSSMB(); err == nil {
 		b.ReportMetric(mb, "api-peak-MB")
 	}
@@ -92,6 +94,16 @@ var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64
 // get fetches url and fails unless it answers want.
 func get(url string, want int) error {
 	resp, err := httpClient.Get(url)
+	return check(resp, err, url, want)
+}
+
+// post sends a JSON body and fails unless the answer is want.
+func post(url, body string, want int) error {
+	resp, err := httpClient.Post(url, "application/json", strings.NewReader(body))
+	return check(resp, err, url, want)
+}
+
+func check(resp *http.Response, err error, url string, want int) error {
 	if err != nil {
 		return err
 	}

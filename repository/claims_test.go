@@ -19,7 +19,9 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 
 var seq atomic.Int64
 
-func key(prefix string) string { return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), seq.Add(1)) }
+func key(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), seq.Add(1))
+}
 
 // newClaims returns a claim store on the package keyspace with its own
 // fault hook.

@@ -28,6 +28,11 @@ Settings come from SHELF_* environment variables; see the README.`
 
 // run is the whole program; main only adds the signal context and the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string) error {
+	return runWithOutput(ctx, args, getenv, os.Stdout)
+}
+
+// runWithOutput is run with the operator commands' output sent to out.
+func runWithOutput(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Println(usage)
 		if len(args) == 0 {
@@ -47,7 +52,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return migrate(ctx, cfg, logger)
 	case "admin":
 		// Operator output goes to stdout; the log only says what went wrong.
-		return admin(ctx, cfg, logger.Level(zerolog.WarnLevel), args[1:], os.Stdout)
+		return admin(ctx, cfg, logger.Level(zerolog.WarnLevel), args[1:], out)
 	default:
 		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}
