@@ -31,6 +31,17 @@ type claimRow struct {
 	ClaimedAt time.Time `db:"claimed_at"`
 }
 
+// claimRowFrom reads the row a CAS answer sent back.
+func claimRowFrom(m map[string]any) claimRow {
+	var r claimRow
+	r.Key, _ = m["key"].(string)
+	r.UserID, _ = m["user_id"].(string)
+	r.Op, _ = m["op"].(string)
+	r.State, _ = m["state"].(string)
+	r.ClaimedAt, _ = m["claimed_at"].(time.Time)
+	return r
+}
+
 func (r claimRow) toDomain(kind domain.ClaimKind) domain.Claim {
 	return domain.Claim{Kind: kind, Key: r.Key, Owner: r.UserID, Op: r.Op, State: domain.ClaimState(r.State)}
 }
@@ -81,10 +92,11 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 	_, err := c.db.exec(ctx, lwt{
 		name: t + ".claim",
 		run: func(ctx context.Context) (bool, error) {
-			existing = claimRow{}
-			applied, err := c.cas(ctx, fmt.Sprintf(claimInsertCQL, t), &existing, key, owner, op, now, ttlSeconds(lease))
+			applied, m, err := c.db.cas(ctx, fmt.Sprintf(claimInsertCQL, t), key, owner, op, now, ttlSeconds(lease))
 			if applied {
 				existing = claimRow{Key: key, UserID: owner, Op: op, State: string(domain.ClaimPending), ClaimedAt: now}
+			} else {
+				existing = claimRowFrom(m)
 			}
 			return applied, err
 		},
@@ -111,7 +123,7 @@ func (c *Claims) Commit(ctx context.Context, kind domain.ClaimKind, key, owner, 
 	return c.db.exec(ctx, lwt{
 		name: t + ".commit",
 		run: func(ctx context.Context) (bool, error) {
-			return c.cas(ctx, fmt.Sprintf(claimCommitCQL, t), nil, owner, op, now, key, owner, op)
+			return applied(c.db.cas(ctx, fmt.Sprintf(claimCommitCQL, t), owner, op, now, key, owner, op))
 		},
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			var row claimRow
@@ -131,7 +143,7 @@ func (c *Claims) Release(ctx context.Context, kind domain.ClaimKind, key, owner,
 	_, err := c.db.exec(ctx, lwt{
 		name: t + ".release",
 		run: func(ctx context.Context) (bool, error) {
-			return c.cas(ctx, fmt.Sprintf(claimReleaseCQL, t), nil, key, owner, op)
+			return applied(c.db.cas(ctx, fmt.Sprintf(claimReleaseCQL, t), key, owner, op))
 		},
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			var row claimRow
@@ -154,7 +166,7 @@ func (c *Claims) Takeover(ctx context.Context, kind domain.ClaimKind, key string
 	return c.db.exec(ctx, lwt{
 		name: t + ".takeover",
 		run: func(ctx context.Context) (bool, error) {
-			return c.cas(ctx, fmt.Sprintf(claimTakeoverCQL, t), nil, ttlSeconds(lease), owner, op, now, key, dead.Owner, dead.Op)
+			return applied(c.db.cas(ctx, fmt.Sprintf(claimTakeoverCQL, t), ttlSeconds(lease), owner, op, now, key, dead.Owner, dead.Op))
 		},
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			var row claimRow
@@ -193,27 +205,6 @@ func (c *Claims) serialGet(ctx context.Context, t, key string, dest *claimRow) (
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// cas runs one conditional statement without driver retries (exec decides
-// what to retry). When it did not apply and existing is not nil, the row in
-// the way is scanned into it.
-func (c *Claims) cas(ctx context.Context, stmt string, existing *claimRow, args ...any) (bool, error) {
-	q := c.db.Session.Session.Query(stmt, args...).WithContext(ctx).RetryPolicy(nil)
-	if existing == nil {
-		return q.MapScanCAS(map[string]any{})
-	}
-	m := map[string]any{}
-	applied, err := q.MapScanCAS(m)
-	if err != nil || applied {
-		return applied, err
-	}
-	existing.Key, _ = m["key"].(string)
-	existing.UserID, _ = m["user_id"].(string)
-	existing.Op, _ = m["op"].(string)
-	existing.State, _ = m["state"].(string)
-	existing.ClaimedAt, _ = m["claimed_at"].(time.Time)
-	return false, nil
 }
 
 // ttlSeconds turns a lease into a TTL, at least one second.

@@ -166,5 +166,18 @@ func isAmbiguous(err error) bool {
 		(errors.As(err, &netErr) && netErr.Timeout())
 }
 
+// cas runs one conditional statement without driver retries (exec decides
+// what to retry) and returns, when it did not apply, the columns Cassandra
+// sent back: the row in the way for IF NOT EXISTS, the condition's columns
+// otherwise.
+func (db *DB) cas(ctx context.Context, stmt string, args ...any) (applied bool, existing map[string]any, err error) {
+	existing = map[string]any{}
+	applied, err = db.Session.Session.Query(stmt, args...).WithContext(ctx).RetryPolicy(nil).MapScanCAS(existing)
+	return applied, existing, err
+}
+
+// applied drops the columns of a CAS answer where only "applied" matters.
+func applied(ok bool, _ map[string]any, err error) (bool, error) { return ok, err }
+
 // newWriteID tags one write so a SERIAL read can recognize it.
 func newWriteID() string { return gocql.TimeUUID().String() }

@@ -80,7 +80,7 @@ func (s *Users) Create(ctx context.Context, u domain.User, lease time.Duration) 
 	args := append(append([]any{r.ID}, r.values(writeID)...), ttlSeconds(lease))
 	applied, err := s.db.exec(ctx, lwt{
 		name:    "users.create",
-		run:     func(ctx context.Context) (bool, error) { return s.cas(ctx, userInsertCQL, args...) },
+		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userInsertCQL, args...)) },
 		resolve: s.resolveWrite(u.ID, writeID),
 	})
 	if err == nil && !applied {
@@ -96,7 +96,7 @@ func (s *Users) Activate(ctx context.Context, u domain.User) (bool, error) {
 	args := append(r.values(writeID), r.ID)
 	return s.db.exec(ctx, lwt{
 		name:    "users.activate",
-		run:     func(ctx context.Context) (bool, error) { return s.cas(ctx, userActivateCQL, args...) },
+		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userActivateCQL, args...)) },
 		resolve: s.resolveWrite(u.ID, writeID),
 	})
 }
@@ -108,7 +108,7 @@ func (s *Users) Update(ctx context.Context, u domain.User) (bool, error) {
 	args := append(r.values(writeID), r.ID, u.Version-1)
 	return s.db.exec(ctx, lwt{
 		name:    "users.update",
-		run:     func(ctx context.Context) (bool, error) { return s.cas(ctx, userUpdateCQL, args...) },
+		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userUpdateCQL, args...)) },
 		resolve: s.resolveWrite(u.ID, writeID),
 	})
 }
@@ -117,7 +117,7 @@ func (s *Users) Update(ctx context.Context, u domain.User) (bool, error) {
 func (s *Users) Discard(ctx context.Context, id string) error {
 	_, err := s.db.exec(ctx, lwt{
 		name: "users.discard",
-		run:  func(ctx context.Context) (bool, error) { return s.cas(ctx, userDiscardCQL, id) },
+		run:  func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userDiscardCQL, id)) },
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			r, found, err := s.get(ctx, id, s.db.Serial)
 			if err != nil {
@@ -179,9 +179,4 @@ func (s *Users) get(ctx context.Context, id string, cl gocql.Consistency) (userR
 		return userRow{}, false, nil
 	}
 	return r, err == nil, err
-}
-
-// cas runs one conditional statement without driver retries.
-func (s *Users) cas(ctx context.Context, stmt string, args ...any) (bool, error) {
-	return s.db.Session.Session.Query(stmt, args...).WithContext(ctx).RetryPolicy(nil).MapScanCAS(map[string]any{})
 }
