@@ -49,6 +49,9 @@ type Error struct {
 	Code    string
 	Message string
 	Fields  []FieldError
+	// Details are extra members of the answer (e.g. suspendedAt), named
+	// as in the API.
+	Details map[string]any
 }
 
 func (e *Error) Error() string {

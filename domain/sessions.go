@@ -90,6 +90,11 @@ func (a *Accounts) Login(ctx context.Context, login, password string) (LoginResu
 	if !ok {
 		return LoginResult{}, ErrInvalidCredentials
 	}
+	// Only now, with the password right, may the caller learn of a
+	// suspension (S3).
+	if err := a.blocked(u); err != nil {
+		return LoginResult{}, err
+	}
 	if rehash {
 		a.rehash(ctx, u, password)
 	}
@@ -99,7 +104,30 @@ func (a *Accounts) Login(ctx context.Context, login, password string) (LoginResu
 	if err := a.sessions.Create(ctx, s); err != nil {
 		return LoginResult{}, err
 	}
-	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: u}, nil
+	// A suspension may have landed while we logged in, after its revocation
+	// listed this user's sessions: read the account again. If it is not
+	// suspended now, any suspension still to come will find this session
+	// (written above) when it revokes.
+	again, err := a.users.Get(ctx, u.ID)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if err := a.blocked(again); err != nil {
+		if derr := a.sessions.Delete(ctx, s); derr != nil {
+			return LoginResult{}, derr
+		}
+		return LoginResult{}, err
+	}
+	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: again}, nil
+}
+
+// blocked returns ErrSuspended while u's suspension is in force; one whose
+// end has passed no longer blocks, even before the sweeper lifts it.
+func (a *Accounts) blocked(u User) error {
+	if u.Status == StatusSuspended && u.Suspension != nil && u.Suspension.ActiveAt(a.cfg.Now()) {
+		return ErrSuspended(*u.Suspension)
+	}
+	return nil
 }
 
 // rehash stores a hash with the current parameters; a failure only means

@@ -34,6 +34,8 @@ type User struct {
 	UpdatedAt    time.Time
 	// Version counts changes; every change is a compare-and-set on it.
 	Version int
+	// Suspension is set while the account is suspended.
+	Suspension *Suspension
 }
 
 // IsAdmin reports whether the user has the admin role.

@@ -25,8 +25,30 @@ type Problem struct {
 	Code      string         `json:"code"`
 	Errors    []ProblemField `json:"errors,omitempty"`
 	RequestID string         `json:"requestId,omitempty"`
+	// Extensions are extra members (RFC 9457 section 3.2), e.g. suspendedAt.
+	Extensions map[string]any `json:"-"`
 	// header holds extra response headers (Allow, Retry-After).
 	header http.Header
+}
+
+// MarshalJSON writes the standard members, then the extensions (which may
+// not replace a standard member).
+func (p Problem) MarshalJSON() ([]byte, error) {
+	type plain Problem
+	b, err := json.Marshal(plain(p))
+	if err != nil || len(p.Extensions) == 0 {
+		return b, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range p.Extensions {
+		if _, taken := m[k]; !taken {
+			m[k] = v
+		}
+	}
+	return json.Marshal(m)
 }
 
 // ProblemField is one entry of Problem.Errors.
@@ -93,7 +115,9 @@ func toProblem(err error) *Problem {
 		for i, f := range de.Fields {
 			fields[i] = ProblemField{Field: f.Field, Code: f.Code, Message: f.Message}
 		}
-		return newProblem(row.status, code, de.Message, fields...)
+		p := newProblem(row.status, code, de.Message, fields...)
+		p.Extensions = de.Details
+		return p
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return newProblem(http.StatusServiceUnavailable, "timeout", "The request took too long; try again.")

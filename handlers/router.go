@@ -30,6 +30,8 @@ type Deps struct {
 	Accounts *domain.Accounts
 	// RateLimitPerMinute bounds signups and logins per client IP (0: off).
 	RateLimitPerMinute int
+	// Moderation is suspensions.
+	Moderation *domain.Moderation
 }
 
 // NewRouter builds the whole HTTP API.
@@ -68,6 +70,12 @@ func NewRouter(d Deps) *chi.Mux {
 		r.With(loginLimit.Middleware).Post("/sessions", handle(sessions.login))
 		r.Delete("/sessions/current", handle(sessions.logout))
 		r.Get("/me", handle(users.me))
+
+		moderation := &Moderation{moderation: d.Moderation}
+		r.Post("/users/{id}/suspension", handle(moderation.suspend))
+		r.Get("/users/{id}/suspension", handle(moderation.get))
+		r.Delete("/users/{id}/suspension", handle(moderation.unsuspend))
+		r.Get("/suspensions", handle(moderation.list))
 	})
 	return r
 }

@@ -24,6 +24,8 @@ type ConnConfig struct {
 	// Logger receives the driver's own messages (connection errors and the
 	// like); nil discards them.
 	Logger gocql.StdLogger
+	// Observer, when set, sees every statement (tests count reads with it).
+	Observer gocql.QueryObserver
 }
 
 // clusterConfig builds the gocql configuration shared by every session:
@@ -48,6 +50,7 @@ func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 	cluster.ConnectTimeout = c.ConnectTimeout
 	cluster.ReconnectInterval = c.ReconnectInterval
 	cluster.Logger = c.Logger
+	cluster.QueryObserver = c.Observer
 	if cluster.Logger == nil {
 		cluster.Logger = discardLogger{}
 	}

@@ -37,47 +37,85 @@ type userRow struct {
 	UpdatedAt    time.Time `db:"updated_at"`
 	Version      int       `db:"version"`
 	WriteID      string    `db:"write_id"`
+	// The suspension, set while suspended.
+	SuspendedAt      time.Time `db:"suspended_at"`
+	SuspensionBucket string    `db:"suspension_bucket"`
+	SuspensionReason string    `db:"suspension_reason"`
+	SuspendedBy      string    `db:"suspended_by"`
+	SuspendedUntil   time.Time `db:"suspended_until"`
 }
 
 func fromDomainUser(u domain.User) userRow {
-	return userRow{
+	r := userRow{
 		ID: u.ID, Username: u.Username, UsernameKey: u.UsernameKey, Email: u.Email, EmailKey: u.EmailKey,
 		DisplayName: u.DisplayName, PasswordHash: u.PasswordHash, Roles: u.Roles, Status: string(u.Status),
 		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt, Version: u.Version,
 	}
+	if s := u.Suspension; s != nil {
+		r.SuspendedAt, r.SuspensionBucket, r.SuspensionReason = s.SuspendedAt, s.Bucket, s.Reason
+		r.SuspendedBy, r.SuspendedUntil = s.SuspendedBy, s.Until
+	}
+	return r
 }
 
 func (r userRow) toDomain() domain.User {
-	return domain.User{
+	u := domain.User{
 		ID: r.ID, Username: r.Username, UsernameKey: r.UsernameKey, Email: r.Email, EmailKey: r.EmailKey,
 		DisplayName: r.DisplayName, PasswordHash: r.PasswordHash, Roles: r.Roles, Status: domain.Status(r.Status),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
 	}
+	if !r.SuspendedAt.IsZero() {
+		u.Suspension = &domain.Suspension{UserID: r.ID, Username: r.Username, Reason: r.SuspensionReason,
+			SuspendedAt: r.SuspendedAt.UTC(), SuspendedBy: r.SuspendedBy, Until: utcOrZero(r.SuspendedUntil), Bucket: r.SuspensionBucket}
+	}
+	return u
+}
+
+// utcOrZero keeps a null timestamp zero (gocql reads it as the zero time).
+func utcOrZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// orAbsent passes v, or absent for a zero value: nil to clear the cell
+// (an update ending a suspension), gocql.UnsetValue to leave it alone (a
+// new account, which has nothing there, so no tombstone is written).
+func orAbsent[T comparable](v T, absent any) any {
+	var zero T
+	if v == zero {
+		return absent
+	}
+	return v
 }
 
 // userColumns are written together by every write, so a TTL 0 rewrite
 // covers them all (TTL is per cell).
-const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?`
+const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?`
 
 const (
-	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivateCQL = `UPDATE users USING TTL 0 SET ` + userColumns + ` WHERE id = ? IF status = 'pending'`
 	userUpdateCQL   = `UPDATE users SET ` + userColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  = `DELETE FROM users WHERE id = ? IF status = 'pending'`
-	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id FROM users WHERE id = ?`
+	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until FROM users WHERE id = ?`
 )
 
-// values lists r's columns in userColumns order, then the tag of this write.
-func (r userRow) values(writeID string) []any {
+// values lists r's columns in userColumns order, with the tag of this
+// write; absent is what an empty optional column is written as (see orAbsent).
+func (r userRow) values(writeID string, absent any) []any {
 	return []any{r.Username, r.UsernameKey, r.Email, r.EmailKey, r.DisplayName, r.PasswordHash, r.Roles,
-		r.Status, r.CreatedAt, r.UpdatedAt, r.Version, writeID}
+		r.Status, r.CreatedAt, r.UpdatedAt, r.Version, writeID,
+		orAbsent(r.SuspendedAt, absent), orAbsent(r.SuspensionBucket, absent), orAbsent(r.SuspensionReason, absent),
+		orAbsent(r.SuspendedBy, absent), orAbsent(r.SuspendedUntil, absent)}
 }
 
 // Create inserts a pending account that expires after lease.
 func (s *Users) Create(ctx context.Context, u domain.User, lease time.Duration) error {
 	r := fromDomainUser(u)
 	writeID := newWriteID()
-	args := append(append([]any{r.ID}, r.values(writeID)...), ttlSeconds(lease))
+	args := append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))
 	applied, err := s.db.exec(ctx, lwt{
 		name:    "users.create",
 		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userInsertCQL, args...)) },
@@ -93,7 +131,7 @@ func (s *Users) Create(ctx context.Context, u domain.User, lease time.Duration) 
 func (s *Users) Activate(ctx context.Context, u domain.User) (bool, error) {
 	r := fromDomainUser(u)
 	writeID := newWriteID()
-	args := append(r.values(writeID), r.ID)
+	args := append(r.values(writeID, gocql.UnsetValue), r.ID)
 	return s.db.exec(ctx, lwt{
 		name:    "users.activate",
 		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userActivateCQL, args...)) },
@@ -105,7 +143,7 @@ func (s *Users) Activate(ctx context.Context, u domain.User) (bool, error) {
 func (s *Users) Update(ctx context.Context, u domain.User) (bool, error) {
 	r := fromDomainUser(u)
 	writeID := newWriteID()
-	args := append(r.values(writeID), r.ID, u.Version-1)
+	args := append(r.values(writeID, nil), r.ID, u.Version-1)
 	return s.db.exec(ctx, lwt{
 		name:    "users.update",
 		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userUpdateCQL, args...)) },

@@ -9,18 +9,25 @@ import (
 	"github.com/rs/zerolog"
 
 	"shelf/internal/config"
+	"shelf/repository"
 )
 
 const adminUsage = `usage: api admin <command>
 
 commands:
-  grant <username-or-email>   make the account an admin (doing it twice is harmless)
-  revoke <username-or-email>  take the admin role away (likewise)`
+  grant <username-or-email>        make the account an admin (doing it twice is harmless)
+  revoke <username-or-email>       take the admin role away (likewise)
+  repair-suspensions [--dry-run]   make the suspended list, the reverse lookup and the bucket
+                                   index agree with the accounts; --dry-run only reports`
 
 // admin runs the operator commands. They use the same SHELF_* settings as
 // serve, so on the machine where `make run` serves they act on its data.
 func admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args []string, out io.Writer) error {
-	if len(args) != 2 || (args[0] != "grant" && args[0] != "revoke") {
+	repair := len(args) >= 1 && args[0] == "repair-suspensions"
+	switch {
+	case repair && (len(args) == 1 || (len(args) == 2 && args[1] == "--dry-run")):
+	case !repair && len(args) == 2 && (args[0] == "grant" || args[0] == "revoke"):
+	default:
 		return errors.New(adminUsage)
 	}
 	session, err := connect(ctx, cfg, logger, true)
@@ -31,6 +38,9 @@ func admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 	a, err := newApp(cfg, logger, session)
 	if err != nil {
 		return err
+	}
+	if repair {
+		return repairSuspensions(ctx, a, len(args) == 2, out)
 	}
 	grant := args[0] == "grant"
 	u, err := a.accounts.SetAdmin(ctx, args[1], grant)
@@ -43,4 +53,21 @@ func admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 	}
 	fmt.Fprintf(out, "%s (%s) %s\n", u.Username, u.ID, verb)
 	return nil
+}
+
+// repairSuspensions runs the cross-check and prints what it found.
+func repairSuspensions(ctx context.Context, a *app, dryRun bool, out io.Writer) error {
+	rep, err := a.moderation.RepairSuspensions(ctx, repository.NewAudit(a.db), dryRun)
+	for _, p := range rep.Problems {
+		fmt.Fprintln(out, p)
+	}
+	switch {
+	case len(rep.Problems) == 0:
+		fmt.Fprintln(out, "suspensions: all records agree")
+	case dryRun:
+		fmt.Fprintf(out, "suspensions: %d problems found (dry run: nothing changed)\n", len(rep.Problems))
+	default:
+		fmt.Fprintf(out, "suspensions: %d problems found, %d fixes applied\n", len(rep.Problems), rep.Fixed)
+	}
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/scylladb/gocqlx/v2"
@@ -36,14 +37,18 @@ func serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 		return fmt.Errorf("listen on %s (SHELF_HTTP_ADDR): %w", cfg.HTTP.Addr, err)
 	}
 	logger.Info().Str("addr", ln.Addr().String()).Str("url", publicURL(ln.Addr())).Msg("shelf is serving")
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go sweep(sweepCtx, a.moderation, cfg.Moderation.SweepInterval, logger)
 	return serveHTTP(ctx, ln, a.router, cfg.HTTP, logger)
 }
 
 // app is the wired service: stores, domain services and the router.
 type app struct {
-	db       *repository.DB
-	accounts *domain.Accounts
-	router   http.Handler
+	db         *repository.DB
+	accounts   *domain.Accounts
+	moderation *domain.Moderation
+	router     http.Handler
 }
 
 // newApp wires the repository into the domain and the domain into the HTTP
@@ -55,6 +60,8 @@ func newApp(cfg config.Config, logger zerolog.Logger, session gocqlx.Session) (*
 	}
 	db := repository.NewDB(session, cfg.Cassandra.SerialConsistency)
 	accounts := newAccounts(cfg, logger, db)
+	moderation := domain.NewModeration(domain.ModerationConfig{BucketSize: cfg.Moderation.BucketSize},
+		accounts, repository.NewSuspensions(db))
 	router := handlers.NewRouter(handlers.Deps{
 		Logger:             logger,
 		Ready:              ready,
@@ -64,8 +71,9 @@ func newApp(cfg config.Config, logger zerolog.Logger, session gocqlx.Session) (*
 		TrustedProxies:     cfg.HTTP.TrustedProxies,
 		Accounts:           accounts,
 		RateLimitPerMinute: cfg.Accounts.RateLimitPerMinute,
+		Moderation:         moderation,
 	})
-	return &app{db: db, accounts: accounts, router: router}, nil
+	return &app{db: db, accounts: accounts, moderation: moderation, router: router}, nil
 }
 
 // newAccounts builds the accounts service on db.
@@ -93,6 +101,32 @@ func (d domainLogger) Warn(ctx context.Context, msg string, kv ...string) {
 		e = e.Str(kv[i], kv[i+1])
 	}
 	e.Msg(msg)
+}
+
+// sweep lifts ended suspensions every interval until ctx ends. Every
+// instance runs one; lifting is a compare-and-set, so they never clash.
+func sweep(ctx context.Context, m *domain.Moderation, interval time.Duration, logger zerolog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			lifted, err := m.SweepExpired(ctx, 100)
+			if err != nil && ctx.Err() == nil {
+				logger.Warn().Err(err).Msg("suspension sweep")
+			}
+			if lifted > 0 {
+				logger.Info().Int("lifted", lifted).Msg("ended suspensions lifted")
+			}
+			if lifted < 100 || err != nil {
+				break
+			}
+		}
+	}
 }
 
 // serveHTTP runs the server on ln until ctx ends, then stops accepting and

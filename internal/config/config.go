@@ -21,6 +21,16 @@ type Config struct {
 	// MigrateOnStart makes `serve` apply schema migrations before listening.
 	MigrateOnStart bool
 	Accounts       Accounts
+	Moderation     Moderation
+}
+
+// Moderation holds the suspension settings.
+type Moderation struct {
+	// BucketSize is month, week or day: the time span of one partition of
+	// the suspended list.
+	BucketSize string
+	// SweepInterval is how often ended suspensions are lifted.
+	SweepInterval time.Duration
 }
 
 // Accounts holds signup, login and session settings.
@@ -150,6 +160,8 @@ var Vars = []Var{
 	{"SHELF_ARGON2_TIME", "2", "argon2id iterations"},
 	{"SHELF_ARGON2_THREADS", "1", "argon2id parallelism"},
 	{"SHELF_HASH_CONCURRENCY", "0", "password hashes computed at once (0: one per CPU); the rest wait"},
+	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)"},
+	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map
@@ -195,6 +207,10 @@ func Load(getenv func(string) string) (Config, error) {
 			Argon2Threads:      p.positiveInt("SHELF_ARGON2_THREADS"),
 			HashConcurrency:    p.nonNegativeInt("SHELF_HASH_CONCURRENCY"),
 		},
+	}
+	c.Moderation = Moderation{
+		BucketSize:    p.oneOf("SHELF_SUSPENSION_BUCKET", "month", "week", "day"),
+		SweepInterval: p.duration("SHELF_SUSPENSION_SWEEP_INTERVAL"),
 	}
 	if c.Accounts.Argon2Threads > 255 {
 		p.fail("SHELF_ARGON2_THREADS", "%d is more than 255", c.Accounts.Argon2Threads)
@@ -250,5 +266,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_ARGON2_TIME":                  strconv.Itoa(c.Accounts.Argon2Time),
 		"SHELF_ARGON2_THREADS":               strconv.Itoa(c.Accounts.Argon2Threads),
 		"SHELF_HASH_CONCURRENCY":             strconv.Itoa(c.Accounts.HashConcurrency),
+		"SHELF_SUSPENSION_BUCKET":            c.Moderation.BucketSize,
+		"SHELF_SUSPENSION_SWEEP_INTERVAL":    c.Moderation.SweepInterval.String(),
 	}
 }

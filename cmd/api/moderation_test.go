@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSuspendAndUnsuspend(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, session := m.member(t)
+	other, otherSession := m.member(t)
+
+	// Only admins; anonymous callers 401.
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{http.MethodPost, "/v1/users/" + u.ID + "/suspension", map[string]any{"reason": "spam"}},
+		{http.MethodGet, "/v1/users/" + u.ID + "/suspension", nil},
+		{http.MethodDelete, "/v1/users/" + u.ID + "/suspension", nil},
+		{http.MethodGet, "/v1/suspensions", nil},
+	} {
+		for _, tc := range []struct {
+			who    string
+			status int
+		}{{"member", http.StatusForbidden}, {"anonymous", http.StatusUnauthorized}} {
+			client := otherSession
+			if tc.who == "anonymous" {
+				client = m.api
+			}
+			var r = client.Do(c.method, c.path, "", nil)
+			if c.body != nil {
+				r = client.Send(c.method, c.path, c.body)
+			}
+			if r.StatusCode != tc.status {
+				t.Errorf("%s %s as %s: %d %s", c.method, c.path, tc.who, r.StatusCode, r.Body)
+			}
+		}
+	}
+
+	// Validation.
+	for _, c := range []struct {
+		name  string
+		id    string
+		body  map[string]any
+		field string
+	}{
+		{"empty reason", u.ID, map[string]any{"reason": "  "}, "reason"},
+		{"long reason", u.ID, map[string]any{"reason": strings.Repeat("r", 501)}, "reason"},
+		{"past until", u.ID, map[string]any{"reason": "x", "until": time.Now().Add(-time.Minute).Format(time.RFC3339)}, "until"},
+		{"self", m.id, map[string]any{"reason": "x"}, "userId"},
+	} {
+		r := m.admin.Send(http.MethodPost, "/v1/users/"+c.id+"/suspension", c.body)
+		if r.StatusCode != http.StatusBadRequest || len(r.Problem(t).Errors) == 0 || r.Problem(t).Errors[0].Field != c.field {
+			t.Errorf("%s: %d %s", c.name, r.StatusCode, r.Body)
+		}
+	}
+	if r := m.suspend("u_aaaaaaaaaaaaaaaaaaaaaaaaaa", "x"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown user: %d", r.StatusCode)
+	}
+
+	r := m.suspend(u.ID, "posting spam")
+	var s suspensionBody
+	r.JSON(t, &s)
+	if r.StatusCode != http.StatusCreated || s.UserID != u.ID || s.Username != u.Username || s.SuspendedBy != m.id || s.Reason != "posting spam" {
+		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
+	}
+	if r := m.suspend(u.ID, "again"); r.StatusCode != http.StatusConflict || r.Problem(t).Code != "already_suspended" {
+		t.Fatalf("second suspend: %d %s", r.StatusCode, r.Body)
+	}
+	// S3: the session dies at once; login is refused only with the right password.
+	if r := session.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("session after suspension: %d", r.StatusCode)
+	}
+	if r := login(m.api, u.Username, "wrong password!"); r.StatusCode != http.StatusUnauthorized || r.Problem(t).Code != "invalid_credentials" {
+		t.Fatalf("wrong password of a suspended user: %d %s", r.StatusCode, r.Body)
+	}
+	r = login(m.api, u.Username, testPassword)
+	if r.StatusCode != http.StatusForbidden || r.Problem(t).Code != "suspended" || !strings.Contains(string(r.Body), `"suspendedAt"`) {
+		t.Fatalf("login of a suspended user: %d %s", r.StatusCode, r.Body)
+	}
+	var viewed userBody
+	m.api.Get("/v1/users/" + u.ID).JSON(t, &viewed)
+	if viewed.Status != "suspended" {
+		t.Fatalf("status %q", viewed.Status)
+	}
+	var got suspensionBody
+	if r := m.admin.Get("/v1/users/" + u.ID + "/suspension"); r.StatusCode != http.StatusOK {
+		t.Fatalf("get suspension: %d", r.StatusCode)
+	} else {
+		r.JSON(t, &got)
+	}
+	if !got.SuspendedAt.Equal(s.SuspendedAt) {
+		t.Fatalf("get suspension %+v, suspended %+v", got, s)
+	}
+	if list := m.listAll(t, 10); len(list) != 1 || list[0].UserID != u.ID {
+		t.Fatalf("list %+v", list)
+	}
+	if r := m.admin.Get("/v1/users/" + other.ID + "/suspension"); r.StatusCode != http.StatusNotFound || r.Problem(t).Code != "not_suspended" {
+		t.Fatalf("suspension of an active user: %d %s", r.StatusCode, r.Body)
+	}
+	agreement(t, m.db)
+
+	if r := m.unsuspend(u.ID); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("unsuspend: %d %s", r.StatusCode, r.Body)
+	}
+	if r := m.unsuspend(u.ID); r.StatusCode != http.StatusNotFound || r.Problem(t).Code != "not_suspended" {
+		t.Fatalf("second unsuspend: %d %s", r.StatusCode, r.Body)
+	}
+	mustLogin(t, m.api, u.Username)
+	if list := m.listAll(t, 10); len(list) != 0 {
+		t.Fatalf("list after unsuspend %+v", list)
+	}
+	if r := m.admin.Get("/v1/suspensions?limit=0"); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("limit 0: %d", r.StatusCode)
+	}
+	if r := m.admin.Get("/v1/suspensions?cursor=bogus"); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad cursor: %d", r.StatusCode)
+	}
+	agreement(t, m.db)
+}
+
+// TestConcurrentSuspensionsOfOneUser: 32 at once, exactly one 201 (S1).
+func TestConcurrentSuspensionsOfOneUser(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, _ := m.member(t)
+	codes := make([]int, 32)
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = m.suspend(u.ID, "race").StatusCode
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for _, c := range codes {
+		switch c {
+		case http.StatusCreated:
+			created++
+		case http.StatusConflict:
+		default:
+			t.Errorf("status %d", c)
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d suspensions answered 201", created)
+	}
+	agreement(t, m.db)
+}
+
+// TestSuspendUnsuspendStorms: many goroutines suspend and unsuspend the
+// same users; after every round the three records agree (S2).
+func TestSuspendUnsuspendStorms(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	ids := make([]string, 4)
+	for i := range ids {
+		u, _ := m.member(t)
+		ids[i] = u.ID
+	}
+	for round := 0; round < 10; round++ {
+		var wg sync.WaitGroup
+		for g := 0; g < 16; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := ids[(g+round)%len(ids)]
+				var r = m.unsuspend(id)
+				if g%2 == 0 {
+					r = m.suspend(id, "storm")
+				}
+				switch r.StatusCode {
+				case http.StatusCreated, http.StatusNoContent, http.StatusConflict, http.StatusNotFound:
+				default:
+					t.Errorf("round %d: %d %s", round, r.StatusCode, r.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		agreement(t, m.db)
+		if t.Failed() {
+			t.Fatalf("records disagree after round %d", round)
+		}
+	}
+}
+
+// TestSuspensionEnds: an ended suspension no longer blocks login, and the
+// sweeper lifts it.
+func TestSuspensionEnds(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, _ := m.member(t)
+	until := time.Now().Add(2 * time.Second).UTC()
+	r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]any{"reason": "cool off", "until": until.Format(time.RFC3339Nano)})
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
+	}
+	r = login(m.api, u.Username, testPassword)
+	if r.StatusCode != http.StatusForbidden || !strings.Contains(string(r.Body), `"until"`) {
+		t.Fatalf("login during: %d %s", r.StatusCode, r.Body)
+	}
+	time.Sleep(time.Until(until) + 200*time.Millisecond)
+	mustLogin(t, m.api, u.Username)
+	lifted, err := m.app.moderation.SweepExpired(context.Background(), 100)
+	if err != nil || lifted != 1 {
+		t.Fatalf("sweep lifted %d, %v", lifted, err)
+	}
+	if list := m.listAll(t, 10); len(list) != 0 {
+		t.Fatalf("list after the sweep %+v", list)
+	}
+	var viewed userBody
+	m.api.Get("/v1/users/" + u.ID).JSON(t, &viewed)
+	if viewed.Status != "active" {
+		t.Fatalf("status after the sweep %q", viewed.Status)
+	}
+	if lifted, err := m.app.moderation.SweepExpired(context.Background(), 100); err != nil || lifted != 0 {
+		t.Fatalf("second sweep lifted %d, %v", lifted, err)
+	}
+	agreement(t, m.db)
+}
+
+// TestLoginRacingASuspension: logins running while the user is suspended
+// never leave a working session behind (S3).
+func TestLoginRacingASuspension(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	for round := 0; round < 5; round++ {
+		u, _ := m.member(t)
+		var tokens []string
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					r := login(m.api, u.Username, testPassword)
+					if r.StatusCode == http.StatusCreated {
+						var s sessionBody
+						r.JSON(t, &s)
+						mu.Lock()
+						tokens = append(tokens, s.Token)
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		time.Sleep(50 * time.Millisecond)
+		if r := m.suspend(u.ID, "race"); r.StatusCode != http.StatusCreated {
+			t.Fatalf("suspend: %d", r.StatusCode)
+		}
+		close(stop)
+		wg.Wait()
+		for _, tok := range tokens {
+			if r := m.api.As(tok).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("round %d: a session of a suspended user works (%d of %d tokens)", round, r.StatusCode, len(tokens))
+			}
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
+)
+
+// Suspensions keeps the records derived from accounts' suspensions: the
+// suspended list (users_by_status), the reverse lookup (suspended_users),
+// the expiry entries and the bucket index. The account row is the truth;
+// these are written USING TIMESTAMP <account version>, so an older change's
+// writes never win over a newer change's, in any order.
+type Suspensions struct {
+	db *DB
+}
+
+var _ domain.SuspensionStore = (*Suspensions)(nil)
+
+// NewSuspensions returns the store.
+func NewSuspensions(db *DB) *Suspensions { return &Suspensions{db: db} }
+
+// statusSuspended is the status partition the list reads.
+const statusSuspended = "suspended"
+
+// expiryShard is the one partition of suspension_expiries.
+const expiryShard = 0
+
+const (
+	statusRowInsertCQL = `INSERT INTO users_by_status (bucket, status, occurred_on, user_id, username, reason, actor, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	statusRowDeleteCQL = `DELETE FROM users_by_status USING TIMESTAMP ? WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
+	lookupInsertCQL    = `INSERT INTO suspended_users (user_id, occurred_on, bucket, reason, actor, until, username) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	lookupDeleteCQL    = `DELETE FROM suspended_users USING TIMESTAMP ? WHERE user_id = ?`
+	lookupSelectCQL    = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE user_id = ?`
+	expiryInsertCQL    = `INSERT INTO suspension_expiries (shard, until, user_id) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	expiryDeleteCQL    = `DELETE FROM suspension_expiries USING TIMESTAMP ? WHERE shard = ? AND until = ? AND user_id = ?`
+	expirySelectCQL    = `SELECT until, user_id FROM suspension_expiries WHERE shard = ? AND until <= ? LIMIT ?`
+	bucketInsertCQL    = `INSERT INTO status_buckets (status, bucket) VALUES (?, ?)`
+	bucketDeleteCQL    = `DELETE FROM status_buckets USING TIMESTAMP ? WHERE status = ? AND bucket = ?`
+	bucketsCQL         = `SELECT bucket FROM status_buckets WHERE status = ? LIMIT ?`
+	bucketsBeforeCQL   = `SELECT bucket FROM status_buckets WHERE status = ? AND bucket <= ? LIMIT ?`
+	bucketAnyRowCQL    = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? LIMIT 1`
+	pageCQL            = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? LIMIT ?`
+	pageAfterCQL       = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? AND (occurred_on, user_id) < (?, ?) LIMIT ?`
+)
+
+// Record writes the status row, the reverse lookup and the expiry entry at
+// the account's version, then the bucket index entry (after the row it
+// indexes: see pruneBucket).
+func (s *Suspensions) Record(ctx context.Context, sp domain.Suspension, version int) error {
+	ts := int64(version)
+	until := orAbsent(sp.Until, nil)
+	writes := []func() error{
+		func() error {
+			return s.exec(ctx, statusRowInsertCQL, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID, sp.Username, sp.Reason, sp.SuspendedBy, until, ts)
+		},
+		func() error {
+			return s.exec(ctx, lookupInsertCQL, sp.UserID, sp.SuspendedAt, sp.Bucket, sp.Reason, sp.SuspendedBy, until, sp.Username, ts)
+		},
+	}
+	if !sp.Until.IsZero() {
+		writes = append(writes, func() error { return s.exec(ctx, expiryInsertCQL, expiryShard, sp.Until, sp.UserID, ts) })
+	}
+	if err := all(writes); err != nil {
+		return err
+	}
+	return s.exec(ctx, bucketInsertCQL, statusSuspended, sp.Bucket)
+}
+
+// Erase deletes the status row, the reverse lookup and the expiry entry at
+// the account's version, then drops the bucket from the index if it is empty.
+func (s *Suspensions) Erase(ctx context.Context, sp domain.Suspension, version int) error {
+	ts := int64(version)
+	writes := []func() error{
+		func() error {
+			return s.exec(ctx, statusRowDeleteCQL, ts, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID)
+		},
+		func() error { return s.exec(ctx, lookupDeleteCQL, ts, sp.UserID) },
+	}
+	if !sp.Until.IsZero() {
+		writes = append(writes, func() error { return s.exec(ctx, expiryDeleteCQL, ts, expiryShard, sp.Until, sp.UserID) })
+	}
+	if err := all(writes); err != nil {
+		return err
+	}
+	return s.pruneBucket(ctx, sp.Bucket)
+}
+
+// EraseExpiry deletes one expiry entry at the account's version.
+func (s *Suspensions) EraseExpiry(ctx context.Context, userID string, until time.Time, version int) error {
+	return s.exec(ctx, expiryDeleteCQL, int64(version), expiryShard, until, userID)
+}
+
+// pruneBucket drops an empty bucket from the index, so listings never read
+// it. The delete carries the time taken before the read that found the
+// bucket empty: a suspension that lands in the bucket meanwhile writes its
+// index entry after its row, hence later than that read began, and its
+// entry outlives the delete.
+func (s *Suspensions) pruneBucket(ctx context.Context, bucket string) error {
+	before := time.Now().UnixMicro()
+	var any string
+	err := s.db.Session.ContextQuery(ctx, bucketAnyRowCQL, nil).Bind(bucket, statusSuspended).GetRelease(&any)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, gocql.ErrNotFound) {
+		return dbErr("status_buckets.check", err)
+	}
+	return s.exec(ctx, bucketDeleteCQL, before, statusSuspended, bucket)
+}
+
+// lookupRow is a row of suspended_users.
+type lookupRow struct {
+	UserID     string    `db:"user_id"`
+	OccurredOn time.Time `db:"occurred_on"`
+	Bucket     string    `db:"bucket"`
+	Reason     string    `db:"reason"`
+	Actor      string    `db:"actor"`
+	Until      time.Time `db:"until"`
+	Username   string    `db:"username"`
+}
+
+// Lookup reads the reverse lookup.
+func (s *Suspensions) Lookup(ctx context.Context, userID string) (domain.Suspension, error) {
+	var r lookupRow
+	err := s.db.Session.ContextQuery(ctx, lookupSelectCQL, nil).Bind(userID).GetRelease(&r)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return domain.Suspension{}, domain.ErrNotFound
+	}
+	if err != nil {
+		return domain.Suspension{}, dbErr("suspended_users.get", err)
+	}
+	return r.toDomain(), nil
+}
+
+func (r lookupRow) toDomain() domain.Suspension {
+	return domain.Suspension{UserID: r.UserID, Username: r.Username, Reason: r.Reason, SuspendedAt: r.OccurredOn.UTC(),
+		SuspendedBy: r.Actor, Until: utcOrZero(r.Until), Bucket: r.Bucket}
+}
+
+// statusRow is a row of users_by_status as the list reads it.
+type statusRow struct {
+	Bucket     string    `db:"bucket"`
+	OccurredOn time.Time `db:"occurred_on"`
+	UserID     string    `db:"user_id"`
+	Username   string    `db:"username"`
+	Reason     string    `db:"reason"`
+	Actor      string    `db:"actor"`
+	Until      time.Time `db:"until"`
+}
+
+func (r statusRow) toDomain() domain.Suspension {
+	return domain.Suspension{UserID: r.UserID, Username: r.Username, Reason: r.Reason, SuspendedAt: r.OccurredOn.UTC(),
+		SuspendedBy: r.Actor, Until: utcOrZero(r.Until), Bucket: r.Bucket}
+}
+
+// Page reads the bucket index once, then slices bucket after bucket, newest
+// first, until it has limit rows. Empty buckets are not in the index (see
+// pruneBucket), so a page reads at most one bucket more than it takes rows
+// from. Only index entries left behind by an interrupted prune make it read
+// the index again.
+func (s *Suspensions) Page(ctx context.Context, after *domain.SuspensionCursor, limit int) ([]domain.Suspension, error) {
+	out := make([]domain.Suspension, 0, limit)
+	var upTo *string // read buckets at or before this one
+	if after != nil {
+		upTo = &after.Bucket
+	}
+	skipUpTo := false // upTo itself was read by the previous batch
+	for {
+		// Each indexed bucket holds a row: limit+1 of them fill a page.
+		batch := limit - len(out) + 2
+		buckets, err := s.buckets(ctx, upTo, batch)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range buckets {
+			if skipUpTo && b == *upTo {
+				continue
+			}
+			q := s.db.Session.ContextQuery(ctx, pageCQL, nil).Bind(b, statusSuspended, limit-len(out))
+			if after != nil && b == after.Bucket {
+				q = s.db.Session.ContextQuery(ctx, pageAfterCQL, nil).Bind(b, statusSuspended, after.SuspendedAt, after.UserID, limit-len(out))
+			}
+			var rows []statusRow
+			if err := q.SelectRelease(&rows); err != nil {
+				return nil, dbErr("users_by_status.page", err)
+			}
+			for _, r := range rows {
+				out = append(out, r.toDomain())
+			}
+			if len(out) >= limit {
+				return out, nil
+			}
+		}
+		if len(buckets) < batch {
+			return out, nil // no older buckets
+		}
+		upTo, skipUpTo = &buckets[len(buckets)-1], true
+	}
+}
+
+// buckets reads up to n index entries, newest first, at or before from.
+func (s *Suspensions) buckets(ctx context.Context, from *string, n int) ([]string, error) {
+	var out []string
+	q := s.db.Session.ContextQuery(ctx, bucketsCQL, nil).Bind(statusSuspended, n)
+	if from != nil {
+		q = s.db.Session.ContextQuery(ctx, bucketsBeforeCQL, nil).Bind(statusSuspended, *from, n)
+	}
+	if err := q.SelectRelease(&out); err != nil {
+		return nil, dbErr("status_buckets.list", err)
+	}
+	return out, nil
+}
+
+// Expired reads expiry entries that have ended by t, oldest first.
+func (s *Suspensions) Expired(ctx context.Context, t time.Time, limit int) ([]domain.Suspension, error) {
+	var rows []struct {
+		Until  time.Time `db:"until"`
+		UserID string    `db:"user_id"`
+	}
+	if err := s.db.Session.ContextQuery(ctx, expirySelectCQL, nil).Bind(expiryShard, t, limit).SelectRelease(&rows); err != nil {
+		return nil, dbErr("suspension_expiries.list", err)
+	}
+	out := make([]domain.Suspension, len(rows))
+	for i, r := range rows {
+		out[i] = domain.Suspension{UserID: r.UserID, Until: r.Until.UTC()}
+	}
+	return out, nil
+}
+
+func (s *Suspensions) exec(ctx context.Context, stmt string, args ...any) error {
+	if err := s.db.Session.ContextQuery(ctx, stmt, nil).Bind(args...).ExecRelease(); err != nil {
+		return dbErr(fmt.Sprintf("%.40s", stmt), err)
+	}
+	return nil
+}
+
+// all runs independent writes at once and returns their errors joined.
+func all(fns []func() error) error {
+	errs := make([]error, len(fns))
+	done := make(chan int, len(fns))
+	for i, fn := range fns {
+		go func() { errs[i] = fn(); done <- i }()
+	}
+	for range fns {
+		<-done
+	}
+	return errors.Join(errs...)
+}
