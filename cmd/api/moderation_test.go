@@ -85,7 +85,7 @@ func TestSuspendAndUnsuspend(t *testing.T) {
 		t.Fatalf("login of a suspended user: %d %s", r.StatusCode, r.Body)
 	}
 	var viewed userBody
-	m.api.Get("/v1/users/" + u.ID).JSON(t, &viewed)
+	m.api.Get("/v1/users/"+u.ID).JSON(t, &viewed)
 	if viewed.Status != "suspended" {
 		t.Fatalf("status %q", viewed.Status)
 	}
@@ -217,7 +217,7 @@ func TestSuspensionEnds(t *testing.T) {
 		t.Fatalf("list after the sweep %+v", list)
 	}
 	var viewed userBody
-	m.api.Get("/v1/users/" + u.ID).JSON(t, &viewed)
+	m.api.Get("/v1/users/"+u.ID).JSON(t, &viewed)
 	if viewed.Status != "active" {
 		t.Fatalf("status after the sweep %q", viewed.Status)
 	}
