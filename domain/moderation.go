@@ -38,6 +38,10 @@ type SuspensionStore interface {
 	Record(ctx context.Context, s Suspension, version int) error
 	// Erase deletes them, and the bucket's index entry if it is now empty.
 	Erase(ctx context.Context, s Suspension, version int) error
+	// EraseListing is Erase without the reverse lookup, for the records of
+	// an old suspension of an account that is suspended again (its lookup
+	// row, keyed by user alone, belongs to the current suspension).
+	EraseListing(ctx context.Context, s Suspension, version int) error
 	// Lookup reads the reverse lookup (ErrNotFound when there is none).
 	Lookup(ctx context.Context, userID string) (Suspension, error)
 	// Page returns up to limit suspensions, newest first (ties by user id,

@@ -18,6 +18,8 @@ type SuspensionAudit interface {
 	EachStatusRow(ctx context.Context, fn func(Suspension) error) error
 	// Buckets returns the indexed buckets and the buckets holding rows.
 	Buckets(ctx context.Context) (indexed, withRows []string, err error)
+	// HasSessions reports whether the user has any session left.
+	HasSessions(ctx context.Context, userID string) (bool, error)
 	// IndexBucket adds a bucket to the index; PruneBucket drops it if empty.
 	IndexBucket(ctx context.Context, bucket string) error
 	PruneBucket(ctx context.Context, bucket string) error
@@ -72,11 +74,15 @@ func (m *Moderation) RepairSuspensions(ctx context.Context, audit SuspensionAudi
 		for _, r := range rows[id] {
 			hasRow = hasRow || same(r, s)
 		}
-		if hasLookup && same(l, s) && hasRow {
+		sessions, err := audit.HasSessions(ctx, id)
+		if err != nil {
+			return rep, err
+		}
+		if hasLookup && same(l, s) && hasRow && !sessions {
 			continue
 		}
-		problem("user %s is suspended (since %s) but its list row present=%v, reverse lookup current=%v",
-			id, s.SuspendedAt.Format("2006-01-02T15:04:05.000Z"), hasRow, hasLookup && same(l, s))
+		problem("user %s is suspended (since %s) but list row present=%v, reverse lookup current=%v, sessions left=%v",
+			id, s.SuspendedAt.Format("2006-01-02T15:04:05.000Z"), hasRow, hasLookup && same(l, s), sessions)
 		if !dryRun {
 			errs = append(errs, fix(m.finishSuspension(ctx, s, u.Version)))
 		}
@@ -95,10 +101,19 @@ func (m *Moderation) RepairSuspensions(ctx context.Context, audit SuspensionAudi
 			errs = append(errs, err)
 			return
 		}
-		if u.Status == StatusSuspended && u.Suspension != nil && same(*u.Suspension, s) {
+		switch {
+		case u.Status == StatusSuspended && u.Suspension != nil && same(*u.Suspension, s):
 			return // suspended again meanwhile
+		case u.Status == StatusSuspended && u.Suspension != nil:
+			// Suspended, but differently: the lookup row is rewritten by the
+			// fix above; only the old list row and expiry entry go. (Erasing
+			// the lookup at the version the fix wrote it would delete it.)
+			if kind == "list row" {
+				errs = append(errs, fix(m.suspensions.EraseListing(ctx, s, u.Version)))
+			}
+		default:
+			errs = append(errs, fix(m.suspensions.Erase(ctx, s, u.Version)))
 		}
-		errs = append(errs, fix(m.suspensions.Erase(ctx, s, u.Version)))
 	}
 	for _, l := range lookups {
 		stale("reverse lookup", l)

@@ -83,6 +83,16 @@ func (a *Audit) Buckets(ctx context.Context) (indexed, withRows []string, err er
 	return indexed, withRows, nil
 }
 
+// HasSessions reports whether the user has a session index entry left.
+func (a *Audit) HasSessions(ctx context.Context, userID string) (bool, error) {
+	var hashes []string
+	if err := a.db.Session.ContextQuery(ctx, `SELECT token_hash FROM sessions_by_user WHERE user_id = ? LIMIT 1`, nil).
+		Bind(userID).SelectRelease(&hashes); err != nil {
+		return false, dbErr("sessions_by_user.check", err)
+	}
+	return len(hashes) > 0, nil
+}
+
 // IndexBucket adds a bucket to the index.
 func (a *Audit) IndexBucket(ctx context.Context, bucket string) error {
 	return a.suspensions.exec(ctx, bucketInsertCQL, statusSuspended, bucket)

@@ -75,12 +75,23 @@ func (s *Suspensions) Record(ctx context.Context, sp domain.Suspension, version 
 // Erase deletes the status row, the reverse lookup and the expiry entry at
 // the account's version, then drops the bucket from the index if it is empty.
 func (s *Suspensions) Erase(ctx context.Context, sp domain.Suspension, version int) error {
+	return s.erase(ctx, sp, version, true)
+}
+
+// EraseListing is Erase but keeps the reverse lookup.
+func (s *Suspensions) EraseListing(ctx context.Context, sp domain.Suspension, version int) error {
+	return s.erase(ctx, sp, version, false)
+}
+
+func (s *Suspensions) erase(ctx context.Context, sp domain.Suspension, version int, lookup bool) error {
 	ts := int64(version)
 	writes := []func() error{
 		func() error {
 			return s.exec(ctx, statusRowDeleteCQL, ts, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID)
 		},
-		func() error { return s.exec(ctx, lookupDeleteCQL, ts, sp.UserID) },
+	}
+	if lookup {
+		writes = append(writes, func() error { return s.exec(ctx, lookupDeleteCQL, ts, sp.UserID) })
 	}
 	if !sp.Until.IsZero() {
 		writes = append(writes, func() error { return s.exec(ctx, expiryDeleteCQL, ts, expiryShard, sp.Until, sp.UserID) })

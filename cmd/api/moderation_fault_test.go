@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// TestInterruptedSuspensionsAreFinishedOrRepaired stops suspend and
+// unsuspend after each of their steps, as a crash would. The records may
+// disagree then; the retry of the same operation, or the repair command,
+// must leave them in agreement (S2).
+func TestInterruptedSuspensionsAreFinishedOrRepaired(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	steps := []struct{ op, step string }{
+		{"suspend", "cas"}, {"suspend", "records"}, {"suspend", "sessions"},
+		{"unsuspend", "cas"}, {"unsuspend", "records"},
+	}
+	for _, fix := range []string{"retry", "repair"} {
+		for _, st := range steps {
+			u, session := m.member(t)
+			if st.op == "unsuspend" {
+				if r := m.suspend(u.ID, "setup"); r.StatusCode != http.StatusCreated {
+					t.Fatalf("setup: %d", r.StatusCode)
+				}
+			}
+			m.app.moderation.Hooks.AfterStep = func(op, step string) error {
+				if op == st.op && step == st.step {
+					return errCrash
+				}
+				return nil
+			}
+			var r *testkit.Response
+			if st.op == "suspend" {
+				r = m.suspend(u.ID, "interrupted")
+			} else {
+				r = m.unsuspend(u.ID)
+			}
+			m.app.moderation.Hooks.AfterStep = nil
+			if r.StatusCode != http.StatusInternalServerError {
+				t.Fatalf("%s after %s: %d %s", st.op, st.step, r.StatusCode, r.Body)
+			}
+			switch fix {
+			case "retry":
+				// The interrupted operation took effect at its compare-and-set:
+				// its retry answers 409 / 404 and finishes the records.
+				want := http.StatusNotFound
+				if st.op == "suspend" {
+					r, want = m.suspend(u.ID, "retry"), http.StatusConflict
+				} else {
+					r = m.unsuspend(u.ID)
+				}
+				if r.StatusCode != want {
+					t.Fatalf("retry of %s after %s: %d %s", st.op, st.step, r.StatusCode, r.Body)
+				}
+			case "repair":
+				out, err := runAdmin(t, m, "repair-suspensions")
+				if err != nil {
+					t.Fatalf("repair after %s/%s: %v\n%s", st.op, st.step, err, out)
+				}
+			}
+			if agreement(t, m.db); t.Failed() {
+				t.Fatalf("records disagree after %s stopped after %s and a %s", st.op, st.step, fix)
+			}
+			if st.op == "suspend" {
+				// S3 holds once finished: no session survives.
+				if r := session.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("a session survived %s after %s + %s: %d", st.op, st.step, fix, r.StatusCode)
+				}
+			}
+		}
+	}
+	out, err := runAdmin(t, m, "repair-suspensions", "--dry-run")
+	if err != nil || !strings.Contains(out, "all records agree") {
+		t.Fatalf("a final dry run found problems: %v\n%s", err, out)
+	}
+}
+
+// TestRepairFindsAndFixesEveryKindOfDisagreement leaves one of each kind
+// of disagreement behind (a suspension without its records, records of a
+// lifted suspension, a bucket missing from the index, an indexed empty
+// bucket) and checks the dry run reports them all and the repair fixes them.
+func TestRepairFindsAndFixesEveryKindOfDisagreement(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	ctx := context.Background()
+	unrecorded, _ := m.member(t)
+	lifted, _ := m.member(t)
+	listed, _ := m.member(t)
+	for _, u := range []userBody{lifted, listed} {
+		if r := m.suspend(u.ID, "setup"); r.StatusCode != http.StatusCreated {
+			t.Fatal(r.StatusCode)
+		}
+	}
+	crashAfter := func(op string) {
+		m.app.moderation.Hooks.AfterStep = func(o, step string) error {
+			if o == op && step == "cas" {
+				return errCrash
+			}
+			return nil
+		}
+	}
+	crashAfter("suspend")
+	m.suspend(unrecorded.ID, "never recorded")
+	crashAfter("unsuspend")
+	m.unsuspend(lifted.ID)
+	m.app.moderation.Hooks.AfterStep = nil
+	bucket := domain.BucketOf(time.Now(), domain.BucketMonth)
+	if err := m.db.Session.ContextQuery(ctx, "DELETE FROM status_buckets WHERE status = 'suspended' AND bucket = ?", nil).Bind(bucket).ExecRelease(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.db.Session.ContextQuery(ctx, "INSERT INTO status_buckets (status, bucket) VALUES ('suspended', '2001-01-01')", nil).ExecRelease(); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := runAdmin(t, m, "repair-suspensions", "--dry-run")
+	for _, want := range []string{unrecorded.ID, lifted.ID, "bucket " + bucket + " holds suspensions but is not indexed", "bucket 2001-01-01 is indexed but empty", "dry run"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("dry run does not report %q: %v\n%s", want, err, out)
+		}
+	}
+	if strings.Contains(out, listed.ID) {
+		t.Fatalf("dry run reports the healthy suspension of %s:\n%s", listed.ID, out)
+	}
+	if out, err := runAdmin(t, m, "repair-suspensions"); err != nil || !strings.Contains(out, "fixes applied") {
+		t.Fatalf("repair: %v\n%s", err, out)
+	}
+	if agreement(t, m.db) != 2 {
+		t.Fatalf("want 2 suspended after the repair")
+	}
+	if out, err := runAdmin(t, m, "repair-suspensions", "--dry-run"); err != nil || !strings.Contains(out, "all records agree") {
+		t.Fatalf("after repair: %v\n%s", err, out)
+	}
+}
+
+// TestLostAnswersInModeration: the account's compare-and-set loses its
+// answer; suspend and unsuspend still answer right (U5 reused).
+func TestLostAnswersInModeration(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, _ := m.member(t)
+	m.app.db.Faults = onceFault("users.update", repository.AfterLWT)
+	if r := m.suspend(u.ID, "lost answer"); r.StatusCode != http.StatusCreated {
+		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
+	}
+	m.app.db.Faults = onceFault("users.update", repository.AfterLWT)
+	if r := m.unsuspend(u.ID); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("unsuspend: %d %s", r.StatusCode, r.Body)
+	}
+	m.app.db.Faults = nil
+	agreement(t, m.db)
+}
+
+// runAdmin runs `api admin ...` against the test's keyspace.
+func runAdmin(t *testing.T, m *moderators, args ...string) (string, error) {
+	t.Helper()
+	env := map[string]string{"SHELF_CASSANDRA_HOSTS": strings.Join(m.db.Conn.Hosts, ","), "SHELF_KEYSPACE": m.db.Keyspace()}
+	var out bytes.Buffer
+	err := runWithOutput(context.Background(), append([]string{"admin"}, args...), func(k string) string { return env[k] }, &out)
+	return out.String(), err
+}
+

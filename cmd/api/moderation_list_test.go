@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/rs/zerolog"
+
+	"shelf/internal/config"
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// listReads counts the statements that read the suspended list's tables.
+type listReads struct{ n atomic.Int64 }
+
+func (c *listReads) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
+	if strings.HasPrefix(q.Statement, "SELECT") &&
+		(strings.Contains(q.Statement, "users_by_status") || strings.Contains(q.Statement, "status_buckets")) {
+		c.n.Add(1)
+	}
+}
+
+// TestListingAcrossBuckets suspends users at moments spread over months
+// with empty months (and years) between, with a fake clock, then pages
+// through the list with limits 1, 7 and 100: every suspension comes exactly
+// once, newest first, ties by user id descending; and a page costs the
+// bucket index read plus at most one slice per bucket it takes items from,
+// plus one, whatever lies between (S4).
+func TestListingAcrossBuckets(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	reads := &listReads{}
+	conn := db.Conn
+	conn.Observer = reads
+	session, err := repository.Connect(context.Background(), conn, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(session.Close)
+	cfg, err := config.Load(func(k string) string { return testEnv[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newApp(cfg, zerolog.Nop(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := testkit.NewAPI(t, a.router)
+	adminName := name("admin")
+	mustSignup(t, api, adminName, adminName+"@example.org")
+	if _, err := a.accounts.SetAdmin(context.Background(), adminName, true); err != nil {
+		t.Fatal(err)
+	}
+	m := &moderators{app: a, api: api, admin: api.As(mustLogin(t, api, adminName).Token), db: db}
+
+	var mu sync.Mutex
+	now := time.Now()
+	a.moderation.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	base := time.Date(2026, 11, 15, 12, 0, 0, 0, time.UTC)
+	// Months back from base; the gaps are empty buckets, up to years long.
+	offsets := []int{0, 1, 3, 4, 9, 15, 40, 41, 77}
+	type suspended struct {
+		at time.Time
+		id string
+	}
+	var all []suspended
+	for i, off := range offsets {
+		for k := 0; k < 1+i%4; k++ {
+			at := base.AddDate(0, -off, -k)
+			if k == 2 {
+				at = base.AddDate(0, -off, -1) // a tie with k == 1
+			}
+			u, _ := m.member(t)
+			mu.Lock()
+			now = at
+			mu.Unlock()
+			if r := m.suspend(u.ID, "spread"); r.StatusCode != http.StatusCreated {
+				t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
+			}
+			all = append(all, suspended{at.Truncate(time.Millisecond), u.ID})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].at.Equal(all[j].at) {
+			return all[i].at.After(all[j].at)
+		}
+		return all[i].id > all[j].id
+	})
+
+	for _, limit := range []int{1, 7, 100} {
+		var got []suspensionBody
+		cursor := ""
+		for pages := 0; ; pages++ {
+			path := "/v1/suspensions?limit=" + itoa(limit)
+			if cursor != "" {
+				path += "&cursor=" + cursor
+			}
+			before := reads.n.Load()
+			r := m.admin.Get(path)
+			used := reads.n.Load() - before
+			var page suspensionListBody
+			r.JSON(t, &page)
+			buckets := map[string]bool{}
+			for _, it := range page.Items {
+				buckets[it.SuspendedAt.UTC().Format("2006-01")] = true
+			}
+			// One index read, one slice per bucket with items, one more
+			// slice to find the next item (or the end), one more bucket
+			// slice at a bucket boundary.
+			if maxReads := int64(1 + len(buckets) + 2); used > maxReads {
+				t.Errorf("limit %d page %d: %d list reads for %d items in %d buckets (max %d)", limit, pages, used, len(page.Items), len(buckets), maxReads)
+			}
+			got = append(got, page.Items...)
+			if page.NextCursor == "" {
+				break
+			}
+			cursor = page.NextCursor
+			if pages > len(all)+1 {
+				t.Fatal("the list never ends")
+			}
+		}
+		if len(got) != len(all) {
+			t.Fatalf("limit %d: %d items, want %d", limit, len(got), len(all))
+		}
+		for i := range all {
+			if got[i].UserID != all[i].id || !got[i].SuspendedAt.Equal(all[i].at) {
+				t.Fatalf("limit %d: item %d is %s at %v, want %s at %v", limit, i, got[i].UserID, got[i].SuspendedAt, all[i].id, all[i].at)
+			}
+		}
+	}
+	agreement(t, db)
+}
