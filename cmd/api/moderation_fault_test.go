@@ -167,4 +167,3 @@ func runAdmin(t *testing.T, m *moderators, args ...string) (string, error) {
 	err := runWithOutput(context.Background(), append([]string{"admin"}, args...), func(k string) string { return env[k] }, &out)
 	return out.String(), err
 }
-
