@@ -23,7 +23,9 @@ import (
 // memory can be measured apart from the benchmark's.
 type apiProcess struct {
 	cmd  *exec.Cmd
-	base string // http://127.0.0.1:port
+	base string   // http://127.0.0.1:port
+	bin  string   // the binary, for `api admin` commands
+	env  []string // its environment
 }
 
 // startAPI builds cmd/api into dir and serves it on a random port against
@@ -81,7 +83,7 @@ func startAPI(dir string, hosts []string, keyspace string) (p *apiProcess, stop 
 	}()
 	select {
 	case a := <-addr:
-		return &apiProcess{cmd: cmd, base: "http://" + a}, stop, nil
+		return &apiProcess{cmd: cmd, base: "http://" + a, bin: bin, env: cmd.Env}, stop, nil
 	case <-time.After(2 * time.Minute):
 		stop()
 		return nil, nil, errors.New("the api did not start serving within two minutes")

@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shelf/domain"
+)
+
+// The suspended list of the benchmarks: 100 000 users over 24 monthly
+// buckets, seeded straight into the list's tables (the list reads nothing
+// else).
+const (
+	seededSuspensions = 100_000
+	seededBuckets     = 24
+)
+
+var (
+	seedOnce sync.Once
+	seedErr  error
+	adminTok string
+	deepAt   domain.SuspensionCursor // a position about 90% down the list
+)
+
+// seedSuspended fills the list and makes an admin session.
+func seedSuspended(b *testing.B, h *harness) {
+	b.Helper()
+	seedOnce.Do(func() {
+		s := h.db.Session.Session
+		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		perBucket := seededSuspensions / seededBuckets
+		work := make(chan int, 256)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for w := 0; w < 32; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range work {
+					month := i / perBucket
+					at := start.AddDate(0, -month, 0).Add(time.Duration(i%perBucket) * time.Minute)
+					bucket := domain.BucketOf(at, domain.BucketMonth)
+					id := seededID(i)
+					err := s.Query(`INSERT INTO users_by_status (bucket, status, occurred_on, user_id, username, reason, actor) VALUES (?, 'suspended', ?, ?, ?, 'seeded', 'u_bench') USING TIMESTAMP 1`,
+						bucket, at, id, fmt.Sprint("user", i)).Exec()
+					if err == nil && i%perBucket == 0 {
+						err = s.Query(`INSERT INTO status_buckets (status, bucket) VALUES ('suspended', ?)`, bucket).Exec()
+					}
+					mu.Lock()
+					if err != nil && seedErr == nil {
+						seedErr = err
+					}
+					if i == seededSuspensions*9/10 {
+						deepAt = domain.SuspensionCursor{Bucket: bucket, SuspendedAt: at, UserID: id}
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		for i := 0; i < perBucket*seededBuckets; i++ {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+		if seedErr != nil {
+			return
+		}
+		adminTok, seedErr = makeAdmin(h)
+	})
+	if seedErr != nil {
+		b.Fatal(seedErr)
+	}
+}
+
+// makeAdmin signs up a user, makes it admin with `api admin grant`, and
+// logs it in.
+func makeAdmin(h *harness) (string, error) {
+	u, e := fresh()
+	if err := post(h.api.base+"/v1/users", fmt.Sprintf(`{"username":%q,"email":%q,"password":"correct horse battery"}`, u, e), http.StatusCreated); err != nil {
+		return "", err
+	}
+	grant := exec.Command(h.api.bin, "admin", "grant", u)
+	grant.Env = h.api.env
+	if out, err := grant.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("admin grant: %v: %s", err, out)
+	}
+	resp, err := httpClient.Post(h.api.base+"/v1/sessions", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"login":%q,"password":"correct horse battery"}`, u)))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var s struct{ Token string }
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || s.Token == "" {
+		return "", fmt.Errorf("login: %d %v", resp.StatusCode, err)
+	}
+	return s.Token, nil
+}
+
+// getAs fetches url with the admin's token and fails unless it is 200.
+func getAs(url string) error {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+adminTok)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+// BenchmarkSuspendedListDeepVsFirst: a page 90 000 items down the list
+// (cursor) beside the first page, both through the API; goal: deep/first
+// at most 1.5 (a page costs the same wherever it is).
+func BenchmarkSuspendedListDeepVsFirst(b *testing.B) {
+	h := setup(b)
+	seedSuspended(b, h)
+	first := h.api.base + "/v1/suspensions?limit=20"
+	deep := first + "&cursor=" + deepAt.Encode()
+	var firstT, deepT time.Duration
+	for i := 0; i < 10; i++ {
+		must(b, getAs(first))
+		must(b, getAs(deep))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		must(b, getAs(first))
+		t1 := time.Now()
+		must(b, getAs(deep))
+		deepT += time.Since(t1)
+		firstT += t1.Sub(t0)
+	}
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(firstT.Microseconds())/float64(b.N), "first-µs/op")
+	b.ReportMetric(float64(deepT.Microseconds())/float64(b.N), "deep-µs/op")
+	b.ReportMetric(float64(deepT)/float64(firstT), "deep/first")
+}
+
+// BenchmarkSuspendedListPage: the API's first page of 20 beside the raw
+// slice of the newest bucket through gocql.
+func BenchmarkSuspendedListPage(b *testing.B) {
+	h := setup(b)
+	seedSuspended(b, h)
+	s := h.db.Session.Session
+	bucket := domain.BucketOf(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), domain.BucketMonth)
+	raw := func() error {
+		iter := s.Query(`SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = 'suspended' LIMIT 20`, bucket).
+			WithContext(context.Background()).Iter()
+		n := 0
+		for iter.Scan(new(string), new(time.Time), new(string), new(string), new(string), new(string), new(time.Time)) {
+			n++
+		}
+		if err := iter.Close(); err != nil {
+			return err
+		}
+		if n != 20 {
+			return fmt.Errorf("raw slice returned %d rows", n)
+		}
+		return nil
+	}
+	url := h.api.base + "/v1/suspensions?limit=20"
+	sideBySide(b, h, raw, func() error { return getAs(url) })
+}
+
+// seededID is a well-formed user id made from i (base32 digits, padded).
+func seededID(i int) string {
+	const digits = "abcdefghijklmnopqrstuvwxyz234567"
+	id := []byte("u_aaaaaaaaaaaaaaaaaaaaaaaaaa")
+	for p := len(id) - 1; i > 0; p-- {
+		id[p] = digits[i%32]
+		i /= 32
+	}
+	return string(id)
+}
