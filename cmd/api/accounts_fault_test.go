@@ -112,6 +112,10 @@ func TestFaultStormKeepsCountsEqual(t *testing.T) {
 					created++
 					cmu.Unlock()
 				case http.StatusConflict:
+				case http.StatusServiceUnavailable:
+					// A transaction that stayed ambiguous five times running
+					// (a third of all answers are lost here) read back as
+					// not applied: the signup gave up and undid itself.
 				default:
 					t.Errorf("%s/%s: %d %s", u, e, r.StatusCode, r.Body)
 				}
