@@ -11,8 +11,9 @@ type ClaimKind string
 
 // The kinds of unique keys.
 const (
-	KindUsername ClaimKind = "username"
-	KindEmail    ClaimKind = "email"
+	KindUsername  ClaimKind = "username"
+	KindEmail     ClaimKind = "email"
+	KindGroupName ClaimKind = "group_name"
 )
 
 // ClaimState is pending (held under a lease that expires) or committed
@@ -29,8 +30,8 @@ const (
 type Claim struct {
 	Kind  ClaimKind
 	Key   string
-	Owner string // user id
-	Op    string // the operation (signup or change) that made the claim
+	Owner string // user id (group id for a group name)
+	Op    string // the operation (signup, change, group creation) that made the claim
 	State ClaimState
 }
 

@@ -32,6 +32,10 @@ type Deps struct {
 	RateLimitPerMinute int
 	// Moderation is suspensions.
 	Moderation *domain.Moderation
+	// Groups is groups and their members.
+	Groups *domain.Groups
+	// Contents is content, sharing and libraries.
+	Contents *domain.Contents
 }
 
 // NewRouter builds the whole HTTP API.
@@ -76,6 +80,25 @@ func NewRouter(d Deps) *chi.Mux {
 		r.Get("/users/{id}/suspension", handle(moderation.get))
 		r.Delete("/users/{id}/suspension", handle(moderation.unsuspend))
 		r.Get("/suspensions", handle(moderation.list))
+
+		groups := &Groups{groups: d.Groups}
+		r.Post("/groups", handle(groups.create))
+		r.Get("/groups/{id}", handle(groups.get))
+		r.Get("/groups/{id}/members", handle(groups.listMembers))
+		r.Put("/groups/{id}/members/{userId}", handle(groups.setMember))
+		r.Delete("/groups/{id}/members/{userId}", handle(groups.removeMember))
+
+		contents := &Contents{contents: d.Contents}
+		r.Post("/content", handle(contents.create))
+		r.Get("/content/{id}", handle(contents.get))
+		r.Patch("/content/{id}", handle(contents.update))
+		r.Delete("/content/{id}", handle(contents.delete))
+		r.Get("/content/{id}/members", handle(contents.members))
+		r.Put("/content/{id}/members/{principalId}", handle(contents.share))
+		r.Delete("/content/{id}/members/{principalId}", handle(contents.unshare))
+		r.Get("/users/{id}/library", handle(contents.library))
+		r.Get("/groups/{id}/library", handle(contents.library))
+		r.Post("/admin/libraries/{principalId}/rebuild", handle(contents.rebuild))
 	})
 	return r
 }

@@ -11,8 +11,9 @@ import (
 	"shelf/domain"
 )
 
-// Claims keeps the claim tables (usernames, emails). Every write is a
-// lightweight transaction conditioned on the owner and operation (U6).
+// Claims keeps the claim tables (usernames, emails, group_names). Every
+// write is a lightweight transaction conditioned on the owner and
+// operation (U6).
 type Claims struct {
 	db *DB
 }
@@ -49,13 +50,14 @@ func (r claimRow) toDomain(kind domain.ClaimKind) domain.Claim {
 // claimTables maps each kind to its table. Table names are constants, never
 // taken from input.
 var claimTables = map[domain.ClaimKind]string{
-	domain.KindUsername: "usernames",
-	domain.KindEmail:    "emails",
+	domain.KindUsername:  "usernames",
+	domain.KindEmail:     "emails",
+	domain.KindGroupName: "group_names",
 }
 
 // ClaimTables lists the claim tables (for the test that checks every
 // statement on them is conditional).
-func ClaimTables() []string { return []string{"usernames", "emails"} }
+func ClaimTables() []string { return []string{"usernames", "emails", "group_names"} }
 
 func table(kind domain.ClaimKind) string {
 	t, ok := claimTables[kind]

@@ -40,6 +40,7 @@ func serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	go sweep(sweepCtx, a.moderation, cfg.Moderation.SweepInterval, logger)
+	go drainOutbox(sweepCtx, a.contents, cfg.Content, logger)
 	return serveHTTP(ctx, ln, a.router, cfg.HTTP, logger)
 }
 
@@ -48,6 +49,8 @@ type app struct {
 	db         *repository.DB
 	accounts   *domain.Accounts
 	moderation *domain.Moderation
+	groups     *domain.Groups
+	contents   *domain.Contents
 	router     http.Handler
 }
 
@@ -62,6 +65,12 @@ func newApp(cfg config.Config, logger zerolog.Logger, session gocqlx.Session) (*
 	accounts := newAccounts(cfg, logger, db)
 	moderation := domain.NewModeration(domain.ModerationConfig{BucketSize: cfg.Moderation.BucketSize},
 		accounts, repository.NewSuspensions(db))
+	groups := domain.NewGroups(domain.GroupsConfig{ClaimLease: cfg.Accounts.ClaimLease},
+		accounts, repository.NewGroups(db), repository.NewGroupMembers(db))
+	contents := domain.NewContents(domain.ContentConfig{
+		SyncFanoutLimit: cfg.Content.SyncFanoutLimit, FanoutConcurrency: cfg.Content.FanoutConcurrency,
+	}, accounts, groups, repository.NewContents(db), repository.NewContentMembers(db),
+		repository.NewLibraries(db), repository.NewOutbox(db))
 	router := handlers.NewRouter(handlers.Deps{
 		Logger:             logger,
 		Ready:              ready,
@@ -72,8 +81,10 @@ func newApp(cfg config.Config, logger zerolog.Logger, session gocqlx.Session) (*
 		Accounts:           accounts,
 		RateLimitPerMinute: cfg.Accounts.RateLimitPerMinute,
 		Moderation:         moderation,
+		Groups:             groups,
+		Contents:           contents,
 	})
-	return &app{db: db, accounts: accounts, moderation: moderation, router: router}, nil
+	return &app{db: db, accounts: accounts, moderation: moderation, groups: groups, contents: contents, router: router}, nil
 }
 
 // newAccounts builds the accounts service on db.
@@ -125,6 +136,28 @@ func sweep(ctx context.Context, m *domain.Moderation, interval time.Duration, lo
 			if lifted < 100 || err != nil {
 				break
 			}
+		}
+	}
+}
+
+// drainOutbox finishes fan-outs that stopped part-way (a crash, a failed
+// write) every interval until ctx ends. Every instance runs one; fan-out
+// writes are idempotent, so they never clash.
+func drainOutbox(ctx context.Context, c *domain.Contents, cfg config.Content, logger zerolog.Logger) {
+	t := time.NewTicker(cfg.OutboxInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		done, err := c.DrainOutbox(ctx, cfg.OutboxGrace, 100)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn().Err(err).Msg("outbox")
+		}
+		if done > 0 {
+			logger.Info().Int("completed", done).Msg("unfinished fan-outs completed")
 		}
 	}
 }

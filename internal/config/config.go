@@ -22,6 +22,20 @@ type Config struct {
 	MigrateOnStart bool
 	Accounts       Accounts
 	Moderation     Moderation
+	Content        Content
+}
+
+// Content holds the fan-out settings.
+type Content struct {
+	// SyncFanoutLimit: items with at most this many members are fanned out
+	// before a change answers.
+	SyncFanoutLimit int
+	// FanoutConcurrency bounds the member libraries written at once.
+	FanoutConcurrency int
+	// OutboxInterval is how often the outbox worker looks for unfinished
+	// fan-outs; OutboxGrace is how old a mark must be before it does them.
+	OutboxInterval time.Duration
+	OutboxGrace    time.Duration
 }
 
 // Moderation holds the suspension settings.
@@ -162,6 +176,10 @@ var Vars = []Var{
 	{"SHELF_HASH_CONCURRENCY", "0", "password hashes computed at once (0: one per CPU); the rest wait"},
 	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)"},
 	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
+	{"SHELF_FANOUT_SYNC_LIMIT", "1000", "items with at most this many members update every member library before a change answers; larger ones finish in the background"},
+	{"SHELF_FANOUT_CONCURRENCY", "16", "member libraries written at once by one fan-out"},
+	{"SHELF_OUTBOX_INTERVAL", "1s", "how often the outbox worker finishes fan-outs that stopped (a crash, a failed write)"},
+	{"SHELF_OUTBOX_GRACE", "5s", "how old an outbox mark must be before the worker redoes its fan-out"},
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map
@@ -207,6 +225,12 @@ func Load(getenv func(string) string) (Config, error) {
 			Argon2Threads:      p.positiveInt("SHELF_ARGON2_THREADS"),
 			HashConcurrency:    p.nonNegativeInt("SHELF_HASH_CONCURRENCY"),
 		},
+	}
+	c.Content = Content{
+		SyncFanoutLimit:   p.nonNegativeInt("SHELF_FANOUT_SYNC_LIMIT"),
+		FanoutConcurrency: p.positiveInt("SHELF_FANOUT_CONCURRENCY"),
+		OutboxInterval:    p.duration("SHELF_OUTBOX_INTERVAL"),
+		OutboxGrace:       p.duration("SHELF_OUTBOX_GRACE"),
 	}
 	c.Moderation = Moderation{
 		BucketSize:    p.oneOf("SHELF_SUSPENSION_BUCKET", "month", "week", "day"),
@@ -268,5 +292,9 @@ func (c Config) Fields() map[string]string {
 		"SHELF_HASH_CONCURRENCY":             strconv.Itoa(c.Accounts.HashConcurrency),
 		"SHELF_SUSPENSION_BUCKET":            c.Moderation.BucketSize,
 		"SHELF_SUSPENSION_SWEEP_INTERVAL":    c.Moderation.SweepInterval.String(),
+		"SHELF_FANOUT_SYNC_LIMIT":            strconv.Itoa(c.Content.SyncFanoutLimit),
+		"SHELF_FANOUT_CONCURRENCY":           strconv.Itoa(c.Content.FanoutConcurrency),
+		"SHELF_OUTBOX_INTERVAL":              c.Content.OutboxInterval.String(),
+		"SHELF_OUTBOX_GRACE":                 c.Content.OutboxGrace.String(),
 	}
 }

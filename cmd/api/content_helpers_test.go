@@ -1,0 +1,123 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"shelf/internal/testkit"
+)
+
+// contentBody is the Content schema as tests read it.
+type contentBody struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Description  string    `json:"description"`
+	Visibility   string    `json:"visibility"`
+	Link         string    `json:"link"`
+	CreatedBy    string    `json:"createdBy"`
+	LastModified time.Time `json:"lastModified"`
+}
+
+// itemBody is the LibraryItem schema.
+type itemBody struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Visibility   string    `json:"visibility"`
+	LastModified time.Time `json:"lastModified"`
+}
+
+type itemPage struct {
+	Items      []itemBody `json:"items"`
+	NextCursor string     `json:"nextCursor"`
+}
+
+type groupBody struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	MemberCount int    `json:"memberCount"`
+}
+
+// createContent makes an item as the client's user.
+func createContent(t *testing.T, api *testkit.API, name, visibility string) contentBody {
+	t.Helper()
+	r := api.Send(http.MethodPost, "/v1/content", map[string]string{"name": name, "visibility": visibility})
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", name, r.StatusCode, r.Body)
+	}
+	var c contentBody
+	r.JSON(t, &c)
+	return c
+}
+
+// share shares an item with a principal and fails unless it answers 200/201.
+func share(t *testing.T, api *testkit.API, contentID, principalID, role string) {
+	t.Helper()
+	r := api.Send(http.MethodPut, "/v1/content/"+contentID+"/members/"+principalID, map[string]string{"role": role})
+	if r.StatusCode != http.StatusCreated && r.StatusCode != http.StatusOK {
+		t.Fatalf("share %s with %s: %d %s", contentID, principalID, r.StatusCode, r.Body)
+	}
+}
+
+// createGroup makes a group as the client's user.
+func createGroup(t *testing.T, api *testkit.API, maxMembers int) groupBody {
+	t.Helper()
+	body := map[string]any{"name": name("grp")}
+	if maxMembers > 0 {
+		body["maxMembers"] = maxMembers
+	}
+	r := api.Send(http.MethodPost, "/v1/groups", body)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("create group: %d %s", r.StatusCode, r.Body)
+	}
+	var g groupBody
+	r.JSON(t, &g)
+	return g
+}
+
+// addToGroup adds a user to a group with a role.
+func addToGroup(t *testing.T, api *testkit.API, groupID, userID, role string) {
+	t.Helper()
+	r := api.Send(http.MethodPut, "/v1/groups/"+groupID+"/members/"+userID, map[string]string{"role": role})
+	if r.StatusCode != http.StatusCreated && r.StatusCode != http.StatusOK {
+		t.Fatalf("add %s to %s: %d %s", userID, groupID, r.StatusCode, r.Body)
+	}
+}
+
+// libraryOf reads a whole library as the client sees it, limit at a time.
+func libraryOf(t *testing.T, api *testkit.API, path string, limit int) []itemBody {
+	t.Helper()
+	var all []itemBody
+	cursor := ""
+	for pages := 0; pages < 100000; pages++ {
+		p := path + "?limit=" + itoa(limit)
+		if cursor != "" {
+			p += "&cursor=" + cursor
+		}
+		r := api.Get(p)
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", p, r.StatusCode, r.Body)
+		}
+		var page itemPage
+		r.JSON(t, &page)
+		if len(page.Items) > limit {
+			t.Fatalf("page of %d with limit %d", len(page.Items), limit)
+		}
+		all = append(all, page.Items...)
+		if page.NextCursor == "" {
+			return all
+		}
+		cursor = page.NextCursor
+	}
+	t.Fatal("the library never ends")
+	return nil
+}
+
+// ids lists the items' ids.
+func ids(items []itemBody) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.ID
+	}
+	return out
+}

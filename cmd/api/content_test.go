@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shelf/internal/testkit"
+)
+
+// TestVisibilityTable checks L1 for every kind of viewer against every
+// visibility: user and group libraries, and GET /v1/content/{id}.
+func TestVisibilityTable(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	owner, ownerAPI := m.member(t)
+	_, stranger := m.member(t)
+	_, managerAPI := m.member(t)
+	member, memberAPI := m.member(t)
+	g := createGroup(t, managerAPI, 0)
+	addToGroup(t, managerAPI, g.ID, member.ID, "member")
+
+	items := map[string]contentBody{}
+	for _, v := range []string{"public", "loggedin", "private"} {
+		c := createContent(t, ownerAPI, "item "+v, v)
+		share(t, ownerAPI, c.ID, g.ID, "viewer")
+		items[v] = c
+	}
+	all := []string{"public", "loggedin", "private"}
+	viewers := []struct {
+		name string
+		api  *testkit.API
+		// what each viewer sees in the owner's library, in the group's,
+		// and which items it may open.
+		user, group, open []string
+	}{
+		{"anonymous", m.api, all[:1], all[:1], all[:1]},
+		{"another user", stranger, all[:2], all[:2], all[:2]},
+		{"the owner", ownerAPI, all, all[:2], all},
+		{"a group member", memberAPI, all[:2], all, all},
+		{"a group manager", managerAPI, all[:2], all, all},
+		{"an admin", m.admin, all, all, all},
+	}
+	for _, v := range viewers {
+		for _, lib := range []struct {
+			path string
+			want []string
+		}{{"/v1/users/" + owner.ID + "/library", v.user}, {"/v1/groups/" + g.ID + "/library", v.group}} {
+			got := map[string]bool{}
+			for _, it := range libraryOf(t, v.api, lib.path, 10) {
+				got[it.Visibility] = true
+				if items[it.Visibility].ID != it.ID {
+					t.Errorf("%s sees an unknown item %+v", v.name, it)
+				}
+			}
+			for _, vis := range all {
+				if got[vis] != slices.Contains(lib.want, vis) {
+					t.Errorf("%s reading %s: sees %s item = %v, want %v", v.name, lib.path, vis, got[vis], !got[vis])
+				}
+			}
+		}
+		for _, vis := range all {
+			r := v.api.Get("/v1/content/" + items[vis].ID)
+			want := http.StatusNotFound
+			if slices.Contains(v.open, vis) {
+				want = http.StatusOK
+			}
+			if r.StatusCode != want {
+				t.Errorf("%s opening the %s item: %d, want %d", v.name, vis, r.StatusCode, want)
+			}
+		}
+	}
+	// Who may change what: a viewer may see but not change (403); a
+	// stranger may not even see a private item (404); anonymous 401.
+	if r := memberAPI.Send(http.MethodPatch, "/v1/content/"+items["private"].ID, map[string]string{"name": "x"}); r.StatusCode != http.StatusForbidden {
+		t.Errorf("a viewer through a group changed the item: %d", r.StatusCode)
+	}
+	if r := stranger.Send(http.MethodPatch, "/v1/content/"+items["private"].ID, map[string]string{"name": "x"}); r.StatusCode != http.StatusNotFound {
+		t.Errorf("a stranger patching a private item: %d", r.StatusCode)
+	}
+	if r := m.api.Send(http.MethodPatch, "/v1/content/"+items["public"].ID, map[string]string{"name": "x"}); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous patch: %d", r.StatusCode)
+	}
+	if r := m.api.Get("/v1/users/u_aaaaaaaaaaaaaaaaaaaaaaaaaa/library"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("library of nobody: %d", r.StatusCode)
+	}
+}
+
+// TestContentLifecycle: create, update, share, members, unshare, delete.
+func TestContentLifecycle(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	owner, ownerAPI := m.member(t)
+	friend, friendAPI := m.member(t)
+	c := createContent(t, ownerAPI, "notes", "private")
+	if c.CreatedBy != owner.ID || !strings.HasPrefix(c.ID, "c_") {
+		t.Fatalf("created %+v", c)
+	}
+	if lib := libraryOf(t, ownerAPI, "/v1/users/"+owner.ID+"/library", 10); len(lib) != 1 || lib[0].ID != c.ID {
+		t.Fatalf("creator's library %+v", lib)
+	}
+	r := ownerAPI.Send(http.MethodPut, "/v1/content/"+c.ID+"/members/"+friend.ID, map[string]string{"role": "viewer"})
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("share: %d %s", r.StatusCode, r.Body)
+	}
+	if r := ownerAPI.Send(http.MethodPut, "/v1/content/"+c.ID+"/members/"+friend.ID, map[string]string{"role": "viewer"}); r.StatusCode != http.StatusOK {
+		t.Fatalf("share again: %d", r.StatusCode)
+	}
+	if r := ownerAPI.Send(http.MethodPut, "/v1/content/"+c.ID+"/members/u_aaaaaaaaaaaaaaaaaaaaaaaaaa", map[string]string{"role": "viewer"}); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("share with nobody: %d", r.StatusCode)
+	}
+	if lib := libraryOf(t, friendAPI, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 1 || lib[0].ID != c.ID {
+		t.Fatalf("friend's library %+v", lib)
+	}
+	time.Sleep(2 * time.Millisecond)
+	r = ownerAPI.Send(http.MethodPatch, "/v1/content/"+c.ID, map[string]string{"name": "better notes", "visibility": "public", "link": "https://example.org/n"})
+	var updated contentBody
+	r.JSON(t, &updated)
+	if r.StatusCode != http.StatusOK || updated.Name != "better notes" || !updated.LastModified.After(c.LastModified) {
+		t.Fatalf("update: %d %s", r.StatusCode, r.Body)
+	}
+	lib := libraryOf(t, m.api, "/v1/users/"+friend.ID+"/library", 10)
+	if len(lib) != 1 || lib[0].Name != "better notes" || !lib[0].LastModified.Equal(updated.LastModified) {
+		t.Fatalf("friend's library after the update, seen anonymously: %+v", lib)
+	}
+	var members struct {
+		Items []struct{ PrincipalID, Role string } `json:"items"`
+	}
+	ownerAPI.Get("/v1/content/"+c.ID+"/members").JSON(t, &members)
+	if len(members.Items) != 2 {
+		t.Fatalf("members %+v", members)
+	}
+	if r := friendAPI.Get("/v1/content/" + c.ID + "/members"); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a viewer listing members: %d", r.StatusCode)
+	}
+	// The only manager cannot leave.
+	if r := ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID+"/members/"+owner.ID, "", nil); r.StatusCode != http.StatusConflict {
+		t.Fatalf("last manager leaving: %d %s", r.StatusCode, r.Body)
+	}
+	// A user removes an item from their own library.
+	if r := friendAPI.Do(http.MethodDelete, "/v1/content/"+c.ID+"/members/"+friend.ID, "", nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("leaving: %d %s", r.StatusCode, r.Body)
+	}
+	if lib := libraryOf(t, friendAPI, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 0 {
+		t.Fatalf("after leaving %+v", lib)
+	}
+	if r := friendAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a non-manager deleting: %d", r.StatusCode)
+	}
+	if r := ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", r.StatusCode, r.Body)
+	}
+	if r := ownerAPI.Get("/v1/content/" + c.ID); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("deleted item: %d", r.StatusCode)
+	}
+	if lib := libraryOf(t, ownerAPI, "/v1/users/"+owner.ID+"/library", 10); len(lib) != 0 {
+		t.Fatalf("owner's library after delete %+v", lib)
+	}
+	// Validation.
+	for _, body := range []map[string]string{
+		{"name": "", "visibility": "public"},
+		{"name": "x", "visibility": "secret"},
+		{"name": "x", "visibility": "public", "link": "ftp://example.org"},
+		{"visibility": "public"},
+	} {
+		if r := ownerAPI.Send(http.MethodPost, "/v1/content", body); r.StatusCode != http.StatusBadRequest {
+			t.Errorf("create %v: %d", body, r.StatusCode)
+		}
+	}
+}
+
+// TestConcurrentUpdatesNeverDuplicate is the seed's race: 2 and 16
+// concurrent updates of one shared item, 200 rounds: no library ever shows
+// the item twice, and each ends on the final version (L2, L4).
+func TestConcurrentUpdatesNeverDuplicate(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	owner, ownerAPI := m.member(t)
+	friend, friendAPI := m.member(t)
+	c := createContent(t, ownerAPI, "raced", "public")
+	share(t, ownerAPI, c.ID, friend.ID, "manager")
+	libs := []struct {
+		api  *testkit.API
+		path string
+	}{
+		{ownerAPI, "/v1/users/" + owner.ID + "/library"},
+		{friendAPI, "/v1/users/" + friend.ID + "/library"},
+		{m.api, "/v1/users/" + friend.ID + "/library"},
+	}
+	for _, writers := range []int{2, 16} {
+		rounds := 200
+		if writers == 16 {
+			rounds = 40
+		}
+		for round := 0; round < rounds; round++ {
+			var wg sync.WaitGroup
+			for w := 0; w < writers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					who := ownerAPI
+					if w%2 == 1 {
+						who = friendAPI
+					}
+					r := who.Send(http.MethodPatch, "/v1/content/"+c.ID, map[string]string{"name": fmt.Sprintf("w%d r%d", w, round)})
+					if r.StatusCode != http.StatusOK {
+						t.Errorf("update: %d %s", r.StatusCode, r.Body)
+					}
+				}()
+			}
+			wg.Wait()
+			var now contentBody
+			ownerAPI.Get("/v1/content/"+c.ID).JSON(t, &now)
+			for _, l := range libs {
+				lib := libraryOf(t, l.api, l.path, 5)
+				if len(lib) != 1 || lib[0].Name != now.Name || !lib[0].LastModified.Equal(now.LastModified) {
+					t.Fatalf("%d writers, round %d, %s: %+v, want one %q at %v", writers, round, l.path, lib, now.Name, now.LastModified)
+				}
+			}
+		}
+	}
+}
+
+// TestRemovedItemsNeverComeBack: unshare and delete race updates, many
+// rounds: a removed item never shows again (L3).
+func TestRemovedItemsNeverComeBack(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	_, ownerAPI := m.member(t)
+	friend, friendAPI := m.member(t)
+	for round := 0; round < 30; round++ {
+		c := createContent(t, ownerAPI, "ghost", "loggedin")
+		share(t, ownerAPI, c.ID, friend.ID, "viewer")
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+c.ID, map[string]string{"name": fmt.Sprint("upd", w)})
+				if r.StatusCode != http.StatusOK && r.StatusCode != http.StatusNotFound {
+					t.Errorf("update: %d %s", r.StatusCode, r.Body)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var r *testkit.Response
+			if round%2 == 0 {
+				r = ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID+"/members/"+friend.ID, "", nil)
+			} else {
+				r = ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil)
+			}
+			if r.StatusCode != http.StatusNoContent {
+				t.Errorf("remove: %d %s", r.StatusCode, r.Body)
+			}
+		}()
+		wg.Wait()
+		for check := 0; check < 3; check++ {
+			if lib := libraryOf(t, friendAPI, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 0 {
+				t.Fatalf("round %d: a removed item is back: %+v", round, lib)
+			}
+		}
+	}
+	if _, err := m.app.contents.DrainOutbox(context.Background(), 0, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if lib := libraryOf(t, friendAPI, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 0 {
+		t.Fatalf("after the outbox drained: %+v", lib)
+	}
+}
+
+// TestPagingAThousandItems: limits 1, 7, 100 return each item exactly once,
+// newest first; an item updated while paging shows at most once (L2, L5).
+func TestPagingAThousandItems(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	owner, ownerAPI := m.member(t)
+	var mu sync.Mutex
+	var created []contentBody
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := 0; i < 1000; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c := createContent(t, ownerAPI, fmt.Sprint("item ", i), []string{"public", "loggedin", "private"}[i%3])
+			mu.Lock()
+			created = append(created, c)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	sort.Slice(created, func(i, j int) bool {
+		if !created[i].LastModified.Equal(created[j].LastModified) {
+			return created[i].LastModified.After(created[j].LastModified)
+		}
+		return created[i].ID > created[j].ID
+	})
+	path := "/v1/users/" + owner.ID + "/library"
+	for _, limit := range []int{1, 7, 100} {
+		got := libraryOf(t, ownerAPI, path, limit)
+		if len(got) != len(created) {
+			t.Fatalf("limit %d: %d items, want %d", limit, len(got), len(created))
+		}
+		for i := range created {
+			if got[i].ID != created[i].ID {
+				t.Fatalf("limit %d: item %d is %s, want %s", limit, i, got[i].ID, created[i].ID)
+			}
+		}
+	}
+	// Update items while paging: none shows twice.
+	seen := map[string]int{}
+	cursor := ""
+	for page := 0; ; page++ {
+		p := path + "?limit=50"
+		if cursor != "" {
+			p += "&cursor=" + cursor
+		}
+		var pg itemPage
+		ownerAPI.Get(p).JSON(t, &pg)
+		for _, it := range pg.Items {
+			seen[it.ID]++
+		}
+		if page < 10 {
+			for k := 0; k < 5; k++ { // move items from this page and from later ones to the top
+				target := created[(page*97+k*211)%len(created)].ID
+				if r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+target, map[string]string{"description": fmt.Sprint(page, k)}); r.StatusCode != http.StatusOK {
+					t.Fatalf("update while paging: %d", r.StatusCode)
+				}
+			}
+		}
+		if pg.NextCursor == "" {
+			break
+		}
+		cursor = pg.NextCursor
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Fatalf("%s showed %d times while paging", id, n)
+		}
+	}
+}
+
+// TestRebuildEqualsIncremental: a rebuilt library lists what the
+// incrementally kept one did, in the same order (L6), and physically drops
+// stale rows.
+func TestRebuildEqualsIncremental(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	owner, ownerAPI := m.member(t)
+	for i := 0; i < 30; i++ {
+		c := createContent(t, ownerAPI, fmt.Sprint("r", i), []string{"public", "loggedin", "private"}[i%3])
+		if i%4 == 0 {
+			ownerAPI.Send(http.MethodPatch, "/v1/content/"+c.ID, map[string]string{"visibility": "public"})
+		}
+		if i%7 == 0 {
+			ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil)
+		}
+	}
+	path := "/v1/users/" + owner.ID + "/library"
+	before := libraryOf(t, ownerAPI, path, 7)
+	publicBefore := libraryOf(t, m.api, path, 7)
+	// Damage: a stale copy of an item at an old version, and a ghost.
+	ctx := context.Background()
+	if err := m.db.Session.ContextQuery(ctx, "INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, 'private', ?, ?, 'stale', 'private', 0) USING TIMESTAMP 0", nil).
+		Bind(owner.ID, time.Now().Add(time.Hour), before[0].ID).ExecRelease(); err != nil {
+		t.Fatal(err)
+	}
+	r := m.admin.Do(http.MethodPost, "/v1/admin/libraries/"+owner.ID+"/rebuild", "", nil)
+	var res struct {
+		Items int `json:"items"`
+	}
+	r.JSON(t, &res)
+	if r.StatusCode != http.StatusOK || res.Items != len(before) {
+		t.Fatalf("rebuild: %d %s (had %d items)", r.StatusCode, r.Body, len(before))
+	}
+	after := libraryOf(t, ownerAPI, path, 7)
+	if !slices.Equal(ids(after), ids(before)) || !slices.Equal(ids(libraryOf(t, m.api, path, 7)), ids(publicBefore)) {
+		t.Fatalf("rebuilt library differs:\nbefore %v\nafter  %v", ids(before), ids(after))
+	}
+	var rows int
+	if err := m.db.Session.ContextQuery(ctx, "SELECT COUNT(*) FROM library_by_principal WHERE principal_id = ? AND bucket = 'private'", nil).
+		Bind(owner.ID).GetRelease(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(before) {
+		t.Fatalf("%d rows in the private bucket after rebuild, want %d", rows, len(before))
+	}
+	if r := ownerAPI.Do(http.MethodPost, "/v1/admin/libraries/"+owner.ID+"/rebuild", "", nil); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("rebuild by a non-admin: %d", r.StatusCode)
+	}
+}

@@ -1,0 +1,193 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"shelf/domain"
+)
+
+// Contents serves content, sharing and libraries.
+type Contents struct {
+	contents *domain.Contents
+}
+
+// contentRequest is POST /v1/content and PATCH /v1/content/{id}.
+type contentRequest struct {
+	Name        *string `json:"name" validate:"omitempty,max=2000"`
+	Description *string `json:"description" validate:"omitempty,max=20000"`
+	Visibility  *string `json:"visibility" validate:"omitempty,max=32"`
+	Link        *string `json:"link" validate:"omitempty,max=4096"`
+}
+
+func (r contentRequest) toInput() domain.ContentInput {
+	return domain.ContentInput{Name: r.Name, Description: r.Description, Visibility: r.Visibility, Link: r.Link}
+}
+
+// contentResponse is the Content schema of openapi.yaml.
+type contentResponse struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Description  string    `json:"description"`
+	Visibility   string    `json:"visibility"`
+	Link         string    `json:"link,omitempty"`
+	CreatedBy    string    `json:"createdBy"`
+	CreatedAt    time.Time `json:"createdAt"`
+	LastModified time.Time `json:"lastModified"`
+}
+
+func toContentResponse(c domain.Content) contentResponse {
+	return contentResponse{ID: c.ID, Name: c.Name, Description: c.Description, Visibility: string(c.Visibility),
+		Link: c.Link, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt.UTC(), LastModified: c.LastModified.UTC()}
+}
+
+// shareRequest is PUT /v1/content/{id}/members/{principalId}.
+type shareRequest struct {
+	Role string `json:"role" validate:"required,oneof=viewer manager"`
+}
+
+// contentMemberResponse is one {principalId, role}.
+type contentMemberResponse struct {
+	PrincipalID string `json:"principalId"`
+	Role        string `json:"role"`
+}
+
+// libraryItem is the LibraryItem schema.
+type libraryItem struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Visibility   string    `json:"visibility"`
+	LastModified time.Time `json:"lastModified"`
+}
+
+// pageResponse is every list: items and, except on the last page, nextCursor.
+type pageResponse[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+func (h *Contents) create(w http.ResponseWriter, r *http.Request) error {
+	var req contentRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	c, err := h.contents.Create(r.Context(), principal(r.Context()), req.toInput())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/content/"+c.ID)
+	writeJSON(w, http.StatusCreated, toContentResponse(c))
+	return nil
+}
+
+func (h *Contents) get(w http.ResponseWriter, r *http.Request) error {
+	c, err := h.contents.Get(r.Context(), principal(r.Context()), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toContentResponse(c))
+	return nil
+}
+
+func (h *Contents) update(w http.ResponseWriter, r *http.Request) error {
+	var req contentRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Name == nil && req.Description == nil && req.Visibility == nil && req.Link == nil {
+		return newProblem(http.StatusBadRequest, "validation_failed", "Nothing to change: send name, description, visibility or link.",
+			ProblemField{Field: "name", Code: "required", Message: "at least one of name, description, visibility, link is required"})
+	}
+	c, err := h.contents.Update(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), req.toInput())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toContentResponse(c))
+	return nil
+}
+
+func (h *Contents) delete(w http.ResponseWriter, r *http.Request) error {
+	if err := h.contents.Delete(r.Context(), principal(r.Context()), chi.URLParam(r, "id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Contents) members(w http.ResponseWriter, r *http.Request) error {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return err
+	}
+	members, next, err := h.contents.MembersPage(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	out := pageResponse[contentMemberResponse]{Items: make([]contentMemberResponse, len(members)), NextCursor: next}
+	for i, m := range members {
+		out.Items[i] = contentMemberResponse{PrincipalID: m.PrincipalID, Role: m.Role}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (h *Contents) share(w http.ResponseWriter, r *http.Request) error {
+	var req shareRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	id, principalID := chi.URLParam(r, "id"), chi.URLParam(r, "principalId")
+	created, err := h.contents.Share(r.Context(), principal(r.Context()), id, principalID, req.Role)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, contentMemberResponse{PrincipalID: principalID, Role: req.Role})
+	return nil
+}
+
+func (h *Contents) unshare(w http.ResponseWriter, r *http.Request) error {
+	if err := h.contents.Unshare(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "principalId")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Contents) library(w http.ResponseWriter, r *http.Request) error {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return err
+	}
+	page, err := h.contents.Library(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	out := pageResponse[libraryItem]{Items: make([]libraryItem, len(page.Items)), NextCursor: page.Next}
+	for i, e := range page.Items {
+		out.Items[i] = libraryItem{ID: e.ContentID, Name: e.Name, Visibility: string(e.Visibility), LastModified: e.LastModified.UTC()}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// rebuildResponse is POST /v1/admin/libraries/{principalId}/rebuild.
+type rebuildResponse struct {
+	PrincipalID string `json:"principalId"`
+	Items       int    `json:"items"`
+}
+
+func (h *Contents) rebuild(w http.ResponseWriter, r *http.Request) error {
+	id := chi.URLParam(r, "principalId")
+	n, err := h.contents.Rebuild(r.Context(), principal(r.Context()), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rebuildResponse{PrincipalID: id, Items: n})
+	return nil
+}

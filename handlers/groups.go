@@ -1,0 +1,137 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"shelf/domain"
+)
+
+// Groups serves groups and their members.
+type Groups struct {
+	groups *domain.Groups
+}
+
+// createGroupRequest is POST /v1/groups. Lengths here only bound the
+// transport; the domain applies the real rules (and names the field).
+type createGroupRequest struct {
+	Name        string  `json:"name" validate:"required,max=256"`
+	DisplayName *string `json:"displayName" validate:"omitempty,max=1024"`
+	Description *string `json:"description" validate:"omitempty,max=8192"`
+	MaxMembers  *int    `json:"maxMembers"`
+}
+
+// groupMemberRequest is PUT /v1/groups/{id}/members/{userId}.
+type groupMemberRequest struct {
+	Role string `json:"role" validate:"required,max=64"`
+}
+
+// groupResponse is the Group schema of openapi.yaml.
+type groupResponse struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	DisplayName string    `json:"displayName"`
+	Description string    `json:"description"`
+	MaxMembers  *int      `json:"maxMembers,omitempty"`
+	MemberCount int       `json:"memberCount"`
+	CreatedBy   string    `json:"createdBy"`
+	CreatedAt   time.Time `json:"createdAt"`
+}
+
+// groupMemberResponse is the GroupMember schema of openapi.yaml.
+type groupMemberResponse struct {
+	PrincipalID string `json:"principalId"`
+	Role        string `json:"role"`
+}
+
+// groupMemberList is GET /v1/groups/{id}/members.
+type groupMemberList struct {
+	Items      []groupMemberResponse `json:"items"`
+	NextCursor string                `json:"nextCursor,omitempty"`
+}
+
+func toGroupResponse(g domain.Group) groupResponse {
+	out := groupResponse{ID: g.ID, Name: g.Name, DisplayName: g.DisplayName, Description: g.Description,
+		MemberCount: g.MemberCount, CreatedBy: g.CreatedBy, CreatedAt: g.CreatedAt.UTC()}
+	if g.MaxMembers > 0 {
+		n := g.MaxMembers
+		out.MaxMembers = &n
+	}
+	return out
+}
+
+func toGroupMemberResponse(m domain.GroupMember) groupMemberResponse {
+	return groupMemberResponse{PrincipalID: m.UserID, Role: m.Role}
+}
+
+func (h *Groups) create(w http.ResponseWriter, r *http.Request) error {
+	var req createGroupRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	g, err := h.groups.CreateGroup(r.Context(), principal(r.Context()), domain.NewGroupInput{
+		Name: req.Name, DisplayName: req.DisplayName, Description: req.Description, MaxMembers: req.MaxMembers,
+	})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/groups/"+g.ID)
+	writeJSON(w, http.StatusCreated, toGroupResponse(g))
+	return nil
+}
+
+func (h *Groups) get(w http.ResponseWriter, r *http.Request) error {
+	g, err := h.groups.GetGroup(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toGroupResponse(g))
+	return nil
+}
+
+func (h *Groups) listMembers(w http.ResponseWriter, r *http.Request) error {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return err
+	}
+	page, err := h.groups.ListMembers(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
+		r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	out := groupMemberList{Items: make([]groupMemberResponse, len(page.Items)), NextCursor: page.Next}
+	for i, m := range page.Items {
+		out.Items[i] = toGroupMemberResponse(m)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (h *Groups) setMember(w http.ResponseWriter, r *http.Request) error {
+	var req groupMemberRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	m, added, err := h.groups.SetMember(r.Context(), principal(r.Context()),
+		chi.URLParam(r, "id"), chi.URLParam(r, "userId"), req.Role)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if added {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, toGroupMemberResponse(m))
+	return nil
+}
+
+func (h *Groups) removeMember(w http.ResponseWriter, r *http.Request) error {
+	if err := h.groups.RemoveMember(r.Context(), principal(r.Context()),
+		chi.URLParam(r, "id"), chi.URLParam(r, "userId")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

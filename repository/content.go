@@ -1,0 +1,193 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
+)
+
+// Contents keeps content rows (LWT-managed, like accounts).
+type Contents struct {
+	db *DB
+}
+
+var _ domain.ContentStore = (*Contents)(nil)
+
+// NewContents returns the content store.
+func NewContents(db *DB) *Contents { return &Contents{db: db} }
+
+type contentRow struct {
+	ID           string    `db:"id"`
+	Name         string    `db:"name"`
+	Description  string    `db:"description"`
+	Visibility   string    `db:"visibility"`
+	Link         string    `db:"link"`
+	CreatedBy    string    `db:"created_by"`
+	CreatedAt    time.Time `db:"created_at"`
+	LastModified time.Time `db:"last_modified"`
+	Deleted      bool      `db:"deleted"`
+	Members      int       `db:"members"`
+	Managers     int       `db:"managers"`
+	Version      int       `db:"version"`
+	WriteID      string    `db:"write_id"`
+}
+
+func (r contentRow) toDomain() domain.Content {
+	return domain.Content{ID: r.ID, Name: r.Name, Description: r.Description, Visibility: domain.Visibility(r.Visibility),
+		Link: r.Link, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), LastModified: r.LastModified.UTC(),
+		Deleted: r.Deleted, Members: r.Members, Managers: r.Managers, Version: r.Version}
+}
+
+const (
+	contentColumns   = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?`
+	contentInsertCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	contentUpdateCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ?`
+	contentSelectCQL = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id FROM content WHERE id = ?`
+)
+
+func contentValues(c domain.Content, writeID string) []any {
+	return []any{c.Name, c.Description, string(c.Visibility), c.Link, c.CreatedBy, c.CreatedAt, c.LastModified,
+		c.Deleted, c.Members, c.Managers, c.Version, writeID}
+}
+
+// Create inserts a new item.
+func (s *Contents) Create(ctx context.Context, c domain.Content) error {
+	writeID := newWriteID()
+	args := append([]any{c.ID}, contentValues(c, writeID)...)
+	applied, err := s.db.exec(ctx, lwt{
+		name:    "content.create",
+		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, contentInsertCQL, args...)) },
+		resolve: s.resolveWrite(c.ID, writeID),
+	})
+	if err == nil && !applied {
+		return fmt.Errorf("content.create: id %s already exists", c.ID)
+	}
+	return err
+}
+
+// Update writes c if the stored version is c.Version-1.
+func (s *Contents) Update(ctx context.Context, c domain.Content) (bool, error) {
+	writeID := newWriteID()
+	args := append(contentValues(c, writeID), c.ID, c.Version-1)
+	return s.db.exec(ctx, lwt{
+		name:    "content.update",
+		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, contentUpdateCQL, args...)) },
+		resolve: s.resolveWrite(c.ID, writeID),
+	})
+}
+
+func (s *Contents) resolveWrite(id, writeID string) func(ctx context.Context) (bool, bool, error) {
+	return func(ctx context.Context) (bool, bool, error) {
+		r, found, err := s.get(ctx, id, s.db.Serial)
+		if err != nil {
+			return false, false, err
+		}
+		if found && r.WriteID == writeID {
+			return true, false, nil
+		}
+		return false, true, nil
+	}
+}
+
+// Get reads an item.
+func (s *Contents) Get(ctx context.Context, id string) (domain.Content, error) {
+	return s.getDomain(ctx, id, 0)
+}
+
+// GetSerial reads an item at SERIAL.
+func (s *Contents) GetSerial(ctx context.Context, id string) (domain.Content, error) {
+	return s.getDomain(ctx, id, s.db.Serial)
+}
+
+func (s *Contents) getDomain(ctx context.Context, id string, cl gocql.Consistency) (domain.Content, error) {
+	r, found, err := s.get(ctx, id, cl)
+	if err != nil {
+		return domain.Content{}, dbErr("content.get", err)
+	}
+	if !found {
+		return domain.Content{}, domain.ErrNotFound
+	}
+	return r.toDomain(), nil
+}
+
+func (s *Contents) get(ctx context.Context, id string, cl gocql.Consistency) (contentRow, bool, error) {
+	var r contentRow
+	q := s.db.Session.ContextQuery(ctx, contentSelectCQL, nil).Bind(id)
+	if cl != 0 {
+		q = q.Consistency(cl)
+	}
+	err := q.GetRelease(&r)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return contentRow{}, false, nil
+	}
+	return r, err == nil, err
+}
+
+// ContentMembers keeps who each item is shared with, at the item's version.
+type ContentMembers struct {
+	db *DB
+}
+
+var _ domain.ContentMemberStore = (*ContentMembers)(nil)
+
+// NewContentMembers returns the member store.
+func NewContentMembers(db *DB) *ContentMembers { return &ContentMembers{db: db} }
+
+const (
+	contentMemberPutCQL    = `INSERT INTO content_members (content_id, principal_id, role) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	contentMemberDeleteCQL = `DELETE FROM content_members USING TIMESTAMP ? WHERE content_id = ? AND principal_id = ?`
+	contentMemberFindCQL   = `SELECT principal_id, role FROM content_members WHERE content_id = ? AND principal_id IN ?`
+	contentMemberPageCQL   = `SELECT principal_id, role FROM content_members WHERE content_id = ? AND principal_id > ? LIMIT ?`
+)
+
+type contentMemberRow struct {
+	PrincipalID string `db:"principal_id"`
+	Role        string `db:"role"`
+}
+
+// Put writes a member at version.
+func (s *ContentMembers) Put(ctx context.Context, contentID string, m domain.ContentMember, version int) error {
+	if err := s.db.Session.ContextQuery(ctx, contentMemberPutCQL, nil).Bind(contentID, m.PrincipalID, m.Role, int64(version)).ExecRelease(); err != nil {
+		return dbErr("content_members.put", err)
+	}
+	return nil
+}
+
+// Delete removes a member at version.
+func (s *ContentMembers) Delete(ctx context.Context, contentID, principalID string, version int) error {
+	if err := s.db.Session.ContextQuery(ctx, contentMemberDeleteCQL, nil).Bind(int64(version), contentID, principalID).ExecRelease(); err != nil {
+		return dbErr("content_members.delete", err)
+	}
+	return nil
+}
+
+// Find returns the members among principalIDs (one read).
+func (s *ContentMembers) Find(ctx context.Context, contentID string, principalIDs []string) ([]domain.ContentMember, error) {
+	var rows []contentMemberRow
+	if err := s.db.Session.ContextQuery(ctx, contentMemberFindCQL, nil).Bind(contentID, principalIDs).SelectRelease(&rows); err != nil {
+		return nil, dbErr("content_members.find", err)
+	}
+	return toContentMembers(rows), nil
+}
+
+// Page lists members after a principal id.
+func (s *ContentMembers) Page(ctx context.Context, contentID, after string, limit int) ([]domain.ContentMember, error) {
+	var rows []contentMemberRow
+	if err := s.db.Session.ContextQuery(ctx, contentMemberPageCQL, nil).Bind(contentID, after, limit).SelectRelease(&rows); err != nil {
+		return nil, dbErr("content_members.page", err)
+	}
+	return toContentMembers(rows), nil
+}
+
+func toContentMembers(rows []contentMemberRow) []domain.ContentMember {
+	out := make([]domain.ContentMember, len(rows))
+	for i, r := range rows {
+		out[i] = domain.ContentMember{PrincipalID: r.PrincipalID, Role: r.Role}
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package repository
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
+)
+
+// GroupMembers keeps the member tables: group_members (group -> members)
+// and groups_by_member (user -> groups). They are derived from the group
+// rows, and every write carries the group version of the change it
+// belongs to as its timestamp (USING TIMESTAMP): whichever order the writes
+// of two changes land in, the newer change wins, a repeated write is
+// harmless, and a late write of an old change never resurrects a member
+// removed since. They are not LWT-managed: the group row's compare-and-set
+// is what serializes changes.
+type GroupMembers struct {
+	db *DB
+}
+
+var _ domain.GroupMemberStore = (*GroupMembers)(nil)
+
+// NewGroupMembers returns the member store.
+func NewGroupMembers(db *DB) *GroupMembers { return &GroupMembers{db: db} }
+
+const (
+	gmInsertCQL    = `INSERT INTO group_members (group_id, user_id, role) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	gmIndexCQL     = `INSERT INTO groups_by_member (user_id, group_id, role) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	gmDeleteCQL    = `DELETE FROM group_members USING TIMESTAMP ? WHERE group_id = ? AND user_id = ?`
+	gmUnindexCQL   = `DELETE FROM groups_by_member USING TIMESTAMP ? WHERE user_id = ? AND group_id = ?`
+	gmRoleCQL      = `SELECT role FROM group_members WHERE group_id = ? AND user_id = ?`
+	gmPageCQL      = `SELECT user_id, role FROM group_members WHERE group_id = ? LIMIT ?`
+	gmPageAfterCQL = `SELECT user_id, role FROM group_members WHERE group_id = ? AND user_id > ? LIMIT ?`
+	gmGroupsOfCQL  = `SELECT group_id FROM groups_by_member WHERE user_id = ?`
+)
+
+// Apply writes one change to both tables at once (two partitions, so two
+// statements rather than a multi-partition batch). The version is used as
+// the write timestamp as is: versions only grow, and these tables are
+// written by nothing else.
+func (s *GroupMembers) Apply(ctx context.Context, groupID string, c domain.GroupMemberChange, version int) error {
+	ts := int64(version)
+	if c.Role == "" {
+		return all([]func() error{
+			func() error { return s.exec(ctx, "group_members.delete", gmDeleteCQL, ts, groupID, c.UserID) },
+			func() error { return s.exec(ctx, "groups_by_member.delete", gmUnindexCQL, ts, c.UserID, groupID) },
+		})
+	}
+	return all([]func() error{
+		func() error { return s.exec(ctx, "group_members.insert", gmInsertCQL, groupID, c.UserID, c.Role, ts) },
+		func() error { return s.exec(ctx, "groups_by_member.insert", gmIndexCQL, c.UserID, groupID, c.Role, ts) },
+	})
+}
+
+func (s *GroupMembers) exec(ctx context.Context, name, stmt string, args ...any) error {
+	if err := s.db.Session.ContextQuery(ctx, stmt, nil).Bind(args...).ExecRelease(); err != nil {
+		return dbErr(name, err)
+	}
+	return nil
+}
+
+// Role reads one member's role.
+func (s *GroupMembers) Role(ctx context.Context, groupID, userID string) (string, error) {
+	var role string
+	err := s.db.Session.ContextQuery(ctx, gmRoleCQL, nil).Bind(groupID, userID).GetRelease(&role)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return "", domain.ErrNotFound
+	}
+	if err != nil {
+		return "", dbErr("group_members.get", err)
+	}
+	return role, nil
+}
+
+// Page slices the group's partition after a user id, in user id order.
+func (s *GroupMembers) Page(ctx context.Context, groupID, after string, limit int) ([]domain.GroupMember, error) {
+	q := s.db.Session.ContextQuery(ctx, gmPageCQL, nil).Bind(groupID, limit)
+	if after != "" {
+		q = s.db.Session.ContextQuery(ctx, gmPageAfterCQL, nil).Bind(groupID, after, limit)
+	}
+	var rows []struct {
+		UserID string `db:"user_id"`
+		Role   string `db:"role"`
+	}
+	if err := q.SelectRelease(&rows); err != nil {
+		return nil, dbErr("group_members.page", err)
+	}
+	out := make([]domain.GroupMember, len(rows))
+	for i, r := range rows {
+		out[i] = domain.GroupMember{UserID: r.UserID, Role: r.Role}
+	}
+	return out, nil
+}
+
+// GroupsOf reads the user's partition of groups_by_member.
+func (s *GroupMembers) GroupsOf(ctx context.Context, userID string) ([]string, error) {
+	out := []string{}
+	if err := s.db.Session.ContextQuery(ctx, gmGroupsOfCQL, nil).Bind(userID).SelectRelease(&out); err != nil {
+		return nil, dbErr("groups_by_member.list", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,238 @@
+package repository
+
+import (
+	"context"
+	"hash/fnv"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
+)
+
+// Libraries keeps library_by_principal and its membership index
+// (library_index). Every write carries the item's version as its
+// timestamp: an older change never overwrites or resurrects a newer one.
+type Libraries struct {
+	db *DB
+}
+
+var _ domain.LibraryStore = (*Libraries)(nil)
+
+// NewLibraries returns the library store.
+func NewLibraries(db *DB) *Libraries { return &Libraries{db: db} }
+
+const (
+	libInsertCQL     = `INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	libDeleteCQL     = `DELETE FROM library_by_principal USING TIMESTAMP ? WHERE principal_id = ? AND bucket = ? AND last_modified = ? AND content_id = ?`
+	libSliceCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? LIMIT ?`
+	libSliceAfterCQL = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) < (?, ?) LIMIT ?`
+	indexPutCQL      = `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	indexDeleteCQL   = `DELETE FROM library_index USING TIMESTAMP ? WHERE principal_id = ? AND content_id = ?`
+	indexSelectCQL   = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id IN ?`
+	indexPageCQL     = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id > ? LIMIT ?`
+	outboxMarkCQL    = `UPDATE content_outbox USING TIMESTAMP ? SET marked_at = ?, purge = purge + ? WHERE shard = ? AND content_id = ?`
+	outboxDoneCQL    = `DELETE FROM content_outbox USING TIMESTAMP ? WHERE shard = ? AND content_id = ?`
+	outboxPendingCQL = `SELECT content_id, purge, marked_at, WRITETIME(marked_at) AS marker FROM content_outbox WHERE shard = ?`
+	outboxShards     = 8
+)
+
+type libRow struct {
+	LastModified time.Time `db:"last_modified"`
+	ContentID    string    `db:"content_id"`
+	Name         string    `db:"name"`
+	Visibility   string    `db:"visibility"`
+	Version      int       `db:"version"`
+}
+
+type indexRow struct {
+	ContentID    string    `db:"content_id"`
+	Role         string    `db:"role"`
+	Version      int       `db:"version"`
+	LastModified time.Time `db:"last_modified"`
+	Name         string    `db:"name"`
+	Visibility   string    `db:"visibility"`
+}
+
+func (r indexRow) toDomain(principalID string) domain.LibraryEntry {
+	return domain.LibraryEntry{PrincipalID: principalID, ContentID: r.ContentID, Role: r.Role, Name: r.Name,
+		Visibility: domain.Visibility(r.Visibility), LastModified: r.LastModified.UTC(), Version: r.Version}
+}
+
+// Apply writes the index entry first, then per bucket one single-partition
+// unlogged batch: delete prev's row, insert e's. (Index first: a row
+// without an index entry is then always a ghost, safe to delete.) A row
+// whose key does not change is only rewritten: deleting and inserting one
+// key at one timestamp would lose the insert.
+func (l *Libraries) Apply(ctx context.Context, e domain.LibraryEntry, prev *domain.LibraryEntry) error {
+	ts := int64(e.Version)
+	if err := l.exec(ctx, "library_index.put", indexPutCQL, e.PrincipalID, e.ContentID, e.Role, e.Version, e.LastModified, e.Name, string(e.Visibility), ts); err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, b := range domain.BucketsFor(e.Visibility) {
+		want[b] = true
+	}
+	had := map[string]bool{}
+	if prev != nil {
+		for _, b := range domain.BucketsFor(prev.Visibility) {
+			had[b] = true
+		}
+	}
+	// The buckets are independent partitions: their batches go out at once.
+	var writes []func() error
+	for _, b := range []string{domain.BucketPrivate, domain.BucketLoggedIn, domain.BucketPublic} {
+		if !want[b] && !had[b] {
+			continue
+		}
+		batch := l.db.Session.Session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+		if had[b] && !(want[b] && prev.LastModified.Equal(e.LastModified)) {
+			batch.Query(libDeleteCQL, ts, e.PrincipalID, b, prev.LastModified, e.ContentID)
+		}
+		if want[b] {
+			batch.Query(libInsertCQL, e.PrincipalID, b, e.LastModified, e.ContentID, e.Name, string(e.Visibility), e.Version, ts)
+		}
+		writes = append(writes, func() error {
+			if err := l.db.Session.Session.ExecuteBatch(batch); err != nil {
+				return dbErr("library.batch", err)
+			}
+			return nil
+		})
+	}
+	return all(writes)
+}
+
+// Remove deletes the index entry first, then prev's rows.
+func (l *Libraries) Remove(ctx context.Context, principalID, contentID string, prev *domain.LibraryEntry, version int) error {
+	ts := int64(version)
+	if err := l.exec(ctx, "library_index.delete", indexDeleteCQL, ts, principalID, contentID); err != nil {
+		return err
+	}
+	if prev == nil {
+		return nil // the rows left, if any, have no index entry: readers drop them
+	}
+	var writes []func() error
+	for _, b := range domain.BucketsFor(prev.Visibility) {
+		writes = append(writes, func() error {
+			return l.exec(ctx, "library.delete", libDeleteCQL, ts, principalID, b, prev.LastModified, contentID)
+		})
+	}
+	return all(writes)
+}
+
+// Index reads the index entries of the given items (one partition, IN).
+func (l *Libraries) Index(ctx context.Context, principalID string, contentIDs []string) (map[string]domain.LibraryEntry, error) {
+	var rows []indexRow
+	if err := l.db.Session.ContextQuery(ctx, indexSelectCQL, nil).Bind(principalID, contentIDs).SelectRelease(&rows); err != nil {
+		return nil, dbErr("library_index.get", err)
+	}
+	out := make(map[string]domain.LibraryEntry, len(rows))
+	for _, r := range rows {
+		out[r.ContentID] = r.toDomain(principalID)
+	}
+	return out, nil
+}
+
+// IndexPage lists index entries after a content id.
+func (l *Libraries) IndexPage(ctx context.Context, principalID, after string, limit int) ([]domain.LibraryEntry, error) {
+	var rows []indexRow
+	if err := l.db.Session.ContextQuery(ctx, indexPageCQL, nil).Bind(principalID, after, limit).SelectRelease(&rows); err != nil {
+		return nil, dbErr("library_index.page", err)
+	}
+	out := make([]domain.LibraryEntry, len(rows))
+	for i, r := range rows {
+		out[i] = r.toDomain(principalID)
+	}
+	return out, nil
+}
+
+// Slice reads one bucket, newest first, after the cursor.
+func (l *Libraries) Slice(ctx context.Context, principalID, bucket string, after *domain.LibraryCursor, limit int) ([]domain.LibraryEntry, error) {
+	q := l.db.Session.ContextQuery(ctx, libSliceCQL, nil).Bind(principalID, bucket, limit)
+	if after != nil {
+		q = l.db.Session.ContextQuery(ctx, libSliceAfterCQL, nil).Bind(principalID, bucket, after.LastModified, after.ContentID, limit)
+	}
+	var rows []libRow
+	if err := q.SelectRelease(&rows); err != nil {
+		return nil, dbErr("library.slice", err)
+	}
+	out := make([]domain.LibraryEntry, len(rows))
+	for i, r := range rows {
+		out[i] = domain.LibraryEntry{PrincipalID: principalID, ContentID: r.ContentID, Name: r.Name,
+			Visibility: domain.Visibility(r.Visibility), LastModified: r.LastModified.UTC(), Version: r.Version}
+	}
+	return out, nil
+}
+
+// DeleteRow deletes one row at its own version.
+func (l *Libraries) DeleteRow(ctx context.Context, bucket string, e domain.LibraryEntry) error {
+	return l.exec(ctx, "library.delete", libDeleteCQL, int64(e.Version), e.PrincipalID, bucket, e.LastModified, e.ContentID)
+}
+
+func (l *Libraries) exec(ctx context.Context, op, stmt string, args ...any) error {
+	if err := l.db.Session.ContextQuery(ctx, stmt, nil).Bind(args...).ExecRelease(); err != nil {
+		return dbErr(op, err)
+	}
+	return nil
+}
+
+// Outbox keeps content_outbox, spread over a few partitions.
+type Outbox struct {
+	db *DB
+}
+
+var _ domain.Outbox = (*Outbox)(nil)
+
+// NewOutbox returns the outbox.
+func NewOutbox(db *DB) *Outbox { return &Outbox{db: db} }
+
+func shardOf(contentID string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(contentID))
+	return int(h.Sum32() % outboxShards)
+}
+
+// Mark records the item with a timestamp of our choosing, returned as the
+// marker: Done deletes exactly what was written up to it, so a newer mark
+// survives.
+func (o *Outbox) Mark(ctx context.Context, contentID string, purge []string) (int64, error) {
+	ts := time.Now().UnixMicro()
+	if purge == nil {
+		purge = []string{}
+	}
+	if err := o.db.Session.ContextQuery(ctx, outboxMarkCQL, nil).
+		Bind(ts, time.UnixMicro(ts).UTC(), purge, shardOf(contentID), contentID).ExecRelease(); err != nil {
+		return 0, dbErr("content_outbox.mark", err)
+	}
+	return ts, nil
+}
+
+// Done deletes the mark as of marker.
+func (o *Outbox) Done(ctx context.Context, contentID string, marker int64) error {
+	if err := o.db.Session.ContextQuery(ctx, outboxDoneCQL, nil).Bind(marker, shardOf(contentID), contentID).ExecRelease(); err != nil {
+		return dbErr("content_outbox.done", err)
+	}
+	return nil
+}
+
+// Pending lists marks made before t, from every shard.
+func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]domain.OutboxEntry, error) {
+	var out []domain.OutboxEntry
+	for shard := 0; shard < outboxShards && len(out) < limit; shard++ {
+		var rows []struct {
+			ContentID string    `db:"content_id"`
+			Purge     []string  `db:"purge"`
+			MarkedAt  time.Time `db:"marked_at"`
+			Marker    int64     `db:"marker"`
+		}
+		if err := o.db.Session.ContextQuery(ctx, outboxPendingCQL, nil).Bind(shard).SelectRelease(&rows); err != nil {
+			return nil, dbErr("content_outbox.pending", err)
+		}
+		for _, r := range rows {
+			if r.MarkedAt.Before(before) && len(out) < limit {
+				out = append(out, domain.OutboxEntry{ContentID: r.ContentID, Purge: r.Purge, Marker: r.Marker})
+			}
+		}
+	}
+	return out, nil
+}
