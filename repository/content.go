@@ -2,24 +2,23 @@ package repository
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
-
-	"github.com/gocql/gocql"
 
 	"shelf/domain"
 )
 
 // Contents keeps content rows (LWT-managed, like accounts).
 type Contents struct {
-	db *DB
+	rows casTable[contentRow]
 }
 
 var _ domain.ContentStore = (*Contents)(nil)
 
 // NewContents returns the content store.
-func NewContents(db *DB) *Contents { return &Contents{db: db} }
+func NewContents(db *DB) *Contents {
+	return &Contents{rows: casTable[contentRow]{db: db, name: "content", selectCQL: contentSelectCQL,
+		writeID: func(r contentRow) string { return r.WriteID }, status: func(contentRow) string { return "" }}}
+}
 
 type contentRow struct {
 	ID           string    `db:"id"`
@@ -58,74 +57,25 @@ func contentValues(c domain.Content, writeID string) []any {
 // Create inserts a new item.
 func (s *Contents) Create(ctx context.Context, c domain.Content) error {
 	writeID := newWriteID()
-	args := append([]any{c.ID}, contentValues(c, writeID)...)
-	applied, err := s.db.exec(ctx, lwt{
-		name:    "content.create",
-		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, contentInsertCQL, args...)) },
-		resolve: s.resolveWrite(c.ID, writeID),
-	})
-	if err == nil && !applied {
-		return fmt.Errorf("content.create: id %s already exists", c.ID)
-	}
-	return err
+	return s.rows.create(ctx, contentInsertCQL, c.ID, writeID, append([]any{c.ID}, contentValues(c, writeID)...)...)
 }
 
 // Update writes c if the stored version is c.Version-1.
 func (s *Contents) Update(ctx context.Context, c domain.Content) (bool, error) {
 	writeID := newWriteID()
-	args := append(contentValues(c, writeID), c.ID, c.Version-1)
-	return s.db.exec(ctx, lwt{
-		name:    "content.update",
-		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, contentUpdateCQL, args...)) },
-		resolve: s.resolveWrite(c.ID, writeID),
-	})
-}
-
-func (s *Contents) resolveWrite(id, writeID string) func(ctx context.Context) (bool, bool, error) {
-	return func(ctx context.Context) (bool, bool, error) {
-		r, found, err := s.get(ctx, id, s.db.Serial)
-		if err != nil {
-			return false, false, err
-		}
-		if found && r.WriteID == writeID {
-			return true, false, nil
-		}
-		return false, true, nil
-	}
+	return s.rows.write(ctx, "update", contentUpdateCQL, c.ID, writeID, append(contentValues(c, writeID), c.ID, c.Version-1)...)
 }
 
 // Get reads an item.
 func (s *Contents) Get(ctx context.Context, id string) (domain.Content, error) {
-	return s.getDomain(ctx, id, 0)
+	r, err := s.rows.read(ctx, id, false)
+	return r.toDomain(), err
 }
 
 // GetSerial reads an item at SERIAL.
 func (s *Contents) GetSerial(ctx context.Context, id string) (domain.Content, error) {
-	return s.getDomain(ctx, id, s.db.Serial)
-}
-
-func (s *Contents) getDomain(ctx context.Context, id string, cl gocql.Consistency) (domain.Content, error) {
-	r, found, err := s.get(ctx, id, cl)
-	if err != nil {
-		return domain.Content{}, dbErr("content.get", err)
-	}
-	if !found {
-		return domain.Content{}, domain.ErrNotFound
-	}
-	return r.toDomain(), nil
-}
-
-func (s *Contents) get(ctx context.Context, id string, cl gocql.Consistency) (contentRow, bool, error) {
-	var r contentRow
-	q := s.db.Session.ContextQuery(ctx, contentSelectCQL, nil).Bind(id)
-	if cl != 0 {
-		q = q.Consistency(cl)
-	}
-	err := q.GetRelease(&r)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return contentRow{}, false, nil
-	}
-	return r, err == nil, err
+	r, err := s.rows.read(ctx, id, true)
+	return r.toDomain(), err
 }
 
 // ContentMembers keeps who each item is shared with, at the item's version.

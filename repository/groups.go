@@ -2,8 +2,6 @@ package repository
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -16,13 +14,16 @@ import (
 // = 'pending', changed IF version = ?), tagged with a random write id so an
 // ambiguous answer is settled by a SERIAL read (DB.exec).
 type Groups struct {
-	db *DB
+	rows casTable[groupRow]
 }
 
 var _ domain.GroupStore = (*Groups)(nil)
 
 // NewGroups returns the group store.
-func NewGroups(db *DB) *Groups { return &Groups{db: db} }
+func NewGroups(db *DB) *Groups {
+	return &Groups{rows: casTable[groupRow]{db: db, name: "groups", selectCQL: groupSelectCQL,
+		writeID: func(r groupRow) string { return r.WriteID }, status: func(r groupRow) string { return r.Status }}}
+}
 
 // groupRow is a row of the groups table.
 type groupRow struct {
@@ -94,108 +95,36 @@ func (r groupRow) values(writeID string, absent any) []any {
 
 // Create inserts a pending group that expires after lease.
 func (s *Groups) Create(ctx context.Context, g domain.Group, lease time.Duration) error {
-	r := fromDomainGroup(g)
-	writeID := newWriteID()
-	args := append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))
-	applied, err := s.db.exec(ctx, lwt{
-		name:    "groups.create",
-		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, groupInsertCQL, args...)) },
-		resolve: s.resolveWrite(g.ID, writeID),
-	})
-	if err == nil && !applied {
-		return fmt.Errorf("groups.create: id %s already exists", g.ID)
-	}
-	return err
+	r, writeID := fromDomainGroup(g), newWriteID()
+	return s.rows.create(ctx, groupInsertCQL, g.ID, writeID,
+		append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))...)
 }
 
 // Activate rewrites every column without TTL if the group is still pending.
 func (s *Groups) Activate(ctx context.Context, g domain.Group) (bool, error) {
-	r := fromDomainGroup(g)
-	writeID := newWriteID()
-	args := append(r.values(writeID, gocql.UnsetValue), r.ID)
-	return s.db.exec(ctx, lwt{
-		name:    "groups.activate",
-		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, groupActivateCQL, args...)) },
-		resolve: s.resolveWrite(g.ID, writeID),
-	})
+	r, writeID := fromDomainGroup(g), newWriteID()
+	return s.rows.write(ctx, "activate", groupActivateCQL, g.ID, writeID, append(r.values(writeID, gocql.UnsetValue), r.ID)...)
 }
 
 // Update writes g if the stored version is g.Version-1.
 func (s *Groups) Update(ctx context.Context, g domain.Group) (bool, error) {
-	r := fromDomainGroup(g)
-	writeID := newWriteID()
-	args := append(r.values(writeID, nil), r.ID, g.Version-1)
-	return s.db.exec(ctx, lwt{
-		name:    "groups.update",
-		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, groupUpdateCQL, args...)) },
-		resolve: s.resolveWrite(g.ID, writeID),
-	})
+	r, writeID := fromDomainGroup(g), newWriteID()
+	return s.rows.write(ctx, "update", groupUpdateCQL, g.ID, writeID, append(r.values(writeID, nil), r.ID, g.Version-1)...)
 }
 
 // Discard deletes a group that is still pending.
 func (s *Groups) Discard(ctx context.Context, id string) error {
-	_, err := s.db.exec(ctx, lwt{
-		name: "groups.discard",
-		run:  func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, groupDiscardCQL, id)) },
-		resolve: func(ctx context.Context) (bool, bool, error) {
-			r, found, err := s.get(ctx, id, s.db.Serial)
-			if err != nil {
-				return false, false, err
-			}
-			pending := found && r.Status == string(domain.StatusPending)
-			return !pending, pending, nil
-		},
-	})
-	return err
-}
-
-// resolveWrite settles an ambiguous write by its tag: the row holds our
-// write, or it does not (and then running it again is safe: its condition
-// decides again).
-func (s *Groups) resolveWrite(id, writeID string) func(ctx context.Context) (bool, bool, error) {
-	return func(ctx context.Context) (bool, bool, error) {
-		r, found, err := s.get(ctx, id, s.db.Serial)
-		if err != nil {
-			return false, false, err
-		}
-		if found && r.WriteID == writeID {
-			return true, false, nil
-		}
-		return false, true, nil
-	}
+	return s.rows.discardPending(ctx, groupDiscardCQL, id)
 }
 
 // Get reads a group.
 func (s *Groups) Get(ctx context.Context, id string) (domain.Group, error) {
-	return s.getDomain(ctx, id, 0)
+	r, err := s.rows.read(ctx, id, false)
+	return r.toDomain(), err
 }
 
 // GetSerial reads a group at SERIAL.
 func (s *Groups) GetSerial(ctx context.Context, id string) (domain.Group, error) {
-	return s.getDomain(ctx, id, s.db.Serial)
-}
-
-func (s *Groups) getDomain(ctx context.Context, id string, cl gocql.Consistency) (domain.Group, error) {
-	r, found, err := s.get(ctx, id, cl)
-	if err != nil {
-		return domain.Group{}, dbErr("groups.get", err)
-	}
-	if !found {
-		return domain.Group{}, domain.ErrNotFound
-	}
-	return r.toDomain(), nil
-}
-
-// get reads a row at cl (0: the session's default).
-func (s *Groups) get(ctx context.Context, id string, cl gocql.Consistency) (groupRow, bool, error) {
-	var r groupRow
-	q := s.db.Session.ContextQuery(ctx, groupSelectCQL, nil).Bind(id)
-	if cl != 0 {
-		q = q.Consistency(cl)
-	}
-	err := q.GetRelease(&r)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return groupRow{}, false, nil
-	}
-	return r, err == nil, err
+	r, err := s.rows.read(ctx, id, true)
+	return r.toDomain(), err
 }

@@ -2,8 +2,6 @@ package repository
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -14,13 +12,16 @@ import (
 // Users keeps accounts. The rows are LWT-managed: every write is a
 // lightweight transaction, so none is ever lost to a concurrent one.
 type Users struct {
-	db *DB
+	rows casTable[userRow]
 }
 
 var _ domain.UserStore = (*Users)(nil)
 
 // NewUsers returns the account store.
-func NewUsers(db *DB) *Users { return &Users{db: db} }
+func NewUsers(db *DB) *Users {
+	return &Users{rows: casTable[userRow]{db: db, name: "users", selectCQL: userSelectCQL,
+		writeID: func(r userRow) string { return r.WriteID }, status: func(r userRow) string { return r.Status }}}
+}
 
 // userRow is a row of the users table.
 type userRow struct {
@@ -113,108 +114,36 @@ func (r userRow) values(writeID string, absent any) []any {
 
 // Create inserts a pending account that expires after lease.
 func (s *Users) Create(ctx context.Context, u domain.User, lease time.Duration) error {
-	r := fromDomainUser(u)
-	writeID := newWriteID()
-	args := append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))
-	applied, err := s.db.exec(ctx, lwt{
-		name:    "users.create",
-		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userInsertCQL, args...)) },
-		resolve: s.resolveWrite(u.ID, writeID),
-	})
-	if err == nil && !applied {
-		return fmt.Errorf("users.create: id %s already exists", u.ID)
-	}
-	return err
+	r, writeID := fromDomainUser(u), newWriteID()
+	return s.rows.create(ctx, userInsertCQL, u.ID, writeID,
+		append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))...)
 }
 
 // Activate rewrites every column without TTL if the account is still pending.
 func (s *Users) Activate(ctx context.Context, u domain.User) (bool, error) {
-	r := fromDomainUser(u)
-	writeID := newWriteID()
-	args := append(r.values(writeID, gocql.UnsetValue), r.ID)
-	return s.db.exec(ctx, lwt{
-		name:    "users.activate",
-		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userActivateCQL, args...)) },
-		resolve: s.resolveWrite(u.ID, writeID),
-	})
+	r, writeID := fromDomainUser(u), newWriteID()
+	return s.rows.write(ctx, "activate", userActivateCQL, u.ID, writeID, append(r.values(writeID, gocql.UnsetValue), r.ID)...)
 }
 
 // Update writes u if the stored version is u.Version-1.
 func (s *Users) Update(ctx context.Context, u domain.User) (bool, error) {
-	r := fromDomainUser(u)
-	writeID := newWriteID()
-	args := append(r.values(writeID, nil), r.ID, u.Version-1)
-	return s.db.exec(ctx, lwt{
-		name:    "users.update",
-		run:     func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userUpdateCQL, args...)) },
-		resolve: s.resolveWrite(u.ID, writeID),
-	})
+	r, writeID := fromDomainUser(u), newWriteID()
+	return s.rows.write(ctx, "update", userUpdateCQL, u.ID, writeID, append(r.values(writeID, nil), r.ID, u.Version-1)...)
 }
 
 // Discard deletes an account that is still pending.
 func (s *Users) Discard(ctx context.Context, id string) error {
-	_, err := s.db.exec(ctx, lwt{
-		name: "users.discard",
-		run:  func(ctx context.Context) (bool, error) { return applied(s.db.cas(ctx, userDiscardCQL, id)) },
-		resolve: func(ctx context.Context) (bool, bool, error) {
-			r, found, err := s.get(ctx, id, s.db.Serial)
-			if err != nil {
-				return false, false, err
-			}
-			pending := found && r.Status == string(domain.StatusPending)
-			return !pending, pending, nil
-		},
-	})
-	return err
-}
-
-// resolveWrite settles an ambiguous write by its tag: the row holds our
-// write, or it does not (and then running it again is safe: its condition
-// decides again).
-func (s *Users) resolveWrite(id, writeID string) func(ctx context.Context) (bool, bool, error) {
-	return func(ctx context.Context) (bool, bool, error) {
-		r, found, err := s.get(ctx, id, s.db.Serial)
-		if err != nil {
-			return false, false, err
-		}
-		if found && r.WriteID == writeID {
-			return true, false, nil
-		}
-		return false, true, nil
-	}
+	return s.rows.discardPending(ctx, userDiscardCQL, id)
 }
 
 // Get reads an account.
 func (s *Users) Get(ctx context.Context, id string) (domain.User, error) {
-	return s.getDomain(ctx, id, 0)
+	r, err := s.rows.read(ctx, id, false)
+	return r.toDomain(), err
 }
 
 // GetSerial reads an account at SERIAL.
 func (s *Users) GetSerial(ctx context.Context, id string) (domain.User, error) {
-	return s.getDomain(ctx, id, s.db.Serial)
-}
-
-func (s *Users) getDomain(ctx context.Context, id string, cl gocql.Consistency) (domain.User, error) {
-	r, found, err := s.get(ctx, id, cl)
-	if err != nil {
-		return domain.User{}, dbErr("users.get", err)
-	}
-	if !found {
-		return domain.User{}, domain.ErrNotFound
-	}
-	return r.toDomain(), nil
-}
-
-// get reads a row at cl (0: the session's default).
-func (s *Users) get(ctx context.Context, id string, cl gocql.Consistency) (userRow, bool, error) {
-	var r userRow
-	q := s.db.Session.ContextQuery(ctx, userSelectCQL, nil).Bind(id)
-	if cl != 0 {
-		q = q.Consistency(cl)
-	}
-	err := q.GetRelease(&r)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return userRow{}, false, nil
-	}
-	return r, err == nil, err
+	r, err := s.rows.read(ctx, id, true)
+	return r.toDomain(), err
 }

@@ -1,0 +1,107 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
+)
+
+// casTable is a table of LWT-managed rows keyed by id (users, groups,
+// content): every write is a lightweight transaction tagged with a fresh
+// write id, and an ambiguous answer is settled by reading the row at SERIAL
+// and comparing that tag (DB.exec). Rows whose status column says pending
+// can be discarded.
+type casTable[R any] struct {
+	db *DB
+	// name is the table's name; fault and error names start with it.
+	name string
+	// selectCQL reads one row by id.
+	selectCQL string
+	// writeID and status read those columns of a row.
+	writeID func(R) string
+	status  func(R) string
+}
+
+// write runs one conditional statement (op names it: "create", "update" ...)
+// whose arguments carry writeID, for the row id.
+func (t casTable[R]) write(ctx context.Context, op, stmt, id, writeID string, args ...any) (bool, error) {
+	return t.db.exec(ctx, lwt{
+		name: t.name + "." + op,
+		run:  func(ctx context.Context) (bool, error) { return applied(t.db.cas(ctx, stmt, args...)) },
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			r, found, err := t.get(ctx, id, t.db.Serial)
+			if err != nil {
+				return false, false, err
+			}
+			if found && t.writeID(r) == writeID {
+				return true, false, nil
+			}
+			// Not ours: running it again is safe, its condition decides again.
+			return false, true, nil
+		},
+	})
+}
+
+// create inserts a row IF NOT EXISTS (ids are fresh random ids, so "exists"
+// is an error, not an outcome).
+func (t casTable[R]) create(ctx context.Context, stmt, id, writeID string, args ...any) error {
+	ok, err := t.write(ctx, "create", stmt, id, writeID, args...)
+	if err == nil && !ok {
+		return fmt.Errorf("%s.create: id %s already exists", t.name, id)
+	}
+	return err
+}
+
+// discardPending deletes a row that is still pending (stmt: DELETE ... IF
+// status = 'pending').
+func (t casTable[R]) discardPending(ctx context.Context, stmt, id string) error {
+	_, err := t.db.exec(ctx, lwt{
+		name: t.name + ".discard",
+		run:  func(ctx context.Context) (bool, error) { return applied(t.db.cas(ctx, stmt, id)) },
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			r, found, err := t.get(ctx, id, t.db.Serial)
+			if err != nil {
+				return false, false, err
+			}
+			pending := found && t.status(r) == string(domain.StatusPending)
+			return !pending, pending, nil
+		},
+	})
+	return err
+}
+
+// read returns a row at the session's consistency, or at SERIAL;
+// domain.ErrNotFound when there is none.
+func (t casTable[R]) read(ctx context.Context, id string, serial bool) (R, error) {
+	cl := gocql.Consistency(0)
+	if serial {
+		cl = t.db.Serial
+	}
+	r, found, err := t.get(ctx, id, cl)
+	if err != nil {
+		return r, dbErr(t.name+".get", err)
+	}
+	if !found {
+		return r, domain.ErrNotFound
+	}
+	return r, nil
+}
+
+// get reads a row at cl (0: the session's default).
+func (t casTable[R]) get(ctx context.Context, id string, cl gocql.Consistency) (R, bool, error) {
+	var r R
+	q := t.db.Session.ContextQuery(ctx, t.selectCQL, nil).Bind(id)
+	if cl != 0 {
+		q = q.Consistency(cl)
+	}
+	err := q.GetRelease(&r)
+	if errors.Is(err, gocql.ErrNotFound) {
+		var zero R
+		return zero, false, nil
+	}
+	return r, err == nil, err
+}
