@@ -26,16 +26,21 @@ var (
 	ownerToken string
 )
 
-// session logs a fresh user in and returns its id and token.
-func session(h *harness) (id, token string, err error) {
+// account is a fresh user with a session.
+type account struct {
+	username, id, token string
+}
+
+// session signs a fresh user up and logs it in.
+func session(h *harness) (account, error) {
 	u, e := fresh()
 	if err := post(h.api.base+"/v1/users", fmt.Sprintf(`{"username":%q,"email":%q,"password":"correct horse battery"}`, u, e), http.StatusCreated); err != nil {
-		return "", "", err
+		return account{}, err
 	}
 	resp, err := httpClient.Post(h.api.base+"/v1/sessions", "application/json",
 		strings.NewReader(fmt.Sprintf(`{"login":%q,"password":"correct horse battery"}`, u)))
 	if err != nil {
-		return "", "", err
+		return account{}, err
 	}
 	defer resp.Body.Close()
 	var s struct {
@@ -43,18 +48,20 @@ func session(h *harness) (id, token string, err error) {
 		User  struct{ ID string }
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || s.Token == "" {
-		return "", "", fmt.Errorf("login: %d %v", resp.StatusCode, err)
+		return account{}, fmt.Errorf("login: %d %v", resp.StatusCode, err)
 	}
-	return s.User.ID, s.Token, nil
+	return account{username: u, id: s.User.ID, token: s.Token}, nil
 }
 
 func seedLibrary(b *testing.B, h *harness) {
 	b.Helper()
 	libOnce.Do(func() {
-		libOwner, ownerToken, libErr = session(h)
+		var a account
+		a, libErr = session(h)
 		if libErr != nil {
 			return
 		}
+		libOwner, ownerToken = a.id, a.token
 		s := h.db.Session.Session
 		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 		work := make(chan int, 256)
@@ -114,26 +121,7 @@ func BenchmarkLibraryDeepVsFirst(b *testing.B) {
 	h := setup(b)
 	seedLibrary(b, h)
 	first := h.api.base + "/v1/users/" + libOwner + "/library?limit=20"
-	deep := first + "&cursor=" + libDeep.Encode()
-	var firstT, deepT time.Duration
-	for i := 0; i < 10; i++ {
-		must(b, getWith(ownerToken, first))
-		must(b, getWith(ownerToken, deep))
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		must(b, getWith(ownerToken, first))
-		t1 := time.Now()
-		must(b, getWith(ownerToken, deep))
-		deepT += time.Since(t1)
-		firstT += t1.Sub(t0)
-	}
-	b.StopTimer()
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(float64(firstT.Microseconds())/float64(b.N), "first-µs/op")
-	b.ReportMetric(float64(deepT.Microseconds())/float64(b.N), "deep-µs/op")
-	b.ReportMetric(float64(deepT)/float64(firstT), "deep/first")
+	deepVsFirst(b, func(url string) error { return getWith(ownerToken, url) }, first, first+"&cursor="+libDeep.Encode())
 }
 
 // BenchmarkLibraryPage: an anonymous API page of 20 (public bucket) beside
@@ -164,10 +152,11 @@ func BenchmarkLibraryPage(b *testing.B) {
 // truth) with n principals.
 func fanoutItem(b *testing.B, h *harness, n int) (contentID, token string, members []string) {
 	b.Helper()
-	_, token, err := session(h)
+	a, err := session(h)
 	if err != nil {
 		b.Fatal(err)
 	}
+	token = a.token
 	req, _ := http.NewRequest(http.MethodPost, h.api.base+"/v1/content", strings.NewReader(`{"name":"fan-out","visibility":"public"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)

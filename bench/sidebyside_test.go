@@ -123,3 +123,29 @@ type statusError struct {
 func (e *statusError) Error() string {
 	return "GET " + e.url + ": status " + http.StatusText(e.got) + ", want " + http.StatusText(e.want)
 }
+
+// deepVsFirst times the first page beside a page deep in the list, the two
+// alternately, and reports both and deep/first (goal: at most 1.5, a page
+// costs the same wherever it is).
+func deepVsFirst(b *testing.B, get func(url string) error, first, deep string) {
+	b.Helper()
+	var firstT, deepT time.Duration
+	for i := 0; i < 10; i++ {
+		must(b, get(first))
+		must(b, get(deep))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		must(b, get(first))
+		t1 := time.Now()
+		must(b, get(deep))
+		deepT += time.Since(t1)
+		firstT += t1.Sub(t0)
+	}
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(firstT.Microseconds())/float64(b.N), "first-µs/op")
+	b.ReportMetric(float64(deepT.Microseconds())/float64(b.N), "deep-µs/op")
+	b.ReportMetric(float64(deepT)/float64(firstT), "deep/first")
+}
