@@ -194,11 +194,7 @@ func TestConcurrentUpdatesNeverDuplicate(t *testing.T) {
 		{m.api, "/v1/users/" + friend.ID + "/library"},
 	}
 	for _, writers := range []int{2, 16} {
-		rounds := 200
-		if writers == 16 {
-			rounds = 40
-		}
-		for round := 0; round < rounds; round++ {
+		for round := 0; round < 200; round++ {
 			var wg sync.WaitGroup
 			for w := 0; w < writers; w++ {
 				wg.Add(1)
