@@ -489,3 +489,19 @@ func (s *Contents) complete(ctx context.Context, p OutboxEntry) error {
 	}
 	return s.fanout(ctx, c, nil)
 }
+
+// OutboxBacklog reports how many fan-outs are unfinished and how old the
+// oldest mark is (for metrics).
+func (s *Contents) OutboxBacklog(ctx context.Context) (items int, oldest time.Duration, err error) {
+	now := s.cfg.Now()
+	pending, err := s.outbox.Pending(ctx, now.Add(time.Hour), 100000)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range pending {
+		if age := now.Sub(p.MarkedAt); age > oldest {
+			oldest = age
+		}
+	}
+	return len(pending), oldest, nil
+}

@@ -69,6 +69,7 @@ type OutboxEntry struct {
 	ContentID string
 	Purge     []string
 	Marker    int64
+	MarkedAt  time.Time
 }
 
 // Encode makes the opaque cursor of a library page.

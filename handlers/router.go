@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog/hlog"
 
 	"shelf/domain"
+	"shelf/internal/metrics"
 )
 
 // Deps is everything the router needs; cmd/api builds it.
@@ -36,11 +37,21 @@ type Deps struct {
 	Groups *domain.Groups
 	// Contents is content, sharing and libraries.
 	Contents *domain.Contents
+	// Metrics, when set, counts requests and serves /metrics.
+	Metrics *metrics.Metrics
+	// CORSOrigins may call the API from browsers (empty: no CORS headers).
+	CORSOrigins []string
 }
 
 // NewRouter builds the whole HTTP API.
 func NewRouter(d Deps) *chi.Mux {
 	r := chi.NewRouter()
+	if len(d.CORSOrigins) > 0 {
+		r.Use(corsFor(d.CORSOrigins))
+	}
+	if d.Metrics != nil {
+		r.Use(measure(d.Metrics))
+	}
 	r.Use(
 		hlog.NewHandler(d.Logger),
 		requestContext(d.Logger, d.TrustedProxies),
@@ -58,6 +69,9 @@ func NewRouter(d Deps) *chi.Mux {
 	r.Get("/healthz", health.live)
 	r.Get("/readyz", handle(health.readyz))
 	r.Get("/openapi.yaml", serveOpenAPI(d.OpenAPI))
+	if d.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", serveMetrics(d.Metrics))
+	}
 
 	users := &Users{accounts: d.Accounts}
 	sessions := &Sessions{accounts: d.Accounts}

@@ -230,7 +230,7 @@ func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]do
 		}
 		for _, r := range rows {
 			if r.MarkedAt.Before(before) && len(out) < limit {
-				out = append(out, domain.OutboxEntry{ContentID: r.ContentID, Purge: r.Purge, Marker: r.Marker})
+				out = append(out, domain.OutboxEntry{ContentID: r.ContentID, Purge: r.Purge, Marker: r.Marker, MarkedAt: r.MarkedAt.UTC()})
 			}
 		}
 	}

@@ -24,6 +24,10 @@ type DB struct {
 	// Faults, when set, is called before and after every lightweight
 	// transaction; see FaultFunc. Nil in production.
 	Faults FaultFunc
+	// OnLWT, when set, is told each transaction's outcome: applied,
+	// not_applied, ambiguous_resolved (an ambiguous answer settled by a
+	// SERIAL read) or failed.
+	OnLWT func(outcome string)
 }
 
 // NewDB wraps a session; serial is "SERIAL" or "LOCAL_SERIAL".
@@ -76,30 +80,49 @@ const resolveTimeout = 10 * time.Second
 // exec runs a lightweight transaction, resolving ambiguous outcomes (U5):
 // never guessed, always read back at SERIAL.
 func (db *DB) exec(ctx context.Context, op lwt) (bool, error) {
+	applied, resolved, err := db.execOnce(ctx, op)
+	if db.OnLWT != nil {
+		switch {
+		case err != nil:
+			db.OnLWT("failed")
+		case resolved:
+			db.OnLWT("ambiguous_resolved")
+		case applied:
+			db.OnLWT("applied")
+		default:
+			db.OnLWT("not_applied")
+		}
+	}
+	return applied, err
+}
+
+// execOnce is exec without the outcome report; resolved says a SERIAL read
+// settled the answer.
+func (db *DB) execOnce(ctx context.Context, op lwt) (applied, resolved bool, err error) {
 	var lastErr error
 	for attempt := 0; attempt < maxLWTAttempts; attempt++ {
 		applied, err := db.runOnce(ctx, op)
 		if err == nil {
-			return applied, nil
+			return applied, attempt > 0, nil
 		}
 		if !isAmbiguous(err) {
-			return false, dbErr(op.name, err)
+			return false, false, dbErr(op.name, err)
 		}
 		lastErr = err
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 		applied, again, rerr := op.resolve(rctx)
 		cancel()
 		if rerr != nil {
-			return false, fmt.Errorf("%s: outcome unknown (%v), and reading it back at SERIAL failed: %w: %w", op.name, err, domain.ErrUnavailable, rerr)
+			return false, false, fmt.Errorf("%s: outcome unknown (%v), and reading it back at SERIAL failed: %w: %w", op.name, err, domain.ErrUnavailable, rerr)
 		}
 		if !again {
-			return applied, nil
+			return applied, true, nil
 		}
 		if ctx.Err() != nil {
-			return false, fmt.Errorf("%s: %w: %w: %w", op.name, domain.ErrNotApplied, domain.ErrUnavailable, ctx.Err())
+			return false, false, fmt.Errorf("%s: %w: %w: %w", op.name, domain.ErrNotApplied, domain.ErrUnavailable, ctx.Err())
 		}
 	}
-	return false, fmt.Errorf("%s: %w after %d ambiguous attempts: %w: %w", op.name, domain.ErrNotApplied, maxLWTAttempts, domain.ErrUnavailable, lastErr)
+	return false, false, fmt.Errorf("%s: %w after %d ambiguous attempts: %w: %w", op.name, domain.ErrNotApplied, maxLWTAttempts, domain.ErrUnavailable, lastErr)
 }
 
 // dbErr wraps a driver error for the domain: errors that say the cluster

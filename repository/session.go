@@ -24,8 +24,10 @@ type ConnConfig struct {
 	// Logger receives the driver's own messages (connection errors and the
 	// like); nil discards them.
 	Logger gocql.StdLogger
-	// Observer, when set, sees every statement (tests count reads with it).
+	// Observer, when set, sees every statement (metrics; tests count reads).
 	Observer gocql.QueryObserver
+	// BatchObserver, when set, sees every batch.
+	BatchObserver gocql.BatchObserver
 }
 
 // clusterConfig builds the gocql configuration shared by every session:
@@ -51,6 +53,7 @@ func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 	cluster.ReconnectInterval = c.ReconnectInterval
 	cluster.Logger = c.Logger
 	cluster.QueryObserver = c.Observer
+	cluster.BatchObserver = c.BatchObserver
 	if cluster.Logger == nil {
 		cluster.Logger = discardLogger{}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/scylladb/gocqlx/v2"
 
 	"shelf/internal/config"
+	"shelf/internal/metrics"
 	"shelf/repository"
 )
 
@@ -129,7 +130,15 @@ func migrate(ctx context.Context, cfg config.Config, logger zerolog.Logger) erro
 // applySchema it first creates the keyspace (with the configured
 // replication) and then applies pending migrations on the same session.
 func connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, applySchema bool) (gocqlx.Session, error) {
+	return connectObserved(ctx, cfg, logger, applySchema, nil)
+}
+
+// connectObserved is connect with every statement reported to m (if set).
+func connectObserved(ctx context.Context, cfg config.Config, logger zerolog.Logger, applySchema bool, m *metrics.Metrics) (gocqlx.Session, error) {
 	conn := connConfig(cfg, logger)
+	if m != nil {
+		conn.Observer, conn.BatchObserver = m, m
+	}
 	wait := cfg.Cassandra.ConnectWait
 	if applySchema {
 		if err := repository.EnsureKeyspace(ctx, conn, cfg.Cassandra.Replication.CQL(), wait); err != nil {

@@ -15,6 +15,7 @@ import (
 	"shelf/domain"
 	"shelf/handlers"
 	"shelf/internal/config"
+	"shelf/internal/metrics"
 	"shelf/internal/password"
 	"shelf/repository"
 )
@@ -23,12 +24,13 @@ import (
 // the router and serves until ctx ends, then drains in-flight requests.
 func serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error {
 	logConfig(logger, cfg)
-	session, err := connect(ctx, cfg, logger, cfg.MigrateOnStart)
+	m := metrics.New()
+	session, err := connectObserved(ctx, cfg, logger, cfg.MigrateOnStart, m)
 	if err != nil {
 		return err
 	}
 	defer session.Close()
-	a, err := newApp(cfg, logger, session)
+	a, err := newAppWithMetrics(cfg, logger, session, m)
 	if err != nil {
 		return err
 	}
@@ -40,7 +42,7 @@ func serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	go sweep(sweepCtx, a.moderation, cfg.Moderation.SweepInterval, logger)
-	go drainOutbox(sweepCtx, a.contents, cfg.Content, logger)
+	go drainOutbox(sweepCtx, a.contents, cfg.Content, a.metrics, logger)
 	return serveHTTP(ctx, ln, a.router, cfg.HTTP, logger)
 }
 
@@ -51,18 +53,26 @@ type app struct {
 	moderation *domain.Moderation
 	groups     *domain.Groups
 	contents   *domain.Contents
+	metrics    *metrics.Metrics
 	router     http.Handler
 }
 
 // newApp wires the repository into the domain and the domain into the HTTP
-// layer.
+// layer, with metrics of its own.
 func newApp(cfg config.Config, logger zerolog.Logger, session gocqlx.Session) (*app, error) {
+	return newAppWithMetrics(cfg, logger, session, metrics.New())
+}
+
+// newAppWithMetrics is newApp reporting to m (whose CQL observer the
+// session was opened with, in serve).
+func newAppWithMetrics(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *metrics.Metrics) (*app, error) {
 	ready, err := repository.NewReadiness(session)
 	if err != nil {
 		return nil, err
 	}
 	db := repository.NewDB(session, cfg.Cassandra.SerialConsistency)
-	accounts := newAccounts(cfg, logger, db)
+	db.OnLWT = func(outcome string) { m.LWTOutcomes.WithLabelValues(outcome).Inc() }
+	accounts := newAccounts(cfg, logger, db, m)
 	moderation := domain.NewModeration(domain.ModerationConfig{BucketSize: cfg.Moderation.BucketSize},
 		accounts, repository.NewSuspensions(db))
 	groups := domain.NewGroups(domain.GroupsConfig{ClaimLease: cfg.Accounts.ClaimLease},
@@ -83,16 +93,20 @@ func newApp(cfg config.Config, logger zerolog.Logger, session gocqlx.Session) (*
 		Moderation:         moderation,
 		Groups:             groups,
 		Contents:           contents,
+		Metrics:            m,
+		CORSOrigins:        cfg.HTTP.CORSOrigins,
 	})
-	return &app{db: db, accounts: accounts, moderation: moderation, groups: groups, contents: contents, router: router}, nil
+	return &app{db: db, accounts: accounts, moderation: moderation, groups: groups, contents: contents,
+		metrics: m, router: router}, nil
 }
 
 // newAccounts builds the accounts service on db.
-func newAccounts(cfg config.Config, logger zerolog.Logger, db *repository.DB) *domain.Accounts {
+func newAccounts(cfg config.Config, logger zerolog.Logger, db *repository.DB, m *metrics.Metrics) *domain.Accounts {
 	c := cfg.Accounts
 	hasher := password.New(password.Params{
 		MemoryKiB: uint32(c.Argon2MemoryKiB), Time: uint32(c.Argon2Time), Threads: uint8(c.Argon2Threads),
 	}, c.HashConcurrency)
+	hasher.OnWait(func(d time.Duration) { m.HashWait.Observe(d.Seconds()) })
 	return domain.NewAccounts(
 		domain.AccountsConfig{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL},
 		repository.NewClaims(db), repository.NewUsers(db), repository.NewSessions(db),
@@ -143,7 +157,7 @@ func sweep(ctx context.Context, m *domain.Moderation, interval time.Duration, lo
 // drainOutbox finishes fan-outs that stopped part-way (a crash, a failed
 // write) every interval until ctx ends. Every instance runs one; fan-out
 // writes are idempotent, so they never clash.
-func drainOutbox(ctx context.Context, c *domain.Contents, cfg config.Content, logger zerolog.Logger) {
+func drainOutbox(ctx context.Context, c *domain.Contents, cfg config.Content, m *metrics.Metrics, logger zerolog.Logger) {
 	t := time.NewTicker(cfg.OutboxInterval)
 	defer t.Stop()
 	for {
@@ -158,6 +172,10 @@ func drainOutbox(ctx context.Context, c *domain.Contents, cfg config.Content, lo
 		}
 		if done > 0 {
 			logger.Info().Int("completed", done).Msg("unfinished fan-outs completed")
+		}
+		if items, oldest, err := c.OutboxBacklog(ctx); err == nil {
+			m.OutboxItems.Set(float64(items))
+			m.OutboxAge.Set(oldest.Seconds())
 		}
 	}
 }

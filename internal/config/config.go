@@ -77,6 +77,8 @@ type HTTP struct {
 	MaxBodyBytes int64
 	// TrustedProxies are the networks whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
+	// CORSOrigins may call the API from browsers.
+	CORSOrigins []string
 }
 
 // Cassandra holds the connection and consistency settings.
@@ -167,6 +169,7 @@ var Vars = []Var{
 	{"SHELF_SHUTDOWN_TIMEOUT", "20s", "how long in-flight requests may drain on SIGTERM/SIGINT"},
 	{"SHELF_MAX_BODY_BYTES", "1048576", "largest request body (413 above)"},
 	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed"},
+	{"SHELF_CORS_ORIGINS", "", "comma-separated origins (e.g. https://app.example.org) whose browser pages may call the API; * for any; empty: no CORS"},
 	{"SHELF_CLAIM_LEASE", "30s", "how long a failed or dead signup can block its username and email"},
 	{"SHELF_SESSION_TTL", "24h", "how long a login session lasts"},
 	{"SHELF_RATE_LIMIT_PER_MINUTE", "30", "signups and logins per client IP a minute (each); 0 turns the limit off"},
@@ -197,6 +200,7 @@ func Load(getenv func(string) string) (Config, error) {
 			ShutdownTimeout:   p.duration("SHELF_SHUTDOWN_TIMEOUT"),
 			MaxBodyBytes:      int64(p.positiveInt("SHELF_MAX_BODY_BYTES")),
 			TrustedProxies:    p.prefixes("SHELF_TRUSTED_PROXIES"),
+			CORSOrigins:       p.list("SHELF_CORS_ORIGINS"),
 		},
 		Cassandra: Cassandra{
 			Hosts:             p.list("SHELF_CASSANDRA_HOSTS"),
@@ -283,6 +287,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_SHUTDOWN_TIMEOUT":             c.HTTP.ShutdownTimeout.String(),
 		"SHELF_MAX_BODY_BYTES":               strconv.FormatInt(c.HTTP.MaxBodyBytes, 10),
 		"SHELF_TRUSTED_PROXIES":              strings.Join(proxies, ","),
+		"SHELF_CORS_ORIGINS":                 strings.Join(c.HTTP.CORSOrigins, ","),
 		"SHELF_CLAIM_LEASE":                  c.Accounts.ClaimLease.String(),
 		"SHELF_SESSION_TTL":                  c.Accounts.SessionTTL.String(),
 		"SHELF_RATE_LIMIT_PER_MINUTE":        strconv.Itoa(c.Accounts.RateLimitPerMinute),

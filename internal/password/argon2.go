@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -53,6 +54,7 @@ type Hasher struct {
 	p       Params
 	sem     chan struct{} // one token per running hash; its capacity is the limit
 	waiting atomic.Int64  // callers blocked on sem, for metrics
+	onWait  func(time.Duration)
 
 	// inSlot, if set, runs while a slot is held, before argon2. Tests use it
 	// to observe concurrency; it is nil in production.
@@ -169,15 +171,28 @@ func (h *Hasher) acquire(ctx context.Context) error {
 	}
 	select {
 	case h.sem <- struct{}{}: // fast path: not counted as waiting
+		h.observe(0)
 		return nil
 	default:
 	}
 	h.waiting.Add(1)
 	defer h.waiting.Add(-1)
+	start := time.Now()
 	select {
 	case h.sem <- struct{}{}:
+		h.observe(time.Since(start))
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// OnWait, if set before use, is told how long each hash waited for its
+// slot (zero when one was free): the metrics' hash-queue histogram.
+func (h *Hasher) OnWait(f func(time.Duration)) { h.onWait = f }
+
+func (h *Hasher) observe(d time.Duration) {
+	if h.onWait != nil {
+		h.onWait(d)
 	}
 }

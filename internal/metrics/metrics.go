@@ -1,0 +1,106 @@
+// Package metrics holds shelf's Prometheus series, served at /metrics:
+// HTTP requests by route pattern, CQL statements by kind, lightweight
+// transaction outcomes, the fan-out outbox backlog and the password-hash
+// queue wait. One registry per process (tests make their own).
+package metrics
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics is every series, registered on one registry.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	HTTPRequests *prometheus.CounterVec
+	HTTPDuration *prometheus.HistogramVec
+	CQLDuration  *prometheus.HistogramVec
+	CQLErrors    *prometheus.CounterVec
+	LWTOutcomes  *prometheus.CounterVec
+	OutboxItems  prometheus.Gauge
+	OutboxAge    prometheus.Gauge
+	HashWait     prometheus.Histogram
+}
+
+// latencyBuckets cover 100 µs to 10 s: local reads to slow fan-outs.
+var latencyBuckets = prometheus.ExponentialBucketsRange(0.0001, 10, 16)
+
+// New creates and registers the series (and the Go and process collectors).
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shelf_http_requests_total", Help: "HTTP requests by route pattern, method and status.",
+		}, []string{"route", "method", "status"}),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shelf_http_request_duration_seconds", Help: "HTTP request latency by route pattern and method.",
+			Buckets: latencyBuckets,
+		}, []string{"route", "method"}),
+		CQLDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shelf_cql_statement_duration_seconds", Help: "CQL statement latency by kind (select, insert, update, delete, batch; lwt for conditional writes).",
+			Buckets: latencyBuckets,
+		}, []string{"kind"}),
+		CQLErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shelf_cql_statement_errors_total", Help: "CQL statements that returned an error, by kind.",
+		}, []string{"kind"}),
+		LWTOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shelf_lwt_outcomes_total", Help: "Lightweight transactions by outcome: applied, not_applied, ambiguous_resolved, failed.",
+		}, []string{"outcome"}),
+		OutboxItems: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shelf_fanout_outbox_items", Help: "Items whose fan-out is not finished (outbox marks).",
+		}),
+		OutboxAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shelf_fanout_outbox_oldest_seconds", Help: "Age of the oldest outbox mark.",
+		}),
+		HashWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "shelf_password_hash_wait_seconds", Help: "Time a password hash waited for a free hashing slot.",
+			Buckets: latencyBuckets,
+		}),
+	}
+	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.CQLDuration, m.CQLErrors, m.LWTOutcomes,
+		m.OutboxItems, m.OutboxAge, m.HashWait,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveQuery implements gocql.QueryObserver.
+func (m *Metrics) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
+	m.observe(StatementKind(q.Statement), q.End.Sub(q.Start), q.Err)
+}
+
+// ObserveBatch implements gocql.BatchObserver.
+func (m *Metrics) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {
+	m.observe("batch", b.End.Sub(b.Start), b.Err)
+}
+
+func (m *Metrics) observe(kind string, d time.Duration, err error) {
+	m.CQLDuration.WithLabelValues(kind).Observe(d.Seconds())
+	if err != nil {
+		m.CQLErrors.WithLabelValues(kind).Inc()
+	}
+}
+
+// StatementKind names a statement for the kind label: its verb, or "lwt"
+// for a conditional write.
+func StatementKind(stmt string) string {
+	verb, _, _ := strings.Cut(strings.TrimSpace(stmt), " ")
+	verb = strings.ToLower(verb)
+	switch verb {
+	case "insert", "update", "delete":
+		upper := strings.ToUpper(stmt)
+		if strings.Contains(upper, " IF ") {
+			return "lwt"
+		}
+		return verb
+	case "select":
+		return verb
+	default:
+		return "other"
+	}
+}
