@@ -9,6 +9,8 @@ STATICCHECK_VERSION := v0.8.2
 CASSANDRA := $(GO) run ./cmd/cassandra-local
 # How long `make bench` runs each benchmark.
 BENCHTIME ?= 3s
+# How long `make fuzz` runs each fuzz target.
+FUZZTIME ?= 30s
 
 .DEFAULT_GOAL := help
 
@@ -34,6 +36,12 @@ test-cluster: ## only the three-node cluster test (RF 3, QUORUM, one node killed
 .PHONY: bench
 bench: ## benchmarks against the real node: API vs raw driver ratios, API peak memory
 	@$(CASSANDRA) with -- $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count=1 ./bench/
+
+.PHONY: fuzz
+fuzz: ## run the Go fuzz targets for FUZZTIME each (decoders, identifiers, cursors); their seeds run in make test
+	@for t in FuzzNormalizeUsername FuzzNormalizeEmail FuzzSuspensionCursor FuzzLibraryCursor; do \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./domain || exit 1; done
+	@$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./handlers
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck

@@ -23,6 +23,12 @@ type echoRequest struct {
 // the strict decoding is tested through the real middleware stack.
 func testRouter(t *testing.T) http.Handler {
 	t.Helper()
+	return testRouterFor(t)
+}
+
+// testRouterFor builds the test router for a test or a fuzz target.
+func testRouterFor(tb testing.TB) http.Handler {
+	tb.Helper()
 	r := NewRouter(Deps{
 		Logger:         zerolog.Nop(),
 		Ready:          readyFunc(func() error { return nil }),
