@@ -37,6 +37,10 @@ test-cluster: ## only the three-node cluster test (RF 3, QUORUM, one node killed
 bench: ## benchmarks against the real node: API vs raw driver ratios, API peak memory
 	@$(CASSANDRA) with -- $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count=1 ./bench/
 
+.PHONY: generate
+generate: ## regenerate the Go SDK (sdk/shelfclient) from openapi.yaml; a test fails when it is stale
+	@cd sdk/shelfclient && $(GO) generate ./...
+
 .PHONY: fuzz
 fuzz: ## run the Go fuzz targets for FUZZTIME each (decoders, identifiers, cursors); their seeds run in make test
 	@for t in FuzzNormalizeUsername FuzzNormalizeEmail FuzzSuspensionCursor FuzzLibraryCursor; do \

@@ -162,7 +162,12 @@ func TestLostAnswersInModeration(t *testing.T) {
 // runAdmin runs `api admin ...` against the test's keyspace.
 func runAdmin(t *testing.T, m *moderators, args ...string) (string, error) {
 	t.Helper()
-	env := map[string]string{"SHELF_CASSANDRA_HOSTS": strings.Join(m.db.Conn.Hosts, ","), "SHELF_KEYSPACE": m.db.Keyspace()}
+	return runAdminOn(m.db, args...)
+}
+
+// runAdminOn runs `api admin ...` against a test keyspace.
+func runAdminOn(db *testkit.DB, args ...string) (string, error) {
+	env := map[string]string{"SHELF_CASSANDRA_HOSTS": strings.Join(db.Conn.Hosts, ","), "SHELF_KEYSPACE": db.Keyspace()}
 	var out bytes.Buffer
 	err := runWithOutput(context.Background(), append([]string{"admin"}, args...), func(k string) string { return env[k] }, &out)
 	return out.String(), err

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"testing"
+
+	"shelf/internal/testkit"
+	"shelf/sdk/shelfclient"
+)
+
+// contractTransport checks every answer the SDK gets against openapi.yaml.
+type contractTransport struct {
+	t        *testing.T
+	contract *testkit.Contract
+}
+
+func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err := c.contract.Check(req, resp, body); err != nil {
+		c.t.Error(err)
+	}
+	return resp, nil
+}
+
+// sdk returns a generated client for the server, as token (or anonymous).
+func sdk(t *testing.T, server string, token string) *shelfclient.ClientWithResponses {
+	t.Helper()
+	contract, err := testkit.LoadContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := shelfclient.NewClientWithResponses(server,
+		shelfclient.WithHTTPClient(&http.Client{Transport: contractTransport{t, contract}}),
+		shelfclient.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestStoryThroughTheGeneratedSDK drives one whole story through the
+// generated Go client only: signup, login, content, a group, libraries seen
+// by different viewers, and moderation.
+func TestStoryThroughTheGeneratedSDK(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	_, api := newTestApp(t, db, nil)
+	server := api.Server.URL
+	ctx := context.Background()
+	anon := sdk(t, server, "")
+
+	signup := func(username string) shelfclient.User {
+		r, err := anon.CreateUserWithResponse(ctx, shelfclient.NewUser{Username: username, Email: username + "@example.org", Password: testPassword})
+		if err != nil || r.JSON201 == nil {
+			t.Fatalf("signup %s: %v %s", username, err, r.Body)
+		}
+		return *r.JSON201
+	}
+	login := func(username string) *shelfclient.ClientWithResponses {
+		r, err := anon.CreateSessionWithResponse(ctx, shelfclient.Login{Login: username, Password: testPassword})
+		if err != nil || r.JSON201 == nil {
+			t.Fatalf("login %s: %v %s", username, err, r.Body)
+		}
+		return sdk(t, server, r.JSON201.Token)
+	}
+	aliceName, bobName, carolName := name("alice"), name("bob"), name("carol")
+	alice, bob := signup(aliceName), signup(bobName)
+	signup(carolName)
+	if _, err := runAdminOn(db, "grant", carolName); err != nil {
+		t.Fatal(err)
+	}
+	asAlice, asBob, asCarol := login(aliceName), login(bobName), login(carolName)
+
+	public, err := asAlice.CreateContentWithResponse(ctx, shelfclient.NewContent{Name: "hello", Visibility: shelfclient.NewContentVisibilityPublic})
+	if err != nil || public.JSON201 == nil {
+		t.Fatalf("create: %v %s", err, public.Body)
+	}
+	secret, err := asAlice.CreateContentWithResponse(ctx, shelfclient.NewContent{Name: "secret", Visibility: shelfclient.NewContentVisibilityPrivate})
+	if err != nil || secret.JSON201 == nil {
+		t.Fatalf("create: %v %s", err, secret.Body)
+	}
+	group, err := asAlice.CreateGroupWithResponse(ctx, shelfclient.NewGroup{Name: name("team")})
+	if err != nil || group.JSON201 == nil {
+		t.Fatalf("group: %v %s", err, group.Body)
+	}
+	g := group.JSON201.Id
+	if r, err := asAlice.SetGroupMemberWithResponse(ctx, g, bob.Id, shelfclient.GroupRoleRequest{Role: shelfclient.GroupRoleRequestRoleMember}); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("add bob: %v %s", err, r.Body)
+	}
+	if r, err := asAlice.ShareContentWithResponse(ctx, secret.JSON201.Id, g, shelfclient.ContentRoleRequest{Role: shelfclient.ContentRoleRequestRoleViewer}); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("share: %v %s", err, r.Body)
+	}
+
+	// Libraries as different viewers.
+	lib, err := anon.GetUserLibraryWithResponse(ctx, alice.Id, nil)
+	if err != nil || lib.JSON200 == nil || len(lib.JSON200.Items) != 1 || lib.JSON200.Items[0].Id != public.JSON201.Id {
+		t.Fatalf("anonymous view of alice's library: %v %s", err, lib.Body)
+	}
+	own, err := asAlice.GetUserLibraryWithResponse(ctx, alice.Id, nil)
+	if err != nil || own.JSON200 == nil || len(own.JSON200.Items) != 2 {
+		t.Fatalf("alice's own library: %v %s", err, own.Body)
+	}
+	glib, err := asBob.GetGroupLibraryWithResponse(ctx, g, nil)
+	if err != nil || glib.JSON200 == nil || len(glib.JSON200.Items) != 1 || glib.JSON200.Items[0].Id != secret.JSON201.Id {
+		t.Fatalf("bob reading the group's library: %v %s", err, glib.Body)
+	}
+
+	// Moderation.
+	s, err := asCarol.SuspendUserWithResponse(ctx, bob.Id, shelfclient.SuspensionRequest{Reason: "spam"})
+	if err != nil || s.JSON201 == nil {
+		t.Fatalf("suspend: %v %s", err, s.Body)
+	}
+	if r, err := asBob.GetMeWithResponse(ctx); err != nil || r.StatusCode() != http.StatusUnauthorized {
+		t.Fatalf("bob's session after suspension: %v %d", err, r.StatusCode())
+	}
+	list, err := asCarol.ListSuspensionsWithResponse(ctx, nil)
+	if err != nil || list.JSON200 == nil || len(list.JSON200.Items) != 1 || list.JSON200.Items[0].UserId != bob.Id {
+		t.Fatalf("suspended list: %v %s", err, list.Body)
+	}
+	if r, err := asCarol.UnsuspendUserWithResponse(ctx, bob.Id); err != nil || r.StatusCode() != http.StatusNoContent {
+		t.Fatalf("unsuspend: %v %d", err, r.StatusCode())
+	}
+	login(bobName)
+}
