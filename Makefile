@@ -47,6 +47,10 @@ fuzz: ## run the Go fuzz targets for FUZZTIME each (decoders, identifiers, curso
 		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./domain || exit 1; done
 	@$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./handlers
 
+.PHONY: fuzz-api
+fuzz-api: ## schemathesis against a running api with the served openapi.yaml (FUZZ_EXAMPLES per operation, 30)
+	@$(CASSANDRA) with -- scripts/fuzz-api.sh
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -356,10 +356,17 @@ type SuspensionPage struct {
 // A page reads the bucket index once and then one slice per bucket it
 // touches, however many users are suspended (S4).
 func (m *Moderation) ListSuspended(ctx context.Context, p Principal, cursor string, limit int) (SuspensionPage, error) {
+	if p.Anonymous() {
+		return SuspensionPage{}, errNoSession
+	}
 	var after *SuspensionCursor
 	if cursor != "" {
 		var err error
 		if after, err = DecodeSuspensionCursor(cursor); err != nil {
+			// Who may not list learns that first, not what a cursor looks like.
+			if _, aerr := m.accounts.RequireAdmin(ctx, p); aerr != nil {
+				return SuspensionPage{}, aerr
+			}
 			return SuspensionPage{}, err
 		}
 	}

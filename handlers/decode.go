@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 
@@ -22,19 +24,42 @@ func decodeJSON(r *http.Request, dst any) error {
 	if err := requireJSON(r); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(r.Body)
+	raw, err := io.ReadAll(r.Body) // bounded by limitBody
+	if err != nil {
+		return decodeProblem(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return decodeProblem(err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
-			return decodeProblem(err)
-		}
 		return newProblem(http.StatusBadRequest, "malformed_json", "The body must hold exactly one JSON value; found more after it.")
 	}
+	if err := rejectNulls(raw); err != nil {
+		return err
+	}
 	return validateStruct(dst)
+}
+
+// rejectNulls refuses explicit nulls: the contract has no nullable field,
+// and a null must not pass for "absent" (send the field or leave it out).
+func rejectNulls(raw []byte) error {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil
+	}
+	var fields []ProblemField
+	for k, v := range obj {
+		if string(bytes.TrimSpace(v)) == "null" {
+			fields = append(fields, ProblemField{Field: k, Code: "wrong_type", Message: "must not be null; leave the field out instead"})
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	sort.Slice(fields, func(i, j int) bool { return fields[i].Field < fields[j].Field })
+	return newProblem(http.StatusBadRequest, "validation_failed", "A field is null.", fields...)
 }
 
 // requireJSON refuses bodies that do not say they are JSON (415).

@@ -95,6 +95,7 @@ func TestBadRequestsGetProblems(t *testing.T) {
 		{"missing field", "application/json", `{}`, 400, "validation_failed", "name", "required"},
 		{"too short", "application/json", `{"name":"ab"}`, 400, "validation_failed", "name", "min"},
 		{"bad email", "application/json", `{"name":"abc","email":"nope"}`, 400, "validation_failed", "email", "email"},
+		{"explicit null", "application/json", `{"name":"abcd","email":null}`, 400, "validation_failed", "email", "wrong_type"},
 		{"too large", "application/json", `{"name":"` + strings.Repeat("a", 100) + `"}`, 413, "body_too_large", "", ""},
 	}
 	for _, tc := range cases {

@@ -104,10 +104,11 @@ const (
 
 // pageLimit reads ?limit= (default 20, 1-100).
 func pageLimit(r *http.Request) (int, error) {
-	raw := r.URL.Query().Get("limit")
-	if raw == "" {
+	q := r.URL.Query()
+	if !q.Has("limit") {
 		return defaultPageLimit, nil
 	}
+	raw := q.Get("limit") // present but empty ("?limit=") is not a number either
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 1 || n > maxPageLimit {
 		return 0, newProblem(http.StatusBadRequest, "validation_failed", "limit must be a whole number from 1 to 100.",

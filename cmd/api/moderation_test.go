@@ -122,6 +122,16 @@ func TestSuspendAndUnsuspend(t *testing.T) {
 	if r := m.admin.Get("/v1/suspensions?cursor=bogus"); r.StatusCode != http.StatusBadRequest {
 		t.Fatalf("bad cursor: %d", r.StatusCode)
 	}
+	if r := m.admin.Get("/v1/suspensions?limit="); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("empty limit: %d", r.StatusCode)
+	}
+	// Who may not list hears that before anything about the cursor.
+	if r := m.api.Get("/v1/suspensions?cursor=bogus"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous, bad cursor: %d", r.StatusCode)
+	}
+	if r := session.Get("/v1/suspensions?cursor=bogus"); r.StatusCode != http.StatusUnauthorized && r.StatusCode != http.StatusForbidden {
+		t.Fatalf("non-admin, bad cursor: %d", r.StatusCode)
+	}
 	agreement(t, m.db)
 }
 
