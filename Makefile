@@ -20,6 +20,7 @@ help: ## list the targets
 
 .PHONY: run
 run: ## start the local Cassandra if none is configured or answering, migrate, serve on :8080
+	@bash scripts/web-assets.sh
 	@if [ -z "$${SHELF_CASSANDRA_HOSTS:-}" ]; then $(CASSANDRA) up; fi
 	@$(GO) build -o bin/api ./cmd/api
 	@echo "shelf: starting; the URL is logged once it serves. Ctrl-C stops it (the Cassandra node keeps running until make cassandra-down)."
@@ -28,6 +29,14 @@ run: ## start the local Cassandra if none is configured or answering, migrate, s
 .PHONY: test
 test: ## run every test (unit, integration, end-to-end) with -race against a real Cassandra
 	@$(CASSANDRA) with -- $(GO) test -race -count=1 -timeout 10m ./...
+
+.PHONY: test-browser
+test-browser: ## the console's story and /docs in headless Chromium (playwright-core from npm; chromium installed if missing)
+	@$(CASSANDRA) with -- scripts/test-browser.sh
+
+.PHONY: web-assets
+web-assets: ## fetch Redoc (for /docs) and playwright-core from npm into .cache/npm; embed Redoc in the next build
+	@bash scripts/web-assets.sh
 
 .PHONY: test-cluster
 test-cluster: ## only the three-node cluster test (RF 3, QUORUM, one node killed; also part of make test)

@@ -69,6 +69,9 @@ func NewRouter(d Deps) *chi.Mux {
 	r.Get("/healthz", health.live)
 	r.Get("/readyz", handle(health.readyz))
 	r.Get("/openapi.yaml", serveOpenAPI(d.OpenAPI))
+	r.Get("/docs", servePage("docs.html"))
+	r.Get("/", servePage("index.html"))
+	r.Method(http.MethodGet, "/assets/*", serveAssets())
 	if d.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", serveMetrics(d.Metrics))
 	}

@@ -36,6 +36,10 @@ var (
 // LoadContract parses and validates openapi.yaml.
 func LoadContract() (*Contract, error) {
 	contractOnce.Do(func() {
+		// The web pages and their files are checked for status and type only.
+		for _, ct := range []string{"text/html", "text/javascript", "text/css", "text/plain"} {
+			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
+		}
 		loader := openapi3.NewLoader()
 		doc, err := loader.LoadFromData(shelf.OpenAPI)
 		if err != nil {

@@ -781,6 +781,26 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetConsole The web console
+	//
+	// A small page over the public API: sign up, log in, my library, create
+	// and share items, other libraries, and for admins the suspended list.
+	//
+	// Corresponds with GET / (the `GetConsole` operationId).
+	GetConsole(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAsset The pages' scripts and styles
+	//
+	// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
+	GetAsset(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDocs The API reference
+	//
+	// This contract rendered by Swagger UI, served from the binary (no CDN).
+	//
+	// Corresponds with GET /docs (the `GetDocs` operationId).
+	GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetHealthz Liveness
 	//
 	// Answers 200 while the process runs. It touches no dependency.
@@ -1382,6 +1402,56 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/users/{id}/suspension (the `SuspendUser` operationId).
 	SuspendUser(ctx context.Context, id UserId, body SuspendUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetConsole The web console
+//
+// A small page over the public API: sign up, log in, my library, create
+// and share items, other libraries, and for admins the suspended list.
+//
+// Corresponds with GET / (the `GetConsole` operationId).
+func (c *Client) GetConsole(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetConsoleRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAsset The pages' scripts and styles
+//
+// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
+func (c *Client) GetAsset(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAssetRequest(c.Server, path)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDocs The API reference
+//
+// This contract rendered by Swagger UI, served from the binary (no CDN).
+//
+// Corresponds with GET /docs (the `GetDocs` operationId).
+func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetHealthz Liveness
@@ -2404,6 +2474,94 @@ func (c *Client) SuspendUser(ctx context.Context, id UserId, body SuspendUserJSO
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetConsoleRequest constructs an http.Request for the GetConsole method
+func NewGetConsoleRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAssetRequest constructs an http.Request for the GetAsset method
+func NewGetAssetRequest(server string, path string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/assets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDocsRequest constructs an http.Request for the GetDocs method
+func NewGetDocsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetHealthzRequest constructs an http.Request for the GetHealthz method
@@ -3814,6 +3972,32 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetConsoleWithResponse The web console
+	//
+	// A small page over the public API: sign up, log in, my library, create
+	// and share items, other libraries, and for admins the suspended list.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET / (the `GetConsole` operationId).
+	GetConsoleWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetConsoleResponse, error)
+
+	// GetAssetWithResponse The pages' scripts and styles
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
+	GetAssetWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*GetAssetResponse, error)
+
+	// GetDocsWithResponse The API reference
+	//
+	// This contract rendered by Swagger UI, served from the binary (no CDN).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs (the `GetDocs` operationId).
+	GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error)
+
 	// GetHealthzWithResponse Liveness
 	//
 	// Answers 200 while the process runs. It touches no dependency.
@@ -4459,6 +4643,150 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/users/{id}/suspension (the `SuspendUser` operationId).
 	SuspendUserWithResponse(ctx context.Context, id UserId, body SuspendUserJSONRequestBody, reqEditors ...RequestEditorFn) (*SuspendUserResponse, error)
+}
+
+// GetConsoleResponseDefaultHeaders the declared response headers of an HTTP default response for GetConsole
+type GetConsoleResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type GetConsoleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetConsoleResponseDefaultHeaders
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetConsoleResponse) GetApplicationproblemJSONDefault() *Error {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetConsoleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetConsoleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetConsoleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetConsoleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAssetResponseDefaultHeaders the declared response headers of an HTTP default response for GetAsset
+type GetAssetResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type GetAssetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetAssetResponseDefaultHeaders
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetAssetResponse) GetApplicationproblemJSONDefault() *Error {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAssetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAssetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAssetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAssetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDocsResponseDefaultHeaders the declared response headers of an HTTP default response for GetDocs
+type GetDocsResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type GetDocsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Error
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetDocsResponseDefaultHeaders
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetDocsResponse) GetApplicationproblemJSONDefault() *Error {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetHealthzResponse200Headers the declared response headers of an HTTP 200 response for GetHealthz
@@ -8490,6 +8818,50 @@ func (r SuspendUserResponse) ContentType() string {
 	return ""
 }
 
+// GetConsoleWithResponse The web console
+//
+// A small page over the public API: sign up, log in, my library, create
+// and share items, other libraries, and for admins the suspended list.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET / (the `GetConsole` operationId).
+func (c *ClientWithResponses) GetConsoleWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetConsoleResponse, error) {
+	rsp, err := c.GetConsole(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetConsoleResponse(rsp)
+}
+
+// GetAssetWithResponse The pages' scripts and styles
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
+func (c *ClientWithResponses) GetAssetWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*GetAssetResponse, error) {
+	rsp, err := c.GetAsset(ctx, path, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAssetResponse(rsp)
+}
+
+// GetDocsWithResponse The API reference
+//
+// This contract rendered by Swagger UI, served from the binary (no CDN).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs (the `GetDocs` operationId).
+func (c *ClientWithResponses) GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error) {
+	rsp, err := c.GetDocs(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocsResponse(rsp)
+}
+
 // GetHealthzWithResponse Liveness
 //
 // Answers 200 while the process runs. It touches no dependency.
@@ -9386,6 +9758,123 @@ func (c *ClientWithResponses) SuspendUserWithResponse(ctx context.Context, id Us
 		return nil, err
 	}
 	return ParseSuspendUserResponse(rsp)
+}
+
+// ParseGetConsoleResponse parses an HTTP response from a GetConsoleWithResponse call
+func ParseGetConsoleResponse(rsp *http.Response) (*GetConsoleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetConsoleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetConsoleResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAssetResponse parses an HTTP response from a GetAssetWithResponse call
+func ParseGetAssetResponse(rsp *http.Response) (*GetAssetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAssetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetAssetResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
+func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetDocsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetHealthzResponse parses an HTTP response from a GetHealthzWithResponse call

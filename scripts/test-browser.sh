@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# make test-browser: the console's main story and the /docs page in
+# headless Chromium, driven by playwright-core (from npm, see web-assets),
+# against a real api built from this tree. Screenshots land in
+# .cache/screenshots. Debian's chromium is installed when missing and the
+# machine allows it (root with apt-get); otherwise it says what to install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "test-browser: needs Node.js and npm (Debian: apt-get install -y nodejs npm)" >&2
+  exit 1
+fi
+CHROMIUM="${CHROMIUM:-$(command -v chromium || true)}"
+if [ -z "$CHROMIUM" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test-browser: installing Debian's chromium" >&2
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    CHROMIUM=$(command -v chromium)
+  else
+    echo "test-browser: needs Chromium (Debian: apt-get install -y chromium), or set CHROMIUM=/path/to/chrome" >&2
+    exit 1
+  fi
+fi
+bash scripts/web-assets.sh
+go build -o bin/api ./cmd/api
+PORT=18090
+export SHELF_KEYSPACE="shelf_browser" SHELF_HTTP_ADDR=127.0.0.1:$PORT SHELF_LOG_LEVEL=warn \
+  SHELF_RATE_LIMIT_PER_MINUTE=0 SHELF_ARGON2_MEMORY_KIB=1024 SHELF_ARGON2_TIME=1
+mkdir -p .cache/screenshots
+bin/api serve > .cache/test-browser-api.log 2>&1 &
+api=$!
+trap 'kill $api 2>/dev/null; wait $api 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do
+  curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+  sleep 0.5
+done
+NODE_PATH="$PWD/.cache/npm/node_modules" BASE_URL="http://127.0.0.1:$PORT" CHROMIUM="$CHROMIUM" \
+  SCREENSHOTS="$PWD/.cache/screenshots" GRANT="$PWD/bin/api admin grant" \
+  node tests/browser/console.test.mjs
