@@ -73,13 +73,36 @@ func (s *Contents) Library(ctx context.Context, p Principal, principalID, cursor
 			return LibraryPage{}, err
 		}
 	}
-	bucket, err := s.bucketFor(ctx, p, principalID)
-	if err != nil {
-		return LibraryPage{}, err
+	// The page is read beside the checks that decide the bucket, in the
+	// bucket most callers get (anonymous: public, the owner: private,
+	// another session: loggedin), so the checks cost no extra round trip.
+	// The page is shown only once the checks agree; group members and
+	// admins, whose bucket is private, read it again.
+	guess := BucketLoggedIn
+	switch {
+	case p.Anonymous():
+		guess = BucketPublic
+	case p.UserID == principalID:
+		guess = BucketPrivate
 	}
-	items, err := s.readPage(ctx, principalID, bucket, after, limit+1)
-	if err != nil {
-		return LibraryPage{}, err
+	var bucket string
+	var items []LibraryEntry
+	var bucketErr, pageErr error
+	parallel(2, func(i int) {
+		if i == 0 {
+			bucket, bucketErr = s.bucketFor(ctx, p, principalID)
+		} else {
+			items, pageErr = s.readPage(ctx, principalID, guess, after, limit+1)
+		}
+	})
+	if bucketErr != nil {
+		return LibraryPage{}, bucketErr
+	}
+	if bucket != guess {
+		items, pageErr = s.readPage(ctx, principalID, bucket, after, limit+1)
+	}
+	if pageErr != nil {
+		return LibraryPage{}, pageErr
 	}
 	page := LibraryPage{Items: items}
 	if len(items) > limit {
