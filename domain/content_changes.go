@@ -277,9 +277,19 @@ func (s *Contents) principalExists(ctx context.Context, id string) error {
 // content row, retried while concurrent changes win. mutate gets the
 // current row and returns the next; its error aborts the change.
 func (s *Contents) change(ctx context.Context, id string, purge []string, mutate func(Content) (Content, error)) (next, prev Content, marker int64, err error) {
-	marker, err = s.outbox.Mark(ctx, id, purge)
-	if err != nil {
-		return Content{}, Content{}, 0, err
+	// The mark must be durable before the compare-and-set; the first read
+	// of the item need not wait for it.
+	var c Content
+	var markErr, readErr error
+	parallel(2, func(i int) {
+		if i == 0 {
+			marker, markErr = s.outbox.Mark(ctx, id, purge)
+		} else {
+			c, readErr = s.content.GetSerial(ctx, id)
+		}
+	})
+	if markErr != nil {
+		return Content{}, Content{}, 0, markErr
 	}
 	for attempt := 0; attempt < maxContentAttempts; attempt++ {
 		if attempt > 0 {
@@ -287,8 +297,9 @@ func (s *Contents) change(ctx context.Context, id string, purge []string, mutate
 			if err := sleepCtx(ctx, backoff); err != nil {
 				return Content{}, Content{}, 0, err
 			}
+			c, readErr = s.content.GetSerial(ctx, id)
 		}
-		c, err := s.content.GetSerial(ctx, id)
+		err := readErr
 		if errors.Is(err, ErrNotFound) || (err == nil && c.Deleted) {
 			err = errContentNotFound
 		}
@@ -332,7 +343,9 @@ func (s *Contents) apply(ctx context.Context, e LibraryEntry, prev *LibraryEntry
 func (s *Contents) publish(ctx context.Context, next Content, prev *Content, marker int64) {
 	run := func(ctx context.Context) {
 		if err := s.fanout(ctx, next, prev); err == nil {
-			_ = s.outbox.Done(ctx, next.ID, marker)
+			// Clearing the mark need not hold up the answer: until it is
+			// gone the worker would only redo a finished fan-out.
+			go func() { _ = s.outbox.Done(context.WithoutCancel(ctx), next.ID, marker) }()
 		} else {
 			s.accounts.log.Warn(ctx, "fan-out stopped; the outbox worker will finish it", "content", next.ID, "error", err.Error())
 		}
