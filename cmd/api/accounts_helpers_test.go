@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -151,4 +152,23 @@ func checkClaimsConsistent(t *testing.T, db *testkit.DB) (accounts int) {
 		}
 	}
 	return accounts
+}
+
+// burst runs send(0..n-1) on n goroutines released at the same moment, so
+// the requests really race, and returns their answers in order.
+func burst(n int, send func(i int) *testkit.Response) []*testkit.Response {
+	out := make([]*testkit.Response, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			out[i] = send(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return out
 }

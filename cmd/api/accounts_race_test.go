@@ -32,23 +32,13 @@ func TestConcurrentSignupsForOneUsername(t *testing.T) {
 	for _, shared := range []string{"username", "email"} {
 		const n = 64
 		username, email := name("race"), name("race")+"@example.org"
-		codes := make([]*testkit.Response, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				u, e := username, fmt.Sprintf("r%d-%s", i, email)
-				if shared == "email" {
-					u, e = fmt.Sprintf("%s-%d", username, i), email
-				}
-				codes[i] = signup(api, u, e)
-			}()
-		}
-		close(start)
-		wg.Wait()
+		codes := burst(n, func(i int) *testkit.Response {
+			u, e := username, fmt.Sprintf("r%d-%s", i, email)
+			if shared == "email" {
+				u, e = fmt.Sprintf("%s-%d", username, i), email
+			}
+			return signup(api, u, e)
+		})
 		created := 0
 		for _, r := range codes {
 			switch {

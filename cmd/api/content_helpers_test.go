@@ -53,9 +53,15 @@ func createContent(t *testing.T, api *testkit.API, name, visibility string) cont
 // share shares an item with a principal and fails unless it answers 200/201.
 func share(t *testing.T, api *testkit.API, contentID, principalID, role string) {
 	t.Helper()
-	r := api.Send(http.MethodPut, "/v1/content/"+contentID+"/members/"+principalID, map[string]string{"role": role})
+	putRole(t, api, "/v1/content/"+contentID+"/members/"+principalID, role)
+}
+
+// putRole PUTs {role} to a members path and fails unless it answers 200/201.
+func putRole(t *testing.T, api *testkit.API, path, role string) {
+	t.Helper()
+	r := api.Send(http.MethodPut, path, map[string]string{"role": role})
 	if r.StatusCode != http.StatusCreated && r.StatusCode != http.StatusOK {
-		t.Fatalf("share %s with %s: %d %s", contentID, principalID, r.StatusCode, r.Body)
+		t.Fatalf("PUT %s: %d %s", path, r.StatusCode, r.Body)
 	}
 }
 
@@ -78,10 +84,7 @@ func createGroup(t *testing.T, api *testkit.API, maxMembers int) groupBody {
 // addToGroup adds a user to a group with a role.
 func addToGroup(t *testing.T, api *testkit.API, groupID, userID, role string) {
 	t.Helper()
-	r := api.Send(http.MethodPut, "/v1/groups/"+groupID+"/members/"+userID, map[string]string{"role": role})
-	if r.StatusCode != http.StatusCreated && r.StatusCode != http.StatusOK {
-		t.Fatalf("add %s to %s: %d %s", userID, groupID, r.StatusCode, r.Body)
-	}
+	putRole(t, api, "/v1/groups/"+groupID+"/members/"+userID, role)
 }
 
 // libraryOf reads a whole library as the client sees it, limit at a time.

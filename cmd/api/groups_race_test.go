@@ -25,19 +25,9 @@ func TestConcurrentJoinsNeverExceedMaxMembers(t *testing.T) {
 	users := signupJoiners(t, w.api, joiners)
 	for round := 0; round < rounds; round++ {
 		g := mustPostGroup(t, w.ownerAPI, name("cap"), maxMembers)
-		codes := make([]*testkit.Response, joiners)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i, u := range users {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				codes[i] = putGroupMember(w.ownerAPI, g.ID, u, "member")
-			}()
-		}
-		close(start)
-		wg.Wait()
+		codes := burst(len(users), func(i int) *testkit.Response {
+			return putGroupMember(w.ownerAPI, g.ID, users[i], "member")
+		})
 		added, full := map[string]bool{}, 0
 		for i, r := range codes {
 			switch {
@@ -149,23 +139,16 @@ func TestConcurrentAddsOfTheSameUser(t *testing.T) {
 	u := signupJoiners(t, w.api, 1)[0]
 	const n = 20
 	for _, roles := range [][]string{{"member"}, {"member", "manager"}} {
+		answers := burst(n, func(i int) *testkit.Response {
+			return putGroupMember(w.ownerAPI, g.ID, u, roles[i%len(roles)])
+		})
 		codes := make([]int, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				r := putGroupMember(w.ownerAPI, g.ID, u, roles[i%len(roles)])
-				codes[i] = r.StatusCode
-				if r.StatusCode != http.StatusOK && r.StatusCode != http.StatusCreated {
-					t.Errorf("add %s: %d %s", roles[i%len(roles)], r.StatusCode, r.Body)
-				}
-			}()
+		for i, r := range answers {
+			codes[i] = r.StatusCode
+			if r.StatusCode != http.StatusOK && r.StatusCode != http.StatusCreated {
+				t.Errorf("add %s: %d %s", roles[i%len(roles)], r.StatusCode, r.Body)
+			}
 		}
-		close(start)
-		wg.Wait()
 		created := 0
 		for _, c := range codes {
 			if c == http.StatusCreated {
@@ -197,23 +180,13 @@ func TestConcurrentManagersCannotAllLeave(t *testing.T) {
 			self, to string
 		}
 		actors := []actor{{w.ownerAPI, w.owner.ID, other.ID}, {otherAPI, other.ID, w.owner.ID}}
-		codes := make([]*testkit.Response, 2)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i, a := range actors {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				if op == "leave" {
-					codes[i] = deleteGroupMember(a.api, g.ID, a.self)
-				} else {
-					codes[i] = putGroupMember(a.api, g.ID, a.to, "member")
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
+		codes := burst(len(actors), func(i int) *testkit.Response {
+			a := actors[i]
+			if op == "leave" {
+				return deleteGroupMember(a.api, g.ID, a.self)
+			}
+			return putGroupMember(a.api, g.ID, a.to, "member")
+		})
 		ok, last := 0, 0
 		for _, r := range codes {
 			switch {
@@ -248,23 +221,13 @@ func TestConcurrentCreatesOfOneName(t *testing.T) {
 	for round := 0; round < 3; round++ {
 		const n = 24
 		n0 := name("Same")
-		codes := make([]*testkit.Response, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				nm := n0
-				if i%2 == 1 {
-					nm = strings.ToUpper(n0)
-				}
-				codes[i] = postGroup(w.ownerAPI, map[string]any{"name": nm})
-			}()
-		}
-		close(start)
-		wg.Wait()
+		codes := burst(n, func(i int) *testkit.Response {
+			nm := n0
+			if i%2 == 1 {
+				nm = strings.ToUpper(n0)
+			}
+			return postGroup(w.ownerAPI, map[string]any{"name": nm})
+		})
 		var winner groupResp
 		created := 0
 		for _, r := range codes {
