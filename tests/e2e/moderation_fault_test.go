@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"shelf/domain"
+	"shelf/internal/app"
+	"shelf/internal/config"
 	"shelf/internal/testkit"
 	"shelf/repository"
 )
@@ -32,7 +36,7 @@ func TestInterruptedSuspensionsAreFinishedOrRepaired(t *testing.T) {
 					t.Fatalf("setup: %d", r.StatusCode)
 				}
 			}
-			m.app.moderation.Hooks.AfterStep = func(op, step string) error {
+			m.app.Moderation.Hooks.AfterStep = func(op, step string) error {
 				if op == st.op && step == st.step {
 					return errCrash
 				}
@@ -44,7 +48,7 @@ func TestInterruptedSuspensionsAreFinishedOrRepaired(t *testing.T) {
 			} else {
 				r = m.unsuspend(u.ID)
 			}
-			m.app.moderation.Hooks.AfterStep = nil
+			m.app.Moderation.Hooks.AfterStep = nil
 			if r.StatusCode != http.StatusInternalServerError {
 				t.Fatalf("%s after %s: %d %s", st.op, st.step, r.StatusCode, r.Body)
 			}
@@ -101,7 +105,7 @@ func TestRepairFindsAndFixesEveryKindOfDisagreement(t *testing.T) {
 		}
 	}
 	crashAfter := func(op string) {
-		m.app.moderation.Hooks.AfterStep = func(o, step string) error {
+		m.app.Moderation.Hooks.AfterStep = func(o, step string) error {
 			if o == op && step == "cas" {
 				return errCrash
 			}
@@ -112,7 +116,7 @@ func TestRepairFindsAndFixesEveryKindOfDisagreement(t *testing.T) {
 	m.suspend(unrecorded.ID, "never recorded")
 	crashAfter("unsuspend")
 	m.unsuspend(lifted.ID)
-	m.app.moderation.Hooks.AfterStep = nil
+	m.app.Moderation.Hooks.AfterStep = nil
 	bucket := domain.BucketOf(time.Now(), domain.BucketMonth)
 	if err := m.db.Session.ContextQuery(ctx, "DELETE FROM status_buckets WHERE status = 'suspended' AND bucket = ?", nil).Bind(bucket).ExecRelease(); err != nil {
 		t.Fatal(err)
@@ -147,15 +151,15 @@ func TestLostAnswersInModeration(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	u, _ := m.member(t)
-	m.app.db.Faults = onceFault("users.update", repository.AfterLWT)
+	m.app.DB.Faults = onceFault("users.update", repository.AfterLWT)
 	if r := m.suspend(u.ID, "lost answer"); r.StatusCode != http.StatusCreated {
 		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
 	}
-	m.app.db.Faults = onceFault("users.update", repository.AfterLWT)
+	m.app.DB.Faults = onceFault("users.update", repository.AfterLWT)
 	if r := m.unsuspend(u.ID); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("unsuspend: %d %s", r.StatusCode, r.Body)
 	}
-	m.app.db.Faults = nil
+	m.app.DB.Faults = nil
 	agreement(t, m.db)
 }
 
@@ -168,7 +172,11 @@ func runAdmin(t *testing.T, m *moderators, args ...string) (string, error) {
 // runAdminOn runs `api admin ...` against a test keyspace.
 func runAdminOn(db *testkit.DB, args ...string) (string, error) {
 	env := map[string]string{"SHELF_CASSANDRA_HOSTS": strings.Join(db.Conn.Hosts, ","), "SHELF_KEYSPACE": db.Keyspace()}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		return "", err
+	}
 	var out bytes.Buffer
-	err := runWithOutput(context.Background(), append([]string{"admin"}, args...), func(k string) string { return env[k] }, &out)
+	err = app.Admin(context.Background(), cfg, zerolog.Nop(), args, &out)
 	return out.String(), err
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestPartialFanoutIsCompletedByTheOutbox(t *testing.T) {
 	}
 	for _, k := range []int{0, 3, 8} {
 		var written atomic.Int32
-		m.app.contents.Hooks.BeforeMember = func(contentID, principalID string) error {
+		m.app.Contents.Hooks.BeforeMember = func(contentID, principalID string) error {
 			if written.Add(1) > int32(k) {
 				return errors.New("stopped here (test hook)")
 			}
@@ -38,7 +38,7 @@ func TestPartialFanoutIsCompletedByTheOutbox(t *testing.T) {
 		}
 		name := fmt.Sprint("after ", k)
 		r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+c.ID, map[string]string{"name": name})
-		m.app.contents.Hooks.BeforeMember = nil
+		m.app.Contents.Hooks.BeforeMember = nil
 		if r.StatusCode != http.StatusOK {
 			t.Fatalf("update with the fan-out stopped after %d: %d %s", k, r.StatusCode, r.Body)
 		}
@@ -57,7 +57,7 @@ func TestPartialFanoutIsCompletedByTheOutbox(t *testing.T) {
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			if _, err := m.app.contents.DrainOutbox(context.Background(), 0, 100); err != nil {
+			if _, err := m.app.Contents.DrainOutbox(context.Background(), 0, 100); err != nil {
 				t.Fatal(err)
 			}
 			behind = 0

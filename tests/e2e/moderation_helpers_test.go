@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"shelf/internal/app"
 	"shelf/internal/testkit"
 )
 
@@ -26,7 +27,7 @@ type suspensionListBody struct {
 
 // moderators is an app with an admin and a session for it.
 type moderators struct {
-	app   *app
+	app   *app.App
 	api   *testkit.API
 	admin *testkit.API
 	db    *testkit.DB
@@ -40,7 +41,7 @@ func newModerators(t *testing.T, env map[string]string) *moderators {
 	a, api := newTestApp(t, db, env)
 	n := name("admin")
 	u := mustSignup(t, api, n, n+"@example.org")
-	if _, err := a.accounts.SetAdmin(context.Background(), n, true); err != nil {
+	if _, err := a.Accounts.SetAdmin(context.Background(), n, true); err != nil {
 		t.Fatal(err)
 	}
 	return &moderators{app: a, api: api, admin: api.As(mustLogin(t, api, n).Token), db: db, id: u.ID}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -49,7 +49,7 @@ func TestSignupResolvesAmbiguousAnswers(t *testing.T) {
 	a, api := newTestApp(t, db, nil)
 	for _, stmt := range lwtNames[:6] {
 		for _, at := range []repository.FaultPoint{repository.AfterLWT, repository.BeforeLWT} {
-			a.db.Faults = onceFault(stmt, at)
+			a.DB.Faults = onceFault(stmt, at)
 			u, e := name("amb"), name("amb")+"@example.org"
 			mustSignup(t, api, u, e)
 			mustLogin(t, api, u)
@@ -61,15 +61,15 @@ func TestSignupResolvesAmbiguousAnswers(t *testing.T) {
 	taken := name("amb")
 	mustSignup(t, api, taken, name("amb")+"@example.org")
 	for _, stmt := range []string{"emails.release", "users.discard"} {
-		a.db.Faults = onceFault(stmt, repository.AfterLWT)
+		a.DB.Faults = onceFault(stmt, repository.AfterLWT)
 		e := name("amb") + "@example.org"
 		if r := signup(api, taken, e); r.StatusCode != http.StatusConflict {
 			t.Fatalf("%s: %d %s", stmt, r.StatusCode, r.Body)
 		}
-		a.db.Faults = nil
+		a.DB.Faults = nil
 		mustSignup(t, api, name("amb"), e) // the email was released
 	}
-	a.db.Faults = nil
+	a.DB.Faults = nil
 	checkClaimsConsistent(t, db)
 }
 
@@ -83,7 +83,7 @@ func TestFaultStormKeepsCountsEqual(t *testing.T) {
 	a, api := newTestApp(t, db, map[string]string{"SHELF_CLAIM_LEASE": lease.String()})
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(1, 2))
-	a.db.Faults = func(string, repository.FaultPoint) error {
+	a.DB.Faults = func(string, repository.FaultPoint) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if rng.IntN(3) == 0 {
@@ -123,7 +123,7 @@ func TestFaultStormKeepsCountsEqual(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	a.db.Faults = nil
+	a.DB.Faults = nil
 	time.Sleep(lease + time.Second)
 	if accounts := checkClaimsConsistent(t, db); accounts != created {
 		t.Fatalf("%d accounts, %d signups answered 201", accounts, created)
@@ -146,15 +146,15 @@ func TestCrashedSignupFreesNamesAfterLease(t *testing.T) {
 	for _, step := range []string{"after claims", "after commit"} {
 		u, e := name("crash"), name("crash")+"@example.org"
 		if step == "after claims" {
-			a.accounts.Hooks.AfterClaims = func() error { return errCrash }
+			a.Accounts.Hooks.AfterClaims = func() error { return errCrash }
 		} else {
-			a.accounts.Hooks.AfterCommit = func() error { return errCrash }
+			a.Accounts.Hooks.AfterCommit = func() error { return errCrash }
 		}
 		if r := signup(api, u, e); r.StatusCode != http.StatusInternalServerError {
 			t.Fatalf("%s: crashed signup answered %d %s", step, r.StatusCode, r.Body)
 		}
 		crashed := time.Now()
-		a.accounts.Hooks.AfterClaims, a.accounts.Hooks.AfterCommit = nil, nil
+		a.Accounts.Hooks.AfterClaims, a.Accounts.Hooks.AfterCommit = nil, nil
 		r := signup(api, u, e)
 		if time.Since(crashed) < lease && r.StatusCode != http.StatusConflict {
 			t.Fatalf("%s: names free before the lease ran out: %d %s", step, r.StatusCode, r.Body)

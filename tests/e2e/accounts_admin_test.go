@@ -1,7 +1,6 @@
-package main
+package e2e
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -22,13 +21,7 @@ func TestAdminGrantAndRevoke(t *testing.T) {
 	other := mustSignup(t, api, otherName, otherName+"@example.org")
 	tok := mustLogin(t, api, adminName).Token
 
-	env := map[string]string{"SHELF_CASSANDRA_HOSTS": strings.Join(db.Conn.Hosts, ","), "SHELF_KEYSPACE": db.Keyspace()}
-	cli := func(args ...string) (string, error) {
-		var out bytes.Buffer
-		cfgEnv := func(k string) string { return env[k] }
-		err := runWithOutput(context.Background(), append([]string{"admin"}, args...), cfgEnv, &out)
-		return out.String(), err
-	}
+	cli := func(args ...string) (string, error) { return runAdminOn(db, args...) }
 	if r := api.As(tok).Get("/v1/users/by-email/" + otherName + "@example.org"); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("before grant: %d", r.StatusCode)
 	}

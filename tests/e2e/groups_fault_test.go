@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 func crashOnce(w *groupWorld, op, step string) {
 	var mu sync.Mutex
 	done := false
-	w.app.groups.Hooks.AfterStep = func(o, s string) error {
+	w.app.Groups.Hooks.AfterStep = func(o, s string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if o == op && s == step && !done {
@@ -47,7 +47,7 @@ func TestCrashedMemberChangeIsFinishedByTheNext(t *testing.T) {
 		if r := putGroupMember(w.ownerAPI, g.ID, users[1], "manager"); r.StatusCode != http.StatusInternalServerError {
 			t.Fatalf("%s: crashed add answered %d %s", step, r.StatusCode, r.Body)
 		}
-		w.app.groups.Hooks.AfterStep = nil
+		w.app.Groups.Hooks.AfterStep = nil
 		if st := readGroupState(t, w.db, g.ID, nil); st.PendingUser != users[1] || st.MemberCount != 3 || st.ManagerCount != 2 {
 			t.Fatalf("%s: after the crash the group row is %+v", step, st)
 		}
@@ -65,7 +65,7 @@ func TestCrashedMemberChangeIsFinishedByTheNext(t *testing.T) {
 		if r := deleteGroupMember(w.ownerAPI, g.ID, users[0]); r.StatusCode != http.StatusInternalServerError {
 			t.Fatalf("%s: crashed removal answered %d %s", step, r.StatusCode, r.Body)
 		}
-		w.app.groups.Hooks.AfterStep = nil
+		w.app.Groups.Hooks.AfterStep = nil
 		if got := listGroupMembers(t, w.ownerAPI, g.ID, 10); len(got) != 2 {
 			t.Fatalf("%s: after a crashed removal the list has %v", step, got)
 		}
@@ -87,15 +87,15 @@ func TestGroupChangesResolveAmbiguousAnswers(t *testing.T) {
 	users := signupJoiners(t, w.api, 1)
 	for _, stmt := range []string{"group_names.claim", "groups.create", "group_names.commit", "groups.activate", "groups.update"} {
 		for _, at := range []repository.FaultPoint{repository.AfterLWT, repository.BeforeLWT} {
-			w.app.db.Faults = onceFault(stmt, at)
+			w.app.DB.Faults = onceFault(stmt, at)
 			g := mustPostGroup(t, w.ownerAPI, name("amb"), 2)
-			w.app.db.Faults = onceFault("groups.update", at)
+			w.app.DB.Faults = onceFault("groups.update", at)
 			mustPutGroupMember(t, w.ownerAPI, g.ID, users[0], "member", http.StatusCreated)
-			w.app.db.Faults = onceFault("groups.update", at)
+			w.app.DB.Faults = onceFault("groups.update", at)
 			if r := deleteGroupMember(w.ownerAPI, g.ID, users[0]); r.StatusCode != http.StatusNoContent {
 				t.Fatalf("%s: remove: %d %s", stmt, r.StatusCode, r.Body)
 			}
-			w.app.db.Faults = nil
+			w.app.DB.Faults = nil
 			checkGroupAgrees(t, w.db, g.ID, []string{w.owner.ID, users[0]})
 		}
 	}
@@ -113,7 +113,7 @@ func TestFaultStormKeepsGroupsWithinCapacity(t *testing.T) {
 	g := mustPostGroup(t, w.ownerAPI, name("storm"), maxMembers)
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(3, 4))
-	w.app.db.Faults = func(stmt string, _ repository.FaultPoint) error {
+	w.app.DB.Faults = func(stmt string, _ repository.FaultPoint) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if strings.HasPrefix(stmt, "groups.") && rng.IntN(3) == 0 {
@@ -145,7 +145,7 @@ func TestFaultStormKeepsGroupsWithinCapacity(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	w.app.db.Faults = nil
+	w.app.DB.Faults = nil
 	// One more operation finishes whatever a 503 left pending.
 	listGroupMembers(t, w.ownerAPI, g.ID, 100)
 	st := checkGroupAgrees(t, w.db, g.ID, append([]string{w.owner.ID}, users...))
@@ -183,7 +183,7 @@ func TestCrashedGroupCreationFreesItsNameAfterLease(t *testing.T) {
 		if r := postGroup(w.ownerAPI, map[string]any{"name": n}); r.StatusCode != http.StatusInternalServerError {
 			t.Fatalf("%s: crashed creation answered %d %s", step, r.StatusCode, r.Body)
 		}
-		w.app.groups.Hooks.AfterStep = nil
+		w.app.Groups.Hooks.AfterStep = nil
 		if r := postGroup(w.ownerAPI, map[string]any{"name": n}); r.StatusCode != http.StatusConflict {
 			t.Fatalf("%s: the name is free during the lease: %d %s", step, r.StatusCode, r.Body)
 		}
@@ -197,7 +197,7 @@ func TestCrashedGroupCreationFreesItsNameAfterLease(t *testing.T) {
 	if r := postGroup(w.ownerAPI, map[string]any{"name": n}); r.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("crashed after activation: %d %s", r.StatusCode, r.Body)
 	}
-	w.app.groups.Hooks.AfterStep = nil
+	w.app.Groups.Hooks.AfterStep = nil
 	var id string
 	if err := w.db.Session.ContextQuery(ctx, "SELECT user_id FROM group_names WHERE key = ?", nil).Bind(strings.ToLower(n)).Scan(&id); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // TestShutdownDrainsInFlightRequests cancels the serve context while a slow
 // request runs: the request still gets its whole answer, new connections are
-// refused, and serveHTTP returns cleanly.
+// refused, and ServeHTTP returns cleanly.
 func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -34,7 +34,7 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- serveHTTP(ctx, ln, slow, cfg.HTTP, zerolog.Nop()) }()
+	go func() { served <- ServeHTTP(ctx, ln, slow, cfg.HTTP, zerolog.Nop()) }()
 
 	type result struct {
 		body string
@@ -58,7 +58,7 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 		t.Fatalf("in-flight request: %q, %v", r.body, r.err)
 	}
 	if err := <-served; err != nil {
-		t.Fatalf("serveHTTP: %v", err)
+		t.Fatalf("ServeHTTP: %v", err)
 	}
 	if _, err := http.Get("http://" + ln.Addr().String() + "/"); err == nil {
 		t.Fatal("server still accepts after shutdown")

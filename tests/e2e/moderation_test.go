@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -219,7 +219,7 @@ func TestSuspensionEnds(t *testing.T) {
 	}
 	time.Sleep(time.Until(until) + 200*time.Millisecond)
 	mustLogin(t, m.api, u.Username)
-	lifted, err := m.app.moderation.SweepExpired(context.Background(), 100)
+	lifted, err := m.app.Moderation.SweepExpired(context.Background(), 100)
 	if err != nil || lifted != 1 {
 		t.Fatalf("sweep lifted %d, %v", lifted, err)
 	}
@@ -231,7 +231,7 @@ func TestSuspensionEnds(t *testing.T) {
 	if viewed.Status != "active" {
 		t.Fatalf("status after the sweep %q", viewed.Status)
 	}
-	if lifted, err := m.app.moderation.SweepExpired(context.Background(), 100); err != nil || lifted != 0 {
+	if lifted, err := m.app.Moderation.SweepExpired(context.Background(), 100); err != nil || lifted != 0 {
 		t.Fatalf("second sweep lifted %d, %v", lifted, err)
 	}
 	agreement(t, m.db)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"shelf/internal/app"
 	"shelf/internal/config"
 	"shelf/internal/metrics"
 	"shelf/internal/testkit"
@@ -33,11 +34,11 @@ func TestMetricsShowTheSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newAppWithMetrics(cfg, zerolog.Nop(), session, m)
+	a, err := app.New(cfg, zerolog.Nop(), session, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := testkit.NewAPI(t, a.router)
+	api := testkit.NewAPI(t, a.Router)
 	u := name("metric")
 	mustSignup(t, api, u, u+"@example.org")
 	me := api.As(mustLogin(t, api, u).Token)
@@ -47,7 +48,7 @@ func TestMetricsShowTheSeries(t *testing.T) {
 	var items int
 	var oldest time.Duration
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		items, oldest, err = a.contents.OutboxBacklog(context.Background())
+		items, oldest, err = a.Contents.OutboxBacklog(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

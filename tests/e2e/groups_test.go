@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -311,7 +311,7 @@ func TestGroupDirectoryForContent(t *testing.T) {
 	t.Parallel()
 	w := newGroupWorld(t, nil)
 	ctx := context.Background()
-	groups := w.app.groups
+	groups := w.app.Groups
 	g1 := mustPostGroup(t, w.ownerAPI, name("dir"), 0)
 	g2 := mustPostGroup(t, w.ownerAPI, name("dir"), 0)
 	alice, _ := w.member(t)

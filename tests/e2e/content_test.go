@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -264,7 +264,7 @@ func TestRemovedItemsNeverComeBack(t *testing.T) {
 			}
 		}
 	}
-	if _, err := m.app.contents.DrainOutbox(context.Background(), 0, 1000); err != nil {
+	if _, err := m.app.Contents.DrainOutbox(context.Background(), 0, 1000); err != nil {
 		t.Fatal(err)
 	}
 	if lib := libraryOf(t, friendAPI, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 0 {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -20,9 +20,10 @@ commands:
   repair-suspensions [--dry-run]   make the suspended list, the reverse lookup and the bucket
                                    index agree with the accounts; --dry-run only reports`
 
-// admin runs the operator commands. They use the same SHELF_* settings as
-// serve, so on the machine where `make run` serves they act on its data.
-func admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args []string, out io.Writer) error {
+// Admin runs the operator commands (args without "admin"), printing to
+// out. They use the same SHELF_* settings as serve, so on the machine where
+// `make run` serves they act on its data.
+func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args []string, out io.Writer) error {
 	repair := len(args) >= 1 && args[0] == "repair-suspensions"
 	switch {
 	case repair && (len(args) == 1 || (len(args) == 2 && args[1] == "--dry-run")):
@@ -30,12 +31,12 @@ func admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 	default:
 		return errors.New(adminUsage)
 	}
-	session, err := connect(ctx, cfg, logger, true)
+	session, err := Connect(ctx, cfg, logger, true, nil)
 	if err != nil {
 		return err
 	}
 	defer session.Close()
-	a, err := newApp(cfg, logger, session)
+	a, err := New(cfg, logger, session, nil)
 	if err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 		return repairSuspensions(ctx, a, len(args) == 2, out)
 	}
 	grant := args[0] == "grant"
-	u, err := a.accounts.SetAdmin(ctx, args[1], grant)
+	u, err := a.Accounts.SetAdmin(ctx, args[1], grant)
 	if err != nil {
 		return err
 	}
@@ -56,8 +57,8 @@ func admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 }
 
 // repairSuspensions runs the cross-check and prints what it found.
-func repairSuspensions(ctx context.Context, a *app, dryRun bool, out io.Writer) error {
-	rep, err := a.moderation.RepairSuspensions(ctx, repository.NewAudit(a.db), dryRun)
+func repairSuspensions(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
+	rep, err := a.Moderation.RepairSuspensions(ctx, repository.NewAudit(a.DB), dryRun)
 	for _, p := range rep.Problems {
 		fmt.Fprintln(out, p)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/rs/zerolog"
 
+	"shelf/internal/app"
 	"shelf/internal/config"
 	"shelf/internal/testkit"
 	"shelf/repository"
@@ -49,21 +50,21 @@ func TestListingAcrossBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newApp(cfg, zerolog.Nop(), session)
+	a, err := app.New(cfg, zerolog.Nop(), session, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := testkit.NewAPI(t, a.router)
+	api := testkit.NewAPI(t, a.Router)
 	adminName := name("admin")
 	mustSignup(t, api, adminName, adminName+"@example.org")
-	if _, err := a.accounts.SetAdmin(context.Background(), adminName, true); err != nil {
+	if _, err := a.Accounts.SetAdmin(context.Background(), adminName, true); err != nil {
 		t.Fatal(err)
 	}
 	m := &moderators{app: a, api: api, admin: api.As(mustLogin(t, api, adminName).Token), db: db}
 
 	var mu sync.Mutex
 	now := time.Now()
-	a.moderation.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	a.Moderation.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
 	base := time.Date(2026, 11, 15, 12, 0, 0, 0, time.UTC)
 	// Months back from base; the gaps are empty buckets, up to years long.
 	offsets := []int{0, 1, 3, 4, 9, 15, 40, 41, 77}

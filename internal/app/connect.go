@@ -1,0 +1,94 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/rs/zerolog"
+	"github.com/scylladb/gocqlx/v2"
+
+	"shelf/internal/config"
+	"shelf/internal/metrics"
+	"shelf/repository"
+)
+
+// Migrate creates the keyspace if needed and applies every pending schema file.
+func Migrate(ctx context.Context, cfg config.Config, logger zerolog.Logger) error {
+	logConfig(logger, cfg)
+	session, err := Connect(ctx, cfg, logger, true, nil)
+	if err != nil {
+		return err
+	}
+	session.Close()
+	return nil
+}
+
+// Connect opens the session serve and the operator commands use, every
+// statement reported to m when it is set. With applySchema it first
+// creates the keyspace (with the configured replication) and then applies
+// pending migrations on the same session.
+func Connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, applySchema bool, m *metrics.Metrics) (gocqlx.Session, error) {
+	conn := connConfig(cfg, logger)
+	if m != nil {
+		conn.Observer, conn.BatchObserver = m, m
+	}
+	wait := cfg.Cassandra.ConnectWait
+	if applySchema {
+		if err := repository.EnsureKeyspace(ctx, conn, cfg.Cassandra.Replication.CQL(), wait); err != nil {
+			return gocqlx.Session{}, err
+		}
+	}
+	session, err := repository.Connect(ctx, conn, wait)
+	if err != nil {
+		return gocqlx.Session{}, err
+	}
+	if applySchema {
+		if err := repository.Migrate(ctx, session); err != nil {
+			session.Close()
+			return gocqlx.Session{}, err
+		}
+		logger.Info().Str("keyspace", cfg.Cassandra.Keyspace).Msg("schema is up to date")
+	}
+	return session, nil
+}
+
+// connConfig is the repository's view of the configuration.
+func connConfig(cfg config.Config, logger zerolog.Logger) repository.ConnConfig {
+	c := cfg.Cassandra
+	return repository.ConnConfig{
+		Hosts:             c.Hosts,
+		Keyspace:          c.Keyspace,
+		Consistency:       c.Consistency,
+		SerialConsistency: c.SerialConsistency,
+		Username:          c.Username,
+		Password:          c.Password,
+		Timeout:           c.Timeout,
+		ConnectTimeout:    c.ConnectTimeout,
+		ReconnectInterval: c.ReconnectInterval,
+		Logger:            driverLogger{logger: logger.With().Str("component", "gocql").Logger()},
+	}
+}
+
+// driverLogger sends gocql's messages to the process log as warnings: they
+// are about connections failing and coming back.
+type driverLogger struct{ logger zerolog.Logger }
+
+func (d driverLogger) Print(v ...any)                 { d.logger.Warn().Msg(fmt.Sprint(v...)) }
+func (d driverLogger) Printf(format string, v ...any) { d.logger.Warn().Msgf(format, v...) }
+func (d driverLogger) Println(v ...any)               { d.logger.Warn().Msg(fmt.Sprint(v...)) }
+
+// logConfig logs the effective configuration once at start, secrets masked.
+func logConfig(logger zerolog.Logger, cfg config.Config) {
+	fields := cfg.Fields()
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	dict := zerolog.Dict()
+	for _, name := range names {
+		dict = dict.Str(name, fields[name])
+	}
+	logger.Info().Dict("config", dict).Msg("effective configuration")
+}

@@ -1,0 +1,136 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"shelf/domain"
+	"shelf/internal/config"
+	"shelf/internal/metrics"
+)
+
+// Serve connects to Cassandra (migrating first unless switched off), builds
+// the router and serves until ctx ends, then drains in-flight requests.
+func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error {
+	logConfig(logger, cfg)
+	m := metrics.New()
+	session, err := Connect(ctx, cfg, logger, cfg.MigrateOnStart, m)
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+	a, err := New(cfg, logger, session, m)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (SHELF_HTTP_ADDR): %w", cfg.HTTP.Addr, err)
+	}
+	logger.Info().Str("addr", ln.Addr().String()).Str("url", publicURL(ln.Addr())).Msg("shelf is serving")
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go sweep(sweepCtx, a.Moderation, cfg.Moderation.SweepInterval, logger)
+	go drainOutbox(sweepCtx, a.Contents, cfg.Content, a.Metrics, logger)
+	return ServeHTTP(ctx, ln, a.Router, cfg.HTTP, logger)
+}
+
+// sweep lifts ended suspensions every interval until ctx ends. Every
+// instance runs one; lifting is a compare-and-set, so they never clash.
+func sweep(ctx context.Context, m *domain.Moderation, interval time.Duration, logger zerolog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			lifted, err := m.SweepExpired(ctx, 100)
+			if err != nil && ctx.Err() == nil {
+				logger.Warn().Err(err).Msg("suspension sweep")
+			}
+			if lifted > 0 {
+				logger.Info().Int("lifted", lifted).Msg("ended suspensions lifted")
+			}
+			if lifted < 100 || err != nil {
+				break
+			}
+		}
+	}
+}
+
+// drainOutbox finishes fan-outs that stopped part-way (a crash, a failed
+// write) every interval until ctx ends. Every instance runs one; fan-out
+// writes are idempotent, so they never clash.
+func drainOutbox(ctx context.Context, c *domain.Contents, cfg config.Content, m *metrics.Metrics, logger zerolog.Logger) {
+	t := time.NewTicker(cfg.OutboxInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		done, err := c.DrainOutbox(ctx, cfg.OutboxGrace, 100)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn().Err(err).Msg("outbox")
+		}
+		if done > 0 {
+			logger.Info().Int("completed", done).Msg("unfinished fan-outs completed")
+		}
+		if items, oldest, err := c.OutboxBacklog(ctx); err == nil {
+			m.OutboxItems.Set(float64(items))
+			m.OutboxAge.Set(oldest.Seconds())
+		}
+	}
+}
+
+// ServeHTTP runs the server on ln until ctx ends, then stops accepting and
+// waits up to ShutdownTimeout for in-flight requests to finish.
+func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, c config.HTTP, logger zerolog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
+		WriteTimeout:      c.WriteTimeout,
+		IdleTimeout:       c.IdleTimeout,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info().Dur("timeout", c.ShutdownTimeout).Msg("shutting down: draining in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info().Msg("stopped")
+	return nil
+}
+
+// publicURL is the address to print for people: localhost for a wildcard.
+func publicURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP.IsUnspecified() {
+		if ok {
+			return fmt.Sprintf("http://localhost:%d", tcp.Port)
+		}
+		return "http://" + addr.String()
+	}
+	return "http://" + addr.String()
+}
