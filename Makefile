@@ -35,7 +35,7 @@ test-browser: ## the console's story and /docs in headless Chromium (playwright-
 	@$(CASSANDRA) with -- scripts/test-browser.sh
 
 .PHONY: web-assets
-web-assets: ## fetch Redoc (for /docs) and playwright-core from npm into .cache/npm; embed Redoc in the next build
+web-assets: ## fetch Swagger UI (for /docs) and playwright-core from npm into .cache/npm; embed Swagger UI in the next build
 	@bash scripts/web-assets.sh
 
 .PHONY: test-cluster
@@ -52,8 +52,10 @@ generate: ## regenerate the Go SDK (sdk/shelfclient) from openapi.yaml; a test f
 
 .PHONY: fuzz
 fuzz: ## run the Go fuzz targets for FUZZTIME each (decoders, identifiers, cursors); their seeds run in make test
-	@for t in FuzzNormalizeUsername FuzzNormalizeEmail FuzzSuspensionCursor FuzzLibraryCursor; do \
+	@for t in FuzzNormalizeUsername FuzzNormalizeEmail; do \
 		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./domain || exit 1; done
+	@$(GO) test -run '^$$' -fuzz '^FuzzSuspensionCursor$$' -fuzztime $(FUZZTIME) ./domain/moderation
+	@$(GO) test -run '^$$' -fuzz '^FuzzLibraryCursor$$' -fuzztime $(FUZZTIME) ./domain/library
 	@$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./handlers
 
 .PHONY: fuzz-api

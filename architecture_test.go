@@ -9,11 +9,17 @@ import (
 	"testing"
 )
 
-// TestDependencyRule enforces STYLE.md's layering: dependencies point inward,
-// handlers -> domain <- repository, and cmd/api wires them.
-//   - domain imports the standard library only (no chi, gocql, validator,
-//     zerolog, net/http), plus golang.org/x/text, the Go project's own
-//     Unicode tables (NFKC and case folding are business rules here: U1);
+// TestDependencyRule enforces the layering: dependencies point inward,
+// handlers -> domain <- repository, and internal/app wires them.
+//   - domain and its packages import the standard library only (no chi,
+//     gocql, validator, zerolog, net/http), plus golang.org/x/text, the Go
+//     project's own Unicode tables (NFKC and case folding are business
+//     rules here: U1);
+//   - the kernel (domain) imports none of the service packages under it,
+//     and a service package (domain/accounts, domain/moderation,
+//     domain/groups, domain/library) imports the kernel only, never another
+//     service: what one needs of another is a small interface it declares
+//     itself, satisfied in internal/app;
 //   - handlers and repository never import each other;
 //   - nothing imports a command.
 func TestDependencyRule(t *testing.T) {
@@ -54,11 +60,17 @@ func violates(dir, imp string) string {
 	isStdlib := !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && !strings.HasPrefix(imp, "shelf")
 	switch {
 	case dir == "domain" || strings.HasPrefix(dir, "domain/"):
-		if !isStdlib && !strings.HasPrefix(imp, "shelf/domain") && !strings.HasPrefix(imp, "golang.org/x/text/") {
+		if !isStdlib && imp != "shelf/domain" && !strings.HasPrefix(imp, "shelf/domain/") && !strings.HasPrefix(imp, "golang.org/x/text/") {
 			return "domain may import only the standard library (and golang.org/x/text)"
 		}
 		if imp == "net/http" {
 			return "domain knows nothing of HTTP"
+		}
+		if dir == "domain" && strings.HasPrefix(imp, "shelf/domain/") {
+			return "the kernel imports no service package"
+		}
+		if dir != "domain" && strings.HasPrefix(imp, "shelf/domain/") && imp != "shelf/"+dir {
+			return "a service package imports the kernel only, never another service"
 		}
 	case dir == "handlers" && strings.HasPrefix(imp, "shelf/repository"):
 		return "handlers must not import repository (cmd/api wires them)"
@@ -77,6 +89,10 @@ func TestDependencyRuleCatchesViolations(t *testing.T) {
 		{"domain", "github.com/gocql/gocql"},
 		{"domain", "net/http"},
 		{"domain", "shelf/repository"},
+		{"domain", "shelf/domain/accounts"},
+		{"domain/moderation", "shelf/domain/accounts"},
+		{"domain/library", "shelf/domain/groups"},
+		{"domain/groups", "github.com/rs/zerolog"},
 		{"handlers", "shelf/repository"},
 		{"repository", "shelf/handlers"},
 		{"internal/testkit", "shelf/cmd/api"},
@@ -85,8 +101,16 @@ func TestDependencyRuleCatchesViolations(t *testing.T) {
 			t.Errorf("%s importing %s was not caught", tc.dir, tc.imp)
 		}
 	}
-	if msg := violates("domain", "context"); msg != "" {
-		t.Errorf("domain importing context flagged: %s", msg)
+	for _, tc := range []struct{ dir, imp string }{
+		{"domain", "context"},
+		{"domain/accounts", "shelf/domain"},
+		{"domain/library", "golang.org/x/text/unicode/norm"},
+		{"repository", "shelf/domain/library"},
+		{"internal/app", "shelf/domain/groups"},
+	} {
+		if msg := violates(tc.dir, tc.imp); msg != "" {
+			t.Errorf("%s importing %s flagged: %s", tc.dir, tc.imp, msg)
+		}
 	}
 	if _, err := os.Stat("domain"); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
+	"shelf/domain/library"
 )
 
 // The library of the page benchmarks: 100 000 public items of one user,
@@ -22,7 +23,7 @@ var (
 	libOnce    sync.Once
 	libErr     error
 	libOwner   string // the library's principal
-	libDeep    domain.LibraryCursor
+	libDeep    library.Cursor
 	ownerToken string
 )
 
@@ -76,7 +77,7 @@ func seedLibrary(b *testing.B, h *harness) {
 					lm := start.Add(-time.Duration(i) * time.Second)
 					err := s.Query(`INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, 'viewer', 1, ?, ?, 'public') USING TIMESTAMP 1`,
 						libOwner, id, lm, fmt.Sprint("item ", i)).Exec()
-					for _, bucket := range domain.BucketsFor(domain.VisibilityPublic) {
+					for _, bucket := range library.BucketsFor(library.VisibilityPublic) {
 						if err == nil {
 							err = s.Query(`INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, ?, ?, ?, ?, 'public', 1) USING TIMESTAMP 1`,
 								libOwner, bucket, lm, id, fmt.Sprint("item ", i)).Exec()
@@ -87,7 +88,7 @@ func seedLibrary(b *testing.B, h *harness) {
 						libErr = err
 					}
 					if i == seededItems*9/10 {
-						libDeep = domain.LibraryCursor{LastModified: lm, ContentID: id}
+						libDeep = library.Cursor{LastModified: lm, ContentID: id}
 					}
 					mu.Unlock()
 				}
@@ -208,7 +209,7 @@ func rawFanout(s *gocql.Session, contentID string, members []string, version int
 			}
 			// Then the three bucket batches at once, as the service does.
 			var bw sync.WaitGroup
-			for _, bucket := range domain.BucketsFor(domain.VisibilityPublic) {
+			for _, bucket := range library.BucketsFor(library.VisibilityPublic) {
 				bw.Add(1)
 				go func() {
 					defer bw.Done()

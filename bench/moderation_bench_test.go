@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/domain"
+	"shelf/domain/moderation"
 )
 
 // The suspended list of the benchmarks: 100 000 users over 24 monthly
@@ -23,7 +23,7 @@ var (
 	seedOnce sync.Once
 	seedErr  error
 	adminTok string
-	deepAt   domain.SuspensionCursor // a position about 90% down the list
+	deepAt   moderation.Cursor // a position about 90% down the list
 )
 
 // seedSuspended fills the list and makes an admin session.
@@ -43,7 +43,7 @@ func seedSuspended(b *testing.B, h *harness) {
 				for i := range work {
 					month := i / perBucket
 					at := start.AddDate(0, -month, 0).Add(time.Duration(i%perBucket) * time.Minute)
-					bucket := domain.BucketOf(at, domain.BucketMonth)
+					bucket := moderation.BucketOf(at, moderation.BucketMonth)
 					id := seededID(i)
 					err := s.Query(`INSERT INTO users_by_status (bucket, status, occurred_on, user_id, username, reason, actor) VALUES (?, 'suspended', ?, ?, ?, 'seeded', 'u_bench') USING TIMESTAMP 1`,
 						bucket, at, id, fmt.Sprint("user", i)).Exec()
@@ -55,7 +55,7 @@ func seedSuspended(b *testing.B, h *harness) {
 						seedErr = err
 					}
 					if i == seededSuspensions*9/10 {
-						deepAt = domain.SuspensionCursor{Bucket: bucket, SuspendedAt: at, UserID: id}
+						deepAt = moderation.Cursor{Bucket: bucket, SuspendedAt: at, UserID: id}
 					}
 					mu.Unlock()
 				}
@@ -110,7 +110,7 @@ func BenchmarkSuspendedListPage(b *testing.B) {
 	h := setup(b)
 	seedSuspended(b, h)
 	s := h.db.Session.Session
-	bucket := domain.BucketOf(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), domain.BucketMonth)
+	bucket := moderation.BucketOf(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), moderation.BucketMonth)
 	raw := func() error {
 		iter := s.Query(`SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = 'suspended' LIMIT 20`, bucket).
 			WithContext(context.Background()).Iter()

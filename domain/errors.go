@@ -31,16 +31,6 @@ var (
 	ErrNotApplied = errors.New("write not applied")
 )
 
-// FieldError names one field of a request and what is wrong with it.
-type FieldError struct {
-	// Field is the JSON name of the field, e.g. "email".
-	Field string
-	// Code is a stable snake_case reason, e.g. "taken" or "too_long".
-	Code string
-	// Message is a sentence for people.
-	Message string
-}
-
 // Error is a domain error with a stable code, a message for people and,
 // where fields are at fault, which ones. Kind is one of the sentinel errors
 // above, so errors.Is(err, ErrConflict) works on it.
@@ -68,7 +58,52 @@ func (e *Error) Error() string {
 // Unwrap lets errors.Is match the Kind.
 func (e *Error) Unwrap() error { return e.Kind }
 
+// FieldError names one field of a request and what is wrong with it.
+type FieldError struct {
+	// Field is the JSON name of the field, e.g. "email".
+	Field string
+	// Code is a stable snake_case reason, e.g. "taken" or "too_long".
+	Code string
+	// Message is a sentence for people.
+	Message string
+}
+
 // Invalid builds an ErrInvalid error for the given fields.
 func Invalid(message string, fields ...FieldError) *Error {
 	return &Error{Kind: ErrInvalid, Code: "validation_failed", Message: message, Fields: fields}
 }
+
+// InvalidFields joins field errors into one ErrInvalid, or nil.
+func InvalidFields(fes ...*FieldError) error {
+	var fields []FieldError
+	for _, fe := range fes {
+		if fe != nil {
+			fields = append(fields, *fe)
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return Invalid("Some fields are not valid.", fields...)
+}
+
+// ErrNoSession: the token is missing, unknown, expired or revoked.
+// ErrNoSession: the token is missing, unknown, expired or revoked, or the
+// account behind it is gone.
+var ErrNoSession = &Error{Kind: ErrUnauthorized, Code: "unauthorized",
+	Message: "A valid session is required: log in and send Authorization: Bearer <token>."}
+
+// ErrDenied: the caller is known but may not do this.
+var ErrDenied = &Error{Kind: ErrForbidden, Code: "forbidden", Message: "You may not do this."}
+
+// ErrUserNotFound answers for unknown, malformed and pending ids alike.
+var ErrUserNotFound = &Error{Kind: ErrNotFound, Code: "not_found", Message: "No such user."}
+
+// ErrBadCursor: a cursor this service did not make.
+var ErrBadCursor = Invalid("The cursor is not valid; start again without one.",
+	FieldError{Field: "cursor", Code: "invalid", Message: "is not a cursor this list returned"})
+
+// ErrBusy: a change kept losing its compare-and-set (or a key it needs
+// stayed held by another change of the same account) until Retry gave up.
+var ErrBusy = &Error{Kind: ErrConflict, Code: "concurrent_change",
+	Message: "Another change of this account is in progress; try again."}

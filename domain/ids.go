@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Id prefixes say what an id names (DESIGN.md, API conventions).
+// Id prefixes say what an id names (docs/design.md, API conventions).
 const (
 	UserIDPrefix    = "u_"
 	GroupIDPrefix   = "g_"

@@ -45,10 +45,36 @@ func (u User) IsAdmin() bool { return slices.Contains(u.Roles, RoleAdmin) }
 // signup does not).
 func (u User) Visible() bool { return u.Status == StatusActive || u.Status == StatusSuspended }
 
-// keyOf returns the user's key of the given kind.
-func (u User) keyOf(kind ClaimKind) string {
+// KeyOf returns the user's key of the given kind.
+func (u User) KeyOf(kind ClaimKind) string {
 	if kind == KindUsername {
 		return u.UsernameKey
 	}
 	return u.EmailKey
+}
+
+// Suspension is why and since when an account is suspended.
+type Suspension struct {
+	UserID      string
+	Username    string
+	Reason      string
+	SuspendedAt time.Time
+	SuspendedBy string
+	// Until is when it ends by itself; zero for "until lifted".
+	Until time.Time
+	// Bucket is the time bucket its status row lives in.
+	Bucket string
+}
+
+// ActiveAt reports whether the suspension still blocks at t.
+func (s Suspension) ActiveAt(t time.Time) bool { return s.Until.IsZero() || t.Before(s.Until) }
+
+// ErrSuspended builds the 403 a suspended account's login gets, once its
+// password has matched.
+func ErrSuspended(s Suspension) *Error {
+	details := map[string]any{"suspendedAt": s.SuspendedAt}
+	if !s.Until.IsZero() {
+		details["until"] = s.Until
+	}
+	return &Error{Kind: ErrForbidden, Code: "suspended", Message: "This account is suspended.", Details: details}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 )
 
 const principalKey ctxKey = iota + 100
@@ -22,7 +23,7 @@ func principal(ctx context.Context) domain.Principal {
 // header means an anonymous caller; a header that is malformed, or a token
 // that is unknown, expired or revoked, is answered 401 on any route, so a
 // client learns its token is bad instead of silently seeing less.
-func authenticate(accounts *domain.Accounts) func(http.Handler) http.Handler {
+func authenticate(accounts *accounts.Service) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			header := r.Header.Get("Authorization")

@@ -4,14 +4,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
+	"shelf/domain/library"
 
-	"shelf/domain"
+	"github.com/go-chi/chi/v5"
 )
 
 // Contents serves content, sharing and libraries.
 type Contents struct {
-	contents *domain.Contents
+	contents *library.Service
 }
 
 // contentRequest is POST /v1/content and PATCH /v1/content/{id}.
@@ -22,8 +22,8 @@ type contentRequest struct {
 	Link        *string `json:"link" validate:"omitempty,max=4096"`
 }
 
-func (r contentRequest) toInput() domain.ContentInput {
-	return domain.ContentInput{Name: r.Name, Description: r.Description, Visibility: r.Visibility, Link: r.Link}
+func (r contentRequest) toInput() library.Input {
+	return library.Input{Name: r.Name, Description: r.Description, Visibility: r.Visibility, Link: r.Link}
 }
 
 // contentResponse is the Content schema of openapi.yaml.
@@ -38,7 +38,7 @@ type contentResponse struct {
 	LastModified time.Time `json:"lastModified"`
 }
 
-func toContentResponse(c domain.Content) contentResponse {
+func toContentResponse(c library.Content) contentResponse {
 	return contentResponse{ID: c.ID, Name: c.Name, Description: c.Description, Visibility: string(c.Visibility),
 		Link: c.Link, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt.UTC(), LastModified: c.LastModified.UTC()}
 }
@@ -62,12 +62,7 @@ type libraryItem struct {
 	LastModified time.Time `json:"lastModified"`
 }
 
-// pageResponse is every list: items and, except on the last page, nextCursor.
-type pageResponse[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
+// create serves POST /v1/content: a new item, its creator its first manager.
 func (h *Contents) create(w http.ResponseWriter, r *http.Request) error {
 	var req contentRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -82,6 +77,7 @@ func (h *Contents) create(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// get serves GET /v1/content/{id}: an item the caller may see.
 func (h *Contents) get(w http.ResponseWriter, r *http.Request) error {
 	c, err := h.contents.Get(r.Context(), principal(r.Context()), chi.URLParam(r, "id"))
 	if err != nil {
@@ -91,6 +87,7 @@ func (h *Contents) get(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// update serves PATCH /v1/content/{id}: change fields (managers and admins).
 func (h *Contents) update(w http.ResponseWriter, r *http.Request) error {
 	var req contentRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -108,6 +105,7 @@ func (h *Contents) update(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// delete serves DELETE /v1/content/{id}: remove the item from every library.
 func (h *Contents) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := h.contents.Delete(r.Context(), principal(r.Context()), chi.URLParam(r, "id")); err != nil {
 		return err
@@ -116,23 +114,23 @@ func (h *Contents) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// members serves GET /v1/content/{id}/members: who the item is shared with, paged.
 func (h *Contents) members(w http.ResponseWriter, r *http.Request) error {
 	limit, err := pageLimit(r)
 	if err != nil {
 		return err
 	}
-	members, next, err := h.contents.MembersPage(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), r.URL.Query().Get("cursor"), limit)
+	page, err := h.contents.MembersPage(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), r.URL.Query().Get("cursor"), limit)
 	if err != nil {
 		return err
 	}
-	out := pageResponse[contentMemberResponse]{Items: make([]contentMemberResponse, len(members)), NextCursor: next}
-	for i, m := range members {
-		out.Items[i] = contentMemberResponse{PrincipalID: m.PrincipalID, Role: m.Role}
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, toPage(page, func(m library.Member) contentMemberResponse {
+		return contentMemberResponse{PrincipalID: m.PrincipalID, Role: m.Role}
+	}))
 	return nil
 }
 
+// share serves PUT /v1/content/{id}/members/{principalId}: share with a user or group.
 func (h *Contents) share(w http.ResponseWriter, r *http.Request) error {
 	var req shareRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -151,6 +149,7 @@ func (h *Contents) share(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// unshare serves DELETE /v1/content/{id}/members/{principalId}: take a principal off the item.
 func (h *Contents) unshare(w http.ResponseWriter, r *http.Request) error {
 	if err := h.contents.Unshare(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "principalId")); err != nil {
 		return err
@@ -159,6 +158,8 @@ func (h *Contents) unshare(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// library serves GET /v1/users/{id}/library and GET /v1/groups/{id}/library: a
+// library page as the caller may see it, newest first.
 func (h *Contents) library(w http.ResponseWriter, r *http.Request) error {
 	limit, err := pageLimit(r)
 	if err != nil {
@@ -168,11 +169,9 @@ func (h *Contents) library(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := pageResponse[libraryItem]{Items: make([]libraryItem, len(page.Items)), NextCursor: page.Next}
-	for i, e := range page.Items {
-		out.Items[i] = libraryItem{ID: e.ContentID, Name: e.Name, Visibility: string(e.Visibility), LastModified: e.LastModified.UTC()}
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, toPage(page, func(e library.Entry) libraryItem {
+		return libraryItem{ID: e.ContentID, Name: e.Name, Visibility: string(e.Visibility), LastModified: e.LastModified.UTC()}
+	}))
 	return nil
 }
 
@@ -182,6 +181,7 @@ type rebuildResponse struct {
 	Items       int    `json:"items"`
 }
 
+// rebuild serves POST /v1/admin/libraries/{principalId}/rebuild (admins).
 func (h *Contents) rebuild(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "principalId")
 	n, err := h.contents.Rebuild(r.Context(), principal(r.Context()), id)

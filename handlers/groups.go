@@ -4,14 +4,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
+	"shelf/domain/groups"
 
-	"shelf/domain"
+	"github.com/go-chi/chi/v5"
 )
 
 // Groups serves groups and their members.
 type Groups struct {
-	groups *domain.Groups
+	groups *groups.Service
 }
 
 // createGroupRequest is POST /v1/groups. Lengths here only bound the
@@ -46,13 +46,7 @@ type groupMemberResponse struct {
 	Role        string `json:"role"`
 }
 
-// groupMemberList is GET /v1/groups/{id}/members.
-type groupMemberList struct {
-	Items      []groupMemberResponse `json:"items"`
-	NextCursor string                `json:"nextCursor,omitempty"`
-}
-
-func toGroupResponse(g domain.Group) groupResponse {
+func toGroupResponse(g groups.Group) groupResponse {
 	out := groupResponse{ID: g.ID, Name: g.Name, DisplayName: g.DisplayName, Description: g.Description,
 		MemberCount: g.MemberCount, CreatedBy: g.CreatedBy, CreatedAt: g.CreatedAt.UTC()}
 	if g.MaxMembers > 0 {
@@ -62,16 +56,17 @@ func toGroupResponse(g domain.Group) groupResponse {
 	return out
 }
 
-func toGroupMemberResponse(m domain.GroupMember) groupMemberResponse {
+func toGroupMemberResponse(m groups.Member) groupMemberResponse {
 	return groupMemberResponse{PrincipalID: m.UserID, Role: m.Role}
 }
 
+// create serves POST /v1/groups: a group with a unique name, the caller its manager.
 func (h *Groups) create(w http.ResponseWriter, r *http.Request) error {
 	var req createGroupRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	g, err := h.groups.CreateGroup(r.Context(), principal(r.Context()), domain.NewGroupInput{
+	g, err := h.groups.CreateGroup(r.Context(), principal(r.Context()), groups.CreateInput{
 		Name: req.Name, DisplayName: req.DisplayName, Description: req.Description, MaxMembers: req.MaxMembers,
 	})
 	if err != nil {
@@ -82,6 +77,7 @@ func (h *Groups) create(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// get serves GET /v1/groups/{id}.
 func (h *Groups) get(w http.ResponseWriter, r *http.Request) error {
 	g, err := h.groups.GetGroup(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
@@ -91,6 +87,7 @@ func (h *Groups) get(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// listMembers serves GET /v1/groups/{id}/members: the members, paged by user id.
 func (h *Groups) listMembers(w http.ResponseWriter, r *http.Request) error {
 	limit, err := pageLimit(r)
 	if err != nil {
@@ -101,14 +98,11 @@ func (h *Groups) listMembers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := groupMemberList{Items: make([]groupMemberResponse, len(page.Items)), NextCursor: page.Next}
-	for i, m := range page.Items {
-		out.Items[i] = toGroupMemberResponse(m)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, toPage(page, toGroupMemberResponse))
 	return nil
 }
 
+// setMember serves PUT /v1/groups/{id}/members/{userId}: add a member or change a role.
 func (h *Groups) setMember(w http.ResponseWriter, r *http.Request) error {
 	var req groupMemberRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -127,6 +121,7 @@ func (h *Groups) setMember(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// removeMember serves DELETE /v1/groups/{id}/members/{userId}: remove or leave.
 func (h *Groups) removeMember(w http.ResponseWriter, r *http.Request) error {
 	if err := h.groups.RemoveMember(r.Context(), principal(r.Context()),
 		chi.URLParam(r, "id"), chi.URLParam(r, "userId")); err != nil {

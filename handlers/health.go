@@ -31,12 +31,12 @@ type healthStatus struct {
 	Status string `json:"status"`
 }
 
-// live answers 200 while the process runs; it touches no dependency.
+// live serves GET /healthz: 200 while the process runs; it touches no dependency.
 func (h *Health) live(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, healthStatus{Status: "ok"})
 }
 
-// readyz answers 200 when Cassandra answers and the schema is current, and
+// readyz serves GET /readyz: 200 when Cassandra answers and the schema is current, and
 // 503 with the reason otherwise. It recovers by itself: every call checks
 // again.
 func (h *Health) readyz(w http.ResponseWriter, r *http.Request) error {

@@ -2,17 +2,17 @@ package handlers
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"shelf/domain"
+	"shelf/domain/moderation"
 )
 
 // Moderation serves suspensions (admins only).
 type Moderation struct {
-	moderation *domain.Moderation
+	moderation *moderation.Service
 }
 
 // suspendRequest is POST /v1/users/{id}/suspension.
@@ -31,12 +31,6 @@ type suspensionResponse struct {
 	Until       *time.Time `json:"until,omitempty"`
 }
 
-// suspensionList is GET /v1/suspensions.
-type suspensionList struct {
-	Items      []suspensionResponse `json:"items"`
-	NextCursor string               `json:"nextCursor,omitempty"`
-}
-
 func toSuspensionResponse(s domain.Suspension) suspensionResponse {
 	out := suspensionResponse{UserID: s.UserID, Username: s.Username, Reason: s.Reason,
 		SuspendedAt: s.SuspendedAt.UTC(), SuspendedBy: s.SuspendedBy}
@@ -47,13 +41,14 @@ func toSuspensionResponse(s domain.Suspension) suspensionResponse {
 	return out
 }
 
+// suspend serves POST /v1/users/{id}/suspension (admins).
 func (h *Moderation) suspend(w http.ResponseWriter, r *http.Request) error {
 	var req suspendRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
 	s, err := h.moderation.Suspend(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
-		domain.SuspendInput{Reason: req.Reason, Until: req.Until})
+		moderation.SuspendInput{Reason: req.Reason, Until: req.Until})
 	if err != nil {
 		return err
 	}
@@ -62,6 +57,7 @@ func (h *Moderation) suspend(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// get serves GET /v1/users/{id}/suspension (admins).
 func (h *Moderation) get(w http.ResponseWriter, r *http.Request) error {
 	s, err := h.moderation.GetSuspension(r.Context(), principal(r.Context()), chi.URLParam(r, "id"))
 	if err != nil {
@@ -71,6 +67,7 @@ func (h *Moderation) get(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// unsuspend serves DELETE /v1/users/{id}/suspension (admins).
 func (h *Moderation) unsuspend(w http.ResponseWriter, r *http.Request) error {
 	if err := h.moderation.Unsuspend(r.Context(), principal(r.Context()), chi.URLParam(r, "id")); err != nil {
 		return err
@@ -79,6 +76,7 @@ func (h *Moderation) unsuspend(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// list serves GET /v1/suspensions: the suspended, newest first, paged (admins).
 func (h *Moderation) list(w http.ResponseWriter, r *http.Request) error {
 	limit, err := pageLimit(r)
 	if err != nil {
@@ -88,31 +86,6 @@ func (h *Moderation) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := suspensionList{Items: make([]suspensionResponse, len(page.Items)), NextCursor: page.Next}
-	for i, s := range page.Items {
-		out.Items[i] = toSuspensionResponse(s)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, toPage(page, toSuspensionResponse))
 	return nil
-}
-
-// Paging limits of every list (DESIGN.md, API conventions).
-const (
-	defaultPageLimit = 20
-	maxPageLimit     = 100
-)
-
-// pageLimit reads ?limit= (default 20, 1-100).
-func pageLimit(r *http.Request) (int, error) {
-	q := r.URL.Query()
-	if !q.Has("limit") {
-		return defaultPageLimit, nil
-	}
-	raw := q.Get("limit") // present but empty ("?limit=") is not a number either
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > maxPageLimit {
-		return 0, newProblem(http.StatusBadRequest, "validation_failed", "limit must be a whole number from 1 to 100.",
-			ProblemField{Field: "limit", Code: "range", Message: "must be a whole number from 1 to 100"})
-	}
-	return n, nil
 }

@@ -10,7 +10,10 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/hlog"
 
-	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+	"shelf/domain/moderation"
 	"shelf/internal/metrics"
 )
 
@@ -28,15 +31,15 @@ type Deps struct {
 	// TrustedProxies may set X-Forwarded-For.
 	TrustedProxies []netip.Prefix
 	// Accounts is signup, login and sessions.
-	Accounts *domain.Accounts
+	Accounts *accounts.Service
 	// RateLimitPerMinute bounds signups and logins per client IP (0: off).
 	RateLimitPerMinute int
 	// Moderation is suspensions.
-	Moderation *domain.Moderation
+	Moderation *moderation.Service
 	// Groups is groups and their members.
-	Groups *domain.Groups
+	Groups *groups.Service
 	// Contents is content, sharing and libraries.
-	Contents *domain.Contents
+	Contents *library.Service
 	// Metrics, when set, counts requests and serves /metrics.
 	Metrics *metrics.Metrics
 	// CORSOrigins may call the API from browsers (empty: no CORS headers).
@@ -76,48 +79,65 @@ func NewRouter(d Deps) *chi.Mux {
 		r.Method(http.MethodGet, "/metrics", serveMetrics(d.Metrics))
 	}
 
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(authenticate(d.Accounts))
+		routeAccounts(r, d)
+		routeModeration(r, d)
+		routeGroups(r, d)
+		routeContent(r, d)
+	})
+	return r
+}
+
+// routeAccounts serves signup, login, sessions and account changes.
+func routeAccounts(r chi.Router, d Deps) {
 	users := &Users{accounts: d.Accounts}
 	sessions := &Sessions{accounts: d.Accounts}
 	signupLimit := NewRateLimiter(d.RateLimitPerMinute)
 	loginLimit := NewRateLimiter(d.RateLimitPerMinute)
-	r.Route("/v1", func(r chi.Router) {
-		r.Use(authenticate(d.Accounts))
-		r.With(signupLimit.Middleware).Post("/users", handle(users.signup))
-		r.Get("/users/{id}", handle(users.get))
-		r.Patch("/users/{id}", handle(users.update))
-		r.Put("/users/{id}/password", handle(users.changePassword))
-		r.Get("/users/by-username/{username}", handle(users.getByUsername))
-		r.Get("/users/by-email/{email}", handle(users.getByEmail))
-		r.With(loginLimit.Middleware).Post("/sessions", handle(sessions.login))
-		r.Delete("/sessions/current", handle(sessions.logout))
-		r.Get("/me", handle(users.me))
+	r.With(signupLimit.Middleware).Post("/users", handle(users.signup))
+	r.Get("/users/{id}", handle(users.get))
+	r.Patch("/users/{id}", handle(users.update))
+	r.Put("/users/{id}/password", handle(users.changePassword))
+	r.Get("/users/by-username/{username}", handle(users.getByUsername))
+	r.Get("/users/by-email/{email}", handle(users.getByEmail))
+	r.With(loginLimit.Middleware).Post("/sessions", handle(sessions.login))
+	r.Delete("/sessions/current", handle(sessions.logout))
+	r.Get("/me", handle(users.me))
+}
 
-		moderation := &Moderation{moderation: d.Moderation}
-		r.Post("/users/{id}/suspension", handle(moderation.suspend))
-		r.Get("/users/{id}/suspension", handle(moderation.get))
-		r.Delete("/users/{id}/suspension", handle(moderation.unsuspend))
-		r.Get("/suspensions", handle(moderation.list))
+// routeModeration serves suspensions and the suspended list.
+func routeModeration(r chi.Router, d Deps) {
+	m := &Moderation{moderation: d.Moderation}
+	r.Post("/users/{id}/suspension", handle(m.suspend))
+	r.Get("/users/{id}/suspension", handle(m.get))
+	r.Delete("/users/{id}/suspension", handle(m.unsuspend))
+	r.Get("/suspensions", handle(m.list))
+}
 
-		groups := &Groups{groups: d.Groups}
-		r.Post("/groups", handle(groups.create))
-		r.Get("/groups/{id}", handle(groups.get))
-		r.Get("/groups/{id}/members", handle(groups.listMembers))
-		r.Put("/groups/{id}/members/{userId}", handle(groups.setMember))
-		r.Delete("/groups/{id}/members/{userId}", handle(groups.removeMember))
+// routeGroups serves groups and their members.
+func routeGroups(r chi.Router, d Deps) {
+	g := &Groups{groups: d.Groups}
+	r.Post("/groups", handle(g.create))
+	r.Get("/groups/{id}", handle(g.get))
+	r.Get("/groups/{id}/members", handle(g.listMembers))
+	r.Put("/groups/{id}/members/{userId}", handle(g.setMember))
+	r.Delete("/groups/{id}/members/{userId}", handle(g.removeMember))
+}
 
-		contents := &Contents{contents: d.Contents}
-		r.Post("/content", handle(contents.create))
-		r.Get("/content/{id}", handle(contents.get))
-		r.Patch("/content/{id}", handle(contents.update))
-		r.Delete("/content/{id}", handle(contents.delete))
-		r.Get("/content/{id}/members", handle(contents.members))
-		r.Put("/content/{id}/members/{principalId}", handle(contents.share))
-		r.Delete("/content/{id}/members/{principalId}", handle(contents.unshare))
-		r.Get("/users/{id}/library", handle(contents.library))
-		r.Get("/groups/{id}/library", handle(contents.library))
-		r.Post("/admin/libraries/{principalId}/rebuild", handle(contents.rebuild))
-	})
-	return r
+// routeContent serves content, sharing and libraries.
+func routeContent(r chi.Router, d Deps) {
+	c := &Contents{contents: d.Contents}
+	r.Post("/content", handle(c.create))
+	r.Get("/content/{id}", handle(c.get))
+	r.Patch("/content/{id}", handle(c.update))
+	r.Delete("/content/{id}", handle(c.delete))
+	r.Get("/content/{id}/members", handle(c.members))
+	r.Put("/content/{id}/members/{principalId}", handle(c.share))
+	r.Delete("/content/{id}/members/{principalId}", handle(c.unshare))
+	r.Get("/users/{id}/library", handle(c.library))
+	r.Get("/groups/{id}/library", handle(c.library))
+	r.Post("/admin/libraries/{principalId}/rebuild", handle(c.rebuild))
 }
 
 // methodNotAllowed answers 405 with the Allow header listing what the path

@@ -4,12 +4,12 @@ import (
 	"net/http"
 	"time"
 
-	"shelf/domain"
+	"shelf/domain/accounts"
 )
 
 // Sessions serves login and logout.
 type Sessions struct {
-	accounts *domain.Accounts
+	accounts *accounts.Service
 }
 
 // loginRequest is POST /v1/sessions: login is a username or an email.
@@ -25,6 +25,7 @@ type sessionResponse struct {
 	User      userResponse `json:"user"`
 }
 
+// login serves POST /v1/sessions: a session for a username or email and password.
 func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
 	var req loginRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -37,11 +38,12 @@ func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, sessionResponse{
 		Token: res.Token, ExpiresAt: res.ExpiresAt.UTC(),
-		User: toUserResponse(domain.UserView{User: res.User, ShowEmail: true}),
+		User: toUserResponse(accounts.UserView{User: res.User, ShowEmail: true}),
 	})
 	return nil
 }
 
+// logout serves DELETE /v1/sessions/current: end the caller's session.
 func (h *Sessions) logout(w http.ResponseWriter, r *http.Request) error {
 	if err := h.accounts.Logout(r.Context(), principal(r.Context())); err != nil {
 		return err

@@ -8,11 +8,12 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 )
 
 // Users serves accounts: signup, reads, changes, password.
 type Users struct {
-	accounts *domain.Accounts
+	accounts *accounts.Service
 }
 
 // signupRequest is POST /v1/users. Lengths here only bound the transport;
@@ -48,7 +49,7 @@ type userResponse struct {
 	CreatedAt   time.Time `json:"createdAt"`
 }
 
-func toUserResponse(v domain.UserView) userResponse {
+func toUserResponse(v accounts.UserView) userResponse {
 	u := v.User
 	roles := u.Roles
 	if roles == nil {
@@ -62,12 +63,13 @@ func toUserResponse(v domain.UserView) userResponse {
 	return out
 }
 
+// signup serves POST /v1/users: a new account.
 func (h *Users) signup(w http.ResponseWriter, r *http.Request) error {
 	var req signupRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	in := domain.SignupInput{Username: req.Username, Email: req.Email, Password: req.Password}
+	in := accounts.SignupInput{Username: req.Username, Email: req.Email, Password: req.Password}
 	if req.DisplayName != nil {
 		in.DisplayName = *req.DisplayName
 	}
@@ -76,10 +78,11 @@ func (h *Users) signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", "/v1/users/"+u.ID)
-	writeJSON(w, http.StatusCreated, toUserResponse(domain.UserView{User: u, ShowEmail: true}))
+	writeJSON(w, http.StatusCreated, toUserResponse(accounts.UserView{User: u, ShowEmail: true}))
 	return nil
 }
 
+// get serves GET /v1/users/{id}.
 func (h *Users) get(w http.ResponseWriter, r *http.Request) error {
 	v, err := h.accounts.GetUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"))
 	if err != nil {
@@ -89,6 +92,7 @@ func (h *Users) get(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getByUsername serves GET /v1/users/by-username/{username}.
 func (h *Users) getByUsername(w http.ResponseWriter, r *http.Request) error {
 	name, err := url.PathUnescape(chi.URLParam(r, "username"))
 	if err != nil {
@@ -102,6 +106,7 @@ func (h *Users) getByUsername(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getByEmail serves GET /v1/users/by-email/{email} (admins).
 func (h *Users) getByEmail(w http.ResponseWriter, r *http.Request) error {
 	email, err := url.PathUnescape(chi.URLParam(r, "email"))
 	if err != nil {
@@ -115,6 +120,7 @@ func (h *Users) getByEmail(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// update serves PATCH /v1/users/{id}: display name, username or email.
 func (h *Users) update(w http.ResponseWriter, r *http.Request) error {
 	var req updateUserRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -125,7 +131,7 @@ func (h *Users) update(w http.ResponseWriter, r *http.Request) error {
 			ProblemField{Field: "displayName", Code: "required", Message: "at least one of displayName, username, email is required"})
 	}
 	v, err := h.accounts.UpdateUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
-		domain.UpdateInput{DisplayName: req.DisplayName, Username: req.Username, Email: req.Email})
+		accounts.UpdateInput{DisplayName: req.DisplayName, Username: req.Username, Email: req.Email})
 	if err != nil {
 		return err
 	}
@@ -133,6 +139,7 @@ func (h *Users) update(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// changePassword serves PUT /v1/users/{id}/password.
 func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
 	var req passwordRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -146,11 +153,12 @@ func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// me serves GET /v1/me: the caller's own account.
 func (h *Users) me(w http.ResponseWriter, r *http.Request) error {
 	u, err := h.accounts.Me(r.Context(), principal(r.Context()))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toUserResponse(domain.UserView{User: u, ShowEmail: true}))
+	writeJSON(w, http.StatusOK, toUserResponse(accounts.UserView{User: u, ShowEmail: true}))
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"shelf/domain"
+	"shelf/domain/moderation"
 )
 
 // Audit scans the moderation tables for `api admin repair-suspensions`.
@@ -13,7 +14,7 @@ type Audit struct {
 	suspensions *Suspensions
 }
 
-var _ domain.SuspensionAudit = (*Audit)(nil)
+var _ moderation.Audit = (*Audit)(nil)
 
 // NewAudit returns the scanner.
 func NewAudit(db *DB) *Audit { return &Audit{db: db, suspensions: NewSuspensions(db)} }

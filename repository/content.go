@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"shelf/domain"
+	"shelf/domain/library"
 )
 
 // Contents keeps content rows (LWT-managed, like accounts).
@@ -12,7 +12,7 @@ type Contents struct {
 	rows casTable[contentRow]
 }
 
-var _ domain.ContentStore = (*Contents)(nil)
+var _ library.ContentStore = (*Contents)(nil)
 
 // NewContents returns the content store.
 func NewContents(db *DB) *Contents {
@@ -36,8 +36,8 @@ type contentRow struct {
 	WriteID      string    `db:"write_id"`
 }
 
-func (r contentRow) toDomain() domain.Content {
-	return domain.Content{ID: r.ID, Name: r.Name, Description: r.Description, Visibility: domain.Visibility(r.Visibility),
+func (r contentRow) toDomain() library.Content {
+	return library.Content{ID: r.ID, Name: r.Name, Description: r.Description, Visibility: library.Visibility(r.Visibility),
 		Link: r.Link, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), LastModified: r.LastModified.UTC(),
 		Deleted: r.Deleted, Members: r.Members, Managers: r.Managers, Version: r.Version}
 }
@@ -49,31 +49,31 @@ const (
 	contentSelectCQL = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id FROM content WHERE id = ?`
 )
 
-func contentValues(c domain.Content, writeID string) []any {
+func contentValues(c library.Content, writeID string) []any {
 	return []any{c.Name, c.Description, string(c.Visibility), c.Link, c.CreatedBy, c.CreatedAt, c.LastModified,
 		c.Deleted, c.Members, c.Managers, c.Version, writeID}
 }
 
 // Create inserts a new item.
-func (s *Contents) Create(ctx context.Context, c domain.Content) error {
+func (s *Contents) Create(ctx context.Context, c library.Content) error {
 	writeID := newWriteID()
 	return s.rows.create(ctx, contentInsertCQL, c.ID, writeID, append([]any{c.ID}, contentValues(c, writeID)...)...)
 }
 
 // Update writes c if the stored version is c.Version-1.
-func (s *Contents) Update(ctx context.Context, c domain.Content) (bool, error) {
+func (s *Contents) Update(ctx context.Context, c library.Content) (bool, error) {
 	writeID := newWriteID()
 	return s.rows.write(ctx, "update", contentUpdateCQL, c.ID, writeID, append(contentValues(c, writeID), c.ID, c.Version-1)...)
 }
 
 // Get reads an item.
-func (s *Contents) Get(ctx context.Context, id string) (domain.Content, error) {
+func (s *Contents) Get(ctx context.Context, id string) (library.Content, error) {
 	r, err := s.rows.read(ctx, id, false)
 	return r.toDomain(), err
 }
 
 // GetSerial reads an item at SERIAL.
-func (s *Contents) GetSerial(ctx context.Context, id string) (domain.Content, error) {
+func (s *Contents) GetSerial(ctx context.Context, id string) (library.Content, error) {
 	r, err := s.rows.read(ctx, id, true)
 	return r.toDomain(), err
 }
@@ -83,7 +83,7 @@ type ContentMembers struct {
 	db *DB
 }
 
-var _ domain.ContentMemberStore = (*ContentMembers)(nil)
+var _ library.MemberStore = (*ContentMembers)(nil)
 
 // NewContentMembers returns the member store.
 func NewContentMembers(db *DB) *ContentMembers { return &ContentMembers{db: db} }
@@ -101,7 +101,7 @@ type contentMemberRow struct {
 }
 
 // Put writes a member at version.
-func (s *ContentMembers) Put(ctx context.Context, contentID string, m domain.ContentMember, version int) error {
+func (s *ContentMembers) Put(ctx context.Context, contentID string, m library.Member, version int) error {
 	if err := s.db.Session.ContextQuery(ctx, contentMemberPutCQL, nil).Bind(contentID, m.PrincipalID, m.Role, int64(version)).ExecRelease(); err != nil {
 		return dbErr("content_members.put", err)
 	}
@@ -117,7 +117,7 @@ func (s *ContentMembers) Delete(ctx context.Context, contentID, principalID stri
 }
 
 // Find returns the members among principalIDs (one read).
-func (s *ContentMembers) Find(ctx context.Context, contentID string, principalIDs []string) ([]domain.ContentMember, error) {
+func (s *ContentMembers) Find(ctx context.Context, contentID string, principalIDs []string) ([]library.Member, error) {
 	var rows []contentMemberRow
 	if err := s.db.Session.ContextQuery(ctx, contentMemberFindCQL, nil).Bind(contentID, principalIDs).SelectRelease(&rows); err != nil {
 		return nil, dbErr("content_members.find", err)
@@ -126,7 +126,7 @@ func (s *ContentMembers) Find(ctx context.Context, contentID string, principalID
 }
 
 // Page lists members after a principal id.
-func (s *ContentMembers) Page(ctx context.Context, contentID, after string, limit int) ([]domain.ContentMember, error) {
+func (s *ContentMembers) Page(ctx context.Context, contentID, after string, limit int) ([]library.Member, error) {
 	var rows []contentMemberRow
 	if err := s.db.Session.ContextQuery(ctx, contentMemberPageCQL, nil).Bind(contentID, after, limit).SelectRelease(&rows); err != nil {
 		return nil, dbErr("content_members.page", err)
@@ -134,10 +134,10 @@ func (s *ContentMembers) Page(ctx context.Context, contentID, after string, limi
 	return toContentMembers(rows), nil
 }
 
-func toContentMembers(rows []contentMemberRow) []domain.ContentMember {
-	out := make([]domain.ContentMember, len(rows))
+func toContentMembers(rows []contentMemberRow) []library.Member {
+	out := make([]library.Member, len(rows))
 	for i, r := range rows {
-		out[i] = domain.ContentMember{PrincipalID: r.PrincipalID, Role: r.Role}
+		out[i] = library.Member{PrincipalID: r.PrincipalID, Role: r.Role}
 	}
 	return out
 }

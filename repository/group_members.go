@@ -7,6 +7,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
+	"shelf/domain/groups"
 )
 
 // GroupMembers keeps the member tables: group_members (group -> members)
@@ -21,7 +22,7 @@ type GroupMembers struct {
 	db *DB
 }
 
-var _ domain.GroupMemberStore = (*GroupMembers)(nil)
+var _ groups.MemberStore = (*GroupMembers)(nil)
 
 // NewGroupMembers returns the member store.
 func NewGroupMembers(db *DB) *GroupMembers { return &GroupMembers{db: db} }
@@ -41,7 +42,7 @@ const (
 // statements rather than a multi-partition batch). The version is used as
 // the write timestamp as is: versions only grow, and these tables are
 // written by nothing else.
-func (s *GroupMembers) Apply(ctx context.Context, groupID string, c domain.GroupMemberChange, version int) error {
+func (s *GroupMembers) Apply(ctx context.Context, groupID string, c groups.MemberChange, version int) error {
 	ts := int64(version)
 	if c.Role == "" {
 		return all([]func() error{
@@ -76,7 +77,7 @@ func (s *GroupMembers) Role(ctx context.Context, groupID, userID string) (string
 }
 
 // Page slices the group's partition after a user id, in user id order.
-func (s *GroupMembers) Page(ctx context.Context, groupID, after string, limit int) ([]domain.GroupMember, error) {
+func (s *GroupMembers) Page(ctx context.Context, groupID, after string, limit int) ([]groups.Member, error) {
 	q := s.db.Session.ContextQuery(ctx, gmPageCQL, nil).Bind(groupID, limit)
 	if after != "" {
 		q = s.db.Session.ContextQuery(ctx, gmPageAfterCQL, nil).Bind(groupID, after, limit)
@@ -88,9 +89,9 @@ func (s *GroupMembers) Page(ctx context.Context, groupID, after string, limit in
 	if err := q.SelectRelease(&rows); err != nil {
 		return nil, dbErr("group_members.page", err)
 	}
-	out := make([]domain.GroupMember, len(rows))
+	out := make([]groups.Member, len(rows))
 	for i, r := range rows {
-		out[i] = domain.GroupMember{UserID: r.UserID, Role: r.Role}
+		out[i] = groups.Member{UserID: r.UserID, Role: r.Role}
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
+	"shelf/domain/groups"
 )
 
 // Groups keeps group rows. Like accounts, they are LWT-managed: every write
@@ -17,7 +18,7 @@ type Groups struct {
 	rows casTable[groupRow]
 }
 
-var _ domain.GroupStore = (*Groups)(nil)
+var _ groups.Store = (*Groups)(nil)
 
 // NewGroups returns the group store.
 func NewGroups(db *DB) *Groups {
@@ -45,7 +46,7 @@ type groupRow struct {
 	WriteID      string    `db:"write_id"`
 }
 
-func fromDomainGroup(g domain.Group) groupRow {
+func fromDomainGroup(g groups.Group) groupRow {
 	r := groupRow{
 		ID: g.ID, Name: g.Name, NameKey: g.NameKey, DisplayName: g.DisplayName, Description: g.Description,
 		MaxMembers: g.MaxMembers, MemberCount: g.MemberCount, ManagerCount: g.ManagerCount,
@@ -58,15 +59,15 @@ func fromDomainGroup(g domain.Group) groupRow {
 	return r
 }
 
-func (r groupRow) toDomain() domain.Group {
-	g := domain.Group{
+func (r groupRow) toDomain() groups.Group {
+	g := groups.Group{
 		ID: r.ID, Name: r.Name, NameKey: r.NameKey, DisplayName: r.DisplayName, Description: r.Description,
 		MaxMembers: r.MaxMembers, MemberCount: r.MemberCount, ManagerCount: r.ManagerCount,
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		Status: domain.Status(r.Status), Version: r.Version,
 	}
 	if r.PendingUser != "" {
-		g.Pending = &domain.GroupMemberChange{UserID: r.PendingUser, Role: r.PendingRole}
+		g.Pending = &groups.MemberChange{UserID: r.PendingUser, Role: r.PendingRole}
 	}
 	return g
 }
@@ -94,20 +95,20 @@ func (r groupRow) values(writeID string, absent any) []any {
 }
 
 // Create inserts a pending group that expires after lease.
-func (s *Groups) Create(ctx context.Context, g domain.Group, lease time.Duration) error {
+func (s *Groups) Create(ctx context.Context, g groups.Group, lease time.Duration) error {
 	r, writeID := fromDomainGroup(g), newWriteID()
 	return s.rows.create(ctx, groupInsertCQL, g.ID, writeID,
 		append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))...)
 }
 
 // Activate rewrites every column without TTL if the group is still pending.
-func (s *Groups) Activate(ctx context.Context, g domain.Group) (bool, error) {
+func (s *Groups) Activate(ctx context.Context, g groups.Group) (bool, error) {
 	r, writeID := fromDomainGroup(g), newWriteID()
 	return s.rows.write(ctx, "activate", groupActivateCQL, g.ID, writeID, append(r.values(writeID, gocql.UnsetValue), r.ID)...)
 }
 
 // Update writes g if the stored version is g.Version-1.
-func (s *Groups) Update(ctx context.Context, g domain.Group) (bool, error) {
+func (s *Groups) Update(ctx context.Context, g groups.Group) (bool, error) {
 	r, writeID := fromDomainGroup(g), newWriteID()
 	return s.rows.write(ctx, "update", groupUpdateCQL, g.ID, writeID, append(r.values(writeID, nil), r.ID, g.Version-1)...)
 }
@@ -118,13 +119,13 @@ func (s *Groups) Discard(ctx context.Context, id string) error {
 }
 
 // Get reads a group.
-func (s *Groups) Get(ctx context.Context, id string) (domain.Group, error) {
+func (s *Groups) Get(ctx context.Context, id string) (groups.Group, error) {
 	r, err := s.rows.read(ctx, id, false)
 	return r.toDomain(), err
 }
 
 // GetSerial reads a group at SERIAL.
-func (s *Groups) GetSerial(ctx context.Context, id string) (domain.Group, error) {
+func (s *Groups) GetSerial(ctx context.Context, id string) (groups.Group, error) {
 	r, err := s.rows.read(ctx, id, true)
 	return r.toDomain(), err
 }

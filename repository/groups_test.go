@@ -10,6 +10,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
+	"shelf/domain/groups"
 	"shelf/internal/testkit"
 	"shelf/repository"
 )
@@ -22,12 +23,12 @@ func newGroupStores(t *testing.T) (*repository.Groups, *repository.GroupMembers,
 	return repository.NewGroups(db), repository.NewGroupMembers(db), db
 }
 
-func newGroup(creator string) domain.Group {
+func newGroup(creator string) groups.Group {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	return domain.Group{
+	return groups.Group{
 		ID: domain.NewID(domain.GroupIDPrefix), Name: key("g"), NameKey: key("g"), DisplayName: "G",
 		MaxMembers: 3, MemberCount: 1, ManagerCount: 1, CreatedBy: creator, CreatedAt: now, UpdatedAt: now,
-		Status: domain.StatusPending, Version: 1, Pending: &domain.GroupMemberChange{UserID: creator, Role: domain.GroupRoleManager},
+		Status: domain.StatusPending, Version: 1, Pending: &groups.MemberChange{UserID: creator, Role: groups.RoleManager},
 	}
 }
 
@@ -152,7 +153,7 @@ func TestMemberWritesOfOlderChangesLose(t *testing.T) {
 	gid, uid := domain.NewID(domain.GroupIDPrefix), domain.NewID(domain.UserIDPrefix)
 	apply := func(role string, version int) {
 		t.Helper()
-		if err := members.Apply(ctx, gid, domain.GroupMemberChange{UserID: uid, Role: role}, version); err != nil {
+		if err := members.Apply(ctx, gid, groups.MemberChange{UserID: uid, Role: role}, version); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -171,17 +172,17 @@ func TestMemberWritesOfOlderChangesLose(t *testing.T) {
 			t.Fatalf("page %v, %v; want %q", page, err, want)
 		}
 	}
-	apply(domain.GroupRoleMember, 3)
-	apply(domain.GroupRoleMember, 3) // a helper finishing the same change
-	check(domain.GroupRoleMember)
+	apply(groups.RoleMember, 3)
+	apply(groups.RoleMember, 3) // a helper finishing the same change
+	check(groups.RoleMember)
 	apply("", 5) // removed
-	apply(domain.GroupRoleManager, 4)
-	apply(domain.GroupRoleMember, 3) // late writes of older changes
+	apply(groups.RoleManager, 4)
+	apply(groups.RoleMember, 3) // late writes of older changes
 	check("")
-	apply(domain.GroupRoleManager, 7) // back, as a manager
-	apply(domain.GroupRoleMember, 6)
+	apply(groups.RoleManager, 7) // back, as a manager
+	apply(groups.RoleMember, 6)
 	apply("", 5)
-	check(domain.GroupRoleManager)
+	check(groups.RoleManager)
 }
 
 // TestMemberPages: pages are in user id order and continue after the last
@@ -195,7 +196,7 @@ func TestMemberPages(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		u := domain.NewID(domain.UserIDPrefix)
 		want = append(want, u)
-		if err := members.Apply(ctx, gid, domain.GroupMemberChange{UserID: u, Role: domain.GroupRoleMember}, i+1); err != nil {
+		if err := members.Apply(ctx, gid, groups.MemberChange{UserID: u, Role: groups.RoleMember}, i+1); err != nil {
 			t.Fatal(err)
 		}
 	}

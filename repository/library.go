@@ -5,9 +5,9 @@ import (
 	"hash/fnv"
 	"time"
 
-	"github.com/gocql/gocql"
+	"shelf/domain/library"
 
-	"shelf/domain"
+	"github.com/gocql/gocql"
 )
 
 // Libraries keeps library_by_principal and its membership index
@@ -17,7 +17,7 @@ type Libraries struct {
 	db *DB
 }
 
-var _ domain.LibraryStore = (*Libraries)(nil)
+var _ library.EntryStore = (*Libraries)(nil)
 
 // NewLibraries returns the library store.
 func NewLibraries(db *DB) *Libraries { return &Libraries{db: db} }
@@ -54,9 +54,9 @@ type indexRow struct {
 	Visibility   string    `db:"visibility"`
 }
 
-func (r indexRow) toDomain(principalID string) domain.LibraryEntry {
-	return domain.LibraryEntry{PrincipalID: principalID, ContentID: r.ContentID, Role: r.Role, Name: r.Name,
-		Visibility: domain.Visibility(r.Visibility), LastModified: r.LastModified.UTC(), Version: r.Version}
+func (r indexRow) toDomain(principalID string) library.Entry {
+	return library.Entry{PrincipalID: principalID, ContentID: r.ContentID, Role: r.Role, Name: r.Name,
+		Visibility: library.Visibility(r.Visibility), LastModified: r.LastModified.UTC(), Version: r.Version}
 }
 
 // Apply writes the index entry first, then per bucket one single-partition
@@ -64,24 +64,24 @@ func (r indexRow) toDomain(principalID string) domain.LibraryEntry {
 // without an index entry is then always a ghost, safe to delete.) A row
 // whose key does not change is only rewritten: deleting and inserting one
 // key at one timestamp would lose the insert.
-func (l *Libraries) Apply(ctx context.Context, e domain.LibraryEntry, prev *domain.LibraryEntry) error {
+func (l *Libraries) Apply(ctx context.Context, e library.Entry, prev *library.Entry) error {
 	ts := int64(e.Version)
 	if err := l.exec(ctx, "library_index.put", indexPutCQL, e.PrincipalID, e.ContentID, e.Role, e.Version, e.LastModified, e.Name, string(e.Visibility), ts); err != nil {
 		return err
 	}
 	want := map[string]bool{}
-	for _, b := range domain.BucketsFor(e.Visibility) {
+	for _, b := range library.BucketsFor(e.Visibility) {
 		want[b] = true
 	}
 	had := map[string]bool{}
 	if prev != nil {
-		for _, b := range domain.BucketsFor(prev.Visibility) {
+		for _, b := range library.BucketsFor(prev.Visibility) {
 			had[b] = true
 		}
 	}
 	// The buckets are independent partitions: their batches go out at once.
 	var writes []func() error
-	for _, b := range []string{domain.BucketPrivate, domain.BucketLoggedIn, domain.BucketPublic} {
+	for _, b := range []string{library.BucketPrivate, library.BucketLoggedIn, library.BucketPublic} {
 		if !want[b] && !had[b] {
 			continue
 		}
@@ -103,7 +103,7 @@ func (l *Libraries) Apply(ctx context.Context, e domain.LibraryEntry, prev *doma
 }
 
 // Remove deletes the index entry first, then prev's rows.
-func (l *Libraries) Remove(ctx context.Context, principalID, contentID string, prev *domain.LibraryEntry, version int) error {
+func (l *Libraries) Remove(ctx context.Context, principalID, contentID string, prev *library.Entry, version int) error {
 	ts := int64(version)
 	if err := l.exec(ctx, "library_index.delete", indexDeleteCQL, ts, principalID, contentID); err != nil {
 		return err
@@ -112,7 +112,7 @@ func (l *Libraries) Remove(ctx context.Context, principalID, contentID string, p
 		return nil // the rows left, if any, have no index entry: readers drop them
 	}
 	var writes []func() error
-	for _, b := range domain.BucketsFor(prev.Visibility) {
+	for _, b := range library.BucketsFor(prev.Visibility) {
 		writes = append(writes, func() error {
 			return l.exec(ctx, "library.delete", libDeleteCQL, ts, principalID, b, prev.LastModified, contentID)
 		})
@@ -121,12 +121,12 @@ func (l *Libraries) Remove(ctx context.Context, principalID, contentID string, p
 }
 
 // Index reads the index entries of the given items (one partition, IN).
-func (l *Libraries) Index(ctx context.Context, principalID string, contentIDs []string) (map[string]domain.LibraryEntry, error) {
+func (l *Libraries) Index(ctx context.Context, principalID string, contentIDs []string) (map[string]library.Entry, error) {
 	var rows []indexRow
 	if err := l.db.Session.ContextQuery(ctx, indexSelectCQL, nil).Bind(principalID, contentIDs).SelectRelease(&rows); err != nil {
 		return nil, dbErr("library_index.get", err)
 	}
-	out := make(map[string]domain.LibraryEntry, len(rows))
+	out := make(map[string]library.Entry, len(rows))
 	for _, r := range rows {
 		out[r.ContentID] = r.toDomain(principalID)
 	}
@@ -134,12 +134,12 @@ func (l *Libraries) Index(ctx context.Context, principalID string, contentIDs []
 }
 
 // IndexPage lists index entries after a content id.
-func (l *Libraries) IndexPage(ctx context.Context, principalID, after string, limit int) ([]domain.LibraryEntry, error) {
+func (l *Libraries) IndexPage(ctx context.Context, principalID, after string, limit int) ([]library.Entry, error) {
 	var rows []indexRow
 	if err := l.db.Session.ContextQuery(ctx, indexPageCQL, nil).Bind(principalID, after, limit).SelectRelease(&rows); err != nil {
 		return nil, dbErr("library_index.page", err)
 	}
-	out := make([]domain.LibraryEntry, len(rows))
+	out := make([]library.Entry, len(rows))
 	for i, r := range rows {
 		out[i] = r.toDomain(principalID)
 	}
@@ -147,7 +147,7 @@ func (l *Libraries) IndexPage(ctx context.Context, principalID, after string, li
 }
 
 // Slice reads one bucket, newest first, after the cursor.
-func (l *Libraries) Slice(ctx context.Context, principalID, bucket string, after *domain.LibraryCursor, limit int) ([]domain.LibraryEntry, error) {
+func (l *Libraries) Slice(ctx context.Context, principalID, bucket string, after *library.Cursor, limit int) ([]library.Entry, error) {
 	q := l.db.Session.ContextQuery(ctx, libSliceCQL, nil).Bind(principalID, bucket, limit)
 	if after != nil {
 		q = l.db.Session.ContextQuery(ctx, libSliceAfterCQL, nil).Bind(principalID, bucket, after.LastModified, after.ContentID, limit)
@@ -156,16 +156,16 @@ func (l *Libraries) Slice(ctx context.Context, principalID, bucket string, after
 	if err := q.SelectRelease(&rows); err != nil {
 		return nil, dbErr("library.slice", err)
 	}
-	out := make([]domain.LibraryEntry, len(rows))
+	out := make([]library.Entry, len(rows))
 	for i, r := range rows {
-		out[i] = domain.LibraryEntry{PrincipalID: principalID, ContentID: r.ContentID, Name: r.Name,
-			Visibility: domain.Visibility(r.Visibility), LastModified: r.LastModified.UTC(), Version: r.Version}
+		out[i] = library.Entry{PrincipalID: principalID, ContentID: r.ContentID, Name: r.Name,
+			Visibility: library.Visibility(r.Visibility), LastModified: r.LastModified.UTC(), Version: r.Version}
 	}
 	return out, nil
 }
 
 // DeleteRow deletes one row at its own version.
-func (l *Libraries) DeleteRow(ctx context.Context, bucket string, e domain.LibraryEntry) error {
+func (l *Libraries) DeleteRow(ctx context.Context, bucket string, e library.Entry) error {
 	return l.exec(ctx, "library.delete", libDeleteCQL, int64(e.Version), e.PrincipalID, bucket, e.LastModified, e.ContentID)
 }
 
@@ -181,7 +181,7 @@ type Outbox struct {
 	db *DB
 }
 
-var _ domain.Outbox = (*Outbox)(nil)
+var _ library.Outbox = (*Outbox)(nil)
 
 // NewOutbox returns the outbox.
 func NewOutbox(db *DB) *Outbox { return &Outbox{db: db} }
@@ -216,8 +216,8 @@ func (o *Outbox) Done(ctx context.Context, contentID string, marker int64) error
 }
 
 // Pending lists marks made before t, from every shard.
-func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]domain.OutboxEntry, error) {
-	var out []domain.OutboxEntry
+func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]library.OutboxEntry, error) {
+	var out []library.OutboxEntry
 	for shard := 0; shard < outboxShards && len(out) < limit; shard++ {
 		var rows []struct {
 			ContentID string    `db:"content_id"`
@@ -230,7 +230,7 @@ func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]do
 		}
 		for _, r := range rows {
 			if r.MarkedAt.Before(before) && len(out) < limit {
-				out = append(out, domain.OutboxEntry{ContentID: r.ContentID, Purge: r.Purge, Marker: r.Marker, MarkedAt: r.MarkedAt.UTC()})
+				out = append(out, library.OutboxEntry{ContentID: r.ContentID, Purge: r.Purge, Marker: r.Marker, MarkedAt: r.MarkedAt.UTC()})
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 )
 
 // Sessions keeps login sessions: the session row (read by every
@@ -17,7 +18,7 @@ type Sessions struct {
 	db *DB
 }
 
-var _ domain.SessionStore = (*Sessions)(nil)
+var _ accounts.SessionStore = (*Sessions)(nil)
 
 // NewSessions returns the session store.
 func NewSessions(db *DB) *Sessions { return &Sessions{db: db} }

@@ -9,6 +9,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
+	"shelf/domain/moderation"
 )
 
 // Suspensions keeps the records derived from accounts' suspensions: the
@@ -20,7 +21,7 @@ type Suspensions struct {
 	db *DB
 }
 
-var _ domain.SuspensionStore = (*Suspensions)(nil)
+var _ moderation.Store = (*Suspensions)(nil)
 
 // NewSuspensions returns the store.
 func NewSuspensions(db *DB) *Suspensions { return &Suspensions{db: db} }
@@ -175,7 +176,7 @@ func (r statusRow) toDomain() domain.Suspension {
 // pruneBucket), so a page reads at most one bucket more than it takes rows
 // from. Only index entries left behind by an interrupted prune make it read
 // the index again.
-func (s *Suspensions) Page(ctx context.Context, after *domain.SuspensionCursor, limit int) ([]domain.Suspension, error) {
+func (s *Suspensions) Page(ctx context.Context, after *moderation.Cursor, limit int) ([]domain.Suspension, error) {
 	out := make([]domain.Suspension, 0, limit)
 	var upTo *string // read buckets at or before this one
 	if after != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 )
 
 // Users keeps accounts. The rows are LWT-managed: every write is a
@@ -15,7 +16,7 @@ type Users struct {
 	rows casTable[userRow]
 }
 
-var _ domain.UserStore = (*Users)(nil)
+var _ accounts.UserStore = (*Users)(nil)
 
 // NewUsers returns the account store.
 func NewUsers(db *DB) *Users {

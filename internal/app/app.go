@@ -14,6 +14,10 @@ import (
 
 	"shelf"
 	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+	"shelf/domain/moderation"
 	"shelf/handlers"
 	"shelf/internal/config"
 	"shelf/internal/metrics"
@@ -24,10 +28,10 @@ import (
 // App is the wired service: stores, domain services and the router.
 type App struct {
 	DB         *repository.DB
-	Accounts   *domain.Accounts
-	Moderation *domain.Moderation
-	Groups     *domain.Groups
-	Contents   *domain.Contents
+	Accounts   *accounts.Service
+	Moderation *moderation.Service
+	Groups     *groups.Service
+	Contents   *library.Service
 	Metrics    *metrics.Metrics
 	Router     http.Handler
 }
@@ -45,15 +49,20 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	}
 	db := repository.NewDB(session, cfg.Cassandra.SerialConsistency)
 	db.OnLWT = func(outcome string) { m.LWTOutcomes.WithLabelValues(outcome).Inc() }
-	accounts := newAccounts(cfg, logger, db, m)
-	moderation := domain.NewModeration(domain.ModerationConfig{BucketSize: cfg.Moderation.BucketSize},
-		accounts, repository.NewSuspensions(db))
-	groups := domain.NewGroups(domain.GroupsConfig{ClaimLease: cfg.Accounts.ClaimLease},
-		accounts, repository.NewGroups(db), repository.NewGroupMembers(db))
-	contents := domain.NewContents(domain.ContentConfig{
+	// One instance of each store; every service gets the ones it uses.
+	log := domainLogger{logger}
+	users, sessions, claims := repository.NewUsers(db), repository.NewSessions(db), repository.NewClaims(db)
+	acc := newAccounts(cfg, log, users, sessions, claims, m)
+	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize},
+		acc, users, sessions, repository.NewSuspensions(db))
+	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease},
+		acc, users, claims, repository.NewGroups(db), repository.NewGroupMembers(db), log)
+	lib := library.New(library.Config{
 		SyncFanoutLimit: cfg.Content.SyncFanoutLimit, FanoutConcurrency: cfg.Content.FanoutConcurrency,
-	}, accounts, groups, repository.NewContents(db), repository.NewContentMembers(db),
-		repository.NewLibraries(db), repository.NewOutbox(db))
+	}, acc, users, grp, library.Stores{
+		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
+		Library: repository.NewLibraries(db), Outbox: repository.NewOutbox(db),
+	}, log)
 	router := handlers.NewRouter(handlers.Deps{
 		Logger:             logger,
 		Ready:              ready,
@@ -61,29 +70,28 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		MaxBodyBytes:       cfg.HTTP.MaxBodyBytes,
 		RequestTimeout:     cfg.HTTP.RequestTimeout,
 		TrustedProxies:     cfg.HTTP.TrustedProxies,
-		Accounts:           accounts,
+		Accounts:           acc,
 		RateLimitPerMinute: cfg.Accounts.RateLimitPerMinute,
-		Moderation:         moderation,
-		Groups:             groups,
-		Contents:           contents,
+		Moderation:         mod,
+		Groups:             grp,
+		Contents:           lib,
 		Metrics:            m,
 		CORSOrigins:        cfg.HTTP.CORSOrigins,
 	})
-	return &App{DB: db, Accounts: accounts, Moderation: moderation, Groups: groups, Contents: contents,
+	return &App{DB: db, Accounts: acc, Moderation: mod, Groups: grp, Contents: lib,
 		Metrics: m, Router: router}, nil
 }
 
-// newAccounts builds the accounts service on db.
-func newAccounts(cfg config.Config, logger zerolog.Logger, db *repository.DB, m *metrics.Metrics) *domain.Accounts {
+// newAccounts builds the accounts service with its password hasher.
+func newAccounts(cfg config.Config, log domain.Logger, users accounts.UserStore, sessions accounts.SessionStore, claims domain.ClaimStore, m *metrics.Metrics) *accounts.Service {
 	c := cfg.Accounts
 	hasher := password.New(password.Params{
 		MemoryKiB: uint32(c.Argon2MemoryKiB), Time: uint32(c.Argon2Time), Threads: uint8(c.Argon2Threads),
 	}, c.HashConcurrency)
 	hasher.OnWait(func(d time.Duration) { m.HashWait.Observe(d.Seconds()) })
-	return domain.NewAccounts(
-		domain.AccountsConfig{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL},
-		repository.NewClaims(db), repository.NewUsers(db), repository.NewSessions(db),
-		hasher, domainLogger{logger},
+	return accounts.New(
+		accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL},
+		claims, users, sessions, hasher, log,
 	)
 }
 

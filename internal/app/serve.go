@@ -10,7 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"shelf/domain"
+	"shelf/domain/library"
+	"shelf/domain/moderation"
 	"shelf/internal/config"
 	"shelf/internal/metrics"
 )
@@ -43,7 +44,7 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 
 // sweep lifts ended suspensions every interval until ctx ends. Every
 // instance runs one; lifting is a compare-and-set, so they never clash.
-func sweep(ctx context.Context, m *domain.Moderation, interval time.Duration, logger zerolog.Logger) {
+func sweep(ctx context.Context, m *moderation.Service, interval time.Duration, logger zerolog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -70,7 +71,7 @@ func sweep(ctx context.Context, m *domain.Moderation, interval time.Duration, lo
 // drainOutbox finishes fan-outs that stopped part-way (a crash, a failed
 // write) every interval until ctx ends. Every instance runs one; fan-out
 // writes are idempotent, so they never clash.
-func drainOutbox(ctx context.Context, c *domain.Contents, cfg config.Content, m *metrics.Metrics, logger zerolog.Logger) {
+func drainOutbox(ctx context.Context, c *library.Service, cfg config.Content, m *metrics.Metrics, logger zerolog.Logger) {
 	t := time.NewTicker(cfg.OutboxInterval)
 	defer t.Stop()
 	for {

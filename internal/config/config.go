@@ -186,7 +186,9 @@ var Vars = []Var{
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map
-// in tests). Every bad value is reported, each naming its variable.
+// in tests). Every bad value is reported, each naming its variable. It is
+// long on purpose: one line per variable, so the whole mapping from
+// environment to Config reads in one place.
 func Load(getenv func(string) string) (Config, error) {
 	p := parser{getenv: getenv}
 	c := Config{

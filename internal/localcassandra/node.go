@@ -110,6 +110,13 @@ func (l *Launcher) Start(ctx context.Context, n Node) error {
 	if err := l.writeConfig(n, lib, java); err != nil {
 		return err
 	}
+	return l.spawn(ctx, n, java)
+}
+
+// spawn starts the node's JVM from its written configuration, detached,
+// and waits until it answers CQL (or dies, or three minutes pass).
+func (l *Launcher) spawn(ctx context.Context, n Node, java string) error {
+	dir := l.nodeDir(n)
 	out, err := os.OpenFile(filepath.Join(dir, "logs", "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err

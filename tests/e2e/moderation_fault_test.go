@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"shelf/domain"
+	"shelf/domain/moderation"
 	"shelf/internal/app"
 	"shelf/internal/config"
 	"shelf/internal/testkit"
@@ -117,7 +117,7 @@ func TestRepairFindsAndFixesEveryKindOfDisagreement(t *testing.T) {
 	crashAfter("unsuspend")
 	m.unsuspend(lifted.ID)
 	m.app.Moderation.Hooks.AfterStep = nil
-	bucket := domain.BucketOf(time.Now(), domain.BucketMonth)
+	bucket := moderation.BucketOf(time.Now(), moderation.BucketMonth)
 	if err := m.db.Session.ContextQuery(ctx, "DELETE FROM status_buckets WHERE status = 'suspended' AND bucket = ?", nil).Bind(bucket).ExecRelease(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,24 @@ import (
 // ending with a letter or digit.
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{1,30}[A-Za-z0-9]$`)
 
-// hasInvisible reports control or format characters: zero-width spaces and
+// HasInvisible reports control or format characters: zero-width spaces and
 // joiners, bidi overrides and isolates, soft hyphens, BOMs. They make two
 // names that look the same compare different (or the reverse), so no
 // identifier may hold one.
-func hasInvisible(s string) bool {
+func HasInvisible(s string) bool {
 	for _, r := range s {
 		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasControl reports control characters other than ordinary line breaks
+// and tabs.
+func HasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 && r != '\n' && r != '\r' && r != '\t' || r == 0x7f {
 			return true
 		}
 	}
@@ -31,7 +42,7 @@ func hasInvisible(s string) bool {
 // NormalizeUsername checks a username and returns the form to display (as
 // typed) and the key it is unique by (lower case).
 func NormalizeUsername(s string) (display, key string, fe *FieldError) {
-	if hasInvisible(s) {
+	if HasInvisible(s) {
 		return "", "", &FieldError{Field: "username", Code: "invalid_characters",
 			Message: "must not contain invisible, control or bidi characters"}
 	}
@@ -49,7 +60,7 @@ var emailFold = cases.Fold()
 // (NFKC of what was typed) and the key it is unique by: NFKC, case folded,
 // NFKC again (folding can denormalize).
 func NormalizeEmail(s string) (display, key string, fe *FieldError) {
-	if hasInvisible(s) {
+	if HasInvisible(s) {
 		return "", "", &FieldError{Field: "email", Code: "invalid_characters",
 			Message: "must not contain invisible, control or bidi characters"}
 	}
@@ -93,7 +104,7 @@ func CheckPassword(field, password, usernameKey, emailKey string) *FieldError {
 // format or bidi characters, surrounding space trimmed.
 func NormalizeDisplayName(s string) (string, *FieldError) {
 	s = norm.NFC.String(strings.TrimSpace(s))
-	if hasInvisible(s) {
+	if HasInvisible(s) {
 		return "", &FieldError{Field: "displayName", Code: "invalid_characters",
 			Message: "must not contain invisible, control or bidi characters"}
 	}

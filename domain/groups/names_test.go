@@ -1,11 +1,13 @@
-package domain
+package groups
 
 import (
 	"strings"
 	"testing"
+
+	"shelf/domain"
 )
 
-func TestNormalizeGroupName(t *testing.T) {
+func TestNormalizeName(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		in, display, key, code string
@@ -15,7 +17,7 @@ func TestNormalizeGroupName(t *testing.T) {
 		{"book club", "", "", "format"},
 		{"bo\u200bok", "", "", "invalid_characters"},
 	} {
-		display, key, fe := NormalizeGroupName(tc.in)
+		display, key, fe := NormalizeName(tc.in)
 		code := ""
 		if fe != nil {
 			code = fe.Code
@@ -28,7 +30,7 @@ func TestNormalizeGroupName(t *testing.T) {
 		}
 	}
 	// The username rules still name their own field.
-	if _, _, fe := NormalizeUsername("x"); fe == nil || fe.Field != "username" {
+	if _, _, fe := domain.NormalizeUsername("x"); fe == nil || fe.Field != "username" {
 		t.Fatalf("NormalizeUsername's error: %+v", fe)
 	}
 }

@@ -1,4 +1,4 @@
-package domain
+package accounts
 
 import (
 	"context"
@@ -10,43 +10,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"shelf/domain"
 )
-
-// Session is a login. The token itself is never stored: only its hash.
-type Session struct {
-	TokenHash string
-	UserID    string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-}
-
-// SessionStore keeps sessions, expiring them with their TTL.
-type SessionStore interface {
-	Create(ctx context.Context, s Session) error
-	// Get returns a live session by token hash (ErrNotFound otherwise).
-	Get(ctx context.Context, tokenHash string) (Session, error)
-	Delete(ctx context.Context, s Session) error
-	// DeleteAll revokes every session of the user, except keep ("" for none).
-	DeleteAll(ctx context.Context, userID, keep string) error
-}
-
-// Principal is who is calling: a user id and the session, or nobody.
-type Principal struct {
-	UserID  string
-	Session Session
-}
-
-// Anonymous reports a caller without a session.
-func (p Principal) Anonymous() bool { return p.UserID == "" }
 
 // ErrInvalidCredentials answers every failed login the same way, whether
 // the login is unknown or the password wrong.
-var ErrInvalidCredentials = &Error{Kind: ErrUnauthorized, Code: "invalid_credentials",
+var ErrInvalidCredentials = &domain.Error{Kind: domain.ErrUnauthorized, Code: "invalid_credentials",
 	Message: "The login or the password is wrong."}
-
-// errNoSession: the token is missing, unknown, expired or revoked.
-var errNoSession = &Error{Kind: ErrUnauthorized, Code: "unauthorized",
-	Message: "A valid session is required: log in and send Authorization: Bearer <token>."}
 
 // NewToken returns a session token (32 random bytes, base64url) and the hash
 // that is stored.
@@ -68,15 +39,15 @@ func HashToken(token string) string {
 type LoginResult struct {
 	Token     string
 	ExpiresAt time.Time
-	User      User
+	User      domain.User
 }
 
 // Login checks a username or email and a password and opens a session.
 // Cost: one claim read, one account read, one session write, and always one
 // password hash, so an unknown login takes as long as a wrong password.
-func (a *Accounts) Login(ctx context.Context, login, password string) (LoginResult, error) {
+func (a *Service) Login(ctx context.Context, login, password string) (LoginResult, error) {
 	u, err := a.findByLogin(ctx, login)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		a.hasher.Burn(ctx, password)
 		return LoginResult{}, ErrInvalidCredentials
 	}
@@ -99,8 +70,8 @@ func (a *Accounts) Login(ctx context.Context, login, password string) (LoginResu
 		a.rehash(ctx, u, password)
 	}
 	token, hash := NewToken()
-	now := a.cfg.Now().UTC().Truncate(time.Millisecond)
-	s := Session{TokenHash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(a.cfg.SessionTTL)}
+	now := a.now()
+	s := domain.Session{TokenHash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(a.cfg.SessionTTL)}
 	if err := a.sessions.Create(ctx, s); err != nil {
 		return LoginResult{}, err
 	}
@@ -123,23 +94,23 @@ func (a *Accounts) Login(ctx context.Context, login, password string) (LoginResu
 
 // blocked returns ErrSuspended while u's suspension is in force; one whose
 // end has passed no longer blocks, even before the sweeper lifts it.
-func (a *Accounts) blocked(u User) error {
-	if u.Status == StatusSuspended && u.Suspension != nil && u.Suspension.ActiveAt(a.cfg.Now()) {
-		return ErrSuspended(*u.Suspension)
+func (a *Service) blocked(u domain.User) error {
+	if u.Status == domain.StatusSuspended && u.Suspension != nil && u.Suspension.ActiveAt(a.cfg.Now()) {
+		return domain.ErrSuspended(*u.Suspension)
 	}
 	return nil
 }
 
 // rehash stores a hash with the current parameters; a failure only means
 // the next login tries again.
-func (a *Accounts) rehash(ctx context.Context, u User, password string) {
+func (a *Service) rehash(ctx context.Context, u domain.User, password string) {
 	hash, err := a.hasher.Hash(ctx, password)
 	if err != nil {
 		return
 	}
 	u.PasswordHash = hash
 	u.Version++
-	u.UpdatedAt = a.cfg.Now().UTC().Truncate(time.Millisecond)
+	u.UpdatedAt = a.now()
 	if _, err := a.users.Update(ctx, u); err != nil {
 		a.log.Warn(ctx, "storing a rehashed password failed", "user", u.ID, "error", err.Error())
 	}
@@ -147,64 +118,64 @@ func (a *Accounts) rehash(ctx context.Context, u User, password string) {
 
 // findByLogin resolves a username or an email (it has an '@') to a visible
 // account through its committed claim.
-func (a *Accounts) findByLogin(ctx context.Context, login string) (User, error) {
+func (a *Service) findByLogin(ctx context.Context, login string) (domain.User, error) {
 	if strings.Contains(login, "@") {
-		_, key, fe := NormalizeEmail(login)
+		_, key, fe := domain.NormalizeEmail(login)
 		if fe != nil {
-			return User{}, ErrNotFound
+			return domain.User{}, domain.ErrNotFound
 		}
-		return a.findByKey(ctx, KindEmail, key)
+		return a.findByKey(ctx, domain.KindEmail, key)
 	}
-	_, key, fe := NormalizeUsername(login)
+	_, key, fe := domain.NormalizeUsername(login)
 	if fe != nil {
-		return User{}, ErrNotFound
+		return domain.User{}, domain.ErrNotFound
 	}
-	return a.findByKey(ctx, KindUsername, key)
+	return a.findByKey(ctx, domain.KindUsername, key)
 }
 
 // findByKey follows a committed claim to its account, and checks that the
 // account still holds that key (a claim left behind by a change that died
 // half-way must not lead to the account).
-func (a *Accounts) findByKey(ctx context.Context, kind ClaimKind, key string) (User, error) {
-	c, err := a.claims.Lookup(ctx, kind, key)
+func (a *Service) findByKey(ctx context.Context, kind domain.ClaimKind, key string) (domain.User, error) {
+	c, err := a.claimer.Lookup(ctx, kind, key)
 	if err != nil {
-		return User{}, err
+		return domain.User{}, err
 	}
-	if c.State != ClaimCommitted {
-		return User{}, ErrNotFound
+	if c.State != domain.ClaimCommitted {
+		return domain.User{}, domain.ErrNotFound
 	}
 	u, err := a.users.Get(ctx, c.Owner)
 	if err != nil {
-		return User{}, err
+		return domain.User{}, err
 	}
-	if !u.Visible() || u.keyOf(kind) != key {
-		return User{}, ErrNotFound
+	if !u.Visible() || u.KeyOf(kind) != key {
+		return domain.User{}, domain.ErrNotFound
 	}
 	return u, nil
 }
 
 // Authenticate turns a bearer token into the caller: one session read.
-func (a *Accounts) Authenticate(ctx context.Context, token string) (Principal, error) {
+func (a *Service) Authenticate(ctx context.Context, token string) (domain.Principal, error) {
 	if token == "" {
-		return Principal{}, errNoSession
+		return domain.Principal{}, domain.ErrNoSession
 	}
 	s, err := a.sessions.Get(ctx, HashToken(token))
-	if errors.Is(err, ErrNotFound) {
-		return Principal{}, errNoSession
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.Principal{}, domain.ErrNoSession
 	}
 	if err != nil {
-		return Principal{}, err
+		return domain.Principal{}, err
 	}
 	if !a.cfg.Now().Before(s.ExpiresAt) {
-		return Principal{}, errNoSession
+		return domain.Principal{}, domain.ErrNoSession
 	}
-	return Principal{UserID: s.UserID, Session: s}, nil
+	return domain.Principal{UserID: s.UserID, Session: s}, nil
 }
 
 // Logout revokes the caller's session.
-func (a *Accounts) Logout(ctx context.Context, p Principal) error {
+func (a *Service) Logout(ctx context.Context, p domain.Principal) error {
 	if p.Anonymous() {
-		return errNoSession
+		return domain.ErrNoSession
 	}
 	return a.sessions.Delete(ctx, p.Session)
 }

@@ -1,0 +1,229 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"shelf/domain"
+)
+
+// UpdateInput is a change of account; nil fields stay as they are.
+type UpdateInput struct {
+	DisplayName *string
+	Username    *string
+	Email       *string
+}
+
+// accountChange is a checked UpdateInput: its values normalized.
+type accountChange struct {
+	in                                              UpdateInput
+	username, usernameKey, email, emailKey, display string
+}
+
+// checkUpdate normalizes every field of in, or names every field at fault.
+func checkUpdate(in UpdateInput) (accountChange, error) {
+	c := accountChange{in: in}
+	var fes []*domain.FieldError
+	if in.Username != nil {
+		var fe *domain.FieldError
+		c.username, c.usernameKey, fe = domain.NormalizeUsername(*in.Username)
+		fes = append(fes, fe)
+	}
+	if in.Email != nil {
+		var fe *domain.FieldError
+		c.email, c.emailKey, fe = domain.NormalizeEmail(*in.Email)
+		fes = append(fes, fe)
+	}
+	if in.DisplayName != nil {
+		var fe *domain.FieldError
+		c.display, fe = domain.NormalizeDisplayName(*in.DisplayName)
+		fes = append(fes, fe)
+	}
+	return c, domain.InvalidFields(fes...)
+}
+
+// apply returns u with the change made, the new keys it must claim and the
+// old keys it gives back once the change is written.
+func (c accountChange) apply(u domain.User) (next domain.User, claim, old []domain.Key) {
+	next = u
+	if c.in.Username != nil {
+		next.Username, next.UsernameKey = c.username, c.usernameKey
+		if c.usernameKey != u.UsernameKey {
+			claim = append(claim, domain.Key{Kind: domain.KindUsername, Key: c.usernameKey, Field: "username"})
+			old = append(old, domain.Key{Kind: domain.KindUsername, Key: u.UsernameKey, Field: "username"})
+		}
+	}
+	if c.in.Email != nil {
+		next.Email, next.EmailKey = c.email, c.emailKey
+		if c.emailKey != u.EmailKey {
+			claim = append(claim, domain.Key{Kind: domain.KindEmail, Key: c.emailKey, Field: "email"})
+			old = append(old, domain.Key{Kind: domain.KindEmail, Key: u.EmailKey, Field: "email"})
+		}
+	}
+	if c.in.DisplayName != nil {
+		next.DisplayName = c.display
+	}
+	return next, claim, old
+}
+
+// UpdateUser changes an account's display name, username or email, by the
+// user or an admin. A new username or email is claimed and committed first,
+// then the account is compared-and-set on its version, then the old claim
+// is released: a failure at any step leaves the old values in place.
+func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string, in UpdateInput) (UserView, error) {
+	if p.Anonymous() {
+		return UserView{}, domain.ErrNoSession
+	}
+	if !domain.ValidID(id, domain.UserIDPrefix) {
+		return UserView{}, domain.ErrUserNotFound
+	}
+	if p.UserID != id {
+		if _, err := a.RequireAdmin(ctx, p); err != nil {
+			return UserView{}, err
+		}
+	}
+	change, err := checkUpdate(in)
+	if err != nil {
+		return UserView{}, err
+	}
+	op := domain.NewID("op_")
+	var out UserView
+	err = domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
+		u, err := a.users.GetSerial(ctx, id)
+		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
+			return false, domain.ErrUserNotFound
+		}
+		if err != nil {
+			return false, err
+		}
+		next, claim, old := change.apply(u)
+		next.Version, next.UpdatedAt = u.Version+1, a.now()
+		done, err := a.writeWithClaims(ctx, next, claim, op)
+		if done {
+			a.claimer.ReleaseOld(ctx, old, id)
+			out = UserView{User: next, ShowEmail: true}
+		}
+		return done, err
+	})
+	return out, err
+}
+
+// writeWithClaims claims and commits the keys next needs, then writes next
+// by compare-and-set on the version before it. False without an error: the
+// round lost a race (another change of the account holds a key or wrote
+// first, or our lease ran out); its claims are given back and the caller
+// starts over.
+func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []domain.Key, op string) (bool, error) {
+	id := next.ID
+	held, conflict, err := a.claimer.AcquireAll(ctx, keys, id, op, holders{a.users})
+	if err != nil || conflict != nil {
+		a.claimer.ReleaseAll(ctx, held, id, op)
+		switch {
+		case err != nil:
+			return false, err
+		case conflict != domain.ErrBusy:
+			return false, conflict
+		}
+		return false, nil
+	}
+	if ok, err := a.claimer.CommitAll(ctx, held, id, op); err != nil || !ok {
+		a.claimer.ReleaseAll(ctx, held, id, op)
+		return false, err
+	}
+	applied, err := a.users.Update(ctx, next)
+	if err != nil {
+		// Unknown even after the SERIAL read: keep everything; the new
+		// claims are committed to this account and a retry completes.
+		return false, err
+	}
+	if !applied {
+		a.claimer.ReleaseAll(ctx, held, id, op) // another change won
+	}
+	return applied, nil
+}
+
+// updateAccount is the read -> change -> compare-and-set loop of one
+// account. change gets the account as read at SERIAL and returns it
+// changed, or write=false when there is nothing to write (the account is
+// then returned as read). An account that is not there is ErrNotFound.
+func (a *Service) updateAccount(ctx context.Context, id string, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
+	var out domain.User
+	err := domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
+		u, err := a.users.GetSerial(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		next, write, err := change(u)
+		if err != nil {
+			return false, err
+		}
+		if !write {
+			out = u
+			return true, nil
+		}
+		next.Version, next.UpdatedAt = u.Version+1, a.now()
+		applied, err := a.users.Update(ctx, next)
+		if applied {
+			out = next
+		}
+		return applied, err
+	})
+	return out, err
+}
+
+// ChangePassword sets a new password after checking the current one, and
+// revokes every other session of the user.
+func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, current, next string) error {
+	if p.Anonymous() {
+		return domain.ErrNoSession
+	}
+	if p.UserID != id {
+		return domain.ErrDenied
+	}
+	_, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
+		if fe := domain.CheckPassword("newPassword", next, u.UsernameKey, u.EmailKey); fe != nil {
+			return u, false, domain.Invalid("The new password is not valid.", *fe)
+		}
+		ok, _, err := a.hasher.Verify(ctx, current, u.PasswordHash)
+		if err != nil {
+			return u, false, err
+		}
+		if !ok {
+			return u, false, ErrInvalidCredentials
+		}
+		hash, err := a.hasher.Hash(ctx, next)
+		u.PasswordHash = hash
+		return u, true, err
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.ErrNoSession
+	}
+	if err != nil {
+		return err
+	}
+	return a.sessions.DeleteAll(ctx, id, p.Session.TokenHash)
+}
+
+// SetAdmin grants (or revokes) the admin role of the account with this
+// username or email. Doing it twice is the same as doing it once.
+func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domain.User, error) {
+	found, err := a.findByLogin(ctx, login)
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.User{}, &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No user has the username or email " + login + "."}
+	}
+	if err != nil {
+		return domain.User{}, err
+	}
+	return a.updateAccount(ctx, found.ID, func(u domain.User) (domain.User, bool, error) {
+		if u.IsAdmin() == admin {
+			return u, false, nil
+		}
+		if admin {
+			u.Roles = append(slices.Clone(u.Roles), domain.RoleAdmin)
+		} else {
+			u.Roles = slices.DeleteFunc(slices.Clone(u.Roles), func(r string) bool { return r == domain.RoleAdmin })
+		}
+		return u, true, nil
+	})
+}

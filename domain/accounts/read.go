@@ -1,0 +1,121 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+
+	"shelf/domain"
+)
+
+// Caller loads the calling user's account (for roles and status); nil for
+// an anonymous caller.
+func (a *Service) Caller(ctx context.Context, p domain.Principal) (*domain.User, error) {
+	if p.Anonymous() {
+		return nil, nil
+	}
+	u, err := a.users.Get(ctx, p.UserID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, domain.ErrNoSession // the account behind the session is gone
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// RequireAdmin answers 401 for no session and 403 for a non-admin.
+func (a *Service) RequireAdmin(ctx context.Context, p domain.Principal) (domain.User, error) {
+	if p.Anonymous() {
+		return domain.User{}, domain.ErrNoSession
+	}
+	c, err := a.Caller(ctx, p)
+	if err != nil {
+		return domain.User{}, err
+	}
+	if !c.IsAdmin() || c.Status != domain.StatusActive {
+		return domain.User{}, domain.ErrDenied
+	}
+	return *c, nil
+}
+
+// UserView is an account as one viewer may see it: the email only for the
+// user themself and admins.
+type UserView struct {
+	User      domain.User
+	ShowEmail bool
+}
+
+// view decides what viewer p may see of u.
+func (a *Service) view(ctx context.Context, p domain.Principal, u domain.User) (UserView, error) {
+	if p.UserID == u.ID {
+		return UserView{User: u, ShowEmail: true}, nil
+	}
+	c, err := a.Caller(ctx, p)
+	if err != nil {
+		return UserView{}, err
+	}
+	return UserView{User: u, ShowEmail: c != nil && c.IsAdmin()}, nil
+}
+
+// GetUser returns a visible account by id.
+func (a *Service) GetUser(ctx context.Context, p domain.Principal, id string) (UserView, error) {
+	if !domain.ValidID(id, domain.UserIDPrefix) {
+		return UserView{}, domain.ErrUserNotFound
+	}
+	u, err := a.users.Get(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
+		return UserView{}, domain.ErrUserNotFound
+	}
+	if err != nil {
+		return UserView{}, err
+	}
+	return a.view(ctx, p, u)
+}
+
+// GetByUsername returns a visible account by username: one claim read and
+// one account read.
+func (a *Service) GetByUsername(ctx context.Context, p domain.Principal, username string) (UserView, error) {
+	_, key, fe := domain.NormalizeUsername(username)
+	if fe != nil {
+		return UserView{}, domain.ErrUserNotFound
+	}
+	u, err := a.findByKey(ctx, domain.KindUsername, key)
+	if errors.Is(err, domain.ErrNotFound) {
+		return UserView{}, domain.ErrUserNotFound
+	}
+	if err != nil {
+		return UserView{}, err
+	}
+	return a.view(ctx, p, u)
+}
+
+// GetByEmail returns an account by email, for admins only.
+func (a *Service) GetByEmail(ctx context.Context, p domain.Principal, email string) (UserView, error) {
+	if _, err := a.RequireAdmin(ctx, p); err != nil {
+		return UserView{}, err
+	}
+	_, key, fe := domain.NormalizeEmail(email)
+	if fe != nil {
+		return UserView{}, domain.ErrUserNotFound
+	}
+	u, err := a.findByKey(ctx, domain.KindEmail, key)
+	if errors.Is(err, domain.ErrNotFound) {
+		return UserView{}, domain.ErrUserNotFound
+	}
+	if err != nil {
+		return UserView{}, err
+	}
+	return UserView{User: u, ShowEmail: true}, nil
+}
+
+// Me returns the caller's own account.
+func (a *Service) Me(ctx context.Context, p domain.Principal) (domain.User, error) {
+	c, err := a.Caller(ctx, p)
+	if err != nil {
+		return domain.User{}, err
+	}
+	if c == nil {
+		return domain.User{}, domain.ErrNoSession
+	}
+	return *c, nil
+}

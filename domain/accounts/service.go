@@ -1,0 +1,127 @@
+// Package accounts is signup (a username and an email, both unique), login
+// by either, sessions, account changes and the admin role. It keeps U1-U5
+// of docs/design.md through the kernel's claimer and compare-and-set on the
+// account row's version.
+package accounts
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"shelf/domain"
+)
+
+// UserStore keeps accounts. Every write is a lightweight transaction (the
+// rows are LWT-managed), ambiguous outcomes resolved by a SERIAL read.
+type UserStore interface {
+	// Create inserts a pending account that expires after lease unless
+	// activated.
+	Create(ctx context.Context, u domain.User, lease time.Duration) error
+	// Activate makes a pending account active and permanent (every column
+	// rewritten without TTL). False: it is no longer pending (it expired).
+	Activate(ctx context.Context, u domain.User) (bool, error)
+	// Discard deletes an account that is still pending.
+	Discard(ctx context.Context, id string) error
+	// Get reads an account (ErrNotFound when there is none).
+	Get(ctx context.Context, id string) (domain.User, error)
+	// GetSerial reads an account at SERIAL: the latest committed state,
+	// finishing any transaction in flight.
+	GetSerial(ctx context.Context, id string) (domain.User, error)
+	// Update writes u if the stored version is still u.Version-1.
+	Update(ctx context.Context, u domain.User) (bool, error)
+}
+
+// PasswordHasher hashes and checks passwords (argon2id in production).
+type PasswordHasher interface {
+	Hash(ctx context.Context, password string) (string, error)
+	// Verify reports a match and whether the stored hash should be renewed.
+	Verify(ctx context.Context, password, phc string) (ok, rehash bool, err error)
+	// Burn spends one verification's work and returns false: an unknown
+	// login must cost what a wrong password costs.
+	Burn(ctx context.Context, password string) bool
+}
+
+// SessionStore keeps sessions, expiring them with their TTL.
+type SessionStore interface {
+	Create(ctx context.Context, s domain.Session) error
+	// Get returns a live session by token hash (ErrNotFound otherwise).
+	Get(ctx context.Context, tokenHash string) (domain.Session, error)
+	Delete(ctx context.Context, s domain.Session) error
+	// DeleteAll revokes every session of the user, except keep ("" for none).
+	DeleteAll(ctx context.Context, userID, keep string) error
+}
+
+// Config holds the accounts' tunables.
+type Config struct {
+	// ClaimLease bounds how long a dead signup can block its names (U4).
+	ClaimLease time.Duration
+	// SessionTTL is how long a login lasts.
+	SessionTTL time.Duration
+	// Now is the clock (tests move it).
+	Now func() time.Time
+}
+
+// Hooks let tests stop an operation between its steps, as a crash would:
+// a hook that returns an error makes the operation return it at once,
+// without cleaning up.
+type Hooks struct {
+	AfterClaims func() error
+	AfterCommit func() error
+}
+
+// step calls the hook of a creation step (domain.Creation.Step).
+func (h Hooks) step(name string) error {
+	switch {
+	case name == "claims" && h.AfterClaims != nil:
+		return h.AfterClaims()
+	case name == "commit" && h.AfterCommit != nil:
+		return h.AfterCommit()
+	}
+	return nil
+}
+
+// Service is signup, login, sessions and account changes.
+type Service struct {
+	cfg      Config
+	claimer  *domain.Claimer
+	users    UserStore
+	sessions SessionStore
+	hasher   PasswordHasher
+	log      domain.Logger
+	// Hooks are nil in production.
+	Hooks Hooks
+}
+
+// New wires the service.
+func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions SessionStore, hasher PasswordHasher, log domain.Logger) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{cfg: cfg, claimer: domain.NewClaimer(claims, cfg.ClaimLease, log), users: users,
+		sessions: sessions, hasher: hasher, log: log}
+}
+
+// holders tells the claimer whether the account behind a committed claim
+// still exists, and whether it holds the key now.
+type holders struct{ users UserStore }
+
+func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner string) (exists, holds bool, err error) {
+	u, err := h.users.GetSerial(ctx, owner)
+	if errors.Is(err, domain.ErrNotFound) {
+		// The holder's signup died after committing: its pending account
+		// expired with the lease and can never be activated now.
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	return true, u.KeyOf(kind) == key, nil
+}
+
+// now is the clock at the millisecond the API shows.
+func (a *Service) now() time.Time { return a.cfg.Now().UTC().Truncate(time.Millisecond) }
+
+// maxChangeAttempts bounds the retries of a change that lost a race with
+// another change of the same account.
+const maxChangeAttempts = 8

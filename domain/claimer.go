@@ -1,0 +1,182 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Holders says what became of the owner of a committed claim, so the
+// claimer can tell a live holder from one whose creation died after
+// committing (docs/design.md#signup).
+type Holders interface {
+	// Holder reports whether the owner exists (false: its creation died
+	// after committing, its pending row expired with the lease, and it can
+	// never be activated now) and, if so, whether it holds key right now.
+	Holder(ctx context.Context, kind ClaimKind, key, owner string) (exists, holds bool, err error)
+}
+
+// Claimer takes, commits and gives back unique keys (usernames, emails,
+// group names) through a ClaimStore: the one implementation of the claim
+// protocol for accounts and groups alike (U1, U2, U4, U6).
+type Claimer struct {
+	claims ClaimStore
+	lease  time.Duration
+	log    Logger
+}
+
+// NewClaimer builds a claimer whose pending claims expire after lease.
+func NewClaimer(claims ClaimStore, lease time.Duration, log Logger) *Claimer {
+	return &Claimer{claims: claims, lease: lease, log: log}
+}
+
+// Lease is how long a pending claim lives.
+func (c *Claimer) Lease() time.Duration { return c.lease }
+
+// Key is one key an operation needs.
+type Key struct {
+	Kind ClaimKind
+	Key  string
+	// Field is the JSON field it came from, for 409 answers.
+	Field string
+}
+
+// claimOutcome is what acquiring one key came to.
+type claimOutcome int
+
+const (
+	claimHeld  claimOutcome = iota // we hold it now
+	claimNoop                      // the owner already has this key: nothing to claim
+	claimTaken                     // someone else holds it
+	claimBusy                      // another operation of the same owner holds it
+)
+
+// maxTakeoverRounds bounds how often acquire looks again after another
+// claimant took over a dead holder's claim first.
+const maxTakeoverRounds = 3
+
+// acquire takes key for (owner, op). A committed claim whose holder is gone
+// is taken over; one whose holder still exists is taken; a claim of another
+// operation of the same owner means that operation is in flight.
+func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, holders Holders) (claimOutcome, error) {
+	for round := 0; round < maxTakeoverRounds; round++ {
+		cl, err := c.claims.Claim(ctx, k.Kind, k.Key, owner, op, c.lease)
+		if err != nil {
+			return 0, err
+		}
+		if cl.Owner == owner && cl.Op == op {
+			return claimHeld, nil
+		}
+		if cl.State != ClaimCommitted {
+			if cl.Owner == owner {
+				return claimBusy, nil
+			}
+			return claimTaken, nil
+		}
+		exists, holds, err := holders.Holder(ctx, k.Kind, k.Key, cl.Owner)
+		switch {
+		case err != nil:
+			return 0, err
+		case !exists:
+			ok, err := c.claims.Takeover(ctx, k.Kind, k.Key, cl, owner, op, c.lease)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				return claimHeld, nil
+			}
+			// someone else moved first: look again
+		case cl.Owner == owner && holds:
+			return claimNoop, nil
+		case cl.Owner == owner:
+			return claimBusy, nil
+		default:
+			return claimTaken, nil
+		}
+	}
+	return claimBusy, nil
+}
+
+// AcquireAll takes every key in parallel. It returns the keys held (to
+// commit or release) and, when some could not be taken, the conflict to
+// answer with: a 409 naming every taken field, or ErrBusy when another
+// operation of the same owner holds a key.
+func (c *Claimer) AcquireAll(ctx context.Context, keys []Key, owner, op string, holders Holders) (held []Key, conflict error, err error) {
+	outcomes := make([]claimOutcome, len(keys))
+	errs := make([]error, len(keys))
+	Parallel(len(keys), func(i int) {
+		outcomes[i], errs[i] = c.acquire(ctx, keys[i], owner, op, holders)
+	})
+	var taken []FieldError
+	busy := false
+	for i, k := range keys {
+		switch {
+		case errs[i] != nil:
+			err = errors.Join(err, errs[i])
+		case outcomes[i] == claimHeld:
+			held = append(held, k)
+		case outcomes[i] == claimTaken:
+			taken = append(taken, FieldError{Field: k.Field, Code: "taken", Message: "is already taken"})
+		case outcomes[i] == claimBusy:
+			busy = true
+		}
+	}
+	switch {
+	case err != nil:
+	case len(taken) > 0:
+		conflict = &Error{Kind: ErrConflict, Code: "conflict", Message: "Some values are already taken.", Fields: taken}
+	case busy:
+		conflict = ErrBusy
+	}
+	return held, conflict, err
+}
+
+// CommitAll commits every held key in parallel; ok is false if any claim
+// was no longer ours (its lease ran out).
+func (c *Claimer) CommitAll(ctx context.Context, held []Key, owner, op string) (ok bool, err error) {
+	oks := make([]bool, len(held))
+	errs := make([]error, len(held))
+	Parallel(len(held), func(i int) {
+		oks[i], errs[i] = c.claims.Commit(ctx, held[i].Kind, held[i].Key, owner, op)
+	})
+	ok = true
+	for i := range held {
+		ok = ok && oks[i]
+	}
+	return ok, errors.Join(errs...)
+}
+
+// ReleaseAll gives back every held key, in parallel and on a context of
+// its own: a request that was cancelled still cleans up after itself.
+func (c *Claimer) ReleaseAll(ctx context.Context, held []Key, owner, op string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
+	defer cancel()
+	Parallel(len(held), func(i int) {
+		if err := c.claims.Release(ctx, held[i].Kind, held[i].Key, owner, op); err != nil {
+			// The lease frees it anyway (U4); say so in the log.
+			c.log.Warn(ctx, "release of a claim failed; its lease will free it", "kind", string(held[i].Kind), "error", err.Error())
+		}
+	})
+}
+
+// ReleaseOld gives back keys an owner no longer holds. Each is deleted only
+// if it is still the owner's committed claim of the operation found by
+// reading it, so a new claim of the same key by anyone is never touched.
+func (c *Claimer) ReleaseOld(ctx context.Context, old []Key, owner string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
+	defer cancel()
+	Parallel(len(old), func(i int) {
+		cl, err := c.claims.Lookup(ctx, old[i].Kind, old[i].Key)
+		if err != nil || cl.Owner != owner || cl.State != ClaimCommitted {
+			return
+		}
+		if err := c.claims.Release(ctx, cl.Kind, cl.Key, owner, cl.Op); err != nil {
+			c.log.Warn(ctx, "releasing an old claim failed; it stays reserved for its owner", "owner", owner, "error", err.Error())
+		}
+	})
+}
+
+// Lookup reads a claim (ErrNotFound when there is none).
+func (c *Claimer) Lookup(ctx context.Context, kind ClaimKind, key string) (Claim, error) {
+	return c.claims.Lookup(ctx, kind, key)
+}

@@ -1,0 +1,252 @@
+package groups
+
+import (
+	"context"
+	"errors"
+
+	"shelf/domain"
+)
+
+// maxGroupAttempts bounds how often one membership change re-reads its
+// group after losing a compare-and-set. Each lost round means another
+// change was recorded or finished, so a busy group keeps making progress;
+// with fifty joins racing for one group a change may lose a few dozen
+// rounds before it is decided, hence a bound well above maxChangeAttempts.
+const maxGroupAttempts = 100
+
+// SetMember adds a user to a group with a role, or changes a member's role
+// (managers only). added reports a new member; a role that is already the
+// member's changes nothing.
+//
+// Capacity (L7) and the last manager hold because the decision and the
+// counts it changes are one compare-and-set of the group row: the counts
+// there are exact (every earlier change has been finished before a new one
+// is recorded), a new member is recorded only while member_count is below
+// max_members, and a demotion only while another manager remains. Two
+// concurrent adds of the same user both decide on the same version; one
+// compare-and-set wins, and the other, re-reading, finds the user a member.
+func (g *Service) SetMember(ctx context.Context, p domain.Principal, groupID, userID, role string) (m Member, added bool, err error) {
+	if p.Anonymous() {
+		return Member{}, false, domain.ErrNoSession
+	}
+	if role != RoleMember && role != RoleManager {
+		return Member{}, false, domain.Invalid("The role is not valid.",
+			domain.FieldError{Field: "role", Code: "oneof", Message: "must be one of: member manager"})
+	}
+	set := setMember{caller: p.UserID, userID: userID, role: role, validUser: domain.ValidID(userID, domain.UserIDPrefix)}
+	err = g.change(ctx, "set", groupID, func(ctx context.Context, gr Group) (*Group, error) {
+		return g.decideSet(ctx, gr, &set)
+	})
+	if err != nil {
+		return Member{}, false, err
+	}
+	return Member{UserID: userID, Role: role}, set.added, nil
+}
+
+// setMember is one SetMember across the rounds of its change.
+type setMember struct {
+	caller, userID, role string
+	validUser            bool
+	userChecked          bool // the account exists and is visible (accounts are never deleted)
+	added                bool // the decision made the user a new member
+}
+
+// decideSet decides a SetMember on the group as read: the group with the
+// change recorded, nil when the role is already the member's, or the
+// refusal. The caller's and the target's roles (and, once, the target's
+// account) are read together.
+func (g *Service) decideSet(ctx context.Context, gr Group, set *setMember) (*Group, error) {
+	var callerRole, targetRole string
+	var callerErr, targetErr, userErr error
+	domain.Parallel(3, func(i int) {
+		switch {
+		case i == 0:
+			callerRole, callerErr = g.role(ctx, gr.ID, set.caller)
+		case i == 1 && set.validUser:
+			targetRole, targetErr = g.role(ctx, gr.ID, set.userID)
+		case i == 2 && set.validUser && !set.userChecked:
+			userErr = g.visibleUser(ctx, set.userID)
+		}
+	})
+	switch {
+	case callerErr != nil:
+		return nil, callerErr
+	case callerRole != RoleManager:
+		return nil, domain.ErrDenied
+	case !set.validUser:
+		return nil, domain.ErrUserNotFound
+	case targetErr != nil:
+		return nil, targetErr
+	}
+	next := gr
+	next.Pending = &MemberChange{UserID: set.userID, Role: set.role}
+	if targetRole != "" { // a member already: a role change
+		set.added = false
+		switch {
+		case targetRole == set.role:
+			return nil, nil
+		case set.role == RoleManager:
+			next.ManagerCount++
+		case gr.ManagerCount <= 1:
+			return nil, errLastManager
+		default:
+			next.ManagerCount--
+		}
+		return &next, nil
+	}
+	if !set.userChecked {
+		if userErr != nil {
+			return nil, userErr
+		}
+		set.userChecked = true
+	}
+	if gr.MaxMembers > 0 && gr.MemberCount >= gr.MaxMembers {
+		return nil, errGroupFull
+	}
+	set.added = true
+	next.MemberCount++
+	if set.role == RoleManager {
+		next.ManagerCount++
+	}
+	return &next, nil
+}
+
+// RemoveMember takes a user out of a group: a manager may remove anyone,
+// a member only themself. The last manager cannot leave (last_manager), so
+// a group always has a manager, and so at least one member.
+func (g *Service) RemoveMember(ctx context.Context, p domain.Principal, groupID, userID string) error {
+	if p.Anonymous() {
+		return domain.ErrNoSession
+	}
+	self := p.UserID == userID
+	return g.change(ctx, "remove", groupID, func(ctx context.Context, gr Group) (*Group, error) {
+		var callerRole, targetRole string
+		var callerErr, targetErr error
+		domain.Parallel(2, func(i int) {
+			switch {
+			case i == 0 && !self:
+				callerRole, callerErr = g.role(ctx, gr.ID, p.UserID)
+			case i == 1 && domain.ValidID(userID, domain.UserIDPrefix):
+				targetRole, targetErr = g.role(ctx, gr.ID, userID)
+			}
+		})
+		switch {
+		case callerErr != nil:
+			return nil, callerErr
+		case !self && callerRole != RoleManager:
+			return nil, domain.ErrDenied
+		case targetErr != nil:
+			return nil, targetErr
+		case targetRole == "":
+			return nil, errNotGroupMember
+		}
+		next := gr
+		next.Pending = &MemberChange{UserID: userID}
+		next.MemberCount--
+		if targetRole == RoleManager {
+			if gr.ManagerCount <= 1 {
+				return nil, errLastManager
+			}
+			next.ManagerCount--
+		}
+		return &next, nil
+	})
+}
+
+// change runs one membership change of a group. It reads the group; if a
+// change is pending there, it finishes that first (a crash left it, or it
+// is in flight) and reads again. On a group with nothing pending, decide
+// looks at the group and the member tables (which then agree with it) and
+// returns the group as the change leaves it, with the change as Pending,
+// or nil when there is nothing to do, or the error to answer. The result
+// is written by compare-and-set on the version read, so a change is never
+// made on a state that has since moved, and a refusal is answered only
+// once the group is read again at the same version; either way a moved
+// group starts the decision over. Then the change is finished: the member
+// tables are written and Pending is cleared.
+func (g *Service) change(ctx context.Context, op, groupID string, decide func(ctx context.Context, gr Group) (*Group, error)) error {
+	return domain.Retry(ctx, maxGroupAttempts, errGroupBusy, func(int) (bool, error) {
+		gr, err := g.activeGroup(ctx, groupID)
+		if err != nil {
+			return false, err
+		}
+		if gr.Pending != nil {
+			_, err := g.finish(ctx, op, gr)
+			return false, err
+		}
+		next, err := decide(ctx, gr)
+		var refusal *domain.Error
+		if err != nil && !errors.As(err, &refusal) {
+			return false, err // the database failed: there is no decision to check
+		}
+		if next == nil {
+			// A refusal, or nothing to do. decide read the member tables
+			// after the group, so they may already show a change recorded
+			// since (its rows are written once its compare-and-set is
+			// done): answer only if the group has not moved meanwhile, so
+			// the answer rests on one state of the group, not two.
+			now, rerr := g.activeGroup(ctx, groupID)
+			if rerr != nil {
+				return false, rerr
+			}
+			if now.Version != gr.Version || now.Pending != nil {
+				return false, nil // moved: decide again
+			}
+			return true, err
+		}
+		next.Version, next.UpdatedAt = gr.Version+1, g.now()
+		applied, err := g.groups.Update(ctx, *next)
+		if err != nil || !applied {
+			// An error is unknown even after the SERIAL read: if the change
+			// was recorded, whoever touches the group next finishes it.
+			return false, err
+		}
+		if err := g.hook(op, "cas"); err != nil {
+			return false, err
+		}
+		_, err = g.finish(ctx, op, *next)
+		return true, err
+	})
+}
+
+// finish completes the change pending in gr (as read: at the version that
+// recorded it): it writes the member tables, then clears Pending by
+// compare-and-set on that version. Anyone may finish anyone's change, as
+// often as it likes: the member writes carry the change's version as their
+// timestamp, so repeating them is harmless and a late one never overwrites
+// a newer change. It reports whether this call cleared the change (false:
+// someone else had, after writing the same rows).
+func (g *Service) finish(ctx context.Context, op string, gr Group) (bool, error) {
+	if gr.Pending == nil {
+		return false, nil
+	}
+	if err := g.members.Apply(ctx, gr.ID, *gr.Pending, gr.Version); err != nil {
+		return false, err
+	}
+	if err := g.hook(op, "apply"); err != nil {
+		return false, err
+	}
+	next := gr
+	next.Pending = nil
+	next.Version, next.UpdatedAt = gr.Version+1, g.now()
+	return g.groups.Update(ctx, next)
+}
+
+// role reads a member's role, "" when the user is not a member.
+func (g *Service) role(ctx context.Context, groupID, userID string) (string, error) {
+	r, err := g.members.Role(ctx, groupID, userID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return "", nil
+	}
+	return r, err
+}
+
+// visibleUser answers ErrUserNotFound unless the account exists for
+// everyone (active or suspended).
+func (g *Service) visibleUser(ctx context.Context, id string) error {
+	u, err := g.users.Get(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
+		return domain.ErrUserNotFound
+	}
+	return err
+}

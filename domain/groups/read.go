@@ -1,0 +1,107 @@
+package groups
+
+import (
+	"context"
+	"errors"
+
+	"shelf/domain"
+)
+
+// GetGroup returns an active group; anyone may read it.
+func (g *Service) GetGroup(ctx context.Context, id string) (Group, error) {
+	return g.activeGroup(ctx, id)
+}
+
+// activeGroup reads an active group, or answers errGroupNotFound.
+func (g *Service) activeGroup(ctx context.Context, id string) (Group, error) {
+	if !domain.ValidID(id, domain.GroupIDPrefix) {
+		return Group{}, errGroupNotFound
+	}
+	gr, err := g.groups.Get(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && gr.Status != domain.StatusActive) {
+		return Group{}, errGroupNotFound
+	}
+	return gr, err
+}
+
+// MemberRole returns the user's role in the group ("member" or
+// "manager"); ErrNotFound when the user is not a member or the group does
+// not exist. One read of group_members.
+func (g *Service) MemberRole(ctx context.Context, groupID, userID string) (string, error) {
+	if !domain.ValidID(groupID, domain.GroupIDPrefix) || !domain.ValidID(userID, domain.UserIDPrefix) {
+		return "", domain.ErrNotFound
+	}
+	return g.members.Role(ctx, groupID, userID)
+}
+
+// GroupIDsOf returns the ids of the groups the user is a member of (one
+// read of groups_by_member).
+func (g *Service) GroupIDsOf(ctx context.Context, userID string) ([]string, error) {
+	if !domain.ValidID(userID, domain.UserIDPrefix) {
+		return []string{}, nil
+	}
+	return g.members.GroupsOf(ctx, userID)
+}
+
+// Exists reports whether an active group with this id exists.
+func (g *Service) Exists(ctx context.Context, id string) (bool, error) {
+	_, err := g.activeGroup(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ListMembers pages through a group's members, ordered by user id, for
+// its members and admins. The group, the caller's membership and the page
+// are read at once; a change found pending is finished first, so the page
+// agrees with the group's counts.
+func (g *Service) ListMembers(ctx context.Context, p domain.Principal, groupID, cursor string, limit int) (domain.Page[Member], error) {
+	if p.Anonymous() {
+		return domain.Page[Member]{}, domain.ErrNoSession
+	}
+	if !domain.ValidID(groupID, domain.GroupIDPrefix) {
+		return domain.Page[Member]{}, errGroupNotFound
+	}
+	after := ""
+	if cursor != "" {
+		f, err := domain.DecodeCursor(cursor, 1)
+		if err != nil || !domain.ValidID(f[0], domain.UserIDPrefix) {
+			return domain.Page[Member]{}, domain.ErrBadCursor
+		}
+		after = f[0]
+	}
+	var gr Group
+	var callerRole string
+	var items []Member
+	var grErr, roleErr, pageErr error
+	read := func(i int) {
+		switch i {
+		case 0:
+			gr, grErr = g.activeGroup(ctx, groupID)
+		case 1:
+			callerRole, roleErr = g.role(ctx, groupID, p.UserID)
+		case 2:
+			items, pageErr = g.members.Page(ctx, groupID, after, limit+1)
+		}
+	}
+	domain.Parallel(3, read)
+	if grErr != nil {
+		return domain.Page[Member]{}, grErr
+	}
+	if gr.Pending != nil {
+		if _, err := g.finish(ctx, "list", gr); err != nil {
+			return domain.Page[Member]{}, err
+		}
+		domain.Parallel(2, func(i int) { read(i + 1) })
+	}
+	if err := errors.Join(roleErr, pageErr); err != nil {
+		return domain.Page[Member]{}, err
+	}
+	if callerRole == "" {
+		if _, err := g.admins.RequireAdmin(ctx, p); err != nil {
+			return domain.Page[Member]{}, err
+		}
+	}
+	return domain.PageOf(items, limit, func(m Member) string { return domain.EncodeCursor(m.UserID) }), nil
+}

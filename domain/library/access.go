@@ -1,0 +1,98 @@
+package library
+
+import (
+	"context"
+	"errors"
+
+	"shelf/domain"
+)
+
+// access is what a caller may do with an item.
+type access struct {
+	see    bool
+	manage bool
+	admin  bool
+}
+
+// accessTo works out the caller's access to c: public items are seen by
+// everyone, loggedin ones by any session, private ones by members (directly
+// or through a group) and admins; managers (directly or through a group in
+// which... the group is the member) manage.
+func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content) (access, error) {
+	var a access
+	if p.Anonymous() {
+		a.see = c.Visibility == VisibilityPublic
+		return a, nil
+	}
+	principals := []string{p.UserID}
+	groupIDs, err := s.groups.GroupIDsOf(ctx, p.UserID)
+	if err != nil {
+		return a, err
+	}
+	principals = append(principals, groupIDs...)
+	found, err := s.members.Find(ctx, c.ID, principals)
+	if err != nil {
+		return a, err
+	}
+	for _, m := range found {
+		a.see = true
+		if m.Role == RoleManager {
+			a.manage = true
+		}
+	}
+	if !a.see || !a.manage {
+		caller, err := s.callers.Caller(ctx, p)
+		if err != nil {
+			return a, err
+		}
+		if caller != nil && caller.IsAdmin() && caller.Status == domain.StatusActive {
+			a.admin, a.see = true, true
+		}
+	}
+	if c.Visibility != VisibilityPrivate {
+		a.see = true
+	}
+	return a, nil
+}
+
+// load reads a live item and the caller's access; 404 when the caller may
+// not see it.
+func (s *Service) load(ctx context.Context, p domain.Principal, id string) (Content, access, error) {
+	if !domain.ValidID(id, domain.ContentIDPrefix) {
+		return Content{}, access{}, errContentNotFound
+	}
+	c, err := s.content.Get(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && c.Deleted) {
+		return Content{}, access{}, errContentNotFound
+	}
+	if err != nil {
+		return Content{}, access{}, err
+	}
+	a, err := s.accessTo(ctx, p, c)
+	if err != nil {
+		return Content{}, access{}, err
+	}
+	if !a.see {
+		return Content{}, access{}, errContentNotFound
+	}
+	return c, a, nil
+}
+
+// Get returns an item the caller may see.
+func (s *Service) Get(ctx context.Context, p domain.Principal, id string) (Content, error) {
+	c, _, err := s.load(ctx, p, id)
+	return c, err
+}
+
+// requireManager answers unless the caller may manage the item (its
+// managers, directly or through a group, and admins).
+func (s *Service) requireManager(ctx context.Context, p domain.Principal, id string) error {
+	if p.Anonymous() {
+		return domain.ErrNoSession
+	}
+	_, a, err := s.load(ctx, p, id)
+	if err == nil && !a.manage && !a.admin {
+		return domain.ErrDenied
+	}
+	return err
+}

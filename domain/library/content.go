@@ -1,0 +1,116 @@
+package library
+
+import (
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"shelf/domain"
+)
+
+// Visibility says who may see an item (docs/design.md, L1).
+type Visibility string
+
+// The visibilities.
+const (
+	VisibilityPublic   Visibility = "public"
+	VisibilityLoggedIn Visibility = "loggedin"
+	VisibilityPrivate  Visibility = "private"
+)
+
+// Library buckets: a viewer reads exactly one of a library's three.
+const (
+	BucketPrivate  = "private"
+	BucketLoggedIn = "loggedin"
+	BucketPublic   = "public"
+)
+
+// BucketsFor lists the buckets an item of visibility v is in: every bucket
+// whose viewers may see v.
+func BucketsFor(v Visibility) []string {
+	switch v {
+	case VisibilityPublic:
+		return []string{BucketPrivate, BucketLoggedIn, BucketPublic}
+	case VisibilityLoggedIn:
+		return []string{BucketPrivate, BucketLoggedIn}
+	default:
+		return []string{BucketPrivate}
+	}
+}
+
+// Content roles.
+const (
+	RoleViewer  = "viewer"
+	RoleManager = "manager"
+)
+
+// Content is a shared item.
+type Content struct {
+	ID           string
+	Name         string
+	Description  string
+	Visibility   Visibility
+	Link         string
+	CreatedBy    string
+	CreatedAt    time.Time
+	LastModified time.Time
+	Deleted      bool
+	// Members and Managers count the item's members, kept by the same
+	// compare-and-set as Version.
+	Members  int
+	Managers int
+	// Version counts changes (update, share, unshare, delete); it is the
+	// write timestamp of everything the change writes elsewhere.
+	Version int
+}
+
+// Member is a principal an item is shared with.
+type Member struct {
+	PrincipalID string
+	Role        string
+}
+
+// Input is a new item or a change; nil fields stay as they are.
+type Input struct {
+	Name        *string
+	Description *string
+	Visibility  *string
+	Link        *string
+}
+
+// apply checks in and writes it onto c.
+func (in Input) apply(c *Content) error {
+	var fes []*domain.FieldError
+	if in.Name != nil {
+		name := strings.TrimSpace(*in.Name)
+		if n := utf8.RuneCountInString(name); n < 1 || n > 200 || domain.HasControl(name) || domain.HasInvisible(name) {
+			fes = append(fes, &domain.FieldError{Field: "name", Code: "format", Message: "must be 1-200 characters, no control or invisible characters"})
+		}
+		c.Name = name
+	}
+	if in.Description != nil {
+		if utf8.RuneCountInString(*in.Description) > 5000 || domain.HasControl(*in.Description) {
+			fes = append(fes, &domain.FieldError{Field: "description", Code: "format", Message: "must be at most 5000 characters, no control characters"})
+		}
+		c.Description = *in.Description
+	}
+	if in.Visibility != nil {
+		switch v := Visibility(*in.Visibility); v {
+		case VisibilityPublic, VisibilityLoggedIn, VisibilityPrivate:
+			c.Visibility = v
+		default:
+			fes = append(fes, &domain.FieldError{Field: "visibility", Code: "oneof", Message: "must be public, loggedin or private"})
+		}
+	}
+	if in.Link != nil {
+		c.Link = strings.TrimSpace(*in.Link)
+		if c.Link != "" {
+			u, err := url.Parse(c.Link)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(c.Link) > 2048 {
+				fes = append(fes, &domain.FieldError{Field: "link", Code: "format", Message: "must be an http or https URL of at most 2048 characters"})
+			}
+		}
+	}
+	return domain.InvalidFields(fes...)
+}

@@ -1,0 +1,175 @@
+package library
+
+import (
+	"context"
+	"errors"
+
+	"shelf/domain"
+)
+
+// errLibraryNotFound answers for unknown principals.
+var errLibraryNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such user or group."}
+
+// bucketFor decides which bucket of principalID's library the caller
+// reads (L1): the owner, members of the owning group and admins read the
+// private bucket (everything), other sessions the loggedin one, anonymous
+// callers the public one.
+func (s *Service) bucketFor(ctx context.Context, p domain.Principal, principalID string) (string, error) {
+	switch {
+	case domain.ValidID(principalID, domain.UserIDPrefix):
+		u, err := s.users.Get(ctx, principalID)
+		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
+			return "", errLibraryNotFound
+		}
+		if err != nil {
+			return "", err
+		}
+		if p.UserID == principalID {
+			return BucketPrivate, nil
+		}
+	case domain.ValidID(principalID, domain.GroupIDPrefix):
+		ok, err := s.groups.Exists(ctx, principalID)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", errLibraryNotFound
+		}
+		if !p.Anonymous() {
+			if _, err := s.groups.MemberRole(ctx, principalID, p.UserID); err == nil {
+				return BucketPrivate, nil
+			} else if !errors.Is(err, domain.ErrNotFound) {
+				return "", err
+			}
+		}
+	default:
+		return "", errLibraryNotFound
+	}
+	if p.Anonymous() {
+		return BucketPublic, nil
+	}
+	caller, err := s.callers.Caller(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	if caller != nil && caller.IsAdmin() && caller.Status == domain.StatusActive {
+		return BucketPrivate, nil
+	}
+	return BucketLoggedIn, nil
+}
+
+// Library returns a page of a user's or group's library as the caller may
+// see it, newest first (ties by id, descending).
+func (s *Service) Library(ctx context.Context, p domain.Principal, principalID, cursor string, limit int) (domain.Page[Entry], error) {
+	var after *Cursor
+	if cursor != "" {
+		var err error
+		if after, err = DecodeCursor(cursor); err != nil {
+			return domain.Page[Entry]{}, err
+		}
+	}
+	// The page is read beside the checks that decide the bucket, in the
+	// bucket most callers get (anonymous: public, the owner: private,
+	// another session: loggedin), so the checks cost no extra round trip.
+	// The page is shown only once the checks agree; group members and
+	// admins, whose bucket is private, read it again.
+	guess := BucketLoggedIn
+	switch {
+	case p.Anonymous():
+		guess = BucketPublic
+	case p.UserID == principalID:
+		guess = BucketPrivate
+	}
+	var bucket string
+	var items []Entry
+	var bucketErr, pageErr error
+	domain.Parallel(2, func(i int) {
+		if i == 0 {
+			bucket, bucketErr = s.bucketFor(ctx, p, principalID)
+		} else {
+			items, pageErr = s.readPage(ctx, principalID, guess, after, limit+1)
+		}
+	})
+	if bucketErr != nil {
+		return domain.Page[Entry]{}, bucketErr
+	}
+	if bucket != guess {
+		items, pageErr = s.readPage(ctx, principalID, bucket, after, limit+1)
+	}
+	if pageErr != nil {
+		return domain.Page[Entry]{}, pageErr
+	}
+	return domain.PageOf(items, limit, cursorOf), nil
+}
+
+// maxRefills bounds how often a page is refilled after dropping stale
+// rows; each refill is one more slice and one more index read.
+const maxRefills = 8
+
+// readPage reads want rows of one bucket and checks them against the
+// membership index (one read with IN): a row whose item is not in the index
+// (removed, deleted: a ghost) or whose version is older than the index's (a
+// stale copy from a concurrent update) is dropped from the answer and
+// deleted in the background, and the page is refilled (L2, L3). Costs one
+// slice and one index read, more only when rows were dropped (L5).
+func (s *Service) readPage(ctx context.Context, principalID, bucket string, after *Cursor, want int) ([]Entry, error) {
+	out := make([]Entry, 0, want)
+	seen := map[string]bool{}
+	for refill := 0; refill <= maxRefills && len(out) < want; refill++ {
+		need := want - len(out)
+		rows, err := s.library.Slice(ctx, principalID, bucket, after, need)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		ids := make([]string, 0, len(rows))
+		for _, r := range rows {
+			ids = append(ids, r.ContentID)
+		}
+		idx, err := s.library.Index(ctx, principalID, ids)
+		if err != nil {
+			return nil, err
+		}
+		var stale []Entry
+		for _, r := range rows {
+			e, ok := idx[r.ContentID]
+			switch {
+			case !ok || r.Version < e.Version:
+				stale = append(stale, r) // a ghost, or an older copy
+			case r.Version > e.Version || seen[r.ContentID]:
+				// A fan-out still in flight: not shown yet, not touched.
+			default:
+				seen[r.ContentID] = true
+				out = append(out, r)
+			}
+		}
+		if len(stale) > 0 {
+			s.cleanup(ctx, bucket, stale)
+		}
+		last := rows[len(rows)-1]
+		after = &Cursor{LastModified: last.LastModified, ContentID: last.ContentID}
+		if len(rows) < need {
+			break // the end of the bucket
+		}
+	}
+	return out, nil
+}
+
+// cleanup deletes stale rows in the background, each at its own version,
+// so nothing newer is touched.
+func (s *Service) cleanup(ctx context.Context, bucket string, rows []Entry) {
+	ctx = context.WithoutCancel(ctx)
+	select {
+	case s.background <- struct{}{}:
+	default:
+		return // enough cleanups running; the next reader tries again
+	}
+	go func() {
+		defer func() { <-s.background }()
+		for _, r := range rows {
+			_ = s.library.DeleteRow(ctx, bucket, r)
+		}
+	}()
+}

@@ -1,0 +1,87 @@
+package library
+
+import (
+	"context"
+	"slices"
+
+	"shelf/domain"
+)
+
+// Rebuild regenerates a principal's library from its membership index
+// (admins only) and returns how many items it holds: every index entry's
+// rows are written again (at their version, so nothing newer is touched),
+// then every row the index does not back is deleted (L6).
+func (s *Service) Rebuild(ctx context.Context, p domain.Principal, principalID string) (int, error) {
+	if _, err := s.callers.RequireAdmin(ctx, p); err != nil {
+		return 0, err
+	}
+	if !domain.ValidID(principalID, domain.UserIDPrefix) && !domain.ValidID(principalID, domain.GroupIDPrefix) {
+		return 0, errLibraryNotFound
+	}
+	count, err := s.rewriteFromIndex(ctx, principalID)
+	if err != nil {
+		return count, err
+	}
+	for _, bucket := range []string{BucketPrivate, BucketLoggedIn, BucketPublic} {
+		if err := s.dropUnbacked(ctx, principalID, bucket); err != nil {
+			return count, err
+		}
+	}
+	return count, nil
+}
+
+// rewriteFromIndex writes every index entry's rows again, each at its
+// version, and counts them.
+func (s *Service) rewriteFromIndex(ctx context.Context, principalID string) (int, error) {
+	count := 0
+	after := ""
+	for {
+		entries, err := s.library.IndexPage(ctx, principalID, after, memberPage)
+		if err != nil {
+			return count, err
+		}
+		for _, e := range entries {
+			if err := s.library.Apply(ctx, e, nil); err != nil {
+				return count, err
+			}
+			count++
+		}
+		if len(entries) < memberPage {
+			return count, nil
+		}
+		after = entries[len(entries)-1].ContentID
+	}
+}
+
+// dropUnbacked walks one bucket and deletes every row the index does not
+// back: a ghost, an older copy, or a visibility that bucket may not show.
+func (s *Service) dropUnbacked(ctx context.Context, principalID, bucket string) error {
+	var cursor *Cursor
+	for {
+		rows, err := s.library.Slice(ctx, principalID, bucket, cursor, memberPage)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ContentID
+		}
+		idx, err := s.library.Index(ctx, principalID, ids)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			e, ok := idx[r.ContentID]
+			if !ok || r.Version < e.Version || !slices.Contains(BucketsFor(e.Visibility), bucket) {
+				if err := s.library.DeleteRow(ctx, bucket, r); err != nil {
+					return err
+				}
+			}
+		}
+		if len(rows) < memberPage {
+			return nil
+		}
+		last := rows[len(rows)-1]
+		cursor = &Cursor{LastModified: last.LastModified, ContentID: last.ContentID}
+	}
+}

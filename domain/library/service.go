@@ -1,0 +1,163 @@
+// Package library is content items, sharing them with users and groups,
+// and the per-principal libraries kept from them: visibility buckets,
+// newest-first pages checked against the membership index, the fan-out of
+// every change through a durable outbox, and rebuilds (L1-L6 of
+// docs/design.md).
+package library
+
+import (
+	"context"
+	"time"
+
+	"shelf/domain"
+)
+
+// ContentStore keeps the content rows (LWT-managed).
+type ContentStore interface {
+	Create(ctx context.Context, c Content) error
+	Get(ctx context.Context, id string) (Content, error)
+	GetSerial(ctx context.Context, id string) (Content, error)
+	// Update writes c if the stored version is c.Version-1.
+	Update(ctx context.Context, c Content) (bool, error)
+}
+
+// MemberStore keeps who each item is shared with, written at the item's
+// version.
+type MemberStore interface {
+	Put(ctx context.Context, contentID string, m Member, version int) error
+	Delete(ctx context.Context, contentID, principalID string, version int) error
+	// Find returns the members among principalIDs.
+	Find(ctx context.Context, contentID string, principalIDs []string) ([]Member, error)
+	// Page lists members after principal id `after`, in id order.
+	Page(ctx context.Context, contentID, after string, limit int) ([]Member, error)
+}
+
+// EntryStore keeps the libraries and their membership index. Every write
+// carries the item's version as its timestamp.
+type EntryStore interface {
+	// Apply writes e into its principal's library: per bucket one
+	// single-partition batch (delete prev's row, insert e's), then the
+	// index entry. prev is what the library held before, if known.
+	Apply(ctx context.Context, e Entry, prev *Entry) error
+	// Remove deletes the item from the principal's library at version:
+	// the index entry and prev's rows.
+	Remove(ctx context.Context, principalID, contentID string, prev *Entry, version int) error
+	// Index reads the index entries of these items (one partition, IN).
+	Index(ctx context.Context, principalID string, contentIDs []string) (map[string]Entry, error)
+	// IndexPage lists a principal's index entries after content id `after`.
+	IndexPage(ctx context.Context, principalID, after string, limit int) ([]Entry, error)
+	// Slice reads up to limit rows of one bucket, newest first, after the cursor.
+	Slice(ctx context.Context, principalID, bucket string, after *Cursor, limit int) ([]Entry, error)
+	// DeleteRow deletes one row (a stale duplicate or a ghost) at its version.
+	DeleteRow(ctx context.Context, bucket string, e Entry) error
+}
+
+// Outbox records items whose libraries may be behind (docs/design.md: fan-out
+// through a durable outbox).
+type Outbox interface {
+	// Mark records the item (and principals to purge it from) before a
+	// change; the marker identifies this mark for Done.
+	Mark(ctx context.Context, contentID string, purge []string) (marker int64, err error)
+	// Done deletes the mark if nothing marked it again since.
+	Done(ctx context.Context, contentID string, marker int64) error
+	// Pending lists marks made before t.
+	Pending(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error)
+}
+
+// OutboxEntry is one item waiting for its fan-out.
+type OutboxEntry struct {
+	ContentID string
+	Purge     []string
+	Marker    int64
+	MarkedAt  time.Time
+}
+
+// GroupDirectory is what content needs to know of groups.
+type GroupDirectory interface {
+	// MemberRole returns the user's role in the group; ErrNotFound when
+	// the user is not a member.
+	MemberRole(ctx context.Context, groupID, userID string) (string, error)
+	// GroupIDsOf lists the groups the user is a member of.
+	GroupIDsOf(ctx context.Context, userID string) ([]string, error)
+	// Exists reports whether the group exists.
+	Exists(ctx context.Context, id string) (bool, error)
+}
+
+// Config holds the content tunables.
+type Config struct {
+	// SyncFanoutLimit: items with at most this many members are fanned out
+	// before a change answers; larger ones finish in the background.
+	SyncFanoutLimit int
+	// FanoutConcurrency bounds the member libraries written at once.
+	FanoutConcurrency int
+	// Now is the clock.
+	Now func() time.Time
+}
+
+// Hooks let tests stop a fan-out part-way, as a crash would.
+type Hooks struct {
+	// BeforeMember is called before each member library is written; an
+	// error stops the fan-out there (the outbox entry stays).
+	BeforeMember func(contentID, principalID string) error
+}
+
+// Service is content, sharing and the libraries kept from it.
+type Service struct {
+	cfg     Config
+	callers Callers
+	users   Users
+	groups  GroupDirectory
+	content ContentStore
+	members MemberStore
+	library EntryStore
+	outbox  Outbox
+	log     domain.Logger
+	// Hooks are nil in production.
+	Hooks Hooks
+	// background tracks fan-outs finishing after their change answered.
+	background chan struct{}
+}
+
+// Callers says who is calling.
+type Callers interface {
+	// Caller is the calling user's account; nil for an anonymous caller,
+	// ErrNoSession when the account behind the session is gone.
+	Caller(ctx context.Context, p domain.Principal) (*domain.User, error)
+	// RequireAdmin answers ErrNoSession for no session and ErrDenied for
+	// a caller who is not an active admin.
+	RequireAdmin(ctx context.Context, p domain.Principal) (domain.User, error)
+}
+
+// Users reads accounts (a user's library exists while the account is
+// visible).
+type Users interface {
+	Get(ctx context.Context, id string) (domain.User, error)
+}
+
+// Stores are the tables content and libraries are kept in.
+type Stores struct {
+	Content ContentStore
+	Members MemberStore
+	Library EntryStore
+	Outbox  Outbox
+}
+
+// New wires the service.
+func New(cfg Config, callers Callers, users Users, groups GroupDirectory, stores Stores, log domain.Logger) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.FanoutConcurrency <= 0 {
+		cfg.FanoutConcurrency = 16
+	}
+	if cfg.SyncFanoutLimit < 0 {
+		cfg.SyncFanoutLimit = 0
+	}
+	return &Service{cfg: cfg, callers: callers, users: users, groups: groups, content: stores.Content,
+		members: stores.Members, library: stores.Library, outbox: stores.Outbox, log: log,
+		background: make(chan struct{}, 64)}
+}
+
+var errContentNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such content."}
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }

@@ -1,0 +1,125 @@
+// Package moderation is suspending and unsuspending accounts, the
+// suspended list (newest first across time buckets), the sweeper that lifts
+// ended suspensions and the repair that makes the derived records agree
+// with the accounts (S1-S4 of docs/design.md).
+package moderation
+
+import (
+	"context"
+	"time"
+
+	"shelf/domain"
+)
+
+// Store keeps the records derived from an account's suspension:
+// its row in the suspended list (users_by_status), the reverse lookup
+// (suspended_users), the expiry entry and the bucket index. Writes carry the
+// account version as their timestamp, so the records of an older change
+// never overwrite or resurrect those of a newer one, whatever the order
+// they arrive in, and repeating a write is harmless.
+type Store interface {
+	// Record writes the suspension's records.
+	Record(ctx context.Context, s domain.Suspension, version int) error
+	// Erase deletes them, and the bucket's index entry if it is now empty.
+	Erase(ctx context.Context, s domain.Suspension, version int) error
+	// EraseListing is Erase without the reverse lookup, for the records of
+	// an old suspension of an account that is suspended again (its lookup
+	// row, keyed by user alone, belongs to the current suspension).
+	EraseListing(ctx context.Context, s domain.Suspension, version int) error
+	// Lookup reads the reverse lookup (ErrNotFound when there is none).
+	Lookup(ctx context.Context, userID string) (domain.Suspension, error)
+	// Page returns up to limit suspensions, newest first (ties by user id,
+	// descending), after the cursor (nil: from the start).
+	Page(ctx context.Context, after *Cursor, limit int) ([]domain.Suspension, error)
+	// Expired returns up to limit expiry entries (UserID and Until set)
+	// whose end is at or before t.
+	Expired(ctx context.Context, t time.Time, limit int) ([]domain.Suspension, error)
+	// EraseExpiry deletes one expiry entry.
+	EraseExpiry(ctx context.Context, userID string, until time.Time, version int) error
+}
+
+// Config holds the moderation tunables.
+type Config struct {
+	// BucketSize is month, week or day.
+	BucketSize string
+	// Now is the clock; tests move it.
+	Now func() time.Time
+}
+
+// Hooks let tests stop an operation after a step, as a crash
+// would: the operation returns the hook's error at once.
+type Hooks struct {
+	// AfterStep is called with "cas" (the account changed), "records"
+	// (the derived records written or erased) and "sessions".
+	AfterStep func(op, step string) error
+}
+
+// Users reads and changes account rows; the account row is where a
+// suspension is decided and takes effect (S1).
+type Users interface {
+	Get(ctx context.Context, id string) (domain.User, error)
+	// GetSerial reads at SERIAL: the latest committed state.
+	GetSerial(ctx context.Context, id string) (domain.User, error)
+	// Update writes u if the stored version is still u.Version-1.
+	Update(ctx context.Context, u domain.User) (bool, error)
+}
+
+// Sessions revokes logins (S3).
+type Sessions interface {
+	// DeleteAll revokes every session of the user, except keep ("" for none).
+	DeleteAll(ctx context.Context, userID, keep string) error
+}
+
+// Admins says whether the caller may moderate.
+type Admins interface {
+	// RequireAdmin answers ErrNoSession for no session and ErrDenied for
+	// a caller who is not an active admin.
+	RequireAdmin(ctx context.Context, p domain.Principal) (domain.User, error)
+}
+
+// Service is suspending and unsuspending accounts and listing the
+// suspended.
+type Service struct {
+	cfg         Config
+	admins      Admins
+	users       Users
+	sessions    Sessions
+	suspensions Store
+	// Hooks are nil in production.
+	Hooks Hooks
+}
+
+// New wires the service.
+func New(cfg Config, admins Admins, users Users, sessions Sessions, suspensions Store) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{cfg: cfg, admins: admins, users: users, sessions: sessions, suspensions: suspensions}
+}
+
+// maxAttempts bounds the rounds of a change that keeps losing the account's
+// compare-and-set to other changes of the same account.
+const maxAttempts = 8
+
+// SetClock replaces the clock (tests spread suspensions over buckets).
+func (m *Service) SetClock(now func() time.Time) { m.cfg.Now = now }
+
+var (
+	errAlreadySuspended = &domain.Error{Kind: domain.ErrConflict, Code: "already_suspended", Message: "The user is already suspended."}
+	errNotSuspended     = &domain.Error{Kind: domain.ErrNotFound, Code: "not_suspended", Message: "The user is not suspended."}
+)
+
+// SuspendInput is a suspension request.
+type SuspendInput struct {
+	Reason string
+	Until  *time.Time
+}
+
+func (m *Service) now() time.Time { return m.cfg.Now().UTC().Truncate(time.Millisecond) }
+
+func (m *Service) hook(op, step string) error {
+	if m.Hooks.AfterStep == nil {
+		return nil
+	}
+	return m.Hooks.AfterStep(op, step)
+}

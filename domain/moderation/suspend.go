@@ -1,0 +1,169 @@
+package moderation
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"shelf/domain"
+)
+
+// Suspend suspends an account (admins only, not themselves). The account
+// row changes first, by compare-and-set on its version: that is the guard
+// of S1 and the point where the suspension takes effect. Then the list's
+// records are written, then every session is revoked (S3). A suspension
+// that was interrupted after the compare-and-set is finished by the next
+// Suspend of the same user (which answers 409) or by Repair.
+func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string, in SuspendInput) (domain.Suspension, error) {
+	admin, err := m.admins.RequireAdmin(ctx, p)
+	if err != nil {
+		return domain.Suspension{}, err
+	}
+	now := m.now()
+	reason := strings.TrimSpace(in.Reason)
+	var fes []*domain.FieldError
+	if n := utf8.RuneCountInString(reason); n < 1 || n > 500 {
+		fes = append(fes, &domain.FieldError{Field: "reason", Code: "length", Message: "must be 1-500 characters"})
+	} else if domain.HasControl(reason) {
+		fes = append(fes, &domain.FieldError{Field: "reason", Code: "invalid_characters", Message: "must not contain control characters"})
+	}
+	if in.Until != nil && !in.Until.After(now) {
+		fes = append(fes, &domain.FieldError{Field: "until", Code: "not_future", Message: "must be in the future"})
+	}
+	if userID == admin.ID {
+		fes = append(fes, &domain.FieldError{Field: "userId", Code: "self", Message: "an admin cannot suspend themselves"})
+	}
+	if err := domain.InvalidFields(fes...); err != nil {
+		return domain.Suspension{}, err
+	}
+	if !domain.ValidID(userID, domain.UserIDPrefix) {
+		return domain.Suspension{}, domain.ErrUserNotFound
+	}
+	var s domain.Suspension
+	next, err := m.changeAccount(ctx, userID, func(u domain.User) (domain.User, error) {
+		if u.Status == domain.StatusSuspended && u.Suspension != nil {
+			// Finish whatever an interrupted Suspend left undone.
+			if err := m.finishSuspension(ctx, *u.Suspension, u.Version); err != nil {
+				return u, err
+			}
+			return u, errAlreadySuspended
+		}
+		s = domain.Suspension{UserID: u.ID, Username: u.Username, Reason: reason, SuspendedAt: now,
+			SuspendedBy: admin.ID, Bucket: BucketOf(now, m.cfg.BucketSize)}
+		if in.Until != nil {
+			s.Until = in.Until.UTC().Truncate(time.Millisecond)
+		}
+		u.Status, u.Suspension, u.UpdatedAt = domain.StatusSuspended, &s, now
+		return u, nil
+	})
+	if err != nil {
+		return domain.Suspension{}, err
+	}
+	if err := m.hook("suspend", "cas"); err != nil {
+		return domain.Suspension{}, err
+	}
+	if err := m.finishSuspension(ctx, s, next.Version); err != nil {
+		return domain.Suspension{}, err
+	}
+	return s, nil
+}
+
+// changeAccount is the read -> decide -> compare-and-set loop of one
+// visible account: decide gets the account as read at SERIAL and returns it
+// changed, or the error to answer with. The change is written at the next
+// version; a lost compare-and-set decides again on the newer state.
+func (m *Service) changeAccount(ctx context.Context, userID string, decide func(u domain.User) (domain.User, error)) (domain.User, error) {
+	var out domain.User
+	err := domain.Retry(ctx, maxAttempts, domain.ErrBusy, func(int) (bool, error) {
+		u, err := m.users.GetSerial(ctx, userID)
+		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
+			return false, domain.ErrUserNotFound
+		}
+		if err != nil {
+			return false, err
+		}
+		next, err := decide(u)
+		if err != nil {
+			return false, err
+		}
+		next.Version = u.Version + 1
+		applied, err := m.users.Update(ctx, next)
+		out = next
+		return applied, err
+	})
+	return out, err
+}
+
+// finishSuspension writes a suspension's records and revokes the sessions.
+// Both are idempotent.
+func (m *Service) finishSuspension(ctx context.Context, s domain.Suspension, version int) error {
+	if err := m.suspensions.Record(ctx, s, version); err != nil {
+		return err
+	}
+	if err := m.hook("suspend", "records"); err != nil {
+		return err
+	}
+	if err := m.sessions.DeleteAll(ctx, s.UserID, ""); err != nil {
+		return err
+	}
+	return m.hook("suspend", "sessions")
+}
+
+// Unsuspend lifts a suspension (admins only): the account first, by
+// compare-and-set, then the list's records. Unsuspending an account that is
+// not suspended answers not_suspended, after erasing any records an
+// interrupted Unsuspend left behind.
+func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID string) error {
+	if _, err := m.admins.RequireAdmin(ctx, p); err != nil {
+		return err
+	}
+	if !domain.ValidID(userID, domain.UserIDPrefix) {
+		return domain.ErrUserNotFound
+	}
+	return m.lift(ctx, userID, nil)
+}
+
+// lift ends the suspension of userID. With onlyIfExpiredAt set, it does so
+// only if the suspension has ended by then (the sweeper's case).
+func (m *Service) lift(ctx context.Context, userID string, onlyIfExpiredAt *time.Time) error {
+	var old domain.Suspension
+	next, err := m.changeAccount(ctx, userID, func(u domain.User) (domain.User, error) {
+		if u.Status != domain.StatusSuspended || u.Suspension == nil {
+			if err := m.eraseLeftovers(ctx, u); err != nil {
+				return u, err
+			}
+			return u, errNotSuspended
+		}
+		if onlyIfExpiredAt != nil && u.Suspension.ActiveAt(*onlyIfExpiredAt) {
+			return u, errNotSuspended
+		}
+		old = *u.Suspension
+		u.Status, u.Suspension, u.UpdatedAt = domain.StatusActive, nil, m.now()
+		return u, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := m.hook("unsuspend", "cas"); err != nil {
+		return err
+	}
+	if err := m.suspensions.Erase(ctx, old, next.Version); err != nil {
+		return err
+	}
+	return m.hook("unsuspend", "records")
+}
+
+// eraseLeftovers removes the records of a suspension the account no longer
+// has (an Unsuspend that stopped after its compare-and-set).
+func (m *Service) eraseLeftovers(ctx context.Context, u domain.User) error {
+	s, err := m.suspensions.Lookup(ctx, u.ID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return m.suspensions.Erase(ctx, s, u.Version)
+}

@@ -1,0 +1,49 @@
+package moderation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"shelf/domain"
+)
+
+// SweepExpired lifts suspensions whose end has passed, at most limit of
+// them, and returns how many it lifted. Several sweepers may run at once:
+// each lift is a compare-and-set.
+func (m *Service) SweepExpired(ctx context.Context, limit int) (int, error) {
+	now := m.cfg.Now().UTC()
+	expired, err := m.suspensions.Expired(ctx, now, limit)
+	if err != nil {
+		return 0, err
+	}
+	lifted := 0
+	var errs []error
+	for _, s := range expired {
+		err := m.lift(ctx, s.UserID, &now)
+		switch {
+		case err == nil:
+			lifted++
+		case errors.Is(err, domain.ErrNotFound):
+			// Lifted already, re-suspended with another end, or gone: the
+			// entry is stale. Erase it at the account's version.
+			errs = append(errs, m.eraseStaleExpiry(ctx, s))
+		default:
+			errs = append(errs, fmt.Errorf("lift %s: %w", s.UserID, err))
+		}
+	}
+	return lifted, errors.Join(errs...)
+}
+
+// eraseStaleExpiry removes an expiry entry that no longer matches its
+// account's suspension.
+func (m *Service) eraseStaleExpiry(ctx context.Context, s domain.Suspension) error {
+	u, err := m.users.GetSerial(ctx, s.UserID)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	if u.Suspension != nil && u.Suspension.Until.Equal(s.Until) {
+		return nil // still current: its turn comes when it ends
+	}
+	return m.suspensions.EraseExpiry(ctx, s.UserID, s.Until, u.Version)
+}

@@ -1,0 +1,20 @@
+package domain
+
+import "time"
+
+// Session is a login. The token itself is never stored: only its hash.
+type Session struct {
+	TokenHash string
+	UserID    string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Principal is who is calling: a user id and the session, or nobody.
+type Principal struct {
+	UserID  string
+	Session Session
+}
+
+// Anonymous reports a caller without a session.
+func (p Principal) Anonymous() bool { return p.UserID == "" }

@@ -1,0 +1,44 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"shelf/domain"
+)
+
+// Paging limits of every list (docs/design.md, API conventions).
+const (
+	defaultPageLimit = 20
+	maxPageLimit     = 100
+)
+
+// pageLimit reads ?limit= (default 20, 1-100).
+func pageLimit(r *http.Request) (int, error) {
+	q := r.URL.Query()
+	if !q.Has("limit") {
+		return defaultPageLimit, nil
+	}
+	raw := q.Get("limit") // present but empty ("?limit=") is not a number either
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > maxPageLimit {
+		return 0, newProblem(http.StatusBadRequest, "validation_failed", "limit must be a whole number from 1 to 100.",
+			ProblemField{Field: "limit", Code: "range", Message: "must be a whole number from 1 to 100"})
+	}
+	return n, nil
+}
+
+// pageResponse is every list: items and, except on the last page, nextCursor.
+type pageResponse[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// toPage is the answer for a page of the domain, each item converted.
+func toPage[T, R any](p domain.Page[T], convert func(T) R) pageResponse[R] {
+	out := pageResponse[R]{Items: make([]R, len(p.Items)), NextCursor: p.Next}
+	for i, item := range p.Items {
+		out.Items[i] = convert(item)
+	}
+	return out
+}
