@@ -45,8 +45,9 @@ func (h *Health) readyz(w http.ResponseWriter, r *http.Request) error {
 	if err := h.ready.CheckReady(ctx); err != nil {
 		hlog.FromRequest(r).Warn().Err(err).Msg("not ready")
 		if errors.Is(err, domain.ErrSchemaBehind) {
+			// The log has the details; the answer says what to do.
 			return newProblem(http.StatusServiceUnavailable, "schema_behind",
-				"The database schema is older than this release: "+err.Error()+".")
+				"The database schema is older than this release; run `api migrate`.")
 		}
 		return newProblem(http.StatusServiceUnavailable, "database_unavailable", "Cassandra does not answer.")
 	}

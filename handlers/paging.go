@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"shelf/domain"
@@ -13,9 +14,15 @@ const (
 	maxPageLimit     = 100
 )
 
-// pageLimit reads ?limit= (default 20, 1-100).
+// pageLimit reads ?limit= (default 20, 1-100). A query string that does
+// not parse (a stray '%') is refused: read leniently, its bad pairs would
+// be dropped and ?cursor=%%%x would quietly read the first page.
 func pageLimit(r *http.Request) (int, error) {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return 0, newProblem(http.StatusBadRequest, "validation_failed", "The query string does not parse.",
+			ProblemField{Field: "query", Code: "malformed", Message: "must be a valid URL query string"})
+	}
 	if !q.Has("limit") {
 		return defaultPageLimit, nil
 	}

@@ -101,11 +101,7 @@ func toProblem(err error) *Problem {
 			continue
 		}
 		if de == nil {
-			p := newProblem(row.status, row.code, row.detail)
-			if row.status == http.StatusServiceUnavailable {
-				p.header = http.Header{"Retry-After": {"1"}}
-			}
-			return p
+			return newProblem(row.status, row.code, row.detail)
 		}
 		code := de.Code
 		if code == "" {
@@ -143,6 +139,11 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 		for _, v := range vs {
 			w.Header().Add(k, v)
 		}
+	}
+	// Every 503 says when to come back: it means "try again", whatever
+	// produced it (an unavailable node, a timeout, a signup that expired).
+	if out.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
 	}
 	if out.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="shelf"`)

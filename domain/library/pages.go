@@ -82,22 +82,28 @@ func (s *Service) Library(ctx context.Context, p domain.Principal, principalID, 
 	}
 	var bucket string
 	var items []Entry
+	var resume *Cursor
 	var bucketErr, pageErr error
 	domain.Parallel(2, func(i int) {
 		if i == 0 {
 			bucket, bucketErr = s.bucketFor(ctx, p, principalID)
 		} else {
-			items, pageErr = s.readPage(ctx, principalID, guess, after, limit+1)
+			items, resume, pageErr = s.readPage(ctx, principalID, guess, after, limit+1)
 		}
 	})
 	if bucketErr != nil {
 		return domain.Page[Entry]{}, bucketErr
 	}
 	if bucket != guess {
-		items, pageErr = s.readPage(ctx, principalID, bucket, after, limit+1)
+		items, resume, pageErr = s.readPage(ctx, principalID, bucket, after, limit+1)
 	}
 	if pageErr != nil {
 		return domain.Page[Entry]{}, pageErr
+	}
+	if len(items) <= limit && resume != nil {
+		// Short, because the refills ran out among stale rows, not because
+		// the library ended: the next page goes on after the last row read.
+		return domain.Page[Entry]{Items: items, Next: resume.Encode()}, nil
 	}
 	return domain.PageOf(items, limit, cursorOf), nil
 }
@@ -112,14 +118,20 @@ const maxRefills = 8
 // stale copy from a concurrent update) is dropped from the answer and
 // deleted in the background, and the page is refilled (L2, L3). Costs one
 // slice and one index read, more only when rows were dropped (L5).
-func (s *Service) readPage(ctx context.Context, principalID, bucket string, after *Cursor, want int) ([]Entry, error) {
-	out := make([]Entry, 0, want)
+//
+// It returns the rows to show and, when it stopped refilling before the
+// bucket ended, resume: the position after the last row it read.
+func (s *Service) readPage(ctx context.Context, principalID, bucket string, after *Cursor, want int) (out []Entry, resume *Cursor, err error) {
+	out = make([]Entry, 0, want)
 	seen := map[string]bool{}
-	for refill := 0; refill <= maxRefills && len(out) < want; refill++ {
+	for refill := 0; len(out) < want; refill++ {
+		if refill > maxRefills {
+			return out, after, nil // rows may follow: say where to go on
+		}
 		need := want - len(out)
 		rows, err := s.library.Slice(ctx, principalID, bucket, after, need)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(rows) == 0 {
 			break
@@ -130,7 +142,7 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, afte
 		}
 		idx, err := s.library.Index(ctx, principalID, ids)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var stale []Entry
 		for _, r := range rows {
@@ -154,7 +166,7 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, afte
 			break // the end of the bucket
 		}
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 // cleanup deletes stale rows in the background, each at its own version,

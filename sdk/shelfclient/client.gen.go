@@ -637,7 +637,9 @@ type ListContentMembersParams struct {
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque.
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -646,7 +648,9 @@ type GetGroupLibraryParams struct {
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque.
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -655,7 +659,9 @@ type ListGroupMembersParams struct {
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque.
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -664,7 +670,9 @@ type ListSuspensionsParams struct {
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque.
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -673,7 +681,9 @@ type GetUserLibraryParams struct {
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque.
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 

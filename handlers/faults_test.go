@@ -1,0 +1,71 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"shelf/domain"
+)
+
+// TestEveryUnavailableAnswerSaysWhenToRetry: a 503 from any source — a
+// bare unavailable, a domain error of that kind with its own code (a
+// signup that expired), a timeout — carries Retry-After (issue 10, case 9).
+func TestEveryUnavailableAnswerSaysWhenToRetry(t *testing.T) {
+	t.Parallel()
+	expired := &domain.Error{Kind: domain.ErrUnavailable, Code: "signup_expired", Message: "Try again."}
+	for _, err := range []error{
+		domain.ErrUnavailable,
+		fmt.Errorf("signup: %w", expired),
+		context.DeadlineExceeded,
+	} {
+		w := httptest.NewRecorder()
+		writeError(w, httptest.NewRequest(http.MethodGet, "/v1/me", nil), err)
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+			t.Errorf("%v: %d, Retry-After %q", err, w.Code, w.Header().Get("Retry-After"))
+		}
+	}
+}
+
+type notReady struct{ err error }
+
+func (n notReady) CheckReady(context.Context) error { return n.err }
+
+// TestReadyzKeepsInternalTextInTheLog: the reason a node is not ready is
+// logged, never sent (issue 10, case 9).
+func TestReadyzKeepsInternalTextInTheLog(t *testing.T) {
+	t.Parallel()
+	secret := "dial tcp 10.1.2.3:9042: connection refused"
+	for _, err := range []error{errors.New(secret), fmt.Errorf("%w: migration 005 of 006 (%s)", domain.ErrSchemaBehind, secret)} {
+		h := &Health{ready: notReady{err}}
+		w := httptest.NewRecorder()
+		handle(h.readyz)(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		if w.Code != http.StatusServiceUnavailable || strings.Contains(w.Body.String(), "10.1.2.3") || strings.Contains(w.Body.String(), "005") {
+			t.Errorf("%v: %d %s", err, w.Code, w.Body.String())
+		}
+	}
+}
+
+// TestListQueryMustParse: a list whose query string does not parse is
+// refused with 400 naming the query, not read as the first page (issue 10,
+// case 9).
+func TestListQueryMustParse(t *testing.T) {
+	t.Parallel()
+	for _, q := range []string{"cursor=%%%x", "limit=5&cursor=%zz", "a=%"} {
+		r := httptest.NewRequest(http.MethodGet, "/v1/suspensions", nil)
+		r.URL.RawQuery = q
+		_, err := pageLimit(r)
+		var p *Problem
+		if !errors.As(err, &p) || p.Status != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Field != "query" {
+			t.Errorf("?%s: %v", q, err)
+		}
+	}
+	r := httptest.NewRequest(http.MethodGet, "/v1/suspensions?limit=7&cursor=abc", nil)
+	if n, err := pageLimit(r); n != 7 || err != nil {
+		t.Errorf("a good query: %d %v", n, err)
+	}
+}
