@@ -221,9 +221,12 @@ func TestCreationUndoesOnlyWhatDidNotHappen(t *testing.T) {
 	discarded := false
 	err := NewClaimer(claims, time.Second, nopLogger{}).Create(context.Background(), Creation{
 		ID: "u2", Keys: userKey("bob"), Holders: &memHolders{},
-		Create:   func(context.Context, time.Duration) error { return nil },
-		Activate: func(context.Context) (bool, error) { t.Fatal("activated a creation whose key is taken"); return false, nil },
-		Discard:  func(context.Context) error { discarded = true; return nil },
+		Create: func(context.Context, time.Duration) error { return nil },
+		Activate: func(context.Context) (bool, error) {
+			t.Fatal("activated a creation whose key is taken")
+			return false, nil
+		},
+		Discard: func(context.Context) error { discarded = true; return nil },
 	})
 	if !errors.Is(err, ErrConflict) || !discarded {
 		t.Fatalf("taken key: err %v, discarded %v", err, discarded)

@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"time"
 
-	"shelf/domain/library"
-
 	"github.com/go-chi/chi/v5"
+
+	"shelf/domain/library"
 )
 
 // Contents serves content, sharing and libraries.

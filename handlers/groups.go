@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"time"
 
-	"shelf/domain/groups"
-
 	"github.com/go-chi/chi/v5"
+
+	"shelf/domain/groups"
 )
 
 // Groups serves groups and their members.

@@ -31,7 +31,7 @@ type casTable[R any] struct {
 func (t casTable[R]) write(ctx context.Context, op, stmt, id, writeID string, args ...any) (bool, error) {
 	return t.db.exec(ctx, lwt{
 		name: t.name + "." + op,
-		run:  func(ctx context.Context) (bool, error) { return applied(t.db.cas(ctx, stmt, args...)) },
+		run:  func(ctx context.Context) (bool, error) { return t.db.cas(ctx, nil, stmt, args...) },
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			r, found, err := t.get(ctx, id, t.db.Serial)
 			if err != nil {
@@ -61,7 +61,7 @@ func (t casTable[R]) create(ctx context.Context, stmt, id, writeID string, args 
 func (t casTable[R]) discardPending(ctx context.Context, stmt, id string) error {
 	_, err := t.db.exec(ctx, lwt{
 		name: t.name + ".discard",
-		run:  func(ctx context.Context) (bool, error) { return applied(t.db.cas(ctx, stmt, id)) },
+		run:  func(ctx context.Context) (bool, error) { return t.db.cas(ctx, nil, stmt, id) },
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			r, found, err := t.get(ctx, id, t.db.Serial)
 			if err != nil {

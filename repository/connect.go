@@ -149,6 +149,11 @@ func quoteIdent(name string) string {
 // discardLogger drops the driver's messages.
 type discardLogger struct{}
 
-func (discardLogger) Print(...any)          {}
+// Print drops a message.
+func (discardLogger) Print(...any) {}
+
+// Printf drops a message.
 func (discardLogger) Printf(string, ...any) {}
-func (discardLogger) Println(...any)        {}
+
+// Println drops a message.
+func (discardLogger) Println(...any) {}

@@ -190,17 +190,19 @@ func isAmbiguous(err error) bool {
 }
 
 // cas runs one conditional statement without driver retries (exec decides
-// what to retry) and returns, when it did not apply, the columns Cassandra
-// sent back: the row in the way for IF NOT EXISTS, the condition's columns
-// otherwise.
-func (db *DB) cas(ctx context.Context, stmt string, args ...any) (applied bool, existing map[string]any, err error) {
-	existing = map[string]any{}
-	applied, err = db.Session.Session.Query(stmt, args...).WithContext(ctx).RetryPolicy(nil).MapScanCAS(existing)
-	return applied, existing, err
+// what to retry) and reports whether it applied. When it did not, gocqlx's
+// GetCAS scans the columns Cassandra sent back into existing, a pointer to a
+// row struct: the row in the way for IF NOT EXISTS, the condition's columns
+// otherwise. existing is nil where only "applied" matters; ExecCAS then
+// drops those columns.
+func (db *DB) cas(ctx context.Context, existing any, stmt string, args ...any) (bool, error) {
+	q := db.Session.ContextQuery(ctx, stmt, nil).Bind(args...)
+	q.RetryPolicy(nil)
+	if existing == nil {
+		return q.ExecCASRelease()
+	}
+	return q.GetCASRelease(existing)
 }
-
-// applied drops the columns of a CAS answer where only "applied" matters.
-func applied(ok bool, _ map[string]any, err error) (bool, error) { return ok, err }
 
 // newWriteID tags one write so a SERIAL read can recognize it.
 func newWriteID() string { return gocql.TimeUUID().String() }
