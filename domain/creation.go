@@ -43,9 +43,11 @@ func (cr Creation) step(name string) error {
 // before activation leaves a pending row that expires with the lease, and
 // its claims are then free: pending ones expire, committed ones are taken
 // over by the next claimant (Holders finds the row gone). A key held by
-// someone else answers the conflict of AcquireAll; a failed phase that
-// definitely did not happen undoes the creation; one whose outcome stays
-// unknown keeps everything.
+// someone else answers the conflict of AcquireAll. Before activation, a
+// failure undoes the creation (the row was never activated, so a claim or
+// a pending row that lands late only expires with its lease); an
+// activation whose outcome stays unknown keeps everything, since the row
+// may be active.
 func (c *Claimer) Create(ctx context.Context, cr Creation) error {
 	var held []Key
 	var conflict, claimErr, createErr error
@@ -79,15 +81,16 @@ func (c *Claimer) Create(ctx context.Context, cr Creation) error {
 	}
 	activated, err := cr.Activate(ctx)
 	switch {
-	case errors.Is(err, ErrNotApplied):
-		c.undoCreation(ctx, cr, held) // read back: definitely not active
-		return err
 	case err != nil:
-		// Unknown even after the SERIAL read: release nothing (the row may
-		// be active). If it is not, it expires with the lease and its
-		// committed claims are taken over by the next claimant.
+		// Unknown (ErrOutcomeUnknown) or not sent: release nothing. The row
+		// may be active, or may still become active when a held attempt
+		// lands; if it never does, it expires with the lease and its
+		// committed claims are taken over by the next claimant. Both states
+		// keep U1-U4.
 		return err
 	case !activated:
+		// Definitely not: every attempt was answered, and the row is no
+		// longer pending (its lease ran out). Nothing is in flight.
 		c.undoCreation(ctx, cr, held)
 		return cr.Expired
 	}

@@ -25,10 +25,11 @@ var (
 	// ErrSchemaBehind: the database answers but has not been migrated to
 	// this release's schema.
 	ErrSchemaBehind = errors.New("schema is behind")
-	// ErrNotApplied: a write whose answers were ambiguous was read back and
-	// definitely did not happen, but trying again kept failing. Unlike a
-	// bare ErrUnavailable, the caller knows the state and may undo.
-	ErrNotApplied = errors.New("write not applied")
+	// ErrOutcomeUnknown: a write's answer was lost and reading the row
+	// back could not prove it applied: it may have (and been overwritten
+	// since), or may still land. Nothing may be undone on it; it always
+	// comes with ErrUnavailable (503), and the retry or a repair finishes.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 )
 
 // Error is a domain error with a stable code, a message for people and,

@@ -21,26 +21,37 @@ type casTable[R any] struct {
 	name string
 	// selectCQL reads one row by id.
 	selectCQL string
-	// writeID and status read those columns of a row.
+	// writeID, version and status read those columns of a row.
 	writeID func(R) string
+	version func(R) int
 	status  func(R) string
 }
 
 // write runs one conditional statement (op names it: "create", "update" ...)
-// whose arguments carry writeID, for the row id.
-func (t casTable[R]) write(ctx context.Context, op, stmt, id, writeID string, args ...any) (bool, error) {
+// whose arguments carry writeID, for the row id. target is the version the
+// write gives the row (a change: IF version = target-1), or 0 for writes
+// that are not compare-and-set on the version (create, activate).
+//
+// Reading the row back settles a lost answer by its tag and version: our
+// tag means applied; the target version under another tag means another
+// write took that version, so ours never applied and never will (its
+// condition is false for good: versions only grow); anything else runs it
+// again, and its condition decides again (DB.exec believes that run's "not
+// applied" only if the row then proves it).
+func (t casTable[R]) write(ctx context.Context, op, stmt, id, writeID string, target int, args ...any) (bool, error) {
 	return t.db.exec(ctx, lwt{
 		name: t.name + "." + op,
 		run:  func(ctx context.Context) (bool, error) { return t.db.cas(ctx, nil, stmt, args...) },
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			r, found, err := t.get(ctx, id, t.db.Serial)
-			if err != nil {
+			switch {
+			case err != nil:
 				return false, false, err
-			}
-			if found && t.writeID(r) == writeID {
+			case found && t.writeID(r) == writeID:
 				return true, false, nil
+			case found && target > 0 && t.version(r) == target:
+				return false, false, nil // another write took our version
 			}
-			// Not ours: running it again is safe, its condition decides again.
 			return false, true, nil
 		},
 	})
@@ -49,7 +60,7 @@ func (t casTable[R]) write(ctx context.Context, op, stmt, id, writeID string, ar
 // create inserts a row IF NOT EXISTS (ids are fresh random ids, so "exists"
 // is an error, not an outcome).
 func (t casTable[R]) create(ctx context.Context, stmt, id, writeID string, args ...any) error {
-	ok, err := t.write(ctx, "create", stmt, id, writeID, args...)
+	ok, err := t.write(ctx, "create", stmt, id, writeID, 0, args...)
 	if err == nil && !ok {
 		return fmt.Errorf("%s.create: id %s already exists", t.name, id)
 	}

@@ -17,7 +17,7 @@ var _ library.ContentStore = (*Contents)(nil)
 // NewContents returns the content store.
 func NewContents(db *DB) *Contents {
 	return &Contents{rows: casTable[contentRow]{db: db, name: "content", selectCQL: contentSelectCQL,
-		writeID: func(r contentRow) string { return r.WriteID }, status: func(contentRow) string { return "" }}}
+		writeID: func(r contentRow) string { return r.WriteID }, version: func(r contentRow) int { return r.Version }, status: func(contentRow) string { return "" }}}
 }
 
 type contentRow struct {
@@ -63,7 +63,7 @@ func (s *Contents) Create(ctx context.Context, c library.Content) error {
 // Update writes c if the stored version is c.Version-1.
 func (s *Contents) Update(ctx context.Context, c library.Content) (bool, error) {
 	writeID := newWriteID()
-	return s.rows.write(ctx, "update", contentUpdateCQL, c.ID, writeID, append(contentValues(c, writeID), c.ID, c.Version-1)...)
+	return s.rows.write(ctx, "update", contentUpdateCQL, c.ID, writeID, c.Version, append(contentValues(c, writeID), c.ID, c.Version-1)...)
 }
 
 // Get reads an item.

@@ -23,7 +23,7 @@ var _ groups.Store = (*Groups)(nil)
 // NewGroups returns the group store.
 func NewGroups(db *DB) *Groups {
 	return &Groups{rows: casTable[groupRow]{db: db, name: "groups", selectCQL: groupSelectCQL,
-		writeID: func(r groupRow) string { return r.WriteID }, status: func(r groupRow) string { return r.Status }}}
+		writeID: func(r groupRow) string { return r.WriteID }, version: func(r groupRow) int { return r.Version }, status: func(r groupRow) string { return r.Status }}}
 }
 
 // groupRow is a row of the groups table.
@@ -104,13 +104,13 @@ func (s *Groups) Create(ctx context.Context, g groups.Group, lease time.Duration
 // Activate rewrites every column without TTL if the group is still pending.
 func (s *Groups) Activate(ctx context.Context, g groups.Group) (bool, error) {
 	r, writeID := fromDomainGroup(g), newWriteID()
-	return s.rows.write(ctx, "activate", groupActivateCQL, g.ID, writeID, append(r.values(writeID, gocql.UnsetValue), r.ID)...)
+	return s.rows.write(ctx, "activate", groupActivateCQL, g.ID, writeID, 0, append(r.values(writeID, gocql.UnsetValue), r.ID)...)
 }
 
 // Update writes g if the stored version is g.Version-1.
 func (s *Groups) Update(ctx context.Context, g groups.Group) (bool, error) {
 	r, writeID := fromDomainGroup(g), newWriteID()
-	return s.rows.write(ctx, "update", groupUpdateCQL, g.ID, writeID, append(r.values(writeID, nil), r.ID, g.Version-1)...)
+	return s.rows.write(ctx, "update", groupUpdateCQL, g.ID, writeID, g.Version, append(r.values(writeID, nil), r.ID, g.Version-1)...)
 }
 
 // Discard deletes a group that is still pending.

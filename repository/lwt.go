@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -28,6 +30,8 @@ type DB struct {
 	// not_applied, ambiguous_resolved (an ambiguous answer settled by a
 	// SERIAL read) or failed.
 	OnLWT func(outcome string)
+	// late counts attempts held back by ErrLandLate still to land.
+	late sync.WaitGroup
 }
 
 // NewDB wraps a session; serial is "SERIAL" or "LOCAL_SERIAL".
@@ -55,6 +59,22 @@ const (
 // "usernames.claim", "users.activate"). Tests use it to prove that
 // ambiguous outcomes are resolved (U5).
 type FaultFunc func(stmt string, at FaultPoint) error
+
+// Returned by a FaultFunc at BeforeLWT, these hold the attempt back as a
+// hung node holds a request in its queue: the caller gets a timeout at
+// once, and the statement lands later. ErrLandLate lands it just before the
+// transaction's next attempt (after the SERIAL read-back), or right after
+// the answer when there is none; ErrLandAfterAnswer only after the answer.
+var (
+	ErrLandLate        = errors.New("fault: attempt held back; it lands before the next attempt")
+	ErrLandAfterAnswer = errors.New("fault: attempt held back; it lands after the answer")
+)
+
+// heldAttempt is an attempt held back by a fault, to land later.
+type heldAttempt struct {
+	land        func()
+	afterAnswer bool
+}
 
 // lwt is one lightweight transaction and how to learn its outcome when the
 // answer is ambiguous.
@@ -98,14 +118,42 @@ func (db *DB) exec(ctx context.Context, op lwt) (bool, error) {
 
 // execOnce is exec without the outcome report; resolved says a SERIAL read
 // settled the answer.
+//
+// The rule (docs/design.md#faults): any attempt may land at any later time
+// and any answer may be lost. Every attempt of one transaction carries the
+// same tag (write id, op id), so its outcome is known only from an answer
+// that came back, or from the row's tag. Once an attempt went unanswered, a
+// later "not applied" proves nothing (the lost attempt may have applied and
+// been overwritten since, or may still land), so the row is read back at
+// SERIAL once more: our tag there means applied; anything else leaves the
+// outcome unknown, and the caller gets domain.ErrOutcomeUnknown, on which
+// nothing may be undone.
 func (db *DB) execOnce(ctx context.Context, op lwt) (applied, resolved bool, err error) {
+	var held []heldAttempt // attempts held back by a fault, landing later
+	defer func() {
+		if len(held) > 0 {
+			db.landLate(held)
+		}
+	}()
 	var lastErr error
 	for attempt := 0; attempt < maxLWTAttempts; attempt++ {
-		applied, err := db.runOnce(ctx, op)
+		held = slices.DeleteFunc(held, func(h heldAttempt) bool {
+			if !h.afterAnswer {
+				h.land() // it lands before the next attempt is sent
+			}
+			return !h.afterAnswer
+		})
+		applied, err := db.runOnce(ctx, op, &held)
 		if err == nil {
-			return applied, attempt > 0, nil
+			if applied || lastErr == nil {
+				return applied, lastErr != nil, nil
+			}
+			return db.settle(ctx, op, lastErr)
 		}
 		if !isAmbiguous(err) {
+			if lastErr != nil {
+				return false, false, unknown(op.name, lastErr)
+			}
 			return false, false, dbErr(op.name, err)
 		}
 		lastErr = err
@@ -113,17 +161,55 @@ func (db *DB) execOnce(ctx context.Context, op lwt) (applied, resolved bool, err
 		applied, again, rerr := op.resolve(rctx)
 		cancel()
 		if rerr != nil {
-			return false, false, fmt.Errorf("%s: outcome unknown (%v), and reading it back at SERIAL failed: %w: %w", op.name, err, domain.ErrUnavailable, rerr)
+			return false, false, fmt.Errorf("%s: reading the outcome back at SERIAL failed (%w): %w", op.name, rerr, unknown(op.name, err))
 		}
 		if !again {
 			return applied, true, nil
 		}
 		if ctx.Err() != nil {
-			return false, false, fmt.Errorf("%s: %w: %w: %w", op.name, domain.ErrNotApplied, domain.ErrUnavailable, ctx.Err())
+			return false, false, unknown(op.name, ctx.Err())
 		}
 	}
-	return false, false, fmt.Errorf("%s: %w after %d ambiguous attempts: %w: %w", op.name, domain.ErrNotApplied, maxLWTAttempts, domain.ErrUnavailable, lastErr)
+	return false, false, unknown(op.name, lastErr)
 }
+
+// settle decides a transaction whose last attempt did not apply after an
+// earlier one went unanswered: only the row can say whether that one did.
+func (db *DB) settle(ctx context.Context, op lwt, lost error) (applied, resolved bool, err error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
+	defer cancel()
+	applied, again, err := op.resolve(rctx)
+	switch {
+	case err != nil:
+		return false, false, fmt.Errorf("%s: reading the outcome back at SERIAL failed (%w): %w", op.name, err, unknown(op.name, lost))
+	case again:
+		// Not ours now, but ours may have applied and been overwritten,
+		// or may still land.
+		return false, false, unknown(op.name, lost)
+	}
+	return applied, true, nil
+}
+
+// unknown is the error of a transaction whose outcome stays unknown: 503
+// for the client (domain.ErrUnavailable), and nothing undone on it.
+func unknown(name string, cause error) error {
+	return fmt.Errorf("%s: %w: %w (last: %w)", name, domain.ErrOutcomeUnknown, domain.ErrUnavailable, cause)
+}
+
+// landLate lets held attempts land after the answer, as a hung node's
+// queue does once it resumes.
+func (db *DB) landLate(held []heldAttempt) {
+	db.late.Add(1)
+	go func() {
+		defer db.late.Done()
+		for _, h := range held {
+			h.land()
+		}
+	}()
+}
+
+// WaitLate waits until every held attempt has landed (tests).
+func (db *DB) WaitLate() { db.late.Wait() }
 
 // dbErr wraps a driver error for the domain: errors that say the cluster
 // could not answer (unavailable, timeouts, no connection, overloaded) also
@@ -157,9 +243,15 @@ func isUnavailable(err error) bool {
 	return false
 }
 
-func (db *DB) runOnce(ctx context.Context, op lwt) (bool, error) {
+func (db *DB) runOnce(ctx context.Context, op lwt, held *[]heldAttempt) (bool, error) {
 	if db.Faults != nil {
-		if err := db.Faults(op.name, BeforeLWT); err != nil {
+		err := db.Faults(op.name, BeforeLWT)
+		if errors.Is(err, ErrLandLate) || errors.Is(err, ErrLandAfterAnswer) {
+			land := func() { _, _ = op.run(context.Background()) }
+			*held = append(*held, heldAttempt{land: land, afterAnswer: errors.Is(err, ErrLandAfterAnswer)})
+			return false, gocql.ErrTimeoutNoResponse
+		}
+		if err != nil {
 			return false, err
 		}
 	}
@@ -181,11 +273,14 @@ func isAmbiguous(err error) bool {
 		casUnknown   *gocql.RequestErrCASWriteUnknown
 		netErr       net.Error
 	)
+	// A cancelled request (the client went away) may have been sent: its
+	// outcome is as unknown as a timeout's.
 	return errors.As(err, &writeTimeout) ||
 		errors.As(err, &casUnknown) ||
 		errors.Is(err, gocql.ErrTimeoutNoResponse) ||
 		errors.Is(err, gocql.ErrConnectionClosed) ||
 		errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled) ||
 		(errors.As(err, &netErr) && netErr.Timeout())
 }
 

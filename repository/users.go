@@ -21,7 +21,7 @@ var _ accounts.UserStore = (*Users)(nil)
 // NewUsers returns the account store.
 func NewUsers(db *DB) *Users {
 	return &Users{rows: casTable[userRow]{db: db, name: "users", selectCQL: userSelectCQL,
-		writeID: func(r userRow) string { return r.WriteID }, status: func(r userRow) string { return r.Status }}}
+		writeID: func(r userRow) string { return r.WriteID }, version: func(r userRow) int { return r.Version }, status: func(r userRow) string { return r.Status }}}
 }
 
 // userRow is a row of the users table.
@@ -123,13 +123,13 @@ func (s *Users) Create(ctx context.Context, u domain.User, lease time.Duration) 
 // Activate rewrites every column without TTL if the account is still pending.
 func (s *Users) Activate(ctx context.Context, u domain.User) (bool, error) {
 	r, writeID := fromDomainUser(u), newWriteID()
-	return s.rows.write(ctx, "activate", userActivateCQL, u.ID, writeID, append(r.values(writeID, gocql.UnsetValue), r.ID)...)
+	return s.rows.write(ctx, "activate", userActivateCQL, u.ID, writeID, 0, append(r.values(writeID, gocql.UnsetValue), r.ID)...)
 }
 
 // Update writes u if the stored version is u.Version-1.
 func (s *Users) Update(ctx context.Context, u domain.User) (bool, error) {
 	r, writeID := fromDomainUser(u), newWriteID()
-	return s.rows.write(ctx, "update", userUpdateCQL, u.ID, writeID, append(r.values(writeID, nil), r.ID, u.Version-1)...)
+	return s.rows.write(ctx, "update", userUpdateCQL, u.ID, writeID, u.Version, append(r.values(writeID, nil), r.ID, u.Version-1)...)
 }
 
 // Discard deletes an account that is still pending.

@@ -196,10 +196,17 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, cu
 		u.PasswordHash = hash
 		return u, true, err
 	})
-	if errors.Is(err, domain.ErrNotFound) {
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
 		return domain.ErrNoSession
-	}
-	if err != nil {
+	case errors.Is(err, domain.ErrOutcomeUnknown):
+		// The new password may be in force: end the other sessions anyway
+		// (harmless if it is not), then say "try again".
+		if rerr := a.sessions.DeleteAll(ctx, id, p.Session.TokenHash); rerr != nil {
+			a.log.Warn(ctx, "revoking sessions after a password change of unknown outcome failed", "user", id, "error", rerr.Error())
+		}
+		return err
+	case err != nil:
 		return err
 	}
 	return a.sessions.DeleteAll(ctx, id, p.Session.TokenHash)

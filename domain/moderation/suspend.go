@@ -58,6 +58,11 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 		u.Status, u.Suspension, u.UpdatedAt = domain.StatusSuspended, &s, now
 		return u, nil
 	})
+	if errors.Is(err, domain.ErrOutcomeUnknown) {
+		// The suspension may be in force (S3): end the sessions anyway; the
+		// retry (409 after finishing) or the repair writes the records.
+		_ = m.sessions.DeleteAll(ctx, userID, "")
+	}
 	if err != nil {
 		return domain.Suspension{}, err
 	}
