@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -12,8 +13,9 @@ import (
 type Holders interface {
 	// Holder reports whether the owner exists (false: its creation died
 	// after committing, its pending row expired with the lease, and it can
-	// never be activated now) and, if so, whether it holds key right now.
-	Holder(ctx context.Context, kind ClaimKind, key, owner string) (exists, holds bool, err error)
+	// never be activated now) and, if so, whether it holds key right now
+	// and its version (read at SERIAL).
+	Holder(ctx context.Context, kind ClaimKind, key, owner string) (exists, holds bool, version int, err error)
 }
 
 // Claimer takes, commits and gives back unique keys (usernames, emails,
@@ -39,28 +41,45 @@ type Key struct {
 	Key  string
 	// Field is the JSON field it came from, for 409 answers.
 	Field string
+	// adopted: the claim was another operation of the same owner's, taken
+	// over still committed; ReleaseAll never gives it back (that operation
+	// may still land and make the owner hold the key).
+	adopted bool
 }
 
 // claimOutcome is what acquiring one key came to.
 type claimOutcome int
 
 const (
-	claimHeld  claimOutcome = iota // we hold it now
-	claimNoop                      // the owner already has this key: nothing to claim
-	claimTaken                     // someone else holds it
-	claimBusy                      // another operation of the same owner holds it
+	claimHeld    claimOutcome = iota // we hold it now
+	claimAdopted                     // we hold it now, committed, taken from an earlier operation of ours
+	claimNoop                        // the owner already has this key: nothing to claim
+	claimTaken                       // someone else holds it
+	claimBusy                        // another operation of the same owner holds it
 )
 
 // maxTakeoverRounds bounds how often acquire looks again after another
 // claimant took over a dead holder's claim first.
 const maxTakeoverRounds = 3
 
-// acquire takes key for (owner, op). A committed claim whose holder is gone
-// is taken over; one whose holder still exists is taken; a claim of another
-// operation of the same owner means that operation is in flight.
-func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, holders Holders) (claimOutcome, error) {
+// acquire takes key for (owner, op), an operation that read the owner at
+// version base. A pending claim of someone else is taken; one of another
+// operation of the same owner means that operation is in flight. A
+// committed claim is decided by its holder:
+//   - gone (its creation died after committing): taken over;
+//   - holds the key: taken, or nothing to do when that is the owner;
+//   - the owner itself, not holding the key: a change of ours that stopped
+//     between committing and updating the owner (or whose update stayed
+//     unknown); adopted, still committed, so that if that change still
+//     lands the key stays claimed;
+//   - someone else, not holding the key, with its version past the claim's
+//     base: an orphan (the operation that claimed it can never apply, or
+//     applied and the holder has moved on since): taken over;
+//   - someone else, not holding the key, at the claim's base: its change
+//     may be in flight; taken.
+func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, base int, holders Holders) (claimOutcome, error) {
 	for round := 0; round < maxTakeoverRounds; round++ {
-		cl, err := c.claims.Claim(ctx, k.Kind, k.Key, owner, op, c.lease)
+		cl, err := c.claims.Claim(ctx, k.Kind, k.Key, owner, op, base, c.lease)
 		if err != nil {
 			return 0, err
 		}
@@ -73,26 +92,31 @@ func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, holders 
 			}
 			return claimTaken, nil
 		}
-		exists, holds, err := holders.Holder(ctx, k.Kind, k.Key, cl.Owner)
-		switch {
-		case err != nil:
+		exists, holds, version, err := holders.Holder(ctx, k.Kind, k.Key, cl.Owner)
+		if err != nil {
 			return 0, err
-		case !exists:
-			ok, err := c.claims.Takeover(ctx, k.Kind, k.Key, cl, owner, op, c.lease)
-			if err != nil {
-				return 0, err
+		}
+		var ok bool
+		switch {
+		case holds && cl.Owner == owner:
+			return claimNoop, nil
+		case holds:
+			return claimTaken, nil
+		case exists && cl.Owner == owner:
+			if ok, err = c.claims.Adopt(ctx, k.Kind, k.Key, cl, op, base); err == nil && ok {
+				return claimAdopted, nil
 			}
-			if ok {
+		case exists && version <= cl.BaseVersion:
+			return claimTaken, nil
+		default: // gone, or an orphan
+			if ok, err = c.claims.Takeover(ctx, k.Kind, k.Key, cl, owner, op, base, c.lease); err == nil && ok {
 				return claimHeld, nil
 			}
-			// someone else moved first: look again
-		case cl.Owner == owner && holds:
-			return claimNoop, nil
-		case cl.Owner == owner:
-			return claimBusy, nil
-		default:
-			return claimTaken, nil
 		}
+		if err != nil {
+			return 0, err
+		}
+		// someone else moved first: look again
 	}
 	return claimBusy, nil
 }
@@ -101,11 +125,13 @@ func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, holders 
 // commit or release) and, when some could not be taken, the conflict to
 // answer with: a 409 naming every taken field, or ErrBusy when another
 // operation of the same owner holds a key.
-func (c *Claimer) AcquireAll(ctx context.Context, keys []Key, owner, op string, holders Holders) (held []Key, conflict error, err error) {
+//
+// base is the owner's version the operation read (0 for a creation).
+func (c *Claimer) AcquireAll(ctx context.Context, keys []Key, owner, op string, base int, holders Holders) (held []Key, conflict error, err error) {
 	outcomes := make([]claimOutcome, len(keys))
 	errs := make([]error, len(keys))
 	Parallel(len(keys), func(i int) {
-		outcomes[i], errs[i] = c.acquire(ctx, keys[i], owner, op, holders)
+		outcomes[i], errs[i] = c.acquire(ctx, keys[i], owner, op, base, holders)
 	})
 	var taken []FieldError
 	busy := false
@@ -114,6 +140,9 @@ func (c *Claimer) AcquireAll(ctx context.Context, keys []Key, owner, op string, 
 		case errs[i] != nil:
 			err = errors.Join(err, errs[i])
 		case outcomes[i] == claimHeld:
+			held = append(held, k)
+		case outcomes[i] == claimAdopted:
+			k.adopted = true
 			held = append(held, k)
 		case outcomes[i] == claimTaken:
 			taken = append(taken, FieldError{Field: k.Field, Code: "taken", Message: "is already taken"})
@@ -133,11 +162,11 @@ func (c *Claimer) AcquireAll(ctx context.Context, keys []Key, owner, op string, 
 
 // CommitAll commits every held key in parallel; ok is false if any claim
 // was no longer ours (its lease ran out).
-func (c *Claimer) CommitAll(ctx context.Context, held []Key, owner, op string) (ok bool, err error) {
+func (c *Claimer) CommitAll(ctx context.Context, held []Key, owner, op string, base int) (ok bool, err error) {
 	oks := make([]bool, len(held))
 	errs := make([]error, len(held))
 	Parallel(len(held), func(i int) {
-		oks[i], errs[i] = c.claims.Commit(ctx, held[i].Kind, held[i].Key, owner, op)
+		oks[i], errs[i] = c.claims.Commit(ctx, held[i].Kind, held[i].Key, owner, op, base)
 	})
 	ok = true
 	for i := range held {
@@ -146,11 +175,15 @@ func (c *Claimer) CommitAll(ctx context.Context, held []Key, owner, op string) (
 	return ok, errors.Join(errs...)
 }
 
-// ReleaseAll gives back every held key, in parallel and on a context of
-// its own: a request that was cancelled still cleans up after itself.
+// ReleaseAll gives back every held key but the adopted ones, in parallel
+// and on a context of its own: a request that was cancelled still cleans
+// up after itself. An adopted key stays committed to the owner: the change
+// that claimed it first may still land; once the owner's version is past
+// its base, anyone may take it over.
 func (c *Claimer) ReleaseAll(ctx context.Context, held []Key, owner, op string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
 	defer cancel()
+	held = slices.DeleteFunc(slices.Clone(held), func(k Key) bool { return k.adopted })
 	Parallel(len(held), func(i int) {
 		if err := c.claims.Release(ctx, held[i].Kind, held[i].Key, owner, op); err != nil {
 			// The lease frees it anyway (U4); say so in the log.

@@ -20,18 +20,18 @@ func newMemClaims() *memClaims { return &memClaims{rows: map[string]Claim{}} }
 
 func (m *memClaims) id(kind ClaimKind, key string) string { return string(kind) + "/" + key }
 
-func (m *memClaims) Claim(_ context.Context, kind ClaimKind, key, owner, op string, _ time.Duration) (Claim, error) {
+func (m *memClaims) Claim(_ context.Context, kind ClaimKind, key, owner, op string, base int, _ time.Duration) (Claim, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c, ok := m.rows[m.id(kind, key)]; ok {
 		return c, nil
 	}
-	c := Claim{Kind: kind, Key: key, Owner: owner, Op: op, State: ClaimPending}
+	c := Claim{Kind: kind, Key: key, Owner: owner, Op: op, State: ClaimPending, BaseVersion: base}
 	m.rows[m.id(kind, key)] = c
 	return c, nil
 }
 
-func (m *memClaims) Commit(_ context.Context, kind ClaimKind, key, owner, op string) (bool, error) {
+func (m *memClaims) Commit(_ context.Context, kind ClaimKind, key, owner, op string, _ int) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.rows[m.id(kind, key)]
@@ -52,14 +52,22 @@ func (m *memClaims) Release(_ context.Context, kind ClaimKind, key, owner, op st
 	return nil
 }
 
-func (m *memClaims) Takeover(_ context.Context, kind ClaimKind, key string, dead Claim, owner, op string, _ time.Duration) (bool, error) {
+func (m *memClaims) Takeover(_ context.Context, kind ClaimKind, key string, dead Claim, owner, op string, base int, _ time.Duration) (bool, error) {
+	return m.move(kind, key, dead, Claim{Kind: kind, Key: key, Owner: owner, Op: op, State: ClaimPending, BaseVersion: base})
+}
+
+func (m *memClaims) Adopt(_ context.Context, kind ClaimKind, key string, old Claim, op string, base int) (bool, error) {
+	return m.move(kind, key, old, Claim{Kind: kind, Key: key, Owner: old.Owner, Op: op, State: ClaimCommitted, BaseVersion: base})
+}
+
+func (m *memClaims) move(kind ClaimKind, key string, from, to Claim) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.rows[m.id(kind, key)]
-	if !ok || c.Owner != dead.Owner || c.Op != dead.Op {
+	if !ok || c.Owner != from.Owner || c.Op != from.Op || c.State != ClaimCommitted {
 		return false, nil
 	}
-	m.rows[m.id(kind, key)] = Claim{Kind: kind, Key: key, Owner: owner, Op: op, State: ClaimPending}
+	m.rows[m.id(kind, key)] = to
 	return true, nil
 }
 
@@ -73,17 +81,19 @@ func (m *memClaims) Lookup(_ context.Context, kind ClaimKind, key string) (Claim
 	return c, nil
 }
 
-// memHolders says which owners exist and which keys they hold.
+// memHolders says which owners exist, which keys they hold and their
+// versions.
 type memHolders struct {
-	mu   sync.Mutex
-	keys map[string]map[string]bool // owner -> keys held; absent owner: gone
+	mu       sync.Mutex
+	keys     map[string]map[string]bool // owner -> keys held; absent owner: gone
+	versions map[string]int
 }
 
-func (h *memHolders) Holder(_ context.Context, _ ClaimKind, key, owner string) (bool, bool, error) {
+func (h *memHolders) Holder(_ context.Context, _ ClaimKind, key, owner string) (bool, bool, int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	keys, ok := h.keys[owner]
-	return ok, keys[key], nil
+	return ok, keys[key], h.versions[owner], nil
 }
 
 type nopLogger struct{}
@@ -106,7 +116,7 @@ func TestClaimerOneWinnerPerKey(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				owner := fmt.Sprintf("u%d", i)
-				held, conflict, err := c.AcquireAll(ctx, userKey("alice"), owner, owner, holders)
+				held, conflict, err := c.AcquireAll(ctx, userKey("alice"), owner, owner, 0, holders)
 				if err != nil {
 					t.Error(err)
 				}
@@ -135,30 +145,30 @@ func TestClaimerOutcomes(t *testing.T) {
 	claims := newMemClaims()
 	c := NewClaimer(claims, time.Second, nopLogger{})
 	holders := &memHolders{keys: map[string]map[string]bool{"live": {"taken": true, "mine": false}, "me": {"mine": true}}}
-	_, _ = claims.Claim(ctx, KindUsername, "taken", "live", "live", 0)
-	_, _ = claims.Commit(ctx, KindUsername, "taken", "live", "live")
-	_, _ = claims.Claim(ctx, KindUsername, "orphan", "dead", "dead", 0)
-	_, _ = claims.Commit(ctx, KindUsername, "orphan", "dead", "dead")
-	_, _ = claims.Claim(ctx, KindUsername, "inflight", "me", "op1", 0)
-	_, _ = claims.Claim(ctx, KindUsername, "mine", "me", "signup", 0)
-	_, _ = claims.Commit(ctx, KindUsername, "mine", "me", "signup")
+	_, _ = claims.Claim(ctx, KindUsername, "taken", "live", "live", 0, 0)
+	_, _ = claims.Commit(ctx, KindUsername, "taken", "live", "live", 0)
+	_, _ = claims.Claim(ctx, KindUsername, "orphan", "dead", "dead", 0, 0)
+	_, _ = claims.Commit(ctx, KindUsername, "orphan", "dead", "dead", 0)
+	_, _ = claims.Claim(ctx, KindUsername, "inflight", "me", "op1", 0, 0)
+	_, _ = claims.Claim(ctx, KindUsername, "mine", "me", "signup", 0, 0)
+	_, _ = claims.Commit(ctx, KindUsername, "mine", "me", "signup", 0)
 
-	held, conflict, err := c.AcquireAll(ctx, userKey("taken"), "me", "op2", holders)
+	held, conflict, err := c.AcquireAll(ctx, userKey("taken"), "me", "op2", 1, holders)
 	var de *Error
 	if err != nil || len(held) != 0 || !errors.As(conflict, &de) || len(de.Fields) != 1 || de.Fields[0].Code != "taken" {
 		t.Fatalf("a live holder's key: held %v, conflict %v, err %v; want a 409 naming username", held, conflict, err)
 	}
-	held, conflict, err = c.AcquireAll(ctx, userKey("orphan"), "me", "op2", holders)
+	held, conflict, err = c.AcquireAll(ctx, userKey("orphan"), "me", "op2", 1, holders)
 	if err != nil || conflict != nil || len(held) != 1 {
 		t.Fatalf("a dead holder's committed key is taken over: held %v, conflict %v, err %v", held, conflict, err)
 	}
 	if cl, _ := claims.Lookup(ctx, KindUsername, "orphan"); cl.Owner != "me" || cl.Op != "op2" || cl.State != ClaimPending {
 		t.Fatalf("after takeover: %+v", cl)
 	}
-	if _, conflict, _ = c.AcquireAll(ctx, userKey("inflight"), "me", "op2", holders); conflict != ErrBusy {
+	if _, conflict, _ = c.AcquireAll(ctx, userKey("inflight"), "me", "op2", 1, holders); conflict != ErrBusy {
 		t.Fatalf("a key another operation of the same owner holds: %v, want ErrBusy", conflict)
 	}
-	held, conflict, err = c.AcquireAll(ctx, userKey("mine"), "me", "op2", holders)
+	held, conflict, err = c.AcquireAll(ctx, userKey("mine"), "me", "op2", 1, holders)
 	if err != nil || conflict != nil || len(held) != 0 {
 		t.Fatalf("a key the owner already has: held %v, conflict %v, err %v; want nothing to claim", held, conflict, err)
 	}
@@ -216,7 +226,7 @@ func TestCreationUndoesOnlyWhatDidNotHappen(t *testing.T) {
 
 	// A taken key: the pending row is discarded, the conflict answered.
 	claims := newMemClaims()
-	_, _ = claims.Claim(context.Background(), KindUsername, "bob", "other", "other", 0)
+	_, _ = claims.Claim(context.Background(), KindUsername, "bob", "other", "other", 0, 0)
 	discarded := false
 	err := NewClaimer(claims, time.Second, nopLogger{}).Create(context.Background(), Creation{
 		ID: "u2", Keys: userKey("bob"), Holders: &memHolders{},
@@ -229,5 +239,51 @@ func TestCreationUndoesOnlyWhatDidNotHappen(t *testing.T) {
 	})
 	if !errors.Is(err, ErrConflict) || !discarded {
 		t.Fatalf("taken key: err %v, discarded %v", err, discarded)
+	}
+}
+
+// TestOrphanedClaims: a committed claim whose owner exists but does not
+// hold the key (a change that stopped after committing, or an old name not
+// given back) is adopted by the owner's next change, still committed; it
+// stays taken for others while the change that claimed it may still land
+// (the owner is at the claim's base version), and is taken over once the
+// owner's version is past it (issue 10, case 6).
+func TestOrphanedClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	claims := newMemClaims()
+	c := NewClaimer(claims, time.Second, nopLogger{})
+	// "me" read version 4, claimed and committed "next", and stopped.
+	_, _ = claims.Claim(ctx, KindUsername, "next", "me", "op1", 4, 0)
+	_, _ = claims.Commit(ctx, KindUsername, "next", "me", "op1", 4)
+	holders := &memHolders{keys: map[string]map[string]bool{"me": {"old": true}, "you": {}}, versions: map[string]int{"me": 4}}
+
+	if _, conflict, _ := c.AcquireAll(ctx, userKey("next"), "you", "op9", 0, holders); !errors.Is(conflict, ErrConflict) || conflict == ErrBusy {
+		t.Fatalf("a claim whose change may still land went to someone else: %v", conflict)
+	}
+	held, conflict, err := c.AcquireAll(ctx, userKey("next"), "me", "op2", 4, holders)
+	if err != nil || conflict != nil || len(held) != 1 || !held[0].adopted {
+		t.Fatalf("the owner's retry: held %+v, conflict %v, err %v; want it adopted", held, conflict, err)
+	}
+	if cl, _ := claims.Lookup(ctx, KindUsername, "next"); cl.Op != "op2" || cl.State != ClaimCommitted {
+		t.Fatalf("adopted claim: %+v, want op2's and still committed", cl)
+	}
+	// The retry lost its race: the adopted claim is not given back (op1
+	// may still land and make "me" hold it).
+	c.ReleaseAll(ctx, held, "me", "op2")
+	if _, err := claims.Lookup(ctx, KindUsername, "next"); err != nil {
+		t.Fatalf("an adopted claim was released: %v", err)
+	}
+	// Once "me" is past the claim's base, nothing of op1 or op2 can land:
+	// the claim is an orphan, and anyone may take it over.
+	holders.mu.Lock()
+	holders.versions["me"] = 5
+	holders.mu.Unlock()
+	held, conflict, err = c.AcquireAll(ctx, userKey("next"), "you", "op9", 0, holders)
+	if err != nil || conflict != nil || len(held) != 1 {
+		t.Fatalf("an orphan: held %v, conflict %v, err %v; want it taken over", held, conflict, err)
+	}
+	if cl, _ := claims.Lookup(ctx, KindUsername, "next"); cl.Owner != "you" || cl.State != ClaimPending {
+		t.Fatalf("after takeover: %+v", cl)
 	}
 }

@@ -32,6 +32,10 @@ type Claim struct {
 	Owner string // user id (group id for a group name)
 	Op    string // the operation (signup, change, group creation) that made the claim
 	State ClaimState
+	// BaseVersion is the owner's version the operation read (0 for a
+	// creation): the operation writes the owner IF version = BaseVersion,
+	// so once the owner is past it, the operation can never apply.
+	BaseVersion int
 }
 
 // ClaimStore keeps the claim tables. Every write is a lightweight
@@ -43,16 +47,19 @@ type ClaimStore interface {
 	// Claim inserts key for (owner, op) with a lease if nobody holds it and
 	// returns the claim as it then stands: Owner and Op equal to the
 	// arguments mean we hold it (also when a retry finds our own row).
-	Claim(ctx context.Context, kind ClaimKind, key, owner, op string, lease time.Duration) (Claim, error)
+	Claim(ctx context.Context, kind ClaimKind, key, owner, op string, base int, lease time.Duration) (Claim, error)
 	// Commit makes our claim permanent: every column rewritten without TTL.
 	// It answers false when the claim is no longer ours (the lease ran out).
-	Commit(ctx context.Context, kind ClaimKind, key, owner, op string) (bool, error)
+	Commit(ctx context.Context, kind ClaimKind, key, owner, op string, base int) (bool, error)
 	// Release deletes the claim if (owner, op) still holds it.
 	Release(ctx context.Context, kind ClaimKind, key, owner, op string) error
-	// Takeover gives a committed claim whose owner's account no longer
-	// exists (a signup that died after committing) to (owner, op) under a
-	// lease, if it is still held by dead.
-	Takeover(ctx context.Context, kind ClaimKind, key string, dead Claim, owner, op string, lease time.Duration) (bool, error)
+	// Takeover gives a committed claim whose holder is gone (a signup that
+	// died after committing) or orphaned (see Claimer) to (owner, op) under
+	// a lease, if it is still held by dead.
+	Takeover(ctx context.Context, kind ClaimKind, key string, dead Claim, owner, op string, base int, lease time.Duration) (bool, error)
+	// Adopt gives a committed claim of the owner to another operation of
+	// the same owner, still committed, if it is still held by old.
+	Adopt(ctx context.Context, kind ClaimKind, key string, old Claim, op string, base int) (bool, error)
 	// Lookup reads a claim (ErrNotFound when there is none).
 	Lookup(ctx context.Context, kind ClaimKind, key string) (Claim, error)
 }

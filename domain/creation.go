@@ -53,7 +53,7 @@ func (c *Claimer) Create(ctx context.Context, cr Creation) error {
 	var conflict, claimErr, createErr error
 	Parallel(2, func(i int) {
 		if i == 0 {
-			held, conflict, claimErr = c.AcquireAll(ctx, cr.Keys, cr.ID, cr.ID, cr.Holders)
+			held, conflict, claimErr = c.AcquireAll(ctx, cr.Keys, cr.ID, cr.ID, 0, cr.Holders)
 		} else {
 			createErr = cr.Create(ctx, c.lease)
 		}
@@ -68,7 +68,7 @@ func (c *Claimer) Create(ctx context.Context, cr Creation) error {
 	if err := cr.step("claims"); err != nil {
 		return err
 	}
-	ok, err := c.CommitAll(ctx, held, cr.ID, cr.ID)
+	ok, err := c.CommitAll(ctx, held, cr.ID, cr.ID, 0)
 	if err != nil || !ok {
 		c.undoCreation(ctx, cr, held)
 		if err != nil {

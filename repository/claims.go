@@ -30,10 +30,13 @@ type claimRow struct {
 	Op        string    `db:"op"`
 	State     string    `db:"state"`
 	ClaimedAt time.Time `db:"claimed_at"`
+	// BaseVersion is null (0) on rows from before migration 006.
+	BaseVersion int `db:"base_version"`
 }
 
 func (r claimRow) toDomain(kind domain.ClaimKind) domain.Claim {
-	return domain.Claim{Kind: kind, Key: r.Key, Owner: r.UserID, Op: r.Op, State: domain.ClaimState(r.State)}
+	return domain.Claim{Kind: kind, Key: r.Key, Owner: r.UserID, Op: r.Op, State: domain.ClaimState(r.State),
+		BaseVersion: r.BaseVersion}
 }
 
 // claimTables maps each kind to its table. Table names are constants, never
@@ -54,15 +57,16 @@ func table(kind domain.ClaimKind) string {
 
 // The statements on claim tables: every write is conditional (U6).
 const (
-	claimInsertCQL   = `INSERT INTO %s (key, user_id, op, state, claimed_at) VALUES (?, ?, ?, 'pending', ?) IF NOT EXISTS USING TTL ?`
-	claimCommitCQL   = `UPDATE %s USING TTL 0 SET user_id = ?, op = ?, state = 'committed', claimed_at = ? WHERE key = ? IF user_id = ? AND op = ?`
+	claimInsertCQL   = `INSERT INTO %s (key, user_id, op, state, claimed_at, base_version) VALUES (?, ?, ?, 'pending', ?, ?) IF NOT EXISTS USING TTL ?`
+	claimCommitCQL   = `UPDATE %s USING TTL 0 SET user_id = ?, op = ?, state = 'committed', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ?`
 	claimReleaseCQL  = `DELETE FROM %s WHERE key = ? IF user_id = ? AND op = ?`
-	claimTakeoverCQL = `UPDATE %s USING TTL ? SET user_id = ?, op = ?, state = 'pending', claimed_at = ? WHERE key = ? IF user_id = ? AND op = ? AND state = 'committed'`
-	claimSelectCQL   = `SELECT key, user_id, op, state, claimed_at FROM %s WHERE key = ?`
+	claimTakeoverCQL = `UPDATE %s USING TTL ? SET user_id = ?, op = ?, state = 'pending', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ? AND state = 'committed'`
+	claimAdoptCQL    = `UPDATE %s USING TTL 0 SET user_id = ?, op = ?, state = 'committed', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ? AND state = 'committed'`
+	claimSelectCQL   = `SELECT key, user_id, op, state, claimed_at, base_version FROM %s WHERE key = ?`
 )
 
 // Claim inserts the key for (owner, op) under a lease if nobody holds it.
-func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, op string, lease time.Duration) (domain.Claim, error) {
+func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, op string, base int, lease time.Duration) (domain.Claim, error) {
 	t := table(kind)
 	var existing claimRow
 	now := time.Now().UTC()
@@ -71,9 +75,9 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 		run: func(ctx context.Context) (bool, error) {
 			// Not applied: the row in the way, as Cassandra sent it back.
 			var inTheWay claimRow
-			applied, err := c.db.cas(ctx, &inTheWay, fmt.Sprintf(claimInsertCQL, t), key, owner, op, now, ttlSeconds(lease))
+			applied, err := c.db.cas(ctx, &inTheWay, fmt.Sprintf(claimInsertCQL, t), key, owner, op, now, base, ttlSeconds(lease))
 			if applied {
-				existing = claimRow{Key: key, UserID: owner, Op: op, State: string(domain.ClaimPending), ClaimedAt: now}
+				existing = claimRow{Key: key, UserID: owner, Op: op, State: string(domain.ClaimPending), ClaimedAt: now, BaseVersion: base}
 			} else {
 				existing = inTheWay
 			}
@@ -96,13 +100,13 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 }
 
 // Commit rewrites every column without TTL if (owner, op) holds the claim.
-func (c *Claims) Commit(ctx context.Context, kind domain.ClaimKind, key, owner, op string) (bool, error) {
+func (c *Claims) Commit(ctx context.Context, kind domain.ClaimKind, key, owner, op string, base int) (bool, error) {
 	t := table(kind)
 	now := time.Now().UTC()
 	return c.db.exec(ctx, lwt{
 		name: t + ".commit",
 		run: func(ctx context.Context) (bool, error) {
-			return c.db.cas(ctx, nil, fmt.Sprintf(claimCommitCQL, t), owner, op, now, key, owner, op)
+			return c.db.cas(ctx, nil, fmt.Sprintf(claimCommitCQL, t), owner, op, now, base, key, owner, op)
 		},
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			var row claimRow
@@ -137,16 +141,35 @@ func (c *Claims) Release(ctx context.Context, kind domain.ClaimKind, key, owner,
 	return err
 }
 
-// Takeover moves a committed claim of a dead account to (owner, op) under a
-// lease, if it is still exactly the claim that was found dead.
-func (c *Claims) Takeover(ctx context.Context, kind domain.ClaimKind, key string, dead domain.Claim, owner, op string, lease time.Duration) (bool, error) {
+// Takeover moves a committed claim of a dead account (or an orphan) to
+// (owner, op) under a lease, if it is still exactly the claim that was
+// found.
+func (c *Claims) Takeover(ctx context.Context, kind domain.ClaimKind, key string, dead domain.Claim, owner, op string, base int, lease time.Duration) (bool, error) {
 	t := table(kind)
 	now := time.Now().UTC()
+	return c.moveCommitted(ctx, t+".takeover", key, dead, owner, op, func(ctx context.Context) (bool, error) {
+		return c.db.cas(ctx, nil, fmt.Sprintf(claimTakeoverCQL, t), ttlSeconds(lease), owner, op, now, base, key, dead.Owner, dead.Op)
+	})
+}
+
+// Adopt moves a committed claim of the owner to another operation of the
+// same owner, still committed (no TTL), if it is still exactly the claim
+// that was found.
+func (c *Claims) Adopt(ctx context.Context, kind domain.ClaimKind, key string, old domain.Claim, op string, base int) (bool, error) {
+	t := table(kind)
+	now := time.Now().UTC()
+	return c.moveCommitted(ctx, t+".adopt", key, old, old.Owner, op, func(ctx context.Context) (bool, error) {
+		return c.db.cas(ctx, nil, fmt.Sprintf(claimAdoptCQL, t), old.Owner, op, now, base, key, old.Owner, old.Op)
+	})
+}
+
+// moveCommitted runs a write that moves the committed claim found (from)
+// to (owner, op); a lost answer is settled by reading the claim back.
+func (c *Claims) moveCommitted(ctx context.Context, name, key string, from domain.Claim, owner, op string, run func(context.Context) (bool, error)) (bool, error) {
+	t := table(from.Kind)
 	return c.db.exec(ctx, lwt{
-		name: t + ".takeover",
-		run: func(ctx context.Context) (bool, error) {
-			return c.db.cas(ctx, nil, fmt.Sprintf(claimTakeoverCQL, t), ttlSeconds(lease), owner, op, now, key, dead.Owner, dead.Op)
-		},
+		name: name,
+		run:  run,
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			var row claimRow
 			found, err := c.serialGet(ctx, t, key, &row)
@@ -156,8 +179,8 @@ func (c *Claims) Takeover(ctx context.Context, kind domain.ClaimKind, key string
 			if found && row.UserID == owner && row.Op == op {
 				return true, false, nil
 			}
-			stillDead := found && row.UserID == dead.Owner && row.Op == dead.Op && row.State == string(domain.ClaimCommitted)
-			return false, stillDead, nil
+			stillThere := found && row.UserID == from.Owner && row.Op == from.Op && row.State == string(domain.ClaimCommitted)
+			return false, stillThere, nil
 		},
 	})
 }

@@ -36,19 +36,19 @@ func TestClaimLifecycle(t *testing.T) {
 	c, _ := newClaims(t)
 	ctx := context.Background()
 	k := key("life")
-	got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op1", time.Minute)
+	got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op1", 0, time.Minute)
 	if err != nil || got.Owner != "u_a" || got.Op != "op1" || got.State != domain.ClaimPending {
 		t.Fatalf("first claim: %+v %v", got, err)
 	}
 	// A retry of the same operation finds its own claim.
-	if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op1", time.Minute); err != nil || got.Owner != "u_a" || got.Op != "op1" {
+	if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op1", 0, time.Minute); err != nil || got.Owner != "u_a" || got.Op != "op1" {
 		t.Fatalf("retry: %+v %v", got, err)
 	}
 	// Someone else finds it taken, and cannot commit or release it.
-	if got, err := c.Claim(ctx, domain.KindUsername, k, "u_b", "op2", time.Minute); err != nil || got.Owner != "u_a" {
+	if got, err := c.Claim(ctx, domain.KindUsername, k, "u_b", "op2", 0, time.Minute); err != nil || got.Owner != "u_a" {
 		t.Fatalf("other claimant: %+v %v", got, err)
 	}
-	if ok, err := c.Commit(ctx, domain.KindUsername, k, "u_b", "op2"); err != nil || ok {
+	if ok, err := c.Commit(ctx, domain.KindUsername, k, "u_b", "op2", 0); err != nil || ok {
 		t.Fatalf("foreign commit applied=%v err=%v", ok, err)
 	}
 	if err := c.Release(ctx, domain.KindUsername, k, "u_a", "op-other"); err != nil {
@@ -57,7 +57,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if got, _ := c.Lookup(ctx, domain.KindUsername, k); got.Owner != "u_a" {
 		t.Fatalf("a release by another operation of the same user deleted the claim: %+v", got)
 	}
-	if ok, err := c.Commit(ctx, domain.KindUsername, k, "u_a", "op1"); err != nil || !ok {
+	if ok, err := c.Commit(ctx, domain.KindUsername, k, "u_a", "op1", 0); err != nil || !ok {
 		t.Fatalf("commit applied=%v err=%v", ok, err)
 	}
 	if got, _ := c.Lookup(ctx, domain.KindUsername, k); got.State != domain.ClaimCommitted {
@@ -77,11 +77,11 @@ func TestPendingClaimExpiresCommittedDoesNot(t *testing.T) {
 	ctx := context.Background()
 	pending, committed := key("exp"), key("exp")
 	for _, k := range []string{pending, committed} {
-		if _, err := c.Claim(ctx, domain.KindEmail, k, "u_a", "op", time.Second); err != nil {
+		if _, err := c.Claim(ctx, domain.KindEmail, k, "u_a", "op", 0, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ok, err := c.Commit(ctx, domain.KindEmail, committed, "u_a", "op"); !ok || err != nil {
+	if ok, err := c.Commit(ctx, domain.KindEmail, committed, "u_a", "op", 0); !ok || err != nil {
 		t.Fatalf("commit %v %v", ok, err)
 	}
 	time.Sleep(2500 * time.Millisecond)
@@ -98,12 +98,12 @@ func TestTakeoverOnlyOfTheDeadClaim(t *testing.T) {
 	c, _ := newClaims(t)
 	ctx := context.Background()
 	k := key("take")
-	c.Claim(ctx, domain.KindUsername, k, "u_dead", "op0", time.Minute)
-	c.Commit(ctx, domain.KindUsername, k, "u_dead", "op0")
+	c.Claim(ctx, domain.KindUsername, k, "u_dead", "op0", 0, time.Minute)
+	c.Commit(ctx, domain.KindUsername, k, "u_dead", "op0", 0)
 	dead, _ := c.Lookup(ctx, domain.KindUsername, k)
 	stale := dead
 	stale.Op = "some-other-op"
-	if ok, err := c.Takeover(ctx, domain.KindUsername, k, stale, "u_new", "op1", time.Minute); err != nil || ok {
+	if ok, err := c.Takeover(ctx, domain.KindUsername, k, stale, "u_new", "op1", 0, time.Minute); err != nil || ok {
 		t.Fatalf("takeover of a claim that is not the one found dead: %v %v", ok, err)
 	}
 	var wins atomic.Int32
@@ -112,7 +112,7 @@ func TestTakeoverOnlyOfTheDeadClaim(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := c.Takeover(ctx, domain.KindUsername, k, dead, fmt.Sprintf("u_new%d", i), "op", time.Minute)
+			ok, err := c.Takeover(ctx, domain.KindUsername, k, dead, fmt.Sprintf("u_new%d", i), "op", 0, time.Minute)
 			if err != nil {
 				t.Error(err)
 			}
@@ -148,11 +148,11 @@ func TestLostAnswersAreResolved(t *testing.T) {
 		}
 		k := key("lost")
 		fault("usernames.claim")
-		if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op", time.Minute); err != nil || got.Owner != "u_a" || got.Op != "op" {
+		if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op", 0, time.Minute); err != nil || got.Owner != "u_a" || got.Op != "op" {
 			t.Fatalf("claim at %v: %+v %v", at, got, err)
 		}
 		fault("usernames.commit")
-		if ok, err := c.Commit(ctx, domain.KindUsername, k, "u_a", "op"); err != nil || !ok {
+		if ok, err := c.Commit(ctx, domain.KindUsername, k, "u_a", "op", 0); err != nil || !ok {
 			t.Fatalf("commit at %v: %v %v", at, ok, err)
 		}
 		fault("usernames.release")
@@ -164,9 +164,9 @@ func TestLostAnswersAreResolved(t *testing.T) {
 			t.Fatalf("after release at %v: %v", at, err)
 		}
 		// A lost answer on a claim someone else holds reports the holder.
-		c.Claim(ctx, domain.KindUsername, k, "u_b", "opb", time.Minute)
+		c.Claim(ctx, domain.KindUsername, k, "u_b", "opb", 0, time.Minute)
 		fault("usernames.claim")
-		if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op", time.Minute); err != nil || got.Owner != "u_b" {
+		if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op", 0, time.Minute); err != nil || got.Owner != "u_b" {
 			t.Fatalf("contended claim at %v: %+v %v", at, got, err)
 		}
 		db.Faults = nil
@@ -181,7 +181,7 @@ func TestUnresolvableErrorsAreNotGuessed(t *testing.T) {
 	db.Faults = func(string, repository.FaultPoint) error {
 		return &gocql.RequestErrUnavailable{}
 	}
-	if _, err := c.Claim(context.Background(), domain.KindUsername, key("unav"), "u_a", "op", time.Minute); err == nil {
+	if _, err := c.Claim(context.Background(), domain.KindUsername, key("unav"), "u_a", "op", 0, time.Minute); err == nil {
 		t.Fatal("an unavailable error was swallowed")
 	}
 }

@@ -228,10 +228,10 @@ func TestGroupNamesHaveTheirOwnClaimTable(t *testing.T) {
 	c, _ := newClaims(t)
 	ctx := context.Background()
 	k := key("shared")
-	if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op", time.Minute); err != nil || got.Owner != "u_a" {
+	if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op", 0, time.Minute); err != nil || got.Owner != "u_a" {
 		t.Fatalf("username: %+v %v", got, err)
 	}
-	if got, err := c.Claim(ctx, domain.KindGroupName, k, "g_a", "g_a", time.Minute); err != nil || got.Owner != "g_a" {
+	if got, err := c.Claim(ctx, domain.KindGroupName, k, "g_a", "g_a", 0, time.Minute); err != nil || got.Owner != "g_a" {
 		t.Fatalf("group name: %+v %v", got, err)
 	}
 	if got, err := c.Lookup(ctx, domain.KindGroupName, k); err != nil || got.Kind != domain.KindGroupName || got.Owner != "g_a" {

@@ -115,8 +115,8 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 // first, or our lease ran out); its claims are given back and the caller
 // starts over.
 func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []domain.Key, op string) (bool, error) {
-	id := next.ID
-	held, conflict, err := a.claimer.AcquireAll(ctx, keys, id, op, holders{a.users})
+	id, base := next.ID, next.Version-1
+	held, conflict, err := a.claimer.AcquireAll(ctx, keys, id, op, base, holders{a.users})
 	if err != nil || conflict != nil {
 		a.claimer.ReleaseAll(ctx, held, id, op)
 		switch {
@@ -127,17 +127,23 @@ func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []
 		}
 		return false, nil
 	}
-	if ok, err := a.claimer.CommitAll(ctx, held, id, op); err != nil || !ok {
+	if ok, err := a.claimer.CommitAll(ctx, held, id, op, base); err != nil || !ok {
 		a.claimer.ReleaseAll(ctx, held, id, op)
 		return false, err
 	}
 	applied, err := a.users.Update(ctx, next)
-	if err != nil {
-		// Unknown even after the SERIAL read: keep everything; the new
-		// claims are committed to this account and a retry completes.
+	switch {
+	case errors.Is(err, domain.ErrOutcomeUnknown):
+		// Keep everything: the new claims are committed to this account,
+		// which may hold them now or when a held attempt lands. The retry
+		// adopts them; once the account's version moves on, any left over
+		// are orphans anyone may take over.
 		return false, err
-	}
-	if !applied {
+	case err != nil:
+		// Answered, and not applied (it was never sent): give them back.
+		a.claimer.ReleaseAll(ctx, held, id, op)
+		return false, err
+	case !applied:
 		a.claimer.ReleaseAll(ctx, held, id, op) // another change won
 	}
 	return applied, nil

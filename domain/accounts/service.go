@@ -106,17 +106,17 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 // still exists, and whether it holds the key now.
 type holders struct{ users UserStore }
 
-func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner string) (exists, holds bool, err error) {
+func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner string) (exists, holds bool, version int, err error) {
 	u, err := h.users.GetSerial(ctx, owner)
 	if errors.Is(err, domain.ErrNotFound) {
 		// The holder's signup died after committing: its pending account
 		// expired with the lease and can never be activated now.
-		return false, false, nil
+		return false, false, 0, nil
 	}
 	if err != nil {
-		return false, false, err
+		return false, false, 0, err
 	}
-	return true, u.KeyOf(kind) == key, nil
+	return true, u.KeyOf(kind) == key, u.Version, nil
 }
 
 // now is the clock at the millisecond the API shows.

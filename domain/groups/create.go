@@ -101,14 +101,14 @@ func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in Create
 // activated now, so its name is taken over.
 type holders struct{ groups Store }
 
-func (h holders) Holder(ctx context.Context, _ domain.ClaimKind, key, owner string) (exists, holds bool, err error) {
+func (h holders) Holder(ctx context.Context, _ domain.ClaimKind, key, owner string) (exists, holds bool, version int, err error) {
 	gr, err := h.groups.GetSerial(ctx, owner)
 	if errors.Is(err, domain.ErrNotFound) {
-		return false, false, nil
+		return false, false, 0, nil
 	}
 	if err != nil {
-		return false, false, err
+		return false, false, 0, err
 	}
 	// A live group (active, or pending and still creating) has the name.
-	return true, gr.NameKey == key, nil
+	return true, gr.NameKey == key, gr.Version, nil
 }

@@ -162,6 +162,10 @@ func TestRenameWhoseAnswerIsLostBehindAnotherWrite(t *testing.T) {
 		t.Fatalf("the retry: %d %s", r.StatusCode, r.Body)
 	}
 	mustLogin(t, api, next)
+	// The old name's claim was left committed to the account, which has
+	// moved on: an orphan, free for the next claimant.
+	mustSignup(t, api, old, name("next")+"@example.org")
+	checkClaimsConsistent(t, db)
 }
 
 // TestPasswordChangeWhoseAnswerIsLostStillEndsOtherSessions: the change
@@ -189,4 +193,72 @@ func TestPasswordChangeWhoseAnswerIsLostStillEndsOtherSessions(t *testing.T) {
 	if r := login(api, n, "a brand new secret"); r.StatusCode != http.StatusCreated {
 		t.Fatalf("the new password: %d %s", r.StatusCode, r.Body)
 	}
+}
+
+// neverSent loses every attempt of stmt before it is sent: the caller
+// cannot learn the outcome, as when its process dies between two writes.
+func neverSent(stmt string) repository.FaultFunc {
+	return func(name string, at repository.FaultPoint) error {
+		if name == stmt && at == repository.BeforeLWT {
+			return lostAnswer
+		}
+		return nil
+	}
+}
+
+// TestRenameStoppedAfterCommittingIsFinishedByItsRetry: a rename whose
+// account update never got through (unknown outcome, 503) leaves its new
+// name committed to the account. While that update may still land, nobody
+// else gets the name; the owner's retry adopts the claim and completes
+// (before: it looped on concurrent_change and answered 409 for good).
+// Issue 10, case 6.
+func TestRenameStoppedAfterCommittingIsFinishedByItsRetry(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	a, api := newTestApp(t, db, nil)
+	old := name("stop")
+	me := mustSignup(t, api, old, old+"@example.org")
+	tok := mustLogin(t, api, old).Token
+	next := name("stop")
+	a.DB.Faults = neverSent("users.update")
+	r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next})
+	a.DB.Faults = nil
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a rename whose update never got through: %d %s", r.StatusCode, r.Body)
+	}
+	if r := signup(api, next, name("other")+"@example.org"); r.StatusCode != http.StatusConflict {
+		t.Fatalf("someone took a name whose rename may still land: %d %s", r.StatusCode, r.Body)
+	}
+	if r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next}); r.StatusCode != http.StatusOK {
+		t.Fatalf("the owner's retry: %d %s", r.StatusCode, r.Body)
+	}
+	mustLogin(t, api, next)
+	if r := login(api, old, testPassword); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the old name still logs in: %d", r.StatusCode)
+	}
+	mustSignup(t, api, old, name("other")+"@example.org") // the old name was given back
+	checkClaimsConsistent(t, db)
+}
+
+// TestAbandonedNameIsFreedOnceTheAccountMovesOn: the owner never retries
+// the rename but changes something else. From then on the stopped rename
+// can never apply (it compares-and-sets on the version it read), so its
+// committed claim is an orphan and the next claimant takes it over.
+func TestAbandonedNameIsFreedOnceTheAccountMovesOn(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	a, api := newTestApp(t, db, nil)
+	old := name("aban")
+	me := mustSignup(t, api, old, old+"@example.org")
+	tok := mustLogin(t, api, old).Token
+	next := name("aban")
+	a.DB.Faults = neverSent("users.update")
+	api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next})
+	a.DB.Faults = nil
+	if r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"displayName": "Moved On"}); r.StatusCode != http.StatusOK {
+		t.Fatalf("another change: %d %s", r.StatusCode, r.Body)
+	}
+	mustSignup(t, api, next, name("taker")+"@example.org")
+	mustLogin(t, api, old)
+	checkClaimsConsistent(t, db)
 }
