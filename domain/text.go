@@ -15,13 +15,50 @@ import (
 // ending with a letter or digit.
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{1,30}[A-Za-z0-9]$`)
 
-// HasInvisible reports control or format characters: zero-width spaces and
-// joiners, bidi overrides and isolates, soft hyphens, BOMs. They make two
-// names that look the same compare different (or the reverse), so no
-// identifier may hold one.
+// blank reports a character that shows as nothing or as blank space:
+// control and format characters (Cc, Cf: zero-width spaces and joiners,
+// bidi overrides and isolates, soft hyphens, BOMs), line and paragraph
+// separators, variation selectors, the other default-ignorable code points
+// (U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0 ...) and the
+// braille blank U+2800. Two strings that differ only by such characters
+// look the same (or one looks empty).
+func blank(r rune) bool {
+	return unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) ||
+		unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) ||
+		unicode.Is(unicode.Variation_Selector, r) ||
+		unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
+		r == '\u2800'
+}
+
+// HasInvisible reports any blank character: the rule for identifiers
+// (emails, usernames), where no exception is safe.
 func HasInvisible(s string) bool {
 	for _, r := range s {
-		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
+		if blank(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasInvisibleText is the rule for names people read (display names,
+// content names): HasInvisible, except the joiners emoji are built with,
+// which are welcome there: a variation selector right after a symbol (❤️)
+// or before a keycap mark (1️⃣), and a zero-width joiner between two
+// symbols (👩🏽‍💻, 🏳️‍🌈).
+func HasInvisibleText(s string) bool {
+	rs := []rune(s)
+	symbol := func(i int) bool {
+		return i >= 0 && i < len(rs) && (unicode.Is(unicode.So, rs[i]) || unicode.Is(unicode.Sk, rs[i])) && rs[i] != '\u2800'
+	}
+	for i, r := range rs {
+		if !blank(r) {
+			continue
+		}
+		switch {
+		case (r == '\uFE0E' || r == '\uFE0F') && (symbol(i-1) || i+1 < len(rs) && rs[i+1] == '\u20E3'):
+		case r == '\u200D' && (symbol(i-1) || i >= 2 && rs[i-1] == '\uFE0F' && symbol(i-2)) && symbol(i+1):
+		default:
 			return true
 		}
 	}
@@ -65,6 +102,10 @@ func NormalizeEmail(s string) (display, key string, fe *FieldError) {
 			Message: "must not contain invisible, control or bidi characters"}
 	}
 	display = norm.NFKC.String(strings.TrimSpace(s))
+	if HasInvisible(display) { // NFKC can itself insert U+034F
+		return "", "", &FieldError{Field: "email", Code: "invalid_characters",
+			Message: "must not contain invisible, control or bidi characters"}
+	}
 	if utf8.RuneCountInString(display) > 254 {
 		return "", "", &FieldError{Field: "email", Code: "too_long", Message: "must be at most 254 characters"}
 	}
@@ -104,7 +145,7 @@ func CheckPassword(field, password, usernameKey, emailKey string) *FieldError {
 // format or bidi characters, surrounding space trimmed.
 func NormalizeDisplayName(s string) (string, *FieldError) {
 	s = norm.NFC.String(strings.TrimSpace(s))
-	if HasInvisible(s) {
+	if HasInvisibleText(s) {
 		return "", &FieldError{Field: "displayName", Code: "invalid_characters",
 			Message: "must not contain invisible, control or bidi characters"}
 	}

@@ -110,3 +110,36 @@ func TestIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestInvisibleCharacters: characters that show as nothing or as blank are
+// refused in emails and in names people read, so two values that look the
+// same never differ (issue 10, case 11); the joiners emoji are built with
+// stay welcome in names.
+func TestInvisibleCharacters(t *testing.T) {
+	t.Parallel()
+	for _, r := range []rune{0x034F, 0xFE0F, 0xFE0E, 0xE0100, 0x3164, 0xFFA0, 0x115F, 0x1160, 0x2800, 0x2028, 0x2029, 0x200B, 0x200D, 0x2064, 0x00AD} {
+		s := string(r)
+		if _, _, fe := NormalizeEmail("ab" + s + "c@example.org"); fe == nil || fe.Code != "invalid_characters" {
+			t.Errorf("email with %U: %+v", r, fe)
+		}
+		if _, fe := NormalizeDisplayName("Ann" + s + "Lee"); fe == nil || fe.Code != "invalid_characters" {
+			t.Errorf("display name with %U between letters: %+v", r, fe)
+		}
+		if !HasInvisibleText(s) || !HasInvisibleText("x"+s) {
+			t.Errorf("%U alone or after a letter passes the name rule", r)
+		}
+	}
+	for _, name := range []string{"Ann ❤️", "👍🏽 Bob", "👩🏽‍💻 dev", "🏳️‍🌈", "👨‍👩‍👧 family", "1️⃣ first", "✔︎ done", "Zoë", "東京"} {
+		if got, fe := NormalizeDisplayName(name); fe != nil || got == "" {
+			t.Errorf("display name %q refused: %+v", name, fe)
+		}
+		if HasInvisibleText(name) {
+			t.Errorf("%q counted as invisible", name)
+		}
+	}
+	for _, name := range []string{"a\u200d", "\u200d👍", "a\u200db", "👍\u200d", "x\uFE0F", "\u2800\u200d👍"} {
+		if !HasInvisibleText(name) {
+			t.Errorf("%q passes the name rule: a joiner that joins no emoji", name)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func (in Input) apply(c *Content) error {
 	var fes []*domain.FieldError
 	if in.Name != nil {
 		name := strings.TrimSpace(*in.Name)
-		if n := utf8.RuneCountInString(name); n < 1 || n > 200 || domain.HasControl(name) || domain.HasInvisible(name) {
+		if n := utf8.RuneCountInString(name); n < 1 || n > 200 || domain.HasInvisibleText(name) {
 			fes = append(fes, &domain.FieldError{Field: "name", Code: "format", Message: "must be 1-200 characters, no control or invisible characters"})
 		}
 		c.Name = name

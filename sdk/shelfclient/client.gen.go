@@ -402,9 +402,14 @@ type NewGroup struct {
 //   - `email`: an address such as `name@example.org`, at most 254
 //     characters after NFKC normalization; unique after NFKC and full
 //     Unicode case folding (so `ß` and `SS` compare equal).
-//   - `username`, `email` and `displayName` must not contain invisible,
-//     control, format or bidi characters (zero-width spaces and joiners,
-//     bidi overrides and isolates, soft hyphens, BOMs).
+//   - `username`, `email` and `displayName` must not contain characters
+//     that show as nothing or as blank: control, format and bidi
+//     characters (zero-width spaces and joiners, bidi overrides and
+//     isolates, soft hyphens, BOMs), line separators, variation
+//     selectors, U+034F, the Hangul fillers and the braille blank.
+//     In `displayName` the joiners emoji are built with stay welcome: a
+//     variation selector after a symbol (❤️) or in a keycap (1️⃣), and a
+//     zero-width joiner between two symbols (👩🏽‍💻).
 //   - `password`: 8-128 characters, and not the username or the email
 //     (compared case-insensitively).
 //   - `displayName`: 1-64 characters once trimmed; the username when
