@@ -96,7 +96,7 @@ func (a *Audit) HasSessions(ctx context.Context, userID string) (bool, error) {
 
 // IndexBucket adds a bucket to the index.
 func (a *Audit) IndexBucket(ctx context.Context, bucket string) error {
-	return a.suspensions.exec(ctx, bucketInsertCQL, statusSuspended, bucket)
+	return a.suspensions.db.write(ctx, "suspension_buckets.insert", bucketInsertCQL, statusSuspended, bucket)
 }
 
 // PruneBucket drops a bucket from the index if it is empty.

@@ -46,21 +46,18 @@ func (s *GroupMembers) Apply(ctx context.Context, groupID string, c groups.Membe
 	ts := int64(version)
 	if c.Role == "" {
 		return all([]func() error{
-			func() error { return s.exec(ctx, "group_members.delete", gmDeleteCQL, ts, groupID, c.UserID) },
-			func() error { return s.exec(ctx, "groups_by_member.delete", gmUnindexCQL, ts, c.UserID, groupID) },
+			func() error { return s.db.write(ctx, "group_members.delete", gmDeleteCQL, ts, groupID, c.UserID) },
+			func() error { return s.db.write(ctx, "groups_by_member.delete", gmUnindexCQL, ts, c.UserID, groupID) },
 		})
 	}
 	return all([]func() error{
-		func() error { return s.exec(ctx, "group_members.insert", gmInsertCQL, groupID, c.UserID, c.Role, ts) },
-		func() error { return s.exec(ctx, "groups_by_member.insert", gmIndexCQL, c.UserID, groupID, c.Role, ts) },
+		func() error {
+			return s.db.write(ctx, "group_members.insert", gmInsertCQL, groupID, c.UserID, c.Role, ts)
+		},
+		func() error {
+			return s.db.write(ctx, "groups_by_member.insert", gmIndexCQL, c.UserID, groupID, c.Role, ts)
+		},
 	})
-}
-
-func (s *GroupMembers) exec(ctx context.Context, name, stmt string, args ...any) error {
-	if err := s.db.Session.ContextQuery(ctx, stmt, nil).Bind(args...).ExecRelease(); err != nil {
-		return dbErr(name, err)
-	}
-	return nil
 }
 
 // Role reads one member's role.

@@ -61,7 +61,7 @@ func (r indexRow) toDomain(principalID string) library.Entry {
 // key at one timestamp would lose the insert.
 func (l *Libraries) Apply(ctx context.Context, e library.Entry, prev *library.Entry) error {
 	ts := int64(e.Version)
-	if err := l.exec(ctx, "library_index.put", indexPutCQL, e.PrincipalID, e.ContentID, e.Role, e.Version, e.LastModified, e.Name, string(e.Visibility), ts); err != nil {
+	if err := l.db.write(ctx, "library_index.put", indexPutCQL, e.PrincipalID, e.ContentID, e.Role, e.Version, e.LastModified, e.Name, string(e.Visibility), ts); err != nil {
 		return err
 	}
 	want := map[string]bool{}
@@ -100,7 +100,7 @@ func (l *Libraries) Apply(ctx context.Context, e library.Entry, prev *library.En
 // Remove deletes the index entry first, then prev's rows.
 func (l *Libraries) Remove(ctx context.Context, principalID, contentID string, prev *library.Entry, version int) error {
 	ts := int64(version)
-	if err := l.exec(ctx, "library_index.delete", indexDeleteCQL, ts, principalID, contentID); err != nil {
+	if err := l.db.write(ctx, "library_index.delete", indexDeleteCQL, ts, principalID, contentID); err != nil {
 		return err
 	}
 	if prev == nil {
@@ -109,7 +109,7 @@ func (l *Libraries) Remove(ctx context.Context, principalID, contentID string, p
 	var writes []func() error
 	for _, b := range library.BucketsFor(prev.Visibility) {
 		writes = append(writes, func() error {
-			return l.exec(ctx, "library.delete", libDeleteCQL, ts, principalID, b, prev.LastModified, contentID)
+			return l.db.write(ctx, "library.delete", libDeleteCQL, ts, principalID, b, prev.LastModified, contentID)
 		})
 	}
 	return all(writes)
@@ -161,12 +161,5 @@ func (l *Libraries) Slice(ctx context.Context, principalID, bucket string, after
 
 // DeleteRow deletes one row at its own version.
 func (l *Libraries) DeleteRow(ctx context.Context, bucket string, e library.Entry) error {
-	return l.exec(ctx, "library.delete", libDeleteCQL, int64(e.Version), e.PrincipalID, bucket, e.LastModified, e.ContentID)
-}
-
-func (l *Libraries) exec(ctx context.Context, op, stmt string, args ...any) error {
-	if err := l.db.Session.ContextQuery(ctx, stmt, nil).Bind(args...).ExecRelease(); err != nil {
-		return dbErr(op, err)
-	}
-	return nil
+	return l.db.write(ctx, "library.delete", libDeleteCQL, int64(e.Version), e.PrincipalID, bucket, e.LastModified, e.ContentID)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,11 +55,16 @@ const (
 	// AfterLWT: the statement ran; a non-nil error replaces its answer, as
 	// when the answer is lost or times out after Cassandra applied it.
 	AfterLWT
+	// BeforeWrite and AfterWrite are the same around a plain (not
+	// conditional) write, named like "users_by_status.delete".
+	BeforeWrite
+	AfterWrite
 )
 
-// FaultFunc injects faults into lightweight transactions by name (e.g.
-// "usernames.claim", "users.activate"). Tests use it to prove that
-// ambiguous outcomes are resolved (U5).
+// FaultFunc injects faults into lightweight transactions and plain writes
+// by name (e.g. "usernames.claim", "users.activate",
+// "suspended_users.delete"). Tests use it to prove that ambiguous outcomes
+// are resolved (U5) and that a failed step is finished by its retry.
 type FaultFunc func(stmt string, at FaultPoint) error
 
 // Returned by a FaultFunc at BeforeLWT, these hold the attempt back as a
@@ -271,7 +278,6 @@ func isAmbiguous(err error) bool {
 	var (
 		writeTimeout *gocql.RequestErrWriteTimeout
 		casUnknown   *gocql.RequestErrCASWriteUnknown
-		netErr       net.Error
 	)
 	// A cancelled request (the client went away) may have been sent: its
 	// outcome is as unknown as a timeout's.
@@ -281,7 +287,38 @@ func isAmbiguous(err error) bool {
 		errors.Is(err, gocql.ErrConnectionClosed) ||
 		errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, context.Canceled) ||
-		(errors.As(err, &netErr) && netErr.Timeout())
+		connectionLost(err)
+}
+
+// write runs one plain write (name says which, for errors and faults).
+// Plain writes are idempotent (most carry their version as timestamp), so
+// the driver's retry policy may repeat them.
+func (db *DB) write(ctx context.Context, name, stmt string, args ...any) error {
+	if db.Faults != nil {
+		if err := db.Faults(name, BeforeWrite); err != nil {
+			return dbErr(name, err)
+		}
+	}
+	if err := db.Session.ContextQuery(ctx, stmt, nil).Bind(args...).ExecRelease(); err != nil {
+		return dbErr(name, err)
+	}
+	if db.Faults != nil {
+		if err := db.Faults(name, AfterWrite); err != nil {
+			return dbErr(name, err)
+		}
+	}
+	return nil
+}
+
+// connectionLost reports a connection that failed while the request was
+// out, so it may have been sent: the driver hands every request in flight
+// the error that closed the connection (io.EOF, a reset), or for a failed
+// heartbeat a bare "gocql: heartbeat failed" (gocql v1.7.0 gives it no type,
+// so its text is matched).
+func connectionLost(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "gocql: heartbeat failed")
 }
 
 // cas runs one conditional statement without driver retries (exec decides

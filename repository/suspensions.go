@@ -3,7 +3,6 @@ package repository
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -58,19 +57,21 @@ func (s *Suspensions) Record(ctx context.Context, sp domain.Suspension, version 
 	until := orAbsent(sp.Until, nil)
 	writes := []func() error{
 		func() error {
-			return s.exec(ctx, statusRowInsertCQL, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID, sp.Username, sp.Reason, sp.SuspendedBy, until, ts)
+			return s.db.write(ctx, "users_by_status.insert", statusRowInsertCQL, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID, sp.Username, sp.Reason, sp.SuspendedBy, until, ts)
 		},
 		func() error {
-			return s.exec(ctx, lookupInsertCQL, sp.UserID, sp.SuspendedAt, sp.Bucket, sp.Reason, sp.SuspendedBy, until, sp.Username, ts)
+			return s.db.write(ctx, "suspended_users.insert", lookupInsertCQL, sp.UserID, sp.SuspendedAt, sp.Bucket, sp.Reason, sp.SuspendedBy, until, sp.Username, ts)
 		},
 	}
 	if !sp.Until.IsZero() {
-		writes = append(writes, func() error { return s.exec(ctx, expiryInsertCQL, expiryShard, sp.Until, sp.UserID, ts) })
+		writes = append(writes, func() error {
+			return s.db.write(ctx, "suspension_expiries.insert", expiryInsertCQL, expiryShard, sp.Until, sp.UserID, ts)
+		})
 	}
 	if err := all(writes); err != nil {
 		return err
 	}
-	return s.exec(ctx, bucketInsertCQL, statusSuspended, sp.Bucket)
+	return s.db.write(ctx, "suspension_buckets.insert", bucketInsertCQL, statusSuspended, sp.Bucket)
 }
 
 // Erase deletes the status row, the reverse lookup and the expiry entry at
@@ -84,28 +85,36 @@ func (s *Suspensions) EraseListing(ctx context.Context, sp domain.Suspension, ve
 	return s.erase(ctx, sp, version, false)
 }
 
+// erase deletes the list row and the expiry entry, and only then the
+// reverse lookup (the seed's order): if a delete fails, the lookup is still
+// there for the retry (Unsuspend finds it through eraseLeftovers) to erase
+// the rest with, and the user is never listed without it (S2).
 func (s *Suspensions) erase(ctx context.Context, sp domain.Suspension, version int, lookup bool) error {
 	ts := int64(version)
 	writes := []func() error{
 		func() error {
-			return s.exec(ctx, statusRowDeleteCQL, ts, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID)
+			return s.db.write(ctx, "users_by_status.delete", statusRowDeleteCQL, ts, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID)
 		},
 	}
-	if lookup {
-		writes = append(writes, func() error { return s.exec(ctx, lookupDeleteCQL, ts, sp.UserID) })
-	}
 	if !sp.Until.IsZero() {
-		writes = append(writes, func() error { return s.exec(ctx, expiryDeleteCQL, ts, expiryShard, sp.Until, sp.UserID) })
+		writes = append(writes, func() error {
+			return s.db.write(ctx, "suspension_expiries.delete", expiryDeleteCQL, ts, expiryShard, sp.Until, sp.UserID)
+		})
 	}
 	if err := all(writes); err != nil {
 		return err
+	}
+	if lookup {
+		if err := s.db.write(ctx, "suspended_users.delete", lookupDeleteCQL, ts, sp.UserID); err != nil {
+			return err
+		}
 	}
 	return s.pruneBucket(ctx, sp.Bucket)
 }
 
 // EraseExpiry deletes one expiry entry at the account's version.
 func (s *Suspensions) EraseExpiry(ctx context.Context, userID string, until time.Time, version int) error {
-	return s.exec(ctx, expiryDeleteCQL, int64(version), expiryShard, until, userID)
+	return s.db.write(ctx, "suspension_expiries.delete", expiryDeleteCQL, int64(version), expiryShard, until, userID)
 }
 
 // pruneBucket drops an empty bucket from the index, so listings never read
@@ -123,7 +132,7 @@ func (s *Suspensions) pruneBucket(ctx context.Context, bucket string) error {
 	if !errors.Is(err, gocql.ErrNotFound) {
 		return dbErr("status_buckets.check", err)
 	}
-	return s.exec(ctx, bucketDeleteCQL, before, statusSuspended, bucket)
+	return s.db.write(ctx, "suspension_buckets.delete", bucketDeleteCQL, before, statusSuspended, bucket)
 }
 
 // lookupRow is a row of suspended_users.
@@ -243,13 +252,6 @@ func (s *Suspensions) Expired(ctx context.Context, t time.Time, limit int) ([]do
 		out[i] = domain.Suspension{UserID: r.UserID, Until: r.Until.UTC()}
 	}
 	return out, nil
-}
-
-func (s *Suspensions) exec(ctx context.Context, stmt string, args ...any) error {
-	if err := s.db.Session.ContextQuery(ctx, stmt, nil).Bind(args...).ExecRelease(); err != nil {
-		return dbErr(fmt.Sprintf("%.40s", stmt), err)
-	}
-	return nil
 }
 
 // all runs independent writes at once and returns their errors joined.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
 	"github.com/rs/zerolog"
 
 	"shelf/domain/moderation"
@@ -179,4 +180,42 @@ func runAdminOn(db *testkit.DB, args ...string) (string, error) {
 	var out bytes.Buffer
 	err = app.Admin(context.Background(), cfg, zerolog.Nop(), args, &out)
 	return out.String(), err
+}
+
+// TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry: the account is
+// lifted, then the list row's delete fails. The reverse lookup is erased
+// last, so it is still there for the retry, which erases what is left;
+// the user is not left listed while active (S2). Before, the three deletes
+// ran at once: the lookup's landed, the retry found nothing to finish, and
+// an active user stayed in the suspended list (issue 10, case 7).
+func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	for _, failing := range []string{"users_by_status.delete", "suspension_expiries.delete"} {
+		u, _ := m.member(t)
+		until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		if r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]string{"reason": "spam", "until": until}); r.StatusCode != http.StatusCreated {
+			t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
+		}
+		m.app.DB.Faults = func(name string, at repository.FaultPoint) error {
+			if name == failing && at == repository.BeforeWrite {
+				return &gocql.RequestErrUnavailable{}
+			}
+			return nil
+		}
+		r := m.unsuspend(u.ID)
+		m.app.DB.Faults = nil
+		if r.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("%s failed: unsuspend answered %d %s", failing, r.StatusCode, r.Body)
+		}
+		if r := m.unsuspend(u.ID); r.StatusCode != http.StatusNotFound {
+			t.Fatalf("the retry: %d %s", r.StatusCode, r.Body)
+		}
+		for _, s := range m.listAll(t, 100) {
+			if s.UserID == u.ID {
+				t.Fatalf("%s failed: the active user %s is still listed after the retry", failing, u.ID)
+			}
+		}
+	}
+	agreement(t, m.db)
 }

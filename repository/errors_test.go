@@ -1,0 +1,49 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
+)
+
+// TestDriverErrorsAreClassified: an error after which a write may have
+// been sent is ambiguous (settled by a read-back, never taken for "not
+// applied") and answers 503, never 500 — among them a connection the
+// driver closed after a failed heartbeat while the node hung (issue 10,
+// case 9) and a cancelled request (case 6). An error Cassandra answered
+// before running anything is not ambiguous.
+func TestDriverErrorsAreClassified(t *testing.T) {
+	t.Parallel()
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	for _, tc := range []struct {
+		err         error
+		ambiguous   bool
+		unavailable bool
+	}{
+		{fmt.Errorf("gocql: heartbeat failed"), true, true},
+		{io.EOF, true, true},
+		{reset, true, true},
+		{context.Canceled, true, true},
+		{context.DeadlineExceeded, true, true},
+		{gocql.ErrTimeoutNoResponse, true, true},
+		{&gocql.RequestErrWriteTimeout{WriteType: "CAS"}, true, true},
+		{&gocql.RequestErrUnavailable{}, false, true},
+		{gocql.ErrNoConnections, false, true},
+		{errors.New("line 1:7 no viable alternative"), false, false},
+	} {
+		if got := isAmbiguous(tc.err); got != tc.ambiguous {
+			t.Errorf("%v: ambiguous %v, want %v", tc.err, got, tc.ambiguous)
+		}
+		if got := errors.Is(dbErr("x", tc.err), domain.ErrUnavailable); got != tc.unavailable {
+			t.Errorf("%v: unavailable %v, want %v", tc.err, got, tc.unavailable)
+		}
+	}
+}
