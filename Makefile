@@ -11,6 +11,8 @@ CASSANDRA := $(GO) run ./cmd/cassandra-local
 BENCHTIME ?= 3s
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 30s
+# How many random fault schedules `make fuzz` explores (make test runs 300).
+EXPLORE_ROUNDS ?= 200000
 
 .DEFAULT_GOAL := help
 
@@ -46,17 +48,22 @@ test-cluster: ## only the three-node cluster test (RF 3, QUORUM, one node killed
 bench: ## benchmarks against the real node: API vs raw driver ratios, API peak memory
 	@$(CASSANDRA) with -- $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count=1 ./bench/
 
+.PHONY: storm
+storm: ## issue 10's storm: colliding signups, renames, password changes while a node of its own hangs (SIGSTOP 2-8 s); STORM_ROUNDS (40)
+	@$(CASSANDRA) with -- $(GO) test -tags storm -count=1 -timeout 30m -run '^TestStorm$$' -v ./tests/storm/
+
 .PHONY: generate
 generate: ## regenerate the Go SDK (sdk/shelfclient) from openapi.yaml; a test fails when it is stale
 	@cd sdk/shelfclient && $(GO) generate ./...
 
 .PHONY: fuzz
-fuzz: ## run the Go fuzz targets for FUZZTIME each (decoders, identifiers, cursors); their seeds run in make test
+fuzz: ## Go fuzz targets for FUZZTIME each (decoders, identifiers, cursors) and EXPLORE_ROUNDS random fault schedules
 	@for t in FuzzNormalizeUsername FuzzNormalizeEmail; do \
 		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./domain || exit 1; done
 	@$(GO) test -run '^$$' -fuzz '^FuzzSuspensionCursor$$' -fuzztime $(FUZZTIME) ./domain/moderation
 	@$(GO) test -run '^$$' -fuzz '^FuzzLibraryCursor$$' -fuzztime $(FUZZTIME) ./domain/library
 	@$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./handlers
+	@$(GO) test -count=1 -run '^TestExploreAccountsRandom$$' ./tests/faults -explore.rounds=$(EXPLORE_ROUNDS)
 
 .PHONY: fuzz-api
 fuzz-api: ## schemathesis against a running api with the served openapi.yaml (FUZZ_EXAMPLES per operation, 30)

@@ -14,6 +14,9 @@ type Session struct {
 type Principal struct {
 	UserID  string
 	Session Session
+	// Account is the caller's account as read with the session, in this
+	// request (nil when not read): checks of roles and status use it.
+	Account *User
 }
 
 // Anonymous reports a caller without a session.

@@ -47,15 +47,10 @@ func (s *Sessions) Create(ctx context.Context, sess domain.Session) error {
 	if ttl < sessionTTLMinSeconds {
 		ttl = sessionTTLMinSeconds
 	}
-	if err := s.db.Session.ContextQuery(ctx, sessionIndexCQL, nil).
-		Bind(sess.UserID, sess.TokenHash, sess.ExpiresAt, ttl).ExecRelease(); err != nil {
-		return dbErr("sessions.index", err)
+	if err := s.db.write(ctx, "sessions_by_user.insert", sessionIndexCQL, sess.UserID, sess.TokenHash, sess.ExpiresAt, ttl); err != nil {
+		return err
 	}
-	if err := s.db.Session.ContextQuery(ctx, sessionInsertCQL, nil).
-		Bind(sess.TokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, ttl).ExecRelease(); err != nil {
-		return dbErr("sessions.insert", err)
-	}
-	return nil
+	return s.db.write(ctx, "sessions.insert", sessionInsertCQL, sess.TokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, ttl)
 }
 
 // Get reads a session by token hash.
@@ -74,13 +69,10 @@ func (s *Sessions) Get(ctx context.Context, tokenHash string) (domain.Session, e
 // Delete revokes one session: the session first (it stops working at
 // once), then its index entry.
 func (s *Sessions) Delete(ctx context.Context, sess domain.Session) error {
-	if err := s.db.Session.ContextQuery(ctx, sessionDeleteCQL, nil).Bind(sess.TokenHash).ExecRelease(); err != nil {
-		return dbErr("sessions.delete", err)
+	if err := s.db.write(ctx, "sessions.delete", sessionDeleteCQL, sess.TokenHash); err != nil {
+		return err
 	}
-	if err := s.db.Session.ContextQuery(ctx, sessionUnindexCQL, nil).Bind(sess.UserID, sess.TokenHash).ExecRelease(); err != nil {
-		return dbErr("sessions.unindex", err)
-	}
-	return nil
+	return s.db.write(ctx, "sessions_by_user.delete", sessionUnindexCQL, sess.UserID, sess.TokenHash)
 }
 
 // DeleteAll revokes every session of the user but keep.

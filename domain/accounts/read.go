@@ -13,6 +13,10 @@ func (a *Service) Caller(ctx context.Context, p domain.Principal) (*domain.User,
 	if p.Anonymous() {
 		return nil, nil
 	}
+	if p.Account != nil && p.Account.ID == p.UserID {
+		u := *p.Account // read with the session, in this request
+		return &u, nil
+	}
 	u, err := a.users.Get(ctx, p.UserID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, domain.ErrNoSession // the account behind the session is gone

@@ -96,7 +96,9 @@ func TestLoginAndSessions(t *testing.T) {
 
 	byName := mustLogin(t, api, strings.ToUpper(u))
 	byEmail := mustLogin(t, api, strings.ToUpper(e))
-	if byName.User.ID != created.ID || byEmail.User.ID != created.ID || byName.Token == byEmail.Token || len(byName.Token) != 43 {
+	if byName.User.ID != created.ID || byEmail.User.ID != created.ID || byName.Token == byEmail.Token ||
+		// The token names its account (one round trip reads both), then 32 random bytes.
+		!strings.HasPrefix(byName.Token, created.ID+".") || len(byName.Token) != len(created.ID)+1+43 {
 		t.Fatalf("sessions %+v %+v", byName, byEmail)
 	}
 

@@ -219,3 +219,39 @@ func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
 	}
 	agreement(t, m.db)
 }
+
+// TestSuspensionStopsSessionsEvenWhenRevokingFails: the suspension lands,
+// then revoking the sessions fails (503). The user's session must still
+// stop working on its next request (S3): a session counts only while its
+// account is not suspended. Before, authentication read the session alone,
+// and the session lived on until a retry or repair revoked it (issue 10,
+// case 10).
+func TestSuspensionStopsSessionsEvenWhenRevokingFails(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, member := m.member(t)
+	if r := member.Get("/v1/me"); r.StatusCode != http.StatusOK {
+		t.Fatalf("before: %d", r.StatusCode)
+	}
+	m.app.DB.Faults = func(name string, at repository.FaultPoint) error {
+		if name == "sessions.delete" && at == repository.BeforeWrite {
+			return &gocql.RequestErrUnavailable{}
+		}
+		return nil
+	}
+	r := m.suspend(u.ID, "spam")
+	m.app.DB.Faults = nil
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("suspend whose revocation failed: %d %s", r.StatusCode, r.Body)
+	}
+	if r := member.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a suspended user's session still works: %d %s", r.StatusCode, r.Body)
+	}
+	if r := m.suspend(u.ID, "spam"); r.StatusCode != http.StatusConflict {
+		t.Fatalf("the retry finishes and answers 409: %d %s", r.StatusCode, r.Body)
+	}
+	if r := m.unsuspend(u.ID); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("unsuspend: %d", r.StatusCode)
+	}
+	agreement(t, m.db)
+}

@@ -1,0 +1,403 @@
+// Package memstore keeps the accounts' tables in memory, following the
+// store contracts the repository keeps on Cassandra: every write of a claim
+// or an account is a compare-and-set of one row, decided when it lands;
+// pending rows expire with their lease on a clock the test moves; and a
+// fault can hit any call: fail it before it applies, apply it and lose the
+// answer, hold it back so it lands later (its condition decided then, as a
+// hung node's queued request is), or crash the caller there (nothing it
+// sends afterwards reaches the store). Lost and held answers come back as
+// domain.ErrOutcomeUnknown, as the repository reports them once a read-back
+// could not prove the outcome. It exists for the fault explorer
+// (tests/faults); the database tests run against a real node.
+package memstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"shelf/domain"
+)
+
+// Fault is what happens to one store call.
+type Fault int
+
+// The faults.
+const (
+	None Fault = iota
+	// FailBefore: the call does not apply and says so (not sent).
+	FailBefore
+	// LoseAnswer: the call applies; its answer is lost.
+	LoseAnswer
+	// LandLate: the call answers "unknown" now and applies when Land runs.
+	LandLate
+	// Crash: the call applies, then the caller's process dies: this and
+	// every later call fail without reaching the store.
+	Crash
+)
+
+var faultNames = []string{"none", "fail-before", "lose-answer", "land-late", "crash"}
+
+func (f Fault) String() string { return faultNames[f] }
+
+// Faults lists every fault but None.
+var Faults = []Fault{FailBefore, LoseAnswer, LandLate, Crash}
+
+var (
+	errNotSent = fmt.Errorf("memstore: not sent: %w", domain.ErrUnavailable)
+	errUnknown = fmt.Errorf("memstore: answer lost: %w: %w", domain.ErrOutcomeUnknown, domain.ErrUnavailable)
+)
+
+// Store is the accounts' tables: claims, users and sessions.
+type Store struct {
+	mu       sync.Mutex
+	now      time.Time
+	claims   map[string]claimRow
+	users    map[string]userRow
+	sessions map[string]domain.Session
+	held     []func()
+	calls    int
+	crashed  bool
+	// FaultAt, when set, says what happens to call number n (0 first) of
+	// the given name ("claims.claim", "users.update" ...).
+	FaultAt func(n int, name string) Fault
+}
+
+type claimRow struct {
+	c       domain.Claim
+	expires time.Time // zero: never
+}
+
+type userRow struct {
+	u       domain.User
+	expires time.Time
+}
+
+// New returns empty tables with the clock at start.
+func New(start time.Time) *Store {
+	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: map[string]domain.Session{}}
+}
+
+// Now is the store's clock (services take it as theirs).
+func (s *Store) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
+}
+
+// Advance moves the clock: leases run out.
+func (s *Store) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = s.now.Add(d)
+}
+
+// Calls is how many store calls have been made.
+func (s *Store) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// Recover lets calls through again after a Crash (a new process).
+func (s *Store) Recover() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.crashed = false
+}
+
+// Land applies every held write, in the order they were sent.
+func (s *Store) Land() {
+	s.mu.Lock()
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	for _, apply := range held {
+		s.mu.Lock()
+		apply()
+		s.mu.Unlock()
+	}
+}
+
+// call runs one store call under the lock with its fault: apply changes
+// the tables and returns the answer.
+func (s *Store) call(name string, write bool, apply func() (bool, error)) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.calls
+	s.calls++
+	if s.crashed {
+		return false, errNotSent
+	}
+	f := None
+	if s.FaultAt != nil {
+		f = s.FaultAt(n, name)
+	}
+	if !write && (f == LandLate || f == LoseAnswer) {
+		f = FailBefore // a read has nothing to land: its answer is just lost
+	}
+	switch f {
+	case FailBefore:
+		return false, errNotSent
+	case LoseAnswer:
+		_, _ = apply()
+		return false, errUnknown
+	case LandLate:
+		s.held = append(s.held, func() { _, _ = apply() })
+		return false, errUnknown
+	case Crash:
+		_, _ = apply()
+		s.crashed = true
+		return false, errNotSent
+	}
+	return apply()
+}
+
+func claimID(kind domain.ClaimKind, key string) string { return string(kind) + "/" + key }
+
+// live returns the claim row unless it expired.
+func (s *Store) liveClaim(id string) (claimRow, bool) {
+	r, ok := s.claims[id]
+	if ok && !r.expires.IsZero() && !s.now.Before(r.expires) {
+		delete(s.claims, id)
+		return claimRow{}, false
+	}
+	return r, ok
+}
+
+func (s *Store) liveUser(id string) (userRow, bool) {
+	r, ok := s.users[id]
+	if ok && !r.expires.IsZero() && !s.now.Before(r.expires) {
+		delete(s.users, id)
+		return userRow{}, false
+	}
+	return r, ok
+}
+
+// Claims is the store as a domain.ClaimStore.
+func (s *Store) Claims() domain.ClaimStore { return claims{s} }
+
+type claims struct{ s *Store }
+
+func (c claims) Claim(_ context.Context, kind domain.ClaimKind, key, owner, op string, base int, lease time.Duration) (domain.Claim, error) {
+	var out domain.Claim
+	_, err := c.s.call("claims.claim", true, func() (bool, error) {
+		id := claimID(kind, key)
+		if r, ok := c.s.liveClaim(id); ok {
+			out = r.c
+			return false, nil
+		}
+		out = domain.Claim{Kind: kind, Key: key, Owner: owner, Op: op, State: domain.ClaimPending, BaseVersion: base}
+		c.s.claims[id] = claimRow{c: out, expires: c.s.now.Add(lease)}
+		return true, nil
+	})
+	return out, err
+}
+
+func (c claims) Commit(_ context.Context, kind domain.ClaimKind, key, owner, op string, base int) (bool, error) {
+	return c.s.call("claims.commit", true, func() (bool, error) {
+		id := claimID(kind, key)
+		r, ok := c.s.liveClaim(id)
+		if !ok || r.c.Owner != owner || r.c.Op != op {
+			return false, nil
+		}
+		r.c.State, r.c.BaseVersion, r.expires = domain.ClaimCommitted, base, time.Time{}
+		c.s.claims[id] = r
+		return true, nil
+	})
+}
+
+func (c claims) Release(_ context.Context, kind domain.ClaimKind, key, owner, op string) error {
+	_, err := c.s.call("claims.release", true, func() (bool, error) {
+		id := claimID(kind, key)
+		if r, ok := c.s.liveClaim(id); ok && r.c.Owner == owner && r.c.Op == op {
+			delete(c.s.claims, id)
+			return true, nil
+		}
+		return false, nil
+	})
+	return err
+}
+
+func (c claims) move(name string, kind domain.ClaimKind, key string, from, to domain.Claim, lease time.Duration) (bool, error) {
+	return c.s.call(name, true, func() (bool, error) {
+		id := claimID(kind, key)
+		r, ok := c.s.liveClaim(id)
+		if !ok || r.c.Owner != from.Owner || r.c.Op != from.Op || r.c.State != domain.ClaimCommitted {
+			return false, nil
+		}
+		row := claimRow{c: to}
+		if lease > 0 {
+			row.expires = c.s.now.Add(lease)
+		}
+		c.s.claims[id] = row
+		return true, nil
+	})
+}
+
+func (c claims) Takeover(_ context.Context, kind domain.ClaimKind, key string, dead domain.Claim, owner, op string, base int, lease time.Duration) (bool, error) {
+	to := domain.Claim{Kind: kind, Key: key, Owner: owner, Op: op, State: domain.ClaimPending, BaseVersion: base}
+	return c.move("claims.takeover", kind, key, dead, to, lease)
+}
+
+func (c claims) Adopt(_ context.Context, kind domain.ClaimKind, key string, old domain.Claim, op string, base int) (bool, error) {
+	to := domain.Claim{Kind: kind, Key: key, Owner: old.Owner, Op: op, State: domain.ClaimCommitted, BaseVersion: base}
+	return c.move("claims.adopt", kind, key, old, to, 0)
+}
+
+func (c claims) Lookup(_ context.Context, kind domain.ClaimKind, key string) (domain.Claim, error) {
+	var out domain.Claim
+	found, err := c.s.call("claims.lookup", false, func() (bool, error) {
+		r, ok := c.s.liveClaim(claimID(kind, key))
+		out = r.c
+		return ok, nil
+	})
+	if err == nil && !found {
+		return domain.Claim{}, domain.ErrNotFound
+	}
+	return out, err
+}
+
+// Users is the store as the accounts' user store.
+func (s *Store) Users() *Users { return &Users{s} }
+
+// Users keeps accounts: every write a compare-and-set of one row.
+type Users struct{ s *Store }
+
+// Create inserts a pending account that expires after lease.
+func (u *Users) Create(_ context.Context, user domain.User, lease time.Duration) error {
+	applied, err := u.s.call("users.create", true, func() (bool, error) {
+		if _, ok := u.s.liveUser(user.ID); ok {
+			return false, nil
+		}
+		u.s.users[user.ID] = userRow{u: user, expires: u.s.now.Add(lease)}
+		return true, nil
+	})
+	if err == nil && !applied {
+		return errors.New("memstore: users.create: id exists")
+	}
+	return err
+}
+
+// Activate makes a pending account active and permanent.
+func (u *Users) Activate(_ context.Context, user domain.User) (bool, error) {
+	return u.s.call("users.activate", true, func() (bool, error) {
+		r, ok := u.s.liveUser(user.ID)
+		if !ok || r.u.Status != domain.StatusPending {
+			return false, nil
+		}
+		u.s.users[user.ID] = userRow{u: user}
+		return true, nil
+	})
+}
+
+// Discard deletes an account that is still pending.
+func (u *Users) Discard(_ context.Context, id string) error {
+	_, err := u.s.call("users.discard", true, func() (bool, error) {
+		if r, ok := u.s.liveUser(id); ok && r.u.Status == domain.StatusPending {
+			delete(u.s.users, id)
+			return true, nil
+		}
+		return false, nil
+	})
+	return err
+}
+
+// Get reads an account.
+func (u *Users) Get(_ context.Context, id string) (domain.User, error) {
+	var out domain.User
+	found, err := u.s.call("users.get", false, func() (bool, error) {
+		r, ok := u.s.liveUser(id)
+		out = r.u
+		return ok, nil
+	})
+	if err == nil && !found {
+		return domain.User{}, domain.ErrNotFound
+	}
+	return out, err
+}
+
+// GetSerial is Get: the store is linearizable.
+func (u *Users) GetSerial(ctx context.Context, id string) (domain.User, error) { return u.Get(ctx, id) }
+
+// Update writes user if the stored version is still user.Version-1.
+func (u *Users) Update(_ context.Context, user domain.User) (bool, error) {
+	return u.s.call("users.update", true, func() (bool, error) {
+		r, ok := u.s.liveUser(user.ID)
+		if !ok || r.u.Version != user.Version-1 {
+			return false, nil
+		}
+		u.s.users[user.ID] = userRow{u: user, expires: r.expires}
+		return true, nil
+	})
+}
+
+// Sessions is the store as the accounts' session store.
+func (s *Store) Sessions() *Sessions { return &Sessions{s} }
+
+// Sessions keeps login sessions.
+type Sessions struct{ s *Store }
+
+// Create writes a session.
+func (ss *Sessions) Create(_ context.Context, sess domain.Session) error {
+	_, err := ss.s.call("sessions.create", true, func() (bool, error) {
+		ss.s.sessions[sess.TokenHash] = sess
+		return true, nil
+	})
+	return err
+}
+
+// Get reads a live session.
+func (ss *Sessions) Get(_ context.Context, hash string) (domain.Session, error) {
+	var out domain.Session
+	found, err := ss.s.call("sessions.get", false, func() (bool, error) {
+		var ok bool
+		out, ok = ss.s.sessions[hash]
+		return ok, nil
+	})
+	if err == nil && !found {
+		return domain.Session{}, domain.ErrNotFound
+	}
+	return out, err
+}
+
+// Delete revokes one session.
+func (ss *Sessions) Delete(_ context.Context, sess domain.Session) error {
+	_, err := ss.s.call("sessions.delete", true, func() (bool, error) {
+		delete(ss.s.sessions, sess.TokenHash)
+		return true, nil
+	})
+	return err
+}
+
+// DeleteAll revokes every session of the user but keep.
+func (ss *Sessions) DeleteAll(_ context.Context, userID, keep string) error {
+	_, err := ss.s.call("sessions.delete_all", true, func() (bool, error) {
+		for h, sess := range ss.s.sessions {
+			if sess.UserID == userID && h != keep {
+				delete(ss.s.sessions, h)
+			}
+		}
+		return true, nil
+	})
+	return err
+}
+
+// Snapshot returns every live claim and account, for invariant checks.
+func (s *Store) Snapshot() (claims []domain.Claim, users []domain.User) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.claims {
+		if r, ok := s.liveClaim(id); ok {
+			claims = append(claims, r.c)
+		}
+	}
+	for id := range s.users {
+		if r, ok := s.liveUser(id); ok {
+			users = append(users, r.u)
+		}
+	}
+	return claims, users
+}

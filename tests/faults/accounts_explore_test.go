@@ -1,0 +1,350 @@
+// Package faults explores the domain's protocols against every fault at
+// every store call, on in-memory stores that follow the store contracts
+// (internal/memstore), without a database: each schedule runs one
+// operation with one fault (fail before applying, lose the answer after
+// applying, land late, crash) at one of its calls, lets a competing
+// operation run, lands what was held back, lets the leases run out, lets
+// the client retry, and then checks the invariants of docs/design.md. The
+// database tests (tests/e2e, repository) prove that the real stores keep
+// the contracts the fakes follow.
+package faults
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/internal/memstore"
+)
+
+const lease = 30 * time.Second
+
+type plainHasher struct{}
+
+func (plainHasher) Hash(_ context.Context, pw string) (string, error) { return "plain:" + pw, nil }
+func (plainHasher) Verify(_ context.Context, pw, phc string) (bool, bool, error) {
+	return phc == "plain:"+pw, false, nil
+}
+func (plainHasher) Burn(context.Context, string) bool { return false }
+
+type nopLog struct{}
+
+func (nopLog) Warn(context.Context, string, ...string) {}
+
+// world is one schedule's service on fresh tables.
+type world struct {
+	store *memstore.Store
+	svc   *accounts.Service
+	// created are the accounts whose signup answered success.
+	created []domain.User
+	// passwords are the current password of each account (by id).
+	passwords map[string]string
+}
+
+func newWorld() *world {
+	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, Now: st.Now},
+		st.Claims(), st.Users(), st.Sessions(), plainHasher{}, nopLog{})
+	return &world{store: st, svc: svc, passwords: map[string]string{}}
+}
+
+const password = "correct horse battery"
+
+func (w *world) signup(username, email string) error {
+	u, err := w.svc.Signup(context.Background(), accounts.SignupInput{Username: username, Email: email, Password: password})
+	if err == nil {
+		w.created = append(w.created, u)
+		w.passwords[u.ID] = password
+	}
+	return err
+}
+
+// operation is one thing a client does, with the set-up it needs (run
+// without faults) and how the client retries it after an error.
+type operation struct {
+	name  string
+	setup func(w *world) error
+	run   func(w *world) error
+	retry func(w *world) error
+	// keys are the usernames and emails the operation touches; a
+	// competitor races for them.
+	username, email string
+}
+
+func me(w *world) domain.User { return w.created[0] }
+
+func principal(u domain.User) domain.Principal { return domain.Principal{UserID: u.ID} }
+
+var operations = []operation{
+	{
+		name: "signup", username: "alice", email: "alice@example.org",
+		run:   func(w *world) error { return w.signup("alice", "alice@example.org") },
+		retry: func(w *world) error { return w.signup("alice", "alice@example.org") },
+	},
+	{
+		name: "signup-taken", username: "alice", email: "carol@example.org",
+		setup: func(w *world) error { return w.signup("alice", "alice@example.org") },
+		run:   func(w *world) error { return w.signup("alice", "carol@example.org") },
+		retry: func(w *world) error { return w.signup("carol", "carol@example.org") },
+	},
+	{
+		name: "rename", username: "bobby", email: "bob@example.org",
+		setup: func(w *world) error { return w.signup("bob", "bob@example.org") },
+		run:   func(w *world) error { return rename(w, "bobby", "") },
+		retry: func(w *world) error { return rename(w, "bobby", "") },
+	},
+	{
+		name: "change-email", username: "bob", email: "robert@example.org",
+		setup: func(w *world) error { return w.signup("bob", "bob@example.org") },
+		run:   func(w *world) error { return rename(w, "", "robert@example.org") },
+		retry: func(w *world) error { return rename(w, "", "robert@example.org") },
+	},
+	{
+		name: "change-password", username: "dan", email: "dan@example.org",
+		setup: func(w *world) error { return w.signup("dan", "dan@example.org") },
+		run:   func(w *world) error { return changePassword(w) },
+		retry: func(w *world) error { return changePassword(w) },
+	},
+}
+
+func rename(w *world, username, email string) error {
+	in := accounts.UpdateInput{}
+	if username != "" {
+		in.Username = &username
+	}
+	if email != "" {
+		in.Email = &email
+	}
+	_, err := w.svc.UpdateUser(context.Background(), principal(me(w)), me(w).ID, in)
+	return err
+}
+
+func changePassword(w *world) error {
+	u := me(w)
+	err := w.svc.ChangePassword(context.Background(), principal(u), u.ID, w.passwords[u.ID], "a brand new secret")
+	// Any answer but success may hide a change that applied (a crash
+	// after the write, a failure after it): the check logs in with
+	// whichever password works.
+	w.passwords[u.ID+"/next"] = "a brand new secret"
+	if err == nil {
+		w.passwords[u.ID] = "a brand new secret"
+	}
+	return err
+}
+
+// after is what happens once the faulted operation answered.
+type after struct {
+	name string
+	// competitor races a signup for the operation's names before held
+	// writes land.
+	competitor bool
+	// otherChange changes the account's display name before held writes
+	// land: the version moves under them.
+	otherChange bool
+}
+
+var afters = []after{{name: "land-now"}, {name: "competitor-first", competitor: true}, {name: "other-change-first", otherChange: true}}
+
+// TestExploreAccounts runs every schedule of every accounts operation and
+// checks U1-U4 after each.
+func TestExploreAccounts(t *testing.T) {
+	t.Parallel()
+	total := 0
+	for _, op := range operations {
+		calls := countCalls(t, op)
+		n := 0
+		for k := 0; k < calls; k++ {
+			for _, fault := range memstore.Faults {
+				for _, a := range afters {
+					name := fmt.Sprintf("%s/call%d/%s/%s", op.name, k, fault, a.name)
+					explore(t, name, op, k, fault, a)
+					n++
+				}
+			}
+		}
+		t.Logf("%s: %d store calls, %d schedules", op.name, calls, n)
+		total += n
+	}
+	t.Logf("%d schedules in all", total)
+}
+
+// countCalls runs op without faults and counts its store calls.
+func countCalls(t *testing.T, op operation) int {
+	t.Helper()
+	w := newWorld()
+	if op.setup != nil {
+		if err := op.setup(w); err != nil {
+			t.Fatalf("%s: set-up: %v", op.name, err)
+		}
+	}
+	before := w.store.Calls()
+	_ = op.run(w)
+	return w.store.Calls() - before
+}
+
+func explore(t *testing.T, name string, op operation, k int, fault memstore.Fault, a after) {
+	exploreWith(t, name, op, map[int]memstore.Fault{k: fault}, a)
+}
+
+// exploreWith runs op with faults at the given calls (counted from the
+// operation's first), then the after, the lease, the client's retry, and
+// the checks.
+func exploreWith(t *testing.T, name string, op operation, faults map[int]memstore.Fault, a after) {
+	w := newWorld()
+	if op.setup != nil {
+		if err := op.setup(w); err != nil {
+			t.Fatalf("%s: set-up: %v", name, err)
+		}
+	}
+	start := w.store.Calls()
+	w.store.FaultAt = func(n int, _ string) memstore.Fault {
+		return faults[n-start] // None when absent
+	}
+	err := op.run(w)
+	w.store.FaultAt = nil
+	w.store.Recover()
+	if err != nil && !expected(err) {
+		t.Errorf("%s: the operation answered %v", name, err)
+	}
+	if a.competitor {
+		_ = w.signup(op.username, "rival-"+op.email)
+		_ = w.signup("rival", op.email)
+	}
+	if a.otherChange && len(w.created) > 0 {
+		display := "Someone Else"
+		_, _ = w.svc.UpdateUser(context.Background(), principal(me(w)), me(w).ID, accounts.UpdateInput{DisplayName: &display})
+	}
+	w.store.Land()
+	w.store.Advance(lease + time.Second)
+	if err != nil {
+		_ = op.retry(w) // the client tries again
+	}
+	check(t, name, w, op)
+}
+
+// expected reports the answers a fault may legitimately cause: "try
+// again" (503, outcome unknown included) and the conflicts of a race.
+func expected(err error) bool {
+	return errors.Is(err, domain.ErrUnavailable) || errors.Is(err, domain.ErrConflict)
+}
+
+// check asserts the accounts' invariants on the tables and through the
+// service.
+func check(t *testing.T, name string, w *world, op operation) {
+	t.Helper()
+	claims, users := w.store.Snapshot()
+	byKey := map[string]domain.Claim{}
+	for _, c := range claims {
+		byKey[string(c.Kind)+"/"+c.Key] = c
+	}
+	holders := map[string]string{}
+	for _, u := range users {
+		if !u.Visible() {
+			continue
+		}
+		for _, kind := range []domain.ClaimKind{domain.KindUsername, domain.KindEmail} {
+			key := string(kind) + "/" + u.KeyOf(kind)
+			if other, ok := holders[key]; ok {
+				t.Errorf("%s: U1: %s is held by %s and %s", name, key, other, u.ID)
+			}
+			holders[key] = u.ID
+			// An account only ever holds keys committed to it: else the
+			// claim could expire or be taken, and the key held twice.
+			if c, ok := byKey[key]; !ok || c.Owner != u.ID || c.State != domain.ClaimCommitted {
+				t.Errorf("%s: U1: %s holds %s, whose claim is %+v", name, u.ID, key, c)
+			}
+		}
+	}
+	// U3: every signup that answered success logs in by both names, with
+	// its current password.
+	ctx := context.Background()
+	for _, created := range w.created {
+		u, err := w.store.Users().Get(ctx, created.ID)
+		if err != nil || u.Status != domain.StatusActive {
+			t.Errorf("%s: U3: signup %s answered success, but the account is %+v (%v)", name, created.ID, u, err)
+			continue
+		}
+		for _, login := range []string{u.Username, u.Email} {
+			if !canLogin(w, login, u.ID) {
+				t.Errorf("%s: U3: %s cannot log in as %q", name, u.ID, login)
+			}
+		}
+	}
+	// U4: no name stays blocked once the leases have run out: every key of
+	// the schedule that no account holds can be signed up for.
+	probed := map[string]bool{}
+	for i, key := range []string{"username/" + op.username, "email/" + op.email, "username/alice", "username/bob", "email/bob@example.org"} {
+		if _, held := holders[key]; held || probed[key] {
+			continue
+		}
+		probed[key] = true
+		kind, value, _ := strings.Cut(key, "/")
+		username, email := fmt.Sprintf("fresh%d", i), fmt.Sprintf("fresh%d@example.org", i)
+		if kind == "username" {
+			username = value
+		} else {
+			email = value
+		}
+		probe := newProbe(w)
+		if err := probe.signup(username, email); err != nil {
+			t.Errorf("%s: U4: %s is held by no account, yet a signup for it answers %v; its claim %+v; accounts %+v",
+				name, key, err, byKey[key], users)
+		}
+	}
+}
+
+// canLogin logs in as login with any password the account may have.
+func canLogin(w *world, login, id string) bool {
+	for _, pw := range []string{w.passwords[id], w.passwords[id+"/next"]} {
+		if pw == "" {
+			continue
+		}
+		if res, err := w.svc.Login(context.Background(), login, pw); err == nil && res.User.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// newProbe is a world on a copy-free view of w's tables: a signup there
+// changes w's tables, so it runs last.
+func newProbe(w *world) *world {
+	return &world{store: w.store, svc: w.svc, passwords: map[string]string{}}
+}
+
+// rounds is how many random schedules TestExploreAccountsRandom runs:
+// a few hundred in make test, many more under make fuzz.
+var rounds = flag.Int("explore.rounds", 300, "random fault schedules to run")
+
+// TestExploreAccountsRandom runs schedules with two faults each, at random
+// calls of a random operation, followed by a random after. The seed is
+// logged; -explore.seed replays one.
+func TestExploreAccountsRandom(t *testing.T) {
+	t.Parallel()
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -explore.seed=%d), %d rounds", seed, seed, *rounds)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for i := 0; i < *rounds; i++ {
+		op := operations[rng.IntN(len(operations))]
+		calls := countCalls(t, op)
+		faults := map[int]memstore.Fault{
+			rng.IntN(calls): memstore.Faults[rng.IntN(len(memstore.Faults))],
+			rng.IntN(calls): memstore.Faults[rng.IntN(len(memstore.Faults))],
+		}
+		a := afters[rng.IntN(len(afters))]
+		name := fmt.Sprintf("random %d: %s %v %s", i, op.name, faults, a.name)
+		exploreWith(t, name, op, faults, a)
+	}
+}
+
+var seedFlag = flag.Uint64("explore.seed", 0, "seed of TestExploreAccountsRandom (0: from the clock)")

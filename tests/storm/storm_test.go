@@ -1,0 +1,266 @@
+//go:build storm
+
+// Package storm runs the storm of issue 10 against a real node of its own:
+// rounds of concurrent, colliding signups, renames and password changes
+// through the HTTP API while the Cassandra process is hung (SIGSTOP) for
+// 2-8 s at random and resumed, over and over. Afterwards, past the lease:
+// no two active accounts share a key, every active account's claims are
+// committed and name it, every 201 signup logs in by both names, and no
+// answer was a 5xx other than 503. `make storm` runs it (STORM_ROUNDS,
+// default 40); it is not part of `make test` (minutes, and a hung node).
+package storm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"shelf/internal/app"
+	"shelf/internal/config"
+	"shelf/internal/localcassandra"
+	"shelf/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+const lease = 10 * time.Second
+
+type client struct {
+	base string
+	http *http.Client
+	mu   sync.Mutex
+	// statuses counts answers by status.
+	statuses map[int]int
+}
+
+func (c *client) send(method, path, token string, body any) (int, []byte) {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, c.base+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	status, out := 0, []byte(nil)
+	if resp, err := c.http.Do(req); err == nil {
+		var buf bytes.Buffer
+		_, _ = buf.ReadFrom(resp.Body)
+		resp.Body.Close()
+		status, out = resp.StatusCode, buf.Bytes()
+	}
+	c.mu.Lock()
+	c.statuses[status]++
+	c.mu.Unlock()
+	return status, out
+}
+
+// account is what the storm knows of an account it created.
+type account struct {
+	id, token string
+	passwords []string // every password it may have now
+}
+
+func TestStorm(t *testing.T) {
+	rounds := 40
+	if s := os.Getenv("STORM_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
+	}
+	l, err := testkit.Launcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.DataDir = t.TempDir()
+	node := localcassandra.Node{Name: "storm", Address: "127.0.0.7", Cluster: "shelf-storm",
+		Seeds: []string{"127.0.0.7"}, Token: "0", Durable: true}
+	ctx := context.Background()
+	if err := l.Start(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Stop(node) })
+	db := testkit.NewDBOn(t, []string{node.Address})
+	env := map[string]string{"SHELF_ARGON2_MEMORY_KIB": "1024", "SHELF_ARGON2_TIME": "1",
+		"SHELF_RATE_LIMIT_PER_MINUTE": "0", "SHELF_CLAIM_LEASE": lease.String()}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(cfg, zerolog.Nop(), db.Session, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Router)
+	t.Cleanup(srv.Close)
+	c := &client{base: srv.URL, http: &http.Client{Timeout: 30 * time.Second}, statuses: map[int]int{}}
+
+	// The hanger: SIGSTOP for 2-8 s, SIGCONT, 1-3 s of peace, again.
+	stop := make(chan struct{})
+	hangs := 0
+	var hung sync.WaitGroup
+	hung.Add(1)
+	go func() {
+		defer hung.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(1000+rand.IntN(2000)) * time.Millisecond):
+			}
+			if err := l.Signal(node, syscall.SIGSTOP); err != nil {
+				t.Error(err)
+				return
+			}
+			hangs++
+			select {
+			case <-stop:
+			case <-time.After(time.Duration(2000+rand.IntN(6000)) * time.Millisecond):
+			}
+			if err := l.Signal(node, syscall.SIGCONT); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+
+	var mu sync.Mutex
+	var accounts []*account
+	started := time.Now()
+	for round := 0; round < rounds; round++ {
+		names := make([]string, 4)
+		for i := range names {
+			names[i] = fmt.Sprintf("s%dn%d", round, i)
+		}
+		var wg sync.WaitGroup
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u, e := names[i%4], names[i/4]+"@example.org"
+				status, body := c.send(http.MethodPost, "/v1/users", "", map[string]string{"username": u, "email": e, "password": "storm password 1"})
+				if status != http.StatusCreated {
+					return
+				}
+				var created struct{ ID string }
+				_ = json.Unmarshal(body, &created)
+				acc := &account{id: created.ID, passwords: []string{"storm password 1"}}
+				if status, body := c.send(http.MethodPost, "/v1/sessions", "", map[string]string{"login": u, "password": "storm password 1"}); status == http.StatusCreated {
+					var s struct{ Token string }
+					_ = json.Unmarshal(body, &s)
+					acc.token = s.Token
+				}
+				mu.Lock()
+				accounts = append(accounts, acc)
+				mu.Unlock()
+			}()
+		}
+		// Renames and password changes of earlier accounts, racing.
+		mu.Lock()
+		earlier := append([]*account(nil), accounts...)
+		mu.Unlock()
+		for j := 0; j < 4 && len(earlier) > 0; j++ {
+			acc := earlier[rand.IntN(len(earlier))]
+			if acc.token == "" {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if j%2 == 0 {
+					c.send(http.MethodPatch, "/v1/users/"+acc.id, acc.token,
+						map[string]string{"username": fmt.Sprintf("r%dn%d", round, rand.IntN(3))})
+					return
+				}
+				next := fmt.Sprintf("storm password %d", round+2)
+				mu.Lock()
+				current := acc.passwords[len(acc.passwords)-1]
+				acc.passwords = append(acc.passwords, next) // it may apply whatever the answer
+				mu.Unlock()
+				c.send(http.MethodPut, "/v1/users/"+acc.id+"/password", acc.token,
+					map[string]string{"currentPassword": current, "newPassword": next})
+			}()
+		}
+		wg.Wait()
+	}
+	close(stop)
+	hung.Wait()
+	_ = l.Signal(node, syscall.SIGCONT)
+	t.Logf("%d rounds in %.0fs, node hung %d times; answers by status: %v", rounds, time.Since(started).Seconds(), hangs, c.statuses)
+	time.Sleep(lease + 2*time.Second) // held attempts land, leases run out
+
+	for status, n := range c.statuses {
+		if status >= 500 && status != http.StatusServiceUnavailable || status == 0 {
+			t.Errorf("%d answers with status %d", n, status)
+		}
+	}
+	checkTables(t, db)
+	for _, acc := range accounts {
+		var u struct{ Username, Email string }
+		if err := db.Session.ContextQuery(ctx, "SELECT username, email FROM users WHERE id = ?", nil).Bind(acc.id).GetRelease(&u); err != nil {
+			t.Errorf("201 signup %s: %v", acc.id, err)
+			continue
+		}
+		for _, login := range []string{u.Username, u.Email} {
+			ok := false
+			for _, pw := range acc.passwords {
+				if status, _ := c.send(http.MethodPost, "/v1/sessions", "", map[string]string{"login": login, "password": pw}); status == http.StatusCreated {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				t.Errorf("U3: 201 signup %s cannot log in as %q", acc.id, login)
+			}
+		}
+	}
+	t.Logf("%d accounts answered 201 and log in by both names", len(accounts))
+}
+
+// checkTables: no two active accounts share a key; every active account's
+// claims are committed and name it.
+func checkTables(t *testing.T, db *testkit.DB) {
+	ctx := context.Background()
+	var users []struct {
+		ID, UsernameKey, EmailKey, Status string
+	}
+	if err := db.Session.ContextQuery(ctx, "SELECT id, username_key, email_key, status FROM users", nil).SelectRelease(&users); err != nil {
+		t.Fatal(err)
+	}
+	claims := map[string]struct{ UserID, State string }{}
+	for _, table := range []string{"usernames", "emails"} {
+		var rows []struct{ Key, UserID, State string }
+		if err := db.Session.ContextQuery(ctx, "SELECT key, user_id, state FROM "+table, nil).SelectRelease(&rows); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			claims[table+"/"+r.Key] = struct{ UserID, State string }{r.UserID, r.State}
+		}
+	}
+	held := map[string]string{}
+	active := 0
+	for _, u := range users {
+		if u.Status != "active" {
+			continue
+		}
+		active++
+		for _, key := range []string{"usernames/" + u.UsernameKey, "emails/" + u.EmailKey} {
+			if other, ok := held[key]; ok {
+				t.Errorf("U1: %s is held by %s and %s", key, other, u.ID)
+			}
+			held[key] = u.ID
+			if c := claims[key]; c.UserID != u.ID || c.State != "committed" {
+				t.Errorf("U1: %s holds %s, whose claim is %+v", u.ID, key, c)
+			}
+		}
+	}
+	t.Logf("%d active accounts, %d claims: no key held twice, every held key committed to its holder", active, len(claims))
+}
