@@ -95,9 +95,12 @@ func routeAccounts(r chi.Router, d Deps) {
 	sessions := &Sessions{accounts: d.Accounts}
 	signupLimit := NewRateLimiter(d.RateLimitPerMinute)
 	loginLimit := NewRateLimiter(d.RateLimitPerMinute)
+	// A change's 409 says whether an email is taken: limited like signups,
+	// so nobody probes for accounts through it.
+	changeLimit := NewRateLimiter(d.RateLimitPerMinute)
 	r.With(signupLimit.Middleware).Post("/users", handle(users.signup))
 	r.Get("/users/{id}", handle(users.get))
-	r.Patch("/users/{id}", handle(users.update))
+	r.With(changeLimit.Middleware).Patch("/users/{id}", handle(users.update))
 	r.Put("/users/{id}/password", handle(users.changePassword))
 	r.Get("/users/by-username/{username}", handle(users.getByUsername))
 	r.Get("/users/by-email/{email}", handle(users.getByEmail))

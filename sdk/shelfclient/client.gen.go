@@ -1296,6 +1296,10 @@ type ClientInterface interface {
 	// change of the same account is retried a few times, then answered
 	// 409 `concurrent_change`.
 	//
+	// Rate-limited per client address like signups and logins (429 with
+	// `Retry-After`): a 409 says whether an email is taken, so unlimited
+	// changes would let anyone probe for accounts.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PATCH /v1/users/{id} (the `UpdateUser` operationId).
@@ -1318,6 +1322,10 @@ type ClientInterface interface {
 	// release of each old name). A change that loses a race with another
 	// change of the same account is retried a few times, then answered
 	// 409 `concurrent_change`.
+	//
+	// Rate-limited per client address like signups and logins (429 with
+	// `Retry-After`): a 409 says whether an email is taken, so unlimited
+	// changes would let anyone probe for accounts.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2279,6 +2287,10 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // change of the same account is retried a few times, then answered
 // 409 `concurrent_change`.
 //
+// Rate-limited per client address like signups and logins (429 with
+// `Retry-After`): a 409 says whether an email is taken, so unlimited
+// changes would let anyone probe for accounts.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PATCH /v1/users/{id} (the `UpdateUser` operationId).
@@ -2311,6 +2323,10 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // release of each old name). A change that loses a race with another
 // change of the same account is retried a few times, then answered
 // 409 `concurrent_change`.
+//
+// Rate-limited per client address like signups and logins (429 with
+// `Retry-After`): a 409 says whether an email is taken, so unlimited
+// changes would let anyone probe for accounts.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4531,6 +4547,10 @@ type ClientWithResponsesInterface interface {
 	// change of the same account is retried a few times, then answered
 	// 409 `concurrent_change`.
 	//
+	// Rate-limited per client address like signups and logins (429 with
+	// `Retry-After`): a 409 says whether an email is taken, so unlimited
+	// changes would let anyone probe for accounts.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /v1/users/{id} (the `UpdateUser` operationId).
@@ -4553,6 +4573,10 @@ type ClientWithResponsesInterface interface {
 	// release of each old name). A change that loses a race with another
 	// change of the same account is retried a few times, then answered
 	// 409 `concurrent_change`.
+	//
+	// Rate-limited per client address like signups and logins (429 with
+	// `Retry-After`): a 409 says whether an email is taken, so unlimited
+	// changes would let anyone probe for accounts.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7999,6 +8023,12 @@ type UpdateUserResponse415Headers struct {
 	XRequestId *string
 }
 
+// UpdateUserResponse429Headers the declared response headers of an HTTP 429 response for UpdateUser
+type UpdateUserResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // UpdateUserResponse500Headers the declared response headers of an HTTP 500 response for UpdateUser
 type UpdateUserResponse500Headers struct {
 	XRequestId *string
@@ -8029,6 +8059,8 @@ type UpdateUserResponse struct {
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -8049,6 +8081,8 @@ type UpdateUserResponse struct {
 	Headers413 *UpdateUserResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *UpdateUserResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateUserResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *UpdateUserResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8093,6 +8127,11 @@ func (r UpdateUserResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r UpdateUserResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateUserResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -9593,6 +9632,10 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // change of the same account is retried a few times, then answered
 // 409 `concurrent_change`.
 //
+// Rate-limited per client address like signups and logins (429 with
+// `Retry-After`): a 409 says whether an email is taken, so unlimited
+// changes would let anyone probe for accounts.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /v1/users/{id} (the `UpdateUser` operationId).
@@ -9621,6 +9664,10 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // release of each old name). A change that loses a race with another
 // change of the same account is retried a few times, then answered
 // 409 `concurrent_change`.
+//
+// Rate-limited per client address like signups and logins (429 with
+// `Retry-After`): a 409 says whether an email is taken, so unlimited
+// changes would let anyone probe for accounts.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13602,6 +13649,13 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13706,6 +13760,23 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateUserResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers UpdateUserResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {

@@ -82,6 +82,26 @@ func TestRateLimitOnLogin(t *testing.T) {
 	mustSignup(t, api, u, u+"@example.org")
 }
 
+// TestRateLimitOnAccountChanges: a change's 409 says whether an email is
+// taken, so changes are limited per address like signups and logins, or
+// anyone could probe for accounts (issue 10, case 13).
+func TestRateLimitOnAccountChanges(t *testing.T) {
+	t.Parallel()
+	_, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_RATE_LIMIT_PER_MINUTE": "3"})
+	u := name("prober")
+	me := mustSignup(t, api, u, u+"@example.org")
+	as := api.As(mustLogin(t, api, u).Token)
+	for i := 0; i < 3; i++ {
+		if r := as.Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"email": name("probe") + "@example.org"}); r.StatusCode != http.StatusOK {
+			t.Fatalf("change %d: %d %s", i, r.StatusCode, r.Body)
+		}
+	}
+	r := as.Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"email": name("probe") + "@example.org"})
+	if r.StatusCode != http.StatusTooManyRequests || r.Problem(t).Code != "rate_limited" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("4th change: %d %s", r.StatusCode, r.Body)
+	}
+}
+
 // TestRehashWhenParametersRise: a login renews a hash made with weaker
 // argon2 parameters.
 func TestRehashWhenParametersRise(t *testing.T) {

@@ -190,6 +190,8 @@ func TestStorm(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		// Rounds spread over the hangs: some land in one, some around one.
+		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond)
 	}
 	close(stop)
 	hung.Wait()
