@@ -8,6 +8,9 @@ type Session struct {
 	UserID    string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Written is the session's write timestamp in the store (µs), so that
+	// revoking it shadows it whatever clock wrote it; 0 when unknown.
+	Written int64
 }
 
 // Principal is who is calling: a user id and the session, or nobody.
