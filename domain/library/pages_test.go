@@ -3,7 +3,6 @@ package library
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 // library page reads. Writes are not expected.
 type rowsOnly struct {
 	EntryStore
-	mu    sync.Mutex
 	rows  []Entry // newest first
 	index map[string]Entry
 }
