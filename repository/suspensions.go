@@ -85,23 +85,20 @@ func (s *Suspensions) EraseListing(ctx context.Context, sp domain.Suspension, ve
 	return s.erase(ctx, sp, version, false)
 }
 
-// erase deletes the list row and the expiry entry, and only then the
-// reverse lookup (the seed's order): if a delete fails, the lookup is still
-// there for the retry (Unsuspend finds it through eraseLeftovers) to erase
-// the rest with, and the user is never listed without it (S2).
+// erase deletes the list row (and the bucket's index entry if the bucket is
+// now empty), then the reverse lookup, then the expiry entry: whatever a
+// failure leaves, the retry still finds it. Unsuspend's
+// retry (and the next Suspend) find leftovers through the lookup, the
+// sweeper's through the expiry entry, so each is erased only after what
+// the other path needs (S2). An old suspension's listing (lookup false)
+// keeps the lookup, which is the current suspension's.
 func (s *Suspensions) erase(ctx context.Context, sp domain.Suspension, version int, lookup bool) error {
 	ts := int64(version)
-	writes := []func() error{
-		func() error {
-			return s.db.write(ctx, "users_by_status.delete", statusRowDeleteCQL, ts, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID)
-		},
+	if err := s.db.write(ctx, "users_by_status.delete", statusRowDeleteCQL, ts, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID); err != nil {
+		return err
 	}
-	if !sp.Until.IsZero() {
-		writes = append(writes, func() error {
-			return s.db.write(ctx, "suspension_expiries.delete", expiryDeleteCQL, ts, expiryShard, sp.Until, sp.UserID)
-		})
-	}
-	if err := all(writes); err != nil {
+	// The bucket's index entry follows its rows alone.
+	if err := s.pruneBucket(ctx, sp.Bucket); err != nil {
 		return err
 	}
 	if lookup {
@@ -109,7 +106,10 @@ func (s *Suspensions) erase(ctx context.Context, sp domain.Suspension, version i
 			return err
 		}
 	}
-	return s.pruneBucket(ctx, sp.Bucket)
+	if sp.Until.IsZero() {
+		return nil
+	}
+	return s.db.write(ctx, "suspension_expiries.delete", expiryDeleteCQL, ts, expiryShard, sp.Until, sp.UserID)
 }
 
 // EraseExpiry deletes one expiry entry at the account's version.

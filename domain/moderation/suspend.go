@@ -50,6 +50,12 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 			}
 			return u, errAlreadySuspended
 		}
+		// Erase what an interrupted lift (Unsuspend, sweeper) left of the
+		// last suspension, before this one's records take its lookup: after
+		// that, nothing would find the old list row (S2).
+		if err := m.eraseLeftovers(ctx, u); err != nil {
+			return u, err
+		}
 		s = domain.Suspension{UserID: u.ID, Username: u.Username, Reason: reason, SuspendedAt: now,
 			SuspendedBy: admin.ID, Bucket: BucketOf(now, m.cfg.BucketSize)}
 		if in.Until != nil {

@@ -1,4 +1,4 @@
-// Package memstore keeps the accounts' tables in memory, following the
+// Package memstore keeps the accounts' and moderation's tables in memory, following the
 // store contracts the repository keeps on Cassandra: every write of a claim
 // or an account is a compare-and-set of one row, decided when it lands;
 // pending rows expire with their lease on a clock the test moves; and a
@@ -57,9 +57,11 @@ type Store struct {
 	claims   map[string]claimRow
 	users    map[string]userRow
 	sessions map[string]domain.Session
-	held     []func()
-	calls    int
-	crashed  bool
+	// list, lookup and expiry are moderation's records (Suspensions).
+	list, lookup, expiry map[string]cell
+	held                 []func()
+	calls                int
+	crashed              bool
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault
@@ -77,7 +79,8 @@ type userRow struct {
 
 // New returns empty tables with the clock at start.
 func New(start time.Time) *Store {
-	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: map[string]domain.Session{}}
+	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: map[string]domain.Session{},
+		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}}
 }
 
 // Now is the store's clock (services take it as theirs).

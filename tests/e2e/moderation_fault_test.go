@@ -183,9 +183,10 @@ func runAdminOn(db *testkit.DB, args ...string) (string, error) {
 }
 
 // TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry: the account is
-// lifted, then the list row's delete fails. The reverse lookup is erased
-// last, so it is still there for the retry, which erases what is left;
-// the user is not left listed while active (S2). Before, the three deletes
+// lifted, then the list row's delete (or the expiry entry's) fails. The
+// reverse lookup is erased after the list row, so it is still there for the
+// retry, which erases what is left; the expiry entry goes last, and the
+// sweeper finds it; the user is not left listed while active (S2). Before, the three deletes
 // ran at once: the lookup's landed, the retry found nothing to finish, and
 // an active user stayed in the suspended list (issue 10, case 7).
 func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {

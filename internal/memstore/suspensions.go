@@ -1,0 +1,163 @@
+package memstore
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/moderation"
+)
+
+// cell is one row of a table written USING TIMESTAMP: a write lands only
+// if its timestamp is newer than the row's, a delete also on a tie (as in
+// Cassandra, where a tombstone wins a tie).
+type cell struct {
+	s       domain.Suspension
+	ts      int64
+	deleted bool
+}
+
+func (s *Store) put(table map[string]cell, key string, v domain.Suspension, ts int64) {
+	if c, ok := table[key]; !ok || ts > c.ts {
+		table[key] = cell{s: v, ts: ts}
+	}
+}
+
+func (s *Store) del(table map[string]cell, key string, ts int64) {
+	if c, ok := table[key]; !ok || ts >= c.ts {
+		table[key] = cell{s: c.s, ts: ts, deleted: true}
+	}
+}
+
+// Suspensions is the store as moderation's suspension store: the list rows,
+// the reverse lookup and the expiry entries, each write at the account's
+// version, one store call per row as the repository makes them.
+func (s *Store) Suspensions() *Suspensions { return &Suspensions{s} }
+
+// Suspensions keeps the records derived from suspensions.
+type Suspensions struct{ s *Store }
+
+var _ moderation.Store = (*Suspensions)(nil)
+
+func listKey(sp domain.Suspension) string {
+	return sp.Bucket + "|" + strconv.FormatInt(sp.SuspendedAt.UnixMilli(), 10) + "|" + sp.UserID
+}
+
+func expiryKey(userID string, until time.Time) string {
+	return strconv.FormatInt(until.UnixMilli(), 10) + "|" + userID
+}
+
+func (ss *Suspensions) write(name string, apply func()) error {
+	_, err := ss.s.call(name, true, func() (bool, error) { apply(); return true, nil })
+	return err
+}
+
+// Record writes the list row, the lookup and the expiry entry.
+func (ss *Suspensions) Record(_ context.Context, sp domain.Suspension, version int) error {
+	s, ts := ss.s, int64(version)
+	if err := ss.write("users_by_status.insert", func() { s.put(s.list, listKey(sp), sp, ts) }); err != nil {
+		return err
+	}
+	if err := ss.write("suspended_users.insert", func() { s.put(s.lookup, sp.UserID, sp, ts) }); err != nil {
+		return err
+	}
+	if !sp.Until.IsZero() {
+		return ss.write("suspension_expiries.insert", func() { s.put(s.expiry, expiryKey(sp.UserID, sp.Until), sp, ts) })
+	}
+	return nil
+}
+
+// Erase deletes the list row, then the lookup, then the expiry entry.
+func (ss *Suspensions) Erase(_ context.Context, sp domain.Suspension, version int) error {
+	return ss.erase(sp, version, true)
+}
+
+// EraseListing is Erase without the lookup.
+func (ss *Suspensions) EraseListing(_ context.Context, sp domain.Suspension, version int) error {
+	return ss.erase(sp, version, false)
+}
+
+func (ss *Suspensions) erase(sp domain.Suspension, version int, lookup bool) error {
+	s, ts := ss.s, int64(version)
+	if err := ss.write("users_by_status.delete", func() { s.del(s.list, listKey(sp), ts) }); err != nil {
+		return err
+	}
+	if lookup {
+		if err := ss.write("suspended_users.delete", func() { s.del(s.lookup, sp.UserID, ts) }); err != nil {
+			return err
+		}
+	}
+	if !sp.Until.IsZero() {
+		return ss.write("suspension_expiries.delete", func() { s.del(s.expiry, expiryKey(sp.UserID, sp.Until), ts) })
+	}
+	return nil
+}
+
+// Lookup reads the reverse lookup.
+func (ss *Suspensions) Lookup(_ context.Context, userID string) (domain.Suspension, error) {
+	var out domain.Suspension
+	found, err := ss.s.call("suspended_users.get", false, func() (bool, error) {
+		c, ok := ss.s.lookup[userID]
+		out = c.s
+		return ok && !c.deleted, nil
+	})
+	if err == nil && !found {
+		return domain.Suspension{}, domain.ErrNotFound
+	}
+	return out, err
+}
+
+// Page lists the suspended, newest first (the explorer does not page).
+func (ss *Suspensions) Page(_ context.Context, _ *moderation.Cursor, limit int) ([]domain.Suspension, error) {
+	var out []domain.Suspension
+	_, err := ss.s.call("users_by_status.page", false, func() (bool, error) {
+		for _, c := range ss.s.list {
+			if !c.deleted {
+				out = append(out, c.s)
+			}
+		}
+		return true, nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].SuspendedAt.After(out[j].SuspendedAt) })
+	return out[:min(limit, len(out))], err
+}
+
+// Expired lists expiry entries whose end is at or before t.
+func (ss *Suspensions) Expired(_ context.Context, t time.Time, limit int) ([]domain.Suspension, error) {
+	var out []domain.Suspension
+	_, err := ss.s.call("suspension_expiries.select", false, func() (bool, error) {
+		for _, c := range ss.s.expiry {
+			if !c.deleted && !c.s.Until.After(t) && len(out) < limit {
+				out = append(out, domain.Suspension{UserID: c.s.UserID, Until: c.s.Until})
+			}
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// EraseExpiry deletes one expiry entry.
+func (ss *Suspensions) EraseExpiry(_ context.Context, userID string, until time.Time, version int) error {
+	s := ss.s
+	return ss.write("suspension_expiries.delete", func() { s.del(s.expiry, expiryKey(userID, until), int64(version)) })
+}
+
+// Records returns the live list rows, lookups and expiry entries of a
+// user, for invariant checks.
+func (s *Store) Records(userID string) (list, lookup, expiry []domain.Suspension) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, table := range []struct {
+		m   map[string]cell
+		out *[]domain.Suspension
+	}{{s.list, &list}, {s.lookup, &lookup}, {s.expiry, &expiry}} {
+		for _, c := range table.m {
+			if !c.deleted && c.s.UserID == userID {
+				*table.out = append(*table.out, c.s)
+			}
+		}
+	}
+	return list, lookup, expiry
+}
