@@ -2,16 +2,21 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gocql/gocql"
 	"github.com/rs/zerolog"
 
 	"shelf"
 	"shelf/internal/app"
 	"shelf/internal/config"
+	"shelf/internal/metrics"
 	"shelf/internal/testkit"
+	"shelf/repository"
 )
 
 // newTestAPI serves the production router on db, with test settings.
@@ -83,4 +88,27 @@ func TestUnknownRoutesAndMethodsAreProblems(t *testing.T) {
 	if r := api.Do(http.MethodPost, "/healthz", "application/json", big); r.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("2 MiB body: %d %s", r.StatusCode, r.Body)
 	}
+}
+
+// newObservedApp wires the whole service with testEnv on a session of db's
+// keyspace whose statements are reported to observer and batch (either may
+// be nil), with metrics m (nil: its own).
+func newObservedApp(t *testing.T, db *testkit.DB, observer gocql.QueryObserver, batch gocql.BatchObserver, m *metrics.Metrics) (*app.App, *testkit.API) {
+	t.Helper()
+	conn := db.Conn
+	conn.Observer, conn.BatchObserver = observer, batch
+	session, err := repository.Connect(context.Background(), conn, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(session.Close)
+	cfg, err := config.Load(func(k string) string { return testEnv[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(cfg, zerolog.Nop(), session, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, testkit.NewAPI(t, a.Router)
 }

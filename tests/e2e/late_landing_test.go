@@ -119,6 +119,34 @@ func anotherWriteFirst(t *testing.T, a *app.App, stmt, userID string) repository
 	}
 }
 
+// renamed is an account whose rename ran under a fault.
+type renamed struct {
+	db       *testkit.DB
+	a        *app.App
+	api      *testkit.API
+	me       userBody
+	tok      string
+	old      string
+	next     string
+	answered *testkit.Response
+}
+
+// renameUnder signs up an account and renames it while the faults made for
+// its id are in force; they are off again when it returns.
+func renameUnder(t *testing.T, faults func(a *app.App, userID string) repository.FaultFunc) renamed {
+	t.Helper()
+	db := testkit.NewDB(t)
+	a, api := newTestApp(t, db, nil)
+	old := name("ren")
+	me := mustSignup(t, api, old, old+"@example.org")
+	tok := mustLogin(t, api, old).Token
+	next := name("ren")
+	a.DB.Faults = faults(a, me.ID)
+	r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next})
+	a.DB.Faults = nil
+	return renamed{db: db, a: a, api: api, me: me, tok: tok, old: old, next: next, answered: r}
+}
+
 // TestRenameWhoseAnswerIsLostBehindAnotherWrite: the rename applied, its
 // answer was lost, and another change landed before the read-back. Before
 // the rule the re-run's failed condition was taken for "not applied": the
@@ -127,15 +155,8 @@ func anotherWriteFirst(t *testing.T, a *app.App, stmt, userID string) repository
 // keeps the claim, and the retry answers 200.
 func TestRenameWhoseAnswerIsLostBehindAnotherWrite(t *testing.T) {
 	t.Parallel()
-	db := testkit.NewDB(t)
-	a, api := newTestApp(t, db, nil)
-	old := name("ren")
-	me := mustSignup(t, api, old, old+"@example.org")
-	tok := mustLogin(t, api, old).Token
-	next := name("ren")
-	a.DB.Faults = anotherWriteFirst(t, a, "users.update", me.ID)
-	r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next})
-	a.DB.Faults = nil
+	rn := renameUnder(t, func(a *app.App, id string) repository.FaultFunc { return anotherWriteFirst(t, a, "users.update", id) })
+	db, api, me, tok, old, next, r := rn.db, rn.api, rn.me, rn.tok, rn.old, rn.next, rn.answered
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("rename of unknown outcome: %d %s", r.StatusCode, r.Body)
 	}
@@ -214,15 +235,8 @@ func neverSent(stmt string) repository.FaultFunc {
 // Issue 10, case 6.
 func TestRenameStoppedAfterCommittingIsFinishedByItsRetry(t *testing.T) {
 	t.Parallel()
-	db := testkit.NewDB(t)
-	a, api := newTestApp(t, db, nil)
-	old := name("stop")
-	me := mustSignup(t, api, old, old+"@example.org")
-	tok := mustLogin(t, api, old).Token
-	next := name("stop")
-	a.DB.Faults = neverSent("users.update")
-	r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next})
-	a.DB.Faults = nil
+	rn := renameUnder(t, func(*app.App, string) repository.FaultFunc { return neverSent("users.update") })
+	db, api, me, tok, old, next, r := rn.db, rn.api, rn.me, rn.tok, rn.old, rn.next, rn.answered
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a rename whose update never got through: %d %s", r.StatusCode, r.Body)
 	}
@@ -246,15 +260,8 @@ func TestRenameStoppedAfterCommittingIsFinishedByItsRetry(t *testing.T) {
 // committed claim is an orphan and the next claimant takes it over.
 func TestAbandonedNameIsFreedOnceTheAccountMovesOn(t *testing.T) {
 	t.Parallel()
-	db := testkit.NewDB(t)
-	a, api := newTestApp(t, db, nil)
-	old := name("aban")
-	me := mustSignup(t, api, old, old+"@example.org")
-	tok := mustLogin(t, api, old).Token
-	next := name("aban")
-	a.DB.Faults = neverSent("users.update")
-	api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next})
-	a.DB.Faults = nil
+	rn := renameUnder(t, func(*app.App, string) repository.FaultFunc { return neverSent("users.update") })
+	db, api, me, tok, old, next := rn.db, rn.api, rn.me, rn.tok, rn.old, rn.next
 	if r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"displayName": "Moved On"}); r.StatusCode != http.StatusOK {
 		t.Fatalf("another change: %d %s", r.StatusCode, r.Body)
 	}

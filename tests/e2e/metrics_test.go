@@ -7,13 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"shelf/internal/app"
-	"shelf/internal/config"
 	"shelf/internal/metrics"
 	"shelf/internal/testkit"
-	"shelf/repository"
 )
 
 // TestMetricsShowTheSeries runs a small story through an app whose session
@@ -23,22 +18,8 @@ func TestMetricsShowTheSeries(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
 	m := metrics.New()
-	conn := db.Conn
-	conn.Observer, conn.BatchObserver = m, m
-	session, err := repository.Connect(context.Background(), conn, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(session.Close)
-	cfg, err := config.Load(func(k string) string { return testEnv[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(cfg, zerolog.Nop(), session, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := testkit.NewAPI(t, a.Router)
+	a, api := newObservedApp(t, db, m, m, m)
+	var err error
 	u := name("metric")
 	mustSignup(t, api, u, u+"@example.org")
 	me := api.As(mustLogin(t, api, u).Token)

@@ -11,12 +11,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/rs/zerolog"
 
-	"shelf/internal/app"
-	"shelf/internal/config"
 	"shelf/internal/testkit"
-	"shelf/repository"
 )
 
 // listReads counts the statements that read the suspended list's tables.
@@ -39,22 +35,7 @@ func TestListingAcrossBuckets(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
 	reads := &listReads{}
-	conn := db.Conn
-	conn.Observer = reads
-	session, err := repository.Connect(context.Background(), conn, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(session.Close)
-	cfg, err := config.Load(func(k string) string { return testEnv[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(cfg, zerolog.Nop(), session, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := testkit.NewAPI(t, a.Router)
+	a, api := newObservedApp(t, db, reads, nil, nil)
 	adminName := name("admin")
 	mustSignup(t, api, adminName, adminName+"@example.org")
 	if _, err := a.Accounts.SetAdmin(context.Background(), adminName, true); err != nil {
