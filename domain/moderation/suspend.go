@@ -22,20 +22,8 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 		return domain.Suspension{}, err
 	}
 	now := m.now()
-	reason := strings.TrimSpace(in.Reason)
-	var fes []*domain.FieldError
-	if n := utf8.RuneCountInString(reason); n < 1 || n > 500 {
-		fes = append(fes, &domain.FieldError{Field: "reason", Code: "length", Message: "must be 1-500 characters"})
-	} else if domain.HasControl(reason) {
-		fes = append(fes, &domain.FieldError{Field: "reason", Code: "invalid_characters", Message: "must not contain control characters"})
-	}
-	if in.Until != nil && !in.Until.After(now) {
-		fes = append(fes, &domain.FieldError{Field: "until", Code: "not_future", Message: "must be in the future"})
-	}
-	if userID == admin.ID {
-		fes = append(fes, &domain.FieldError{Field: "userId", Code: "self", Message: "an admin cannot suspend themselves"})
-	}
-	if err := domain.InvalidFields(fes...); err != nil {
+	reason, err := checkSuspend(in, now, admin.ID, userID)
+	if err != nil {
 		return domain.Suspension{}, err
 	}
 	if !domain.ValidID(userID, domain.UserIDPrefix) {
@@ -79,6 +67,25 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 		return domain.Suspension{}, err
 	}
 	return s, nil
+}
+
+// checkSuspend checks a suspension request made at now by admin, and
+// returns its reason trimmed, or the fields at fault.
+func checkSuspend(in SuspendInput, now time.Time, admin, userID string) (string, error) {
+	reason := strings.TrimSpace(in.Reason)
+	var fes []*domain.FieldError
+	if n := utf8.RuneCountInString(reason); n < 1 || n > 500 {
+		fes = append(fes, &domain.FieldError{Field: "reason", Code: "length", Message: "must be 1-500 characters"})
+	} else if domain.HasControl(reason) {
+		fes = append(fes, &domain.FieldError{Field: "reason", Code: "invalid_characters", Message: "must not contain control characters"})
+	}
+	if in.Until != nil && !in.Until.After(now) {
+		fes = append(fes, &domain.FieldError{Field: "until", Code: "not_future", Message: "must be in the future"})
+	}
+	if userID == admin {
+		fes = append(fes, &domain.FieldError{Field: "userId", Code: "self", Message: "an admin cannot suspend themselves"})
+	}
+	return reason, domain.InvalidFields(fes...)
 }
 
 // changeAccount is the read -> decide -> compare-and-set loop of one
