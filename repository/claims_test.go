@@ -185,3 +185,61 @@ func TestUnresolvableErrorsAreNotGuessed(t *testing.T) {
 		t.Fatal("an unavailable error was swallowed")
 	}
 }
+
+// TestAdoptUnderFaults: adopting a committed claim for another operation of
+// the same owner is one conditional write. Its answer lost after it
+// applied, or its first attempt landing late (after the read-back, before
+// the retry, whose condition then fails), it still reports adopted, read
+// back by its tag; the claim stays committed, with no TTL. Adopting from an
+// operation that no longer holds the claim changes nothing.
+func TestAdoptUnderFaults(t *testing.T) {
+	t.Parallel()
+	c, db := newClaims(t)
+	ctx := context.Background()
+	for _, fault := range []struct {
+		name string
+		at   repository.FaultPoint
+		err  error
+	}{
+		{"answer lost after applying", repository.AfterLWT, &gocql.RequestErrCASWriteUnknown{}},
+		{"first attempt lands late", repository.BeforeLWT, repository.ErrLandLate},
+	} {
+		k := key("adopt")
+		if _, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op1", 3, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := c.Commit(ctx, domain.KindUsername, k, "u_a", "op1", 3); err != nil || !ok {
+			t.Fatalf("commit: %v %v", ok, err)
+		}
+		old, err := c.Lookup(ctx, domain.KindUsername, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		db.Faults = func(name string, point repository.FaultPoint) error {
+			var err error
+			if name == "usernames.adopt" && point == fault.at {
+				once.Do(func() { err = fault.err })
+			}
+			return err
+		}
+		ok, err := c.Adopt(ctx, domain.KindUsername, k, old, "op2", 3)
+		db.Faults = nil
+		db.WaitLate()
+		if err != nil || !ok {
+			t.Fatalf("%s: adopt answered %v %v", fault.name, ok, err)
+		}
+		got, err := c.Lookup(ctx, domain.KindUsername, k)
+		if err != nil || got.Owner != "u_a" || got.Op != "op2" || got.State != domain.ClaimCommitted || got.BaseVersion != 3 {
+			t.Fatalf("%s: after adopt %+v %v", fault.name, got, err)
+		}
+		var ttl *int
+		if err := db.Session.ContextQuery(ctx, "SELECT TTL(op) FROM usernames WHERE key = ?", nil).Bind(k).GetRelease(&ttl); err != nil || ttl != nil {
+			t.Fatalf("%s: the adopted claim has a TTL (%v, %v): it could expire", fault.name, ttl, err)
+		}
+		// The old operation no longer holds it: adopting from it is refused.
+		if ok, err := c.Adopt(ctx, domain.KindUsername, k, old, "op3", 3); err != nil || ok {
+			t.Fatalf("%s: stale adopt answered %v %v", fault.name, ok, err)
+		}
+	}
+}
