@@ -138,13 +138,13 @@ func TestLostAnswersAreResolved(t *testing.T) {
 	for _, at := range []repository.FaultPoint{repository.AfterLWT, repository.BeforeLWT} {
 		fault := func(stmt string) {
 			var once sync.Once
-			db.Faults = func(name string, point repository.FaultPoint) error {
+			db.SetFaults(func(name string, point repository.FaultPoint) error {
 				var err error
 				if name == stmt && point == at {
 					once.Do(func() { err = lost })
 				}
 				return err
-			}
+			})
 		}
 		k := key("lost")
 		fault("usernames.claim")
@@ -159,7 +159,7 @@ func TestLostAnswersAreResolved(t *testing.T) {
 		if err := c.Release(ctx, domain.KindUsername, k, "u_a", "op"); err != nil {
 			t.Fatalf("release at %v: %v", at, err)
 		}
-		db.Faults = nil
+		db.SetFaults(nil)
 		if _, err := c.Lookup(ctx, domain.KindUsername, k); err != domain.ErrNotFound {
 			t.Fatalf("after release at %v: %v", at, err)
 		}
@@ -169,7 +169,7 @@ func TestLostAnswersAreResolved(t *testing.T) {
 		if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op", 0, time.Minute); err != nil || got.Owner != "u_b" {
 			t.Fatalf("contended claim at %v: %+v %v", at, got, err)
 		}
-		db.Faults = nil
+		db.SetFaults(nil)
 	}
 }
 
@@ -178,9 +178,9 @@ func TestLostAnswersAreResolved(t *testing.T) {
 func TestUnresolvableErrorsAreNotGuessed(t *testing.T) {
 	t.Parallel()
 	c, db := newClaims(t)
-	db.Faults = func(string, repository.FaultPoint) error {
+	db.SetFaults(func(string, repository.FaultPoint) error {
 		return &gocql.RequestErrUnavailable{}
-	}
+	})
 	if _, err := c.Claim(context.Background(), domain.KindUsername, key("unav"), "u_a", "op", 0, time.Minute); err == nil {
 		t.Fatal("an unavailable error was swallowed")
 	}
@@ -216,15 +216,15 @@ func TestAdoptUnderFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		var once sync.Once
-		db.Faults = func(name string, point repository.FaultPoint) error {
+		db.SetFaults(func(name string, point repository.FaultPoint) error {
 			var err error
 			if name == "usernames.adopt" && point == fault.at {
 				once.Do(func() { err = fault.err })
 			}
 			return err
-		}
+		})
 		ok, err := c.Adopt(ctx, domain.KindUsername, k, old, "op2", 3)
-		db.Faults = nil
+		db.SetFaults(nil)
 		db.WaitLate()
 		if err != nil || !ok {
 			t.Fatalf("%s: adopt answered %v %v", fault.name, ok, err)

@@ -34,24 +34,41 @@ type contentRow struct {
 	Managers     int       `db:"managers"`
 	Version      int       `db:"version"`
 	WriteID      string    `db:"write_id"`
+	// PendingPrincipal and PendingRole are the share or unshare recorded
+	// at Version and not yet finished (no principal: none; no role: an
+	// unshare).
+	PendingPrincipal string `db:"pending_principal"`
+	PendingRole      string `db:"pending_role"`
 }
 
 func (r contentRow) toDomain() library.Content {
 	return library.Content{ID: r.ID, Name: r.Name, Description: r.Description, Visibility: library.Visibility(r.Visibility),
 		Link: r.Link, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), LastModified: r.LastModified.UTC(),
-		Deleted: r.Deleted, Members: r.Members, Managers: r.Managers, Version: r.Version}
+		Deleted: r.Deleted, Members: r.Members, Managers: r.Managers, Version: r.Version, Pending: r.pending()}
+}
+
+func (r contentRow) pending() *library.MemberChange {
+	if r.PendingPrincipal == "" {
+		return nil
+	}
+	return &library.MemberChange{PrincipalID: r.PendingPrincipal, Role: r.PendingRole}
 }
 
 const (
-	contentColumns   = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?`
-	contentInsertCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	contentColumns   = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?`
+	contentInsertCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	contentUpdateCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ?`
-	contentSelectCQL = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id FROM content WHERE id = ?`
+	contentClearCQL  = `UPDATE content SET pending_principal = null, pending_role = null, write_id = ? WHERE id = ? IF version = ?`
+	contentSelectCQL = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role FROM content WHERE id = ?`
 )
 
 func contentValues(c library.Content, writeID string) []any {
+	var principal, role any // null: nothing pending
+	if c.Pending != nil {
+		principal, role = c.Pending.PrincipalID, c.Pending.Role
+	}
 	return []any{c.Name, c.Description, string(c.Visibility), c.Link, c.CreatedBy, c.CreatedAt, c.LastModified,
-		c.Deleted, c.Members, c.Managers, c.Version, writeID}
+		c.Deleted, c.Members, c.Managers, c.Version, writeID, principal, role}
 }
 
 // Create inserts a new item.
@@ -64,6 +81,35 @@ func (s *Contents) Create(ctx context.Context, c library.Content) error {
 func (s *Contents) Update(ctx context.Context, c library.Content) (bool, error) {
 	writeID := newWriteID()
 	return s.rows.write(ctx, "update", contentUpdateCQL, c.ID, writeID, c.Version, append(contentValues(c, writeID), c.ID, c.Version-1)...)
+}
+
+// ClearPending clears the pending share or unshare if the row is still at
+// c.Version, the version that recorded it. Its outcome is what matters, not
+// whose write it was: once the row is past c.Version or has nothing
+// pending, the change is cleared (a new one is recorded only on a row with
+// nothing pending), so a lost answer is settled by reading the row, and a
+// late or repeated clear is harmless.
+func (s *Contents) ClearPending(ctx context.Context, c library.Content) (bool, error) {
+	writeID := newWriteID()
+	t := s.rows
+	return t.db.exec(ctx, lwt{
+		name: "content.clear",
+		run: func(ctx context.Context) (bool, error) {
+			return t.db.cas(ctx, nil, contentClearCQL, writeID, c.ID, c.Version)
+		},
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			r, found, err := t.get(ctx, c.ID, t.db.Serial)
+			switch {
+			case err != nil:
+				return false, false, err
+			case found && r.WriteID == writeID:
+				return true, false, nil
+			case found && (r.Version > c.Version || r.PendingPrincipal == ""):
+				return false, false, nil // cleared by someone else
+			}
+			return false, true, nil
+		},
+	})
 }
 
 // Get reads an item.
@@ -102,18 +148,12 @@ type contentMemberRow struct {
 
 // Put writes a member at version.
 func (s *ContentMembers) Put(ctx context.Context, contentID string, m library.Member, version int) error {
-	if err := s.db.Session.ContextQuery(ctx, contentMemberPutCQL, nil).Bind(contentID, m.PrincipalID, m.Role, int64(version)).ExecRelease(); err != nil {
-		return dbErr("content_members.put", err)
-	}
-	return nil
+	return s.db.write(ctx, "content_members.put", contentMemberPutCQL, contentID, m.PrincipalID, m.Role, int64(version))
 }
 
 // Delete removes a member at version.
 func (s *ContentMembers) Delete(ctx context.Context, contentID, principalID string, version int) error {
-	if err := s.db.Session.ContextQuery(ctx, contentMemberDeleteCQL, nil).Bind(int64(version), contentID, principalID).ExecRelease(); err != nil {
-		return dbErr("content_members.delete", err)
-	}
-	return nil
+	return s.db.write(ctx, "content_members.delete", contentMemberDeleteCQL, int64(version), contentID, principalID)
 }
 
 // Find returns the members among principalIDs (one read).

@@ -107,7 +107,7 @@ func TestConcurrentGroupUpdatesOneWins(t *testing.T) {
 	}
 	var mu sync.Mutex
 	n := 0
-	db.Faults = func(stmt string, at repository.FaultPoint) error {
+	db.SetFaults(func(stmt string, at repository.FaultPoint) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if stmt == "groups.update" && at == repository.AfterLWT && n < 6 {
@@ -115,7 +115,7 @@ func TestConcurrentGroupUpdatesOneWins(t *testing.T) {
 			return &gocql.RequestErrCASWriteUnknown{}
 		}
 		return nil
-	}
+	})
 	var wg sync.WaitGroup
 	wins := make([]bool, 12)
 	for i := range wins {
@@ -132,7 +132,7 @@ func TestConcurrentGroupUpdatesOneWins(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	db.Faults = nil
+	db.SetFaults(nil)
 	winner := slices.Index(wins, true)
 	if winner < 0 || slices.Index(wins[winner+1:], true) >= 0 {
 		t.Fatalf("applied: %v; want exactly one", wins)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -25,9 +26,11 @@ type DB struct {
 	// Serial is the read consistency of SERIAL reads: LOCAL_SERIAL (default)
 	// or SERIAL, the same wire values as the serial consistencies.
 	Serial gocql.Consistency
-	// Faults, when set, is called before and after every lightweight
-	// transaction; see FaultFunc. Nil in production.
-	Faults FaultFunc
+	// faults, when set (SetFaults), is called before and after every
+	// lightweight transaction and plain write; see FaultFunc. Nil in
+	// production. Atomic: background work (a mark cleared after the
+	// answer) may run while a test swaps it.
+	faults atomic.Pointer[FaultFunc]
 	// OnLWT, when set, is told each transaction's outcome: applied,
 	// not_applied, ambiguous_resolved (an ambiguous answer settled by a
 	// SERIAL read) or failed.
@@ -43,6 +46,15 @@ func NewDB(s gocqlx.Session, serial string) *DB {
 		c = gocql.Consistency(gocql.Serial)
 	}
 	return &DB{Session: s, Serial: c}
+}
+
+// SetFaults installs a fault injector (nil removes it).
+func (db *DB) SetFaults(f FaultFunc) {
+	if f == nil {
+		db.faults.Store(nil)
+		return
+	}
+	db.faults.Store(&f)
 }
 
 // FaultPoint says where a fault is injected.
@@ -251,8 +263,8 @@ func isUnavailable(err error) bool {
 }
 
 func (db *DB) runOnce(ctx context.Context, op lwt, held *[]heldAttempt) (bool, error) {
-	if db.Faults != nil {
-		err := db.Faults(op.name, BeforeLWT)
+	if faults := db.faults.Load(); faults != nil {
+		err := (*faults)(op.name, BeforeLWT)
 		if errors.Is(err, ErrLandLate) || errors.Is(err, ErrLandAfterAnswer) {
 			land := func() { _, _ = op.run(context.Background()) }
 			*held = append(*held, heldAttempt{land: land, afterAnswer: errors.Is(err, ErrLandAfterAnswer)})
@@ -263,8 +275,8 @@ func (db *DB) runOnce(ctx context.Context, op lwt, held *[]heldAttempt) (bool, e
 		}
 	}
 	applied, err := op.run(ctx)
-	if db.Faults != nil {
-		if ferr := db.Faults(op.name, AfterLWT); ferr != nil {
+	if faults := db.faults.Load(); faults != nil {
+		if ferr := (*faults)(op.name, AfterLWT); ferr != nil {
 			return false, ferr
 		}
 	}
@@ -294,16 +306,16 @@ func isAmbiguous(err error) bool {
 // Plain writes are idempotent (most carry their version as timestamp), so
 // the driver's retry policy may repeat them.
 func (db *DB) write(ctx context.Context, name, stmt string, args ...any) error {
-	if db.Faults != nil {
-		if err := db.Faults(name, BeforeWrite); err != nil {
+	if faults := db.faults.Load(); faults != nil {
+		if err := (*faults)(name, BeforeWrite); err != nil {
 			return dbErr(name, err)
 		}
 	}
 	if err := db.Session.ContextQuery(ctx, stmt, nil).Bind(args...).ExecRelease(); err != nil {
 		return dbErr(name, err)
 	}
-	if db.Faults != nil {
-		if err := db.Faults(name, AfterWrite); err != nil {
+	if faults := db.faults.Load(); faults != nil {
+		if err := (*faults)(name, AfterWrite); err != nil {
 			return dbErr(name, err)
 		}
 	}

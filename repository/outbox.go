@@ -5,56 +5,66 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/gocql/gocql"
+
 	"shelf/domain/library"
 )
 
-// Outbox keeps content_outbox, spread over a few partitions.
+// Outbox keeps content_marks, one row per mark, spread over a few
+// partitions.
 type Outbox struct {
 	db *DB
+	// now is the clock marks are made with (tests skew it).
+	now func() time.Time
 }
 
 var _ library.Outbox = (*Outbox)(nil)
 
 // NewOutbox returns the outbox.
-func NewOutbox(db *DB) *Outbox { return &Outbox{db: db} }
+func NewOutbox(db *DB) *Outbox { return &Outbox{db: db, now: time.Now} }
+
+// WithClock returns the outbox making its marks on another clock (a test
+// of instances whose clocks disagree).
+func (o *Outbox) WithClock(now func() time.Time) *Outbox { return &Outbox{db: o.db, now: now} }
 
 const (
-	outboxMarkCQL    = `UPDATE content_outbox USING TIMESTAMP ? SET marked_at = ?, purge = purge + ? WHERE shard = ? AND content_id = ?`
-	outboxDoneCQL    = `DELETE FROM content_outbox USING TIMESTAMP ? WHERE shard = ? AND content_id = ?`
-	outboxPendingCQL = `SELECT content_id, purge, marked_at, WRITETIME(marked_at) AS marker FROM content_outbox WHERE shard = ?`
+	outboxMarkCQL    = `INSERT INTO content_marks (shard, content_id, mark) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	outboxDoneCQL    = `DELETE FROM content_marks USING TIMESTAMP ? WHERE shard = ? AND content_id = ? AND mark = ?`
+	outboxPendingCQL = `SELECT content_id, mark FROM content_marks WHERE shard = ?`
 )
 
-// outboxShards is how many partitions content_outbox is spread over.
+// outboxShards is how many partitions content_marks is spread over.
 const outboxShards = 8
 
-// shardOf is the partition of an item's mark.
+// shardOf is the partition of an item's marks.
 func shardOf(contentID string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(contentID))
 	return int(h.Sum32() % outboxShards)
 }
 
-// Mark records the item with a timestamp of our choosing, returned as the
-// marker: Done deletes exactly what was written up to it, so a newer mark
-// survives.
-func (o *Outbox) Mark(ctx context.Context, contentID string, purge []string) (int64, error) {
-	ts := time.Now().UnixMicro()
-	if purge == nil {
-		purge = []string{}
+// Mark adds a mark of its own for the item: a fresh time UUID, written at
+// its own time as timestamp, so that Done, deleting that one key at that
+// timestamp, shadows every attempt of it however late it lands, and no
+// other mark.
+func (o *Outbox) Mark(ctx context.Context, contentID string) (string, error) {
+	mark := gocql.UUIDFromTime(o.now())
+	if err := o.db.write(ctx, "content_marks.mark", outboxMarkCQL, shardOf(contentID), contentID, mark, markTimestamp(mark)); err != nil {
+		return "", err
 	}
-	if err := o.db.Session.ContextQuery(ctx, outboxMarkCQL, nil).
-		Bind(ts, time.UnixMicro(ts).UTC(), purge, shardOf(contentID), contentID).ExecRelease(); err != nil {
-		return 0, dbErr("content_outbox.mark", err)
-	}
-	return ts, nil
+	return mark.String(), nil
 }
 
-// Done deletes the mark as of marker.
-func (o *Outbox) Done(ctx context.Context, contentID string, marker int64) error {
-	if err := o.db.Session.ContextQuery(ctx, outboxDoneCQL, nil).Bind(marker, shardOf(contentID), contentID).ExecRelease(); err != nil {
-		return dbErr("content_outbox.done", err)
+// markTimestamp is the write timestamp of a mark: its time in microseconds.
+func markTimestamp(mark gocql.UUID) int64 { return mark.Time().UnixMicro() }
+
+// Done deletes one mark.
+func (o *Outbox) Done(ctx context.Context, contentID, marker string) error {
+	mark, err := gocql.ParseUUID(marker)
+	if err != nil {
+		return err
 	}
-	return nil
+	return o.db.write(ctx, "content_marks.done", outboxDoneCQL, markTimestamp(mark), shardOf(contentID), contentID, mark)
 }
 
 // Pending lists marks made before t, from every shard.
@@ -62,17 +72,17 @@ func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]li
 	var out []library.OutboxEntry
 	for shard := 0; shard < outboxShards && len(out) < limit; shard++ {
 		var rows []struct {
-			ContentID string    `db:"content_id"`
-			Purge     []string  `db:"purge"`
-			MarkedAt  time.Time `db:"marked_at"`
-			Marker    int64     `db:"marker"`
+			ContentID string     `db:"content_id"`
+			Mark      gocql.UUID `db:"mark"`
 		}
+		// A shard holds few marks (each is deleted once its fan-out is
+		// done), so the whole partition is read and filtered here.
 		if err := o.db.Session.ContextQuery(ctx, outboxPendingCQL, nil).Bind(shard).SelectRelease(&rows); err != nil {
-			return nil, dbErr("content_outbox.pending", err)
+			return nil, dbErr("content_marks.pending", err)
 		}
 		for _, r := range rows {
-			if r.MarkedAt.Before(before) && len(out) < limit {
-				out = append(out, library.OutboxEntry{ContentID: r.ContentID, Purge: r.Purge, Marker: r.Marker, MarkedAt: r.MarkedAt.UTC()})
+			if at := r.Mark.Time(); at.Before(before) && len(out) < limit {
+				out = append(out, library.OutboxEntry{ContentID: r.ContentID, Marker: r.Mark.String(), MarkedAt: at.UTC()})
 			}
 		}
 	}

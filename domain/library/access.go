@@ -3,6 +3,7 @@ package library
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"shelf/domain"
 )
@@ -34,7 +35,7 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content) (
 	if err != nil {
 		return a, err
 	}
-	for _, m := range found {
+	for _, m := range withPending(found, c.Pending, principals) {
 		a.see = true
 		if m.Role == RoleManager {
 			a.manage = true
@@ -95,4 +96,24 @@ func (s *Service) requireManager(ctx context.Context, p domain.Principal, id str
 		return domain.ErrDenied
 	}
 	return err
+}
+
+// withPending is the members found as the item's pending share or unshare
+// leaves them: a recorded change counts from the moment it is recorded,
+// before its member row is written (an unshare answered 204 ends access
+// even if writing the member row failed).
+func withPending(found []Member, pc *MemberChange, principals []string) []Member {
+	if pc == nil || !slices.Contains(principals, pc.PrincipalID) {
+		return found
+	}
+	out := make([]Member, 0, len(found)+1)
+	for _, m := range found {
+		if m.PrincipalID != pc.PrincipalID {
+			out = append(out, m)
+		}
+	}
+	if pc.Role != "" {
+		out = append(out, Member{PrincipalID: pc.PrincipalID, Role: pc.Role})
+	}
+	return out
 }

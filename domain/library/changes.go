@@ -37,7 +37,7 @@ func (s *Service) Create(ctx context.Context, p domain.Principal, in Input) (Con
 	if err := in.apply(&c); err != nil {
 		return Content{}, err
 	}
-	marker, err := s.outbox.Mark(ctx, c.ID, nil)
+	marker, err := s.outbox.Mark(ctx, c.ID)
 	if err != nil {
 		return Content{}, err
 	}
@@ -61,9 +61,12 @@ func (s *Service) Update(ctx context.Context, p domain.Principal, id string, in 
 	if err := s.requireManager(ctx, p, id); err != nil {
 		return Content{}, err
 	}
-	next, prev, marker, err := s.change(ctx, id, nil, func(c Content) (Content, error) {
+	if err := in.apply(&Content{}); err != nil {
+		return Content{}, err // refused before anything is marked
+	}
+	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
 		if err := in.apply(&c); err != nil {
-			return c, err
+			return nil, err
 		}
 		// Strictly later than before: the library row's key changes with
 		// every update, so the old row's delete never hits the new row.
@@ -72,13 +75,13 @@ func (s *Service) Update(ctx context.Context, p domain.Principal, id string, in 
 			lm = c.LastModified.Add(time.Millisecond)
 		}
 		c.LastModified = lm
-		return c, nil
+		return &c, nil
 	})
 	if err != nil {
 		return Content{}, err
 	}
-	s.publish(ctx, next, &prev, marker)
-	return next, nil
+	s.publish(ctx, ch.next, &ch.prev, ch.marker)
+	return ch.next, nil
 }
 
 // Delete removes an item from every library (managers only).
@@ -86,19 +89,20 @@ func (s *Service) Delete(ctx context.Context, p domain.Principal, id string) err
 	if err := s.requireManager(ctx, p, id); err != nil {
 		return err
 	}
-	next, prev, marker, err := s.change(ctx, id, nil, func(c Content) (Content, error) {
+	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
 		c.Deleted = true
-		return c, nil
+		return &c, nil
 	})
 	if err != nil {
 		return err
 	}
-	s.publish(ctx, next, &prev, marker)
+	s.publish(ctx, ch.next, &ch.prev, ch.marker)
 	return nil
 }
 
 // Share gives a principal (user or group) a role on an item (managers
-// only): created is true for a new member.
+// only): created is true for a new member. The share is recorded in the
+// item's row with the counts it leads to, then carried out (see change).
 func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID, role string) (created bool, err error) {
 	if p.Anonymous() {
 		return false, domain.ErrNoSession
@@ -112,41 +116,37 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 	if err := s.principalExists(ctx, principalID); err != nil {
 		return false, err
 	}
-	var before *Member
-	next, prev, marker, err := s.change(ctx, id, nil, func(c Content) (Content, error) {
-		found, err := s.members.Find(ctx, id, []string{principalID})
+	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
+		before, err := s.memberOf(ctx, id, principalID)
+		if err != nil || (before != nil && before.Role == role) {
+			return nil, err // a database error, or nothing to do
+		}
+		created = before == nil
+		next, err := shareCounts(c, before, role)
 		if err != nil {
-			return c, err
+			return nil, err
 		}
-		before = nil
-		if len(found) == 1 {
-			before = &found[0]
-		}
-		return shareCounts(c, before, role)
+		next.Pending = &MemberChange{PrincipalID: principalID, Role: role}
+		return &next, nil
 	})
 	if err != nil {
 		return false, err
 	}
-	if err := s.members.Put(ctx, id, Member{PrincipalID: principalID, Role: role}, next.Version); err != nil {
-		return before == nil, nil // the outbox finishes it
+	if !ch.changed {
+		return false, nil
 	}
-	var old *Entry
-	if before != nil {
-		e := entryOf(prev, principalID, before.Role)
-		old = &e
+	s.carryOut(ctx, ch)
+	return created, nil
+}
+
+// memberOf reads one principal's membership of an item; nil when it is
+// not a member.
+func (s *Service) memberOf(ctx context.Context, id, principalID string) (*Member, error) {
+	found, err := s.members.Find(ctx, id, []string{principalID})
+	if err != nil || len(found) == 0 {
+		return nil, err
 	}
-	entry := entryOf(next, principalID, role)
-	if err := s.apply(ctx, entry, old); err != nil {
-		return before == nil, nil
-	}
-	if err := s.catchUp(ctx, next, func(latest Content) error {
-		// A change newer than ours read the members before ours was
-		// written and skipped this principal: bring it to that change.
-		return s.apply(ctx, entryOf(latest, principalID, role), &entry)
-	}); err == nil {
-		_ = s.outbox.Done(ctx, id, marker)
-	}
-	return before == nil, nil
+	return &found[0], nil
 }
 
 // shareCounts returns c with its counts once a principal that held before
@@ -167,23 +167,10 @@ func shareCounts(c Content, before *Member, role string) (Content, error) {
 	return c, nil
 }
 
-// catchUp closes the race between a membership change and a concurrent
-// fan-out: a change that won a version after ours may have read the
-// members before ours was written. Reading the item again after our
-// writes, redo (at the newest version) whatever such a change may have
-// missed or undone; a change that wins a version after this read reads
-// the members after our writes.
-func (s *Service) catchUp(ctx context.Context, ours Content, redo func(latest Content) error) error {
-	latest, err := s.content.GetSerial(ctx, ours.ID)
-	if err != nil || latest.Version <= ours.Version {
-		return err
-	}
-	return redo(latest)
-}
-
 // Unshare removes a principal from an item: managers may remove anyone, a
 // user may remove the item from their own library, and a group's manager
-// from the group's library. An item always keeps a manager.
+// from the group's library. An item always keeps a manager. The removal is
+// recorded in the item's row, then carried out (see change).
 func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principalID string) error {
 	if p.Anonymous() {
 		return domain.ErrNoSession
@@ -191,45 +178,41 @@ func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principal
 	if err := s.mayUnshare(ctx, p, id, principalID); err != nil {
 		return err
 	}
-	var before Member
-	next, prev, marker, err := s.change(ctx, id, []string{principalID}, func(c Content) (Content, error) {
-		found, err := s.members.Find(ctx, id, []string{principalID})
+	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
+		before, err := s.memberOf(ctx, id, principalID)
 		if err != nil {
-			return c, err
+			return nil, err
 		}
-		if len(found) == 0 {
-			return c, &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "The item is not shared with this principal."}
+		if before == nil {
+			return nil, &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "The item is not shared with this principal."}
 		}
-		before = found[0]
 		c.Members--
 		if before.Role == RoleManager {
 			if c.Managers <= 1 {
-				return c, errNoManagerLeft
+				return nil, errNoManagerLeft
 			}
 			c.Managers--
 		}
-		return c, nil
+		c.Pending = &MemberChange{PrincipalID: principalID}
+		return &c, nil
 	})
 	if err != nil {
 		return err
 	}
-	if err := s.members.Delete(ctx, id, principalID, next.Version); err != nil {
-		return nil // the outbox purges it
-	}
-	old := entryOf(prev, principalID, before.Role)
-	if err := s.library.Remove(ctx, principalID, id, &old, next.Version); err != nil {
-		return nil
-	}
-	if err := s.catchUp(ctx, next, func(latest Content) error {
-		// A newer change may have fanned out to this principal from a
-		// member list read before the removal: remove again at its
-		// version, which shadows those writes.
-		e := entryOf(latest, principalID, before.Role)
-		return s.library.Remove(ctx, principalID, id, &e, latest.Version)
-	}); err == nil {
-		_ = s.outbox.Done(ctx, id, marker)
-	}
+	s.carryOut(ctx, ch)
 	return nil
+}
+
+// carryOut finishes the share or unshare a change recorded and clears the
+// change's outbox mark. If that fails, the change still stands (it is
+// recorded, and access follows the record at once); whoever changes the
+// item next, or the outbox worker, finishes it.
+func (s *Service) carryOut(ctx context.Context, ch changed) {
+	if err := s.finish(ctx, ch.next); err != nil {
+		s.log.Warn(ctx, "membership change recorded but not finished; the outbox worker will finish it", "content", ch.next.ID, "error", err.Error())
+		return
+	}
+	_ = s.outbox.Done(ctx, ch.next.ID, ch.marker)
 }
 
 // mayUnshare answers whether the caller may take principalID off the item:
@@ -272,46 +255,123 @@ func (s *Service) principalExists(ctx context.Context, id string) error {
 	}
 }
 
-// change runs one change of an item: the outbox mark first (so a crash
-// after the change still fans out), then the compare-and-set of the
-// content row, retried while concurrent changes win. mutate gets the
-// current row and returns the next; its error aborts the change.
-func (s *Service) change(ctx context.Context, id string, purge []string, mutate func(Content) (Content, error)) (next, prev Content, marker int64, err error) {
+// changed is the outcome of change: the item before and after, and the
+// change's outbox mark; changed is false when there was nothing to do.
+type changed struct {
+	next, prev Content
+	marker     string
+	changed    bool
+}
+
+// change runs one change of an item. The outbox mark goes first (so a
+// crash after the change still fans out). Then, round after round: read
+// the item; if a share or unshare is pending there, finish it first (a
+// crash left it, or it is in flight) and read again. On an item with
+// nothing pending, the members table agrees with the row, and decide
+// returns the item as the change leaves it, nil when there is nothing to
+// do, or the refusal to answer. The result is written by compare-and-set
+// on the version read; a refusal or "nothing to do" is answered only once
+// the item reads again at that version with nothing pending, so it never
+// rests on member rows of a change recorded in between. A lost
+// compare-and-set starts over.
+func (s *Service) change(ctx context.Context, id string, decide func(Content) (*Content, error)) (changed, error) {
 	// The mark must be durable before the compare-and-set; the first read
 	// of the item need not wait for it.
+	var ch changed
 	var c Content
 	var markErr, readErr error
 	domain.Parallel(2, func(i int) {
 		if i == 0 {
-			marker, markErr = s.outbox.Mark(ctx, id, purge)
+			ch.marker, markErr = s.outbox.Mark(ctx, id)
 		} else {
 			c, readErr = s.content.GetSerial(ctx, id)
 		}
 	})
 	if markErr != nil {
-		return Content{}, Content{}, 0, markErr
+		return ch, markErr
 	}
-	err = domain.Retry(ctx, maxContentAttempts, domain.ErrBusy, func(attempt int) (bool, error) {
+	decided := false // the change is recorded, or its outcome unknown: the mark stays
+	err := domain.Retry(ctx, maxContentAttempts, domain.ErrBusy, func(attempt int) (bool, error) {
 		if attempt > 0 {
 			c, readErr = s.content.GetSerial(ctx, id)
 		}
-		err := readErr
-		if errors.Is(err, domain.ErrNotFound) || (err == nil && c.Deleted) {
-			err = errContentNotFound
-		}
-		if err == nil {
-			next, err = mutate(c)
-		}
-		if err != nil {
-			_ = s.outbox.Done(ctx, id, marker)
+		if err := live(c, readErr); err != nil {
 			return false, err
 		}
-		next.Version, prev = c.Version+1, c
-		// An error leaves the mark: the worker checks what happened.
-		return s.content.Update(ctx, next)
+		if c.Pending != nil {
+			return false, s.finish(ctx, c)
+		}
+		next, err := decide(c)
+		var refusal *domain.Error
+		if err != nil && !errors.As(err, &refusal) {
+			return false, err // the database failed: there is no decision to check
+		}
+		if next == nil {
+			again, err2 := s.content.GetSerial(ctx, id)
+			if err2 != nil {
+				return false, err2
+			}
+			if again.Version != c.Version || again.Pending != nil {
+				return false, nil // moved: decide again
+			}
+			return true, err
+		}
+		next.Version = c.Version + 1
+		decided = true
+		applied, err := s.content.Update(ctx, *next)
+		if err != nil || !applied {
+			decided = err != nil
+			return false, err
+		}
+		ch.next, ch.prev, ch.changed = *next, c, true
+		return true, nil
 	})
-	if err != nil {
-		return Content{}, Content{}, 0, err
+	if (err != nil && !decided) || (err == nil && !ch.changed) {
+		_ = s.outbox.Done(ctx, id, ch.marker)
 	}
-	return next, prev, marker, nil
+	return ch, err
+}
+
+// live answers 404 for an item that is gone or was never made.
+func live(c Content, err error) error {
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && c.Deleted) {
+		return errContentNotFound
+	}
+	return err
+}
+
+// finish carries out the share or unshare pending in c (as read: at the
+// version that recorded it): the member row and the principal's library,
+// at that version, then the pending change is cleared by compare-and-set
+// on that version. Anyone may finish anyone's change, as often as it
+// likes: the writes carry the change's version as their timestamp, so
+// repeating them is harmless and a late one never overwrites a newer
+// change (an unshare's removal at v+1 shadows a fan-out of v; a re-share
+// at v+2 shadows the removal).
+func (s *Service) finish(ctx context.Context, c Content) error {
+	if c.Pending == nil {
+		return nil
+	}
+	pc := *c.Pending
+	var errs [2]error
+	domain.Parallel(2, func(i int) {
+		switch {
+		case i == 0 && pc.Role == "":
+			errs[i] = s.members.Delete(ctx, c.ID, pc.PrincipalID, c.Version)
+		case i == 0:
+			errs[i] = s.members.Put(ctx, c.ID, Member(pc), c.Version)
+		case pc.Role == "":
+			// Share and unshare leave the item's fields alone: its rows
+			// are where c says.
+			old := entryOf(c, pc.PrincipalID, "")
+			errs[i] = s.library.Remove(ctx, pc.PrincipalID, c.ID, &old, c.Version)
+		default:
+			errs[i] = s.apply(ctx, entryOf(c, pc.PrincipalID, pc.Role), nil)
+		}
+	})
+	if err := errors.Join(errs[:]...); err != nil {
+		return err
+	}
+	_, err := s.content.ClearPending(ctx, c)
+	return err
 }

@@ -63,6 +63,16 @@ type Content struct {
 	// Version counts changes (update, share, unshare, delete); it is the
 	// write timestamp of everything the change writes elsewhere.
 	Version int
+	// Pending is a share or unshare recorded at Version whose member row
+	// and library may not be written yet; nil when there is none.
+	Pending *MemberChange
+}
+
+// MemberChange is a share (a role) or an unshare (no role) of one
+// principal, recorded in the item's row before it is carried out.
+type MemberChange struct {
+	PrincipalID string
+	Role        string // "" for a removal
 }
 
 // Member is a principal an item is shared with.

@@ -20,7 +20,7 @@ func (s *Service) apply(ctx context.Context, e Entry, prev *Entry) error {
 // with at most SyncFanoutLimit members, in the background otherwise. Either
 // way the outbox mark stays until every library has it, so a fan-out that
 // fails part-way is finished by the worker.
-func (s *Service) publish(ctx context.Context, next Content, prev *Content, marker int64) {
+func (s *Service) publish(ctx context.Context, next Content, prev *Content, marker string) {
 	run := func(ctx context.Context) {
 		if err := s.fanout(ctx, next, prev); err == nil {
 			// Clearing the mark need not hold up the answer: until it is

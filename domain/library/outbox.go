@@ -9,24 +9,35 @@ import (
 )
 
 // DrainOutbox finishes fan-outs whose mark is older than grace (their
-// change either crashed or is still running in the background): it brings
-// every member library to the item's current state and purges principals
-// it was removed from. It returns how many items it completed.
+// change either crashed or is still running in the background): it
+// finishes a share or unshare left pending and brings every member library
+// to the item's current state, then deletes the marks it read (a mark made
+// since is a row of its own and stays). It returns how many items it
+// completed.
 func (s *Service) DrainOutbox(ctx context.Context, grace time.Duration, limit int) (int, error) {
 	pending, err := s.outbox.Pending(ctx, s.cfg.Now().Add(-grace), limit)
 	if err != nil {
 		return 0, err
 	}
+	var order []string
+	marks := map[string][]string{}
+	for _, p := range pending {
+		if _, seen := marks[p.ContentID]; !seen {
+			order = append(order, p.ContentID)
+		}
+		marks[p.ContentID] = append(marks[p.ContentID], p.Marker)
+	}
 	done := 0
 	var errs []error
-	for _, p := range pending {
-		if err := s.complete(ctx, p); err != nil {
+	for _, id := range order {
+		if err := s.complete(ctx, id); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := s.outbox.Done(ctx, p.ContentID, p.Marker); err != nil {
-			errs = append(errs, err)
-			continue
+		for _, m := range marks[id] {
+			if err := s.outbox.Done(ctx, id, m); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		done++
 	}
@@ -34,40 +45,23 @@ func (s *Service) DrainOutbox(ctx context.Context, grace time.Duration, limit in
 }
 
 // complete redoes one item's fan-out from its current state.
-func (s *Service) complete(ctx context.Context, p OutboxEntry) error {
-	c, err := s.content.GetSerial(ctx, p.ContentID)
+func (s *Service) complete(ctx context.Context, id string) error {
+	c, err := s.content.GetSerial(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil // the creation never happened
 	}
 	if err != nil {
 		return err
 	}
+	if c.Pending != nil {
+		if err := s.finish(ctx, c); err != nil {
+			return err
+		}
+		c.Pending = nil
+	}
 	if c.Version == 1 {
 		// A creation that stopped before its creator became a member.
 		if err := s.members.Put(ctx, c.ID, Member{PrincipalID: c.CreatedBy, Role: RoleManager}, 1); err != nil {
-			return err
-		}
-	}
-	for _, principal := range p.Purge {
-		found, err := s.members.Find(ctx, c.ID, []string{principal})
-		if err != nil {
-			return err
-		}
-		if len(found) > 0 && !c.Deleted {
-			continue // shared again since
-		}
-		idx, err := s.library.Index(ctx, principal, []string{c.ID})
-		if err != nil {
-			return err
-		}
-		var old *Entry
-		if e, ok := idx[c.ID]; ok {
-			old = &e
-		}
-		if err := s.library.Remove(ctx, principal, c.ID, old, c.Version); err != nil {
-			return err
-		}
-		if err := s.members.Delete(ctx, c.ID, principal, c.Version); err != nil {
 			return err
 		}
 	}
@@ -82,10 +76,12 @@ func (s *Service) OutboxBacklog(ctx context.Context) (items int, oldest time.Dur
 	if err != nil {
 		return 0, 0, err
 	}
+	ids := map[string]bool{}
 	for _, p := range pending {
+		ids[p.ContentID] = true
 		if age := now.Sub(p.MarkedAt); age > oldest {
 			oldest = age
 		}
 	}
-	return len(pending), oldest, nil
+	return len(ids), oldest, nil
 }

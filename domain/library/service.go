@@ -19,6 +19,9 @@ type ContentStore interface {
 	GetSerial(ctx context.Context, id string) (Content, error)
 	// Update writes c if the stored version is c.Version-1.
 	Update(ctx context.Context, c Content) (bool, error)
+	// ClearPending clears the pending membership change if the stored
+	// version is still c.Version (the version that recorded it).
+	ClearPending(ctx context.Context, c Content) (bool, error)
 }
 
 // MemberStore keeps who each item is shared with, written at the item's
@@ -55,11 +58,11 @@ type EntryStore interface {
 // Outbox records items whose libraries may be behind (docs/design.md: fan-out
 // through a durable outbox).
 type Outbox interface {
-	// Mark records the item (and principals to purge it from) before a
-	// change; the marker identifies this mark for Done.
-	Mark(ctx context.Context, contentID string, purge []string) (marker int64, err error)
-	// Done deletes the mark if nothing marked it again since.
-	Done(ctx context.Context, contentID string, marker int64) error
+	// Mark records, before a change, that the item's libraries may fall
+	// behind; each mark is a record of its own, named by its marker.
+	Mark(ctx context.Context, contentID string) (marker string, err error)
+	// Done deletes that one mark (never another mark of the item).
+	Done(ctx context.Context, contentID, marker string) error
 	// Pending lists marks made before t.
 	Pending(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error)
 }
@@ -67,8 +70,7 @@ type Outbox interface {
 // OutboxEntry is one item waiting for its fan-out.
 type OutboxEntry struct {
 	ContentID string
-	Purge     []string
-	Marker    int64
+	Marker    string
 	MarkedAt  time.Time
 }
 

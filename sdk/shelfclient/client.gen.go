@@ -932,7 +932,10 @@ type ClientInterface interface {
 	// UnshareContent Remove an item from a library
 	//
 	// Managers and admins; a user removing it from their own library; a
-	// group manager removing it from the group's library.
+	// group manager removing it from the group's library. From the
+	// answer on, the principal can no longer open a private item; if
+	// removing it from the library failed, the outbox worker finishes it
+	// within seconds.
 	//
 	// Corresponds with DELETE /v1/content/{id}/members/{principalId} (the `UnshareContent` operationId).
 	UnshareContent(ctx context.Context, id ContentId, principalId PrincipalId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -941,6 +944,9 @@ type ClientInterface interface {
 	//
 	// Managers and admins. 201 when the principal is new, 200 when its
 	// role changed (or stayed). The item enters the principal's library.
+	// The share is recorded in the item before it is carried out: from
+	// the answer on, the principal may open the item; if writing its
+	// library failed, the outbox worker finishes it within seconds.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -951,6 +957,9 @@ type ClientInterface interface {
 	//
 	// Managers and admins. 201 when the principal is new, 200 when its
 	// role changed (or stayed). The item enters the principal's library.
+	// The share is recorded in the item before it is carried out: from
+	// the answer on, the principal may open the item; if writing its
+	// library failed, the outbox worker finishes it within seconds.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1713,7 +1722,10 @@ func (c *Client) ListContentMembers(ctx context.Context, id ContentId, params *L
 // UnshareContent Remove an item from a library
 //
 // Managers and admins; a user removing it from their own library; a
-// group manager removing it from the group's library.
+// group manager removing it from the group's library. From the
+// answer on, the principal can no longer open a private item; if
+// removing it from the library failed, the outbox worker finishes it
+// within seconds.
 //
 // Corresponds with DELETE /v1/content/{id}/members/{principalId} (the `UnshareContent` operationId).
 func (c *Client) UnshareContent(ctx context.Context, id ContentId, principalId PrincipalId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1732,6 +1744,9 @@ func (c *Client) UnshareContent(ctx context.Context, id ContentId, principalId P
 //
 // Managers and admins. 201 when the principal is new, 200 when its
 // role changed (or stayed). The item enters the principal's library.
+// The share is recorded in the item before it is carried out: from
+// the answer on, the principal may open the item; if writing its
+// library failed, the outbox worker finishes it within seconds.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1752,6 +1767,9 @@ func (c *Client) ShareContentWithBody(ctx context.Context, id ContentId, princip
 //
 // Managers and admins. 201 when the principal is new, 200 when its
 // role changed (or stayed). The item enters the principal's library.
+// The share is recorded in the item before it is carried out: from
+// the answer on, the principal may open the item; if writing its
+// library failed, the outbox worker finishes it within seconds.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4161,7 +4179,10 @@ type ClientWithResponsesInterface interface {
 	// UnshareContentWithResponse Remove an item from a library
 	//
 	// Managers and admins; a user removing it from their own library; a
-	// group manager removing it from the group's library.
+	// group manager removing it from the group's library. From the
+	// answer on, the principal can no longer open a private item; if
+	// removing it from the library failed, the outbox worker finishes it
+	// within seconds.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4172,6 +4193,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Managers and admins. 201 when the principal is new, 200 when its
 	// role changed (or stayed). The item enters the principal's library.
+	// The share is recorded in the item before it is carried out: from
+	// the answer on, the principal may open the item; if writing its
+	// library failed, the outbox worker finishes it within seconds.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4182,6 +4206,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Managers and admins. 201 when the principal is new, 200 when its
 	// role changed (or stayed). The item enters the principal's library.
+	// The share is recorded in the item before it is carried out: from
+	// the answer on, the principal may open the item; if writing its
+	// library failed, the outbox worker finishes it within seconds.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9120,7 +9147,10 @@ func (c *ClientWithResponses) ListContentMembersWithResponse(ctx context.Context
 // UnshareContentWithResponse Remove an item from a library
 //
 // Managers and admins; a user removing it from their own library; a
-// group manager removing it from the group's library.
+// group manager removing it from the group's library. From the
+// answer on, the principal can no longer open a private item; if
+// removing it from the library failed, the outbox worker finishes it
+// within seconds.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9137,6 +9167,9 @@ func (c *ClientWithResponses) UnshareContentWithResponse(ctx context.Context, id
 //
 // Managers and admins. 201 when the principal is new, 200 when its
 // role changed (or stayed). The item enters the principal's library.
+// The share is recorded in the item before it is carried out: from
+// the answer on, the principal may open the item; if writing its
+// library failed, the outbox worker finishes it within seconds.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9153,6 +9186,9 @@ func (c *ClientWithResponses) ShareContentWithBodyWithResponse(ctx context.Conte
 //
 // Managers and admins. 201 when the principal is new, 200 when its
 // role changed (or stayed). The item enters the principal's library.
+// The share is recorded in the item before it is carried out: from
+// the answer on, the principal may open the item; if writing its
+// library failed, the outbox worker finishes it within seconds.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -49,7 +49,7 @@ func TestSignupResolvesAmbiguousAnswers(t *testing.T) {
 	a, api := newTestApp(t, db, nil)
 	for _, stmt := range lwtNames[:6] {
 		for _, at := range []repository.FaultPoint{repository.AfterLWT, repository.BeforeLWT} {
-			a.DB.Faults = onceFault(stmt, at)
+			a.DB.SetFaults(onceFault(stmt, at))
 			u, e := name("amb"), name("amb")+"@example.org"
 			mustSignup(t, api, u, e)
 			mustLogin(t, api, u)
@@ -61,15 +61,15 @@ func TestSignupResolvesAmbiguousAnswers(t *testing.T) {
 	taken := name("amb")
 	mustSignup(t, api, taken, name("amb")+"@example.org")
 	for _, stmt := range []string{"emails.release", "users.discard"} {
-		a.DB.Faults = onceFault(stmt, repository.AfterLWT)
+		a.DB.SetFaults(onceFault(stmt, repository.AfterLWT))
 		e := name("amb") + "@example.org"
 		if r := signup(api, taken, e); r.StatusCode != http.StatusConflict {
 			t.Fatalf("%s: %d %s", stmt, r.StatusCode, r.Body)
 		}
-		a.DB.Faults = nil
+		a.DB.SetFaults(nil)
 		mustSignup(t, api, name("amb"), e) // the email was released
 	}
-	a.DB.Faults = nil
+	a.DB.SetFaults(nil)
 	checkClaimsConsistent(t, db)
 }
 
@@ -83,14 +83,14 @@ func TestFaultStormKeepsCountsEqual(t *testing.T) {
 	a, api := newTestApp(t, db, map[string]string{"SHELF_CLAIM_LEASE": lease.String()})
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(1, 2))
-	a.DB.Faults = func(string, repository.FaultPoint) error {
+	a.DB.SetFaults(func(string, repository.FaultPoint) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if rng.IntN(3) == 0 {
 			return lostAnswer
 		}
 		return nil
-	}
+	})
 	names := make([]string, 12)
 	for i := range names {
 		names[i] = name("storm")
@@ -123,7 +123,7 @@ func TestFaultStormKeepsCountsEqual(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	a.DB.Faults = nil
+	a.DB.SetFaults(nil)
 	time.Sleep(lease + time.Second)
 	if accounts := checkClaimsConsistent(t, db); accounts != created {
 		t.Fatalf("%d accounts, %d signups answered 201", accounts, created)

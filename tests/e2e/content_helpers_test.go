@@ -124,3 +124,8 @@ func ids(items []itemBody) []string {
 	}
 	return out
 }
+
+// unshare takes a principal off an item.
+func unshare(api *testkit.API, contentID, principalID string) *testkit.Response {
+	return api.Do(http.MethodDelete, "/v1/content/"+contentID+"/members/"+principalID, "", nil)
+}

@@ -46,13 +46,13 @@ func TestSignupWhoseAttemptLandsLateIsComplete(t *testing.T) {
 	db := testkit.NewDB(t)
 	a, api := newTestApp(t, db, nil)
 	for _, stmt := range []string{"usernames.claim", "emails.claim", "users.create", "usernames.commit", "emails.commit", "users.activate"} {
-		a.DB.Faults = landLateOnce(stmt)
+		a.DB.SetFaults(landLateOnce(stmt))
 		u, e := name("late"), name("late")+"@example.org"
 		if r := signup(api, u, e); r.StatusCode != http.StatusCreated {
 			t.Fatalf("%s landed late: %d %s", stmt, r.StatusCode, r.Body)
 		}
 		a.DB.WaitLate()
-		a.DB.Faults = nil
+		a.DB.SetFaults(nil)
 		mustLogin(t, api, u)
 		mustLogin(t, api, e)
 	}
@@ -70,7 +70,7 @@ func TestActivationOfUnknownOutcomeIsNeverUndone(t *testing.T) {
 	a, api := newTestApp(t, db, nil)
 	var mu sync.Mutex
 	first := true
-	a.DB.Faults = func(stmt string, at repository.FaultPoint) error {
+	a.DB.SetFaults(func(stmt string, at repository.FaultPoint) error {
 		if stmt != "users.activate" || at != repository.BeforeLWT {
 			return nil
 		}
@@ -81,14 +81,14 @@ func TestActivationOfUnknownOutcomeIsNeverUndone(t *testing.T) {
 			return repository.ErrLandAfterAnswer
 		}
 		return lostAnswer // never sent, answer lost: still ambiguous
-	}
+	})
 	u, e := name("unk"), name("unk")+"@example.org"
 	r := signup(api, u, e)
 	if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("a signup whose activation stays unknown: %d %s", r.StatusCode, r.Body)
 	}
 	a.DB.WaitLate()
-	a.DB.Faults = nil
+	a.DB.SetFaults(nil)
 	mustLogin(t, api, u)
 	mustLogin(t, api, e)
 	if n := checkClaimsConsistent(t, db); n != 1 {
@@ -141,9 +141,9 @@ func renameUnder(t *testing.T, faults func(a *app.App, userID string) repository
 	me := mustSignup(t, api, old, old+"@example.org")
 	tok := mustLogin(t, api, old).Token
 	next := name("ren")
-	a.DB.Faults = faults(a, me.ID)
+	a.DB.SetFaults(faults(a, me.ID))
 	r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next})
-	a.DB.Faults = nil
+	a.DB.SetFaults(nil)
 	return renamed{db: db, a: a, api: api, me: me, tok: tok, old: old, next: next, answered: r}
 }
 
@@ -201,10 +201,10 @@ func TestPasswordChangeWhoseAnswerIsLostStillEndsOtherSessions(t *testing.T) {
 	n := name("pw")
 	me := mustSignup(t, api, n, n+"@example.org")
 	tok, other := mustLogin(t, api, n).Token, mustLogin(t, api, n).Token
-	a.DB.Faults = anotherWriteFirst(t, a, "users.update", me.ID)
+	a.DB.SetFaults(anotherWriteFirst(t, a, "users.update", me.ID))
 	r := api.As(tok).Send(http.MethodPut, "/v1/users/"+me.ID+"/password",
 		map[string]string{"currentPassword": testPassword, "newPassword": "a brand new secret"})
-	a.DB.Faults = nil
+	a.DB.SetFaults(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("password change of unknown outcome: %d %s", r.StatusCode, r.Body)
 	}

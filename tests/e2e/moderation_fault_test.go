@@ -152,15 +152,15 @@ func TestLostAnswersInModeration(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	u, _ := m.member(t)
-	m.app.DB.Faults = onceFault("users.update", repository.AfterLWT)
+	m.app.DB.SetFaults(onceFault("users.update", repository.AfterLWT))
 	if r := m.suspend(u.ID, "lost answer"); r.StatusCode != http.StatusCreated {
 		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
 	}
-	m.app.DB.Faults = onceFault("users.update", repository.AfterLWT)
+	m.app.DB.SetFaults(onceFault("users.update", repository.AfterLWT))
 	if r := m.unsuspend(u.ID); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("unsuspend: %d %s", r.StatusCode, r.Body)
 	}
-	m.app.DB.Faults = nil
+	m.app.DB.SetFaults(nil)
 	agreement(t, m.db)
 }
 
@@ -198,14 +198,14 @@ func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
 		if r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]string{"reason": "spam", "until": until}); r.StatusCode != http.StatusCreated {
 			t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
 		}
-		m.app.DB.Faults = func(name string, at repository.FaultPoint) error {
+		m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
 			if name == failing && at == repository.BeforeWrite {
 				return &gocql.RequestErrUnavailable{}
 			}
 			return nil
-		}
+		})
 		r := m.unsuspend(u.ID)
-		m.app.DB.Faults = nil
+		m.app.DB.SetFaults(nil)
 		if r.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("%s failed: unsuspend answered %d %s", failing, r.StatusCode, r.Body)
 		}
@@ -234,14 +234,14 @@ func TestSuspensionStopsSessionsEvenWhenRevokingFails(t *testing.T) {
 	if r := member.Get("/v1/me"); r.StatusCode != http.StatusOK {
 		t.Fatalf("before: %d", r.StatusCode)
 	}
-	m.app.DB.Faults = func(name string, at repository.FaultPoint) error {
+	m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
 		if name == "sessions.delete" && at == repository.BeforeWrite {
 			return &gocql.RequestErrUnavailable{}
 		}
 		return nil
-	}
+	})
 	r := m.suspend(u.ID, "spam")
-	m.app.DB.Faults = nil
+	m.app.DB.SetFaults(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("suspend whose revocation failed: %d %s", r.StatusCode, r.Body)
 	}

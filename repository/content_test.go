@@ -1,0 +1,81 @@
+package repository_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
+	"shelf/domain/library"
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// TestClearPendingUnderFaults: the compare-and-set that clears an item's
+// pending share. Its answer lost (applied or not), it settles by reading
+// the row: cleared. Held back and landing late (after the next change was
+// recorded at a newer version), it changes nothing: the newer pending
+// change stays for whoever finishes it.
+func TestClearPendingUnderFaults(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	store := repository.NewContents(db)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	c := library.Content{ID: domain.NewID(domain.ContentIDPrefix), Name: "n", Visibility: library.VisibilityPrivate,
+		CreatedBy: "u_x", CreatedAt: now, LastModified: now, Members: 1, Managers: 1, Version: 1}
+	if err := store.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	record := func(principal string) library.Content {
+		t.Helper()
+		c.Version++
+		c.Members++
+		c.Pending = &library.MemberChange{PrincipalID: principal, Role: library.RoleViewer}
+		if ok, err := store.Update(ctx, c); err != nil || !ok {
+			t.Fatalf("record the share of %s: %v %v", principal, ok, err)
+		}
+		return c
+	}
+	pendingOf := func() *library.MemberChange {
+		t.Helper()
+		got, err := store.GetSerial(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Pending
+	}
+
+	for _, fault := range []error{&gocql.RequestErrCASWriteUnknown{}, gocql.ErrTimeoutNoResponse} {
+		at := record("u_a")
+		db.SetFaults(func(name string, p repository.FaultPoint) error {
+			if name == "content.clear" && p == repository.AfterLWT {
+				return fault
+			}
+			return nil
+		})
+		ok, err := store.ClearPending(ctx, at)
+		db.SetFaults(nil)
+		if err != nil || !ok {
+			t.Fatalf("%T: a clear whose answer was lost: %v %v", fault, ok, err)
+		}
+		if p := pendingOf(); p != nil {
+			t.Fatalf("%T: still pending: %+v", fault, p)
+		}
+	}
+
+	// The clear of the share at v lands after the share at v+1 is recorded.
+	stale := record("u_b")
+	if ok, err := store.ClearPending(ctx, stale); err != nil || !ok {
+		t.Fatalf("clear: %v %v", ok, err)
+	}
+	record("u_c")
+	if ok, err := store.ClearPending(ctx, stale); err != nil || ok {
+		t.Fatalf("a late clear of an older version: applied %v, %v", ok, err)
+	}
+	if p := pendingOf(); p == nil || p.PrincipalID != "u_c" {
+		t.Fatalf("the newer pending share is gone: %+v", p)
+	}
+}

@@ -1,0 +1,92 @@
+package repository_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// marksOf lists the pending marks of one item (the package keyspace is
+// shared with other tests).
+func marksOf(t *testing.T, o *repository.Outbox, id string) []string {
+	t.Helper()
+	pending, err := o.Pending(context.Background(), time.Now().Add(24*time.Hour), 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pending {
+		if p.ContentID == id {
+			out = append(out, p.Marker)
+		}
+	}
+	return out
+}
+
+// TestOutboxMarksAreTheirOwn: each mark is a record of its own, deleted by
+// its key. An instance whose clock is an hour ahead finishing its change
+// does not erase another instance's later mark, nor does any Done erase
+// an earlier one; an attempt of a mark that lands after its Done stays
+// deleted. Before, the item had one outbox row and Done deleted it at the
+// marker's wall-clock time: whatever was marked "before" that, by any
+// clock, was gone (issue 10, case 3).
+func TestOutboxMarksAreTheirOwn(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	now := repository.NewOutbox(db)
+	ahead := now.WithClock(func() time.Time { return time.Now().Add(time.Hour) })
+	ctx := context.Background()
+	id := key("c_outbox")
+
+	first, err := now.Mark(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skewed, err := ahead.Mark(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := now.Mark(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := marksOf(t, now, id); len(got) != 3 {
+		t.Fatalf("three marks, listed: %v", got)
+	}
+	if err := ahead.Done(ctx, id, skewed); err != nil {
+		t.Fatal(err)
+	}
+	got := marksOf(t, now, id)
+	if len(got) != 2 || !slices.Contains(got, first) || !slices.Contains(got, last) {
+		t.Fatalf("after the skewed instance's Done, left %v, want %s and %s", got, first, last)
+	}
+	if err := now.Done(ctx, id, last); err != nil {
+		t.Fatal(err)
+	}
+	if got := marksOf(t, now, id); len(got) != 1 || got[0] != first {
+		t.Fatalf("after the last mark's Done, left %v, want only the first", got)
+	}
+
+	// An attempt of the first mark held in a node's queue lands after its
+	// Done: the same key at the same timestamp, shadowed by the delete.
+	if err := now.Done(ctx, id, first); err != nil {
+		t.Fatal(err)
+	}
+	mark, err := gocql.ParseUUID(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Session.Query(`INSERT INTO content_marks (shard, content_id, mark) VALUES (?, ?, ?) USING TIMESTAMP ?`, nil).
+		Bind(repository.OutboxShard(id), id, mark, mark.Time().UnixMicro()).ExecRelease(); err != nil {
+		t.Fatal(err)
+	}
+	if got := marksOf(t, now, id); len(got) != 0 {
+		t.Fatalf("a mark landing after its Done is back: %v", got)
+	}
+}

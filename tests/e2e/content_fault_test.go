@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// drain runs the outbox worker over every mark, however young.
+func drain(t *testing.T, m *moderators) {
+	t.Helper()
+	if _, err := m.app.Contents.DrainOutbox(context.Background(), 0, 1000); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failWrite makes every plain write named stmt fail before it is sent.
+func failWrite(stmt string) repository.FaultFunc {
+	return func(name string, at repository.FaultPoint) error {
+		if name == stmt && at == repository.BeforeWrite {
+			return &gocql.RequestErrUnavailable{}
+		}
+		return nil
+	}
+}
+
+// TestUnshareWhoseMemberDeleteFailsStaysUnshared: the unshare is decided,
+// then its content_members delete fails. The principal must lose the item
+// at once (the answer says it is done), and the outbox worker must not fan
+// it back out. Before, the worker found the member row still there, took it
+// for "shared again" and fanned the private item back into the principal's
+// library (issue 10, case 2).
+func TestUnshareWhoseMemberDeleteFailsStaysUnshared(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	_, ownerAPI := m.member(t)
+	friend, friendAPI := m.member(t)
+	c := createContent(t, ownerAPI, "secret", "private")
+	share(t, ownerAPI, c.ID, friend.ID, "viewer")
+	m.app.DB.SetFaults(failWrite("content_members.delete"))
+	r := unshare(ownerAPI, c.ID, friend.ID)
+	m.app.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusNoContent {
+		t.Fatalf("unshare whose member delete failed: %d %s", r.StatusCode, r.Body)
+	}
+	if g := friendAPI.Get("/v1/content/" + c.ID); g.StatusCode != http.StatusNotFound {
+		t.Fatalf("the unshared friend still opens the private item: %d", g.StatusCode)
+	}
+	drain(t, m)
+	if g := friendAPI.Get("/v1/content/" + c.ID); g.StatusCode != http.StatusNotFound {
+		t.Fatalf("after the outbox worker, the friend opens the private item again: %d", g.StatusCode)
+	}
+	if lib := libraryOf(t, friendAPI, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 0 {
+		t.Fatalf("after the outbox worker, the item is back in the friend's library: %+v", lib)
+	}
+	if r := unshare(ownerAPI, c.ID, friend.ID); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("unsharing again: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+// TestShareRacingDeleteLeavesNoGhost: the item is deleted between a
+// share's compare-and-set and its writes. Nobody may find the deleted item
+// in a library afterwards. Before, the share's catch-up wrote the newest
+// (deleted) version into the principal's library: a ghost for good (issue
+// 10, case 4).
+func TestShareRacingDeleteLeavesNoGhost(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	owner, ownerAPI := m.member(t)
+	friend, friendAPI := m.member(t)
+	c := createContent(t, ownerAPI, "doomed", "loggedin")
+	var fired atomic.Bool
+	var del *testkit.Response
+	m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
+		if name == "content_members.put" && at == repository.BeforeWrite && fired.CompareAndSwap(false, true) {
+			del = ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil)
+		}
+		return nil
+	})
+	r := ownerAPI.Send(http.MethodPut, "/v1/content/"+c.ID+"/members/"+friend.ID, map[string]string{"role": "viewer"})
+	m.app.DB.SetFaults(nil)
+	if !fired.Load() || del.StatusCode != http.StatusNoContent {
+		t.Fatalf("the delete in the middle of the share did not run: %v %+v", fired.Load(), del)
+	}
+	if r.StatusCode != http.StatusCreated && r.StatusCode != http.StatusNotFound {
+		t.Fatalf("the share: %d %s", r.StatusCode, r.Body)
+	}
+	for _, when := range []string{"after both answered", "after the outbox worker"} {
+		if when != "after both answered" {
+			drain(t, m)
+		}
+		for _, u := range []struct {
+			id  string
+			api *testkit.API
+		}{{friend.ID, friendAPI}, {owner.ID, ownerAPI}} {
+			if lib := libraryOf(t, u.api, "/v1/users/"+u.id+"/library", 10); len(lib) != 0 {
+				t.Fatalf("%s: the deleted item is in %s's library: %+v", when, u.id, lib)
+			}
+		}
+		if g := friendAPI.Get("/v1/content/" + c.ID); g.StatusCode != http.StatusNotFound {
+			t.Fatalf("%s: the deleted item opens: %d", when, g.StatusCode)
+		}
+	}
+}
+
+// TestConcurrentSharesOfOnePrincipalCountOnce: eight shares of one user as
+// manager at once, with the member write slowed down. One of them adds the
+// user (201), the others find a member (200); the item counts the user
+// once, so once the user is removed the owner is the last manager again
+// (409 last_manager). Before, a share that lost the compare-and-set read
+// the member rows before the winner had written them and counted the user
+// again: an item could end with no manager while its count said one
+// (issue 10, case 5).
+func TestConcurrentSharesOfOnePrincipalCountOnce(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	owner, ownerAPI := m.member(t)
+	friend, _ := m.member(t)
+	for round := 0; round < 4; round++ {
+		c := createContent(t, ownerAPI, "counted", "private")
+		m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
+			if name == "content_members.put" && at == repository.BeforeWrite {
+				time.Sleep(30 * time.Millisecond)
+			}
+			return nil
+		})
+		var created atomic.Int32
+		var wg sync.WaitGroup
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := ownerAPI.Send(http.MethodPut, "/v1/content/"+c.ID+"/members/"+friend.ID, map[string]string{"role": "manager"})
+				switch r.StatusCode {
+				case http.StatusCreated:
+					created.Add(1)
+				case http.StatusOK:
+				default:
+					t.Errorf("share: %d %s", r.StatusCode, r.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		m.app.DB.SetFaults(nil)
+		if n := created.Load(); n != 1 {
+			t.Fatalf("round %d: %d shares answered 201 for one new member", round, n)
+		}
+		if r := unshare(ownerAPI, c.ID, friend.ID); r.StatusCode != http.StatusNoContent {
+			t.Fatalf("round %d: unshare: %d %s", round, r.StatusCode, r.Body)
+		}
+		r := unshare(ownerAPI, c.ID, owner.ID)
+		if r.StatusCode != http.StatusConflict {
+			t.Fatalf("round %d: the last manager left the item: %d %s", round, r.StatusCode, r.Body)
+		}
+	}
+}
+
+// TestReshareDuringUnshareKeepsTheItem: the user is shared again while the
+// unshare is writing the library. Both answer; the user is a member again
+// and finds the item in their library. Before, the unshare's catch-up
+// removed the library entry at the re-share's version: the delete won the
+// tie, and a member's library lacked the item (issue 10, case 5).
+func TestReshareDuringUnshareKeepsTheItem(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	_, ownerAPI := m.member(t)
+	friend, friendAPI := m.member(t)
+	c := createContent(t, ownerAPI, "again", "private")
+	share(t, ownerAPI, c.ID, friend.ID, "viewer")
+	var fired atomic.Bool
+	var reshare *testkit.Response
+	m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
+		if name == "library_index.delete" && at == repository.BeforeWrite && fired.CompareAndSwap(false, true) {
+			reshare = ownerAPI.Send(http.MethodPut, "/v1/content/"+c.ID+"/members/"+friend.ID, map[string]string{"role": "viewer"})
+		}
+		return nil
+	})
+	r := unshare(ownerAPI, c.ID, friend.ID)
+	m.app.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusNoContent || !fired.Load() || reshare.StatusCode != http.StatusCreated {
+		t.Fatalf("unshare %d %s; re-share in its middle: %v %+v", r.StatusCode, r.Body, fired.Load(), reshare)
+	}
+	for _, when := range []string{"after both answered", "after the outbox worker"} {
+		if when != "after both answered" {
+			drain(t, m)
+		}
+		if g := friendAPI.Get("/v1/content/" + c.ID); g.StatusCode != http.StatusOK {
+			t.Fatalf("%s: the member cannot open the item: %d", when, g.StatusCode)
+		}
+		if lib := libraryOf(t, friendAPI, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 1 || lib[0].ID != c.ID {
+			t.Fatalf("%s: the member's library: %+v", when, lib)
+		}
+	}
+}
+
+// TestRejectedChangeKeepsAnEarlierMark: a public item turns private but its
+// fan-out stops before one member's library; then a PATCH is rejected
+// (400). The outbox worker must still finish the first change. Before, the
+// rejected change's Done deleted the item's whole outbox row, the earlier
+// mark with it, and anonymous callers kept seeing the private item in that
+// member's library (issue 10, case 3).
+func TestRejectedChangeKeepsAnEarlierMark(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	_, ownerAPI := m.member(t)
+	friend, _ := m.member(t)
+	c := createContent(t, ownerAPI, "going private", "public")
+	share(t, ownerAPI, c.ID, friend.ID, "viewer")
+	m.app.Contents.Hooks.BeforeMember = func(_, principalID string) error {
+		if principalID == friend.ID {
+			return errors.New("stopped here (test hook)")
+		}
+		return nil
+	}
+	r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+c.ID, map[string]string{"visibility": "private"})
+	m.app.Contents.Hooks.BeforeMember = nil
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("update: %d %s", r.StatusCode, r.Body)
+	}
+	if lib := libraryOf(t, m.api, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 1 {
+		t.Fatalf("the hook did not stop the fan-out: %+v", lib)
+	}
+	if r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+c.ID, map[string]string{"name": ""}); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a bad update: %d %s", r.StatusCode, r.Body)
+	}
+	drain(t, m)
+	if lib := libraryOf(t, m.api, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 0 {
+		t.Fatalf("anonymous callers still see the private item in the member's library: %+v", lib)
+	}
+}
