@@ -87,12 +87,7 @@ func (l *Libraries) Apply(ctx context.Context, e library.Entry, prev *library.En
 		if want[b] {
 			batch.Query(libInsertCQL, e.PrincipalID, b, e.LastModified, e.ContentID, e.Name, string(e.Visibility), e.Version, ts)
 		}
-		writes = append(writes, func() error {
-			if err := l.db.Session.Session.ExecuteBatch(batch); err != nil {
-				return dbErr("library.batch", err)
-			}
-			return nil
-		})
+		writes = append(writes, func() error { return l.db.batch("library.batch", batch) })
 	}
 	return all(writes)
 }

@@ -322,6 +322,25 @@ func (db *DB) write(ctx context.Context, name, stmt string, args ...any) error {
 	return nil
 }
 
+// batch runs one single-partition batch of plain writes (name says which,
+// for errors and faults), like write.
+func (db *DB) batch(name string, b *gocql.Batch) error {
+	if faults := db.faults.Load(); faults != nil {
+		if err := (*faults)(name, BeforeWrite); err != nil {
+			return dbErr(name, err)
+		}
+	}
+	if err := db.Session.Session.ExecuteBatch(b); err != nil {
+		return dbErr(name, err)
+	}
+	if faults := db.faults.Load(); faults != nil {
+		if err := (*faults)(name, AfterWrite); err != nil {
+			return dbErr(name, err)
+		}
+	}
+	return nil
+}
+
 // connectionLost reports a connection that failed while the request was
 // out, so it may have been sent: the driver hands every request in flight
 // the error that closed the connection (io.EOF, a reset), or for a failed

@@ -25,7 +25,7 @@ func (s *Service) publish(ctx context.Context, next Content, prev *Content, mark
 		if err := s.fanout(ctx, next, prev); err == nil {
 			// Clearing the mark need not hold up the answer: until it is
 			// gone the worker would only redo a finished fan-out.
-			go func() { _ = s.outbox.Done(context.WithoutCancel(ctx), next.ID, marker) }()
+			s.inBackground(func() { _ = s.outbox.Done(context.WithoutCancel(ctx), next.ID, marker) })
 		} else {
 			s.log.Warn(ctx, "fan-out stopped; the outbox worker will finish it", "content", next.ID, "error", err.Error())
 		}
@@ -35,7 +35,7 @@ func (s *Service) publish(ctx context.Context, next Content, prev *Content, mark
 		return
 	}
 	bg := context.WithoutCancel(ctx)
-	go run(bg)
+	s.inBackground(func() { run(bg) })
 }
 
 // memberPage is how many members a fan-out reads at a time.
@@ -111,8 +111,11 @@ func (s *Service) syncMember(ctx context.Context, next Content, prev *Content, m
 		}
 		return s.members.Delete(ctx, next.ID, m.PrincipalID, next.Version)
 	}
-	if old != nil && old.Version >= next.Version {
-		return nil // already there (or newer)
+	if old != nil && old.Version > next.Version {
+		return nil // a newer change wrote this library
 	}
+	// An entry at next's version is not proof the rows are there: the
+	// index entry is written first, and a bucket's write may have failed
+	// after it. Writing them again at the same version is harmless.
 	return s.apply(ctx, entryOf(next, m.PrincipalID, m.Role), old)
 }

@@ -178,10 +178,10 @@ func (s *Service) cleanup(ctx context.Context, bucket string, rows []Entry) {
 	default:
 		return // enough cleanups running; the next reader tries again
 	}
-	go func() {
+	s.inBackground(func() {
 		defer func() { <-s.background }()
 		for _, r := range rows {
 			_ = s.library.DeleteRow(ctx, bucket, r)
 		}
-	}()
+	})
 }

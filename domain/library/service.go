@@ -101,6 +101,19 @@ type Hooks struct {
 	// BeforeMember is called before each member library is written; an
 	// error stops the fan-out there (the outbox entry stays).
 	BeforeMember func(contentID, principalID string) error
+	// Background runs work that goes on after the answer (a large
+	// fan-out, deleting a mark, deleting stale rows); nil: a goroutine.
+	// The fault explorer runs it inline, for one call order per schedule.
+	Background func(func())
+}
+
+// inBackground runs f after the answer (see Hooks.Background).
+func (s *Service) inBackground(f func()) {
+	if s.Hooks.Background != nil {
+		s.Hooks.Background(f)
+		return
+	}
+	go f()
 }
 
 // Service is content, sharing and the libraries kept from it.

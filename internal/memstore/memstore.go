@@ -59,9 +59,11 @@ type Store struct {
 	sessions map[string]domain.Session
 	// list, lookup and expiry are moderation's records (Suspensions).
 	list, lookup, expiry map[string]cell
-	held                 []func()
-	calls                int
-	crashed              bool
+	// content is content's tables (Contents).
+	content contentTables
+	held    []func()
+	calls   int
+	crashed bool
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault
@@ -80,7 +82,7 @@ type userRow struct {
 // New returns empty tables with the clock at start.
 func New(start time.Time) *Store {
 	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: map[string]domain.Session{},
-		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}}
+		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables()}
 }
 
 // Now is the store's clock (services take it as theirs).

@@ -33,6 +33,18 @@ func failWrite(stmt string) repository.FaultFunc {
 	}
 }
 
+// sharedItem is an owner's item of a visibility shared with a friend as
+// viewer, on an app of its own.
+func sharedItem(t *testing.T, name, visibility string) (*moderators, *testkit.API, userBody, *testkit.API, contentBody) {
+	t.Helper()
+	m := newModerators(t, nil)
+	_, ownerAPI := m.member(t)
+	friend, friendAPI := m.member(t)
+	c := createContent(t, ownerAPI, name, visibility)
+	share(t, ownerAPI, c.ID, friend.ID, "viewer")
+	return m, ownerAPI, friend, friendAPI, c
+}
+
 // TestUnshareWhoseMemberDeleteFailsStaysUnshared: the unshare is decided,
 // then its content_members delete fails. The principal must lose the item
 // at once (the answer says it is done), and the outbox worker must not fan
@@ -41,11 +53,7 @@ func failWrite(stmt string) repository.FaultFunc {
 // library (issue 10, case 2).
 func TestUnshareWhoseMemberDeleteFailsStaysUnshared(t *testing.T) {
 	t.Parallel()
-	m := newModerators(t, nil)
-	_, ownerAPI := m.member(t)
-	friend, friendAPI := m.member(t)
-	c := createContent(t, ownerAPI, "secret", "private")
-	share(t, ownerAPI, c.ID, friend.ID, "viewer")
+	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "secret", "private")
 	m.app.DB.SetFaults(failWrite("content_members.delete"))
 	r := unshare(ownerAPI, c.ID, friend.ID)
 	m.app.DB.SetFaults(nil)
@@ -171,11 +179,7 @@ func TestConcurrentSharesOfOnePrincipalCountOnce(t *testing.T) {
 // tie, and a member's library lacked the item (issue 10, case 5).
 func TestReshareDuringUnshareKeepsTheItem(t *testing.T) {
 	t.Parallel()
-	m := newModerators(t, nil)
-	_, ownerAPI := m.member(t)
-	friend, friendAPI := m.member(t)
-	c := createContent(t, ownerAPI, "again", "private")
-	share(t, ownerAPI, c.ID, friend.ID, "viewer")
+	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "again", "private")
 	var fired atomic.Bool
 	var reshare *testkit.Response
 	m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
@@ -210,11 +214,7 @@ func TestReshareDuringUnshareKeepsTheItem(t *testing.T) {
 // member's library (issue 10, case 3).
 func TestRejectedChangeKeepsAnEarlierMark(t *testing.T) {
 	t.Parallel()
-	m := newModerators(t, nil)
-	_, ownerAPI := m.member(t)
-	friend, _ := m.member(t)
-	c := createContent(t, ownerAPI, "going private", "public")
-	share(t, ownerAPI, c.ID, friend.ID, "viewer")
+	m, ownerAPI, friend, _, c := sharedItem(t, "going private", "public")
 	m.app.Contents.Hooks.BeforeMember = func(_, principalID string) error {
 		if principalID == friend.ID {
 			return errors.New("stopped here (test hook)")
@@ -235,5 +235,28 @@ func TestRejectedChangeKeepsAnEarlierMark(t *testing.T) {
 	drain(t, m)
 	if lib := libraryOf(t, m.api, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 0 {
 		t.Fatalf("anonymous callers still see the private item in the member's library: %+v", lib)
+	}
+}
+
+// TestFanoutWhoseRowsFailedIsRedoneByTheWorker: an update's fan-out writes
+// a member's index entry, then its library rows fail. The outbox worker
+// must write them. Before, the worker took the index entry at the new
+// version for "already there" and skipped the member: the page dropped
+// the old rows as stale, and the item was missing from the member's
+// library until the next change (found by TestExploreContent).
+func TestFanoutWhoseRowsFailedIsRedoneByTheWorker(t *testing.T) {
+	t.Parallel()
+	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "before", "public")
+	m.app.DB.SetFaults(failWrite("library.batch"))
+	r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+c.ID, map[string]string{"name": "after"})
+	m.app.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("update whose rows failed: %d %s", r.StatusCode, r.Body)
+	}
+	drain(t, m)
+	for _, api := range []*testkit.API{friendAPI, m.api} {
+		if lib := libraryOf(t, api, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 1 || lib[0].Name != "after" {
+			t.Fatalf("after the outbox worker, the member's library: %+v", lib)
+		}
 	}
 }

@@ -1,0 +1,395 @@
+package memstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/library"
+)
+
+// versioned is one row of a table written USING TIMESTAMP: a write lands
+// only if its timestamp is newer than the row's, a delete also on a tie
+// (as in Cassandra, where a tombstone wins a tie).
+type versioned[T any] struct {
+	v       T
+	ts      int64
+	deleted bool
+}
+
+func putAt[T any](table map[string]versioned[T], key string, v T, ts int64) {
+	if c, ok := table[key]; !ok || ts > c.ts {
+		table[key] = versioned[T]{v: v, ts: ts}
+	}
+}
+
+func deleteAt[T any](table map[string]versioned[T], key string, ts int64) {
+	if c, ok := table[key]; !ok || ts >= c.ts {
+		table[key] = versioned[T]{v: c.v, ts: ts, deleted: true}
+	}
+}
+
+// contentTables are content's tables: the items (compare-and-set rows),
+// content_members, library_index, library_by_principal and the outbox
+// marks.
+type contentTables struct {
+	items   map[string]library.Content
+	members map[string]versioned[library.Member] // content|principal
+	index   map[string]versioned[library.Entry]  // principal|content
+	rows    map[string]versioned[library.Entry]  // principal|bucket|lastModified|content
+	marks   map[string]versioned[library.OutboxEntry]
+	marked  int
+}
+
+func newContentTables() contentTables {
+	return contentTables{items: map[string]library.Content{}, members: map[string]versioned[library.Member]{},
+		index: map[string]versioned[library.Entry]{}, rows: map[string]versioned[library.Entry]{},
+		marks: map[string]versioned[library.OutboxEntry]{}}
+}
+
+func rowKey(principalID, bucket string, lastModified time.Time, contentID string) string {
+	return principalID + "|" + bucket + "|" + strconv.FormatInt(lastModified.UnixMilli(), 10) + "|" + contentID
+}
+
+// cloneContent copies an item (its pending change is a pointer).
+func cloneContent(c library.Content) library.Content {
+	if c.Pending != nil {
+		p := *c.Pending
+		c.Pending = &p
+	}
+	return c
+}
+
+// Contents is the store as content's stores (library.Stores).
+func (s *Store) Contents() library.Stores {
+	return library.Stores{Content: items{s}, Members: members{s}, Library: entries{s}, Outbox: outbox{s}}
+}
+
+type items struct{ s *Store }
+
+func (t items) Create(_ context.Context, c library.Content) error {
+	applied, err := t.s.call("content.create", true, func() (bool, error) {
+		if _, ok := t.s.content.items[c.ID]; ok {
+			return false, nil
+		}
+		t.s.content.items[c.ID] = cloneContent(c)
+		return true, nil
+	})
+	if err == nil && !applied {
+		return errors.New("memstore: content.create: id exists")
+	}
+	return err
+}
+
+func (t items) Get(_ context.Context, id string) (library.Content, error) {
+	var out library.Content
+	found, err := t.s.call("content.get", false, func() (bool, error) {
+		c, ok := t.s.content.items[id]
+		out = cloneContent(c)
+		return ok, nil
+	})
+	if err == nil && !found {
+		return library.Content{}, domain.ErrNotFound
+	}
+	return out, err
+}
+
+func (t items) GetSerial(ctx context.Context, id string) (library.Content, error) {
+	return t.Get(ctx, id)
+}
+
+func (t items) Update(_ context.Context, c library.Content) (bool, error) {
+	return t.s.call("content.update", true, func() (bool, error) {
+		if cur, ok := t.s.content.items[c.ID]; !ok || cur.Version != c.Version-1 {
+			return false, nil
+		}
+		t.s.content.items[c.ID] = cloneContent(c)
+		return true, nil
+	})
+}
+
+func (t items) ClearPending(_ context.Context, c library.Content) (bool, error) {
+	return t.s.call("content.clear", true, func() (bool, error) {
+		cur, ok := t.s.content.items[c.ID]
+		if !ok || cur.Version != c.Version {
+			return false, nil
+		}
+		cur.Pending = nil
+		t.s.content.items[c.ID] = cur
+		return true, nil
+	})
+}
+
+type members struct{ s *Store }
+
+func (m members) Put(_ context.Context, contentID string, mb library.Member, version int) error {
+	_, err := m.s.call("content_members.put", true, func() (bool, error) {
+		putAt(m.s.content.members, contentID+"|"+mb.PrincipalID, mb, int64(version))
+		return true, nil
+	})
+	return err
+}
+
+func (m members) Delete(_ context.Context, contentID, principalID string, version int) error {
+	_, err := m.s.call("content_members.delete", true, func() (bool, error) {
+		deleteAt(m.s.content.members, contentID+"|"+principalID, int64(version))
+		return true, nil
+	})
+	return err
+}
+
+// all lists an item's live members in principal order (under the lock).
+func (m members) all(contentID string) []library.Member {
+	var out []library.Member
+	for k, c := range m.s.content.members {
+		if !c.deleted && k == contentID+"|"+c.v.PrincipalID {
+			out = append(out, c.v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PrincipalID < out[j].PrincipalID })
+	return out
+}
+
+func (m members) Find(_ context.Context, contentID string, principalIDs []string) ([]library.Member, error) {
+	var out []library.Member
+	_, err := m.s.call("content_members.find", false, func() (bool, error) {
+		for _, p := range principalIDs {
+			if c, ok := m.s.content.members[contentID+"|"+p]; ok && !c.deleted {
+				out = append(out, c.v)
+			}
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+func (m members) Page(_ context.Context, contentID, after string, limit int) ([]library.Member, error) {
+	var out []library.Member
+	_, err := m.s.call("content_members.page", false, func() (bool, error) {
+		for _, mb := range m.all(contentID) {
+			if mb.PrincipalID > after && len(out) < limit {
+				out = append(out, mb)
+			}
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+type entries struct{ s *Store }
+
+func (l entries) write(name string, apply func()) error {
+	_, err := l.s.call(name, true, func() (bool, error) { apply(); return true, nil })
+	return err
+}
+
+// Apply writes the index entry, then one batch per bucket, as the
+// repository does (each its own call).
+func (l entries) Apply(_ context.Context, e library.Entry, prev *library.Entry) error {
+	t, ts := &l.s.content, int64(e.Version)
+	if err := l.write("library_index.put", func() { putAt(t.index, e.PrincipalID+"|"+e.ContentID, e, ts) }); err != nil {
+		return err
+	}
+	want, had := map[string]bool{}, map[string]bool{}
+	for _, b := range library.BucketsFor(e.Visibility) {
+		want[b] = true
+	}
+	if prev != nil {
+		for _, b := range library.BucketsFor(prev.Visibility) {
+			had[b] = true
+		}
+	}
+	for _, b := range []string{library.BucketPrivate, library.BucketLoggedIn, library.BucketPublic} {
+		if !want[b] && !had[b] {
+			continue
+		}
+		err := l.write("library.batch", func() {
+			if had[b] && !(want[b] && prev.LastModified.Equal(e.LastModified)) {
+				deleteAt(t.rows, rowKey(e.PrincipalID, b, prev.LastModified, e.ContentID), ts)
+			}
+			if want[b] {
+				putAt(t.rows, rowKey(e.PrincipalID, b, e.LastModified, e.ContentID), e, ts)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Remove deletes the index entry, then prev's rows.
+func (l entries) Remove(_ context.Context, principalID, contentID string, prev *library.Entry, version int) error {
+	t, ts := &l.s.content, int64(version)
+	if err := l.write("library_index.delete", func() { deleteAt(t.index, principalID+"|"+contentID, ts) }); err != nil {
+		return err
+	}
+	if prev == nil {
+		return nil
+	}
+	for _, b := range library.BucketsFor(prev.Visibility) {
+		if err := l.write("library.delete", func() { deleteAt(t.rows, rowKey(principalID, b, prev.LastModified, contentID), ts) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l entries) Index(_ context.Context, principalID string, contentIDs []string) (map[string]library.Entry, error) {
+	out := map[string]library.Entry{}
+	_, err := l.s.call("library_index.get", false, func() (bool, error) {
+		for _, id := range contentIDs {
+			if c, ok := l.s.content.index[principalID+"|"+id]; ok && !c.deleted {
+				out[id] = c.v
+			}
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// indexOf lists a principal's live index entries in content order (under
+// the lock).
+func (l entries) indexOf(principalID string) []library.Entry {
+	var out []library.Entry
+	for k, c := range l.s.content.index {
+		if !c.deleted && k == principalID+"|"+c.v.ContentID {
+			out = append(out, c.v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ContentID < out[j].ContentID })
+	return out
+}
+
+func (l entries) IndexPage(_ context.Context, principalID, after string, limit int) ([]library.Entry, error) {
+	var out []library.Entry
+	_, err := l.s.call("library_index.page", false, func() (bool, error) {
+		for _, e := range l.indexOf(principalID) {
+			if e.ContentID > after && len(out) < limit {
+				out = append(out, e)
+			}
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+func (l entries) Slice(_ context.Context, principalID, bucket string, after *library.Cursor, limit int) ([]library.Entry, error) {
+	var out []library.Entry
+	_, err := l.s.call("library.slice", false, func() (bool, error) {
+		var rows []library.Entry
+		for k, c := range l.s.content.rows {
+			if !c.deleted && k == rowKey(principalID, bucket, c.v.LastModified, c.v.ContentID) {
+				rows = append(rows, c.v)
+			}
+		}
+		sort.Slice(rows, func(i, j int) bool { return newer(rows[i], rows[j].LastModified, rows[j].ContentID) })
+		for _, r := range rows {
+			if (after == nil || newer(*after2entry(after), r.LastModified, r.ContentID)) && len(out) < limit {
+				out = append(out, r)
+			}
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// newer orders a library newest first: e before (lastModified, contentID).
+func newer(e library.Entry, lastModified time.Time, contentID string) bool {
+	if !e.LastModified.Equal(lastModified) {
+		return e.LastModified.After(lastModified)
+	}
+	return e.ContentID > contentID
+}
+
+func after2entry(c *library.Cursor) *library.Entry {
+	return &library.Entry{LastModified: c.LastModified, ContentID: c.ContentID}
+}
+
+func (l entries) DeleteRow(_ context.Context, bucket string, e library.Entry) error {
+	return l.write("library.delete", func() {
+		deleteAt(l.s.content.rows, rowKey(e.PrincipalID, bucket, e.LastModified, e.ContentID), int64(e.Version))
+	})
+}
+
+type outbox struct{ s *Store }
+
+// Mark adds a mark of its own, at the store's clock; Done deletes it at
+// the same timestamp, so a mark landing after its Done stays deleted.
+func (o outbox) Mark(_ context.Context, contentID string) (string, error) {
+	var marker string
+	_, err := o.s.call("content_marks.mark", true, func() (bool, error) {
+		o.s.content.marked++
+		marker = fmt.Sprintf("%012d", o.s.content.marked)
+		putAt(o.s.content.marks, marker, library.OutboxEntry{ContentID: contentID, Marker: marker, MarkedAt: o.s.now}, o.s.now.UnixMicro())
+		return true, nil
+	})
+	return marker, err
+}
+
+func (o outbox) Done(_ context.Context, _ string, marker string) error {
+	_, err := o.s.call("content_marks.done", true, func() (bool, error) {
+		if c, ok := o.s.content.marks[marker]; ok {
+			deleteAt(o.s.content.marks, marker, c.ts)
+		} else {
+			// The mark has not landed yet: its timestamp is its time, no
+			// later than now.
+			deleteAt(o.s.content.marks, marker, o.s.now.UnixMicro())
+		}
+		return true, nil
+	})
+	return err
+}
+
+func (o outbox) Pending(_ context.Context, before time.Time, limit int) ([]library.OutboxEntry, error) {
+	var out []library.OutboxEntry
+	_, err := o.s.call("content_marks.pending", false, func() (bool, error) {
+		for _, c := range o.s.content.marks {
+			if !c.deleted && c.v.MarkedAt.Before(before) {
+				out = append(out, c.v)
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Marker < out[j].Marker })
+		if len(out) > limit {
+			out = out[:limit]
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// ContentSnapshot is every item, each item's members, and each
+// principal's index entries and visible rows, for invariant checks.
+type ContentSnapshot struct {
+	Items   []library.Content
+	Members map[string][]library.Member // by content id
+	Index   map[string][]library.Entry  // by principal id
+	Marks   int
+}
+
+// ContentSnapshot reads the content tables.
+func (s *Store) ContentSnapshot() ContentSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := ContentSnapshot{Members: map[string][]library.Member{}, Index: map[string][]library.Entry{}}
+	for _, c := range s.content.items {
+		snap.Items = append(snap.Items, cloneContent(c))
+		snap.Members[c.ID] = members{s}.all(c.ID)
+	}
+	sort.Slice(snap.Items, func(i, j int) bool { return snap.Items[i].ID < snap.Items[j].ID })
+	for _, c := range s.content.index {
+		if !c.deleted {
+			snap.Index[c.v.PrincipalID] = append(snap.Index[c.v.PrincipalID], c.v)
+		}
+	}
+	for _, c := range s.content.marks {
+		if !c.deleted {
+			snap.Marks++
+		}
+	}
+	return snap
+}
