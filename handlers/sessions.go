@@ -38,7 +38,7 @@ func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, sessionResponse{
 		Token: res.Token, ExpiresAt: res.ExpiresAt.UTC(),
-		User: toUserResponse(accounts.UserView{User: res.User, ShowEmail: true}),
+		User: toUserResponse(accounts.UserView{User: res.User, Full: true}),
 	})
 	return nil
 }

@@ -44,7 +44,7 @@ type userResponse struct {
 	Username    string    `json:"username"`
 	DisplayName string    `json:"displayName"`
 	Email       string    `json:"email,omitempty"`
-	Status      string    `json:"status"`
+	Status      string    `json:"status,omitempty"`
 	Roles       []string  `json:"roles"`
 	CreatedAt   time.Time `json:"createdAt"`
 }
@@ -56,9 +56,9 @@ func toUserResponse(v accounts.UserView) userResponse {
 		roles = []string{}
 	}
 	out := userResponse{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName,
-		Status: string(u.Status), Roles: roles, CreatedAt: u.CreatedAt.UTC()}
-	if v.ShowEmail {
-		out.Email = u.Email
+		Roles: roles, CreatedAt: u.CreatedAt.UTC()}
+	if v.Full {
+		out.Email, out.Status = u.Email, string(u.Status)
 	}
 	return out
 }
@@ -78,7 +78,7 @@ func (h *Users) signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", "/v1/users/"+u.ID)
-	writeJSON(w, http.StatusCreated, toUserResponse(accounts.UserView{User: u, ShowEmail: true}))
+	writeJSON(w, http.StatusCreated, toUserResponse(accounts.UserView{User: u, Full: true}))
 	return nil
 }
 
@@ -159,6 +159,6 @@ func (h *Users) me(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toUserResponse(accounts.UserView{User: u, ShowEmail: true}))
+	writeJSON(w, http.StatusOK, toUserResponse(accounts.UserView{User: u, Full: true}))
 	return nil
 }

@@ -102,7 +102,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		done, err := a.writeWithClaims(ctx, next, claim, op)
 		if done {
 			a.claimer.ReleaseOld(ctx, old, id)
-			out = UserView{User: next, ShowEmail: true}
+			out = UserView{User: next, Full: true}
 		}
 		return done, err
 	})

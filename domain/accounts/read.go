@@ -42,23 +42,25 @@ func (a *Service) RequireAdmin(ctx context.Context, p domain.Principal) (domain.
 	return *c, nil
 }
 
-// UserView is an account as one viewer may see it: the email only for the
-// user themself and admins.
+// UserView is an account as one viewer may see it: its email and status
+// only for the user themself and admins (S3: a stranger does not learn
+// that an account is suspended).
 type UserView struct {
-	User      domain.User
-	ShowEmail bool
+	User domain.User
+	// Full: the viewer is the user or an admin.
+	Full bool
 }
 
 // view decides what viewer p may see of u.
 func (a *Service) view(ctx context.Context, p domain.Principal, u domain.User) (UserView, error) {
 	if p.UserID == u.ID {
-		return UserView{User: u, ShowEmail: true}, nil
+		return UserView{User: u, Full: true}, nil
 	}
 	c, err := a.Caller(ctx, p)
 	if err != nil {
 		return UserView{}, err
 	}
-	return UserView{User: u, ShowEmail: c != nil && c.IsAdmin()}, nil
+	return UserView{User: u, Full: c != nil && c.IsAdmin()}, nil
 }
 
 // GetUser returns a visible account by id.
@@ -109,7 +111,7 @@ func (a *Service) GetByEmail(ctx context.Context, p domain.Principal, email stri
 	if err != nil {
 		return UserView{}, err
 	}
-	return UserView{User: u, ShowEmail: true}, nil
+	return UserView{User: u, Full: true}, nil
 }
 
 // Me returns the caller's own account.

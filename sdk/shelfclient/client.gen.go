@@ -552,8 +552,11 @@ type User struct {
 	Id    string               `json:"id"`
 
 	// Roles Empty for most users.
-	Roles  []UserRoles `json:"roles"`
-	Status UserStatus  `json:"status"`
+	Roles []UserRoles `json:"roles"`
+
+	// Status Present only for the user themself and admins: nobody else
+	// learns that an account is suspended.
+	Status *UserStatus `json:"status,omitempty"`
 
 	// Username As typed at signup or last change; unique case-insensitively.
 	Username string `json:"username"`
@@ -562,7 +565,8 @@ type User struct {
 // UserRoles defines model for User.Roles.
 type UserRoles string
 
-// UserStatus defines model for User.Status.
+// UserStatus Present only for the user themself and admins: nobody else
+// learns that an account is suspended.
 type UserStatus string
 
 // UserPatch A change of account: the fields sent change, the others stay. At

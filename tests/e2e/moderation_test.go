@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"shelf/internal/testkit"
 )
 
 func TestSuspendAndUnsuspend(t *testing.T) {
@@ -84,10 +86,22 @@ func TestSuspendAndUnsuspend(t *testing.T) {
 	if r.StatusCode != http.StatusForbidden || r.Problem(t).Code != "suspended" || !strings.Contains(string(r.Body), `"suspendedAt"`) {
 		t.Fatalf("login of a suspended user: %d %s", r.StatusCode, r.Body)
 	}
-	var viewed userBody
-	m.api.Get("/v1/users/"+u.ID).JSON(t, &viewed)
-	if viewed.Status != "suspended" {
-		t.Fatalf("status %q", viewed.Status)
+	// Only the admin learns of the suspension: strangers, anonymous or
+	// not, see the account without a status (S3; issue 10, case 8).
+	_, stranger := m.member(t)
+	for _, c := range []struct {
+		name string
+		api  *testkit.API
+		want string
+	}{{"anonymous", m.api, ""}, {"another member", stranger, ""}, {"an admin", m.admin, "suspended"}} {
+		for _, path := range []string{"/v1/users/" + u.ID, "/v1/users/by-username/" + u.Username} {
+			r := c.api.Get(path)
+			var viewed userBody
+			r.JSON(t, &viewed)
+			if r.StatusCode != http.StatusOK || viewed.Status != c.want || (c.want == "" && strings.Contains(string(r.Body), `"status"`)) {
+				t.Fatalf("%s reads %s of a suspended user: %d %s", c.name, path, r.StatusCode, r.Body)
+			}
+		}
 	}
 	var got suspensionBody
 	if r := m.admin.Get("/v1/users/" + u.ID + "/suspension"); r.StatusCode != http.StatusOK {
@@ -227,7 +241,7 @@ func TestSuspensionEnds(t *testing.T) {
 		t.Fatalf("list after the sweep %+v", list)
 	}
 	var viewed userBody
-	m.api.Get("/v1/users/"+u.ID).JSON(t, &viewed)
+	m.admin.Get("/v1/users/"+u.ID).JSON(t, &viewed)
 	if viewed.Status != "active" {
 		t.Fatalf("status after the sweep %q", viewed.Status)
 	}
