@@ -87,9 +87,12 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 	if err != nil {
 		return UserView{}, err
 	}
-	op := domain.NewID("op_")
 	var out UserView
 	err = domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
+		// Each round is an operation of its own: its claims carry its op,
+		// so a write of an earlier round that lands late (a release, a
+		// commit) can never touch this round's claim of the same key.
+		op := domain.NewID("op_")
 		u, err := a.users.GetSerial(ctx, id)
 		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
 			return false, domain.ErrUserNotFound

@@ -36,14 +36,22 @@ const (
 	// Crash: the call applies, then the caller's process dies: this and
 	// every later call fail without reaching the store.
 	Crash
+	// Expire: every lease runs out just before the call, which then runs
+	// as usual: a replica whose clock is ahead expires a TTL early, or the
+	// process stalls (a pause, a hung node) past the lease in mid-protocol.
+	// Safety must not rest on clocks: only the lease's liveness may.
+	Expire
 )
 
-var faultNames = []string{"none", "fail-before", "lose-answer", "land-late", "crash"}
+// expireJump is how far Expire moves the clock: past every lease.
+const expireJump = 5 * time.Minute
+
+var faultNames = []string{"none", "fail-before", "lose-answer", "land-late", "crash", "expire"}
 
 func (f Fault) String() string { return faultNames[f] }
 
 // Faults lists every fault but None.
-var Faults = []Fault{FailBefore, LoseAnswer, LandLate, Crash}
+var Faults = []Fault{FailBefore, LoseAnswer, LandLate, Crash, Expire}
 
 var (
 	errNotSent = fmt.Errorf("memstore: not sent: %w", domain.ErrUnavailable)
@@ -156,6 +164,8 @@ func (s *Store) call(name string, write bool, apply func() (bool, error)) (bool,
 		_, _ = apply()
 		s.crashed = true
 		return false, errNotSent
+	case Expire:
+		s.now = s.now.Add(expireJump)
 	}
 	return apply()
 }
