@@ -69,6 +69,8 @@ type Store struct {
 	list, lookup, expiry map[string]cell
 	// content is content's tables (Contents).
 	content contentTables
+	// groups is the groups' tables (Groups, GroupMembers).
+	groups  groupTables
 	held    []func()
 	calls   int
 	crashed bool
@@ -90,7 +92,7 @@ type userRow struct {
 // New returns empty tables with the clock at start.
 func New(start time.Time) *Store {
 	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: map[string]domain.Session{},
-		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables()}
+		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(), groups: newGroupTables()}
 }
 
 // Now is the store's clock (services take it as theirs).

@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -198,6 +197,10 @@ var competitors = []struct {
 // and the libraries are checked (L1, L3, L4, the counts, nothing pending).
 func TestExploreContent(t *testing.T) {
 	t.Parallel()
+	var names []string
+	for _, c := range competitors {
+		names = append(names, c.name)
+	}
 	total := 0
 	for _, op := range libOperations {
 		probe := newLibWorld(t)
@@ -206,22 +209,10 @@ func TestExploreContent(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := probe.store.Calls()
-		if err := op.run(probe); err != nil {
-			t.Fatalf("%s without faults: %v", op.name, err)
-		}
-		calls := probe.store.Calls() - before
-		n := 0
-		for k := 0; k < calls; k++ {
-			for _, fault := range memstore.Faults {
-				for _, comp := range competitors {
-					exploreContent(t, fmt.Sprintf("%s/call%d/%s/%s", op.name, k, fault, comp.name), op, k, fault, comp.run)
-					n++
-				}
-			}
-		}
-		t.Logf("%s: %d store calls, %d schedules", op.name, calls, n)
-		total += n
+		calls := callsOf(t, probe.store, op.name, func() error { return op.run(probe) })
+		total += everySchedule(t, op.name, calls, names, func(name string, k int, fault memstore.Fault, c int) {
+			exploreContent(t, name, op, k, fault, competitors[c].run)
+		})
 	}
 	t.Logf("%d schedules in all", total)
 }
@@ -233,16 +224,9 @@ func exploreContent(t *testing.T, name string, op libOperation, k int, fault mem
 			t.Fatalf("%s: set-up: %v", name, err)
 		}
 	}
-	at := l.store.Calls() + k
-	l.store.FaultAt = func(n int, _ string) memstore.Fault {
-		if n == at {
-			return fault
-		}
-		return memstore.None
-	}
+	faultOnce(l.store, k, fault)
 	err := op.run(l)
-	l.store.FaultAt = nil
-	l.store.Recover()
+	recovered(l.store)
 	if err != nil && !expected(err) {
 		t.Errorf("%s: the action answered %v", name, err)
 	}

@@ -1,0 +1,223 @@
+package memstore
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/groups"
+)
+
+// groupTables are the groups' tables: the group rows (compare-and-set,
+// pending ones with a lease), group_members and groups_by_member.
+type groupTables struct {
+	rows     map[string]groupRow
+	members  map[string]versioned[groups.Member] // group|user
+	byMember map[string]versioned[string]        // user|group -> group id
+}
+
+type groupRow struct {
+	g       groups.Group
+	expires time.Time // zero: never
+}
+
+func newGroupTables() groupTables {
+	return groupTables{rows: map[string]groupRow{}, members: map[string]versioned[groups.Member]{},
+		byMember: map[string]versioned[string]{}}
+}
+
+// cloneGroup copies a group (its pending change is a pointer).
+func cloneGroup(g groups.Group) groups.Group {
+	if g.Pending != nil {
+		p := *g.Pending
+		g.Pending = &p
+	}
+	return g
+}
+
+func (s *Store) liveGroup(id string) (groupRow, bool) {
+	r, ok := s.groups.rows[id]
+	if ok && !r.expires.IsZero() && !s.now.Before(r.expires) {
+		delete(s.groups.rows, id)
+		return groupRow{}, false
+	}
+	return r, ok
+}
+
+// Groups is the store as the groups' group store.
+func (s *Store) Groups() groups.Store { return groupStore{s} }
+
+type groupStore struct{ s *Store }
+
+func (t groupStore) Create(_ context.Context, g groups.Group, lease time.Duration) error {
+	applied, err := t.s.call("groups.create", true, func() (bool, error) {
+		if _, ok := t.s.liveGroup(g.ID); ok {
+			return false, nil
+		}
+		t.s.groups.rows[g.ID] = groupRow{g: cloneGroup(g), expires: t.s.now.Add(lease)}
+		return true, nil
+	})
+	if err == nil && !applied {
+		return errors.New("memstore: groups.create: id exists")
+	}
+	return err
+}
+
+func (t groupStore) Activate(_ context.Context, g groups.Group) (bool, error) {
+	return t.s.call("groups.activate", true, func() (bool, error) {
+		r, ok := t.s.liveGroup(g.ID)
+		if !ok || r.g.Status != domain.StatusPending {
+			return false, nil
+		}
+		t.s.groups.rows[g.ID] = groupRow{g: cloneGroup(g)}
+		return true, nil
+	})
+}
+
+func (t groupStore) Discard(_ context.Context, id string) error {
+	_, err := t.s.call("groups.discard", true, func() (bool, error) {
+		if r, ok := t.s.liveGroup(id); ok && r.g.Status == domain.StatusPending {
+			delete(t.s.groups.rows, id)
+			return true, nil
+		}
+		return false, nil
+	})
+	return err
+}
+
+func (t groupStore) Get(_ context.Context, id string) (groups.Group, error) {
+	var out groups.Group
+	found, err := t.s.call("groups.get", false, func() (bool, error) {
+		r, ok := t.s.liveGroup(id)
+		out = cloneGroup(r.g)
+		return ok, nil
+	})
+	if err == nil && !found {
+		return groups.Group{}, domain.ErrNotFound
+	}
+	return out, err
+}
+
+func (t groupStore) GetSerial(ctx context.Context, id string) (groups.Group, error) {
+	return t.Get(ctx, id)
+}
+
+func (t groupStore) Update(_ context.Context, g groups.Group) (bool, error) {
+	return t.s.call("groups.update", true, func() (bool, error) {
+		r, ok := t.s.liveGroup(g.ID)
+		if !ok || r.g.Version != g.Version-1 {
+			return false, nil
+		}
+		t.s.groups.rows[g.ID] = groupRow{g: cloneGroup(g), expires: r.expires}
+		return true, nil
+	})
+}
+
+// GroupMembers is the store as the groups' member store.
+func (s *Store) GroupMembers() groups.MemberStore { return groupMembers{s} }
+
+type groupMembers struct{ s *Store }
+
+// Apply writes both tables at version, one call each, as the repository.
+func (m groupMembers) Apply(_ context.Context, groupID string, c groups.MemberChange, version int) error {
+	t, ts := &m.s.groups, int64(version)
+	write := func(name string, apply func()) error {
+		_, err := m.s.call(name, true, func() (bool, error) { apply(); return true, nil })
+		return err
+	}
+	if c.Role == "" {
+		if err := write("group_members.delete", func() { deleteAt(t.members, groupID+"|"+c.UserID, ts) }); err != nil {
+			return err
+		}
+		return write("groups_by_member.delete", func() { deleteAt(t.byMember, c.UserID+"|"+groupID, ts) })
+	}
+	if err := write("group_members.insert", func() {
+		putAt(t.members, groupID+"|"+c.UserID, groups.Member(c), ts)
+	}); err != nil {
+		return err
+	}
+	return write("groups_by_member.insert", func() { putAt(t.byMember, c.UserID+"|"+groupID, groupID, ts) })
+}
+
+func (m groupMembers) Role(_ context.Context, groupID, userID string) (string, error) {
+	var role string
+	found, err := m.s.call("group_members.role", false, func() (bool, error) {
+		c, ok := m.s.groups.members[groupID+"|"+userID]
+		role = c.v.Role
+		return ok && !c.deleted, nil
+	})
+	if err == nil && !found {
+		return "", domain.ErrNotFound
+	}
+	return role, err
+}
+
+// all lists a group's live members by user id (under the lock).
+func (m groupMembers) all(groupID string) []groups.Member {
+	var out []groups.Member
+	for k, c := range m.s.groups.members {
+		if !c.deleted && k == groupID+"|"+c.v.UserID {
+			out = append(out, c.v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UserID < out[j].UserID })
+	return out
+}
+
+func (m groupMembers) Page(_ context.Context, groupID, after string, limit int) ([]groups.Member, error) {
+	var out []groups.Member
+	_, err := m.s.call("group_members.page", false, func() (bool, error) {
+		for _, mb := range m.all(groupID) {
+			if mb.UserID > after && len(out) < limit {
+				out = append(out, mb)
+			}
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+func (m groupMembers) GroupsOf(_ context.Context, userID string) ([]string, error) {
+	var out []string
+	_, err := m.s.call("groups_by_member.list", false, func() (bool, error) {
+		for k, c := range m.s.groups.byMember {
+			if !c.deleted && k == userID+"|"+c.v {
+				out = append(out, c.v)
+			}
+		}
+		sort.Strings(out)
+		return true, nil
+	})
+	return out, err
+}
+
+// GroupSnapshot is every live group with its members and, per user, the
+// groups the reverse index lists.
+type GroupSnapshot struct {
+	Groups   []groups.Group
+	Members  map[string][]groups.Member // by group id
+	GroupsOf map[string][]string        // by user id
+}
+
+// GroupSnapshot reads the groups' tables.
+func (s *Store) GroupSnapshot() GroupSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := GroupSnapshot{Members: map[string][]groups.Member{}, GroupsOf: map[string][]string{}}
+	for id := range s.groups.rows {
+		if r, ok := s.liveGroup(id); ok {
+			snap.Groups = append(snap.Groups, cloneGroup(r.g))
+			snap.Members[id] = groupMembers{s}.all(id)
+		}
+	}
+	sort.Slice(snap.Groups, func(i, j int) bool { return snap.Groups[i].ID < snap.Groups[j].ID })
+	for k, c := range s.groups.byMember {
+		if !c.deleted {
+			user := k[:len(k)-len(c.v)-1]
+			snap.GroupsOf[user] = append(snap.GroupsOf[user], c.v)
+		}
+	}
+	return snap
+}

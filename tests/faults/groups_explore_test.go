@@ -1,0 +1,257 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/groups"
+	"shelf/internal/memstore"
+)
+
+// groupWorld is a schedule's groups on fresh tables: an owner's group
+// "club" of at most 3 members with a friend in it; a third user.
+type groupWorld struct {
+	*world
+	grp                  *groups.Service
+	owner, friend, other domain.User
+	group                string
+	// created are the groups whose creation answered success.
+	created []groups.Group
+}
+
+func newGroupWorld(t *testing.T) *groupWorld {
+	t.Helper()
+	w := newWorld()
+	for _, n := range []string{"owner", "friend", "other"} {
+		if err := w.signup(n, n+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
+		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
+	g := &groupWorld{world: w, grp: grp, owner: w.created[0], friend: w.created[1], other: w.created[2]}
+	if err := g.create("club"); err != nil {
+		t.Fatal(err)
+	}
+	g.group = g.created[0].ID
+	if _, _, err := grp.SetMember(context.Background(), as(g.owner), g.group, g.friend.ID, groups.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func (g *groupWorld) create(name string) error {
+	limit := 3
+	gr, err := g.grp.CreateGroup(context.Background(), as(g.owner), groups.CreateInput{Name: name, MaxMembers: &limit})
+	if err == nil {
+		g.created = append(g.created, gr)
+	}
+	return err
+}
+
+func (g *groupWorld) set(by, u domain.User, role string) error {
+	_, _, err := g.grp.SetMember(context.Background(), as(by), g.group, u.ID, role)
+	return err
+}
+
+func (g *groupWorld) remove(by, u domain.User) error {
+	return g.grp.RemoveMember(context.Background(), as(by), g.group, u.ID)
+}
+
+func (g *groupWorld) roleOf(snap memstore.GroupSnapshot, u domain.User) string {
+	for _, m := range snap.Members[g.group] {
+		if m.UserID == u.ID {
+			return m.Role
+		}
+	}
+	return ""
+}
+
+// groupOperation is one groups action; want checks its effect once it
+// answered success and nobody else acted.
+type groupOperation struct {
+	name string
+	run  func(g *groupWorld) error
+	want func(g *groupWorld, snap memstore.GroupSnapshot) error
+}
+
+var groupOperations = []groupOperation{
+	{name: "create", run: func(g *groupWorld) error { return g.create("guild") }},
+	{name: "add", run: func(g *groupWorld) error { return g.set(g.owner, g.other, groups.RoleMember) },
+		want: func(g *groupWorld, snap memstore.GroupSnapshot) error {
+			if g.roleOf(snap, g.other) != groups.RoleMember {
+				return errors.New("the add is lost")
+			}
+			return nil
+		}},
+	{name: "promote", run: func(g *groupWorld) error { return g.set(g.owner, g.friend, groups.RoleManager) },
+		want: func(g *groupWorld, snap memstore.GroupSnapshot) error {
+			if g.roleOf(snap, g.friend) != groups.RoleManager {
+				return errors.New("the promotion is lost")
+			}
+			return nil
+		}},
+	{name: "remove", run: func(g *groupWorld) error { return g.remove(g.owner, g.friend) },
+		want: func(g *groupWorld, snap memstore.GroupSnapshot) error {
+			if g.roleOf(snap, g.friend) != "" {
+				return errors.New("the removal is lost")
+			}
+			return nil
+		}},
+	{name: "leave", run: func(g *groupWorld) error { return g.remove(g.friend, g.friend) }},
+}
+
+// groupCompetitors act on the same group (or name) before held writes land.
+var groupCompetitors = []struct {
+	name string
+	run  func(g *groupWorld) error
+}{
+	{"none", nil},
+	{"add-other", func(g *groupWorld) error { return g.set(g.owner, g.other, groups.RoleManager) }},
+	{"remove-friend", func(g *groupWorld) error { return g.remove(g.owner, g.friend) }},
+	{"promote-friend", func(g *groupWorld) error { return g.set(g.owner, g.friend, groups.RoleManager) }},
+	{"create-same-name", func(g *groupWorld) error { return g.create("guild") }},
+}
+
+// TestExploreGroups runs every groups action with every fault at every
+// store call, alone and with each competitor; then held writes land, the
+// leases run out, the client retries, the next change of the group
+// finishes whatever is pending, and L7, the group-name claims and the
+// member tables are checked.
+func TestExploreGroups(t *testing.T) {
+	t.Parallel()
+	var names []string
+	for _, c := range groupCompetitors {
+		names = append(names, c.name)
+	}
+	total := 0
+	for _, op := range groupOperations {
+		probe := newGroupWorld(t)
+		calls := callsOf(t, probe.store, op.name, func() error { return op.run(probe) })
+		total += everySchedule(t, op.name, calls, names, func(name string, k int, fault memstore.Fault, c int) {
+			exploreGroups(t, name, op, k, fault, groupCompetitors[c].run)
+		})
+	}
+	t.Logf("%d schedules in all", total)
+}
+
+func exploreGroups(t *testing.T, name string, op groupOperation, k int, fault memstore.Fault, competitor func(g *groupWorld) error) {
+	g := newGroupWorld(t)
+	faultOnce(g.store, k, fault)
+	err := op.run(g)
+	recovered(g.store)
+	if err != nil && !expected(err) {
+		t.Errorf("%s: the action answered %v", name, err)
+	}
+	if competitor != nil {
+		if cerr := competitor(g); cerr != nil && !expected(cerr) && !domainIs(cerr, domain.ErrNotFound) {
+			t.Errorf("%s: the competitor answered %v", name, cerr)
+		}
+	}
+	g.store.Land()
+	g.store.Advance(lease + time.Second)
+	if err != nil {
+		err = op.run(g) // the client retries
+	}
+	// The next change of a group finishes a change left pending there: the
+	// owner (who made every group) asking for the role they have changes
+	// nothing else.
+	for _, gr := range g.store.GroupSnapshot().Groups {
+		if gr.Status != domain.StatusActive {
+			continue
+		}
+		if _, _, ferr := g.grp.SetMember(context.Background(), as(g.owner), gr.ID, g.owner.ID, groups.RoleManager); ferr != nil {
+			t.Errorf("%s: the next change of %s: %v", name, gr.ID, ferr)
+		}
+	}
+	snap := g.store.GroupSnapshot()
+	if err == nil && competitor == nil && op.want != nil {
+		if werr := op.want(g, snap); werr != nil {
+			t.Errorf("%s: %v", name, werr)
+		}
+	}
+	checkGroups(t, name, g, snap)
+}
+
+// checkGroups asserts, for every group: active ones have nothing pending,
+// exact counts within the limit and a manager, both member tables agree;
+// every active group holds a committed claim on its name, no two share
+// one; every creation that answered success left an active group whose
+// creator manages it.
+func checkGroups(t *testing.T, name string, g *groupWorld, snap memstore.GroupSnapshot) {
+	t.Helper()
+	claims, _ := g.store.Snapshot()
+	names := map[string]string{}
+	for _, gr := range snap.Groups {
+		if gr.Status != domain.StatusActive {
+			continue
+		}
+		members := snap.Members[gr.ID]
+		managers := 0
+		for _, m := range members {
+			if m.Role == groups.RoleManager {
+				managers++
+			}
+			if !contains(snap.GroupsOf[m.UserID], gr.ID) {
+				t.Errorf("%s: %s: member %s missing from groups_by_member", name, gr.ID, m.UserID)
+			}
+		}
+		if gr.Pending != nil {
+			t.Errorf("%s: %s: a change stays pending after the next change: %+v", name, gr.ID, *gr.Pending)
+		}
+		if gr.MemberCount != len(members) || gr.ManagerCount != managers {
+			t.Errorf("%s: %s: L7: counts %d/%d, members %+v", name, gr.ID, gr.MemberCount, gr.ManagerCount, members)
+		}
+		if managers < 1 || (gr.MaxMembers > 0 && len(members) > gr.MaxMembers) {
+			t.Errorf("%s: %s: L7: %d members, %d managers, limit %d", name, gr.ID, len(members), managers, gr.MaxMembers)
+		}
+		if other, ok := names[gr.NameKey]; ok {
+			t.Errorf("%s: U1: groups %s and %s are both named %s", name, other, gr.ID, gr.NameKey)
+		}
+		names[gr.NameKey] = gr.ID
+		held := false
+		for _, c := range claims {
+			held = held || (c.Kind == domain.KindGroupName && c.Key == gr.NameKey && c.Owner == gr.ID && c.State == domain.ClaimCommitted)
+		}
+		if !held {
+			t.Errorf("%s: U1: group %s holds %s without a committed claim", name, gr.ID, gr.NameKey)
+		}
+	}
+	for user, ids := range snap.GroupsOf {
+		for _, id := range ids {
+			found := false
+			for _, m := range snap.Members[id] {
+				found = found || m.UserID == user
+			}
+			if !found && groupActive(snap, id) {
+				t.Errorf("%s: groups_by_member lists %s in %s, group_members does not", name, user, id)
+			}
+		}
+	}
+	for _, c := range g.created {
+		if !groupActive(snap, c.ID) {
+			t.Errorf("%s: the creation of %s answered success; the group is gone", name, c.ID)
+		}
+	}
+}
+
+func groupActive(snap memstore.GroupSnapshot, id string) bool {
+	for _, gr := range snap.Groups {
+		if gr.ID == id {
+			return gr.Status == domain.StatusActive
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

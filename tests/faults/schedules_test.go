@@ -1,0 +1,52 @@
+package faults
+
+import (
+	"fmt"
+	"testing"
+
+	"shelf/internal/memstore"
+)
+
+// faultOnce makes call k of the store, counted from now, take fault.
+func faultOnce(st *memstore.Store, k int, fault memstore.Fault) {
+	at := st.Calls() + k
+	st.FaultAt = func(n int, _ string) memstore.Fault {
+		if n == at {
+			return fault
+		}
+		return memstore.None
+	}
+}
+
+// recovered ends the faults: the next calls are a new process's.
+func recovered(st *memstore.Store) {
+	st.FaultAt = nil
+	st.Recover()
+}
+
+// callsOf counts the store calls run makes (without faults).
+func callsOf(t *testing.T, st *memstore.Store, action string, run func() error) int {
+	t.Helper()
+	before := st.Calls()
+	if err := run(); err != nil {
+		t.Fatalf("%s without faults: %v", action, err)
+	}
+	return st.Calls() - before
+}
+
+// everySchedule runs explore for each fault at each of the action's store
+// calls with each competitor (by index), logs how many, and returns it.
+func everySchedule(t *testing.T, action string, calls int, competitors []string, explore func(name string, k int, fault memstore.Fault, competitor int)) int {
+	t.Helper()
+	n := 0
+	for k := 0; k < calls; k++ {
+		for _, fault := range memstore.Faults {
+			for c, comp := range competitors {
+				explore(fmt.Sprintf("%s/call%d/%s/%s", action, k, fault, comp), k, fault, c)
+				n++
+			}
+		}
+	}
+	t.Logf("%s: %d store calls, %d schedules", action, calls, n)
+	return n
+}
