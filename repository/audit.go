@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/moderation"
@@ -61,6 +62,22 @@ func (a *Audit) EachStatusRow(ctx context.Context, fn func(domain.Suspension) er
 		r = statusRow{}
 	}
 	return dbErrOrNil("users_by_status.scan", iter.Close())
+}
+
+// EachExpiry scans suspension_expiries (UserID and Until set).
+func (a *Audit) EachExpiry(ctx context.Context, fn func(domain.Suspension) error) error {
+	iter := a.db.Session.ContextQuery(ctx, `SELECT user_id, until FROM suspension_expiries`, nil).Iter()
+	var r struct {
+		UserID string    `db:"user_id"`
+		Until  time.Time `db:"until"`
+	}
+	for iter.StructScan(&r) {
+		if err := fn(domain.Suspension{UserID: r.UserID, Until: r.Until.UTC()}); err != nil {
+			_ = iter.Close()
+			return err
+		}
+	}
+	return dbErrOrNil("suspension_expiries.scan", iter.Close())
 }
 
 // Buckets returns the indexed buckets and those whose partition has rows.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"shelf/domain"
 )
@@ -18,6 +19,8 @@ type Audit interface {
 	EachLookup(ctx context.Context, fn func(domain.Suspension) error) error
 	// EachStatusRow calls fn for every row of the suspended list.
 	EachStatusRow(ctx context.Context, fn func(domain.Suspension) error) error
+	// EachExpiry calls fn for every expiry entry (UserID and Until set).
+	EachExpiry(ctx context.Context, fn func(domain.Suspension) error) error
 	// Buckets returns the indexed buckets and the buckets holding rows.
 	Buckets(ctx context.Context) (indexed, withRows []string, err error)
 	// HasSessions reports whether the user has any session left.
@@ -61,10 +64,12 @@ type repair struct {
 	dryRun bool
 	report RepairReport
 	errs   []error // of the fixes; the run goes on past them
-	// suspended accounts, reverse lookups and list rows by user id.
+	// suspended accounts, reverse lookups, list rows and expiry entries
+	// by user id.
 	suspended map[string]domain.User
 	lookups   map[string]domain.Suspension
 	rows      map[string][]domain.Suspension
+	expiries  map[string][]time.Time
 }
 
 func (r *repair) problem(format string, args ...any) {
@@ -100,6 +105,13 @@ func (r *repair) load(ctx context.Context) error {
 	if err := r.audit.EachLookup(ctx, func(s domain.Suspension) error { r.lookups[s.UserID] = s; return nil }); err != nil {
 		return err
 	}
+	r.expiries = map[string][]time.Time{}
+	if err := r.audit.EachExpiry(ctx, func(s domain.Suspension) error {
+		r.expiries[s.UserID] = append(r.expiries[s.UserID], s.Until)
+		return nil
+	}); err != nil {
+		return err
+	}
 	return r.audit.EachStatusRow(ctx, func(s domain.Suspension) error {
 		r.rows[s.UserID] = append(r.rows[s.UserID], s)
 		return nil
@@ -117,11 +129,14 @@ func (r *repair) finishSuspended(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if hasLookup && sameSuspension(l, s) && hasRow && !sessions {
+		// A suspension with an end needs its expiry entry, or the sweeper
+		// never lifts it.
+		hasExpiry := s.Until.IsZero() || slices.ContainsFunc(r.expiries[id], s.Until.Equal)
+		if hasLookup && sameSuspension(l, s) && hasRow && hasExpiry && !sessions {
 			continue
 		}
-		r.problem("user %s is suspended (since %s) but list row present=%v, reverse lookup current=%v, sessions left=%v",
-			id, s.SuspendedAt.Format("2006-01-02T15:04:05.000Z"), hasRow, hasLookup && sameSuspension(l, s), sessions)
+		r.problem("user %s is suspended (since %s) but list row present=%v, reverse lookup current=%v, expiry entry present=%v, sessions left=%v",
+			id, s.SuspendedAt.Format("2006-01-02T15:04:05.000Z"), hasRow, hasLookup && sameSuspension(l, s), hasExpiry, sessions)
 		if !r.dryRun {
 			r.fixed(r.m.finishSuspension(ctx, s, u.Version))
 		}

@@ -67,6 +67,8 @@ type Store struct {
 	sessions map[string]domain.Session
 	// list, lookup and expiry are moderation's records (Suspensions).
 	list, lookup, expiry map[string]cell
+	// buckets is the suspended list's bucket index (Audit).
+	buckets map[string]bool
 	// content is content's tables (Contents).
 	content contentTables
 	// groups is the groups' tables (Groups, GroupMembers).
@@ -92,7 +94,7 @@ type userRow struct {
 // New returns empty tables with the clock at start.
 func New(start time.Time) *Store {
 	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: map[string]domain.Session{},
-		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(), groups: newGroupTables()}
+		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(), groups: newGroupTables(), buckets: map[string]bool{}}
 }
 
 // Now is the store's clock (services take it as theirs).

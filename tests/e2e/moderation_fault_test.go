@@ -256,3 +256,34 @@ func TestSuspensionStopsSessionsEvenWhenRevokingFails(t *testing.T) {
 	}
 	agreement(t, m.db)
 }
+
+// TestRepairRestoresAMissingExpiryEntry: a suspension with an end whose
+// expiry entry failed (503), then the operator's repair instead of a
+// retry. The repair must write the entry, or the sweeper never lifts the
+// suspension. Before, the repair checked the list row, the lookup and the
+// sessions only (found by TestExploreModeration).
+func TestRepairRestoresAMissingExpiryEntry(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	n := name("quiet")
+	u := mustSignup(t, m.api, n, n+"@example.org") // no session: nothing else for the repair to end
+	until := time.Now().Add(2 * time.Second).UTC()
+	m.app.DB.SetFaults(failWrite("suspension_expiries.insert"))
+	r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]any{"reason": "cool off", "until": until.Format(time.RFC3339Nano)})
+	m.app.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("suspend whose expiry entry failed: %d %s", r.StatusCode, r.Body)
+	}
+	report, err := m.app.Moderation.RepairSuspensions(context.Background(), repository.NewAudit(m.app.DB), false)
+	if err != nil || report.Fixed != 1 {
+		t.Fatalf("repair: %+v, %v", report, err)
+	}
+	time.Sleep(time.Until(until) + 200*time.Millisecond)
+	if lifted, err := m.app.Moderation.SweepExpired(context.Background(), 100); err != nil || lifted != 1 {
+		t.Fatalf("the sweeper lifted %d, %v", lifted, err)
+	}
+	if list := m.listAll(t, 10); len(list) != 0 {
+		t.Fatalf("still listed after the sweep: %+v", list)
+	}
+	agreement(t, m.db)
+}

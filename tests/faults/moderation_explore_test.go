@@ -53,6 +53,25 @@ func (m *modWorld) unsuspend() error {
 	return m.mod.Unsuspend(context.Background(), m.admin, m.member.ID)
 }
 
+func (m *modWorld) repair() error {
+	_, err := m.mod.RepairSuspensions(context.Background(), m.store.Audit(), false)
+	return err
+}
+
+// crashAfter stops the next moderation action right after step, as a
+// crash would (the repair's work).
+func (m *modWorld) crashAfter(step string, action func() error) error {
+	m.mod.Hooks.AfterStep = func(_, s string) error {
+		if s == step {
+			return errors.New("crashed (test hook)")
+		}
+		return nil
+	}
+	defer func() { m.mod.Hooks.AfterStep = nil }()
+	_ = action()
+	return nil
+}
+
 func (m *modWorld) sweep() error {
 	_, err := m.mod.SweepExpired(context.Background(), 100)
 	return err
@@ -97,6 +116,29 @@ var modOperations = []modOperation{
 		},
 		run:      func(m *modWorld) error { return m.sweep() },
 		retry:    func(m *modWorld) error { return m.sweep() },
+		opposite: func(m *modWorld) error { return m.suspend(0) },
+	},
+	{
+		// A suspension that crashed after its compare-and-set, before its
+		// records: the repair writes them and ends the sessions.
+		name:     "repair-suspension",
+		setup:    func(m *modWorld) error { return m.crashAfter("cas", func() error { return m.suspend(time.Hour) }) },
+		run:      func(m *modWorld) error { return m.repair() },
+		retry:    func(m *modWorld) error { return m.repair() },
+		opposite: func(m *modWorld) error { return m.unsuspend() },
+	},
+	{
+		// A lift that crashed after its compare-and-set: the repair erases
+		// the records of a suspension the account no longer has.
+		name: "repair-lift",
+		setup: func(m *modWorld) error {
+			if err := m.suspend(time.Hour); err != nil {
+				return err
+			}
+			return m.crashAfter("cas", m.unsuspend)
+		},
+		run:      func(m *modWorld) error { return m.repair() },
+		retry:    func(m *modWorld) error { return m.repair() },
 		opposite: func(m *modWorld) error { return m.suspend(0) },
 	},
 }
