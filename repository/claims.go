@@ -69,7 +69,7 @@ const (
 func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, op string, base int, lease time.Duration) (domain.Claim, error) {
 	t := table(kind)
 	var existing claimRow
-	now := time.Now().UTC()
+	now := c.db.Now().UTC()
 	_, err := c.db.exec(ctx, lwt{
 		name: t + ".claim",
 		run: func(ctx context.Context) (bool, error) {
@@ -102,7 +102,7 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 // Commit rewrites every column without TTL if (owner, op) holds the claim.
 func (c *Claims) Commit(ctx context.Context, kind domain.ClaimKind, key, owner, op string, base int) (bool, error) {
 	t := table(kind)
-	now := time.Now().UTC()
+	now := c.db.Now().UTC()
 	return c.db.exec(ctx, lwt{
 		name: t + ".commit",
 		run: func(ctx context.Context) (bool, error) {
@@ -146,7 +146,7 @@ func (c *Claims) Release(ctx context.Context, kind domain.ClaimKind, key, owner,
 // found.
 func (c *Claims) Takeover(ctx context.Context, kind domain.ClaimKind, key string, dead domain.Claim, owner, op string, base int, lease time.Duration) (bool, error) {
 	t := table(kind)
-	now := time.Now().UTC()
+	now := c.db.Now().UTC()
 	return c.moveCommitted(ctx, t+".takeover", key, dead, owner, op, func(ctx context.Context) (bool, error) {
 		return c.db.cas(ctx, nil, fmt.Sprintf(claimTakeoverCQL, t), ttlSeconds(lease), owner, op, now, base, key, dead.Owner, dead.Op)
 	})
@@ -157,7 +157,7 @@ func (c *Claims) Takeover(ctx context.Context, kind domain.ClaimKind, key string
 // that was found.
 func (c *Claims) Adopt(ctx context.Context, kind domain.ClaimKind, key string, old domain.Claim, op string, base int) (bool, error) {
 	t := table(kind)
-	now := time.Now().UTC()
+	now := c.db.Now().UTC()
 	return c.moveCommitted(ctx, t+".adopt", key, old, old.Owner, op, func(ctx context.Context) (bool, error) {
 		return c.db.cas(ctx, nil, fmt.Sprintf(claimAdoptCQL, t), old.Owner, op, now, base, key, old.Owner, old.Op)
 	})

@@ -31,6 +31,9 @@ type DB struct {
 	// production. Atomic: background work (a mark cleared after the
 	// answer) may run while a test swaps it.
 	faults atomic.Pointer[FaultFunc]
+	// Now is the clock of the timestamps this process writes (time.Now;
+	// shifted by SHELF_CLOCK_OFFSET in tests of clock skew).
+	Now func() time.Time
 	// OnLWT, when set, is told each transaction's outcome: applied,
 	// not_applied, ambiguous_resolved (an ambiguous answer settled by a
 	// SERIAL read) or failed.
@@ -45,7 +48,7 @@ func NewDB(s gocqlx.Session, serial string) *DB {
 	if serial == "SERIAL" {
 		c = gocql.Consistency(gocql.Serial)
 	}
-	return &DB{Session: s, Serial: c}
+	return &DB{Session: s, Serial: c, Now: time.Now}
 }
 
 // SetFaults installs a fault injector (nil removes it).

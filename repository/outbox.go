@@ -21,7 +21,7 @@ type Outbox struct {
 var _ library.Outbox = (*Outbox)(nil)
 
 // NewOutbox returns the outbox.
-func NewOutbox(db *DB) *Outbox { return &Outbox{db: db, now: time.Now} }
+func NewOutbox(db *DB) *Outbox { return &Outbox{db: db, now: db.Now} }
 
 // WithClock returns the outbox making its marks on another clock (a test
 // of instances whose clocks disagree).

@@ -52,7 +52,7 @@ func (s *Sessions) Create(ctx context.Context, sess domain.Session) error {
 	if ttl < sessionTTLMinSeconds {
 		ttl = sessionTTLMinSeconds
 	}
-	ts := time.Now().UnixMicro()
+	ts := s.db.Now().UnixMicro()
 	if err := s.db.write(ctx, "sessions_by_user.insert", sessionIndexCQL, sess.UserID, sess.TokenHash, sess.ExpiresAt, ts, ttl); err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (s *Sessions) Get(ctx context.Context, tokenHash string) (domain.Session, e
 // so the delete shadows the write even when the instance that wrote it had
 // a clock ahead of ours (and the current time when that is later).
 func (s *Sessions) Delete(ctx context.Context, sess domain.Session) error {
-	ts := max(sess.Written+1, time.Now().UnixMicro())
+	ts := max(sess.Written+1, s.db.Now().UnixMicro())
 	if err := s.db.write(ctx, "sessions.delete", sessionDeleteCQL, ts, sess.TokenHash); err != nil {
 		return err
 	}

@@ -123,7 +123,7 @@ func (s *Suspensions) EraseExpiry(ctx context.Context, userID string, until time
 // index entry after its row, hence later than that read began, and its
 // entry outlives the delete.
 func (s *Suspensions) pruneBucket(ctx context.Context, bucket string) error {
-	before := time.Now().UnixMicro()
+	before := s.db.Now().UnixMicro()
 	var any string
 	err := s.db.Session.ContextQuery(ctx, bucketAnyRowCQL, nil).Bind(bucket, statusSuspended).GetRelease(&any)
 	if err == nil {

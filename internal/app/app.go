@@ -48,17 +48,24 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		return nil, err
 	}
 	db := repository.NewDB(session, cfg.Cassandra.SerialConsistency)
+	// One clock for the services and the stores: time.Now, shifted by
+	// SHELF_CLOCK_OFFSET in tests of clock skew.
+	now := time.Now
+	if off := cfg.ClockOffset; off != 0 {
+		now = func() time.Time { return time.Now().Add(off) }
+	}
+	db.Now = now
 	db.OnLWT = func(outcome string) { m.LWTOutcomes.WithLabelValues(outcome).Inc() }
 	// One instance of each store; every service gets the ones it uses.
 	log := domainLogger{logger}
 	users, sessions, claims := repository.NewUsers(db), repository.NewSessions(db), repository.NewClaims(db)
-	acc := newAccounts(cfg, log, users, sessions, claims, m)
-	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize},
+	acc := newAccounts(cfg, log, users, sessions, claims, m, now)
+	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: now},
 		acc, users, sessions, repository.NewSuspensions(db))
-	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease},
+	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now},
 		acc, users, claims, repository.NewGroups(db), repository.NewGroupMembers(db), log)
 	lib := library.New(library.Config{
-		SyncFanoutLimit: cfg.Content.SyncFanoutLimit, FanoutConcurrency: cfg.Content.FanoutConcurrency,
+		SyncFanoutLimit: cfg.Content.SyncFanoutLimit, FanoutConcurrency: cfg.Content.FanoutConcurrency, Now: now,
 	}, acc, users, grp, library.Stores{
 		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
 		Library: repository.NewLibraries(db), Outbox: repository.NewOutbox(db),
@@ -83,14 +90,14 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 }
 
 // newAccounts builds the accounts service with its password hasher.
-func newAccounts(cfg config.Config, log domain.Logger, users accounts.UserStore, sessions accounts.SessionStore, claims domain.ClaimStore, m *metrics.Metrics) *accounts.Service {
+func newAccounts(cfg config.Config, log domain.Logger, users accounts.UserStore, sessions accounts.SessionStore, claims domain.ClaimStore, m *metrics.Metrics, now func() time.Time) *accounts.Service {
 	c := cfg.Accounts
 	hasher := password.New(password.Params{
 		MemoryKiB: uint32(c.Argon2MemoryKiB), Time: uint32(c.Argon2Time), Threads: uint8(c.Argon2Threads),
 	}, c.HashConcurrency)
 	hasher.OnWait(func(d time.Duration) { m.HashWait.Observe(d.Seconds()) })
 	return accounts.New(
-		accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL},
+		accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, Now: now},
 		claims, users, sessions, hasher, log,
 	)
 }

@@ -20,9 +20,11 @@ type Config struct {
 	Log       Log
 	// MigrateOnStart makes `serve` apply schema migrations before listening.
 	MigrateOnStart bool
-	Accounts       Accounts
-	Moderation     Moderation
-	Content        Content
+	// ClockOffset shifts this process's clock (tests of clock skew only).
+	ClockOffset time.Duration
+	Accounts    Accounts
+	Moderation  Moderation
+	Content     Content
 }
 
 // Content holds the fan-out settings.
@@ -159,6 +161,7 @@ var Vars = []Var{
 	{"SHELF_CASSANDRA_CONNECT_WAIT", "60s", "how long start-up retries an unreachable cluster"},
 	{"SHELF_CASSANDRA_RECONNECT_INTERVAL", "2s", "how often a node marked down is tried again"},
 	{"SHELF_MIGRATE_ON_START", "true", "apply schema migrations when serve starts"},
+	{"SHELF_CLOCK_OFFSET", "0s", "tests only: shifts this process's clock (leases, write timestamps, lastModified) to test clock skew between instances; keep 0s"},
 	{"SHELF_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"SHELF_LOG_FORMAT", "json", "json, or console for people"},
 	{"SHELF_HTTP_READ_HEADER_TIMEOUT", "5s", "time to read request headers"},
@@ -222,6 +225,7 @@ func Load(getenv func(string) string) (Config, error) {
 			Format: p.oneOf("SHELF_LOG_FORMAT", "json", "console"),
 		},
 		MigrateOnStart: p.boolean("SHELF_MIGRATE_ON_START"),
+		ClockOffset:    p.offset("SHELF_CLOCK_OFFSET"),
 		Accounts: Accounts{
 			ClaimLease:         p.duration("SHELF_CLAIM_LEASE"),
 			SessionTTL:         p.duration("SHELF_SESSION_TTL"),
@@ -279,6 +283,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_CASSANDRA_CONNECT_WAIT":       c.Cassandra.ConnectWait.String(),
 		"SHELF_CASSANDRA_RECONNECT_INTERVAL": c.Cassandra.ReconnectInterval.String(),
 		"SHELF_MIGRATE_ON_START":             strconv.FormatBool(c.MigrateOnStart),
+		"SHELF_CLOCK_OFFSET":                 c.ClockOffset.String(),
 		"SHELF_LOG_LEVEL":                    c.Log.Level,
 		"SHELF_LOG_FORMAT":                   c.Log.Format,
 		"SHELF_HTTP_READ_HEADER_TIMEOUT":     c.HTTP.ReadHeaderTimeout.String(),

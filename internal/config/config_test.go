@@ -37,6 +37,7 @@ func TestValues(t *testing.T) {
 		"SHELF_TRUSTED_PROXIES":    "10.0.0.0/8, 192.168.1.1",
 		"SHELF_CASSANDRA_PASSWORD": "s3cret",
 		"SHELF_LOG_FORMAT":         "console",
+		"SHELF_CLOCK_OFFSET":       "-1.5s",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +47,9 @@ func TestValues(t *testing.T) {
 	}
 	if got := c.Cassandra.Replication.CQL(); got != "{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}" {
 		t.Fatalf("replication %s", got)
+	}
+	if c.ClockOffset != -1500*time.Millisecond {
+		t.Fatalf("clock offset %v", c.ClockOffset)
 	}
 	if c.Cassandra.Consistency != "QUORUM" || len(c.HTTP.TrustedProxies) != 2 || c.HTTP.TrustedProxies[1].String() != "192.168.1.1/32" {
 		t.Fatalf("parsed %+v", c)
@@ -76,6 +80,7 @@ func TestBadValuesNameTheirVariable(t *testing.T) {
 		"SHELF_MIGRATE_ON_START":   "maybe",
 		"SHELF_TRUSTED_PROXIES":    "10.0.0.0/99",
 		"SHELF_CASSANDRA_HOSTS":    " , ",
+		"SHELF_CLOCK_OFFSET":       "later",
 	}
 	_, err := Load(env(bad))
 	if err == nil {

@@ -43,6 +43,16 @@ func (p *parser) duration(name string) time.Duration {
 	return d
 }
 
+// offset reads a duration that may be zero or negative.
+func (p *parser) offset(name string) time.Duration {
+	raw := p.str(name)
+	d, err := time.ParseDuration(raw)
+	if err != nil {
+		p.fail(name, "%q is not a duration such as 2s, 0s or -1.5s", raw)
+	}
+	return d
+}
+
 func (p *parser) positiveInt(name string) int {
 	raw := p.str(name)
 	n, err := strconv.Atoi(raw)

@@ -260,3 +260,25 @@ func TestFanoutWhoseRowsFailedIsRedoneByTheWorker(t *testing.T) {
 		}
 	}
 }
+
+// TestClockOffsetShiftsTheProcessClock: SHELF_CLOCK_OFFSET (tests of clock
+// skew between instances, such as the nemesis's) moves the clock the
+// services stamp with: an item made by a process an hour ahead is last
+// modified an hour from now, and its outbox mark, written at its own time
+// an hour ahead, is still deleted by its key once the creation is done.
+func TestClockOffsetShiftsTheProcessClock(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	a, api := newTestApp(t, db, map[string]string{"SHELF_CLOCK_OFFSET": "1h"})
+	n := name("ahead")
+	mustSignup(t, api, n, n+"@example.org")
+	me := api.As(mustLogin(t, api, n).Token)
+	c := createContent(t, me, "from the future", "public")
+	if d := time.Until(c.LastModified); d < 59*time.Minute || d > 61*time.Minute {
+		t.Fatalf("lastModified %v is %v from now, want an hour", c.LastModified, d)
+	}
+	backlog, oldest, err := a.Contents.OutboxBacklog(context.Background())
+	if err != nil || backlog != 0 || oldest != 0 {
+		t.Fatalf("the creation's mark is left: %d, %v, %v", backlog, oldest, err)
+	}
+}
