@@ -9,6 +9,8 @@ STATICCHECK_VERSION := v0.8.2
 CASSANDRA := $(GO) run ./cmd/cassandra-local
 # How long `make bench` runs each benchmark.
 BENCHTIME ?= 3s
+# How long `make test-nemesis` runs its workload and faults.
+DURATION ?= 3m
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 30s
 # How many random fault schedules `make fuzz` explores (make test runs 300).
@@ -51,6 +53,10 @@ bench: ## benchmarks against the real node: API vs raw driver ratios, API peak m
 .PHONY: storm
 storm: ## issue 10's storm: colliding signups, renames, password changes while a node of its own hangs (SIGSTOP 2-8 s); STORM_ROUNDS (40)
 	@$(CASSANDRA) with -- $(GO) test -tags storm -count=1 -timeout 30m -run '^TestStorm$$' -v ./tests/storm/
+
+.PHONY: test-nemesis
+test-nemesis: ## issue 11: a three-node cluster of its own, two API processes (one 2 s ahead), every operation at once, nodes killed/hung and API processes killed for DURATION (3m); history and summary under .nemesis/
+	@DURATION=$(DURATION) $(GO) test -tags nemesis -count=1 -timeout 90m -run '^TestNemesis$$' -v ./tests/nemesis/
 
 .PHONY: generate
 generate: ## regenerate the Go SDK (sdk/shelfclient) from openapi.yaml; a test fails when it is stale

@@ -1,0 +1,181 @@
+//go:build nemesis
+
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"shelf/internal/localcassandra"
+	"shelf/internal/testkit"
+)
+
+// addresses are the cluster's nodes (other tests use .7, .11-13, .21-23).
+var addresses = [3]string{"127.0.0.31", "127.0.0.32", "127.0.0.33"}
+
+// cluster is three Cassandra nodes of the test's own.
+type cluster struct {
+	l     *localcassandra.Launcher
+	nodes []localcassandra.Node
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	l, err := testkit.Launcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.DataDir = t.TempDir()
+	l.Heap = "768M"
+	c := &cluster{l: l, nodes: localcassandra.ClusterNodes("nemesis", addresses)}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			_ = l.Signal(n, syscall.SIGCONT)
+			_ = l.Stop(n)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	started := time.Now()
+	if err := l.StartCluster(ctx, c.nodes); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("three nodes up after %.0fs", time.Since(started).Seconds())
+	return c
+}
+
+// heal resumes hung nodes and restarts dead ones.
+func (c *cluster) heal(ctx context.Context) error {
+	for _, n := range c.nodes {
+		_ = c.l.Signal(n, syscall.SIGCONT)
+		if !c.l.Running(n) {
+			if err := c.l.Start(ctx, n); err != nil {
+				return fmt.Errorf("restart %s: %w", n.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// apiProc is one `api serve` process on a fixed address, so that a
+// restarted process is found where it was.
+type apiProc struct {
+	idx  int
+	addr string // 127.0.0.1:port
+	bin  string
+	env  []string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+}
+
+func (p *apiProc) base() string { return "http://" + p.addr }
+
+// buildAPI builds cmd/api into dir.
+func buildAPI(t *testing.T, dir string) string {
+	t.Helper()
+	root, err := localcassandra.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "api")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/api")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build api: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// freeAddr picks a free loopback port.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// apiEnv is the environment of an API process against the cluster.
+func apiEnv(addr string, extra ...string) []string {
+	env := append(os.Environ(),
+		"SHELF_HTTP_ADDR="+addr,
+		"SHELF_CASSANDRA_HOSTS="+strings.Join(addresses[:], ","),
+		"SHELF_KEYSPACE=nemesis",
+		"SHELF_REPLICATION=NetworkTopologyStrategy:datacenter1=3",
+		"SHELF_CONSISTENCY=LOCAL_QUORUM",
+		"SHELF_SERIAL_CONSISTENCY=LOCAL_SERIAL",
+		"SHELF_LOG_LEVEL=error",
+		"SHELF_ARGON2_MEMORY_KIB=1024",
+		"SHELF_ARGON2_TIME=1",
+		"SHELF_RATE_LIMIT_PER_MINUTE=0",
+		"SHELF_CLAIM_LEASE="+lease.String(),
+		"SHELF_SUSPENSION_SWEEP_INTERVAL=2s",
+		"SHELF_OUTBOX_INTERVAL=1s",
+		"SHELF_OUTBOX_GRACE=3s",
+	)
+	return append(env, extra...)
+}
+
+// start runs the process and waits until it is ready.
+func (p *apiProc) start(ctx context.Context) error {
+	p.mu.Lock()
+	cmd := exec.Command(p.bin, "serve")
+	cmd.Env = p.env
+	logf, err := os.OpenFile(p.bin+fmt.Sprintf(".%d.log", p.idx), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	p.cmd = cmd
+	p.mu.Unlock()
+	go func() { _ = cmd.Wait(); logf.Close() }()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(p.base() + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("api %d not ready after three minutes", p.idx)
+}
+
+// kill ends the process at once, as a crash would.
+func (p *apiProc) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// admin runs `api admin args...` with the process's environment.
+func (p *apiProc) admin(args ...string) (string, error) {
+	cmd := exec.Command(p.bin, append([]string{"admin"}, args...)...)
+	cmd.Env = p.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,96 @@
+//go:build nemesis
+
+package nemesis
+
+import (
+	"context"
+	"math/rand/v2"
+	"syscall"
+	"time"
+)
+
+// nemesis injects one fault at a time until ctx ends: a node killed
+// (SIGKILL) and restarted, a node hung (SIGSTOP 2-8 s, then SIGCONT), or
+// an API process killed in the middle of requests and restarted. Each is
+// recorded in the history as a fault event spanning its window.
+type nemesis struct {
+	c    *cluster
+	apis []*apiProc
+	h    *history
+	errs []error
+}
+
+func (n *nemesis) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(3000+rand.IntN(4000)) * time.Millisecond):
+		}
+		switch rand.IntN(3) {
+		case 0:
+			n.killNode(ctx)
+		case 1:
+			n.hangNode(ctx)
+		default:
+			n.killAPI(ctx)
+		}
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (n *nemesis) record(op string, target int, start time.Time, args map[string]string) {
+	n.h.add(event{Kind: "fault", API: target, Op: op, Start: start, End: time.Now(), Args: args})
+}
+
+func (n *nemesis) killNode(ctx context.Context) {
+	i := rand.IntN(len(n.c.nodes))
+	node, start := n.c.nodes[i], time.Now()
+	if err := n.c.l.Signal(node, syscall.SIGKILL); err != nil {
+		n.errs = append(n.errs, err)
+		return
+	}
+	sleep(ctx, time.Duration(3000+rand.IntN(5000))*time.Millisecond)
+	// Restarting takes tens of seconds on two cores; the cluster serves
+	// on two nodes meanwhile. The restart runs even past the deadline.
+	restart, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	if err := n.c.l.Start(restart, node); err != nil {
+		n.errs = append(n.errs, err)
+	}
+	n.record("kill-node", i, start, map[string]string{"node": node.Address})
+}
+
+func (n *nemesis) hangNode(ctx context.Context) {
+	i := rand.IntN(len(n.c.nodes))
+	node, start := n.c.nodes[i], time.Now()
+	if err := n.c.l.Signal(node, syscall.SIGSTOP); err != nil {
+		n.errs = append(n.errs, err)
+		return
+	}
+	sleep(ctx, time.Duration(2000+rand.IntN(6000))*time.Millisecond)
+	if err := n.c.l.Signal(node, syscall.SIGCONT); err != nil {
+		n.errs = append(n.errs, err)
+	}
+	n.record("hang-node", i, start, map[string]string{"node": node.Address})
+}
+
+func (n *nemesis) killAPI(ctx context.Context) {
+	i := rand.IntN(len(n.apis))
+	start := time.Now()
+	n.apis[i].kill()
+	sleep(ctx, time.Duration(500+rand.IntN(2500))*time.Millisecond)
+	restart, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	if err := n.apis[i].start(restart); err != nil {
+		n.errs = append(n.errs, err)
+	}
+	n.record("kill-api", i, start, nil)
+}

@@ -1,0 +1,154 @@
+//go:build nemesis
+
+package nemesis
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"time"
+)
+
+// itemState is an item as it is once everything has settled.
+type itemState struct {
+	live         bool
+	name         string
+	visibility   string
+	lastModified string
+	members      map[string]bool // user ids
+}
+
+// readItems reads every item the workload made, and its members, as an
+// admin.
+func readItems(c *client, admin string, items []*item) (map[string]itemState, error) {
+	out := map[string]itemState{}
+	for _, it := range items {
+		status, body := c.call(0, 0, "check-content", http.MethodGet, "/v1/content/"+it.id, admin, nil, nil)
+		if status == http.StatusNotFound {
+			out[it.id] = itemState{}
+			continue
+		}
+		if status != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %d", it.id, status)
+		}
+		s := itemState{live: true, members: map[string]bool{}}
+		s.name, _ = body["name"].(string)
+		s.visibility, _ = body["visibility"].(string)
+		s.lastModified, _ = body["lastModified"].(string)
+		cursor := ""
+		for {
+			path := "/v1/content/" + it.id + "/members?limit=100"
+			if cursor != "" {
+				path += "&cursor=" + url.QueryEscape(cursor)
+			}
+			status, page := c.call(0, 0, "check-content-members", http.MethodGet, path, admin, nil, nil)
+			if status != http.StatusOK {
+				return nil, fmt.Errorf("members of %s: %d", it.id, status)
+			}
+			list, _ := page["items"].([]any)
+			for _, m := range list {
+				if p, ok := m.(map[string]any)["principalId"].(string); ok {
+					s.members[p] = true
+				}
+			}
+			next, _ := page["nextCursor"].(string)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		out[it.id] = s
+	}
+	return out, nil
+}
+
+// visibleTo lists the visibilities a viewer kind may see in someone's
+// library (L1): the owner or an admin all, another session public and
+// loggedin, an anonymous caller public.
+var visibleTo = map[string][]string{
+	"admin":     {"public", "loggedin", "private"},
+	"session":   {"public", "loggedin"},
+	"anonymous": {"public"},
+}
+
+// checkLibraries reads every account's library as an admin, as another
+// session and anonymously, page by page, and compares it with the items as
+// they are: exactly the live items the account is a member of that the
+// viewer may see (L1, L3), each once (L2), with its current name and
+// visibility (L4), newest first.
+func checkLibraries(c *client, admin, session string, items map[string]itemState, accounts []*account) verdict {
+	v := verdict{name: "L1-L4 every library as every viewer kind"}
+	tokens := map[string]string{"admin": admin, "session": session, "anonymous": ""}
+	for _, a := range accounts {
+		for _, kind := range []string{"admin", "session", "anonymous"} {
+			v.checked++
+			var want []string
+			for id, s := range items {
+				if s.live && s.members[a.id] && slices.Contains(visibleTo[kind], s.visibility) {
+					want = append(want, id+" "+s.name+" "+s.visibility)
+				}
+			}
+			got, problem := readLibrary(c, tokens[kind], a.id)
+			if problem != "" {
+				v.fail("%s's library as %s: %s", a.id, kind, problem)
+				continue
+			}
+			sort.Strings(want)
+			sorted := slices.Clone(got)
+			sort.Strings(sorted)
+			if !slices.Equal(sorted, want) {
+				v.fail("%s's library as %s lists %v, want %v", a.id, kind, got, want)
+			}
+		}
+	}
+	return v
+}
+
+// readLibrary pages through a library; it reports a duplicate or a page
+// out of order as a problem.
+func readLibrary(c *client, token, userID string) ([]string, string) {
+	var got []string
+	seen := map[string]bool{}
+	var lastAt time.Time
+	lastID := ""
+	cursor := ""
+	for pages := 0; pages < 1000; pages++ {
+		path := "/v1/users/" + userID + "/library?limit=7"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		status, page := c.call(0, 0, "check-library", http.MethodGet, path, token, nil, nil)
+		if status != http.StatusOK {
+			return nil, fmt.Sprintf("page answers %d", status)
+		}
+		list, _ := page["items"].([]any)
+		for _, raw := range list {
+			e, _ := raw.(map[string]any)
+			id, _ := e["id"].(string)
+			name, _ := e["name"].(string)
+			vis, _ := e["visibility"].(string)
+			lm, _ := e["lastModified"].(string)
+			if seen[id] {
+				return nil, "lists " + id + " twice"
+			}
+			seen[id] = true
+			at, err := time.Parse(time.RFC3339Nano, lm)
+			if err != nil {
+				return nil, "lastModified " + lm + ": " + err.Error()
+			}
+			if lastID != "" && (at.After(lastAt) || (at.Equal(lastAt) && id > lastID)) {
+				return nil, "not newest first at " + id
+			}
+			lastAt, lastID = at, id
+			got = append(got, id+" "+name+" "+vis)
+		}
+		next, _ := page["nextCursor"].(string)
+		if next == "" {
+			return got, ""
+		}
+		cursor = next
+	}
+	return nil, "more than 1000 pages"
+}

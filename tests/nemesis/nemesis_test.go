@@ -1,0 +1,192 @@
+//go:build nemesis
+
+// Package nemesis runs shelf as it runs in production, on a three-node
+// cluster of its own (RF 3, LOCAL_QUORUM / LOCAL_SERIAL) behind two API
+// processes, one of them with its clock skewed, under a workload of every
+// operation at once, while a nemesis kills and restarts nodes, hangs them
+// and kills API processes in the middle of requests. Every request and its
+// answer go to a history; once the nemesis stops and the cluster heals,
+// the suspension repair runs and the outbox drains, and the checker judges
+// the invariants from the history and the database. `make test-nemesis`
+// (DURATION, default 3m) runs it; the history and summary are written under
+// .nemesis/ (ignored).
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"shelf/internal/localcassandra"
+	"shelf/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+// lease is the claim lease of the API processes (short: the checks run
+// past it).
+const lease = 10 * time.Second
+
+func TestNemesis(t *testing.T) {
+	duration := 3 * time.Minute
+	if s := os.Getenv("DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("DURATION: %v", err)
+		}
+		duration = d
+	}
+	root, err := localcassandra.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, ".nemesis", time.Now().UTC().Format("20060102-150405"))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	c := startCluster(t)
+	bin := buildAPI(t, t.TempDir())
+	apis := []*apiProc{
+		{idx: 0, bin: bin},
+		// The second instance's clock runs two seconds ahead.
+		{idx: 1, bin: bin},
+	}
+	for i, p := range apis {
+		p.addr = freeAddr(t)
+		var extra []string
+		if i == 1 {
+			extra = append(extra, "SHELF_CLOCK_OFFSET=2s")
+		}
+		p.env = apiEnv(p.addr, extra...)
+		if err := p.start(ctx); err != nil { // the first migrates the keyspace
+			t.Fatal(err)
+		}
+		t.Cleanup(p.kill)
+	}
+
+	h, err := newHistory(filepath.Join(out, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	cl := &client{apis: apis, h: h, http: &http.Client{Timeout: 15 * time.Second}}
+	w := &workload{c: cl}
+	w.admin = setupAdmin(t, cl, apis[0])
+	for i := 0; i < 4; i++ {
+		status, body := cl.call(0, 0, "group-create", http.MethodPost, "/v1/groups", w.admin,
+			map[string]any{"name": fmt.Sprintf("crowd%d-%d", time.Now().Unix()%100000, i), "maxMembers": 3}, nil)
+		if status != http.StatusCreated {
+			t.Fatalf("group: %d %v", status, body)
+		}
+		w.groups = append(w.groups, body["id"].(string))
+	}
+
+	run, stop := context.WithTimeout(ctx, duration)
+	defer stop()
+	n := &nemesis{c: c, apis: apis, h: h}
+	done := make(chan struct{})
+	go func() { n.run(run); close(done) }()
+	started := time.Now()
+	w.run(run, 8)
+	<-done
+	t.Logf("workload and nemesis ran %.0fs", time.Since(started).Seconds())
+
+	// Heal, then let the background work finish: held writes land, leases
+	// run out, the outbox worker and the sweeper run, the repair runs.
+	heal, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := c.heal(heal); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range apis {
+		if resp, err := http.Get(p.base() + "/readyz"); err != nil || resp.StatusCode != http.StatusOK {
+			if err := p.start(heal); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			resp.Body.Close()
+		}
+	}
+	time.Sleep(lease + 5*time.Second)
+	if out, err := apis[0].admin("repair-suspensions"); err != nil {
+		t.Fatalf("repair: %v\n%s", err, out)
+	}
+
+	events := h.all()
+	verdicts := []verdict{checkAnswers(events)}
+	keys, err := checkKeys(heal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts = append(verdicts, keys,
+		checkSignups(heal, cl, w.admin, w.account),
+		checkSuspensions(apis[0]),
+		checkGroups(cl, w.admin, w.groups),
+		checkContent(cl, w.admin, events, w.items))
+	items, err := readItems(cl, w.admin, w.items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger := setupUser(t, cl, "viewer")
+	verdicts = append(verdicts, checkLibraries(cl, w.admin, stranger, items, w.account))
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "shelf nemesis run %s: %s of workload and faults, 3 nodes (RF 3), 2 API processes (one 2 s ahead)\n\n",
+		filepath.Base(out), duration)
+	b.WriteString(summarize(events))
+	b.WriteString("\ninvariants:\n")
+	failed := 0
+	for _, v := range verdicts {
+		b.WriteString(v.String() + "\n")
+		failed += len(v.violations)
+	}
+	for _, err := range n.errs {
+		fmt.Fprintf(&b, "nemesis error: %v\n", err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "summary.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + b.String())
+	t.Logf("history and summary in %s", out)
+	if failed > 0 {
+		t.Fatalf("%d violations", failed)
+	}
+}
+
+// setupAdmin signs up an admin through the API, grants it the role with
+// `api admin grant`, and logs it in.
+func setupAdmin(t *testing.T, c *client, api *apiProc) string {
+	t.Helper()
+	return setupUser(t, c, "boss", func(name string) {
+		if out, err := api.admin("grant", name); err != nil {
+			t.Fatalf("grant: %v\n%s", err, out)
+		}
+	})
+}
+
+// setupUser signs up a user of its own (then runs then, if any) and
+// returns its session token.
+func setupUser(t *testing.T, c *client, prefix string, then ...func(name string)) string {
+	t.Helper()
+	name := fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()%1000000)
+	pw := "nemesis setup password"
+	if status, body := c.call(0, 0, "setup", http.MethodPost, "/v1/users", "",
+		map[string]string{"username": name, "email": name + "@example.org", "password": pw}, nil); status != http.StatusCreated {
+		t.Fatalf("%s signup: %d %v", prefix, status, body)
+	}
+	for _, f := range then {
+		f(name)
+	}
+	status, body := c.call(0, 0, "setup", http.MethodPost, "/v1/sessions", "", map[string]string{"login": name, "password": pw}, nil)
+	if status != http.StatusCreated {
+		t.Fatalf("%s login: %d %v", prefix, status, body)
+	}
+	return body["token"].(string)
+}

@@ -1,0 +1,259 @@
+//go:build nemesis
+
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// account is what the workload knows of an account it signed up.
+type account struct {
+	id        string
+	username  string   // as last known (a rename of unknown outcome may have changed it)
+	email     string   // as signed up
+	passwords []string // every password it may have now
+	token     string
+}
+
+// item is a content item the workload created.
+type item struct {
+	id, owner string // owner: the account's id
+	token     string
+}
+
+// workload runs every operation at once from several workers.
+type workload struct {
+	c       *client
+	admin   string // the admin's token
+	groups  []string
+	mu      sync.Mutex
+	account []*account
+	items   []*item
+}
+
+// pick returns a random element, or nil.
+func pick[T any](w *workload, list *[]*T) *T {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(*list) == 0 {
+		return nil
+	}
+	return (*list)[rand.IntN(len(*list))]
+}
+
+// window names the keys signups and renames race for: three usernames and
+// three emails per three-second window, so collisions are the rule.
+func window() (string, string) {
+	gen := time.Now().Unix() / 3
+	return fmt.Sprintf("n%dx%d", gen, rand.IntN(3)), fmt.Sprintf("n%dx%d@example.org", gen, rand.IntN(3))
+}
+
+func (w *workload) run(ctx context.Context, workers int) {
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				w.step(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// step runs one operation chosen at random.
+func (w *workload) step(worker int) {
+	api := rand.IntN(len(w.c.apis))
+	switch r := rand.IntN(20); {
+	case r < 4:
+		w.signup(worker, api)
+	case r < 6:
+		w.login(worker, api)
+	case r < 8:
+		w.rename(worker, api)
+	case r < 9:
+		w.changePassword(worker, api)
+	case r < 10:
+		w.suspend(worker, api)
+	case r < 11:
+		w.unsuspend(worker, api)
+	case r < 12:
+		w.c.call(worker, api, "list-suspended", http.MethodGet, "/v1/suspensions?limit=20", w.admin, nil, nil)
+	case r < 14:
+		w.join(worker, api)
+	case r < 18:
+		w.content(worker, api)
+	default:
+		w.library(worker, api)
+	}
+}
+
+func (w *workload) signup(worker, api int) {
+	u, e := window()
+	pw := "nemesis password 0"
+	status, out := w.c.call(worker, api, "signup", http.MethodPost, "/v1/users", "",
+		map[string]string{"username": u, "email": e, "password": pw}, map[string]string{"username": u, "email": e, "password": pw})
+	if status == http.StatusCreated {
+		id, _ := out["id"].(string)
+		w.mu.Lock()
+		w.account = append(w.account, &account{id: id, username: u, email: e, passwords: []string{pw}})
+		w.mu.Unlock()
+	}
+}
+
+func (w *workload) login(worker, api int) {
+	a := pick(w, &w.account)
+	if a == nil {
+		return
+	}
+	w.mu.Lock()
+	name, pw := a.username, a.passwords[len(a.passwords)-1]
+	w.mu.Unlock()
+	status, out := w.c.call(worker, api, "login", http.MethodPost, "/v1/sessions", "",
+		map[string]string{"login": name, "password": pw}, map[string]string{"user": a.id, "login": name})
+	if status == http.StatusCreated {
+		token, _ := out["token"].(string)
+		w.mu.Lock()
+		a.token = token
+		w.mu.Unlock()
+	}
+}
+
+// session returns an account with a session, or nil.
+func (w *workload) session() (*account, string) {
+	a := pick(w, &w.account)
+	if a == nil {
+		return nil, ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if a.token == "" {
+		return nil, ""
+	}
+	return a, a.token
+}
+
+func (w *workload) rename(worker, api int) {
+	a, token := w.session()
+	if a == nil {
+		return
+	}
+	u, _ := window()
+	status, _ := w.c.call(worker, api, "rename", http.MethodPatch, "/v1/users/"+a.id, token,
+		map[string]string{"username": u}, map[string]string{"user": a.id, "username": u})
+	if status == http.StatusOK {
+		w.mu.Lock()
+		a.username = u
+		w.mu.Unlock()
+	}
+}
+
+func (w *workload) changePassword(worker, api int) {
+	a, token := w.session()
+	if a == nil {
+		return
+	}
+	w.mu.Lock()
+	current := a.passwords[len(a.passwords)-1]
+	next := fmt.Sprintf("nemesis password %d", len(a.passwords))
+	a.passwords = append(a.passwords, next) // it may apply whatever the answer
+	w.mu.Unlock()
+	w.c.call(worker, api, "change-password", http.MethodPut, "/v1/users/"+a.id+"/password", token,
+		map[string]string{"currentPassword": current, "newPassword": next}, map[string]string{"user": a.id})
+}
+
+func (w *workload) suspend(worker, api int) {
+	a := pick(w, &w.account)
+	if a == nil {
+		return
+	}
+	body := map[string]string{"reason": "nemesis"}
+	if rand.IntN(2) == 0 {
+		body["until"] = time.Now().Add(time.Duration(5+rand.IntN(20)) * time.Second).UTC().Format(time.RFC3339)
+	}
+	w.c.call(worker, api, "suspend", http.MethodPost, "/v1/users/"+a.id+"/suspension", w.admin, body,
+		map[string]string{"user": a.id, "until": body["until"]})
+}
+
+func (w *workload) unsuspend(worker, api int) {
+	a := pick(w, &w.account)
+	if a == nil {
+		return
+	}
+	w.c.call(worker, api, "unsuspend", http.MethodDelete, "/v1/users/"+a.id+"/suspension", w.admin, nil,
+		map[string]string{"user": a.id})
+}
+
+// join adds an account to one of the small groups (capacity 3): adds race
+// for the last places.
+func (w *workload) join(worker, api int) {
+	a := pick(w, &w.account)
+	if a == nil || len(w.groups) == 0 {
+		return
+	}
+	g := w.groups[rand.IntN(len(w.groups))]
+	w.c.call(worker, api, "group-add", http.MethodPut, "/v1/groups/"+g+"/members/"+a.id, w.admin,
+		map[string]string{"role": "member"}, map[string]string{"group": g, "user": a.id})
+}
+
+var visibilities = []string{"public", "loggedin", "private"}
+
+// content creates, updates, shares, unshares or deletes an item.
+func (w *workload) content(worker, api int) {
+	it := pick(w, &w.items)
+	if it == nil || rand.IntN(4) == 0 {
+		a, token := w.session()
+		if a == nil {
+			return
+		}
+		v := visibilities[rand.IntN(3)]
+		status, out := w.c.call(worker, api, "content-create", http.MethodPost, "/v1/content", token,
+			map[string]string{"name": "item", "visibility": v}, map[string]string{"owner": a.id, "visibility": v})
+		if status == http.StatusCreated {
+			id, _ := out["id"].(string)
+			w.mu.Lock()
+			w.items = append(w.items, &item{id: id, owner: a.id, token: token})
+			w.mu.Unlock()
+		}
+		return
+	}
+	other := pick(w, &w.account)
+	switch rand.IntN(6) {
+	case 0, 1:
+		v := visibilities[rand.IntN(3)]
+		name := fmt.Sprintf("item %d", rand.IntN(1000))
+		w.c.call(worker, api, "content-update", http.MethodPatch, "/v1/content/"+it.id, it.token,
+			map[string]string{"name": name, "visibility": v}, map[string]string{"content": it.id, "name": name, "visibility": v})
+	case 2, 3:
+		role := []string{"viewer", "manager"}[rand.IntN(2)]
+		w.c.call(worker, api, "content-share", http.MethodPut, "/v1/content/"+it.id+"/members/"+other.id, it.token,
+			map[string]string{"role": role}, map[string]string{"content": it.id, "principal": other.id, "role": role})
+	case 4:
+		w.c.call(worker, api, "content-unshare", http.MethodDelete, "/v1/content/"+it.id+"/members/"+other.id, it.token, nil,
+			map[string]string{"content": it.id, "principal": other.id})
+	default:
+		if rand.IntN(4) == 0 {
+			w.c.call(worker, api, "content-delete", http.MethodDelete, "/v1/content/"+it.id, it.token, nil,
+				map[string]string{"content": it.id})
+		}
+	}
+}
+
+// library reads a library page, as its owner or anonymously.
+func (w *workload) library(worker, api int) {
+	a, token := w.session()
+	if a == nil {
+		return
+	}
+	if rand.IntN(2) == 0 {
+		token = ""
+	}
+	w.c.call(worker, api, "library", http.MethodGet, "/v1/users/"+a.id+"/library?limit=20", token, nil,
+		map[string]string{"user": a.id, "anonymous": fmt.Sprint(token == "")})
+}
