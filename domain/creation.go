@@ -81,6 +81,9 @@ func (c *Claimer) Create(ctx context.Context, cr Creation) error {
 	}
 	activated, err := cr.Activate(ctx)
 	switch {
+	case err != nil && undoUnknownActivation:
+		c.undoCreation(ctx, cr, held) // the broken build's bug, on purpose
+		return err
 	case err != nil:
 		// Unknown (ErrOutcomeUnknown) or not sent: release nothing. The row
 		// may be active, or may still become active when a held attempt

@@ -179,6 +179,9 @@ func (db *DB) execOnce(ctx context.Context, op lwt) (applied, resolved bool, err
 			return false, false, dbErr(op.name, err)
 		}
 		lastErr = err
+		if !settleAmbiguous {
+			return false, false, unknown(op.name, err) // the broken build, on purpose
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
 		applied, again, rerr := op.resolve(rctx)
 		cancel()

@@ -244,6 +244,7 @@ func summarize(events []event) string {
 		total.failed += r.failed
 	}
 	fmt.Fprintf(&b, "%-18s %8d %9d %14d %7d\n", "all", total.ok, total.rejected, total.indeterminate, total.failed)
-	fmt.Fprintf(&b, "\nfaults: kill-node %d, hang-node %d, kill-api %d\n", faults["kill-node"], faults["hang-node"], faults["kill-api"])
+	fmt.Fprintf(&b, "\nfaults: kill-node %d, hang-node %d, hang-majority %d, kill-api %d\n",
+		faults["kill-node"], faults["hang-node"], faults["hang-majority"], faults["kill-api"])
 	return b.String()
 }

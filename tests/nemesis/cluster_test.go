@@ -80,15 +80,15 @@ type apiProc struct {
 
 func (p *apiProc) base() string { return "http://" + p.addr }
 
-// buildAPI builds cmd/api into dir.
-func buildAPI(t *testing.T, dir string) string {
+// buildAPI builds cmd/api into dir, with the given build tags.
+func buildAPI(t *testing.T, dir, tags string) string {
 	t.Helper()
 	root, err := localcassandra.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "api")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/api")
+	build := exec.Command("go", "build", "-tags", tags, "-o", bin, "./cmd/api")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build api: %v\n%s", err, out)

@@ -17,7 +17,9 @@ type nemesis struct {
 	c    *cluster
 	apis []*apiProc
 	h    *history
-	errs []error
+	// kinds are the faults to inject (all three when empty).
+	kinds []string
+	errs  []error
 }
 
 func (n *nemesis) run(ctx context.Context) {
@@ -27,11 +29,17 @@ func (n *nemesis) run(ctx context.Context) {
 			return
 		case <-time.After(time.Duration(3000+rand.IntN(4000)) * time.Millisecond):
 		}
-		switch rand.IntN(3) {
-		case 0:
+		kinds := n.kinds
+		if len(kinds) == 0 {
+			kinds = []string{"kill-node", "hang-node", "hang-majority", "kill-api"}
+		}
+		switch kinds[rand.IntN(len(kinds))] {
+		case "kill-node":
 			n.killNode(ctx)
-		case 1:
+		case "hang-node":
 			n.hangNode(ctx)
+		case "hang-majority":
+			n.hangMajority(ctx)
 		default:
 			n.killAPI(ctx)
 		}
@@ -80,6 +88,34 @@ func (n *nemesis) hangNode(ctx context.Context) {
 		n.errs = append(n.errs, err)
 	}
 	n.record("hang-node", i, start, map[string]string{"node": node.Address})
+}
+
+// hangMajority hangs two of the three nodes at once for 4-12 s: no
+// quorum, so compare-and-sets and the SERIAL reads that settle them time
+// out, and a request whose deadline (10 s) passes first answers 503 with
+// its outcome unknown; attempts queued at the hung nodes land when they
+// resume.
+func (n *nemesis) hangMajority(ctx context.Context) {
+	spared := rand.IntN(len(n.c.nodes))
+	start := time.Now()
+	var hung []int
+	for i, node := range n.c.nodes {
+		if i == spared {
+			continue
+		}
+		if err := n.c.l.Signal(node, syscall.SIGSTOP); err != nil {
+			n.errs = append(n.errs, err)
+			continue
+		}
+		hung = append(hung, i)
+	}
+	sleep(ctx, time.Duration(4000+rand.IntN(8000))*time.Millisecond)
+	for _, i := range hung {
+		if err := n.c.l.Signal(n.c.nodes[i], syscall.SIGCONT); err != nil {
+			n.errs = append(n.errs, err)
+		}
+	}
+	n.record("hang-majority", spared, start, map[string]string{"spared": n.c.nodes[spared].Address})
 }
 
 func (n *nemesis) killAPI(ctx context.Context) {

@@ -51,8 +51,16 @@ func TestNemesis(t *testing.T) {
 	}
 	ctx := context.Background()
 
+	// NEMESIS_BROKEN=1 builds the API with claims released when an
+	// activation's outcome is unknown (tag brokenclaims): the checker must
+	// then report U1 or U3.
+	broken := os.Getenv("NEMESIS_BROKEN") == "1"
+	tags := ""
+	if broken {
+		tags = "brokenclaims"
+	}
 	c := startCluster(t)
-	bin := buildAPI(t, t.TempDir())
+	bin := buildAPI(t, t.TempDir(), tags)
 	apis := []*apiProc{
 		{idx: 0, bin: bin},
 		// The second instance's clock runs two seconds ahead.
@@ -91,6 +99,9 @@ func TestNemesis(t *testing.T) {
 	run, stop := context.WithTimeout(ctx, duration)
 	defer stop()
 	n := &nemesis{c: c, apis: apis, h: h}
+	if s := os.Getenv("NEMESIS_FAULTS"); s != "" {
+		n.kinds = strings.Split(s, ",")
+	}
 	done := make(chan struct{})
 	go func() { n.run(run); close(done) }()
 	started := time.Now()
@@ -138,8 +149,12 @@ func TestNemesis(t *testing.T) {
 	verdicts = append(verdicts, checkLibraries(cl, w.admin, stranger, items, w.account))
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "shelf nemesis run %s: %s of workload and faults, 3 nodes (RF 3), 2 API processes (one 2 s ahead)\n\n",
+	fmt.Fprintf(&b, "shelf nemesis run %s: %s of workload and faults, 3 nodes (RF 3), 2 API processes (one 2 s ahead)\n",
 		filepath.Base(out), duration)
+	if broken {
+		b.WriteString("THE DELIBERATELY BROKEN BUILD (claims released when an activation's outcome is unknown)\n")
+	}
+	b.WriteString("\n")
 	b.WriteString(summarize(events))
 	b.WriteString("\ninvariants:\n")
 	failed := 0
@@ -153,8 +168,19 @@ func TestNemesis(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "summary.txt"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := writeReport(filepath.Join(out, "report.html"), "shelf nemesis "+filepath.Base(out), events); err != nil {
+		t.Fatal(err)
+	}
 	t.Log("\n" + b.String())
 	t.Logf("history and summary in %s", out)
+	if broken {
+		caught := len(keys.violations) + len(verdicts[2].violations)
+		if caught == 0 {
+			t.Fatal("the broken build ran and the checker reported no U1 or U3 violation")
+		}
+		t.Logf("the checker caught the broken build: %d U1/U3 violations", caught)
+		return
+	}
 	if failed > 0 {
 		t.Fatalf("%d violations", failed)
 	}
