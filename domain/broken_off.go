@@ -2,7 +2,7 @@
 
 package domain
 
-// undoUnknownActivation is false: a creation whose activation has an
-// unknown outcome keeps its claims (see Claimer.Create). Only the
+// UndoOnUnknown is false: a write of unknown outcome undoes nothing (a
+// creation keeps its claims, a rename its new claims). Only the
 // deliberately broken build of the nemesis's self-check sets it.
-const undoUnknownActivation = false
+const UndoOnUnknown = false

@@ -81,7 +81,7 @@ func (c *Claimer) Create(ctx context.Context, cr Creation) error {
 	}
 	activated, err := cr.Activate(ctx)
 	switch {
-	case err != nil && undoUnknownActivation:
+	case err != nil && UndoOnUnknown:
 		c.undoCreation(ctx, cr, held) // the broken build's bug, on purpose
 		return err
 	case err != nil:
