@@ -58,6 +58,10 @@ storm: ## issue 10's storm: colliding signups, renames, password changes while a
 test-nemesis: ## issue 11: a three-node cluster of its own, two API processes (one 2 s ahead), every operation at once, nodes killed/hung (one or two) and API processes killed for DURATION (3m); history, summary and report.html under .nemesis/
 	@DURATION=$(DURATION) $(GO) test -tags nemesis -count=1 -timeout 90m -run '^TestNemesis$$' -v ./tests/nemesis/
 
+.PHONY: nemesis-recheck
+nemesis-recheck: ## check the claims of a saved nemesis run again with porcupine: RUN=.nemesis/<time>
+	@NEMESIS_RECHECK=$(abspath $(RUN)) $(GO) test -tags nemesis -count=1 -run '^TestRecheckClaims$$' -v ./tests/nemesis/
+
 .PHONY: test-nemesis-broken
 test-nemesis-broken: ## the nemesis against a deliberately broken build (claims released when an activation's outcome is unknown), one node hung at a time: passes when the checker reports U1 or U3
 	@NEMESIS_BROKEN=1 NEMESIS_FAULTS=hang-node DURATION=$(DURATION) $(GO) test -tags nemesis -count=1 -timeout 90m -run '^TestNemesis$$' -v ./tests/nemesis/

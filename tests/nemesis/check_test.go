@@ -14,30 +14,9 @@ import (
 	"shelf/repository"
 )
 
-// verdict is one invariant's outcome, with counter-examples.
-type verdict struct {
-	name       string
-	checked    int
-	violations []string
-}
-
-func (v *verdict) fail(format string, args ...any) {
-	v.violations = append(v.violations, fmt.Sprintf(format, args...))
-}
-
-func (v verdict) String() string {
-	if len(v.violations) == 0 {
-		return fmt.Sprintf("%-44s PASS (%d checked)", v.name, v.checked)
-	}
-	out := fmt.Sprintf("%-44s FAIL (%d of %d)", v.name, len(v.violations), v.checked)
-	for i, s := range v.violations {
-		if i == 10 {
-			out += fmt.Sprintf("\n    ... %d more", len(v.violations)-10)
-			break
-		}
-		out += "\n    " + s
-	}
-	return out
+// indeterminate reports an answer that says nothing of the outcome.
+func (e event) indeterminate() bool {
+	return e.Status == 0 || e.Status == http.StatusServiceUnavailable
 }
 
 // checkAnswers: no answer is a 5xx other than 503.
@@ -56,13 +35,14 @@ func checkAnswers(events []event) verdict {
 }
 
 // checkKeys reads every account and claim: no two active accounts hold one
-// key, and every key an active account holds is committed to it (U1).
-func checkKeys(ctx context.Context) (verdict, error) {
+// key, and every key an active account holds is committed to it (U1). It
+// returns who holds each key ("usernames/<key>", "emails/<key>").
+func checkKeys(ctx context.Context) (verdict, map[string]string, error) {
 	v := verdict{name: "U1 no key held twice, claims committed"}
 	conn := testkit.ConnConfig(addresses[:], "nemesis")
 	s, err := repository.Connect(ctx, conn, time.Minute)
 	if err != nil {
-		return v, err
+		return v, nil, err
 	}
 	defer s.Close()
 	type claim struct{ owner, state string }
@@ -74,7 +54,7 @@ func checkKeys(ctx context.Context) (verdict, error) {
 			claims[table+"/"+key] = claim{owner, state}
 		}
 		if err := iter.Close(); err != nil {
-			return v, err
+			return v, nil, err
 		}
 	}
 	holders := map[string]string{}
@@ -95,7 +75,7 @@ func checkKeys(ctx context.Context) (verdict, error) {
 			}
 		}
 	}
-	return v, iter.Close()
+	return v, holders, iter.Close()
 }
 
 // checkSignups: every signup that answered 201 is found by its username

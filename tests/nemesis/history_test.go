@@ -12,28 +12,6 @@ import (
 	"time"
 )
 
-// event is one line of the history: a request and its answer, or a fault.
-// Status 0 is no answer at all (timeout, connection refused): like a 503,
-// indeterminate.
-type event struct {
-	Seq    int64             `json:"seq"`
-	Kind   string            `json:"kind"` // "op" or "fault"
-	Worker int               `json:"worker,omitempty"`
-	API    int               `json:"api"`
-	Op     string            `json:"op"`
-	Args   map[string]string `json:"args,omitempty"`
-	Start  time.Time         `json:"start"`
-	End    time.Time         `json:"end"`
-	Status int               `json:"status,omitempty"`
-	Code   string            `json:"code,omitempty"` // problem code
-	Result map[string]string `json:"result,omitempty"`
-}
-
-// indeterminate reports an answer that says nothing of the outcome.
-func (e event) indeterminate() bool {
-	return e.Status == 0 || e.Status == http.StatusServiceUnavailable
-}
-
 // history keeps every event in memory and appends it to a file.
 type history struct {
 	mu     sync.Mutex
@@ -99,15 +77,22 @@ func (c *client) call(worker, api int, op, method, path, token string, body any,
 		resp.Body.Close()
 		if code, ok := out["code"].(string); ok && e.Status >= 400 {
 			e.Code = code
+			fields, _ := out["errors"].([]any)
+			for _, f := range fields {
+				if name, ok := f.(map[string]any)["field"].(string); ok {
+					e.Fields = append(e.Fields, name)
+				}
+			}
 		}
 	}
 	e.End = time.Now()
 	if e.Status < 300 && out != nil {
 		e.Result = map[string]string{}
-		for _, k := range []string{"id", "token"} {
-			if v, ok := out[k].(string); ok && k != "token" {
-				e.Result[k] = v
-			}
+		if id, ok := out["id"].(string); ok {
+			e.Result["id"] = id
+		}
+		if user, ok := out["user"].(map[string]any); ok { // a login's account
+			e.Result["user"], _ = user["id"].(string)
 		}
 	}
 	c.h.add(e)

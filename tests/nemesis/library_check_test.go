@@ -12,15 +12,6 @@ import (
 	"time"
 )
 
-// itemState is an item as it is once everything has settled.
-type itemState struct {
-	live         bool
-	name         string
-	visibility   string
-	lastModified string
-	members      map[string]bool // user ids
-}
-
 // readItems reads every item the workload made, and its members, as an
 // admin.
 func readItems(c *client, admin string, items []*item) (map[string]itemState, error) {
@@ -34,10 +25,9 @@ func readItems(c *client, admin string, items []*item) (map[string]itemState, er
 		if status != http.StatusOK {
 			return nil, fmt.Errorf("GET %s: %d", it.id, status)
 		}
-		s := itemState{live: true, members: map[string]bool{}}
+		s := itemState{live: true, members: map[string]string{}}
 		s.name, _ = body["name"].(string)
 		s.visibility, _ = body["visibility"].(string)
-		s.lastModified, _ = body["lastModified"].(string)
 		cursor := ""
 		for {
 			path := "/v1/content/" + it.id + "/members?limit=100"
@@ -50,8 +40,9 @@ func readItems(c *client, admin string, items []*item) (map[string]itemState, er
 			}
 			list, _ := page["items"].([]any)
 			for _, m := range list {
-				if p, ok := m.(map[string]any)["principalId"].(string); ok {
-					s.members[p] = true
+				member, _ := m.(map[string]any)
+				if p, ok := member["principalId"].(string); ok {
+					s.members[p], _ = member["role"].(string)
 				}
 			}
 			next, _ := page["nextCursor"].(string)
@@ -114,7 +105,7 @@ func checkLibraries(c *client, admin, session string, items map[string]itemState
 	for _, r := range reads {
 		var want []string
 		for id, s := range items {
-			if s.live && s.members[r.user] && slices.Contains(visibleTo[r.kind], s.visibility) {
+			if s.live && s.members[r.user] != "" && slices.Contains(visibleTo[r.kind], s.visibility) {
 				want = append(want, id+" "+s.name+" "+s.visibility)
 			}
 		}

@@ -14,6 +14,7 @@ package nemesis
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -132,12 +133,17 @@ func TestNemesis(t *testing.T) {
 
 	events := h.all()
 	verdicts := []verdict{checkAnswers(events)}
-	keys, err := checkKeys(heal)
+	horizon := time.Now()
+	keys, holders, err := checkKeys(heal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	verdicts = append(verdicts, keys,
-		checkSignups(heal, cl, w.admin, w.account),
+	if b, err := json.Marshal(holders); err == nil {
+		_ = os.WriteFile(filepath.Join(out, "holders.json"), b, 0o644)
+	}
+	claims := checkClaims(events, horizon, holders, out)
+	signups := checkSignups(heal, cl, w.admin, w.account)
+	verdicts = append(verdicts, keys, claims, signups,
 		checkSuspensions(apis[0]),
 		checkGroups(cl, w.admin, w.groups),
 		checkContent(cl, w.admin, events, w.items))
@@ -146,7 +152,9 @@ func TestNemesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	stranger := setupUser(t, cl, "viewer")
-	verdicts = append(verdicts, checkLibraries(cl, w.admin, stranger, items, w.account))
+	verdicts = append(verdicts,
+		checkContentModel(events, items),
+		checkLibraries(cl, w.admin, stranger, items, w.account))
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "shelf nemesis run %s: %s of workload and faults, 3 nodes (RF 3), 2 API processes (one 2 s ahead)\n",
@@ -174,7 +182,7 @@ func TestNemesis(t *testing.T) {
 	t.Log("\n" + b.String())
 	t.Logf("history and summary in %s", out)
 	if broken {
-		caught := len(keys.violations) + len(verdicts[2].violations)
+		caught := len(keys.violations) + len(claims.violations) + len(signups.violations)
 		if caught == 0 {
 			t.Fatal("the broken build ran and the checker reported no U1 or U3 violation")
 		}

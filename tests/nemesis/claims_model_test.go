@@ -1,0 +1,225 @@
+package nemesis
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The per-key model of claims. Each username and each email is a register
+// holding the account that holds the key, or nobody (""); porcupine checks
+// that the history's steps on each key can be put in an order, each within
+// its request's interval, that this register allows. A step whose outcome
+// the history does not know (no answer, a 5xx) is open-ended: it may have
+// happened at any time up to the check, or not at all; a signup or rename
+// of unknown outcome may hold the key for good, under the account id it was
+// for (a signup's id is unknown, so it holds as "signup:<seq>" until a read
+// names the account).
+//
+// A signup or a rename that did not win may still have held the key for a
+// while: its pending claim, or one whose release failed and waits for its
+// lease. A 409 naming the key is checked only when no such attempt could
+// have held it then (one that started before the 409 ended and ended less
+// than excuse before it started, or whose outcome is unknown): a held
+// claim is a 409's only other cause.
+
+// claimStep is what one request does to one key.
+type claimStep struct {
+	Key  string // "usernames/<key>" or "emails/<key>"
+	What string // acquire, taken, mayhold, release, read
+	Who  string // who holds it by this step: an account id, or "signup:<seq>"
+	// Maybe: the request's outcome is unknown; a release may also leave
+	// the key as it was.
+	Maybe bool
+	Seq   int64
+}
+
+// claimModel is the register; known are the ids that 201 signups
+// returned (a read naming any other id may name an unknown signup's).
+func claimModel(known map[string]bool) porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
+			byKey := map[string][]porcupine.Operation{}
+			var keys []string
+			for _, op := range ops {
+				k := op.Input.(claimStep).Key
+				if _, ok := byKey[k]; !ok {
+					keys = append(keys, k)
+				}
+				byKey[k] = append(byKey[k], op)
+			}
+			out := make([][]porcupine.Operation, 0, len(keys))
+			for _, k := range keys {
+				out = append(out, byKey[k])
+			}
+			return out
+		},
+		Init: func() []any { return []any{""} },
+		Step: func(state, input, _ any) []any {
+			holder, s := state.(string), input.(claimStep)
+			return claimNext(holder, s, known)
+		},
+		DescribeOperation: func(input, _ any) string {
+			s := input.(claimStep)
+			maybe := ""
+			if s.Maybe {
+				maybe = "?"
+			}
+			return fmt.Sprintf("#%d %s%s %s", s.Seq, s.What, maybe, s.Who)
+		},
+		DescribeState: func(state any) string {
+			if state.(string) == "" {
+				return "free"
+			}
+			return state.(string)
+		},
+	}
+	return nm.ToModel()
+}
+
+// claimNext is the register's step: the holders the key may have after s,
+// none when s cannot happen with the key held by holder.
+func claimNext(holder string, s claimStep, known map[string]bool) []any {
+	switch s.What {
+	case "acquire": // a 201 signup, a 200 rename: the key was free (or ours)
+		if holder == "" || holder == s.Who {
+			return []any{s.Who}
+		}
+	case "taken": // a 409 naming the key: someone else held it
+		if holder != "" && holder != s.Who {
+			return []any{holder}
+		}
+	case "mayhold": // a request of unknown outcome may have taken the key for good
+		if holder == "" {
+			return []any{"", s.Who}
+		}
+		return []any{holder}
+	case "release": // a rename moved s.Who to another key
+		if holder != s.Who {
+			return []any{holder}
+		}
+		if s.Maybe {
+			return []any{"", holder}
+		}
+		return []any{""}
+	case "read": // a login or the final scan: the key is s.Who's ("" nobody's)
+		if holder == s.Who {
+			return []any{holder}
+		}
+		if s.Who != "" && strings.HasPrefix(holder, "signup:") && !known[s.Who] {
+			return []any{s.Who} // now we know the unknown signup's id
+		}
+	}
+	return nil
+}
+
+// excuse is how long after its answer a losing attempt's claim may still
+// hold a key: the lease of a pending claim (10 s in the nemesis run) after
+// a write held back by a hung node (at most 12 s) lands.
+const excuse = 30 * time.Second
+
+// claimHistory turns the history into steps per key. horizon is when the
+// check reads the database: open-ended steps end there; final holds the
+// holder of every key the database shows (active or suspended accounts).
+func claimHistory(events []event, horizon time.Time, final map[string]string) (ops []porcupine.Operation, known map[string]bool) {
+	known = map[string]bool{}
+	end := horizon.UnixNano()
+	add := func(e event, s claimStep, openEnded bool) {
+		s.Seq = e.Seq
+		ret := e.End.UnixNano()
+		if openEnded {
+			ret = end
+		}
+		ops = append(ops, porcupine.Operation{ClientId: e.Worker, Input: s, Call: e.Start.UnixNano(), Return: ret})
+	}
+	candidates := map[string]map[string]bool{} // key -> who may hold it
+	candidate := func(key, who string) {
+		if candidates[key] == nil {
+			candidates[key] = map[string]bool{}
+		}
+		candidates[key][who] = true
+	}
+	type span struct{ from, to int64 }
+	losers := map[string][]span{} // key -> when losing attempts may have held it
+	var taken []event
+	var takenKeys []string
+	// attempt adds the steps of a signup or a rename on one key.
+	attempt := func(e event, key, field, winner, as string) {
+		unknown := e.Status == 0 || e.Status >= 500
+		switch {
+		case e.Status >= 200 && e.Status < 300:
+			add(e, claimStep{Key: key, What: "acquire", Who: winner}, false)
+			candidate(key, winner)
+		case e.Status == http.StatusConflict && slices.Contains(e.Fields, field):
+			taken, takenKeys = append(taken, e), append(takenKeys, key)
+		case unknown:
+			add(e, claimStep{Key: key, What: "mayhold", Who: as, Maybe: true}, true)
+			candidate(key, as)
+			losers[key] = append(losers[key], span{e.Start.UnixNano(), end})
+		default:
+			losers[key] = append(losers[key], span{e.Start.UnixNano(), e.End.Add(excuse).UnixNano()})
+		}
+	}
+	var renames []event
+	for _, e := range events {
+		if e.Kind != "op" {
+			continue
+		}
+		switch e.Op {
+		case "signup":
+			own := fmt.Sprintf("signup:%d", e.Seq)
+			winner := e.Result["id"]
+			if winner != "" {
+				known[winner] = true
+			}
+			attempt(e, "usernames/"+e.Args["username"], "username", winner, own)
+			attempt(e, "emails/"+e.Args["email"], "email", winner, own)
+		case "rename":
+			user := e.Args["user"]
+			attempt(e, "usernames/"+e.Args["username"], "username", user, user)
+			renames = append(renames, e)
+		case "login":
+			if e.Status == http.StatusCreated && !strings.Contains(e.Args["login"], "@") {
+				add(e, claimStep{Key: "usernames/" + e.Args["login"], What: "read", Who: e.Result["user"]}, false)
+			}
+		}
+	}
+	// A 409 no losing attempt explains: someone else held the key.
+	for i, e := range taken {
+		from, to := e.Start.UnixNano(), e.End.UnixNano()
+		excused := slices.ContainsFunc(losers[takenKeys[i]], func(l span) bool { return l.from <= to && l.to >= from })
+		if !excused {
+			who := e.Args["user"] // a rename's account; "" for a signup
+			add(e, claimStep{Key: takenKeys[i], What: "taken", Who: who}, false)
+		}
+	}
+	// A rename that applied gives back the account's other usernames.
+	for _, e := range renames {
+		unknown := e.Status == 0 || e.Status >= 500
+		if !unknown && (e.Status < 200 || e.Status >= 300) {
+			continue
+		}
+		user, to := e.Args["user"], "usernames/"+e.Args["username"]
+		for key, who := range candidates {
+			if who[user] && key != to && strings.HasPrefix(key, "usernames/") {
+				add(e, claimStep{Key: key, What: "release", Who: user, Maybe: unknown}, unknown)
+			}
+		}
+	}
+	// The final read of every key the history touched.
+	keys := make([]string, 0, len(candidates))
+	for _, op := range ops {
+		keys = append(keys, op.Input.(claimStep).Key)
+	}
+	sort.Strings(keys)
+	keys = slices.Compact(keys)
+	for _, key := range keys {
+		ops = append(ops, porcupine.Operation{Input: claimStep{Key: key, What: "read", Who: final[key], Seq: -1}, Call: end + 1, Return: end + 1})
+	}
+	return ops, known
+}

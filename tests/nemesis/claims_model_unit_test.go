@@ -1,0 +1,102 @@
+package nemesis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// at builds a request of the history from second a to second b.
+func at(a, b int, op string, status int, args, result map[string]string, fields ...string) event {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return event{Kind: "op", Op: op, Start: t0.Add(time.Duration(a) * time.Second), End: t0.Add(time.Duration(b) * time.Second),
+		Status: status, Args: args, Result: result, Fields: fields}
+}
+
+func signupOf(a, b, status int, username, email, id string, fields ...string) event {
+	var result map[string]string
+	if id != "" {
+		result = map[string]string{"id": id}
+	}
+	return at(a, b, "signup", status, map[string]string{"username": username, "email": email}, result, fields...)
+}
+
+func renameOf(a, b, status int, user, username string, fields ...string) event {
+	return at(a, b, "rename", status, map[string]string{"user": user, "username": username}, nil, fields...)
+}
+
+func loginOf(a, b int, login, user string) event {
+	return at(a, b, "login", 201, map[string]string{"login": login}, map[string]string{"user": user})
+}
+
+// TestClaimModel feeds the per-key checker small histories, each legal or
+// not by construction.
+func TestClaimModel(t *testing.T) {
+	t.Parallel()
+	horizon := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		events []event
+		final  map[string]string
+		legal  bool
+	}{
+		{"one winner, one 409", []event{
+			signupOf(0, 2, 201, "ann", "a@x", "U1"),
+			signupOf(3, 4, 409, "ann", "b@x", "", "username"),
+		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1"}, true},
+		{"two winners one after the other", []event{
+			signupOf(0, 2, 201, "ann", "a@x", "U1"),
+			signupOf(3, 4, 201, "ann", "b@x", "U2"),
+		}, map[string]string{"usernames/ann": "U2", "emails/a@x": "U1", "emails/b@x": "U2"}, false},
+		{"two winners, a rename between", []event{
+			signupOf(0, 2, 201, "ann", "a@x", "U1"),
+			renameOf(2, 3, 200, "U1", "bob"),
+			signupOf(3, 4, 201, "ann", "b@x", "U2"),
+		}, map[string]string{"usernames/ann": "U2", "usernames/bob": "U1", "emails/a@x": "U1", "emails/b@x": "U2"}, true},
+		{"a 409 when nobody could hold the key", []event{
+			signupOf(0, 2, 409, "ann", "a@x", "", "username"),
+		}, map[string]string{}, false},
+		{"a 409 behind a signup of unknown outcome", []event{
+			signupOf(0, 2, 503, "ann", "a@x", ""),
+			signupOf(5, 6, 409, "ann", "b@x", "", "username"),
+		}, map[string]string{}, true},
+		{"a 409 behind a loser whose claim waits for its lease", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			signupOf(2, 3, 409, "ann", "b@x", "", "username"), // b@x held for a while
+			signupOf(4, 5, 409, "cid", "b@x", "", "email"),
+		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1"}, true},
+		{"a 409 long after a loser's lease ran out", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			signupOf(2, 3, 409, "ann", "b@x", "", "username"),
+			signupOf(40, 41, 409, "cid", "b@x", "", "email"),
+		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1"}, false},
+		{"a login by a name its account left", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			renameOf(2, 3, 200, "U1", "bob"),
+			loginOf(4, 5, "ann", "U1"),
+		}, map[string]string{"usernames/bob": "U1", "emails/a@x": "U1"}, false},
+		{"a login by a name of a rename of unknown outcome", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			renameOf(2, 3, 0, "U1", "bob"),
+			loginOf(4, 5, "ann", "U1"),
+			loginOf(6, 7, "bob", "U1"),
+		}, map[string]string{"usernames/bob": "U1", "emails/a@x": "U1"}, true},
+		{"an unknown signup's account turns up", []event{
+			signupOf(0, 1, 0, "ann", "a@x", ""),
+			loginOf(30, 31, "ann", "U9"),
+		}, map[string]string{"usernames/ann": "U9", "emails/a@x": "U9"}, true},
+		{"a known account holds a key it never won", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			signupOf(2, 3, 0, "cid", "c@x", ""),
+		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1", "usernames/cid": "U1"}, false},
+		{"an acknowledged signup lost", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+		}, map[string]string{"emails/a@x": "U1"}, false},
+	} {
+		ops, known := claimHistory(tc.events, horizon, tc.final)
+		if got := porcupine.CheckOperations(claimModel(known), ops); got != tc.legal {
+			t.Errorf("%s: linearizable %v, want %v", tc.name, got, tc.legal)
+		}
+	}
+}

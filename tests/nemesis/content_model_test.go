@@ -1,0 +1,148 @@
+package nemesis
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// itemState is an item as it is once everything has settled, read as an
+// admin.
+type itemState struct {
+	live       bool
+	name       string
+	visibility string
+	members    map[string]string // user id -> role
+}
+
+// register is one value an item has (its name and visibility, whether it
+// is live, one principal's role), as the history's writes leave it. Each
+// write is a request that changed it: acknowledged, or of unknown outcome
+// (open-ended: it may have applied at any time after it started, or not
+// at all). A request the service refused (4xx) is not a write.
+type register struct {
+	writes []write
+}
+
+type write struct {
+	start, end int64 // end is math.MaxInt64 when the outcome is unknown
+	value      string
+	acked      bool
+}
+
+func (r *register) add(e event, value string) {
+	w := write{start: e.Start.UnixNano(), end: e.End.UnixNano(), value: value, acked: true}
+	if e.Status == 0 || e.Status >= 500 {
+		w.end, w.acked = math.MaxInt64, false
+	}
+	r.writes = append(r.writes, w)
+}
+
+// finals are the values the register may end with: those of the writes
+// that no acknowledged write started after (a linearizable register ends
+// with the value of a write nothing acknowledged came strictly after).
+func (r *register) finals() []string {
+	var out []string
+	for _, w := range r.writes {
+		superseded := slices.ContainsFunc(r.writes, func(o write) bool { return o.acked && o.start > w.end })
+		if !superseded {
+			out = append(out, w.value)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// itemModel is what the acknowledged operations say of one item.
+type itemModel struct {
+	attrs   register            // "name|visibility"
+	live    register            // "live" or "deleted"
+	members map[string]register // principal -> "none", "viewer" or "manager"
+	created write               // the creation, the first write of every principal's role
+	creator string
+}
+
+// contentModel builds every item's model from the history: the items whose
+// creation answered 201, with every later update, share, unshare and
+// delete of them that was acknowledged or whose outcome is unknown.
+func contentModel(events []event) map[string]*itemModel {
+	items := map[string]*itemModel{}
+	for _, e := range events {
+		if e.Kind != "op" {
+			continue
+		}
+		if e.Op == "content-create" && e.Status == 201 && e.Result["id"] != "" {
+			m := &itemModel{members: map[string]register{}, creator: e.Args["owner"]}
+			m.attrs.add(e, "item|"+e.Args["visibility"])
+			m.live.add(e, "live")
+			m.created = m.attrs.writes[0]
+			m.members[m.creator] = register{writes: []write{{start: m.created.start, end: m.created.end, value: "manager", acked: true}}}
+			items[e.Result["id"]] = m
+			continue
+		}
+		m := items[e.Args["content"]]
+		applied := e.Status >= 200 && e.Status < 300 || e.Status == 0 || e.Status >= 500
+		if m == nil || !applied {
+			continue
+		}
+		switch e.Op {
+		case "content-update":
+			m.attrs.add(e, e.Args["name"]+"|"+e.Args["visibility"])
+		case "content-delete":
+			m.live.add(e, "deleted")
+		case "content-share", "content-unshare":
+			p := e.Args["principal"]
+			r, ok := m.members[p]
+			if !ok {
+				r.writes = []write{{start: m.created.start, end: m.created.end, value: "none", acked: true}}
+			}
+			role := e.Args["role"]
+			if e.Op == "content-unshare" {
+				role = "none"
+			}
+			r.add(e, role)
+			m.members[p] = r
+		}
+	}
+	return items
+}
+
+// checkContentModel compares every item as it is with its model: live or
+// deleted, its name and visibility, each principal's role, each a value
+// the acknowledged operations allow; and no member the history never
+// shared it with.
+func checkContentModel(events []event, items map[string]itemState) verdict {
+	v := verdict{name: "L1-L4 items match the acknowledged ops"}
+	for id, m := range contentModel(events) {
+		s, read := items[id]
+		if !read {
+			continue
+		}
+		v.checked++
+		live := map[bool]string{true: "live", false: "deleted"}[s.live]
+		if finals := m.live.finals(); !slices.Contains(finals, live) {
+			v.fail("%s is %s, the history allows %v", id, live, finals)
+		}
+		if !s.live {
+			continue
+		}
+		if got, finals := s.name+"|"+s.visibility, m.attrs.finals(); !slices.Contains(finals, got) {
+			v.fail("%s is %q, the history allows %q", id, got, finals)
+		}
+		for p, r := range m.members {
+			got := s.members[p]
+			if got == "" {
+				got = "none"
+			}
+			if finals := r.finals(); !slices.Contains(finals, got) {
+				v.fail("%s: %s's role is %s, the history allows %v", id, p, got, finals)
+			}
+		}
+		for p := range s.members {
+			if _, ok := m.members[p]; !ok {
+				v.fail("%s lists member %s, whom the history never shared it with", id, p)
+			}
+		}
+	}
+	return v
+}
