@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -70,6 +71,9 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 	t := table(kind)
 	var existing claimRow
 	now := c.db.Now().UTC()
+	if checkThenAct {
+		return c.claimCheckThenAct(ctx, kind, key, owner, op, base, lease, now)
+	}
 	_, err := c.db.exec(ctx, lwt{
 		name: t + ".claim",
 		run: func(ctx context.Context) (bool, error) {
@@ -99,10 +103,34 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 	return existing.toDomain(kind), nil
 }
 
+// claimCheckThenAct is the broken build's claim (checkThenAct): read the
+// key, and write it with a plain INSERT when nobody holds it.
+func (c *Claims) claimCheckThenAct(ctx context.Context, kind domain.ClaimKind, key, owner, op string, base int, lease time.Duration, now time.Time) (domain.Claim, error) {
+	t := table(kind)
+	var existing claimRow
+	err := c.db.Session.ContextQuery(ctx, fmt.Sprintf(claimSelectCQL, t), nil).Bind(key).GetRelease(&existing)
+	switch {
+	case err == nil:
+		return existing.toDomain(kind), nil
+	case !errors.Is(err, gocql.ErrNotFound):
+		return domain.Claim{}, err
+	}
+	stmt := strings.Replace(fmt.Sprintf(claimInsertCQL, t), " IF NOT EXISTS", "", 1)
+	if err := c.db.Session.ContextQuery(ctx, stmt, nil).Bind(key, owner, op, now, base, ttlSeconds(lease)).ExecRelease(); err != nil {
+		return domain.Claim{}, err
+	}
+	existing = claimRow{Key: key, UserID: owner, Op: op, State: string(domain.ClaimPending), ClaimedAt: now, BaseVersion: base}
+	return existing.toDomain(kind), nil
+}
+
 // Commit rewrites every column without TTL if (owner, op) holds the claim.
 func (c *Claims) Commit(ctx context.Context, kind domain.ClaimKind, key, owner, op string, base int) (bool, error) {
 	t := table(kind)
 	now := c.db.Now().UTC()
+	if checkThenAct {
+		stmt := strings.Replace(fmt.Sprintf(claimCommitCQL, t), " IF user_id = ? AND op = ?", "", 1)
+		return true, c.db.Session.ContextQuery(ctx, stmt, nil).Bind(owner, op, now, base, key).ExecRelease()
+	}
 	return c.db.exec(ctx, lwt{
 		name: t + ".commit",
 		run: func(ctx context.Context) (bool, error) {

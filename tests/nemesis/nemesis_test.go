@@ -33,6 +33,13 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // past it).
 const lease = 10 * time.Second
 
+// brokenBuilds are the deliberately broken builds of the checker's
+// self-check, by NEMESIS_BROKEN.
+var brokenBuilds = map[string]struct{ tag, what string }{
+	"claims": {"brokenclaims", "claims released when an activation's outcome is unknown"},
+	"lwt":    {"brokenlwt", "claims taken by check-then-act, no compare-and-set"},
+}
+
 func TestNemesis(t *testing.T) {
 	duration := 3 * time.Minute
 	if s := os.Getenv("DURATION"); s != "" {
@@ -52,14 +59,16 @@ func TestNemesis(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	// NEMESIS_BROKEN=1 builds the API with claims released when an
-	// activation's outcome is unknown (tag brokenclaims): the checker must
-	// then report U1 or U3.
-	broken := os.Getenv("NEMESIS_BROKEN") == "1"
-	tags := ""
-	if broken {
-		tags = "brokenclaims"
+	// NEMESIS_BROKEN builds the API deliberately broken, and the checker
+	// must then report U1 or U3: "claims" (tag brokenclaims) releases
+	// claims when an activation's outcome is unknown, "lwt" (tag
+	// brokenlwt) takes claims by check-then-act without compare-and-set.
+	kind := os.Getenv("NEMESIS_BROKEN")
+	broken := brokenBuilds[kind]
+	if kind != "" && broken.tag == "" {
+		t.Fatalf("NEMESIS_BROKEN=%q: want claims or lwt", kind)
 	}
+	tags := broken.tag
 	c := startCluster(t)
 	bin := buildAPI(t, t.TempDir(), tags)
 	apis := []*apiProc{
@@ -159,8 +168,8 @@ func TestNemesis(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "shelf nemesis run %s: %s of workload and faults, 3 nodes (RF 3), 2 API processes (one 2 s ahead)\n",
 		filepath.Base(out), duration)
-	if broken {
-		b.WriteString("THE DELIBERATELY BROKEN BUILD (claims released when an activation's outcome is unknown)\n")
+	if broken.tag != "" {
+		fmt.Fprintf(&b, "THE DELIBERATELY BROKEN BUILD (%s)\n", broken.what)
 	}
 	b.WriteString("\n")
 	b.WriteString(summarize(events))
@@ -181,7 +190,7 @@ func TestNemesis(t *testing.T) {
 	}
 	t.Log("\n" + b.String())
 	t.Logf("history and summary in %s", out)
-	if broken {
+	if broken.tag != "" {
 		caught := len(keys.violations) + len(claims.violations) + len(signups.violations)
 		if caught == 0 {
 			t.Fatal("the broken build ran and the checker reported no U1 or U3 violation")
