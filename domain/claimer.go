@@ -25,11 +25,13 @@ type Claimer struct {
 	claims ClaimStore
 	lease  time.Duration
 	log    Logger
+	yield  Yield
 }
 
-// NewClaimer builds a claimer whose pending claims expire after lease.
+// NewClaimer builds a claimer whose pending claims expire after lease and
+// that waits for a split pair as DefaultYield says.
 func NewClaimer(claims ClaimStore, lease time.Duration, log Logger) *Claimer {
-	return &Claimer{claims: claims, lease: lease, log: log}
+	return &Claimer{claims: claims, lease: lease, log: log, yield: DefaultYield}
 }
 
 // Lease is how long a pending claim lives.
@@ -51,11 +53,12 @@ type Key struct {
 type claimOutcome int
 
 const (
-	claimHeld    claimOutcome = iota // we hold it now
-	claimAdopted                     // we hold it now, committed, taken from an earlier operation of ours
-	claimNoop                        // the owner already has this key: nothing to claim
-	claimTaken                       // someone else holds it
-	claimBusy                        // another operation of the same owner holds it
+	claimHeld      claimOutcome = iota // we hold it now
+	claimAdopted                       // we hold it now, committed, taken from an earlier operation of ours
+	claimNoop                          // the owner already has this key: nothing to claim
+	claimTaken                         // someone else holds it, committed: a real conflict
+	claimContended                     // someone else's operation in flight holds it (a pending claim)
+	claimBusy                          // another operation of the same owner holds it
 )
 
 // maxTakeoverRounds bounds how often acquire looks again after another
@@ -63,7 +66,8 @@ const (
 const maxTakeoverRounds = 3
 
 // acquire takes key for (owner, op), an operation that read the owner at
-// version base. A pending claim of someone else is taken; one of another
+// version base. A pending claim of someone else is contended (that
+// operation is in flight, and may yet give it back); one of another
 // operation of the same owner means that operation is in flight. A
 // committed claim is decided by its holder:
 //   - gone (its creation died after committing): taken over;
@@ -90,7 +94,7 @@ func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, base int
 			if cl.Owner == owner {
 				return claimBusy, nil
 			}
-			return claimTaken, nil
+			return claimContended, nil
 		}
 		exists, holds, version, err := holders.Holder(ctx, k.Kind, k.Key, cl.Owner)
 		if err != nil {
@@ -122,9 +126,14 @@ func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, base int
 }
 
 // AcquireAll takes every key in parallel. It returns the keys held (to
-// commit or release) and, when some could not be taken, the conflict to
-// answer with: a 409 naming every taken field, or ErrBusy when another
-// operation of the same owner holds a key.
+// commit or release, by the caller, whatever the answer) and, when some
+// could not be taken, the conflict to answer with: a 409 naming every taken
+// field, or ErrBusy when another operation of the same owner holds a key.
+//
+// keys come in a fixed order that every caller follows (username before
+// email): when the parallel round ends in a split, the claimant that holds
+// the first key waits for the later ones others hold pending, and the
+// others yield (see awaitSplit).
 //
 // base is the owner's version the operation read (0 for a creation).
 func (c *Claimer) AcquireAll(ctx context.Context, keys []Key, owner, op string, base int, holders Holders) (held []Key, conflict error, err error) {
@@ -133,6 +142,9 @@ func (c *Claimer) AcquireAll(ctx context.Context, keys []Key, owner, op string, 
 	Parallel(len(keys), func(i int) {
 		outcomes[i], errs[i] = c.acquire(ctx, keys[i], owner, op, base, holders)
 	})
+	if split(outcomes, errs) {
+		err = c.awaitSplit(ctx, keys, outcomes, errs, owner, op, base, holders)
+	}
 	var taken []FieldError
 	busy := false
 	for i, k := range keys {
@@ -144,7 +156,7 @@ func (c *Claimer) AcquireAll(ctx context.Context, keys []Key, owner, op string, 
 		case outcomes[i] == claimAdopted:
 			k.adopted = true
 			held = append(held, k)
-		case outcomes[i] == claimTaken:
+		case outcomes[i] == claimTaken || outcomes[i] == claimContended:
 			taken = append(taken, FieldError{Field: k.Field, Code: "taken", Message: "is already taken"})
 		case outcomes[i] == claimBusy:
 			busy = true

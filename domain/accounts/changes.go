@@ -43,8 +43,10 @@ func checkUpdate(in UpdateInput) (accountChange, error) {
 	return c, domain.InvalidFields(fes...)
 }
 
-// apply returns u with the change made, the new keys it must claim and the
-// old keys it gives back once the change is written.
+// apply returns u with the change made, the new keys it must claim (the
+// username before the email, the order of every claimant: see
+// domain.AcquireAll) and the old keys it gives back once the change is
+// written.
 func (c accountChange) apply(u domain.User) (next domain.User, claim, old []domain.Key) {
 	next = u
 	if c.in.Username != nil {

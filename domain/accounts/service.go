@@ -60,6 +60,10 @@ type Config struct {
 	SessionTTL time.Duration
 	// Now is the clock (tests move it).
 	Now func() time.Time
+	// ClaimYield, when set, replaces domain.DefaultYield: how long a
+	// signup or rename that holds the username waits for an email that
+	// a claimant in flight holds pending.
+	ClaimYield *domain.Yield
 }
 
 // Hooks let tests stop an operation between its steps, as a crash would:
@@ -98,8 +102,11 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, claimer: domain.NewClaimer(claims, cfg.ClaimLease, log), users: users,
-		sessions: sessions, hasher: hasher, log: log}
+	claimer := domain.NewClaimer(claims, cfg.ClaimLease, log)
+	if cfg.ClaimYield != nil {
+		claimer.SetYield(*cfg.ClaimYield)
+	}
+	return &Service{cfg: cfg, claimer: claimer, users: users, sessions: sessions, hasher: hasher, log: log}
 }
 
 // holders tells the claimer whether the account behind a committed claim

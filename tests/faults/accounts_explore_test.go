@@ -50,9 +50,15 @@ type world struct {
 	token string
 }
 
+// yield is the claimer's wait for a split pair (ordered yielding): its
+// tries are store calls like any other, explored under every fault, but
+// its pauses are real time while the store's clock stands still, so they
+// are kept to a few milliseconds.
+var yield = domain.Yield{Tries: 2, Budget: 4 * time.Millisecond}
+
 func newWorld() *world {
 	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, Now: st.Now},
+	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, Now: st.Now, ClaimYield: &yield},
 		st.Claims(), st.Users(), st.Sessions(), plainHasher{}, nopLog{})
 	return &world{store: st, svc: svc, passwords: map[string]string{}}
 }
@@ -98,6 +104,16 @@ var operations = []operation{
 		setup: func(w *world) error { return w.signup("alice", "alice@example.org") },
 		run:   func(w *world) error { return w.signup("alice", "carol@example.org") },
 		retry: func(w *world) error { return w.signup("carol", "carol@example.org") },
+	},
+	{
+		// A signup stopped after its claims holds the email pending: this
+		// one holds the username, tries the email again while it waits
+		// (ordered yielding), and answers 409; the client tries again once
+		// the stopped signup's lease has run out.
+		name: "signup-split", username: "alice", email: "alice@example.org",
+		setup: func(w *world) error { return stoppedSignup(w, "zed", "alice@example.org") },
+		run:   func(w *world) error { return w.signup("alice", "alice@example.org") },
+		retry: func(w *world) error { return w.signup("alice", "alice@example.org") },
 	},
 	{
 		name: "rename", username: "bobby", email: "bob@example.org",
@@ -146,6 +162,19 @@ var operations = []operation{
 			return nil
 		},
 	},
+}
+
+// stoppedSignup leaves a signup stopped after its claims, as a crash
+// would: its claims and its account stay pending until their lease runs
+// out.
+func stoppedSignup(w *world, username, email string) error {
+	stopped := errors.New("stopped")
+	w.svc.Hooks.AfterClaims = func() error { return stopped }
+	defer func() { w.svc.Hooks.AfterClaims = nil }()
+	if err := w.signup(username, email); err != stopped {
+		return fmt.Errorf("the signup to stop answered %v", err)
+	}
+	return nil
 }
 
 // login opens a session for the first account and keeps its token.
