@@ -117,7 +117,7 @@ func (h *Hasher) Verify(ctx context.Context, password, phc string) (ok, rehash b
 	err = h.withSlot(ctx, func() {
 		// The stored hash's own parameters and key length are used, so
 		// hashes made before a parameter change still verify.
-		key := argon2.IDKey([]byte(password), stored.salt, stored.p.Time, stored.p.MemoryKiB, stored.p.Threads, uint32(len(stored.key)))
+		key := idKey([]byte(password), stored.salt, stored.p.Time, stored.p.MemoryKiB, stored.p.Threads, uint32(len(stored.key)))
 		ok = subtle.ConstantTimeCompare(key, stored.key) == 1
 	})
 	if err != nil {
@@ -125,6 +125,10 @@ func (h *Hasher) Verify(ctx context.Context, password, phc string) (ok, rehash b
 	}
 	return ok, ok && stored.p.weakerThan(h.p), nil
 }
+
+// idKey is argon2id; a variable so a test can see that Burn and Verify
+// really run it, and with which parameters.
+var idKey = argon2.IDKey
 
 // Burn spends the same work as one Verify with the current parameters and
 // returns false. Call it for an unknown login so its timing matches a wrong
@@ -135,7 +139,7 @@ func (h *Hasher) Burn(ctx context.Context, password string) bool {
 	_ = h.withSlot(ctx, func() {
 		// Nothing is cached: the point is to spend the time a real
 		// verification of a current-parameter hash would.
-		key := argon2.IDKey([]byte(password), burnSalt, h.p.Time, h.p.MemoryKiB, h.p.Threads, keyLen)
+		key := idKey([]byte(password), burnSalt, h.p.Time, h.p.MemoryKiB, h.p.Threads, keyLen)
 		subtle.ConstantTimeCompare(key, make([]byte, keyLen))
 	})
 	return false
