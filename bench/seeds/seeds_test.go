@@ -165,36 +165,10 @@ func runCell(t *testing.T, c *cluster, p Pattern, prefix string, claimants, roun
 }
 
 // cluster is the benchmark's three nodes.
-type cluster struct {
-	l     *localcassandra.Launcher
-	nodes []localcassandra.Node
-}
+type cluster struct{ *testkit.Cluster }
 
 func startCluster(t *testing.T) *cluster {
-	t.Helper()
-	l, err := testkit.Launcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.DataDir = t.TempDir()
-	l.Heap = "768M"
-	l.Log = testLog{t}
-	c := &cluster{l: l, nodes: localcassandra.ClusterNodes("seeds", addresses)}
-	t.Cleanup(func() {
-		for _, n := range c.nodes {
-			_ = l.Signal(n, syscall.SIGCONT)
-			_ = l.Stop(n)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := l.StartCluster(ctx, c.nodes); err != nil {
-		for _, n := range c.nodes {
-			t.Logf("log of %s: %s", n.Name, l.LogFile(n))
-		}
-		t.Fatal(err)
-	}
-	return c
+	return &cluster{testkit.StartCluster(t, "seeds", addresses, testLog{t})}
 }
 
 // connect creates the keyspace (RF 3) and opens a session on it at QUORUM
@@ -231,8 +205,8 @@ func (c *cluster) hangNodes(t *testing.T) (stop func() int) {
 		hangs := 0
 		defer func() { done <- hangs }()
 		for {
-			node := c.nodes[rand.IntN(len(c.nodes))]
-			if err := c.l.Signal(node, syscall.SIGSTOP); err != nil {
+			node := c.Nodes[rand.IntN(len(c.Nodes))]
+			if err := c.L.Signal(node, syscall.SIGSTOP); err != nil {
 				t.Logf("nemesis: hang %s: %v", node.Name, err)
 				return
 			}
@@ -241,7 +215,7 @@ func (c *cluster) hangNodes(t *testing.T) (stop func() int) {
 			case <-ctx.Done():
 			case <-time.After(2*time.Second + rand.N(6*time.Second)):
 			}
-			if err := c.l.Signal(node, syscall.SIGCONT); err != nil {
+			if err := c.L.Signal(node, syscall.SIGCONT); err != nil {
 				t.Logf("nemesis: resume %s: %v", node.Name, err)
 			}
 			select {
@@ -256,8 +230,8 @@ func (c *cluster) hangNodes(t *testing.T) (stop func() int) {
 		hangs := <-done
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		for _, n := range c.nodes {
-			_ = c.l.Signal(n, syscall.SIGCONT)
+		for _, n := range c.Nodes {
+			_ = c.L.Signal(n, syscall.SIGCONT)
 			for !localcassandra.Answering(ctx, n.Address) && ctx.Err() == nil {
 				time.Sleep(500 * time.Millisecond)
 			}

@@ -24,42 +24,18 @@ import (
 var addresses = [3]string{"127.0.0.31", "127.0.0.32", "127.0.0.33"}
 
 // cluster is three Cassandra nodes of the test's own.
-type cluster struct {
-	l     *localcassandra.Launcher
-	nodes []localcassandra.Node
-}
+type cluster struct{ *testkit.Cluster }
 
 func startCluster(t *testing.T) *cluster {
-	t.Helper()
-	l, err := testkit.Launcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.DataDir = t.TempDir()
-	l.Heap = "768M"
-	c := &cluster{l: l, nodes: localcassandra.ClusterNodes("nemesis", addresses)}
-	t.Cleanup(func() {
-		for _, n := range c.nodes {
-			_ = l.Signal(n, syscall.SIGCONT)
-			_ = l.Stop(n)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	started := time.Now()
-	if err := l.StartCluster(ctx, c.nodes); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("three nodes up after %.0fs", time.Since(started).Seconds())
-	return c
+	return &cluster{testkit.StartCluster(t, "nemesis", addresses, nil)}
 }
 
 // heal resumes hung nodes and restarts dead ones.
 func (c *cluster) heal(ctx context.Context) error {
-	for _, n := range c.nodes {
-		_ = c.l.Signal(n, syscall.SIGCONT)
-		if !c.l.Running(n) {
-			if err := c.l.Start(ctx, n); err != nil {
+	for _, n := range c.Nodes {
+		_ = c.L.Signal(n, syscall.SIGCONT)
+		if !c.L.Running(n) {
+			if err := c.L.Start(ctx, n); err != nil {
 				return fmt.Errorf("restart %s: %w", n.Name, err)
 			}
 		}

@@ -59,9 +59,9 @@ func (n *nemesis) record(op string, target int, start time.Time, args map[string
 }
 
 func (n *nemesis) killNode(ctx context.Context) {
-	i := rand.IntN(len(n.c.nodes))
-	node, start := n.c.nodes[i], time.Now()
-	if err := n.c.l.Signal(node, syscall.SIGKILL); err != nil {
+	i := rand.IntN(len(n.c.Nodes))
+	node, start := n.c.Nodes[i], time.Now()
+	if err := n.c.L.Signal(node, syscall.SIGKILL); err != nil {
 		n.errs = append(n.errs, err)
 		return
 	}
@@ -70,21 +70,21 @@ func (n *nemesis) killNode(ctx context.Context) {
 	// on two nodes meanwhile. The restart runs even past the deadline.
 	restart, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
-	if err := n.c.l.Start(restart, node); err != nil {
+	if err := n.c.L.Start(restart, node); err != nil {
 		n.errs = append(n.errs, err)
 	}
 	n.record("kill-node", i, start, map[string]string{"node": node.Address})
 }
 
 func (n *nemesis) hangNode(ctx context.Context) {
-	i := rand.IntN(len(n.c.nodes))
-	node, start := n.c.nodes[i], time.Now()
-	if err := n.c.l.Signal(node, syscall.SIGSTOP); err != nil {
+	i := rand.IntN(len(n.c.Nodes))
+	node, start := n.c.Nodes[i], time.Now()
+	if err := n.c.L.Signal(node, syscall.SIGSTOP); err != nil {
 		n.errs = append(n.errs, err)
 		return
 	}
 	sleep(ctx, time.Duration(2000+rand.IntN(6000))*time.Millisecond)
-	if err := n.c.l.Signal(node, syscall.SIGCONT); err != nil {
+	if err := n.c.L.Signal(node, syscall.SIGCONT); err != nil {
 		n.errs = append(n.errs, err)
 	}
 	n.record("hang-node", i, start, map[string]string{"node": node.Address})
@@ -96,14 +96,14 @@ func (n *nemesis) hangNode(ctx context.Context) {
 // its outcome unknown; attempts queued at the hung nodes land when they
 // resume.
 func (n *nemesis) hangMajority(ctx context.Context) {
-	spared := rand.IntN(len(n.c.nodes))
+	spared := rand.IntN(len(n.c.Nodes))
 	start := time.Now()
 	var hung []int
-	for i, node := range n.c.nodes {
+	for i, node := range n.c.Nodes {
 		if i == spared {
 			continue
 		}
-		if err := n.c.l.Signal(node, syscall.SIGSTOP); err != nil {
+		if err := n.c.L.Signal(node, syscall.SIGSTOP); err != nil {
 			n.errs = append(n.errs, err)
 			continue
 		}
@@ -111,11 +111,11 @@ func (n *nemesis) hangMajority(ctx context.Context) {
 	}
 	sleep(ctx, time.Duration(4000+rand.IntN(8000))*time.Millisecond)
 	for _, i := range hung {
-		if err := n.c.l.Signal(n.c.nodes[i], syscall.SIGCONT); err != nil {
+		if err := n.c.L.Signal(n.c.Nodes[i], syscall.SIGCONT); err != nil {
 			n.errs = append(n.errs, err)
 		}
 	}
-	n.record("hang-majority", spared, start, map[string]string{"spared": n.c.nodes[spared].Address})
+	n.record("hang-majority", spared, start, map[string]string{"spared": n.c.Nodes[spared].Address})
 }
 
 func (n *nemesis) killAPI(ctx context.Context) {

@@ -1,0 +1,54 @@
+package testkit
+
+import (
+	"context"
+	"io"
+	"syscall"
+	"testing"
+	"time"
+
+	"shelf/internal/localcassandra"
+)
+
+// Cluster is three Cassandra nodes that a test starts for itself (the
+// nemesis, the seeds benchmark), each on its own loopback addresses.
+type Cluster struct {
+	L     *localcassandra.Launcher
+	Nodes []localcassandra.Node
+}
+
+// StartCluster starts three nodes called name on addresses, with their
+// data in a temporary folder and a 768M heap each, one after the other
+// until each sees the others. When the test ends every node is resumed
+// (a test may have hung it) and stopped. log, when not nil, gets the
+// launcher's progress.
+func StartCluster(t testing.TB, name string, addresses [3]string, log io.Writer) *Cluster {
+	t.Helper()
+	l, err := Launcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.DataDir = t.TempDir()
+	l.Heap = "768M"
+	if log != nil {
+		l.Log = log
+	}
+	c := &Cluster{L: l, Nodes: localcassandra.ClusterNodes(name, addresses)}
+	t.Cleanup(func() {
+		for _, n := range c.Nodes {
+			_ = l.Signal(n, syscall.SIGCONT)
+			_ = l.Stop(n)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	started := time.Now()
+	if err := l.StartCluster(ctx, c.Nodes); err != nil {
+		for _, n := range c.Nodes {
+			t.Logf("log of %s: %s", n.Name, l.LogFile(n))
+		}
+		t.Fatal(err)
+	}
+	t.Logf("three nodes up after %.0fs", time.Since(started).Seconds())
+	return c
+}
