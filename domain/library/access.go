@@ -93,9 +93,24 @@ func (s *Service) requireManager(ctx context.Context, p domain.Principal, id str
 	}
 	_, a, err := s.load(ctx, p, id)
 	if err == nil && !a.manage && !a.admin {
-		return domain.ErrDenied
+		return s.denied(ctx, id)
 	}
 	return err
+}
+
+// denied answers a caller whose access to a live item fell short. The item
+// is read again first: a delete that ran between reading the item and
+// reading the caller's member row removed that row, and the answer is then
+// that the item is gone (404), not that the caller may not (403).
+func (s *Service) denied(ctx context.Context, id string) error {
+	c, err := s.content.Get(ctx, id)
+	switch {
+	case errors.Is(err, domain.ErrNotFound) || (err == nil && c.Deleted):
+		return errContentNotFound
+	case err != nil:
+		return err
+	}
+	return domain.ErrDenied
 }
 
 // withPending is the members found as the item's pending share or unshare

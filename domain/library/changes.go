@@ -232,7 +232,7 @@ func (s *Service) mayUnshare(ctx context.Context, p domain.Principal, id, princi
 			return nil
 		}
 	}
-	return domain.ErrDenied
+	return s.denied(ctx, id)
 }
 
 // principalExists checks a user or group id.
