@@ -55,13 +55,7 @@ func (g *Gist) Setup(ctx context.Context) error {
 
 // Claim implements Pattern: the username, then the email.
 func (g *Gist) Claim(ctx context.Context, p Pair, claimant string) (Won, error) {
-	var won Won
-	var err error
-	if won.Username, err = g.create(ctx, kindUsername, p.Username, claimant); !won.Username {
-		return won, err
-	}
-	won.Email, err = g.create(ctx, kindEmail, p.Email, claimant)
-	return won, err
+	return oneAtATime(ctx, p, claimant, g.create)
 }
 
 // create is the gist's create(): true when it returned normally, which is
@@ -117,15 +111,10 @@ func (g *Gist) isUnique(ctx context.Context, kind, key string) (bool, error) {
 // Holders implements Pattern: the claimant in each value row (a later
 // plain insert overwrote an earlier one).
 func (g *Gist) Holders(ctx context.Context, p Pair) (username, email []string, err error) {
-	read := func(kind, key string) ([]string, error) {
+	return bothHolders(p, func(kind, key string) ([]string, error) {
 		stmt := fmt.Sprintf("SELECT claimant FROM %s WHERE key = ?", kindTable("gist", kind, "s"))
 		var claimants []string
 		err := g.s.ContextQuery(ctx, stmt, nil).Bind(key).Consistency(gocql.Quorum).SelectRelease(&claimants)
 		return claimants, err
-	}
-	if username, err = read(kindUsername, p.Username); err != nil {
-		return nil, nil, err
-	}
-	email, err = read(kindEmail, p.Email)
-	return username, email, err
+	})
 }

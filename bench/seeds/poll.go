@@ -44,13 +44,7 @@ func (p *Poll) Setup(ctx context.Context) error {
 
 // Claim implements Pattern: the username, then the email.
 func (p *Poll) Claim(ctx context.Context, pair Pair, claimant string) (Won, error) {
-	var won Won
-	var err error
-	if won.Username, err = p.claim(ctx, kindUsername, pair.Username, claimant); !won.Username {
-		return won, err
-	}
-	won.Email, err = p.claim(ctx, kindEmail, pair.Email, claimant)
-	return won, err
+	return oneAtATime(ctx, pair, claimant, p.claim)
 }
 
 // claim inserts the claimant under the name, reads the name's claimants up
@@ -85,15 +79,10 @@ func (p *Poll) claim(ctx context.Context, kind, name, claimant string) (bool, er
 // Holders implements Pattern: by the post's rule, the earliest claimant
 // left under each name.
 func (p *Poll) Holders(ctx context.Context, pair Pair) (username, email []string, err error) {
-	first := func(kind, name string) ([]string, error) {
+	return bothHolders(pair, func(kind, name string) ([]string, error) {
 		var claimants []string
 		stmt := fmt.Sprintf("SELECT claimant FROM %s WHERE name = ? LIMIT 1", kindTable("poll", kind, "s"))
 		err := p.s.ContextQuery(ctx, stmt, nil).Bind(name).Consistency(gocql.Quorum).SelectRelease(&claimants)
 		return claimants, err
-	}
-	if username, err = first(kindUsername, pair.Username); err != nil {
-		return nil, nil, err
-	}
-	email, err = first(kindEmail, pair.Email)
-	return username, email, err
+	})
 }

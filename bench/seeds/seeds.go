@@ -63,3 +63,25 @@ const (
 	kindUsername = "username"
 	kindEmail    = "email"
 )
+
+// oneAtATime claims a pair the way the seeds that claim one value would:
+// the username, then, if that was won, the email; a username won stays won
+// whatever becomes of the email, as those seeds have no way to give it back.
+func oneAtATime(ctx context.Context, p Pair, claimant string, claim func(ctx context.Context, kind, key, claimant string) (bool, error)) (Won, error) {
+	var won Won
+	var err error
+	if won.Username, err = claim(ctx, kindUsername, p.Username, claimant); !won.Username {
+		return won, err
+	}
+	won.Email, err = claim(ctx, kindEmail, p.Email, claimant)
+	return won, err
+}
+
+// bothHolders reads the holders of the pair's username, then its email.
+func bothHolders(p Pair, read func(kind, key string) ([]string, error)) (username, email []string, err error) {
+	if username, err = read(kindUsername, p.Username); err != nil {
+		return nil, nil, err
+	}
+	email, err = read(kindEmail, p.Email)
+	return username, email, err
+}

@@ -57,8 +57,8 @@ func (s *Shelf) Claim(ctx context.Context, p Pair, claimant string) (Won, error)
 // Holders implements Pattern: the owner of each committed claim (a pending
 // one is a claim in flight or left behind, and expires with its lease).
 func (s *Shelf) Holders(ctx context.Context, p Pair) (username, email []string, err error) {
-	owner := func(kind domain.ClaimKind, key string) ([]string, error) {
-		cl, err := s.claims.Lookup(ctx, kind, key)
+	return bothHolders(p, func(kind, key string) ([]string, error) {
+		cl, err := s.claims.Lookup(ctx, domain.ClaimKind(kind), key)
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
 			return nil, nil
@@ -68,12 +68,7 @@ func (s *Shelf) Holders(ctx context.Context, p Pair) (username, email []string, 
 			return nil, nil
 		}
 		return []string{cl.Owner}, nil
-	}
-	if username, err = owner(domain.KindUsername, p.Username); err != nil {
-		return nil, nil, err
-	}
-	email, err = owner(domain.KindEmail, p.Email)
-	return username, email, err
+	})
 }
 
 // liveOwners stands for the accounts: every claimant exists while the
