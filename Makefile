@@ -7,8 +7,9 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 # The launcher of the local Cassandra node (see cmd/cassandra-local).
 CASSANDRA := $(GO) run ./cmd/cassandra-local
-# How long `make bench` runs each benchmark.
-BENCHTIME ?= 3s
+# How long each of `make bench`'s rounds runs per side, and how many rounds.
+BENCH_ROUND ?= 2s
+BENCH_ROUNDS ?= 3
 # How long `make test-nemesis` runs its workload and faults.
 DURATION ?= 3m
 # Which deliberately broken build `make test-nemesis-broken` runs.
@@ -49,8 +50,8 @@ test-cluster: ## only the three-node cluster test (RF 3, QUORUM, one node killed
 	@$(GO) test -race -count=1 -timeout 15m -run Cluster -v ./internal/localcassandra/
 
 .PHONY: bench
-bench: ## benchmarks against the real node: API vs raw driver ratios, API peak memory
-	@$(CASSANDRA) with -- $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count=1 ./bench/
+bench: ## issue 12: every operation through shelf, the lean baseline server and the raw driver, side by side; fan-outs beside raw batches; prints the table, saves it and the JSON under .bench/ (BENCH_ROUND 2s, BENCH_ROUNDS 3, BENCH_ONLY a name part)
+	@$(CASSANDRA) with -- env BENCH_ROUND=$(BENCH_ROUND) BENCH_ROUNDS=$(BENCH_ROUNDS) $(GO) test -tags bench -count=1 -timeout 60m -run '^TestBench$$' -v ./bench/
 
 .PHONY: bench-seeds
 bench-seeds: ## issue 11: the seeds' uniqueness patterns beside shelf's claims on a three-node cluster of its own (RF 3), with and without a hung node; prints a table (SEEDS_ROUNDS, 20)
@@ -93,6 +94,7 @@ fuzz-api: ## schemathesis against a running api with the served openapi.yaml (FU
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(GO) vet ./...
+	@$(GO) vet -tags bench ./bench/
 	@$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 .PHONY: cassandra-up

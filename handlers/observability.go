@@ -20,7 +20,8 @@ func measure(m *metrics.Metrics) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-			next.ServeHTTP(ww, r)
+			ctx, trips := metrics.WithTrips(r.Context())
+			next.ServeHTTP(ww, r.WithContext(ctx))
 			route := "unmatched"
 			if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.RoutePattern() != "" {
 				route = rctx.RoutePattern()
@@ -31,6 +32,7 @@ func measure(m *metrics.Metrics) func(http.Handler) http.Handler {
 			}
 			m.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
 			m.HTTPDuration.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+			m.RoundTrips.WithLabelValues(route, r.Method).Observe(float64(trips.Count()))
 		})
 	}
 }

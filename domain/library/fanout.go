@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // apply writes one member's library, after the test hook.
@@ -47,6 +48,7 @@ const memberPage = 500
 // entry says.
 func (s *Service) fanout(ctx context.Context, next Content, prev *Content) error {
 	after := ""
+	start, written := time.Now(), 0
 	for {
 		members, err := s.members.Page(ctx, next.ID, after, memberPage)
 		if err != nil {
@@ -55,7 +57,11 @@ func (s *Service) fanout(ctx context.Context, next Content, prev *Content) error
 		if err := s.fanoutTo(ctx, next, prev, members); err != nil {
 			return err
 		}
+		written += len(members)
 		if len(members) < memberPage {
+			if s.cfg.ObserveFanout != nil {
+				s.cfg.ObserveFanout(written, time.Since(start))
+			}
 			return nil
 		}
 		after = members[len(members)-1].PrincipalID

@@ -94,6 +94,9 @@ type Config struct {
 	FanoutConcurrency int
 	// Now is the clock.
 	Now func() time.Time
+	// ObserveFanout, when set, is told of every finished fan-out: the
+	// member libraries it wrote and the time it took (metrics).
+	ObserveFanout func(members int, took time.Duration)
 }
 
 // Hooks let tests stop a fan-out part-way, as a crash would.

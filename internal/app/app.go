@@ -66,6 +66,10 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		acc, users, claims, repository.NewGroups(db), repository.NewGroupMembers(db), log)
 	lib := library.New(library.Config{
 		SyncFanoutLimit: cfg.Content.SyncFanoutLimit, FanoutConcurrency: cfg.Content.FanoutConcurrency, Now: now,
+		ObserveFanout: func(members int, took time.Duration) {
+			m.FanoutDuration.Observe(took.Seconds())
+			m.FanoutLibraries.Add(float64(members))
+		},
 	}, acc, users, grp, library.Stores{
 		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
 		Library: repository.NewLibraries(db), Outbox: repository.NewOutbox(db),

@@ -26,6 +26,12 @@ type Metrics struct {
 	OutboxItems  prometheus.Gauge
 	OutboxAge    prometheus.Gauge
 	HashWait     prometheus.Histogram
+	// RoundTrips is the sequential round trips to Cassandra per request.
+	RoundTrips *prometheus.HistogramVec
+	// FanoutDuration and FanoutLibraries measure fan-outs: their time and
+	// the member libraries they wrote.
+	FanoutDuration  prometheus.Histogram
+	FanoutLibraries prometheus.Counter
 }
 
 // latencyBuckets cover 100 µs to 10 s: local reads to slow fan-outs.
@@ -62,20 +68,33 @@ func New() *Metrics {
 			Name: "shelf_password_hash_wait_seconds", Help: "Time a password hash waited for a free hashing slot.",
 			Buckets: latencyBuckets,
 		}),
+		RoundTrips: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shelf_http_request_round_trips", Help: "Sequential round trips to Cassandra a request waited for (statements sent together count once), by route pattern and method; docs/design.md#cost-model says what each should be.",
+			Buckets: prometheus.LinearBuckets(0, 1, 13),
+		}, []string{"route", "method"}),
+		FanoutDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "shelf_fanout_duration_seconds", Help: "Time a finished fan-out took, from reading the first members to the last library written.",
+			Buckets: latencyBuckets,
+		}),
+		FanoutLibraries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shelf_fanout_member_libraries_total", Help: "Member libraries written by finished fan-outs.",
+		}),
 	}
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.CQLDuration, m.CQLErrors, m.LWTOutcomes,
-		m.OutboxItems, m.OutboxAge, m.HashWait,
+		m.OutboxItems, m.OutboxAge, m.HashWait, m.RoundTrips, m.FanoutDuration, m.FanoutLibraries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 // ObserveQuery implements gocql.QueryObserver.
-func (m *Metrics) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
+func (m *Metrics) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
+	addTrip(ctx, q.Start, q.End)
 	m.observe(StatementKind(q.Statement), q.End.Sub(q.Start), q.Err)
 }
 
 // ObserveBatch implements gocql.BatchObserver.
-func (m *Metrics) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {
+func (m *Metrics) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
+	addTrip(ctx, b.Start, b.End)
 	m.observe("batch", b.End.Sub(b.Start), b.Err)
 }
 

@@ -1,0 +1,261 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain/library"
+	"shelf/domain/moderation"
+)
+
+// fixture is what the measured operations read: a user whose library holds
+// items, a group whose library holds as many with a member, an admin, a
+// suspended list, and users to log in as.
+type fixture struct {
+	owner, member, admin account
+	group                string
+	// Cursors of page 1000 (20 a page) of the two libraries, and of a
+	// position 90% down the suspended list.
+	ownerPage1000, groupPage1000, suspendedDeep string
+	logins                                      []account
+}
+
+// account is a user with a session.
+type account struct {
+	username, id, token string
+}
+
+const testPassword = "correct horse battery"
+
+var seq atomic.Int64
+
+// fresh returns a username and email nobody has.
+func fresh() (string, string) {
+	u := fmt.Sprintf("bench%d_%d", time.Now().UnixNano()%1e9, seq.Add(1))
+	return u, u + "@example.org"
+}
+
+// call sends one request and fails unless the answer is want; out, when
+// set, receives the decoded body.
+func call(method, url, token, body string, want int, out any) error {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %d, want %d: %s", method, url, resp.StatusCode, want, bytes.TrimSpace(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// httpClient keeps a connection per concurrent client.
+var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+
+// signup creates a user through the api and logs it in.
+func signup(base string) (account, error) {
+	u, e := fresh()
+	if err := call(http.MethodPost, base+"/v1/users", "", fmt.Sprintf(`{"username":%q,"email":%q,"password":%q}`, u, e, testPassword), http.StatusCreated, nil); err != nil {
+		return account{}, err
+	}
+	var s struct {
+		Token string
+		User  struct{ ID string }
+	}
+	err := call(http.MethodPost, base+"/v1/sessions", "", fmt.Sprintf(`{"login":%q,"password":%q}`, u, testPassword), http.StatusCreated, &s)
+	return account{username: u, id: s.User.ID, token: s.Token}, err
+}
+
+// makeAdmin grants a user admin with `api admin grant`, as an operator would.
+func makeAdmin(h *harness, a account) error {
+	grant := exec.Command(h.api.bin, "admin", "grant", a.username)
+	grant.Env = h.api.env
+	if out, err := grant.CombinedOutput(); err != nil {
+		return fmt.Errorf("admin grant: %v: %s", err, out)
+	}
+	return nil
+}
+
+// seed builds the fixture: libraries of items public items each, and
+// suspensions suspended users over 24 monthly buckets.
+func seed(h *harness, items, suspensions int) (*fixture, error) {
+	f := &fixture{}
+	var err error
+	for _, a := range []*account{&f.owner, &f.member, &f.admin} {
+		if *a, err = signup(h.api.base); err != nil {
+			return nil, err
+		}
+	}
+	if err := makeAdmin(h, f.admin); err != nil {
+		return nil, err
+	}
+	for range 16 {
+		a, err := signup(h.api.base)
+		if err != nil {
+			return nil, err
+		}
+		f.logins = append(f.logins, a)
+	}
+	var g struct{ ID string }
+	name, _ := fresh()
+	if err := call(http.MethodPost, h.api.base+"/v1/groups", f.owner.token, fmt.Sprintf(`{"name":%q}`, "g"+name), http.StatusCreated, &g); err != nil {
+		return nil, err
+	}
+	f.group = g.ID
+	if err := call(http.MethodPut, h.api.base+"/v1/groups/"+g.ID+"/members/"+f.member.id, f.owner.token, `{"role":"member"}`, http.StatusCreated, nil); err != nil {
+		return nil, err
+	}
+	s := h.db.Session.Session
+	if f.ownerPage1000, err = seedLibrary(s, f.owner.id, items); err != nil {
+		return nil, err
+	}
+	if f.groupPage1000, err = seedLibrary(s, f.group, items); err != nil {
+		return nil, err
+	}
+	f.suspendedDeep, err = seedSuspended(s, suspensions)
+	return f, err
+}
+
+// inBatches writes rows in single-partition unlogged batches of 100, 16 at
+// once.
+func inBatches(s *gocql.Session, n int, stmt func(i int) (partition string, cql string, args []any)) error {
+	byPartition := map[string][]int{}
+	var order []string
+	for i := range n {
+		p, _, _ := stmt(i)
+		if _, ok := byPartition[p]; !ok {
+			order = append(order, p)
+		}
+		byPartition[p] = append(byPartition[p], i)
+	}
+	var chunks [][]int
+	for _, p := range order {
+		rows := byPartition[p]
+		for len(rows) > 0 {
+			k := min(100, len(rows))
+			chunks = append(chunks, rows[:k])
+			rows = rows[k:]
+		}
+	}
+	work := make(chan []int)
+	errs := make(chan error, len(chunks))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for chunk := range work {
+				b := s.NewBatch(gocql.UnloggedBatch)
+				for _, i := range chunk {
+					_, cql, args := stmt(i)
+					b.Query(cql, args...)
+				}
+				if err := s.ExecuteBatch(b); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for _, c := range chunks {
+		work <- c
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// seedLibrary writes n public items straight into principal's library and
+// its membership index (item 0 newest), and returns the cursor of page
+// 1000 at 20 a page (the position after item 19 979), or "" when the
+// library is shorter.
+func seedLibrary(s *gocql.Session, principal string, n int) (string, error) {
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	at := func(i int) time.Time { return start.Add(-time.Duration(i) * time.Second) }
+	id := func(i int) string { return "c_" + seededID(i)[2:] }
+	err := inBatches(s, n, func(i int) (string, string, []any) {
+		return "index", `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, 'viewer', 1, ?, ?, 'public') USING TIMESTAMP 1`,
+			[]any{principal, id(i), at(i), fmt.Sprint("item ", i)}
+	})
+	buckets := library.BucketsFor(library.VisibilityPublic)
+	for _, bucket := range buckets {
+		if err != nil {
+			break
+		}
+		err = inBatches(s, n, func(i int) (string, string, []any) {
+			return bucket, `INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, ?, ?, ?, ?, 'public', 1) USING TIMESTAMP 1`,
+				[]any{principal, bucket, at(i), id(i), fmt.Sprint("item ", i)}
+		})
+	}
+	const before = 999*20 - 1
+	if err != nil || n <= before+20 {
+		return "", err
+	}
+	return library.Cursor{LastModified: at(before), ContentID: id(before)}.Encode(), nil
+}
+
+// seedSuspended fills the suspended list with n users over 24 monthly
+// buckets and returns the cursor of a position 90% down it.
+func seedSuspended(s *gocql.Session, n int) (string, error) {
+	const buckets = 24
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	perBucket := max(n/buckets, 1)
+	place := func(i int) (string, time.Time) {
+		at := start.AddDate(0, -(i / perBucket), 0).Add(time.Duration(i%perBucket) * time.Minute)
+		return moderation.BucketOf(at, moderation.BucketMonth), at
+	}
+	err := inBatches(s, n, func(i int) (string, string, []any) {
+		bucket, at := place(i)
+		return bucket, `INSERT INTO users_by_status (bucket, status, occurred_on, user_id, username, reason, actor) VALUES (?, 'suspended', ?, ?, ?, 'seeded', 'u_bench') USING TIMESTAMP 1`,
+			[]any{bucket, at, seededID(i), fmt.Sprint("user", i)}
+	})
+	for i := 0; err == nil && i < n; i += perBucket {
+		bucket, _ := place(i)
+		err = s.Query(`INSERT INTO status_buckets (status, bucket) VALUES ('suspended', ?)`, bucket).Exec()
+	}
+	deep := n * 9 / 10
+	bucket, at := place(deep)
+	return moderation.Cursor{Bucket: bucket, SuspendedAt: at, UserID: seededID(deep)}.Encode(), err
+}
+
+// seededID is a well-formed user id made from i (base32 digits, padded).
+func seededID(i int) string {
+	const digits = "abcdefghijklmnopqrstuvwxyz234567"
+	id := []byte("u_aaaaaaaaaaaaaaaaaaaaaaaaaa")
+	for p := len(id) - 1; i > 0; p-- {
+		id[p] = digits[i%32]
+		i /= 32
+	}
+	return string(id)
+}

@@ -1,0 +1,81 @@
+package metrics
+
+import (
+	"container/heap"
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Trips collects the statements one request sent to Cassandra (their start
+// and end), to count the round trips the request waited for in turn:
+// statements that overlap in time went out together and count once.
+type Trips struct {
+	mu    sync.Mutex
+	spans []span
+}
+
+type span struct{ start, end time.Time }
+
+type tripsKey struct{}
+
+// WithTrips returns a context whose statements are collected in the
+// returned Trips (through the query observer).
+func WithTrips(ctx context.Context) (context.Context, *Trips) {
+	t := &Trips{spans: make([]span, 0, 8)}
+	return context.WithValue(ctx, tripsKey{}, t), t
+}
+
+// add records one statement of the request ctx belongs to, if any.
+func addTrip(ctx context.Context, start, end time.Time) {
+	t, _ := ctx.Value(tripsKey{}).(*Trips)
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.spans = append(t.spans, span{start, end})
+	t.mu.Unlock()
+}
+
+// Count is the number of sequential round trips: the longest chain of
+// statements each of which started after the one before it ended (a
+// statement sent beside another is not a round trip more; one sent after
+// another's answer is).
+func (t *Trips) Count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	slices.SortFunc(t.spans, func(a, b span) int { return a.start.Compare(b.start) })
+	// In order of start: a statement's chain is one longer than the
+	// longest chain among those that ended before it started.
+	var open endHeap
+	ended, longest := 0, 0
+	for _, s := range t.spans {
+		for len(open) > 0 && open[0].end.Before(s.start) {
+			ended = max(ended, heap.Pop(&open).(chain).depth)
+		}
+		heap.Push(&open, chain{end: s.end, depth: ended + 1})
+		longest = max(longest, ended+1)
+	}
+	return longest
+}
+
+// chain is a statement's end and the length of the longest chain it ends.
+type chain struct {
+	end   time.Time
+	depth int
+}
+
+// endHeap orders chains by their end, earliest first.
+type endHeap []chain
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i].end.Before(h[j].end) }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(chain)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
