@@ -43,52 +43,71 @@ func (s *Service) publish(ctx context.Context, next Content, prev *Content, mark
 const memberPage = 500
 
 // fanout writes next into every member's library (or, for a deleted item,
-// removes it), with bounded concurrency. prev, when known, is what the
-// libraries held (its rows are deleted); otherwise each member's index
-// entry says.
+// removes it), FanoutConcurrency members at once. prev, when known, is
+// what the libraries held (its rows are deleted); otherwise each member's
+// index entry says. The members are read a page at a time while the
+// libraries of the page before are still being written, so the writers
+// never wait for a page read or for the slowest member of a page. After a
+// failure no further member is started; the outbox mark stays and the
+// worker finishes the fan-out.
 func (s *Service) fanout(ctx context.Context, next Content, prev *Content) error {
-	after := ""
-	start, written := time.Now(), 0
-	for {
-		members, err := s.members.Page(ctx, next.ID, after, memberPage)
-		if err != nil {
-			return err
-		}
-		if err := s.fanoutTo(ctx, next, prev, members); err != nil {
-			return err
-		}
-		written += len(members)
-		if len(members) < memberPage {
-			if s.cfg.ObserveFanout != nil {
-				s.cfg.ObserveFanout(written, time.Since(start))
-			}
-			return nil
-		}
-		after = members[len(members)-1].PrincipalID
-	}
-}
-
-// fanoutTo updates the given members' libraries, FanoutConcurrency at once.
-func (s *Service) fanoutTo(ctx context.Context, next Content, prev *Content, members []Member) error {
-	sem := make(chan struct{}, s.cfg.FanoutConcurrency)
+	start := time.Now()
+	members := make(chan Member)
 	var mu sync.Mutex
 	var errs []error
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(errs) > 0
+	}
 	var wg sync.WaitGroup
-	for _, m := range members {
-		sem <- struct{}{}
+	for range max(s.cfg.FanoutConcurrency, 1) {
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			err := s.syncMember(ctx, next, prev, m)
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
+			defer wg.Done()
+			for m := range members {
+				if err := s.syncMember(ctx, next, prev, m); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
 			}
 		}()
 	}
+	written, readErr := s.handOut(ctx, next.ID, members, failed)
+	close(members)
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(append(errs, readErr)...); err != nil {
+		return err
+	}
+	if s.cfg.ObserveFanout != nil {
+		s.cfg.ObserveFanout(written, time.Since(start))
+	}
+	return nil
+}
+
+// handOut reads the item's members a page at a time and hands each to the
+// writers, until the last page or a failure; it returns how many it handed
+// out.
+func (s *Service) handOut(ctx context.Context, contentID string, to chan<- Member, failed func() bool) (int, error) {
+	after, n := "", 0
+	for {
+		page, err := s.members.Page(ctx, contentID, after, memberPage)
+		if err != nil {
+			return n, err
+		}
+		for _, m := range page {
+			if failed() {
+				return n, nil
+			}
+			to <- m
+			n++
+		}
+		if len(page) < memberPage {
+			return n, nil
+		}
+		after = page[len(page)-1].PrincipalID
+	}
 }
 
 // syncMember brings one member's library to next.
