@@ -189,3 +189,17 @@ func TestRequestIDIsKeptWhenSaneAndReplacedOtherwise(t *testing.T) {
 		}
 	}
 }
+
+func TestNewRequestIDsAreDistinctHex(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := newRequestID()
+		if len(id) != 24 || strings.Trim(id, "0123456789abcdef") != "" || !incomingIDRE.MatchString(id) {
+			t.Fatalf("request id %q: want 24 hex digits", id)
+		}
+		if seen[id] {
+			t.Fatalf("request id %q given twice", id)
+		}
+		seen[id] = true
+	}
+}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
-	"github.com/rs/zerolog/hlog"
 
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
@@ -56,7 +55,6 @@ func NewRouter(d Deps) *chi.Mux {
 		r.Use(measure(d.Metrics))
 	}
 	r.Use(
-		hlog.NewHandler(d.Logger),
 		requestContext(d.Logger, d.TrustedProxies),
 		accessLog(),
 		recoverer,
