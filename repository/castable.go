@@ -2,7 +2,6 @@ package repository
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/gocql/gocql"
@@ -15,7 +14,7 @@ import (
 // write id, and an ambiguous answer is settled by reading the row at SERIAL
 // and comparing that tag (DB.exec). Rows whose status column says pending
 // can be discarded.
-type casTable[R any] struct {
+type casTable[R any, P scanned[R]] struct {
 	db *DB
 	// name is the table's name; fault and error names start with it.
 	name string
@@ -38,7 +37,7 @@ type casTable[R any] struct {
 // condition is false for good: versions only grow); anything else runs it
 // again, and its condition decides again (DB.exec believes that run's "not
 // applied" only if the row then proves it).
-func (t casTable[R]) write(ctx context.Context, op, stmt, id, writeID string, target int, args ...any) (bool, error) {
+func (t casTable[R, P]) write(ctx context.Context, op, stmt, id, writeID string, target int, args ...any) (bool, error) {
 	return t.db.exec(ctx, lwt{
 		name: t.name + "." + op,
 		run:  func(ctx context.Context) (bool, error) { return t.db.cas(ctx, nil, stmt, args...) },
@@ -59,7 +58,7 @@ func (t casTable[R]) write(ctx context.Context, op, stmt, id, writeID string, ta
 
 // create inserts a row IF NOT EXISTS (ids are fresh random ids, so "exists"
 // is an error, not an outcome).
-func (t casTable[R]) create(ctx context.Context, stmt, id, writeID string, args ...any) error {
+func (t casTable[R, P]) create(ctx context.Context, stmt, id, writeID string, args ...any) error {
 	ok, err := t.write(ctx, "create", stmt, id, writeID, 0, args...)
 	if err == nil && !ok {
 		return fmt.Errorf("%s.create: id %s already exists", t.name, id)
@@ -69,7 +68,7 @@ func (t casTable[R]) create(ctx context.Context, stmt, id, writeID string, args 
 
 // discardPending deletes a row that is still pending (stmt: DELETE ... IF
 // status = 'pending').
-func (t casTable[R]) discardPending(ctx context.Context, stmt, id string) error {
+func (t casTable[R, P]) discardPending(ctx context.Context, stmt, id string) error {
 	_, err := t.db.exec(ctx, lwt{
 		name: t.name + ".discard",
 		run:  func(ctx context.Context) (bool, error) { return t.db.cas(ctx, nil, stmt, id) },
@@ -87,7 +86,7 @@ func (t casTable[R]) discardPending(ctx context.Context, stmt, id string) error 
 
 // read returns a row at the session's consistency, or at SERIAL;
 // domain.ErrNotFound when there is none.
-func (t casTable[R]) read(ctx context.Context, id string, serial bool) (R, error) {
+func (t casTable[R, P]) read(ctx context.Context, id string, serial bool) (R, error) {
 	cl := gocql.Consistency(0)
 	if serial {
 		cl = t.db.Serial
@@ -103,16 +102,6 @@ func (t casTable[R]) read(ctx context.Context, id string, serial bool) (R, error
 }
 
 // get reads a row at cl (0: the session's default).
-func (t casTable[R]) get(ctx context.Context, id string, cl gocql.Consistency) (R, bool, error) {
-	var r R
-	q := t.db.Session.ContextQuery(ctx, t.selectCQL, nil).Bind(id)
-	if cl != 0 {
-		q = q.Consistency(cl)
-	}
-	err := q.GetRelease(&r)
-	if errors.Is(err, gocql.ErrNotFound) {
-		var zero R
-		return zero, false, nil
-	}
-	return r, err == nil, err
+func (t casTable[R, P]) get(ctx context.Context, id string, cl gocql.Consistency) (R, bool, error) {
+	return getRow[R, P](t.db.query(ctx, cl, t.selectCQL, id))
 }

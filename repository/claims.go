@@ -35,6 +35,11 @@ type claimRow struct {
 	BaseVersion int `db:"base_version"`
 }
 
+// columns are claimSelectCQL's.
+func (r *claimRow) columns() []any {
+	return []any{&r.Key, &r.UserID, &r.Op, &r.State, &r.ClaimedAt, &r.BaseVersion}
+}
+
 func (r claimRow) toDomain(kind domain.ClaimKind) domain.Claim {
 	return domain.Claim{Kind: kind, Key: r.Key, Owner: r.UserID, Op: r.Op, State: domain.ClaimState(r.State),
 		BaseVersion: r.BaseVersion}
@@ -216,25 +221,20 @@ func (c *Claims) moveCommitted(ctx context.Context, name, key string, from domai
 // Lookup reads a claim at the configured consistency.
 func (c *Claims) Lookup(ctx context.Context, kind domain.ClaimKind, key string) (domain.Claim, error) {
 	t := table(kind)
-	var row claimRow
-	err := c.db.Session.ContextQuery(ctx, fmt.Sprintf(claimSelectCQL, t), nil).Bind(key).GetRelease(&row)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return domain.Claim{}, domain.ErrNotFound
-	}
+	row, found, err := getRow[claimRow](c.db.query(ctx, 0, fmt.Sprintf(claimSelectCQL, t), key))
 	if err != nil {
 		return domain.Claim{}, dbErr(t+".lookup", err)
+	}
+	if !found {
+		return domain.Claim{}, domain.ErrNotFound
 	}
 	return row.toDomain(kind), nil
 }
 
 func (c *Claims) serialGet(ctx context.Context, t, key string, dest *claimRow) (bool, error) {
-	*dest = claimRow{}
-	q := c.db.Session.ContextQuery(ctx, fmt.Sprintf(claimSelectCQL, t), nil).Bind(key).Consistency(c.db.Serial)
-	err := q.GetRelease(dest)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	row, found, err := getRow[claimRow](c.db.query(ctx, c.db.Serial, fmt.Sprintf(claimSelectCQL, t), key))
+	*dest = row
+	return found, err
 }
 
 // ttlSeconds turns a lease into a TTL, at least one second.

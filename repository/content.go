@@ -9,15 +9,21 @@ import (
 
 // Contents keeps content rows (LWT-managed, like accounts).
 type Contents struct {
-	rows casTable[contentRow]
+	rows casTable[contentRow, *contentRow]
 }
 
 var _ library.ContentStore = (*Contents)(nil)
 
 // NewContents returns the content store.
 func NewContents(db *DB) *Contents {
-	return &Contents{rows: casTable[contentRow]{db: db, name: "content", selectCQL: contentSelectCQL,
+	return &Contents{rows: casTable[contentRow, *contentRow]{db: db, name: "content", selectCQL: contentSelectCQL,
 		writeID: func(r contentRow) string { return r.WriteID }, version: func(r contentRow) int { return r.Version }, status: func(contentRow) string { return "" }}}
+}
+
+// columns are contentSelectCQL's.
+func (r *contentRow) columns() []any {
+	return []any{&r.ID, &r.Name, &r.Description, &r.Visibility, &r.Link, &r.CreatedBy, &r.CreatedAt, &r.LastModified,
+		&r.Deleted, &r.Members, &r.Managers, &r.Version, &r.WriteID, &r.PendingPrincipal, &r.PendingRole}
 }
 
 type contentRow struct {
@@ -146,6 +152,9 @@ type contentMemberRow struct {
 	Role        string `db:"role"`
 }
 
+// columns are contentMemberFindCQL's and contentMemberPageCQL's.
+func (r *contentMemberRow) columns() []any { return []any{&r.PrincipalID, &r.Role} }
+
 // Put writes a member at version.
 func (s *ContentMembers) Put(ctx context.Context, contentID string, m library.Member, version int) error {
 	return s.db.write(ctx, "content_members.put", contentMemberPutCQL, contentID, m.PrincipalID, m.Role, int64(version))
@@ -158,8 +167,8 @@ func (s *ContentMembers) Delete(ctx context.Context, contentID, principalID stri
 
 // Find returns the members among principalIDs (one read).
 func (s *ContentMembers) Find(ctx context.Context, contentID string, principalIDs []string) ([]library.Member, error) {
-	var rows []contentMemberRow
-	if err := s.db.Session.ContextQuery(ctx, contentMemberFindCQL, nil).Bind(contentID, principalIDs).SelectRelease(&rows); err != nil {
+	rows, err := selectRows[contentMemberRow](s.db.query(ctx, 0, contentMemberFindCQL, contentID, principalIDs))
+	if err != nil {
 		return nil, dbErr("content_members.find", err)
 	}
 	return toContentMembers(rows), nil
@@ -167,8 +176,8 @@ func (s *ContentMembers) Find(ctx context.Context, contentID string, principalID
 
 // Page lists members after a principal id.
 func (s *ContentMembers) Page(ctx context.Context, contentID, after string, limit int) ([]library.Member, error) {
-	var rows []contentMemberRow
-	if err := s.db.Session.ContextQuery(ctx, contentMemberPageCQL, nil).Bind(contentID, after, limit).SelectRelease(&rows); err != nil {
+	rows, err := selectRows[contentMemberRow](s.db.query(ctx, 0, contentMemberPageCQL, contentID, after, limit))
+	if err != nil {
 		return nil, dbErr("content_members.page", err)
 	}
 	return toContentMembers(rows), nil

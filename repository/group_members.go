@@ -63,7 +63,9 @@ func (s *GroupMembers) Apply(ctx context.Context, groupID string, c groups.Membe
 // Role reads one member's role.
 func (s *GroupMembers) Role(ctx context.Context, groupID, userID string) (string, error) {
 	var role string
-	err := s.db.Session.ContextQuery(ctx, gmRoleCQL, nil).Bind(groupID, userID).GetRelease(&role)
+	q := s.db.query(ctx, 0, gmRoleCQL, groupID, userID)
+	defer q.Release()
+	err := q.Scan(&role)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return "", domain.ErrNotFound
 	}

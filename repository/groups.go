@@ -15,15 +15,22 @@ import (
 // = 'pending', changed IF version = ?), tagged with a random write id so an
 // ambiguous answer is settled by a SERIAL read (DB.exec).
 type Groups struct {
-	rows casTable[groupRow]
+	rows casTable[groupRow, *groupRow]
 }
 
 var _ groups.Store = (*Groups)(nil)
 
 // NewGroups returns the group store.
 func NewGroups(db *DB) *Groups {
-	return &Groups{rows: casTable[groupRow]{db: db, name: "groups", selectCQL: groupSelectCQL,
+	return &Groups{rows: casTable[groupRow, *groupRow]{db: db, name: "groups", selectCQL: groupSelectCQL,
 		writeID: func(r groupRow) string { return r.WriteID }, version: func(r groupRow) int { return r.Version }, status: func(r groupRow) string { return r.Status }}}
+}
+
+// columns are groupSelectCQL's.
+func (r *groupRow) columns() []any {
+	return []any{&r.ID, &r.Name, &r.NameKey, &r.DisplayName, &r.Description, &r.MaxMembers, &r.MemberCount,
+		&r.ManagerCount, &r.CreatedBy, &r.CreatedAt, &r.UpdatedAt, &r.Status, &r.PendingUser, &r.PendingRole,
+		&r.Version, &r.WriteID}
 }
 
 // groupRow is a row of the groups table.

@@ -40,6 +40,16 @@ type libRow struct {
 	Version      int       `db:"version"`
 }
 
+// columns are libSliceCQL's and libSliceAfterCQL's.
+func (r *libRow) columns() []any {
+	return []any{&r.LastModified, &r.ContentID, &r.Name, &r.Visibility, &r.Version}
+}
+
+// columns are indexSelectCQL's and indexPageCQL's.
+func (r *indexRow) columns() []any {
+	return []any{&r.ContentID, &r.Role, &r.Version, &r.LastModified, &r.Name, &r.Visibility}
+}
+
 type indexRow struct {
 	ContentID    string    `db:"content_id"`
 	Role         string    `db:"role"`
@@ -112,8 +122,8 @@ func (l *Libraries) Remove(ctx context.Context, principalID, contentID string, p
 
 // Index reads the index entries of the given items (one partition, IN).
 func (l *Libraries) Index(ctx context.Context, principalID string, contentIDs []string) (map[string]library.Entry, error) {
-	var rows []indexRow
-	if err := l.db.Session.ContextQuery(ctx, indexSelectCQL, nil).Bind(principalID, contentIDs).SelectRelease(&rows); err != nil {
+	rows, err := selectRows[indexRow](l.db.query(ctx, 0, indexSelectCQL, principalID, contentIDs))
+	if err != nil {
 		return nil, dbErr("library_index.get", err)
 	}
 	out := make(map[string]library.Entry, len(rows))
@@ -125,8 +135,8 @@ func (l *Libraries) Index(ctx context.Context, principalID string, contentIDs []
 
 // IndexPage lists index entries after a content id.
 func (l *Libraries) IndexPage(ctx context.Context, principalID, after string, limit int) ([]library.Entry, error) {
-	var rows []indexRow
-	if err := l.db.Session.ContextQuery(ctx, indexPageCQL, nil).Bind(principalID, after, limit).SelectRelease(&rows); err != nil {
+	rows, err := selectRows[indexRow](l.db.query(ctx, 0, indexPageCQL, principalID, after, limit))
+	if err != nil {
 		return nil, dbErr("library_index.page", err)
 	}
 	out := make([]library.Entry, len(rows))
@@ -138,12 +148,12 @@ func (l *Libraries) IndexPage(ctx context.Context, principalID, after string, li
 
 // Slice reads one bucket, newest first, after the cursor.
 func (l *Libraries) Slice(ctx context.Context, principalID, bucket string, after *library.Cursor, limit int) ([]library.Entry, error) {
-	q := l.db.Session.ContextQuery(ctx, libSliceCQL, nil).Bind(principalID, bucket, limit)
+	q := l.db.query(ctx, 0, libSliceCQL, principalID, bucket, limit)
 	if after != nil {
-		q = l.db.Session.ContextQuery(ctx, libSliceAfterCQL, nil).Bind(principalID, bucket, after.LastModified, after.ContentID, limit)
+		q = l.db.query(ctx, 0, libSliceAfterCQL, principalID, bucket, after.LastModified, after.ContentID, limit)
 	}
-	var rows []libRow
-	if err := q.SelectRelease(&rows); err != nil {
+	rows, err := selectRows[libRow](q)
+	if err != nil {
 		return nil, dbErr("library.slice", err)
 	}
 	out := make([]library.Entry, len(rows))

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"shelf/domain"
 	"shelf/domain/accounts"
 )
@@ -32,6 +30,11 @@ type sessionRow struct {
 	// Written is the rows' write timestamp (µs): a revocation deletes at
 	// Written+1, so it shadows the session whatever the writer's clock.
 	Written int64 `db:"written"`
+}
+
+// columns are sessionSelectCQL's.
+func (r *sessionRow) columns() []any {
+	return []any{&r.TokenHash, &r.UserID, &r.CreatedAt, &r.ExpiresAt, &r.Written}
 }
 
 const (
@@ -61,13 +64,12 @@ func (s *Sessions) Create(ctx context.Context, sess domain.Session) error {
 
 // Get reads a session by token hash.
 func (s *Sessions) Get(ctx context.Context, tokenHash string) (domain.Session, error) {
-	var r sessionRow
-	err := s.db.Session.ContextQuery(ctx, sessionSelectCQL, nil).Bind(tokenHash).GetRelease(&r)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return domain.Session{}, domain.ErrNotFound
-	}
+	r, found, err := getRow[sessionRow](s.db.query(ctx, 0, sessionSelectCQL, tokenHash))
 	if err != nil {
 		return domain.Session{}, dbErr("sessions.get", err)
+	}
+	if !found {
+		return domain.Session{}, domain.ErrNotFound
 	}
 	return domain.Session{TokenHash: r.TokenHash, UserID: r.UserID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 		Written: r.Written}, nil

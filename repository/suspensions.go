@@ -175,6 +175,11 @@ type statusRow struct {
 	Until      time.Time `db:"until"`
 }
 
+// columns are pageCQL's and pageAfterCQL's.
+func (r *statusRow) columns() []any {
+	return []any{&r.Bucket, &r.OccurredOn, &r.UserID, &r.Username, &r.Reason, &r.Actor, &r.Until}
+}
+
 func (r statusRow) toDomain() domain.Suspension {
 	return domain.Suspension{UserID: r.UserID, Username: r.Username, Reason: r.Reason, SuspendedAt: r.OccurredOn.UTC(),
 		SuspendedBy: r.Actor, Until: utcOrZero(r.Until), Bucket: r.Bucket}
@@ -203,12 +208,12 @@ func (s *Suspensions) Page(ctx context.Context, after *moderation.Cursor, limit 
 			if skipUpTo && b == *upTo {
 				continue
 			}
-			q := s.db.Session.ContextQuery(ctx, pageCQL, nil).Bind(b, statusSuspended, limit-len(out))
+			q := s.db.query(ctx, 0, pageCQL, b, statusSuspended, limit-len(out))
 			if after != nil && b == after.Bucket {
-				q = s.db.Session.ContextQuery(ctx, pageAfterCQL, nil).Bind(b, statusSuspended, after.SuspendedAt, after.UserID, limit-len(out))
+				q = s.db.query(ctx, 0, pageAfterCQL, b, statusSuspended, after.SuspendedAt, after.UserID, limit-len(out))
 			}
-			var rows []statusRow
-			if err := q.SelectRelease(&rows); err != nil {
+			rows, err := selectRows[statusRow](q)
+			if err != nil {
 				return nil, dbErr("users_by_status.page", err)
 			}
 			for _, r := range rows {
@@ -225,15 +230,25 @@ func (s *Suspensions) Page(ctx context.Context, after *moderation.Cursor, limit 
 	}
 }
 
+// bucketRow is a row of status_buckets as bucketsCQL reads it.
+type bucketRow struct{ bucket string }
+
+// columns are bucketsCQL's and bucketsBeforeCQL's.
+func (r *bucketRow) columns() []any { return []any{&r.bucket} }
+
 // buckets reads up to n index entries, newest first, at or before from.
 func (s *Suspensions) buckets(ctx context.Context, from *string, n int) ([]string, error) {
-	var out []string
-	q := s.db.Session.ContextQuery(ctx, bucketsCQL, nil).Bind(statusSuspended, n)
+	q := s.db.query(ctx, 0, bucketsCQL, statusSuspended, n)
 	if from != nil {
-		q = s.db.Session.ContextQuery(ctx, bucketsBeforeCQL, nil).Bind(statusSuspended, *from, n)
+		q = s.db.query(ctx, 0, bucketsBeforeCQL, statusSuspended, *from, n)
 	}
-	if err := q.SelectRelease(&out); err != nil {
+	rows, err := selectRows[bucketRow](q)
+	if err != nil {
 		return nil, dbErr("status_buckets.list", err)
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.bucket
 	}
 	return out, nil
 }

@@ -13,14 +13,14 @@ import (
 // Users keeps accounts. The rows are LWT-managed: every write is a
 // lightweight transaction, so none is ever lost to a concurrent one.
 type Users struct {
-	rows casTable[userRow]
+	rows casTable[userRow, *userRow]
 }
 
 var _ accounts.UserStore = (*Users)(nil)
 
 // NewUsers returns the account store.
 func NewUsers(db *DB) *Users {
-	return &Users{rows: casTable[userRow]{db: db, name: "users", selectCQL: userSelectCQL,
+	return &Users{rows: casTable[userRow, *userRow]{db: db, name: "users", selectCQL: userSelectCQL,
 		writeID: func(r userRow) string { return r.WriteID }, version: func(r userRow) int { return r.Version }, status: func(r userRow) string { return r.Status }}}
 }
 
@@ -45,6 +45,13 @@ type userRow struct {
 	SuspensionReason string    `db:"suspension_reason"`
 	SuspendedBy      string    `db:"suspended_by"`
 	SuspendedUntil   time.Time `db:"suspended_until"`
+}
+
+// columns are userSelectCQL's.
+func (r *userRow) columns() []any {
+	return []any{&r.ID, &r.Username, &r.UsernameKey, &r.Email, &r.EmailKey, &r.DisplayName, &r.PasswordHash,
+		&r.Roles, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.WriteID, &r.SuspendedAt,
+		&r.SuspensionBucket, &r.SuspensionReason, &r.SuspendedBy, &r.SuspendedUntil}
 }
 
 func fromDomainUser(u domain.User) userRow {
