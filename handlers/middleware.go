@@ -141,7 +141,10 @@ func accessLog() func(http.Handler) http.Handler {
 }
 
 // recoverer turns a panic into a logged 500 problem, so one bad request
-// never takes the process down.
+// never takes the process down. A panic is a bug even when the client has
+// gone meanwhile, so it stays a 500 (writeError's 499 is for errors). An
+// http.ErrAbortHandler goes on to net/http, which drops the connection
+// without logging.
 func recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {

@@ -121,9 +121,30 @@ func toProblem(err error) *Problem {
 	return newProblem(http.StatusInternalServerError, "internal", "Something went wrong on our side; the request id identifies it in our logs.")
 }
 
+// StatusClientClosedRequest is nginx's status for a request whose client
+// went away before the answer. No one reads it; it is what the access log
+// and the metrics record, so that a client hanging up is not counted as the
+// server failing (it would pollute 5xx rates and alerts).
+const StatusClientClosedRequest = 499
+
+// clientGone reports whether r's client disconnected: net/http cancels the
+// request's context when it sees the connection close (a body read that
+// fails for that reason included). A deadline that passed is not this: the
+// context then says DeadlineExceeded, and the answer stays a 503.
+func clientGone(r *http.Request) bool {
+	return errors.Is(r.Context().Err(), context.Canceled)
+}
+
 // writeError answers with the problem for err and logs 5xx answers once,
-// with the cause.
+// with the cause. When the client has gone, whatever err is (the store's
+// call was cut short, the body stopped arriving), the answer is 499, logged
+// at info.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if clientGone(r) {
+		hlog.FromRequest(r).Info().Err(err).Int("status", StatusClientClosedRequest).Msg("client closed the request")
+		w.WriteHeader(StatusClientClosedRequest)
+		return
+	}
 	p := toProblem(err)
 	if p.Status >= 500 {
 		hlog.FromRequest(r).Error().Err(err).Int("status", p.Status).Msg("request failed")
