@@ -18,6 +18,7 @@ import (
 
 // Serve connects to Cassandra (migrating first unless switched off), builds
 // the router and serves until ctx ends, then drains in-flight requests.
+// With SHELF_PPROF_ADDR set, it also serves net/http/pprof there.
 func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error {
 	logConfig(logger, cfg)
 	m := metrics.New()
@@ -34,12 +35,17 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 	if err != nil {
 		return fmt.Errorf("listen on %s (SHELF_HTTP_ADDR): %w", cfg.HTTP.Addr, err)
 	}
+	pprofLn, err := listenPprof(cfg.HTTP.PprofAddr, logger)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	logger.Info().Str("addr", ln.Addr().String()).Str("url", publicURL(ln.Addr())).Msg("shelf is serving")
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	go sweep(sweepCtx, a.Moderation, cfg.Moderation.SweepInterval, logger)
 	go drainOutbox(sweepCtx, a.Contents, cfg.Content, a.Metrics, logger)
-	return ServeHTTP(ctx, ln, a.Router, cfg.HTTP, logger)
+	return serveWithPprof(ctx, ln, a.Router, pprofLn, cfg.HTTP, logger)
 }
 
 // sweep lifts ended suspensions every interval until ctx ends. Every

@@ -81,6 +81,9 @@ type HTTP struct {
 	TrustedProxies []netip.Prefix
 	// CORSOrigins may call the API from browsers.
 	CORSOrigins []string
+	// PprofAddr, when set, is where net/http/pprof listens, on a server of
+	// its own (never the API's router); empty is off.
+	PprofAddr string
 }
 
 // Cassandra holds the connection and consistency settings.
@@ -173,6 +176,7 @@ var Vars = []Var{
 	{"SHELF_MAX_BODY_BYTES", "1048576", "largest request body (413 above)"},
 	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed"},
 	{"SHELF_CORS_ORIGINS", "", "comma-separated origins (e.g. https://app.example.org) whose browser pages may call the API; * for any; empty: no CORS"},
+	{"SHELF_PPROF_ADDR", "", "address (host:port, e.g. 127.0.0.1:6060) where net/http/pprof listens, on a server of its own; empty: off. Never expose it publicly"},
 	{"SHELF_CLAIM_LEASE", "30s", "how long a failed or dead signup can block its username and email"},
 	{"SHELF_SESSION_TTL", "24h", "how long a login session lasts"},
 	{"SHELF_RATE_LIMIT_PER_MINUTE", "30", "signups and logins per client IP a minute (each); 0 turns the limit off"},
@@ -206,6 +210,7 @@ func Load(getenv func(string) string) (Config, error) {
 			MaxBodyBytes:      int64(p.positiveInt("SHELF_MAX_BODY_BYTES")),
 			TrustedProxies:    p.prefixes("SHELF_TRUSTED_PROXIES"),
 			CORSOrigins:       p.list("SHELF_CORS_ORIGINS"),
+			PprofAddr:         p.listenAddr("SHELF_PPROF_ADDR"),
 		},
 		Cassandra: Cassandra{
 			Hosts:             p.list("SHELF_CASSANDRA_HOSTS"),
@@ -252,6 +257,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Accounts.ClaimLease > 0 && c.Accounts.ClaimLease < time.Second {
 		p.fail("SHELF_CLAIM_LEASE", "%v is shorter than one second (TTLs are whole seconds)", c.Accounts.ClaimLease)
 	}
+	if c.HTTP.PprofAddr != "" && c.HTTP.PprofAddr == c.HTTP.Addr {
+		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)
+	}
 	if len(c.Cassandra.Hosts) == 0 {
 		p.fail("SHELF_CASSANDRA_HOSTS", "needs at least one host")
 	}
@@ -295,6 +303,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_MAX_BODY_BYTES":               strconv.FormatInt(c.HTTP.MaxBodyBytes, 10),
 		"SHELF_TRUSTED_PROXIES":              strings.Join(proxies, ","),
 		"SHELF_CORS_ORIGINS":                 strings.Join(c.HTTP.CORSOrigins, ","),
+		"SHELF_PPROF_ADDR":                   c.HTTP.PprofAddr,
 		"SHELF_CLAIM_LEASE":                  c.Accounts.ClaimLease.String(),
 		"SHELF_SESSION_TTL":                  c.Accounts.SessionTTL.String(),
 		"SHELF_RATE_LIMIT_PER_MINUTE":        strconv.Itoa(c.Accounts.RateLimitPerMinute),

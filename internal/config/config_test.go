@@ -20,7 +20,7 @@ func TestDefaults(t *testing.T) {
 	if c.HTTP.Addr != ":8080" || c.Cassandra.Keyspace != "shelf" || c.Cassandra.Hosts[0] != "127.0.0.1" ||
 		c.Cassandra.Consistency != "LOCAL_QUORUM" || c.Cassandra.SerialConsistency != "LOCAL_SERIAL" ||
 		c.HTTP.MaxBodyBytes != 1<<20 || !c.MigrateOnStart || c.Log.Format != "json" ||
-		c.Cassandra.Timeout != 5*time.Second {
+		c.Cassandra.Timeout != 5*time.Second || c.HTTP.PprofAddr != "" {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if got := c.Cassandra.Replication.CQL(); got != "{'class': 'SimpleStrategy', 'replication_factor': 1}" {
@@ -81,6 +81,7 @@ func TestBadValuesNameTheirVariable(t *testing.T) {
 		"SHELF_TRUSTED_PROXIES":    "10.0.0.0/99",
 		"SHELF_CASSANDRA_HOSTS":    " , ",
 		"SHELF_CLOCK_OFFSET":       "later",
+		"SHELF_PPROF_ADDR":         "6060",
 	}
 	_, err := Load(env(bad))
 	if err == nil {
@@ -90,6 +91,29 @@ func TestBadValuesNameTheirVariable(t *testing.T) {
 		if !strings.Contains(err.Error(), name+":") {
 			t.Errorf("error does not name %s:\n%v", name, err)
 		}
+	}
+}
+
+// TestPprofAddr: profiling is off unless SHELF_PPROF_ADDR is set, and an
+// address that cannot be listened on is refused at start, not at the first
+// profile.
+func TestPprofAddr(t *testing.T) {
+	t.Parallel()
+	for _, good := range []string{"127.0.0.1:6060", "localhost:6060", "[::1]:6060", ":6060", "127.0.0.1:0", " 127.0.0.1:6060 "} {
+		c, err := Load(env(map[string]string{"SHELF_PPROF_ADDR": good}))
+		if err != nil || c.HTTP.PprofAddr != strings.TrimSpace(good) {
+			t.Errorf("%q: %q, %v", good, c.HTTP.PprofAddr, err)
+		}
+	}
+	for _, bad := range []string{"6060", "127.0.0.1", "127.0.0.1:pprof", "127.0.0.1:70000", "::1:6060", "http://127.0.0.1:6060"} {
+		_, err := Load(env(map[string]string{"SHELF_PPROF_ADDR": bad}))
+		if err == nil || !strings.Contains(err.Error(), "SHELF_PPROF_ADDR: ") || !strings.Contains(err.Error(), "host:port") {
+			t.Errorf("%q accepted or not explained: %v", bad, err)
+		}
+	}
+	_, err := Load(env(map[string]string{"SHELF_HTTP_ADDR": "127.0.0.1:8080", "SHELF_PPROF_ADDR": "127.0.0.1:8080"}))
+	if err == nil || !strings.Contains(err.Error(), "SHELF_PPROF_ADDR: ") || !strings.Contains(err.Error(), "SHELF_HTTP_ADDR") {
+		t.Errorf("pprof on the API's address: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"regexp"
 	"strconv"
@@ -128,6 +129,21 @@ func (p *parser) prefixes(name string) []netip.Prefix {
 		out = append(out, prefix.Masked())
 	}
 	return out
+}
+
+// listenAddr reads an optional address to listen on: host:port with a
+// numeric port (the host may be empty: every interface), or "" when unset.
+func (p *parser) listenAddr(name string) string {
+	raw := p.str(name)
+	if raw == "" {
+		return ""
+	}
+	_, port, err := net.SplitHostPort(raw)
+	if _, perr := strconv.ParseUint(port, 10, 16); err != nil || perr != nil {
+		p.fail(name, "%q is not host:port with a port number, such as 127.0.0.1:6060", raw)
+		return ""
+	}
+	return raw
 }
 
 var dcRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
