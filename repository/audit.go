@@ -20,77 +20,74 @@ var _ moderation.Audit = (*Audit)(nil)
 // NewAudit returns the scanner.
 func NewAudit(db *DB) *Audit { return &Audit{db: db, suspensions: NewSuspensions(db)} }
 
+// The audit's statements: whole tables, read page by page.
+const (
+	auditUsersCQL       = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until FROM users`
+	auditLookupsCQL     = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users`
+	auditStatusRowsCQL  = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status`
+	auditExpiriesCQL    = `SELECT user_id, until FROM suspension_expiries`
+	auditBucketsCQL     = `SELECT bucket FROM status_buckets WHERE status = ?`
+	auditPartitionsCQL  = `SELECT DISTINCT bucket, status FROM users_by_status`
+	auditHasSessionsCQL = `SELECT token_hash FROM sessions_by_user WHERE user_id = ? LIMIT 1`
+)
+
 // EachSuspendedUser scans the users table for suspended accounts.
 func (a *Audit) EachSuspendedUser(ctx context.Context, fn func(domain.User) error) error {
-	iter := a.db.Session.ContextQuery(ctx, `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until FROM users`, nil).Iter()
-	var r userRow
-	for iter.StructScan(&r) {
-		if r.Status == string(domain.StatusSuspended) {
-			if err := fn(r.toDomain()); err != nil {
-				_ = iter.Close()
-				return err
-			}
+	return eachRow[userRow](a.db.query(ctx, 0, auditUsersCQL), "users.scan", func(r userRow) error {
+		if r.Status != string(domain.StatusSuspended) {
+			return nil
 		}
-		r = userRow{}
-	}
-	return dbErrOrNil("users.scan", iter.Close())
+		return fn(r.toDomain())
+	})
 }
 
 // EachLookup scans suspended_users.
 func (a *Audit) EachLookup(ctx context.Context, fn func(domain.Suspension) error) error {
-	iter := a.db.Session.ContextQuery(ctx, `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users`, nil).Iter()
-	var r lookupRow
-	for iter.StructScan(&r) {
-		if err := fn(r.toDomain()); err != nil {
-			_ = iter.Close()
-			return err
-		}
-		r = lookupRow{}
-	}
-	return dbErrOrNil("suspended_users.scan", iter.Close())
+	return eachRow[lookupRow](a.db.query(ctx, 0, auditLookupsCQL), "suspended_users.scan", func(r lookupRow) error {
+		return fn(r.toDomain())
+	})
 }
 
 // EachStatusRow scans users_by_status.
 func (a *Audit) EachStatusRow(ctx context.Context, fn func(domain.Suspension) error) error {
-	iter := a.db.Session.ContextQuery(ctx, `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status`, nil).Iter()
-	var r statusRow
-	for iter.StructScan(&r) {
-		if err := fn(r.toDomain()); err != nil {
-			_ = iter.Close()
-			return err
-		}
-		r = statusRow{}
-	}
-	return dbErrOrNil("users_by_status.scan", iter.Close())
+	return eachRow[statusRow](a.db.query(ctx, 0, auditStatusRowsCQL), "users_by_status.scan", func(r statusRow) error {
+		return fn(r.toDomain())
+	})
 }
+
+// expiryEntry is a row of suspension_expiries as auditExpiriesCQL reads it.
+type expiryEntry struct {
+	UserID string    `db:"user_id"`
+	Until  time.Time `db:"until"`
+}
+
+// columns are auditExpiriesCQL's.
+func (r *expiryEntry) columns() []any { return []any{&r.UserID, &r.Until} }
 
 // EachExpiry scans suspension_expiries (UserID and Until set).
 func (a *Audit) EachExpiry(ctx context.Context, fn func(domain.Suspension) error) error {
-	iter := a.db.Session.ContextQuery(ctx, `SELECT user_id, until FROM suspension_expiries`, nil).Iter()
-	var r struct {
-		UserID string    `db:"user_id"`
-		Until  time.Time `db:"until"`
-	}
-	for iter.StructScan(&r) {
-		if err := fn(domain.Suspension{UserID: r.UserID, Until: r.Until.UTC()}); err != nil {
-			_ = iter.Close()
-			return err
-		}
-	}
-	return dbErrOrNil("suspension_expiries.scan", iter.Close())
+	return eachRow[expiryEntry](a.db.query(ctx, 0, auditExpiriesCQL), "suspension_expiries.scan", func(r expiryEntry) error {
+		return fn(domain.Suspension{UserID: r.UserID, Until: r.Until.UTC()})
+	})
 }
+
+// partitionRow is a partition key of users_by_status.
+type partitionRow struct {
+	Bucket string `db:"bucket"`
+	Status string `db:"status"`
+}
+
+// columns are auditPartitionsCQL's.
+func (r *partitionRow) columns() []any { return []any{&r.Bucket, &r.Status} }
 
 // Buckets returns the indexed buckets and those whose partition has rows.
 func (a *Audit) Buckets(ctx context.Context) (indexed, withRows []string, err error) {
-	if err := a.db.Session.ContextQuery(ctx, `SELECT bucket FROM status_buckets WHERE status = ?`, nil).
-		Bind(statusSuspended).SelectRelease(&indexed); err != nil {
+	indexed, err = selectValues[string](a.db.query(ctx, 0, auditBucketsCQL, statusSuspended))
+	if err != nil {
 		return nil, nil, dbErr("status_buckets.scan", err)
 	}
-	var parts []struct {
-		Bucket string `db:"bucket"`
-		Status string `db:"status"`
-	}
-	if err := a.db.Session.ContextQuery(ctx, `SELECT DISTINCT bucket, status FROM users_by_status`, nil).SelectRelease(&parts); err != nil {
+	parts, err := selectRows[partitionRow](a.db.query(ctx, 0, auditPartitionsCQL))
+	if err != nil {
 		return nil, nil, dbErr("users_by_status.partitions", err)
 	}
 	for _, p := range parts {
@@ -103,9 +100,8 @@ func (a *Audit) Buckets(ctx context.Context) (indexed, withRows []string, err er
 
 // HasSessions reports whether the user has a session index entry left.
 func (a *Audit) HasSessions(ctx context.Context, userID string) (bool, error) {
-	var hashes []string
-	if err := a.db.Session.ContextQuery(ctx, `SELECT token_hash FROM sessions_by_user WHERE user_id = ? LIMIT 1`, nil).
-		Bind(userID).SelectRelease(&hashes); err != nil {
+	hashes, err := selectValues[string](a.db.query(ctx, 0, auditHasSessionsCQL, userID))
+	if err != nil {
 		return false, dbErr("sessions_by_user.check", err)
 	}
 	return len(hashes) > 0, nil

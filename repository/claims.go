@@ -2,12 +2,9 @@ package repository
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/gocql/gocql"
 
 	"shelf/domain"
 )
@@ -112,13 +109,12 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 // key, and write it with a plain INSERT when nobody holds it.
 func (c *Claims) claimCheckThenAct(ctx context.Context, kind domain.ClaimKind, key, owner, op string, base int, lease time.Duration, now time.Time) (domain.Claim, error) {
 	t := table(kind)
-	var existing claimRow
-	err := c.db.Session.ContextQuery(ctx, fmt.Sprintf(claimSelectCQL, t), nil).Bind(key).GetRelease(&existing)
+	existing, found, err := getRow[claimRow](c.db.query(ctx, 0, fmt.Sprintf(claimSelectCQL, t), key))
 	switch {
-	case err == nil:
-		return existing.toDomain(kind), nil
-	case !errors.Is(err, gocql.ErrNotFound):
+	case err != nil:
 		return domain.Claim{}, err
+	case found:
+		return existing.toDomain(kind), nil
 	}
 	stmt := strings.Replace(fmt.Sprintf(claimInsertCQL, t), " IF NOT EXISTS", "", 1)
 	if err := c.db.Session.ContextQuery(ctx, stmt, nil).Bind(key, owner, op, now, base, ttlSeconds(lease)).ExecRelease(); err != nil {

@@ -3,7 +3,9 @@
 // (accounts, moderation, groups, library): connection set-up (connect.go),
 // schema migrations, and one file per table family with its CQL, its row
 // structs and the conversions to domain types. Driver errors stop here
-// (gocql.ErrNotFound becomes domain.ErrNotFound).
+// (gocql.ErrNotFound becomes domain.ErrNotFound). Reads scan each row
+// straight into its row struct's fields through gocql (scan.go), not
+// through gocqlx's reflective struct mapping.
 //
 // CQL is written as string constants beside each table file, not built from
 // gocqlx table.Metadata. The statement scan test (statements_test.go) parses

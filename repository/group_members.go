@@ -75,17 +75,23 @@ func (s *GroupMembers) Role(ctx context.Context, groupID, userID string) (string
 	return role, nil
 }
 
+// memberRow is a row of group_members as gmPageCQL reads it.
+type memberRow struct {
+	UserID string `db:"user_id"`
+	Role   string `db:"role"`
+}
+
+// columns are gmPageCQL's and gmPageAfterCQL's.
+func (r *memberRow) columns() []any { return []any{&r.UserID, &r.Role} }
+
 // Page slices the group's partition after a user id, in user id order.
 func (s *GroupMembers) Page(ctx context.Context, groupID, after string, limit int) ([]groups.Member, error) {
-	q := s.db.Session.ContextQuery(ctx, gmPageCQL, nil).Bind(groupID, limit)
+	q := s.db.query(ctx, 0, gmPageCQL, groupID, limit)
 	if after != "" {
-		q = s.db.Session.ContextQuery(ctx, gmPageAfterCQL, nil).Bind(groupID, after, limit)
+		q = s.db.query(ctx, 0, gmPageAfterCQL, groupID, after, limit)
 	}
-	var rows []struct {
-		UserID string `db:"user_id"`
-		Role   string `db:"role"`
-	}
-	if err := q.SelectRelease(&rows); err != nil {
+	rows, err := selectRows[memberRow](q)
+	if err != nil {
 		return nil, dbErr("group_members.page", err)
 	}
 	out := make([]groups.Member, len(rows))
@@ -95,11 +101,15 @@ func (s *GroupMembers) Page(ctx context.Context, groupID, after string, limit in
 	return out, nil
 }
 
-// GroupsOf reads the user's partition of groups_by_member.
+// GroupsOf reads the user's partition of groups_by_member (an empty list,
+// not nil, when there is none).
 func (s *GroupMembers) GroupsOf(ctx context.Context, userID string) ([]string, error) {
-	out := []string{}
-	if err := s.db.Session.ContextQuery(ctx, gmGroupsOfCQL, nil).Bind(userID).SelectRelease(&out); err != nil {
+	out, err := selectValues[string](s.db.query(ctx, 0, gmGroupsOfCQL, userID))
+	if err != nil {
 		return nil, dbErr("groups_by_member.list", err)
+	}
+	if out == nil {
+		out = []string{}
 	}
 	return out, nil
 }

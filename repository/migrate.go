@@ -55,6 +55,10 @@ func latestMigration(f fs.FS) (migration, error) {
 	return migration{name: last, statements: n}, nil
 }
 
+// readinessCQL reads how many statements of a migration gocqlx's migrate
+// has applied.
+const readinessCQL = `SELECT done FROM gocqlx_migrate WHERE name = ?`
+
 // Readiness answers whether the keyspace can serve: Cassandra answers, and
 // the last embedded migration has been applied completely. It costs one
 // single-partition read.
@@ -76,8 +80,9 @@ func NewReadiness(session gocqlx.Session) (*Readiness, error) {
 // is the reason (it is shown to operators on /readyz).
 func (r *Readiness) CheckReady(ctx context.Context) error {
 	var done int
-	err := r.session.ContextQuery(ctx, `SELECT done FROM gocqlx_migrate WHERE name = ?`, nil).
-		Bind(r.latest.name).GetRelease(&done)
+	q := r.session.Session.Query(readinessCQL, r.latest.name).WithContext(ctx)
+	err := q.Scan(&done)
+	q.Release()
 	switch {
 	case errors.Is(err, gocql.ErrNotFound), isInvalidQuery(err):
 		return fmt.Errorf("%w: migration %s not applied (run `api migrate`)", domain.ErrSchemaBehind, r.latest.name)

@@ -33,6 +33,15 @@ const (
 	outboxPendingCQL = `SELECT content_id, mark FROM content_marks WHERE shard = ?`
 )
 
+// markRow is a row of content_marks as outboxPendingCQL reads it.
+type markRow struct {
+	ContentID string     `db:"content_id"`
+	Mark      gocql.UUID `db:"mark"`
+}
+
+// columns are outboxPendingCQL's.
+func (r *markRow) columns() []any { return []any{&r.ContentID, &r.Mark} }
+
 // outboxShards is how many partitions content_marks is spread over.
 const outboxShards = 8
 
@@ -71,13 +80,10 @@ func (o *Outbox) Done(ctx context.Context, contentID, marker string) error {
 func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]library.OutboxEntry, error) {
 	var out []library.OutboxEntry
 	for shard := 0; shard < outboxShards && len(out) < limit; shard++ {
-		var rows []struct {
-			ContentID string     `db:"content_id"`
-			Mark      gocql.UUID `db:"mark"`
-		}
 		// A shard holds few marks (each is deleted once its fan-out is
 		// done), so the whole partition is read and filtered here.
-		if err := o.db.Session.ContextQuery(ctx, outboxPendingCQL, nil).Bind(shard).SelectRelease(&rows); err != nil {
+		rows, err := selectRows[markRow](o.db.query(ctx, 0, outboxPendingCQL, shard))
+		if err != nil {
 			return nil, dbErr("content_marks.pending", err)
 		}
 		for _, r := range rows {

@@ -51,3 +51,36 @@ func selectRows[R any, P scanned[R]](q *gocql.Query) ([]R, error) {
 	}
 	return out, iter.Close()
 }
+
+// selectValues reads the one column every row q selects has.
+func selectValues[T any](q *gocql.Query) ([]T, error) {
+	defer q.Release()
+	iter := q.Iter()
+	var out []T
+	for {
+		var v T
+		if !iter.Scan(&v) {
+			break
+		}
+		out = append(out, v)
+	}
+	return out, iter.Close()
+}
+
+// eachRow calls fn with every row q selects, in order, until fn fails; fn's
+// error comes back as is, a failed read as a database error named op.
+func eachRow[R any, P scanned[R]](q *gocql.Query, op string, fn func(R) error) error {
+	defer q.Release()
+	iter := q.Iter()
+	for {
+		var r R
+		if !iter.Scan(P(&r).columns()...) {
+			break
+		}
+		if err := fn(r); err != nil {
+			_ = iter.Close()
+			return err
+		}
+	}
+	return dbErrOrNil(op, iter.Close())
+}

@@ -7,16 +7,28 @@ import (
 	"testing"
 )
 
-// selectColumns names the columns a SELECT reads, aliases for expressions.
+// selectColumns names the columns a SELECT reads (after DISTINCT), aliases
+// for expressions: the text between SELECT and FROM, split at the commas
+// outside parentheses.
 func selectColumns(stmt string) []string {
 	cols, _, _ := strings.Cut(strings.TrimPrefix(stmt, "SELECT "), " FROM ")
+	cols = strings.TrimPrefix(cols, "DISTINCT ")
 	var out []string
-	for _, c := range strings.Split(cols, ",") {
-		c = strings.TrimSpace(c)
-		if _, alias, ok := strings.Cut(c, " AS "); ok {
-			c = alias
+	depth, start := 0, 0
+	for i, c := range cols + "," {
+		switch {
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			col := strings.TrimSpace(cols[start:min(i, len(cols))])
+			if _, alias, ok := strings.Cut(col, " AS "); ok {
+				col = alias
+			}
+			out = append(out, col)
+			start = i + 1
 		}
-		out = append(out, c)
 	}
 	return out
 }
@@ -46,36 +58,104 @@ func fieldNames(row interface{ columns() []any }) ([]string, error) {
 	return out, nil
 }
 
+// rowSelects are the package's multi-column SELECTs, each with the row
+// type its reads scan into.
+var rowSelects = []struct {
+	stmt string
+	row  interface{ columns() []any }
+}{
+	{userSelectCQL, &userRow{}},
+	{auditUsersCQL, &userRow{}},
+	{groupSelectCQL, &groupRow{}},
+	{contentSelectCQL, &contentRow{}},
+	{claimSelectCQL, &claimRow{}},
+	{sessionSelectCQL, &sessionRow{}},
+	{sessionsOfUserCQL, &sessionIndexRow{}},
+	{libSliceCQL, &libRow{}},
+	{libSliceAfterCQL, &libRow{}},
+	{indexSelectCQL, &indexRow{}},
+	{indexPageCQL, &indexRow{}},
+	{contentMemberFindCQL, &contentMemberRow{}},
+	{contentMemberPageCQL, &contentMemberRow{}},
+	{gmPageCQL, &memberRow{}},
+	{gmPageAfterCQL, &memberRow{}},
+	{outboxPendingCQL, &markRow{}},
+	{pageCQL, &statusRow{}},
+	{pageAfterCQL, &statusRow{}},
+	{auditStatusRowsCQL, &statusRow{}},
+	{lookupSelectCQL, &lookupRow{}},
+	{auditLookupsCQL, &lookupRow{}},
+	{expirySelectCQL, &expiryRow{}},
+	{auditExpiriesCQL, &expiryEntry{}},
+	{auditPartitionsCQL, &partitionRow{}},
+}
+
+// valueSelects are the package's SELECTs read into one local each (Scan
+// of one destination, or selectValues).
+var valueSelects = []string{
+	gmRoleCQL, gmGroupsOfCQL, bucketsCQL, bucketsBeforeCQL, bucketAnyRowCQL, auditBucketsCQL,
+	auditHasSessionsCQL, readinessCQL,
+}
+
 // TestColumnsMatchSelects: every row type's scan destinations are, in
 // order, the fields named like the columns its statements select (a
-// swapped pair would put one column's value in another's field).
+// swapped pair would put one column's value in another's field), and a
+// statement read into one value selects one column.
 func TestColumnsMatchSelects(t *testing.T) {
-	for _, tc := range []struct {
-		stmt string
-		row  interface{ columns() []any }
-	}{
-		{userSelectCQL, &userRow{}},
-		{groupSelectCQL, &groupRow{}},
-		{contentSelectCQL, &contentRow{}},
-		{fmt.Sprintf(claimSelectCQL, "usernames"), &claimRow{}},
-		{sessionSelectCQL, &sessionRow{}},
-		{libSliceCQL, &libRow{}},
-		{libSliceAfterCQL, &libRow{}},
-		{indexSelectCQL, &indexRow{}},
-		{indexPageCQL, &indexRow{}},
-		{contentMemberFindCQL, &contentMemberRow{}},
-		{contentMemberPageCQL, &contentMemberRow{}},
-		{pageCQL, &statusRow{}},
-		{pageAfterCQL, &statusRow{}},
-		{bucketsCQL, &bucketRow{}},
-		{bucketsBeforeCQL, &bucketRow{}},
-	} {
+	t.Parallel()
+	for _, tc := range rowSelects {
 		got, err := fieldNames(tc.row)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := selectColumns(tc.stmt); !reflect.DeepEqual(got, want) {
 			t.Errorf("%T scans into %v; %q selects %v", tc.row, got, tc.stmt, want)
+		}
+	}
+	for _, stmt := range valueSelects {
+		if cols := selectColumns(stmt); len(cols) != 1 {
+			t.Errorf("%q is scanned into one value but selects %v", stmt, cols)
+		}
+	}
+}
+
+// TestEverySelectIsChecked: each SELECT in the package's source (bar its
+// tests) is in rowSelects or valueSelects, so a new read cannot skip
+// TestColumnsMatchSelects.
+func TestEverySelectIsChecked(t *testing.T) {
+	t.Parallel()
+	checked := map[string]bool{}
+	for _, tc := range rowSelects {
+		checked[tc.stmt] = true
+	}
+	for _, stmt := range valueSelects {
+		checked[stmt] = true
+	}
+	n := 0
+	for pos, s := range packageStrings(t) {
+		if !strings.HasPrefix(s, "SELECT ") {
+			continue
+		}
+		n++
+		if !checked[s] {
+			t.Errorf("%s: %q is not in rowSelects or valueSelects", pos, s)
+		}
+	}
+	if n < len(checked) {
+		t.Fatalf("found %d SELECTs in the source, %d checked: the scan is broken", n, len(checked))
+	}
+}
+
+func TestSelectColumns(t *testing.T) {
+	t.Parallel()
+	for stmt, want := range map[string][]string{
+		"SELECT a, b FROM t":                             {"a", "b"},
+		"SELECT DISTINCT a, b FROM t":                    {"a", "b"},
+		"SELECT a, WRITETIME(b) AS w FROM t WHERE a = ?": {"a", "w"},
+		"SELECT token(a, b) AS k, c FROM t":              {"k", "c"},
+	} {
+		if got := selectColumns(stmt); !reflect.DeepEqual(got, want) {
+			t.Errorf("selectColumns(%q) = %v, want %v", stmt, got, want)
 		}
 	}
 }

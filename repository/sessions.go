@@ -37,6 +37,16 @@ func (r *sessionRow) columns() []any {
 	return []any{&r.TokenHash, &r.UserID, &r.CreatedAt, &r.ExpiresAt, &r.Written}
 }
 
+// sessionIndexRow is a row of sessions_by_user as sessionsOfUserCQL reads
+// it.
+type sessionIndexRow struct {
+	TokenHash string `db:"token_hash"`
+	Written   int64  `db:"written"`
+}
+
+// columns are sessionsOfUserCQL's.
+func (r *sessionIndexRow) columns() []any { return []any{&r.TokenHash, &r.Written} }
+
 const (
 	sessionInsertCQL     = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
 	sessionIndexCQL      = `INSERT INTO sessions_by_user (user_id, token_hash, expires_at) VALUES (?, ?, ?) USING TIMESTAMP ? AND TTL ?`
@@ -95,11 +105,8 @@ const revokeConcurrency = 16
 // trip each in a row. (Requests check the account's status anyway, so a
 // suspension does not wait for this: see accounts.Authenticate.)
 func (s *Sessions) DeleteAll(ctx context.Context, userID, keep string) error {
-	var rows []struct {
-		TokenHash string `db:"token_hash"`
-		Written   int64  `db:"written"`
-	}
-	if err := s.db.Session.ContextQuery(ctx, sessionsOfUserCQL, nil).Bind(userID).SelectRelease(&rows); err != nil {
+	rows, err := selectRows[sessionIndexRow](s.db.query(ctx, 0, sessionsOfUserCQL, userID))
+	if err != nil {
 		return dbErr("sessions.list", err)
 	}
 	sem := make(chan struct{}, revokeConcurrency)

@@ -125,7 +125,9 @@ func (s *Suspensions) EraseExpiry(ctx context.Context, userID string, until time
 func (s *Suspensions) pruneBucket(ctx context.Context, bucket string) error {
 	before := s.db.Now().UnixMicro()
 	var any string
-	err := s.db.Session.ContextQuery(ctx, bucketAnyRowCQL, nil).Bind(bucket, statusSuspended).GetRelease(&any)
+	q := s.db.query(ctx, 0, bucketAnyRowCQL, bucket, statusSuspended)
+	err := q.Scan(&any)
+	q.Release()
 	if err == nil {
 		return nil
 	}
@@ -146,15 +148,19 @@ type lookupRow struct {
 	Username   string    `db:"username"`
 }
 
+// columns are lookupSelectCQL's (and the audit's auditLookupsCQL's).
+func (r *lookupRow) columns() []any {
+	return []any{&r.UserID, &r.OccurredOn, &r.Bucket, &r.Reason, &r.Actor, &r.Until, &r.Username}
+}
+
 // Lookup reads the reverse lookup.
 func (s *Suspensions) Lookup(ctx context.Context, userID string) (domain.Suspension, error) {
-	var r lookupRow
-	err := s.db.Session.ContextQuery(ctx, lookupSelectCQL, nil).Bind(userID).GetRelease(&r)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return domain.Suspension{}, domain.ErrNotFound
-	}
+	r, found, err := getRow[lookupRow](s.db.query(ctx, 0, lookupSelectCQL, userID))
 	if err != nil {
 		return domain.Suspension{}, dbErr("suspended_users.get", err)
+	}
+	if !found {
+		return domain.Suspension{}, domain.ErrNotFound
 	}
 	return r.toDomain(), nil
 }
@@ -175,7 +181,8 @@ type statusRow struct {
 	Until      time.Time `db:"until"`
 }
 
-// columns are pageCQL's and pageAfterCQL's.
+// columns are pageCQL's and pageAfterCQL's (and the audit's
+// auditStatusRowsCQL's).
 func (r *statusRow) columns() []any {
 	return []any{&r.Bucket, &r.OccurredOn, &r.UserID, &r.Username, &r.Reason, &r.Actor, &r.Until}
 }
@@ -230,36 +237,32 @@ func (s *Suspensions) Page(ctx context.Context, after *moderation.Cursor, limit 
 	}
 }
 
-// bucketRow is a row of status_buckets as bucketsCQL reads it.
-type bucketRow struct{ bucket string }
-
-// columns are bucketsCQL's and bucketsBeforeCQL's.
-func (r *bucketRow) columns() []any { return []any{&r.bucket} }
-
 // buckets reads up to n index entries, newest first, at or before from.
 func (s *Suspensions) buckets(ctx context.Context, from *string, n int) ([]string, error) {
 	q := s.db.query(ctx, 0, bucketsCQL, statusSuspended, n)
 	if from != nil {
 		q = s.db.query(ctx, 0, bucketsBeforeCQL, statusSuspended, *from, n)
 	}
-	rows, err := selectRows[bucketRow](q)
+	out, err := selectValues[string](q)
 	if err != nil {
 		return nil, dbErr("status_buckets.list", err)
-	}
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		out[i] = r.bucket
 	}
 	return out, nil
 }
 
+// expiryRow is a row of suspension_expiries as expirySelectCQL reads it.
+type expiryRow struct {
+	Until  time.Time `db:"until"`
+	UserID string    `db:"user_id"`
+}
+
+// columns are expirySelectCQL's.
+func (r *expiryRow) columns() []any { return []any{&r.Until, &r.UserID} }
+
 // Expired reads expiry entries that have ended by t, oldest first.
 func (s *Suspensions) Expired(ctx context.Context, t time.Time, limit int) ([]domain.Suspension, error) {
-	var rows []struct {
-		Until  time.Time `db:"until"`
-		UserID string    `db:"user_id"`
-	}
-	if err := s.db.Session.ContextQuery(ctx, expirySelectCQL, nil).Bind(expiryShard, t, limit).SelectRelease(&rows); err != nil {
+	rows, err := selectRows[expiryRow](s.db.query(ctx, 0, expirySelectCQL, expiryShard, t, limit))
+	if err != nil {
 		return nil, dbErr("suspension_expiries.list", err)
 	}
 	out := make([]domain.Suspension, len(rows))
