@@ -16,8 +16,11 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/hlog"
+
+	"shelf/internal/metrics"
 )
 
 // RequestIDHeader carries the request id in and out.
@@ -25,47 +28,106 @@ const RequestIDHeader = "X-Request-Id"
 
 type ctxKey int
 
-const (
-	requestIDKey ctxKey = iota
-	clientIPKey
-)
+// requestKey holds the request's requestInfo.
+const requestKey ctxKey = 0
+
+// requestInfo is what frame worked out about a request.
+type requestInfo struct {
+	id string
+	ip netip.Addr
+}
 
 // RequestID returns the id of the request ctx belongs to ("" outside one).
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	info, _ := ctx.Value(requestKey).(requestInfo)
+	return info.id
 }
 
-// ClientIP returns the caller's address as requestContext worked it out.
+// ClientIP returns the caller's address as frame worked it out.
 func ClientIP(ctx context.Context) netip.Addr {
-	ip, _ := ctx.Value(clientIPKey).(netip.Addr)
-	return ip
+	info, _ := ctx.Value(requestKey).(requestInfo)
+	return info.ip
 }
 
 // incomingIDRE accepts a caller's own request id when it is short and plain.
 var incomingIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{8,128}$`)
 
-// requestContext gives every request an id (the caller's X-Request-Id if it
-// is sane, else a new random one), echoes it in the response header, and
-// works out the client IP: the connection's address, unless that address is
-// a trusted proxy, in which case the nearest untrusted X-Forwarded-For entry.
-// It also puts a logger with the request id on the context.
-func requestContext(logger zerolog.Logger, trusted []netip.Prefix) func(http.Handler) http.Handler {
+// frame is what every request goes through first (after CORS preflights),
+// in one piece so that each request pays for one context and one response
+// writer wrapper, not one per concern:
+//   - an id: the caller's X-Request-Id if it is sane, else a new one; echoed
+//     in the response header;
+//   - the client IP: the connection's address, unless that is a trusted
+//     proxy, in which case the nearest untrusted X-Forwarded-For entry;
+//   - a logger with both on the context, and the request's deadline
+//     (timeout; 0: none);
+//   - when the handler is done, the request counted and timed in m (by
+//     route pattern, not path: ids would make the series unbounded) with
+//     its Cassandra round trips, if m is set, and the access log line:
+//     method, route pattern, path, status, bytes, duration.
+func frame(logger zerolog.Logger, trusted []netip.Prefix, timeout time.Duration, m *metrics.Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
 			id := r.Header.Get(RequestIDHeader)
-			if !incomingIDRE.MatchString(id) {
+			if id == "" || !incomingIDRE.MatchString(id) {
 				id = newRequestID()
 			}
 			w.Header().Set(RequestIDHeader, id)
 			ip := clientIP(r, trusted)
-			l := logger.With().Str("requestId", id).Str("ip", ip.String()).Logger()
-			ctx := context.WithValue(r.Context(), requestIDKey, id)
-			ctx = context.WithValue(ctx, clientIPKey, ip)
+			l := logger.Hook(requestFields{id: id, ip: ip.String()})
+			ctx := r.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			ctx = context.WithValue(ctx, requestKey, requestInfo{id: id, ip: ip})
 			ctx = l.WithContext(ctx)
-			next.ServeHTTP(w, r.WithContext(ctx))
+			var trips *metrics.Trips
+			if m != nil {
+				ctx, trips = metrics.WithTrips(ctx)
+			}
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r.WithContext(ctx))
+
+			took := time.Since(start)
+			route := ""
+			if rctx := chi.RouteContext(r.Context()); rctx != nil {
+				route = rctx.RoutePattern()
+			}
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			if m != nil {
+				metricRoute := route
+				if metricRoute == "" {
+					metricRoute = "unmatched"
+				}
+				m.HTTPRequests.WithLabelValues(metricRoute, r.Method, strconv.Itoa(status)).Inc()
+				m.HTTPDuration.WithLabelValues(metricRoute, r.Method).Observe(took.Seconds())
+				m.RoundTrips.WithLabelValues(metricRoute, r.Method).Observe(float64(trips.Count()))
+			}
+			l.Info().
+				Str("method", r.Method).
+				Str("route", route).
+				Str("path", r.URL.Path).
+				Int("status", status).
+				Int("bytes", ww.BytesWritten()).
+				Float64("durationMs", float64(took.Microseconds())/1000).
+				Msg("request")
 		})
 	}
+}
+
+// requestFields adds the request id and client IP to every line logged
+// for the request (a hook: logger.With would copy the logger's fields into
+// a new 500-byte buffer per request).
+type requestFields struct{ id, ip string }
+
+func (f requestFields) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str("requestId", f.id).Str("ip", f.ip)
 }
 
 // newRequestID is 24 hex digits: this process's random prefix, then a
@@ -121,25 +183,6 @@ func isTrusted(ip netip.Addr, trusted []netip.Prefix) bool {
 	return false
 }
 
-// accessLog logs one line per request: method, route pattern, path, status,
-// bytes, duration.
-func accessLog() func(http.Handler) http.Handler {
-	return hlog.AccessHandler(func(r *http.Request, status, size int, duration time.Duration) {
-		pattern := ""
-		if rctx := chi.RouteContext(r.Context()); rctx != nil {
-			pattern = rctx.RoutePattern()
-		}
-		hlog.FromRequest(r).Info().
-			Str("method", r.Method).
-			Str("route", pattern).
-			Str("path", r.URL.Path).
-			Int("status", status).
-			Int("bytes", size).
-			Float64("durationMs", float64(duration.Microseconds())/1000).
-			Msg("request")
-	})
-}
-
 // recoverer turns a panic into a logged 500 problem, so one bad request
 // never takes the process down. A panic is a bug even when the client has
 // gone meanwhile, so it stays a 500 (writeError's 499 is for errors). An
@@ -179,17 +222,6 @@ func limitBody(max int64) func(http.Handler) http.Handler {
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, max)
 			next.ServeHTTP(w, r)
-		})
-	}
-}
-
-// deadline bounds the work of one request through its context.
-func deadline(d time.Duration) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, cancel := context.WithTimeout(r.Context(), d)
-			defer cancel()
-			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
 }

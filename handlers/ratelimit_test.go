@@ -35,7 +35,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // newTestLimiter returns a limiter on a fake clock and the handler chain a
-// request goes through: the real requestContext (so the real client-IP code
+// request goes through: the real frame (so the real client-IP code
 // runs), the limiter, and a handler answering 204.
 func newTestLimiter(perMinute int) (*RateLimiter, *fakeClock, http.Handler) {
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
@@ -44,7 +44,7 @@ func newTestLimiter(perMinute int) (*RateLimiter, *fakeClock, http.Handler) {
 	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	})
-	return l, clock, requestContext(zerolog.Nop(), nil)(l.Middleware(next))
+	return l, clock, frame(zerolog.Nop(), nil, 0, nil)(l.Middleware(next))
 }
 
 func doFrom(h http.Handler, remote string) *httptest.ResponseRecorder {
@@ -249,7 +249,7 @@ func TestRateLimiterConcurrent(t *testing.T) {
 		passed[ip[3]-1].Add(1)
 		w.WriteHeader(http.StatusNoContent)
 	})
-	h := requestContext(zerolog.Nop(), nil)(l.Middleware(next))
+	h := frame(zerolog.Nop(), nil, 0, nil)(l.Middleware(next))
 
 	var refused atomic.Int64
 	var wg sync.WaitGroup

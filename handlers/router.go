@@ -51,15 +51,10 @@ func NewRouter(d Deps) *chi.Mux {
 	if len(d.CORSOrigins) > 0 {
 		r.Use(corsFor(d.CORSOrigins))
 	}
-	if d.Metrics != nil {
-		r.Use(measure(d.Metrics))
-	}
 	r.Use(
-		requestContext(d.Logger, d.TrustedProxies),
-		accessLog(),
+		frame(d.Logger, d.TrustedProxies, d.RequestTimeout, d.Metrics),
 		recoverer,
 		limitBody(d.MaxBodyBytes),
-		deadline(d.RequestTimeout),
 	)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, newProblem(http.StatusNotFound, "not_found", "No resource at "+r.URL.Path+"."))

@@ -12,6 +12,7 @@ import (
 
 	"shelf/internal/app"
 	"shelf/internal/config"
+	"shelf/internal/logbuf"
 )
 
 const usage = `usage: api <command>
@@ -38,6 +39,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
+	}
+	if args[0] == "serve" && cfg.Log.FlushInterval > 0 {
+		// One write of many lines now and then, not one per request.
+		buffered := logbuf.New(out, cfg.Log.FlushInterval)
+		defer buffered.Close()
+		out = buffered
 	}
 	logger := newLogger(cfg.Log, out)
 	switch args[0] {

@@ -108,6 +108,9 @@ type Cassandra struct {
 type Log struct {
 	Level  string
 	Format string
+	// FlushInterval is how long `serve` may hold info lines before writing
+	// them out together (0: each line at once).
+	FlushInterval time.Duration
 }
 
 // Replication is the keyspace's replication: SimpleStrategy with a factor,
@@ -167,6 +170,7 @@ var Vars = []Var{
 	{"SHELF_CLOCK_OFFSET", "0s", "tests only: shifts this process's clock (leases, write timestamps, lastModified) to test clock skew between instances; keep 0s"},
 	{"SHELF_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"SHELF_LOG_FORMAT", "json", "json, or console for people"},
+	{"SHELF_LOG_FLUSH_INTERVAL", "100ms", "serve writes info lines (the access log) out together at most this often; warnings and errors at once; 0s: every line at once"},
 	{"SHELF_HTTP_READ_HEADER_TIMEOUT", "5s", "time to read request headers"},
 	{"SHELF_HTTP_READ_TIMEOUT", "15s", "time to read a whole request"},
 	{"SHELF_HTTP_WRITE_TIMEOUT", "30s", "time to write a response"},
@@ -226,8 +230,9 @@ func Load(getenv func(string) string) (Config, error) {
 			ReconnectInterval: p.duration("SHELF_CASSANDRA_RECONNECT_INTERVAL"),
 		},
 		Log: Log{
-			Level:  p.oneOf("SHELF_LOG_LEVEL", "debug", "info", "warn", "error"),
-			Format: p.oneOf("SHELF_LOG_FORMAT", "json", "console"),
+			Level:         p.oneOf("SHELF_LOG_LEVEL", "debug", "info", "warn", "error"),
+			Format:        p.oneOf("SHELF_LOG_FORMAT", "json", "console"),
+			FlushInterval: p.durationOrZero("SHELF_LOG_FLUSH_INTERVAL"),
 		},
 		MigrateOnStart: p.boolean("SHELF_MIGRATE_ON_START"),
 		ClockOffset:    p.offset("SHELF_CLOCK_OFFSET"),
@@ -294,6 +299,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_CLOCK_OFFSET":                 c.ClockOffset.String(),
 		"SHELF_LOG_LEVEL":                    c.Log.Level,
 		"SHELF_LOG_FORMAT":                   c.Log.Format,
+		"SHELF_LOG_FLUSH_INTERVAL":           c.Log.FlushInterval.String(),
 		"SHELF_HTTP_READ_HEADER_TIMEOUT":     c.HTTP.ReadHeaderTimeout.String(),
 		"SHELF_HTTP_READ_TIMEOUT":            c.HTTP.ReadTimeout.String(),
 		"SHELF_HTTP_WRITE_TIMEOUT":           c.HTTP.WriteTimeout.String(),

@@ -20,7 +20,7 @@ func TestDefaults(t *testing.T) {
 	if c.HTTP.Addr != ":8080" || c.Cassandra.Keyspace != "shelf" || c.Cassandra.Hosts[0] != "127.0.0.1" ||
 		c.Cassandra.Consistency != "LOCAL_QUORUM" || c.Cassandra.SerialConsistency != "LOCAL_SERIAL" ||
 		c.HTTP.MaxBodyBytes != 1<<20 || !c.MigrateOnStart || c.Log.Format != "json" ||
-		c.Cassandra.Timeout != 5*time.Second || c.HTTP.PprofAddr != "" {
+		c.Cassandra.Timeout != 5*time.Second || c.HTTP.PprofAddr != "" || c.Log.FlushInterval != 100*time.Millisecond {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if got := c.Cassandra.Replication.CQL(); got != "{'class': 'SimpleStrategy', 'replication_factor': 1}" {
@@ -38,6 +38,7 @@ func TestValues(t *testing.T) {
 		"SHELF_CASSANDRA_PASSWORD": "s3cret",
 		"SHELF_LOG_FORMAT":         "console",
 		"SHELF_CLOCK_OFFSET":       "-1.5s",
+		"SHELF_LOG_FLUSH_INTERVAL": "0s",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,9 @@ func TestValues(t *testing.T) {
 	}
 	if c.ClockOffset != -1500*time.Millisecond {
 		t.Fatalf("clock offset %v", c.ClockOffset)
+	}
+	if c.Log.FlushInterval != 0 {
+		t.Fatalf("log flush interval %v, want 0 (each line at once)", c.Log.FlushInterval)
 	}
 	if c.Cassandra.Consistency != "QUORUM" || len(c.HTTP.TrustedProxies) != 2 || c.HTTP.TrustedProxies[1].String() != "192.168.1.1/32" {
 		t.Fatalf("parsed %+v", c)
@@ -82,6 +86,7 @@ func TestBadValuesNameTheirVariable(t *testing.T) {
 		"SHELF_CASSANDRA_HOSTS":    " , ",
 		"SHELF_CLOCK_OFFSET":       "later",
 		"SHELF_PPROF_ADDR":         "6060",
+		"SHELF_LOG_FLUSH_INTERVAL": "-1s",
 	}
 	_, err := Load(env(bad))
 	if err == nil {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"regexp"
@@ -35,21 +36,27 @@ func (p *parser) str(name string) string {
 }
 
 func (p *parser) duration(name string) time.Duration {
-	raw := p.str(name)
-	d, err := time.ParseDuration(raw)
-	if err != nil || d <= 0 {
-		p.fail(name, "%q is not a positive duration such as 5s or 250ms", raw)
-		return 0
-	}
-	return d
+	return p.durationFrom(name, time.Nanosecond, "a positive duration such as 5s or 250ms")
+}
+
+// durationOrZero reads a duration that may be zero (off).
+func (p *parser) durationOrZero(name string) time.Duration {
+	return p.durationFrom(name, 0, "a duration such as 100ms, or 0s")
 }
 
 // offset reads a duration that may be zero or negative.
 func (p *parser) offset(name string) time.Duration {
+	return p.durationFrom(name, math.MinInt64, "a duration such as 2s, 0s or -1.5s")
+}
+
+// durationFrom reads a duration of at least least; what describes the
+// values accepted, for the error.
+func (p *parser) durationFrom(name string, least time.Duration, what string) time.Duration {
 	raw := p.str(name)
 	d, err := time.ParseDuration(raw)
-	if err != nil {
-		p.fail(name, "%q is not a duration such as 2s, 0s or -1.5s", raw)
+	if err != nil || d < least {
+		p.fail(name, "%q is not %s", raw, what)
+		return 0
 	}
 	return d
 }
