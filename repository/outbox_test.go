@@ -30,7 +30,7 @@ func marksOf(t *testing.T, o *repository.Outbox, id string) []string {
 }
 
 // TestOutboxMarksAreTheirOwn: each mark is a record of its own, deleted by
-// its key. An instance whose clock is an hour ahead finishing its change
+// its key. An instance whose clock is 90 s ahead finishing its change
 // does not erase another instance's later mark, nor does any Done erase
 // an earlier one; an attempt of a mark that lands after its Done stays
 // deleted. Before, the item had one outbox row and Done deleted it at the
@@ -40,7 +40,7 @@ func TestOutboxMarksAreTheirOwn(t *testing.T) {
 	t.Parallel()
 	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
 	now := repository.NewOutbox(db)
-	ahead := now.WithClock(func() time.Time { return time.Now().Add(time.Hour) })
+	ahead := now.WithClock(func() time.Time { return time.Now().Add(90 * time.Second) })
 	ctx := context.Background()
 	id := key("c_outbox")
 
@@ -82,8 +82,8 @@ func TestOutboxMarksAreTheirOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Session.Query(`INSERT INTO content_marks (shard, content_id, mark) VALUES (?, ?, ?) USING TIMESTAMP ?`, nil).
-		Bind(repository.OutboxShard(id), id, mark, mark.Time().UnixMicro()).ExecRelease(); err != nil {
+	if err := db.Session.Query(`INSERT INTO content_mark_queue (bucket, shard, mark, content_id) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`, nil).
+		Bind(now.OutboxBucket(mark.Time()), repository.OutboxShard(id), mark, id, mark.Time().UnixMicro()).ExecRelease(); err != nil {
 		t.Fatal(err)
 	}
 	if got := marksOf(t, now, id); len(got) != 0 {

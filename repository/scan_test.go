@@ -79,7 +79,8 @@ var rowSelects = []struct {
 	{contentMemberPageCQL, &contentMemberRow{}},
 	{gmPageCQL, &memberRow{}},
 	{gmPageAfterCQL, &memberRow{}},
-	{outboxPendingCQL, &markRow{}},
+	{outboxBucketCQL, &markRow{}},
+	{legacyPendingCQL, &markRow{}},
 	{pageCQL, &statusRow{}},
 	{pageAfterCQL, &statusRow{}},
 	{auditStatusRowsCQL, &statusRow{}},
@@ -94,7 +95,7 @@ var rowSelects = []struct {
 // of one destination, or selectValues).
 var valueSelects = []string{
 	gmRoleCQL, gmGroupsOfCQL, bucketsCQL, bucketsBeforeCQL, bucketAnyRowCQL, auditBucketsCQL,
-	auditHasSessionsCQL, readinessCQL,
+	auditHasSessionsCQL, readinessCQL, outboxProgressCQL,
 }
 
 // TestColumnsMatchSelects: every row type's scan destinations are, in

@@ -1,0 +1,297 @@
+package repository_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// outboxStart reads where the outbox's reader begins.
+func outboxStart(t *testing.T, db *repository.DB) time.Time {
+	t.Helper()
+	var next time.Time
+	if err := db.Session.Query(`SELECT next FROM queue_progress WHERE queue = 'content_marks'`, nil).Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+// clock is a test clock the outbox reads.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+// pendingIDs lists the items Pending returns up to before.
+func pendingIDs(t *testing.T, o *repository.Outbox, before time.Time) []string {
+	t.Helper()
+	got, err := o.Pending(context.Background(), before, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range got {
+		ids = append(ids, p.ContentID)
+	}
+	return ids
+}
+
+// TestOutboxStartMovesPastEmptyOldWindowsOnly: the reader's start moves
+// past a window only once the window is empty and ended a horizon ago; a
+// live mark holds it (however old); a mark from a clock behind by less
+// than the horizon is found; a late (or repeated) write of an older start
+// does not move it back; reading again after a lost answer finds the same.
+func TestOutboxStartMovesPastEmptyOldWindowsOnly(t *testing.T) {
+	t.Parallel()
+	tdb := testkit.NewDB(t)
+	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
+	c := &clock{t: time.Now().Truncate(time.Second).Add(time.Second)}
+	o := repository.NewOutbox(db).WithLayout(time.Second, 2*time.Second).WithClock(c.now)
+	ctx := context.Background()
+	t0 := c.now()
+	seed := outboxStart(t, db)
+
+	old, err := o.Mark(ctx, "c_old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.set(t0.Add(10 * time.Second))
+	if got := pendingIDs(t, o, c.now()); !slices.Equal(got, []string{"c_old"}) {
+		t.Fatalf("pending %v, want the old mark", got)
+	}
+	if got := outboxStart(t, db); got.After(t0) {
+		t.Fatalf("start moved to %v past a live mark made at %v", got, t0)
+	}
+	if got := pendingIDs(t, o, c.now()); !slices.Equal(got, []string{"c_old"}) {
+		t.Fatalf("a second read (the first's answer lost): %v", got)
+	}
+
+	if err := o.Done(ctx, "c_old", old); err != nil {
+		t.Fatal(err)
+	}
+	behind := o.WithClock(func() time.Time { return c.now().Add(-1500 * time.Millisecond) })
+	if _, err := behind.Mark(ctx, "c_behind"); err != nil {
+		t.Fatal(err)
+	}
+	if got := pendingIDs(t, o, c.now()); !slices.Equal(got, []string{"c_behind"}) {
+		t.Fatalf("pending %v, want the mark of the clock 1.5 s behind", got)
+	}
+	start := outboxStart(t, db)
+	if want := t0.Add(8 * time.Second); !start.Equal(want) {
+		t.Fatalf("start %v, want %v: past every empty window that ended a horizon (2 s) ago, not past the clock that is behind", start, want)
+	}
+
+	// An older start written late loses to the newer one.
+	if err := db.Session.Query(`UPDATE queue_progress USING TIMESTAMP ? SET next = ? WHERE queue = 'content_marks'`, nil).
+		Bind(seed.Add(24*time.Hour).UnixMicro(), seed).ExecRelease(); err != nil {
+		t.Fatal(err)
+	}
+	if got := outboxStart(t, db); !got.Equal(start) {
+		t.Fatalf("a late write of the seed moved the start back to %v", got)
+	}
+}
+
+// tombstoneRE is Cassandra's trace line of a partition read.
+var tombstoneRE = regexp.MustCompile(`Read (\d+) live rows and (\d+) tombstone cells`)
+
+// traces records the trace session of every traced statement.
+type traces struct {
+	mu  sync.Mutex
+	ids [][]byte
+}
+
+func (tr *traces) Trace(id []byte) {
+	tr.mu.Lock()
+	tr.ids = append(tr.ids, slices.Clone(id))
+	tr.mu.Unlock()
+}
+
+func (tr *traces) take() [][]byte {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	ids := tr.ids
+	tr.ids = nil
+	return ids
+}
+
+// tombstonesRead sums the tombstone cells the traced statements met.
+func tombstonesRead(t *testing.T, s *gocql.Session, ids [][]byte) int {
+	t.Helper()
+	n := 0
+	for _, id := range ids {
+		iter := s.Query(`SELECT activity FROM system_traces.events WHERE session_id = ?`, id).Consistency(gocql.One).Iter()
+		var activity string
+		for iter.Scan(&activity) {
+			if m := tombstoneRE.FindStringSubmatch(activity); m != nil {
+				k, _ := strconv.Atoi(m[2])
+				n += k
+			}
+		}
+		if err := iter.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// TestOutboxReadCostStaysFlat drives 200 000 changes' marks through the
+// outbox (each made, then done, as a change does) while a worker reads it
+// four times a second, and counts the tombstone cells each read meets
+// (Cassandra's own trace of the read). With one partition per shard, every
+// read met every mark ever done (until gc_grace_seconds, 10 days): about
+// 25 000 per shard at the end of this run, past the warning threshold
+// (1 000) long before. Here a read meets the marks of the last few
+// windows only, at the start of the run as at its end.
+func TestOutboxReadCostStaysFlat(t *testing.T) {
+	t.Parallel()
+	total := 200_000
+	if s := os.Getenv("SHELF_TEST_OUTBOX_MARKS"); s != "" {
+		total, _ = strconv.Atoi(s)
+	}
+	tdb := testkit.NewDB(t)
+	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
+	tr := &traces{}
+	// Windows of 250 ms and a horizon of 500 ms: the run's tens of seconds
+	// pass as many windows as hours of production (1 min, 2 min).
+	o := repository.NewOutbox(db).WithLayout(250*time.Millisecond, 500*time.Millisecond)
+	reader := o.WithTracer(tr)
+	ctx := context.Background()
+
+	var made atomic.Int64
+	var writers sync.WaitGroup
+	errs := make(chan error, 64)
+	started := time.Now()
+	for range 16 {
+		writers.Go(func() {
+			for i := made.Add(1); i <= int64(total); i = made.Add(1) {
+				id := fmt.Sprintf("c_flat%d", i)
+				m, err := o.Mark(ctx, id)
+				if err == nil {
+					err = o.Done(ctx, id, m)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	type read struct {
+		at         time.Duration
+		progress   int64
+		tombstones int
+		traced     [][]byte
+	}
+	var reads []read
+	done := make(chan struct{})
+	go func() { writers.Wait(); close(done) }()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-tick.C:
+		}
+		if _, err := reader.Pending(ctx, time.Now().Add(-250*time.Millisecond), 1000); err != nil {
+			t.Fatal(err)
+		}
+		reads = append(reads, read{at: time.Since(started), progress: min(made.Load(), int64(total)), traced: tr.take()})
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	took := time.Since(started)
+	behind := time.Since(outboxStart(t, db))
+	time.Sleep(2 * time.Second) // trace events are written after the answers
+	for i := range reads {
+		reads[i].tombstones = tombstonesRead(t, tdb.Session.Session, reads[i].traced)
+	}
+
+	// Flat: the reads of the last fifth of the run meet no more tombstones
+	// than those of the second fifth (the first has not filled its
+	// windows yet), give or take the rate's wobble.
+	fifth := len(reads) / 5
+	peak := func(rs []read) int {
+		p := 0
+		for _, r := range rs {
+			p = max(p, r.tombstones)
+		}
+		return p
+	}
+	early, late, all := peak(reads[fifth:2*fifth]), peak(reads[len(reads)-fifth:]), peak(reads)
+	t.Logf("%d marks made and done in %s (%.0f/s); %d reads; tombstones per read: peak %d in the second fifth, %d in the last, %d overall",
+		total, took.Round(time.Second), float64(total)/took.Seconds(), len(reads), early, late, all)
+	for i := 0; i < len(reads); i += max(1, len(reads)/10) {
+		t.Logf("  at %5.1fs, %6d marks made: %5d tombstones read", reads[i].at.Seconds(), reads[i].progress, reads[i].tombstones)
+	}
+	if fifth < 4 {
+		t.Fatalf("only %d reads: too few to compare", len(reads))
+	}
+	if late > 2*early+2000 {
+		t.Errorf("reads grew with the changes made: peak %d tombstones late in the run, %d early", late, early)
+	}
+	if all >= total/4 {
+		t.Errorf("a read met %d tombstones, a quarter of all marks ever done (%d)", all, total)
+	}
+	if behind > 3*time.Second {
+		t.Errorf("the reader's start is %v behind at the end: it should follow the empty windows (horizon 500 ms, windows of 250 ms)", behind.Round(time.Second))
+	}
+}
+
+// TestOutboxFinishesTheMarksLeftInTheOldTable: marks made before migration
+// 008 (in content_marks) are listed and done like the others; once that
+// table reads empty, it is recorded as drained and read no more.
+func TestOutboxFinishesTheMarksLeftInTheOldTable(t *testing.T) {
+	t.Parallel()
+	tdb := testkit.NewDB(t)
+	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
+	ctx := context.Background()
+	legacy := func(id string, at time.Time) {
+		t.Helper()
+		mark := gocql.UUIDFromTime(at)
+		if err := db.Session.Query(`INSERT INTO content_marks (shard, content_id, mark) VALUES (?, ?, ?) USING TIMESTAMP ?`, nil).
+			Bind(repository.OutboxShard(id), id, mark, at.UnixMicro()).ExecRelease(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	legacy("c_before008", time.Now().Add(-time.Hour))
+	o := repository.NewOutbox(db)
+	pending, err := o.Pending(ctx, time.Now(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].ContentID != "c_before008" {
+		t.Fatalf("pending %+v, want the old table's mark", pending)
+	}
+	if err := o.Done(ctx, "c_before008", pending[0].Marker); err != nil {
+		t.Fatal(err)
+	}
+	if got := pendingIDs(t, o, time.Now()); len(got) != 0 {
+		t.Fatalf("after Done, pending %v", got)
+	}
+	// Drained now: a row written there later (an instance of the old
+	// version still running) is not read, by this process or a new one.
+	legacy("c_late", time.Now().Add(-time.Minute))
+	for _, reader := range []*repository.Outbox{o, repository.NewOutbox(db)} {
+		if got := pendingIDs(t, reader, time.Now()); len(got) != 0 {
+			t.Fatalf("the drained table was read again: %v", got)
+		}
+	}
+}
