@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"context"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -27,4 +28,24 @@ func (o *Outbox) WithTracer(t gocql.Tracer) *Outbox {
 	c := *o
 	c.tracer = t
 	return &c
+}
+
+// WithExpiryHorizon returns the store with another expiry horizon.
+func (s *Suspensions) WithExpiryHorizon(d time.Duration) *Suspensions {
+	c := *s
+	c.horizon = d
+	return &c
+}
+
+// WithTracer returns the store tracing its reads of expired entries.
+func (s *Suspensions) WithTracer(t gocql.Tracer) *Suspensions {
+	c := *s
+	c.tracer = t
+	return &c
+}
+
+// InsertExpiry writes one expiry entry as Record does (at the account's
+// version).
+func (s *Suspensions) InsertExpiry(ctx context.Context, userID string, until time.Time, version int) error {
+	return s.db.write(ctx, "suspension_expiries.insert", expiryInsertCQL, expiryShard, until, userID, int64(version))
 }

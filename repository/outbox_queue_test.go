@@ -18,14 +18,18 @@ import (
 	"shelf/repository"
 )
 
+// queueStart reads where a queue's reader begins (zero: not yet set).
+func queueStart(t *testing.T, db *repository.DB, queue string) time.Time {
+	t.Helper()
+	var next time.Time
+	_ = db.Session.Query(`SELECT next FROM queue_progress WHERE queue = ?`, nil).Bind(queue).Scan(&next)
+	return next
+}
+
 // outboxStart reads where the outbox's reader begins.
 func outboxStart(t *testing.T, db *repository.DB) time.Time {
 	t.Helper()
-	var next time.Time
-	if err := db.Session.Query(`SELECT next FROM queue_progress WHERE queue = 'content_marks'`, nil).Scan(&next); err != nil {
-		t.Fatal(err)
-	}
-	return next
+	return queueStart(t, db, "content_marks")
 }
 
 // clock is a test clock the outbox reads.
@@ -191,13 +195,7 @@ func TestOutboxReadCostStaysFlat(t *testing.T) {
 			}
 		})
 	}
-	type read struct {
-		at         time.Duration
-		progress   int64
-		tombstones int
-		traced     [][]byte
-	}
-	var reads []read
+	var reads []tracedRead
 	done := make(chan struct{})
 	go func() { writers.Wait(); close(done) }()
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -211,7 +209,7 @@ func TestOutboxReadCostStaysFlat(t *testing.T) {
 		if _, err := reader.Pending(ctx, time.Now().Add(-250*time.Millisecond), 1000); err != nil {
 			t.Fatal(err)
 		}
-		reads = append(reads, read{at: time.Since(started), progress: min(made.Load(), int64(total)), traced: tr.take()})
+		reads = append(reads, tracedRead{at: time.Since(started), progress: int(min(made.Load(), int64(total))), traced: tr.take()})
 	}
 	close(errs)
 	for err := range errs {
@@ -219,37 +217,7 @@ func TestOutboxReadCostStaysFlat(t *testing.T) {
 	}
 	took := time.Since(started)
 	behind := time.Since(outboxStart(t, db))
-	time.Sleep(2 * time.Second) // trace events are written after the answers
-	for i := range reads {
-		reads[i].tombstones = tombstonesRead(t, tdb.Session.Session, reads[i].traced)
-	}
-
-	// Flat: the reads of the last fifth of the run meet no more tombstones
-	// than those of the second fifth (the first has not filled its
-	// windows yet), give or take the rate's wobble.
-	fifth := len(reads) / 5
-	peak := func(rs []read) int {
-		p := 0
-		for _, r := range rs {
-			p = max(p, r.tombstones)
-		}
-		return p
-	}
-	early, late, all := peak(reads[fifth:2*fifth]), peak(reads[len(reads)-fifth:]), peak(reads)
-	t.Logf("%d marks made and done in %s (%.0f/s); %d reads; tombstones per read: peak %d in the second fifth, %d in the last, %d overall",
-		total, took.Round(time.Second), float64(total)/took.Seconds(), len(reads), early, late, all)
-	for i := 0; i < len(reads); i += max(1, len(reads)/10) {
-		t.Logf("  at %5.1fs, %6d marks made: %5d tombstones read", reads[i].at.Seconds(), reads[i].progress, reads[i].tombstones)
-	}
-	if fifth < 4 {
-		t.Fatalf("only %d reads: too few to compare", len(reads))
-	}
-	if late > 2*early+2000 {
-		t.Errorf("reads grew with the changes made: peak %d tombstones late in the run, %d early", late, early)
-	}
-	if all >= total/4 {
-		t.Errorf("a read met %d tombstones, a quarter of all marks ever done (%d)", all, total)
-	}
+	checkFlat(t, tdb.Session.Session, reads, total, "marks made and done", took)
 	if behind > 3*time.Second {
 		t.Errorf("the reader's start is %v behind at the end: it should follow the empty windows (horizon 500 ms, windows of 250 ms)", behind.Round(time.Second))
 	}
@@ -293,5 +261,49 @@ func TestOutboxFinishesTheMarksLeftInTheOldTable(t *testing.T) {
 		if got := pendingIDs(t, reader, time.Now()); len(got) != 0 {
 			t.Fatalf("the drained table was read again: %v", got)
 		}
+	}
+}
+
+// tracedRead is one read of a queue under load: when, how far the load
+// had got, and the trace sessions of its statements.
+type tracedRead struct {
+	at         time.Duration
+	progress   int
+	tombstones int
+	traced     [][]byte
+}
+
+// checkFlat counts the tombstone cells each read met (once the traces are
+// written) and fails when the reads of the last fifth met many more than
+// those of the second (the first has not filled its windows yet), or any
+// read met a quarter of all the rows ever deleted.
+func checkFlat(t *testing.T, s *gocql.Session, reads []tracedRead, total int, what string, took time.Duration) {
+	t.Helper()
+	time.Sleep(2 * time.Second) // trace events are written after the answers
+	for i := range reads {
+		reads[i].tombstones = tombstonesRead(t, s, reads[i].traced)
+	}
+	fifth := len(reads) / 5
+	if fifth < 4 {
+		t.Fatalf("only %d reads: too few to compare", len(reads))
+	}
+	peak := func(rs []tracedRead) int {
+		p := 0
+		for _, r := range rs {
+			p = max(p, r.tombstones)
+		}
+		return p
+	}
+	early, late, all := peak(reads[fifth:2*fifth]), peak(reads[len(reads)-fifth:]), peak(reads)
+	t.Logf("%d %s in %s; %d reads; tombstones per read: peak %d in the second fifth, %d in the last, %d overall",
+		total, what, took.Round(time.Second), len(reads), early, late, all)
+	for i := 0; i < len(reads); i += max(1, len(reads)/10) {
+		t.Logf("  at %5.1fs, %6d done: %5d tombstones read", reads[i].at.Seconds(), reads[i].progress, reads[i].tombstones)
+	}
+	if late > 2*early+2000 {
+		t.Errorf("reads grew with the rows deleted: peak %d tombstones late in the run, %d early", late, early)
+	}
+	if all >= total/4 {
+		t.Errorf("a read met %d tombstones, a quarter of all rows ever deleted (%d)", all, total)
 	}
 }

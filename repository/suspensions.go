@@ -18,12 +18,26 @@ import (
 // writes never win over a newer change's, in any order.
 type Suspensions struct {
 	db *DB
+	// horizon is how far behind now the expiry reader's start may move
+	// (docs/design.md#queues).
+	horizon time.Duration
+	// tracer, when set, traces the reads of expired entries (tests count
+	// the tombstones they meet).
+	tracer gocql.Tracer
 }
 
 var _ moderation.Store = (*Suspensions)(nil)
 
 // NewSuspensions returns the store.
-func NewSuspensions(db *DB) *Suspensions { return &Suspensions{db: db} }
+func NewSuspensions(db *DB) *Suspensions { return &Suspensions{db: db, horizon: expiryHorizon} }
+
+// expiryHorizon: the expiry reader's start stays this far behind now, so
+// an entry whose write lands up to this late after its end is still found
+// (later ones are the repair's).
+const expiryHorizon = 2 * time.Minute
+
+// expiryQueue is the queue_progress row of suspension_expiries.
+const expiryQueue = "suspension_expiries"
 
 // statusSuspended is the status partition the list reads.
 const statusSuspended = "suspended"
@@ -39,7 +53,7 @@ const (
 	lookupSelectCQL    = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE user_id = ?`
 	expiryInsertCQL    = `INSERT INTO suspension_expiries (shard, until, user_id) VALUES (?, ?, ?) USING TIMESTAMP ?`
 	expiryDeleteCQL    = `DELETE FROM suspension_expiries USING TIMESTAMP ? WHERE shard = ? AND until = ? AND user_id = ?`
-	expirySelectCQL    = `SELECT until, user_id FROM suspension_expiries WHERE shard = ? AND until <= ? LIMIT ?`
+	expirySelectCQL    = `SELECT until, user_id FROM suspension_expiries WHERE shard = ? AND until >= ? AND until <= ? LIMIT ?`
 	bucketInsertCQL    = `INSERT INTO status_buckets (status, bucket) VALUES (?, ?)`
 	bucketDeleteCQL    = `DELETE FROM status_buckets USING TIMESTAMP ? WHERE status = ? AND bucket = ?`
 	bucketsCQL         = `SELECT bucket FROM status_buckets WHERE status = ? LIMIT ?`
@@ -259,15 +273,45 @@ type expiryRow struct {
 // columns are expirySelectCQL's.
 func (r *expiryRow) columns() []any { return []any{&r.Until, &r.UserID} }
 
-// Expired reads expiry entries that have ended by t, oldest first.
+// Expired reads expiry entries that have ended by t, oldest first, from
+// the reader's start: entries before it were all read and erased, so the
+// read never meets their tombstones again. It moves the start up to the
+// first entry it found (or to t), never closer to now than the horizon.
 func (s *Suspensions) Expired(ctx context.Context, t time.Time, limit int) ([]domain.Suspension, error) {
-	rows, err := selectRows[expiryRow](s.db.query(ctx, 0, expirySelectCQL, expiryShard, t, limit))
+	var start time.Time
+	q := s.db.query(ctx, 0, outboxProgressCQL, expiryQueue)
+	err := q.Scan(&start)
+	q.Release()
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return nil, dbErr("queue_progress.get", err)
+	}
+	if start.IsZero() {
+		// No row yet: the whole partition, once (the table from before the
+		// reader had a start).
+		start = time.UnixMilli(0).UTC()
+	}
+	q = s.db.query(ctx, 0, expirySelectCQL, expiryShard, start, t, limit)
+	if s.tracer != nil {
+		q = q.Trace(s.tracer)
+	}
+	rows, err := selectRows[expiryRow](q)
 	if err != nil {
 		return nil, dbErr("suspension_expiries.list", err)
 	}
 	out := make([]domain.Suspension, len(rows))
 	for i, r := range rows {
 		out[i] = domain.Suspension{UserID: r.UserID, Until: r.Until.UTC()}
+	}
+	next := t
+	if len(rows) > 0 {
+		next = rows[0].Until
+	}
+	if latest := s.db.Now().Add(-s.horizon); next.After(latest) {
+		next = latest
+	}
+	if next.After(start) {
+		// A lost or late write only means reading part of the slice again.
+		_ = s.db.write(ctx, "queue_progress.advance", outboxAdvanceCQL, next.Add(advanceOffset).UnixMicro(), next, expiryQueue)
 	}
 	return out, nil
 }

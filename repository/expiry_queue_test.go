@@ -1,0 +1,140 @@
+package repository_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// TestExpiryStartHoldsAtTheFirstLiveEntry: the reader's start moves up to
+// the first entry still there (one whose lift failed keeps it), and never
+// closer to now than the horizon, so an entry written late, after its end,
+// is still found within the horizon.
+func TestExpiryStartHoldsAtTheFirstLiveEntry(t *testing.T) {
+	t.Parallel()
+	tdb := testkit.NewDB(t)
+	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
+	s := repository.NewSuspensions(db).WithExpiryHorizon(2 * time.Second)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i, id := range []string{"u_a", "u_stuck", "u_b"} {
+		if err := s.InsertExpiry(ctx, id, now.Add(time.Duration(i-10)*time.Second), 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Expired(ctx, time.Now(), 10)
+	if err != nil || len(got) != 3 || got[0].UserID != "u_a" {
+		t.Fatalf("expired %+v, %v: want the three, oldest first", got, err)
+	}
+	// u_a and u_b are lifted; u_stuck's lift fails.
+	for _, sp := range []int{0, 2} {
+		if err := s.EraseExpiry(ctx, got[sp].UserID, got[sp].Until, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err = s.Expired(ctx, time.Now(), 10)
+	if err != nil || len(got) != 1 || got[0].UserID != "u_stuck" {
+		t.Fatalf("expired %+v, %v: want the entry whose lift failed", got, err)
+	}
+	if start := queueStart(t, db, "suspension_expiries"); !start.Equal(now.Add(-9 * time.Second)) {
+		t.Fatalf("start %v, want the stuck entry's end %v", start, now.Add(-9*time.Second))
+	}
+	if err := s.EraseExpiry(ctx, "u_stuck", got[0].Until, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.Expired(ctx, time.Now(), 10); err != nil || len(got) != 0 {
+		t.Fatalf("expired %+v, %v: want none", got, err)
+	}
+	start := queueStart(t, db, "suspension_expiries")
+	if behind := time.Since(start); behind < 2*time.Second || behind > 4*time.Second {
+		t.Fatalf("start %v behind now, want the horizon (2 s)", behind)
+	}
+	// An entry whose write lands 1 s after its end is still read.
+	if err := s.InsertExpiry(ctx, "u_late", time.Now().Add(-time.Second), 2); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.Expired(ctx, time.Now(), 10); err != nil || len(got) != 1 || got[0].UserID != "u_late" {
+		t.Fatalf("expired %+v, %v: want the late entry", got, err)
+	}
+}
+
+// TestExpiryReadCostStaysFlat drives 100 000 timed suspensions' expiry
+// entries through the sweeper's read (each entry read once ended, then
+// erased, as a lift does) and counts the tombstone cells each read meets.
+// Sliced from the partition's start, as before, a read met every entry
+// erased so far (100 000 at the end, the failure threshold); from the
+// reader's start it meets those of the last horizon only.
+func TestExpiryReadCostStaysFlat(t *testing.T) {
+	t.Parallel()
+	total := 100_000
+	if v := os.Getenv("SHELF_TEST_EXPIRIES"); v != "" {
+		total, _ = strconv.Atoi(v)
+	}
+	tdb := testkit.NewDB(t)
+	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
+	tr := &traces{}
+	s := repository.NewSuspensions(db).WithExpiryHorizon(500 * time.Millisecond)
+	reader := s.WithTracer(tr)
+	ctx := context.Background()
+
+	// Ends spread over 20 s, starting 2 s after the writes are done.
+	base := time.Now().Add(time.Duration(total/15_000)*time.Second + 2*time.Second).UTC()
+	spread := 20 * time.Second
+	until := func(i int) time.Time {
+		return base.Add(spread * time.Duration(i) / time.Duration(total)).Truncate(time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < total; i += 16 {
+				if err := s.InsertExpiry(ctx, fmt.Sprintf("u_exp%d", i), until(i), 2); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(base))
+
+	var reads []tracedRead
+	erased := 0
+	started := time.Now()
+	for erased < total {
+		if time.Since(started) > 2*spread {
+			t.Fatalf("%d of %d entries erased after %s", erased, total, time.Since(started))
+		}
+		got, err := reader.Expired(ctx, time.Now(), 5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads = append(reads, tracedRead{at: time.Since(started), progress: erased, traced: tr.take()})
+		sem := make(chan struct{}, 32)
+		var lifts sync.WaitGroup
+		for _, sp := range got {
+			sem <- struct{}{}
+			lifts.Go(func() {
+				defer func() { <-sem }()
+				if err := s.EraseExpiry(ctx, sp.UserID, sp.Until, 3); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		lifts.Wait()
+		erased += len(got)
+		time.Sleep(100 * time.Millisecond)
+	}
+	checkFlat(t, tdb.Session.Session, reads, total, "expiry entries read and erased", time.Since(started))
+}
