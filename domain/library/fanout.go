@@ -18,9 +18,10 @@ func (s *Service) apply(ctx context.Context, e Entry, prev *Entry) error {
 }
 
 // publish fans a change out to every member: before the answer for items
-// with at most SyncFanoutLimit members, in the background otherwise. Either
-// way the outbox mark stays until every library has it, so a fan-out that
-// fails part-way is finished by the worker.
+// with at most SyncFanoutLimit members, in the background pool otherwise
+// (see pool). Either way the outbox mark stays until every library has it,
+// so a fan-out that fails part-way, or is never started, is finished by
+// the worker.
 func (s *Service) publish(ctx context.Context, next Content, prev *Content, marker string) {
 	run := func(ctx context.Context) {
 		if err := s.fanout(ctx, next, prev); err == nil {
@@ -35,8 +36,14 @@ func (s *Service) publish(ctx context.Context, next Content, prev *Content, mark
 		run(ctx)
 		return
 	}
-	bg := context.WithoutCancel(ctx)
-	s.inBackground(func() { run(bg) })
+	if s.Hooks.Background != nil {
+		bg := context.WithoutCancel(ctx)
+		s.inBackground(func() { run(bg) })
+		return
+	}
+	if !s.fanouts.add(next, prev, marker) {
+		s.log.Warn(ctx, "background fan-out queue full or closing; left to the outbox worker", "content", next.ID)
+	}
 }
 
 // memberPage is how many members a fan-out reads at a time.

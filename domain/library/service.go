@@ -97,6 +97,13 @@ type Config struct {
 	// ObserveFanout, when set, is told of every finished fan-out: the
 	// member libraries it wrote and the time it took (metrics).
 	ObserveFanout func(members int, took time.Duration)
+	// FanoutWorkers is how many items are fanned out in the background at
+	// once (default 4); FanoutQueue how many may wait (default 1000: more
+	// are left to the outbox worker).
+	FanoutWorkers, FanoutQueue int
+	// ObservePool, when set, is told of every change of the background
+	// fan-out queue (metrics).
+	ObservePool func(PoolEvent)
 }
 
 // Hooks let tests stop a fan-out part-way, as a crash would.
@@ -134,6 +141,8 @@ type Service struct {
 	Hooks Hooks
 	// background tracks fan-outs finishing after their change answered.
 	background chan struct{}
+	// fanouts runs the fan-outs that go on after the answer.
+	fanouts *pool
 }
 
 // Callers says who is calling.
@@ -171,10 +180,25 @@ func New(cfg Config, callers Callers, users Users, groups GroupDirectory, stores
 	if cfg.SyncFanoutLimit < 0 {
 		cfg.SyncFanoutLimit = 0
 	}
-	return &Service{cfg: cfg, callers: callers, users: users, groups: groups, content: stores.Content,
+	if cfg.FanoutWorkers <= 0 {
+		cfg.FanoutWorkers = 4
+	}
+	if cfg.FanoutQueue <= 0 {
+		cfg.FanoutQueue = 1000
+	}
+	s := &Service{cfg: cfg, callers: callers, users: users, groups: groups, content: stores.Content,
 		members: stores.Members, library: stores.Library, outbox: stores.Outbox, log: log,
 		background: make(chan struct{}, 64)}
+	s.fanouts = newPool(s, cfg.FanoutWorkers, cfg.FanoutQueue)
+	return s
 }
+
+// Close stops the background fan-outs: it waits for those under way until
+// ctx ends, then stops them. Those that did not finish, and those still
+// waiting, keep their outbox marks, so the outbox worker (of this process
+// before it exits, or of any other, or of the next) finishes them: a
+// shutdown loses nothing. It returns how many items it left so.
+func (s *Service) Close(ctx context.Context) int { return s.fanouts.close(ctx) }
 
 var errContentNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such content."}
 

@@ -70,6 +70,17 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 			m.FanoutDuration.Observe(took.Seconds())
 			m.FanoutLibraries.Add(float64(members))
 		},
+		FanoutWorkers: cfg.Content.FanoutWorkers, FanoutQueue: cfg.Content.FanoutQueue,
+		ObservePool: func(e library.PoolEvent) {
+			m.FanoutWaiting.Set(float64(e.Waiting))
+			m.FanoutRunning.Set(float64(e.Running))
+			if e.Coalesced {
+				m.FanoutCoalesced.Inc()
+			}
+			if e.LeftToOutbox {
+				m.FanoutLeftToOutbox.Inc()
+			}
+		},
 	}, acc, users, grp, library.Stores{
 		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
 		Library: repository.NewLibraries(db), Outbox: repository.NewOutbox(db),

@@ -45,7 +45,25 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 	defer stopSweep()
 	go sweep(sweepCtx, a.Moderation, cfg.Moderation.SweepInterval, logger)
 	go drainOutbox(sweepCtx, a.Contents, cfg.Content, a.Metrics, logger)
-	return serveWithPprof(ctx, ln, a.Router, pprofLn, cfg.HTTP, logger)
+	// On shutdown the background fan-outs stop beside the requests'
+	// drain, within the same SHELF_SHUTDOWN_TIMEOUT: what is not finished
+	// by then keeps its outbox marks, for the outbox worker of whichever
+	// process runs next (a shutdown loses nothing).
+	stopping, stop := context.WithCancel(ctx)
+	fanoutsClosed := make(chan struct{})
+	go func() {
+		defer close(fanoutsClosed)
+		<-stopping.Done()
+		closeCtx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
+		defer cancel()
+		if left := a.Contents.Close(closeCtx); left > 0 {
+			logger.Warn().Int("items", left).Msg("background fan-outs left to the outbox worker")
+		}
+	}()
+	err = serveWithPprof(ctx, ln, a.Router, pprofLn, cfg.HTTP, logger)
+	stop()
+	<-fanoutsClosed
+	return err
 }
 
 // sweep lifts ended suspensions every interval until ctx ends. Every

@@ -34,6 +34,9 @@ type Content struct {
 	SyncFanoutLimit int
 	// FanoutConcurrency bounds the member libraries written at once.
 	FanoutConcurrency int
+	// FanoutWorkers is how many items are fanned out in the background at
+	// once; FanoutQueue how many may wait.
+	FanoutWorkers, FanoutQueue int
 	// OutboxInterval is how often the outbox worker looks for unfinished
 	// fan-outs; OutboxGrace is how old a mark must be before it does them.
 	OutboxInterval time.Duration
@@ -192,6 +195,8 @@ var Vars = []Var{
 	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
 	{"SHELF_FANOUT_SYNC_LIMIT", "1000", "items with at most this many members update every member library before a change answers; larger ones finish in the background"},
 	{"SHELF_FANOUT_CONCURRENCY", "16", "member libraries written at once by one fan-out"},
+	{"SHELF_FANOUT_WORKERS", "4", "items fanned out in the background at once, per process"},
+	{"SHELF_FANOUT_QUEUE", "1000", "items that may wait for a background fan-out, per process; a change of a waiting item joins it; beyond, changes are left to the outbox worker"},
 	{"SHELF_OUTBOX_INTERVAL", "1s", "how often the outbox worker finishes fan-outs that stopped (a crash, a failed write)"},
 	{"SHELF_OUTBOX_GRACE", "5s", "how old an outbox mark must be before the worker redoes its fan-out"},
 }
@@ -249,6 +254,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Content = Content{
 		SyncFanoutLimit:   p.nonNegativeInt("SHELF_FANOUT_SYNC_LIMIT"),
 		FanoutConcurrency: p.positiveInt("SHELF_FANOUT_CONCURRENCY"),
+		FanoutWorkers:     p.positiveInt("SHELF_FANOUT_WORKERS"),
+		FanoutQueue:       p.positiveInt("SHELF_FANOUT_QUEUE"),
 		OutboxInterval:    p.duration("SHELF_OUTBOX_INTERVAL"),
 		OutboxGrace:       p.duration("SHELF_OUTBOX_GRACE"),
 	}
@@ -321,6 +328,8 @@ func (c Config) Fields() map[string]string {
 		"SHELF_SUSPENSION_SWEEP_INTERVAL":    c.Moderation.SweepInterval.String(),
 		"SHELF_FANOUT_SYNC_LIMIT":            strconv.Itoa(c.Content.SyncFanoutLimit),
 		"SHELF_FANOUT_CONCURRENCY":           strconv.Itoa(c.Content.FanoutConcurrency),
+		"SHELF_FANOUT_WORKERS":               strconv.Itoa(c.Content.FanoutWorkers),
+		"SHELF_FANOUT_QUEUE":                 strconv.Itoa(c.Content.FanoutQueue),
 		"SHELF_OUTBOX_INTERVAL":              c.Content.OutboxInterval.String(),
 		"SHELF_OUTBOX_GRACE":                 c.Content.OutboxGrace.String(),
 	}

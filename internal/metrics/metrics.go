@@ -32,6 +32,14 @@ type Metrics struct {
 	// the member libraries they wrote.
 	FanoutDuration  prometheus.Histogram
 	FanoutLibraries prometheus.Counter
+	// FanoutWaiting and FanoutRunning are the background fan-out queue:
+	// items waiting and being fanned out; FanoutCoalesced counts changes
+	// that joined their item's waiting fan-out, FanoutLeftToOutbox those
+	// not queued (queue full, or stopping) and left to the outbox worker.
+	FanoutWaiting      prometheus.Gauge
+	FanoutRunning      prometheus.Gauge
+	FanoutCoalesced    prometheus.Counter
+	FanoutLeftToOutbox prometheus.Counter
 }
 
 // latencyBuckets cover 100 µs to 10 s: local reads to slow fan-outs.
@@ -79,9 +87,22 @@ func New() *Metrics {
 		FanoutLibraries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shelf_fanout_member_libraries_total", Help: "Member libraries written by finished fan-outs.",
 		}),
+		FanoutWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shelf_fanout_queue_waiting", Help: "Items waiting for a background fan-out in this process (at most SHELF_FANOUT_QUEUE).",
+		}),
+		FanoutRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shelf_fanout_queue_running", Help: "Items being fanned out in the background in this process (at most SHELF_FANOUT_WORKERS).",
+		}),
+		FanoutCoalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shelf_fanout_coalesced_total", Help: "Changes that joined their item's waiting background fan-out (only the newest version is written).",
+		}),
+		FanoutLeftToOutbox: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shelf_fanout_left_to_outbox_total", Help: "Changes not queued for a background fan-out (queue full, or the process stopping): the outbox worker does them.",
+		}),
 	}
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.CQLDuration, m.CQLErrors, m.LWTOutcomes,
 		m.OutboxItems, m.OutboxAge, m.HashWait, m.RoundTrips, m.FanoutDuration, m.FanoutLibraries,
+		m.FanoutWaiting, m.FanoutRunning, m.FanoutCoalesced, m.FanoutLeftToOutbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
