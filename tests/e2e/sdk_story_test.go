@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
+	"sync/atomic"
 	"testing"
 
 	"shelf/internal/testkit"
@@ -12,12 +14,21 @@ import (
 )
 
 // contractTransport checks every answer the SDK gets against openapi.yaml.
+// With hosts, it sends each request to the next of them in turn (API
+// instances behind a round-robin balancer).
 type contractTransport struct {
 	t        *testing.T
 	contract *testkit.Contract
+	hosts    []string
+	sent     *atomic.Uint64
 }
 
 func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(c.hosts) > 0 {
+		req = req.Clone(req.Context())
+		req.URL.Host = c.hosts[c.sent.Add(1)%uint64(len(c.hosts))]
+		req.Host = req.URL.Host
+	}
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
 		return nil, err
@@ -34,15 +45,26 @@ func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, nil
 }
 
-// sdk returns a generated client for the server, as token (or anonymous).
-func sdk(t *testing.T, server string, token string) *shelfclient.ClientWithResponses {
+// sdk returns a generated client for the servers, as token (or
+// anonymous); with several, its requests go to each in turn.
+func sdk(t *testing.T, servers []string, token string) *shelfclient.ClientWithResponses {
 	t.Helper()
 	contract, err := testkit.LoadContract()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := shelfclient.NewClientWithResponses(server,
-		shelfclient.WithHTTPClient(&http.Client{Transport: contractTransport{t, contract}}),
+	tr := contractTransport{t: t, contract: contract, sent: new(atomic.Uint64)}
+	if len(servers) > 1 {
+		for _, s := range servers {
+			u, err := url.Parse(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.hosts = append(tr.hosts, u.Host)
+		}
+	}
+	c, err := shelfclient.NewClientWithResponses(servers[0],
+		shelfclient.WithHTTPClient(&http.Client{Transport: tr}),
 		shelfclient.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			if token != "" {
 				req.Header.Set("Authorization", "Bearer "+token)
@@ -62,9 +84,26 @@ func TestStoryThroughTheGeneratedSDK(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
 	_, api := newTestApp(t, db, nil)
-	server := api.Server.URL
+	sdkStory(t, db, []string{api.Server.URL})
+}
+
+// TestStoryAcrossTwoInstances: the same story with every request sent to
+// the other of two API instances on one keyspace, in turn: a session made
+// by one is honoured by the other, a suspension on one ends the session
+// on the other, and so on. Instances share nothing but the database.
+func TestStoryAcrossTwoInstances(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	_, one := newTestApp(t, db, nil)
+	_, two := newTestApp(t, db, nil)
+	sdkStory(t, db, []string{one.Server.URL, two.Server.URL})
+}
+
+// sdkStory is the story, through the SDK, against servers.
+func sdkStory(t *testing.T, db *testkit.DB, servers []string) {
+	t.Helper()
 	ctx := context.Background()
-	anon := sdk(t, server, "")
+	anon := sdk(t, servers, "")
 
 	signup := func(username string) shelfclient.User {
 		r, err := anon.CreateUserWithResponse(ctx, shelfclient.NewUser{Username: username, Email: username + "@example.org", Password: testPassword})
@@ -78,7 +117,7 @@ func TestStoryThroughTheGeneratedSDK(t *testing.T) {
 		if err != nil || r.JSON201 == nil {
 			t.Fatalf("login %s: %v %s", username, err, r.Body)
 		}
-		return sdk(t, server, r.JSON201.Token)
+		return sdk(t, servers, r.JSON201.Token)
 	}
 	aliceName, bobName, carolName := name("alice"), name("bob"), name("carol")
 	alice, bob := signup(aliceName), signup(bobName)
