@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 func env(m map[string]string) func(string) string {
@@ -134,5 +136,47 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 		if !strings.Contains(string(readme), row) {
 			t.Errorf("README has no table row for %s", v.Name)
 		}
+	}
+}
+
+// TestComposeSettingsLoad: every service of docker-compose.yml that runs
+// the api binary is configured with variables shelf knows, and values it
+// accepts.
+func TestComposeSettingsLoad(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Build       any               `yaml:"build"`
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &compose); err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, v := range Vars {
+		known[v.Name] = true
+	}
+	apis := 0
+	for name, svc := range compose.Services {
+		if svc.Build == nil {
+			continue // not the api image
+		}
+		apis++
+		for k := range svc.Environment {
+			if !known[k] {
+				t.Errorf("%s sets %s, which shelf does not read", name, k)
+			}
+		}
+		if _, err := Load(env(svc.Environment)); err != nil {
+			t.Errorf("%s's settings: %v", name, err)
+		}
+	}
+	if apis < 2 {
+		t.Errorf("%d services build the api; want the migration and the replicas", apis)
 	}
 }

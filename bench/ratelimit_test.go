@@ -1,0 +1,102 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"shelf/internal/testkit"
+)
+
+// TestSharedRateLimitCost measures what a rate limit shared by every API
+// instance would cost a login (issue 13: per instance, or a shared
+// counter?): a Cassandra counter per client address and minute, bumped
+// and read on every login, by 16 clients, beside a plain one-row read for
+// scale; for many addresses and for one (an attacker's, the case a limit
+// is for). Run: go test -tags bench -run TestSharedRateLimitCost -v ./bench/
+func TestSharedRateLimitCost(t *testing.T) {
+	db := testkit.NewDB(t)
+	s := db.Session.Session
+	for _, stmt := range []string{
+		`CREATE TABLE rate_counts (key text, window bigint, n counter, PRIMARY KEY ((key, window)))`,
+		`CREATE TABLE plain (key text PRIMARY KEY, v text)`,
+	} {
+		if err := s.Query(stmt).Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 1000 {
+		if err := s.Query(`INSERT INTO plain (key, v) VALUES (?, ?)`, fmt.Sprint(i), "x").Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	window := time.Now().Unix() / 60
+	bump := func(key string) error {
+		if err := s.Query(`UPDATE rate_counts SET n = n + 1 WHERE key = ? AND window = ?`, key, window).Exec(); err != nil {
+			return err
+		}
+		var n int64
+		return s.Query(`SELECT n FROM rate_counts WHERE key = ? AND window = ?`, key, window).Scan(&n)
+	}
+	cases := []struct {
+		name string
+		op   func() error
+	}{
+		{"plain one-row read (scale)", func() error {
+			var v string
+			return s.Query(`SELECT v FROM plain WHERE key = ?`, fmt.Sprint(rand.IntN(1000))).Scan(&v)
+		}},
+		{"counter bump + read, many addresses", func() error { return bump(fmt.Sprintf("10.0.%d.%d", rand.IntN(256), rand.IntN(256))) }},
+		{"counter bump + read, one address", func() error { return bump("203.0.113.7") }},
+	}
+	for _, c := range cases {
+		ops, p50, p99, err := load(16, 5*time.Second, c.op)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		t.Logf("%-40s %7.0f ops/s  p50 %.2f ms  p99 %.2f ms", c.name, ops, p50, p99)
+	}
+}
+
+// load runs op from clients goroutines for d and returns its rate and
+// latency percentiles (ms).
+func load(clients int, d time.Duration, op func() error) (opsPerSec, p50, p99 float64, err error) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var first error
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	start := time.Now()
+	for range clients {
+		wg.Go(func() {
+			var mine []time.Duration
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if e := op(); e != nil {
+					mu.Lock()
+					first = e
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return 0, 0, 0, first
+	}
+	slices.Sort(lat)
+	ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000 }
+	return float64(len(lat)) / time.Since(start).Seconds(), ms(0.5), ms(0.99), nil
+}
