@@ -3,11 +3,8 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,47 +53,7 @@ func TestSharedRateLimitCost(t *testing.T) {
 		{"counter bump + read, one address", func() error { return bump("203.0.113.7") }},
 	}
 	for _, c := range cases {
-		ops, p50, p99, err := load(16, 5*time.Second, c.op)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		t.Logf("%-40s %7.0f ops/s  p50 %.2f ms  p99 %.2f ms", c.name, ops, p50, p99)
+		r := sideOf(run(t, 16, 5*time.Second, c.op))
+		t.Logf("%-40s %7.0f ops/s  p50 %.2f ms  p99 %.2f ms", c.name, r.OpsPerSec, r.P50Ms, r.P99Ms)
 	}
-}
-
-// load runs op from clients goroutines for d and returns its rate and
-// latency percentiles (ms).
-func load(clients int, d time.Duration, op func() error) (opsPerSec, p50, p99 float64, err error) {
-	var mu sync.Mutex
-	var lat []time.Duration
-	var first error
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	start := time.Now()
-	for range clients {
-		wg.Go(func() {
-			var mine []time.Duration
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if e := op(); e != nil {
-					mu.Lock()
-					first = e
-					mu.Unlock()
-					return
-				}
-				mine = append(mine, time.Since(t0))
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	if first != nil {
-		return 0, 0, 0, first
-	}
-	slices.Sort(lat)
-	ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000 }
-	return float64(len(lat)) / time.Since(start).Seconds(), ms(0.5), ms(0.99), nil
 }
