@@ -2,14 +2,18 @@ package repository
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"shelf/domain"
 	"shelf/domain/moderation"
 )
 
-// Audit scans the moderation tables for `api admin repair-suspensions`.
-// Every method reads a whole table, page by page.
+// Audit scans the moderation tables for `api admin repair-suspensions`:
+// the accounts token range after token range (resumable), the derived
+// records (as many as the suspensions) whole, page by page.
 type Audit struct {
 	db          *DB
 	suspensions *Suspensions
@@ -22,7 +26,7 @@ func NewAudit(db *DB) *Audit { return &Audit{db: db, suspensions: NewSuspensions
 
 // The audit's statements: whole tables, read page by page.
 const (
-	auditUsersCQL       = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until FROM users`
+	auditUsersCQL       = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until FROM users WHERE token(id) > ? AND token(id) <= ?`
 	auditLookupsCQL     = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users`
 	auditStatusRowsCQL  = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status`
 	auditExpiriesCQL    = `SELECT user_id, until FROM suspension_expiries`
@@ -31,15 +35,59 @@ const (
 	auditHasSessionsCQL = `SELECT token_hash FROM sessions_by_user WHERE user_id = ? LIMIT 1`
 )
 
-// EachSuspendedUser scans the users table for suspended accounts.
-func (a *Audit) EachSuspendedUser(ctx context.Context, fn func(domain.User) error) error {
-	return eachRow[userRow](a.db.query(ctx, 0, auditUsersCQL), "users.scan", func(r userRow) error {
-		if r.Status != string(domain.StatusSuspended) {
-			return nil
+// auditSlices is how many token ranges the accounts' scan walks, one after
+// another, each read a page (auditPage rows) at a time.
+const (
+	auditSlices = 256
+	auditPage   = 500
+)
+
+// EachSuspendedUser scans the users table for suspended accounts, token
+// range after token range; a position is the last token of a range read.
+func (a *Audit) EachSuspendedUser(ctx context.Context, from string, fn func(domain.User) error, progress func(string, float64)) error {
+	lo := int64(math.MinInt64) // Murmur3 never gives it: every token is above
+	if from != "" {
+		t, err := strconv.ParseInt(from, 10, 64)
+		if err != nil {
+			return fmt.Errorf("resume position %q: not a token", from)
 		}
-		return fn(r.toDomain())
-	})
+		lo = t
+	}
+	for k := 1; k <= auditSlices; k++ {
+		hi := sliceEnd(k)
+		if hi <= lo {
+			continue
+		}
+		q := a.db.query(ctx, 0, auditUsersCQL, lo, hi).PageSize(auditPage)
+		if err := eachRow[userRow](q, "users.scan", func(r userRow) error {
+			if r.Status != string(domain.StatusSuspended) {
+				return nil
+			}
+			return fn(r.toDomain())
+		}); err != nil {
+			return err
+		}
+		lo = hi
+		if progress != nil {
+			progress(strconv.FormatInt(hi, 10), float64(k)/auditSlices)
+		}
+	}
+	return nil
 }
+
+// sliceEnd is the last token of the k-th of auditSlices equal ranges of
+// the ring (k from 1; the last ends at the ring's end).
+func sliceEnd(k int) int64 {
+	if k >= auditSlices {
+		return math.MaxInt64
+	}
+	// In the ring's unsigned form: the first token is 1<<63 (MinInt64),
+	// each slice sliceWidth wide, wrapping past zero.
+	return int64(uint64(1)<<63 + uint64(k)*sliceWidth)
+}
+
+// sliceWidth is 2^64 / auditSlices.
+const sliceWidth = math.MaxUint64/auditSlices + 1
 
 // EachLookup scans suspended_users.
 func (a *Audit) EachLookup(ctx context.Context, fn func(domain.Suspension) error) error {

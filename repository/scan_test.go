@@ -2,6 +2,7 @@ package repository
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -158,5 +159,25 @@ func TestSelectColumns(t *testing.T) {
 		if got := selectColumns(stmt); !reflect.DeepEqual(got, want) {
 			t.Errorf("selectColumns(%q) = %v, want %v", stmt, got, want)
 		}
+	}
+}
+
+// TestSliceEndsCoverTheRing: the audit's token ranges start just above
+// MinInt64 (a token Murmur3 never gives), grow by 2^56 and end at MaxInt64.
+func TestSliceEndsCoverTheRing(t *testing.T) {
+	t.Parallel()
+	prev := int64(math.MinInt64)
+	for k := 1; k <= auditSlices; k++ {
+		end := sliceEnd(k)
+		if end <= prev {
+			t.Fatalf("slice %d ends at %d, not after %d", k, end, prev)
+		}
+		if k < auditSlices && uint64(end-prev) != sliceWidth {
+			t.Fatalf("slice %d is %d wide, want %d", k, uint64(end-prev), uint64(sliceWidth))
+		}
+		prev = end
+	}
+	if sliceEnd(auditSlices/2) != 0 || sliceEnd(auditSlices) != math.MaxInt64 {
+		t.Fatalf("middle %d, end %d", sliceEnd(auditSlices/2), sliceEnd(auditSlices))
 	}
 }

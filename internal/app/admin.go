@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"shelf/domain/moderation"
 	"shelf/internal/config"
 	"shelf/repository"
 )
@@ -17,17 +18,33 @@ const adminUsage = `usage: api admin <command>
 commands:
   grant <username-or-email>        make the account an admin (doing it twice is harmless)
   revoke <username-or-email>       take the admin role away (likewise)
-  repair-suspensions [--dry-run]   make the suspended list, the reverse lookup and the bucket
-                                   index agree with the accounts; --dry-run only reports`
+  repair-suspensions [--dry-run] [--from <position>]
+                                   make the suspended list, the reverse lookup, the expiry
+                                   entries and the bucket index agree with the accounts;
+                                   --dry-run only reports; the accounts are read in 256
+                                   token ranges, each reported with its position: --from
+                                   resumes a stopped run after that position`
 
 // Admin runs the operator commands (args without "admin"), printing to
 // out. They use the same SHELF_* settings as serve, so on the machine where
 // `make run` serves they act on its data.
 func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args []string, out io.Writer) error {
 	repair := len(args) >= 1 && args[0] == "repair-suspensions"
+	var opts moderation.RepairOptions
 	switch {
-	case repair && (len(args) == 1 || (len(args) == 2 && args[1] == "--dry-run")):
-	case !repair && len(args) == 2 && (args[0] == "grant" || args[0] == "revoke"):
+	case repair:
+		for i := 1; i < len(args); i++ {
+			switch {
+			case args[i] == "--dry-run":
+				opts.DryRun = true
+			case args[i] == "--from" && i+1 < len(args):
+				i++
+				opts.From = args[i]
+			default:
+				return errors.New(adminUsage)
+			}
+		}
+	case len(args) == 2 && (args[0] == "grant" || args[0] == "revoke"):
 	default:
 		return errors.New(adminUsage)
 	}
@@ -41,7 +58,7 @@ func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 		return err
 	}
 	if repair {
-		return repairSuspensions(ctx, a, len(args) == 2, out)
+		return repairSuspensions(ctx, a, opts, out)
 	}
 	grant := args[0] == "grant"
 	u, err := a.Accounts.SetAdmin(ctx, args[1], grant)
@@ -57,8 +74,17 @@ func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 }
 
 // repairSuspensions runs the cross-check and prints what it found.
-func repairSuspensions(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
-	rep, err := a.Moderation.RepairSuspensions(ctx, repository.NewAudit(a.DB), dryRun)
+func repairSuspensions(ctx context.Context, a *App, opts moderation.RepairOptions, out io.Writer) error {
+	dryRun := opts.DryRun
+	shown := -1
+	opts.Progress = func(at string, done float64) {
+		// Every tenth of the accounts: how far, and where to resume.
+		if tenth := int(done * 10); tenth > shown {
+			shown = tenth
+			fmt.Fprintf(out, "accounts read: %3.0f%% (to resume after here: --from %s)\n", done*100, at)
+		}
+	}
+	rep, err := a.Moderation.Repair(ctx, repository.NewAudit(a.DB), opts)
 	for _, p := range rep.Problems {
 		fmt.Fprintln(out, p)
 	}

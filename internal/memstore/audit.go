@@ -30,17 +30,27 @@ func each[T any](a audit, name string, collect func() []T, fn func(T) error) err
 	return nil
 }
 
-func (a audit) EachSuspendedUser(_ context.Context, fn func(domain.User) error) error {
-	return each(a, "users.scan", func() []domain.User {
+// EachSuspendedUser reads the accounts in id order, after from; the
+// position it reports is the last id read (one slice: the whole table).
+func (a audit) EachSuspendedUser(_ context.Context, from string, fn func(domain.User) error, progress func(string, float64)) error {
+	last := from
+	err := each(a, "users.scan", func() []domain.User {
 		var out []domain.User
 		for id := range a.s.users {
-			if r, ok := a.s.liveUser(id); ok && r.u.Status == domain.StatusSuspended {
+			if r, ok := a.s.liveUser(id); ok && r.u.Status == domain.StatusSuspended && id > from {
 				out = append(out, r.u)
 			}
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+		if len(out) > 0 {
+			last = out[len(out)-1].ID
+		}
 		return out
 	}, fn)
+	if err == nil && progress != nil {
+		progress(last, 1)
+	}
+	return err
 }
 
 // live lists a table's live rows by user id (under the lock).
