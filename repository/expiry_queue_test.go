@@ -56,6 +56,15 @@ func TestExpiryStartHoldsAtTheFirstLiveEntry(t *testing.T) {
 	if behind := time.Since(start); behind < 2*time.Second || behind > 4*time.Second {
 		t.Fatalf("start %v behind now, want the horizon (2 s)", behind)
 	}
+	// An older start written late (or again, its answer lost) does not
+	// move the reader back.
+	if err := db.Session.Query(`UPDATE queue_progress USING TIMESTAMP ? SET next = ? WHERE queue = 'suspension_expiries'`, nil).
+		Bind(now.Add(-9*time.Second).Add(24*time.Hour).UnixMicro(), now.Add(-9*time.Second)).ExecRelease(); err != nil {
+		t.Fatal(err)
+	}
+	if got := queueStart(t, db, "suspension_expiries"); !got.Equal(start) {
+		t.Fatalf("a late write of an older start moved it to %v (was %v)", got, start)
+	}
 	// An entry whose write lands 1 s after its end is still read.
 	if err := s.InsertExpiry(ctx, "u_late", time.Now().Add(-time.Second), 2); err != nil {
 		t.Fatal(err)

@@ -58,7 +58,28 @@ func TestAFanoutThatKeepsFailingIsMovedForward(t *testing.T) {
 		t.Fatalf("a young mark was moved: %+v, want %+v", got, first)
 	}
 
+	// A requeue whose delete of the old mark fails leaves both marks: the
+	// fan-out is only done twice.
 	l.store.Advance(library.RequeueAfter)
+	l.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "library_index.put" || name == "content_marks.done" {
+			return memstore.FailBefore
+		}
+		return memstore.None
+	}
+	if _, err := l.lib.DrainOutbox(ctx, 5*time.Second, 100); err == nil {
+		t.Fatal("the drain reported success while the libraries cannot be written")
+	}
+	if both := marks(t, l, l.item); len(both) != 2 {
+		t.Fatalf("after a requeue whose old mark's delete failed: %+v, want the old and a fresh mark", both)
+	}
+	l.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "library_index.put" {
+			return memstore.FailBefore
+		}
+		return memstore.None
+	}
+	l.store.Advance(10 * time.Second) // past the grace: both marks are read
 	if _, err := l.lib.DrainOutbox(ctx, 5*time.Second, 100); err == nil {
 		t.Fatal("the drain reported success while the libraries cannot be written")
 	}
