@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -86,8 +87,19 @@ func EnsureKeyspace(ctx context.Context, c ConnConfig, replication string, wait 
 	}
 	defer s.Close()
 	stmt := fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", quoteIdent(c.Keyspace), replication)
-	if err := s.Query(stmt).WithContext(ctx).Exec(); err != nil {
-		return fmt.Errorf("create keyspace %s: %w", c.Keyspace, err)
+	// A node busy with its first schema changes (just started, its cores
+	// taken) can take longer than the client's timeout to answer; IF NOT
+	// EXISTS makes sending it again harmless, and a first attempt landing
+	// late as well. So a timeout is retried until wait has passed.
+	deadline := time.Now().Add(wait)
+	for {
+		err := s.Query(stmt).WithContext(ctx).Exec()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, gocql.ErrTimeoutNoResponse) || time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("create keyspace %s: %w", c.Keyspace, err)
+		}
 	}
 	return s.AwaitSchemaAgreement(ctx)
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"
 
 	"shelf/internal/localcassandra"
@@ -122,18 +120,7 @@ func createDB(hosts []string) (*DB, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	conn := ConnConfig(hosts, "test_"+hex.EncodeToString(b[:]))
-	// CREATE KEYSPACE IF NOT EXISTS may be sent again: a node still warming
-	// up, its two cores busy compiling other packages' tests, can take over
-	// the driver's 10 s to answer it (and an attempt that lands late is
-	// harmless).
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		err = repository.EnsureKeyspace(ctx, conn, "{'class': 'SimpleStrategy', 'replication_factor': 1}", 30*time.Second)
-		if !errors.Is(err, gocql.ErrTimeoutNoResponse) {
-			break
-		}
-	}
-	if err != nil {
+	if err := repository.EnsureKeyspace(ctx, conn, "{'class': 'SimpleStrategy', 'replication_factor': 1}", 30*time.Second); err != nil {
 		return nil, err
 	}
 	s, err := repository.Connect(ctx, conn, 30*time.Second)
