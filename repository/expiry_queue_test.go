@@ -3,8 +3,6 @@ package repository_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -84,10 +82,7 @@ func TestExpiryStartHoldsAtTheFirstLiveEntry(t *testing.T) {
 // reader's start it meets those of the last horizon only.
 func TestExpiryReadCostStaysFlat(t *testing.T) {
 	t.Parallel()
-	total := 100_000
-	if v := os.Getenv("SHELF_TEST_EXPIRIES"); v != "" {
-		total, _ = strconv.Atoi(v)
-	}
+	total := countFromEnv("SHELF_TEST_EXPIRIES", 100_000)
 	tdb := testkit.NewDB(t)
 	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
 	tr := &traces{}

@@ -2,7 +2,6 @@ package repository
 
 import (
 	"context"
-	"errors"
 	"hash/fnv"
 	"strings"
 	"sync/atomic"
@@ -60,12 +59,10 @@ func (o *Outbox) WithClock(now func() time.Time) *Outbox {
 }
 
 const (
-	outboxMarkCQL     = `INSERT INTO content_mark_queue (bucket, shard, mark, content_id) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`
-	outboxDoneCQL     = `DELETE FROM content_mark_queue USING TIMESTAMP ? WHERE bucket = ? AND shard = ? AND mark = ? AND content_id = ?`
-	outboxBucketCQL   = `SELECT content_id, mark FROM content_mark_queue WHERE bucket = ? AND shard IN ? AND mark < maxTimeuuid(?) LIMIT ?`
-	outboxProgressCQL = `SELECT next FROM queue_progress WHERE queue = ?`
-	outboxAdvanceCQL  = `UPDATE queue_progress USING TIMESTAMP ? SET next = ? WHERE queue = ?`
-	outboxDrainedCQL  = `INSERT INTO queue_progress (queue, next) VALUES (?, ?)`
+	outboxMarkCQL    = `INSERT INTO content_mark_queue (bucket, shard, mark, content_id) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`
+	outboxDoneCQL    = `DELETE FROM content_mark_queue USING TIMESTAMP ? WHERE bucket = ? AND shard = ? AND mark = ? AND content_id = ?`
+	outboxBucketCQL  = `SELECT content_id, mark FROM content_mark_queue WHERE bucket = ? AND shard IN ? AND mark < maxTimeuuid(?) LIMIT ?`
+	outboxDrainedCQL = `INSERT INTO queue_progress (queue, next) VALUES (?, ?)`
 
 	legacyPendingCQL = `SELECT content_id, mark FROM content_marks WHERE shard = ?`
 	legacyDoneCQL    = `DELETE FROM content_marks USING TIMESTAMP ? WHERE shard = ? AND content_id = ? AND mark = ?`
@@ -77,10 +74,6 @@ const (
 	legacyQueue  = "content_marks_legacy_drained"
 	legacyPrefix = "legacy/"
 )
-
-// advanceOffset lifts the write timestamps of queue_progress's next above
-// the migration's seed, whatever the clock that wrote it.
-const advanceOffset = 24 * time.Hour
 
 // markRow is a row of a mark table as outboxBucketCQL and legacyPendingCQL
 // read it.
@@ -165,11 +158,7 @@ func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]li
 	next, closed := start, now.Add(-o.horizon)
 	advancing := true
 	for b := o.bucketOf(start); b.Before(before) && len(out) < limit; b = b.Add(o.width) {
-		q := o.db.query(ctx, 0, outboxBucketCQL, b, allShards, before, limit-len(out))
-		if o.tracer != nil {
-			q = q.Trace(o.tracer)
-		}
-		rows, err := selectRows[markRow](q)
+		rows, err := selectRows[markRow](traced(o.db.query(ctx, 0, outboxBucketCQL, b, allShards, before, limit-len(out)), o.tracer))
 		if err != nil {
 			return nil, dbErr("content_marks.pending", err)
 		}
@@ -184,39 +173,32 @@ func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]li
 		}
 	}
 	if next.After(start) {
-		// A lost or late write only means reading a window again.
-		_ = o.db.write(ctx, "queue_progress.advance", outboxAdvanceCQL, next.Add(advanceOffset).UnixMicro(), next, outboxQueue)
+		o.db.advanceQueue(ctx, outboxQueue, next)
 	}
 	return out, nil
 }
 
 // start reads where the outbox's windows begin.
 func (o *Outbox) start(ctx context.Context) (time.Time, error) {
-	var next time.Time
-	q := o.db.query(ctx, 0, outboxProgressCQL, outboxQueue)
-	err := q.Scan(&next)
-	q.Release()
-	if err != nil {
+	next, found, err := o.db.queueStart(ctx, outboxQueue)
+	if err == nil && !found {
 		// Migration 008 wrote the row: even missing, it is a database fault.
-		return time.Time{}, dbErr("queue_progress.get", err)
+		err = dbErr("queue_progress.get", gocql.ErrNotFound)
 	}
-	return next, nil
+	return next, err
 }
 
 // pendingLegacy lists the marks left in content_marks (written before
 // migration 008) and records, once all its shards read empty, that it is
 // drained: from then on no instance reads it.
 func (o *Outbox) pendingLegacy(ctx context.Context, before time.Time, limit int) ([]library.OutboxEntry, error) {
-	var drained time.Time
-	q := o.db.query(ctx, 0, outboxProgressCQL, legacyQueue)
-	err := q.Scan(&drained)
-	q.Release()
+	_, drained, err := o.db.queueStart(ctx, legacyQueue)
 	switch {
-	case err == nil:
+	case err != nil:
+		return nil, err
+	case drained:
 		o.legacyDrained.Store(true)
 		return nil, nil
-	case !errors.Is(err, gocql.ErrNotFound):
-		return nil, dbErr("queue_progress.get", err)
 	}
 	var out []library.OutboxEntry
 	empty := true

@@ -163,10 +163,7 @@ func tombstonesRead(t *testing.T, s *gocql.Session, ids [][]byte) int {
 // windows only, at the start of the run as at its end.
 func TestOutboxReadCostStaysFlat(t *testing.T) {
 	t.Parallel()
-	total := 200_000
-	if s := os.Getenv("SHELF_TEST_OUTBOX_MARKS"); s != "" {
-		total, _ = strconv.Atoi(s)
-	}
+	total := countFromEnv("SHELF_TEST_OUTBOX_MARKS", 200_000)
 	tdb := testkit.NewDB(t)
 	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
 	tr := &traces{}
@@ -310,4 +307,13 @@ func checkFlat(t *testing.T, s *gocql.Session, reads []tracedRead, total int, wh
 	if all >= total/4 {
 		t.Errorf("a read met %d tombstones, a quarter of all rows ever deleted (%d)", all, total)
 	}
+}
+
+// countFromEnv is the number in the environment variable name (a quicker
+// local run), or def.
+func countFromEnv(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }

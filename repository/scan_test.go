@@ -96,7 +96,7 @@ var rowSelects = []struct {
 // of one destination, or selectValues).
 var valueSelects = []string{
 	gmRoleCQL, gmGroupsOfCQL, bucketsCQL, bucketsBeforeCQL, bucketAnyRowCQL, auditBucketsCQL,
-	auditHasSessionsCQL, readinessCQL, outboxProgressCQL,
+	auditHasSessionsCQL, readinessCQL, queueStartCQL,
 }
 
 // TestColumnsMatchSelects: every row type's scan destinations are, in

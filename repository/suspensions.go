@@ -278,23 +278,16 @@ func (r *expiryRow) columns() []any { return []any{&r.Until, &r.UserID} }
 // read never meets their tombstones again. It moves the start up to the
 // first entry it found (or to t), never closer to now than the horizon.
 func (s *Suspensions) Expired(ctx context.Context, t time.Time, limit int) ([]domain.Suspension, error) {
-	var start time.Time
-	q := s.db.query(ctx, 0, outboxProgressCQL, expiryQueue)
-	err := q.Scan(&start)
-	q.Release()
-	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
-		return nil, dbErr("queue_progress.get", err)
+	start, found, err := s.db.queueStart(ctx, expiryQueue)
+	if err != nil {
+		return nil, err
 	}
-	if start.IsZero() {
+	if !found {
 		// No row yet: the whole partition, once (the table from before the
 		// reader had a start).
 		start = time.UnixMilli(0).UTC()
 	}
-	q = s.db.query(ctx, 0, expirySelectCQL, expiryShard, start, t, limit)
-	if s.tracer != nil {
-		q = q.Trace(s.tracer)
-	}
-	rows, err := selectRows[expiryRow](q)
+	rows, err := selectRows[expiryRow](traced(s.db.query(ctx, 0, expirySelectCQL, expiryShard, start, t, limit), s.tracer))
 	if err != nil {
 		return nil, dbErr("suspension_expiries.list", err)
 	}
@@ -310,8 +303,7 @@ func (s *Suspensions) Expired(ctx context.Context, t time.Time, limit int) ([]do
 		next = latest
 	}
 	if next.After(start) {
-		// A lost or late write only means reading part of the slice again.
-		_ = s.db.write(ctx, "queue_progress.advance", outboxAdvanceCQL, next.Add(advanceOffset).UnixMicro(), next, expiryQueue)
+		s.db.advanceQueue(ctx, expiryQueue, next)
 	}
 	return out, nil
 }

@@ -1,0 +1,50 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// queue_progress: where each queue's reader starts (docs/design.md#queues).
+const (
+	queueStartCQL   = `SELECT next FROM queue_progress WHERE queue = ?`
+	queueAdvanceCQL = `UPDATE queue_progress USING TIMESTAMP ? SET next = ? WHERE queue = ?`
+)
+
+// advanceOffset lifts the write timestamps of queue_progress's next above
+// the migration's seed, whatever the clock that wrote it.
+const advanceOffset = 24 * time.Hour
+
+// queueStart reads where a queue's reader starts; found is false when the
+// queue has no row.
+func (db *DB) queueStart(ctx context.Context, queue string) (next time.Time, found bool, err error) {
+	q := db.query(ctx, 0, queueStartCQL, queue)
+	defer q.Release()
+	switch err := q.Scan(&next); {
+	case errors.Is(err, gocql.ErrNotFound):
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, dbErr("queue_progress.get", err)
+	}
+	return next, true, nil
+}
+
+// advanceQueue moves a queue's start to next. The write's timestamp grows
+// with next, so it only moves forward: a late or repeated write of an
+// older start loses, without a lightweight transaction. Its error is not
+// returned: a lost write only means reading a stretch of the queue again.
+func (db *DB) advanceQueue(ctx context.Context, queue string, next time.Time) {
+	_ = db.write(ctx, "queue_progress.advance", queueAdvanceCQL, next.Add(advanceOffset).UnixMicro(), next, queue)
+}
+
+// traced is q traced by t, when t is set (tests count the tombstones a
+// queue's reads meet).
+func traced(q *gocql.Query, t gocql.Tracer) *gocql.Query {
+	if t != nil {
+		return q.Trace(t)
+	}
+	return q
+}
