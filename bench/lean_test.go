@@ -82,8 +82,8 @@ func TestLeanMatchesShelf(t *testing.T) {
 	f := smallFixture(t, h)
 	for _, o := range ops(f) {
 		t.Run(o.name, func(t *testing.T) {
-			apiStatus, apiBody := answer(t, o, h.api.base)
-			leanStatus, leanBody := answer(t, o, h.lean.base)
+			apiStatus, apiBody := answer(t, o, h.api.Base)
+			leanStatus, leanBody := answer(t, o, h.lean.Base)
 			if apiStatus != o.want || leanStatus != apiStatus {
 				t.Fatalf("status: api %d, lean %d, want %d", apiStatus, leanStatus, o.want)
 			}
@@ -118,7 +118,7 @@ func TestRoundTripsMatchModel(t *testing.T) {
 	h := setup(t)
 	f := smallFixture(t, h)
 	atMost := func(o op, n int) float64 {
-		resp, err := httpClient.Get(h.api.base + "/metrics")
+		resp, err := httpClient.Get(h.api.Base + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,8 +129,8 @@ func TestRoundTripsMatchModel(t *testing.T) {
 		t.Run(o.name, func(t *testing.T) {
 			fewer, exact := atMost(o, o.model-1), atMost(o, o.model)
 			for range 5 {
-				method, path, token, body := o.request(h.api.base)
-				if err := call(method, h.api.base+path, token, body, o.want, nil); err != nil {
+				method, path, token, body := o.request(h.api.Base)
+				if err := call(method, h.api.Base+path, token, body, o.want, nil); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -99,8 +99,8 @@ func signup(base string) (account, error) {
 
 // makeAdmin grants a user admin with `api admin grant`, as an operator would.
 func makeAdmin(h *harness, a account) error {
-	grant := exec.Command(h.api.bin, "admin", "grant", a.username)
-	grant.Env = h.api.env
+	grant := exec.Command(h.api.Bin, "admin", "grant", a.username)
+	grant.Env = h.api.Env
 	if out, err := grant.CombinedOutput(); err != nil {
 		return fmt.Errorf("admin grant: %v: %s", err, out)
 	}
@@ -113,7 +113,7 @@ func seed(h *harness, items, suspensions int) (*fixture, error) {
 	f := &fixture{}
 	var err error
 	for _, a := range []*account{&f.owner, &f.member, &f.admin} {
-		if *a, err = signup(h.api.base); err != nil {
+		if *a, err = signup(h.api.Base); err != nil {
 			return nil, err
 		}
 	}
@@ -121,7 +121,7 @@ func seed(h *harness, items, suspensions int) (*fixture, error) {
 		return nil, err
 	}
 	for range 16 {
-		a, err := signup(h.api.base)
+		a, err := signup(h.api.Base)
 		if err != nil {
 			return nil, err
 		}
@@ -129,11 +129,11 @@ func seed(h *harness, items, suspensions int) (*fixture, error) {
 	}
 	var g struct{ ID string }
 	name, _ := fresh()
-	if err := call(http.MethodPost, h.api.base+"/v1/groups", f.owner.token, fmt.Sprintf(`{"name":%q}`, "g"+name), http.StatusCreated, &g); err != nil {
+	if err := call(http.MethodPost, h.api.Base+"/v1/groups", f.owner.token, fmt.Sprintf(`{"name":%q}`, "g"+name), http.StatusCreated, &g); err != nil {
 		return nil, err
 	}
 	f.group = g.ID
-	if err := call(http.MethodPut, h.api.base+"/v1/groups/"+g.ID+"/members/"+f.member.id, f.owner.token, `{"role":"member"}`, http.StatusCreated, nil); err != nil {
+	if err := call(http.MethodPut, h.api.Base+"/v1/groups/"+g.ID+"/members/"+f.member.id, f.owner.token, `{"role":"member"}`, http.StatusCreated, nil); err != nil {
 		return nil, err
 	}
 	s := h.db.Session.Session

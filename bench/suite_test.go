@@ -170,8 +170,8 @@ func run(t *testing.T, clients int, d time.Duration, fn func() error) ([]time.Du
 func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, rounds int) row {
 	ctx := context.Background()
 	sides := []func() error{
-		func() error { return o.do(h.api.base) },
-		func() error { return o.do(h.lean.base) },
+		func() error { return o.do(h.api.Base) },
+		func() error { return o.do(h.lean.Base) },
 		func() error { return o.raw(ctx, h.raw) },
 	}
 	for _, fn := range sides {
@@ -212,7 +212,7 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 
 // scrape reads o's round-trip series from the api.
 func scrape(t *testing.T, h *harness, o op) (sum, count float64) {
-	resp, err := httpClient.Get(h.api.base + "/metrics")
+	resp, err := httpClient.Get(h.api.Base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +223,12 @@ func scrape(t *testing.T, h *harness, o op) (sum, count float64) {
 // fanoutItem is an item of a fresh user shared (straight in the source of
 // truth) with n principals.
 func fanoutItem(t *testing.T, h *harness, n int) (contentID, token string, members []string) {
-	a, err := signup(h.api.base)
+	a, err := signup(h.api.Base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var c struct{ ID string }
-	if err := call(http.MethodPost, h.api.base+"/v1/content", a.token, `{"name":"fan-out","visibility":"public"}`, http.StatusCreated, &c); err != nil {
+	if err := call(http.MethodPost, h.api.Base+"/v1/content", a.token, `{"name":"fan-out","visibility":"public"}`, http.StatusCreated, &c); err != nil {
 		t.Fatal(err)
 	}
 	s := h.db.Session.Session
@@ -303,7 +303,7 @@ func measureFanout(t *testing.T, h *harness, n int, d time.Duration) fanoutRow {
 	updates := 0
 	for ; updates < 3 || apiT+rawT < 2*d; updates++ {
 		t0 := time.Now()
-		if err := call(http.MethodPatch, h.api.base+"/v1/content/"+contentID, token, fmt.Sprintf(`{"name":"v%d"}`, updates), http.StatusOK, nil); err != nil {
+		if err := call(http.MethodPatch, h.api.Base+"/v1/content/"+contentID, token, fmt.Sprintf(`{"name":"v%d"}`, updates), http.StatusOK, nil); err != nil {
 			t.Fatal(err)
 		}
 		t1 := time.Now()
@@ -328,7 +328,7 @@ func measureFanout(t *testing.T, h *harness, n int, d time.Duration) fanoutRow {
 
 // fanoutSeries reads the api's fan-out duration series (sum, count).
 func fanoutSeries(t *testing.T, h *harness) (sum, count float64) {
-	resp, err := httpClient.Get(h.api.base + "/metrics")
+	resp, err := httpClient.Get(h.api.Base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func (o op) do(base string) error {
 
 // peakRSSMB is the process's peak resident memory (VmHWM) in MB.
 func (p *process) peakRSSMB() (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
@@ -389,7 +389,7 @@ func (p *process) peakRSSMB() (float64, error) {
 			return kb / 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM for pid %d", p.cmd.Process.Pid)
+	return 0, fmt.Errorf("no VmHWM for pid %d", p.Cmd.Process.Pid)
 }
 
 // cpu is the process's CPU time so far (user and system), or 0 for none.
@@ -397,7 +397,7 @@ func (p *process) cpu() time.Duration {
 	if p == nil {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}

@@ -6,11 +6,17 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"shelf/internal/testkit"
 	"shelf/sdk/shelfclient"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // contractTransport checks every answer the SDK gets against openapi.yaml.
@@ -84,23 +90,95 @@ func TestStoryThroughTheGeneratedSDK(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
 	_, api := newTestApp(t, db, nil)
-	sdkStory(t, db, []string{api.Server.URL})
+	sdkStory(t, []string{api.Server.URL}, func(username string) error {
+		_, err := runAdminOn(db, "grant", username)
+		return err
+	})
 }
 
-// TestStoryAcrossTwoInstances: the same story with every request sent to
-// the other of two API instances on one keyspace, in turn: a session made
-// by one is honoured by the other, a suspension on one ends the session
-// on the other, and so on. Instances share nothing but the database.
+// TestStoryAcrossTwoInstances: the same story against two `api serve`
+// processes (the real binary, each with its own background workers) on
+// one keyspace, every request sent to the other of them in turn: a
+// session made by one is honoured by the other, a suspension on one ends
+// the session on the other, and so on. Instances share nothing but the
+// database.
 func TestStoryAcrossTwoInstances(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
-	_, one := newTestApp(t, db, nil)
-	_, two := newTestApp(t, db, nil)
-	sdkStory(t, db, []string{one.Server.URL, two.Server.URL})
+	bin := apiBinary(t)
+	env := testkit.APIEnv(db, "SHELF_RATE_LIMIT_PER_MINUTE=0")
+	var servers []string
+	for range 2 {
+		p, stop, err := testkit.Start(bin, []string{"serve"}, env, testkit.APIAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		servers = append(servers, p.Base)
+	}
+	sdkStory(t, servers, func(username string) error {
+		_, err := (&testkit.Process{Bin: bin, Env: env}).Admin("grant", username)
+		return err
+	})
+	one, two := servedRequests(t, servers[0]), servedRequests(t, servers[1])
+	if one+two < 15 || one < (one+two)/3 || two < (one+two)/3 {
+		t.Errorf("the instances served %v and %v of the story's requests, want about half each", one, two)
+	}
 }
 
-// sdkStory is the story, through the SDK, against servers.
-func sdkStory(t *testing.T, db *testkit.DB, servers []string) {
+// servedRequests sums shelf_http_requests_total of the API at base, leaving
+// out the probes and the metrics page.
+func servedRequests(t *testing.T, base string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, m := range families["shelf_http_requests_total"].GetMetric() {
+		route := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "route" {
+				route = l.GetValue()
+			}
+		}
+		if strings.HasPrefix(route, "/v1/") {
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return n
+}
+
+var (
+	apiOnce sync.Once
+	apiBin  string
+	apiErr  error
+	binDir  string
+)
+
+// apiBinary builds cmd/api once for the package (TestMain removes it).
+func apiBinary(t *testing.T) string {
+	t.Helper()
+	apiOnce.Do(func() {
+		if binDir, apiErr = os.MkdirTemp("", "shelf-e2e-"); apiErr == nil {
+			apiBin, apiErr = testkit.Build(binDir, "./cmd/api", "")
+		}
+	})
+	if apiErr != nil {
+		t.Fatal(apiErr)
+	}
+	return apiBin
+}
+
+// sdkStory is the story, through the SDK, against servers; grant makes
+// a user a moderator (`api admin grant`).
+func sdkStory(t *testing.T, servers []string, grant func(username string) error) {
 	t.Helper()
 	ctx := context.Background()
 	anon := sdk(t, servers, "")
@@ -122,7 +200,7 @@ func sdkStory(t *testing.T, db *testkit.DB, servers []string) {
 	aliceName, bobName, carolName := name("alice"), name("bob"), name("carol")
 	alice, bob := signup(aliceName), signup(bobName)
 	signup(carolName)
-	if _, err := runAdminOn(db, "grant", carolName); err != nil {
+	if err := grant(carolName); err != nil {
 		t.Fatal(err)
 	}
 	asAlice, asBob, asCarol := login(aliceName), login(bobName), login(carolName)

@@ -9,14 +9,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"shelf/internal/localcassandra"
 	"shelf/internal/testkit"
 )
 
@@ -59,15 +57,9 @@ func (p *apiProc) base() string { return "http://" + p.addr }
 // buildAPI builds cmd/api into dir, with the given build tags.
 func buildAPI(t *testing.T, dir, tags string) string {
 	t.Helper()
-	root, err := localcassandra.RepoRoot()
+	bin, err := testkit.Build(dir, "./cmd/api", tags)
 	if err != nil {
 		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "api")
-	build := exec.Command("go", "build", "-tags", tags, "-o", bin, "./cmd/api")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build api: %v\n%s", err, out)
 	}
 	return bin
 }
