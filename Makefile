@@ -53,6 +53,10 @@ test-cluster: ## only the three-node cluster test (RF 3, QUORUM, one node killed
 bench: ## issue 12: every operation through shelf, the lean baseline server and the raw driver, side by side; fan-outs beside raw batches; prints the table, saves it and the JSON under .bench/ (BENCH_ROUND 2s, BENCH_ROUNDS 3, BENCH_ONLY a name part)
 	@$(CASSANDRA) with -- env BENCH_ROUND=$(BENCH_ROUND) BENCH_ROUNDS=$(BENCH_ROUNDS) $(GO) test -tags bench -count=1 -timeout 60m -run '^TestBench$$' -v ./bench/
 
+.PHONY: capacity
+capacity: ## issue 13: the capacity model's inputs (docs/design.md#capacity-model): bytes per row and rows per partition of every table after a realistic mix through the api, read from the local node's SSTables; compare-and-sets per second on one key by contending clients; saved under .bench/capacity-<time>.md (CAPACITY_USERS 2000, CAPACITY_ITEMS 3000)
+	@$(CASSANDRA) with -- $(GO) test -tags bench -count=1 -timeout 30m -run '^TestCapacity$$' -v ./bench/
+
 .PHONY: bench-seeds
 bench-seeds: ## issue 11: the seeds' uniqueness patterns beside shelf's claims on a three-node cluster of its own (RF 3), with and without a hung node; prints a table (SEEDS_ROUNDS, 20)
 	@$(GO) test -tags seeds -count=1 -timeout 60m -run '^TestSeeds$$' -v ./bench/seeds/

@@ -175,22 +175,11 @@ func startCluster(t *testing.T) *cluster {
 // / SERIAL, with shelf's default client timeout of 5 s.
 func connect(t *testing.T, c *cluster) gocqlx.Session {
 	t.Helper()
-	hosts := []string{addresses[0], addresses[1], addresses[2]}
-	conn := testkit.ConnConfig(hosts, "seeds")
+	conn := testkit.ConnConfig(c.Hosts(), "seeds")
 	conn.Consistency = "QUORUM"
 	conn.SerialConsistency = "SERIAL"
 	conn.Timeout = 5 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := repository.EnsureKeyspace(ctx, conn, "{'class': 'NetworkTopologyStrategy', 'datacenter1': 3}", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	s, err := repository.Connect(ctx, conn, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return c.Connect(t, conn)
 }
 
 // hangNodes starts the nemesis: a random node is hung (SIGSTOP) for 2-8 s

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"shelf/internal/localcassandra"
+	"shelf/repository"
+
+	"github.com/scylladb/gocqlx/v2"
 )
 
 // Cluster is three Cassandra nodes that a test starts for itself (the
@@ -51,4 +54,31 @@ func StartCluster(t testing.TB, name string, addresses [3]string, log io.Writer)
 	}
 	t.Logf("three nodes up after %.0fs", time.Since(started).Seconds())
 	return c
+}
+
+// Connect creates conn's keyspace on the cluster with three replicas (when
+// it does not exist), connects with conn and closes the session when the
+// test ends.
+func (c *Cluster) Connect(t testing.TB, conn repository.ConnConfig) gocqlx.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := repository.EnsureKeyspace(ctx, conn, "{'class': 'NetworkTopologyStrategy', 'datacenter1': 3}", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	s, err := repository.Connect(ctx, conn, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Hosts are the cluster's contact points.
+func (c *Cluster) Hosts() []string {
+	hosts := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		hosts[i] = n.Address
+	}
+	return hosts
 }
