@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
+
+	"github.com/gocql/gocql"
 
 	"shelf/domain"
 	"shelf/domain/moderation"
 )
 
 // Audit scans the moderation tables for `api admin repair-suspensions`:
-// the accounts token range after token range (resumable), the derived
-// records (as many as the suspensions) whole, page by page.
+// each table token range after token range (resumable, a page at a time),
+// and an account's derived records by their keys.
 type Audit struct {
 	db          *DB
 	suspensions *Suspensions
@@ -24,27 +25,35 @@ var _ moderation.Audit = (*Audit)(nil)
 // NewAudit returns the scanner.
 func NewAudit(db *DB) *Audit { return &Audit{db: db, suspensions: NewSuspensions(db)} }
 
-// The audit's statements: whole tables, read page by page.
+// The audit's statements: the scans read one token range of their table
+// each (eachInSlices), the rest one row or one partition by its key.
 const (
 	auditUsersCQL       = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until FROM users WHERE token(id) > ? AND token(id) <= ?`
-	auditLookupsCQL     = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users`
-	auditStatusRowsCQL  = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status`
-	auditExpiriesCQL    = `SELECT user_id, until FROM suspension_expiries`
+	auditLookupsCQL     = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE token(user_id) > ? AND token(user_id) <= ?`
+	auditStatusRowsCQL  = `SELECT bucket, occurred_on, user_id, username, reason, actor, until, status FROM users_by_status WHERE token(bucket, status) > ? AND token(bucket, status) <= ?`
+	auditListRowCQL     = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
+	auditExpiryCQL      = `SELECT user_id FROM suspension_expiries WHERE shard = ? AND until = ? AND user_id = ?`
 	auditBucketsCQL     = `SELECT bucket FROM status_buckets WHERE status = ?`
 	auditPartitionsCQL  = `SELECT DISTINCT bucket, status FROM users_by_status`
 	auditHasSessionsCQL = `SELECT token_hash FROM sessions_by_user WHERE user_id = ? LIMIT 1`
 )
 
-// auditSlices is how many token ranges the accounts' scan walks, one after
-// another, each read a page (auditPage rows) at a time.
+// auditSlices is how many token ranges a scan walks, one after another,
+// each read a page (auditPage rows) at a time.
 const (
 	auditSlices = 256
 	auditPage   = 500
 )
 
-// EachSuspendedUser scans the users table for suspended accounts, token
-// range after token range; a position is the last token of a range read.
-func (a *Audit) EachSuspendedUser(ctx context.Context, from string, fn func(domain.User) error, progress func(string, float64)) error {
+// eachInSlices reads stmt, whose last restrictions are `token(<partition
+// key>) > ? AND token(<partition key>) <= ?`, one token range of the ring
+// after another, a page at a time, starting after the token from ("": the
+// ring's start), and calls fn with each row. After each range it calls
+// progress (when set) with the range's last token, a position to resume
+// after, and the share of the ring read. A read holds one page, whatever
+// the table's size; a row written behind the scan is not met (the repair
+// meets it through its account).
+func eachInSlices[R any, P scanned[R]](ctx context.Context, db *DB, op, stmt, from string, fn func(R) error, progress func(string, float64)) error {
 	lo := int64(math.MinInt64) // Murmur3 never gives it: every token is above
 	if from != "" {
 		t, err := strconv.ParseInt(from, 10, 64)
@@ -58,13 +67,7 @@ func (a *Audit) EachSuspendedUser(ctx context.Context, from string, fn func(doma
 		if hi <= lo {
 			continue
 		}
-		q := a.db.query(ctx, 0, auditUsersCQL, lo, hi).PageSize(auditPage)
-		if err := eachRow[userRow](q, "users.scan", func(r userRow) error {
-			if r.Status != string(domain.StatusSuspended) {
-				return nil
-			}
-			return fn(r.toDomain())
-		}); err != nil {
+		if err := eachRow[R, P](db.query(ctx, 0, stmt, lo, hi).PageSize(auditPage), op, fn); err != nil {
 			return err
 		}
 		lo = hi
@@ -89,34 +92,61 @@ func sliceEnd(k int) int64 {
 // sliceWidth is 2^64 / auditSlices.
 const sliceWidth = math.MaxUint64/auditSlices + 1
 
+// EachSuspendedUser scans the users table for suspended accounts.
+func (a *Audit) EachSuspendedUser(ctx context.Context, from string, fn func(domain.User) error, progress func(string, float64)) error {
+	return eachInSlices(ctx, a.db, "users.scan", auditUsersCQL, from, func(r userRow) error {
+		if r.Status != string(domain.StatusSuspended) {
+			return nil
+		}
+		return fn(r.toDomain())
+	}, progress)
+}
+
 // EachLookup scans suspended_users.
-func (a *Audit) EachLookup(ctx context.Context, fn func(domain.Suspension) error) error {
-	return eachRow[lookupRow](a.db.query(ctx, 0, auditLookupsCQL), "suspended_users.scan", func(r lookupRow) error {
+func (a *Audit) EachLookup(ctx context.Context, from string, fn func(domain.Suspension) error, progress func(string, float64)) error {
+	return eachInSlices(ctx, a.db, "suspended_users.scan", auditLookupsCQL, from, func(r lookupRow) error {
 		return fn(r.toDomain())
-	})
+	}, progress)
 }
 
-// EachStatusRow scans users_by_status.
-func (a *Audit) EachStatusRow(ctx context.Context, fn func(domain.Suspension) error) error {
-	return eachRow[statusRow](a.db.query(ctx, 0, auditStatusRowsCQL), "users_by_status.scan", func(r statusRow) error {
+// listEntry is a row of users_by_status with its status, as the audit's
+// scan reads it (the list's reads name the status; a scan meets them all).
+type listEntry struct {
+	statusRow
+	Status string `db:"status"`
+}
+
+// columns are auditStatusRowsCQL's.
+func (r *listEntry) columns() []any { return append(r.statusRow.columns(), &r.Status) }
+
+// EachStatusRow scans users_by_status for the rows of the suspended list.
+func (a *Audit) EachStatusRow(ctx context.Context, from string, fn func(domain.Suspension) error, progress func(string, float64)) error {
+	return eachInSlices(ctx, a.db, "users_by_status.scan", auditStatusRowsCQL, from, func(r listEntry) error {
+		if r.Status != statusSuspended {
+			return nil
+		}
 		return fn(r.toDomain())
-	})
+	}, progress)
 }
 
-// expiryEntry is a row of suspension_expiries as auditExpiriesCQL reads it.
-type expiryEntry struct {
-	UserID string    `db:"user_id"`
-	Until  time.Time `db:"until"`
+// HasListRow reads the suspension's list row by its primary key.
+func (a *Audit) HasListRow(ctx context.Context, s domain.Suspension) (bool, error) {
+	return exists(a.db.query(ctx, 0, auditListRowCQL, s.Bucket, statusSuspended, s.SuspendedAt, s.UserID), "users_by_status.check")
 }
 
-// columns are auditExpiriesCQL's.
-func (r *expiryEntry) columns() []any { return []any{&r.UserID, &r.Until} }
+// HasExpiry reads the suspension's expiry entry by its primary key (the
+// one shard, the end, the user), as Suspensions.Record writes it.
+func (a *Audit) HasExpiry(ctx context.Context, s domain.Suspension) (bool, error) {
+	return exists(a.db.query(ctx, 0, auditExpiryCQL, expiryShard, s.Until, s.UserID), "suspension_expiries.check")
+}
 
-// EachExpiry scans suspension_expiries (UserID and Until set).
-func (a *Audit) EachExpiry(ctx context.Context, fn func(domain.Suspension) error) error {
-	return eachRow[expiryEntry](a.db.query(ctx, 0, auditExpiriesCQL), "suspension_expiries.scan", func(r expiryEntry) error {
-		return fn(domain.Suspension{UserID: r.UserID, Until: r.Until.UTC()})
-	})
+// exists reports whether q, which selects one text column, finds a row.
+func exists(q *gocql.Query, op string) (bool, error) {
+	values, err := selectValues[string](q)
+	if err != nil {
+		return false, dbErr(op, err)
+	}
+	return len(values) > 0, nil
 }
 
 // partitionRow is a partition key of users_by_status.
@@ -148,11 +178,7 @@ func (a *Audit) Buckets(ctx context.Context) (indexed, withRows []string, err er
 
 // HasSessions reports whether the user has a session index entry left.
 func (a *Audit) HasSessions(ctx context.Context, userID string) (bool, error) {
-	hashes, err := selectValues[string](a.db.query(ctx, 0, auditHasSessionsCQL, userID))
-	if err != nil {
-		return false, dbErr("sessions_by_user.check", err)
-	}
-	return len(hashes) > 0, nil
+	return exists(a.db.query(ctx, 0, auditHasSessionsCQL, userID), "sessions_by_user.check")
 }
 
 // IndexBucket adds a bucket to the index.

@@ -35,22 +35,32 @@ func selectColumns(stmt string) []string {
 }
 
 // fieldNames names, in order, the fields row's columns() points into: each
-// field's db tag, or its name.
+// field's db tag, or its name (the fields of an embedded row type too).
 func fieldNames(row interface{ columns() []any }) ([]string, error) {
-	v := reflect.ValueOf(row).Elem()
+	fields := map[uintptr]map[reflect.Type]string{}
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(v.Field(i))
+				continue
+			}
+			name := f.Tag.Get("db")
+			if name == "" {
+				name = f.Name
+			}
+			addr := v.Field(i).Addr().Pointer()
+			if fields[addr] == nil {
+				fields[addr] = map[reflect.Type]string{}
+			}
+			fields[addr][f.Type] = name
+		}
+	}
+	walk(reflect.ValueOf(row).Elem())
 	var out []string
 	for _, p := range row.columns() {
-		addr := reflect.ValueOf(p).Pointer()
-		name := ""
-		for i := range v.NumField() {
-			if v.Field(i).Addr().Pointer() == addr && v.Field(i).Type() == reflect.TypeOf(p).Elem() {
-				f := v.Type().Field(i)
-				name = f.Tag.Get("db")
-				if name == "" {
-					name = f.Name
-				}
-			}
-		}
+		name := fields[reflect.ValueOf(p).Pointer()][reflect.TypeOf(p).Elem()]
 		if name == "" {
 			return nil, fmt.Errorf("a destination of %T is not one of its fields", row)
 		}
@@ -84,11 +94,10 @@ var rowSelects = []struct {
 	{legacyPendingCQL, &markRow{}},
 	{pageCQL, &statusRow{}},
 	{pageAfterCQL, &statusRow{}},
-	{auditStatusRowsCQL, &statusRow{}},
+	{auditStatusRowsCQL, &listEntry{}},
 	{lookupSelectCQL, &lookupRow{}},
 	{auditLookupsCQL, &lookupRow{}},
 	{expirySelectCQL, &expiryRow{}},
-	{auditExpiriesCQL, &expiryEntry{}},
 	{auditPartitionsCQL, &partitionRow{}},
 }
 
@@ -96,7 +105,7 @@ var rowSelects = []struct {
 // of one destination, or selectValues).
 var valueSelects = []string{
 	gmRoleCQL, gmGroupsOfCQL, bucketsCQL, bucketsBeforeCQL, bucketAnyRowCQL, auditBucketsCQL,
-	auditHasSessionsCQL, readinessCQL, queueStartCQL,
+	auditHasSessionsCQL, auditListRowCQL, auditExpiryCQL, readinessCQL, queueStartCQL,
 }
 
 // TestColumnsMatchSelects: every row type's scan destinations are, in

@@ -5,28 +5,32 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
+	"strings"
 
 	"shelf/domain"
 )
 
-// Audit reads everything the repair cross-checks: a command for
-// operators, never a request path. The accounts are read in slices of the
-// table (it grows with every signup), resumable; the derived records grow
-// only with the suspensions and are read whole, a page at a time.
+// Audit reads what the repair cross-checks: a command for operators, never
+// a request path. Every table is read in slices, resumable, so no read
+// grows with a table and a run stopped part-way can be picked up; each
+// account's derived records are read by their keys.
 type Audit interface {
 	// EachSuspendedUser calls fn for every account whose status is
-	// suspended, in slices of the table, starting after position from
-	// ("": the beginning). After each slice it calls progress (when set)
-	// with the position reached, to resume from, and the share of the
+	// suspended, in slices of the users table, starting after position
+	// from ("": the beginning). After each slice it calls progress (when
+	// set) with the position reached, to resume from, and the share of the
 	// table read so far (0 to 1).
 	EachSuspendedUser(ctx context.Context, from string, fn func(domain.User) error, progress func(at string, done float64)) error
-	// EachLookup calls fn for every reverse lookup row.
-	EachLookup(ctx context.Context, fn func(domain.Suspension) error) error
-	// EachStatusRow calls fn for every row of the suspended list.
-	EachStatusRow(ctx context.Context, fn func(domain.Suspension) error) error
-	// EachExpiry calls fn for every expiry entry (UserID and Until set).
-	EachExpiry(ctx context.Context, fn func(domain.Suspension) error) error
+	// EachLookup is EachSuspendedUser for the reverse lookup rows.
+	EachLookup(ctx context.Context, from string, fn func(domain.Suspension) error, progress func(at string, done float64)) error
+	// EachStatusRow is EachSuspendedUser for the rows of the suspended list.
+	EachStatusRow(ctx context.Context, from string, fn func(domain.Suspension) error, progress func(at string, done float64)) error
+	// HasListRow reports whether the suspension's row of the suspended
+	// list is there (by its key: bucket, time and user).
+	HasListRow(ctx context.Context, s domain.Suspension) (bool, error)
+	// HasExpiry reports whether the expiry entry of the suspension (which
+	// has an end) is there (by its key: end and user).
+	HasExpiry(ctx context.Context, s domain.Suspension) (bool, error)
 	// Buckets returns the indexed buckets and the buckets holding rows.
 	Buckets(ctx context.Context) (indexed, withRows []string, err error)
 	// HasSessions reports whether the user has any session left.
@@ -34,6 +38,41 @@ type Audit interface {
 	// IndexBucket adds a bucket to the index; PruneBucket drops it if empty.
 	IndexBucket(ctx context.Context, bucket string) error
 	PruneBucket(ctx context.Context, bucket string) error
+}
+
+// The repair's phases, in the order it runs them: each scans one table.
+const (
+	// PhaseAccounts finishes each suspended account's records.
+	PhaseAccounts = "accounts"
+	// PhaseLookups erases the reverse lookups no account backs.
+	PhaseLookups = "lookups"
+	// PhaseList erases the rows of the suspended list no account backs.
+	PhaseList = "list"
+)
+
+var phases = []string{PhaseAccounts, PhaseLookups, PhaseList}
+
+// Position is where a repair stands: a phase and the position its scan
+// reached ("" its start). Written "lookups:-4611686018427387904".
+type Position struct {
+	Phase string
+	At    string
+}
+
+func (p Position) String() string { return p.Phase + ":" + p.At }
+
+// ParsePosition reads a position as String writes it. "" is the
+// beginning; a position without a phase (a bare token, as the repair
+// printed before it had phases) is one of the accounts phase.
+func ParsePosition(s string) (Position, error) {
+	phase, at, found := strings.Cut(s, ":")
+	if !found {
+		return Position{Phase: PhaseAccounts, At: s}, nil
+	}
+	if !slices.Contains(phases, phase) {
+		return Position{}, fmt.Errorf("resume position %q: no phase %q (one of %s)", s, phase, strings.Join(phases, ", "))
+	}
+	return Position{Phase: phase, At: at}, nil
 }
 
 // RepairReport says what a repair found (and fixed, unless it was a dry run).
@@ -46,12 +85,13 @@ type RepairReport struct {
 type RepairOptions struct {
 	// DryRun only reports.
 	DryRun bool
-	// From resumes the scan of the accounts after this position (one
-	// Progress reported in an earlier run); "" starts at the beginning.
+	// From resumes after this position (one Progress reported in an
+	// earlier run, as ParsePosition reads it), skipping the phases before
+	// its own; "" starts at the beginning.
 	From string
-	// Progress, when set, is told after each slice of the accounts where
-	// the scan stands and how much of it is done.
-	Progress func(at string, done float64)
+	// Progress, when set, is told after each slice of each phase's scan
+	// where the repair stands and how much of that phase's table is read.
+	Progress func(at Position, done float64)
 }
 
 // RepairSuspensions cross-checks the account rows (the truth), the reverse
@@ -64,45 +104,58 @@ func (m *Service) RepairSuspensions(ctx context.Context, audit Audit, dryRun boo
 	return m.Repair(ctx, audit, RepairOptions{DryRun: dryRun})
 }
 
-// Repair is RepairSuspensions with options. It reads the derived records,
-// then the accounts slice by slice, fixing each suspended account as it
-// meets it, so it can run while traffic flows and resume where a stopped
-// run reached; then it checks each record nobody met against its account,
-// read again at SERIAL.
+// Repair is RepairSuspensions with options. It reads no table whole and
+// holds nothing of one: phase after phase it scans a table slice by slice
+// and fixes what it meets at once, so it can run while traffic flows and
+// resume where a stopped run reached. Accounts: each suspended account's
+// records are read by their keys and written where missing. Lookups, then
+// list rows: each record whose account (read by id) does not have its
+// suspension is checked again against the account read at SERIAL, and
+// erased only if that says so. Then the bucket index.
 func (m *Service) Repair(ctx context.Context, audit Audit, o RepairOptions) (RepairReport, error) {
-	r := &repair{m: m, audit: audit, dryRun: o.DryRun, suspended: map[string]domain.User{}}
-	if err := r.loadRecords(ctx); err != nil {
-		return r.report, err
+	from, err := ParsePosition(o.From)
+	if err != nil {
+		return RepairReport{}, err
 	}
-	if err := audit.EachSuspendedUser(ctx, o.From, func(u domain.User) error {
-		if u.Suspension == nil {
-			return nil
+	r := &repair{m: m, audit: audit, dryRun: o.DryRun}
+	scans := map[string]func(from string, progress func(string, float64)) error{
+		PhaseAccounts: func(from string, progress func(string, float64)) error {
+			return audit.EachSuspendedUser(ctx, from, func(u domain.User) error { return r.finishSuspended(ctx, u) }, progress)
+		},
+		PhaseLookups: func(from string, progress func(string, float64)) error {
+			return audit.EachLookup(ctx, from, func(s domain.Suspension) error { r.eraseIfStale(ctx, "reverse lookup", s); return nil }, progress)
+		},
+		PhaseList: func(from string, progress func(string, float64)) error {
+			return audit.EachStatusRow(ctx, from, func(s domain.Suspension) error { r.eraseIfStale(ctx, "list row", s); return nil }, progress)
+		},
+	}
+	for _, phase := range phases[slices.Index(phases, from.Phase):] {
+		at := ""
+		if phase == from.Phase {
+			at = from.At
 		}
-		r.suspended[u.ID] = u
-		return r.finishSuspended(ctx, u)
-	}, o.Progress); err != nil {
-		return r.report, errors.Join(append(r.errs, err)...)
+		progress := func(at string, done float64) {
+			if o.Progress != nil {
+				o.Progress(Position{Phase: phase, At: at}, done)
+			}
+		}
+		if err := scans[phase](at, progress); err != nil {
+			return r.report, errors.Join(append(r.errs, err)...)
+		}
 	}
-	r.eraseStale(ctx)
 	if err := r.indexBuckets(ctx); err != nil {
 		return r.report, errors.Join(append(r.errs, err)...)
 	}
 	return r.report, errors.Join(r.errs...)
 }
 
-// repair is one run of RepairSuspensions: what it read, found and fixed.
+// repair is one run of RepairSuspensions: what it found and fixed.
 type repair struct {
 	m      *Service
 	audit  Audit
 	dryRun bool
 	report RepairReport
 	errs   []error // of the fixes; the run goes on past them
-	// suspended accounts, reverse lookups, list rows and expiry entries
-	// by user id.
-	suspended map[string]domain.User
-	lookups   map[string]domain.Suspension
-	rows      map[string][]domain.Suspension
-	expiries  map[string][]time.Time
 }
 
 func (r *repair) problem(format string, args ...any) {
@@ -122,78 +175,67 @@ func sameSuspension(a, b domain.Suspension) bool {
 	return a.SuspendedAt.Equal(b.SuspendedAt) && a.Bucket == b.Bucket
 }
 
-// loadRecords reads every derived record: reverse lookups, expiry entries
-// and list rows (as many as there are suspensions).
-func (r *repair) loadRecords(ctx context.Context) error {
-	r.lookups = map[string]domain.Suspension{}
-	r.rows = map[string][]domain.Suspension{}
-	if err := r.audit.EachLookup(ctx, func(s domain.Suspension) error { r.lookups[s.UserID] = s; return nil }); err != nil {
-		return err
-	}
-	r.expiries = map[string][]time.Time{}
-	if err := r.audit.EachExpiry(ctx, func(s domain.Suspension) error {
-		r.expiries[s.UserID] = append(r.expiries[s.UserID], s.Until)
-		return nil
-	}); err != nil {
-		return err
-	}
-	return r.audit.EachStatusRow(ctx, func(s domain.Suspension) error {
-		r.rows[s.UserID] = append(r.rows[s.UserID], s)
-		return nil
-	})
+// backs reports whether the account has the suspension a record is of.
+func backs(u domain.User, s domain.Suspension) bool {
+	return u.Status == domain.StatusSuspended && u.Suspension != nil && sameSuspension(*u.Suspension, s)
 }
 
 // finishSuspended gives a suspended account its records and ends its
-// sessions, where some are missing or left.
+// sessions, where some are missing or left. Each record is read by its
+// key; a failed read stops the run (it resumes from the last position).
 func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
+	if u.Suspension == nil {
+		return nil
+	}
 	id, s := u.ID, *u.Suspension
-	l, hasLookup := r.lookups[id]
-	hasRow := slices.ContainsFunc(r.rows[id], func(row domain.Suspension) bool { return sameSuspension(row, s) })
-	sessions, err := r.audit.HasSessions(ctx, id)
+	l, err := r.m.suspensions.Lookup(ctx, id)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	hasLookup := err == nil && sameSuspension(l, s)
+	hasRow, err := r.audit.HasListRow(ctx, s)
 	if err != nil {
 		return err
 	}
 	// A suspension with an end needs its expiry entry, or the sweeper
 	// never lifts it.
-	hasExpiry := s.Until.IsZero() || slices.ContainsFunc(r.expiries[id], s.Until.Equal)
-	if hasLookup && sameSuspension(l, s) && hasRow && hasExpiry && !sessions {
+	hasExpiry := s.Until.IsZero()
+	if !hasExpiry {
+		if hasExpiry, err = r.audit.HasExpiry(ctx, s); err != nil {
+			return err
+		}
+	}
+	sessions, err := r.audit.HasSessions(ctx, id)
+	if err != nil {
+		return err
+	}
+	if hasLookup && hasRow && hasExpiry && !sessions {
 		return nil
 	}
 	r.problem("user %s is suspended (since %s) but list row present=%v, reverse lookup current=%v, expiry entry present=%v, sessions left=%v",
-		id, s.SuspendedAt.Format("2006-01-02T15:04:05.000Z"), hasRow, hasLookup && sameSuspension(l, s), hasExpiry, sessions)
+		id, s.SuspendedAt.Format("2006-01-02T15:04:05.000Z"), hasRow, hasLookup, hasExpiry, sessions)
 	if !r.dryRun {
 		r.fixed(r.m.finishSuspension(ctx, s, u.Version))
 	}
 	return nil
 }
 
-// eraseStale erases records of suspensions that their accounts no longer
-// have.
-func (r *repair) eraseStale(ctx context.Context) {
-	for _, l := range r.lookups {
-		r.eraseIfStale(ctx, "reverse lookup", l)
-	}
-	for _, rs := range r.rows {
-		for _, row := range rs {
-			r.eraseIfStale(ctx, "list row", row)
-		}
-	}
-}
-
-// eraseIfStale erases one record (kind says which) unless its account,
-// read again at SERIAL, has that suspension.
+// eraseIfStale erases one record (kind says which) unless its account has
+// that suspension. The account is read first as any read does; only when
+// that does not back the record is it read again at SERIAL, the latest
+// committed state, which alone decides an erasure (a suspension made
+// since the record was read, or one whose compare-and-set is still
+// finishing, is never undone on a guess).
 func (r *repair) eraseIfStale(ctx context.Context, kind string, s domain.Suspension) {
-	if u, ok := r.suspended[s.UserID]; ok && sameSuspension(*u.Suspension, s) {
+	if u, err := r.m.users.Get(ctx, s.UserID); err == nil && backs(u, s) {
 		return
 	}
-	// Not met in this run's scan (suspended since, or before where a
-	// resumed run started): the account says.
 	u, err := r.m.users.GetSerial(ctx, s.UserID)
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		r.errs = append(r.errs, err)
 		return
 	}
-	if u.Status == domain.StatusSuspended && u.Suspension != nil && sameSuspension(*u.Suspension, s) {
+	if backs(u, s) {
 		return
 	}
 	r.problem("%s of user %s (suspended at %s) is not backed by the account", kind, s.UserID, s.SuspendedAt.Format("2006-01-02T15:04:05.000Z"))

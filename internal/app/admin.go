@@ -21,9 +21,14 @@ commands:
   repair-suspensions [--dry-run] [--from <position>]
                                    make the suspended list, the reverse lookup, the expiry
                                    entries and the bucket index agree with the accounts;
-                                   --dry-run only reports; the accounts are read in 256
-                                   token ranges, each reported with its position: --from
-                                   resumes a stopped run after that position`
+                                   --dry-run only reports. Three phases, each reading one
+                                   table in 256 token ranges: accounts (each suspended
+                                   one's records, by key), lookups, then list rows (those
+                                   no account backs). A position names the phase and the
+                                   token reached (lookups:-4611686018427387904; a bare
+                                   token is one of accounts); every tenth is printed, and
+                                   --from resumes a stopped run after it, skipping the
+                                   phases before`
 
 // Admin runs the operator commands (args without "admin"), printing to
 // out. They use the same SHELF_* settings as serve, so on the machine where
@@ -76,12 +81,15 @@ func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 // repairSuspensions runs the cross-check and prints what it found.
 func repairSuspensions(ctx context.Context, a *App, opts moderation.RepairOptions, out io.Writer) error {
 	dryRun := opts.DryRun
-	shown := -1
-	opts.Progress = func(at string, done float64) {
-		// Every tenth of the accounts: how far, and where to resume.
+	phase, shown := "", -1
+	opts.Progress = func(at moderation.Position, done float64) {
+		// Every tenth of each phase: how far, and where to resume.
+		if at.Phase != phase {
+			phase, shown = at.Phase, -1
+		}
 		if tenth := int(done * 10); tenth > shown {
 			shown = tenth
-			fmt.Fprintf(out, "accounts read: %3.0f%% (to resume after here: --from %s)\n", done*100, at)
+			fmt.Fprintf(out, "%s read: %3.0f%% (to resume after here: --from %s)\n", at.Phase, done*100, at)
 		}
 	}
 	rep, err := a.Moderation.Repair(ctx, repository.NewAudit(a.DB), opts)

@@ -8,52 +8,57 @@ import (
 	"shelf/domain/moderation"
 )
 
-// Audit is the store as the repair's audit: whole-table scans, one call
-// each, rows in a fixed order (one call order per schedule).
+// Audit is the store as the repair's audit: each table's scan in one call,
+// rows in key order (one call order per schedule), and point reads.
 func (s *Store) Audit() moderation.Audit { return audit{s} }
 
 type audit struct{ s *Store }
 
 var _ moderation.Audit = audit{}
 
-// each calls fn for the rows collect returns (read in one call).
-func each[T any](a audit, name string, collect func() []T, fn func(T) error) error {
+// scan calls fn for the rows collect returns (read in one call, under the
+// lock) whose key is after from, in key order. Its one slice is the whole
+// table: it reports the last key read as the position, all of it read.
+func scan[T any](a audit, name, from string, collect func() []T, key func(T) string, fn func(T) error, progress func(string, float64)) error {
 	var rows []T
-	if _, err := a.s.call(name, false, func() (bool, error) { rows = collect(); return true, nil }); err != nil {
+	if _, err := a.s.call(name, false, func() (bool, error) {
+		for _, r := range collect() {
+			if key(r) > from {
+				rows = append(rows, r)
+			}
+		}
+		sort.Slice(rows, func(i, j int) bool { return key(rows[i]) < key(rows[j]) })
+		return true, nil
+	}); err != nil {
 		return err
 	}
+	last := from
 	for _, r := range rows {
 		if err := fn(r); err != nil {
 			return err
 		}
+		last = key(r)
+	}
+	if progress != nil {
+		progress(last, 1)
 	}
 	return nil
 }
 
-// EachSuspendedUser reads the accounts in id order, after from; the
-// position it reports is the last id read (one slice: the whole table).
+// EachSuspendedUser reads the suspended accounts by id.
 func (a audit) EachSuspendedUser(_ context.Context, from string, fn func(domain.User) error, progress func(string, float64)) error {
-	last := from
-	err := each(a, "users.scan", func() []domain.User {
+	return scan(a, "users.scan", from, func() []domain.User {
 		var out []domain.User
 		for id := range a.s.users {
-			if r, ok := a.s.liveUser(id); ok && r.u.Status == domain.StatusSuspended && id > from {
+			if r, ok := a.s.liveUser(id); ok && r.u.Status == domain.StatusSuspended {
 				out = append(out, r.u)
 			}
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-		if len(out) > 0 {
-			last = out[len(out)-1].ID
-		}
 		return out
-	}, fn)
-	if err == nil && progress != nil {
-		progress(last, 1)
-	}
-	return err
+	}, func(u domain.User) string { return u.ID }, fn, progress)
 }
 
-// live lists a table's live rows by user id (under the lock).
+// live lists a table's live rows (under the lock).
 func live(table map[string]cell) []domain.Suspension {
 	var out []domain.Suspension
 	for _, c := range table {
@@ -61,31 +66,34 @@ func live(table map[string]cell) []domain.Suspension {
 			out = append(out, c.s)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].UserID != out[j].UserID {
-			return out[i].UserID < out[j].UserID
-		}
-		return out[i].SuspendedAt.Before(out[j].SuspendedAt)
-	})
 	return out
 }
 
-func (a audit) EachLookup(_ context.Context, fn func(domain.Suspension) error) error {
-	return each(a, "suspended_users.scan", func() []domain.Suspension { return live(a.s.lookup) }, fn)
+// EachLookup reads the lookups by user id.
+func (a audit) EachLookup(_ context.Context, from string, fn func(domain.Suspension) error, progress func(string, float64)) error {
+	return scan(a, "suspended_users.scan", from, func() []domain.Suspension { return live(a.s.lookup) },
+		func(s domain.Suspension) string { return s.UserID }, fn, progress)
 }
 
-func (a audit) EachStatusRow(_ context.Context, fn func(domain.Suspension) error) error {
-	return each(a, "users_by_status.scan", func() []domain.Suspension { return live(a.s.list) }, fn)
+// EachStatusRow reads the list rows by their key.
+func (a audit) EachStatusRow(_ context.Context, from string, fn func(domain.Suspension) error, progress func(string, float64)) error {
+	return scan(a, "users_by_status.scan", from, func() []domain.Suspension { return live(a.s.list) }, listKey, fn, progress)
 }
 
-func (a audit) EachExpiry(_ context.Context, fn func(domain.Suspension) error) error {
-	return each(a, "suspension_expiries.scan", func() []domain.Suspension {
-		var out []domain.Suspension
-		for _, e := range live(a.s.expiry) {
-			out = append(out, domain.Suspension{UserID: e.UserID, Until: e.Until})
-		}
-		return out
-	}, fn)
+// has reports whether table holds a live row at key (one read).
+func (a audit) has(name string, table map[string]cell, key string) (bool, error) {
+	return a.s.call(name, false, func() (bool, error) {
+		c, ok := table[key]
+		return ok && !c.deleted, nil
+	})
+}
+
+func (a audit) HasListRow(_ context.Context, s domain.Suspension) (bool, error) {
+	return a.has("users_by_status.get", a.s.list, listKey(s))
+}
+
+func (a audit) HasExpiry(_ context.Context, s domain.Suspension) (bool, error) {
+	return a.has("suspension_expiries.get", a.s.expiry, expiryKey(s.UserID, s.Until))
 }
 
 // bucketsWithRows lists the buckets live list rows are in (under the lock).
