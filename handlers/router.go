@@ -3,10 +3,12 @@ package handlers
 import (
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
 	"shelf/domain/accounts"
@@ -55,6 +57,9 @@ func NewRouter(d Deps) *chi.Mux {
 		frame(d.Logger, d.TrustedProxies, d.RequestTimeout, d.Metrics),
 		recoverer,
 		limitBody(d.MaxBodyBytes),
+		// HEAD works wherever GET does (RFC 9110): the GET handler runs and
+		// net/http drops its body.
+		middleware.GetHead,
 	)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, newProblem(http.StatusNotFound, "not_found", "No resource at "+r.URL.Path+"."))
@@ -144,7 +149,8 @@ func methodNotAllowed(mux *chi.Mux) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var allowed []string
 		for _, m := range methods {
-			if mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
+			if mux.Match(chi.NewRouteContext(), m, r.URL.Path) ||
+				(m == http.MethodHead && slices.Contains(allowed, http.MethodGet)) {
 				allowed = append(allowed, m)
 			}
 		}

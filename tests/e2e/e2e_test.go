@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -111,4 +112,53 @@ func newObservedApp(t *testing.T, db *testkit.DB, observer gocql.QueryObserver, 
 		t.Fatal(err)
 	}
 	return a, testkit.NewAPI(t, a.Router)
+}
+
+// TestHeadWorksWhereGetDoes: HEAD answers as GET would, without a body
+// (RFC 9110), on probes, the contract and API resources alike; where GET
+// works, a 405's Allow lists HEAD beside it.
+func TestHeadWorksWhereGetDoes(t *testing.T) {
+	t.Parallel()
+	api := newTestAPI(t, testkit.PackageDB(t))
+	u := mustSignup(t, api, name("head"), name("head")+"@example.org")
+	head := func(path string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodHead, api.Server.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if b, _ := io.ReadAll(resp.Body); len(b) != 0 {
+			t.Errorf("HEAD %s: a body of %d bytes", path, len(b))
+		}
+		return resp
+	}
+	for path, want := range map[string]int{
+		"/healthz":                       http.StatusOK,
+		"/readyz":                        http.StatusOK,
+		"/openapi.yaml":                  http.StatusOK,
+		"/v1/users/" + u.ID:              http.StatusOK,
+		"/v1/users/" + u.ID + "/library": http.StatusOK,
+		"/v1/users/by-username/nobody-" + name("x"): http.StatusNotFound,
+	} {
+		get := api.Get(path)
+		resp := head(path)
+		if resp.StatusCode != want || get.StatusCode != want {
+			t.Errorf("HEAD %s: %d, GET %d, want %d", path, resp.StatusCode, get.StatusCode, want)
+		}
+		if resp.Header.Get("Content-Type") != get.Header.Get("Content-Type") {
+			t.Errorf("HEAD %s: Content-Type %q, GET's %q", path, resp.Header.Get("Content-Type"), get.Header.Get("Content-Type"))
+		}
+	}
+	if resp := head("/v1/sessions"); resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("HEAD on a POST-only path: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	r := api.Do(http.MethodPost, "/healthz", "application/json", []byte(`{}`))
+	if allow := r.Header.Get("Allow"); allow != "GET, HEAD" {
+		t.Errorf("Allow of a GET path: %q, want GET, HEAD", allow)
+	}
 }
