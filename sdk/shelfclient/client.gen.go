@@ -20,114 +20,36 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
-// Defines values for ContentVisibility.
+// Defines values for ContentRole.
 const (
-	ContentVisibilityLoggedin ContentVisibility = "loggedin"
-	ContentVisibilityPrivate  ContentVisibility = "private"
-	ContentVisibilityPublic   ContentVisibility = "public"
+	ContentRoleManager ContentRole = "manager"
+	ContentRoleViewer  ContentRole = "viewer"
 )
 
-// Valid indicates whether the value is a known member of the ContentVisibility enum.
-func (e ContentVisibility) Valid() bool {
+// Valid indicates whether the value is a known member of the ContentRole enum.
+func (e ContentRole) Valid() bool {
 	switch e {
-	case ContentVisibilityLoggedin:
+	case ContentRoleManager:
 		return true
-	case ContentVisibilityPrivate:
-		return true
-	case ContentVisibilityPublic:
+	case ContentRoleViewer:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for ContentMemberRole.
+// Defines values for GroupRole.
 const (
-	ContentMemberRoleManager ContentMemberRole = "manager"
-	ContentMemberRoleViewer  ContentMemberRole = "viewer"
+	GroupRoleManager GroupRole = "manager"
+	GroupRoleMember  GroupRole = "member"
 )
 
-// Valid indicates whether the value is a known member of the ContentMemberRole enum.
-func (e ContentMemberRole) Valid() bool {
+// Valid indicates whether the value is a known member of the GroupRole enum.
+func (e GroupRole) Valid() bool {
 	switch e {
-	case ContentMemberRoleManager:
+	case GroupRoleManager:
 		return true
-	case ContentMemberRoleViewer:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ContentPatchVisibility.
-const (
-	ContentPatchVisibilityLoggedin ContentPatchVisibility = "loggedin"
-	ContentPatchVisibilityPrivate  ContentPatchVisibility = "private"
-	ContentPatchVisibilityPublic   ContentPatchVisibility = "public"
-)
-
-// Valid indicates whether the value is a known member of the ContentPatchVisibility enum.
-func (e ContentPatchVisibility) Valid() bool {
-	switch e {
-	case ContentPatchVisibilityLoggedin:
-		return true
-	case ContentPatchVisibilityPrivate:
-		return true
-	case ContentPatchVisibilityPublic:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ContentRoleRequestRole.
-const (
-	ContentRoleRequestRoleManager ContentRoleRequestRole = "manager"
-	ContentRoleRequestRoleViewer  ContentRoleRequestRole = "viewer"
-)
-
-// Valid indicates whether the value is a known member of the ContentRoleRequestRole enum.
-func (e ContentRoleRequestRole) Valid() bool {
-	switch e {
-	case ContentRoleRequestRoleManager:
-		return true
-	case ContentRoleRequestRoleViewer:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for GroupMemberRole.
-const (
-	GroupMemberRoleManager GroupMemberRole = "manager"
-	GroupMemberRoleMember  GroupMemberRole = "member"
-)
-
-// Valid indicates whether the value is a known member of the GroupMemberRole enum.
-func (e GroupMemberRole) Valid() bool {
-	switch e {
-	case GroupMemberRoleManager:
-		return true
-	case GroupMemberRoleMember:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for GroupRoleRequestRole.
-const (
-	GroupRoleRequestRoleManager GroupRoleRequestRole = "manager"
-	GroupRoleRequestRoleMember  GroupRoleRequestRole = "member"
-)
-
-// Valid indicates whether the value is a known member of the GroupRoleRequestRole enum.
-func (e GroupRoleRequestRole) Valid() bool {
-	switch e {
-	case GroupRoleRequestRoleManager:
-		return true
-	case GroupRoleRequestRoleMember:
+	case GroupRoleMember:
 		return true
 	default:
 		return false
@@ -136,73 +58,31 @@ func (e GroupRoleRequestRole) Valid() bool {
 
 // Defines values for HealthStatusStatus.
 const (
-	Ok    HealthStatusStatus = "ok"
-	Ready HealthStatusStatus = "ready"
+	HealthStatusStatusOk    HealthStatusStatus = "ok"
+	HealthStatusStatusReady HealthStatusStatus = "ready"
 )
 
 // Valid indicates whether the value is a known member of the HealthStatusStatus enum.
 func (e HealthStatusStatus) Valid() bool {
 	switch e {
-	case Ok:
+	case HealthStatusStatusOk:
 		return true
-	case Ready:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for LibraryItemVisibility.
-const (
-	LibraryItemVisibilityLoggedin LibraryItemVisibility = "loggedin"
-	LibraryItemVisibilityPrivate  LibraryItemVisibility = "private"
-	LibraryItemVisibilityPublic   LibraryItemVisibility = "public"
-)
-
-// Valid indicates whether the value is a known member of the LibraryItemVisibility enum.
-func (e LibraryItemVisibility) Valid() bool {
-	switch e {
-	case LibraryItemVisibilityLoggedin:
-		return true
-	case LibraryItemVisibilityPrivate:
-		return true
-	case LibraryItemVisibilityPublic:
+	case HealthStatusStatusReady:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for NewContentVisibility.
+// Defines values for UserRole.
 const (
-	NewContentVisibilityLoggedin NewContentVisibility = "loggedin"
-	NewContentVisibilityPrivate  NewContentVisibility = "private"
-	NewContentVisibilityPublic   NewContentVisibility = "public"
+	UserRoleAdmin UserRole = "admin"
 )
 
-// Valid indicates whether the value is a known member of the NewContentVisibility enum.
-func (e NewContentVisibility) Valid() bool {
+// Valid indicates whether the value is a known member of the UserRole enum.
+func (e UserRole) Valid() bool {
 	switch e {
-	case NewContentVisibilityLoggedin:
-		return true
-	case NewContentVisibilityPrivate:
-		return true
-	case NewContentVisibilityPublic:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for UserRoles.
-const (
-	Admin UserRoles = "admin"
-)
-
-// Valid indicates whether the value is a known member of the UserRoles enum.
-func (e UserRoles) Valid() bool {
-	switch e {
-	case Admin:
+	case UserRoleAdmin:
 		return true
 	default:
 		return false
@@ -211,16 +91,37 @@ func (e UserRoles) Valid() bool {
 
 // Defines values for UserStatus.
 const (
-	Active    UserStatus = "active"
-	Suspended UserStatus = "suspended"
+	UserStatusActive    UserStatus = "active"
+	UserStatusSuspended UserStatus = "suspended"
 )
 
 // Valid indicates whether the value is a known member of the UserStatus enum.
 func (e UserStatus) Valid() bool {
 	switch e {
-	case Active:
+	case UserStatusActive:
 		return true
-	case Suspended:
+	case UserStatusSuspended:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Visibility.
+const (
+	VisibilityLoggedin Visibility = "loggedin"
+	VisibilityPrivate  Visibility = "private"
+	VisibilityPublic   Visibility = "public"
+)
+
+// Valid indicates whether the value is a known member of the Visibility enum.
+func (e Visibility) Valid() bool {
+	switch e {
+	case VisibilityLoggedin:
+		return true
+	case VisibilityPrivate:
+		return true
+	case VisibilityPublic:
 		return true
 	default:
 		return false
@@ -229,28 +130,27 @@ func (e UserStatus) Valid() bool {
 
 // Content defines model for Content.
 type Content struct {
-	CreatedAt    time.Time         `json:"createdAt"`
-	CreatedBy    string            `json:"createdBy"`
-	Description  string            `json:"description"`
-	Id           string            `json:"id"`
-	LastModified time.Time         `json:"lastModified"`
-	Link         *string           `json:"link,omitempty"`
-	Name         string            `json:"name"`
-	Visibility   ContentVisibility `json:"visibility"`
-}
+	CreatedAt    time.Time `json:"createdAt"`
+	CreatedBy    string    `json:"createdBy"`
+	Description  string    `json:"description"`
+	Id           string    `json:"id"`
+	LastModified time.Time `json:"lastModified"`
+	Link         *string   `json:"link,omitempty"`
+	Name         string    `json:"name"`
 
-// ContentVisibility defines model for Content.Visibility.
-type ContentVisibility string
+	// Visibility Who sees an item: `public` everyone, `loggedin` anyone with a
+	// session, `private` its members (and admins).
+	Visibility Visibility `json:"visibility"`
+}
 
 // ContentMember defines model for ContentMember.
 type ContentMember struct {
 	// PrincipalId A user (`u_`) or group (`g_`) id.
-	PrincipalId string            `json:"principalId"`
-	Role        ContentMemberRole `json:"role"`
-}
+	PrincipalId string `json:"principalId"`
 
-// ContentMemberRole defines model for ContentMember.Role.
-type ContentMemberRole string
+	// Role A member's role on an item; managers may change and share it.
+	Role ContentRole `json:"role"`
+}
 
 // ContentMemberList defines model for ContentMemberList.
 type ContentMemberList struct {
@@ -260,24 +160,29 @@ type ContentMemberList struct {
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
-// ContentPatch defines model for ContentPatch.
+// ContentPatch A change of item: the fields sent change, the others stay. To remove
+// `link` or `description`, send `""`; `null` is refused (400
+// `validation_failed`, code `wrong_type`), as everywhere in this API.
 type ContentPatch struct {
-	Description *string                 `json:"description,omitempty"`
-	Link        *string                 `json:"link,omitempty"`
-	Name        *string                 `json:"name,omitempty"`
-	Visibility  *ContentPatchVisibility `json:"visibility,omitempty"`
+	Description *string `json:"description,omitempty"`
+
+	// Link An http or https URL with a host; `""` removes the link.
+	Link *string `json:"link,omitempty"`
+	Name *string `json:"name,omitempty"`
+
+	// Visibility Who sees an item: `public` everyone, `loggedin` anyone with a
+	// session, `private` its members (and admins).
+	Visibility *Visibility `json:"visibility,omitempty"`
 }
 
-// ContentPatchVisibility defines model for ContentPatch.Visibility.
-type ContentPatchVisibility string
+// ContentRole A member's role on an item; managers may change and share it.
+type ContentRole string
 
 // ContentRoleRequest defines model for ContentRoleRequest.
 type ContentRoleRequest struct {
-	Role ContentRoleRequestRole `json:"role"`
+	// Role A member's role on an item; managers may change and share it.
+	Role ContentRole `json:"role"`
 }
-
-// ContentRoleRequestRole defines model for ContentRoleRequest.Role.
-type ContentRoleRequestRole string
 
 // Group A group. Answers may gain properties later; clients should ignore
 // the ones they do not know.
@@ -307,12 +212,11 @@ type Group struct {
 // GroupMember defines model for GroupMember.
 type GroupMember struct {
 	// PrincipalId The member's user id.
-	PrincipalId string          `json:"principalId"`
-	Role        GroupMemberRole `json:"role"`
-}
+	PrincipalId string `json:"principalId"`
 
-// GroupMemberRole defines model for GroupMember.Role.
-type GroupMemberRole string
+	// Role A member's role in a group; managers may change its members.
+	Role GroupRole `json:"role"`
+}
 
 // GroupMemberList defines model for GroupMemberList.
 type GroupMemberList struct {
@@ -322,13 +226,14 @@ type GroupMemberList struct {
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
+// GroupRole A member's role in a group; managers may change its members.
+type GroupRole string
+
 // GroupRoleRequest The role to give a member.
 type GroupRoleRequest struct {
-	Role GroupRoleRequestRole `json:"role"`
+	// Role A member's role in a group; managers may change its members.
+	Role GroupRole `json:"role"`
 }
-
-// GroupRoleRequestRole defines model for GroupRoleRequest.Role.
-type GroupRoleRequestRole string
 
 // HealthStatus defines model for HealthStatus.
 type HealthStatus struct {
@@ -340,14 +245,14 @@ type HealthStatusStatus string
 
 // LibraryItem defines model for LibraryItem.
 type LibraryItem struct {
-	Id           string                `json:"id"`
-	LastModified time.Time             `json:"lastModified"`
-	Name         string                `json:"name"`
-	Visibility   LibraryItemVisibility `json:"visibility"`
-}
+	Id           string    `json:"id"`
+	LastModified time.Time `json:"lastModified"`
+	Name         string    `json:"name"`
 
-// LibraryItemVisibility defines model for LibraryItem.Visibility.
-type LibraryItemVisibility string
+	// Visibility Who sees an item: `public` everyone, `loggedin` anyone with a
+	// session, `private` its members (and admins).
+	Visibility Visibility `json:"visibility"`
+}
 
 // LibraryPage defines model for LibraryPage.
 type LibraryPage struct {
@@ -368,14 +273,14 @@ type Login struct {
 type NewContent struct {
 	Description *string `json:"description,omitempty"`
 
-	// Link An http or https URL.
-	Link       *string              `json:"link,omitempty"`
-	Name       string               `json:"name"`
-	Visibility NewContentVisibility `json:"visibility"`
-}
+	// Link An http or https URL with a host; `""` (or leaving it out) for none.
+	Link *string `json:"link,omitempty"`
+	Name string  `json:"name"`
 
-// NewContentVisibility defines model for NewContent.Visibility.
-type NewContentVisibility string
+	// Visibility Who sees an item: `public` everyone, `loggedin` anyone with a
+	// session, `private` its members (and admins).
+	Visibility Visibility `json:"visibility"`
+}
 
 // NewGroup A group creation. Rules (a violation is 400 `validation_failed`
 // naming every field at fault):
@@ -415,10 +320,10 @@ type NewGroup struct {
 //   - `displayName`: 1-64 characters once trimmed; the username when
 //     absent.
 type NewUser struct {
-	DisplayName *string `json:"displayName,omitempty"`
-	Email       string  `json:"email"`
-	Password    string  `json:"password"`
-	Username    string  `json:"username"`
+	DisplayName *string             `json:"displayName,omitempty"`
+	Email       openapi_types.Email `json:"email"`
+	Password    string              `json:"password"`
+	Username    string              `json:"username"`
 }
 
 // PageInfo What every list answer carries beside `items`. List schemas are
@@ -552,7 +457,7 @@ type User struct {
 	Id    string               `json:"id"`
 
 	// Roles Empty for most users.
-	Roles []UserRoles `json:"roles"`
+	Roles []UserRole `json:"roles"`
 
 	// Status Present only for the user themself and admins: nobody else
 	// learns that an account is suspended.
@@ -562,21 +467,24 @@ type User struct {
 	Username string `json:"username"`
 }
 
-// UserRoles defines model for User.Roles.
-type UserRoles string
-
-// UserStatus Present only for the user themself and admins: nobody else
-// learns that an account is suspended.
-type UserStatus string
-
 // UserPatch A change of account: the fields sent change, the others stay. At
 // least one is required. Each follows the rule of the same field of
 // NewUser, uniqueness included.
 type UserPatch struct {
-	DisplayName *string `json:"displayName,omitempty"`
-	Email       *string `json:"email,omitempty"`
-	Username    *string `json:"username,omitempty"`
+	DisplayName *string              `json:"displayName,omitempty"`
+	Email       *openapi_types.Email `json:"email,omitempty"`
+	Username    *string              `json:"username,omitempty"`
 }
+
+// UserRole defines model for UserRole.
+type UserRole string
+
+// UserStatus defines model for UserStatus.
+type UserStatus string
+
+// Visibility Who sees an item: `public` everyone, `loggedin` anyone with a
+// session, `private` its members (and admins).
+type Visibility string
 
 // ContentId defines model for ContentId.
 type ContentId = string

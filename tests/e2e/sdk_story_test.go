@@ -15,6 +15,8 @@ import (
 	"shelf/internal/testkit"
 	"shelf/sdk/shelfclient"
 
+	openapi_types "github.com/oapi-codegen/runtime/types"
+
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -184,7 +186,7 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	anon := sdk(t, servers, "")
 
 	signup := func(username string) shelfclient.User {
-		r, err := anon.CreateUserWithResponse(ctx, shelfclient.NewUser{Username: username, Email: username + "@example.org", Password: testPassword})
+		r, err := anon.CreateUserWithResponse(ctx, shelfclient.NewUser{Username: username, Email: openapi_types.Email(username + "@example.org"), Password: testPassword})
 		if err != nil || r.JSON201 == nil {
 			t.Fatalf("signup %s: %v %s", username, err, r.Body)
 		}
@@ -205,11 +207,11 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	}
 	asAlice, asBob, asCarol := login(aliceName), login(bobName), login(carolName)
 
-	public, err := asAlice.CreateContentWithResponse(ctx, shelfclient.NewContent{Name: "hello", Visibility: shelfclient.NewContentVisibilityPublic})
+	public, err := asAlice.CreateContentWithResponse(ctx, shelfclient.NewContent{Name: "hello", Visibility: shelfclient.VisibilityPublic})
 	if err != nil || public.JSON201 == nil {
 		t.Fatalf("create: %v %s", err, public.Body)
 	}
-	secret, err := asAlice.CreateContentWithResponse(ctx, shelfclient.NewContent{Name: "secret", Visibility: shelfclient.NewContentVisibilityPrivate})
+	secret, err := asAlice.CreateContentWithResponse(ctx, shelfclient.NewContent{Name: "secret", Visibility: shelfclient.VisibilityPrivate})
 	if err != nil || secret.JSON201 == nil {
 		t.Fatalf("create: %v %s", err, secret.Body)
 	}
@@ -218,10 +220,10 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 		t.Fatalf("group: %v %s", err, group.Body)
 	}
 	g := group.JSON201.Id
-	if r, err := asAlice.SetGroupMemberWithResponse(ctx, g, bob.Id, shelfclient.GroupRoleRequest{Role: shelfclient.GroupRoleRequestRoleMember}); err != nil || r.StatusCode() != http.StatusCreated {
+	if r, err := asAlice.SetGroupMemberWithResponse(ctx, g, bob.Id, shelfclient.GroupRoleRequest{Role: shelfclient.GroupRoleMember}); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("add bob: %v %s", err, r.Body)
 	}
-	if r, err := asAlice.ShareContentWithResponse(ctx, secret.JSON201.Id, g, shelfclient.ContentRoleRequest{Role: shelfclient.ContentRoleRequestRoleViewer}); err != nil || r.StatusCode() != http.StatusCreated {
+	if r, err := asAlice.ShareContentWithResponse(ctx, secret.JSON201.Id, g, shelfclient.ContentRoleRequest{Role: shelfclient.ContentRoleViewer}); err != nil || r.StatusCode() != http.StatusCreated {
 		t.Fatalf("share: %v %s", err, r.Body)
 	}
 
