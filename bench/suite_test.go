@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,7 +19,6 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/library"
-	"shelf/internal/localcassandra"
 	"shelf/internal/password"
 )
 
@@ -110,24 +108,15 @@ func machine() string {
 
 // save writes the report under .bench/<time>.{json,md}.
 func save(rep *report, table string) error {
-	root, err := localcassandra.RepoRoot()
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(root, ".bench")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	name := filepath.Join(dir, rep.Started.Format("20060102-150405"))
+	name := rep.Started.Format("20060102-150405")
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(name+".json", b, 0o644); err != nil {
+	if err := saveNamed(name+".json", string(b)); err != nil {
 		return err
 	}
-	fmt.Printf("saved %s.json and .md\n", name)
-	return os.WriteFile(name+".md", []byte(table), 0o644)
+	return saveNamed(name+".md", table)
 }
 
 // run keeps clients busy with fn for d and returns each call's latency and
