@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/go-playground/validator/v10"
 )
 
@@ -28,6 +30,9 @@ func decodeJSON(r *http.Request, dst any) error {
 	if err != nil {
 		return decodeProblem(err)
 	}
+	if err := onlyOneMeaning(raw, dst); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -40,6 +45,70 @@ func decodeJSON(r *http.Request, dst any) error {
 		return err
 	}
 	return validateStruct(dst)
+}
+
+// onlyOneMeaning refuses bodies encoding/json would read one way and a
+// proxy or filter in front of shelf another: a member name given twice
+// (encoding/json keeps the last), a name that matches a field only in
+// another case (encoding/json matches case-insensitively), and text that
+// is not UTF-8 or escapes a lone surrogate (encoding/json stores U+FFFD).
+// jsontext (the JSON v2 prototype) rejects the first and last itself; the
+// names of the top-level object must equal dst's JSON names exactly.
+// Other syntax errors are left to the decoder, whose messages say them.
+func onlyOneMeaning(raw []byte, dst any) error {
+	names := jsonNames(reflect.TypeOf(dst))
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.ReadToken()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		var syntaxErr *jsontext.SyntacticError
+		switch {
+		case err == nil:
+		case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &syntaxErr):
+			name := syntaxErr.JSONPointer.LastToken()
+			return newProblem(http.StatusBadRequest, "duplicate_field", fmt.Sprintf("The field %q is given more than once.", name),
+				ProblemField{Field: name, Code: "duplicate", Message: "is given more than once"})
+		case strings.Contains(err.Error(), "UTF-8") || strings.Contains(err.Error(), "surrogate"):
+			return newProblem(http.StatusBadRequest, "malformed_json", "The body is not valid UTF-8 text (or escapes a lone surrogate): "+err.Error()+".")
+		default:
+			return nil
+		}
+		if names == nil || dec.StackDepth() != 1 || tok.Kind() != '"' {
+			continue
+		}
+		if kind, n := dec.StackIndex(1); kind == '{' && n%2 == 1 && !names[tok.String()] { // a name, not a value
+			name := tok.String()
+			return newProblem(http.StatusBadRequest, "unknown_field", fmt.Sprintf("The field %q is not part of this request (names match exactly, case included).", name),
+				ProblemField{Field: name, Code: "unknown", Message: "is not a field of this request"})
+		}
+	}
+}
+
+// jsonNames are the JSON member names of struct type t (through pointers
+// and embedded structs), or nil for other types.
+func jsonNames(t reflect.Type) map[string]bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	names := map[string]bool{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case f.Anonymous && name == "":
+			maps.Copy(names, jsonNames(f.Type))
+		case name == "":
+			names[f.Name] = true
+		default:
+			names[name] = true
+		}
+	}
+	return names
 }
 
 // rejectNulls refuses explicit nulls: the contract has no nullable field,

@@ -203,3 +203,39 @@ func TestNewRequestIDsAreDistinctHex(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestBodiesThatMeanTwoThingsAreRefused: what encoding/json would read one
+// way and a proxy another is refused, naming the field: a name given
+// twice (encoding/json keeps the last), a name in another case (it
+// matches case-insensitively), text that is not UTF-8 or escapes a lone
+// surrogate (it would store U+FFFD). A surrogate pair and exact names pass.
+func TestBodiesThatMeanTwoThingsAreRefused(t *testing.T) {
+	t.Parallel()
+	router := testRouter(t)
+	for _, tc := range []struct {
+		body, code, field string
+	}{
+		{`{"name":"abcd","name":"efgh"}`, "duplicate_field", "name"},
+		{`{"name":"abcd","age":2,"age":3}`, "duplicate_field", "age"},
+		{`{"Name":"abcd"}`, "unknown_field", "Name"},
+		{`{"name":"abcd","EMAIL":"a@example.org"}`, "unknown_field", "EMAIL"},
+		{"{\"name\":\"ab\xffcd\"}", "malformed_json", ""},
+		{`{"name":"ab\ud800cd"}`, "malformed_json", ""},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/echo", strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		router.ServeHTTP(rec, req)
+		p := problemOf(t, rec, http.StatusBadRequest, tc.code)
+		if tc.field != "" && (len(p.Errors) != 1 || p.Errors[0].Field != tc.field) {
+			t.Errorf("%s: fields %+v, want %s", tc.body, p.Errors, tc.field)
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, "/echo", strings.NewReader(`{"name":"ab\ud83d\ude00"}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	router.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "ab😀") {
+		t.Fatalf("a surrogate pair: %d %s", rec.Code, rec.Body)
+	}
+}

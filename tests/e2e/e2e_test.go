@@ -162,3 +162,45 @@ func TestHeadWorksWhereGetDoes(t *testing.T) {
 		t.Errorf("Allow of a GET path: %q, want GET, HEAD", allow)
 	}
 }
+
+// TestBodiesThatMeanTwoThingsWriteNothing: the issue's two bodies, sent
+// to the real service: a visibility given twice in two cases does not
+// create a public item, and a role given twice does not grant manager;
+// both are 400 naming the key, and nothing is written.
+func TestBodiesThatMeanTwoThingsWriteNothing(t *testing.T) {
+	t.Parallel()
+	api := newTestAPI(t, testkit.PackageDB(t))
+	owner := name("two")
+	u := mustSignup(t, api, owner, owner+"@example.org")
+	as := api.As(mustLogin(t, api, owner).Token)
+	r := as.Do(http.MethodPost, "/v1/content", "application/json", []byte(`{"name":"x","visibility":"private","Visibility":"public"}`))
+	if p := r.Problem(t); r.StatusCode != http.StatusBadRequest || p.Code != "unknown_field" || len(p.Errors) != 1 || p.Errors[0].Field != "Visibility" {
+		t.Fatalf("visibility in two cases: %d %s", r.StatusCode, r.Body)
+	}
+	var lib struct{ Items []struct{ ID string } }
+	as.Get("/v1/users/"+u.ID+"/library").JSON(t, &lib)
+	if len(lib.Items) != 0 {
+		t.Fatalf("the refused body created %d items", len(lib.Items))
+	}
+	var c struct{ ID string }
+	if r := as.Send(http.MethodPost, "/v1/content", map[string]string{"name": "x", "visibility": "private"}); r.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.StatusCode, r.Body)
+	} else {
+		r.JSON(t, &c)
+	}
+	other := name("two")
+	v := mustSignup(t, api, other, other+"@example.org")
+	r = as.Do(http.MethodPut, "/v1/content/"+c.ID+"/members/"+v.ID, "application/json", []byte(`{"role":"viewer","role":"manager"}`))
+	if p := r.Problem(t); r.StatusCode != http.StatusBadRequest || p.Code != "duplicate_field" || len(p.Errors) != 1 || p.Errors[0].Field != "role" {
+		t.Fatalf("role twice: %d %s", r.StatusCode, r.Body)
+	}
+	var members struct {
+		Items []struct{ PrincipalID string }
+	}
+	as.Get("/v1/content/"+c.ID+"/members").JSON(t, &members)
+	for _, m := range members.Items {
+		if m.PrincipalID == v.ID {
+			t.Fatalf("the refused share made %s a member", v.ID)
+		}
+	}
+}
