@@ -26,6 +26,13 @@ func principal(ctx context.Context) domain.Principal {
 func authenticate(accounts *accounts.Service) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if len(r.Header.Values("Authorization")) > 1 {
+				// Which one counts would depend on who reads it: a proxy
+				// may check the second while shelf acts on the first.
+				writeProblem(w, r, newProblem(http.StatusBadRequest, "malformed_authorization",
+					"The request has more than one Authorization header; send one."))
+				return
+			}
 			header := r.Header.Get("Authorization")
 			if header == "" {
 				next.ServeHTTP(w, r)

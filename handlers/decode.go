@@ -134,7 +134,13 @@ func rejectNulls(raw []byte) error {
 // requireJSON refuses bodies that do not say they are JSON (415).
 func requireJSON(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
-	mediaType, _, err := mime.ParseMediaType(ct)
+	mediaType, params, err := mime.ParseMediaType(ct)
+	if charset, ok := params["charset"]; ok && err == nil && !strings.EqualFold(charset, "utf-8") {
+		p := newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			fmt.Sprintf("JSON bodies must be UTF-8, not %q.", charset))
+		p.header = http.Header{"Accept": {"application/json; charset=utf-8"}}
+		return p
+	}
 	if ct == "" || err != nil || (mediaType != "application/json" && !strings.HasSuffix(mediaType, "+json")) {
 		p := newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			fmt.Sprintf("Content-Type must be application/json, not %q.", ct))

@@ -239,3 +239,24 @@ func TestBodiesThatMeanTwoThingsAreRefused(t *testing.T) {
 		t.Fatalf("a surrogate pair: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestOnlyUTF8BodiesAreRead: a body that says another charset is 415 (it
+// would be read as UTF-8 and mean something else); utf-8 in any case passes.
+func TestOnlyUTF8BodiesAreRead(t *testing.T) {
+	t.Parallel()
+	router := testRouter(t)
+	for ct, want := range map[string]int{
+		"application/json; charset=iso-8859-1": http.StatusUnsupportedMediaType,
+		"application/json; charset=utf-16":     http.StatusUnsupportedMediaType,
+		"application/json; charset=UTF-8":      http.StatusOK,
+		"application/json":                     http.StatusOK,
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/echo", strings.NewReader(`{"name":"abcd"}`))
+		req.Header.Set("Content-Type", ct)
+		rec := httptest.NewRecorder()
+		router.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("%s: %d, want %d: %s", ct, rec.Code, want, rec.Body)
+		}
+	}
+}
