@@ -26,9 +26,12 @@ func pageLimit(r *http.Request) (int, error) {
 	if !q.Has("limit") {
 		return defaultPageLimit, nil
 	}
-	raw := q.Get("limit") // present but empty ("?limit=") is not a number either
+	// Digits only, without sign or leading zero ("+5" and "05" are not how
+	// the contract writes 5), and once: with two, who reads which differs.
+	// Present but empty ("?limit=") is not a number either.
+	raw := q.Get("limit")
 	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > maxPageLimit {
+	if err != nil || len(q["limit"]) > 1 || raw != strconv.Itoa(n) || n < 1 || n > maxPageLimit {
 		return 0, newProblem(http.StatusBadRequest, "validation_failed", "limit must be a whole number from 1 to 100.",
 			ProblemField{Field: "limit", Code: "range", Message: "must be a whole number from 1 to 100"})
 	}
