@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"fmt"
 	"net/mail"
 	"regexp"
 	"strings"
@@ -17,11 +18,12 @@ var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{1,30}[A-Za-z0-9]
 
 // blank reports a character that shows as nothing or as blank space:
 // control and format characters (Cc, Cf: zero-width spaces and joiners,
-// bidi overrides and isolates, soft hyphens, BOMs), line and paragraph
-// separators, variation selectors, the other default-ignorable code points
-// (U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0 ...) and the
-// braille blank U+2800. Two strings that differ only by such characters
-// look the same (or one looks empty).
+// bidi overrides and isolates, soft hyphens, BOMs, tags), line and
+// paragraph separators, variation selectors, the other default-ignorable
+// code points (U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0
+// ...) and the braille blank U+2800. Two strings that differ only by such
+// characters look the same (or one looks empty). The sets are Unicode's
+// own tables, as the unicode package carries them.
 func blank(r rune) bool {
 	return unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) ||
 		unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) ||
@@ -30,58 +32,135 @@ func blank(r rune) bool {
 		r == '\u2800'
 }
 
+// invisibleAt is the position (in characters) and the character of the
+// first blank character in s, or -1. lines lets line breaks and tabs
+// through (descriptions and reasons have lines); emoji lets through the
+// blank characters emoji sequences are built with (emojiPart).
+func invisibleAt(s string, lines, emoji bool) (int, rune) {
+	rs := []rune(s)
+	for i, r := range rs {
+		switch {
+		case !blank(r):
+		case lines && (r == '\n' || r == '\r' || r == '\t'):
+		case emoji && emojiPart(rs, i):
+		default:
+			return i, r
+		}
+	}
+	return -1, 0
+}
+
+// invisibleError names the field and the first character refused in it.
+func invisibleError(field string, i int, r rune) *FieldError {
+	return &FieldError{Field: field, Code: "invalid_characters",
+		Message: fmt.Sprintf("must not contain invisible, control or bidi characters (%U at character %d)", r, i+1)}
+}
+
 // HasInvisible reports any blank character: the rule for identifiers
 // (emails, usernames), where no exception is safe.
 func HasInvisible(s string) bool {
-	for _, r := range s {
-		if blank(r) {
-			return true
+	i, _ := invisibleAt(s, false, false)
+	return i >= 0
+}
+
+// Emoji sequences (Unicode TS #51) are built with blank characters.
+const (
+	keycap     = '\u20E3'     // COMBINING ENCLOSING KEYCAP, after a variation selector
+	blackFlag  = '\U0001F3F4' // the base of a subdivision flag (🏴 + tags + cancel tag)
+	cancelTag  = '\U000E007F'
+	firstTag   = '\U000E0020'
+	lastTag    = '\U000E007E'
+	emojiStyle = '\uFE0F'
+	textStyle  = '\uFE0E'
+	zwj        = '\u200D'
+)
+
+// emojiPart reports whether the blank character rs[i] belongs to an emoji
+// sequence: a variation selector after a symbol (❤️, ✔︎) or before a keycap
+// mark (1️⃣), a zero-width joiner between two symbols (👩🏽‍💻, 🏳️‍🌈), or
+// the tags of a subdivision flag (🏴󠁧󠁢󠁳󠁣󠁴󠁿). Anywhere else it only hides.
+func emojiPart(rs []rune, i int) bool {
+	at := func(j int) rune {
+		if j < 0 || j >= len(rs) {
+			return -1
 		}
+		return rs[j]
+	}
+	isTag := func(r rune) bool { return r >= firstTag && r <= lastTag }
+	switch r := rs[i]; {
+	case r == textStyle || r == emojiStyle:
+		return emojiBase(at(i-1)) || at(i+1) == keycap
+	case r == zwj:
+		before := i - 1
+		if at(before) == emojiStyle {
+			before--
+		}
+		return emojiBase(at(before)) && emojiBase(at(i+1))
+	case isTag(r) || r == cancelTag:
+		end := i // the cancel tag that closes the run of tags around i
+		for isTag(at(end)) {
+			end++
+		}
+		start := end
+		for isTag(at(start - 1)) {
+			start--
+		}
+		return start < end && at(start-1) == blackFlag && at(end) == cancelTag
 	}
 	return false
 }
 
-// HasInvisibleText is the rule for names people read (display names,
-// content names): HasInvisible, except the joiners emoji are built with,
-// which are welcome there: a variation selector right after a symbol (❤️)
-// or before a keycap mark (1️⃣), and a zero-width joiner between two
-// symbols (👩🏽‍💻, 🏳️‍🌈).
-func HasInvisibleText(s string) bool {
-	rs := []rune(s)
-	symbol := func(i int) bool {
-		return i >= 0 && i < len(rs) && (unicode.Is(unicode.So, rs[i]) || unicode.Is(unicode.Sk, rs[i])) && rs[i] != '\u2800'
+// emojiBase reports a symbol an emoji sequence may start from or join:
+// the symbol categories (So, Sm, Sk: emoji, arrows, skin-tone modifiers)
+// but the braille blank, and the four punctuation marks Unicode gives an
+// emoji presentation (‼ ⁉ 〰 〽).
+func emojiBase(r rune) bool {
+	switch r {
+	case -1, '\u2800':
+		return false
+	case '\u203C', '\u2049', '\u3030', '\u303D':
+		return true
 	}
-	for i, r := range rs {
-		if !blank(r) {
-			continue
-		}
-		switch {
-		case (r == '\uFE0E' || r == '\uFE0F') && (symbol(i-1) || i+1 < len(rs) && rs[i+1] == '\u20E3'):
-		case r == '\u200D' && (symbol(i-1) || i >= 2 && rs[i-1] == '\uFE0F' && symbol(i-2)) && symbol(i+1):
-		default:
-			return true
-		}
-	}
-	return false
+	return unicode.Is(unicode.S, r)
 }
 
-// HasControl reports control characters other than ordinary line breaks
-// and tabs.
-func HasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 && r != '\n' && r != '\r' && r != '\t' || r == 0x7f {
-			return true
-		}
-	}
-	return false
+// TextRule is the rule of a field people read (display names, content names
+// and descriptions, group descriptions, suspension reasons): trimmed, in
+// NFC, no blank character but the parts of emoji sequences (and line
+// breaks and tabs where Lines), and Min-Max characters. Each rule has one
+// code whatever the input: invalid_characters, then length (a range) or
+// too_long (a maximum only), the limits in the message.
+type TextRule struct {
+	Field    string
+	Min, Max int
+	Lines    bool
 }
+
+// Check applies the rule to s and returns it as stored. Characters are
+// checked after normalization, which can itself insert U+034F into a long
+// run of combining marks: what is stored is what a client could send.
+func (t TextRule) Check(s string) (string, *FieldError) {
+	s = norm.NFC.String(strings.TrimSpace(s))
+	if i, r := invisibleAt(s, t.Lines, true); i >= 0 {
+		return "", invisibleError(t.Field, i, r)
+	}
+	switch n := utf8.RuneCountInString(s); {
+	case t.Min > 0 && (n < t.Min || n > t.Max):
+		return "", &FieldError{Field: t.Field, Code: "length", Message: fmt.Sprintf("must be %d-%d characters once trimmed", t.Min, t.Max)}
+	case n > t.Max:
+		return "", &FieldError{Field: t.Field, Code: "too_long", Message: fmt.Sprintf("must be at most %d characters once trimmed", t.Max)}
+	}
+	return s, nil
+}
+
+// DisplayNameRule is the rule of users' and groups' display names.
+var DisplayNameRule = TextRule{Field: "displayName", Min: 1, Max: 64}
 
 // NormalizeUsername checks a username and returns the form to display (as
 // typed) and the key it is unique by (lower case).
 func NormalizeUsername(s string) (display, key string, fe *FieldError) {
-	if HasInvisible(s) {
-		return "", "", &FieldError{Field: "username", Code: "invalid_characters",
-			Message: "must not contain invisible, control or bidi characters"}
+	if i, r := invisibleAt(s, false, false); i >= 0 {
+		return "", "", invisibleError("username", i, r)
 	}
 	if !usernameRE.MatchString(s) {
 		return "", "", &FieldError{Field: "username", Code: "format",
@@ -97,14 +176,12 @@ var emailFold = cases.Fold()
 // (NFKC of what was typed) and the key it is unique by: NFKC, case folded,
 // NFKC again (folding can denormalize).
 func NormalizeEmail(s string) (display, key string, fe *FieldError) {
-	if HasInvisible(s) {
-		return "", "", &FieldError{Field: "email", Code: "invalid_characters",
-			Message: "must not contain invisible, control or bidi characters"}
+	if i, r := invisibleAt(s, false, false); i >= 0 {
+		return "", "", invisibleError("email", i, r)
 	}
 	display = norm.NFKC.String(strings.TrimSpace(s))
-	if HasInvisible(display) { // NFKC can itself insert U+034F
-		return "", "", &FieldError{Field: "email", Code: "invalid_characters",
-			Message: "must not contain invisible, control or bidi characters"}
+	if i, r := invisibleAt(display, false, false); i >= 0 { // NFKC can itself insert U+034F
+		return "", "", invisibleError("email", i, r)
 	}
 	if utf8.RuneCountInString(display) > 254 {
 		return "", "", &FieldError{Field: "email", Code: "too_long", Message: "must be at most 254 characters"}
@@ -141,16 +218,7 @@ func CheckPassword(field, password, usernameKey, emailKey string) *FieldError {
 	return nil
 }
 
-// NormalizeDisplayName checks a display name: 1-64 characters, no control,
-// format or bidi characters, surrounding space trimmed.
+// NormalizeDisplayName checks a display name by DisplayNameRule.
 func NormalizeDisplayName(s string) (string, *FieldError) {
-	s = norm.NFC.String(strings.TrimSpace(s))
-	if HasInvisibleText(s) {
-		return "", &FieldError{Field: "displayName", Code: "invalid_characters",
-			Message: "must not contain invisible, control or bidi characters"}
-	}
-	if n := utf8.RuneCountInString(s); n < 1 || n > 64 {
-		return "", &FieldError{Field: "displayName", Code: "length", Message: "must be 1-64 characters"}
-	}
-	return s, nil
+	return DisplayNameRule.Check(s)
 }

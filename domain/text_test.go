@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -111,35 +112,104 @@ func TestIDs(t *testing.T) {
 	}
 }
 
+// hasInvisibleText is the rule of names people read, as TextRule applies it.
+func hasInvisibleText(s string) bool {
+	i, _ := invisibleAt(s, false, true)
+	return i >= 0
+}
+
 // TestInvisibleCharacters: characters that show as nothing or as blank are
 // refused in emails and in names people read, so two values that look the
-// same never differ (issue 10, case 11); the joiners emoji are built with
-// stay welcome in names.
+// same never differ (issue 10, case 11; issue 14); the parts emoji
+// sequences are built with stay welcome in names.
 func TestInvisibleCharacters(t *testing.T) {
 	t.Parallel()
-	for _, r := range []rune{0x034F, 0xFE0F, 0xFE0E, 0xE0100, 0x3164, 0xFFA0, 0x115F, 0x1160, 0x2800, 0x2028, 0x2029, 0x200B, 0x200D, 0x2064, 0x00AD} {
+	for _, r := range []rune{0x034F, 0xFE0F, 0xFE0E, 0xE0100, 0x3164, 0xFFA0, 0x115F, 0x1160, 0x2800, 0x2028, 0x2029, 0x200B, 0x200D, 0x2064, 0x00AD, 0xE0067, 0xE007F, 0xFEFF, 0x202E} {
 		s := string(r)
 		if _, _, fe := NormalizeEmail("ab" + s + "c@example.org"); fe == nil || fe.Code != "invalid_characters" {
 			t.Errorf("email with %U: %+v", r, fe)
 		}
-		if _, fe := NormalizeDisplayName("Ann" + s + "Lee"); fe == nil || fe.Code != "invalid_characters" {
+		if _, fe := NormalizeDisplayName("Ann" + s + "Lee"); fe == nil || fe.Code != "invalid_characters" ||
+			fe.Field != "displayName" || !strings.Contains(fe.Message, fmt.Sprintf("%U at character 4", r)) {
 			t.Errorf("display name with %U between letters: %+v", r, fe)
 		}
-		if !HasInvisibleText(s) || !HasInvisibleText("x"+s) {
+		if !hasInvisibleText(s) || !hasInvisibleText("x"+s) {
 			t.Errorf("%U alone or after a letter passes the name rule", r)
 		}
 	}
-	for _, name := range []string{"Ann ❤️", "👍🏽 Bob", "👩🏽‍💻 dev", "🏳️‍🌈", "👨‍👩‍👧 family", "1️⃣ first", "✔︎ done", "Zoë", "東京"} {
+	for _, name := range []string{"Ann ❤️", "👍🏽 Bob", "👩🏽‍💻 dev", "🏳️‍🌈", "👨‍👩‍👧 family", "1️⃣ first", "✔︎ done", "Zoë", "東京",
+		"↔️ both", "‼️ loud", "🏴‍☠️ crew", "❤️‍🔥", "🏴\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F Scotland"} {
 		if got, fe := NormalizeDisplayName(name); fe != nil || got == "" {
 			t.Errorf("display name %q refused: %+v", name, fe)
 		}
-		if HasInvisibleText(name) {
+		if hasInvisibleText(name) {
 			t.Errorf("%q counted as invisible", name)
 		}
 	}
-	for _, name := range []string{"a\u200d", "\u200d👍", "a\u200db", "👍\u200d", "x\uFE0F", "\u2800\u200d👍"} {
-		if !HasInvisibleText(name) {
-			t.Errorf("%q passes the name rule: a joiner that joins no emoji", name)
+	for _, name := range []string{"a\u200d", "\u200d👍", "a\u200db", "👍\u200d", "x\uFE0F", "\u2800\u200d👍",
+		"🏴\U000E0067\U000E0062", "a\U000E0067\U000E007F", "🏴\U000E007F", "\U000E0067\U000E007F"} {
+		if !hasInvisibleText(name) {
+			t.Errorf("%q passes the name rule: a joiner or tag that builds no emoji", name)
 		}
+	}
+}
+
+// TestTextRules: every field people read follows one rule, applied after
+// NFC: one code per rule whatever the input's length (invalid_characters,
+// then length for a range or too_long for a maximum), the limit in the
+// message; line breaks and tabs only where the field has lines.
+func TestTextRules(t *testing.T) {
+	t.Parallel()
+	name := TextRule{Field: "name", Min: 1, Max: 5}
+	lines := TextRule{Field: "description", Max: 5, Lines: true}
+	for _, tc := range []struct {
+		rule     TextRule
+		in, out  string
+		code     string
+		mentions string
+	}{
+		{name, " ab ", "ab", "", ""},
+		{name, "e\u0301", "é", "", ""}, // stored in NFC
+		{name, "", "", "length", "1-5"},
+		{name, "   ", "", "length", "1-5"},
+		{name, "abcdef", "", "length", "1-5"},
+		{name, strings.Repeat("a", 100000), "", "length", "1-5"},
+		{name, "a\nb", "", "invalid_characters", "U+000A at character 2"},
+		{name, "a\u3164", "", "invalid_characters", "U+3164"},
+		{lines, "a\nb\tc", "a\nb\tc", "", ""},
+		{lines, "", "", "", ""},
+		{lines, "abcdef", "", "too_long", "at most 5"},
+		{lines, strings.Repeat("a", 100000), "", "too_long", "at most 5"},
+		{lines, "a\u2028b", "", "invalid_characters", "U+2028"},
+		{lines, "a\u0007", "", "invalid_characters", "U+0007"},
+	} {
+		out, fe := tc.rule.Check(tc.in)
+		code := ""
+		if fe != nil {
+			code = fe.Code
+			if fe.Field != tc.rule.Field || !strings.Contains(fe.Message, tc.mentions) {
+				t.Errorf("%.20q: %+v, want field %s and a message mentioning %q", tc.in, fe, tc.rule.Field, tc.mentions)
+			}
+		}
+		if out != tc.out || code != tc.code {
+			t.Errorf("%.20q: got %q %q, want %q %q", tc.in, out, code, tc.out, tc.code)
+		}
+	}
+}
+
+// TestNormalizationCannotSmuggleInvisibles: NFC and NFKC insert U+034F
+// into a run of more than 30 combining marks; the rules look at the
+// normalized text, so what would be stored is refused, not kept.
+func TestNormalizationCannotSmuggleInvisibles(t *testing.T) {
+	t.Parallel()
+	marks := "a" + strings.Repeat("\u0301", 40)
+	if HasInvisible(marks) {
+		t.Fatal("the input itself has an invisible character")
+	}
+	if _, fe := NormalizeDisplayName(marks); fe == nil || fe.Code != "invalid_characters" || !strings.Contains(fe.Message, "U+034F") {
+		t.Errorf("display name: %+v", fe)
+	}
+	if _, _, fe := NormalizeEmail(marks + "@example.org"); fe == nil || fe.Code != "invalid_characters" || !strings.Contains(fe.Message, "U+034F") {
+		t.Errorf("email: %+v", fe)
 	}
 }

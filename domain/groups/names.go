@@ -1,11 +1,6 @@
 package groups
 
 import (
-	"strings"
-	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
-
 	"shelf/domain"
 )
 
@@ -20,15 +15,11 @@ func NormalizeName(s string) (display, key string, fe *domain.FieldError) {
 	return display, key, fe
 }
 
-// normalizeGroupDescription checks a description: at most 1000 characters once
-// trimmed, line breaks and tabs allowed, other control characters not.
+// descriptionRule: at most 1000 characters once trimmed, line breaks and
+// tabs allowed, no other invisible character.
+var descriptionRule = domain.TextRule{Field: "description", Max: 1000, Lines: true}
+
+// normalizeGroupDescription checks a description by descriptionRule.
 func normalizeGroupDescription(s string) (string, *domain.FieldError) {
-	s = norm.NFC.String(strings.TrimSpace(s))
-	if domain.HasControl(s) {
-		return "", &domain.FieldError{Field: "description", Code: "invalid_characters", Message: "must not contain control characters"}
-	}
-	if utf8.RuneCountInString(s) > 1000 {
-		return "", &domain.FieldError{Field: "description", Code: "too_long", Message: "must be at most 1000 characters"}
-	}
-	return s, nil
+	return descriptionRule.Check(s)
 }

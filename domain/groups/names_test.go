@@ -45,6 +45,10 @@ func TestNormalizeGroupDescription(t *testing.T) {
 		{strings.Repeat("é", 1000), strings.Repeat("é", 1000), ""},
 		{strings.Repeat("é", 1001), "", "too_long"},
 		{"bell\a", "", "invalid_characters"},
+		{"Hangul\u3164filler", "", "invalid_characters"},
+		{"line\u2028separator", "", "invalid_characters"},
+		{strings.Repeat("é", 100000), "", "too_long"}, // one code whatever the length
+		{"  ❤️ club\n", "❤️ club", ""},
 	} {
 		out, fe := normalizeGroupDescription(tc.in)
 		code := ""

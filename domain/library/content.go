@@ -4,7 +4,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"shelf/domain"
 )
@@ -89,21 +88,26 @@ type Input struct {
 	Link        *string
 }
 
+// The rules of an item's text: names 1-200 characters, descriptions at
+// most 5000 with line breaks and tabs, both trimmed, in NFC and without
+// invisible characters (domain.TextRule).
+var (
+	nameRule        = domain.TextRule{Field: "name", Min: 1, Max: 200}
+	descriptionRule = domain.TextRule{Field: "description", Max: 5000, Lines: true}
+)
+
 // apply checks in and writes it onto c.
 func (in Input) apply(c *Content) error {
 	var fes []*domain.FieldError
 	if in.Name != nil {
-		name := strings.TrimSpace(*in.Name)
-		if n := utf8.RuneCountInString(name); n < 1 || n > 200 || domain.HasInvisibleText(name) {
-			fes = append(fes, &domain.FieldError{Field: "name", Code: "format", Message: "must be 1-200 characters, no control or invisible characters"})
-		}
+		name, fe := nameRule.Check(*in.Name)
+		fes = append(fes, fe)
 		c.Name = name
 	}
 	if in.Description != nil {
-		if utf8.RuneCountInString(*in.Description) > 5000 || domain.HasControl(*in.Description) {
-			fes = append(fes, &domain.FieldError{Field: "description", Code: "format", Message: "must be at most 5000 characters, no control characters"})
-		}
-		c.Description = *in.Description
+		description, fe := descriptionRule.Check(*in.Description)
+		fes = append(fes, fe)
+		c.Description = description
 	}
 	if in.Visibility != nil {
 		switch v := Visibility(*in.Visibility); v {

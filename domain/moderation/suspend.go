@@ -3,9 +3,7 @@ package moderation
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"shelf/domain"
 )
@@ -69,16 +67,15 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	return s, nil
 }
 
+// reasonRule: a suspension's reason is 1-500 characters once trimmed, line
+// breaks and tabs allowed, no other invisible character.
+var reasonRule = domain.TextRule{Field: "reason", Min: 1, Max: 500, Lines: true}
+
 // checkSuspend checks a suspension request made at now by admin, and
 // returns its reason trimmed, or the fields at fault.
 func checkSuspend(in SuspendInput, now time.Time, admin, userID string) (string, error) {
-	reason := strings.TrimSpace(in.Reason)
-	var fes []*domain.FieldError
-	if n := utf8.RuneCountInString(reason); n < 1 || n > 500 {
-		fes = append(fes, &domain.FieldError{Field: "reason", Code: "length", Message: "must be 1-500 characters"})
-	} else if domain.HasControl(reason) {
-		fes = append(fes, &domain.FieldError{Field: "reason", Code: "invalid_characters", Message: "must not contain control characters"})
-	}
+	reason, fe := reasonRule.Check(in.Reason)
+	fes := []*domain.FieldError{fe}
 	if in.Until != nil && !in.Until.After(now) {
 		fes = append(fes, &domain.FieldError{Field: "until", Code: "not_future", Message: "must be in the future"})
 	}

@@ -1,0 +1,54 @@
+package library
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"shelf/domain"
+)
+
+// TestItemTextRules: an item's name and description follow the one rule of
+// text people read (domain.TextRule): no invisible character but the
+// parts of emoji sequences, one code per rule whatever the length, and
+// what is kept is trimmed and in NFC.
+func TestItemTextRules(t *testing.T) {
+	t.Parallel()
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		in                Input
+		name, description string
+		field, code       string
+	}{
+		{Input{Name: str(" Caf\u0065\u0301 👩🏽‍💻 "), Description: str("two\nlines\tand a tab\n")}, "Café 👩🏽‍💻", "two\nlines\tand a tab", "", ""},
+		{Input{Name: str("a\u3164")}, "", "", "name", "invalid_characters"},
+		{Input{Name: str("\u2800")}, "", "", "name", "invalid_characters"},
+		{Input{Name: str("")}, "", "", "name", "length"},
+		{Input{Name: str(strings.Repeat("n", 201))}, "", "", "name", "length"},
+		{Input{Name: str(strings.Repeat("n", 100000))}, "", "", "name", "length"},
+		{Input{Description: str("a\u2029b")}, "", "", "description", "invalid_characters"},
+		{Input{Description: str("a\u034Fb")}, "", "", "description", "invalid_characters"},
+		{Input{Description: str(strings.Repeat("d", 5001))}, "", "", "description", "too_long"},
+		{Input{Description: str(strings.Repeat("d", 100000))}, "", "", "description", "too_long"},
+	} {
+		var c Content
+		err := tc.in.apply(&c)
+		if tc.code == "" {
+			if err != nil || c.Name != tc.name || c.Description != tc.description {
+				t.Errorf("%+v: %v, kept %q %q", tc.in, err, c.Name, c.Description)
+			}
+			continue
+		}
+		var de *domain.Error
+		if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != tc.field || de.Fields[0].Code != tc.code {
+			t.Errorf("%.40q: %v, want %s %s", *firstOf(tc.in.Name, tc.in.Description), err, tc.field, tc.code)
+		}
+	}
+}
+
+func firstOf(a, b *string) *string {
+	if a != nil {
+		return a
+	}
+	return b
+}

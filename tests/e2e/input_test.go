@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"net/http"
+	"testing"
+
+	"shelf/internal/testkit"
+)
+
+// The tests of this file send input that could mean two things to the
+// real service (issue 14): each is refused naming the field, and nothing
+// of it is stored.
+
+// wantField fails unless r is a 400 naming only field, with code.
+func wantField(t *testing.T, r *testkit.Response, field, code string) {
+	t.Helper()
+	p := r.Problem(t)
+	if r.StatusCode != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Field != field || p.Errors[0].Code != code {
+		t.Errorf("%s %s: %d %s; want 400 naming %s (%s)", r.Request.Method, r.Request.URL.Path, r.StatusCode, r.Body, field, code)
+	}
+}
+
+// TestInvisibleCharactersAreRefusedInEveryField: every field people read
+// refuses characters that show as nothing (one code, invalid_characters,
+// naming the field), through the real service; emoji sequences, whose
+// joiners and selectors are such characters too, are stored as sent.
+func TestInvisibleCharactersAreRefusedInEveryField(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, as := m.member(t)
+	item := createContent(t, as, "plain", "private")
+	for _, tc := range []struct {
+		method, path string
+		api          *testkit.API
+		body         map[string]any
+		field        string
+	}{
+		{http.MethodPost, "/v1/content", as, map[string]any{"name": "a\u3164", "visibility": "private"}, "name"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"description": "one\u2028two"}, "description"},
+		{http.MethodPost, "/v1/groups", as, map[string]any{"name": name("grp"), "displayName": "\u115Fx"}, "displayName"},
+		{http.MethodPost, "/v1/groups", as, map[string]any{"name": name("grp"), "description": "x\uFFA0"}, "description"},
+		{http.MethodPatch, "/v1/users/" + u.ID, as, map[string]any{"displayName": "Ann\u034FLee"}, "displayName"},
+		{http.MethodPatch, "/v1/users/" + u.ID, as, map[string]any{"email": "ann\u2800@example.org"}, "email"},
+		{http.MethodPost, "/v1/users/" + u.ID + "/suspension", m.admin, map[string]any{"reason": "spam\u2029again"}, "reason"},
+	} {
+		wantField(t, tc.api.Send(tc.method, tc.path, tc.body), tc.field, "invalid_characters")
+	}
+	if r := m.admin.Get("/v1/users/" + u.ID + "/suspension"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the refused suspension was made: %d %s", r.StatusCode, r.Body)
+	}
+	var c contentBody
+	as.Get("/v1/content/"+item.ID).JSON(t, &c)
+	if c.Description != "" {
+		t.Errorf("the refused description was stored: %q", c.Description)
+	}
+
+	emoji := "👩🏽‍💻 ❤️ 🏳️‍🌈 1️⃣ 🏴\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F"
+	r := as.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]any{"displayName": emoji})
+	var me userBody
+	if r.JSON(t, &me); r.StatusCode != http.StatusOK || me.DisplayName != emoji {
+		t.Errorf("emoji display name: %d %s", r.StatusCode, r.Body)
+	}
+	r = as.Send(http.MethodPatch, "/v1/content/"+item.ID, map[string]any{"name": emoji, "description": emoji + "\nsecond line"})
+	if r.JSON(t, &c); r.StatusCode != http.StatusOK || c.Name != emoji || c.Description != emoji+"\nsecond line" {
+		t.Errorf("emoji content name: %d %s", r.StatusCode, r.Body)
+	}
+}
