@@ -14,12 +14,13 @@ type Contents struct {
 	contents *library.Service
 }
 
-// contentRequest is POST /v1/content and PATCH /v1/content/{id}.
+// contentRequest is POST /v1/content and PATCH /v1/content/{id}; the
+// domain checks every field (see signupRequest).
 type contentRequest struct {
-	Name        *string `json:"name" validate:"omitempty,max=2000"`
-	Description *string `json:"description" validate:"omitempty,max=20000"`
-	Visibility  *string `json:"visibility" validate:"omitempty,max=32"`
-	Link        *string `json:"link" validate:"omitempty,max=4096"`
+	Name        *string `json:"name"`
+	Description *string `json:"description"`
+	Visibility  *string `json:"visibility"`
+	Link        *string `json:"link"`
 }
 
 func (r contentRequest) toInput() library.Input {
@@ -45,7 +46,7 @@ func toContentResponse(c library.Content) contentResponse {
 
 // shareRequest is PUT /v1/content/{id}/members/{principalId}.
 type shareRequest struct {
-	Role string `json:"role" validate:"required,oneof=viewer manager"`
+	Role *string `json:"role" validate:"required"` // the domain checks it
 }
 
 // contentMemberResponse is one {principalId, role}.
@@ -137,7 +138,7 @@ func (h *Contents) share(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id, principalID := chi.URLParam(r, "id"), chi.URLParam(r, "principalId")
-	created, err := h.contents.Share(r.Context(), principal(r.Context()), id, principalID, req.Role)
+	created, err := h.contents.Share(r.Context(), principal(r.Context()), id, principalID, *req.Role)
 	if err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func (h *Contents) share(w http.ResponseWriter, r *http.Request) error {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, contentMemberResponse{PrincipalID: principalID, Role: req.Role})
+	writeJSON(w, status, contentMemberResponse{PrincipalID: principalID, Role: *req.Role})
 	return nil
 }
 

@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/go-playground/validator/v10"
@@ -221,8 +223,19 @@ func theValidator() *validator.Validate {
 			}
 			return name
 		})
+		_ = validate.RegisterValidation("length", lengthWithin) // a fixed, valid tag: never fails
 	})
 	return validate
+}
+
+// lengthWithin is the `length=min-max` rule: min to max characters. One
+// tag, so that a value too short and one too long get the same code.
+func lengthWithin(fl validator.FieldLevel) bool {
+	lo, hi, _ := strings.Cut(fl.Param(), "-")
+	minN, err1 := strconv.Atoi(lo)
+	maxN, err2 := strconv.Atoi(hi)
+	n := utf8.RuneCountInString(fl.Field().String())
+	return err1 == nil && err2 == nil && n >= minN && n <= maxN
 }
 
 // validateStruct checks v's `validate` tags and reports every failing field.
@@ -257,6 +270,8 @@ func fieldMessage(fe validator.FieldError) string {
 		return "must be at least " + fe.Param() + unit(fe)
 	case "max":
 		return "must be at most " + fe.Param() + unit(fe)
+	case "length":
+		return "must be " + fe.Param() + " characters long"
 	case "email":
 		return "must be an email address"
 	case "oneof":

@@ -14,18 +14,19 @@ type Groups struct {
 	groups *groups.Service
 }
 
-// createGroupRequest is POST /v1/groups. Lengths here only bound the
-// transport; the domain applies the real rules (and names the field).
+// createGroupRequest is POST /v1/groups. Only presence is checked here;
+// the domain applies each field's rules (see signupRequest).
 type createGroupRequest struct {
-	Name        string  `json:"name" validate:"required,max=256"`
-	DisplayName *string `json:"displayName" validate:"omitempty,max=1024"`
-	Description *string `json:"description" validate:"omitempty,max=8192"`
+	Name        *string `json:"name" validate:"required"`
+	DisplayName *string `json:"displayName"`
+	Description *string `json:"description"`
 	MaxMembers  *int    `json:"maxMembers"`
 }
 
-// groupMemberRequest is PUT /v1/groups/{id}/members/{userId}.
+// groupMemberRequest is PUT /v1/groups/{id}/members/{userId}; the domain
+// checks the role.
 type groupMemberRequest struct {
-	Role string `json:"role" validate:"required,max=64"`
+	Role *string `json:"role" validate:"required"`
 }
 
 // groupResponse is the Group schema of openapi.yaml.
@@ -67,7 +68,7 @@ func (h *Groups) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	g, err := h.groups.CreateGroup(r.Context(), principal(r.Context()), groups.CreateInput{
-		Name: req.Name, DisplayName: req.DisplayName, Description: req.Description, MaxMembers: req.MaxMembers,
+		Name: *req.Name, DisplayName: req.DisplayName, Description: req.Description, MaxMembers: req.MaxMembers,
 	})
 	if err != nil {
 		return err
@@ -109,7 +110,7 @@ func (h *Groups) setMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	m, added, err := h.groups.SetMember(r.Context(), principal(r.Context()),
-		chi.URLParam(r, "id"), chi.URLParam(r, "userId"), req.Role)
+		chi.URLParam(r, "id"), chi.URLParam(r, "userId"), *req.Role)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ type Moderation struct {
 
 // suspendRequest is POST /v1/users/{id}/suspension.
 type suspendRequest struct {
-	Reason string     `json:"reason" validate:"required,max=2000"`
+	Reason *string    `json:"reason" validate:"required"` // the domain checks it
 	Until  *time.Time `json:"until"`
 }
 
@@ -48,7 +48,7 @@ func (h *Moderation) suspend(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s, err := h.moderation.Suspend(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
-		moderation.SuspendInput{Reason: req.Reason, Until: req.Until})
+		moderation.SuspendInput{Reason: *req.Reason, Until: req.Until})
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,10 @@ type Sessions struct {
 }
 
 // loginRequest is POST /v1/sessions: login is a username or an email.
+// Neither has a rule but the transport's: 1-1024 characters.
 type loginRequest struct {
-	Login    string `json:"login" validate:"required,max=1024"`
-	Password string `json:"password" validate:"required,max=1024"`
+	Login    *string `json:"login" validate:"required,length=1-1024"`
+	Password *string `json:"password" validate:"required,length=1-1024"`
 }
 
 // sessionResponse is the Session schema of openapi.yaml.
@@ -31,7 +32,7 @@ func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	res, err := h.accounts.Login(r.Context(), req.Login, req.Password)
+	res, err := h.accounts.Login(r.Context(), *req.Login, *req.Password)
 	if err != nil {
 		return err
 	}

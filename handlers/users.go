@@ -16,26 +16,30 @@ type Users struct {
 	accounts *accounts.Service
 }
 
-// signupRequest is POST /v1/users. Lengths here only bound the transport;
-// the domain applies the real rules (and names the field).
+// signupRequest is POST /v1/users. Only presence is checked here: the
+// domain applies each field's rules, with one code per rule whatever the
+// input's length (a transport bound here would answer a long value with
+// another code than a short one; the body limit bounds the work).
 type signupRequest struct {
-	Username    string  `json:"username" validate:"required,max=256"`
-	Email       string  `json:"email" validate:"required,max=1024"`
-	Password    string  `json:"password" validate:"required,max=1024"`
-	DisplayName *string `json:"displayName" validate:"omitempty,max=1024"`
+	Username    *string `json:"username" validate:"required"`
+	Email       *string `json:"email" validate:"required"`
+	Password    *string `json:"password" validate:"required"`
+	DisplayName *string `json:"displayName"`
 }
 
-// updateUserRequest is PATCH /v1/users/{id}: absent fields stay as they are.
+// updateUserRequest is PATCH /v1/users/{id}: absent fields stay as they
+// are; the domain checks the others (see signupRequest).
 type updateUserRequest struct {
-	DisplayName *string `json:"displayName" validate:"omitempty,max=1024"`
-	Username    *string `json:"username" validate:"omitempty,max=256"`
-	Email       *string `json:"email" validate:"omitempty,max=1024"`
+	DisplayName *string `json:"displayName"`
+	Username    *string `json:"username"`
+	Email       *string `json:"email"`
 }
 
-// passwordRequest is PUT /v1/users/{id}/password.
+// passwordRequest is PUT /v1/users/{id}/password. The current password has
+// no rule but the transport's; the new one has the domain's.
 type passwordRequest struct {
-	CurrentPassword string `json:"currentPassword" validate:"required,max=1024"`
-	NewPassword     string `json:"newPassword" validate:"required,max=1024"`
+	CurrentPassword *string `json:"currentPassword" validate:"required,length=1-1024"`
+	NewPassword     *string `json:"newPassword" validate:"required"`
 }
 
 // userResponse is the User schema of openapi.yaml.
@@ -69,7 +73,7 @@ func (h *Users) signup(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	in := accounts.SignupInput{Username: req.Username, Email: req.Email, Password: req.Password}
+	in := accounts.SignupInput{Username: *req.Username, Email: *req.Email, Password: *req.Password}
 	if req.DisplayName != nil {
 		in.DisplayName = *req.DisplayName
 	}
@@ -146,7 +150,7 @@ func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := h.accounts.ChangePassword(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
-		req.CurrentPassword, req.NewPassword); err != nil {
+		*req.CurrentPassword, *req.NewPassword); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -65,6 +65,14 @@ func TestSignupValidation(t *testing.T) {
 		{"password is the email", map[string]any{"username": ok, "email": ok + "@example.org", "password": ok + "@Example.org"}, "password", "same_as_identifier"},
 		{"display name too long", map[string]any{"username": ok, "email": ok + "@example.org", "password": testPassword, "displayName": strings.Repeat("d", 65)}, "displayName", "length"},
 		{"missing password", map[string]any{"username": ok, "email": ok + "@example.org"}, "password", "required"},
+		// One code per rule whatever the input's length (issue 14).
+		{"username empty", map[string]any{"username": "", "email": ok + "@example.org", "password": testPassword}, "username", "format"},
+		{"username of 300 characters", map[string]any{"username": strings.Repeat("a", 300), "email": ok + "@example.org", "password": testPassword}, "username", "format"},
+		{"email of 2000 characters", map[string]any{"username": ok, "email": strings.Repeat("a", 2000) + "@example.org", "password": testPassword}, "email", "too_long"},
+		{"password empty", map[string]any{"username": ok, "email": ok + "@example.org", "password": ""}, "password", "too_short"},
+		{"password of 2000 characters", map[string]any{"username": ok, "email": ok + "@example.org", "password": strings.Repeat("p", 2000)}, "password", "too_long"},
+		{"display name empty", map[string]any{"username": ok, "email": ok + "@example.org", "password": testPassword, "displayName": " "}, "displayName", "length"},
+		{"display name of 2000 characters", map[string]any{"username": ok, "email": ok + "@example.org", "password": testPassword, "displayName": strings.Repeat("d", 2000)}, "displayName", "length"},
 		{"password not a string", map[string]any{"username": ok, "email": ok + "@example.org", "password": 12345678}, "password", "wrong_type"},
 	}
 	for _, tc := range cases {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"shelf/internal/testkit"
@@ -63,5 +64,44 @@ func TestInvisibleCharactersAreRefusedInEveryField(t *testing.T) {
 	r = as.Send(http.MethodPatch, "/v1/content/"+item.ID, map[string]any{"name": emoji, "description": emoji + "\nsecond line"})
 	if r.JSON(t, &c); r.StatusCode != http.StatusOK || c.Name != emoji || c.Description != emoji+"\nsecond line" {
 		t.Errorf("emoji content name: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+// TestFieldLengthsHaveOneCode: a field's length rule answers with one
+// code, the limit in its message, for a value just over the limit and for
+// one far over it (or empty) alike; the transport adds no code of its own.
+func TestFieldLengthsHaveOneCode(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, as := m.member(t)
+	item := createContent(t, as, "plain", "private")
+	group := mustPostGroup(t, as, name("len"), 0)
+	for _, tc := range []struct {
+		method, path string
+		api          *testkit.API
+		body         map[string]any
+		field, code  string
+	}{
+		{http.MethodPost, "/v1/content", as, map[string]any{"name": "", "visibility": "private"}, "name", "length"},
+		{http.MethodPost, "/v1/content", as, map[string]any{"name": strings.Repeat("n", 201), "visibility": "private"}, "name", "length"},
+		{http.MethodPost, "/v1/content", as, map[string]any{"name": strings.Repeat("n", 3000), "visibility": "private"}, "name", "length"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"description": strings.Repeat("d", 5001)}, "description", "too_long"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"description": strings.Repeat("d", 30000)}, "description", "too_long"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"visibility": strings.Repeat("v", 40)}, "visibility", "oneof"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"link": "https://example.org/" + strings.Repeat("l", 5000)}, "link", "format"},
+		{http.MethodPut, "/v1/content/" + item.ID + "/members/" + m.id, as, map[string]any{"role": ""}, "role", "oneof"},
+		{http.MethodPost, "/v1/groups", as, map[string]any{"name": strings.Repeat("g", 300)}, "name", "format"},
+		{http.MethodPost, "/v1/groups", as, map[string]any{"name": name("len"), "displayName": strings.Repeat("g", 2000)}, "displayName", "length"},
+		{http.MethodPost, "/v1/groups", as, map[string]any{"name": name("len"), "description": strings.Repeat("g", 9000)}, "description", "too_long"},
+		{http.MethodPut, "/v1/groups/" + group.ID + "/members/" + m.id, as, map[string]any{"role": strings.Repeat("r", 100)}, "role", "oneof"},
+		{http.MethodPatch, "/v1/users/" + u.ID, as, map[string]any{"username": strings.Repeat("u", 300)}, "username", "format"},
+		{http.MethodPut, "/v1/users/" + u.ID + "/password", as, map[string]any{"currentPassword": testPassword, "newPassword": strings.Repeat("p", 2000)}, "newPassword", "too_long"},
+		{http.MethodPut, "/v1/users/" + u.ID + "/password", as, map[string]any{"currentPassword": "", "newPassword": testPassword + "!"}, "currentPassword", "length"},
+		{http.MethodPost, "/v1/sessions", m.api, map[string]any{"login": "", "password": testPassword}, "login", "length"},
+		{http.MethodPost, "/v1/sessions", m.api, map[string]any{"login": strings.Repeat("l", 2000), "password": testPassword}, "login", "length"},
+		{http.MethodPost, "/v1/users/" + u.ID + "/suspension", m.admin, map[string]any{"reason": strings.Repeat("r", 3000)}, "reason", "length"},
+		{http.MethodPost, "/v1/users/" + u.ID + "/suspension", m.admin, map[string]any{"reason": ""}, "reason", "length"},
+	} {
+		wantField(t, tc.api.Send(tc.method, tc.path, tc.body), tc.field, tc.code)
 	}
 }
