@@ -17,10 +17,10 @@ type Groups struct {
 // createGroupRequest is POST /v1/groups. Only presence is checked here;
 // the domain applies each field's rules (see signupRequest).
 type createGroupRequest struct {
-	Name        *string `json:"name" validate:"required"`
-	DisplayName *string `json:"displayName"`
-	Description *string `json:"description"`
-	MaxMembers  *int    `json:"maxMembers"`
+	Name        *string      `json:"name" validate:"required"`
+	DisplayName *string      `json:"displayName"`
+	Description *string      `json:"description"`
+	MaxMembers  *wholeNumber `json:"maxMembers"` // 2540.0 is an integer too
 }
 
 // groupMemberRequest is PUT /v1/groups/{id}/members/{userId}; the domain
@@ -68,7 +68,7 @@ func (h *Groups) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	g, err := h.groups.CreateGroup(r.Context(), principal(r.Context()), groups.CreateInput{
-		Name: *req.Name, DisplayName: req.DisplayName, Description: req.Description, MaxMembers: req.MaxMembers,
+		Name: *req.Name, DisplayName: req.DisplayName, Description: req.Description, MaxMembers: req.MaxMembers.intPointer(),
 	})
 	if err != nil {
 		return err

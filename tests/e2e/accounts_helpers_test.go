@@ -55,6 +55,15 @@ func mustSignup(t *testing.T, api *testkit.API, username, email string) userBody
 	return u
 }
 
+// newUser signs up a fresh user named after prefix and returns it with a
+// client logged in as it.
+func newUser(t *testing.T, api *testkit.API, prefix string) (userBody, *testkit.API) {
+	t.Helper()
+	n := name(prefix)
+	u := mustSignup(t, api, n, n+"@example.org")
+	return u, api.As(mustLogin(t, api, n).Token)
+}
+
 func login(api *testkit.API, login, password string) *testkit.Response {
 	return api.Send(http.MethodPost, "/v1/sessions", map[string]string{"login": login, "password": password})
 }

@@ -105,3 +105,74 @@ func TestFieldLengthsHaveOneCode(t *testing.T) {
 		wantField(t, tc.api.Send(tc.method, tc.path, tc.body), tc.field, tc.code)
 	}
 }
+
+// TestWholeNumbersWrittenWithAFraction: maxMembers 2540.0 is an integer
+// as JSON Schema counts it (and as some JSON libraries write it): the
+// group is created with 2540; 2540.5 is wrong_type and creates nothing.
+func TestWholeNumbersWrittenWithAFraction(t *testing.T) {
+	t.Parallel()
+	api := newTestAPI(t, testkit.PackageDB(t))
+	_, as := newUser(t, api, "whole")
+	groupName := name("whole")
+	r := as.Do(http.MethodPost, "/v1/groups", "application/json", []byte(`{"name":"`+groupName+`","maxMembers":2540.0}`))
+	var g groupResp
+	if r.JSON(t, &g); r.StatusCode != http.StatusCreated || g.MaxMembers == nil || *g.MaxMembers != 2540 {
+		t.Fatalf("maxMembers 2540.0: %d %s", r.StatusCode, r.Body)
+	}
+	r = as.Do(http.MethodPost, "/v1/groups", "application/json", []byte(`{"name":"`+name("whole")+`","maxMembers":2540.5}`))
+	wantField(t, r, "maxMembers", "wrong_type")
+}
+
+// TestTextThatIsNotUTF8IsNotStored: a body with bytes that are not UTF-8,
+// or a lone surrogate escape, is 400 (not stored with U+FFFD in their
+// place); a body that says another charset is 415; nothing is created.
+func TestTextThatIsNotUTF8IsNotStored(t *testing.T) {
+	t.Parallel()
+	api := newTestAPI(t, testkit.PackageDB(t))
+	u, as := newUser(t, api, "utf")
+	for _, tc := range []struct {
+		contentType, body string
+		status            int
+	}{
+		{"application/json", "{\"name\":\"ab\xffcd\",\"visibility\":\"private\"}", http.StatusBadRequest},
+		{"application/json", `{"name":"ab\ud800cd","visibility":"private"}`, http.StatusBadRequest},
+		{"application/json", `{"name":"ab\udc00","visibility":"private"}`, http.StatusBadRequest},
+		{"application/json; charset=iso-8859-1", "{\"name\":\"caf\xe9\",\"visibility\":\"private\"}", http.StatusUnsupportedMediaType},
+	} {
+		r := as.Do(http.MethodPost, "/v1/content", tc.contentType, []byte(tc.body))
+		if r.StatusCode != tc.status {
+			t.Errorf("%s %q: %d %s", tc.contentType, tc.body, r.StatusCode, r.Body)
+		}
+	}
+	var lib struct{ Items []struct{ Name string } }
+	as.Get("/v1/users/"+u.ID+"/library").JSON(t, &lib)
+	if len(lib.Items) != 0 {
+		t.Fatalf("refused bodies created %+v", lib.Items)
+	}
+}
+
+// TestQueriesThatMeanTwoThings: a query string that does not parse, a
+// limit not written as the contract writes it, or a parameter given twice
+// is 400 naming it, never read leniently.
+func TestQueriesThatMeanTwoThings(t *testing.T) {
+	t.Parallel()
+	api := newTestAPI(t, testkit.PackageDB(t))
+	u, as := newUser(t, api, "query")
+	path := "/v1/users/" + u.ID + "/library?"
+	for query, field := range map[string]string{
+		"%zz":             "query",
+		"limit=5&%zz":     "query",
+		"limit=+5":        "limit",
+		"limit=05":        "limit",
+		"limit=5&limit=6": "limit",
+	} {
+		r := as.Get(path + query)
+		p := r.Problem(t)
+		if r.StatusCode != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Field != field {
+			t.Errorf("?%s: %d %s; want 400 naming %s", query, r.StatusCode, r.Body, field)
+		}
+	}
+	if r := as.Get(path + "limit=5"); r.StatusCode != http.StatusOK {
+		t.Errorf("?limit=5: %d %s", r.StatusCode, r.Body)
+	}
+}

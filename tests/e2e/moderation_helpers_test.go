@@ -50,9 +50,7 @@ func newModerators(t *testing.T, env map[string]string) *moderators {
 // member signs up a plain user and returns it with a logged-in client.
 func (m *moderators) member(t *testing.T) (userBody, *testkit.API) {
 	t.Helper()
-	n := name("member")
-	u := mustSignup(t, m.api, n, n+"@example.org")
-	return u, m.api.As(mustLogin(t, m.api, n).Token)
+	return newUser(t, m.api, "member")
 }
 
 func (m *moderators) suspend(id, reason string) *testkit.Response {
