@@ -117,11 +117,11 @@ func (h *Contents) delete(w http.ResponseWriter, r *http.Request) error {
 
 // members serves GET /v1/content/{id}/members: who the item is shared with, paged.
 func (h *Contents) members(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageLimit(r)
+	cursor, limit, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	page, err := h.contents.MembersPage(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), r.URL.Query().Get("cursor"), limit)
+	page, err := h.contents.MembersPage(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), cursor, limit)
 	if err != nil {
 		return err
 	}
@@ -162,11 +162,11 @@ func (h *Contents) unshare(w http.ResponseWriter, r *http.Request) error {
 // library serves GET /v1/users/{id}/library and GET /v1/groups/{id}/library: a
 // library page as the caller may see it, newest first.
 func (h *Contents) library(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageLimit(r)
+	cursor, limit, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	page, err := h.contents.Library(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), r.URL.Query().Get("cursor"), limit)
+	page, err := h.contents.Library(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), cursor, limit)
 	if err != nil {
 		return err
 	}

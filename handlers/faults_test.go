@@ -58,14 +58,14 @@ func TestListQueryMustParse(t *testing.T) {
 	for _, q := range []string{"cursor=%%%x", "limit=5&cursor=%zz", "a=%"} {
 		r := httptest.NewRequest(http.MethodGet, "/v1/suspensions", nil)
 		r.URL.RawQuery = q
-		_, err := pageLimit(r)
+		_, _, err := pageParams(r)
 		var p *Problem
 		if !errors.As(err, &p) || p.Status != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Field != "query" {
 			t.Errorf("?%s: %v", q, err)
 		}
 	}
 	r := httptest.NewRequest(http.MethodGet, "/v1/suspensions?limit=7&cursor=abc", nil)
-	if n, err := pageLimit(r); n != 7 || err != nil {
-		t.Errorf("a good query: %d %v", n, err)
+	if cursor, n, err := pageParams(r); cursor != "abc" || n != 7 || err != nil {
+		t.Errorf("a good query: %q %d %v", cursor, n, err)
 	}
 }

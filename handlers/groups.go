@@ -90,12 +90,12 @@ func (h *Groups) get(w http.ResponseWriter, r *http.Request) error {
 
 // listMembers serves GET /v1/groups/{id}/members: the members, paged by user id.
 func (h *Groups) listMembers(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageLimit(r)
+	cursor, limit, err := pageParams(r)
 	if err != nil {
 		return err
 	}
 	page, err := h.groups.ListMembers(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
-		r.URL.Query().Get("cursor"), limit)
+		cursor, limit)
 	if err != nil {
 		return err
 	}

@@ -78,11 +78,11 @@ func (h *Moderation) unsuspend(w http.ResponseWriter, r *http.Request) error {
 
 // list serves GET /v1/suspensions: the suspended, newest first, paged (admins).
 func (h *Moderation) list(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageLimit(r)
+	cursor, limit, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	page, err := h.moderation.ListSuspended(r.Context(), principal(r.Context()), r.URL.Query().Get("cursor"), limit)
+	page, err := h.moderation.ListSuspended(r.Context(), principal(r.Context()), cursor, limit)
 	if err != nil {
 		return err
 	}

@@ -14,28 +14,35 @@ const (
 	maxPageLimit     = 100
 )
 
-// pageLimit reads ?limit= (default 20, 1-100). A query string that does
-// not parse (a stray '%') is refused: read leniently, its bad pairs would
-// be dropped and ?cursor=%%%x would quietly read the first page.
-func pageLimit(r *http.Request) (int, error) {
+// pageParams reads ?cursor= and ?limit= (default 20, 1-100). A query
+// string that does not parse (a stray '%') is refused: read leniently, its
+// bad pairs would be dropped and ?cursor=%%%x would quietly read the first
+// page. So is a parameter given twice: who reads which one differs.
+func pageParams(r *http.Request) (cursor string, limit int, err error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return 0, newProblem(http.StatusBadRequest, "validation_failed", "The query string does not parse.",
+		return "", 0, newProblem(http.StatusBadRequest, "validation_failed", "The query string does not parse.",
 			ProblemField{Field: "query", Code: "malformed", Message: "must be a valid URL query string"})
 	}
+	for _, name := range []string{"cursor", "limit"} {
+		if len(q[name]) > 1 {
+			return "", 0, newProblem(http.StatusBadRequest, "validation_failed", name+" is given more than once.",
+				ProblemField{Field: name, Code: "duplicate", Message: "is given more than once"})
+		}
+	}
 	if !q.Has("limit") {
-		return defaultPageLimit, nil
+		return q.Get("cursor"), defaultPageLimit, nil
 	}
 	// Digits only, without sign or leading zero ("+5" and "05" are not how
-	// the contract writes 5), and once: with two, who reads which differs.
-	// Present but empty ("?limit=") is not a number either.
+	// the contract writes 5). Present but empty ("?limit=") is not a number
+	// either.
 	raw := q.Get("limit")
 	n, err := strconv.Atoi(raw)
-	if err != nil || len(q["limit"]) > 1 || raw != strconv.Itoa(n) || n < 1 || n > maxPageLimit {
-		return 0, newProblem(http.StatusBadRequest, "validation_failed", "limit must be a whole number from 1 to 100.",
+	if err != nil || raw != strconv.Itoa(n) || n < 1 || n > maxPageLimit {
+		return "", 0, newProblem(http.StatusBadRequest, "validation_failed", "limit must be a whole number from 1 to 100.",
 			ProblemField{Field: "limit", Code: "range", Message: "must be a whole number from 1 to 100"})
 	}
-	return n, nil
+	return q.Get("cursor"), n, nil
 }
 
 // pageResponse is every list: items and, except on the last page, nextCursor.

@@ -160,11 +160,12 @@ func TestQueriesThatMeanTwoThings(t *testing.T) {
 	u, as := newUser(t, api, "query")
 	path := "/v1/users/" + u.ID + "/library?"
 	for query, field := range map[string]string{
-		"%zz":             "query",
-		"limit=5&%zz":     "query",
-		"limit=+5":        "limit",
-		"limit=05":        "limit",
-		"limit=5&limit=6": "limit",
+		"%zz":               "query",
+		"limit=5&%zz":       "query",
+		"limit=+5":          "limit",
+		"limit=05":          "limit",
+		"limit=5&limit=6":   "limit",
+		"cursor=a&cursor=b": "cursor",
 	} {
 		r := as.Get(path + query)
 		p := r.Problem(t)
