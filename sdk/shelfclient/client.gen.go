@@ -290,7 +290,7 @@ type NewContent struct {
 //   - `displayName`: 1-64 characters once trimmed, no invisible,
 //     control, format or bidi characters; the name when absent.
 //   - `description`: at most 1000 characters once trimmed; line breaks
-//     and tabs allowed, other control characters not.
+//     and tabs allowed, other invisible characters not.
 //   - `maxMembers`: 1-100000, the creator included; absent for no
 //     limit.
 type NewGroup struct {
@@ -307,14 +307,19 @@ type NewGroup struct {
 //   - `email`: an address such as `name@example.org`, at most 254
 //     characters after NFKC normalization; unique after NFKC and full
 //     Unicode case folding (so `ß` and `SS` compare equal).
-//   - `username`, `email` and `displayName` must not contain characters
+//   - `username`, `email` and `displayName`, like every field people
+//     read (content names and descriptions, group display names and
+//     descriptions, suspension reasons; line breaks and tabs allowed in
+//     descriptions and reasons), must not contain characters (checked
+//     after normalization; `invalid_characters`, naming the character)
 //     that show as nothing or as blank: control, format and bidi
 //     characters (zero-width spaces and joiners, bidi overrides and
 //     isolates, soft hyphens, BOMs), line separators, variation
 //     selectors, U+034F, the Hangul fillers and the braille blank.
-//     In `displayName` the joiners emoji are built with stay welcome: a
-//     variation selector after a symbol (❤️) or in a keycap (1️⃣), and a
-//     zero-width joiner between two symbols (👩🏽‍💻).
+//     In those other than `username` and `email` the parts emoji
+//     sequences are built with stay welcome: a variation selector after
+//     a symbol (❤️) or in a keycap (1️⃣), a zero-width joiner between
+//     two symbols (👩🏽‍💻), the tags of a subdivision flag.
 //   - `password`: 8-128 characters, and not the username or the email
 //     (compared case-insensitively).
 //   - `displayName`: 1-64 characters once trimmed; the username when
@@ -551,56 +556,66 @@ type UnsupportedMediaType = Problem
 
 // ListContentMembersParams defines parameters for ListContentMembers.
 type ListContentMembersParams struct {
-	// Limit Page size.
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `nextCursor` of the previous page; opaque. A query string that
 	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page.
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // GetGroupLibraryParams defines parameters for GetGroupLibrary.
 type GetGroupLibraryParams struct {
-	// Limit Page size.
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `nextCursor` of the previous page; opaque. A query string that
 	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page.
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListGroupMembersParams defines parameters for ListGroupMembers.
 type ListGroupMembersParams struct {
-	// Limit Page size.
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `nextCursor` of the previous page; opaque. A query string that
 	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page.
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListSuspensionsParams defines parameters for ListSuspensions.
 type ListSuspensionsParams struct {
-	// Limit Page size.
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `nextCursor` of the previous page; opaque. A query string that
 	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page.
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // GetUserLibraryParams defines parameters for GetUserLibrary.
 type GetUserLibraryParams struct {
-	// Limit Page size.
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `nextCursor` of the previous page; opaque. A query string that
 	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page.
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
