@@ -25,41 +25,12 @@ type historyItem struct {
 	Until       *time.Time `json:"until"`
 }
 
-type historyPage struct {
-	Items      []historyItem `json:"items"`
-	NextCursor string        `json:"nextCursor"`
-}
-
 func historyPath(id string) string { return "/v1/users/" + id + "/moderation-history" }
 
-// history pages through a user's moderation history with limit, checking
-// that no page is longer than limit.
+// history pages through a user's moderation history with limit.
 func (m *moderators) history(t *testing.T, id string, limit int) []historyItem {
 	t.Helper()
-	var all []historyItem
-	cursor := ""
-	for range 1000 {
-		path := historyPath(id) + "?limit=" + itoa(limit)
-		if cursor != "" {
-			path += "&cursor=" + cursor
-		}
-		r := m.admin.Get(path)
-		if r.StatusCode != http.StatusOK {
-			t.Fatalf("history: %d %s", r.StatusCode, r.Body)
-		}
-		var page historyPage
-		r.JSON(t, &page)
-		if len(page.Items) > limit {
-			t.Fatalf("a page of %d entries with limit %d", len(page.Items), limit)
-		}
-		all = append(all, page.Items...)
-		if page.NextCursor == "" {
-			return all
-		}
-		cursor = page.NextCursor
-	}
-	t.Fatal("the history never ended")
-	return nil
+	return pageAll[historyItem](t, m.admin, historyPath(id), limit)
 }
 
 // kinds lists the entries' kinds, newest first as listed.
@@ -207,17 +178,6 @@ func TestModerationHistory(t *testing.T) {
 	}
 }
 
-// crashAt stops the next moderation action after op's step, as a crash
-// would.
-func (m *moderators) crashAt(op, step string) {
-	m.app.Moderation.Hooks.AfterStep = func(o, s string) error {
-		if o == op && s == step {
-			return errCrash
-		}
-		return nil
-	}
-}
-
 // TestInterruptedEventsAreRecordedOnce: suspend and unsuspend stop after
 // their compare-and-set (and unsuspend after writing its history), as a
 // crash would. Whoever comes next records the event, exactly once: the
@@ -246,17 +206,7 @@ func TestInterruptedEventsAreRecordedOnce(t *testing.T) {
 				t.Fatalf("setup: %d", r.StatusCode)
 			}
 		}
-		m.crashAt(c.op, c.step)
-		var r *testkit.Response
-		if c.op == "suspend" {
-			r = m.suspend(u.ID, "interrupted")
-		} else {
-			r = m.unsuspend(u.ID)
-		}
-		m.app.Moderation.Hooks.AfterStep = nil
-		if r.StatusCode != http.StatusInternalServerError {
-			t.Fatalf("%s stopped after %s: %d %s", c.op, c.step, r.StatusCode, r.Body)
-		}
+		m.stopAfter(t, c.op, c.step, u.ID)
 		switch {
 		case c.fix == "repair":
 			if out, err := runAdmin(t, m, "repair-suspensions"); err != nil || !strings.Contains(out, u.ID) {
@@ -282,7 +232,12 @@ func TestInterruptedEventsAreRecordedOnce(t *testing.T) {
 		t.Fatalf("suspend until: %d %s", r.StatusCode, r.Body)
 	}
 	time.Sleep(time.Until(end) + 100*time.Millisecond)
-	m.crashAt("unsuspend", "cas")
+	m.app.Moderation.Hooks.AfterStep = func(op, step string) error {
+		if op == "unsuspend" && step == "cas" {
+			return errCrash
+		}
+		return nil
+	}
 	if _, err := m.app.Moderation.SweepExpired(context.Background(), 100); err == nil {
 		t.Fatal("the stopped sweep reported no error")
 	}
