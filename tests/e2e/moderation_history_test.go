@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
+	"shelf/internal/metrics"
 	"shelf/internal/testkit"
 	"shelf/repository"
 )
@@ -353,4 +355,52 @@ func TestLateHistoryWritesChangeNothing(t *testing.T) {
 		t.Fatalf("late writes changed the history:\n%+v\nwas\n%+v", after, before)
 	}
 	agreement(t, m.db)
+}
+
+// TestHistoryPageCostsTwoRoundTrips: pages of a long history, first or
+// deep, wait for the two round trips the cost model says (the session's
+// read, then the account and the one slice at once), by the api's own
+// count: none fewer (the model is not pessimistic), and most no more (a
+// busy scheduler may send a statement meant to go beside another after
+// its answer, which counts one more, but not for most pages).
+func TestHistoryPageCostsTwoRoundTrips(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	mt := metrics.New()
+	a, api := newObservedApp(t, db, mt, mt, mt)
+	adminName := name("admin")
+	mustSignup(t, api, adminName, adminName+"@example.org")
+	if _, err := a.Accounts.SetAdmin(context.Background(), adminName, true); err != nil {
+		t.Fatal(err)
+	}
+	m := &moderators{app: a, api: api, admin: api.As(mustLogin(t, api, adminName).Token), db: db}
+	u, _ := m.member(t)
+	for range 12 {
+		if r := m.suspend(u.ID, "again"); r.StatusCode != http.StatusCreated {
+			t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
+		}
+		if r := m.unsuspend(u.ID); r.StatusCode != http.StatusNoContent {
+			t.Fatalf("unsuspend: %d", r.StatusCode)
+		}
+	}
+	pages := len(m.history(t, u.ID, 3)) / 3
+	if pages != 8 {
+		t.Fatalf("%d pages of 3, want 8", pages)
+	}
+	buckets := map[string]float64{}
+	for _, line := range strings.Split(string(api.Get("/metrics").Body), "\n") {
+		if !strings.HasPrefix(line, "shelf_http_request_round_trips_bucket{") || !strings.Contains(line, `route="/v1/users/{id}/moderation-history"`) {
+			continue
+		}
+		le := line[strings.Index(line, `le="`)+4:]
+		f := strings.Fields(line)
+		n, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buckets[le[:strings.Index(le, `"`)]] = n
+	}
+	if all := buckets["+Inf"]; all != float64(pages) || buckets["1"] != 0 || buckets["2"] <= all/2 {
+		t.Fatalf("round trips of %d history pages (cumulative by bound): %v; want none within 1, most within 2", pages, buckets)
+	}
 }
