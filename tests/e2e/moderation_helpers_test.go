@@ -39,6 +39,12 @@ func newModerators(t *testing.T, env map[string]string) *moderators {
 	t.Helper()
 	db := testkit.NewDB(t)
 	a, api := newTestApp(t, db, env)
+	return withAdmin(t, a, api, db)
+}
+
+// withAdmin signs up an admin on app a, served by api on db, and logs it in.
+func withAdmin(t *testing.T, a *app.App, api *testkit.API, db *testkit.DB) *moderators {
+	t.Helper()
 	n := name("admin")
 	u := mustSignup(t, api, n, n+"@example.org")
 	if _, err := a.Accounts.SetAdmin(context.Background(), n, true); err != nil {

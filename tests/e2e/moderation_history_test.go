@@ -368,12 +368,7 @@ func TestHistoryPageCostsTwoRoundTrips(t *testing.T) {
 	db := testkit.NewDB(t)
 	mt := metrics.New()
 	a, api := newObservedApp(t, db, mt, mt, mt)
-	adminName := name("admin")
-	mustSignup(t, api, adminName, adminName+"@example.org")
-	if _, err := a.Accounts.SetAdmin(context.Background(), adminName, true); err != nil {
-		t.Fatal(err)
-	}
-	m := &moderators{app: a, api: api, admin: api.As(mustLogin(t, api, adminName).Token), db: db}
+	m := withAdmin(t, a, api, db)
 	u, _ := m.member(t)
 	for range 12 {
 		if r := m.suspend(u.ID, "again"); r.StatusCode != http.StatusCreated {
