@@ -77,3 +77,42 @@ func TestEmailsAndLinksSayTheirFormat(t *testing.T) {
 		t.Fatalf("found %d email and %d link properties; the walk missed some", emails, links)
 	}
 }
+
+// TestNonJSONAnswersAreStringsGeneratorsCanHandOver: a generated client
+// parses an answer by its schema, so an answer that is not JSON must be
+// described as a string (text/* handed over as text; any other type as
+// bytes, format binary: a YAML document described as an object is parsed
+// as JSON and fails), and `*/*` (which generators drop) is never used.
+// The pages' files under /assets/ are left out of the document.
+func TestNonJSONAnswersAreStringsGeneratorsCanHandOver(t *testing.T) {
+	var seen int
+	walkSpec(t, func(path string, m map[string]any) {
+		if strings.HasPrefix(path, "/paths//assets") {
+			t.Errorf("%s: the pages' files are not part of the API document", path)
+		}
+		content, ok := m["content"].(map[string]any)
+		if !ok || !strings.Contains(path, "/responses/") {
+			return
+		}
+		for mediaType, v := range content {
+			if mediaType == "*/*" {
+				t.Errorf("%s: content */*: generators leave such a response out", path)
+				continue
+			}
+			if strings.HasSuffix(mediaType, "json") {
+				continue
+			}
+			seen++
+			schema, _ := v.(map[string]any)["schema"].(map[string]any)
+			if schema["type"] != "string" {
+				t.Errorf("%s/%s: not a string: %v", path, mediaType, schema)
+			}
+			if !strings.HasPrefix(mediaType, "text/") && schema["format"] != "binary" {
+				t.Errorf("%s/%s: neither text nor format binary: a generated client would try to parse it", path, mediaType)
+			}
+		}
+	})
+	if seen < 4 {
+		t.Fatalf("found %d non-JSON answers (the console, the docs, the metrics, this document); the walk missed some", seen)
+	}
+}

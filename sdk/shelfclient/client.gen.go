@@ -731,11 +731,6 @@ type ClientInterface interface {
 	// Corresponds with GET / (the `GetConsole` operationId).
 	GetConsole(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetAsset The pages' scripts and styles
-	//
-	// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
-	GetAsset(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
-
 	// GetDocs The API reference
 	//
 	// This contract rendered by Swagger UI, served from the binary (no CDN).
@@ -1371,21 +1366,6 @@ type ClientInterface interface {
 // Corresponds with GET / (the `GetConsole` operationId).
 func (c *Client) GetConsole(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetConsoleRequest(c.Server)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetAsset The pages' scripts and styles
-//
-// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
-func (c *Client) GetAsset(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetAssetRequest(c.Server, path)
 	if err != nil {
 		return nil, err
 	}
@@ -2462,40 +2442,6 @@ func NewGetConsoleRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-
-	return req, nil
-}
-
-// NewGetAssetRequest constructs an http.Request for the GetAsset method
-func NewGetAssetRequest(server string, path string) (*http.Request, error) {
-	var err error
-
-	var pathParam0 string
-
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
-	if err != nil {
-		return nil, err
-	}
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/assets/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3958,13 +3904,6 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET / (the `GetConsole` operationId).
 	GetConsoleWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetConsoleResponse, error)
 
-	// GetAssetWithResponse The pages' scripts and styles
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
-	GetAssetWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*GetAssetResponse, error)
-
 	// GetDocsWithResponse The API reference
 	//
 	// This contract rendered by Swagger UI, served from the binary (no CDN).
@@ -4686,54 +4625,6 @@ func (r GetConsoleResponse) ContentType() string {
 	return ""
 }
 
-// GetAssetResponseDefaultHeaders the declared response headers of an HTTP default response for GetAsset
-type GetAssetResponseDefaultHeaders struct {
-	XRequestId *string
-}
-
-type GetAssetResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *Error
-	// HeadersDefault the parsed response headers for an HTTP default response
-	HeadersDefault *GetAssetResponseDefaultHeaders
-}
-
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r GetAssetResponse) GetApplicationproblemJSONDefault() *Error {
-	return r.ApplicationproblemJSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r GetAssetResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r GetAssetResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r GetAssetResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetAssetResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
 // GetDocsResponseDefaultHeaders the declared response headers of an HTTP default response for GetDocs
 type GetDocsResponseDefaultHeaders struct {
 	XRequestId *string
@@ -4901,7 +4792,7 @@ type GetOpenAPIResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *map[string]interface{}
+	YAML200 *openapi_types.File
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -4909,7 +4800,7 @@ type GetOpenAPIResponse struct {
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r GetOpenAPIResponse) GetYAML200() *map[string]interface{} {
+func (r GetOpenAPIResponse) GetYAML200() *openapi_types.File {
 	return r.YAML200
 }
 
@@ -8842,19 +8733,6 @@ func (c *ClientWithResponses) GetConsoleWithResponse(ctx context.Context, reqEdi
 	return ParseGetConsoleResponse(rsp)
 }
 
-// GetAssetWithResponse The pages' scripts and styles
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
-func (c *ClientWithResponses) GetAssetWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*GetAssetResponse, error) {
-	rsp, err := c.GetAsset(ctx, path, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetAssetResponse(rsp)
-}
-
 // GetDocsWithResponse The API reference
 //
 // This contract rendered by Swagger UI, served from the binary (no CDN).
@@ -9824,45 +9702,6 @@ func ParseGetConsoleResponse(rsp *http.Response) (*GetConsoleResponse, error) {
 	return response, nil
 }
 
-// ParseGetAssetResponse parses an HTTP response from a GetAssetWithResponse call
-func ParseGetAssetResponse(rsp *http.Response) (*GetAssetResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &GetAssetResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSONDefault = &dest
-
-	}
-
-	switch {
-	case true:
-		var headers GetAssetResponseDefaultHeaders
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = &value
-		}
-		response.HeadersDefault = &headers
-	}
-
-	return response, nil
-}
-
 // ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
 func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10012,7 +9851,7 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest map[string]interface{}
+		var dest openapi_types.File
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
