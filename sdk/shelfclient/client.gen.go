@@ -166,7 +166,10 @@ type ContentMemberList struct {
 type ContentPatch struct {
 	Description *string `json:"description,omitempty"`
 
-	// Link An http or https URL with a host; `""` removes the link.
+	// Link An http or https URL, trimmed: a host that is a DNS name or IPv4
+	// address in ASCII (international names in punycode), an optional
+	// port, then a path, query or fragment with valid %-escapes and no
+	// blank or invisible character; at most 2048 characters. `""` removes the link.
 	Link *string `json:"link,omitempty"`
 	Name *string `json:"name,omitempty"`
 
@@ -273,7 +276,10 @@ type Login struct {
 type NewContent struct {
 	Description *string `json:"description,omitempty"`
 
-	// Link An http or https URL with a host; `""` (or leaving it out) for none.
+	// Link An http or https URL, trimmed: a host that is a DNS name or IPv4
+	// address in ASCII (international names in punycode), an optional
+	// port, then a path, query or fragment with valid %-escapes and no
+	// blank or invisible character; at most 2048 characters. `""` (or leaving it out) for none.
 	Link *string `json:"link,omitempty"`
 	Name string  `json:"name"`
 

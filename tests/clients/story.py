@@ -110,6 +110,19 @@ def main():
         assert e.status == 409 and e.data.code == "conflict", (e.status, e.body)
         assert [(f.var_field, f.code) for f in e.data.errors] == [("username", "taken")], e.data
 
+    # The text rule travels in the patterns: the client refuses a Hangul
+    # filler before sending, and an emoji sequence passes both it and the
+    # server.
+    try:
+        shelf_client.NewContent(name="\u3164", visibility=shelf_client.Visibility.PUBLIC)
+        raise AssertionError("the client let a Hangul filler through")
+    except ValueError as e:
+        assert "name" in str(e), e
+    emoji = content.create_content(shelf_client.NewContent(
+        name="\U0001F469\U0001F3FD\u200D\U0001F4BB notes \u2764\uFE0F",
+        visibility=shelf_client.Visibility.PRIVATE))
+    assert emoji.name.startswith("\U0001F469"), emoji
+
     print(f"python story: ok (alice {alice.id}, bob {bob.id})")
 
 
