@@ -73,7 +73,7 @@ func TestOldestFirstOnBothLibraries(t *testing.T) {
 		}
 		// The default is newest: its cursors go on with order=newest and back.
 		var pg itemPage
-		ownerAPI.Get(path + "?limit=1").JSON(t, &pg)
+		ownerAPI.Get(path+"?limit=1").JSON(t, &pg)
 		if r := ownerAPI.Get(path + "?limit=1&order=newest&cursor=" + pg.NextCursor); r.StatusCode != http.StatusOK {
 			t.Errorf("a default cursor with order=newest: %d %s", r.StatusCode, r.Body)
 		}
