@@ -609,8 +609,9 @@ type GetGroupLibraryParams struct {
 	// page and the cursors that follow from it) lists the items last
 	// modified before its first page was read: an item changed or created
 	// while it pages goes to the end, past the run, and is not listed by
-	// it, so no item is listed twice; as newest first, where such items go
-	// before the cursor. A new run (no cursor) lists them.
+	// it (so an item changed while the run pages is not listed twice), as
+	// newest first, where such items go before the cursor. A new run (no
+	// cursor) lists them.
 	Order *LibraryOrder `form:"order,omitempty" json:"order,omitempty"`
 }
 
@@ -660,8 +661,9 @@ type GetUserLibraryParams struct {
 	// page and the cursors that follow from it) lists the items last
 	// modified before its first page was read: an item changed or created
 	// while it pages goes to the end, past the run, and is not listed by
-	// it, so no item is listed twice; as newest first, where such items go
-	// before the cursor. A new run (no cursor) lists them.
+	// it (so an item changed while the run pages is not listed twice), as
+	// newest first, where such items go before the cursor. A new run (no
+	// cursor) lists them.
 	Order *LibraryOrder `form:"order,omitempty" json:"order,omitempty"`
 }
 

@@ -71,7 +71,7 @@ func TestOldestFirstOnBothLibraries(t *testing.T) {
 			}
 			wantField(t, ownerAPI.Get(next), "cursor", "wrong_order")
 		}
-		// The default is newest: its cursors go on with order=newest and back.
+		// The default is newest: its cursors go on with order=newest.
 		var pg itemPage
 		ownerAPI.Get(path+"?limit=1").JSON(t, &pg)
 		if r := ownerAPI.Get(path + "?limit=1&order=newest&cursor=" + pg.NextCursor); r.StatusCode != http.StatusOK {
