@@ -74,6 +74,24 @@ func (e HealthStatusStatus) Valid() bool {
 	}
 }
 
+// Defines values for LibraryOrder.
+const (
+	LibraryOrderNewest LibraryOrder = "newest"
+	LibraryOrderOldest LibraryOrder = "oldest"
+)
+
+// Valid indicates whether the value is a known member of the LibraryOrder enum.
+func (e LibraryOrder) Valid() bool {
+	switch e {
+	case LibraryOrderNewest:
+		return true
+	case LibraryOrderOldest:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UserRole.
 const (
 	UserRoleAdmin UserRole = "admin"
@@ -256,6 +274,10 @@ type LibraryItem struct {
 	// session, `private` its members (and admins).
 	Visibility Visibility `json:"visibility"`
 }
+
+// LibraryOrder The order of a library page: `newest` lastModified first (ties by
+// id, descending) or `oldest` first (ties by id, ascending).
+type LibraryOrder string
 
 // LibraryPage defines model for LibraryPage.
 type LibraryPage struct {
@@ -584,6 +606,19 @@ type GetGroupLibraryParams struct {
 	// is `query`) rather than read as the first page; a cursor given
 	// twice is 400 naming `cursor` (code `duplicate`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Order `newest` (the default) or `oldest` first. Anything else, empty
+	// included, is 400 naming `order` (code `oneof`); given twice, 400
+	// naming `order` (code `duplicate`). A cursor belongs to the order it
+	// was made for: presented with the other order it is 400 naming
+	// `cursor` (code `wrong_order`). An oldest-first run of pages (a first
+	// page and the cursors that follow from it) lists the items last
+	// modified before its first page was read: an item changed or created
+	// while it pages goes to the end, past the run, and is not listed by
+	// it (so an item changed while the run pages is not listed twice), as
+	// newest first, where such items go before the cursor. A new run (no
+	// cursor) lists them.
+	Order *LibraryOrder `form:"order,omitempty" json:"order,omitempty"`
 }
 
 // ListGroupMembersParams defines parameters for ListGroupMembers.
@@ -623,6 +658,19 @@ type GetUserLibraryParams struct {
 	// is `query`) rather than read as the first page; a cursor given
 	// twice is 400 naming `cursor` (code `duplicate`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Order `newest` (the default) or `oldest` first. Anything else, empty
+	// included, is 400 naming `order` (code `oneof`); given twice, 400
+	// naming `order` (code `duplicate`). A cursor belongs to the order it
+	// was made for: presented with the other order it is 400 naming
+	// `cursor` (code `wrong_order`). An oldest-first run of pages (a first
+	// page and the cursors that follow from it) lists the items last
+	// modified before its first page was read: an item changed or created
+	// while it pages goes to the end, past the run, and is not listed by
+	// it (so an item changed while the run pages is not listed twice), as
+	// newest first, where such items go before the cursor. A new run (no
+	// cursor) lists them.
+	Order *LibraryOrder `form:"order,omitempty" json:"order,omitempty"`
 }
 
 // CreateContentJSONRequestBody defines body for CreateContent for application/json ContentType.
@@ -949,8 +997,8 @@ type ClientInterface interface {
 
 	// GetGroupLibrary A group's library
 	//
-	// As a user's library; every member of the group (and admins) sees
-	// what its owner would.
+	// As a user's library, in either order; every member of the group
+	// (and admins) sees what its owner would.
 	//
 	// Corresponds with GET /v1/groups/{id}/library (the `GetGroupLibrary` operationId).
 	GetGroupLibrary(ctx context.Context, id GroupLibraryId, params *GetGroupLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1271,11 +1319,13 @@ type ClientInterface interface {
 
 	// GetUserLibrary A user's library
 	//
-	// Newest `lastModified` first, ties by id (descending). What shows
+	// Newest `lastModified` first, ties by id (descending), or with
+	// `order=oldest` oldest first, ties by id (ascending). What shows
 	// depends on the viewer: the owner and admins see every item, other
 	// sessions public and loggedin ones, anonymous callers public ones. A
-	// page reads one partition slice and checks it against the membership
-	// index in one more read, whatever the library's size.
+	// page reads one partition slice (oldest first: the same slice,
+	// reversed) and checks it against the membership index in one more
+	// read, whatever the library's size and in either order.
 	//
 	// Corresponds with GET /v1/users/{id}/library (the `GetUserLibrary` operationId).
 	GetUserLibrary(ctx context.Context, id UserId, params *GetUserLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1784,8 +1834,8 @@ func (c *Client) GetGroup(ctx context.Context, id GroupId, reqEditors ...Request
 
 // GetGroupLibrary A group's library
 //
-// As a user's library; every member of the group (and admins) sees
-// what its owner would.
+// As a user's library, in either order; every member of the group
+// (and admins) sees what its owner would.
 //
 // Corresponds with GET /v1/groups/{id}/library (the `GetGroupLibrary` operationId).
 func (c *Client) GetGroupLibrary(ctx context.Context, id GroupLibraryId, params *GetGroupLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2276,11 +2326,13 @@ func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONR
 
 // GetUserLibrary A user's library
 //
-// Newest `lastModified` first, ties by id (descending). What shows
+// Newest `lastModified` first, ties by id (descending), or with
+// `order=oldest` oldest first, ties by id (ascending). What shows
 // depends on the viewer: the owner and admins see every item, other
 // sessions public and loggedin ones, anonymous callers public ones. A
-// page reads one partition slice and checks it against the membership
-// index in one more read, whatever the library's size.
+// page reads one partition slice (oldest first: the same slice,
+// reversed) and checks it against the membership index in one more
+// read, whatever the library's size and in either order.
 //
 // Corresponds with GET /v1/users/{id}/library (the `GetUserLibrary` operationId).
 func (c *Client) GetUserLibrary(ctx context.Context, id UserId, params *GetUserLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3090,6 +3142,18 @@ func NewGetGroupLibraryRequest(server string, id GroupLibraryId, params *GetGrou
 
 		}
 
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3680,6 +3744,18 @@ func NewGetUserLibraryRequest(server string, id UserId, params *GetUserLibraryPa
 
 		}
 
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4144,8 +4220,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetGroupLibraryWithResponse A group's library
 	//
-	// As a user's library; every member of the group (and admins) sees
-	// what its owner would.
+	// As a user's library, in either order; every member of the group
+	// (and admins) sees what its owner would.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4484,11 +4560,13 @@ type ClientWithResponsesInterface interface {
 
 	// GetUserLibraryWithResponse A user's library
 	//
-	// Newest `lastModified` first, ties by id (descending). What shows
+	// Newest `lastModified` first, ties by id (descending), or with
+	// `order=oldest` oldest first, ties by id (ascending). What shows
 	// depends on the viewer: the owner and admins see every item, other
 	// sessions public and loggedin ones, anonymous callers public ones. A
-	// page reads one partition slice and checks it against the membership
-	// index in one more read, whatever the library's size.
+	// page reads one partition slice (oldest first: the same slice,
+	// reversed) and checks it against the membership index in one more
+	// read, whatever the library's size and in either order.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9087,8 +9165,8 @@ func (c *ClientWithResponses) GetGroupWithResponse(ctx context.Context, id Group
 
 // GetGroupLibraryWithResponse A group's library
 //
-// As a user's library; every member of the group (and admins) sees
-// what its owner would.
+// As a user's library, in either order; every member of the group
+// (and admins) sees what its owner would.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9529,11 +9607,13 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id Use
 
 // GetUserLibraryWithResponse A user's library
 //
-// Newest `lastModified` first, ties by id (descending). What shows
+// Newest `lastModified` first, ties by id (descending), or with
+// `order=oldest` oldest first, ties by id (ascending). What shows
 // depends on the viewer: the owner and admins see every item, other
 // sessions public and loggedin ones, anonymous callers public ones. A
-// page reads one partition slice and checks it against the membership
-// index in one more read, whatever the library's size.
+// page reads one partition slice (oldest first: the same slice,
+// reversed) and checks it against the membership index in one more
+// read, whatever the library's size and in either order.
 //
 // Returns a wrapper object for the known response body format(s).
 //
