@@ -2,10 +2,18 @@ package shelf
 
 import (
 	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"shelf/domain"
+	"shelf/domain/library"
 )
 
 // walkSpec walks openapi.yaml as plain YAML: each mapping is visited
@@ -75,5 +83,191 @@ func TestEmailsAndLinksSayTheirFormat(t *testing.T) {
 	})
 	if emails < 3 || links < 2 {
 		t.Fatalf("found %d email and %d link properties; the walk missed some", emails, links)
+	}
+}
+
+// TestNonJSONAnswersAreStringsGeneratorsCanHandOver: a generated client
+// parses an answer by its schema, so an answer that is not JSON must be
+// described as a string (text/* handed over as text; any other type as
+// bytes, format binary: a YAML document described as an object is parsed
+// as JSON and fails), and `*/*` (which generators drop) is never used.
+// The pages' files under /assets/ are left out of the document.
+func TestNonJSONAnswersAreStringsGeneratorsCanHandOver(t *testing.T) {
+	var seen int
+	walkSpec(t, func(path string, m map[string]any) {
+		if strings.HasPrefix(path, "/paths//assets") {
+			t.Errorf("%s: the pages' files are not part of the API document", path)
+		}
+		content, ok := m["content"].(map[string]any)
+		if !ok || !strings.Contains(path, "/responses/") {
+			return
+		}
+		for mediaType, v := range content {
+			if mediaType == "*/*" {
+				t.Errorf("%s: content */*: generators leave such a response out", path)
+				continue
+			}
+			if strings.HasSuffix(mediaType, "json") {
+				continue
+			}
+			seen++
+			schema, _ := v.(map[string]any)["schema"].(map[string]any)
+			if schema["type"] != "string" {
+				t.Errorf("%s/%s: not a string: %v", path, mediaType, schema)
+			}
+			if !strings.HasPrefix(mediaType, "text/") && schema["format"] != "binary" {
+				t.Errorf("%s/%s: neither text nor format binary: a generated client would try to parse it", path, mediaType)
+			}
+		}
+	})
+	if seen < 4 {
+		t.Fatalf("found %d non-JSON answers (the console, the docs, the metrics, this document); the walk missed some", seen)
+	}
+}
+
+// textFields are the fields people read, each with the rule domain.TextRule
+// applies: whether it keeps line breaks, and whether it needs something
+// other than blank space.
+var textFields = map[string]struct{ lines, required bool }{
+	"NewUser/displayName":      {false, true},
+	"UserPatch/displayName":    {false, true},
+	"NewGroup/displayName":     {false, true},
+	"NewContent/name":          {false, true},
+	"ContentPatch/name":        {false, true},
+	"SuspensionRequest/reason": {true, true},
+	"NewGroup/description":     {true, false},
+	"NewContent/description":   {true, false},
+	"ContentPatch/description": {true, false},
+}
+
+// textPattern is the pattern a text field must carry: no character that
+// domain.RefusedInText refuses wherever it stands (Basic Multilingual
+// Plane characters as \uXXXX escapes, which every dialect reads; the
+// others as themselves) and, for a field that needs one, at least one
+// character that trimming keeps. The emoji joiners it lets through are the
+// server's to judge in context, so a lone zero-width joiner passes the
+// pattern and is still refused.
+func textPattern(lines, required bool) string {
+	var class strings.Builder
+	write := func(r rune) {
+		if r < 0x10000 {
+			fmt.Fprintf(&class, `\u%04X`, r)
+		} else {
+			class.WriteRune(r)
+		}
+	}
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !domain.RefusedInText(r, lines) || (r > 0 && domain.RefusedInText(r-1, lines) && r != 0x10000) {
+			continue
+		}
+		end := r
+		for end+1 <= unicode.MaxRune && end+1 != 0x10000 && domain.RefusedInText(end+1, lines) {
+			end++
+		}
+		write(r)
+		if end > r {
+			class.WriteByte('-')
+			write(end)
+		}
+	}
+	refused := class.String()
+	if !required {
+		return "^[^" + refused + "]*$"
+	}
+	return "^[^" + refused + "]*[^" + refused + spaceClass(lines) + "][^" + refused + "]*$"
+}
+
+// spaceClass is the blank space trimming removes (unicode.IsSpace) that
+// the text rule does not refuse anyway, as a class body.
+func spaceClass(lines bool) string {
+	var spaces strings.Builder
+	for r := rune(0); r <= 0x3000; r++ {
+		if unicode.IsSpace(r) && !domain.RefusedInText(r, lines) {
+			fmt.Fprintf(&spaces, `\u%04X`, r)
+		}
+	}
+	return spaces.String()
+}
+
+// linkPattern is the pattern of link: library.ValidLink's shape, none of
+// the characters ValidLink refuses in it, blank space around it (trimmed
+// away), or nothing but blank space (no link).
+func linkPattern() string {
+	one := textPattern(false, false)
+	refused := strings.TrimSuffix(strings.TrimPrefix(one, "^[^"), "]*$")
+	var all strings.Builder
+	for r := rune(0); r <= 0x3000; r++ {
+		if unicode.IsSpace(r) {
+			fmt.Fprintf(&all, `\u%04X`, r)
+		}
+	}
+	space := "[" + all.String() + "]*"
+	label := `[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?`
+	return "^" + space + `(?:[Hh][Tt][Tt][Pp][Ss]?://` + label + `(?:\.` + label + `)*(?::[0-9]{1,5})?` +
+		`(?:[/?#](?:[^%` + refused + spaceClass(false) + `]|%[0-9A-Fa-f]{2})*)?)?` + space + "$"
+}
+
+// TestTextFieldsStateTheInvisibleCharacterRule: the characters the server
+// refuses in names, descriptions and reasons are in each field's pattern,
+// so generated clients check them before sending and fuzzers know them.
+func TestTextFieldsStateTheInvisibleCharacterRule(t *testing.T) {
+	found := 0
+	walkSpec(t, func(path string, m map[string]any) {
+		for field, rule := range textFields {
+			schema, property, _ := strings.Cut(field, "/")
+			if path != "/components/schemas/"+schema+"/properties/"+property {
+				continue
+			}
+			found++
+			if want := textPattern(rule.lines, rule.required); m["pattern"] != want {
+				t.Errorf("%s: pattern is not the text rule's; want\n%s", path, strconv.QuoteToASCII(want))
+			}
+		}
+	})
+	if found != len(textFields) {
+		t.Fatalf("found %d of the %d text fields", found, len(textFields))
+	}
+}
+
+// TestLinksStateTheirRule: link's pattern is the rule the server applies,
+// and the two agree on links near every edge of it.
+func TestLinksStateTheirRule(t *testing.T) {
+	want := linkPattern()
+	var patterns []string
+	walkSpec(t, func(path string, m map[string]any) {
+		if strings.HasSuffix(path, "/properties/link") && m["pattern"] != nil {
+			patterns = append(patterns, m["pattern"].(string))
+			if m["pattern"] != want {
+				t.Errorf("%s: pattern is not the link rule's; want\n%s", path, strconv.QuoteToASCII(want))
+			}
+		}
+	})
+	if len(patterns) != 2 {
+		t.Fatalf("found %d link patterns, want 2 (NewContent, ContentPatch)", len(patterns))
+	}
+	// The dialect of the spec (\uXXXX) in Go's (\x{XXXX}), as kin-openapi reads it.
+	spec := regexp.MustCompile(regexp.MustCompile(`\\u([0-9A-F]{4})`).ReplaceAllString(want, `\x{$1}`))
+	for _, link := range []string{
+		"", "  ", "https://example.org", " http://example.org/a?b=c#d ", "HTTPS://EXAMPLE.ORG:8443/x",
+		"http://10.0.0.1/", "https://xn--bcher-kva.example/b%C3%BCcher", "https://example.org/bücher",
+		"https://example.org/\u200D", "https://example.org/a\u3000", "https://ex-ample.org/a b",
+		"ftp://example.org", "https://", "https:///path", "https://-example.org", "https://example-.org",
+		"https://exa_mple.org", "https://user@example.org", "https://[::1]/", "https://example.org:port",
+		"https://example.org/%zz", "https://example.org/%4", "https://example.org/\u0007",
+		"https://example.org/\u3164", "https://example.org/\U000E0001", "https://bücher.example",
+		"javascript:alert(1)", "https://example.org/" + strings.Repeat("a", 2030),
+		"https://example.org/" + strings.Repeat("ü", 2020),
+	} {
+		trimmed := strings.TrimSpace(link)
+		server := trimmed == "" || library.ValidLink(trimmed)
+		if contract := spec.MatchString(link) && utf8.RuneCountInString(link) <= 2048; contract != server {
+			t.Errorf("%q: the contract says %v, the server %v", link, contract, server)
+		}
+		if server && trimmed != "" {
+			u, err := url.Parse(trimmed)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				t.Errorf("%q: stored, but net/url reads %v, %v", link, u, err)
+			}
+		}
 	}
 }

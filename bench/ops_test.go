@@ -33,18 +33,21 @@ func ops(f *fixture) []op {
 	get := func(path, token string) func(string) (string, string, string, string) {
 		return func(string) (string, string, string, string) { return http.MethodGet, path, token, "" }
 	}
-	library := func(principal, token, cursor string) func(ctx context.Context, s *lean.Store) error {
+	libraryIn := func(principal, token, order, cursor string) func(ctx context.Context, s *lean.Store) error {
 		return func(ctx context.Context, s *lean.Store) error {
 			c, err := s.Authenticate(ctx, token)
 			if err != nil {
 				return err
 			}
-			p, err := s.Library(ctx, c, principal, cursor, 20)
+			p, err := s.Library(ctx, c, principal, order, cursor, 20)
 			if err == nil && len(p.Items) != 20 {
 				err = fmt.Errorf("library page of %d items", len(p.Items))
 			}
 			return err
 		}
+	}
+	library := func(principal, token, cursor string) func(ctx context.Context, s *lean.Store) error {
+		return libraryIn(principal, token, "", cursor)
 	}
 	suspended := func(cursor string) func(ctx context.Context, s *lean.Store) error {
 		return func(ctx context.Context, s *lean.Store) error {
@@ -77,6 +80,8 @@ func ops(f *fixture) []op {
 			request: get(userLib, ""), want: http.StatusOK, raw: library(f.owner.id, "", "")},
 		{name: "library page 1000, anonymous", model: 2, route: "/v1/users/{id}/library", method: "GET", read: true,
 			request: get(userLib+"&cursor="+f.ownerPage1000, ""), want: http.StatusOK, raw: library(f.owner.id, "", f.ownerPage1000)},
+		{name: "library page 1000, anonymous, oldest first", model: 2, route: "/v1/users/{id}/library", method: "GET", read: true,
+			request: get(userLib+"&order=oldest&cursor="+f.ownerOldestPage1000, ""), want: http.StatusOK, raw: libraryIn(f.owner.id, "", "oldest", f.ownerOldestPage1000)},
 		{name: "library page 1, owner", model: 3, route: "/v1/users/{id}/library", method: "GET", read: true,
 			request: get(userLib, f.owner.token), want: http.StatusOK, raw: library(f.owner.id, f.owner.token, "")},
 		{name: "library page 1000, owner", model: 3, route: "/v1/users/{id}/library", method: "GET", read: true,

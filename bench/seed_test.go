@@ -24,10 +24,11 @@ import (
 type fixture struct {
 	owner, member, admin account
 	group                string
-	// Cursors of page 1000 (20 a page) of the two libraries, and of a
-	// position 90% down the suspended list.
-	ownerPage1000, groupPage1000, suspendedDeep string
-	logins                                      []account
+	// Cursors of page 1000 (20 a page) of the two libraries, newest first
+	// and (the owner's) oldest first, and of a position 90% down the
+	// suspended list.
+	ownerPage1000, groupPage1000, ownerOldestPage1000, suspendedDeep string
+	logins                                                           []account
 }
 
 // account is a user with a session.
@@ -137,10 +138,10 @@ func seed(h *harness, items, suspensions int) (*fixture, error) {
 		return nil, err
 	}
 	s := h.db.Session.Session
-	if f.ownerPage1000, err = seedLibrary(s, f.owner.id, items); err != nil {
+	if f.ownerPage1000, f.ownerOldestPage1000, err = seedLibrary(s, f.owner.id, items); err != nil {
 		return nil, err
 	}
-	if f.groupPage1000, err = seedLibrary(s, f.group, items); err != nil {
+	if f.groupPage1000, _, err = seedLibrary(s, f.group, items); err != nil {
 		return nil, err
 	}
 	f.suspendedDeep, err = seedSuspended(s, suspensions)
@@ -197,14 +198,15 @@ func inBatches(s *gocql.Session, n int, stmt func(i int) (partition string, cql 
 }
 
 // seedLibrary writes n public items straight into principal's library and
-// its membership index (item 0 newest), and returns the cursor of page
-// 1000 at 20 a page (the position after item 19 979), or "" when the
-// library is shorter.
-func seedLibrary(s *gocql.Session, principal string, n int) (string, error) {
+// its membership index (item 0 newest), and returns the cursors of page
+// 1000 at 20 a page, newest first (the position after item 19 979) and
+// oldest first (after the 19 980th oldest, in a run begun after the
+// newest), or "" when the library is shorter.
+func seedLibrary(s *gocql.Session, principal string, n int) (newest, oldest string, err error) {
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	at := func(i int) time.Time { return start.Add(-time.Duration(i) * time.Second) }
 	id := func(i int) string { return "c_" + seededID(i)[2:] }
-	err := inBatches(s, n, func(i int) (string, string, []any) {
+	err = inBatches(s, n, func(i int) (string, string, []any) {
 		return "index", `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, 'viewer', 1, ?, ?, 'public') USING TIMESTAMP 1`,
 			[]any{principal, id(i), at(i), fmt.Sprint("item ", i)}
 	})
@@ -220,9 +222,11 @@ func seedLibrary(s *gocql.Session, principal string, n int) (string, error) {
 	}
 	const before = 999*20 - 1
 	if err != nil || n <= before+20 {
-		return "", err
+		return "", "", err
 	}
-	return library.Cursor{LastModified: at(before), ContentID: id(before)}.Encode(), nil
+	back := n - 1 - before
+	return library.Cursor{LastModified: at(before), ContentID: id(before)}.Encode(),
+		library.Cursor{Order: library.OldestFirst, Until: start.Add(time.Second), LastModified: at(back), ContentID: id(back)}.Encode(), nil
 }
 
 // seedSuspended fills the suspended list with n users over 24 monthly

@@ -16,6 +16,24 @@ import (
 // ending with a letter or digit.
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{1,30}[A-Za-z0-9]$`)
 
+// RefusedInText reports a character that a field people read refuses
+// wherever it stands: blank, and not one that emoji sequences are built
+// with (a zero-width joiner, a text or emoji style selector, a tag), which
+// the rule lets through in those sequences only. Line breaks and tabs are
+// refused unless lines is set. openapi.yaml states this set as each text
+// field's pattern (openapi_test.go checks that the two agree).
+func RefusedInText(r rune, lines bool) bool {
+	switch {
+	case !blank(r):
+		return false
+	case lines && (r == '\n' || r == '\r' || r == '\t'):
+		return false
+	case r == zwj || r == textStyle || r == emojiStyle || (r >= firstTag && r <= cancelTag):
+		return false
+	}
+	return true
+}
+
 // blank reports a character that shows as nothing or as blank space:
 // control and format characters (Cc, Cf: zero-width spaces and joiners,
 // bidi overrides and isolates, soft hyphens, BOMs, tags), line and

@@ -160,13 +160,14 @@ func (h *Contents) unshare(w http.ResponseWriter, r *http.Request) error {
 }
 
 // library serves GET /v1/users/{id}/library and GET /v1/groups/{id}/library: a
-// library page as the caller may see it, newest first.
+// library page as the caller may see it, newest first or (?order=oldest)
+// oldest first.
 func (h *Contents) library(w http.ResponseWriter, r *http.Request) error {
-	cursor, limit, err := pageParams(r)
+	order, cursor, limit, err := libraryParams(r)
 	if err != nil {
 		return err
 	}
-	page, err := h.contents.Library(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), cursor, limit)
+	page, err := h.contents.Library(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), order, cursor, limit)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"shelf/domain"
+	"shelf/domain/library"
 )
 
 // Paging limits of every list (docs/design.md, API conventions).
@@ -19,17 +20,52 @@ const (
 // bad pairs would be dropped and ?cursor=%%%x would quietly read the first
 // page. So is a parameter given twice: who reads which one differs.
 func pageParams(r *http.Request) (cursor string, limit int, err error) {
+	q, err := listQuery(r, "cursor", "limit")
+	if err != nil {
+		return "", 0, err
+	}
+	return pageOf(q)
+}
+
+// libraryParams reads a library's ?order= (newest, the default, or
+// oldest) beside ?cursor= and ?limit=, as strictly: given twice or empty
+// it is refused naming order.
+func libraryParams(r *http.Request) (order library.Order, cursor string, limit int, err error) {
+	q, err := listQuery(r, "cursor", "limit", "order")
+	if err != nil {
+		return "", "", 0, err
+	}
+	if cursor, limit, err = pageOf(q); err != nil {
+		return "", "", 0, err
+	}
+	order = library.NewestFirst
+	if q.Has("order") {
+		if order, err = library.ParseOrder(q.Get("order")); err != nil {
+			return "", "", 0, err
+		}
+	}
+	return order, cursor, limit, nil
+}
+
+// listQuery parses a list's query string, refusing one that does not
+// parse and any of names given more than once.
+func listQuery(r *http.Request, names ...string) (url.Values, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return "", 0, newProblem(http.StatusBadRequest, "validation_failed", "The query string does not parse.",
+		return nil, newProblem(http.StatusBadRequest, "validation_failed", "The query string does not parse.",
 			ProblemField{Field: "query", Code: "malformed", Message: "must be a valid URL query string"})
 	}
-	for _, name := range []string{"cursor", "limit"} {
+	for _, name := range names {
 		if len(q[name]) > 1 {
-			return "", 0, newProblem(http.StatusBadRequest, "validation_failed", name+" is given more than once.",
+			return nil, newProblem(http.StatusBadRequest, "validation_failed", name+" is given more than once.",
 				ProblemField{Field: name, Code: "duplicate", Message: "is given more than once"})
 		}
 	}
+	return q, nil
+}
+
+// pageOf reads cursor and limit from a parsed query.
+func pageOf(q url.Values) (cursor string, limit int, err error) {
 	if !q.Has("limit") {
 		return q.Get("cursor"), defaultPageLimit, nil
 	}

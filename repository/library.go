@@ -26,10 +26,14 @@ const (
 	libDeleteCQL     = `DELETE FROM library_by_principal USING TIMESTAMP ? WHERE principal_id = ? AND bucket = ? AND last_modified = ? AND content_id = ?`
 	libSliceCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? LIMIT ?`
 	libSliceAfterCQL = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) < (?, ?) LIMIT ?`
-	indexPutCQL      = `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	indexDeleteCQL   = `DELETE FROM library_index USING TIMESTAMP ? WHERE principal_id = ? AND content_id = ?`
-	indexSelectCQL   = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id IN ?`
-	indexPageCQL     = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id > ? LIMIT ?`
+	// The same slices the other way: Cassandra reads a partition in reverse
+	// clustering order from the same index blocks, no table of its own.
+	libSliceAscCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? ORDER BY last_modified ASC, content_id ASC LIMIT ?`
+	libSliceAscAfterCQL = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) > (?, ?) ORDER BY last_modified ASC, content_id ASC LIMIT ?`
+	indexPutCQL         = `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	indexDeleteCQL      = `DELETE FROM library_index USING TIMESTAMP ? WHERE principal_id = ? AND content_id = ?`
+	indexSelectCQL      = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id IN ?`
+	indexPageCQL        = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id > ? LIMIT ?`
 )
 
 type libRow struct {
@@ -40,7 +44,7 @@ type libRow struct {
 	Version      int       `db:"version"`
 }
 
-// columns are libSliceCQL's and libSliceAfterCQL's.
+// columns are the library slices'.
 func (r *libRow) columns() []any {
 	return []any{&r.LastModified, &r.ContentID, &r.Name, &r.Visibility, &r.Version}
 }
@@ -146,11 +150,16 @@ func (l *Libraries) IndexPage(ctx context.Context, principalID, after string, li
 	return out, nil
 }
 
-// Slice reads one bucket, newest first, after the cursor.
-func (l *Libraries) Slice(ctx context.Context, principalID, bucket string, after *library.Cursor, limit int) ([]library.Entry, error) {
-	q := l.db.query(ctx, 0, libSliceCQL, principalID, bucket, limit)
+// Slice reads one bucket in order after the cursor: newest first in the
+// clustering order, oldest first reversed.
+func (l *Libraries) Slice(ctx context.Context, principalID, bucket string, order library.Order, after *library.Cursor, limit int) ([]library.Entry, error) {
+	first, next := libSliceCQL, libSliceAfterCQL
+	if order == library.OldestFirst {
+		first, next = libSliceAscCQL, libSliceAscAfterCQL
+	}
+	q := l.db.query(ctx, 0, first, principalID, bucket, limit)
 	if after != nil {
-		q = l.db.query(ctx, 0, libSliceAfterCQL, principalID, bucket, after.LastModified, after.ContentID, limit)
+		q = l.db.query(ctx, 0, next, principalID, bucket, after.LastModified, after.ContentID, limit)
 	}
 	rows, err := selectRows[libRow](q)
 	if err != nil {

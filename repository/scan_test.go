@@ -84,6 +84,8 @@ var rowSelects = []struct {
 	{sessionsOfUserCQL, &sessionIndexRow{}},
 	{libSliceCQL, &libRow{}},
 	{libSliceAfterCQL, &libRow{}},
+	{libSliceAscCQL, &libRow{}},
+	{libSliceAscAfterCQL, &libRow{}},
 	{indexSelectCQL, &indexRow{}},
 	{indexPageCQL, &indexRow{}},
 	{contentMemberFindCQL, &contentMemberRow{}},

@@ -22,7 +22,7 @@ func Handler(s *Store) http.Handler {
 			reply(w, 0, nil, err)
 			return
 		}
-		p, err := s.Library(r.Context(), c, r.PathValue("id"), r.URL.Query().Get("cursor"), limit(r))
+		p, err := s.Library(r.Context(), c, r.PathValue("id"), r.URL.Query().Get("order"), r.URL.Query().Get("cursor"), limit(r))
 		reply(w, http.StatusOK, p, err)
 	}
 	// One pattern for both: net/http's mux refuses the pair as ambiguous.

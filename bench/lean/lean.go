@@ -31,28 +31,30 @@ import (
 
 // The statements, as shelf's repository writes them.
 const (
-	userCols        = `username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until`
-	userSelect      = `SELECT id, ` + userCols + ` FROM users WHERE id = ?`
-	userInsert      = `INSERT INTO users (id, ` + userCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
-	userActivate    = `UPDATE users USING TTL 0 SET username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ? WHERE id = ? IF status = 'pending'`
-	claimSelect     = `SELECT key, user_id, op, state, claimed_at, base_version FROM %s WHERE key = ?`
-	claimInsert     = `INSERT INTO %s (key, user_id, op, state, claimed_at, base_version) VALUES (?, ?, ?, 'pending', ?, ?) IF NOT EXISTS USING TTL ?`
-	claimCommit     = `UPDATE %s USING TTL 0 SET user_id = ?, op = ?, state = 'committed', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ?`
-	sessionSelect   = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written FROM sessions WHERE token_hash = ?`
-	sessionInsert   = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	sessionIndex    = `INSERT INTO sessions_by_user (user_id, token_hash, expires_at) VALUES (?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	groupSelect     = `SELECT id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id FROM groups WHERE id = ?`
-	memberRole      = `SELECT role FROM group_members WHERE group_id = ? AND user_id = ?`
-	libSlice        = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? LIMIT ?`
-	libSliceAfter   = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) < (?, ?) LIMIT ?`
-	indexSelect     = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id IN ?`
-	buckets         = `SELECT bucket FROM status_buckets WHERE status = ? LIMIT ?`
-	bucketsBefore   = `SELECT bucket FROM status_buckets WHERE status = ? AND bucket <= ? LIMIT ?`
-	suspendedPage   = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? LIMIT ?`
-	suspendedAfter  = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? AND (occurred_on, user_id) < (?, ?) LIMIT ?`
-	sessionTTL      = 30 * 24 * time.Hour
-	signupLease     = 10 * time.Second
-	statusSuspended = "suspended"
+	userCols         = `username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until`
+	userSelect       = `SELECT id, ` + userCols + ` FROM users WHERE id = ?`
+	userInsert       = `INSERT INTO users (id, ` + userCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userActivate     = `UPDATE users USING TTL 0 SET username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ? WHERE id = ? IF status = 'pending'`
+	claimSelect      = `SELECT key, user_id, op, state, claimed_at, base_version FROM %s WHERE key = ?`
+	claimInsert      = `INSERT INTO %s (key, user_id, op, state, claimed_at, base_version) VALUES (?, ?, ?, 'pending', ?, ?) IF NOT EXISTS USING TTL ?`
+	claimCommit      = `UPDATE %s USING TTL 0 SET user_id = ?, op = ?, state = 'committed', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ?`
+	sessionSelect    = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written FROM sessions WHERE token_hash = ?`
+	sessionInsert    = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionIndex     = `INSERT INTO sessions_by_user (user_id, token_hash, expires_at) VALUES (?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	groupSelect      = `SELECT id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id FROM groups WHERE id = ?`
+	memberRole       = `SELECT role FROM group_members WHERE group_id = ? AND user_id = ?`
+	libSlice         = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? LIMIT ?`
+	libSliceAfter    = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) < (?, ?) LIMIT ?`
+	libSliceAsc      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? ORDER BY last_modified ASC, content_id ASC LIMIT ?`
+	libSliceAscAfter = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) > (?, ?) ORDER BY last_modified ASC, content_id ASC LIMIT ?`
+	indexSelect      = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id IN ?`
+	buckets          = `SELECT bucket FROM status_buckets WHERE status = ? LIMIT ?`
+	bucketsBefore    = `SELECT bucket FROM status_buckets WHERE status = ? AND bucket <= ? LIMIT ?`
+	suspendedPage    = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? LIMIT ?`
+	suspendedAfter   = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? AND (occurred_on, user_id) < (?, ?) LIMIT ?`
+	sessionTTL       = 30 * 24 * time.Hour
+	signupLease      = 10 * time.Second
+	statusSuspended  = "suspended"
 )
 
 // ErrNotFound is a 404; every other error a 500.
@@ -225,16 +227,30 @@ type Page[T any] struct {
 // Library is GET /v1/{users,groups}/{id}/library: the checks that choose
 // the bucket beside the slice of the bucket most callers get, then the
 // index read of the slice's items; the slice again when the guess was wrong.
-func (s *Store) Library(ctx context.Context, c *Caller, principal, cursor string, limit int) (Page[Item], error) {
+// Oldest first (order "oldest") the slices are reversed and the run ends
+// at its first page's time, which its cursors carry (o|until|ms|id).
+func (s *Store) Library(ctx context.Context, c *Caller, principal, order, cursor string, limit int) (Page[Item], error) {
 	var after *Item
+	oldest := order == "oldest"
+	until := time.Now().UTC().Truncate(time.Millisecond)
 	if cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(cursor)
-		ms, id, _ := strings.Cut(string(raw), "|")
-		n, perr := strconv.ParseInt(ms, 10, 64)
+		f := strings.Split(string(raw), "|")
+		if oldest && len(f) == 4 {
+			u, uerr := strconv.ParseInt(f[1], 10, 64)
+			until, f, err = time.UnixMilli(u).UTC(), f[2:], errors.Join(err, uerr)
+		}
+		if len(f) != 2 {
+			return Page[Item]{}, ErrNotFound
+		}
+		n, perr := strconv.ParseInt(f[0], 10, 64)
 		if err != nil || perr != nil {
 			return Page[Item]{}, ErrNotFound
 		}
-		after = &Item{ID: id, LastModified: time.UnixMilli(n).UTC()}
+		after = &Item{ID: f[1], LastModified: time.UnixMilli(n).UTC()}
+	}
+	if !oldest {
+		until = time.Time{}
 	}
 	guess := "loggedin"
 	switch {
@@ -247,12 +263,12 @@ func (s *Store) Library(ctx context.Context, c *Caller, principal, cursor string
 	var items []Item
 	var bucketErr, pageErr error
 	both(func() { bucket, bucketErr = s.bucketFor(ctx, c, principal) },
-		func() { items, pageErr = s.readPage(ctx, principal, guess, after, limit+1) })
+		func() { items, pageErr = s.readPage(ctx, principal, guess, until, after, limit+1) })
 	if bucketErr != nil {
 		return Page[Item]{}, bucketErr
 	}
 	if bucket != guess {
-		items, pageErr = s.readPage(ctx, principal, bucket, after, limit+1)
+		items, pageErr = s.readPage(ctx, principal, bucket, until, after, limit+1)
 	}
 	if pageErr != nil {
 		return Page[Item]{}, pageErr
@@ -261,7 +277,11 @@ func (s *Store) Library(ctx context.Context, c *Caller, principal, cursor string
 	if len(items) > limit {
 		p.Items = items[:limit]
 		last := p.Items[limit-1]
-		p.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(last.LastModified.UnixMilli(), 10) + "|" + last.ID))
+		next := strconv.FormatInt(last.LastModified.UnixMilli(), 10) + "|" + last.ID
+		if oldest {
+			next = "o|" + strconv.FormatInt(until.UnixMilli(), 10) + "|" + next
+		}
+		p.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(next))
 	}
 	return p, nil
 }
@@ -315,13 +335,17 @@ func (s *Store) bucketFor(ctx context.Context, c *Caller, principal string) (str
 
 // readPage reads want rows of one bucket and keeps those the index agrees
 // with (one slice, one index read; refilled while rows were dropped).
-func (s *Store) readPage(ctx context.Context, principal, bucket string, after *Item, want int) ([]Item, error) {
+func (s *Store) readPage(ctx context.Context, principal, bucket string, until time.Time, after *Item, want int) ([]Item, error) {
 	out := make([]Item, 0, want)
+	first, next := libSlice, libSliceAfter
+	if !until.IsZero() {
+		first, next = libSliceAsc, libSliceAscAfter
+	}
 	for refill := 0; len(out) < want && refill < 8; refill++ {
 		need := want - len(out)
-		q := s.S.Query(libSlice, principal, bucket, need)
+		q := s.S.Query(first, principal, bucket, need)
 		if after != nil {
-			q = s.S.Query(libSliceAfter, principal, bucket, after.LastModified, after.ID, need)
+			q = s.S.Query(next, principal, bucket, after.LastModified, after.ID, need)
 		}
 		iter := q.WithContext(ctx).Iter()
 		var rows []Item
@@ -332,6 +356,13 @@ func (s *Store) readPage(ctx context.Context, principal, bucket string, after *I
 		}
 		if err := iter.Close(); err != nil {
 			return nil, err
+		}
+		end := len(rows) < need
+		for i, r := range rows {
+			if !until.IsZero() && !r.LastModified.Before(until) {
+				rows, end = rows[:i], true // past the run's end
+				break
+			}
 		}
 		if len(rows) == 0 {
 			break
@@ -357,7 +388,7 @@ func (s *Store) readPage(ctx context.Context, principal, bucket string, after *I
 			}
 		}
 		after = &rows[len(rows)-1]
-		if len(rows) < need {
+		if end {
 			break
 		}
 	}

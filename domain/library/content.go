@@ -1,9 +1,11 @@
 package library
 
 import (
-	"net/url"
+	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"shelf/domain"
 )
@@ -119,12 +121,34 @@ func (in Input) apply(c *Content) error {
 	}
 	if in.Link != nil {
 		c.Link = strings.TrimSpace(*in.Link)
-		if c.Link != "" {
-			u, err := url.Parse(c.Link)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(c.Link) > 2048 {
-				fes = append(fes, &domain.FieldError{Field: "link", Code: "format", Message: "must be an http or https URL of at most 2048 characters"})
-			}
+		if c.Link != "" && !ValidLink(c.Link) {
+			fes = append(fes, &domain.FieldError{Field: "link", Code: "format", Message: "must be an http or https URL of at most 2048 characters, its host a DNS name or IPv4 address in ASCII"})
 		}
 	}
 	return domain.InvalidFields(fes...)
+}
+
+// linkShape is a link's structure: http or https; a host that is a DNS
+// name or an IPv4 address in ASCII (international names in punycode); an
+// optional port; then a path, query or fragment whose %-escapes are
+// valid. openapi.yaml's pattern for link is this, with the characters
+// ValidLink refuses besides, and blank space allowed around it (the value
+// is trimmed).
+var linkShape = regexp.MustCompile(`^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]{1,5})?(?:[/?#](?:[^%]|%[0-9A-Fa-f]{2})*)?$`)
+
+// ValidLink reports whether a trimmed, non-empty link is one shelf stores:
+// linkShape, at most 2048 characters, no blank space inside and none of
+// the characters a field people read refuses wherever they stand. Every
+// such link parses with net/url, its scheme http or https and its host
+// set.
+func ValidLink(s string) bool {
+	if utf8.RuneCountInString(s) > 2048 || !linkShape.MatchString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || domain.RefusedInText(r, false) {
+			return false
+		}
+	}
+	return true
 }

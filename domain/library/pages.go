@@ -3,6 +3,7 @@ package library
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"shelf/domain"
 )
@@ -59,14 +60,13 @@ func (s *Service) bucketFor(ctx context.Context, p domain.Principal, principalID
 }
 
 // Library returns a page of a user's or group's library as the caller may
-// see it, newest first (ties by id, descending).
-func (s *Service) Library(ctx context.Context, p domain.Principal, principalID, cursor string, limit int) (domain.Page[Entry], error) {
-	var after *Cursor
-	if cursor != "" {
-		var err error
-		if after, err = DecodeCursor(cursor); err != nil {
-			return domain.Page[Entry]{}, err
-		}
+// see it: newest first (ties by id, descending) or oldest first (ties by
+// id, ascending; only items last modified before the run's first page).
+// A cursor belongs to the order it was made for.
+func (s *Service) Library(ctx context.Context, p domain.Principal, principalID string, order Order, cursor string, limit int) (domain.Page[Entry], error) {
+	rn, after, err := s.runOf(order, cursor)
+	if err != nil {
+		return domain.Page[Entry]{}, err
 	}
 	// The page is read beside the checks that decide the bucket, in the
 	// bucket most callers get (anonymous: public, the owner: private,
@@ -88,14 +88,14 @@ func (s *Service) Library(ctx context.Context, p domain.Principal, principalID, 
 		if i == 0 {
 			bucket, bucketErr = s.bucketFor(ctx, p, principalID)
 		} else {
-			items, resume, pageErr = s.readPage(ctx, principalID, guess, after, limit+1)
+			items, resume, pageErr = s.readPage(ctx, principalID, guess, rn, after, limit+1)
 		}
 	})
 	if bucketErr != nil {
 		return domain.Page[Entry]{}, bucketErr
 	}
 	if bucket != guess {
-		items, resume, pageErr = s.readPage(ctx, principalID, bucket, after, limit+1)
+		items, resume, pageErr = s.readPage(ctx, principalID, bucket, rn, after, limit+1)
 	}
 	if pageErr != nil {
 		return domain.Page[Entry]{}, pageErr
@@ -105,23 +105,24 @@ func (s *Service) Library(ctx context.Context, p domain.Principal, principalID, 
 		// the library ended: the next page goes on after the last row read.
 		return domain.Page[Entry]{Items: items, Next: resume.Encode()}, nil
 	}
-	return domain.PageOf(items, limit, cursorOf), nil
+	return domain.PageOf(items, limit, func(e Entry) string { return rn.at(e).Encode() }), nil
 }
 
 // maxRefills bounds how often a page is refilled after dropping stale
 // rows; each refill is one more slice and one more index read.
 const maxRefills = 8
 
-// readPage reads want rows of one bucket and checks them against the
-// membership index (one read with IN): a row whose item is not in the index
-// (removed, deleted: a ghost) or whose version is older than the index's (a
-// stale copy from a concurrent update) is dropped from the answer and
-// deleted in the background, and the page is refilled (L2, L3). Costs one
-// slice and one index read, more only when rows were dropped (L5).
+// readPage reads want rows of one bucket in the run's order, up to the
+// run's end, and checks them against the membership index (one read with
+// IN): a row whose item is not in the index (removed, deleted: a ghost) or
+// whose version is older than the index's (a stale copy from a concurrent
+// update) is dropped from the answer and deleted in the background, and the
+// page is refilled (L2, L3). Costs one slice and one index read, more only
+// when rows were dropped (L5), in either order.
 //
 // It returns the rows to show and, when it stopped refilling before the
 // bucket ended, resume: the position after the last row it read.
-func (s *Service) readPage(ctx context.Context, principalID, bucket string, after *Cursor, want int) (out []Entry, resume *Cursor, err error) {
+func (s *Service) readPage(ctx context.Context, principalID, bucket string, rn run, after *Cursor, want int) (out []Entry, resume *Cursor, err error) {
 	out = make([]Entry, 0, want)
 	seen := map[string]bool{}
 	for refill := 0; len(out) < want; refill++ {
@@ -129,9 +130,13 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, afte
 			return out, after, nil // rows may follow: say where to go on
 		}
 		need := want - len(out)
-		rows, err := s.library.Slice(ctx, principalID, bucket, after, need)
+		rows, err := s.library.Slice(ctx, principalID, bucket, rn.order, after, need)
 		if err != nil {
 			return nil, nil, err
+		}
+		end := len(rows) < need // the end of the bucket
+		if past := slices.IndexFunc(rows, func(r Entry) bool { return !rn.lists(r) }); past >= 0 {
+			rows, end = rows[:past], true // past the run's end: so is every later row
 		}
 		if len(rows) == 0 {
 			break
@@ -160,10 +165,9 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, afte
 		if len(stale) > 0 {
 			s.cleanup(ctx, bucket, stale)
 		}
-		last := rows[len(rows)-1]
-		after = &Cursor{LastModified: last.LastModified, ContentID: last.ContentID}
-		if len(rows) < need {
-			break // the end of the bucket
+		after = rn.at(rows[len(rows)-1])
+		if end {
+			break
 		}
 	}
 	return out, nil, nil

@@ -2,7 +2,9 @@ package library
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,23 +12,47 @@ import (
 )
 
 // rowsOnly is an EntryStore of one bucket's rows and an index: what a
-// library page reads. Writes are not expected.
+// library page reads. Writes are not expected. It counts its reads.
 type rowsOnly struct {
 	EntryStore
-	rows  []Entry // newest first
-	index map[string]Entry
+	rows          []Entry // any order: Slice sorts them
+	index         map[string]Entry
+	slices, reads int
 }
 
-func (r *rowsOnly) Slice(_ context.Context, _, _ string, after *Cursor, limit int) ([]Entry, error) {
-	start := 0
-	if after != nil {
-		start = slices.IndexFunc(r.rows, func(e Entry) bool { return e.ContentID == after.ContentID }) + 1
+// newestFirst orders a bucket as its clustering does.
+func newestFirst(a, b Entry) int {
+	if c := b.LastModified.Compare(a.LastModified); c != 0 {
+		return c
 	}
-	end := min(start+limit, len(r.rows))
-	return slices.Clone(r.rows[start:end]), nil
+	return strings.Compare(b.ContentID, a.ContentID)
+}
+
+func (r *rowsOnly) Slice(_ context.Context, _, _ string, order Order, after *Cursor, limit int) ([]Entry, error) {
+	r.slices++
+	rows := slices.Clone(r.rows)
+	slices.SortFunc(rows, newestFirst)
+	if order == OldestFirst {
+		slices.Reverse(rows)
+	}
+	var out []Entry
+	for _, e := range rows {
+		pos := Entry{LastModified: e.LastModified, ContentID: e.ContentID}
+		if after != nil {
+			at := Entry{LastModified: after.LastModified, ContentID: after.ContentID}
+			if c := newestFirst(at, pos); c == 0 || (c < 0) != (order == NewestFirst) {
+				continue // not past the cursor in this order
+			}
+		}
+		if len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 func (r *rowsOnly) Index(_ context.Context, _ string, ids []string) (map[string]Entry, error) {
+	r.reads++
 	out := map[string]Entry{}
 	for _, id := range ids {
 		if e, ok := r.index[id]; ok {
@@ -48,6 +74,7 @@ func (visibleUsers) Get(_ context.Context, id string) (domain.User, error) {
 // among ghost rows (a library after mass removals, before cleanup caught
 // up) ends with nextCursor, so the items behind them are reached; paging
 // on shows each live item exactly once (issue 10, case 9; L2, L5).
+// In both orders: oldest first the ghosts are at the end.
 func TestPageBehindManyStaleRowsStillHasACursor(t *testing.T) {
 	t.Parallel()
 	store := &rowsOnly{index: map[string]Entry{}}
@@ -62,15 +89,32 @@ func TestPageBehindManyStaleRowsStillHasACursor(t *testing.T) {
 			live = append(live, e.ContentID)
 		}
 	}
-	s := New(Config{}, nil, visibleUsers{}, nil, Stores{Library: store}, nil)
+	s := New(Config{Now: func() time.Time { return at.Add(time.Hour) }}, nil, visibleUsers{}, nil, Stores{Library: store}, nil)
 	owner := domain.NewID(domain.UserIDPrefix)
+	for _, order := range []Order{NewestFirst, OldestFirst} {
+		got, _ := pageAll(t, s, owner, order, 2, nil)
+		want := slices.Clone(live)
+		if order == OldestFirst {
+			slices.Reverse(want)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s first: paged through %v, want the live items %v once each", order, got, want)
+		}
+	}
+}
+
+// pageAll pages through owner's library as an anonymous caller, calling
+// between (if set) after each page, and returns the ids in the order listed
+// and the number of pages.
+func pageAll(t *testing.T, s *Service, owner string, order Order, limit int, between func(page int)) ([]string, int) {
+	t.Helper()
 	var got []string
 	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages > 20 {
+	for pages := 1; ; pages++ {
+		if pages > 100 {
 			t.Fatal("paging does not end")
 		}
-		p, err := s.Library(context.Background(), domain.Principal{}, owner, cursor, 2)
+		p, err := s.Library(context.Background(), domain.Principal{}, owner, order, cursor, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,11 +122,185 @@ func TestPageBehindManyStaleRowsStillHasACursor(t *testing.T) {
 			got = append(got, e.ContentID)
 		}
 		if p.Next == "" {
-			break
+			return got, pages
 		}
 		cursor = p.Next
+		if between != nil {
+			between(pages)
+		}
 	}
-	if !slices.Equal(got, live) {
-		t.Fatalf("paged through %v, want the live items %v once each", got, live)
+}
+
+// libraryOf is a bucket of n live items a minute apart (the newest at
+// newest); dirty, every third row has a ghost or a stale copy beside it:
+// what both orders must check alike.
+func libraryOf(n int, newest time.Time, dirty bool) (*rowsOnly, []Entry) {
+	store := &rowsOnly{index: map[string]Entry{}}
+	var live []Entry // newest first
+	for i := 0; i < n; i++ {
+		e := Entry{PrincipalID: "u", ContentID: domain.NewID(domain.ContentIDPrefix), Visibility: VisibilityPublic,
+			LastModified: newest.Add(-time.Duration(i) * time.Minute), Version: 2}
+		store.rows = append(store.rows, e)
+		store.index[e.ContentID] = e
+		live = append(live, e)
+		if !dirty {
+			continue
+		}
+		switch i % 3 {
+		case 1: // a ghost
+			store.rows = append(store.rows, Entry{PrincipalID: "u", ContentID: domain.NewID(domain.ContentIDPrefix),
+				LastModified: e.LastModified.Add(time.Second), Version: 1})
+		case 2: // the item's older copy, not yet deleted
+			old := e
+			old.LastModified, old.Version = e.LastModified.Add(-time.Second), 1
+			store.rows = append(store.rows, old)
+		}
+	}
+	return store, live
+}
+
+// TestBothOrdersListTheSameItemsAtTheSameCost: oldest first lists exactly
+// the items newest first does, reversed (by lastModified, then id), and
+// hides the same ghosts and stale copies; on a clean library both read the
+// same slices and index reads, one each per page, and with stale rows
+// neither reads more than its refills allow (L2, L3, L5).
+func TestBothOrdersListTheSameItemsAtTheSameCost(t *testing.T) {
+	t.Parallel()
+	newest := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		limit int
+		dirty bool
+	}{{1, false}, {7, false}, {100, false}, {1, true}, {3, true}, {7, true}, {100, true}} {
+		limit := tc.limit
+		var cost [2][2]int
+		for i, order := range []Order{NewestFirst, OldestFirst} {
+			store, live := libraryOf(30, newest, tc.dirty)
+			// Two items at the same time: ties go by id, in the order's direction.
+			live[4].LastModified = live[5].LastModified
+			store.index[live[4].ContentID] = live[4]
+			for j := range store.rows {
+				if store.rows[j].ContentID == live[4].ContentID && store.rows[j].Version == 2 {
+					store.rows[j] = live[4]
+				}
+			}
+			slices.SortFunc(live, newestFirst)
+			s := New(Config{Now: func() time.Time { return newest.Add(time.Hour) }}, nil, visibleUsers{}, nil, Stores{Library: store}, nil)
+			got, pages := pageAll(t, s, domain.NewID(domain.UserIDPrefix), order, limit, nil)
+			want := make([]string, len(live))
+			for k, e := range live {
+				want[k] = e.ContentID
+			}
+			if order == OldestFirst {
+				slices.Reverse(want)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("limit %d, dirty %v, %s first: listed %v, want %v", limit, tc.dirty, order, got, want)
+			}
+			cost[i] = [2]int{store.slices, store.reads}
+			if store.slices > pages*(maxRefills+1) || store.reads > store.slices {
+				t.Errorf("limit %d, %s first: %d slices, %d index reads for %d pages", limit, order, store.slices, store.reads, pages)
+			}
+			if !tc.dirty && (store.slices != pages || store.reads != pages) {
+				t.Errorf("limit %d, %s first, clean: %d slices, %d index reads for %d pages; want one each per page",
+					limit, order, store.slices, store.reads, pages)
+			}
+		}
+		if !tc.dirty && cost[0] != cost[1] {
+			t.Errorf("limit %d: newest first read %v (slices, index reads), oldest first %v", limit, cost[0], cost[1])
+		}
+	}
+}
+
+// TestOldestFirstListsOnlyWhatWasThereWhenPagingBegan: an item changed
+// while an oldest-first run pages moves to the end, past the run's end
+// (the time of its first page), so it is not listed twice, and an item
+// created since is not listed either: as newest first, where both land
+// before the cursor. Every item left alone is listed exactly once, in
+// order (L2).
+func TestOldestFirstListsOnlyWhatWasThereWhenPagingBegan(t *testing.T) {
+	t.Parallel()
+	began := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	now := began
+	store, live := libraryOf(20, began.Add(-time.Millisecond), true)
+	s := New(Config{Now: func() time.Time { return now }}, nil, visibleUsers{}, nil, Stores{Library: store}, nil)
+	owner := domain.NewID(domain.UserIDPrefix)
+	// An item changed in the millisecond the run began is past its end too.
+	changed := map[string]bool{}
+	move := func(e Entry) {
+		for i := range store.rows {
+			if store.rows[i].ContentID == e.ContentID && store.rows[i].Version == e.Version {
+				store.rows[i].LastModified, store.rows[i].Version = now, e.Version+1
+				store.index[e.ContentID] = store.rows[i]
+			}
+		}
+		changed[e.ContentID] = true
+	}
+	got, _ := pageAll(t, s, owner, OldestFirst, 3, func(page int) {
+		now = now.Add(time.Duration(page-1) * time.Second) // the first change at the very millisecond
+		switch page {
+		case 1:
+			move(live[len(live)-1]) // the oldest, shown on the first page
+		case 2:
+			move(live[0]) // the newest, not yet reached
+		case 3:
+			store.rows = append(store.rows, Entry{PrincipalID: "u", ContentID: domain.NewID(domain.ContentIDPrefix),
+				Visibility: VisibilityPublic, LastModified: now, Version: 1}) // created while paging
+			store.index[store.rows[len(store.rows)-1].ContentID] = store.rows[len(store.rows)-1]
+		}
+	})
+	count := map[string]int{}
+	for _, id := range got {
+		count[id]++
+	}
+	for id, n := range count {
+		if n > 1 {
+			t.Errorf("%s listed %d times", id, n)
+		}
+	}
+	for _, e := range live {
+		if !changed[e.ContentID] && count[e.ContentID] != 1 {
+			t.Errorf("%s, left alone, listed %d times", e.ContentID, count[e.ContentID])
+		}
+	}
+	if count[live[0].ContentID] != 0 || len(got) != len(live)-1 {
+		t.Errorf("listed %d items (the newest, changed before it was reached, %d times); want the %d left alone and the oldest once",
+			len(got), count[live[0].ContentID], len(live)-2)
+	}
+	// A run begun now lists the changed items at the end, newest last.
+	again, _ := pageAll(t, s, owner, OldestFirst, 100, nil)
+	if len(again) != len(live)+1 || again[len(again)-1] != store.rows[len(store.rows)-1].ContentID {
+		t.Errorf("a new run listed %d items ending %v; want %d ending with the created one", len(again), again[len(again)-3:], len(live)+1)
+	}
+}
+
+// TestACursorBelongsToItsOrder: a cursor presented with the other order is
+// refused naming cursor (read the other way it would list the items before
+// it again); an order that is not newest or oldest is refused naming order.
+func TestACursorBelongsToItsOrder(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	store, _ := libraryOf(5, now.Add(-time.Hour), false)
+	s := New(Config{Now: func() time.Time { return now }}, nil, visibleUsers{}, nil, Stores{Library: store}, nil)
+	owner := domain.NewID(domain.UserIDPrefix)
+	for _, tc := range []struct{ made, used Order }{{NewestFirst, OldestFirst}, {OldestFirst, NewestFirst}} {
+		p, err := s.Library(context.Background(), domain.Principal{}, owner, tc.made, "", 2)
+		if err != nil || p.Next == "" {
+			t.Fatalf("%s first: %+v, %v", tc.made, p, err)
+		}
+		_, err = s.Library(context.Background(), domain.Principal{}, owner, tc.used, p.Next, 2)
+		wantField(t, err, "cursor", "wrong_order")
+	}
+	for _, bad := range []Order{"", "Oldest", "asc", "newest "} {
+		_, err := s.Library(context.Background(), domain.Principal{}, owner, bad, "", 2)
+		wantField(t, err, "order", "oneof")
+	}
+}
+
+// wantField fails unless err is ErrInvalid naming exactly field with code.
+func wantField(t *testing.T, err error, field, code string) {
+	t.Helper()
+	var de *domain.Error
+	if !errors.As(err, &de) || !errors.Is(err, domain.ErrInvalid) || len(de.Fields) != 1 || de.Fields[0].Field != field || de.Fields[0].Code != code {
+		t.Errorf("got %v, want ErrInvalid naming %s (%s)", err, field, code)
 	}
 }

@@ -58,7 +58,7 @@ func (s *Service) rewriteFromIndex(ctx context.Context, principalID string) (int
 func (s *Service) dropUnbacked(ctx context.Context, principalID, bucket string) error {
 	var cursor *Cursor
 	for {
-		rows, err := s.library.Slice(ctx, principalID, bucket, cursor, memberPage)
+		rows, err := s.library.Slice(ctx, principalID, bucket, NewestFirst, cursor, memberPage)
 		if err != nil || len(rows) == 0 {
 			return err
 		}

@@ -1,8 +1,8 @@
 // Package library is content items, sharing them with users and groups,
 // and the per-principal libraries kept from them: visibility buckets,
-// newest-first pages checked against the membership index, the fan-out of
-// every change through a durable outbox, and rebuilds (L1-L6 of
-// docs/design.md).
+// pages (newest or oldest first) checked against the membership index,
+// the fan-out of every change through a durable outbox, and rebuilds
+// (L1-L6 of docs/design.md).
 package library
 
 import (
@@ -49,8 +49,10 @@ type EntryStore interface {
 	Index(ctx context.Context, principalID string, contentIDs []string) (map[string]Entry, error)
 	// IndexPage lists a principal's index entries after content id `after`.
 	IndexPage(ctx context.Context, principalID, after string, limit int) ([]Entry, error)
-	// Slice reads up to limit rows of one bucket, newest first, after the cursor.
-	Slice(ctx context.Context, principalID, bucket string, after *Cursor, limit int) ([]Entry, error)
+	// Slice reads up to limit rows of one bucket in order (newest first:
+	// the clustering order; oldest first: reversed), after the cursor's
+	// position (nil: from the start).
+	Slice(ctx context.Context, principalID, bucket string, order Order, after *Cursor, limit int) ([]Entry, error)
 	// DeleteRow deletes one row (a stale duplicate or a ghost) at its version.
 	DeleteRow(ctx context.Context, bucket string, e Entry) error
 }

@@ -278,7 +278,12 @@ func (l entries) IndexPage(_ context.Context, principalID, after string, limit i
 	return out, err
 }
 
-func (l entries) Slice(_ context.Context, principalID, bucket string, after *library.Cursor, limit int) ([]library.Entry, error) {
+func (l entries) Slice(_ context.Context, principalID, bucket string, order library.Order, after *library.Cursor, limit int) ([]library.Entry, error) {
+	// before orders the slice: newest first, or oldest first reversed.
+	before := func(a, b library.Entry) bool { return newer(a, b.LastModified, b.ContentID) }
+	if order == library.OldestFirst {
+		before = func(a, b library.Entry) bool { return newer(b, a.LastModified, a.ContentID) }
+	}
 	var out []library.Entry
 	_, err := l.s.call("library.slice", false, func() (bool, error) {
 		var rows []library.Entry
@@ -287,9 +292,9 @@ func (l entries) Slice(_ context.Context, principalID, bucket string, after *lib
 				rows = append(rows, c.v)
 			}
 		}
-		sort.Slice(rows, func(i, j int) bool { return newer(rows[i], rows[j].LastModified, rows[j].ContentID) })
+		sort.Slice(rows, func(i, j int) bool { return before(rows[i], rows[j]) })
 		for _, r := range rows {
-			if (after == nil || newer(*after2entry(after), r.LastModified, r.ContentID)) && len(out) < limit {
+			if (after == nil || before(*after2entry(after), r)) && len(out) < limit {
 				out = append(out, r)
 			}
 		}

@@ -74,6 +74,24 @@ func (e HealthStatusStatus) Valid() bool {
 	}
 }
 
+// Defines values for LibraryOrder.
+const (
+	LibraryOrderNewest LibraryOrder = "newest"
+	LibraryOrderOldest LibraryOrder = "oldest"
+)
+
+// Valid indicates whether the value is a known member of the LibraryOrder enum.
+func (e LibraryOrder) Valid() bool {
+	switch e {
+	case LibraryOrderNewest:
+		return true
+	case LibraryOrderOldest:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModerationEventKind.
 const (
 	ModerationEventKindExpired     ModerationEventKind = "expired"
@@ -187,7 +205,10 @@ type ContentMemberList struct {
 type ContentPatch struct {
 	Description *string `json:"description,omitempty"`
 
-	// Link An http or https URL with a host; `""` removes the link.
+	// Link An http or https URL, trimmed: a host that is a DNS name or IPv4
+	// address in ASCII (international names in punycode), an optional
+	// port, then a path, query or fragment with valid %-escapes and no
+	// blank or invisible character; at most 2048 characters. `""` removes the link.
 	Link *string `json:"link,omitempty"`
 	Name *string `json:"name,omitempty"`
 
@@ -275,6 +296,10 @@ type LibraryItem struct {
 	Visibility Visibility `json:"visibility"`
 }
 
+// LibraryOrder The order of a library page: `newest` lastModified first (ties by
+// id, descending) or `oldest` first (ties by id, ascending).
+type LibraryOrder string
+
 // LibraryPage defines model for LibraryPage.
 type LibraryPage struct {
 	Items []LibraryItem `json:"items"`
@@ -332,7 +357,10 @@ type ModerationEventList struct {
 type NewContent struct {
 	Description *string `json:"description,omitempty"`
 
-	// Link An http or https URL with a host; `""` (or leaving it out) for none.
+	// Link An http or https URL, trimmed: a host that is a DNS name or IPv4
+	// address in ASCII (international names in punycode), an optional
+	// port, then a path, query or fragment with valid %-escapes and no
+	// blank or invisible character; at most 2048 characters. `""` (or leaving it out) for none.
 	Link *string `json:"link,omitempty"`
 	Name string  `json:"name"`
 
@@ -637,6 +665,19 @@ type GetGroupLibraryParams struct {
 	// is `query`) rather than read as the first page; a cursor given
 	// twice is 400 naming `cursor` (code `duplicate`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Order `newest` (the default) or `oldest` first. Anything else, empty
+	// included, is 400 naming `order` (code `oneof`); given twice, 400
+	// naming `order` (code `duplicate`). A cursor belongs to the order it
+	// was made for: presented with the other order it is 400 naming
+	// `cursor` (code `wrong_order`). An oldest-first run of pages (a first
+	// page and the cursors that follow from it) lists the items last
+	// modified before its first page was read: an item changed or created
+	// while it pages goes to the end, past the run, and is not listed by
+	// it (so an item changed while the run pages is not listed twice), as
+	// newest first, where such items go before the cursor. A new run (no
+	// cursor) lists them.
+	Order *LibraryOrder `form:"order,omitempty" json:"order,omitempty"`
 }
 
 // ListGroupMembersParams defines parameters for ListGroupMembers.
@@ -676,6 +717,19 @@ type GetUserLibraryParams struct {
 	// is `query`) rather than read as the first page; a cursor given
 	// twice is 400 naming `cursor` (code `duplicate`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Order `newest` (the default) or `oldest` first. Anything else, empty
+	// included, is 400 naming `order` (code `oneof`); given twice, 400
+	// naming `order` (code `duplicate`). A cursor belongs to the order it
+	// was made for: presented with the other order it is 400 naming
+	// `cursor` (code `wrong_order`). An oldest-first run of pages (a first
+	// page and the cursors that follow from it) lists the items last
+	// modified before its first page was read: an item changed or created
+	// while it pages goes to the end, past the run, and is not listed by
+	// it (so an item changed while the run pages is not listed twice), as
+	// newest first, where such items go before the cursor. A new run (no
+	// cursor) lists them.
+	Order *LibraryOrder `form:"order,omitempty" json:"order,omitempty"`
 }
 
 // ListModerationHistoryParams defines parameters for ListModerationHistory.
@@ -802,11 +856,6 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET / (the `GetConsole` operationId).
 	GetConsole(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// GetAsset The pages' scripts and styles
-	//
-	// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
-	GetAsset(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDocs The API reference
 	//
@@ -1020,8 +1069,8 @@ type ClientInterface interface {
 
 	// GetGroupLibrary A group's library
 	//
-	// As a user's library; every member of the group (and admins) sees
-	// what its owner would.
+	// As a user's library, in either order; every member of the group
+	// (and admins) sees what its owner would.
 	//
 	// Corresponds with GET /v1/groups/{id}/library (the `GetGroupLibrary` operationId).
 	GetGroupLibrary(ctx context.Context, id GroupLibraryId, params *GetGroupLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1342,11 +1391,13 @@ type ClientInterface interface {
 
 	// GetUserLibrary A user's library
 	//
-	// Newest `lastModified` first, ties by id (descending). What shows
+	// Newest `lastModified` first, ties by id (descending), or with
+	// `order=oldest` oldest first, ties by id (ascending). What shows
 	// depends on the viewer: the owner and admins see every item, other
 	// sessions public and loggedin ones, anonymous callers public ones. A
-	// page reads one partition slice and checks it against the membership
-	// index in one more read, whatever the library's size.
+	// page reads one partition slice (oldest first: the same slice,
+	// reversed) and checks it against the membership index in one more
+	// read, whatever the library's size and in either order.
 	//
 	// Corresponds with GET /v1/users/{id}/library (the `GetUserLibrary` operationId).
 	GetUserLibrary(ctx context.Context, id UserId, params *GetUserLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1468,21 +1519,6 @@ type ClientInterface interface {
 // Corresponds with GET / (the `GetConsole` operationId).
 func (c *Client) GetConsole(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetConsoleRequest(c.Server)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// GetAsset The pages' scripts and styles
-//
-// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
-func (c *Client) GetAsset(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetAssetRequest(c.Server, path)
 	if err != nil {
 		return nil, err
 	}
@@ -1895,8 +1931,8 @@ func (c *Client) GetGroup(ctx context.Context, id GroupId, reqEditors ...Request
 
 // GetGroupLibrary A group's library
 //
-// As a user's library; every member of the group (and admins) sees
-// what its owner would.
+// As a user's library, in either order; every member of the group
+// (and admins) sees what its owner would.
 //
 // Corresponds with GET /v1/groups/{id}/library (the `GetGroupLibrary` operationId).
 func (c *Client) GetGroupLibrary(ctx context.Context, id GroupLibraryId, params *GetGroupLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2387,11 +2423,13 @@ func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONR
 
 // GetUserLibrary A user's library
 //
-// Newest `lastModified` first, ties by id (descending). What shows
+// Newest `lastModified` first, ties by id (descending), or with
+// `order=oldest` oldest first, ties by id (ascending). What shows
 // depends on the viewer: the owner and admins see every item, other
 // sessions public and loggedin ones, anonymous callers public ones. A
-// page reads one partition slice and checks it against the membership
-// index in one more read, whatever the library's size.
+// page reads one partition slice (oldest first: the same slice,
+// reversed) and checks it against the membership index in one more
+// read, whatever the library's size and in either order.
 //
 // Corresponds with GET /v1/users/{id}/library (the `GetUserLibrary` operationId).
 func (c *Client) GetUserLibrary(ctx context.Context, id UserId, params *GetUserLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2594,40 +2632,6 @@ func NewGetConsoleRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-
-	return req, nil
-}
-
-// NewGetAssetRequest constructs an http.Request for the GetAsset method
-func NewGetAssetRequest(server string, path string) (*http.Request, error) {
-	var err error
-
-	var pathParam0 string
-
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
-	if err != nil {
-		return nil, err
-	}
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/assets/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3270,6 +3274,18 @@ func NewGetGroupLibraryRequest(server string, id GroupLibraryId, params *GetGrou
 
 		}
 
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3860,6 +3876,18 @@ func NewGetUserLibraryRequest(server string, id UserId, params *GetUserLibraryPa
 
 		}
 
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4163,13 +4191,6 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET / (the `GetConsole` operationId).
 	GetConsoleWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetConsoleResponse, error)
 
-	// GetAssetWithResponse The pages' scripts and styles
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
-	GetAssetWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*GetAssetResponse, error)
-
 	// GetDocsWithResponse The API reference
 	//
 	// This contract rendered by Swagger UI, served from the binary (no CDN).
@@ -4404,8 +4425,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetGroupLibraryWithResponse A group's library
 	//
-	// As a user's library; every member of the group (and admins) sees
-	// what its owner would.
+	// As a user's library, in either order; every member of the group
+	// (and admins) sees what its owner would.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4744,11 +4765,13 @@ type ClientWithResponsesInterface interface {
 
 	// GetUserLibraryWithResponse A user's library
 	//
-	// Newest `lastModified` first, ties by id (descending). What shows
+	// Newest `lastModified` first, ties by id (descending), or with
+	// `order=oldest` oldest first, ties by id (ascending). What shows
 	// depends on the viewer: the owner and admins see every item, other
 	// sessions public and loggedin ones, anonymous callers public ones. A
-	// page reads one partition slice and checks it against the membership
-	// index in one more read, whatever the library's size.
+	// page reads one partition slice (oldest first: the same slice,
+	// reversed) and checks it against the membership index in one more
+	// read, whatever the library's size and in either order.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4912,54 +4935,6 @@ func (r GetConsoleResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetConsoleResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-// GetAssetResponseDefaultHeaders the declared response headers of an HTTP default response for GetAsset
-type GetAssetResponseDefaultHeaders struct {
-	XRequestId *string
-}
-
-type GetAssetResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *Error
-	// HeadersDefault the parsed response headers for an HTTP default response
-	HeadersDefault *GetAssetResponseDefaultHeaders
-}
-
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r GetAssetResponse) GetApplicationproblemJSONDefault() *Error {
-	return r.ApplicationproblemJSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r GetAssetResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r GetAssetResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r GetAssetResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetAssetResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5133,7 +5108,7 @@ type GetOpenAPIResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *map[string]interface{}
+	YAML200 *openapi_types.File
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -5141,7 +5116,7 @@ type GetOpenAPIResponse struct {
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r GetOpenAPIResponse) GetYAML200() *map[string]interface{} {
+func (r GetOpenAPIResponse) GetYAML200() *openapi_types.File {
 	return r.YAML200
 }
 
@@ -9208,19 +9183,6 @@ func (c *ClientWithResponses) GetConsoleWithResponse(ctx context.Context, reqEdi
 	return ParseGetConsoleResponse(rsp)
 }
 
-// GetAssetWithResponse The pages' scripts and styles
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /assets/{path} (the `GetAsset` operationId).
-func (c *ClientWithResponses) GetAssetWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*GetAssetResponse, error) {
-	rsp, err := c.GetAsset(ctx, path, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetAssetResponse(rsp)
-}
-
 // GetDocsWithResponse The API reference
 //
 // This contract rendered by Swagger UI, served from the binary (no CDN).
@@ -9569,8 +9531,8 @@ func (c *ClientWithResponses) GetGroupWithResponse(ctx context.Context, id Group
 
 // GetGroupLibraryWithResponse A group's library
 //
-// As a user's library; every member of the group (and admins) sees
-// what its owner would.
+// As a user's library, in either order; every member of the group
+// (and admins) sees what its owner would.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10011,11 +9973,13 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id Use
 
 // GetUserLibraryWithResponse A user's library
 //
-// Newest `lastModified` first, ties by id (descending). What shows
+// Newest `lastModified` first, ties by id (descending), or with
+// `order=oldest` oldest first, ties by id (ascending). What shows
 // depends on the viewer: the owner and admins see every item, other
 // sessions public and loggedin ones, anonymous callers public ones. A
-// page reads one partition slice and checks it against the membership
-// index in one more read, whatever the library's size.
+// page reads one partition slice (oldest first: the same slice,
+// reversed) and checks it against the membership index in one more
+// read, whatever the library's size and in either order.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10223,45 +10187,6 @@ func ParseGetConsoleResponse(rsp *http.Response) (*GetConsoleResponse, error) {
 	return response, nil
 }
 
-// ParseGetAssetResponse parses an HTTP response from a GetAssetWithResponse call
-func ParseGetAssetResponse(rsp *http.Response) (*GetAssetResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &GetAssetResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSONDefault = &dest
-
-	}
-
-	switch {
-	case true:
-		var headers GetAssetResponseDefaultHeaders
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = &value
-		}
-		response.HeadersDefault = &headers
-	}
-
-	return response, nil
-}
-
 // ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
 func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10411,7 +10336,7 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest map[string]interface{}
+		var dest openapi_types.File
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

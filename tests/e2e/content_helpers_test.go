@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,10 +91,20 @@ func addToGroup(t *testing.T, api *testkit.API, groupID, userID, role string) {
 // libraryOf reads a whole library as the client sees it, limit at a time.
 func libraryOf(t *testing.T, api *testkit.API, path string, limit int) []itemBody {
 	t.Helper()
+	return libraryIn(t, api, path, "", limit)
+}
+
+// libraryIn reads a whole library in an order (newest, oldest; empty: the
+// parameter left out), limit at a time.
+func libraryIn(t *testing.T, api *testkit.API, path, order string, limit int) []itemBody {
+	t.Helper()
 	var all []itemBody
 	cursor := ""
 	for pages := 0; pages < 100000; pages++ {
 		p := path + "?limit=" + itoa(limit)
+		if order != "" {
+			p += "&order=" + order
+		}
 		if cursor != "" {
 			p += "&cursor=" + cursor
 		}
@@ -114,6 +125,23 @@ func libraryOf(t *testing.T, api *testkit.API, path string, limit int) []itemBod
 	}
 	t.Fatal("the library never ends")
 	return nil
+}
+
+// inOrder fails unless items are in order: newest first (or the order
+// left out) by lastModified descending, ties by id descending; oldest
+// first both ascending.
+func inOrder(t *testing.T, what string, items []itemBody, order string) {
+	t.Helper()
+	for i := 1; i < len(items); i++ {
+		a, b := items[i-1], items[i]
+		c := a.LastModified.Compare(b.LastModified)
+		if c == 0 {
+			c = strings.Compare(a.ID, b.ID)
+		}
+		if (order == "oldest" && c >= 0) || (order != "oldest" && c <= 0) {
+			t.Fatalf("%s, order %q: item %d (%s at %v) before item %d (%s at %v)", what, order, i-1, a.ID, a.LastModified, i, b.ID, b.LastModified)
+		}
+	}
 }
 
 // ids lists the items' ids.

@@ -15,7 +15,8 @@ import (
 )
 
 // TestVisibilityTable checks L1 for every kind of viewer against every
-// visibility: user and group libraries, and GET /v1/content/{id}.
+// visibility: user and group libraries (newest and oldest first), and GET
+// /v1/content/{id}.
 func TestVisibilityTable(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -52,16 +53,20 @@ func TestVisibilityTable(t *testing.T) {
 			path string
 			want []string
 		}{{"/v1/users/" + owner.ID + "/library", v.user}, {"/v1/groups/" + g.ID + "/library", v.group}} {
-			got := map[string]bool{}
-			for _, it := range libraryOf(t, v.api, lib.path, 10) {
-				got[it.Visibility] = true
-				if items[it.Visibility].ID != it.ID {
-					t.Errorf("%s sees an unknown item %+v", v.name, it)
+			for _, order := range []string{"", "oldest"} { // the same checks both ways
+				got := map[string]bool{}
+				page := libraryIn(t, v.api, lib.path, order, 10)
+				inOrder(t, v.name+" reading "+lib.path, page, order)
+				for _, it := range page {
+					got[it.Visibility] = true
+					if items[it.Visibility].ID != it.ID {
+						t.Errorf("%s sees an unknown item %+v", v.name, it)
+					}
 				}
-			}
-			for _, vis := range all {
-				if got[vis] != slices.Contains(lib.want, vis) {
-					t.Errorf("%s reading %s: sees %s item = %v, want %v", v.name, lib.path, vis, got[vis], !got[vis])
+				for _, vis := range all {
+					if got[vis] != slices.Contains(lib.want, vis) {
+						t.Errorf("%s reading %s, order %q: sees %s item = %v, want %v", v.name, lib.path, order, vis, got[vis], !got[vis])
+					}
 				}
 			}
 		}
@@ -177,7 +182,8 @@ func TestContentLifecycle(t *testing.T) {
 
 // TestConcurrentUpdatesNeverDuplicate is the seed's race: 2 and 16
 // concurrent updates of one shared item, 200 rounds: no library ever shows
-// the item twice, and each ends on the final version (L2, L4).
+// the item twice, and each ends on the final version, read newest first
+// and oldest first in turn (L2, L4).
 func TestConcurrentUpdatesNeverDuplicate(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -213,10 +219,11 @@ func TestConcurrentUpdatesNeverDuplicate(t *testing.T) {
 			wg.Wait()
 			var now contentBody
 			ownerAPI.Get("/v1/content/"+c.ID).JSON(t, &now)
+			order := []string{"", "oldest"}[round%2] // each order half the rounds
 			for _, l := range libs {
-				lib := libraryOf(t, l.api, l.path, 5)
+				lib := libraryIn(t, l.api, l.path, order, 5)
 				if len(lib) != 1 || lib[0].Name != now.Name || !lib[0].LastModified.Equal(now.LastModified) {
-					t.Fatalf("%d writers, round %d, %s: %+v, want one %q at %v", writers, round, l.path, lib, now.Name, now.LastModified)
+					t.Fatalf("%d writers, round %d, %s, order %q: %+v, want one %q at %v", writers, round, l.path, order, lib, now.Name, now.LastModified)
 				}
 			}
 		}
@@ -224,7 +231,7 @@ func TestConcurrentUpdatesNeverDuplicate(t *testing.T) {
 }
 
 // TestRemovedItemsNeverComeBack: unshare and delete race updates, many
-// rounds: a removed item never shows again (L3).
+// rounds: a removed item never shows again, in either order (L3).
 func TestRemovedItemsNeverComeBack(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -258,9 +265,9 @@ func TestRemovedItemsNeverComeBack(t *testing.T) {
 			}
 		}()
 		wg.Wait()
-		for check := 0; check < 3; check++ {
-			if lib := libraryOf(t, friendAPI, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 0 {
-				t.Fatalf("round %d: a removed item is back: %+v", round, lib)
+		for _, order := range []string{"", "oldest", "newest"} {
+			if lib := libraryIn(t, friendAPI, "/v1/users/"+friend.ID+"/library", order, 10); len(lib) != 0 {
+				t.Fatalf("round %d, order %q: a removed item is back: %+v", round, order, lib)
 			}
 		}
 	}
@@ -273,7 +280,9 @@ func TestRemovedItemsNeverComeBack(t *testing.T) {
 }
 
 // TestPagingAThousandItems: limits 1, 7, 100 return each item exactly once,
-// newest first; an item updated while paging shows at most once (L2, L5).
+// newest first and oldest first (ties by id, in the order's direction); an
+// item updated while paging shows at most once in either order, and every
+// item left alone exactly once, in order (L2, L5).
 func TestPagingAThousandItems(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -301,46 +310,65 @@ func TestPagingAThousandItems(t *testing.T) {
 		return created[i].ID > created[j].ID
 	})
 	path := "/v1/users/" + owner.ID + "/library"
-	for _, limit := range []int{1, 7, 100} {
-		got := libraryOf(t, ownerAPI, path, limit)
-		if len(got) != len(created) {
-			t.Fatalf("limit %d: %d items, want %d", limit, len(got), len(created))
-		}
-		for i := range created {
-			if got[i].ID != created[i].ID {
-				t.Fatalf("limit %d: item %d is %s, want %s", limit, i, got[i].ID, created[i].ID)
+	oldest := slices.Clone(created)
+	slices.Reverse(oldest)
+	for _, order := range []struct {
+		name string
+		want []contentBody
+	}{{"", created}, {"oldest", oldest}} {
+		for _, limit := range []int{1, 7, 100} {
+			got := libraryIn(t, ownerAPI, path, order.name, limit)
+			if len(got) != len(order.want) {
+				t.Fatalf("order %q, limit %d: %d items, want %d", order.name, limit, len(got), len(order.want))
 			}
-		}
-	}
-	// Update items while paging: none shows twice.
-	seen := map[string]int{}
-	cursor := ""
-	for page := 0; ; page++ {
-		p := path + "?limit=50"
-		if cursor != "" {
-			p += "&cursor=" + cursor
-		}
-		var pg itemPage
-		ownerAPI.Get(p).JSON(t, &pg)
-		for _, it := range pg.Items {
-			seen[it.ID]++
-		}
-		if page < 10 {
-			for k := 0; k < 5; k++ { // move items from this page and from later ones to the top
-				target := created[(page*97+k*211)%len(created)].ID
-				if r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+target, map[string]string{"description": fmt.Sprint(page, k)}); r.StatusCode != http.StatusOK {
-					t.Fatalf("update while paging: %d", r.StatusCode)
+			for i := range order.want {
+				if got[i].ID != order.want[i].ID {
+					t.Fatalf("order %q, limit %d: item %d is %s, want %s", order.name, limit, i, got[i].ID, order.want[i].ID)
 				}
 			}
 		}
-		if pg.NextCursor == "" {
-			break
-		}
-		cursor = pg.NextCursor
 	}
-	for id, n := range seen {
-		if n > 1 {
-			t.Fatalf("%s showed %d times while paging", id, n)
+	// Update items while paging, in both orders: an update moves the item
+	// before the cursor (newest first) or past the run's end, its first
+	// page (oldest first), so none shows twice, and every item left alone
+	// shows exactly once, in order.
+	for i, order := range []string{"", "oldest"} {
+		var listed []itemBody
+		seen, moved := map[string]int{}, map[string]bool{}
+		cursor := ""
+		for page := 0; ; page++ {
+			p := path + "?limit=50"
+			if order != "" {
+				p += "&order=" + order
+			}
+			if cursor != "" {
+				p += "&cursor=" + cursor
+			}
+			var pg itemPage
+			ownerAPI.Get(p).JSON(t, &pg)
+			listed = append(listed, pg.Items...)
+			for _, it := range pg.Items {
+				seen[it.ID]++
+			}
+			if page < 10 {
+				for k := 0; k < 5; k++ { // items already listed, and items not yet reached
+					target := created[(page*97+k*211+i*31)%len(created)].ID
+					if r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+target, map[string]string{"description": fmt.Sprint(order, page, k)}); r.StatusCode != http.StatusOK {
+						t.Fatalf("update while paging: %d", r.StatusCode)
+					}
+					moved[target] = true
+				}
+			}
+			if pg.NextCursor == "" {
+				break
+			}
+			cursor = pg.NextCursor
+		}
+		inOrder(t, "paging while updating", listed, order)
+		for _, c := range created {
+			if n := seen[c.ID]; n > 1 || (n != 1 && !moved[c.ID]) {
+				t.Fatalf("order %q: %s (updated while paging: %v) showed %d times", order, c.ID, moved[c.ID], n)
+			}
 		}
 	}
 }

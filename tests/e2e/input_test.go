@@ -160,12 +160,16 @@ func TestQueriesThatMeanTwoThings(t *testing.T) {
 	u, as := newUser(t, api, "query")
 	path := "/v1/users/" + u.ID + "/library?"
 	for query, field := range map[string]string{
-		"%zz":               "query",
-		"limit=5&%zz":       "query",
-		"limit=+5":          "limit",
-		"limit=05":          "limit",
-		"limit=5&limit=6":   "limit",
-		"cursor=a&cursor=b": "cursor",
+		"%zz":                       "query",
+		"limit=5&%zz":               "query",
+		"limit=+5":                  "limit",
+		"limit=05":                  "limit",
+		"limit=5&limit=6":           "limit",
+		"cursor=a&cursor=b":         "cursor",
+		"order=asc":                 "order",
+		"order=OLDEST":              "order",
+		"order=":                    "order",
+		"order=oldest&order=oldest": "order",
 	} {
 		r := as.Get(path + query)
 		p := r.Problem(t)
@@ -173,7 +177,9 @@ func TestQueriesThatMeanTwoThings(t *testing.T) {
 			t.Errorf("?%s: %d %s; want 400 naming %s", query, r.StatusCode, r.Body, field)
 		}
 	}
-	if r := as.Get(path + "limit=5"); r.StatusCode != http.StatusOK {
-		t.Errorf("?limit=5: %d %s", r.StatusCode, r.Body)
+	for _, ok := range []string{"limit=5", "order=oldest&limit=5", "order=newest"} {
+		if r := as.Get(path + ok); r.StatusCode != http.StatusOK {
+			t.Errorf("?%s: %d %s", ok, r.StatusCode, r.Body)
+		}
 	}
 }

@@ -236,6 +236,11 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	if err != nil || own.JSON200 == nil || len(own.JSON200.Items) != 2 {
 		t.Fatalf("alice's own library: %v %s", err, own.Body)
 	}
+	oldest := shelfclient.LibraryOrderOldest
+	asc, err := asAlice.GetUserLibraryWithResponse(ctx, alice.Id, &shelfclient.GetUserLibraryParams{Order: &oldest})
+	if err != nil || asc.JSON200 == nil || len(asc.JSON200.Items) != 2 || asc.JSON200.Items[0].Id != own.JSON200.Items[1].Id {
+		t.Fatalf("alice's own library, oldest first: %v %s (newest first: %s)", err, asc.Body, own.Body)
+	}
 	glib, err := asBob.GetGroupLibraryWithResponse(ctx, g, nil)
 	if err != nil || glib.JSON200 == nil || len(glib.JSON200.Items) != 1 || glib.JSON200.Items[0].Id != secret.JSON201.Id {
 		t.Fatalf("bob reading the group's library: %v %s", err, glib.Body)

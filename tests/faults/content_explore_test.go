@@ -310,7 +310,7 @@ func checkContent(t *testing.T, name string, l *libWorld, snap memstore.ContentS
 	}
 	for _, u := range users {
 		for _, viewer := range []domain.Principal{as(u), {}} {
-			page, err := l.lib.Library(context.Background(), viewer, u.ID, "", 100)
+			page, err := l.lib.Library(context.Background(), viewer, u.ID, library.NewestFirst, "", 100)
 			if err != nil {
 				t.Errorf("%s: %s's library: %v", name, u.ID, err)
 				continue

@@ -96,7 +96,7 @@ func TestAFanoutThatKeepsFailingIsMovedForward(t *testing.T) {
 	if got := marks(t, l, l.item); len(got) != 0 {
 		t.Fatalf("marks left: %+v", got)
 	}
-	if page, err := l.lib.Library(ctx, as(l.friend), l.friend.ID, "", 20); err != nil || len(page.Items) != 1 || page.Items[0].Name != name {
+	if page, err := l.lib.Library(ctx, as(l.friend), l.friend.ID, library.NewestFirst, "", 20); err != nil || len(page.Items) != 1 || page.Items[0].Name != name {
 		t.Fatalf("the friend's library after the outbox: %+v, %v", page, err)
 	}
 }

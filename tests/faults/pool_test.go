@@ -106,7 +106,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // names lists the item names a user's library shows.
 func (p *poolWorld) names(t *testing.T, u domain.User) map[string]string {
 	t.Helper()
-	page, err := p.lib.Library(context.Background(), as(u), u.ID, "", 100)
+	page, err := p.lib.Library(context.Background(), as(u), u.ID, library.NewestFirst, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,150 @@
+// The short story of `make test-clients`, through a TypeScript client that
+// openapi-generator (typescript-fetch) made from openapi.yaml, compiled with
+// `tsc --strict` and run by Node's own fetch.
+//
+// SHELF_URL says where the server is. Each step asserts what a user of the
+// client relies on; the first failure ends the run with its reason.
+
+import {
+  AccountsApi,
+  Configuration,
+  ContentApi,
+  ContentRole,
+  LibraryItem,
+  LibraryPage,
+  OperationsApi,
+  Problem,
+  ProblemFromJSON,
+  ResponseError,
+  User,
+  Visibility,
+} from "./gen";
+
+const URL = process.env.SHELF_URL ?? "";
+const PASSWORD = "correct horse battery";
+
+function check(ok: boolean, what: string, ...context: unknown[]): asserts ok {
+  if (!ok) {
+    throw new Error(`${what}: ${JSON.stringify(context)}`);
+  }
+}
+
+// A configuration of its own per caller. The library reads allow anonymous
+// callers (`security: [{}, bearerAuth]`), and this generator sends the
+// token whenever the configuration has one: an anonymous read needs a
+// configuration without accessToken.
+function config(token?: string): Configuration {
+  return new Configuration({ basePath: URL, accessToken: token });
+}
+
+async function signupAndLogin(name: string): Promise<[User, Configuration]> {
+  const accounts = new AccountsApi(config());
+  const user = await accounts.createUser({
+    newUser: { username: name, email: `${name}@example.org`, password: PASSWORD },
+  });
+  check(user.username === name && user.id.startsWith("u_"), "signup", user);
+  const session = await accounts.createSession({ login: { login: name, password: PASSWORD } });
+  check(session.user.id === user.id && session.token.length > 0, "login", session);
+  return [user, config(session.token)];
+}
+
+// Every item of a library, two a page, following nextCursor.
+async function allPages(as: Configuration, id: string): Promise<[LibraryItem[], number]> {
+  const content = new ContentApi(as);
+  const items: LibraryItem[] = [];
+  let cursor: string | undefined;
+  for (let pages = 1; ; pages++) {
+    const page: LibraryPage = await content.getUserLibrary({ id, limit: 2, cursor });
+    items.push(...page.items);
+    cursor = page.nextCursor;
+    if (cursor === undefined) {
+      return [items, pages];
+    }
+    check(pages < 50, "nextCursor never ran out");
+  }
+}
+
+// The problem a refused call answered, parsed.
+async function problemOf(call: Promise<unknown>): Promise<[number, Problem]> {
+  try {
+    await call;
+  } catch (e) {
+    if (e instanceof ResponseError) {
+      return [e.response.status, ProblemFromJSON(await e.response.json())];
+    }
+    throw e;
+  }
+  throw new Error("the call was accepted");
+}
+
+async function main(): Promise<void> {
+  const ops = new OperationsApi(config());
+  check((await ops.getHealthz()).status === "ok", "healthz");
+  const document = await (await ops.getOpenAPI()).text();
+  check(document.startsWith("openapi: 3.1"), "openapi.yaml", document.slice(0, 40));
+  check((await ops.getConsole()).toLowerCase().includes("<html"), "console");
+
+  const run = Math.random().toString(16).slice(2, 10);
+  const [alice, asAlice] = await signupAndLogin(`alice${run}`);
+  const [bob, asBob] = await signupAndLogin(`bob${run}`);
+
+  const content = new ContentApi(asAlice);
+  const made: Record<Visibility, string> = { public: "", loggedin: "", private: "" };
+  for (const visibility of [Visibility.Public, Visibility.Loggedin, Visibility.Private]) {
+    const item = await content.createContent({ newContent: { name: `${visibility} notes`, visibility } });
+    check(item.visibility === visibility && item.createdBy === alice.id, "create", item);
+    made[visibility] = item.id;
+  }
+  const member = await content.shareContent({
+    id: made.private,
+    principalId: bob.id,
+    contentRoleRequest: { role: ContentRole.Viewer },
+  });
+  check(member.principalId === bob.id && member.role === ContentRole.Viewer, "share", member);
+
+  // The owner pages through all three, newest first.
+  const [mine, pages] = await allPages(asAlice, alice.id);
+  check(
+    JSON.stringify(mine.map((i) => i.id)) === JSON.stringify([made.private, made.loggedin, made.public]),
+    "owner's library",
+    mine,
+  );
+  check(pages === 2, "pages of two", pages);
+  const times = mine.map((i) => i.lastModified.getTime());
+  check(times.every((t, i) => i === 0 || times[i - 1] >= t), "newest first", times);
+
+  // Anonymous callers see the public item only; bob, a session, also the
+  // loggedin one, and the private one in his own library.
+  const [anonymous] = await allPages(config(), alice.id);
+  check(anonymous.length === 1 && anonymous[0].id === made.public, "anonymous read", anonymous);
+  const [seenByBob] = await allPages(asBob, alice.id);
+  check(
+    seenByBob.map((i) => i.visibility).sort().join() === "loggedin,public",
+    "bob reads alice's library",
+    seenByBob,
+  );
+  const [bobs] = await allPages(asBob, bob.id);
+  check(bobs.length === 1 && bobs[0].id === made.private, "bob's library", bobs);
+
+  // A problem answer arrives parsed: status, code, the field at fault.
+  const accounts = new AccountsApi(config());
+  const [status, problem] = await problemOf(
+    accounts.createUser({ newUser: { username: `carol${run}`, email: "carol@", password: PASSWORD } }),
+  );
+  check(status === 400 && problem.code === "validation_failed", "bad email", status, problem);
+  check(problem.errors?.map((f) => f.field).join() === "email", "the field at fault", problem);
+  const [takenStatus, taken] = await problemOf(
+    accounts.createUser({
+      newUser: { username: `alice${run}`, email: `other${run}@example.org`, password: PASSWORD },
+    }),
+  );
+  check(takenStatus === 409 && taken.code === "conflict", "taken username", takenStatus, taken);
+  check(taken.errors?.map((f) => `${f.field}:${f.code}`).join() === "username:taken", "taken field", taken);
+
+  console.log(`typescript story: ok (alice ${alice.id}, bob ${bob.id})`);
+}
+
+main().catch((e: unknown) => {
+  console.error("typescript story failed:", e);
+  process.exit(1);
+});
