@@ -121,7 +121,7 @@ func createDB(hosts []string) (*DB, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	conn := ConnConfig(hosts, "test_"+hex.EncodeToString(b[:]))
-	if err := repository.EnsureKeyspace(ctx, conn, "{'class': 'SimpleStrategy', 'replication_factor': 1}", 30*time.Second); err != nil {
+	if err := repository.EnsureKeyspace(ctx, conn, "{'class': 'SimpleStrategy', 'replication_factor': 1}", 90*time.Second); err != nil {
 		return nil, err
 	}
 	s, err := repository.Connect(ctx, conn, 30*time.Second)
