@@ -179,7 +179,7 @@ func stoppedSignup(w *world, username, email string) error {
 
 // login opens a session for the first account and keeps its token.
 func login(w *world, name string) error {
-	r, err := w.svc.Login(context.Background(), name, w.passwords[me(w).ID])
+	r, err := w.svc.Login(context.Background(), name, w.passwords[me(w).ID], accounts.Client{})
 	if err == nil {
 		w.token = r.Token
 	}
@@ -396,7 +396,7 @@ func canLogin(w *world, login, id string) bool {
 		if pw == "" {
 			continue
 		}
-		if res, err := w.svc.Login(context.Background(), login, pw); err == nil && res.User.ID == id {
+		if res, err := w.svc.Login(context.Background(), login, pw, accounts.Client{}); err == nil && res.User.ID == id {
 			return true
 		}
 	}
