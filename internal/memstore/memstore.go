@@ -60,10 +60,10 @@ var (
 
 // Store is the accounts' tables: claims, users and sessions.
 type Store struct {
-	mu       sync.Mutex
-	now      time.Time
-	claims   map[string]claimRow
-	users    map[string]userRow
+	mu     sync.Mutex
+	now    time.Time
+	claims map[string]claimRow
+	users  map[string]userRow
 	// sessions are the sessions and their index (sessions.go).
 	sessions sessionTables
 	// list, lookup and expiry are moderation's records (Suspensions).
