@@ -25,14 +25,11 @@ const skew = 5 * time.Second
 // inside it (no goroutine: every store call is the schedule's).
 type sessWorld struct {
 	*world
-	ahead                  *accounts.Service
-	user                   domain.User
-	admin                  domain.Principal
-	tokens                 map[string]string // keeper, victim, other
-	keeper                 domain.Principal
-	revoked                []string // the sessions the operation ends
-	answered               bool     // the operation (or its retry) answered success
-	keeperKept, otherAlive bool     // what the operation must leave working
+	ahead  *accounts.Service
+	user   domain.User
+	admin  domain.Principal
+	tokens map[string]string // keeper, victim, other
+	keeper domain.Principal
 }
 
 func newSessWorld(t *testing.T) *sessWorld {
@@ -74,7 +71,9 @@ func newSessWorld(t *testing.T) *sessWorld {
 }
 
 // id is the public id of a named session.
-func (s *sessWorld) id(name string) string { return domain.SessionID(accounts.HashToken(s.tokens[name])) }
+func (s *sessWorld) id(name string) string {
+	return domain.SessionID(accounts.HashToken(s.tokens[name]))
+}
 
 // sessOperation is one thing a client does to sessions; run and retry
 // answer as the client sees it.
