@@ -90,6 +90,7 @@ fuzz: ## Go fuzz targets for FUZZTIME each (decoders, identifiers, cursors) and 
 	@for t in FuzzNormalizeUsername FuzzNormalizeEmail; do \
 		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./domain || exit 1; done
 	@$(GO) test -run '^$$' -fuzz '^FuzzSuspensionCursor$$' -fuzztime $(FUZZTIME) ./domain/moderation
+	@$(GO) test -run '^$$' -fuzz '^FuzzHistoryCursor$$' -fuzztime $(FUZZTIME) ./domain/moderation
 	@$(GO) test -run '^$$' -fuzz '^FuzzLibraryCursor$$' -fuzztime $(FUZZTIME) ./domain/library
 	@$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./handlers
 	@$(GO) test -count=1 -run '^TestExploreAccountsRandom$$' ./tests/faults -explore.rounds=$(EXPLORE_ROUNDS)

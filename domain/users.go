@@ -36,6 +36,10 @@ type User struct {
 	Version int
 	// Suspension is set while the account is suspended.
 	Suspension *Suspension
+	// LastLift is how the account's last suspension ended, kept until the
+	// next lift (nil if none ever ended). It lets the history entries of a
+	// lift be written again from the account row alone.
+	LastLift *Lift
 }
 
 // IsAdmin reports whether the user has the admin role.
@@ -68,6 +72,31 @@ type Suspension struct {
 
 // ActiveAt reports whether the suspension still blocks at t.
 func (s Suspension) ActiveAt(t time.Time) bool { return s.Until.IsZero() || t.Before(s.Until) }
+
+// LiftKind says how a suspension ended.
+type LiftKind string
+
+// The ways a suspension ends.
+const (
+	// LiftUnsuspended: an admin lifted it.
+	LiftUnsuspended LiftKind = "unsuspended"
+	// LiftExpired: its end passed and the sweeper lifted it.
+	LiftExpired LiftKind = "expired"
+)
+
+// Lift is the end of a suspension, as the compare-and-set that ended it
+// wrote it into the account row.
+type Lift struct {
+	Kind LiftKind
+	// At is when it ended: the admin's moment for an unsuspension, the
+	// suspension's end for an expiry; always after the suspension began.
+	At time.Time
+	// By is the admin who lifted it; empty for an expiry.
+	By string
+	// Suspension is the suspension it ended (UserID, Reason, SuspendedAt,
+	// SuspendedBy and Until set).
+	Suspension Suspension
+}
 
 // ErrSuspended builds the 403 a suspended account's login gets, once its
 // password has matched.

@@ -89,3 +89,38 @@ func (h *Moderation) list(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, toPage(page, toSuspensionResponse))
 	return nil
 }
+
+// moderationEventResponse is the ModerationEvent schema of openapi.yaml.
+type moderationEventResponse struct {
+	Kind        string     `json:"kind"`
+	At          time.Time  `json:"at"`
+	Actor       string     `json:"actor,omitempty"`
+	Reason      string     `json:"reason"`
+	SuspendedAt time.Time  `json:"suspendedAt"`
+	Until       *time.Time `json:"until,omitempty"`
+}
+
+func toModerationEventResponse(e moderation.Event) moderationEventResponse {
+	out := moderationEventResponse{Kind: string(e.Kind), At: e.At.UTC(), Actor: e.Actor, Reason: e.Reason,
+		SuspendedAt: e.SuspendedAt.UTC()}
+	if !e.Until.IsZero() {
+		until := e.Until.UTC()
+		out.Until = &until
+	}
+	return out
+}
+
+// history serves GET /v1/users/{id}/moderation-history: every suspension,
+// unsuspension and expiry of the user, newest first, paged (admins).
+func (h *Moderation) history(w http.ResponseWriter, r *http.Request) error {
+	cursor, limit, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := h.moderation.History(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), cursor, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toPage(page, toModerationEventResponse))
+	return nil
+}

@@ -110,13 +110,15 @@ func routeAccounts(r chi.Router, d Deps) {
 	r.Get("/me", handle(users.me))
 }
 
-// routeModeration serves suspensions and the suspended list.
+// routeModeration serves suspensions, the suspended list and the
+// moderation history.
 func routeModeration(r chi.Router, d Deps) {
 	m := &Moderation{moderation: d.Moderation}
 	r.Post("/users/{id}/suspension", handle(m.suspend))
 	r.Get("/users/{id}/suspension", handle(m.get))
 	r.Delete("/users/{id}/suspension", handle(m.unsuspend))
 	r.Get("/suspensions", handle(m.list))
+	r.Get("/users/{id}/moderation-history", handle(m.history))
 }
 
 // routeGroups serves groups and their members.

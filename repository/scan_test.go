@@ -102,13 +102,15 @@ var rowSelects = []struct {
 	{auditLookupsCQL, &lookupRow{}},
 	{expirySelectCQL, &expiryRow{}},
 	{auditPartitionsCQL, &partitionRow{}},
+	{historyPageCQL, &historyRow{}},
+	{historyPageAfterCQL, &historyRow{}},
 }
 
 // valueSelects are the package's SELECTs read into one local each (Scan
 // of one destination, or selectValues).
 var valueSelects = []string{
 	gmRoleCQL, gmGroupsOfCQL, bucketsCQL, bucketsBeforeCQL, bucketAnyRowCQL, auditBucketsCQL,
-	auditHasSessionsCQL, auditListRowCQL, auditExpiryCQL, readinessCQL, queueStartCQL,
+	auditHasSessionsCQL, auditListRowCQL, auditExpiryCQL, readinessCQL, queueStartCQL, historyEntryCQL,
 }
 
 // TestColumnsMatchSelects: every row type's scan destinations are, in

@@ -63,13 +63,14 @@ const (
 	pageAfterCQL       = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? AND (occurred_on, user_id) < (?, ?) LIMIT ?`
 )
 
-// Record writes the status row, the reverse lookup and the expiry entry at
-// the account's version, then the bucket index entry (after the row it
-// indexes: see pruneBucket).
+// Record writes the status row, the reverse lookup, the expiry entry and
+// the history entry at the account's version, then the bucket index entry
+// (after the row it indexes: see pruneBucket).
 func (s *Suspensions) Record(ctx context.Context, sp domain.Suspension, version int) error {
 	ts := int64(version)
 	until := orAbsent(sp.Until, nil)
 	writes := []func() error{
+		func() error { return s.writeEvent(ctx, moderation.SuspendedEvent(sp), version) },
 		func() error {
 			return s.db.write(ctx, "users_by_status.insert", statusRowInsertCQL, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID, sp.Username, sp.Reason, sp.SuspendedBy, until, ts)
 		},

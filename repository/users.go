@@ -45,13 +45,22 @@ type userRow struct {
 	SuspensionReason string    `db:"suspension_reason"`
 	SuspendedBy      string    `db:"suspended_by"`
 	SuspendedUntil   time.Time `db:"suspended_until"`
+	// The last lift: how the last suspension ended, and that suspension.
+	LiftKind          string    `db:"lift_kind"`
+	LiftedAt          time.Time `db:"lifted_at"`
+	LiftedBy          string    `db:"lifted_by"`
+	LiftedSuspendedAt time.Time `db:"lifted_suspended_at"`
+	LiftedSuspendedBy string    `db:"lifted_suspended_by"`
+	LiftedReason      string    `db:"lifted_reason"`
+	LiftedUntil       time.Time `db:"lifted_until"`
 }
 
 // columns are userSelectCQL's.
 func (r *userRow) columns() []any {
 	return []any{&r.ID, &r.Username, &r.UsernameKey, &r.Email, &r.EmailKey, &r.DisplayName, &r.PasswordHash,
 		&r.Roles, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.WriteID, &r.SuspendedAt,
-		&r.SuspensionBucket, &r.SuspensionReason, &r.SuspendedBy, &r.SuspendedUntil}
+		&r.SuspensionBucket, &r.SuspensionReason, &r.SuspendedBy, &r.SuspendedUntil,
+		&r.LiftKind, &r.LiftedAt, &r.LiftedBy, &r.LiftedSuspendedAt, &r.LiftedSuspendedBy, &r.LiftedReason, &r.LiftedUntil}
 }
 
 func fromDomainUser(u domain.User) userRow {
@@ -63,6 +72,10 @@ func fromDomainUser(u domain.User) userRow {
 	if s := u.Suspension; s != nil {
 		r.SuspendedAt, r.SuspensionBucket, r.SuspensionReason = s.SuspendedAt, s.Bucket, s.Reason
 		r.SuspendedBy, r.SuspendedUntil = s.SuspendedBy, s.Until
+	}
+	if l := u.LastLift; l != nil {
+		r.LiftKind, r.LiftedAt, r.LiftedBy = string(l.Kind), l.At, l.By
+		r.LiftedSuspendedAt, r.LiftedSuspendedBy, r.LiftedReason, r.LiftedUntil = l.Suspension.SuspendedAt, l.Suspension.SuspendedBy, l.Suspension.Reason, l.Suspension.Until
 	}
 	return r
 }
@@ -76,6 +89,11 @@ func (r userRow) toDomain() domain.User {
 	if !r.SuspendedAt.IsZero() {
 		u.Suspension = &domain.Suspension{UserID: r.ID, Username: r.Username, Reason: r.SuspensionReason,
 			SuspendedAt: r.SuspendedAt.UTC(), SuspendedBy: r.SuspendedBy, Until: utcOrZero(r.SuspendedUntil), Bucket: r.SuspensionBucket}
+	}
+	if !r.LiftedAt.IsZero() {
+		u.LastLift = &domain.Lift{Kind: domain.LiftKind(r.LiftKind), At: r.LiftedAt.UTC(), By: r.LiftedBy,
+			Suspension: domain.Suspension{UserID: r.ID, Username: r.Username, Reason: r.LiftedReason,
+				SuspendedAt: r.LiftedSuspendedAt.UTC(), SuspendedBy: r.LiftedSuspendedBy, Until: utcOrZero(r.LiftedUntil)}}
 	}
 	return u
 }
@@ -101,14 +119,14 @@ func orAbsent[T comparable](v T, absent any) any {
 
 // userColumns are written together by every write, so a TTL 0 rewrite
 // covers them all (TTL is per cell).
-const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?`
+const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?`
 
 const (
-	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivateCQL = `UPDATE users USING TTL 0 SET ` + userColumns + ` WHERE id = ? IF status = 'pending'`
 	userUpdateCQL   = `UPDATE users SET ` + userColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  = `DELETE FROM users WHERE id = ? IF status = 'pending'`
-	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until FROM users WHERE id = ?`
+	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until FROM users WHERE id = ?`
 )
 
 // values lists r's columns in userColumns order, with the tag of this
@@ -117,7 +135,9 @@ func (r userRow) values(writeID string, absent any) []any {
 	return []any{r.Username, r.UsernameKey, r.Email, r.EmailKey, r.DisplayName, r.PasswordHash, r.Roles,
 		r.Status, r.CreatedAt, r.UpdatedAt, r.Version, writeID,
 		orAbsent(r.SuspendedAt, absent), orAbsent(r.SuspensionBucket, absent), orAbsent(r.SuspensionReason, absent),
-		orAbsent(r.SuspendedBy, absent), orAbsent(r.SuspendedUntil, absent)}
+		orAbsent(r.SuspendedBy, absent), orAbsent(r.SuspendedUntil, absent),
+		orAbsent(r.LiftKind, absent), orAbsent(r.LiftedAt, absent), orAbsent(r.LiftedBy, absent), orAbsent(r.LiftedSuspendedAt, absent),
+		orAbsent(r.LiftedSuspendedBy, absent), orAbsent(r.LiftedReason, absent), orAbsent(r.LiftedUntil, absent)}
 }
 
 // Create inserts a pending account that expires after lease.

@@ -15,15 +15,15 @@ import (
 // grows with a table and a run stopped part-way can be picked up; each
 // account's derived records are read by their keys.
 type Audit interface {
-	// EachSuspendedUser calls fn for every account whose status is
-	// suspended, in slices of the users table, starting after position
-	// from ("": the beginning). After each slice it calls progress (when
-	// set) with the position reached, to resume from, and the share of the
-	// table read so far (0 to 1).
-	EachSuspendedUser(ctx context.Context, from string, fn func(domain.User) error, progress func(at string, done float64)) error
-	// EachLookup is EachSuspendedUser for the reverse lookup rows.
+	// EachModeratedUser calls fn for every account that is suspended or
+	// has a last lift, in slices of the users table, starting after
+	// position from ("": the beginning). After each slice it calls
+	// progress (when set) with the position reached, to resume from, and
+	// the share of the table read so far (0 to 1).
+	EachModeratedUser(ctx context.Context, from string, fn func(domain.User) error, progress func(at string, done float64)) error
+	// EachLookup is EachModeratedUser for the reverse lookup rows.
 	EachLookup(ctx context.Context, from string, fn func(domain.Suspension) error, progress func(at string, done float64)) error
-	// EachStatusRow is EachSuspendedUser for the rows of the suspended list.
+	// EachStatusRow is EachModeratedUser for the rows of the suspended list.
 	EachStatusRow(ctx context.Context, from string, fn func(domain.Suspension) error, progress func(at string, done float64)) error
 	// HasListRow reports whether the suspension's row of the suspended
 	// list is there (by its key: bucket, time and user).
@@ -31,6 +31,9 @@ type Audit interface {
 	// HasExpiry reports whether the expiry entry of the suspension (which
 	// has an end) is there (by its key: end and user).
 	HasExpiry(ctx context.Context, s domain.Suspension) (bool, error)
+	// HasEvent reports whether the history entry is there (by its key:
+	// user, time and kind).
+	HasEvent(ctx context.Context, e Event) (bool, error)
 	// Buckets returns the indexed buckets and the buckets holding rows.
 	Buckets(ctx context.Context) (indexed, withRows []string, err error)
 	// HasSessions reports whether the user has any session left.
@@ -42,7 +45,8 @@ type Audit interface {
 
 // The repair's phases, in the order it runs them: each scans one table.
 const (
-	// PhaseAccounts finishes each suspended account's records.
+	// PhaseAccounts finishes each suspended account's records and each
+	// account's history (its suspension's entry, its last lift's).
 	PhaseAccounts = "accounts"
 	// PhaseLookups erases the reverse lookups no account backs.
 	PhaseLookups = "lookups"
@@ -95,10 +99,12 @@ type RepairOptions struct {
 }
 
 // RepairSuspensions cross-checks the account rows (the truth), the reverse
-// lookup, the suspended list and its bucket index, and makes the derived
-// records agree with the accounts (S2): a suspended account gets its
-// records and loses its sessions; a record of a suspension its account no
-// longer has is erased; buckets are indexed exactly when they hold rows.
+// lookup, the suspended list and its bucket index, and the history, and
+// makes the derived records agree with the accounts (S2, S5): a suspended
+// account gets its records and loses its sessions; an account's current
+// suspension and last lift get their history entries; a record of a
+// suspension its account no longer has is erased; buckets are indexed
+// exactly when they hold rows.
 // With dryRun it only reports.
 func (m *Service) RepairSuspensions(ctx context.Context, audit Audit, dryRun bool) (RepairReport, error) {
 	return m.Repair(ctx, audit, RepairOptions{DryRun: dryRun})
@@ -107,8 +113,9 @@ func (m *Service) RepairSuspensions(ctx context.Context, audit Audit, dryRun boo
 // Repair is RepairSuspensions with options. It reads no table whole and
 // holds nothing of one: phase after phase it scans a table slice by slice
 // and fixes what it meets at once, so it can run while traffic flows and
-// resume where a stopped run reached. Accounts: each suspended account's
-// records are read by their keys and written where missing. Lookups, then
+// resume where a stopped run reached. Accounts: each suspended or lifted
+// account's records and history entries are read by their keys and
+// written where missing. Lookups, then
 // list rows: each record whose account (read by id) does not have its
 // suspension is checked again against the account read at SERIAL, and
 // erased only if that says so. Then the bucket index.
@@ -120,7 +127,7 @@ func (m *Service) Repair(ctx context.Context, audit Audit, o RepairOptions) (Rep
 	r := &repair{m: m, audit: audit, dryRun: o.DryRun}
 	scans := map[string]func(from string, progress func(string, float64)) error{
 		PhaseAccounts: func(from string, progress func(string, float64)) error {
-			return audit.EachSuspendedUser(ctx, from, func(u domain.User) error { return r.finishSuspended(ctx, u) }, progress)
+			return audit.EachModeratedUser(ctx, from, func(u domain.User) error { return r.finishAccount(ctx, u) }, progress)
 		},
 		PhaseLookups: func(from string, progress func(string, float64)) error {
 			return audit.EachLookup(ctx, from, func(s domain.Suspension) error { r.eraseIfStale(ctx, "reverse lookup", s); return nil }, progress)
@@ -180,13 +187,52 @@ func backs(u domain.User, s domain.Suspension) bool {
 	return u.Status == domain.StatusSuspended && u.Suspension != nil && sameSuspension(*u.Suspension, s)
 }
 
-// finishSuspended gives a suspended account its records and ends its
-// sessions, where some are missing or left. Each record is read by its
-// key; a failed read stops the run (it resumes from the last position).
-func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
-	if u.Suspension == nil {
+// finishAccount finishes what the account's current suspension and last
+// lift left undone.
+func (r *repair) finishAccount(ctx context.Context, u domain.User) error {
+	if u.Status == domain.StatusSuspended && u.Suspension != nil {
+		if err := r.finishSuspended(ctx, u); err != nil {
+			return err
+		}
+	}
+	if u.LastLift != nil {
+		return r.finishLift(ctx, u)
+	}
+	return nil
+}
+
+// finishLift writes the history entries of the account's last lift where
+// one is missing (a lift that stopped after its compare-and-set).
+func (r *repair) finishLift(ctx context.Context, u domain.User) error {
+	l := *u.LastLift
+	var missing []string
+	for _, e := range LiftEvents(l) {
+		has, err := r.audit.HasEvent(ctx, e)
+		if err != nil {
+			return err
+		}
+		if !has {
+			missing = append(missing, string(e.Kind)+" at "+e.At.Format(timeFormat))
+		}
+	}
+	if len(missing) == 0 {
 		return nil
 	}
+	r.problem("user %s: the history of its last lift (%s at %s) lacks %s", u.ID, l.Kind, l.At.Format(timeFormat), strings.Join(missing, " and "))
+	if !r.dryRun {
+		r.fixed(r.m.suspensions.RecordLift(ctx, l, u.Version))
+	}
+	return nil
+}
+
+// timeFormat is how the repair's report writes times.
+const timeFormat = "2006-01-02T15:04:05.000Z"
+
+// finishSuspended gives a suspended account its records (its history
+// entry among them) and ends its sessions, where some are missing or
+// left. Each record is read by its key; a failed read stops the run (it
+// resumes from the last position).
+func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
 	id, s := u.ID, *u.Suspension
 	l, err := r.m.suspensions.Lookup(ctx, id)
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
@@ -205,15 +251,19 @@ func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
 			return err
 		}
 	}
+	hasEvent, err := r.audit.HasEvent(ctx, SuspendedEvent(s))
+	if err != nil {
+		return err
+	}
 	sessions, err := r.audit.HasSessions(ctx, id)
 	if err != nil {
 		return err
 	}
-	if hasLookup && hasRow && hasExpiry && !sessions {
+	if hasLookup && hasRow && hasExpiry && hasEvent && !sessions {
 		return nil
 	}
-	r.problem("user %s is suspended (since %s) but list row present=%v, reverse lookup current=%v, expiry entry present=%v, sessions left=%v",
-		id, s.SuspendedAt.Format("2006-01-02T15:04:05.000Z"), hasRow, hasLookup, hasExpiry, sessions)
+	r.problem("user %s is suspended (since %s) but list row present=%v, reverse lookup current=%v, expiry entry present=%v, history entry present=%v, sessions left=%v",
+		id, s.SuspendedAt.Format(timeFormat), hasRow, hasLookup, hasExpiry, hasEvent, sessions)
 	if !r.dryRun {
 		r.fixed(r.m.finishSuspension(ctx, s, u.Version))
 	}
@@ -238,7 +288,7 @@ func (r *repair) eraseIfStale(ctx context.Context, kind string, s domain.Suspens
 	if backs(u, s) {
 		return
 	}
-	r.problem("%s of user %s (suspended at %s) is not backed by the account", kind, s.UserID, s.SuspendedAt.Format("2006-01-02T15:04:05.000Z"))
+	r.problem("%s of user %s (suspended at %s) is not backed by the account", kind, s.UserID, s.SuspendedAt.Format(timeFormat))
 	if r.dryRun {
 		return
 	}

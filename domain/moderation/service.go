@@ -13,13 +13,22 @@ import (
 
 // Store keeps the records derived from an account's suspension:
 // its row in the suspended list (users_by_status), the reverse lookup
-// (suspended_users), the expiry entry and the bucket index. Writes carry the
+// (suspended_users), the expiry entry, the bucket index and the account's
+// moderation history (moderation_history). Writes carry the
 // account version as their timestamp, so the records of an older change
 // never overwrite or resurrect those of a newer one, whatever the order
 // they arrive in, and repeating a write is harmless.
 type Store interface {
-	// Record writes the suspension's records.
+	// Record writes the suspension's records, its history entry among
+	// them.
 	Record(ctx context.Context, s domain.Suspension, version int) error
+	// RecordLift writes the history entries of a lift (LiftEvents): a
+	// history entry is never deleted, and each is keyed by its event, so
+	// writing one again, or late, rewrites the same row.
+	RecordLift(ctx context.Context, l domain.Lift, version int) error
+	// History returns up to limit entries of the user's history, newest
+	// first, after the cursor (nil: from the newest).
+	History(ctx context.Context, userID string, after *HistoryCursor, limit int) ([]Event, error)
 	// Erase deletes them, and the bucket's index entry if it is now empty.
 	Erase(ctx context.Context, s domain.Suspension, version int) error
 	// EraseListing is Erase without the reverse lookup, for the records of
@@ -49,8 +58,9 @@ type Config struct {
 // Hooks let tests stop an operation after a step, as a crash
 // would: the operation returns the hook's error at once.
 type Hooks struct {
-	// AfterStep is called with "cas" (the account changed), "records"
-	// (the derived records written or erased) and "sessions".
+	// AfterStep is called with "cas" (the account changed), "history"
+	// (a lift's history entries written), "records" (the derived records
+	// written or erased) and "sessions".
 	AfterStep func(op, step string) error
 }
 

@@ -42,8 +42,18 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 		if err := m.eraseLeftovers(ctx, u); err != nil {
 			return u, err
 		}
-		s = domain.Suspension{UserID: u.ID, Username: u.Username, Reason: reason, SuspendedAt: now,
-			SuspendedBy: admin.ID, Bucket: BucketOf(now, m.cfg.BucketSize)}
+		// The next lift overwrites the account's last one: its history
+		// entries are written before this suspension can lead there (an
+		// interrupted lift left them to whoever came next).
+		at := now
+		if l := u.LastLift; l != nil {
+			if err := m.suspensions.RecordLift(ctx, *l, u.Version); err != nil {
+				return u, err
+			}
+			at = after(now, l.At)
+		}
+		s = domain.Suspension{UserID: u.ID, Username: u.Username, Reason: reason, SuspendedAt: at,
+			SuspendedBy: admin.ID, Bucket: BucketOf(at, m.cfg.BucketSize)}
 		if in.Until != nil {
 			s.Until = in.Until.UTC().Truncate(time.Millisecond)
 		}
@@ -127,25 +137,34 @@ func (m *Service) finishSuspension(ctx context.Context, s domain.Suspension, ver
 }
 
 // Unsuspend lifts a suspension (admins only): the account first, by
-// compare-and-set, then the list's records. Unsuspending an account that is
-// not suspended answers not_suspended, after erasing any records an
-// interrupted Unsuspend left behind.
+// compare-and-set, recording the lift in it, then the lift's history
+// entries, then the list's records are erased. Unsuspending an account
+// that is not suspended answers not_suspended, after finishing what an
+// interrupted Unsuspend left: the last lift's history entries, then the
+// records.
 func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID string) error {
-	if _, err := m.admins.RequireAdmin(ctx, p); err != nil {
+	admin, err := m.admins.RequireAdmin(ctx, p)
+	if err != nil {
 		return err
 	}
 	if !domain.ValidID(userID, domain.UserIDPrefix) {
 		return domain.ErrUserNotFound
 	}
-	return m.lift(ctx, userID, nil)
+	return m.lift(ctx, userID, admin.ID, nil)
 }
 
-// lift ends the suspension of userID. With onlyIfExpiredAt set, it does so
-// only if the suspension has ended by then (the sweeper's case).
-func (m *Service) lift(ctx context.Context, userID string, onlyIfExpiredAt *time.Time) error {
-	var old domain.Suspension
+// lift ends the suspension of userID, by the admin by. With
+// onlyIfExpiredAt set, it does so only if the suspension has ended by then
+// (the sweeper's case: an expiry, by nobody).
+func (m *Service) lift(ctx context.Context, userID, by string, onlyIfExpiredAt *time.Time) error {
+	var lift domain.Lift
 	next, err := m.changeAccount(ctx, userID, func(u domain.User) (domain.User, error) {
 		if u.Status != domain.StatusSuspended || u.Suspension == nil {
+			if l := u.LastLift; l != nil {
+				if err := m.suspensions.RecordLift(ctx, *l, u.Version); err != nil {
+					return u, err
+				}
+			}
 			if err := m.eraseLeftovers(ctx, u); err != nil {
 				return u, err
 			}
@@ -154,8 +173,12 @@ func (m *Service) lift(ctx context.Context, userID string, onlyIfExpiredAt *time
 		if onlyIfExpiredAt != nil && u.Suspension.ActiveAt(*onlyIfExpiredAt) {
 			return u, errNotSuspended
 		}
-		old = *u.Suspension
-		u.Status, u.Suspension, u.UpdatedAt = domain.StatusActive, nil, m.now()
+		now := m.now()
+		lift = domain.Lift{Kind: domain.LiftUnsuspended, At: after(now, u.Suspension.SuspendedAt), By: by, Suspension: *u.Suspension}
+		if onlyIfExpiredAt != nil {
+			lift.Kind, lift.At, lift.By = domain.LiftExpired, after(u.Suspension.Until, u.Suspension.SuspendedAt), ""
+		}
+		u.Status, u.Suspension, u.LastLift, u.UpdatedAt = domain.StatusActive, nil, &lift, now
 		return u, nil
 	})
 	if err != nil {
@@ -164,10 +187,26 @@ func (m *Service) lift(ctx context.Context, userID string, onlyIfExpiredAt *time
 	if err := m.hook("unsuspend", "cas"); err != nil {
 		return err
 	}
-	if err := m.suspensions.Erase(ctx, old, next.Version); err != nil {
+	if err := m.suspensions.RecordLift(ctx, lift, next.Version); err != nil {
+		return err
+	}
+	if err := m.hook("unsuspend", "history"); err != nil {
+		return err
+	}
+	if err := m.suspensions.Erase(ctx, lift.Suspension, next.Version); err != nil {
 		return err
 	}
 	return m.hook("unsuspend", "records")
+}
+
+// after is t, or the millisecond after prev if t is not later: the events
+// of one account get strictly increasing times, whatever the clocks of
+// the instances that made them, so no two share a history entry's key.
+func after(t, prev time.Time) time.Time {
+	if t.After(prev) {
+		return t
+	}
+	return prev.Add(time.Millisecond)
 }
 
 // eraseLeftovers removes the records of a suspension the account no longer

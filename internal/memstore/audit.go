@@ -45,12 +45,12 @@ func scan[T any](a audit, name, from string, collect func() []T, key func(T) str
 	return nil
 }
 
-// EachSuspendedUser reads the suspended accounts by id.
-func (a audit) EachSuspendedUser(_ context.Context, from string, fn func(domain.User) error, progress func(string, float64)) error {
+// EachModeratedUser reads the accounts suspended or lifted by id.
+func (a audit) EachModeratedUser(_ context.Context, from string, fn func(domain.User) error, progress func(string, float64)) error {
 	return scan(a, "users.scan", from, func() []domain.User {
 		var out []domain.User
 		for id := range a.s.users {
-			if r, ok := a.s.liveUser(id); ok && r.u.Status == domain.StatusSuspended {
+			if r, ok := a.s.liveUser(id); ok && (r.u.Status == domain.StatusSuspended || r.u.LastLift != nil) {
 				out = append(out, r.u)
 			}
 		}
@@ -94,6 +94,13 @@ func (a audit) HasListRow(_ context.Context, s domain.Suspension) (bool, error) 
 
 func (a audit) HasExpiry(_ context.Context, s domain.Suspension) (bool, error) {
 	return a.has("suspension_expiries.get", a.s.expiry, expiryKey(s.UserID, s.Until))
+}
+
+func (a audit) HasEvent(_ context.Context, e moderation.Event) (bool, error) {
+	return a.s.call("moderation_history.get", false, func() (bool, error) {
+		_, ok := a.s.history[eventKey(e.UserID, e.At, e.Kind)]
+		return ok, nil
+	})
 }
 
 // bucketsWithRows lists the buckets live list rows are in (under the lock).

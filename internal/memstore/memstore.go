@@ -70,6 +70,11 @@ type Store struct {
 	list, lookup, expiry map[string]cell
 	// buckets is the suspended list's bucket index (Audit).
 	buckets map[string]bool
+	// history is the moderation history (Suspensions), by eventKey.
+	history map[string]eventCell
+	// changes are the accounts' rows each applied Update wrote, in order,
+	// for checks.
+	changes map[string][]domain.User
 	// content is content's tables (Contents).
 	content contentTables
 	// groups is the groups' tables (Groups, GroupMembers).
@@ -95,7 +100,8 @@ type userRow struct {
 // New returns empty tables with the clock at start.
 func New(start time.Time) *Store {
 	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: newSessionTables(),
-		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(), groups: newGroupTables(), buckets: map[string]bool{}}
+		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(), groups: newGroupTables(), buckets: map[string]bool{},
+		history: map[string]eventCell{}, changes: map[string][]domain.User{}}
 }
 
 // Now is the store's clock (services take it as theirs).
@@ -350,6 +356,7 @@ func (u *Users) Update(_ context.Context, user domain.User) (bool, error) {
 			return false, nil
 		}
 		u.s.users[user.ID] = userRow{u: user, expires: r.expires}
+		u.s.changes[user.ID] = append(u.s.changes[user.ID], user)
 		return true, nil
 	})
 }

@@ -54,9 +54,13 @@ func (ss *Suspensions) write(name string, apply func()) error {
 	return err
 }
 
-// Record writes the list row, the lookup and the expiry entry.
+// Record writes the history entry, the list row, the lookup and the
+// expiry entry.
 func (ss *Suspensions) Record(_ context.Context, sp domain.Suspension, version int) error {
 	s, ts := ss.s, int64(version)
+	if err := ss.writeEvent(moderation.SuspendedEvent(sp), ts); err != nil {
+		return err
+	}
 	if err := ss.write("users_by_status.insert", func() { s.put(s.list, listKey(sp), sp, ts) }); err != nil {
 		return err
 	}
@@ -160,4 +164,87 @@ func (s *Store) Records(userID string) (list, lookup, expiry []domain.Suspension
 		}
 	}
 	return list, lookup, expiry
+}
+
+// eventCell is one row of the moderation history, written USING
+// TIMESTAMP (never deleted).
+type eventCell struct {
+	e  moderation.Event
+	ts int64
+}
+
+func eventKey(userID string, at time.Time, kind moderation.EventKind) string {
+	return userID + "|" + strconv.FormatInt(at.UnixMilli(), 10) + "|" + string(kind)
+}
+
+// writeEvent writes one history entry (one store call), keeping the row
+// with the newest timestamp.
+func (ss *Suspensions) writeEvent(e moderation.Event, ts int64) error {
+	s := ss.s
+	return ss.write("moderation_history.insert", func() {
+		k := eventKey(e.UserID, e.At, e.Kind)
+		if c, ok := s.history[k]; !ok || ts > c.ts {
+			s.history[k] = eventCell{e: e, ts: ts}
+		}
+	})
+}
+
+// RecordLift writes the lift's history entries, one call each.
+func (ss *Suspensions) RecordLift(_ context.Context, l domain.Lift, version int) error {
+	for _, e := range moderation.LiftEvents(l) {
+		if err := ss.writeEvent(e, int64(version)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// History reads the user's history, newest first (ties by kind,
+// descending), after the cursor.
+func (ss *Suspensions) History(_ context.Context, userID string, after *moderation.HistoryCursor, limit int) ([]moderation.Event, error) {
+	var out []moderation.Event
+	_, err := ss.s.call("moderation_history.page", false, func() (bool, error) {
+		out = ss.s.events(userID)
+		return true, nil
+	})
+	if after != nil {
+		for len(out) > 0 && !historyBefore(out[0], after.At, after.Kind) {
+			out = out[1:]
+		}
+	}
+	return out[:min(limit, len(out))], err
+}
+
+// historyBefore reports whether e comes after the position (at, kind) in
+// the history's order.
+func historyBefore(e moderation.Event, at time.Time, kind moderation.EventKind) bool {
+	return e.At.Before(at) || (e.At.Equal(at) && e.Kind < kind)
+}
+
+// events lists a user's history entries in the history's order (under the
+// lock).
+func (s *Store) events(userID string) []moderation.Event {
+	var out []moderation.Event
+	for _, c := range s.history {
+		if c.e.UserID == userID {
+			out = append(out, c.e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return historyBefore(out[j], out[i].At, out[i].Kind) })
+	return out
+}
+
+// Events returns a user's history entries, newest first, for checks.
+func (s *Store) Events(userID string) []moderation.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.events(userID)
+}
+
+// Changes returns the rows every applied update of the account wrote, in
+// order, for checks.
+func (s *Store) Changes(userID string) []domain.User {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]domain.User(nil), s.changes[userID]...)
 }

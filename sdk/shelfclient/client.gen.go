@@ -92,6 +92,27 @@ func (e LibraryOrder) Valid() bool {
 	}
 }
 
+// Defines values for ModerationEventKind.
+const (
+	ModerationEventKindExpired     ModerationEventKind = "expired"
+	ModerationEventKindSuspended   ModerationEventKind = "suspended"
+	ModerationEventKindUnsuspended ModerationEventKind = "unsuspended"
+)
+
+// Valid indicates whether the value is a known member of the ModerationEventKind enum.
+func (e ModerationEventKind) Valid() bool {
+	switch e {
+	case ModerationEventKindExpired:
+		return true
+	case ModerationEventKindSuspended:
+		return true
+	case ModerationEventKindUnsuspended:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionExcept.
 const (
 	SessionExceptCurrent SessionExcept = "current"
@@ -307,6 +328,44 @@ type Login struct {
 	// Login A username or an email (anything containing `@` is taken as an email).
 	Login    string `json:"login"`
 	Password string `json:"password"`
+}
+
+// ModerationEvent One entry of a user's moderation history.
+type ModerationEvent struct {
+	// Actor The id of the admin who acted; absent for `expired`.
+	Actor *string `json:"actor,omitempty"`
+
+	// At When it happened: for `suspended` the suspension's start (its
+	// `suspendedAt`), for `unsuspended` the moment the admin lifted
+	// it, for `expired` the suspension's `until`.
+	At time.Time `json:"at"`
+
+	// Kind What happened: `suspended` (an admin suspended the user),
+	// `unsuspended` (an admin lifted the suspension), `expired` (the
+	// suspension's `until` passed and the sweeper lifted it).
+	Kind ModerationEventKind `json:"kind"`
+
+	// Reason The reason of the suspension the event began or ended.
+	Reason string `json:"reason"`
+
+	// SuspendedAt When the suspension the event began or ended began.
+	SuspendedAt time.Time `json:"suspendedAt"`
+
+	// Until That suspension's end; absent for "until lifted".
+	Until *time.Time `json:"until,omitempty"`
+}
+
+// ModerationEventKind What happened: `suspended` (an admin suspended the user),
+// `unsuspended` (an admin lifted the suspension), `expired` (the
+// suspension's `until` passed and the sweeper lifted it).
+type ModerationEventKind string
+
+// ModerationEventList defines model for ModerationEventList.
+type ModerationEventList struct {
+	Items []ModerationEvent `json:"items"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // NewContent defines model for NewContent.
@@ -731,6 +790,19 @@ type GetUserLibraryParams struct {
 	// newest first, where such items go before the cursor. A new run (no
 	// cursor) lists them.
 	Order *LibraryOrder `form:"order,omitempty" json:"order,omitempty"`
+}
+
+// ListModerationHistoryParams defines parameters for ListModerationHistory.
+type ListModerationHistoryParams struct {
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // RevokeUserSessionsParams defines parameters for RevokeUserSessions.
@@ -1411,6 +1483,27 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/users/{id}/library (the `GetUserLibrary` operationId).
 	GetUserLibrary(ctx context.Context, id UserId, params *GetUserLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListModerationHistory A user's moderation history, newest first
+	//
+	// Admins only. Every suspension, unsuspension and expiry of the
+	// user, newest `at` first, paged. Kept for good, whether or not the
+	// user is suspended now (so it is not under `/suspension`, which is
+	// 404 when the user is not suspended).
+	//
+	// An event is recorded by the operation that made it (the account's
+	// compare-and-set first, then its entry). One interrupted after its
+	// compare-and-set is recorded by its retry, by the next suspension
+	// or unsuspension of the user, by the sweeper (an expiry) or by
+	// `api admin repair-suspensions`; every entry is keyed by its event,
+	// so no event is listed twice and a write landing late changes
+	// nothing. Events of one user have strictly increasing times.
+	//
+	// Cost: one account read and one slice of the user's history beside
+	// the session's read, however long the history.
+	//
+	// Corresponds with GET /v1/users/{id}/moderation-history (the `ListModerationHistory` operationId).
+	ListModerationHistory(ctx context.Context, id UserId, params *ListModerationHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ChangePasswordWithBody Change the password
 	//
 	// Sets a new password after checking the current one. Every other
@@ -1529,8 +1622,12 @@ type ClientInterface interface {
 
 	// UnsuspendUser Lift a suspension
 	//
-	// Admins only. The account changes first (compare-and-set), then the
-	// list row and the reverse lookup are erased.
+	// Admins only. The account changes first (compare-and-set, which
+	// records the lift in it), then the lift is written to the user's
+	// moderation history, then the list row and the reverse lookup are
+	// erased. An unsuspension interrupted half-way is finished by its
+	// retry (which answers 404 `not_suspended`) or by `api admin
+	// repair-suspensions`.
 	//
 	// Corresponds with DELETE /v1/users/{id}/suspension (the `UnsuspendUser` operationId).
 	UnsuspendUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1546,8 +1643,8 @@ type ClientInterface interface {
 	//
 	// Admins only, and not themselves. The account changes first (a
 	// compare-and-set on its version, the guard against suspending twice),
-	// then its row in the suspended list and the reverse lookup are
-	// written, then every session of the user is revoked: their next
+	// then its row in the suspended list, the reverse lookup and its
+	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
@@ -1561,8 +1658,8 @@ type ClientInterface interface {
 	//
 	// Admins only, and not themselves. The account changes first (a
 	// compare-and-set on its version, the guard against suspending twice),
-	// then its row in the suspended list and the reverse lookup are
-	// written, then every session of the user is revoked: their next
+	// then its row in the suspended list, the reverse lookup and its
+	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
@@ -2506,6 +2603,37 @@ func (c *Client) GetUserLibrary(ctx context.Context, id UserId, params *GetUserL
 	return c.Client.Do(req)
 }
 
+// ListModerationHistory A user's moderation history, newest first
+//
+// Admins only. Every suspension, unsuspension and expiry of the
+// user, newest `at` first, paged. Kept for good, whether or not the
+// user is suspended now (so it is not under `/suspension`, which is
+// 404 when the user is not suspended).
+//
+// An event is recorded by the operation that made it (the account's
+// compare-and-set first, then its entry). One interrupted after its
+// compare-and-set is recorded by its retry, by the next suspension
+// or unsuspension of the user, by the sweeper (an expiry) or by
+// `api admin repair-suspensions`; every entry is keyed by its event,
+// so no event is listed twice and a write landing late changes
+// nothing. Events of one user have strictly increasing times.
+//
+// Cost: one account read and one slice of the user's history beside
+// the session's read, however long the history.
+//
+// Corresponds with GET /v1/users/{id}/moderation-history (the `ListModerationHistory` operationId).
+func (c *Client) ListModerationHistory(ctx context.Context, id UserId, params *ListModerationHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListModerationHistoryRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ChangePasswordWithBody Change the password
 //
 // Sets a new password after checking the current one. Every other
@@ -2674,8 +2802,12 @@ func (c *Client) RevokeUserSession(ctx context.Context, id UserId, sessionId Ses
 
 // UnsuspendUser Lift a suspension
 //
-// Admins only. The account changes first (compare-and-set), then the
-// list row and the reverse lookup are erased.
+// Admins only. The account changes first (compare-and-set, which
+// records the lift in it), then the lift is written to the user's
+// moderation history, then the list row and the reverse lookup are
+// erased. An unsuspension interrupted half-way is finished by its
+// retry (which answers 404 `not_suspended`) or by `api admin
+// repair-suspensions`.
 //
 // Corresponds with DELETE /v1/users/{id}/suspension (the `UnsuspendUser` operationId).
 func (c *Client) UnsuspendUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2711,8 +2843,8 @@ func (c *Client) GetSuspension(ctx context.Context, id UserId, reqEditors ...Req
 //
 // Admins only, and not themselves. The account changes first (a
 // compare-and-set on its version, the guard against suspending twice),
-// then its row in the suspended list and the reverse lookup are
-// written, then every session of the user is revoked: their next
+// then its row in the suspended list, the reverse lookup and its
+// moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
@@ -2736,8 +2868,8 @@ func (c *Client) SuspendUserWithBody(ctx context.Context, id UserId, contentType
 //
 // Admins only, and not themselves. The account changes first (a
 // compare-and-set on its version, the guard against suspending twice),
-// then its row in the suspended list and the reverse lookup are
-// written, then every session of the user is revoked: their next
+// then its row in the suspended list, the reverse lookup and its
+// moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
@@ -4037,6 +4169,79 @@ func NewGetUserLibraryRequest(server string, id UserId, params *GetUserLibraryPa
 	return req, nil
 }
 
+// NewListModerationHistoryRequest constructs an http.Request for the ListModerationHistory method
+func NewListModerationHistoryRequest(server string, id UserId, params *ListModerationHistoryParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/moderation-history", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewChangePasswordRequest calls the generic ChangePassword builder with application/json body
 func NewChangePasswordRequest(server string, id UserId, body ChangePasswordJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5015,6 +5220,29 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/users/{id}/library (the `GetUserLibrary` operationId).
 	GetUserLibraryWithResponse(ctx context.Context, id UserId, params *GetUserLibraryParams, reqEditors ...RequestEditorFn) (*GetUserLibraryResponse, error)
 
+	// ListModerationHistoryWithResponse A user's moderation history, newest first
+	//
+	// Admins only. Every suspension, unsuspension and expiry of the
+	// user, newest `at` first, paged. Kept for good, whether or not the
+	// user is suspended now (so it is not under `/suspension`, which is
+	// 404 when the user is not suspended).
+	//
+	// An event is recorded by the operation that made it (the account's
+	// compare-and-set first, then its entry). One interrupted after its
+	// compare-and-set is recorded by its retry, by the next suspension
+	// or unsuspension of the user, by the sweeper (an expiry) or by
+	// `api admin repair-suspensions`; every entry is keyed by its event,
+	// so no event is listed twice and a write landing late changes
+	// nothing. Events of one user have strictly increasing times.
+	//
+	// Cost: one account read and one slice of the user's history beside
+	// the session's read, however long the history.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/users/{id}/moderation-history (the `ListModerationHistory` operationId).
+	ListModerationHistoryWithResponse(ctx context.Context, id UserId, params *ListModerationHistoryParams, reqEditors ...RequestEditorFn) (*ListModerationHistoryResponse, error)
+
 	// ChangePasswordWithBodyWithResponse Change the password
 	//
 	// Sets a new password after checking the current one. Every other
@@ -5139,8 +5367,12 @@ type ClientWithResponsesInterface interface {
 
 	// UnsuspendUserWithResponse Lift a suspension
 	//
-	// Admins only. The account changes first (compare-and-set), then the
-	// list row and the reverse lookup are erased.
+	// Admins only. The account changes first (compare-and-set, which
+	// records the lift in it), then the lift is written to the user's
+	// moderation history, then the list row and the reverse lookup are
+	// erased. An unsuspension interrupted half-way is finished by its
+	// retry (which answers 404 `not_suspended`) or by `api admin
+	// repair-suspensions`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5160,8 +5392,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Admins only, and not themselves. The account changes first (a
 	// compare-and-set on its version, the guard against suspending twice),
-	// then its row in the suspended list and the reverse lookup are
-	// written, then every session of the user is revoked: their next
+	// then its row in the suspended list, the reverse lookup and its
+	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
@@ -5175,8 +5407,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Admins only, and not themselves. The account changes first (a
 	// compare-and-set on its version, the guard against suspending twice),
-	// then its row in the suspended list and the reverse lookup are
-	// written, then every session of the user is revoked: their next
+	// then its row in the suspended list, the reverse lookup and its
+	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
@@ -8748,6 +8980,140 @@ func (r GetUserLibraryResponse) ContentType() string {
 	return ""
 }
 
+// ListModerationHistoryResponse200Headers the declared response headers of an HTTP 200 response for ListModerationHistory
+type ListModerationHistoryResponse200Headers struct {
+	XRequestId *string
+}
+
+// ListModerationHistoryResponse400Headers the declared response headers of an HTTP 400 response for ListModerationHistory
+type ListModerationHistoryResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListModerationHistoryResponse401Headers the declared response headers of an HTTP 401 response for ListModerationHistory
+type ListModerationHistoryResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ListModerationHistoryResponse403Headers the declared response headers of an HTTP 403 response for ListModerationHistory
+type ListModerationHistoryResponse403Headers struct {
+	XRequestId *string
+}
+
+// ListModerationHistoryResponse404Headers the declared response headers of an HTTP 404 response for ListModerationHistory
+type ListModerationHistoryResponse404Headers struct {
+	XRequestId *string
+}
+
+// ListModerationHistoryResponse500Headers the declared response headers of an HTTP 500 response for ListModerationHistory
+type ListModerationHistoryResponse500Headers struct {
+	XRequestId *string
+}
+
+// ListModerationHistoryResponse503Headers the declared response headers of an HTTP 503 response for ListModerationHistory
+type ListModerationHistoryResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListModerationHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ModerationEventList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListModerationHistoryResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListModerationHistoryResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListModerationHistoryResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListModerationHistoryResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListModerationHistoryResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListModerationHistoryResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListModerationHistoryResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListModerationHistoryResponse) GetJSON200() *ModerationEventList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListModerationHistoryResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListModerationHistoryResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListModerationHistoryResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListModerationHistoryResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListModerationHistoryResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListModerationHistoryResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListModerationHistoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListModerationHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListModerationHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListModerationHistoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ChangePasswordResponse204Headers the declared response headers of an HTTP 204 response for ChangePassword
 type ChangePasswordResponse204Headers struct {
 	XRequestId *string
@@ -10527,6 +10893,35 @@ func (c *ClientWithResponses) GetUserLibraryWithResponse(ctx context.Context, id
 	return ParseGetUserLibraryResponse(rsp)
 }
 
+// ListModerationHistoryWithResponse A user's moderation history, newest first
+//
+// Admins only. Every suspension, unsuspension and expiry of the
+// user, newest `at` first, paged. Kept for good, whether or not the
+// user is suspended now (so it is not under `/suspension`, which is
+// 404 when the user is not suspended).
+//
+// An event is recorded by the operation that made it (the account's
+// compare-and-set first, then its entry). One interrupted after its
+// compare-and-set is recorded by its retry, by the next suspension
+// or unsuspension of the user, by the sweeper (an expiry) or by
+// `api admin repair-suspensions`; every entry is keyed by its event,
+// so no event is listed twice and a write landing late changes
+// nothing. Events of one user have strictly increasing times.
+//
+// Cost: one account read and one slice of the user's history beside
+// the session's read, however long the history.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/users/{id}/moderation-history (the `ListModerationHistory` operationId).
+func (c *ClientWithResponses) ListModerationHistoryWithResponse(ctx context.Context, id UserId, params *ListModerationHistoryParams, reqEditors ...RequestEditorFn) (*ListModerationHistoryResponse, error) {
+	rsp, err := c.ListModerationHistory(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListModerationHistoryResponse(rsp)
+}
+
 // ChangePasswordWithBodyWithResponse Change the password
 //
 // Sets a new password after checking the current one. Every other
@@ -10681,8 +11076,12 @@ func (c *ClientWithResponses) RevokeUserSessionWithResponse(ctx context.Context,
 
 // UnsuspendUserWithResponse Lift a suspension
 //
-// Admins only. The account changes first (compare-and-set), then the
-// list row and the reverse lookup are erased.
+// Admins only. The account changes first (compare-and-set, which
+// records the lift in it), then the lift is written to the user's
+// moderation history, then the list row and the reverse lookup are
+// erased. An unsuspension interrupted half-way is finished by its
+// retry (which answers 404 `not_suspended`) or by `api admin
+// repair-suspensions`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10714,8 +11113,8 @@ func (c *ClientWithResponses) GetSuspensionWithResponse(ctx context.Context, id 
 //
 // Admins only, and not themselves. The account changes first (a
 // compare-and-set on its version, the guard against suspending twice),
-// then its row in the suspended list and the reverse lookup are
-// written, then every session of the user is revoked: their next
+// then its row in the suspended list, the reverse lookup and its
+// moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
@@ -10735,8 +11134,8 @@ func (c *ClientWithResponses) SuspendUserWithBodyWithResponse(ctx context.Contex
 //
 // Admins only, and not themselves. The account changes first (a
 // compare-and-set on its version, the guard against suspending twice),
-// then its row in the suspended list and the reverse lookup are
-// written, then every session of the user is revoked: their next
+// then its row in the suspended list, the reverse lookup and its
+// moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
@@ -14818,6 +15217,161 @@ func ParseGetUserLibraryResponse(rsp *http.Response) (*GetUserLibraryResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetUserLibraryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListModerationHistoryResponse parses an HTTP response from a ListModerationHistoryWithResponse call
+func ParseListModerationHistoryResponse(rsp *http.Response) (*ListModerationHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListModerationHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ModerationEventList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListModerationHistoryResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListModerationHistoryResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListModerationHistoryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListModerationHistoryResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListModerationHistoryResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListModerationHistoryResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListModerationHistoryResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

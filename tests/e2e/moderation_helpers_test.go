@@ -39,6 +39,12 @@ func newModerators(t *testing.T, env map[string]string) *moderators {
 	t.Helper()
 	db := testkit.NewDB(t)
 	a, api := newTestApp(t, db, env)
+	return withAdmin(t, a, api, db)
+}
+
+// withAdmin signs up an admin on app a, served by api on db, and logs it in.
+func withAdmin(t *testing.T, a *app.App, api *testkit.API, db *testkit.DB) *moderators {
+	t.Helper()
 	n := name("admin")
 	u := mustSignup(t, api, n, n+"@example.org")
 	if _, err := a.Accounts.SetAdmin(context.Background(), n, true); err != nil {
@@ -64,21 +70,31 @@ func (m *moderators) unsuspend(id string) *testkit.Response {
 // listAll pages through the suspended list with limit.
 func (m *moderators) listAll(t *testing.T, limit int) []suspensionBody {
 	t.Helper()
-	var all []suspensionBody
+	return pageAll[suspensionBody](t, m.admin, "/v1/suspensions", limit)
+}
+
+// pageAll pages through the list at path (a path without a query) as api
+// with limit, checking no page is longer than limit.
+func pageAll[T any](t *testing.T, api *testkit.API, path string, limit int) []T {
+	t.Helper()
+	var all []T
 	cursor := ""
 	for pages := 0; pages < 10000; pages++ {
-		path := "/v1/suspensions?limit=" + itoa(limit)
+		p := path + "?limit=" + itoa(limit)
 		if cursor != "" {
-			path += "&cursor=" + cursor
+			p += "&cursor=" + cursor
 		}
-		r := m.admin.Get(path)
+		r := api.Get(p)
 		if r.StatusCode != http.StatusOK {
-			t.Fatalf("list: %d %s", r.StatusCode, r.Body)
+			t.Fatalf("GET %s: %d %s", p, r.StatusCode, r.Body)
 		}
-		var page suspensionListBody
+		var page struct {
+			Items      []T    `json:"items"`
+			NextCursor string `json:"nextCursor"`
+		}
 		r.JSON(t, &page)
 		if len(page.Items) > limit {
-			t.Fatalf("page of %d items with limit %d", len(page.Items), limit)
+			t.Fatalf("GET %s: a page of %d items with limit %d", p, len(page.Items), limit)
 		}
 		all = append(all, page.Items...)
 		if page.NextCursor == "" {
@@ -86,8 +102,30 @@ func (m *moderators) listAll(t *testing.T, limit int) []suspensionBody {
 		}
 		cursor = page.NextCursor
 	}
-	t.Fatal("the list never ended")
+	t.Fatalf("%s never ended", path)
 	return nil
+}
+
+// stopAfter runs suspend (reason "interrupted") or unsuspend of id, stopped
+// after step as a crash would, and checks it answered 500.
+func (m *moderators) stopAfter(t *testing.T, op, step, id string) {
+	t.Helper()
+	m.app.Moderation.Hooks.AfterStep = func(o, s string) error {
+		if o == op && s == step {
+			return errCrash
+		}
+		return nil
+	}
+	var r *testkit.Response
+	if op == "suspend" {
+		r = m.suspend(id, "interrupted")
+	} else {
+		r = m.unsuspend(id)
+	}
+	m.app.Moderation.Hooks.AfterStep = nil
+	if r.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("%s stopped after %s: %d %s", op, step, r.StatusCode, r.Body)
+	}
 }
 
 func itoa(n int) string {

@@ -36,12 +36,7 @@ func TestListingAcrossBuckets(t *testing.T) {
 	db := testkit.NewDB(t)
 	reads := &listReads{}
 	a, api := newObservedApp(t, db, reads, nil, nil)
-	adminName := name("admin")
-	mustSignup(t, api, adminName, adminName+"@example.org")
-	if _, err := a.Accounts.SetAdmin(context.Background(), adminName, true); err != nil {
-		t.Fatal(err)
-	}
-	m := &moderators{app: a, api: api, admin: api.As(mustLogin(t, api, adminName).Token), db: db}
+	m := withAdmin(t, a, api, db)
 
 	var mu sync.Mutex
 	now := time.Now()

@@ -300,14 +300,19 @@ func TestRepairResumesInALaterPhase(t *testing.T) {
 		t.Errorf("the run resumed in the lookups phase erased %d lookups and %d rows, want %d in all:\n%s", len(lookups), len(rows), len(left), out)
 	}
 
-	// Only the accounts' phase's work is left, for a full run.
+	// Only the accounts' phase's work is left, for a full run: the
+	// unrecorded suspensions, and the history entries of the stopped lifts.
 	dry, err = runAdmin(t, m, "repair-suspensions", "--dry-run")
 	if err != nil {
 		t.Fatal(err)
 	}
+	lookups, rows = unbacked(dry, "reverse lookup"), unbacked(dry, "list row")
 	for id := range stale {
-		if strings.Contains(dry, id) {
+		if lookups[id] || rows[id] {
 			t.Errorf("a record of %s is left:\n%s", id, dry)
+		}
+		if !strings.Contains(dry, "user "+id+": the history of its last lift") {
+			t.Errorf("the history of the stopped lift of %s is not reported:\n%s", id, dry)
 		}
 	}
 	if got := unfinished(dry); len(got) != len(unrecorded) {

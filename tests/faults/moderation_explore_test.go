@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -120,6 +121,31 @@ var modOperations = []modOperation{
 		opposite: func(m *modWorld) error { return m.suspend(0) },
 	},
 	{
+		// A suspension after a lift that crashed after its compare-and-set
+		// (no history entries yet): the suspension writes them before its
+		// own compare-and-set, since the next lift overwrites the last one.
+		name: "suspend-after-interrupted-lift",
+		setup: func(m *modWorld) error {
+			if err := m.suspend(time.Hour); err != nil {
+				return err
+			}
+			return m.crashAfter("cas", m.unsuspend)
+		},
+		run:      func(m *modWorld) error { return m.suspend(0) },
+		retry:    func(m *modWorld) error { return m.suspend(0) },
+		opposite: func(m *modWorld) error { return m.unsuspend() },
+	},
+	{
+		// A lift of a suspension that crashed after its compare-and-set
+		// (no records, no history entry): the lift writes the suspension's
+		// entry beside its own.
+		name:     "unsuspend-after-interrupted-suspension",
+		setup:    func(m *modWorld) error { return m.crashAfter("cas", func() error { return m.suspend(time.Hour) }) },
+		run:      func(m *modWorld) error { return m.unsuspend() },
+		retry:    func(m *modWorld) error { return m.unsuspend() },
+		opposite: func(m *modWorld) error { return m.suspend(0) },
+	},
+	{
 		// A suspension that crashed after its compare-and-set, before its
 		// records: the repair writes them and ends the sessions.
 		name:     "repair-suspension",
@@ -147,7 +173,9 @@ var modOperations = []modOperation{
 // TestExploreModeration runs every moderation action with every fault at
 // every store call, then (or after the opposite action by another admin)
 // lands what was held, retries, and checks S2: the account is the truth,
-// and its records agree with it; and S3 for a suspended account.
+// and its records agree with it; S3 for a suspended account; and S5: the
+// history holds exactly one entry for each suspension and lift the
+// account's compare-and-sets made.
 func TestExploreModeration(t *testing.T) {
 	t.Parallel()
 	total := 0
@@ -209,6 +237,53 @@ func exploreModeration(t *testing.T, name string, op modOperation, k int, fault 
 	checkModeration(t, name, m)
 }
 
+// checkHistory asserts S5 for the member: its history is exactly the
+// events of the account's applied changes (each suspension begun, each
+// lift), once each, with what the change wrote, newest first, and paging
+// through it one entry at a time finds the same.
+func checkHistory(t *testing.T, name string, m *modWorld) {
+	t.Helper()
+	var want []moderation.Event
+	var prev domain.User
+	for _, u := range m.store.Changes(m.member.ID) {
+		if s := u.Suspension; s != nil && (prev.Suspension == nil || !prev.Suspension.SuspendedAt.Equal(s.SuspendedAt)) {
+			want = append(want, moderation.SuspendedEvent(*s))
+		}
+		if l := u.LastLift; l != nil && (prev.LastLift == nil || !prev.LastLift.At.Equal(l.At)) {
+			want = append(want, moderation.LiftEvents(*l)[1])
+		}
+		prev = u
+	}
+	slices.Reverse(want)
+	got := m.store.Events(m.member.ID)
+	if !equalEvents(got, want) {
+		t.Errorf("%s: S5: history\n%+v\nwant\n%+v", name, got, want)
+		return
+	}
+	var paged []moderation.Event
+	cursor := ""
+	for range len(want) + 1 {
+		page, err := m.mod.History(context.Background(), m.admin, m.member.ID, cursor, 1)
+		if err != nil {
+			t.Fatalf("%s: history: %v", name, err)
+		}
+		paged = append(paged, page.Items...)
+		if cursor = page.Next; cursor == "" {
+			break
+		}
+	}
+	if !equalEvents(paged, want) {
+		t.Errorf("%s: S5: paged history\n%+v\nwant\n%+v", name, paged, want)
+	}
+}
+
+func equalEvents(a, b []moderation.Event) bool {
+	return slices.EqualFunc(a, b, func(x, y moderation.Event) bool {
+		return x.UserID == y.UserID && x.Kind == y.Kind && x.At.Equal(y.At) && x.Actor == y.Actor && x.Reason == y.Reason &&
+			x.SuspendedAt.Equal(y.SuspendedAt) && x.Until.Equal(y.Until)
+	})
+}
+
 func errorsIsNotFound(err error) bool { return err != nil && domainIs(err, domain.ErrNotFound) }
 
 // checkModeration asserts S2 and S3 for the member.
@@ -218,6 +293,7 @@ func checkModeration(t *testing.T, name string, m *modWorld) {
 	if err != nil {
 		t.Fatalf("%s: the member: %v", name, err)
 	}
+	checkHistory(t, name, m)
 	list, lookup, expiry := m.store.Records(u.ID)
 	same := func(a, b domain.Suspension) bool { return a.SuspendedAt.Equal(b.SuspendedAt) && a.Bucket == b.Bucket }
 	suspended := u.Status == domain.StatusSuspended && u.Suspension != nil
