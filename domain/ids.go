@@ -11,6 +11,8 @@ const (
 	UserIDPrefix    = "u_"
 	GroupIDPrefix   = "g_"
 	ContentIDPrefix = "c_"
+	// SessionIDPrefix names a session in its owner's list (Session.ID).
+	SessionIDPrefix = "s_"
 )
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)

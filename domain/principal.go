@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"crypto/sha256"
+	"time"
+)
 
 // Session is a login. The token itself is never stored: only its hash.
 type Session struct {
@@ -11,6 +14,38 @@ type Session struct {
 	// Written is the session's write timestamp in the store (µs), so that
 	// revoking it shadows it whatever clock wrote it; 0 when unknown.
 	Written int64
+	// LastSeen is when a request of the session was last recorded (zero:
+	// none since the login); it is kept at most once per interval, so it
+	// may lag by that much.
+	LastSeen time.Time
+	// UserAgent and ClientIP are the client that logged in ("" when
+	// unknown: a client that sent none, or a session from before they were
+	// kept).
+	UserAgent string
+	ClientIP  string
+}
+
+// ID is the session's public id: SessionIDPrefix and 128 bits of a hash of
+// the token hash. It names the session in its owner's list without being
+// usable for anything else: neither the token nor its stored hash can be
+// worked back from it, and it needs no column of its own (sessions from
+// before ids were shown have one too).
+func (s Session) ID() string { return SessionID(s.TokenHash) }
+
+// SessionID is the public id of the session whose token hashes to
+// tokenHash (see Session.ID).
+func SessionID(tokenHash string) string {
+	sum := sha256.Sum256([]byte("shelf session id\x00" + tokenHash))
+	return SessionIDPrefix + idEncoding.EncodeToString(sum[:16])
+}
+
+// Seen is when the session was last seen: LastSeen, or its login when no
+// request has been recorded since.
+func (s Session) Seen() time.Time {
+	if s.LastSeen.After(s.CreatedAt) {
+		return s.LastSeen
+	}
+	return s.CreatedAt
 }
 
 // Principal is who is calling: a user id and the session, or nobody.

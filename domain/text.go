@@ -81,6 +81,27 @@ func HasInvisible(s string) bool {
 	return i >= 0
 }
 
+// CleanText is s as a field that is recorded rather than checked keeps it
+// (a session's user agent: the client sent it, nobody typed it here, so
+// nothing is refused): invalid UTF-8 and every blank character
+// (HasInvisible's set, with no exception for emoji) dropped, spaces at
+// either end trimmed, and at most max characters kept.
+func CleanText(s string, max int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range strings.ToValidUTF8(s, "") {
+		if blank(r) || (n == 0 && unicode.IsSpace(r)) {
+			continue
+		}
+		if n == max {
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimRightFunc(b.String(), unicode.IsSpace)
+}
+
 // Emoji sequences (Unicode TS #51) are built with blank characters.
 const (
 	keycap     = '\u20E3'     // COMBINING ENCLOSING KEYCAP, after a variation selector

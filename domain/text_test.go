@@ -213,3 +213,54 @@ func TestNormalizationCannotSmuggleInvisibles(t *testing.T) {
 		t.Errorf("email: %+v", fe)
 	}
 }
+
+// TestCleanText: a recorded field (a session's user agent) keeps what it
+// was sent but the characters no field may show, without refusing
+// anything: blank characters (emoji joiners too) and invalid UTF-8 are
+// dropped, the ends trimmed, and it is cut at max characters.
+func TestCleanText(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"Mozilla/5.0 (X11; Linux x86_64)", 256, "Mozilla/5.0 (X11; Linux x86_64)"},
+		{"  padded\t ", 256, "padded"},
+		{"a\u202eb\u200bc\x00d\ne\u2028f\ufeffg\u3164h", 256, "abcdefgh"},
+		{"emoji \U0001F468\u200D\U0001F469 apart", 256, "emoji \U0001F468\U0001F469 apart"},
+		{"bad \xff\xfe utf8", 256, "bad  utf8"},
+		{"\u200b\u200b", 256, ""},
+		{"ééééé", 4, "éééé"},
+		{"\u200bab\u200bcd", 3, "abc"},
+		{"ab   cd", 3, "ab"},
+		{strings.Repeat("x", 300) + "\u200b", 256, strings.Repeat("x", 256)},
+	} {
+		got := CleanText(c.in, c.max)
+		if got != c.want {
+			t.Errorf("CleanText(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+		if HasInvisible(got) {
+			t.Errorf("CleanText(%q) = %q keeps a blank character", c.in, got)
+		}
+	}
+}
+
+// TestSessionIDs: a session's public id is an id of its own kind, the
+// same for the same token hash, different for another, and shares nothing
+// with the hash it comes from.
+func TestSessionIDs(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		hash := fmt.Sprintf("%064x", i)
+		id := SessionID(hash)
+		if !ValidID(id, SessionIDPrefix) || seen[id] || id != (Session{TokenHash: hash}).ID() {
+			t.Fatalf("bad, repeated or unstable session id %q", id)
+		}
+		if strings.Contains(hash, id[2:10]) {
+			t.Fatalf("session id %q shows its hash %q", id, hash)
+		}
+		seen[id] = true
+	}
+}

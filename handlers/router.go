@@ -104,6 +104,9 @@ func routeAccounts(r chi.Router, d Deps) {
 	r.Get("/users/by-email/{email}", handle(users.getByEmail))
 	r.With(loginLimit.Middleware).Post("/sessions", handle(sessions.login))
 	r.Delete("/sessions/current", handle(sessions.logout))
+	r.Get("/users/{id}/sessions", handle(sessions.list))
+	r.Delete("/users/{id}/sessions", handle(sessions.revokeAll))
+	r.Delete("/users/{id}/sessions/{sessionId}", handle(sessions.revoke))
 	r.Get("/me", handle(users.me))
 }
 

@@ -4,10 +4,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
+	"shelf/domain"
 	"shelf/domain/accounts"
 )
 
-// Sessions serves login and logout.
+// Sessions serves login, logout and a user's sessions.
 type Sessions struct {
 	accounts *accounts.Service
 }
@@ -32,7 +35,11 @@ func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	res, err := h.accounts.Login(r.Context(), *req.Login, *req.Password)
+	client := accounts.Client{UserAgent: r.UserAgent()}
+	if ip := ClientIP(r.Context()); ip.IsValid() {
+		client.IP = ip.String()
+	}
+	res, err := h.accounts.Login(r.Context(), *req.Login, *req.Password, client)
 	if err != nil {
 		return err
 	}
@@ -47,6 +54,71 @@ func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
 // logout serves DELETE /v1/sessions/current: end the caller's session.
 func (h *Sessions) logout(w http.ResponseWriter, r *http.Request) error {
 	if err := h.accounts.Logout(r.Context(), principal(r.Context())); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// sessionInfoResponse is the SessionInfo schema of openapi.yaml.
+type sessionInfoResponse struct {
+	ID         string    `json:"id"`
+	CreatedAt  time.Time `json:"createdAt"`
+	LastSeenAt time.Time `json:"lastSeenAt"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+	UserAgent  string    `json:"userAgent,omitempty"`
+	ClientIP   string    `json:"clientIp,omitempty"`
+	Current    bool      `json:"current"`
+}
+
+func toSessionInfoResponse(v accounts.SessionView) sessionInfoResponse {
+	return sessionInfoResponse{ID: v.ID(), CreatedAt: v.CreatedAt.UTC(), LastSeenAt: v.Seen().UTC(),
+		ExpiresAt: v.ExpiresAt.UTC(), UserAgent: v.UserAgent, ClientIP: v.ClientIP, Current: v.Current}
+}
+
+// list serves GET /v1/users/{id}/sessions: the user's live sessions,
+// newest first, paged (the user or an admin).
+func (h *Sessions) list(w http.ResponseWriter, r *http.Request) error {
+	cursor, limit, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := h.accounts.ListSessions(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), cursor, limit)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, toPage(page, toSessionInfoResponse))
+	return nil
+}
+
+// revoke serves DELETE /v1/users/{id}/sessions/{sessionId}: end one
+// session (the user or an admin).
+func (h *Sessions) revoke(w http.ResponseWriter, r *http.Request) error {
+	if err := h.accounts.RevokeSession(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
+		chi.URLParam(r, "sessionId")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// errBadExcept refuses an ?except= other than current.
+var errBadExcept = domain.Invalid("except must be current.",
+	domain.FieldError{Field: "except", Code: "oneof", Message: "must be current"})
+
+// revokeAll serves DELETE /v1/users/{id}/sessions: end every session of
+// the user (the user or an admin); ?except=current keeps the caller's.
+func (h *Sessions) revokeAll(w http.ResponseWriter, r *http.Request) error {
+	q, err := listQuery(r, "except")
+	if err != nil {
+		return err
+	}
+	if q.Has("except") && q.Get("except") != "current" {
+		return errBadExcept
+	}
+	if err := h.accounts.RevokeSessions(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
+		q.Has("except")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -40,6 +40,18 @@ type DB struct {
 	OnLWT func(outcome string)
 	// late counts attempts held back by ErrLandLate still to land.
 	late sync.WaitGroup
+	// held are plain writes held back by ErrHoldWrite, to land when
+	// LandHeld runs.
+	heldMu sync.Mutex
+	held   []heldWrite
+}
+
+// heldWrite is a plain write held back by ErrHoldWrite, with the
+// timestamp the driver gave it when it was sent.
+type heldWrite struct {
+	name, stmt string
+	args       []any
+	sent       int64
 }
 
 // NewDB wraps a session; serial is "SERIAL" or "LOCAL_SERIAL".
@@ -91,6 +103,29 @@ var (
 	ErrLandLate        = errors.New("fault: attempt held back; it lands before the next attempt")
 	ErrLandAfterAnswer = errors.New("fault: attempt held back; it lands after the answer")
 )
+
+// ErrHoldWrite, returned by a FaultFunc at BeforeWrite, holds a plain write
+// back as a hung node's queue does: the caller gets a timeout at once (its
+// outcome unknown), and the statement lands, with the timestamp it was
+// sent with, only when LandHeld runs, at the moment the test picks.
+var ErrHoldWrite = errors.New("fault: write held back; it lands when LandHeld runs")
+
+// LandHeld lands every write held back by ErrHoldWrite, in the order they
+// were sent (tests).
+func (db *DB) LandHeld(ctx context.Context) error {
+	db.heldMu.Lock()
+	held := db.held
+	db.held = nil
+	db.heldMu.Unlock()
+	for _, h := range held {
+		q := db.Session.ContextQuery(ctx, h.stmt, nil).Bind(h.args...)
+		q.WithTimestamp(h.sent)
+		if err := q.ExecRelease(); err != nil {
+			return dbErr(h.name, err)
+		}
+	}
+	return nil
+}
 
 // heldAttempt is an attempt held back by a fault, to land later.
 type heldAttempt struct {
@@ -313,7 +348,12 @@ func isAmbiguous(err error) bool {
 // the driver's retry policy may repeat them.
 func (db *DB) write(ctx context.Context, name, stmt string, args ...any) error {
 	if faults := db.faults.Load(); faults != nil {
-		if err := (*faults)(name, BeforeWrite); err != nil {
+		if err := (*faults)(name, BeforeWrite); errors.Is(err, ErrHoldWrite) {
+			db.heldMu.Lock()
+			db.held = append(db.held, heldWrite{name: name, stmt: stmt, args: args, sent: time.Now().UnixMicro()})
+			db.heldMu.Unlock()
+			return dbErr(name, gocql.ErrTimeoutNoResponse)
+		} else if err != nil {
 			return dbErr(name, err)
 		}
 	}

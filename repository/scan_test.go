@@ -82,6 +82,7 @@ var rowSelects = []struct {
 	{claimSelectCQL, &claimRow{}},
 	{sessionSelectCQL, &sessionRow{}},
 	{sessionsOfUserCQL, &sessionIndexRow{}},
+	{sessionsSelectManyCQL, &sessionDetailRow{}},
 	{libSliceCQL, &libRow{}},
 	{libSliceAfterCQL, &libRow{}},
 	{libSliceAscCQL, &libRow{}},

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gocql/gocql"
+
 	"shelf/domain"
 	"shelf/domain/accounts"
 )
@@ -29,60 +31,151 @@ type sessionRow struct {
 	ExpiresAt time.Time `db:"expires_at"`
 	// Written is the rows' write timestamp (µs): a revocation deletes at
 	// Written+1, so it shadows the session whatever the writer's clock.
-	Written int64 `db:"written"`
+	Written  int64     `db:"written"`
+	LastSeen time.Time `db:"last_seen"`
 }
 
 // columns are sessionSelectCQL's.
 func (r *sessionRow) columns() []any {
-	return []any{&r.TokenHash, &r.UserID, &r.CreatedAt, &r.ExpiresAt, &r.Written}
+	return []any{&r.TokenHash, &r.UserID, &r.CreatedAt, &r.ExpiresAt, &r.Written, &r.LastSeen}
+}
+
+func (r sessionRow) toDomain() domain.Session {
+	return domain.Session{TokenHash: r.TokenHash, UserID: r.UserID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		Written: r.Written, LastSeen: r.LastSeen}
+}
+
+// sessionDetailRow is a row of sessions as its owner's list reads it.
+type sessionDetailRow struct {
+	sessionRow
+	UserAgent string `db:"user_agent"`
+	ClientIP  string `db:"client_ip"`
+}
+
+// columns are sessionsSelectManyCQL's.
+func (r *sessionDetailRow) columns() []any {
+	return append(r.sessionRow.columns(), &r.UserAgent, &r.ClientIP)
 }
 
 // sessionIndexRow is a row of sessions_by_user as sessionsOfUserCQL reads
 // it.
 type sessionIndexRow struct {
-	TokenHash string `db:"token_hash"`
-	Written   int64  `db:"written"`
+	TokenHash string    `db:"token_hash"`
+	Written   int64     `db:"written"`
+	CreatedAt time.Time `db:"created_at"`
+	ExpiresAt time.Time `db:"expires_at"`
 }
 
 // columns are sessionsOfUserCQL's.
-func (r *sessionIndexRow) columns() []any { return []any{&r.TokenHash, &r.Written} }
+func (r *sessionIndexRow) columns() []any {
+	return []any{&r.TokenHash, &r.Written, &r.CreatedAt, &r.ExpiresAt}
+}
 
 const (
-	sessionInsertCQL     = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	sessionIndexCQL      = `INSERT INTO sessions_by_user (user_id, token_hash, expires_at) VALUES (?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	sessionSelectCQL     = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written FROM sessions WHERE token_hash = ?`
+	sessionInsertCQL = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at, user_agent, client_ip) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionIndexCQL  = `INSERT INTO sessions_by_user (user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionSelectCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen FROM sessions WHERE token_hash = ?`
+	// sessionsSelectManyCQL reads the sessions of one page of a user's
+	// list at once (their partitions, by IN).
+	sessionsSelectManyCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, user_agent, client_ip FROM sessions WHERE token_hash IN ?`
+	// sessionTouchCQL records a sighting: last_seen alone, at the
+	// sighting's own timestamp, expiring with the session.
+	sessionTouchCQL      = `UPDATE sessions USING TIMESTAMP ? AND TTL ? SET last_seen = ? WHERE token_hash = ?`
 	sessionDeleteCQL     = `DELETE FROM sessions USING TIMESTAMP ? WHERE token_hash = ?`
 	sessionUnindexCQL    = `DELETE FROM sessions_by_user USING TIMESTAMP ? WHERE user_id = ? AND token_hash = ?`
-	sessionsOfUserCQL    = `SELECT token_hash, WRITETIME(expires_at) AS written FROM sessions_by_user WHERE user_id = ?`
+	sessionsOfUserCQL    = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user WHERE user_id = ?`
 	sessionTTLMinSeconds = 1
 )
+
+// orUnset is s, or no value at all when empty (no cell, no tombstone).
+func orUnset(s string) any {
+	if s == "" {
+		return gocql.UnsetValue
+	}
+	return s
+}
+
+// ttlUntil is the TTL, in whole seconds (at least one), of a row that
+// lives until expires.
+func (s *Sessions) ttlUntil(expires time.Time) int {
+	return max(int(expires.Sub(s.db.Now())/time.Second), sessionTTLMinSeconds)
+}
 
 // Create writes the index entry first, then the session: a session that
 // exists is always listed, so revoking all of a user's sessions finds it.
 // Both rows carry one timestamp, which the index keeps for revocation.
 func (s *Sessions) Create(ctx context.Context, sess domain.Session) error {
-	ttl := int(time.Until(sess.ExpiresAt) / time.Second)
-	if ttl < sessionTTLMinSeconds {
-		ttl = sessionTTLMinSeconds
-	}
+	ttl := s.ttlUntil(sess.ExpiresAt)
 	ts := s.db.Now().UnixMicro()
-	if err := s.db.write(ctx, "sessions_by_user.insert", sessionIndexCQL, sess.UserID, sess.TokenHash, sess.ExpiresAt, ts, ttl); err != nil {
+	if err := s.db.write(ctx, "sessions_by_user.insert", sessionIndexCQL, sess.UserID, sess.TokenHash, sess.CreatedAt, sess.ExpiresAt, ts, ttl); err != nil {
 		return err
 	}
-	return s.db.write(ctx, "sessions.insert", sessionInsertCQL, sess.TokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, ts, ttl)
+	return s.db.write(ctx, "sessions.insert", sessionInsertCQL, sess.TokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt,
+		orUnset(sess.UserAgent), orUnset(sess.ClientIP), ts, ttl)
 }
 
-// Get reads a session by token hash.
+// Get reads a session by token hash. A row without user_id is no session:
+// all a late sighting leaves of a revoked one (see Touch).
 func (s *Sessions) Get(ctx context.Context, tokenHash string) (domain.Session, error) {
 	r, found, err := getRow[sessionRow](s.db.query(ctx, 0, sessionSelectCQL, tokenHash))
 	if err != nil {
 		return domain.Session{}, dbErr("sessions.get", err)
 	}
-	if !found {
+	if !found || r.UserID == "" {
 		return domain.Session{}, domain.ErrNotFound
 	}
-	return domain.Session{TokenHash: r.TokenHash, UserID: r.UserID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
-		Written: r.Written}, nil
+	return r.toDomain(), nil
+}
+
+// GetMany reads the sessions of the token hashes in one statement; rows
+// without user_id are left out, as Get leaves them.
+func (s *Sessions) GetMany(ctx context.Context, tokenHashes []string) (map[string]domain.Session, error) {
+	out := make(map[string]domain.Session, len(tokenHashes))
+	if len(tokenHashes) == 0 {
+		return out, nil
+	}
+	rows, err := selectRows[sessionDetailRow](s.db.query(ctx, 0, sessionsSelectManyCQL, tokenHashes))
+	if err != nil {
+		return nil, dbErr("sessions.get_many", err)
+	}
+	for _, r := range rows {
+		if r.UserID == "" {
+			continue
+		}
+		d := r.toDomain()
+		d.UserAgent, d.ClientIP = r.UserAgent, r.ClientIP
+		out[r.TokenHash] = d
+	}
+	return out, nil
+}
+
+// Entries reads the user's index entries (one partition).
+func (s *Sessions) Entries(ctx context.Context, userID string) ([]domain.Session, error) {
+	rows, err := selectRows[sessionIndexRow](s.db.query(ctx, 0, sessionsOfUserCQL, userID))
+	if err != nil {
+		return nil, dbErr("sessions.list", err)
+	}
+	out := make([]domain.Session, len(rows))
+	for i, r := range rows {
+		out[i] = domain.Session{TokenHash: r.TokenHash, UserID: userID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+			Written: r.Written}
+	}
+	return out, nil
+}
+
+// Touch records that the session was seen at seen: last_seen alone, USING
+// TIMESTAMP seen (µs) and with the session's remaining TTL. The timestamp
+// is the sighting's own, so of two sightings landing in any order the
+// later is kept, and a sighting that lands after a revocation is shadowed
+// by its delete (session write timestamp + 1, or the revoking clock)
+// unless the sighting's clock was further ahead. Then its cell outlives
+// the delete in a row that has no user_id, created_at or expires_at: Get
+// and GetMany take such a row for no session, the index entry that lists
+// a session is gone, and the cell expires with the TTL it carries. Not a
+// lightweight transaction: a conditional write cannot carry its own
+// timestamp, and its Paxos timestamp could as well be ahead of the delete.
+func (s *Sessions) Touch(ctx context.Context, sess domain.Session, seen time.Time) error {
+	return s.db.write(ctx, "sessions.touch", sessionTouchCQL, seen.UnixMicro(), s.ttlUntil(sess.ExpiresAt), seen, sess.TokenHash)
 }
 
 // Delete revokes one session: the session first (it stops working at

@@ -37,6 +37,19 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// Client is who logs in, as the transport saw it: kept with the session
+// for its owner's list of sessions, never checked or trusted.
+type Client struct {
+	// UserAgent is the User-Agent header as sent; it is stored cleaned
+	// (domain.CleanText) and cut to UserAgentMax characters.
+	UserAgent string
+	// IP is the client's address ("" when unknown).
+	IP string
+}
+
+// UserAgentMax is how many characters of a user agent a session keeps.
+const UserAgentMax = 256
+
 // LoginResult is a new session and its account.
 type LoginResult struct {
 	Token     string
@@ -44,10 +57,11 @@ type LoginResult struct {
 	User      domain.User
 }
 
-// Login checks a username or email and a password and opens a session.
-// Cost: one claim read, one account read, one session write, and always one
-// password hash, so an unknown login takes as long as a wrong password.
-func (a *Service) Login(ctx context.Context, login, password string) (LoginResult, error) {
+// Login checks a username or email and a password and opens a session for
+// client. Cost: one claim read, one account read, one session write, and
+// always one password hash, so an unknown login takes as long as a wrong
+// password.
+func (a *Service) Login(ctx context.Context, login, password string, client Client) (LoginResult, error) {
 	u, err := a.findByLogin(ctx, login)
 	if errors.Is(err, domain.ErrNotFound) {
 		a.hasher.Burn(ctx, password)
@@ -73,7 +87,8 @@ func (a *Service) Login(ctx context.Context, login, password string) (LoginResul
 	}
 	token, hash := NewToken(u.ID)
 	now := a.now()
-	s := domain.Session{TokenHash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(a.cfg.SessionTTL)}
+	s := domain.Session{TokenHash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(a.cfg.SessionTTL),
+		UserAgent: domain.CleanText(client.UserAgent, UserAgentMax), ClientIP: client.IP}
 	if err := a.sessions.Create(ctx, s); err != nil {
 		return LoginResult{}, err
 	}
@@ -194,6 +209,7 @@ func (a *Service) Authenticate(ctx context.Context, token string) (domain.Princi
 	if s.UserID != u.ID || !a.cfg.Now().Before(s.ExpiresAt) || !u.Visible() || a.blocked(u) != nil {
 		return domain.Principal{}, domain.ErrNoSession
 	}
+	a.sighted(ctx, s)
 	return domain.Principal{UserID: s.UserID, Session: s, Account: &u}, nil
 }
 

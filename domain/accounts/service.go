@@ -44,9 +44,24 @@ type PasswordHasher interface {
 
 // SessionStore keeps sessions, expiring them with their TTL.
 type SessionStore interface {
+	// Create writes the user's index entry, then the session.
 	Create(ctx context.Context, s domain.Session) error
 	// Get returns a live session by token hash (ErrNotFound otherwise).
 	Get(ctx context.Context, tokenHash string) (domain.Session, error)
+	// GetMany returns the live sessions among the token hashes, by hash
+	// (one read); the others are simply absent.
+	GetMany(ctx context.Context, tokenHashes []string) (map[string]domain.Session, error)
+	// Entries lists the user's index entries, in no order: token hash,
+	// creation (expiry less the TTL for entries from before it was kept),
+	// expiry and write timestamp. An entry may outlive its session (a
+	// revocation that stopped between the two deletes) or precede it (a
+	// login in flight).
+	Entries(ctx context.Context, userID string) ([]domain.Session, error)
+	// Touch records that s was seen at seen: its last_seen alone, at
+	// write timestamp seen, so a later sighting always wins; it never
+	// makes a revoked session work or listed again.
+	Touch(ctx context.Context, s domain.Session, seen time.Time) error
+	// Delete revokes one session: the session, then its index entry.
 	Delete(ctx context.Context, s domain.Session) error
 	// DeleteAll revokes every session of the user, except keep ("" for none).
 	DeleteAll(ctx context.Context, userID, keep string) error
@@ -58,6 +73,9 @@ type Config struct {
 	ClaimLease time.Duration
 	// SessionTTL is how long a login lasts.
 	SessionTTL time.Duration
+	// SeenInterval is how stale a session's last-seen time may get: a
+	// request records it when it is at least this old (0: every request).
+	SeenInterval time.Duration
 	// Now is the clock (tests move it).
 	Now func() time.Time
 	// ClaimYield, when set, replaces domain.DefaultYield: how long a
@@ -72,6 +90,10 @@ type Config struct {
 type Hooks struct {
 	AfterClaims func() error
 	AfterCommit func() error
+	// Background, when set, is handed the work done after the answer
+	// (recording when a session was seen) instead of a goroutine, so a
+	// test decides when it runs.
+	Background func(func())
 }
 
 // step calls the hook of a creation step (domain.Creation.Step).
@@ -93,6 +115,8 @@ type Service struct {
 	sessions SessionStore
 	hasher   PasswordHasher
 	log      domain.Logger
+	// seen records sightings of sessions off the requests' path.
+	seen *sightings
 	// Hooks are nil in production.
 	Hooks Hooks
 }
@@ -106,7 +130,8 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 	if cfg.ClaimYield != nil {
 		claimer.SetYield(*cfg.ClaimYield)
 	}
-	return &Service{cfg: cfg, claimer: claimer, users: users, sessions: sessions, hasher: hasher, log: log}
+	return &Service{cfg: cfg, claimer: claimer, users: users, sessions: sessions, hasher: hasher, log: log,
+		seen: newSightings()}
 }
 
 // holders tells the claimer whether the account behind a committed claim

@@ -112,7 +112,7 @@ func newAccounts(cfg config.Config, log domain.Logger, users accounts.UserStore,
 	}, c.HashConcurrency)
 	hasher.OnWait(func(d time.Duration) { m.HashWait.Observe(d.Seconds()) })
 	return accounts.New(
-		accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, Now: now},
+		accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, SeenInterval: c.SessionSeenInterval, Now: now},
 		claims, users, sessions, hasher, log,
 	)
 }

@@ -57,6 +57,9 @@ type Accounts struct {
 	// ClaimLease bounds how long a failed signup blocks its names.
 	ClaimLease time.Duration
 	SessionTTL time.Duration
+	// SessionSeenInterval is how stale a session's last-seen time may get
+	// before a request of it records a new one (0: every request).
+	SessionSeenInterval time.Duration
 	// RateLimitPerMinute bounds signups and logins per client IP; 0 is off.
 	RateLimitPerMinute int
 	// Argon2 parameters of new password hashes.
@@ -186,6 +189,7 @@ var Vars = []Var{
 	{"SHELF_PPROF_ADDR", "", "address (host:port, e.g. 127.0.0.1:6060) where net/http/pprof listens, on a server of its own; empty: off. Never expose it publicly"},
 	{"SHELF_CLAIM_LEASE", "30s", "how long a failed or dead signup can block its username and email"},
 	{"SHELF_SESSION_TTL", "24h", "how long a login session lasts"},
+	{"SHELF_SESSION_SEEN_INTERVAL", "5m", "a session's last-seen time is recorded by a request of it once it is this old (one write per session and interval, after the answer); 0s: every request"},
 	{"SHELF_RATE_LIMIT_PER_MINUTE", "30", "signups and logins per client IP a minute (each); 0 turns the limit off"},
 	{"SHELF_ARGON2_MEMORY_KIB", "19456", "argon2id memory of new password hashes, KiB (19 MiB); stored hashes with less are renewed at login"},
 	{"SHELF_ARGON2_TIME", "2", "argon2id iterations"},
@@ -242,13 +246,14 @@ func Load(getenv func(string) string) (Config, error) {
 		MigrateOnStart: p.boolean("SHELF_MIGRATE_ON_START"),
 		ClockOffset:    p.offset("SHELF_CLOCK_OFFSET"),
 		Accounts: Accounts{
-			ClaimLease:         p.duration("SHELF_CLAIM_LEASE"),
-			SessionTTL:         p.duration("SHELF_SESSION_TTL"),
-			RateLimitPerMinute: p.nonNegativeInt("SHELF_RATE_LIMIT_PER_MINUTE"),
-			Argon2MemoryKiB:    p.positiveInt("SHELF_ARGON2_MEMORY_KIB"),
-			Argon2Time:         p.positiveInt("SHELF_ARGON2_TIME"),
-			Argon2Threads:      p.positiveInt("SHELF_ARGON2_THREADS"),
-			HashConcurrency:    p.nonNegativeInt("SHELF_HASH_CONCURRENCY"),
+			ClaimLease:          p.duration("SHELF_CLAIM_LEASE"),
+			SessionTTL:          p.duration("SHELF_SESSION_TTL"),
+			SessionSeenInterval: p.durationOrZero("SHELF_SESSION_SEEN_INTERVAL"),
+			RateLimitPerMinute:  p.nonNegativeInt("SHELF_RATE_LIMIT_PER_MINUTE"),
+			Argon2MemoryKiB:     p.positiveInt("SHELF_ARGON2_MEMORY_KIB"),
+			Argon2Time:          p.positiveInt("SHELF_ARGON2_TIME"),
+			Argon2Threads:       p.positiveInt("SHELF_ARGON2_THREADS"),
+			HashConcurrency:     p.nonNegativeInt("SHELF_HASH_CONCURRENCY"),
 		},
 	}
 	c.Content = Content{
@@ -319,6 +324,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_PPROF_ADDR":                   c.HTTP.PprofAddr,
 		"SHELF_CLAIM_LEASE":                  c.Accounts.ClaimLease.String(),
 		"SHELF_SESSION_TTL":                  c.Accounts.SessionTTL.String(),
+		"SHELF_SESSION_SEEN_INTERVAL":        c.Accounts.SessionSeenInterval.String(),
 		"SHELF_RATE_LIMIT_PER_MINUTE":        strconv.Itoa(c.Accounts.RateLimitPerMinute),
 		"SHELF_ARGON2_MEMORY_KIB":            strconv.Itoa(c.Accounts.Argon2MemoryKiB),
 		"SHELF_ARGON2_TIME":                  strconv.Itoa(c.Accounts.Argon2Time),

@@ -131,8 +131,8 @@ func (a audit) Buckets(_ context.Context) (indexed, withRows []string, err error
 
 func (a audit) HasSessions(_ context.Context, userID string) (bool, error) {
 	return a.s.call("sessions.by_user", false, func() (bool, error) {
-		for _, sess := range a.s.sessions {
-			if sess.UserID == userID {
+		for _, e := range a.s.sessions.index[userID] {
+			if e.live(a.s.now) {
 				return true, nil
 			}
 		}

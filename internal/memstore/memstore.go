@@ -60,11 +60,12 @@ var (
 
 // Store is the accounts' tables: claims, users and sessions.
 type Store struct {
-	mu       sync.Mutex
-	now      time.Time
-	claims   map[string]claimRow
-	users    map[string]userRow
-	sessions map[string]domain.Session
+	mu     sync.Mutex
+	now    time.Time
+	claims map[string]claimRow
+	users  map[string]userRow
+	// sessions are the sessions and their index (sessions.go).
+	sessions sessionTables
 	// list, lookup and expiry are moderation's records (Suspensions).
 	list, lookup, expiry map[string]cell
 	// buckets is the suspended list's bucket index (Audit).
@@ -98,7 +99,7 @@ type userRow struct {
 
 // New returns empty tables with the clock at start.
 func New(start time.Time) *Store {
-	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: map[string]domain.Session{},
+	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: newSessionTables(),
 		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(), groups: newGroupTables(), buckets: map[string]bool{},
 		history: map[string]eventCell{}, changes: map[string][]domain.User{}}
 }
@@ -358,57 +359,6 @@ func (u *Users) Update(_ context.Context, user domain.User) (bool, error) {
 		u.s.changes[user.ID] = append(u.s.changes[user.ID], user)
 		return true, nil
 	})
-}
-
-// Sessions is the store as the accounts' session store.
-func (s *Store) Sessions() *Sessions { return &Sessions{s} }
-
-// Sessions keeps login sessions.
-type Sessions struct{ s *Store }
-
-// Create writes a session.
-func (ss *Sessions) Create(_ context.Context, sess domain.Session) error {
-	_, err := ss.s.call("sessions.create", true, func() (bool, error) {
-		ss.s.sessions[sess.TokenHash] = sess
-		return true, nil
-	})
-	return err
-}
-
-// Get reads a live session.
-func (ss *Sessions) Get(_ context.Context, hash string) (domain.Session, error) {
-	var out domain.Session
-	found, err := ss.s.call("sessions.get", false, func() (bool, error) {
-		var ok bool
-		out, ok = ss.s.sessions[hash]
-		return ok, nil
-	})
-	if err == nil && !found {
-		return domain.Session{}, domain.ErrNotFound
-	}
-	return out, err
-}
-
-// Delete revokes one session.
-func (ss *Sessions) Delete(_ context.Context, sess domain.Session) error {
-	_, err := ss.s.call("sessions.delete", true, func() (bool, error) {
-		delete(ss.s.sessions, sess.TokenHash)
-		return true, nil
-	})
-	return err
-}
-
-// DeleteAll revokes every session of the user but keep.
-func (ss *Sessions) DeleteAll(_ context.Context, userID, keep string) error {
-	_, err := ss.s.call("sessions.delete_all", true, func() (bool, error) {
-		for h, sess := range ss.s.sessions {
-			if sess.UserID == userID && h != keep {
-				delete(ss.s.sessions, h)
-			}
-		}
-		return true, nil
-	})
-	return err
 }
 
 // Snapshot returns every live claim and account, for invariant checks.

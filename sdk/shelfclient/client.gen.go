@@ -113,6 +113,21 @@ func (e ModerationEventKind) Valid() bool {
 	}
 }
 
+// Defines values for SessionExcept.
+const (
+	SessionExceptCurrent SessionExcept = "current"
+)
+
+// Valid indicates whether the value is a known member of the SessionExcept enum.
+func (e SessionExcept) Valid() bool {
+	switch e {
+	case SessionExceptCurrent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UserRole.
 const (
 	UserRoleAdmin UserRole = "admin"
@@ -481,6 +496,48 @@ type Session struct {
 	User User `json:"user"`
 }
 
+// SessionExcept Which session `DELETE /v1/users/{id}/sessions` keeps.
+type SessionExcept string
+
+// SessionInfo A live session as its user's list shows it.
+type SessionInfo struct {
+	// ClientIp The address the login came from (IPv4 or IPv6); behind a proxy
+	// of `SHELF_TRUSTED_PROXIES`, the nearest untrusted
+	// `X-Forwarded-For` hop. Absent when unknown.
+	ClientIp *string `json:"clientIp,omitempty"`
+
+	// CreatedAt The login.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Current This is the session of the request that asked.
+	Current   bool      `json:"current"`
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Id The session's id (`s_` and 26 characters), for revoking it. It
+	// is neither the token nor usable as one, and cannot be worked
+	// back into it.
+	Id string `json:"id"`
+
+	// LastSeenAt The last request of the session recorded, at most once per
+	// `SHELF_SESSION_SEEN_INTERVAL` (5 minutes), so up to that much
+	// behind; `createdAt` until one is recorded.
+	LastSeenAt time.Time `json:"lastSeenAt"`
+
+	// UserAgent The login's `User-Agent`, as the client sent it: recorded, not
+	// checked, so nothing is refused; invisible, control and bidi
+	// characters are dropped and it is cut to 256 characters. Absent
+	// when the client sent none.
+	UserAgent *string `json:"userAgent,omitempty"`
+}
+
+// SessionList defines model for SessionList.
+type SessionList struct {
+	Items []SessionInfo `json:"items"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 // SuspendedProblem defines model for SuspendedProblem.
 type SuspendedProblem struct {
 	// Code A stable snake_case reason for programs.
@@ -601,6 +658,9 @@ type MemberUserId = string
 
 // PrincipalId defines model for PrincipalId.
 type PrincipalId = string
+
+// SessionId defines model for SessionId.
+type SessionId = string
 
 // UserId defines model for UserId.
 type UserId = string
@@ -734,6 +794,27 @@ type GetUserLibraryParams struct {
 
 // ListModerationHistoryParams defines parameters for ListModerationHistory.
 type ListModerationHistoryParams struct {
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// RevokeUserSessionsParams defines parameters for RevokeUserSessions.
+type RevokeUserSessionsParams struct {
+	// Except `current` keeps the session making the request. Anything else,
+	// empty included, is 400 naming `except` (code `oneof`); given twice,
+	// 400 naming `except` (code `duplicate`).
+	Except *SessionExcept `form:"except,omitempty" json:"except,omitempty"`
+}
+
+// ListUserSessionsParams defines parameters for ListUserSessions.
+type ListUserSessionsParams struct {
 	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1460,6 +1541,84 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/users/{id}/password (the `ChangePassword` operationId).
 	ChangePassword(ctx context.Context, id UserId, body ChangePasswordJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeUserSessions End every session of a user
+	//
+	// Revokes every session of the user: each stops working at once (its
+	// next request gets 401). With `except=current` the session making
+	// the request is kept: a user signing out everywhere else. (An
+	// admin's own session is never one of another user's, so for an
+	// admin ending someone else's sessions the flag changes nothing.)
+	//
+	// Idempotent: a retry (after a 503, or an answer that was lost) ends
+	// whatever the first attempt left, and answers 204 again.
+	//
+	// Who may call: the user themself, or an active admin for any
+	// account. Without a session 401; a session of another, non-admin
+	// user 403.
+	//
+	// Cost: the user's index of sessions, then each session and its
+	// index entry deleted, 16 sessions at a time (and, for an admin, one
+	// read of the account first).
+	//
+	// Corresponds with DELETE /v1/users/{id}/sessions (the `RevokeUserSessions` operationId).
+	RevokeUserSessions(ctx context.Context, id UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListUserSessions A user's sessions, newest first
+	//
+	// The user's live sessions (not expired, not revoked), newest first
+	// (`createdAt`, ties by `id`, descending), each with when it was
+	// created, last seen and expires, the client that logged in and
+	// whether it is the caller's own (`current`). The answer is
+	// `Cache-Control: no-store`.
+	//
+	// `lastSeenAt` is recorded at most once per
+	// `SHELF_SESSION_SEEN_INTERVAL` (5 minutes) by a request of the
+	// session, after the answer: it may lag the session's last request by
+	// that much (it is `createdAt` until a request is recorded).
+	// `userAgent` is the login's `User-Agent` as sent, stored rather than
+	// checked: invisible, control and bidi characters dropped, cut to 256
+	// characters. `clientIp` is the address the login came from (behind
+	// `SHELF_TRUSTED_PROXIES`, the nearest untrusted `X-Forwarded-For`
+	// hop). Either is absent when unknown.
+	//
+	// Who may call: the user themself, or an active admin for any
+	// account. Without a session 401; a session of another, non-admin
+	// user 403.
+	//
+	// Cost: the user's index of sessions, read whole (it holds their live
+	// sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
+	// then one read of the page's sessions at once (and, for an admin,
+	// the account, beside the index). An index entry without a session (a
+	// login that failed half-way, a revocation that stopped between its
+	// two deletes) is left out, and the page refilled from the next
+	// entries, up to 8 more reads; a page that runs out of them is
+	// shorter and still carries `nextCursor`.
+	//
+	// Corresponds with GET /v1/users/{id}/sessions (the `ListUserSessions` operationId).
+	ListUserSessions(ctx context.Context, id UserId, params *ListUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeUserSession End one session of a user
+	//
+	// Revokes one of the user's sessions, named by the `id` its list
+	// shows: it stops working at once. The caller's own session may be
+	// ended this way too (as by `DELETE /v1/sessions/current`).
+	//
+	// A session id that is not one of the user's live sessions (unknown,
+	// malformed, expired or already revoked) is 404. So the retry of a
+	// revocation whose answer was lost answers 404 once the revocation
+	// has landed: the session is gone either way. A revocation that
+	// stopped half-way (503) is finished by its retry, which answers 204.
+	//
+	// Who may call: the user themself, or an active admin for any
+	// account. Without a session 401; a session of another, non-admin
+	// user 403.
+	//
+	// Cost: the user's index of sessions (and, for an admin, the account,
+	// beside it), then the session and its index entry deleted.
+	//
+	// Corresponds with DELETE /v1/users/{id}/sessions/{sessionId} (the `RevokeUserSession` operationId).
+	RevokeUserSession(ctx context.Context, id UserId, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UnsuspendUser Lift a suspension
 	//
@@ -2523,6 +2682,114 @@ func (c *Client) ChangePasswordWithBody(ctx context.Context, id UserId, contentT
 // Corresponds with PUT /v1/users/{id}/password (the `ChangePassword` operationId).
 func (c *Client) ChangePassword(ctx context.Context, id UserId, body ChangePasswordJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewChangePasswordRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeUserSessions End every session of a user
+//
+// Revokes every session of the user: each stops working at once (its
+// next request gets 401). With `except=current` the session making
+// the request is kept: a user signing out everywhere else. (An
+// admin's own session is never one of another user's, so for an
+// admin ending someone else's sessions the flag changes nothing.)
+//
+// Idempotent: a retry (after a 503, or an answer that was lost) ends
+// whatever the first attempt left, and answers 204 again.
+//
+// Who may call: the user themself, or an active admin for any
+// account. Without a session 401; a session of another, non-admin
+// user 403.
+//
+// Cost: the user's index of sessions, then each session and its
+// index entry deleted, 16 sessions at a time (and, for an admin, one
+// read of the account first).
+//
+// Corresponds with DELETE /v1/users/{id}/sessions (the `RevokeUserSessions` operationId).
+func (c *Client) RevokeUserSessions(ctx context.Context, id UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeUserSessionsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListUserSessions A user's sessions, newest first
+//
+// The user's live sessions (not expired, not revoked), newest first
+// (`createdAt`, ties by `id`, descending), each with when it was
+// created, last seen and expires, the client that logged in and
+// whether it is the caller's own (`current`). The answer is
+// `Cache-Control: no-store`.
+//
+// `lastSeenAt` is recorded at most once per
+// `SHELF_SESSION_SEEN_INTERVAL` (5 minutes) by a request of the
+// session, after the answer: it may lag the session's last request by
+// that much (it is `createdAt` until a request is recorded).
+// `userAgent` is the login's `User-Agent` as sent, stored rather than
+// checked: invisible, control and bidi characters dropped, cut to 256
+// characters. `clientIp` is the address the login came from (behind
+// `SHELF_TRUSTED_PROXIES`, the nearest untrusted `X-Forwarded-For`
+// hop). Either is absent when unknown.
+//
+// Who may call: the user themself, or an active admin for any
+// account. Without a session 401; a session of another, non-admin
+// user 403.
+//
+// Cost: the user's index of sessions, read whole (it holds their live
+// sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
+// then one read of the page's sessions at once (and, for an admin,
+// the account, beside the index). An index entry without a session (a
+// login that failed half-way, a revocation that stopped between its
+// two deletes) is left out, and the page refilled from the next
+// entries, up to 8 more reads; a page that runs out of them is
+// shorter and still carries `nextCursor`.
+//
+// Corresponds with GET /v1/users/{id}/sessions (the `ListUserSessions` operationId).
+func (c *Client) ListUserSessions(ctx context.Context, id UserId, params *ListUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListUserSessionsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeUserSession End one session of a user
+//
+// Revokes one of the user's sessions, named by the `id` its list
+// shows: it stops working at once. The caller's own session may be
+// ended this way too (as by `DELETE /v1/sessions/current`).
+//
+// A session id that is not one of the user's live sessions (unknown,
+// malformed, expired or already revoked) is 404. So the retry of a
+// revocation whose answer was lost answers 404 once the revocation
+// has landed: the session is gone either way. A revocation that
+// stopped half-way (503) is finished by its retry, which answers 204.
+//
+// Who may call: the user themself, or an active admin for any
+// account. Without a session 401; a session of another, non-admin
+// user 403.
+//
+// Cost: the user's index of sessions (and, for an admin, the account,
+// beside it), then the session and its index entry deleted.
+//
+// Corresponds with DELETE /v1/users/{id}/sessions/{sessionId} (the `RevokeUserSession` operationId).
+func (c *Client) RevokeUserSession(ctx context.Context, id UserId, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeUserSessionRequest(c.Server, id, sessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -4022,6 +4289,181 @@ func NewChangePasswordRequestWithBody(server string, id UserId, contentType stri
 	return req, nil
 }
 
+// NewRevokeUserSessionsRequest constructs an http.Request for the RevokeUserSessions method
+func NewRevokeUserSessionsRequest(server string, id UserId, params *RevokeUserSessionsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/sessions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Except != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "except", *params.Except, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListUserSessionsRequest constructs an http.Request for the ListUserSessions method
+func NewListUserSessionsRequest(server string, id UserId, params *ListUserSessionsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/sessions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRevokeUserSessionRequest constructs an http.Request for the RevokeUserSession method
+func NewRevokeUserSessionRequest(server string, id UserId, sessionId SessionId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "sessionId", sessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/sessions/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewUnsuspendUserRequest constructs an http.Request for the UnsuspendUser method
 func NewUnsuspendUserRequest(server string, id UserId) (*http.Request, error) {
 	var err error
@@ -4838,6 +5280,90 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/users/{id}/password (the `ChangePassword` operationId).
 	ChangePasswordWithResponse(ctx context.Context, id UserId, body ChangePasswordJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangePasswordResponse, error)
+
+	// RevokeUserSessionsWithResponse End every session of a user
+	//
+	// Revokes every session of the user: each stops working at once (its
+	// next request gets 401). With `except=current` the session making
+	// the request is kept: a user signing out everywhere else. (An
+	// admin's own session is never one of another user's, so for an
+	// admin ending someone else's sessions the flag changes nothing.)
+	//
+	// Idempotent: a retry (after a 503, or an answer that was lost) ends
+	// whatever the first attempt left, and answers 204 again.
+	//
+	// Who may call: the user themself, or an active admin for any
+	// account. Without a session 401; a session of another, non-admin
+	// user 403.
+	//
+	// Cost: the user's index of sessions, then each session and its
+	// index entry deleted, 16 sessions at a time (and, for an admin, one
+	// read of the account first).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/users/{id}/sessions (the `RevokeUserSessions` operationId).
+	RevokeUserSessionsWithResponse(ctx context.Context, id UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*RevokeUserSessionsResponse, error)
+
+	// ListUserSessionsWithResponse A user's sessions, newest first
+	//
+	// The user's live sessions (not expired, not revoked), newest first
+	// (`createdAt`, ties by `id`, descending), each with when it was
+	// created, last seen and expires, the client that logged in and
+	// whether it is the caller's own (`current`). The answer is
+	// `Cache-Control: no-store`.
+	//
+	// `lastSeenAt` is recorded at most once per
+	// `SHELF_SESSION_SEEN_INTERVAL` (5 minutes) by a request of the
+	// session, after the answer: it may lag the session's last request by
+	// that much (it is `createdAt` until a request is recorded).
+	// `userAgent` is the login's `User-Agent` as sent, stored rather than
+	// checked: invisible, control and bidi characters dropped, cut to 256
+	// characters. `clientIp` is the address the login came from (behind
+	// `SHELF_TRUSTED_PROXIES`, the nearest untrusted `X-Forwarded-For`
+	// hop). Either is absent when unknown.
+	//
+	// Who may call: the user themself, or an active admin for any
+	// account. Without a session 401; a session of another, non-admin
+	// user 403.
+	//
+	// Cost: the user's index of sessions, read whole (it holds their live
+	// sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
+	// then one read of the page's sessions at once (and, for an admin,
+	// the account, beside the index). An index entry without a session (a
+	// login that failed half-way, a revocation that stopped between its
+	// two deletes) is left out, and the page refilled from the next
+	// entries, up to 8 more reads; a page that runs out of them is
+	// shorter and still carries `nextCursor`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/users/{id}/sessions (the `ListUserSessions` operationId).
+	ListUserSessionsWithResponse(ctx context.Context, id UserId, params *ListUserSessionsParams, reqEditors ...RequestEditorFn) (*ListUserSessionsResponse, error)
+
+	// RevokeUserSessionWithResponse End one session of a user
+	//
+	// Revokes one of the user's sessions, named by the `id` its list
+	// shows: it stops working at once. The caller's own session may be
+	// ended this way too (as by `DELETE /v1/sessions/current`).
+	//
+	// A session id that is not one of the user's live sessions (unknown,
+	// malformed, expired or already revoked) is 404. So the retry of a
+	// revocation whose answer was lost answers 404 once the revocation
+	// has landed: the session is gone either way. A revocation that
+	// stopped half-way (503) is finished by its retry, which answers 204.
+	//
+	// Who may call: the user themself, or an active admin for any
+	// account. Without a session 401; a session of another, non-admin
+	// user 403.
+	//
+	// Cost: the user's index of sessions (and, for an admin, the account,
+	// beside it), then the session and its index entry deleted.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/users/{id}/sessions/{sessionId} (the `RevokeUserSession` operationId).
+	RevokeUserSessionWithResponse(ctx context.Context, id UserId, sessionId SessionId, reqEditors ...RequestEditorFn) (*RevokeUserSessionResponse, error)
 
 	// UnsuspendUserWithResponse Lift a suspension
 	//
@@ -8743,6 +9269,381 @@ func (r ChangePasswordResponse) ContentType() string {
 	return ""
 }
 
+// RevokeUserSessionsResponse204Headers the declared response headers of an HTTP 204 response for RevokeUserSessions
+type RevokeUserSessionsResponse204Headers struct {
+	XRequestId *string
+}
+
+// RevokeUserSessionsResponse400Headers the declared response headers of an HTTP 400 response for RevokeUserSessions
+type RevokeUserSessionsResponse400Headers struct {
+	XRequestId *string
+}
+
+// RevokeUserSessionsResponse401Headers the declared response headers of an HTTP 401 response for RevokeUserSessions
+type RevokeUserSessionsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RevokeUserSessionsResponse403Headers the declared response headers of an HTTP 403 response for RevokeUserSessions
+type RevokeUserSessionsResponse403Headers struct {
+	XRequestId *string
+}
+
+// RevokeUserSessionsResponse404Headers the declared response headers of an HTTP 404 response for RevokeUserSessions
+type RevokeUserSessionsResponse404Headers struct {
+	XRequestId *string
+}
+
+// RevokeUserSessionsResponse500Headers the declared response headers of an HTTP 500 response for RevokeUserSessions
+type RevokeUserSessionsResponse500Headers struct {
+	XRequestId *string
+}
+
+// RevokeUserSessionsResponse503Headers the declared response headers of an HTTP 503 response for RevokeUserSessions
+type RevokeUserSessionsResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RevokeUserSessionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *RevokeUserSessionsResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RevokeUserSessionsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevokeUserSessionsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RevokeUserSessionsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RevokeUserSessionsResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RevokeUserSessionsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeUserSessionsResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RevokeUserSessionsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RevokeUserSessionsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RevokeUserSessionsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RevokeUserSessionsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RevokeUserSessionsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RevokeUserSessionsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeUserSessionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeUserSessionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeUserSessionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeUserSessionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListUserSessionsResponse200Headers the declared response headers of an HTTP 200 response for ListUserSessions
+type ListUserSessionsResponse200Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// ListUserSessionsResponse400Headers the declared response headers of an HTTP 400 response for ListUserSessions
+type ListUserSessionsResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListUserSessionsResponse401Headers the declared response headers of an HTTP 401 response for ListUserSessions
+type ListUserSessionsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ListUserSessionsResponse403Headers the declared response headers of an HTTP 403 response for ListUserSessions
+type ListUserSessionsResponse403Headers struct {
+	XRequestId *string
+}
+
+// ListUserSessionsResponse404Headers the declared response headers of an HTTP 404 response for ListUserSessions
+type ListUserSessionsResponse404Headers struct {
+	XRequestId *string
+}
+
+// ListUserSessionsResponse500Headers the declared response headers of an HTTP 500 response for ListUserSessions
+type ListUserSessionsResponse500Headers struct {
+	XRequestId *string
+}
+
+// ListUserSessionsResponse503Headers the declared response headers of an HTTP 503 response for ListUserSessions
+type ListUserSessionsResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListUserSessionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SessionList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListUserSessionsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListUserSessionsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListUserSessionsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListUserSessionsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListUserSessionsResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListUserSessionsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListUserSessionsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListUserSessionsResponse) GetJSON200() *SessionList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListUserSessionsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListUserSessionsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListUserSessionsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListUserSessionsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListUserSessionsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListUserSessionsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListUserSessionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListUserSessionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListUserSessionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListUserSessionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeUserSessionResponse204Headers the declared response headers of an HTTP 204 response for RevokeUserSession
+type RevokeUserSessionResponse204Headers struct {
+	XRequestId *string
+}
+
+// RevokeUserSessionResponse401Headers the declared response headers of an HTTP 401 response for RevokeUserSession
+type RevokeUserSessionResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RevokeUserSessionResponse403Headers the declared response headers of an HTTP 403 response for RevokeUserSession
+type RevokeUserSessionResponse403Headers struct {
+	XRequestId *string
+}
+
+// RevokeUserSessionResponse404Headers the declared response headers of an HTTP 404 response for RevokeUserSession
+type RevokeUserSessionResponse404Headers struct {
+	XRequestId *string
+}
+
+// RevokeUserSessionResponse500Headers the declared response headers of an HTTP 500 response for RevokeUserSession
+type RevokeUserSessionResponse500Headers struct {
+	XRequestId *string
+}
+
+// RevokeUserSessionResponse503Headers the declared response headers of an HTTP 503 response for RevokeUserSession
+type RevokeUserSessionResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RevokeUserSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *RevokeUserSessionResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevokeUserSessionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RevokeUserSessionResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RevokeUserSessionResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RevokeUserSessionResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeUserSessionResponse503Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RevokeUserSessionResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RevokeUserSessionResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RevokeUserSessionResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RevokeUserSessionResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RevokeUserSessionResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeUserSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeUserSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeUserSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeUserSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UnsuspendUserResponse204Headers the declared response headers of an HTTP 204 response for UnsuspendUser
 type UnsuspendUserResponse204Headers struct {
 	XRequestId *string
@@ -10069,6 +10970,108 @@ func (c *ClientWithResponses) ChangePasswordWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParseChangePasswordResponse(rsp)
+}
+
+// RevokeUserSessionsWithResponse End every session of a user
+//
+// Revokes every session of the user: each stops working at once (its
+// next request gets 401). With `except=current` the session making
+// the request is kept: a user signing out everywhere else. (An
+// admin's own session is never one of another user's, so for an
+// admin ending someone else's sessions the flag changes nothing.)
+//
+// Idempotent: a retry (after a 503, or an answer that was lost) ends
+// whatever the first attempt left, and answers 204 again.
+//
+// Who may call: the user themself, or an active admin for any
+// account. Without a session 401; a session of another, non-admin
+// user 403.
+//
+// Cost: the user's index of sessions, then each session and its
+// index entry deleted, 16 sessions at a time (and, for an admin, one
+// read of the account first).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/users/{id}/sessions (the `RevokeUserSessions` operationId).
+func (c *ClientWithResponses) RevokeUserSessionsWithResponse(ctx context.Context, id UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*RevokeUserSessionsResponse, error) {
+	rsp, err := c.RevokeUserSessions(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeUserSessionsResponse(rsp)
+}
+
+// ListUserSessionsWithResponse A user's sessions, newest first
+//
+// The user's live sessions (not expired, not revoked), newest first
+// (`createdAt`, ties by `id`, descending), each with when it was
+// created, last seen and expires, the client that logged in and
+// whether it is the caller's own (`current`). The answer is
+// `Cache-Control: no-store`.
+//
+// `lastSeenAt` is recorded at most once per
+// `SHELF_SESSION_SEEN_INTERVAL` (5 minutes) by a request of the
+// session, after the answer: it may lag the session's last request by
+// that much (it is `createdAt` until a request is recorded).
+// `userAgent` is the login's `User-Agent` as sent, stored rather than
+// checked: invisible, control and bidi characters dropped, cut to 256
+// characters. `clientIp` is the address the login came from (behind
+// `SHELF_TRUSTED_PROXIES`, the nearest untrusted `X-Forwarded-For`
+// hop). Either is absent when unknown.
+//
+// Who may call: the user themself, or an active admin for any
+// account. Without a session 401; a session of another, non-admin
+// user 403.
+//
+// Cost: the user's index of sessions, read whole (it holds their live
+// sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
+// then one read of the page's sessions at once (and, for an admin,
+// the account, beside the index). An index entry without a session (a
+// login that failed half-way, a revocation that stopped between its
+// two deletes) is left out, and the page refilled from the next
+// entries, up to 8 more reads; a page that runs out of them is
+// shorter and still carries `nextCursor`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/users/{id}/sessions (the `ListUserSessions` operationId).
+func (c *ClientWithResponses) ListUserSessionsWithResponse(ctx context.Context, id UserId, params *ListUserSessionsParams, reqEditors ...RequestEditorFn) (*ListUserSessionsResponse, error) {
+	rsp, err := c.ListUserSessions(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListUserSessionsResponse(rsp)
+}
+
+// RevokeUserSessionWithResponse End one session of a user
+//
+// Revokes one of the user's sessions, named by the `id` its list
+// shows: it stops working at once. The caller's own session may be
+// ended this way too (as by `DELETE /v1/sessions/current`).
+//
+// A session id that is not one of the user's live sessions (unknown,
+// malformed, expired or already revoked) is 404. So the retry of a
+// revocation whose answer was lost answers 404 once the revocation
+// has landed: the session is gone either way. A revocation that
+// stopped half-way (503) is finished by its retry, which answers 204.
+//
+// Who may call: the user themself, or an active admin for any
+// account. Without a session 401; a session of another, non-admin
+// user 403.
+//
+// Cost: the user's index of sessions (and, for an admin, the account,
+// beside it), then the session and its index entry deleted.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/users/{id}/sessions/{sessionId} (the `RevokeUserSession` operationId).
+func (c *ClientWithResponses) RevokeUserSessionWithResponse(ctx context.Context, id UserId, sessionId SessionId, reqEditors ...RequestEditorFn) (*RevokeUserSessionResponse, error) {
+	rsp, err := c.RevokeUserSession(ctx, id, sessionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeUserSessionResponse(rsp)
 }
 
 // UnsuspendUserWithResponse Lift a suspension
@@ -14554,6 +15557,453 @@ func ParseChangePasswordResponse(rsp *http.Response) (*ChangePasswordResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ChangePasswordResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeUserSessionsResponse parses an HTTP response from a RevokeUserSessionsWithResponse call
+func ParseRevokeUserSessionsResponse(rsp *http.Response) (*RevokeUserSessionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeUserSessionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers RevokeUserSessionsResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers RevokeUserSessionsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RevokeUserSessionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RevokeUserSessionsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RevokeUserSessionsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers RevokeUserSessionsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeUserSessionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListUserSessionsResponse parses an HTTP response from a ListUserSessionsWithResponse call
+func ParseListUserSessionsResponse(rsp *http.Response) (*ListUserSessionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListUserSessionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SessionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListUserSessionsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListUserSessionsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListUserSessionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListUserSessionsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListUserSessionsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListUserSessionsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListUserSessionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeUserSessionResponse parses an HTTP response from a RevokeUserSessionWithResponse call
+func ParseRevokeUserSessionResponse(rsp *http.Response) (*RevokeUserSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeUserSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers RevokeUserSessionResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers RevokeUserSessionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RevokeUserSessionResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RevokeUserSessionResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers RevokeUserSessionResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeUserSessionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -262,4 +262,25 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 		t.Fatalf("unsuspend: %v %d", err, r.StatusCode())
 	}
 	login(bobName)
+
+	// Alice's sessions: she ends another of hers by its id; an admin ends
+	// every one of them.
+	asAlice2 := login(aliceName)
+	mine, err := asAlice.ListUserSessionsWithResponse(ctx, alice.Id, nil)
+	if err != nil || mine.JSON200 == nil || len(mine.JSON200.Items) != 2 || !mine.JSON200.Items[1].Current || mine.JSON200.Items[0].Current {
+		t.Fatalf("alice's sessions: %v %s", err, mine.Body)
+	}
+	if r, err := asAlice.RevokeUserSessionWithResponse(ctx, alice.Id, mine.JSON200.Items[0].Id); err != nil || r.StatusCode() != http.StatusNoContent {
+		t.Fatalf("alice revokes her other session: %v %s", err, r.Body)
+	}
+	if r, err := asAlice2.GetMeWithResponse(ctx); err != nil || r.StatusCode() != http.StatusUnauthorized {
+		t.Fatalf("alice's revoked session: %v %d", err, r.StatusCode())
+	}
+	except := shelfclient.SessionExceptCurrent
+	if r, err := asCarol.RevokeUserSessionsWithResponse(ctx, alice.Id, &shelfclient.RevokeUserSessionsParams{Except: &except}); err != nil || r.StatusCode() != http.StatusNoContent {
+		t.Fatalf("an admin ends alice's sessions: %v %s", err, r.Body)
+	}
+	if r, err := asAlice.GetMeWithResponse(ctx); err != nil || r.StatusCode() != http.StatusUnauthorized {
+		t.Fatalf("alice's session after an admin ended them all: %v %d", err, r.StatusCode())
+	}
 }

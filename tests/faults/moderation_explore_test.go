@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 	"shelf/domain/moderation"
 	"shelf/internal/memstore"
 )
@@ -310,14 +311,14 @@ func checkModeration(t *testing.T, name string, m *modWorld) {
 		}
 		// S3: the password is right, and the login is refused while the
 		// suspension lasts (one whose until has passed no longer blocks).
-		if _, err := m.svc.Login(context.Background(), "member", password); s.ActiveAt(m.store.Now()) && !domainIs(err, domain.ErrForbidden) {
+		if _, err := m.svc.Login(context.Background(), "member", password, accounts.Client{}); s.ActiveAt(m.store.Now()) && !domainIs(err, domain.ErrForbidden) {
 			t.Errorf("%s: S3: a suspended member logs in: %v", name, err)
 		}
 	default:
 		if len(lookup) != 0 || len(list) != 0 {
 			t.Errorf("%s: S2: active account, yet lookup %+v and list rows %+v", name, lookup, list)
 		}
-		if _, err := m.svc.Login(context.Background(), "member", password); err != nil {
+		if _, err := m.svc.Login(context.Background(), "member", password, accounts.Client{}); err != nil {
 			t.Errorf("%s: an active member cannot log in: %v", name, err)
 		}
 	}

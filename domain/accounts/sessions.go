@@ -1,0 +1,301 @@
+package accounts
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"shelf/domain"
+)
+
+// ErrSessionNotFound answers for a session id that is not one of the
+// user's live sessions: unknown, malformed, expired or already revoked.
+var ErrSessionNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such session."}
+
+// SessionView is a session as its owner's list shows it.
+type SessionView struct {
+	domain.Session
+	// Current: the session of the request that asked.
+	Current bool
+}
+
+// mayManageSessions checks that p may list and end userID's sessions: the
+// user themself, or an active admin (403 for anyone else), for an account
+// that exists (404). alongside, when set, runs beside the admin's read of
+// the account, so both cost one round trip.
+func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, userID string, alongside func()) error {
+	if p.Anonymous() {
+		return domain.ErrNoSession
+	}
+	if !domain.ValidID(userID, domain.UserIDPrefix) {
+		return domain.ErrUserNotFound
+	}
+	if p.UserID == userID {
+		// The session was read with the account, which is visible.
+		if alongside != nil {
+			alongside()
+		}
+		return nil
+	}
+	if _, err := a.RequireAdmin(ctx, p); err != nil {
+		return err
+	}
+	var u domain.User
+	var err error
+	domain.Parallel(2, func(i int) {
+		if i == 0 {
+			u, err = a.users.Get(ctx, userID)
+		} else if alongside != nil {
+			alongside()
+		}
+	})
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
+		return domain.ErrUserNotFound
+	}
+	return err
+}
+
+// entriesOf reads userID's index entries for a caller allowed to see
+// them, each with its sort key: the creation the entry recorded or, for
+// an entry from before it recorded one, its expiry less the session TTL.
+func (a *Service) entriesOf(ctx context.Context, p domain.Principal, userID string) ([]domain.Session, error) {
+	var entries []domain.Session
+	var err error
+	if aerr := a.mayManageSessions(ctx, p, userID, func() { entries, err = a.sessions.Entries(ctx, userID) }); aerr != nil {
+		return nil, aerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range entries {
+		if e.CreatedAt.IsZero() {
+			entries[i].CreatedAt = e.ExpiresAt.Add(-a.cfg.SessionTTL)
+		}
+	}
+	return entries, nil
+}
+
+// maxSessionRefills bounds the reads a page of sessions makes past its
+// first when index entries without a live session (a login that failed
+// after writing its entry, a revocation that stopped between its two
+// deletes) were dropped.
+const maxSessionRefills = 8
+
+// ListSessions answers a page of userID's live sessions, newest first
+// (ties by id, descending), for the user themself or an active admin. The
+// index partition is read whole (it holds the user's live sessions only:
+// they expire with SHELF_SESSION_TTL) and sorted; then only the page's
+// sessions are read, at once, and an entry whose session is gone, or
+// holds nothing but a late last-seen write, is left out (and refilled
+// from the next entries).
+func (a *Service) ListSessions(ctx context.Context, p domain.Principal, userID, cursor string, limit int) (domain.Page[SessionView], error) {
+	entries, err := a.entriesOf(ctx, p, userID)
+	if err != nil {
+		return domain.Page[SessionView]{}, err
+	}
+	after, err := decodeSessionCursor(cursor)
+	if err != nil {
+		return domain.Page[SessionView]{}, err
+	}
+	keyed := make([]keyedEntry, len(entries))
+	for i, e := range entries {
+		keyed[i] = keyedEntry{key: sessionKey{at: e.CreatedAt, id: e.ID()}, entry: e}
+	}
+	slices.SortFunc(keyed, func(x, y keyedEntry) int { return y.key.compare(x.key) })
+	pos := 0
+	if after != nil {
+		pos = len(keyed)
+		if i := slices.IndexFunc(keyed, func(e keyedEntry) bool { return e.key.compare(*after) < 0 }); i >= 0 {
+			pos = i
+		}
+	}
+	now := a.cfg.Now()
+	var out []listedSession
+	for round := 0; len(out) <= limit && pos < len(keyed); round++ {
+		if round > maxSessionRefills {
+			// Too many entries without a session: answer what was found,
+			// and let the next page go on after the last entry read.
+			return domain.Page[SessionView]{Items: viewsOf(out), Next: keyed[pos-1].key.cursor()}, nil
+		}
+		chunk := keyed[pos:min(pos+limit+1-len(out), len(keyed))]
+		pos += len(chunk)
+		hashes := make([]string, len(chunk))
+		for i, e := range chunk {
+			hashes[i] = e.entry.TokenHash
+		}
+		live, err := a.sessions.GetMany(ctx, hashes)
+		if err != nil {
+			return domain.Page[SessionView]{}, err
+		}
+		for _, e := range chunk {
+			s, ok := live[e.entry.TokenHash]
+			if !ok || s.UserID != userID || !now.Before(s.ExpiresAt) {
+				continue
+			}
+			out = append(out, listedSession{key: e.key, view: SessionView{Session: s, Current: s.TokenHash == p.Session.TokenHash}})
+		}
+	}
+	page := domain.PageOf(out, limit, func(last listedSession) string { return last.key.cursor() })
+	return domain.Page[SessionView]{Items: viewsOf(page.Items), Next: page.Next}, nil
+}
+
+// sessionKey is a session's place in its list: creation, then id.
+type sessionKey struct {
+	at time.Time
+	id string
+}
+
+func (k sessionKey) compare(o sessionKey) int {
+	if c := k.at.Compare(o.at); c != 0 {
+		return c
+	}
+	return cmp.Compare(k.id, o.id)
+}
+
+// cursor is the cursor of the page after k: its creation in µs and its id.
+func (k sessionKey) cursor() string {
+	return domain.EncodeCursor(strconv.FormatInt(k.at.UnixMicro(), 10), k.id)
+}
+
+// decodeSessionCursor reads a cursor of ListSessions; nil for none.
+func decodeSessionCursor(cursor string) (*sessionKey, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	f, err := domain.DecodeCursor(cursor, 2)
+	if err != nil {
+		return nil, err
+	}
+	us, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || f[0] != strconv.FormatInt(us, 10) || !domain.ValidID(f[1], domain.SessionIDPrefix) {
+		return nil, domain.ErrBadCursor
+	}
+	return &sessionKey{at: time.UnixMicro(us), id: f[1]}, nil
+}
+
+type keyedEntry struct {
+	key   sessionKey
+	entry domain.Session
+}
+
+type listedSession struct {
+	key  sessionKey
+	view SessionView
+}
+
+func viewsOf(l []listedSession) []SessionView {
+	out := make([]SessionView, len(l))
+	for i, s := range l {
+		out[i] = s.view
+	}
+	return out
+}
+
+// RevokeSession ends one of userID's sessions, named by its id, for the
+// user themself (their current session too) or an active admin. An id
+// that names no entry of the user's index is ErrSessionNotFound: unknown,
+// expired, or already revoked, so the retry of a revocation whose answer
+// was lost answers 404 once its deletes have landed, and 204 (finishing
+// them) while the entry is still there.
+func (a *Service) RevokeSession(ctx context.Context, p domain.Principal, userID, sessionID string) error {
+	entries, err := a.entriesOf(ctx, p, userID)
+	if err != nil {
+		return err
+	}
+	if !domain.ValidID(sessionID, domain.SessionIDPrefix) {
+		return ErrSessionNotFound
+	}
+	for _, e := range entries {
+		if e.ID() == sessionID {
+			return a.sessions.Delete(ctx, e)
+		}
+	}
+	return ErrSessionNotFound
+}
+
+// RevokeSessions ends every session of userID, for the user themself or an
+// active admin; exceptCurrent keeps the session of the request (for a user
+// signing out everywhere else; an admin's own session is never among
+// another user's). Idempotent: a retry ends whatever the first attempt
+// left.
+func (a *Service) RevokeSessions(ctx context.Context, p domain.Principal, userID string, exceptCurrent bool) error {
+	if err := a.mayManageSessions(ctx, p, userID, nil); err != nil {
+		return err
+	}
+	keep := ""
+	if exceptCurrent {
+		keep = p.Session.TokenHash
+	}
+	return a.sessions.DeleteAll(ctx, userID, keep)
+}
+
+// Sightings: when sessions were last seen.
+
+// maxSightings bounds the sightings this process writes at once; beyond
+// it one is dropped, and a later request of that session records it.
+const maxSightings = 64
+
+// sightingTimeout bounds one sighting's write (it runs after the answer,
+// on a context of its own).
+const sightingTimeout = 10 * time.Second
+
+// sightings are the sessions whose sighting this process is writing: one
+// write per session at a time, however many of its requests arrive
+// meanwhile.
+type sightings struct {
+	mu       sync.Mutex
+	inFlight map[string]bool
+}
+
+func newSightings() *sightings { return &sightings{inFlight: map[string]bool{}} }
+
+// start claims the session's sighting; false when one is in flight or too
+// many are.
+func (s *sightings) start(hash string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[hash] || len(s.inFlight) >= maxSightings {
+		return false
+	}
+	s.inFlight[hash] = true
+	return true
+}
+
+func (s *sightings) done(hash string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inFlight, hash)
+}
+
+// sighted records, off the request's path, that s was seen now, when what
+// the store holds is at least SeenInterval old: a session in use costs one
+// write per interval, not one per request. The write carries the sighting's
+// time as its timestamp (Touch), so sightings landing late or out of order
+// keep the latest, and one landing after a revocation never brings the
+// session back. A failure is logged and forgotten: the next request of the
+// session tries again.
+func (a *Service) sighted(ctx context.Context, s domain.Session) {
+	now := a.now()
+	if now.Sub(s.Seen()) < a.cfg.SeenInterval || !a.seen.start(s.TokenHash) {
+		return
+	}
+	bg := context.WithoutCancel(ctx)
+	run := func() {
+		defer a.seen.done(s.TokenHash)
+		ctx, cancel := context.WithTimeout(bg, sightingTimeout)
+		defer cancel()
+		if err := a.sessions.Touch(ctx, s, now); err != nil {
+			a.log.Warn(ctx, "recording when a session was seen failed; a later request records it",
+				"user", s.UserID, "error", err.Error())
+		}
+	}
+	if a.Hooks.Background != nil {
+		a.Hooks.Background(run)
+		return
+	}
+	go run()
+}

@@ -1,0 +1,233 @@
+package memstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"shelf/domain"
+)
+
+// sessionTables keep sessions and their index as Cassandra keeps them
+// (repository.Sessions): every write carries a timestamp fixed when it is
+// sent, each cell keeps the write with the highest, a delete shadows every
+// cell written at or before its own (a delete wins a tie), and cells
+// expire with their TTL. So a row can be partial: a sighting written after
+// a revocation's delete, with a later timestamp, outlives it alone.
+type sessionTables struct {
+	rows  map[string]*sessionCells          // by token hash
+	index map[string]map[string]*indexCells // by user, then token hash
+}
+
+func newSessionTables() sessionTables {
+	return sessionTables{rows: map[string]*sessionCells{}, index: map[string]map[string]*indexCells{}}
+}
+
+// sessionCells is a row of sessions.
+type sessionCells struct {
+	// login is the login's columns, written at written (0: never).
+	login   domain.Session
+	written int64
+	// seen is last_seen, written at seenAt (0: never).
+	seen    time.Time
+	seenAt  int64
+	deleted int64
+	// expires ends the login's cells and the sighting's (their TTL).
+	expires, seenExpires time.Time
+}
+
+// session is what a read of the row finds: nothing unless the login's
+// cells are live (a row holding a sighting alone has no user_id).
+func (c *sessionCells) session(now time.Time) (domain.Session, bool) {
+	if c.written <= c.deleted || !now.Before(c.expires) {
+		return domain.Session{}, false
+	}
+	s := c.login
+	s.Written = c.written
+	if c.seenAt > c.deleted && now.Before(c.seenExpires) {
+		s.LastSeen = c.seen
+	}
+	return s, true
+}
+
+// indexCells is a row of sessions_by_user.
+type indexCells struct {
+	entry            domain.Session
+	written, deleted int64
+}
+
+func (e *indexCells) live(now time.Time) bool {
+	return e.written > e.deleted && now.Before(e.entry.ExpiresAt)
+}
+
+func (t sessionTables) row(hash string) *sessionCells {
+	c, ok := t.rows[hash]
+	if !ok {
+		c = &sessionCells{}
+		t.rows[hash] = c
+	}
+	return c
+}
+
+func (t sessionTables) entry(userID, hash string) *indexCells {
+	byHash, ok := t.index[userID]
+	if !ok {
+		byHash = map[string]*indexCells{}
+		t.index[userID] = byHash
+	}
+	e, ok := byHash[hash]
+	if !ok {
+		e = &indexCells{}
+		byHash[hash] = e
+	}
+	return e
+}
+
+// Sessions is the store as the accounts' session store of an instance
+// whose clock is the store's.
+func (s *Store) Sessions() *Sessions { return &Sessions{s: s} }
+
+// SessionsAhead is the session store of an instance whose clock runs d
+// ahead of the store's: the timestamps of its writes (and so of its
+// sightings, when its service has the same clock).
+func (s *Store) SessionsAhead(d time.Duration) *Sessions { return &Sessions{s: s, ahead: d} }
+
+// Sessions keeps login sessions, each statement of repository.Sessions a
+// call of its own.
+type Sessions struct {
+	s     *Store
+	ahead time.Duration
+}
+
+// stamp is a write timestamp of this instance, fixed when the write is
+// sent (a write held back lands with it).
+func (ss *Sessions) stamp() int64 { return ss.s.Now().Add(ss.ahead).UnixMicro() }
+
+// Create writes the index entry, then the session, at one timestamp.
+func (ss *Sessions) Create(_ context.Context, sess domain.Session) error {
+	ts := ss.stamp()
+	if _, err := ss.s.call("sessions_by_user.insert", true, func() (bool, error) {
+		e := ss.s.sessions.entry(sess.UserID, sess.TokenHash)
+		if ts > e.written {
+			e.entry = domain.Session{TokenHash: sess.TokenHash, UserID: sess.UserID, CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt}
+			e.written = ts
+		}
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	_, err := ss.s.call("sessions.insert", true, func() (bool, error) {
+		c := ss.s.sessions.row(sess.TokenHash)
+		if ts > c.written {
+			c.login, c.written, c.expires = sess, ts, sess.ExpiresAt
+			c.login.LastSeen, c.login.Written = time.Time{}, 0
+		}
+		return true, nil
+	})
+	return err
+}
+
+// Get reads a live session.
+func (ss *Sessions) Get(_ context.Context, hash string) (domain.Session, error) {
+	var out domain.Session
+	found, err := ss.s.call("sessions.get", false, func() (bool, error) {
+		c, ok := ss.s.sessions.rows[hash]
+		if !ok {
+			return false, nil
+		}
+		var live bool
+		out, live = c.session(ss.s.now)
+		return live, nil
+	})
+	if err == nil && !found {
+		return domain.Session{}, domain.ErrNotFound
+	}
+	return out, err
+}
+
+// GetMany reads the live sessions among the hashes.
+func (ss *Sessions) GetMany(_ context.Context, hashes []string) (map[string]domain.Session, error) {
+	out := map[string]domain.Session{}
+	_, err := ss.s.call("sessions.get_many", false, func() (bool, error) {
+		for _, h := range hashes {
+			if c, ok := ss.s.sessions.rows[h]; ok {
+				if s, live := c.session(ss.s.now); live {
+					out[h] = s
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Entries lists the user's live index entries.
+func (ss *Sessions) Entries(_ context.Context, userID string) ([]domain.Session, error) {
+	var out []domain.Session
+	_, err := ss.s.call("sessions.list", false, func() (bool, error) {
+		for _, e := range ss.s.sessions.index[userID] {
+			if e.live(ss.s.now) {
+				s := e.entry
+				s.Written = e.written
+				out = append(out, s)
+			}
+		}
+		return true, nil
+	})
+	// In one order, so a schedule's calls are the same every run.
+	slices.SortFunc(out, func(a, b domain.Session) int { return strings.Compare(a.TokenHash, b.TokenHash) })
+	return out, err
+}
+
+// Touch writes last_seen alone, at the sighting's time as timestamp.
+func (ss *Sessions) Touch(_ context.Context, sess domain.Session, seen time.Time) error {
+	ts := seen.UnixMicro()
+	_, err := ss.s.call("sessions.touch", true, func() (bool, error) {
+		c := ss.s.sessions.row(sess.TokenHash)
+		if ts > c.seenAt {
+			c.seen, c.seenAt, c.seenExpires = seen, ts, sess.ExpiresAt
+		}
+		return true, nil
+	})
+	return err
+}
+
+// Delete revokes one session: the session, then its index entry, at its
+// write timestamp + 1 (or this instance's clock, when later).
+func (ss *Sessions) Delete(_ context.Context, sess domain.Session) error {
+	ts := max(sess.Written+1, ss.stamp())
+	if _, err := ss.s.call("sessions.delete", true, func() (bool, error) {
+		c := ss.s.sessions.row(sess.TokenHash)
+		c.deleted = max(c.deleted, ts)
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	_, err := ss.s.call("sessions_by_user.delete", true, func() (bool, error) {
+		e := ss.s.sessions.entry(sess.UserID, sess.TokenHash)
+		e.deleted = max(e.deleted, ts)
+		return true, nil
+	})
+	return err
+}
+
+// DeleteAll revokes every session of the user but keep, one after another
+// (the repository runs 16 at once), going on past a failure.
+func (ss *Sessions) DeleteAll(ctx context.Context, userID, keep string) error {
+	entries, err := ss.Entries(ctx, userID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.TokenHash != keep {
+			errs = append(errs, ss.Delete(ctx, e))
+		}
+	}
+	return errors.Join(errs...)
+}
