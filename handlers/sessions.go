@@ -103,22 +103,22 @@ func (h *Sessions) revoke(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// errBadExcept refuses an ?except= other than current.
-var errBadExcept = domain.Invalid("except must be current.",
-	domain.FieldError{Field: "except", Code: "oneof", Message: "must be current"})
+// errBadKeep refuses a ?keep= other than current.
+var errBadKeep = domain.Invalid("keep must be current.",
+	domain.FieldError{Field: "keep", Code: "oneof", Message: "must be current"})
 
 // revokeAll serves DELETE /v1/users/{id}/sessions: end every session of
-// the user (the user or an admin); ?except=current keeps the caller's.
+// the user (the user or an admin); ?keep=current keeps the caller's.
 func (h *Sessions) revokeAll(w http.ResponseWriter, r *http.Request) error {
-	q, err := listQuery(r, "except")
+	q, err := listQuery(r, "keep")
 	if err != nil {
 		return err
 	}
-	if q.Has("except") && q.Get("except") != "current" {
-		return errBadExcept
+	if q.Has("keep") && q.Get("keep") != "current" {
+		return errBadKeep
 	}
 	if err := h.accounts.RevokeSessions(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
-		q.Has("except")); err != nil {
+		q.Has("keep")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

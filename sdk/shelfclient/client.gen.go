@@ -113,15 +113,15 @@ func (e ModerationEventKind) Valid() bool {
 	}
 }
 
-// Defines values for SessionExcept.
+// Defines values for SessionKeep.
 const (
-	SessionExceptCurrent SessionExcept = "current"
+	SessionKeepCurrent SessionKeep = "current"
 )
 
-// Valid indicates whether the value is a known member of the SessionExcept enum.
-func (e SessionExcept) Valid() bool {
+// Valid indicates whether the value is a known member of the SessionKeep enum.
+func (e SessionKeep) Valid() bool {
 	switch e {
-	case SessionExceptCurrent:
+	case SessionKeepCurrent:
 		return true
 	default:
 		return false
@@ -496,9 +496,6 @@ type Session struct {
 	User User `json:"user"`
 }
 
-// SessionExcept Which session `DELETE /v1/users/{id}/sessions` keeps.
-type SessionExcept string
-
 // SessionInfo A live session as its user's list shows it.
 type SessionInfo struct {
 	// ClientIp The address the login came from (IPv4 or IPv6); behind a proxy
@@ -529,6 +526,9 @@ type SessionInfo struct {
 	// when the client sent none.
 	UserAgent *string `json:"userAgent,omitempty"`
 }
+
+// SessionKeep Which session `DELETE /v1/users/{id}/sessions` keeps.
+type SessionKeep string
 
 // SessionList defines model for SessionList.
 type SessionList struct {
@@ -807,10 +807,10 @@ type ListModerationHistoryParams struct {
 
 // RevokeUserSessionsParams defines parameters for RevokeUserSessions.
 type RevokeUserSessionsParams struct {
-	// Except `current` keeps the session making the request. Anything else,
-	// empty included, is 400 naming `except` (code `oneof`); given twice,
-	// 400 naming `except` (code `duplicate`).
-	Except *SessionExcept `form:"except,omitempty" json:"except,omitempty"`
+	// Keep `current` keeps the session making the request. Anything else,
+	// empty included, is 400 naming `keep` (code `oneof`); given twice,
+	// 400 naming `keep` (code `duplicate`).
+	Keep *SessionKeep `form:"keep,omitempty" json:"keep,omitempty"`
 }
 
 // ListUserSessionsParams defines parameters for ListUserSessions.
@@ -1545,7 +1545,7 @@ type ClientInterface interface {
 	// RevokeUserSessions End every session of a user
 	//
 	// Revokes every session of the user: each stops working at once (its
-	// next request gets 401). With `except=current` the session making
+	// next request gets 401). With `keep=current` the session making
 	// the request is kept: a user signing out everywhere else. (An
 	// admin's own session is never one of another user's, so for an
 	// admin ending someone else's sessions the flag changes nothing.)
@@ -2695,7 +2695,7 @@ func (c *Client) ChangePassword(ctx context.Context, id UserId, body ChangePassw
 // RevokeUserSessions End every session of a user
 //
 // Revokes every session of the user: each stops working at once (its
-// next request gets 401). With `except=current` the session making
+// next request gets 401). With `keep=current` the session making
 // the request is kept: a user signing out everywhere else. (An
 // admin's own session is never one of another user's, so for an
 // admin ending someone else's sessions the flag changes nothing.)
@@ -4324,9 +4324,9 @@ func NewRevokeUserSessionsRequest(server string, id UserId, params *RevokeUserSe
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if params.Except != nil {
+		if params.Keep != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "except", *params.Except, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keep", *params.Keep, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5284,7 +5284,7 @@ type ClientWithResponsesInterface interface {
 	// RevokeUserSessionsWithResponse End every session of a user
 	//
 	// Revokes every session of the user: each stops working at once (its
-	// next request gets 401). With `except=current` the session making
+	// next request gets 401). With `keep=current` the session making
 	// the request is kept: a user signing out everywhere else. (An
 	// admin's own session is never one of another user's, so for an
 	// admin ending someone else's sessions the flag changes nothing.)
@@ -10975,7 +10975,7 @@ func (c *ClientWithResponses) ChangePasswordWithResponse(ctx context.Context, id
 // RevokeUserSessionsWithResponse End every session of a user
 //
 // Revokes every session of the user: each stops working at once (its
-// next request gets 401). With `except=current` the session making
+// next request gets 401). With `keep=current` the session making
 // the request is kept: a user signing out everywhere else. (An
 // admin's own session is never one of another user's, so for an
 // admin ending someone else's sessions the flag changes nothing.)

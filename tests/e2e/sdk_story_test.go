@@ -276,8 +276,8 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	if r, err := asAlice2.GetMeWithResponse(ctx); err != nil || r.StatusCode() != http.StatusUnauthorized {
 		t.Fatalf("alice's revoked session: %v %d", err, r.StatusCode())
 	}
-	except := shelfclient.SessionExceptCurrent
-	if r, err := asCarol.RevokeUserSessionsWithResponse(ctx, alice.Id, &shelfclient.RevokeUserSessionsParams{Except: &except}); err != nil || r.StatusCode() != http.StatusNoContent {
+	keep := shelfclient.SessionKeepCurrent
+	if r, err := asCarol.RevokeUserSessionsWithResponse(ctx, alice.Id, &shelfclient.RevokeUserSessionsParams{Keep: &keep}); err != nil || r.StatusCode() != http.StatusNoContent {
 		t.Fatalf("an admin ends alice's sessions: %v %s", err, r.Body)
 	}
 	if r, err := asAlice.GetMeWithResponse(ctx); err != nil || r.StatusCode() != http.StatusUnauthorized {

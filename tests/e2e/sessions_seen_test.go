@@ -113,7 +113,7 @@ func TestALateSightingNeverBringsARevokedSessionBack(t *testing.T) {
 			return keeper.Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions/"+victim, "", nil)
 		}},
 		{"revoke the others", func(string) *testkit.Response {
-			return keeper.Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions?except=current", "", nil)
+			return keeper.Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions?keep=current", "", nil)
 		}},
 		{"logout", nil},
 	}
@@ -225,7 +225,7 @@ func TestSessionWritesUnderFaults(t *testing.T) {
 				id := currentSession(t, api.As(token), u.ID)
 				path := "/v1/users/" + u.ID + "/sessions/" + id
 				if all {
-					path = "/v1/users/" + u.ID + "/sessions?except=current"
+					path = "/v1/users/" + u.ID + "/sessions?keep=current"
 				}
 				failAt(stmt, at)
 				r := keeper.Do(http.MethodDelete, path, "", nil)

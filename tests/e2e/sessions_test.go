@@ -197,7 +197,7 @@ func TestMySessionsListEachLogin(t *testing.T) {
 }
 
 // TestRevokingSessions: one session by its id (another, or the caller's
-// own), every other one (except=current), and, by an admin, all of a
+// own), every other one (keep=current), and, by an admin, all of a
 // user's; each revoked session stops working at once and leaves the list;
 // a revoked id is 404 from then on.
 func TestRevokingSessions(t *testing.T) {
@@ -227,16 +227,16 @@ func TestRevokingSessions(t *testing.T) {
 		t.Fatalf("%d sessions listed after one revocation, want 3", got)
 	}
 	// Sign out everywhere else.
-	if r := as[0].Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions?except=current", "", nil); r.StatusCode != http.StatusNoContent {
+	if r := as[0].Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions?keep=current", "", nil); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("revoke the others: %d %s", r.StatusCode, r.Body)
 	}
 	for i, c := range as {
 		if r := c.Get("/v1/me"); (r.StatusCode == http.StatusOK) != (i == 0) {
-			t.Errorf("session %d after except=current: %d", i, r.StatusCode)
+			t.Errorf("session %d after keep=current: %d", i, r.StatusCode)
 		}
 	}
 	if l := sessionsOf(t, as[0], u.ID, 100); len(l) != 1 || l[0].ID != ids[0] || !l[0].Current {
-		t.Fatalf("after except=current: %+v", l)
+		t.Fatalf("after keep=current: %+v", l)
 	}
 	// Its own, by id.
 	if r := as[0].Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions/"+ids[0], "", nil); r.StatusCode != http.StatusNoContent {
@@ -245,19 +245,19 @@ func TestRevokingSessions(t *testing.T) {
 	if r := as[0].Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("the current session revoked by id still works: %d", r.StatusCode)
 	}
-	// An admin ends every session of a user, seeing them first; except
+	// An admin ends every session of a user, seeing them first; keep
 	// changes nothing for an admin.
-	for _, except := range []string{"", "?except=current"} {
+	for _, keep := range []string{"", "?keep=current"} {
 		a, b := w.api.As(mustLogin(t, w.api, n).Token), w.api.As(mustLogin(t, w.api, n).Token)
 		if got := len(sessionsOf(t, w.admin, u.ID, 1)); got != 2 {
 			t.Fatalf("the admin lists %d sessions, want 2", got)
 		}
-		if r := w.admin.Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions"+except, "", nil); r.StatusCode != http.StatusNoContent {
-			t.Fatalf("admin revokes all%s: %d %s", except, r.StatusCode, r.Body)
+		if r := w.admin.Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions"+keep, "", nil); r.StatusCode != http.StatusNoContent {
+			t.Fatalf("admin revokes all%s: %d %s", keep, r.StatusCode, r.Body)
 		}
 		for _, c := range []*testkit.API{a, b} {
 			if r := c.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
-				t.Fatalf("a session the admin ended%s still works: %d", except, r.StatusCode)
+				t.Fatalf("a session the admin ended%s still works: %d", keep, r.StatusCode)
 			}
 		}
 		r := w.admin.Get("/v1/users/" + u.ID + "/sessions")
@@ -329,9 +329,9 @@ func TestSessionRoutesRefuse(t *testing.T) {
 		{http.MethodGet, "?limit=101", "limit", "range"},
 		{http.MethodGet, "?limit=1&limit=2", "limit", "duplicate"},
 		{http.MethodGet, "?%zz", "query", "malformed"},
-		{http.MethodDelete, "?except=all", "except", "oneof"},
-		{http.MethodDelete, "?except=", "except", "oneof"},
-		{http.MethodDelete, "?except=current&except=current", "except", "duplicate"},
+		{http.MethodDelete, "?keep=all", "keep", "oneof"},
+		{http.MethodDelete, "?keep=", "keep", "oneof"},
+		{http.MethodDelete, "?keep=current&keep=current", "keep", "duplicate"},
 		{http.MethodDelete, "?%zz", "query", "malformed"},
 	} {
 		r := ownerAPI.Do(c.method, base+c.query, "", nil)
