@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -143,30 +142,13 @@ func TestExploreSessions(t *testing.T) {
 	t.Parallel()
 	total := 0
 	for _, op := range sessOperations {
-		calls := countSessCalls(t, op)
-		n := 0
-		for k := 0; k < calls; k++ {
-			for _, fault := range memstore.Faults {
-				for _, a := range sessAfters {
-					exploreSessions(t, fmt.Sprintf("%s/call%d/%s/%s", op.name, k, fault, a), op, map[int]memstore.Fault{k: fault}, a)
-					n++
-				}
-			}
-		}
-		t.Logf("%s: %d store calls, %d schedules", op.name, calls, n)
-		total += n
+		probe := newSessWorld(t)
+		calls := callsOf(t, probe.store, op.name, func() error { return op.run(probe) })
+		total += everySchedule(t, op.name, calls, sessAfters, func(name string, k int, fault memstore.Fault, a int) {
+			exploreSessions(t, name, op, map[int]memstore.Fault{k: fault}, sessAfters[a])
+		})
 	}
 	t.Logf("%d schedules in all", total)
-}
-
-func countSessCalls(t *testing.T, op sessOperation) int {
-	t.Helper()
-	s := newSessWorld(t)
-	before := s.store.Calls()
-	if err := op.run(s); err != nil {
-		t.Fatalf("%s without faults: %v", op.name, err)
-	}
-	return s.store.Calls() - before
 }
 
 func exploreSessions(t *testing.T, name string, op sessOperation, faults map[int]memstore.Fault, after string) {
