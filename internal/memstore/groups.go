@@ -14,7 +14,7 @@ import (
 // pending ones with a lease), group_members and groups_by_member.
 type groupTables struct {
 	rows     map[string]groupRow
-	members  map[string]versioned[groups.Member] // group|user
+	members  map[string]versioned[groups.Member]   // group|user
 	byMember map[string]versioned[groups.MemberOf] // user|group
 }
 
