@@ -25,7 +25,7 @@ fi
 bash scripts/web-assets.sh
 go build -o bin/api ./cmd/api
 PORT=${BROWSER_PORT:-18090}
-export SHELF_KEYSPACE="shelf_browser" SHELF_HTTP_ADDR=127.0.0.1:$PORT SHELF_LOG_LEVEL=warn \
+export SHELF_KEYSPACE="${BROWSER_KEYSPACE:-shelf_browser}" SHELF_HTTP_ADDR=127.0.0.1:$PORT SHELF_LOG_LEVEL=warn \
   SHELF_RATE_LIMIT_PER_MINUTE=0 SHELF_ARGON2_MEMORY_KIB=1024 SHELF_ARGON2_TIME=1
 mkdir -p .cache/screenshots
 readme_shots=""
