@@ -40,6 +40,11 @@ for _ in $(seq 1 120); do
   curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
   sleep 0.5
 done
+if ! curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then
+  echo "test-browser: the api did not get ready in 60 s; its log (.cache/test-browser-api.log):" >&2
+  tail -20 .cache/test-browser-api.log >&2
+  exit 1
+fi
 NODE_PATH="$PWD/.cache/npm/node_modules" BASE_URL="http://127.0.0.1:$PORT" CHROMIUM="$CHROMIUM" \
   SCREENSHOTS="$PWD/.cache/screenshots" README_SHOTS="$readme_shots" GRANT="$PWD/bin/api admin grant" \
   node tests/browser/console.test.mjs

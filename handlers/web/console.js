@@ -7,7 +7,9 @@
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
-  const state = { token: sessionStorage.getItem('shelf.token'), me: null, moved: '' };
+  // params is the query of the route (#/page?key=value), for pages reached
+  // from a link that carries one.
+  const state = { token: sessionStorage.getItem('shelf.token'), me: null, moved: '', params: new URLSearchParams() };
   // Rows per page of every list (sessionStorage shelf.pageSize overrides
   // it: the browser test pages through short lists with 2).
   const pageSize = Math.min(100, Math.max(1, Number(sessionStorage.getItem('shelf.pageSize')) || 10));
@@ -199,7 +201,10 @@
     body.replaceChildren(...rows);
   }
 
-  // Pager pages through one list: next by the page's nextCursor, back
+  // Every action says its outcome on the message line last, once the lists
+// it changes are shown again.
+
+// Pager pages through one list: next by the page's nextCursor, back
   // through the cursors it came by (kept, so going back reads the same
   // pages again). fetchPage(cursor) answers a page; render(items) shows it.
   class Pager {
@@ -285,8 +290,8 @@
     const c = await api('POST', '/v1/content', body);
     f.reset();
     state.moved = c.id;
-    say('Created ' + c.name + '.');
     await myLibrary.first();
+    say('Created ' + c.name + '.');
   });
 
   // ---- One item ----
@@ -301,8 +306,8 @@
         const tr = row(isGroup ? link(who, '#/groups/' + enc(who)) : who, isGroup ? 'group' : 'user', m.role,
           button('Remove', async () => {
             await api('DELETE', '/v1/content/' + enc(item.current.id) + '/members/' + enc(m.principalId));
-            say(who + ' no longer has ' + item.current.name + '.');
             await itemMembers.reload();
+            say(who + ' no longer has ' + item.current.name + '.');
           }, 'Remove ' + who));
         tr.dataset.member = who;
         return tr;
@@ -345,8 +350,8 @@
     const shown = v.kind === 'group' ? p.name : p.username;
     await api('PUT', '/v1/content/' + enc(item.current.id) + '/members/' + enc(p.id), { role: v.role });
     f.elements.principal.value = '';
-    say('Shared ' + item.current.name + ' with ' + shown + ' as ' + v.role + '.');
     await itemMembers.first();
+    say('Shared ' + item.current.name + ' with ' + shown + ' as ' + v.role + '.');
   });
 
   // ---- Someone's library ----
@@ -366,23 +371,25 @@
     }
     f.elements.kind.value = kind === 'group' ? 'group' : 'user';
     f.elements.who.value = who;
+    let shown = '';
     try {
       if (kind === 'group') {
         const g = await groupNamed(who, 'who');
         browse.path = '/v1/groups/' + enc(g.id) + '/library';
         $('other-library-caption').textContent = 'The group ' + g.name + "'s library: the items you may see";
-        say('The library of the group ' + g.name + '.');
+        shown = 'The library of the group ' + g.name + '.';
       } else {
         const u = await userNamed(who, 'who');
         browse.path = '/v1/users/' + enc(u.id) + '/library';
         $('other-library-caption').textContent = u.username + "'s library: the items you may see";
-        say('The library of ' + u.username + '.');
+        shown = 'The library of ' + u.username + '.';
       }
     } catch (err) {
       showError(f, err);
       return;
     }
     await otherLibrary.first();
+    say(shown);
   }
 
   form('view', async (v) => {
@@ -425,16 +432,16 @@
         role.addEventListener('change', act(async () => {
           try {
             await api('PUT', '/v1/groups/' + enc(group.current.id) + '/members/' + enc(m.principalId), { role: role.value });
-            say(who + ' is now a ' + role.value + ' of ' + group.current.name + '.');
           } finally {
             await refreshGroup();
           }
+          say(who + ' is now a ' + role.value + ' of ' + group.current.name + '.');
         }));
         const self = m.principalId === state.me.id;
         const tr = row(who, role, button(self ? 'Leave' : 'Remove', async () => {
           await api('DELETE', '/v1/groups/' + enc(group.current.id) + '/members/' + enc(m.principalId));
-          say(self ? 'You left ' + group.current.name + '.' : who + ' is no longer in ' + group.current.name + '.');
           await refreshGroup();
+          say(self ? 'You left ' + group.current.name + '.' : who + ' is no longer in ' + group.current.name + '.');
         }, (self ? 'Leave ' : 'Remove ') + who));
         tr.dataset.member = who;
         return tr;
@@ -461,8 +468,8 @@
     const u = await userNamed(v.username, 'username');
     await api('PUT', '/v1/groups/' + enc(group.current.id) + '/members/' + enc(u.id), { role: v.role });
     f.elements.username.value = '';
-    say('Added ' + u.username + ' to ' + group.current.name + ' as ' + v.role + '.');
     await refreshGroup();
+    say('Added ' + u.username + ' to ' + group.current.name + ' as ' + v.role + '.');
   });
 
   // ---- Moderation (admins) ----
@@ -476,9 +483,9 @@
         actions.append(
           button('Unsuspend', async () => {
             await api('DELETE', '/v1/users/' + enc(s.userId) + '/suspension');
-            say(s.username + ' is no longer suspended.');
             await suspended.reload();
             if ($('history-of').elements.username.value === s.username) await modHistory.first();
+            say(s.username + ' is no longer suspended.');
           }, 'Unsuspend ' + s.username),
           ' ', link('History', '#/moderation/' + enc(s.username)));
         const tr = row(s.username, s.reason, await nameOf(s.suspendedBy), when(s.suspendedAt), s.until ? when(s.until) : 'until lifted', actions);
@@ -498,8 +505,8 @@
     }
     await api('POST', '/v1/users/' + enc(u.id) + '/suspension', body);
     f.reset();
-    say('Suspended ' + u.username + (body.until ? ' until ' + when(body.until) : '') + '.');
     await suspended.first();
+    say('Suspended ' + u.username + (body.until ? ' until ' + when(body.until) : '') + '.');
   });
 
   const modHistory = { user: null };
@@ -545,8 +552,8 @@
       const tr = row(when(s.createdAt), when(s.lastSeenAt), s.userAgent || 'unknown', s.clientIp || 'unknown',
         s.current ? 'this session' : button('Sign out', async () => {
           await api('DELETE', '/v1/users/' + state.me.id + '/sessions/' + enc(s.id));
-          say('That session is signed out.');
           await sessions.reload();
+          say('That session is signed out.');
         }, 'Sign out the session of ' + when(s.createdAt)));
       tr.dataset.session = s.id;
       if (s.current) tr.className = 'current';
@@ -592,14 +599,14 @@
   form('password', async (v, f) => {
     await api('PUT', '/v1/users/' + state.me.id + '/password', { currentPassword: v.currentPassword, newPassword: v.newPassword });
     f.reset();
-    say('Password changed: your other sessions are signed out.');
     await sessions.first();
+    say('Password changed: your other sessions are signed out.');
   });
 
   $('sign-out-others').addEventListener('click', act(async () => {
     await api('DELETE', '/v1/users/' + state.me.id + '/sessions?keep=current');
-    say('Signed out everywhere else.');
     await sessions.first();
+    say('Signed out everywhere else.');
   }));
 
   // ---- Log in and out ----
@@ -662,7 +669,9 @@
 
   async function route() {
     const raw = location.hash.replace(/^#\/?/, '');
-    const parts = raw.split('?')[0].split('/').filter(Boolean).map((p) => {
+    const [path, search] = raw.split('?');
+    state.params = new URLSearchParams(search || '');
+    const parts = path.split('/').filter(Boolean).map((p) => {
       try {
         return decodeURIComponent(p);
       } catch (err) {
