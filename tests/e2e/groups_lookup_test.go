@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"shelf/internal/metrics"
 	"shelf/internal/testkit"
 )
 
@@ -214,4 +215,45 @@ func TestAUsersGroupsCountAPendingChangeAsRecorded(t *testing.T) {
 		checkGroupAgrees(t, w.db, id, []string{alice.ID, w.owner.ID})
 	}
 	check("finished")
+}
+
+// TestGroupLookupsCostWhatTheModelSays: a group by name waits for two
+// round trips (claim, group), a page of one's own groups for three
+// (session, the index slice, the page's groups at once), by the api's own
+// count: none fewer, and most no more (a busy scheduler may send a
+// statement meant to go beside another after its answer).
+func TestGroupLookupsCostWhatTheModelSays(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	mt := metrics.New()
+	a, api := newObservedApp(t, db, mt, mt, mt)
+	m := withAdmin(t, a, api, db)
+	u, uAPI := m.member(t)
+	var groupNames []string
+	for range 6 {
+		g := mustPostGroup(t, uAPI, name("costly"), 0)
+		groupNames = append(groupNames, g.Name)
+	}
+	for _, n := range groupNames {
+		if r := api.Get("/v1/groups/by-name/" + n); r.StatusCode != http.StatusOK {
+			t.Fatalf("by name %s: %d %s", n, r.StatusCode, r.Body)
+		}
+	}
+	if got := listUserGroups(t, uAPI, u.ID, 2); len(got) != 6 {
+		t.Fatalf("%d groups, want 6", len(got))
+	}
+	for route, want := range map[string]struct {
+		trips string
+		n     float64
+	}{
+		"/v1/groups/by-name/{name}": {"2", 6},
+		"/v1/users/{id}/groups":     {"3", 3},
+	} {
+		buckets := roundTripBuckets(t, api, route)
+		below := map[string]string{"2": "1", "3": "2"}[want.trips]
+		if all := buckets["+Inf"]; all != want.n || buckets[below] != 0 || buckets[want.trips] <= all/2 {
+			t.Errorf("%s: round trips (cumulative by bound) %v of %v requests; want none within %s, most within %s",
+				route, buckets, want.n, below, want.trips)
+		}
+	}
 }
