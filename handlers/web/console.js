@@ -71,29 +71,23 @@
     return name;
   }
 
-  async function userNamed(username, field) {
-    if (!username) throw fieldError(field, 'Give a username.');
+  // named finds a user by username or a group by name; one that finds
+  // nobody is a refusal of field.
+  async function named(kind, name, field) {
+    const what = kind === 'group' ? 'group' : 'user';
+    if (!name) throw fieldError(field, 'Give a ' + what + ' name.');
     try {
-      const u = await api('GET', '/v1/users/by-username/' + enc(username));
-      names.set(u.id, u.username);
-      return u;
+      const found = await api('GET', (what === 'group' ? '/v1/groups/by-name/' : '/v1/users/by-username/') + enc(name));
+      names.set(found.id, what === 'group' ? found.name : found.username);
+      return found;
     } catch (err) {
-      if (err.status === 404) throw fieldError(field, 'No user is named ' + username + '.');
+      if (err.status === 404) throw fieldError(field, 'No ' + what + ' is named ' + name + '.');
       throw err;
     }
   }
 
-  async function groupNamed(name, field) {
-    if (!name) throw fieldError(field, 'Give a group name.');
-    try {
-      const g = await api('GET', '/v1/groups/by-name/' + enc(name));
-      names.set(g.id, g.name);
-      return g;
-    } catch (err) {
-      if (err.status === 404) throw fieldError(field, 'No group is named ' + name + '.');
-      throw err;
-    }
-  }
+  const userNamed = (username, field) => named('user', username, field);
+  const groupNamed = (name, field) => named('group', name, field);
 
   // ---- Messages and errors next to their fields ----
 
@@ -346,7 +340,7 @@
   });
 
   form('share', async (v, f) => {
-    const p = v.kind === 'group' ? await groupNamed(v.principal, 'principal') : await userNamed(v.principal, 'principal');
+    const p = await named(v.kind, v.principal, 'principal');
     const shown = v.kind === 'group' ? p.name : p.username;
     await api('PUT', '/v1/content/' + enc(item.current.id) + '/members/' + enc(p.id), { role: v.role });
     f.elements.principal.value = '';
