@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"shelf/domain"
 	"shelf/domain/groups"
 )
 
@@ -47,6 +49,16 @@ type groupMemberResponse struct {
 	Role        string `json:"role"`
 }
 
+// groupMembershipResponse is the GroupMembership schema of openapi.yaml.
+type groupMembershipResponse struct {
+	Group groupResponse `json:"group"`
+	Role  string        `json:"role"`
+}
+
+func toGroupMembershipResponse(m groups.Membership) groupMembershipResponse {
+	return groupMembershipResponse{Group: toGroupResponse(m.Group), Role: m.Role}
+}
+
 func toGroupResponse(g groups.Group) groupResponse {
 	out := groupResponse{ID: g.ID, Name: g.Name, DisplayName: g.DisplayName, Description: g.Description,
 		MemberCount: g.MemberCount, CreatedBy: g.CreatedBy, CreatedAt: g.CreatedAt.UTC()}
@@ -85,6 +97,34 @@ func (h *Groups) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, toGroupResponse(g))
+	return nil
+}
+
+// getByName serves GET /v1/groups/by-name/{name}.
+func (h *Groups) getByName(w http.ResponseWriter, r *http.Request) error {
+	name, err := url.PathUnescape(chi.URLParam(r, "name"))
+	if err != nil {
+		return domain.ErrNotFound
+	}
+	g, err := h.groups.GetGroupByName(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toGroupResponse(g))
+	return nil
+}
+
+// listOfUser serves GET /v1/users/{id}/groups: the user's groups, paged by group id.
+func (h *Groups) listOfUser(w http.ResponseWriter, r *http.Request) error {
+	cursor, limit, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := h.groups.ListUserGroups(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), cursor, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toPage(page, toGroupMembershipResponse))
 	return nil
 }
 

@@ -126,6 +126,8 @@ func routeGroups(r chi.Router, d Deps) {
 	g := &Groups{groups: d.Groups}
 	r.Post("/groups", handle(g.create))
 	r.Get("/groups/{id}", handle(g.get))
+	r.Get("/groups/by-name/{name}", handle(g.getByName))
+	r.Get("/users/{id}/groups", handle(g.listOfUser))
 	r.Get("/groups/{id}/members", handle(g.listMembers))
 	r.Put("/groups/{id}/members/{userId}", handle(g.setMember))
 	r.Delete("/groups/{id}/members/{userId}", handle(g.removeMember))

@@ -36,6 +36,8 @@ const (
 	gmPageCQL      = `SELECT user_id, role FROM group_members WHERE group_id = ? LIMIT ?`
 	gmPageAfterCQL = `SELECT user_id, role FROM group_members WHERE group_id = ? AND user_id > ? LIMIT ?`
 	gmGroupsOfCQL  = `SELECT group_id FROM groups_by_member WHERE user_id = ?`
+	gmGroupsCQL    = `SELECT group_id, role FROM groups_by_member WHERE user_id = ? LIMIT ?`
+	gmGroupsAfter  = `SELECT group_id, role FROM groups_by_member WHERE user_id = ? AND group_id > ? LIMIT ?`
 )
 
 // Apply writes one change to both tables at once (two partitions, so two
@@ -110,6 +112,33 @@ func (s *GroupMembers) GroupsOf(ctx context.Context, userID string) ([]string, e
 	}
 	if out == nil {
 		out = []string{}
+	}
+	return out, nil
+}
+
+// memberOfRow is a row of groups_by_member as gmGroupsCQL reads it.
+type memberOfRow struct {
+	GroupID string `db:"group_id"`
+	Role    string `db:"role"`
+}
+
+// columns are gmGroupsCQL's and gmGroupsAfter's.
+func (r *memberOfRow) columns() []any { return []any{&r.GroupID, &r.Role} }
+
+// GroupsPage slices the user's partition of groups_by_member after a
+// group id, in group id order.
+func (s *GroupMembers) GroupsPage(ctx context.Context, userID, after string, limit int) ([]groups.MemberOf, error) {
+	stmt, args := gmGroupsCQL, []any{userID, limit}
+	if after != "" {
+		stmt, args = gmGroupsAfter, []any{userID, after, limit}
+	}
+	rows, err := selectRows[memberOfRow](s.db.query(ctx, 0, stmt, args...))
+	if err != nil {
+		return nil, dbErr("groups_by_member.page", err)
+	}
+	out := make([]groups.MemberOf, len(rows))
+	for i, r := range rows {
+		out[i] = groups.MemberOf{GroupID: r.GroupID, Role: r.Role}
 	}
 	return out, nil
 }

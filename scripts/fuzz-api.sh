@@ -15,26 +15,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EXAMPLES="${FUZZ_EXAMPLES:-30}"
+PORT="${FUZZ_PORT:-18080}"
 VENV=.cache/venv
 if [ ! -x "$VENV/bin/st" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q schemathesis==4.32.5
 fi
 go build -o bin/api ./cmd/api
-export SHELF_KEYSPACE=shelf_fuzz SHELF_HTTP_ADDR=127.0.0.1:18080 SHELF_LOG_LEVEL=warn \
+export SHELF_KEYSPACE="${FUZZ_KEYSPACE:-shelf_fuzz}" SHELF_HTTP_ADDR=127.0.0.1:$PORT SHELF_LOG_LEVEL=warn \
   SHELF_RATE_LIMIT_PER_MINUTE=0 SHELF_ARGON2_MEMORY_KIB=1024 SHELF_ARGON2_TIME=1
 bin/api serve > .cache/fuzz-api.log 2>&1 &
 api=$!
 trap 'kill $api 2>/dev/null; wait $api 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do
-  curl -fs http://127.0.0.1:18080/readyz >/dev/null 2>&1 && break
+  curl -fs http://127.0.0.1:$PORT/readyz >/dev/null 2>&1 && break
   sleep 0.5
 done
 user="fuzzer$RANDOM"
-curl -fs -X POST http://127.0.0.1:18080/v1/users -H 'Content-Type: application/json' \
+curl -fs -X POST http://127.0.0.1:$PORT/v1/users -H 'Content-Type: application/json' \
   -d "{\"username\":\"$user\",\"email\":\"$user@example.org\",\"password\":\"correct horse battery\"}" >/dev/null
 bin/api admin grant "$user" >/dev/null
-token=$(curl -fs -X POST http://127.0.0.1:18080/v1/sessions -H 'Content-Type: application/json' \
+token=$(curl -fs -X POST http://127.0.0.1:$PORT/v1/sessions -H 'Content-Type: application/json' \
   -d "{\"login\":\"$user\",\"password\":\"correct horse battery\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
 start=$(date +%s)
 # fuzz AS [st options...]: one schemathesis run, as an admin or anonymous.
@@ -42,7 +43,7 @@ fuzz() {
   local as=$1
   shift
   echo "fuzz-api: as $as"
-  "$VENV/bin/st" --config-file scripts/schemathesis.toml run http://127.0.0.1:18080/openapi.yaml \
+  "$VENV/bin/st" --config-file scripts/schemathesis.toml run http://127.0.0.1:$PORT/openapi.yaml \
     --exclude-path /v1/sessions/current \
     --exclude-operation-id revokeUserSessions --exclude-operation-id revokeUserSession \
     --max-examples "$EXAMPLES" --workers 2 --seed 1 "$@"

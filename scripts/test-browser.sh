@@ -2,7 +2,8 @@
 # make test-browser: the console's main story and the /docs page in
 # headless Chromium, driven by playwright-core (from npm, see web-assets),
 # against a real api built from this tree. Screenshots land in
-# .cache/screenshots. Debian's chromium is installed when missing and the
+# .cache/screenshots; with README_SCREENSHOTS=1 the console's pages are
+# also saved into docs/screenshots (the README's). Debian's chromium is installed when missing and the
 # machine allows it (root with apt-get); otherwise it says what to install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +24,15 @@ if [ -z "$CHROMIUM" ]; then
 fi
 bash scripts/web-assets.sh
 go build -o bin/api ./cmd/api
-PORT=18090
-export SHELF_KEYSPACE="shelf_browser" SHELF_HTTP_ADDR=127.0.0.1:$PORT SHELF_LOG_LEVEL=warn \
+PORT=${BROWSER_PORT:-18090}
+export SHELF_KEYSPACE="${BROWSER_KEYSPACE:-shelf_browser}" SHELF_HTTP_ADDR=127.0.0.1:$PORT SHELF_LOG_LEVEL=warn \
   SHELF_RATE_LIMIT_PER_MINUTE=0 SHELF_ARGON2_MEMORY_KIB=1024 SHELF_ARGON2_TIME=1
 mkdir -p .cache/screenshots
+readme_shots=""
+if [ "${README_SCREENSHOTS:-}" = 1 ]; then
+  readme_shots="$PWD/docs/screenshots"
+  mkdir -p "$readme_shots"
+fi
 bin/api serve > .cache/test-browser-api.log 2>&1 &
 api=$!
 trap 'kill $api 2>/dev/null; wait $api 2>/dev/null || true' EXIT
@@ -34,6 +40,11 @@ for _ in $(seq 1 120); do
   curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
   sleep 0.5
 done
+if ! curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then
+  echo "test-browser: the api did not get ready in 60 s; its log (.cache/test-browser-api.log):" >&2
+  tail -20 .cache/test-browser-api.log >&2
+  exit 1
+fi
 NODE_PATH="$PWD/.cache/npm/node_modules" BASE_URL="http://127.0.0.1:$PORT" CHROMIUM="$CHROMIUM" \
-  SCREENSHOTS="$PWD/.cache/screenshots" GRANT="$PWD/bin/api admin grant" \
+  SCREENSHOTS="$PWD/.cache/screenshots" README_SHOTS="$readme_shots" GRANT="$PWD/bin/api admin grant" \
   node tests/browser/console.test.mjs

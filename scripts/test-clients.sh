@@ -84,7 +84,7 @@ cp tests/clients/story.ts tests/clients/tsconfig.json tests/clients/package.json
 
 # A server of this tree, on a keyspace of its own.
 go build -o bin/api ./cmd/api
-export SHELF_KEYSPACE=shelf_clients SHELF_HTTP_ADDR="127.0.0.1:$PORT" SHELF_LOG_LEVEL=warn \
+export SHELF_KEYSPACE="${CLIENTS_KEYSPACE:-shelf_clients}" SHELF_HTTP_ADDR="127.0.0.1:$PORT" SHELF_LOG_LEVEL=warn \
   SHELF_RATE_LIMIT_PER_MINUTE=0 SHELF_ARGON2_MEMORY_KIB=1024 SHELF_ARGON2_TIME=1
 bin/api serve > "$OUT/api.log" 2>&1 &
 api=$!

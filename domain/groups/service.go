@@ -99,6 +99,10 @@ type MemberStore interface {
 	Page(ctx context.Context, groupID, after string, limit int) ([]Member, error)
 	// GroupsOf returns the ids of the user's groups (one partition read).
 	GroupsOf(ctx context.Context, userID string) ([]string, error)
+	// GroupsPage returns up to limit of the user's groups with their role,
+	// ordered by group id, after the group id after ("" for the first
+	// page): one slice of the user's reverse index.
+	GroupsPage(ctx context.Context, userID, after string, limit int) ([]MemberOf, error)
 }
 
 // Config holds the groups' tunables.

@@ -1,13 +1,35 @@
-// The shelf console: a small page over the public API only. The session
-// token lives in sessionStorage (gone with the tab).
+// The shelf console: plain pages over the public API only. The session
+// token lives in sessionStorage (gone with the tab). Pages are hash routes
+// (#/library, #/item/<id>, #/browse/<user|group>/<name>, #/groups,
+// #/groups/<name>, #/moderation[/<username>], #/account), so each can be
+// linked to; the table `pages` below lists them, and a page that works
+// without a session says public: true.
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
-  const state = { token: sessionStorage.getItem('shelf.token'), me: null, myCursor: '' };
+  // params is the query of the route (#/page?key=value), for pages reached
+  // from a link that carries one.
+  const state = { token: sessionStorage.getItem('shelf.token'), me: null, moved: '', params: new URLSearchParams() };
+  // Rows per page of every list (sessionStorage shelf.pageSize overrides
+  // it: the browser test pages through short lists with 2).
+  const pageSize = Math.min(100, Math.max(1, Number(sessionStorage.getItem('shelf.pageSize')) || 10));
 
-  function say(text, isError) {
-    $('message').textContent = text;
-    $('message').className = isError ? 'error' : '';
+  // ---- The API ----
+
+  // ApiError is a refused request: the problem's detail, and the fields
+  // it names ({field, code, message}).
+  class ApiError extends Error {
+    constructor(status, message, fields) {
+      super(message);
+      this.status = status;
+      this.fields = fields || [];
+    }
+  }
+
+  // fieldError is a refusal of this page's own about one field (a name
+  // that finds nobody), shown as the server's are.
+  function fieldError(field, message) {
+    return new ApiError(400, message, [{ field, message }]);
   }
 
   async function api(method, path, body) {
@@ -16,151 +38,679 @@
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await res.text();
-    const data = text ? JSON.parse(text) : null;
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch (err) {
+      data = null;
+    }
     if (!res.ok) {
-      const fields = (data && data.errors || []).map((e) => e.field + ': ' + e.message).join('; ');
-      const err = new Error((data && data.detail || res.statusText) + (fields ? ' (' + fields + ')' : ''));
-      err.status = res.status;
-      throw err;
+      throw new ApiError(res.status, (data && (data.detail || data.title)) || res.statusText, data && data.errors);
     }
     return data;
+  }
+
+  const enc = encodeURIComponent;
+
+  // ---- Names instead of ids ----
+
+  const names = new Map();
+
+  // nameOf is what people call a user (username) or a group (name), read
+  // once per page load; the id itself only when the lookup fails.
+  async function nameOf(id) {
+    if (names.has(id)) return names.get(id);
+    let name = id;
+    try {
+      if (id.startsWith('u_')) name = (await api('GET', '/v1/users/' + enc(id))).username;
+      else if (id.startsWith('g_')) name = (await api('GET', '/v1/groups/' + enc(id))).name;
+    } catch (err) {
+      name = id;
+    }
+    names.set(id, name);
+    return name;
+  }
+
+  // named finds a user by username or a group by name; one that finds
+  // nobody is a refusal of field.
+  async function named(kind, name, field) {
+    const what = kind === 'group' ? 'group' : 'user';
+    if (!name) throw fieldError(field, 'Give a ' + what + ' name.');
+    try {
+      const found = await api('GET', (what === 'group' ? '/v1/groups/by-name/' : '/v1/users/by-username/') + enc(name));
+      names.set(found.id, what === 'group' ? found.name : found.username);
+      return found;
+    } catch (err) {
+      if (err.status === 404) throw fieldError(field, 'No ' + what + ' is named ' + name + '.');
+      throw err;
+    }
+  }
+
+  const userNamed = (username, field) => named('user', username, field);
+  const groupNamed = (name, field) => named('group', name, field);
+
+  // ---- Messages and errors next to their fields ----
+
+  function say(text, isError) {
+    $('message').textContent = text;
+    $('message').className = isError ? 'error' : '';
+  }
+
+  function clearErrors(form) {
+    form.querySelectorAll('.field-error').forEach((el) => el.remove());
+    form.querySelectorAll('[aria-invalid]').forEach((el) => {
+      el.removeAttribute('aria-invalid');
+      el.removeAttribute('aria-describedby');
+    });
+  }
+
+  // showError puts each field the error names beside that field of form;
+  // the rest, and the error itself, go to the message line.
+  function showError(form, err) {
+    const loose = [];
+    for (const f of (err && err.fields) || []) {
+      const input = form && f.field && form.elements.namedItem(f.field);
+      if (!input || !input.closest) {
+        loose.push((f.field ? f.field + ': ' : '') + f.message);
+        continue;
+      }
+      const note = document.createElement('span');
+      note.className = 'field-error';
+      note.id = form.id + '-' + f.field + '-error';
+      note.textContent = f.message;
+      input.setAttribute('aria-invalid', 'true');
+      input.setAttribute('aria-describedby', note.id);
+      (input.closest('label') || input).after(note);
+    }
+    say(err.message + (loose.length ? ' (' + loose.join('; ') + ')' : ''), true);
   }
 
   function form(id, handler) {
     $(id).addEventListener('submit', async (ev) => {
       ev.preventDefault();
-      const values = Object.fromEntries(new FormData(ev.target));
+      const f = ev.target;
+      clearErrors(f);
+      const values = Object.fromEntries(new FormData(f));
       try {
-        await handler(values, ev.target);
+        await handler(values, f);
       } catch (err) {
-        say(err.message, true);
+        showError(f, err);
       }
     });
   }
 
-  function item(entry) {
-    const li = document.createElement('li');
-    li.textContent = entry.name;
-    const vis = document.createElement('span');
-    vis.className = 'vis';
-    vis.textContent = entry.visibility + ' · ' + new Date(entry.lastModified).toLocaleString();
-    const id = document.createElement('code');
-    id.textContent = ' ' + entry.id;
-    li.append(vis, id);
-    li.dataset.id = entry.id;
-    return li;
-  }
-
-  async function loadMyLibrary(more) {
-    if (!more) {
-      $('my-library').replaceChildren();
-      state.myCursor = '';
-    }
-    const q = '?limit=10' + (state.myCursor ? '&cursor=' + encodeURIComponent(state.myCursor) : '');
-    const page = await api('GET', '/v1/users/' + state.me.id + '/library' + q);
-    page.items.forEach((e) => $('my-library').append(item(e)));
-    state.myCursor = page.nextCursor || '';
-    $('my-more').hidden = !page.nextCursor;
-  }
-
-  async function loadSuspended() {
-    const page = await api('GET', '/v1/suspensions?limit=100');
-    $('suspended').replaceChildren(...page.items.map((s) => {
-      const li = document.createElement('li');
-      li.textContent = s.username + ' — ' + s.reason + ' (since ' + new Date(s.suspendedAt).toLocaleString() + ') ';
-      const lift = document.createElement('button');
-      lift.textContent = 'Unsuspend';
-      lift.addEventListener('click', async () => {
-        try {
-          await api('DELETE', '/v1/users/' + s.userId + '/suspension');
-          say(s.username + ' is no longer suspended.');
-          await loadSuspended();
-        } catch (err) {
-          say(err.message, true);
-        }
-      });
-      li.append(lift);
-      li.dataset.user = s.userId;
-      return li;
-    }));
-  }
-
-  async function show() {
-    const loggedIn = Boolean(state.token);
-    state.me = null;
-    if (loggedIn) {
+  // act runs a button's action, its error on the message line.
+  function act(fn) {
+    return async () => {
       try {
-        state.me = await api('GET', '/v1/me');
+        await fn();
       } catch (err) {
-        state.token = null;
-        sessionStorage.removeItem('shelf.token');
+        say(err.message, true);
       }
-    }
-    const me = state.me;
-    $('who').textContent = me ? 'logged in as ' + me.username + ' (' + me.id + ')' : 'not logged in';
-    $('logout').hidden = !me;
-    $('auth').hidden = Boolean(me);
-    $('mine').hidden = !me;
-    const admin = Boolean(me && me.roles.includes('admin'));
-    $('admin').hidden = !admin;
-    if (me) await loadMyLibrary(false);
-    if (admin) await loadSuspended();
+    };
   }
+
+  // ---- Tables and paging ----
+
+  const when = (ts) => (ts ? new Date(ts).toLocaleString() : '—');
+
+  function cell(content) {
+    const td = document.createElement('td');
+    if (content instanceof Node) td.append(content);
+    else td.textContent = content === undefined || content === null ? '' : String(content);
+    return td;
+  }
+
+  function row(...cells) {
+    const tr = document.createElement('tr');
+    tr.append(...cells.map(cell));
+    return tr;
+  }
+
+  function link(text, hash) {
+    const a = document.createElement('a');
+    a.href = hash;
+    a.textContent = text;
+    return a;
+  }
+
+  function button(text, onClick, label) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = text;
+    if (label) b.setAttribute('aria-label', label);
+    b.addEventListener('click', act(onClick));
+    return b;
+  }
+
+  function fill(tableId, rows, empty) {
+    const body = $(tableId).tBodies[0];
+    if (rows.length === 0 && empty) {
+      const tr = row(empty);
+      tr.className = 'empty';
+      tr.firstChild.colSpan = $(tableId).tHead.rows[0].cells.length;
+      body.replaceChildren(tr);
+      return;
+    }
+    body.replaceChildren(...rows);
+  }
+
+  // Every action says its outcome on the message line last, once the lists
+// it changes are shown again.
+
+// Pager pages through one list: next by the page's nextCursor, back
+  // through the cursors it came by (kept, so going back reads the same
+  // pages again). fetchPage(cursor) answers a page; render(items) shows it.
+  class Pager {
+    constructor(name, fetchPage, render) {
+      this.fetchPage = fetchPage;
+      this.render = render;
+      this.cursors = [''];
+      this.next = '';
+      this.loaded = false;
+      const el = document.querySelector('[data-pager="' + name + '"]');
+      el.setAttribute('role', 'group');
+      el.setAttribute('aria-label', 'Pages of ' + name.replace('-', ' '));
+      this.prevButton = button('Previous', () => this.back());
+      this.prevButton.dataset.action = 'previous';
+      this.nextButton = button('Next', () => this.forward());
+      this.nextButton.dataset.action = 'next';
+      this.label = document.createElement('span');
+      this.label.className = 'page-number';
+      el.replaceChildren(this.prevButton, this.label, this.nextButton);
+    }
+
+    async first() {
+      this.cursors = [''];
+      await this.load();
+    }
+
+    async reload() {
+      await this.load();
+    }
+
+    async forward() {
+      if (!this.next) return;
+      this.cursors.push(this.next);
+      await this.load();
+    }
+
+    async back() {
+      if (this.cursors.length < 2) return;
+      this.cursors.pop();
+      await this.load();
+    }
+
+    async load() {
+      const page = await this.fetchPage(this.cursors[this.cursors.length - 1]);
+      this.next = page.nextCursor || '';
+      await this.render(page.items);
+      this.prevButton.disabled = this.cursors.length < 2;
+      this.nextButton.disabled = !this.next;
+      this.label.textContent = 'page ' + this.cursors.length;
+      this.loaded = true;
+    }
+  }
+
+  function query(params) {
+    const q = new URLSearchParams({ limit: String(pageSize) });
+    for (const [k, v] of Object.entries(params || {})) if (v) q.set(k, v);
+    return '?' + q.toString();
+  }
+
+  // ---- My library ----
+
+  function libraryRows(items, mine) {
+    return items.map((e) => {
+      const tr = mine
+        ? row(link(e.name, '#/item/' + enc(e.id)), e.visibility, when(e.lastModified), link('Edit', '#/item/' + enc(e.id)))
+        : row(e.name, e.visibility, when(e.lastModified));
+      tr.dataset.id = e.id;
+      if (e.id === state.moved) tr.className = 'moved';
+      return tr;
+    });
+  }
+
+  const myLibrary = new Pager('my-library',
+    (cursor) => api('GET', '/v1/users/' + state.me.id + '/library' + query({ order: $('library-order').value, cursor })),
+    (items) => fill('my-library', libraryRows(items, true), 'Nothing here yet: create an item below.'));
+
+  $('library-order').addEventListener('change', act(() => myLibrary.first()));
+
+  form('create', async (v, f) => {
+    const body = { name: v.name, visibility: v.visibility };
+    if (v.description) body.description = v.description;
+    if (v.link) body.link = v.link;
+    const c = await api('POST', '/v1/content', body);
+    f.reset();
+    state.moved = c.id;
+    await myLibrary.first();
+    say('Created ' + c.name + '.');
+  });
+
+  // ---- One item ----
+
+  const item = { current: null };
+  const itemMembers = new Pager('item-members',
+    (cursor) => api('GET', '/v1/content/' + enc(item.current.id) + '/members' + query({ cursor })),
+    async (items) => {
+      const rows = await Promise.all(items.map(async (m) => {
+        const who = await nameOf(m.principalId);
+        const isGroup = m.principalId.startsWith('g_');
+        const tr = row(isGroup ? link(who, '#/groups/' + enc(who)) : who, isGroup ? 'group' : 'user', m.role,
+          button('Remove', async () => {
+            await api('DELETE', '/v1/content/' + enc(item.current.id) + '/members/' + enc(m.principalId));
+            await itemMembers.reload();
+            say(who + ' no longer has ' + item.current.name + '.');
+          }, 'Remove ' + who));
+        tr.dataset.member = who;
+        return tr;
+      }));
+      fill('item-members', rows, 'Nobody.');
+    });
+
+  async function showItem(id) {
+    const c = await api('GET', '/v1/content/' + enc(id));
+    item.current = c;
+    $('item-title').textContent = c.name;
+    const f = $('edit');
+    clearErrors(f);
+    f.elements.name.value = c.name;
+    f.elements.visibility.value = c.visibility;
+    f.elements.description.value = c.description || '';
+    f.elements.link.value = c.link || '';
+    await itemMembers.first();
+  }
+
+  form('edit', async (v) => {
+    const c = item.current;
+    const patch = {};
+    for (const k of ['name', 'visibility', 'description', 'link']) {
+      if ((v[k] || '') !== (c[k] || '')) patch[k] = v[k] || '';
+    }
+    if (Object.keys(patch).length === 0) {
+      say('Nothing to change.');
+      return;
+    }
+    const saved = await api('PATCH', '/v1/content/' + enc(c.id), patch);
+    state.moved = saved.id;
+    say('Saved ' + saved.name + ': it is now at the top of your library.');
+    $('library-order').value = 'newest';
+    go('#/library');
+  });
+
+  form('share', async (v, f) => {
+    const p = await named(v.kind, v.principal, 'principal');
+    const shown = v.kind === 'group' ? p.name : p.username;
+    await api('PUT', '/v1/content/' + enc(item.current.id) + '/members/' + enc(p.id), { role: v.role });
+    f.elements.principal.value = '';
+    await itemMembers.first();
+    say('Shared ' + item.current.name + ' with ' + shown + ' as ' + v.role + '.');
+  });
+
+  // ---- Someone's library ----
+
+  const browse = { path: '' };
+  const otherLibrary = new Pager('other-library',
+    (cursor) => api('GET', browse.path + query({ cursor })),
+    (items) => fill('other-library', libraryRows(items, false), 'Nothing you may see.'));
+
+  async function showBrowse(kind, who) {
+    const f = $('view');
+    clearErrors(f);
+    if (!who) {
+      fill('other-library', []);
+      $('other-library-caption').textContent = 'Items you may see';
+      return;
+    }
+    f.elements.kind.value = kind === 'group' ? 'group' : 'user';
+    f.elements.who.value = who;
+    let shown = '';
+    try {
+      if (kind === 'group') {
+        const g = await groupNamed(who, 'who');
+        browse.path = '/v1/groups/' + enc(g.id) + '/library';
+        $('other-library-caption').textContent = 'The group ' + g.name + "'s library: the items you may see";
+        shown = 'The library of the group ' + g.name + '.';
+      } else {
+        const u = await userNamed(who, 'who');
+        browse.path = '/v1/users/' + enc(u.id) + '/library';
+        $('other-library-caption').textContent = u.username + "'s library: the items you may see";
+        shown = 'The library of ' + u.username + '.';
+      }
+    } catch (err) {
+      showError(f, err);
+      return;
+    }
+    await otherLibrary.first();
+    say(shown);
+  }
+
+  form('view', async (v) => {
+    go('#/browse/' + (v.kind === 'group' ? 'group' : 'user') + '/' + enc(v.who));
+  });
+
+  // ---- Groups ----
+
+  const capacity = (g) => g.memberCount + (g.maxMembers ? ' of ' + g.maxMembers : '') + ' member' + (g.memberCount === 1 && !g.maxMembers ? '' : 's');
+
+  const myGroups = new Pager('my-groups',
+    (cursor) => api('GET', '/v1/users/' + state.me.id + '/groups' + query({ cursor })),
+    (items) => fill('my-groups', items.map((m) => {
+      names.set(m.group.id, m.group.name);
+      const label = m.group.displayName !== m.group.name ? m.group.displayName + ' (' + m.group.name + ')' : m.group.name;
+      const tr = row(link(label, '#/groups/' + enc(m.group.name)), m.role, capacity(m.group));
+      tr.dataset.group = m.group.name;
+      return tr;
+    }), 'You are in no group yet: create one below.'));
+
+  form('create-group', async (v, f) => {
+    const body = { name: v.name };
+    if (v.displayName) body.displayName = v.displayName;
+    if (v.maxMembers) body.maxMembers = Number(v.maxMembers);
+    const g = await api('POST', '/v1/groups', body);
+    f.reset();
+    say('Created the group ' + g.name + '; you manage it.');
+    go('#/groups/' + enc(g.name));
+  });
+
+  const group = { current: null };
+  const groupMembers = new Pager('group-members',
+    (cursor) => api('GET', '/v1/groups/' + enc(group.current.id) + '/members' + query({ cursor })),
+    async (items) => {
+      const rows = await Promise.all(items.map(async (m) => {
+        const who = await nameOf(m.principalId);
+        const role = document.createElement('select');
+        role.setAttribute('aria-label', 'Role of ' + who);
+        for (const r of ['member', 'manager']) role.add(new Option(r, r, false, r === m.role));
+        role.addEventListener('change', act(async () => {
+          try {
+            await api('PUT', '/v1/groups/' + enc(group.current.id) + '/members/' + enc(m.principalId), { role: role.value });
+          } finally {
+            await refreshGroup();
+          }
+          say(who + ' is now a ' + role.value + ' of ' + group.current.name + '.');
+        }));
+        const self = m.principalId === state.me.id;
+        const tr = row(who, role, button(self ? 'Leave' : 'Remove', async () => {
+          await api('DELETE', '/v1/groups/' + enc(group.current.id) + '/members/' + enc(m.principalId));
+          await refreshGroup();
+          say(self ? 'You left ' + group.current.name + '.' : who + ' is no longer in ' + group.current.name + '.');
+        }, (self ? 'Leave ' : 'Remove ') + who));
+        tr.dataset.member = who;
+        return tr;
+      }));
+      fill('group-members', rows, 'No members you may see.');
+    });
+
+  async function refreshGroup() {
+    group.current = await api('GET', '/v1/groups/' + enc(group.current.id));
+    $('group-capacity').textContent = capacity(group.current);
+    await groupMembers.reload();
+  }
+
+  async function showGroup(name) {
+    const g = await groupNamed(name, 'name');
+    group.current = g;
+    $('group-title').textContent = g.displayName !== g.name ? g.displayName + ' (' + g.name + ')' : g.name;
+    $('group-capacity').textContent = capacity(g);
+    clearErrors($('add-member'));
+    await groupMembers.first();
+  }
+
+  form('add-member', async (v, f) => {
+    const u = await userNamed(v.username, 'username');
+    await api('PUT', '/v1/groups/' + enc(group.current.id) + '/members/' + enc(u.id), { role: v.role });
+    f.elements.username.value = '';
+    await refreshGroup();
+    say('Added ' + u.username + ' to ' + group.current.name + ' as ' + v.role + '.');
+  });
+
+  // ---- Moderation (admins) ----
+
+  const suspended = new Pager('suspended',
+    (cursor) => api('GET', '/v1/suspensions' + query({ cursor })),
+    async (items) => {
+      const rows = await Promise.all(items.map(async (s) => {
+        names.set(s.userId, s.username);
+        const actions = document.createElement('span');
+        actions.append(
+          button('Unsuspend', async () => {
+            await api('DELETE', '/v1/users/' + enc(s.userId) + '/suspension');
+            await suspended.reload();
+            if ($('history-of').elements.username.value === s.username) await modHistory.first();
+            say(s.username + ' is no longer suspended.');
+          }, 'Unsuspend ' + s.username),
+          ' ', link('History', '#/moderation/' + enc(s.username)));
+        const tr = row(s.username, s.reason, await nameOf(s.suspendedBy), when(s.suspendedAt), s.until ? when(s.until) : 'until lifted', actions);
+        tr.dataset.user = s.username;
+        return tr;
+      }));
+      fill('suspended', rows, 'Nobody is suspended.');
+    });
+
+  form('suspend', async (v, f) => {
+    const u = await userNamed(v.username, 'username');
+    const body = { reason: v.reason };
+    if (v.until) {
+      const until = new Date(v.until);
+      if (Number.isNaN(until.getTime())) throw fieldError('until', 'Give a date and time.');
+      body.until = until.toISOString();
+    }
+    await api('POST', '/v1/users/' + enc(u.id) + '/suspension', body);
+    f.reset();
+    await suspended.first();
+    say('Suspended ' + u.username + (body.until ? ' until ' + when(body.until) : '') + '.');
+  });
+
+  const modHistory = { user: null };
+  modHistory.pager = new Pager('history',
+    (cursor) => api('GET', '/v1/users/' + enc(modHistory.user.id) + '/moderation-history' + query({ cursor })),
+    async (items) => {
+      const rows = await Promise.all(items.map(async (e) => row(e.kind, when(e.at),
+        e.actor ? await nameOf(e.actor) : 'nobody (it ended)', e.reason, when(e.suspendedAt), e.until ? when(e.until) : 'until lifted')));
+      fill('history', rows, 'Nothing was ever done to this account.');
+    });
+  modHistory.first = () => modHistory.pager.first();
+
+  async function showModeration(username) {
+    // Looking up a history keeps the suspended list on the page it was.
+    if (suspended.loaded) await suspended.reload();
+    else await suspended.first();
+    const f = $('history-of');
+    clearErrors(f);
+    f.elements.username.value = username || '';
+    $('history').hidden = !username;
+    document.querySelector('[data-pager="history"]').hidden = !username;
+    if (!username) return;
+    try {
+      modHistory.user = await userNamed(username, 'username');
+    } catch (err) {
+      $('history').hidden = true;
+      showError(f, err);
+      return;
+    }
+    $('history-caption').textContent = 'History of ' + modHistory.user.username + ', newest first';
+    await modHistory.first();
+  }
+
+  form('history-of', async (v) => {
+    go('#/moderation/' + enc(v.username));
+  });
+
+  // ---- My account ----
+
+  const sessions = new Pager('sessions',
+    (cursor) => api('GET', '/v1/users/' + state.me.id + '/sessions' + query({ cursor })),
+    (items) => fill('sessions', items.map((s) => {
+      const tr = row(when(s.createdAt), when(s.lastSeenAt), s.userAgent || 'unknown', s.clientIp || 'unknown',
+        s.current ? 'this session' : button('Sign out', async () => {
+          await api('DELETE', '/v1/users/' + state.me.id + '/sessions/' + enc(s.id));
+          await sessions.reload();
+          say('That session is signed out.');
+        }, 'Sign out the session of ' + when(s.createdAt)));
+      tr.dataset.session = s.id;
+      if (s.current) tr.className = 'current';
+      return tr;
+    }), 'No sessions.'));
+
+  // accountSections are the account page's parts, each shown (and
+  // refreshed) by its function. Deleting the account, verifying the email
+  // and the like are further entries here, with their forms in the page.
+  const accountSections = [
+    {
+      id: 'profile', show: () => {
+        const f = $('profile');
+        clearErrors(f);
+        f.elements.username.value = state.me.username;
+        f.elements.displayName.value = state.me.displayName;
+        f.elements.email.value = state.me.email || '';
+      },
+    },
+    { id: 'password', show: () => { $('password').reset(); clearErrors($('password')); } },
+    { id: 'account-sessions', show: () => sessions.first() },
+  ];
+
+  async function showAccount() {
+    for (const s of accountSections) await s.show();
+  }
+
+  form('profile', async (v) => {
+    const patch = {};
+    for (const k of ['username', 'displayName', 'email']) {
+      if (v[k] !== (state.me[k] || '')) patch[k] = v[k];
+    }
+    if (Object.keys(patch).length === 0) {
+      say('Nothing to change.');
+      return;
+    }
+    state.me = await api('PATCH', '/v1/users/' + state.me.id, patch);
+    names.set(state.me.id, state.me.username);
+    showWho();
+    say('Saved your profile.');
+  });
+
+  form('password', async (v, f) => {
+    await api('PUT', '/v1/users/' + state.me.id + '/password', { currentPassword: v.currentPassword, newPassword: v.newPassword });
+    f.reset();
+    await sessions.first();
+    say('Password changed: your other sessions are signed out.');
+  });
+
+  $('sign-out-others').addEventListener('click', act(async () => {
+    await api('DELETE', '/v1/users/' + state.me.id + '/sessions?keep=current');
+    await sessions.first();
+    say('Signed out everywhere else.');
+  }));
+
+  // ---- Log in and out ----
 
   form('signup', async (v, f) => {
     const u = await api('POST', '/v1/users', { username: v.username, email: v.email, password: v.password });
     f.reset();
-    say('Signed up as ' + u.username + ' (' + u.id + '). Now log in.');
+    say('Signed up as ' + u.username + '. Now log in.');
+    $('login').elements.login.value = u.username;
   });
+
   form('login', async (v, f) => {
     const s = await api('POST', '/v1/sessions', { login: v.login, password: v.password });
     state.token = s.token;
     sessionStorage.setItem('shelf.token', s.token);
     f.reset();
     say('Welcome, ' + s.user.displayName + '.');
-    await show();
+    await start();
   });
+
   $('logout').addEventListener('click', async () => {
     try {
       await api('DELETE', '/v1/sessions/current');
     } catch (err) {
-      // The session may already be gone; log out locally anyway.
+      // The session may already be gone; log out here anyway.
     }
     state.token = null;
+    state.me = null;
     sessionStorage.removeItem('shelf.token');
+    names.clear();
     say('Logged out.');
-    await show();
-  });
-  $('my-more').addEventListener('click', () => loadMyLibrary(true).catch((err) => say(err.message, true)));
-  form('create', async (v, f) => {
-    const c = await api('POST', '/v1/content', { name: v.name, visibility: v.visibility });
-    f.reset();
-    say('Created ' + c.name + ' (' + c.id + ').');
-    await loadMyLibrary(false);
-  });
-  form('share', async (v, f) => {
-    await api('PUT', '/v1/content/' + encodeURIComponent(v.content) + '/members/' + encodeURIComponent(v.principal), { role: v.role });
-    f.reset();
-    say('Shared.');
-  });
-  form('view', async (v) => {
-    let path;
-    if (v.who.startsWith('g_')) {
-      path = '/v1/groups/' + encodeURIComponent(v.who) + '/library?limit=50';
-    } else {
-      const u = await api('GET', '/v1/users/by-username/' + encodeURIComponent(v.who));
-      path = '/v1/users/' + u.id + '/library?limit=50';
-    }
-    const page = await api('GET', path);
-    $('other-library').replaceChildren(...page.items.map(item));
-    say(page.items.length + ' item(s) you may see.');
-  });
-  form('suspend', async (v, f) => {
-    await api('POST', '/v1/users/' + encodeURIComponent(v.user) + '/suspension', { reason: v.reason });
-    f.reset();
-    say('Suspended.');
-    await loadSuspended();
+    await start();
   });
 
-  show().catch((err) => say(err.message, true));
+  function showWho() {
+    const me = state.me;
+    $('who').textContent = me ? 'logged in as ' + me.username + (me.displayName !== me.username ? ' (' + me.displayName + ')' : '') : 'not logged in';
+  }
+
+  // ---- Pages and routes ----
+
+  const isAdmin = () => Boolean(state.me && state.me.roles.includes('admin'));
+
+  // pages: name -> how the page shows from its route's parts. public pages
+  // show without a session; admin pages only to admins.
+  const pages = {
+    auth: { public: true, show: async () => {} },
+    library: { show: () => myLibrary.first() },
+    item: { show: (id) => showItem(id) },
+    browse: { show: (kind, who) => showBrowse(kind, who) },
+    groups: { section: (name) => (name ? 'group' : 'groups'), show: (name) => (name ? showGroup(name) : myGroups.first()) },
+    moderation: { admin: true, show: (username) => showModeration(username) },
+    account: { show: () => showAccount() },
+  };
+
+  function go(hash) {
+    if (location.hash === hash) route().catch((err) => say(err.message, true));
+    else location.hash = hash;
+  }
+
+  async function route() {
+    const raw = location.hash.replace(/^#\/?/, '');
+    const [path, search] = raw.split('?');
+    state.params = new URLSearchParams(search || '');
+    const parts = path.split('/').filter(Boolean).map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch (err) {
+        return p;
+      }
+    });
+    let name = parts[0] || (state.me ? 'library' : 'auth');
+    let page = pages[name];
+    if (!page || (!page.public && !state.me) || (page.admin && !isAdmin())) {
+      name = state.me ? 'library' : 'auth';
+      page = pages[name];
+    }
+    const section = page.section ? page.section(...parts.slice(1)) : name;
+    document.body.dataset.ready = '';
+    document.querySelectorAll('main > section').forEach((s) => { s.hidden = s.dataset.page !== section; });
+    document.querySelectorAll('#nav a').forEach((a) => {
+      if (a.dataset.nav === name) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    });
+    try {
+      await page.show(...parts.slice(1));
+    } finally {
+      document.body.dataset.ready = section;
+    }
+  }
+
+  // start reads who is logged in, then shows the page the address names.
+  async function start() {
+    state.me = null;
+    if (state.token) {
+      try {
+        state.me = await api('GET', '/v1/me');
+        names.set(state.me.id, state.me.username);
+      } catch (err) {
+        state.token = null;
+        sessionStorage.removeItem('shelf.token');
+      }
+    }
+    showWho();
+    $('logout').hidden = !state.me;
+    $('nav').hidden = !state.me;
+    $('nav-moderation').hidden = !isAdmin();
+    await route();
+  }
+
+  window.addEventListener('hashchange', () => route().catch((err) => say(err.message, true)));
+  start().catch((err) => say(err.message, true));
 })();

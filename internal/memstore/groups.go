@@ -14,8 +14,8 @@ import (
 // pending ones with a lease), group_members and groups_by_member.
 type groupTables struct {
 	rows     map[string]groupRow
-	members  map[string]versioned[groups.Member] // group|user
-	byMember map[string]versioned[string]        // user|group -> group id
+	members  map[string]versioned[groups.Member]   // group|user
+	byMember map[string]versioned[groups.MemberOf] // user|group
 }
 
 type groupRow struct {
@@ -25,7 +25,7 @@ type groupRow struct {
 
 func newGroupTables() groupTables {
 	return groupTables{rows: map[string]groupRow{}, members: map[string]versioned[groups.Member]{},
-		byMember: map[string]versioned[string]{}}
+		byMember: map[string]versioned[groups.MemberOf]{}}
 }
 
 // cloneGroup copies a group (its pending change is a pointer).
@@ -138,7 +138,9 @@ func (m groupMembers) Apply(_ context.Context, groupID string, c groups.MemberCh
 	}); err != nil {
 		return err
 	}
-	return write("groups_by_member.insert", func() { putAt(t.byMember, c.UserID+"|"+groupID, groupID, ts) })
+	return write("groups_by_member.insert", func() {
+		putAt(t.byMember, c.UserID+"|"+groupID, groups.MemberOf{GroupID: groupID, Role: c.Role}, ts)
+	})
 }
 
 func (m groupMembers) Role(_ context.Context, groupID, userID string) (string, error) {
@@ -179,15 +181,38 @@ func (m groupMembers) Page(_ context.Context, groupID, after string, limit int) 
 	return out, err
 }
 
+// groupsOf lists a user's live reverse index rows by group id (under the
+// lock).
+func (m groupMembers) groupsOf(userID string) []groups.MemberOf {
+	var out []groups.MemberOf
+	for k, c := range m.s.groups.byMember {
+		if !c.deleted && k == userID+"|"+c.v.GroupID {
+			out = append(out, c.v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GroupID < out[j].GroupID })
+	return out
+}
+
 func (m groupMembers) GroupsOf(_ context.Context, userID string) ([]string, error) {
 	var out []string
 	_, err := m.s.call("groups_by_member.list", false, func() (bool, error) {
-		for k, c := range m.s.groups.byMember {
-			if !c.deleted && k == userID+"|"+c.v {
-				out = append(out, c.v)
+		for _, r := range m.groupsOf(userID) {
+			out = append(out, r.GroupID)
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+func (m groupMembers) GroupsPage(_ context.Context, userID, after string, limit int) ([]groups.MemberOf, error) {
+	var out []groups.MemberOf
+	_, err := m.s.call("groups_by_member.page", false, func() (bool, error) {
+		for _, r := range m.groupsOf(userID) {
+			if r.GroupID > after && len(out) < limit {
+				out = append(out, r)
 			}
 		}
-		sort.Strings(out)
 		return true, nil
 	})
 	return out, err
@@ -215,8 +240,8 @@ func (s *Store) GroupSnapshot() GroupSnapshot {
 	sort.Slice(snap.Groups, func(i, j int) bool { return snap.Groups[i].ID < snap.Groups[j].ID })
 	for k, c := range s.groups.byMember {
 		if !c.deleted {
-			user := k[:len(k)-len(c.v)-1]
-			snap.GroupsOf[user] = append(snap.GroupsOf[user], c.v)
+			user := k[:len(k)-len(c.v.GroupID)-1]
+			snap.GroupsOf[user] = append(snap.GroupsOf[user], c.v.GroupID)
 		}
 	}
 	return snap

@@ -283,6 +283,24 @@ type GroupMemberList struct {
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
+// GroupMembership One group of a user's list, with the user's role there.
+type GroupMembership struct {
+	// Group A group. Answers may gain properties later; clients should ignore
+	// the ones they do not know.
+	Group Group `json:"group"`
+
+	// Role A member's role in a group; managers may change its members.
+	Role GroupRole `json:"role"`
+}
+
+// GroupMembershipList defines model for GroupMembershipList.
+type GroupMembershipList struct {
+	Items []GroupMembership `json:"items"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 // GroupRole A member's role in a group; managers may change its members.
 type GroupRole string
 
@@ -650,6 +668,9 @@ type GroupId = string
 // GroupLibraryId defines model for GroupLibraryId.
 type GroupLibraryId = string
 
+// GroupName defines model for GroupName.
+type GroupName = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -755,6 +776,19 @@ type ListGroupMembersParams struct {
 
 // ListSuspensionsParams defines parameters for ListSuspensions.
 type ListSuspensionsParams struct {
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListUserGroupsParams defines parameters for ListUserGroups.
+type ListUserGroupsParams struct {
 	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1135,6 +1169,21 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/groups (the `CreateGroup` operationId).
 	CreateGroup(ctx context.Context, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetGroupByName Find a group by name
+	//
+	// Answers the group holding this name, compared case-insensitively
+	// (as names are unique). A name that breaks the group naming rules,
+	// and a name whose group is still being created, are simply not
+	// found.
+	//
+	// Who may call: anyone, with or without a session (as `GET
+	// /v1/groups/{id}`).
+	//
+	// Cost: one claim read and one read of the group.
+	//
+	// Corresponds with GET /v1/groups/by-name/{name} (the `GetGroupByName` operationId).
+	GetGroupByName(ctx context.Context, name GroupName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetGroup Get a group
 	//
 	// Answers a group by id. Unknown, malformed and not yet created ids
@@ -1469,6 +1518,29 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /v1/users/{id} (the `UpdateUser` operationId).
 	UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListUserGroups A user's groups
+	//
+	// The groups the user is a member of, each with the user's role
+	// there, ordered by group id. Paging is stable: while nothing
+	// changes, no group comes twice and none is skipped.
+	//
+	// A membership change recorded in a group but not yet finished
+	// counts as recorded: a pending removal of the user leaves the group
+	// out, a pending role change shows the new role; a pending add is
+	// listed once its rows are written (by the change, its retry, or the
+	// next change or member list of the group). So a page may hold fewer
+	// than `limit` groups and still carry `nextCursor`.
+	//
+	// Who may call: the user themself, or an active admin for any
+	// account. Without a session 401; a session of another, non-admin
+	// user 403.
+	//
+	// Cost: one slice of the user's index of groups (and, for an admin,
+	// the account, beside it), then the page's groups read at once.
+	//
+	// Corresponds with GET /v1/users/{id}/groups (the `ListUserGroups` operationId).
+	ListUserGroups(ctx context.Context, id UserId, params *ListUserGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetUserLibrary A user's library
 	//
@@ -2065,6 +2137,31 @@ func (c *Client) CreateGroup(ctx context.Context, body CreateGroupJSONRequestBod
 	return c.Client.Do(req)
 }
 
+// GetGroupByName Find a group by name
+//
+// Answers the group holding this name, compared case-insensitively
+// (as names are unique). A name that breaks the group naming rules,
+// and a name whose group is still being created, are simply not
+// found.
+//
+// Who may call: anyone, with or without a session (as `GET
+// /v1/groups/{id}`).
+//
+// Cost: one claim read and one read of the group.
+//
+// Corresponds with GET /v1/groups/by-name/{name} (the `GetGroupByName` operationId).
+func (c *Client) GetGroupByName(ctx context.Context, name GroupName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetGroupByNameRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetGroup Get a group
 //
 // Answers a group by id. Unknown, malformed and not yet created ids
@@ -2570,6 +2667,39 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // Corresponds with PATCH /v1/users/{id} (the `UpdateUser` operationId).
 func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateUserRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListUserGroups A user's groups
+//
+// The groups the user is a member of, each with the user's role
+// there, ordered by group id. Paging is stable: while nothing
+// changes, no group comes twice and none is skipped.
+//
+// A membership change recorded in a group but not yet finished
+// counts as recorded: a pending removal of the user leaves the group
+// out, a pending role change shows the new role; a pending add is
+// listed once its rows are written (by the change, its retry, or the
+// next change or member list of the group). So a page may hold fewer
+// than `limit` groups and still carry `nextCursor`.
+//
+// Who may call: the user themself, or an active admin for any
+// account. Without a session 401; a session of another, non-admin
+// user 403.
+//
+// Cost: one slice of the user's index of groups (and, for an admin,
+// the account, beside it), then the page's groups read at once.
+//
+// Corresponds with GET /v1/users/{id}/groups (the `ListUserGroups` operationId).
+func (c *Client) ListUserGroups(ctx context.Context, id UserId, params *ListUserGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListUserGroupsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3448,6 +3578,40 @@ func NewCreateGroupRequestWithBody(server string, contentType string, body io.Re
 	return req, nil
 }
 
+// NewGetGroupByNameRequest constructs an http.Request for the GetGroupByName method
+func NewGetGroupByNameRequest(server string, name GroupName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/by-name/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetGroupRequest constructs an http.Request for the GetGroup method
 func NewGetGroupRequest(server string, id GroupId) (*http.Request, error) {
 	var err error
@@ -4080,6 +4244,79 @@ func NewUpdateUserRequestWithBody(server string, id UserId, contentType string, 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListUserGroupsRequest constructs an http.Request for the ListUserGroups method
+func NewListUserGroupsRequest(server string, id UserId, params *ListUserGroupsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/groups", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -4850,6 +5087,23 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/groups (the `CreateGroup` operationId).
 	CreateGroupWithResponse(ctx context.Context, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error)
 
+	// GetGroupByNameWithResponse Find a group by name
+	//
+	// Answers the group holding this name, compared case-insensitively
+	// (as names are unique). A name that breaks the group naming rules,
+	// and a name whose group is still being created, are simply not
+	// found.
+	//
+	// Who may call: anyone, with or without a session (as `GET
+	// /v1/groups/{id}`).
+	//
+	// Cost: one claim read and one read of the group.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/groups/by-name/{name} (the `GetGroupByName` operationId).
+	GetGroupByNameWithResponse(ctx context.Context, name GroupName, reqEditors ...RequestEditorFn) (*GetGroupByNameResponse, error)
+
 	// GetGroupWithResponse Get a group
 	//
 	// Answers a group by id. Unknown, malformed and not yet created ids
@@ -5204,6 +5458,31 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /v1/users/{id} (the `UpdateUser` operationId).
 	UpdateUserWithResponse(ctx context.Context, id UserId, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
+
+	// ListUserGroupsWithResponse A user's groups
+	//
+	// The groups the user is a member of, each with the user's role
+	// there, ordered by group id. Paging is stable: while nothing
+	// changes, no group comes twice and none is skipped.
+	//
+	// A membership change recorded in a group but not yet finished
+	// counts as recorded: a pending removal of the user leaves the group
+	// out, a pending role change shows the new role; a pending add is
+	// listed once its rows are written (by the change, its retry, or the
+	// next change or member list of the group). So a page may hold fewer
+	// than `limit` groups and still carry `nextCursor`.
+	//
+	// Who may call: the user themself, or an active admin for any
+	// account. Without a session 401; a session of another, non-admin
+	// user 403.
+	//
+	// Cost: one slice of the user's index of groups (and, for an admin,
+	// the account, beside it), then the page's groups read at once.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/users/{id}/groups (the `ListUserGroups` operationId).
+	ListUserGroupsWithResponse(ctx context.Context, id UserId, params *ListUserGroupsParams, reqEditors ...RequestEditorFn) (*ListUserGroupsResponse, error)
 
 	// GetUserLibraryWithResponse A user's library
 	//
@@ -7015,6 +7294,112 @@ func (r CreateGroupResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetGroupByNameResponse200Headers the declared response headers of an HTTP 200 response for GetGroupByName
+type GetGroupByNameResponse200Headers struct {
+	XRequestId *string
+}
+
+// GetGroupByNameResponse401Headers the declared response headers of an HTTP 401 response for GetGroupByName
+type GetGroupByNameResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// GetGroupByNameResponse404Headers the declared response headers of an HTTP 404 response for GetGroupByName
+type GetGroupByNameResponse404Headers struct {
+	XRequestId *string
+}
+
+// GetGroupByNameResponse500Headers the declared response headers of an HTTP 500 response for GetGroupByName
+type GetGroupByNameResponse500Headers struct {
+	XRequestId *string
+}
+
+// GetGroupByNameResponse503Headers the declared response headers of an HTTP 503 response for GetGroupByName
+type GetGroupByNameResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetGroupByNameResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Group
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetGroupByNameResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetGroupByNameResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetGroupByNameResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetGroupByNameResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetGroupByNameResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetGroupByNameResponse) GetJSON200() *Group {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetGroupByNameResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetGroupByNameResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetGroupByNameResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetGroupByNameResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetGroupByNameResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetGroupByNameResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetGroupByNameResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetGroupByNameResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8860,6 +9245,140 @@ func (r UpdateUserResponse) ContentType() string {
 	return ""
 }
 
+// ListUserGroupsResponse200Headers the declared response headers of an HTTP 200 response for ListUserGroups
+type ListUserGroupsResponse200Headers struct {
+	XRequestId *string
+}
+
+// ListUserGroupsResponse400Headers the declared response headers of an HTTP 400 response for ListUserGroups
+type ListUserGroupsResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListUserGroupsResponse401Headers the declared response headers of an HTTP 401 response for ListUserGroups
+type ListUserGroupsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ListUserGroupsResponse403Headers the declared response headers of an HTTP 403 response for ListUserGroups
+type ListUserGroupsResponse403Headers struct {
+	XRequestId *string
+}
+
+// ListUserGroupsResponse404Headers the declared response headers of an HTTP 404 response for ListUserGroups
+type ListUserGroupsResponse404Headers struct {
+	XRequestId *string
+}
+
+// ListUserGroupsResponse500Headers the declared response headers of an HTTP 500 response for ListUserGroups
+type ListUserGroupsResponse500Headers struct {
+	XRequestId *string
+}
+
+// ListUserGroupsResponse503Headers the declared response headers of an HTTP 503 response for ListUserGroups
+type ListUserGroupsResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListUserGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupMembershipList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListUserGroupsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListUserGroupsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListUserGroupsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListUserGroupsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListUserGroupsResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListUserGroupsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListUserGroupsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListUserGroupsResponse) GetJSON200() *GroupMembershipList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListUserGroupsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListUserGroupsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListUserGroupsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListUserGroupsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListUserGroupsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListUserGroupsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListUserGroupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListUserGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListUserGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListUserGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetUserLibraryResponse200Headers the declared response headers of an HTTP 200 response for GetUserLibrary
 type GetUserLibraryResponse200Headers struct {
 	XRequestId *string
@@ -10409,6 +10928,29 @@ func (c *ClientWithResponses) CreateGroupWithResponse(ctx context.Context, body 
 	return ParseCreateGroupResponse(rsp)
 }
 
+// GetGroupByNameWithResponse Find a group by name
+//
+// Answers the group holding this name, compared case-insensitively
+// (as names are unique). A name that breaks the group naming rules,
+// and a name whose group is still being created, are simply not
+// found.
+//
+// Who may call: anyone, with or without a session (as `GET
+// /v1/groups/{id}`).
+//
+// Cost: one claim read and one read of the group.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/groups/by-name/{name} (the `GetGroupByName` operationId).
+func (c *ClientWithResponses) GetGroupByNameWithResponse(ctx context.Context, name GroupName, reqEditors ...RequestEditorFn) (*GetGroupByNameResponse, error) {
+	rsp, err := c.GetGroupByName(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetGroupByNameResponse(rsp)
+}
+
 // GetGroupWithResponse Get a group
 //
 // Answers a group by id. Unknown, malformed and not yet created ids
@@ -10870,6 +11412,37 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id Use
 		return nil, err
 	}
 	return ParseUpdateUserResponse(rsp)
+}
+
+// ListUserGroupsWithResponse A user's groups
+//
+// The groups the user is a member of, each with the user's role
+// there, ordered by group id. Paging is stable: while nothing
+// changes, no group comes twice and none is skipped.
+//
+// A membership change recorded in a group but not yet finished
+// counts as recorded: a pending removal of the user leaves the group
+// out, a pending role change shows the new role; a pending add is
+// listed once its rows are written (by the change, its retry, or the
+// next change or member list of the group). So a page may hold fewer
+// than `limit` groups and still carry `nextCursor`.
+//
+// Who may call: the user themself, or an active admin for any
+// account. Without a session 401; a session of another, non-admin
+// user 403.
+//
+// Cost: one slice of the user's index of groups (and, for an admin,
+// the account, beside it), then the page's groups read at once.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/users/{id}/groups (the `ListUserGroups` operationId).
+func (c *ClientWithResponses) ListUserGroupsWithResponse(ctx context.Context, id UserId, params *ListUserGroupsParams, reqEditors ...RequestEditorFn) (*ListUserGroupsResponse, error) {
+	rsp, err := c.ListUserGroups(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListUserGroupsResponse(rsp)
 }
 
 // GetUserLibraryWithResponse A user's library
@@ -12916,6 +13489,127 @@ func ParseCreateGroupResponse(rsp *http.Response) (*CreateGroupResponse, error) 
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateGroupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetGroupByNameResponse parses an HTTP response from a GetGroupByNameWithResponse call
+func ParseGetGroupByNameResponse(rsp *http.Response) (*GetGroupByNameResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetGroupByNameResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Group
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetGroupByNameResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetGroupByNameResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetGroupByNameResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetGroupByNameResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetGroupByNameResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15079,6 +15773,161 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateUserResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListUserGroupsResponse parses an HTTP response from a ListUserGroupsWithResponse call
+func ParseListUserGroupsResponse(rsp *http.Response) (*ListUserGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListUserGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupMembershipList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListUserGroupsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListUserGroupsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListUserGroupsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListUserGroupsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListUserGroupsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListUserGroupsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListUserGroupsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

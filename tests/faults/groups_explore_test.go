@@ -143,6 +143,10 @@ func exploreGroups(t *testing.T, name string, op groupOperation, k int, fault me
 	faultOnce(g.store, k, fault)
 	err := op.run(g)
 	recovered(g.store)
+	// Right after the fault, held writes not landed, and again before
+	// anything finishes what is left pending, each user's list of groups
+	// shows only what the group rows recorded.
+	checkUserGroups(t, name+" (after the fault)", g, false)
 	if err != nil && !expected(err) {
 		t.Errorf("%s: the action answered %v", name, err)
 	}
@@ -156,6 +160,7 @@ func exploreGroups(t *testing.T, name string, op groupOperation, k int, fault me
 	if err != nil {
 		err = op.run(g) // the client retries
 	}
+	checkUserGroups(t, name+" (pending)", g, false)
 	// The next change of a group finishes a change left pending there: the
 	// owner (who made every group) asking for the role they have changes
 	// nothing else.
@@ -168,6 +173,7 @@ func exploreGroups(t *testing.T, name string, op groupOperation, k int, fault me
 		}
 	}
 	snap := g.store.GroupSnapshot()
+	checkUserGroups(t, name, g, true)
 	if err == nil && competitor == nil && op.want != nil {
 		if werr := op.want(g, snap); werr != nil {
 			t.Errorf("%s: %v", name, werr)
@@ -234,6 +240,61 @@ func checkGroups(t *testing.T, name string, g *groupWorld, snap memstore.GroupSn
 	for _, c := range g.created {
 		if !groupActive(snap, c.ID) {
 			t.Errorf("%s: the creation of %s answered success; the group is gone", name, c.ID)
+		}
+	}
+}
+
+// checkUserGroups pages through each user's groups (one at a time) and
+// checks every group listed against the group rows: the user is a member
+// with that role as recorded (the member rows, with a pending change of
+// the group applied). With exact, when nothing is pending any more, the
+// list is exactly the groups whose member rows hold the user.
+func checkUserGroups(t *testing.T, name string, g *groupWorld, exact bool) {
+	t.Helper()
+	snap := g.store.GroupSnapshot()
+	for _, u := range []domain.User{g.owner, g.friend, g.other} {
+		recorded := map[string]string{} // group id -> role
+		for _, gr := range snap.Groups {
+			if gr.Status != domain.StatusActive {
+				continue
+			}
+			for _, m := range snap.Members[gr.ID] {
+				if m.UserID == u.ID {
+					recorded[gr.ID] = m.Role
+				}
+			}
+			if c := gr.Pending; c != nil && c.UserID == u.ID {
+				recorded[gr.ID] = c.Role // "" for a removal
+			}
+		}
+		var listed []groups.Membership
+		cursor := ""
+		for pages := 0; pages < 20; pages++ {
+			page, err := g.grp.ListUserGroups(context.Background(), as(u), u.ID, cursor, 1)
+			if err != nil {
+				t.Errorf("%s: %s's groups: %v", name, u.Username, err)
+				return
+			}
+			listed = append(listed, page.Items...)
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
+		for _, m := range listed {
+			if role := recorded[m.Group.ID]; role == "" || role != m.Role {
+				t.Errorf("%s: %s's groups list %s as %s; recorded: %q", name, u.Username, m.Group.ID, m.Role, role)
+			}
+		}
+		if exact {
+			n := 0
+			for _, role := range recorded {
+				if role != "" {
+					n++
+				}
+			}
+			if len(listed) != n {
+				t.Errorf("%s: %s's groups list %d groups, the member rows %d", name, u.Username, len(listed), n)
+			}
 		}
 	}
 }
