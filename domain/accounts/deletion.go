@@ -308,13 +308,23 @@ func (a *Service) finishDeletion(ctx context.Context, u domain.User, keep string
 			return err
 		}
 	}
-	if err := a.sessions.DeleteAll(ctx, id, ""); err != nil {
+	if err := a.releaseNames(ctx, u, entry); err != nil {
 		return err
 	}
+	// Last, the caller's own session: until here its retry could finish
+	// what is left.
+	return a.sessions.DeleteAll(ctx, id, "")
+}
+
+// releaseNames gives back the names of a deleted account (each only while
+// it is still its committed claim, with the op found in it) and ends the
+// index entry. The keys of an account that was deleting when this call
+// began are in entry; a deleted row has none, so they are read from the
+// index entry, and without one the deletion was finished before (or its
+// names are taken over anyway: Holder).
+func (a *Service) releaseNames(ctx context.Context, u domain.User, entry DeletionEntry) error {
 	if u.Status == domain.StatusDeleted {
-		// The keys are in the entry alone; no entry: the deletion was
-		// finished before (or its names are taken over anyway).
-		found, err := a.del.Index.Get(ctx, id, u.Deletion.At)
+		found, err := a.del.Index.Get(ctx, u.ID, u.Deletion.At)
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
 			return nil
@@ -323,7 +333,7 @@ func (a *Service) finishDeletion(ctx context.Context, u domain.User, keep string
 		}
 		entry = found
 	}
-	a.claimer.ReleaseOld(ctx, entryKeys(entry), id)
+	a.claimer.ReleaseOld(ctx, entryKeys(entry), u.ID)
 	if err := a.deletionStep("claims"); err != nil {
 		return err
 	}
