@@ -14,6 +14,14 @@ const (
 	StatusPending   Status = "pending"
 	StatusActive    Status = "active"
 	StatusSuspended Status = "suspended"
+	// StatusDeleting: the account is being deleted (DELETE /v1/users/{id}):
+	// invisible, no login, no session works; it still holds its names, so
+	// nobody can take them before the deletion has let go of them.
+	StatusDeleting Status = "deleting"
+	// StatusDeleted: deleted for good. The row stays (its id is never
+	// reused, its version keeps shadowing late writes) without personal
+	// data, and its claims count as free (docs/design.md#deletion).
+	StatusDeleted Status = "deleted"
 )
 
 // RoleAdmin may moderate and sees every account's email.
@@ -40,6 +48,17 @@ type User struct {
 	// next lift (nil if none ever ended). It lets the history entries of a
 	// lift be written again from the account row alone.
 	LastLift *Lift
+	// Deletion is set once the account is being deleted (status deleting
+	// or deleted): when it began and who asked, so that a retry or the
+	// repair finishes it from the row alone.
+	Deletion *Deletion
+}
+
+// Deletion is when an account's deletion began and who asked for it (the
+// user, or an admin).
+type Deletion struct {
+	At time.Time
+	By string
 }
 
 // IsAdmin reports whether the user has the admin role.

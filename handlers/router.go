@@ -99,6 +99,7 @@ func routeAccounts(r chi.Router, d Deps) {
 	r.With(signupLimit.Middleware).Post("/users", handle(users.signup))
 	r.Get("/users/{id}", handle(users.get))
 	r.With(changeLimit.Middleware).Patch("/users/{id}", handle(users.update))
+	r.Delete("/users/{id}", handle(users.remove))
 	r.Put("/users/{id}/password", handle(users.changePassword))
 	r.Get("/users/by-username/{username}", handle(users.getByUsername))
 	r.Get("/users/by-email/{email}", handle(users.getByEmail))

@@ -157,6 +157,16 @@ func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// remove serves DELETE /v1/users/{id}: the account's deletion, by the
+// user or an admin; 204 also when it was done before.
+func (h *Users) remove(w http.ResponseWriter, r *http.Request) error {
+	if err := h.accounts.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 // me serves GET /v1/me: the caller's own account.
 func (h *Users) me(w http.ResponseWriter, r *http.Request) error {
 	u, err := h.accounts.Me(r.Context(), principal(r.Context()))

@@ -99,6 +99,8 @@ var rowSelects = []struct {
 	{pageAfterCQL, &statusRow{}},
 	{auditStatusRowsCQL, &listEntry{}},
 	{lookupSelectCQL, &lookupRow{}},
+	{deletionSelectCQL, &deletionRow{}},
+	{deletionDayCQL, &deletionRow{}},
 	{auditLookupsCQL, &lookupRow{}},
 	{expirySelectCQL, &expiryRow{}},
 	{auditPartitionsCQL, &partitionRow{}},

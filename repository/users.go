@@ -53,6 +53,9 @@ type userRow struct {
 	LiftedSuspendedBy string    `db:"lifted_suspended_by"`
 	LiftedReason      string    `db:"lifted_reason"`
 	LiftedUntil       time.Time `db:"lifted_until"`
+	// The deletion, once it began (migration 011).
+	DeletedAt time.Time `db:"deleted_at"`
+	DeletedBy string    `db:"deleted_by"`
 }
 
 // columns are userSelectCQL's.
@@ -60,7 +63,8 @@ func (r *userRow) columns() []any {
 	return []any{&r.ID, &r.Username, &r.UsernameKey, &r.Email, &r.EmailKey, &r.DisplayName, &r.PasswordHash,
 		&r.Roles, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.WriteID, &r.SuspendedAt,
 		&r.SuspensionBucket, &r.SuspensionReason, &r.SuspendedBy, &r.SuspendedUntil,
-		&r.LiftKind, &r.LiftedAt, &r.LiftedBy, &r.LiftedSuspendedAt, &r.LiftedSuspendedBy, &r.LiftedReason, &r.LiftedUntil}
+		&r.LiftKind, &r.LiftedAt, &r.LiftedBy, &r.LiftedSuspendedAt, &r.LiftedSuspendedBy, &r.LiftedReason, &r.LiftedUntil,
+		&r.DeletedAt, &r.DeletedBy}
 }
 
 func fromDomainUser(u domain.User) userRow {
@@ -76,6 +80,9 @@ func fromDomainUser(u domain.User) userRow {
 	if l := u.LastLift; l != nil {
 		r.LiftKind, r.LiftedAt, r.LiftedBy = string(l.Kind), l.At, l.By
 		r.LiftedSuspendedAt, r.LiftedSuspendedBy, r.LiftedReason, r.LiftedUntil = l.Suspension.SuspendedAt, l.Suspension.SuspendedBy, l.Suspension.Reason, l.Suspension.Until
+	}
+	if d := u.Deletion; d != nil {
+		r.DeletedAt, r.DeletedBy = d.At, d.By
 	}
 	return r
 }
@@ -94,6 +101,9 @@ func (r userRow) toDomain() domain.User {
 		u.LastLift = &domain.Lift{Kind: domain.LiftKind(r.LiftKind), At: r.LiftedAt.UTC(), By: r.LiftedBy,
 			Suspension: domain.Suspension{UserID: r.ID, Username: r.Username, Reason: r.LiftedReason,
 				SuspendedAt: r.LiftedSuspendedAt.UTC(), SuspendedBy: r.LiftedSuspendedBy, Until: utcOrZero(r.LiftedUntil)}}
+	}
+	if !r.DeletedAt.IsZero() {
+		u.Deletion = &domain.Deletion{At: r.DeletedAt.UTC(), By: r.DeletedBy}
 	}
 	return u
 }
@@ -119,14 +129,14 @@ func orAbsent[T comparable](v T, absent any) any {
 
 // userColumns are written together by every write, so a TTL 0 rewrite
 // covers them all (TTL is per cell).
-const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?`
+const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?`
 
 const (
-	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivateCQL = `UPDATE users USING TTL 0 SET ` + userColumns + ` WHERE id = ? IF status = 'pending'`
 	userUpdateCQL   = `UPDATE users SET ` + userColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  = `DELETE FROM users WHERE id = ? IF status = 'pending'`
-	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until FROM users WHERE id = ?`
+	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by FROM users WHERE id = ?`
 )
 
 // values lists r's columns in userColumns order, with the tag of this
@@ -137,7 +147,8 @@ func (r userRow) values(writeID string, absent any) []any {
 		orAbsent(r.SuspendedAt, absent), orAbsent(r.SuspensionBucket, absent), orAbsent(r.SuspensionReason, absent),
 		orAbsent(r.SuspendedBy, absent), orAbsent(r.SuspendedUntil, absent),
 		orAbsent(r.LiftKind, absent), orAbsent(r.LiftedAt, absent), orAbsent(r.LiftedBy, absent), orAbsent(r.LiftedSuspendedAt, absent),
-		orAbsent(r.LiftedSuspendedBy, absent), orAbsent(r.LiftedReason, absent), orAbsent(r.LiftedUntil, absent)}
+		orAbsent(r.LiftedSuspendedBy, absent), orAbsent(r.LiftedReason, absent), orAbsent(r.LiftedUntil, absent),
+		orAbsent(r.DeletedAt, absent), orAbsent(r.DeletedBy, absent)}
 }
 
 // Create inserts a pending account that expires after lease.

@@ -19,6 +19,13 @@ import (
 var ErrInvalidCredentials = &domain.Error{Kind: domain.ErrUnauthorized, Code: "invalid_credentials",
 	Message: "The login or the password is wrong."}
 
+// ErrDeletionSession answers a session whose account is being deleted or
+// is deleted: 401 like any session that no longer works, except for the
+// request that finishes the deletion, DELETE /v1/users/{its own id}, which
+// Authenticate hands the principal with it.
+var ErrDeletionSession = &domain.Error{Kind: domain.ErrUnauthorized, Code: "unauthorized",
+	Message: domain.ErrNoSession.Message}
+
 // NewToken returns a session token for the user and the hash that is
 // stored. The token is the user id, a dot and 32 random bytes (base64url):
 // the id lets a request read the session and the account at once (one
@@ -100,7 +107,15 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if err := a.blocked(again); err != nil {
+	if !again.Visible() {
+		// Deleted meanwhile: its deletion may have ended the sessions
+		// before this one existed.
+		err = ErrInvalidCredentials
+	}
+	if err == nil {
+		err = a.blocked(again)
+	}
+	if err != nil {
 		if derr := a.sessions.Delete(ctx, s); derr != nil {
 			return LoginResult{}, derr
 		}
@@ -206,7 +221,15 @@ func (a *Service) Authenticate(ctx context.Context, token string) (domain.Princi
 			return domain.Principal{}, err
 		}
 	}
-	if s.UserID != u.ID || !a.cfg.Now().Before(s.ExpiresAt) || !u.Visible() || a.blocked(u) != nil {
+	if s.UserID != u.ID || !a.cfg.Now().Before(s.ExpiresAt) {
+		return domain.Principal{}, domain.ErrNoSession
+	}
+	if u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted {
+		// The session of an account being deleted works for nothing but
+		// finishing that deletion (DeleteUser ends it last).
+		return domain.Principal{UserID: s.UserID, Session: s, Account: &u}, ErrDeletionSession
+	}
+	if !u.Visible() || a.blocked(u) != nil {
 		return domain.Principal{}, domain.ErrNoSession
 	}
 	a.sighted(ctx, s)

@@ -94,6 +94,10 @@ type Hooks struct {
 	// (recording when a session was seen) instead of a goroutine, so a
 	// test decides when it runs.
 	Background func(func())
+	// AfterDeletionStep is called after each step of a deletion ("entry",
+	// "sessions", "suspension", "groups", "items", "library", "deleted",
+	// "claims").
+	AfterDeletionStep func(step string) error
 }
 
 // step calls the hook of a creation step (domain.Creation.Step).
@@ -117,6 +121,8 @@ type Service struct {
 	log      domain.Logger
 	// seen records sightings of sessions off the requests' path.
 	seen *sightings
+	// del is what deleting an account needs of the other services.
+	del DeletionDeps
 	// Hooks are nil in production.
 	Hooks Hooks
 }
@@ -140,9 +146,11 @@ type holders struct{ users UserStore }
 
 func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner string) (exists, holds bool, version int, err error) {
 	u, err := h.users.GetSerial(ctx, owner)
-	if errors.Is(err, domain.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && u.Status == domain.StatusDeleted) {
 		// The holder's signup died after committing: its pending account
-		// expired with the lease and can never be activated now.
+		// expired with the lease and can never be activated now. Or the
+		// account is deleted, for good: its names are free (an account
+		// still deleting holds them, so nobody gets them before).
 		return false, false, 0, nil
 	}
 	if err != nil {

@@ -85,3 +85,34 @@ func (s *Service) dropUnbacked(ctx context.Context, principalID, bucket string) 
 		cursor = &Cursor{LastModified: last.LastModified, ContentID: last.ContentID}
 	}
 }
+
+// Purge empties the library of a principal that is gone (a deleted
+// account, once its items were deleted or left through the change path,
+// which removed their entries): every index entry still there is removed
+// at its own version (an item already gone whose fan-out has not reached
+// this library yet; anything newer stays), then every row the index no
+// longer backs.
+func (s *Service) Purge(ctx context.Context, principalID string) error {
+	after := ""
+	for {
+		entries, err := s.library.IndexPage(ctx, principalID, after, memberPage)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := s.library.Remove(ctx, principalID, e.ContentID, &e, e.Version); err != nil {
+				return err
+			}
+		}
+		if len(entries) < memberPage {
+			break
+		}
+		after = entries[len(entries)-1].ContentID
+	}
+	for _, bucket := range []string{BucketPrivate, BucketLoggedIn, BucketPublic} {
+		if err := s.dropUnbacked(ctx, principalID, bucket); err != nil {
+			return err
+		}
+	}
+	return nil
+}

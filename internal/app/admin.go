@@ -28,15 +28,27 @@ commands:
                                    token reached (lookups:-4611686018427387904; a bare
                                    token is one of accounts); every tenth is printed, and
                                    --from resumes a stopped run after it, skipping the
-                                   phases before`
+                                   phases before
+  repair-deletions [--dry-run]     finish every account deletion a crash or a lost answer
+                                   left in progress (found through the index of deletions
+                                   in progress, not by reading every account); --dry-run
+                                   only reports`
 
 // Admin runs the operator commands (args without "admin"), printing to
 // out. They use the same SHELF_* settings as serve, so on the machine where
 // `make run` serves they act on its data.
 func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args []string, out io.Writer) error {
 	repair := len(args) >= 1 && args[0] == "repair-suspensions"
+	deletions := len(args) >= 1 && args[0] == "repair-deletions"
 	var opts moderation.RepairOptions
 	switch {
+	case deletions:
+		for _, arg := range args[1:] {
+			if arg != "--dry-run" {
+				return errors.New(adminUsage)
+			}
+			opts.DryRun = true
+		}
 	case repair:
 		for i := 1; i < len(args); i++ {
 			switch {
@@ -64,6 +76,9 @@ func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 	}
 	if repair {
 		return repairSuspensions(ctx, a, opts, out)
+	}
+	if deletions {
+		return repairDeletions(ctx, a, opts.DryRun, out)
 	}
 	grant := args[0] == "grant"
 	u, err := a.Accounts.SetAdmin(ctx, args[1], grant)
@@ -103,6 +118,24 @@ func repairSuspensions(ctx context.Context, a *App, opts moderation.RepairOption
 		fmt.Fprintf(out, "suspensions: %d problems found (dry run: nothing changed)\n", len(rep.Problems))
 	default:
 		fmt.Fprintf(out, "suspensions: %d problems found, %d fixes applied\n", len(rep.Problems), rep.Fixed)
+	}
+	return err
+}
+
+// repairDeletions finishes the deletions left in progress and prints what
+// it found.
+func repairDeletions(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
+	rep, err := a.Accounts.RepairDeletions(ctx, dryRun)
+	for _, p := range rep.Problems {
+		fmt.Fprintln(out, p)
+	}
+	switch {
+	case len(rep.Problems) == 0:
+		fmt.Fprintln(out, "deletions: none left in progress")
+	case dryRun:
+		fmt.Fprintf(out, "deletions: %d left in progress (dry run: nothing changed)\n", len(rep.Problems))
+	default:
+		fmt.Fprintf(out, "deletions: %d found, %d finished, %d stale entries removed\n", rep.Found, rep.Finished, rep.Stale)
 	}
 	return err
 }

@@ -60,8 +60,9 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	log := domainLogger{logger}
 	users, sessions, claims := repository.NewUsers(db), repository.NewSessions(db), repository.NewClaims(db)
 	acc := newAccounts(cfg, log, users, sessions, claims, m, now)
+	suspensions, libraries := repository.NewSuspensions(db), repository.NewLibraries(db)
 	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: now},
-		acc, users, sessions, repository.NewSuspensions(db))
+		acc, users, sessions, suspensions)
 	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now},
 		acc, users, claims, repository.NewGroups(db), repository.NewGroupMembers(db), log)
 	lib := library.New(library.Config{
@@ -83,8 +84,10 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		},
 	}, acc, users, grp, library.Stores{
 		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
-		Library: repository.NewLibraries(db), Outbox: repository.NewOutbox(db),
+		Library: libraries, Outbox: repository.NewOutbox(db),
 	}, log)
+	acc.SetDeletion(accounts.DeletionDeps{Index: repository.NewDeletions(db), Groups: deletionGroups{grp},
+		Library: deletionLibrary{content: lib, entries: libraries}, Suspensions: suspensions})
 	router := handlers.NewRouter(handlers.Deps{
 		Logger:             logger,
 		Ready:              ready,

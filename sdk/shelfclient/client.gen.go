@@ -1450,6 +1450,41 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/users/by-username/{username} (the `GetUserByUsername` operationId).
 	GetUserByUsername(ctx context.Context, username Username, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteUser Delete an account
+	//
+	// Deletes the account for good. Its sessions end; it leaves every
+	// group; the items it owns (made and still manages, or is the last
+	// manager of) are deleted and vanish from every library; it is taken
+	// off every other item it was shared with (their owners' member
+	// counts follow); its own library is emptied; its suspension, if
+	// any, leaves the suspended list (its moderation history stays).
+	// Then its personal data is cleared and only then are its username
+	// and email freed: a signup of either gets it once the deletion has
+	// let go of it, never before. The id is never used again.
+	//
+	// The account stops working at once, before the rest is done: it is
+	// 404 to everyone, its login is refused and no session of it works.
+	// The deletion is idempotent: a repeat of a finished one answers 204
+	// (for an admin; the user's own session ended with it, so the user's
+	// repeat is 401 once it is done), and a repeat of an interrupted one
+	// (a 503, a lost answer) finishes it: the user's own session keeps
+	// working for this one request until the deletion is done. What
+	// nobody repeats, `api admin repair-deletions` finishes.
+	//
+	// Who may call: the user themself, or an active admin for any
+	// account (a suspended account can be deleted). Without a session
+	// 401; a session of another, non-admin user 403.
+	//
+	// Cost: a SERIAL read of the account and a read of each of the
+	// user's groups; an index write and a compare-and-set; then the
+	// revocation of the sessions, a change of each group, a change of
+	// each item in the user's library (with its fan-out), a pass over
+	// the library's rows, a second compare-and-set, and the release of
+	// the two names: grows with the user's groups and items.
+	//
+	// Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
+	DeleteUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetUser Get a user
 	//
 	// Answers an active or suspended account by id. Unknown, malformed
@@ -2568,6 +2603,51 @@ func (c *Client) GetUserByEmail(ctx context.Context, email Email, reqEditors ...
 // Corresponds with GET /v1/users/by-username/{username} (the `GetUserByUsername` operationId).
 func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetUserByUsernameRequest(c.Server, username)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteUser Delete an account
+//
+// Deletes the account for good. Its sessions end; it leaves every
+// group; the items it owns (made and still manages, or is the last
+// manager of) are deleted and vanish from every library; it is taken
+// off every other item it was shared with (their owners' member
+// counts follow); its own library is emptied; its suspension, if
+// any, leaves the suspended list (its moderation history stays).
+// Then its personal data is cleared and only then are its username
+// and email freed: a signup of either gets it once the deletion has
+// let go of it, never before. The id is never used again.
+//
+// The account stops working at once, before the rest is done: it is
+// 404 to everyone, its login is refused and no session of it works.
+// The deletion is idempotent: a repeat of a finished one answers 204
+// (for an admin; the user's own session ended with it, so the user's
+// repeat is 401 once it is done), and a repeat of an interrupted one
+// (a 503, a lost answer) finishes it: the user's own session keeps
+// working for this one request until the deletion is done. What
+// nobody repeats, `api admin repair-deletions` finishes.
+//
+// Who may call: the user themself, or an active admin for any
+// account (a suspended account can be deleted). Without a session
+// 401; a session of another, non-admin user 403.
+//
+// Cost: a SERIAL read of the account and a read of each of the
+// user's groups; an index write and a compare-and-set; then the
+// revocation of the sessions, a change of each group, a change of
+// each item in the user's library (with its fan-out), a pass over
+// the library's rows, a second compare-and-set, and the release of
+// the two names: grows with the user's groups and items.
+//
+// Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
+func (c *Client) DeleteUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteUserRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -4167,6 +4247,40 @@ func NewGetUserByUsernameRequest(server string, username Username) (*http.Reques
 	return req, nil
 }
 
+// NewDeleteUserRequest constructs an http.Request for the DeleteUser method
+func NewDeleteUserRequest(server string, id UserId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetUserRequest constructs an http.Request for the GetUser method
 func NewGetUserRequest(server string, id UserId) (*http.Request, error) {
 	var err error
@@ -5387,6 +5501,43 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/users/by-username/{username} (the `GetUserByUsername` operationId).
 	GetUserByUsernameWithResponse(ctx context.Context, username Username, reqEditors ...RequestEditorFn) (*GetUserByUsernameResponse, error)
+
+	// DeleteUserWithResponse Delete an account
+	//
+	// Deletes the account for good. Its sessions end; it leaves every
+	// group; the items it owns (made and still manages, or is the last
+	// manager of) are deleted and vanish from every library; it is taken
+	// off every other item it was shared with (their owners' member
+	// counts follow); its own library is emptied; its suspension, if
+	// any, leaves the suspended list (its moderation history stays).
+	// Then its personal data is cleared and only then are its username
+	// and email freed: a signup of either gets it once the deletion has
+	// let go of it, never before. The id is never used again.
+	//
+	// The account stops working at once, before the rest is done: it is
+	// 404 to everyone, its login is refused and no session of it works.
+	// The deletion is idempotent: a repeat of a finished one answers 204
+	// (for an admin; the user's own session ended with it, so the user's
+	// repeat is 401 once it is done), and a repeat of an interrupted one
+	// (a 503, a lost answer) finishes it: the user's own session keeps
+	// working for this one request until the deletion is done. What
+	// nobody repeats, `api admin repair-deletions` finishes.
+	//
+	// Who may call: the user themself, or an active admin for any
+	// account (a suspended account can be deleted). Without a session
+	// 401; a session of another, non-admin user 403.
+	//
+	// Cost: a SERIAL read of the account and a read of each of the
+	// user's groups; an index write and a compare-and-set; then the
+	// revocation of the sessions, a change of each group, a change of
+	// each item in the user's library (with its fan-out), a pass over
+	// the library's rows, a second compare-and-set, and the release of
+	// the two names: grows with the user's groups and items.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
+	DeleteUserWithResponse(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*DeleteUserResponse, error)
 
 	// GetUserWithResponse Get a user
 	//
@@ -8948,6 +9099,133 @@ func (r GetUserByUsernameResponse) ContentType() string {
 	return ""
 }
 
+// DeleteUserResponse204Headers the declared response headers of an HTTP 204 response for DeleteUser
+type DeleteUserResponse204Headers struct {
+	XRequestId *string
+}
+
+// DeleteUserResponse401Headers the declared response headers of an HTTP 401 response for DeleteUser
+type DeleteUserResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// DeleteUserResponse403Headers the declared response headers of an HTTP 403 response for DeleteUser
+type DeleteUserResponse403Headers struct {
+	XRequestId *string
+}
+
+// DeleteUserResponse404Headers the declared response headers of an HTTP 404 response for DeleteUser
+type DeleteUserResponse404Headers struct {
+	XRequestId *string
+}
+
+// DeleteUserResponse409Headers the declared response headers of an HTTP 409 response for DeleteUser
+type DeleteUserResponse409Headers struct {
+	XRequestId *string
+}
+
+// DeleteUserResponse500Headers the declared response headers of an HTTP 500 response for DeleteUser
+type DeleteUserResponse500Headers struct {
+	XRequestId *string
+}
+
+// DeleteUserResponse503Headers the declared response headers of an HTTP 503 response for DeleteUser
+type DeleteUserResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type DeleteUserResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteUserResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteUserResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteUserResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteUserResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteUserResponse409Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteUserResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteUserResponse503Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteUserResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetUserResponse200Headers the declared response headers of an HTTP 200 response for GetUser
 type GetUserResponse200Headers struct {
 	XRequestId *string
@@ -11323,6 +11601,49 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseGetUserByUsernameResponse(rsp)
+}
+
+// DeleteUserWithResponse Delete an account
+//
+// Deletes the account for good. Its sessions end; it leaves every
+// group; the items it owns (made and still manages, or is the last
+// manager of) are deleted and vanish from every library; it is taken
+// off every other item it was shared with (their owners' member
+// counts follow); its own library is emptied; its suspension, if
+// any, leaves the suspended list (its moderation history stays).
+// Then its personal data is cleared and only then are its username
+// and email freed: a signup of either gets it once the deletion has
+// let go of it, never before. The id is never used again.
+//
+// The account stops working at once, before the rest is done: it is
+// 404 to everyone, its login is refused and no session of it works.
+// The deletion is idempotent: a repeat of a finished one answers 204
+// (for an admin; the user's own session ended with it, so the user's
+// repeat is 401 once it is done), and a repeat of an interrupted one
+// (a 503, a lost answer) finishes it: the user's own session keeps
+// working for this one request until the deletion is done. What
+// nobody repeats, `api admin repair-deletions` finishes.
+//
+// Who may call: the user themself, or an active admin for any
+// account (a suspended account can be deleted). Without a session
+// 401; a session of another, non-admin user 403.
+//
+// Cost: a SERIAL read of the account and a read of each of the
+// user's groups; an index write and a compare-and-set; then the
+// revocation of the sessions, a change of each group, a change of
+// each item in the user's library (with its fan-out), a pass over
+// the library's rows, a second compare-and-set, and the release of
+// the two names: grows with the user's groups and items.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
+func (c *ClientWithResponses) DeleteUserWithResponse(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*DeleteUserResponse, error) {
+	rsp, err := c.DeleteUser(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteUserResponse(rsp)
 }
 
 // GetUserWithResponse Get a user
@@ -15422,6 +15743,157 @@ func ParseGetUserByUsernameResponse(rsp *http.Response) (*GetUserByUsernameRespo
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetUserByUsernameResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteUserResponse parses an HTTP response from a DeleteUserWithResponse call
+func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteUserResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteUserResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteUserResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteUserResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteUserResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteUserResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteUserResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

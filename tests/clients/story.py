@@ -123,6 +123,14 @@ def main():
         visibility=shelf_client.Visibility.PRIVATE))
     assert emoji.name.startswith("\U0001F469"), emoji
 
+    # Bob deletes his account: it is gone for everyone.
+    shelf_client.AccountsApi(as_bob).delete_user(bob.id)
+    try:
+        shelf_client.AccountsApi(client()).get_user(bob.id)
+        raise AssertionError("a deleted account still shows")
+    except ApiException as e:
+        assert e.status == 404, (e.status, e.body)
+
     print(f"python story: ok (alice {alice.id}, bob {bob.id})")
 
 

@@ -141,6 +141,11 @@ async function main(): Promise<void> {
   check(takenStatus === 409 && taken.code === "conflict", "taken username", takenStatus, taken);
   check(taken.errors?.map((f) => `${f.field}:${f.code}`).join() === "username:taken", "taken field", taken);
 
+  // Bob deletes his account: it is gone for everyone.
+  await new AccountsApi(asBob).deleteUser({ id: bob.id });
+  const [goneStatus] = await problemOf(accounts.getUser({ id: bob.id }));
+  check(goneStatus === 404, "a deleted account", goneStatus);
+
   console.log(`typescript story: ok (alice ${alice.id}, bob ${bob.id})`);
 }
 

@@ -283,4 +283,17 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	if r, err := asAlice.GetMeWithResponse(ctx); err != nil || r.StatusCode() != http.StatusUnauthorized {
 		t.Fatalf("alice's session after an admin ended them all: %v %d", err, r.StatusCode())
 	}
+
+	// Bob deletes his account: it is gone for everyone, and his name is
+	// free for a new signup.
+	asBob = login(bobName)
+	if r, err := asBob.DeleteUserWithResponse(ctx, bob.Id); err != nil || r.StatusCode() != http.StatusNoContent {
+		t.Fatalf("bob deletes his account: %v %s", err, r.Body)
+	}
+	if r, err := anon.GetUserWithResponse(ctx, bob.Id); err != nil || r.StatusCode() != http.StatusNotFound {
+		t.Fatalf("bob's deleted account: %v %d", err, r.StatusCode())
+	}
+	if again := signup(bobName); again.Id == bob.Id {
+		t.Fatal("a deleted id was given again")
+	}
 }

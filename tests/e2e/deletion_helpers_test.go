@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"shelf/internal/testkit"
+)
+
+// deleteUser sends DELETE /v1/users/{id} as api.
+func deleteUser(api *testkit.API, id string) *testkit.Response {
+	return api.Do(http.MethodDelete, "/v1/users/"+id, "", nil)
+}
+
+// mustDelete deletes the account and fails unless it answers 204.
+func mustDelete(t *testing.T, api *testkit.API, id string) {
+	t.Helper()
+	if r := deleteUser(api, id); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE /v1/users/%s: %d %s", id, r.StatusCode, r.Body)
+	}
+}
+
+// countRows counts the rows cql selects (its one column read as text).
+func countRows(t *testing.T, db *testkit.DB, cql string, args ...any) int {
+	t.Helper()
+	iter := db.Session.Session.Query(cql, args...).WithContext(context.Background()).Iter()
+	n := 0
+	var s string
+	for iter.Scan(&s) {
+		n++
+	}
+	if err := iter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// accountState reads an account row's status and when it last changed.
+func accountState(t *testing.T, db *testkit.DB, id string) (status string, updated time.Time) {
+	t.Helper()
+	err := db.Session.Session.Query(`SELECT status, updated_at FROM users WHERE id = ?`, id).
+		WithContext(context.Background()).Scan(&status, &updated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, updated
+}
+
+// checkCountsExact asserts that an item's member and manager counts are
+// the rows of content_members.
+func checkCountsExact(t *testing.T, db *testkit.DB, contentID string) {
+	t.Helper()
+	var members, managers int
+	var deleted bool
+	if err := db.Session.Session.Query(`SELECT members, managers, deleted FROM content WHERE id = ?`, contentID).
+		WithContext(context.Background()).Scan(&members, &managers, &deleted); err != nil {
+		t.Fatal(err)
+	}
+	if deleted {
+		return
+	}
+	rows := countRows(t, db, `SELECT principal_id FROM content_members WHERE content_id = ?`, contentID)
+	mgrs := 0
+	iter := db.Session.Session.Query(`SELECT role FROM content_members WHERE content_id = ?`, contentID).Iter()
+	var role string
+	for iter.Scan(&role) {
+		if role == "manager" {
+			mgrs++
+		}
+	}
+	if err := iter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rows != members || mgrs != managers || managers < 1 {
+		t.Errorf("item %s counts %d members, %d managers; its rows: %d, %d", contentID, members, managers, rows, mgrs)
+	}
+}
+
+// checkGone asserts that a deleted account left nothing that works or
+// shows: it is 404, its logins fail, the sessions given fail, its library
+// and sessions tables hold nothing of it, no group counts it, and its
+// index entry of deletions in progress is gone.
+func checkGone(t *testing.T, api *testkit.API, db *testkit.DB, u userBody, sessions ...*testkit.API) {
+	t.Helper()
+	if r := api.Get("/v1/users/" + u.ID); r.StatusCode != http.StatusNotFound {
+		t.Errorf("GET deleted %s: %d %s", u.ID, r.StatusCode, r.Body)
+	}
+	if r := api.Get("/v1/users/" + u.ID + "/library"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("library of deleted %s: %d %s", u.ID, r.StatusCode, r.Body)
+	}
+	for _, l := range []string{u.Username, u.Email} {
+		if r := login(api, l, testPassword); r.StatusCode != http.StatusUnauthorized {
+			t.Errorf("login %s of a deleted account: %d %s", l, r.StatusCode, r.Body)
+		}
+	}
+	for i, s := range sessions {
+		if r := s.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+			t.Errorf("session %d of a deleted account: %d %s", i, r.StatusCode, r.Body)
+		}
+	}
+	for what, cql := range map[string]string{
+		"library_index":        `SELECT content_id FROM library_index WHERE principal_id = ?`,
+		"private library rows": `SELECT content_id FROM library_by_principal WHERE principal_id = ? AND bucket = 'private'`,
+		"loggedin rows":        `SELECT content_id FROM library_by_principal WHERE principal_id = ? AND bucket = 'loggedin'`,
+		"public rows":          `SELECT content_id FROM library_by_principal WHERE principal_id = ? AND bucket = 'public'`,
+		"sessions_by_user":     `SELECT token_hash FROM sessions_by_user WHERE user_id = ?`,
+		"groups_by_member":     `SELECT group_id FROM groups_by_member WHERE user_id = ?`,
+	} {
+		if n := countRows(t, db, cql, u.ID); n != 0 {
+			t.Errorf("deleted %s still has %d %s", u.ID, n, what)
+		}
+	}
+	if n := countRows(t, db, `SELECT user_id FROM account_deletions WHERE day = ? AND user_id = ?`,
+		time.Now().UTC().Format(time.DateOnly), u.ID); n != 0 {
+		t.Errorf("deleted %s is still listed in progress", u.ID)
+	}
+	if status, _ := accountState(t, db, u.ID); status != "deleted" {
+		t.Errorf("account %s is %s", u.ID, status)
+	}
+	for _, c := range []struct{ table, key string }{{"usernames", strings.ToLower(u.Username)}, {"emails", strings.ToLower(u.Email)}} {
+		if n := countRows(t, db, `SELECT user_id FROM `+c.table+` WHERE key = ? AND user_id = ? ALLOW FILTERING`, c.key, u.ID); n != 0 {
+			t.Errorf("%s %q is still claimed by the deleted %s", c.table, c.key, u.ID)
+		}
+	}
+}

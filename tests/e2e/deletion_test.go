@@ -1,0 +1,345 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// deletionWorld is a user about to be deleted, with everything a deletion
+// has to undo: two sessions, a group it co-manages and one it is a member
+// of, an item it made (shared with a friend), an item of the friend's it
+// views and one it co-manages.
+type deletionWorld struct {
+	m                 *moderators
+	user, friend      userBody
+	userAPI, second   *testkit.API
+	friendAPI         *testkit.API
+	comanaged, joined groupBody
+	own, viewed, kept contentBody
+}
+
+func newDeletionWorld(t *testing.T, m *moderators) *deletionWorld {
+	t.Helper()
+	w := &deletionWorld{m: m}
+	w.user, w.userAPI = newUser(t, m.api, "doomed")
+	w.second = m.api.As(mustLogin(t, m.api, w.user.Username).Token)
+	w.friend, w.friendAPI = newUser(t, m.api, "friend")
+	w.comanaged = createGroup(t, w.userAPI, 0)
+	addToGroup(t, w.userAPI, w.comanaged.ID, w.friend.ID, "manager")
+	w.joined = createGroup(t, w.friendAPI, 0)
+	addToGroup(t, w.friendAPI, w.joined.ID, w.user.ID, "member")
+	w.own = createContent(t, w.userAPI, name("own"), "public")
+	share(t, w.userAPI, w.own.ID, w.friend.ID, "viewer")
+	w.viewed = createContent(t, w.friendAPI, name("viewed"), "private")
+	share(t, w.friendAPI, w.viewed.ID, w.user.ID, "viewer")
+	w.kept = createContent(t, w.friendAPI, name("kept"), "loggedin")
+	share(t, w.friendAPI, w.kept.ID, w.user.ID, "manager")
+	share(t, w.friendAPI, w.kept.ID, w.joined.ID, "viewer")
+	return w
+}
+
+// check asserts the deletion is complete: the account is gone (checkGone),
+// its own item is gone from everywhere, the friend's items stay with exact
+// counts and without the user, both groups stay without the user, and its
+// names can be signed up for.
+func (w *deletionWorld) check(t *testing.T) {
+	t.Helper()
+	m := w.m
+	checkGone(t, m.api, m.db, w.user, w.userAPI, w.second)
+	if r := w.friendAPI.Get("/v1/content/" + w.own.ID); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the deleted user's item: %d %s", r.StatusCode, r.Body)
+	}
+	for _, it := range libraryOf(t, w.friendAPI, "/v1/users/"+w.friend.ID+"/library", 100) {
+		if it.ID == w.own.ID {
+			t.Errorf("the deleted user's item is still in the friend's library")
+		}
+	}
+	for _, c := range []contentBody{w.viewed, w.kept} {
+		if r := w.friendAPI.Get("/v1/content/" + c.ID); r.StatusCode != http.StatusOK {
+			t.Errorf("the friend's item %s: %d %s", c.ID, r.StatusCode, r.Body)
+		}
+		for _, mb := range pageAll[struct {
+			PrincipalID string `json:"principalId"`
+		}](t, w.friendAPI, "/v1/content/"+c.ID+"/members", 100) {
+			if mb.PrincipalID == w.user.ID {
+				t.Errorf("the deleted user is still a member of %s", c.ID)
+			}
+		}
+		checkCountsExact(t, m.db, c.ID)
+	}
+	for _, g := range []groupBody{w.comanaged, w.joined} {
+		members := listGroupMembers(t, w.friendAPI, g.ID, 100)
+		if len(members) != 1 || members[0].PrincipalID != w.friend.ID || members[0].Role != "manager" {
+			t.Errorf("group %s after the deletion: %+v", g.ID, members)
+		}
+		checkGroupAgrees(t, m.db, g.ID, []string{w.user.ID, w.friend.ID})
+	}
+	heir := mustSignup(t, m.api, w.user.Username, w.user.Email)
+	if heir.ID == w.user.ID {
+		t.Fatal("a deleted id was given again")
+	}
+}
+
+func TestDeleteAccount(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	w := newDeletionWorld(t, m)
+	stranger, strangerAPI := newUser(t, m.api, "stranger")
+
+	if r := deleteUser(m.api, w.user.ID); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous: %d %s", r.StatusCode, r.Body)
+	}
+	if r := deleteUser(strangerAPI, w.user.ID); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("another user: %d %s", r.StatusCode, r.Body)
+	}
+	for _, id := range []string{"u_nosuchuser", "u_" + strings.Repeat("a", 26), "c_x"} {
+		if r := deleteUser(m.admin, id); r.StatusCode != http.StatusNotFound {
+			t.Fatalf("unknown %s: %d %s", id, r.StatusCode, r.Body)
+		}
+	}
+	mustDelete(t, w.userAPI, w.user.ID)
+	w.check(t)
+
+	// Idempotent: an admin's repeat is 204; the user's session ended.
+	mustDelete(t, m.admin, w.user.ID)
+	if r := deleteUser(w.userAPI, w.user.ID); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the user's repeat after the end: %d %s", r.StatusCode, r.Body)
+	}
+	// An admin deletes someone else's account the same way.
+	mustDelete(t, m.admin, stranger.ID)
+	checkGone(t, m.api, m.db, stranger, strangerAPI)
+}
+
+// TestDeleteRefusesTheLastManager: the last manager of a group with other
+// members, or alone in one, is refused before anything changes.
+func TestDeleteRefusesTheLastManager(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, api := newUser(t, m.api, "lastmgr")
+	other, _ := newUser(t, m.api, "other")
+	led := createGroup(t, api, 0)
+	addToGroup(t, api, led.ID, other.ID, "member")
+	alone := createGroup(t, api, 0)
+
+	r := deleteUser(api, u.ID)
+	if r.StatusCode != http.StatusConflict {
+		t.Fatalf("last manager: %d %s", r.StatusCode, r.Body)
+	}
+	p := r.Problem(t)
+	codes := map[string]string{}
+	for _, e := range p.Errors {
+		id, _, _ := strings.Cut(e.Message, ":")
+		codes[id] = e.Code
+		if e.Field != "groups" {
+			t.Errorf("field %q", e.Field)
+		}
+	}
+	if p.Code != "last_manager" || codes[led.ID] != "last_manager" || codes[alone.ID] != "only_member" || len(codes) != 2 {
+		t.Fatalf("refusal: %s", r.Body)
+	}
+	if r := api.Get("/v1/me"); r.StatusCode != http.StatusOK {
+		t.Fatalf("a refused deletion changed the account: %d %s", r.StatusCode, r.Body)
+	}
+	if status, _ := accountState(t, m.db, u.ID); status != "active" {
+		t.Fatalf("status %s", status)
+	}
+	// Handed over and left, the deletion goes through.
+	addToGroup(t, api, led.ID, other.ID, "manager")
+	addToGroup(t, api, alone.ID, other.ID, "manager")
+	mustDelete(t, m.admin, u.ID)
+	checkGone(t, m.api, m.db, u, api)
+}
+
+// TestDeleteSuspendedAccount: a suspended account can be deleted, and it
+// leaves the suspended list; its moderation history rows stay.
+func TestDeleteSuspendedAccount(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, api := m.member(t)
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]any{"reason": "spam", "until": until}); r.StatusCode != http.StatusCreated {
+		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
+	}
+	mustDelete(t, m.admin, u.ID)
+	for _, s := range m.listAll(t, 10) {
+		if s.UserID == u.ID {
+			t.Fatal("a deleted account is still listed as suspended")
+		}
+	}
+	for what, cql := range map[string]string{
+		"lookup":       `SELECT user_id FROM suspended_users WHERE user_id = ?`,
+		"expiry entry": `SELECT user_id FROM suspension_expiries WHERE shard = 0 AND user_id = ? ALLOW FILTERING`,
+	} {
+		if n := countRows(t, m.db, cql, u.ID); n != 0 {
+			t.Errorf("the deleted account's %s is still there", what)
+		}
+	}
+	if n := countRows(t, m.db, `SELECT kind FROM moderation_history WHERE user_id = ?`, u.ID); n != 1 {
+		t.Errorf("moderation history of the deleted account: %d entries, want its suspension", n)
+	}
+	checkGone(t, m.api, m.db, u, api)
+}
+
+// TestDeletionRacingSignups: a deletion races signups of its username (and,
+// in the second half, of its email), round after round, from many
+// goroutines: exactly one signup gets the name, and only once the account
+// is deleted (its row's last change is before that signup's answer);
+// none gets it while the account is being deleted, and it is never lost.
+func TestDeletionRacingSignups(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	const rounds, racers = 12, 6
+	for round := range rounds {
+		byEmail := round%2 == 1
+		u, api := newUser(t, m.api, "racy")
+		var wins atomic.Int32
+		var won sync.Map // racer -> answer time
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				deadline := time.Now().Add(20 * time.Second)
+				for wins.Load() == 0 && time.Now().Before(deadline) {
+					username, email := u.Username, name("racer")+"@example.org"
+					if byEmail {
+						username, email = name("racer"), u.Email
+					}
+					r := signup(m.api, username, email)
+					switch r.StatusCode {
+					case http.StatusCreated:
+						wins.Add(1)
+						won.Store(i, time.Now())
+					case http.StatusConflict, http.StatusServiceUnavailable:
+						time.Sleep(2 * time.Millisecond)
+					default:
+						t.Errorf("round %d: signup %d %s", round, r.StatusCode, r.Body)
+						return
+					}
+				}
+			}()
+		}
+		close(start)
+		del := deleteUser(api, u.ID)
+		wg.Wait()
+		if del.StatusCode != http.StatusNoContent {
+			t.Fatalf("round %d: delete %d %s", round, del.StatusCode, del.Body)
+		}
+		if n := wins.Load(); n != 1 {
+			t.Fatalf("round %d: %d signups got the name of the deleted account", round, n)
+		}
+		status, deletedAt := accountState(t, m.db, u.ID)
+		won.Range(func(_, at any) bool {
+			if !at.(time.Time).After(deletedAt) {
+				t.Errorf("round %d: a signup got the name at %v, before the account was deleted at %v", round, at, deletedAt)
+			}
+			return true
+		})
+		if status != "deleted" {
+			t.Fatalf("round %d: status %s", round, status)
+		}
+	}
+	checkClaimsConsistent(t, m.db)
+}
+
+// deletionSteps are the steps of a deletion, in order (AfterDeletionStep).
+var deletionSteps = []string{"entry", "sessions", "suspension", "groups", "items", "library", "deleted", "claims"}
+
+// TestInterruptedDeletionIsFinished stops a deletion after each of its
+// steps, as a crash would, then finishes it by the user's retry (the
+// user's session still works for that) and, in another world, by the
+// repair; every check of a complete deletion holds after.
+func TestInterruptedDeletionIsFinished(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	for _, step := range deletionSteps {
+		for _, by := range []string{"retry", "admin", "repair"} {
+			w := newDeletionWorld(t, m)
+			m.app.Accounts.Hooks.AfterDeletionStep = func(s string) error {
+				if s == step {
+					return errCrash
+				}
+				return nil
+			}
+			r := deleteUser(w.userAPI, w.user.ID)
+			m.app.Accounts.Hooks.AfterDeletionStep = nil
+			if r.StatusCode != http.StatusInternalServerError {
+				t.Fatalf("stopped after %s: %d %s", step, r.StatusCode, r.Body)
+			}
+			if step != "entry" {
+				if r := m.api.Get("/v1/users/" + w.user.ID); r.StatusCode != http.StatusNotFound {
+					t.Fatalf("stopped after %s, the account shows: %d", step, r.StatusCode)
+				}
+				if r := w.second.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("stopped after %s, another session works: %d", step, r.StatusCode)
+				}
+				if step != "deleted" && step != "claims" {
+					if r := signup(m.api, w.user.Username, name("early")+"@example.org"); r.StatusCode != http.StatusConflict {
+						t.Fatalf("stopped after %s, its username is free: %d %s", step, r.StatusCode, r.Body)
+					}
+				}
+			}
+			switch by {
+			case "retry":
+				mustDelete(t, w.userAPI, w.user.ID)
+			case "admin":
+				mustDelete(t, m.admin, w.user.ID)
+			case "repair":
+				rep, err := m.app.Accounts.RepairDeletions(context.Background(), false)
+				if err != nil {
+					t.Fatalf("repair after %s: %v (%+v)", step, err, rep)
+				}
+				if step == "entry" {
+					// The compare-and-set never ran: the account is
+					// untouched, its young entry left to its retry.
+					if status, _ := accountState(t, m.db, w.user.ID); status != "active" {
+						t.Fatalf("status %s", status)
+					}
+					mustDelete(t, w.userAPI, w.user.ID)
+				}
+			}
+			w.check(t)
+		}
+	}
+}
+
+// TestLateWritesAfterADeletionChangeNothing: writes held back during and
+// before a deletion land after it finished: an entry of deletions in
+// progress whose write timed out (the deletion answered 503 and its retry
+// finished it), and a fan-out of a friend's item to the user's library.
+// Neither brings anything back.
+func TestLateWritesAfterADeletionChangeNothing(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	w := newDeletionWorld(t, m)
+	// A fan-out of the friend's item to the user's library, held back.
+	m.app.DB.SetFaults(func(stmt string, at repository.FaultPoint) error {
+		if at == repository.BeforeWrite && (strings.HasPrefix(stmt, "library") || stmt == "account_deletions.insert") {
+			return repository.ErrHoldWrite
+		}
+		return nil
+	})
+	if r := w.friendAPI.Send(http.MethodPatch, "/v1/content/"+w.viewed.ID, map[string]string{"name": "renamed"}); r.StatusCode != http.StatusOK {
+		t.Fatalf("update: %d %s", r.StatusCode, r.Body)
+	}
+	if r := deleteUser(w.userAPI, w.user.ID); r.StatusCode != http.StatusServiceUnavailable && r.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("delete whose entry write was held: %d %s", r.StatusCode, r.Body)
+	}
+	m.app.DB.SetFaults(nil)
+	mustDelete(t, w.userAPI, w.user.ID)
+	if err := m.app.DB.LandHeld(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	w.check(t)
+}
