@@ -40,6 +40,10 @@ type User struct {
 	// next lift (nil if none ever ended). It lets the history entries of a
 	// lift be written again from the account row alone.
 	LastLift *Lift
+	// EmailVerifiedAt is when the current email was confirmed with a
+	// token mailed to it; zero while it is not (a change of email clears
+	// it).
+	EmailVerifiedAt time.Time
 }
 
 // IsAdmin reports whether the user has the admin role.

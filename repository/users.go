@@ -53,6 +53,8 @@ type userRow struct {
 	LiftedSuspendedBy string    `db:"lifted_suspended_by"`
 	LiftedReason      string    `db:"lifted_reason"`
 	LiftedUntil       time.Time `db:"lifted_until"`
+	// EmailVerifiedAt is when the current email was confirmed (012).
+	EmailVerifiedAt time.Time `db:"email_verified_at"`
 }
 
 // columns are userSelectCQL's.
@@ -60,14 +62,15 @@ func (r *userRow) columns() []any {
 	return []any{&r.ID, &r.Username, &r.UsernameKey, &r.Email, &r.EmailKey, &r.DisplayName, &r.PasswordHash,
 		&r.Roles, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.WriteID, &r.SuspendedAt,
 		&r.SuspensionBucket, &r.SuspensionReason, &r.SuspendedBy, &r.SuspendedUntil,
-		&r.LiftKind, &r.LiftedAt, &r.LiftedBy, &r.LiftedSuspendedAt, &r.LiftedSuspendedBy, &r.LiftedReason, &r.LiftedUntil}
+		&r.LiftKind, &r.LiftedAt, &r.LiftedBy, &r.LiftedSuspendedAt, &r.LiftedSuspendedBy, &r.LiftedReason, &r.LiftedUntil,
+		&r.EmailVerifiedAt}
 }
 
 func fromDomainUser(u domain.User) userRow {
 	r := userRow{
 		ID: u.ID, Username: u.Username, UsernameKey: u.UsernameKey, Email: u.Email, EmailKey: u.EmailKey,
 		DisplayName: u.DisplayName, PasswordHash: u.PasswordHash, Roles: u.Roles, Status: string(u.Status),
-		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt, Version: u.Version,
+		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt, Version: u.Version, EmailVerifiedAt: u.EmailVerifiedAt,
 	}
 	if s := u.Suspension; s != nil {
 		r.SuspendedAt, r.SuspensionBucket, r.SuspensionReason = s.SuspendedAt, s.Bucket, s.Reason
@@ -84,7 +87,7 @@ func (r userRow) toDomain() domain.User {
 	u := domain.User{
 		ID: r.ID, Username: r.Username, UsernameKey: r.UsernameKey, Email: r.Email, EmailKey: r.EmailKey,
 		DisplayName: r.DisplayName, PasswordHash: r.PasswordHash, Roles: r.Roles, Status: domain.Status(r.Status),
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version, EmailVerifiedAt: utcOrZero(r.EmailVerifiedAt),
 	}
 	if !r.SuspendedAt.IsZero() {
 		u.Suspension = &domain.Suspension{UserID: r.ID, Username: r.Username, Reason: r.SuspensionReason,
@@ -119,14 +122,14 @@ func orAbsent[T comparable](v T, absent any) any {
 
 // userColumns are written together by every write, so a TTL 0 rewrite
 // covers them all (TTL is per cell).
-const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?`
+const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, email_verified_at = ?`
 
 const (
-	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, email_verified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivateCQL = `UPDATE users USING TTL 0 SET ` + userColumns + ` WHERE id = ? IF status = 'pending'`
 	userUpdateCQL   = `UPDATE users SET ` + userColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  = `DELETE FROM users WHERE id = ? IF status = 'pending'`
-	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until FROM users WHERE id = ?`
+	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, email_verified_at FROM users WHERE id = ?`
 )
 
 // values lists r's columns in userColumns order, with the tag of this
@@ -137,7 +140,8 @@ func (r userRow) values(writeID string, absent any) []any {
 		orAbsent(r.SuspendedAt, absent), orAbsent(r.SuspensionBucket, absent), orAbsent(r.SuspensionReason, absent),
 		orAbsent(r.SuspendedBy, absent), orAbsent(r.SuspendedUntil, absent),
 		orAbsent(r.LiftKind, absent), orAbsent(r.LiftedAt, absent), orAbsent(r.LiftedBy, absent), orAbsent(r.LiftedSuspendedAt, absent),
-		orAbsent(r.LiftedSuspendedBy, absent), orAbsent(r.LiftedReason, absent), orAbsent(r.LiftedUntil, absent)}
+		orAbsent(r.LiftedSuspendedBy, absent), orAbsent(r.LiftedReason, absent), orAbsent(r.LiftedUntil, absent),
+		orAbsent(r.EmailVerifiedAt, absent)}
 }
 
 // Create inserts a pending account that expires after lease.

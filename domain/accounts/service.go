@@ -117,6 +117,9 @@ type Service struct {
 	log      domain.Logger
 	// seen records sightings of sessions off the requests' path.
 	seen *sightings
+	// mail mails tokens (SetMail); mailJobs bounds the jobs running.
+	mail     Mail
+	mailJobs chan struct{}
 	// Hooks are nil in production.
 	Hooks Hooks
 }
@@ -131,7 +134,7 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 		claimer.SetYield(*cfg.ClaimYield)
 	}
 	return &Service{cfg: cfg, claimer: claimer, users: users, sessions: sessions, hasher: hasher, log: log,
-		seen: newSightings()}
+		seen: newSightings(), mailJobs: make(chan struct{}, maxMailJobs)}
 }
 
 // holders tells the claimer whether the account behind a committed claim
