@@ -52,6 +52,10 @@ type User struct {
 	// or deleted): when it began and who asked, so that a retry or the
 	// repair finishes it from the row alone.
 	Deletion *Deletion
+	// EmailVerifiedAt is when the current email was confirmed with a
+	// token mailed to it; zero while it is not (a change of email clears
+	// it).
+	EmailVerifiedAt time.Time
 }
 
 // Deletion is when an account's deletion began and who asked for it (the

@@ -35,6 +35,9 @@ type Deps struct {
 	Accounts *accounts.Service
 	// RateLimitPerMinute bounds signups and logins per client IP (0: off).
 	RateLimitPerMinute int
+	// MailPerHour bounds verification and reset requests per email address
+	// (0: off).
+	MailPerHour int
 	// Moderation is suspensions.
 	Moderation *moderation.Service
 	// Groups is groups and their members.
@@ -109,6 +112,22 @@ func routeAccounts(r chi.Router, d Deps) {
 	r.Delete("/users/{id}/sessions", handle(sessions.revokeAll))
 	r.Delete("/users/{id}/sessions/{sessionId}", handle(sessions.revoke))
 	r.Get("/me", handle(users.me))
+	routeMail(r, d)
+}
+
+// routeMail serves email verification and password reset: no session (the
+// link in the mail is the credential). Requests are limited per client IP
+// (429) and per email address (beyond it, answered the same and nothing
+// sent: a 429 would say the address was asked for).
+func routeMail(r chi.Router, d Deps) {
+	m := &Mail{accounts: d.Accounts,
+		verifyPerEmail: NewRateLimiterPer(d.MailPerHour, time.Hour), resetPerEmail: NewRateLimiterPer(d.MailPerHour, time.Hour)}
+	requestLimit := NewRateLimiter(d.RateLimitPerMinute)
+	confirmLimit := NewRateLimiter(d.RateLimitPerMinute)
+	r.With(requestLimit.Middleware).Post("/email-verifications", handle(m.requestVerification))
+	r.With(confirmLimit.Middleware).Post("/email-verifications/confirm", handle(m.confirmEmail))
+	r.With(requestLimit.Middleware).Post("/password-resets", handle(m.requestReset))
+	r.With(confirmLimit.Middleware).Post("/password-resets/confirm", handle(m.confirmReset))
 }
 
 // routeModeration serves suspensions, the suspended list and the

@@ -51,6 +51,8 @@ type userResponse struct {
 	Status      string    `json:"status,omitempty"`
 	Roles       []string  `json:"roles"`
 	CreatedAt   time.Time `json:"createdAt"`
+	// EmailVerified is shown with the email (the user and admins).
+	EmailVerified *bool `json:"emailVerified,omitempty"`
 }
 
 func toUserResponse(v accounts.UserView) userResponse {
@@ -63,6 +65,8 @@ func toUserResponse(v accounts.UserView) userResponse {
 		Roles: roles, CreatedAt: u.CreatedAt.UTC()}
 	if v.Full {
 		out.Email, out.Status = u.Email, string(u.Status)
+		verified := !u.EmailVerifiedAt.IsZero()
+		out.EmailVerified = &verified
 	}
 	return out
 }

@@ -83,6 +83,7 @@ var rowSelects = []struct {
 	{sessionSelectCQL, &sessionRow{}},
 	{sessionsOfUserCQL, &sessionIndexRow{}},
 	{sessionsSelectManyCQL, &sessionDetailRow{}},
+	{tokenSelectCQL, &tokenRow{}},
 	{libSliceCQL, &libRow{}},
 	{libSliceAfterCQL, &libRow{}},
 	{libSliceAscCQL, &libRow{}},

@@ -16,8 +16,10 @@ import (
 // tables (usernames, emails, group_names) are written through the template
 // "%s" in claims.go. groups is LWT-managed like users; its member tables
 // (group_members, groups_by_member) are not: they are derived from it and
-// written USING TIMESTAMP <group version>.
-var lwtTables = map[string]bool{"usernames": true, "emails": true, "users": true, "groups": true, "%s": true, "content": true}
+// written USING TIMESTAMP <group version>. account_tokens (mailed tokens)
+// are LWT-managed too: created, used and finished by conditions.
+var lwtTables = map[string]bool{"usernames": true, "emails": true, "users": true, "groups": true, "%s": true, "content": true,
+	"account_tokens": true}
 
 var writeRE = regexp.MustCompile(`(?is)^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+([a-z_%]+)`)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"shelf/domain"
 )
@@ -59,6 +60,7 @@ func (c accountChange) apply(u domain.User) (next domain.User, claim, old []doma
 	if c.in.Email != nil {
 		next.Email, next.EmailKey = c.email, c.emailKey
 		if c.emailKey != u.EmailKey {
+			next.EmailVerifiedAt = time.Time{} // the new address is not verified
 			claim = append(claim, domain.Key{Kind: domain.KindEmail, Key: c.emailKey, Field: "email"})
 			old = append(old, domain.Key{Kind: domain.KindEmail, Key: u.EmailKey, Field: "email"})
 		}
@@ -108,6 +110,9 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		if done {
 			a.claimer.ReleaseOld(ctx, old, id)
 			out = UserView{User: next, Full: true}
+			if next.EmailKey != u.EmailKey {
+				a.mailVerification(ctx, next)
+			}
 		}
 		return done, err
 	})

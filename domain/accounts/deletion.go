@@ -353,8 +353,9 @@ func entryKeys(d DeletionEntry) []domain.Key {
 }
 
 // markDeleted is the compare-and-set deleting -> deleted: the personal
-// data goes (names, email, display name, password hash, roles); the id,
-// the version, the deletion and the moderation history stay.
+// data goes (names, email and whether it was verified, display name,
+// password hash, roles); the id, the version, the deletion and the
+// moderation history stay.
 func (a *Service) markDeleted(ctx context.Context, id string) error {
 	_, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
 		if u.Status != domain.StatusDeleting {
@@ -363,6 +364,7 @@ func (a *Service) markDeleted(ctx context.Context, id string) error {
 		u.Status = domain.StatusDeleted
 		u.Username, u.UsernameKey, u.Email, u.EmailKey = "", "", "", ""
 		u.DisplayName, u.PasswordHash, u.Roles = "", "", nil
+		u.EmailVerifiedAt = time.Time{}
 		return u, true, nil
 	})
 	return err

@@ -89,6 +89,9 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	if err := a.blocked(u); err != nil {
 		return LoginResult{}, err
 	}
+	if a.mail.RequireVerified && u.EmailVerifiedAt.IsZero() && !u.IsAdmin() {
+		return LoginResult{}, ErrEmailNotVerified
+	}
 	if rehash {
 		a.rehash(ctx, u, password)
 	}

@@ -123,6 +123,9 @@ type Service struct {
 	seen *sightings
 	// del is what deleting an account needs of the other services.
 	del DeletionDeps
+	// mail mails tokens (SetMail); mailJobs bounds the jobs running.
+	mail     Mail
+	mailJobs chan struct{}
 	// Hooks are nil in production.
 	Hooks Hooks
 }
@@ -137,7 +140,7 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 		claimer.SetYield(*cfg.ClaimYield)
 	}
 	return &Service{cfg: cfg, claimer: claimer, users: users, sessions: sessions, hasher: hasher, log: log,
-		seen: newSightings()}
+		seen: newSightings(), mailJobs: make(chan struct{}, maxMailJobs)}
 }
 
 // holders tells the claimer whether the account behind a committed claim

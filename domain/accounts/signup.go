@@ -56,6 +56,7 @@ func (a *Service) Signup(ctx context.Context, in SignupInput) (domain.User, erro
 		return domain.User{}, err
 	}
 	u.Status = domain.StatusActive
+	a.mailVerification(ctx, u)
 	return u, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"shelf/domain/moderation"
 	"shelf/handlers"
 	"shelf/internal/config"
+	"shelf/internal/mail"
 	"shelf/internal/metrics"
 	"shelf/internal/password"
 	"shelf/repository"
@@ -60,6 +61,9 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	log := domainLogger{logger}
 	users, sessions, claims := repository.NewUsers(db), repository.NewSessions(db), repository.NewClaims(db)
 	acc := newAccounts(cfg, log, users, sessions, claims, m, now)
+	if err := setMail(acc, cfg.Mail, logger, repository.NewTokens(db)); err != nil {
+		return nil, err
+	}
 	suspensions, libraries := repository.NewSuspensions(db), repository.NewLibraries(db)
 	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: now},
 		acc, users, sessions, suspensions)
@@ -97,6 +101,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		TrustedProxies:     cfg.HTTP.TrustedProxies,
 		Accounts:           acc,
 		RateLimitPerMinute: cfg.Accounts.RateLimitPerMinute,
+		MailPerHour:        cfg.Mail.PerHour,
 		Moderation:         mod,
 		Groups:             grp,
 		Contents:           lib,
@@ -118,6 +123,24 @@ func newAccounts(cfg config.Config, log domain.Logger, users accounts.UserStore,
 		accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, SeenInterval: c.SessionSeenInterval, Now: now},
 		claims, users, sessions, hasher, log,
 	)
+}
+
+// setMail gives the accounts their mailer (the log, or SMTP) and tokens.
+func setMail(acc *accounts.Service, c config.Mail, logger zerolog.Logger, tokens accounts.TokenStore) error {
+	var mailer accounts.Mailer = mail.Log{Logger: logger}
+	if c.Mailer == "smtp" {
+		m, err := mail.NewSMTP(mail.SMTPConfig{Host: c.SMTPHost, Port: c.SMTPPort, Username: c.SMTPUsername,
+			Password: c.SMTPPassword, TLS: c.SMTPTLS, From: c.From, Timeout: c.SMTPTimeout})
+		if err != nil {
+			return err
+		}
+		mailer = m
+	} else {
+		logger.Warn().Msg("SHELF_MAILER=log: mail is written to the log, with its links, and not sent; set SHELF_MAILER=smtp in production")
+	}
+	acc.SetMail(accounts.Mail{Tokens: tokens, Mailer: mailer, PublicURL: c.PublicURL,
+		VerifyTTL: c.VerifyTTL, ResetTTL: c.ResetTTL, RequireVerified: c.RequireVerified})
+	return nil
 }
 
 // domainLogger lets the domain log through zerolog without importing it.

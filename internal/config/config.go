@@ -25,6 +25,34 @@ type Config struct {
 	Accounts    Accounts
 	Moderation  Moderation
 	Content     Content
+	Mail        Mail
+}
+
+// Mail holds email verification, password reset and how mail is sent.
+type Mail struct {
+	// Mailer is log (development: mail written to the log, links and all)
+	// or smtp.
+	Mailer string
+	// PublicURL is the console's address, the base of mailed links.
+	PublicURL string
+	// From is the sender of every mail.
+	From string
+	// SMTP server: host, port, credentials (empty user: no AUTH), TLS mode
+	// (starttls, tls or none) and the timeout of one mail.
+	SMTPHost     string
+	SMTPPort     int
+	SMTPUsername string
+	SMTPPassword string
+	SMTPTLS      string
+	SMTPTimeout  time.Duration
+	// VerifyTTL and ResetTTL are how long mailed tokens may be used.
+	VerifyTTL time.Duration
+	ResetTTL  time.Duration
+	// RequireVerified refuses login to unverified accounts (admins excepted).
+	RequireVerified bool
+	// PerHour bounds the verification and reset requests for one address
+	// an hour, each (0: off).
+	PerHour int
 }
 
 // Content holds the fan-out settings.
@@ -203,6 +231,19 @@ var Vars = []Var{
 	{"SHELF_FANOUT_QUEUE", "1000", "items that may wait for a background fan-out, per process; a change of a waiting item joins it; beyond, changes are left to the outbox worker"},
 	{"SHELF_OUTBOX_INTERVAL", "1s", "how often the outbox worker finishes fan-outs that stopped (a crash, a failed write)"},
 	{"SHELF_OUTBOX_GRACE", "5s", "how old an outbox mark must be before the worker redoes its fan-out"},
+	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential); smtp: sent through SHELF_SMTP_*"},
+	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify?token=..., /#/reset?token=...)"},
+	{"SHELF_MAIL_FROM", "shelf <no-reply@localhost>", "sender of every mail"},
+	{"SHELF_SMTP_HOST", "", "SMTP server (SHELF_MAILER=smtp)"},
+	{"SHELF_SMTP_PORT", "587", "its port"},
+	{"SHELF_SMTP_USERNAME", "", "user for AUTH PLAIN (empty: no AUTH)"},
+	{"SHELF_SMTP_PASSWORD", "", "its password (masked in the log)"},
+	{"SHELF_SMTP_TLS", "starttls", "starttls (required), tls (implicit, port 465) or none (a local relay only)"},
+	{"SHELF_SMTP_TIMEOUT", "10s", "bound of one mail's SMTP conversation"},
+	{"SHELF_VERIFY_EMAIL_TTL", "24h", "how long an email verification link works"},
+	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works"},
+	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted"},
+	{"SHELF_MAIL_PER_HOUR", "5", "verification and reset requests for one email address an hour, each, per process (beyond: answered the same, nothing sent); 0 turns the limit off"},
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map
@@ -264,6 +305,27 @@ func Load(getenv func(string) string) (Config, error) {
 		OutboxInterval:    p.duration("SHELF_OUTBOX_INTERVAL"),
 		OutboxGrace:       p.duration("SHELF_OUTBOX_GRACE"),
 	}
+	c.Mail = Mail{
+		Mailer:          p.oneOf("SHELF_MAILER", "log", "smtp"),
+		PublicURL:       p.publicURL("SHELF_PUBLIC_URL"),
+		From:            p.str("SHELF_MAIL_FROM"),
+		SMTPHost:        p.str("SHELF_SMTP_HOST"),
+		SMTPPort:        p.positiveInt("SHELF_SMTP_PORT"),
+		SMTPUsername:    p.str("SHELF_SMTP_USERNAME"),
+		SMTPPassword:    p.str("SHELF_SMTP_PASSWORD"),
+		SMTPTLS:         p.oneOf("SHELF_SMTP_TLS", "starttls", "tls", "none"),
+		SMTPTimeout:     p.duration("SHELF_SMTP_TIMEOUT"),
+		VerifyTTL:       p.duration("SHELF_VERIFY_EMAIL_TTL"),
+		ResetTTL:        p.duration("SHELF_RESET_PASSWORD_TTL"),
+		RequireVerified: p.boolean("SHELF_REQUIRE_VERIFIED_EMAIL"),
+		PerHour:         p.nonNegativeInt("SHELF_MAIL_PER_HOUR"),
+	}
+	if c.Mail.Mailer == "smtp" && c.Mail.SMTPHost == "" {
+		p.fail("SHELF_SMTP_HOST", "is needed with SHELF_MAILER=smtp")
+	}
+	if c.Mail.SMTPPort > 65535 {
+		p.fail("SHELF_SMTP_PORT", "%d is not a port", c.Mail.SMTPPort)
+	}
 	c.Moderation = Moderation{
 		BucketSize:    p.oneOf("SHELF_SUSPENSION_BUCKET", "month", "week", "day"),
 		SweepInterval: p.duration("SHELF_SUSPENSION_SWEEP_INTERVAL"),
@@ -286,9 +348,12 @@ func Load(getenv func(string) string) (Config, error) {
 // Fields returns the effective configuration as name/value pairs for the
 // start-up log, with secrets masked.
 func (c Config) Fields() map[string]string {
-	password := ""
+	password, smtpPassword := "", ""
 	if c.Cassandra.Password != "" {
 		password = "***"
+	}
+	if c.Mail.SMTPPassword != "" {
+		smtpPassword = "***"
 	}
 	proxies := make([]string, len(c.HTTP.TrustedProxies))
 	for i, p := range c.HTTP.TrustedProxies {
@@ -338,5 +403,18 @@ func (c Config) Fields() map[string]string {
 		"SHELF_FANOUT_QUEUE":                 strconv.Itoa(c.Content.FanoutQueue),
 		"SHELF_OUTBOX_INTERVAL":              c.Content.OutboxInterval.String(),
 		"SHELF_OUTBOX_GRACE":                 c.Content.OutboxGrace.String(),
+		"SHELF_MAILER":                       c.Mail.Mailer,
+		"SHELF_PUBLIC_URL":                   c.Mail.PublicURL,
+		"SHELF_MAIL_FROM":                    c.Mail.From,
+		"SHELF_SMTP_HOST":                    c.Mail.SMTPHost,
+		"SHELF_SMTP_PORT":                    strconv.Itoa(c.Mail.SMTPPort),
+		"SHELF_SMTP_USERNAME":                c.Mail.SMTPUsername,
+		"SHELF_SMTP_PASSWORD":                smtpPassword,
+		"SHELF_SMTP_TLS":                     c.Mail.SMTPTLS,
+		"SHELF_SMTP_TIMEOUT":                 c.Mail.SMTPTimeout.String(),
+		"SHELF_VERIFY_EMAIL_TTL":             c.Mail.VerifyTTL.String(),
+		"SHELF_RESET_PASSWORD_TTL":           c.Mail.ResetTTL.String(),
+		"SHELF_REQUIRE_VERIFIED_EMAIL":       strconv.FormatBool(c.Mail.RequireVerified),
+		"SHELF_MAIL_PER_HOUR":                strconv.Itoa(c.Mail.PerHour),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -187,4 +188,16 @@ func (p *parser) replication(name string) Replication {
 	default:
 		return bad()
 	}
+}
+
+// publicURL reads an absolute http(s) URL without query or fragment (mailed
+// links are built on it), without its trailing slash.
+func (p *parser) publicURL(name string) string {
+	raw := p.str(name)
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		p.fail(name, "%q is not an http or https URL such as https://shelf.example.org", raw)
+		return ""
+	}
+	return strings.TrimRight(raw, "/")
 }

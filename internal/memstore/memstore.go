@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 )
 
 // Fault is what happens to one store call.
@@ -78,7 +79,9 @@ type Store struct {
 	// content is content's tables (Contents).
 	content contentTables
 	// groups is the groups' tables (Groups, GroupMembers).
-	groups  groupTables
+	groups groupTables
+	// tokens are the mailed tokens (Tokens), by hash.
+	tokens  map[string]accounts.Token
 	held    []func()
 	calls   int
 	crashed bool
@@ -101,7 +104,7 @@ type userRow struct {
 func New(start time.Time) *Store {
 	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: newSessionTables(),
 		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(), groups: newGroupTables(), buckets: map[string]bool{},
-		history: map[string]eventCell{}, changes: map[string][]domain.User{}}
+		history: map[string]eventCell{}, changes: map[string][]domain.User{}, tokens: map[string]accounts.Token{}}
 }
 
 // Now is the store's clock (services take it as theirs).

@@ -241,6 +241,11 @@ type ContentRoleRequest struct {
 	Role ContentRole `json:"role"`
 }
 
+// EmailConfirmation The token of a verification mail (from its link).
+type EmailConfirmation struct {
+	Token string `json:"token"`
+}
+
 // Group A group. Answers may gain properties later; clients should ignore
 // the ones they do not know.
 type Group struct {
@@ -346,6 +351,35 @@ type Login struct {
 	// Login A username or an email (anything containing `@` is taken as an email).
 	Login    string `json:"login"`
 	Password string `json:"password"`
+}
+
+// LoginRefusedProblem A login refused after its password matched: `suspended` carries
+// `suspendedAt` (and `until` when the suspension ends by itself);
+// `email_not_verified` carries neither.
+type LoginRefusedProblem struct {
+	// Code A stable snake_case reason for programs.
+	Code string `json:"code"`
+
+	// Detail What went wrong, for people.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors The fields at fault, when the problem is in the request's fields.
+	Errors      *[]ProblemField `json:"errors,omitempty"`
+	RequestId   *string         `json:"requestId,omitempty"`
+	Status      int             `json:"status"`
+	SuspendedAt *time.Time      `json:"suspendedAt,omitempty"`
+
+	// Title The HTTP status text.
+	Title string `json:"title"`
+
+	// Type A URI naming the kind of problem (`urn:shelf:problem:<code>`).
+	Type  string     `json:"type"`
+	Until *time.Time `json:"until,omitempty"`
+}
+
+// MailRequest An email address to mail a link to.
+type MailRequest struct {
+	Email openapi_types.Email `json:"email"`
 }
 
 // ModerationEvent One entry of a user's moderation history.
@@ -465,6 +499,14 @@ type PasswordChange struct {
 	NewPassword     string `json:"newPassword"`
 }
 
+// PasswordResetConfirmation The token of a reset mail (from its link) and the new password,
+// which follows the password rules of NewUser (8-128 characters, not
+// the username or the email).
+type PasswordResetConfirmation struct {
+	NewPassword string `json:"newPassword"`
+	Token       string `json:"token"`
+}
+
 // Problem An RFC 9457 problem detail with shelf's extensions.
 type Problem struct {
 	// Code A stable snake_case reason for programs.
@@ -556,28 +598,6 @@ type SessionList struct {
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
-// SuspendedProblem defines model for SuspendedProblem.
-type SuspendedProblem struct {
-	// Code A stable snake_case reason for programs.
-	Code string `json:"code"`
-
-	// Detail What went wrong, for people.
-	Detail *string `json:"detail,omitempty"`
-
-	// Errors The fields at fault, when the problem is in the request's fields.
-	Errors      *[]ProblemField `json:"errors,omitempty"`
-	RequestId   *string         `json:"requestId,omitempty"`
-	Status      int             `json:"status"`
-	SuspendedAt time.Time       `json:"suspendedAt"`
-
-	// Title The HTTP status text.
-	Title string `json:"title"`
-
-	// Type A URI naming the kind of problem (`urn:shelf:problem:<code>`).
-	Type  string     `json:"type"`
-	Until *time.Time `json:"until,omitempty"`
-}
-
 // Suspension defines model for Suspension.
 type Suspension struct {
 	Reason      string    `json:"reason"`
@@ -621,7 +641,13 @@ type User struct {
 	// Email Present only for the user themself and admins (NFKC of what was
 	// typed).
 	Email *openapi_types.Email `json:"email,omitempty"`
-	Id    string               `json:"id"`
+
+	// EmailVerified Present only for the user themself and admins, beside `email`:
+	// whether the current email was confirmed with a mailed link
+	// (`POST /v1/email-verifications/confirm`). A change of email
+	// makes it false until the new address is confirmed.
+	EmailVerified *bool  `json:"emailVerified,omitempty"`
+	Id            string `json:"id"`
 
 	// Roles Empty for most users.
 	Roles []UserRole `json:"roles"`
@@ -869,11 +895,23 @@ type UpdateContentJSONRequestBody = ContentPatch
 // ShareContentJSONRequestBody defines body for ShareContent for application/json ContentType.
 type ShareContentJSONRequestBody = ContentRoleRequest
 
+// RequestEmailVerificationJSONRequestBody defines body for RequestEmailVerification for application/json ContentType.
+type RequestEmailVerificationJSONRequestBody = MailRequest
+
+// ConfirmEmailVerificationJSONRequestBody defines body for ConfirmEmailVerification for application/json ContentType.
+type ConfirmEmailVerificationJSONRequestBody = EmailConfirmation
+
 // CreateGroupJSONRequestBody defines body for CreateGroup for application/json ContentType.
 type CreateGroupJSONRequestBody = NewGroup
 
 // SetGroupMemberJSONRequestBody defines body for SetGroupMember for application/json ContentType.
 type SetGroupMemberJSONRequestBody = GroupRoleRequest
+
+// RequestPasswordResetJSONRequestBody defines body for RequestPasswordReset for application/json ContentType.
+type RequestPasswordResetJSONRequestBody = MailRequest
+
+// ConfirmPasswordResetJSONRequestBody defines body for ConfirmPasswordReset for application/json ContentType.
+type ConfirmPasswordResetJSONRequestBody = PasswordResetConfirmation
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = Login
@@ -1129,6 +1167,108 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/content/{id}/members/{principalId} (the `ShareContent` operationId).
 	ShareContent(ctx context.Context, id ContentId, principalId PrincipalId, body ShareContentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RequestEmailVerificationWithBody Mail a new email verification link
+	//
+	// Mails a new verification link to the account whose email this is,
+	// if there is one and its email is not verified yet. Signup and a
+	// change of email mail one by themselves; this asks again (a lost
+	// mail, an expired link, or a login refused with
+	// `email_not_verified`). The link is
+	// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
+	// sends the token to `POST /v1/email-verifications/confirm`.
+	//
+	// Who may call: anyone; no session is needed (an account that may
+	// not log in before verifying asks this way). The answer is the same
+	// 202, at the same time, for every well-formed address, known or
+	// not, verified or not: the work (finding the account, storing the
+	// token, mailing) runs after the answer, and its failures are
+	// logged, never answered: ask again.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
+	// for one address an hour (per server process) the answer is the
+	// same 202 and nothing is sent. After the answer: a claim read, an
+	// account read, a lightweight transaction (the token, stored as its
+	// SHA-256), one mail.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/email-verifications (the `RequestEmailVerification` operationId).
+	RequestEmailVerificationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestEmailVerification Mail a new email verification link
+	//
+	// Mails a new verification link to the account whose email this is,
+	// if there is one and its email is not verified yet. Signup and a
+	// change of email mail one by themselves; this asks again (a lost
+	// mail, an expired link, or a login refused with
+	// `email_not_verified`). The link is
+	// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
+	// sends the token to `POST /v1/email-verifications/confirm`.
+	//
+	// Who may call: anyone; no session is needed (an account that may
+	// not log in before verifying asks this way). The answer is the same
+	// 202, at the same time, for every well-formed address, known or
+	// not, verified or not: the work (finding the account, storing the
+	// token, mailing) runs after the answer, and its failures are
+	// logged, never answered: ask again.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
+	// for one address an hour (per server process) the answer is the
+	// same 202 and nothing is sent. After the answer: a claim read, an
+	// account read, a lightweight transaction (the token, stored as its
+	// SHA-256), one mail.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/email-verifications (the `RequestEmailVerification` operationId).
+	RequestEmailVerification(ctx context.Context, body RequestEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConfirmEmailVerificationWithBody Confirm an email address with a mailed token
+	//
+	// Verifies the email the token was mailed to: the account's
+	// `emailVerified` becomes true, if the account still has that
+	// address. The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
+	// a SERIAL read of the account, a lightweight transaction using the
+	// token, a compare-and-set of the account, one marking the token
+	// done.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
+	ConfirmEmailVerificationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConfirmEmailVerification Confirm an email address with a mailed token
+	//
+	// Verifies the email the token was mailed to: the account's
+	// `emailVerified` becomes true, if the account still has that
+	// address. The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
+	// a SERIAL read of the account, a lightweight transaction using the
+	// token, a compare-and-set of the account, one marking the token
+	// done.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
+	ConfirmEmailVerification(ctx context.Context, body ConfirmEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateGroupWithBody Create a group
 	//
 	// Creates a group with a unique name; the caller becomes its first
@@ -1303,6 +1443,112 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/me (the `GetMe` operationId).
 	GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestPasswordResetWithBody Mail a password reset link
+	//
+	// Mails a link to reset the password to the account whose email this
+	// is, if there is one (active or suspended: a suspended account may
+	// reset its password, and its login stays refused while suspended).
+	// The link is `<SHELF_PUBLIC_URL>/#/reset?token=<token>`: the
+	// console's page sends the token and a new password to
+	// `POST /v1/password-resets/confirm`. It works once, for
+	// `SHELF_RESET_PASSWORD_TTL` (1 h), and only while the account keeps
+	// the password and the email it had when the mail went out.
+	//
+	// Who may call: anyone; no session is needed. The answer is the same
+	// 202, at the same time, for every well-formed address, known or
+	// not: the work runs after the answer, and its failures are logged,
+	// never answered: ask again.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
+	// requests for one address an hour (per server process) the answer
+	// is the same 202 and nothing is sent. After the answer: a claim
+	// read, an account read, a lightweight transaction (the token,
+	// stored as its SHA-256), one mail.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/password-resets (the `RequestPasswordReset` operationId).
+	RequestPasswordResetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestPasswordReset Mail a password reset link
+	//
+	// Mails a link to reset the password to the account whose email this
+	// is, if there is one (active or suspended: a suspended account may
+	// reset its password, and its login stays refused while suspended).
+	// The link is `<SHELF_PUBLIC_URL>/#/reset?token=<token>`: the
+	// console's page sends the token and a new password to
+	// `POST /v1/password-resets/confirm`. It works once, for
+	// `SHELF_RESET_PASSWORD_TTL` (1 h), and only while the account keeps
+	// the password and the email it had when the mail went out.
+	//
+	// Who may call: anyone; no session is needed. The answer is the same
+	// 202, at the same time, for every well-formed address, known or
+	// not: the work runs after the answer, and its failures are logged,
+	// never answered: ask again.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
+	// requests for one address an hour (per server process) the answer
+	// is the same 202 and nothing is sent. After the answer: a claim
+	// read, an account read, a lightweight transaction (the token,
+	// stored as its SHA-256), one mail.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/password-resets (the `RequestPasswordReset` operationId).
+	RequestPasswordReset(ctx context.Context, body RequestPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConfirmPasswordResetWithBody Set a new password with a mailed token
+	//
+	// Sets the new password and ends every session of the account (log
+	// in again with the new password). The token works once: a second
+	// use is 400 `invalid_token` (`token`/`used`), and a token never
+	// sets two passwords. A retry after a 503 with the same new
+	// password finishes what the first attempt began; with another
+	// password it is refused as used.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
+	// token, a SERIAL read of the account, one argon2id hash
+	// (deliberately slow), a lightweight transaction using the token, a
+	// compare-and-set of the account, the revocation of every session
+	// (16 at a time), one lightweight transaction marking the token
+	// done.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
+	ConfirmPasswordResetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConfirmPasswordReset Set a new password with a mailed token
+	//
+	// Sets the new password and ends every session of the account (log
+	// in again with the new password). The token works once: a second
+	// use is 400 `invalid_token` (`token`/`used`), and a token never
+	// sets two passwords. A retry after a 503 with the same new
+	// password finishes what the first attempt began; with another
+	// password it is refused as used.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
+	// token, a SERIAL read of the account, one argon2id hash
+	// (deliberately slow), a lightweight transaction using the token, a
+	// compare-and-set of the account, the revocation of every session
+	// (16 at a time), one lightweight transaction marking the token
+	// done.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
+	ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateSessionWithBody Log in
 	//
@@ -2112,6 +2358,148 @@ func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId Pri
 	return c.Client.Do(req)
 }
 
+// RequestEmailVerificationWithBody Mail a new email verification link
+//
+// Mails a new verification link to the account whose email this is,
+// if there is one and its email is not verified yet. Signup and a
+// change of email mail one by themselves; this asks again (a lost
+// mail, an expired link, or a login refused with
+// `email_not_verified`). The link is
+// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
+// sends the token to `POST /v1/email-verifications/confirm`.
+//
+// Who may call: anyone; no session is needed (an account that may
+// not log in before verifying asks this way). The answer is the same
+// 202, at the same time, for every well-formed address, known or
+// not, verified or not: the work (finding the account, storing the
+// token, mailing) runs after the answer, and its failures are
+// logged, never answered: ask again.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
+// for one address an hour (per server process) the answer is the
+// same 202 and nothing is sent. After the answer: a claim read, an
+// account read, a lightweight transaction (the token, stored as its
+// SHA-256), one mail.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/email-verifications (the `RequestEmailVerification` operationId).
+func (c *Client) RequestEmailVerificationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestEmailVerificationRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestEmailVerification Mail a new email verification link
+//
+// Mails a new verification link to the account whose email this is,
+// if there is one and its email is not verified yet. Signup and a
+// change of email mail one by themselves; this asks again (a lost
+// mail, an expired link, or a login refused with
+// `email_not_verified`). The link is
+// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
+// sends the token to `POST /v1/email-verifications/confirm`.
+//
+// Who may call: anyone; no session is needed (an account that may
+// not log in before verifying asks this way). The answer is the same
+// 202, at the same time, for every well-formed address, known or
+// not, verified or not: the work (finding the account, storing the
+// token, mailing) runs after the answer, and its failures are
+// logged, never answered: ask again.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
+// for one address an hour (per server process) the answer is the
+// same 202 and nothing is sent. After the answer: a claim read, an
+// account read, a lightweight transaction (the token, stored as its
+// SHA-256), one mail.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/email-verifications (the `RequestEmailVerification` operationId).
+func (c *Client) RequestEmailVerification(ctx context.Context, body RequestEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestEmailVerificationRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConfirmEmailVerificationWithBody Confirm an email address with a mailed token
+//
+// Verifies the email the token was mailed to: the account's
+// `emailVerified` becomes true, if the account still has that
+// address. The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
+// a SERIAL read of the account, a lightweight transaction using the
+// token, a compare-and-set of the account, one marking the token
+// done.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
+func (c *Client) ConfirmEmailVerificationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConfirmEmailVerificationRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConfirmEmailVerification Confirm an email address with a mailed token
+//
+// Verifies the email the token was mailed to: the account's
+// `emailVerified` becomes true, if the account still has that
+// address. The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
+// a SERIAL read of the account, a lightweight transaction using the
+// token, a compare-and-set of the account, one marking the token
+// done.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
+func (c *Client) ConfirmEmailVerification(ctx context.Context, body ConfirmEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConfirmEmailVerificationRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateGroupWithBody Create a group
 //
 // Creates a group with a unique name; the caller becomes its first
@@ -2377,6 +2765,152 @@ func (c *Client) SetGroupMember(ctx context.Context, id GroupId, userId MemberUs
 // Corresponds with GET /v1/me (the `GetMe` operationId).
 func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMeRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestPasswordResetWithBody Mail a password reset link
+//
+// Mails a link to reset the password to the account whose email this
+// is, if there is one (active or suspended: a suspended account may
+// reset its password, and its login stays refused while suspended).
+// The link is `<SHELF_PUBLIC_URL>/#/reset?token=<token>`: the
+// console's page sends the token and a new password to
+// `POST /v1/password-resets/confirm`. It works once, for
+// `SHELF_RESET_PASSWORD_TTL` (1 h), and only while the account keeps
+// the password and the email it had when the mail went out.
+//
+// Who may call: anyone; no session is needed. The answer is the same
+// 202, at the same time, for every well-formed address, known or
+// not: the work runs after the answer, and its failures are logged,
+// never answered: ask again.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
+// requests for one address an hour (per server process) the answer
+// is the same 202 and nothing is sent. After the answer: a claim
+// read, an account read, a lightweight transaction (the token,
+// stored as its SHA-256), one mail.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/password-resets (the `RequestPasswordReset` operationId).
+func (c *Client) RequestPasswordResetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestPasswordResetRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestPasswordReset Mail a password reset link
+//
+// Mails a link to reset the password to the account whose email this
+// is, if there is one (active or suspended: a suspended account may
+// reset its password, and its login stays refused while suspended).
+// The link is `<SHELF_PUBLIC_URL>/#/reset?token=<token>`: the
+// console's page sends the token and a new password to
+// `POST /v1/password-resets/confirm`. It works once, for
+// `SHELF_RESET_PASSWORD_TTL` (1 h), and only while the account keeps
+// the password and the email it had when the mail went out.
+//
+// Who may call: anyone; no session is needed. The answer is the same
+// 202, at the same time, for every well-formed address, known or
+// not: the work runs after the answer, and its failures are logged,
+// never answered: ask again.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
+// requests for one address an hour (per server process) the answer
+// is the same 202 and nothing is sent. After the answer: a claim
+// read, an account read, a lightweight transaction (the token,
+// stored as its SHA-256), one mail.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/password-resets (the `RequestPasswordReset` operationId).
+func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestPasswordResetRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConfirmPasswordResetWithBody Set a new password with a mailed token
+//
+// Sets the new password and ends every session of the account (log
+// in again with the new password). The token works once: a second
+// use is 400 `invalid_token` (`token`/`used`), and a token never
+// sets two passwords. A retry after a 503 with the same new
+// password finishes what the first attempt began; with another
+// password it is refused as used.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/email-verifications/confirm`; a SERIAL read of the
+// token, a SERIAL read of the account, one argon2id hash
+// (deliberately slow), a lightweight transaction using the token, a
+// compare-and-set of the account, the revocation of every session
+// (16 at a time), one lightweight transaction marking the token
+// done.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
+func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConfirmPasswordResetRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConfirmPasswordReset Set a new password with a mailed token
+//
+// Sets the new password and ends every session of the account (log
+// in again with the new password). The token works once: a second
+// use is 400 `invalid_token` (`token`/`used`), and a token never
+// sets two passwords. A retry after a 503 with the same new
+// password finishes what the first attempt began; with another
+// password it is refused as used.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/email-verifications/confirm`; a SERIAL read of the
+// token, a SERIAL read of the account, one argon2id hash
+// (deliberately slow), a lightweight transaction using the token, a
+// compare-and-set of the account, the revocation of every session
+// (16 at a time), one lightweight transaction marking the token
+// done.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
+func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConfirmPasswordResetRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3618,6 +4152,86 @@ func NewShareContentRequestWithBody(server string, id ContentId, principalId Pri
 	return req, nil
 }
 
+// NewRequestEmailVerificationRequest calls the generic RequestEmailVerification builder with application/json body
+func NewRequestEmailVerificationRequest(server string, body RequestEmailVerificationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRequestEmailVerificationRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRequestEmailVerificationRequestWithBody constructs an http.Request for the RequestEmailVerification method, with any body, and a specified content type
+func NewRequestEmailVerificationRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/email-verifications")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewConfirmEmailVerificationRequest calls the generic ConfirmEmailVerification builder with application/json body
+func NewConfirmEmailVerificationRequest(server string, body ConfirmEmailVerificationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewConfirmEmailVerificationRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewConfirmEmailVerificationRequestWithBody constructs an http.Request for the ConfirmEmailVerification method, with any body, and a specified content type
+func NewConfirmEmailVerificationRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/email-verifications/confirm")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCreateGroupRequest calls the generic CreateGroup builder with application/json body
 func NewCreateGroupRequest(server string, body CreateGroupJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4002,6 +4616,86 @@ func NewGetMeRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewRequestPasswordResetRequest calls the generic RequestPasswordReset builder with application/json body
+func NewRequestPasswordResetRequest(server string, body RequestPasswordResetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRequestPasswordResetRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRequestPasswordResetRequestWithBody constructs an http.Request for the RequestPasswordReset method, with any body, and a specified content type
+func NewRequestPasswordResetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/password-resets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewConfirmPasswordResetRequest calls the generic ConfirmPasswordReset builder with application/json body
+func NewConfirmPasswordResetRequest(server string, body ConfirmPasswordResetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewConfirmPasswordResetRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewConfirmPasswordResetRequestWithBody constructs an http.Request for the ConfirmPasswordReset method, with any body, and a specified content type
+func NewConfirmPasswordResetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/password-resets/confirm")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -5161,6 +5855,108 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/content/{id}/members/{principalId} (the `ShareContent` operationId).
 	ShareContentWithResponse(ctx context.Context, id ContentId, principalId PrincipalId, body ShareContentJSONRequestBody, reqEditors ...RequestEditorFn) (*ShareContentResponse, error)
 
+	// RequestEmailVerificationWithBodyWithResponse Mail a new email verification link
+	//
+	// Mails a new verification link to the account whose email this is,
+	// if there is one and its email is not verified yet. Signup and a
+	// change of email mail one by themselves; this asks again (a lost
+	// mail, an expired link, or a login refused with
+	// `email_not_verified`). The link is
+	// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
+	// sends the token to `POST /v1/email-verifications/confirm`.
+	//
+	// Who may call: anyone; no session is needed (an account that may
+	// not log in before verifying asks this way). The answer is the same
+	// 202, at the same time, for every well-formed address, known or
+	// not, verified or not: the work (finding the account, storing the
+	// token, mailing) runs after the answer, and its failures are
+	// logged, never answered: ask again.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
+	// for one address an hour (per server process) the answer is the
+	// same 202 and nothing is sent. After the answer: a claim read, an
+	// account read, a lightweight transaction (the token, stored as its
+	// SHA-256), one mail.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/email-verifications (the `RequestEmailVerification` operationId).
+	RequestEmailVerificationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestEmailVerificationResponse, error)
+
+	// RequestEmailVerificationWithResponse Mail a new email verification link
+	//
+	// Mails a new verification link to the account whose email this is,
+	// if there is one and its email is not verified yet. Signup and a
+	// change of email mail one by themselves; this asks again (a lost
+	// mail, an expired link, or a login refused with
+	// `email_not_verified`). The link is
+	// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
+	// sends the token to `POST /v1/email-verifications/confirm`.
+	//
+	// Who may call: anyone; no session is needed (an account that may
+	// not log in before verifying asks this way). The answer is the same
+	// 202, at the same time, for every well-formed address, known or
+	// not, verified or not: the work (finding the account, storing the
+	// token, mailing) runs after the answer, and its failures are
+	// logged, never answered: ask again.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
+	// for one address an hour (per server process) the answer is the
+	// same 202 and nothing is sent. After the answer: a claim read, an
+	// account read, a lightweight transaction (the token, stored as its
+	// SHA-256), one mail.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/email-verifications (the `RequestEmailVerification` operationId).
+	RequestEmailVerificationWithResponse(ctx context.Context, body RequestEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestEmailVerificationResponse, error)
+
+	// ConfirmEmailVerificationWithBodyWithResponse Confirm an email address with a mailed token
+	//
+	// Verifies the email the token was mailed to: the account's
+	// `emailVerified` becomes true, if the account still has that
+	// address. The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
+	// a SERIAL read of the account, a lightweight transaction using the
+	// token, a compare-and-set of the account, one marking the token
+	// done.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
+	ConfirmEmailVerificationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConfirmEmailVerificationResponse, error)
+
+	// ConfirmEmailVerificationWithResponse Confirm an email address with a mailed token
+	//
+	// Verifies the email the token was mailed to: the account's
+	// `emailVerified` becomes true, if the account still has that
+	// address. The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
+	// a SERIAL read of the account, a lightweight transaction using the
+	// token, a compare-and-set of the account, one marking the token
+	// done.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
+	ConfirmEmailVerificationWithResponse(ctx context.Context, body ConfirmEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*ConfirmEmailVerificationResponse, error)
+
 	// CreateGroupWithBodyWithResponse Create a group
 	//
 	// Creates a group with a unique name; the caller becomes its first
@@ -5347,6 +6143,112 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/me (the `GetMe` operationId).
 	GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
+
+	// RequestPasswordResetWithBodyWithResponse Mail a password reset link
+	//
+	// Mails a link to reset the password to the account whose email this
+	// is, if there is one (active or suspended: a suspended account may
+	// reset its password, and its login stays refused while suspended).
+	// The link is `<SHELF_PUBLIC_URL>/#/reset?token=<token>`: the
+	// console's page sends the token and a new password to
+	// `POST /v1/password-resets/confirm`. It works once, for
+	// `SHELF_RESET_PASSWORD_TTL` (1 h), and only while the account keeps
+	// the password and the email it had when the mail went out.
+	//
+	// Who may call: anyone; no session is needed. The answer is the same
+	// 202, at the same time, for every well-formed address, known or
+	// not: the work runs after the answer, and its failures are logged,
+	// never answered: ask again.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
+	// requests for one address an hour (per server process) the answer
+	// is the same 202 and nothing is sent. After the answer: a claim
+	// read, an account read, a lightweight transaction (the token,
+	// stored as its SHA-256), one mail.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/password-resets (the `RequestPasswordReset` operationId).
+	RequestPasswordResetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestPasswordResetResponse, error)
+
+	// RequestPasswordResetWithResponse Mail a password reset link
+	//
+	// Mails a link to reset the password to the account whose email this
+	// is, if there is one (active or suspended: a suspended account may
+	// reset its password, and its login stays refused while suspended).
+	// The link is `<SHELF_PUBLIC_URL>/#/reset?token=<token>`: the
+	// console's page sends the token and a new password to
+	// `POST /v1/password-resets/confirm`. It works once, for
+	// `SHELF_RESET_PASSWORD_TTL` (1 h), and only while the account keeps
+	// the password and the email it had when the mail went out.
+	//
+	// Who may call: anyone; no session is needed. The answer is the same
+	// 202, at the same time, for every well-formed address, known or
+	// not: the work runs after the answer, and its failures are logged,
+	// never answered: ask again.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
+	// requests for one address an hour (per server process) the answer
+	// is the same 202 and nothing is sent. After the answer: a claim
+	// read, an account read, a lightweight transaction (the token,
+	// stored as its SHA-256), one mail.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/password-resets (the `RequestPasswordReset` operationId).
+	RequestPasswordResetWithResponse(ctx context.Context, body RequestPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestPasswordResetResponse, error)
+
+	// ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
+	//
+	// Sets the new password and ends every session of the account (log
+	// in again with the new password). The token works once: a second
+	// use is 400 `invalid_token` (`token`/`used`), and a token never
+	// sets two passwords. A retry after a 503 with the same new
+	// password finishes what the first attempt began; with another
+	// password it is refused as used.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
+	// token, a SERIAL read of the account, one argon2id hash
+	// (deliberately slow), a lightweight transaction using the token, a
+	// compare-and-set of the account, the revocation of every session
+	// (16 at a time), one lightweight transaction marking the token
+	// done.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
+	ConfirmPasswordResetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConfirmPasswordResetResponse, error)
+
+	// ConfirmPasswordResetWithResponse Set a new password with a mailed token
+	//
+	// Sets the new password and ends every session of the account (log
+	// in again with the new password). The token works once: a second
+	// use is 400 `invalid_token` (`token`/`used`), and a token never
+	// sets two passwords. A retry after a 503 with the same new
+	// password finishes what the first attempt began; with another
+	// password it is refused as used.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
+	// token, a SERIAL read of the account, one argon2id hash
+	// (deliberately slow), a lightweight transaction using the token, a
+	// compare-and-set of the account, the revocation of every session
+	// (16 at a time), one lightweight transaction marking the token
+	// done.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
+	ConfirmPasswordResetWithResponse(ctx context.Context, body ConfirmPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*ConfirmPasswordResetResponse, error)
 
 	// CreateSessionWithBodyWithResponse Log in
 	//
@@ -7302,6 +8204,305 @@ func (r ShareContentResponse) ContentType() string {
 	return ""
 }
 
+// RequestEmailVerificationResponse202Headers the declared response headers of an HTTP 202 response for RequestEmailVerification
+type RequestEmailVerificationResponse202Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// RequestEmailVerificationResponse400Headers the declared response headers of an HTTP 400 response for RequestEmailVerification
+type RequestEmailVerificationResponse400Headers struct {
+	XRequestId *string
+}
+
+// RequestEmailVerificationResponse401Headers the declared response headers of an HTTP 401 response for RequestEmailVerification
+type RequestEmailVerificationResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RequestEmailVerificationResponse413Headers the declared response headers of an HTTP 413 response for RequestEmailVerification
+type RequestEmailVerificationResponse413Headers struct {
+	XRequestId *string
+}
+
+// RequestEmailVerificationResponse415Headers the declared response headers of an HTTP 415 response for RequestEmailVerification
+type RequestEmailVerificationResponse415Headers struct {
+	XRequestId *string
+}
+
+// RequestEmailVerificationResponse429Headers the declared response headers of an HTTP 429 response for RequestEmailVerification
+type RequestEmailVerificationResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RequestEmailVerificationResponse500Headers the declared response headers of an HTTP 500 response for RequestEmailVerification
+type RequestEmailVerificationResponse500Headers struct {
+	XRequestId *string
+}
+
+// RequestEmailVerificationResponse503Headers the declared response headers of an HTTP 503 response for RequestEmailVerification
+type RequestEmailVerificationResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RequestEmailVerificationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RequestEmailVerificationResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RequestEmailVerificationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RequestEmailVerificationResponse401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RequestEmailVerificationResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RequestEmailVerificationResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RequestEmailVerificationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RequestEmailVerificationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RequestEmailVerificationResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RequestEmailVerificationResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RequestEmailVerificationResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RequestEmailVerificationResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RequestEmailVerificationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RequestEmailVerificationResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RequestEmailVerificationResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RequestEmailVerificationResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RequestEmailVerificationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RequestEmailVerificationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RequestEmailVerificationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RequestEmailVerificationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConfirmEmailVerificationResponse204Headers the declared response headers of an HTTP 204 response for ConfirmEmailVerification
+type ConfirmEmailVerificationResponse204Headers struct {
+	XRequestId *string
+}
+
+// ConfirmEmailVerificationResponse400Headers the declared response headers of an HTTP 400 response for ConfirmEmailVerification
+type ConfirmEmailVerificationResponse400Headers struct {
+	XRequestId *string
+}
+
+// ConfirmEmailVerificationResponse401Headers the declared response headers of an HTTP 401 response for ConfirmEmailVerification
+type ConfirmEmailVerificationResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ConfirmEmailVerificationResponse409Headers the declared response headers of an HTTP 409 response for ConfirmEmailVerification
+type ConfirmEmailVerificationResponse409Headers struct {
+	XRequestId *string
+}
+
+// ConfirmEmailVerificationResponse413Headers the declared response headers of an HTTP 413 response for ConfirmEmailVerification
+type ConfirmEmailVerificationResponse413Headers struct {
+	XRequestId *string
+}
+
+// ConfirmEmailVerificationResponse415Headers the declared response headers of an HTTP 415 response for ConfirmEmailVerification
+type ConfirmEmailVerificationResponse415Headers struct {
+	XRequestId *string
+}
+
+// ConfirmEmailVerificationResponse429Headers the declared response headers of an HTTP 429 response for ConfirmEmailVerification
+type ConfirmEmailVerificationResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ConfirmEmailVerificationResponse500Headers the declared response headers of an HTTP 500 response for ConfirmEmailVerification
+type ConfirmEmailVerificationResponse500Headers struct {
+	XRequestId *string
+}
+
+// ConfirmEmailVerificationResponse503Headers the declared response headers of an HTTP 503 response for ConfirmEmailVerification
+type ConfirmEmailVerificationResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ConfirmEmailVerificationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *ConfirmEmailVerificationResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ConfirmEmailVerificationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ConfirmEmailVerificationResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ConfirmEmailVerificationResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ConfirmEmailVerificationResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ConfirmEmailVerificationResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ConfirmEmailVerificationResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ConfirmEmailVerificationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ConfirmEmailVerificationResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ConfirmEmailVerificationResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ConfirmEmailVerificationResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ConfirmEmailVerificationResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ConfirmEmailVerificationResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ConfirmEmailVerificationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ConfirmEmailVerificationResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ConfirmEmailVerificationResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ConfirmEmailVerificationResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ConfirmEmailVerificationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConfirmEmailVerificationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConfirmEmailVerificationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConfirmEmailVerificationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateGroupResponse201Headers the declared response headers of an HTTP 201 response for CreateGroup
 type CreateGroupResponse201Headers struct {
 	Location   string
@@ -8340,6 +9541,305 @@ func (r GetMeResponse) ContentType() string {
 	return ""
 }
 
+// RequestPasswordResetResponse202Headers the declared response headers of an HTTP 202 response for RequestPasswordReset
+type RequestPasswordResetResponse202Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// RequestPasswordResetResponse400Headers the declared response headers of an HTTP 400 response for RequestPasswordReset
+type RequestPasswordResetResponse400Headers struct {
+	XRequestId *string
+}
+
+// RequestPasswordResetResponse401Headers the declared response headers of an HTTP 401 response for RequestPasswordReset
+type RequestPasswordResetResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RequestPasswordResetResponse413Headers the declared response headers of an HTTP 413 response for RequestPasswordReset
+type RequestPasswordResetResponse413Headers struct {
+	XRequestId *string
+}
+
+// RequestPasswordResetResponse415Headers the declared response headers of an HTTP 415 response for RequestPasswordReset
+type RequestPasswordResetResponse415Headers struct {
+	XRequestId *string
+}
+
+// RequestPasswordResetResponse429Headers the declared response headers of an HTTP 429 response for RequestPasswordReset
+type RequestPasswordResetResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RequestPasswordResetResponse500Headers the declared response headers of an HTTP 500 response for RequestPasswordReset
+type RequestPasswordResetResponse500Headers struct {
+	XRequestId *string
+}
+
+// RequestPasswordResetResponse503Headers the declared response headers of an HTTP 503 response for RequestPasswordReset
+type RequestPasswordResetResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RequestPasswordResetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RequestPasswordResetResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RequestPasswordResetResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RequestPasswordResetResponse401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RequestPasswordResetResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RequestPasswordResetResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RequestPasswordResetResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RequestPasswordResetResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RequestPasswordResetResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RequestPasswordResetResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RequestPasswordResetResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RequestPasswordResetResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RequestPasswordResetResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RequestPasswordResetResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RequestPasswordResetResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RequestPasswordResetResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RequestPasswordResetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RequestPasswordResetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RequestPasswordResetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RequestPasswordResetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConfirmPasswordResetResponse204Headers the declared response headers of an HTTP 204 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse204Headers struct {
+	XRequestId *string
+}
+
+// ConfirmPasswordResetResponse400Headers the declared response headers of an HTTP 400 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse400Headers struct {
+	XRequestId *string
+}
+
+// ConfirmPasswordResetResponse401Headers the declared response headers of an HTTP 401 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ConfirmPasswordResetResponse409Headers the declared response headers of an HTTP 409 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse409Headers struct {
+	XRequestId *string
+}
+
+// ConfirmPasswordResetResponse413Headers the declared response headers of an HTTP 413 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse413Headers struct {
+	XRequestId *string
+}
+
+// ConfirmPasswordResetResponse415Headers the declared response headers of an HTTP 415 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse415Headers struct {
+	XRequestId *string
+}
+
+// ConfirmPasswordResetResponse429Headers the declared response headers of an HTTP 429 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ConfirmPasswordResetResponse500Headers the declared response headers of an HTTP 500 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse500Headers struct {
+	XRequestId *string
+}
+
+// ConfirmPasswordResetResponse503Headers the declared response headers of an HTTP 503 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ConfirmPasswordResetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *ConfirmPasswordResetResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ConfirmPasswordResetResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ConfirmPasswordResetResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ConfirmPasswordResetResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ConfirmPasswordResetResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ConfirmPasswordResetResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ConfirmPasswordResetResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ConfirmPasswordResetResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ConfirmPasswordResetResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ConfirmPasswordResetResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ConfirmPasswordResetResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ConfirmPasswordResetResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ConfirmPasswordResetResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ConfirmPasswordResetResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ConfirmPasswordResetResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ConfirmPasswordResetResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ConfirmPasswordResetResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ConfirmPasswordResetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConfirmPasswordResetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConfirmPasswordResetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConfirmPasswordResetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateSessionResponse201Headers the declared response headers of an HTTP 201 response for CreateSession
 type CreateSessionResponse201Headers struct {
 	CacheControl *string
@@ -8399,7 +9899,7 @@ type CreateSessionResponse struct {
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *SuspendedProblem
+	ApplicationproblemJSON403 *LoginRefusedProblem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -8446,7 +9946,7 @@ func (r CreateSessionResponse) GetApplicationproblemJSON401() *Unauthorized {
 }
 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r CreateSessionResponse) GetApplicationproblemJSON403() *SuspendedProblem {
+func (r CreateSessionResponse) GetApplicationproblemJSON403() *LoginRefusedProblem {
 	return r.ApplicationproblemJSON403
 }
 
@@ -11154,6 +12654,132 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 	return ParseShareContentResponse(rsp)
 }
 
+// RequestEmailVerificationWithBodyWithResponse Mail a new email verification link
+//
+// Mails a new verification link to the account whose email this is,
+// if there is one and its email is not verified yet. Signup and a
+// change of email mail one by themselves; this asks again (a lost
+// mail, an expired link, or a login refused with
+// `email_not_verified`). The link is
+// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
+// sends the token to `POST /v1/email-verifications/confirm`.
+//
+// Who may call: anyone; no session is needed (an account that may
+// not log in before verifying asks this way). The answer is the same
+// 202, at the same time, for every well-formed address, known or
+// not, verified or not: the work (finding the account, storing the
+// token, mailing) runs after the answer, and its failures are
+// logged, never answered: ask again.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
+// for one address an hour (per server process) the answer is the
+// same 202 and nothing is sent. After the answer: a claim read, an
+// account read, a lightweight transaction (the token, stored as its
+// SHA-256), one mail.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/email-verifications (the `RequestEmailVerification` operationId).
+func (c *ClientWithResponses) RequestEmailVerificationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestEmailVerificationResponse, error) {
+	rsp, err := c.RequestEmailVerificationWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestEmailVerificationResponse(rsp)
+}
+
+// RequestEmailVerificationWithResponse Mail a new email verification link
+//
+// Mails a new verification link to the account whose email this is,
+// if there is one and its email is not verified yet. Signup and a
+// change of email mail one by themselves; this asks again (a lost
+// mail, an expired link, or a login refused with
+// `email_not_verified`). The link is
+// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
+// sends the token to `POST /v1/email-verifications/confirm`.
+//
+// Who may call: anyone; no session is needed (an account that may
+// not log in before verifying asks this way). The answer is the same
+// 202, at the same time, for every well-formed address, known or
+// not, verified or not: the work (finding the account, storing the
+// token, mailing) runs after the answer, and its failures are
+// logged, never answered: ask again.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
+// for one address an hour (per server process) the answer is the
+// same 202 and nothing is sent. After the answer: a claim read, an
+// account read, a lightweight transaction (the token, stored as its
+// SHA-256), one mail.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/email-verifications (the `RequestEmailVerification` operationId).
+func (c *ClientWithResponses) RequestEmailVerificationWithResponse(ctx context.Context, body RequestEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestEmailVerificationResponse, error) {
+	rsp, err := c.RequestEmailVerification(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestEmailVerificationResponse(rsp)
+}
+
+// ConfirmEmailVerificationWithBodyWithResponse Confirm an email address with a mailed token
+//
+// Verifies the email the token was mailed to: the account's
+// `emailVerified` becomes true, if the account still has that
+// address. The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
+// a SERIAL read of the account, a lightweight transaction using the
+// token, a compare-and-set of the account, one marking the token
+// done.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
+func (c *ClientWithResponses) ConfirmEmailVerificationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConfirmEmailVerificationResponse, error) {
+	rsp, err := c.ConfirmEmailVerificationWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfirmEmailVerificationResponse(rsp)
+}
+
+// ConfirmEmailVerificationWithResponse Confirm an email address with a mailed token
+//
+// Verifies the email the token was mailed to: the account's
+// `emailVerified` becomes true, if the account still has that
+// address. The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
+// a SERIAL read of the account, a lightweight transaction using the
+// token, a compare-and-set of the account, one marking the token
+// done.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
+func (c *ClientWithResponses) ConfirmEmailVerificationWithResponse(ctx context.Context, body ConfirmEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*ConfirmEmailVerificationResponse, error) {
+	rsp, err := c.ConfirmEmailVerification(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfirmEmailVerificationResponse(rsp)
+}
+
 // CreateGroupWithBodyWithResponse Create a group
 //
 // Creates a group with a unique name; the caller becomes its first
@@ -11399,6 +13025,136 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 		return nil, err
 	}
 	return ParseGetMeResponse(rsp)
+}
+
+// RequestPasswordResetWithBodyWithResponse Mail a password reset link
+//
+// Mails a link to reset the password to the account whose email this
+// is, if there is one (active or suspended: a suspended account may
+// reset its password, and its login stays refused while suspended).
+// The link is `<SHELF_PUBLIC_URL>/#/reset?token=<token>`: the
+// console's page sends the token and a new password to
+// `POST /v1/password-resets/confirm`. It works once, for
+// `SHELF_RESET_PASSWORD_TTL` (1 h), and only while the account keeps
+// the password and the email it had when the mail went out.
+//
+// Who may call: anyone; no session is needed. The answer is the same
+// 202, at the same time, for every well-formed address, known or
+// not: the work runs after the answer, and its failures are logged,
+// never answered: ask again.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
+// requests for one address an hour (per server process) the answer
+// is the same 202 and nothing is sent. After the answer: a claim
+// read, an account read, a lightweight transaction (the token,
+// stored as its SHA-256), one mail.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/password-resets (the `RequestPasswordReset` operationId).
+func (c *ClientWithResponses) RequestPasswordResetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestPasswordResetResponse, error) {
+	rsp, err := c.RequestPasswordResetWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestPasswordResetResponse(rsp)
+}
+
+// RequestPasswordResetWithResponse Mail a password reset link
+//
+// Mails a link to reset the password to the account whose email this
+// is, if there is one (active or suspended: a suspended account may
+// reset its password, and its login stays refused while suspended).
+// The link is `<SHELF_PUBLIC_URL>/#/reset?token=<token>`: the
+// console's page sends the token and a new password to
+// `POST /v1/password-resets/confirm`. It works once, for
+// `SHELF_RESET_PASSWORD_TTL` (1 h), and only while the account keeps
+// the password and the email it had when the mail went out.
+//
+// Who may call: anyone; no session is needed. The answer is the same
+// 202, at the same time, for every well-formed address, known or
+// not: the work runs after the answer, and its failures are logged,
+// never answered: ask again.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
+// requests for one address an hour (per server process) the answer
+// is the same 202 and nothing is sent. After the answer: a claim
+// read, an account read, a lightweight transaction (the token,
+// stored as its SHA-256), one mail.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/password-resets (the `RequestPasswordReset` operationId).
+func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Context, body RequestPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestPasswordResetResponse, error) {
+	rsp, err := c.RequestPasswordReset(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestPasswordResetResponse(rsp)
+}
+
+// ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
+//
+// Sets the new password and ends every session of the account (log
+// in again with the new password). The token works once: a second
+// use is 400 `invalid_token` (`token`/`used`), and a token never
+// sets two passwords. A retry after a 503 with the same new
+// password finishes what the first attempt began; with another
+// password it is refused as used.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/email-verifications/confirm`; a SERIAL read of the
+// token, a SERIAL read of the account, one argon2id hash
+// (deliberately slow), a lightweight transaction using the token, a
+// compare-and-set of the account, the revocation of every session
+// (16 at a time), one lightweight transaction marking the token
+// done.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
+func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConfirmPasswordResetResponse, error) {
+	rsp, err := c.ConfirmPasswordResetWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfirmPasswordResetResponse(rsp)
+}
+
+// ConfirmPasswordResetWithResponse Set a new password with a mailed token
+//
+// Sets the new password and ends every session of the account (log
+// in again with the new password). The token works once: a second
+// use is 400 `invalid_token` (`token`/`used`), and a token never
+// sets two passwords. A retry after a 503 with the same new
+// password finishes what the first attempt began; with another
+// password it is refused as used.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with
+// `POST /v1/email-verifications/confirm`; a SERIAL read of the
+// token, a SERIAL read of the account, one argon2id hash
+// (deliberately slow), a lightweight transaction using the token, a
+// compare-and-set of the account, the revocation of every session
+// (16 at a time), one lightweight transaction marking the token
+// done.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
+func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Context, body ConfirmPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*ConfirmPasswordResetResponse, error) {
+	rsp, err := c.ConfirmPasswordReset(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfirmPasswordResetResponse(rsp)
 }
 
 // CreateSessionWithBodyWithResponse Log in
@@ -13651,6 +15407,380 @@ func ParseShareContentResponse(rsp *http.Response) (*ShareContentResponse, error
 	return response, nil
 }
 
+// ParseRequestEmailVerificationResponse parses an HTTP response from a RequestEmailVerificationWithResponse call
+func ParseRequestEmailVerificationResponse(rsp *http.Response) (*RequestEmailVerificationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RequestEmailVerificationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers RequestEmailVerificationResponse202Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers RequestEmailVerificationResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RequestEmailVerificationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers RequestEmailVerificationResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RequestEmailVerificationResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers RequestEmailVerificationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RequestEmailVerificationResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RequestEmailVerificationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConfirmEmailVerificationResponse parses an HTTP response from a ConfirmEmailVerificationWithResponse call
+func ParseConfirmEmailVerificationResponse(rsp *http.Response) (*ConfirmEmailVerificationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConfirmEmailVerificationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers ConfirmEmailVerificationResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers ConfirmEmailVerificationResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ConfirmEmailVerificationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers ConfirmEmailVerificationResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ConfirmEmailVerificationResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ConfirmEmailVerificationResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers ConfirmEmailVerificationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ConfirmEmailVerificationResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ConfirmEmailVerificationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateGroupResponse parses an HTTP response from a CreateGroupWithResponse call
 func ParseCreateGroupResponse(rsp *http.Response) (*CreateGroupResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14860,6 +16990,380 @@ func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 	return response, nil
 }
 
+// ParseRequestPasswordResetResponse parses an HTTP response from a RequestPasswordResetWithResponse call
+func ParseRequestPasswordResetResponse(rsp *http.Response) (*RequestPasswordResetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RequestPasswordResetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers RequestPasswordResetResponse202Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers RequestPasswordResetResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RequestPasswordResetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers RequestPasswordResetResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RequestPasswordResetResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers RequestPasswordResetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RequestPasswordResetResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RequestPasswordResetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConfirmPasswordResetResponse parses an HTTP response from a ConfirmPasswordResetWithResponse call
+func ParseConfirmPasswordResetResponse(rsp *http.Response) (*ConfirmPasswordResetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConfirmPasswordResetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers ConfirmPasswordResetResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers ConfirmPasswordResetResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ConfirmPasswordResetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers ConfirmPasswordResetResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ConfirmPasswordResetResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ConfirmPasswordResetResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers ConfirmPasswordResetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ConfirmPasswordResetResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ConfirmPasswordResetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateSessionResponse parses an HTTP response from a CreateSessionWithResponse call
 func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14896,7 +17400,7 @@ func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, err
 		response.ApplicationproblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest SuspendedProblem
+		var dest LoginRefusedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,129 @@
+package accounts
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"shelf/domain"
+)
+
+// Message is one mail: plain text to one address.
+type Message struct {
+	To      string
+	Subject string
+	Text    string
+}
+
+// Mailer sends mail (SMTP in production, the log in development).
+type Mailer interface {
+	Send(ctx context.Context, m Message) error
+}
+
+// Mail is what the accounts need to mail tokens: off (the zero value) no
+// mail is sent and the token routes answer 503.
+type Mail struct {
+	Tokens TokenStore
+	Mailer Mailer
+	// PublicURL is the console's address: links are PublicURL +
+	// "/#/verify?token=..." and "/#/reset?token=...".
+	PublicURL string
+	// VerifyTTL and ResetTTL are how long a mailed token may be used.
+	VerifyTTL, ResetTTL time.Duration
+	// RequireVerified refuses login (403 email_not_verified) to accounts
+	// whose email is not verified, admins excepted.
+	RequireVerified bool
+}
+
+// SetMail turns mail on: verification after signup and email changes,
+// and the verification and reset routes.
+func (a *Service) SetMail(m Mail) { a.mail = m }
+
+// mailOn reports whether mail is set up.
+func (a *Service) mailOn() bool { return a.mail.Tokens != nil && a.mail.Mailer != nil }
+
+// ErrMailOff answers the token routes of a service without mail.
+var ErrMailOff = &domain.Error{Kind: domain.ErrUnavailable, Code: "mail_off", Message: "This server sends no mail."}
+
+// ErrEmailNotVerified answers the login of an account whose email is not
+// verified, when SHELF_REQUIRE_VERIFIED_EMAIL is on (after the password
+// matched, as a suspension).
+var ErrEmailNotVerified = &domain.Error{Kind: domain.ErrForbidden, Code: "email_not_verified",
+	Message: "Confirm your email address first: follow the link we mailed you, or ask for a new one (POST /v1/email-verifications)."}
+
+// maxMailJobs bounds the mail jobs this process runs at once; beyond it a
+// job is dropped (logged) and the user asks again.
+const maxMailJobs = 64
+
+// mailJobTimeout bounds one mail job (it runs after the answer, on a
+// context of its own).
+const mailJobTimeout = 30 * time.Second
+
+// afterAnswer runs job off the request's path: its failures are logged,
+// never answered, and a request never waits for mail. With Hooks.Background
+// set, the test decides when it runs.
+func (a *Service) afterAnswer(ctx context.Context, what string, job func(ctx context.Context) error) {
+	bg := context.WithoutCancel(ctx)
+	run := func() {
+		ctx, cancel := context.WithTimeout(bg, mailJobTimeout)
+		defer cancel()
+		if err := job(ctx); err != nil {
+			a.log.Warn(ctx, what+" failed; the user can ask again", "error", err.Error())
+		}
+	}
+	if a.Hooks.Background != nil {
+		a.Hooks.Background(run)
+		return
+	}
+	select {
+	case a.mailJobs <- struct{}{}:
+	default:
+		a.log.Warn(ctx, what+" dropped: too many mail jobs at once; the user can ask again")
+		return
+	}
+	go func() {
+		defer func() { <-a.mailJobs }()
+		run()
+	}()
+}
+
+// mailToken issues a token of purpose for u and mails it to u's current
+// address. The token is stored before the mail goes out, so every link
+// mailed works; a mail that fails leaves an unused token that expires.
+func (a *Service) mailToken(ctx context.Context, u domain.User, purpose TokenPurpose) error {
+	token, err := a.issueToken(ctx, u, purpose)
+	if err != nil {
+		return fmt.Errorf("storing a %s token for %s: %w", purpose, u.ID, err)
+	}
+	if err := a.mail.Mailer.Send(ctx, a.message(u, purpose, token)); err != nil {
+		return fmt.Errorf("mailing a %s token to %s: %w", purpose, u.ID, err)
+	}
+	return nil
+}
+
+// Link is the console page that completes purpose with token.
+func Link(publicURL string, purpose TokenPurpose, token string) string {
+	page := "verify"
+	if purpose == PurposeResetPassword {
+		page = "reset"
+	}
+	return strings.TrimRight(publicURL, "/") + "/#/" + page + "?token=" + url.QueryEscape(token)
+}
+
+// message is the mail that carries token to u.
+func (a *Service) message(u domain.User, purpose TokenPurpose, token string) Message {
+	link := Link(a.mail.PublicURL, purpose, token)
+	if purpose == PurposeResetPassword {
+		return Message{To: u.Email, Subject: "Reset your shelf password", Text: fmt.Sprintf(
+			"Hello %s,\n\nsomeone (we hope you) asked to reset the password of your shelf account %s.\n"+
+				"Choose a new password here (the link works once, for %s):\n\n%s\n\n"+
+				"Resetting ends every session of the account. If you did not ask, ignore this mail: your password stays as it is.\n",
+			u.DisplayName, u.Username, a.mail.ResetTTL, link)}
+	}
+	return Message{To: u.Email, Subject: "Confirm your email address for shelf", Text: fmt.Sprintf(
+		"Hello %s,\n\nplease confirm that %s is the address of your shelf account %s\n"+
+			"(the link works once, for %s):\n\n%s\n\nIf you did not sign up for shelf, ignore this mail.\n",
+		u.DisplayName, u.Email, u.Username, a.mail.VerifyTTL, link)}
+}

@@ -1,0 +1,180 @@
+package accounts
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"shelf/domain"
+)
+
+// TokenPurpose says what a mailed token may do.
+type TokenPurpose string
+
+// The purposes.
+const (
+	PurposeVerifyEmail   TokenPurpose = "verify_email"
+	PurposeResetPassword TokenPurpose = "reset_password"
+)
+
+// Token is a single-use token as stored: only the hash of what was mailed.
+// It goes through issued (UsedAt zero), used (UsedAt set: its effect
+// decided, for a reset the new password hash chosen) and done (DoneAt set:
+// its effect carried out; it is refused from then on).
+type Token struct {
+	// Hash is HashToken of the mailed token: the row's key.
+	Hash    string
+	Purpose TokenPurpose
+	UserID  string
+	// Email is the address it was mailed to (as typed), EmailKey its key:
+	// the token works only while the account still has that address.
+	Email, EmailKey string
+	// PasswordPrint binds a reset token to the password the account had
+	// when it was sent (PasswordPrint of its stored hash; "" for a
+	// verification token).
+	PasswordPrint string
+	CreatedAt     time.Time
+	// ExpiresAt ends an unused token. The row lives TokenGrace longer, so
+	// that a use in flight can still be finished by its retry.
+	ExpiresAt time.Time
+	// UsedAt is when it was used (zero: not yet); UseID tags that use.
+	UsedAt time.Time
+	UseID  string
+	// NewPassword is the hash a reset sets (chosen when it is used).
+	NewPassword string
+	// DoneAt is when its effect was carried out (zero: not yet).
+	DoneAt time.Time
+}
+
+// TokenGrace is how long a token's row outlives its expiry: a use that
+// started before the expiry and was interrupted is finished by a retry
+// within it.
+const TokenGrace = time.Hour
+
+// TokenStore keeps mailed tokens. The rows are LWT-managed, every write a
+// lightweight transaction whose ambiguous outcome is settled by a SERIAL
+// read of its tag.
+type TokenStore interface {
+	// Create writes an issued token, which the store forgets after its
+	// ExpiresAt plus TokenGrace.
+	Create(ctx context.Context, t Token) error
+	// Get reads a token at SERIAL (domain.ErrNotFound when there is none).
+	Get(ctx context.Context, hash string) (Token, error)
+	// Use marks t used (UsedAt, UseID and NewPassword as given) if it is
+	// still unused and of its purpose; false when it is not (used by
+	// another request, or gone).
+	Use(ctx context.Context, t Token) (bool, error)
+	// Done marks a used token done at at, if it still carries the use
+	// t.UseID; false when it does not (gone).
+	Done(ctx context.Context, t Token, at time.Time) (bool, error)
+}
+
+// newMailToken returns a token to mail and its hash: 32 random bytes in
+// base64url (256 bits, URL-safe), stored only as its SHA-256 (HashToken).
+func newMailToken() (token, hash string) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	token = base64.RawURLEncoding.EncodeToString(b[:])
+	return token, HashToken(token)
+}
+
+// PasswordPrint is what a reset token keeps of the password it may
+// replace: a SHA-256 of the stored (salted) hash, so neither the password
+// nor its hash can be worked back from the token's row, and any change of
+// the password (a new salt each time) makes the token stale.
+func PasswordPrint(passwordHash string) string {
+	sum := sha256.Sum256([]byte("shelf password print\x00" + passwordHash))
+	return hex.EncodeToString(sum[:16])
+}
+
+// The ways a token is refused. Each names the field token, with a code the
+// client can act on: ask for a new mail.
+var (
+	// ErrTokenUnknown: no such token, one for another purpose, or one
+	// gone with its row.
+	ErrTokenUnknown = tokenError("unknown", "is not a token this service mailed, or it has expired")
+	// ErrTokenExpired: its time ran out before it was used.
+	ErrTokenExpired = tokenError("expired", "has expired; ask for a new mail")
+	// ErrTokenUsed: it was used already.
+	ErrTokenUsed = tokenError("used", "was used already; ask for a new mail if you need one")
+	// ErrTokenStale: the account changed since it was mailed (another
+	// email, another password), so it no longer applies.
+	ErrTokenStale = tokenError("stale", "no longer applies: the account's email or password changed since it was mailed")
+)
+
+func tokenError(code, message string) *domain.Error {
+	return &domain.Error{Kind: domain.ErrInvalid, Code: "invalid_token",
+		Message: "The token cannot be used: it " + message + ".",
+		Fields:  []domain.FieldError{{Field: "token", Code: code, Message: message}}}
+}
+
+// readToken reads the token behind what a client sent, for purpose: a
+// token that is done is refused as used, one unused past its expiry as
+// expired (a create that landed late after its row expired brings back
+// only an expired token). A used one is returned: its use may still need
+// finishing.
+func (a *Service) readToken(ctx context.Context, token string, purpose TokenPurpose) (Token, error) {
+	if token == "" || len(token) > 256 {
+		return Token{}, ErrTokenUnknown
+	}
+	t, err := a.mail.Tokens.Get(ctx, HashToken(token))
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return Token{}, ErrTokenUnknown
+	case err != nil:
+		return Token{}, err
+	case t.Purpose != purpose:
+		return Token{}, ErrTokenUnknown
+	case !t.DoneAt.IsZero():
+		return Token{}, ErrTokenUsed
+	case t.UsedAt.IsZero() && !a.cfg.Now().Before(t.ExpiresAt):
+		return Token{}, ErrTokenExpired
+	}
+	return t, nil
+}
+
+// useToken marks t used by this request (with newPassword for a reset),
+// and returns it as stored now: used by us, or by a request that got there
+// first (its use then decides).
+func (a *Service) useToken(ctx context.Context, t Token, newPassword string) (Token, error) {
+	t.UsedAt, t.UseID, t.NewPassword = a.now(), domain.NewID("use_"), newPassword
+	applied, err := a.mail.Tokens.Use(ctx, t)
+	if err != nil || applied {
+		return t, err
+	}
+	again, err := a.mail.Tokens.Get(ctx, t.Hash)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return Token{}, ErrTokenUnknown
+	case err != nil:
+		return Token{}, err
+	case again.UsedAt.IsZero():
+		// Not applied, yet unused: it cannot be (the condition held).
+		return Token{}, domain.ErrBusy
+	}
+	return again, nil
+}
+
+// finishToken marks a used token done: from then on it is refused as used.
+// Not applied means its row is gone, which refuses it as well.
+func (a *Service) finishToken(ctx context.Context, t Token) error {
+	_, err := a.mail.Tokens.Done(ctx, t, a.now())
+	return err
+}
+
+// issueToken stores a new token of purpose for u's current email and
+// returns what to mail.
+func (a *Service) issueToken(ctx context.Context, u domain.User, purpose TokenPurpose) (string, error) {
+	token, hash := newMailToken()
+	ttl := a.mail.VerifyTTL
+	t := Token{Hash: hash, Purpose: purpose, UserID: u.ID, Email: u.Email, EmailKey: u.EmailKey, CreatedAt: a.now()}
+	if purpose == PurposeResetPassword {
+		ttl, t.PasswordPrint = a.mail.ResetTTL, PasswordPrint(u.PasswordHash)
+	}
+	t.ExpiresAt = t.CreatedAt.Add(ttl)
+	return token, a.mail.Tokens.Create(ctx, t)
+}

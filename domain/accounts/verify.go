@@ -1,0 +1,225 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+
+	"shelf/domain"
+)
+
+// Email verification and password reset (docs/design.md#tokens): a token
+// mailed to the account's address, stored hashed, single use. Requests
+// answer before any work is done (the work runs after the answer), so a
+// request for an unknown address answers exactly as one for a known
+// address, at the same time.
+
+// checkedEmail normalizes the address of a request, or names the field.
+func checkedEmail(email string) (key string, err error) {
+	_, key, fe := domain.NormalizeEmail(email)
+	if fe != nil {
+		return "", domain.InvalidFields(fe)
+	}
+	return key, nil
+}
+
+// mailToAccount runs after the answer: it mails a token of purpose to the
+// visible account holding the email key, if there is one and want says so.
+func (a *Service) mailToAccount(ctx context.Context, key string, purpose TokenPurpose, want func(domain.User) bool) error {
+	u, err := a.findByKey(ctx, domain.KindEmail, key)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil // nobody: nothing to send, and the answer was the same
+	}
+	if err != nil {
+		return err
+	}
+	if !want(u) {
+		return nil
+	}
+	return a.mailToken(ctx, u, purpose)
+}
+
+// RequestVerification mails a new verification link to the account whose
+// email this is, if there is one and its email is not verified yet. It
+// answers the same whoever asks and whatever the address (no session:
+// an account that may not log in before it verifies asks this way).
+func (a *Service) RequestVerification(ctx context.Context, email string) error {
+	return a.requestMail(ctx, email, PurposeVerifyEmail, func(u domain.User) bool { return u.EmailVerifiedAt.IsZero() })
+}
+
+// requestMail checks the address, answers, and after the answer mails a
+// token of purpose to its account if want says so.
+func (a *Service) requestMail(ctx context.Context, email string, purpose TokenPurpose, want func(domain.User) bool) error {
+	key, err := checkedEmail(email)
+	if err != nil {
+		return err
+	}
+	if !a.mailOn() {
+		return ErrMailOff
+	}
+	a.afterAnswer(ctx, "mailing a "+string(purpose)+" link", func(ctx context.Context) error {
+		return a.mailToAccount(ctx, key, purpose, want)
+	})
+	return nil
+}
+
+// mailVerification mails u a verification link after the answer (a signup,
+// a change of email). A failure is logged: the signup or change stands and
+// the user can ask again.
+func (a *Service) mailVerification(ctx context.Context, u domain.User) {
+	if !a.mailOn() {
+		return
+	}
+	a.afterAnswer(ctx, "mailing a verification link", func(ctx context.Context) error {
+		return a.mailToken(ctx, u, PurposeVerifyEmail)
+	})
+}
+
+// ConfirmEmail verifies the email a verification token was mailed to, if
+// the account still has it: use the token, set the account verified by
+// compare-and-set, mark the token done. A retry after any failure
+// finishes: a used token that is not done is carried out again (setting
+// verified twice is setting it once); a done one is refused as used.
+func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
+	if !a.mailOn() {
+		return ErrMailOff
+	}
+	t, err := a.readToken(ctx, token, PurposeVerifyEmail)
+	if err != nil {
+		return err
+	}
+	if t.UsedAt.IsZero() {
+		u, err := a.users.GetSerial(ctx, t.UserID)
+		if err := tokenStillApplies(t, u, err); err != nil {
+			return err
+		}
+		if t, err = a.useToken(ctx, t, ""); err != nil {
+			return err
+		}
+	}
+	_, err = a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+		if err := tokenStillApplies(t, u, nil); err != nil {
+			return u, false, err
+		}
+		if !u.EmailVerifiedAt.IsZero() {
+			return u, false, nil
+		}
+		u.EmailVerifiedAt = a.now()
+		return u, true, nil
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		return ErrTokenStale
+	}
+	if err != nil {
+		return err
+	}
+	return a.finishToken(ctx, t)
+}
+
+// tokenStillApplies checks the account a token was mailed for (as read,
+// with the read's error): visible, and still at the address it was mailed
+// to.
+func tokenStillApplies(t Token, u domain.User, err error) error {
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return ErrTokenStale
+	case err != nil:
+		return err
+	case !u.Visible() || u.EmailKey != t.EmailKey:
+		return ErrTokenStale
+	}
+	return nil
+}
+
+// RequestPasswordReset mails a reset link to the account whose email this
+// is, if there is one (active or suspended). It answers the same whoever
+// asks and whatever the address.
+func (a *Service) RequestPasswordReset(ctx context.Context, email string) error {
+	return a.requestMail(ctx, email, PurposeResetPassword, func(domain.User) bool { return true })
+}
+
+// ResetPassword sets a new password with a reset token and ends every
+// session of the account. The order, and why (docs/design.md#tokens):
+//
+//  1. use the token, recording the new password's hash in it, by a
+//     lightweight transaction (unused and of its purpose): from then on
+//     the token can set that password and no other;
+//  2. set the password by compare-and-set on the account's version, only
+//     while the account still has the password the token was mailed
+//     against (PasswordPrint) or already has the new one;
+//  3. end every session of the account;
+//  4. mark the token done: from then on it is refused as used.
+//
+// A retry after any failure finishes: a used token that is not done goes
+// on from step 2 if the password sent is the one it recorded, and is
+// refused as used otherwise. A password is set only after its token's use
+// applied (never by a refused token), and only the one password the use
+// recorded: a token never sets two.
+func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) error {
+	if !a.mailOn() {
+		return ErrMailOff
+	}
+	t, err := a.readToken(ctx, token, PurposeResetPassword)
+	if err != nil {
+		return err
+	}
+	hash := "" // the hash this request recorded in the token, if it did
+	if t.UsedAt.IsZero() {
+		u, err := a.users.GetSerial(ctx, t.UserID)
+		if err := tokenStillApplies(t, u, err); err != nil {
+			return err
+		}
+		if PasswordPrint(u.PasswordHash) != t.PasswordPrint {
+			return ErrTokenStale
+		}
+		if fe := domain.CheckPassword("newPassword", newPassword, u.UsernameKey, u.EmailKey); fe != nil {
+			return domain.Invalid("The new password is not valid.", *fe)
+		}
+		if hash, err = a.hasher.Hash(ctx, newPassword); err != nil {
+			return err
+		}
+		if t, err = a.useToken(ctx, t, hash); err != nil {
+			return err
+		}
+	}
+	if t.NewPassword != hash {
+		// Used by an earlier request: only the password it recorded may
+		// be set, so only its retry (the same password) goes on.
+		ok, _, err := a.hasher.Verify(ctx, newPassword, t.NewPassword)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrTokenUsed
+		}
+	}
+	_, err = a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+		if err := tokenStillApplies(t, u, nil); err != nil {
+			return u, false, err
+		}
+		switch {
+		case u.PasswordHash == t.NewPassword:
+			return u, false, nil // set already: a retry, or a held attempt landed
+		case PasswordPrint(u.PasswordHash) != t.PasswordPrint:
+			return u, false, ErrTokenStale // changed since the mail
+		}
+		u.PasswordHash = t.NewPassword
+		return u, true, nil
+	})
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return ErrTokenStale
+	case errors.Is(err, domain.ErrOutcomeUnknown):
+		// The new password may be in force: end the sessions anyway
+		// (harmless if it is not), then say "try again".
+		if rerr := a.sessions.DeleteAll(ctx, t.UserID, ""); rerr != nil {
+			a.log.Warn(ctx, "revoking sessions after a reset of unknown outcome failed", "user", t.UserID, "error", rerr.Error())
+		}
+		return err
+	case err != nil:
+		return err
+	}
+	if err := a.sessions.DeleteAll(ctx, t.UserID, ""); err != nil {
+		return err
+	}
+	return a.finishToken(ctx, t)
+}

@@ -1,0 +1,99 @@
+package handlers
+
+import (
+	"net/http"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+)
+
+// Mail serves email verification and password reset.
+type Mail struct {
+	accounts *accounts.Service
+	// verifyPerEmail and resetPerEmail limit requests per email address.
+	verifyPerEmail, resetPerEmail *RateLimiter
+}
+
+// mailRequest is POST /v1/email-verifications and /v1/password-resets.
+// The domain checks the address (400 naming email when it is not one).
+type mailRequest struct {
+	Email *string `json:"email" validate:"required"`
+}
+
+// confirmEmailRequest is POST /v1/email-verifications/confirm.
+type confirmEmailRequest struct {
+	Token *string `json:"token" validate:"required,length=1-256"`
+}
+
+// confirmResetRequest is POST /v1/password-resets/confirm; the new
+// password has the domain's rules.
+type confirmResetRequest struct {
+	Token       *string `json:"token" validate:"required,length=1-256"`
+	NewPassword *string `json:"newPassword" validate:"required"`
+}
+
+// request answers a verification or reset request: 202 and no body,
+// whether the address is known or not, limited or not. Only a malformed
+// address is refused (400), which says nothing about accounts.
+func request(w http.ResponseWriter, r *http.Request, perEmail *RateLimiter, ask func(email string) error) error {
+	var req mailRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	_, key, fe := domain.NormalizeEmail(*req.Email)
+	if fe != nil {
+		return domain.InvalidFields(fe)
+	}
+	if ok, _ := perEmail.AllowKey(key); ok {
+		if err := ask(*req.Email); err != nil {
+			return err
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// requestVerification serves POST /v1/email-verifications: mail a new
+// verification link to that address's unverified account, if any.
+func (h *Mail) requestVerification(w http.ResponseWriter, r *http.Request) error {
+	return request(w, r, h.verifyPerEmail, func(email string) error {
+		return h.accounts.RequestVerification(r.Context(), email)
+	})
+}
+
+// requestReset serves POST /v1/password-resets: mail a reset link to that
+// address's account, if any.
+func (h *Mail) requestReset(w http.ResponseWriter, r *http.Request) error {
+	return request(w, r, h.resetPerEmail, func(email string) error {
+		return h.accounts.RequestPasswordReset(r.Context(), email)
+	})
+}
+
+// confirmEmail serves POST /v1/email-verifications/confirm: the token from
+// the mail verifies the address it was sent to.
+func (h *Mail) confirmEmail(w http.ResponseWriter, r *http.Request) error {
+	var req confirmEmailRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if err := h.accounts.ConfirmEmail(r.Context(), *req.Token); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// confirmReset serves POST /v1/password-resets/confirm: the token from the
+// mail sets a new password and ends every session of the account.
+func (h *Mail) confirmReset(w http.ResponseWriter, r *http.Request) error {
+	var req confirmResetRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if err := h.accounts.ResetPassword(r.Context(), *req.Token, *req.NewPassword); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

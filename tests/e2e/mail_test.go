@@ -1,0 +1,333 @@
+package e2e
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+
+	"shelf/internal/app"
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// newMailApp serves the whole service with mail sent over SMTP to mp (no
+// TLS: a loopback test server), plus env. Mail jobs run inside their
+// request (Hooks.Background), so a request's mail, if any, has been handed
+// to the SMTP server when it answers.
+func newMailApp(t *testing.T, db *testkit.DB, mp *testkit.Mailpit, env map[string]string) (*app.App, *testkit.API) {
+	t.Helper()
+	all := map[string]string{
+		"SHELF_MAILER": "smtp", "SHELF_SMTP_HOST": mp.SMTPHost, "SHELF_SMTP_PORT": strconv.Itoa(mp.SMTPPort),
+		"SHELF_SMTP_TLS": "none", "SHELF_PUBLIC_URL": "https://shelf.example.org", "SHELF_MAIL_PER_HOUR": "0",
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	a, api := newTestApp(t, db, all)
+	a.Accounts.Hooks.Background = func(f func()) { f() }
+	return a, api
+}
+
+// me reads the caller's account.
+func me(t *testing.T, as *testkit.API) (userBody, bool) {
+	t.Helper()
+	var u struct {
+		userBody
+		EmailVerified *bool `json:"emailVerified"`
+	}
+	r := as.Get("/v1/me")
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/me: %d %s", r.StatusCode, r.Body)
+	}
+	r.JSON(t, &u)
+	if u.EmailVerified == nil {
+		t.Fatalf("GET /v1/me has no emailVerified: %s", r.Body)
+	}
+	return u.userBody, *u.EmailVerified
+}
+
+// refusedToken checks a 400 invalid_token naming token with code.
+func refusedToken(t *testing.T, r *testkit.Response, code, what string) {
+	t.Helper()
+	p := r.Problem(t)
+	if r.StatusCode != http.StatusBadRequest || p.Code != "invalid_token" || len(p.Errors) != 1 ||
+		p.Errors[0].Field != "token" || p.Errors[0].Code != code {
+		t.Fatalf("%s: %d %s, want 400 invalid_token token/%s", what, r.StatusCode, r.Body, code)
+	}
+}
+
+// TestMailedVerificationAndReset is the issue's SMTP story against a real
+// SMTP server (mailpit): signup mails a verification link, which verifies
+// the address once; a reset request mails a link that sets a new password
+// once and ends every session; a request for an unknown address answers
+// exactly the same and sends nothing.
+func TestMailedVerificationAndReset(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	_, api := newMailApp(t, testkit.PackageDB(t), mp, nil)
+	n := name("mail")
+	email := n + "@example.org"
+	mustSignup(t, api, n, email)
+
+	verify := mp.WaitFor(t, email, 1)[0]
+	if verify.Subject != "Confirm your email address for shelf" || len(verify.To) != 1 || verify.To[0] != email {
+		t.Fatalf("the verification mail: %+v", verify)
+	}
+	token := testkit.TokenIn(t, verify.Text, "verify")
+	as := api.As(mustLogin(t, api, n).Token)
+	if _, verified := me(t, as); verified {
+		t.Fatal("verified before the link was followed")
+	}
+	if r := api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": token}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("confirming: %d %s", r.StatusCode, r.Body)
+	}
+	if _, verified := me(t, as); !verified {
+		t.Fatal("not verified after the link was followed")
+	}
+	refusedToken(t, api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": token}), "used", "the verification token again")
+	refusedToken(t, api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": token + "x"}), "unknown", "a made-up token")
+	// A verified account gets no more verification mail.
+	if r := api.Send(http.MethodPost, "/v1/email-verifications", map[string]string{"email": email}); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("asking again: %d %s", r.StatusCode, r.Body)
+	}
+
+	// The reset: two sessions, a request for the address and one for an
+	// address nobody has, answered alike.
+	other := api.As(mustLogin(t, api, email).Token)
+	unknown := name("nobody") + "@example.org"
+	known := api.Send(http.MethodPost, "/v1/password-resets", map[string]string{"email": email})
+	stranger := api.Send(http.MethodPost, "/v1/password-resets", map[string]string{"email": unknown})
+	if known.StatusCode != http.StatusAccepted || stranger.StatusCode != known.StatusCode || string(stranger.Body) != string(known.Body) ||
+		stranger.Header.Get("Content-Type") != known.Header.Get("Content-Type") {
+		t.Fatalf("known %d %q, unknown %d %q: not the same answer", known.StatusCode, known.Body, stranger.StatusCode, stranger.Body)
+	}
+	mails := mp.WaitFor(t, email, 2)
+	if mails[0].Subject != "Reset your shelf password" {
+		t.Fatalf("the newest mail is %q", mails[0].Subject)
+	}
+	if len(mp.Messages(t, email)) != 2 {
+		t.Fatal("the verified account was mailed another verification link")
+	}
+	reset := testkit.TokenIn(t, mails[0].Text, "reset")
+	// The password rules of a password change apply.
+	r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": reset, "newPassword": "short"})
+	if p := r.Problem(t); r.StatusCode != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Field != "newPassword" {
+		t.Fatalf("a short password: %d %s", r.StatusCode, r.Body)
+	}
+	const newPassword = "a brand new passphrase"
+	if r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": reset, "newPassword": newPassword}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("resetting: %d %s", r.StatusCode, r.Body)
+	}
+	for i, s := range []*testkit.API{as, other} {
+		if r := s.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("session %d after the reset: %d", i, r.StatusCode)
+		}
+	}
+	if r := login(api, n, testPassword); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the old password after the reset: %d %s", r.StatusCode, r.Body)
+	}
+	if r := login(api, n, newPassword); r.StatusCode != http.StatusCreated {
+		t.Fatalf("the new password: %d %s", r.StatusCode, r.Body)
+	}
+	// The token used twice: refused, with the same password or another,
+	// and the password stays.
+	refusedToken(t, api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": reset, "newPassword": newPassword}), "used", "the reset token again")
+	refusedToken(t, api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": reset, "newPassword": "yet another passphrase"}), "used", "the reset token with another password")
+	if r := login(api, n, newPassword); r.StatusCode != http.StatusCreated {
+		t.Fatalf("the reset's password after the refused uses: %d %s", r.StatusCode, r.Body)
+	}
+	if got := mp.Messages(t, unknown); len(got) != 0 {
+		t.Fatalf("%d mails to an address nobody has", len(got))
+	}
+}
+
+// TestATokenForAnOldAddressDoesNotVerifyTheNewOne: a change of email makes
+// the account unverified in its compare-and-set and mails the new address;
+// the link mailed to the old address is refused as stale, the new one
+// verifies.
+func TestATokenForAnOldAddressDoesNotVerifyTheNewOne(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	_, api := newMailApp(t, testkit.PackageDB(t), mp, nil)
+	n := name("move")
+	old, next := n+"@example.org", n+"@example.net"
+	u := mustSignup(t, api, n, old)
+	oldToken := testkit.TokenIn(t, mp.WaitFor(t, old, 1)[0].Text, "verify")
+	as := api.As(mustLogin(t, api, n).Token)
+	if r := as.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"email": next}); r.StatusCode != http.StatusOK {
+		t.Fatalf("changing the email: %d %s", r.StatusCode, r.Body)
+	}
+	refusedToken(t, api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": oldToken}), "stale", "the old address's token")
+	if _, verified := me(t, as); verified {
+		t.Fatal("the old address's token verified the new one")
+	}
+	newToken := testkit.TokenIn(t, mp.WaitFor(t, next, 1)[0].Text, "verify")
+	if r := api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": newToken}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("confirming the new address: %d %s", r.StatusCode, r.Body)
+	}
+	if got, verified := me(t, as); !verified || got.Email != next {
+		t.Fatalf("after confirming: %s verified=%v", got.Email, verified)
+	}
+	// A change of email makes it unverified again.
+	if r := as.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"email": old}); r.StatusCode != http.StatusOK {
+		t.Fatalf("changing back: %d %s", r.StatusCode, r.Body)
+	}
+	if _, verified := me(t, as); verified {
+		t.Fatal("still verified after a change of email")
+	}
+}
+
+// TestRequiredVerification: with SHELF_REQUIRE_VERIFIED_EMAIL an
+// unverified account's login is refused with 403 email_not_verified once
+// its password matched (a wrong one is the usual 401), it asks for a new
+// link without a session, and logs in once it followed it; admins are not
+// refused.
+func TestRequiredVerification(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	a, api := newMailApp(t, testkit.PackageDB(t), mp, map[string]string{"SHELF_REQUIRE_VERIFIED_EMAIL": "true"})
+	n := name("req")
+	email := n + "@example.org"
+	mustSignup(t, api, n, email)
+	if r := login(api, n, testPassword); r.StatusCode != http.StatusForbidden || r.Problem(t).Code != "email_not_verified" {
+		t.Fatalf("an unverified login: %d %s", r.StatusCode, r.Body)
+	}
+	if r := login(api, n, "not the password"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong password of an unverified account: %d %s", r.StatusCode, r.Body)
+	}
+	if r := api.Send(http.MethodPost, "/v1/email-verifications", map[string]string{"email": email}); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("asking for a new link: %d %s", r.StatusCode, r.Body)
+	}
+	mails := mp.WaitFor(t, email, 2)
+	if r := api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": testkit.TokenIn(t, mails[0].Text, "verify")}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("confirming: %d %s", r.StatusCode, r.Body)
+	}
+	mustLogin(t, api, n)
+	// The first link still works too: each mail's token is its own.
+	if r := api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": testkit.TokenIn(t, mails[1].Text, "verify")}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the first link: %d %s", r.StatusCode, r.Body)
+	}
+	admin := name("adm")
+	mustSignup(t, api, admin, admin+"@example.org")
+	if _, err := a.Accounts.SetAdmin(t.Context(), admin, true); err != nil {
+		t.Fatal(err)
+	}
+	mustLogin(t, api, admin)
+}
+
+// TestMailRequestsRefuseOnlyMalformedInput: bad bodies are 400 naming the
+// field, never a 500, and write nothing; a server without SMTP answering
+// would still answer 202 (the mail is after the answer).
+func TestMailRequestsRefuseOnlyMalformedInput(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	_, api := newMailApp(t, testkit.PackageDB(t), mp, nil)
+	for _, tc := range []struct {
+		path, body, field string
+	}{
+		{"/v1/password-resets", `{"email":"not an address"}`, "email"},
+		{"/v1/password-resets", `{}`, "email"},
+		{"/v1/email-verifications", `{"email":"a@b.org","extra":1}`, "extra"},
+		{"/v1/email-verifications/confirm", `{}`, "token"},
+		{"/v1/email-verifications/confirm", `{"token":""}`, "token"},
+		{"/v1/password-resets/confirm", `{"token":"abc"}`, "newPassword"},
+		{"/v1/password-resets/confirm", `{"token":"abc","newPassword":"long enough passphrase"}`, "token"},
+	} {
+		r := api.Do(http.MethodPost, tc.path, "application/json", []byte(tc.body))
+		p := r.Problem(t)
+		if r.StatusCode != http.StatusBadRequest || len(p.Errors) == 0 || p.Errors[0].Field != tc.field {
+			t.Errorf("%s %s: %d %s, want 400 naming %s", tc.path, tc.body, r.StatusCode, r.Body, tc.field)
+		}
+	}
+}
+
+// TestResetUnderFaults: the reset's writes lose their answers or land late
+// (the token's use, the account's compare-and-set, the token's done mark);
+// the client retries with the same password until it is answered, and
+// then: the new password logs in, the old does not, no session from before
+// works, and the token is refused from then on.
+func TestResetUnderFaults(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	db := testkit.PackageDB(t)
+	a, api := newMailApp(t, db, mp, nil)
+	for _, stmt := range []string{"account_tokens.use", "users.update", "account_tokens.done"} {
+		for _, fault := range []string{"lost", "late", "after-answer", "unknown"} {
+			t.Run(stmt+"/"+fault, func(t *testing.T) {
+				n := name("rf")
+				email := n + "@example.org"
+				mustSignup(t, api, n, email)
+				before := api.As(mustLogin(t, api, n).Token)
+				if r := api.Send(http.MethodPost, "/v1/password-resets", map[string]string{"email": email}); r.StatusCode != http.StatusAccepted {
+					t.Fatalf("request: %d", r.StatusCode)
+				}
+				token := testkit.TokenIn(t, mp.WaitFor(t, email, 2)[0].Text, "reset")
+				var mu sync.Mutex
+				first := true
+				a.DB.SetFaults(func(s string, at repository.FaultPoint) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if s == stmt && fault == "unknown" && at == repository.BeforeLWT {
+						// The first attempt lands after the answer, every
+						// other answer is lost: the outcome stays unknown.
+						if first {
+							first = false
+							return repository.ErrLandAfterAnswer
+						}
+						return lostAnswer
+					}
+					if s != stmt || !first {
+						return nil
+					}
+					switch {
+					case fault == "lost" && at == repository.AfterLWT:
+						first = false
+						return lostAnswer
+					case fault == "late" && at == repository.BeforeLWT:
+						first = false
+						return repository.ErrLandLate
+					case fault == "after-answer" && at == repository.BeforeLWT:
+						first = false
+						return repository.ErrLandAfterAnswer
+					}
+					return nil
+				})
+				const pw = "the reset passphrase"
+				body := map[string]string{"token": token, "newPassword": pw}
+				r := api.Send(http.MethodPost, "/v1/password-resets/confirm", body)
+				a.DB.WaitLate()
+				a.DB.SetFaults(nil)
+				switch r.StatusCode {
+				case http.StatusNoContent:
+				case http.StatusServiceUnavailable:
+					retry := api.Send(http.MethodPost, "/v1/password-resets/confirm", body)
+					// A retry finishes (204); one whose first attempt
+					// finished everything, its done mark landing late,
+					// finds the token used: the reset is complete.
+					if retry.StatusCode != http.StatusNoContent && (stmt != "account_tokens.done" || retry.StatusCode != http.StatusBadRequest) {
+						t.Fatalf("the retry: %d %s", retry.StatusCode, retry.Body)
+					}
+				default:
+					t.Fatalf("the reset: %d %s", r.StatusCode, r.Body)
+				}
+				if r := before.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("a session from before works: %d", r.StatusCode)
+				}
+				if r := login(api, n, testPassword); r.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("the old password: %d", r.StatusCode)
+				}
+				mustLoginWith(t, api, n, pw)
+				refusedToken(t, api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": token, "newPassword": "another passphrase"}), "used", "the token after the reset")
+			})
+		}
+	}
+}
+
+// mustLoginWith logs in with password, failing unless it answers 201.
+func mustLoginWith(t *testing.T, api *testkit.API, loginName, password string) {
+	t.Helper()
+	if r := login(api, loginName, password); r.StatusCode != http.StatusCreated {
+		t.Fatalf("login %s: %d %s", loginName, r.StatusCode, r.Body)
+	}
+}
