@@ -22,6 +22,12 @@ const (
 	// reused, its version keeps shadowing late writes) without personal
 	// data, and its claims count as free (docs/design.md#deletion).
 	StatusDeleted Status = "deleted"
+	// StatusClosing: a group is being closed (DELETE /v1/groups/{id}): it
+	// reads as gone, takes no member or share, and still holds its name.
+	StatusClosing Status = "closing"
+	// StatusClosed: a group closed for good. The row stays (its version
+	// keeps shadowing late member writes); its name claim counts as free.
+	StatusClosed Status = "closed"
 )
 
 // RoleAdmin may moderate and sees every account's email.

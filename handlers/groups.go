@@ -171,3 +171,13 @@ func (h *Groups) removeMember(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// close closes a group (its managers and admins): 204, also for a repeat
+// by whoever closed it.
+func (h *Groups) close(w http.ResponseWriter, r *http.Request) error {
+	if err := h.groups.CloseGroup(r.Context(), principal(r.Context()), chi.URLParam(r, "id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -146,6 +146,7 @@ func routeGroups(r chi.Router, d Deps) {
 	g := &Groups{groups: d.Groups}
 	r.Post("/groups", handle(g.create))
 	r.Get("/groups/{id}", handle(g.get))
+	r.Delete("/groups/{id}", handle(g.close))
 	r.Get("/groups/by-name/{name}", handle(g.getByName))
 	r.Get("/users/{id}/groups", handle(g.listOfUser))
 	r.Get("/groups/{id}/members", handle(g.listMembers))

@@ -82,43 +82,56 @@ func (s *Deletions) Get(ctx context.Context, userID string, at time.Time) (accou
 }
 
 // InProgress reads the days from the start up to today, one partition
-// each, and calls fn with every entry. Then the start moves up to the
-// first day that held an entry (or today), never closer to now than the
-// horizon.
+// each, and calls fn with every entry (see walkDays).
 func (s *Deletions) InProgress(ctx context.Context, fn func(accounts.DeletionEntry) error) error {
-	now := s.db.Now().UTC()
-	start, found, err := s.db.queueStart(ctx, deletionQueue)
+	return walkDays(ctx, s.db, deletionQueue, s.horizon, func(day string) (int, error) {
+		rows, err := selectRows[deletionRow](s.db.query(ctx, 0, deletionDayCQL, day))
+		if err != nil {
+			return 0, dbErr("account_deletions.day", err)
+		}
+		for _, r := range rows {
+			if err := fn(r.toDomain()); err != nil {
+				return 0, err
+			}
+		}
+		return len(rows), nil
+	})
+}
+
+// walkDays reads an index of operations in progress kept one partition per
+// UTC day (account deletions, group closings): from the queue's start up to
+// today, readDay(day) answering how many entries it found. Then the start
+// moves up to the first day that held an entry (or today), never closer to
+// now than the horizon.
+func walkDays(ctx context.Context, db *DB, queue string, horizon time.Duration, readDay func(day string) (int, error)) error {
+	now := db.Now().UTC()
+	start, found, err := db.queueStart(ctx, queue)
 	if err != nil {
 		return err
 	}
 	if !found {
-		start = now.Add(-s.horizon) // a keyspace older than migration 011's seed: none is older
+		start = now.Add(-horizon) // a keyspace older than its migration's seed: none is older
 	}
 	first := time.Time{}
 	today := deletionDay(now)
 	for day := start.UTC().Truncate(24 * time.Hour); deletionDay(day) <= today; day = day.Add(24 * time.Hour) {
-		rows, err := selectRows[deletionRow](s.db.query(ctx, 0, deletionDayCQL, deletionDay(day)))
+		n, err := readDay(deletionDay(day))
 		if err != nil {
-			return dbErr("account_deletions.day", err)
+			return err
 		}
-		if len(rows) > 0 && first.IsZero() {
+		if n > 0 && first.IsZero() {
 			first = day
-		}
-		for _, r := range rows {
-			if err := fn(r.toDomain()); err != nil {
-				return err
-			}
 		}
 	}
 	next := now.Truncate(24 * time.Hour)
 	if !first.IsZero() {
 		next = first
 	}
-	if limit := now.Add(-s.horizon); next.After(limit) {
+	if limit := now.Add(-horizon); next.After(limit) {
 		next = limit.Truncate(24 * time.Hour)
 	}
 	if next.After(start) {
-		s.db.advanceQueue(ctx, deletionQueue, next)
+		db.advanceQueue(ctx, queue, next)
 	}
 	return nil
 }

@@ -76,6 +76,10 @@ type Groups interface {
 	OtherMembers(ctx context.Context, groupID, userID string, limit int) ([]string, error)
 	// Promote makes member a manager of the group, as by (a manager).
 	Promote(ctx context.Context, groupID, by, member string) error
+	// CloseAlone closes the group if the user is its only member (decided
+	// on the group row); last_manager when it has others, ErrNotFound when
+	// the user is not in it.
+	CloseAlone(ctx context.Context, groupID, userID string) error
 }
 
 // LibraryItem is an entry of the user's library: an item shared with the
@@ -127,7 +131,7 @@ var (
 	// errLastManager lists the groups the user must hand over first.
 	errLastManager = func(fields []domain.FieldError) error {
 		return &domain.Error{Kind: domain.ErrConflict, Code: "last_manager", Fields: fields,
-			Message: "You are the last manager of some groups: make another member a manager (or, alone in a group, add one) first."}
+			Message: "You are the last manager of some groups: make another member a manager first."}
 	}
 )
 
@@ -217,8 +221,8 @@ func entryOf(next, before domain.User) DeletionEntry {
 }
 
 // checkGroups refuses (409 last_manager) while the user is the last
-// manager of a group: of one with other members (promote one first), or
-// alone in one (a group cannot be closed yet). Like every refusal of a
+// manager of a group with other members (promote one first); a group the
+// user is alone in is closed with the account (leaveGroups). Like every refusal of a
 // group change it rests on one state of each group: the groups are read
 // again, and the refusal stands only if those groups are at the same
 // versions with nothing pending; otherwise done is false and the caller
@@ -229,7 +233,7 @@ func (a *Service) checkGroups(ctx context.Context, id string) (done bool, err er
 			if m.Pending {
 				unsettled = true
 			}
-			if m.Manager && m.Managers <= 1 {
+			if m.Manager && m.Managers <= 1 && m.Members > 1 {
 				out = append(out, m)
 			}
 		}
@@ -260,10 +264,6 @@ func (a *Service) checkGroups(ctx context.Context, id string) (done bool, err er
 	for i, m := range found {
 		fields[i] = domain.FieldError{Field: "groups", Code: "last_manager",
 			Message: m.GroupID + ": you are its only manager; make another member a manager first"}
-		if m.Members <= 1 {
-			fields[i].Code = "only_member"
-			fields[i].Message = m.GroupID + ": you are its only member; add another member and make them a manager first"
-		}
 	}
 	return true, errLastManager(fields)
 }
@@ -385,11 +385,13 @@ func (a *Service) eraseSuspension(ctx context.Context, u domain.User) error {
 	return a.del.Suspensions.Erase(ctx, s, u.Version)
 }
 
-// leaveGroups takes the user out of every group. The check before the
-// deletion began left no group of which the user is the last manager, but
-// a change since may have made them so (another manager left while this
-// one still counted): then the group is handed over to another member
-// whose account is visible, so no group is ever left without a manager.
+// leaveGroups takes the user out of every group. A group the user is the
+// last manager of is closed when the user is its only member (CloseAlone,
+// decided on the group row: docs/design.md#closing); the check before the
+// deletion began left no other such group, but a change since may have
+// made one (another manager left while this one still counted): then the
+// group is handed over to another member whose account is visible, so no
+// group is ever left without a manager.
 func (a *Service) leaveGroups(ctx context.Context, id string) error {
 	ms, err := a.del.Groups.Memberships(ctx, id)
 	if err != nil {
@@ -399,8 +401,11 @@ func (a *Service) leaveGroups(ctx context.Context, id string) error {
 		err := a.del.Groups.Leave(ctx, m.GroupID, id)
 		var refusal *domain.Error
 		if errors.As(err, &refusal) && refusal.Code == "last_manager" {
-			if err = a.handOver(ctx, m.GroupID, id); err == nil {
-				err = a.del.Groups.Leave(ctx, m.GroupID, id)
+			err = a.del.Groups.CloseAlone(ctx, m.GroupID, id)
+			if errors.As(err, &refusal) && refusal.Code == "last_manager" {
+				if err = a.handOver(ctx, m.GroupID, id); err == nil {
+					err = a.del.Groups.Leave(ctx, m.GroupID, id)
+				}
 			}
 		}
 		if err != nil && !errors.Is(err, domain.ErrNotFound) {

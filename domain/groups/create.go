@@ -98,7 +98,8 @@ func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in Create
 // holders tells the claimer whether the group behind a committed name
 // claim still exists: a creation that died between committing and
 // activating leaves no group row once its lease ran out, and can never be
-// activated now, so its name is taken over.
+// activated now, so its name is taken over; so is a closed group's (never a
+// closing one's: its closing releases the name only once it is closed).
 type holders struct{ groups Store }
 
 func (h holders) Holder(ctx context.Context, _ domain.ClaimKind, key, owner string) (exists, holds bool, version int, err error) {
@@ -109,6 +110,10 @@ func (h holders) Holder(ctx context.Context, _ domain.ClaimKind, key, owner stri
 	if err != nil {
 		return false, false, 0, err
 	}
-	// A live group (active, or pending and still creating) has the name.
+	if gr.Status == domain.StatusClosed {
+		return false, false, 0, nil // closed for good: its name is free
+	}
+	// A live group (active, pending and still creating, or closing) has
+	// the name.
 	return true, gr.NameKey == key, gr.Version, nil
 }

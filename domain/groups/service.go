@@ -43,8 +43,13 @@ type Group struct {
 	CreatedBy    string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
-	// Status is pending while the group is being created, then active.
+	// Status is pending while the group is being created, then active;
+	// closing, then closed, once someone closes it (see CloseGroup).
 	Status domain.Status
+	// ClosedAt and ClosedBy say when a closing began and who asked; zero
+	// while the group is open.
+	ClosedAt time.Time
+	ClosedBy string
 	// Pending is a membership change recorded but perhaps not yet written
 	// to the member tables; nil when there is none.
 	Pending *MemberChange
@@ -120,7 +125,8 @@ type Hooks struct {
 	// and "activate"; with op "set" or "remove" and step "cas" (the change
 	// is recorded in the group row); and, for every op that finishes a
 	// change, with step "apply" (the member tables are written, the change
-	// not yet cleared).
+	// not yet cleared); with op "close" and steps "entry", "cas", "items",
+	// "library", "members", "closed" and "claim" (CloseGroup).
 	AfterStep func(op, step string) error
 }
 
@@ -132,6 +138,7 @@ type Service struct {
 	claimer *domain.Claimer
 	groups  Store
 	members MemberStore
+	closing ClosingDeps
 	log     domain.Logger
 	// Hooks are nil in production.
 	Hooks Hooks

@@ -89,6 +89,11 @@ func (s *Service) Delete(ctx context.Context, p domain.Principal, id string) err
 	if err := s.requireManager(ctx, p, id); err != nil {
 		return err
 	}
+	return s.deleteItem(ctx, id)
+}
+
+// deleteItem deletes an item, whoever asks (the checks are the caller's).
+func (s *Service) deleteItem(ctx context.Context, id string) error {
 	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
 		c.Deleted = true
 		return &c, nil
@@ -136,6 +141,20 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 		return false, nil
 	}
 	s.carryOut(ctx, ch)
+	if domain.ValidID(principalID, domain.GroupIDPrefix) {
+		// The group again, now that the share is recorded (and its library
+		// written): a closing that began meanwhile may have swept the
+		// group's library before this share was in it, so the share takes
+		// itself back (docs/design.md#closing).
+		if err := s.principalExists(ctx, principalID); err != nil {
+			if errors.Is(err, domain.ErrNotFound) {
+				if derr := s.Drop(ctx, id, principalID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
+					return false, derr
+				}
+			}
+			return false, err
+		}
+	}
 	return created, nil
 }
 
@@ -178,6 +197,24 @@ func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principal
 	if err := s.mayUnshare(ctx, p, id, principalID); err != nil {
 		return err
 	}
+	return s.unshare(ctx, id, principalID)
+}
+
+// Drop takes a principal off an item for the system (a group's closing,
+// whose caller was checked there): content's own unshare, so the counts
+// stay exact; an item the principal is the last manager of is deleted,
+// as an account deletion does with the items it is the last manager of.
+func (s *Service) Drop(ctx context.Context, id, principalID string) error {
+	err := s.unshare(ctx, id, principalID)
+	if errors.Is(err, errNoManagerLeft) {
+		return s.deleteItem(ctx, id)
+	}
+	return err
+}
+
+// unshare records and carries out the removal of a principal from an
+// item, whoever asks (the checks are the caller's).
+func (s *Service) unshare(ctx context.Context, id, principalID string) error {
 	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
 		before, err := s.memberOf(ctx, id, principalID)
 		if err != nil {

@@ -32,6 +32,10 @@ commands:
   repair-deletions [--dry-run]     finish every account deletion a crash or a lost answer
                                    left in progress (found through the index of deletions
                                    in progress, not by reading every account); --dry-run
+                                   only reports
+  repair-closings [--dry-run]      finish every group closing a crash or a lost answer
+                                   left in progress (found through the index of closings
+                                   in progress, not by reading every group); --dry-run
                                    only reports`
 
 // Admin runs the operator commands (args without "admin"), printing to
@@ -39,7 +43,7 @@ commands:
 // `make run` serves they act on its data.
 func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args []string, out io.Writer) error {
 	repair := len(args) >= 1 && args[0] == "repair-suspensions"
-	deletions := len(args) >= 1 && args[0] == "repair-deletions"
+	deletions := len(args) >= 1 && (args[0] == "repair-deletions" || args[0] == "repair-closings")
 	var opts moderation.RepairOptions
 	switch {
 	case deletions:
@@ -76,6 +80,9 @@ func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 	}
 	if repair {
 		return repairSuspensions(ctx, a, opts, out)
+	}
+	if deletions && args[0] == "repair-closings" {
+		return repairClosings(ctx, a, opts.DryRun, out)
 	}
 	if deletions {
 		return repairDeletions(ctx, a, opts.DryRun, out)
@@ -136,6 +143,24 @@ func repairDeletions(ctx context.Context, a *App, dryRun bool, out io.Writer) er
 		fmt.Fprintf(out, "deletions: %d left in progress (dry run: nothing changed)\n", len(rep.Problems))
 	default:
 		fmt.Fprintf(out, "deletions: %d found, %d finished, %d stale entries removed\n", rep.Found, rep.Finished, rep.Stale)
+	}
+	return err
+}
+
+// repairClosings finishes the group closings left in progress and prints
+// what it found.
+func repairClosings(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
+	rep, err := a.Groups.RepairClosings(ctx, dryRun)
+	for _, p := range rep.Problems {
+		fmt.Fprintln(out, p)
+	}
+	switch {
+	case len(rep.Problems) == 0:
+		fmt.Fprintln(out, "closings: none left in progress")
+	case dryRun:
+		fmt.Fprintf(out, "closings: %d left in progress (dry run: nothing changed)\n", len(rep.Problems))
+	default:
+		fmt.Fprintf(out, "closings: %d found, %d finished, %d stale entries removed\n", rep.Found, rep.Finished, rep.Stale)
 	}
 	return err
 }

@@ -35,6 +35,11 @@ func (d deletionGroups) Memberships(ctx context.Context, userID string) ([]accou
 			}
 		}
 		if errors.Is(err, domain.ErrNotFound) {
+			// Gone; a closing of it still under way (the deletion's own,
+			// interrupted) is finished, so no member row of it stays.
+			if err := d.groups.FinishClosing(ctx, id); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if err != nil {
@@ -71,6 +76,11 @@ func (d deletionGroups) OtherMembers(ctx context.Context, groupID, userID string
 		}
 	}
 	return out, nil
+}
+
+// CloseAlone closes the group if the user is its only member.
+func (d deletionGroups) CloseAlone(ctx context.Context, groupID, userID string) error {
+	return d.groups.CloseAlone(ctx, groupID, userID)
 }
 
 // Promote makes member a manager, as the manager by.
@@ -121,4 +131,36 @@ func (d deletionLibrary) Unshare(ctx context.Context, p domain.Principal, conten
 // Prune empties what is left of the library.
 func (d deletionLibrary) Prune(ctx context.Context, principalID string) error {
 	return d.content.Purge(ctx, principalID)
+}
+
+// closingShares is what closing a group needs of content (groups.Shares):
+// the group's library index, read directly, and content's own changes.
+type closingShares struct {
+	content *library.Service
+	entries library.EntryStore
+}
+
+var _ groups.Shares = closingShares{}
+
+// Items lists the ids in the principal's library index.
+func (c closingShares) Items(ctx context.Context, principalID, after string, limit int) ([]string, error) {
+	entries, err := c.entries.IndexPage(ctx, principalID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.ContentID
+	}
+	return out, nil
+}
+
+// Drop takes the principal off the item.
+func (c closingShares) Drop(ctx context.Context, contentID, principalID string) error {
+	return c.content.Drop(ctx, contentID, principalID)
+}
+
+// Purge empties what is left of the library.
+func (c closingShares) Purge(ctx context.Context, principalID string) error {
+	return c.content.Purge(ctx, principalID)
 }

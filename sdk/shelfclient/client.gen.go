@@ -1324,6 +1324,38 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/groups/by-name/{name} (the `GetGroupByName` operationId).
 	GetGroupByName(ctx context.Context, name GroupName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CloseGroup Close a group
+	//
+	// Closes the group for good, whatever members it still has: every
+	// item shared with the group is taken off it (it vanishes from the
+	// members' view through the group and stays with its owners and
+	// other members, whose counts follow; an item the group was the
+	// last manager of is deleted), the group's library is emptied,
+	// every membership ends, and only then is the name freed: a new
+	// group gets it once the closing has let go of it, never before.
+	// The id is never used again.
+	//
+	// The group stops working at once, before the rest is done: it is
+	// 404 to everyone (read, by name, members, library), takes no new
+	// member and no share. The closing is idempotent: a repeat by
+	// whoever closed it, or by an active admin, answers 204 and
+	// finishes an interrupted one (a 503, a lost answer); to anyone else
+	// a closed or closing group is 404. What nobody repeats, `api admin
+	// repair-closings` finishes.
+	//
+	// Who may call: a manager of the group, or an active admin. Without
+	// a session 401; a session of anyone else 403.
+	//
+	// Cost: a SERIAL read of the group, the caller's role, an index
+	// write and a compare-and-set; then a change of each item shared
+	// with the group (with its fan-out), a pass over the group's library,
+	// the removal of each member (two rows each), a second
+	// compare-and-set and the release of the name: grows with the
+	// group's items and members.
+	//
+	// Corresponds with DELETE /v1/groups/{id} (the `CloseGroup` operationId).
+	CloseGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetGroup Get a group
 	//
 	// Answers a group by id. Unknown, malformed and not yet created ids
@@ -1699,7 +1731,7 @@ type ClientInterface interface {
 	// DeleteUser Delete an account
 	//
 	// Deletes the account for good. Its sessions end; it leaves every
-	// group; the items it owns (made and still manages, or is the last
+	// group (a group it is the only member of is closed); the items it owns (made and still manages, or is the last
 	// manager of) are deleted and vanish from every library; it is taken
 	// off every other item it was shared with (their owners' member
 	// counts follow); its own library is emptied; its suspension, if
@@ -2585,6 +2617,48 @@ func (c *Client) GetGroupByName(ctx context.Context, name GroupName, reqEditors 
 	return c.Client.Do(req)
 }
 
+// CloseGroup Close a group
+//
+// Closes the group for good, whatever members it still has: every
+// item shared with the group is taken off it (it vanishes from the
+// members' view through the group and stays with its owners and
+// other members, whose counts follow; an item the group was the
+// last manager of is deleted), the group's library is emptied,
+// every membership ends, and only then is the name freed: a new
+// group gets it once the closing has let go of it, never before.
+// The id is never used again.
+//
+// The group stops working at once, before the rest is done: it is
+// 404 to everyone (read, by name, members, library), takes no new
+// member and no share. The closing is idempotent: a repeat by
+// whoever closed it, or by an active admin, answers 204 and
+// finishes an interrupted one (a 503, a lost answer); to anyone else
+// a closed or closing group is 404. What nobody repeats, `api admin
+// repair-closings` finishes.
+//
+// Who may call: a manager of the group, or an active admin. Without
+// a session 401; a session of anyone else 403.
+//
+// Cost: a SERIAL read of the group, the caller's role, an index
+// write and a compare-and-set; then a change of each item shared
+// with the group (with its fan-out), a pass over the group's library,
+// the removal of each member (two rows each), a second
+// compare-and-set and the release of the name: grows with the
+// group's items and members.
+//
+// Corresponds with DELETE /v1/groups/{id} (the `CloseGroup` operationId).
+func (c *Client) CloseGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCloseGroupRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetGroup Get a group
 //
 // Answers a group by id. Unknown, malformed and not yet created ids
@@ -3150,7 +3224,7 @@ func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEd
 // DeleteUser Delete an account
 //
 // Deletes the account for good. Its sessions end; it leaves every
-// group; the items it owns (made and still manages, or is the last
+// group (a group it is the only member of is closed); the items it owns (made and still manages, or is the last
 // manager of) are deleted and vanish from every library; it is taken
 // off every other item it was shared with (their owners' member
 // counts follow); its own library is emptied; its suspension, if
@@ -4299,6 +4373,40 @@ func NewGetGroupByNameRequest(server string, name GroupName) (*http.Request, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCloseGroupRequest constructs an http.Request for the CloseGroup method
+func NewCloseGroupRequest(server string, id GroupId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -6014,6 +6122,40 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/groups/by-name/{name} (the `GetGroupByName` operationId).
 	GetGroupByNameWithResponse(ctx context.Context, name GroupName, reqEditors ...RequestEditorFn) (*GetGroupByNameResponse, error)
 
+	// CloseGroupWithResponse Close a group
+	//
+	// Closes the group for good, whatever members it still has: every
+	// item shared with the group is taken off it (it vanishes from the
+	// members' view through the group and stays with its owners and
+	// other members, whose counts follow; an item the group was the
+	// last manager of is deleted), the group's library is emptied,
+	// every membership ends, and only then is the name freed: a new
+	// group gets it once the closing has let go of it, never before.
+	// The id is never used again.
+	//
+	// The group stops working at once, before the rest is done: it is
+	// 404 to everyone (read, by name, members, library), takes no new
+	// member and no share. The closing is idempotent: a repeat by
+	// whoever closed it, or by an active admin, answers 204 and
+	// finishes an interrupted one (a 503, a lost answer); to anyone else
+	// a closed or closing group is 404. What nobody repeats, `api admin
+	// repair-closings` finishes.
+	//
+	// Who may call: a manager of the group, or an active admin. Without
+	// a session 401; a session of anyone else 403.
+	//
+	// Cost: a SERIAL read of the group, the caller's role, an index
+	// write and a compare-and-set; then a change of each item shared
+	// with the group (with its fan-out), a pass over the group's library,
+	// the removal of each member (two rows each), a second
+	// compare-and-set and the release of the name: grows with the
+	// group's items and members.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/groups/{id} (the `CloseGroup` operationId).
+	CloseGroupWithResponse(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*CloseGroupResponse, error)
+
 	// GetGroupWithResponse Get a group
 	//
 	// Answers a group by id. Unknown, malformed and not yet created ids
@@ -6407,7 +6549,7 @@ type ClientWithResponsesInterface interface {
 	// DeleteUserWithResponse Delete an account
 	//
 	// Deletes the account for good. Its sessions end; it leaves every
-	// group; the items it owns (made and still manages, or is the last
+	// group (a group it is the only member of is closed); the items it owns (made and still manages, or is the last
 	// manager of) are deleted and vanish from every library; it is taken
 	// off every other item it was shared with (their owners' member
 	// counts follow); its own library is emptied; its suspension, if
@@ -8752,6 +8894,133 @@ func (r GetGroupByNameResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetGroupByNameResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CloseGroupResponse204Headers the declared response headers of an HTTP 204 response for CloseGroup
+type CloseGroupResponse204Headers struct {
+	XRequestId *string
+}
+
+// CloseGroupResponse401Headers the declared response headers of an HTTP 401 response for CloseGroup
+type CloseGroupResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// CloseGroupResponse403Headers the declared response headers of an HTTP 403 response for CloseGroup
+type CloseGroupResponse403Headers struct {
+	XRequestId *string
+}
+
+// CloseGroupResponse404Headers the declared response headers of an HTTP 404 response for CloseGroup
+type CloseGroupResponse404Headers struct {
+	XRequestId *string
+}
+
+// CloseGroupResponse409Headers the declared response headers of an HTTP 409 response for CloseGroup
+type CloseGroupResponse409Headers struct {
+	XRequestId *string
+}
+
+// CloseGroupResponse500Headers the declared response headers of an HTTP 500 response for CloseGroup
+type CloseGroupResponse500Headers struct {
+	XRequestId *string
+}
+
+// CloseGroupResponse503Headers the declared response headers of an HTTP 503 response for CloseGroup
+type CloseGroupResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type CloseGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *CloseGroupResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CloseGroupResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CloseGroupResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CloseGroupResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CloseGroupResponse409Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CloseGroupResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CloseGroupResponse503Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CloseGroupResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CloseGroupResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CloseGroupResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CloseGroupResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CloseGroupResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CloseGroupResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CloseGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CloseGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CloseGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CloseGroupResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12855,6 +13124,46 @@ func (c *ClientWithResponses) GetGroupByNameWithResponse(ctx context.Context, na
 	return ParseGetGroupByNameResponse(rsp)
 }
 
+// CloseGroupWithResponse Close a group
+//
+// Closes the group for good, whatever members it still has: every
+// item shared with the group is taken off it (it vanishes from the
+// members' view through the group and stays with its owners and
+// other members, whose counts follow; an item the group was the
+// last manager of is deleted), the group's library is emptied,
+// every membership ends, and only then is the name freed: a new
+// group gets it once the closing has let go of it, never before.
+// The id is never used again.
+//
+// The group stops working at once, before the rest is done: it is
+// 404 to everyone (read, by name, members, library), takes no new
+// member and no share. The closing is idempotent: a repeat by
+// whoever closed it, or by an active admin, answers 204 and
+// finishes an interrupted one (a 503, a lost answer); to anyone else
+// a closed or closing group is 404. What nobody repeats, `api admin
+// repair-closings` finishes.
+//
+// Who may call: a manager of the group, or an active admin. Without
+// a session 401; a session of anyone else 403.
+//
+// Cost: a SERIAL read of the group, the caller's role, an index
+// write and a compare-and-set; then a change of each item shared
+// with the group (with its fan-out), a pass over the group's library,
+// the removal of each member (two rows each), a second
+// compare-and-set and the release of the name: grows with the
+// group's items and members.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/groups/{id} (the `CloseGroup` operationId).
+func (c *ClientWithResponses) CloseGroupWithResponse(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*CloseGroupResponse, error) {
+	rsp, err := c.CloseGroup(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCloseGroupResponse(rsp)
+}
+
 // GetGroupWithResponse Get a group
 //
 // Answers a group by id. Unknown, malformed and not yet created ids
@@ -13362,7 +13671,7 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 // DeleteUserWithResponse Delete an account
 //
 // Deletes the account for good. Its sessions end; it leaves every
-// group; the items it owns (made and still manages, or is the last
+// group (a group it is the only member of is closed); the items it owns (made and still manages, or is the last
 // manager of) are deleted and vanish from every library; it is taken
 // off every other item it was shared with (their owners' member
 // counts follow); its own library is emptied; its suspension, if
@@ -16061,6 +16370,157 @@ func ParseGetGroupByNameResponse(rsp *http.Response) (*GetGroupByNameResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetGroupByNameResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCloseGroupResponse parses an HTTP response from a CloseGroupWithResponse call
+func ParseCloseGroupResponse(rsp *http.Response) (*CloseGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CloseGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers CloseGroupResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers CloseGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CloseGroupResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CloseGroupResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CloseGroupResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 500:
+		var headers CloseGroupResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CloseGroupResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

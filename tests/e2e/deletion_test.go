@@ -120,7 +120,8 @@ func TestDeleteAccount(t *testing.T) {
 }
 
 // TestDeleteRefusesTheLastManager: the last manager of a group with other
-// members, or alone in one, is refused before anything changes.
+// members is refused before anything changes; a group the user is alone
+// in does not block, and goes with the account.
 func TestDeleteRefusesTheLastManager(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -143,7 +144,7 @@ func TestDeleteRefusesTheLastManager(t *testing.T) {
 			t.Errorf("field %q", e.Field)
 		}
 	}
-	if p.Code != "last_manager" || codes[led.ID] != "last_manager" || codes[alone.ID] != "only_member" || len(codes) != 2 {
+	if p.Code != "last_manager" || codes[led.ID] != "last_manager" || len(codes) != 1 {
 		t.Fatalf("refusal: %s", r.Body)
 	}
 	if r := api.Get("/v1/me"); r.StatusCode != http.StatusOK {
@@ -152,11 +153,15 @@ func TestDeleteRefusesTheLastManager(t *testing.T) {
 	if status, _ := accountState(t, m.db, u.ID); status != "active" {
 		t.Fatalf("status %s", status)
 	}
-	// Handed over and left, the deletion goes through.
+	// Handed over, the deletion goes through, and closes the group the
+	// user was alone in: gone, its name free, no member row left.
 	addToGroup(t, api, led.ID, other.ID, "manager")
-	addToGroup(t, api, alone.ID, other.ID, "manager")
 	mustDelete(t, m.admin, u.ID)
 	checkGone(t, m.api, m.db, u, api)
+	checkClosed(t, m.api, m.db, alone)
+	if r := m.api.Get("/v1/groups/" + led.ID); r.StatusCode != http.StatusOK {
+		t.Fatalf("the group handed over: %d %s", r.StatusCode, r.Body)
+	}
 }
 
 // TestDeleteSuspendedAccount: a suspended account can be deleted, and it

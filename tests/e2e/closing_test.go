@@ -1,0 +1,335 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"shelf/internal/testkit"
+)
+
+// closeGroup sends DELETE /v1/groups/{id} as api.
+func closeGroup(api *testkit.API, id string) *testkit.Response {
+	return api.Do(http.MethodDelete, "/v1/groups/"+id, "", nil)
+}
+
+// mustClose closes the group and fails unless it answers 204.
+func mustClose(t *testing.T, api *testkit.API, id string) {
+	t.Helper()
+	if r := closeGroup(api, id); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE /v1/groups/%s: %d %s", id, r.StatusCode, r.Body)
+	}
+}
+
+// checkClosed asserts that a closed group left nothing that works or
+// shows: it is 404 by id and by name, its row is closed, no member row,
+// library row or index entry of it is left, its closing is no longer in
+// progress, and its name is not claimed by it.
+func checkClosed(t *testing.T, api *testkit.API, db *testkit.DB, g groupBody) {
+	t.Helper()
+	for _, path := range []string{"/v1/groups/" + g.ID, "/v1/groups/" + g.ID + "/library"} {
+		if r := api.Get(path); r.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s of a closed group: %d %s", path, r.StatusCode, r.Body)
+		}
+	}
+	// Its name leads nowhere, or to a new group.
+	if r := api.Get("/v1/groups/by-name/" + g.Name); r.StatusCode != http.StatusNotFound {
+		var now groupBody
+		r.JSON(t, &now)
+		if now.ID == g.ID {
+			t.Errorf("the closed group's name still leads to it: %d %s", r.StatusCode, r.Body)
+		}
+	}
+	var status string
+	var members, managers int
+	if err := db.Session.Session.Query(`SELECT status, member_count, manager_count FROM groups WHERE id = ?`, g.ID).
+		WithContext(context.Background()).Scan(&status, &members, &managers); err != nil {
+		t.Fatal(err)
+	}
+	if status != "closed" || members != 0 || managers != 0 {
+		t.Errorf("group %s is %s with %d members, %d managers", g.ID, status, members, managers)
+	}
+	for what, cql := range map[string]string{
+		"group_members":        `SELECT user_id FROM group_members WHERE group_id = ?`,
+		"groups_by_member":     `SELECT user_id FROM groups_by_member WHERE group_id = ? ALLOW FILTERING`,
+		"library_index":        `SELECT content_id FROM library_index WHERE principal_id = ?`,
+		"private library rows": `SELECT content_id FROM library_by_principal WHERE principal_id = ? AND bucket = 'private'`,
+		"public rows":          `SELECT content_id FROM library_by_principal WHERE principal_id = ? AND bucket = 'public'`,
+		"content_members":      `SELECT content_id FROM content_members WHERE principal_id = ? ALLOW FILTERING`,
+		"closing in progress":  `SELECT group_id FROM group_closings WHERE group_id = ? ALLOW FILTERING`,
+		"name claim":           `SELECT key FROM group_names WHERE user_id = ? ALLOW FILTERING`,
+	} {
+		if n := countRows(t, db, cql, g.ID); n != 0 {
+			t.Errorf("closed %s still has %d %s", g.ID, n, what)
+		}
+	}
+}
+
+// closingWorld is a group with a second manager, a member, and items
+// shared with it: the owner's private item (viewer), the member's item
+// (manager through the group), and an item only the group manages.
+type closingWorld struct {
+	m                        *moderators
+	owner, mgr, member       userBody
+	ownerAPI, mgrAPI, memAPI *testkit.API
+	group                    groupBody
+	viewed, managed, orphan  contentBody
+}
+
+func newClosingWorld(t *testing.T, m *moderators) *closingWorld {
+	t.Helper()
+	w := &closingWorld{m: m}
+	w.owner, w.ownerAPI = newUser(t, m.api, "gowner")
+	w.mgr, w.mgrAPI = newUser(t, m.api, "gmgr")
+	w.member, w.memAPI = newUser(t, m.api, "gmember")
+	w.group = createGroup(t, w.ownerAPI, 0)
+	addToGroup(t, w.ownerAPI, w.group.ID, w.mgr.ID, "manager")
+	addToGroup(t, w.ownerAPI, w.group.ID, w.member.ID, "member")
+	w.viewed = createContent(t, w.ownerAPI, "viewed", "private")
+	share(t, w.ownerAPI, w.viewed.ID, w.group.ID, "viewer")
+	w.managed = createContent(t, w.memAPI, "managed", "private")
+	share(t, w.memAPI, w.managed.ID, w.group.ID, "manager")
+	w.orphan = createContent(t, w.ownerAPI, "orphan", "private")
+	share(t, w.ownerAPI, w.orphan.ID, w.group.ID, "manager")
+	if r := unshare(w.ownerAPI, w.orphan.ID, w.owner.ID); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("owner leaves the orphan: %d %s", r.StatusCode, r.Body)
+	}
+	if r := w.memAPI.Get("/v1/content/" + w.viewed.ID); r.StatusCode != http.StatusOK {
+		t.Fatalf("a member sees the item through the group: %d %s", r.StatusCode, r.Body)
+	}
+	return w
+}
+
+// check asserts a finished closing: the group is gone, the items it was
+// shared with stay with their owners (counts exact) and are no longer
+// seen through it, and the item only it managed is deleted.
+func (w *closingWorld) check(t *testing.T) {
+	t.Helper()
+	checkClosed(t, w.m.api, w.m.db, w.group)
+	if r := w.memAPI.Get("/v1/content/" + w.viewed.ID); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the member still sees the owner's item: %d", r.StatusCode)
+	}
+	if r := w.ownerAPI.Get("/v1/content/" + w.viewed.ID); r.StatusCode != http.StatusOK {
+		t.Errorf("the owner lost their item: %d", r.StatusCode)
+	}
+	if r := w.memAPI.Get("/v1/content/" + w.managed.ID); r.StatusCode != http.StatusOK {
+		t.Errorf("the member lost their item: %d", r.StatusCode)
+	}
+	if r := w.mgrAPI.Get("/v1/content/" + w.managed.ID); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the other manager still sees the member's item: %d", r.StatusCode)
+	}
+	if r := w.m.admin.Get("/v1/content/" + w.orphan.ID); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the item only the group managed is still there: %d", r.StatusCode)
+	}
+	for _, c := range []contentBody{w.viewed, w.managed, w.orphan} {
+		checkCountsExact(t, w.m.db, c.ID)
+	}
+	for _, u := range []struct {
+		api *testkit.API
+		id  string
+	}{{w.ownerAPI, w.owner.ID}, {w.mgrAPI, w.mgr.ID}, {w.memAPI, w.member.ID}} {
+		var page struct {
+			Items []struct {
+				Group groupBody `json:"group"`
+			} `json:"items"`
+		}
+		r := u.api.Get("/v1/users/" + u.id + "/groups")
+		r.JSON(t, &page)
+		for _, it := range page.Items {
+			if it.Group.ID == w.group.ID {
+				t.Errorf("%s still lists the closed group", u.id)
+			}
+		}
+	}
+}
+
+// TestCloseGroup: who may close, what a closing takes away and what it
+// leaves, its repeat, and the name passing to a new group.
+func TestCloseGroup(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	w := newClosingWorld(t, m)
+	if r := closeGroup(m.api, w.group.ID); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous: %d %s", r.StatusCode, r.Body)
+	}
+	if r := closeGroup(w.memAPI, w.group.ID); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a member: %d %s", r.StatusCode, r.Body)
+	}
+	_, strangerAPI := newUser(t, m.api, "gstranger")
+	if r := closeGroup(strangerAPI, w.group.ID); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a stranger: %d %s", r.StatusCode, r.Body)
+	}
+	for _, id := range []string{"g_nosuchgroup", "g_" + strings.Repeat("a", 26), "u_x"} {
+		if r := closeGroup(w.ownerAPI, id); r.StatusCode != http.StatusNotFound {
+			t.Fatalf("unknown %s: %d %s", id, r.StatusCode, r.Body)
+		}
+	}
+	// The other manager closes it, though it still has members.
+	mustClose(t, w.mgrAPI, w.group.ID)
+	w.check(t)
+	// The repeat by whoever closed it, and an admin's, are 204; to anyone
+	// else the group is gone.
+	mustClose(t, w.mgrAPI, w.group.ID)
+	mustClose(t, m.admin, w.group.ID)
+	if r := closeGroup(w.ownerAPI, w.group.ID); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("another former manager's repeat: %d %s", r.StatusCode, r.Body)
+	}
+	// No member or share from now on.
+	if r := putGroupMember(w.ownerAPI, w.group.ID, w.member.ID, "member"); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("add to a closed group: %d %s", r.StatusCode, r.Body)
+	}
+	if r := w.ownerAPI.Send(http.MethodPut, "/v1/content/"+w.viewed.ID+"/members/"+w.group.ID, map[string]string{"role": "viewer"}); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("share with a closed group: %d %s", r.StatusCode, r.Body)
+	}
+	w.check(t)
+	// The name is free: a new group takes it.
+	r := postGroup(w.ownerAPI, map[string]any{"name": w.group.Name})
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("a new group of the closed group's name: %d %s", r.StatusCode, r.Body)
+	}
+	// An admin may close any group.
+	other := createGroup(t, strangerAPI, 0)
+	mustClose(t, m.admin, other.ID)
+	checkClosed(t, m.api, m.db, other)
+}
+
+// closingSteps are the steps of a closing, in order (AfterStep "close").
+var closingSteps = []string{"entry", "cas", "items", "library", "members", "closed", "claim"}
+
+// TestInterruptedClosingIsFinished stops a closing after each of its
+// steps, as a crash would, then finishes it by the closer's retry, an
+// admin's, or the repair; every check of a complete closing holds after.
+// Until the closed step, the name stays the group's.
+func TestInterruptedClosingIsFinished(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	for _, step := range closingSteps {
+		for _, by := range []string{"retry", "admin", "repair"} {
+			w := newClosingWorld(t, m)
+			m.app.Groups.Hooks.AfterStep = func(op, s string) error {
+				if op == "close" && s == step {
+					return errCrash
+				}
+				return nil
+			}
+			r := closeGroup(w.ownerAPI, w.group.ID)
+			m.app.Groups.Hooks.AfterStep = nil
+			if r.StatusCode != http.StatusInternalServerError {
+				t.Fatalf("stopped after %s: %d %s", step, r.StatusCode, r.Body)
+			}
+			if step != "entry" {
+				if r := m.api.Get("/v1/groups/" + w.group.ID); r.StatusCode != http.StatusNotFound {
+					t.Fatalf("stopped after %s, the group shows: %d", step, r.StatusCode)
+				}
+				if r := putGroupMember(w.ownerAPI, w.group.ID, w.mgr.ID, "member"); r.StatusCode != http.StatusNotFound {
+					t.Fatalf("stopped after %s, a change: %d %s", step, r.StatusCode, r.Body)
+				}
+				if step != "closed" && step != "claim" {
+					if r := postGroup(w.mgrAPI, map[string]any{"name": w.group.Name}); r.StatusCode != http.StatusConflict {
+						t.Fatalf("stopped after %s, its name is free: %d %s", step, r.StatusCode, r.Body)
+					}
+				}
+			}
+			switch by {
+			case "retry":
+				mustClose(t, w.ownerAPI, w.group.ID)
+			case "admin":
+				mustClose(t, m.admin, w.group.ID)
+			case "repair":
+				rep, err := m.app.Groups.RepairClosings(context.Background(), false)
+				if err != nil {
+					t.Fatalf("repair after %s: %v (%+v)", step, err, rep)
+				}
+				if step == "entry" {
+					// The compare-and-set never ran: the group is open,
+					// its young entry left to its retry.
+					if r := m.api.Get("/v1/groups/" + w.group.ID); r.StatusCode != http.StatusOK {
+						t.Fatalf("after the repair: %d", r.StatusCode)
+					}
+					mustClose(t, w.ownerAPI, w.group.ID)
+				}
+			}
+			w.check(t)
+		}
+	}
+}
+
+// TestClosingRacingCreations: a closing races creations of a group of the
+// same name, round after round: exactly one creation gets the name, and
+// only once the group is closed.
+func TestClosingRacingCreations(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	const rounds, racers = 6, 4
+	for round := range rounds {
+		_, api := newUser(t, m.api, "gracer")
+		g := createGroup(t, api, 0)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				deadline := time.Now().Add(20 * time.Second)
+				for wins.Load() == 0 && time.Now().Before(deadline) {
+					r := postGroup(api, map[string]any{"name": g.Name})
+					switch r.StatusCode {
+					case http.StatusCreated:
+						wins.Add(1)
+					case http.StatusConflict, http.StatusServiceUnavailable:
+						time.Sleep(2 * time.Millisecond)
+					default:
+						t.Errorf("round %d: create %d %s", round, r.StatusCode, r.Body)
+						return
+					}
+				}
+			}()
+		}
+		close(start)
+		r := closeGroup(api, g.ID)
+		wg.Wait()
+		if r.StatusCode != http.StatusNoContent {
+			t.Fatalf("round %d: close %d %s", round, r.StatusCode, r.Body)
+		}
+		if n := wins.Load(); n != 1 {
+			t.Fatalf("round %d: %d creations got the closed group's name", round, n)
+		}
+		got := m.api.Get("/v1/groups/by-name/" + g.Name)
+		var now groupBody
+		got.JSON(t, &now)
+		if got.StatusCode != http.StatusOK || now.ID == g.ID {
+			t.Fatalf("round %d: the name leads to %s (%d)", round, now.ID, got.StatusCode)
+		}
+		checkClosed(t, m.api, m.db, g)
+	}
+}
+
+// TestDeletionClosesTheGroupsOfASoleMember: an account alone in groups
+// (one with an item shared to it) is deleted; the groups are closed with
+// it, the item goes with its owner, and the names are free.
+func TestDeletionClosesTheGroupsOfASoleMember(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, api := newUser(t, m.api, "solo")
+	a, b := createGroup(t, api, 0), createGroup(t, api, 0)
+	_, friendAPI := newUser(t, m.api, "solofriend")
+	item := createContent(t, friendAPI, "shared", "private")
+	share(t, friendAPI, item.ID, a.ID, "viewer")
+	mustDelete(t, api, u.ID)
+	checkGone(t, m.api, m.db, u, api)
+	checkClosed(t, m.api, m.db, a)
+	checkClosed(t, m.api, m.db, b)
+	checkCountsExact(t, m.db, item.ID)
+	if r := friendAPI.Get("/v1/content/" + item.ID); r.StatusCode != http.StatusOK {
+		t.Fatalf("the friend's item: %d", r.StatusCode)
+	}
+	if r := postGroup(friendAPI, map[string]any{"name": a.Name}); r.StatusCode != http.StatusCreated {
+		t.Fatalf("the closed group's name: %d %s", r.StatusCode, r.Body)
+	}
+}
