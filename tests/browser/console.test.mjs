@@ -451,6 +451,10 @@ await step('email: a new account is unverified; mail again, open the link: verif
   expect((await page.locator('#verify-result').textContent()).includes('used already'), 'a used link says so');
   expect(await page.locator('#verify-again').isVisible(), 'and offers a new mail');
   await message(true);
+  await refused(400, async () => {
+    await open(base + '/#/verify?token=made-up', 'verify');
+  });
+  expect((await page.locator('#verify-result').textContent()).includes('not one shelf mailed'), 'a made-up link says so');
   // Changing the email says a mail went out; the new address waits for its link.
   await visit('#/account', 'account');
   expect((await submit('profile', { email: aliceHome })).includes('verification mail is on its way to ' + aliceHome), 'a mail for the new email');
@@ -531,6 +535,21 @@ await step('delete my account: confirmed by the username; refused while the last
     await submit('login', { login: alice, password: resetPw }, true);
   });
   expect((await submit('signup', { username: alice, email: aliceMail, password: pw })).includes('Signed up as ' + alice), 'the username is free');
+});
+
+await step('delete an account alone in its group: refused as its only member, the group named', async () => {
+  const solo = 'solo' + run;
+  const s = await api('POST', '/v1/sessions', null, { login: carol, password: pw });
+  await api('POST', '/v1/groups', s.token, { name: solo });
+  await login(carol, pw);
+  await visit('#/account', 'account');
+  await refused(409, async () => {
+    await submit('delete-account', { confirm: carol }, true);
+  });
+  const refusal = await page.locator('#delete-groups li').allTextContents();
+  expect(refusal.length === 1 && refusal[0].startsWith(solo + ': ') && refusal[0].includes('only member'), 'groups: ' + refusal);
+  await noRawIds();
+  expect((await api('GET', '/v1/users/by-username/' + carol)).username === carol, 'carol is still there');
 });
 
 await step('no console or page errors', async () => {
