@@ -570,7 +570,7 @@
 
   $('resend-verification').addEventListener('click', act(async () => {
     await api('POST', '/v1/email-verifications', { email: state.me.email });
-    say('A new verification mail is on its way to ' + state.me.email + '.');
+    say('A new verification mail is on its way to ' + state.me.email + ' (a few an hour at most).');
   }));
 
   // accountSections are the account page's parts, each shown (and
