@@ -3,8 +3,12 @@
 # headless Chromium, driven by playwright-core (from npm, see web-assets),
 # against a real api built from this tree. Screenshots land in
 # .cache/screenshots; with README_SCREENSHOTS=1 the console's pages are
-# also saved into docs/screenshots (the README's). Debian's chromium is installed when missing and the
+# also saved into docs/screenshots (the README's), from a run with fixed
+# names (alice, bob, carol, admin) in a keyspace of its own, made for the
+# run and dropped after it. Debian's chromium is installed when missing and the
 # machine allows it (root with apt-get); otherwise it says what to install.
+# The api writes mail to its log (SHELF_MAILER=log, links to this api), where
+# the test finds the verification and reset links.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -25,26 +29,40 @@ fi
 bash scripts/web-assets.sh
 go build -o bin/api ./cmd/api
 PORT=${BROWSER_PORT:-18090}
-export SHELF_KEYSPACE="${BROWSER_KEYSPACE:-shelf_browser}" SHELF_HTTP_ADDR=127.0.0.1:$PORT SHELF_LOG_LEVEL=warn \
-  SHELF_RATE_LIMIT_PER_MINUTE=0 SHELF_ARGON2_MEMORY_KIB=1024 SHELF_ARGON2_TIME=1
+keyspace="${BROWSER_KEYSPACE:-shelf_browser}"
 mkdir -p .cache/screenshots
 readme_shots=""
+fresh=""
 if [ "${README_SCREENSHOTS:-}" = 1 ]; then
   readme_shots="$PWD/docs/screenshots"
   mkdir -p "$readme_shots"
+  fresh="${keyspace}_$(date +%s)"
+  keyspace=$fresh
+  go build -o bin/dropkeyspace ./tests/browser/dropkeyspace
 fi
-bin/api serve > .cache/test-browser-api.log 2>&1 &
+# Info level: the log mailer writes each mail (and its link) at info.
+export SHELF_KEYSPACE="$keyspace" SHELF_HTTP_ADDR=127.0.0.1:$PORT SHELF_LOG_LEVEL=info SHELF_LOG_FLUSH_INTERVAL=0s \
+  SHELF_MAILER=log SHELF_PUBLIC_URL="http://127.0.0.1:$PORT" \
+  SHELF_RATE_LIMIT_PER_MINUTE=0 SHELF_ARGON2_MEMORY_KIB=1024 SHELF_ARGON2_TIME=1
+log=.cache/test-browser-api.log
+bin/api serve > "$log" 2>&1 &
 api=$!
-trap 'kill $api 2>/dev/null; wait $api 2>/dev/null || true' EXIT
-for _ in $(seq 1 120); do
+cleanup() {
+  kill $api 2>/dev/null
+  wait $api 2>/dev/null || true
+  if [ -n "$fresh" ]; then bin/dropkeyspace "$fresh" || echo "test-browser: could not drop the keyspace $fresh" >&2; fi
+}
+trap cleanup EXIT
+for _ in $(seq 1 240); do
   curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
   sleep 0.5
 done
 if ! curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then
-  echo "test-browser: the api did not get ready in 60 s; its log (.cache/test-browser-api.log):" >&2
-  tail -20 .cache/test-browser-api.log >&2
+  echo "test-browser: the api did not get ready in 120 s; its log (.cache/test-browser-api.log):" >&2
+  tail -20 "$log" >&2
   exit 1
 fi
 NODE_PATH="$PWD/.cache/npm/node_modules" BASE_URL="http://127.0.0.1:$PORT" CHROMIUM="$CHROMIUM" \
   SCREENSHOTS="$PWD/.cache/screenshots" README_SHOTS="$readme_shots" GRANT="$PWD/bin/api admin grant" \
+  MAIL_LOG="$PWD/$log" \
   node tests/browser/console.test.mjs

@@ -1,9 +1,10 @@
 // The shelf console: plain pages over the public API only. The session
 // token lives in sessionStorage (gone with the tab). Pages are hash routes
 // (#/library, #/item/<id>, #/browse/<user|group>/<name>, #/groups,
-// #/groups/<name>, #/moderation[/<username>], #/account), so each can be
-// linked to; the table `pages` below lists them, and a page that works
-// without a session says public: true.
+// #/groups/<name>, #/moderation[/<username>], #/account, and without a
+// session #/forgot and the mailed links #/verify?token=... and
+// #/reset?token=...), so each can be linked to; the table `pages` below
+// lists them, and a page that works without a session says public: true.
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
@@ -16,13 +17,14 @@
 
   // ---- The API ----
 
-  // ApiError is a refused request: the problem's detail, and the fields
-  // it names ({field, code, message}).
+  // ApiError is a refused request: the problem's detail, its code, and
+  // the fields it names ({field, code, message}).
   class ApiError extends Error {
-    constructor(status, message, fields) {
+    constructor(status, message, fields, code) {
       super(message);
       this.status = status;
       this.fields = fields || [];
+      this.code = code || '';
     }
   }
 
@@ -45,7 +47,7 @@
       data = null;
     }
     if (!res.ok) {
-      throw new ApiError(res.status, (data && (data.detail || data.title)) || res.statusText, data && data.errors);
+      throw new ApiError(res.status, (data && (data.detail || data.title)) || res.statusText, data && data.errors, data && data.code);
     }
     return data;
   }
@@ -554,10 +556,35 @@
       return tr;
     }), 'No sessions.'));
 
+  // showEmailStatus says whether the account's email is verified, and
+  // offers to mail the link again while it is not.
+  function showEmailStatus() {
+    const verified = state.me.emailVerified === true;
+    const status = $('email-status');
+    status.textContent = verified
+      ? state.me.email + ' is verified.'
+      : state.me.email + ' is not verified yet: open the link in the mail we sent to it.';
+    status.className = verified ? 'verified' : 'unverified';
+    $('resend-verification').hidden = verified;
+  }
+
+  $('resend-verification').addEventListener('click', act(async () => {
+    await api('POST', '/v1/email-verifications', { email: state.me.email });
+    say('A new verification mail is on its way to ' + state.me.email + ' (a few an hour at most).');
+  }));
+
   // accountSections are the account page's parts, each shown (and
-  // refreshed) by its function. Deleting the account, verifying the email
-  // and the like are further entries here, with their forms in the page.
+  // refreshed) by its function, in order, with their forms in the page.
   const accountSections = [
+    {
+      // The account as it is now (its email may have been verified in
+      // another tab since this one read it).
+      id: 'me', show: async () => {
+        state.me = await api('GET', '/v1/me');
+        names.set(state.me.id, state.me.username);
+        showWho();
+      },
+    },
     {
       id: 'profile', show: () => {
         const f = $('profile');
@@ -567,8 +594,17 @@
         f.elements.email.value = state.me.email || '';
       },
     },
+    { id: 'account-email', show: () => showEmailStatus() },
     { id: 'password', show: () => { $('password').reset(); clearErrors($('password')); } },
     { id: 'account-sessions', show: () => sessions.first() },
+    {
+      id: 'delete-account', show: () => {
+        $('delete-account').reset();
+        clearErrors($('delete-account'));
+        $('delete-groups').hidden = true;
+        $('delete-groups').replaceChildren();
+      },
+    },
   ];
 
   async function showAccount() {
@@ -587,7 +623,10 @@
     state.me = await api('PATCH', '/v1/users/' + state.me.id, patch);
     names.set(state.me.id, state.me.username);
     showWho();
-    say('Saved your profile.');
+    showEmailStatus();
+    // A new email is unverified; the server mails it a link after answering.
+    say(patch.email === undefined ? 'Saved your profile.'
+      : 'Saved your profile. A verification mail is on its way to ' + state.me.email + ': open its link to confirm the address.');
   });
 
   form('password', async (v, f) => {
@@ -602,6 +641,143 @@
     await sessions.first();
     say('Signed out everywhere else.');
   }));
+
+  // groupRefusal is one group a deletion was refused for, by name: the
+  // problem's message starts with the group's id (design.md#deletion).
+  async function groupRefusal(f) {
+    const li = document.createElement('li');
+    const m = /^(g_[a-z2-7]+): (.*)$/.exec(f.message || '');
+    if (!m) {
+      li.textContent = f.message;
+      return li;
+    }
+    const name = await nameOf(m[1]);
+    li.append(link(name, '#/groups/' + enc(name)), ': ' + m[2]);
+    return li;
+  }
+
+  form('delete-account', async (v) => {
+    const me = state.me;
+    const list = $('delete-groups');
+    list.hidden = true;
+    list.replaceChildren();
+    if ((v.confirm || '').trim().toLowerCase() !== me.username.toLowerCase()) {
+      throw fieldError('confirm', 'Type your username, ' + me.username + ', to delete this account.');
+    }
+    try {
+      await api('DELETE', '/v1/users/' + enc(me.id));
+    } catch (err) {
+      // The last manager of a group: name each group, linked to its page.
+      const groups = err.fields.filter((f) => f.field === 'groups');
+      if (err.status !== 409 || groups.length === 0) throw err;
+      list.replaceChildren(...await Promise.all(groups.map(groupRefusal)));
+      list.hidden = false;
+      say(err.message, true);
+      return;
+    }
+    // The deletion ended this session too.
+    forget();
+    history.replaceState(null, '', location.pathname + location.search + '#/');
+    await start();
+    say('Your account ' + me.username + ' is deleted, and its username and email are free again.');
+  });
+
+  // ---- Mailed links: verify an email, reset a forgotten password ----
+
+  // tokenRefusals say, per page, why a mailed link's token was refused
+  // (400 invalid_token, by the code of its token field).
+  const tokenRefusals = {
+    verify: {
+      unknown: 'This link is not one shelf mailed, or it has run out. Ask for a new mail below.',
+      expired: 'This link has expired. Ask for a new mail below.',
+      used: 'This link was used already: if you opened it before, your address is verified.',
+      stale: 'This link was mailed to an address your account no longer has. Ask for a mail to its current address below.',
+    },
+    reset: {
+      unknown: 'This link is not one shelf mailed, or it has run out: ask for a new one.',
+      expired: 'This link has expired: ask for a new one.',
+      used: 'This link was used already (a link sets one password, once): ask for a new one if you need it.',
+      stale: 'Your password or email changed since this link was mailed: ask for a new one.',
+    },
+  };
+
+  // tokenRefusal is the readable reason err refused a mailed link on
+  // page, or '' when err is not about the token.
+  function tokenRefusal(err, page) {
+    const f = err.code === 'invalid_token' && err.fields.find((e) => e.field === 'token');
+    if (!f) return '';
+    return tokenRefusals[page][f.code] || f.message;
+  }
+
+  async function showVerify() {
+    const token = state.params.get('token') || '';
+    const result = $('verify-result');
+    const again = $('verify-again');
+    clearErrors(again);
+    again.elements.email.value = state.me ? state.me.email || '' : '';
+    again.hidden = true;
+    result.className = '';
+    if (!token) {
+      result.textContent = 'Give the address of your account and we mail it a new link.';
+      again.hidden = false;
+      return;
+    }
+    result.textContent = 'Confirming your email address...';
+    try {
+      await api('POST', '/v1/email-verifications/confirm', { token });
+    } catch (err) {
+      const reason = tokenRefusal(err, 'verify');
+      result.textContent = reason || err.message;
+      result.className = 'error';
+      again.hidden = !reason;
+      say(reason ? 'This link cannot confirm an address.' : err.message, true);
+      return;
+    }
+    if (state.me) {
+      state.me = await api('GET', '/v1/me');
+      showWho();
+    }
+    result.textContent = 'Your email address is verified.';
+    result.className = 'ok';
+    say('Email address verified. Thank you.');
+  }
+
+  form('verify-again', async (v, f) => {
+    await api('POST', '/v1/email-verifications', { email: v.email });
+    f.reset();
+    say('If an account with this address is not verified yet, a mail is on its way to it.');
+  });
+
+  form('forgot', async (v, f) => {
+    await api('POST', '/v1/password-resets', { email: v.email });
+    f.reset();
+    // The same for every address: whether it has an account is nobody's business.
+    say('If an account has this address, a mail is on its way to it with a link to choose a new password.');
+  });
+
+  function showReset() {
+    const f = $('reset');
+    f.reset();
+    clearErrors(f);
+    f.elements.token.value = state.params.get('token') || '';
+    if (!f.elements.token.value) {
+      showError(f, fieldError('token', 'This page needs the link from the mail: ask for a new one.'));
+    }
+  }
+
+  form('reset', async (v) => {
+    try {
+      await api('POST', '/v1/password-resets/confirm', { token: v.token, newPassword: v.newPassword });
+    } catch (err) {
+      const reason = tokenRefusal(err, 'reset');
+      if (reason) err.fields.find((e) => e.field === 'token').message = reason;
+      throw err;
+    }
+    // Every session of the account ended; this tab's too, if it was one.
+    history.replaceState(null, '', location.pathname + location.search + '#/');
+    await start();
+    say('Your new password is set and every session of your account has ended: log in with it.');
+  });
 
   // ---- Log in and out ----
 
@@ -621,16 +797,21 @@
     await start();
   });
 
+  // forget drops this tab's session.
+  function forget() {
+    state.token = null;
+    state.me = null;
+    sessionStorage.removeItem('shelf.token');
+    names.clear();
+  }
+
   $('logout').addEventListener('click', async () => {
     try {
       await api('DELETE', '/v1/sessions/current');
     } catch (err) {
       // The session may already be gone; log out here anyway.
     }
-    state.token = null;
-    state.me = null;
-    sessionStorage.removeItem('shelf.token');
-    names.clear();
+    forget();
     say('Logged out.');
     await start();
   });
@@ -648,6 +829,9 @@
   // show without a session; admin pages only to admins.
   const pages = {
     auth: { public: true, show: async () => {} },
+    forgot: { public: true, show: async () => clearErrors($('forgot')) },
+    reset: { public: true, show: async () => showReset() },
+    verify: { public: true, show: () => showVerify() },
     library: { show: () => myLibrary.first() },
     item: { show: (id) => showItem(id) },
     browse: { show: (kind, who) => showBrowse(kind, who) },

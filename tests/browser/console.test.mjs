@@ -6,9 +6,15 @@
 //
 // Screenshots of each page (1100x750) go to SCREENSHOTS, and with
 // README_SHOTS set also there (make test-browser README_SCREENSHOTS=1
-// writes docs/screenshots, which the README shows).
+// writes docs/screenshots, which the README shows); that run has a
+// keyspace of its own, so its people are simply alice, bob, carol and
+// admin, and every other run adds a suffix to each name.
+//
+// Mail: the api logs each mail (SHELF_MAILER=log) to MAIL_LOG, one JSON
+// line with its recipient, subject and text; mailed() takes the link out.
 import { createRequire } from 'node:module';
 import { execSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const require = createRequire(import.meta.url);
@@ -16,7 +22,8 @@ const { chromium } = require(path.join(process.env.NODE_PATH, 'playwright-core')
 const base = process.env.BASE_URL;
 const shots = process.env.SCREENSHOTS;
 const readmeShots = process.env.README_SHOTS || '';
-const run = Date.now().toString(36);
+const run = readmeShots ? '' : Date.now().toString(36);
+const mailLog = process.env.MAIL_LOG;
 
 let passed = 0;
 let failed = 0;
@@ -164,13 +171,37 @@ async function noRawIds() {
   expect(!m, 'an id is shown: ' + (m && m[0]));
 }
 
-async function api(method, path, token, body) {
-  const headers = { 'Content-Type': 'application/json' };
+async function api(method, path, token, body, extraHeaders) {
+  const headers = { 'Content-Type': 'application/json', ...extraHeaders };
   if (token) headers.Authorization = 'Bearer ' + token;
   const res = await fetch(base + path, { method, headers, body: body && JSON.stringify(body) });
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
   return text ? JSON.parse(text) : null;
+}
+
+// mails answers the links of the mails the api logged to address about
+// what ('verify' or 'reset'), oldest first.
+function mails(address, what) {
+  const links = [];
+  for (const line of readFileSync(mailLog, 'utf8').split('\n')) {
+    if (!line.includes('SHELF_MAILER=log')) continue;
+    const m = JSON.parse(line);
+    const link = m.to === address && (m.text.match(/https?:\/\/\S+#\/(verify|reset)\?token=[\w%-]+/) || [])[0];
+    if (link && link.includes('#/' + what + '?')) links.push(link);
+  }
+  return links;
+}
+
+// mailed waits for a mail to address about what beyond the first seen
+// (mails(...).length before the action that sends it) and answers its link.
+async function mailed(address, what, seen) {
+  for (let i = 0; i < 100; i++) {
+    const links = mails(address, what);
+    if (links.length > seen) return links[seen];
+    await page.waitForTimeout(100);
+  }
+  throw new Error(`no ${what} mail to ${address} after ${seen}`);
 }
 
 async function logout() {
@@ -192,6 +223,10 @@ const admin = 'admin' + run;
 const club = 'club' + run;
 const pw = 'correct horse battery';
 const newPw = 'battery staple horse';
+const resetPw = 'staple correct battery';
+const aliceMail = `${alice}@example.org`;
+const aliceHome = `${alice}.home@example.org`;
+const phone = 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1';
 
 await step('the API reference lists every route', async () => {
   await page.goto(base + '/docs');
@@ -225,6 +260,7 @@ await step('library: create items, newest first, page forward and back, oldest f
   await page.waitForFunction(() => document.querySelector('#my-library tbody tr').textContent.startsWith('Notes'));
   await page.locator('#library-order').selectOption('newest');
   await page.waitForFunction(() => document.querySelector('#my-library tbody tr').textContent.startsWith('Recipes'));
+  await shot('library');
   // A refused field is named beside it.
   await refused(400, async () => {
     await submit('create', { name: 'Linked', link: 'ftp://example.org/x' }, true);
@@ -233,7 +269,6 @@ await step('library: create items, newest first, page forward and back, oldest f
   expect((await page.locator('#create .field-error').textContent()).length > 0, 'error beside link');
   await page.locator('#create [name="link"]').fill('');
   await noRawIds();
-  await shot('library');
 });
 
 await step('edit an item: rename, visibility, description, link; it moves to the top', async () => {
@@ -309,12 +344,12 @@ await step('share an item by username and by group name; its members by name, pa
   const all = first.concat(second).join(' ');
   expect(all.includes(alice) && all.includes(bob) && all.includes(club) && all.includes('group'), 'item members: ' + all);
   await noRawIds();
+  await shot('item');
   // A name that finds nobody is named beside the field (the lookup's 404).
   await refused(404, async () => {
     await submit('share', { kind: 'group', principal: 'nosuch' + run, role: 'viewer' }, true);
   });
   expect((await page.locator('#share .field-error').textContent()).includes('No group'), 'no such group');
-  await shot('item');
 });
 
 await step('browse libraries by username and by group name', async () => {
@@ -337,7 +372,6 @@ await step('account: sessions paged, sign one out, sign out everywhere else, pro
   const [first, second] = await pageThrough('sessions');
   expect(first.concat(second).filter((r) => r.includes('this session')).length === 1, 'the current session is marked');
   await noRawIds();
-  await shot('account');
   const other = page.locator('#sessions tbody tr:not(.current)').first();
   const id = await other.getAttribute('data-session');
   expect((await click(`#sessions tr[data-session="${id}"] button`)).includes('signed out'), 'one signed out');
@@ -386,6 +420,136 @@ await step('moderation: suspend with and without an end, page, history, unsuspen
   for (const u of [bob, carol, alice]) {
     expect((await click(`#suspended tr[data-user="${u}"] button`)).includes('no longer suspended'), u + ' unsuspended');
   }
+});
+
+// open loads a mailed link afresh and waits until its page has shown.
+async function open(link, section) {
+  await page.goto('about:blank');
+  await page.goto(link);
+  await page.waitForSelector(`body[data-ready="${section}"]`);
+}
+
+await step('email: a new account is unverified; mail again, open the link: verified, once; a new email waits for its own link', async () => {
+  await logout();
+  await login(alice, newPw);
+  await visit('#/account', 'account');
+  expect((await page.locator('#email-status').textContent()).includes(aliceMail + ' is not verified'), 'unverified after signup');
+  expect(mails(aliceMail, 'verify').length === 1, 'the signup mailed a link');
+  expect((await click('#resend-verification')).includes('on its way to ' + aliceMail), 'mailed again');
+  const link = await mailed(aliceMail, 'verify', 1);
+  await open(link, 'verify');
+  expect((await page.locator('#verify-result').textContent()).includes('is verified'), 'the link verifies');
+  expect((await message(false)).includes('verified'), 'said so');
+  expect(await page.locator('#verify-again').isHidden(), 'no new mail offered');
+  await visit('#/account', 'account');
+  expect((await page.locator('#email-status').textContent()).includes(aliceMail + ' is verified'), 'verified on the account page');
+  expect(await page.locator('#resend-verification').isHidden(), 'nothing to mail again');
+  // The same link a second time is refused, and says why.
+  await refused(400, async () => {
+    await open(link, 'verify');
+  });
+  expect((await page.locator('#verify-result').textContent()).includes('used already'), 'a used link says so');
+  expect(await page.locator('#verify-again').isVisible(), 'and offers a new mail');
+  await message(true);
+  await refused(400, async () => {
+    await open(base + '/#/verify?token=made-up', 'verify');
+  });
+  expect((await page.locator('#verify-result').textContent()).includes('not one shelf mailed'), 'a made-up link says so');
+  // Changing the email says a mail went out; the new address waits for its link.
+  await visit('#/account', 'account');
+  expect((await submit('profile', { email: aliceHome })).includes('verification mail is on its way to ' + aliceHome), 'a mail for the new email');
+  expect((await page.locator('#email-status').textContent()).includes(aliceHome + ' is not verified'), 'the new email is unverified');
+  await open(await mailed(aliceHome, 'verify', 0), 'verify');
+  expect((await page.locator('#verify-result').textContent()).includes('is verified'), 'the new email verified');
+  // A second session, from a phone, for the page to show.
+  await api('POST', '/v1/sessions', null, { login: alice, password: newPw }, { 'User-Agent': phone });
+  await visit('#/account', 'account');
+  await waitRows('sessions', 2);
+  expect((await page.locator('#email-status').textContent()).includes(aliceHome + ' is verified'), 'verified on the account page');
+  await noRawIds();
+  await shot('account');
+});
+
+await step('forgot password: one answer for any address; the mailed link sets a new password, once; the old one is refused', async () => {
+  await logout();
+  await page.locator('#forgot-link').click();
+  await page.waitForSelector('body[data-ready="forgot"]');
+  await refused(400, async () => {
+    await submit('forgot', { email: 'not an address' }, true);
+  });
+  expect(await page.locator('#forgot [name="email"][aria-invalid="true"]').count() === 1, 'email marked invalid');
+  const unknown = await submit('forgot', { email: `nobody${run}@example.org` });
+  const seen = mails(aliceHome, 'reset').length;
+  const known = await submit('forgot', { email: aliceHome });
+  expect(known === unknown && known.includes('If an account has this address'), `answers: ${unknown} / ${known}`);
+  const link = await mailed(aliceHome, 'reset', seen);
+  expect(mails(`nobody${run}@example.org`, 'reset').length === 0, 'nothing mailed to an unknown address');
+  await open(link, 'reset');
+  expect(await page.locator('#nav').isHidden(), 'no pages to go to without a session');
+  await shot('reset');
+  await refused(400, async () => {
+    await submit('reset', { newPassword: 'short' }, true);
+  });
+  expect((await page.locator('#reset .field-error').textContent()).includes('at least 8'), 'the rule beside the field');
+  expect(await page.locator('#reset [name="newPassword"][aria-invalid="true"]').count() === 1, 'newPassword marked invalid');
+  expect((await submit('reset', { newPassword: resetPw })).includes('log in with it'), 'password set');
+  await page.waitForSelector('body[data-ready="auth"]');
+  await refused(401, async () => {
+    await submit('login', { login: alice, password: newPw }, true);
+  });
+  await login(alice, resetPw);
+  // The link works once, and says so beside its token.
+  await open(link, 'reset');
+  await refused(400, async () => {
+    await submit('reset', { newPassword: 'another password' }, true);
+  });
+  expect((await page.locator('#reset .field-error').textContent()).includes('used already'), 'a used link says so');
+});
+
+await step('delete my account: confirmed by the username; refused while the last manager of a group (named); then gone, and the username is free', async () => {
+  await visit('#/account', 'account');
+  await submit('delete-account', { confirm: 'somebody else' }, true);
+  expect(await page.locator('#delete-account [name="confirm"][aria-invalid="true"]').count() === 1, 'confirmation marked invalid');
+  await refused(409, async () => {
+    expect((await submit('delete-account', { confirm: alice }, true)).includes('last manager'), 'refused');
+  });
+  const refusal = await page.locator('#delete-groups li').allTextContents();
+  expect(refusal.length === 1 && refusal[0].startsWith(club + ': ') && refusal[0].includes('only manager'), 'groups: ' + refusal);
+  await noRawIds();
+  // Make bob a manager of the club (the refusal links to it), then delete.
+  await page.locator('#delete-groups a').click();
+  await page.waitForSelector('body[data-ready="group"]');
+  const bobRow = page.locator(`#group-members tr[data-member="${bob}"]`);
+  await bobRow.waitFor();
+  await page.evaluate(() => { document.getElementById('message').textContent = ''; });
+  await bobRow.locator('select').selectOption('manager');
+  expect((await message(false)).includes('now a manager'), 'bob manages the club');
+  await visit('#/account', 'account');
+  expect((await submit('delete-account', { confirm: alice })).includes('is deleted'), 'deleted');
+  await page.waitForSelector('body[data-ready="auth"]');
+  expect((await page.locator('#who').textContent()) === 'not logged in', 'logged out');
+  expect((await fetch(base + '/v1/users/by-username/' + alice)).status === 404, 'nobody is named ' + alice);
+  const g = await api('GET', '/v1/groups/by-name/' + club);
+  expect(g.memberCount === 1, 'the club has bob alone: ' + JSON.stringify(g));
+  await refused(401, async () => {
+    await submit('login', { login: alice, password: resetPw }, true);
+  });
+  expect((await submit('signup', { username: alice, email: aliceMail, password: pw })).includes('Signed up as ' + alice), 'the username is free');
+});
+
+await step('delete an account alone in its group: refused as its only member, the group named', async () => {
+  const solo = 'solo' + run;
+  const s = await api('POST', '/v1/sessions', null, { login: carol, password: pw });
+  await api('POST', '/v1/groups', s.token, { name: solo });
+  await login(carol, pw);
+  await visit('#/account', 'account');
+  await refused(409, async () => {
+    await submit('delete-account', { confirm: carol }, true);
+  });
+  const refusal = await page.locator('#delete-groups li').allTextContents();
+  expect(refusal.length === 1 && refusal[0].startsWith(solo + ': ') && refusal[0].includes('only member'), 'groups: ' + refusal);
+  await noRawIds();
+  expect((await api('GET', '/v1/users/by-username/' + carol)).username === carol, 'carol is still there');
 });
 
 await step('no console or page errors', async () => {
