@@ -38,7 +38,7 @@ test: ## run every test (unit, integration, end-to-end) with -race against a rea
 	@$(CASSANDRA) with -- $(GO) test -race -count=1 -timeout 10m ./...
 
 .PHONY: test-browser
-test-browser: ## every console page and action with three users and an admin, and /docs, in headless Chromium (playwright-core from npm; chromium installed if missing); README_SCREENSHOTS=1 saves the README's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)
+test-browser: ## every console page and action with three users and an admin (and a second api requiring verified emails on BROWSER_PORT+1), and /docs, in headless Chromium (playwright-core from npm; chromium installed if missing); README_SCREENSHOTS=1 saves the README's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)
 	@$(CASSANDRA) with -- scripts/test-browser.sh
 
 .PHONY: test-clients

@@ -8,7 +8,8 @@
 # run and dropped after it. Debian's chromium is installed when missing and the
 # machine allows it (root with apt-get); otherwise it says what to install.
 # The api writes mail to its log (SHELF_MAILER=log, links to this api), where
-# the test finds the verification and reset links.
+# the test finds the verification and reset links. A second api on
+# BROWSER_PORT+1 requires verified emails for login.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -47,22 +48,39 @@ export SHELF_KEYSPACE="$keyspace" SHELF_HTTP_ADDR=127.0.0.1:$PORT SHELF_LOG_LEVE
 log=.cache/test-browser-api.log
 bin/api serve > "$log" 2>&1 &
 api=$!
+# A second api on the next port, on the same keyspace, refuses login to
+# unverified accounts (SHELF_REQUIRE_VERIFIED_EMAIL=true): the console's
+# email_not_verified refusal is walked against it. Started once the first
+# is ready (the first applies the migrations).
+VERIFIED_PORT=$((PORT + 1))
+verified_log=.cache/test-browser-api-verified.log
+verified=""
 cleanup() {
   kill $api 2>/dev/null
   wait $api 2>/dev/null || true
+  if [ -n "$verified" ]; then
+    kill "$verified" 2>/dev/null
+    wait "$verified" 2>/dev/null || true
+  fi
   if [ -n "$fresh" ]; then bin/dropkeyspace "$fresh" || echo "test-browser: could not drop the keyspace $fresh" >&2; fi
 }
 trap cleanup EXIT
-for _ in $(seq 1 240); do
-  curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
-  sleep 0.5
-done
-if ! curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then
-  echo "test-browser: the api did not get ready in 120 s; its log (.cache/test-browser-api.log):" >&2
-  tail -20 "$log" >&2
+# ready waits up to 120 s for the api on port $1 (log $2, called $3).
+ready() {
+  for _ in $(seq 1 240); do
+    curl -fs "http://127.0.0.1:$1/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  echo "test-browser: $3 did not get ready in 120 s; its log ($2):" >&2
+  tail -20 "$2" >&2
   exit 1
-fi
+}
+ready "$PORT" "$log" "the api"
+SHELF_HTTP_ADDR=127.0.0.1:$VERIFIED_PORT SHELF_PUBLIC_URL="http://127.0.0.1:$VERIFIED_PORT" SHELF_REQUIRE_VERIFIED_EMAIL=true SHELF_MIGRATE_ON_START=false \
+  bin/api serve > "$verified_log" 2>&1 &
+verified=$!
+ready "$VERIFIED_PORT" "$verified_log" "the api requiring verified emails"
 NODE_PATH="$PWD/.cache/npm/node_modules" BASE_URL="http://127.0.0.1:$PORT" CHROMIUM="$CHROMIUM" \
   SCREENSHOTS="$PWD/.cache/screenshots" README_SHOTS="$readme_shots" GRANT="$PWD/bin/api admin grant" \
-  MAIL_LOG="$PWD/$log" \
+  MAIL_LOG="$PWD/$log" VERIFIED_URL="http://127.0.0.1:$VERIFIED_PORT" VERIFIED_MAIL_LOG="$PWD/$verified_log" \
   node tests/browser/console.test.mjs

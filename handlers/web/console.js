@@ -451,14 +451,62 @@
     await groupMembers.reload();
   }
 
+  // roleIn answers the caller's role in the group (or '' when not a
+  // member), from the caller's own list of groups: it is ordered by group
+  // id, so the pages past the id are not read (design.md, decisions).
+  async function roleIn(groupId) {
+    let cursor = '';
+    for (;;) {
+      const q = new URLSearchParams({ limit: '100' });
+      if (cursor) q.set('cursor', cursor);
+      const page = await api('GET', '/v1/users/' + state.me.id + '/groups?' + q.toString());
+      for (const m of page.items) {
+        if (m.group.id === groupId) return m.role;
+        if (m.group.id > groupId) return '';
+      }
+      if (!page.nextCursor) return '';
+      cursor = page.nextCursor;
+    }
+  }
+
   async function showGroup(name) {
+    $('close-group-area').hidden = true;
+    $('close-group-confirm').hidden = true;
     const g = await groupNamed(name, 'name');
     group.current = g;
     $('group-title').textContent = g.displayName !== g.name ? g.displayName + ' (' + g.name + ')' : g.name;
     $('group-capacity').textContent = capacity(g);
     clearErrors($('add-member'));
     await groupMembers.first();
+    // Closing is for the group's managers and admins; others see no button.
+    $('close-group-name').textContent = g.name;
+    $('close-group-area').hidden = !(isAdmin() || (await roleIn(g.id)) === 'manager');
   }
+
+  $('close-group').addEventListener('click', () => {
+    $('close-group-confirm').hidden = false;
+    $('close-group-confirm').querySelector('button:not([type="button"])').focus();
+  });
+  $('close-group-cancel').addEventListener('click', () => {
+    $('close-group-confirm').hidden = true;
+    say(group.current.name + ' stays open.');
+  });
+
+  form('close-group-confirm', async () => {
+    const g = group.current;
+    let said = 'Closed the group ' + g.name + ': its memberships and shares have ended, and its name is free.';
+    try {
+      await api('DELETE', '/v1/groups/' + enc(g.id));
+    } catch (err) {
+      // A repeat by whoever closed it is 204; to anyone else a closed or
+      // closing group is 404 (another manager or an admin closed it).
+      if (err.status !== 404) throw err;
+      said = 'The group ' + g.name + ' is already closed.';
+    }
+    names.delete(g.id);
+    go('#/groups');
+    say(said);
+  });
 
   form('add-member', async (v, f) => {
     const u = await userNamed(v.username, 'username');
@@ -714,7 +762,7 @@
     const result = $('verify-result');
     const again = $('verify-again');
     clearErrors(again);
-    again.elements.email.value = state.me ? state.me.email || '' : '';
+    again.elements.email.value = state.me ? state.me.email || '' : state.params.get('email') || '';
     again.hidden = true;
     result.className = '';
     if (!token) {
@@ -789,7 +837,19 @@
   });
 
   form('login', async (v, f) => {
-    const s = await api('POST', '/v1/sessions', { login: v.login, password: v.password });
+    $('login-unverified').hidden = true;
+    let s;
+    try {
+      s = await api('POST', '/v1/sessions', { login: v.login, password: v.password });
+    } catch (err) {
+      // SHELF_REQUIRE_VERIFIED_EMAIL: point to the page that mails the
+      // link again (the address filled in when it was typed to log in).
+      if (err.code === 'email_not_verified') {
+        $('login-verify-link').href = '#/verify' + (v.login.includes('@') ? '?email=' + enc(v.login) : '');
+        $('login-unverified').hidden = false;
+      }
+      throw err;
+    }
     state.token = s.token;
     sessionStorage.setItem('shelf.token', s.token);
     f.reset();
@@ -828,7 +888,7 @@
   // pages: name -> how the page shows from its route's parts. public pages
   // show without a session; admin pages only to admins.
   const pages = {
-    auth: { public: true, show: async () => {} },
+    auth: { public: true, show: async () => { $('login-unverified').hidden = true; } },
     forgot: { public: true, show: async () => clearErrors($('forgot')) },
     reset: { public: true, show: async () => showReset() },
     verify: { public: true, show: () => showVerify() },

@@ -12,6 +12,8 @@
 //
 // Mail: the api logs each mail (SHELF_MAILER=log) to MAIL_LOG, one JSON
 // line with its recipient, subject and text; mailed() takes the link out.
+// A second api at VERIFIED_URL (same keyspace, mail in VERIFIED_MAIL_LOG)
+// refuses login to accounts whose email is not verified.
 import { createRequire } from 'node:module';
 import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -24,6 +26,8 @@ const shots = process.env.SCREENSHOTS;
 const readmeShots = process.env.README_SHOTS || '';
 const run = readmeShots ? '' : Date.now().toString(36);
 const mailLog = process.env.MAIL_LOG;
+const verifiedBase = process.env.VERIFIED_URL;
+const verifiedMailLog = process.env.VERIFIED_MAIL_LOG;
 
 let passed = 0;
 let failed = 0;
@@ -62,7 +66,9 @@ await context.addInitScript(() => {
   if (location.protocol === 'http:') sessionStorage.setItem('shelf.pageSize', '2');
 });
 context.on('page', (page) => watch(page));
-const page = await context.newPage();
+// page is the tab the helpers below drive; a step that needs a second
+// tab points it there for a while.
+let page = await context.newPage();
 watch(page);
 
 function watch(p) {
@@ -180,11 +186,11 @@ async function api(method, path, token, body, extraHeaders) {
   return text ? JSON.parse(text) : null;
 }
 
-// mails answers the links of the mails the api logged to address about
-// what ('verify' or 'reset'), oldest first.
-function mails(address, what) {
+// mails answers the links of the mails the api logged (in log) to address
+// about what ('verify' or 'reset'), oldest first.
+function mails(address, what, log = mailLog) {
   const links = [];
-  for (const line of readFileSync(mailLog, 'utf8').split('\n')) {
+  for (const line of readFileSync(log, 'utf8').split('\n')) {
     if (!line.includes('SHELF_MAILER=log')) continue;
     const m = JSON.parse(line);
     const link = m.to === address && (m.text.match(/https?:\/\/\S+#\/(verify|reset)\?token=[\w%-]+/) || [])[0];
@@ -195,9 +201,9 @@ function mails(address, what) {
 
 // mailed waits for a mail to address about what beyond the first seen
 // (mails(...).length before the action that sends it) and answers its link.
-async function mailed(address, what, seen) {
+async function mailed(address, what, seen, log = mailLog) {
   for (let i = 0; i < 100; i++) {
-    const links = mails(address, what);
+    const links = mails(address, what, log);
     if (links.length > seen) return links[seen];
     await page.waitForTimeout(100);
   }
@@ -537,19 +543,122 @@ await step('delete my account: confirmed by the username; refused while the last
   expect((await submit('signup', { username: alice, email: aliceMail, password: pw })).includes('Signed up as ' + alice), 'the username is free');
 });
 
-await step('delete an account alone in its group: refused as its only member, the group named', async () => {
+await step('close a group: the button for its managers and admins only, confirmed; then gone with its shares; a repeat in another tab says already closed', async () => {
+  const team = 'team' + run;
+  await login(bob, pw);
+  await visit('#/groups', 'groups');
+  await submit('create-group', { name: team });
+  await page.waitForSelector('body[data-ready="group"]');
+  expect(await page.locator('#close-group').isVisible(), 'its manager sees Close group');
+  expect(await page.locator('#close-group-confirm').isHidden(), 'no confirmation before the button');
+  await submit('add-member', { username: carol, role: 'member' });
+  await submit('add-member', { username: alice, role: 'manager' });
+  // An item of bob's shared with the group.
+  const bobToken = (await api('POST', '/v1/sessions', null, { login: bob, password: pw })).token;
+  const gid = (await api('GET', '/v1/groups/by-name/' + team, bobToken)).id;
+  const plans = await api('POST', '/v1/content', bobToken, { name: 'Team plans', visibility: 'private' });
+  await api('PUT', `/v1/content/${plans.id}/members/${gid}`, bobToken, { role: 'viewer' });
+  await logout();
+  await login(carol, pw);
+  await visit('#/groups/' + team, 'group');
+  expect(await page.locator('#close-group-area').isHidden(), 'a member sees no Close group');
+  await logout();
+  await login(admin, pw);
+  await visit('#/groups/' + team, 'group');
+  expect(await page.locator('#close-group').isVisible(), 'an admin sees Close group');
+  await logout();
+  // alice, a manager too, has the group's page open in another tab.
+  const first = page;
+  const tab = await context.newPage();
+  try {
+    page = tab;
+    await login(alice, pw);
+    await visit('#/groups/' + team, 'group');
+    expect(await page.locator('#close-group').isVisible(), 'another manager sees Close group');
+    page = first;
+    await login(bob, pw);
+    await visit('#/groups/' + team, 'group');
+    await page.locator('#close-group').click();
+    const warning = await page.locator('#close-group-warning').textContent();
+    expect(warning.includes(team) && warning.includes('every membership ends') && warning.includes('every item shared through the group') &&
+      warning.includes('only the group managed are deleted'), 'the confirmation says: ' + warning);
+    expect((await click('#close-group-cancel')).includes('stays open'), 'cancelled');
+    expect(await page.locator('#close-group-confirm').isHidden(), 'the confirmation hides again');
+    await page.locator('#close-group').click();
+    expect((await submit('close-group-confirm', {})).includes('Closed the group ' + team), 'closed');
+    await page.waitForSelector('body[data-ready="groups"]');
+    const mine = (await rows('my-groups')).join(' | ');
+    expect(!mine.includes(team) && mine.includes(club), 'my groups: ' + mine);
+    expect((await fetch(base + '/v1/groups/' + gid, { headers: { Authorization: 'Bearer ' + bobToken } })).status === 404, 'the group is 404');
+    const members = (await api('GET', `/v1/content/${plans.id}/members`, bobToken)).items.map((m) => m.principalId);
+    expect(!members.includes(gid) && members.length === 1, 'the share through the group ended, bob keeps the item: ' + members);
+    await refused(404, async () => {
+      await visit('#/groups/' + team, 'group');
+    });
+    expect((await page.locator('#message').textContent()).includes('No group is named ' + team), 'its page says it is gone');
+    await logout();
+    // The other tab still shows the group: its close is refused as already done.
+    page = tab;
+    await page.locator('#close-group').click();
+    await refused(404, async () => {
+      expect((await submit('close-group-confirm', {})).includes('is already closed'), 'already closed');
+    });
+    await page.waitForSelector('body[data-ready="groups"]');
+    await noRawIds();
+  } finally {
+    page = first;
+    await tab.close();
+  }
+});
+
+await step('login refused while the email is not verified (SHELF_REQUIRE_VERIFIED_EMAIL): a link to mail it again, the mailed link verifies, then login', async () => {
+  const dave = 'dave' + run;
+  const daveMail = `${dave}@example.org`;
+  await page.goto('about:blank');
+  await page.goto(verifiedBase + '/#/library');
+  await page.waitForSelector('body[data-ready="auth"]');
+  expect(await page.locator('#login-unverified').isHidden(), 'no link before a refusal');
+  expect((await submit('signup', { username: dave, email: daveMail, password: pw })).includes('Signed up as ' + dave), 'signed up');
+  await refused(403, async () => {
+    await submit('login', { login: daveMail, password: pw }, true);
+  });
+  expect(await page.locator('#login-unverified').isVisible(), 'the refusal offers a new mail');
+  await page.locator('#login-verify-link').click();
+  await page.waitForSelector('body[data-ready="verify"]');
+  expect(await page.locator('#verify-again').isVisible(), 'the form to mail again');
+  expect(await page.locator('#verify-again [name="email"]').inputValue() === daveMail, 'filled with the address typed');
+  const seen = mails(daveMail, 'verify', verifiedMailLog).length;
+  expect(seen === 1, 'the signup mailed a link: ' + seen);
+  expect((await submit('verify-again', {})).includes('a mail is on its way'), 'mailed again');
+  const link = await mailed(daveMail, 'verify', seen, verifiedMailLog);
+  expect(link.startsWith(verifiedBase + '/'), 'the link goes to this api: ' + link);
+  await open(link, 'verify');
+  expect((await page.locator('#verify-result').textContent()).includes('is verified'), 'verified');
+  await page.goto('about:blank');
+  await page.goto(verifiedBase + '/#/library');
+  await page.waitForSelector('body[data-ready="auth"]');
+  await submit('login', { login: dave, password: pw });
+  await page.waitForSelector('body[data-ready="library"]');
+  expect((await page.locator('#who').textContent()).includes(dave), 'logged in as ' + dave);
+  await logout();
+});
+
+await step('delete an account alone in its group: the group is closed with it (404), and its name is free for a new group', async () => {
   const solo = 'solo' + run;
   const s = await api('POST', '/v1/sessions', null, { login: carol, password: pw });
-  await api('POST', '/v1/groups', s.token, { name: solo });
+  const g = await api('POST', '/v1/groups', s.token, { name: solo });
   await login(carol, pw);
   await visit('#/account', 'account');
-  await refused(409, async () => {
-    await submit('delete-account', { confirm: carol }, true);
-  });
-  const refusal = await page.locator('#delete-groups li').allTextContents();
-  expect(refusal.length === 1 && refusal[0].startsWith(solo + ': ') && refusal[0].includes('only member'), 'groups: ' + refusal);
-  await noRawIds();
-  expect((await api('GET', '/v1/users/by-username/' + carol)).username === carol, 'carol is still there');
+  const hint = await page.locator('#delete-account .hint').textContent();
+  expect(hint.includes('groups you are alone in are closed'), 'the confirmation says so: ' + hint);
+  expect((await submit('delete-account', { confirm: carol })).includes('is deleted'), 'deleted');
+  await page.waitForSelector('body[data-ready="auth"]');
+  const bobToken = (await api('POST', '/v1/sessions', null, { login: bob, password: pw })).token;
+  const auth = { headers: { Authorization: 'Bearer ' + bobToken } };
+  expect((await fetch(base + '/v1/groups/' + g.id, auth)).status === 404, 'the group is 404');
+  expect((await fetch(base + '/v1/groups/by-name/' + solo, auth)).status === 404, 'nothing is named ' + solo);
+  const again = await api('POST', '/v1/groups', bobToken, { name: solo });
+  expect(again.name === solo && again.id !== g.id, 'a new group takes the name: ' + JSON.stringify(again));
 });
 
 await step('no console or page errors', async () => {
