@@ -297,7 +297,9 @@ func (g *Service) dropItems(ctx context.Context, id string) error {
 // the group's version: every member write of the group was made at an
 // older version, so none landing late outlives it, and every change was
 // finished before the closing was recorded, so the rows read here are all
-// there are.
+// there are. Apply deletes a member's reverse index row before its member
+// row, so a removal that failed half-way leaves the member row for the
+// retry to page again.
 func (g *Service) removeMembers(ctx context.Context, gr Group) error {
 	after := ""
 	for {

@@ -258,6 +258,31 @@ func TestInterruptedClosingIsFinished(t *testing.T) {
 	}
 }
 
+// TestClosingWhoseReverseIndexDeleteFailsIsFinished: a closing's removal
+// of a member row whose groups_by_member delete fails. The retry pages
+// group_members for the rows to remove, so the member row must still be
+// there: before, both deletes were sent at once, the group_members one
+// landed, and the retry left the reverse index listing the closed group
+// for good (TestExploreClosing, close-retry/call37/fail-before).
+func TestClosingWhoseReverseIndexDeleteFailsIsFinished(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	w := newClosingWorld(t, m)
+	m.app.DB.SetFaults(failWrite("groups_by_member.delete"))
+	r := closeGroup(w.ownerAPI, w.group.ID)
+	m.app.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a closing whose reverse index delete failed: %d %s", r.StatusCode, r.Body)
+	}
+	members := countRows(t, m.db, `SELECT user_id FROM group_members WHERE group_id = ?`, w.group.ID)
+	indexed := countRows(t, m.db, `SELECT user_id FROM groups_by_member WHERE group_id = ? ALLOW FILTERING`, w.group.ID)
+	if indexed > members {
+		t.Errorf("%d member rows went before their reverse index rows", indexed-members)
+	}
+	mustClose(t, w.ownerAPI, w.group.ID)
+	w.check(t)
+}
+
 // TestClosingRacingCreations: a closing races creations of a group of the
 // same name, round after round: exactly one creation gets the name, and
 // only once the group is closed.
