@@ -134,6 +134,8 @@ type closeOperation struct {
 	// finish is what follows once the held writes landed: the client's
 	// retry, or the repair; it answers what the closing's finisher did.
 	finish func(c *closeWorld, err error) error
+	// early, when set, runs before the held writes land.
+	early func(c *closeWorld, err error) error
 	// gap: the share of unknown outcome landing after the closing read the
 	// group's library (docs/design.md#closing, "Shares"): the item may
 	// count the closed group until the closing is repeated.
@@ -180,6 +182,8 @@ var closeOperations = []closeOperation{
 		competitors: []string{"none", "add-other", "share-spare", "create-same-name", "close-admin"}, finish: retryClose},
 	{name: "close-repair", run: func(c *closeWorld) error { return c.close(c.owner) },
 		competitors: []string{"none", "add-other", "share-spare", "create-same-name", "close-admin"}, finish: repairClosings},
+	{name: "close-repair-early", run: func(c *closeWorld) error { return c.close(c.owner) },
+		competitors: []string{"none"}, early: repairClosings, finish: repairClosings},
 	{name: "add", run: func(c *closeWorld) error { return c.set(c.owner, c.other, groups.RoleMember) },
 		competitors: []string{"none", "close"}},
 	{name: "share", run: func(c *closeWorld) error { return c.shareSpare() },
@@ -253,6 +257,11 @@ func exploreClosing(t *testing.T, name string, op closeOperation, k int, fault m
 	if run := closeCompetitors[competitor]; run != nil {
 		if cerr := run(c); cerr != nil && !expected(cerr) && !domainIs(cerr, domain.ErrNotFound) {
 			t.Errorf("%s: the competitor answered %v", name, cerr)
+		}
+	}
+	if op.early != nil {
+		if ferr := op.early(c, err); ferr != nil {
+			t.Errorf("%s: before the held writes land: %v", name, ferr)
 		}
 	}
 	c.store.Land()
