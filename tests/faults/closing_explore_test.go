@@ -254,6 +254,7 @@ func exploreClosing(t *testing.T, name string, op closeOperation, k int, fault m
 	if err != nil && !expected(err) {
 		t.Errorf("%s: the action answered %v", name, err)
 	}
+	checkNameHeld(t, name+" (after the fault)", c)
 	if run := closeCompetitors[competitor]; run != nil {
 		if cerr := run(c); cerr != nil && !expected(cerr) && !domainIs(cerr, domain.ErrNotFound) {
 			t.Errorf("%s: the competitor answered %v", name, cerr)
@@ -264,7 +265,9 @@ func exploreClosing(t *testing.T, name string, op closeOperation, k int, fault m
 			t.Errorf("%s: before the held writes land: %v", name, ferr)
 		}
 	}
+	checkNameHeld(t, name+" (before the held writes land)", c)
 	c.store.Land()
+	checkNameHeld(t, name+" (once they landed)", c)
 	c.store.Advance(lease + time.Second)
 	if op.finish != nil {
 		if ferr := op.finish(c, err); ferr != nil {
@@ -310,8 +313,31 @@ func exploreClosing(t *testing.T, name string, op closeOperation, k int, fault m
 	for _, p := range closingProblems(c, false) {
 		t.Errorf("%s: %v", name, p)
 	}
+	checkNameHeld(t, name, c)
 	checkActiveGroups(t, name, c)
 	return swept
+}
+
+// checkNameHeld: until the first club is closed, its name is its own
+// committed claim (the name is freed only once the group is closed).
+func checkNameHeld(t *testing.T, name string, c *closeWorld) {
+	t.Helper()
+	var club groups.Group
+	for _, gr := range c.store.GroupSnapshot().Groups {
+		if gr.ID == c.group {
+			club = gr
+		}
+	}
+	if club.Status == domain.StatusClosed {
+		return
+	}
+	claims, _ := c.store.Snapshot()
+	for _, cl := range claims {
+		if cl.Kind == domain.KindGroupName && cl.Key == club.NameKey && cl.Owner == club.ID && cl.State == domain.ClaimCommitted {
+			return
+		}
+	}
+	t.Errorf("%s: the name of the %q group is not its committed claim", name, club.Status)
 }
 
 // closingProblems checks the closing's invariants (content only, when
@@ -402,7 +428,6 @@ func closingProblems(c *closeWorld, contentOnly bool) []error {
 	for _, e := range c.store.ClosingSnapshot() {
 		bad("the closing index still holds %+v (the group is %q)", e, c.status(e.GroupID))
 	}
-	claims, _ := c.store.Snapshot()
 	live := map[string][]string{}
 	for _, gr := range gsnap.Groups {
 		if gr.Status == domain.StatusActive || gr.Status == domain.StatusClosing {
@@ -412,15 +437,6 @@ func closingProblems(c *closeWorld, contentOnly bool) []error {
 	for key, ids := range live {
 		if len(ids) > 1 {
 			bad("U1: live groups %v share the name %s", ids, key)
-		}
-	}
-	if !closed {
-		held := false
-		for _, cl := range claims {
-			held = held || (cl.Kind == domain.KindGroupName && cl.Key == club.NameKey && cl.Owner == club.ID && cl.State == domain.ClaimCommitted)
-		}
-		if !held {
-			bad("the name of the %q group is not its committed claim", club.Status)
 		}
 	}
 	for _, gr := range c.sameName {
