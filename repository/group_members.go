@@ -40,17 +40,21 @@ const (
 	gmGroupsAfter  = `SELECT group_id, role FROM groups_by_member WHERE user_id = ? AND group_id > ? LIMIT ?`
 )
 
-// Apply writes one change to both tables at once (two partitions, so two
-// statements rather than a multi-partition batch). The version is used as
-// the write timestamp as is: versions only grow, and these tables are
-// written by nothing else.
+// Apply writes one change to both tables (two partitions, so two
+// statements rather than a multi-partition batch): an addition both at
+// once, a removal the reverse index first and the member row only once that
+// delete is known to have landed, so a member row is gone only once both
+// are: a closing's retry pages the member rows to remove and must find
+// every row a failed removal left (docs/design.md#closing). The version is
+// used as the write timestamp as is: versions only grow, and these tables
+// are written by nothing else.
 func (s *GroupMembers) Apply(ctx context.Context, groupID string, c groups.MemberChange, version int) error {
 	ts := int64(version)
 	if c.Role == "" {
-		return all([]func() error{
-			func() error { return s.db.write(ctx, "group_members.delete", gmDeleteCQL, ts, groupID, c.UserID) },
-			func() error { return s.db.write(ctx, "groups_by_member.delete", gmUnindexCQL, ts, c.UserID, groupID) },
-		})
+		if err := s.db.write(ctx, "groups_by_member.delete", gmUnindexCQL, ts, c.UserID, groupID); err != nil {
+			return err
+		}
+		return s.db.write(ctx, "group_members.delete", gmDeleteCQL, ts, groupID, c.UserID)
 	}
 	return all([]func() error{
 		func() error {

@@ -95,7 +95,11 @@ type Store interface {
 type MemberStore interface {
 	// Apply writes change c of the group to both tables with version as the
 	// write timestamp: an older change never overwrites or resurrects over
-	// a newer one, and applying a change twice is harmless.
+	// a newer one, and applying a change twice is harmless. A removal
+	// deletes the reverse index row first and the member row only once
+	// that delete landed: a member row gone means both are (a closing
+	// pages the member rows to remove, and its retry must find every row
+	// a failed removal left).
 	Apply(ctx context.Context, groupID string, c MemberChange, version int) error
 	// Role reads a member's role (ErrNotFound when not a member).
 	Role(ctx context.Context, groupID, userID string) (string, error)

@@ -86,6 +86,21 @@ func (s *Service) dropUnbacked(ctx context.Context, principalID, bucket string) 
 	}
 }
 
+// Items lists the ids of the items in a principal's library index, after
+// content id after: with Drop and Purge, what closing a group needs of
+// content (groups.Shares).
+func (s *Service) Items(ctx context.Context, principalID, after string, limit int) ([]string, error) {
+	entries, err := s.library.IndexPage(ctx, principalID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.ContentID
+	}
+	return out, nil
+}
+
 // Purge empties the library of a principal that is gone (a deleted
 // account, once its items were deleted or left through the change path,
 // which removed their entries): every index entry still there is removed

@@ -90,7 +90,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
 		Library: libraries, Outbox: repository.NewOutbox(db),
 	}, log)
-	grp.SetClosing(groups.ClosingDeps{Index: repository.NewClosings(db), Shares: closingShares{content: lib, entries: libraries}})
+	grp.SetClosing(groups.ClosingDeps{Index: repository.NewClosings(db), Shares: lib})
 	acc.SetDeletion(accounts.DeletionDeps{Index: repository.NewDeletions(db), Groups: deletionGroups{grp},
 		Library: deletionLibrary{content: lib, entries: libraries}, Suspensions: suspensions})
 	router := handlers.NewRouter(handlers.Deps{

@@ -133,34 +133,6 @@ func (d deletionLibrary) Prune(ctx context.Context, principalID string) error {
 	return d.content.Purge(ctx, principalID)
 }
 
-// closingShares is what closing a group needs of content (groups.Shares):
-// the group's library index, read directly, and content's own changes.
-type closingShares struct {
-	content *library.Service
-	entries library.EntryStore
-}
-
-var _ groups.Shares = closingShares{}
-
-// Items lists the ids in the principal's library index.
-func (c closingShares) Items(ctx context.Context, principalID, after string, limit int) ([]string, error) {
-	entries, err := c.entries.IndexPage(ctx, principalID, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(entries))
-	for i, e := range entries {
-		out[i] = e.ContentID
-	}
-	return out, nil
-}
-
-// Drop takes the principal off the item.
-func (c closingShares) Drop(ctx context.Context, contentID, principalID string) error {
-	return c.content.Drop(ctx, contentID, principalID)
-}
-
-// Purge empties what is left of the library.
-func (c closingShares) Purge(ctx context.Context, principalID string) error {
-	return c.content.Purge(ctx, principalID)
-}
+// Closing a group takes what it needs of content from the content service
+// itself: the group's library index, content's own unshare and purge.
+var _ groups.Shares = (*library.Service)(nil)

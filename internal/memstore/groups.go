@@ -120,7 +120,8 @@ func (s *Store) GroupMembers() groups.MemberStore { return groupMembers{s} }
 
 type groupMembers struct{ s *Store }
 
-// Apply writes both tables at version, one call each, as the repository.
+// Apply writes both tables at version, one call each, as the repository:
+// a removal deletes the reverse index row first.
 func (m groupMembers) Apply(_ context.Context, groupID string, c groups.MemberChange, version int) error {
 	t, ts := &m.s.groups, int64(version)
 	write := func(name string, apply func()) error {
@@ -128,10 +129,10 @@ func (m groupMembers) Apply(_ context.Context, groupID string, c groups.MemberCh
 		return err
 	}
 	if c.Role == "" {
-		if err := write("group_members.delete", func() { deleteAt(t.members, groupID+"|"+c.UserID, ts) }); err != nil {
+		if err := write("groups_by_member.delete", func() { deleteAt(t.byMember, c.UserID+"|"+groupID, ts) }); err != nil {
 			return err
 		}
-		return write("groups_by_member.delete", func() { deleteAt(t.byMember, c.UserID+"|"+groupID, ts) })
+		return write("group_members.delete", func() { deleteAt(t.members, groupID+"|"+c.UserID, ts) })
 	}
 	if err := write("group_members.insert", func() {
 		putAt(t.members, groupID+"|"+c.UserID, groups.Member(c), ts)

@@ -20,6 +20,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/domain/groups"
 )
 
 // Fault is what happens to one store call.
@@ -80,6 +81,8 @@ type Store struct {
 	content contentTables
 	// groups is the groups' tables (Groups, GroupMembers).
 	groups groupTables
+	// closings is group_closings (Closings, closings.go), made on first use.
+	closings map[string]versioned[groups.ClosingEntry]
 	// tokens are the mailed tokens (Tokens), by hash.
 	tokens  map[string]accounts.Token
 	held    []func()

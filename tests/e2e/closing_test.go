@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"shelf/domain/groups"
 	"shelf/internal/testkit"
+	"shelf/repository"
 )
 
 // closeGroup sends DELETE /v1/groups/{id} as api.
@@ -256,6 +258,71 @@ func TestInterruptedClosingIsFinished(t *testing.T) {
 			w.check(t)
 		}
 	}
+}
+
+// TestClosingWhoseReverseIndexDeleteFailsIsFinished: a closing's removal
+// of a member row whose groups_by_member delete fails. The retry pages
+// group_members for the rows to remove, so the member row must still be
+// there: before, both deletes were sent at once, the group_members one
+// landed, and the retry left the reverse index listing the closed group
+// for good (TestExploreClosing, close-retry/call37/fail-before).
+func TestClosingWhoseReverseIndexDeleteFailsIsFinished(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	w := newClosingWorld(t, m)
+	m.app.DB.SetFaults(failWrite("groups_by_member.delete"))
+	r := closeGroup(w.ownerAPI, w.group.ID)
+	m.app.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a closing whose reverse index delete failed: %d %s", r.StatusCode, r.Body)
+	}
+	members := countRows(t, m.db, `SELECT user_id FROM group_members WHERE group_id = ?`, w.group.ID)
+	indexed := countRows(t, m.db, `SELECT user_id FROM groups_by_member WHERE group_id = ? ALLOW FILTERING`, w.group.ID)
+	if indexed > members {
+		t.Errorf("%d member rows went before their reverse index rows", indexed-members)
+	}
+	mustClose(t, w.ownerAPI, w.group.ID)
+	w.check(t)
+}
+
+// TestRepairFencesAClosingThatNeverTookEffect: the repair finds an entry
+// older than staleClosingAge of a group still open, a closing whose
+// compare-and-set has not landed (it may still, as a hung node's queued
+// request). It moves the group's version on before removing the entry, so
+// that compare-and-set can never land and leave the group closing with no
+// entry to find it by (TestExploreClosing, close-repair-early); the group
+// stays open and usable.
+func TestRepairFencesAClosingThatNeverTookEffect(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	w := newClosingWorld(t, m)
+	version := func() int {
+		var v int
+		if err := m.db.Session.Session.Query(`SELECT version FROM groups WHERE id = ?`, w.group.ID).
+			WithContext(context.Background()).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := version()
+	at := time.Now().UTC().Add(-11 * time.Minute).Truncate(time.Millisecond)
+	if err := repository.NewClosings(m.app.DB).Begin(context.Background(),
+		groups.ClosingEntry{GroupID: w.group.ID, At: at, By: w.owner.ID}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := m.app.Groups.RepairClosings(context.Background(), false)
+	if err != nil || rep.Stale < 1 {
+		t.Fatalf("repair: %v (%+v)", err, rep)
+	}
+	if v := version(); v <= before {
+		t.Errorf("the group's version stayed %d: a late compare-and-set at %d could still land", v, before+1)
+	}
+	if n := countRows(t, m.db, `SELECT group_id FROM group_closings WHERE group_id = ? ALLOW FILTERING`, w.group.ID); n != 0 {
+		t.Errorf("the stale entry is still there")
+	}
+	addToGroup(t, w.ownerAPI, w.group.ID, w.mgr.ID, "member")
+	mustClose(t, w.ownerAPI, w.group.ID)
+	w.check(t)
 }
 
 // TestClosingRacingCreations: a closing races creations of a group of the
