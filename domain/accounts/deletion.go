@@ -308,36 +308,45 @@ func (a *Service) finishDeletion(ctx context.Context, u domain.User, keep string
 			return err
 		}
 	}
-	if err := a.releaseNames(ctx, u, entry); err != nil {
+	entry, found, err := a.releaseNames(ctx, u, entry)
+	if err != nil {
 		return err
 	}
-	// Last, the caller's own session: until here its retry could finish
-	// what is left.
-	return a.sessions.DeleteAll(ctx, id, "")
+	// Then the caller's own session: until here its retry could finish
+	// what is left. The index entry ends last, so a deletion whose last
+	// writes failed is still the repair's to finish, the caller's session
+	// included.
+	if err := a.sessions.DeleteAll(ctx, id, ""); err != nil {
+		return err
+	}
+	if !found {
+		return nil
+	}
+	return a.del.Index.End(ctx, entry)
 }
 
 // releaseNames gives back the names of a deleted account (each only while
-// it is still its committed claim, with the op found in it) and ends the
-// index entry. The keys of an account that was deleting when this call
-// began are in entry; a deleted row has none, so they are read from the
-// index entry, and without one the deletion was finished before (or its
-// names are taken over anyway: Holder).
-func (a *Service) releaseNames(ctx context.Context, u domain.User, entry DeletionEntry) error {
+// it is still its committed claim, with the op found in it) and returns
+// the index entry to end. The keys of an account that was deleting when
+// this call began are in entry; a deleted row has none, so they are read
+// from the index entry, and without one (found false) the deletion was
+// finished before (or its names are taken over anyway: Holder).
+func (a *Service) releaseNames(ctx context.Context, u domain.User, entry DeletionEntry) (_ DeletionEntry, found bool, _ error) {
 	if u.Status == domain.StatusDeleted {
-		found, err := a.del.Index.Get(ctx, u.ID, u.Deletion.At)
+		stored, err := a.del.Index.Get(ctx, u.ID, u.Deletion.At)
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
-			return nil
+			return entry, false, nil
 		case err != nil:
-			return err
+			return entry, false, err
 		}
-		entry = found
+		entry = stored
 	}
 	a.claimer.ReleaseOld(ctx, entryKeys(entry), u.ID)
 	if err := a.deletionStep("claims"); err != nil {
-		return err
+		return entry, true, err
 	}
-	return a.del.Index.End(ctx, entry)
+	return entry, true, nil
 }
 
 // entryKeys are the claims a deletion releases.
