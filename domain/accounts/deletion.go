@@ -76,6 +76,11 @@ type Groups interface {
 	OtherMembers(ctx context.Context, groupID, userID string, limit int) ([]string, error)
 	// Promote makes member a manager of the group, as by (a manager).
 	Promote(ctx context.Context, groupID, by, member string) error
+	// LeaveLast takes the user, being deleted, out of a group of which
+	// they are the only member, and leaves it empty (the groups' one
+	// exception to keeping a manager); last_manager when someone else is
+	// a member again.
+	LeaveLast(ctx context.Context, groupID, userID string) error
 }
 
 // LibraryItem is an entry of the user's library: an item shared with the
@@ -394,47 +399,73 @@ func (a *Service) eraseSuspension(ctx context.Context, u domain.User) error {
 	return a.del.Suspensions.Erase(ctx, s, u.Version)
 }
 
-// leaveGroups takes the user out of every group. The check before the
-// deletion began left no group of which the user is the last manager, but
-// a change since may have made them so (another manager left while this
-// one still counted): then the group is handed over to another member
-// whose account is visible, so no group is ever left without a manager.
+// leaveGroups takes the user out of every group.
 func (a *Service) leaveGroups(ctx context.Context, id string) error {
 	ms, err := a.del.Groups.Memberships(ctx, id)
 	if err != nil {
 		return err
 	}
 	for _, m := range ms {
-		err := a.del.Groups.Leave(ctx, m.GroupID, id)
-		var refusal *domain.Error
-		if errors.As(err, &refusal) && refusal.Code == "last_manager" {
-			if err = a.handOver(ctx, m.GroupID, id); err == nil {
-				err = a.del.Groups.Leave(ctx, m.GroupID, id)
-			}
-		}
-		if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		if err := a.leaveGroup(ctx, m.GroupID, id); err != nil && !errors.Is(err, domain.ErrNotFound) {
 			return err
 		}
 	}
 	return nil
 }
 
-// handOver makes another member of the group whose account is visible a
-// manager; with none, the deletion cannot go on (409 last_manager) and
-// stays where it is.
-func (a *Service) handOver(ctx context.Context, groupID, id string) error {
-	others, err := a.del.Groups.OtherMembers(ctx, groupID, id, itemPage)
-	if err != nil {
-		return err
+// leaveRounds bounds how often leaving one group decides again after a
+// refusal; past it the deletion answers 409 and its retry goes on.
+const leaveRounds = 3
+
+// leaveGroup takes the user out of one group. The check before the
+// deletion began left no group of which the user is the last manager, but
+// a change since may have made them so: another manager left while this
+// one still counted (the group is handed to another member whose account
+// is visible, so no group is left without a manager), or every other
+// member left (the user leaves the group empty: LeaveLast, so a deletion
+// never stops there for good). Each refusal decides again on the group as
+// it then is.
+func (a *Service) leaveGroup(ctx context.Context, groupID, id string) error {
+	var err error
+	for range leaveRounds {
+		if err = a.del.Groups.Leave(ctx, groupID, id); !isLastManager(err) {
+			return err
+		}
+		others, oerr := a.del.Groups.OtherMembers(ctx, groupID, id, itemPage)
+		if oerr != nil {
+			return oerr
+		}
+		if len(others) == 0 {
+			if err = a.del.Groups.LeaveLast(ctx, groupID, id); !isLastManager(err) {
+				return err
+			}
+			continue // someone joined: hand it over
+		}
+		if err = a.handOver(ctx, groupID, id, others); err != nil && !errors.Is(err, domain.ErrNotFound) {
+			return err
+		}
 	}
+	return err
+}
+
+// isLastManager reports a group's last_manager refusal.
+func isLastManager(err error) bool {
+	var refusal *domain.Error
+	return errors.As(err, &refusal) && refusal.Code == "last_manager"
+}
+
+// handOver makes one of the other members of the group whose account is
+// visible a manager; with none (all of them are being deleted too), the
+// deletion waits for theirs (409 last_manager; its retry goes on).
+func (a *Service) handOver(ctx context.Context, groupID, id string, others []string) error {
 	for _, o := range others {
 		u, err := a.users.Get(ctx, o)
 		if err == nil && u.Visible() {
 			return a.del.Groups.Promote(ctx, groupID, id, o)
 		}
 	}
-	return errLastManager([]domain.FieldError{{Field: "groups", Code: "only_member",
-		Message: groupID + ": nobody is left to manage it"}})
+	return errLastManager([]domain.FieldError{{Field: "groups", Code: "last_manager",
+		Message: groupID + ": every other member is being deleted; try again once they are gone"}})
 }
 
 // leaveItems deletes the items the user owns (made them and manages them,

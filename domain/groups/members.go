@@ -153,6 +153,44 @@ func (g *Service) RemoveMember(ctx context.Context, p domain.Principal, groupID,
 	})
 }
 
+// LeaveAsLastMember takes an account being deleted out of a group of
+// which it is the only member, and leaves the group empty: the one
+// exception to "a group always has a manager" (docs/design.md#deletion).
+// A deletion must never stop for good, and once everyone else has left
+// there is nobody to hand the group to. Only an account being deleted
+// may; anyone else, or a group with other members (hand it over instead),
+// is refused as RemoveMember refuses the last manager. Nobody manages an
+// empty group, so nobody can add to it. (Closing groups will take it
+// apart instead.)
+func (g *Service) LeaveAsLastMember(ctx context.Context, groupID, userID string) error {
+	return g.change(ctx, "remove", groupID, func(ctx context.Context, gr Group) (*Group, error) {
+		var role string
+		var u domain.User
+		var roleErr, userErr error
+		domain.Parallel(2, func(i int) {
+			if i == 0 {
+				role, roleErr = g.role(ctx, gr.ID, userID)
+			} else {
+				u, userErr = g.users.Get(ctx, userID)
+			}
+		})
+		switch {
+		case roleErr != nil:
+			return nil, roleErr
+		case role == "":
+			return nil, errNotGroupMember
+		case userErr != nil:
+			return nil, userErr
+		case u.Status != domain.StatusDeleting || gr.MemberCount != 1:
+			return nil, errLastManager
+		}
+		next := gr
+		next.Pending = &MemberChange{UserID: userID}
+		next.MemberCount, next.ManagerCount = 0, 0
+		return &next, nil
+	})
+}
+
 // change runs one membership change of a group. It reads the group; if a
 // change is pending there, it finishes that first (a crash left it, or it
 // is in flight) and reads again. On a group with nothing pending, decide

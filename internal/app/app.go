@@ -90,8 +90,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
 		Library: libraries, Outbox: repository.NewOutbox(db),
 	}, log)
-	acc.SetDeletion(accounts.DeletionDeps{Index: repository.NewDeletions(db), Groups: deletionGroups{grp},
-		Library: deletionLibrary{content: lib, entries: libraries}, Suspensions: suspensions})
+	acc.SetDeletion(NewDeletionDeps(repository.NewDeletions(db), grp, lib, libraries, suspensions))
 	router := handlers.NewRouter(handlers.Deps{
 		Logger:             logger,
 		Ready:              ready,
