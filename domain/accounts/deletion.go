@@ -308,36 +308,45 @@ func (a *Service) finishDeletion(ctx context.Context, u domain.User, keep string
 			return err
 		}
 	}
-	if err := a.releaseNames(ctx, u, entry); err != nil {
+	entry, found, err := a.releaseNames(ctx, u, entry)
+	if err != nil {
 		return err
 	}
-	// Last, the caller's own session: until here its retry could finish
-	// what is left.
-	return a.sessions.DeleteAll(ctx, id, "")
+	// Then the caller's own session: until here its retry could finish
+	// what is left. The index entry ends last, so a deletion whose last
+	// writes failed is still the repair's to finish, the caller's session
+	// included.
+	if err := a.sessions.DeleteAll(ctx, id, ""); err != nil {
+		return err
+	}
+	if !found {
+		return nil
+	}
+	return a.del.Index.End(ctx, entry)
 }
 
 // releaseNames gives back the names of a deleted account (each only while
-// it is still its committed claim, with the op found in it) and ends the
-// index entry. The keys of an account that was deleting when this call
-// began are in entry; a deleted row has none, so they are read from the
-// index entry, and without one the deletion was finished before (or its
-// names are taken over anyway: Holder).
-func (a *Service) releaseNames(ctx context.Context, u domain.User, entry DeletionEntry) error {
+// it is still its committed claim, with the op found in it) and returns
+// the index entry to end. The keys of an account that was deleting when
+// this call began are in entry; a deleted row has none, so they are read
+// from the index entry, and without one (found false) the deletion was
+// finished before (or its names are taken over anyway: Holder).
+func (a *Service) releaseNames(ctx context.Context, u domain.User, entry DeletionEntry) (_ DeletionEntry, found bool, _ error) {
 	if u.Status == domain.StatusDeleted {
-		found, err := a.del.Index.Get(ctx, u.ID, u.Deletion.At)
+		stored, err := a.del.Index.Get(ctx, u.ID, u.Deletion.At)
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
-			return nil
+			return entry, false, nil
 		case err != nil:
-			return err
+			return entry, false, err
 		}
-		entry = found
+		entry = stored
 	}
 	a.claimer.ReleaseOld(ctx, entryKeys(entry), u.ID)
 	if err := a.deletionStep("claims"); err != nil {
-		return err
+		return entry, true, err
 	}
-	return a.del.Index.End(ctx, entry)
+	return entry, true, nil
 }
 
 // entryKeys are the claims a deletion releases.
@@ -385,52 +394,73 @@ func (a *Service) eraseSuspension(ctx context.Context, u domain.User) error {
 	return a.del.Suspensions.Erase(ctx, s, u.Version)
 }
 
-// leaveGroups takes the user out of every group. A group the user is the
-// last manager of is closed when the user is its only member (CloseAlone,
-// decided on the group row: docs/design.md#closing); the check before the
-// deletion began left no other such group, but a change since may have
-// made one (another manager left while this one still counted): then the
-// group is handed over to another member whose account is visible, so no
-// group is ever left without a manager.
+// leaveGroups takes the user out of every group (leaveGroup).
 func (a *Service) leaveGroups(ctx context.Context, id string) error {
 	ms, err := a.del.Groups.Memberships(ctx, id)
 	if err != nil {
 		return err
 	}
 	for _, m := range ms {
-		err := a.del.Groups.Leave(ctx, m.GroupID, id)
-		var refusal *domain.Error
-		if errors.As(err, &refusal) && refusal.Code == "last_manager" {
-			err = a.del.Groups.CloseAlone(ctx, m.GroupID, id)
-			if errors.As(err, &refusal) && refusal.Code == "last_manager" {
-				if err = a.handOver(ctx, m.GroupID, id); err == nil {
-					err = a.del.Groups.Leave(ctx, m.GroupID, id)
-				}
-			}
-		}
-		if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		if err := a.leaveGroup(ctx, m.GroupID, id); err != nil && !errors.Is(err, domain.ErrNotFound) {
 			return err
 		}
 	}
 	return nil
 }
 
-// handOver makes another member of the group whose account is visible a
-// manager; with none, the deletion cannot go on (409 last_manager) and
-// stays where it is.
-func (a *Service) handOver(ctx context.Context, groupID, id string) error {
-	others, err := a.del.Groups.OtherMembers(ctx, groupID, id, itemPage)
-	if err != nil {
-		return err
+// leaveRounds bounds how often leaving one group decides again after a
+// refusal; past it the deletion answers 409 and its retry goes on.
+const leaveRounds = 3
+
+// leaveGroup takes the user out of one group. The check before the
+// deletion began left no group of which the user is the last manager, but
+// a change since may have made them so: another manager left while this
+// one still counted (the group is handed to another member whose account
+// is visible, so no group is left without a manager), or every other
+// member left (the group is closed with the account: CloseAlone, decided
+// on the group row, docs/design.md#closing; so a deletion never stops
+// there for good). Each refusal decides again on the group as it then is.
+func (a *Service) leaveGroup(ctx context.Context, groupID, id string) error {
+	var err error
+	for range leaveRounds {
+		if err = a.del.Groups.Leave(ctx, groupID, id); !isLastManager(err) {
+			return err
+		}
+		others, oerr := a.del.Groups.OtherMembers(ctx, groupID, id, itemPage)
+		if oerr != nil {
+			return oerr
+		}
+		if len(others) == 0 {
+			if err = a.del.Groups.CloseAlone(ctx, groupID, id); !isLastManager(err) {
+				return err
+			}
+			continue // someone joined: hand it over
+		}
+		if err = a.handOver(ctx, groupID, id, others); err != nil && !errors.Is(err, domain.ErrNotFound) {
+			return err
+		}
 	}
+	return err
+}
+
+// isLastManager reports a group's last_manager refusal.
+func isLastManager(err error) bool {
+	var refusal *domain.Error
+	return errors.As(err, &refusal) && refusal.Code == "last_manager"
+}
+
+// handOver makes one of the other members of the group whose account is
+// visible a manager; with none (all of them are being deleted too), the
+// deletion waits for theirs (409 last_manager; its retry goes on).
+func (a *Service) handOver(ctx context.Context, groupID, id string, others []string) error {
 	for _, o := range others {
 		u, err := a.users.Get(ctx, o)
 		if err == nil && u.Visible() {
 			return a.del.Groups.Promote(ctx, groupID, id, o)
 		}
 	}
-	return errLastManager([]domain.FieldError{{Field: "groups", Code: "only_member",
-		Message: groupID + ": nobody is left to manage it"}})
+	return errLastManager([]domain.FieldError{{Field: "groups", Code: "last_manager",
+		Message: groupID + ": every other member is being deleted; try again once they are gone"}})
 }
 
 // leaveItems deletes the items the user owns (made them and manages them,
@@ -505,6 +535,30 @@ type DeletionReport struct {
 // compare-and-set may still be in flight.
 const staleEntryAge = 10 * time.Minute
 
+// fenceDeletion moves a visible account's version on (a compare-and-set
+// that changes nothing else) before the repair removes the entry of a
+// deletion that did not take effect: that deletion's compare-and-set,
+// still on its way however late (a hung node's queue), was decided on an
+// older version and can no longer land, so no account is left deleting
+// without the entry that lets the repair finish it (gap 20, as the
+// closings repair fences a group). An account deleting by now keeps its
+// entry for the next repair; one gone or never activated needs no fence.
+func (a *Service) fenceDeletion(ctx context.Context, id string) error {
+	_, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
+		switch {
+		case u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted:
+			return u, false, domain.ErrBusy // began meanwhile: the next repair finishes it
+		case !u.Visible():
+			return u, false, nil
+		}
+		return u, true, nil
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
 // RepairDeletions finishes every deletion a crash or a lost answer left
 // in progress (`api admin repair-deletions`): it reads the index of
 // deletions in progress, not the accounts, and finishes each from the
@@ -539,6 +593,10 @@ func (a *Service) RepairDeletions(ctx context.Context, dryRun bool) (DeletionRep
 		default:
 			r.Problems = append(r.Problems, "deletion of "+d.UserID+" begun at "+d.At.Format(time.RFC3339)+" never took effect: removing its entry")
 			if dryRun {
+				return nil
+			}
+			if err := a.fenceDeletion(ctx, d.UserID); err != nil {
+				errs = append(errs, err)
 				return nil
 			}
 			if err := a.del.Index.End(ctx, d); err != nil {

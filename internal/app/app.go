@@ -91,8 +91,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Library: libraries, Outbox: repository.NewOutbox(db),
 	}, log)
 	grp.SetClosing(groups.ClosingDeps{Index: repository.NewClosings(db), Shares: lib})
-	acc.SetDeletion(accounts.DeletionDeps{Index: repository.NewDeletions(db), Groups: deletionGroups{grp},
-		Library: deletionLibrary{content: lib, entries: libraries}, Suspensions: suspensions})
+	acc.SetDeletion(NewDeletionDeps(repository.NewDeletions(db), grp, lib, libraries, suspensions))
 	router := handlers.NewRouter(handlers.Deps{
 		Logger:             logger,
 		Ready:              ready,

@@ -10,6 +10,15 @@ import (
 	"shelf/domain/library"
 )
 
+// NewDeletionDeps wires account deletion to the groups and content
+// services, as the app does (the fault explorer in tests/faults wires its
+// in-memory stores through it too).
+func NewDeletionDeps(index accounts.DeletionStore, grp *groups.Service, lib *library.Service,
+	entries library.EntryStore, suspensions accounts.SuspensionRecords) accounts.DeletionDeps {
+	return accounts.DeletionDeps{Index: index, Groups: deletionGroups{grp},
+		Library: deletionLibrary{content: lib, entries: entries}, Suspensions: suspensions}
+}
+
 // deletionGroups is what deleting an account needs of groups, through the
 // groups' own operations (accounts.Groups).
 type deletionGroups struct{ groups *groups.Service }

@@ -373,14 +373,17 @@ type ContentSnapshot struct {
 	Items   []library.Content
 	Members map[string][]library.Member // by content id
 	Index   map[string][]library.Entry  // by principal id
-	Marks   int
+	// Rows are the live library rows, by principal id.
+	Rows  map[string][]library.Entry
+	Marks int
 }
 
 // ContentSnapshot reads the content tables.
 func (s *Store) ContentSnapshot() ContentSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap := ContentSnapshot{Members: map[string][]library.Member{}, Index: map[string][]library.Entry{}}
+	snap := ContentSnapshot{Members: map[string][]library.Member{}, Index: map[string][]library.Entry{},
+		Rows: map[string][]library.Entry{}}
 	for _, c := range s.content.items {
 		snap.Items = append(snap.Items, cloneContent(c))
 		snap.Members[c.ID] = members{s}.all(c.ID)
@@ -389,6 +392,11 @@ func (s *Store) ContentSnapshot() ContentSnapshot {
 	for _, c := range s.content.index {
 		if !c.deleted {
 			snap.Index[c.v.PrincipalID] = append(snap.Index[c.v.PrincipalID], c.v)
+		}
+	}
+	for _, c := range s.content.rows {
+		if !c.deleted {
+			snap.Rows[c.v.PrincipalID] = append(snap.Rows[c.v.PrincipalID], c.v)
 		}
 	}
 	for _, c := range s.content.marks {

@@ -84,10 +84,13 @@ type Store struct {
 	// closings is group_closings (Closings, closings.go), made on first use.
 	closings map[string]versioned[groups.ClosingEntry]
 	// tokens are the mailed tokens (Tokens), by hash.
-	tokens  map[string]accounts.Token
-	held    []func()
-	calls   int
-	crashed bool
+	tokens map[string]accounts.Token
+	// deletions is the index of account deletions in progress
+	// (Deletions), by day and user.
+	deletions map[string]versioned[accounts.DeletionEntry]
+	held      []func()
+	calls     int
+	crashed   bool
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault
@@ -107,7 +110,8 @@ type userRow struct {
 func New(start time.Time) *Store {
 	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: newSessionTables(),
 		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(), groups: newGroupTables(), buckets: map[string]bool{},
-		history: map[string]eventCell{}, changes: map[string][]domain.User{}, tokens: map[string]accounts.Token{}}
+		history: map[string]eventCell{}, changes: map[string][]domain.User{}, tokens: map[string]accounts.Token{},
+		deletions: map[string]versioned[accounts.DeletionEntry]{}}
 }
 
 // Now is the store's clock (services take it as theirs).

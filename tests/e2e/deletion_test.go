@@ -319,6 +319,65 @@ func TestInterruptedDeletionIsFinished(t *testing.T) {
 	}
 }
 
+// TestDeletionLeavesAGroupEveryoneElseLeft: the user co-manages a group
+// (so the check lets the deletion begin), and every other member leaves
+// it between the check and the step that leaves the groups. The user is
+// then its last member: the deletion closes the group (CloseAlone)
+// instead of stopping with 409 for good, in the same request, or, when the
+// process dies right there, by the user's retry or the repair. The closed
+// group has no members and nothing pending, answers 404, and its name is
+// free for a new group.
+func TestDeletionLeavesAGroupEveryoneElseLeft(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	for _, by := range []string{"same-request", "retry", "repair"} {
+		u, api := newUser(t, m.api, "emptier")
+		friend, friendAPI := newUser(t, m.api, "leaver")
+		g := createGroup(t, api, 0)
+		addToGroup(t, api, g.ID, friend.ID, "manager")
+		m.app.Accounts.Hooks.AfterDeletionStep = func(s string) error {
+			if s != "suspension" {
+				return nil
+			}
+			if r := deleteGroupMember(friendAPI, g.ID, friend.ID); r.StatusCode != http.StatusNoContent {
+				t.Errorf("%s: the friend leaves: %d %s", by, r.StatusCode, r.Body)
+			}
+			if by != "same-request" {
+				return errCrash
+			}
+			return nil
+		}
+		r := deleteUser(api, u.ID)
+		m.app.Accounts.Hooks.AfterDeletionStep = nil
+		switch by {
+		case "same-request":
+			if r.StatusCode != http.StatusNoContent {
+				t.Fatalf("%s: delete: %d %s", by, r.StatusCode, r.Body)
+			}
+		case "retry":
+			mustDelete(t, api, u.ID)
+		case "repair":
+			if rep, err := m.app.Accounts.RepairDeletions(context.Background(), false); err != nil || rep.Finished < 1 {
+				t.Fatalf("%s: repair: %v (%+v)", by, err, rep)
+			}
+		}
+		checkGone(t, m.api, m.db, u, api)
+		st := readGroupState(t, m.db, g.ID, []string{u.ID, friend.ID})
+		if st.MemberCount != 0 || st.ManagerCount != 0 || len(st.Members) != 0 || len(st.Index) != 0 || st.PendingUser != "" {
+			t.Errorf("%s: the closed group: %+v", by, st)
+		}
+		if r := putGroupMember(friendAPI, g.ID, friend.ID, "manager"); r.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: joining the closed group: %d %s", by, r.StatusCode, r.Body)
+		}
+		if r := m.api.Get("/v1/groups/" + g.ID); r.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: the closed group reads %d %s", by, r.StatusCode, r.Body)
+		}
+		if r := friendAPI.Send(http.MethodPost, "/v1/groups", map[string]any{"name": g.Name}); r.StatusCode != http.StatusCreated {
+			t.Errorf("%s: a new group named as the closed one: %d %s", by, r.StatusCode, r.Body)
+		}
+	}
+}
+
 // TestLateWritesAfterADeletionChangeNothing: writes held back during and
 // before a deletion land after it finished: an entry of deletions in
 // progress whose write timed out (the deletion answered 503 and its retry

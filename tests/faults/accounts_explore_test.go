@@ -333,12 +333,38 @@ func expected(err error) bool {
 // service.
 func check(t *testing.T, name string, w *world, op operation) {
 	t.Helper()
+	holders, byKey, users := checkHeld(t, name, w)
+	// U3: every signup that answered success logs in by both names, with
+	// its current password.
+	ctx := context.Background()
+	for _, created := range w.created {
+		u, err := w.store.Users().Get(ctx, created.ID)
+		if err != nil || u.Status != domain.StatusActive {
+			t.Errorf("%s: U3: signup %s answered success, but the account is %+v (%v)", name, created.ID, u, err)
+			continue
+		}
+		for _, login := range []string{u.Username, u.Email} {
+			if !canLogin(w, login, u.ID) {
+				t.Errorf("%s: U3: %s cannot log in as %q", name, u.ID, login)
+			}
+		}
+	}
+	checkFree(t, name, w, holders, byKey, users,
+		[]string{"username/" + op.username, "email/" + op.email, "username/alice", "username/bob", "email/bob@example.org"})
+}
+
+// checkHeld asserts U1 on the tables: no key is held by two visible
+// accounts, and every key a visible account holds is committed to it. It
+// returns the holder of each held key, the live claims by key and the
+// accounts.
+func checkHeld(t *testing.T, name string, w *world) (holders map[string]string, byKey map[string]domain.Claim, users []domain.User) {
+	t.Helper()
 	claims, users := w.store.Snapshot()
-	byKey := map[string]domain.Claim{}
+	byKey = map[string]domain.Claim{}
 	for _, c := range claims {
 		byKey[string(c.Kind)+"/"+c.Key] = c
 	}
-	holders := map[string]string{}
+	holders = map[string]string{}
 	for _, u := range users {
 		if !u.Visible() {
 			continue
@@ -356,25 +382,17 @@ func check(t *testing.T, name string, w *world, op operation) {
 			}
 		}
 	}
-	// U3: every signup that answered success logs in by both names, with
-	// its current password.
-	ctx := context.Background()
-	for _, created := range w.created {
-		u, err := w.store.Users().Get(ctx, created.ID)
-		if err != nil || u.Status != domain.StatusActive {
-			t.Errorf("%s: U3: signup %s answered success, but the account is %+v (%v)", name, created.ID, u, err)
-			continue
-		}
-		for _, login := range []string{u.Username, u.Email} {
-			if !canLogin(w, login, u.ID) {
-				t.Errorf("%s: U3: %s cannot log in as %q", name, u.ID, login)
-			}
-		}
-	}
-	// U4: no name stays blocked once the leases have run out: every key of
-	// the schedule that no account holds can be signed up for.
+	return holders, byKey, users
+}
+
+// checkFree asserts U4: no name stays blocked once the leases have run
+// out: every one of keys ("username/x", "email/y") that no account holds
+// can be signed up for. The probes sign up on w's tables, so this runs
+// last.
+func checkFree(t *testing.T, name string, w *world, holders map[string]string, byKey map[string]domain.Claim, users []domain.User, keys []string) {
+	t.Helper()
 	probed := map[string]bool{}
-	for i, key := range []string{"username/" + op.username, "email/" + op.email, "username/alice", "username/bob", "email/bob@example.org"} {
+	for i, key := range keys {
 		if _, held := holders[key]; held || probed[key] {
 			continue
 		}

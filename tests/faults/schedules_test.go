@@ -38,9 +38,16 @@ func callsOf(t *testing.T, st *memstore.Store, action string, run func() error) 
 // calls with each competitor (by index), logs how many, and returns it.
 func everySchedule(t *testing.T, action string, calls int, competitors []string, explore func(name string, k int, fault memstore.Fault, competitor int)) int {
 	t.Helper()
+	return everyScheduleOf(t, action, calls, memstore.Faults, competitors, explore)
+}
+
+// everyScheduleOf is everySchedule with the given faults only (a
+// continuation that matters for one kind of fault alone).
+func everyScheduleOf(t *testing.T, action string, calls int, faults []memstore.Fault, competitors []string, explore func(name string, k int, fault memstore.Fault, competitor int)) int {
+	t.Helper()
 	n := 0
 	for k := 0; k < calls; k++ {
-		for _, fault := range memstore.Faults {
+		for _, fault := range faults {
 			for c, comp := range competitors {
 				explore(fmt.Sprintf("%s/call%d/%s/%s", action, k, fault, comp), k, fault, c)
 				n++

@@ -1,0 +1,517 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+	"shelf/domain/moderation"
+	"shelf/internal/app"
+	"shelf/internal/memstore"
+)
+
+// delWorld is a schedule's account about to be deleted, on fresh tables,
+// with everything a deletion has to undo: two sessions, a suspension (in
+// the admin's scenario), a group it manages with another manager (and a
+// member), a group of another's it is a member of, an item it made
+// (shared with a viewer and a second manager), an item of another's it
+// views and one it co-manages (shared with a group too).
+type delWorld struct {
+	*world
+	grp    *groups.Service
+	lib    *library.Service
+	admin  domain.Principal
+	root   domain.User
+	doomed domain.User
+	// friend co-manages doomed's group; other is a member there.
+	friend, other domain.User
+	// tokens are doomed's two sessions; the first is the caller's own
+	// when doomed deletes themself.
+	tokens []string
+	// comanaged is doomed's group, joined friend's.
+	comanaged, joined string
+	// own is doomed's item; viewed and kept are friend's.
+	own, viewed, kept string
+	// groupIDs are the groups made in the set-up.
+	groupIDs []groups.Group
+	// won: the racing signup of doomed's username (0), of its email (1)
+	// answered success; early: one did while the account was not yet
+	// deleted.
+	won   [2]bool
+	early []string
+}
+
+// delScenario is who deletes whom.
+type delScenario struct {
+	name string
+	// suspended: doomed is suspended first (its sessions stop working, so
+	// an admin deletes it).
+	suspended bool
+}
+
+var delScenarios = []delScenario{{name: "self"}, {name: "admin-suspended", suspended: true}}
+
+func newDelWorld(t *testing.T, sc delScenario) *delWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := newWorld()
+	for _, n := range []string{"root", "doomed", "friend", "other"} {
+		if err := w.signup(n, n+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := w.svc.SetAdmin(ctx, "root", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
+		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
+	contents := w.store.Contents()
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
+		w.svc, w.store.Users(), grp, contents, nopLog{})
+	lib.Hooks.Background = func(f func()) { f() }
+	grp.SetClosing(groups.ClosingDeps{Index: w.store.Closings(), Shares: lib})
+	w.svc.SetDeletion(app.NewDeletionDeps(w.store.Deletions(), grp, lib, contents.Library, w.store.Suspensions()))
+	d := &delWorld{world: w, grp: grp, lib: lib, admin: domain.Principal{UserID: root.ID}, root: root,
+		doomed: w.created[1], friend: w.created[2], other: w.created[3]}
+	for range 2 {
+		r, err := w.svc.Login(ctx, "doomed", password, accounts.Client{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.tokens = append(d.tokens, r.Token)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	newGroup := func(by domain.User, name string) string {
+		gr, err := grp.CreateGroup(ctx, as(by), groups.CreateInput{Name: name})
+		must(err)
+		d.groupIDs = append(d.groupIDs, gr)
+		return gr.ID
+	}
+	setMember := func(by domain.User, group string, u domain.User, role string) {
+		_, _, err := grp.SetMember(ctx, as(by), group, u.ID, role)
+		must(err)
+	}
+	d.comanaged = newGroup(d.doomed, "comanaged")
+	setMember(d.doomed, d.comanaged, d.friend, groups.RoleManager)
+	setMember(d.doomed, d.comanaged, d.other, groups.RoleMember)
+	d.joined = newGroup(d.friend, "joined")
+	setMember(d.friend, d.joined, d.doomed, groups.RoleMember)
+	newItem := func(by domain.User, name string, vis library.Visibility) string {
+		v := string(vis)
+		c, err := lib.Create(ctx, as(by), library.Input{Name: &name, Visibility: &v})
+		must(err)
+		return c.ID
+	}
+	share := func(by domain.User, item, principal, role string) {
+		_, err := lib.Share(ctx, as(by), item, principal, role)
+		must(err)
+	}
+	d.own = newItem(d.doomed, "own", library.VisibilityPublic)
+	share(d.doomed, d.own, d.friend.ID, library.RoleViewer)
+	share(d.doomed, d.own, d.other.ID, library.RoleManager)
+	d.viewed = newItem(d.friend, "viewed", library.VisibilityPrivate)
+	share(d.friend, d.viewed, d.doomed.ID, library.RoleViewer)
+	d.kept = newItem(d.friend, "kept", library.VisibilityLoggedIn)
+	share(d.friend, d.kept, d.doomed.ID, library.RoleManager)
+	share(d.friend, d.kept, d.joined, library.RoleViewer)
+	if sc.suspended {
+		mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now},
+			w.svc, w.store.Users(), w.store.Sessions(), w.store.Suspensions())
+		until := w.store.Now().Add(time.Hour)
+		_, err := mod.Suspend(ctx, d.admin, d.doomed.ID, moderation.SuspendInput{Reason: "spam", Until: &until})
+		must(err)
+	}
+	return d
+}
+
+// deleteAs runs the deletion as the scenario's caller would: doomed
+// through its first session (which the handler authenticates; a session
+// of an account being deleted works for this one route), or the admin.
+// A session already gone is the user's 401 (errSessionGone).
+func (d *delWorld) deleteAs(sc delScenario) error {
+	ctx := context.Background()
+	if sc.suspended {
+		return d.svc.DeleteUser(ctx, d.admin, d.doomed.ID)
+	}
+	p, err := d.svc.Authenticate(ctx, d.tokens[0])
+	switch {
+	case errors.Is(err, domain.ErrNoSession) && !errors.Is(err, accounts.ErrDeletionSession):
+		return errSessionGone
+	case err != nil && !errors.Is(err, accounts.ErrDeletionSession):
+		return err
+	}
+	return d.svc.DeleteUser(ctx, p, d.doomed.ID)
+}
+
+// errSessionGone: the user's session no longer works, so the user cannot
+// ask again (401).
+var errSessionGone = errors.New("the session is gone (401)")
+
+// raceSignups tries to sign up with doomed's username and with its email
+// (each with a fresh other name), until each succeeded once, noting any
+// success while the account is not yet deleted.
+func (d *delWorld) raceSignups(label string) {
+	for i, names := range [][2]string{{"doomed", "rival1@example.org"}, {"rival2", "doomed@example.org"}} {
+		if d.won[i] || d.signup(names[0], names[1]) != nil {
+			continue
+		}
+		d.won[i] = true
+		if u, err := d.store.Users().Get(context.Background(), d.doomed.ID); err != nil || u.Status != domain.StatusDeleted {
+			d.early = append(d.early, label+": "+names[0]+"/"+names[1]+" while the account was "+string(u.Status))
+		}
+	}
+}
+
+// delCompetitor acts while the deletion's held writes have not landed,
+// before it is finished.
+type delCompetitor struct {
+	name string
+	// during also runs after every step of the deletion, faulted or not.
+	during bool
+	run    func(d *delWorld) error
+}
+
+var delCompetitors = []delCompetitor{
+	{name: "none"},
+	// A signup of the same username, and one of the same email, after
+	// every step and after the fault: each gets its name only once the
+	// account is deleted.
+	{name: "signup-race", during: true, run: func(d *delWorld) error { d.raceSignups("after the fault"); return nil }},
+	// Every other member leaves doomed's group (the co-manager as soon as
+	// doomed's deletion left it a manager besides): doomed may end up its
+	// only member.
+	{name: "others-leave", run: func(d *delWorld) error {
+		ctx := context.Background()
+		for _, u := range []domain.User{d.other, d.friend} {
+			if err := d.grp.RemoveMember(ctx, as(u), d.comanaged, u.ID); err != nil && !expected(err) && !domainIs(err, domain.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	}},
+}
+
+// delFinisher finishes what the faulted deletion left.
+type delFinisher struct {
+	name string
+	run  func(d *delWorld, sc delScenario) error
+	// landAfter: the held writes land only after the finish.
+	landAfter bool
+}
+
+var delFinishers = []delFinisher{
+	{name: "retry", run: retryDeletion},
+	{name: "retry-then-late-writes", landAfter: true, run: retryDeletion},
+	{name: "repair", run: func(d *delWorld, sc delScenario) error {
+		// Past the age at which an entry of a deletion that never began
+		// is stale: the repair finishes what began and removes the rest;
+		// a deletion that never began is the client's to ask again.
+		d.store.Advance(11 * time.Minute)
+		if _, err := d.svc.RepairDeletions(context.Background(), false); err != nil {
+			return err
+		}
+		if u, err := d.store.Users().Get(context.Background(), d.doomed.ID); err != nil || u.Status == domain.StatusActive || u.Status == domain.StatusSuspended {
+			return d.deleteAs(sc)
+		}
+		return nil
+	}},
+	{name: "repair-then-late-writes", landAfter: true, run: func(d *delWorld, sc delScenario) error {
+		// The repair judges the entry of a deletion whose compare-and-set
+		// is still held stale and removes it; then the held writes land.
+		// A deletion that took effect only now must not be left
+		// deleting without an entry (gap 20: the repair fences the
+		// account first, so that compare-and-set fails). After, only the
+		// repair finishes a deletion that began; a client asks again
+		// only when none did.
+		ctx := context.Background()
+		d.store.Advance(11 * time.Minute)
+		if _, err := d.svc.RepairDeletions(ctx, false); err != nil {
+			return err
+		}
+		d.store.Land()
+		if _, err := d.svc.RepairDeletions(ctx, false); err != nil {
+			return err
+		}
+		if u, err := d.store.Users().Get(ctx, d.doomed.ID); err != nil || u.Status == domain.StatusActive || u.Status == domain.StatusSuspended {
+			return d.deleteAs(sc)
+		}
+		return nil
+	}},
+}
+
+// retryDeletion is the client asking again; when it cannot (its session
+// is gone: 401), what is left is the repair's.
+func retryDeletion(d *delWorld, sc delScenario) error {
+	err := d.deleteAs(sc)
+	if errors.Is(err, errSessionGone) {
+		_, err = d.svc.RepairDeletions(context.Background(), false)
+	}
+	return err
+}
+
+// delVariant is a competitor and a finisher explored together.
+type delVariant struct {
+	competitor, finisher int // indexes of delCompetitors, delFinishers
+}
+
+// delVariants are explored with every fault: the races with the retry,
+// the repair alone and the stuck group with the repair too.
+var delVariants = []delVariant{{0, 0}, {1, 0}, {2, 0}, {0, 2}, {2, 2}}
+
+// delLateVariants are explored with held writes only (nothing else is
+// held): they land after the retry finished, or after a repair that
+// judged the deletion's entry stale.
+var delLateVariants = []delVariant{{0, 1}, {1, 1}, {2, 1}, {0, 3}}
+
+// TestExploreDeletion runs an account deletion (by the user, and by an
+// admin of a suspended user) with every fault at every store call, each
+// with competitors (none, signups of the same names, every other member
+// leaving the user's group) and finishers (the client's retry, the
+// repair), and with held writes landing after the retry; then it checks
+// the deletion is complete and the invariants hold (checkDeletion).
+func TestExploreDeletion(t *testing.T) {
+	t.Parallel()
+	names := func(vs []delVariant) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, delCompetitors[v.competitor].name+"/"+delFinishers[v.finisher].name)
+		}
+		return out
+	}
+	total := 0
+	for _, sc := range delScenarios {
+		probe := newDelWorld(t, sc)
+		action := "delete-" + sc.name
+		calls := callsOf(t, probe.store, action, func() error { return probe.deleteAs(sc) })
+		for _, set := range []struct {
+			faults   []memstore.Fault
+			variants []delVariant
+		}{{memstore.Faults, delVariants}, {[]memstore.Fault{memstore.LandLate}, delLateVariants}} {
+			total += everyScheduleOf(t, action, calls, set.faults, names(set.variants), func(name string, k int, fault memstore.Fault, i int) {
+				v := set.variants[i]
+				exploreDeletion(t, name, sc, k, fault, delCompetitors[v.competitor], delFinishers[v.finisher])
+			})
+		}
+	}
+	t.Logf("%d schedules in all", total)
+}
+
+func exploreDeletion(t *testing.T, name string, sc delScenario, k int, fault memstore.Fault, c delCompetitor, f delFinisher) {
+	d := newDelWorld(t, sc)
+	// Call k of the deletion takes the fault; the calls of a competitor
+	// racing it between its steps are not counted (nor faulted), so k
+	// is the same call of the deletion with every competitor.
+	racing, calls := false, 0
+	d.store.FaultAt = func(int, string) memstore.Fault {
+		if racing {
+			return memstore.None
+		}
+		calls++
+		if calls-1 == k {
+			return fault
+		}
+		return memstore.None
+	}
+	if c.during {
+		d.svc.Hooks.AfterDeletionStep = func(step string) error {
+			racing = true
+			defer func() { racing = false }()
+			d.raceSignups("after step " + step)
+			return nil
+		}
+	}
+	err := d.deleteAs(sc)
+	recovered(d.store)
+	if err != nil && !expected(err) {
+		t.Errorf("%s: the deletion answered %v", name, err)
+	}
+	if c.run != nil {
+		if cerr := c.run(d); cerr != nil {
+			t.Errorf("%s: the competitor: %v", name, cerr)
+		}
+	}
+	if !f.landAfter {
+		d.store.Land()
+	}
+	d.store.Advance(lease + time.Second)
+	ferr := f.run(d, sc)
+	if refusedBeforeBeginning(d, ferr) {
+		// A competitor's change left the user a group's only manager
+		// before the deletion began: it was refused before anything was
+		// written (409 last_manager). The user does what the refusal
+		// says, and asks again.
+		if _, _, err := d.grp.SetMember(context.Background(), as(d.doomed), d.comanaged, d.other.ID, groups.RoleManager); err != nil {
+			t.Errorf("%s: handing the group over: %v", name, err)
+		}
+		ferr = f.run(d, sc)
+	}
+	if ferr != nil {
+		t.Errorf("%s: the %s answered %v", name, f.name, ferr)
+	}
+	d.store.Land()
+	d.svc.Hooks.AfterDeletionStep = nil
+	checkDeletion(t, name, d)
+}
+
+// refusedBeforeBeginning reports a deletion refused by its check of the
+// user's groups (409 last_manager) while the account is untouched.
+func refusedBeforeBeginning(d *delWorld, err error) bool {
+	var refusal *domain.Error
+	if !errors.As(err, &refusal) || refusal.Code != "last_manager" {
+		return false
+	}
+	u, uerr := d.store.Users().Get(context.Background(), d.doomed.ID)
+	return uerr == nil && u.Deletion == nil && (u.Status == domain.StatusActive || u.Status == domain.StatusSuspended)
+}
+
+// checkDeletion asserts a deletion is complete and left every invariant
+// true: U1 (no name held twice, or without its committed claim); names
+// taken by a racing signup only once the account was deleted, and free
+// (U4) when nobody took them; the account deleted with its personal data
+// cleared and its index entry gone; none of its sessions working; no
+// library row or index entry of it; every item as checkContent wants (its
+// own deleted and in no library, the others' counts exact without it);
+// every group as checkGroups wants (a manager and exact counts, or empty
+// when its last member was the deleted account), without it.
+func checkDeletion(t *testing.T, name string, d *delWorld) {
+	t.Helper()
+	ctx := context.Background()
+	for _, e := range d.early {
+		t.Errorf("%s: a name was freed before the account was deleted: %s", name, e)
+	}
+	holders, byKey, users := checkHeld(t, name, d.world)
+	u, err := d.store.Users().Get(ctx, d.doomed.ID)
+	if err != nil || u.Status != domain.StatusDeleted {
+		t.Errorf("%s: the account is %s (%v)", name, u.Status, err)
+	}
+	if u.Username != "" || u.UsernameKey != "" || u.Email != "" || u.EmailKey != "" || u.DisplayName != "" ||
+		u.PasswordHash != "" || u.Roles != nil || !u.EmailVerifiedAt.IsZero() || u.Deletion == nil {
+		t.Errorf("%s: the deleted account keeps personal data: %+v", name, u)
+	}
+	if left := d.store.DeletionSnapshot(); len(left) != 0 {
+		t.Errorf("%s: entries of deletions in progress left: %+v", name, left)
+	}
+	for i, tok := range d.tokens {
+		if _, err := d.svc.Authenticate(ctx, tok); !errors.Is(err, domain.ErrNoSession) || errors.Is(err, accounts.ErrDeletionSession) {
+			t.Errorf("%s: session %d of the deleted account answers %v", name, i, err)
+		}
+	}
+	if left, err := d.store.Sessions().Entries(ctx, d.doomed.ID); err != nil || len(left) != 0 {
+		t.Errorf("%s: sessions of the deleted account listed: %+v (%v)", name, left, err)
+	}
+	// Items: the outbox worker runs, then every library and count.
+	d.store.Advance(time.Minute)
+	if _, err := d.lib.DrainOutbox(ctx, 30*time.Second, 100); err != nil {
+		t.Errorf("%s: the outbox worker: %v", name, err)
+	}
+	snap := d.store.ContentSnapshot()
+	if n := len(snap.Index[d.doomed.ID]) + len(snap.Rows[d.doomed.ID]); n != 0 {
+		t.Errorf("%s: the deleted account's library keeps %d entries and rows: %+v %+v", name, n, snap.Index[d.doomed.ID], snap.Rows[d.doomed.ID])
+	}
+	for _, c := range snap.Items {
+		if c.CreatedBy == d.doomed.ID && !c.Deleted {
+			t.Errorf("%s: the deleted account's item %s is still there", name, c.ID)
+		}
+		if memberRole(snap, c.ID, d.doomed.ID) != "" {
+			t.Errorf("%s: the deleted account is still a member of item %s", name, c.ID)
+		}
+	}
+	checkContent(t, name, &libWorld{world: d.world, lib: d.lib, admin: d.admin, owner: d.friend, friend: d.other, other: d.root}, snap)
+	// Groups: a reader of each group's members finishes a change left
+	// pending (as the next change would), then the groups are checked.
+	for _, gr := range d.groupIDs {
+		if _, err := d.grp.ListMembers(ctx, d.admin, gr.ID, "", 1); err != nil && !groupClosed(d.store.GroupSnapshot(), gr.ID) {
+			t.Errorf("%s: the members of %s: %v", name, gr.ID, err)
+		}
+	}
+	g := &groupWorld{world: d.world, grp: d.grp, owner: d.friend, friend: d.other, other: d.root, created: d.groupIDs, mayClose: true}
+	gsnap := d.store.GroupSnapshot()
+	checkClosedWithAccount(t, name, d, gsnap)
+	checkGroups(t, name, g, gsnap)
+	checkUserGroups(t, name, g, true)
+	if left := gsnap.GroupsOf[d.doomed.ID]; len(left) != 0 {
+		t.Errorf("%s: groups_by_member lists the deleted account in %v", name, left)
+	}
+	for id, members := range gsnap.Members {
+		for _, m := range members {
+			if m.UserID == d.doomed.ID {
+				t.Errorf("%s: the deleted account is still a member of group %s", name, id)
+			}
+		}
+	}
+	checkFree(t, name, d.world, holders, byKey, users,
+		[]string{"username/" + d.doomed.UsernameKey, "email/" + d.doomed.EmailKey})
+}
+
+// checkClosedWithAccount asserts what a group closed with the account (its
+// last member: every other one left while it was being deleted) leaves:
+// no member row in either table, no share through it, its name claim no
+// longer its own, and no closing entry left.
+func checkClosedWithAccount(t *testing.T, name string, d *delWorld, gsnap memstore.GroupSnapshot) {
+	t.Helper()
+	claims, _ := d.store.Snapshot()
+	snap := d.store.ContentSnapshot()
+	for _, gr := range gsnap.Groups {
+		if gr.Status == domain.StatusActive {
+			continue
+		}
+		if gr.Status != domain.StatusClosed || gr.MemberCount != 0 || gr.ManagerCount != 0 {
+			t.Errorf("%s: group %s ends %s with counts %d/%d", name, gr.ID, gr.Status, gr.MemberCount, gr.ManagerCount)
+		}
+		if n := len(gsnap.Members[gr.ID]); n != 0 {
+			t.Errorf("%s: closed group %s keeps %d member rows", name, gr.ID, n)
+		}
+		for user, ids := range gsnap.GroupsOf {
+			if contains(ids, gr.ID) {
+				t.Errorf("%s: groups_by_member lists %s in closed group %s", name, user, gr.ID)
+			}
+		}
+		for _, c := range snap.Items {
+			if !c.Deleted && memberRole(snap, c.ID, gr.ID) != "" {
+				t.Errorf("%s: item %s is still shared with closed group %s", name, c.ID, gr.ID)
+			}
+		}
+		for _, c := range claims {
+			if c.Kind == domain.KindGroupName && c.Owner == gr.ID {
+				t.Errorf("%s: closed group %s still holds its name %s (%s)", name, gr.ID, c.Key, c.State)
+			}
+		}
+	}
+	if left := d.store.ClosingSnapshot(); len(left) != 0 {
+		t.Errorf("%s: entries of closings in progress left: %+v", name, left)
+	}
+}
+
+// TestDeletionWhoseOwnSessionDeleteIsLostIsFinishedByTheRepair is the
+// schedule the explorer found: the answer of the deletion's last write of
+// the caller's own session is lost. The index entry used to be ended
+// before that session, so the repair found nothing, and the session kept
+// working for DELETE /v1/users/{own id}. The entry now ends last.
+func TestDeletionWhoseOwnSessionDeleteIsLostIsFinishedByTheRepair(t *testing.T) {
+	t.Parallel()
+	sc := delScenarios[0]
+	probe := newDelWorld(t, sc)
+	last, n := -1, 0
+	probe.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "sessions.delete" {
+			last = n
+		}
+		n++
+		return memstore.None
+	}
+	if err := probe.deleteAs(sc); err != nil {
+		t.Fatal(err)
+	}
+	exploreDeletion(t, "own-session-delete-lost", sc, last, memstore.LoseAnswer, delCompetitors[0], delFinishers[2])
+}
