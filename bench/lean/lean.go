@@ -32,7 +32,7 @@ import (
 // The statements, as shelf's repository writes them.
 const (
 	userCols         = `username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until`
-	userSelect       = `SELECT id, ` + userCols + ` FROM users WHERE id = ?`
+	userSelect       = `SELECT id, ` + userCols + `, email_verified_at FROM users WHERE id = ?`
 	userInsert       = `INSERT INTO users (id, ` + userCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivate     = `UPDATE users USING TTL 0 SET username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ? WHERE id = ? IF status = 'pending'`
 	claimSelect      = `SELECT key, user_id, op, state, claimed_at, base_version FROM %s WHERE key = ?`
@@ -71,13 +71,15 @@ type Store struct {
 
 // User is the User schema of shelf's openapi.yaml.
 type User struct {
-	ID          string    `json:"id"`
-	Username    string    `json:"username"`
-	DisplayName string    `json:"displayName"`
-	Email       string    `json:"email,omitempty"`
-	Status      string    `json:"status,omitempty"`
-	Roles       []string  `json:"roles"`
-	CreatedAt   time.Time `json:"createdAt"`
+	ID          string `json:"id"`
+	Username    string `json:"username"`
+	DisplayName string `json:"displayName"`
+	Email       string `json:"email,omitempty"`
+	// EmailVerified is shown with the email (the user and admins).
+	EmailVerified *bool     `json:"emailVerified,omitempty"`
+	Status        string    `json:"status,omitempty"`
+	Roles         []string  `json:"roles"`
+	CreatedAt     time.Time `json:"createdAt"`
 }
 
 // account is a users row as the operations need it.
@@ -97,7 +99,7 @@ func (a account) blocked(now time.Time) bool {
 // public is what a stranger sees of the account.
 func (a account) public() User {
 	u := a.User
-	u.Email, u.Status = "", ""
+	u.Email, u.Status, u.EmailVerified = "", "", nil
 	return u
 }
 
@@ -106,9 +108,12 @@ func (s *Store) user(ctx context.Context, id string) (account, error) {
 	var updated time.Time
 	var version int
 	var writeID, bucket, reason, by string
+	var verifiedAt time.Time
 	err := s.S.Query(userSelect, id).WithContext(ctx).Scan(&a.ID, &a.Username, &a.usernameKey, &a.Email, &a.emailKey,
 		&a.DisplayName, &a.hash, &a.Roles, &a.Status, &a.CreatedAt, &updated, &version, &writeID,
-		&a.suspendedAt, &bucket, &reason, &by, &a.until)
+		&a.suspendedAt, &bucket, &reason, &by, &a.until, &verifiedAt)
+	verified := !verifiedAt.IsZero()
+	a.EmailVerified = &verified
 	if errors.Is(err, gocql.ErrNotFound) {
 		return a, ErrNotFound
 	}
@@ -490,8 +495,9 @@ func (s *Store) Signup(ctx context.Context, username, email, pw string) (User, e
 		return User{}, err
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
+	unverified := false
 	a := account{User: User{ID: NewID("u_"), Username: username, DisplayName: username, Email: email,
-		Status: "active", Roles: []string{}, CreatedAt: now}, usernameKey: strings.ToLower(username), emailKey: strings.ToLower(email), hash: hash}
+		EmailVerified: &unverified, Status: "active", Roles: []string{}, CreatedAt: now}, usernameKey: strings.ToLower(username), emailKey: strings.ToLower(email), hash: hash}
 	writeID := NewID("w_")
 	cols := func(status string) []any {
 		return []any{a.Username, a.usernameKey, a.Email, a.emailKey, a.DisplayName, a.hash, a.Roles, status,
