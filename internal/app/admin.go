@@ -133,17 +133,7 @@ func repairSuspensions(ctx context.Context, a *App, opts moderation.RepairOption
 // it found.
 func repairDeletions(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 	rep, err := a.Accounts.RepairDeletions(ctx, dryRun)
-	for _, p := range rep.Problems {
-		fmt.Fprintln(out, p)
-	}
-	switch {
-	case len(rep.Problems) == 0:
-		fmt.Fprintln(out, "deletions: none left in progress")
-	case dryRun:
-		fmt.Fprintf(out, "deletions: %d left in progress (dry run: nothing changed)\n", len(rep.Problems))
-	default:
-		fmt.Fprintf(out, "deletions: %d found, %d finished, %d stale entries removed\n", rep.Found, rep.Finished, rep.Stale)
-	}
+	printInProgress(out, "deletions", rep.Problems, dryRun, rep.Found, rep.Finished, rep.Stale)
 	return err
 }
 
@@ -151,16 +141,22 @@ func repairDeletions(ctx context.Context, a *App, dryRun bool, out io.Writer) er
 // what it found.
 func repairClosings(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 	rep, err := a.Groups.RepairClosings(ctx, dryRun)
-	for _, p := range rep.Problems {
+	printInProgress(out, "closings", rep.Problems, dryRun, rep.Found, rep.Finished, rep.Stale)
+	return err
+}
+
+// printInProgress prints what a repair of operations left in progress
+// (deletions, closings) found and did: each problem, then a summary.
+func printInProgress(out io.Writer, what string, problems []string, dryRun bool, found, finished, stale int) {
+	for _, p := range problems {
 		fmt.Fprintln(out, p)
 	}
 	switch {
-	case len(rep.Problems) == 0:
-		fmt.Fprintln(out, "closings: none left in progress")
+	case len(problems) == 0:
+		fmt.Fprintf(out, "%s: none left in progress\n", what)
 	case dryRun:
-		fmt.Fprintf(out, "closings: %d left in progress (dry run: nothing changed)\n", len(rep.Problems))
+		fmt.Fprintf(out, "%s: %d left in progress (dry run: nothing changed)\n", what, len(problems))
 	default:
-		fmt.Fprintf(out, "closings: %d found, %d finished, %d stale entries removed\n", rep.Found, rep.Finished, rep.Stale)
+		fmt.Fprintf(out, "%s: %d found, %d finished, %d stale entries removed\n", what, found, finished, stale)
 	}
-	return err
 }
