@@ -77,10 +77,8 @@ func (h *Users) signup(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	in := accounts.SignupInput{Username: *req.Username, Email: *req.Email, Password: *req.Password}
-	if req.DisplayName != nil {
-		in.DisplayName = *req.DisplayName
-	}
+	in := accounts.SignupInput{Username: *req.Username, Email: *req.Email, Password: *req.Password,
+		DisplayName: req.DisplayName}
 	u, err := h.accounts.Signup(r.Context(), in)
 	if err != nil {
 		return err

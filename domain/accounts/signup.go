@@ -13,7 +13,7 @@ type SignupInput struct {
 	Username    string
 	Email       string
 	Password    string
-	DisplayName string // optional; the username when empty
+	DisplayName *string // optional; the username when absent (nil), refused when empty like any too short name
 }
 
 // ErrSignupExpired: the signup took longer than the claim lease, so its
@@ -67,8 +67,8 @@ func (a *Service) newAccount(ctx context.Context, in SignupInput) (domain.User, 
 	email, emailKey, fe2 := domain.NormalizeEmail(in.Email)
 	display := username
 	var fe3 *domain.FieldError
-	if in.DisplayName != "" {
-		display, fe3 = domain.NormalizeDisplayName(in.DisplayName)
+	if in.DisplayName != nil {
+		display, fe3 = domain.NormalizeDisplayName(*in.DisplayName)
 	}
 	fe4 := domain.CheckPassword("password", in.Password, usernameKey, emailKey)
 	if err := domain.InvalidFields(fe1, fe2, fe3, fe4); err != nil {
