@@ -43,17 +43,24 @@ const (
 	// process stalls (a pause, a hung node) past the lease in mid-protocol.
 	// Safety must not rest on clocks: only the lease's liveness may.
 	Expire
+	// Slow: the call takes longer than every grace period and lease. A
+	// read is answered as it stood when the call began; a write applies
+	// (its condition decided) only at the call's end. In between the clock
+	// moves past every grace and lease and Meanwhile runs: the background
+	// processes (outbox worker, sweeper, repairs) a test lets act while the
+	// caller is stuck in the call.
+	Slow
 )
 
 // expireJump is how far Expire moves the clock: past every lease.
 const expireJump = 5 * time.Minute
 
-var faultNames = []string{"none", "fail-before", "lose-answer", "land-late", "crash", "expire"}
+var faultNames = []string{"none", "fail-before", "lose-answer", "land-late", "crash", "expire", "slow"}
 
 func (f Fault) String() string { return faultNames[f] }
 
 // Faults lists every fault but None.
-var Faults = []Fault{FailBefore, LoseAnswer, LandLate, Crash, Expire}
+var Faults = []Fault{FailBefore, LoseAnswer, LandLate, Crash, Expire, Slow}
 
 var (
 	errNotSent = fmt.Errorf("memstore: not sent: %w", domain.ErrUnavailable)
@@ -94,6 +101,10 @@ type Store struct {
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault
+	// Meanwhile, when set, runs inside every Slow call, after the clock
+	// moved and before the call's end (its store calls are counted as
+	// any others, and see no fault but their own).
+	Meanwhile func()
 }
 
 type claimRow struct {
@@ -172,6 +183,9 @@ func (s *Store) call(name string, write bool, apply func() (bool, error)) (bool,
 	if !write && (f == LandLate || f == LoseAnswer) {
 		f = FailBefore // a read has nothing to land: its answer is just lost
 	}
+	if f == Slow {
+		return s.slow(write, apply)
+	}
 	switch f {
 	case FailBefore:
 		return false, errNotSent
@@ -189,6 +203,30 @@ func (s *Store) call(name string, write bool, apply func() (bool, error)) (bool,
 		s.now = s.now.Add(expireJump)
 	}
 	return apply()
+}
+
+// slow runs a Slow call (s.mu held, and held again on return): a read
+// answers as it stood at the start, a write applies at the end; between
+// them the clock moves past every lease and grace and Meanwhile runs.
+func (s *Store) slow(write bool, apply func() (bool, error)) (bool, error) {
+	var found bool
+	var err error
+	if !write {
+		found, err = apply()
+	}
+	s.now = s.now.Add(expireJump)
+	if meanwhile := s.Meanwhile; meanwhile != nil {
+		s.mu.Unlock()
+		meanwhile()
+		s.mu.Lock()
+	}
+	if s.crashed {
+		return false, errNotSent
+	}
+	if write {
+		return apply()
+	}
+	return found, err
 }
 
 func claimID(kind domain.ClaimKind, key string) string { return string(kind) + "/" + key }
