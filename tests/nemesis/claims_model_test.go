@@ -175,6 +175,7 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 		}
 	}
 	var renames, ends []event
+	made := map[string][]string{} // account -> the groups it created
 	for _, e := range events {
 		if e.Kind != "op" {
 			continue
@@ -196,6 +197,7 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 			winner := e.Result["id"]
 			if winner != "" {
 				known[winner] = true
+				made[e.Args["by"]] = append(made[e.Args["by"]], winner)
 			}
 			attempt(e, "group_names/"+e.Args["name"], "name", winner, fmt.Sprintf("create:%d", e.Seq))
 		case "delete-account", "group-close":
@@ -244,6 +246,13 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 		for key, who := range candidates {
 			if who[owner] && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
 				add(e, claimStep{Key: key, What: "release", Who: owner, Maybe: unknown}, unknown)
+			}
+			// A deletion closes the groups its account is alone in:
+			// those it created may be.
+			for _, g := range made[owner] {
+				if e.Op == "delete-account" && who[g] && strings.HasPrefix(key, "group_names/") {
+					add(e, claimStep{Key: key, What: "release", Who: g, Maybe: true}, unknown)
+				}
 			}
 		}
 	}

@@ -192,9 +192,17 @@ func deletions(events []event) map[string]string {
 	return out
 }
 
-// closings is deletions for groups.
+// closings is deletions for groups. A group is "maybe" closed too when a
+// deletion of its creator may have applied: a deletion closes the groups
+// its account is alone in.
 func closings(events []event) map[string]string {
 	out := map[string]string{}
+	deleted := deletions(events)
+	for _, e := range events {
+		if e.Op == "group-create" && e.Result["id"] != "" && deleted[e.Args["by"]] != "" {
+			out[e.Result["id"]] = "maybe"
+		}
+	}
 	for _, e := range events {
 		if e.Op != "group-close" {
 			continue

@@ -241,3 +241,19 @@ func TestContentModelWithDeletedAccounts(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupOfADeletedCreatorMayBeClosed: a deletion closes the groups its
+// account is alone in, so their names may be taken again.
+func TestGroupOfADeletedCreatorMayBeClosed(t *testing.T) {
+	t.Parallel()
+	horizon := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	create := at(2, 3, "group-create", 201, map[string]string{"name": "g1", "by": "U1"}, map[string]string{"id": "G1"})
+	events := numbered(signupOf(0, 1, 201, "ann", "a@x", "U1"), create, deletionOf(4, 5, 204, "U1"), groupCreateOf(6, 7, 201, "g1", "G2"))
+	ops, known := claimHistory(events, horizon, map[string]string{"group_names/g1": "G2"})
+	if !porcupine.CheckOperations(claimModel(known), ops) {
+		t.Error("the name of a group its creator's deletion closed cannot be taken again")
+	}
+	if got := closings(events)["G1"]; got != "maybe" {
+		t.Errorf("closings says %q of the deleted creator's group, want maybe", got)
+	}
+}

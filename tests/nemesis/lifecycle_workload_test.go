@@ -45,6 +45,7 @@ func (w *workload) deleteAccount(worker, api int) {
 	}
 	w.mu.Lock()
 	own, username, email := a.token, a.username, a.email
+	a.deleting = true
 	w.mu.Unlock()
 	del := func(token, by string, worker int) func() {
 		return func() {
@@ -140,15 +141,21 @@ func (w *workload) reset(worker, api int) {
 		return
 	}
 	w.mu.Lock()
-	email, username, old, own := a.email, a.username, a.passwords[len(a.passwords)-1], a.token
+	email, username, old, own, deleting := a.email, a.username, a.passwords[len(a.passwords)-1], a.token, a.deleting
 	w.mu.Unlock()
+	if deleting {
+		return
+	}
 	status, _ := w.c.call(worker, api, "reset-request", http.MethodPost, "/v1/password-resets", "",
 		map[string]string{"email": email}, map[string]string{"user": a.id, "email": email})
 	if status != http.StatusAccepted {
 		return
 	}
 	token, ok := w.mail.take(email, 10*time.Second)
-	if !ok {
+	w.mu.Lock()
+	deleting = a.deleting
+	w.mu.Unlock()
+	if !ok || deleting {
 		return
 	}
 	confirm := func(pw string, worker int) func() {

@@ -20,6 +20,10 @@ type account struct {
 	passwords []string // every password it may have now
 	token     string
 	deleted   bool // a deletion of it answered 204
+	// deleting: a deletion of it was sent. No reset is asked for it from
+	// then on: once deleted, its email may be another account's, and
+	// the link would reset that one.
+	deleting bool
 }
 
 // item is a content item the workload created.
