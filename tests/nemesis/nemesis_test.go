@@ -99,8 +99,9 @@ func TestNemesis(t *testing.T) {
 	w := &workload{c: cl, mail: newMailbox(apis[0].logPath(), apis[1].logPath())}
 	w.admin = setupAdmin(t, cl, apis[0])
 	for i := 0; i < 4; i++ {
+		name := fmt.Sprintf("crowd%d-%d", time.Now().Unix()%100000, i)
 		status, body := cl.call(0, 0, "group-create", http.MethodPost, "/v1/groups", w.admin,
-			map[string]any{"name": fmt.Sprintf("crowd%d-%d", time.Now().Unix()%100000, i), "maxMembers": 3}, nil)
+			map[string]any{"name": name, "maxMembers": 3}, map[string]string{"name": name, "by": "admin"})
 		if status != http.StatusCreated {
 			t.Fatalf("group: %d %v", status, body)
 		}
