@@ -119,7 +119,9 @@ func (p *apiProc) start(ctx context.Context) error {
 	p.cmd = cmd
 	p.mu.Unlock()
 	go func() { _ = cmd.Wait(); logf.Close() }()
-	deadline := time.Now().Add(3 * time.Minute)
+	// The first start migrates the keyspace on three nodes: minutes on a
+	// busy two-core machine.
+	deadline := time.Now().Add(6 * time.Minute)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(p.base() + "/readyz"); err == nil {
 			resp.Body.Close()
@@ -133,7 +135,7 @@ func (p *apiProc) start(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("api %d not ready after three minutes", p.idx)
+	return fmt.Errorf("api %d not ready after six minutes", p.idx)
 }
 
 // logPath is the process's log, kept across restarts.
