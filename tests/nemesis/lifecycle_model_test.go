@@ -58,7 +58,7 @@ func checkResetTokens(events []event) verdict {
 // still opened a session from before the reset. A password change keeps
 // its caller's own session.
 func checkSessionsAfterReset(events []event) verdict {
-	v := verdict{name: "U8 no session older than a reset works after it"}
+	v := verdict{name: "U8 no older session works after a reset"}
 	logins := map[string][]event{} // account -> its logins that opened a session
 	uses := map[string][]event{}   // session -> the requests that used it, answered
 	for _, e := range events {
