@@ -177,19 +177,7 @@ func sortedKeys(m map[string]string) []string {
 // deletions says, per account, whether a deletion of it answered 2xx
 // ("yes") or may have applied ("maybe": no answer or a 503).
 func deletions(events []event) map[string]string {
-	out := map[string]string{}
-	for _, e := range events {
-		if e.Op != "delete-account" {
-			continue
-		}
-		switch id := e.Args["user"]; {
-		case e.ok():
-			out[id] = "yes"
-		case e.indeterminate() && out[id] == "":
-			out[id] = "maybe"
-		}
-	}
-	return out
+	return outcomes(events, "delete-account", "user", map[string]string{})
 }
 
 // closings is deletions for groups. A group is "maybe" closed too when a
@@ -203,11 +191,17 @@ func closings(events []event) map[string]string {
 			out[e.Result["id"]] = "maybe"
 		}
 	}
+	return outcomes(events, "group-close", "group", out)
+}
+
+// outcomes adds to out, for the target (Args[arg]) of every op, "yes" when
+// one answered 2xx and "maybe" when one may have applied.
+func outcomes(events []event, op, arg string, out map[string]string) map[string]string {
 	for _, e := range events {
-		if e.Op != "group-close" {
+		if e.Op != op {
 			continue
 		}
-		switch id := e.Args["group"]; {
+		switch id := e.Args[arg]; {
 		case e.ok():
 			out[id] = "yes"
 		case e.indeterminate() && out[id] == "":
