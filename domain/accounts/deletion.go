@@ -206,7 +206,9 @@ func (a *Service) beginDeletion(ctx context.Context, id, by string) (domain.User
 		next.Version, next.UpdatedAt = u.Version+1, now
 		entry := entryOf(next, u)
 		if err := a.del.Index.Begin(ctx, entry); err != nil {
-			return false, err
+			// This attempt sends no compare-and-set: its entry, if the
+			// write landed, is ended now (else the repair's).
+			return false, errors.Join(err, a.del.Index.End(ctx, entry))
 		}
 		if err := a.deletionStep("entry"); err != nil {
 			return false, err

@@ -191,7 +191,9 @@ func (g *Service) beginClosing(ctx context.Context, p domain.Principal, id strin
 		next.Version, next.UpdatedAt = gr.Version+1, at
 		entry := entryOfClosing(next)
 		if err := g.closing.Index.Begin(ctx, entry); err != nil {
-			return false, err
+			// This attempt sends no compare-and-set: its entry, if the
+			// write landed, is ended now (else the repair's).
+			return false, errors.Join(err, g.closing.Index.End(ctx, entry))
 		}
 		if err := g.hook("close", "entry"); err != nil {
 			return false, err
