@@ -93,8 +93,8 @@ func TestDeletionAttemptsAreTheirOwn(t *testing.T) {
 
 // TestDeletionEntriesBefore014AreCarriedOver: a row of account_deletions
 // (a deletion begun before migration 014, whose account row has no tag) is
-// listed under the tag ” and moved to the new index, so the finish of
-// that deletion (which ends the entry the row records, tag ”) ends it. A
+// listed under the empty tag and moved to the new index, so the finish of
+// that deletion (which ends the entry the row records, the empty tag) ends it. A
 // write of the old row landing after that is carried over again, and
 // stays ended.
 func TestDeletionEntriesBefore014AreCarriedOver(t *testing.T) {
@@ -145,7 +145,7 @@ func TestDeletionEntriesBefore014AreCarriedOver(t *testing.T) {
 
 // TestClosingAttemptsAreTheirOwn: as TestDeletionAttemptsAreTheirOwn, for
 // two managers closing one group in the same millisecond; and a row of
-// group_closings (before 014) is carried over under the tag ”.
+// group_closings (before 014) is carried over under the empty tag.
 func TestClosingAttemptsAreTheirOwn(t *testing.T) {
 	t.Parallel()
 	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")

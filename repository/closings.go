@@ -50,7 +50,7 @@ type closingRow struct {
 func (r *closingRow) columns() []any { return []any{&r.GroupID, &r.Attempt, &r.StartedAt, &r.ClosedBy} }
 
 // legacyClosingRow is a row of group_closings (before 014): the entry of a
-// closing begun without a tag, which its group row records as ”.
+// closing begun without a tag, which its group row records as empty.
 type legacyClosingRow struct {
 	GroupID   string    `db:"group_id"`
 	StartedAt time.Time `db:"started_at"`
@@ -95,7 +95,7 @@ func (s *Closings) InProgress(ctx context.Context, fn func(groups.ClosingEntry) 
 }
 
 // carryOver moves the day's rows of group_closings (before 014) into
-// group_closing_attempts under the tag ”, as Deletions.carryOver does.
+// group_closing_attempts under the empty tag, as Deletions.carryOver does.
 func (s *Closings) carryOver(ctx context.Context, day string) error {
 	rows, err := selectRows[legacyClosingRow](s.db.query(ctx, 0, legacyClosingDayCQL, day))
 	if err != nil {

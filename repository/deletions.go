@@ -60,7 +60,7 @@ func (r deletionRow) toDomain() accounts.DeletionEntry {
 }
 
 // legacyDeletionRow is a row of account_deletions (before 014): the entry
-// of a deletion begun without a tag, which its account row records as ”.
+// of a deletion begun without a tag, which its account row records as empty.
 type legacyDeletionRow struct {
 	UserID      string    `db:"user_id"`
 	StartedAt   time.Time `db:"started_at"`
@@ -124,7 +124,7 @@ func (s *Deletions) InProgress(ctx context.Context, fn func(accounts.DeletionEnt
 }
 
 // carryOver moves the day's rows of account_deletions (before 014) into
-// account_deletion_attempts under the tag ” (what an account row without
+// account_deletion_attempts under the empty tag (what an account row without
 // a tag records): the new row written at the old one's timestamp, so an
 // end of that entry already written shadows it, then the old row deleted
 // one microsecond after its own write, so only the version read goes. A
