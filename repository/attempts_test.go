@@ -13,13 +13,13 @@ import (
 	"shelf/repository"
 )
 
-// deletionsOf lists the index's entries of one account (the package
-// keyspace is shared with other tests).
-func deletionsOf(t *testing.T, s *repository.Deletions, userID string) []accounts.DeletionEntry {
+// entriesOf lists the entries an index's InProgress reads that keep
+// picks (the package keyspace is shared with other tests).
+func entriesOf[E any](t *testing.T, inProgress func(context.Context, func(E) error) error, keep func(E) bool) []E {
 	t.Helper()
-	var out []accounts.DeletionEntry
-	if err := s.InProgress(context.Background(), func(e accounts.DeletionEntry) error {
-		if e.UserID == userID {
+	var out []E
+	if err := inProgress(context.Background(), func(e E) error {
+		if keep(e) {
 			out = append(out, e)
 		}
 		return nil
@@ -29,18 +29,16 @@ func deletionsOf(t *testing.T, s *repository.Deletions, userID string) []account
 	return out
 }
 
+// deletionsOf lists the index's entries of one account.
+func deletionsOf(t *testing.T, s *repository.Deletions, userID string) []accounts.DeletionEntry {
+	t.Helper()
+	return entriesOf(t, s.InProgress, func(e accounts.DeletionEntry) bool { return e.UserID == userID })
+}
+
+// closingsOf lists the index's entries of one group.
 func closingsOf(t *testing.T, s *repository.Closings, groupID string) []groups.ClosingEntry {
 	t.Helper()
-	var out []groups.ClosingEntry
-	if err := s.InProgress(context.Background(), func(e groups.ClosingEntry) error {
-		if e.GroupID == groupID {
-			out = append(out, e)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return entriesOf(t, s.InProgress, func(e groups.ClosingEntry) bool { return e.GroupID == groupID })
 }
 
 // TestDeletionAttemptsAreTheirOwn: two attempts of one account's deletion
