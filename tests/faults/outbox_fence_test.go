@@ -30,6 +30,22 @@ func holdFirst(st *memstore.Store, stmt string, fault memstore.Fault) {
 	}
 }
 
+// heldAcrossTheWorker runs action with its first call named stmt held
+// back, so that it answers 503; then, past the grace, the outbox worker
+// while the call is still held; then the call lands.
+func heldAcrossTheWorker(t *testing.T, l *libWorld, stmt string, action func() error) {
+	t.Helper()
+	holdFirst(l.store, stmt, memstore.LandLate)
+	if err := action(); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("an action whose %s is held answered %v, want 503", stmt, err)
+	}
+	l.store.FaultAt = nil
+	if err := l.drain(); err != nil {
+		t.Fatalf("the worker while %s is held: %v", stmt, err)
+	}
+	l.store.Land()
+}
+
 // TestAHeldDeleteLandingAfterTheWorkerLeavesNoGhost is schedule A: the
 // owner's delete has its compare-and-set held back and answers 503; past
 // the grace the worker runs while it is still held; then it lands; the
@@ -40,17 +56,9 @@ func holdFirst(st *memstore.Store, stmt string, fault memstore.Fault) {
 func TestAHeldDeleteLandingAfterTheWorkerLeavesNoGhost(t *testing.T) {
 	t.Parallel()
 	l := newLibWorld(t)
-	ctx := context.Background()
-	holdFirst(l.store, "content.update", memstore.LandLate)
-	if err := l.lib.Delete(ctx, as(l.owner), l.item); !errors.Is(err, domain.ErrUnavailable) {
-		t.Fatalf("a delete whose compare-and-set is held answered %v, want 503", err)
-	}
-	l.store.FaultAt = nil
-	if err := l.drain(); err != nil {
-		t.Fatalf("the worker while the delete is held: %v", err)
-	}
-	l.store.Land()
-	if err := l.lib.Delete(ctx, as(l.owner), l.item); err != nil {
+	del := func() error { return l.lib.Delete(context.Background(), as(l.owner), l.item) }
+	heldAcrossTheWorker(t, l, "content.update", del)
+	if err := del(); err != nil {
 		t.Errorf("the client's retry answered %v, want success (the held attempt was fenced)", err)
 	}
 	if err := l.drain(); err != nil {
@@ -71,15 +79,7 @@ func TestAHeldDeleteLandingAfterTheWorkerLeavesNoGhost(t *testing.T) {
 func TestAHeldUpdateToPrivateLandingAfterTheWorkerLeaksNothing(t *testing.T) {
 	t.Parallel()
 	l := newLibWorld(t)
-	holdFirst(l.store, "content.update", memstore.LandLate)
-	if err := l.update("hidden", string(library.VisibilityPrivate)); !errors.Is(err, domain.ErrUnavailable) {
-		t.Fatalf("an update whose compare-and-set is held answered %v, want 503", err)
-	}
-	l.store.FaultAt = nil
-	if err := l.drain(); err != nil {
-		t.Fatalf("the worker while the update is held: %v", err)
-	}
-	l.store.Land()
+	heldAcrossTheWorker(t, l, "content.update", func() error { return l.update("hidden", string(library.VisibilityPrivate)) })
 	if err := l.drain(); err != nil {
 		t.Fatalf("the worker after the landing: %v", err)
 	}
@@ -94,16 +94,11 @@ func TestAHeldUpdateToPrivateLandingAfterTheWorkerLeaksNothing(t *testing.T) {
 func TestAHeldCreationLandingAfterTheWorkerIsWholeOrNothing(t *testing.T) {
 	t.Parallel()
 	l := newLibWorld(t)
-	holdFirst(l.store, "content.create", memstore.LandLate)
 	name, private := "new", string(library.VisibilityPrivate)
-	if _, err := l.lib.Create(context.Background(), as(l.other), library.Input{Name: &name, Visibility: &private}); !errors.Is(err, domain.ErrUnavailable) {
-		t.Fatalf("a creation whose insert is held answered %v, want 503", err)
-	}
-	l.store.FaultAt = nil
-	if err := l.drain(); err != nil {
-		t.Fatalf("the worker while the insert is held: %v", err)
-	}
-	l.store.Land()
+	heldAcrossTheWorker(t, l, "content.create", func() error {
+		_, err := l.lib.Create(context.Background(), as(l.other), library.Input{Name: &name, Visibility: &private})
+		return err
+	})
 	if err := l.drain(); err != nil {
 		t.Fatalf("the worker after the landing: %v", err)
 	}
