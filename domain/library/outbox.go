@@ -99,7 +99,11 @@ func (s *Service) complete(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	return s.fanout(ctx, c, nil)
+	if err := s.fanout(ctx, c, nil); err != nil {
+		return err
+	}
+	_, err = s.leaveForDepartedCreator(ctx, c)
+	return err
 }
 
 // OutboxBacklog reports how many fan-outs are unfinished and how old the
