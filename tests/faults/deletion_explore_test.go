@@ -180,6 +180,8 @@ type delCompetitor struct {
 	// during also runs after every step of the deletion, faulted or not.
 	during bool
 	run    func(d *delWorld) error
+	// before runs before the deletion begins, its calls not counted.
+	before func(d *delWorld) error
 }
 
 var delCompetitors = []delCompetitor{
@@ -200,6 +202,48 @@ var delCompetitors = []delCompetitor{
 		}
 		return nil
 	}},
+	// A share of friend's item with the user and an add of the user to
+	// friend's group, both decided while the account is visible, their
+	// compare-and-sets held back: they land after the faulted deletion, or
+	// after its finish (gap 18). Whoever carries them out takes them back.
+	{name: "held-share-add", before: func(d *delWorld) error {
+		return d.shareAndAdd(memstore.LandLate, "content.update", "groups.update")
+	}},
+	// The same share and add answered, with their library and reverse
+	// index writes failed: the deletion cannot find them in the indexes
+	// it reads.
+	{name: "failed-share-add", before: func(d *delWorld) error {
+		return d.shareAndAdd(memstore.FailBefore, "library_index.put", "groups_by_member.insert")
+	}},
+}
+
+// shareAndAdd shares a new item of friend's with doomed (as a manager)
+// and adds doomed to a new group of friend's (as a manager), the share's
+// store call shareCall and the add's addCall taking fault.
+func (d *delWorld) shareAndAdd(fault memstore.Fault, shareCall, addCall string) error {
+	ctx := context.Background()
+	name, vis := "raced", string(library.VisibilityLoggedIn)
+	c, err := d.lib.Create(ctx, as(d.friend), library.Input{Name: &name, Visibility: &vis})
+	if err != nil {
+		return err
+	}
+	gr, err := d.grp.CreateGroup(ctx, as(d.friend), groups.CreateInput{Name: "raced"})
+	if err != nil {
+		return err
+	}
+	d.groupIDs = append(d.groupIDs, gr)
+	faultNamed(d.store, shareCall, fault)
+	_, err = d.lib.Share(ctx, as(d.friend), c.ID, d.doomed.ID, library.RoleManager)
+	if err != nil && !expected(err) {
+		return err
+	}
+	faultNamed(d.store, addCall, fault)
+	_, _, err = d.grp.SetMember(ctx, as(d.friend), gr.ID, d.doomed.ID, groups.RoleManager)
+	recovered(d.store)
+	if err != nil && !expected(err) {
+		return err
+	}
+	return nil
 }
 
 // delFinisher finishes what the faulted deletion left.
@@ -267,12 +311,12 @@ type delVariant struct {
 
 // delVariants are explored with every fault: the races with the retry,
 // the repair alone and the stuck group with the repair too.
-var delVariants = []delVariant{{0, 0}, {1, 0}, {2, 0}, {0, 2}, {2, 2}}
+var delVariants = []delVariant{{0, 0}, {1, 0}, {2, 0}, {0, 2}, {2, 2}, {3, 0}, {4, 0}}
 
 // delLateVariants are explored with held writes only (nothing else is
 // held): they land after the retry finished, or after a repair that
 // judged the deletion's entry stale.
-var delLateVariants = []delVariant{{0, 1}, {1, 1}, {2, 1}, {0, 3}}
+var delLateVariants = []delVariant{{0, 1}, {1, 1}, {2, 1}, {0, 3}, {3, 1}, {3, 3}, {4, 1}}
 
 // TestExploreDeletion runs an account deletion (by the user, and by an
 // admin of a suspended user) with every fault at every store call, each
@@ -309,6 +353,11 @@ func TestExploreDeletion(t *testing.T) {
 
 func exploreDeletion(t *testing.T, name string, sc delScenario, k int, fault memstore.Fault, c delCompetitor, f delFinisher) {
 	d := newDelWorld(t, sc)
+	if c.before != nil {
+		if err := c.before(d); err != nil {
+			t.Fatalf("%s: before the deletion: %v", name, err)
+		}
+	}
 	// Call k of the deletion takes the fault; the calls of a competitor
 	// racing it between its steps are not counted (nor faulted), so k
 	// is the same call of the deletion with every competitor.
