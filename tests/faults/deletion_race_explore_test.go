@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"shelf/domain"
@@ -87,9 +88,10 @@ func exploreRace(t *testing.T, name string, op raceOp, k int, fault memstore.Fau
 	}
 	// Call k of the operation takes the fault; the deletion's calls
 	// (inside a slow one) take none.
-	racing, calls := false, 0
+	var racing atomic.Bool
+	calls := 0
 	d.store.FaultAt = func(int, string) memstore.Fault {
-		if racing {
+		if racing.Load() {
 			return memstore.None
 		}
 		calls++
@@ -99,8 +101,8 @@ func exploreRace(t *testing.T, name string, op raceOp, k int, fault memstore.Fau
 		return memstore.None
 	}
 	d.store.Meanwhile = func() {
-		racing = true
-		defer func() { racing = false }()
+		racing.Store(true)
+		defer racing.Store(false)
 		deleteNow()
 	}
 	err := op.run(d, item, group)
