@@ -86,6 +86,11 @@ func (u User) IsAdmin() bool { return slices.Contains(u.Roles, RoleAdmin) }
 // signup does not).
 func (u User) Visible() bool { return u.Status == StatusActive || u.Status == StatusSuspended }
 
+// Departed reports an account being deleted or deleted: it may hold no
+// membership, and one carried out for it after its deletion read its
+// memberships is taken back (docs/design.md#deletion).
+func (u User) Departed() bool { return u.Status == StatusDeleting || u.Status == StatusDeleted }
+
 // KeyOf returns the user's key of the given kind.
 func (u User) KeyOf(kind ClaimKind) string {
 	if kind == KindUsername {

@@ -204,7 +204,14 @@ func (g *Service) change(ctx context.Context, op, groupID string, decide func(ct
 		if err := g.hook(op, "cas"); err != nil {
 			return false, err
 		}
-		_, err = g.finish(ctx, op, *next)
+		_, departed, err := g.finishChange(ctx, op, *next)
+		if departed {
+			// The target's account is being deleted: its deletion may have
+			// read the user's groups before this add wrote them, so the
+			// add was taken back, and it answers as an add of an unknown
+			// user.
+			return true, errors.Join(err, domain.ErrUserNotFound)
+		}
 		return true, err
 	})
 }
@@ -217,19 +224,33 @@ func (g *Service) change(ctx context.Context, op, groupID string, decide func(ct
 // a newer change. It reports whether this call cleared the change (false:
 // someone else had, after writing the same rows).
 func (g *Service) finish(ctx context.Context, op string, gr Group) (bool, error) {
+	cleared, _, err := g.finishChange(ctx, op, gr)
+	return cleared, err
+}
+
+// finishChange is finish, and reports an add or role change of an account
+// being deleted, which is taken back instead of cleared (takeBack).
+func (g *Service) finishChange(ctx context.Context, op string, gr Group) (cleared, departed bool, err error) {
 	if gr.Pending == nil {
-		return false, nil
+		return false, false, nil
 	}
 	if err := g.members.Apply(ctx, gr.ID, *gr.Pending, gr.Version); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if err := g.hook(op, "apply"); err != nil {
-		return false, err
+		return false, false, err
+	}
+	if departed, err := g.grantedToDeparted(ctx, gr); departed || err != nil {
+		if err == nil {
+			err = g.takeBack(ctx, op, gr)
+		}
+		return false, departed, err
 	}
 	next := gr
 	next.Pending = nil
 	next.Version, next.UpdatedAt = gr.Version+1, g.now()
-	return g.groups.Update(ctx, next)
+	cleared, err = g.groups.Update(ctx, next)
+	return cleared, false, err
 }
 
 // role reads a member's role, "" when the user is not a member.

@@ -62,7 +62,15 @@ func (s *Service) Create(ctx context.Context, p domain.Principal, in Input) (Con
 	if err := s.library.Apply(ctx, entryOf(c, p.UserID, RoleManager), nil); err != nil {
 		return c, nil
 	}
-	_ = s.outbox.Done(ctx, c.ID, marker)
+	// The creator's account again, now that the item is in its library: a
+	// deletion that began meanwhile may have read that library before.
+	left, err := s.leaveForDepartedCreator(ctx, c)
+	if err == nil {
+		_ = s.outbox.Done(ctx, c.ID, marker) // else it stays: the worker checks again (see complete)
+	}
+	if left {
+		return Content{}, domain.ErrNoSession // the caller's account is gone
+	}
 	return c, nil
 }
 
@@ -151,7 +159,12 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 	if !ch.changed {
 		return false, nil
 	}
-	s.carryOut(ctx, ch)
+	if s.carryOut(ctx, ch) {
+		// The account is being deleted: its deletion may have read the
+		// account's library before this share wrote it, so the share was
+		// taken back, and it answers as a share to an unknown user.
+		return false, errPrincipalNotFound
+	}
 	if domain.ValidID(principalID, domain.GroupIDPrefix) {
 		// The group again, now that the share is recorded (and its library
 		// written): a closing that began meanwhile may have swept the
@@ -254,13 +267,16 @@ func (s *Service) unshare(ctx context.Context, id, principalID string) error {
 // carryOut finishes the share or unshare a change recorded and clears the
 // change's outbox mark. If that fails, the change still stands (it is
 // recorded, and access follows the record at once); whoever changes the
-// item next, or the outbox worker, finishes it.
-func (s *Service) carryOut(ctx context.Context, ch changed) {
-	if err := s.finish(ctx, ch.next); err != nil {
+// item next, or the outbox worker, finishes it. takenBack: a share to an
+// account being deleted, taken back (or left to be).
+func (s *Service) carryOut(ctx context.Context, ch changed) (takenBack bool) {
+	takenBack, err := s.finishPending(ctx, ch.next)
+	if err != nil {
 		s.log.Warn(ctx, "membership change recorded but not finished; the outbox worker will finish it", "content", ch.next.ID, "error", err.Error())
-		return
+		return takenBack
 	}
 	_ = s.outbox.Done(ctx, ch.next.ID, ch.marker)
+	return takenBack
 }
 
 // mayUnshare answers whether the caller may take principalID off the item:
@@ -431,8 +447,15 @@ func live(c Content, err error) error {
 // change (an unshare's removal at v+1 shadows a fan-out of v; a re-share
 // at v+2 shadows the removal).
 func (s *Service) finish(ctx context.Context, c Content) error {
+	_, err := s.finishPending(ctx, c)
+	return err
+}
+
+// finishPending is finish, and reports a share taken back because its
+// principal is an account being deleted (see takeBack).
+func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool, err error) {
 	if c.Pending == nil {
-		return nil
+		return false, nil
 	}
 	pc := *c.Pending
 	var errs [2]error
@@ -452,8 +475,15 @@ func (s *Service) finish(ctx context.Context, c Content) error {
 		}
 	})
 	if err := errors.Join(errs[:]...); err != nil {
-		return err
+		return false, err
 	}
-	_, err := s.content.ClearPending(ctx, c)
-	return err
+	departed, err := s.sharedWithDeparted(ctx, pc)
+	switch {
+	case err != nil:
+		return false, err
+	case departed:
+		return true, s.takeBack(ctx, c)
+	}
+	_, err = s.content.ClearPending(ctx, c)
+	return false, err
 }

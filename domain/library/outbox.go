@@ -86,7 +86,11 @@ func (s *Service) complete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return s.fanout(ctx, c, nil)
+	if err := s.fanout(ctx, c, nil); err != nil {
+		return err
+	}
+	_, err = s.leaveForDepartedCreator(ctx, c)
+	return err
 }
 
 // fence makes sure no attempt of a change behind the item's marks can

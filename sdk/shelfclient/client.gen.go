@@ -1147,7 +1147,10 @@ type ClientInterface interface {
 	// role changed (or stayed). The item enters the principal's library.
 	// The share is recorded in the item before it is carried out: from
 	// the answer on, the principal may open the item; if writing its
-	// library failed, the outbox worker finishes it within seconds.
+	// library failed, the outbox worker finishes it within seconds. A
+	// user whose account is being deleted is 404, also when its
+	// deletion began while the share was carried out (the share is then
+	// taken back).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1160,7 +1163,10 @@ type ClientInterface interface {
 	// role changed (or stayed). The item enters the principal's library.
 	// The share is recorded in the item before it is carried out: from
 	// the answer on, the principal may open the item; if writing its
-	// library failed, the outbox worker finishes it within seconds.
+	// library failed, the outbox worker finishes it within seconds. A
+	// user whose account is being deleted is 404, also when its
+	// deletion began while the share was carried out (the share is then
+	// taken back).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1420,16 +1426,17 @@ type ClientInterface interface {
 	// Who may call: the group's managers. Without a session 401; a
 	// session of anyone else 403.
 	//
-	// Rules: a new member must be an existing account, and the group must
-	// have room: `memberCount` below `maxMembers` (409 `group_full`). A
+	// Rules: a new member must be an existing account (404 otherwise,
+	// also when its deletion began while the add was carried out: the
+	// add is then taken back), and the group must have room: `memberCount` below `maxMembers` (409 `group_full`). A
 	// group keeps at least one manager, so its only manager cannot become
 	// a plain member (409 `last_manager`).
 	//
 	// Cost: the group, the caller's and the user's membership and the
 	// user's account are read, the change is recorded in the group by a
 	// compare-and-set (which checks the count and the managers), the two
-	// member tables are written, and the change is marked done by a second
-	// compare-and-set. Concurrent changes of the same group take turns; a
+	// member tables are written, the user's account is read again, and
+	// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
 	// change that keeps losing its turn is answered 409
 	// `concurrent_change`.
 	//
@@ -1447,16 +1454,17 @@ type ClientInterface interface {
 	// Who may call: the group's managers. Without a session 401; a
 	// session of anyone else 403.
 	//
-	// Rules: a new member must be an existing account, and the group must
-	// have room: `memberCount` below `maxMembers` (409 `group_full`). A
+	// Rules: a new member must be an existing account (404 otherwise,
+	// also when its deletion began while the add was carried out: the
+	// add is then taken back), and the group must have room: `memberCount` below `maxMembers` (409 `group_full`). A
 	// group keeps at least one manager, so its only manager cannot become
 	// a plain member (409 `last_manager`).
 	//
 	// Cost: the group, the caller's and the user's membership and the
 	// user's account are read, the change is recorded in the group by a
 	// compare-and-set (which checks the count and the managers), the two
-	// member tables are written, and the change is marked done by a second
-	// compare-and-set. Concurrent changes of the same group take turns; a
+	// member tables are written, the user's account is read again, and
+	// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
 	// change that keeps losing its turn is answered 409
 	// `concurrent_change`.
 	//
@@ -2350,7 +2358,10 @@ func (c *Client) UnshareContent(ctx context.Context, id ContentId, principalId P
 // role changed (or stayed). The item enters the principal's library.
 // The share is recorded in the item before it is carried out: from
 // the answer on, the principal may open the item; if writing its
-// library failed, the outbox worker finishes it within seconds.
+// library failed, the outbox worker finishes it within seconds. A
+// user whose account is being deleted is 404, also when its
+// deletion began while the share was carried out (the share is then
+// taken back).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2373,7 +2384,10 @@ func (c *Client) ShareContentWithBody(ctx context.Context, id ContentId, princip
 // role changed (or stayed). The item enters the principal's library.
 // The share is recorded in the item before it is carried out: from
 // the answer on, the principal may open the item; if writing its
-// library failed, the outbox worker finishes it within seconds.
+// library failed, the outbox worker finishes it within seconds. A
+// user whose account is being deleted is 404, also when its
+// deletion began while the share was carried out (the share is then
+// taken back).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2763,16 +2777,17 @@ func (c *Client) RemoveGroupMember(ctx context.Context, id GroupId, userId Membe
 // Who may call: the group's managers. Without a session 401; a
 // session of anyone else 403.
 //
-// Rules: a new member must be an existing account, and the group must
-// have room: `memberCount` below `maxMembers` (409 `group_full`). A
+// Rules: a new member must be an existing account (404 otherwise,
+// also when its deletion began while the add was carried out: the
+// add is then taken back), and the group must have room: `memberCount` below `maxMembers` (409 `group_full`). A
 // group keeps at least one manager, so its only manager cannot become
 // a plain member (409 `last_manager`).
 //
 // Cost: the group, the caller's and the user's membership and the
 // user's account are read, the change is recorded in the group by a
 // compare-and-set (which checks the count and the managers), the two
-// member tables are written, and the change is marked done by a second
-// compare-and-set. Concurrent changes of the same group take turns; a
+// member tables are written, the user's account is read again, and
+// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
 // change that keeps losing its turn is answered 409
 // `concurrent_change`.
 //
@@ -2800,16 +2815,17 @@ func (c *Client) SetGroupMemberWithBody(ctx context.Context, id GroupId, userId 
 // Who may call: the group's managers. Without a session 401; a
 // session of anyone else 403.
 //
-// Rules: a new member must be an existing account, and the group must
-// have room: `memberCount` below `maxMembers` (409 `group_full`). A
+// Rules: a new member must be an existing account (404 otherwise,
+// also when its deletion began while the add was carried out: the
+// add is then taken back), and the group must have room: `memberCount` below `maxMembers` (409 `group_full`). A
 // group keeps at least one manager, so its only manager cannot become
 // a plain member (409 `last_manager`).
 //
 // Cost: the group, the caller's and the user's membership and the
 // user's account are read, the change is recorded in the group by a
 // compare-and-set (which checks the count and the managers), the two
-// member tables are written, and the change is marked done by a second
-// compare-and-set. Concurrent changes of the same group take turns; a
+// member tables are written, the user's account is read again, and
+// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
 // change that keeps losing its turn is answered 409
 // `concurrent_change`.
 //
@@ -5943,7 +5959,10 @@ type ClientWithResponsesInterface interface {
 	// role changed (or stayed). The item enters the principal's library.
 	// The share is recorded in the item before it is carried out: from
 	// the answer on, the principal may open the item; if writing its
-	// library failed, the outbox worker finishes it within seconds.
+	// library failed, the outbox worker finishes it within seconds. A
+	// user whose account is being deleted is 404, also when its
+	// deletion began while the share was carried out (the share is then
+	// taken back).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5956,7 +5975,10 @@ type ClientWithResponsesInterface interface {
 	// role changed (or stayed). The item enters the principal's library.
 	// The share is recorded in the item before it is carried out: from
 	// the answer on, the principal may open the item; if writing its
-	// library failed, the outbox worker finishes it within seconds.
+	// library failed, the outbox worker finishes it within seconds. A
+	// user whose account is being deleted is 404, also when its
+	// deletion began while the share was carried out (the share is then
+	// taken back).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6228,16 +6250,17 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the group's managers. Without a session 401; a
 	// session of anyone else 403.
 	//
-	// Rules: a new member must be an existing account, and the group must
-	// have room: `memberCount` below `maxMembers` (409 `group_full`). A
+	// Rules: a new member must be an existing account (404 otherwise,
+	// also when its deletion began while the add was carried out: the
+	// add is then taken back), and the group must have room: `memberCount` below `maxMembers` (409 `group_full`). A
 	// group keeps at least one manager, so its only manager cannot become
 	// a plain member (409 `last_manager`).
 	//
 	// Cost: the group, the caller's and the user's membership and the
 	// user's account are read, the change is recorded in the group by a
 	// compare-and-set (which checks the count and the managers), the two
-	// member tables are written, and the change is marked done by a second
-	// compare-and-set. Concurrent changes of the same group take turns; a
+	// member tables are written, the user's account is read again, and
+	// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
 	// change that keeps losing its turn is answered 409
 	// `concurrent_change`.
 	//
@@ -6255,16 +6278,17 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the group's managers. Without a session 401; a
 	// session of anyone else 403.
 	//
-	// Rules: a new member must be an existing account, and the group must
-	// have room: `memberCount` below `maxMembers` (409 `group_full`). A
+	// Rules: a new member must be an existing account (404 otherwise,
+	// also when its deletion began while the add was carried out: the
+	// add is then taken back), and the group must have room: `memberCount` below `maxMembers` (409 `group_full`). A
 	// group keeps at least one manager, so its only manager cannot become
 	// a plain member (409 `last_manager`).
 	//
 	// Cost: the group, the caller's and the user's membership and the
 	// user's account are read, the change is recorded in the group by a
 	// compare-and-set (which checks the count and the managers), the two
-	// member tables are written, and the change is marked done by a second
-	// compare-and-set. Concurrent changes of the same group take turns; a
+	// member tables are written, the user's account is read again, and
+	// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
 	// change that keeps losing its turn is answered 409
 	// `concurrent_change`.
 	//
@@ -12891,7 +12915,10 @@ func (c *ClientWithResponses) UnshareContentWithResponse(ctx context.Context, id
 // role changed (or stayed). The item enters the principal's library.
 // The share is recorded in the item before it is carried out: from
 // the answer on, the principal may open the item; if writing its
-// library failed, the outbox worker finishes it within seconds.
+// library failed, the outbox worker finishes it within seconds. A
+// user whose account is being deleted is 404, also when its
+// deletion began while the share was carried out (the share is then
+// taken back).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12910,7 +12937,10 @@ func (c *ClientWithResponses) ShareContentWithBodyWithResponse(ctx context.Conte
 // role changed (or stayed). The item enters the principal's library.
 // The share is recorded in the item before it is carried out: from
 // the answer on, the principal may open the item; if writing its
-// library failed, the outbox worker finishes it within seconds.
+// library failed, the outbox worker finishes it within seconds. A
+// user whose account is being deleted is 404, also when its
+// deletion began while the share was carried out (the share is then
+// taken back).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13260,16 +13290,17 @@ func (c *ClientWithResponses) RemoveGroupMemberWithResponse(ctx context.Context,
 // Who may call: the group's managers. Without a session 401; a
 // session of anyone else 403.
 //
-// Rules: a new member must be an existing account, and the group must
-// have room: `memberCount` below `maxMembers` (409 `group_full`). A
+// Rules: a new member must be an existing account (404 otherwise,
+// also when its deletion began while the add was carried out: the
+// add is then taken back), and the group must have room: `memberCount` below `maxMembers` (409 `group_full`). A
 // group keeps at least one manager, so its only manager cannot become
 // a plain member (409 `last_manager`).
 //
 // Cost: the group, the caller's and the user's membership and the
 // user's account are read, the change is recorded in the group by a
 // compare-and-set (which checks the count and the managers), the two
-// member tables are written, and the change is marked done by a second
-// compare-and-set. Concurrent changes of the same group take turns; a
+// member tables are written, the user's account is read again, and
+// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
 // change that keeps losing its turn is answered 409
 // `concurrent_change`.
 //
@@ -13293,16 +13324,17 @@ func (c *ClientWithResponses) SetGroupMemberWithBodyWithResponse(ctx context.Con
 // Who may call: the group's managers. Without a session 401; a
 // session of anyone else 403.
 //
-// Rules: a new member must be an existing account, and the group must
-// have room: `memberCount` below `maxMembers` (409 `group_full`). A
+// Rules: a new member must be an existing account (404 otherwise,
+// also when its deletion began while the add was carried out: the
+// add is then taken back), and the group must have room: `memberCount` below `maxMembers` (409 `group_full`). A
 // group keeps at least one manager, so its only manager cannot become
 // a plain member (409 `last_manager`).
 //
 // Cost: the group, the caller's and the user's membership and the
 // user's account are read, the change is recorded in the group by a
 // compare-and-set (which checks the count and the managers), the two
-// member tables are written, and the change is marked done by a second
-// compare-and-set. Concurrent changes of the same group take turns; a
+// member tables are written, the user's account is read again, and
+// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
 // change that keeps losing its turn is answered 409
 // `concurrent_change`.
 //

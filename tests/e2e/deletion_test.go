@@ -67,13 +67,7 @@ func (w *deletionWorld) check(t *testing.T) {
 		if r := w.friendAPI.Get("/v1/content/" + c.ID); r.StatusCode != http.StatusOK {
 			t.Errorf("the friend's item %s: %d %s", c.ID, r.StatusCode, r.Body)
 		}
-		for _, mb := range pageAll[struct {
-			PrincipalID string `json:"principalId"`
-		}](t, w.friendAPI, "/v1/content/"+c.ID+"/members", 100) {
-			if mb.PrincipalID == w.user.ID {
-				t.Errorf("the deleted user is still a member of %s", c.ID)
-			}
-		}
+		checkNotAMember(t, w.friendAPI, c.ID, w.user.ID)
 		checkCountsExact(t, m.db, c.ID)
 	}
 	for _, g := range []groupBody{w.comanaged, w.joined} {
@@ -86,6 +80,19 @@ func (w *deletionWorld) check(t *testing.T) {
 	heir := mustSignup(t, m.api, w.user.Username, w.user.Email)
 	if heir.ID == w.user.ID {
 		t.Fatal("a deleted id was given again")
+	}
+}
+
+// checkNotAMember asserts the item's member list, as a manager reads it,
+// does not list the user.
+func checkNotAMember(t *testing.T, api *testkit.API, contentID, userID string) {
+	t.Helper()
+	for _, mb := range pageAll[struct {
+		PrincipalID string `json:"principalId"`
+	}](t, api, "/v1/content/"+contentID+"/members", 100) {
+		if mb.PrincipalID == userID {
+			t.Errorf("the deleted user is still a member of %s", contentID)
+		}
 	}
 }
 
@@ -404,6 +411,53 @@ func TestLateWritesAfterADeletionChangeNothing(t *testing.T) {
 	mustDelete(t, w.userAPI, w.user.ID)
 	if err := m.app.DB.LandHeld(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+	w.check(t)
+}
+
+// TestMembershipsTheDeletionCannotSeeAreTakenBack: a share to the user
+// and an add of the user whose library and reverse index writes are held
+// back (so the deletion, reading those indexes, does not find them), the
+// user deleted, the held writes landing after; then the outbox worker
+// finishes the share and a member list the add. Both read the account
+// again and take the membership back: the deleted account stays in no
+// member list, no count and no library (docs/design.md#deletion). Before,
+// the worker and the member list finished both for the deleted account.
+func TestMembershipsTheDeletionCannotSeeAreTakenBack(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	w := newDeletionWorld(t, m)
+	item := createContent(t, w.friendAPI, name("unseen"), "loggedin")
+	group := createGroup(t, w.friendAPI, 0)
+	m.app.DB.SetFaults(func(stmt string, at repository.FaultPoint) error {
+		if at == repository.BeforeWrite && (stmt == "library_index.put" || stmt == "groups_by_member.insert") {
+			return repository.ErrHoldWrite
+		}
+		return nil
+	})
+	if r := w.friendAPI.Send(http.MethodPut, "/v1/content/"+item.ID+"/members/"+w.user.ID, map[string]string{"role": "manager"}); r.StatusCode != http.StatusCreated {
+		t.Fatalf("share whose library write is held: %d %s", r.StatusCode, r.Body)
+	}
+	if r := w.friendAPI.Send(http.MethodPut, "/v1/groups/"+group.ID+"/members/"+w.user.ID, map[string]string{"role": "manager"}); r.StatusCode != http.StatusServiceUnavailable && r.StatusCode != http.StatusCreated {
+		t.Fatalf("add whose reverse index write is held: %d %s", r.StatusCode, r.Body)
+	}
+	m.app.DB.SetFaults(nil)
+	mustDelete(t, w.userAPI, w.user.ID)
+	if err := m.app.DB.LandHeld(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if _, err := m.app.Contents.DrainOutbox(context.Background(), 0, 1000); err != nil {
+		t.Fatal(err)
+	}
+	members := listGroupMembers(t, w.friendAPI, group.ID, 100)
+	if len(members) != 1 || members[0].PrincipalID != w.friend.ID {
+		t.Errorf("group %s after the deletion: %+v", group.ID, members)
+	}
+	checkGroupAgrees(t, m.db, group.ID, []string{w.user.ID, w.friend.ID})
+	checkNotAMember(t, w.friendAPI, item.ID, w.user.ID)
+	checkCountsExact(t, m.db, item.ID)
+	if r := w.friendAPI.Send(http.MethodPut, "/v1/content/"+item.ID+"/members/"+w.user.ID, map[string]string{"role": "manager"}); r.StatusCode != http.StatusNotFound {
+		t.Errorf("a share to the deleted account: %d %s", r.StatusCode, r.Body)
 	}
 	w.check(t)
 }

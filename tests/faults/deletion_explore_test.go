@@ -186,6 +186,8 @@ type delCompetitor struct {
 	// first: a rival deletion of the same account begins first and the
 	// faulted one runs inside it (rivalFirst).
 	first bool
+	// before runs before the deletion begins, its calls not counted.
+	before func(d *delWorld) error
 }
 
 // rival is a second request deleting the same account: the admin's (a
@@ -254,6 +256,48 @@ var delCompetitors = []delCompetitor{
 		}
 		return nil
 	}},
+	// A share of friend's item with the user and an add of the user to
+	// friend's group, both decided while the account is visible, their
+	// compare-and-sets held back: they land after the faulted deletion, or
+	// after its finish (gap 18). Whoever carries them out takes them back.
+	{name: "held-share-add", before: func(d *delWorld) error {
+		return d.shareAndAdd(memstore.LandLate, "content.update", "groups.update")
+	}},
+	// The same share and add answered, with their library and reverse
+	// index writes failed: the deletion cannot find them in the indexes
+	// it reads.
+	{name: "failed-share-add", before: func(d *delWorld) error {
+		return d.shareAndAdd(memstore.FailBefore, "library_index.put", "groups_by_member.insert")
+	}},
+}
+
+// shareAndAdd shares a new item of friend's with doomed (as a manager)
+// and adds doomed to a new group of friend's (as a manager), the share's
+// store call shareCall and the add's addCall taking fault.
+func (d *delWorld) shareAndAdd(fault memstore.Fault, shareCall, addCall string) error {
+	ctx := context.Background()
+	name, vis := "raced", string(library.VisibilityLoggedIn)
+	c, err := d.lib.Create(ctx, as(d.friend), library.Input{Name: &name, Visibility: &vis})
+	if err != nil {
+		return err
+	}
+	gr, err := d.grp.CreateGroup(ctx, as(d.friend), groups.CreateInput{Name: "raced"})
+	if err != nil {
+		return err
+	}
+	d.groupIDs = append(d.groupIDs, gr)
+	faultNamed(d.store, shareCall, fault)
+	_, err = d.lib.Share(ctx, as(d.friend), c.ID, d.doomed.ID, library.RoleManager)
+	if err != nil && !expected(err) {
+		return err
+	}
+	faultNamed(d.store, addCall, fault)
+	_, _, err = d.grp.SetMember(ctx, as(d.friend), gr.ID, d.doomed.ID, groups.RoleManager)
+	recovered(d.store)
+	if err != nil && !expected(err) {
+		return err
+	}
+	return nil
 }
 
 // delFinisher finishes what the faulted deletion left.
@@ -321,13 +365,15 @@ type delVariant struct {
 
 // delVariants are explored with every fault: the races with the retry,
 // the repair alone and the stuck group with the repair too; two
-// deletions at once with the retry and the repair.
-var delVariants = []delVariant{{0, 0}, {1, 0}, {2, 0}, {0, 2}, {2, 2}, {3, 0}, {3, 2}, {4, 0}}
+// deletions at once with the retry and the repair; a share and an add the
+// deletion cannot see.
+var delVariants = []delVariant{{0, 0}, {1, 0}, {2, 0}, {0, 2}, {2, 2}, {3, 0}, {3, 2}, {4, 0}, {5, 0}, {6, 0}}
 
 // delLateVariants are explored with held writes only (nothing else is
 // held): they land after the retry finished, or after a repair that
-// judged the deletion's entry stale (alone, and with a rival).
-var delLateVariants = []delVariant{{0, 1}, {1, 1}, {2, 1}, {0, 3}, {3, 3}}
+// judged the deletion's entry stale (alone, with a rival, and with a held
+// share and add).
+var delLateVariants = []delVariant{{0, 1}, {1, 1}, {2, 1}, {0, 3}, {3, 3}, {5, 1}, {5, 3}, {6, 1}}
 
 // TestExploreDeletion runs an account deletion (by the user, and by an
 // admin of a suspended user) with every fault at every store call, each
@@ -344,26 +390,35 @@ func TestExploreDeletion(t *testing.T) {
 		}
 		return out
 	}
-	total := 0
+	// Each scenario on its own core: the schedules are independent worlds.
 	for _, sc := range delScenarios {
-		probe := newDelWorld(t, sc)
-		action := "delete-" + sc.name
-		calls := callsOf(t, probe.store, action, func() error { return probe.deleteAs(sc) })
-		for _, set := range []struct {
-			faults   []memstore.Fault
-			variants []delVariant
-		}{{memstore.Faults, delVariants}, {[]memstore.Fault{memstore.LandLate}, delLateVariants}} {
-			total += everyScheduleOf(t, action, calls, set.faults, names(set.variants), func(name string, k int, fault memstore.Fault, i int) {
-				v := set.variants[i]
-				exploreDeletion(t, name, sc, k, fault, delCompetitors[v.competitor], delFinishers[v.finisher])
-			})
-		}
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			probe := newDelWorld(t, sc)
+			action := "delete-" + sc.name
+			calls := callsOf(t, probe.store, action, func() error { return probe.deleteAs(sc) })
+			total := 0
+			for _, set := range []struct {
+				faults   []memstore.Fault
+				variants []delVariant
+			}{{memstore.Faults, delVariants}, {[]memstore.Fault{memstore.LandLate}, delLateVariants}} {
+				total += everyScheduleOf(t, action, calls, set.faults, names(set.variants), func(name string, k int, fault memstore.Fault, i int) {
+					v := set.variants[i]
+					exploreDeletion(t, name, sc, k, fault, delCompetitors[v.competitor], delFinishers[v.finisher])
+				})
+			}
+			t.Logf("%s: %d schedules in all", action, total)
+		})
 	}
-	t.Logf("%d schedules in all", total)
 }
 
 func exploreDeletion(t *testing.T, name string, sc delScenario, k int, fault memstore.Fault, c delCompetitor, f delFinisher) {
 	d := newDelWorld(t, sc)
+	if c.before != nil {
+		if err := c.before(d); err != nil {
+			t.Fatalf("%s: before the deletion: %v", name, err)
+		}
+	}
 	// Call k of the deletion takes the fault; the calls of a competitor
 	// racing it between its steps are not counted (nor faulted), so k
 	// is the same call of the deletion with every competitor.

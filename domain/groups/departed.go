@@ -1,0 +1,66 @@
+package groups
+
+import (
+	"context"
+	"errors"
+
+	"shelf/domain"
+)
+
+// Adds of accounts being deleted (docs/design.md#deletion, "Memberships
+// the deletion cannot see"). A deletion finds the user's groups through
+// the reverse index (groups_by_member), written after the group row
+// records the add. An add whose reverse index write failed, or whose
+// compare-and-set landed after the deletion read that index, is not there;
+// its change stays pending in the group row until both member rows are
+// written, and whoever finishes it (the add, its retry, the group's next
+// change or member list, the deletion's own reading of another group)
+// reads the account after writing them: if it is being deleted or
+// deleted, the membership is taken back instead of cleared. If the read
+// finds the account still visible, its deletion's compare-and-set comes
+// after the read, so its read of the reverse index, later still, finds
+// the rows written before.
+
+// grantedToDeparted reports a change pending in gr that gives a role (an
+// add, a role change) to an account being deleted or deleted, and can be
+// taken back: one that would leave the group without a manager cannot. An
+// add or a promotion is recorded by another manager, who still counts, so
+// only a group's creation (its creator its one manager) is such a change,
+// and it is not checked (a known gap: docs/design.md#known-gaps).
+func (g *Service) grantedToDeparted(ctx context.Context, gr Group) (bool, error) {
+	c := gr.Pending
+	if c.Role == "" || (c.Role == RoleManager && gr.ManagerCount <= 1) {
+		return false, nil
+	}
+	u, err := g.users.Get(ctx, gr.Pending.UserID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return true, nil
+	}
+	return err == nil && u.Departed(), err
+}
+
+// takeBack turns the change pending in gr (as read: at the version that
+// recorded it, its member rows written) into the user's removal, with the
+// counts it leads to, by the compare-and-set that would have cleared it:
+// exactly one of the two applies, and nothing is recorded before either
+// (every change finishes what is pending first). Then the removal is
+// finished like any change; a failure leaves it pending in the row for
+// the group's next change.
+func (g *Service) takeBack(ctx context.Context, op string, gr Group) error {
+	c := *gr.Pending
+	next := gr
+	next.Pending = &MemberChange{UserID: c.UserID}
+	next.MemberCount--
+	if c.Role == RoleManager {
+		next.ManagerCount--
+	}
+	next.Version, next.UpdatedAt = gr.Version+1, g.now()
+	applied, err := g.groups.Update(ctx, next)
+	if err != nil || !applied {
+		// Unknown: whoever reads the group next finishes it. Not applied:
+		// another finisher cleared or took it back first.
+		return err
+	}
+	_, err = g.finish(ctx, op, next)
+	return err
+}

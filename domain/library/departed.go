@@ -1,0 +1,117 @@
+package library
+
+import (
+	"context"
+	"errors"
+
+	"shelf/domain"
+)
+
+// Memberships of accounts being deleted (docs/design.md#deletion,
+// "Memberships the deletion cannot see"). A deletion finds the user's
+// items through the user's library index, written after the item's row
+// records the membership. A share whose library write failed, or whose
+// compare-and-set landed after the deletion read that index, and a
+// creation whose creator's library write failed, are not there. So
+// whoever carries such a membership out (the request, the next change,
+// the outbox worker) reads the account after writing the member row and
+// the library: if it is being deleted or deleted, the membership is taken
+// back, as the deletion would have. If the read finds the account still
+// visible, its deletion's compare-and-set comes after the read, so its read
+// of the index, later still, finds what was written before.
+
+// departed reports an account being deleted or deleted (or never made).
+func (s *Service) departed(ctx context.Context, userID string) (bool, error) {
+	u, err := s.users.Get(ctx, userID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return true, nil
+	}
+	return err == nil && u.Departed(), err
+}
+
+// sharedWithDeparted reports a share (not an unshare) to a user whose
+// account is being deleted or deleted.
+func (s *Service) sharedWithDeparted(ctx context.Context, pc MemberChange) (bool, error) {
+	if pc.Role == "" || !domain.ValidID(pc.PrincipalID, domain.UserIDPrefix) {
+		return false, nil
+	}
+	return s.departed(ctx, pc.PrincipalID)
+}
+
+// takeBack undoes the share pending in c (as read: at the version that
+// recorded it, its member row and library written) instead of clearing
+// it: one compare-and-set on that version turns it into the principal's
+// removal (with the counts it leads to), or, when the principal would be
+// the last manager, into the item's deletion. Exactly one of clearing and
+// taking back applies, and no later change is recorded before either (a
+// change finishes what is pending first). The removal is then carried out
+// (or the deletion fanned out) under a mark of its own, so a failure
+// leaves it to the outbox worker whoever called.
+func (s *Service) takeBack(ctx context.Context, c Content) error {
+	marker, err := s.outbox.Mark(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	pc := *c.Pending
+	next := c
+	next.Version, next.Pending = c.Version+1, nil
+	if pc.Role == RoleManager && c.Managers <= 1 {
+		next.Deleted = true
+	} else {
+		next.Members--
+		if pc.Role == RoleManager {
+			next.Managers--
+		}
+		next.Pending = &MemberChange{PrincipalID: pc.PrincipalID}
+	}
+	applied, err := s.content.Update(ctx, next)
+	switch {
+	case err != nil:
+		return err // unknown: the mark stays for the worker
+	case !applied:
+		// Moved past c: another finisher cleared or took it back, and
+		// finishes what it recorded.
+		return s.outbox.Done(ctx, c.ID, marker)
+	}
+	if next.Deleted {
+		err = s.fanout(ctx, next, &c)
+	} else {
+		err = s.finish(ctx, next)
+	}
+	if err != nil {
+		return err
+	}
+	return s.outbox.Done(ctx, c.ID, marker)
+}
+
+// leaveForDepartedCreator takes an item's creator off it once the
+// creator's account is being deleted, as the deletion would have (an
+// item the creator manages is deleted, else the creator leaves it): a
+// creation whose creator's library write failed is not in the index the
+// deletion reads. Called after the creator's member row and library were
+// written (by the creation, or by the outbox worker), so a deletion that
+// begins after the account read here finds the item in that index.
+func (s *Service) leaveForDepartedCreator(ctx context.Context, c Content) (left bool, err error) {
+	if c.Deleted {
+		return false, nil
+	}
+	departed, err := s.departed(ctx, c.CreatedBy)
+	if err != nil || !departed {
+		return false, err
+	}
+	m, err := s.memberOf(ctx, c.ID, c.CreatedBy)
+	switch {
+	case err != nil:
+		return true, err
+	case m == nil:
+		return true, nil
+	case m.Role == RoleManager:
+		err = s.deleteItem(ctx, c.ID)
+	default:
+		err = s.Drop(ctx, c.ID, c.CreatedBy)
+	}
+	if errors.Is(err, domain.ErrNotFound) {
+		err = nil // gone or left meanwhile
+	}
+	return true, err
+}

@@ -1,0 +1,131 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+	"shelf/internal/memstore"
+)
+
+// raceOp is a membership of the user being deleted, granted while the
+// deletion runs: a share to the user, an add of the user, a creation by
+// the user.
+type raceOp struct {
+	name string
+	run  func(d *delWorld, item, group string) error
+	// retry: the client asks again after the deletion (the creator
+	// cannot: its session is gone).
+	retry bool
+}
+
+var raceOps = []raceOp{
+	{name: "share", retry: true, run: func(d *delWorld, item, _ string) error {
+		_, err := d.lib.Share(context.Background(), as(d.friend), item, d.doomed.ID, library.RoleManager)
+		return err
+	}},
+	{name: "add", retry: true, run: func(d *delWorld, _, group string) error {
+		_, _, err := d.grp.SetMember(context.Background(), as(d.friend), group, d.doomed.ID, groups.RoleManager)
+		return err
+	}},
+	{name: "create", run: func(d *delWorld, _, _ string) error {
+		name, vis := "made", string(library.VisibilityPublic)
+		_, err := d.lib.Create(context.Background(), as(d.doomed), library.Input{Name: &name, Visibility: &vis})
+		return err
+	}},
+}
+
+// raceFinishes are when the operation's held writes land: before its
+// retry, or after it (and so after the deletion either way).
+var raceFinishes = []string{"delete-land-retry", "delete-retry-land"}
+
+// TestExploreMembershipsRacingADeletion runs a share to the user, an add
+// of the user and a creation by the user with every fault at every store
+// call, the user's deletion running after the fault (inside the call when
+// it is slow: the operation decided on a visible account and carries it
+// out once the deletion is done), the held writes landing before or after
+// the client's retry; then the outbox worker and the groups' next reader
+// run, and the deletion is checked as TestExploreDeletion checks it: the
+// deleted account is a member of nothing, its library is empty, its own
+// item deleted, every count exact.
+func TestExploreMembershipsRacingADeletion(t *testing.T) {
+	t.Parallel()
+	total := 0
+	for _, op := range raceOps {
+		probe, item, group := newRaceWorld(t)
+		calls := callsOf(t, probe.store, "race-"+op.name, func() error { return op.run(probe, item, group) })
+		total += everySchedule(t, "race-"+op.name, calls, raceFinishes, func(name string, k int, fault memstore.Fault, finish int) {
+			exploreRace(t, name, op, k, fault, finish == 1)
+		})
+	}
+	t.Logf("%d schedules in all", total)
+}
+
+// newRaceWorld is the deletion's world with an item and a group of
+// friend's, to share and add the user to.
+func newRaceWorld(t *testing.T) (*delWorld, string, string) {
+	t.Helper()
+	d := newDelWorld(t, delScenarios[0])
+	return d, newItemOf(t, d, "raced"), newGroupOf(t, d, "raced")
+}
+
+func exploreRace(t *testing.T, name string, op raceOp, k int, fault memstore.Fault, landAfterRetry bool) {
+	sc := delScenarios[0]
+	d, item, group := newRaceWorld(t)
+	deleted := false
+	deleteNow := func() {
+		if deleted {
+			return
+		}
+		deleted = true
+		if err := d.deleteAs(sc); err != nil {
+			t.Errorf("%s: the deletion answered %v", name, err)
+		}
+	}
+	// Call k of the operation takes the fault; the deletion's calls
+	// (inside a slow one) take none.
+	var racing atomic.Bool
+	calls := 0
+	d.store.FaultAt = func(int, string) memstore.Fault {
+		if racing.Load() {
+			return memstore.None
+		}
+		calls++
+		if calls-1 == k {
+			return fault
+		}
+		return memstore.None
+	}
+	d.store.Meanwhile = func() {
+		racing.Store(true)
+		defer racing.Store(false)
+		deleteNow()
+	}
+	err := op.run(d, item, group)
+	d.store.Meanwhile = nil
+	recovered(d.store)
+	if err != nil && !expected(err) && !gone(err) {
+		t.Errorf("%s: the %s answered %v", name, op.name, err)
+	}
+	deleteNow()
+	if !landAfterRetry {
+		d.store.Land()
+	}
+	if op.retry {
+		if err := op.run(d, item, group); err != nil && !gone(err) {
+			t.Errorf("%s: the %s's retry answered %v, want 404", name, op.name, err)
+		}
+	}
+	d.store.Land()
+	checkDeletion(t, name, d)
+}
+
+// gone reports the answers of an operation on a deleted account: 404 for
+// the target of a share or an add, 401 for the creator.
+func gone(err error) bool {
+	return errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrNoSession)
+}
