@@ -12,7 +12,7 @@ import (
 
 // TestPasswordEpochRoundTrips: an account's password epoch and the session
 // that set its password, and a session's epoch, are written and read back
-// by every statement that maps them (migration 014); rows from before it
+// by every statement that maps them (migration 015); rows from before it
 // (no such cells) read epoch 0 and no session, so accounts and their
 // sessions from before match until the password first changes.
 func TestPasswordEpochRoundTrips(t *testing.T) {
@@ -64,7 +64,7 @@ func TestPasswordEpochRoundTrips(t *testing.T) {
 		t.Fatalf("a session read with others: %+v, %v", many, err)
 	}
 
-	// Rows as a binary from before 014 wrote them.
+	// Rows as a binary from before 015 wrote them.
 	old, oldSession := key("u_before"), key("before-session")
 	for _, stmt := range []struct {
 		cql  string
