@@ -23,6 +23,9 @@ type Session struct {
 	// kept).
 	UserAgent string
 	ClientIP  string
+	// PasswordEpoch is the account's User.PasswordEpoch when the login
+	// checked its password (0 for sessions from before it was kept).
+	PasswordEpoch int
 }
 
 // ID is the session's public id: SessionIDPrefix and 128 bits of a hash of

@@ -62,6 +62,15 @@ type User struct {
 	// token mailed to it; zero while it is not (a change of email clears
 	// it).
 	EmailVerifiedAt time.Time
+	// PasswordEpoch counts the password's changes (a change, a reset):
+	// a session keeps the epoch its login checked the password at, and
+	// works only while it is the account's, or is PasswordSession. A
+	// rehash of the same password keeps it.
+	PasswordEpoch int
+	// PasswordSession is the token hash of the session whose request set
+	// the current password by a change (it proved the password it
+	// replaced, and goes on working); "" when a signup or a reset set it.
+	PasswordSession string
 }
 
 // Deletion is when an account's deletion began and who asked for it (the

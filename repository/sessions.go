@@ -33,16 +33,19 @@ type sessionRow struct {
 	// Written+1, so it shadows the session whatever the writer's clock.
 	Written  int64     `db:"written"`
 	LastSeen time.Time `db:"last_seen"`
+	// PasswordEpoch is the account's when the login checked the password
+	// (015; null, so 0, before).
+	PasswordEpoch int `db:"password_epoch"`
 }
 
 // columns are sessionSelectCQL's.
 func (r *sessionRow) columns() []any {
-	return []any{&r.TokenHash, &r.UserID, &r.CreatedAt, &r.ExpiresAt, &r.Written, &r.LastSeen}
+	return []any{&r.TokenHash, &r.UserID, &r.CreatedAt, &r.ExpiresAt, &r.Written, &r.LastSeen, &r.PasswordEpoch}
 }
 
 func (r sessionRow) toDomain() domain.Session {
 	return domain.Session{TokenHash: r.TokenHash, UserID: r.UserID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
-		Written: r.Written, LastSeen: r.LastSeen}
+		Written: r.Written, LastSeen: r.LastSeen, PasswordEpoch: r.PasswordEpoch}
 }
 
 // sessionDetailRow is a row of sessions as its owner's list reads it.
@@ -72,12 +75,12 @@ func (r *sessionIndexRow) columns() []any {
 }
 
 const (
-	sessionInsertCQL = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at, user_agent, client_ip) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionInsertCQL = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at, user_agent, client_ip, password_epoch) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
 	sessionIndexCQL  = `INSERT INTO sessions_by_user (user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	sessionSelectCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen FROM sessions WHERE token_hash = ?`
+	sessionSelectCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch FROM sessions WHERE token_hash = ?`
 	// sessionsSelectManyCQL reads the sessions of one page of a user's
 	// list at once (their partitions, by IN).
-	sessionsSelectManyCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, user_agent, client_ip FROM sessions WHERE token_hash IN ?`
+	sessionsSelectManyCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch, user_agent, client_ip FROM sessions WHERE token_hash IN ?`
 	// sessionTouchCQL records a sighting: last_seen alone, at the
 	// sighting's own timestamp, expiring with the session.
 	sessionTouchCQL      = `UPDATE sessions USING TIMESTAMP ? AND TTL ? SET last_seen = ? WHERE token_hash = ?`
@@ -111,7 +114,7 @@ func (s *Sessions) Create(ctx context.Context, sess domain.Session) error {
 		return err
 	}
 	return s.db.write(ctx, "sessions.insert", sessionInsertCQL, sess.TokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt,
-		orUnset(sess.UserAgent), orUnset(sess.ClientIP), ts, ttl)
+		orUnset(sess.UserAgent), orUnset(sess.ClientIP), sess.PasswordEpoch, ts, ttl)
 }
 
 // Get reads a session by token hash. A row without user_id is no session:

@@ -192,7 +192,10 @@ func (a *Service) updateAccount(ctx context.Context, id string, change func(u do
 }
 
 // ChangePassword sets a new password after checking the current one, and
-// revokes every other session of the user.
+// revokes every other session of the user. The compare-and-set moves the
+// password epoch on and names the caller's session as the one that set
+// it, so in the same write every other session stops working (a login in
+// flight included) and the caller's goes on.
 func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, current, next string) error {
 	if p.Anonymous() {
 		return domain.ErrNoSession
@@ -212,7 +215,7 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, cu
 			return u, false, ErrInvalidCredentials
 		}
 		hash, err := a.hasher.Hash(ctx, next)
-		u.PasswordHash = hash
+		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = hash, u.PasswordEpoch+1, p.Session.TokenHash
 		return u, true, err
 	})
 	switch {

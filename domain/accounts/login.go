@@ -65,9 +65,10 @@ type LoginResult struct {
 }
 
 // Login checks a username or email and a password and opens a session for
-// client. Cost: one claim read, one account read, one session write, and
-// always one password hash, so an unknown login takes as long as a wrong
-// password.
+// client, bound to the password epoch it checked. Cost: one claim read,
+// two account reads (before the session write and after it), one session
+// write, and always one password hash, so an unknown login takes as long
+// as a wrong password.
 func (a *Service) Login(ctx context.Context, login, password string, client Client) (LoginResult, error) {
 	u, err := a.findByLogin(ctx, login)
 	if errors.Is(err, domain.ErrNotFound) {
@@ -98,24 +99,29 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	token, hash := NewToken(u.ID)
 	now := a.now()
 	s := domain.Session{TokenHash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(a.cfg.SessionTTL),
-		UserAgent: domain.CleanText(client.UserAgent, UserAgentMax), ClientIP: client.IP}
+		UserAgent: domain.CleanText(client.UserAgent, UserAgentMax), ClientIP: client.IP, PasswordEpoch: u.PasswordEpoch}
 	if err := a.sessions.Create(ctx, s); err != nil {
 		return LoginResult{}, err
 	}
-	// A suspension may have landed while we logged in, after its revocation
-	// listed this user's sessions: read the account again. If it is not
-	// suspended now, any suspension still to come will find this session
-	// (written above) when it revokes.
+	// Check again at the end: a suspension, a deletion, a reset or a
+	// password change may have landed while we logged in, after its
+	// revocation listed this user's sessions: read the account again, now
+	// that the session is written. If it still stands, anything still to
+	// come finds this session when it revokes (and a new password's epoch
+	// stops it anyway: Authenticate).
 	again, err := a.users.Get(ctx, u.ID)
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if !again.Visible() {
+	switch {
+	case !again.Visible():
 		// Deleted meanwhile: its deletion may have ended the sessions
 		// before this one existed.
 		err = ErrInvalidCredentials
-	}
-	if err == nil {
+	case !passwordAdmits(again, s):
+		// The password checked above is not the account's any more.
+		err = ErrInvalidCredentials
+	default:
 		err = a.blocked(again)
 	}
 	if err != nil {
@@ -125,6 +131,17 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 		return LoginResult{}, err
 	}
 	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: again}, nil
+}
+
+// passwordAdmits reports whether session s may work under u's password:
+// its login checked the password u has now (the same epoch; a rehash
+// keeps it), or s is the session whose request set it by a change (that
+// request proved the password it replaced). A session opened with a
+// password changed or reset since never works again, whatever the
+// revocation missed: a login in flight, a session write landing late, a
+// revocation that failed.
+func passwordAdmits(u domain.User, s domain.Session) bool {
+	return s.PasswordEpoch == u.PasswordEpoch || (u.PasswordSession != "" && s.TokenHash == u.PasswordSession)
 }
 
 // blocked returns ErrSuspended while u's suspension is in force; one whose
@@ -137,7 +154,8 @@ func (a *Service) blocked(u domain.User) error {
 }
 
 // rehash stores a hash with the current parameters; a failure only means
-// the next login tries again.
+// the next login tries again. The password stays, and so does its epoch:
+// its sessions and reset links go on working.
 func (a *Service) rehash(ctx context.Context, u domain.User, password string) {
 	hash, err := a.hasher.Hash(ctx, password)
 	if err != nil {
@@ -192,9 +210,11 @@ func (a *Service) findByKey(ctx context.Context, kind domain.ClaimKind, key stri
 // Authenticate turns a bearer token into the caller: the session and the
 // account are read at once (the token names the account), so one round
 // trip. A session works only while its account is visible and not
-// suspended: a suspension stops its sessions on their next request even if
-// revoking them failed (S3). Tokens from before the account id was part of
-// them read the session first, then the account.
+// suspended, and while its login's password is the account's
+// (passwordAdmits): a suspension, a reset or a password change stops its
+// sessions on their next request even if revoking them failed or missed
+// one (S3, U8). Tokens from before the account id was part of them read
+// the session first, then the account.
 func (a *Service) Authenticate(ctx context.Context, token string) (domain.Principal, error) {
 	if token == "" {
 		return domain.Principal{}, domain.ErrNoSession
@@ -224,7 +244,7 @@ func (a *Service) Authenticate(ctx context.Context, token string) (domain.Princi
 			return domain.Principal{}, err
 		}
 	}
-	if s.UserID != u.ID || !a.cfg.Now().Before(s.ExpiresAt) {
+	if s.UserID != u.ID || !a.cfg.Now().Before(s.ExpiresAt) || !passwordAdmits(u, s) {
 		return domain.Principal{}, domain.ErrNoSession
 	}
 	if u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted {

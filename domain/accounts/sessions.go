@@ -25,24 +25,27 @@ type SessionView struct {
 
 // mayManageSessions checks that p may list and end userID's sessions: the
 // user themself, or an active admin (403 for anyone else), for an account
-// that exists (404). alongside, when set, runs beside the admin's read of
-// the account, so both cost one round trip.
-func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, userID string, alongside func()) error {
+// that exists (404), and returns that account. alongside, when set, runs
+// beside the read of the account, so both cost one round trip; the
+// caller's own account was read with its session and is not read again.
+func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, userID string, alongside func()) (domain.User, error) {
 	if p.Anonymous() {
-		return domain.ErrNoSession
+		return domain.User{}, domain.ErrNoSession
 	}
 	if !domain.ValidID(userID, domain.UserIDPrefix) {
-		return domain.ErrUserNotFound
+		return domain.User{}, domain.ErrUserNotFound
 	}
-	if p.UserID == userID {
+	if p.UserID == userID && p.Account != nil {
 		// The session was read with the account, which is visible.
 		if alongside != nil {
 			alongside()
 		}
-		return nil
+		return *p.Account, nil
 	}
-	if _, err := a.RequireAdmin(ctx, p); err != nil {
-		return err
+	if p.UserID != userID {
+		if _, err := a.RequireAdmin(ctx, p); err != nil {
+			return domain.User{}, err
+		}
 	}
 	var u domain.User
 	var err error
@@ -54,29 +57,31 @@ func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, use
 		}
 	})
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
-		return domain.ErrUserNotFound
+		return domain.User{}, domain.ErrUserNotFound
 	}
-	return err
+	return u, err
 }
 
 // entriesOf reads userID's index entries for a caller allowed to see
 // them, each with its sort key: the creation the entry recorded or, for
-// an entry from before it recorded one, its expiry less the session TTL.
-func (a *Service) entriesOf(ctx context.Context, p domain.Principal, userID string) ([]domain.Session, error) {
+// an entry from before it recorded one, its expiry less the session TTL;
+// and the account, as mayManageSessions read it.
+func (a *Service) entriesOf(ctx context.Context, p domain.Principal, userID string) ([]domain.Session, domain.User, error) {
 	var entries []domain.Session
 	var err error
-	if aerr := a.mayManageSessions(ctx, p, userID, func() { entries, err = a.sessions.Entries(ctx, userID) }); aerr != nil {
-		return nil, aerr
+	u, aerr := a.mayManageSessions(ctx, p, userID, func() { entries, err = a.sessions.Entries(ctx, userID) })
+	if aerr != nil {
+		return nil, u, aerr
 	}
 	if err != nil {
-		return nil, err
+		return nil, u, err
 	}
 	for i, e := range entries {
 		if e.CreatedAt.IsZero() {
 			entries[i].CreatedAt = e.ExpiresAt.Add(-a.cfg.SessionTTL)
 		}
 	}
-	return entries, nil
+	return entries, u, nil
 }
 
 // maxSessionRefills bounds the reads a page of sessions makes past its
@@ -89,11 +94,12 @@ const maxSessionRefills = 8
 // (ties by id, descending), for the user themself or an active admin. The
 // index partition is read whole (it holds the user's live sessions only:
 // they expire with SHELF_SESSION_TTL) and sorted; then only the page's
-// sessions are read, at once, and an entry whose session is gone, or
-// holds nothing but a late last-seen write, is left out (and refilled
-// from the next entries).
+// sessions are read, at once, and an entry whose session is gone, holds
+// nothing but a late last-seen write, or was opened with a password the
+// account no longer has, is left out (and refilled from the next
+// entries).
 func (a *Service) ListSessions(ctx context.Context, p domain.Principal, userID, cursor string, limit int) (domain.Page[SessionView], error) {
-	entries, err := a.entriesOf(ctx, p, userID)
+	entries, account, err := a.entriesOf(ctx, p, userID)
 	if err != nil {
 		return domain.Page[SessionView]{}, err
 	}
@@ -133,7 +139,7 @@ func (a *Service) ListSessions(ctx context.Context, p domain.Principal, userID, 
 		}
 		for _, e := range chunk {
 			s, ok := live[e.entry.TokenHash]
-			if !ok || s.UserID != userID || !now.Before(s.ExpiresAt) {
+			if !ok || s.UserID != userID || !now.Before(s.ExpiresAt) || !passwordAdmits(account, s) {
 				continue
 			}
 			out = append(out, listedSession{key: e.key, view: SessionView{Session: s, Current: s.TokenHash == p.Session.TokenHash}})
@@ -202,7 +208,7 @@ func viewsOf(l []listedSession) []SessionView {
 // was lost answers 404 once its deletes have landed, and 204 (finishing
 // them) while the entry is still there.
 func (a *Service) RevokeSession(ctx context.Context, p domain.Principal, userID, sessionID string) error {
-	entries, err := a.entriesOf(ctx, p, userID)
+	entries, _, err := a.entriesOf(ctx, p, userID)
 	if err != nil {
 		return err
 	}
@@ -223,7 +229,7 @@ func (a *Service) RevokeSession(ctx context.Context, p domain.Principal, userID,
 // another user's). Idempotent: a retry ends whatever the first attempt
 // left.
 func (a *Service) RevokeSessions(ctx context.Context, p domain.Principal, userID string, exceptCurrent bool) error {
-	if err := a.mayManageSessions(ctx, p, userID, nil); err != nil {
+	if _, err := a.mayManageSessions(ctx, p, userID, nil); err != nil {
 		return err
 	}
 	keep := ""

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"time"
 
 	"shelf/domain"
@@ -34,7 +35,7 @@ type Token struct {
 	// the token works only while the account still has that address.
 	Email, EmailKey string
 	// PasswordPrint binds a reset token to the password the account had
-	// when it was sent (PasswordPrint of its stored hash; "" for a
+	// when it was sent (PasswordPrint of the account; "" for a
 	// verification token).
 	PasswordPrint string
 	CreatedAt     time.Time
@@ -83,12 +84,29 @@ func newMailToken() (token, hash string) {
 }
 
 // PasswordPrint is what a reset token keeps of the password it may
-// replace: a SHA-256 of the stored (salted) hash, so neither the password
-// nor its hash can be worked back from the token's row, and any change of
-// the password (a new salt each time) makes the token stale.
-func PasswordPrint(passwordHash string) string {
+// replace: a SHA-256 of the account and its password epoch, which every
+// change and reset of the password moves on (making the token stale) and
+// a rehash of the same password keeps (issue 24: a print of the stored
+// hash went stale with every rehash). Nothing of the password or its hash
+// is in it.
+func PasswordPrint(u domain.User) string {
+	sum := sha256.Sum256([]byte("shelf password epoch\x00" + u.ID + "\x00" + strconv.Itoa(u.PasswordEpoch)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// hashPrint is the print of tokens mailed before migration 015: a SHA-256
+// of the stored hash. Such a token still matches while the account keeps
+// that hash (no change, reset or rehash since); none outlives
+// SHELF_RESET_PASSWORD_TTL after the upgrade.
+func hashPrint(passwordHash string) string {
 	sum := sha256.Sum256([]byte("shelf password print\x00" + passwordHash))
 	return hex.EncodeToString(sum[:16])
+}
+
+// mailedAgainst reports whether reset token t was mailed against the
+// password u has now.
+func mailedAgainst(t Token, u domain.User) bool {
+	return t.PasswordPrint == PasswordPrint(u) || t.PasswordPrint == hashPrint(u.PasswordHash)
 }
 
 // The ways a token is refused. Each names the field token, with a code the
@@ -173,7 +191,7 @@ func (a *Service) issueToken(ctx context.Context, u domain.User, purpose TokenPu
 	ttl := a.mail.VerifyTTL
 	t := Token{Hash: hash, Purpose: purpose, UserID: u.ID, Email: u.Email, EmailKey: u.EmailKey, CreatedAt: a.now()}
 	if purpose == PurposeResetPassword {
-		ttl, t.PasswordPrint = a.mail.ResetTTL, PasswordPrint(u.PasswordHash)
+		ttl, t.PasswordPrint = a.mail.ResetTTL, PasswordPrint(u)
 	}
 	t.ExpiresAt = t.CreatedAt.Add(ttl)
 	return token, a.mail.Tokens.Create(ctx, t)

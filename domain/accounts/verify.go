@@ -145,7 +145,9 @@ func (a *Service) RequestPasswordReset(ctx context.Context, email string) error 
 //     the token can set that password and no other;
 //  2. set the password by compare-and-set on the account's version, only
 //     while the account still has the password the token was mailed
-//     against (PasswordPrint) or already has the new one;
+//     against (PasswordPrint) or already has the new one, moving its
+//     password epoch on: from then on no session opened with an older
+//     password works (Authenticate), a login in flight included;
 //  3. end every session of the account;
 //  4. mark the token done: from then on it is refused as used.
 //
@@ -168,7 +170,7 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 		if err := tokenStillApplies(t, u, err); err != nil {
 			return err
 		}
-		if PasswordPrint(u.PasswordHash) != t.PasswordPrint {
+		if !mailedAgainst(t, u) {
 			return ErrTokenStale
 		}
 		if fe := domain.CheckPassword("newPassword", newPassword, u.UsernameKey, u.EmailKey); fe != nil {
@@ -199,10 +201,12 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 		switch {
 		case u.PasswordHash == t.NewPassword:
 			return u, false, nil // set already: a retry, or a held attempt landed
-		case PasswordPrint(u.PasswordHash) != t.PasswordPrint:
+		case !mailedAgainst(t, u):
 			return u, false, ErrTokenStale // changed since the mail
 		}
-		u.PasswordHash = t.NewPassword
+		// A new epoch: every session opened with an older password stops
+		// working with this compare-and-set, whatever revocation misses.
+		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = t.NewPassword, u.PasswordEpoch+1, ""
 		return u, true, nil
 	})
 	switch {

@@ -331,3 +331,83 @@ func mustLoginWith(t *testing.T, api *testkit.API, loginName, password string) {
 		t.Fatalf("login %s: %d %s", loginName, r.StatusCode, r.Body)
 	}
 }
+
+// TestLoginRacingAReset: the attacker's login with the leaked password has
+// checked it and is about to write its session (held at its index write)
+// when the owner's reset, or her change of password from a session of
+// hers, ends every session and answers 204; then the login goes on. Before
+// issue 24 it answered 201 with a session that worked after the owner's
+// 204 (gap 25). Now it answers 401, and whatever a login in flight
+// answers, no session opened with the old password works once the new one
+// is set.
+func TestLoginRacingAReset(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	db := testkit.PackageDB(t)
+	a, api := newMailApp(t, db, mp, nil)
+	const pw = "the owner's new passphrase"
+	for _, owner := range []string{"reset", "change"} {
+		t.Run(owner, func(t *testing.T) {
+			n := name("lr")
+			email := n + "@example.org"
+			u := mustSignup(t, api, n, email)
+			mine := api.As(mustLogin(t, api, n).Token)
+			other := api.As(mustLogin(t, api, n).Token)
+			ownerRequest := func() *testkit.Response {
+				return mine.Send(http.MethodPut, "/v1/users/"+u.ID+"/password",
+					map[string]string{"currentPassword": testPassword, "newPassword": pw})
+			}
+			if owner == "reset" {
+				if r := api.Send(http.MethodPost, "/v1/password-resets", map[string]string{"email": email}); r.StatusCode != http.StatusAccepted {
+					t.Fatalf("request: %d", r.StatusCode)
+				}
+				token := testkit.TokenIn(t, mp.WaitFor(t, email, 2)[0].Text, "reset")
+				ownerRequest = func() *testkit.Response {
+					return api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": token, "newPassword": pw})
+				}
+			}
+			reached, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			a.DB.SetFaults(func(s string, at repository.FaultPoint) error {
+				if s == "sessions_by_user.insert" && at == repository.BeforeWrite {
+					once.Do(func() {
+						close(reached)
+						<-release
+					})
+				}
+				return nil
+			})
+			answer := make(chan *testkit.Response)
+			go func() { answer <- login(api, n, testPassword) }()
+			<-reached
+			r := ownerRequest()
+			close(release)
+			attacker := <-answer
+			a.DB.SetFaults(nil)
+			if r.StatusCode != http.StatusNoContent {
+				t.Fatalf("the owner's %s while the login was in flight: %d %s", owner, r.StatusCode, r.Body)
+			}
+			if attacker.StatusCode == http.StatusCreated {
+				var s sessionBody
+				attacker.JSON(t, &s)
+				if r := api.As(s.Token).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+					t.Errorf("the login in flight's session works after the owner's %s answered 204: %d", owner, r.StatusCode)
+				}
+			}
+			if p := attacker.Problem(t); attacker.StatusCode != http.StatusUnauthorized || p.Code != "invalid_credentials" {
+				t.Errorf("the login in flight answered %d %s, want 401 invalid_credentials", attacker.StatusCode, attacker.Body)
+			}
+			if r := other.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+				t.Errorf("a session from before the %s works: %d", owner, r.StatusCode)
+			}
+			wantMine := http.StatusUnauthorized
+			if owner == "change" {
+				wantMine = http.StatusOK // the session that changed it goes on
+			}
+			if r := mine.Get("/v1/me"); r.StatusCode != wantMine {
+				t.Errorf("the owner's session after her %s: %d, want %d", owner, r.StatusCode, wantMine)
+			}
+			mustLoginWith(t, api, n, pw)
+		})
+	}
+}

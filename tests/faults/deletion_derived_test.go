@@ -20,19 +20,6 @@ import (
 // the end and takes it back (docs/design.md#deletion, "Memberships the
 // deletion cannot see").
 
-// faultNamed makes the first store call named name, from now on, take
-// fault.
-func faultNamed(st *memstore.Store, name string, fault memstore.Fault) {
-	done := false
-	st.FaultAt = func(_ int, n string) memstore.Fault {
-		if n == name && !done {
-			done = true
-			return fault
-		}
-		return memstore.None
-	}
-}
-
 // TestCreateWhoseLibraryWriteFailedIsDeletedWithItsCreator: a creation
 // answers 201 once its row is written, its creator's library left to the
 // outbox worker when that write fails. The deletion, reading the creator's
@@ -44,7 +31,7 @@ func TestCreateWhoseLibraryWriteFailedIsDeletedWithItsCreator(t *testing.T) {
 	sc := delScenarios[0]
 	d := newDelWorld(t, sc)
 	name, vis := "unseen", string(library.VisibilityPublic)
-	faultNamed(d.store, "library_index.put", memstore.FailBefore)
+	faultNamed(d.store, "library_index.put", 0, memstore.FailBefore)
 	c, err := d.lib.Create(context.Background(), as(d.doomed), library.Input{Name: &name, Visibility: &vis})
 	recovered(d.store)
 	if err != nil {
@@ -69,7 +56,7 @@ func TestShareWhoseLibraryWriteFailedIsTakenBackAfterTheDeletion(t *testing.T) {
 	sc := delScenarios[0]
 	d := newDelWorld(t, sc)
 	item := newItemOf(t, d, "shared-late")
-	faultNamed(d.store, "library_index.put", memstore.FailBefore)
+	faultNamed(d.store, "library_index.put", 0, memstore.FailBefore)
 	_, err := d.lib.Share(context.Background(), as(d.friend), item, d.doomed.ID, library.RoleViewer)
 	recovered(d.store)
 	if err != nil {
@@ -91,7 +78,7 @@ func TestAddWhoseReverseIndexWriteFailedIsTakenBackAfterTheDeletion(t *testing.T
 	sc := delScenarios[0]
 	d := newDelWorld(t, sc)
 	group := newGroupOf(t, d, "addedlate")
-	faultNamed(d.store, "groups_by_member.insert", memstore.FailBefore)
+	faultNamed(d.store, "groups_by_member.insert", 0, memstore.FailBefore)
 	_, _, err := d.grp.SetMember(context.Background(), as(d.friend), group, d.doomed.ID, groups.RoleMember)
 	recovered(d.store)
 	if err != nil && !expected(err) {
@@ -116,11 +103,11 @@ func TestShareAndAddLandingAfterTheDeletionAreTakenBack(t *testing.T) {
 	ctx := context.Background()
 	item := newItemOf(t, d, "landing-late")
 	group := newGroupOf(t, d, "joinedlate")
-	faultNamed(d.store, "content.update", memstore.LandLate)
+	faultNamed(d.store, "content.update", 0, memstore.LandLate)
 	if _, err := d.lib.Share(ctx, as(d.friend), item, d.doomed.ID, library.RoleManager); !expected(err) {
 		t.Fatalf("the held share answered %v", err)
 	}
-	faultNamed(d.store, "groups.update", memstore.LandLate)
+	faultNamed(d.store, "groups.update", 0, memstore.LandLate)
 	if _, _, err := d.grp.SetMember(ctx, as(d.friend), group, d.doomed.ID, groups.RoleManager); !expected(err) {
 		t.Fatalf("the held add answered %v", err)
 	}

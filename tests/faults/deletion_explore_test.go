@@ -286,12 +286,12 @@ func (d *delWorld) shareAndAdd(fault memstore.Fault, shareCall, addCall string) 
 		return err
 	}
 	d.groupIDs = append(d.groupIDs, gr)
-	faultNamed(d.store, shareCall, fault)
+	faultNamed(d.store, shareCall, 0, fault)
 	_, err = d.lib.Share(ctx, as(d.friend), c.ID, d.doomed.ID, library.RoleManager)
 	if err != nil && !expected(err) {
 		return err
 	}
-	faultNamed(d.store, addCall, fault)
+	faultNamed(d.store, addCall, 0, fault)
 	_, _, err = d.grp.SetMember(ctx, as(d.friend), gr.ID, d.doomed.ID, groups.RoleManager)
 	recovered(d.store)
 	if err != nil && !expected(err) {

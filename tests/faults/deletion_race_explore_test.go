@@ -56,7 +56,7 @@ func TestExploreMembershipsRacingADeletion(t *testing.T) {
 	t.Parallel()
 	total := 0
 	for _, op := range raceOps {
-		probe, item, group := newRaceWorld(t)
+		probe, item, group := newMembershipRaceWorld(t)
 		calls := callsOf(t, probe.store, "race-"+op.name, func() error { return op.run(probe, item, group) })
 		total += everySchedule(t, "race-"+op.name, calls, raceFinishes, func(name string, k int, fault memstore.Fault, finish int) {
 			exploreRace(t, name, op, k, fault, finish == 1)
@@ -65,9 +65,9 @@ func TestExploreMembershipsRacingADeletion(t *testing.T) {
 	t.Logf("%d schedules in all", total)
 }
 
-// newRaceWorld is the deletion's world with an item and a group of
+// newMembershipRaceWorld is the deletion's world with an item and a group of
 // friend's, to share and add the user to.
-func newRaceWorld(t *testing.T) (*delWorld, string, string) {
+func newMembershipRaceWorld(t *testing.T) (*delWorld, string, string) {
 	t.Helper()
 	d := newDelWorld(t, delScenarios[0])
 	return d, newItemOf(t, d, "raced"), newGroupOf(t, d, "raced")
@@ -75,7 +75,7 @@ func newRaceWorld(t *testing.T) (*delWorld, string, string) {
 
 func exploreRace(t *testing.T, name string, op raceOp, k int, fault memstore.Fault, landAfterRetry bool) {
 	sc := delScenarios[0]
-	d, item, group := newRaceWorld(t)
+	d, item, group := newMembershipRaceWorld(t)
 	deleted := false
 	deleteNow := func() {
 		if deleted {

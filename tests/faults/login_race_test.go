@@ -1,0 +1,229 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/internal/memstore"
+)
+
+// faultNamed makes the nth call named name (0 first), counted from now,
+// take fault.
+func faultNamed(st *memstore.Store, name string, nth int, fault memstore.Fault) {
+	seen := 0
+	st.FaultAt = func(_ int, called string) memstore.Fault {
+		if called != name {
+			return memstore.None
+		}
+		seen++
+		if seen-1 == nth {
+			return fault
+		}
+		return memstore.None
+	}
+}
+
+// slowOnce makes the nth call named name (0 first), counted from now,
+// Slow, with meanwhile running inside it: another request that runs while
+// this one is stuck in that call.
+func slowOnce(st *memstore.Store, name string, nth int, meanwhile func()) {
+	faultNamed(st, name, nth, memstore.Slow)
+	st.Meanwhile = meanwhile
+}
+
+// calm ends slowOnce.
+func calm(st *memstore.Store) {
+	recovered(st)
+	st.Meanwhile = nil
+}
+
+// attackerLogsIn is a login with ann's old password (leaked) while the
+// owner's request runs inside its call named slowCall; it returns the
+// login's answer, and fails the test if the owner's request did not
+// answer success.
+func attackerLogsIn(t *testing.T, m *mailWorld, slowCall string, owner func() error) (accounts.LoginResult, error) {
+	t.Helper()
+	var ownerErr error
+	ran := false
+	slowOnce(m.store, slowCall, 0, func() { ran, ownerErr = true, owner() })
+	r, err := m.svc.Login(context.Background(), "ann", password, accounts.Client{UserAgent: "attacker"})
+	calm(m.store)
+	if !ran || ownerErr != nil {
+		t.Fatalf("the owner's request inside the login's %s: ran %v, answered %v", slowCall, ran, ownerErr)
+	}
+	return r, err
+}
+
+// noSessionOf fails the test if the login answered success with a session
+// that works, or answered anything but invalid_credentials.
+func noSessionOf(t *testing.T, what string, m *mailWorld, r accounts.LoginResult, err error) {
+	t.Helper()
+	if err == nil {
+		if _, aerr := m.svc.Authenticate(context.Background(), r.Token); aerr == nil {
+			t.Errorf("%s: the login in flight answered success and its session works after the owner's request answered success", what)
+		}
+	}
+	if !errors.Is(err, accounts.ErrInvalidCredentials) {
+		t.Errorf("%s: the login in flight answered %v, want invalid_credentials", what, err)
+	}
+}
+
+// TestALoginInFlightDoesNotSurviveAReset: the attacker's login read the
+// account with the old password (its read slow); the owner's reset sets a
+// new one and ends every session meanwhile; then the login writes its
+// session. Before the fix the login re-read the account for visibility
+// and suspension only, answered 200, and its session worked after the
+// reset had answered 204 (issue 24, defect 2). The same with the login's
+// session write landing after the reset listed the sessions.
+func TestALoginInFlightDoesNotSurviveAReset(t *testing.T) {
+	t.Parallel()
+	for _, slowCall := range []string{"users.get", "sessions_by_user.insert"} {
+		m := newMailWorld(t, true)
+		r, err := attackerLogsIn(t, m, slowCall, func() error {
+			return m.svc.ResetPassword(context.Background(), m.reset, newPassword)
+		})
+		noSessionOf(t, "reset during the login's "+slowCall, m, r, err)
+		for i, token := range m.sessions {
+			if _, aerr := m.svc.Authenticate(context.Background(), token); aerr == nil {
+				t.Errorf("reset during the login's %s: session %d from before the reset works", slowCall, i)
+			}
+		}
+	}
+}
+
+// TestALoginInFlightDoesNotSurviveAPasswordChange: as above with the
+// owner changing the password from a session of theirs, which goes on
+// working (a change ends every other session).
+func TestALoginInFlightDoesNotSurviveAPasswordChange(t *testing.T) {
+	t.Parallel()
+	for _, slowCall := range []string{"users.get", "sessions_by_user.insert"} {
+		m := newMailWorld(t, false)
+		ctx := context.Background()
+		r, err := attackerLogsIn(t, m, slowCall, func() error {
+			p, err := m.svc.Authenticate(ctx, m.sessions[0])
+			if err != nil {
+				return err
+			}
+			return m.svc.ChangePassword(ctx, p, m.ann.ID, password, newPassword)
+		})
+		noSessionOf(t, "change during the login's "+slowCall, m, r, err)
+		if _, aerr := m.svc.Authenticate(ctx, m.sessions[0]); aerr != nil {
+			t.Errorf("change during the login's %s: the session that changed the password stopped working: %v", slowCall, aerr)
+		}
+		if _, aerr := m.svc.Authenticate(ctx, m.sessions[1]); aerr == nil {
+			t.Errorf("change during the login's %s: another session from before the change works", slowCall)
+		}
+	}
+}
+
+// TestASessionOpenedBeforeAHeldResetLandsStopsWorking: the reset's
+// compare-and-set is held (503: the client may retry, or not); the
+// attacker logs in with the old password, still in force; then the held
+// compare-and-set lands. No retry ends the attacker's session: the new
+// password's epoch alone must stop it, and the owner's list must not show
+// it. Before the fix it worked until its TTL.
+func TestASessionOpenedBeforeAHeldResetLandsStopsWorking(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newMailWorld(t, true)
+	faultNamed(m.store, "users.update", 0, memstore.LandLate)
+	err := m.svc.ResetPassword(ctx, m.reset, newPassword)
+	recovered(m.store)
+	if !errors.Is(err, domain.ErrOutcomeUnknown) {
+		t.Fatalf("the reset whose compare-and-set is held answered %v", err)
+	}
+	r, err := m.svc.Login(ctx, "ann", password, accounts.Client{UserAgent: "attacker"})
+	if err != nil {
+		t.Fatalf("the old password, still in force: %v", err)
+	}
+	m.store.Land()
+	if _, err := m.svc.Authenticate(ctx, r.Token); !errors.Is(err, domain.ErrNoSession) {
+		t.Errorf("a session opened with the old password, once the reset's password landed: %v", err)
+	}
+	page, err := m.svc.ListSessions(ctx, principal(m.ann), m.ann.ID, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 0 {
+		t.Errorf("the owner's list shows sessions that do not work: %+v", page.Items)
+	}
+}
+
+// upgradingHasher is a hasher whose parameters move on: a hash is its
+// parameters' name, a colon and the password, and one made with other
+// parameters than the current ones asks to be rehashed.
+type upgradingHasher struct {
+	mu      sync.Mutex
+	current string
+}
+
+func (h *upgradingHasher) params() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.current
+}
+
+func (h *upgradingHasher) Hash(_ context.Context, pw string) (string, error) {
+	return h.params() + ":" + pw, nil
+}
+
+func (h *upgradingHasher) Verify(_ context.Context, pw, phc string) (bool, bool, error) {
+	params, rest, _ := strings.Cut(phc, ":")
+	return rest == pw, params != h.params(), nil
+}
+
+func (h *upgradingHasher) Burn(context.Context, string) bool { return false }
+
+// TestARehashKeepsResetLinksAndSessions: a login that renews the stored
+// hash (the hasher's parameters moved on) changes no password, so a reset
+// link mailed before it still works, and the sessions from before it too.
+// Before the fix the reset token carried a print of the stored hash, and
+// the rehash made it stale (issue 24, defect 6b).
+func TestARehashKeepsResetLinksAndSessions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	h := &upgradingHasher{current: "v1"}
+	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now},
+		st.Claims(), st.Users(), st.Sessions(), h, nopLog{})
+	svc.Hooks.Background = func(f func()) { f() }
+	box := &recorder{}
+	svc.SetMail(accounts.Mail{Tokens: st.Tokens(), Mailer: box, PublicURL: "https://shelf.example.org",
+		VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour})
+	u := signupMailed(t, svc, "ann")
+	before, err := svc.Login(ctx, "ann", password, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.RequestPasswordReset(ctx, "ann@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	reset := box.tokens("reset")[0]
+	h.mu.Lock()
+	h.current = "v2"
+	h.mu.Unlock()
+	if _, err := svc.Login(ctx, "ann", password, accounts.Client{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Users().Get(ctx, u.ID); got.PasswordHash != "v2:"+password {
+		t.Fatalf("the login did not rehash: %q", got.PasswordHash)
+	}
+	if _, err := svc.Authenticate(ctx, before.Token); err != nil {
+		t.Errorf("a session from before the rehash stopped working: %v", err)
+	}
+	if err := svc.ResetPassword(ctx, reset, newPassword); err != nil {
+		t.Fatalf("a reset link mailed before a rehash: %v", err)
+	}
+	if _, err := svc.Login(ctx, "ann", newPassword, accounts.Client{}); err != nil {
+		t.Fatalf("the reset's password: %v", err)
+	}
+	if _, err := svc.Authenticate(ctx, before.Token); !errors.Is(err, domain.ErrNoSession) {
+		t.Errorf("a session from before the reset: %v", err)
+	}
+}
