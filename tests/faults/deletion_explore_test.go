@@ -11,7 +11,6 @@ import (
 	"shelf/domain/groups"
 	"shelf/domain/library"
 	"shelf/domain/moderation"
-	"shelf/internal/app"
 	"shelf/internal/memstore"
 )
 
@@ -71,14 +70,7 @@ func newDelWorld(t *testing.T, sc delScenario) *delWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
-		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
-	contents := w.store.Contents()
-	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
-		w.svc, w.store.Users(), grp, contents, nopLog{})
-	lib.Hooks.Background = func(f func()) { f() }
-	grp.SetClosing(groups.ClosingDeps{Index: w.store.Closings(), Shares: lib})
-	w.svc.SetDeletion(app.NewDeletionDeps(w.store.Deletions(), grp, lib, contents.Library, w.store.Suspensions()))
+	grp, lib := wireDeletion(w)
 	d := &delWorld{world: w, grp: grp, lib: lib, admin: domain.Principal{UserID: root.ID}, root: root,
 		doomed: w.created[1], friend: w.created[2], other: w.created[3]}
 	for range 2 {

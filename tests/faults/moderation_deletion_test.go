@@ -14,10 +14,17 @@ import (
 )
 
 // withDeletion wires account deletion into the world's accounts service,
-// as newDelWorld does, so that an admin may delete the member while a
-// suspension of it is under way.
+// so that an admin may delete the member while a suspension of it is
+// under way.
 func (m *modWorld) withDeletion() *modWorld {
-	w := m.world
+	wireDeletion(m.world)
+	return m
+}
+
+// wireDeletion wires account deletion into the world's accounts service
+// (groups, content and moderation's records on the world's store, as the
+// app does), and returns the groups and content services it made.
+func wireDeletion(w *world) (*groups.Service, *library.Service) {
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
 		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
 	contents := w.store.Contents()
@@ -26,7 +33,7 @@ func (m *modWorld) withDeletion() *modWorld {
 	lib.Hooks.Background = func(f func()) { f() }
 	grp.SetClosing(groups.ClosingDeps{Index: w.store.Closings(), Shares: lib})
 	w.svc.SetDeletion(app.NewDeletionDeps(w.store.Deletions(), grp, lib, contents.Library, w.store.Suspensions()))
-	return m
+	return grp, lib
 }
 
 // deleteMember is another admin deleting the member.
