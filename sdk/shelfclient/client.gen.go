@@ -2033,6 +2033,9 @@ type ClientInterface interface {
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
+	// The account is read again once the list's records are written: if
+	// another admin deleted it meanwhile, they are erased and the answer
+	// is 404 (the suspension took effect; the moderation history keeps it).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2048,6 +2051,9 @@ type ClientInterface interface {
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
+	// The account is read again once the list's records are written: if
+	// another admin deleted it meanwhile, they are erased and the answer
+	// is 404 (the suspension took effect; the moderation history keeps it).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3666,6 +3672,9 @@ func (c *Client) GetSuspension(ctx context.Context, id UserId, reqEditors ...Req
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
+// The account is read again once the list's records are written: if
+// another admin deleted it meanwhile, they are erased and the answer
+// is 404 (the suspension took effect; the moderation history keeps it).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3691,6 +3700,9 @@ func (c *Client) SuspendUserWithBody(ctx context.Context, id UserId, contentType
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
+// The account is read again once the list's records are written: if
+// another admin deleted it meanwhile, they are erased and the answer
+// is 404 (the suspension took effect; the moderation history keeps it).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6871,6 +6883,9 @@ type ClientWithResponsesInterface interface {
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
+	// The account is read again once the list's records are written: if
+	// another admin deleted it meanwhile, they are erased and the answer
+	// is 404 (the suspension took effect; the moderation history keeps it).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6886,6 +6901,9 @@ type ClientWithResponsesInterface interface {
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
+	// The account is read again once the list's records are written: if
+	// another admin deleted it meanwhile, they are erased and the answer
+	// is 404 (the suspension took effect; the moderation history keeps it).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14077,6 +14095,9 @@ func (c *ClientWithResponses) GetSuspensionWithResponse(ctx context.Context, id 
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
+// The account is read again once the list's records are written: if
+// another admin deleted it meanwhile, they are erased and the answer
+// is 404 (the suspension took effect; the moderation history keeps it).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14098,6 +14119,9 @@ func (c *ClientWithResponses) SuspendUserWithBodyWithResponse(ctx context.Contex
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
+// The account is read again once the list's records are written: if
+// another admin deleted it meanwhile, they are erased and the answer
+// is 404 (the suspension took effect; the moderation history keeps it).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
