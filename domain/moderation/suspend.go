@@ -167,7 +167,8 @@ func (m *Service) finishSuspension(ctx context.Context, s domain.Suspension, ver
 // or deleted gets s's history entry first: a deletion ends a suspension
 // with no lift whose entries would carry it (S5), and the record is the
 // proof that s took effect. An account suspended again keeps its lookup,
-// which is the current suspension's.
+// which is the current suspension's, and its expiry entry when the current
+// suspension ends when s did (the entry's key is the end and the user).
 func (m *Service) forget(ctx context.Context, u domain.User, s domain.Suspension) error {
 	if u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted {
 		if err := m.suspensions.RecordSuspended(ctx, s, u.Version); err != nil {
@@ -175,6 +176,9 @@ func (m *Service) forget(ctx context.Context, u domain.User, s domain.Suspension
 		}
 	}
 	if u.Status == domain.StatusSuspended && u.Suspension != nil {
+		if u.Suspension.Until.Equal(s.Until) {
+			s.Until = time.Time{}
+		}
 		return m.suspensions.EraseListing(ctx, s, u.Version)
 	}
 	return m.suspensions.Erase(ctx, s, u.Version)

@@ -9,6 +9,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/domain/library"
+	"shelf/domain/moderation"
 	"shelf/internal/app"
 	"shelf/internal/memstore"
 )
@@ -236,4 +237,40 @@ func checkNoRecordsOfDeleted(t *testing.T, name string, m *modWorld) {
 			t.Errorf("%s: S2: the suspended list shows the %s account: %+v", name, u.Status, s)
 		}
 	}
+}
+
+// TestRepairKeepsTheExpiryEntryOfASuspensionEndingWhenAnOldOneDid: the
+// list holds a row of an old suspension of an account suspended again,
+// with the same end (a disagreement the repair meets; its origin does not
+// matter). The repair erases the old row, but not the expiry entry: its
+// key (the end and the user) is the current suspension's too, and
+// deleting it at the account's version would leave the current suspension
+// unlifted for good (a rewrite at that version loses the tie).
+func TestRepairKeepsTheExpiryEntryOfASuspensionEndingWhenAnOldOneDid(t *testing.T) {
+	t.Parallel()
+	m := newModWorld(t)
+	ctx := context.Background()
+	end := m.store.Now().Add(time.Hour)
+	in := moderation.SuspendInput{Reason: "spam", Until: &end}
+	old, err := m.mod.Suspend(ctx, m.admin, m.member.ID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.unsuspend(); err != nil {
+		t.Fatal(err)
+	}
+	m.store.Advance(time.Minute)
+	if _, err := m.mod.Suspend(ctx, m.admin, m.member.ID, in); err != nil {
+		t.Fatal(err)
+	}
+	now, _ := m.store.Users().Get(ctx, m.member.ID)
+	// The old suspension's list row, at the account's version (its lookup
+	// and expiry entry tie with the current ones and do not replace them).
+	if err := m.store.Suspensions().Record(ctx, old, now.Version); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.repair(); err != nil {
+		t.Fatal(err)
+	}
+	checkModeration(t, "after the repair", m)
 }
