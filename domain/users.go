@@ -65,11 +65,19 @@ type User struct {
 }
 
 // Deletion is when an account's deletion began and who asked for it (the
-// user, or an admin).
+// user, or an admin), and the tag of the attempt whose compare-and-set
+// began it: its index entry is that attempt's own, and only the finish of
+// this deletion ends it ("" for a deletion begun before migration 014).
 type Deletion struct {
-	At time.Time
-	By string
+	At      time.Time
+	By      string
+	Attempt string
 }
+
+// NewAttempt tags one attempt of an operation whose index entry must be
+// its own (a deletion, a closing): random, so two attempts begun in the
+// same millisecond, even by the same caller, never share an entry.
+func NewAttempt() string { return NewID("") }
 
 // IsAdmin reports whether the user has the admin role.
 func (u User) IsAdmin() bool { return slices.Contains(u.Roles, RoleAdmin) }

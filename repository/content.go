@@ -77,10 +77,12 @@ func contentValues(c library.Content, writeID string) []any {
 		c.Deleted, c.Members, c.Managers, c.Version, writeID, principal, role}
 }
 
-// Create inserts a new item.
-func (s *Contents) Create(ctx context.Context, c library.Content) error {
+// Create inserts an item IF NOT EXISTS; false when a row has its id. Ids
+// are fresh, so that row is the outbox worker's fence of a creation it
+// found missing (library.Service.fence), and the creation never applies.
+func (s *Contents) Create(ctx context.Context, c library.Content) (bool, error) {
 	writeID := newWriteID()
-	return s.rows.create(ctx, contentInsertCQL, c.ID, writeID, append([]any{c.ID}, contentValues(c, writeID)...)...)
+	return s.rows.write(ctx, "create", contentInsertCQL, c.ID, writeID, 0, append([]any{c.ID}, contentValues(c, writeID)...)...)
 }
 
 // Update writes c if the stored version is c.Version-1.

@@ -26,8 +26,8 @@ func TestClearPendingUnderFaults(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	c := library.Content{ID: domain.NewID(domain.ContentIDPrefix), Name: "n", Visibility: library.VisibilityPrivate,
 		CreatedBy: "u_x", CreatedAt: now, LastModified: now, Members: 1, Managers: 1, Version: 1}
-	if err := store.Create(ctx, c); err != nil {
-		t.Fatal(err)
+	if ok, err := store.Create(ctx, c); err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
 	}
 	record := func(principal string) library.Content {
 		t.Helper()
@@ -77,5 +77,39 @@ func TestClearPendingUnderFaults(t *testing.T) {
 	}
 	if p := pendingOf(); p == nil || p.PrincipalID != "u_c" {
 		t.Fatalf("the newer pending share is gone: %+v", p)
+	}
+}
+
+// TestCreateOfATakenIDIsNotApplied: the outbox worker's fence of a
+// creation it found missing (a deleted row of version 1, inserted IF NOT
+// EXISTS) applies, its lost answer settled by its tag; the creation's
+// insert landing after it is not applied, and says so without an error
+// (library.Service.fence).
+func TestCreateOfATakenIDIsNotApplied(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	store := repository.NewContents(db)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	id := domain.NewID(domain.ContentIDPrefix)
+	db.SetFaults(func(name string, p repository.FaultPoint) error {
+		if name == "content.create" && p == repository.AfterLWT {
+			return gocql.ErrTimeoutNoResponse
+		}
+		return nil
+	})
+	ok, err := store.Create(ctx, library.Content{ID: id, CreatedAt: now, LastModified: now, Deleted: true, Version: 1})
+	db.SetFaults(nil)
+	if err != nil || !ok {
+		t.Fatalf("the fence whose answer was lost: %v %v", ok, err)
+	}
+	item := library.Content{ID: id, Name: "late", Visibility: library.VisibilityPublic, CreatedBy: "u_x",
+		CreatedAt: now, LastModified: now, Members: 1, Managers: 1, Version: 1}
+	if ok, err := store.Create(ctx, item); err != nil || ok {
+		t.Fatalf("the creation after the fence: applied %v, %v", ok, err)
+	}
+	got, err := store.GetSerial(ctx, id)
+	if err != nil || !got.Deleted || got.Version != 1 || got.Name != "" || got.Members != 0 {
+		t.Fatalf("the fenced row: %+v, %v", got, err)
 	}
 }

@@ -9,9 +9,11 @@ import (
 )
 
 // Deletions keeps the index of account deletions in progress
-// (account_deletions, migration 011; docs/design.md#deletion): one
-// partition per UTC day a deletion began, read by the repair from a start
-// that only moves forward.
+// (account_deletion_attempts, migration 014; docs/design.md#deletion): one
+// partition per UTC day an attempt began, one row per attempt (the user,
+// the attempt's tag), read by the repair from a start that only moves
+// forward. The index before 014 (account_deletions, one row per day and
+// user) is read beside it, each of its rows carried over.
 type Deletions struct {
 	db *DB
 	// horizon: the start never comes closer to now than this, so an entry
@@ -28,15 +30,19 @@ func NewDeletions(db *DB) *Deletions { return &Deletions{db: db, horizon: 24 * t
 const deletionQueue = "account_deletions"
 
 const (
-	deletionInsertCQL = `INSERT INTO account_deletions (day, user_id, started_at, deleted_by, username_key, email_key) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	deletionDeleteCQL = `DELETE FROM account_deletions USING TIMESTAMP ? WHERE day = ? AND user_id = ?`
-	deletionSelectCQL = `SELECT user_id, started_at, deleted_by, username_key, email_key FROM account_deletions WHERE day = ? AND user_id = ?`
-	deletionDayCQL    = `SELECT user_id, started_at, deleted_by, username_key, email_key FROM account_deletions WHERE day = ?`
+	deletionInsertCQL = `INSERT INTO account_deletion_attempts (day, user_id, attempt, started_at, deleted_by, username_key, email_key) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	deletionDeleteCQL = `DELETE FROM account_deletion_attempts USING TIMESTAMP ? WHERE day = ? AND user_id = ? AND attempt = ?`
+	deletionSelectCQL = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts WHERE day = ? AND user_id = ? AND attempt = ?`
+	deletionDayCQL    = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts WHERE day = ?`
+	// The index before migration 014: one row per day and user.
+	legacyDeletionDayCQL    = `SELECT user_id, started_at, deleted_by, username_key, email_key FROM account_deletions WHERE day = ?`
+	legacyDeletionDeleteCQL = `DELETE FROM account_deletions USING TIMESTAMP ? WHERE day = ? AND user_id = ?`
 )
 
-// deletionRow is a row of account_deletions.
+// deletionRow is a row of account_deletion_attempts.
 type deletionRow struct {
 	UserID      string    `db:"user_id"`
+	Attempt     string    `db:"attempt"`
 	StartedAt   time.Time `db:"started_at"`
 	DeletedBy   string    `db:"deleted_by"`
 	UsernameKey string    `db:"username_key"`
@@ -45,46 +51,65 @@ type deletionRow struct {
 
 // columns are deletionSelectCQL's (and deletionDayCQL's).
 func (r *deletionRow) columns() []any {
-	return []any{&r.UserID, &r.StartedAt, &r.DeletedBy, &r.UsernameKey, &r.EmailKey}
+	return []any{&r.UserID, &r.Attempt, &r.StartedAt, &r.DeletedBy, &r.UsernameKey, &r.EmailKey}
 }
 
 func (r deletionRow) toDomain() accounts.DeletionEntry {
-	return accounts.DeletionEntry{UserID: r.UserID, At: r.StartedAt.UTC(), By: r.DeletedBy,
+	return accounts.DeletionEntry{UserID: r.UserID, Attempt: r.Attempt, At: r.StartedAt.UTC(), By: r.DeletedBy,
 		UsernameKey: r.UsernameKey, EmailKey: r.EmailKey}
+}
+
+// legacyDeletionRow is a row of account_deletions (before 014): the entry
+// of a deletion begun without a tag, which its account row records as empty.
+type legacyDeletionRow struct {
+	UserID      string    `db:"user_id"`
+	StartedAt   time.Time `db:"started_at"`
+	DeletedBy   string    `db:"deleted_by"`
+	UsernameKey string    `db:"username_key"`
+	EmailKey    string    `db:"email_key"`
+}
+
+// columns are legacyDeletionDayCQL's.
+func (r *legacyDeletionRow) columns() []any {
+	return []any{&r.UserID, &r.StartedAt, &r.DeletedBy, &r.UsernameKey, &r.EmailKey}
 }
 
 // deletionDay is the partition of a deletion begun at t.
 func deletionDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
-// Begin writes the entry at the deletion's start time (µs): every write
-// of it is the same cell at the same timestamp.
+// Begin writes the attempt's entry at its start time (µs): every write of
+// it is the same row at the same timestamp, and no other attempt's row.
 func (s *Deletions) Begin(ctx context.Context, d accounts.DeletionEntry) error {
-	return s.db.write(ctx, "account_deletions.insert", deletionInsertCQL, deletionDay(d.At), d.UserID, d.At,
+	return s.db.write(ctx, "account_deletions.insert", deletionInsertCQL, deletionDay(d.At), d.UserID, d.Attempt, d.At,
 		d.By, d.UsernameKey, d.EmailKey, d.At.UnixMicro())
 }
 
-// End deletes the entry one microsecond after its writes, so none of them,
-// however late, outlives it.
+// End deletes the attempt's entry one microsecond after its writes, so
+// none of them, however late, outlives it; another attempt's row stays.
 func (s *Deletions) End(ctx context.Context, d accounts.DeletionEntry) error {
-	return s.db.write(ctx, "account_deletions.delete", deletionDeleteCQL, d.At.UnixMicro()+1, deletionDay(d.At), d.UserID)
+	return s.db.write(ctx, "account_deletions.delete", deletionDeleteCQL, d.At.UnixMicro()+1, deletionDay(d.At), d.UserID, d.Attempt)
 }
 
-// Get reads the entry of userID's deletion begun at at.
-func (s *Deletions) Get(ctx context.Context, userID string, at time.Time) (accounts.DeletionEntry, error) {
-	r, found, err := getRow[deletionRow](s.db.query(ctx, 0, deletionSelectCQL, deletionDay(at), userID))
+// Get reads the entry of the attempt that began userID's deletion d.
+func (s *Deletions) Get(ctx context.Context, userID string, d domain.Deletion) (accounts.DeletionEntry, error) {
+	r, found, err := getRow[deletionRow](s.db.query(ctx, 0, deletionSelectCQL, deletionDay(d.At), userID, d.Attempt))
 	switch {
 	case err != nil:
 		return accounts.DeletionEntry{}, dbErr("account_deletions.get", err)
-	case !found || !r.StartedAt.Equal(at):
+	case !found || !r.StartedAt.Equal(d.At):
 		return accounts.DeletionEntry{}, domain.ErrNotFound
 	}
 	return r.toDomain(), nil
 }
 
 // InProgress reads the days from the start up to today, one partition
-// each, and calls fn with every entry (see walkDays).
+// each, and calls fn with every entry (see walkDays). A day's rows of the
+// index before 014 are carried over first (carryOverDeletions).
 func (s *Deletions) InProgress(ctx context.Context, fn func(accounts.DeletionEntry) error) error {
 	return walkDays(ctx, s.db, deletionQueue, s.horizon, func(day string) (int, error) {
+		if err := s.carryOver(ctx, day); err != nil {
+			return 0, err
+		}
 		rows, err := selectRows[deletionRow](s.db.query(ctx, 0, deletionDayCQL, day))
 		if err != nil {
 			return 0, dbErr("account_deletions.day", err)
@@ -96,6 +121,29 @@ func (s *Deletions) InProgress(ctx context.Context, fn func(accounts.DeletionEnt
 		}
 		return len(rows), nil
 	})
+}
+
+// carryOver moves the day's rows of account_deletions (before 014) into
+// account_deletion_attempts under the empty tag (what an account row without
+// a tag records): the new row written at the old one's timestamp, so an
+// end of that entry already written shadows it, then the old row deleted
+// one microsecond after its own write, so only the version read goes. A
+// crash between the two writes leaves the old row to be carried again.
+func (s *Deletions) carryOver(ctx context.Context, day string) error {
+	rows, err := selectRows[legacyDeletionRow](s.db.query(ctx, 0, legacyDeletionDayCQL, day))
+	if err != nil {
+		return dbErr("account_deletions.legacy", err)
+	}
+	for _, r := range rows {
+		e := accounts.DeletionEntry{UserID: r.UserID, At: r.StartedAt.UTC(), By: r.DeletedBy, UsernameKey: r.UsernameKey, EmailKey: r.EmailKey}
+		if err := s.Begin(ctx, e); err != nil {
+			return err
+		}
+		if err := s.db.write(ctx, "account_deletions.legacy_delete", legacyDeletionDeleteCQL, e.At.UnixMicro()+1, day, e.UserID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // walkDays reads an index of operations in progress kept one partition per

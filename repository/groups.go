@@ -30,7 +30,7 @@ func NewGroups(db *DB) *Groups {
 func (r *groupRow) columns() []any {
 	return []any{&r.ID, &r.Name, &r.NameKey, &r.DisplayName, &r.Description, &r.MaxMembers, &r.MemberCount,
 		&r.ManagerCount, &r.CreatedBy, &r.CreatedAt, &r.UpdatedAt, &r.Status, &r.PendingUser, &r.PendingRole,
-		&r.Version, &r.WriteID, &r.ClosedAt, &r.ClosedBy}
+		&r.Version, &r.WriteID, &r.ClosedAt, &r.ClosedBy, &r.ClosingAttempt}
 }
 
 // groupRow is a row of the groups table.
@@ -53,6 +53,9 @@ type groupRow struct {
 	WriteID      string    `db:"write_id"`
 	ClosedAt     time.Time `db:"closed_at"` // 013
 	ClosedBy     string    `db:"closed_by"`
+	// ClosingAttempt tags the attempt whose compare-and-set began the
+	// closing (014): its index entry's key.
+	ClosingAttempt string `db:"closing_attempt"`
 }
 
 func fromDomainGroup(g groups.Group) groupRow {
@@ -60,7 +63,7 @@ func fromDomainGroup(g groups.Group) groupRow {
 		ID: g.ID, Name: g.Name, NameKey: g.NameKey, DisplayName: g.DisplayName, Description: g.Description,
 		MaxMembers: g.MaxMembers, MemberCount: g.MemberCount, ManagerCount: g.ManagerCount,
 		CreatedBy: g.CreatedBy, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt, Status: string(g.Status),
-		Version: g.Version, ClosedAt: g.ClosedAt, ClosedBy: g.ClosedBy,
+		Version: g.Version, ClosedAt: g.ClosedAt, ClosedBy: g.ClosedBy, ClosingAttempt: g.ClosingAttempt,
 	}
 	if c := g.Pending; c != nil {
 		r.PendingUser, r.PendingRole = c.UserID, c.Role
@@ -73,7 +76,7 @@ func (r groupRow) toDomain() groups.Group {
 		ID: r.ID, Name: r.Name, NameKey: r.NameKey, DisplayName: r.DisplayName, Description: r.Description,
 		MaxMembers: r.MaxMembers, MemberCount: r.MemberCount, ManagerCount: r.ManagerCount,
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		Status: domain.Status(r.Status), Version: r.Version, ClosedBy: r.ClosedBy,
+		Status: domain.Status(r.Status), Version: r.Version, ClosedBy: r.ClosedBy, ClosingAttempt: r.ClosingAttempt,
 	}
 	if !r.ClosedAt.IsZero() {
 		g.ClosedAt = r.ClosedAt.UTC()
@@ -86,14 +89,14 @@ func (r groupRow) toDomain() groups.Group {
 
 // groupColumns are written together by every write, so a TTL 0 rewrite
 // covers them all (TTL is per cell).
-const groupColumns = `name = ?, name_key = ?, display_name = ?, description = ?, max_members = ?, member_count = ?, manager_count = ?, created_by = ?, created_at = ?, updated_at = ?, status = ?, pending_user = ?, pending_role = ?, version = ?, write_id = ?, closed_at = ?, closed_by = ?`
+const groupColumns = `name = ?, name_key = ?, display_name = ?, description = ?, max_members = ?, member_count = ?, manager_count = ?, created_by = ?, created_at = ?, updated_at = ?, status = ?, pending_user = ?, pending_role = ?, version = ?, write_id = ?, closed_at = ?, closed_by = ?, closing_attempt = ?`
 
 const (
-	groupInsertCQL   = `INSERT INTO groups (id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id, closed_at, closed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	groupInsertCQL   = `INSERT INTO groups (id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id, closed_at, closed_by, closing_attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	groupActivateCQL = `UPDATE groups USING TTL 0 SET ` + groupColumns + ` WHERE id = ? IF status = 'pending'`
 	groupUpdateCQL   = `UPDATE groups SET ` + groupColumns + ` WHERE id = ? IF version = ?`
 	groupDiscardCQL  = `DELETE FROM groups WHERE id = ? IF status = 'pending'`
-	groupSelectCQL   = `SELECT id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id, closed_at, closed_by FROM groups WHERE id = ?`
+	groupSelectCQL   = `SELECT id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id, closed_at, closed_by, closing_attempt FROM groups WHERE id = ?`
 )
 
 // values lists r's columns in groupColumns order, with the tag of this
@@ -104,7 +107,7 @@ func (r groupRow) values(writeID string, absent any) []any {
 	return []any{r.Name, r.NameKey, r.DisplayName, orAbsent(r.Description, absent), orAbsent(r.MaxMembers, absent),
 		r.MemberCount, r.ManagerCount, r.CreatedBy, r.CreatedAt, r.UpdatedAt, r.Status,
 		orAbsent(r.PendingUser, absent), orAbsent(r.PendingRole, absent), r.Version, writeID,
-		orAbsent(r.ClosedAt, absent), orAbsent(r.ClosedBy, absent)}
+		orAbsent(r.ClosedAt, absent), orAbsent(r.ClosedBy, absent), orAbsent(r.ClosingAttempt, absent)}
 }
 
 // Create inserts a pending group that expires after lease.

@@ -46,12 +46,14 @@ type DB struct {
 	held   []heldWrite
 }
 
-// heldWrite is a plain write held back by ErrHoldWrite, with the
-// timestamp the driver gave it when it was sent.
+// heldWrite is a write held back by ErrHoldWrite: a plain write with the
+// timestamp the driver gave it when it was sent, or an attempt of a
+// lightweight transaction (land runs it then; its condition decides).
 type heldWrite struct {
 	name, stmt string
 	args       []any
 	sent       int64
+	land       func(ctx context.Context) error
 }
 
 // NewDB wraps a session; serial is "SERIAL" or "LOCAL_SERIAL".
@@ -108,6 +110,10 @@ var (
 // back as a hung node's queue does: the caller gets a timeout at once (its
 // outcome unknown), and the statement lands, with the timestamp it was
 // sent with, only when LandHeld runs, at the moment the test picks.
+// Returned at BeforeLWT it holds that attempt of a lightweight transaction
+// the same way: the transaction goes on as after a timeout (a SERIAL read,
+// another attempt), and the held attempt lands, its condition decided
+// then, only when LandHeld runs (after a background process acted, say).
 var ErrHoldWrite = errors.New("fault: write held back; it lands when LandHeld runs")
 
 // LandHeld lands every write held back by ErrHoldWrite, in the order they
@@ -118,6 +124,12 @@ func (db *DB) LandHeld(ctx context.Context) error {
 	db.held = nil
 	db.heldMu.Unlock()
 	for _, h := range held {
+		if h.land != nil {
+			if err := h.land(ctx); err != nil {
+				return dbErr(h.name, err)
+			}
+			continue
+		}
 		q := db.Session.ContextQuery(ctx, h.stmt, nil).Bind(h.args...)
 		q.WithTimestamp(h.sent)
 		if err := q.ExecRelease(); err != nil {
@@ -309,6 +321,15 @@ func (db *DB) runOnce(ctx context.Context, op lwt, held *[]heldAttempt) (bool, e
 		if errors.Is(err, ErrLandLate) || errors.Is(err, ErrLandAfterAnswer) {
 			land := func() { _, _ = op.run(context.Background()) }
 			*held = append(*held, heldAttempt{land: land, afterAnswer: errors.Is(err, ErrLandAfterAnswer)})
+			return false, gocql.ErrTimeoutNoResponse
+		}
+		if errors.Is(err, ErrHoldWrite) {
+			db.heldMu.Lock()
+			db.held = append(db.held, heldWrite{name: op.name, land: func(ctx context.Context) error {
+				_, err := op.run(ctx)
+				return err
+			}})
+			db.heldMu.Unlock()
 			return false, gocql.ErrTimeoutNoResponse
 		}
 		if err != nil {

@@ -103,6 +103,8 @@ var rowSelects = []struct {
 	{deletionSelectCQL, &deletionRow{}},
 	{deletionDayCQL, &deletionRow{}},
 	{closingDayCQL, &closingRow{}},
+	{legacyDeletionDayCQL, &legacyDeletionRow{}},
+	{legacyClosingDayCQL, &legacyClosingRow{}},
 	{gmGroupsCQL, &memberOfRow{}},
 	{gmGroupsAfter, &memberOfRow{}},
 	{auditLookupsCQL, &lookupRow{}},

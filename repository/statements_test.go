@@ -142,3 +142,41 @@ func TestTheScanCatchesAnUnconditionalWrite(t *testing.T) {
 		}
 	}
 }
+
+// attemptIndexes are the indexes of operations in progress (account
+// deletions, group closings; docs/design.md#deletion): every write of them
+// is USING TIMESTAMP <the attempt's start> (the end one microsecond later),
+// so a repeat is harmless and a late write never outlives its end; and in
+// the tables of migration 014 an end names the attempt, so one attempt's
+// end never deletes another's entry (issue 24). The tables before 014 are
+// only read and carried over.
+var attemptIndexes = map[string]bool{"account_deletion_attempts": true, "group_closing_attempts": true,
+	"account_deletions": false, "group_closings": false}
+
+// TestWritesToAttemptIndexesAreTheirOwn checks every write of an attempt
+// index is timestamped, and every delete of a 014 table names the attempt.
+func TestWritesToAttemptIndexesAreTheirOwn(t *testing.T) {
+	t.Parallel()
+	checked := 0
+	for pos, s := range packageStrings(t) {
+		m := writeRE.FindStringSubmatch(s)
+		if m == nil {
+			continue
+		}
+		byAttempt, ok := attemptIndexes[strings.ToLower(m[2])]
+		if !ok {
+			continue
+		}
+		checked++
+		if !regexp.MustCompile(`(?i)\sUSING\s+TIMESTAMP\s`).MatchString(s) {
+			t.Errorf("%s: a write of %s without USING TIMESTAMP: %s", pos, m[2], s)
+		}
+		if byAttempt && strings.HasPrefix(strings.ToUpper(m[1]), "DELETE") && !regexp.MustCompile(`(?i)\sattempt\s*=\s*\?`).MatchString(s) {
+			t.Errorf("%s: a delete of %s that does not name the attempt: %s", pos, m[2], s)
+		}
+	}
+	// Insert and delete of each 014 table, the delete of each old one.
+	if checked < 6 {
+		t.Fatalf("found only %d writes to attempt indexes; the scan is broken", checked)
+	}
+}

@@ -56,6 +56,9 @@ type userRow struct {
 	// The deletion, once it began (migration 011).
 	DeletedAt time.Time `db:"deleted_at"`
 	DeletedBy string    `db:"deleted_by"`
+	// DeletionAttempt tags the attempt whose compare-and-set began the
+	// deletion (014): its index entry's key.
+	DeletionAttempt string `db:"deletion_attempt"`
 	// EmailVerifiedAt is when the current email was confirmed (012).
 	EmailVerifiedAt time.Time `db:"email_verified_at"`
 }
@@ -66,7 +69,7 @@ func (r *userRow) columns() []any {
 		&r.Roles, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.WriteID, &r.SuspendedAt,
 		&r.SuspensionBucket, &r.SuspensionReason, &r.SuspendedBy, &r.SuspendedUntil,
 		&r.LiftKind, &r.LiftedAt, &r.LiftedBy, &r.LiftedSuspendedAt, &r.LiftedSuspendedBy, &r.LiftedReason, &r.LiftedUntil,
-		&r.DeletedAt, &r.DeletedBy, &r.EmailVerifiedAt}
+		&r.DeletedAt, &r.DeletedBy, &r.DeletionAttempt, &r.EmailVerifiedAt}
 }
 
 func fromDomainUser(u domain.User) userRow {
@@ -84,7 +87,7 @@ func fromDomainUser(u domain.User) userRow {
 		r.LiftedSuspendedAt, r.LiftedSuspendedBy, r.LiftedReason, r.LiftedUntil = l.Suspension.SuspendedAt, l.Suspension.SuspendedBy, l.Suspension.Reason, l.Suspension.Until
 	}
 	if d := u.Deletion; d != nil {
-		r.DeletedAt, r.DeletedBy = d.At, d.By
+		r.DeletedAt, r.DeletedBy, r.DeletionAttempt = d.At, d.By, d.Attempt
 	}
 	return r
 }
@@ -105,7 +108,7 @@ func (r userRow) toDomain() domain.User {
 				SuspendedAt: r.LiftedSuspendedAt.UTC(), SuspendedBy: r.LiftedSuspendedBy, Until: utcOrZero(r.LiftedUntil)}}
 	}
 	if !r.DeletedAt.IsZero() {
-		u.Deletion = &domain.Deletion{At: r.DeletedAt.UTC(), By: r.DeletedBy}
+		u.Deletion = &domain.Deletion{At: r.DeletedAt.UTC(), By: r.DeletedBy, Attempt: r.DeletionAttempt}
 	}
 	return u
 }
@@ -131,14 +134,14 @@ func orAbsent[T comparable](v T, absent any) any {
 
 // userColumns are written together by every write, so a TTL 0 rewrite
 // covers them all (TTL is per cell).
-const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?, email_verified_at = ?`
+const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?, deletion_attempt = ?, email_verified_at = ?`
 
 const (
-	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, email_verified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userInsertCQL   = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivateCQL = `UPDATE users USING TTL 0 SET ` + userColumns + ` WHERE id = ? IF status = 'pending'`
 	userUpdateCQL   = `UPDATE users SET ` + userColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  = `DELETE FROM users WHERE id = ? IF status = 'pending'`
-	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, email_verified_at FROM users WHERE id = ?`
+	userSelectCQL   = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at FROM users WHERE id = ?`
 )
 
 // values lists r's columns in userColumns order, with the tag of this
@@ -150,7 +153,7 @@ func (r userRow) values(writeID string, absent any) []any {
 		orAbsent(r.SuspendedBy, absent), orAbsent(r.SuspendedUntil, absent),
 		orAbsent(r.LiftKind, absent), orAbsent(r.LiftedAt, absent), orAbsent(r.LiftedBy, absent), orAbsent(r.LiftedSuspendedAt, absent),
 		orAbsent(r.LiftedSuspendedBy, absent), orAbsent(r.LiftedReason, absent), orAbsent(r.LiftedUntil, absent),
-		orAbsent(r.DeletedAt, absent), orAbsent(r.DeletedBy, absent),
+		orAbsent(r.DeletedAt, absent), orAbsent(r.DeletedBy, absent), orAbsent(r.DeletionAttempt, absent),
 		orAbsent(r.EmailVerifiedAt, absent)}
 }
 

@@ -23,26 +23,40 @@ import (
 // takes them over anyway (Holder), so the names are free exactly once the
 // account is deleted, never before. An index entry written before the
 // first compare-and-set lets the repair find deletions a crash stopped.
+// Every attempt's entry is its own (keyed by the attempt's tag): a losing
+// attempt ends only its own, and the winner's is ended only by the finish
+// of the deletion that applied, identified by the tag the account row
+// records (issue 24: two attempts shared one entry, and the loser's end
+// left the winner's deletion where no repair could find it).
 
-// DeletionEntry is a deletion in progress as the index records it: the
-// account, when its deletion began, who asked, and the keys to release
-// once it is deleted (the deleted row no longer has them).
+// DeletionEntry is one attempt of a deletion as the index records it: the
+// account, the attempt's tag, when it began, who asked, and the keys to
+// release once it is deleted (the deleted row no longer has them).
 type DeletionEntry struct {
 	UserID      string
+	Attempt     string
 	At          time.Time
 	By          string
 	UsernameKey string
 	EmailKey    string
 }
 
-// DeletionStore keeps the index of deletions in progress.
+// of reports whether e is the entry of the deletion d recorded in the
+// account row (the attempt whose compare-and-set applied).
+func (e DeletionEntry) of(d domain.Deletion) bool {
+	return e.Attempt == d.Attempt && e.At.Equal(d.At)
+}
+
+// DeletionStore keeps the index of deletions in progress, one entry per
+// attempt (UserID, At, Attempt).
 type DeletionStore interface {
-	// Begin records a deletion in progress; writing it again is harmless.
+	// Begin records an attempt of a deletion; writing it again is harmless.
 	Begin(ctx context.Context, d DeletionEntry) error
-	// Get reads the entry of userID's deletion begun at at (ErrNotFound
-	// when there is none).
-	Get(ctx context.Context, userID string, at time.Time) (DeletionEntry, error)
-	// End deletes the entry; a Begin of it landing late never outlives it.
+	// Get reads the entry of the attempt that began userID's deletion d
+	// (ErrNotFound when there is none).
+	Get(ctx context.Context, userID string, d domain.Deletion) (DeletionEntry, error)
+	// End deletes this attempt's entry, never another's; a Begin of it
+	// landing late never outlives it.
 	End(ctx context.Context, d DeletionEntry) error
 	// InProgress calls fn with every entry, from the index's start on, and
 	// moves the start up past the days it read empty.
@@ -195,11 +209,13 @@ func (a *Service) beginDeletion(ctx context.Context, id, by string) (domain.User
 		// The suspension stays in the row until markDeleted: it is what
 		// eraseSuspension erases by key (and records in the history).
 		next.Status = domain.StatusDeleting
-		next.Deletion = &domain.Deletion{At: now, By: by}
+		next.Deletion = &domain.Deletion{At: now, By: by, Attempt: domain.NewAttempt()}
 		next.Version, next.UpdatedAt = u.Version+1, now
 		entry := entryOf(next, u)
 		if err := a.del.Index.Begin(ctx, entry); err != nil {
-			return false, err
+			// This attempt sends no compare-and-set: its entry, if the
+			// write landed, is ended now (else the repair's).
+			return false, errors.Join(err, a.del.Index.End(ctx, entry))
 		}
 		if err := a.deletionStep("entry"); err != nil {
 			return false, err
@@ -211,7 +227,8 @@ func (a *Service) beginDeletion(ctx context.Context, id, by string) (domain.User
 			// stays for the retry or the repair.
 			return false, err
 		case !applied:
-			// Another change won: this entry's deletion never began.
+			// Another change won: this attempt never began a deletion.
+			// Its entry is its own, so ending it leaves the winner's.
 			return false, a.del.Index.End(ctx, entry)
 		}
 		out = next
@@ -223,7 +240,7 @@ func (a *Service) beginDeletion(ctx context.Context, id, by string) (domain.User
 // entryOf is the index entry of next's deletion; keys come from the
 // account as it was before (a deleted row has none).
 func entryOf(next, before domain.User) DeletionEntry {
-	return DeletionEntry{UserID: next.ID, At: next.Deletion.At, By: next.Deletion.By,
+	return DeletionEntry{UserID: next.ID, Attempt: next.Deletion.Attempt, At: next.Deletion.At, By: next.Deletion.By,
 		UsernameKey: before.UsernameKey, EmailKey: before.EmailKey}
 }
 
@@ -277,10 +294,12 @@ func (a *Service) checkGroups(ctx context.Context, id string) (done bool, err er
 
 // finishDeletion carries out the steps of the deletion of u (deleting or
 // deleted), each idempotent: what a crash left, any step may do again.
-// keep is the caller's own session, ended last.
+// keep is the caller's own session, ended last. The entry it writes again
+// and ends is the one of the attempt that began the deletion (the row's).
 func (a *Service) finishDeletion(ctx context.Context, u domain.User, keep string) error {
 	id := u.ID
-	entry := DeletionEntry{UserID: id, At: u.Deletion.At, By: u.Deletion.By, UsernameKey: u.UsernameKey, EmailKey: u.EmailKey}
+	entry := DeletionEntry{UserID: id, Attempt: u.Deletion.Attempt, At: u.Deletion.At, By: u.Deletion.By,
+		UsernameKey: u.UsernameKey, EmailKey: u.EmailKey}
 	if u.Status == domain.StatusDeleting {
 		// Again, in case the first write of it was lost: the repair finds
 		// the deletion through it until it is done.
@@ -340,7 +359,7 @@ func (a *Service) finishDeletion(ctx context.Context, u domain.User, keep string
 // finished before (or its names are taken over anyway: Holder).
 func (a *Service) releaseNames(ctx context.Context, u domain.User, entry DeletionEntry) (_ DeletionEntry, found bool, _ error) {
 	if u.Status == domain.StatusDeleted {
-		stored, err := a.del.Index.Get(ctx, u.ID, u.Deletion.At)
+		stored, err := a.del.Index.Get(ctx, u.ID, *u.Deletion)
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
 			return entry, false, nil
@@ -447,8 +466,8 @@ const leaveRounds = 3
 // leaveGroup takes the user out of one group. The check before the
 // deletion began left no group of which the user is the last manager, but
 // a change since may have made them so: another manager left while this
-// one still counted (the group is handed to another member whose account
-// is visible, so no group is left without a manager), or every other
+// one still counted (the group is handed to another member, an active one
+// first: handOver; so no group is left without a manager), or every other
 // member left (the group is closed with the account: CloseAlone, decided
 // on the group row, docs/design.md#closing; so a deletion never stops
 // there for good). Each refusal decides again on the group as it then is.
@@ -481,15 +500,28 @@ func isLastManager(err error) bool {
 	return errors.As(err, &refusal) && refusal.Code == "last_manager"
 }
 
-// handOver makes one of the other members of the group whose account is
-// visible a manager; with none (all of them are being deleted too), the
-// deletion waits for theirs (409 last_manager; its retry goes on).
+// handOver makes one of the other members of the group a manager: one
+// whose account is active; only when every visible one is suspended, one
+// of those (nobody else could manage the group, and waiting for a
+// suspension that may never end would leave this account deleting, its
+// names held, for good; the suspended manager acts once it is lifted, and
+// its own deletion hands the group on again). With no visible member (all
+// of them are being deleted too), the deletion waits for theirs (409
+// last_manager; its retry goes on).
 func (a *Service) handOver(ctx context.Context, groupID, id string, others []string) error {
+	suspended := ""
 	for _, o := range others {
 		u, err := a.users.Get(ctx, o)
-		if err == nil && u.Visible() {
+		switch {
+		case err != nil || !u.Visible():
+		case u.Status == domain.StatusActive:
 			return a.del.Groups.Promote(ctx, groupID, id, o)
+		case suspended == "":
+			suspended = o
 		}
+	}
+	if suspended != "" {
+		return a.del.Groups.Promote(ctx, groupID, id, suspended)
 	}
 	return errLastManager([]domain.FieldError{{Field: "groups", Code: "last_manager",
 		Message: groupID + ": every other member is being deleted; try again once they are gone"}})
@@ -614,9 +646,10 @@ func (a *Service) RepairDeletions(ctx context.Context, dryRun bool) (DeletionRep
 				errs = append(errs, err)
 				return nil
 			}
-			if !d.At.Equal(u.Deletion.At) {
+			if !d.of(*u.Deletion) {
 				// An entry of an attempt whose compare-and-set lost to
-				// the one that began the deletion.
+				// the one that began the deletion: decided on an older
+				// version, it can never apply now.
 				errs = append(errs, a.del.Index.End(ctx, d))
 			}
 			r.Finished++

@@ -23,20 +23,34 @@ import (
 // claimer takes it over anyway (Holder), so the name is free exactly once
 // the group is closed, never before. An index entry written before the
 // first compare-and-set lets the repair find closings a crash stopped.
+// Every attempt's entry is its own (keyed by the attempt's tag): a losing
+// attempt ends only its own, and the winner's is ended only by the finish
+// of the closing that applied, identified by the tag the group row
+// records (issue 24: two managers closing at once shared one entry, and
+// the loser's end left the closing where no repair could find it).
 
-// ClosingEntry is a closing in progress as the index records it: the
-// group, when its closing began and who asked.
+// ClosingEntry is one attempt of a closing as the index records it: the
+// group, the attempt's tag, when it began and who asked.
 type ClosingEntry struct {
 	GroupID string
+	Attempt string
 	At      time.Time
 	By      string
 }
 
-// ClosingStore keeps the index of closings in progress.
+// of reports whether e is the entry of gr's closing (the attempt whose
+// compare-and-set applied).
+func (e ClosingEntry) of(gr Group) bool {
+	return e.Attempt == gr.ClosingAttempt && e.At.Equal(gr.ClosedAt)
+}
+
+// ClosingStore keeps the index of closings in progress, one entry per
+// attempt (GroupID, At, Attempt).
 type ClosingStore interface {
-	// Begin records a closing in progress; writing it again is harmless.
+	// Begin records an attempt of a closing; writing it again is harmless.
 	Begin(ctx context.Context, e ClosingEntry) error
-	// End deletes the entry; a Begin of it landing late never outlives it.
+	// End deletes this attempt's entry, never another's; a Begin of it
+	// landing late never outlives it.
 	End(ctx context.Context, e ClosingEntry) error
 	// InProgress calls fn with every entry, from the index's start on, and
 	// moves the start up past the days it read empty.
@@ -173,10 +187,13 @@ func (g *Service) beginClosing(ctx context.Context, p domain.Principal, id strin
 		at := g.now()
 		next := gr
 		next.Status, next.ClosedAt, next.ClosedBy = domain.StatusClosing, at, p.UserID
+		next.ClosingAttempt = domain.NewAttempt()
 		next.Version, next.UpdatedAt = gr.Version+1, at
-		entry := ClosingEntry{GroupID: id, At: at, By: p.UserID}
+		entry := entryOfClosing(next)
 		if err := g.closing.Index.Begin(ctx, entry); err != nil {
-			return false, err
+			// This attempt sends no compare-and-set: its entry, if the
+			// write landed, is ended now (else the repair's).
+			return false, errors.Join(err, g.closing.Index.End(ctx, entry))
 		}
 		if err := g.hook("close", "entry"); err != nil {
 			return false, err
@@ -188,7 +205,8 @@ func (g *Service) beginClosing(ctx context.Context, p domain.Principal, id strin
 			// stays for the retry or the repair.
 			return false, err
 		case !applied:
-			// Another change won: this entry's closing never began.
+			// Another change won: this attempt never began a closing.
+			// Its entry is its own, so ending it leaves the winner's.
 			return false, g.closing.Index.End(ctx, entry)
 		}
 		if err := g.hook("close", "cas"); err != nil {
@@ -227,10 +245,18 @@ func (g *Service) requireAdmin(ctx context.Context, p domain.Principal) error {
 	return err
 }
 
+// entryOfClosing is the index entry of gr's closing: the attempt the group
+// row records.
+func entryOfClosing(gr Group) ClosingEntry {
+	return ClosingEntry{GroupID: gr.ID, Attempt: gr.ClosingAttempt, At: gr.ClosedAt, By: gr.ClosedBy}
+}
+
 // finishClosing carries out the steps of the closing of gr (closing or
-// closed), each idempotent: what a crash left, any step may do again.
+// closed), each idempotent: what a crash left, any step may do again. The
+// entry it writes again and ends is the one of the attempt that began the
+// closing (the row's).
 func (g *Service) finishClosing(ctx context.Context, gr Group) error {
-	entry := ClosingEntry{GroupID: gr.ID, At: gr.ClosedAt, By: gr.ClosedBy}
+	entry := entryOfClosing(gr)
 	if gr.Status == domain.StatusClosing {
 		// Again, in case the first write of it was lost: the repair finds
 		// the closing through it until it is done.
@@ -395,8 +421,9 @@ func (g *Service) RepairClosings(ctx context.Context, dryRun bool) (ClosingRepor
 				errs = append(errs, err)
 				return nil
 			}
-			if !e.At.Equal(gr.ClosedAt) {
-				// An entry of an attempt whose compare-and-set lost.
+			if !e.of(gr) {
+				// An entry of an attempt whose compare-and-set lost:
+				// decided on an older version, it can never apply now.
 				errs = append(errs, g.closing.Index.End(ctx, e))
 			}
 			r.Finished++

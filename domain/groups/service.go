@@ -47,9 +47,12 @@ type Group struct {
 	// closing, then closed, once someone closes it (see CloseGroup).
 	Status domain.Status
 	// ClosedAt and ClosedBy say when a closing began and who asked; zero
-	// while the group is open.
-	ClosedAt time.Time
-	ClosedBy string
+	// while the group is open. ClosingAttempt tags the attempt whose
+	// compare-and-set began it: its index entry is that attempt's own
+	// (ClosingEntry), and only the finish of this closing ends it.
+	ClosedAt       time.Time
+	ClosedBy       string
+	ClosingAttempt string
 	// Pending is a membership change recorded but perhaps not yet written
 	// to the member tables; nil when there is none.
 	Pending *MemberChange

@@ -3,6 +3,7 @@ package library
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"shelf/domain"
@@ -37,12 +38,22 @@ func (s *Service) Create(ctx context.Context, p domain.Principal, in Input) (Con
 	if err := in.apply(&c); err != nil {
 		return Content{}, err
 	}
+	marked := s.cfg.Now()
 	marker, err := s.outbox.Mark(ctx, c.ID)
 	if err != nil {
 		return Content{}, err
 	}
-	if err := s.content.Create(ctx, c); err != nil {
+	if marker, err = s.markAgainIfLate(ctx, c.ID, marker, &marked); err != nil {
 		return Content{}, err
+	}
+	applied, err := s.content.Create(ctx, c)
+	if err != nil {
+		return Content{}, err
+	}
+	if !applied {
+		// The insert came after the outbox worker found no item and
+		// fenced the id: this creation never happens (see fence).
+		return Content{}, errCreationFenced
 	}
 	creator := Member{PrincipalID: p.UserID, Role: RoleManager}
 	if err := s.members.Put(ctx, c.ID, creator, c.Version); err != nil {
@@ -317,6 +328,7 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 	var ch changed
 	var c Content
 	var markErr, readErr error
+	marked := s.cfg.Now() // no later than the mark's own time
 	domain.Parallel(2, func(i int) {
 		if i == 0 {
 			ch.marker, markErr = s.outbox.Mark(ctx, id)
@@ -354,6 +366,9 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 			return true, err
 		}
 		next.Version = c.Version + 1
+		if ch.marker, err = s.markAgainIfLate(ctx, id, ch.marker, &marked); err != nil {
+			return false, err
+		}
 		decided = true
 		applied, err := s.content.Update(ctx, *next)
 		if err != nil || !applied {
@@ -368,6 +383,36 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 	}
 	return ch, err
 }
+
+// markAgainIfLate marks the item again when more than half the outbox
+// grace has passed since its mark (marked: the time taken just before
+// it), and returns the mark to keep. The outbox worker may take a mark
+// older than the grace at any time, fence the item and discard the mark;
+// a compare-and-set sent after that would rest on a read the fence has
+// made stale and fail, or on a read after the fence and apply with no mark
+// left for its fan-out. So a change whose compare-and-set goes out late
+// marks again first, and the old mark, whose work the new one carries, is
+// done. Half the grace is the margin for the clocks of the instances
+// (the worker's against this one's). The normal path pays nothing: a
+// clock read.
+func (s *Service) markAgainIfLate(ctx context.Context, id, marker string, marked *time.Time) (string, error) {
+	if s.cfg.Now().Sub(*marked) <= s.cfg.OutboxGrace/2 {
+		return marker, nil
+	}
+	at := s.cfg.Now()
+	fresh, err := s.outbox.Mark(ctx, id)
+	if err != nil {
+		return marker, err
+	}
+	*marked = at
+	_ = s.outbox.Done(ctx, id, marker)
+	return fresh, nil
+}
+
+// errCreationFenced answers a creation whose insert came too late: the
+// outbox worker, finding no item behind its mark, took the id first. The
+// item was never made; the client may create it again.
+var errCreationFenced = fmt.Errorf("the creation took longer than the outbox grace and was fenced: %w", domain.ErrUnavailable)
 
 // live answers 404 for an item that is gone or was never made.
 func live(c Content, err error) error {

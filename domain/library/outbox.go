@@ -10,11 +10,12 @@ import (
 )
 
 // DrainOutbox finishes fan-outs whose mark is older than grace (their
-// change either crashed or is still running in the background): it
-// finishes a share or unshare left pending and brings every member library
-// to the item's current state, then deletes the marks it read (a mark made
-// since is a row of its own and stays). It returns how many items it
-// completed.
+// change crashed, is still running, or lost an answer and may still land):
+// per item it finishes a share or unshare left pending, fences the item
+// (see fence) and brings every member library to the item as of the fence,
+// then deletes the marks it read (a mark made since is a row of its own
+// and stays). grace must be no shorter than the service's OutboxGrace. It
+// returns how many items it completed.
 func (s *Service) DrainOutbox(ctx context.Context, grace time.Duration, limit int) (int, error) {
 	now := s.cfg.Now()
 	pending, err := s.outbox.Pending(ctx, now.Add(-grace), limit)
@@ -78,28 +79,74 @@ func (s *Service) requeue(ctx context.Context, id string, old []string) error {
 	return errors.Join(errs...)
 }
 
-// complete redoes one item's fan-out from its current state.
+// complete redoes one item's fan-out: it fences the item, then brings
+// every member library to the item as of the fence.
 func (s *Service) complete(ctx context.Context, id string) error {
-	c, err := s.content.GetSerial(ctx, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil // the creation never happened
-	}
+	c, err := s.fence(ctx, id)
 	if err != nil {
 		return err
 	}
-	if c.Pending != nil {
-		if err := s.finish(ctx, c); err != nil {
-			return err
-		}
-		c.Pending = nil
-	}
-	if c.Version == 1 {
-		// A creation that stopped before its creator became a member.
-		if err := s.members.Put(ctx, c.ID, Member{PrincipalID: c.CreatedBy, Role: RoleManager}, 1); err != nil {
-			return err
-		}
-	}
 	return s.fanout(ctx, c, nil)
+}
+
+// fence makes sure no attempt of a change behind the item's marks can
+// still apply, and returns the item as it then stands. A mark says a
+// change may be under way, and any attempt of its compare-and-set may
+// still land, later than any grace; the state read now is no proof of
+// what the change did. So:
+//   - a live item is fenced: a compare-and-set on the version read that
+//     moves it on and changes nothing else (a pending share or unshare
+//     finished first, and cleared by the same write). Every attempt still
+//     in flight is conditioned on an older version and fails wherever it
+//     lands; a change that reads after the fence marks again before its
+//     compare-and-set (markAgainIfLate), so its own mark carries its
+//     fan-out. The fan-out then writes at the fenced version, which
+//     shadows every library write of the versions before.
+//   - a deleted item needs no fence: no change applies to a deleted item
+//     (every change refuses it before its compare-and-set, and a deletion
+//     left nothing pending), so the row read is final.
+//   - a missing item is a creation that never happened or whose insert is
+//     still in flight: a deleted row of version 1 is inserted IF NOT
+//     EXISTS in its place, so a late insert fails and its creation answers
+//     503; if the insert won, the item is read again and fenced as above.
+//
+// Lost answers and contention start over from a read, as a change does.
+func (s *Service) fence(ctx context.Context, id string) (Content, error) {
+	var out Content
+	err := domain.Retry(ctx, maxContentAttempts, domain.ErrBusy, func(int) (bool, error) {
+		c, err := s.content.GetSerial(ctx, id)
+		if errors.Is(err, domain.ErrNotFound) {
+			now := s.now()
+			out = Content{ID: id, CreatedAt: now, LastModified: now, Deleted: true, Version: 1}
+			applied, err := s.content.Create(ctx, out)
+			return applied, err // not applied: the insert won; read it
+		}
+		if err != nil || c.Deleted {
+			out = c
+			return err == nil, err
+		}
+		if c.Pending != nil {
+			if err := s.finish(ctx, c); err != nil {
+				return false, err
+			}
+			c.Pending = nil
+		}
+		if c.Version == 1 {
+			// A creation that may have stopped before its creator became a
+			// member (or whose membership is still in flight: the same row).
+			if err := s.members.Put(ctx, c.ID, Member{PrincipalID: c.CreatedBy, Role: RoleManager}, 1); err != nil {
+				return false, err
+			}
+		}
+		c.Version++
+		applied, err := s.content.Update(ctx, c)
+		if err != nil || !applied {
+			return false, err
+		}
+		out = c
+		return true, nil
+	})
+	return out, err
 }
 
 // OutboxBacklog reports how many fan-outs are unfinished and how old the

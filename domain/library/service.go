@@ -14,7 +14,9 @@ import (
 
 // ContentStore keeps the content rows (LWT-managed).
 type ContentStore interface {
-	Create(ctx context.Context, c Content) error
+	// Create inserts c if no row has its id; false when one has (ids are
+	// fresh, so that row is the outbox worker's fence: see fence).
+	Create(ctx context.Context, c Content) (bool, error)
 	Get(ctx context.Context, id string) (Content, error)
 	GetSerial(ctx context.Context, id string) (Content, error)
 	// Update writes c if the stored version is c.Version-1.
@@ -106,6 +108,11 @@ type Config struct {
 	// ObservePool, when set, is told of every change of the background
 	// fan-out queue (metrics).
 	ObservePool func(PoolEvent)
+	// OutboxGrace is how old a mark must be before the outbox worker may
+	// take it (default 5 s; DrainOutbox's grace must be no shorter). A
+	// change whose compare-and-set would be sent more than half of it
+	// after its mark marks again first (see change).
+	OutboxGrace time.Duration
 }
 
 // Hooks let tests stop a fan-out part-way, as a crash would.
@@ -188,6 +195,9 @@ func New(cfg Config, callers Callers, users Users, groups GroupDirectory, stores
 	if cfg.FanoutQueue <= 0 {
 		cfg.FanoutQueue = 1000
 	}
+	if cfg.OutboxGrace <= 0 {
+		cfg.OutboxGrace = DefaultOutboxGrace
+	}
 	s := &Service{cfg: cfg, callers: callers, users: users, groups: groups, content: stores.Content,
 		members: stores.Members, library: stores.Library, outbox: stores.Outbox, log: log,
 		background: make(chan struct{}, 64)}
@@ -201,6 +211,9 @@ func New(cfg Config, callers Callers, users Users, groups GroupDirectory, stores
 // before it exits, or of any other, or of the next) finishes them: a
 // shutdown loses nothing. It returns how many items it left so.
 func (s *Service) Close(ctx context.Context) int { return s.fanouts.close(ctx) }
+
+// DefaultOutboxGrace is the outbox grace when none is configured.
+const DefaultOutboxGrace = 5 * time.Second
 
 var errContentNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such content."}
 

@@ -75,7 +75,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 			m.FanoutDuration.Observe(took.Seconds())
 			m.FanoutLibraries.Add(float64(members))
 		},
-		FanoutWorkers: cfg.Content.FanoutWorkers, FanoutQueue: cfg.Content.FanoutQueue,
+		FanoutWorkers: cfg.Content.FanoutWorkers, FanoutQueue: cfg.Content.FanoutQueue, OutboxGrace: cfg.Content.OutboxGrace,
 		ObservePool: func(e library.PoolEvent) {
 			m.FanoutWaiting.Set(float64(e.Waiting))
 			m.FanoutRunning.Set(float64(e.Running))

@@ -9,11 +9,11 @@ import (
 	"shelf/domain/library"
 )
 
-// closingKey is a group_closings row's key: the UTC day its closing began
-// and the group (as repository.Closings: a second entry of one group on
-// the same day is the same row).
+// closingKey is a group_closing_attempts row's key: the UTC day the
+// attempt began, the group and the attempt's tag (as repository.Closings:
+// every attempt's entry is its own).
 func closingKey(e groups.ClosingEntry) string {
-	return e.At.UTC().Format("2006-01-02") + "|" + e.GroupID
+	return e.At.UTC().Format("2006-01-02") + "|" + e.GroupID + "|" + e.Attempt
 }
 
 // Closings is the store as the index of group closings in progress

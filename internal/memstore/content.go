@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -71,18 +70,14 @@ func (s *Store) Contents() library.Stores {
 
 type items struct{ s *Store }
 
-func (t items) Create(_ context.Context, c library.Content) error {
-	applied, err := t.s.call("content.create", true, func() (bool, error) {
+func (t items) Create(_ context.Context, c library.Content) (bool, error) {
+	return t.s.call("content.create", true, func() (bool, error) {
 		if _, ok := t.s.content.items[c.ID]; ok {
 			return false, nil
 		}
 		t.s.content.items[c.ID] = cloneContent(c)
 		return true, nil
 	})
-	if err == nil && !applied {
-		return errors.New("memstore: content.create: id exists")
-	}
-	return err
 }
 
 func (t items) Get(_ context.Context, id string) (library.Content, error) {

@@ -10,9 +10,10 @@ import (
 )
 
 // Deletions keeps the index of account deletions in progress as
-// repository.Deletions does: one row per user and UTC day a deletion
-// began, written at the deletion's start (µs) and deleted one microsecond
-// after it, so no write of an entry, however late, outlives its end. The
+// repository.Deletions does: one row per attempt (the UTC day it began,
+// the user, its tag), written at the attempt's start (µs) and deleted one
+// microsecond after it, so no write of an entry, however late, outlives
+// its end, and no attempt's end touches another's entry. The
 // repository's moving start of the index is left out: InProgress reads
 // every day.
 type Deletions struct{ s *Store }
@@ -22,15 +23,15 @@ var _ accounts.DeletionStore = (*Deletions)(nil)
 // Deletions is the store as the accounts' index of deletions.
 func (s *Store) Deletions() *Deletions { return &Deletions{s} }
 
-// deletionKey is the entry's row: its day, then the user.
-func deletionKey(userID string, at time.Time) string {
-	return at.UTC().Format(time.DateOnly) + "|" + userID
+// deletionKey is the entry's row: its day, the user, the attempt.
+func deletionKey(userID string, at time.Time, attempt string) string {
+	return at.UTC().Format(time.DateOnly) + "|" + userID + "|" + attempt
 }
 
 // Begin writes the entry at its start.
 func (d *Deletions) Begin(_ context.Context, e accounts.DeletionEntry) error {
 	_, err := d.s.call("account_deletions.insert", true, func() (bool, error) {
-		putAt(d.s.deletions, deletionKey(e.UserID, e.At), e, e.At.UnixMicro())
+		putAt(d.s.deletions, deletionKey(e.UserID, e.At, e.Attempt), e, e.At.UnixMicro())
 		return true, nil
 	})
 	return err
@@ -39,19 +40,19 @@ func (d *Deletions) Begin(_ context.Context, e accounts.DeletionEntry) error {
 // End deletes the entry one microsecond after its writes.
 func (d *Deletions) End(_ context.Context, e accounts.DeletionEntry) error {
 	_, err := d.s.call("account_deletions.delete", true, func() (bool, error) {
-		deleteAt(d.s.deletions, deletionKey(e.UserID, e.At), e.At.UnixMicro()+1)
+		deleteAt(d.s.deletions, deletionKey(e.UserID, e.At, e.Attempt), e.At.UnixMicro()+1)
 		return true, nil
 	})
 	return err
 }
 
-// Get reads the entry of userID's deletion begun at at.
-func (d *Deletions) Get(_ context.Context, userID string, at time.Time) (accounts.DeletionEntry, error) {
+// Get reads the entry of the attempt that began userID's deletion del.
+func (d *Deletions) Get(_ context.Context, userID string, del domain.Deletion) (accounts.DeletionEntry, error) {
 	var out accounts.DeletionEntry
 	found, err := d.s.call("account_deletions.get", false, func() (bool, error) {
-		c, ok := d.s.deletions[deletionKey(userID, at)]
+		c, ok := d.s.deletions[deletionKey(userID, del.At, del.Attempt)]
 		out = c.v
-		return ok && !c.deleted && c.v.At.Equal(at), nil
+		return ok && !c.deleted && c.v.At.Equal(del.At), nil
 	})
 	if err == nil && !found {
 		return accounts.DeletionEntry{}, domain.ErrNotFound
@@ -59,7 +60,8 @@ func (d *Deletions) Get(_ context.Context, userID string, at time.Time) (account
 	return out, err
 }
 
-// InProgress calls fn with every live entry, by day and user, as one read.
+// InProgress calls fn with every live entry, by day, user and attempt, as
+// one read.
 func (d *Deletions) InProgress(_ context.Context, fn func(accounts.DeletionEntry) error) error {
 	var entries []accounts.DeletionEntry
 	_, err := d.s.call("account_deletions.day", false, func() (bool, error) {
@@ -77,7 +79,7 @@ func (d *Deletions) InProgress(_ context.Context, fn func(accounts.DeletionEntry
 	return nil
 }
 
-// liveDeletions lists the live entries by day and user (under the lock).
+// liveDeletions lists the live entries by key (under the lock).
 func (s *Store) liveDeletions() []accounts.DeletionEntry {
 	keys := make([]string, 0, len(s.deletions))
 	for k, c := range s.deletions {

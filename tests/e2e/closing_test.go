@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/internal/testkit"
 	"shelf/repository"
@@ -62,12 +63,14 @@ func checkClosed(t *testing.T, api *testkit.API, db *testkit.DB, g groupBody) {
 		"private library rows": `SELECT content_id FROM library_by_principal WHERE principal_id = ? AND bucket = 'private'`,
 		"public rows":          `SELECT content_id FROM library_by_principal WHERE principal_id = ? AND bucket = 'public'`,
 		"content_members":      `SELECT content_id FROM content_members WHERE principal_id = ? ALLOW FILTERING`,
-		"closing in progress":  `SELECT group_id FROM group_closings WHERE group_id = ? ALLOW FILTERING`,
 		"name claim":           `SELECT key FROM group_names WHERE user_id = ? ALLOW FILTERING`,
 	} {
 		if n := countRows(t, db, cql, g.ID); n != 0 {
 			t.Errorf("closed %s still has %d %s", g.ID, n, what)
 		}
+	}
+	if n := ownEntries(t, db, "groups", "closed_at", "closing_attempt", "group_closing_attempts", "group_id", g.ID); n != 0 {
+		t.Errorf("closed %s is still listed in progress", g.ID)
 	}
 }
 
@@ -307,7 +310,7 @@ func TestRepairFencesAClosingThatNeverTookEffect(t *testing.T) {
 	before := version()
 	at := time.Now().UTC().Add(-11 * time.Minute).Truncate(time.Millisecond)
 	if err := repository.NewClosings(m.app.DB).Begin(context.Background(),
-		groups.ClosingEntry{GroupID: w.group.ID, At: at, By: w.owner.ID}); err != nil {
+		groups.ClosingEntry{GroupID: w.group.ID, Attempt: domain.NewAttempt(), At: at, By: w.owner.ID}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := m.app.Groups.RepairClosings(context.Background(), false)
@@ -317,7 +320,7 @@ func TestRepairFencesAClosingThatNeverTookEffect(t *testing.T) {
 	if v := version(); v <= before {
 		t.Errorf("the group's version stayed %d: a late compare-and-set at %d could still land", v, before+1)
 	}
-	if n := countRows(t, m.db, `SELECT group_id FROM group_closings WHERE group_id = ? ALLOW FILTERING`, w.group.ID); n != 0 {
+	if n := countRows(t, m.db, `SELECT group_id FROM group_closing_attempts WHERE group_id = ? ALLOW FILTERING`, w.group.ID); n != 0 {
 		t.Errorf("the stale entry is still there")
 	}
 	addToGroup(t, w.ownerAPI, w.group.ID, w.mgr.ID, "member")

@@ -26,6 +26,12 @@ type closeWorld struct {
 	// sameName are the groups named "club" whose creation answered
 	// success; each found the first one closed when it did.
 	sameName []groups.Group
+	// fault at call faultK of the owner's closing inside a rival's
+	// (closeRivalFirst, an operation with inside set); innerCalls counts
+	// that closing's calls, rivalErr is the rival's answer.
+	fault              memstore.Fault
+	faultK, innerCalls int
+	rivalErr           error
 }
 
 func newCloseWorld(t *testing.T) *closeWorld {
@@ -140,6 +146,9 @@ type closeOperation struct {
 	// group's library (docs/design.md#closing, "Shares"): the item may
 	// count the closed group until the closing is repeated.
 	gap bool
+	// inside: run takes the fault itself, at a call of the closing it
+	// runs inside another (c.fault, c.faultK; c.innerCalls its calls).
+	inside bool
 }
 
 var closeCompetitors = map[string]func(c *closeWorld) error{
@@ -184,6 +193,15 @@ var closeOperations = []closeOperation{
 		competitors: []string{"none", "add-other", "share-spare", "create-same-name", "close-admin"}, finish: repairClosings},
 	{name: "close-repair-early", run: func(c *closeWorld) error { return c.close(c.owner) },
 		competitors: []string{"none"}, early: repairClosings, finish: repairClosings},
+	// Two managers close the group at once (closeRivalFirst), finished by
+	// both clients' retries, by the repair, or by the repair while the
+	// held writes are still held and again once they landed.
+	{name: "close-rival-first-retry", setup: secondManager, run: closeRivalFirst, inside: true,
+		competitors: []string{"none"}, finish: retryBoth},
+	{name: "close-rival-first-repair", setup: secondManager, run: closeRivalFirst, inside: true,
+		competitors: []string{"none"}, finish: repairClosings},
+	{name: "close-rival-first-repair-early", setup: secondManager, run: closeRivalFirst, inside: true,
+		competitors: []string{"none"}, early: repairClosings, finish: repairClosings},
 	{name: "add", run: func(c *closeWorld) error { return c.set(c.owner, c.other, groups.RoleMember) },
 		competitors: []string{"none", "close"}},
 	{name: "share", run: func(c *closeWorld) error { return c.shareSpare() },
@@ -193,6 +211,59 @@ var closeOperations = []closeOperation{
 	// closing's retry, whose release must not take the name from it.
 	{name: "create-same-name", setup: stopAfterClosed, run: func(c *closeWorld) error { return c.createSameName() },
 		competitors: []string{"none", "close"}},
+}
+
+// secondManager makes the friend the group's second manager.
+func secondManager(c *closeWorld) error { return c.set(c.owner, c.friend, groups.RoleManager) }
+
+// closeRivalFirst has two managers close the group at once, in the order
+// that used to lose the winner's index entry (issue 24, defect 3): the
+// friend's closing writes its entry, then the owner's runs whole (with the
+// fault at its call c.faultK), then the friend's compare-and-set; the
+// friend's process dies if it applied. It returns the owner's answer (nil
+// for 404: the friend's closing took the group, which is gone to the
+// owner, who does not ask again).
+func closeRivalFirst(c *closeWorld) error {
+	state, err := 0, error(nil)
+	c.grp.Hooks.AfterStep = func(op, step string) error {
+		switch {
+		case op != "close":
+		case state == 0 && step == "entry":
+			state = 1
+			before := c.store.Calls()
+			if c.fault != memstore.None {
+				faultOnce(c.store, c.faultK, c.fault)
+			}
+			err = c.close(c.owner)
+			c.innerCalls = c.store.Calls() - before
+			recovered(c.store) // the owner's process; the friend's goes on
+			state = 2
+		case state == 2 && step == "cas":
+			return errStopped
+		}
+		return nil
+	}
+	defer func() { c.grp.Hooks.AfterStep = nil }()
+	c.rivalErr = c.close(c.friend)
+	switch {
+	case state == 0:
+		return fmt.Errorf("the rival closing never wrote its entry: %v", c.rivalErr)
+	case domainIs(err, domain.ErrNotFound):
+		return nil
+	}
+	return err
+}
+
+// retryBoth is both managers asking again: the friend when its closing
+// died or failed (not when it lost: the group is gone to it), then the
+// owner (retryClose).
+func retryBoth(c *closeWorld, err error) error {
+	if c.rivalErr != nil && !domainIs(c.rivalErr, domain.ErrNotFound) {
+		if rerr := c.close(c.friend); rerr != nil && !domainIs(rerr, domain.ErrNotFound) {
+			return rerr
+		}
+	}
+	return retryClose(c, err)
 }
 
 // stopAfterClosed closes the group, stopped (as a crash would) after the
@@ -230,6 +301,9 @@ func TestExploreClosing(t *testing.T) {
 			}
 		}
 		calls := callsOf(t, probe.store, op.name, func() error { return op.run(probe) })
+		if op.inside {
+			calls = probe.innerCalls
+		}
 		total += everySchedule(t, op.name, calls, op.competitors, func(name string, k int, fault memstore.Fault, c int) {
 			if exploreClosing(t, name, op, k, fault, op.competitors[c]) {
 				swept++
@@ -248,9 +322,19 @@ func exploreClosing(t *testing.T, name string, op closeOperation, k int, fault m
 			t.Fatalf("%s: set-up: %v", name, err)
 		}
 	}
-	faultOnce(c.store, k, fault)
+	// A Slow call outlasts the stale age: the repair runs meanwhile.
+	c.store.Meanwhile = func() {
+		c.store.Advance(6 * time.Minute)
+		_, _ = c.grp.RepairClosings(context.Background(), false)
+	}
+	if op.inside {
+		c.fault, c.faultK = fault, k
+	} else {
+		faultOnce(c.store, k, fault)
+	}
 	err := op.run(c)
 	recovered(c.store)
+	c.store.Meanwhile = nil
 	if err != nil && !expected(err) {
 		t.Errorf("%s: the action answered %v", name, err)
 	}
@@ -315,6 +399,14 @@ func exploreClosing(t *testing.T, name string, op closeOperation, k int, fault m
 	}
 	checkNameHeld(t, name, c)
 	checkActiveGroups(t, name, c)
+	// An entry left is of an attempt whose compare-and-set was never seen
+	// to apply or lose: the repair, past the stale age, removes it.
+	if err := repairClosings(c, nil); err != nil {
+		t.Errorf("%s: the repair: %v", name, err)
+	}
+	if left := c.store.ClosingSnapshot(); len(left) != 0 {
+		t.Errorf("%s: entries of closings left after the repair: %+v", name, left)
+	}
 	return swept
 }
 
@@ -347,8 +439,9 @@ func checkNameHeld(t *testing.T, name string, c *closeWorld) {
 // its closing, no library; no item counts it, every item's counts equal
 // its member rows with a manager kept, every member's library indexes it
 // and nobody else's; the item only the group managed is deleted, in no
-// library; a group still active has no closing entry once it was
-// repaired or retried.
+// library; a closed group's own closing entry (the attempt its row
+// records) is gone (any other is of an attempt whose outcome nobody saw:
+// the repair's, exploreClosing).
 func closingProblems(c *closeWorld, contentOnly bool) []error {
 	var out []error
 	bad := func(format string, args ...any) { out = append(out, fmt.Errorf(format, args...)) }
@@ -426,7 +519,9 @@ func closingProblems(c *closeWorld, contentOnly bool) []error {
 		bad("the group is still closing once it was finished")
 	}
 	for _, e := range c.store.ClosingSnapshot() {
-		bad("the closing index still holds %+v (the group is %q)", e, c.status(e.GroupID))
+		if closed && e.Attempt == club.ClosingAttempt && e.At.Equal(club.ClosedAt) {
+			bad("the closing index still holds the finished closing's own entry %+v", e)
+		}
 	}
 	live := map[string][]string{}
 	for _, gr := range gsnap.Groups {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/groups"
 	"shelf/domain/library"
 	"shelf/internal/memstore"
 )
@@ -23,16 +25,33 @@ func (noGroups) GroupIDsOf(context.Context, string) ([]string, error) { return n
 func (noGroups) Exists(context.Context, string) (bool, error)         { return false, nil }
 
 // libWorld is a schedule's content on fresh tables: an owner's public
-// item shared with a friend as viewer; a third user; an admin.
+// item shared with a friend as viewer and with the owner's group "club"
+// (the owner its manager, the third user a member) as viewer; an admin.
 type libWorld struct {
 	*world
 	lib                  *library.Service
 	admin                domain.Principal
 	owner, friend, other domain.User
 	item                 string
+	// group is the club's id; empty in worlds without groups.
+	group string
+
+	mu sync.Mutex
+	// stop is a member whose library writes fail (the test hook); failNext
+	// fails the next member library write, once.
+	stop     string
+	failNext bool
+	// later is the work a change left to go on after its answer (a
+	// background fan-out, a mark's delete), when the schedule holds it.
+	later []func()
 }
 
-func newLibWorld(t *testing.T) *libWorld {
+// newLibWorld is a world whose changes fan out before they answer.
+func newLibWorld(t *testing.T) *libWorld { return newLibWorldOf(t, 1000) }
+
+// newLibWorldOf is a world whose changes of items with more than
+// syncLimit members fan out in the background.
+func newLibWorldOf(t *testing.T, syncLimit int) *libWorld {
 	t.Helper()
 	w := newWorld()
 	for _, n := range []string{"root", "owner", "friend", "other"} {
@@ -40,25 +59,77 @@ func newLibWorld(t *testing.T) *libWorld {
 			t.Fatal(err)
 		}
 	}
-	admin, err := w.svc.SetAdmin(context.Background(), "root", true)
+	ctx := context.Background()
+	admin, err := w.svc.SetAdmin(ctx, "root", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
-		w.svc, w.store.Users(), noGroups{}, w.store.Contents(), nopLog{})
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
+		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
+	lib := library.New(library.Config{SyncFanoutLimit: syncLimit, FanoutConcurrency: 1, Now: w.store.Now},
+		w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
 	lib.Hooks.Background = func(f func()) { f() } // one call order per schedule
 	l := &libWorld{world: w, lib: lib, admin: domain.Principal{UserID: admin.ID},
 		owner: w.created[1], friend: w.created[2], other: w.created[3]}
+	lib.Hooks.BeforeMember = l.beforeMember
+	gr, err := grp.CreateGroup(ctx, as(l.owner), groups.CreateInput{Name: "club"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.group = gr.ID
+	if _, _, err := grp.SetMember(ctx, as(l.owner), l.group, l.other.ID, groups.RoleMember); err != nil {
+		t.Fatal(err)
+	}
 	name, public := "item", string(library.VisibilityPublic)
-	c, err := lib.Create(context.Background(), as(l.owner), library.Input{Name: &name, Visibility: &public})
+	c, err := lib.Create(ctx, as(l.owner), library.Input{Name: &name, Visibility: &public})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.item = c.ID
-	if _, err := lib.Share(context.Background(), as(l.owner), c.ID, l.friend.ID, library.RoleViewer); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{l.friend.ID, l.group} {
+		if _, err := lib.Share(ctx, as(l.owner), c.ID, p, library.RoleViewer); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return l
+}
+
+// beforeMember is the world's fan-out hook: it fails the writes of the
+// stopped member, and the next write once failNext is set.
+func (l *libWorld) beforeMember(_, principalID string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if principalID == l.stop || l.failNext {
+		l.failNext = false
+		return errStopped
+	}
+	return nil
+}
+
+
+// hold keeps the work changes leave for after their answer until flush.
+func (l *libWorld) hold() {
+	l.lib.Hooks.Background = func(f func()) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.later = append(l.later, f)
+	}
+}
+
+// flush runs the work held for after the answers, and what it leaves.
+func (l *libWorld) flush() {
+	for {
+		l.mu.Lock()
+		later := l.later
+		l.later = nil
+		l.mu.Unlock()
+		if len(later) == 0 {
+			return
+		}
+		for _, f := range later {
+			f()
+		}
+	}
 }
 
 func as(u domain.User) domain.Principal { return domain.Principal{UserID: u.ID} }
@@ -79,6 +150,25 @@ func (l *libWorld) share(u domain.User, role string) error {
 
 func (l *libWorld) unshare(by, u domain.User) error {
 	return l.lib.Unshare(context.Background(), as(by), l.item, u.ID)
+}
+
+func (l *libWorld) unshareGroup() error {
+	return l.lib.Unshare(context.Background(), as(l.owner), l.item, l.group)
+}
+
+// workers runs what runs beside every request: the outbox worker (the
+// clock past its grace), and rebuilds of the friend's and the group's
+// libraries.
+func (l *libWorld) workers() error {
+	if err := l.drain(); err != nil {
+		return err
+	}
+	for _, p := range []string{l.friend.ID, l.group} {
+		if _, err := l.lib.Rebuild(context.Background(), l.admin, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *libWorld) drain() error {
@@ -157,16 +247,20 @@ var libOperations = []libOperation{
 			return nil
 		}},
 	{name: "leave", run: func(l *libWorld) error { return l.unshare(l.friend, l.friend) }},
+	{name: "unshare-group", run: func(l *libWorld) error { return l.unshareGroup() },
+		want: func(l *libWorld, snap memstore.ContentSnapshot) error {
+			if memberRole(snap, l.item, l.group) != "" {
+				return errors.New("the group's unshare is lost")
+			}
+			return nil
+		}},
 	{
 		name: "drain",
 		setup: func(l *libWorld) error {
-			l.lib.Hooks.BeforeMember = func(_, principalID string) error {
-				if principalID == l.friend.ID {
-					return errors.New("stopped (test hook)")
-				}
-				return nil
-			}
-			defer func() { l.lib.Hooks.BeforeMember = nil }()
+			l.mu.Lock()
+			l.stop = l.friend.ID
+			l.mu.Unlock()
+			defer func() { l.mu.Lock(); l.stop = ""; l.mu.Unlock() }()
 			return l.update("half done", string(library.VisibilityLoggedIn))
 		},
 		run: func(l *libWorld) error { return l.drain() },
@@ -177,78 +271,181 @@ var libOperations = []libOperation{
 	}},
 }
 
-// competitors act on the same item while a faulted action's writes are
-// still held back.
-var competitors = []struct {
+// libCompetitor acts on the same item while a faulted action's writes
+// are still held back.
+type libCompetitor struct {
 	name string
 	run  func(l *libWorld) error
-}{
-	{"none", nil},
-	{"update", func(l *libWorld) error { return l.update("theirs", "") }},
-	{"unshare", func(l *libWorld) error { return l.unshare(l.owner, l.friend) }},
-	{"reshare-manager", func(l *libWorld) error { return l.share(l.friend, library.RoleManager) }},
-	{"share-other", func(l *libWorld) error { return l.share(l.other, library.RoleManager) }},
-	{"delete", func(l *libWorld) error { return l.lib.Delete(context.Background(), as(l.owner), l.item) }},
+	// beforeBackground: it runs before the work the action left for after
+	// its answer (a background fan-out, a mark's delete), which waits
+	// until it is done; other competitors run after that work.
+	beforeBackground bool
+}
+
+var competitors = []libCompetitor{
+	{name: "none"},
+	{name: "update", run: func(l *libWorld) error { return l.update("theirs", "") }},
+	{name: "unshare", run: func(l *libWorld) error { return l.unshare(l.owner, l.friend) }},
+	{name: "reshare-manager", run: func(l *libWorld) error { return l.share(l.friend, library.RoleManager) }},
+	{name: "share-other", run: func(l *libWorld) error { return l.share(l.other, library.RoleManager) }},
+	// The same request as the share action: two shares of one principal.
+	{name: "share-other-too", run: func(l *libWorld) error { return l.share(l.other, library.RoleViewer) }},
+	{name: "delete", run: func(l *libWorld) error { return l.lib.Delete(context.Background(), as(l.owner), l.item) }},
+	// The outbox worker and rebuilds, past the grace, while the action's
+	// writes are held and before its background work.
+	{name: "workers", run: (*libWorld).workers, beforeBackground: true},
+}
+
+// competitorNames are the competitors' names, in order.
+func competitorNames(cs []libCompetitor) []string {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.name)
+	}
+	return names
 }
 
 // TestExploreContent runs every content action with every fault at every
 // store call, alone and with each competitor acting before the held writes
-// land; then the client retries a failed action, the outbox worker runs,
-// and the libraries are checked (L1, L3, L4, the counts, nothing pending).
+// land (the outbox worker and rebuilds among them); a slow call runs the
+// outbox worker inside it, past the grace, and once more with the
+// action's next member library write failing after it (the slow change's
+// own fan-out stopping part-way). Then the client retries a failed
+// action, the outbox worker runs, and the libraries are checked (L1, L3,
+// L4, the counts, nothing pending).
 func TestExploreContent(t *testing.T) {
 	t.Parallel()
-	var names []string
-	for _, c := range competitors {
-		names = append(names, c.name)
-	}
-	total := 0
+	total := exploreContentOps(t, libOperations, competitors, newLibWorld)
+	t.Logf("%d schedules in all", total)
+}
+
+// TestExploreContentInThePool is TestExploreContent for an item fanned
+// out in the background (more members than the sync limit): the worker
+// fences the item while a background fan-out of it is still to run.
+func TestExploreContentInThePool(t *testing.T) {
+	t.Parallel()
+	var ops []libOperation
 	for _, op := range libOperations {
-		probe := newLibWorld(t)
+		switch op.name {
+		case "update", "update-private", "delete", "share", "unshare":
+			ops = append(ops, op)
+		}
+	}
+	var comps []libCompetitor
+	for _, c := range competitors {
+		switch c.name {
+		case "none", "workers":
+			comps = append(comps, c)
+		}
+	}
+	total := exploreContentOps(t, ops, comps, func(t *testing.T) *libWorld { return newLibWorldOf(t, 1) })
+	t.Logf("%d schedules in all", total)
+}
+
+// exploreContentOps runs every schedule of ops with comps and returns how
+// many it ran.
+func exploreContentOps(t *testing.T, ops []libOperation, comps []libCompetitor, fresh func(*testing.T) *libWorld) int {
+	t.Helper()
+	names := competitorNames(comps)
+	total := 0
+	for _, op := range ops {
+		probe := fresh(t)
 		if op.setup != nil {
 			if err := op.setup(probe); err != nil {
 				t.Fatal(err)
 			}
 		}
-		calls := callsOf(t, probe.store, op.name, func() error { return op.run(probe) })
+		probe.hold()
+		calls := callsOf(t, probe.store, op.name, func() error {
+			err := op.run(probe)
+			probe.flush()
+			return err
+		})
 		total += everySchedule(t, op.name, calls, names, func(name string, k int, fault memstore.Fault, c int) {
-			exploreContent(t, name, op, k, fault, competitors[c].run)
+			exploreContent(t, name, fresh(t), op, k, fault, comps[c], false)
+		})
+		total += everyScheduleOf(t, op.name+"/then-fail", calls, []memstore.Fault{memstore.Slow}, names, func(name string, k int, fault memstore.Fault, c int) {
+			exploreContent(t, name, fresh(t), op, k, fault, comps[c], true)
 		})
 	}
-	t.Logf("%d schedules in all", total)
+	return total
 }
 
-func exploreContent(t *testing.T, name string, op libOperation, k int, fault memstore.Fault, competitor func(l *libWorld) error) {
-	l := newLibWorld(t)
+// exploreContent runs one schedule: the action with the fault at its
+// call k (a slow call runs the outbox worker inside it, and with
+// thenFail the next member library write fails after that), counting
+// the work it leaves for after its answer (a background fan-out, a mark's
+// delete) as its own; the competitor; the held writes landing; the
+// client's retry; the outbox worker; the checks. A competitor that runs
+// before the background work runs after the action's answer, and the
+// background work after it, without faults (or never, when the action's
+// process crashed).
+func exploreContent(t *testing.T, name string, l *libWorld, op libOperation, k int, fault memstore.Fault, comp libCompetitor, thenFail bool) {
 	if op.setup != nil {
 		if err := op.setup(l); err != nil {
 			t.Fatalf("%s: set-up: %v", name, err)
 		}
 	}
-	faultOnce(l.store, k, fault)
+	l.hold()
+	l.store.Meanwhile = func() {
+		if err := l.drain(); err != nil {
+			t.Errorf("%s: the outbox worker inside the slow call: %v", name, err)
+		}
+		l.mu.Lock()
+		l.failNext = thenFail
+		l.mu.Unlock()
+	}
+	hit := faultOnceSeen(l.store, k, fault)
 	err := op.run(l)
+	if !comp.beforeBackground {
+		l.flush()
+	}
+	if *hit && fault == memstore.Crash {
+		l.later = nil // the process died with it
+	}
 	recovered(l.store)
-	if err != nil && !expected(err) {
+	l.store.Meanwhile = nil
+	l.mu.Lock()
+	l.failNext = false
+	l.mu.Unlock()
+	if err != nil && !expected(err) && !(thenFail && errors.Is(err, errStopped)) {
 		t.Errorf("%s: the action answered %v", name, err)
 	}
-	if competitor != nil {
-		if cerr := competitor(l); cerr != nil && !expected(cerr) && !domainIs(cerr, domain.ErrNotFound) && !domainIs(cerr, domain.ErrConflict) {
+	if comp.run != nil {
+		if cerr := comp.run(l); cerr != nil && !expected(cerr) && !domainIs(cerr, domain.ErrNotFound) && !domainIs(cerr, domain.ErrConflict) {
 			t.Errorf("%s: the competitor answered %v", name, cerr)
 		}
 	}
+	l.flush()
 	l.store.Land()
 	if err != nil {
 		_ = op.run(l) // the client retries
+		l.flush()
 	}
 	if err := l.drain(); err != nil {
 		t.Errorf("%s: the outbox worker: %v", name, err)
 	}
+	l.flush()
 	snap := l.store.ContentSnapshot()
-	if err == nil && competitor == nil && op.want != nil {
+	if err == nil && comp.run == nil && op.want != nil {
 		if werr := op.want(l, snap); werr != nil {
 			t.Errorf("%s: %v", name, werr)
 		}
 	}
 	checkContent(t, name, l, snap)
+}
+
+// faultOnceSeen is faultOnce that tells whether the call was reached.
+func faultOnceSeen(st *memstore.Store, k int, fault memstore.Fault) *bool {
+	at, hit := st.Calls()+k, new(bool)
+	st.FaultAt = func(n int, _ string) memstore.Fault {
+		if n == at {
+			*hit = true
+			return fault
+		}
+		return memstore.None
+	}
+	return hit
 }
 
 // checkContent asserts, for every item: nothing pending, no mark left, the
@@ -261,9 +458,18 @@ func checkContent(t *testing.T, name string, l *libWorld, snap memstore.ContentS
 	if snap.Marks != 0 {
 		t.Errorf("%s: %d outbox marks left after the worker ran", name, snap.Marks)
 	}
-	users := []domain.User{l.owner, l.friend, l.other}
-	want := map[string][]string{}     // user -> items in their library
-	wantAnon := map[string][]string{} // user -> public items in their library
+	// Each library, read as its owner (a group's as a member: the
+	// private bucket) and anonymously.
+	type libView struct {
+		id     string
+		viewer domain.Principal
+	}
+	libs := []libView{{l.owner.ID, as(l.owner)}, {l.friend.ID, as(l.friend)}, {l.other.ID, as(l.other)}}
+	if l.group != "" {
+		libs = append(libs, libView{l.group, as(l.other)})
+	}
+	want := map[string][]string{}     // principal -> items in their library
+	wantAnon := map[string][]string{} // principal -> public items in their library
 	for _, c := range snap.Items {
 		members := snap.Members[c.ID]
 		if c.Pending != nil {
@@ -284,49 +490,49 @@ func checkContent(t *testing.T, name string, l *libWorld, snap memstore.ContentS
 				t.Errorf("%s: %s: counts %d/%d, members %+v", name, c.ID, c.Members, c.Managers, members)
 			}
 		}
-		for _, u := range users {
-			role := memberRole(snap, c.ID, u.ID)
+		for _, u := range libs {
+			role := memberRole(snap, c.ID, u.id)
 			var entry *library.Entry
-			for _, e := range snap.Index[u.ID] {
+			for _, e := range snap.Index[u.id] {
 				if e.ContentID == c.ID {
 					entry = &e
 				}
 			}
 			switch {
 			case (role == "" || c.Deleted) && entry != nil:
-				t.Errorf("%s: %s: %s's library indexes it (deleted %v, role %q)", name, c.ID, u.ID, c.Deleted, role)
+				t.Errorf("%s: %s: %s's library indexes it (deleted %v, role %q)", name, c.ID, u.id, c.Deleted, role)
 			case role != "" && !c.Deleted && entry == nil:
-				t.Errorf("%s: %s: a member's library (%s) lacks it", name, c.ID, u.ID)
+				t.Errorf("%s: %s: a member's library (%s) lacks it", name, c.ID, u.id)
 			case entry != nil && (entry.Role != role || entry.Name != c.Name || entry.Visibility != c.Visibility || !entry.LastModified.Equal(c.LastModified)):
-				t.Errorf("%s: %s: %s's library holds %+v, the item is %+v as %s", name, c.ID, u.ID, *entry, c, role)
+				t.Errorf("%s: %s: %s's library holds %+v, the item is %+v as %s", name, c.ID, u.id, *entry, c, role)
 			}
 			if role != "" && !c.Deleted {
-				want[u.ID] = append(want[u.ID], c.ID+"="+c.Name)
+				want[u.id] = append(want[u.id], c.ID+"="+c.Name)
 				if c.Visibility == library.VisibilityPublic {
-					wantAnon[u.ID] = append(wantAnon[u.ID], c.ID+"="+c.Name)
+					wantAnon[u.id] = append(wantAnon[u.id], c.ID+"="+c.Name)
 				}
 			}
 		}
 	}
-	for _, u := range users {
-		for _, viewer := range []domain.Principal{as(u), {}} {
-			page, err := l.lib.Library(context.Background(), viewer, u.ID, library.NewestFirst, "", 100)
+	for _, u := range libs {
+		for _, viewer := range []domain.Principal{u.viewer, {}} {
+			page, err := l.lib.Library(context.Background(), viewer, u.id, library.NewestFirst, "", 100)
 			if err != nil {
-				t.Errorf("%s: %s's library: %v", name, u.ID, err)
+				t.Errorf("%s: %s's library: %v", name, u.id, err)
 				continue
 			}
 			var got []string
 			for _, e := range page.Items {
 				got = append(got, e.ContentID+"="+e.Name)
 			}
-			exp := want[u.ID]
+			exp := want[u.id]
 			if viewer.Anonymous() {
-				exp = wantAnon[u.ID]
+				exp = wantAnon[u.id]
 			}
 			slices.Sort(got)
 			slices.Sort(exp)
 			if !slices.Equal(got, exp) {
-				t.Errorf("%s: %s's library as %q lists %v, want %v", name, u.ID, viewer.UserID, got, exp)
+				t.Errorf("%s: %s's library as %q lists %v, want %v", name, u.id, viewer.UserID, got, exp)
 			}
 		}
 	}

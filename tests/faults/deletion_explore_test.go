@@ -3,6 +3,8 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,9 +174,49 @@ func (d *delWorld) raceSignups(label string) {
 // before it is finished.
 type delCompetitor struct {
 	name string
-	// during also runs after every step of the deletion, faulted or not.
-	during bool
-	run    func(d *delWorld) error
+	// each runs after every step of the deletion, faulted or not, and
+	// after the fault.
+	each func(d *delWorld, label string)
+	run  func(d *delWorld) error
+	// first: a rival deletion of the same account begins first and the
+	// faulted one runs inside it (rivalFirst).
+	first bool
+}
+
+// rival is a second request deleting the same account: the admin's (a
+// second request of the same admin when the admin is the caller, so two
+// attempts of one caller in one millisecond).
+func (d *delWorld) rival() error {
+	return d.svc.DeleteUser(context.Background(), d.admin, d.doomed.ID)
+}
+
+// rivalFirst runs two deletions of one account at once, in the order
+// that used to lose the winner's index entry (issue 24, defect 3): the
+// rival writes its entry, then deletion runs whole (the faulted one, its
+// fault counted from there), then the rival's compare-and-set; the rival's
+// process dies at its next step. It returns deletion's answer.
+func (d *delWorld) rivalFirst(deletion func() error) error {
+	state, err := 0, error(nil)
+	d.svc.Hooks.AfterDeletionStep = func(step string) error {
+		switch {
+		case state == 0 && step == "entry":
+			state = 1
+			err = deletion()
+			state = 2
+		case state == 2:
+			return errStopped
+		}
+		return nil
+	}
+	defer func() { d.svc.Hooks.AfterDeletionStep = nil }()
+	rerr := d.rival()
+	if state == 0 {
+		return fmt.Errorf("the rival deletion never wrote its entry: %v", rerr)
+	}
+	if rerr != nil && !errors.Is(rerr, errStopped) && !expected(rerr) {
+		return fmt.Errorf("the rival deletion answered %v", rerr)
+	}
+	return err
 }
 
 var delCompetitors = []delCompetitor{
@@ -182,7 +224,7 @@ var delCompetitors = []delCompetitor{
 	// A signup of the same username, and one of the same email, after
 	// every step and after the fault: each gets its name only once the
 	// account is deleted.
-	{name: "signup-race", during: true, run: func(d *delWorld) error { d.raceSignups("after the fault"); return nil }},
+	{name: "signup-race", each: (*delWorld).raceSignups},
 	// Every other member leaves doomed's group (the co-manager as soon as
 	// doomed's deletion left it a manager besides): doomed may end up its
 	// only member.
@@ -192,6 +234,18 @@ var delCompetitors = []delCompetitor{
 			if err := d.grp.RemoveMember(ctx, as(u), d.comanaged, u.ID); err != nil && !expected(err) && !domainIs(err, domain.ErrNotFound) {
 				return err
 			}
+		}
+		return nil
+	}},
+	// Two deletions of one account at once: the rival begins first, the
+	// deletion runs inside it, the rival's process dies after its
+	// compare-and-set (rivalFirst).
+	{name: "rival-first", first: true},
+	// The rival deletion after every step of the deletion and after the
+	// fault, each run whole.
+	{name: "rival-during", each: func(d *delWorld, _ string) { _ = d.rival() }, run: func(d *delWorld) error {
+		if err := d.rival(); err != nil && !expected(err) {
+			return err
 		}
 		return nil
 	}},
@@ -261,13 +315,14 @@ type delVariant struct {
 }
 
 // delVariants are explored with every fault: the races with the retry,
-// the repair alone and the stuck group with the repair too.
-var delVariants = []delVariant{{0, 0}, {1, 0}, {2, 0}, {0, 2}, {2, 2}}
+// the repair alone and the stuck group with the repair too; two
+// deletions at once with the retry and the repair.
+var delVariants = []delVariant{{0, 0}, {1, 0}, {2, 0}, {0, 2}, {2, 2}, {3, 0}, {3, 2}, {4, 0}}
 
 // delLateVariants are explored with held writes only (nothing else is
 // held): they land after the retry finished, or after a repair that
-// judged the deletion's entry stale.
-var delLateVariants = []delVariant{{0, 1}, {1, 1}, {2, 1}, {0, 3}}
+// judged the deletion's entry stale (alone, and with a rival).
+var delLateVariants = []delVariant{{0, 1}, {1, 1}, {2, 1}, {0, 3}, {3, 3}}
 
 // TestExploreDeletion runs an account deletion (by the user, and by an
 // admin of a suspended user) with every fault at every store call, each
@@ -307,9 +362,11 @@ func exploreDeletion(t *testing.T, name string, sc delScenario, k int, fault mem
 	// Call k of the deletion takes the fault; the calls of a competitor
 	// racing it between its steps are not counted (nor faulted), so k
 	// is the same call of the deletion with every competitor.
-	racing, calls := false, 0
+	// racing is read by store calls on the fan-out's goroutines.
+	var racing atomic.Bool
+	calls := 0
 	d.store.FaultAt = func(int, string) memstore.Fault {
-		if racing {
+		if racing.Load() {
 			return memstore.None
 		}
 		calls++
@@ -318,18 +375,43 @@ func exploreDeletion(t *testing.T, name string, sc delScenario, k int, fault mem
 		}
 		return memstore.None
 	}
-	if c.during {
+	if c.each != nil {
 		d.svc.Hooks.AfterDeletionStep = func(step string) error {
-			racing = true
-			defer func() { racing = false }()
-			d.raceSignups("after step " + step)
+			if racing.Load() {
+				return nil // the competitor's own steps
+			}
+			racing.Store(true)
+			defer racing.Store(false)
+			c.each(d, "after step "+step)
 			return nil
 		}
 	}
-	err := d.deleteAs(sc)
+	// A Slow call outlasts the stale age: the repairs run meanwhile.
+	d.store.Meanwhile = func() {
+		d.store.Advance(6 * time.Minute)
+		_, _ = d.svc.RepairDeletions(context.Background(), false)
+		_, _ = d.grp.RepairClosings(context.Background(), false)
+	}
+	var err error
+	if c.first {
+		racing.Store(true)
+		err = d.rivalFirst(func() error {
+			racing.Store(false)
+			defer racing.Store(true)
+			derr := d.deleteAs(sc)
+			d.store.Recover() // the deletion's process; the rival's goes on
+			return derr
+		})
+	} else {
+		err = d.deleteAs(sc)
+	}
+	racing.Store(false)
 	recovered(d.store)
 	if err != nil && !expected(err) {
 		t.Errorf("%s: the deletion answered %v", name, err)
+	}
+	if c.each != nil {
+		c.each(d, "after the fault")
 	}
 	if c.run != nil {
 		if cerr := c.run(d); cerr != nil {
@@ -356,6 +438,7 @@ func exploreDeletion(t *testing.T, name string, sc delScenario, k int, fault mem
 	}
 	d.store.Land()
 	d.svc.Hooks.AfterDeletionStep = nil
+	d.store.Meanwhile = nil
 	checkDeletion(t, name, d)
 }
 
@@ -393,9 +476,6 @@ func checkDeletion(t *testing.T, name string, d *delWorld) {
 	if u.Username != "" || u.UsernameKey != "" || u.Email != "" || u.EmailKey != "" || u.DisplayName != "" ||
 		u.PasswordHash != "" || u.Roles != nil || !u.EmailVerifiedAt.IsZero() || u.Deletion == nil {
 		t.Errorf("%s: the deleted account keeps personal data: %+v", name, u)
-	}
-	if left := d.store.DeletionSnapshot(); len(left) != 0 {
-		t.Errorf("%s: entries of deletions in progress left: %+v", name, left)
 	}
 	for i, tok := range d.tokens {
 		if _, err := d.svc.Authenticate(ctx, tok); !errors.Is(err, domain.ErrNoSession) || errors.Is(err, accounts.ErrDeletionSession) {
@@ -455,12 +535,58 @@ func checkDeletion(t *testing.T, name string, d *delWorld) {
 	}
 	checkFree(t, name, d.world, holders, byKey, users,
 		[]string{"username/" + d.doomed.UsernameKey, "email/" + d.doomed.EmailKey})
+	checkEntriesLeft(t, name, d)
+}
+
+// checkEntriesLeft: the deletion's own index entry (the attempt the
+// account row records) is gone, and so is that of every closing the
+// deletion finished; an entry still there is of an attempt whose
+// compare-and-set was never seen to apply or lose (its answer lost, or
+// never sent), which only the repair may remove (fenced, or once the row
+// shows another attempt began it). Then the repairs run past the stale
+// age, and no entry is left.
+func checkEntriesLeft(t *testing.T, name string, d *delWorld) {
+	t.Helper()
+	ctx := context.Background()
+	u, _ := d.store.Users().Get(ctx, d.doomed.ID)
+	for _, e := range d.store.DeletionSnapshot() {
+		if u.Deletion != nil && e.Attempt == u.Deletion.Attempt && e.At.Equal(u.Deletion.At) {
+			t.Errorf("%s: the finished deletion's own entry is left: %+v", name, e)
+		}
+	}
+	checkClosingEntriesLeft(t, name, d.store)
+	d.store.Advance(11 * time.Minute)
+	if _, err := d.svc.RepairDeletions(ctx, false); err != nil {
+		t.Errorf("%s: the repair of deletions: %v", name, err)
+	}
+	if _, err := d.grp.RepairClosings(ctx, false); err != nil {
+		t.Errorf("%s: the repair of closings: %v", name, err)
+	}
+	if left := d.store.DeletionSnapshot(); len(left) != 0 {
+		t.Errorf("%s: entries of deletions left after the repair: %+v", name, left)
+	}
+	if left := d.store.ClosingSnapshot(); len(left) != 0 {
+		t.Errorf("%s: entries of closings left after the repair: %+v", name, left)
+	}
+}
+
+// checkClosingEntriesLeft: no closed group keeps the entry of the attempt
+// that began its closing (its finish ends it).
+func checkClosingEntriesLeft(t *testing.T, name string, st *memstore.Store) {
+	t.Helper()
+	for _, e := range st.ClosingSnapshot() {
+		for _, gr := range st.GroupSnapshot().Groups {
+			if gr.ID == e.GroupID && gr.Status == domain.StatusClosed && gr.ClosingAttempt == e.Attempt && gr.ClosedAt.Equal(e.At) {
+				t.Errorf("%s: the finished closing's own entry is left: %+v", name, e)
+			}
+		}
+	}
 }
 
 // checkClosedWithAccount asserts what a group closed with the account (its
 // last member: every other one left while it was being deleted) leaves:
 // no member row in either table, no share through it, its name claim no
-// longer its own, and no closing entry left.
+// longer its own (its closing's entry: checkEntriesLeft).
 func checkClosedWithAccount(t *testing.T, name string, d *delWorld, gsnap memstore.GroupSnapshot) {
 	t.Helper()
 	claims, _ := d.store.Snapshot()
@@ -490,9 +616,6 @@ func checkClosedWithAccount(t *testing.T, name string, d *delWorld, gsnap memsto
 				t.Errorf("%s: closed group %s still holds its name %s (%s)", name, gr.ID, c.Key, c.State)
 			}
 		}
-	}
-	if left := d.store.ClosingSnapshot(); len(left) != 0 {
-		t.Errorf("%s: entries of closings in progress left: %+v", name, left)
 	}
 }
 

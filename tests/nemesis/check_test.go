@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,11 +14,6 @@ import (
 	"shelf/internal/testkit"
 	"shelf/repository"
 )
-
-// indeterminate reports an answer that says nothing of the outcome.
-func (e event) indeterminate() bool {
-	return e.Status == 0 || e.Status == http.StatusServiceUnavailable
-}
 
 // checkAnswers: no answer is a 5xx other than 503.
 func checkAnswers(events []event) verdict {
@@ -34,9 +30,12 @@ func checkAnswers(events []event) verdict {
 	return v
 }
 
-// checkKeys reads every account and claim: no two active accounts hold one
-// key, and every key an active account holds is committed to it (U1). It
-// returns who holds each key ("usernames/<key>", "emails/<key>").
+// checkKeys reads every account, group and claim: no two accounts that
+// hold their names (active, suspended, or deleting: a deletion frees them
+// only once the account is deleted) hold one key, nor two groups that hold
+// theirs (active or closing) one name, and every key such an owner holds
+// is committed to it (U1). It returns who holds each key
+// ("usernames/<key>", "emails/<key>", "group_names/<key>").
 func checkKeys(ctx context.Context) (verdict, map[string]string, error) {
 	v := verdict{name: "U1 no key held twice, claims committed"}
 	conn := testkit.ConnConfig(addresses[:], "nemesis")
@@ -47,7 +46,7 @@ func checkKeys(ctx context.Context) (verdict, map[string]string, error) {
 	defer s.Close()
 	type claim struct{ owner, state string }
 	claims := map[string]claim{}
-	for _, table := range []string{"usernames", "emails"} {
+	for _, table := range []string{"usernames", "emails", "group_names"} {
 		iter := s.ContextQuery(ctx, "SELECT key, user_id, state FROM "+table, nil).Iter()
 		var key, owner, state string
 		for iter.Scan(&key, &owner, &state) {
@@ -58,14 +57,9 @@ func checkKeys(ctx context.Context) (verdict, map[string]string, error) {
 		}
 	}
 	holders := map[string]string{}
-	iter := s.ContextQuery(ctx, "SELECT id, username_key, email_key, status FROM users", nil).Iter()
-	var id, uk, ek, status string
-	for iter.Scan(&id, &uk, &ek, &status) {
-		if status != "active" && status != "suspended" {
-			continue
-		}
+	hold := func(id string, keys ...string) {
 		v.checked++
-		for _, key := range []string{"usernames/" + uk, "emails/" + ek} {
+		for _, key := range keys {
 			if other, ok := holders[key]; ok {
 				v.fail("%s is held by %s and %s", key, other, id)
 			}
@@ -75,21 +69,48 @@ func checkKeys(ctx context.Context) (verdict, map[string]string, error) {
 			}
 		}
 	}
+	iter := s.ContextQuery(ctx, "SELECT id, username_key, email_key, status FROM users", nil).Iter()
+	var id, uk, ek, status string
+	for iter.Scan(&id, &uk, &ek, &status) {
+		if status == "active" || status == "suspended" || status == "deleting" {
+			hold(id, "usernames/"+uk, "emails/"+ek)
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return v, nil, err
+	}
+	iter = s.ContextQuery(ctx, "SELECT id, name_key, status FROM groups", nil).Iter()
+	for iter.Scan(&id, &uk, &status) {
+		if status == "active" || status == "closing" {
+			hold(id, "group_names/"+uk)
+		}
+	}
 	return v, holders, iter.Close()
 }
 
 // checkSignups: every signup that answered 201 is found by its username
 // and by its email (U3): a login with one of its possible passwords
-// answers 201, or 403 suspended (the password matched).
-func checkSignups(ctx context.Context, c *client, admin string, accounts []*account) verdict {
+// answers 201, or 403 suspended (the password matched). An account whose
+// deletion answered 204 is 404 instead; one whose deletion's outcome is
+// unknown may be either. It returns the accounts still there.
+func checkSignups(c *client, admin string, events []event, accounts []*account) (verdict, []*account) {
 	v := verdict{name: "U3 every 201 signup found by both names"}
+	deleted := deletions(events)
+	var live []*account
 	for _, a := range accounts {
 		v.checked++
 		status, out := c.call(0, 0, "check-user", http.MethodGet, "/v1/users/"+a.id, admin, nil, nil)
-		if status != http.StatusOK {
+		switch {
+		case deleted[a.id] == "yes" && status != http.StatusNotFound:
+			v.fail("%s: deleted (204), yet GET answers %d", a.id, status)
+			continue
+		case deleted[a.id] != "" && status == http.StatusNotFound:
+			continue
+		case status != http.StatusOK:
 			v.fail("%s: GET answers %d", a.id, status)
 			continue
 		}
+		live = append(live, a)
 		username, _ := out["username"].(string)
 		email, _ := out["email"].(string)
 		for _, login := range []string{username, email} {
@@ -107,7 +128,7 @@ func checkSignups(ctx context.Context, c *client, admin string, accounts []*acco
 			}
 		}
 	}
-	return v
+	return v, live
 }
 
 // checkSuspensions runs the repair in dry-run mode after the real one: the
@@ -122,13 +143,21 @@ func checkSuspensions(api *apiProc) verdict {
 }
 
 // checkGroups: every group is within its capacity and its count is its
-// members (L7).
-func checkGroups(c *client, admin string, groups []string) verdict {
+// members (L7). A group whose closing answered 204 is 404; one whose
+// closing's outcome is unknown may be.
+func checkGroups(c *client, admin string, events []event, groups []string) verdict {
 	v := verdict{name: "L7 groups within capacity, counts exact"}
+	closed := closings(events)
 	for _, g := range groups {
 		v.checked++
 		status, out := c.call(0, 0, "check-group", http.MethodGet, "/v1/groups/"+g, admin, nil, nil)
-		if status != http.StatusOK {
+		switch {
+		case closed[g] == "yes" && status != http.StatusNotFound:
+			v.fail("%s: closed (204), yet GET answers %d", g, status)
+			continue
+		case closed[g] != "" && status == http.StatusNotFound:
+			continue
+		case status != http.StatusOK:
 			v.fail("%s: GET answers %d", g, status)
 			continue
 		}
@@ -143,33 +172,28 @@ func checkGroups(c *client, admin string, groups []string) verdict {
 	return v
 }
 
-// checkContent: an item whose creation was acknowledged and that nobody
-// asked to delete still opens (for an admin: the creator's session may
-// have ended with a suspension or a password change); one whose delete
-// was acknowledged does not ("nothing acknowledged is lost").
+// checkContent: an item whose creation was acknowledged and that nothing
+// deleted still opens (for an admin: the creator's session may have ended
+// with a suspension or a password change); one whose delete was
+// acknowledged does not ("nothing acknowledged is lost"). What deleted it
+// is the item model's: a delete, or the deletion of its creator or of a
+// manager that may have been its last.
 func checkContent(c *client, admin string, events []event, items []*item) verdict {
 	v := verdict{name: "content: nothing acknowledged is lost"}
-	deleted := map[string]string{} // id -> "yes" (204) or "maybe"
-	for _, e := range events {
-		if e.Op != "content-delete" {
+	models := contentModel(events)
+	for _, it := range items {
+		m := models[it.id]
+		if m == nil {
 			continue
 		}
-		switch {
-		case e.Status == http.StatusNoContent:
-			deleted[e.Args["content"]] = "yes"
-		case e.indeterminate() && deleted[e.Args["content"]] == "":
-			deleted[e.Args["content"]] = "maybe"
-		}
-	}
-	for _, it := range items {
 		v.checked++
 		status, _ := c.call(0, 0, "check-content", http.MethodGet, "/v1/content/"+it.id, admin, nil, nil)
-		switch deleted[it.id] {
-		case "yes":
+		switch finals := m.live.finals(); {
+		case !slices.Contains(finals, "live"):
 			if status != http.StatusNotFound {
 				v.fail("%s: deleted (204), yet GET answers %d", it.id, status)
 			}
-		case "":
+		case !slices.Contains(finals, "deleted"):
 			if status != http.StatusOK {
 				v.fail("%s: created (201), never deleted, yet GET answers %d", it.id, status)
 			}

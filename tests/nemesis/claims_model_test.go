@@ -11,15 +11,18 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// The per-key model of claims. Each username and each email is a register
-// holding the account that holds the key, or nobody (""); porcupine checks
+// The per-key model of claims. Each username, each email and each group
+// name is a register holding the account (or group) that holds the key, or
+// nobody (""); a deletion or a closing frees its owner's keys within its
+// request, so a key is taken again only once its holder is deleted or
+// closed; porcupine checks
 // that the history's steps on each key can be put in an order, each within
 // its request's interval, that this register allows. A step whose outcome
 // the history does not know (no answer, a 5xx) is open-ended: it may have
 // happened at any time up to the check, or not at all; a signup or rename
 // of unknown outcome may hold the key for good, under the account id it was
 // for (a signup's id is unknown, so it holds as "signup:<seq>" until a read
-// names the account).
+// names the account; a group creation's as "create:<seq>").
 //
 // A signup or a rename that did not win may still have held the key for a
 // while: its pending claim, or one whose release failed and waits for its
@@ -111,11 +114,17 @@ func claimNext(holder string, s claimStep, known map[string]bool) []any {
 		if holder == s.Who {
 			return []any{holder}
 		}
-		if s.Who != "" && strings.HasPrefix(holder, "signup:") && !known[s.Who] {
-			return []any{s.Who} // now we know the unknown signup's id
+		if s.Who != "" && unnamed(holder) && !known[s.Who] {
+			return []any{s.Who} // now we know the unknown signup's (or creation's) id
 		}
 	}
 	return nil
+}
+
+// unnamed reports a holder the history knows only by its request: a
+// signup or a group creation of unknown outcome.
+func unnamed(holder string) bool {
+	return strings.HasPrefix(holder, "signup:") || strings.HasPrefix(holder, "create:")
 }
 
 // excuse is how long after its answer a losing attempt's claim may still
@@ -165,7 +174,8 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 			losers[key] = append(losers[key], span{e.Start.UnixNano(), e.End.Add(excuse).UnixNano()})
 		}
 	}
-	var renames []event
+	var renames, ends []event
+	made := map[string][]string{} // account -> the groups it created
 	for _, e := range events {
 		if e.Kind != "op" {
 			continue
@@ -183,6 +193,15 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 			user := e.Args["user"]
 			attempt(e, "usernames/"+e.Args["username"], "username", user, user)
 			renames = append(renames, e)
+		case "group-create":
+			winner := e.Result["id"]
+			if winner != "" {
+				known[winner] = true
+				made[e.Args["by"]] = append(made[e.Args["by"]], winner)
+			}
+			attempt(e, "group_names/"+e.Args["name"], "name", winner, fmt.Sprintf("create:%d", e.Seq))
+		case "delete-account", "group-close":
+			ends = append(ends, e)
 		case "login":
 			if e.Status == http.StatusCreated && !strings.Contains(e.Args["login"], "@") {
 				add(e, claimStep{Key: "usernames/" + e.Args["login"], What: "read", Who: e.Result["user"]}, false)
@@ -208,6 +227,32 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 		for key, who := range candidates {
 			if who[user] && key != to && strings.HasPrefix(key, "usernames/") {
 				add(e, claimStep{Key: key, What: "release", Who: user, Maybe: unknown}, unknown)
+			}
+		}
+	}
+	// A deletion or a closing that applied gives back every name of the
+	// account or the group: at some point within its request (from its
+	// start the owner is deleting or closing and still holds them), or, of
+	// unknown outcome, at any time up to the check or never.
+	for _, e := range ends {
+		unknown := e.Status == 0 || e.Status >= 500
+		if !unknown && (e.Status < 200 || e.Status >= 300) {
+			continue
+		}
+		owner, prefixes := e.Args["user"], []string{"usernames/", "emails/"}
+		if e.Op == "group-close" {
+			owner, prefixes = e.Args["group"], []string{"group_names/"}
+		}
+		for key, who := range candidates {
+			if who[owner] && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
+				add(e, claimStep{Key: key, What: "release", Who: owner, Maybe: unknown}, unknown)
+			}
+			// A deletion closes the groups its account is alone in:
+			// those it created may be.
+			for _, g := range made[owner] {
+				if e.Op == "delete-account" && who[g] && strings.HasPrefix(key, "group_names/") {
+					add(e, claimStep{Key: key, What: "release", Who: g, Maybe: true}, unknown)
+				}
 			}
 		}
 	}

@@ -84,7 +84,12 @@ func apiEnv(addr string, extra ...string) []string {
 		"SHELF_REPLICATION=NetworkTopologyStrategy:datacenter1=3",
 		"SHELF_CONSISTENCY=LOCAL_QUORUM",
 		"SHELF_SERIAL_CONSISTENCY=LOCAL_SERIAL",
-		"SHELF_LOG_LEVEL=error",
+		// Info, for the mail: the reset links are read from the log
+		// (SHELF_MAILER=log, see mailbox), each line written at once.
+		"SHELF_LOG_LEVEL=info",
+		"SHELF_LOG_FLUSH_INTERVAL=0s",
+		"SHELF_MAILER=log",
+		"SHELF_MAIL_PER_HOUR=0",
 		"SHELF_ARGON2_MEMORY_KIB=1024",
 		"SHELF_ARGON2_TIME=1",
 		"SHELF_RATE_LIMIT_PER_MINUTE=0",
@@ -101,7 +106,7 @@ func (p *apiProc) start(ctx context.Context) error {
 	p.mu.Lock()
 	cmd := exec.Command(p.bin, "serve")
 	cmd.Env = p.env
-	logf, err := os.OpenFile(p.bin+fmt.Sprintf(".%d.log", p.idx), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logf, err := os.OpenFile(p.logPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		p.mu.Unlock()
 		return err
@@ -114,7 +119,9 @@ func (p *apiProc) start(ctx context.Context) error {
 	p.cmd = cmd
 	p.mu.Unlock()
 	go func() { _ = cmd.Wait(); logf.Close() }()
-	deadline := time.Now().Add(3 * time.Minute)
+	// The first start migrates the keyspace on three nodes: minutes on a
+	// busy two-core machine.
+	deadline := time.Now().Add(6 * time.Minute)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(p.base() + "/readyz"); err == nil {
 			resp.Body.Close()
@@ -128,8 +135,11 @@ func (p *apiProc) start(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("api %d not ready after three minutes", p.idx)
+	return fmt.Errorf("api %d not ready after six minutes", p.idx)
 }
+
+// logPath is the process's log, kept across restarts.
+func (p *apiProc) logPath() string { return p.bin + fmt.Sprintf(".%d.log", p.idx) }
 
 // kill ends the process at once, as a crash would.
 func (p *apiProc) kill() {

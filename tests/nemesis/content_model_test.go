@@ -60,14 +60,23 @@ type itemModel struct {
 	members map[string]register // principal -> "none", "viewer" or "manager"
 	created write               // the creation, the first write of every principal's role
 	creator string
+	// creatorShared: a share or unshare named the creator (it may no
+	// longer manage the item).
+	creatorShared bool
 }
 
 // contentModel builds every item's model from the history: the items whose
 // creation answered 201, with every later update, share, unshare and
-// delete of them that was acknowledged or whose outcome is unknown.
+// delete of them that was acknowledged or whose outcome is unknown, and
+// every deletion of an account that was a member of them.
 func contentModel(events []event) map[string]*itemModel {
 	items := map[string]*itemModel{}
+	var deletions []event
 	for _, e := range events {
+		if e.Kind == "op" && e.Op == "delete-account" {
+			deletions = append(deletions, e)
+			continue
+		}
 		if e.Kind != "op" {
 			continue
 		}
@@ -92,6 +101,7 @@ func contentModel(events []event) map[string]*itemModel {
 			m.live.add(e, "deleted")
 		case "content-share", "content-unshare":
 			p := e.Args["principal"]
+			m.creatorShared = m.creatorShared || p == m.creator
 			r, ok := m.members[p]
 			if !ok {
 				r.writes = []write{{start: m.created.start, end: m.created.end, value: "none", acked: true}}
@@ -104,7 +114,45 @@ func contentModel(events []event) map[string]*itemModel {
 			m.members[p] = r
 		}
 	}
+	for _, e := range deletions {
+		if !e.ok() && !e.indeterminate() {
+			continue
+		}
+		for _, m := range items {
+			m.deletedAccount(e)
+		}
+	}
 	return items
+}
+
+// deletedAccount applies the deletion e of an account (2xx, or of unknown
+// outcome) to the item: the account is a member no more, and the item is
+// deleted when the account made it and manages it, or was its last
+// manager. The deletion unshares or deletes each item of the account's
+// library at some point within its request, so its role ends "none"
+// whatever came before. Whether it was the last manager the history does
+// not say, so that deletion may or may not happen; when the account is
+// the item's creator and nobody ever shared or unshared the item with it
+// (it is still the item's manager), the deletion surely deletes the item.
+func (m *itemModel) deletedAccount(e event) {
+	user := e.Args["user"]
+	r, member := m.members[user]
+	if !member {
+		return
+	}
+	r.add(e, "none")
+	m.members[user] = r
+	var maybeManager, kept bool
+	for _, w := range r.writes {
+		maybeManager = maybeManager || w.value == "manager"
+	}
+	kept = user == m.creator && !m.creatorShared
+	switch {
+	case kept:
+		m.live.add(e, "deleted")
+	case maybeManager:
+		m.live.writes = append(m.live.writes, write{start: e.Start.UnixNano(), end: math.MaxInt64, value: "deleted"})
+	}
 }
 
 // checkContentModel compares every item as it is with its model: live or

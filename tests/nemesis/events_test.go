@@ -1,7 +1,10 @@
 package nemesis
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -21,7 +24,26 @@ type event struct {
 	Code   string            `json:"code,omitempty"`   // problem code
 	Fields []string          `json:"fields,omitempty"` // the problem's fields at fault
 	Result map[string]string `json:"result,omitempty"`
+	// Session labels the session the request used (sessionLabel of its
+	// bearer token; "" anonymous); a login's Result["session"] labels the
+	// session it opened.
+	Session string `json:"session,omitempty"`
 }
+
+// sessionLabel names a bearer token or a mailed token in the history
+// without writing the credential itself down.
+func sessionLabel(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:8])
+}
+
+// indeterminate reports an answer that says nothing of the outcome.
+func (e event) indeterminate() bool {
+	return e.Status == 0 || e.Status == http.StatusServiceUnavailable
+}
+
+// ok reports an answer that says the request applied.
+func (e event) ok() bool { return e.Status >= 200 && e.Status < 300 }
 
 // verdict is one invariant's outcome, with counter-examples.
 type verdict struct {

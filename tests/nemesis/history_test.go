@@ -63,6 +63,9 @@ func (c *client) call(worker, api int, op, method, path, token string, body any,
 		rd = bytes.NewReader(nil)
 	}
 	e := event{Kind: "op", Worker: worker, API: api, Op: op, Args: args, Start: time.Now()}
+	if token != "" {
+		e.Session = sessionLabel(token)
+	}
 	req, _ := http.NewRequest(method, c.apis[api].base()+path, rd)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -93,6 +96,9 @@ func (c *client) call(worker, api int, op, method, path, token string, body any,
 		}
 		if user, ok := out["user"].(map[string]any); ok { // a login's account
 			e.Result["user"], _ = user["id"].(string)
+		}
+		if token, ok := out["token"].(string); ok { // a login's session
+			e.Result["session"] = sessionLabel(token)
 		}
 	}
 	c.h.add(e)

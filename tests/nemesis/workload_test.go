@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,6 +19,11 @@ type account struct {
 	email     string   // as signed up
 	passwords []string // every password it may have now
 	token     string
+	deleted   bool // a deletion of it answered 204
+	// deleting: a deletion of it was sent. No reset is asked for it from
+	// then on: once deleted, its email may be another account's, and
+	// the link would reset that one.
+	deleting bool
 }
 
 // item is a content item the workload created.
@@ -26,15 +32,31 @@ type item struct {
 	token     string
 }
 
+// group is a group the workload created during the run (the setup's
+// crowd groups are in workload.groups).
+type group struct {
+	id, name string
+	token    string // its creator's session ("" when the admin made it)
+	closed   bool   // a closing of it answered 204
+}
+
 // workload runs every operation at once from several workers.
 type workload struct {
 	c       *client
+	mail    *mailbox
 	admin   string // the admin's token
 	groups  []string
 	mu      sync.Mutex
 	account []*account
 	items   []*item
+	made    []*group
 }
+
+// passwords numbers every password the workload chooses, so that no two
+// of one account are equal.
+var passwords atomic.Int64
+
+func nextPassword() string { return fmt.Sprintf("nemesis password %d", passwords.Add(1)) }
 
 // pick returns a random element, or nil.
 func pick[T any](w *workload, list *[]*T) *T {
@@ -67,36 +89,46 @@ func (w *workload) run(ctx context.Context, workers int) {
 	wg.Wait()
 }
 
-// step runs one operation chosen at random.
+// step runs one operation chosen at random: the lifecycle (deleting an
+// account, creating and closing a group, resetting a password) a tenth of
+// the time.
 func (w *workload) step(worker int) {
 	api := rand.IntN(len(w.c.apis))
-	switch r := rand.IntN(20); {
-	case r < 4:
-		w.signup(worker, api)
-	case r < 6:
-		w.login(worker, api)
+	switch r := rand.IntN(45); {
 	case r < 8:
-		w.rename(worker, api)
-	case r < 9:
-		w.changePassword(worker, api)
-	case r < 10:
-		w.suspend(worker, api)
-	case r < 11:
-		w.unsuspend(worker, api)
+		u, e := window()
+		w.signup(worker, api, u, e)
 	case r < 12:
-		w.c.call(worker, api, "list-suspended", http.MethodGet, "/v1/suspensions?limit=20", w.admin, nil, nil)
-	case r < 14:
-		w.join(worker, api)
+		w.login(worker, api)
+	case r < 16:
+		w.rename(worker, api)
 	case r < 18:
+		w.changePassword(worker, api)
+	case r < 20:
+		w.suspend(worker, api)
+	case r < 22:
+		w.unsuspend(worker, api)
+	case r < 24:
+		w.c.call(worker, api, "list-suspended", http.MethodGet, "/v1/suspensions?limit=20", w.admin, nil, nil)
+	case r < 28:
+		w.join(worker, api)
+	case r < 36:
 		w.content(worker, api)
-	default:
+	case r < 40:
 		w.library(worker, api)
+	case r < 41:
+		w.deleteAccount(worker, api)
+	case r < 42:
+		w.createGroup(worker, api, groupWindow())
+	case r < 43:
+		w.closeGroup(worker, api)
+	default:
+		w.reset(worker, api)
 	}
 }
 
-func (w *workload) signup(worker, api int) {
-	u, e := window()
-	pw := "nemesis password 0"
+func (w *workload) signup(worker, api int, u, e string) {
+	pw := nextPassword()
 	status, out := w.c.call(worker, api, "signup", http.MethodPost, "/v1/users", "",
 		map[string]string{"username": u, "email": e, "password": pw}, map[string]string{"username": u, "email": e, "password": pw})
 	if status == http.StatusCreated {
@@ -115,14 +147,24 @@ func (w *workload) login(worker, api int) {
 	w.mu.Lock()
 	name, pw := a.username, a.passwords[len(a.passwords)-1]
 	w.mu.Unlock()
-	status, out := w.c.call(worker, api, "login", http.MethodPost, "/v1/sessions", "",
-		map[string]string{"login": name, "password": pw}, map[string]string{"user": a.id, "login": name})
-	if status == http.StatusCreated {
-		token, _ := out["token"].(string)
+	if token := w.logIn(worker, api, a, name, pw); token != "" {
 		w.mu.Lock()
 		a.token = token
 		w.mu.Unlock()
 	}
+}
+
+// logIn opens a session of a by login and password; "" if refused. The
+// history keeps the password, so that a session from before a reset or a
+// password change is told from one opened with the new password.
+func (w *workload) logIn(worker, api int, a *account, login, pw string) string {
+	status, out := w.c.call(worker, api, "login", http.MethodPost, "/v1/sessions", "",
+		map[string]string{"login": login, "password": pw}, map[string]string{"user": a.id, "login": login, "password": pw})
+	if status != http.StatusCreated {
+		return ""
+	}
+	token, _ := out["token"].(string)
+	return token
 }
 
 // session returns an account with a session, or nil.
@@ -161,11 +203,11 @@ func (w *workload) changePassword(worker, api int) {
 	}
 	w.mu.Lock()
 	current := a.passwords[len(a.passwords)-1]
-	next := fmt.Sprintf("nemesis password %d", len(a.passwords))
+	next := nextPassword()
 	a.passwords = append(a.passwords, next) // it may apply whatever the answer
 	w.mu.Unlock()
 	w.c.call(worker, api, "change-password", http.MethodPut, "/v1/users/"+a.id+"/password", token,
-		map[string]string{"currentPassword": current, "newPassword": next}, map[string]string{"user": a.id})
+		map[string]string{"currentPassword": current, "newPassword": next}, map[string]string{"user": a.id, "password": next})
 }
 
 func (w *workload) suspend(worker, api int) {
@@ -198,6 +240,9 @@ func (w *workload) join(worker, api int) {
 		return
 	}
 	g := w.groups[rand.IntN(len(w.groups))]
+	if made := pick(w, &w.made); made != nil && rand.IntN(2) == 0 {
+		g = made.id
+	}
 	w.c.call(worker, api, "group-add", http.MethodPut, "/v1/groups/"+g+"/members/"+a.id, w.admin,
 		map[string]string{"role": "member"}, map[string]string{"group": g, "user": a.id})
 }

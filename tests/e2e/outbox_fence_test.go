@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/gocql/gocql"
+
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// TestHeldDeleteLandingAfterTheWorkerLeavesNoGhost is schedule A of issue
+// 24 (docs/design.md gap 22) against the real node: the owner's delete
+// has its first compare-and-set attempt held back (a hung node's queue)
+// and every retry unanswered, so it answers 503; the outbox worker runs
+// while the attempt is still held; then it lands; the client retries; the
+// worker runs again. The item must be gone from every library. Before the
+// fence, the worker fanned out the live item and discarded the mark, the
+// held attempt then deleted the item, the retry answered 404, and the
+// friend's library kept the deleted item for good.
+func TestHeldDeleteLandingAfterTheWorkerLeavesNoGhost(t *testing.T) {
+	t.Parallel()
+	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "doomed", "public")
+	var mu sync.Mutex
+	first := true
+	m.app.DB.SetFaults(func(stmt string, at repository.FaultPoint) error {
+		if stmt != "content.update" || at != repository.BeforeLWT {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if first {
+			first = false
+			return repository.ErrHoldWrite
+		}
+		return gocql.ErrTimeoutNoResponse
+	})
+	r := ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil)
+	m.app.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a delete whose compare-and-set is held: %d %s", r.StatusCode, r.Body)
+	}
+	drain(t, m) // past the grace (0 here), the attempt still held
+	if err := m.app.DB.LandHeld(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil); r.StatusCode != http.StatusNoContent {
+		t.Errorf("the client's retry: %d %s (the held attempt must have been fenced)", r.StatusCode, r.Body)
+	}
+	drain(t, m)
+	if g := ownerAPI.Get("/v1/content/" + c.ID); g.StatusCode != http.StatusNotFound {
+		t.Errorf("the deleted item reads %d", g.StatusCode)
+	}
+	for _, api := range []*testkit.API{friendAPI, m.api} {
+		if lib := libraryOf(t, api, "/v1/users/"+friend.ID+"/library", 10); len(lib) != 0 {
+			t.Errorf("the deleted item is still in the friend's library: %+v", lib)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/library"
+	"shelf/internal/memstore"
+)
+
+// The outbox worker discards a mark only once no attempt of its change
+// can still apply: it fences the item (a compare-and-set that moves the
+// version on and changes nothing else) and fans out the state as of the
+// fence. These are the schedules of issue 24 that broke that, each on its
+// own (docs/design.md#queues).
+
+// holdFirst makes the first call named stmt take fault; every other call
+// runs as usual.
+func holdFirst(st *memstore.Store, stmt string, fault memstore.Fault) {
+	fired := false
+	st.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == stmt && !fired {
+			fired = true
+			return fault
+		}
+		return memstore.None
+	}
+}
+
+// heldAcrossTheWorker runs action with its first call named stmt held
+// back, so that it answers 503; then, past the grace, the outbox worker
+// while the call is still held; then the call lands.
+func heldAcrossTheWorker(t *testing.T, l *libWorld, stmt string, action func() error) {
+	t.Helper()
+	holdFirst(l.store, stmt, memstore.LandLate)
+	if err := action(); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("an action whose %s is held answered %v, want 503", stmt, err)
+	}
+	l.store.FaultAt = nil
+	if err := l.drain(); err != nil {
+		t.Fatalf("the worker while %s is held: %v", stmt, err)
+	}
+	l.store.Land()
+}
+
+// TestAHeldDeleteLandingAfterTheWorkerLeavesNoGhost is schedule A: the
+// owner's delete has its compare-and-set held back and answers 503; past
+// the grace the worker runs while it is still held; then it lands; the
+// client retries; the worker runs again. The item must be gone from every
+// library (before the fence: the worker fanned out the live item and
+// discarded the mark, the held delete landed, the retry answered 404, and
+// the friend kept the deleted item for good).
+func TestAHeldDeleteLandingAfterTheWorkerLeavesNoGhost(t *testing.T) {
+	t.Parallel()
+	l := newLibWorld(t)
+	del := func() error { return l.lib.Delete(context.Background(), as(l.owner), l.item) }
+	heldAcrossTheWorker(t, l, "content.update", del)
+	if err := del(); err != nil {
+		t.Errorf("the client's retry answered %v, want success (the held attempt was fenced)", err)
+	}
+	if err := l.drain(); err != nil {
+		t.Fatalf("the worker after the retry: %v", err)
+	}
+	snap := l.store.ContentSnapshot()
+	if !itemOf(snap, l.item).Deleted {
+		t.Errorf("the item is not deleted: %+v", itemOf(snap, l.item))
+	}
+	checkContent(t, "held delete", l, snap)
+}
+
+// TestAHeldUpdateToPrivateLandingAfterTheWorkerLeaksNothing is schedule A
+// with an update to private whose client gives up after the 503: once the
+// held compare-and-set lands, the libraries must show the item as its row
+// says (before the fence: private in the row, public with its old name in
+// every member's library, for anonymous callers too).
+func TestAHeldUpdateToPrivateLandingAfterTheWorkerLeaksNothing(t *testing.T) {
+	t.Parallel()
+	l := newLibWorld(t)
+	heldAcrossTheWorker(t, l, "content.update", func() error { return l.update("hidden", string(library.VisibilityPrivate)) })
+	if err := l.drain(); err != nil {
+		t.Fatalf("the worker after the landing: %v", err)
+	}
+	checkContent(t, "held update to private", l, l.store.ContentSnapshot())
+}
+
+// TestAHeldCreationLandingAfterTheWorkerIsWholeOrNothing: a creation
+// whose insert is held back answers 503; the worker finds no item (before
+// the fence: "never happened", mark discarded); then the insert lands.
+// The item must be whole (its creator a member, in their library) or
+// never appear.
+func TestAHeldCreationLandingAfterTheWorkerIsWholeOrNothing(t *testing.T) {
+	t.Parallel()
+	l := newLibWorld(t)
+	name, private := "new", string(library.VisibilityPrivate)
+	heldAcrossTheWorker(t, l, "content.create", func() error {
+		_, err := l.lib.Create(context.Background(), as(l.other), library.Input{Name: &name, Visibility: &private})
+		return err
+	})
+	if err := l.drain(); err != nil {
+		t.Fatalf("the worker after the landing: %v", err)
+	}
+	checkContent(t, "held creation", l, l.store.ContentSnapshot())
+}
+
+// TestASlowChangeKeepsAMarkForItsOwnFanout is schedule B: an update's
+// compare-and-set outlasts the grace (the worker runs meanwhile, finds
+// the item as it was and finishes its mark); then it applies, answers
+// success, and its own fan-out fails at the friend. The friend's library
+// must still get the new name from the worker (before: the mark was gone,
+// nothing ever finished the friend).
+func TestASlowChangeKeepsAMarkForItsOwnFanout(t *testing.T) {
+	t.Parallel()
+	l := newLibWorld(t)
+	stopFriend := func(_, principalID string) error {
+		if principalID == l.friend.ID {
+			return errors.New("stopped (test hook)")
+		}
+		return nil
+	}
+	l.store.Meanwhile = func() {
+		if err := l.drain(); err != nil {
+			t.Errorf("the worker while the update is slow: %v", err)
+		}
+		l.lib.Hooks.BeforeMember = stopFriend // the change's own fan-out fails there
+	}
+	holdFirst(l.store, "content.update", memstore.Slow)
+	if err := l.update("renamed", ""); err != nil {
+		t.Fatalf("the slow update answered %v", err)
+	}
+	l.store.FaultAt, l.store.Meanwhile, l.lib.Hooks.BeforeMember = nil, nil, nil
+	if err := l.drain(); err != nil {
+		t.Fatalf("the worker after the update: %v", err)
+	}
+	snap := l.store.ContentSnapshot()
+	if itemOf(snap, l.item).Name != "renamed" {
+		t.Errorf("the update is lost: %+v", itemOf(snap, l.item))
+	}
+	checkContent(t, "slow update", l, snap)
+}
+
+// TestAChangePausedPastTheGraceMarksAgain is schedule B without a slow
+// store call: a share pauses after its mark, before its compare-and-set
+// (here: its read of the principal's membership stalls) for longer than
+// the grace, and the worker runs in the pause. The share must mark again
+// before its compare-and-set, so that when carrying it out fails, the
+// worker still finishes it (before: the pause's worker had discarded the
+// only mark, and the share stayed pending for good).
+func TestAChangePausedPastTheGraceMarksAgain(t *testing.T) {
+	t.Parallel()
+	l := newLibWorld(t)
+	stores := l.store.Contents()
+	p := &pauseAfterMark{Outbox: stores.Outbox, pause: func() {
+		if err := l.drain(); err != nil {
+			t.Errorf("the worker in the pause: %v", err)
+		}
+	}}
+	stores.Outbox = p
+	stores.Members = pausedMembers{MemberStore: stores.Members, p: p}
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: l.store.Now},
+		l.svc, l.store.Users(), noGroups{}, stores, nopLog{})
+	lib.Hooks.Background = func(f func()) { f() }
+	lib.Hooks.BeforeMember = func(_, principalID string) error {
+		if p.done && principalID == l.other.ID {
+			return errors.New("stopped (test hook)")
+		}
+		return nil
+	}
+	if _, err := lib.Share(context.Background(), as(l.owner), l.item, l.other.ID, library.RoleViewer); err != nil {
+		t.Fatalf("the paused share answered %v", err)
+	}
+	if !p.done {
+		t.Fatal("the share never paused")
+	}
+	lib.Hooks.BeforeMember = nil
+	if err := l.drain(); err != nil {
+		t.Fatalf("the worker after the share: %v", err)
+	}
+	snap := l.store.ContentSnapshot()
+	if memberRole(snap, l.item, l.other.ID) != library.RoleViewer {
+		t.Errorf("the share is lost")
+	}
+	checkContent(t, "paused share", l, snap)
+}
+
+// pauseAfterMark is an outbox after whose first mark the next member read
+// stalls for longer than the grace (the clock moves on and pause runs).
+type pauseAfterMark struct {
+	library.Outbox
+	mu          sync.Mutex
+	armed, done bool
+	pause       func()
+}
+
+func (p *pauseAfterMark) Mark(ctx context.Context, contentID string) (string, error) {
+	m, err := p.Outbox.Mark(ctx, contentID)
+	p.mu.Lock()
+	p.armed = true
+	p.mu.Unlock()
+	return m, err
+}
+
+// stall runs the pause once, the first time it is called after a mark.
+func (p *pauseAfterMark) stall() {
+	p.mu.Lock()
+	fire := p.armed && !p.done
+	p.done = p.done || fire
+	p.mu.Unlock()
+	if fire {
+		p.pause()
+	}
+}
+
+type pausedMembers struct {
+	library.MemberStore
+	p *pauseAfterMark
+}
+
+func (m pausedMembers) Find(ctx context.Context, contentID string, principalIDs []string) ([]library.Member, error) {
+	m.p.stall()
+	return m.MemberStore.Find(ctx, contentID, principalIDs)
+}
