@@ -26,6 +26,12 @@ func (s *Suspensions) writeEvent(ctx context.Context, e moderation.Event, versio
 		orAbsent(e.Actor, gocql.UnsetValue), e.Reason, e.SuspendedAt, orAbsent(e.Until, gocql.UnsetValue), int64(version))
 }
 
+// RecordSuspended writes a suspension's history entry at the account's
+// version.
+func (s *Suspensions) RecordSuspended(ctx context.Context, sp domain.Suspension, version int) error {
+	return s.writeEvent(ctx, moderation.SuspendedEvent(sp), version)
+}
+
 // RecordLift writes a lift's history entries (the suspension's and the
 // lift's) at the account's version, at once.
 func (s *Suspensions) RecordLift(ctx context.Context, l domain.Lift, version int) error {

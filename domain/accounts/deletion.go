@@ -121,10 +121,15 @@ type Library interface {
 }
 
 // SuspensionRecords erases a suspension's derived records (the list row,
-// the reverse lookup, the expiry entry), at the account's version.
+// the reverse lookup, the expiry entry), at the account's version, and
+// writes the history entries a deletion must not lose.
 type SuspensionRecords interface {
 	Lookup(ctx context.Context, userID string) (domain.Suspension, error)
 	Erase(ctx context.Context, s domain.Suspension, version int) error
+	// RecordSuspended writes the suspension's history entry.
+	RecordSuspended(ctx context.Context, s domain.Suspension, version int) error
+	// RecordLift writes the history entries of a lift.
+	RecordLift(ctx context.Context, l domain.Lift, version int) error
 }
 
 // DeletionDeps are what deleting an account needs beyond the accounts'
@@ -201,7 +206,9 @@ func (a *Service) beginDeletion(ctx context.Context, id, by string) (domain.User
 		}
 		now := a.now()
 		next := u
-		next.Status, next.Suspension = domain.StatusDeleting, nil
+		// The suspension stays in the row until markDeleted: it is what
+		// eraseSuspension erases by key (and records in the history).
+		next.Status = domain.StatusDeleting
 		next.Deletion = &domain.Deletion{At: now, By: by, Attempt: domain.NewAttempt()}
 		next.Version, next.UpdatedAt = u.Version+1, now
 		entry := entryOf(next, u)
@@ -389,7 +396,7 @@ func (a *Service) markDeleted(ctx context.Context, id string) error {
 		if u.Status != domain.StatusDeleting {
 			return u, false, nil // deleted already (by a retry, the repair)
 		}
-		u.Status = domain.StatusDeleted
+		u.Status, u.Suspension = domain.StatusDeleted, nil
 		u.Username, u.UsernameKey, u.Email, u.EmailKey = "", "", "", ""
 		u.DisplayName, u.PasswordHash, u.Roles = "", "", nil
 		u.EmailVerifiedAt = time.Time{}
@@ -398,11 +405,27 @@ func (a *Service) markDeleted(ctx context.Context, id string) error {
 	return err
 }
 
-// eraseSuspension erases the list records of a suspension the deletion
-// ended (found through the reverse lookup, as Unsuspend's retry does), at
-// the account's version, so the suspended list stops listing it. Its
-// moderation history stays.
+// eraseSuspension ends what a suspension leaves in moderation's records.
+// The suspension the deletion ended is still in the deleting row: its
+// history entry is written (a deletion is no lift, whose entries would
+// carry it; S5), and its records are erased by their keys at the
+// account's version, found or not: a suspension racing the deletion
+// writes them at its own, older version, so they are shadowed wherever
+// they land. The last lift's entries are written again (a lift stopped
+// after its compare-and-set may have left them). Then whatever the
+// reverse lookup still names (an older suspension's leftovers, or the
+// suspension of a row deleted before it kept it) goes the same way.
 func (a *Service) eraseSuspension(ctx context.Context, u domain.User) error {
+	if s := u.Suspension; s != nil {
+		if err := a.endSuspension(ctx, *s, u.Version); err != nil {
+			return err
+		}
+	}
+	if l := u.LastLift; l != nil {
+		if err := a.del.Suspensions.RecordLift(ctx, *l, u.Version); err != nil {
+			return err
+		}
+	}
 	s, err := a.del.Suspensions.Lookup(ctx, u.ID)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
@@ -410,7 +433,16 @@ func (a *Service) eraseSuspension(ctx context.Context, u domain.User) error {
 	case err != nil:
 		return err
 	}
-	return a.del.Suspensions.Erase(ctx, s, u.Version)
+	return a.endSuspension(ctx, s, u.Version)
+}
+
+// endSuspension writes the history entry of a suspension the deletion
+// ended, then erases its records.
+func (a *Service) endSuspension(ctx context.Context, s domain.Suspension, version int) error {
+	if err := a.del.Suspensions.RecordSuspended(ctx, s, version); err != nil {
+		return err
+	}
+	return a.del.Suspensions.Erase(ctx, s, version)
 }
 
 // leaveGroups takes the user out of every group (leaveGroup).

@@ -265,7 +265,12 @@ func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
 	r.problem("user %s is suspended (since %s) but list row present=%v, reverse lookup current=%v, expiry entry present=%v, history entry present=%v, sessions left=%v",
 		id, s.SuspendedAt.Format(timeFormat), hasRow, hasLookup, hasExpiry, hasEvent, sessions)
 	if !r.dryRun {
-		r.fixed(r.m.finishSuspension(ctx, s, u.Version))
+		err := r.m.finishSuspension(ctx, s, u.Version)
+		if errors.Is(err, domain.ErrNotFound) {
+			// Deleted meanwhile: finishSuspension erased what it wrote.
+			err = nil
+		}
+		r.fixed(err)
 	}
 	return nil
 }
@@ -288,22 +293,17 @@ func (r *repair) eraseIfStale(ctx context.Context, kind string, s domain.Suspens
 	if backs(u, s) {
 		return
 	}
-	r.problem("%s of user %s (suspended at %s) is not backed by the account", kind, s.UserID, s.SuspendedAt.Format(timeFormat))
+	r.problem("%s of user %s (suspended at %s) is not backed by the account (%s)", kind, s.UserID, s.SuspendedAt.Format(timeFormat), u.Status)
 	if r.dryRun {
 		return
 	}
-	switch {
-	case u.Status == domain.StatusSuspended && u.Suspension != nil:
+	if u.Status == domain.StatusSuspended && u.Suspension != nil && kind != "list row" {
 		// Suspended, but differently: the lookup row is rewritten by
-		// finishSuspended; only the old list row and expiry entry go.
-		// (Erasing the lookup at the version the fix wrote it would delete
-		// it.)
-		if kind == "list row" {
-			r.fixed(r.m.suspensions.EraseListing(ctx, s, u.Version))
-		}
-	default:
-		r.fixed(r.m.suspensions.Erase(ctx, s, u.Version))
+		// finishSuspended at the version read (erasing it at that version
+		// would delete it); the old list row goes in the list phase.
+		return
 	}
+	r.fixed(r.m.forget(ctx, u, s))
 }
 
 // indexBuckets makes the bucket index hold exactly the buckets with rows.

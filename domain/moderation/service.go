@@ -22,6 +22,10 @@ type Store interface {
 	// Record writes the suspension's records, its history entry among
 	// them.
 	Record(ctx context.Context, s domain.Suspension, version int) error
+	// RecordSuspended writes the suspension's history entry alone
+	// (SuspendedEvent), for a suspension that ended with no lift to carry
+	// it: its account was deleted.
+	RecordSuspended(ctx context.Context, s domain.Suspension, version int) error
 	// RecordLift writes the history entries of a lift (LiftEvents): a
 	// history entry is never deleted, and each is keyed by its event, so
 	// writing one again, or late, rewrites the same row.

@@ -122,7 +122,15 @@ func (m *Service) changeAccount(ctx context.Context, userID string, decide func(
 }
 
 // finishSuspension writes a suspension's records and revokes the sessions.
-// Both are idempotent.
+// Both are idempotent. The records are a grant (a row in the suspended
+// list) made on the account as read before: it is checked again at the
+// end. The account, read again at SERIAL, may have moved on meanwhile
+// (deleted, or lifted by another admin): then the records just written
+// are erased at the version read (forget), which shadows every write of
+// them, this one's included wherever it lands; the account's sessions are
+// then not this suspension's to end. An account no longer visible
+// answers ErrUserNotFound: the suspension took effect (its history entry
+// stays), but the account it would describe is gone.
 func (m *Service) finishSuspension(ctx context.Context, s domain.Suspension, version int) error {
 	if err := m.suspensions.Record(ctx, s, version); err != nil {
 		return err
@@ -130,10 +138,50 @@ func (m *Service) finishSuspension(ctx context.Context, s domain.Suspension, ver
 	if err := m.hook("suspend", "records"); err != nil {
 		return err
 	}
+	u, err := m.users.GetSerial(ctx, s.UserID)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return domain.ErrUserNotFound
+	case err != nil:
+		return err
+	case !backs(u, s):
+		if err := m.forget(ctx, u, s); err != nil {
+			return err
+		}
+		if !u.Visible() {
+			return domain.ErrUserNotFound
+		}
+		return nil
+	}
 	if err := m.sessions.DeleteAll(ctx, s.UserID, ""); err != nil {
 		return err
 	}
 	return m.hook("suspend", "sessions")
+}
+
+// forget erases the records of s, a suspension that u, the account read
+// at SERIAL, does not have (fence before you forget: that read is the
+// proof). Every write of s's records was made at a version at which the
+// account had s, so older than u's: the deletes at u's version shadow
+// them all, those still on their way included. An account being deleted
+// or deleted gets s's history entry first: a deletion ends a suspension
+// with no lift whose entries would carry it (S5), and the record is the
+// proof that s took effect. An account suspended again keeps its lookup,
+// which is the current suspension's, and its expiry entry when the current
+// suspension ends when s did (the entry's key is the end and the user).
+func (m *Service) forget(ctx context.Context, u domain.User, s domain.Suspension) error {
+	if u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted {
+		if err := m.suspensions.RecordSuspended(ctx, s, u.Version); err != nil {
+			return err
+		}
+	}
+	if u.Status == domain.StatusSuspended && u.Suspension != nil {
+		if u.Suspension.Until.Equal(s.Until) {
+			s.Until = time.Time{}
+		}
+		return m.suspensions.EraseListing(ctx, s, u.Version)
+	}
+	return m.suspensions.Erase(ctx, s, u.Version)
 }
 
 // Unsuspend lifts a suspension (admins only): the account first, by

@@ -36,14 +36,30 @@ func (m *Service) SweepExpired(ctx context.Context, limit int) (int, error) {
 }
 
 // eraseStaleExpiry removes an expiry entry that no longer matches its
-// account's suspension.
+// account's suspension, and with it whatever the reverse lookup still
+// names of a suspension the account no longer has: the lift of an account
+// being deleted is no lift, and nothing else would visit the list row a
+// suspension racing the deletion wrote. The account read at SERIAL is the
+// proof (forget); the entry goes last, so a sweep stopped before it meets
+// the entry again.
 func (m *Service) eraseStaleExpiry(ctx context.Context, s domain.Suspension) error {
 	u, err := m.users.GetSerial(ctx, s.UserID)
 	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return err
 	}
-	if u.Suspension != nil && u.Suspension.Until.Equal(s.Until) {
+	if u.Status == domain.StatusSuspended && u.Suspension != nil && u.Suspension.Until.Equal(s.Until) {
 		return nil // still current: its turn comes when it ends
+	}
+	if err == nil {
+		l, err := m.suspensions.Lookup(ctx, s.UserID)
+		switch {
+		case err == nil && !backs(u, l):
+			if err := m.forget(ctx, u, l); err != nil {
+				return err
+			}
+		case err != nil && !errors.Is(err, domain.ErrNotFound):
+			return err
+		}
 	}
 	return m.suspensions.EraseExpiry(ctx, s.UserID, s.Until, u.Version)
 }

@@ -189,6 +189,11 @@ func (ss *Suspensions) writeEvent(e moderation.Event, ts int64) error {
 	})
 }
 
+// RecordSuspended writes the suspension's history entry (one call).
+func (ss *Suspensions) RecordSuspended(_ context.Context, sp domain.Suspension, version int) error {
+	return ss.writeEvent(moderation.SuspendedEvent(sp), int64(version))
+}
+
 // RecordLift writes the lift's history entries, one call each.
 func (ss *Suspensions) RecordLift(_ context.Context, l domain.Lift, version int) error {
 	for _, e := range moderation.LiftEvents(l) {

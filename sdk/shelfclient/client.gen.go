@@ -2041,6 +2041,9 @@ type ClientInterface interface {
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
+	// The account is read again once the list's records are written: if
+	// another admin deleted it meanwhile, they are erased and the answer
+	// is 404 (the suspension took effect; the moderation history keeps it).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2056,6 +2059,9 @@ type ClientInterface interface {
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
+	// The account is read again once the list's records are written: if
+	// another admin deleted it meanwhile, they are erased and the answer
+	// is 404 (the suspension took effect; the moderation history keeps it).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3682,6 +3688,9 @@ func (c *Client) GetSuspension(ctx context.Context, id UserId, reqEditors ...Req
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
+// The account is read again once the list's records are written: if
+// another admin deleted it meanwhile, they are erased and the answer
+// is 404 (the suspension took effect; the moderation history keeps it).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3707,6 +3716,9 @@ func (c *Client) SuspendUserWithBody(ctx context.Context, id UserId, contentType
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
+// The account is read again once the list's records are written: if
+// another admin deleted it meanwhile, they are erased and the answer
+// is 404 (the suspension took effect; the moderation history keeps it).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6895,6 +6907,9 @@ type ClientWithResponsesInterface interface {
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
+	// The account is read again once the list's records are written: if
+	// another admin deleted it meanwhile, they are erased and the answer
+	// is 404 (the suspension took effect; the moderation history keeps it).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6910,6 +6925,9 @@ type ClientWithResponsesInterface interface {
 	// request gets 401, and login answers 403 `suspended` once the password
 	// matched. A suspension interrupted half-way is finished by the next
 	// attempt (which answers 409) or by `api admin repair-suspensions`.
+	// The account is read again once the list's records are written: if
+	// another admin deleted it meanwhile, they are erased and the answer
+	// is 404 (the suspension took effect; the moderation history keeps it).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14109,6 +14127,9 @@ func (c *ClientWithResponses) GetSuspensionWithResponse(ctx context.Context, id 
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
+// The account is read again once the list's records are written: if
+// another admin deleted it meanwhile, they are erased and the answer
+// is 404 (the suspension took effect; the moderation history keeps it).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14130,6 +14151,9 @@ func (c *ClientWithResponses) SuspendUserWithBodyWithResponse(ctx context.Contex
 // request gets 401, and login answers 403 `suspended` once the password
 // matched. A suspension interrupted half-way is finished by the next
 // attempt (which answers 409) or by `api admin repair-suspensions`.
+// The account is read again once the list's records are written: if
+// another admin deleted it meanwhile, they are erased and the answer
+// is 404 (the suspension took effect; the moderation history keeps it).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

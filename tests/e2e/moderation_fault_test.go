@@ -273,3 +273,91 @@ func TestRepairRestoresAMissingExpiryEntry(t *testing.T) {
 	}
 	agreement(t, m.db)
 }
+
+// TestSuspensionRacingADeletionListsNobody (issue 24, defect 4), on the
+// node: the suspension's compare-and-set applies, then another admin
+// deletes the account (its lookup finds no records yet: 204), then the
+// suspension writes its records. It checks again at its end, erases them
+// and answers 404. And with the suspension's list row held back (503)
+// and landing after the deletion: the deletion erased the records by
+// their keys at its own version, so the late row is shadowed. The list
+// never shows the deleted account, and its history keeps the suspension
+// (S5) though nobody may read it through the API any more.
+func TestSuspensionRacingADeletionListsNobody(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	ctx := context.Background()
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	suspend := func(id string) *testkit.Response {
+		return m.admin.Send(http.MethodPost, "/v1/users/"+id+"/suspension", map[string]string{"reason": "spam", "until": until})
+	}
+	for _, race := range []string{"between", "late-row"} {
+		u, _ := m.member(t)
+		var r *testkit.Response
+		switch race {
+		case "between":
+			m.app.Moderation.Hooks.AfterStep = func(op, step string) error {
+				if op == "suspend" && step == "cas" {
+					mustDelete(t, m.admin, u.ID)
+				}
+				return nil
+			}
+			r = suspend(u.ID)
+			m.app.Moderation.Hooks.AfterStep = nil
+			if r.StatusCode != http.StatusNotFound {
+				t.Fatalf("%s: the suspension of an account deleted meanwhile: %d %s", race, r.StatusCode, r.Body)
+			}
+		case "late-row":
+			m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
+				if name == "users_by_status.insert" && at == repository.BeforeWrite {
+					return repository.ErrHoldWrite
+				}
+				return nil
+			})
+			r = suspend(u.ID)
+			m.app.DB.SetFaults(nil)
+			if r.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("%s: the suspension whose list row is held: %d %s", race, r.StatusCode, r.Body)
+			}
+			mustDelete(t, m.admin, u.ID)
+			if err := m.app.DB.LandHeld(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range m.listAll(t, 100) {
+			if s.UserID == u.ID {
+				t.Fatalf("%s: the deleted account is listed as suspended: %+v", race, s)
+			}
+		}
+		for _, table := range []string{"users_by_status", "suspended_users", "suspension_expiries"} {
+			if n := countRows(t, m.db, "SELECT user_id FROM "+table+" WHERE user_id = ? ALLOW FILTERING", u.ID); n != 0 {
+				t.Fatalf("%s: %d rows of the deleted account left in %s", race, n, table)
+			}
+		}
+		if n := countRows(t, m.db, "SELECT kind FROM moderation_history WHERE user_id = ?", u.ID); n != 1 {
+			t.Fatalf("%s: the deleted account's history has %d entries, want its suspension's", race, n)
+		}
+	}
+	agreement(t, m.db)
+}
+
+// TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed (issue 24,
+// defect 6a), on the node: the suspension applies, its history entry's
+// write fails (503), and the account is deleted before anyone retries.
+// The deletion writes the entry (S5): nothing after it would.
+func TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, _ := m.member(t)
+	m.app.DB.SetFaults(failWrite("moderation_history.insert"))
+	r := m.suspend(u.ID, "spam")
+	m.app.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("the suspension whose history entry failed: %d %s", r.StatusCode, r.Body)
+	}
+	mustDelete(t, m.admin, u.ID)
+	if n := countRows(t, m.db, "SELECT kind FROM moderation_history WHERE user_id = ? AND kind = 'suspended' ALLOW FILTERING", u.ID); n != 1 {
+		t.Fatalf("the deleted account's history has %d suspension entries, want 1", n)
+	}
+	agreement(t, m.db)
+}

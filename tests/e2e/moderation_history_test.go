@@ -310,7 +310,8 @@ func TestHistoryWritesUnderFaults(t *testing.T) {
 
 // TestLateHistoryWritesChangeNothing: the writes of earlier events land
 // again, late, after later events (as a hung node's held writes would),
-// each at the version it was sent with: the history is unchanged, no
+// each at the version it was sent with (a suspension's entry alone at a
+// later one too, as a deletion writes it): the history is unchanged, no
 // entry twice, none changed (S5). A history entry is keyed by its event
 // and never deleted, so a late write has nothing to resurrect.
 func TestLateHistoryWritesChangeNothing(t *testing.T) {
@@ -349,6 +350,15 @@ func TestLateHistoryWritesChangeNothing(t *testing.T) {
 		}
 		if err := records.RecordLift(ctx, *l, s.Version); err != nil {
 			t.Fatal(err)
+		}
+		// A suspension's entry alone (RecordSuspended, as a deletion or
+		// the repair writes it), at its version and at a later one.
+		if sp := s.Suspension; sp != nil {
+			for _, v := range []int{s.Version, s.Version + 10} {
+				if err := records.RecordSuspended(ctx, *sp, v); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	}
 	if after := m.wantKinds(t, u.ID, kinds(before)...); !slices.Equal(after, before) {

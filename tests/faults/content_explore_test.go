@@ -106,7 +106,6 @@ func (l *libWorld) beforeMember(_, principalID string) error {
 	return nil
 }
 
-
 // hold keeps the work changes leave for after their answer until flush.
 func (l *libWorld) hold() {
 	l.lib.Hooks.Background = func(f func()) {

@@ -13,7 +13,6 @@ import (
 	"shelf/domain/groups"
 	"shelf/domain/library"
 	"shelf/domain/moderation"
-	"shelf/internal/app"
 	"shelf/internal/memstore"
 )
 
@@ -46,6 +45,8 @@ type delWorld struct {
 	// deleted.
 	won   [2]bool
 	early []string
+	// suspended: doomed was suspended in the set-up.
+	suspended bool
 }
 
 // delScenario is who deletes whom.
@@ -71,14 +72,7 @@ func newDelWorld(t *testing.T, sc delScenario) *delWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
-		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
-	contents := w.store.Contents()
-	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
-		w.svc, w.store.Users(), grp, contents, nopLog{})
-	lib.Hooks.Background = func(f func()) { f() }
-	grp.SetClosing(groups.ClosingDeps{Index: w.store.Closings(), Shares: lib})
-	w.svc.SetDeletion(app.NewDeletionDeps(w.store.Deletions(), grp, lib, contents.Library, w.store.Suspensions()))
+	grp, lib := wireDeletion(w)
 	d := &delWorld{world: w, grp: grp, lib: lib, admin: domain.Principal{UserID: root.ID}, root: root,
 		doomed: w.created[1], friend: w.created[2], other: w.created[3]}
 	for range 2 {
@@ -133,6 +127,7 @@ func newDelWorld(t *testing.T, sc delScenario) *delWorld {
 		until := w.store.Now().Add(time.Hour)
 		_, err := mod.Suspend(ctx, d.admin, d.doomed.ID, moderation.SuspendInput{Reason: "spam", Until: &until})
 		must(err)
+		d.suspended = true
 	}
 	return d
 }
@@ -541,6 +536,14 @@ func checkDeletion(t *testing.T, name string, d *delWorld) {
 		if _, err := d.svc.Authenticate(ctx, tok); !errors.Is(err, domain.ErrNoSession) || errors.Is(err, accounts.ErrDeletionSession) {
 			t.Errorf("%s: session %d of the deleted account answers %v", name, i, err)
 		}
+	}
+	// S2, S5: no suspension record of the deleted account, and the
+	// suspension the deletion ended in its history.
+	if list, lookup, expiry := d.store.Records(d.doomed.ID); len(list)+len(lookup)+len(expiry) != 0 {
+		t.Errorf("%s: S2: the deleted account keeps list rows %+v, lookup %+v, expiry entries %+v", name, list, lookup, expiry)
+	}
+	if n := len(d.store.Events(d.doomed.ID)); d.suspended && n != 1 {
+		t.Errorf("%s: S5: the deleted account's history has %d entries, want its suspension's", name, n)
 	}
 	if left, err := d.store.Sessions().Entries(ctx, d.doomed.ID); err != nil || len(left) != 0 {
 		t.Errorf("%s: sessions of the deleted account listed: %+v (%v)", name, left, err)

@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -85,30 +84,47 @@ type modOperation struct {
 	name                 string
 	setup                func(m *modWorld) error
 	run, retry, opposite func(m *modWorld) error
+	// steps are the action's steps (Hooks.AfterStep) after which a
+	// competitor acts in the middle of it, besides after it.
+	steps []string
+	// grants: the action writes a suspension's records (a list row) on
+	// the account as it read it, so it checks again at its end.
+	grants bool
 }
+
+var (
+	suspendSteps = []string{"cas", "records"}
+	liftSteps    = []string{"cas", "history"}
+)
 
 var modOperations = []modOperation{
 	{
 		name:     "suspend",
+		grants:   true,
+		steps:    suspendSteps,
 		run:      func(m *modWorld) error { return m.suspend(0) },
 		retry:    func(m *modWorld) error { return m.suspend(0) },
 		opposite: func(m *modWorld) error { return m.unsuspend() },
 	},
 	{
 		name:     "suspend-until",
+		grants:   true,
+		steps:    suspendSteps,
 		run:      func(m *modWorld) error { return m.suspend(time.Hour) },
 		retry:    func(m *modWorld) error { return m.suspend(time.Hour) },
 		opposite: func(m *modWorld) error { return m.unsuspend() },
 	},
 	{
 		name:     "unsuspend",
+		steps:    liftSteps,
 		setup:    func(m *modWorld) error { return m.suspend(time.Hour) },
 		run:      func(m *modWorld) error { return m.unsuspend() },
 		retry:    func(m *modWorld) error { return m.unsuspend() },
 		opposite: func(m *modWorld) error { return m.suspend(0) },
 	},
 	{
-		name: "sweep",
+		name:  "sweep",
+		steps: liftSteps,
 		setup: func(m *modWorld) error {
 			if err := m.suspend(time.Minute); err != nil {
 				return err
@@ -124,7 +140,9 @@ var modOperations = []modOperation{
 		// A suspension after a lift that crashed after its compare-and-set
 		// (no history entries yet): the suspension writes them before its
 		// own compare-and-set, since the next lift overwrites the last one.
-		name: "suspend-after-interrupted-lift",
+		name:   "suspend-after-interrupted-lift",
+		grants: true,
+		steps:  suspendSteps,
 		setup: func(m *modWorld) error {
 			if err := m.suspend(time.Hour); err != nil {
 				return err
@@ -140,6 +158,7 @@ var modOperations = []modOperation{
 		// (no records, no history entry): the lift writes the suspension's
 		// entry beside its own.
 		name:     "unsuspend-after-interrupted-suspension",
+		steps:    liftSteps,
 		setup:    func(m *modWorld) error { return m.crashAfter("cas", func() error { return m.suspend(time.Hour) }) },
 		run:      func(m *modWorld) error { return m.unsuspend() },
 		retry:    func(m *modWorld) error { return m.unsuspend() },
@@ -149,6 +168,7 @@ var modOperations = []modOperation{
 		// A suspension that crashed after its compare-and-set, before its
 		// records: the repair writes them and ends the sessions.
 		name:     "repair-suspension",
+		steps:    []string{"records"},
 		setup:    func(m *modWorld) error { return m.crashAfter("cas", func() error { return m.suspend(time.Hour) }) },
 		run:      func(m *modWorld) error { return m.repair() },
 		retry:    func(m *modWorld) error { return m.repair() },
@@ -170,12 +190,132 @@ var modOperations = []modOperation{
 	},
 }
 
+// modCompetitor is what another admin (or process) does while the
+// action is under way: it acts once, at the first of its step of the
+// action (at), a Slow call of the action (in Meanwhile, beside the
+// sweeper and the repair), or the action's end, always before held writes
+// land.
+type modCompetitor struct {
+	name string
+	at   string
+	run  func(m *modWorld, op modOperation) error
+	// last, when set, is what has the last word after the held writes
+	// landed (the competitor's retry) in place of the action's retry.
+	last func(m *modWorld, op modOperation) error
+}
+
+var (
+	competeNone     = modCompetitor{name: "none"}
+	competeOpposite = modCompetitor{name: "opposite",
+		run:  func(m *modWorld, op modOperation) error { return op.opposite(m) },
+		last: func(m *modWorld, op modOperation) error { return op.opposite(m) }}
+	// Two of the same action on the same account at once: two
+	// suspensions, two lifts, two sweepers, two repairs.
+	competeSame = modCompetitor{name: "same",
+		run: func(m *modWorld, op modOperation) error { return op.retry(m) }}
+)
+
+// competeDelete is another admin deleting the account, at step at of the
+// action ("" after its fault), and finishing the deletion after the held
+// writes landed (its retry; the action's answer no longer matters).
+func competeDelete(at string) modCompetitor {
+	name := "delete"
+	if at != "" {
+		name += "@" + at
+	}
+	return modCompetitor{name: name, at: at,
+		run:  func(m *modWorld, _ modOperation) error { return m.deleteMember() },
+		last: func(m *modWorld, _ modOperation) error { return m.deleteMember() }}
+}
+
+// competeDeleteStopped is another admin's deletion that stops right
+// after its compare-and-set (its process dies before it erases anything),
+// at step at of the action; its retry finishes it after the held writes
+// landed. Until then only the action can see that what it writes is of an
+// account being deleted.
+func competeDeleteStopped(at string) modCompetitor {
+	return modCompetitor{name: "delete-stopped@" + at, at: at,
+		run: func(m *modWorld, _ modOperation) error {
+			m.svc.Hooks.AfterDeletionStep = func(step string) error {
+				if step == "sessions" {
+					return errors.New("crashed (test hook)")
+				}
+				return nil
+			}
+			defer func() { m.svc.Hooks.AfterDeletionStep = nil }()
+			_ = m.deleteMember()
+			return nil
+		},
+		last: func(m *modWorld, _ modOperation) error { return m.deleteMember() }}
+}
+
+// modFinisher finishes what the faulted action left.
+type modFinisher struct {
+	name string
+	run  func(m *modWorld, op modOperation, c modCompetitor, err error)
+}
+
+var (
+	// finishRetry: the held writes land, then the client retries (or the
+	// competitor, who had the last word, does).
+	finishRetry = modFinisher{name: "retry", run: func(m *modWorld, op modOperation, c modCompetitor, err error) {
+		m.store.Land()
+		switch {
+		case c.last != nil:
+			_ = c.last(m, op)
+		case err != nil:
+			_ = op.retry(m)
+		}
+	}}
+	// finishWorkers: nobody retries. With the clock past every end and
+	// grace, the sweeper and the repair run while the writes are still
+	// held, then the writes land, then both run again.
+	finishWorkers = modFinisher{name: "workers", run: func(m *modWorld, _ modOperation, _ modCompetitor, _ error) {
+		m.store.Advance(2 * time.Hour)
+		_ = m.sweep()
+		_ = m.repair()
+		m.store.Land()
+		m.store.Advance(time.Minute)
+		_ = m.sweep()
+		_ = m.repair()
+	}}
+)
+
+// modVariant is a competitor and a finisher explored together.
+type modVariant struct {
+	competitor modCompetitor
+	finisher   modFinisher
+}
+
+// modVariants are what the action is explored with: alone, the opposite
+// action, the same action, a deletion (after the fault and after each of
+// the action's steps), each finished by the retry; and alone or with a
+// deletion, finished by the workers alone.
+func modVariants(op modOperation) []modVariant {
+	vs := []modVariant{{competeNone, finishRetry}, {competeOpposite, finishRetry}, {competeSame, finishRetry},
+		{competeDelete(""), finishRetry}}
+	for _, step := range op.steps {
+		vs = append(vs, modVariant{competeDelete(step), finishRetry})
+	}
+	if op.grants {
+		for _, step := range op.steps {
+			vs = append(vs, modVariant{competeDeleteStopped(step), finishRetry})
+		}
+	}
+	return append(vs, modVariant{competeNone, finishWorkers}, modVariant{competeDelete(""), finishWorkers})
+}
+
 // TestExploreModeration runs every moderation action with every fault at
-// every store call, then (or after the opposite action by another admin)
-// lands what was held, retries, and checks S2: the account is the truth,
-// and its records agree with it; S3 for a suspended account; and S5: the
-// history holds exactly one entry for each suspension and lift the
-// account's compare-and-sets made.
+// every store call, with a competitor (the opposite action by another
+// admin, the same action at once, a deletion of the account) acting in
+// the middle of it or after it, before held writes land, while a Slow
+// call lets the sweeper and the repair run; then the held writes land and
+// the client (or the competitor) retries, or only the workers run, before
+// and after the writes land. It checks S2: the account is the truth, and
+// its records agree with it, a deleted account having none, and the
+// suspended list shows exactly the suspended visible accounts; S3 for a
+// suspended account; and S5: the history holds exactly one entry for each
+// suspension and lift the account's compare-and-sets made.
 func TestExploreModeration(t *testing.T) {
 	t.Parallel()
 	total := 0
@@ -186,55 +326,103 @@ func TestExploreModeration(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := probe.store.Calls()
-		_ = op.run(probe)
-		calls := probe.store.Calls() - before
-		n := 0
-		for k := 0; k < calls; k++ {
-			for _, fault := range memstore.Faults {
-				for _, opposite := range []bool{false, true} {
-					name := fmt.Sprintf("%s/call%d/%s/opposite=%v", op.name, k, fault, opposite)
-					exploreModeration(t, name, op, k, fault, opposite)
-					n++
-				}
+		calls := callsOf(t, probe.store, op.name, func() error {
+			err := op.run(probe)
+			if errorsIsNotFound(err) {
+				return nil // the sweep finds nothing to lift: answered as it should
 			}
+			return err
+		})
+		vs := modVariants(op)
+		names := make([]string, len(vs))
+		for i, v := range vs {
+			names[i] = v.competitor.name + "/" + v.finisher.name
 		}
-		t.Logf("%s: %d store calls, %d schedules", op.name, calls, n)
-		total += n
+		total += everySchedule(t, op.name, calls, names, func(name string, k int, fault memstore.Fault, i int) {
+			exploreModeration(t, name, op, k, fault, vs[i])
+		})
 	}
 	t.Logf("%d schedules in all", total)
 }
 
-func exploreModeration(t *testing.T, name string, op modOperation, k int, fault memstore.Fault, opposite bool) {
-	m := newModWorld(t)
+func exploreModeration(t *testing.T, name string, op modOperation, k int, fault memstore.Fault, v modVariant) {
+	m := newModWorld(t).withDeletion()
 	if op.setup != nil {
 		if err := op.setup(m); err != nil {
 			t.Fatalf("%s: set-up: %v", name, err)
 		}
 	}
-	at := m.store.Calls() + k
-	m.store.FaultAt = func(n int, _ string) memstore.Fault {
-		if n == at {
+	// Call k of the action takes the fault; the calls of a competitor or
+	// a worker acting in the middle of it are neither counted nor
+	// faulted, so k is the same call with every competitor.
+	racing, calls := false, 0
+	m.store.FaultAt = func(int, string) memstore.Fault {
+		if racing {
+			return memstore.None
+		}
+		calls++
+		if calls-1 == k {
 			return fault
 		}
 		return memstore.None
 	}
+	c := v.competitor
+	acted := c.run == nil
+	compete := func() {
+		if acted {
+			return
+		}
+		acted = true
+		racing = true
+		defer func() { racing = false }()
+		if err := c.run(m, op); err != nil && !expected(err) && !errorsIsNotFound(err) {
+			t.Errorf("%s: the competitor answered %v", name, err)
+		}
+	}
+	m.mod.Hooks.AfterStep = func(_, step string) error {
+		if c.at != "" && step == c.at {
+			compete()
+		}
+		return nil
+	}
+	m.store.Meanwhile = func() {
+		racing = true
+		_ = m.sweep()
+		_ = m.repair()
+		racing = false
+		compete()
+	}
 	err := op.run(m)
-	m.store.FaultAt = nil
-	m.store.Recover()
+	m.mod.Hooks.AfterStep, m.store.Meanwhile = nil, nil
+	recovered(m.store)
 	if err != nil && !expected(err) && !errorsIsNotFound(err) {
 		t.Errorf("%s: the action answered %v", name, err)
 	}
-	last := op.retry
-	if opposite {
-		_ = op.opposite(m)
-		last = op.opposite // the opposite was the last word: its retry finishes it
+	compete()
+	if err == nil || errorsIsNotFound(err) {
+		checkAnswered(t, name, m)
 	}
-	m.store.Land()
-	if err != nil || opposite {
-		_ = last(m)
-	}
+	v.finisher.run(m, op, c, err)
 	checkModeration(t, name, m)
+}
+
+// checkAnswered asserts S2 once the action answered its last word
+// (success or not found: nothing of it is left to land) and the
+// competitor acted: an account being deleted or deleted is in no list
+// row and has no lookup, whether or not its deletion is finished. (An
+// expiry entry alone lists nobody: it is the sweeper's.)
+func checkAnswered(t *testing.T, name string, m *modWorld) {
+	t.Helper()
+	u, err := m.store.Users().Get(context.Background(), m.member.ID)
+	if err != nil {
+		t.Fatalf("%s: the member: %v", name, err)
+	}
+	if u.Visible() {
+		return
+	}
+	if list, lookup, _ := m.store.Records(u.ID); len(list)+len(lookup) != 0 {
+		t.Errorf("%s: S2: once answered, the %s account keeps list rows %+v and lookup %+v", name, u.Status, list, lookup)
+	}
 }
 
 // checkHistory asserts S5 for the member: its history is exactly the
@@ -259,6 +447,9 @@ func checkHistory(t *testing.T, name string, m *modWorld) {
 	if !equalEvents(got, want) {
 		t.Errorf("%s: S5: history\n%+v\nwant\n%+v", name, got, want)
 		return
+	}
+	if u, err := m.store.Users().Get(context.Background(), m.member.ID); err != nil || !u.Visible() {
+		return // a deleted account's history is kept, and shown to nobody
 	}
 	var paged []moderation.Event
 	cursor := ""
@@ -286,7 +477,8 @@ func equalEvents(a, b []moderation.Event) bool {
 
 func errorsIsNotFound(err error) bool { return err != nil && domainIs(err, domain.ErrNotFound) }
 
-// checkModeration asserts S2 and S3 for the member.
+// checkModeration asserts S2 and S3 for the member, and that the
+// suspended list shows exactly the suspended visible accounts.
 func checkModeration(t *testing.T, name string, m *modWorld) {
 	t.Helper()
 	u, err := m.store.Users().Get(context.Background(), m.member.ID)
@@ -294,10 +486,24 @@ func checkModeration(t *testing.T, name string, m *modWorld) {
 		t.Fatalf("%s: the member: %v", name, err)
 	}
 	checkHistory(t, name, m)
+	checkSuspendedList(t, name, m)
 	list, lookup, expiry := m.store.Records(u.ID)
 	same := func(a, b domain.Suspension) bool { return a.SuspendedAt.Equal(b.SuspendedAt) && a.Bucket == b.Bucket }
 	suspended := u.Status == domain.StatusSuspended && u.Suspension != nil
 	switch {
+	case !u.Visible():
+		if len(list)+len(lookup) == 0 && len(expiry) != 0 {
+			// An expiry entry alone (a lift stopped before its last erase)
+			// is the sweeper's, once its end has come.
+			m.store.Advance(2 * time.Hour)
+			if err := m.sweep(); err != nil {
+				t.Errorf("%s: the sweeper: %v", name, err)
+			}
+			list, lookup, expiry = m.store.Records(u.ID)
+		}
+		if len(list)+len(lookup)+len(expiry) != 0 {
+			t.Errorf("%s: S2: the %s account keeps list rows %+v, lookup %+v, expiry entries %+v", name, u.Status, list, lookup, expiry)
+		}
 	case suspended:
 		s := *u.Suspension
 		if len(lookup) != 1 || !same(lookup[0], s) {
@@ -321,6 +527,32 @@ func checkModeration(t *testing.T, name string, m *modWorld) {
 		if _, err := m.svc.Login(context.Background(), "member", password, accounts.Client{}); err != nil {
 			t.Errorf("%s: an active member cannot log in: %v", name, err)
 		}
+	}
+}
+
+// checkSuspendedList asserts S2 as an admin sees it: the suspended list
+// shows exactly the suspended accounts that are visible, each once.
+func checkSuspendedList(t *testing.T, name string, m *modWorld) {
+	t.Helper()
+	ctx := context.Background()
+	page, err := m.mod.ListSuspended(ctx, m.admin, "", 100)
+	if err != nil {
+		t.Fatalf("%s: the suspended list: %v", name, err)
+	}
+	var listed, want []string
+	for _, s := range page.Items {
+		listed = append(listed, s.UserID)
+	}
+	_, users := m.store.Snapshot()
+	for _, u := range users {
+		if u.Status == domain.StatusSuspended && u.Suspension != nil {
+			want = append(want, u.ID)
+		}
+	}
+	slices.Sort(listed)
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("%s: S2: the suspended list shows %v, the suspended accounts are %v", name, listed, want)
 	}
 }
 

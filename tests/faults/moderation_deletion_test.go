@@ -1,0 +1,276 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+	"shelf/domain/moderation"
+	"shelf/internal/app"
+	"shelf/internal/memstore"
+)
+
+// withDeletion wires account deletion into the world's accounts service,
+// so that an admin may delete the member while a suspension of it is
+// under way.
+func (m *modWorld) withDeletion() *modWorld {
+	wireDeletion(m.world)
+	return m
+}
+
+// wireDeletion wires account deletion into the world's accounts service
+// (groups, content and moderation's records on the world's store, as the
+// app does), and returns the groups and content services it made.
+func wireDeletion(w *world) (*groups.Service, *library.Service) {
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
+		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
+	contents := w.store.Contents()
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
+		w.svc, w.store.Users(), grp, contents, nopLog{})
+	lib.Hooks.Background = func(f func()) { f() }
+	grp.SetClosing(groups.ClosingDeps{Index: w.store.Closings(), Shares: lib})
+	w.svc.SetDeletion(app.NewDeletionDeps(w.store.Deletions(), grp, lib, contents.Library, w.store.Suspensions()))
+	return grp, lib
+}
+
+// deleteMember is another admin deleting the member.
+func (m *modWorld) deleteMember() error {
+	return m.svc.DeleteUser(context.Background(), m.admin, m.member.ID)
+}
+
+// TestSuspensionRacingADeletionListsNobody is defect 4 of issue 24: the
+// suspension's compare-and-set applies; another admin deletes the account
+// (its lookup finds no records yet); then the suspension writes its list
+// row, lookup and expiry entry at the version it read. No record of the
+// deleted account may survive, and the suspension answers 404: the
+// account it would describe is gone.
+func TestSuspensionRacingADeletionListsNobody(t *testing.T) {
+	t.Parallel()
+	m := newModWorld(t).withDeletion()
+	m.mod.Hooks.AfterStep = func(op, step string) error {
+		if op == "suspend" && step == "cas" {
+			if err := m.deleteMember(); err != nil {
+				t.Errorf("the deletion: %v", err)
+			}
+		}
+		return nil
+	}
+	err := m.suspend(time.Hour)
+	m.mod.Hooks.AfterStep = nil
+	if !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("the suspension of an account deleted meanwhile answered %v, want not found", err)
+	}
+	checkNoRecordsOfDeleted(t, "after the suspension", m)
+	checkHistory(t, "after the suspension", m)
+}
+
+// TestSuspensionChecksAgainAtItsEnd: the deletion racing the suspension
+// stops right after its compare-and-set (before it erases anything), so
+// only the suspension can see that the records it wrote are of a deleted
+// account: it reads the account again after writing them, erases them and
+// answers 404.
+func TestSuspensionChecksAgainAtItsEnd(t *testing.T) {
+	t.Parallel()
+	m := newModWorld(t).withDeletion()
+	m.svc.Hooks.AfterDeletionStep = func(step string) error {
+		if step == "sessions" {
+			return errors.New("crashed (test hook)")
+		}
+		return nil
+	}
+	m.mod.Hooks.AfterStep = func(op, step string) error {
+		if op == "suspend" && step == "cas" {
+			_ = m.deleteMember()
+		}
+		return nil
+	}
+	err := m.suspend(time.Hour)
+	m.mod.Hooks.AfterStep, m.svc.Hooks.AfterDeletionStep = nil, nil
+	if !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("the suspension of an account being deleted answered %v, want not found", err)
+	}
+	checkNoRecordsOfDeleted(t, "after the suspension", m)
+}
+
+// TestLateSuspensionRecordsAfterADeletionAreShadowed: the suspension's
+// list row is held back (503); the deletion runs to its end and finds no
+// records; then the list row lands. The deletion erased the suspension's
+// records by their keys at its own version, so the late row, written at
+// the suspension's older version, is shadowed.
+func TestLateSuspensionRecordsAfterADeletionAreShadowed(t *testing.T) {
+	t.Parallel()
+	m := newModWorld(t).withDeletion()
+	m.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "users_by_status.insert" {
+			return memstore.LandLate
+		}
+		return memstore.None
+	}
+	if err := m.suspend(time.Hour); err == nil {
+		t.Fatal("the suspension answered success though its list row is held back")
+	}
+	recovered(m.store)
+	if err := m.deleteMember(); err != nil {
+		t.Fatal(err)
+	}
+	m.store.Land()
+	checkNoRecordsOfDeleted(t, "after the late list row", m)
+	checkHistory(t, "after the late list row", m)
+}
+
+// TestSweeperAndRepairEraseTheRecordsOfADeletedAccount: records of a
+// suspension its account, since deleted, no longer has (as a deletion that
+// cleared the suspension from its row before erasing left them, when the
+// suspension's writes landed after its lookup) are erased by the sweeper
+// as well as by the repair, at the account's version: the account read at
+// SERIAL proves they can never be of a suspension in force. The sweeper
+// erased only the expiry entry, and left the list row and the lookup.
+func TestSweeperAndRepairEraseTheRecordsOfADeletedAccount(t *testing.T) {
+	t.Parallel()
+	for _, finisher := range []struct {
+		name string
+		run  func(m *modWorld) error
+	}{
+		{"sweeper", func(m *modWorld) error { m.store.Advance(2 * time.Hour); return m.sweep() }},
+		{"repair", func(m *modWorld) error { return m.repair() }},
+	} {
+		t.Run(finisher.name, func(t *testing.T) {
+			t.Parallel()
+			m := newModWorld(t)
+			ctx := context.Background()
+			if err := m.suspend(time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			u, err := m.store.Users().Get(ctx, m.member.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := *u.Suspension
+			// The row as a deletion of before issue 24 left it: deleted,
+			// its suspension gone from the row, the records still there.
+			gone := u
+			gone.Status, gone.Suspension, gone.Deletion = domain.StatusDeleted, nil, &domain.Deletion{At: m.store.Now(), By: m.admin.UserID}
+			gone.Username, gone.UsernameKey, gone.Email, gone.EmailKey = "", "", "", ""
+			gone.Version++
+			if ok, err := m.store.Users().Update(ctx, gone); !ok || err != nil {
+				t.Fatalf("deleting the row: %v %v", ok, err)
+			}
+			if err := m.store.Suspensions().Record(ctx, s, u.Version); err != nil {
+				t.Fatal(err)
+			}
+			if err := finisher.run(m); err != nil {
+				t.Errorf("the %s: %v", finisher.name, err)
+			}
+			checkNoRecordsOfDeleted(t, "after the "+finisher.name, m)
+			checkHistory(t, "after the "+finisher.name, m)
+		})
+	}
+}
+
+// TestDeletionRecordsTheHistoryAFailedWriteLeft is defect 6a of issue 24:
+// a suspension (or a lift) applies, its history write fails (503), and
+// the account is deleted before anyone retries. The deletion writes the
+// entries (S5): a deletion is no lift, and nothing after it would.
+func TestDeletionRecordsTheHistoryAFailedWriteLeft(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		before func(m *modWorld) error
+		run    func(m *modWorld) error
+	}{
+		{name: "suspension", run: func(m *modWorld) error { return m.suspend(time.Hour) }},
+		{name: "lift", before: func(m *modWorld) error { return m.suspend(time.Hour) }, run: func(m *modWorld) error { return m.unsuspend() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			m := newModWorld(t).withDeletion()
+			if c.before != nil {
+				if err := c.before(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.store.FaultAt = func(_ int, name string) memstore.Fault {
+				if name == "moderation_history.insert" {
+					return memstore.FailBefore
+				}
+				return memstore.None
+			}
+			if err := c.run(m); err == nil {
+				t.Fatalf("the %s answered success though its history write failed", c.name)
+			}
+			recovered(m.store)
+			if err := m.deleteMember(); err != nil {
+				t.Fatal(err)
+			}
+			checkHistory(t, "deleted after a "+c.name+" whose history write failed", m)
+			checkNoRecordsOfDeleted(t, "after the deletion", m)
+		})
+	}
+}
+
+// checkNoRecordsOfDeleted asserts that the member, deleting or deleted,
+// has no list row, lookup or expiry entry, and is not in the suspended
+// list (S2).
+func checkNoRecordsOfDeleted(t *testing.T, name string, m *modWorld) {
+	t.Helper()
+	u, err := m.store.Users().Get(context.Background(), m.member.ID)
+	if err != nil {
+		t.Fatalf("%s: the member: %v", name, err)
+	}
+	if u.Status != domain.StatusDeleting && u.Status != domain.StatusDeleted {
+		t.Fatalf("%s: the member is %s, not being deleted", name, u.Status)
+	}
+	list, lookup, expiry := m.store.Records(u.ID)
+	if len(list)+len(lookup)+len(expiry) != 0 {
+		t.Errorf("%s: S2: the %s account keeps list rows %+v, lookup %+v, expiry entries %+v", name, u.Status, list, lookup, expiry)
+	}
+	page, err := m.mod.ListSuspended(context.Background(), m.admin, "", 10)
+	if err != nil {
+		t.Fatalf("%s: the suspended list: %v", name, err)
+	}
+	for _, s := range page.Items {
+		if s.UserID == u.ID {
+			t.Errorf("%s: S2: the suspended list shows the %s account: %+v", name, u.Status, s)
+		}
+	}
+}
+
+// TestRepairKeepsTheExpiryEntryOfASuspensionEndingWhenAnOldOneDid: the
+// list holds a row of an old suspension of an account suspended again,
+// with the same end (a disagreement the repair meets; its origin does not
+// matter). The repair erases the old row, but not the expiry entry: its
+// key (the end and the user) is the current suspension's too, and
+// deleting it at the account's version would leave the current suspension
+// unlifted for good (a rewrite at that version loses the tie).
+func TestRepairKeepsTheExpiryEntryOfASuspensionEndingWhenAnOldOneDid(t *testing.T) {
+	t.Parallel()
+	m := newModWorld(t)
+	ctx := context.Background()
+	end := m.store.Now().Add(time.Hour)
+	in := moderation.SuspendInput{Reason: "spam", Until: &end}
+	old, err := m.mod.Suspend(ctx, m.admin, m.member.ID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.unsuspend(); err != nil {
+		t.Fatal(err)
+	}
+	m.store.Advance(time.Minute)
+	if _, err := m.mod.Suspend(ctx, m.admin, m.member.ID, in); err != nil {
+		t.Fatal(err)
+	}
+	now, _ := m.store.Users().Get(ctx, m.member.ID)
+	// The old suspension's list row, at the account's version (its lookup
+	// and expiry entry tie with the current ones and do not replace them).
+	if err := m.store.Suspensions().Record(ctx, old, now.Version); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.repair(); err != nil {
+		t.Fatal(err)
+	}
+	checkModeration(t, "after the repair", m)
+}
