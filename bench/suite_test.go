@@ -170,6 +170,7 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 	took := make([]time.Duration, 3)
 	cpu := make([]time.Duration, 3) // of the server process: api, lean
 	servers := []*process{h.api, h.lean, nil}
+	dbCPU := make([]time.Duration, 3) // of the Cassandra node, every side
 	var rtSum, rtCount float64
 	for range rounds {
 		for i, fn := range sides {
@@ -177,9 +178,10 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 				s, c := scrape(t, h, o)
 				rtSum, rtCount = rtSum-s, rtCount-c
 			}
-			c0 := servers[i].cpu()
+			c0, db0 := servers[i].cpu(), cpuOf(h.cassandra)
 			l, d := run(t, clients, round, fn)
 			cpu[i] += servers[i].cpu() - c0
+			dbCPU[i] += cpuOf(h.cassandra) - db0
 			lat[i], took[i] = append(lat[i], l...), took[i]+d
 			if i == 0 {
 				s, c := scrape(t, h, o)
@@ -191,6 +193,9 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 		Shelf: sideOf(lat[0], took[0]), Lean: sideOf(lat[1], took[1]), Raw: sideOf(lat[2], took[2])}
 	r.Shelf.CPUMicros = float64(cpu[0].Microseconds()) / float64(max(r.Shelf.N, 1))
 	r.Lean.CPUMicros = float64(cpu[1].Microseconds()) / float64(max(r.Lean.N, 1))
+	for i, sd := range []*side{&r.Shelf, &r.Lean, &r.Raw} {
+		sd.DBCPUMicros = float64(dbCPU[i].Microseconds()) / float64(max(sd.N, 1))
+	}
 	r.ShelfLean = r.Shelf.OpsPerSec / r.Lean.OpsPerSec
 	r.ShelfRaw = r.Shelf.OpsPerSec / r.Raw.OpsPerSec
 	if rtCount > 0 {
@@ -386,7 +391,16 @@ func (p *process) cpu() time.Duration {
 	if p == nil {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Cmd.Process.Pid))
+	return cpuOf(p.Cmd.Process.Pid)
+}
+
+// cpuOf is the CPU time so far (user and system) of process pid, or 0 when
+// it cannot be read (no such process, or none: pid 0).
+func cpuOf(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
