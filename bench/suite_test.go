@@ -17,6 +17,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"shelf/bench/lean"
 	"shelf/domain"
 	"shelf/domain/library"
 	"shelf/internal/password"
@@ -70,6 +71,13 @@ func TestBench(t *testing.T) {
 		t.Logf("%-32s shelf %7.0f/s  lean %7.0f/s  raw %7.0f/s  shelf/lean %.2f  round trips %.2f (%d)",
 			o.name, r.Shelf.OpsPerSec, r.Lean.OpsPerSec, r.Raw.OpsPerSec, r.ShelfLean, r.RoundTrips, r.Model)
 		rep.Rows = append(rep.Rows, r)
+	}
+	if only == "" || strings.Contains("library", only) {
+		rep.ItemsRead = measureItemsRead(t, h, f, clients, round, rounds)
+		for _, r := range rep.ItemsRead {
+			t.Logf("%-32s with the items' read %7.0f/s  without %7.0f/s  ratio %.2f  Cassandra CPU µs/page %.0f / %.0f",
+				r.Name, r.With.OpsPerSec, r.Without.OpsPerSec, r.Ratio, r.With.DBCPUMicros, r.Without.DBCPUMicros)
+		}
 	}
 	if only == "" || strings.Contains("fan-out", only) {
 		for _, n := range []int{100, 1000, 10_000} {
@@ -202,6 +210,51 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 		r.RoundTrips = rtSum / rtCount
 	}
 	return r
+}
+
+// measureItemsRead prices a library page's read of its items (issue 24):
+// raw pages (the lean statements, no HTTP) with it and without it, in
+// alternating rounds with the same clients, their throughput and the
+// Cassandra node's CPU per page. One run, so the load of a shared machine
+// falls on both alike.
+func measureItemsRead(t *testing.T, h *harness, f *fixture, clients int, round time.Duration, rounds int) []itemsReadRow {
+	ctx := context.Background()
+	without := *h.raw
+	without.Unchecked = true
+	page := func(s *lean.Store, cursor string) func() error {
+		return func() error {
+			p, err := s.Library(ctx, nil, f.owner.id, "", cursor, 20)
+			if err == nil && len(p.Items) != 20 {
+				err = fmt.Errorf("library page of %d items", len(p.Items))
+			}
+			return err
+		}
+	}
+	var out []itemsReadRow
+	for _, at := range []struct{ name, cursor string }{
+		{"library page 1, anonymous", ""}, {"library page 1000, anonymous", f.ownerPage1000},
+	} {
+		sides := []func() error{page(h.raw, at.cursor), page(&without, at.cursor)}
+		for _, fn := range sides {
+			run(t, clients, round/4, fn)
+		}
+		lat := make([][]time.Duration, 2)
+		took, dbCPU := make([]time.Duration, 2), make([]time.Duration, 2)
+		for range rounds {
+			for i, fn := range sides {
+				db0 := cpuOf(h.cassandra)
+				l, d := run(t, clients, round, fn)
+				dbCPU[i] += cpuOf(h.cassandra) - db0
+				lat[i], took[i] = append(lat[i], l...), took[i]+d
+			}
+		}
+		r := itemsReadRow{Name: at.name, With: sideOf(lat[0], took[0]), Without: sideOf(lat[1], took[1])}
+		r.With.DBCPUMicros = float64(dbCPU[0].Microseconds()) / float64(max(r.With.N, 1))
+		r.Without.DBCPUMicros = float64(dbCPU[1].Microseconds()) / float64(max(r.Without.N, 1))
+		r.Ratio = r.With.OpsPerSec / r.Without.OpsPerSec
+		out = append(out, r)
+	}
+	return out
 }
 
 // scrape reads o's round-trip series from the api.

@@ -119,9 +119,9 @@ const maxRefills = 8
 // index (removed, deleted: a ghost) or whose version is older than the
 // index's (a stale copy from a concurrent update) is dropped from the
 // answer and deleted in the background; a row the item's own row does not
-// vouch for (agrees) is dropped and left alone; and the page is refilled
+// vouch for (agrees) is hidden and left alone; and the page is refilled
 // (L1, L2, L3). Costs one slice and one round trip of checks, more only
-// when rows were dropped (L5), in either order.
+// when rows were dropped or hidden (L5), in either order.
 //
 // It returns the rows to show and, when it stopped refilling before the
 // bucket ended, resume: the position after the last row it read.
