@@ -76,6 +76,9 @@ type itemsReadRow struct {
 	Without side   `json:"without"`
 	// Ratio is the throughput with the read over the throughput without.
 	Ratio float64 `json:"withOverWithout"`
+	// Background is the node's CPU at rest (cores), measured in rounds of
+	// neither side and taken off both sides' Cassandra CPU.
+	Background float64 `json:"cassandraCoresAtRest"`
 }
 
 // hashRow is the password hash at the api's default (production) cost.
@@ -141,12 +144,12 @@ func (r *report) table(w io.Writer) {
 			x.Shelf.P50Ms, x.Shelf.P99Ms, x.Lean.P50Ms, x.Lean.P99Ms, x.Shelf.CPUMicros, x.Lean.CPUMicros, db, x.RoundTrips, x.Model)
 	}
 	if len(r.ItemsRead) > 0 {
-		fmt.Fprintln(w, "\n| a page's read of its items (raw) | pages/s with | pages/s without | with/without | p50 / p99 ms with | p50 / p99 ms without | Cassandra CPU µs/page with / without |")
+		fmt.Fprintln(w, "\n| a page's read of its items (raw) | pages/s with | pages/s without | with/without | p50 / p99 ms with | p50 / p99 ms without | Cassandra CPU µs/page with / without (at rest, cores) |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 		for _, x := range r.ItemsRead {
-			fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.2f / %.2f | %.2f / %.2f | %.0f / %.0f |\n", x.Name, thousands(x.With.OpsPerSec),
+			fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.2f / %.2f | %.2f / %.2f | %.0f / %.0f (%.2f) |\n", x.Name, thousands(x.With.OpsPerSec),
 				thousands(x.Without.OpsPerSec), x.Ratio, x.With.P50Ms, x.With.P99Ms, x.Without.P50Ms, x.Without.P99Ms,
-				x.With.DBCPUMicros, x.Without.DBCPUMicros)
+				x.With.DBCPUMicros, x.Without.DBCPUMicros, x.Background)
 		}
 	}
 	if len(r.Fanout) > 0 {
@@ -280,7 +283,7 @@ func TestJudgeAndTable(t *testing.T) {
 	var b strings.Builder
 	r.table(&b)
 	out := b.String()
-	for _, want := range []string{"| slow read |", "0.85 ✗", "| 1 000 |", "Below 0.9: reads [slow read], fan-outs [100]", "| page | 900 | 1 000 | 0.90 |", "| 700 / 500 |"} {
+	for _, want := range []string{"| slow read |", "0.85 ✗", "| 1 000 |", "Below 0.9: reads [slow read], fan-outs [100]", "| page | 900 | 1 000 | 0.90 |", "| 700 / 500 (0.00) |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
