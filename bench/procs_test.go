@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +47,9 @@ type harness struct {
 	api  *process
 	lean *process
 	raw  *lean.Store
+	// cassandra is the local node's process id (0: not on this machine),
+	// whose CPU time each side's rounds are charged.
+	cassandra int
 }
 
 var (
@@ -93,7 +99,50 @@ func startHarness(db *testkit.DB) (*harness, error) {
 	}
 	stops = append(stops, stop)
 	h.api, h.lean = &process{api}, &process{lean}
+	if host, _, _ := strings.Cut(db.Conn.Hosts[0], ":"); host == "127.0.0.1" || host == "localhost" {
+		h.cassandra = listener(cqlPort)
+	}
 	return h, nil
+}
+
+// cqlPort is where the local node answers CQL.
+const cqlPort = 9042
+
+// listener finds the process listening on TCP port on this machine (in
+// /proc/net/tcp and tcp6, the socket's inode; then the process holding
+// it), or 0 when there is none it may see.
+func listener(port int) int {
+	inodes := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			// local_address (hex ip:port), st (0A: listening), inode
+			if len(f) > 9 && f[3] == "0A" && strings.HasSuffix(f[1], fmt.Sprintf(":%04X", port)) {
+				inodes["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return 0
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[target] {
+				return pid
+			}
+		}
+	}
+	return 0
 }
 
 func TestMain(m *testing.M) {
@@ -105,4 +154,21 @@ func TestMain(m *testing.M) {
 			_ = os.RemoveAll(tempDir)
 		}
 	})
+}
+
+// TestListenerFindsTheProcess: a port this process listens on is found to
+// be this process's; a port nobody listens on, nobody's.
+func TestListenerFindsTheProcess(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if pid := listener(port); pid != os.Getpid() {
+		t.Errorf("listener(%d) = %d, want this process, %d", port, pid, os.Getpid())
+	}
+	l.Close()
+	if pid := listener(port); pid != 0 {
+		t.Errorf("listener(%d) after closing = %d, want 0", port, pid)
+	}
 }

@@ -20,6 +20,10 @@ type side struct {
 	N         int     `json:"n"`
 	// CPUMicros is the server process's CPU time per request (api, lean).
 	CPUMicros float64 `json:"cpuMicrosPerRequest,omitempty"`
+	// DBCPUMicros is the Cassandra node's CPU time per request, when the
+	// node runs on this machine (every side; whatever else uses the node
+	// meanwhile counts too, alike for the alternating sides).
+	DBCPUMicros float64 `json:"cassandraCpuMicrosPerRequest,omitempty"`
 }
 
 // sideOf sums up the latencies of n operations done in elapsed.
@@ -64,6 +68,19 @@ type fanoutRow struct {
 	Updates      int     `json:"updates"`
 }
 
+// itemsReadRow prices a library page's read of its items: raw pages with
+// it and without it (lean.Store.Unchecked), side by side.
+type itemsReadRow struct {
+	Name    string `json:"name"`
+	With    side   `json:"with"`
+	Without side   `json:"without"`
+	// Ratio is the throughput with the read over the throughput without.
+	Ratio float64 `json:"withOverWithout"`
+	// Background is the node's CPU at rest (cores), measured in rounds of
+	// neither side and taken off both sides' Cassandra CPU.
+	Background float64 `json:"cassandraCoresAtRest"`
+}
+
 // hashRow is the password hash at the api's default (production) cost.
 type hashRow struct {
 	Params     string  `json:"params"`
@@ -74,18 +91,19 @@ type hashRow struct {
 
 // report is a whole `make bench` run.
 type report struct {
-	Started     time.Time   `json:"started"`
-	Machine     string      `json:"machine"`
-	Clients     int         `json:"clients"`
-	Round       string      `json:"roundDuration"`
-	Rounds      int         `json:"rounds"`
-	Rows        []row       `json:"operations"`
-	Fanout      []fanoutRow `json:"fanout"`
-	Hash        hashRow     `json:"passwordHash"`
-	APIPeakMB   float64     `json:"apiPeakRssMB"`
-	LeanPeakMB  float64     `json:"leanPeakRssMB"`
-	ReadsBelow  []string    `json:"readsBelowGoal,omitempty"`
-	FanoutBelow []int       `json:"fanoutBelowGoal,omitempty"`
+	Started     time.Time      `json:"started"`
+	Machine     string         `json:"machine"`
+	Clients     int            `json:"clients"`
+	Round       string         `json:"roundDuration"`
+	Rounds      int            `json:"rounds"`
+	Rows        []row          `json:"operations"`
+	Fanout      []fanoutRow    `json:"fanout"`
+	ItemsRead   []itemsReadRow `json:"itemsRead,omitempty"`
+	Hash        hashRow        `json:"passwordHash"`
+	APIPeakMB   float64        `json:"apiPeakRssMB"`
+	LeanPeakMB  float64        `json:"leanPeakRssMB"`
+	ReadsBelow  []string       `json:"readsBelowGoal,omitempty"`
+	FanoutBelow []int          `json:"fanoutBelowGoal,omitempty"`
 }
 
 // goal is issue 12's bar: shelf at least 0.9 of lean on reads, of raw
@@ -110,16 +128,29 @@ func (r *report) judge() {
 // table writes the report as the Markdown tables the README shows.
 func (r *report) table(w io.Writer) {
 	fmt.Fprintf(w, "%d clients, %d rounds of %s per side, sides alternating; %s\n\n", r.Clients, r.Rounds, r.Round, r.Machine)
-	fmt.Fprintln(w, "| operation | shelf ops/s | lean ops/s | raw ops/s | shelf/lean | shelf/raw | shelf p50 / p99 ms | lean p50 / p99 ms | CPU µs/request shelf / lean | round trips (model) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| operation | shelf ops/s | lean ops/s | raw ops/s | shelf/lean | shelf/raw | shelf p50 / p99 ms | lean p50 / p99 ms | CPU µs/request shelf / lean | Cassandra CPU µs/request shelf / lean / raw | round trips (model) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, x := range r.Rows {
 		mark := ""
 		if x.Read && x.ShelfLean < goal {
 			mark = " ✗"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %.2f%s | %.2f | %.2f / %.2f | %.2f / %.2f | %.0f / %.0f | %.2f (%d) |\n", x.Name,
+		db := "-" // the node is elsewhere
+		if x.Shelf.DBCPUMicros > 0 {
+			db = fmt.Sprintf("%.0f / %.0f / %.0f", x.Shelf.DBCPUMicros, x.Lean.DBCPUMicros, x.Raw.DBCPUMicros)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %.2f%s | %.2f | %.2f / %.2f | %.2f / %.2f | %.0f / %.0f | %s | %.2f (%d) |\n", x.Name,
 			thousands(x.Shelf.OpsPerSec), thousands(x.Lean.OpsPerSec), thousands(x.Raw.OpsPerSec), x.ShelfLean, mark, x.ShelfRaw,
-			x.Shelf.P50Ms, x.Shelf.P99Ms, x.Lean.P50Ms, x.Lean.P99Ms, x.Shelf.CPUMicros, x.Lean.CPUMicros, x.RoundTrips, x.Model)
+			x.Shelf.P50Ms, x.Shelf.P99Ms, x.Lean.P50Ms, x.Lean.P99Ms, x.Shelf.CPUMicros, x.Lean.CPUMicros, db, x.RoundTrips, x.Model)
+	}
+	if len(r.ItemsRead) > 0 {
+		fmt.Fprintln(w, "\n| a page's read of its items (raw) | pages/s with | pages/s without | with/without | p50 / p99 ms with | p50 / p99 ms without | Cassandra CPU µs/page with / without (at rest, cores) |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		for _, x := range r.ItemsRead {
+			fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.2f / %.2f | %.2f / %.2f | %.0f / %.0f (%.2f) |\n", x.Name, thousands(x.With.OpsPerSec),
+				thousands(x.Without.OpsPerSec), x.Ratio, x.With.P50Ms, x.With.P99Ms, x.Without.P50Ms, x.Without.P99Ms,
+				x.With.DBCPUMicros, x.Without.DBCPUMicros, x.Background)
+		}
 	}
 	if len(r.Fanout) > 0 {
 		fmt.Fprintln(w, "\n| fan-out, members | shelf request libraries/s | shelf fan-out libraries/s | raw batches libraries/s | fan-out/raw | updates |")
@@ -242,7 +273,8 @@ func TestJudgeAndTable(t *testing.T) {
 			{Name: "slow read", Read: true, ShelfLean: 0.85},
 			{Name: "signup", ShelfLean: 0.5},
 		},
-		Fanout: []fanoutRow{{Members: 100, Ratio: 0.8}, {Members: 1000, Ratio: 1.1}},
+		Fanout:    []fanoutRow{{Members: 100, Ratio: 0.8}, {Members: 1000, Ratio: 1.1}},
+		ItemsRead: []itemsReadRow{{Name: "page", With: side{OpsPerSec: 900, DBCPUMicros: 700}, Without: side{OpsPerSec: 1000, DBCPUMicros: 500}, Ratio: 0.9}},
 	}
 	r.judge()
 	if !slices.Equal(r.ReadsBelow, []string{"slow read"}) || !slices.Equal(r.FanoutBelow, []int{100}) {
@@ -251,7 +283,7 @@ func TestJudgeAndTable(t *testing.T) {
 	var b strings.Builder
 	r.table(&b)
 	out := b.String()
-	for _, want := range []string{"| slow read |", "0.85 ✗", "| 1 000 |", "Below 0.9: reads [slow read], fan-outs [100]"} {
+	for _, want := range []string{"| slow read |", "0.85 ✗", "| 1 000 |", "Below 0.9: reads [slow read], fan-outs [100]", "| page | 900 | 1 000 | 0.90 |", "| 700 / 500 (0.00) |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

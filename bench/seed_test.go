@@ -138,6 +138,9 @@ func seed(h *harness, items, suspensions int) (*fixture, error) {
 		return nil, err
 	}
 	s := h.db.Session.Session
+	if err := seedItems(s, f.owner.id, items); err != nil {
+		return nil, err
+	}
 	if f.ownerPage1000, f.ownerOldestPage1000, err = seedLibrary(s, f.owner.id, items); err != nil {
 		return nil, err
 	}
@@ -197,18 +200,37 @@ func inBatches(s *gocql.Session, n int, stmt func(i int) (partition string, cql 
 	return <-errs
 }
 
+// seedStart is the last change of the newest seeded item; item i's was i
+// seconds before.
+var seedStart = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// seededItem is the id, last change and name of seeded item i.
+func seededItem(i int) (id string, at time.Time, name string) {
+	return "c_" + seededID(i)[2:], seedStart.Add(-time.Duration(i) * time.Second), fmt.Sprint("item ", i)
+}
+
+// seedItems writes n public items' own rows (by, their creator), as they
+// stand once created and shared: what a page checks its rows against.
+// One partition each: written one at a time, 16 at once.
+func seedItems(s *gocql.Session, by string, n int) error {
+	return inBatches(s, n, func(i int) (string, string, []any) {
+		id, at, name := seededItem(i)
+		return id, `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version) VALUES (?, ?, '', 'public', '', ?, ?, ?, false, 2, 1, 1)`,
+			[]any{id, name, by, at, at}
+	})
+}
+
 // seedLibrary writes n public items straight into principal's library and
-// its membership index (item 0 newest), and returns the cursors of page
-// 1000 at 20 a page, newest first (the position after item 19 979) and
-// oldest first (after the 19 980th oldest, in a run begun after the
-// newest), or "" when the library is shorter.
+// its membership index (item 0 newest; their own rows are seedItems'),
+// and returns the cursors of page 1000 at 20 a page, newest first (the
+// position after item 19 979) and oldest first (after the 19 980th
+// oldest, in a run begun after the newest), or "" when the library is
+// shorter.
 func seedLibrary(s *gocql.Session, principal string, n int) (newest, oldest string, err error) {
-	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	at := func(i int) time.Time { return start.Add(-time.Duration(i) * time.Second) }
-	id := func(i int) string { return "c_" + seededID(i)[2:] }
 	err = inBatches(s, n, func(i int) (string, string, []any) {
+		id, at, name := seededItem(i)
 		return "index", `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, 'viewer', 1, ?, ?, 'public') USING TIMESTAMP 1`,
-			[]any{principal, id(i), at(i), fmt.Sprint("item ", i)}
+			[]any{principal, id, at, name}
 	})
 	buckets := library.BucketsFor(library.VisibilityPublic)
 	for _, bucket := range buckets {
@@ -216,17 +238,19 @@ func seedLibrary(s *gocql.Session, principal string, n int) (newest, oldest stri
 			break
 		}
 		err = inBatches(s, n, func(i int) (string, string, []any) {
+			id, at, name := seededItem(i)
 			return bucket, `INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, ?, ?, ?, ?, 'public', 1) USING TIMESTAMP 1`,
-				[]any{principal, bucket, at(i), id(i), fmt.Sprint("item ", i)}
+				[]any{principal, bucket, at, id, name}
 		})
 	}
 	const before = 999*20 - 1
 	if err != nil || n <= before+20 {
 		return "", "", err
 	}
-	back := n - 1 - before
-	return library.Cursor{LastModified: at(before), ContentID: id(before)}.Encode(),
-		library.Cursor{Order: library.OldestFirst, Until: start.Add(time.Second), LastModified: at(back), ContentID: id(back)}.Encode(), nil
+	newestID, newestAt, _ := seededItem(before)
+	oldestID, oldestAt, _ := seededItem(n - 1 - before)
+	return library.Cursor{LastModified: newestAt, ContentID: newestID}.Encode(),
+		library.Cursor{Order: library.OldestFirst, Until: seedStart.Add(time.Second), LastModified: oldestAt, ContentID: oldestID}.Encode(), nil
 }
 
 // seedSuspended fills the suspended list with n users over 24 monthly

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"shelf/bench/lean"
 	"shelf/domain"
 	"shelf/domain/library"
 	"shelf/internal/password"
@@ -70,6 +71,13 @@ func TestBench(t *testing.T) {
 		t.Logf("%-32s shelf %7.0f/s  lean %7.0f/s  raw %7.0f/s  shelf/lean %.2f  round trips %.2f (%d)",
 			o.name, r.Shelf.OpsPerSec, r.Lean.OpsPerSec, r.Raw.OpsPerSec, r.ShelfLean, r.RoundTrips, r.Model)
 		rep.Rows = append(rep.Rows, r)
+	}
+	if only == "" || strings.Contains("library", only) {
+		rep.ItemsRead = measureItemsRead(t, h, f, clients, round, rounds)
+		for _, r := range rep.ItemsRead {
+			t.Logf("%-32s with the items' read %7.0f/s  without %7.0f/s  ratio %.2f  Cassandra CPU µs/page %.0f / %.0f (at rest %.2f cores)",
+				r.Name, r.With.OpsPerSec, r.Without.OpsPerSec, r.Ratio, r.With.DBCPUMicros, r.Without.DBCPUMicros, r.Background)
+		}
 	}
 	if only == "" || strings.Contains("fan-out", only) {
 		for _, n := range []int{100, 1000, 10_000} {
@@ -170,6 +178,7 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 	took := make([]time.Duration, 3)
 	cpu := make([]time.Duration, 3) // of the server process: api, lean
 	servers := []*process{h.api, h.lean, nil}
+	dbCPU := make([]time.Duration, 3) // of the Cassandra node, every side
 	var rtSum, rtCount float64
 	for range rounds {
 		for i, fn := range sides {
@@ -177,9 +186,10 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 				s, c := scrape(t, h, o)
 				rtSum, rtCount = rtSum-s, rtCount-c
 			}
-			c0 := servers[i].cpu()
+			c0, db0 := servers[i].cpu(), cpuOf(h.cassandra)
 			l, d := run(t, clients, round, fn)
 			cpu[i] += servers[i].cpu() - c0
+			dbCPU[i] += cpuOf(h.cassandra) - db0
 			lat[i], took[i] = append(lat[i], l...), took[i]+d
 			if i == 0 {
 				s, c := scrape(t, h, o)
@@ -191,12 +201,70 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 		Shelf: sideOf(lat[0], took[0]), Lean: sideOf(lat[1], took[1]), Raw: sideOf(lat[2], took[2])}
 	r.Shelf.CPUMicros = float64(cpu[0].Microseconds()) / float64(max(r.Shelf.N, 1))
 	r.Lean.CPUMicros = float64(cpu[1].Microseconds()) / float64(max(r.Lean.N, 1))
+	for i, sd := range []*side{&r.Shelf, &r.Lean, &r.Raw} {
+		sd.DBCPUMicros = float64(dbCPU[i].Microseconds()) / float64(max(sd.N, 1))
+	}
 	r.ShelfLean = r.Shelf.OpsPerSec / r.Lean.OpsPerSec
 	r.ShelfRaw = r.Shelf.OpsPerSec / r.Raw.OpsPerSec
 	if rtCount > 0 {
 		r.RoundTrips = rtSum / rtCount
 	}
 	return r
+}
+
+// measureItemsRead prices a library page's read of its items (issue 24):
+// raw pages (the lean statements, no HTTP) with it and without it, in
+// alternating rounds with the same clients, their throughput and the
+// Cassandra node's CPU per page. One run, so the load of a shared machine
+// falls on both alike.
+func measureItemsRead(t *testing.T, h *harness, f *fixture, clients int, round time.Duration, rounds int) []itemsReadRow {
+	ctx := context.Background()
+	without := *h.raw
+	without.Unchecked = true
+	page := func(s *lean.Store, cursor string) func() error {
+		return func() error {
+			p, err := s.Library(ctx, nil, f.owner.id, "", cursor, 20)
+			if err == nil && len(p.Items) != 20 {
+				err = fmt.Errorf("library page of %d items", len(p.Items))
+			}
+			return err
+		}
+	}
+	var out []itemsReadRow
+	for _, at := range []struct{ name, cursor string }{
+		{"library page 1, anonymous", ""}, {"library page 1000, anonymous", f.ownerPage1000},
+	} {
+		sides := []func() error{page(h.raw, at.cursor), page(&without, at.cursor)}
+		for _, fn := range sides {
+			run(t, clients, round/4, fn)
+		}
+		lat := make([][]time.Duration, 2)
+		took, dbCPU := make([]time.Duration, 2), make([]time.Duration, 2)
+		var idle, idleCPU time.Duration // a round of neither: what else the node does
+		for range rounds {
+			for i, fn := range sides {
+				db0 := cpuOf(h.cassandra)
+				l, d := run(t, clients, round, fn)
+				dbCPU[i] += cpuOf(h.cassandra) - db0
+				lat[i], took[i] = append(lat[i], l...), took[i]+d
+			}
+			db0, t0 := cpuOf(h.cassandra), time.Now()
+			time.Sleep(round)
+			idleCPU, idle = idleCPU+cpuOf(h.cassandra)-db0, idle+time.Since(t0)
+		}
+		r := itemsReadRow{Name: at.name, With: sideOf(lat[0], took[0]), Without: sideOf(lat[1], took[1])}
+		// Charged: the node's CPU in the side's rounds less what it spends
+		// at rest (other clients of a shared node) in as long; a side with
+		// fewer pages a second would otherwise carry more of the rest per page.
+		r.Background = idleCPU.Seconds() / max(idle.Seconds(), 1e-9)
+		for i, sd := range []*side{&r.With, &r.Without} {
+			net := dbCPU[i].Seconds() - r.Background*took[i].Seconds()
+			sd.DBCPUMicros = max(net, 0) * 1e6 / float64(max(sd.N, 1))
+		}
+		r.Ratio = r.With.OpsPerSec / r.Without.OpsPerSec
+		out = append(out, r)
+	}
+	return out
 }
 
 // scrape reads o's round-trip series from the api.
@@ -386,7 +454,16 @@ func (p *process) cpu() time.Duration {
 	if p == nil {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Cmd.Process.Pid))
+	return cpuOf(p.Cmd.Process.Pid)
+}
+
+// cpuOf is the CPU time so far (user and system) of process pid, or 0 when
+// it cannot be read (no such process, or none: pid 0).
+func cpuOf(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}

@@ -2,6 +2,7 @@ package repository_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -111,5 +112,48 @@ func TestCreateOfATakenIDIsNotApplied(t *testing.T) {
 	got, err := store.GetSerial(ctx, id)
 	if err != nil || !got.Deleted || got.Version != 1 || got.Name != "" || got.Members != 0 {
 		t.Fatalf("the fenced row: %+v, %v", got, err)
+	}
+}
+
+// TestStatesReadManyItemsAtOnce: one read of several items, by id with
+// IN, answers each as it stands now (an update and a deletion seen, the
+// deleted one kept with its flag) and leaves out ids without a row.
+func TestStatesReadManyItemsAtOnce(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	store := repository.NewContents(db)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var items []library.Content
+	for i, v := range []library.Visibility{library.VisibilityPublic, library.VisibilityLoggedIn, library.VisibilityPrivate} {
+		c := library.Content{ID: domain.NewID(domain.ContentIDPrefix), Name: fmt.Sprint("item ", i), Visibility: v,
+			CreatedBy: "u_x", CreatedAt: now, LastModified: now.Add(time.Duration(i) * time.Millisecond), Members: 1, Managers: 1, Version: 1}
+		if ok, err := store.Create(ctx, c); err != nil || !ok {
+			t.Fatalf("create: %v %v", ok, err)
+		}
+		items = append(items, c)
+	}
+	renamed, deleted := items[0], items[1]
+	renamed.Name, renamed.Visibility, renamed.LastModified, renamed.Version = "renamed", library.VisibilityPrivate, now.Add(time.Second), 2
+	deleted.Deleted, deleted.Version = true, 2
+	for _, c := range []library.Content{renamed, deleted} {
+		if ok, err := store.Update(ctx, c); err != nil || !ok {
+			t.Fatalf("update %s: %v %v", c.ID, ok, err)
+		}
+	}
+	items[0], items[1] = renamed, deleted
+	absent := domain.NewID(domain.ContentIDPrefix)
+	got, err := store.States(ctx, []string{items[0].ID, absent, items[1].ID, items[2].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Errorf("read %d items, want 3 (the absent one left out): %+v", len(got), got)
+	}
+	for _, c := range items {
+		want := library.ItemState{ID: c.ID, Name: c.Name, Visibility: c.Visibility, LastModified: c.LastModified, Deleted: c.Deleted}
+		if got[c.ID] != want {
+			t.Errorf("%s: read %+v, want %+v", c.ID, got[c.ID], want)
+		}
 	}
 }

@@ -79,6 +79,7 @@ var rowSelects = []struct {
 	{auditUsersCQL, &userRow{}},
 	{groupSelectCQL, &groupRow{}},
 	{contentSelectCQL, &contentRow{}},
+	{contentStatesCQL, &stateRow{}},
 	{claimSelectCQL, &claimRow{}},
 	{sessionSelectCQL, &sessionRow{}},
 	{sessionsOfUserCQL, &sessionIndexRow{}},

@@ -48,6 +48,7 @@ const (
 	libSliceAsc      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? ORDER BY last_modified ASC, content_id ASC LIMIT ?`
 	libSliceAscAfter = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) > (?, ?) ORDER BY last_modified ASC, content_id ASC LIMIT ?`
 	indexSelect      = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id IN ?`
+	contentStates    = `SELECT id, name, visibility, last_modified, deleted FROM content WHERE id IN ?`
 	buckets          = `SELECT bucket FROM status_buckets WHERE status = ? LIMIT ?`
 	bucketsBefore    = `SELECT bucket FROM status_buckets WHERE status = ? AND bucket <= ? LIMIT ?`
 	suspendedPage    = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? LIMIT ?`
@@ -67,6 +68,11 @@ var ErrUnauthorized = errors.New("unauthorized")
 type Store struct {
 	S      *gocql.Session
 	Hasher *password.Hasher
+	// Unchecked leaves the read of a page's items out, and with it the
+	// check of each row against its item: a page as it was before issue
+	// 24, so `make bench` can price that read. The lean server never sets
+	// it.
+	Unchecked bool
 }
 
 // User is the User schema of shelf's openapi.yaml.
@@ -231,7 +237,8 @@ type Page[T any] struct {
 
 // Library is GET /v1/{users,groups}/{id}/library: the checks that choose
 // the bucket beside the slice of the bucket most callers get, then the
-// index read of the slice's items; the slice again when the guess was wrong.
+// index read of the slice's items beside the read of the items; the slice
+// again when the guess was wrong.
 // Oldest first (order "oldest") the slices are reversed and the run ends
 // at its first page's time, which its cursors carry (o|until|ms|id).
 func (s *Store) Library(ctx context.Context, c *Caller, principal, order, cursor string, limit int) (Page[Item], error) {
@@ -338,8 +345,9 @@ func (s *Store) bucketFor(ctx context.Context, c *Caller, principal string) (str
 	return "loggedin", nil
 }
 
-// readPage reads want rows of one bucket and keeps those the index agrees
-// with (one slice, one index read; refilled while rows were dropped).
+// readPage reads want rows of one bucket and keeps those the index and the
+// items' own rows agree with (one slice, then the index read beside the
+// items' read; refilled while rows were dropped).
 func (s *Store) readPage(ctx context.Context, principal, bucket string, until time.Time, after *Item, want int) ([]Item, error) {
 	out := make([]Item, 0, want)
 	first, next := libSlice, libSliceAfter
@@ -376,19 +384,24 @@ func (s *Store) readPage(ctx context.Context, principal, bucket string, until ti
 		for i, r := range rows {
 			ids[i] = r.ID
 		}
-		versions := make(map[string]int, len(rows))
-		iter = s.S.Query(indexSelect, principal, ids).WithContext(ctx).Iter()
-		var id, role, name, vis string
-		var version int
-		var lm time.Time
-		for iter.Scan(&id, &role, &version, &lm, &name, &vis) {
-			versions[id] = version
+		var versions map[string]int
+		var live map[string]Item
+		var indexErr, liveErr error
+		index := func() { versions, indexErr = s.versions(ctx, principal, ids) }
+		if s.Unchecked {
+			index()
+		} else {
+			both(index, func() { live, liveErr = s.states(ctx, ids) })
 		}
-		if err := iter.Close(); err != nil {
+		if err := errors.Join(indexErr, liveErr); err != nil {
 			return nil, err
 		}
 		for _, r := range rows {
-			if v, ok := versions[r.ID]; ok && v == r.version {
+			v, ok := versions[r.ID]
+			c, found := live[r.ID]
+			agrees := found && c.Name == r.Name && c.Visibility == r.Visibility &&
+				c.LastModified.Equal(r.LastModified) && visibleIn(bucket, c.Visibility)
+			if ok && v == r.version && (agrees || s.Unchecked) {
 				out = append(out, r)
 			}
 		}
@@ -398,6 +411,40 @@ func (s *Store) readPage(ctx context.Context, principal, bucket string, until ti
 		}
 	}
 	return out, nil
+}
+
+// versions reads the index entries of the page's items: their versions.
+func (s *Store) versions(ctx context.Context, principal string, ids []string) (map[string]int, error) {
+	out := make(map[string]int, len(ids))
+	iter := s.S.Query(indexSelect, principal, ids).WithContext(ctx).Iter()
+	var id, role, name, vis string
+	var version int
+	var lm time.Time
+	for iter.Scan(&id, &role, &version, &lm, &name, &vis) {
+		out[id] = version
+	}
+	return out, iter.Close()
+}
+
+// states reads the page's items as they stand (deleted ones left out).
+func (s *Store) states(ctx context.Context, ids []string) (map[string]Item, error) {
+	out := make(map[string]Item, len(ids))
+	iter := s.S.Query(contentStates, ids).WithContext(ctx).Iter()
+	var it Item
+	var deleted bool
+	for iter.Scan(&it.ID, &it.Name, &it.Visibility, &it.LastModified, &deleted) {
+		if !deleted {
+			it.LastModified = it.LastModified.UTC()
+			out[it.ID] = it
+		}
+	}
+	return out, iter.Close()
+}
+
+// visibleIn reports whether viewers of bucket may see an item of
+// visibility v.
+func visibleIn(bucket, v string) bool {
+	return bucket == "private" || v == "public" || (bucket == "loggedin" && v == "loggedin")
 }
 
 // Suspension is one entry of the suspended list.

@@ -1,6 +1,7 @@
 package library
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -113,12 +114,14 @@ func (s *Service) Library(ctx context.Context, p domain.Principal, principalID s
 const maxRefills = 8
 
 // readPage reads want rows of one bucket in the run's order, up to the
-// run's end, and checks them against the membership index (one read with
-// IN): a row whose item is not in the index (removed, deleted: a ghost) or
-// whose version is older than the index's (a stale copy from a concurrent
-// update) is dropped from the answer and deleted in the background, and the
-// page is refilled (L2, L3). Costs one slice and one index read, more only
-// when rows were dropped (L5), in either order.
+// run's end, and checks them against the membership index and the items'
+// own rows (two reads with IN, at once): a row whose item is not in the
+// index (removed, deleted: a ghost) or whose version is older than the
+// index's (a stale copy from a concurrent update) is dropped from the
+// answer and deleted in the background; a row the item's own row does not
+// vouch for (agrees) is hidden and left alone; and the page is refilled
+// (L1, L2, L3). Costs one slice and one round trip of checks, more only
+// when rows were dropped or hidden (L5), in either order.
 //
 // It returns the rows to show and, when it stopped refilling before the
 // bucket ended, resume: the position after the last row it read.
@@ -145,7 +148,7 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, rn r
 		for _, r := range rows {
 			ids = append(ids, r.ContentID)
 		}
-		idx, err := s.library.Index(ctx, principalID, ids)
+		idx, live, err := s.check(ctx, principalID, ids)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -157,6 +160,12 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, rn r
 				stale = append(stale, r) // a ghost, or an older copy
 			case r.Version > e.Version || seen[r.ContentID]:
 				// A fan-out still in flight: not shown yet, not touched.
+			case !agrees(bucket, r, live):
+				// The item changed, was deleted or made private since this
+				// row was written, and its fan-out has not landed here (in
+				// flight, or lost and left to the outbox worker): hidden
+				// until it does. Not deleted: the row is at its index
+				// entry's version, and only the fan-out may move it on.
 			default:
 				seen[r.ContentID] = true
 				out = append(out, r)
@@ -171,6 +180,39 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, rn r
 		}
 	}
 	return out, nil, nil
+}
+
+// check reads, at once, the index entries of these items in principalID's
+// library and the items' own rows: two reads with IN in one round trip.
+func (s *Service) check(ctx context.Context, principalID string, ids []string) (map[string]Entry, map[string]ItemState, error) {
+	var idx map[string]Entry
+	var live map[string]ItemState
+	var idxErr, liveErr error
+	domain.Parallel(2, func(i int) {
+		if i == 0 {
+			idx, idxErr = s.library.Index(ctx, principalID, ids)
+		} else {
+			live, liveErr = s.content.States(ctx, ids)
+		}
+	})
+	if err := cmp.Or(idxErr, liveErr); err != nil {
+		return nil, nil, err
+	}
+	return idx, live, nil
+}
+
+// agrees reports whether the item's own row vouches for library row r of
+// bucket: the item exists, is not deleted, its visibility is one the
+// bucket's viewers may see, and it shows exactly what r shows (name,
+// visibility, last change). So a page never shows a deleted item, one its
+// viewer may no longer see or an old name, whatever the fan-out did (L1,
+// L3). The version does not decide: a share or unshare moves the item's
+// version on without touching what other members' rows show; every
+// update moves last_modified on.
+func agrees(bucket string, r Entry, live map[string]ItemState) bool {
+	c, ok := live[r.ContentID]
+	return ok && !c.Deleted && slices.Contains(BucketsFor(c.Visibility), bucket) &&
+		c.Name == r.Name && c.Visibility == r.Visibility && c.LastModified.Equal(r.LastModified)
 }
 
 // cleanup deletes stale rows in the background, each at its own version,

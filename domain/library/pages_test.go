@@ -3,6 +3,8 @@ package library
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -11,14 +13,45 @@ import (
 	"shelf/domain"
 )
 
-// rowsOnly is an EntryStore of one bucket's rows and an index: what a
+// rowsOnly is an EntryStore of one library's rows and an index: what a
 // library page reads. Writes are not expected. It counts its reads.
 type rowsOnly struct {
 	EntryStore
 	rows          []Entry // any order: Slice sorts them
 	index         map[string]Entry
 	slices, reads int
+	// live are items whose own row differs from their index entry (a
+	// change whose fan-out was lost); states counts the reads of items.
+	live    map[string]ItemState
+	states  int
+	deleted *int
+	// misplaced are rows in a bucket their visibility is not in, by
+	// bucket (a fan-out gone wrong).
+	misplaced map[string][]Entry
 }
+
+// itemsOf is a ContentStore of the items behind a rowsOnly library: each
+// item as its index entry says, unless live says otherwise.
+type itemsOf struct {
+	ContentStore
+	r *rowsOnly
+}
+
+func (c itemsOf) States(_ context.Context, ids []string) (map[string]ItemState, error) {
+	c.r.states++
+	out := map[string]ItemState{}
+	for _, id := range ids {
+		if st, ok := c.r.live[id]; ok {
+			out[id] = st
+		} else if e, ok := c.r.index[id]; ok {
+			out[id] = ItemState{ID: id, Name: e.Name, Visibility: e.Visibility, LastModified: e.LastModified}
+		}
+	}
+	return out, nil
+}
+
+// stores are what a page reads: store's library and its items.
+func (r *rowsOnly) stores() Stores { return Stores{Library: r, Content: itemsOf{r: r}} }
 
 // newestFirst orders a bucket as its clustering does.
 func newestFirst(a, b Entry) int {
@@ -28,9 +61,11 @@ func newestFirst(a, b Entry) int {
 	return strings.Compare(b.ContentID, a.ContentID)
 }
 
-func (r *rowsOnly) Slice(_ context.Context, _, _ string, order Order, after *Cursor, limit int) ([]Entry, error) {
+// Slice reads the bucket: the rows whose visibility it may see.
+func (r *rowsOnly) Slice(_ context.Context, _, bucket string, order Order, after *Cursor, limit int) ([]Entry, error) {
 	r.slices++
-	rows := slices.Clone(r.rows)
+	rows := slices.DeleteFunc(slices.Clone(r.rows), func(e Entry) bool { return !slices.Contains(BucketsFor(e.Visibility), bucket) })
+	rows = append(rows, r.misplaced[bucket]...)
 	slices.SortFunc(rows, newestFirst)
 	if order == OldestFirst {
 		slices.Reverse(rows)
@@ -62,7 +97,13 @@ func (r *rowsOnly) Index(_ context.Context, _ string, ids []string) (map[string]
 	return out, nil
 }
 
-func (r *rowsOnly) DeleteRow(context.Context, string, Entry) error { return nil } // background cleanup
+// DeleteRow counts the background cleanup's deletes (when deleted is set).
+func (r *rowsOnly) DeleteRow(context.Context, string, Entry) error {
+	if r.deleted != nil {
+		*r.deleted++
+	}
+	return nil
+}
 
 type visibleUsers struct{}
 
@@ -89,7 +130,7 @@ func TestPageBehindManyStaleRowsStillHasACursor(t *testing.T) {
 			live = append(live, e.ContentID)
 		}
 	}
-	s := New(Config{Now: func() time.Time { return at.Add(time.Hour) }}, nil, visibleUsers{}, nil, Stores{Library: store}, nil)
+	s := New(Config{Now: func() time.Time { return at.Add(time.Hour) }}, nil, visibleUsers{}, nil, store.stores(), nil)
 	owner := domain.NewID(domain.UserIDPrefix)
 	for _, order := range []Order{NewestFirst, OldestFirst} {
 		got, _ := pageAll(t, s, owner, order, 2, nil)
@@ -108,19 +149,29 @@ func TestPageBehindManyStaleRowsStillHasACursor(t *testing.T) {
 // and the number of pages.
 func pageAll(t *testing.T, s *Service, owner string, order Order, limit int, between func(page int)) ([]string, int) {
 	t.Helper()
-	var got []string
+	got, pages := pageAllAs(t, s, domain.Principal{}, owner, order, limit, between)
+	ids := make([]string, len(got))
+	for i, e := range got {
+		ids[i] = e.ContentID
+	}
+	return ids, pages
+}
+
+// pageAllAs pages through owner's library as viewer and returns the
+// entries in the order listed and the number of pages.
+func pageAllAs(t *testing.T, s *Service, viewer domain.Principal, owner string, order Order, limit int, between func(page int)) ([]Entry, int) {
+	t.Helper()
+	var got []Entry
 	cursor := ""
 	for pages := 1; ; pages++ {
 		if pages > 100 {
 			t.Fatal("paging does not end")
 		}
-		p, err := s.Library(context.Background(), domain.Principal{}, owner, order, cursor, limit)
+		p, err := s.Library(context.Background(), viewer, owner, order, cursor, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range p.Items {
-			got = append(got, e.ContentID)
-		}
+		got = append(got, p.Items...)
 		if p.Next == "" {
 			return got, pages
 		}
@@ -138,8 +189,8 @@ func libraryOf(n int, newest time.Time, dirty bool) (*rowsOnly, []Entry) {
 	store := &rowsOnly{index: map[string]Entry{}}
 	var live []Entry // newest first
 	for i := 0; i < n; i++ {
-		e := Entry{PrincipalID: "u", ContentID: domain.NewID(domain.ContentIDPrefix), Visibility: VisibilityPublic,
-			LastModified: newest.Add(-time.Duration(i) * time.Minute), Version: 2}
+		e := Entry{PrincipalID: "u", ContentID: domain.NewID(domain.ContentIDPrefix), Name: fmt.Sprint("item ", i),
+			Visibility: VisibilityPublic, LastModified: newest.Add(-time.Duration(i) * time.Minute), Version: 2}
 		store.rows = append(store.rows, e)
 		store.index[e.ContentID] = e
 		live = append(live, e)
@@ -149,7 +200,7 @@ func libraryOf(n int, newest time.Time, dirty bool) (*rowsOnly, []Entry) {
 		switch i % 3 {
 		case 1: // a ghost
 			store.rows = append(store.rows, Entry{PrincipalID: "u", ContentID: domain.NewID(domain.ContentIDPrefix),
-				LastModified: e.LastModified.Add(time.Second), Version: 1})
+				Visibility: VisibilityPublic, LastModified: e.LastModified.Add(time.Second), Version: 1})
 		case 2: // the item's older copy, not yet deleted
 			old := e
 			old.LastModified, old.Version = e.LastModified.Add(-time.Second), 1
@@ -184,7 +235,7 @@ func TestBothOrdersListTheSameItemsAtTheSameCost(t *testing.T) {
 				}
 			}
 			slices.SortFunc(live, newestFirst)
-			s := New(Config{Now: func() time.Time { return newest.Add(time.Hour) }}, nil, visibleUsers{}, nil, Stores{Library: store}, nil)
+			s := New(Config{Now: func() time.Time { return newest.Add(time.Hour) }}, nil, visibleUsers{}, nil, store.stores(), nil)
 			got, pages := pageAll(t, s, domain.NewID(domain.UserIDPrefix), order, limit, nil)
 			want := make([]string, len(live))
 			for k, e := range live {
@@ -197,6 +248,9 @@ func TestBothOrdersListTheSameItemsAtTheSameCost(t *testing.T) {
 				t.Fatalf("limit %d, dirty %v, %s first: listed %v, want %v", limit, tc.dirty, order, got, want)
 			}
 			cost[i] = [2]int{store.slices, store.reads}
+			if store.states != store.reads {
+				t.Errorf("limit %d, %s first: %d index reads, %d reads of the items; want one beside each", limit, order, store.reads, store.states)
+			}
 			if store.slices > pages*(maxRefills+1) || store.reads > store.slices {
 				t.Errorf("limit %d, %s first: %d slices, %d index reads for %d pages", limit, order, store.slices, store.reads, pages)
 			}
@@ -222,7 +276,7 @@ func TestOldestFirstListsOnlyWhatWasThereWhenPagingBegan(t *testing.T) {
 	began := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	now := began
 	store, live := libraryOf(20, began.Add(-time.Millisecond), true)
-	s := New(Config{Now: func() time.Time { return now }}, nil, visibleUsers{}, nil, Stores{Library: store}, nil)
+	s := New(Config{Now: func() time.Time { return now }}, nil, visibleUsers{}, nil, store.stores(), nil)
 	owner := domain.NewID(domain.UserIDPrefix)
 	// An item changed in the millisecond the run began is past its end too.
 	changed := map[string]bool{}
@@ -280,7 +334,7 @@ func TestACursorBelongsToItsOrder(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	store, _ := libraryOf(5, now.Add(-time.Hour), false)
-	s := New(Config{Now: func() time.Time { return now }}, nil, visibleUsers{}, nil, Stores{Library: store}, nil)
+	s := New(Config{Now: func() time.Time { return now }}, nil, visibleUsers{}, nil, store.stores(), nil)
 	owner := domain.NewID(domain.UserIDPrefix)
 	for _, tc := range []struct{ made, used Order }{{NewestFirst, OldestFirst}, {OldestFirst, NewestFirst}} {
 		p, err := s.Library(context.Background(), domain.Principal{}, owner, tc.made, "", 2)
@@ -302,5 +356,98 @@ func wantField(t *testing.T, err error, field, code string) {
 	var de *domain.Error
 	if !errors.As(err, &de) || !errors.Is(err, domain.ErrInvalid) || len(de.Fields) != 1 || de.Fields[0].Field != field || de.Fields[0].Code != code {
 		t.Errorf("got %v, want ErrInvalid naming %s (%s)", err, field, code)
+	}
+}
+
+// sessions is Callers for a page: a caller with a session is an active
+// user, not an admin.
+type sessions struct{ Callers }
+
+func (sessions) Caller(_ context.Context, p domain.Principal) (*domain.User, error) {
+	if p.Anonymous() {
+		return nil, nil
+	}
+	return &domain.User{ID: p.UserID, Status: domain.StatusActive}, nil
+}
+
+// TestAPageNeverShowsWhatTheItemNoLongerSays: changes whose fan-out was
+// lost (the library's rows and index entries still at the old version, the
+// items' own rows moved on) never show through a page, whoever reads it
+// and in either order: not the deleted item, not the item made private
+// (to anonymous or logged-in viewers, the owner's own anonymous view
+// included), not the one made loggedin to anonymous viewers, not an old
+// name. They are hidden until their fan-out lands; hidden rows are refilled
+// like dropped ones and the cursor passes them, so every item left alone
+// is listed exactly once. Nothing is deleted on the verdict (issue 24; L1,
+// L3).
+func TestAPageNeverShowsWhatTheItemNoLongerSays(t *testing.T) {
+	t.Parallel()
+	newest := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	later := newest.Add(time.Hour)
+	store, items := libraryOf(40, newest, false)
+	// The 32 newest changed, the fan-out of each lost: deleted, made
+	// private, made loggedin, renamed, or only changed (its description);
+	// each change moves lastModified on, and so that each field is checked
+	// on its own, every other one here does not. The 8 oldest are left
+	// alone.
+	kept := map[string]bool{}
+	store.live = map[string]ItemState{}
+	for i, e := range items {
+		st := ItemState{ID: e.ContentID, Name: e.Name, Visibility: e.Visibility, LastModified: e.LastModified}
+		if i%2 == 1 {
+			st.LastModified = later.Add(time.Duration(i) * time.Millisecond)
+		}
+		switch {
+		case i >= 32:
+			kept[e.ContentID] = true
+			continue
+		case i%8 < 2:
+			st.Deleted = true
+		case i%8 < 4:
+			st.Visibility = VisibilityPrivate
+		case i%8 < 6:
+			st.Visibility = VisibilityLoggedIn
+		case i%8 == 6:
+			st.Name = "renamed"
+		}
+		store.live[e.ContentID] = st
+	}
+	// A private item whose rows, at its version, a fan-out gone wrong also
+	// put in the loggedin and public buckets: only its owner lists it.
+	private := Entry{PrincipalID: "u", ContentID: domain.NewID(domain.ContentIDPrefix), Name: "private",
+		Visibility: VisibilityPrivate, LastModified: newest.Add(-time.Hour), Version: 2}
+	store.rows, store.index[private.ContentID] = append(store.rows, private), private
+	store.misplaced = map[string][]Entry{BucketLoggedIn: {private}, BucketPublic: {private}}
+	var deletes int
+	store.deleted = &deletes
+	s := New(Config{Now: func() time.Time { return later.Add(time.Hour) }}, sessions{}, visibleUsers{}, nil, store.stores(), nil)
+	s.Hooks.Background = func(f func()) { f() }
+	owner := domain.NewID(domain.UserIDPrefix)
+	viewers := map[string]domain.Principal{"anonymous": {}, "another session": {UserID: domain.NewID(domain.UserIDPrefix)}, "the owner": {UserID: owner}}
+	for name, viewer := range viewers {
+		for _, order := range []Order{NewestFirst, OldestFirst} {
+			got, _ := pageAllAs(t, s, viewer, owner, order, 2, nil)
+			listed := map[string]int{}
+			for _, e := range got {
+				listed[e.ContentID]++
+				if _, changed := store.live[e.ContentID]; changed {
+					st := store.live[e.ContentID]
+					t.Errorf("%s, %s first: listed %s as %q (%s), the item is %q (%s, deleted %v)", name, order, e.ContentID, e.Name, e.Visibility, st.Name, st.Visibility, st.Deleted)
+				}
+			}
+			want := maps.Clone(kept)
+			want[private.ContentID] = viewer.UserID == owner
+			for id := range want {
+				if listed[id] != 1 && want[id] {
+					t.Errorf("%s, %s first: %s, left alone, listed %d times", name, order, id, listed[id])
+				}
+				if listed[id] != 0 && !want[id] {
+					t.Errorf("%s, %s first: %s, private, listed %d times", name, order, id, listed[id])
+				}
+			}
+		}
+	}
+	if deletes != 0 {
+		t.Errorf("%d rows deleted on the items' word; only the index may say a row is stale", deletes)
 	}
 }

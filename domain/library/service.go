@@ -24,6 +24,19 @@ type ContentStore interface {
 	// ClearPending clears the pending membership change if the stored
 	// version is still c.Version (the version that recorded it).
 	ClearPending(ctx context.Context, c Content) (bool, error)
+	// States reads how these items stand now, in one read (IN); an item
+	// without a row is absent from the answer.
+	States(ctx context.Context, ids []string) (map[string]ItemState, error)
+}
+
+// ItemState is what a library page checks a row against: the item's own
+// row as it stands, not what a fan-out copied.
+type ItemState struct {
+	ID           string
+	Name         string
+	Visibility   Visibility
+	LastModified time.Time
+	Deleted      bool
 }
 
 // MemberStore keeps who each item is shared with, written at the item's
