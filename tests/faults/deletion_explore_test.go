@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -418,18 +417,7 @@ func exploreDeletion(t *testing.T, name string, sc delScenario, k int, fault mem
 	// racing it between its steps are not counted (nor faulted), so k
 	// is the same call of the deletion with every competitor.
 	// racing is read by store calls on the fan-out's goroutines.
-	var racing atomic.Bool
-	calls := 0
-	d.store.FaultAt = func(int, string) memstore.Fault {
-		if racing.Load() {
-			return memstore.None
-		}
-		calls++
-		if calls-1 == k {
-			return fault
-		}
-		return memstore.None
-	}
+	racing := faultKthUnlessRacing(d.store, k, fault)
 	if c.each != nil {
 		d.svc.Hooks.AfterDeletionStep = func(step string) error {
 			if racing.Load() {

@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 
 	"shelf/domain"
@@ -88,18 +87,7 @@ func exploreRace(t *testing.T, name string, op raceOp, k int, fault memstore.Fau
 	}
 	// Call k of the operation takes the fault; the deletion's calls
 	// (inside a slow one) take none.
-	var racing atomic.Bool
-	calls := 0
-	d.store.FaultAt = func(int, string) memstore.Fault {
-		if racing.Load() {
-			return memstore.None
-		}
-		calls++
-		if calls-1 == k {
-			return fault
-		}
-		return memstore.None
-	}
+	racing := faultKthUnlessRacing(d.store, k, fault)
 	d.store.Meanwhile = func() {
 		racing.Store(true)
 		defer racing.Store(false)

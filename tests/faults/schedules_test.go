@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"shelf/internal/memstore"
@@ -16,6 +17,27 @@ func faultOnce(st *memstore.Store, k int, fault memstore.Fault) {
 		}
 		return memstore.None
 	}
+}
+
+// faultKthUnlessRacing makes call k of the store, counted from now, take
+// fault, counting only the calls made while the returned flag is false: a
+// competitor that races the action between its steps (or inside a slow
+// call) sets it, so k names the same call of the action with every
+// competitor. The flag is atomic: store calls run on fan-out goroutines.
+func faultKthUnlessRacing(st *memstore.Store, k int, fault memstore.Fault) *atomic.Bool {
+	racing := new(atomic.Bool)
+	calls := 0
+	st.FaultAt = func(int, string) memstore.Fault {
+		if racing.Load() {
+			return memstore.None
+		}
+		calls++
+		if calls-1 == k {
+			return fault
+		}
+		return memstore.None
+	}
+	return racing
 }
 
 // recovered ends the faults: the next calls are a new process's.
