@@ -76,15 +76,18 @@ func TestPendingClaimExpiresCommittedDoesNot(t *testing.T) {
 	c, _ := newClaims(t)
 	ctx := context.Background()
 	pending, committed := key("exp"), key("exp")
+	// The lease leaves the commit time to land on a busy node (a 1 s lease
+	// ran out before the commit on a loaded two-core machine).
+	const lease = 4 * time.Second
 	for _, k := range []string{pending, committed} {
-		if _, err := c.Claim(ctx, domain.KindEmail, k, "u_a", "op", 0, time.Second); err != nil {
+		if _, err := c.Claim(ctx, domain.KindEmail, k, "u_a", "op", 0, lease); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if ok, err := c.Commit(ctx, domain.KindEmail, committed, "u_a", "op", 0); !ok || err != nil {
 		t.Fatalf("commit %v %v", ok, err)
 	}
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(lease + 1500*time.Millisecond)
 	if _, err := c.Lookup(ctx, domain.KindEmail, pending); err != domain.ErrNotFound {
 		t.Fatalf("pending claim outlived its lease: %v", err)
 	}
