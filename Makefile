@@ -36,7 +36,7 @@ run: ## start the local Cassandra if none is configured or answering, migrate, s
 .PHONY: test
 test: ## run every test (unit, integration, end-to-end) with -race against a real Cassandra; the fault explorers' every schedule without -race first (under it, one in 8)
 	@$(GO) test -count=1 -timeout 10m ./tests/faults/
-	@$(CASSANDRA) with -- $(GO) test -race -count=1 -timeout 10m ./...
+	@$(CASSANDRA) with -- env GO=$(GO) scripts/test-go.sh
 
 .PHONY: test-browser
 test-browser: ## every console page and action with three users and an admin (and a second api requiring verified emails on BROWSER_PORT+1), and /docs, in headless Chromium (playwright-core from npm; chromium installed if missing); README_SCREENSHOTS=1 saves the README's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)

@@ -29,6 +29,9 @@ type ConnConfig struct {
 	Observer gocql.QueryObserver
 	// BatchObserver, when set, sees every batch.
 	BatchObserver gocql.BatchObserver
+	// AddressTranslator, when set, maps the addresses nodes give for
+	// themselves to the ones this process reaches them at (NAT, a proxy).
+	AddressTranslator gocql.AddressTranslator
 }
 
 // clusterConfig builds the gocql configuration shared by every session:
@@ -55,6 +58,7 @@ func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 	cluster.Logger = c.Logger
 	cluster.QueryObserver = c.Observer
 	cluster.BatchObserver = c.BatchObserver
+	cluster.AddressTranslator = c.AddressTranslator
 	if cluster.Logger == nil {
 		cluster.Logger = discardLogger{}
 	}
