@@ -47,3 +47,23 @@ func TestDriverErrorsAreClassified(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrationTimeoutsAreTriedAgain: gocqlx's migrate wraps the driver's
+// error as text; Migrate must still tell a timeout (try again: the run
+// resumes after its last statement) from any other failure (stop).
+func TestMigrationTimeoutsAreTriedAgain(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("apply migration \"010.cql\": statement 1: %s", gocql.ErrTimeoutNoResponse), true},
+		{errors.New("list migrations: Operation timed out - received only 0 responses."), true},
+		{errors.New("statement 2: line 1:7 no viable alternative at input 'TABLE'"), false},
+		{errors.New("checksum mismatch for 003_moderation.cql"), false},
+	} {
+		if got := migrationTimedOut(c.err); got != c.want {
+			t.Errorf("migrationTimedOut(%q) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

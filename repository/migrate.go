@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 
 	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"
@@ -20,11 +21,32 @@ import (
 // yet. It is idempotent: applied files are skipped (and checked against their
 // checksum), and a file interrupted half-way resumes after its last applied
 // statement.
+//
+// A statement that times out is tried again, up to migrateAttempts runs in
+// all: schema changes wait for every node's agreement, which on a busy
+// cluster (or a two-core machine running several test packages) can take
+// longer than a statement's timeout. Trying again is safe: a run resumes
+// after the last recorded statement, and every statement is IF NOT EXISTS.
 func Migrate(ctx context.Context, session gocqlx.Session) error {
-	if err := migrate.FromFS(ctx, session, schema.FS); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	for attempt := 1; ; attempt++ {
+		err := migrate.FromFS(ctx, session, schema.FS)
+		if err == nil {
+			return nil
+		}
+		if !migrationTimedOut(err) || attempt == migrateAttempts || ctx.Err() != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
 	}
-	return nil
+}
+
+// migrateAttempts bounds Migrate's runs after timeouts.
+const migrateAttempts = 5
+
+// migrationTimedOut reports a statement that ran out of time. gocqlx's
+// migrate keeps the driver's error only as text.
+func migrationTimedOut(err error) bool {
+	return strings.Contains(err.Error(), gocql.ErrTimeoutNoResponse.Error()) ||
+		strings.Contains(strings.ToLower(err.Error()), "timed out")
 }
 
 // migration is the last schema file and how many statements it holds.

@@ -47,9 +47,6 @@ func TestReadyzSaysWhenSchemaIsBehind(t *testing.T) {
 		"SHELF_CASSANDRA_HOSTS": strings.Join(db.Conn.Hosts, ","),
 		"SHELF_KEYSPACE":        db.Keyspace(),
 		"SHELF_LOG_LEVEL":       "warn",
-		// Other packages' tests share the node and two cores: the
-		// production 5 s per statement ran out once (listing migrations).
-		"SHELF_CASSANDRA_TIMEOUT": "30s",
 	}
 	if err := run(ctx, []string{"migrate"}, func(k string) string { return env[k] }, io.Discard); err != nil {
 		t.Fatal(err)
@@ -67,9 +64,6 @@ func TestMigrateCreatesKeyspaceAndIsIdempotent(t *testing.T) {
 		"SHELF_CASSANDRA_HOSTS": strings.Join(hosts, ","),
 		"SHELF_KEYSPACE":        keyspace,
 		"SHELF_LOG_LEVEL":       "warn",
-		// Other packages' tests share the node and two cores: the
-		// production 5 s per statement ran out once (listing migrations).
-		"SHELF_CASSANDRA_TIMEOUT": "30s",
 	}
 	getenv := func(k string) string { return env[k] }
 	session := testkit.Connect(t, hosts, keyspace) // dropped when the test ends

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"
 
 	"shelf/internal/localcassandra"
@@ -128,29 +127,11 @@ func createDB(hosts []string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := migrate(ctx, s); err != nil {
+	if err := repository.Migrate(ctx, s); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return &DB{Session: s, Conn: conn}, nil
-}
-
-// migrate applies the schema to a test's keyspace, trying again while
-// the node does not answer in time: schema changes wait for the node's
-// schema agreement, which on a busy two-core machine (several packages
-// making keyspaces at once) can take longer than a statement's timeout.
-// A retry is safe: migrations resume after their last recorded statement,
-// and every statement is IF NOT EXISTS.
-func migrate(ctx context.Context, s gocqlx.Session) error {
-	for attempt := 1; ; attempt++ {
-		err := repository.Migrate(ctx, s)
-		// gocqlx's migrate keeps the driver's error only as text.
-		timedOut := err != nil && (strings.Contains(err.Error(), gocql.ErrTimeoutNoResponse.Error()) ||
-			strings.Contains(strings.ToLower(err.Error()), "timed out"))
-		if !timedOut || attempt == 5 || ctx.Err() != nil {
-			return err
-		}
-	}
 }
 
 func (db *DB) drop() {
