@@ -148,7 +148,6 @@ func startAPI(t *testing.T, cfg settings) *testkit.Process {
 		"SHELF_CONSISTENCY=LOCAL_QUORUM",
 		"SHELF_SERIAL_CONSISTENCY=LOCAL_SERIAL",
 		"SHELF_LOG_FORMAT=json",
-		"SHELF_LOG_LEVEL=warn",
 		// Hashing is not what is measured: cheap, as in make bench.
 		"SHELF_ARGON2_MEMORY_KIB=1024",
 		"SHELF_ARGON2_TIME=1",
