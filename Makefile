@@ -67,7 +67,7 @@ bench-seeds: ## issue 11: the seeds' uniqueness patterns beside shelf's claims o
 	@$(GO) test -tags seeds -count=1 -timeout 60m -run '^TestSeeds$$' -v ./bench/seeds/
 
 .PHONY: bench-degraded
-bench-degraded: ## issue 25: the api in cluster mode on three nodes of its own (127.0.0.51-53, RF 3), 16 clients of the issue's mix; healthy, one node hung, killed and restarted, slow (SIGSTOP 100 ms of every 300 ms), two nodes hung, each window against the healthy one; table, JSON and HTML report under .bench/ (DEGRADED_WINDOW 15s, DEGRADED_NODE 2, DEGRADED_API_ENV, DEGRADED_LABEL)
+bench-degraded: ## issue 25: the api in cluster mode on three nodes of its own (127.0.0.51-53, RF 3), 16 clients of the issue's mix; healthy, one node hung, killed and restarted, slow (SIGSTOP 100 ms of every 300 ms), two nodes hung, each window against the healthy one; table, JSON and HTML report under .bench/ (DEGRADED_WINDOW 15s, DEGRADED_NODE 2, DEGRADED_FAULTS hung,killed,slow,majority, DEGRADED_API_ENV, DEGRADED_LABEL)
 	@$(GO) test -tags degraded -count=1 -timeout 30m -run '^TestDegraded$$' -v ./bench/degraded/
 
 .PHONY: storm

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,7 +48,10 @@ type settings struct {
 	apiEnv []string      // DEGRADED_API_ENV: extra api settings, space separated
 	tags   string        // DEGRADED_TAGS: build tags of the api
 	label  string        // DEGRADED_LABEL: names the saved files
-	cql    []string      // DEGRADED_CQL: statements run once seeded (";" separated)
+	// faults are the faults played after the healthy window, in this
+	// order (DEGRADED_FAULTS, comma separated): hung, killed, slow,
+	// majority. Fewer make a shorter run, to compare builds on one fault.
+	faults []string
 }
 
 func readSettings(t *testing.T) settings {
@@ -65,13 +69,20 @@ func readSettings(t *testing.T) settings {
 		}
 	}
 	s.apiEnv = strings.Fields(os.Getenv("DEGRADED_API_ENV"))
-	for _, q := range strings.Split(os.Getenv("DEGRADED_CQL"), ";") {
-		if q = strings.TrimSpace(q); q != "" {
-			s.cql = append(s.cql, q)
+	s.faults = allFaults
+	if v := os.Getenv("DEGRADED_FAULTS"); v != "" {
+		s.faults = strings.Split(v, ",")
+		for _, f := range s.faults {
+			if !slices.Contains(allFaults, f) {
+				t.Fatalf("DEGRADED_FAULTS=%q: %q is not one of %v", v, f, allFaults)
+			}
 		}
 	}
 	return s
 }
+
+// allFaults are the faults of a whole run, in order.
+var allFaults = []string{"hung", "killed", "slow", "majority"}
 
 // TestDegraded is the benchmark. It fails only when it cannot run; the
 // goals' verdicts are printed.
@@ -80,14 +91,6 @@ func TestDegraded(t *testing.T) {
 	started := time.Now()
 	c := testkit.StartCluster(t, "degraded", addresses, testLog{t})
 	api := startAPI(t, cfg)
-	if len(cfg.cql) > 0 {
-		s := c.Connect(t, testkit.ConnConfig(c.Hosts(), "degraded"))
-		for _, q := range cfg.cql {
-			if err := s.Session.Query(q, nil).Exec(); err != nil {
-				t.Fatalf("DEGRADED_CQL %q: %v", q, err)
-			}
-		}
-	}
 	m, err := seed(api.Base)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +117,7 @@ func TestDegraded(t *testing.T) {
 		}()
 	}
 	runStart := time.Now()
-	f := &faults{t: t, c: c, node: cfg.node, w: cfg.window}
+	f := &faults{t: t, c: c, node: cfg.node, w: cfg.window, play: cfg.faults}
 	windows, heal := f.run()
 	stop()
 	wg.Wait()
@@ -124,7 +127,10 @@ func TestDegraded(t *testing.T) {
 		sums[i] = summarize(w, results)
 	}
 	series, drawn := timeline(runStart, results)
-	back := backAfter(runStart, heal, series, sums[0].OKPerSec)
+	back := -1.0
+	if !heal.IsZero() {
+		back = backAfter(runStart, heal, series, sums[0].OKPerSec)
+	}
 	tbl := table(sums)
 	verdicts := strings.Join(goals(sums, back), "\n")
 	fmt.Printf("\nbench-degraded: 3 nodes (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), %d clients, windows of %s, node %s faulted alone; %.0fs in all\n\n%s\n%s\n",
@@ -175,6 +181,7 @@ type faults struct {
 	c    *testkit.Cluster
 	node int
 	w    time.Duration
+	play []string
 }
 
 // run plays every window and returns them, with the moment the two hung
@@ -200,48 +207,57 @@ func (f *faults) run() ([]window, time.Time) {
 	}
 	node := f.c.Nodes[f.node]
 	play("healthy", false, nil)
-	play("one node hung", true, func(context.Context) { signal(node, syscall.SIGSTOP) })
-	signal(node, syscall.SIGCONT)
-	play("after hung", false, nil)
-	play("one node killed", true, func(context.Context) { signal(node, syscall.SIGKILL) })
-	// The restart takes tens of seconds on two cores; its window lasts
-	// until the node answers.
-	restart := window{Name: "restarting", From: time.Now(), Fault: true}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	if err := f.c.L.Start(ctx, node); err != nil {
-		f.t.Errorf("restart %s: %v", node.Name, err)
-	}
-	cancel()
-	restart.To = time.Now()
-	windows = append(windows, restart)
-	f.t.Logf("restarting: %.1fs", restart.To.Sub(restart.From).Seconds())
-	play("after restart", false, nil)
-	play("one node slow", true, func(ctx context.Context) {
-		// 100 ms stopped of every 300 ms, until the window ends.
-		go func() {
-			for ctx.Err() == nil {
-				signal(node, syscall.SIGSTOP)
-				time.Sleep(100 * time.Millisecond)
-				signal(node, syscall.SIGCONT)
-				time.Sleep(200 * time.Millisecond)
+	var heal time.Time
+	for _, fault := range f.play {
+		switch fault {
+		case "hung":
+			play("one node hung", true, func(context.Context) { signal(node, syscall.SIGSTOP) })
+			signal(node, syscall.SIGCONT)
+			play("after hung", false, nil)
+		case "killed":
+			play("one node killed", true, func(context.Context) { signal(node, syscall.SIGKILL) })
+			// The restart takes tens of seconds on two cores; its window
+			// lasts until the node answers.
+			restart := window{Name: "restarting", From: time.Now(), Fault: true}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			if err := f.c.L.Start(ctx, node); err != nil {
+				f.t.Errorf("restart %s: %v", node.Name, err)
 			}
-		}()
-	})
-	time.Sleep(300 * time.Millisecond) // the cycle's last SIGCONT
-	signal(node, syscall.SIGCONT)
-	play("after slow", false, nil)
-	others := []localcassandra.Node{f.c.Nodes[(f.node+1)%3], f.c.Nodes[(f.node+2)%3]}
-	play("two nodes hung", true, func(context.Context) {
-		for _, n := range others {
-			signal(n, syscall.SIGSTOP)
+			cancel()
+			restart.To = time.Now()
+			windows = append(windows, restart)
+			f.t.Logf("restarting: %.1fs", restart.To.Sub(restart.From).Seconds())
+			play("after restart", false, nil)
+		case "slow":
+			play("one node slow", true, func(ctx context.Context) {
+				// 100 ms stopped of every 300 ms, until the window ends.
+				go func() {
+					for ctx.Err() == nil {
+						signal(node, syscall.SIGSTOP)
+						time.Sleep(100 * time.Millisecond)
+						signal(node, syscall.SIGCONT)
+						time.Sleep(200 * time.Millisecond)
+					}
+				}()
+			})
+			time.Sleep(300 * time.Millisecond) // the cycle's last SIGCONT
+			signal(node, syscall.SIGCONT)
+			play("after slow", false, nil)
+		case "majority":
+			others := []localcassandra.Node{f.c.Nodes[(f.node+1)%3], f.c.Nodes[(f.node+2)%3]}
+			play("two nodes hung", true, func(context.Context) {
+				for _, n := range others {
+					signal(n, syscall.SIGSTOP)
+				}
+			})
+			windows[len(windows)-1].Majority = true
+			for _, n := range others {
+				signal(n, syscall.SIGCONT)
+			}
+			heal = time.Now()
+			play("after two hung", false, nil)
 		}
-	})
-	windows[len(windows)-1].Majority = true
-	for _, n := range others {
-		signal(n, syscall.SIGCONT)
 	}
-	heal := time.Now()
-	play("after two hung", false, nil)
 	return windows, heal
 }
 
@@ -260,7 +276,7 @@ func save(t *testing.T, cfg settings, start time.Time, windows []window, sums []
 		name += "-" + cfg.label
 	}
 	out, err := json.MarshalIndent(map[string]any{
-		"window": cfg.window.String(), "apiEnv": cfg.apiEnv, "tags": cfg.tags, "cql": cfg.cql, "label": cfg.label,
+		"window": cfg.window.String(), "apiEnv": cfg.apiEnv, "tags": cfg.tags, "label": cfg.label,
 		"windows": windows, "summaries": sums, "perSecond": series, "backAfterSeconds": back,
 		"table": tbl, "verdicts": verdicts,
 	}, "", "  ")
