@@ -66,8 +66,8 @@ type hostHealth struct {
 func newHealthPolicy(inner gocql.HostSelectionPolicy, cluster *gocql.ClusterConfig) *healthPolicy {
 	p := &healthPolicy{HostSelectionPolicy: inner, now: time.Now, hosts: map[string]*hostHealth{}}
 	if cluster != nil {
-		cluster.QueryObserver = queryObservers{p, cluster.QueryObserver}
-		cluster.BatchObserver = batchObservers{p, cluster.BatchObserver}
+		o := observers{p, cluster.QueryObserver, cluster.BatchObserver}
+		cluster.QueryObserver, cluster.BatchObserver = o, o
 	}
 	return p
 }
@@ -210,31 +210,26 @@ func (p *healthPolicy) forget(h *gocql.HostInfo) {
 	p.mu.Unlock()
 }
 
-// queryObservers tells the policy of every attempt, then the configured
-// observer (metrics), if any.
-type queryObservers struct {
-	p    *healthPolicy
-	next gocql.QueryObserver
+// observers tells the policy of every attempt, then the configured
+// observers (metrics), if any.
+type observers struct {
+	p       *healthPolicy
+	queries gocql.QueryObserver
+	batches gocql.BatchObserver
 }
 
-// ObserveQuery records an ended attempt.
-func (o queryObservers) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
+// ObserveQuery records an ended attempt of a statement.
+func (o observers) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 	o.p.ended(q.Host, q.Err)
-	if o.next != nil {
-		o.next.ObserveQuery(ctx, q)
+	if o.queries != nil {
+		o.queries.ObserveQuery(ctx, q)
 	}
 }
 
-// batchObservers is queryObservers for batches.
-type batchObservers struct {
-	p    *healthPolicy
-	next gocql.BatchObserver
-}
-
-// ObserveBatch records an ended attempt.
-func (o batchObservers) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
+// ObserveBatch records an ended attempt of a batch.
+func (o observers) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
 	o.p.ended(b.Host, b.Err)
-	if o.next != nil {
-		o.next.ObserveBatch(ctx, b)
+	if o.batches != nil {
+		o.batches.ObserveBatch(ctx, b)
 	}
 }

@@ -381,32 +381,9 @@ func do(kind, method, url, token, body string, want int) result {
 	return res
 }
 
-// call sends one seeding request; out, when set, receives the body.
+// call sends one seeding request (testkit.Call).
 func call(method, url, token, body string, want int, out any) error {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %d, want %d: %s", method, url, resp.StatusCode, want, b)
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+	return testkit.Call(client, method, url, token, body, want, out)
 }
 
 // signup creates a user and logs it in.
