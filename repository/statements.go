@@ -69,10 +69,15 @@ func (onceCQL) attempts() attempts        { return attempts{} }
 func (conditionalCQL) attempts() attempts { return attempts{} }
 func (schemaCQL) attempts() attempts      { return attempts{} }
 
-// serialRead is what a read at SERIAL allows: it completes any Paxos round
-// in flight on its partition, so two at once duel like two compare-and-sets
-// would; one after another is harmless.
-var serialRead = attempts{again: true}
+// at is what the read allows at cl. At SERIAL it completes any Paxos
+// round in flight on its partition, so two at once duel like two
+// compare-and-sets would; one after another is harmless.
+func (s readCQL) at(cl gocql.Consistency) attempts {
+	if cl == gocql.Consistency(gocql.Serial) || cl == gocql.Consistency(gocql.LocalSerial) {
+		return attempts{again: true}
+	}
+	return s.attempts()
+}
 
 // plainWrite is a write without a condition; only these go through
 // DB.write and into batches.
@@ -121,11 +126,7 @@ func newQuery(s *gocql.Session, ctx context.Context, stmt string, a attempts, sp
 
 // query is a read on ctx at cl (0: the session's consistency).
 func (db *DB) query(ctx context.Context, cl gocql.Consistency, stmt readCQL, args ...any) *gocql.Query {
-	a := stmt.attempts()
-	if cl == gocql.Consistency(gocql.Serial) || cl == gocql.Consistency(gocql.LocalSerial) {
-		a = serialRead
-	}
-	q := newQuery(db.Session.Session, ctx, string(stmt), a, db.spec, args...)
+	q := newQuery(db.Session.Session, ctx, string(stmt), stmt.at(cl), db.spec, args...)
 	if cl != 0 {
 		q = q.Consistency(cl)
 	}
@@ -134,7 +135,7 @@ func (db *DB) query(ctx context.Context, cl gocql.Consistency, stmt readCQL, arg
 
 // scan is a read of token ranges on ctx.
 func (db *DB) scan(ctx context.Context, stmt scanCQL, args ...any) *gocql.Query {
-	return newQuery(db.Session.Session, ctx, string(stmt), stmt.attempts(), nil, args...)
+	return newQuery(db.Session.Session, ctx, string(stmt), stmt.attempts(), db.spec, args...)
 }
 
 // plain is a plain write on ctx.
@@ -160,8 +161,11 @@ type writeBatch struct {
 
 // newBatch starts an unlogged batch on ctx.
 func (db *DB) newBatch(ctx context.Context) *writeBatch {
-	return &writeBatch{b: db.Session.Session.NewBatch(gocql.UnloggedBatch).WithContext(ctx), a: attempts{again: true, twice: true}}
+	return batchOf(db.Session.Session.NewBatch(gocql.UnloggedBatch).WithContext(ctx))
 }
+
+// batchOf starts a batch of writes in b: empty, it allows everything.
+func batchOf(b *gocql.Batch) *writeBatch { return &writeBatch{b: b, a: attempts{again: true, twice: true}} }
 
 // add appends one write; the batch allows what its least tolerant entry
 // does.
@@ -171,9 +175,6 @@ func (w *writeBatch) add(stmt plainWrite, args ...any) {
 	w.a.again = w.a.again && a.again
 	w.a.twice = w.a.twice && a.twice
 }
-
-// empty says whether nothing was added.
-func (w *writeBatch) empty() bool { return len(w.b.Entries) == 0 }
 
 // ready is the batch marked with what its entries allow.
 func (w *writeBatch) ready(spec gocql.SpeculativeExecutionPolicy) *gocql.Batch {
