@@ -165,7 +165,9 @@ func (db *DB) newBatch(ctx context.Context) *writeBatch {
 }
 
 // batchOf starts a batch of writes in b: empty, it allows everything.
-func batchOf(b *gocql.Batch) *writeBatch { return &writeBatch{b: b, a: attempts{again: true, twice: true}} }
+func batchOf(b *gocql.Batch) *writeBatch {
+	return &writeBatch{b: b, a: attempts{again: true, twice: true}}
+}
 
 // add appends one write; the batch allows what its least tolerant entry
 // does.
