@@ -129,8 +129,21 @@ type Cassandra struct {
 	SerialConsistency string
 	Username          string
 	Password          string
-	// Timeout is the per-statement client timeout.
-	Timeout        time.Duration
+	// Timeout bounds one attempt of a statement (each retry and copy has
+	// its own).
+	Timeout time.Duration
+	// Retries, SpeculativeCopies and SpeculativeDelay: how often an
+	// idempotent statement is sent again to the next node after a node
+	// could not answer, and how many copies of a slow one go to other
+	// nodes after the delay.
+	Retries           int
+	SpeculativeCopies int
+	SpeculativeDelay  time.Duration
+	// TimeoutLimit closes a connection once that many statements timed out
+	// on it (0: never).
+	TimeoutLimit int
+	// SchemaTimeout bounds one schema statement (keyspace, migrations).
+	SchemaTimeout  time.Duration
 	ConnectTimeout time.Duration
 	// ConnectWait is how long start-up keeps retrying an unreachable cluster.
 	ConnectWait time.Duration
@@ -196,7 +209,12 @@ var Vars = []Var{
 	{"SHELF_SERIAL_CONSISTENCY", "LOCAL_SERIAL", "consistency of lightweight transactions (LOCAL_SERIAL or SERIAL)"},
 	{"SHELF_CASSANDRA_USERNAME", "", "user for PasswordAuthenticator (empty: no auth)"},
 	{"SHELF_CASSANDRA_PASSWORD", "", "its password (masked in the log)"},
-	{"SHELF_CASSANDRA_TIMEOUT", "5s", "client timeout of one CQL statement"},
+	{"SHELF_CASSANDRA_TIMEOUT", "2s", "client timeout of one attempt of a CQL statement (a retry or a copy has its own): what a request waits on a node that stopped answering before a compare-and-set is read back or an idempotent statement goes to the next node; (1 + SHELF_CASSANDRA_RETRIES) attempts must fit in SHELF_REQUEST_TIMEOUT"},
+	{"SHELF_CASSANDRA_RETRIES", "2", "an idempotent statement (a read, a write USING TIMESTAMP) is sent again this often, each time to the next node, after a node could not answer (timeout, unavailable, overloaded, connection lost); compare-and-sets never (their outcome is read back)"},
+	{"SHELF_CASSANDRA_SPECULATIVE_COPIES", "1", "an idempotent statement unanswered after SHELF_CASSANDRA_SPECULATIVE_DELAY is also sent to this many other nodes (at most the other nodes known), the first answer wins: a hung or slow node costs a read the delay, not the timeout; compare-and-sets and SERIAL reads never (Paxos duels); 0: off"},
+	{"SHELF_CASSANDRA_SPECULATIVE_DELAY", "200ms", "how long an idempotent statement waits for its node before a copy goes to the next: above the statements' healthy p99 (each copy is extra load), well below SHELF_CASSANDRA_TIMEOUT"},
+	{"SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT", "3", "a connection on which this many statements timed out is closed and opened again: a node that stops answering (hung, cut off; its kernel keeps the TCP connection and keepalives alive) loses its connections within about one SHELF_CASSANDRA_TIMEOUT and is marked down when a new one fails within SHELF_CASSANDRA_CONNECT_TIMEOUT, instead of after about a minute of failed driver heartbeats; process-wide; 0: never"},
+	{"SHELF_CASSANDRA_SCHEMA_TIMEOUT", "10s", "client timeout of one schema statement (keyspace creation, migrations): schema changes wait for the nodes to agree, seconds on a busy cluster; never sent twice at once"},
 	{"SHELF_CASSANDRA_CONNECT_TIMEOUT", "5s", "timeout of one connection attempt"},
 	{"SHELF_CASSANDRA_CONNECT_WAIT", "60s", "how long start-up retries an unreachable cluster"},
 	{"SHELF_CASSANDRA_RECONNECT_INTERVAL", "2s", "how often a node marked down is tried again"},
@@ -275,6 +293,11 @@ func Load(getenv func(string) string) (Config, error) {
 			Username:          p.str("SHELF_CASSANDRA_USERNAME"),
 			Password:          p.str("SHELF_CASSANDRA_PASSWORD"),
 			Timeout:           p.duration("SHELF_CASSANDRA_TIMEOUT"),
+			Retries:           p.nonNegativeInt("SHELF_CASSANDRA_RETRIES"),
+			SpeculativeCopies: p.nonNegativeInt("SHELF_CASSANDRA_SPECULATIVE_COPIES"),
+			SpeculativeDelay:  p.duration("SHELF_CASSANDRA_SPECULATIVE_DELAY"),
+			TimeoutLimit:      p.nonNegativeInt("SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT"),
+			SchemaTimeout:     p.duration("SHELF_CASSANDRA_SCHEMA_TIMEOUT"),
 			ConnectTimeout:    p.duration("SHELF_CASSANDRA_CONNECT_TIMEOUT"),
 			ConnectWait:       p.duration("SHELF_CASSANDRA_CONNECT_WAIT"),
 			ReconnectInterval: p.duration("SHELF_CASSANDRA_RECONNECT_INTERVAL"),
@@ -339,6 +362,13 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.HTTP.PprofAddr != "" && c.HTTP.PprofAddr == c.HTTP.Addr {
 		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)
 	}
+	cas := c.Cassandra
+	if cas.Timeout > 0 && c.HTTP.RequestTimeout > 0 && time.Duration(1+cas.Retries)*cas.Timeout >= c.HTTP.RequestTimeout {
+		p.fail("SHELF_CASSANDRA_TIMEOUT", "%v × %d attempts (1 + SHELF_CASSANDRA_RETRIES) does not fit in SHELF_REQUEST_TIMEOUT %v", cas.Timeout, 1+cas.Retries, c.HTTP.RequestTimeout)
+	}
+	if cas.SpeculativeCopies > 0 && cas.SpeculativeDelay >= cas.Timeout {
+		p.fail("SHELF_CASSANDRA_SPECULATIVE_DELAY", "%v is not below SHELF_CASSANDRA_TIMEOUT %v: no copy would ever go out before the timeout", cas.SpeculativeDelay, cas.Timeout)
+	}
 	if len(c.Cassandra.Hosts) == 0 {
 		p.fail("SHELF_CASSANDRA_HOSTS", "needs at least one host")
 	}
@@ -369,6 +399,11 @@ func (c Config) Fields() map[string]string {
 		"SHELF_CASSANDRA_USERNAME":           c.Cassandra.Username,
 		"SHELF_CASSANDRA_PASSWORD":           password,
 		"SHELF_CASSANDRA_TIMEOUT":            c.Cassandra.Timeout.String(),
+		"SHELF_CASSANDRA_RETRIES":            strconv.Itoa(c.Cassandra.Retries),
+		"SHELF_CASSANDRA_SPECULATIVE_COPIES": strconv.Itoa(c.Cassandra.SpeculativeCopies),
+		"SHELF_CASSANDRA_SPECULATIVE_DELAY":  c.Cassandra.SpeculativeDelay.String(),
+		"SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT": strconv.Itoa(c.Cassandra.TimeoutLimit),
+		"SHELF_CASSANDRA_SCHEMA_TIMEOUT":     c.Cassandra.SchemaTimeout.String(),
 		"SHELF_CASSANDRA_CONNECT_TIMEOUT":    c.Cassandra.ConnectTimeout.String(),
 		"SHELF_CASSANDRA_CONNECT_WAIT":       c.Cassandra.ConnectWait.String(),
 		"SHELF_CASSANDRA_RECONNECT_INTERVAL": c.Cassandra.ReconnectInterval.String(),

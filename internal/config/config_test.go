@@ -22,7 +22,7 @@ func TestDefaults(t *testing.T) {
 	if c.HTTP.Addr != ":8080" || c.Cassandra.Keyspace != "shelf" || c.Cassandra.Hosts[0] != "127.0.0.1" ||
 		c.Cassandra.Consistency != "LOCAL_QUORUM" || c.Cassandra.SerialConsistency != "LOCAL_SERIAL" ||
 		c.HTTP.MaxBodyBytes != 1<<20 || !c.MigrateOnStart || c.Log.Format != "json" ||
-		c.Cassandra.Timeout != 5*time.Second || c.HTTP.PprofAddr != "" || c.Log.FlushInterval != 100*time.Millisecond {
+		c.Cassandra.Timeout != 2*time.Second || c.Cassandra.Retries != 2 || c.Cassandra.SpeculativeCopies != 1 || c.HTTP.PprofAddr != "" || c.Log.FlushInterval != 100*time.Millisecond {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if got := c.Cassandra.Replication.CQL(); got != "{'class': 'SimpleStrategy', 'replication_factor': 1}" {
@@ -178,5 +178,34 @@ func TestComposeSettingsLoad(t *testing.T) {
 	}
 	if apis < 2 {
 		t.Errorf("%d services build the api; want the migration and the replicas", apis)
+	}
+}
+
+// TestAttemptsFitTheRequest: an idempotent statement's attempts (the first
+// and its retries, each up to SHELF_CASSANDRA_TIMEOUT) must fit in the
+// request's deadline, and a copy must be able to go out before the first
+// attempt times out.
+func TestAttemptsFitTheRequest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		name string
+	}{
+		{map[string]string{"SHELF_CASSANDRA_TIMEOUT": "4s"}, "SHELF_CASSANDRA_TIMEOUT: "},
+		{map[string]string{"SHELF_CASSANDRA_RETRIES": "4"}, "SHELF_CASSANDRA_TIMEOUT: "},
+		{map[string]string{"SHELF_CASSANDRA_SPECULATIVE_DELAY": "2s"}, "SHELF_CASSANDRA_SPECULATIVE_DELAY: "},
+	} {
+		if _, err := Load(env(tc.env)); err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%v accepted or not explained: %v", tc.env, err)
+		}
+	}
+	for _, ok := range []map[string]string{
+		{"SHELF_CASSANDRA_TIMEOUT": "3s"},
+		{"SHELF_CASSANDRA_RETRIES": "0", "SHELF_CASSANDRA_TIMEOUT": "9s"},
+		{"SHELF_CASSANDRA_SPECULATIVE_COPIES": "0", "SHELF_CASSANDRA_SPECULATIVE_DELAY": "5s"},
+	} {
+		if _, err := Load(env(ok)); err != nil {
+			t.Errorf("%v refused: %v", ok, err)
+		}
 	}
 }
