@@ -53,6 +53,7 @@ type Deps struct {
 // NewRouter builds the whole HTTP API.
 func NewRouter(d Deps) *chi.Mux {
 	r := chi.NewRouter()
+	r.Use(secureHeaders)
 	if len(d.CORSOrigins) > 0 {
 		r.Use(corsFor(d.CORSOrigins))
 	}
