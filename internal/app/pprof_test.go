@@ -51,10 +51,11 @@ func TestPprofServesOnItsOwnAddress(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	logger := zerolog.New(&logs)
-	pprofLn, err := listenPprof(cfg.HTTP.PprofAddr, logger)
-	if err != nil || pprofLn == nil {
-		t.Fatalf("listenPprof: %v, %v", pprofLn, err)
+	pprof, err := listenPprof(cfg.HTTP.PprofAddr, logger)
+	if err != nil || pprof == nil {
+		t.Fatalf("listenPprof: %v, %v", pprof, err)
 	}
+	pprofLn := pprof.ln
 	pprofURL := "http://" + pprofLn.Addr().String()
 	if !strings.Contains(logs.String(), `"level":"info","addr":"`+pprofLn.Addr().String()+`"`) ||
 		!strings.Contains(logs.String(), `"message":"pprof is serving"`) {
@@ -69,7 +70,7 @@ func TestPprofServesOnItsOwnAddress(t *testing.T) {
 		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: time.Second})
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- serveWithPprof(ctx, ln, router, pprofLn, cfg.HTTP, logger) }()
+	go func() { served <- serveWithSides(ctx, ln, router, []*side{pprof, nil}, cfg.HTTP, logger) }()
 
 	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/goroutine?debug=1", "/debug/pprof/symbol"} {
 		if status, body := get(t, pprofURL+path); status != http.StatusOK {
@@ -93,10 +94,10 @@ func TestPprofServesOnItsOwnAddress(t *testing.T) {
 	select {
 	case err := <-served:
 		if err != nil {
-			t.Fatalf("serveWithPprof: %v", err)
+			t.Fatalf("serveWithSides: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("serveWithPprof did not return after ctx ended")
+		t.Fatal("serveWithSides did not return after ctx ended")
 	}
 	for _, url := range []string{pprofURL, apiURL} {
 		if resp, err := client.Get(url + "/debug/pprof/"); err == nil {
@@ -129,7 +130,7 @@ func TestPprofBeyondLoopbackIsAWarning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = ln.Close()
+	closeSides(ln)
 	if !strings.Contains(logs.String(), `"level":"warn"`) || !strings.Contains(logs.String(), "never expose it publicly") {
 		t.Errorf("no warning: %s", logs.String())
 	}

@@ -118,6 +118,9 @@ type HTTP struct {
 	// PprofAddr, when set, is where net/http/pprof listens, on a server of
 	// its own (never the API's router); empty is off.
 	PprofAddr string
+	// MetricsAddr, when set, is where /metrics is served, on a server of
+	// its own, and the API's router has none; empty: on the API's.
+	MetricsAddr string
 }
 
 // Cassandra holds the connection and consistency settings.
@@ -233,6 +236,7 @@ var Vars = []Var{
 	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed"},
 	{"SHELF_CORS_ORIGINS", "", "comma-separated origins (e.g. https://app.example.org) whose browser pages may call the API; * for any; empty: no CORS"},
 	{"SHELF_PPROF_ADDR", "", "address (host:port, e.g. 127.0.0.1:6060) where net/http/pprof listens, on a server of its own; empty: off. Never expose it publicly"},
+	{"SHELF_METRICS_ADDR", "", "address (host:port, e.g. 127.0.0.1:9090) where /metrics is served, on a server of its own, and not on SHELF_HTTP_ADDR; empty: /metrics on the API's address"},
 	{"SHELF_CLAIM_LEASE", "30s", "how long a failed or dead signup can block its username and email"},
 	{"SHELF_SESSION_TTL", "24h", "how long a login session lasts"},
 	{"SHELF_SESSION_SEEN_INTERVAL", "5m", "a session's last-seen time is recorded by a request of it once it is this old (one write per session and interval, after the answer); 0s: every request"},
@@ -283,6 +287,7 @@ func Load(getenv func(string) string) (Config, error) {
 			TrustedProxies:    p.prefixes("SHELF_TRUSTED_PROXIES"),
 			CORSOrigins:       p.list("SHELF_CORS_ORIGINS"),
 			PprofAddr:         p.listenAddr("SHELF_PPROF_ADDR"),
+			MetricsAddr:       p.listenAddr("SHELF_METRICS_ADDR"),
 		},
 		Cassandra: Cassandra{
 			Hosts:             p.list("SHELF_CASSANDRA_HOSTS"),
@@ -359,7 +364,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Accounts.ClaimLease > 0 && c.Accounts.ClaimLease < time.Second {
 		p.fail("SHELF_CLAIM_LEASE", "%v is shorter than one second (TTLs are whole seconds)", c.Accounts.ClaimLease)
 	}
-	if c.HTTP.PprofAddr != "" && c.HTTP.PprofAddr == c.HTTP.Addr {
+	if sameAddr(c.HTTP.PprofAddr, c.HTTP.Addr) {
 		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)
 	}
 	cas := c.Cassandra
@@ -369,10 +374,19 @@ func Load(getenv func(string) string) (Config, error) {
 	if cas.SpeculativeCopies > 0 && cas.SpeculativeDelay >= cas.Timeout {
 		p.fail("SHELF_CASSANDRA_SPECULATIVE_DELAY", "%v is not below SHELF_CASSANDRA_TIMEOUT %v: no copy would ever go out before the timeout", cas.SpeculativeDelay, cas.Timeout)
 	}
+	if a := c.HTTP.MetricsAddr; sameAddr(a, c.HTTP.Addr) || sameAddr(a, c.HTTP.PprofAddr) {
+		p.fail("SHELF_METRICS_ADDR", "%q is SHELF_HTTP_ADDR or SHELF_PPROF_ADDR; metrics need an address of their own", a)
+	}
 	if len(c.Cassandra.Hosts) == 0 {
 		p.fail("SHELF_CASSANDRA_HOSTS", "needs at least one host")
 	}
 	return c, errors.Join(p.errs...)
+}
+
+// sameAddr says whether two listeners would ask for one address: the same
+// host:port, set, and not port 0 (each of those gets a free port).
+func sameAddr(a, b string) bool {
+	return a != "" && a == b && !strings.HasSuffix(a, ":0")
 }
 
 // Fields returns the effective configuration as name/value pairs for the
@@ -422,6 +436,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_TRUSTED_PROXIES":              strings.Join(proxies, ","),
 		"SHELF_CORS_ORIGINS":                 strings.Join(c.HTTP.CORSOrigins, ","),
 		"SHELF_PPROF_ADDR":                   c.HTTP.PprofAddr,
+		"SHELF_METRICS_ADDR":                 c.HTTP.MetricsAddr,
 		"SHELF_CLAIM_LEASE":                  c.Accounts.ClaimLease.String(),
 		"SHELF_SESSION_TTL":                  c.Accounts.SessionTTL.String(),
 		"SHELF_SESSION_SEEN_INTERVAL":        c.Accounts.SessionSeenInterval.String(),

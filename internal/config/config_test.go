@@ -209,3 +209,30 @@ func TestAttemptsFitTheRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsAddr: /metrics stays on the API's address unless
+// SHELF_METRICS_ADDR names one of its own, which may be neither the API's
+// nor pprof's (port 0 is a free port each time, never a clash).
+func TestMetricsAddr(t *testing.T) {
+	t.Parallel()
+	if c, err := Load(env(nil)); err != nil || c.HTTP.MetricsAddr != "" {
+		t.Fatalf("default: %q, %v", c.HTTP.MetricsAddr, err)
+	}
+	if c, err := Load(env(map[string]string{"SHELF_METRICS_ADDR": "10.0.0.5:9090"})); err != nil || c.HTTP.MetricsAddr != "10.0.0.5:9090" {
+		t.Errorf("set: %q, %v", c.HTTP.MetricsAddr, err)
+	}
+	if _, err := Load(env(map[string]string{"SHELF_METRICS_ADDR": "9090"})); err == nil || !strings.Contains(err.Error(), "SHELF_METRICS_ADDR: ") {
+		t.Errorf("a bare port accepted: %v", err)
+	}
+	for _, clash := range []map[string]string{
+		{"SHELF_HTTP_ADDR": "127.0.0.1:8080", "SHELF_METRICS_ADDR": "127.0.0.1:8080"},
+		{"SHELF_PPROF_ADDR": "127.0.0.1:6060", "SHELF_METRICS_ADDR": "127.0.0.1:6060"},
+	} {
+		if _, err := Load(env(clash)); err == nil || !strings.Contains(err.Error(), "SHELF_METRICS_ADDR: ") {
+			t.Errorf("%v: %v", clash, err)
+		}
+	}
+	if _, err := Load(env(map[string]string{"SHELF_HTTP_ADDR": "127.0.0.1:0", "SHELF_PPROF_ADDR": "127.0.0.1:0", "SHELF_METRICS_ADDR": "127.0.0.1:0"})); err != nil {
+		t.Errorf("three free ports: %v", err)
+	}
+}
