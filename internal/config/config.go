@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ type Mail struct {
 	// Mailer is log (development: mail written to the log, links and all)
 	// or smtp.
 	Mailer string
+	// AllowLogMailer keeps the log mailer where PublicURL is not this
+	// machine (LogMailerRefused).
+	AllowLogMailer bool
 	// PublicURL is the console's address, the base of mailed links.
 	PublicURL string
 	// From is the sender of every mail.
@@ -253,7 +257,8 @@ var Vars = []Var{
 	{"SHELF_FANOUT_QUEUE", "1000", "items that may wait for a background fan-out, per process; a change of a waiting item joins it; beyond, changes are left to the outbox worker"},
 	{"SHELF_OUTBOX_INTERVAL", "1s", "how often the outbox worker finishes fan-outs that stopped (a crash, a failed write)"},
 	{"SHELF_OUTBOX_GRACE", "5s", "how old an outbox mark must be before the worker redoes its fan-out"},
-	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential); smtp: sent through SHELF_SMTP_*"},
+	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential; refused when SHELF_PUBLIC_URL is not localhost or a loopback address, unless SHELF_ALLOW_LOG_MAILER=true); smtp: sent through SHELF_SMTP_*"},
+	{"SHELF_ALLOW_LOG_MAILER", "false", "true: keep SHELF_MAILER=log although SHELF_PUBLIC_URL is not this machine (a staging host whose log only its developers read); every mailed link is then in the log"},
 	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify?token=..., /#/reset?token=...)"},
 	{"SHELF_MAIL_FROM", "shelf <no-reply@localhost>", "sender of every mail"},
 	{"SHELF_SMTP_HOST", "", "SMTP server (SHELF_MAILER=smtp)"},
@@ -335,6 +340,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.Mail = Mail{
 		Mailer:          p.oneOf("SHELF_MAILER", "log", "smtp"),
+		AllowLogMailer:  p.boolean("SHELF_ALLOW_LOG_MAILER"),
 		PublicURL:       p.publicURL("SHELF_PUBLIC_URL"),
 		From:            p.str("SHELF_MAIL_FROM"),
 		SMTPHost:        p.str("SHELF_SMTP_HOST"),
@@ -350,6 +356,10 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Mail.Mailer == "smtp" && c.Mail.SMTPHost == "" {
 		p.fail("SHELF_SMTP_HOST", "is needed with SHELF_MAILER=smtp")
+	}
+	if c.Mail.LogMailerRefused() {
+		p.fail("SHELF_MAILER", "log writes every mail, its working links included, to the log, and SHELF_PUBLIC_URL %q is not this machine: "+
+			"set SHELF_MAILER=smtp and SHELF_SMTP_HOST (or SHELF_ALLOW_LOG_MAILER=true, if whoever reads the log may hold any account)", c.Mail.PublicURL)
 	}
 	if c.Mail.SMTPPort > 65535 {
 		p.fail("SHELF_SMTP_PORT", "%d is not a port", c.Mail.SMTPPort)
@@ -381,6 +391,32 @@ func Load(getenv func(string) string) (Config, error) {
 		p.fail("SHELF_CASSANDRA_HOSTS", "needs at least one host")
 	}
 	return c, errors.Join(p.errs...)
+}
+
+// LogMailerRefused says whether the log mailer would write working links
+// where it must not. It was the default everywhere, so a production that
+// forgot SHELF_MAILER kept every reset link in its log: whoever read the
+// log could take any account. Development is where the links lead to
+// this machine (SHELF_PUBLIC_URL on localhost or a loopback address, its
+// default): there the log mailer is what make run and the tests need.
+// Elsewhere it takes SHELF_ALLOW_LOG_MAILER=true.
+func (m Mail) LogMailerRefused() bool {
+	return m.Mailer == "log" && !m.AllowLogMailer && !isLoopbackURL(m.PublicURL)
+}
+
+// isLoopbackURL says whether raw's host is this machine: localhost, a name
+// under .localhost (RFC 6761: resolved to loopback), or a loopback address.
+func isLoopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // sameAddr says whether two listeners would ask for one address: the same
@@ -454,6 +490,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_OUTBOX_INTERVAL":              c.Content.OutboxInterval.String(),
 		"SHELF_OUTBOX_GRACE":                 c.Content.OutboxGrace.String(),
 		"SHELF_MAILER":                       c.Mail.Mailer,
+		"SHELF_ALLOW_LOG_MAILER":             strconv.FormatBool(c.Mail.AllowLogMailer),
 		"SHELF_PUBLIC_URL":                   c.Mail.PublicURL,
 		"SHELF_MAIL_FROM":                    c.Mail.From,
 		"SHELF_SMTP_HOST":                    c.Mail.SMTPHost,

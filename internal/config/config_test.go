@@ -236,3 +236,31 @@ func TestMetricsAddr(t *testing.T) {
 		t.Errorf("three free ports: %v", err)
 	}
 }
+
+// TestLogMailerOnlyInDevelopment (issue 26, item 6): the log mailer, still
+// the default, is refused where the mailed links lead to another machine
+// (a production that forgot SHELF_MAILER would log every reset link),
+// unless SHELF_ALLOW_LOG_MAILER says so; on this machine it stays.
+func TestLogMailerOnlyInDevelopment(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{"", "http://localhost:8080", "http://127.0.0.1:18090", "http://[::1]:8080", "http://shelf.localhost", "HTTP://LOCALHOST"} {
+		if c, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url})); err != nil || c.Mail.Mailer != "log" {
+			t.Errorf("%q: the log mailer refused in development: %v", url, err)
+		}
+	}
+	for _, url := range []string{"https://shelf.example.org", "http://10.0.0.5:8080", "http://localhost.example.org", "http://[::ffff:10.0.0.5]"} {
+		_, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url}))
+		if err == nil || !strings.Contains(err.Error(), "SHELF_MAILER: ") || !strings.Contains(err.Error(), "SHELF_ALLOW_LOG_MAILER") {
+			t.Errorf("%q: the log mailer by default: %v", url, err)
+		}
+		if _, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_MAILER": "log"})); err == nil {
+			t.Errorf("%q: SHELF_MAILER=log alone is allowed", url)
+		}
+		if c, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_ALLOW_LOG_MAILER": "true"})); err != nil || !c.Mail.AllowLogMailer {
+			t.Errorf("%q: allowed explicitly, still refused: %v", url, err)
+		}
+		if _, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_MAILER": "smtp", "SHELF_SMTP_HOST": "mail.example.org"})); err != nil {
+			t.Errorf("%q with smtp: %v", url, err)
+		}
+	}
+}
