@@ -12,7 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"shelf/handlers"
 	"shelf/internal/config"
 )
 
@@ -66,11 +65,7 @@ func TestPprofServesOnItsOwnAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	apiURL := "http://" + ln.Addr().String()
-	router := handlers.NewRouter(handlers.Deps{Logger: zerolog.Nop(), Ready: alwaysReady{},
-		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: time.Second})
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- serveWithSides(ctx, ln, router, []*side{pprof, nil}, cfg.HTTP, logger) }()
+	stop := serveSides(t, ln, sideRouter(nil, false), []*side{pprof, nil}, cfg.HTTP)
 
 	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/goroutine?debug=1", "/debug/pprof/symbol"} {
 		if status, body := get(t, pprofURL+path); status != http.StatusOK {
@@ -91,14 +86,6 @@ func TestPprofServesOnItsOwnAddress(t *testing.T) {
 	}
 
 	stop()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatalf("serveWithSides: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serveWithSides did not return after ctx ended")
-	}
 	for _, url := range []string{pprofURL, apiURL} {
 		if resp, err := client.Get(url + "/debug/pprof/"); err == nil {
 			_ = resp.Body.Close()

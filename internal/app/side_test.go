@@ -44,12 +44,7 @@ func TestMetricsServeOnTheirOwnAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	apiURL := "http://" + ln.Addr().String()
-	router := handlers.NewRouter(handlers.Deps{Logger: zerolog.Nop(), Ready: alwaysReady{},
-		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: time.Second,
-		Metrics: m, MetricsElsewhere: cfg.HTTP.MetricsAddr != ""})
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- serveWithSides(ctx, ln, router, []*side{nil, metricsSide}, cfg.HTTP, zerolog.Nop()) }()
+	stop := serveSides(t, ln, sideRouter(m, cfg.HTTP.MetricsAddr != ""), []*side{nil, metricsSide}, cfg.HTTP)
 
 	if status, _ := get(t, apiURL+"/healthz"); status != http.StatusOK {
 		t.Errorf("the API's /healthz: %d", status)
@@ -66,14 +61,6 @@ func TestMetricsServeOnTheirOwnAddress(t *testing.T) {
 	}
 
 	stop()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatalf("serveWithSides: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serveWithSides did not return after ctx ended")
-	}
 	if resp, err := client.Get(metricsURL + "/metrics"); err == nil {
 		_ = resp.Body.Close()
 		t.Error("the metrics address still answers after the API stopped")
@@ -92,12 +79,38 @@ func TestMetricsStayOnTheAPIByDefault(t *testing.T) {
 	if s, err := listenMetrics(cfg.HTTP.MetricsAddr, metrics.New(), zerolog.New(&logs)); s != nil || err != nil || logs.Len() != 0 {
 		t.Fatalf("a metrics listener by default: %v, %v, %s", s, err, logs.String())
 	}
-	router := handlers.NewRouter(handlers.Deps{Logger: zerolog.Nop(), Ready: alwaysReady{},
-		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: time.Second,
-		Metrics: metrics.New(), MetricsElsewhere: cfg.HTTP.MetricsAddr != ""})
 	rec := httptest.NewRecorder()
-	router.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	sideRouter(metrics.New(), cfg.HTTP.MetricsAddr != "").ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "go_goroutines") {
 		t.Errorf("the API's /metrics: %d", rec.Code)
+	}
+}
+
+// sideRouter is the API's router without services: /healthz, and
+// /metrics unless elsewhere.
+func sideRouter(m *metrics.Metrics, elsewhere bool) http.Handler {
+	return handlers.NewRouter(handlers.Deps{Logger: zerolog.Nop(), Ready: alwaysReady{},
+		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: time.Second,
+		Metrics: m, MetricsElsewhere: elsewhere})
+}
+
+// serveSides runs serveWithSides until the returned stop, which waits for
+// it to return cleanly.
+func serveSides(t *testing.T, ln net.Listener, api http.Handler, sides []*side, c config.HTTP) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serveWithSides(ctx, ln, api, sides, c, zerolog.Nop()) }()
+	return func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-served:
+			if err != nil {
+				t.Fatalf("serveWithSides: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("serveWithSides did not return after ctx ended")
+		}
 	}
 }
