@@ -106,6 +106,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Groups:             grp,
 		Contents:           lib,
 		Metrics:            m,
+		MetricsElsewhere:   cfg.HTTP.MetricsAddr != "",
 		CORSOrigins:        cfg.HTTP.CORSOrigins,
 	})
 	return &App{DB: db, Accounts: acc, Moderation: mod, Groups: grp, Contents: lib,

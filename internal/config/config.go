@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ type Mail struct {
 	// Mailer is log (development: mail written to the log, links and all)
 	// or smtp.
 	Mailer string
+	// AllowLogMailer keeps the log mailer where PublicURL is not this
+	// machine (LogMailerRefused).
+	AllowLogMailer bool
 	// PublicURL is the console's address, the base of mailed links.
 	PublicURL string
 	// From is the sender of every mail.
@@ -118,6 +122,9 @@ type HTTP struct {
 	// PprofAddr, when set, is where net/http/pprof listens, on a server of
 	// its own (never the API's router); empty is off.
 	PprofAddr string
+	// MetricsAddr, when set, is where /metrics is served, on a server of
+	// its own, and the API's router has none; empty: on the API's.
+	MetricsAddr string
 }
 
 // Cassandra holds the connection and consistency settings.
@@ -233,6 +240,7 @@ var Vars = []Var{
 	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed"},
 	{"SHELF_CORS_ORIGINS", "", "comma-separated origins (e.g. https://app.example.org) whose browser pages may call the API; * for any; empty: no CORS"},
 	{"SHELF_PPROF_ADDR", "", "address (host:port, e.g. 127.0.0.1:6060) where net/http/pprof listens, on a server of its own; empty: off. Never expose it publicly"},
+	{"SHELF_METRICS_ADDR", "", "address (host:port, e.g. 127.0.0.1:9090) where /metrics is served, on a server of its own, and not on SHELF_HTTP_ADDR; empty: /metrics on the API's address"},
 	{"SHELF_CLAIM_LEASE", "30s", "how long a failed or dead signup can block its username and email"},
 	{"SHELF_SESSION_TTL", "24h", "how long a login session lasts"},
 	{"SHELF_SESSION_SEEN_INTERVAL", "5m", "a session's last-seen time is recorded by a request of it once it is this old (one write per session and interval, after the answer); 0s: every request"},
@@ -249,7 +257,8 @@ var Vars = []Var{
 	{"SHELF_FANOUT_QUEUE", "1000", "items that may wait for a background fan-out, per process; a change of a waiting item joins it; beyond, changes are left to the outbox worker"},
 	{"SHELF_OUTBOX_INTERVAL", "1s", "how often the outbox worker finishes fan-outs that stopped (a crash, a failed write)"},
 	{"SHELF_OUTBOX_GRACE", "5s", "how old an outbox mark must be before the worker redoes its fan-out"},
-	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential); smtp: sent through SHELF_SMTP_*"},
+	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential; refused when SHELF_PUBLIC_URL is not localhost or a loopback address, unless SHELF_ALLOW_LOG_MAILER=true); smtp: sent through SHELF_SMTP_*"},
+	{"SHELF_ALLOW_LOG_MAILER", "false", "true: keep SHELF_MAILER=log although SHELF_PUBLIC_URL is not this machine (a staging host whose log only its developers read); every mailed link is then in the log"},
 	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify?token=..., /#/reset?token=...)"},
 	{"SHELF_MAIL_FROM", "shelf <no-reply@localhost>", "sender of every mail"},
 	{"SHELF_SMTP_HOST", "", "SMTP server (SHELF_MAILER=smtp)"},
@@ -283,6 +292,7 @@ func Load(getenv func(string) string) (Config, error) {
 			TrustedProxies:    p.prefixes("SHELF_TRUSTED_PROXIES"),
 			CORSOrigins:       p.list("SHELF_CORS_ORIGINS"),
 			PprofAddr:         p.listenAddr("SHELF_PPROF_ADDR"),
+			MetricsAddr:       p.listenAddr("SHELF_METRICS_ADDR"),
 		},
 		Cassandra: Cassandra{
 			Hosts:             p.list("SHELF_CASSANDRA_HOSTS"),
@@ -330,6 +340,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.Mail = Mail{
 		Mailer:          p.oneOf("SHELF_MAILER", "log", "smtp"),
+		AllowLogMailer:  p.boolean("SHELF_ALLOW_LOG_MAILER"),
 		PublicURL:       p.publicURL("SHELF_PUBLIC_URL"),
 		From:            p.str("SHELF_MAIL_FROM"),
 		SMTPHost:        p.str("SHELF_SMTP_HOST"),
@@ -346,6 +357,10 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Mail.Mailer == "smtp" && c.Mail.SMTPHost == "" {
 		p.fail("SHELF_SMTP_HOST", "is needed with SHELF_MAILER=smtp")
 	}
+	if c.Mail.LogMailerRefused() {
+		p.fail("SHELF_MAILER", "log writes every mail, its working links included, to the log, and SHELF_PUBLIC_URL %q is not this machine: "+
+			"set SHELF_MAILER=smtp and SHELF_SMTP_HOST (or SHELF_ALLOW_LOG_MAILER=true, if whoever reads the log may hold any account)", c.Mail.PublicURL)
+	}
 	if c.Mail.SMTPPort > 65535 {
 		p.fail("SHELF_SMTP_PORT", "%d is not a port", c.Mail.SMTPPort)
 	}
@@ -359,7 +374,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Accounts.ClaimLease > 0 && c.Accounts.ClaimLease < time.Second {
 		p.fail("SHELF_CLAIM_LEASE", "%v is shorter than one second (TTLs are whole seconds)", c.Accounts.ClaimLease)
 	}
-	if c.HTTP.PprofAddr != "" && c.HTTP.PprofAddr == c.HTTP.Addr {
+	if sameAddr(c.HTTP.PprofAddr, c.HTTP.Addr) {
 		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)
 	}
 	cas := c.Cassandra
@@ -369,10 +384,45 @@ func Load(getenv func(string) string) (Config, error) {
 	if cas.SpeculativeCopies > 0 && cas.SpeculativeDelay >= cas.Timeout {
 		p.fail("SHELF_CASSANDRA_SPECULATIVE_DELAY", "%v is not below SHELF_CASSANDRA_TIMEOUT %v: no copy would ever go out before the timeout", cas.SpeculativeDelay, cas.Timeout)
 	}
+	if a := c.HTTP.MetricsAddr; sameAddr(a, c.HTTP.Addr) || sameAddr(a, c.HTTP.PprofAddr) {
+		p.fail("SHELF_METRICS_ADDR", "%q is SHELF_HTTP_ADDR or SHELF_PPROF_ADDR; metrics need an address of their own", a)
+	}
 	if len(c.Cassandra.Hosts) == 0 {
 		p.fail("SHELF_CASSANDRA_HOSTS", "needs at least one host")
 	}
 	return c, errors.Join(p.errs...)
+}
+
+// LogMailerRefused says whether the log mailer would write working links
+// where it must not. It was the default everywhere, so a production that
+// forgot SHELF_MAILER kept every reset link in its log: whoever read the
+// log could take any account. Development is where the links lead to
+// this machine (SHELF_PUBLIC_URL on localhost or a loopback address, its
+// default): there the log mailer is what make run and the tests need.
+// Elsewhere it takes SHELF_ALLOW_LOG_MAILER=true.
+func (m Mail) LogMailerRefused() bool {
+	return m.Mailer == "log" && !m.AllowLogMailer && !isLoopbackURL(m.PublicURL)
+}
+
+// isLoopbackURL says whether raw's host is this machine: localhost, a name
+// under .localhost (RFC 6761: resolved to loopback), or a loopback address.
+func isLoopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// sameAddr says whether two listeners would ask for one address: the same
+// host:port, set, and not port 0 (each of those gets a free port).
+func sameAddr(a, b string) bool {
+	return a != "" && a == b && !strings.HasSuffix(a, ":0")
 }
 
 // Fields returns the effective configuration as name/value pairs for the
@@ -422,6 +472,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_TRUSTED_PROXIES":              strings.Join(proxies, ","),
 		"SHELF_CORS_ORIGINS":                 strings.Join(c.HTTP.CORSOrigins, ","),
 		"SHELF_PPROF_ADDR":                   c.HTTP.PprofAddr,
+		"SHELF_METRICS_ADDR":                 c.HTTP.MetricsAddr,
 		"SHELF_CLAIM_LEASE":                  c.Accounts.ClaimLease.String(),
 		"SHELF_SESSION_TTL":                  c.Accounts.SessionTTL.String(),
 		"SHELF_SESSION_SEEN_INTERVAL":        c.Accounts.SessionSeenInterval.String(),
@@ -439,6 +490,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_OUTBOX_INTERVAL":              c.Content.OutboxInterval.String(),
 		"SHELF_OUTBOX_GRACE":                 c.Content.OutboxGrace.String(),
 		"SHELF_MAILER":                       c.Mail.Mailer,
+		"SHELF_ALLOW_LOG_MAILER":             strconv.FormatBool(c.Mail.AllowLogMailer),
 		"SHELF_PUBLIC_URL":                   c.Mail.PublicURL,
 		"SHELF_MAIL_FROM":                    c.Mail.From,
 		"SHELF_SMTP_HOST":                    c.Mail.SMTPHost,

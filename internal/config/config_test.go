@@ -209,3 +209,58 @@ func TestAttemptsFitTheRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsAddr: /metrics stays on the API's address unless
+// SHELF_METRICS_ADDR names one of its own, which may be neither the API's
+// nor pprof's (port 0 is a free port each time, never a clash).
+func TestMetricsAddr(t *testing.T) {
+	t.Parallel()
+	if c, err := Load(env(nil)); err != nil || c.HTTP.MetricsAddr != "" {
+		t.Fatalf("default: %q, %v", c.HTTP.MetricsAddr, err)
+	}
+	if c, err := Load(env(map[string]string{"SHELF_METRICS_ADDR": "10.0.0.5:9090"})); err != nil || c.HTTP.MetricsAddr != "10.0.0.5:9090" {
+		t.Errorf("set: %q, %v", c.HTTP.MetricsAddr, err)
+	}
+	if _, err := Load(env(map[string]string{"SHELF_METRICS_ADDR": "9090"})); err == nil || !strings.Contains(err.Error(), "SHELF_METRICS_ADDR: ") {
+		t.Errorf("a bare port accepted: %v", err)
+	}
+	for _, clash := range []map[string]string{
+		{"SHELF_HTTP_ADDR": "127.0.0.1:8080", "SHELF_METRICS_ADDR": "127.0.0.1:8080"},
+		{"SHELF_PPROF_ADDR": "127.0.0.1:6060", "SHELF_METRICS_ADDR": "127.0.0.1:6060"},
+	} {
+		if _, err := Load(env(clash)); err == nil || !strings.Contains(err.Error(), "SHELF_METRICS_ADDR: ") {
+			t.Errorf("%v: %v", clash, err)
+		}
+	}
+	if _, err := Load(env(map[string]string{"SHELF_HTTP_ADDR": "127.0.0.1:0", "SHELF_PPROF_ADDR": "127.0.0.1:0", "SHELF_METRICS_ADDR": "127.0.0.1:0"})); err != nil {
+		t.Errorf("three free ports: %v", err)
+	}
+}
+
+// TestLogMailerOnlyInDevelopment (issue 26, item 6): the log mailer, still
+// the default, is refused where the mailed links lead to another machine
+// (a production that forgot SHELF_MAILER would log every reset link),
+// unless SHELF_ALLOW_LOG_MAILER says so; on this machine it stays.
+func TestLogMailerOnlyInDevelopment(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{"", "http://localhost:8080", "http://127.0.0.1:18090", "http://[::1]:8080", "http://shelf.localhost", "HTTP://LOCALHOST"} {
+		if c, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url})); err != nil || c.Mail.Mailer != "log" {
+			t.Errorf("%q: the log mailer refused in development: %v", url, err)
+		}
+	}
+	for _, url := range []string{"https://shelf.example.org", "http://10.0.0.5:8080", "http://localhost.example.org", "http://[::ffff:10.0.0.5]"} {
+		_, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url}))
+		if err == nil || !strings.Contains(err.Error(), "SHELF_MAILER: ") || !strings.Contains(err.Error(), "SHELF_ALLOW_LOG_MAILER") {
+			t.Errorf("%q: the log mailer by default: %v", url, err)
+		}
+		if _, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_MAILER": "log"})); err == nil {
+			t.Errorf("%q: SHELF_MAILER=log alone is allowed", url)
+		}
+		if c, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_ALLOW_LOG_MAILER": "true"})); err != nil || !c.Mail.AllowLogMailer {
+			t.Errorf("%q: allowed explicitly, still refused: %v", url, err)
+		}
+		if _, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_MAILER": "smtp", "SHELF_SMTP_HOST": "mail.example.org"})); err != nil {
+			t.Errorf("%q with smtp: %v", url, err)
+		}
+	}
+}

@@ -649,8 +649,9 @@ type User struct {
 	EmailVerified *bool  `json:"emailVerified,omitempty"`
 	Id            string `json:"id"`
 
-	// Roles Empty for most users.
-	Roles []UserRole `json:"roles"`
+	// Roles Present only for the user themself and admins (who the admins
+	// are is not shown to everyone); empty for most users.
+	Roles *[]UserRole `json:"roles,omitempty"`
 
 	// Status Present only for the user themself and admins: nobody else
 	// learns that an account is suspended.
@@ -1034,7 +1035,10 @@ type ClientInterface interface {
 	// not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
 	// and `shelf_fanout_outbox_oldest_seconds`,
 	// `shelf_password_hash_wait_seconds`, and the Go and process
-	// collectors. Expose it to your scraper only.
+	// collectors. Expose it to your scraper only: with
+	// `SHELF_METRICS_ADDR` set it is served on that address alone, and
+	// the API's own listener answers 404 here. The `method` label is one
+	// of the methods HTTP defines, or `other`.
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2131,7 +2135,10 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 // not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
 // and `shelf_fanout_outbox_oldest_seconds`,
 // `shelf_password_hash_wait_seconds`, and the Go and process
-// collectors. Expose it to your scraper only.
+// collectors. Expose it to your scraper only: with
+// `SHELF_METRICS_ADDR` set it is served on that address alone, and
+// the API's own listener answers 404 here. The `method` label is one
+// of the methods HTTP defines, or `other`.
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5842,7 +5849,10 @@ type ClientWithResponsesInterface interface {
 	// not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
 	// and `shelf_fanout_outbox_oldest_seconds`,
 	// `shelf_password_hash_wait_seconds`, and the Go and process
-	// collectors. Expose it to your scraper only.
+	// collectors. Expose it to your scraper only: with
+	// `SHELF_METRICS_ADDR` set it is served on that address alone, and
+	// the API's own listener answers 404 here. The `method` label is one
+	// of the methods HTTP defines, or `other`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12732,7 +12742,10 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 // not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
 // and `shelf_fanout_outbox_oldest_seconds`,
 // `shelf_password_hash_wait_seconds`, and the Go and process
-// collectors. Expose it to your scraper only.
+// collectors. Expose it to your scraper only: with
+// `SHELF_METRICS_ADDR` set it is served on that address alone, and
+// the API's own listener answers 404 here. The `method` label is one
+// of the methods HTTP defines, or `other`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
