@@ -359,11 +359,14 @@ func isAmbiguous(err error) bool {
 		casUnknown   *gocql.RequestErrCASWriteUnknown
 	)
 	// A cancelled request (the client went away) may have been sent: its
-	// outcome is as unknown as a timeout's.
+	// outcome is as unknown as a timeout's. So may every request in flight
+	// on a connection the driver closed because too many statements timed
+	// out on it (SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT): they get that error.
 	return errors.As(err, &writeTimeout) ||
 		errors.As(err, &casUnknown) ||
 		errors.Is(err, gocql.ErrTimeoutNoResponse) ||
 		errors.Is(err, gocql.ErrConnectionClosed) ||
+		errors.Is(err, gocql.ErrTooManyTimeouts) ||
 		errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, context.Canceled) ||
 		connectionLost(err)
