@@ -2,82 +2,42 @@ package password
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"shelf/internal/testkit"
 )
-
-// fakeRange is a local Pwned Passwords range server: it knows breached
-// passwords by their SHA-1, answers GET /range/{prefix} as the real API
-// does (upper-case suffixes, CRLF, padding lines of count 0 when asked),
-// and records the paths it was asked for.
-type fakeRange struct {
-	mu       sync.Mutex
-	breached map[string]int // full SHA-1, upper case -> count
-	asked    []string
-	padding  []string // the Add-Padding header of each request
-}
-
-func sha1Hex(pw string) string {
-	sum := sha1.Sum([]byte(pw))
-	return strings.ToUpper(hex.EncodeToString(sum[:]))
-}
-
-func (f *fakeRange) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.asked = append(f.asked, r.URL.Path)
-	f.padding = append(f.padding, r.Header.Get("Add-Padding"))
-	prefix, ok := strings.CutPrefix(r.URL.Path, "/range/")
-	if !ok || len(prefix) != 5 {
-		http.NotFound(w, r)
-		return
-	}
-	var b strings.Builder
-	for h, n := range f.breached {
-		if strings.HasPrefix(h, prefix) {
-			fmt.Fprintf(&b, "%s:%d\r\n", h[5:], n)
-		}
-	}
-	if r.Header.Get("Add-Padding") == "true" {
-		for i := range 3 {
-			fmt.Fprintf(&b, "%035X:0\r\n", i+1)
-		}
-	}
-	fmt.Fprint(w, strings.TrimSuffix(b.String(), "\r\n"))
-}
 
 func TestPwnedFindsBreachedPasswords(t *testing.T) {
 	t.Parallel()
-	f := &fakeRange{breached: map[string]int{sha1Hex("hunter2hunter2"): 1234, sha1Hex("P@ssword!"): 1}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	p := NewPwned(srv.URL+"/", time.Minute)
-	for pw, want := range map[string]int{"hunter2hunter2": 1234, "P@ssword!": 1, "a never breached phrase": 0} {
-		n, err := p.Breaches(context.Background(), pw)
-		if err != nil || n != want {
-			t.Errorf("%q: %d, %v; want %d", pw, n, err, want)
+	f := testkit.StartPwnedRange(t)
+	f.Breach("hunter2hunter2", 1234)
+	f.Breach("P@ssword!", 1)
+	p := NewPwned(f.URL+"/", time.Minute)
+	for _, tc := range []struct {
+		pw   string
+		want int
+	}{{"hunter2hunter2", 1234}, {"P@ssword!", 1}, {"a never breached phrase", 0}} {
+		n, err := p.Breaches(context.Background(), tc.pw)
+		if err != nil || n != tc.want {
+			t.Errorf("%q: %d, %v; want %d", tc.pw, n, err, tc.want)
 		}
 	}
 	// k-anonymity: the server saw 5 hex digits of each hash, asked for
 	// padding, and never the password or the rest of its hash.
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, path := range f.asked {
-		if len(path) != len("/range/")+5 || f.padding[i] != "true" {
-			t.Errorf("asked %q (Add-Padding %q)", path, f.padding[i])
+	asked := f.Asked()
+	for _, a := range asked {
+		if len(a.Path) != len("/range/")+5 || a.AddPadding != "true" {
+			t.Errorf("asked %+v", a)
 		}
 	}
-	if want := "/range/" + sha1Hex("hunter2hunter2")[:5]; !slices.Contains(f.asked, want) {
-		t.Errorf("asked %v, not %s", f.asked, want)
+	if want := "/range/" + testkit.PwnedSHA1("hunter2hunter2")[:5]; len(asked) != 3 || asked[0].Path != want {
+		t.Errorf("asked %v, first not %s", asked, want)
 	}
 }
 
@@ -85,7 +45,7 @@ func TestPwnedFindsBreachedPasswords(t *testing.T) {
 // breached" (the caller's SHELF_HIBP_FAIL decides what it means).
 func TestPwnedFailures(t *testing.T) {
 	t.Parallel()
-	suffix := sha1Hex("hunter2hunter2")[5:]
+	suffix := testkit.PwnedSHA1("hunter2hunter2")[5:]
 	for _, tc := range []struct {
 		name    string
 		handler http.HandlerFunc
