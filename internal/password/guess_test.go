@@ -36,6 +36,7 @@ func TestGuessRefusesWhatAttackersTryFirst(t *testing.T) {
 		{"alicesmith2024", accounts.WeakContext, "alicesmith"},
 		{"Alice.Smith!", accounts.WeakContext, "alice.smith"},
 		{"shelf2024", accounts.WeakContext, "shelf"},
+		{"alice2024", accounts.WeakContext, "alice"},
 		{"example123", accounts.WeakContext, "example"},
 		// Years zxcvbn 4.4.2 does not know (recentYears).
 		{"summer2025", accounts.WeakCommon, ""},
