@@ -66,7 +66,7 @@ func (Guesser) Guess(password string, words []string) accounts.PasswordGuess {
 
 // recentYears are the years from 2020 to next year: zxcvbn 4.4.2 (2017)
 // knows years up to 2019 only (its recent_year pattern), and people put
-// this year in their passwords ("shelf2026!"). They are given as the
+// this year in their passwords ("summer2026"). They are given as the
 // likeliest words, as an attacker would try them.
 func recentYears(now int) []string {
 	var ys []string
