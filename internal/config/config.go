@@ -100,6 +100,14 @@ type Accounts struct {
 	Argon2Threads   int
 	// HashConcurrency bounds hashes at once; 0 means GOMAXPROCS.
 	HashConcurrency int
+	// HIBPURL is Have I Been Pwned's Pwned Passwords API (its range
+	// route under it), asked about every new password; empty is off.
+	HIBPURL string
+	// HIBPFailClosed refuses new passwords (503) while that API cannot
+	// answer; otherwise they pass on the local checks.
+	HIBPFailClosed bool
+	// HIBPTimeout bounds one request to it.
+	HIBPTimeout time.Duration
 }
 
 // HTTP holds the server's settings.
@@ -249,6 +257,9 @@ var Vars = []Var{
 	{"SHELF_ARGON2_TIME", "2", "argon2id iterations"},
 	{"SHELF_ARGON2_THREADS", "1", "argon2id parallelism"},
 	{"SHELF_HASH_CONCURRENCY", "0", "password hashes computed at once (0: one per CPU); the rest wait"},
+	{"SHELF_HIBP_URL", "", "Have I Been Pwned's Pwned Passwords API (https://api.pwnedpasswords.com): every new password is refused if its breaches hold it, asked by k-anonymity (GET {url}/range/{first 5 hex digits of its SHA-1}); empty: off (the built-in list of common passwords still applies)"},
+	{"SHELF_HIBP_FAIL", "open", "when that API cannot answer (down, slow, not a range): open lets the password through on the built-in checks (logged); closed refuses it (503 password_check_unavailable)"},
+	{"SHELF_HIBP_TIMEOUT", "2s", "bound of one request to that API"},
 	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)"},
 	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
 	{"SHELF_FANOUT_SYNC_LIMIT", "1000", "items with at most this many members update every member library before a change answers; larger ones finish in the background"},
@@ -328,6 +339,9 @@ func Load(getenv func(string) string) (Config, error) {
 			Argon2Time:          p.positiveInt("SHELF_ARGON2_TIME"),
 			Argon2Threads:       p.positiveInt("SHELF_ARGON2_THREADS"),
 			HashConcurrency:     p.nonNegativeInt("SHELF_HASH_CONCURRENCY"),
+			HIBPURL:             p.optionalURL("SHELF_HIBP_URL"),
+			HIBPFailClosed:      p.oneOf("SHELF_HIBP_FAIL", "open", "closed") == "closed",
+			HIBPTimeout:         p.duration("SHELF_HIBP_TIMEOUT"),
 		},
 	}
 	c.Content = Content{
@@ -435,6 +449,10 @@ func (c Config) Fields() map[string]string {
 	if c.Mail.SMTPPassword != "" {
 		smtpPassword = "***"
 	}
+	hibpFail := "open"
+	if c.Accounts.HIBPFailClosed {
+		hibpFail = "closed"
+	}
 	proxies := make([]string, len(c.HTTP.TrustedProxies))
 	for i, p := range c.HTTP.TrustedProxies {
 		proxies[i] = p.String()
@@ -481,6 +499,9 @@ func (c Config) Fields() map[string]string {
 		"SHELF_ARGON2_TIME":                  strconv.Itoa(c.Accounts.Argon2Time),
 		"SHELF_ARGON2_THREADS":               strconv.Itoa(c.Accounts.Argon2Threads),
 		"SHELF_HASH_CONCURRENCY":             strconv.Itoa(c.Accounts.HashConcurrency),
+		"SHELF_HIBP_URL":                     c.Accounts.HIBPURL,
+		"SHELF_HIBP_FAIL":                    hibpFail,
+		"SHELF_HIBP_TIMEOUT":                 c.Accounts.HIBPTimeout.String(),
 		"SHELF_SUSPENSION_BUCKET":            c.Moderation.BucketSize,
 		"SHELF_SUSPENSION_SWEEP_INTERVAL":    c.Moderation.SweepInterval.String(),
 		"SHELF_FANOUT_SYNC_LIMIT":            strconv.Itoa(c.Content.SyncFanoutLimit),

@@ -89,6 +89,9 @@ func TestBadValuesNameTheirVariable(t *testing.T) {
 		"SHELF_CLOCK_OFFSET":       "later",
 		"SHELF_PPROF_ADDR":         "6060",
 		"SHELF_LOG_FLUSH_INTERVAL": "-1s",
+		"SHELF_HIBP_URL":           "api.pwnedpasswords.com",
+		"SHELF_HIBP_FAIL":          "maybe",
+		"SHELF_HIBP_TIMEOUT":       "0s",
 	}
 	_, err := Load(env(bad))
 	if err == nil {
@@ -262,5 +265,22 @@ func TestLogMailerOnlyInDevelopment(t *testing.T) {
 		if _, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_MAILER": "smtp", "SHELF_SMTP_HOST": "mail.example.org"})); err != nil {
 			t.Errorf("%q with smtp: %v", url, err)
 		}
+	}
+}
+
+// TestHIBP: the breach check is off by default and fails open; set, it
+// keeps its URL without the trailing slash.
+func TestHIBP(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil || c.Accounts.HIBPURL != "" || c.Accounts.HIBPFailClosed || c.Accounts.HIBPTimeout != 2*time.Second {
+		t.Fatalf("defaults: %+v, %v", c.Accounts, err)
+	}
+	c, err = Load(env(map[string]string{"SHELF_HIBP_URL": "https://api.pwnedpasswords.com/", "SHELF_HIBP_FAIL": "closed", "SHELF_HIBP_TIMEOUT": "500ms"}))
+	if err != nil || c.Accounts.HIBPURL != "https://api.pwnedpasswords.com" || !c.Accounts.HIBPFailClosed || c.Accounts.HIBPTimeout != 500*time.Millisecond {
+		t.Fatalf("set: %+v, %v", c.Accounts, err)
+	}
+	if f := c.Fields(); f["SHELF_HIBP_URL"] != "https://api.pwnedpasswords.com" || f["SHELF_HIBP_FAIL"] != "closed" {
+		t.Fatalf("logged as %v", f)
 	}
 }
