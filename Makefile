@@ -66,6 +66,10 @@ capacity: ## issue 13: the capacity model's inputs (docs/design.md#capacity-mode
 bench-seeds: ## issue 11: the seeds' uniqueness patterns beside shelf's claims on a three-node cluster of its own (RF 3), with and without a hung node; prints a table (SEEDS_ROUNDS, 20)
 	@$(GO) test -tags seeds -count=1 -timeout 60m -run '^TestSeeds$$' -v ./bench/seeds/
 
+.PHONY: bench-degraded
+bench-degraded: ## issue 25: the api in cluster mode on three nodes of its own (127.0.0.51-53, RF 3), 16 clients of the issue's mix; healthy, one node hung, killed and restarted, slow (SIGSTOP 100 ms of every 300 ms), two nodes hung, each window against the healthy one; table, JSON and HTML report under .bench/ (DEGRADED_WINDOW 15s, DEGRADED_NODE 2, DEGRADED_FAULTS hung,killed,slow,majority, DEGRADED_API_ENV, DEGRADED_LABEL)
+	@$(GO) test -tags degraded -count=1 -timeout 30m -run '^TestDegraded$$' -v ./bench/degraded/
+
 .PHONY: storm
 storm: ## issue 10's storm: colliding signups, renames, password changes while a node of its own hangs (SIGSTOP 2-8 s); STORM_ROUNDS (40)
 	@$(CASSANDRA) with -- $(GO) test -tags storm -count=1 -timeout 30m -run '^TestStorm$$' -v ./tests/storm/
@@ -105,6 +109,7 @@ lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(GO) vet ./...
 	@$(GO) vet -tags bench ./bench/
+	@$(GO) vet -tags degraded ./bench/degraded/
 	@$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 .PHONY: cassandra-up

@@ -1,13 +1,9 @@
 package bench
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +12,7 @@ import (
 
 	"shelf/domain/library"
 	"shelf/domain/moderation"
+	"shelf/internal/testkit"
 )
 
 // fixture is what the measured operations read: a user whose library holds
@@ -46,39 +43,9 @@ func fresh() (string, string) {
 	return u, u + "@example.org"
 }
 
-// call sends one request and fails unless the answer is want; out, when
-// set, receives the decoded body.
+// call sends one request with httpClient (testkit.Call).
 func call(method, url, token, body string, want int, out any) error {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		return err
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %d, want %d: %s", method, url, resp.StatusCode, want, bytes.TrimSpace(b))
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+	return testkit.Call(httpClient, method, url, token, body, want, out)
 }
 
 // httpClient keeps a connection per concurrent client.

@@ -62,7 +62,7 @@ func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 	if cluster.Logger == nil {
 		cluster.Logger = discardLogger{}
 	}
-	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	cluster.PoolConfig.HostSelectionPolicy = newHealthPolicy(gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy()), cluster) // after the observers: it wraps them
 	// gocql holds writes up to 200µs to coalesce them into one syscall; on
 	// this project's two-core machines that timer cost a single read 1.7 ms
 	// instead of 0.5 ms, and a request that waits on several reads in turn

@@ -1,0 +1,460 @@
+//go:build degraded
+
+// Package degraded is `make bench-degraded` (issue 25): shelf's API in
+// cluster mode on a three-node cluster of its own (RF 3, LOCAL_QUORUM /
+// LOCAL_SERIAL), 16 clients running the issue's mix, through a healthy
+// window and then one fault after another: one node hung, killed and
+// restarted, slow, then two nodes hung. It prints each window against the
+// healthy one and saves the JSON and an HTML report under .bench/.
+package degraded
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"shelf/internal/localcassandra"
+	"shelf/internal/testkit"
+)
+
+// addresses are the cluster's nodes (other tests use .7, .11-13, .21-23,
+// .31-33).
+var addresses = [3]string{"127.0.0.51", "127.0.0.52", "127.0.0.53"}
+
+const (
+	owners       = 20
+	itemsPerUser = 30
+	clients      = 16
+	password     = "correct horse battery"
+)
+
+// settings are the run's knobs, from the environment.
+type settings struct {
+	window time.Duration // DEGRADED_WINDOW: each window's length
+	node   int           // DEGRADED_NODE: the node faulted alone (0-2)
+	apiEnv []string      // DEGRADED_API_ENV: extra api settings, space separated
+	tags   string        // DEGRADED_TAGS: build tags of the api
+	label  string        // DEGRADED_LABEL: names the saved files
+	// faults are the faults played after the healthy window, in this
+	// order (DEGRADED_FAULTS, comma separated): hung, killed, slow,
+	// majority. Fewer make a shorter run, to compare builds on one fault.
+	faults []string
+}
+
+func readSettings(t *testing.T) settings {
+	s := settings{window: 15 * time.Second, node: 2, tags: os.Getenv("DEGRADED_TAGS"), label: os.Getenv("DEGRADED_LABEL")}
+	if v := os.Getenv("DEGRADED_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 3*time.Second {
+			t.Fatalf("DEGRADED_WINDOW=%q: want a duration of at least 3s", v)
+		}
+		s.window = d
+	}
+	if v := os.Getenv("DEGRADED_NODE"); v != "" {
+		if _, err := fmt.Sscan(v, &s.node); err != nil || s.node < 0 || s.node > 2 {
+			t.Fatalf("DEGRADED_NODE=%q: want 0, 1 or 2", v)
+		}
+	}
+	s.apiEnv = strings.Fields(os.Getenv("DEGRADED_API_ENV"))
+	s.faults = allFaults
+	if v := os.Getenv("DEGRADED_FAULTS"); v != "" {
+		s.faults = strings.Split(v, ",")
+		for _, f := range s.faults {
+			if !slices.Contains(allFaults, f) {
+				t.Fatalf("DEGRADED_FAULTS=%q: %q is not one of %v", v, f, allFaults)
+			}
+		}
+	}
+	return s
+}
+
+// allFaults are the faults of a whole run, in order.
+var allFaults = []string{"hung", "killed", "slow", "majority"}
+
+// TestDegraded is the benchmark. It fails only when it cannot run; the
+// goals' verdicts are printed.
+func TestDegraded(t *testing.T) {
+	cfg := readSettings(t)
+	started := time.Now()
+	c := testkit.StartCluster(t, "degraded", addresses, testLog{t})
+	api := startAPI(t, cfg)
+	m, err := seed(api.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cluster, api and %d items ready after %.0fs", len(m.items), time.Since(started).Seconds())
+
+	ctx, stop := context.WithCancel(context.Background())
+	var (
+		mu      sync.Mutex
+		results []result
+		wg      sync.WaitGroup
+	)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(i), uint64(started.UnixNano())))
+			for ctx.Err() == nil {
+				res := m.one(api.Base, r)
+				mu.Lock()
+				results = append(results, res)
+				mu.Unlock()
+			}
+		}()
+	}
+	runStart := time.Now()
+	f := &faults{t: t, c: c, node: cfg.node, w: cfg.window, play: cfg.faults}
+	windows, heal := f.run()
+	stop()
+	wg.Wait()
+
+	sums := make([]summary, len(windows))
+	for i, w := range windows {
+		sums[i] = summarize(w, results)
+	}
+	series, drawn := timeline(runStart, results)
+	back := -1.0
+	if !heal.IsZero() {
+		back = backAfter(runStart, heal, series, sums[0].OKPerSec)
+	}
+	tbl := table(sums)
+	verdicts := strings.Join(goals(sums, back), "\n")
+	fmt.Printf("\nbench-degraded: 3 nodes (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), %d clients, windows of %s, node %s faulted alone; %.0fs in all\n\n%s\n%s\n",
+		clients, cfg.window, addresses[cfg.node], time.Since(started).Seconds(), tbl, verdicts)
+	save(t, cfg, runStart, windows, sums, series, drawn, back, tbl, verdicts)
+}
+
+// startAPI builds the api (with DEGRADED_TAGS), migrates the keyspace and
+// serves it in cluster mode on a free port; it stops when the test ends.
+func startAPI(t *testing.T, cfg settings) *testkit.Process {
+	t.Helper()
+	bin, err := testkit.Build(t.TempDir(), "./cmd/api", cfg.tags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(),
+		"SHELF_HTTP_ADDR=127.0.0.1:0",
+		"SHELF_CASSANDRA_HOSTS="+strings.Join(addresses[:], ","),
+		"SHELF_KEYSPACE=degraded",
+		"SHELF_REPLICATION=NetworkTopologyStrategy:datacenter1=3",
+		"SHELF_CONSISTENCY=LOCAL_QUORUM",
+		"SHELF_SERIAL_CONSISTENCY=LOCAL_SERIAL",
+		"SHELF_LOG_FORMAT=json",
+		// Hashing is not what is measured: cheap, as in make bench.
+		"SHELF_ARGON2_MEMORY_KIB=1024",
+		"SHELF_ARGON2_TIME=1",
+		"SHELF_RATE_LIMIT_PER_MINUTE=0",
+	)
+	env = append(env, cfg.apiEnv...)
+	// Migrating on three nodes takes minutes on two cores: done first, so
+	// that serving starts at once.
+	migrate := exec.Command(bin, "migrate")
+	migrate.Env = env
+	if out, err := migrate.CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v: %s", err, out)
+	}
+	p, stop, err := testkit.Start(bin, []string{"serve"}, env, testkit.APIAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return p
+}
+
+// faults runs the windows one after the other.
+type faults struct {
+	t    *testing.T
+	c    *testkit.Cluster
+	node int
+	w    time.Duration
+	play []string
+}
+
+// run plays every window and returns them, with the moment the two hung
+// nodes were resumed.
+func (f *faults) run() ([]window, time.Time) {
+	var windows []window
+	play := func(name string, fault bool, during func(ctx context.Context)) {
+		w := window{Name: name, From: time.Now(), Fault: fault}
+		ctx, cancel := context.WithTimeout(context.Background(), f.w)
+		if during != nil {
+			during(ctx)
+		}
+		<-ctx.Done()
+		cancel()
+		w.To = time.Now()
+		windows = append(windows, w)
+		f.t.Logf("%s: %.1fs", name, w.To.Sub(w.From).Seconds())
+	}
+	signal := func(n localcassandra.Node, sig syscall.Signal) {
+		if err := f.c.L.Signal(n, sig); err != nil {
+			f.t.Errorf("signal %v to %s: %v", sig, n.Name, err)
+		}
+	}
+	node := f.c.Nodes[f.node]
+	play("healthy", false, nil)
+	var heal time.Time
+	for _, fault := range f.play {
+		switch fault {
+		case "hung":
+			play("one node hung", true, func(context.Context) { signal(node, syscall.SIGSTOP) })
+			signal(node, syscall.SIGCONT)
+			play("after hung", false, nil)
+		case "killed":
+			play("one node killed", true, func(context.Context) { signal(node, syscall.SIGKILL) })
+			// The restart takes tens of seconds on two cores; its window
+			// lasts until the node answers.
+			restart := window{Name: "restarting", From: time.Now(), Fault: true}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			if err := f.c.L.Start(ctx, node); err != nil {
+				f.t.Errorf("restart %s: %v", node.Name, err)
+			}
+			cancel()
+			restart.To = time.Now()
+			windows = append(windows, restart)
+			f.t.Logf("restarting: %.1fs", restart.To.Sub(restart.From).Seconds())
+			play("after restart", false, nil)
+		case "slow":
+			play("one node slow", true, func(ctx context.Context) {
+				// 100 ms stopped of every 300 ms, until the window ends.
+				go func() {
+					for ctx.Err() == nil {
+						signal(node, syscall.SIGSTOP)
+						time.Sleep(100 * time.Millisecond)
+						signal(node, syscall.SIGCONT)
+						time.Sleep(200 * time.Millisecond)
+					}
+				}()
+			})
+			time.Sleep(300 * time.Millisecond) // the cycle's last SIGCONT
+			signal(node, syscall.SIGCONT)
+			play("after slow", false, nil)
+		case "majority":
+			others := []localcassandra.Node{f.c.Nodes[(f.node+1)%3], f.c.Nodes[(f.node+2)%3]}
+			play("two nodes hung", true, func(context.Context) {
+				for _, n := range others {
+					signal(n, syscall.SIGSTOP)
+				}
+			})
+			windows[len(windows)-1].Majority = true
+			for _, n := range others {
+				signal(n, syscall.SIGCONT)
+			}
+			heal = time.Now()
+			play("after two hung", false, nil)
+		}
+	}
+	return windows, heal
+}
+
+// save writes the JSON and the HTML report under .bench/.
+func save(t *testing.T, cfg settings, start time.Time, windows []window, sums []summary, series []perSecond, drawn []testkit.Second, back float64, tbl, verdicts string) {
+	root, err := localcassandra.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, ".bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := "degraded-" + time.Now().UTC().Format("20060102-150405")
+	if cfg.label != "" {
+		name += "-" + cfg.label
+	}
+	out, err := json.MarshalIndent(map[string]any{
+		"window": cfg.window.String(), "apiEnv": cfg.apiEnv, "tags": cfg.tags, "label": cfg.label,
+		"windows": windows, "summaries": sums, "perSecond": series, "backAfterSeconds": back,
+		"table": tbl, "verdicts": verdicts,
+	}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	colors := map[string]string{"one node hung": "#fff2cc", "one node killed": "#f4cccc", "restarting": "#fce5cd",
+		"one node slow": "#d9ead3", "two nodes hung": "#f9cb9c"}
+	var shades []testkit.Shade
+	for _, w := range windows {
+		if w.Fault {
+			shades = append(shades, testkit.Shade{From: w.From.Sub(start).Seconds(), To: w.To.Sub(start).Seconds(), Label: w.Name, Color: colors[w.Name]})
+		}
+	}
+	title := "bench-degraded " + name
+	if err := testkit.WriteTimeline(filepath.Join(dir, name+".html"), title, drawn, shades,
+		"Shaded: one node hung (yellow), killed (red), restarting (orange-pale), slow (green), two nodes hung (orange)."); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("saved .bench/%s.json and .html", name)
+}
+
+// testLog sends the launcher's progress to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+var _ io.Writer = testLog{}
+
+// mix is the seeded data and the clients' operations.
+type mix struct {
+	owners  []account
+	readers []account
+	items   []item
+	seq     atomic.Int64
+}
+
+type account struct{ username, id, token string }
+
+type item struct {
+	id    string
+	owner int
+}
+
+// one runs one operation of the mix, chosen by the issue's shares.
+func (m *mix) one(base string, r *rand.Rand) result {
+	p := r.IntN(100)
+	switch {
+	case p < 40:
+		it := m.items[r.IntN(len(m.items))]
+		return do("user-read", http.MethodGet, base+"/v1/content/"+it.id, m.readers[r.IntN(len(m.readers))].token, "", http.StatusOK)
+	case p < 75:
+		o := m.owners[r.IntN(len(m.owners))]
+		return do("library-page", http.MethodGet, base+"/v1/users/"+o.id+"/library?limit=20", "", "", http.StatusOK)
+	case p < 95:
+		it := m.items[r.IntN(len(m.items))]
+		body := fmt.Sprintf(`{"description":"revision %d"}`, m.seq.Add(1))
+		return do("content-update", http.MethodPatch, base+"/v1/content/"+it.id, m.owners[it.owner].token, body, http.StatusOK)
+	default:
+		u := fmt.Sprintf("d%d_%d", time.Now().UnixNano()%1e9, m.seq.Add(1))
+		body := fmt.Sprintf(`{"username":%q,"email":%q,"password":%q}`, u, u+"@example.org", password)
+		return do("signup", http.MethodPost, base+"/v1/users", "", body, http.StatusCreated)
+	}
+}
+
+// client gives each of the 16 clients a connection; its timeout is above
+// the api's request deadline (10 s), so that a slow answer is measured
+// rather than cut.
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 15 * time.Second}
+
+// do sends one request and records it.
+func do(kind, method, url, token, body string, want int) result {
+	res := result{Kind: kind, Start: time.Now(), Want: want}
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		panic(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		res.Status = resp.StatusCode
+		res.RetryAfter = resp.Header.Get("Retry-After") != ""
+	}
+	res.End = time.Now()
+	return res
+}
+
+// call sends one seeding request (testkit.Call).
+func call(method, url, token, body string, want int, out any) error {
+	return testkit.Call(client, method, url, token, body, want, out)
+}
+
+// signup creates a user and logs it in.
+func signup(base, name string) (account, error) {
+	body := fmt.Sprintf(`{"username":%q,"email":%q,"password":%q}`, name, name+"@example.org", password)
+	if err := call(http.MethodPost, base+"/v1/users", "", body, http.StatusCreated, nil); err != nil {
+		return account{}, err
+	}
+	var s struct {
+		Token string
+		User  struct{ ID string }
+	}
+	err := call(http.MethodPost, base+"/v1/sessions", "", fmt.Sprintf(`{"login":%q,"password":%q}`, name, password), http.StatusCreated, &s)
+	return account{username: name, id: s.User.ID, token: s.Token}, err
+}
+
+// seed signs up the owners and the readers and gives each owner its
+// public items, 16 requests at a time.
+func seed(base string) (*mix, error) {
+	m := &mix{owners: make([]account, owners), readers: make([]account, clients)}
+	run := time.Now().Unix() % 100000
+	var g errgroup
+	for i := range owners {
+		g.run(func() (err error) { m.owners[i], err = signup(base, fmt.Sprintf("owner%d_%d", run, i)); return })
+	}
+	for i := range clients {
+		g.run(func() (err error) { m.readers[i], err = signup(base, fmt.Sprintf("reader%d_%d", run, i)); return })
+	}
+	if err := g.wait(); err != nil {
+		return nil, err
+	}
+	m.items = make([]item, owners*itemsPerUser)
+	for i := range m.items {
+		g.run(func() error {
+			o := i % owners
+			var c struct{ ID string }
+			body := fmt.Sprintf(`{"name":"item %d","description":"first","visibility":"public"}`, i)
+			err := call(http.MethodPost, base+"/v1/content", m.owners[o].token, body, http.StatusCreated, &c)
+			m.items[i] = item{id: c.ID, owner: o}
+			return err
+		})
+	}
+	return m, g.wait()
+}
+
+// errgroup runs functions 16 at a time and keeps the first error.
+type errgroup struct {
+	wg   sync.WaitGroup
+	sem  chan struct{}
+	once sync.Once
+	err  error
+	mu   sync.Mutex
+}
+
+func (g *errgroup) run(f func() error) {
+	g.once.Do(func() { g.sem = make(chan struct{}, clients) })
+	g.wg.Add(1)
+	g.sem <- struct{}{}
+	go func() {
+		defer func() { <-g.sem; g.wg.Done() }()
+		if err := f(); err != nil {
+			g.mu.Lock()
+			if g.err == nil {
+				g.err = err
+			}
+			g.mu.Unlock()
+		}
+	}()
+}
+
+func (g *errgroup) wait() error {
+	g.wg.Wait()
+	return g.err
+}

@@ -1,0 +1,82 @@
+package degraded
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSummarize checks the window arithmetic the tables rest on: requests
+// are counted in the window they finished in, errors by kind, whole
+// seconds without a good answer, 503s without Retry-After.
+func TestSummarize(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	results := []result{
+		{Kind: "user-read", Start: at(0), End: at(100), Status: 200, Want: 200},
+		{Kind: "signup", Start: at(50), End: at(300), Status: 201, Want: 201},
+		{Kind: "library-page", Start: at(1000), End: at(2500), Status: 503, Want: 200, RetryAfter: true},
+		{Kind: "library-page", Start: at(1000), End: at(2600), Status: 503, Want: 200},
+		{Kind: "content-update", Start: at(2000), End: at(2700), Status: 500, Want: 200},
+		{Kind: "user-read", Start: at(2000), End: at(2800), Status: 0, Want: 200},
+		{Kind: "user-read", Start: at(3000), End: at(3100), Status: 200, Want: 200},
+		{Kind: "user-read", Start: at(3500), End: at(4200), Status: 200, Want: 200}, // after the window
+	}
+	s := summarize(window{Name: "w", From: t0, To: at(4000)}, results)
+	if s.Requests != 7 || s.OK != 3 {
+		t.Fatalf("requests %d ok %d, want 7 and 3", s.Requests, s.OK)
+	}
+	if s.OKPerSec != 0.75 {
+		t.Errorf("ok/s %v, want 0.75", s.OKPerSec)
+	}
+	want := map[string]int{"503": 2, "5xx": 1, "no answer": 1}
+	for k, n := range want {
+		if s.Errors[k] != n {
+			t.Errorf("errors[%s] = %d, want %d", k, s.Errors[k], n)
+		}
+	}
+	if s.NoRetryAfter != 1 {
+		t.Errorf("503s without Retry-After %d, want 1", s.NoRetryAfter)
+	}
+	// Seconds 1 and 2 finished nothing good.
+	if s.IdleSeconds != 2 {
+		t.Errorf("idle seconds %d, want 2", s.IdleSeconds)
+	}
+	if got := s.Kinds["user-read"].OK; got != 2 {
+		t.Errorf("user reads ok %d, want 2", got)
+	}
+	if s.share503() != 2.0/7 {
+		t.Errorf("503 share %v, want 2/7", s.share503())
+	}
+}
+
+// TestBackAfter checks the time from a heal to the first second at half
+// the healthy rate: seconds before the heal do not count.
+func TestBackAfter(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	series := []perSecond{{Second: 0, OK: 10}, {Second: 1, OK: 0}, {Second: 2, OK: 1}, {Second: 3, OK: 6}}
+	if got := backAfter(t0, t0.Add(1500*time.Millisecond), series, 10); got != 2.5 {
+		t.Errorf("back after %v s, want 2.5", got)
+	}
+	if got := backAfter(t0, t0.Add(1500*time.Millisecond), series[:3], 10); got != -1 {
+		t.Errorf("never back: %v, want -1", got)
+	}
+}
+
+// TestGoals checks that a window that misses a goal fails it and one that
+// meets it passes.
+func TestGoals(t *testing.T) {
+	healthy := summary{Name: "healthy", OKPerSec: 100, ReadP99: 100, Requests: 1000, OK: 1000, Errors: map[string]int{},
+		Kinds: map[string]kindSummary{"user-read": {OKPerSec: 40}, "library-page": {OKPerSec: 35}, "content-update": {OKPerSec: 20}, "signup": {OKPerSec: 5}}}
+	good := healthy
+	good.Name, good.OKPerSec, good.ReadP99 = "one node hung", 80, 150
+	bad := good
+	bad.Name, bad.ReadP99 = "one node slow", 250
+	killed := healthy
+	killed.Name, killed.Requests = "one node killed", 1001
+	lines := goals([]summary{healthy, good, bad, killed}, 2)
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "PASS one node hung") || !strings.HasPrefix(lines[1], "FAIL one node slow") ||
+		!strings.HasPrefix(lines[2], "FAIL one node killed") {
+		t.Fatalf("verdicts:\n%s", strings.Join(lines, "\n"))
+	}
+}
