@@ -62,9 +62,10 @@ var incomingIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{8,128}$`)
 //   - a logger with both on the context, and the request's deadline
 //     (timeout; 0: none);
 //   - when the handler is done, the request counted and timed in m (by
-//     route pattern, not path: ids would make the series unbounded) with
-//     its Cassandra round trips, if m is set, and the access log line:
-//     method, route pattern, path, status, bytes, duration.
+//     route pattern, not path: ids would make the series unbounded; by
+//     methodLabel, not the method sent, for the same reason) with its
+//     Cassandra round trips, if m is set, and the access log line:
+//     method, route pattern, path (loggedPath), status, bytes, duration.
 func frame(logger zerolog.Logger, trusted []netip.Prefix, timeout time.Duration, m *metrics.Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -96,6 +97,7 @@ func frame(logger zerolog.Logger, trusted []netip.Prefix, timeout time.Duration,
 			if rctx := chi.RouteContext(r.Context()); rctx != nil {
 				route = rctx.RoutePattern()
 			}
+			method := methodLabel(r.Method)
 			status := ww.Status()
 			if status == 0 {
 				status = http.StatusOK
@@ -105,20 +107,53 @@ func frame(logger zerolog.Logger, trusted []netip.Prefix, timeout time.Duration,
 				if metricRoute == "" {
 					metricRoute = "unmatched"
 				}
-				m.HTTPRequests.WithLabelValues(metricRoute, r.Method, strconv.Itoa(status)).Inc()
-				m.HTTPDuration.WithLabelValues(metricRoute, r.Method).Observe(took.Seconds())
-				m.RoundTrips.WithLabelValues(metricRoute, r.Method).Observe(float64(trips.Count()))
+				m.HTTPRequests.WithLabelValues(metricRoute, method, strconv.Itoa(status)).Inc()
+				m.HTTPDuration.WithLabelValues(metricRoute, method).Observe(took.Seconds())
+				m.RoundTrips.WithLabelValues(metricRoute, method).Observe(float64(trips.Count()))
 			}
 			l.Info().
-				Str("method", r.Method).
+				Str("method", method).
 				Str("route", route).
-				Str("path", r.URL.Path).
+				Str("path", loggedPath(r.URL.Path)).
 				Int("status", status).
 				Int("bytes", ww.BytesWritten()).
 				Float64("durationMs", float64(took.Microseconds())/1000).
 				Msg("request")
 		})
 	}
+}
+
+// knownMethods are the methods chi routes (RFC 9110's and PATCH).
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true, http.MethodPatch: true,
+	http.MethodDelete: true, http.MethodConnect: true, http.MethodOptions: true, http.MethodTrace: true,
+}
+
+// methodLabel is the method as metrics and the access log record it: a
+// known one, else "other". The caller chooses the method, any token up to
+// the header limit (1 MB): as a label value, one request with a 50 KB
+// method added a series of 1.8 MB to every later scrape (issue 26), and
+// each such request would write as much to the log.
+func methodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "other"
+}
+
+// emailSegment is a path segment that holds an address ("@", decoded).
+var emailSegment = regexp.MustCompile(`[^/]*@[^/]*`)
+
+// loggedPath is the path for the access log, with every segment that
+// holds an "@" replaced: GET /v1/users/by-email/{email} names the address
+// in its path, and an address typed where an id or a username belongs
+// would be logged too. A log is read by more people, and kept longer,
+// than the accounts table.
+func loggedPath(path string) string {
+	if !strings.Contains(path, "@") {
+		return path
+	}
+	return emailSegment.ReplaceAllLiteralString(path, "[redacted]")
 }
 
 // requestFields adds the request id and client IP to every line logged

@@ -4,15 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/cors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"shelf/internal/metrics"
 )
-
-// serveMetrics serves the registry in the Prometheus text format.
-func serveMetrics(m *metrics.Metrics) http.Handler {
-	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
-}
 
 // corsFor lets browser front ends on the listed origins call the API. The
 // API authenticates with a bearer token, never a cookie, so credentials

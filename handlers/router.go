@@ -46,6 +46,9 @@ type Deps struct {
 	Contents *library.Service
 	// Metrics, when set, counts requests and serves /metrics.
 	Metrics *metrics.Metrics
+	// MetricsElsewhere: /metrics is served on a listener of its own
+	// (SHELF_METRICS_ADDR), not by this router, which still counts.
+	MetricsElsewhere bool
 	// CORSOrigins may call the API from browsers (empty: no CORS headers).
 	CORSOrigins []string
 }
@@ -53,6 +56,7 @@ type Deps struct {
 // NewRouter builds the whole HTTP API.
 func NewRouter(d Deps) *chi.Mux {
 	r := chi.NewRouter()
+	r.Use(secureHeaders)
 	if len(d.CORSOrigins) > 0 {
 		r.Use(corsFor(d.CORSOrigins))
 	}
@@ -76,8 +80,8 @@ func NewRouter(d Deps) *chi.Mux {
 	r.Get("/docs", servePage("docs.html"))
 	r.Get("/", servePage("index.html"))
 	r.Method(http.MethodGet, "/assets/*", serveAssets())
-	if d.Metrics != nil {
-		r.Method(http.MethodGet, "/metrics", serveMetrics(d.Metrics))
+	if d.Metrics != nil && !d.MetricsElsewhere {
+		r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	}
 
 	r.Route("/v1", func(r chi.Router) {

@@ -44,26 +44,28 @@ type passwordRequest struct {
 
 // userResponse is the User schema of openapi.yaml.
 type userResponse struct {
-	ID          string    `json:"id"`
-	Username    string    `json:"username"`
-	DisplayName string    `json:"displayName"`
-	Email       string    `json:"email,omitempty"`
-	Status      string    `json:"status,omitempty"`
-	Roles       []string  `json:"roles"`
-	CreatedAt   time.Time `json:"createdAt"`
+	ID          string `json:"id"`
+	Username    string `json:"username"`
+	DisplayName string `json:"displayName"`
+	Email       string `json:"email,omitempty"`
+	Status      string `json:"status,omitempty"`
+	// Roles are shown with the email (the user and admins; nil is left
+	// out, an empty list is not): who the admins are is not for everyone
+	// who can read an account.
+	Roles     []string  `json:"roles,omitzero"`
+	CreatedAt time.Time `json:"createdAt"`
 	// EmailVerified is shown with the email (the user and admins).
 	EmailVerified *bool `json:"emailVerified,omitempty"`
 }
 
 func toUserResponse(v accounts.UserView) userResponse {
 	u := v.User
-	roles := u.Roles
-	if roles == nil {
-		roles = []string{}
-	}
-	out := userResponse{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName,
-		Roles: roles, CreatedAt: u.CreatedAt.UTC()}
+	out := userResponse{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName, CreatedAt: u.CreatedAt.UTC()}
 	if v.Full {
+		out.Roles = u.Roles
+		if out.Roles == nil {
+			out.Roles = []string{}
+		}
 		out.Email, out.Status = u.Email, string(u.Status)
 		verified := !u.EmailVerifiedAt.IsZero()
 		out.EmailVerified = &verified

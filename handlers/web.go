@@ -25,15 +25,14 @@ func servePage(name string) http.HandlerFunc {
 			http.NotFound(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; worker-src 'self' blob:")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		setPageHeaders(w.Header())
 		_, _ = w.Write(page)
 	}
 }
 
 // serveAssets serves web/ under /assets/; a missing file is a 404 problem
-// like any other.
+// like any other. A page served from here (/assets/docs.html) has the
+// pages' CSP, as it has at its own address.
 func serveAssets() http.Handler {
 	files := http.StripPrefix("/assets/", http.FileServer(http.FS(webFiles)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -41,6 +40,9 @@ func serveAssets() http.Handler {
 		if info, err := fs.Stat(webFiles, name); err != nil || info.IsDir() {
 			writeProblem(w, r, newProblem(http.StatusNotFound, "not_found", "No resource at "+r.URL.Path+"."))
 			return
+		}
+		if isPage(name) {
+			setPageHeaders(w.Header())
 		}
 		files.ServeHTTP(w, r)
 	})

@@ -28,14 +28,14 @@ func NewAudit(db *DB) *Audit { return &Audit{db: db, suspensions: NewSuspensions
 // The audit's statements: the scans read one token range of their table
 // each (eachInSlices), the rest one row or one partition by its key.
 const (
-	auditUsersCQL       = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session FROM users WHERE token(id) > ? AND token(id) <= ?`
-	auditLookupsCQL     = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE token(user_id) > ? AND token(user_id) <= ?`
-	auditStatusRowsCQL  = `SELECT bucket, occurred_on, user_id, username, reason, actor, until, status FROM users_by_status WHERE token(bucket, status) > ? AND token(bucket, status) <= ?`
-	auditListRowCQL     = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
-	auditExpiryCQL      = `SELECT user_id FROM suspension_expiries WHERE shard = ? AND until = ? AND user_id = ?`
-	auditBucketsCQL     = `SELECT bucket FROM status_buckets WHERE status = ?`
-	auditPartitionsCQL  = `SELECT DISTINCT bucket, status FROM users_by_status`
-	auditHasSessionsCQL = `SELECT token_hash FROM sessions_by_user WHERE user_id = ? LIMIT 1`
+	auditUsersCQL       scanCQL = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session FROM users WHERE token(id) > ? AND token(id) <= ?`
+	auditLookupsCQL     scanCQL = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE token(user_id) > ? AND token(user_id) <= ?`
+	auditStatusRowsCQL  scanCQL = `SELECT bucket, occurred_on, user_id, username, reason, actor, until, status FROM users_by_status WHERE token(bucket, status) > ? AND token(bucket, status) <= ?`
+	auditListRowCQL     readCQL = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
+	auditExpiryCQL      readCQL = `SELECT user_id FROM suspension_expiries WHERE shard = ? AND until = ? AND user_id = ?`
+	auditBucketsCQL     readCQL = `SELECT bucket FROM status_buckets WHERE status = ?`
+	auditPartitionsCQL  scanCQL = `SELECT DISTINCT bucket, status FROM users_by_status`
+	auditHasSessionsCQL readCQL = `SELECT token_hash FROM sessions_by_user WHERE user_id = ? LIMIT 1`
 )
 
 // auditSlices is how many token ranges a scan walks, one after another,
@@ -53,7 +53,7 @@ const (
 // after, and the share of the ring read. A read holds one page, whatever
 // the table's size; a row written behind the scan is not met (the repair
 // meets it through its account).
-func eachInSlices[R any, P scanned[R]](ctx context.Context, db *DB, op, stmt, from string, fn func(R) error, progress func(string, float64)) error {
+func eachInSlices[R any, P scanned[R]](ctx context.Context, db *DB, op string, stmt scanCQL, from string, fn func(R) error, progress func(string, float64)) error {
 	lo := int64(math.MinInt64) // Murmur3 never gives it: every token is above
 	if from != "" {
 		t, err := strconv.ParseInt(from, 10, 64)
@@ -67,7 +67,7 @@ func eachInSlices[R any, P scanned[R]](ctx context.Context, db *DB, op, stmt, fr
 		if hi <= lo {
 			continue
 		}
-		if err := eachRow[R, P](db.query(ctx, 0, stmt, lo, hi).PageSize(auditPage), op, fn); err != nil {
+		if err := eachRow[R, P](db.scan(ctx, stmt, lo, hi).PageSize(auditPage), op, fn); err != nil {
 			return err
 		}
 		lo = hi
@@ -165,7 +165,7 @@ func (a *Audit) Buckets(ctx context.Context) (indexed, withRows []string, err er
 	if err != nil {
 		return nil, nil, dbErr("status_buckets.scan", err)
 	}
-	parts, err := selectRows[partitionRow](a.db.query(ctx, 0, auditPartitionsCQL))
+	parts, err := selectRows[partitionRow](a.db.scan(ctx, auditPartitionsCQL))
 	if err != nil {
 		return nil, nil, dbErr("users_by_status.partitions", err)
 	}

@@ -19,7 +19,7 @@ type casTable[R any, P scanned[R]] struct {
 	// name is the table's name; fault and error names start with it.
 	name string
 	// selectCQL reads one row by id.
-	selectCQL string
+	selectCQL readCQL
 	// writeID, version and status read those columns of a row.
 	writeID func(R) string
 	version func(R) int
@@ -37,7 +37,7 @@ type casTable[R any, P scanned[R]] struct {
 // condition is false for good: versions only grow); anything else runs it
 // again, and its condition decides again (DB.exec believes that run's "not
 // applied" only if the row then proves it).
-func (t casTable[R, P]) write(ctx context.Context, op, stmt, id, writeID string, target int, args ...any) (bool, error) {
+func (t casTable[R, P]) write(ctx context.Context, op string, stmt conditionalCQL, id, writeID string, target int, args ...any) (bool, error) {
 	return t.db.exec(ctx, lwt{
 		name: t.name + "." + op,
 		run:  func(ctx context.Context) (bool, error) { return t.db.cas(ctx, nil, stmt, args...) },
@@ -58,7 +58,7 @@ func (t casTable[R, P]) write(ctx context.Context, op, stmt, id, writeID string,
 
 // create inserts a row IF NOT EXISTS (ids are fresh random ids, so "exists"
 // is an error, not an outcome).
-func (t casTable[R, P]) create(ctx context.Context, stmt, id, writeID string, args ...any) error {
+func (t casTable[R, P]) create(ctx context.Context, stmt conditionalCQL, id, writeID string, args ...any) error {
 	ok, err := t.write(ctx, "create", stmt, id, writeID, 0, args...)
 	if err == nil && !ok {
 		return fmt.Errorf("%s.create: id %s already exists", t.name, id)
@@ -68,7 +68,7 @@ func (t casTable[R, P]) create(ctx context.Context, stmt, id, writeID string, ar
 
 // discardPending deletes a row that is still pending (stmt: DELETE ... IF
 // status = 'pending').
-func (t casTable[R, P]) discardPending(ctx context.Context, stmt, id string) error {
+func (t casTable[R, P]) discardPending(ctx context.Context, stmt conditionalCQL, id string) error {
 	_, err := t.db.exec(ctx, lwt{
 		name: t.name + ".discard",
 		run:  func(ctx context.Context) (bool, error) { return t.db.cas(ctx, nil, stmt, id) },

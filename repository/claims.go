@@ -60,12 +60,12 @@ func table(kind domain.ClaimKind) string {
 
 // The statements on claim tables: every write is conditional (U6).
 const (
-	claimInsertCQL   = `INSERT INTO %s (key, user_id, op, state, claimed_at, base_version) VALUES (?, ?, ?, 'pending', ?, ?) IF NOT EXISTS USING TTL ?`
-	claimCommitCQL   = `UPDATE %s USING TTL 0 SET user_id = ?, op = ?, state = 'committed', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ?`
-	claimReleaseCQL  = `DELETE FROM %s WHERE key = ? IF user_id = ? AND op = ?`
-	claimTakeoverCQL = `UPDATE %s USING TTL ? SET user_id = ?, op = ?, state = 'pending', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ? AND state = 'committed'`
-	claimAdoptCQL    = `UPDATE %s USING TTL 0 SET user_id = ?, op = ?, state = 'committed', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ? AND state = 'committed'`
-	claimSelectCQL   = `SELECT key, user_id, op, state, claimed_at, base_version FROM %s WHERE key = ?`
+	claimInsertCQL   conditionalCQL = `INSERT INTO %s (key, user_id, op, state, claimed_at, base_version) VALUES (?, ?, ?, 'pending', ?, ?) IF NOT EXISTS USING TTL ?`
+	claimCommitCQL   conditionalCQL = `UPDATE %s USING TTL 0 SET user_id = ?, op = ?, state = 'committed', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ?`
+	claimReleaseCQL  conditionalCQL = `DELETE FROM %s WHERE key = ? IF user_id = ? AND op = ?`
+	claimTakeoverCQL conditionalCQL = `UPDATE %s USING TTL ? SET user_id = ?, op = ?, state = 'pending', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ? AND state = 'committed'`
+	claimAdoptCQL    conditionalCQL = `UPDATE %s USING TTL 0 SET user_id = ?, op = ?, state = 'committed', claimed_at = ?, base_version = ? WHERE key = ? IF user_id = ? AND op = ? AND state = 'committed'`
+	claimSelectCQL   readCQL        = `SELECT key, user_id, op, state, claimed_at, base_version FROM %s WHERE key = ?`
 )
 
 // Claim inserts the key for (owner, op) under a lease if nobody holds it.
@@ -81,7 +81,7 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 		run: func(ctx context.Context) (bool, error) {
 			// Not applied: the row in the way, as Cassandra sent it back.
 			var inTheWay claimRow
-			applied, err := c.db.cas(ctx, &inTheWay, fmt.Sprintf(claimInsertCQL, t), key, owner, op, now, base, ttlSeconds(lease))
+			applied, err := c.db.cas(ctx, &inTheWay, onTable(claimInsertCQL, t), key, owner, op, now, base, ttlSeconds(lease))
 			if applied {
 				existing = claimRow{Key: key, UserID: owner, Op: op, State: string(domain.ClaimPending), ClaimedAt: now, BaseVersion: base}
 			} else {
@@ -109,15 +109,15 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 // key, and write it with a plain INSERT when nobody holds it.
 func (c *Claims) claimCheckThenAct(ctx context.Context, kind domain.ClaimKind, key, owner, op string, base int, lease time.Duration, now time.Time) (domain.Claim, error) {
 	t := table(kind)
-	existing, found, err := getRow[claimRow](c.db.query(ctx, 0, fmt.Sprintf(claimSelectCQL, t), key))
+	existing, found, err := getRow[claimRow](c.db.query(ctx, 0, onTable(claimSelectCQL, t), key))
 	switch {
 	case err != nil:
 		return domain.Claim{}, err
 	case found:
 		return existing.toDomain(kind), nil
 	}
-	stmt := strings.Replace(fmt.Sprintf(claimInsertCQL, t), " IF NOT EXISTS", "", 1)
-	if err := c.db.Session.ContextQuery(ctx, stmt, nil).Bind(key, owner, op, now, base, ttlSeconds(lease)).ExecRelease(); err != nil {
+	stmt := onceCQL(strings.Replace(string(onTable(claimInsertCQL, t)), " IF NOT EXISTS", "", 1))
+	if err := c.db.write(ctx, t+".claim", stmt, key, owner, op, now, base, ttlSeconds(lease)); err != nil {
 		return domain.Claim{}, err
 	}
 	existing = claimRow{Key: key, UserID: owner, Op: op, State: string(domain.ClaimPending), ClaimedAt: now, BaseVersion: base}
@@ -129,13 +129,13 @@ func (c *Claims) Commit(ctx context.Context, kind domain.ClaimKind, key, owner, 
 	t := table(kind)
 	now := c.db.Now().UTC()
 	if checkThenAct {
-		stmt := strings.Replace(fmt.Sprintf(claimCommitCQL, t), " IF user_id = ? AND op = ?", "", 1)
-		return true, c.db.Session.ContextQuery(ctx, stmt, nil).Bind(owner, op, now, base, key).ExecRelease()
+		stmt := onceCQL(strings.Replace(string(onTable(claimCommitCQL, t)), " IF user_id = ? AND op = ?", "", 1))
+		return true, c.db.write(ctx, t+".commit", stmt, owner, op, now, base, key)
 	}
 	return c.db.exec(ctx, lwt{
 		name: t + ".commit",
 		run: func(ctx context.Context) (bool, error) {
-			return c.db.cas(ctx, nil, fmt.Sprintf(claimCommitCQL, t), owner, op, now, base, key, owner, op)
+			return c.db.cas(ctx, nil, onTable(claimCommitCQL, t), owner, op, now, base, key, owner, op)
 		},
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			var row claimRow
@@ -155,7 +155,7 @@ func (c *Claims) Release(ctx context.Context, kind domain.ClaimKind, key, owner,
 	_, err := c.db.exec(ctx, lwt{
 		name: t + ".release",
 		run: func(ctx context.Context) (bool, error) {
-			return c.db.cas(ctx, nil, fmt.Sprintf(claimReleaseCQL, t), key, owner, op)
+			return c.db.cas(ctx, nil, onTable(claimReleaseCQL, t), key, owner, op)
 		},
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			var row claimRow
@@ -177,7 +177,7 @@ func (c *Claims) Takeover(ctx context.Context, kind domain.ClaimKind, key string
 	t := table(kind)
 	now := c.db.Now().UTC()
 	return c.moveCommitted(ctx, t+".takeover", key, dead, owner, op, func(ctx context.Context) (bool, error) {
-		return c.db.cas(ctx, nil, fmt.Sprintf(claimTakeoverCQL, t), ttlSeconds(lease), owner, op, now, base, key, dead.Owner, dead.Op)
+		return c.db.cas(ctx, nil, onTable(claimTakeoverCQL, t), ttlSeconds(lease), owner, op, now, base, key, dead.Owner, dead.Op)
 	})
 }
 
@@ -188,7 +188,7 @@ func (c *Claims) Adopt(ctx context.Context, kind domain.ClaimKind, key string, o
 	t := table(kind)
 	now := c.db.Now().UTC()
 	return c.moveCommitted(ctx, t+".adopt", key, old, old.Owner, op, func(ctx context.Context) (bool, error) {
-		return c.db.cas(ctx, nil, fmt.Sprintf(claimAdoptCQL, t), old.Owner, op, now, base, key, old.Owner, old.Op)
+		return c.db.cas(ctx, nil, onTable(claimAdoptCQL, t), old.Owner, op, now, base, key, old.Owner, old.Op)
 	})
 }
 
@@ -217,7 +217,7 @@ func (c *Claims) moveCommitted(ctx context.Context, name, key string, from domai
 // Lookup reads a claim at the configured consistency.
 func (c *Claims) Lookup(ctx context.Context, kind domain.ClaimKind, key string) (domain.Claim, error) {
 	t := table(kind)
-	row, found, err := getRow[claimRow](c.db.query(ctx, 0, fmt.Sprintf(claimSelectCQL, t), key))
+	row, found, err := getRow[claimRow](c.db.query(ctx, 0, onTable(claimSelectCQL, t), key))
 	if err != nil {
 		return domain.Claim{}, dbErr(t+".lookup", err)
 	}
@@ -228,7 +228,7 @@ func (c *Claims) Lookup(ctx context.Context, kind domain.ClaimKind, key string) 
 }
 
 func (c *Claims) serialGet(ctx context.Context, t, key string, dest *claimRow) (bool, error) {
-	row, found, err := getRow[claimRow](c.db.query(ctx, c.db.Serial, fmt.Sprintf(claimSelectCQL, t), key))
+	row, found, err := getRow[claimRow](c.db.query(ctx, c.db.Serial, onTable(claimSelectCQL, t), key))
 	*dest = row
 	return found, err
 }

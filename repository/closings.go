@@ -30,12 +30,12 @@ func NewClosings(db *DB) *Closings { return &Closings{db: db, horizon: 24 * time
 const closingQueue = "group_closings"
 
 const (
-	closingInsertCQL = `INSERT INTO group_closing_attempts (day, group_id, attempt, started_at, closed_by) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	closingDeleteCQL = `DELETE FROM group_closing_attempts USING TIMESTAMP ? WHERE day = ? AND group_id = ? AND attempt = ?`
-	closingDayCQL    = `SELECT group_id, attempt, started_at, closed_by FROM group_closing_attempts WHERE day = ?`
+	closingInsertCQL versionedCQL = `INSERT INTO group_closing_attempts (day, group_id, attempt, started_at, closed_by) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	closingDeleteCQL versionedCQL = `DELETE FROM group_closing_attempts USING TIMESTAMP ? WHERE day = ? AND group_id = ? AND attempt = ?`
+	closingDayCQL    readCQL      = `SELECT group_id, attempt, started_at, closed_by FROM group_closing_attempts WHERE day = ?`
 	// The index before migration 014: one row per day and group.
-	legacyClosingDayCQL    = `SELECT group_id, started_at, closed_by FROM group_closings WHERE day = ?`
-	legacyClosingDeleteCQL = `DELETE FROM group_closings USING TIMESTAMP ? WHERE day = ? AND group_id = ?`
+	legacyClosingDayCQL    readCQL      = `SELECT group_id, started_at, closed_by FROM group_closings WHERE day = ?`
+	legacyClosingDeleteCQL versionedCQL = `DELETE FROM group_closings USING TIMESTAMP ? WHERE day = ? AND group_id = ?`
 )
 
 // closingRow is a row of group_closing_attempts.

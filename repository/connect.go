@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"weak"
 
 	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"
@@ -22,6 +23,18 @@ type ConnConfig struct {
 	Timeout           time.Duration
 	ConnectTimeout    time.Duration
 	ReconnectInterval time.Duration
+	// Retries is how often an idempotent statement is sent again after a
+	// node could not answer, each time to the next node (retryIdempotent).
+	Retries int
+	// SpeculativeCopies and SpeculativeDelay: an idempotent statement
+	// unanswered after the delay is also sent to the next node, up to that
+	// many copies (speculation); 0 copies is off.
+	SpeculativeCopies int
+	SpeculativeDelay  time.Duration
+	// TimeoutLimit closes a connection once that many statements timed out
+	// on it (gocql.TimeoutLimit; 0: never). Process-wide: the first session
+	// opened sets it (setTimeoutLimit).
+	TimeoutLimit int
 	// Logger receives the driver's own messages (connection errors and the
 	// like); nil discards them.
 	Logger gocql.StdLogger
@@ -35,8 +48,9 @@ type ConnConfig struct {
 }
 
 // clusterConfig builds the gocql configuration shared by every session:
-// token-aware routing, the configured consistency levels, and a short
-// reconnect interval so a node that comes back is used again within seconds.
+// token-aware routing, the configured consistency levels, a short
+// reconnect interval so a node that comes back is used again within
+// seconds, and the attempts of idempotent statements (attemptsConfig).
 func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 	cluster := gocql.NewCluster(c.Hosts...)
 	consistency, err := gocql.ParseConsistencyWrapper(c.Consistency)
@@ -68,7 +82,7 @@ func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 	// instead of 0.5 ms, and a request that waits on several reads in turn
 	// pays it each time. Send at once.
 	cluster.WriteCoalesceWaitTime = 0
-	cluster.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 2}
+	attemptsConfig(cluster, c)
 	if c.Username != "" {
 		cluster.Authenticator = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
 	}
@@ -90,14 +104,14 @@ func EnsureKeyspace(ctx context.Context, c ConnConfig, replication string, wait 
 		return err
 	}
 	defer s.Close()
-	stmt := fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", quoteIdent(c.Keyspace), replication)
+	stmt := schemaCQL(fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", quoteIdent(c.Keyspace), replication))
 	// A node busy with its first schema changes (just started, its cores
 	// taken) can take longer than the client's timeout to answer; IF NOT
 	// EXISTS makes sending it again harmless, and a first attempt landing
 	// late as well. So a timeout is retried until wait has passed.
 	deadline := time.Now().Add(wait)
 	for {
-		err := s.Query(stmt).WithContext(ctx).Exec()
+		err := schemaChange(s, ctx, stmt).Exec()
 		if err == nil {
 			break
 		}
@@ -119,7 +133,7 @@ func DropKeyspace(ctx context.Context, c ConnConfig) error {
 		return err
 	}
 	defer s.Close()
-	return s.Query("DROP KEYSPACE IF EXISTS " + quoteIdent(c.Keyspace)).WithContext(ctx).Exec()
+	return schemaChange(s, ctx, schemaCQL("DROP KEYSPACE IF EXISTS "+quoteIdent(c.Keyspace))).Exec()
 }
 
 // Connect opens a session on the keyspace, retrying for up to wait while the
@@ -130,10 +144,13 @@ func Connect(ctx context.Context, c ConnConfig, wait time.Duration) (gocqlx.Sess
 		return gocqlx.Session{}, err
 	}
 	cluster.Keyspace = c.Keyspace
+	spec := newSpeculation(c.SpeculativeCopies, c.SpeculativeDelay)
+	cluster.HostFilter = spec
 	s, err := createSession(ctx, cluster, wait)
 	if err != nil {
 		return gocqlx.Session{}, err
 	}
+	speculations.Store(weak.Make(s), spec)
 	return gocqlx.NewSession(s), nil
 }
 

@@ -61,15 +61,15 @@ func (r contentRow) pending() *library.MemberChange {
 }
 
 const (
-	contentColumns   = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?`
-	contentInsertCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
-	contentUpdateCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ?`
-	contentClearCQL  = `UPDATE content SET pending_principal = null, pending_role = null, write_id = ? WHERE id = ? IF version = ?`
-	contentSelectCQL = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role FROM content WHERE id = ?`
+	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?`
+	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	contentUpdateCQL conditionalCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ?`
+	contentClearCQL  conditionalCQL = `UPDATE content SET pending_principal = null, pending_role = null, write_id = ? WHERE id = ? IF version = ?`
+	contentSelectCQL readCQL        = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role FROM content WHERE id = ?`
 	// contentStatesCQL reads several items' partitions in one statement:
 	// the coordinator reads each (on its replicas) and answers them
 	// together, one round trip for the page's checks.
-	contentStatesCQL = `SELECT id, name, visibility, last_modified, deleted FROM content WHERE id IN ?`
+	contentStatesCQL readCQL = `SELECT id, name, visibility, last_modified, deleted FROM content WHERE id IN ?`
 )
 
 // stateRow is the part of a content row a library page checks.
@@ -175,10 +175,10 @@ var _ library.MemberStore = (*ContentMembers)(nil)
 func NewContentMembers(db *DB) *ContentMembers { return &ContentMembers{db: db} }
 
 const (
-	contentMemberPutCQL    = `INSERT INTO content_members (content_id, principal_id, role) VALUES (?, ?, ?) USING TIMESTAMP ?`
-	contentMemberDeleteCQL = `DELETE FROM content_members USING TIMESTAMP ? WHERE content_id = ? AND principal_id = ?`
-	contentMemberFindCQL   = `SELECT principal_id, role FROM content_members WHERE content_id = ? AND principal_id IN ?`
-	contentMemberPageCQL   = `SELECT principal_id, role FROM content_members WHERE content_id = ? AND principal_id > ? LIMIT ?`
+	contentMemberPutCQL    versionedCQL = `INSERT INTO content_members (content_id, principal_id, role) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	contentMemberDeleteCQL versionedCQL = `DELETE FROM content_members USING TIMESTAMP ? WHERE content_id = ? AND principal_id = ?`
+	contentMemberFindCQL   readCQL      = `SELECT principal_id, role FROM content_members WHERE content_id = ? AND principal_id IN ?`
+	contentMemberPageCQL   readCQL      = `SELECT principal_id, role FROM content_members WHERE content_id = ? AND principal_id > ? LIMIT ?`
 )
 
 type contentMemberRow struct {

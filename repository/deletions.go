@@ -30,13 +30,13 @@ func NewDeletions(db *DB) *Deletions { return &Deletions{db: db, horizon: 24 * t
 const deletionQueue = "account_deletions"
 
 const (
-	deletionInsertCQL = `INSERT INTO account_deletion_attempts (day, user_id, attempt, started_at, deleted_by, username_key, email_key) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	deletionDeleteCQL = `DELETE FROM account_deletion_attempts USING TIMESTAMP ? WHERE day = ? AND user_id = ? AND attempt = ?`
-	deletionSelectCQL = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts WHERE day = ? AND user_id = ? AND attempt = ?`
-	deletionDayCQL    = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts WHERE day = ?`
+	deletionInsertCQL versionedCQL = `INSERT INTO account_deletion_attempts (day, user_id, attempt, started_at, deleted_by, username_key, email_key) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	deletionDeleteCQL versionedCQL = `DELETE FROM account_deletion_attempts USING TIMESTAMP ? WHERE day = ? AND user_id = ? AND attempt = ?`
+	deletionSelectCQL readCQL      = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts WHERE day = ? AND user_id = ? AND attempt = ?`
+	deletionDayCQL    readCQL      = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts WHERE day = ?`
 	// The index before migration 014: one row per day and user.
-	legacyDeletionDayCQL    = `SELECT user_id, started_at, deleted_by, username_key, email_key FROM account_deletions WHERE day = ?`
-	legacyDeletionDeleteCQL = `DELETE FROM account_deletions USING TIMESTAMP ? WHERE day = ? AND user_id = ?`
+	legacyDeletionDayCQL    readCQL      = `SELECT user_id, started_at, deleted_by, username_key, email_key FROM account_deletions WHERE day = ?`
+	legacyDeletionDeleteCQL versionedCQL = `DELETE FROM account_deletions USING TIMESTAMP ? WHERE day = ? AND user_id = ?`
 )
 
 // deletionRow is a row of account_deletion_attempts.

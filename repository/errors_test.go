@@ -34,6 +34,7 @@ func TestDriverErrorsAreClassified(t *testing.T) {
 		{context.Canceled, true, true},
 		{context.DeadlineExceeded, true, true},
 		{gocql.ErrTimeoutNoResponse, true, true},
+		{gocql.ErrTooManyTimeouts, true, true}, // bench-degraded: answered 500 after a slow node
 		{&gocql.RequestErrWriteTimeout{WriteType: "CAS"}, true, true},
 		{&gocql.RequestErrUnavailable{}, false, true},
 		{gocql.ErrNoConnections, false, true},

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/scylladb/gocqlx/v2"
 )
 
 // OutboxShard is the shard of an item's outbox marks (a test writes a
@@ -48,4 +49,13 @@ func (s *Suspensions) WithTracer(t gocql.Tracer) *Suspensions {
 // version).
 func (s *Suspensions) InsertExpiry(ctx context.Context, userID string, until time.Time, version int) error {
 	return s.db.write(ctx, "suspension_expiries.insert", expiryInsertCQL, expiryShard, until, userID, int64(version))
+}
+
+// CopiesNow is how many copies a slow idempotent statement of s may get
+// now (0 without a speculation).
+func CopiesNow(s gocqlx.Session) int {
+	if sp := speculationOf(s.Session); sp != nil {
+		return sp.Attempts()
+	}
+	return 0
 }

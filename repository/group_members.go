@@ -28,16 +28,16 @@ var _ groups.MemberStore = (*GroupMembers)(nil)
 func NewGroupMembers(db *DB) *GroupMembers { return &GroupMembers{db: db} }
 
 const (
-	gmInsertCQL    = `INSERT INTO group_members (group_id, user_id, role) VALUES (?, ?, ?) USING TIMESTAMP ?`
-	gmIndexCQL     = `INSERT INTO groups_by_member (user_id, group_id, role) VALUES (?, ?, ?) USING TIMESTAMP ?`
-	gmDeleteCQL    = `DELETE FROM group_members USING TIMESTAMP ? WHERE group_id = ? AND user_id = ?`
-	gmUnindexCQL   = `DELETE FROM groups_by_member USING TIMESTAMP ? WHERE user_id = ? AND group_id = ?`
-	gmRoleCQL      = `SELECT role FROM group_members WHERE group_id = ? AND user_id = ?`
-	gmPageCQL      = `SELECT user_id, role FROM group_members WHERE group_id = ? LIMIT ?`
-	gmPageAfterCQL = `SELECT user_id, role FROM group_members WHERE group_id = ? AND user_id > ? LIMIT ?`
-	gmGroupsOfCQL  = `SELECT group_id FROM groups_by_member WHERE user_id = ?`
-	gmGroupsCQL    = `SELECT group_id, role FROM groups_by_member WHERE user_id = ? LIMIT ?`
-	gmGroupsAfter  = `SELECT group_id, role FROM groups_by_member WHERE user_id = ? AND group_id > ? LIMIT ?`
+	gmInsertCQL    versionedCQL = `INSERT INTO group_members (group_id, user_id, role) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	gmIndexCQL     versionedCQL = `INSERT INTO groups_by_member (user_id, group_id, role) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	gmDeleteCQL    versionedCQL = `DELETE FROM group_members USING TIMESTAMP ? WHERE group_id = ? AND user_id = ?`
+	gmUnindexCQL   versionedCQL = `DELETE FROM groups_by_member USING TIMESTAMP ? WHERE user_id = ? AND group_id = ?`
+	gmRoleCQL      readCQL      = `SELECT role FROM group_members WHERE group_id = ? AND user_id = ?`
+	gmPageCQL      readCQL      = `SELECT user_id, role FROM group_members WHERE group_id = ? LIMIT ?`
+	gmPageAfterCQL readCQL      = `SELECT user_id, role FROM group_members WHERE group_id = ? AND user_id > ? LIMIT ?`
+	gmGroupsOfCQL  readCQL      = `SELECT group_id FROM groups_by_member WHERE user_id = ?`
+	gmGroupsCQL    readCQL      = `SELECT group_id, role FROM groups_by_member WHERE user_id = ? LIMIT ?`
+	gmGroupsAfter  readCQL      = `SELECT group_id, role FROM groups_by_member WHERE user_id = ? AND group_id > ? LIMIT ?`
 )
 
 // Apply writes one change to both tables (two partitions, so two

@@ -92,11 +92,11 @@ func (r groupRow) toDomain() groups.Group {
 const groupColumns = `name = ?, name_key = ?, display_name = ?, description = ?, max_members = ?, member_count = ?, manager_count = ?, created_by = ?, created_at = ?, updated_at = ?, status = ?, pending_user = ?, pending_role = ?, version = ?, write_id = ?, closed_at = ?, closed_by = ?, closing_attempt = ?`
 
 const (
-	groupInsertCQL   = `INSERT INTO groups (id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id, closed_at, closed_by, closing_attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
-	groupActivateCQL = `UPDATE groups USING TTL 0 SET ` + groupColumns + ` WHERE id = ? IF status = 'pending'`
-	groupUpdateCQL   = `UPDATE groups SET ` + groupColumns + ` WHERE id = ? IF version = ?`
-	groupDiscardCQL  = `DELETE FROM groups WHERE id = ? IF status = 'pending'`
-	groupSelectCQL   = `SELECT id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id, closed_at, closed_by, closing_attempt FROM groups WHERE id = ?`
+	groupInsertCQL   conditionalCQL = `INSERT INTO groups (id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id, closed_at, closed_by, closing_attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	groupActivateCQL conditionalCQL = `UPDATE groups USING TTL 0 SET ` + groupColumns + ` WHERE id = ? IF status = 'pending'`
+	groupUpdateCQL   conditionalCQL = `UPDATE groups SET ` + groupColumns + ` WHERE id = ? IF version = ?`
+	groupDiscardCQL  conditionalCQL = `DELETE FROM groups WHERE id = ? IF status = 'pending'`
+	groupSelectCQL   readCQL        = `SELECT id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id, closed_at, closed_by, closing_attempt FROM groups WHERE id = ?`
 )
 
 // values lists r's columns in groupColumns order, with the tag of this

@@ -12,10 +12,10 @@ import (
 
 // The moderation history's statements (schema/009_moderation_history.cql).
 const (
-	historyInsertCQL    = `INSERT INTO moderation_history (user_id, at, kind, actor, reason, suspended_at, until) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	historyPageCQL      = `SELECT at, kind, actor, reason, suspended_at, until FROM moderation_history WHERE user_id = ? LIMIT ?`
-	historyPageAfterCQL = `SELECT at, kind, actor, reason, suspended_at, until FROM moderation_history WHERE user_id = ? AND (at, kind) < (?, ?) LIMIT ?`
-	historyEntryCQL     = `SELECT kind FROM moderation_history WHERE user_id = ? AND at = ? AND kind = ?`
+	historyInsertCQL    versionedCQL = `INSERT INTO moderation_history (user_id, at, kind, actor, reason, suspended_at, until) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	historyPageCQL      readCQL      = `SELECT at, kind, actor, reason, suspended_at, until FROM moderation_history WHERE user_id = ? LIMIT ?`
+	historyPageAfterCQL readCQL      = `SELECT at, kind, actor, reason, suspended_at, until FROM moderation_history WHERE user_id = ? AND (at, kind) < (?, ?) LIMIT ?`
+	historyEntryCQL     readCQL      = `SELECT kind FROM moderation_history WHERE user_id = ? AND at = ? AND kind = ?`
 )
 
 // writeEvent writes one history entry at the account's version. Every

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"shelf/domain/library"
 )
 
@@ -22,18 +20,18 @@ var _ library.EntryStore = (*Libraries)(nil)
 func NewLibraries(db *DB) *Libraries { return &Libraries{db: db} }
 
 const (
-	libInsertCQL     = `INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	libDeleteCQL     = `DELETE FROM library_by_principal USING TIMESTAMP ? WHERE principal_id = ? AND bucket = ? AND last_modified = ? AND content_id = ?`
-	libSliceCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? LIMIT ?`
-	libSliceAfterCQL = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) < (?, ?) LIMIT ?`
+	libInsertCQL     versionedCQL = `INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	libDeleteCQL     versionedCQL = `DELETE FROM library_by_principal USING TIMESTAMP ? WHERE principal_id = ? AND bucket = ? AND last_modified = ? AND content_id = ?`
+	libSliceCQL      readCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? LIMIT ?`
+	libSliceAfterCQL readCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) < (?, ?) LIMIT ?`
 	// The same slices the other way: Cassandra reads a partition in reverse
 	// clustering order from the same index blocks, no table of its own.
-	libSliceAscCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? ORDER BY last_modified ASC, content_id ASC LIMIT ?`
-	libSliceAscAfterCQL = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) > (?, ?) ORDER BY last_modified ASC, content_id ASC LIMIT ?`
-	indexPutCQL         = `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	indexDeleteCQL      = `DELETE FROM library_index USING TIMESTAMP ? WHERE principal_id = ? AND content_id = ?`
-	indexSelectCQL      = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id IN ?`
-	indexPageCQL        = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id > ? LIMIT ?`
+	libSliceAscCQL      readCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? ORDER BY last_modified ASC, content_id ASC LIMIT ?`
+	libSliceAscAfterCQL readCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) > (?, ?) ORDER BY last_modified ASC, content_id ASC LIMIT ?`
+	indexPutCQL         versionedCQL = `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	indexDeleteCQL      versionedCQL = `DELETE FROM library_index USING TIMESTAMP ? WHERE principal_id = ? AND content_id = ?`
+	indexSelectCQL      readCQL      = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id IN ?`
+	indexPageCQL        readCQL      = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id > ? LIMIT ?`
 )
 
 type libRow struct {
@@ -94,12 +92,12 @@ func (l *Libraries) Apply(ctx context.Context, e library.Entry, prev *library.En
 		if !want[b] && !had[b] {
 			continue
 		}
-		batch := l.db.Session.Session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+		batch := l.db.newBatch(ctx)
 		if had[b] && !(want[b] && prev.LastModified.Equal(e.LastModified)) {
-			batch.Query(libDeleteCQL, ts, e.PrincipalID, b, prev.LastModified, e.ContentID)
+			batch.add(libDeleteCQL, ts, e.PrincipalID, b, prev.LastModified, e.ContentID)
 		}
 		if want[b] {
-			batch.Query(libInsertCQL, e.PrincipalID, b, e.LastModified, e.ContentID, e.Name, string(e.Visibility), e.Version, ts)
+			batch.add(libInsertCQL, e.PrincipalID, b, e.LastModified, e.ContentID, e.Name, string(e.Visibility), e.Version, ts)
 		}
 		writes = append(writes, func() error { return l.db.batch("library.batch", batch) })
 	}

@@ -44,16 +44,20 @@ type DB struct {
 	// LandHeld runs.
 	heldMu sync.Mutex
 	held   []heldWrite
+	// spec copies slow idempotent statements to another node (the
+	// speculation Connect gave the session; nil: no copies).
+	spec gocql.SpeculativeExecutionPolicy
 }
 
 // heldWrite is a write held back by ErrHoldWrite: a plain write with the
 // timestamp the driver gave it when it was sent, or an attempt of a
 // lightweight transaction (land runs it then; its condition decides).
 type heldWrite struct {
-	name, stmt string
-	args       []any
-	sent       int64
-	land       func(ctx context.Context) error
+	name string
+	stmt plainWrite
+	args []any
+	sent int64
+	land func(ctx context.Context) error
 }
 
 // NewDB wraps a session; serial is "SERIAL" or "LOCAL_SERIAL".
@@ -62,7 +66,7 @@ func NewDB(s gocqlx.Session, serial string) *DB {
 	if serial == "SERIAL" {
 		c = gocql.Consistency(gocql.Serial)
 	}
-	return &DB{Session: s, Serial: c, Now: time.Now}
+	return &DB{Session: s, Serial: c, Now: time.Now, spec: speculationOf(s.Session)}
 }
 
 // SetFaults installs a fault injector (nil removes it).
@@ -130,9 +134,10 @@ func (db *DB) LandHeld(ctx context.Context) error {
 			}
 			continue
 		}
-		q := db.Session.ContextQuery(ctx, h.stmt, nil).Bind(h.args...)
-		q.WithTimestamp(h.sent)
-		if err := q.ExecRelease(); err != nil {
+		q := db.plain(ctx, h.stmt, h.args...).WithTimestamp(h.sent)
+		err := q.Exec()
+		q.Release()
+		if err != nil {
 			return dbErr(h.name, err)
 		}
 	}
@@ -354,20 +359,22 @@ func isAmbiguous(err error) bool {
 		casUnknown   *gocql.RequestErrCASWriteUnknown
 	)
 	// A cancelled request (the client went away) may have been sent: its
-	// outcome is as unknown as a timeout's.
+	// outcome is as unknown as a timeout's. So may every request in flight
+	// on a connection the driver closed because too many statements timed
+	// out on it (SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT): they get that error.
 	return errors.As(err, &writeTimeout) ||
 		errors.As(err, &casUnknown) ||
 		errors.Is(err, gocql.ErrTimeoutNoResponse) ||
 		errors.Is(err, gocql.ErrConnectionClosed) ||
+		errors.Is(err, gocql.ErrTooManyTimeouts) ||
 		errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, context.Canceled) ||
 		connectionLost(err)
 }
 
-// write runs one plain write (name says which, for errors and faults).
-// Plain writes are idempotent (most carry their version as timestamp), so
-// the driver's retry policy may repeat them.
-func (db *DB) write(ctx context.Context, name, stmt string, args ...any) error {
+// write runs one plain write (name says which, for errors and faults),
+// sent again or copied as its kind allows (statements.go).
+func (db *DB) write(ctx context.Context, name string, stmt plainWrite, args ...any) error {
 	if faults := db.faults.Load(); faults != nil {
 		if err := (*faults)(name, BeforeWrite); errors.Is(err, ErrHoldWrite) {
 			db.heldMu.Lock()
@@ -378,7 +385,10 @@ func (db *DB) write(ctx context.Context, name, stmt string, args ...any) error {
 			return dbErr(name, err)
 		}
 	}
-	if err := db.Session.ContextQuery(ctx, stmt, nil).Bind(args...).ExecRelease(); err != nil {
+	q := db.plain(ctx, stmt, args...)
+	err := q.Exec()
+	q.Release()
+	if err != nil {
 		return dbErr(name, err)
 	}
 	if faults := db.faults.Load(); faults != nil {
@@ -391,13 +401,13 @@ func (db *DB) write(ctx context.Context, name, stmt string, args ...any) error {
 
 // batch runs one single-partition batch of plain writes (name says which,
 // for errors and faults), like write.
-func (db *DB) batch(name string, b *gocql.Batch) error {
+func (db *DB) batch(name string, b *writeBatch) error {
 	if faults := db.faults.Load(); faults != nil {
 		if err := (*faults)(name, BeforeWrite); err != nil {
 			return dbErr(name, err)
 		}
 	}
-	if err := db.Session.Session.ExecuteBatch(b); err != nil {
+	if err := db.Session.Session.ExecuteBatch(b.ready(db.spec)); err != nil {
 		return dbErr(name, err)
 	}
 	if faults := db.faults.Load(); faults != nil {
@@ -419,15 +429,14 @@ func connectionLost(err error) bool {
 		strings.Contains(err.Error(), "gocql: heartbeat failed")
 }
 
-// cas runs one conditional statement without driver retries (exec decides
-// what to retry) and reports whether it applied. When it did not, gocqlx's
+// cas runs one conditional statement, never sent again nor copied by the
+// driver (exec decides what to run again), and reports whether it applied. When it did not, gocqlx's
 // GetCAS scans the columns Cassandra sent back into existing, a pointer to a
 // row struct: the row in the way for IF NOT EXISTS, the condition's columns
 // otherwise. existing is nil where only "applied" matters; ExecCAS then
 // drops those columns.
-func (db *DB) cas(ctx context.Context, existing any, stmt string, args ...any) (bool, error) {
-	q := db.Session.ContextQuery(ctx, stmt, nil).Bind(args...)
-	q.RetryPolicy(nil)
+func (db *DB) cas(ctx context.Context, existing any, stmt conditionalCQL, args ...any) (bool, error) {
+	q := db.conditional(ctx, stmt, args...)
 	if existing == nil {
 		return q.ExecCASRelease()
 	}

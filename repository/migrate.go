@@ -79,7 +79,7 @@ func latestMigration(f fs.FS) (migration, error) {
 
 // readinessCQL reads how many statements of a migration gocqlx's migrate
 // has applied.
-const readinessCQL = `SELECT done FROM gocqlx_migrate WHERE name = ?`
+const readinessCQL readCQL = `SELECT done FROM gocqlx_migrate WHERE name = ?`
 
 // Readiness answers whether the keyspace can serve: Cassandra answers, and
 // the last embedded migration has been applied completely. It costs one
@@ -102,7 +102,7 @@ func NewReadiness(session gocqlx.Session) (*Readiness, error) {
 // is the reason (it is shown to operators on /readyz).
 func (r *Readiness) CheckReady(ctx context.Context) error {
 	var done int
-	q := r.session.Session.Query(readinessCQL, r.latest.name).WithContext(ctx)
+	q := newQuery(r.session.Session, ctx, string(readinessCQL), readinessCQL.attempts(), nil, r.latest.name)
 	err := q.Scan(&done)
 	q.Release()
 	switch {

@@ -59,13 +59,13 @@ func (o *Outbox) WithClock(now func() time.Time) *Outbox {
 }
 
 const (
-	outboxMarkCQL    = `INSERT INTO content_mark_queue (bucket, shard, mark, content_id) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`
-	outboxDoneCQL    = `DELETE FROM content_mark_queue USING TIMESTAMP ? WHERE bucket = ? AND shard = ? AND mark = ? AND content_id = ?`
-	outboxBucketCQL  = `SELECT content_id, mark FROM content_mark_queue WHERE bucket = ? AND shard IN ? AND mark < maxTimeuuid(?) LIMIT ?`
-	outboxDrainedCQL = `INSERT INTO queue_progress (queue, next) VALUES (?, ?)`
+	outboxMarkCQL    versionedCQL  = `INSERT INTO content_mark_queue (bucket, shard, mark, content_id) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`
+	outboxDoneCQL    versionedCQL  = `DELETE FROM content_mark_queue USING TIMESTAMP ? WHERE bucket = ? AND shard = ? AND mark = ? AND content_id = ?`
+	outboxBucketCQL  readCQL       = `SELECT content_id, mark FROM content_mark_queue WHERE bucket = ? AND shard IN ? AND mark < maxTimeuuid(?) LIMIT ?`
+	outboxDrainedCQL repeatableCQL = `INSERT INTO queue_progress (queue, next) VALUES (?, ?)`
 
-	legacyPendingCQL = `SELECT content_id, mark FROM content_marks WHERE shard = ?`
-	legacyDoneCQL    = `DELETE FROM content_marks USING TIMESTAMP ? WHERE shard = ? AND content_id = ? AND mark = ?`
+	legacyPendingCQL readCQL      = `SELECT content_id, mark FROM content_marks WHERE shard = ?`
+	legacyDoneCQL    versionedCQL = `DELETE FROM content_marks USING TIMESTAMP ? WHERE shard = ? AND content_id = ? AND mark = ?`
 )
 
 // The queue_progress rows of the outbox.

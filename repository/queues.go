@@ -10,8 +10,8 @@ import (
 
 // queue_progress: where each queue's reader starts (docs/design.md#queues).
 const (
-	queueStartCQL   = `SELECT next FROM queue_progress WHERE queue = ?`
-	queueAdvanceCQL = `UPDATE queue_progress USING TIMESTAMP ? SET next = ? WHERE queue = ?`
+	queueStartCQL   readCQL      = `SELECT next FROM queue_progress WHERE queue = ?`
+	queueAdvanceCQL versionedCQL = `UPDATE queue_progress USING TIMESTAMP ? SET next = ? WHERE queue = ?`
 )
 
 // advanceOffset lifts the write timestamps of queue_progress's next above

@@ -1,7 +1,6 @@
 package repository
 
 import (
-	"context"
 	"errors"
 
 	"github.com/gocql/gocql"
@@ -16,15 +15,6 @@ import (
 type scanned[R any] interface {
 	*R
 	columns() []any
-}
-
-// query is stmt with its arguments on ctx, read at cl (0: the session's).
-func (db *DB) query(ctx context.Context, cl gocql.Consistency, stmt string, args ...any) *gocql.Query {
-	q := db.Session.Session.Query(stmt, args...).WithContext(ctx)
-	if cl != 0 {
-		q = q.Consistency(cl)
-	}
-	return q
 }
 
 // getRow reads the one row q selects; found is false when there is none.

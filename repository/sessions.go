@@ -75,19 +75,19 @@ func (r *sessionIndexRow) columns() []any {
 }
 
 const (
-	sessionInsertCQL = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at, user_agent, client_ip, password_epoch) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	sessionIndexCQL  = `INSERT INTO sessions_by_user (user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	sessionSelectCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch FROM sessions WHERE token_hash = ?`
+	sessionInsertCQL versionedCQL = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at, user_agent, client_ip, password_epoch) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionIndexCQL  versionedCQL = `INSERT INTO sessions_by_user (user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionSelectCQL readCQL      = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch FROM sessions WHERE token_hash = ?`
 	// sessionsSelectManyCQL reads the sessions of one page of a user's
 	// list at once (their partitions, by IN).
-	sessionsSelectManyCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch, user_agent, client_ip FROM sessions WHERE token_hash IN ?`
+	sessionsSelectManyCQL readCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch, user_agent, client_ip FROM sessions WHERE token_hash IN ?`
 	// sessionTouchCQL records a sighting: last_seen alone, at the
 	// sighting's own timestamp, expiring with the session.
-	sessionTouchCQL      = `UPDATE sessions USING TIMESTAMP ? AND TTL ? SET last_seen = ? WHERE token_hash = ?`
-	sessionDeleteCQL     = `DELETE FROM sessions USING TIMESTAMP ? WHERE token_hash = ?`
-	sessionUnindexCQL    = `DELETE FROM sessions_by_user USING TIMESTAMP ? WHERE user_id = ? AND token_hash = ?`
-	sessionsOfUserCQL    = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user WHERE user_id = ?`
-	sessionTTLMinSeconds = 1
+	sessionTouchCQL      versionedCQL = `UPDATE sessions USING TIMESTAMP ? AND TTL ? SET last_seen = ? WHERE token_hash = ?`
+	sessionDeleteCQL     versionedCQL = `DELETE FROM sessions USING TIMESTAMP ? WHERE token_hash = ?`
+	sessionUnindexCQL    versionedCQL = `DELETE FROM sessions_by_user USING TIMESTAMP ? WHERE user_id = ? AND token_hash = ?`
+	sessionsOfUserCQL    readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user WHERE user_id = ?`
+	sessionTTLMinSeconds              = 1
 )
 
 // orUnset is s, or no value at all when empty (no cell, no tombstone).

@@ -46,21 +46,21 @@ const statusSuspended = "suspended"
 const expiryShard = 0
 
 const (
-	statusRowInsertCQL = `INSERT INTO users_by_status (bucket, status, occurred_on, user_id, username, reason, actor, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	statusRowDeleteCQL = `DELETE FROM users_by_status USING TIMESTAMP ? WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
-	lookupInsertCQL    = `INSERT INTO suspended_users (user_id, occurred_on, bucket, reason, actor, until, username) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	lookupDeleteCQL    = `DELETE FROM suspended_users USING TIMESTAMP ? WHERE user_id = ?`
-	lookupSelectCQL    = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE user_id = ?`
-	expiryInsertCQL    = `INSERT INTO suspension_expiries (shard, until, user_id) VALUES (?, ?, ?) USING TIMESTAMP ?`
-	expiryDeleteCQL    = `DELETE FROM suspension_expiries USING TIMESTAMP ? WHERE shard = ? AND until = ? AND user_id = ?`
-	expirySelectCQL    = `SELECT until, user_id FROM suspension_expiries WHERE shard = ? AND until >= ? AND until <= ? LIMIT ?`
-	bucketInsertCQL    = `INSERT INTO status_buckets (status, bucket) VALUES (?, ?)`
-	bucketDeleteCQL    = `DELETE FROM status_buckets USING TIMESTAMP ? WHERE status = ? AND bucket = ?`
-	bucketsCQL         = `SELECT bucket FROM status_buckets WHERE status = ? LIMIT ?`
-	bucketsBeforeCQL   = `SELECT bucket FROM status_buckets WHERE status = ? AND bucket <= ? LIMIT ?`
-	bucketAnyRowCQL    = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? LIMIT 1`
-	pageCQL            = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? LIMIT ?`
-	pageAfterCQL       = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? AND (occurred_on, user_id) < (?, ?) LIMIT ?`
+	statusRowInsertCQL versionedCQL  = `INSERT INTO users_by_status (bucket, status, occurred_on, user_id, username, reason, actor, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	statusRowDeleteCQL versionedCQL  = `DELETE FROM users_by_status USING TIMESTAMP ? WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
+	lookupInsertCQL    versionedCQL  = `INSERT INTO suspended_users (user_id, occurred_on, bucket, reason, actor, until, username) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	lookupDeleteCQL    versionedCQL  = `DELETE FROM suspended_users USING TIMESTAMP ? WHERE user_id = ?`
+	lookupSelectCQL    readCQL       = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE user_id = ?`
+	expiryInsertCQL    versionedCQL  = `INSERT INTO suspension_expiries (shard, until, user_id) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	expiryDeleteCQL    versionedCQL  = `DELETE FROM suspension_expiries USING TIMESTAMP ? WHERE shard = ? AND until = ? AND user_id = ?`
+	expirySelectCQL    readCQL       = `SELECT until, user_id FROM suspension_expiries WHERE shard = ? AND until >= ? AND until <= ? LIMIT ?`
+	bucketInsertCQL    repeatableCQL = `INSERT INTO status_buckets (status, bucket) VALUES (?, ?)`
+	bucketDeleteCQL    versionedCQL  = `DELETE FROM status_buckets USING TIMESTAMP ? WHERE status = ? AND bucket = ?`
+	bucketsCQL         readCQL       = `SELECT bucket FROM status_buckets WHERE status = ? LIMIT ?`
+	bucketsBeforeCQL   readCQL       = `SELECT bucket FROM status_buckets WHERE status = ? AND bucket <= ? LIMIT ?`
+	bucketAnyRowCQL    readCQL       = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? LIMIT 1`
+	pageCQL            readCQL       = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? LIMIT ?`
+	pageAfterCQL       readCQL       = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? AND (occurred_on, user_id) < (?, ?) LIMIT ?`
 )
 
 // Record writes the status row, the reverse lookup, the expiry entry and

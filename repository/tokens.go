@@ -54,12 +54,12 @@ func (r tokenRow) toDomain() accounts.Token {
 }
 
 const (
-	tokenInsertCQL = `INSERT INTO account_tokens (token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
-	tokenSelectCQL = `SELECT token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id, used_at, use_id, new_password, done_at FROM account_tokens WHERE token_hash = ?`
+	tokenInsertCQL conditionalCQL = `INSERT INTO account_tokens (token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	tokenSelectCQL readCQL        = `SELECT token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id, used_at, use_id, new_password, done_at FROM account_tokens WHERE token_hash = ?`
 	// tokenUseCQL: a row that is gone has no purpose, so the condition
 	// fails rather than creating a row of used_at alone.
-	tokenUseCQL  = `UPDATE account_tokens USING TTL ? SET used_at = ?, use_id = ?, new_password = ? WHERE token_hash = ? IF purpose = ? AND used_at = null`
-	tokenDoneCQL = `UPDATE account_tokens USING TTL ? SET done_at = ? WHERE token_hash = ? IF use_id = ?`
+	tokenUseCQL  conditionalCQL = `UPDATE account_tokens USING TTL ? SET used_at = ?, use_id = ?, new_password = ? WHERE token_hash = ? IF purpose = ? AND used_at = null`
+	tokenDoneCQL conditionalCQL = `UPDATE account_tokens USING TTL ? SET done_at = ? WHERE token_hash = ? IF use_id = ?`
 )
 
 // ttlOf is the TTL of a token's cells written now: until its expiry plus
@@ -111,7 +111,7 @@ func (s *Tokens) Done(ctx context.Context, t accounts.Token, at time.Time) (bool
 // exec runs one conditional statement on the token hash's row; ours says
 // whether the row read back at SERIAL holds this write. A row without it
 // runs the statement again, whose condition decides again.
-func (s *Tokens) exec(ctx context.Context, op, hash string, ours func(tokenRow) bool, stmt string, args ...any) (bool, error) {
+func (s *Tokens) exec(ctx context.Context, op, hash string, ours func(tokenRow) bool, stmt conditionalCQL, args ...any) (bool, error) {
 	return s.db.exec(ctx, lwt{
 		name: "account_tokens." + op,
 		run:  func(ctx context.Context) (bool, error) { return s.db.cas(ctx, nil, stmt, args...) },

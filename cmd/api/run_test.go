@@ -110,3 +110,15 @@ func TestBadConfigurationStopsStartup(t *testing.T) {
 		t.Fatalf("error %v does not name both bad variables", err)
 	}
 }
+
+// TestServeRefusesTheLogMailerInProduction (issue 26, item 6): a server
+// whose links lead elsewhere does not start with mail going to its log;
+// it says which setting to change before connecting to anything.
+func TestServeRefusesTheLogMailerInProduction(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"SHELF_PUBLIC_URL": "https://shelf.example.org", "SHELF_CASSANDRA_HOSTS": "192.0.2.1"}
+	err := run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "SHELF_MAILER") || !strings.Contains(err.Error(), "SHELF_ALLOW_LOG_MAILER") {
+		t.Fatalf("serve with the log mailer and a public URL: %v", err)
+	}
+}

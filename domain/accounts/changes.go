@@ -204,7 +204,7 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, cu
 		return domain.ErrDenied
 	}
 	_, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
-		if fe := domain.CheckPassword("newPassword", next, u.UsernameKey, u.EmailKey); fe != nil {
+		if fe := a.passwordRules("newPassword", next, u.UsernameKey, u.EmailKey); fe != nil {
 			return u, false, domain.Invalid("The new password is not valid.", *fe)
 		}
 		ok, _, err := a.hasher.Verify(ctx, current, u.PasswordHash)
@@ -213,6 +213,11 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, cu
 		}
 		if !ok {
 			return u, false, ErrInvalidCredentials
+		}
+		// Breaches last: the one check that asks another service, and only
+		// of a caller who proved the current password.
+		if err := a.breachedPassword(ctx, "newPassword", next); err != nil {
+			return u, false, err
 		}
 		hash, err := a.hasher.Hash(ctx, next)
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = hash, u.PasswordEpoch+1, p.Session.TokenHash

@@ -126,6 +126,8 @@ type Service struct {
 	// mail mails tokens (SetMail); mailJobs bounds the jobs running.
 	mail     Mail
 	mailJobs chan struct{}
+	// passwords are the checks of new passwords (SetPasswordChecks).
+	passwords PasswordChecks
 	// Hooks are nil in production.
 	Hooks Hooks
 }

@@ -70,8 +70,11 @@ func (a *Service) newAccount(ctx context.Context, in SignupInput) (domain.User, 
 	if in.DisplayName != nil {
 		display, fe3 = domain.NormalizeDisplayName(*in.DisplayName)
 	}
-	fe4 := domain.CheckPassword("password", in.Password, usernameKey, emailKey)
+	fe4 := a.passwordRules("password", in.Password, usernameKey, emailKey)
 	if err := domain.InvalidFields(fe1, fe2, fe3, fe4); err != nil {
+		return domain.User{}, err
+	}
+	if err := a.breachedPassword(ctx, "password", in.Password); err != nil {
 		return domain.User{}, err
 	}
 	hash, err := a.hasher.Hash(ctx, in.Password)

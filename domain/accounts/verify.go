@@ -173,8 +173,11 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 		if !mailedAgainst(t, u) {
 			return ErrTokenStale
 		}
-		if fe := domain.CheckPassword("newPassword", newPassword, u.UsernameKey, u.EmailKey); fe != nil {
+		if fe := a.passwordRules("newPassword", newPassword, u.UsernameKey, u.EmailKey); fe != nil {
 			return domain.Invalid("The new password is not valid.", *fe)
+		}
+		if err := a.breachedPassword(ctx, "newPassword", newPassword); err != nil {
+			return err
 		}
 		if hash, err = a.hasher.Hash(ctx, newPassword); err != nil {
 			return err

@@ -106,23 +106,31 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Groups:             grp,
 		Contents:           lib,
 		Metrics:            m,
+		MetricsElsewhere:   cfg.HTTP.MetricsAddr != "",
 		CORSOrigins:        cfg.HTTP.CORSOrigins,
 	})
 	return &App{DB: db, Accounts: acc, Moderation: mod, Groups: grp, Contents: lib,
 		Metrics: m, Router: router}, nil
 }
 
-// newAccounts builds the accounts service with its password hasher.
+// newAccounts builds the accounts service with its password hasher and
+// the checks of new passwords.
 func newAccounts(cfg config.Config, log domain.Logger, users accounts.UserStore, sessions accounts.SessionStore, claims domain.ClaimStore, m *metrics.Metrics, now func() time.Time) *accounts.Service {
 	c := cfg.Accounts
 	hasher := password.New(password.Params{
 		MemoryKiB: uint32(c.Argon2MemoryKiB), Time: uint32(c.Argon2Time), Threads: uint8(c.Argon2Threads),
 	}, c.HashConcurrency)
 	hasher.OnWait(func(d time.Duration) { m.HashWait.Observe(d.Seconds()) })
-	return accounts.New(
+	acc := accounts.New(
 		accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, SeenInterval: c.SessionSeenInterval, Now: now},
 		claims, users, sessions, hasher, log,
 	)
+	checks := accounts.PasswordChecks{Guesser: password.Guesser{}, BreachFailClosed: c.HIBPFailClosed}
+	if c.HIBPURL != "" {
+		checks.Breached = password.NewPwned(c.HIBPURL, c.HIBPTimeout)
+	}
+	acc.SetPasswordChecks(checks)
+	return acc
 }
 
 // setMail gives the accounts their mailer (the log, or SMTP) and tokens.

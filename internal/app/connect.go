@@ -26,31 +26,39 @@ func Migrate(ctx context.Context, cfg config.Config, logger zerolog.Logger) erro
 
 // Connect opens the session serve and the operator commands use, every
 // statement reported to m when it is set. With applySchema it first
-// creates the keyspace (with the configured replication) and then applies
-// pending migrations on the same session.
+// creates the keyspace (with the configured replication) and applies
+// pending migrations, on a session of their own whose statements may take
+// SHELF_CASSANDRA_SCHEMA_TIMEOUT (a schema change waits for the nodes to
+// agree; the serving session's attempts are short).
 func Connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, applySchema bool, m *metrics.Metrics) (gocqlx.Session, error) {
 	conn := connConfig(cfg, logger)
-	if m != nil {
-		conn.Observer, conn.BatchObserver = m, m
-	}
 	wait := cfg.Cassandra.ConnectWait
 	if applySchema {
-		if err := repository.EnsureKeyspace(ctx, conn, cfg.Cassandra.Replication.CQL(), wait); err != nil {
-			return gocqlx.Session{}, err
-		}
-	}
-	session, err := repository.Connect(ctx, conn, wait)
-	if err != nil {
-		return gocqlx.Session{}, err
-	}
-	if applySchema {
-		if err := repository.Migrate(ctx, session); err != nil {
-			session.Close()
+		if err := applySchemaWith(ctx, cfg, conn); err != nil {
 			return gocqlx.Session{}, err
 		}
 		logger.Info().Str("keyspace", cfg.Cassandra.Keyspace).Msg("schema is up to date")
 	}
-	return session, nil
+	if m != nil {
+		conn.Observer, conn.BatchObserver = m, m
+	}
+	return repository.Connect(ctx, conn, wait)
+}
+
+// applySchemaWith creates the keyspace and migrates it on a session with
+// the schema timeout.
+func applySchemaWith(ctx context.Context, cfg config.Config, conn repository.ConnConfig) error {
+	conn.Timeout = max(conn.Timeout, cfg.Cassandra.SchemaTimeout)
+	wait := cfg.Cassandra.ConnectWait
+	if err := repository.EnsureKeyspace(ctx, conn, cfg.Cassandra.Replication.CQL(), wait); err != nil {
+		return err
+	}
+	session, err := repository.Connect(ctx, conn, wait)
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+	return repository.Migrate(ctx, session)
 }
 
 // connConfig is the repository's view of the configuration.
@@ -66,6 +74,10 @@ func connConfig(cfg config.Config, logger zerolog.Logger) repository.ConnConfig 
 		Timeout:           c.Timeout,
 		ConnectTimeout:    c.ConnectTimeout,
 		ReconnectInterval: c.ReconnectInterval,
+		Retries:           c.Retries,
+		SpeculativeCopies: c.SpeculativeCopies,
+		SpeculativeDelay:  c.SpeculativeDelay,
+		TimeoutLimit:      c.TimeoutLimit,
 		Logger:            driverLogger{logger: logger.With().Str("component", "gocql").Logger()},
 	}
 }

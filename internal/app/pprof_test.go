@@ -12,7 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"shelf/handlers"
 	"shelf/internal/config"
 )
 
@@ -51,10 +50,11 @@ func TestPprofServesOnItsOwnAddress(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	logger := zerolog.New(&logs)
-	pprofLn, err := listenPprof(cfg.HTTP.PprofAddr, logger)
-	if err != nil || pprofLn == nil {
-		t.Fatalf("listenPprof: %v, %v", pprofLn, err)
+	pprof, err := listenPprof(cfg.HTTP.PprofAddr, logger)
+	if err != nil || pprof == nil {
+		t.Fatalf("listenPprof: %v, %v", pprof, err)
 	}
+	pprofLn := pprof.ln
 	pprofURL := "http://" + pprofLn.Addr().String()
 	if !strings.Contains(logs.String(), `"level":"info","addr":"`+pprofLn.Addr().String()+`"`) ||
 		!strings.Contains(logs.String(), `"message":"pprof is serving"`) {
@@ -65,11 +65,7 @@ func TestPprofServesOnItsOwnAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	apiURL := "http://" + ln.Addr().String()
-	router := handlers.NewRouter(handlers.Deps{Logger: zerolog.Nop(), Ready: alwaysReady{},
-		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: time.Second})
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- serveWithPprof(ctx, ln, router, pprofLn, cfg.HTTP, logger) }()
+	stop := serveSides(t, ln, sideRouter(nil, false), []*side{pprof, nil}, cfg.HTTP)
 
 	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/goroutine?debug=1", "/debug/pprof/symbol"} {
 		if status, body := get(t, pprofURL+path); status != http.StatusOK {
@@ -90,14 +86,6 @@ func TestPprofServesOnItsOwnAddress(t *testing.T) {
 	}
 
 	stop()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatalf("serveWithPprof: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serveWithPprof did not return after ctx ended")
-	}
 	for _, url := range []string{pprofURL, apiURL} {
 		if resp, err := client.Get(url + "/debug/pprof/"); err == nil {
 			_ = resp.Body.Close()
@@ -129,7 +117,7 @@ func TestPprofBeyondLoopbackIsAWarning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = ln.Close()
+	closeSides(ln)
 	if !strings.Contains(logs.String(), `"level":"warn"`) || !strings.Contains(logs.String(), "never expose it publicly") {
 		t.Errorf("no warning: %s", logs.String())
 	}

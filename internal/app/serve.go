@@ -18,7 +18,8 @@ import (
 
 // Serve connects to Cassandra (migrating first unless switched off), builds
 // the router and serves until ctx ends, then drains in-flight requests.
-// With SHELF_PPROF_ADDR set, it also serves net/http/pprof there.
+// With SHELF_PPROF_ADDR set, it also serves net/http/pprof there; with
+// SHELF_METRICS_ADDR set, /metrics is served there and not by the API.
 func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error {
 	logConfig(logger, cfg)
 	m := metrics.New()
@@ -35,9 +36,15 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 	if err != nil {
 		return fmt.Errorf("listen on %s (SHELF_HTTP_ADDR): %w", cfg.HTTP.Addr, err)
 	}
-	pprofLn, err := listenPprof(cfg.HTTP.PprofAddr, logger)
+	pprof, err := listenPprof(cfg.HTTP.PprofAddr, logger)
 	if err != nil {
 		_ = ln.Close()
+		return err
+	}
+	metricsSide, err := listenMetrics(cfg.HTTP.MetricsAddr, a.Metrics, logger)
+	if err != nil {
+		_ = ln.Close()
+		closeSides(pprof)
 		return err
 	}
 	logger.Info().Str("addr", ln.Addr().String()).Str("url", publicURL(ln.Addr())).Msg("shelf is serving")
@@ -60,7 +67,7 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 			logger.Warn().Int("items", left).Msg("background fan-outs left to the outbox worker")
 		}
 	}()
-	err = serveWithPprof(ctx, ln, a.Router, pprofLn, cfg.HTTP, logger)
+	err = serveWithSides(ctx, ln, a.Router, []*side{pprof, metricsSide}, cfg.HTTP, logger)
 	stop()
 	<-fanoutsClosed
 	return err

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ type Mail struct {
 	// Mailer is log (development: mail written to the log, links and all)
 	// or smtp.
 	Mailer string
+	// AllowLogMailer keeps the log mailer where PublicURL is not this
+	// machine (LogMailerRefused).
+	AllowLogMailer bool
 	// PublicURL is the console's address, the base of mailed links.
 	PublicURL string
 	// From is the sender of every mail.
@@ -96,6 +100,14 @@ type Accounts struct {
 	Argon2Threads   int
 	// HashConcurrency bounds hashes at once; 0 means GOMAXPROCS.
 	HashConcurrency int
+	// HIBPURL is Have I Been Pwned's Pwned Passwords API (its range
+	// route under it), asked about every new password; empty is off.
+	HIBPURL string
+	// HIBPFailClosed refuses new passwords (503) while that API cannot
+	// answer; otherwise they pass on the local checks.
+	HIBPFailClosed bool
+	// HIBPTimeout bounds one request to it.
+	HIBPTimeout time.Duration
 }
 
 // HTTP holds the server's settings.
@@ -118,6 +130,9 @@ type HTTP struct {
 	// PprofAddr, when set, is where net/http/pprof listens, on a server of
 	// its own (never the API's router); empty is off.
 	PprofAddr string
+	// MetricsAddr, when set, is where /metrics is served, on a server of
+	// its own, and the API's router has none; empty: on the API's.
+	MetricsAddr string
 }
 
 // Cassandra holds the connection and consistency settings.
@@ -129,8 +144,21 @@ type Cassandra struct {
 	SerialConsistency string
 	Username          string
 	Password          string
-	// Timeout is the per-statement client timeout.
-	Timeout        time.Duration
+	// Timeout bounds one attempt of a statement (each retry and copy has
+	// its own).
+	Timeout time.Duration
+	// Retries, SpeculativeCopies and SpeculativeDelay: how often an
+	// idempotent statement is sent again to the next node after a node
+	// could not answer, and how many copies of a slow one go to other
+	// nodes after the delay.
+	Retries           int
+	SpeculativeCopies int
+	SpeculativeDelay  time.Duration
+	// TimeoutLimit closes a connection once that many statements timed out
+	// on it (0: never).
+	TimeoutLimit int
+	// SchemaTimeout bounds one schema statement (keyspace, migrations).
+	SchemaTimeout  time.Duration
 	ConnectTimeout time.Duration
 	// ConnectWait is how long start-up keeps retrying an unreachable cluster.
 	ConnectWait time.Duration
@@ -196,7 +224,12 @@ var Vars = []Var{
 	{"SHELF_SERIAL_CONSISTENCY", "LOCAL_SERIAL", "consistency of lightweight transactions (LOCAL_SERIAL or SERIAL)"},
 	{"SHELF_CASSANDRA_USERNAME", "", "user for PasswordAuthenticator (empty: no auth)"},
 	{"SHELF_CASSANDRA_PASSWORD", "", "its password (masked in the log)"},
-	{"SHELF_CASSANDRA_TIMEOUT", "5s", "client timeout of one CQL statement"},
+	{"SHELF_CASSANDRA_TIMEOUT", "2s", "client timeout of one attempt of a CQL statement (a retry or a copy has its own): what a request waits on a node that stopped answering before a compare-and-set is read back or an idempotent statement goes to the next node; (1 + SHELF_CASSANDRA_RETRIES) attempts must fit in SHELF_REQUEST_TIMEOUT"},
+	{"SHELF_CASSANDRA_RETRIES", "2", "an idempotent statement (a read, a write USING TIMESTAMP) is sent again this often, each time to the next node, after a node could not answer (timeout, unavailable, overloaded, connection lost); compare-and-sets never (their outcome is read back)"},
+	{"SHELF_CASSANDRA_SPECULATIVE_COPIES", "1", "an idempotent statement unanswered after SHELF_CASSANDRA_SPECULATIVE_DELAY is also sent to this many other nodes (at most the other nodes known), the first answer wins: a hung or slow node costs a read the delay, not the timeout; compare-and-sets and SERIAL reads never (Paxos duels); 0: off"},
+	{"SHELF_CASSANDRA_SPECULATIVE_DELAY", "200ms", "how long an idempotent statement waits for its node before a copy goes to the next: above the statements' healthy p99 (each copy is extra load), well below SHELF_CASSANDRA_TIMEOUT"},
+	{"SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT", "3", "a connection on which this many statements timed out is closed and opened again: a node that stops answering (hung, cut off; its kernel keeps the TCP connection and keepalives alive) loses its connections within about one SHELF_CASSANDRA_TIMEOUT and is marked down when a new one fails within SHELF_CASSANDRA_CONNECT_TIMEOUT, instead of after about a minute of failed driver heartbeats; process-wide; 0: never"},
+	{"SHELF_CASSANDRA_SCHEMA_TIMEOUT", "10s", "client timeout of one schema statement (keyspace creation, migrations): schema changes wait for the nodes to agree, seconds on a busy cluster; never sent twice at once"},
 	{"SHELF_CASSANDRA_CONNECT_TIMEOUT", "5s", "timeout of one connection attempt"},
 	{"SHELF_CASSANDRA_CONNECT_WAIT", "60s", "how long start-up retries an unreachable cluster"},
 	{"SHELF_CASSANDRA_RECONNECT_INTERVAL", "2s", "how often a node marked down is tried again"},
@@ -215,6 +248,7 @@ var Vars = []Var{
 	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed"},
 	{"SHELF_CORS_ORIGINS", "", "comma-separated origins (e.g. https://app.example.org) whose browser pages may call the API; * for any; empty: no CORS"},
 	{"SHELF_PPROF_ADDR", "", "address (host:port, e.g. 127.0.0.1:6060) where net/http/pprof listens, on a server of its own; empty: off. Never expose it publicly"},
+	{"SHELF_METRICS_ADDR", "", "address (host:port, e.g. 127.0.0.1:9090) where /metrics is served, on a server of its own, and not on SHELF_HTTP_ADDR; empty: /metrics on the API's address"},
 	{"SHELF_CLAIM_LEASE", "30s", "how long a failed or dead signup can block its username and email"},
 	{"SHELF_SESSION_TTL", "24h", "how long a login session lasts"},
 	{"SHELF_SESSION_SEEN_INTERVAL", "5m", "a session's last-seen time is recorded by a request of it once it is this old (one write per session and interval, after the answer); 0s: every request"},
@@ -223,6 +257,9 @@ var Vars = []Var{
 	{"SHELF_ARGON2_TIME", "2", "argon2id iterations"},
 	{"SHELF_ARGON2_THREADS", "1", "argon2id parallelism"},
 	{"SHELF_HASH_CONCURRENCY", "0", "password hashes computed at once (0: one per CPU); the rest wait"},
+	{"SHELF_HIBP_URL", "", "Have I Been Pwned's Pwned Passwords API (https://api.pwnedpasswords.com): every new password is refused if its breaches hold it, asked by k-anonymity (GET {url}/range/{first 5 hex digits of its SHA-1}); empty: off (the built-in list of common passwords still applies)"},
+	{"SHELF_HIBP_FAIL", "open", "when that API cannot answer (down, slow, not a range): open lets the password through on the built-in checks (logged); closed refuses it (503 password_check_unavailable)"},
+	{"SHELF_HIBP_TIMEOUT", "2s", "bound of one request to that API"},
 	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)"},
 	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
 	{"SHELF_FANOUT_SYNC_LIMIT", "1000", "items with at most this many members update every member library before a change answers; larger ones finish in the background"},
@@ -231,7 +268,8 @@ var Vars = []Var{
 	{"SHELF_FANOUT_QUEUE", "1000", "items that may wait for a background fan-out, per process; a change of a waiting item joins it; beyond, changes are left to the outbox worker"},
 	{"SHELF_OUTBOX_INTERVAL", "1s", "how often the outbox worker finishes fan-outs that stopped (a crash, a failed write)"},
 	{"SHELF_OUTBOX_GRACE", "5s", "how old an outbox mark must be before the worker redoes its fan-out"},
-	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential); smtp: sent through SHELF_SMTP_*"},
+	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential; refused when SHELF_PUBLIC_URL is not localhost or a loopback address, unless SHELF_ALLOW_LOG_MAILER=true); smtp: sent through SHELF_SMTP_*"},
+	{"SHELF_ALLOW_LOG_MAILER", "false", "true: keep SHELF_MAILER=log although SHELF_PUBLIC_URL is not this machine (a staging host whose log only its developers read); every mailed link is then in the log"},
 	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify?token=..., /#/reset?token=...)"},
 	{"SHELF_MAIL_FROM", "shelf <no-reply@localhost>", "sender of every mail"},
 	{"SHELF_SMTP_HOST", "", "SMTP server (SHELF_MAILER=smtp)"},
@@ -265,6 +303,7 @@ func Load(getenv func(string) string) (Config, error) {
 			TrustedProxies:    p.prefixes("SHELF_TRUSTED_PROXIES"),
 			CORSOrigins:       p.list("SHELF_CORS_ORIGINS"),
 			PprofAddr:         p.listenAddr("SHELF_PPROF_ADDR"),
+			MetricsAddr:       p.listenAddr("SHELF_METRICS_ADDR"),
 		},
 		Cassandra: Cassandra{
 			Hosts:             p.list("SHELF_CASSANDRA_HOSTS"),
@@ -275,6 +314,11 @@ func Load(getenv func(string) string) (Config, error) {
 			Username:          p.str("SHELF_CASSANDRA_USERNAME"),
 			Password:          p.str("SHELF_CASSANDRA_PASSWORD"),
 			Timeout:           p.duration("SHELF_CASSANDRA_TIMEOUT"),
+			Retries:           p.nonNegativeInt("SHELF_CASSANDRA_RETRIES"),
+			SpeculativeCopies: p.nonNegativeInt("SHELF_CASSANDRA_SPECULATIVE_COPIES"),
+			SpeculativeDelay:  p.duration("SHELF_CASSANDRA_SPECULATIVE_DELAY"),
+			TimeoutLimit:      p.nonNegativeInt("SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT"),
+			SchemaTimeout:     p.duration("SHELF_CASSANDRA_SCHEMA_TIMEOUT"),
 			ConnectTimeout:    p.duration("SHELF_CASSANDRA_CONNECT_TIMEOUT"),
 			ConnectWait:       p.duration("SHELF_CASSANDRA_CONNECT_WAIT"),
 			ReconnectInterval: p.duration("SHELF_CASSANDRA_RECONNECT_INTERVAL"),
@@ -295,6 +339,9 @@ func Load(getenv func(string) string) (Config, error) {
 			Argon2Time:          p.positiveInt("SHELF_ARGON2_TIME"),
 			Argon2Threads:       p.positiveInt("SHELF_ARGON2_THREADS"),
 			HashConcurrency:     p.nonNegativeInt("SHELF_HASH_CONCURRENCY"),
+			HIBPURL:             p.optionalURL("SHELF_HIBP_URL"),
+			HIBPFailClosed:      p.oneOf("SHELF_HIBP_FAIL", "open", "closed") == "closed",
+			HIBPTimeout:         p.duration("SHELF_HIBP_TIMEOUT"),
 		},
 	}
 	c.Content = Content{
@@ -307,6 +354,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.Mail = Mail{
 		Mailer:          p.oneOf("SHELF_MAILER", "log", "smtp"),
+		AllowLogMailer:  p.boolean("SHELF_ALLOW_LOG_MAILER"),
 		PublicURL:       p.publicURL("SHELF_PUBLIC_URL"),
 		From:            p.str("SHELF_MAIL_FROM"),
 		SMTPHost:        p.str("SHELF_SMTP_HOST"),
@@ -323,6 +371,10 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Mail.Mailer == "smtp" && c.Mail.SMTPHost == "" {
 		p.fail("SHELF_SMTP_HOST", "is needed with SHELF_MAILER=smtp")
 	}
+	if c.Mail.LogMailerRefused() {
+		p.fail("SHELF_MAILER", "log writes every mail, its working links included, to the log, and SHELF_PUBLIC_URL %q is not this machine: "+
+			"set SHELF_MAILER=smtp and SHELF_SMTP_HOST (or SHELF_ALLOW_LOG_MAILER=true, if whoever reads the log may hold any account)", c.Mail.PublicURL)
+	}
 	if c.Mail.SMTPPort > 65535 {
 		p.fail("SHELF_SMTP_PORT", "%d is not a port", c.Mail.SMTPPort)
 	}
@@ -336,13 +388,55 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Accounts.ClaimLease > 0 && c.Accounts.ClaimLease < time.Second {
 		p.fail("SHELF_CLAIM_LEASE", "%v is shorter than one second (TTLs are whole seconds)", c.Accounts.ClaimLease)
 	}
-	if c.HTTP.PprofAddr != "" && c.HTTP.PprofAddr == c.HTTP.Addr {
+	if sameAddr(c.HTTP.PprofAddr, c.HTTP.Addr) {
 		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)
+	}
+	cas := c.Cassandra
+	if cas.Timeout > 0 && c.HTTP.RequestTimeout > 0 && time.Duration(1+cas.Retries)*cas.Timeout >= c.HTTP.RequestTimeout {
+		p.fail("SHELF_CASSANDRA_TIMEOUT", "%v × %d attempts (1 + SHELF_CASSANDRA_RETRIES) does not fit in SHELF_REQUEST_TIMEOUT %v", cas.Timeout, 1+cas.Retries, c.HTTP.RequestTimeout)
+	}
+	if cas.SpeculativeCopies > 0 && cas.SpeculativeDelay >= cas.Timeout {
+		p.fail("SHELF_CASSANDRA_SPECULATIVE_DELAY", "%v is not below SHELF_CASSANDRA_TIMEOUT %v: no copy would ever go out before the timeout", cas.SpeculativeDelay, cas.Timeout)
+	}
+	if a := c.HTTP.MetricsAddr; sameAddr(a, c.HTTP.Addr) || sameAddr(a, c.HTTP.PprofAddr) {
+		p.fail("SHELF_METRICS_ADDR", "%q is SHELF_HTTP_ADDR or SHELF_PPROF_ADDR; metrics need an address of their own", a)
 	}
 	if len(c.Cassandra.Hosts) == 0 {
 		p.fail("SHELF_CASSANDRA_HOSTS", "needs at least one host")
 	}
 	return c, errors.Join(p.errs...)
+}
+
+// LogMailerRefused says whether the log mailer would write working links
+// where it must not. It was the default everywhere, so a production that
+// forgot SHELF_MAILER kept every reset link in its log: whoever read the
+// log could take any account. Development is where the links lead to
+// this machine (SHELF_PUBLIC_URL on localhost or a loopback address, its
+// default): there the log mailer is what make run and the tests need.
+// Elsewhere it takes SHELF_ALLOW_LOG_MAILER=true.
+func (m Mail) LogMailerRefused() bool {
+	return m.Mailer == "log" && !m.AllowLogMailer && !isLoopbackURL(m.PublicURL)
+}
+
+// isLoopbackURL says whether raw's host is this machine: localhost, a name
+// under .localhost (RFC 6761: resolved to loopback), or a loopback address.
+func isLoopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// sameAddr says whether two listeners would ask for one address: the same
+// host:port, set, and not port 0 (each of those gets a free port).
+func sameAddr(a, b string) bool {
+	return a != "" && a == b && !strings.HasSuffix(a, ":0")
 }
 
 // Fields returns the effective configuration as name/value pairs for the
@@ -354,6 +448,10 @@ func (c Config) Fields() map[string]string {
 	}
 	if c.Mail.SMTPPassword != "" {
 		smtpPassword = "***"
+	}
+	hibpFail := "open"
+	if c.Accounts.HIBPFailClosed {
+		hibpFail = "closed"
 	}
 	proxies := make([]string, len(c.HTTP.TrustedProxies))
 	for i, p := range c.HTTP.TrustedProxies {
@@ -369,6 +467,11 @@ func (c Config) Fields() map[string]string {
 		"SHELF_CASSANDRA_USERNAME":           c.Cassandra.Username,
 		"SHELF_CASSANDRA_PASSWORD":           password,
 		"SHELF_CASSANDRA_TIMEOUT":            c.Cassandra.Timeout.String(),
+		"SHELF_CASSANDRA_RETRIES":            strconv.Itoa(c.Cassandra.Retries),
+		"SHELF_CASSANDRA_SPECULATIVE_COPIES": strconv.Itoa(c.Cassandra.SpeculativeCopies),
+		"SHELF_CASSANDRA_SPECULATIVE_DELAY":  c.Cassandra.SpeculativeDelay.String(),
+		"SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT": strconv.Itoa(c.Cassandra.TimeoutLimit),
+		"SHELF_CASSANDRA_SCHEMA_TIMEOUT":     c.Cassandra.SchemaTimeout.String(),
 		"SHELF_CASSANDRA_CONNECT_TIMEOUT":    c.Cassandra.ConnectTimeout.String(),
 		"SHELF_CASSANDRA_CONNECT_WAIT":       c.Cassandra.ConnectWait.String(),
 		"SHELF_CASSANDRA_RECONNECT_INTERVAL": c.Cassandra.ReconnectInterval.String(),
@@ -387,6 +490,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_TRUSTED_PROXIES":              strings.Join(proxies, ","),
 		"SHELF_CORS_ORIGINS":                 strings.Join(c.HTTP.CORSOrigins, ","),
 		"SHELF_PPROF_ADDR":                   c.HTTP.PprofAddr,
+		"SHELF_METRICS_ADDR":                 c.HTTP.MetricsAddr,
 		"SHELF_CLAIM_LEASE":                  c.Accounts.ClaimLease.String(),
 		"SHELF_SESSION_TTL":                  c.Accounts.SessionTTL.String(),
 		"SHELF_SESSION_SEEN_INTERVAL":        c.Accounts.SessionSeenInterval.String(),
@@ -395,6 +499,9 @@ func (c Config) Fields() map[string]string {
 		"SHELF_ARGON2_TIME":                  strconv.Itoa(c.Accounts.Argon2Time),
 		"SHELF_ARGON2_THREADS":               strconv.Itoa(c.Accounts.Argon2Threads),
 		"SHELF_HASH_CONCURRENCY":             strconv.Itoa(c.Accounts.HashConcurrency),
+		"SHELF_HIBP_URL":                     c.Accounts.HIBPURL,
+		"SHELF_HIBP_FAIL":                    hibpFail,
+		"SHELF_HIBP_TIMEOUT":                 c.Accounts.HIBPTimeout.String(),
 		"SHELF_SUSPENSION_BUCKET":            c.Moderation.BucketSize,
 		"SHELF_SUSPENSION_SWEEP_INTERVAL":    c.Moderation.SweepInterval.String(),
 		"SHELF_FANOUT_SYNC_LIMIT":            strconv.Itoa(c.Content.SyncFanoutLimit),
@@ -404,6 +511,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_OUTBOX_INTERVAL":              c.Content.OutboxInterval.String(),
 		"SHELF_OUTBOX_GRACE":                 c.Content.OutboxGrace.String(),
 		"SHELF_MAILER":                       c.Mail.Mailer,
+		"SHELF_ALLOW_LOG_MAILER":             strconv.FormatBool(c.Mail.AllowLogMailer),
 		"SHELF_PUBLIC_URL":                   c.Mail.PublicURL,
 		"SHELF_MAIL_FROM":                    c.Mail.From,
 		"SHELF_SMTP_HOST":                    c.Mail.SMTPHost,

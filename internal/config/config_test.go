@@ -22,7 +22,7 @@ func TestDefaults(t *testing.T) {
 	if c.HTTP.Addr != ":8080" || c.Cassandra.Keyspace != "shelf" || c.Cassandra.Hosts[0] != "127.0.0.1" ||
 		c.Cassandra.Consistency != "LOCAL_QUORUM" || c.Cassandra.SerialConsistency != "LOCAL_SERIAL" ||
 		c.HTTP.MaxBodyBytes != 1<<20 || !c.MigrateOnStart || c.Log.Format != "json" ||
-		c.Cassandra.Timeout != 5*time.Second || c.HTTP.PprofAddr != "" || c.Log.FlushInterval != 100*time.Millisecond {
+		c.Cassandra.Timeout != 2*time.Second || c.Cassandra.Retries != 2 || c.Cassandra.SpeculativeCopies != 1 || c.HTTP.PprofAddr != "" || c.Log.FlushInterval != 100*time.Millisecond {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if got := c.Cassandra.Replication.CQL(); got != "{'class': 'SimpleStrategy', 'replication_factor': 1}" {
@@ -89,6 +89,9 @@ func TestBadValuesNameTheirVariable(t *testing.T) {
 		"SHELF_CLOCK_OFFSET":       "later",
 		"SHELF_PPROF_ADDR":         "6060",
 		"SHELF_LOG_FLUSH_INTERVAL": "-1s",
+		"SHELF_HIBP_URL":           "api.pwnedpasswords.com",
+		"SHELF_HIBP_FAIL":          "maybe",
+		"SHELF_HIBP_TIMEOUT":       "0s",
 	}
 	_, err := Load(env(bad))
 	if err == nil {
@@ -178,5 +181,106 @@ func TestComposeSettingsLoad(t *testing.T) {
 	}
 	if apis < 2 {
 		t.Errorf("%d services build the api; want the migration and the replicas", apis)
+	}
+}
+
+// TestAttemptsFitTheRequest: an idempotent statement's attempts (the first
+// and its retries, each up to SHELF_CASSANDRA_TIMEOUT) must fit in the
+// request's deadline, and a copy must be able to go out before the first
+// attempt times out.
+func TestAttemptsFitTheRequest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		name string
+	}{
+		{map[string]string{"SHELF_CASSANDRA_TIMEOUT": "4s"}, "SHELF_CASSANDRA_TIMEOUT: "},
+		{map[string]string{"SHELF_CASSANDRA_RETRIES": "4"}, "SHELF_CASSANDRA_TIMEOUT: "},
+		{map[string]string{"SHELF_CASSANDRA_SPECULATIVE_DELAY": "2s"}, "SHELF_CASSANDRA_SPECULATIVE_DELAY: "},
+	} {
+		if _, err := Load(env(tc.env)); err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%v accepted or not explained: %v", tc.env, err)
+		}
+	}
+	for _, ok := range []map[string]string{
+		{"SHELF_CASSANDRA_TIMEOUT": "3s"},
+		{"SHELF_CASSANDRA_RETRIES": "0", "SHELF_CASSANDRA_TIMEOUT": "9s"},
+		{"SHELF_CASSANDRA_SPECULATIVE_COPIES": "0", "SHELF_CASSANDRA_SPECULATIVE_DELAY": "5s"},
+	} {
+		if _, err := Load(env(ok)); err != nil {
+			t.Errorf("%v refused: %v", ok, err)
+		}
+	}
+}
+
+// TestMetricsAddr: /metrics stays on the API's address unless
+// SHELF_METRICS_ADDR names one of its own, which may be neither the API's
+// nor pprof's (port 0 is a free port each time, never a clash).
+func TestMetricsAddr(t *testing.T) {
+	t.Parallel()
+	if c, err := Load(env(nil)); err != nil || c.HTTP.MetricsAddr != "" {
+		t.Fatalf("default: %q, %v", c.HTTP.MetricsAddr, err)
+	}
+	if c, err := Load(env(map[string]string{"SHELF_METRICS_ADDR": "10.0.0.5:9090"})); err != nil || c.HTTP.MetricsAddr != "10.0.0.5:9090" {
+		t.Errorf("set: %q, %v", c.HTTP.MetricsAddr, err)
+	}
+	if _, err := Load(env(map[string]string{"SHELF_METRICS_ADDR": "9090"})); err == nil || !strings.Contains(err.Error(), "SHELF_METRICS_ADDR: ") {
+		t.Errorf("a bare port accepted: %v", err)
+	}
+	for _, clash := range []map[string]string{
+		{"SHELF_HTTP_ADDR": "127.0.0.1:8080", "SHELF_METRICS_ADDR": "127.0.0.1:8080"},
+		{"SHELF_PPROF_ADDR": "127.0.0.1:6060", "SHELF_METRICS_ADDR": "127.0.0.1:6060"},
+	} {
+		if _, err := Load(env(clash)); err == nil || !strings.Contains(err.Error(), "SHELF_METRICS_ADDR: ") {
+			t.Errorf("%v: %v", clash, err)
+		}
+	}
+	if _, err := Load(env(map[string]string{"SHELF_HTTP_ADDR": "127.0.0.1:0", "SHELF_PPROF_ADDR": "127.0.0.1:0", "SHELF_METRICS_ADDR": "127.0.0.1:0"})); err != nil {
+		t.Errorf("three free ports: %v", err)
+	}
+}
+
+// TestLogMailerOnlyInDevelopment (issue 26, item 6): the log mailer, still
+// the default, is refused where the mailed links lead to another machine
+// (a production that forgot SHELF_MAILER would log every reset link),
+// unless SHELF_ALLOW_LOG_MAILER says so; on this machine it stays.
+func TestLogMailerOnlyInDevelopment(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{"", "http://localhost:8080", "http://127.0.0.1:18090", "http://[::1]:8080", "http://shelf.localhost", "HTTP://LOCALHOST"} {
+		if c, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url})); err != nil || c.Mail.Mailer != "log" {
+			t.Errorf("%q: the log mailer refused in development: %v", url, err)
+		}
+	}
+	for _, url := range []string{"https://shelf.example.org", "http://10.0.0.5:8080", "http://localhost.example.org", "http://[::ffff:10.0.0.5]"} {
+		_, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url}))
+		if err == nil || !strings.Contains(err.Error(), "SHELF_MAILER: ") || !strings.Contains(err.Error(), "SHELF_ALLOW_LOG_MAILER") {
+			t.Errorf("%q: the log mailer by default: %v", url, err)
+		}
+		if _, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_MAILER": "log"})); err == nil {
+			t.Errorf("%q: SHELF_MAILER=log alone is allowed", url)
+		}
+		if c, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_ALLOW_LOG_MAILER": "true"})); err != nil || !c.Mail.AllowLogMailer {
+			t.Errorf("%q: allowed explicitly, still refused: %v", url, err)
+		}
+		if _, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_MAILER": "smtp", "SHELF_SMTP_HOST": "mail.example.org"})); err != nil {
+			t.Errorf("%q with smtp: %v", url, err)
+		}
+	}
+}
+
+// TestHIBP: the breach check is off by default and fails open; set, it
+// keeps its URL without the trailing slash.
+func TestHIBP(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil || c.Accounts.HIBPURL != "" || c.Accounts.HIBPFailClosed || c.Accounts.HIBPTimeout != 2*time.Second {
+		t.Fatalf("defaults: %+v, %v", c.Accounts, err)
+	}
+	c, err = Load(env(map[string]string{"SHELF_HIBP_URL": "https://api.pwnedpasswords.com/", "SHELF_HIBP_FAIL": "closed", "SHELF_HIBP_TIMEOUT": "500ms"}))
+	if err != nil || c.Accounts.HIBPURL != "https://api.pwnedpasswords.com" || !c.Accounts.HIBPFailClosed || c.Accounts.HIBPTimeout != 500*time.Millisecond {
+		t.Fatalf("set: %+v, %v", c.Accounts, err)
+	}
+	if f := c.Fields(); f["SHELF_HIBP_URL"] != "https://api.pwnedpasswords.com" || f["SHELF_HIBP_FAIL"] != "closed" {
+		t.Fatalf("logged as %v", f)
 	}
 }

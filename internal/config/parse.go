@@ -201,3 +201,11 @@ func (p *parser) publicURL(name string) string {
 	}
 	return strings.TrimRight(raw, "/")
 }
+
+// optionalURL reads an http(s) URL as publicURL does, or nothing (off).
+func (p *parser) optionalURL(name string) string {
+	if p.str(name) == "" {
+		return ""
+	}
+	return p.publicURL(name)
+}

@@ -6,12 +6,14 @@ package metrics
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metrics is every series, registered on one registry.
@@ -105,6 +107,11 @@ func New() *Metrics {
 		m.FanoutWaiting, m.FanoutRunning, m.FanoutCoalesced, m.FanoutLeftToOutbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
 }
 
 // ObserveQuery implements gocql.QueryObserver.

@@ -1,4 +1,6 @@
-// Package password hashes and verifies user passwords with argon2id.
+// Package password hashes and verifies user passwords with argon2id, and
+// screens new ones: how guessable they are (zxcvbn, guess.go) and whether
+// known breaches hold them (Have I Been Pwned's range API, pwned.go).
 //
 // argon2id is memory-hard, which is what makes offline guessing expensive, but
 // it also means every login costs the server the same memory. A Hasher

@@ -80,8 +80,10 @@ type DB struct {
 // Keyspace returns the keyspace's name.
 func (db *DB) Keyspace() string { return db.Conn.Keyspace }
 
-// ConnConfig is how tests connect: LOCAL_QUORUM / LOCAL_SERIAL as in
-// production, generous timeouts for a busy two-core machine.
+// ConnConfig is how tests connect: LOCAL_QUORUM / LOCAL_SERIAL and
+// retries of idempotent statements as in production, generous timeouts
+// for a busy two-core machine, no speculative copies (a test counts what
+// it sends) and no connection closed for its timeouts.
 func ConnConfig(hosts []string, keyspace string) repository.ConnConfig {
 	return repository.ConnConfig{
 		Hosts:             hosts,
@@ -91,6 +93,7 @@ func ConnConfig(hosts []string, keyspace string) repository.ConnConfig {
 		Timeout:           10 * time.Second,
 		ConnectTimeout:    5 * time.Second,
 		ReconnectInterval: time.Second,
+		Retries:           2,
 	}
 }
 

@@ -49,6 +49,12 @@ type Process struct {
 // is read and dropped (the api's access log). stop interrupts it and waits
 // for it to end.
 func Start(bin string, args, env []string, addrOf func(line []byte) string) (p *Process, stop func(), err error) {
+	return StartLogging(bin, args, env, addrOf, io.Discard)
+}
+
+// StartLogging is Start with the rest of the standard output copied to
+// rest instead of dropped.
+func StartLogging(bin string, args, env []string, addrOf func(line []byte) string, rest io.Writer) (p *Process, stop func(), err error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	stdout, err := cmd.StdoutPipe()
@@ -73,7 +79,7 @@ func Start(bin string, args, env []string, addrOf func(line []byte) string) (p *
 				break
 			}
 		}
-		_, _ = io.Copy(io.Discard, stdout)
+		_, _ = io.Copy(rest, stdout)
 	}()
 	select {
 	case a := <-addr:

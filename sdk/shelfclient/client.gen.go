@@ -474,15 +474,33 @@ type NewGroup struct {
 //     sequences are built with stay welcome: a variation selector after
 //     a symbol (❤️) or in a keycap (1️⃣), a zero-width joiner between
 //     two symbols (👩🏽‍💻), the tags of a subdivision flag.
-//   - `password`: 8-128 characters, and not the username or the email
-//     (compared case-insensitively).
+//   - `password`: 8-128 characters (`too_short`, `too_long`), not the
+//     username or the email (compared case-insensitively;
+//     `same_as_identifier`), and not one an attacker finds within a
+//     million guesses by zxcvbn's estimate (NIST SP 800-63B; the
+//     estimate reads the first 24 characters in NFKC), counting the
+//     account's own words as the first guesses. The code says why:
+//     `common_password` (one of the 30 000 most common passwords of
+//     the breaches, or a small change of one: `password1`, `12345678`,
+//     `qwertyuiop`, `P@ssw0rd!`), `contains_username`,
+//     `contains_email` (its local part, its parts, its domain's
+//     labels), `contains_product_name` (`shelf`), or `too_guessable`
+//     (repeats such as `aaaaaaaa`, sequences, rows of keys, dates,
+//     common words; the message says which). With `SHELF_HIBP_URL`,
+//     also `breached`: Have I Been Pwned's range API holds it (asked
+//     with the first 5 hex digits of its SHA-1 only). The same rules
+//     hold for every new password (a change, a reset).
 //   - `displayName`: 1-64 characters once trimmed; the username when
 //     absent.
 type NewUser struct {
 	DisplayName *string             `json:"displayName,omitempty"`
 	Email       openapi_types.Email `json:"email"`
-	Password    string              `json:"password"`
-	Username    string              `json:"username"`
+
+	// Password 8-128 characters, not the username or the email, and not a
+	// common, breached or otherwise guessable password (see the rules
+	// above; refused with 400 naming `password`).
+	Password string `json:"password"`
+	Username string `json:"username"`
 }
 
 // PageInfo What every list answer carries beside `items`. List schemas are
@@ -493,7 +511,8 @@ type PageInfo struct {
 }
 
 // PasswordChange A password change. `newPassword` follows the password rules of
-// NewUser (8-128 characters, not the username or the email).
+// NewUser (8-128 characters, not the username or the email, not
+// common, breached or otherwise guessable).
 type PasswordChange struct {
 	CurrentPassword string `json:"currentPassword"`
 	NewPassword     string `json:"newPassword"`
@@ -501,7 +520,8 @@ type PasswordChange struct {
 
 // PasswordResetConfirmation The token of a reset mail (from its link) and the new password,
 // which follows the password rules of NewUser (8-128 characters, not
-// the username or the email).
+// the username or the email, not common, breached or otherwise
+// guessable).
 type PasswordResetConfirmation struct {
 	NewPassword string `json:"newPassword"`
 	Token       string `json:"token"`
@@ -649,8 +669,9 @@ type User struct {
 	EmailVerified *bool  `json:"emailVerified,omitempty"`
 	Id            string `json:"id"`
 
-	// Roles Empty for most users.
-	Roles []UserRole `json:"roles"`
+	// Roles Present only for the user themself and admins (who the admins
+	// are is not shown to everyone); empty for most users.
+	Roles *[]UserRole `json:"roles,omitempty"`
 
 	// Status Present only for the user themself and admins: nobody else
 	// learns that an account is suspended.
@@ -1034,7 +1055,10 @@ type ClientInterface interface {
 	// not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
 	// and `shelf_fanout_outbox_oldest_seconds`,
 	// `shelf_password_hash_wait_seconds`, and the Go and process
-	// collectors. Expose it to your scraper only.
+	// collectors. Expose it to your scraper only: with
+	// `SHELF_METRICS_ADDR` set it is served on that address alone, and
+	// the API's own listener answers 404 here. The `method` label is one
+	// of the methods HTTP defines, or `other`.
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1670,8 +1694,10 @@ type ClientInterface interface {
 	// or the answer is 401 as on every `/v1` route.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with no
-	// other route; one argon2id password hash (deliberately slow), then
-	// lightweight transactions: both names claimed and a pending account
+	// other route; the password's guessability estimated (zxcvbn, on its
+	// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
+	// I Been Pwned's range API; one argon2id password hash (deliberately
+	// slow), then lightweight transactions: both names claimed and a pending account
 	// written in parallel, both claims committed, the account activated.
 	// A signup that takes longer than the claim lease is undone and
 	// answered 503 `signup_expired`; nothing is kept and it may be sent
@@ -1693,8 +1719,10 @@ type ClientInterface interface {
 	// or the answer is 401 as on every `/v1` route.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with no
-	// other route; one argon2id password hash (deliberately slow), then
-	// lightweight transactions: both names claimed and a pending account
+	// other route; the password's guessability estimated (zxcvbn, on its
+	// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
+	// I Been Pwned's range API; one argon2id password hash (deliberately
+	// slow), then lightweight transactions: both names claimed and a pending account
 	// written in parallel, both claims committed, the account activated.
 	// A signup that takes longer than the claim lease is undone and
 	// answered 503 `signup_expired`; nothing is kept and it may be sent
@@ -2131,7 +2159,10 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 // not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
 // and `shelf_fanout_outbox_oldest_seconds`,
 // `shelf_password_hash_wait_seconds`, and the Go and process
-// collectors. Expose it to your scraper only.
+// collectors. Expose it to your scraper only: with
+// `SHELF_METRICS_ADDR` set it is served on that address alone, and
+// the API's own listener answers 404 here. The `method` label is one
+// of the methods HTTP defines, or `other`.
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3137,8 +3168,10 @@ func (c *Client) ListSuspensions(ctx context.Context, params *ListSuspensionsPar
 // or the answer is 401 as on every `/v1` route.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with no
-// other route; one argon2id password hash (deliberately slow), then
-// lightweight transactions: both names claimed and a pending account
+// other route; the password's guessability estimated (zxcvbn, on its
+// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
+// I Been Pwned's range API; one argon2id password hash (deliberately
+// slow), then lightweight transactions: both names claimed and a pending account
 // written in parallel, both claims committed, the account activated.
 // A signup that takes longer than the claim lease is undone and
 // answered 503 `signup_expired`; nothing is kept and it may be sent
@@ -3170,8 +3203,10 @@ func (c *Client) CreateUserWithBody(ctx context.Context, contentType string, bod
 // or the answer is 401 as on every `/v1` route.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with no
-// other route; one argon2id password hash (deliberately slow), then
-// lightweight transactions: both names claimed and a pending account
+// other route; the password's guessability estimated (zxcvbn, on its
+// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
+// I Been Pwned's range API; one argon2id password hash (deliberately
+// slow), then lightweight transactions: both names claimed and a pending account
 // written in parallel, both claims committed, the account activated.
 // A signup that takes longer than the claim lease is undone and
 // answered 503 `signup_expired`; nothing is kept and it may be sent
@@ -5842,7 +5877,10 @@ type ClientWithResponsesInterface interface {
 	// not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
 	// and `shelf_fanout_outbox_oldest_seconds`,
 	// `shelf_password_hash_wait_seconds`, and the Go and process
-	// collectors. Expose it to your scraper only.
+	// collectors. Expose it to your scraper only: with
+	// `SHELF_METRICS_ADDR` set it is served on that address alone, and
+	// the API's own listener answers 404 here. The `method` label is one
+	// of the methods HTTP defines, or `other`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6512,8 +6550,10 @@ type ClientWithResponsesInterface interface {
 	// or the answer is 401 as on every `/v1` route.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with no
-	// other route; one argon2id password hash (deliberately slow), then
-	// lightweight transactions: both names claimed and a pending account
+	// other route; the password's guessability estimated (zxcvbn, on its
+	// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
+	// I Been Pwned's range API; one argon2id password hash (deliberately
+	// slow), then lightweight transactions: both names claimed and a pending account
 	// written in parallel, both claims committed, the account activated.
 	// A signup that takes longer than the claim lease is undone and
 	// answered 503 `signup_expired`; nothing is kept and it may be sent
@@ -6535,8 +6575,10 @@ type ClientWithResponsesInterface interface {
 	// or the answer is 401 as on every `/v1` route.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with no
-	// other route; one argon2id password hash (deliberately slow), then
-	// lightweight transactions: both names claimed and a pending account
+	// other route; the password's guessability estimated (zxcvbn, on its
+	// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
+	// I Been Pwned's range API; one argon2id password hash (deliberately
+	// slow), then lightweight transactions: both names claimed and a pending account
 	// written in parallel, both claims committed, the account activated.
 	// A signup that takes longer than the claim lease is undone and
 	// answered 503 `signup_expired`; nothing is kept and it may be sent
@@ -12732,7 +12774,10 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 // not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
 // and `shelf_fanout_outbox_oldest_seconds`,
 // `shelf_password_hash_wait_seconds`, and the Go and process
-// collectors. Expose it to your scraper only.
+// collectors. Expose it to your scraper only: with
+// `SHELF_METRICS_ADDR` set it is served on that address alone, and
+// the API's own listener answers 404 here. The `method` label is one
+// of the methods HTTP defines, or `other`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13624,8 +13669,10 @@ func (c *ClientWithResponses) ListSuspensionsWithResponse(ctx context.Context, p
 // or the answer is 401 as on every `/v1` route.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with no
-// other route; one argon2id password hash (deliberately slow), then
-// lightweight transactions: both names claimed and a pending account
+// other route; the password's guessability estimated (zxcvbn, on its
+// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
+// I Been Pwned's range API; one argon2id password hash (deliberately
+// slow), then lightweight transactions: both names claimed and a pending account
 // written in parallel, both claims committed, the account activated.
 // A signup that takes longer than the claim lease is undone and
 // answered 503 `signup_expired`; nothing is kept and it may be sent
@@ -13653,8 +13700,10 @@ func (c *ClientWithResponses) CreateUserWithBodyWithResponse(ctx context.Context
 // or the answer is 401 as on every `/v1` route.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with no
-// other route; one argon2id password hash (deliberately slow), then
-// lightweight transactions: both names claimed and a pending account
+// other route; the password's guessability estimated (zxcvbn, on its
+// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
+// I Been Pwned's range API; one argon2id password hash (deliberately
+// slow), then lightweight transactions: both names claimed and a pending account
 // written in parallel, both claims committed, the account activated.
 // A signup that takes longer than the claim lease is undone and
 // answered 503 `signup_expired`; nothing is kept and it may be sent

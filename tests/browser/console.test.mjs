@@ -246,6 +246,12 @@ await step('the API reference lists every route', async () => {
 
 await step('sign up four users through the page and log in', async () => {
   await visit('#/library', 'auth');
+  // A password people guess is refused, the reason beside the field.
+  await refused(400, async () => {
+    await submit('signup', { username: alice, email: aliceMail, password: 'password1' }, true);
+  });
+  expect((await page.locator('#signup .field-error').textContent()).includes('most common passwords'), 'the reason beside the password');
+  expect(await page.locator('#signup [name="password"][aria-invalid="true"]').count() === 1, 'password marked invalid');
   for (const u of [alice, bob, carol, admin]) {
     expect((await submit('signup', { username: u, email: `${u}@example.org`, password: pw })).includes('Signed up as ' + u), 'signup of ' + u);
   }
@@ -390,6 +396,10 @@ await step('account: sessions paged, sign one out, sign out everywhere else, pro
   await refused(401, async () => {
     await submit('password', { currentPassword: 'wrong password', newPassword: newPw }, true);
   });
+  await refused(400, async () => {
+    await submit('password', { currentPassword: pw, newPassword: alice + '2024' }, true);
+  });
+  expect((await page.locator('#password .field-error').textContent()).includes('too close to the username'), 'the reason beside the new password');
   expect((await submit('password', { currentPassword: pw, newPassword: newPw })).includes('Password changed'), 'password changed');
   await logout();
   await login(alice, newPw);

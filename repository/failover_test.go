@@ -1,0 +1,173 @@
+package repository
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// recorder records what attempts.apply sets on a statement.
+type recorder struct {
+	idempotent, retryCleared bool
+	spec                     gocql.SpeculativeExecutionPolicy
+}
+
+func (r *recorder) Idempotent(v bool) *gocql.Query { r.idempotent = v; return nil }
+
+func (r *recorder) RetryPolicy(p gocql.RetryPolicy) *gocql.Query {
+	r.retryCleared = p == nil
+	return nil
+}
+
+func (r *recorder) SetSpeculativeExecutionPolicy(sp gocql.SpeculativeExecutionPolicy) *gocql.Query {
+	r.spec = sp
+	return nil
+}
+
+// TestEachKindIsSentAsItAllows: reads and idempotent writes are flagged
+// idempotent (so the cluster's retry policy sends them again) and copied
+// when slow; a read at SERIAL and a scan are sent again, never copied; a
+// compare-and-set, a once-only write and a schema change are neither, and
+// lose the cluster's retry policy too.
+func TestEachKindIsSentAsItAllows(t *testing.T) {
+	t.Parallel()
+	spec := newSpeculation(1, time.Millisecond)
+	for _, tc := range []struct {
+		name                   string
+		a                      attempts
+		again, copied, cleared bool
+	}{
+		{"read", readCQL("").at(0), true, true, false},
+		{"read at LOCAL_QUORUM", readCQL("").at(gocql.LocalQuorum), true, true, false},
+		{"read at SERIAL", readCQL("").at(gocql.Consistency(gocql.Serial)), true, false, false},
+		{"read at LOCAL_SERIAL", readCQL("").at(gocql.Consistency(gocql.LocalSerial)), true, false, false},
+		{"scan", scanCQL("").attempts(), true, false, false},
+		{"versioned write", versionedCQL("").attempts(), true, true, false},
+		{"repeatable write", repeatableCQL("").attempts(), true, true, false},
+		{"once-only write", onceCQL("").attempts(), false, false, true},
+		{"compare-and-set", conditionalCQL("").attempts(), false, false, true},
+		{"schema change", schemaCQL("").attempts(), false, false, true},
+	} {
+		var r recorder
+		tc.a.apply(&r, spec)
+		if r.idempotent != tc.again || (r.spec != nil) != tc.copied || r.retryCleared != tc.cleared {
+			t.Errorf("%s: idempotent %v, copied %v, retry policy cleared %v; want %v, %v, %v",
+				tc.name, r.idempotent, r.spec != nil, r.retryCleared, tc.again, tc.copied, tc.cleared)
+		}
+		// Without a speculation (one node, or copies off) nothing is copied.
+		var none recorder
+		tc.a.apply(&none, nil)
+		if none.spec != nil || none.idempotent != tc.again {
+			t.Errorf("%s without a speculation: %+v", tc.name, none)
+		}
+	}
+}
+
+// TestAQueryIsFlaggedByItsKind: the flag gocql itself reads (speculative
+// execution only for IsIdempotent statements) is set on a real query.
+func TestAQueryIsFlaggedByItsKind(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		a    attempts
+		want bool
+	}{{readCQL("").attempts(), true}, {versionedCQL("").attempts(), true}, {conditionalCQL("").attempts(), false}} {
+		q := new(gocql.Query)
+		tc.a.apply(q, newSpeculation(1, time.Millisecond))
+		if q.IsIdempotent() != tc.want {
+			t.Errorf("%+v: IsIdempotent %v", tc.a, q.IsIdempotent())
+		}
+	}
+}
+
+// TestABatchAllowsWhatAllItsEntriesAllow: a batch of versioned writes is
+// idempotent (gocql asks every entry); one once-only entry makes the whole
+// batch neither sent again nor copied.
+func TestABatchAllowsWhatAllItsEntriesAllow(t *testing.T) {
+	t.Parallel()
+	w := batchOf(new(gocql.Batch))
+	w.add(libDeleteCQL, 1)
+	w.add(libInsertCQL, 2)
+	if !w.b.IsIdempotent() || w.a != (attempts{again: true, twice: true}) {
+		t.Fatalf("versioned batch: idempotent %v, allows %+v", w.b.IsIdempotent(), w.a)
+	}
+	w.add(onceCQL("UPDATE counts SET n = n + 1 WHERE k = ?"), 3)
+	if w.b.IsIdempotent() || w.a != (attempts{}) {
+		t.Fatalf("batch with a once-only write: idempotent %v, allows %+v", w.b.IsIdempotent(), w.a)
+	}
+}
+
+// fakeQuery is a statement as the retry policy sees it.
+type fakeQuery struct {
+	gocql.RetryableQuery
+	idempotent bool
+	attempts   int
+}
+
+func (q fakeQuery) IsIdempotent() bool { return q.idempotent }
+func (q fakeQuery) Attempts() int      { return q.attempts }
+
+// TestRetriesOnlyIdempotentStatements: gocql v1.7.0 asks the retry policy
+// about every failed statement, idempotent or not; ours sends again only
+// idempotent ones, up to its count, to the next node, and only after
+// errors that say a node could not answer.
+func TestRetriesOnlyIdempotentStatements(t *testing.T) {
+	t.Parallel()
+	r := retryIdempotent{retries: 2}
+	for _, tc := range []struct {
+		q    fakeQuery
+		want bool
+	}{
+		{fakeQuery{idempotent: true, attempts: 1}, true},
+		{fakeQuery{idempotent: true, attempts: 2}, true},
+		{fakeQuery{idempotent: true, attempts: 3}, false},
+		{fakeQuery{idempotent: false, attempts: 1}, false},
+	} {
+		if got := r.Attempt(tc.q); got != tc.want {
+			t.Errorf("%+v: Attempt %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	for _, err := range []error{gocql.ErrTimeoutNoResponse, &gocql.RequestErrUnavailable{}, gocql.ErrConnectionClosed, &net.OpError{Op: "read", Err: errors.New("reset")}} {
+		if got := r.GetRetryType(err); got != gocql.RetryNextHost {
+			t.Errorf("%v: %v, want the next node", err, got)
+		}
+	}
+	if got := r.GetRetryType(errors.New("line 1:0 no viable alternative")); got != gocql.Rethrow {
+		t.Errorf("a syntax error is retried: %v", got)
+	}
+}
+
+// host is a node as the driver describes it to a HostFilter.
+func host(ip string) *gocql.HostInfo {
+	return (&gocql.HostInfo{}).SetConnectAddress(net.ParseIP(ip))
+}
+
+// TestCopiesAreBoundedByTheOtherNodes: a copy needs a node of its own (in
+// gocql v1.7.0 a copy that finds none fails the statement), so one node
+// gets no copies, and a node the driver reports twice counts once.
+func TestCopiesAreBoundedByTheOtherNodes(t *testing.T) {
+	t.Parallel()
+	sp := newSpeculation(2, 200*time.Millisecond)
+	if sp.Attempts() != 0 {
+		t.Fatalf("no node known: %d copies", sp.Attempts())
+	}
+	for _, ip := range []string{"127.0.0.2", "127.0.0.2"} {
+		if !sp.Accept(host(ip)) {
+			t.Fatal("a node was filtered out")
+		}
+	}
+	if sp.Attempts() != 0 {
+		t.Fatalf("one node: %d copies", sp.Attempts())
+	}
+	sp.Accept(host("127.0.0.3"))
+	if sp.Attempts() != 1 {
+		t.Fatalf("two nodes: %d copies, want 1", sp.Attempts())
+	}
+	sp.Accept(host("127.0.0.4"))
+	sp.Accept(host("127.0.0.5"))
+	if sp.Attempts() != 2 || sp.Delay() != 200*time.Millisecond {
+		t.Fatalf("four nodes, 2 copies configured: %d copies after %v", sp.Attempts(), sp.Delay())
+	}
+}
