@@ -68,12 +68,13 @@ func (n *nemesis) killNode(ctx context.Context) {
 	sleep(ctx, time.Duration(3000+rand.IntN(5000))*time.Millisecond)
 	// Restarting takes tens of seconds on two cores; the cluster serves
 	// on two nodes meanwhile. The restart runs even past the deadline.
+	restarting := time.Now()
 	restart, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	if err := n.c.L.Start(restart, node); err != nil {
 		n.errs = append(n.errs, err)
 	}
-	n.record("kill-node", i, start, map[string]string{"node": node.Address})
+	n.record("kill-node", i, start, map[string]string{"node": node.Address, "restart": restarting.Format(time.RFC3339Nano)})
 }
 
 func (n *nemesis) hangNode(ctx context.Context) {

@@ -118,6 +118,7 @@ func TestNemesis(t *testing.T) {
 	go func() { n.run(run); close(done) }()
 	started := time.Now()
 	w.run(run, 8)
+	stopped := time.Now()
 	<-done
 	t.Logf("workload and nemesis ran %.0fs", time.Since(started).Seconds())
 
@@ -183,9 +184,11 @@ func TestNemesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	stranger := setupUser(t, cl, "viewer")
+	available, rates := checkAvailability(events, started, stopped)
 	verdicts = append(verdicts,
 		checkContentModel(events, items),
-		checkLibraries(cl, w.admin, stranger, items, live))
+		checkLibraries(cl, w.admin, stranger, items, live),
+		available)
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "shelf nemesis run %s: %s of workload and faults, 3 nodes (RF 3), 2 API processes (one 2 s ahead)\n",
@@ -195,6 +198,7 @@ func TestNemesis(t *testing.T) {
 	}
 	b.WriteString("\n")
 	b.WriteString(summarize(events))
+	b.WriteString("\navailability during single-node faults (answered requests a second):\n" + rates)
 	b.WriteString("\ninvariants:\n")
 	failed := 0
 	for _, v := range verdicts {
