@@ -82,10 +82,11 @@ type User struct {
 	DisplayName string `json:"displayName"`
 	Email       string `json:"email,omitempty"`
 	// EmailVerified is shown with the email (the user and admins).
-	EmailVerified *bool     `json:"emailVerified,omitempty"`
-	Status        string    `json:"status,omitempty"`
-	Roles         []string  `json:"roles"`
-	CreatedAt     time.Time `json:"createdAt"`
+	EmailVerified *bool  `json:"emailVerified,omitempty"`
+	Status        string `json:"status,omitempty"`
+	// Roles are shown with the email too: nil is left out.
+	Roles     []string  `json:"roles,omitzero"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // account is a users row as the operations need it.
@@ -105,7 +106,7 @@ func (a account) blocked(now time.Time) bool {
 // public is what a stranger sees of the account.
 func (a account) public() User {
 	u := a.User
-	u.Email, u.Status, u.EmailVerified = "", "", nil
+	u.Email, u.Status, u.EmailVerified, u.Roles = "", "", nil, nil
 	return u
 }
 
