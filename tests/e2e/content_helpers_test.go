@@ -98,6 +98,13 @@ func libraryOf(t *testing.T, api *testkit.API, path string, limit int) []itemBod
 // parameter left out), limit at a time.
 func libraryIn(t *testing.T, api *testkit.API, path, order string, limit int) []itemBody {
 	t.Helper()
+	return libraryUpTo(t, api, path, order, limit, -1)
+}
+
+// libraryUpTo is libraryIn that stops once it has most items (all of them
+// when most is negative).
+func libraryUpTo(t *testing.T, api *testkit.API, path, order string, limit, most int) []itemBody {
+	t.Helper()
 	var all []itemBody
 	cursor := ""
 	for pages := 0; pages < 100000; pages++ {
@@ -118,7 +125,7 @@ func libraryIn(t *testing.T, api *testkit.API, path, order string, limit int) []
 			t.Fatalf("page of %d with limit %d", len(page.Items), limit)
 		}
 		all = append(all, page.Items...)
-		if page.NextCursor == "" {
+		if page.NextCursor == "" || (most >= 0 && len(all) >= most) {
 			return all
 		}
 		cursor = page.NextCursor
