@@ -34,7 +34,8 @@ run: ## start the local Cassandra if none is configured or answering, migrate, s
 	@SHELF_LOG_FORMAT=$${SHELF_LOG_FORMAT:-console} exec bin/api serve
 
 .PHONY: test
-test: ## run every test (unit, integration, end-to-end) with -race against a real Cassandra; the fault explorers' every schedule without -race beside them (under it, one in 8); scripts/test-go.sh
+test: ## run every test (unit, integration, end-to-end) with -race against a real Cassandra; the fault explorers' every schedule without -race first (under it, one in 8); scripts/test-go.sh
+	@$(GO) test -count=1 -timeout 10m ./tests/faults/
 	@$(CASSANDRA) with -- env GO=$(GO) scripts/test-go.sh
 
 .PHONY: test-browser
