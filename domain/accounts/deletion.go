@@ -163,7 +163,12 @@ const itemPage = 100
 // write landed late). The caller's own session (when the user deletes
 // themself) is ended last, so a retry of the user's whose answer was lost
 // still authenticates while anything is left to do (see Authenticate).
-func (a *Service) DeleteUser(ctx context.Context, p domain.Principal, id string) error {
+//
+// The user proves the current password (reauth.go); an admin gives none,
+// and may not delete another admin. Finishing a deletion already under
+// way asks for nothing: it was allowed when it began, and the password
+// is gone once the account is deleted.
+func (a *Service) DeleteUser(ctx context.Context, p domain.Principal, id string, currentPassword *string) error {
 	if p.Anonymous() {
 		return domain.ErrNoSession
 	}
@@ -176,7 +181,7 @@ func (a *Service) DeleteUser(ctx context.Context, p domain.Principal, id string)
 	} else if _, err := a.RequireAdmin(ctx, p); err != nil {
 		return err
 	}
-	u, err := a.beginDeletion(ctx, id, p.UserID)
+	u, err := a.beginDeletion(ctx, p, id, currentPassword)
 	if err != nil {
 		return err
 	}
@@ -187,7 +192,8 @@ func (a *Service) DeleteUser(ctx context.Context, p domain.Principal, id string)
 // deleted) and returns it as it then stands. The last-manager check comes
 // first, before anything is written; the index entry before the
 // compare-and-set.
-func (a *Service) beginDeletion(ctx context.Context, id, by string) (domain.User, error) {
+func (a *Service) beginDeletion(ctx context.Context, p domain.Principal, id string, currentPassword *string) (domain.User, error) {
+	by := p.UserID
 	var out domain.User
 	err := domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
 		u, err := a.users.GetSerial(ctx, id)
@@ -200,6 +206,9 @@ func (a *Service) beginDeletion(ctx context.Context, id, by string) (domain.User
 		if u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted {
 			out = u
 			return true, nil
+		}
+		if err := a.mayTakeOver(ctx, p, u, currentPassword); err != nil {
+			return false, err
 		}
 		if done, err := a.checkGroups(ctx, id); !done || err != nil {
 			return false, err
@@ -400,6 +409,8 @@ func (a *Service) markDeleted(ctx context.Context, id string) error {
 		u.Username, u.UsernameKey, u.Email, u.EmailKey = "", "", "", ""
 		u.DisplayName, u.PasswordHash, u.Roles = "", "", nil
 		u.EmailVerifiedAt = time.Time{}
+		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt = "", "", time.Time{}
+		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
 		return u, true, nil
 	})
 	return err

@@ -28,10 +28,14 @@ type Mail struct {
 	Tokens TokenStore
 	Mailer Mailer
 	// PublicURL is the console's address: links are PublicURL +
-	// "/#/verify?token=..." and "/#/reset?token=...".
+	// "/#/verify?token=...", "/#/reset?token=..." and
+	// "/#/revert-email?token=...".
 	PublicURL string
 	// VerifyTTL and ResetTTL are how long a mailed token may be used.
 	VerifyTTL, ResetTTL time.Duration
+	// RevertTTL is how long the revert link of an email change works,
+	// and so how long a replaced address stays held (0: DefaultRevertTTL).
+	RevertTTL time.Duration
 	// RequireVerified refuses login (403 email_not_verified) to accounts
 	// whose email is not verified, admins excepted.
 	RequireVerified bool
@@ -106,14 +110,20 @@ func (a *Service) mailToken(ctx context.Context, u domain.User, purpose TokenPur
 // Link is the console page that completes purpose with token.
 func Link(publicURL string, purpose TokenPurpose, token string) string {
 	page := "verify"
-	if purpose == PurposeResetPassword {
+	switch purpose {
+	case PurposeResetPassword:
 		page = "reset"
+	case PurposeRevertEmail:
+		page = "revert-email"
 	}
 	return strings.TrimRight(publicURL, "/") + "/#/" + page + "?token=" + url.QueryEscape(token)
 }
 
 // message is the mail that carries token to u.
 func (a *Service) message(u domain.User, purpose TokenPurpose, token string) Message {
+	if purpose == PurposeRevertEmail {
+		return a.revertNotice(u, token)
+	}
 	link := Link(a.mail.PublicURL, purpose, token)
 	if purpose == PurposeResetPassword {
 		return Message{To: u.Email, Subject: "Reset your shelf password", Text: fmt.Sprintf(

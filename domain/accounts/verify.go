@@ -42,8 +42,49 @@ func (a *Service) mailToAccount(ctx context.Context, key string, purpose TokenPu
 // email this is, if there is one and its email is not verified yet. It
 // answers the same whoever asks and whatever the address (no session:
 // an account that may not log in before it verifies asks this way).
+//
+// The new address of a change pending is asked for the same way: its
+// claim leads to the account that asks for it (never a login: findByKey
+// follows only an account's own address).
 func (a *Service) RequestVerification(ctx context.Context, email string) error {
-	return a.requestMail(ctx, email, PurposeVerifyEmail, func(u domain.User) bool { return u.EmailVerifiedAt.IsZero() })
+	key, err := checkedEmail(email)
+	if err != nil {
+		return err
+	}
+	if !a.mailOn() {
+		return ErrMailOff
+	}
+	a.afterAnswer(ctx, "mailing a verification link", func(ctx context.Context) error {
+		u, err := a.findPending(ctx, key)
+		switch {
+		case errors.Is(err, domain.ErrNotFound):
+			return a.mailToAccount(ctx, key, PurposeVerifyEmail, func(u domain.User) bool { return u.EmailVerifiedAt.IsZero() })
+		case err != nil:
+			return err
+		}
+		return a.mailToken(ctx, pendingView(u), PurposeVerifyEmail)
+	})
+	return nil
+}
+
+// findPending follows a committed email claim to the visible account that
+// asks for that address (ErrNotFound when it leads to none).
+func (a *Service) findPending(ctx context.Context, key string) (domain.User, error) {
+	c, err := a.claimer.Lookup(ctx, domain.KindEmail, key)
+	if err != nil {
+		return domain.User{}, err
+	}
+	if c.State != domain.ClaimCommitted {
+		return domain.User{}, domain.ErrNotFound
+	}
+	u, err := a.users.Get(ctx, c.Owner)
+	if err != nil {
+		return domain.User{}, err
+	}
+	if !u.Visible() || u.PendingEmailKey != key {
+		return domain.User{}, domain.ErrNotFound
+	}
+	return u, nil
 }
 
 // requestMail checks the address, answers, and after the answer mails a
@@ -75,10 +116,14 @@ func (a *Service) mailVerification(ctx context.Context, u domain.User) {
 }
 
 // ConfirmEmail verifies the email a verification token was mailed to, if
-// the account still has it: use the token, set the account verified by
-// compare-and-set, mark the token done. A retry after any failure
-// finishes: a used token that is not done is carried out again (setting
-// verified twice is setting it once); a done one is refused as used.
+// the account still has it or still asks for it: use the token, set the
+// account verified by compare-and-set (for an address asked for, it
+// becomes the account's: emailchange.go), mark the token done. The
+// compare-and-set is on the account's version and checks the address
+// again, so the late confirmation of a change replaced since does
+// nothing. A retry after any failure finishes: a used token that is not
+// done is carried out again (setting verified twice is setting it once);
+// a done one is refused as used.
 func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
 	if !a.mailOn() {
 		return ErrMailOff
@@ -89,16 +134,21 @@ func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
 	}
 	if t.UsedAt.IsZero() {
 		u, err := a.users.GetSerial(ctx, t.UserID)
-		if err := tokenStillApplies(t, u, err); err != nil {
+		if err := verificationApplies(t, u, err); err != nil {
 			return err
 		}
 		if t, err = a.useToken(ctx, t, ""); err != nil {
 			return err
 		}
 	}
-	_, err = a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
-		if err := tokenStillApplies(t, u, nil); err != nil {
+	var before domain.User
+	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+		before = u
+		if err := verificationApplies(t, u, nil); err != nil {
 			return u, false, err
+		}
+		if u.PendingEmailKey == t.EmailKey {
+			return completeEmailChange(u, a.now(), a.revertTTL()), true, nil
 		}
 		if !u.EmailVerifiedAt.IsZero() {
 			return u, false, nil
@@ -112,7 +162,19 @@ func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
+	if out.Version != before.Version {
+		a.releaseDropped(ctx, before, out)
+	}
 	return a.finishToken(ctx, t)
+}
+
+// verificationApplies is tokenStillApplies for a verification token,
+// which also applies to the new address the account asks for.
+func verificationApplies(t Token, u domain.User, err error) error {
+	if err == nil && u.Visible() && u.PendingEmailKey != "" && u.PendingEmailKey == t.EmailKey {
+		return nil
+	}
+	return tokenStillApplies(t, u, err)
 }
 
 // tokenStillApplies checks the account a token was mailed for (as read,
@@ -132,7 +194,10 @@ func tokenStillApplies(t Token, u domain.User, err error) error {
 
 // RequestPasswordReset mails a reset link to the account whose email this
 // is, if there is one (active or suspended). It answers the same whoever
-// asks and whatever the address.
+// asks and whatever the address. Only an account's own address leads to
+// it (findByKey), never one it asks for: a reset goes to the address the
+// account had before any change still pending, which is verified or the
+// only one it ever had (docs/design.md#email-change).
 func (a *Service) RequestPasswordReset(ctx context.Context, email string) error {
 	return a.requestMail(ctx, email, PurposeResetPassword, func(domain.User) bool { return true })
 }
