@@ -286,7 +286,7 @@ func TestRenameRaces(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res[i] = api.As(who.tok).Send(http.MethodPatch, "/v1/users/"+who.user.ID, map[string]string{"username": target})
+				res[i] = api.As(who.tok).Send(http.MethodPatch, "/v1/users/"+who.user.ID, map[string]string{"username": target, "currentPassword": testPassword})
 			}()
 		}
 		wg.Wait()
@@ -320,7 +320,7 @@ func TestRenameRaces(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := api.As(a.tok).Send(http.MethodPatch, "/v1/users/"+a.user.ID, map[string]string{"username": target})
+			r := api.As(a.tok).Send(http.MethodPatch, "/v1/users/"+a.user.ID, map[string]string{"username": target, "currentPassword": testPassword})
 			if r.StatusCode != http.StatusOK && r.StatusCode != http.StatusConflict {
 				t.Errorf("rename to %s: %d %s", target, r.StatusCode, r.Body)
 			}
