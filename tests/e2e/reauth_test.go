@@ -292,3 +292,96 @@ func TestAdminsCannotTakeEachOther(t *testing.T) {
 		t.Fatalf("the other admin: %+v", got)
 	}
 }
+
+// TestEmailChangeUnderFaults loses the answer of each compare-and-set of
+// an email change's life (the request, the confirmation, the revert),
+// with another change of the account landing before the read-back, so
+// that only "unknown" is honest: each answers 503, and its retry
+// finishes; sessions end whenever the write may be in force. A request
+// whose write is never sent leaves its claim to the retry, which adopts
+// it.
+func TestEmailChangeUnderFaults(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	a, api := newMailApp(t, testkit.PackageDB(t), mp, nil)
+	n := name("faulty")
+	owned, first, next := n+"@example.org", name("first")+"@example.net", name("next")+"@example.net"
+	u, as := verifiedUser(t, api, mp, n)
+	other := api.As(mustLogin(t, api, n).Token)
+	path := "/v1/users/" + u.ID
+	change := func(email string) *testkit.Response {
+		return as.Send(http.MethodPatch, path, map[string]string{"email": email, "currentPassword": testPassword})
+	}
+
+	// Never sent: 503, nothing changed; the retry adopts the claim.
+	a.DB.SetFaults(neverSent("users.update"))
+	r := change(first)
+	a.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a change never sent: %d %s", r.StatusCode, r.Body)
+	}
+	if got := account(t, as); got.PendingEmail != "" {
+		t.Fatalf("a change never sent is pending: %+v", got)
+	}
+	if r := signup(api, name("grab"), first); r.StatusCode != http.StatusConflict {
+		t.Fatalf("the address of a change whose write may land: %d %s", r.StatusCode, r.Body)
+	}
+	if r := change(first); r.StatusCode != http.StatusOK {
+		t.Fatalf("the retry of a change never sent: %d %s", r.StatusCode, r.Body)
+	}
+	other = api.As(mustLogin(t, api, n).Token)
+
+	// Landed, answer lost: 503; the other sessions end anyway.
+	a.DB.SetFaults(anotherWriteFirst(t, a, "users.update", u.ID))
+	r = change(next)
+	a.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a change of unknown outcome: %d %s", r.StatusCode, r.Body)
+	}
+	if r := other.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("another session outlived an email change that applied: %d", r.StatusCode)
+	}
+	if got := account(t, as); got.PendingEmail != next || got.Email != owned {
+		t.Fatalf("after the change of unknown outcome: %+v", got)
+	}
+	if r := change(next); r.StatusCode != http.StatusOK {
+		t.Fatalf("the retry: %d %s", r.StatusCode, r.Body)
+	}
+	mustSignup(t, api, name("freed"), first)
+	revert := testkit.TokenIn(t, mp.WaitFor(t, owned, 2)[0].Text, "revert-email")
+
+	// The confirmation, answer lost: 503; its retry finishes.
+	confirm := testkit.TokenIn(t, mp.WaitFor(t, next, 1)[0].Text, "verify")
+	a.DB.SetFaults(anotherWriteFirst(t, a, "users.update", u.ID))
+	r = api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": confirm})
+	a.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a confirmation of unknown outcome: %d %s", r.StatusCode, r.Body)
+	}
+	if r := api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": confirm}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the confirmation's retry: %d %s", r.StatusCode, r.Body)
+	}
+	if got := account(t, as); got.Email != next || got.PendingEmail != "" {
+		t.Fatalf("after the confirmation: %+v", got)
+	}
+
+	// The revert, answer lost: 503, every session ended anyway; its retry
+	// finishes.
+	a.DB.SetFaults(anotherWriteFirst(t, a, "users.update", u.ID))
+	r = api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": revert})
+	a.DB.SetFaults(nil)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a revert of unknown outcome: %d %s", r.StatusCode, r.Body)
+	}
+	if r := as.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a session outlived a revert that applied: %d", r.StatusCode)
+	}
+	if r := api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": revert}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the revert's retry: %d %s", r.StatusCode, r.Body)
+	}
+	back := api.As(mustLogin(t, api, owned).Token)
+	if got := account(t, back); got.Email != owned || got.PendingEmail != "" || !*got.EmailVerified {
+		t.Fatalf("after the revert: %+v", got)
+	}
+	mustSignup(t, api, name("after"), next)
+}
