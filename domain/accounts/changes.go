@@ -162,11 +162,9 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		}
 		return done, err
 	})
-	if asked && self && a.mailOn() && (err == nil || errors.Is(err, domain.ErrOutcomeUnknown)) {
-		// After an unknown outcome too: the new epoch may be in force
-		// (harmless if it is not), as ChangePassword does.
-		if rerr := a.sessions.DeleteAll(ctx, id, p.Session.TokenHash); rerr != nil && err == nil {
-			return UserView{}, rerr
+	if asked && self && a.mailOn() {
+		if err := a.endSessions(ctx, err, id, p.Session.TokenHash, "an email change"); err != nil {
+			return UserView{}, err
 		}
 	}
 	return out, err
@@ -272,20 +270,28 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, cu
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = hash, u.PasswordEpoch+1, p.Session.TokenHash
 		return u, true, err
 	})
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
+	if errors.Is(err, domain.ErrNotFound) {
 		return domain.ErrNoSession
+	}
+	return a.endSessions(ctx, err, id, p.Session.TokenHash, "a password change")
+}
+
+// endSessions ends every session of userID but keep ("" for none) after
+// a compare-and-set that moved its password epoch on, whose outcome was
+// err, and answers err: after success, and after an unknown outcome too
+// (the new epoch may be in force; ending them is harmless if it is not),
+// then "try again". what names the write in the log.
+func (a *Service) endSessions(ctx context.Context, err error, userID, keep, what string) error {
+	switch {
 	case errors.Is(err, domain.ErrOutcomeUnknown):
-		// The new password may be in force: end the other sessions anyway
-		// (harmless if it is not), then say "try again".
-		if rerr := a.sessions.DeleteAll(ctx, id, p.Session.TokenHash); rerr != nil {
-			a.log.Warn(ctx, "revoking sessions after a password change of unknown outcome failed", "user", id, "error", rerr.Error())
+		if rerr := a.sessions.DeleteAll(ctx, userID, keep); rerr != nil {
+			a.log.Warn(ctx, "revoking sessions after "+what+" of unknown outcome failed", "user", userID, "error", rerr.Error())
 		}
 		return err
 	case err != nil:
 		return err
 	}
-	return a.sessions.DeleteAll(ctx, id, p.Session.TokenHash)
+	return a.sessions.DeleteAll(ctx, userID, keep)
 }
 
 // SetAdmin grants (or revokes) the admin role of the account with this

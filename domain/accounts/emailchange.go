@@ -171,24 +171,14 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 		u.PasswordEpoch, u.PasswordSession = u.PasswordEpoch+1, ""
 		return u, true, nil
 	})
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
+	if errors.Is(err, domain.ErrNotFound) {
 		return ErrRevertStale
-	case errors.Is(err, domain.ErrOutcomeUnknown):
-		// The revert may be in force: end the sessions anyway (they stop
-		// working with its epoch if it is), then say "try again".
-		if rerr := a.sessions.DeleteAll(ctx, t.UserID, ""); rerr != nil {
-			a.log.Warn(ctx, "revoking sessions after a revert of unknown outcome failed", "user", t.UserID, "error", rerr.Error())
-		}
-		return err
-	case err != nil:
+	}
+	if err := a.endSessions(ctx, err, t.UserID, "", "a revert"); err != nil {
 		return err
 	}
 	if out.Version != before.Version {
 		a.releaseDropped(ctx, before, out)
-	}
-	if err := a.sessions.DeleteAll(ctx, t.UserID, ""); err != nil {
-		return err
 	}
 	if err := a.finishToken(ctx, t); err != nil {
 		return err

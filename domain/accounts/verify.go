@@ -70,14 +70,7 @@ func (a *Service) RequestVerification(ctx context.Context, email string) error {
 // findPending follows a committed email claim to the visible account that
 // asks for that address (ErrNotFound when it leads to none).
 func (a *Service) findPending(ctx context.Context, key string) (domain.User, error) {
-	c, err := a.claimer.Lookup(ctx, domain.KindEmail, key)
-	if err != nil {
-		return domain.User{}, err
-	}
-	if c.State != domain.ClaimCommitted {
-		return domain.User{}, domain.ErrNotFound
-	}
-	u, err := a.users.Get(ctx, c.Owner)
+	u, err := a.claimOwner(ctx, domain.KindEmail, key)
 	if err != nil {
 		return domain.User{}, err
 	}
@@ -85,6 +78,20 @@ func (a *Service) findPending(ctx context.Context, key string) (domain.User, err
 		return domain.User{}, domain.ErrNotFound
 	}
 	return u, nil
+}
+
+// claimOwner reads the account a committed claim names, as it stands
+// (ErrNotFound when the key has no committed claim): whether the account
+// still holds the key, and how, is the caller's to check.
+func (a *Service) claimOwner(ctx context.Context, kind domain.ClaimKind, key string) (domain.User, error) {
+	c, err := a.claimer.Lookup(ctx, kind, key)
+	if err != nil {
+		return domain.User{}, err
+	}
+	if c.State != domain.ClaimCommitted {
+		return domain.User{}, domain.ErrNotFound
+	}
+	return a.users.Get(ctx, c.Owner)
 }
 
 // requestMail checks the address, answers, and after the answer mails a
@@ -277,20 +284,10 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = t.NewPassword, u.PasswordEpoch+1, ""
 		return u, true, nil
 	})
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
+	if errors.Is(err, domain.ErrNotFound) {
 		return ErrTokenStale
-	case errors.Is(err, domain.ErrOutcomeUnknown):
-		// The new password may be in force: end the sessions anyway
-		// (harmless if it is not), then say "try again".
-		if rerr := a.sessions.DeleteAll(ctx, t.UserID, ""); rerr != nil {
-			a.log.Warn(ctx, "revoking sessions after a reset of unknown outcome failed", "user", t.UserID, "error", rerr.Error())
-		}
-		return err
-	case err != nil:
-		return err
 	}
-	if err := a.sessions.DeleteAll(ctx, t.UserID, ""); err != nil {
+	if err := a.endSessions(ctx, err, t.UserID, "", "a reset"); err != nil {
 		return err
 	}
 	return a.finishToken(ctx, t)
