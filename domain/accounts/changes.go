@@ -96,8 +96,9 @@ func (c accountChange) apply(u domain.User, now time.Time) (next domain.User, cl
 // committed first, then the account is compared-and-set on its version,
 // then the keys it no longer holds are released: a failure at any step
 // leaves the old values in place. A new email stays pending until it is
-// verified (emailchange.go): the verification goes to it, a notice with a
-// revert link to the account's address, and when the owner asked, every
+// verified (emailchange.go): a notice with a revert link goes to the
+// account's address first (the change fails if it cannot), the
+// verification to the new one after the answer, and when the owner asked, every
 // other session ends in the same compare-and-set (a new password epoch
 // that the caller's session is named for, as ChangePassword does).
 func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string, in UpdateInput) (UserView, error) {
@@ -118,7 +119,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		return UserView{}, err
 	}
 	var out UserView
-	asked := false
+	asked, noticed := false, false
 	err = domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
 		// Each round is an operation of its own: its claims carry its op,
 		// so a write of an earlier round that lands late (a release, a
@@ -139,6 +140,12 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		now := a.now()
 		next, claim := change.apply(u, now)
 		asked = change.asksEmail(u)
+		if asked && a.mailOn() && !noticed {
+			if err := a.mailNotice(ctx, u); err != nil {
+				return false, err
+			}
+			noticed = true
+		}
 		if asked && self && a.mailOn() {
 			// The owner's other sessions end with this write: whoever
 			// else holds one may be the thief the notice warns of.
@@ -157,7 +164,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			a.releaseDropped(ctx, u, next)
 			out = UserView{User: next, Full: true}
 			if asked {
-				a.mailEmailChange(ctx, next)
+				a.mailPendingEmail(ctx, next)
 			}
 		}
 		return done, err

@@ -90,19 +90,34 @@ func pendingView(u domain.User) domain.User {
 	return u
 }
 
-// mailEmailChange mails, after the answer, a verification link to u's
-// pending address and the notice with its revert link to u's address.
-// A failure is logged: the change stays pending, the owner can ask for
-// the verification again (POST /v1/email-verifications with the new
-// address), and a notice that never went out leaves the change as it
-// would be without it.
-func (a *Service) mailEmailChange(ctx context.Context, u domain.User) {
+// mailPendingEmail mails, after the answer, a verification link to u's
+// pending address. A failure is logged: the change stays pending and the
+// owner asks again (POST /v1/email-verifications with the new address).
+func (a *Service) mailPendingEmail(ctx context.Context, u domain.User) {
 	if !a.mailOn() {
 		return
 	}
-	a.afterAnswer(ctx, "mailing an email change", func(ctx context.Context) error {
-		return errors.Join(a.mailToken(ctx, pendingView(u), PurposeVerifyEmail), a.mailToken(ctx, u, PurposeRevertEmail))
+	a.afterAnswer(ctx, "mailing a verification link for an email change", func(ctx context.Context) error {
+		return a.mailToken(ctx, pendingView(u), PurposeVerifyEmail)
 	})
+}
+
+// ErrNoticeFailed answers an email change whose notice to the account's
+// address could not be sent: nothing changed.
+var ErrNoticeFailed = &domain.Error{Kind: domain.ErrUnavailable, Code: "notice_failed",
+	Message: "The notice to your current email address could not be sent, so nothing changed; try again."}
+
+// mailNotice mails u's address the notice of an email change with its
+// revert link, before the change is written (the one mail a request
+// waits for): no address changes without its owner being told. A notice
+// whose change then fails tells of a change that did not happen; its link
+// then only ends the sessions, which does no harm.
+func (a *Service) mailNotice(ctx context.Context, u domain.User) error {
+	if err := a.mailToken(ctx, u, PurposeRevertEmail); err != nil {
+		a.log.Warn(ctx, "an email change's notice failed; nothing changed", "user", u.ID, "error", err.Error())
+		return ErrNoticeFailed
+	}
+	return nil
 }
 
 // completeEmailChange is the change of u once its pending address is
