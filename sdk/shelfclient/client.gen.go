@@ -1935,7 +1935,10 @@ type ClientInterface interface {
 	// go there) until the link mailed to the new address is followed
 	// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
 	// take the new address. The current address gets a notice with a
-	// link that undoes the change (`POST /v1/email-changes/revert`).
+	// link that undoes the change (`POST /v1/email-changes/revert`),
+	// sent before anything is written (if it cannot be sent, 503
+	// `notice_failed` and nothing changes); the new address gets its
+	// link after the answer.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -1979,7 +1982,10 @@ type ClientInterface interface {
 	// go there) until the link mailed to the new address is followed
 	// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
 	// take the new address. The current address gets a notice with a
-	// link that undoes the change (`POST /v1/email-changes/revert`).
+	// link that undoes the change (`POST /v1/email-changes/revert`),
+	// sent before anything is written (if it cannot be sent, 503
+	// `notice_failed` and nothing changes); the new address gets its
+	// link after the answer.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -3645,7 +3651,10 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // go there) until the link mailed to the new address is followed
 // (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
 // take the new address. The current address gets a notice with a
-// link that undoes the change (`POST /v1/email-changes/revert`).
+// link that undoes the change (`POST /v1/email-changes/revert`),
+// sent before anything is written (if it cannot be sent, 503
+// `notice_failed` and nothing changes); the new address gets its
+// link after the answer.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -3699,7 +3708,10 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // go there) until the link mailed to the new address is followed
 // (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
 // take the new address. The current address gets a notice with a
-// link that undoes the change (`POST /v1/email-changes/revert`).
+// link that undoes the change (`POST /v1/email-changes/revert`),
+// sent before anything is written (if it cannot be sent, 503
+// `notice_failed` and nothing changes); the new address gets its
+// link after the answer.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -7236,7 +7248,10 @@ type ClientWithResponsesInterface interface {
 	// go there) until the link mailed to the new address is followed
 	// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
 	// take the new address. The current address gets a notice with a
-	// link that undoes the change (`POST /v1/email-changes/revert`).
+	// link that undoes the change (`POST /v1/email-changes/revert`),
+	// sent before anything is written (if it cannot be sent, 503
+	// `notice_failed` and nothing changes); the new address gets its
+	// link after the answer.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -7280,7 +7295,10 @@ type ClientWithResponsesInterface interface {
 	// go there) until the link mailed to the new address is followed
 	// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
 	// take the new address. The current address gets a notice with a
-	// link that undoes the change (`POST /v1/email-changes/revert`).
+	// link that undoes the change (`POST /v1/email-changes/revert`),
+	// sent before anything is written (if it cannot be sent, 503
+	// `notice_failed` and nothing changes); the new address gets its
+	// link after the answer.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -14913,7 +14931,10 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // go there) until the link mailed to the new address is followed
 // (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
 // take the new address. The current address gets a notice with a
-// link that undoes the change (`POST /v1/email-changes/revert`).
+// link that undoes the change (`POST /v1/email-changes/revert`),
+// sent before anything is written (if it cannot be sent, 503
+// `notice_failed` and nothing changes); the new address gets its
+// link after the answer.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -14963,7 +14984,10 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // go there) until the link mailed to the new address is followed
 // (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
 // take the new address. The current address gets a notice with a
-// link that undoes the change (`POST /v1/email-changes/revert`).
+// link that undoes the change (`POST /v1/email-changes/revert`),
+// sent before anything is written (if it cannot be sent, 503
+// `notice_failed` and nothing changes); the new address gets its
+// link after the answer.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
