@@ -58,6 +58,9 @@ type Principal struct {
 	// Account is the caller's account as read with the session, in this
 	// request (nil when not read): checks of roles and status use it.
 	Account *User
+	// From is where the request came from (zero outside an HTTP request):
+	// what an audit entry of the caller's action records.
+	From Origin
 }
 
 // Anonymous reports a caller without a session.

@@ -84,6 +84,11 @@ type User struct {
 	// back whatever happened since. Empty when none.
 	RecoveryEmail, RecoveryEmailKey string
 	RecoveryUntil                   time.Time
+	// AdminChange is the audit of the last admin action on the account
+	// (nil if none), written by the compare-and-set that made it and kept
+	// until the next: the entries of an action that stopped after its
+	// compare-and-set are written again from the row alone (CarryAdminChange).
+	AdminChange []AuditEntry
 }
 
 // Deletion is when an account's deletion began and who asked for it (the

@@ -54,6 +54,7 @@ func authenticate(acc *accounts.Service) func(http.Handler) http.Handler {
 				writeError(w, r, err)
 				return
 			}
+			p.From = origin(r)
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
 		})
 	}

@@ -88,6 +88,7 @@ func NewRouter(d Deps) *chi.Mux {
 		r.Use(authenticate(d.Accounts))
 		routeAccounts(r, d)
 		routeModeration(r, d)
+		routeAudit(r, d)
 		routeGroups(r, d)
 		routeContent(r, d)
 	})
@@ -147,6 +148,12 @@ func routeModeration(r chi.Router, d Deps) {
 	r.Delete("/users/{id}/suspension", handle(m.unsuspend))
 	r.Get("/suspensions", handle(m.list))
 	r.Get("/users/{id}/moderation-history", handle(m.history))
+}
+
+// routeAudit serves the audit of admin actions on accounts.
+func routeAudit(r chi.Router, d Deps) {
+	a := &Audit{accounts: d.Accounts}
+	r.Get("/users/{id}/audit", handle(a.list))
 }
 
 // routeGroups serves groups and their members.

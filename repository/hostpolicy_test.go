@@ -53,10 +53,14 @@ func newPolicyClock(t *testing.T) *policyClock {
 	return c
 }
 
-// plan is the order of a fresh plan, by host id; it sends nothing.
-func (c *policyClock) plan() string {
+// plan is the order of a fresh plan of a statement that must not be sent
+// twice, by host id; it sends nothing.
+func (c *policyClock) plan() string { return c.planOf(false) }
+
+// planOf is plan for an idempotent statement or not.
+func (c *policyClock) planOf(idempotent bool) string {
 	var ids string
-	for _, h := range c.p.reorder(c.p.HostSelectionPolicy.Pick(nil)) {
+	for _, h := range c.p.reorder(c.p.HostSelectionPolicy.Pick(nil), idempotent) {
 		ids += h.Info().HostID()
 	}
 	return ids
@@ -143,10 +147,48 @@ func TestHealthPolicyTimeoutIsNoAnswer(t *testing.T) {
 	if got := c.plan(); got != "BCA" {
 		t.Fatalf("plan %s after a timeout on A with one request still waiting, want BCA", got)
 	}
-	// The last one times out too: nothing waits on A, which is tried again.
+	// The last one times out too: nothing waits on A, which has not
+	// answered since; it stays at the back.
 	c.p.ended(a, context.Canceled)
+	if got := c.plan(); got != "BCA" {
+		t.Fatalf("plan %s with A silent since its last answer, want BCA", got)
+	}
+}
+
+// TestHealthPolicyProbesSilentHost: a host whose requests timed out is
+// tried again only by an idempotent statement (sent on after the
+// speculative delay if it still hangs), one at a time and at most once
+// every probeEvery; once it answers it is back in its place. Before, it
+// came first again as soon as nothing waited on it, and every statement
+// of the next quiet waited out the timeout on it once more.
+func TestHealthPolicyProbesSilentHost(t *testing.T) {
+	c := newPolicyClock(t)
+	a := c.send()
+	c.wait(2 * quiet)
+	c.p.ended(a, gocql.ErrTimeoutNoResponse)
+	if got := c.plan(); got != "BCA" {
+		t.Fatalf("plan %s for a statement sent once, want BCA", got)
+	}
+	c.wait(probeEvery)
+	if got := c.planOf(true); got != "ABC" {
+		t.Fatalf("plan %s for the first idempotent statement, want ABC (the probe)", got)
+	}
+	if got := c.planOf(true); got != "BCA" {
+		t.Fatalf("plan %s for the next idempotent statement, want BCA (one probe every %s)", got, probeEvery)
+	}
+	// The next probe is sent and hangs too: no other probe while it waits.
+	c.wait(probeEvery)
+	if h := c.p.Pick(new(gocql.Query).Idempotent(true))().Info(); h != a {
+		t.Fatalf("an idempotent statement sent to %s, want A (the probe)", h.HostID())
+	}
+	c.wait(probeEvery + quiet)
+	if got := c.planOf(true); got != "BCA" {
+		t.Fatalf("plan %s while a probe waits on A, want BCA", got)
+	}
+	// The probe is answered: A is in its place for every statement.
+	c.p.ended(a, nil)
 	if got := c.plan(); got != "ABC" {
-		t.Fatalf("plan %s with nothing waiting on A, want ABC", got)
+		t.Fatalf("plan %s after A answered the probe, want ABC", got)
 	}
 }
 

@@ -113,6 +113,8 @@ var rowSelects = []struct {
 	{string(auditPartitionsCQL), &partitionRow{}},
 	{string(historyPageCQL), &historyRow{}},
 	{string(historyPageAfterCQL), &historyRow{}},
+	{string(accountAuditPageCQL), &auditRow{}},
+	{string(accountAuditPageAfterCQL), &auditRow{}},
 }
 
 // valueSelects are the package's SELECTs read into one local each (Scan

@@ -159,8 +159,16 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt = "", "", time.Time{}
 		}
 		next.Version, next.UpdatedAt = u.Version+1, now
+		var audited []domain.AuditEntry
+		if !self {
+			audited = changeEntries(p, u, next)
+			if err := domain.CarryAdminChange(ctx, a.audit, &next, audited); err != nil {
+				return false, err
+			}
+		}
 		done, err := a.writeWithClaims(ctx, next, claim, op)
 		if done {
+			a.recordApplied(ctx, audited)
 			a.releaseDropped(ctx, u, next)
 			out = UserView{User: next, Full: true}
 			if asked {
@@ -302,7 +310,9 @@ func (a *Service) endSessions(ctx context.Context, err error, userID, keep, what
 }
 
 // SetAdmin grants (or revokes) the admin role of the account with this
-// username or email. Doing it twice is the same as doing it once.
+// username or email (`api admin grant|revoke`: the audit's entry names
+// the command line, no actor). Doing it twice is the same as doing it
+// once, and makes one entry.
 func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domain.User, error) {
 	found, err := a.findByLogin(ctx, login)
 	if errors.Is(err, domain.ErrNotFound) {
@@ -311,15 +321,24 @@ func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domai
 	if err != nil {
 		return domain.User{}, err
 	}
-	return a.updateAccount(ctx, found.ID, func(u domain.User) (domain.User, bool, error) {
+	var audited []domain.AuditEntry
+	out, err := a.updateAccount(ctx, found.ID, func(u domain.User) (domain.User, bool, error) {
+		audited = nil
 		if u.IsAdmin() == admin {
-			return u, false, nil
+			return u, false, domain.CarryAdminChange(ctx, a.audit, &u, nil)
 		}
+		e := domain.AuditEntry{UserID: u.ID, At: a.now(), Version: u.Version + 1, Action: domain.AuditRoleRevoked, Via: domain.ViaCLI}
 		if admin {
+			e.Action = domain.AuditRoleGranted
 			u.Roles = append(slices.Clone(u.Roles), domain.RoleAdmin)
 		} else {
 			u.Roles = slices.DeleteFunc(slices.Clone(u.Roles), func(r string) bool { return r == domain.RoleAdmin })
 		}
-		return u, true, nil
+		audited = []domain.AuditEntry{e}
+		return u, true, domain.CarryAdminChange(ctx, a.audit, &u, audited)
 	})
+	if err == nil {
+		a.recordApplied(ctx, audited)
+	}
+	return out, err
 }

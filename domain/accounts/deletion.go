@@ -181,7 +181,7 @@ func (a *Service) DeleteUser(ctx context.Context, p domain.Principal, id string,
 	} else if _, err := a.RequireAdmin(ctx, p); err != nil {
 		return err
 	}
-	u, err := a.beginDeletion(ctx, p, id, currentPassword)
+	u, err := a.beginDeletion(ctx, id, p, currentPassword)
 	if err != nil {
 		return err
 	}
@@ -191,8 +191,12 @@ func (a *Service) DeleteUser(ctx context.Context, p domain.Principal, id string,
 // beginDeletion moves the account to deleting (or finds it deleting or
 // deleted) and returns it as it then stands. The last-manager check comes
 // first, before anything is written; the index entry before the
-// compare-and-set.
-func (a *Service) beginDeletion(ctx context.Context, p domain.Principal, id string, currentPassword *string) (domain.User, error) {
+// compare-and-set. An admin's deletion of another's account carries its
+// audit entry in the row, written once the compare-and-set applied (and
+// by markDeleted, from the row, whatever happened in between). The user
+// proves the current password, an admin may not delete another admin
+// (mayTakeOver), before anything else.
+func (a *Service) beginDeletion(ctx context.Context, id string, p domain.Principal, currentPassword *string) (domain.User, error) {
 	by := p.UserID
 	var out domain.User
 	err := domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
@@ -220,6 +224,15 @@ func (a *Service) beginDeletion(ctx context.Context, p domain.Principal, id stri
 		next.Status = domain.StatusDeleting
 		next.Deletion = &domain.Deletion{At: now, By: by, Attempt: domain.NewAttempt()}
 		next.Version, next.UpdatedAt = u.Version+1, now
+		var audited []domain.AuditEntry
+		if by != id {
+			e := adminEntry(p, u, domain.AuditDeleted)
+			e.At = now
+			audited = []domain.AuditEntry{e}
+			if err := domain.CarryAdminChange(ctx, a.audit, &next, audited); err != nil {
+				return false, err
+			}
+		}
 		entry := entryOf(next, u)
 		if err := a.del.Index.Begin(ctx, entry); err != nil {
 			// This attempt sends no compare-and-set: its entry, if the
@@ -240,6 +253,7 @@ func (a *Service) beginDeletion(ctx context.Context, p domain.Principal, id stri
 			// Its entry is its own, so ending it leaves the winner's.
 			return false, a.del.Index.End(ctx, entry)
 		}
+		a.recordApplied(ctx, audited)
 		out = next
 		return true, nil
 	})
@@ -398,13 +412,18 @@ func entryKeys(d DeletionEntry) []domain.Key {
 
 // markDeleted is the compare-and-set deleting -> deleted: the personal
 // data goes (names, email and whether it was verified, display name,
-// password hash, roles); the id, the version, the deletion and the
-// moderation history stay.
+// password hash, roles, and the audit entries the row carried, once
+// written); the id, the version, the deletion, the moderation history and
+// the audit stay.
 func (a *Service) markDeleted(ctx context.Context, id string) error {
 	_, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
 		if u.Status != domain.StatusDeleting {
 			return u, false, nil // deleted already (by a retry, the repair)
 		}
+		if err := domain.CarryAdminChange(ctx, a.audit, &u, nil); err != nil {
+			return u, false, err
+		}
+		u.AdminChange = nil
 		u.Status, u.Suspension = domain.StatusDeleted, nil
 		u.Username, u.UsernameKey, u.Email, u.EmailKey = "", "", "", ""
 		u.DisplayName, u.PasswordHash, u.Roles = "", "", nil

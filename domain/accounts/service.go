@@ -128,6 +128,8 @@ type Service struct {
 	mailJobs chan struct{}
 	// passwords are the checks of new passwords (SetPasswordChecks).
 	passwords PasswordChecks
+	// audit keeps the audit of admin actions (SetAudit).
+	audit AuditLog
 	// Hooks are nil in production.
 	Hooks Hooks
 }
@@ -142,7 +144,7 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 		claimer.SetYield(*cfg.ClaimYield)
 	}
 	return &Service{cfg: cfg, claimer: claimer, users: users, sessions: sessions, hasher: hasher, log: log,
-		seen: newSightings(), mailJobs: make(chan struct{}, maxMailJobs)}
+		seen: newSightings(), mailJobs: make(chan struct{}, maxMailJobs), audit: noAudit{}}
 }
 
 // holders tells the claimer whether the account behind a committed claim

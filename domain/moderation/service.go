@@ -99,6 +99,11 @@ type Service struct {
 	users       Users
 	sessions    Sessions
 	suspensions Store
+	// audit keeps the audit of admin actions on accounts (SetAudit).
+	audit domain.AuditRecorder
+	// log reports an audit write that failed after its change applied
+	// (SetAudit).
+	log domain.Logger
 	// Hooks are nil in production.
 	Hooks Hooks
 }
@@ -108,8 +113,26 @@ func New(cfg Config, admins Admins, users Users, sessions Sessions, suspensions 
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, admins: admins, users: users, sessions: sessions, suspensions: suspensions}
+	return &Service{cfg: cfg, admins: admins, users: users, sessions: sessions, suspensions: suspensions, audit: noAudit{}}
 }
+
+// SetAudit wires the audit of admin actions on accounts, where a
+// suspension or an unsuspension by an admin is recorded (written the way
+// the accounts write theirs: domain.CarryAdminChange). Without it (tests
+// of other protocols) the entries stay in the account rows.
+func (m *Service) SetAudit(audit domain.AuditRecorder, log domain.Logger) {
+	m.audit, m.log = audit, log
+}
+
+// recordApplied writes the audit entries of an applied action.
+func (m *Service) recordApplied(ctx context.Context, entries []domain.AuditEntry) {
+	domain.RecordApplied(ctx, m.audit, m.log, entries)
+}
+
+// noAudit is the audit of a service built without one.
+type noAudit struct{}
+
+func (noAudit) Record(context.Context, []domain.AuditEntry) error { return nil }
 
 // maxAttempts bounds the rounds of a change that keeps losing the account's
 // compare-and-set to other changes of the same account.

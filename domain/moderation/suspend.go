@@ -28,10 +28,15 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 		return domain.Suspension{}, domain.ErrUserNotFound
 	}
 	var s domain.Suspension
+	var audited []domain.AuditEntry
 	next, err := m.changeAccount(ctx, userID, func(u domain.User) (domain.User, error) {
+		audited = nil
 		if u.Status == domain.StatusSuspended && u.Suspension != nil {
 			// Finish whatever an interrupted Suspend left undone.
 			if err := m.finishSuspension(ctx, *u.Suspension, u.Version); err != nil {
+				return u, err
+			}
+			if err := domain.CarryAdminChange(ctx, m.audit, &u, nil); err != nil {
 				return u, err
 			}
 			return u, errAlreadySuspended
@@ -58,7 +63,9 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 			s.Until = in.Until.UTC().Truncate(time.Millisecond)
 		}
 		u.Status, u.Suspension, u.UpdatedAt = domain.StatusSuspended, &s, now
-		return u, nil
+		audited = []domain.AuditEntry{{UserID: u.ID, At: s.SuspendedAt, Version: u.Version + 1, Action: domain.AuditSuspended,
+			Actor: admin.ID, Via: domain.ViaAPI, From: p.From, Reason: s.Reason, Until: s.Until}}
+		return u, domain.CarryAdminChange(ctx, m.audit, &u, audited)
 	})
 	if errors.Is(err, domain.ErrOutcomeUnknown) {
 		// The suspension may be in force (S3): end the sessions anyway; the
@@ -71,6 +78,7 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	if err := m.hook("suspend", "cas"); err != nil {
 		return domain.Suspension{}, err
 	}
+	m.recordApplied(ctx, audited)
 	if err := m.finishSuspension(ctx, s, next.Version); err != nil {
 		return domain.Suspension{}, err
 	}
@@ -198,15 +206,25 @@ func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID stri
 	if !domain.ValidID(userID, domain.UserIDPrefix) {
 		return domain.ErrUserNotFound
 	}
-	return m.lift(ctx, userID, admin.ID, nil)
+	return m.lift(ctx, userID, admin.ID, p.From, nil)
 }
 
-// lift ends the suspension of userID, by the admin by. With
-// onlyIfExpiredAt set, it does so only if the suspension has ended by then
-// (the sweeper's case: an expiry, by nobody).
-func (m *Service) lift(ctx context.Context, userID, by string, onlyIfExpiredAt *time.Time) error {
+// lift ends the suspension of userID, by the admin by, whose request came
+// from. With onlyIfExpiredAt set, it does so only if the suspension has
+// ended by then (the sweeper's case: an expiry, by nobody, which the
+// audit of admin actions does not record: the moderation history does).
+func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origin, onlyIfExpiredAt *time.Time) error {
 	var lift domain.Lift
+	var audited []domain.AuditEntry
 	next, err := m.changeAccount(ctx, userID, func(u domain.User) (domain.User, error) {
+		audited = nil
+		if by != "" {
+			// An admin's retry of an unsuspension that applied finds it
+			// lifted: its entry is finished from the row.
+			if err := domain.CarryAdminChange(ctx, m.audit, &u, nil); err != nil {
+				return u, err
+			}
+		}
 		if u.Status != domain.StatusSuspended || u.Suspension == nil {
 			if l := u.LastLift; l != nil {
 				if err := m.suspensions.RecordLift(ctx, *l, u.Version); err != nil {
@@ -227,6 +245,11 @@ func (m *Service) lift(ctx context.Context, userID, by string, onlyIfExpiredAt *
 			lift.Kind, lift.At, lift.By = domain.LiftExpired, after(u.Suspension.Until, u.Suspension.SuspendedAt), ""
 		}
 		u.Status, u.Suspension, u.LastLift, u.UpdatedAt = domain.StatusActive, nil, &lift, now
+		if lift.By != "" {
+			audited = []domain.AuditEntry{{UserID: u.ID, At: lift.At, Version: u.Version + 1, Action: domain.AuditUnsuspended,
+				Actor: lift.By, Via: domain.ViaAPI, From: from, Reason: lift.Suspension.Reason, Until: lift.Suspension.Until}}
+			u.AdminChange = audited // the row's were written above
+		}
 		return u, nil
 	})
 	if err != nil {
@@ -235,6 +258,7 @@ func (m *Service) lift(ctx context.Context, userID, by string, onlyIfExpiredAt *
 	if err := m.hook("unsuspend", "cas"); err != nil {
 		return err
 	}
+	m.recordApplied(ctx, audited)
 	if err := m.suspensions.RecordLift(ctx, lift, next.Version); err != nil {
 		return err
 	}

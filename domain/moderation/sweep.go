@@ -20,7 +20,7 @@ func (m *Service) SweepExpired(ctx context.Context, limit int) (int, error) {
 	lifted := 0
 	var errs []error
 	for _, s := range expired {
-		err := m.lift(ctx, s.UserID, "", &now)
+		err := m.lift(ctx, s.UserID, "", domain.Origin{}, &now)
 		switch {
 		case err == nil:
 			lifted++

@@ -528,7 +528,7 @@
           button('Unsuspend', async () => {
             await api('DELETE', '/v1/users/' + enc(s.userId) + '/suspension');
             await suspended.reload();
-            if ($('history-of').elements.username.value === s.username) await modHistory.first();
+            if ($('history-of').elements.username.value === s.username) await Promise.all([modHistory.first(), auditLog.first()]);
             say(s.username + ' is no longer suspended.');
           }, 'Unsuspend ' + s.username),
           ' ', link('History', '#/moderation/' + enc(s.username)));
@@ -563,6 +563,19 @@
     });
   modHistory.first = () => modHistory.pager.first();
 
+  // The audit of admin actions on the same account (issue 26): who did
+  // what, when, from where.
+  const auditLog = new Pager('audit',
+    (cursor) => api('GET', '/v1/users/' + enc(modHistory.user.id) + '/audit' + query({ cursor })),
+    async (items) => {
+      const rows = await Promise.all(items.map(async (e) => {
+        const change = e.old !== undefined || e.new !== undefined ? (e.old || '') + ' \u2192 ' + (e.new || '') : (e.reason || '');
+        return row(e.action.replaceAll('_', ' '), when(e.at), e.actor ? await nameOf(e.actor) : 'the command line',
+          e.via === 'cli' ? 'a server' : [e.clientIp, e.userAgent].filter(Boolean).join(', ') || 'unknown', change);
+      }));
+      fill('audit', rows, 'No admin ever acted on this account.');
+    });
+
   async function showModeration(username) {
     // Looking up a history keeps the suspended list on the page it was.
     if (suspended.loaded) await suspended.reload();
@@ -570,18 +583,22 @@
     const f = $('history-of');
     clearErrors(f);
     f.elements.username.value = username || '';
-    $('history').hidden = !username;
-    document.querySelector('[data-pager="history"]').hidden = !username;
+    for (const t of ['history', 'audit']) {
+      $(t).hidden = !username;
+      document.querySelector('[data-pager="' + t + '"]').hidden = !username;
+    }
     if (!username) return;
     try {
       modHistory.user = await userNamed(username, 'username');
     } catch (err) {
       $('history').hidden = true;
+      $('audit').hidden = true;
       showError(f, err);
       return;
     }
     $('history-caption').textContent = 'History of ' + modHistory.user.username + ', newest first';
-    await modHistory.first();
+    $('audit-caption').textContent = 'Admin actions on ' + modHistory.user.username + ', newest first';
+    await Promise.all([modHistory.first(), auditLog.first()]);
   }
 
   form('history-of', async (v) => {

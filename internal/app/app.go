@@ -92,6 +92,11 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	}, log)
 	grp.SetClosing(groups.ClosingDeps{Index: repository.NewClosings(db), Shares: lib})
 	acc.SetDeletion(NewDeletionDeps(repository.NewDeletions(db), grp, lib, libraries, suspensions))
+	// One audit of admin actions on accounts, written by both services
+	// that make them.
+	audit := repository.NewAccountAudit(db)
+	acc.SetAudit(audit)
+	mod.SetAudit(audit, log)
 	router := handlers.NewRouter(handlers.Deps{
 		Logger:             logger,
 		Ready:              ready,

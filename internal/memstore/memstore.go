@@ -95,9 +95,12 @@ type Store struct {
 	// deletions is the index of account deletions in progress
 	// (Deletions), by day and user.
 	deletions map[string]versioned[accounts.DeletionEntry]
-	held      []func()
-	calls     int
-	crashed   bool
+	// audit is the audit of admin actions (AccountAudit), by entry key;
+	// made on first use.
+	audit   map[string]domain.AuditEntry
+	held    []func()
+	calls   int
+	crashed bool
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault

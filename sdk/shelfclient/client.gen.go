@@ -20,6 +20,60 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AuditAction.
+const (
+	AuditActionDeleted            AuditAction = "deleted"
+	AuditActionDisplayNameChanged AuditAction = "display_name_changed"
+	AuditActionEmailChanged       AuditAction = "email_changed"
+	AuditActionRoleGranted        AuditAction = "role_granted"
+	AuditActionRoleRevoked        AuditAction = "role_revoked"
+	AuditActionSuspended          AuditAction = "suspended"
+	AuditActionUnsuspended        AuditAction = "unsuspended"
+	AuditActionUsernameChanged    AuditAction = "username_changed"
+)
+
+// Valid indicates whether the value is a known member of the AuditAction enum.
+func (e AuditAction) Valid() bool {
+	switch e {
+	case AuditActionDeleted:
+		return true
+	case AuditActionDisplayNameChanged:
+		return true
+	case AuditActionEmailChanged:
+		return true
+	case AuditActionRoleGranted:
+		return true
+	case AuditActionRoleRevoked:
+		return true
+	case AuditActionSuspended:
+		return true
+	case AuditActionUnsuspended:
+		return true
+	case AuditActionUsernameChanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditVia.
+const (
+	AuditViaApi AuditVia = "api"
+	AuditViaCli AuditVia = "cli"
+)
+
+// Valid indicates whether the value is a known member of the AuditVia enum.
+func (e AuditVia) Valid() bool {
+	switch e {
+	case AuditViaApi:
+		return true
+	case AuditViaCli:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ContentRole.
 const (
 	ContentRoleManager ContentRole = "manager"
@@ -181,6 +235,70 @@ func (e Visibility) Valid() bool {
 		return false
 	}
 }
+
+// AuditAction What an admin did: `role_granted` and `role_revoked` (the admin
+// role), `email_changed`, `username_changed` and
+// `display_name_changed` (by an admin, of another's account; `old`
+// and `new` say from what to what), `suspended` and `unsuspended`
+// (`reason`, and `until` when the suspension ends by itself),
+// `deleted` (the account deleted by an admin).
+type AuditAction string
+
+// AuditEntry One admin action on an account.
+type AuditEntry struct {
+	// Action What an admin did: `role_granted` and `role_revoked` (the admin
+	// role), `email_changed`, `username_changed` and
+	// `display_name_changed` (by an admin, of another's account; `old`
+	// and `new` say from what to what), `suspended` and `unsuspended`
+	// (`reason`, and `until` when the suspension ends by itself),
+	// `deleted` (the account deleted by an admin).
+	Action AuditAction `json:"action"`
+
+	// Actor The id of the admin who acted; absent for the command line.
+	Actor *string `json:"actor,omitempty"`
+
+	// At When the change was made.
+	At time.Time `json:"at"`
+
+	// ClientIp The request's client address, behind the trusted proxies; absent for `cli`.
+	ClientIp *string `json:"clientIp,omitempty"`
+
+	// Id The entry's name among the account's: the account version the
+	// change wrote and the action (`12.email_changed`).
+	//
+	//
+	// Examples: 12.email_changed
+	Id string `json:"id"`
+
+	// New The value after.
+	New *string `json:"new,omitempty"`
+
+	// Old The value before (a username, an email or a display name).
+	Old *string `json:"old,omitempty"`
+
+	// Reason The reason of the suspension suspended or lifted.
+	Reason *string `json:"reason,omitempty"`
+
+	// Until That suspension's end; absent for "until lifted".
+	Until *time.Time `json:"until,omitempty"`
+
+	// UserAgent The request's `User-Agent`, cut to 256 bytes; absent when none was sent.
+	UserAgent *string `json:"userAgent,omitempty"`
+
+	// Via Where the action came from; an HTTP request (`api`) or `api admin` on a server (`cli`).
+	Via AuditVia `json:"via"`
+}
+
+// AuditEntryList defines model for AuditEntryList.
+type AuditEntryList struct {
+	Items []AuditEntry `json:"items"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// AuditVia Where the action came from; an HTTP request (`api`) or `api admin` on a server (`cli`).
+type AuditVia string
 
 // Content defines model for Content.
 type Content struct {
@@ -849,6 +967,19 @@ type ListGroupMembersParams struct {
 
 // ListSuspensionsParams defines parameters for ListSuspensions.
 type ListSuspensionsParams struct {
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListAccountAuditParams defines parameters for ListAccountAudit.
+type ListAccountAuditParams struct {
 	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
@@ -2009,6 +2140,33 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /v1/users/{id} (the `UpdateUser` operationId).
 	UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAccountAudit The admin actions on a user's account, newest first
+	//
+	// Admins only (the user themself included: 403). Every action an
+	// admin took on the account: the admin role granted or revoked (by
+	// `api admin grant|revoke`, `via: cli`, no `actor`), the username,
+	// email or display name changed by another account's admin, a
+	// suspension or unsuspension, a deletion by an admin. Who
+	// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
+	// where (`clientIp` as the server worked it out behind its trusted
+	// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
+	// or a token. Newest `at` first, paged. The audit of an account
+	// being deleted or deleted is still there (its deletion last).
+	//
+	// An entry is decided with the account's compare-and-set that made
+	// the change and carried in the account row until the next admin
+	// action; it is written once the change applied, and one whose
+	// write was lost is written by the next admin action on the account
+	// or by this read. No change that did not take effect is listed, and
+	// a retry or a write landing late rewrites the same entry: none is
+	// listed twice.
+	//
+	// Cost: one account read, the entries the row still carries written
+	// again (at most three), and one slice of the user's audit.
+	//
+	// Corresponds with GET /v1/users/{id}/audit (the `ListAccountAudit` operationId).
+	ListAccountAudit(ctx context.Context, id UserId, params *ListAccountAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RequestUserDeletionWithBody Delete an account, with the current password
 	//
@@ -3736,6 +3894,43 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // Corresponds with PATCH /v1/users/{id} (the `UpdateUser` operationId).
 func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateUserRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAccountAudit The admin actions on a user's account, newest first
+//
+// Admins only (the user themself included: 403). Every action an
+// admin took on the account: the admin role granted or revoked (by
+// `api admin grant|revoke`, `via: cli`, no `actor`), the username,
+// email or display name changed by another account's admin, a
+// suspension or unsuspension, a deletion by an admin. Who
+// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
+// where (`clientIp` as the server worked it out behind its trusted
+// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
+// or a token. Newest `at` first, paged. The audit of an account
+// being deleted or deleted is still there (its deletion last).
+//
+// An entry is decided with the account's compare-and-set that made
+// the change and carried in the account row until the next admin
+// action; it is written once the change applied, and one whose
+// write was lost is written by the next admin action on the account
+// or by this read. No change that did not take effect is listed, and
+// a retry or a write landing late rewrites the same entry: none is
+// listed twice.
+//
+// Cost: one account read, the entries the row still carries written
+// again (at most three), and one slice of the user's audit.
+//
+// Corresponds with GET /v1/users/{id}/audit (the `ListAccountAudit` operationId).
+func (c *Client) ListAccountAudit(ctx context.Context, id UserId, params *ListAccountAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAccountAuditRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5661,6 +5856,79 @@ func NewUpdateUserRequestWithBody(server string, id UserId, contentType string, 
 	return req, nil
 }
 
+// NewListAccountAuditRequest constructs an http.Request for the ListAccountAudit method
+func NewListAccountAuditRequest(server string, id UserId, params *ListAccountAuditParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/audit", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRequestUserDeletionRequest calls the generic RequestUserDeletion builder with application/json body
 func NewRequestUserDeletionRequest(server string, id UserId, body RequestUserDeletionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7322,6 +7590,35 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /v1/users/{id} (the `UpdateUser` operationId).
 	UpdateUserWithResponse(ctx context.Context, id UserId, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
+
+	// ListAccountAuditWithResponse The admin actions on a user's account, newest first
+	//
+	// Admins only (the user themself included: 403). Every action an
+	// admin took on the account: the admin role granted or revoked (by
+	// `api admin grant|revoke`, `via: cli`, no `actor`), the username,
+	// email or display name changed by another account's admin, a
+	// suspension or unsuspension, a deletion by an admin. Who
+	// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
+	// where (`clientIp` as the server worked it out behind its trusted
+	// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
+	// or a token. Newest `at` first, paged. The audit of an account
+	// being deleted or deleted is still there (its deletion last).
+	//
+	// An entry is decided with the account's compare-and-set that made
+	// the change and carried in the account row until the next admin
+	// action; it is written once the change applied, and one whose
+	// write was lost is written by the next admin action on the account
+	// or by this read. No change that did not take effect is listed, and
+	// a retry or a write landing late rewrites the same entry: none is
+	// listed twice.
+	//
+	// Cost: one account read, the entries the row still carries written
+	// again (at most three), and one slice of the user's audit.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/users/{id}/audit (the `ListAccountAudit` operationId).
+	ListAccountAuditWithResponse(ctx context.Context, id UserId, params *ListAccountAuditParams, reqEditors ...RequestEditorFn) (*ListAccountAuditResponse, error)
 
 	// RequestUserDeletionWithBodyWithResponse Delete an account, with the current password
 	//
@@ -12187,6 +12484,140 @@ func (r UpdateUserResponse) ContentType() string {
 	return ""
 }
 
+// ListAccountAuditResponse200Headers the declared response headers of an HTTP 200 response for ListAccountAudit
+type ListAccountAuditResponse200Headers struct {
+	XRequestId *string
+}
+
+// ListAccountAuditResponse400Headers the declared response headers of an HTTP 400 response for ListAccountAudit
+type ListAccountAuditResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListAccountAuditResponse401Headers the declared response headers of an HTTP 401 response for ListAccountAudit
+type ListAccountAuditResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ListAccountAuditResponse403Headers the declared response headers of an HTTP 403 response for ListAccountAudit
+type ListAccountAuditResponse403Headers struct {
+	XRequestId *string
+}
+
+// ListAccountAuditResponse404Headers the declared response headers of an HTTP 404 response for ListAccountAudit
+type ListAccountAuditResponse404Headers struct {
+	XRequestId *string
+}
+
+// ListAccountAuditResponse500Headers the declared response headers of an HTTP 500 response for ListAccountAudit
+type ListAccountAuditResponse500Headers struct {
+	XRequestId *string
+}
+
+// ListAccountAuditResponse503Headers the declared response headers of an HTTP 503 response for ListAccountAudit
+type ListAccountAuditResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListAccountAuditResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditEntryList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListAccountAuditResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListAccountAuditResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAccountAuditResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListAccountAuditResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListAccountAuditResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListAccountAuditResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAccountAuditResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAccountAuditResponse) GetJSON200() *AuditEntryList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListAccountAuditResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListAccountAuditResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListAccountAuditResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListAccountAuditResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListAccountAuditResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListAccountAuditResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAccountAuditResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAccountAuditResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAccountAuditResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAccountAuditResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RequestUserDeletionResponse204Headers the declared response headers of an HTTP 204 response for RequestUserDeletion
 type RequestUserDeletionResponse204Headers struct {
 	XRequestId *string
@@ -15016,6 +15447,41 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id Use
 		return nil, err
 	}
 	return ParseUpdateUserResponse(rsp)
+}
+
+// ListAccountAuditWithResponse The admin actions on a user's account, newest first
+//
+// Admins only (the user themself included: 403). Every action an
+// admin took on the account: the admin role granted or revoked (by
+// `api admin grant|revoke`, `via: cli`, no `actor`), the username,
+// email or display name changed by another account's admin, a
+// suspension or unsuspension, a deletion by an admin. Who
+// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
+// where (`clientIp` as the server worked it out behind its trusted
+// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
+// or a token. Newest `at` first, paged. The audit of an account
+// being deleted or deleted is still there (its deletion last).
+//
+// An entry is decided with the account's compare-and-set that made
+// the change and carried in the account row until the next admin
+// action; it is written once the change applied, and one whose
+// write was lost is written by the next admin action on the account
+// or by this read. No change that did not take effect is listed, and
+// a retry or a write landing late rewrites the same entry: none is
+// listed twice.
+//
+// Cost: one account read, the entries the row still carries written
+// again (at most three), and one slice of the user's audit.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/users/{id}/audit (the `ListAccountAudit` operationId).
+func (c *ClientWithResponses) ListAccountAuditWithResponse(ctx context.Context, id UserId, params *ListAccountAuditParams, reqEditors ...RequestEditorFn) (*ListAccountAuditResponse, error) {
+	rsp, err := c.ListAccountAudit(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAccountAuditResponse(rsp)
 }
 
 // RequestUserDeletionWithBodyWithResponse Delete an account, with the current password
@@ -20704,6 +21170,161 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateUserResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAccountAuditResponse parses an HTTP response from a ListAccountAuditWithResponse call
+func ParseListAccountAuditResponse(rsp *http.Response) (*ListAccountAuditResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAccountAuditResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditEntryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListAccountAuditResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListAccountAuditResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListAccountAuditResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListAccountAuditResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListAccountAuditResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListAccountAuditResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAccountAuditResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -405,7 +405,7 @@ await step('account: sessions paged, sign one out, sign out everywhere else, pro
   await login(alice, newPw);
 });
 
-await step('moderation: suspend with and without an end, page, history, unsuspend', async () => {
+await step('moderation: suspend with and without an end, page, history and audit, unsuspend', async () => {
   await logout();
   await login(admin, pw);
   await visit('#/moderation', 'moderation');
@@ -431,6 +431,13 @@ await step('moderation: suspend with and without an end, page, history, unsuspen
   const [first, second] = await pageThrough('history');
   expect(first[0].startsWith('suspended') && first[0].includes('again') && first[1].startsWith('unsuspended') &&
     second[0].startsWith('suspended') && first.concat(second).every((r) => r.includes(admin)), 'history: ' + first.concat(second).join(' | '));
+  // The audit of admin actions beside it (issue 26): the same three, by
+  // the admin, from an address, paged.
+  await waitRows('audit', 2);
+  const [auditFirst, auditSecond] = await pageThrough('audit');
+  const audited = auditFirst.concat(auditSecond);
+  expect(auditFirst[0].startsWith('suspended') && auditFirst[0].includes('again') && auditFirst[1].startsWith('unsuspended') &&
+    auditSecond[0].startsWith('suspended') && audited.every((r) => r.includes(admin) && !r.includes('unknown')), 'audit: ' + audited.join(' | '));
   await noRawIds();
   await shot('moderation');
   for (const u of [bob, carol, alice]) {

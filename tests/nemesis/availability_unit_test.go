@@ -41,8 +41,12 @@ func TestAvailabilityVerdict(t *testing.T) {
 		name: "503s are not answers",
 		events: join(answers(at(0), at(10), 50*time.Millisecond, 200), answers(at(10), at(16), 50*time.Millisecond, 503),
 			answers(at(16), at(20), 50*time.Millisecond, 200), []event{hang}),
-		fails: []string{"no request answered in the second from 04:00:10.000", "from 04:00:11.000", "from 04:00:12.000",
-			"from 04:00:13.000", "from 04:00:14.000", "from 04:00:15.000", "hang-node: 0.0 answered requests a second"},
+		fails: []string{"no request answered in the second from 04:00:12.000 (", "from 04:00:13.000", "from 04:00:14.000",
+			"from 04:00:15.000", "hang-node: 0.0 answered requests a second"},
+	}, {
+		name: "the attempts in flight when a node hangs wait out their timeout",
+		events: join(answers(at(0), at(10), 50*time.Millisecond, 200), answers(at(11.9), at(100), 25*time.Millisecond, 200),
+			[]event{hang}),
 	}, {
 		name: "a hang at a third of the healthy rate",
 		events: join(answers(at(0), at(10), 50*time.Millisecond, 200), answers(at(10), at(16), 150*time.Millisecond, 200),

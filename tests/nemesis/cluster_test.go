@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
+
 	"shelf/internal/testkit"
 )
 
@@ -36,6 +38,51 @@ func (c *cluster) heal(ctx context.Context) error {
 			if err := c.L.Start(ctx, n); err != nil {
 				return fmt.Errorf("restart %s: %w", n.Name, err)
 			}
+		}
+	}
+	return nil
+}
+
+// whole waits until every node, as a coordinator, sees every replica up:
+// a read at consistency ALL through each node answers (a coordinator
+// that thinks a replica is down refuses it at once as unavailable). After
+// a fault ends, the nodes' failure detectors take seconds to mark a node
+// up again (longer on a loaded machine); a node killed or hung meanwhile
+// would be a second node down, not a single-node fault. It gives up at
+// ctx's end or after a minute.
+func (c *cluster) whole(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		err := c.readAllThroughEach(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the cluster is not whole after a minute: %w", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// readAllThroughEach reads one row of the keyspace at ALL with each node
+// as the only coordinator.
+func (c *cluster) readAllThroughEach(ctx context.Context) error {
+	for _, n := range c.Nodes {
+		cl := gocql.NewCluster(n.Address)
+		cl.DisableInitialHostLookup = true
+		cl.Timeout, cl.ConnectTimeout = 2*time.Second, 2*time.Second
+		cl.Consistency = gocql.All
+		s, err := cl.CreateSession()
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Address, err)
+		}
+		var id string
+		err = s.Query(`SELECT id FROM nemesis.users LIMIT 1`).WithContext(ctx).Scan(&id)
+		s.Close()
+		if err != nil && err != gocql.ErrNotFound {
+			return fmt.Errorf("%s: %w", n.Address, err)
 		}
 	}
 	return nil

@@ -33,7 +33,18 @@ func (n *nemesis) run(ctx context.Context) {
 		if len(kinds) == 0 {
 			kinds = []string{"kill-node", "hang-node", "hang-majority", "kill-api"}
 		}
-		switch kinds[rand.IntN(len(kinds))] {
+		kind := kinds[rand.IntN(len(kinds))]
+		// A single-node fault starts on a whole cluster (see whole); the
+		// seconds spent waiting for it are ordinary healthy seconds.
+		if kind == "kill-node" || kind == "hang-node" {
+			if err := n.c.whole(ctx); err != nil {
+				if ctx.Err() == nil {
+					n.errs = append(n.errs, err)
+				}
+				continue
+			}
+		}
+		switch kind {
 		case "kill-node":
 			n.killNode(ctx)
 		case "hang-node":

@@ -214,8 +214,15 @@ func TestNemesis(t *testing.T) {
 	if err := writeReport(filepath.Join(out, "report.html"), "shelf nemesis "+filepath.Base(out), events); err != nil {
 		t.Fatal(err)
 	}
+	// The API processes' logs beside the history: what the driver and the
+	// domain said during a fault the verdicts judge.
+	for _, p := range apis {
+		if b, err := os.ReadFile(p.logPath()); err == nil {
+			_ = os.WriteFile(filepath.Join(out, fmt.Sprintf("api-%d.log", p.idx)), b, 0o644)
+		}
+	}
 	t.Log("\n" + b.String())
-	t.Logf("history and summary in %s", out)
+	t.Logf("history, summary and the API processes' logs in %s", out)
 	if broken.tag != "" {
 		caught := len(keys.violations) + len(claims.violations) + len(signups.violations)
 		if caught == 0 {

@@ -1,0 +1,164 @@
+package domain
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// AuditAction is what an admin did to an account (issue 26, part 5;
+// docs/design.md#account-audit).
+type AuditAction string
+
+// The actions the audit records (a closed set: openapi.yaml's AuditAction).
+const (
+	AuditRoleGranted        AuditAction = "role_granted"
+	AuditRoleRevoked        AuditAction = "role_revoked"
+	AuditEmailChanged       AuditAction = "email_changed"
+	AuditUsernameChanged    AuditAction = "username_changed"
+	AuditDisplayNameChanged AuditAction = "display_name_changed"
+	AuditSuspended          AuditAction = "suspended"
+	AuditUnsuspended        AuditAction = "unsuspended"
+	AuditDeleted            AuditAction = "deleted"
+)
+
+// AuditActions lists every action, in the contract's order.
+var AuditActions = []AuditAction{AuditRoleGranted, AuditRoleRevoked, AuditEmailChanged, AuditUsernameChanged,
+	AuditDisplayNameChanged, AuditSuspended, AuditUnsuspended, AuditDeleted}
+
+// Where an admin action came from.
+const (
+	// ViaAPI: an HTTP request, with its client's address and user agent.
+	ViaAPI = "api"
+	// ViaCLI: the `api admin` command on a server (no actor account).
+	ViaCLI = "cli"
+)
+
+// Origin is where a request came from, as the HTTP layer saw it: the
+// client's address (trusted proxies taken into account) and its user
+// agent, cut to MaxUserAgent bytes.
+type Origin struct {
+	IP        string
+	UserAgent string
+}
+
+// MaxUserAgent bounds the user agent an audit entry keeps: a header is
+// the caller's to fill, an entry is kept for good.
+const MaxUserAgent = 256
+
+// OriginOf builds an Origin, cutting the user agent on a character
+// boundary.
+func OriginOf(ip, userAgent string) Origin {
+	if len(userAgent) > MaxUserAgent {
+		cut := MaxUserAgent
+		for cut > 0 && !utf8.RuneStart(userAgent[cut]) {
+			cut--
+		}
+		userAgent = userAgent[:cut]
+	}
+	return Origin{IP: ip, UserAgent: userAgent}
+}
+
+// AuditEntry is one admin action on an account. Its key, (UserID, At,
+// Version, Action), and everything in it are decided with the account
+// row's compare-and-set that made the change, and carried in the row
+// (User.AdminChange) until the next admin action: so every write of one
+// entry, the action's own, a retry's, a reader's or one landing late,
+// writes the same row with the same values, and none is written for a
+// change that never took effect.
+type AuditEntry struct {
+	UserID string
+	// At is when the change was made, as the row records it.
+	At time.Time
+	// Version is the account version the change wrote.
+	Version int
+	Action  AuditAction
+	// Actor is the admin who acted; empty for the command line.
+	Actor string
+	// Via is ViaAPI or ViaCLI; From is the request's origin (ViaAPI).
+	Via  string
+	From Origin
+	// Old and New are the value before and after, for the changes of a
+	// name or an email; never a password, a hash or a token.
+	Old, New string
+	// Reason and Until are a suspension's (Until zero: until lifted).
+	Reason string
+	Until  time.Time
+}
+
+// ID names the entry among its account's: the version and the action.
+func (e AuditEntry) ID() string { return strconv.Itoa(e.Version) + "." + string(e.Action) }
+
+// AuditRecorder writes audit entries. A write of an entry already there
+// rewrites the same row with the same values.
+type AuditRecorder interface {
+	Record(ctx context.Context, entries []AuditEntry) error
+}
+
+// CarryAdminChange makes u carry the entries of an admin action about to
+// be written by u's compare-and-set: the entries the row carried, of the
+// last admin action, are written first (an action that stopped after its
+// compare-and-set left them to whoever came next), since the row is
+// where they live until then. With no entries, u keeps what it carries
+// (written all the same: a retry of an action that applied finds nothing
+// left to change, and finishes its entries this way).
+func CarryAdminChange(ctx context.Context, log AuditRecorder, u *User, entries []AuditEntry) error {
+	if len(u.AdminChange) > 0 {
+		if err := log.Record(ctx, u.AdminChange); err != nil {
+			return err
+		}
+	}
+	if len(entries) > 0 {
+		u.AdminChange = entries
+	}
+	return nil
+}
+
+// RecordApplied writes the entries of an action whose compare-and-set
+// applied. A failure is only logged: the change took effect, and its
+// entries are safe in the account row for the next admin action on the
+// account or the next read of its audit (CarryAdminChange).
+func RecordApplied(ctx context.Context, rec AuditRecorder, log Logger, entries []AuditEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	if err := rec.Record(ctx, entries); err != nil {
+		log.Warn(ctx, "writing the audit of an admin action failed; the account row keeps it",
+			"user", entries[0].UserID, "error", err.Error())
+	}
+}
+
+// AuditCursor is a position in an account's audit.
+type AuditCursor struct {
+	At      time.Time
+	Version int
+	Action  AuditAction
+}
+
+// Encode makes the opaque cursor a client sends back.
+func (c AuditCursor) Encode() string {
+	return EncodeCursor(strconv.FormatInt(c.At.UnixMilli(), 10), strconv.Itoa(c.Version), string(c.Action))
+}
+
+// DecodeAuditCursor reads a cursor from Encode.
+func DecodeAuditCursor(s string) (*AuditCursor, error) {
+	f, err := DecodeCursor(s, 3)
+	if err != nil {
+		return nil, err
+	}
+	ms, err1 := strconv.ParseInt(f[0], 10, 64)
+	v, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || v < 1 || !validAction(AuditAction(f[2])) {
+		return nil, ErrBadCursor
+	}
+	return &AuditCursor{At: time.UnixMilli(ms).UTC(), Version: v, Action: AuditAction(f[2])}, nil
+}
+
+func validAction(a AuditAction) bool { return slices.Contains(AuditActions, a) }
+
+// CursorOf is the position of e.
+func (e AuditEntry) CursorOf() AuditCursor {
+	return AuditCursor{At: e.At, Version: e.Version, Action: e.Action}
+}

@@ -1,0 +1,64 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+)
+
+// Audit serves the audit of admin actions on accounts.
+type Audit struct{ accounts *accounts.Service }
+
+// auditEntryResponse is the AuditEntry schema of openapi.yaml.
+type auditEntryResponse struct {
+	ID        string     `json:"id"`
+	Action    string     `json:"action"`
+	At        time.Time  `json:"at"`
+	Actor     string     `json:"actor,omitempty"`
+	Via       string     `json:"via"`
+	ClientIP  string     `json:"clientIp,omitempty"`
+	UserAgent string     `json:"userAgent,omitempty"`
+	Old       string     `json:"old,omitempty"`
+	New       string     `json:"new,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+	Until     *time.Time `json:"until,omitempty"`
+}
+
+func toAuditEntryResponse(e domain.AuditEntry) auditEntryResponse {
+	out := auditEntryResponse{ID: e.ID(), Action: string(e.Action), At: e.At.UTC(), Actor: e.Actor, Via: e.Via,
+		ClientIP: e.From.IP, UserAgent: e.From.UserAgent, Old: e.Old, New: e.New, Reason: e.Reason}
+	if !e.Until.IsZero() {
+		until := e.Until.UTC()
+		out.Until = &until
+	}
+	return out
+}
+
+// list serves GET /v1/users/{id}/audit: the admin actions on the account,
+// newest first, paged (admins).
+func (h *Audit) list(w http.ResponseWriter, r *http.Request) error {
+	cursor, limit, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := h.accounts.Audit(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), cursor, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toPage(page, toAuditEntryResponse))
+	return nil
+}
+
+// origin is where r came from, for the audit of what its caller does:
+// the client address frame worked out and the user agent.
+func origin(r *http.Request) domain.Origin {
+	ip := ""
+	if a := ClientIP(r.Context()); a.IsValid() {
+		ip = a.String()
+	}
+	return domain.OriginOf(ip, r.UserAgent())
+}
