@@ -179,10 +179,14 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 			return u, false, err
 		}
 		if u.EmailKey != t.EmailKey {
+			// The address held is the account's again. A link of the
+			// address the account has now only cancels what is pending,
+			// and keeps an older address held: a thief who made the
+			// account's address theirs must not end the owner's link.
 			u.Email, u.EmailKey, u.EmailVerifiedAt = u.RecoveryEmail, u.RecoveryEmailKey, a.now()
+			u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
 		}
 		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt = "", "", time.Time{}
-		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
 		u.PasswordEpoch, u.PasswordSession = u.PasswordEpoch+1, ""
 		return u, true, nil
 	})

@@ -385,3 +385,45 @@ func TestEmailChangeUnderFaults(t *testing.T) {
 	}
 	mustSignup(t, api, name("after"), next)
 }
+
+// TestAThiefsRevertKeepsTheOwnersLink: a thief who made the account's
+// address theirs (changed and confirmed it) changes it once more, and
+// follows the notice that came to their own address: that cancels their
+// new change and ends the sessions, but the owner's address stays held,
+// and the owner's link still gives it back.
+func TestAThiefsRevertKeepsTheOwnersLink(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	_, api := newMailApp(t, testkit.PackageDB(t), mp, nil)
+	n := name("owner")
+	owned, thief, third := n+"@example.org", name("thief")+"@example.net", name("third")+"@example.net"
+	u, _ := verifiedUser(t, api, mp, n)
+	stolen := api.As(mustLogin(t, api, n).Token)
+	change := func(email string) {
+		t.Helper()
+		if r := stolen.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"email": email, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
+			t.Fatalf("changing to %s: %d %s", email, r.StatusCode, r.Body)
+		}
+	}
+	change(thief)
+	ownersLink := testkit.TokenIn(t, mp.WaitFor(t, owned, 2)[0].Text, "revert-email")
+	confirm := testkit.TokenIn(t, mp.WaitFor(t, thief, 1)[0].Text, "verify")
+	if r := api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": confirm}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("confirming: %d %s", r.StatusCode, r.Body)
+	}
+	change(third)
+	thiefsLink := testkit.TokenIn(t, mp.WaitFor(t, thief, 2)[0].Text, "revert-email")
+	if r := api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": thiefsLink}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the thief's revert: %d %s", r.StatusCode, r.Body)
+	}
+	if r := signup(api, name("squat"), owned); r.StatusCode != http.StatusConflict {
+		t.Fatalf("the owner's address after the thief's revert: %d %s", r.StatusCode, r.Body)
+	}
+	if r := api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": ownersLink}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the owner's revert: %d %s", r.StatusCode, r.Body)
+	}
+	back := api.As(mustLogin(t, api, owned).Token)
+	if got := account(t, back); got.Email != owned || got.PendingEmail != "" {
+		t.Fatalf("after the owner's revert: %+v", got)
+	}
+}
