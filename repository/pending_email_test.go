@@ -19,17 +19,8 @@ func TestPendingEmailRoundTrips(t *testing.T) {
 	pkg := testkit.PackageDB(t)
 	users := repository.NewUsers(repository.NewDB(pkg.Session, "LOCAL_SERIAL"))
 	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	id := key("u_pending")
-	u := domain.User{ID: id, Username: id, UsernameKey: id, Email: id + "@example.org", EmailKey: id + "@example.org",
-		DisplayName: "P", PasswordHash: "h0", Status: domain.StatusPending, CreatedAt: now, UpdatedAt: now, Version: 1}
-	if err := users.Create(ctx, u, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	u.Status = domain.StatusActive
-	if ok, err := users.Activate(ctx, u); err != nil || !ok {
-		t.Fatalf("activate: %v %v", ok, err)
-	}
+	u := activeUser(t, users, key("u_pending"))
+	id, now := u.ID, u.CreatedAt
 	if got, err := users.Get(ctx, id); err != nil || got.PendingEmail != "" || got.RecoveryEmail != "" || !got.PendingEmailAt.IsZero() || !got.RecoveryUntil.IsZero() {
 		t.Fatalf("a new account: %+v %v", got, err)
 	}
@@ -53,4 +44,22 @@ func TestPendingEmailRoundTrips(t *testing.T) {
 	if got, err := users.Get(ctx, id); err != nil || got.PendingEmailKey != "" || got.RecoveryEmailKey != "" || !got.PendingEmailAt.IsZero() || !got.RecoveryUntil.IsZero() {
 		t.Fatalf("after clearing: %+v %v", got, err)
 	}
+}
+
+// activeUser signs up an account with id, as the signup does: created
+// pending, then activated, at version 1.
+func activeUser(t *testing.T, users *repository.Users, id string) domain.User {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	u := domain.User{ID: id, Username: id, UsernameKey: id, Email: id + "@example.org", EmailKey: id + "@example.org",
+		DisplayName: "U", PasswordHash: "h0", Status: domain.StatusPending, CreatedAt: now, UpdatedAt: now, Version: 1}
+	if err := users.Create(ctx, u, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	u.Status = domain.StatusActive
+	if ok, err := users.Activate(ctx, u); err != nil || !ok {
+		t.Fatalf("activate: %v %v", ok, err)
+	}
+	return u
 }

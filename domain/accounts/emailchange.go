@@ -156,21 +156,9 @@ var ErrRevertStale = tokenError("stale", "no longer applies: the account no long
 // order is ConfirmEmail's: use the token, compare-and-set the account,
 // end the sessions, mark the token done; a retry finishes.
 func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
-	if !a.mailOn() {
-		return ErrMailOff
-	}
-	t, err := a.readToken(ctx, token, PurposeRevertEmail)
+	t, err := a.takeToken(ctx, token, PurposeRevertEmail, a.revertApplies)
 	if err != nil {
 		return err
-	}
-	if t.UsedAt.IsZero() {
-		u, err := a.users.GetSerial(ctx, t.UserID)
-		if err := a.revertApplies(t, u, err); err != nil {
-			return err
-		}
-		if t, err = a.useToken(ctx, t, ""); err != nil {
-			return err
-		}
 	}
 	var before domain.User
 	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {

@@ -132,21 +132,9 @@ func (a *Service) mailVerification(ctx context.Context, u domain.User) {
 // done is carried out again (setting verified twice is setting it once);
 // a done one is refused as used.
 func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
-	if !a.mailOn() {
-		return ErrMailOff
-	}
-	t, err := a.readToken(ctx, token, PurposeVerifyEmail)
+	t, err := a.takeToken(ctx, token, PurposeVerifyEmail, verificationApplies)
 	if err != nil {
 		return err
-	}
-	if t.UsedAt.IsZero() {
-		u, err := a.users.GetSerial(ctx, t.UserID)
-		if err := verificationApplies(t, u, err); err != nil {
-			return err
-		}
-		if t, err = a.useToken(ctx, t, ""); err != nil {
-			return err
-		}
 	}
 	var before domain.User
 	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
@@ -173,6 +161,26 @@ func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
 		a.releaseDropped(ctx, before, out)
 	}
 	return a.finishToken(ctx, t)
+}
+
+// takeToken reads the token behind what a client sent, for purpose, and
+// uses it if it is unused and applies to its account (as read at SERIAL,
+// with the read's error): the first steps of a token that sets no
+// password (a confirmation, a revert). A used token is returned as it
+// is: its use may still need finishing.
+func (a *Service) takeToken(ctx context.Context, token string, purpose TokenPurpose, applies func(Token, domain.User, error) error) (Token, error) {
+	if !a.mailOn() {
+		return Token{}, ErrMailOff
+	}
+	t, err := a.readToken(ctx, token, purpose)
+	if err != nil || !t.UsedAt.IsZero() {
+		return t, err
+	}
+	u, err := a.users.GetSerial(ctx, t.UserID)
+	if err := applies(t, u, err); err != nil {
+		return Token{}, err
+	}
+	return a.useToken(ctx, t, "")
 }
 
 // verificationApplies is tokenStillApplies for a verification token,

@@ -8,7 +8,6 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
-	"shelf/internal/memstore"
 )
 
 // An email change's life under every fault at every store call (issue 26,
@@ -249,34 +248,14 @@ var emailChangeOperations = []mailOperation{
 // replaced or reverted changes nothing.
 func TestExploreEmailChange(t *testing.T) {
 	t.Parallel()
-	total := 0
-	for _, op := range emailChangeOperations {
-		pending := op.name != "change-email"
-		probe := emailChangeWorld(t, pending)
-		calls := callsOf(t, probe.store, op.name, func() error { return op.run(probe) })
-		total += everySchedule(t, op.name, calls, []string{"land-then-retry"}, func(name string, k int, fault memstore.Fault, _ int) {
-			m := emailChangeWorld(t, pending)
-			m.ann = m.account(t, name)
-			faultOnce(m.store, k, fault)
-			err := op.run(m)
-			recovered(m.store)
-			if err != nil && !expected(err) && !refused(err) {
-				t.Errorf("%s: the operation answered %v", name, err)
-			}
-			m.store.Land()
-			ok := err == nil
-			if err != nil && !refused(err) {
-				// A retry may still find the first attempt's claim
-				// pending (409 concurrent_change until its lease ends,
-				// U4) or the store still down for it: try again later.
-				if rerr := op.retry(m); rerr == nil {
-					ok = true
-				} else if !refused(rerr) && !expected(rerr) {
-					t.Errorf("%s: the retry answered %v", name, rerr)
-				}
-			}
-			op.check(t, name, m, ok)
-		})
+	fresh := func(op mailOperation) *mailWorld {
+		m := emailChangeWorld(t, op.name != "change-email")
+		m.ann = m.account(t, op.name) // the epoch before the operation
+		return m
 	}
+	// A retry may still find the first attempt's claim pending (409
+	// concurrent_change until its lease ends, U4) or the store still
+	// down for it: the client tries again later.
+	total := exploreMailOperations(t, emailChangeOperations, fresh, func(err error) bool { return refused(err) || expected(err) })
 	t.Logf("%d schedules in all", total)
 }
