@@ -41,6 +41,19 @@ func refusedCurrentPassword(t *testing.T, r *testkit.Response, status int, what 
 	}
 }
 
+// askEmail asks for email as the owner of account id, with the password.
+func askEmail(as *testkit.API, id, email string) *testkit.Response {
+	return as.Send(http.MethodPatch, "/v1/users/"+id, map[string]string{"email": email, "currentPassword": testPassword})
+}
+
+// mustAskEmail asks for email and fails unless it answers 200.
+func mustAskEmail(t *testing.T, as *testkit.API, id, email string) {
+	t.Helper()
+	if r := askEmail(as, id, email); r.StatusCode != http.StatusOK {
+		t.Fatalf("asking for %s: %d %s", email, r.StatusCode, r.Body)
+	}
+}
+
 // verifiedUser signs up n at n@example.org, follows the verification
 // link, and returns the account and a session.
 func verifiedUser(t *testing.T, api *testkit.API, mp *testkit.Mailpit, n string) (userBody, *testkit.API) {
@@ -155,9 +168,7 @@ func TestRevertCancelsAPendingChange(t *testing.T) {
 	n := name("cancel")
 	next := name("next") + "@example.net"
 	u, as := verifiedUser(t, api, mp, n)
-	if r := as.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"email": next, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
-		t.Fatalf("the change: %d %s", r.StatusCode, r.Body)
-	}
+	mustAskEmail(t, as, u.ID, next)
 	revert := testkit.TokenIn(t, mp.WaitFor(t, n+"@example.org", 2)[0].Text, "revert-email")
 	confirm := testkit.TokenIn(t, mp.WaitFor(t, next, 1)[0].Text, "verify")
 	if r := api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": revert}); r.StatusCode != http.StatusNoContent {
@@ -185,15 +196,9 @@ func TestAReplacedChangeIsNeverConfirmed(t *testing.T) {
 	n := name("twice")
 	first, second := name("first")+"@example.net", name("second")+"@example.net"
 	u, as := verifiedUser(t, api, mp, n)
-	patch := func(email string) {
-		t.Helper()
-		if r := as.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"email": email, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
-			t.Fatalf("changing to %s: %d %s", email, r.StatusCode, r.Body)
-		}
-	}
-	patch(first)
+	mustAskEmail(t, as, u.ID, first)
 	late := testkit.TokenIn(t, mp.WaitFor(t, first, 1)[0].Text, "verify")
-	patch(second)
+	mustAskEmail(t, as, u.ID, second)
 	if got := account(t, as); got.PendingEmail != second {
 		t.Fatalf("after the second change: %+v", got)
 	}
@@ -218,8 +223,8 @@ func TestAReplacedChangeIsNeverConfirmed(t *testing.T) {
 		t.Fatalf("after confirming: %+v", got)
 	}
 	// Sending the account's own address cancels a change pending.
-	patch(name("third") + "@example.net")
-	patch(second)
+	mustAskEmail(t, as, u.ID, name("third")+"@example.net")
+	mustAskEmail(t, as, u.ID, second)
 	if got := account(t, as); got.Email != second || got.PendingEmail != "" {
 		t.Fatalf("after cancelling: %+v", got)
 	}
@@ -308,10 +313,7 @@ func TestEmailChangeUnderFaults(t *testing.T) {
 	owned, first, next := n+"@example.org", name("first")+"@example.net", name("next")+"@example.net"
 	u, as := verifiedUser(t, api, mp, n)
 	other := api.As(mustLogin(t, api, n).Token)
-	path := "/v1/users/" + u.ID
-	change := func(email string) *testkit.Response {
-		return as.Send(http.MethodPatch, path, map[string]string{"email": email, "currentPassword": testPassword})
-	}
+	change := func(email string) *testkit.Response { return askEmail(as, u.ID, email) }
 
 	// Never sent: 503, nothing changed; the retry adopts the claim.
 	a.DB.SetFaults(neverSent("users.update"))
@@ -399,19 +401,13 @@ func TestAThiefsRevertKeepsTheOwnersLink(t *testing.T) {
 	owned, thief, third := n+"@example.org", name("thief")+"@example.net", name("third")+"@example.net"
 	u, _ := verifiedUser(t, api, mp, n)
 	stolen := api.As(mustLogin(t, api, n).Token)
-	change := func(email string) {
-		t.Helper()
-		if r := stolen.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"email": email, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
-			t.Fatalf("changing to %s: %d %s", email, r.StatusCode, r.Body)
-		}
-	}
-	change(thief)
+	mustAskEmail(t, stolen, u.ID, thief)
 	ownersLink := testkit.TokenIn(t, mp.WaitFor(t, owned, 2)[0].Text, "revert-email")
 	confirm := testkit.TokenIn(t, mp.WaitFor(t, thief, 1)[0].Text, "verify")
 	if r := api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": confirm}); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("confirming: %d %s", r.StatusCode, r.Body)
 	}
-	change(third)
+	mustAskEmail(t, stolen, u.ID, third)
 	thiefsLink := testkit.TokenIn(t, mp.WaitFor(t, thief, 2)[0].Text, "revert-email")
 	if r := api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": thiefsLink}); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("the thief's revert: %d %s", r.StatusCode, r.Body)
