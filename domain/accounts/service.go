@@ -128,6 +128,8 @@ type Service struct {
 	mailJobs chan struct{}
 	// passwords are the checks of new passwords (SetPasswordChecks).
 	passwords PasswordChecks
+	// throttle limits password guesses and mail (SetThrottle).
+	throttle Throttle
 	// Hooks are nil in production.
 	Hooks Hooks
 }

@@ -95,9 +95,11 @@ type Store struct {
 	// deletions is the index of account deletions in progress
 	// (Deletions), by day and user.
 	deletions map[string]versioned[accounts.DeletionEntry]
-	held      []func()
-	calls     int
-	crashed   bool
+	// attempts are the throttle's rows (Attempts), made on first use.
+	attempts attemptTables
+	held     []func()
+	calls    int
+	crashed  bool
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault
