@@ -211,25 +211,41 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, cu
 	if p.UserID != id {
 		return domain.ErrDenied
 	}
-	_, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
+	// The current password is checked once, counted by the throttle, not
+	// in every round of the compare-and-set below; a round that finds
+	// another password in force (a new epoch) refuses, since the one
+	// checked is no longer the account's.
+	checked, err := a.users.GetSerial(ctx, id)
+	if err != nil {
+		if errors.Is(err, domain.ErrNotFound) {
+			return domain.ErrNoSession
+		}
+		return err
+	}
+	if fe := a.passwordRules("newPassword", next, checked.UsernameKey, checked.EmailKey); fe != nil {
+		return domain.Invalid("The new password is not valid.", *fe)
+	}
+	if err := a.checkCurrentPassword(ctx, checked, current); err != nil {
+		return err
+	}
+	// Breaches last: the one check that asks another service, and only
+	// of a caller who proved the current password.
+	if err := a.breachedPassword(ctx, "newPassword", next); err != nil {
+		return err
+	}
+	hash, err := a.hasher.Hash(ctx, next)
+	if err != nil {
+		return err
+	}
+	_, err = a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
+		if u.PasswordEpoch != checked.PasswordEpoch {
+			return u, false, ErrInvalidCredentials
+		}
 		if fe := a.passwordRules("newPassword", next, u.UsernameKey, u.EmailKey); fe != nil {
 			return u, false, domain.Invalid("The new password is not valid.", *fe)
 		}
-		ok, _, err := a.hasher.Verify(ctx, current, u.PasswordHash)
-		if err != nil {
-			return u, false, err
-		}
-		if !ok {
-			return u, false, ErrInvalidCredentials
-		}
-		// Breaches last: the one check that asks another service, and only
-		// of a caller who proved the current password.
-		if err := a.breachedPassword(ctx, "newPassword", next); err != nil {
-			return u, false, err
-		}
-		hash, err := a.hasher.Hash(ctx, next)
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = hash, u.PasswordEpoch+1, p.Session.TokenHash
-		return u, true, err
+		return u, true, nil
 	})
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
