@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The error vocabulary. Services return these (or wrap them); the HTTP layer
@@ -30,6 +31,9 @@ var (
 	// since), or may still land. Nothing may be undone on it; it always
 	// comes with ErrUnavailable (503), and the retry or a repair finishes.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrTooManyAttempts: this kind of attempt has been refused until its
+	// throttle lets one through again (Error.RetryAfter says when).
+	ErrTooManyAttempts = errors.New("too many attempts")
 )
 
 // Error is a domain error with a stable code, a message for people and,
@@ -43,6 +47,9 @@ type Error struct {
 	// Details are extra members of the answer (e.g. suspendedAt), named
 	// as in the API.
 	Details map[string]any
+	// RetryAfter, when positive, is how long the caller should wait
+	// before trying again (the answer's Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

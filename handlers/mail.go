@@ -7,11 +7,11 @@ import (
 	"shelf/domain/accounts"
 )
 
-// Mail serves email verification and password reset.
+// Mail serves email verification and password reset. The mails per
+// address are limited in the domain, where every mail is counted (those
+// after a signup or a change of email too), by every instance together.
 type Mail struct {
 	accounts *accounts.Service
-	// verifyPerEmail and resetPerEmail limit requests per email address.
-	verifyPerEmail, resetPerEmail *RateLimiter
 }
 
 // mailRequest is POST /v1/email-verifications and /v1/password-resets.
@@ -35,19 +35,16 @@ type confirmResetRequest struct {
 // request answers a verification or reset request: 202 and no body,
 // whether the address is known or not, limited or not. Only a malformed
 // address is refused (400), which says nothing about accounts.
-func request(w http.ResponseWriter, r *http.Request, perEmail *RateLimiter, ask func(email string) error) error {
+func request(w http.ResponseWriter, r *http.Request, ask func(email string) error) error {
 	var req mailRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	_, key, fe := domain.NormalizeEmail(*req.Email)
-	if fe != nil {
+	if _, _, fe := domain.NormalizeEmail(*req.Email); fe != nil {
 		return domain.InvalidFields(fe)
 	}
-	if ok, _ := perEmail.AllowKey(key); ok {
-		if err := ask(*req.Email); err != nil {
-			return err
-		}
+	if err := ask(*req.Email); err != nil {
+		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusAccepted)
@@ -57,7 +54,7 @@ func request(w http.ResponseWriter, r *http.Request, perEmail *RateLimiter, ask 
 // requestVerification serves POST /v1/email-verifications: mail a new
 // verification link to that address's unverified account, if any.
 func (h *Mail) requestVerification(w http.ResponseWriter, r *http.Request) error {
-	return request(w, r, h.verifyPerEmail, func(email string) error {
+	return request(w, r, func(email string) error {
 		return h.accounts.RequestVerification(r.Context(), email)
 	})
 }
@@ -65,7 +62,7 @@ func (h *Mail) requestVerification(w http.ResponseWriter, r *http.Request) error
 // requestReset serves POST /v1/password-resets: mail a reset link to that
 // address's account, if any.
 func (h *Mail) requestReset(w http.ResponseWriter, r *http.Request) error {
-	return request(w, r, h.resetPerEmail, func(email string) error {
+	return request(w, r, func(email string) error {
 		return h.accounts.RequestPasswordReset(r.Context(), email)
 	})
 }

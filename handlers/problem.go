@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/rs/zerolog/hlog"
 
@@ -85,6 +86,7 @@ var statusOf = []struct {
 	{domain.ErrNotFound, http.StatusNotFound, "not_found", "Not found."},
 	{domain.ErrConflict, http.StatusConflict, "conflict", "The request conflicts with the current state."},
 	{domain.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "The database could not answer in time; try again."},
+	{domain.ErrTooManyAttempts, http.StatusTooManyRequests, "too_many_attempts", "Too many attempts; try again later."},
 }
 
 // toProblem turns any error a handler returns into the problem to send.
@@ -113,6 +115,9 @@ func toProblem(err error) *Problem {
 		}
 		p := newProblem(row.status, code, de.Message, fields...)
 		p.Extensions = de.Details
+		if de.RetryAfter > 0 {
+			p.header = http.Header{"Retry-After": {strconv.FormatInt(retryAfterSeconds(de.RetryAfter), 10)}}
+		}
 		return p
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"shelf/domain/accounts"
 )
 
 // sweepEvery bounds how often Allow walks the whole map: often enough that
@@ -24,8 +26,7 @@ const sweepEvery = time.Minute
 // or mass account creation from one address. Buckets live only in this
 // process's memory: behind several replicas each one limits on its own.
 type RateLimiter struct {
-	// perMinute is n: requests a minute (a period, for NewRateLimiterPer),
-	// and the burst.
+	// perMinute is requests a minute, and the burst.
 	perMinute int
 	limit     rate.Limit
 	// idle is how long a bucket may go unused before it is dropped: the time
@@ -53,24 +54,19 @@ type bucket struct {
 // NewRateLimiter returns a limiter allowing perMinute requests a minute per
 // client IP (and per IPv6 /64), in bursts of up to perMinute; perMinute <= 0
 // returns one that never limits.
-func NewRateLimiter(perMinute int) *RateLimiter { return NewRateLimiterPer(perMinute, time.Minute) }
-
-// NewRateLimiterPer returns a limiter allowing n requests per period per
-// key, in bursts of up to n; n <= 0 returns one that never limits. Keyed
-// by client IP through Middleware, by anything through AllowKey.
-func NewRateLimiterPer(n int, per time.Duration) *RateLimiter {
+func NewRateLimiter(perMinute int) *RateLimiter {
 	l := &RateLimiter{
-		perMinute: n,
+		perMinute: perMinute,
 		now:       time.Now,
 		buckets:   make(map[string]*bucket),
 	}
-	if n > 0 {
-		l.limit = rate.Limit(float64(n) / per.Seconds())
-		// A burst of n at n a period refills in one period whatever n is;
-		// the floor keeps the "at least a period" promise should burst and
+	if perMinute > 0 {
+		l.limit = rate.Limit(float64(perMinute) / time.Minute.Seconds())
+		// A burst of n at n a minute refills in one minute whatever n is;
+		// the floor keeps the "at least a minute" promise should burst and
 		// rate ever be set apart.
-		refill := time.Duration(float64(n) / float64(l.limit) * float64(time.Second))
-		l.idle = max(refill, per)
+		refill := time.Duration(float64(perMinute) / float64(l.limit) * float64(time.Second))
+		l.idle = max(refill, time.Minute)
 	}
 	return l
 }
@@ -114,14 +110,10 @@ func retryAfterSeconds(d time.Duration) int64 {
 // A denied request costs no token, so a client hammering while limited is
 // let in as soon as the bucket refills rather than pushed further back.
 func (l *RateLimiter) Allow(ip netip.Addr) (ok bool, retryAfter time.Duration) {
-	return l.AllowKey(bucketKey(ip))
-}
-
-// AllowKey is Allow for a bucket named by key (an email address, say).
-func (l *RateLimiter) AllowKey(key string) (ok bool, retryAfter time.Duration) {
 	if l.perMinute <= 0 {
 		return true, 0
 	}
+	key := accounts.AddressKey(ip.String())
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -159,22 +151,4 @@ func (l *RateLimiter) sweep(now time.Time) {
 		}
 	}
 	l.lastSweep = now
-}
-
-// bucketKey keys IPv4 clients by address and IPv6 clients by their /64,
-// since one host or home usually gets a whole /64 and could otherwise take
-// a fresh address (and a fresh bucket) for every request.
-func bucketKey(ip netip.Addr) string {
-	if !ip.IsValid() {
-		return "unknown"
-	}
-	ip = ip.Unmap()
-	if ip.Is4() {
-		return ip.String()
-	}
-	p, err := ip.Prefix(64)
-	if err != nil {
-		return "unknown"
-	}
-	return p.String()
 }

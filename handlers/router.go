@@ -35,9 +35,6 @@ type Deps struct {
 	Accounts *accounts.Service
 	// RateLimitPerMinute bounds signups and logins per client IP (0: off).
 	RateLimitPerMinute int
-	// MailPerHour bounds verification and reset requests per email address
-	// (0: off).
-	MailPerHour int
 	// Moderation is suspensions.
 	Moderation *moderation.Service
 	// Groups is groups and their members.
@@ -110,7 +107,9 @@ func routeAccounts(r chi.Router, d Deps) {
 	r.Delete("/users/{id}", handle(users.remove))
 	// The owner's deletion checks the current password: limited like a change.
 	r.With(changeLimit.Middleware).Post("/users/{id}/deletion", handle(users.deletion))
-	r.Put("/users/{id}/password", handle(users.changePassword))
+	// The per-account throttle (domain) counts wrong current passwords;
+	// this outer bucket bounds what one address sends at all.
+	r.With(changeLimit.Middleware).Put("/users/{id}/password", handle(users.changePassword))
 	r.Get("/users/by-username/{username}", handle(users.getByUsername))
 	r.Get("/users/by-email/{email}", handle(users.getByEmail))
 	r.With(loginLimit.Middleware).Post("/sessions", handle(sessions.login))
@@ -124,11 +123,10 @@ func routeAccounts(r chi.Router, d Deps) {
 
 // routeMail serves email verification and password reset: no session (the
 // link in the mail is the credential). Requests are limited per client IP
-// (429) and per email address (beyond it, answered the same and nothing
-// sent: a 429 would say the address was asked for).
+// (429); the domain limits the mails per address (beyond it, answered the
+// same and nothing sent: a 429 would say the address was asked for).
 func routeMail(r chi.Router, d Deps) {
-	m := &Mail{accounts: d.Accounts,
-		verifyPerEmail: NewRateLimiterPer(d.MailPerHour, time.Hour), resetPerEmail: NewRateLimiterPer(d.MailPerHour, time.Hour)}
+	m := &Mail{accounts: d.Accounts}
 	requestLimit := NewRateLimiter(d.RateLimitPerMinute)
 	confirmLimit := NewRateLimiter(d.RateLimitPerMinute)
 	r.With(requestLimit.Middleware).Post("/email-verifications", handle(m.requestVerification))

@@ -11,7 +11,7 @@ import (
 )
 
 // TestPendingEmailRoundTrips: the email an account asks for and the one
-// it holds for a revert link (migration 017) are written and read back by
+// it holds for a revert link (migration 018) are written and read back by
 // every statement that maps them, and a write without them clears them
 // (null cells): a new account has neither.
 func TestPendingEmailRoundTrips(t *testing.T) {

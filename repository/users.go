@@ -69,7 +69,7 @@ type userRow struct {
 	AdminChange string `db:"admin_change"`
 	// The email change waiting for its new address's verification, and
 	// the address a completed change replaced, held for its revert link
-	// (017).
+	// (018).
 	PendingEmail     string    `db:"pending_email"`
 	PendingEmailKey  string    `db:"pending_email_key"`
 	PendingEmailAt   time.Time `db:"pending_email_at"`

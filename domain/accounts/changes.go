@@ -120,6 +120,9 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 	}
 	var out UserView
 	asked, noticed := false, false
+	// The owner's password is proved once (each check counts against
+	// the throttle), again only if another password came into force.
+	proven := -1
 	err = domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
 		// Each round is an operation of its own: its claims carry its op,
 		// so a write of an earlier round that lands late (a release, a
@@ -132,10 +135,11 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		if err != nil {
 			return false, err
 		}
-		if change.credentials(u) {
+		if change.credentials(u) && !(self && proven == u.PasswordEpoch) {
 			if err := a.mayTakeOver(ctx, p, u, in.CurrentPassword); err != nil {
 				return false, err
 			}
+			proven = u.PasswordEpoch
 		}
 		now := a.now()
 		next, claim := change.apply(u, now)
@@ -269,21 +273,41 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, cu
 	if p.UserID != id {
 		return domain.ErrDenied
 	}
-	_, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
+	// The current password is checked once, counted by the throttle, not
+	// in every round of the compare-and-set below; a round that finds
+	// another password in force (a new epoch) refuses, since the one
+	// checked is no longer the account's.
+	checked, err := a.users.GetSerial(ctx, id)
+	if err != nil {
+		if errors.Is(err, domain.ErrNotFound) {
+			return domain.ErrNoSession
+		}
+		return err
+	}
+	if fe := a.passwordRules("newPassword", next, checked.UsernameKey, checked.EmailKey); fe != nil {
+		return domain.Invalid("The new password is not valid.", *fe)
+	}
+	if err := a.proveCurrentPassword(ctx, checked, &current); err != nil {
+		return err
+	}
+	// Breaches last: the one check that asks another service, and only
+	// of a caller who proved the current password.
+	if err := a.breachedPassword(ctx, "newPassword", next); err != nil {
+		return err
+	}
+	hash, err := a.hasher.Hash(ctx, next)
+	if err != nil {
+		return err
+	}
+	_, err = a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
+		if u.PasswordEpoch != checked.PasswordEpoch {
+			return u, false, ErrInvalidCredentials
+		}
 		if fe := a.passwordRules("newPassword", next, u.UsernameKey, u.EmailKey); fe != nil {
 			return u, false, domain.Invalid("The new password is not valid.", *fe)
 		}
-		if err := a.checkCurrentPassword(ctx, u, &current); err != nil {
-			return u, false, err
-		}
-		// Breaches last: the one check that asks another service, and only
-		// of a caller who proved the current password.
-		if err := a.breachedPassword(ctx, "newPassword", next); err != nil {
-			return u, false, err
-		}
-		hash, err := a.hasher.Hash(ctx, next)
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = hash, u.PasswordEpoch+1, p.Session.TokenHash
-		return u, true, err
+		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {
 		return domain.ErrNoSession

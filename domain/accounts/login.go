@@ -65,11 +65,18 @@ type LoginResult struct {
 }
 
 // Login checks a username or email and a password and opens a session for
-// client, bound to the password epoch it checked. Cost: one claim read,
-// two account reads (before the session write and after it), one session
-// write, and always one password hash, so an unknown login takes as long
-// as a wrong password.
+// client, bound to the password epoch it checked. The attempt is counted
+// first, by the login as given and the client's address (the throttle),
+// and refused over the limit before anything is looked up, known login or
+// not. Cost: two attempt writes and reads at once (one round trip each),
+// one claim read, two account reads (before the session write and after
+// it), one session write, and always one password hash, so an unknown
+// login takes as long as a wrong password.
 func (a *Service) Login(ctx context.Context, login, password string, client Client) (LoginResult, error) {
+	attempt, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.loginTiers(login, client.IP)...)
+	if err != nil {
+		return LoginResult{}, err
+	}
 	u, err := a.findByLogin(ctx, login)
 	if errors.Is(err, domain.ErrNotFound) {
 		a.hasher.Burn(ctx, password)
@@ -85,6 +92,7 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	if !ok {
 		return LoginResult{}, ErrInvalidCredentials
 	}
+	attempt.pass(ctx, a.throttle.Store)
 	// Only now, with the password right, may the caller learn of a
 	// suspension (S3).
 	if err := a.blocked(u); err != nil {

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -39,7 +40,15 @@ type Mail struct {
 	// RequireVerified refuses login (403 email_not_verified) to accounts
 	// whose email is not verified, admins excepted.
 	RequireVerified bool
+	// PerAddress is how many mails one address may be sent an hour, of
+	// every kind together, counted in the throttle's store (so by every
+	// instance together); beyond it a mail is not sent (logged). 0 or no
+	// store: no limit.
+	PerAddress int
 }
+
+// mailWindow is the span Mail.PerAddress counts in.
+const mailWindow = time.Hour
 
 // SetMail turns mail on: verification after signup and email changes,
 // and the verification and reset routes.
@@ -97,6 +106,13 @@ func (a *Service) afterAnswer(ctx context.Context, what string, job func(ctx con
 // address. The token is stored before the mail goes out, so every link
 // mailed works; a mail that fails leaves an unused token that expires.
 func (a *Service) mailToken(ctx context.Context, u domain.User, purpose TokenPurpose) error {
+	if err := a.countMail(ctx, u.EmailKey); err != nil && purpose != PurposeRevertEmail {
+		return fmt.Errorf("a %s mail to %s: %w", purpose, u.ID, err)
+	}
+	// The notice of an email change is counted, never held back: a
+	// stranger who used up the address's mails must not silence the
+	// owner's alarm, and it goes only where an authenticated change of
+	// that account sends it (docs/design.md#throttle).
 	token, err := a.issueToken(ctx, u, purpose)
 	if err != nil {
 		return fmt.Errorf("storing a %s token for %s: %w", purpose, u.ID, err)
@@ -105,6 +121,24 @@ func (a *Service) mailToken(ctx context.Context, u domain.User, purpose TokenPur
 		return fmt.Errorf("mailing a %s token to %s: %w", purpose, u.ID, err)
 	}
 	return nil
+}
+
+// ErrMailLimit: the address has had its mails for the hour.
+var ErrMailLimit = errors.New("the address has had as many mails as it may this hour; not sent")
+
+// countMail counts one mail to the address emailKey against its limit,
+// shared by every instance: every mail to an address goes through here
+// before it is sent (a verification after signup, after a change of
+// email, on request; a reset; a notice), so mail cannot be aimed at an
+// address beyond the limit by any route. Over the limit it is
+// ErrMailLimit; when the count cannot be written or read, the mail is not
+// sent either (the user asks again).
+func (a *Service) countMail(ctx context.Context, emailKey string) error {
+	_, err := a.admit(ctx, a.throttle.Store, mailWindow, tier{scope: scopeKey("mail/" + emailKey), limit: a.mail.PerAddress})
+	if errors.Is(err, domain.ErrTooManyAttempts) {
+		return ErrMailLimit
+	}
+	return err
 }
 
 // Link is the console page that completes purpose with token.
@@ -119,21 +153,31 @@ func Link(publicURL string, purpose TokenPurpose, token string) string {
 	return strings.TrimRight(publicURL, "/") + "/#/" + page + "?token=" + url.QueryEscape(token)
 }
 
-// message is the mail that carries token to u.
+// message is the mail that carries token to u. Mail to an address that
+// is not verified carries no text the sender chose (issue 26): whoever
+// typed the address chose the display name and the username too, and
+// could otherwise mail anyone a message of their own ("Hello URGENT: call
+// ...") from shelf's address. Only once the address is verified, so the
+// account's holder is its owner, does a mail greet by name.
 func (a *Service) message(u domain.User, purpose TokenPurpose, token string) Message {
 	if purpose == PurposeRevertEmail {
 		return a.revertNotice(u, token)
 	}
 	link := Link(a.mail.PublicURL, purpose, token)
+	verified := !u.EmailVerifiedAt.IsZero()
+	greeting, account := "Hello,", "your shelf account"
+	if verified {
+		greeting, account = "Hello "+u.DisplayName+",", "your shelf account "+u.Username
+	}
 	if purpose == PurposeResetPassword {
 		return Message{To: u.Email, Subject: "Reset your shelf password", Text: fmt.Sprintf(
-			"Hello %s,\n\nsomeone (we hope you) asked to reset the password of your shelf account %s.\n"+
+			"%s\n\nsomeone (we hope you) asked to reset the password of %s.\n"+
 				"Choose a new password here (the link works once, for %s):\n\n%s\n\n"+
 				"Resetting ends every session of the account. If you did not ask, ignore this mail: your password stays as it is.\n",
-			u.DisplayName, u.Username, a.mail.ResetTTL, link)}
+			greeting, account, a.mail.ResetTTL, link)}
 	}
 	return Message{To: u.Email, Subject: "Confirm your email address for shelf", Text: fmt.Sprintf(
-		"Hello %s,\n\nplease confirm that %s is the address of your shelf account %s\n"+
+		"%s\n\nplease confirm that %s is the address of %s\n"+
 			"(the link works once, for %s):\n\n%s\n\nIf you did not sign up for shelf, ignore this mail.\n",
-		u.DisplayName, u.Email, u.Username, a.mail.VerifyTTL, link)}
+		greeting, u.Email, account, a.mail.VerifyTTL, link)}
 }

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"errors"
 
 	"shelf/domain"
 )
@@ -30,20 +31,19 @@ var errCurrentPasswordRequired = domain.Invalid("Give your current password to c
 var ErrOtherAdmin = &domain.Error{Kind: domain.ErrForbidden, Code: "forbidden",
 	Message: "An admin cannot change another admin's username, email or password, nor delete their account."}
 
-// checkCurrentPassword verifies the owner's current password against u as
-// read: nil when it matches. current is nil when none was sent.
-func (a *Service) checkCurrentPassword(ctx context.Context, u domain.User, current *string) error {
+// proveCurrentPassword checks the owner's current password against u as
+// read, through the throttle (checkCurrentPassword): nil when it matches,
+// a refusal naming currentPassword when it is missing or wrong. current
+// is nil when none was sent.
+func (a *Service) proveCurrentPassword(ctx context.Context, u domain.User, current *string) error {
 	if current == nil || *current == "" {
 		return errCurrentPasswordRequired
 	}
-	ok, _, err := a.hasher.Verify(ctx, *current, u.PasswordHash)
-	if err != nil {
-		return err
-	}
-	if !ok {
+	err := a.checkCurrentPassword(ctx, u, *current)
+	if errors.Is(err, ErrInvalidCredentials) {
 		return ErrWrongCurrentPassword
 	}
-	return nil
+	return err
 }
 
 // mayTakeOver checks who may change what takes account u (its username,
@@ -52,7 +52,7 @@ func (a *Service) checkCurrentPassword(ctx context.Context, u domain.User, curre
 // account that is not an admin's.
 func (a *Service) mayTakeOver(ctx context.Context, p domain.Principal, u domain.User, current *string) error {
 	if p.UserID == u.ID {
-		return a.checkCurrentPassword(ctx, u, current)
+		return a.proveCurrentPassword(ctx, u, current)
 	}
 	if u.IsAdmin() {
 		return ErrOtherAdmin

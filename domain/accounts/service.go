@@ -130,6 +130,8 @@ type Service struct {
 	passwords PasswordChecks
 	// audit keeps the audit of admin actions (SetAudit).
 	audit AuditLog
+	// throttle limits password guesses and mail (SetThrottle).
+	throttle Throttle
 	// Hooks are nil in production.
 	Hooks Hooks
 }

@@ -61,6 +61,8 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	log := domainLogger{logger}
 	users, sessions, claims := repository.NewUsers(db), repository.NewSessions(db), repository.NewClaims(db)
 	acc := newAccounts(cfg, log, users, sessions, claims, m, now)
+	acc.SetThrottle(accounts.Throttle{Store: repository.NewAttempts(db), PerAddress: cfg.Accounts.ThrottlePerAddress,
+		PerLogin: cfg.Accounts.ThrottlePerLogin, Window: cfg.Accounts.ThrottleWindow})
 	if err := setMail(acc, cfg.Mail, logger, repository.NewTokens(db)); err != nil {
 		return nil, err
 	}
@@ -106,7 +108,6 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		TrustedProxies:     cfg.HTTP.TrustedProxies,
 		Accounts:           acc,
 		RateLimitPerMinute: cfg.Accounts.RateLimitPerMinute,
-		MailPerHour:        cfg.Mail.PerHour,
 		Moderation:         mod,
 		Groups:             grp,
 		Contents:           lib,
@@ -152,7 +153,7 @@ func setMail(acc *accounts.Service, c config.Mail, logger zerolog.Logger, tokens
 		logger.Warn().Msg("SHELF_MAILER=log: mail is written to the log, with its links, and not sent; set SHELF_MAILER=smtp in production")
 	}
 	acc.SetMail(accounts.Mail{Tokens: tokens, Mailer: mailer, PublicURL: c.PublicURL,
-		VerifyTTL: c.VerifyTTL, ResetTTL: c.ResetTTL, RevertTTL: c.RevertTTL, RequireVerified: c.RequireVerified})
+		VerifyTTL: c.VerifyTTL, ResetTTL: c.ResetTTL, RevertTTL: c.RevertTTL, RequireVerified: c.RequireVerified, PerAddress: c.PerHour})
 	return nil
 }
 

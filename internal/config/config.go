@@ -111,6 +111,14 @@ type Accounts struct {
 	HIBPFailClosed bool
 	// HIBPTimeout bounds one request to it.
 	HIBPTimeout time.Duration
+	// ThrottlePerAddress bounds failed password checks of one login (a
+	// username, an email, an account's current password) from one client
+	// address in ThrottleWindow, counted in Cassandra; 0 is off.
+	ThrottlePerAddress int
+	// ThrottlePerLogin bounds them from every address together; 0 is off.
+	ThrottlePerLogin int
+	// ThrottleWindow is how long a failed check counts.
+	ThrottleWindow time.Duration
 }
 
 // HTTP holds the server's settings.
@@ -263,6 +271,9 @@ var Vars = []Var{
 	{"SHELF_HIBP_URL", "", "Have I Been Pwned's Pwned Passwords API (https://api.pwnedpasswords.com): every new password is refused if its breaches hold it, asked by k-anonymity (GET {url}/range/{first 5 hex digits of its SHA-1}); empty: off (the built-in list of common passwords still applies)"},
 	{"SHELF_HIBP_FAIL", "open", "when that API cannot answer (down, slow, not a range): open lets the password through on the built-in checks (logged); closed refuses it (503 password_check_unavailable)"},
 	{"SHELF_HIBP_TIMEOUT", "2s", "bound of one request to that API"},
+	{"SHELF_THROTTLE_PER_ADDRESS", "5", "failed password checks of one login (a username, an email, or an account's current password) from one client address (IPv6: its /64) within SHELF_THROTTLE_WINDOW, counted by every instance together; beyond, 429 with Retry-After before any password is checked; 0 turns this tier off"},
+	{"SHELF_THROTTLE_PER_LOGIN", "50", "failed password checks of one login from every address together within SHELF_THROTTLE_WINDOW (a stranger needs this ÷ SHELF_THROTTLE_PER_ADDRESS addresses to lock the owner out, for at most one window after the last counted failure); 0 turns this tier off"},
+	{"SHELF_THROTTLE_WINDOW", "15m", "how long a failed password check counts (1s to 24h)"},
 	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)"},
 	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
 	{"SHELF_FANOUT_SYNC_LIMIT", "1000", "items with at most this many members update every member library before a change answers; larger ones finish in the background"},
@@ -285,7 +296,7 @@ var Vars = []Var{
 	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works"},
 	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile)"},
 	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted"},
-	{"SHELF_MAIL_PER_HOUR", "5", "verification and reset requests for one email address an hour, each, per process (beyond: answered the same, nothing sent); 0 turns the limit off"},
+	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour, of every kind together (verifications after signup, after a change of email or on request, resets, notices), counted by every instance together (beyond: requests answered the same, nothing sent); 0 turns the limit off"},
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map
@@ -346,6 +357,9 @@ func Load(getenv func(string) string) (Config, error) {
 			HIBPURL:             p.optionalURL("SHELF_HIBP_URL"),
 			HIBPFailClosed:      p.oneOf("SHELF_HIBP_FAIL", "open", "closed") == "closed",
 			HIBPTimeout:         p.duration("SHELF_HIBP_TIMEOUT"),
+			ThrottlePerAddress:  p.nonNegativeInt("SHELF_THROTTLE_PER_ADDRESS"),
+			ThrottlePerLogin:    p.nonNegativeInt("SHELF_THROTTLE_PER_LOGIN"),
+			ThrottleWindow:      p.duration("SHELF_THROTTLE_WINDOW"),
 		},
 	}
 	c.Content = Content{
@@ -392,6 +406,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Accounts.ClaimLease > 0 && c.Accounts.ClaimLease < time.Second {
 		p.fail("SHELF_CLAIM_LEASE", "%v is shorter than one second (TTLs are whole seconds)", c.Accounts.ClaimLease)
+	}
+	if w := c.Accounts.ThrottleWindow; w > 0 && (w < time.Second || w > 24*time.Hour) {
+		p.fail("SHELF_THROTTLE_WINDOW", "%v is not between one second and 24h (a row's TTL, in whole seconds)", w)
 	}
 	if sameAddr(c.HTTP.PprofAddr, c.HTTP.Addr) {
 		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)
@@ -507,6 +524,9 @@ func (c Config) Fields() map[string]string {
 		"SHELF_HIBP_URL":                     c.Accounts.HIBPURL,
 		"SHELF_HIBP_FAIL":                    hibpFail,
 		"SHELF_HIBP_TIMEOUT":                 c.Accounts.HIBPTimeout.String(),
+		"SHELF_THROTTLE_PER_ADDRESS":         strconv.Itoa(c.Accounts.ThrottlePerAddress),
+		"SHELF_THROTTLE_PER_LOGIN":           strconv.Itoa(c.Accounts.ThrottlePerLogin),
+		"SHELF_THROTTLE_WINDOW":              c.Accounts.ThrottleWindow.String(),
 		"SHELF_SUSPENSION_BUCKET":            c.Moderation.BucketSize,
 		"SHELF_SUSPENSION_SWEEP_INTERVAL":    c.Moderation.SweepInterval.String(),
 		"SHELF_FANOUT_SYNC_LIMIT":            strconv.Itoa(c.Content.SyncFanoutLimit),

@@ -97,10 +97,12 @@ type Store struct {
 	deletions map[string]versioned[accounts.DeletionEntry]
 	// audit is the audit of admin actions (AccountAudit), by entry key;
 	// made on first use.
-	audit   map[string]domain.AuditEntry
-	held    []func()
-	calls   int
-	crashed bool
+	audit map[string]domain.AuditEntry
+	// attempts are the throttle's rows (Attempts), made on first use.
+	attempts attemptTables
+	held     []func()
+	calls    int
+	crashed  bool
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault

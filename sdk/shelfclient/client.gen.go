@@ -1856,10 +1856,17 @@ type ClientInterface interface {
 	// suspension whose `until` has passed no longer blocks.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), separately from
-	// signup; one claim read, one account read, the session writes, one
-	// more account read (a suspension landing meanwhile revokes the new
-	// session), and always one argon2id verification (deliberately slow), so an unknown
-	// login takes as long as a wrong password.
+	// signup, and throttled per login: failed attempts at one username or
+	// email are counted by every instance together, 5 from one client
+	// address and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// `Retry-After`, before the password is checked, the same for a
+	// login that names no account. The attempt's row written and its
+	// login's rows read (two tiers at once), one claim read, one account
+	// read, the session writes, one more account read (a suspension
+	// landing meanwhile revokes the new session), and always one argon2id
+	// verification (deliberately slow), so an unknown login takes as long
+	// as a wrong password.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1879,10 +1886,17 @@ type ClientInterface interface {
 	// suspension whose `until` has passed no longer blocks.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), separately from
-	// signup; one claim read, one account read, the session writes, one
-	// more account read (a suspension landing meanwhile revokes the new
-	// session), and always one argon2id verification (deliberately slow), so an unknown
-	// login takes as long as a wrong password.
+	// signup, and throttled per login: failed attempts at one username or
+	// email are counted by every instance together, 5 from one client
+	// address and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// `Retry-After`, before the password is checked, the same for a
+	// login that names no account. The attempt's row written and its
+	// login's rows read (two tiers at once), one claim read, one account
+	// read, the session writes, one more account read (a suspension
+	// landing meanwhile revokes the new session), and always one argon2id
+	// verification (deliberately slow), so an unknown login takes as long
+	// as a wrong password.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2284,10 +2298,18 @@ type ClientInterface interface {
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Cost: a SERIAL read of the account, two argon2id operations (check
-	// the current password, hash the new one), a compare-and-set of the
+	// Cost: rate limited per client IP (IPv6 per /64), and throttled:
+	// wrong current passwords of one account are counted by every
+	// instance together, 5 from one client address and 50 from all
+	// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
+	// `too_many_attempts` with `Retry-After`, before the password is
+	// checked, so a stolen session is no free oracle for it. A SERIAL read
+	// of the account, the attempt's row written and its account's rows
+	// read (two tiers at once), two argon2id operations (check the
+	// current password, hash the new one), a compare-and-set of the
 	// account, and the revocation of the other sessions. The new password
-	// is checked before the current one, so a 400 costs no hash.
+	// is checked before the current one, so a 400 costs no hash and no
+	// attempt.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2303,10 +2325,18 @@ type ClientInterface interface {
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Cost: a SERIAL read of the account, two argon2id operations (check
-	// the current password, hash the new one), a compare-and-set of the
+	// Cost: rate limited per client IP (IPv6 per /64), and throttled:
+	// wrong current passwords of one account are counted by every
+	// instance together, 5 from one client address and 50 from all
+	// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
+	// `too_many_attempts` with `Retry-After`, before the password is
+	// checked, so a stolen session is no free oracle for it. A SERIAL read
+	// of the account, the attempt's row written and its account's rows
+	// read (two tiers at once), two argon2id operations (check the
+	// current password, hash the new one), a compare-and-set of the
 	// account, and the revocation of the other sessions. The new password
-	// is checked before the current one, so a 400 costs no hash.
+	// is checked before the current one, so a 400 costs no hash and no
+	// attempt.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3499,10 +3529,17 @@ func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordR
 // suspension whose `until` has passed no longer blocks.
 //
 // Cost: rate limited per client IP (IPv6 per /64), separately from
-// signup; one claim read, one account read, the session writes, one
-// more account read (a suspension landing meanwhile revokes the new
-// session), and always one argon2id verification (deliberately slow), so an unknown
-// login takes as long as a wrong password.
+// signup, and throttled per login: failed attempts at one username or
+// email are counted by every instance together, 5 from one client
+// address and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// `Retry-After`, before the password is checked, the same for a
+// login that names no account. The attempt's row written and its
+// login's rows read (two tiers at once), one claim read, one account
+// read, the session writes, one more account read (a suspension
+// landing meanwhile revokes the new session), and always one argon2id
+// verification (deliberately slow), so an unknown login takes as long
+// as a wrong password.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3532,10 +3569,17 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // suspension whose `until` has passed no longer blocks.
 //
 // Cost: rate limited per client IP (IPv6 per /64), separately from
-// signup; one claim read, one account read, the session writes, one
-// more account read (a suspension landing meanwhile revokes the new
-// session), and always one argon2id verification (deliberately slow), so an unknown
-// login takes as long as a wrong password.
+// signup, and throttled per login: failed attempts at one username or
+// email are counted by every instance together, 5 from one client
+// address and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// `Retry-After`, before the password is checked, the same for a
+// login that names no account. The attempt's row written and its
+// login's rows read (two tiers at once), one claim read, one account
+// read, the session writes, one more account read (a suspension
+// landing meanwhile revokes the new session), and always one argon2id
+// verification (deliberately slow), so an unknown login takes as long
+// as a wrong password.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4107,10 +4151,18 @@ func (c *Client) ListModerationHistory(ctx context.Context, id UserId, params *L
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Cost: a SERIAL read of the account, two argon2id operations (check
-// the current password, hash the new one), a compare-and-set of the
+// Cost: rate limited per client IP (IPv6 per /64), and throttled:
+// wrong current passwords of one account are counted by every
+// instance together, 5 from one client address and 50 from all
+// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
+// `too_many_attempts` with `Retry-After`, before the password is
+// checked, so a stolen session is no free oracle for it. A SERIAL read
+// of the account, the attempt's row written and its account's rows
+// read (two tiers at once), two argon2id operations (check the
+// current password, hash the new one), a compare-and-set of the
 // account, and the revocation of the other sessions. The new password
-// is checked before the current one, so a 400 costs no hash.
+// is checked before the current one, so a 400 costs no hash and no
+// attempt.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4136,10 +4188,18 @@ func (c *Client) ChangePasswordWithBody(ctx context.Context, id UserId, contentT
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Cost: a SERIAL read of the account, two argon2id operations (check
-// the current password, hash the new one), a compare-and-set of the
+// Cost: rate limited per client IP (IPv6 per /64), and throttled:
+// wrong current passwords of one account are counted by every
+// instance together, 5 from one client address and 50 from all
+// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
+// `too_many_attempts` with `Retry-After`, before the password is
+// checked, so a stolen session is no free oracle for it. A SERIAL read
+// of the account, the attempt's row written and its account's rows
+// read (two tiers at once), two argon2id operations (check the
+// current password, hash the new one), a compare-and-set of the
 // account, and the revocation of the other sessions. The new password
-// is checked before the current one, so a 400 costs no hash.
+// is checked before the current one, so a 400 costs no hash and no
+// attempt.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7294,10 +7354,17 @@ type ClientWithResponsesInterface interface {
 	// suspension whose `until` has passed no longer blocks.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), separately from
-	// signup; one claim read, one account read, the session writes, one
-	// more account read (a suspension landing meanwhile revokes the new
-	// session), and always one argon2id verification (deliberately slow), so an unknown
-	// login takes as long as a wrong password.
+	// signup, and throttled per login: failed attempts at one username or
+	// email are counted by every instance together, 5 from one client
+	// address and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// `Retry-After`, before the password is checked, the same for a
+	// login that names no account. The attempt's row written and its
+	// login's rows read (two tiers at once), one claim read, one account
+	// read, the session writes, one more account read (a suspension
+	// landing meanwhile revokes the new session), and always one argon2id
+	// verification (deliberately slow), so an unknown login takes as long
+	// as a wrong password.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7317,10 +7384,17 @@ type ClientWithResponsesInterface interface {
 	// suspension whose `until` has passed no longer blocks.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), separately from
-	// signup; one claim read, one account read, the session writes, one
-	// more account read (a suspension landing meanwhile revokes the new
-	// session), and always one argon2id verification (deliberately slow), so an unknown
-	// login takes as long as a wrong password.
+	// signup, and throttled per login: failed attempts at one username or
+	// email are counted by every instance together, 5 from one client
+	// address and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// `Retry-After`, before the password is checked, the same for a
+	// login that names no account. The attempt's row written and its
+	// login's rows read (two tiers at once), one claim read, one account
+	// read, the session writes, one more account read (a suspension
+	// landing meanwhile revokes the new session), and always one argon2id
+	// verification (deliberately slow), so an unknown login takes as long
+	// as a wrong password.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7742,10 +7816,18 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Cost: a SERIAL read of the account, two argon2id operations (check
-	// the current password, hash the new one), a compare-and-set of the
+	// Cost: rate limited per client IP (IPv6 per /64), and throttled:
+	// wrong current passwords of one account are counted by every
+	// instance together, 5 from one client address and 50 from all
+	// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
+	// `too_many_attempts` with `Retry-After`, before the password is
+	// checked, so a stolen session is no free oracle for it. A SERIAL read
+	// of the account, the attempt's row written and its account's rows
+	// read (two tiers at once), two argon2id operations (check the
+	// current password, hash the new one), a compare-and-set of the
 	// account, and the revocation of the other sessions. The new password
-	// is checked before the current one, so a 400 costs no hash.
+	// is checked before the current one, so a 400 costs no hash and no
+	// attempt.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7761,10 +7843,18 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Cost: a SERIAL read of the account, two argon2id operations (check
-	// the current password, hash the new one), a compare-and-set of the
+	// Cost: rate limited per client IP (IPv6 per /64), and throttled:
+	// wrong current passwords of one account are counted by every
+	// instance together, 5 from one client address and 50 from all
+	// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
+	// `too_many_attempts` with `Retry-After`, before the password is
+	// checked, so a stolen session is no free oracle for it. A SERIAL read
+	// of the account, the attempt's row written and its account's rows
+	// read (two tiers at once), two argon2id operations (check the
+	// current password, hash the new one), a compare-and-set of the
 	// account, and the revocation of the other sessions. The new password
-	// is checked before the current one, so a 400 costs no hash.
+	// is checked before the current one, so a 400 costs no hash and no
+	// attempt.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13226,6 +13316,12 @@ type ChangePasswordResponse415Headers struct {
 	XRequestId *string
 }
 
+// ChangePasswordResponse429Headers the declared response headers of an HTTP 429 response for ChangePassword
+type ChangePasswordResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // ChangePasswordResponse500Headers the declared response headers of an HTTP 500 response for ChangePassword
 type ChangePasswordResponse500Headers struct {
 	XRequestId *string
@@ -13252,6 +13348,8 @@ type ChangePasswordResponse struct {
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -13270,6 +13368,8 @@ type ChangePasswordResponse struct {
 	Headers413 *ChangePasswordResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *ChangePasswordResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ChangePasswordResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ChangePasswordResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13304,6 +13404,11 @@ func (r ChangePasswordResponse) GetApplicationproblemJSON413() *PayloadTooLarge 
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r ChangePasswordResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ChangePasswordResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -15080,10 +15185,17 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Conte
 // suspension whose `until` has passed no longer blocks.
 //
 // Cost: rate limited per client IP (IPv6 per /64), separately from
-// signup; one claim read, one account read, the session writes, one
-// more account read (a suspension landing meanwhile revokes the new
-// session), and always one argon2id verification (deliberately slow), so an unknown
-// login takes as long as a wrong password.
+// signup, and throttled per login: failed attempts at one username or
+// email are counted by every instance together, 5 from one client
+// address and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// `Retry-After`, before the password is checked, the same for a
+// login that names no account. The attempt's row written and its
+// login's rows read (two tiers at once), one claim read, one account
+// read, the session writes, one more account read (a suspension
+// landing meanwhile revokes the new session), and always one argon2id
+// verification (deliberately slow), so an unknown login takes as long
+// as a wrong password.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15109,10 +15221,17 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // suspension whose `until` has passed no longer blocks.
 //
 // Cost: rate limited per client IP (IPv6 per /64), separately from
-// signup; one claim read, one account read, the session writes, one
-// more account read (a suspension landing meanwhile revokes the new
-// session), and always one argon2id verification (deliberately slow), so an unknown
-// login takes as long as a wrong password.
+// signup, and throttled per login: failed attempts at one username or
+// email are counted by every instance together, 5 from one client
+// address and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// `Retry-After`, before the password is checked, the same for a
+// login that names no account. The attempt's row written and its
+// login's rows read (two tiers at once), one claim read, one account
+// read, the session writes, one more account read (a suspension
+// landing meanwhile revokes the new session), and always one argon2id
+// verification (deliberately slow), so an unknown login takes as long
+// as a wrong password.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15636,10 +15755,18 @@ func (c *ClientWithResponses) ListModerationHistoryWithResponse(ctx context.Cont
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Cost: a SERIAL read of the account, two argon2id operations (check
-// the current password, hash the new one), a compare-and-set of the
+// Cost: rate limited per client IP (IPv6 per /64), and throttled:
+// wrong current passwords of one account are counted by every
+// instance together, 5 from one client address and 50 from all
+// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
+// `too_many_attempts` with `Retry-After`, before the password is
+// checked, so a stolen session is no free oracle for it. A SERIAL read
+// of the account, the attempt's row written and its account's rows
+// read (two tiers at once), two argon2id operations (check the
+// current password, hash the new one), a compare-and-set of the
 // account, and the revocation of the other sessions. The new password
-// is checked before the current one, so a 400 costs no hash.
+// is checked before the current one, so a 400 costs no hash and no
+// attempt.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15661,10 +15788,18 @@ func (c *ClientWithResponses) ChangePasswordWithBodyWithResponse(ctx context.Con
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Cost: a SERIAL read of the account, two argon2id operations (check
-// the current password, hash the new one), a compare-and-set of the
+// Cost: rate limited per client IP (IPv6 per /64), and throttled:
+// wrong current passwords of one account are counted by every
+// instance together, 5 from one client address and 50 from all
+// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
+// `too_many_attempts` with `Retry-After`, before the password is
+// checked, so a stolen session is no free oracle for it. A SERIAL read
+// of the account, the attempt's row written and its account's rows
+// read (two tiers at once), two argon2id operations (check the
+// current password, hash the new one), a compare-and-set of the
 // account, and the revocation of the other sessions. The new password
-// is checked before the current one, so a 400 costs no hash.
+// is checked before the current one, so a 400 costs no hash and no
+// attempt.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22078,6 +22213,13 @@ func ParseChangePasswordResponse(rsp *http.Response) (*ChangePasswordResponse, e
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22172,6 +22314,23 @@ func ParseChangePasswordResponse(rsp *http.Response) (*ChangePasswordResponse, e
 			headers.XRequestId = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers ChangePasswordResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ChangePasswordResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
