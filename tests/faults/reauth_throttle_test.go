@@ -9,6 +9,19 @@ import (
 	"shelf/domain/accounts"
 )
 
+// throttledSession is newThrottled's ann logged in from one address: the
+// request's context (with that client) and her session's principal.
+func throttledSession(t *testing.T) (*accounts.Service, *countingHasher, domain.User, context.Context, domain.Principal) {
+	t.Helper()
+	svc, _, h, u := newThrottled(t)
+	ctx := accounts.WithClient(context.Background(), from("192.0.2.1"))
+	res, err := svc.Login(ctx, "ann", password, from("192.0.2.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, h, u, ctx, domain.Principal{UserID: u.ID, Session: domain.Session{TokenHash: accounts.HashToken(res.Token), UserID: u.ID}}
+}
+
 // TestEveryCurrentPasswordIsThrottled: the current passwords a new email,
 // a new username and the account's deletion take (issue 26, part 1) are
 // counted with the password change's, per account: a stolen session gets
@@ -16,13 +29,7 @@ import (
 // the password is checked, the right one included.
 func TestEveryCurrentPasswordIsThrottled(t *testing.T) {
 	t.Parallel()
-	svc, _, h, u := newThrottled(t)
-	ctx := accounts.WithClient(context.Background(), from("192.0.2.1"))
-	res, err := svc.Login(ctx, "ann", password, from("192.0.2.1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := domain.Principal{UserID: u.ID, Session: domain.Session{TokenHash: accounts.HashToken(res.Token), UserID: u.ID}}
+	svc, h, u, ctx, p := throttledSession(t)
 	wrong, email, username := "wrong", "thief@example.net", "thief"
 	guesses := []func(current *string) error{
 		func(current *string) error {

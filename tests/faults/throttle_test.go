@@ -187,13 +187,7 @@ func TestTiers(t *testing.T) {
 // password is checked, the right one included.
 func TestCurrentPasswordIsThrottled(t *testing.T) {
 	t.Parallel()
-	svc, _, h, u := newThrottled(t)
-	ctx := accounts.WithClient(context.Background(), from("192.0.2.1"))
-	res, err := svc.Login(ctx, "ann", password, from("192.0.2.1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := domain.Principal{UserID: u.ID, Session: domain.Session{TokenHash: accounts.HashToken(res.Token), UserID: u.ID}}
+	svc, h, u, ctx, p := throttledSession(t)
 	for i := range perAddress {
 		if err := svc.ChangePassword(ctx, p, u.ID, "wrong", "a quite new passphrase"); !errors.Is(err, accounts.ErrWrongCurrentPassword) {
 			t.Fatalf("wrong %d: %v", i, err)
