@@ -84,6 +84,7 @@ var rowSelects = []struct {
 	{string(sessionSelectCQL), &sessionRow{}},
 	{string(sessionsOfUserCQL), &sessionIndexRow{}},
 	{string(sessionsSelectManyCQL), &sessionDetailRow{}},
+	{string(attemptsSelectCQL), &attemptRow{}},
 	{string(tokenSelectCQL), &tokenRow{}},
 	{string(libSliceCQL), &libRow{}},
 	{string(libSliceAfterCQL), &libRow{}},
