@@ -71,6 +71,19 @@ type User struct {
 	// the current password by a change (it proved the password it
 	// replaced, and goes on working); "" when a signup or a reset set it.
 	PasswordSession string
+	// PendingEmail is a new address asked for and not verified yet (its
+	// key PendingEmailKey is claimed for this account, so nobody else
+	// takes it meanwhile); Email stays the account's address, for login,
+	// resets and mail, until a link mailed to the new one is followed.
+	// PendingEmailAt is when it was asked for. Empty when none.
+	PendingEmail, PendingEmailKey string
+	PendingEmailAt                time.Time
+	// RecoveryEmail is the verified address an email change replaced,
+	// still claimed for this account until RecoveryUntil (the end of the
+	// revert link mailed to it), so that following that link can give it
+	// back whatever happened since. Empty when none.
+	RecoveryEmail, RecoveryEmailKey string
+	RecoveryUntil                   time.Time
 	// AdminChange is the audit of the last admin action on the account
 	// (nil if none), written by the compare-and-set that made it and kept
 	// until the next: the entries of an action that stopped after its

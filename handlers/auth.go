@@ -49,7 +49,7 @@ func authenticate(acc *accounts.Service) func(http.Handler) http.Handler {
 				return
 			}
 			p, err := acc.Authenticate(r.Context(), strings.TrimSpace(token))
-			if errors.Is(err, accounts.ErrDeletionSession) && r.Method == http.MethodDelete && r.URL.Path == "/v1/users/"+p.UserID {
+			if errors.Is(err, accounts.ErrDeletionSession) && finishesOwnDeletion(r, p.UserID) {
 				// The retry of a user's own deletion, finishing it.
 				err = nil
 			}
@@ -61,6 +61,15 @@ func authenticate(acc *accounts.Service) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
 		})
 	}
+}
+
+// finishesOwnDeletion reports whether r is a user's request to delete
+// their own account (DELETE /v1/users/{id} or POST
+// /v1/users/{id}/deletion): the one request a session of an account being
+// deleted may still make, to finish it.
+func finishesOwnDeletion(r *http.Request, userID string) bool {
+	return (r.Method == http.MethodDelete && r.URL.Path == "/v1/users/"+userID) ||
+		(r.Method == http.MethodPost && r.URL.Path == "/v1/users/"+userID+"/deletion")
 }
 
 // requestClient is who sent r, as the request frame believes: its user

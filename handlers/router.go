@@ -105,6 +105,8 @@ func routeAccounts(r chi.Router, d Deps) {
 	r.Get("/users/{id}", handle(users.get))
 	r.With(changeLimit.Middleware).Patch("/users/{id}", handle(users.update))
 	r.Delete("/users/{id}", handle(users.remove))
+	// The owner's deletion checks the current password: limited like a change.
+	r.With(changeLimit.Middleware).Post("/users/{id}/deletion", handle(users.deletion))
 	// The per-account throttle (domain) counts wrong current passwords;
 	// this outer bucket bounds what one address sends at all.
 	r.With(changeLimit.Middleware).Put("/users/{id}/password", handle(users.changePassword))
@@ -131,6 +133,8 @@ func routeMail(r chi.Router, d Deps) {
 	r.With(confirmLimit.Middleware).Post("/email-verifications/confirm", handle(m.confirmEmail))
 	r.With(requestLimit.Middleware).Post("/password-resets", handle(m.requestReset))
 	r.With(confirmLimit.Middleware).Post("/password-resets/confirm", handle(m.confirmReset))
+	changes := &EmailChanges{accounts: d.Accounts}
+	r.With(confirmLimit.Middleware).Post("/email-changes/revert", handle(changes.revert))
 }
 
 // routeModeration serves suspensions, the suspended list and the

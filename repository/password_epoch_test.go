@@ -21,17 +21,8 @@ func TestPasswordEpochRoundTrips(t *testing.T) {
 	db := repository.NewDB(pkg.Session, "LOCAL_SERIAL")
 	users, sessions := repository.NewUsers(db), repository.NewSessions(db)
 	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	id := key("u_epoch")
-	u := domain.User{ID: id, Username: id, UsernameKey: id, Email: id + "@example.org", EmailKey: id + "@example.org",
-		DisplayName: "E", PasswordHash: "h0", Status: domain.StatusPending, CreatedAt: now, UpdatedAt: now, Version: 1}
-	if err := users.Create(ctx, u, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	u.Status = domain.StatusActive
-	if ok, err := users.Activate(ctx, u); err != nil || !ok {
-		t.Fatalf("activate: %v %v", ok, err)
-	}
+	u := activeUser(t, users, key("u_epoch"))
+	id, now := u.ID, u.CreatedAt
 	if got, err := users.Get(ctx, id); err != nil || got.PasswordEpoch != 0 || got.PasswordSession != "" {
 		t.Fatalf("a new account: epoch %d, session %q, %v", got.PasswordEpoch, got.PasswordSession, err)
 	}

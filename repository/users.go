@@ -67,6 +67,15 @@ type userRow struct {
 	PasswordSession string `db:"password_session"`
 	// AdminChange is the audit of the last admin action, as JSON (016).
 	AdminChange string `db:"admin_change"`
+	// The email change waiting for its new address's verification, and
+	// the address a completed change replaced, held for its revert link
+	// (018).
+	PendingEmail     string    `db:"pending_email"`
+	PendingEmailKey  string    `db:"pending_email_key"`
+	PendingEmailAt   time.Time `db:"pending_email_at"`
+	RecoveryEmail    string    `db:"recovery_email"`
+	RecoveryEmailKey string    `db:"recovery_email_key"`
+	RecoveryUntil    time.Time `db:"recovery_until"`
 }
 
 // columns are userSelectCQL's.
@@ -75,7 +84,8 @@ func (r *userRow) columns() []any {
 		&r.Roles, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.Version, &r.WriteID, &r.SuspendedAt,
 		&r.SuspensionBucket, &r.SuspensionReason, &r.SuspendedBy, &r.SuspendedUntil,
 		&r.LiftKind, &r.LiftedAt, &r.LiftedBy, &r.LiftedSuspendedAt, &r.LiftedSuspendedBy, &r.LiftedReason, &r.LiftedUntil,
-		&r.DeletedAt, &r.DeletedBy, &r.DeletionAttempt, &r.EmailVerifiedAt, &r.PasswordEpoch, &r.PasswordSession, &r.AdminChange}
+		&r.DeletedAt, &r.DeletedBy, &r.DeletionAttempt, &r.EmailVerifiedAt, &r.PasswordEpoch, &r.PasswordSession, &r.AdminChange,
+		&r.PendingEmail, &r.PendingEmailKey, &r.PendingEmailAt, &r.RecoveryEmail, &r.RecoveryEmailKey, &r.RecoveryUntil}
 }
 
 func fromDomainUser(u domain.User) userRow {
@@ -84,6 +94,8 @@ func fromDomainUser(u domain.User) userRow {
 		DisplayName: u.DisplayName, PasswordHash: u.PasswordHash, Roles: u.Roles, Status: string(u.Status),
 		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt, Version: u.Version, EmailVerifiedAt: u.EmailVerifiedAt,
 		PasswordEpoch: u.PasswordEpoch, PasswordSession: u.PasswordSession, AdminChange: encodeAdminChange(u.AdminChange),
+		PendingEmail: u.PendingEmail, PendingEmailKey: u.PendingEmailKey, PendingEmailAt: u.PendingEmailAt,
+		RecoveryEmail: u.RecoveryEmail, RecoveryEmailKey: u.RecoveryEmailKey, RecoveryUntil: u.RecoveryUntil,
 	}
 	if s := u.Suspension; s != nil {
 		r.SuspendedAt, r.SuspensionBucket, r.SuspensionReason = s.SuspendedAt, s.Bucket, s.Reason
@@ -105,6 +117,8 @@ func (r userRow) toDomain() domain.User {
 		DisplayName: r.DisplayName, PasswordHash: r.PasswordHash, Roles: r.Roles, Status: domain.Status(r.Status),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version, EmailVerifiedAt: utcOrZero(r.EmailVerifiedAt),
 		PasswordEpoch: r.PasswordEpoch, PasswordSession: r.PasswordSession, AdminChange: decodeAdminChange(r.ID, r.AdminChange),
+		PendingEmail: r.PendingEmail, PendingEmailKey: r.PendingEmailKey, PendingEmailAt: utcOrZero(r.PendingEmailAt),
+		RecoveryEmail: r.RecoveryEmail, RecoveryEmailKey: r.RecoveryEmailKey, RecoveryUntil: utcOrZero(r.RecoveryUntil),
 	}
 	if !r.SuspendedAt.IsZero() {
 		u.Suspension = &domain.Suspension{UserID: r.ID, Username: r.Username, Reason: r.SuspensionReason,
@@ -142,14 +156,14 @@ func orAbsent[T comparable](v T, absent any) any {
 
 // userColumns are written together by every write, so a TTL 0 rewrite
 // covers them all (TTL is per cell).
-const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?, deletion_attempt = ?, email_verified_at = ?, password_epoch = ?, password_session = ?, admin_change = ?`
+const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?, deletion_attempt = ?, email_verified_at = ?, password_epoch = ?, password_session = ?, admin_change = ?, pending_email = ?, pending_email_key = ?, pending_email_at = ?, recovery_email = ?, recovery_email_key = ?, recovery_until = ?`
 
 const (
-	userInsertCQL   conditionalCQL = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userInsertCQL   conditionalCQL = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change, pending_email, pending_email_key, pending_email_at, recovery_email, recovery_email_key, recovery_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivateCQL conditionalCQL = `UPDATE users USING TTL 0 SET ` + userColumns + ` WHERE id = ? IF status = 'pending'`
 	userUpdateCQL   conditionalCQL = `UPDATE users SET ` + userColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  conditionalCQL = `DELETE FROM users WHERE id = ? IF status = 'pending'`
-	userSelectCQL   readCQL        = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change FROM users WHERE id = ?`
+	userSelectCQL   readCQL        = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change, pending_email, pending_email_key, pending_email_at, recovery_email, recovery_email_key, recovery_until FROM users WHERE id = ?`
 )
 
 // values lists r's columns in userColumns order, with the tag of this
@@ -162,7 +176,9 @@ func (r userRow) values(writeID string, absent any) []any {
 		orAbsent(r.LiftKind, absent), orAbsent(r.LiftedAt, absent), orAbsent(r.LiftedBy, absent), orAbsent(r.LiftedSuspendedAt, absent),
 		orAbsent(r.LiftedSuspendedBy, absent), orAbsent(r.LiftedReason, absent), orAbsent(r.LiftedUntil, absent),
 		orAbsent(r.DeletedAt, absent), orAbsent(r.DeletedBy, absent), orAbsent(r.DeletionAttempt, absent),
-		orAbsent(r.EmailVerifiedAt, absent), r.PasswordEpoch, orAbsent(r.PasswordSession, absent), orAbsent(r.AdminChange, absent)}
+		orAbsent(r.EmailVerifiedAt, absent), r.PasswordEpoch, orAbsent(r.PasswordSession, absent), orAbsent(r.AdminChange, absent),
+		orAbsent(r.PendingEmail, absent), orAbsent(r.PendingEmailKey, absent), orAbsent(r.PendingEmailAt, absent),
+		orAbsent(r.RecoveryEmail, absent), orAbsent(r.RecoveryEmailKey, absent), orAbsent(r.RecoveryUntil, absent)}
 }
 
 // Create inserts a pending account that expires after lease.

@@ -62,6 +62,11 @@ func changeEntries(p domain.Principal, u, next domain.User) []domain.AuditEntry 
 	}
 	add(domain.AuditUsernameChanged, u.Username, next.Username)
 	add(domain.AuditEmailChanged, u.Email, next.Email)
+	if next.PendingEmailKey != "" && next.PendingEmailKey != u.PendingEmailKey {
+		// A new email is only asked for (issue 26): the entry records the
+		// address asked for, which becomes the account's once confirmed.
+		add(domain.AuditEmailChanged, u.Email, next.PendingEmail)
+	}
 	add(domain.AuditDisplayNameChanged, u.DisplayName, next.DisplayName)
 	return out
 }

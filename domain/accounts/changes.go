@@ -14,6 +14,9 @@ type UpdateInput struct {
 	DisplayName *string
 	Username    *string
 	Email       *string
+	// CurrentPassword is the owner's proof for a change of username or
+	// email (reauth.go); an admin acting on another account sends none.
+	CurrentPassword *string
 }
 
 // accountChange is a checked UpdateInput: its values normalized.
@@ -44,37 +47,60 @@ func checkUpdate(in UpdateInput) (accountChange, error) {
 	return c, domain.InvalidFields(fes...)
 }
 
-// apply returns u with the change made, the new keys it must claim (the
-// username before the email, the order of every claimant: see
-// domain.AcquireAll) and the old keys it gives back once the change is
-// written.
-func (c accountChange) apply(u domain.User) (next domain.User, claim, old []domain.Key) {
+// credentials reports whether the change touches what takes u: its
+// username or its email, as written (a change of case included).
+func (c accountChange) credentials(u domain.User) bool {
+	return (c.in.Username != nil && c.username != u.Username) || (c.in.Email != nil && c.email != u.Email)
+}
+
+// asksEmail reports whether the change asks for a new address for u: one
+// whose key is not u's own (a new spelling of the same address is not).
+func (c accountChange) asksEmail(u domain.User) bool {
+	return c.in.Email != nil && c.emailKey != u.EmailKey
+}
+
+// apply returns u with the change made and the new keys it must claim
+// (the username before the email, the order of every claimant: see
+// domain.AcquireAll). A new address is only asked for (pending): the
+// account keeps its own until the new one is verified; the address
+// itself, or its new spelling, cancels a change pending.
+func (c accountChange) apply(u domain.User, now time.Time) (next domain.User, claim []domain.Key) {
 	next = u
 	if c.in.Username != nil {
 		next.Username, next.UsernameKey = c.username, c.usernameKey
 		if c.usernameKey != u.UsernameKey {
 			claim = append(claim, domain.Key{Kind: domain.KindUsername, Key: c.usernameKey, Field: "username"})
-			old = append(old, domain.Key{Kind: domain.KindUsername, Key: u.UsernameKey, Field: "username"})
 		}
 	}
-	if c.in.Email != nil {
-		next.Email, next.EmailKey = c.email, c.emailKey
-		if c.emailKey != u.EmailKey {
-			next.EmailVerifiedAt = time.Time{} // the new address is not verified
+	switch {
+	case c.in.Email == nil:
+	case !c.asksEmail(u):
+		next.Email = c.email
+		next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt = "", "", time.Time{}
+	default:
+		next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt = c.email, c.emailKey, now
+		if c.emailKey != u.PendingEmailKey && !(c.emailKey == u.RecoveryEmailKey && recoveryHeld(u, now)) {
 			claim = append(claim, domain.Key{Kind: domain.KindEmail, Key: c.emailKey, Field: "email"})
-			old = append(old, domain.Key{Kind: domain.KindEmail, Key: u.EmailKey, Field: "email"})
 		}
 	}
 	if c.in.DisplayName != nil {
 		next.DisplayName = c.display
 	}
-	return next, claim, old
+	return next, claim
 }
 
 // UpdateUser changes an account's display name, username or email, by the
-// user or an admin. A new username or email is claimed and committed first,
-// then the account is compared-and-set on its version, then the old claim
-// is released: a failure at any step leaves the old values in place.
+// user or an admin. The user proves the current password for a username
+// or an email; an admin gives none, and may not change another admin's
+// (reauth.go). A new username, or a new email asked for, is claimed and
+// committed first, then the account is compared-and-set on its version,
+// then the keys it no longer holds are released: a failure at any step
+// leaves the old values in place. A new email stays pending until it is
+// verified (emailchange.go): a notice with a revert link goes to the
+// account's address first (the change fails if it cannot), the
+// verification to the new one after the answer, and when the owner asked, every
+// other session ends in the same compare-and-set (a new password epoch
+// that the caller's session is named for, as ChangePassword does).
 func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string, in UpdateInput) (UserView, error) {
 	if p.Anonymous() {
 		return UserView{}, domain.ErrNoSession
@@ -82,7 +108,8 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 	if !domain.ValidID(id, domain.UserIDPrefix) {
 		return UserView{}, domain.ErrUserNotFound
 	}
-	if p.UserID != id {
+	self := p.UserID == id
+	if !self {
 		if _, err := a.RequireAdmin(ctx, p); err != nil {
 			return UserView{}, err
 		}
@@ -92,6 +119,10 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		return UserView{}, err
 	}
 	var out UserView
+	asked, noticed := false, false
+	// The owner's password is proved once (each check counts against
+	// the throttle), again only if another password came into force.
+	proven := -1
 	err = domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
 		// Each round is an operation of its own: its claims carry its op,
 		// so a write of an earlier round that lands late (a release, a
@@ -104,10 +135,36 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		if err != nil {
 			return false, err
 		}
-		next, claim, old := change.apply(u)
-		next.Version, next.UpdatedAt = u.Version+1, a.now()
+		if change.credentials(u) && !(self && proven == u.PasswordEpoch) {
+			if err := a.mayTakeOver(ctx, p, u, in.CurrentPassword); err != nil {
+				return false, err
+			}
+			proven = u.PasswordEpoch
+		}
+		now := a.now()
+		next, claim := change.apply(u, now)
+		asked = change.asksEmail(u)
+		if asked && a.mailOn() && !noticed {
+			if err := a.mailNotice(ctx, u); err != nil {
+				return false, err
+			}
+			noticed = true
+		}
+		if asked && self && a.mailOn() {
+			// The owner's other sessions end with this write: whoever
+			// else holds one may be the thief the notice warns of.
+			next.PasswordEpoch, next.PasswordSession = u.PasswordEpoch+1, p.Session.TokenHash
+		}
+		if asked && !a.mailOn() {
+			// Without mail no link could ever verify it: the change is
+			// made at once, as before issue 26 (tests and tools only:
+			// every deployment mails, docs/design.md#email-change).
+			next.Email, next.EmailKey, next.EmailVerifiedAt = next.PendingEmail, next.PendingEmailKey, time.Time{}
+			next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt = "", "", time.Time{}
+		}
+		next.Version, next.UpdatedAt = u.Version+1, now
 		var audited []domain.AuditEntry
-		if p.UserID != id {
+		if !self {
 			audited = changeEntries(p, u, next)
 			if err := domain.CarryAdminChange(ctx, a.audit, &next, audited); err != nil {
 				return false, err
@@ -116,14 +173,19 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		done, err := a.writeWithClaims(ctx, next, claim, op)
 		if done {
 			a.recordApplied(ctx, audited)
-			a.claimer.ReleaseOld(ctx, old, id)
+			a.releaseDropped(ctx, u, next)
 			out = UserView{User: next, Full: true}
-			if next.EmailKey != u.EmailKey {
-				a.mailVerification(ctx, next)
+			if asked {
+				a.mailPendingEmail(ctx, next)
 			}
 		}
 		return done, err
 	})
+	if asked && self && a.mailOn() {
+		if err := a.endSessions(ctx, err, id, p.Session.TokenHash, "an email change"); err != nil {
+			return UserView{}, err
+		}
+	}
 	return out, err
 }
 
@@ -134,7 +196,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 // starts over.
 func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []domain.Key, op string) (bool, error) {
 	id, base := next.ID, next.Version-1
-	held, conflict, err := a.claimer.AcquireAll(ctx, keys, id, op, base, holders{a.users})
+	held, conflict, err := a.claimer.AcquireAll(ctx, keys, id, op, base, holders{a.users, a.cfg.Now})
 	if err != nil || conflict != nil {
 		a.claimer.ReleaseAll(ctx, held, id, op)
 		switch {
@@ -225,7 +287,7 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, cu
 	if fe := a.passwordRules("newPassword", next, checked.UsernameKey, checked.EmailKey); fe != nil {
 		return domain.Invalid("The new password is not valid.", *fe)
 	}
-	if err := a.checkCurrentPassword(ctx, checked, current); err != nil {
+	if err := a.proveCurrentPassword(ctx, checked, &current); err != nil {
 		return err
 	}
 	// Breaches last: the one check that asks another service, and only
@@ -247,20 +309,28 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, cu
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = hash, u.PasswordEpoch+1, p.Session.TokenHash
 		return u, true, nil
 	})
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
+	if errors.Is(err, domain.ErrNotFound) {
 		return domain.ErrNoSession
+	}
+	return a.endSessions(ctx, err, id, p.Session.TokenHash, "a password change")
+}
+
+// endSessions ends every session of userID but keep ("" for none) after
+// a compare-and-set that moved its password epoch on, whose outcome was
+// err, and answers err: after success, and after an unknown outcome too
+// (the new epoch may be in force; ending them is harmless if it is not),
+// then "try again". what names the write in the log.
+func (a *Service) endSessions(ctx context.Context, err error, userID, keep, what string) error {
+	switch {
 	case errors.Is(err, domain.ErrOutcomeUnknown):
-		// The new password may be in force: end the other sessions anyway
-		// (harmless if it is not), then say "try again".
-		if rerr := a.sessions.DeleteAll(ctx, id, p.Session.TokenHash); rerr != nil {
-			a.log.Warn(ctx, "revoking sessions after a password change of unknown outcome failed", "user", id, "error", rerr.Error())
+		if rerr := a.sessions.DeleteAll(ctx, userID, keep); rerr != nil {
+			a.log.Warn(ctx, "revoking sessions after "+what+" of unknown outcome failed", "user", userID, "error", rerr.Error())
 		}
 		return err
 	case err != nil:
 		return err
 	}
-	return a.sessions.DeleteAll(ctx, id, p.Session.TokenHash)
+	return a.sessions.DeleteAll(ctx, userID, keep)
 }
 
 // SetAdmin grants (or revokes) the admin role of the account with this

@@ -163,7 +163,12 @@ const itemPage = 100
 // write landed late). The caller's own session (when the user deletes
 // themself) is ended last, so a retry of the user's whose answer was lost
 // still authenticates while anything is left to do (see Authenticate).
-func (a *Service) DeleteUser(ctx context.Context, p domain.Principal, id string) error {
+//
+// The user proves the current password (reauth.go); an admin gives none,
+// and may not delete another admin. Finishing a deletion already under
+// way asks for nothing: it was allowed when it began, and the password
+// is gone once the account is deleted.
+func (a *Service) DeleteUser(ctx context.Context, p domain.Principal, id string, currentPassword *string) error {
 	if p.Anonymous() {
 		return domain.ErrNoSession
 	}
@@ -176,7 +181,7 @@ func (a *Service) DeleteUser(ctx context.Context, p domain.Principal, id string)
 	} else if _, err := a.RequireAdmin(ctx, p); err != nil {
 		return err
 	}
-	u, err := a.beginDeletion(ctx, id, p)
+	u, err := a.beginDeletion(ctx, id, p, currentPassword)
 	if err != nil {
 		return err
 	}
@@ -188,10 +193,13 @@ func (a *Service) DeleteUser(ctx context.Context, p domain.Principal, id string)
 // first, before anything is written; the index entry before the
 // compare-and-set. An admin's deletion of another's account carries its
 // audit entry in the row, written once the compare-and-set applied (and
-// by markDeleted, from the row, whatever happened in between).
-func (a *Service) beginDeletion(ctx context.Context, id string, p domain.Principal) (domain.User, error) {
+// by markDeleted, from the row, whatever happened in between). The user
+// proves the current password, an admin may not delete another admin
+// (mayTakeOver), before anything else.
+func (a *Service) beginDeletion(ctx context.Context, id string, p domain.Principal, currentPassword *string) (domain.User, error) {
 	by := p.UserID
 	var out domain.User
+	proven := -1 // the epoch whose password the owner proved (once: each check is counted)
 	err := domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
 		u, err := a.users.GetSerial(ctx, id)
 		if errors.Is(err, domain.ErrNotFound) || (err == nil && u.Status == domain.StatusPending) {
@@ -203,6 +211,12 @@ func (a *Service) beginDeletion(ctx context.Context, id string, p domain.Princip
 		if u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted {
 			out = u
 			return true, nil
+		}
+		if !(p.UserID == id && proven == u.PasswordEpoch) {
+			if err := a.mayTakeOver(ctx, p, u, currentPassword); err != nil {
+				return false, err
+			}
+			proven = u.PasswordEpoch
 		}
 		if done, err := a.checkGroups(ctx, id); !done || err != nil {
 			return false, err
@@ -418,6 +432,8 @@ func (a *Service) markDeleted(ctx context.Context, id string) error {
 		u.Username, u.UsernameKey, u.Email, u.EmailKey = "", "", "", ""
 		u.DisplayName, u.PasswordHash, u.Roles = "", "", nil
 		u.EmailVerifiedAt = time.Time{}
+		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt = "", "", time.Time{}
+		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
 		return u, true, nil
 	})
 	return err

@@ -198,14 +198,7 @@ func (a *Service) findByLogin(ctx context.Context, login string) (domain.User, e
 // account still holds that key (a claim left behind by a change that died
 // half-way must not lead to the account).
 func (a *Service) findByKey(ctx context.Context, kind domain.ClaimKind, key string) (domain.User, error) {
-	c, err := a.claimer.Lookup(ctx, kind, key)
-	if err != nil {
-		return domain.User{}, err
-	}
-	if c.State != domain.ClaimCommitted {
-		return domain.User{}, domain.ErrNotFound
-	}
-	u, err := a.users.Get(ctx, c.Owner)
+	u, err := a.claimOwner(ctx, kind, key)
 	if err != nil {
 		return domain.User{}, err
 	}

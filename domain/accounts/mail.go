@@ -29,10 +29,14 @@ type Mail struct {
 	Tokens TokenStore
 	Mailer Mailer
 	// PublicURL is the console's address: links are PublicURL +
-	// "/#/verify?token=..." and "/#/reset?token=...".
+	// "/#/verify?token=...", "/#/reset?token=..." and
+	// "/#/revert-email?token=...".
 	PublicURL string
 	// VerifyTTL and ResetTTL are how long a mailed token may be used.
 	VerifyTTL, ResetTTL time.Duration
+	// RevertTTL is how long the revert link of an email change works,
+	// and so how long a replaced address stays held (0: DefaultRevertTTL).
+	RevertTTL time.Duration
 	// RequireVerified refuses login (403 email_not_verified) to accounts
 	// whose email is not verified, admins excepted.
 	RequireVerified bool
@@ -102,9 +106,13 @@ func (a *Service) afterAnswer(ctx context.Context, what string, job func(ctx con
 // address. The token is stored before the mail goes out, so every link
 // mailed works; a mail that fails leaves an unused token that expires.
 func (a *Service) mailToken(ctx context.Context, u domain.User, purpose TokenPurpose) error {
-	if err := a.countMail(ctx, u.EmailKey); err != nil {
+	if err := a.countMail(ctx, u.EmailKey); err != nil && purpose != PurposeRevertEmail {
 		return fmt.Errorf("a %s mail to %s: %w", purpose, u.ID, err)
 	}
+	// The notice of an email change is counted, never held back: a
+	// stranger who used up the address's mails must not silence the
+	// owner's alarm, and it goes only where an authenticated change of
+	// that account sends it (docs/design.md#throttle).
 	token, err := a.issueToken(ctx, u, purpose)
 	if err != nil {
 		return fmt.Errorf("storing a %s token for %s: %w", purpose, u.ID, err)
@@ -136,8 +144,11 @@ func (a *Service) countMail(ctx context.Context, emailKey string) error {
 // Link is the console page that completes purpose with token.
 func Link(publicURL string, purpose TokenPurpose, token string) string {
 	page := "verify"
-	if purpose == PurposeResetPassword {
+	switch purpose {
+	case PurposeResetPassword:
 		page = "reset"
+	case PurposeRevertEmail:
+		page = "revert-email"
 	}
 	return strings.TrimRight(publicURL, "/") + "/#/" + page + "?token=" + url.QueryEscape(token)
 }
@@ -149,6 +160,9 @@ func Link(publicURL string, purpose TokenPurpose, token string) string {
 // ...") from shelf's address. Only once the address is verified, so the
 // account's holder is its owner, does a mail greet by name.
 func (a *Service) message(u domain.User, purpose TokenPurpose, token string) Message {
+	if purpose == PurposeRevertEmail {
+		return a.revertNotice(u, token)
+	}
 	link := Link(a.mail.PublicURL, purpose, token)
 	verified := !u.EmailVerifiedAt.IsZero()
 	greeting, account := "Hello,", "your shelf account"

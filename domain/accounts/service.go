@@ -150,8 +150,12 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 }
 
 // holders tells the claimer whether the account behind a committed claim
-// still exists, and whether it holds the key now.
-type holders struct{ users UserStore }
+// still exists, and whether it holds the key now (holdsKey: its own, a
+// new email it asked for, a replaced one held for its revert link).
+type holders struct {
+	users UserStore
+	now   func() time.Time
+}
 
 func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner string) (exists, holds bool, version int, err error) {
 	u, err := h.users.GetSerial(ctx, owner)
@@ -165,7 +169,7 @@ func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner s
 	if err != nil {
 		return false, false, 0, err
 	}
-	return true, u.KeyOf(kind) == key, u.Version, nil
+	return true, holdsKey(u, kind, key, h.now()), u.Version, nil
 }
 
 // now is the clock at the millisecond the API shows.

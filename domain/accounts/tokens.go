@@ -20,6 +20,9 @@ type TokenPurpose string
 const (
 	PurposeVerifyEmail   TokenPurpose = "verify_email"
 	PurposeResetPassword TokenPurpose = "reset_password"
+	// PurposeRevertEmail undoes an email change: mailed to the address
+	// the change replaces (emailchange.go).
+	PurposeRevertEmail TokenPurpose = "revert_email"
 )
 
 // Token is a single-use token as stored: only the hash of what was mailed.
@@ -190,8 +193,11 @@ func (a *Service) issueToken(ctx context.Context, u domain.User, purpose TokenPu
 	token, hash := newMailToken()
 	ttl := a.mail.VerifyTTL
 	t := Token{Hash: hash, Purpose: purpose, UserID: u.ID, Email: u.Email, EmailKey: u.EmailKey, CreatedAt: a.now()}
-	if purpose == PurposeResetPassword {
+	switch purpose {
+	case PurposeResetPassword:
 		ttl, t.PasswordPrint = a.mail.ResetTTL, PasswordPrint(u)
+	case PurposeRevertEmail:
+		ttl = a.revertTTL()
 	}
 	t.ExpiresAt = t.CreatedAt.Add(ttl)
 	return token, a.mail.Tokens.Create(ctx, t)

@@ -42,8 +42,56 @@ func (a *Service) mailToAccount(ctx context.Context, key string, purpose TokenPu
 // email this is, if there is one and its email is not verified yet. It
 // answers the same whoever asks and whatever the address (no session:
 // an account that may not log in before it verifies asks this way).
+//
+// The new address of a change pending is asked for the same way: its
+// claim leads to the account that asks for it (never a login: findByKey
+// follows only an account's own address).
 func (a *Service) RequestVerification(ctx context.Context, email string) error {
-	return a.requestMail(ctx, email, PurposeVerifyEmail, func(u domain.User) bool { return u.EmailVerifiedAt.IsZero() })
+	key, err := checkedEmail(email)
+	if err != nil {
+		return err
+	}
+	if !a.mailOn() {
+		return ErrMailOff
+	}
+	a.afterAnswer(ctx, "mailing a verification link", func(ctx context.Context) error {
+		u, err := a.findPending(ctx, key)
+		switch {
+		case errors.Is(err, domain.ErrNotFound):
+			return a.mailToAccount(ctx, key, PurposeVerifyEmail, func(u domain.User) bool { return u.EmailVerifiedAt.IsZero() })
+		case err != nil:
+			return err
+		}
+		return a.mailToken(ctx, pendingView(u), PurposeVerifyEmail)
+	})
+	return nil
+}
+
+// findPending follows a committed email claim to the visible account that
+// asks for that address (ErrNotFound when it leads to none).
+func (a *Service) findPending(ctx context.Context, key string) (domain.User, error) {
+	u, err := a.claimOwner(ctx, domain.KindEmail, key)
+	if err != nil {
+		return domain.User{}, err
+	}
+	if !u.Visible() || u.PendingEmailKey != key {
+		return domain.User{}, domain.ErrNotFound
+	}
+	return u, nil
+}
+
+// claimOwner reads the account a committed claim names, as it stands
+// (ErrNotFound when the key has no committed claim): whether the account
+// still holds the key, and how, is the caller's to check.
+func (a *Service) claimOwner(ctx context.Context, kind domain.ClaimKind, key string) (domain.User, error) {
+	c, err := a.claimer.Lookup(ctx, kind, key)
+	if err != nil {
+		return domain.User{}, err
+	}
+	if c.State != domain.ClaimCommitted {
+		return domain.User{}, domain.ErrNotFound
+	}
+	return a.users.Get(ctx, c.Owner)
 }
 
 // requestMail checks the address, answers, and after the answer mails a
@@ -75,30 +123,27 @@ func (a *Service) mailVerification(ctx context.Context, u domain.User) {
 }
 
 // ConfirmEmail verifies the email a verification token was mailed to, if
-// the account still has it: use the token, set the account verified by
-// compare-and-set, mark the token done. A retry after any failure
-// finishes: a used token that is not done is carried out again (setting
-// verified twice is setting it once); a done one is refused as used.
+// the account still has it or still asks for it: use the token, set the
+// account verified by compare-and-set (for an address asked for, it
+// becomes the account's: emailchange.go), mark the token done. The
+// compare-and-set is on the account's version and checks the address
+// again, so the late confirmation of a change replaced since does
+// nothing. A retry after any failure finishes: a used token that is not
+// done is carried out again (setting verified twice is setting it once);
+// a done one is refused as used.
 func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
-	if !a.mailOn() {
-		return ErrMailOff
-	}
-	t, err := a.readToken(ctx, token, PurposeVerifyEmail)
+	t, err := a.takeToken(ctx, token, PurposeVerifyEmail, verificationApplies)
 	if err != nil {
 		return err
 	}
-	if t.UsedAt.IsZero() {
-		u, err := a.users.GetSerial(ctx, t.UserID)
-		if err := tokenStillApplies(t, u, err); err != nil {
-			return err
-		}
-		if t, err = a.useToken(ctx, t, ""); err != nil {
-			return err
-		}
-	}
-	_, err = a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
-		if err := tokenStillApplies(t, u, nil); err != nil {
+	var before domain.User
+	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+		before = u
+		if err := verificationApplies(t, u, nil); err != nil {
 			return u, false, err
+		}
+		if u.PendingEmailKey == t.EmailKey {
+			return completeEmailChange(u, a.now(), a.revertTTL()), true, nil
 		}
 		if !u.EmailVerifiedAt.IsZero() {
 			return u, false, nil
@@ -112,7 +157,39 @@ func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
+	if out.Version != before.Version {
+		a.releaseDropped(ctx, before, out)
+	}
 	return a.finishToken(ctx, t)
+}
+
+// takeToken reads the token behind what a client sent, for purpose, and
+// uses it if it is unused and applies to its account (as read at SERIAL,
+// with the read's error): the first steps of a token that sets no
+// password (a confirmation, a revert). A used token is returned as it
+// is: its use may still need finishing.
+func (a *Service) takeToken(ctx context.Context, token string, purpose TokenPurpose, applies func(Token, domain.User, error) error) (Token, error) {
+	if !a.mailOn() {
+		return Token{}, ErrMailOff
+	}
+	t, err := a.readToken(ctx, token, purpose)
+	if err != nil || !t.UsedAt.IsZero() {
+		return t, err
+	}
+	u, err := a.users.GetSerial(ctx, t.UserID)
+	if err := applies(t, u, err); err != nil {
+		return Token{}, err
+	}
+	return a.useToken(ctx, t, "")
+}
+
+// verificationApplies is tokenStillApplies for a verification token,
+// which also applies to the new address the account asks for.
+func verificationApplies(t Token, u domain.User, err error) error {
+	if err == nil && u.Visible() && u.PendingEmailKey != "" && u.PendingEmailKey == t.EmailKey {
+		return nil
+	}
+	return tokenStillApplies(t, u, err)
 }
 
 // tokenStillApplies checks the account a token was mailed for (as read,
@@ -132,7 +209,10 @@ func tokenStillApplies(t Token, u domain.User, err error) error {
 
 // RequestPasswordReset mails a reset link to the account whose email this
 // is, if there is one (active or suspended). It answers the same whoever
-// asks and whatever the address.
+// asks and whatever the address. Only an account's own address leads to
+// it (findByKey), never one it asks for: a reset goes to the address the
+// account had before any change still pending, which is verified or the
+// only one it ever had (docs/design.md#email-change).
 func (a *Service) RequestPasswordReset(ctx context.Context, email string) error {
 	return a.requestMail(ctx, email, PurposeResetPassword, func(domain.User) bool { return true })
 }
@@ -212,20 +292,10 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = t.NewPassword, u.PasswordEpoch+1, ""
 		return u, true, nil
 	})
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
+	if errors.Is(err, domain.ErrNotFound) {
 		return ErrTokenStale
-	case errors.Is(err, domain.ErrOutcomeUnknown):
-		// The new password may be in force: end the sessions anyway
-		// (harmless if it is not), then say "try again".
-		if rerr := a.sessions.DeleteAll(ctx, t.UserID, ""); rerr != nil {
-			a.log.Warn(ctx, "revoking sessions after a reset of unknown outcome failed", "user", t.UserID, "error", rerr.Error())
-		}
-		return err
-	case err != nil:
-		return err
 	}
-	if err := a.sessions.DeleteAll(ctx, t.UserID, ""); err != nil {
+	if err := a.endSessions(ctx, err, t.UserID, "", "a reset"); err != nil {
 		return err
 	}
 	return a.finishToken(ctx, t)

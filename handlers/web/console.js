@@ -621,21 +621,27 @@
       return tr;
     }), 'No sessions.'));
 
-  // showEmailStatus says whether the account's email is verified, and
-  // offers to mail the link again while it is not.
+  // showEmailStatus says whether the account's email is verified and
+  // which new address waits for its link, and offers to mail the link
+  // again while one waits.
   function showEmailStatus() {
     const verified = state.me.emailVerified === true;
+    const pending = state.me.pendingEmail;
     const status = $('email-status');
-    status.textContent = verified
+    status.textContent = (verified
       ? state.me.email + ' is verified.'
-      : state.me.email + ' is not verified yet: open the link in the mail we sent to it.';
-    status.className = verified ? 'verified' : 'unverified';
-    $('resend-verification').hidden = verified;
+      : state.me.email + ' is not verified yet: open the link in the mail we sent to it.')
+      + (pending ? ' You asked to change it to ' + pending + ': open the link we mailed there (save ' + state.me.email + ' as your email to cancel).' : '');
+    status.className = verified && !pending ? 'verified' : 'unverified';
+    $('resend-verification').hidden = verified && !pending;
   }
 
+  // The link goes to the address waiting for one: the new address asked
+  // for, or the account's own while it is not verified.
   $('resend-verification').addEventListener('click', act(async () => {
-    await api('POST', '/v1/email-verifications', { email: state.me.email });
-    say('A new verification mail is on its way to ' + state.me.email + ' (a few an hour at most).');
+    const to = state.me.pendingEmail || state.me.email;
+    await api('POST', '/v1/email-verifications', { email: to });
+    say('A new verification mail is on its way to ' + to + ' (a few an hour at most).');
   }));
 
   // accountSections are the account page's parts, each shown (and
@@ -657,6 +663,7 @@
         f.elements.username.value = state.me.username;
         f.elements.displayName.value = state.me.displayName;
         f.elements.email.value = state.me.email || '';
+        f.elements.currentPassword.value = '';
       },
     },
     { id: 'account-email', show: () => showEmailStatus() },
@@ -676,7 +683,7 @@
     for (const s of accountSections) await s.show();
   }
 
-  form('profile', async (v) => {
+  form('profile', async (v, f) => {
     const patch = {};
     for (const k of ['username', 'displayName', 'email']) {
       if (v[k] !== (state.me[k] || '')) patch[k] = v[k];
@@ -685,13 +692,23 @@
       say('Nothing to change.');
       return;
     }
+    // A new username or email takes the current password (a stolen
+    // session alone must not take the account).
+    if (patch.username !== undefined || patch.email !== undefined) {
+      if (!v.currentPassword) throw fieldError('currentPassword', 'Give your current password to change your username or email.');
+      patch.currentPassword = v.currentPassword;
+    }
     state.me = await api('PATCH', '/v1/users/' + state.me.id, patch);
+    f.elements.currentPassword.value = '';
+    f.elements.email.value = state.me.email || '';
     names.set(state.me.id, state.me.username);
     showWho();
     showEmailStatus();
-    // A new email is unverified; the server mails it a link after answering.
-    say(patch.email === undefined ? 'Saved your profile.'
-      : 'Saved your profile. A verification mail is on its way to ' + state.me.email + ': open its link to confirm the address.');
+    // A new email is only asked for; the server mails it a link after
+    // answering, and the account's address a notice.
+    say(!state.me.pendingEmail || patch.email === undefined ? 'Saved your profile.'
+      : 'Saved your profile. A confirmation mail is on its way to ' + state.me.pendingEmail + ': your account keeps '
+        + state.me.email + ' until you open its link. Your other sessions are signed out.');
   });
 
   form('password', async (v, f) => {
@@ -730,7 +747,7 @@
       throw fieldError('confirm', 'Type your username, ' + me.username + ', to delete this account.');
     }
     try {
-      await api('DELETE', '/v1/users/' + enc(me.id));
+      await api('POST', '/v1/users/' + enc(me.id) + '/deletion', { currentPassword: v.currentPassword });
     } catch (err) {
       // The last manager of a group: name each group, linked to its page.
       const groups = err.fields.filter((f) => f.field === 'groups');
@@ -757,6 +774,12 @@
       expired: 'This link has expired. Ask for a new mail below.',
       used: 'This link was used already: if you opened it before, your address is verified.',
       stale: 'This link was mailed to an address your account no longer has. Ask for a mail to its current address below.',
+    },
+    revertEmail: {
+      unknown: 'This link is not one shelf mailed, or it has run out.',
+      expired: 'This link has expired: the change can no longer be undone this way. Ask for a password reset link for your address.',
+      used: 'This link was used already: the change is undone.',
+      stale: 'Your account no longer has or holds the address this link was mailed to.',
     },
     reset: {
       unknown: 'This link is not one shelf mailed, or it has run out: ask for a new one.',
@@ -805,6 +828,38 @@
     result.textContent = 'Your email address is verified.';
     result.className = 'ok';
     say('Email address verified. Thank you.');
+  }
+
+  // showRevertEmail follows the link mailed to the old address of an
+  // email change: the change is undone and every session ends, this
+  // browser's too.
+  async function showRevertEmail() {
+    const token = state.params.get('token') || '';
+    const result = $('revert-email-result');
+    $('revert-email-next').hidden = true;
+    result.className = '';
+    if (!token) {
+      result.textContent = 'This page needs the link from the mail about the change.';
+      return;
+    }
+    result.textContent = 'Undoing the change...';
+    try {
+      await api('POST', '/v1/email-changes/revert', { token });
+    } catch (err) {
+      const reason = tokenRefusal(err, 'revertEmail');
+      result.textContent = reason || err.message;
+      result.className = 'error';
+      say(reason ? 'This link cannot undo the change.' : err.message, true);
+      return;
+    }
+    forget();
+    showWho();
+    $('logout').hidden = true;
+    $('nav').hidden = true;
+    result.textContent = 'The change is undone: your account has its email address back, and every session of it is signed out.';
+    result.className = 'ok';
+    $('revert-email-next').hidden = false;
+    say('Email change undone. Choose a new password now.');
   }
 
   form('verify-again', async (v, f) => {
@@ -909,6 +964,7 @@
     forgot: { public: true, show: async () => clearErrors($('forgot')) },
     reset: { public: true, show: async () => showReset() },
     verify: { public: true, show: () => showVerify() },
+    'revert-email': { public: true, show: () => showRevertEmail() },
     library: { show: () => myLibrary.first() },
     item: { show: (id) => showItem(id) },
     browse: { show: (kind, who) => showBrowse(kind, who) },

@@ -153,7 +153,7 @@ func setMail(acc *accounts.Service, c config.Mail, logger zerolog.Logger, tokens
 		logger.Warn().Msg("SHELF_MAILER=log: mail is written to the log, with its links, and not sent; set SHELF_MAILER=smtp in production")
 	}
 	acc.SetMail(accounts.Mail{Tokens: tokens, Mailer: mailer, PublicURL: c.PublicURL,
-		VerifyTTL: c.VerifyTTL, ResetTTL: c.ResetTTL, RequireVerified: c.RequireVerified, PerAddress: c.PerHour})
+		VerifyTTL: c.VerifyTTL, ResetTTL: c.ResetTTL, RevertTTL: c.RevertTTL, RequireVerified: c.RequireVerified, PerAddress: c.PerHour})
 	return nil
 }
 

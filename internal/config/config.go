@@ -52,6 +52,9 @@ type Mail struct {
 	// VerifyTTL and ResetTTL are how long mailed tokens may be used.
 	VerifyTTL time.Duration
 	ResetTTL  time.Duration
+	// RevertTTL is how long the revert link of an email change works
+	// (and how long the replaced address stays held for it).
+	RevertTTL time.Duration
 	// RequireVerified refuses login to unverified accounts (admins excepted).
 	RequireVerified bool
 	// PerHour bounds the verification and reset requests for one address
@@ -291,6 +294,7 @@ var Vars = []Var{
 	{"SHELF_SMTP_TIMEOUT", "10s", "bound of one mail's SMTP conversation"},
 	{"SHELF_VERIFY_EMAIL_TTL", "24h", "how long an email verification link works"},
 	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works"},
+	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile)"},
 	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted"},
 	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour, of every kind together (verifications after signup, after a change of email or on request, resets, notices), counted by every instance together (beyond: requests answered the same, nothing sent); 0 turns the limit off"},
 }
@@ -379,6 +383,7 @@ func Load(getenv func(string) string) (Config, error) {
 		SMTPTimeout:     p.duration("SHELF_SMTP_TIMEOUT"),
 		VerifyTTL:       p.duration("SHELF_VERIFY_EMAIL_TTL"),
 		ResetTTL:        p.duration("SHELF_RESET_PASSWORD_TTL"),
+		RevertTTL:       p.duration("SHELF_REVERT_EMAIL_TTL"),
 		RequireVerified: p.boolean("SHELF_REQUIRE_VERIFIED_EMAIL"),
 		PerHour:         p.nonNegativeInt("SHELF_MAIL_PER_HOUR"),
 	}
@@ -542,6 +547,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_SMTP_TIMEOUT":                 c.Mail.SMTPTimeout.String(),
 		"SHELF_VERIFY_EMAIL_TTL":             c.Mail.VerifyTTL.String(),
 		"SHELF_RESET_PASSWORD_TTL":           c.Mail.ResetTTL.String(),
+		"SHELF_REVERT_EMAIL_TTL":             c.Mail.RevertTTL.String(),
 		"SHELF_REQUIRE_VERIFIED_EMAIL":       strconv.FormatBool(c.Mail.RequireVerified),
 		"SHELF_MAIL_PER_HOUR":                strconv.Itoa(c.Mail.PerHour),
 	}

@@ -359,6 +359,11 @@ type ContentRoleRequest struct {
 	Role ContentRole `json:"role"`
 }
 
+// EmailChangeRevert The token of an email change notice (from its link).
+type EmailChangeRevert struct {
+	Token string `json:"token"`
+}
+
 // EmailConfirmation The token of a verification mail (from its link).
 type EmailConfirmation struct {
 	Token string `json:"token"`
@@ -783,9 +788,16 @@ type User struct {
 	// EmailVerified Present only for the user themself and admins, beside `email`:
 	// whether the current email was confirmed with a mailed link
 	// (`POST /v1/email-verifications/confirm`). A change of email
-	// makes it false until the new address is confirmed.
+	// leaves it as it is: the new address is `pendingEmail` until
+	// confirmed, and then replaces `email`, verified.
 	EmailVerified *bool  `json:"emailVerified,omitempty"`
 	Id            string `json:"id"`
+
+	// PendingEmail Present only for the user themself and admins, and only while
+	// a change of email waits for the new address to be confirmed
+	// with the link mailed to it: the new address. `email` stays the
+	// account's (login, resets, mail) until then.
+	PendingEmail *openapi_types.Email `json:"pendingEmail,omitempty"`
 
 	// Roles Present only for the user themself and admins (who the admins
 	// are is not shown to everyone); empty for most users.
@@ -799,13 +811,27 @@ type User struct {
 	Username string `json:"username"`
 }
 
+// UserDeletion A deletion of an account: the user's current password when the
+// user deletes their own account; an admin deleting another sends
+// an empty object.
+type UserDeletion struct {
+	CurrentPassword *string `json:"currentPassword,omitempty"`
+}
+
 // UserPatch A change of account: the fields sent change, the others stay. At
 // least one is required. Each follows the rule of the same field of
 // NewUser, uniqueness included.
 type UserPatch struct {
-	DisplayName *string              `json:"displayName,omitempty"`
-	Email       *openapi_types.Email `json:"email,omitempty"`
-	Username    *string              `json:"username,omitempty"`
+	// CurrentPassword The user's current password: required when the user changes
+	// their own username or email; not for a display name alone,
+	// nor for an admin changing another account.
+	CurrentPassword *string `json:"currentPassword,omitempty"`
+	DisplayName     *string `json:"displayName,omitempty"`
+
+	// Email A new address is pending until confirmed (see `pendingEmail`
+	// of User); the current address cancels a change pending.
+	Email    *openapi_types.Email `json:"email,omitempty"`
+	Username *string              `json:"username,omitempty"`
 }
 
 // UserRole defines model for UserRole.
@@ -1047,6 +1073,9 @@ type UpdateContentJSONRequestBody = ContentPatch
 // ShareContentJSONRequestBody defines body for ShareContent for application/json ContentType.
 type ShareContentJSONRequestBody = ContentRoleRequest
 
+// RevertEmailChangeJSONRequestBody defines body for RevertEmailChange for application/json ContentType.
+type RevertEmailChangeJSONRequestBody = EmailChangeRevert
+
 // RequestEmailVerificationJSONRequestBody defines body for RequestEmailVerification for application/json ContentType.
 type RequestEmailVerificationJSONRequestBody = MailRequest
 
@@ -1073,6 +1102,9 @@ type CreateUserJSONRequestBody = NewUser
 
 // UpdateUserJSONRequestBody defines body for UpdateUser for application/json ContentType.
 type UpdateUserJSONRequestBody = UserPatch
+
+// RequestUserDeletionJSONRequestBody defines body for RequestUserDeletion for application/json ContentType.
+type RequestUserDeletionJSONRequestBody = UserDeletion
 
 // ChangePasswordJSONRequestBody defines body for ChangePassword for application/json ContentType.
 type ChangePasswordJSONRequestBody = PasswordChange
@@ -1327,6 +1359,72 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/content/{id}/members/{principalId} (the `ShareContent` operationId).
 	ShareContent(ctx context.Context, id ContentId, principalId PrincipalId, body ShareContentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevertEmailChangeWithBody Undo an email change with the token mailed to the old address
+	//
+	// A change of email (`PATCH /v1/users/{id}`) mails the account's
+	// address a notice with this link. Following it:
+	// - cancels the change if the new address is still pending, or,
+	//   once it was confirmed, gives the account its old address back
+	//   (verified: following the link proves it; the old address stays
+	//   reserved for the account until the link expires,
+	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
+	// - ends every session of the account, the one that asked for the
+	//   change included;
+	// - mails a password reset link to the address: whoever changed the
+	//   email knew the password, so choose a new one.
+	// The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations; a SERIAL read of the token, a SERIAL read of
+	// the account, a lightweight transaction using the token, a
+	// compare-and-set of the account, the release of the address it no
+	// longer holds, the revocation of its sessions, one lightweight
+	// transaction marking the token done; the reset mail after the
+	// answer.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/email-changes/revert (the `RevertEmailChange` operationId).
+	RevertEmailChangeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevertEmailChange Undo an email change with the token mailed to the old address
+	//
+	// A change of email (`PATCH /v1/users/{id}`) mails the account's
+	// address a notice with this link. Following it:
+	// - cancels the change if the new address is still pending, or,
+	//   once it was confirmed, gives the account its old address back
+	//   (verified: following the link proves it; the old address stays
+	//   reserved for the account until the link expires,
+	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
+	// - ends every session of the account, the one that asked for the
+	//   change included;
+	// - mails a password reset link to the address: whoever changed the
+	//   email knew the password, so choose a new one.
+	// The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations; a SERIAL read of the token, a SERIAL read of
+	// the account, a lightweight transaction using the token, a
+	// compare-and-set of the account, the release of the address it no
+	// longer holds, the revocation of its sessions, one lightweight
+	// transaction marking the token done; the reset mail after the
+	// answer.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/email-changes/revert (the `RevertEmailChange` operationId).
+	RevertEmailChange(ctx context.Context, body RevertEmailChangeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RequestEmailVerificationWithBody Mail a new email verification link
 	//
@@ -1930,9 +2028,13 @@ type ClientInterface interface {
 	// working for this one request until the deletion is done. What
 	// nobody repeats, `api admin repair-deletions` finishes.
 	//
-	// Who may call: the user themself, or an active admin for any
-	// account (a suspended account can be deleted). Without a session
-	// 401; a session of another, non-admin user 403.
+	// Who may call: an active admin, for any account but another
+	// admin's (a suspended account can be deleted). The user deletes
+	// their own account with `POST /v1/users/{id}/deletion`, which
+	// takes the current password: here the user's own request is
+	// refused, 400 naming `currentPassword` (the retry of a deletion
+	// already under way finishes it). Without a session 401; a session
+	// of another, non-admin user, or an admin's for another admin, 403.
 	//
 	// Cost: a SERIAL read of the account and a read of each of the
 	// user's groups; an index write and a compare-and-set; then the
@@ -1967,6 +2069,26 @@ type ClientInterface interface {
 	// step leaves the old values in place. Answers the account as it now
 	// is, with its email.
 	//
+	// Re-authentication: the user changing their own username or email
+	// sends `currentPassword` (missing: 400 naming `currentPassword`;
+	// wrong: 401 `invalid_credentials` naming it). A display name
+	// alone needs none. An admin changing another account sends none,
+	// and may not change another admin's username or email (403).
+	//
+	// A new email is only asked for: it shows as `pendingEmail`, and the
+	// account keeps its `email` (login, password resets and every mail
+	// go there) until the link mailed to the new address is followed
+	// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
+	// take the new address. The current address gets a notice with a
+	// link that undoes the change (`POST /v1/email-changes/revert`),
+	// sent before anything is written (if it cannot be sent, 503
+	// `notice_failed` and nothing changes); the new address gets its
+	// link after the answer.
+	// When the user asks, every other session of the user ends (the
+	// caller's stays), as a password change does. Sending the current
+	// address again cancels a change pending; sending another replaces
+	// it.
+	//
 	// Who may call: the user themself, or an active admin for any account.
 	// Without a session 401; a session of another, non-admin user 403.
 	//
@@ -1993,6 +2115,26 @@ type ClientInterface interface {
 	// changes, and the old one is released after, so a failure at any
 	// step leaves the old values in place. Answers the account as it now
 	// is, with its email.
+	//
+	// Re-authentication: the user changing their own username or email
+	// sends `currentPassword` (missing: 400 naming `currentPassword`;
+	// wrong: 401 `invalid_credentials` naming it). A display name
+	// alone needs none. An admin changing another account sends none,
+	// and may not change another admin's username or email (403).
+	//
+	// A new email is only asked for: it shows as `pendingEmail`, and the
+	// account keeps its `email` (login, password resets and every mail
+	// go there) until the link mailed to the new address is followed
+	// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
+	// take the new address. The current address gets a notice with a
+	// link that undoes the change (`POST /v1/email-changes/revert`),
+	// sent before anything is written (if it cannot be sent, 503
+	// `notice_failed` and nothing changes); the new address gets its
+	// link after the answer.
+	// When the user asks, every other session of the user ends (the
+	// caller's stays), as a password change does. Sending the current
+	// address again cancels a change pending; sending another replaces
+	// it.
 	//
 	// Who may call: the user themself, or an active admin for any account.
 	// Without a session 401; a session of another, non-admin user 403.
@@ -2039,6 +2181,56 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/users/{id}/audit (the `ListAccountAudit` operationId).
 	ListAccountAudit(ctx context.Context, id UserId, params *ListAccountAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestUserDeletionWithBody Delete an account, with the current password
+	//
+	// Deletes the account as `DELETE /v1/users/{id}` does (everything
+	// said there holds: what goes, in which order, idempotence, the
+	// repair). The user deleting their own account sends the current
+	// password (missing: 400; wrong: 401 `invalid_credentials`, both
+	// naming `currentPassword`): a stolen session alone cannot delete
+	// the account. An admin deleting another, non-admin account sends
+	// none. A repeat of a deletion already under way finishes it without
+	// asking the password again (it was given when it began); the user's
+	// own session keeps working for this one request until it is done.
+	//
+	// Who may call: the user themself with the current password, or an
+	// active admin for any account but another admin's. Without a
+	// session 401; a session of another, non-admin user 403.
+	//
+	// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
+	// verification for the user's own request. Rate-limited per client
+	// address like account changes (429 with `Retry-After`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/users/{id}/deletion (the `RequestUserDeletion` operationId).
+	RequestUserDeletionWithBody(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestUserDeletion Delete an account, with the current password
+	//
+	// Deletes the account as `DELETE /v1/users/{id}` does (everything
+	// said there holds: what goes, in which order, idempotence, the
+	// repair). The user deleting their own account sends the current
+	// password (missing: 400; wrong: 401 `invalid_credentials`, both
+	// naming `currentPassword`): a stolen session alone cannot delete
+	// the account. An admin deleting another, non-admin account sends
+	// none. A repeat of a deletion already under way finishes it without
+	// asking the password again (it was given when it began); the user's
+	// own session keeps working for this one request until it is done.
+	//
+	// Who may call: the user themself with the current password, or an
+	// active admin for any account but another admin's. Without a
+	// session 401; a session of another, non-admin user 403.
+	//
+	// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
+	// verification for the user's own request. Rate-limited per client
+	// address like account changes (429 with `Retry-After`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/users/{id}/deletion (the `RequestUserDeletion` operationId).
+	RequestUserDeletion(ctx context.Context, id UserId, body RequestUserDeletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUserGroups A user's groups
 	//
@@ -2619,6 +2811,94 @@ func (c *Client) ShareContentWithBody(ctx context.Context, id ContentId, princip
 // Corresponds with PUT /v1/content/{id}/members/{principalId} (the `ShareContent` operationId).
 func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId PrincipalId, body ShareContentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewShareContentRequest(c.Server, id, principalId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevertEmailChangeWithBody Undo an email change with the token mailed to the old address
+//
+// A change of email (`PATCH /v1/users/{id}`) mails the account's
+// address a notice with this link. Following it:
+//   - cancels the change if the new address is still pending, or,
+//     once it was confirmed, gives the account its old address back
+//     (verified: following the link proves it; the old address stays
+//     reserved for the account until the link expires,
+//     `SHELF_REVERT_EMAIL_TTL`, 7 days);
+//   - ends every session of the account, the one that asked for the
+//     change included;
+//   - mails a password reset link to the address: whoever changed the
+//     email knew the password, so choose a new one.
+//
+// The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations; a SERIAL read of the token, a SERIAL read of
+// the account, a lightweight transaction using the token, a
+// compare-and-set of the account, the release of the address it no
+// longer holds, the revocation of its sessions, one lightweight
+// transaction marking the token done; the reset mail after the
+// answer.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/email-changes/revert (the `RevertEmailChange` operationId).
+func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevertEmailChangeRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevertEmailChange Undo an email change with the token mailed to the old address
+//
+// A change of email (`PATCH /v1/users/{id}`) mails the account's
+// address a notice with this link. Following it:
+//   - cancels the change if the new address is still pending, or,
+//     once it was confirmed, gives the account its old address back
+//     (verified: following the link proves it; the old address stays
+//     reserved for the account until the link expires,
+//     `SHELF_REVERT_EMAIL_TTL`, 7 days);
+//   - ends every session of the account, the one that asked for the
+//     change included;
+//   - mails a password reset link to the address: whoever changed the
+//     email knew the password, so choose a new one.
+//
+// The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations; a SERIAL read of the token, a SERIAL read of
+// the account, a lightweight transaction using the token, a
+// compare-and-set of the account, the release of the address it no
+// longer holds, the revocation of its sessions, one lightweight
+// transaction marking the token done; the reset mail after the
+// answer.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/email-changes/revert (the `RevertEmailChange` operationId).
+func (c *Client) RevertEmailChange(ctx context.Context, body RevertEmailChangeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevertEmailChangeRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3501,9 +3781,13 @@ func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEd
 // working for this one request until the deletion is done. What
 // nobody repeats, `api admin repair-deletions` finishes.
 //
-// Who may call: the user themself, or an active admin for any
-// account (a suspended account can be deleted). Without a session
-// 401; a session of another, non-admin user 403.
+// Who may call: an active admin, for any account but another
+// admin's (a suspended account can be deleted). The user deletes
+// their own account with `POST /v1/users/{id}/deletion`, which
+// takes the current password: here the user's own request is
+// refused, 400 naming `currentPassword` (the retry of a deletion
+// already under way finishes it). Without a session 401; a session
+// of another, non-admin user, or an admin's for another admin, 403.
 //
 // Cost: a SERIAL read of the account and a read of each of the
 // user's groups; an index write and a compare-and-set; then the
@@ -3558,6 +3842,26 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // step leaves the old values in place. Answers the account as it now
 // is, with its email.
 //
+// Re-authentication: the user changing their own username or email
+// sends `currentPassword` (missing: 400 naming `currentPassword`;
+// wrong: 401 `invalid_credentials` naming it). A display name
+// alone needs none. An admin changing another account sends none,
+// and may not change another admin's username or email (403).
+//
+// A new email is only asked for: it shows as `pendingEmail`, and the
+// account keeps its `email` (login, password resets and every mail
+// go there) until the link mailed to the new address is followed
+// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
+// take the new address. The current address gets a notice with a
+// link that undoes the change (`POST /v1/email-changes/revert`),
+// sent before anything is written (if it cannot be sent, 503
+// `notice_failed` and nothing changes); the new address gets its
+// link after the answer.
+// When the user asks, every other session of the user ends (the
+// caller's stays), as a password change does. Sending the current
+// address again cancels a change pending; sending another replaces
+// it.
+//
 // Who may call: the user themself, or an active admin for any account.
 // Without a session 401; a session of another, non-admin user 403.
 //
@@ -3594,6 +3898,26 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // changes, and the old one is released after, so a failure at any
 // step leaves the old values in place. Answers the account as it now
 // is, with its email.
+//
+// Re-authentication: the user changing their own username or email
+// sends `currentPassword` (missing: 400 naming `currentPassword`;
+// wrong: 401 `invalid_credentials` naming it). A display name
+// alone needs none. An admin changing another account sends none,
+// and may not change another admin's username or email (403).
+//
+// A new email is only asked for: it shows as `pendingEmail`, and the
+// account keeps its `email` (login, password resets and every mail
+// go there) until the link mailed to the new address is followed
+// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
+// take the new address. The current address gets a notice with a
+// link that undoes the change (`POST /v1/email-changes/revert`),
+// sent before anything is written (if it cannot be sent, 503
+// `notice_failed` and nothing changes); the new address gets its
+// link after the answer.
+// When the user asks, every other session of the user ends (the
+// caller's stays), as a password change does. Sending the current
+// address again cancels a change pending; sending another replaces
+// it.
 //
 // Who may call: the user themself, or an active admin for any account.
 // Without a session 401; a session of another, non-admin user 403.
@@ -3651,6 +3975,76 @@ func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONR
 // Corresponds with GET /v1/users/{id}/audit (the `ListAccountAudit` operationId).
 func (c *Client) ListAccountAudit(ctx context.Context, id UserId, params *ListAccountAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAccountAuditRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestUserDeletionWithBody Delete an account, with the current password
+//
+// Deletes the account as `DELETE /v1/users/{id}` does (everything
+// said there holds: what goes, in which order, idempotence, the
+// repair). The user deleting their own account sends the current
+// password (missing: 400; wrong: 401 `invalid_credentials`, both
+// naming `currentPassword`): a stolen session alone cannot delete
+// the account. An admin deleting another, non-admin account sends
+// none. A repeat of a deletion already under way finishes it without
+// asking the password again (it was given when it began); the user's
+// own session keeps working for this one request until it is done.
+//
+// Who may call: the user themself with the current password, or an
+// active admin for any account but another admin's. Without a
+// session 401; a session of another, non-admin user 403.
+//
+// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
+// verification for the user's own request. Rate-limited per client
+// address like account changes (429 with `Retry-After`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/users/{id}/deletion (the `RequestUserDeletion` operationId).
+func (c *Client) RequestUserDeletionWithBody(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestUserDeletionRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestUserDeletion Delete an account, with the current password
+//
+// Deletes the account as `DELETE /v1/users/{id}` does (everything
+// said there holds: what goes, in which order, idempotence, the
+// repair). The user deleting their own account sends the current
+// password (missing: 400; wrong: 401 `invalid_credentials`, both
+// naming `currentPassword`): a stolen session alone cannot delete
+// the account. An admin deleting another, non-admin account sends
+// none. A repeat of a deletion already under way finishes it without
+// asking the password again (it was given when it began); the user's
+// own session keeps working for this one request until it is done.
+//
+// Who may call: the user themself with the current password, or an
+// active admin for any account but another admin's. Without a
+// session 401; a session of another, non-admin user 403.
+//
+// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
+// verification for the user's own request. Rate-limited per client
+// address like account changes (429 with `Retry-After`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/users/{id}/deletion (the `RequestUserDeletion` operationId).
+func (c *Client) RequestUserDeletion(ctx context.Context, id UserId, body RequestUserDeletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestUserDeletionRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4535,6 +4929,46 @@ func NewShareContentRequestWithBody(server string, id ContentId, principalId Pri
 	}
 
 	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevertEmailChangeRequest calls the generic RevertEmailChange builder with application/json body
+func NewRevertEmailChangeRequest(server string, body RevertEmailChangeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRevertEmailChangeRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRevertEmailChangeRequestWithBody constructs an http.Request for the RevertEmailChange method, with any body, and a specified content type
+func NewRevertEmailChangeRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/email-changes/revert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -5555,6 +5989,53 @@ func NewListAccountAuditRequest(server string, id UserId, params *ListAccountAud
 	return req, nil
 }
 
+// NewRequestUserDeletionRequest calls the generic RequestUserDeletion builder with application/json body
+func NewRequestUserDeletionRequest(server string, id UserId, body RequestUserDeletionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRequestUserDeletionRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewRequestUserDeletionRequestWithBody constructs an http.Request for the RequestUserDeletion method, with any body, and a specified content type
+func NewRequestUserDeletionRequestWithBody(server string, id UserId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/deletion", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListUserGroupsRequest constructs an http.Request for the ListUserGroups method
 func NewListUserGroupsRequest(server string, id UserId, params *ListUserGroupsParams) (*http.Request, error) {
 	var err error
@@ -6363,6 +6844,72 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/content/{id}/members/{principalId} (the `ShareContent` operationId).
 	ShareContentWithResponse(ctx context.Context, id ContentId, principalId PrincipalId, body ShareContentJSONRequestBody, reqEditors ...RequestEditorFn) (*ShareContentResponse, error)
 
+	// RevertEmailChangeWithBodyWithResponse Undo an email change with the token mailed to the old address
+	//
+	// A change of email (`PATCH /v1/users/{id}`) mails the account's
+	// address a notice with this link. Following it:
+	// - cancels the change if the new address is still pending, or,
+	//   once it was confirmed, gives the account its old address back
+	//   (verified: following the link proves it; the old address stays
+	//   reserved for the account until the link expires,
+	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
+	// - ends every session of the account, the one that asked for the
+	//   change included;
+	// - mails a password reset link to the address: whoever changed the
+	//   email knew the password, so choose a new one.
+	// The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations; a SERIAL read of the token, a SERIAL read of
+	// the account, a lightweight transaction using the token, a
+	// compare-and-set of the account, the release of the address it no
+	// longer holds, the revocation of its sessions, one lightweight
+	// transaction marking the token done; the reset mail after the
+	// answer.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/email-changes/revert (the `RevertEmailChange` operationId).
+	RevertEmailChangeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevertEmailChangeResponse, error)
+
+	// RevertEmailChangeWithResponse Undo an email change with the token mailed to the old address
+	//
+	// A change of email (`PATCH /v1/users/{id}`) mails the account's
+	// address a notice with this link. Following it:
+	// - cancels the change if the new address is still pending, or,
+	//   once it was confirmed, gives the account its old address back
+	//   (verified: following the link proves it; the old address stays
+	//   reserved for the account until the link expires,
+	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
+	// - ends every session of the account, the one that asked for the
+	//   change included;
+	// - mails a password reset link to the address: whoever changed the
+	//   email knew the password, so choose a new one.
+	// The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations; a SERIAL read of the token, a SERIAL read of
+	// the account, a lightweight transaction using the token, a
+	// compare-and-set of the account, the release of the address it no
+	// longer holds, the revocation of its sessions, one lightweight
+	// transaction marking the token done; the reset mail after the
+	// answer.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/email-changes/revert (the `RevertEmailChange` operationId).
+	RevertEmailChangeWithResponse(ctx context.Context, body RevertEmailChangeJSONRequestBody, reqEditors ...RequestEditorFn) (*RevertEmailChangeResponse, error)
+
 	// RequestEmailVerificationWithBodyWithResponse Mail a new email verification link
 	//
 	// Mails a new verification link to the account whose email this is,
@@ -6987,9 +7534,13 @@ type ClientWithResponsesInterface interface {
 	// working for this one request until the deletion is done. What
 	// nobody repeats, `api admin repair-deletions` finishes.
 	//
-	// Who may call: the user themself, or an active admin for any
-	// account (a suspended account can be deleted). Without a session
-	// 401; a session of another, non-admin user 403.
+	// Who may call: an active admin, for any account but another
+	// admin's (a suspended account can be deleted). The user deletes
+	// their own account with `POST /v1/users/{id}/deletion`, which
+	// takes the current password: here the user's own request is
+	// refused, 400 naming `currentPassword` (the retry of a deletion
+	// already under way finishes it). Without a session 401; a session
+	// of another, non-admin user, or an admin's for another admin, 403.
 	//
 	// Cost: a SERIAL read of the account and a read of each of the
 	// user's groups; an index write and a compare-and-set; then the
@@ -7028,6 +7579,26 @@ type ClientWithResponsesInterface interface {
 	// step leaves the old values in place. Answers the account as it now
 	// is, with its email.
 	//
+	// Re-authentication: the user changing their own username or email
+	// sends `currentPassword` (missing: 400 naming `currentPassword`;
+	// wrong: 401 `invalid_credentials` naming it). A display name
+	// alone needs none. An admin changing another account sends none,
+	// and may not change another admin's username or email (403).
+	//
+	// A new email is only asked for: it shows as `pendingEmail`, and the
+	// account keeps its `email` (login, password resets and every mail
+	// go there) until the link mailed to the new address is followed
+	// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
+	// take the new address. The current address gets a notice with a
+	// link that undoes the change (`POST /v1/email-changes/revert`),
+	// sent before anything is written (if it cannot be sent, 503
+	// `notice_failed` and nothing changes); the new address gets its
+	// link after the answer.
+	// When the user asks, every other session of the user ends (the
+	// caller's stays), as a password change does. Sending the current
+	// address again cancels a change pending; sending another replaces
+	// it.
+	//
 	// Who may call: the user themself, or an active admin for any account.
 	// Without a session 401; a session of another, non-admin user 403.
 	//
@@ -7054,6 +7625,26 @@ type ClientWithResponsesInterface interface {
 	// changes, and the old one is released after, so a failure at any
 	// step leaves the old values in place. Answers the account as it now
 	// is, with its email.
+	//
+	// Re-authentication: the user changing their own username or email
+	// sends `currentPassword` (missing: 400 naming `currentPassword`;
+	// wrong: 401 `invalid_credentials` naming it). A display name
+	// alone needs none. An admin changing another account sends none,
+	// and may not change another admin's username or email (403).
+	//
+	// A new email is only asked for: it shows as `pendingEmail`, and the
+	// account keeps its `email` (login, password resets and every mail
+	// go there) until the link mailed to the new address is followed
+	// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
+	// take the new address. The current address gets a notice with a
+	// link that undoes the change (`POST /v1/email-changes/revert`),
+	// sent before anything is written (if it cannot be sent, 503
+	// `notice_failed` and nothing changes); the new address gets its
+	// link after the answer.
+	// When the user asks, every other session of the user ends (the
+	// caller's stays), as a password change does. Sending the current
+	// address again cancels a change pending; sending another replaces
+	// it.
 	//
 	// Who may call: the user themself, or an active admin for any account.
 	// Without a session 401; a session of another, non-admin user 403.
@@ -7102,6 +7693,56 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/users/{id}/audit (the `ListAccountAudit` operationId).
 	ListAccountAuditWithResponse(ctx context.Context, id UserId, params *ListAccountAuditParams, reqEditors ...RequestEditorFn) (*ListAccountAuditResponse, error)
+
+	// RequestUserDeletionWithBodyWithResponse Delete an account, with the current password
+	//
+	// Deletes the account as `DELETE /v1/users/{id}` does (everything
+	// said there holds: what goes, in which order, idempotence, the
+	// repair). The user deleting their own account sends the current
+	// password (missing: 400; wrong: 401 `invalid_credentials`, both
+	// naming `currentPassword`): a stolen session alone cannot delete
+	// the account. An admin deleting another, non-admin account sends
+	// none. A repeat of a deletion already under way finishes it without
+	// asking the password again (it was given when it began); the user's
+	// own session keeps working for this one request until it is done.
+	//
+	// Who may call: the user themself with the current password, or an
+	// active admin for any account but another admin's. Without a
+	// session 401; a session of another, non-admin user 403.
+	//
+	// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
+	// verification for the user's own request. Rate-limited per client
+	// address like account changes (429 with `Retry-After`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/deletion (the `RequestUserDeletion` operationId).
+	RequestUserDeletionWithBodyWithResponse(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestUserDeletionResponse, error)
+
+	// RequestUserDeletionWithResponse Delete an account, with the current password
+	//
+	// Deletes the account as `DELETE /v1/users/{id}` does (everything
+	// said there holds: what goes, in which order, idempotence, the
+	// repair). The user deleting their own account sends the current
+	// password (missing: 400; wrong: 401 `invalid_credentials`, both
+	// naming `currentPassword`): a stolen session alone cannot delete
+	// the account. An admin deleting another, non-admin account sends
+	// none. A repeat of a deletion already under way finishes it without
+	// asking the password again (it was given when it began); the user's
+	// own session keeps working for this one request until it is done.
+	//
+	// Who may call: the user themself with the current password, or an
+	// active admin for any account but another admin's. Without a
+	// session 401; a session of another, non-admin user 403.
+	//
+	// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
+	// verification for the user's own request. Rate-limited per client
+	// address like account changes (429 with `Retry-After`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/deletion (the `RequestUserDeletion` operationId).
+	RequestUserDeletionWithResponse(ctx context.Context, id UserId, body RequestUserDeletionJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestUserDeletionResponse, error)
 
 	// ListUserGroupsWithResponse A user's groups
 	//
@@ -8811,6 +9452,162 @@ func (r ShareContentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ShareContentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevertEmailChangeResponse204Headers the declared response headers of an HTTP 204 response for RevertEmailChange
+type RevertEmailChangeResponse204Headers struct {
+	XRequestId *string
+}
+
+// RevertEmailChangeResponse400Headers the declared response headers of an HTTP 400 response for RevertEmailChange
+type RevertEmailChangeResponse400Headers struct {
+	XRequestId *string
+}
+
+// RevertEmailChangeResponse401Headers the declared response headers of an HTTP 401 response for RevertEmailChange
+type RevertEmailChangeResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RevertEmailChangeResponse409Headers the declared response headers of an HTTP 409 response for RevertEmailChange
+type RevertEmailChangeResponse409Headers struct {
+	XRequestId *string
+}
+
+// RevertEmailChangeResponse413Headers the declared response headers of an HTTP 413 response for RevertEmailChange
+type RevertEmailChangeResponse413Headers struct {
+	XRequestId *string
+}
+
+// RevertEmailChangeResponse415Headers the declared response headers of an HTTP 415 response for RevertEmailChange
+type RevertEmailChangeResponse415Headers struct {
+	XRequestId *string
+}
+
+// RevertEmailChangeResponse429Headers the declared response headers of an HTTP 429 response for RevertEmailChange
+type RevertEmailChangeResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RevertEmailChangeResponse500Headers the declared response headers of an HTTP 500 response for RevertEmailChange
+type RevertEmailChangeResponse500Headers struct {
+	XRequestId *string
+}
+
+// RevertEmailChangeResponse503Headers the declared response headers of an HTTP 503 response for RevertEmailChange
+type RevertEmailChangeResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RevertEmailChangeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *RevertEmailChangeResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RevertEmailChangeResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevertEmailChangeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RevertEmailChangeResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RevertEmailChangeResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RevertEmailChangeResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevertEmailChangeResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RevertEmailChangeResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevertEmailChangeResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RevertEmailChangeResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RevertEmailChangeResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RevertEmailChangeResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RevertEmailChangeResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RevertEmailChangeResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RevertEmailChangeResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RevertEmailChangeResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RevertEmailChangeResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevertEmailChangeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevertEmailChangeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevertEmailChangeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevertEmailChangeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11344,6 +12141,11 @@ type DeleteUserResponse204Headers struct {
 	XRequestId *string
 }
 
+// DeleteUserResponse400Headers the declared response headers of an HTTP 400 response for DeleteUser
+type DeleteUserResponse400Headers struct {
+	XRequestId *string
+}
+
 // DeleteUserResponse401Headers the declared response headers of an HTTP 401 response for DeleteUser
 type DeleteUserResponse401Headers struct {
 	WWWAuthenticate string
@@ -11379,6 +12181,8 @@ type DeleteUserResponse503Headers struct {
 type DeleteUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -11393,6 +12197,8 @@ type DeleteUserResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteUserResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteUserResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteUserResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -11405,6 +12211,11 @@ type DeleteUserResponse struct {
 	Headers500 *DeleteUserResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteUserResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -11891,6 +12702,190 @@ func (r ListAccountAuditResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListAccountAuditResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RequestUserDeletionResponse204Headers the declared response headers of an HTTP 204 response for RequestUserDeletion
+type RequestUserDeletionResponse204Headers struct {
+	XRequestId *string
+}
+
+// RequestUserDeletionResponse400Headers the declared response headers of an HTTP 400 response for RequestUserDeletion
+type RequestUserDeletionResponse400Headers struct {
+	XRequestId *string
+}
+
+// RequestUserDeletionResponse401Headers the declared response headers of an HTTP 401 response for RequestUserDeletion
+type RequestUserDeletionResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RequestUserDeletionResponse403Headers the declared response headers of an HTTP 403 response for RequestUserDeletion
+type RequestUserDeletionResponse403Headers struct {
+	XRequestId *string
+}
+
+// RequestUserDeletionResponse404Headers the declared response headers of an HTTP 404 response for RequestUserDeletion
+type RequestUserDeletionResponse404Headers struct {
+	XRequestId *string
+}
+
+// RequestUserDeletionResponse409Headers the declared response headers of an HTTP 409 response for RequestUserDeletion
+type RequestUserDeletionResponse409Headers struct {
+	XRequestId *string
+}
+
+// RequestUserDeletionResponse413Headers the declared response headers of an HTTP 413 response for RequestUserDeletion
+type RequestUserDeletionResponse413Headers struct {
+	XRequestId *string
+}
+
+// RequestUserDeletionResponse415Headers the declared response headers of an HTTP 415 response for RequestUserDeletion
+type RequestUserDeletionResponse415Headers struct {
+	XRequestId *string
+}
+
+// RequestUserDeletionResponse429Headers the declared response headers of an HTTP 429 response for RequestUserDeletion
+type RequestUserDeletionResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RequestUserDeletionResponse500Headers the declared response headers of an HTTP 500 response for RequestUserDeletion
+type RequestUserDeletionResponse500Headers struct {
+	XRequestId *string
+}
+
+// RequestUserDeletionResponse503Headers the declared response headers of an HTTP 503 response for RequestUserDeletion
+type RequestUserDeletionResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RequestUserDeletionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *RequestUserDeletionResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RequestUserDeletionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RequestUserDeletionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RequestUserDeletionResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RequestUserDeletionResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RequestUserDeletionResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RequestUserDeletionResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RequestUserDeletionResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RequestUserDeletionResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RequestUserDeletionResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RequestUserDeletionResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RequestUserDeletionResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RequestUserDeletionResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RequestUserDeletionResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RequestUserDeletionResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RequestUserDeletionResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RequestUserDeletionResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RequestUserDeletionResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RequestUserDeletionResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RequestUserDeletionResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RequestUserDeletionResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RequestUserDeletionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RequestUserDeletionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RequestUserDeletionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RequestUserDeletionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13552,6 +14547,86 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 	return ParseShareContentResponse(rsp)
 }
 
+// RevertEmailChangeWithBodyWithResponse Undo an email change with the token mailed to the old address
+//
+// A change of email (`PATCH /v1/users/{id}`) mails the account's
+// address a notice with this link. Following it:
+//   - cancels the change if the new address is still pending, or,
+//     once it was confirmed, gives the account its old address back
+//     (verified: following the link proves it; the old address stays
+//     reserved for the account until the link expires,
+//     `SHELF_REVERT_EMAIL_TTL`, 7 days);
+//   - ends every session of the account, the one that asked for the
+//     change included;
+//   - mails a password reset link to the address: whoever changed the
+//     email knew the password, so choose a new one.
+//
+// The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations; a SERIAL read of the token, a SERIAL read of
+// the account, a lightweight transaction using the token, a
+// compare-and-set of the account, the release of the address it no
+// longer holds, the revocation of its sessions, one lightweight
+// transaction marking the token done; the reset mail after the
+// answer.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/email-changes/revert (the `RevertEmailChange` operationId).
+func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevertEmailChangeResponse, error) {
+	rsp, err := c.RevertEmailChangeWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevertEmailChangeResponse(rsp)
+}
+
+// RevertEmailChangeWithResponse Undo an email change with the token mailed to the old address
+//
+// A change of email (`PATCH /v1/users/{id}`) mails the account's
+// address a notice with this link. Following it:
+//   - cancels the change if the new address is still pending, or,
+//     once it was confirmed, gives the account its old address back
+//     (verified: following the link proves it; the old address stays
+//     reserved for the account until the link expires,
+//     `SHELF_REVERT_EMAIL_TTL`, 7 days);
+//   - ends every session of the account, the one that asked for the
+//     change included;
+//   - mails a password reset link to the address: whoever changed the
+//     email knew the password, so choose a new one.
+//
+// The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations; a SERIAL read of the token, a SERIAL read of
+// the account, a lightweight transaction using the token, a
+// compare-and-set of the account, the release of the address it no
+// longer holds, the revocation of its sessions, one lightweight
+// transaction marking the token done; the reset mail after the
+// answer.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/email-changes/revert (the `RevertEmailChange` operationId).
+func (c *ClientWithResponses) RevertEmailChangeWithResponse(ctx context.Context, body RevertEmailChangeJSONRequestBody, reqEditors ...RequestEditorFn) (*RevertEmailChangeResponse, error) {
+	rsp, err := c.RevertEmailChange(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevertEmailChangeResponse(rsp)
+}
+
 // RequestEmailVerificationWithBodyWithResponse Mail a new email verification link
 //
 // Mails a new verification link to the account whose email this is,
@@ -14338,9 +15413,13 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 // working for this one request until the deletion is done. What
 // nobody repeats, `api admin repair-deletions` finishes.
 //
-// Who may call: the user themself, or an active admin for any
-// account (a suspended account can be deleted). Without a session
-// 401; a session of another, non-admin user 403.
+// Who may call: an active admin, for any account but another
+// admin's (a suspended account can be deleted). The user deletes
+// their own account with `POST /v1/users/{id}/deletion`, which
+// takes the current password: here the user's own request is
+// refused, 400 naming `currentPassword` (the retry of a deletion
+// already under way finishes it). Without a session 401; a session
+// of another, non-admin user, or an admin's for another admin, 403.
 //
 // Cost: a SERIAL read of the account and a read of each of the
 // user's groups; an index write and a compare-and-set; then the
@@ -14391,6 +15470,26 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // step leaves the old values in place. Answers the account as it now
 // is, with its email.
 //
+// Re-authentication: the user changing their own username or email
+// sends `currentPassword` (missing: 400 naming `currentPassword`;
+// wrong: 401 `invalid_credentials` naming it). A display name
+// alone needs none. An admin changing another account sends none,
+// and may not change another admin's username or email (403).
+//
+// A new email is only asked for: it shows as `pendingEmail`, and the
+// account keeps its `email` (login, password resets and every mail
+// go there) until the link mailed to the new address is followed
+// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
+// take the new address. The current address gets a notice with a
+// link that undoes the change (`POST /v1/email-changes/revert`),
+// sent before anything is written (if it cannot be sent, 503
+// `notice_failed` and nothing changes); the new address gets its
+// link after the answer.
+// When the user asks, every other session of the user ends (the
+// caller's stays), as a password change does. Sending the current
+// address again cancels a change pending; sending another replaces
+// it.
+//
 // Who may call: the user themself, or an active admin for any account.
 // Without a session 401; a session of another, non-admin user 403.
 //
@@ -14423,6 +15522,26 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // changes, and the old one is released after, so a failure at any
 // step leaves the old values in place. Answers the account as it now
 // is, with its email.
+//
+// Re-authentication: the user changing their own username or email
+// sends `currentPassword` (missing: 400 naming `currentPassword`;
+// wrong: 401 `invalid_credentials` naming it). A display name
+// alone needs none. An admin changing another account sends none,
+// and may not change another admin's username or email (403).
+//
+// A new email is only asked for: it shows as `pendingEmail`, and the
+// account keeps its `email` (login, password resets and every mail
+// go there) until the link mailed to the new address is followed
+// (`POST /v1/email-verifications/confirm`). Meanwhile nobody else can
+// take the new address. The current address gets a notice with a
+// link that undoes the change (`POST /v1/email-changes/revert`),
+// sent before anything is written (if it cannot be sent, 503
+// `notice_failed` and nothing changes); the new address gets its
+// link after the answer.
+// When the user asks, every other session of the user ends (the
+// caller's stays), as a password change does. Sending the current
+// address again cancels a change pending; sending another replaces
+// it.
 //
 // Who may call: the user themself, or an active admin for any account.
 // Without a session 401; a session of another, non-admin user 403.
@@ -14482,6 +15601,68 @@ func (c *ClientWithResponses) ListAccountAuditWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseListAccountAuditResponse(rsp)
+}
+
+// RequestUserDeletionWithBodyWithResponse Delete an account, with the current password
+//
+// Deletes the account as `DELETE /v1/users/{id}` does (everything
+// said there holds: what goes, in which order, idempotence, the
+// repair). The user deleting their own account sends the current
+// password (missing: 400; wrong: 401 `invalid_credentials`, both
+// naming `currentPassword`): a stolen session alone cannot delete
+// the account. An admin deleting another, non-admin account sends
+// none. A repeat of a deletion already under way finishes it without
+// asking the password again (it was given when it began); the user's
+// own session keeps working for this one request until it is done.
+//
+// Who may call: the user themself with the current password, or an
+// active admin for any account but another admin's. Without a
+// session 401; a session of another, non-admin user 403.
+//
+// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
+// verification for the user's own request. Rate-limited per client
+// address like account changes (429 with `Retry-After`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/deletion (the `RequestUserDeletion` operationId).
+func (c *ClientWithResponses) RequestUserDeletionWithBodyWithResponse(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestUserDeletionResponse, error) {
+	rsp, err := c.RequestUserDeletionWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestUserDeletionResponse(rsp)
+}
+
+// RequestUserDeletionWithResponse Delete an account, with the current password
+//
+// Deletes the account as `DELETE /v1/users/{id}` does (everything
+// said there holds: what goes, in which order, idempotence, the
+// repair). The user deleting their own account sends the current
+// password (missing: 400; wrong: 401 `invalid_credentials`, both
+// naming `currentPassword`): a stolen session alone cannot delete
+// the account. An admin deleting another, non-admin account sends
+// none. A repeat of a deletion already under way finishes it without
+// asking the password again (it was given when it began); the user's
+// own session keeps working for this one request until it is done.
+//
+// Who may call: the user themself with the current password, or an
+// active admin for any account but another admin's. Without a
+// session 401; a session of another, non-admin user 403.
+//
+// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
+// verification for the user's own request. Rate-limited per client
+// address like account changes (429 with `Retry-After`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/deletion (the `RequestUserDeletion` operationId).
+func (c *ClientWithResponses) RequestUserDeletionWithResponse(ctx context.Context, id UserId, body RequestUserDeletionJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestUserDeletionResponse, error) {
+	rsp, err := c.RequestUserDeletion(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestUserDeletionResponse(rsp)
 }
 
 // ListUserGroupsWithResponse A user's groups
@@ -16402,6 +17583,198 @@ func ParseShareContentResponse(rsp *http.Response) (*ShareContentResponse, error
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ShareContentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevertEmailChangeResponse parses an HTTP response from a RevertEmailChangeWithResponse call
+func ParseRevertEmailChangeResponse(rsp *http.Response) (*RevertEmailChangeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevertEmailChangeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers RevertEmailChangeResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers RevertEmailChangeResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RevertEmailChangeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers RevertEmailChangeResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RevertEmailChangeResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RevertEmailChangeResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers RevertEmailChangeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RevertEmailChangeResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevertEmailChangeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19450,6 +20823,13 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19505,6 +20885,16 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteUserResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteUserResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20070,6 +21460,232 @@ func ParseListAccountAuditResponse(rsp *http.Response) (*ListAccountAuditRespons
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListAccountAuditResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRequestUserDeletionResponse parses an HTTP response from a RequestUserDeletionWithResponse call
+func ParseRequestUserDeletionResponse(rsp *http.Response) (*RequestUserDeletionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RequestUserDeletionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers RequestUserDeletionResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers RequestUserDeletionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RequestUserDeletionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RequestUserDeletionResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RequestUserDeletionResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RequestUserDeletionResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RequestUserDeletionResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RequestUserDeletionResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers RequestUserDeletionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RequestUserDeletionResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RequestUserDeletionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -187,13 +187,13 @@ async function api(method, path, token, body, extraHeaders) {
 }
 
 // mails answers the links of the mails the api logged (in log) to address
-// about what ('verify' or 'reset'), oldest first.
+// about what ('verify', 'reset' or 'revert-email'), oldest first.
 function mails(address, what, log = mailLog) {
   const links = [];
   for (const line of readFileSync(log, 'utf8').split('\n')) {
     if (!line.includes('SHELF_MAILER=log')) continue;
     const m = JSON.parse(line);
-    const link = m.to === address && (m.text.match(/https?:\/\/\S+#\/(verify|reset)\?token=[\w%-]+/) || [])[0];
+    const link = m.to === address && (m.text.match(/https?:\/\/\S+#\/(verify|reset|revert-email)\?token=[\w%-]+/) || [])[0];
     if (link && link.includes('#/' + what + '?')) links.push(link);
   }
   return links;
@@ -478,12 +478,28 @@ await step('email: a new account is unverified; mail again, open the link: verif
     await open(base + '/#/verify?token=made-up', 'verify');
   });
   expect((await page.locator('#verify-result').textContent()).includes('not one shelf mailed'), 'a made-up link says so');
-  // Changing the email says a mail went out; the new address waits for its link.
+  // Changing the email takes the current password; the new address is
+  // only asked for and waits for its link; the old one gets a notice.
   await visit('#/account', 'account');
-  expect((await submit('profile', { email: aliceHome })).includes('verification mail is on its way to ' + aliceHome), 'a mail for the new email');
-  expect((await page.locator('#email-status').textContent()).includes(aliceHome + ' is not verified'), 'the new email is unverified');
+  await submit('profile', { email: aliceHome }, true);
+  expect(await page.locator('#profile [name="currentPassword"][aria-invalid="true"]').count() === 1, 'the current password asked for');
+  expect((await submit('profile', { email: aliceHome, currentPassword: newPw })).includes('confirmation mail is on its way to ' + aliceHome), 'a mail for the new email');
+  expect((await page.locator('#email-status').textContent()).includes(aliceMail + ' is verified. You asked to change it to ' + aliceHome), 'the old email kept, the new one pending');
+  expect(mails(aliceMail, 'revert-email').length === 1, 'the old address got a notice with a link to undo it');
   await open(await mailed(aliceHome, 'verify', 0), 'verify');
   expect((await page.locator('#verify-result').textContent()).includes('is verified'), 'the new email verified');
+  // A change the owner did not make: the notice's link undoes it and
+  // signs out every session, this one too.
+  const aliceAway = `${alice}.away@example.org`;
+  await visit('#/account', 'account');
+  expect((await submit('profile', { email: aliceAway, currentPassword: newPw })).includes('your account keeps ' + aliceHome), 'only asked for');
+  await open(await mailed(aliceHome, 'revert-email', 0), 'revert-email');
+  expect((await page.locator('#revert-email-result').textContent()).includes('is undone'), 'the link undoes the change');
+  expect(await page.locator('#revert-email-next').isVisible(), 'and says to choose a new password');
+  expect((await page.locator('#who').textContent()) === 'not logged in', 'this session is signed out too');
+  await login(alice, newPw);
+  await visit('#/account', 'account');
+  expect(!(await page.locator('#email-status').textContent()).includes(aliceAway), 'nothing pending after the undo');
   // A second session, from a phone, for the page to show.
   await api('POST', '/v1/sessions', null, { login: alice, password: newPw }, { 'User-Agent': phone });
   await visit('#/account', 'account');
@@ -534,7 +550,7 @@ await step('delete my account: confirmed by the username; refused while the last
   await submit('delete-account', { confirm: 'somebody else' }, true);
   expect(await page.locator('#delete-account [name="confirm"][aria-invalid="true"]').count() === 1, 'confirmation marked invalid');
   await refused(409, async () => {
-    expect((await submit('delete-account', { confirm: alice }, true)).includes('last manager'), 'refused');
+    expect((await submit('delete-account', { confirm: alice, currentPassword: resetPw }, true)).includes('last manager'), 'refused');
   });
   const refusal = await page.locator('#delete-groups li').allTextContents();
   expect(refusal.length === 1 && refusal[0].startsWith(club + ': ') && refusal[0].includes('only manager'), 'groups: ' + refusal);
@@ -548,7 +564,11 @@ await step('delete my account: confirmed by the username; refused while the last
   await bobRow.locator('select').selectOption('manager');
   expect((await message(false)).includes('now a manager'), 'bob manages the club');
   await visit('#/account', 'account');
-  expect((await submit('delete-account', { confirm: alice })).includes('is deleted'), 'deleted');
+  await refused(401, async () => {
+    await submit('delete-account', { confirm: alice, currentPassword: 'not my password' }, true);
+  });
+  expect(await page.locator('#delete-account [name="currentPassword"][aria-invalid="true"]').count() === 1, 'a wrong password marked beside its field');
+  expect((await submit('delete-account', { confirm: alice, currentPassword: resetPw })).includes('is deleted'), 'deleted');
   await page.waitForSelector('body[data-ready="auth"]');
   expect((await page.locator('#who').textContent()) === 'not logged in', 'logged out');
   expect((await fetch(base + '/v1/users/by-username/' + alice)).status === 404, 'nobody is named ' + alice);
@@ -668,7 +688,7 @@ await step('delete an account alone in its group: the group is closed with it (4
   await visit('#/account', 'account');
   const hint = await page.locator('#delete-account .hint').textContent();
   expect(hint.includes('groups you are alone in are closed'), 'the confirmation says so: ' + hint);
-  expect((await submit('delete-account', { confirm: carol })).includes('is deleted'), 'deleted');
+  expect((await submit('delete-account', { confirm: carol, currentPassword: pw })).includes('is deleted'), 'deleted');
   await page.waitForSelector('body[data-ready="auth"]');
   const bobToken = (await api('POST', '/v1/sessions', null, { login: bob, password: pw })).token;
   const auth = { headers: { Authorization: 'Bearer ' + bobToken } };

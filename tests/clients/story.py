@@ -123,8 +123,9 @@ def main():
         visibility=shelf_client.Visibility.PRIVATE))
     assert emoji.name.startswith("\U0001F469"), emoji
 
-    # Bob deletes his account: it is gone for everyone.
-    shelf_client.AccountsApi(as_bob).delete_user(bob.id)
+    # Bob deletes his account, with his password: it is gone for everyone.
+    shelf_client.AccountsApi(as_bob).request_user_deletion(
+        bob.id, shelf_client.UserDeletion(current_password=PASSWORD))
     try:
         shelf_client.AccountsApi(client()).get_user(bob.id)
         raise AssertionError("a deleted account still shows")

@@ -141,8 +141,8 @@ async function main(): Promise<void> {
   check(takenStatus === 409 && taken.code === "conflict", "taken username", takenStatus, taken);
   check(taken.errors?.map((f) => `${f.field}:${f.code}`).join() === "username:taken", "taken field", taken);
 
-  // Bob deletes his account: it is gone for everyone.
-  await new AccountsApi(asBob).deleteUser({ id: bob.id });
+  // Bob deletes his account, with his password: it is gone for everyone.
+  await new AccountsApi(asBob).requestUserDeletion({ id: bob.id, userDeletion: { currentPassword: PASSWORD } });
   const [goneStatus] = await problemOf(accounts.getUser({ id: bob.id }));
   check(goneStatus === 404, "a deleted account", goneStatus);
 

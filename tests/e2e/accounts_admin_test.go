@@ -92,11 +92,11 @@ func TestRateLimitOnAccountChanges(t *testing.T) {
 	me := mustSignup(t, api, u, u+"@example.org")
 	as := api.As(mustLogin(t, api, u).Token)
 	for i := 0; i < 3; i++ {
-		if r := as.Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"email": name("probe") + "@example.org"}); r.StatusCode != http.StatusOK {
+		if r := as.Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"email": name("probe") + "@example.org", "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
 			t.Fatalf("change %d: %d %s", i, r.StatusCode, r.Body)
 		}
 	}
-	r := as.Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"email": name("probe") + "@example.org"})
+	r := as.Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"email": name("probe") + "@example.org", "currentPassword": testPassword})
 	if r.StatusCode != http.StatusTooManyRequests || r.Problem(t).Code != "rate_limited" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("4th change: %d %s", r.StatusCode, r.Body)
 	}

@@ -105,13 +105,17 @@ type userRow struct {
 	UsernameKey string
 	EmailKey    string
 	Status      string
+	// PendingEmailKey and RecoveryEmailKey are emails the account holds
+	// beside its own (issue 26): one asked for, one a change replaced.
+	PendingEmailKey  string
+	RecoveryEmailKey string
 }
 
 // allUsers reads the whole users table of the test's keyspace.
 func allUsers(t *testing.T, db *testkit.DB) map[string]userRow {
 	t.Helper()
 	var rows []userRow
-	err := db.Session.ContextQuery(context.Background(), "SELECT id, username_key, email_key, status FROM users", nil).SelectRelease(&rows)
+	err := db.Session.ContextQuery(context.Background(), "SELECT id, username_key, email_key, status, pending_email_key, recovery_email_key FROM users", nil).SelectRelease(&rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +127,9 @@ func allUsers(t *testing.T, db *testkit.DB) map[string]userRow {
 }
 
 // checkClaimsConsistent asserts U1/U2 on the whole keyspace: every claim
-// is committed and owned by an active account that holds exactly that key,
-// and every active account's two keys are claimed by it.
+// is committed and owned by an active account that holds exactly that key
+// (for an email: its own, or the one it asks for or holds for a revert),
+// and every active account's keys are claimed by it.
 func checkClaimsConsistent(t *testing.T, db *testkit.DB) (accounts int) {
 	t.Helper()
 	users := allUsers(t, db)
@@ -141,7 +146,8 @@ func checkClaimsConsistent(t *testing.T, db *testkit.DB) (accounts int) {
 				t.Errorf("%s %q is still %s (owner %s)", kind.table, c.Key, c.State, c.UserID)
 			case !ok || u.Status != "active":
 				t.Errorf("%s %q is held by %s, which is not an active account (%+v)", kind.table, c.Key, c.UserID, u)
-			case (kind.field == "username" && u.UsernameKey != c.Key) || (kind.field == "email" && u.EmailKey != c.Key):
+			case (kind.field == "username" && u.UsernameKey != c.Key) ||
+				(kind.field == "email" && u.EmailKey != c.Key && u.PendingEmailKey != c.Key && u.RecoveryEmailKey != c.Key):
 				t.Errorf("%s %q is held by %s, whose %s is something else", kind.table, c.Key, c.UserID, kind.field)
 			}
 			claimed[c.UserID+"/"+c.Key] = true
@@ -150,12 +156,14 @@ func checkClaimsConsistent(t *testing.T, db *testkit.DB) (accounts int) {
 			if u.Status != "active" {
 				continue
 			}
-			key := u.UsernameKey
+			keys := []string{u.UsernameKey}
 			if kind.field == "email" {
-				key = u.EmailKey
+				keys = []string{u.EmailKey, u.PendingEmailKey}
 			}
-			if !claimed[u.ID+"/"+key] {
-				t.Errorf("active account %s holds %s %q without a claim", u.ID, kind.field, key)
+			for _, key := range keys {
+				if key != "" && !claimed[u.ID+"/"+key] {
+					t.Errorf("active account %s holds %s %q without a claim", u.ID, kind.field, key)
+				}
 			}
 		}
 	}

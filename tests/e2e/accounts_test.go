@@ -224,26 +224,34 @@ func TestRenames(t *testing.T) {
 	me := api.As(s.Token)
 	path := "/v1/users/" + created.ID
 
+	// A new email is only asked for (issue 26): the account keeps its own
+	// until the new one is confirmed.
 	renamed, newEmail := name("Ren"), name("ren")+"@example.org"
-	r := me.Send(http.MethodPatch, path, map[string]string{"username": renamed, "email": newEmail, "displayName": "Ren É"})
-	var after userBody
+	r := me.Send(http.MethodPatch, path, map[string]string{"username": renamed, "email": newEmail, "displayName": "Ren É", "currentPassword": testPassword})
+	var after accountBody
 	r.JSON(t, &after)
-	if r.StatusCode != http.StatusOK || after.Username != renamed || after.Email != newEmail || after.DisplayName != "Ren É" {
+	if r.StatusCode != http.StatusOK || after.Username != renamed || after.Email != u+"@example.org" || after.PendingEmail != newEmail || after.DisplayName != "Ren É" {
 		t.Fatalf("rename: %d %s", r.StatusCode, r.Body)
 	}
 	mustLogin(t, api, renamed)
-	mustLogin(t, api, newEmail)
+	mustLogin(t, api, u+"@example.org")
+	if r := login(api, newEmail, testPassword); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the email asked for logs in: %d", r.StatusCode)
+	}
 	if r := login(api, u, testPassword); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("the old username still logs in: %d", r.StatusCode)
 	}
-	mustSignup(t, api, u, u+"@example.org") // the old names were released
+	mustSignup(t, api, u, name("ren")+"@example.org") // the old username was released
+	if r := signup(api, name("ren"), newEmail); r.StatusCode != http.StatusConflict {
+		t.Fatalf("a signup with the email asked for: %d %s", r.StatusCode, r.Body)
+	}
 
 	// Only a change of case: no new claim, the display form changes.
 	upper := strings.ToUpper(renamed)
-	if r := me.Send(http.MethodPatch, path, map[string]string{"username": upper}); r.StatusCode != http.StatusOK {
+	if r := me.Send(http.MethodPatch, path, map[string]string{"username": upper, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
 		t.Fatalf("case change: %d %s", r.StatusCode, r.Body)
 	}
-	if r := me.Send(http.MethodPatch, path, map[string]string{"username": u}); r.StatusCode != http.StatusConflict || !hasTaken(t, r, "username") {
+	if r := me.Send(http.MethodPatch, path, map[string]string{"username": u, "currentPassword": testPassword}); r.StatusCode != http.StatusConflict || !hasTaken(t, r, "username") {
 		t.Fatalf("rename to a taken name: %d %s", r.StatusCode, r.Body)
 	}
 	if r := me.Send(http.MethodPatch, path, map[string]any{}); r.StatusCode != http.StatusBadRequest {
@@ -286,7 +294,7 @@ func TestRenameRaces(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res[i] = api.As(who.tok).Send(http.MethodPatch, "/v1/users/"+who.user.ID, map[string]string{"username": target})
+				res[i] = api.As(who.tok).Send(http.MethodPatch, "/v1/users/"+who.user.ID, map[string]string{"username": target, "currentPassword": testPassword})
 			}()
 		}
 		wg.Wait()
@@ -320,7 +328,7 @@ func TestRenameRaces(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := api.As(a.tok).Send(http.MethodPatch, "/v1/users/"+a.user.ID, map[string]string{"username": target})
+			r := api.As(a.tok).Send(http.MethodPatch, "/v1/users/"+a.user.ID, map[string]string{"username": target, "currentPassword": testPassword})
 			if r.StatusCode != http.StatusOK && r.StatusCode != http.StatusConflict {
 				t.Errorf("rename to %s: %d %s", target, r.StatusCode, r.Body)
 			}

@@ -10,16 +10,18 @@ import (
 	"shelf/internal/testkit"
 )
 
-// deleteUser sends DELETE /v1/users/{id} as api.
+// deleteUser deletes the account as api: POST /v1/users/{id}/deletion
+// with the current password every test account has (an admin's deletion
+// of another account does not read it).
 func deleteUser(api *testkit.API, id string) *testkit.Response {
-	return api.Do(http.MethodDelete, "/v1/users/"+id, "", nil)
+	return api.Send(http.MethodPost, "/v1/users/"+id+"/deletion", map[string]string{"currentPassword": testPassword})
 }
 
 // mustDelete deletes the account and fails unless it answers 204.
 func mustDelete(t *testing.T, api *testkit.API, id string) {
 	t.Helper()
 	if r := deleteUser(api, id); r.StatusCode != http.StatusNoContent {
-		t.Fatalf("DELETE /v1/users/%s: %d %s", id, r.StatusCode, r.Body)
+		t.Fatalf("POST /v1/users/%s/deletion: %d %s", id, r.StatusCode, r.Body)
 	}
 }
 

@@ -142,7 +142,7 @@ func renameUnder(t *testing.T, faults func(a *app.App, userID string) repository
 	tok := mustLogin(t, api, old).Token
 	next := name("ren")
 	a.DB.SetFaults(faults(a, me.ID))
-	r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next})
+	r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next, "currentPassword": testPassword})
 	a.DB.SetFaults(nil)
 	return renamed{db: db, a: a, api: api, me: me, tok: tok, old: old, next: next, answered: r}
 }
@@ -179,7 +179,7 @@ func TestRenameWhoseAnswerIsLostBehindAnotherWrite(t *testing.T) {
 	if r := signup(api, next, name("thief")+"@example.org"); r.StatusCode != http.StatusConflict {
 		t.Fatalf("someone else signed up with the account's name: %d %s", r.StatusCode, r.Body)
 	}
-	if r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next}); r.StatusCode != http.StatusOK {
+	if r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
 		t.Fatalf("the retry: %d %s", r.StatusCode, r.Body)
 	}
 	mustLogin(t, api, next)
@@ -243,7 +243,7 @@ func TestRenameStoppedAfterCommittingIsFinishedByItsRetry(t *testing.T) {
 	if r := signup(api, next, name("other")+"@example.org"); r.StatusCode != http.StatusConflict {
 		t.Fatalf("someone took a name whose rename may still land: %d %s", r.StatusCode, r.Body)
 	}
-	if r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next}); r.StatusCode != http.StatusOK {
+	if r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
 		t.Fatalf("the owner's retry: %d %s", r.StatusCode, r.Body)
 	}
 	mustLogin(t, api, next)

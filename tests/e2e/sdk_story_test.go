@@ -287,7 +287,8 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	// Bob deletes his account: it is gone for everyone, and his name is
 	// free for a new signup.
 	asBob = login(bobName)
-	if r, err := asBob.DeleteUserWithResponse(ctx, bob.Id); err != nil || r.StatusCode() != http.StatusNoContent {
+	current := testPassword
+	if r, err := asBob.RequestUserDeletionWithResponse(ctx, bob.Id, shelfclient.UserDeletion{CurrentPassword: &current}); err != nil || r.StatusCode() != http.StatusNoContent {
 		t.Fatalf("bob deletes his account: %v %s", err, r.Body)
 	}
 	if r, err := anon.GetUserWithResponse(ctx, bob.Id); err != nil || r.StatusCode() != http.StatusNotFound {

@@ -201,7 +201,7 @@ func TestEveryMailCountsAgainstTheAddressLimit(t *testing.T) {
 	}
 	for i := range 8 {
 		for _, email := range []string{target, home} {
-			if r := as[i%2].Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"email": email}); r.StatusCode != http.StatusOK {
+			if r := as[i%2].Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"email": email, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
 				t.Fatalf("change %d of email to %s: %d %s", i, email, r.StatusCode, r.Body)
 			}
 		}

@@ -204,7 +204,8 @@ func logout(w *world) error {
 }
 
 func rename(w *world, username, email string) error {
-	in := accounts.UpdateInput{}
+	current := w.passwords[me(w).ID]
+	in := accounts.UpdateInput{CurrentPassword: &current}
 	if username != "" {
 		in.Username = &username
 	}

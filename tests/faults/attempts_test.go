@@ -136,7 +136,7 @@ func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 			}
 			werr, lerr := r.run(func() { d.store.Advance(apart) },
 				func() error { return d.deleteAs(sc) },
-				func() error { return d.svc.DeleteUser(context.Background(), d.admin, d.doomed.ID) })
+				func() error { return d.svc.DeleteUser(context.Background(), d.admin, d.doomed.ID, nil) })
 			if !errors.Is(werr, errStopped) || !errors.Is(lerr, errStopped) {
 				t.Fatalf("the deletions answered %v and %v; want both stopped", werr, lerr)
 			}

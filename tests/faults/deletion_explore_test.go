@@ -138,7 +138,7 @@ func newDelWorld(t *testing.T, sc delScenario) *delWorld {
 func (d *delWorld) deleteAs(sc delScenario) error {
 	ctx := context.Background()
 	if sc.suspended {
-		return d.svc.DeleteUser(ctx, d.admin, d.doomed.ID)
+		return d.svc.DeleteUser(ctx, d.admin, d.doomed.ID, nil)
 	}
 	p, err := d.svc.Authenticate(ctx, d.tokens[0])
 	switch {
@@ -147,7 +147,8 @@ func (d *delWorld) deleteAs(sc delScenario) error {
 	case err != nil && !errors.Is(err, accounts.ErrDeletionSession):
 		return err
 	}
-	return d.svc.DeleteUser(ctx, p, d.doomed.ID)
+	current := password
+	return d.svc.DeleteUser(ctx, p, d.doomed.ID, &current)
 }
 
 // errSessionGone: the user's session no longer works, so the user cannot
@@ -188,7 +189,7 @@ type delCompetitor struct {
 // second request of the same admin when the admin is the caller, so two
 // attempts of one caller in one millisecond).
 func (d *delWorld) rival() error {
-	return d.svc.DeleteUser(context.Background(), d.admin, d.doomed.ID)
+	return d.svc.DeleteUser(context.Background(), d.admin, d.doomed.ID, nil)
 }
 
 // rivalFirst runs two deletions of one account at once, in the order

@@ -225,12 +225,22 @@ func checkReset(t *testing.T, name string, m *mailWorld, ok bool) {
 // link names a stored token.
 func TestExploreMail(t *testing.T) {
 	t.Parallel()
+	total := exploreMailOperations(t, mailOperations, func(op mailOperation) *mailWorld { return newMailWorld(t, op.withReset) }, refused)
+	t.Logf("%d schedules in all", total)
+}
+
+// exploreMailOperations runs each of ops on a fresh world with every
+// fault at every store call, lands the held writes, has the client retry
+// (a retry answered an error retryLater accepts counts as not done), and
+// checks each; it answers how many schedules ran.
+func exploreMailOperations(t *testing.T, ops []mailOperation, fresh func(mailOperation) *mailWorld, retryLater func(error) bool) int {
+	t.Helper()
 	total := 0
-	for _, op := range mailOperations {
-		probe := newMailWorld(t, op.withReset)
+	for _, op := range ops {
+		probe := fresh(op)
 		calls := callsOf(t, probe.store, op.name, func() error { return op.run(probe) })
 		total += everySchedule(t, op.name, calls, []string{"land-then-retry"}, func(name string, k int, fault memstore.Fault, _ int) {
-			m := newMailWorld(t, op.withReset)
+			m := fresh(op)
 			faultOnce(m.store, k, fault)
 			err := op.run(m)
 			recovered(m.store)
@@ -242,12 +252,12 @@ func TestExploreMail(t *testing.T) {
 			if err != nil && !refused(err) {
 				if rerr := op.retry(m); rerr == nil {
 					ok = true
-				} else if !refused(rerr) {
+				} else if !retryLater(rerr) {
 					t.Errorf("%s: the retry answered %v", name, rerr)
 				}
 			}
 			op.check(t, name, m, ok)
 		})
 	}
-	t.Logf("%d schedules in all", total)
+	return total
 }

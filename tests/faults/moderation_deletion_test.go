@@ -39,7 +39,7 @@ func wireDeletion(w *world) (*groups.Service, *library.Service) {
 
 // deleteMember is another admin deleting the member.
 func (m *modWorld) deleteMember() error {
-	return m.svc.DeleteUser(context.Background(), m.admin, m.member.ID)
+	return m.svc.DeleteUser(context.Background(), m.admin, m.member.ID, nil)
 }
 
 // TestSuspensionRacingADeletionListsNobody is defect 4 of issue 24: the

@@ -127,6 +127,7 @@ var passwordRaces = [][2]raceRequest{
 // it).
 func raceAnswer(err error) bool {
 	return err == nil || expected(err) || refused(err) || errors.Is(err, accounts.ErrInvalidCredentials) ||
+		errors.Is(err, accounts.ErrWrongCurrentPassword) ||
 		errors.Is(err, domain.ErrNoSession)
 }
 

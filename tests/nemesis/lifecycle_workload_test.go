@@ -45,11 +45,14 @@ func (w *workload) deleteAccount(worker, api int) {
 	}
 	w.mu.Lock()
 	own, username, email := a.token, a.username, a.email
+	// The user's own deletion proves the password (issue 26); an admin's
+	// does not read it.
+	body := map[string]string{"currentPassword": a.passwords[len(a.passwords)-1]}
 	a.deleting = true
 	w.mu.Unlock()
 	del := func(token, by string, worker int) func() {
 		return func() {
-			status, _ := w.c.call(worker, api, "delete-account", http.MethodDelete, "/v1/users/"+a.id, token, nil,
+			status, _ := w.c.call(worker, api, "delete-account", http.MethodPost, "/v1/users/"+a.id+"/deletion", token, body,
 				map[string]string{"user": a.id, "by": by})
 			if status == http.StatusNoContent {
 				w.mu.Lock()

@@ -176,8 +176,12 @@ func TestStorm(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				if j%2 == 0 {
+					// A new username takes the current password (issue 26).
+					mu.Lock()
+					current := acc.passwords[len(acc.passwords)-1]
+					mu.Unlock()
 					c.send(http.MethodPatch, "/v1/users/"+acc.id, acc.token,
-						map[string]string{"username": fmt.Sprintf("r%dn%d", round, rand.IntN(3))})
+						map[string]string{"username": fmt.Sprintf("r%dn%d", round, rand.IntN(3)), "currentPassword": current})
 					return
 				}
 				next := fmt.Sprintf("storm password %d", round+2)

@@ -1,0 +1,61 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+
+	"shelf/domain"
+)
+
+// Re-authentication (issue 26, docs/design.md#reauthentication): what can
+// take an account (its username, its email, its password, its deletion)
+// needs the current password from its owner, whatever session asks: a
+// stolen token alone must not be enough. A fresh login does not stand in
+// for it (a token stolen minutes after a login would be); always the
+// password. An admin acting on another account acts by role and gives no
+// password of the target's, but never on another admin's credentials.
+
+// ErrWrongCurrentPassword answers a current password that does not match:
+// 401 invalid_credentials like a failed login, naming the field.
+var ErrWrongCurrentPassword = &domain.Error{Kind: domain.ErrUnauthorized, Code: "invalid_credentials",
+	Message: "The current password is wrong.",
+	Fields:  []domain.FieldError{{Field: "currentPassword", Code: "invalid", Message: "is not the account's password"}}}
+
+// errCurrentPasswordRequired answers the owner's change of what takes an
+// account, sent without the current password.
+var errCurrentPasswordRequired = domain.Invalid("Give your current password to change your username or email, or to delete your account.",
+	domain.FieldError{Field: "currentPassword", Code: "required", Message: "is required to change the username or email, or to delete the account"})
+
+// ErrOtherAdmin answers an admin acting on another admin's username,
+// email or deletion: admins cannot take each other's accounts.
+var ErrOtherAdmin = &domain.Error{Kind: domain.ErrForbidden, Code: "forbidden",
+	Message: "An admin cannot change another admin's username, email or password, nor delete their account."}
+
+// proveCurrentPassword checks the owner's current password against u as
+// read, through the throttle (checkCurrentPassword): nil when it matches,
+// a refusal naming currentPassword when it is missing or wrong. current
+// is nil when none was sent.
+func (a *Service) proveCurrentPassword(ctx context.Context, u domain.User, current *string) error {
+	if current == nil || *current == "" {
+		return errCurrentPasswordRequired
+	}
+	err := a.checkCurrentPassword(ctx, u, *current)
+	if errors.Is(err, ErrInvalidCredentials) {
+		return ErrWrongCurrentPassword
+	}
+	return err
+}
+
+// mayTakeOver checks who may change what takes account u (its username,
+// email, password or existence): the owner with the current password
+// (self), or an admin (already checked active by the caller) on an
+// account that is not an admin's.
+func (a *Service) mayTakeOver(ctx context.Context, p domain.Principal, u domain.User, current *string) error {
+	if p.UserID == u.ID {
+		return a.proveCurrentPassword(ctx, u, current)
+	}
+	if u.IsAdmin() {
+		return ErrOtherAdmin
+	}
+	return nil
+}

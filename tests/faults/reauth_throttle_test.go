@@ -1,0 +1,61 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+)
+
+// throttledSession is newThrottled's ann logged in from one address: the
+// request's context (with that client) and her session's principal.
+func throttledSession(t *testing.T) (*accounts.Service, *countingHasher, domain.User, context.Context, domain.Principal) {
+	t.Helper()
+	svc, _, h, u := newThrottled(t)
+	ctx := accounts.WithClient(context.Background(), from("192.0.2.1"))
+	res, err := svc.Login(ctx, "ann", password, from("192.0.2.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, h, u, ctx, domain.Principal{UserID: u.ID, Session: domain.Session{TokenHash: accounts.HashToken(res.Token), UserID: u.ID}}
+}
+
+// TestEveryCurrentPasswordIsThrottled: the current passwords a new email,
+// a new username and the account's deletion take (issue 26, part 1) are
+// counted with the password change's, per account: a stolen session gets
+// 5 guesses in all, whatever it asks with them; the 6th is refused before
+// the password is checked, the right one included.
+func TestEveryCurrentPasswordIsThrottled(t *testing.T) {
+	t.Parallel()
+	svc, h, u, ctx, p := throttledSession(t)
+	wrong, email, username := "wrong", "thief@example.net", "thief"
+	guesses := []func(current *string) error{
+		func(current *string) error {
+			_, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Email: &email, CurrentPassword: current})
+			return err
+		},
+		func(current *string) error {
+			_, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Username: &username, CurrentPassword: current})
+			return err
+		},
+		func(current *string) error { return svc.DeleteUser(ctx, p, u.ID, current) },
+	}
+	for i := range perAddress {
+		if err := guesses[i%len(guesses)](&wrong); !errors.Is(err, accounts.ErrWrongCurrentPassword) {
+			t.Fatalf("wrong %d: %v", i, err)
+		}
+	}
+	right := password
+	before := h.runs.Load()
+	for i, guess := range guesses {
+		refusedFor(t, "a current password past the limit", guess(&right))
+		if h.runs.Load() != before {
+			t.Fatalf("guess %d: a refused check verified the password", i)
+		}
+	}
+	if got, err := svc.Me(ctx, domain.Principal{UserID: u.ID}); err != nil || got.Email != "ann@example.org" || got.Username != "ann" {
+		t.Fatalf("after the refused guesses: %+v %v", got, err)
+	}
+}
