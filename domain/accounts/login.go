@@ -70,8 +70,9 @@ type LoginResult struct {
 // and refused over the limit before anything is looked up, known login or
 // not. Cost: two attempt writes and reads at once (one round trip each),
 // one claim read, two account reads (before the session write and after
-// it), one session write, and always one password hash, so an unknown
-// login takes as long as a wrong password.
+// it), the attempt's rows removed at once when the password is right (one
+// round trip), one session write, and always one password hash, so an
+// unknown login takes as long as a wrong password.
 func (a *Service) Login(ctx context.Context, login, password string, client Client) (LoginResult, error) {
 	attempt, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.loginTiers(login, client.IP)...)
 	if err != nil {
