@@ -13,11 +13,6 @@
 # end-to-end package, bound by the node's CPU, slowed past its timeout.
 # The Makefile runs them first, before the node starts.)
 #
-# The end-to-end package runs four of its tests at once (-parallel 4; the
-# default is the core count, two): many of them wait out a claim lease or
-# a grace period with nothing to do, and the node's CPU, not the tests',
-# is the limit, so two slots left it idle while both waited.
-#
 # The end-to-end package's output is kept in a file and printed after the
 # others', so the two never interleave. Its timeout is 15 minutes: it takes
 # eight to nine on a two-core machine beside the other packages.
@@ -30,7 +25,7 @@ e2e=shelf/tests/e2e
 e2e_log=$(mktemp)
 trap 'rm -f "$e2e_log"' EXIT
 
-"$GO" test -race -count=1 -timeout 15m -parallel 4 "./${e2e#shelf/}/" >"$e2e_log" 2>&1 &
+"$GO" test -race -count=1 -timeout 15m "./${e2e#shelf/}/" >"$e2e_log" 2>&1 &
 e2e_pid=$!
 
 rest=0
