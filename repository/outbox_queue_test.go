@@ -153,21 +153,22 @@ func tombstonesRead(t *testing.T, s *gocql.Session, ids [][]byte) int {
 	return n
 }
 
-// TestOutboxReadCostStaysFlat drives 50 000 changes' marks through the
+// TestOutboxReadCostStaysFlat drives 20 000 changes' marks through the
 // outbox (SHELF_TEST_OUTBOX_MARKS: 200 000 for the run docs/design.md
 // quotes; each made, then done, as a change does) while a worker reads it
 // four times a second, and counts the tombstone cells each read meets
 // (Cassandra's own trace of the read). With one partition per shard, every
 // read met every mark ever done (until gc_grace_seconds, 10 days): about
-// 6 000 per shard at the end of this run, past the warning threshold
+// 2 500 per shard at the end of this run, past the warning threshold
 // (1 000) long before. Here a read meets the marks of the last few
-// windows only, at the start of the run as at its end. (It drove 200 000,
-// the longest test of make test's repository package, a load that slowed
-// the end-to-end tests beside it; what a read meets depends on the pace,
-// not on the total.)
+// windows only, at the start of the run as at its end: at 50 000 the peak
+// was 1 166, under the quarter of the total (5 000 here) the test allows.
+// (It drove 200 000, then 50 000: each the longest test of make test's
+// repository package, a load that slowed the end-to-end tests beside it;
+// what a read meets depends on the pace, not on the total.)
 func TestOutboxReadCostStaysFlat(t *testing.T) {
 	t.Parallel()
-	total := countFromEnv("SHELF_TEST_OUTBOX_MARKS", 50_000)
+	total := countFromEnv("SHELF_TEST_OUTBOX_MARKS", 20_000)
 	tdb := testkit.NewDB(t)
 	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
 	tr := &traces{}
