@@ -1,0 +1,27 @@
+package memstore_test
+
+import (
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/internal/memstore"
+	"shelf/internal/storecontract"
+)
+
+// The store-contract suites on the fake: each check on a store of its
+// own, whose clock Pass moves.
+
+var contractStart = time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
+
+func openFake(t testing.TB) (*memstore.Store, storecontract.Clock) {
+	s := memstore.New(contractStart)
+	return s, storecontract.Clock{Now: s.Now, Pass: s.Advance}
+}
+
+func TestContractClaims(t *testing.T) {
+	storecontract.Claims(t, func(t testing.TB) (domain.ClaimStore, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Claims(), c
+	})
+}
