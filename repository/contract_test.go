@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
 	"shelf/internal/storecontract"
 	"shelf/internal/testkit"
 	"shelf/repository"
@@ -19,5 +21,37 @@ func TestContractClaims(t *testing.T) {
 	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
 	storecontract.Claims(t, func(testing.TB) (domain.ClaimStore, storecontract.Clock) {
 		return repository.NewClaims(db), storecontract.RealClock
+	})
+}
+
+func TestContractUsers(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	storecontract.Users(t, func(testing.TB) (accounts.UserStore, storecontract.Clock) {
+		return repository.NewUsers(db), storecontract.RealClock
+	})
+}
+
+func TestContractGroups(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	storecontract.Groups(t, func(testing.TB) (groups.Store, storecontract.Clock) {
+		return repository.NewGroups(db), storecontract.RealClock
+	})
+}
+
+func TestContractTokens(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	storecontract.Tokens(t, func(testing.TB) (accounts.TokenStore, storecontract.Clock) {
+		return repository.NewTokens(db), storecontract.RealClock
+	})
+}
+
+func TestContractSessions(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	storecontract.Sessions(t, func(testing.TB) (accounts.SessionStore, storecontract.Clock) {
+		return repository.NewSessions(db), storecontract.RealClock
 	})
 }

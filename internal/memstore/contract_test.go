@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
 	"shelf/internal/memstore"
 	"shelf/internal/storecontract"
 )
@@ -23,5 +25,33 @@ func TestContractClaims(t *testing.T) {
 	storecontract.Claims(t, func(t testing.TB) (domain.ClaimStore, storecontract.Clock) {
 		s, c := openFake(t)
 		return s.Claims(), c
+	})
+}
+
+func TestContractUsers(t *testing.T) {
+	storecontract.Users(t, func(t testing.TB) (accounts.UserStore, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Users(), c
+	})
+}
+
+func TestContractGroups(t *testing.T) {
+	storecontract.Groups(t, func(t testing.TB) (groups.Store, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Groups(), c
+	})
+}
+
+func TestContractTokens(t *testing.T) {
+	storecontract.Tokens(t, func(t testing.TB) (accounts.TokenStore, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Tokens(), c
+	})
+}
+
+func TestContractSessions(t *testing.T) {
+	storecontract.Sessions(t, func(t testing.TB) (accounts.SessionStore, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Sessions(), c
 	})
 }

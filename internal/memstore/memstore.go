@@ -401,14 +401,16 @@ func (u *Users) Get(_ context.Context, id string) (domain.User, error) {
 // GetSerial is Get: the store is linearizable.
 func (u *Users) GetSerial(ctx context.Context, id string) (domain.User, error) { return u.Get(ctx, id) }
 
-// Update writes user if the stored version is still user.Version-1.
+// Update writes user if the stored version is still user.Version-1,
+// every column without a TTL: as on Cassandra, a pending account an
+// update reaches outlives its lease.
 func (u *Users) Update(_ context.Context, user domain.User) (bool, error) {
 	return u.s.call("users.update", true, func() (bool, error) {
 		r, ok := u.s.liveUser(user.ID)
 		if !ok || r.u.Version != user.Version-1 {
 			return false, nil
 		}
-		u.s.users[user.ID] = userRow{u: user, expires: r.expires}
+		u.s.users[user.ID] = userRow{u: user}
 		u.s.changes[user.ID] = append(u.s.changes[user.ID], user)
 		return true, nil
 	})
