@@ -6,6 +6,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/domain/moderation"
 	"shelf/internal/storecontract"
 	"shelf/internal/testkit"
 	"shelf/repository"
@@ -53,5 +54,26 @@ func TestContractSessions(t *testing.T) {
 	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
 	storecontract.Sessions(t, func(testing.TB) (accounts.SessionStore, storecontract.Clock) {
 		return repository.NewSessions(db), storecontract.RealClock
+	})
+}
+
+func TestContractSuspensions(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	storecontract.Suspensions(t, func(testing.TB) (moderation.Store, storecontract.Clock) {
+		return repository.NewSuspensions(db), storecontract.RealClock
+	})
+}
+
+// TestContractTablesReadWhole runs the suites of the tables read whole on
+// an empty keyspace of their own.
+func TestContractTablesReadWhole(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.NewDB(t).Session, "LOCAL_SERIAL")
+	t.Run("SuspendedList", func(t *testing.T) {
+		t.Parallel()
+		storecontract.SuspendedList(t, func(testing.TB) (moderation.Store, storecontract.Clock) {
+			return repository.NewSuspensions(db), storecontract.RealClock
+		})
 	})
 }

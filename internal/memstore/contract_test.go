@@ -7,6 +7,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/domain/moderation"
 	"shelf/internal/memstore"
 	"shelf/internal/storecontract"
 )
@@ -54,4 +55,13 @@ func TestContractSessions(t *testing.T) {
 		s, c := openFake(t)
 		return s.Sessions(), c
 	})
+}
+
+func TestContractSuspensions(t *testing.T) {
+	open := func(t testing.TB) (moderation.Store, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Suspensions(), c
+	}
+	storecontract.Suspensions(t, open)
+	storecontract.SuspendedList(t, open)
 }

@@ -115,3 +115,32 @@ func concurrently[R any](n int, fn func(i int) R) []R {
 
 // racers is how many callers race for one compare-and-set.
 const racers = 8
+
+// pages reads a list page by page, each page resuming after the last row
+// of the page before (nil: from the start), and checks the whole: the
+// rows' keys in want's order, none twice or missing, no page longer than
+// limit, and only a short page ending the list.
+func pages[T any](t testing.TB, limit int, read func(last *T, limit int) ([]T, error), key func(T) string, want []string) {
+	t.Helper()
+	var got []string
+	var last *T
+	for range len(want) + 2 {
+		page, err := read(last, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > limit {
+			t.Fatalf("a page of %d rows, limit %d", len(page), limit)
+		}
+		for _, r := range page {
+			got = append(got, key(r))
+		}
+		if len(page) < limit {
+			break
+		}
+		last = &page[len(page)-1]
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("paged by %d:\n got %v\nwant %v", limit, got, want)
+	}
+}
