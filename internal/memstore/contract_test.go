@@ -7,6 +7,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/domain/library"
 	"shelf/domain/moderation"
 	"shelf/internal/memstore"
 	"shelf/internal/storecontract"
@@ -64,4 +65,47 @@ func TestContractSuspensions(t *testing.T) {
 	}
 	storecontract.Suspensions(t, open)
 	storecontract.SuspendedList(t, open)
+}
+
+func TestContractGroupMembers(t *testing.T) {
+	storecontract.GroupMembers(t, func(t testing.TB) (groups.MemberStore, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.GroupMembers(), c
+	})
+}
+
+func TestContractContent(t *testing.T) {
+	storecontract.Contents(t, func(t testing.TB) (library.ContentStore, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Contents().Content, c
+	})
+	storecontract.ContentMembers(t, func(t testing.TB) (library.MemberStore, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Contents().Members, c
+	})
+}
+
+func TestContractLibraries(t *testing.T) {
+	storecontract.Libraries(t, func(t testing.TB) (library.EntryStore, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Contents().Library, c
+	})
+}
+
+func TestContractOutbox(t *testing.T) {
+	storecontract.Outbox(t, func(t testing.TB) (library.Outbox, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Contents().Outbox, c
+	})
+}
+
+func TestContractIndexEntries(t *testing.T) {
+	storecontract.Deletions(t, func(t testing.TB) (accounts.DeletionStore, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Deletions(), c
+	})
+	storecontract.Closings(t, func(t testing.TB) (groups.ClosingStore, storecontract.Clock) {
+		s, c := openFake(t)
+		return s.Closings(), c
+	})
 }
