@@ -42,31 +42,11 @@ func tokenUseDecidedOnce(t testing.TB, s accounts.TokenStore, c Clock) {
 	if ok, err := s.Use(ctx, wrong); err != nil || ok {
 		t.Fatalf("a use for another purpose: applied=%v err=%v", ok, err)
 	}
-	type answer struct {
-		ok  bool
-		err error
-	}
-	answers := concurrently(racers, func(i int) answer {
+	winner := race(t, "use", func(i int) (bool, error) {
 		use := tok
 		use.UsedAt, use.UseID, use.NewPassword = At(c.Now()), fmt.Sprintf("use%d", i), fmt.Sprintf("hash%d", i)
-		ok, err := s.Use(ctx, use)
-		return answer{ok, err}
+		return s.Use(ctx, use)
 	})
-	winner := -1
-	for i, a := range answers {
-		if a.err != nil {
-			t.Fatalf("use %d: %v", i, a.err)
-		}
-		if a.ok {
-			if winner >= 0 {
-				t.Fatalf("uses %d and %d of one token both applied", winner, i)
-			}
-			winner = i
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no use of the token applied")
-	}
 	used := fmt.Sprintf("use%d", winner)
 	got, err := s.Get(ctx, tok.Hash)
 	if err != nil || got.UseID != used || got.NewPassword != fmt.Sprintf("hash%d", winner) || got.UsedAt.IsZero() || !got.DoneAt.IsZero() {

@@ -110,29 +110,9 @@ func claimMovesDecidedOnce(t testing.TB, s domain.ClaimStore, _ Clock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type answer struct {
-		ok  bool
-		err error
-	}
-	answers := concurrently(racers, func(i int) answer {
-		ok, err := s.Takeover(ctx, kind, key, dead, fmt.Sprintf("t%d", i), "take", 1, Long)
-		return answer{ok, err}
+	winner := race(t, "takeover", func(i int) (bool, error) {
+		return s.Takeover(ctx, kind, key, dead, fmt.Sprintf("t%d", i), "take", 1, Long)
 	})
-	winner := -1
-	for i, a := range answers {
-		if a.err != nil {
-			t.Fatalf("takeover %d: %v", i, a.err)
-		}
-		if a.ok {
-			if winner >= 0 {
-				t.Fatalf("takeovers %d and %d of one claim both applied", winner, i)
-			}
-			winner = i
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no takeover of the dead claim applied")
-	}
 	owner := fmt.Sprintf("t%d", winner)
 	got, err := s.Lookup(ctx, kind, key)
 	if err != nil || got.Owner != owner || got.Op != "take" || got.State != domain.ClaimPending || got.BaseVersion != 1 {

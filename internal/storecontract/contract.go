@@ -144,3 +144,33 @@ func pages[T any](t testing.TB, limit int, read func(last *T, limit int) ([]T, e
 		t.Fatalf("paged by %d:\n got %v\nwant %v", limit, got, want)
 	}
 }
+
+// race runs racers compare-and-sets at once (cas(i) is racer i's) and
+// returns the racer whose write applied, failing unless exactly one did.
+func race(t testing.TB, what string, cas func(i int) (bool, error)) int {
+	t.Helper()
+	type answer struct {
+		ok  bool
+		err error
+	}
+	answers := concurrently(racers, func(i int) answer {
+		ok, err := cas(i)
+		return answer{ok, err}
+	})
+	winner := -1
+	for i, a := range answers {
+		if a.err != nil {
+			t.Fatalf("%s %d: %v", what, i, a.err)
+		}
+		if a.ok {
+			if winner >= 0 {
+				t.Fatalf("%ss %d and %d both applied", what, winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("none of %d %ss applied", racers, what)
+	}
+	return winner
+}

@@ -39,31 +39,11 @@ func contentUpdateDecidedOnce(t testing.TB, s library.ContentStore, c Clock) {
 	if ok, err := s.Create(ctx, item); err != nil || ok {
 		t.Fatalf("a second create of the id: applied=%v err=%v", ok, err)
 	}
-	type answer struct {
-		ok  bool
-		err error
-	}
-	answers := concurrently(racers, func(i int) answer {
+	winner := race(t, "update", func(i int) (bool, error) {
 		u := item
 		u.Name, u.Version = fmt.Sprintf("racer%d", i), 2
-		ok, err := s.Update(ctx, u)
-		return answer{ok, err}
+		return s.Update(ctx, u)
 	})
-	winner := -1
-	for i, a := range answers {
-		if a.err != nil {
-			t.Fatalf("update %d: %v", i, a.err)
-		}
-		if a.ok {
-			if winner >= 0 {
-				t.Fatalf("updates %d and %d of version 1 both applied", winner, i)
-			}
-			winner = i
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no update of version 1 applied")
-	}
 	name := fmt.Sprintf("racer%d", winner)
 	for _, read := range []func(context.Context, string) (library.Content, error){s.Get, s.GetSerial} {
 		if got, err := read(ctx, item.ID); err != nil || got.Name != name || got.Version != 2 {

@@ -85,29 +85,9 @@ func activeRow[R any](t testing.TB, s rowStore[R], id string) R {
 func rowUpdateDecidedOnce[R any](t testing.TB, s rowStore[R], _ Clock) {
 	ctx, id := context.Background(), Key("row")
 	activeRow(t, s, id)
-	type answer struct {
-		ok  bool
-		err error
-	}
-	answers := concurrently(racers, func(i int) answer {
-		ok, err := s.update(ctx, s.row(id, fmt.Sprintf("racer%d", i), domain.StatusActive, 2))
-		return answer{ok, err}
+	winner := race(t, "update", func(i int) (bool, error) {
+		return s.update(ctx, s.row(id, fmt.Sprintf("racer%d", i), domain.StatusActive, 2))
 	})
-	winner := -1
-	for i, a := range answers {
-		if a.err != nil {
-			t.Fatalf("update %d: %v", i, a.err)
-		}
-		if a.ok {
-			if winner >= 0 {
-				t.Fatalf("updates %d and %d of version 1 both applied", winner, i)
-			}
-			winner = i
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no update of version 1 applied")
-	}
 	for _, read := range []func(context.Context, string) (R, error){s.get, s.serial} {
 		got, err := read(ctx, id)
 		if err != nil || s.name(got) != fmt.Sprintf("racer%d", winner) || s.version(got) != 2 {
