@@ -110,7 +110,9 @@ func (t groupStore) Update(_ context.Context, g groups.Group) (bool, error) {
 		if !ok || r.g.Version != g.Version-1 {
 			return false, nil
 		}
-		t.s.groups.rows[g.ID] = groupRow{g: cloneGroup(g), expires: r.expires}
+		// Every column without a TTL: as on Cassandra, a pending group an
+		// update reaches outlives its lease.
+		t.s.groups.rows[g.ID] = groupRow{g: cloneGroup(g)}
 		return true, nil
 	})
 }

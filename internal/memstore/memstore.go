@@ -8,7 +8,10 @@
 // sends afterwards reaches the store). Lost and held answers come back as
 // domain.ErrOutcomeUnknown, as the repository reports them once a read-back
 // could not prove the outcome. It exists for the fault explorer
-// (tests/faults); the database tests run against a real node.
+// (tests/faults); the database tests run against a real node, and the
+// store-contract suites (internal/storecontract, contract_test.go) run on
+// both, so a drift from Cassandra fails a test rather than an explorer's
+// verdict.
 package memstore
 
 import (
@@ -401,14 +404,16 @@ func (u *Users) Get(_ context.Context, id string) (domain.User, error) {
 // GetSerial is Get: the store is linearizable.
 func (u *Users) GetSerial(ctx context.Context, id string) (domain.User, error) { return u.Get(ctx, id) }
 
-// Update writes user if the stored version is still user.Version-1.
+// Update writes user if the stored version is still user.Version-1,
+// every column without a TTL: as on Cassandra, a pending account an
+// update reaches outlives its lease.
 func (u *Users) Update(_ context.Context, user domain.User) (bool, error) {
 	return u.s.call("users.update", true, func() (bool, error) {
 		r, ok := u.s.liveUser(user.ID)
 		if !ok || r.u.Version != user.Version-1 {
 			return false, nil
 		}
-		u.s.users[user.ID] = userRow{u: user, expires: r.expires}
+		u.s.users[user.ID] = userRow{u: user}
 		u.s.changes[user.ID] = append(u.s.changes[user.ID], user)
 		return true, nil
 	})

@@ -113,33 +113,56 @@ func (ss *Suspensions) Lookup(_ context.Context, userID string) (domain.Suspensi
 	return out, err
 }
 
-// Page lists the suspended, newest first (the explorer does not page).
-func (ss *Suspensions) Page(_ context.Context, _ *moderation.Cursor, limit int) ([]domain.Suspension, error) {
+// Page lists the suspended newest first, ties by user id descending (the
+// buckets' order, buckets newest first), after the cursor.
+func (ss *Suspensions) Page(_ context.Context, after *moderation.Cursor, limit int) ([]domain.Suspension, error) {
 	var out []domain.Suspension
 	_, err := ss.s.call("users_by_status.page", false, func() (bool, error) {
 		for _, c := range ss.s.list {
-			if !c.deleted {
+			if !c.deleted && (after == nil || listedAfter(c.s, *after)) {
 				out = append(out, c.s)
 			}
 		}
 		return true, nil
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].SuspendedAt.After(out[j].SuspendedAt) })
+	sort.Slice(out, func(i, j int) bool {
+		return listedAfter(out[j], moderation.Cursor{Bucket: out[i].Bucket, SuspendedAt: out[i].SuspendedAt, UserID: out[i].UserID})
+	})
 	return out[:min(limit, len(out))], err
 }
 
-// Expired lists expiry entries whose end is at or before t.
+// listedAfter reports whether sp comes after the position in the list:
+// an older bucket, or in its bucket an older time or, at one time, a
+// lower user id.
+func listedAfter(sp domain.Suspension, at moderation.Cursor) bool {
+	if sp.Bucket != at.Bucket {
+		return sp.Bucket < at.Bucket
+	}
+	if !sp.SuspendedAt.Equal(at.SuspendedAt) {
+		return sp.SuspendedAt.Before(at.SuspendedAt)
+	}
+	return sp.UserID < at.UserID
+}
+
+// Expired lists expiry entries whose end is at or before t, oldest first
+// (ties by user id), up to limit.
 func (ss *Suspensions) Expired(_ context.Context, t time.Time, limit int) ([]domain.Suspension, error) {
 	var out []domain.Suspension
 	_, err := ss.s.call("suspension_expiries.select", false, func() (bool, error) {
 		for _, c := range ss.s.expiry {
-			if !c.deleted && !c.s.Until.After(t) && len(out) < limit {
+			if !c.deleted && !c.s.Until.After(t) {
 				out = append(out, domain.Suspension{UserID: c.s.UserID, Until: c.s.Until})
 			}
 		}
 		return true, nil
 	})
-	return out, err
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Until.Equal(out[j].Until) {
+			return out[i].Until.Before(out[j].Until)
+		}
+		return out[i].UserID < out[j].UserID
+	})
+	return out[:min(limit, len(out))], err
 }
 
 // EraseExpiry deletes one expiry entry.

@@ -1,0 +1,248 @@
+package storecontract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/library"
+)
+
+// Contents runs ContentChecks.
+func Contents(t *testing.T, open Open[library.ContentStore]) { Run(t, open, ContentChecks) }
+
+// ContentChecks are library.ContentStore's contract.
+var ContentChecks = []Check[library.ContentStore]{
+	{"UpdateDecidedOnce", contentUpdateDecidedOnce},
+	{"ClearPendingAtItsVersion", contentClearPending},
+}
+
+func newContent(c Clock) library.Content {
+	now := At(c.Now())
+	return library.Content{ID: Key("item"), Name: "item", Visibility: library.VisibilityPrivate, CreatedBy: "u",
+		CreatedAt: now, LastModified: now, Members: 1, Managers: 1, Version: 1}
+}
+
+// contentUpdateDecidedOnce: a second create of an id does not apply; of
+// racers writing version 2 exactly one applies and the row holds its
+// write; a second write of version 2 does not apply.
+func contentUpdateDecidedOnce(t testing.TB, s library.ContentStore, c Clock) {
+	ctx, item := context.Background(), newContent(c)
+	if ok, err := s.Create(ctx, item); err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
+	}
+	if ok, err := s.Create(ctx, item); err != nil || ok {
+		t.Fatalf("a second create of the id: applied=%v err=%v", ok, err)
+	}
+	winner := race(t, "update", func(i int) (bool, error) {
+		u := item
+		u.Name, u.Version = fmt.Sprintf("racer%d", i), 2
+		return s.Update(ctx, u)
+	})
+	name := fmt.Sprintf("racer%d", winner)
+	for _, read := range []func(context.Context, string) (library.Content, error){s.Get, s.GetSerial} {
+		if got, err := read(ctx, item.ID); err != nil || got.Name != name || got.Version != 2 {
+			t.Fatalf("after the race: %+v %v, want %s's write", got, err, name)
+		}
+	}
+	again := item
+	again.Name, again.Version = "again", 2
+	if ok, err := s.Update(ctx, again); err != nil || ok {
+		t.Fatalf("a second update of version 1: applied=%v err=%v", ok, err)
+	}
+	missing := Key("missing")
+	states, err := s.States(ctx, []string{item.ID, missing})
+	if err != nil || len(states) != 1 || states[item.ID].Name != name || states[item.ID].Visibility != library.VisibilityPrivate {
+		t.Fatalf("states: %+v %v, want the item alone, as the winner wrote it", states, err)
+	}
+	if _, err := s.Get(ctx, missing); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("get of no item: %v, want ErrNotFound", err)
+	}
+}
+
+// contentClearPending: the pending change is cleared only at the version
+// that recorded it.
+func contentClearPending(t testing.TB, s library.ContentStore, c Clock) {
+	ctx, item := context.Background(), newContent(c)
+	item.Pending = &library.MemberChange{PrincipalID: "p", Role: library.RoleViewer}
+	if ok, err := s.Create(ctx, item); err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
+	}
+	stale := item
+	stale.Version = 0
+	if ok, err := s.ClearPending(ctx, stale); err != nil || ok {
+		t.Fatalf("a clear at another version: applied=%v err=%v", ok, err)
+	}
+	if got, err := s.Get(ctx, item.ID); err != nil || got.Pending == nil || *got.Pending != *item.Pending {
+		t.Fatalf("after a stale clear: %+v %v, want the change still pending", got, err)
+	}
+	if ok, err := s.ClearPending(ctx, item); err != nil || !ok {
+		t.Fatalf("clear: applied=%v err=%v", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, item.ID); err != nil || got.Pending != nil || got.Version != 1 {
+		t.Fatalf("after the clear: %+v %v, want nothing pending at version 1", got, err)
+	}
+}
+
+// Libraries runs LibraryChecks.
+func Libraries(t *testing.T, open Open[library.EntryStore]) { Run(t, open, LibraryChecks) }
+
+// LibraryChecks are library.EntryStore's contract.
+var LibraryChecks = []Check[library.EntryStore]{
+	{"EntriesFollowTheNewestVersion", libraryVersions},
+	{"SlicesPageBothWays", librarySlices},
+	{"IndexPagesByContentID", libraryIndexPages},
+}
+
+func entryOf(principal, item string, v library.Visibility, modified time.Time, version int) library.Entry {
+	return library.Entry{PrincipalID: principal, ContentID: item, Role: library.RoleViewer, Name: item, Visibility: v,
+		LastModified: At(modified), Version: version}
+}
+
+// bucketKeys lists the items of a bucket, newest first.
+func bucketKeys(t testing.TB, s library.EntryStore, principal, bucket string) []string {
+	t.Helper()
+	rows, err := s.Slice(context.Background(), principal, bucket, library.NewestFirst, nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		out = append(out, fmt.Sprintf("%s@%d", r.ContentID, r.Version))
+	}
+	return out
+}
+
+// libraryVersions: the index and the rows follow the item's newest
+// version: an older write landing late never overwrites a newer one, a
+// removal wins a tie, and a change of visibility moves the rows.
+func libraryVersions(t testing.TB, s library.EntryStore, c Clock) {
+	ctx, p, item := context.Background(), Key("principal"), Key("item")
+	at := At(c.Now())
+	public := entryOf(p, item, library.VisibilityPublic, at, 3)
+	if err := s.Apply(ctx, public, nil); err != nil {
+		t.Fatal(err)
+	}
+	// An older write of the same row (same key) lands late.
+	if err := s.Apply(ctx, entryOf(p, item, library.VisibilityPublic, at, 2), nil); err != nil {
+		t.Fatal(err)
+	}
+	if idx, err := s.Index(ctx, p, []string{item}); err != nil || idx[item].Version != 3 {
+		t.Fatalf("index after a late older write: %+v %v, want version 3", idx, err)
+	}
+	for _, b := range []string{library.BucketPrivate, library.BucketLoggedIn, library.BucketPublic} {
+		if got := bucketKeys(t, s, p, b); !slices.Equal(got, []string{item + "@3"}) {
+			t.Fatalf("bucket %s: %v, want the item at version 3", b, got)
+		}
+	}
+	private := entryOf(p, item, library.VisibilityPrivate, at.Add(time.Minute), 4)
+	if err := s.Apply(ctx, private, &public); err != nil {
+		t.Fatal(err)
+	}
+	if got := bucketKeys(t, s, p, library.BucketPrivate); !slices.Equal(got, []string{item + "@4"}) {
+		t.Fatalf("private bucket after the change: %v, want the item once, at version 4", got)
+	}
+	for _, b := range []string{library.BucketLoggedIn, library.BucketPublic} {
+		if got := bucketKeys(t, s, p, b); len(got) != 0 {
+			t.Fatalf("bucket %s after the item went private: %v", b, got)
+		}
+	}
+	if err := s.Remove(ctx, p, item, &private, 4); err != nil {
+		t.Fatal(err)
+	}
+	// The removal's own version, landing again late: still removed.
+	if err := s.Apply(ctx, private, nil); err != nil {
+		t.Fatal(err)
+	}
+	if idx, err := s.Index(ctx, p, []string{item}); err != nil || len(idx) != 0 {
+		t.Fatalf("index after the removal: %+v %v", idx, err)
+	}
+	if got := bucketKeys(t, s, p, library.BucketPrivate); len(got) != 0 {
+		t.Fatalf("private bucket after the removal: %v", got)
+	}
+	ghost := entryOf(p, Key("ghost"), library.VisibilityPrivate, at, 1)
+	if err := s.Apply(ctx, ghost, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRow(ctx, library.BucketPrivate, ghost); err != nil {
+		t.Fatal(err)
+	}
+	if got := bucketKeys(t, s, p, library.BucketPrivate); len(got) != 0 {
+		t.Fatalf("private bucket after deleting its row: %v", got)
+	}
+}
+
+// librarySlices: a bucket pages newest first (ties by content id
+// descending) and oldest first (the reverse), each from its cursor.
+func librarySlices(t testing.TB, s library.EntryStore, c Clock) {
+	ctx, p := context.Background(), Key("principal")
+	base := At(c.Now())
+	var all []library.Entry
+	for i := range 7 {
+		// Pairs of items changed at one moment.
+		e := entryOf(p, fmt.Sprintf("%s-%d", Key("item"), i), library.VisibilityLoggedIn, base.Add(time.Duration(i/2)*time.Second), 1)
+		all = append(all, e)
+		if err := s.Apply(ctx, e, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newest := slices.Clone(all)
+	slices.SortFunc(newest, func(a, b library.Entry) int {
+		if c := b.LastModified.Compare(a.LastModified); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ContentID, a.ContentID)
+	})
+	key := func(e library.Entry) string { return e.ContentID }
+	for _, order := range []library.Order{library.NewestFirst, library.OldestFirst} {
+		var want []string
+		for _, e := range newest {
+			want = append(want, e.ContentID)
+		}
+		if order == library.OldestFirst {
+			slices.Reverse(want)
+		}
+		for _, limit := range []int{1, 3, 7} {
+			for _, bucket := range []string{library.BucketPrivate, library.BucketLoggedIn} {
+				pages(t, limit, func(last *library.Entry, limit int) ([]library.Entry, error) {
+					var after *library.Cursor
+					if last != nil {
+						after = &library.Cursor{Order: order, LastModified: last.LastModified, ContentID: last.ContentID}
+					}
+					return s.Slice(ctx, p, bucket, order, after, limit)
+				}, key, want)
+			}
+		}
+	}
+	if got := bucketKeys(t, s, p, library.BucketPublic); len(got) != 0 {
+		t.Fatalf("the public bucket of logged-in items: %v", got)
+	}
+}
+
+// libraryIndexPages: a principal's index pages by content id.
+func libraryIndexPages(t testing.TB, s library.EntryStore, c Clock) {
+	ctx, p := context.Background(), Key("principal")
+	var want []string
+	for i := range 5 {
+		e := entryOf(p, fmt.Sprintf("%s-%d", Key("item"), i), library.VisibilityPrivate, c.Now(), 1)
+		want = append(want, e.ContentID)
+		if err := s.Apply(ctx, e, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	for _, limit := range []int{1, 2, 5} {
+		pages(t, limit, func(last *library.Entry, limit int) ([]library.Entry, error) {
+			after := ""
+			if last != nil {
+				after = last.ContentID
+			}
+			return s.IndexPage(ctx, p, after, limit)
+		}, func(e library.Entry) string { return e.ContentID }, want)
+	}
+}

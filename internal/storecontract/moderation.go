@@ -1,0 +1,234 @@
+package storecontract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/moderation"
+)
+
+// Suspensions runs SuspensionChecks, each on its own keys.
+func Suspensions(t *testing.T, open Open[moderation.Store]) { Run(t, open, SuspensionChecks) }
+
+// SuspensionChecks are moderation.Store's contract for one account's
+// records and history.
+var SuspensionChecks = []Check[moderation.Store]{
+	{"RecordsFollowTheNewestVersion", suspensionVersions},
+	{"HistoryPagesNewestFirst", historyPages},
+}
+
+// SuspendedList runs SuspendedListChecks in order: they read the whole
+// suspended list and expiry queue, so on a real node they need tables no
+// other test writes, and each leaves them empty.
+func SuspendedList(t *testing.T, open Open[moderation.Store]) {
+	RunInOrder(t, open, SuspendedListChecks)
+}
+
+// SuspendedListChecks are moderation.Store's contract for the suspended
+// list and the expiry queue.
+var SuspendedListChecks = []Check[moderation.Store]{
+	{"ListPagesNewestFirst", suspendedListPages},
+	{"ExpiredOldestFirst", expiredOldestFirst},
+}
+
+func suspensionOf(user string, at time.Time, reason string) domain.Suspension {
+	return domain.Suspension{UserID: user, Username: user, Reason: reason, SuspendedAt: At(at), SuspendedBy: "admin",
+		Bucket: at.UTC().Format("2006-01")}
+}
+
+// suspensionVersions: the records are written at the account's version:
+// an older write landing late loses, a delete wins a tie, and a write at
+// the delete's version or older stays deleted.
+func suspensionVersions(t testing.TB, s moderation.Store, c Clock) {
+	ctx, user := context.Background(), Key("user")
+	newer, older := suspensionOf(user, c.Now(), "newer"), suspensionOf(user, c.Now(), "older")
+	lookup := func(want string) {
+		t.Helper()
+		got, err := s.Lookup(ctx, user)
+		switch {
+		case want == "" && !errors.Is(err, domain.ErrNotFound):
+			t.Fatalf("lookup: %+v %v, want ErrNotFound", got, err)
+		case want != "" && (err != nil || got.Reason != want):
+			t.Fatalf("lookup: %+v %v, want reason %q", got, err, want)
+		}
+	}
+	if err := s.Record(ctx, newer, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, older, 3); err != nil {
+		t.Fatal(err)
+	}
+	lookup("newer")
+	if err := s.Erase(ctx, newer, 4); err != nil {
+		t.Fatal(err)
+	}
+	lookup("newer")
+	if err := s.Erase(ctx, newer, 5); err != nil {
+		t.Fatal(err)
+	}
+	lookup("")
+	if err := s.Record(ctx, newer, 5); err != nil {
+		t.Fatal(err)
+	}
+	lookup("")
+	if err := s.Record(ctx, newer, 6); err != nil {
+		t.Fatal(err)
+	}
+	lookup("newer")
+	// A history entry is rewritten by a newer version only.
+	if err := s.RecordSuspended(ctx, older, 4); err != nil {
+		t.Fatal(err)
+	}
+	events, err := s.History(ctx, user, nil, 10)
+	if err != nil || len(events) != 1 || events[0].Reason != "newer" || events[0].Kind != moderation.EventSuspended {
+		t.Fatalf("history: %+v %v, want the one entry, as version 6 wrote it", events, err)
+	}
+}
+
+// historyPages: an account's history pages newest first, ties (one
+// moment) by kind descending, each cursor resuming after its entry.
+func historyPages(t testing.TB, s moderation.Store, c Clock) {
+	ctx, user := context.Background(), Key("user")
+	start := At(c.Now().Add(-time.Hour))
+	var want []moderation.Event
+	for i := range 4 {
+		sp := suspensionOf(user, start.Add(time.Duration(i)*time.Minute), fmt.Sprint(i))
+		// Each suspension is lifted the moment the next begins: two
+		// entries at one time.
+		lift := domain.Lift{Kind: domain.LiftUnsuspended, At: sp.SuspendedAt.Add(time.Minute), By: "admin", Suspension: sp}
+		if i%2 == 1 {
+			lift.Kind, lift.By = domain.LiftExpired, ""
+		}
+		if err := s.RecordLift(ctx, lift, 10+i); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, moderation.LiftEvents(lift)...)
+	}
+	slices.SortFunc(want, func(a, b moderation.Event) int {
+		if c := b.At.Compare(a.At); c != 0 {
+			return c
+		}
+		return strings.Compare(string(b.Kind), string(a.Kind))
+	})
+	key := func(e moderation.Event) string { return e.At.Format(time.TimeOnly) + "/" + string(e.Kind) }
+	var keys []string
+	for _, e := range want {
+		keys = append(keys, key(e))
+	}
+	for _, limit := range []int{1, 3, len(want)} {
+		pages(t, limit, func(last *moderation.Event, limit int) ([]moderation.Event, error) {
+			var after *moderation.HistoryCursor
+			if last != nil {
+				after = &moderation.HistoryCursor{At: last.At, Kind: last.Kind}
+			}
+			return s.History(ctx, user, after, limit)
+		}, key, keys)
+	}
+}
+
+// suspendedListPages: the suspended list pages newest first across its
+// buckets, ties by user id descending; an erased suspension leaves it.
+func suspendedListPages(t testing.TB, s moderation.Store, c Clock) {
+	ctx := context.Background()
+	base := time.Date(2030, 1, 15, 12, 0, 0, 0, time.UTC)
+	var all []domain.Suspension
+	for i := range 8 {
+		// Three buckets (months), each pair of suspensions at one moment.
+		at := base.AddDate(0, (i/2)%3, 0).Add(time.Duration(i/6) * time.Hour)
+		all = append(all, suspensionOf(fmt.Sprintf("%s-%d", Key("user"), i), at, "r"))
+	}
+	for _, sp := range all {
+		if err := s.Record(ctx, sp, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(sp domain.Suspension) string { return sp.UserID }
+	sorted := slices.Clone(all)
+	slices.SortFunc(sorted, func(a, b domain.Suspension) int {
+		if c := b.SuspendedAt.Compare(a.SuspendedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.UserID, a.UserID)
+	})
+	var want []string
+	for _, sp := range sorted {
+		want = append(want, sp.UserID)
+	}
+	read := func(last *domain.Suspension, limit int) ([]domain.Suspension, error) {
+		var after *moderation.Cursor
+		if last != nil {
+			after = &moderation.Cursor{Bucket: last.Bucket, SuspendedAt: last.SuspendedAt, UserID: last.UserID}
+		}
+		return s.Page(ctx, after, limit)
+	}
+	for _, limit := range []int{1, 3, len(all)} {
+		pages(t, limit, read, key, want)
+	}
+	for _, sp := range all {
+		if err := s.Erase(ctx, sp, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pages(t, 3, read, key, nil)
+}
+
+// expiredOldestFirst: the expiry queue lists the entries ended by t,
+// oldest first (ties by user id), up to the limit; an erase at an older
+// version than the entry's leaves it, at its own version removes it.
+func expiredOldestFirst(t testing.TB, s moderation.Store, c Clock) {
+	ctx, now := context.Background(), At(c.Now())
+	var ended []domain.Suspension
+	for i, ago := range []time.Duration{3, 2, 2, 1} {
+		sp := suspensionOf(fmt.Sprintf("%s-%d", Key("user"), i), now.Add(-time.Hour), "r")
+		sp.Until = now.Add(-ago * time.Minute)
+		ended = append(ended, sp)
+	}
+	slices.SortFunc(ended[1:3], func(a, b domain.Suspension) int { return strings.Compare(a.UserID, b.UserID) })
+	later := suspensionOf(Key("user"), now.Add(-time.Hour), "r")
+	later.Until = now.Add(time.Hour)
+	for _, sp := range append([]domain.Suspension{later}, ended...) {
+		if err := s.Record(ctx, sp, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expired := func(limit int, want ...domain.Suspension) {
+		t.Helper()
+		got, err := s.Expired(ctx, now, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g, w []string
+		for _, sp := range got {
+			g = append(g, sp.UserID+"@"+sp.Until.Format(time.TimeOnly))
+		}
+		for _, sp := range want {
+			w = append(w, sp.UserID+"@"+sp.Until.Format(time.TimeOnly))
+		}
+		if fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Fatalf("expired by %v, limit %d:\n got %v\nwant %v", now, limit, g, w)
+		}
+	}
+	expired(3, ended[:3]...)
+	if err := s.EraseExpiry(ctx, ended[0].UserID, ended[0].Until, 1); err != nil {
+		t.Fatal(err)
+	}
+	expired(10, ended...)
+	for _, sp := range ended[:2] {
+		if err := s.EraseExpiry(ctx, sp.UserID, sp.Until, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expired(10, ended[2:]...)
+	for _, sp := range append([]domain.Suspension{later}, ended...) {
+		if err := s.Erase(ctx, sp, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expired(10)
+}

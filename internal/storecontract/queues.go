@@ -1,0 +1,195 @@
+package storecontract
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+)
+
+// Outbox runs OutboxChecks in order: Pending reads the whole queue, so on
+// a real node they need tables no other test writes, and each leaves the
+// queue empty.
+func Outbox(t *testing.T, open Open[library.Outbox]) { RunInOrder(t, open, OutboxChecks) }
+
+// OutboxChecks are library.Outbox's contract.
+var OutboxChecks = []Check[library.Outbox]{
+	{"DoneTakesOneMark", outboxMarks},
+}
+
+// outboxMarks: every mark is its own record, listed once until it is
+// done, up to the limit; done takes that mark alone.
+func outboxMarks(t testing.TB, s library.Outbox, c Clock) {
+	ctx := context.Background()
+	items := []string{Key("item"), Key("item"), Key("item")}
+	type mark struct{ item, marker string }
+	var marks []mark
+	for _, item := range []string{items[0], items[1], items[2], items[0]} {
+		m, err := s.Mark(ctx, item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		marks = append(marks, mark{item, m})
+	}
+	if marks[0].marker == marks[3].marker {
+		t.Fatalf("two marks of one item share the marker %s", marks[0].marker)
+	}
+	pending := func(limit int) []string {
+		t.Helper()
+		got, err := s.Pending(ctx, c.Now().Add(time.Minute), limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) > limit {
+			t.Fatalf("%d pending marks, limit %d", len(got), limit)
+		}
+		var out []string
+		for _, e := range got {
+			out = append(out, e.ContentID+"/"+e.Marker)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := func(ms ...mark) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.item+"/"+m.marker)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := pending(10); !slices.Equal(got, want(marks...)) {
+		t.Fatalf("pending: %v, want every mark once: %v", got, want(marks...))
+	}
+	if got := pending(2); len(got) != 2 {
+		t.Fatalf("pending, limit 2: %v", got)
+	}
+	if err := s.Done(ctx, marks[0].item, marks[0].marker); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(10); !slices.Equal(got, want(marks[1:]...)) {
+		t.Fatalf("pending after one mark of %s is done: %v, want %v", marks[0].item, got, want(marks[1:]...))
+	}
+	for _, m := range marks[1:] {
+		if err := s.Done(ctx, m.item, m.marker); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := pending(10); len(got) != 0 {
+		t.Fatalf("pending after every mark is done: %v", got)
+	}
+}
+
+// entryIndex is an index of operations in progress (account deletions,
+// group closings) seen through one shape: E is its entry.
+type entryIndex[E any] struct {
+	begin, end func(ctx context.Context, e E) error
+	inProgress func(ctx context.Context, fn func(E) error) error
+	// entry makes an entry of id's attempt begun at at; id reads it back.
+	entry func(id, attempt string, at time.Time) E
+	id    func(E) string
+	// get, when set, reads an entry by its attempt.
+	get func(ctx context.Context, e E) (E, error)
+}
+
+// Deletions runs DeletionChecks.
+func Deletions(t *testing.T, open Open[accounts.DeletionStore]) { Run(t, open, DeletionChecks) }
+
+// DeletionChecks are accounts.DeletionStore's contract.
+var DeletionChecks = indexChecks(func(s accounts.DeletionStore) entryIndex[accounts.DeletionEntry] {
+	return entryIndex[accounts.DeletionEntry]{begin: s.Begin, end: s.End, inProgress: s.InProgress,
+		entry: func(id, attempt string, at time.Time) accounts.DeletionEntry {
+			return accounts.DeletionEntry{UserID: id, Attempt: attempt, At: At(at), By: id, UsernameKey: id, EmailKey: id}
+		},
+		id: func(e accounts.DeletionEntry) string { return e.UserID + "/" + e.Attempt },
+		get: func(ctx context.Context, e accounts.DeletionEntry) (accounts.DeletionEntry, error) {
+			return s.Get(ctx, e.UserID, domain.Deletion{At: e.At, By: e.By, Attempt: e.Attempt})
+		}}
+})
+
+// Closings runs ClosingChecks.
+func Closings(t *testing.T, open Open[groups.ClosingStore]) { Run(t, open, ClosingChecks) }
+
+// ClosingChecks are groups.ClosingStore's contract.
+var ClosingChecks = indexChecks(func(s groups.ClosingStore) entryIndex[groups.ClosingEntry] {
+	return entryIndex[groups.ClosingEntry]{begin: s.Begin, end: s.End, inProgress: s.InProgress,
+		entry: func(id, attempt string, at time.Time) groups.ClosingEntry {
+			return groups.ClosingEntry{GroupID: id, Attempt: attempt, At: At(at), By: "admin"}
+		},
+		id: func(e groups.ClosingEntry) string { return e.GroupID + "/" + e.Attempt }}
+})
+
+func indexChecks[S, E any](view func(S) entryIndex[E]) []Check[S] {
+	return []Check[S]{{"EndTakesOneAttemptForGood", func(t testing.TB, s S, c Clock) { indexEntries(t, view(s), c) }}}
+}
+
+// indexEntries: every attempt's entry is its own: an end takes that one
+// alone, and its begin landing again after the end stays ended; the
+// index lists each entry in progress once.
+func indexEntries[E any](t testing.TB, s entryIndex[E], c Clock) {
+	ctx, id := context.Background(), Key("id")
+	first, second := s.entry(id, "a1", c.Now()), s.entry(id, "a2", c.Now().Add(time.Millisecond))
+	other := s.entry(Key("id"), "a1", c.Now())
+	for _, e := range []E{first, second, other, first} {
+		if err := s.begin(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := func() []string {
+		t.Helper()
+		var out []string
+		err := s.inProgress(ctx, func(e E) error {
+			if k := s.id(e); k == s.id(first) || k == s.id(second) || k == s.id(other) {
+				out = append(out, k)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := func(es ...E) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, s.id(e))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := listed(); !slices.Equal(got, want(first, second, other)) {
+		t.Fatalf("in progress: %v, want each entry once: %v", got, want(first, second, other))
+	}
+	if err := s.end(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.begin(ctx, first); err != nil { // landing late
+		t.Fatal(err)
+	}
+	if got := listed(); !slices.Equal(got, want(second, other)) {
+		t.Fatalf("in progress after one attempt ended: %v, want %v", got, want(second, other))
+	}
+	if s.get != nil {
+		if got, err := s.get(ctx, first); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("an ended attempt's entry: %+v %v, want ErrNotFound", got, err)
+		}
+		if got, err := s.get(ctx, second); err != nil || s.id(got) != s.id(second) {
+			t.Fatalf("the other attempt's entry: %+v %v", got, err)
+		}
+	}
+	for _, e := range []E{second, other} {
+		if err := s.end(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := listed(); len(got) != 0 {
+		t.Fatalf("in progress after every attempt ended: %v", got)
+	}
+}

@@ -1,0 +1,169 @@
+package storecontract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
+)
+
+// rowStore is a table of compare-and-set rows that start pending under a
+// lease (users, groups), seen through one shape: R is its row.
+type rowStore[R any] struct {
+	create   func(ctx context.Context, r R, lease time.Duration) error
+	activate func(ctx context.Context, r R) (bool, error)
+	discard  func(ctx context.Context, id string) error
+	get      func(ctx context.Context, id string) (R, error)
+	serial   func(ctx context.Context, id string) (R, error)
+	update   func(ctx context.Context, r R) (bool, error)
+	// row makes a row; name and version read one.
+	row     func(id, name string, status domain.Status, version int) R
+	name    func(R) string
+	version func(R) int
+}
+
+// Users runs UserChecks.
+func Users(t *testing.T, open Open[accounts.UserStore]) { Run(t, open, UserChecks) }
+
+// UserChecks are accounts.UserStore's contract.
+var UserChecks = rowChecks(func(s accounts.UserStore) rowStore[domain.User] {
+	return rowStore[domain.User]{create: s.Create, activate: s.Activate, discard: s.Discard, get: s.Get, serial: s.GetSerial, update: s.Update,
+		row: func(id, name string, status domain.Status, version int) domain.User {
+			return domain.User{ID: id, Username: name, UsernameKey: name, Email: name + "@example.com", Status: status, Version: version}
+		},
+		name:    func(u domain.User) string { return u.Username },
+		version: func(u domain.User) int { return u.Version }}
+})
+
+// Groups runs GroupChecks.
+func Groups(t *testing.T, open Open[groups.Store]) { Run(t, open, GroupChecks) }
+
+// GroupChecks are groups.Store's contract.
+var GroupChecks = rowChecks(func(s groups.Store) rowStore[groups.Group] {
+	return rowStore[groups.Group]{create: s.Create, activate: s.Activate, discard: s.Discard, get: s.Get, serial: s.GetSerial, update: s.Update,
+		row: func(id, name string, status domain.Status, version int) groups.Group {
+			return groups.Group{ID: id, Name: name, NameKey: name, Status: status, Version: version}
+		},
+		name:    func(g groups.Group) string { return g.Name },
+		version: func(g groups.Group) int { return g.Version }}
+})
+
+func rowChecks[S, R any](view func(S) rowStore[R]) []Check[S] {
+	check := func(name string, run func(testing.TB, rowStore[R], Clock)) Check[S] {
+		return Check[S]{name, func(t testing.TB, s S, c Clock) { run(t, view(s), c) }}
+	}
+	return []Check[S]{
+		check("UpdateDecidedOnce", rowUpdateDecidedOnce[R]),
+		check("PendingRowsExpire", rowPendingExpire[R]),
+		check("DiscardTakesOnlyPending", rowDiscardOnlyPending[R]),
+		check("UpdateRewritesWithoutTTL", rowUpdateOfPending[R]),
+	}
+}
+
+// activeRow creates and activates a row at version 1.
+func activeRow[R any](t testing.TB, s rowStore[R], id string) R {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.create(ctx, s.row(id, "pending", domain.StatusPending, 1), Long); err != nil {
+		t.Fatal(err)
+	}
+	r := s.row(id, "active", domain.StatusActive, 1)
+	if ok, err := s.activate(ctx, r); err != nil || !ok {
+		t.Fatalf("activate: %v %v", ok, err)
+	}
+	return r
+}
+
+// rowUpdateDecidedOnce: of racers writing version 2, exactly one applies,
+// and the row holds its write; a second write of version 2 does not
+// apply; creating the id again is an error.
+func rowUpdateDecidedOnce[R any](t testing.TB, s rowStore[R], _ Clock) {
+	ctx, id := context.Background(), Key("row")
+	activeRow(t, s, id)
+	winner := race(t, "update", func(i int) (bool, error) {
+		return s.update(ctx, s.row(id, fmt.Sprintf("racer%d", i), domain.StatusActive, 2))
+	})
+	for _, read := range []func(context.Context, string) (R, error){s.get, s.serial} {
+		got, err := read(ctx, id)
+		if err != nil || s.name(got) != fmt.Sprintf("racer%d", winner) || s.version(got) != 2 {
+			t.Fatalf("after the race: %+v %v, want racer%d's write at version 2", got, err, winner)
+		}
+	}
+	if ok, err := s.update(ctx, s.row(id, "again", domain.StatusActive, 2)); err != nil || ok {
+		t.Fatalf("a second update of version 1: applied=%v err=%v", ok, err)
+	}
+	if err := s.create(ctx, s.row(id, "again", domain.StatusPending, 1), Long); err == nil {
+		t.Fatal("creating an id that exists succeeded")
+	}
+}
+
+// rowPendingExpire: a pending row is gone after its lease and cannot be
+// activated; an activated one has no TTL.
+func rowPendingExpire[R any](t testing.TB, s rowStore[R], c Clock) {
+	ctx, pending, active := context.Background(), Key("pending"), Key("active")
+	for _, id := range []string{pending, active} {
+		if err := s.create(ctx, s.row(id, "pending", domain.StatusPending, 1), TTL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := s.activate(ctx, s.row(active, "active", domain.StatusActive, 1)); err != nil || !ok {
+		t.Fatalf("activate: %v %v", ok, err)
+	}
+	c.Pass(TTLPassed)
+	if got, err := s.get(ctx, pending); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("a pending row past its lease: %+v %v, want ErrNotFound", got, err)
+	}
+	if ok, err := s.activate(ctx, s.row(pending, "late", domain.StatusActive, 1)); err != nil || ok {
+		t.Fatalf("activating a row past its lease: applied=%v err=%v", ok, err)
+	}
+	if got, err := s.get(ctx, active); err != nil || s.name(got) != "active" {
+		t.Fatalf("an activated row after its lease: %+v %v", got, err)
+	}
+}
+
+// rowDiscardOnlyPending: discarding an active row leaves it; a pending one
+// goes, and activating it after does not apply.
+func rowDiscardOnlyPending[R any](t testing.TB, s rowStore[R], _ Clock) {
+	ctx, active, pending := context.Background(), Key("active"), Key("pending")
+	activeRow(t, s, active)
+	if err := s.discard(ctx, active); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.get(ctx, active); err != nil {
+		t.Fatalf("discard deleted an active row: %v", err)
+	}
+	if err := s.create(ctx, s.row(pending, "pending", domain.StatusPending, 1), Long); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.discard(ctx, pending); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.serial(ctx, pending); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("a discarded row: %+v %v, want ErrNotFound", got, err)
+	}
+	if ok, err := s.activate(ctx, s.row(pending, "late", domain.StatusActive, 1)); err != nil || ok {
+		t.Fatalf("activating a discarded row: applied=%v err=%v", ok, err)
+	}
+}
+
+// rowUpdateOfPending: an update writes its columns without a TTL, so a
+// pending row that an update reached outlives its lease, still pending
+// (Cassandra keeps a row while any cell of it lives).
+func rowUpdateOfPending[R any](t testing.TB, s rowStore[R], c Clock) {
+	ctx, id := context.Background(), Key("updated")
+	if err := s.create(ctx, s.row(id, "pending", domain.StatusPending, 1), TTL); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.update(ctx, s.row(id, "changed", domain.StatusPending, 2)); err != nil || !ok {
+		t.Fatalf("update: %v %v", ok, err)
+	}
+	c.Pass(TTLPassed)
+	if got, err := s.get(ctx, id); err != nil || s.name(got) != "changed" || s.version(got) != 2 {
+		t.Fatalf("an updated pending row after its lease: %+v %v, want it kept at version 2", got, err)
+	}
+}

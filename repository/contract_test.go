@@ -1,0 +1,95 @@
+package repository_test
+
+import (
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+	"shelf/domain/moderation"
+	"shelf/internal/storecontract"
+	"shelf/internal/testkit"
+	"shelf/repository"
+)
+
+// The store-contract suites (internal/storecontract) on a real node: the
+// checks share the package's keyspace, each on keys of its own, but for
+// the tables read whole (the suspended list, the expiry queue, the
+// outbox), which get one empty keyspace between them.
+
+// onReal opens every check's store on db with the wall clock.
+func onReal[S any](db *repository.DB, store func(*repository.DB) S) storecontract.Open[S] {
+	return func(testing.TB) (S, storecontract.Clock) { return store(db), storecontract.RealClock }
+}
+
+func packageStores(t *testing.T) *repository.DB {
+	return repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+}
+
+func TestContractStores(t *testing.T) {
+	t.Parallel()
+	db := packageStores(t)
+	suites := []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"Claims", func(t *testing.T) {
+			storecontract.Claims(t, onReal(db, func(db *repository.DB) domain.ClaimStore { return repository.NewClaims(db) }))
+		}},
+		{"Users", func(t *testing.T) {
+			storecontract.Users(t, onReal(db, func(db *repository.DB) accounts.UserStore { return repository.NewUsers(db) }))
+		}},
+		{"Sessions", func(t *testing.T) {
+			storecontract.Sessions(t, onReal(db, func(db *repository.DB) accounts.SessionStore { return repository.NewSessions(db) }))
+		}},
+		{"Tokens", func(t *testing.T) {
+			storecontract.Tokens(t, onReal(db, func(db *repository.DB) accounts.TokenStore { return repository.NewTokens(db) }))
+		}},
+		{"Suspensions", func(t *testing.T) {
+			storecontract.Suspensions(t, onReal(db, func(db *repository.DB) moderation.Store { return repository.NewSuspensions(db) }))
+		}},
+		{"Groups", func(t *testing.T) {
+			storecontract.Groups(t, onReal(db, func(db *repository.DB) groups.Store { return repository.NewGroups(db) }))
+		}},
+		{"GroupMembers", func(t *testing.T) {
+			storecontract.GroupMembers(t, onReal(db, func(db *repository.DB) groups.MemberStore { return repository.NewGroupMembers(db) }))
+		}},
+		{"Content", func(t *testing.T) {
+			storecontract.Contents(t, onReal(db, func(db *repository.DB) library.ContentStore { return repository.NewContents(db) }))
+		}},
+		{"ContentMembers", func(t *testing.T) {
+			storecontract.ContentMembers(t, onReal(db, func(db *repository.DB) library.MemberStore { return repository.NewContentMembers(db) }))
+		}},
+		{"Libraries", func(t *testing.T) {
+			storecontract.Libraries(t, onReal(db, func(db *repository.DB) library.EntryStore { return repository.NewLibraries(db) }))
+		}},
+		{"Deletions", func(t *testing.T) {
+			storecontract.Deletions(t, onReal(db, func(db *repository.DB) accounts.DeletionStore { return repository.NewDeletions(db) }))
+		}},
+		{"Closings", func(t *testing.T) {
+			storecontract.Closings(t, onReal(db, func(db *repository.DB) groups.ClosingStore { return repository.NewClosings(db) }))
+		}},
+	}
+	for _, s := range suites {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			s.run(t)
+		})
+	}
+}
+
+// TestContractTablesReadWhole runs the suites of the tables read whole on
+// an empty keyspace of their own (the two suites write different tables).
+func TestContractTablesReadWhole(t *testing.T) {
+	t.Parallel()
+	db := repository.NewDB(testkit.NewDB(t).Session, "LOCAL_SERIAL")
+	t.Run("SuspendedList", func(t *testing.T) {
+		t.Parallel()
+		storecontract.SuspendedList(t, onReal(db, func(db *repository.DB) moderation.Store { return repository.NewSuspensions(db) }))
+	})
+	t.Run("Outbox", func(t *testing.T) {
+		t.Parallel()
+		storecontract.Outbox(t, onReal(db, func(db *repository.DB) library.Outbox { return repository.NewOutbox(db) }))
+	})
+}
