@@ -78,16 +78,8 @@ type DeletionGate interface {
 // way asks for nothing: it was allowed when it began, and the password
 // is gone once the account is deleted.
 func (a *Service) BeginDeletion(ctx context.Context, p domain.Principal, id string, currentPassword *string, gate DeletionGate) (domain.User, error) {
-	if p.Anonymous() {
-		return domain.User{}, domain.ErrNoSession
-	}
-	if !domain.ValidID(id, domain.UserIDPrefix) {
-		return domain.User{}, domain.ErrUserNotFound
-	}
-	if p.UserID != id {
-		if _, err := a.RequireAdmin(ctx, p); err != nil {
-			return domain.User{}, err
-		}
+	if err := a.mayDelete(ctx, p, id); err != nil {
+		return domain.User{}, err
 	}
 	by := p.UserID
 	var out domain.User
@@ -155,6 +147,22 @@ func (a *Service) BeginDeletion(ctx context.Context, p domain.Principal, id stri
 		return true, nil
 	})
 	return out, err
+}
+
+// mayDelete answers whether p may ask for the deletion of account id at
+// all: the user, or an active admin (mayTakeOver then decides on the
+// account as it stands).
+func (a *Service) mayDelete(ctx context.Context, p domain.Principal, id string) error {
+	switch {
+	case p.Anonymous():
+		return domain.ErrNoSession
+	case !domain.ValidID(id, domain.UserIDPrefix):
+		return domain.ErrUserNotFound
+	case p.UserID == id:
+		return nil
+	}
+	_, err := a.RequireAdmin(ctx, p)
+	return err
 }
 
 // entryOf is the index entry of next's deletion; keys come from the
