@@ -20,6 +20,10 @@ import (
 //     domain/groups, domain/library) imports the kernel only, never another
 //     service: what one needs of another is a small interface it declares
 //     itself, satisfied in internal/app;
+//   - the workflow floor (domain/lifecycle: deleting accounts, closing
+//     groups) may import the kernel and the services, and nothing else in
+//     domain imports it: a workflow that spans services lives there, so no
+//     service needs another after it was built;
 //   - handlers and repository never import each other;
 //   - nothing imports a command.
 func TestDependencyRule(t *testing.T) {
@@ -56,6 +60,9 @@ func TestDependencyRule(t *testing.T) {
 	}
 }
 
+// lifecycle is the workflow floor above the services.
+const lifecycle = "shelf/domain/lifecycle"
+
 func violates(dir, imp string) string {
 	isStdlib := !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && !strings.HasPrefix(imp, "shelf")
 	switch {
@@ -66,10 +73,13 @@ func violates(dir, imp string) string {
 		if imp == "net/http" {
 			return "domain knows nothing of HTTP"
 		}
+		if imp == lifecycle && dir != "domain/lifecycle" {
+			return "nothing in domain imports the workflow floor (domain/lifecycle)"
+		}
 		if dir == "domain" && strings.HasPrefix(imp, "shelf/domain/") {
 			return "the kernel imports no service package"
 		}
-		if dir != "domain" && strings.HasPrefix(imp, "shelf/domain/") && imp != "shelf/"+dir {
+		if dir != "domain" && dir != "domain/lifecycle" && strings.HasPrefix(imp, "shelf/domain/") && imp != "shelf/"+dir {
 			return "a service package imports the kernel only, never another service"
 		}
 	case dir == "handlers" && strings.HasPrefix(imp, "shelf/repository"):
@@ -93,6 +103,11 @@ func TestDependencyRuleCatchesViolations(t *testing.T) {
 		{"domain/moderation", "shelf/domain/accounts"},
 		{"domain/library", "shelf/domain/groups"},
 		{"domain/groups", "github.com/rs/zerolog"},
+		{"domain/accounts", "shelf/domain/lifecycle"},
+		{"domain/groups", "shelf/domain/lifecycle"},
+		{"domain", "shelf/domain/lifecycle"},
+		{"domain/lifecycle", "github.com/gocql/gocql"},
+		{"domain/lifecycle", "net/http"},
 		{"handlers", "shelf/repository"},
 		{"repository", "shelf/handlers"},
 		{"internal/testkit", "shelf/cmd/api"},
@@ -107,6 +122,12 @@ func TestDependencyRuleCatchesViolations(t *testing.T) {
 		{"domain/library", "golang.org/x/text/unicode/norm"},
 		{"repository", "shelf/domain/library"},
 		{"internal/app", "shelf/domain/groups"},
+		{"domain/lifecycle", "shelf/domain"},
+		{"domain/lifecycle", "shelf/domain/accounts"},
+		{"domain/lifecycle", "shelf/domain/groups"},
+		{"domain/lifecycle", "shelf/domain/library"},
+		{"internal/app", "shelf/domain/lifecycle"},
+		{"handlers", "shelf/domain/lifecycle"},
 	} {
 		if msg := violates(tc.dir, tc.imp); msg != "" {
 			t.Errorf("%s importing %s flagged: %s", tc.dir, tc.imp, msg)

@@ -11,6 +11,8 @@
 //	domain/moderation   suspend, unsuspend, the suspended list, sweeper, repair
 //	domain/groups       groups, their members and capacity
 //	domain/library      content, sharing, fan-out, library pages, rebuild
+//	domain/lifecycle    the workflows that span services: deleting an
+//	                    account, closing a group, and their repairs
 //
 // Why packages and not one package with clear files: the compiler then
 // keeps each service to its own stores. A service is built from the stores
@@ -18,8 +20,10 @@
 // consumed (moderation's Admins, library's GroupDirectory ...), and
 // internal/app satisfies them; no service can reach into another's fields,
 // and each can be built on fakes alone. A service package imports the
-// kernel only, never another service, and the kernel imports none of them
-// (architecture_test.go checks both). The account row lives in the kernel
+// kernel only, never another service, and the kernel imports none of them;
+// a workflow that needs several services lives on the floor above them,
+// domain/lifecycle, which calls their exported steps and which nothing
+// else in domain imports (architecture_test.go checks all three). The account row lives in the kernel
 // because three capabilities read it and moderation changes it; the claim
 // protocol lives here because accounts and groups both claim unique names.
 //

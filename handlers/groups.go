@@ -9,11 +9,14 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/groups"
+	"shelf/domain/lifecycle"
 )
 
 // Groups serves groups and their members.
 type Groups struct {
 	groups *groups.Service
+	// lifecycle closes groups.
+	lifecycle *lifecycle.Service
 }
 
 // createGroupRequest is POST /v1/groups. Only presence is checked here;
@@ -175,7 +178,7 @@ func (h *Groups) removeMember(w http.ResponseWriter, r *http.Request) error {
 // close closes a group (its managers and admins): 204, also for a repeat
 // by whoever closed it.
 func (h *Groups) close(w http.ResponseWriter, r *http.Request) error {
-	if err := h.groups.CloseGroup(r.Context(), principal(r.Context()), chi.URLParam(r, "id")); err != nil {
+	if err := h.lifecycle.CloseGroup(r.Context(), principal(r.Context()), chi.URLParam(r, "id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -14,6 +14,7 @@ import (
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/library"
+	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
 	"shelf/internal/metrics"
 )
@@ -41,6 +42,8 @@ type Deps struct {
 	Groups *groups.Service
 	// Contents is content, sharing and libraries.
 	Contents *library.Service
+	// Lifecycle deletes accounts and closes groups.
+	Lifecycle *lifecycle.Service
 	// Metrics, when set, counts requests and serves /metrics.
 	Metrics *metrics.Metrics
 	// MetricsElsewhere: /metrics is served on a listener of its own
@@ -94,7 +97,7 @@ func NewRouter(d Deps) *chi.Mux {
 
 // routeAccounts serves signup, login, sessions and account changes.
 func routeAccounts(r chi.Router, d Deps) {
-	users := &Users{accounts: d.Accounts}
+	users := &Users{accounts: d.Accounts, lifecycle: d.Lifecycle}
 	sessions := &Sessions{accounts: d.Accounts}
 	signupLimit := NewRateLimiter(d.RateLimitPerMinute)
 	loginLimit := NewRateLimiter(d.RateLimitPerMinute)
@@ -156,7 +159,7 @@ func routeAudit(r chi.Router, d Deps) {
 
 // routeGroups serves groups and their members.
 func routeGroups(r chi.Router, d Deps) {
-	g := &Groups{groups: d.Groups}
+	g := &Groups{groups: d.Groups, lifecycle: d.Lifecycle}
 	r.Post("/groups", handle(g.create))
 	r.Get("/groups/{id}", handle(g.get))
 	r.Delete("/groups/{id}", handle(g.close))

@@ -9,11 +9,14 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/domain/lifecycle"
 )
 
 // Users serves accounts: signup, reads, changes, password.
 type Users struct {
 	accounts *accounts.Service
+	// lifecycle deletes accounts.
+	lifecycle *lifecycle.Service
 }
 
 // signupRequest is POST /v1/users. Only presence is checked here: the
@@ -183,7 +186,7 @@ func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
 // without it the domain refuses, naming currentPassword); 204 also when
 // it was done before.
 func (h *Users) remove(w http.ResponseWriter, r *http.Request) error {
-	if err := h.accounts.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), nil); err != nil {
+	if err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), nil); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -198,7 +201,7 @@ func (h *Users) deletion(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if err := h.accounts.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), req.CurrentPassword); err != nil {
+	if err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), req.CurrentPassword); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

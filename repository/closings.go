@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"shelf/domain/groups"
+	"shelf/domain/lifecycle"
 )
 
 // Closings keeps the index of group closings in progress
@@ -21,7 +22,7 @@ type Closings struct {
 	horizon time.Duration
 }
 
-var _ groups.ClosingStore = (*Closings)(nil)
+var _ lifecycle.ClosingStore = (*Closings)(nil)
 
 // NewClosings returns the store.
 func NewClosings(db *DB) *Closings { return &Closings{db: db, horizon: 24 * time.Hour} }

@@ -6,6 +6,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/domain/lifecycle"
 )
 
 // Deletions keeps the index of account deletions in progress
@@ -21,7 +22,7 @@ type Deletions struct {
 	horizon time.Duration
 }
 
-var _ accounts.DeletionStore = (*Deletions)(nil)
+var _ lifecycle.DeletionStore = (*Deletions)(nil)
 
 // NewDeletions returns the store.
 func NewDeletions(db *DB) *Deletions { return &Deletions{db: db, horizon: 24 * time.Hour} }

@@ -94,10 +94,6 @@ type Hooks struct {
 	// (recording when a session was seen) instead of a goroutine, so a
 	// test decides when it runs.
 	Background func(func())
-	// AfterDeletionStep is called after each step of a deletion ("entry",
-	// "sessions", "suspension", "groups", "items", "library", "deleted",
-	// "claims").
-	AfterDeletionStep func(step string) error
 }
 
 // step calls the hook of a creation step (domain.Creation.Step).
@@ -121,8 +117,6 @@ type Service struct {
 	log      domain.Logger
 	// seen records sightings of sessions off the requests' path.
 	seen *sightings
-	// del is what deleting an account needs of the other services.
-	del DeletionDeps
 	// mail mails tokens (SetMail); mailJobs bounds the jobs running.
 	mail     Mail
 	mailJobs chan struct{}

@@ -88,7 +88,7 @@ func (g *Service) decideSet(ctx context.Context, gr Group, set *setMember) (*Gro
 		case set.role == RoleManager:
 			next.ManagerCount++
 		case gr.ManagerCount <= 1:
-			return nil, errLastManager
+			return nil, ErrLastManager
 		default:
 			next.ManagerCount--
 		}
@@ -138,14 +138,14 @@ func (g *Service) RemoveMember(ctx context.Context, p domain.Principal, groupID,
 		case targetErr != nil:
 			return nil, targetErr
 		case targetRole == "":
-			return nil, errNotGroupMember
+			return nil, ErrNotMember
 		}
 		next := gr
 		next.Pending = &MemberChange{UserID: userID}
 		next.MemberCount--
 		if targetRole == RoleManager {
 			if gr.ManagerCount <= 1 {
-				return nil, errLastManager
+				return nil, ErrLastManager
 			}
 			next.ManagerCount--
 		}

@@ -44,7 +44,7 @@ type Group struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	// Status is pending while the group is being created, then active;
-	// closing, then closed, once someone closes it (see CloseGroup).
+	// closing, then closed, once someone closes it (BeginClosing).
 	Status domain.Status
 	// ClosedAt and ClosedBy say when a closing began and who asked; zero
 	// while the group is open. ClosingAttempt tags the attempt whose
@@ -132,8 +132,9 @@ type Hooks struct {
 	// and "activate"; with op "set" or "remove" and step "cas" (the change
 	// is recorded in the group row); and, for every op that finishes a
 	// change, with step "apply" (the member tables are written, the change
-	// not yet cleared); with op "close" and steps "entry", "cas", "items",
-	// "library", "members", "closed" and "claim" (CloseGroup).
+	// not yet cleared); with op "close" and steps "entry", "cas",
+	// "members", "closed" and "claim" (BeginClosing, EndClosing; the
+	// closing's content steps between them are domain/lifecycle's).
 	AfterStep func(op, step string) error
 }
 
@@ -145,7 +146,6 @@ type Service struct {
 	claimer *domain.Claimer
 	groups  Store
 	members MemberStore
-	closing ClosingDeps
 	log     domain.Logger
 	// Hooks are nil in production.
 	Hooks Hooks
@@ -174,12 +174,16 @@ func New(cfg Config, admins Admins, users Users, claims domain.ClaimStore, group
 		groups: groups, members: members, log: log}
 }
 
-// The answers of the groups.
+// The answers of the groups. ErrNotMember and ErrLastManager are
+// exported: the workflows above the groups (domain/lifecycle) tell them
+// apart with errors.Is.
 var (
-	errGroupNotFound  = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such group."}
-	errNotGroupMember = &domain.Error{Kind: domain.ErrNotFound, Code: "not_member", Message: "The user is not a member of this group."}
-	errGroupFull      = &domain.Error{Kind: domain.ErrConflict, Code: "group_full", Message: "The group has as many members as its maxMembers allows."}
-	errLastManager    = &domain.Error{Kind: domain.ErrConflict, Code: "last_manager",
+	errGroupNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such group."}
+	// ErrNotMember: the user is not a member of the group.
+	ErrNotMember = &domain.Error{Kind: domain.ErrNotFound, Code: "not_member", Message: "The user is not a member of this group."}
+	errGroupFull = &domain.Error{Kind: domain.ErrConflict, Code: "group_full", Message: "The group has as many members as its maxMembers allows."}
+	// ErrLastManager: the change would leave the group without a manager.
+	ErrLastManager = &domain.Error{Kind: domain.ErrConflict, Code: "last_manager",
 		Message: "A group keeps at least one manager: make another member a manager first."}
 	errGroupBusy = &domain.Error{Kind: domain.ErrConflict, Code: "concurrent_change",
 		Message: "Too many changes of this group at once; try again."}

@@ -15,7 +15,9 @@ import (
 const maxContentAttempts = 64
 
 var (
-	errNoManagerLeft = &domain.Error{Kind: domain.ErrConflict, Code: "last_manager",
+	// ErrLastManager: the change would leave the item without a manager
+	// (exported: a deletion tells it apart with errors.Is).
+	ErrLastManager = &domain.Error{Kind: domain.ErrConflict, Code: "last_manager",
 		Message: "The item would be left without a manager."}
 	errPrincipalNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such user or group."}
 )
@@ -203,7 +205,7 @@ func shareCounts(c Content, before *Member, role string) (Content, error) {
 	}
 	if before != nil && before.Role == RoleManager && role != RoleManager {
 		if c.Managers <= 1 {
-			return c, errNoManagerLeft
+			return c, ErrLastManager
 		}
 		c.Managers--
 	}
@@ -230,7 +232,7 @@ func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principal
 // as an account deletion does with the items it is the last manager of.
 func (s *Service) Drop(ctx context.Context, id, principalID string) error {
 	err := s.unshare(ctx, id, principalID)
-	if errors.Is(err, errNoManagerLeft) {
+	if errors.Is(err, ErrLastManager) {
 		return s.deleteItem(ctx, id)
 	}
 	return err
@@ -250,7 +252,7 @@ func (s *Service) unshare(ctx context.Context, id, principalID string) error {
 		c.Members--
 		if before.Role == RoleManager {
 			if c.Managers <= 1 {
-				return nil, errNoManagerLeft
+				return nil, ErrLastManager
 			}
 			c.Managers--
 		}

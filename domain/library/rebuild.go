@@ -86,19 +86,11 @@ func (s *Service) dropUnbacked(ctx context.Context, principalID, bucket string) 
 	}
 }
 
-// Items lists the ids of the items in a principal's library index, after
-// content id after: with Drop and Purge, what closing a group needs of
-// content (groups.Shares).
-func (s *Service) Items(ctx context.Context, principalID, after string, limit int) ([]string, error) {
-	entries, err := s.library.IndexPage(ctx, principalID, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(entries))
-	for i, e := range entries {
-		out[i] = e.ContentID
-	}
-	return out, nil
+// IndexPage lists a principal's library index after content id after:
+// with Drop, Unshare, Delete and Purge, what the workflows that delete an
+// account or close a group (domain/lifecycle) need of content.
+func (s *Service) IndexPage(ctx context.Context, principalID, after string, limit int) ([]Entry, error) {
+	return s.library.IndexPage(ctx, principalID, after, limit)
 }
 
 // Purge empties the library of a principal that is gone (a deleted

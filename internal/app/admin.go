@@ -132,7 +132,7 @@ func repairSuspensions(ctx context.Context, a *App, opts moderation.RepairOption
 // repairDeletions finishes the deletions left in progress and prints what
 // it found.
 func repairDeletions(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
-	rep, err := a.Accounts.RepairDeletions(ctx, dryRun)
+	rep, err := a.Lifecycle.RepairDeletions(ctx, dryRun)
 	printInProgress(out, "deletions", rep.Problems, dryRun, rep.Found, rep.Finished, rep.Stale)
 	return err
 }
@@ -140,7 +140,7 @@ func repairDeletions(ctx context.Context, a *App, dryRun bool, out io.Writer) er
 // repairClosings finishes the group closings left in progress and prints
 // what it found.
 func repairClosings(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
-	rep, err := a.Groups.RepairClosings(ctx, dryRun)
+	rep, err := a.Lifecycle.RepairClosings(ctx, dryRun)
 	printInProgress(out, "closings", rep.Problems, dryRun, rep.Found, rep.Finished, rep.Stale)
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/library"
+	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
 	"shelf/handlers"
 	"shelf/internal/config"
@@ -33,8 +34,10 @@ type App struct {
 	Moderation *moderation.Service
 	Groups     *groups.Service
 	Contents   *library.Service
-	Metrics    *metrics.Metrics
-	Router     http.Handler
+	// Lifecycle deletes accounts and closes groups (and repairs both).
+	Lifecycle *lifecycle.Service
+	Metrics   *metrics.Metrics
+	Router    http.Handler
 }
 
 // New wires the repository into the domain and the domain into the HTTP
@@ -92,8 +95,10 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
 		Library: libraries, Outbox: repository.NewOutbox(db),
 	}, log)
-	grp.SetClosing(groups.ClosingDeps{Index: repository.NewClosings(db), Shares: lib})
-	acc.SetDeletion(NewDeletionDeps(repository.NewDeletions(db), grp, lib, libraries, suspensions))
+	life := lifecycle.New(lifecycle.Config{Now: now}, acc, grp, lib, lifecycle.Stores{
+		Deletions: repository.NewDeletions(db), Closings: repository.NewClosings(db),
+		Suspensions: suspensions, Users: users,
+	})
 	// One audit of admin actions on accounts, written by both services
 	// that make them.
 	audit := repository.NewAccountAudit(db)
@@ -111,11 +116,12 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Moderation:         mod,
 		Groups:             grp,
 		Contents:           lib,
+		Lifecycle:          life,
 		Metrics:            m,
 		MetricsElsewhere:   cfg.HTTP.MetricsAddr != "",
 		CORSOrigins:        cfg.HTTP.CORSOrigins,
 	})
-	return &App{DB: db, Accounts: acc, Moderation: mod, Groups: grp, Contents: lib,
+	return &App{DB: db, Accounts: acc, Moderation: mod, Groups: grp, Contents: lib, Lifecycle: life,
 		Metrics: m, Router: router}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"shelf/domain/groups"
 	"shelf/domain/library"
+	"shelf/domain/lifecycle"
 )
 
 // closingKey is a group_closing_attempts row's key: the UTC day the
@@ -17,12 +18,12 @@ func closingKey(e groups.ClosingEntry) string {
 }
 
 // Closings is the store as the index of group closings in progress
-// (groups.ClosingStore), written as repository.Closings writes it: every
+// (lifecycle.ClosingStore), written as repository.Closings writes it: every
 // Begin of an entry at its start time (µs), its End one microsecond later,
 // so a Begin landing after its End stays deleted. It keeps its rows in the
 // store's own table map, apart from the other tables, so its calls take
 // faults like every other call.
-func (s *Store) Closings() groups.ClosingStore { return closingStore{s} }
+func (s *Store) Closings() lifecycle.ClosingStore { return closingStore{s} }
 
 type closingStore struct{ s *Store }
 

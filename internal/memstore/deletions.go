@@ -7,6 +7,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/domain/lifecycle"
 )
 
 // Deletions keeps the index of account deletions in progress as
@@ -18,7 +19,7 @@ import (
 // every day.
 type Deletions struct{ s *Store }
 
-var _ accounts.DeletionStore = (*Deletions)(nil)
+var _ lifecycle.DeletionStore = (*Deletions)(nil)
 
 // Deletions is the store as the accounts' index of deletions.
 func (s *Store) Deletions() *Deletions { return &Deletions{s} }

@@ -84,7 +84,7 @@ func TestTwoClosingsAtOnceAreFinishedByTheRepair(t *testing.T) {
 	if n := ownEntries(t, m.db, "groups", "closed_at", "closing_attempt", "group_closing_attempts", "group_id", w.group.ID); n != 1 {
 		t.Fatalf("the closing group has %d entries of its closing; want 1", n)
 	}
-	rep, err := m.app.Groups.RepairClosings(context.Background(), false)
+	rep, err := m.app.Lifecycle.RepairClosings(context.Background(), false)
 	if err != nil || rep.Finished < 1 {
 		t.Fatalf("repair: %v (%+v)", err, rep)
 	}
@@ -101,7 +101,7 @@ func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 	m := newModerators(t, nil)
 	w := newDeletionWorld(t, m)
 	race := newTwoAtOnce()
-	m.app.Accounts.Hooks.AfterDeletionStep = func(step string) error {
+	m.app.Lifecycle.Hooks.AfterDeletionStep = func(step string) error {
 		if step == "entry" {
 			race.entry()
 			return nil
@@ -110,14 +110,14 @@ func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 	}
 	first, second := race.run(func() *testkit.Response { return deleteUser(w.userAPI, w.user.ID) },
 		func() *testkit.Response { return deleteUser(m.admin, w.user.ID) })
-	m.app.Accounts.Hooks.AfterDeletionStep = nil
+	m.app.Lifecycle.Hooks.AfterDeletionStep = nil
 	if first.StatusCode != http.StatusInternalServerError || second.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("the deletions answered %d %s and %d %s; want both stopped (500)", first.StatusCode, first.Body, second.StatusCode, second.Body)
 	}
 	if n := ownEntries(t, m.db, "users", "deleted_at", "deletion_attempt", "account_deletion_attempts", "user_id", w.user.ID); n != 1 {
 		t.Fatalf("the deleting account has %d entries of its deletion; want 1", n)
 	}
-	rep, err := m.app.Accounts.RepairDeletions(context.Background(), false)
+	rep, err := m.app.Lifecycle.RepairDeletions(context.Background(), false)
 	if err != nil || rep.Finished < 1 {
 		t.Fatalf("repair: %v (%+v)", err, rep)
 	}

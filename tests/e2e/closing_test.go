@@ -202,7 +202,8 @@ func TestCloseGroup(t *testing.T) {
 	checkClosed(t, m.api, m.db, other)
 }
 
-// closingSteps are the steps of a closing, in order (AfterStep "close").
+// closingSteps are the steps of a closing, in order (groups' AfterStep
+// "close", and lifecycle's AfterClosingStep for items and library).
 var closingSteps = []string{"entry", "cas", "items", "library", "members", "closed", "claim"}
 
 // TestInterruptedClosingIsFinished stops a closing after each of its
@@ -215,14 +216,17 @@ func TestInterruptedClosingIsFinished(t *testing.T) {
 	for _, step := range closingSteps {
 		for _, by := range []string{"retry", "admin", "repair"} {
 			w := newClosingWorld(t, m)
-			m.app.Groups.Hooks.AfterStep = func(op, s string) error {
+			crash := func(op, s string) error {
 				if op == "close" && s == step {
 					return errCrash
 				}
 				return nil
 			}
+			// The groups' steps, and the content steps (lifecycle's).
+			m.app.Groups.Hooks.AfterStep = crash
+			m.app.Lifecycle.Hooks.AfterClosingStep = func(s string) error { return crash("close", s) }
 			r := closeGroup(w.ownerAPI, w.group.ID)
-			m.app.Groups.Hooks.AfterStep = nil
+			m.app.Groups.Hooks.AfterStep, m.app.Lifecycle.Hooks.AfterClosingStep = nil, nil
 			if r.StatusCode != http.StatusInternalServerError {
 				t.Fatalf("stopped after %s: %d %s", step, r.StatusCode, r.Body)
 			}
@@ -245,7 +249,7 @@ func TestInterruptedClosingIsFinished(t *testing.T) {
 			case "admin":
 				mustClose(t, m.admin, w.group.ID)
 			case "repair":
-				rep, err := m.app.Groups.RepairClosings(context.Background(), false)
+				rep, err := m.app.Lifecycle.RepairClosings(context.Background(), false)
 				if err != nil {
 					t.Fatalf("repair after %s: %v (%+v)", step, err, rep)
 				}
@@ -313,7 +317,7 @@ func TestRepairFencesAClosingThatNeverTookEffect(t *testing.T) {
 		groups.ClosingEntry{GroupID: w.group.ID, Attempt: domain.NewAttempt(), At: at, By: w.owner.ID}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := m.app.Groups.RepairClosings(context.Background(), false)
+	rep, err := m.app.Lifecycle.RepairClosings(context.Background(), false)
 	if err != nil || rep.Stale < 1 {
 		t.Fatalf("repair: %v (%+v)", err, rep)
 	}

@@ -278,14 +278,14 @@ func TestInterruptedDeletionIsFinished(t *testing.T) {
 	for _, step := range deletionSteps {
 		for _, by := range []string{"retry", "admin", "repair"} {
 			w := newDeletionWorld(t, m)
-			m.app.Accounts.Hooks.AfterDeletionStep = func(s string) error {
+			m.app.Lifecycle.Hooks.AfterDeletionStep = func(s string) error {
 				if s == step {
 					return errCrash
 				}
 				return nil
 			}
 			r := deleteUser(w.userAPI, w.user.ID)
-			m.app.Accounts.Hooks.AfterDeletionStep = nil
+			m.app.Lifecycle.Hooks.AfterDeletionStep = nil
 			if r.StatusCode != http.StatusInternalServerError {
 				t.Fatalf("stopped after %s: %d %s", step, r.StatusCode, r.Body)
 			}
@@ -308,7 +308,7 @@ func TestInterruptedDeletionIsFinished(t *testing.T) {
 			case "admin":
 				mustDelete(t, m.admin, w.user.ID)
 			case "repair":
-				rep, err := m.app.Accounts.RepairDeletions(context.Background(), false)
+				rep, err := m.app.Lifecycle.RepairDeletions(context.Background(), false)
 				if err != nil {
 					t.Fatalf("repair after %s: %v (%+v)", step, err, rep)
 				}
@@ -342,7 +342,7 @@ func TestDeletionLeavesAGroupEveryoneElseLeft(t *testing.T) {
 		friend, friendAPI := newUser(t, m.api, "leaver")
 		g := createGroup(t, api, 0)
 		addToGroup(t, api, g.ID, friend.ID, "manager")
-		m.app.Accounts.Hooks.AfterDeletionStep = func(s string) error {
+		m.app.Lifecycle.Hooks.AfterDeletionStep = func(s string) error {
 			if s != "suspension" {
 				return nil
 			}
@@ -355,7 +355,7 @@ func TestDeletionLeavesAGroupEveryoneElseLeft(t *testing.T) {
 			return nil
 		}
 		r := deleteUser(api, u.ID)
-		m.app.Accounts.Hooks.AfterDeletionStep = nil
+		m.app.Lifecycle.Hooks.AfterDeletionStep = nil
 		switch by {
 		case "same-request":
 			if r.StatusCode != http.StatusNoContent {
@@ -364,7 +364,7 @@ func TestDeletionLeavesAGroupEveryoneElseLeft(t *testing.T) {
 		case "retry":
 			mustDelete(t, api, u.ID)
 		case "repair":
-			if rep, err := m.app.Accounts.RepairDeletions(context.Background(), false); err != nil || rep.Finished < 1 {
+			if rep, err := m.app.Lifecycle.RepairDeletions(context.Background(), false); err != nil || rep.Finished < 1 {
 				t.Fatalf("%s: repair: %v (%+v)", by, err, rep)
 			}
 		}

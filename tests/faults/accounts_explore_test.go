@@ -21,6 +21,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/domain/lifecycle"
 	"shelf/internal/memstore"
 )
 
@@ -42,6 +43,8 @@ func (nopLog) Warn(context.Context, string, ...string) {}
 type world struct {
 	store *memstore.Store
 	svc   *accounts.Service
+	// life deletes accounts and closes groups (wireDeletion, newCloseWorld).
+	life *lifecycle.Service
 	// created are the accounts whose signup answered success.
 	created []domain.User
 	// passwords are the current password of each account (by id).

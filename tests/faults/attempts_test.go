@@ -127,7 +127,7 @@ func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 			sc := delScenarios[0]
 			d := newDelWorld(t, sc)
 			r := newRacePair()
-			d.svc.Hooks.AfterDeletionStep = func(step string) error {
+			d.life.Hooks.AfterDeletionStep = func(step string) error {
 				if step == "entry" {
 					r.entry()
 					return nil
@@ -136,16 +136,16 @@ func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 			}
 			werr, lerr := r.run(func() { d.store.Advance(apart) },
 				func() error { return d.deleteAs(sc) },
-				func() error { return d.svc.DeleteUser(context.Background(), d.admin, d.doomed.ID, nil) })
+				func() error { return d.life.DeleteUser(context.Background(), d.admin, d.doomed.ID, nil) })
 			if !errors.Is(werr, errStopped) || !errors.Is(lerr, errStopped) {
 				t.Fatalf("the deletions answered %v and %v; want both stopped", werr, lerr)
 			}
-			d.svc.Hooks.AfterDeletionStep = nil
+			d.life.Hooks.AfterDeletionStep = nil
 			if len(d.store.DeletionSnapshot()) == 0 {
 				t.Errorf("the account is deleting with no entry left: nothing can find it")
 			}
 			d.store.Advance(11 * time.Minute)
-			if _, err := d.svc.RepairDeletions(context.Background(), false); err != nil {
+			if _, err := d.life.RepairDeletions(context.Background(), false); err != nil {
 				t.Fatal(err)
 			}
 			checkDeletion(t, "two deletions at once", d)
@@ -197,7 +197,7 @@ func TestDeletionHandsAGroupToAnActiveMember(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			d.svc.Hooks.AfterDeletionStep = func(step string) error {
+			d.life.Hooks.AfterDeletionStep = func(step string) error {
 				if step == "entry" {
 					// After the check: the co-manager leaves.
 					return d.grp.RemoveMember(ctx, as(d.friend), d.comanaged, d.friend.ID)
@@ -207,7 +207,7 @@ func TestDeletionHandsAGroupToAnActiveMember(t *testing.T) {
 			if err := d.deleteAs(sc); err != nil {
 				t.Fatal(err)
 			}
-			d.svc.Hooks.AfterDeletionStep = nil
+			d.life.Hooks.AfterDeletionStep = nil
 			var managers []string
 			for _, m := range d.store.GroupSnapshot().Members[d.comanaged] {
 				if m.Role == groups.RoleManager {

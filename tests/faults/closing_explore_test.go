@@ -52,7 +52,7 @@ func newCloseWorld(t *testing.T) *closeWorld {
 	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
 		w.svc, w.store.Users(), grp, stores, nopLog{})
 	lib.Hooks.Background = func(f func()) { f() } // one call order per schedule
-	grp.SetClosing(groups.ClosingDeps{Index: w.store.Closings(), Shares: lib})
+	w.life = newLifecycle(w, grp, lib)
 	c := &closeWorld{groupWorld: &groupWorld{world: w, grp: grp, owner: w.created[0], friend: w.created[1], other: w.created[2]},
 		lib: lib, admin: admin}
 	limit := 4
@@ -91,7 +91,7 @@ func (c *closeWorld) item(t *testing.T, by domain.User, name string, visibility 
 }
 
 func (c *closeWorld) close(by domain.User) error {
-	return c.grp.CloseGroup(context.Background(), as(by), c.group)
+	return c.life.CloseGroup(context.Background(), as(by), c.group)
 }
 
 // createSameName has the other user create a group named "club"; on
@@ -182,7 +182,7 @@ func retryClose(c *closeWorld, err error) error {
 // entry is older than staleClosingAge: the closing's caller never retried.
 func repairClosings(c *closeWorld, _ error) error {
 	c.store.Advance(11 * time.Minute)
-	_, err := c.grp.RepairClosings(context.Background(), false)
+	_, err := c.life.RepairClosings(context.Background(), false)
 	return err
 }
 
@@ -325,7 +325,7 @@ func exploreClosing(t *testing.T, name string, op closeOperation, k int, fault m
 	// A Slow call outlasts the stale age: the repair runs meanwhile.
 	c.store.Meanwhile = func() {
 		c.store.Advance(6 * time.Minute)
-		_, _ = c.grp.RepairClosings(context.Background(), false)
+		_, _ = c.life.RepairClosings(context.Background(), false)
 	}
 	if op.inside {
 		c.fault, c.faultK = fault, k

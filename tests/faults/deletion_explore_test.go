@@ -138,7 +138,7 @@ func newDelWorld(t *testing.T, sc delScenario) *delWorld {
 func (d *delWorld) deleteAs(sc delScenario) error {
 	ctx := context.Background()
 	if sc.suspended {
-		return d.svc.DeleteUser(ctx, d.admin, d.doomed.ID, nil)
+		return d.life.DeleteUser(ctx, d.admin, d.doomed.ID, nil)
 	}
 	p, err := d.svc.Authenticate(ctx, d.tokens[0])
 	switch {
@@ -148,7 +148,7 @@ func (d *delWorld) deleteAs(sc delScenario) error {
 		return err
 	}
 	current := password
-	return d.svc.DeleteUser(ctx, p, d.doomed.ID, &current)
+	return d.life.DeleteUser(ctx, p, d.doomed.ID, &current)
 }
 
 // errSessionGone: the user's session no longer works, so the user cannot
@@ -189,7 +189,7 @@ type delCompetitor struct {
 // second request of the same admin when the admin is the caller, so two
 // attempts of one caller in one millisecond).
 func (d *delWorld) rival() error {
-	return d.svc.DeleteUser(context.Background(), d.admin, d.doomed.ID, nil)
+	return d.life.DeleteUser(context.Background(), d.admin, d.doomed.ID, nil)
 }
 
 // rivalFirst runs two deletions of one account at once, in the order
@@ -199,7 +199,7 @@ func (d *delWorld) rival() error {
 // process dies at its next step. It returns deletion's answer.
 func (d *delWorld) rivalFirst(deletion func() error) error {
 	state, err := 0, error(nil)
-	d.svc.Hooks.AfterDeletionStep = func(step string) error {
+	d.life.Hooks.AfterDeletionStep = func(step string) error {
 		switch {
 		case state == 0 && step == "entry":
 			state = 1
@@ -210,7 +210,7 @@ func (d *delWorld) rivalFirst(deletion func() error) error {
 		}
 		return nil
 	}
-	defer func() { d.svc.Hooks.AfterDeletionStep = nil }()
+	defer func() { d.life.Hooks.AfterDeletionStep = nil }()
 	rerr := d.rival()
 	if state == 0 {
 		return fmt.Errorf("the rival deletion never wrote its entry: %v", rerr)
@@ -311,7 +311,7 @@ var delFinishers = []delFinisher{
 		// is stale: the repair finishes what began and removes the rest;
 		// a deletion that never began is the client's to ask again.
 		d.store.Advance(11 * time.Minute)
-		if _, err := d.svc.RepairDeletions(context.Background(), false); err != nil {
+		if _, err := d.life.RepairDeletions(context.Background(), false); err != nil {
 			return err
 		}
 		if u, err := d.store.Users().Get(context.Background(), d.doomed.ID); err != nil || u.Status == domain.StatusActive || u.Status == domain.StatusSuspended {
@@ -329,11 +329,11 @@ var delFinishers = []delFinisher{
 		// only when none did.
 		ctx := context.Background()
 		d.store.Advance(11 * time.Minute)
-		if _, err := d.svc.RepairDeletions(ctx, false); err != nil {
+		if _, err := d.life.RepairDeletions(ctx, false); err != nil {
 			return err
 		}
 		d.store.Land()
-		if _, err := d.svc.RepairDeletions(ctx, false); err != nil {
+		if _, err := d.life.RepairDeletions(ctx, false); err != nil {
 			return err
 		}
 		if u, err := d.store.Users().Get(ctx, d.doomed.ID); err != nil || u.Status == domain.StatusActive || u.Status == domain.StatusSuspended {
@@ -348,7 +348,7 @@ var delFinishers = []delFinisher{
 func retryDeletion(d *delWorld, sc delScenario) error {
 	err := d.deleteAs(sc)
 	if errors.Is(err, errSessionGone) {
-		_, err = d.svc.RepairDeletions(context.Background(), false)
+		_, err = d.life.RepairDeletions(context.Background(), false)
 	}
 	return err
 }
@@ -420,7 +420,7 @@ func exploreDeletion(t *testing.T, name string, sc delScenario, k int, fault mem
 	// racing is read by store calls on the fan-out's goroutines.
 	racing := faultKthUnlessRacing(d.store, k, fault)
 	if c.each != nil {
-		d.svc.Hooks.AfterDeletionStep = func(step string) error {
+		d.life.Hooks.AfterDeletionStep = func(step string) error {
 			if racing.Load() {
 				return nil // the competitor's own steps
 			}
@@ -433,8 +433,8 @@ func exploreDeletion(t *testing.T, name string, sc delScenario, k int, fault mem
 	// A Slow call outlasts the stale age: the repairs run meanwhile.
 	d.store.Meanwhile = func() {
 		d.store.Advance(6 * time.Minute)
-		_, _ = d.svc.RepairDeletions(context.Background(), false)
-		_, _ = d.grp.RepairClosings(context.Background(), false)
+		_, _ = d.life.RepairDeletions(context.Background(), false)
+		_, _ = d.life.RepairClosings(context.Background(), false)
 	}
 	var err error
 	if c.first {
@@ -481,7 +481,7 @@ func exploreDeletion(t *testing.T, name string, sc delScenario, k int, fault mem
 		t.Errorf("%s: the %s answered %v", name, f.name, ferr)
 	}
 	d.store.Land()
-	d.svc.Hooks.AfterDeletionStep = nil
+	d.life.Hooks.AfterDeletionStep = nil
 	d.store.Meanwhile = nil
 	checkDeletion(t, name, d)
 }
@@ -600,10 +600,10 @@ func checkEntriesLeft(t *testing.T, name string, d *delWorld) {
 	}
 	checkClosingEntriesLeft(t, name, d.store)
 	d.store.Advance(11 * time.Minute)
-	if _, err := d.svc.RepairDeletions(ctx, false); err != nil {
+	if _, err := d.life.RepairDeletions(ctx, false); err != nil {
 		t.Errorf("%s: the repair of deletions: %v", name, err)
 	}
-	if _, err := d.grp.RepairClosings(ctx, false); err != nil {
+	if _, err := d.life.RepairClosings(ctx, false); err != nil {
 		t.Errorf("%s: the repair of closings: %v", name, err)
 	}
 	if left := d.store.DeletionSnapshot(); len(left) != 0 {

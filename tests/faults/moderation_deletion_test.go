@@ -9,8 +9,8 @@ import (
 	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/domain/library"
+	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
-	"shelf/internal/app"
 	"shelf/internal/memstore"
 )
 
@@ -22,9 +22,9 @@ func (m *modWorld) withDeletion() *modWorld {
 	return m
 }
 
-// wireDeletion wires account deletion into the world's accounts service
-// (groups, content and moderation's records on the world's store, as the
-// app does), and returns the groups and content services it made.
+// wireDeletion builds account deletion for the world (w.life: groups,
+// content and moderation's records on the world's store, as the app
+// does), and returns the groups and content services it made.
 func wireDeletion(w *world) (*groups.Service, *library.Service) {
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
 		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
@@ -32,14 +32,22 @@ func wireDeletion(w *world) (*groups.Service, *library.Service) {
 	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
 		w.svc, w.store.Users(), grp, contents, nopLog{})
 	lib.Hooks.Background = func(f func()) { f() }
-	grp.SetClosing(groups.ClosingDeps{Index: w.store.Closings(), Shares: lib})
-	w.svc.SetDeletion(app.NewDeletionDeps(w.store.Deletions(), grp, lib, contents.Library, w.store.Suspensions()))
+	w.life = newLifecycle(w, grp, lib)
 	return grp, lib
+}
+
+// newLifecycle builds the workflows of deletion and closing on the
+// world's services and store, as the app does.
+func newLifecycle(w *world, grp *groups.Service, lib *library.Service) *lifecycle.Service {
+	return lifecycle.New(lifecycle.Config{Now: w.store.Now}, w.svc, grp, lib, lifecycle.Stores{
+		Deletions: w.store.Deletions(), Closings: w.store.Closings(),
+		Suspensions: w.store.Suspensions(), Users: w.store.Users(),
+	})
 }
 
 // deleteMember is another admin deleting the member.
 func (m *modWorld) deleteMember() error {
-	return m.svc.DeleteUser(context.Background(), m.admin, m.member.ID, nil)
+	return m.life.DeleteUser(context.Background(), m.admin, m.member.ID, nil)
 }
 
 // TestSuspensionRacingADeletionListsNobody is defect 4 of issue 24: the
@@ -76,7 +84,7 @@ func TestSuspensionRacingADeletionListsNobody(t *testing.T) {
 func TestSuspensionChecksAgainAtItsEnd(t *testing.T) {
 	t.Parallel()
 	m := newModWorld(t).withDeletion()
-	m.svc.Hooks.AfterDeletionStep = func(step string) error {
+	m.life.Hooks.AfterDeletionStep = func(step string) error {
 		if step == "sessions" {
 			return errors.New("crashed (test hook)")
 		}
@@ -89,7 +97,7 @@ func TestSuspensionChecksAgainAtItsEnd(t *testing.T) {
 		return nil
 	}
 	err := m.suspend(time.Hour)
-	m.mod.Hooks.AfterStep, m.svc.Hooks.AfterDeletionStep = nil, nil
+	m.mod.Hooks.AfterStep, m.life.Hooks.AfterDeletionStep = nil, nil
 	if !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("the suspension of an account being deleted answered %v, want not found", err)
 	}

@@ -236,13 +236,13 @@ func competeDelete(at string) modCompetitor {
 func competeDeleteStopped(at string) modCompetitor {
 	return modCompetitor{name: "delete-stopped@" + at, at: at,
 		run: func(m *modWorld, _ modOperation) error {
-			m.svc.Hooks.AfterDeletionStep = func(step string) error {
+			m.life.Hooks.AfterDeletionStep = func(step string) error {
 				if step == "sessions" {
 					return errors.New("crashed (test hook)")
 				}
 				return nil
 			}
-			defer func() { m.svc.Hooks.AfterDeletionStep = nil }()
+			defer func() { m.life.Hooks.AfterDeletionStep = nil }()
 			_ = m.deleteMember()
 			return nil
 		},

@@ -1,0 +1,297 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+)
+
+// Deleting an account (DELETE /v1/users/{id}, docs/design.md#deletion).
+// accounts.BeginDeletion moves the account to deleting once no group
+// would be left without a manager (checkGroups), its attempt recorded in
+// the index first; then each step, idempotent and safe to repeat or to
+// land late: end the sessions, erase a suspension's records, leave every
+// group (closing those the user is alone in), delete the items the user
+// owns and leave the others', purge what is left of the library; then
+// accounts.MarkDeleted, the names released, the caller's own session
+// ended and the index entry with it.
+
+// errLastManager lists the groups the user must hand over first.
+func errLastManager(fields []domain.FieldError) error {
+	return &domain.Error{Kind: domain.ErrConflict, Code: "last_manager", Fields: fields,
+		Message: "You are the last manager of some groups: make another member a manager first."}
+}
+
+// DeleteUser deletes an account, by the user or an active admin. A
+// deletion already under way is finished; one already done answers nil
+// (after sweeping the steps again, which finds nothing to do unless a
+// write landed late). The caller's own session (when the user deletes
+// themself) is ended last, so a retry of the user's whose answer was lost
+// still authenticates while anything is left to do (see Authenticate).
+// The user proves the current password; an admin gives none, and may not
+// delete another admin (accounts.BeginDeletion).
+func (s *Service) DeleteUser(ctx context.Context, p domain.Principal, id string, currentPassword *string) error {
+	u, err := s.accounts.BeginDeletion(ctx, p, id, currentPassword, deletionGate{s})
+	if err != nil {
+		return err
+	}
+	keep := ""
+	if p.UserID == id {
+		keep = p.Session.TokenHash
+	}
+	return s.finishDeletion(ctx, u, keep)
+}
+
+// deletionGate is what accounts.BeginDeletion waits on: the groups'
+// check and the index of deletions.
+type deletionGate struct{ s *Service }
+
+func (g deletionGate) Check(ctx context.Context, id string) (bool, error) {
+	return g.s.checkGroups(ctx, id)
+}
+func (g deletionGate) Begin(ctx context.Context, e accounts.DeletionEntry) error {
+	return g.s.st.Deletions.Begin(ctx, e)
+}
+func (g deletionGate) End(ctx context.Context, e accounts.DeletionEntry) error {
+	return g.s.st.Deletions.End(ctx, e)
+}
+func (g deletionGate) AfterStep(step string) error { return g.s.deletionStep(step) }
+
+// checkGroups refuses (409 last_manager) while the user is the last
+// manager of a group with other members (promote one first); a group the
+// user is alone in is closed with the account (leaveGroups). Like every
+// refusal of a group change it rests on one state of each group: the
+// groups are read again, and the refusal stands only if those groups are
+// at the same versions with nothing pending; otherwise done is false and
+// the caller decides again.
+func (s *Service) checkGroups(ctx context.Context, id string) (done bool, err error) {
+	blocking := func(ms []membership) (out []membership, unsettled bool) {
+		for _, m := range ms {
+			if m.Pending {
+				unsettled = true
+			}
+			if m.Manager && m.Managers <= 1 && m.Members > 1 {
+				out = append(out, m)
+			}
+		}
+		return out, unsettled
+	}
+	ms, err := s.memberships(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	found, unsettled := blocking(ms)
+	if unsettled {
+		return false, nil
+	}
+	if len(found) == 0 {
+		return true, nil
+	}
+	again, err := s.memberships(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range found {
+		i := slices.IndexFunc(again, func(n membership) bool { return n.GroupID == m.GroupID })
+		if i < 0 || again[i].Version != m.Version || again[i].Pending {
+			return false, nil // moved: decide again
+		}
+	}
+	fields := make([]domain.FieldError, len(found))
+	for i, m := range found {
+		fields[i] = domain.FieldError{Field: "groups", Code: "last_manager",
+			Message: m.GroupID + ": you are its only manager; make another member a manager first"}
+	}
+	return true, errLastManager(fields)
+}
+
+// entryOf is the index entry of the deletion u records (a deleting row
+// still has its keys; a deleted one has none, and its entry is read from
+// the index: releaseNames).
+func entryOf(u domain.User) accounts.DeletionEntry {
+	return accounts.DeletionEntry{UserID: u.ID, Attempt: u.Deletion.Attempt, At: u.Deletion.At, By: u.Deletion.By,
+		UsernameKey: u.UsernameKey, EmailKey: u.EmailKey}
+}
+
+// finishDeletion carries out the steps of the deletion of u (deleting or
+// deleted), each idempotent: what a crash left, any step may do again.
+// keep is the caller's own session, ended last. The entry it writes again
+// and ends is the one of the attempt that began the deletion (the row's).
+func (s *Service) finishDeletion(ctx context.Context, u domain.User, keep string) error {
+	id := u.ID
+	entry := entryOf(u)
+	if u.Status == domain.StatusDeleting {
+		// Again, in case the first write of it was lost: the repair finds
+		// the deletion through it until it is done.
+		if err := s.st.Deletions.Begin(ctx, entry); err != nil {
+			return err
+		}
+	}
+	self := domain.Principal{UserID: id, Account: &u}
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"sessions", func() error { return s.accounts.EndSessions(ctx, id, keep) }},
+		{"suspension", func() error { return s.eraseSuspension(ctx, u) }},
+		{"groups", func() error { return s.leaveGroups(ctx, id) }},
+		{"items", func() error { return s.leaveItems(ctx, self) }},
+		{"library", func() error { return s.library.Purge(ctx, id) }},
+	}
+	for _, st := range steps {
+		if err := st.run(); err != nil {
+			return err
+		}
+		if err := s.deletionStep(st.name); err != nil {
+			return err
+		}
+	}
+	if u.Status == domain.StatusDeleting {
+		if err := s.accounts.MarkDeleted(ctx, id); err != nil {
+			return err
+		}
+		if err := s.deletionStep("deleted"); err != nil {
+			return err
+		}
+	}
+	entry, found, err := s.releaseNames(ctx, u, entry)
+	if err != nil {
+		return err
+	}
+	// Then the caller's own session: until here its retry could finish
+	// what is left. The index entry ends last, so a deletion whose last
+	// writes failed is still the repair's to finish, the caller's session
+	// included.
+	if err := s.accounts.EndSessions(ctx, id, ""); err != nil {
+		return err
+	}
+	if !found {
+		return nil
+	}
+	return s.st.Deletions.End(ctx, entry)
+}
+
+// releaseNames gives back the names of a deleted account (each only while
+// it is still its committed claim, with the op found in it) and returns
+// the index entry to end. The keys of an account that was deleting when
+// this call began are in entry; a deleted row has none, so they are read
+// from the index entry, and without one (found false) the deletion was
+// finished before (or its names are taken over anyway: Holder).
+func (s *Service) releaseNames(ctx context.Context, u domain.User, entry accounts.DeletionEntry) (_ accounts.DeletionEntry, found bool, _ error) {
+	if u.Status == domain.StatusDeleted {
+		stored, err := s.st.Deletions.Get(ctx, u.ID, *u.Deletion)
+		switch {
+		case errors.Is(err, domain.ErrNotFound):
+			return entry, false, nil
+		case err != nil:
+			return entry, false, err
+		}
+		entry = stored
+	}
+	s.accounts.ReleaseNames(ctx, entry)
+	if err := s.deletionStep("claims"); err != nil {
+		return entry, true, err
+	}
+	return entry, true, nil
+}
+
+// eraseSuspension ends what a suspension leaves in moderation's records.
+// The suspension the deletion ended is still in the deleting row: its
+// history entry is written (a deletion is no lift, whose entries would
+// carry it; S5), and its records are erased by their keys at the
+// account's version, found or not: a suspension racing the deletion
+// writes them at its own, older version, so they are shadowed wherever
+// they land. The last lift's entries are written again (a lift stopped
+// after its compare-and-set may have left them). Then whatever the
+// reverse lookup still names (an older suspension's leftovers, or the
+// suspension of a row deleted before it kept it) goes the same way.
+func (s *Service) eraseSuspension(ctx context.Context, u domain.User) error {
+	if sus := u.Suspension; sus != nil {
+		if err := s.endSuspension(ctx, *sus, u.Version); err != nil {
+			return err
+		}
+	}
+	if l := u.LastLift; l != nil {
+		if err := s.st.Suspensions.RecordLift(ctx, *l, u.Version); err != nil {
+			return err
+		}
+	}
+	sus, err := s.st.Suspensions.Lookup(ctx, u.ID)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	return s.endSuspension(ctx, sus, u.Version)
+}
+
+// endSuspension writes the history entry of a suspension the deletion
+// ended, then erases its records.
+func (s *Service) endSuspension(ctx context.Context, sus domain.Suspension, version int) error {
+	if err := s.st.Suspensions.RecordSuspended(ctx, sus, version); err != nil {
+		return err
+	}
+	return s.st.Suspensions.Erase(ctx, sus, version)
+}
+
+// leaveItems deletes the items the user owns (made them and manages them,
+// or is the last manager of) and takes the user off every other item,
+// through content's own change path: every library follows, and the
+// owners' member counts stay exact.
+func (s *Service) leaveItems(ctx context.Context, self domain.Principal) error {
+	after := ""
+	for {
+		items, err := s.library.IndexPage(ctx, self.UserID, after, page)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if err := s.leaveItem(ctx, self, it); err != nil && !errors.Is(err, domain.ErrNotFound) {
+				return err
+			}
+		}
+		if len(items) < page {
+			return nil
+		}
+		after = items[len(items)-1].ContentID
+	}
+}
+
+// leaveItem deletes one item the user owns, or leaves it.
+func (s *Service) leaveItem(ctx context.Context, self domain.Principal, it library.Entry) error {
+	if it.Role == library.RoleManager {
+		c, err := s.library.Get(ctx, self, it.ContentID)
+		if err != nil {
+			return err
+		}
+		if c.CreatedBy == self.UserID {
+			return s.library.Delete(ctx, self, it.ContentID)
+		}
+	}
+	err := s.library.Unshare(ctx, self, it.ContentID, self.UserID)
+	if errors.Is(err, library.ErrLastManager) {
+		// Nobody else manages it: it is the user's to take away.
+		return s.library.Delete(ctx, self, it.ContentID)
+	}
+	return err
+}
+
+// onlyMember is the rule of the deletion's own closing of a group: the
+// user may close it only as its one member, decided on the group row's
+// exact count in the compare-and-set (a group with others is refused as a
+// removal would be; one the user is not in, ErrNotMember).
+func onlyMember(_ context.Context, _ domain.Principal, gr groups.Group, role string) error {
+	switch {
+	case role == "":
+		return groups.ErrNotMember
+	case gr.MemberCount > 1:
+		return groups.ErrLastManager
+	}
+	return nil
+}

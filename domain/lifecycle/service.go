@@ -1,0 +1,136 @@
+// Package lifecycle is the workflows that span services: deleting an
+// account (and repairing deletions a crash stopped) and closing a group
+// (and repairing closings). It sits on a floor above the services it
+// calls (domain/accounts, domain/groups, domain/library): each of those
+// exports the steps of its own records, and this package puts them in
+// order, keeps the indexes of the operations in progress, and tells their
+// refusals apart with errors.Is (groups.ErrLastManager,
+// library.ErrLastManager). No service imports this package, so no
+// service needs another after it was built (architecture_test.go checks
+// the floor). docs/design.md#deletion and #closing are the designs.
+package lifecycle
+
+import (
+	"context"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+)
+
+// DeletionStore keeps the index of deletions in progress, one entry per
+// attempt (UserID, At, Attempt).
+type DeletionStore interface {
+	// Begin records an attempt of a deletion; writing it again is harmless.
+	Begin(ctx context.Context, d accounts.DeletionEntry) error
+	// Get reads the entry of the attempt that began userID's deletion d
+	// (ErrNotFound when there is none).
+	Get(ctx context.Context, userID string, d domain.Deletion) (accounts.DeletionEntry, error)
+	// End deletes this attempt's entry, never another's; a Begin of it
+	// landing late never outlives it.
+	End(ctx context.Context, d accounts.DeletionEntry) error
+	// InProgress calls fn with every entry, from the index's start on, and
+	// moves the start up past the days it read empty.
+	InProgress(ctx context.Context, fn func(accounts.DeletionEntry) error) error
+}
+
+// ClosingStore keeps the index of closings in progress, one entry per
+// attempt (GroupID, At, Attempt).
+type ClosingStore interface {
+	groups.ClosingIndex
+	// InProgress calls fn with every entry, from the index's start on, and
+	// moves the start up past the days it read empty.
+	InProgress(ctx context.Context, fn func(groups.ClosingEntry) error) error
+}
+
+// SuspensionRecords erases a suspension's derived records (the list row,
+// the reverse lookup, the expiry entry), at the account's version, and
+// writes the history entries a deletion must not lose (moderation's
+// tables, written as moderation writes them).
+type SuspensionRecords interface {
+	Lookup(ctx context.Context, userID string) (domain.Suspension, error)
+	Erase(ctx context.Context, s domain.Suspension, version int) error
+	// RecordSuspended writes the suspension's history entry.
+	RecordSuspended(ctx context.Context, s domain.Suspension, version int) error
+	// RecordLift writes the history entries of a lift.
+	RecordLift(ctx context.Context, l domain.Lift, version int) error
+}
+
+// Users reads account rows: a deletion hands a group to a member whose
+// account is active, and a repair decides on the row at SERIAL.
+type Users interface {
+	Get(ctx context.Context, id string) (domain.User, error)
+	GetSerial(ctx context.Context, id string) (domain.User, error)
+}
+
+// Stores are the records the workflows keep or read themselves.
+type Stores struct {
+	Deletions   DeletionStore
+	Closings    ClosingStore
+	Suspensions SuspensionRecords
+	Users       Users
+}
+
+// Config holds the workflows' tunables.
+type Config struct {
+	// Now is the clock (a repair tells a stale entry by its age).
+	Now func() time.Time
+}
+
+// Hooks let tests stop a workflow after a step, as a crash would: the
+// workflow returns the hook's error at once, without cleaning up.
+type Hooks struct {
+	// AfterDeletionStep is called after each step of a deletion ("entry",
+	// "sessions", "suspension", "groups", "items", "library", "deleted",
+	// "claims").
+	AfterDeletionStep func(step string) error
+	// AfterClosingStep is called after each content step of a closing
+	// ("items", "library"); the groups' own steps of it call
+	// groups.Hooks.AfterStep.
+	AfterClosingStep func(step string) error
+}
+
+// Service is deleting accounts and closing groups.
+type Service struct {
+	cfg      Config
+	accounts *accounts.Service
+	groups   *groups.Service
+	library  *library.Service
+	st       Stores
+	// Hooks are nil in production.
+	Hooks Hooks
+}
+
+// New builds the workflows on the services whose steps they call.
+func New(cfg Config, acc *accounts.Service, grp *groups.Service, lib *library.Service, st Stores) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{cfg: cfg, accounts: acc, groups: grp, library: lib, st: st}
+}
+
+// page is how many entries (library items, group members) a workflow
+// reads at a time.
+const page = 100
+
+// staleEntryAge is how old an entry of an operation that did not take
+// effect (its account not deleting, its group not closing) must be before
+// a repair removes it: younger, its compare-and-set may still be in
+// flight.
+const staleEntryAge = 10 * time.Minute
+
+func (s *Service) deletionStep(step string) error {
+	if s.Hooks.AfterDeletionStep == nil {
+		return nil
+	}
+	return s.Hooks.AfterDeletionStep(step)
+}
+
+func (s *Service) closingStep(step string) error {
+	if s.Hooks.AfterClosingStep == nil {
+		return nil
+	}
+	return s.Hooks.AfterClosingStep(step)
+}
