@@ -7,6 +7,7 @@ import (
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/library"
+	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
 	"shelf/internal/storecontract"
 	"shelf/internal/testkit"
@@ -65,10 +66,10 @@ func TestContractStores(t *testing.T) {
 			storecontract.Libraries(t, onReal(db, func(db *repository.DB) library.EntryStore { return repository.NewLibraries(db) }))
 		}},
 		{"Deletions", func(t *testing.T) {
-			storecontract.Deletions(t, onReal(db, func(db *repository.DB) accounts.DeletionStore { return repository.NewDeletions(db) }))
+			storecontract.Deletions(t, onReal(db, func(db *repository.DB) lifecycle.DeletionStore { return repository.NewDeletions(db) }))
 		}},
 		{"Closings", func(t *testing.T) {
-			storecontract.Closings(t, onReal(db, func(db *repository.DB) groups.ClosingStore { return repository.NewClosings(db) }))
+			storecontract.Closings(t, onReal(db, func(db *repository.DB) lifecycle.ClosingStore { return repository.NewClosings(db) }))
 		}},
 	}
 	for _, s := range suites {

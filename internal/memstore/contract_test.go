@@ -8,6 +8,7 @@ import (
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/library"
+	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
 	"shelf/internal/memstore"
 	"shelf/internal/storecontract"
@@ -100,11 +101,11 @@ func TestContractOutbox(t *testing.T) {
 }
 
 func TestContractIndexEntries(t *testing.T) {
-	storecontract.Deletions(t, func(t testing.TB) (accounts.DeletionStore, storecontract.Clock) {
+	storecontract.Deletions(t, func(t testing.TB) (lifecycle.DeletionStore, storecontract.Clock) {
 		s, c := openFake(t)
 		return s.Deletions(), c
 	})
-	storecontract.Closings(t, func(t testing.TB) (groups.ClosingStore, storecontract.Clock) {
+	storecontract.Closings(t, func(t testing.TB) (lifecycle.ClosingStore, storecontract.Clock) {
 		s, c := openFake(t)
 		return s.Closings(), c
 	})

@@ -11,6 +11,7 @@ import (
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/library"
+	"shelf/domain/lifecycle"
 )
 
 // Outbox runs OutboxChecks in order: Pending reads the whole queue, so on
@@ -99,10 +100,10 @@ type entryIndex[E any] struct {
 }
 
 // Deletions runs DeletionChecks.
-func Deletions(t *testing.T, open Open[accounts.DeletionStore]) { Run(t, open, DeletionChecks) }
+func Deletions(t *testing.T, open Open[lifecycle.DeletionStore]) { Run(t, open, DeletionChecks) }
 
-// DeletionChecks are accounts.DeletionStore's contract.
-var DeletionChecks = indexChecks(func(s accounts.DeletionStore) entryIndex[accounts.DeletionEntry] {
+// DeletionChecks are lifecycle.DeletionStore's contract.
+var DeletionChecks = indexChecks(func(s lifecycle.DeletionStore) entryIndex[accounts.DeletionEntry] {
 	return entryIndex[accounts.DeletionEntry]{begin: s.Begin, end: s.End, inProgress: s.InProgress,
 		entry: func(id, attempt string, at time.Time) accounts.DeletionEntry {
 			return accounts.DeletionEntry{UserID: id, Attempt: attempt, At: At(at), By: id, UsernameKey: id, EmailKey: id}
@@ -114,10 +115,10 @@ var DeletionChecks = indexChecks(func(s accounts.DeletionStore) entryIndex[accou
 })
 
 // Closings runs ClosingChecks.
-func Closings(t *testing.T, open Open[groups.ClosingStore]) { Run(t, open, ClosingChecks) }
+func Closings(t *testing.T, open Open[lifecycle.ClosingStore]) { Run(t, open, ClosingChecks) }
 
-// ClosingChecks are groups.ClosingStore's contract.
-var ClosingChecks = indexChecks(func(s groups.ClosingStore) entryIndex[groups.ClosingEntry] {
+// ClosingChecks are lifecycle.ClosingStore's contract.
+var ClosingChecks = indexChecks(func(s lifecycle.ClosingStore) entryIndex[groups.ClosingEntry] {
 	return entryIndex[groups.ClosingEntry]{begin: s.Begin, end: s.End, inProgress: s.InProgress,
 		entry: func(id, attempt string, at time.Time) groups.ClosingEntry {
 			return groups.ClosingEntry{GroupID: id, Attempt: attempt, At: At(at), By: "admin"}
