@@ -81,9 +81,6 @@ func (c *Claimer) Create(ctx context.Context, cr Creation) error {
 	}
 	activated, err := cr.Activate(ctx)
 	switch {
-	case err != nil && UndoOnUnknown:
-		c.undoCreation(ctx, cr, held) // the broken build's bug, on purpose
-		return err
 	case err != nil:
 		// Unknown (ErrOutcomeUnknown) or not sent: release nothing. The row
 		// may be active, or may still become active when a held attempt

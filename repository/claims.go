@@ -3,7 +3,6 @@ package repository
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"shelf/domain"
@@ -73,9 +72,6 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 	t := table(kind)
 	var existing claimRow
 	now := c.db.Now().UTC()
-	if checkThenAct {
-		return c.claimCheckThenAct(ctx, kind, key, owner, op, base, lease, now)
-	}
 	_, err := c.db.exec(ctx, lwt{
 		name: t + ".claim",
 		run: func(ctx context.Context) (bool, error) {
@@ -105,33 +101,10 @@ func (c *Claims) Claim(ctx context.Context, kind domain.ClaimKind, key, owner, o
 	return existing.toDomain(kind), nil
 }
 
-// claimCheckThenAct is the broken build's claim (checkThenAct): read the
-// key, and write it with a plain INSERT when nobody holds it.
-func (c *Claims) claimCheckThenAct(ctx context.Context, kind domain.ClaimKind, key, owner, op string, base int, lease time.Duration, now time.Time) (domain.Claim, error) {
-	t := table(kind)
-	existing, found, err := getRow[claimRow](c.db.query(ctx, 0, onTable(claimSelectCQL, t), key))
-	switch {
-	case err != nil:
-		return domain.Claim{}, err
-	case found:
-		return existing.toDomain(kind), nil
-	}
-	stmt := onceCQL(strings.Replace(string(onTable(claimInsertCQL, t)), " IF NOT EXISTS", "", 1))
-	if err := c.db.write(ctx, t+".claim", stmt, key, owner, op, now, base, ttlSeconds(lease)); err != nil {
-		return domain.Claim{}, err
-	}
-	existing = claimRow{Key: key, UserID: owner, Op: op, State: string(domain.ClaimPending), ClaimedAt: now, BaseVersion: base}
-	return existing.toDomain(kind), nil
-}
-
 // Commit rewrites every column without TTL if (owner, op) holds the claim.
 func (c *Claims) Commit(ctx context.Context, kind domain.ClaimKind, key, owner, op string, base int) (bool, error) {
 	t := table(kind)
 	now := c.db.Now().UTC()
-	if checkThenAct {
-		stmt := onceCQL(strings.Replace(string(onTable(claimCommitCQL, t)), " IF user_id = ? AND op = ?", "", 1))
-		return true, c.db.write(ctx, t+".commit", stmt, owner, op, now, base, key)
-	}
 	return c.db.exec(ctx, lwt{
 		name: t + ".commit",
 		run: func(ctx context.Context) (bool, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
 	"shelf/repository"
 )
@@ -23,8 +24,8 @@ func key(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), seq.Add(1))
 }
 
-// newClaims returns a claim store on the package keyspace with its own
-// fault hook.
+// newClaims returns a claim store on the package keyspace with a DB of its
+// own, which a test may decorate (faultinject.Install).
 func newClaims(t *testing.T) (*repository.Claims, *repository.DB) {
 	t.Helper()
 	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
@@ -136,12 +137,13 @@ func TestTakeoverOnlyOfTheDeadClaim(t *testing.T) {
 func TestLostAnswersAreResolved(t *testing.T) {
 	t.Parallel()
 	c, db := newClaims(t)
+	faults := faultinject.Install(db)
 	ctx := context.Background()
 	lost := &gocql.RequestErrCASWriteUnknown{}
-	for _, at := range []repository.FaultPoint{repository.AfterLWT, repository.BeforeLWT} {
+	for _, at := range []faultinject.Point{faultinject.AfterLWT, faultinject.BeforeLWT} {
 		fault := func(stmt string) {
 			var once sync.Once
-			db.SetFaults(func(name string, point repository.FaultPoint) error {
+			faults.Set(func(name string, point faultinject.Point) error {
 				var err error
 				if name == stmt && point == at {
 					once.Do(func() { err = lost })
@@ -162,7 +164,7 @@ func TestLostAnswersAreResolved(t *testing.T) {
 		if err := c.Release(ctx, domain.KindUsername, k, "u_a", "op"); err != nil {
 			t.Fatalf("release at %v: %v", at, err)
 		}
-		db.SetFaults(nil)
+		faults.Set(nil)
 		if _, err := c.Lookup(ctx, domain.KindUsername, k); err != domain.ErrNotFound {
 			t.Fatalf("after release at %v: %v", at, err)
 		}
@@ -172,7 +174,7 @@ func TestLostAnswersAreResolved(t *testing.T) {
 		if got, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op", 0, time.Minute); err != nil || got.Owner != "u_b" {
 			t.Fatalf("contended claim at %v: %+v %v", at, got, err)
 		}
-		db.SetFaults(nil)
+		faults.Set(nil)
 	}
 }
 
@@ -181,7 +183,8 @@ func TestLostAnswersAreResolved(t *testing.T) {
 func TestUnresolvableErrorsAreNotGuessed(t *testing.T) {
 	t.Parallel()
 	c, db := newClaims(t)
-	db.SetFaults(func(string, repository.FaultPoint) error {
+	faults := faultinject.Install(db)
+	faults.Set(func(string, faultinject.Point) error {
 		return &gocql.RequestErrUnavailable{}
 	})
 	if _, err := c.Claim(context.Background(), domain.KindUsername, key("unav"), "u_a", "op", 0, time.Minute); err == nil {
@@ -198,14 +201,15 @@ func TestUnresolvableErrorsAreNotGuessed(t *testing.T) {
 func TestAdoptUnderFaults(t *testing.T) {
 	t.Parallel()
 	c, db := newClaims(t)
+	faults := faultinject.Install(db)
 	ctx := context.Background()
 	for _, fault := range []struct {
 		name string
-		at   repository.FaultPoint
+		at   faultinject.Point
 		err  error
 	}{
-		{"answer lost after applying", repository.AfterLWT, &gocql.RequestErrCASWriteUnknown{}},
-		{"first attempt lands late", repository.BeforeLWT, repository.ErrLandLate},
+		{"answer lost after applying", faultinject.AfterLWT, &gocql.RequestErrCASWriteUnknown{}},
+		{"first attempt lands late", faultinject.BeforeLWT, faultinject.ErrLandLate},
 	} {
 		k := key("adopt")
 		if _, err := c.Claim(ctx, domain.KindUsername, k, "u_a", "op1", 3, time.Minute); err != nil {
@@ -219,7 +223,7 @@ func TestAdoptUnderFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		var once sync.Once
-		db.SetFaults(func(name string, point repository.FaultPoint) error {
+		faults.Set(func(name string, point faultinject.Point) error {
 			var err error
 			if name == "usernames.adopt" && point == fault.at {
 				once.Do(func() { err = fault.err })
@@ -227,8 +231,8 @@ func TestAdoptUnderFaults(t *testing.T) {
 			return err
 		})
 		ok, err := c.Adopt(ctx, domain.KindUsername, k, old, "op2", 3)
-		db.SetFaults(nil)
-		db.WaitLate()
+		faults.Set(nil)
+		faults.WaitLate()
 		if err != nil || !ok {
 			t.Fatalf("%s: adopt answered %v %v", fault.name, ok, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/library"
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
 	"shelf/repository"
 )
@@ -22,6 +23,7 @@ import (
 func TestClearPendingUnderFaults(t *testing.T) {
 	t.Parallel()
 	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	faults := faultinject.Install(db)
 	store := repository.NewContents(db)
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -51,14 +53,14 @@ func TestClearPendingUnderFaults(t *testing.T) {
 
 	for _, fault := range []error{&gocql.RequestErrCASWriteUnknown{}, gocql.ErrTimeoutNoResponse} {
 		at := record("u_a")
-		db.SetFaults(func(name string, p repository.FaultPoint) error {
-			if name == "content.clear" && p == repository.AfterLWT {
+		faults.Set(func(name string, p faultinject.Point) error {
+			if name == "content.clear" && p == faultinject.AfterLWT {
 				return fault
 			}
 			return nil
 		})
 		ok, err := store.ClearPending(ctx, at)
-		db.SetFaults(nil)
+		faults.Set(nil)
 		if err != nil || !ok {
 			t.Fatalf("%T: a clear whose answer was lost: %v %v", fault, ok, err)
 		}
@@ -89,18 +91,19 @@ func TestClearPendingUnderFaults(t *testing.T) {
 func TestCreateOfATakenIDIsNotApplied(t *testing.T) {
 	t.Parallel()
 	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
+	faults := faultinject.Install(db)
 	store := repository.NewContents(db)
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	id := domain.NewID(domain.ContentIDPrefix)
-	db.SetFaults(func(name string, p repository.FaultPoint) error {
-		if name == "content.create" && p == repository.AfterLWT {
+	faults.Set(func(name string, p faultinject.Point) error {
+		if name == "content.create" && p == faultinject.AfterLWT {
 			return gocql.ErrTimeoutNoResponse
 		}
 		return nil
 	})
 	ok, err := store.Create(ctx, library.Content{ID: id, CreatedAt: now, LastModified: now, Deleted: true, Version: 1})
-	db.SetFaults(nil)
+	faults.Set(nil)
 	if err != nil || !ok {
 		t.Fatalf("the fence whose answer was lost: %v %v", ok, err)
 	}

@@ -40,7 +40,7 @@ func TestDriverErrorsAreClassified(t *testing.T) {
 		{gocql.ErrNoConnections, false, true},
 		{errors.New("line 1:7 no viable alternative"), false, false},
 	} {
-		if got := isAmbiguous(tc.err); got != tc.ambiguous {
+		if got := Ambiguous(tc.err); got != tc.ambiguous {
 			t.Errorf("%v: ambiguous %v, want %v", tc.err, got, tc.ambiguous)
 		}
 		if got := errors.Is(dbErr("x", tc.err), domain.ErrUnavailable); got != tc.unavailable {

@@ -11,12 +11,14 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/groups"
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
 	"shelf/repository"
 )
 
 // newGroupStores returns the group and member stores on the package
-// keyspace, with their own fault hook.
+// keyspace, with a DB of their own, which a test may decorate
+// (faultinject.Install).
 func newGroupStores(t *testing.T) (*repository.Groups, *repository.GroupMembers, *repository.DB) {
 	t.Helper()
 	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
@@ -99,6 +101,7 @@ func TestPendingGroupExpires(t *testing.T) {
 func TestConcurrentGroupUpdatesOneWins(t *testing.T) {
 	t.Parallel()
 	groups, _, db := newGroupStores(t)
+	faults := faultinject.Install(db)
 	ctx := context.Background()
 	g := newGroup("u_creator")
 	g.Status = domain.StatusActive
@@ -107,10 +110,10 @@ func TestConcurrentGroupUpdatesOneWins(t *testing.T) {
 	}
 	var mu sync.Mutex
 	n := 0
-	db.SetFaults(func(stmt string, at repository.FaultPoint) error {
+	faults.Set(func(stmt string, at faultinject.Point) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if stmt == "groups.update" && at == repository.AfterLWT && n < 6 {
+		if stmt == "groups.update" && at == faultinject.AfterLWT && n < 6 {
 			n++ // the first six answers are lost, applied or not
 			return &gocql.RequestErrCASWriteUnknown{}
 		}
@@ -132,7 +135,7 @@ func TestConcurrentGroupUpdatesOneWins(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	db.SetFaults(nil)
+	faults.Set(nil)
 	winner := slices.Index(wins, true)
 	if winner < 0 || slices.Index(wins[winner+1:], true) >= 0 {
 		t.Fatalf("applied: %v; want exactly one", wins)

@@ -38,8 +38,10 @@ type (
 	// landing late would. Sent again, and copied.
 	repeatableCQL string
 	// onceCQL is a plain write that must not run twice (a counter, a list
-	// append, a value computed by the node, a claim written without its
-	// condition in the broken build): never sent again by the driver.
+	// append, a value computed by the node): never sent again by the
+	// driver. No statement here is one today; the deliberately broken
+	// build's claims without their condition (internal/broken) are sent
+	// the same way.
 	onceCQL string
 	// conditionalCQL is a lightweight transaction (IF ...): never sent
 	// again by the driver nor copied (Paxos duels, double application); a

@@ -213,9 +213,6 @@ func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []
 	}
 	applied, err := a.users.Update(ctx, next)
 	switch {
-	case errors.Is(err, domain.ErrOutcomeUnknown) && domain.UndoOnUnknown:
-		a.claimer.ReleaseAll(ctx, held, id, op) // the broken build's bug, on purpose
-		return false, err
 	case errors.Is(err, domain.ErrOutcomeUnknown):
 		// Keep everything: the new claims are committed to this account,
 		// which may hold them now or when a held attempt lands. The retry

@@ -62,8 +62,11 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	db.OnLWT = func(outcome string) { m.LWTOutcomes.WithLabelValues(outcome).Inc() }
 	// One instance of each store; every service gets the ones it uses.
 	log := domainLogger{logger}
-	users, sessions, claims := repository.NewUsers(db), repository.NewSessions(db), repository.NewClaims(db)
-	acc := newAccounts(cfg, log, users, sessions, claims, m, now)
+	users, sessions := repository.NewUsers(db), repository.NewSessions(db)
+	// Only a deliberately broken build (deliberately_broken.go) replaces
+	// these; production keeps the repository's.
+	accountRows, groupRows, claims := deliberatelyBroken(db, users, repository.NewGroups(db), repository.NewClaims(db))
+	acc := newAccounts(cfg, log, accountRows, sessions, claims, m, now)
 	acc.SetThrottle(accounts.Throttle{Store: repository.NewAttempts(db), PerAddress: cfg.Accounts.ThrottlePerAddress,
 		PerLogin: cfg.Accounts.ThrottlePerLogin, Window: cfg.Accounts.ThrottleWindow})
 	if err := setMail(acc, cfg.Mail, logger, repository.NewTokens(db)); err != nil {
@@ -73,7 +76,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: now},
 		acc, users, sessions, suspensions)
 	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now},
-		acc, users, claims, repository.NewGroups(db), repository.NewGroupMembers(db), log)
+		acc, users, claims, groupRows, repository.NewGroupMembers(db), log)
 	lib := library.New(library.Config{
 		SyncFanoutLimit: cfg.Content.SyncFanoutLimit, FanoutConcurrency: cfg.Content.FanoutConcurrency, Now: now,
 		ObserveFanout: func(members int, took time.Duration) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
-	"shelf/repository"
 )
 
 // lwtNames are the lightweight transactions a signup (and its undo) runs.
@@ -25,10 +25,10 @@ var lwtNames = []string{
 var lostAnswer = &gocql.RequestErrWriteTimeout{WriteType: "CAS"}
 
 // onceFault fails the first run of one statement at one point.
-func onceFault(stmt string, at repository.FaultPoint) repository.FaultFunc {
+func onceFault(stmt string, at faultinject.Point) faultinject.Func {
 	var mu sync.Mutex
 	done := false
-	return func(name string, point repository.FaultPoint) error {
+	return func(name string, point faultinject.Point) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if name == stmt && point == at && !done {
@@ -48,8 +48,8 @@ func TestSignupResolvesAmbiguousAnswers(t *testing.T) {
 	db := testkit.NewDB(t)
 	a, api := newTestApp(t, db, nil)
 	for _, stmt := range lwtNames[:6] {
-		for _, at := range []repository.FaultPoint{repository.AfterLWT, repository.BeforeLWT} {
-			a.DB.SetFaults(onceFault(stmt, at))
+		for _, at := range []faultinject.Point{faultinject.AfterLWT, faultinject.BeforeLWT} {
+			faults(a).Set(onceFault(stmt, at))
 			u, e := name("amb"), name("amb")+"@example.org"
 			mustSignup(t, api, u, e)
 			mustLogin(t, api, u)
@@ -61,15 +61,15 @@ func TestSignupResolvesAmbiguousAnswers(t *testing.T) {
 	taken := name("amb")
 	mustSignup(t, api, taken, name("amb")+"@example.org")
 	for _, stmt := range []string{"emails.release", "users.discard"} {
-		a.DB.SetFaults(onceFault(stmt, repository.AfterLWT))
+		faults(a).Set(onceFault(stmt, faultinject.AfterLWT))
 		e := name("amb") + "@example.org"
 		if r := signup(api, taken, e); r.StatusCode != http.StatusConflict {
 			t.Fatalf("%s: %d %s", stmt, r.StatusCode, r.Body)
 		}
-		a.DB.SetFaults(nil)
+		faults(a).Set(nil)
 		mustSignup(t, api, name("amb"), e) // the email was released
 	}
-	a.DB.SetFaults(nil)
+	faults(a).Set(nil)
 	checkClaimsConsistent(t, db)
 }
 
@@ -83,7 +83,7 @@ func TestFaultStormKeepsCountsEqual(t *testing.T) {
 	a, api := newTestApp(t, db, map[string]string{"SHELF_CLAIM_LEASE": lease.String()})
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(1, 2))
-	a.DB.SetFaults(func(string, repository.FaultPoint) error {
+	faults(a).Set(func(string, faultinject.Point) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if rng.IntN(3) == 0 {
@@ -123,7 +123,7 @@ func TestFaultStormKeepsCountsEqual(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	a.DB.SetFaults(nil)
+	faults(a).Set(nil)
 	time.Sleep(lease + time.Second)
 	if accounts := checkClaimsConsistent(t, db); accounts != created {
 		t.Fatalf("%d accounts, %d signups answered 201", accounts, created)

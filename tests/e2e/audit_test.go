@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
-	"shelf/repository"
 )
 
 // The audit of admin actions on accounts (issue 26, part 5;
@@ -273,11 +273,11 @@ func TestAuditRetriesMakeOneEntry(t *testing.T) {
 	}
 	// The change's compare-and-set applies and its answer is lost: the
 	// read-back settles it, and the entry is written once.
-	m.app.DB.SetFaults(onceFault("users.update", repository.AfterLWT))
+	faults(m.app).Set(onceFault("users.update", faultinject.AfterLWT))
 	if r := patchAs(m.admin, u.ID, map[string]any{"displayName": "Lost"}); r.StatusCode != http.StatusOK {
 		t.Fatalf("change with a lost answer: %d %s", r.StatusCode, r.Body)
 	}
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	if r := patchAs(m.admin, u.ID, map[string]any{"displayName": "Lost"}); r.StatusCode != http.StatusOK {
 		t.Fatalf("its retry: %d %s", r.StatusCode, r.Body)
 	}
@@ -296,10 +296,10 @@ func TestAuditWriteLostOrLate(t *testing.T) {
 	failed := errors.New("the audit write failed (test)")
 	var mu sync.Mutex
 	mode, seen, pass := "", 0, 0
-	m.app.DB.SetFaults(func(stmt string, at repository.FaultPoint) error {
+	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if stmt != "account_audit.insert" || at != repository.BeforeWrite {
+		if stmt != "account_audit.insert" || at != faultinject.BeforeWrite {
 			return nil
 		}
 		// The first pass writes are of the entries the row carried (the
@@ -312,7 +312,7 @@ func TestAuditWriteLostOrLate(t *testing.T) {
 		case "fail":
 			return failed
 		case "hold":
-			return repository.ErrHoldWrite
+			return faultinject.ErrHoldWrite
 		}
 		return nil
 	})
@@ -331,7 +331,7 @@ func TestAuditWriteLostOrLate(t *testing.T) {
 	}
 	set("", 0)
 	m.wantActions(t, u.ID, "suspended", "display_name_changed")
-	if err := m.app.DB.LandHeld(context.Background()); err != nil {
+	if err := faults(m.app).LandHeld(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	m.wantActions(t, u.ID, "suspended", "display_name_changed")

@@ -277,9 +277,9 @@ func TestClosingWhoseReverseIndexDeleteFailsIsFinished(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	w := newClosingWorld(t, m)
-	m.app.DB.SetFaults(failWrite("groups_by_member.delete"))
+	faults(m.app).Set(failWrite("groups_by_member.delete"))
 	r := closeGroup(w.ownerAPI, w.group.ID)
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a closing whose reverse index delete failed: %d %s", r.StatusCode, r.Body)
 	}

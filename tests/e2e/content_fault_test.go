@@ -11,8 +11,8 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
-	"shelf/repository"
 )
 
 // drain runs the outbox worker over every mark, however young.
@@ -24,9 +24,9 @@ func drain(t *testing.T, m *moderators) {
 }
 
 // failWrite makes every plain write named stmt fail before it is sent.
-func failWrite(stmt string) repository.FaultFunc {
-	return func(name string, at repository.FaultPoint) error {
-		if name == stmt && at == repository.BeforeWrite {
+func failWrite(stmt string) faultinject.Func {
+	return func(name string, at faultinject.Point) error {
+		if name == stmt && at == faultinject.BeforeWrite {
 			return &gocql.RequestErrUnavailable{}
 		}
 		return nil
@@ -54,9 +54,9 @@ func sharedItem(t *testing.T, name, visibility string) (*moderators, *testkit.AP
 func TestUnshareWhoseMemberDeleteFailsStaysUnshared(t *testing.T) {
 	t.Parallel()
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "secret", "private")
-	m.app.DB.SetFaults(failWrite("content_members.delete"))
+	faults(m.app).Set(failWrite("content_members.delete"))
 	r := unshare(ownerAPI, c.ID, friend.ID)
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	if r.StatusCode != http.StatusNoContent {
 		t.Fatalf("unshare whose member delete failed: %d %s", r.StatusCode, r.Body)
 	}
@@ -88,14 +88,14 @@ func TestShareRacingDeleteLeavesNoGhost(t *testing.T) {
 	c := createContent(t, ownerAPI, "doomed", "loggedin")
 	var fired atomic.Bool
 	var del *testkit.Response
-	m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
-		if name == "content_members.put" && at == repository.BeforeWrite && fired.CompareAndSwap(false, true) {
+	faults(m.app).Set(func(name string, at faultinject.Point) error {
+		if name == "content_members.put" && at == faultinject.BeforeWrite && fired.CompareAndSwap(false, true) {
 			del = ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil)
 		}
 		return nil
 	})
 	r := ownerAPI.Send(http.MethodPut, "/v1/content/"+c.ID+"/members/"+friend.ID, map[string]string{"role": "viewer"})
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	if !fired.Load() || del.StatusCode != http.StatusNoContent {
 		t.Fatalf("the delete in the middle of the share did not run: %v %+v", fired.Load(), del)
 	}
@@ -135,8 +135,8 @@ func TestConcurrentSharesOfOnePrincipalCountOnce(t *testing.T) {
 	friend, _ := m.member(t)
 	for round := 0; round < 4; round++ {
 		c := createContent(t, ownerAPI, "counted", "private")
-		m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
-			if name == "content_members.put" && at == repository.BeforeWrite {
+		faults(m.app).Set(func(name string, at faultinject.Point) error {
+			if name == "content_members.put" && at == faultinject.BeforeWrite {
 				time.Sleep(30 * time.Millisecond)
 			}
 			return nil
@@ -158,7 +158,7 @@ func TestConcurrentSharesOfOnePrincipalCountOnce(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		m.app.DB.SetFaults(nil)
+		faults(m.app).Set(nil)
 		if n := created.Load(); n != 1 {
 			t.Fatalf("round %d: %d shares answered 201 for one new member", round, n)
 		}
@@ -182,14 +182,14 @@ func TestReshareDuringUnshareKeepsTheItem(t *testing.T) {
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "again", "private")
 	var fired atomic.Bool
 	var reshare *testkit.Response
-	m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
-		if name == "library_index.delete" && at == repository.BeforeWrite && fired.CompareAndSwap(false, true) {
+	faults(m.app).Set(func(name string, at faultinject.Point) error {
+		if name == "library_index.delete" && at == faultinject.BeforeWrite && fired.CompareAndSwap(false, true) {
 			reshare = ownerAPI.Send(http.MethodPut, "/v1/content/"+c.ID+"/members/"+friend.ID, map[string]string{"role": "viewer"})
 		}
 		return nil
 	})
 	r := unshare(ownerAPI, c.ID, friend.ID)
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	if r.StatusCode != http.StatusNoContent || !fired.Load() || reshare.StatusCode != http.StatusCreated {
 		t.Fatalf("unshare %d %s; re-share in its middle: %v %+v", r.StatusCode, r.Body, fired.Load(), reshare)
 	}
@@ -252,9 +252,9 @@ func TestRejectedChangeKeepsAnEarlierMark(t *testing.T) {
 func TestFanoutWhoseRowsFailedIsRedoneByTheWorker(t *testing.T) {
 	t.Parallel()
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "before", "public")
-	m.app.DB.SetFaults(failWrite("library.batch"))
+	faults(m.app).Set(failWrite("library.batch"))
 	r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+c.ID, map[string]string{"name": "after"})
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	if r.StatusCode != http.StatusOK {
 		t.Fatalf("update whose rows failed: %d %s", r.StatusCode, r.Body)
 	}

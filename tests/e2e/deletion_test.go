@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
-	"shelf/repository"
 )
 
 // deletionWorld is a user about to be deleted, with everything a deletion
@@ -395,9 +395,9 @@ func TestLateWritesAfterADeletionChangeNothing(t *testing.T) {
 	m := newModerators(t, nil)
 	w := newDeletionWorld(t, m)
 	// A fan-out of the friend's item to the user's library, held back.
-	m.app.DB.SetFaults(func(stmt string, at repository.FaultPoint) error {
-		if at == repository.BeforeWrite && (strings.HasPrefix(stmt, "library") || stmt == "account_deletions.insert") {
-			return repository.ErrHoldWrite
+	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
+		if at == faultinject.BeforeWrite && (strings.HasPrefix(stmt, "library") || stmt == "account_deletions.insert") {
+			return faultinject.ErrHoldWrite
 		}
 		return nil
 	})
@@ -407,9 +407,9 @@ func TestLateWritesAfterADeletionChangeNothing(t *testing.T) {
 	if r := deleteUser(w.userAPI, w.user.ID); r.StatusCode != http.StatusServiceUnavailable && r.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("delete whose entry write was held: %d %s", r.StatusCode, r.Body)
 	}
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	mustDelete(t, w.userAPI, w.user.ID)
-	if err := m.app.DB.LandHeld(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
+	if err := faults(m.app).LandHeld(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
 	w.check(t)
@@ -429,9 +429,9 @@ func TestMembershipsTheDeletionCannotSeeAreTakenBack(t *testing.T) {
 	w := newDeletionWorld(t, m)
 	item := createContent(t, w.friendAPI, name("unseen"), "loggedin")
 	group := createGroup(t, w.friendAPI, 0)
-	m.app.DB.SetFaults(func(stmt string, at repository.FaultPoint) error {
-		if at == repository.BeforeWrite && (stmt == "library_index.put" || stmt == "groups_by_member.insert") {
-			return repository.ErrHoldWrite
+	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
+		if at == faultinject.BeforeWrite && (stmt == "library_index.put" || stmt == "groups_by_member.insert") {
+			return faultinject.ErrHoldWrite
 		}
 		return nil
 	})
@@ -441,9 +441,9 @@ func TestMembershipsTheDeletionCannotSeeAreTakenBack(t *testing.T) {
 	if r := w.friendAPI.Send(http.MethodPut, "/v1/groups/"+group.ID+"/members/"+w.user.ID, map[string]string{"role": "manager"}); r.StatusCode != http.StatusServiceUnavailable && r.StatusCode != http.StatusCreated {
 		t.Fatalf("add whose reverse index write is held: %d %s", r.StatusCode, r.Body)
 	}
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	mustDelete(t, w.userAPI, w.user.ID)
-	if err := m.app.DB.LandHeld(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
+	if err := faults(m.app).LandHeld(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
 	if _, err := m.app.Contents.DrainOutbox(context.Background(), 0, 1000); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"shelf"
 	"shelf/internal/app"
 	"shelf/internal/config"
+	"shelf/internal/faultinject"
 	"shelf/internal/metrics"
 	"shelf/internal/testkit"
 	"shelf/repository"
@@ -53,7 +55,23 @@ func newTestApp(t *testing.T, db *testkit.DB, env map[string]string) (*app.App, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	injectors.Store(a.DB, faultinject.Install(a.DB))
 	return a, testkit.NewAPI(t, a.Router)
+}
+
+// injectors holds the fault injector of every app newTestApp and
+// newObservedApp built, by its DB: each is installed before the app sends
+// anything, and only sends until a test gives it faults.
+var injectors sync.Map
+
+// faults is the fault injector of a, an app newTestApp or newObservedApp
+// built.
+func faults(a *app.App) *faultinject.Injector {
+	inj, ok := injectors.Load(a.DB)
+	if !ok {
+		panic("e2e: faults of an app built without newTestApp or newObservedApp")
+	}
+	return inj.(*faultinject.Injector)
 }
 
 func TestProbesAndContract(t *testing.T) {
@@ -111,6 +129,7 @@ func newObservedApp(t *testing.T, db *testkit.DB, observer gocql.QueryObserver, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	injectors.Store(a.DB, faultinject.Install(a.DB))
 	return a, testkit.NewAPI(t, a.Router)
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/repository"
+	"shelf/internal/faultinject"
 )
 
 // crashOnce makes the group service stop once at op/step, as a crash would.
@@ -86,16 +86,16 @@ func TestGroupChangesResolveAmbiguousAnswers(t *testing.T) {
 	w := newGroupWorld(t, nil)
 	users := signupJoiners(t, w.api, 1)
 	for _, stmt := range []string{"group_names.claim", "groups.create", "group_names.commit", "groups.activate", "groups.update"} {
-		for _, at := range []repository.FaultPoint{repository.AfterLWT, repository.BeforeLWT} {
-			w.app.DB.SetFaults(onceFault(stmt, at))
+		for _, at := range []faultinject.Point{faultinject.AfterLWT, faultinject.BeforeLWT} {
+			faults(w.app).Set(onceFault(stmt, at))
 			g := mustPostGroup(t, w.ownerAPI, name("amb"), 2)
-			w.app.DB.SetFaults(onceFault("groups.update", at))
+			faults(w.app).Set(onceFault("groups.update", at))
 			mustPutGroupMember(t, w.ownerAPI, g.ID, users[0], "member", http.StatusCreated)
-			w.app.DB.SetFaults(onceFault("groups.update", at))
+			faults(w.app).Set(onceFault("groups.update", at))
 			if r := deleteGroupMember(w.ownerAPI, g.ID, users[0]); r.StatusCode != http.StatusNoContent {
 				t.Fatalf("%s: remove: %d %s", stmt, r.StatusCode, r.Body)
 			}
-			w.app.DB.SetFaults(nil)
+			faults(w.app).Set(nil)
 			checkGroupAgrees(t, w.db, g.ID, []string{w.owner.ID, users[0]})
 		}
 	}
@@ -113,7 +113,7 @@ func TestFaultStormKeepsGroupsWithinCapacity(t *testing.T) {
 	g := mustPostGroup(t, w.ownerAPI, name("storm"), maxMembers)
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(3, 4))
-	w.app.DB.SetFaults(func(stmt string, _ repository.FaultPoint) error {
+	faults(w.app).Set(func(stmt string, _ faultinject.Point) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if strings.HasPrefix(stmt, "groups.") && rng.IntN(3) == 0 {
@@ -145,7 +145,7 @@ func TestFaultStormKeepsGroupsWithinCapacity(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	w.app.DB.SetFaults(nil)
+	faults(w.app).Set(nil)
 	// One more operation finishes whatever a 503 left pending.
 	listGroupMembers(t, w.ownerAPI, g.ID, 100)
 	st := checkGroupAgrees(t, w.db, g.ID, append([]string{w.owner.ID}, users...))

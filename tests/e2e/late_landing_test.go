@@ -9,26 +9,26 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/internal/app"
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
-	"shelf/repository"
 )
 
 // The late-landing rule (docs/design.md#faults): any attempt of any write
 // may land at any later time, and any answer may be lost. These tests hold
-// real statements back (repository.ErrLandLate: the attempt answers a
+// real statements back (faultinject.ErrLandLate: the attempt answers a
 // timeout and reaches Cassandra later, as from a hung node's queue) or make
 // another write land before the read-back, against the real node.
 
 // landLateOnce holds back the first attempt of one statement.
-func landLateOnce(stmt string) repository.FaultFunc {
+func landLateOnce(stmt string) faultinject.Func {
 	var once sync.Once
-	return func(name string, at repository.FaultPoint) error {
+	return func(name string, at faultinject.Point) error {
 		fire := false
-		if name == stmt && at == repository.BeforeLWT {
+		if name == stmt && at == faultinject.BeforeLWT {
 			once.Do(func() { fire = true })
 		}
 		if fire {
-			return repository.ErrLandLate
+			return faultinject.ErrLandLate
 		}
 		return nil
 	}
@@ -46,13 +46,13 @@ func TestSignupWhoseAttemptLandsLateIsComplete(t *testing.T) {
 	db := testkit.NewDB(t)
 	a, api := newTestApp(t, db, nil)
 	for _, stmt := range []string{"usernames.claim", "emails.claim", "users.create", "usernames.commit", "emails.commit", "users.activate"} {
-		a.DB.SetFaults(landLateOnce(stmt))
+		faults(a).Set(landLateOnce(stmt))
 		u, e := name("late"), name("late")+"@example.org"
 		if r := signup(api, u, e); r.StatusCode != http.StatusCreated {
 			t.Fatalf("%s landed late: %d %s", stmt, r.StatusCode, r.Body)
 		}
-		a.DB.WaitLate()
-		a.DB.SetFaults(nil)
+		faults(a).WaitLate()
+		faults(a).Set(nil)
 		mustLogin(t, api, u)
 		mustLogin(t, api, e)
 	}
@@ -70,15 +70,15 @@ func TestActivationOfUnknownOutcomeIsNeverUndone(t *testing.T) {
 	a, api := newTestApp(t, db, nil)
 	var mu sync.Mutex
 	first := true
-	a.DB.SetFaults(func(stmt string, at repository.FaultPoint) error {
-		if stmt != "users.activate" || at != repository.BeforeLWT {
+	faults(a).Set(func(stmt string, at faultinject.Point) error {
+		if stmt != "users.activate" || at != faultinject.BeforeLWT {
 			return nil
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		if first {
 			first = false
-			return repository.ErrLandAfterAnswer
+			return faultinject.ErrLandAfterAnswer
 		}
 		return lostAnswer // never sent, answer lost: still ambiguous
 	})
@@ -87,8 +87,8 @@ func TestActivationOfUnknownOutcomeIsNeverUndone(t *testing.T) {
 	if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("a signup whose activation stays unknown: %d %s", r.StatusCode, r.Body)
 	}
-	a.DB.WaitLate()
-	a.DB.SetFaults(nil)
+	faults(a).WaitLate()
+	faults(a).Set(nil)
 	mustLogin(t, api, u)
 	mustLogin(t, api, e)
 	if n := checkClaimsConsistent(t, db); n != 1 {
@@ -100,11 +100,11 @@ func TestActivationOfUnknownOutcomeIsNeverUndone(t *testing.T) {
 // applied, and lets another change of the same account land before the
 // read-back (issue 10, case 1): the row's tag is then someone else's, so
 // only the outcome "unknown" is honest.
-func anotherWriteFirst(t *testing.T, a *app.App, stmt, userID string) repository.FaultFunc {
+func anotherWriteFirst(t *testing.T, a *app.App, stmt, userID string) faultinject.Func {
 	var once sync.Once
-	return func(name string, at repository.FaultPoint) error {
+	return func(name string, at faultinject.Point) error {
 		fire := false
-		if name == stmt && at == repository.AfterLWT {
+		if name == stmt && at == faultinject.AfterLWT {
 			once.Do(func() { fire = true })
 		}
 		if !fire {
@@ -133,7 +133,7 @@ type renamed struct {
 
 // renameUnder signs up an account and renames it while the faults made for
 // its id are in force; they are off again when it returns.
-func renameUnder(t *testing.T, faults func(a *app.App, userID string) repository.FaultFunc) renamed {
+func renameUnder(t *testing.T, faultsFor func(a *app.App, userID string) faultinject.Func) renamed {
 	t.Helper()
 	db := testkit.NewDB(t)
 	a, api := newTestApp(t, db, nil)
@@ -141,9 +141,9 @@ func renameUnder(t *testing.T, faults func(a *app.App, userID string) repository
 	me := mustSignup(t, api, old, old+"@example.org")
 	tok := mustLogin(t, api, old).Token
 	next := name("ren")
-	a.DB.SetFaults(faults(a, me.ID))
+	faults(a).Set(faultsFor(a, me.ID))
 	r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"username": next, "currentPassword": testPassword})
-	a.DB.SetFaults(nil)
+	faults(a).Set(nil)
 	return renamed{db: db, a: a, api: api, me: me, tok: tok, old: old, next: next, answered: r}
 }
 
@@ -155,7 +155,7 @@ func renameUnder(t *testing.T, faults func(a *app.App, userID string) repository
 // keeps the claim, and the retry answers 200.
 func TestRenameWhoseAnswerIsLostBehindAnotherWrite(t *testing.T) {
 	t.Parallel()
-	rn := renameUnder(t, func(a *app.App, id string) repository.FaultFunc { return anotherWriteFirst(t, a, "users.update", id) })
+	rn := renameUnder(t, func(a *app.App, id string) faultinject.Func { return anotherWriteFirst(t, a, "users.update", id) })
 	db, api, me, tok, old, next, r := rn.db, rn.api, rn.me, rn.tok, rn.old, rn.next, rn.answered
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("rename of unknown outcome: %d %s", r.StatusCode, r.Body)
@@ -201,10 +201,10 @@ func TestPasswordChangeWhoseAnswerIsLostStillEndsOtherSessions(t *testing.T) {
 	n := name("pw")
 	me := mustSignup(t, api, n, n+"@example.org")
 	tok, other := mustLogin(t, api, n).Token, mustLogin(t, api, n).Token
-	a.DB.SetFaults(anotherWriteFirst(t, a, "users.update", me.ID))
+	faults(a).Set(anotherWriteFirst(t, a, "users.update", me.ID))
 	r := api.As(tok).Send(http.MethodPut, "/v1/users/"+me.ID+"/password",
 		map[string]string{"currentPassword": testPassword, "newPassword": "a brand new secret"})
-	a.DB.SetFaults(nil)
+	faults(a).Set(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("password change of unknown outcome: %d %s", r.StatusCode, r.Body)
 	}
@@ -218,9 +218,9 @@ func TestPasswordChangeWhoseAnswerIsLostStillEndsOtherSessions(t *testing.T) {
 
 // neverSent loses every attempt of stmt before it is sent: the caller
 // cannot learn the outcome, as when its process dies between two writes.
-func neverSent(stmt string) repository.FaultFunc {
-	return func(name string, at repository.FaultPoint) error {
-		if name == stmt && at == repository.BeforeLWT {
+func neverSent(stmt string) faultinject.Func {
+	return func(name string, at faultinject.Point) error {
+		if name == stmt && at == faultinject.BeforeLWT {
 			return lostAnswer
 		}
 		return nil
@@ -235,7 +235,7 @@ func neverSent(stmt string) repository.FaultFunc {
 // Issue 10, case 6.
 func TestRenameStoppedAfterCommittingIsFinishedByItsRetry(t *testing.T) {
 	t.Parallel()
-	rn := renameUnder(t, func(*app.App, string) repository.FaultFunc { return neverSent("users.update") })
+	rn := renameUnder(t, func(*app.App, string) faultinject.Func { return neverSent("users.update") })
 	db, api, me, tok, old, next, r := rn.db, rn.api, rn.me, rn.tok, rn.old, rn.next, rn.answered
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a rename whose update never got through: %d %s", r.StatusCode, r.Body)
@@ -260,7 +260,7 @@ func TestRenameStoppedAfterCommittingIsFinishedByItsRetry(t *testing.T) {
 // committed claim is an orphan and the next claimant takes it over.
 func TestAbandonedNameIsFreedOnceTheAccountMovesOn(t *testing.T) {
 	t.Parallel()
-	rn := renameUnder(t, func(*app.App, string) repository.FaultFunc { return neverSent("users.update") })
+	rn := renameUnder(t, func(*app.App, string) faultinject.Func { return neverSent("users.update") })
 	db, api, me, tok, old, next := rn.db, rn.api, rn.me, rn.tok, rn.old, rn.next
 	if r := api.As(tok).Send(http.MethodPatch, "/v1/users/"+me.ID, map[string]string{"displayName": "Moved On"}); r.StatusCode != http.StatusOK {
 		t.Fatalf("another change: %d %s", r.StatusCode, r.Body)

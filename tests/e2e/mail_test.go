@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"shelf/internal/app"
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
-	"shelf/repository"
 )
 
 // newMailApp serves the whole service with mail sent over SMTP to mp (no
@@ -266,15 +266,15 @@ func TestResetUnderFaults(t *testing.T) {
 				token := testkit.TokenIn(t, mp.WaitFor(t, email, 2)[0].Text, "reset")
 				var mu sync.Mutex
 				first := true
-				a.DB.SetFaults(func(s string, at repository.FaultPoint) error {
+				faults(a).Set(func(s string, at faultinject.Point) error {
 					mu.Lock()
 					defer mu.Unlock()
-					if s == stmt && fault == "unknown" && at == repository.BeforeLWT {
+					if s == stmt && fault == "unknown" && at == faultinject.BeforeLWT {
 						// The first attempt lands after the answer, every
 						// other answer is lost: the outcome stays unknown.
 						if first {
 							first = false
-							return repository.ErrLandAfterAnswer
+							return faultinject.ErrLandAfterAnswer
 						}
 						return lostAnswer
 					}
@@ -282,23 +282,23 @@ func TestResetUnderFaults(t *testing.T) {
 						return nil
 					}
 					switch {
-					case fault == "lost" && at == repository.AfterLWT:
+					case fault == "lost" && at == faultinject.AfterLWT:
 						first = false
 						return lostAnswer
-					case fault == "late" && at == repository.BeforeLWT:
+					case fault == "late" && at == faultinject.BeforeLWT:
 						first = false
-						return repository.ErrLandLate
-					case fault == "after-answer" && at == repository.BeforeLWT:
+						return faultinject.ErrLandLate
+					case fault == "after-answer" && at == faultinject.BeforeLWT:
 						first = false
-						return repository.ErrLandAfterAnswer
+						return faultinject.ErrLandAfterAnswer
 					}
 					return nil
 				})
 				const pw = "the reset passphrase"
 				body := map[string]string{"token": token, "newPassword": pw}
 				r := api.Send(http.MethodPost, "/v1/password-resets/confirm", body)
-				a.DB.WaitLate()
-				a.DB.SetFaults(nil)
+				faults(a).WaitLate()
+				faults(a).Set(nil)
 				switch r.StatusCode {
 				case http.StatusNoContent:
 				case http.StatusServiceUnavailable:
@@ -369,8 +369,8 @@ func TestLoginRacingAReset(t *testing.T) {
 			}
 			reached, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
-			a.DB.SetFaults(func(s string, at repository.FaultPoint) error {
-				if s == "sessions_by_user.insert" && at == repository.BeforeWrite {
+			faults(a).Set(func(s string, at faultinject.Point) error {
+				if s == "sessions_by_user.insert" && at == faultinject.BeforeWrite {
 					once.Do(func() {
 						close(reached)
 						<-release
@@ -384,7 +384,7 @@ func TestLoginRacingAReset(t *testing.T) {
 			r := ownerRequest()
 			close(release)
 			attacker := <-answer
-			a.DB.SetFaults(nil)
+			faults(a).Set(nil)
 			if r.StatusCode != http.StatusNoContent {
 				t.Fatalf("the owner's %s while the login was in flight: %d %s", owner, r.StatusCode, r.Body)
 			}

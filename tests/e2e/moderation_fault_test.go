@@ -14,6 +14,7 @@ import (
 	"shelf/domain/moderation"
 	"shelf/internal/app"
 	"shelf/internal/config"
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
 	"shelf/repository"
 )
@@ -138,15 +139,15 @@ func TestLostAnswersInModeration(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	u, _ := m.member(t)
-	m.app.DB.SetFaults(onceFault("users.update", repository.AfterLWT))
+	faults(m.app).Set(onceFault("users.update", faultinject.AfterLWT))
 	if r := m.suspend(u.ID, "lost answer"); r.StatusCode != http.StatusCreated {
 		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
 	}
-	m.app.DB.SetFaults(onceFault("users.update", repository.AfterLWT))
+	faults(m.app).Set(onceFault("users.update", faultinject.AfterLWT))
 	if r := m.unsuspend(u.ID); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("unsuspend: %d %s", r.StatusCode, r.Body)
 	}
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	agreement(t, m.db)
 }
 
@@ -184,14 +185,14 @@ func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
 		if r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]string{"reason": "spam", "until": until}); r.StatusCode != http.StatusCreated {
 			t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
 		}
-		m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
-			if name == failing && at == repository.BeforeWrite {
+		faults(m.app).Set(func(name string, at faultinject.Point) error {
+			if name == failing && at == faultinject.BeforeWrite {
 				return &gocql.RequestErrUnavailable{}
 			}
 			return nil
 		})
 		r := m.unsuspend(u.ID)
-		m.app.DB.SetFaults(nil)
+		faults(m.app).Set(nil)
 		if r.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("%s failed: unsuspend answered %d %s", failing, r.StatusCode, r.Body)
 		}
@@ -220,14 +221,14 @@ func TestSuspensionStopsSessionsEvenWhenRevokingFails(t *testing.T) {
 	if r := member.Get("/v1/me"); r.StatusCode != http.StatusOK {
 		t.Fatalf("before: %d", r.StatusCode)
 	}
-	m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
-		if name == "sessions.delete" && at == repository.BeforeWrite {
+	faults(m.app).Set(func(name string, at faultinject.Point) error {
+		if name == "sessions.delete" && at == faultinject.BeforeWrite {
 			return &gocql.RequestErrUnavailable{}
 		}
 		return nil
 	})
 	r := m.suspend(u.ID, "spam")
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("suspend whose revocation failed: %d %s", r.StatusCode, r.Body)
 	}
@@ -254,9 +255,9 @@ func TestRepairRestoresAMissingExpiryEntry(t *testing.T) {
 	n := name("quiet")
 	u := mustSignup(t, m.api, n, n+"@example.org") // no session: nothing else for the repair to end
 	until := time.Now().Add(2 * time.Second).UTC()
-	m.app.DB.SetFaults(failWrite("suspension_expiries.insert"))
+	faults(m.app).Set(failWrite("suspension_expiries.insert"))
 	r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]any{"reason": "cool off", "until": until.Format(time.RFC3339Nano)})
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("suspend whose expiry entry failed: %d %s", r.StatusCode, r.Body)
 	}
@@ -308,19 +309,19 @@ func TestSuspensionRacingADeletionListsNobody(t *testing.T) {
 				t.Fatalf("%s: the suspension of an account deleted meanwhile: %d %s", race, r.StatusCode, r.Body)
 			}
 		case "late-row":
-			m.app.DB.SetFaults(func(name string, at repository.FaultPoint) error {
-				if name == "users_by_status.insert" && at == repository.BeforeWrite {
-					return repository.ErrHoldWrite
+			faults(m.app).Set(func(name string, at faultinject.Point) error {
+				if name == "users_by_status.insert" && at == faultinject.BeforeWrite {
+					return faultinject.ErrHoldWrite
 				}
 				return nil
 			})
 			r = suspend(u.ID)
-			m.app.DB.SetFaults(nil)
+			faults(m.app).Set(nil)
 			if r.StatusCode != http.StatusServiceUnavailable {
 				t.Fatalf("%s: the suspension whose list row is held: %d %s", race, r.StatusCode, r.Body)
 			}
 			mustDelete(t, m.admin, u.ID)
-			if err := m.app.DB.LandHeld(ctx); err != nil {
+			if err := faults(m.app).LandHeld(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -349,9 +350,9 @@ func TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	u, _ := m.member(t)
-	m.app.DB.SetFaults(failWrite("moderation_history.insert"))
+	faults(m.app).Set(failWrite("moderation_history.insert"))
 	r := m.suspend(u.ID, "spam")
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("the suspension whose history entry failed: %d %s", r.StatusCode, r.Body)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
+	"shelf/internal/faultinject"
 	"shelf/internal/metrics"
 	"shelf/internal/testkit"
 	"shelf/repository"
@@ -264,16 +265,16 @@ func TestInterruptedEventsAreRecordedOnce(t *testing.T) {
 func TestHistoryWritesUnderFaults(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
-	for _, at := range []repository.FaultPoint{repository.BeforeWrite, repository.AfterWrite} {
+	for _, at := range []faultinject.Point{faultinject.BeforeWrite, faultinject.AfterWrite} {
 		u, _ := m.member(t)
-		m.app.DB.SetFaults(func(name string, p repository.FaultPoint) error {
+		faults(m.app).Set(func(name string, p faultinject.Point) error {
 			if name == "moderation_history.insert" && p == at {
 				return &gocql.RequestErrWriteTimeout{WriteType: "SIMPLE"}
 			}
 			return nil
 		})
 		r := m.suspend(u.ID, "faulty")
-		m.app.DB.SetFaults(nil)
+		faults(m.app).Set(nil)
 		if r.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("suspend whose history write failed at %v: %d %s", at, r.StatusCode, r.Body)
 		}
@@ -284,7 +285,7 @@ func TestHistoryWritesUnderFaults(t *testing.T) {
 
 		// Every write of the unsuspension's entries fails: the lift stands
 		// (204 is not answered), and the retry records it.
-		m.app.DB.SetFaults(func(name string, p repository.FaultPoint) error {
+		faults(m.app).Set(func(name string, p faultinject.Point) error {
 			if name == "moderation_history.insert" && p == at {
 				return &gocql.RequestErrWriteTimeout{WriteType: "SIMPLE"}
 			}
@@ -299,7 +300,7 @@ func TestHistoryWritesUnderFaults(t *testing.T) {
 		if r := m.suspend(u.ID, "next"); r.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("suspend over an unrecorded lift, writes failing: %d %s", r.StatusCode, r.Body)
 		}
-		m.app.DB.SetFaults(nil)
+		faults(m.app).Set(nil)
 		if r := m.suspend(u.ID, "next"); r.StatusCode != http.StatusCreated {
 			t.Fatalf("suspend over an unrecorded lift: %d %s", r.StatusCode, r.Body)
 		}

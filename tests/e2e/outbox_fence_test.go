@@ -8,8 +8,8 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
-	"shelf/repository"
 )
 
 // TestHeldDeleteLandingAfterTheWorkerLeavesNoGhost is schedule A of issue
@@ -26,25 +26,25 @@ func TestHeldDeleteLandingAfterTheWorkerLeavesNoGhost(t *testing.T) {
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "doomed", "public")
 	var mu sync.Mutex
 	first := true
-	m.app.DB.SetFaults(func(stmt string, at repository.FaultPoint) error {
-		if stmt != "content.update" || at != repository.BeforeLWT {
+	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
+		if stmt != "content.update" || at != faultinject.BeforeLWT {
 			return nil
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		if first {
 			first = false
-			return repository.ErrHoldWrite
+			return faultinject.ErrHoldWrite
 		}
 		return gocql.ErrTimeoutNoResponse
 	})
 	r := ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil)
-	m.app.DB.SetFaults(nil)
+	faults(m.app).Set(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a delete whose compare-and-set is held: %d %s", r.StatusCode, r.Body)
 	}
 	drain(t, m) // past the grace (0 here), the attempt still held
-	if err := m.app.DB.LandHeld(context.Background()); err != nil {
+	if err := faults(m.app).LandHeld(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if r := ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil); r.StatusCode != http.StatusNoContent {

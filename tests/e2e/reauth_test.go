@@ -316,9 +316,9 @@ func TestEmailChangeUnderFaults(t *testing.T) {
 	change := func(email string) *testkit.Response { return askEmail(as, u.ID, email) }
 
 	// Never sent: 503, nothing changed; the retry adopts the claim.
-	a.DB.SetFaults(neverSent("users.update"))
+	faults(a).Set(neverSent("users.update"))
 	r := change(first)
-	a.DB.SetFaults(nil)
+	faults(a).Set(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a change never sent: %d %s", r.StatusCode, r.Body)
 	}
@@ -334,9 +334,9 @@ func TestEmailChangeUnderFaults(t *testing.T) {
 	other = api.As(mustLogin(t, api, n).Token)
 
 	// Landed, answer lost: 503; the other sessions end anyway.
-	a.DB.SetFaults(anotherWriteFirst(t, a, "users.update", u.ID))
+	faults(a).Set(anotherWriteFirst(t, a, "users.update", u.ID))
 	r = change(next)
-	a.DB.SetFaults(nil)
+	faults(a).Set(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a change of unknown outcome: %d %s", r.StatusCode, r.Body)
 	}
@@ -354,9 +354,9 @@ func TestEmailChangeUnderFaults(t *testing.T) {
 
 	// The confirmation, answer lost: 503; its retry finishes.
 	confirm := testkit.TokenIn(t, mp.WaitFor(t, next, 1)[0].Text, "verify")
-	a.DB.SetFaults(anotherWriteFirst(t, a, "users.update", u.ID))
+	faults(a).Set(anotherWriteFirst(t, a, "users.update", u.ID))
 	r = api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": confirm})
-	a.DB.SetFaults(nil)
+	faults(a).Set(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a confirmation of unknown outcome: %d %s", r.StatusCode, r.Body)
 	}
@@ -369,9 +369,9 @@ func TestEmailChangeUnderFaults(t *testing.T) {
 
 	// The revert, answer lost: 503, every session ended anyway; its retry
 	// finishes.
-	a.DB.SetFaults(anotherWriteFirst(t, a, "users.update", u.ID))
+	faults(a).Set(anotherWriteFirst(t, a, "users.update", u.ID))
 	r = api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": revert})
-	a.DB.SetFaults(nil)
+	faults(a).Set(nil)
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a revert of unknown outcome: %d %s", r.StatusCode, r.Body)
 	}

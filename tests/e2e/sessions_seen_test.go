@@ -12,8 +12,8 @@ import (
 
 	"shelf/domain/accounts"
 	"shelf/internal/app"
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
-	"shelf/repository"
 )
 
 // syncSightings makes a's sightings run inside the request that makes
@@ -21,16 +21,16 @@ import (
 func syncSightings(a *app.App) { a.Accounts.Hooks.Background = func(f func()) { f() } }
 
 // countTouches counts the sightings a's store sends, and holds them back
-// (repository.ErrHoldWrite: they land at LandHeld) while hold is set.
+// (faultinject.ErrHoldWrite: they land at LandHeld) while hold is set.
 func countTouches(a *app.App, hold *atomic.Bool) *atomic.Int64 {
 	var n atomic.Int64
-	a.DB.SetFaults(func(name string, at repository.FaultPoint) error {
-		if name != "sessions.touch" || at != repository.BeforeWrite {
+	faults(a).Set(func(name string, at faultinject.Point) error {
+		if name != "sessions.touch" || at != faultinject.BeforeWrite {
 			return nil
 		}
 		n.Add(1)
 		if hold != nil && hold.Load() {
-			return repository.ErrHoldWrite
+			return faultinject.ErrHoldWrite
 		}
 		return nil
 	})
@@ -144,7 +144,7 @@ func TestALateSightingNeverBringsARevokedSessionBack(t *testing.T) {
 			} else if r := rv.revoke(id); r.StatusCode != http.StatusNoContent {
 				t.Fatalf("%s: %d %s", rv.name, r.StatusCode, r.Body)
 			}
-			if err := sighter.app.DB.LandHeld(context.Background()); err != nil {
+			if err := faults(sighter.app).LandHeld(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			found, userID, lastSeen := sessionCells(t, db, token)
@@ -179,7 +179,7 @@ func TestALateSightingNeverBringsARevokedSessionBack(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	api.As(token).Get("/v1/me") // sighting t2, lands
 	_, _, newer := sessionCells(t, db, token)
-	if err := here.DB.LandHeld(context.Background()); err != nil {
+	if err := faults(here).LandHeld(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, got := sessionCells(t, db, token); !got.Equal(newer) {
@@ -208,9 +208,9 @@ func TestSessionWritesUnderFaults(t *testing.T) {
 	syncSightings(a)
 	u, keeper := newUser(t, api, "faulty")
 	lost := &gocql.RequestErrWriteTimeout{WriteType: "SIMPLE"}
-	failAt := func(stmt string, at repository.FaultPoint) {
+	failAt := func(stmt string, at faultinject.Point) {
 		var once sync.Once
-		a.DB.SetFaults(func(name string, p repository.FaultPoint) error {
+		faults(a).Set(func(name string, p faultinject.Point) error {
 			var err error
 			if name == stmt && p == at {
 				once.Do(func() { err = lost })
@@ -219,7 +219,7 @@ func TestSessionWritesUnderFaults(t *testing.T) {
 		})
 	}
 	for _, stmt := range []string{"sessions.delete", "sessions_by_user.delete"} {
-		for _, at := range []repository.FaultPoint{repository.BeforeWrite, repository.AfterWrite} {
+		for _, at := range []faultinject.Point{faultinject.BeforeWrite, faultinject.AfterWrite} {
 			for _, all := range []bool{false, true} {
 				token := mustLogin(t, api, u.Username).Token
 				id := currentSession(t, api.As(token), u.ID)
@@ -229,11 +229,11 @@ func TestSessionWritesUnderFaults(t *testing.T) {
 				}
 				failAt(stmt, at)
 				r := keeper.Do(http.MethodDelete, path, "", nil)
-				a.DB.SetFaults(nil)
+				faults(a).Set(nil)
 				if r.StatusCode != http.StatusServiceUnavailable && r.StatusCode != http.StatusNoContent {
 					t.Fatalf("%s %v all=%v: %d %s", stmt, at, all, r.StatusCode, r.Body)
 				}
-				if stmt == "sessions.delete" && at == repository.BeforeWrite {
+				if stmt == "sessions.delete" && at == faultinject.BeforeWrite {
 					if r.StatusCode != http.StatusServiceUnavailable {
 						t.Fatalf("a revocation whose session delete failed answered %d", r.StatusCode)
 					}
@@ -243,7 +243,7 @@ func TestSessionWritesUnderFaults(t *testing.T) {
 				}
 				// The client retries until it has its answer.
 				r = keeper.Do(http.MethodDelete, path, "", nil)
-				if want := http.StatusNoContent; r.StatusCode != want && !(r.StatusCode == http.StatusNotFound && !all && at == repository.AfterWrite && stmt == "sessions_by_user.delete") {
+				if want := http.StatusNoContent; r.StatusCode != want && !(r.StatusCode == http.StatusNotFound && !all && at == faultinject.AfterWrite && stmt == "sessions_by_user.delete") {
 					t.Fatalf("%s %v all=%v: the retry answered %d %s", stmt, at, all, r.StatusCode, r.Body)
 				}
 				if r := api.As(token).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
@@ -260,11 +260,11 @@ func TestSessionWritesUnderFaults(t *testing.T) {
 	// A sighting that fails leaves lastSeenAt where it was; the next
 	// request records it.
 	token := mustLogin(t, api, u.Username).Token
-	failAt("sessions.touch", repository.BeforeWrite)
+	failAt("sessions.touch", faultinject.BeforeWrite)
 	if r := api.As(token).Get("/v1/me"); r.StatusCode != http.StatusOK {
 		t.Fatalf("a request whose sighting failed: %d", r.StatusCode)
 	}
-	a.DB.SetFaults(nil)
+	faults(a).Set(nil)
 	if _, _, seen := sessionCells(t, db, token); !seen.IsZero() {
 		t.Fatalf("a failed sighting wrote last_seen %v", seen)
 	}
@@ -276,11 +276,11 @@ func TestSessionWritesUnderFaults(t *testing.T) {
 	// A login whose session write failed after its index entry: 503, and
 	// the entry is not listed (it expires with the session's TTL).
 	before := len(sessionsOf(t, keeper, u.ID, 100))
-	failAt("sessions.insert", repository.BeforeWrite)
+	failAt("sessions.insert", faultinject.BeforeWrite)
 	if r := login(api, u.Username, testPassword); r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a login whose session write failed: %d %s", r.StatusCode, r.Body)
 	}
-	a.DB.SetFaults(nil)
+	faults(a).Set(nil)
 	if after := len(sessionsOf(t, keeper, u.ID, 1)); after != before {
 		t.Fatalf("%d sessions listed after a failed login, %d before", after, before)
 	}

@@ -65,7 +65,7 @@ func newWorld() *world {
 	// record none (the interval is longer than any schedule), and one
 	// would run inside its request, as a call of the schedule.
 	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now, ClaimYield: &yield},
-		st.Claims(), st.Users(), st.Sessions(), plainHasher{}, nopLog{})
+		st.Claims(), accountRows(st), st.Sessions(), plainHasher{}, nopLog{})
 	svc.Hooks.Background = func(f func()) { f() }
 	return &world{store: st, svc: svc, passwords: map[string]string{}}
 }

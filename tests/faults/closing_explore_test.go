@@ -47,7 +47,7 @@ func newCloseWorld(t *testing.T) *closeWorld {
 		t.Fatal(err)
 	}
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
-		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
+		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	stores := w.store.Contents()
 	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
 		w.svc, w.store.Users(), grp, stores, nopLog{})

@@ -65,7 +65,7 @@ func newLibWorldOf(t *testing.T, syncLimit int) *libWorld {
 		t.Fatal(err)
 	}
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
-		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
+		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	lib := library.New(library.Config{SyncFanoutLimit: syncLimit, FanoutConcurrency: 1, Now: w.store.Now},
 		w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
 	lib.Hooks.Background = func(f func()) { f() } // one call order per schedule

@@ -35,7 +35,7 @@ func newGroupWorld(t *testing.T) *groupWorld {
 		}
 	}
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
-		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
+		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	g := &groupWorld{world: w, grp: grp, owner: w.created[0], friend: w.created[1], other: w.created[2]}
 	if err := g.create("club"); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func (m *modWorld) withDeletion() *modWorld {
 // does), and returns the groups and content services it made.
 func wireDeletion(w *world) (*groups.Service, *library.Service) {
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
-		w.store.Claims(), w.store.Groups(), w.store.GroupMembers(), nopLog{})
+		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	contents := w.store.Contents()
 	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
 		w.svc, w.store.Users(), grp, contents, nopLog{})
