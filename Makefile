@@ -33,9 +33,13 @@ run: ## start the local Cassandra if none is configured or answering, migrate, s
 	@echo "shelf: starting; the URL is logged once it serves. Ctrl-C stops it (the Cassandra node keeps running until make cassandra-down)."
 	@SHELF_LOG_FORMAT=$${SHELF_LOG_FORMAT:-console} exec bin/api serve
 
+.PHONY: test-fast
+test-fast: ## every test that needs no database (go test ./...: domain, handlers, the fault explorers' every schedule, memstore against the store contracts), under a minute
+	@$(GO) test -count=1 -timeout 10m ./...
+	@echo "test-fast: passed. The tests that need Cassandra (tag integration: tests/e2e, repository, cmd/api, bench, the launcher's cluster) run in make test."
+
 .PHONY: test
-test: ## run every test (unit, integration, end-to-end) with -race against a real Cassandra; the fault explorers' every schedule without -race first (under it, one in 8); scripts/test-go.sh
-	@$(GO) test -count=1 -timeout 10m ./tests/faults/
+test: test-fast ## run every test: test-fast, then with -tags integration against a real Cassandra node it starts (the end-to-end package, the repository on a real node, the store contracts, a three-node cluster); scripts/test-go.sh
 	@$(CASSANDRA) with -- env GO=$(GO) scripts/test-go.sh
 
 .PHONY: test-browser
@@ -52,7 +56,7 @@ web-assets: ## fetch Swagger UI (for /docs) and playwright-core from npm into .c
 
 .PHONY: test-cluster
 test-cluster: ## only the three-node cluster test (RF 3, QUORUM, one node killed; also part of make test)
-	@$(GO) test -race -count=1 -timeout 15m -run Cluster -v ./internal/localcassandra/
+	@$(GO) test -race -tags integration -count=1 -timeout 15m -run Cluster -v ./internal/localcassandra/
 
 .PHONY: bench
 bench: ## issue 12: every operation through shelf, the lean baseline server and the raw driver, side by side; fan-outs beside raw batches; prints the table, saves it and the JSON under .bench/ (BENCH_ROUND 2s, BENCH_ROUNDS 3, BENCH_ONLY a name part)
@@ -108,6 +112,7 @@ fuzz-api: ## schemathesis against a running api with the served openapi.yaml (FU
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(GO) vet ./...
+	@$(GO) vet -tags integration ./...
 	@$(GO) vet -tags bench ./bench/
 	@$(GO) vet -tags degraded ./bench/degraded/
 	@$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...

@@ -1,3 +1,5 @@
+//go:build integration || bench
+
 package bench
 
 import (

@@ -1,3 +1,5 @@
+//go:build integration
+
 package repository_test
 
 import (

@@ -1,36 +1,37 @@
 #!/usr/bin/env bash
 # make test's database part, on the Cassandra node `make` started: every
-# package under -race.
+# package with the integration tag (the tests that need a node), under
+# -race, the end-to-end package in a `go test` of its own.
 #
-# The end-to-end package is the longest by far (about eight of make
-# test's ten minutes), so it starts first, in a `go test` of its own: in a
+# The end-to-end package is the longest by far, so it starts first: in a
 # single `go test ./...` it started only when one of the run's two slots
 # (-p, the core count) came free, and the packages before it in the list
 # (the launcher's three-node cluster test, the repository's integration
 # tests) held both for minutes (measured: it started 414 s into the run).
-# Every other package runs under -race beside it. (The fault explorers'
-# every schedule without -race, pure CPU, ran beside them once: the
-# end-to-end package, bound by the node's CPU, slowed past its timeout.
-# The Makefile runs them first, before the node starts.)
+# Every other package runs beside it. (The fault explorers' every schedule
+# without -race, pure CPU, ran beside them once: the end-to-end package,
+# bound by the node's CPU, slowed past its timeout. make test-fast runs
+# them first, before the node starts.)
 #
-# The end-to-end package's output is kept in a file and printed after the
-# others', so the two never interleave. Its timeout is 15 minutes: it takes
-# eight to nine on a two-core machine beside the other packages.
+# E2E_FLAGS are the end-to-end package's own flags (see the Makefile).
+# Its output is kept in a file and printed after the others', so the two
+# never interleave.
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
+read -r -a e2e_flags <<<"${E2E_FLAGS:--race}"
 e2e=shelf/tests/e2e
 e2e_log=$(mktemp)
 trap 'rm -f "$e2e_log"' EXIT
 
-"$GO" test -race -count=1 -timeout 15m "./${e2e#shelf/}/" >"$e2e_log" 2>&1 &
+"$GO" test -tags integration "${e2e_flags[@]}" -count=1 -timeout 15m "./${e2e#shelf/}/" >"$e2e_log" 2>&1 &
 e2e_pid=$!
 
 rest=0
-mapfile -t packages < <("$GO" list ./... | grep -vx "$e2e")
-"$GO" test -race -count=1 -timeout 10m "${packages[@]}" || rest=$?
+mapfile -t packages < <("$GO" list -tags integration ./... | grep -vx "$e2e")
+"$GO" test -tags integration -race -count=1 -timeout 10m "${packages[@]}" || rest=$?
 
 e2e_status=0
 wait "$e2e_pid" || e2e_status=$?

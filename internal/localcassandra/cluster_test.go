@@ -1,3 +1,5 @@
+//go:build integration
+
 package localcassandra_test
 
 import (
