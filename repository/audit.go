@@ -28,7 +28,7 @@ func NewAudit(db *DB) *Audit { return &Audit{db: db, suspensions: NewSuspensions
 // The audit's statements: the scans read one token range of their table
 // each (eachInSlices), the rest one row or one partition by its key.
 const (
-	auditUsersCQL       scanCQL = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change, pending_email, pending_email_key, pending_email_at, recovery_email, recovery_email_key, recovery_until FROM users WHERE token(id) > ? AND token(id) <= ?`
+	auditUsersCQL       scanCQL = `SELECT id, ` + userColumnNames + ` FROM users WHERE token(id) > ? AND token(id) <= ?`
 	auditLookupsCQL     scanCQL = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE token(user_id) > ? AND token(user_id) <= ?`
 	auditStatusRowsCQL  scanCQL = `SELECT bucket, occurred_on, user_id, username, reason, actor, until, status FROM users_by_status WHERE token(bucket, status) > ? AND token(bucket, status) <= ?`
 	auditListRowCQL     readCQL = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`

@@ -88,7 +88,7 @@ func (l *Libraries) Apply(ctx context.Context, e library.Entry, prev *library.En
 	}
 	// The buckets are independent partitions: their batches go out at once.
 	var writes []func() error
-	for _, b := range []string{library.BucketPrivate, library.BucketLoggedIn, library.BucketPublic} {
+	for _, b := range library.Buckets() {
 		if !want[b] && !had[b] {
 			continue
 		}

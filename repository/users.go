@@ -154,16 +154,24 @@ func orAbsent[T comparable](v T, absent any) any {
 	return v
 }
 
+// userColumnNames are the users table's columns but its key, in the order
+// of userRow.values: the one list of them. The reads and the insert name
+// them through it; the updates' SET clause (userColumns) spells each as
+// "name = ?", which a Go constant cannot derive, so
+// TestUserStatementsFollowOneColumnList holds it, the insert's
+// placeholders and values to this list.
+const userColumnNames = `username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change, pending_email, pending_email_key, pending_email_at, recovery_email, recovery_email_key, recovery_until`
+
 // userColumns are written together by every write, so a TTL 0 rewrite
 // covers them all (TTL is per cell).
 const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?, deletion_attempt = ?, email_verified_at = ?, password_epoch = ?, password_session = ?, admin_change = ?, pending_email = ?, pending_email_key = ?, pending_email_at = ?, recovery_email = ?, recovery_email_key = ?, recovery_until = ?`
 
 const (
-	userInsertCQL   conditionalCQL = `INSERT INTO users (id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change, pending_email, pending_email_key, pending_email_at, recovery_email, recovery_email_key, recovery_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userInsertCQL   conditionalCQL = `INSERT INTO users (id, ` + userColumnNames + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivateCQL conditionalCQL = `UPDATE users USING TTL 0 SET ` + userColumns + ` WHERE id = ? IF status = 'pending'`
 	userUpdateCQL   conditionalCQL = `UPDATE users SET ` + userColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  conditionalCQL = `DELETE FROM users WHERE id = ? IF status = 'pending'`
-	userSelectCQL   readCQL        = `SELECT id, username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change, pending_email, pending_email_key, pending_email_at, recovery_email, recovery_email_key, recovery_until FROM users WHERE id = ?`
+	userSelectCQL   readCQL        = `SELECT id, ` + userColumnNames + ` FROM users WHERE id = ?`
 )
 
 // values lists r's columns in userColumns order, with the tag of this

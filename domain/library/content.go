@@ -2,6 +2,7 @@ package library
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -27,17 +28,20 @@ const (
 	BucketPublic   = "public"
 )
 
+// Buckets lists a library's buckets, the widest view first: the private
+// bucket's viewers see every item, the public bucket's only public ones.
+// It is the one list of them: the stores write, and the rebuild sweeps,
+// exactly these, so a new level is written everywhere or nowhere
+// (TestEveryLevelHasItsBucket and TestOneBucketList hold it so).
+func Buckets() []string { return []string{BucketPrivate, BucketLoggedIn, BucketPublic} }
+
 // BucketsFor lists the buckets an item of visibility v is in: every bucket
-// whose viewers may see v.
+// whose viewers may see v. A bucket is named after the most private
+// visibility its viewers may see, so those are the buckets up to v's own
+// (the private one alone for anything else).
 func BucketsFor(v Visibility) []string {
-	switch v {
-	case VisibilityPublic:
-		return []string{BucketPrivate, BucketLoggedIn, BucketPublic}
-	case VisibilityLoggedIn:
-		return []string{BucketPrivate, BucketLoggedIn}
-	default:
-		return []string{BucketPrivate}
-	}
+	all := Buckets()
+	return all[:max(slices.Index(all, string(v)), 0)+1]
 }
 
 // Content roles.

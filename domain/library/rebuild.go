@@ -22,7 +22,7 @@ func (s *Service) Rebuild(ctx context.Context, p domain.Principal, principalID s
 	if err != nil {
 		return count, err
 	}
-	for _, bucket := range []string{BucketPrivate, BucketLoggedIn, BucketPublic} {
+	for _, bucket := range Buckets() {
 		if err := s.dropUnbacked(ctx, principalID, bucket); err != nil {
 			return count, err
 		}
@@ -116,7 +116,7 @@ func (s *Service) Purge(ctx context.Context, principalID string) error {
 		}
 		after = entries[len(entries)-1].ContentID
 	}
-	for _, bucket := range []string{BucketPrivate, BucketLoggedIn, BucketPublic} {
+	for _, bucket := range Buckets() {
 		if err := s.dropUnbacked(ctx, principalID, bucket); err != nil {
 			return err
 		}

@@ -212,7 +212,7 @@ func (l entries) Apply(_ context.Context, e library.Entry, prev *library.Entry) 
 			had[b] = true
 		}
 	}
-	for _, b := range []string{library.BucketPrivate, library.BucketLoggedIn, library.BucketPublic} {
+	for _, b := range library.Buckets() {
 		if !want[b] && !had[b] {
 			continue
 		}

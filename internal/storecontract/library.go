@@ -135,7 +135,7 @@ func libraryVersions(t testing.TB, s library.EntryStore, c Clock) {
 	if idx, err := s.Index(ctx, p, []string{item}); err != nil || idx[item].Version != 3 {
 		t.Fatalf("index after a late older write: %+v %v, want version 3", idx, err)
 	}
-	for _, b := range []string{library.BucketPrivate, library.BucketLoggedIn, library.BucketPublic} {
+	for _, b := range library.Buckets() {
 		if got := bucketKeys(t, s, p, b); !slices.Equal(got, []string{item + "@3"}) {
 			t.Fatalf("bucket %s: %v, want the item at version 3", b, got)
 		}

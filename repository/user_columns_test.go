@@ -1,0 +1,44 @@
+package repository
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestUserStatementsFollowOneColumnList holds every spelling of the users
+// table's columns to userColumnNames: the SET clause of the updates, the
+// insert's placeholders, the values every write binds and the row's db
+// tags (which the reads scan into). A column added to one and not the
+// others fails here, not on a node.
+func TestUserStatementsFollowOneColumnList(t *testing.T) {
+	t.Parallel()
+	names := strings.Split(userColumnNames, ", ")
+	var set []string
+	for _, n := range names {
+		set = append(set, n+" = ?")
+	}
+	if got := strings.Join(set, ", "); userColumns != got {
+		t.Errorf("userColumns is not userColumnNames as a SET clause:\n got %s\nwant %s", userColumns, got)
+	}
+	// The id, then every column; USING TTL has its own.
+	if got, want := strings.Count(string(userInsertCQL), "?"), len(names)+2; got != want {
+		t.Errorf("the insert binds %d values, want %d (id, %d columns, TTL)", got, want, len(names))
+	}
+	if got := len(userRow{}.values("w", nil)); got != len(names) {
+		t.Errorf("values binds %d columns, want %d", got, len(names))
+	}
+	var tags []string
+	rt := reflect.TypeFor[userRow]()
+	for i := range rt.NumField() {
+		if tag := rt.Field(i).Tag.Get("db"); tag != "" && tag != "id" {
+			tags = append(tags, tag)
+		}
+	}
+	slices.Sort(tags)
+	sorted := slices.Sorted(slices.Values(names))
+	if !slices.Equal(tags, sorted) {
+		t.Errorf("userRow's db tags %v are not the column list %v", tags, sorted)
+	}
+}
