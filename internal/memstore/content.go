@@ -32,6 +32,32 @@ func deleteAt[T any](table map[string]versioned[T], key string, ts int64) {
 	}
 }
 
+// partition lists one partition's live rows in clustering order (under the
+// lock): the rows of table keyed partition|clustering(row), as a read of
+// a Cassandra partition returns them.
+func partition[T any](table map[string]versioned[T], partition string, clustering func(T) string) []T {
+	var out []T
+	for k, c := range table {
+		if !c.deleted && k == partition+"|"+clustering(c.v) {
+			out = append(out, c.v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return clustering(out[i]) < clustering(out[j]) })
+	return out
+}
+
+// pageAfter is a page of rows (in clustering order): the first limit whose
+// clustering key is after the cursor.
+func pageAfter[T any](rows []T, after string, limit int, clustering func(T) string) []T {
+	var out []T
+	for _, r := range rows {
+		if clustering(r) > after && len(out) < limit {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // contentTables are content's tables: the items (compare-and-set rows),
 // content_members, library_index, library_by_principal and the outbox
 // marks.
@@ -153,15 +179,10 @@ func (m members) Delete(_ context.Context, contentID, principalID string, versio
 
 // all lists an item's live members in principal order (under the lock).
 func (m members) all(contentID string) []library.Member {
-	var out []library.Member
-	for k, c := range m.s.content.members {
-		if !c.deleted && k == contentID+"|"+c.v.PrincipalID {
-			out = append(out, c.v)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PrincipalID < out[j].PrincipalID })
-	return out
+	return partition(m.s.content.members, contentID, memberPrincipal)
 }
+
+func memberPrincipal(mb library.Member) string { return mb.PrincipalID }
 
 func (m members) Find(_ context.Context, contentID string, principalIDs []string) ([]library.Member, error) {
 	var out []library.Member
@@ -179,11 +200,7 @@ func (m members) Find(_ context.Context, contentID string, principalIDs []string
 func (m members) Page(_ context.Context, contentID, after string, limit int) ([]library.Member, error) {
 	var out []library.Member
 	_, err := m.s.call("content_members.page", false, func() (bool, error) {
-		for _, mb := range m.all(contentID) {
-			if mb.PrincipalID > after && len(out) < limit {
-				out = append(out, mb)
-			}
-		}
+		out = pageAfter(m.all(contentID), after, limit, memberPrincipal)
 		return true, nil
 	})
 	return out, err
@@ -264,24 +281,15 @@ func (l entries) Index(_ context.Context, principalID string, contentIDs []strin
 // indexOf lists a principal's live index entries in content order (under
 // the lock).
 func (l entries) indexOf(principalID string) []library.Entry {
-	var out []library.Entry
-	for k, c := range l.s.content.index {
-		if !c.deleted && k == principalID+"|"+c.v.ContentID {
-			out = append(out, c.v)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ContentID < out[j].ContentID })
-	return out
+	return partition(l.s.content.index, principalID, entryContent)
 }
+
+func entryContent(e library.Entry) string { return e.ContentID }
 
 func (l entries) IndexPage(_ context.Context, principalID, after string, limit int) ([]library.Entry, error) {
 	var out []library.Entry
 	_, err := l.s.call("library_index.page", false, func() (bool, error) {
-		for _, e := range l.indexOf(principalID) {
-			if e.ContentID > after && len(out) < limit {
-				out = append(out, e)
-			}
-		}
+		out = pageAfter(l.indexOf(principalID), after, limit, entryContent)
 		return true, nil
 	})
 	return out, err

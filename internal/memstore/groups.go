@@ -161,24 +161,15 @@ func (m groupMembers) Role(_ context.Context, groupID, userID string) (string, e
 
 // all lists a group's live members by user id (under the lock).
 func (m groupMembers) all(groupID string) []groups.Member {
-	var out []groups.Member
-	for k, c := range m.s.groups.members {
-		if !c.deleted && k == groupID+"|"+c.v.UserID {
-			out = append(out, c.v)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].UserID < out[j].UserID })
-	return out
+	return partition(m.s.groups.members, groupID, memberUser)
 }
+
+func memberUser(mb groups.Member) string { return mb.UserID }
 
 func (m groupMembers) Page(_ context.Context, groupID, after string, limit int) ([]groups.Member, error) {
 	var out []groups.Member
 	_, err := m.s.call("group_members.page", false, func() (bool, error) {
-		for _, mb := range m.all(groupID) {
-			if mb.UserID > after && len(out) < limit {
-				out = append(out, mb)
-			}
-		}
+		out = pageAfter(m.all(groupID), after, limit, memberUser)
 		return true, nil
 	})
 	return out, err
@@ -187,15 +178,10 @@ func (m groupMembers) Page(_ context.Context, groupID, after string, limit int) 
 // groupsOf lists a user's live reverse index rows by group id (under the
 // lock).
 func (m groupMembers) groupsOf(userID string) []groups.MemberOf {
-	var out []groups.MemberOf
-	for k, c := range m.s.groups.byMember {
-		if !c.deleted && k == userID+"|"+c.v.GroupID {
-			out = append(out, c.v)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GroupID < out[j].GroupID })
-	return out
+	return partition(m.s.groups.byMember, userID, memberOfGroup)
 }
+
+func memberOfGroup(r groups.MemberOf) string { return r.GroupID }
 
 func (m groupMembers) GroupsOf(_ context.Context, userID string) ([]string, error) {
 	var out []string
@@ -211,11 +197,7 @@ func (m groupMembers) GroupsOf(_ context.Context, userID string) ([]string, erro
 func (m groupMembers) GroupsPage(_ context.Context, userID, after string, limit int) ([]groups.MemberOf, error) {
 	var out []groups.MemberOf
 	_, err := m.s.call("groups_by_member.page", false, func() (bool, error) {
-		for _, r := range m.groupsOf(userID) {
-			if r.GroupID > after && len(out) < limit {
-				out = append(out, r)
-			}
-		}
+		out = pageAfter(m.groupsOf(userID), after, limit, memberOfGroup)
 		return true, nil
 	})
 	return out, err
