@@ -4,10 +4,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -344,36 +343,13 @@ func TestClosingRacingCreations(t *testing.T) {
 	for round := range rounds {
 		_, api := newUser(t, m.api, "gracer")
 		g := createGroup(t, api, 0)
-		var wins atomic.Int32
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				deadline := time.Now().Add(20 * time.Second)
-				for wins.Load() == 0 && time.Now().Before(deadline) {
-					r := postGroup(api, map[string]any{"name": g.Name})
-					switch r.StatusCode {
-					case http.StatusCreated:
-						wins.Add(1)
-					case http.StatusConflict, http.StatusServiceUnavailable:
-						time.Sleep(2 * time.Millisecond)
-					default:
-						t.Errorf("round %d: create %d %s", round, r.StatusCode, r.Body)
-						return
-					}
-				}
-			}()
-		}
-		close(start)
-		r := closeGroup(api, g.ID)
-		wg.Wait()
+		r, won := raceRemoval(t, fmt.Sprintf("round %d: create", round), racers,
+			func() *testkit.Response { return postGroup(api, map[string]any{"name": g.Name}) },
+			func() *testkit.Response { return closeGroup(api, g.ID) })
 		if r.StatusCode != http.StatusNoContent {
 			t.Fatalf("round %d: close %d %s", round, r.StatusCode, r.Body)
 		}
-		if n := wins.Load(); n != 1 {
+		if n := len(won); n != 1 {
 			t.Fatalf("round %d: %d creations got the closed group's name", round, n)
 		}
 		got := m.api.Get("/v1/groups/by-name/" + g.Name)

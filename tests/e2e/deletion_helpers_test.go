@@ -6,6 +6,8 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +147,46 @@ func ownEntries(t *testing.T, db *testkit.DB, rows, startColumn, attemptColumn, 
 	}
 	return countRows(t, db, `SELECT `+column+` FROM `+table+` WHERE day = ? AND `+column+` = ? AND attempt = ?`,
 		at.UTC().Format(time.DateOnly), id, attempt)
+}
+
+// raceRemoval races a removal against claims of what it frees: racers
+// goroutines, let go together, each call claim until one of them is
+// created (201), waiting 2 ms after a 409 or 503 and giving up after 20 s,
+// while remove runs. Any other answer fails the test, named by what. It
+// returns the removal's answer once every racer stopped, and the times
+// the winning claims were answered (one per win).
+func raceRemoval(t *testing.T, what string, racers int, claim, remove func() *testkit.Response) (*testkit.Response, []time.Time) {
+	t.Helper()
+	var wins atomic.Int32
+	var mu sync.Mutex
+	var won []time.Time
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			deadline := time.Now().Add(20 * time.Second)
+			for wins.Load() == 0 && time.Now().Before(deadline) {
+				r := claim()
+				switch r.StatusCode {
+				case http.StatusCreated:
+					wins.Add(1)
+					mu.Lock()
+					won = append(won, time.Now())
+					mu.Unlock()
+				case http.StatusConflict, http.StatusServiceUnavailable:
+					time.Sleep(2 * time.Millisecond)
+				default:
+					t.Errorf("%s %d %s", what, r.StatusCode, r.Body)
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	removal := remove()
+	wg.Wait()
+	return removal, won
 }

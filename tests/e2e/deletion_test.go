@@ -5,10 +5,9 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,51 +214,25 @@ func TestDeletionRacingSignups(t *testing.T) {
 	for round := range rounds {
 		byEmail := round%2 == 1
 		u, api := newUser(t, m.api, "racy")
-		var wins atomic.Int32
-		var won sync.Map // racer -> answer time
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				deadline := time.Now().Add(20 * time.Second)
-				for wins.Load() == 0 && time.Now().Before(deadline) {
-					username, email := u.Username, name("racer")+"@example.org"
-					if byEmail {
-						username, email = name("racer"), u.Email
-					}
-					r := signup(m.api, username, email)
-					switch r.StatusCode {
-					case http.StatusCreated:
-						wins.Add(1)
-						won.Store(i, time.Now())
-					case http.StatusConflict, http.StatusServiceUnavailable:
-						time.Sleep(2 * time.Millisecond)
-					default:
-						t.Errorf("round %d: signup %d %s", round, r.StatusCode, r.Body)
-						return
-					}
-				}
-			}()
-		}
-		close(start)
-		del := deleteUser(api, u.ID)
-		wg.Wait()
+		del, won := raceRemoval(t, fmt.Sprintf("round %d: signup", round), racers, func() *testkit.Response {
+			username, email := u.Username, name("racer")+"@example.org"
+			if byEmail {
+				username, email = name("racer"), u.Email
+			}
+			return signup(m.api, username, email)
+		}, func() *testkit.Response { return deleteUser(api, u.ID) })
 		if del.StatusCode != http.StatusNoContent {
 			t.Fatalf("round %d: delete %d %s", round, del.StatusCode, del.Body)
 		}
-		if n := wins.Load(); n != 1 {
+		if n := len(won); n != 1 {
 			t.Fatalf("round %d: %d signups got the name of the deleted account", round, n)
 		}
 		status, deletedAt := accountState(t, m.db, u.ID)
-		won.Range(func(_, at any) bool {
-			if !at.(time.Time).After(deletedAt) {
+		for _, at := range won {
+			if !at.After(deletedAt) {
 				t.Errorf("round %d: a signup got the name at %v, before the account was deleted at %v", round, at, deletedAt)
 			}
-			return true
-		})
+		}
 		if status != "deleted" {
 			t.Fatalf("round %d: status %s", round, status)
 		}
