@@ -23,11 +23,12 @@
 // kernel only, never another service, and the kernel imports none of them;
 // a workflow that needs several services lives on the floor above them,
 // domain/lifecycle, which calls their exported steps and which nothing
-// else in domain imports (architecture_test.go checks all three). The account row lives in the kernel
-// because three capabilities read it and moderation changes it; the claim
-// protocol lives here because accounts and groups both claim unique names.
+// else in domain imports (architecture_test.go checks all three). The
+// account row lives in the kernel because three capabilities read it and
+// moderation changes it; the claim protocol lives here because accounts
+// and groups both claim unique names.
 //
-// The invariants the services keep (U1-U6, S1-S4, L1-L7) and the designs
+// The invariants the services keep (U1-U9, S1-S6, L1-L7) and the designs
 // that keep them are in docs/design.md. Everything here imports only the
 // standard library, plus golang.org/x/text for NFKC and case folding.
 package domain

@@ -19,7 +19,7 @@ import (
 	"shelf/internal/metrics"
 )
 
-// Deps is everything the router needs; cmd/api builds it.
+// Deps is everything the router needs; internal/app builds it.
 type Deps struct {
 	Logger zerolog.Logger
 	// Ready answers /readyz.

@@ -12,7 +12,7 @@ import (
 	"github.com/scylladb/gocqlx/v2"
 )
 
-// ConnConfig is what a connection needs; cmd/api fills it from config.
+// ConnConfig is what a connection needs; internal/app fills it from config.
 type ConnConfig struct {
 	Hosts             []string
 	Keyspace          string

@@ -21,7 +21,8 @@ type Deletions struct{ s *Store }
 
 var _ lifecycle.DeletionStore = (*Deletions)(nil)
 
-// Deletions is the store as the accounts' index of deletions.
+// Deletions is the store as the index of deletions in progress
+// (lifecycle.DeletionStore).
 func (s *Store) Deletions() *Deletions { return &Deletions{s} }
 
 // deletionKey is the entry's row: its day, the user, the attempt.

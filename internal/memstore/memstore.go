@@ -1,5 +1,19 @@
-// Package memstore keeps the accounts' and moderation's tables in memory, following the
-// store contracts the repository keeps on Cassandra: every write of a claim
+// Package memstore keeps shelf's tables in memory, following the store
+// contracts the repository keeps on Cassandra. Its areas, one a file:
+//
+//	memstore.go       claims and accounts (compare-and-set rows, pending leases)
+//	sessions.go       sessions and their by-user index, cell by cell
+//	tokens.go         mailed tokens, compare-and-set rows with an expiry
+//	attempts.go       throttled attempts, a row per attempt and scope
+//	account_audit.go  the accounts' audit log
+//	suspensions.go    suspensions (list, lookup, expiry) and moderation history
+//	audit.go          the moderation repair's audit: each table's scan
+//	groups.go         groups, their members and the by-member index
+//	content.go        content, its members, libraries and the outbox marks
+//	deletions.go      the index of account deletions in progress
+//	closings.go       the index of group closings in progress
+//
+// Every write of a claim
 // or an account is a compare-and-set of one row, decided when it lands;
 // pending rows expire with their lease on a clock the test moves; and a
 // fault can hit any call: fail it before it applies, apply it and lose the
