@@ -22,7 +22,7 @@ type op struct {
 	model int
 	// route and method name the api's series of round trips per request.
 	route, method string
-	// read: the ratio to lean must be at least 0.9 (issue 12).
+	// read: the ratio to lean must be at least goal (0.9).
 	read bool
 	// request is the HTTP request on a server at base; want its status.
 	request func(base string) (method, path, token, body string)

@@ -12,8 +12,8 @@ import (
 )
 
 // TestSharedRateLimitCost measures what a rate limit shared by every API
-// instance would cost a login (issue 13: per instance, or a shared
-// counter?): a Cassandra counter per client address and minute, bumped
+// instance would cost a login (the capacity model's question: per
+// instance, or a shared counter?): a Cassandra counter per client address and minute, bumped
 // and read on every login, by 16 clients, beside a plain one-row read for
 // scale; for many addresses and for one (an attacker's, the case a limit
 // is for). Run: go test -tags bench -run TestSharedRateLimitCost -v ./bench/

@@ -106,7 +106,7 @@ type report struct {
 	FanoutBelow []int          `json:"fanoutBelowGoal,omitempty"`
 }
 
-// goal is issue 12's bar: shelf at least 0.9 of lean on reads, of raw
+// goal is the benchmark's bar: shelf at least 0.9 of lean on reads, of raw
 // batches on fan-out.
 const goal = 0.9
 

@@ -212,7 +212,8 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 	return r
 }
 
-// measureItemsRead prices a library page's read of its items (issue 24):
+// measureItemsRead prices a library page's read of its items
+// (docs/design.md#cost-model):
 // raw pages (the lean statements, no HTTP) with it and without it, in
 // alternating rounds with the same clients, their throughput and the
 // Cassandra node's CPU per page. One run, so the load of a shared machine

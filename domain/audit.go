@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// AuditAction is what an admin did to an account (issue 26, part 5;
+// AuditAction is what an admin did to an account (S6;
 // docs/design.md#account-audit).
 type AuditAction string
 

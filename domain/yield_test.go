@@ -89,7 +89,7 @@ func (g *gatedClaims) Release(ctx context.Context, kind ClaimKind, key, owner, o
 	return err
 }
 
-// TestClaimerSplitPairOneWinner forces the split of issue 11's benchmark:
+// TestClaimerSplitPairOneWinner forces the split make bench-seeds showed:
 // two signups race for one username and email; a claims the username
 // first, b the email, and each then finds its other key pending for the
 // other. Both used to give back what they held and answer 409: nobody got

@@ -132,7 +132,8 @@ var knownMethods = map[string]bool{
 // methodLabel is the method as metrics and the access log record it: a
 // known one, else "other". The caller chooses the method, any token up to
 // the header limit (1 MB): as a label value, one request with a 50 KB
-// method added a series of 1.8 MB to every later scrape (issue 26), and
+// method added a series of 1.8 MB to every later scrape
+// (TestHugeMethodDoesNotGrowMetrics), and
 // each such request would write as much to the log.
 func methodLabel(method string) string {
 	if knownMethods[method] {

@@ -23,7 +23,7 @@ func surfaceRouter(logs *bytes.Buffer, m *metrics.Metrics) http.Handler {
 		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: time.Second, Metrics: m})
 }
 
-// TestEveryAnswerCarriesSecurityHeaders (issue 26, item 6): API answers,
+// TestEveryAnswerCarriesSecurityHeaders (docs/design.md#api-conventions): API answers,
 // problems, pages and files all say no framing, no referrer, no sniffing
 // and no storing; every HTML page has a CSP that allows no framing and no
 // script but the origin's own, /assets/docs.html included.
@@ -82,7 +82,7 @@ func TestEveryAnswerCarriesSecurityHeaders(t *testing.T) {
 	}
 }
 
-// TestHugeMethodDoesNotGrowMetrics (issue 26, attack 5): a request with a
+// TestHugeMethodDoesNotGrowMetrics (methodLabel): a request with a
 // 50 KB method is counted under method="other"; the scrape stays the size
 // it was after a request with a plain unknown method.
 func TestHugeMethodDoesNotGrowMetrics(t *testing.T) {
@@ -123,7 +123,7 @@ func TestHugeMethodDoesNotGrowMetrics(t *testing.T) {
 	}
 }
 
-// TestAccessLogRedactsEmails (issue 26, item 6): an address in a path
+// TestAccessLogRedactsEmails: an address in a path
 // (the admins' lookup by email, or one typed where an id belongs) is not
 // written to the access log.
 func TestAccessLogRedactsEmails(t *testing.T) {
@@ -149,7 +149,7 @@ func TestAccessLogRedactsEmails(t *testing.T) {
 	}
 }
 
-// TestRolesShownToTheUserAndAdminsOnly (issue 26, item 6): who the admins
+// TestRolesShownToTheUserAndAdminsOnly: who the admins
 // are is not shown to everyone who can read an account.
 func TestRolesShownToTheUserAndAdminsOnly(t *testing.T) {
 	t.Parallel()

@@ -17,8 +17,8 @@ import (
 // TestDriverErrorsAreClassified: an error after which a write may have
 // been sent is ambiguous (settled by a read-back, never taken for "not
 // applied") and answers 503, never 500 — among them a connection the
-// driver closed after a failed heartbeat while the node hung (issue 10,
-// case 9) and a cancelled request (case 6). An error Cassandra answered
+// driver closed after a failed heartbeat while the node hung and a
+// cancelled request (known gaps 13 and 8, docs/design.md#known-gaps). An error Cassandra answered
 // before running anything is not ambiguous.
 func TestDriverErrorsAreClassified(t *testing.T) {
 	t.Parallel()

@@ -207,7 +207,8 @@ func TestTheScanCatchesAnUnconditionalWrite(t *testing.T) {
 // is USING TIMESTAMP <the attempt's start> (the end one microsecond later),
 // so a repeat is harmless and a late write never outlives its end; and in
 // the tables of migration 014 an end names the attempt, so one attempt's
-// end never deletes another's entry (issue 24). The tables before 014 are
+// end never deletes another's entry (docs/design.md#deletion, "every
+// attempt's record is its own"). The tables before 014 are
 // only read and carried over.
 var attemptIndexes = map[string]bool{"account_deletion_attempts": true, "group_closing_attempts": true,
 	"account_deletions": false, "group_closings": false}

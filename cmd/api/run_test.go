@@ -113,7 +113,7 @@ func TestBadConfigurationStopsStartup(t *testing.T) {
 	}
 }
 
-// TestServeRefusesTheLogMailerInProduction (issue 26, item 6): a server
+// TestServeRefusesTheLogMailerInProduction (docs/design.md#tokens): a server
 // whose links lead elsewhere does not start with mail going to its log;
 // it says which setting to change before connecting to anything.
 func TestServeRefusesTheLogMailerInProduction(t *testing.T) {

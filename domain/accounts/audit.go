@@ -63,7 +63,8 @@ func changeEntries(p domain.Principal, u, next domain.User) []domain.AuditEntry 
 	add(domain.AuditUsernameChanged, u.Username, next.Username)
 	add(domain.AuditEmailChanged, u.Email, next.Email)
 	if next.PendingEmailKey != "" && next.PendingEmailKey != u.PendingEmailKey {
-		// A new email is only asked for (issue 26): the entry records the
+		// A new email is only asked for (docs/design.md#email-change): the
+		// entry records the
 		// address asked for, which becomes the account's once confirmed.
 		add(domain.AuditEmailChanged, u.Email, next.PendingEmail)
 	}

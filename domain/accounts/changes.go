@@ -157,7 +157,8 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		}
 		if asked && !a.mailOn() {
 			// Without mail no link could ever verify it: the change is
-			// made at once, as before issue 26 (tests and tools only:
+			// made at once, as before changes waited for verification (tests
+			// and tools only:
 			// every deployment mails, docs/design.md#email-change).
 			next.Email, next.EmailKey, next.EmailVerifiedAt = next.PendingEmail, next.PendingEmailKey, time.Time{}
 			next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt = "", "", time.Time{}

@@ -28,8 +28,9 @@ import (
 // Every attempt's entry is its own (keyed by the attempt's tag): a losing
 // attempt ends only its own, and the winner's is ended only by the finish
 // of the deletion that applied, identified by the tag the account row
-// records (issue 24: two attempts shared one entry, and the loser's end
-// left the winner's deletion where no repair could find it).
+// records (docs/design.md#deletion: when two attempts shared one entry,
+// the loser's end left the winner's deletion where no repair could find
+// it).
 
 // DeletionEntry is one attempt of a deletion as the index records it: the
 // account, the attempt's tag, when it began, who asked, and the keys to

@@ -9,8 +9,8 @@ import (
 	"shelf/domain"
 )
 
-// An email change an attacker cannot use (issue 26,
-// docs/design.md#email-change). A new address is only asked for: the
+// An email change an attacker cannot use
+// (docs/design.md#email-change). A new address is only asked for: the
 // account keeps its address (login, resets, every mail) until a link
 // mailed to the new one is followed, and the new key is claimed for the
 // account meanwhile (U1: nobody else takes it, and the change completes

@@ -154,7 +154,8 @@ func Link(publicURL string, purpose TokenPurpose, token string) string {
 }
 
 // message is the mail that carries token to u. Mail to an address that
-// is not verified carries no text the sender chose (issue 26): whoever
+// is not verified carries no text the sender chose (docs/design.md#tokens):
+// whoever
 // typed the address chose the display name and the username too, and
 // could otherwise mail anyone a message of their own ("Hello URGENT: call
 // ...") from shelf's address. Only once the address is verified, so the

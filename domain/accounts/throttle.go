@@ -14,8 +14,8 @@ import (
 	"shelf/domain"
 )
 
-// Throttling of password guesses and of mail (docs/design.md#throttle,
-// issue 26): every attempt writes a row of its own under each of its
+// Throttling of password guesses and of mail (docs/design.md#throttle):
+// every attempt writes a row of its own under each of its
 // scopes first, and only then counts the scope's rows. An attempt that
 // finds more rows than its scope's limit, its own included, is refused
 // before any password is verified; a password that matched removes its

@@ -89,8 +89,8 @@ func newMailToken() (token, hash string) {
 // PasswordPrint is what a reset token keeps of the password it may
 // replace: a SHA-256 of the account and its password epoch, which every
 // change and reset of the password moves on (making the token stale) and
-// a rehash of the same password keeps (issue 24: a print of the stored
-// hash went stale with every rehash). Nothing of the password or its hash
+// a rehash of the same password keeps (a print of the stored hash, as it
+// once was, went stale with every rehash: docs/design.md#tokens). Nothing of the password or its hash
 // is in it.
 func PasswordPrint(u domain.User) string {
 	sum := sha256.Sum256([]byte("shelf password epoch\x00" + u.ID + "\x00" + strconv.Itoa(u.PasswordEpoch)))

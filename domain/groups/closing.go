@@ -28,8 +28,9 @@ import (
 // Every attempt's entry is its own (keyed by the attempt's tag): a losing
 // attempt ends only its own, and the winner's is ended only by the finish
 // of the closing that applied, identified by the tag the group row
-// records (issue 24: two managers closing at once shared one entry, and
-// the loser's end left the closing where no repair could find it).
+// records (docs/design.md#closing: when two managers closing at once
+// shared one entry, the loser's end left the closing where no repair
+// could find it).
 
 // ClosingEntry is one attempt of a closing as the index records it: the
 // group, the attempt's tag, when it began and who asked.

@@ -17,7 +17,7 @@ import (
 	"shelf/internal/metrics"
 )
 
-// TestMetricsServeOnTheirOwnAddress (issue 26, item 6): with
+// TestMetricsServeOnTheirOwnAddress (docs/design.md#decisions): with
 // SHELF_METRICS_ADDR set, /metrics answers there (with the API's requests
 // counted) and the API's listener answers 404 for it; the metrics address
 // serves nothing else, and stops with the API.

@@ -20,7 +20,7 @@ func TestGuessRefusesWhatAttackersTryFirst(t *testing.T) {
 		want accounts.Weakness
 		word string
 	}{
-		// Issue 26's four, and their kin.
+		// The first four any guesser tries, and their kin.
 		{"password1", accounts.WeakCommon, ""},
 		{"12345678", accounts.WeakCommon, ""},
 		{"qwertyuiop", accounts.WeakCommon, ""},
