@@ -431,7 +431,7 @@ await step('moderation: suspend with and without an end, page, history and audit
   const [first, second] = await pageThrough('history');
   expect(first[0].startsWith('suspended') && first[0].includes('again') && first[1].startsWith('unsuspended') &&
     second[0].startsWith('suspended') && first.concat(second).every((r) => r.includes(admin)), 'history: ' + first.concat(second).join(' | '));
-  // The audit of admin actions beside it (issue 26): the same three, by
+  // The audit of admin actions beside it (S6): the same three, by
   // the admin, from an address, paged.
   await waitRows('audit', 2);
   const [auditFirst, auditSecond] = await pageThrough('audit');

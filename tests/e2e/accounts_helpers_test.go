@@ -108,7 +108,8 @@ type userRow struct {
 	EmailKey    string
 	Status      string
 	// PendingEmailKey and RecoveryEmailKey are emails the account holds
-	// beside its own (issue 26): one asked for, one a change replaced.
+	// beside its own (docs/design.md#email-change): one asked for, one a
+	// change replaced.
 	PendingEmailKey  string
 	RecoveryEmailKey string
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // twoAtOnce runs two requests of one operation on one row in the order
-// that used to lose the winner's index entry (issue 24, defect 3): the
+// that used to lose the winner's index entry (known gap 27,
+// docs/design.md#known-gaps): the
 // first writes its entry, then the second its own, then the first's
 // compare-and-set applies and its process dies (stop, at the step after
 // it), then the second's loses and ends its own entry. Install entry at

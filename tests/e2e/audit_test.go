@@ -18,7 +18,7 @@ import (
 	"shelf/internal/testkit"
 )
 
-// The audit of admin actions on accounts (issue 26, part 5;
+// The audit of admin actions on accounts (S6;
 // docs/design.md#account-audit).
 
 // auditItem is the AuditEntry schema as tests read it.
@@ -87,8 +87,8 @@ func newAuditWorld(t *testing.T) *moderators {
 // TestAuditRecordsAdminActions: every kind of admin action on an account
 // is listed, newest first, with who, what, when and from where; what the
 // user does to their own account is not; and the route answers like the
-// other admin routes to everyone else. Fails before issue 26 (no route,
-// nothing recorded).
+// other admin routes to everyone else. Fails without the audit (no
+// route, nothing recorded).
 func TestAuditRecordsAdminActions(t *testing.T) {
 	t.Parallel()
 	m := newAuditWorld(t)

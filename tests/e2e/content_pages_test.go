@@ -20,7 +20,7 @@ import (
 // owner's own anonymous view included), the loggedin item to anonymous
 // callers, or the old name; the item left alone is listed. Once the outbox
 // worker has run, each changed item arrives where its viewers may see it
-// (issue 24: a lost fan-out delays an arrival, never leaks).
+// (known gap 24: a lost fan-out delays an arrival, never leaks).
 func TestAPageNeverShowsWhatALostFanoutLeft(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)

@@ -11,7 +11,8 @@ import (
 )
 
 // The tests of this file send input that could mean two things to the
-// real service (issue 14): each is refused naming the field, and nothing
+// real service (docs/design.md#api-conventions): each is refused naming
+// the field, and nothing
 // of it is stored.
 
 // wantField fails unless r is a 400 naming only field, with code.

@@ -39,8 +39,8 @@ func landLateOnce(stmt string) faultinject.Func {
 // TestSignupWhoseAttemptLandsLateIsComplete holds back the first attempt of
 // each of a signup's lightweight transactions; it lands after the SERIAL
 // read-back, just before the retry, whose condition then fails. The signup
-// must still answer 201 and be whole (U1-U3). Before the rule, the storm of
-// issue 10 saw exactly this on a hung node: a late activation answered 503
+// must still answer 201 and be whole (U1-U3). Before the rule, the storm
+// (tests/storm) saw exactly this on a hung node: a late activation answered 503
 // signup_expired with both claims released from an active account, and a
 // late create answered 500 "id already exists".
 func TestSignupWhoseAttemptLandsLateIsComplete(t *testing.T) {
@@ -100,7 +100,7 @@ func TestActivationOfUnknownOutcomeIsNeverUndone(t *testing.T) {
 
 // anotherWriteFirst loses the answer of the first run of stmt after it
 // applied, and lets another change of the same account land before the
-// read-back (issue 10, case 1): the row's tag is then someone else's, so
+// read-back (known gap 3, docs/design.md#known-gaps): the row's tag is then someone else's, so
 // only the outcome "unknown" is honest.
 func anotherWriteFirst(t *testing.T, a *app.App, stmt, userID string) faultinject.Func {
 	var once sync.Once
@@ -234,7 +234,7 @@ func neverSent(stmt string) faultinject.Func {
 // name committed to the account. While that update may still land, nobody
 // else gets the name; the owner's retry adopts the claim and completes
 // (before: it looped on concurrent_change and answered 409 for good).
-// Issue 10, case 6.
+// Known gap 8 (docs/design.md#known-gaps).
 func TestRenameStoppedAfterCommittingIsFinishedByItsRetry(t *testing.T) {
 	t.Parallel()
 	rn := renameUnder(t, func(*app.App, string) faultinject.Func { return neverSent("users.update") })

@@ -177,7 +177,7 @@ func runAdminOn(db *testkit.DB, args ...string) (string, error) {
 // retry, which erases what is left; the expiry entry goes last, and the
 // sweeper finds it; the user is not left listed while active (S2). Before, the three deletes
 // ran at once: the lookup's landed, the retry found nothing to finish, and
-// an active user stayed in the suspended list (issue 10, case 7).
+// an active user stayed in the suspended list (known gap 9, docs/design.md#known-gaps).
 func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -214,8 +214,8 @@ func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
 // then revoking the sessions fails (503). The user's session must still
 // stop working on its next request (S3): a session counts only while its
 // account is not suspended. Before, authentication read the session alone,
-// and the session lived on until a retry or repair revoked it (issue 10,
-// case 10).
+// and the session lived on until a retry or repair revoked it (known
+// gap 10, docs/design.md#known-gaps).
 func TestSuspensionStopsSessionsEvenWhenRevokingFails(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -277,7 +277,7 @@ func TestRepairRestoresAMissingExpiryEntry(t *testing.T) {
 	agreement(t, m.db)
 }
 
-// TestSuspensionRacingADeletionListsNobody (issue 24, defect 4), on the
+// TestSuspensionRacingADeletionListsNobody (known gap 29), on the
 // node: the suspension's compare-and-set applies, then another admin
 // deletes the account (its lookup finds no records yet: 204), then the
 // suspension writes its records. It checks again at its end, erases them
@@ -344,8 +344,8 @@ func TestSuspensionRacingADeletionListsNobody(t *testing.T) {
 	agreement(t, m.db)
 }
 
-// TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed (issue 24,
-// defect 6a), on the node: the suspension applies, its history entry's
+// TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed (known gap
+// 30), on the node: the suspension applies, its history entry's
 // write fails (503), and the account is deleted before anyone retries.
 // The deletion writes the entry (S5): nothing after it would.
 func TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed(t *testing.T) {

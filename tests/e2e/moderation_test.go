@@ -89,7 +89,7 @@ func TestSuspendAndUnsuspend(t *testing.T) {
 		t.Fatalf("login of a suspended user: %d %s", r.StatusCode, r.Body)
 	}
 	// Only the admin learns of the suspension: strangers, anonymous or
-	// not, see the account without a status (S3; issue 10, case 8).
+	// not, see the account without a status (S3; known gap 10).
 	_, stranger := m.member(t)
 	for _, c := range []struct {
 		name string

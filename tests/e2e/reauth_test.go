@@ -9,7 +9,8 @@ import (
 	"shelf/internal/testkit"
 )
 
-// Issue 26, part 1: what takes an account needs the current password, an
+// Re-authentication (U9, docs/design.md#reauthentication): what takes an
+// account needs the current password, an
 // email change waits for the new address and can be undone from the old
 // one, resets go to the account's own address, and admins cannot take
 // each other's accounts.
@@ -68,8 +69,8 @@ func verifiedUser(t *testing.T, api *testkit.API, mp *testkit.Mailpit, n string)
 	return u, api.As(mustLogin(t, api, n).Token)
 }
 
-// TestStolenTokenCannotTakeTheAccount is the takeover story of issue 26
-// end to end, against a real SMTP server: with a stolen token alone the
+// TestStolenTokenCannotTakeTheAccount is the takeover story U9 stops, end
+// to end, against a real SMTP server: with a stolen token alone the
 // email cannot change; with the password too, it only asks for the new
 // address, ends the owner's other sessions, mails the old address a
 // notice, and no reset goes to the new address; the notice's link, even

@@ -10,7 +10,8 @@ import (
 	"shelf/internal/testkit"
 )
 
-// TestRolesAndHeadersOfAccountReads (issue 26, item 6): a user reading an
+// TestRolesAndHeadersOfAccountReads (docs/design.md#api-conventions): a
+// user reading an
 // admin's account does not learn that it is one; the admin (on /v1/me)
 // and other admins do. /v1/me, which carries the email, is never stored
 // by a cache nor framed.

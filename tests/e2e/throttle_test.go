@@ -14,7 +14,7 @@ import (
 	"shelf/internal/testkit"
 )
 
-// Issue 26, parts 3 and 4: password guesses are throttled per login by
+// Throttling (docs/design.md#throttle): password guesses are throttled per login by
 // every instance together, and every mail counts against one limit per
 // address. These tests send everything from one address (loopback), so
 // the per-address tier (5 by default) is the one that bites.
@@ -75,8 +75,8 @@ func throttled(t *testing.T, what string, rs []*testkit.Response) string {
 // most 5 argon2id verifications (the per-address limit); all others are
 // refused 429 with Retry-After before any verification. The same 64
 // against a login that names no account: at most 5 runs (Burn), and
-// answers of the same statuses and words. Before issue 26 all 64 were
-// verified (401 each), on each instance.
+// answers of the same statuses and words. Before the
+// shared throttle all 64 were verified (401 each), on each instance.
 func TestThrottleHoldsAcrossTwoInstances(t *testing.T) {
 	t.Parallel()
 	db := testkit.PackageDB(t)
@@ -122,7 +122,7 @@ func TestThrottleHoldsAcrossTwoInstances(t *testing.T) {
 // TestPasswordChangeIsThrottled: with a stolen session, PUT
 // /v1/users/{id}/password is no free oracle for the current password: 64
 // wrong ones at once over two instances verify at most 5, the rest are
-// 429 with Retry-After. Before issue 26 it had no limit at all.
+// 429 with Retry-After. Before the shared throttle it had no limit at all.
 func TestPasswordChangeIsThrottled(t *testing.T) {
 	t.Parallel()
 	db := testkit.PackageDB(t)
@@ -182,7 +182,8 @@ func statuses(byStatus map[int][]*testkit.Response) map[int]int {
 
 // TestEveryMailCountsAgainstTheAddressLimit: eight changes of email to one
 // address mail it five times, the limit, shared by two instances. Before
-// issue 26 a change's verification mail bypassed the limit: eight mails.
+// the shared throttle a change's verification mail bypassed the limit:
+// eight mails.
 // And a mail to an address that is not verified carries no text the
 // sender chose: the display name and the username stay out of it.
 func TestEveryMailCountsAgainstTheAddressLimit(t *testing.T) {

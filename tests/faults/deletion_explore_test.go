@@ -193,7 +193,8 @@ func (d *delWorld) rival() error {
 }
 
 // rivalFirst runs two deletions of one account at once, in the order
-// that used to lose the winner's index entry (issue 24, defect 3): the
+// that used to lose the winner's index entry (known gap 27,
+// docs/design.md#known-gaps): the
 // rival writes its entry, then deletion runs whole (the faulted one, its
 // fault counted from there), then the rival's compare-and-set; the rival's
 // process dies at its next step. It returns deletion's answer.

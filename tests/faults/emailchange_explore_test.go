@@ -10,8 +10,8 @@ import (
 	"shelf/domain/accounts"
 )
 
-// An email change's life under every fault at every store call (issue 26,
-// docs/design.md#email-change): the request, its confirmation, its revert
+// An email change's life under every fault at every store call
+// (docs/design.md#email-change): the request, its confirmation, its revert
 // and its replacement by another change, each with its held writes landed
 // late and the client's retry.
 

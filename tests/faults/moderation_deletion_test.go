@@ -50,7 +50,7 @@ func (m *modWorld) deleteMember() error {
 	return m.life.DeleteUser(context.Background(), m.admin, m.member.ID, nil)
 }
 
-// TestSuspensionRacingADeletionListsNobody is defect 4 of issue 24: the
+// TestSuspensionRacingADeletionListsNobody is known gap 29 (docs/design.md#known-gaps): the
 // suspension's compare-and-set applies; another admin deletes the account
 // (its lookup finds no records yet); then the suspension writes its list
 // row, lookup and expiry entry at the version it read. No record of the
@@ -158,7 +158,7 @@ func TestSweeperAndRepairEraseTheRecordsOfADeletedAccount(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := *u.Suspension
-			// The row as a deletion of before issue 24 left it: deleted,
+			// The row as a deletion left it before gap 29 was fixed: deleted,
 			// its suspension gone from the row, the records still there.
 			gone := u
 			gone.Status, gone.Suspension, gone.Deletion = domain.StatusDeleted, nil, &domain.Deletion{At: m.store.Now(), By: m.admin.UserID}
@@ -179,7 +179,8 @@ func TestSweeperAndRepairEraseTheRecordsOfADeletedAccount(t *testing.T) {
 	}
 }
 
-// TestDeletionRecordsTheHistoryAFailedWriteLeft is defect 6a of issue 24:
+// TestDeletionRecordsTheHistoryAFailedWriteLeft is known gap 30
+// (docs/design.md#known-gaps):
 // a suspension (or a lift) applies, its history write fails (503), and
 // the account is deleted before anyone retries. The deletion writes the
 // entries (S5): a deletion is no lift, and nothing after it would.

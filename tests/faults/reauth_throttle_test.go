@@ -24,7 +24,8 @@ func throttledSession(t *testing.T) (*accounts.Service, *countingHasher, domain.
 }
 
 // TestEveryCurrentPasswordIsThrottled: the current passwords a new email,
-// a new username and the account's deletion take (issue 26, part 1) are
+// a new username and the account's deletion take (U9,
+// docs/design.md#reauthentication) are
 // counted with the password change's, per account: a stolen session gets
 // 5 guesses in all, whatever it asks with them; the 6th is refused before
 // the password is checked, the right one included.

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// Issue 25: one node of three hung or killed, and users don't notice. The
+// One node of three hung or killed, and users don't notice
+// (docs/design.md#node-faults). The
 // availability verdict holds the nemesis's single-node faults to that,
 // beside the correctness verdicts:
 //   - every whole second of such a fault, from one attempt's timeout after
@@ -38,7 +39,7 @@ import (
 const attemptTimeout = 2 * time.Second
 
 // availabilityFloor is the least share of the healthy rate a kind of
-// single-node fault may keep (issue 25's floor for every operation kind;
+// single-node fault may keep (the floor for every operation kind;
 // `make bench-degraded` holds the whole mix to 0.7 on a quieter machine).
 const availabilityFloor = 0.5
 
@@ -75,7 +76,7 @@ func (r rateSum) rate() float64 {
 // and to against the single-node faults of the history, and returns the
 // verdict and a table of rates per kind for the summary.
 func checkAvailability(events []event, from, to time.Time) (verdict, string) {
-	v := verdict{name: "availability: one node hung or killed (issue 25)"}
+	v := verdict{name: "availability: one node hung or killed"}
 	var answered []time.Time
 	var all []faultWindow
 	var ops []event

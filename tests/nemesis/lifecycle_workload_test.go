@@ -45,7 +45,7 @@ func (w *workload) deleteAccount(worker, api int) {
 	}
 	w.mu.Lock()
 	own, username, email := a.token, a.username, a.email
-	// The user's own deletion proves the password (issue 26); an admin's
+	// The user's own deletion proves the password (U9); an admin's
 	// does not read it.
 	body := map[string]string{"currentPassword": a.passwords[len(a.passwords)-1]}
 	a.deleting = true

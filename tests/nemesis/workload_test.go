@@ -190,7 +190,7 @@ func (w *workload) rename(worker, api int) {
 	w.mu.Lock()
 	pw := a.passwords[len(a.passwords)-1]
 	w.mu.Unlock()
-	// A new username takes the current password (issue 26).
+	// A new username takes the current password (U9).
 	status, _ := w.c.call(worker, api, "rename", http.MethodPatch, "/v1/users/"+a.id, token,
 		map[string]string{"username": u, "currentPassword": pw}, map[string]string{"user": a.id, "username": u})
 	if status == http.StatusOK {

@@ -1,6 +1,7 @@
 //go:build storm
 
-// Package storm runs the storm of issue 10 against a real node of its own:
+// Package storm runs the storm (docs/design.md#faults) against a real node
+// of its own:
 // rounds of concurrent, colliding signups, renames and password changes
 // through the HTTP API while the Cassandra process is hung (SIGSTOP) for
 // 2-8 s at random and resumed, over and over. Afterwards, past the lease:
@@ -176,7 +177,7 @@ func TestStorm(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				if j%2 == 0 {
-					// A new username takes the current password (issue 26).
+					// A new username takes the current password (U9).
 					mu.Lock()
 					current := acc.passwords[len(acc.passwords)-1]
 					mu.Unlock()
