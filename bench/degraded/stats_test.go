@@ -255,7 +255,8 @@ func table(sums []summary) string {
 	return b.String()
 }
 
-// goals judges the windows against the goals, one line each.
+// goals judges the windows against the availability goals
+// (docs/design.md#node-faults), one line each with its bar.
 func goals(sums []summary, back float64) []string {
 	if len(sums) == 0 {
 		return nil

@@ -69,8 +69,8 @@ type Store struct {
 	S      *gocql.Session
 	Hasher *password.Hasher
 	// Unchecked leaves the read of a page's items out, and with it the
-	// check of each row against its item: a page as it was before issue
-	// 24, so `make bench` can price that read. The lean server never sets
+	// check of each row against its item: a page as it was before gap 24
+	// (docs/design.md#known-gaps) was fixed, so `make bench` can price that read. The lean server never sets
 	// it.
 	Unchecked bool
 }

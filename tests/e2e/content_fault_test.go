@@ -80,8 +80,8 @@ func TestUnshareWhoseMemberDeleteFailsStaysUnshared(t *testing.T) {
 // TestShareRacingDeleteLeavesNoGhost: the item is deleted between a
 // share's compare-and-set and its writes. Nobody may find the deleted item
 // in a library afterwards. Before, the share's catch-up wrote the newest
-// (deleted) version into the principal's library: a ghost for good (issue
-// 10, case 4).
+// (deleted) version into the principal's library: a ghost for good (known
+// gap 6, docs/design.md#known-gaps).
 func TestShareRacingDeleteLeavesNoGhost(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)

@@ -184,7 +184,7 @@ func TestHeadWorksWhereGetDoes(t *testing.T) {
 	}
 }
 
-// TestBodiesThatMeanTwoThingsWriteNothing: the two bodies, sent
+// TestBodiesThatMeanTwoThingsWriteNothing: two bodies with a key twice, sent
 // to the real service: a visibility given twice in two cases does not
 // create a public item, and a role given twice does not grant manager;
 // both are 400 naming the key, and nothing is written.

@@ -59,7 +59,7 @@ func refusedToken(t *testing.T, r *testkit.Response, code, what string) {
 	}
 }
 
-// TestMailedVerificationAndReset is the SMTP story against a real
+// TestMailedVerificationAndReset is the mail's whole story against a real
 // SMTP server (mailpit): signup mails a verification link, which verifies
 // the address once; a reset request mails a link that sets a new password
 // once and ends every session; a request for an unknown address answers
