@@ -19,94 +19,59 @@ import (
 
 var contractStart = time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
 
-func openFake(t testing.TB) (*memstore.Store, storecontract.Clock) {
-	s := memstore.New(contractStart)
-	return s, storecontract.Clock{Now: s.Now, Pass: s.Advance}
+// onFake opens each check's store on a fresh in-memory Store, on the
+// Store's own clock (repository/contract_test.go's onReal is its twin).
+func onFake[S any](store func(*memstore.Store) S) storecontract.Open[S] {
+	return func(testing.TB) (S, storecontract.Clock) {
+		s := memstore.New(contractStart)
+		return store(s), storecontract.Clock{Now: s.Now, Pass: s.Advance}
+	}
 }
 
 func TestContractClaims(t *testing.T) {
-	storecontract.Claims(t, func(t testing.TB) (domain.ClaimStore, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Claims(), c
-	})
+	storecontract.Claims(t, onFake(func(s *memstore.Store) domain.ClaimStore { return s.Claims() }))
 }
 
 func TestContractUsers(t *testing.T) {
-	storecontract.Users(t, func(t testing.TB) (accounts.UserStore, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Users(), c
-	})
+	storecontract.Users(t, onFake(func(s *memstore.Store) accounts.UserStore { return s.Users() }))
 }
 
 func TestContractGroups(t *testing.T) {
-	storecontract.Groups(t, func(t testing.TB) (groups.Store, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Groups(), c
-	})
+	storecontract.Groups(t, onFake(func(s *memstore.Store) groups.Store { return s.Groups() }))
 }
 
 func TestContractTokens(t *testing.T) {
-	storecontract.Tokens(t, func(t testing.TB) (accounts.TokenStore, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Tokens(), c
-	})
+	storecontract.Tokens(t, onFake(func(s *memstore.Store) accounts.TokenStore { return s.Tokens() }))
 }
 
 func TestContractSessions(t *testing.T) {
-	storecontract.Sessions(t, func(t testing.TB) (accounts.SessionStore, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Sessions(), c
-	})
+	storecontract.Sessions(t, onFake(func(s *memstore.Store) accounts.SessionStore { return s.Sessions() }))
 }
 
 func TestContractSuspensions(t *testing.T) {
-	open := func(t testing.TB) (moderation.Store, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Suspensions(), c
-	}
+	open := onFake(func(s *memstore.Store) moderation.Store { return s.Suspensions() })
 	storecontract.Suspensions(t, open)
 	storecontract.SuspendedList(t, open)
 }
 
 func TestContractGroupMembers(t *testing.T) {
-	storecontract.GroupMembers(t, func(t testing.TB) (groups.MemberStore, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.GroupMembers(), c
-	})
+	storecontract.GroupMembers(t, onFake(func(s *memstore.Store) groups.MemberStore { return s.GroupMembers() }))
 }
 
 func TestContractContent(t *testing.T) {
-	storecontract.Contents(t, func(t testing.TB) (library.ContentStore, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Contents().Content, c
-	})
-	storecontract.ContentMembers(t, func(t testing.TB) (library.MemberStore, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Contents().Members, c
-	})
+	storecontract.Contents(t, onFake(func(s *memstore.Store) library.ContentStore { return s.Contents().Content }))
+	storecontract.ContentMembers(t, onFake(func(s *memstore.Store) library.MemberStore { return s.Contents().Members }))
 }
 
 func TestContractLibraries(t *testing.T) {
-	storecontract.Libraries(t, func(t testing.TB) (library.EntryStore, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Contents().Library, c
-	})
+	storecontract.Libraries(t, onFake(func(s *memstore.Store) library.EntryStore { return s.Contents().Library }))
 }
 
 func TestContractOutbox(t *testing.T) {
-	storecontract.Outbox(t, func(t testing.TB) (library.Outbox, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Contents().Outbox, c
-	})
+	storecontract.Outbox(t, onFake(func(s *memstore.Store) library.Outbox { return s.Contents().Outbox }))
 }
 
 func TestContractIndexEntries(t *testing.T) {
-	storecontract.Deletions(t, func(t testing.TB) (lifecycle.DeletionStore, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Deletions(), c
-	})
-	storecontract.Closings(t, func(t testing.TB) (lifecycle.ClosingStore, storecontract.Clock) {
-		s, c := openFake(t)
-		return s.Closings(), c
-	})
+	storecontract.Deletions(t, onFake(func(s *memstore.Store) lifecycle.DeletionStore { return s.Deletions() }))
+	storecontract.Closings(t, onFake(func(s *memstore.Store) lifecycle.ClosingStore { return s.Closings() }))
 }
