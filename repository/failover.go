@@ -33,7 +33,8 @@ var timeoutLimitOnce sync.Once
 
 func setTimeoutLimit(n int) {
 	timeoutLimitOnce.Do(func() {
-		//lint:ignore SA1019 deprecated, but v1.7.0's only way to close a connection that stopped answering: its heartbeat takes a minute.
+		// Marked deprecated in v1.7.0, but its only way to close a
+		// connection that stopped answering: its heartbeat takes a minute.
 		gocql.TimeoutLimit = int64(n)
 	})
 }

@@ -334,6 +334,9 @@ func TestEmailChangeUnderFaults(t *testing.T) {
 	if r := change(first); r.StatusCode != http.StatusOK {
 		t.Fatalf("the retry of a change never sent: %d %s", r.StatusCode, r.Body)
 	}
+	if r := other.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("another session outlived the retry's email change: %d", r.StatusCode)
+	}
 	other = api.As(mustLogin(t, api, n).Token)
 
 	// Landed, answer lost: 503; the other sessions end anyway.

@@ -25,7 +25,7 @@ var errStopped = errors.New("stopped (test hook)")
 // operation's step hook to install; winner and loser run the attempts.
 type racePair struct {
 	winnerEntered, loserEntered, winnerApplied chan struct{}
-	entries, applied                           atomic.Int32
+	entries                                    atomic.Int32
 	once                                       sync.Once
 }
 
