@@ -1,7 +1,8 @@
 // Package testkit is the shared harness of shelf's integration and
 // end-to-end tests: a real Cassandra node (started from Maven Central
-// artifacts when none answers), a fresh keyspace per package or per test,
-// and an HTTP client that checks every answer against openapi.yaml.
+// artifacts when none answers), an empty keyspace per package or per test
+// (leased from a pool kept on the node: pool.go), and an HTTP client that
+// checks every answer against openapi.yaml.
 package testkit
 
 import (
@@ -97,16 +98,31 @@ func ConnConfig(hosts []string, keyspace string) repository.ConnConfig {
 	}
 }
 
-// NewDB creates a fresh keyspace (RF 1), applies the schema, and drops the
-// keyspace when the test ends. Tests that need an empty database of their
-// own use it; most share their package's with PackageDB.
+// NewDB gives the test an empty, migrated keyspace (RF 1) of its own until
+// it ends: on the local node one of the keyspace pool (pool.go), emptied
+// when leased; on SHELF_TEST_CASSANDRA_HOSTS a fresh one, dropped at the
+// end. Tests that need an empty database of their own use it; most share
+// their package's with PackageDB.
 func NewDB(tb testing.TB) *DB {
 	tb.Helper()
-	return NewDBOn(tb, Hosts(tb))
+	hosts := Hosts(tb)
+	p, err := poolFor(hosts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if p == nil {
+		return NewDBOn(tb, hosts)
+	}
+	db, release, err := p.lease()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(release)
+	return db
 }
 
-// NewDBOn is NewDB on a cluster of the test's own (a node it starts and
-// kills, say).
+// NewDBOn is a fresh keyspace on a cluster of the test's own (a node it
+// starts and kills, say), dropped when the test ends.
 func NewDBOn(tb testing.TB, hosts []string) *DB {
 	tb.Helper()
 	db, err := createDB(hosts)
@@ -117,12 +133,18 @@ func NewDBOn(tb testing.TB, hosts []string) *DB {
 	return db
 }
 
+// createDB makes and migrates a keyspace of a random name.
 func createDB(hosts []string) (*DB, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	conn := ConnConfig(hosts, "test_"+hex.EncodeToString(b[:]))
+	return createDBNamed(hosts, "test_"+hex.EncodeToString(b[:]))
+}
+
+// createDBNamed makes and migrates keyspace ks.
+func createDBNamed(hosts []string, ks string) (*DB, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn := ConnConfig(hosts, ks)
 	if err := repository.EnsureKeyspace(ctx, conn, "{'class': 'SimpleStrategy', 'replication_factor': 1}", 90*time.Second); err != nil {
 		return nil, err
 	}
@@ -145,36 +167,52 @@ func (db *DB) drop() {
 }
 
 var (
-	pkgMu sync.Mutex
-	pkgDB *DB
+	pkgMu   sync.Mutex
+	pkgDB   *DB
+	pkgDone func()
 )
 
-// PackageDB returns the package's shared keyspace, created and migrated on
-// first use. Run the package through Main so it is dropped at the end.
+// PackageDB returns the package's shared keyspace, leased (or made) and
+// migrated on first use, as NewDB's. Run the package through Main so it is
+// given back (or dropped) at the end.
 func PackageDB(tb testing.TB) *DB {
 	tb.Helper()
 	pkgMu.Lock()
 	defer pkgMu.Unlock()
-	if pkgDB == nil {
-		db, err := createDB(Hosts(tb))
+	if pkgDB != nil {
+		return pkgDB
+	}
+	hosts := Hosts(tb)
+	p, err := poolFor(hosts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if p == nil {
+		db, err := createDB(hosts)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		pkgDB = db
+		pkgDB, pkgDone = db, db.drop
+		return pkgDB
 	}
+	db, release, err := p.lease()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pkgDB, pkgDone = db, release
 	return pkgDB
 }
 
-// Main runs a package's tests and drops its shared keyspace afterwards:
-// call it from TestMain. The cleanups run first, before the keyspace goes.
+// Main runs a package's tests and gives its shared keyspace back
+// afterwards: call it from TestMain. The cleanups run first.
 func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
 	for _, c := range cleanups {
 		c()
 	}
 	pkgMu.Lock()
-	if pkgDB != nil {
-		pkgDB.drop()
+	if pkgDone != nil {
+		pkgDone()
 	}
 	pkgMu.Unlock()
 	os.Exit(code)

@@ -222,8 +222,7 @@ func TestAUsersGroupsCountAPendingChangeAsRecorded(t *testing.T) {
 // TestGroupLookupsCostWhatTheModelSays: a group by name waits for two
 // round trips (claim, group), a page of one's own groups for three
 // (session, the index slice, the page's groups at once), by the api's own
-// count: none fewer, and most no more (a busy scheduler may send a
-// statement meant to go beside another after its answer).
+// count: every request, at the best of three sends (fewestTrips).
 func TestGroupLookupsCostWhatTheModelSays(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
@@ -237,25 +236,28 @@ func TestGroupLookupsCostWhatTheModelSays(t *testing.T) {
 		groupNames = append(groupNames, g.Name)
 	}
 	for _, n := range groupNames {
-		if r := api.Get("/v1/groups/by-name/" + n); r.StatusCode != http.StatusOK {
-			t.Fatalf("by name %s: %d %s", n, r.StatusCode, r.Body)
+		if trips, _ := fewestTrips(t, api, "/v1/groups/by-name/{name}", func() *testkit.Response { return api.Get("/v1/groups/by-name/" + n) }); trips != 2 {
+			t.Errorf("group %s by name: %d round trips at best of three sends, want 2", n, trips)
 		}
 	}
-	if got := listUserGroups(t, uAPI, u.ID, 2); len(got) != 6 {
-		t.Fatalf("%d groups, want 6", len(got))
-	}
-	for route, want := range map[string]struct {
-		trips string
-		n     float64
-	}{
-		"/v1/groups/by-name/{name}": {"2", 6},
-		"/v1/users/{id}/groups":     {"3", 3},
-	} {
-		buckets := roundTripBuckets(t, api, route)
-		below := map[string]string{"2": "1", "3": "2"}[want.trips]
-		if all := buckets["+Inf"]; all != want.n || buckets[below] != 0 || buckets[want.trips] <= all/2 {
-			t.Errorf("%s: round trips (cumulative by bound) %v of %v requests; want none within %s, most within %s",
-				route, buckets, want.n, below, want.trips)
+	path, pages := "/v1/users/"+u.ID+"/groups?limit=2", 0
+	for {
+		var page struct {
+			Items      []groupMembershipBody `json:"items"`
+			NextCursor string                `json:"nextCursor"`
 		}
+		trips, r := fewestTrips(t, api, "/v1/users/{id}/groups", func() *testkit.Response { return uAPI.Get(path) })
+		if trips != 3 {
+			t.Errorf("page %d of one's own groups: %d round trips at best of three sends, want 3", pages+1, trips)
+		}
+		r.JSON(t, &page)
+		pages++
+		if page.NextCursor == "" {
+			break
+		}
+		path = "/v1/users/" + u.ID + "/groups?limit=2&cursor=" + page.NextCursor
+	}
+	if got := listUserGroups(t, uAPI, u.ID, 2); len(got) != 6 || pages != 3 {
+		t.Fatalf("%d groups in %d pages of 2, want 6 in 3", len(got), pages)
 	}
 }

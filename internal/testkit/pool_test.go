@@ -1,0 +1,135 @@
+//go:build integration
+
+package testkit
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"shelf/repository"
+)
+
+// TestPoolLeasesAreExclusiveCleanAndFenced: two leases held at once get
+// two keyspaces; a keyspace given back and leased again holds only the
+// migrations' rows (a row the last holder wrote, one it changed and one it
+// wrote with a timestamp in 2100 are gone), and the last holder's session
+// sends nothing more.
+func TestPoolLeasesAreExclusiveCleanAndFenced(t *testing.T) {
+	hosts := Hosts(t)
+	p, err := newPoolIn(hosts, t.TempDir(), "_t"+time.Now().Format("150405"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dropPoolKeyspaces(t, p, 2) })
+	ctx := context.Background()
+
+	a, releaseA, err := p.lease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, releaseB, err := p.lease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseB()
+	if a.Keyspace() == b.Keyspace() {
+		t.Fatalf("two leases held at once share %s", a.Keyspace())
+	}
+	seeded := queues(t, a)
+	for _, stmt := range []string{
+		`INSERT INTO queue_progress (queue, next) VALUES ('leftover', toTimestamp(now()))`,
+		`UPDATE queue_progress SET next = '2000-01-01' WHERE queue = 'content_marks'`,
+		`INSERT INTO queue_progress (queue, next) VALUES ('future', toTimestamp(now())) USING TIMESTAMP 4102444800000000`,
+	} {
+		if err := a.Session.ContextQuery(ctx, stmt, nil).ExecRelease(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	releaseA()
+	if err := a.Session.ContextQuery(ctx, `SELECT queue FROM queue_progress`, nil).ExecRelease(); err == nil {
+		t.Fatal("the session of a lease given back still sends")
+	}
+
+	leased := time.Now()
+	c, releaseC, err := p.lease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseC()
+	if c.Keyspace() != a.Keyspace() {
+		t.Fatalf("leased %s after %s was given back, want it again", c.Keyspace(), a.Keyspace())
+	}
+	if got := queues(t, c); !slices.Equal(got, seeded) {
+		t.Fatalf("queues after a lease %v, want the migrations' %v", got, seeded)
+	}
+	var next time.Time
+	if err := c.Session.ContextQuery(ctx, `SELECT next FROM queue_progress WHERE queue = 'content_marks'`, nil).GetRelease(&next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Before(leased.Add(-time.Minute)) {
+		t.Fatalf("content_marks starts at %v, before the lease (%v): the last holder's value", next, leased)
+	}
+}
+
+// TestPoolDropsOtherFingerprintsNobodyHolds: a pool keyspace of other
+// schema files goes at a process's first lease, unless another process
+// holds it. (The locks are the node's pool's: a package starting beside
+// this one sweeps as this test does.)
+func TestPoolDropsOtherFingerprintsNobodyHolds(t *testing.T) {
+	hosts := Hosts(t)
+	dir := poolDir(hosts)
+	p, err := newPoolIn(hosts, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stale, held := "test_pool_00000000ff_"+time.Now().Format("150405"), "test_pool_00000000fe_"+time.Now().Format("150405")
+	for _, ks := range []string{stale, held} {
+		if err := repository.EnsureKeyspace(ctx, ConnConfig(hosts, ks), "{'class': 'SimpleStrategy', 'replication_factor': 1}", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = repository.DropKeyspace(ctx, ConnConfig(hosts, held)) })
+	unlock, ok, err := tryLock(filepath.Join(dir, held+".lock"))
+	if err != nil || !ok {
+		t.Fatalf("lock %s: %v %v", held, ok, err)
+	}
+	defer unlock()
+	p.dropOtherFingerprints()
+	admin, err := p.adminSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ks, want := range map[string]bool{stale: false, held: true} {
+		var found []string
+		if err := admin.ContextQuery(ctx, `SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`, nil).
+			Bind(ks).SelectRelease(&found); err != nil {
+			t.Fatal(err)
+		}
+		if (len(found) == 1) != want {
+			t.Errorf("keyspace %s there: %v, want %v", ks, len(found) == 1, want)
+		}
+	}
+}
+
+// queues lists queue_progress's keys, sorted.
+func queues(t *testing.T, db *DB) []string {
+	t.Helper()
+	var got []string
+	if err := db.Session.ContextQuery(context.Background(), `SELECT queue FROM queue_progress`, nil).SelectRelease(&got); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	return got
+}
+
+// dropPoolKeyspaces drops the first n keyspaces of a test's own pool.
+func dropPoolKeyspaces(t *testing.T, p *pool, n int) {
+	for i := range n {
+		_ = repository.DropKeyspace(context.Background(), ConnConfig(p.hosts, p.prefix+strconv.Itoa(i)))
+	}
+}
