@@ -54,7 +54,10 @@ type pool struct {
 	dir    string // the lock files
 	prefix string // test_pool_<fingerprint>_
 	seeds  []string
-
+	// sweep: the first lease drops other fingerprints' keyspaces nobody
+	// holds. Only the node's pool sweeps: a pool with locks of its own (a
+	// test's) would find every keyspace free and drop those in use.
+	sweep bool
 	swept sync.Once
 
 	adminOnce sync.Once
@@ -87,7 +90,12 @@ func poolFor(hosts []string) (*pool, error) {
 }
 
 func newPool(hosts []string) (*pool, error) {
-	return newPoolIn(hosts, poolDir(hosts), "")
+	p, err := newPoolIn(hosts, poolDir(hosts), "")
+	if err != nil {
+		return nil, err
+	}
+	p.sweep = true
+	return p, nil
 }
 
 // poolDir is where the lock files of the pool on hosts are.
@@ -96,7 +104,7 @@ func poolDir(hosts []string) string {
 }
 
 // newPoolIn is a pool whose locks are in dir, its keyspaces named
-// test_pool_<fingerprint><suffix>_<n>.
+// test_pool_<fingerprint><suffix>_<n>; it does not sweep.
 func newPoolIn(hosts []string, dir, suffix string) (*pool, error) {
 	fp, seeds, err := schemaFingerprint(schema.FS)
 	if err != nil {
@@ -148,7 +156,9 @@ func withoutComments(stmt string) string {
 // lease takes the first free keyspace of the pool, made or cleaned and
 // migrated, and the function that gives it back.
 func (p *pool) lease() (*DB, func(), error) {
-	p.swept.Do(p.dropOtherFingerprints)
+	if p.sweep {
+		p.swept.Do(p.dropOtherFingerprints)
+	}
 	for n := 0; n < maxSlots; n++ {
 		unlock, ok, err := tryLock(filepath.Join(p.dir, fmt.Sprintf("%s%d.lock", p.prefix, n)))
 		if err != nil {
@@ -214,8 +224,8 @@ func (p *pool) clean(ctx context.Context, db *DB) error {
 		if t == migrationTable {
 			continue
 		}
-		if err := db.Session.ContextQuery(ctx, "TRUNCATE "+t, nil).ExecRelease(); err != nil {
-			return fmt.Errorf("testkit: truncate %s.%s: %w", db.Keyspace(), t, err)
+		if err := truncate(ctx, db, t); err != nil {
+			return err
 		}
 	}
 	for _, seed := range p.seeds {
@@ -234,6 +244,24 @@ func (p *pool) adminSession(ctx context.Context) (gocqlx.Session, error) {
 	})
 	return p.admin, p.adminErr
 }
+
+// truncate empties table t, trying again after a failure: a truncate that
+// meets a schema change elsewhere on the node (another package making its
+// keyspace) can fail on the replica ("Unknown CF" in the node's log), and
+// truncating again is harmless.
+func truncate(ctx context.Context, db *DB, t string) error {
+	var err error
+	for attempt := range truncateAttempts {
+		if err = db.Session.ContextQuery(ctx, "TRUNCATE "+t, nil).ExecRelease(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
+	return fmt.Errorf("testkit: truncate %s.%s (%d attempts): %w", db.Keyspace(), t, truncateAttempts, err)
+}
+
+// truncateAttempts bounds truncate's tries.
+const truncateAttempts = 5
 
 // poolName matches a pool keyspace's name: its fingerprint and number.
 var poolName = regexp.MustCompile(`^test_pool_([0-9a-f]+)_([0-9]+)$`)
