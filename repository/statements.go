@@ -146,11 +146,24 @@ func (db *DB) plain(ctx context.Context, stmt plainWrite, args ...any) *gocql.Qu
 }
 
 // conditional is a lightweight transaction on ctx, through gocqlx for its
-// CAS scans.
+// CAS scans, run at the DB's serial scope: the session's default is never
+// relied on, so the reads that settle it and it cannot differ.
 func (db *DB) conditional(ctx context.Context, stmt conditionalCQL, args ...any) *gocqlx.Queryx {
 	q := db.Session.ContextQuery(ctx, string(stmt), nil).Bind(args...)
 	stmt.attempts().apply(q.Query, nil)
+	db.scope(q.Query)
 	return q
+}
+
+// scoped is what DB.scope sets on a compare-and-set: a *gocql.Query
+// (tests record it).
+type scoped interface {
+	SerialConsistency(gocql.SerialConsistency) *gocql.Query
+}
+
+// scope runs q's Paxos rounds at the DB's serial scope.
+func (db *DB) scope(q scoped) {
+	q.SerialConsistency(gocql.SerialConsistency(db.Serial))
 }
 
 // writeBatch is a single-partition unlogged batch of plain writes. gocql
