@@ -5,7 +5,6 @@ package repository_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,27 +14,6 @@ import (
 	"shelf/internal/testkit"
 	"shelf/repository"
 )
-
-// traceIDs records the trace id of every statement of a session.
-type traceIDs struct {
-	mu  sync.Mutex
-	ids [][]byte
-}
-
-func (t *traceIDs) Trace(id []byte) {
-	t.mu.Lock()
-	t.ids = append(t.ids, id)
-	t.mu.Unlock()
-}
-
-// take returns the ids recorded since the last take.
-func (t *traceIDs) take() [][]byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ids := t.ids
-	t.ids = nil
-	return ids
-}
 
 // TestStatementsCarryTheirScopeOnTheWire (docs/design.md#regions): what
 // the node was asked, from its traces. A compare-and-set runs at the DB's
@@ -54,7 +32,7 @@ func TestStatementsCarryTheirScopeOnTheWire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := &traceIDs{}
+		tr := &traces{} // outbox_queue_test.go
 		s.SetTrace(tr)
 		db := repository.NewDB(s, scope)
 		claims, users := repository.NewClaims(db), repository.NewUsers(db)
