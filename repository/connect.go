@@ -14,10 +14,21 @@ import (
 
 // ConnConfig is what a connection needs; internal/app fills it from config.
 type ConnConfig struct {
-	Hosts             []string
-	Keyspace          string
-	Consistency       string
+	Hosts    []string
+	Keyspace string
+	// Consistency is that of every statement but the Paxos rounds
+	// (LOCAL_QUORUM by default; a compare-and-set's commit too).
+	Consistency string
+	// SerialConsistency is the session's default scope of Paxos rounds:
+	// SERIAL, LOCAL_SERIAL, or empty for the server's (SERIAL). The
+	// repository's own compare-and-sets and SERIAL reads never rely on it
+	// (DB.Serial, per statement); tests and benchmarks that send their own
+	// do.
 	SerialConsistency string
+	// LocalDC, when set, is the data centre this process lives in: plans
+	// start with its replicas, then its other nodes, and reach another
+	// data centre's nodes only after those (hostSelection).
+	LocalDC           string
 	Username          string
 	Password          string
 	Timeout           time.Duration
@@ -48,7 +59,8 @@ type ConnConfig struct {
 }
 
 // clusterConfig builds the gocql configuration shared by every session:
-// token-aware routing, the configured consistency levels, a short
+// token-aware routing (in the local data centre, when set), the configured
+// consistency, a short
 // reconnect interval so a node that comes back is used again within
 // seconds, and the attempts of idempotent statements (attemptsConfig).
 func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
@@ -61,8 +73,9 @@ func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 	switch c.SerialConsistency {
 	case "SERIAL":
 		cluster.SerialConsistency = gocql.Serial
-	case "LOCAL_SERIAL", "":
+	case "LOCAL_SERIAL":
 		cluster.SerialConsistency = gocql.LocalSerial
+	case "":
 	default:
 		return nil, fmt.Errorf("serial consistency %q is not SERIAL or LOCAL_SERIAL", c.SerialConsistency)
 	}
@@ -76,7 +89,7 @@ func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 	if cluster.Logger == nil {
 		cluster.Logger = discardLogger{}
 	}
-	cluster.PoolConfig.HostSelectionPolicy = newHealthPolicy(gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy()), cluster) // after the observers: it wraps them
+	cluster.PoolConfig.HostSelectionPolicy = newHealthPolicy(hostSelection(c.LocalDC), cluster) // after the observers: it wraps them
 	// gocql holds writes up to 200µs to coalesce them into one syscall; on
 	// this project's two-core machines that timer cost a single read 1.7 ms
 	// instead of 0.5 ms, and a request that waits on several reads in turn
@@ -87,6 +100,21 @@ func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 		cluster.Authenticator = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
 	}
 	return cluster, nil
+}
+
+// hostSelection is the policy the health policy reorders: token-aware
+// (a partition's replicas first), over round robin, or with a local data
+// centre over gocql's DC-aware round robin, whose plans hold that data
+// centre's hosts before any other's. The token-aware policy then skips
+// the replicas in other data centres, so a statement waits on another
+// region only once every local host is down or at the back of the plan
+// (healthPolicy): with LOCAL_QUORUM, it is then that region's quorum that
+// answers (docs/design.md#regions).
+func hostSelection(localDC string) gocql.HostSelectionPolicy {
+	if localDC == "" {
+		return gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	}
+	return gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy(localDC))
 }
 
 // EnsureKeyspace creates the keyspace with the given replication map (CQL,

@@ -13,7 +13,7 @@ import (
 // connections open, so gocql keeps routing a third of all partitions to it
 // and waits out the timeout on each; its heartbeat drops the connections
 // only after about a minute (docs/design.md#node-faults). healthPolicy wraps the token-aware
-// policy and sends a host that has requests waiting on it and has not
+// policy (hostSelection: DC-aware with a local data centre) and sends a host that has requests waiting on it and has not
 // answered anything for a while to the back of every plan, as the DataStax
 // Java driver's DefaultLoadBalancingPolicy does. The other replicas then
 // coordinate, and the node is used again as soon as it answers.

@@ -20,8 +20,12 @@ import (
 // goes through.
 type DB struct {
 	Session gocqlx.Session
-	// Serial is the read consistency of SERIAL reads: LOCAL_SERIAL (default)
-	// or SERIAL, the same wire values as the serial consistencies.
+	// Serial is the one scope of every compare-and-set (DB.conditional) and
+	// of every SERIAL read that settles or checks one (DB.query at
+	// db.Serial): SERIAL or LOCAL_SERIAL, whose wire values are the same
+	// as consistencies'. One scope for all, since Paxos at LOCAL_SERIAL and
+	// at SERIAL on one partition do not see each other's rounds, and every
+	// LWT row may be written from any data centre (docs/design.md#regions).
 	Serial gocql.Consistency
 	// Now is the clock of the timestamps this process writes (time.Now;
 	// shifted by SHELF_CLOCK_OFFSET in tests of clock skew).
@@ -38,7 +42,8 @@ type DB struct {
 	spec gocql.SpeculativeExecutionPolicy
 }
 
-// NewDB wraps a session; serial is "SERIAL" or "LOCAL_SERIAL".
+// NewDB wraps a session; serial is "SERIAL" or "LOCAL_SERIAL" (the
+// scope start-up found safe for the keyspace: internal/app).
 func NewDB(s gocqlx.Session, serial string) *DB {
 	c := gocql.Consistency(gocql.LocalSerial)
 	if serial == "SERIAL" {

@@ -123,6 +123,7 @@ var rowSelects = []struct {
 var valueSelects = []string{
 	string(gmRoleCQL), string(gmGroupsOfCQL), string(bucketsCQL), string(bucketsBeforeCQL), string(bucketAnyRowCQL), string(auditBucketsCQL),
 	string(auditHasSessionsCQL), string(auditListRowCQL), string(auditExpiryCQL), string(readinessCQL), string(queueStartCQL), string(historyEntryCQL),
+	string(replicationCQL),
 }
 
 // TestColumnsMatchSelects: every row type's scan destinations are, in

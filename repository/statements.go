@@ -75,10 +75,15 @@ func (schemaCQL) attempts() attempts      { return attempts{} }
 // round in flight on its partition, so two at once duel like two
 // compare-and-sets would; one after another is harmless.
 func (s readCQL) at(cl gocql.Consistency) attempts {
-	if cl == gocql.Consistency(gocql.Serial) || cl == gocql.Consistency(gocql.LocalSerial) {
+	if isSerial(cl) {
 		return attempts{again: true}
 	}
 	return s.attempts()
+}
+
+// isSerial says whether a read at cl runs a Paxos round.
+func isSerial(cl gocql.Consistency) bool {
+	return cl == gocql.Consistency(gocql.Serial) || cl == gocql.Consistency(gocql.LocalSerial)
 }
 
 // plainWrite is a write without a condition; only these go through
@@ -126,11 +131,17 @@ func newQuery(s *gocql.Session, ctx context.Context, stmt string, a attempts, sp
 	return q
 }
 
-// query is a read on ctx at cl (0: the session's consistency).
+// query is a read on ctx at cl (0: the session's consistency). A read at
+// SERIAL or LOCAL_SERIAL (db.Serial) runs its Paxos round at cl, and says
+// so as its serial consistency too, so that nothing of the session's
+// default goes out with it.
 func (db *DB) query(ctx context.Context, cl gocql.Consistency, stmt readCQL, args ...any) *gocql.Query {
 	q := newQuery(db.Session.Session, ctx, string(stmt), stmt.at(cl), db.spec, args...)
 	if cl != 0 {
 		q = q.Consistency(cl)
+	}
+	if isSerial(cl) {
+		q = q.SerialConsistency(gocql.SerialConsistency(cl))
 	}
 	return q
 }
@@ -146,11 +157,24 @@ func (db *DB) plain(ctx context.Context, stmt plainWrite, args ...any) *gocql.Qu
 }
 
 // conditional is a lightweight transaction on ctx, through gocqlx for its
-// CAS scans.
+// CAS scans, run at the DB's serial scope: the session's default is never
+// relied on, so the reads that settle it and it cannot differ.
 func (db *DB) conditional(ctx context.Context, stmt conditionalCQL, args ...any) *gocqlx.Queryx {
 	q := db.Session.ContextQuery(ctx, string(stmt), nil).Bind(args...)
 	stmt.attempts().apply(q.Query, nil)
+	db.scope(q.Query)
 	return q
+}
+
+// scoped is what DB.scope sets on a compare-and-set: a *gocql.Query
+// (tests record it).
+type scoped interface {
+	SerialConsistency(gocql.SerialConsistency) *gocql.Query
+}
+
+// scope runs q's Paxos rounds at the DB's serial scope.
+func (db *DB) scope(q scoped) {
+	q.SerialConsistency(gocql.SerialConsistency(db.Serial))
 }
 
 // writeBatch is a single-partition unlogged batch of plain writes. gocql

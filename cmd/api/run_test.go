@@ -124,3 +124,44 @@ func TestServeRefusesTheLogMailerInProduction(t *testing.T) {
 		t.Fatalf("serve with the log mailer and a public URL: %v", err)
 	}
 }
+
+// TestServeChecksTheKeyspacesDataCentres (docs/design.md#regions): serve
+// reads the keyspace's replication from the cluster after connecting and
+// refuses a local data centre holding none of its replicas, naming the
+// setting and the keyspace's data centres. The node has one data centre,
+// and Cassandra refuses a keyspace naming one it does not know, so the
+// refusals that need two (LOCAL_SERIAL, no SHELF_LOCAL_DC) are the
+// decision's own test (internal/config, TestTheSerialScopeIsCheckedAgainstTheKeyspace).
+func TestServeChecksTheKeyspacesDataCentres(t *testing.T) {
+	t.Parallel()
+	hosts := testkit.Hosts(t)
+	keyspace := fmt.Sprintf("test_regions_%d", time.Now().UnixNano())
+	session := testkit.Connect(t, hosts, keyspace) // dropped when the test ends
+	ctx := context.Background()
+	var dc string
+	if err := session.ContextQuery(ctx, "SELECT data_center FROM system.local", nil).GetRelease(&dc); err != nil {
+		t.Fatal(err)
+	}
+	// A bare keyspace: the check comes before anything reads a table.
+	create := fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'NetworkTopologyStrategy', '%s': 1}", keyspace, dc)
+	if err := session.ContextQuery(ctx, create, nil).ExecRelease(); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"SHELF_CASSANDRA_HOSTS":    strings.Join(hosts, ","),
+		"SHELF_KEYSPACE":           keyspace,
+		"SHELF_MIGRATE_ON_START":   "false",
+		"SHELF_LOG_LEVEL":          "warn",
+		"SHELF_LOCAL_DC":           "elsewhere",
+		"SHELF_SERIAL_CONSISTENCY": "LOCAL_SERIAL",
+	}
+	err := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, io.Discard)
+	if err == nil {
+		t.Fatal("serve started with SHELF_LOCAL_DC naming a data centre without replicas")
+	}
+	for _, want := range []string{"SHELF_LOCAL_DC=elsewhere", keyspace, "data centres: " + dc} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not name %q", err, want)
+		}
+	}
+}

@@ -74,6 +74,10 @@ func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 		return err
 	}
 	defer session.Close()
+	// The operator commands run compare-and-sets too: the same check.
+	if cfg, err = checkRegions(ctx, cfg, session, logger); err != nil {
+		return err
+	}
 	a, err := New(cfg, logger, session, nil)
 	if err != nil {
 		return err

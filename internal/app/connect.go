@@ -68,7 +68,7 @@ func connConfig(cfg config.Config, logger zerolog.Logger) repository.ConnConfig 
 		Hosts:             c.Hosts,
 		Keyspace:          c.Keyspace,
 		Consistency:       c.Consistency,
-		SerialConsistency: c.SerialConsistency,
+		LocalDC:           c.LocalDC,
 		Username:          c.Username,
 		Password:          c.Password,
 		Timeout:           c.Timeout,

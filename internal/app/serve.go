@@ -28,6 +28,9 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 		return err
 	}
 	defer session.Close()
+	if cfg, err = checkRegions(ctx, cfg, session, logger); err != nil {
+		return err
+	}
 	a, err := New(cfg, logger, session, m)
 	if err != nil {
 		return err

@@ -148,13 +148,19 @@ type HTTP struct {
 
 // Cassandra holds the connection and consistency settings.
 type Cassandra struct {
-	Hosts             []string
-	Keyspace          string
-	Replication       Replication
-	Consistency       string
+	Hosts       []string
+	Keyspace    string
+	Replication Replication
+	Consistency string
+	// SerialConsistency is the scope of every compare-and-set and SERIAL
+	// read: SERIAL (default) or LOCAL_SERIAL, refused on a keyspace in
+	// several data centres (CheckReplication).
 	SerialConsistency string
-	Username          string
-	Password          string
+	// LocalDC is the data centre this process lives in (empty: routing
+	// ignores data centres; refused on a keyspace in several).
+	LocalDC  string
+	Username string
+	Password string
 	// Timeout bounds one attempt of a statement (each retry and copy has
 	// its own).
 	Timeout time.Duration
@@ -232,7 +238,8 @@ var Vars = []Var{
 	{"SHELF_KEYSPACE", "shelf", "keyspace; created if missing"},
 	{"SHELF_REPLICATION", "SimpleStrategy:1", "keyspace replication: SimpleStrategy:N or NetworkTopologyStrategy:dc1=3,dc2=3"},
 	{"SHELF_CONSISTENCY", "LOCAL_QUORUM", "consistency of reads and writes"},
-	{"SHELF_SERIAL_CONSISTENCY", "LOCAL_SERIAL", "consistency of lightweight transactions (LOCAL_SERIAL or SERIAL)"},
+	{"SHELF_SERIAL_CONSISTENCY", "SERIAL", "scope of every compare-and-set and SERIAL read: SERIAL (one Paxos over every data centre; in one data centre it costs what LOCAL_SERIAL does) or LOCAL_SERIAL (one per data centre: start-up refuses it when the keyspace is replicated to more than one, where two regions could both win one username)"},
+	{"SHELF_LOCAL_DC", "", "the Cassandra data centre this process runs in (as the nodes' cassandra-rackdc.properties name it): statements go to its nodes first, and SHELF_CONSISTENCY's LOCAL_QUORUM is its quorum; start-up refuses a keyspace replicated to several data centres without it, or one that holds no replica in it; empty: routing ignores data centres"},
 	{"SHELF_CASSANDRA_USERNAME", "", "user for PasswordAuthenticator (empty: no auth)"},
 	{"SHELF_CASSANDRA_PASSWORD", "", "its password (masked in the log)"},
 	{"SHELF_CASSANDRA_TIMEOUT", "2s", "client timeout of one attempt of a CQL statement (a retry or a copy has its own): what a request waits on a node that stopped answering before a compare-and-set is read back or an idempotent statement goes to the next node; (1 + SHELF_CASSANDRA_RETRIES) attempts must fit in SHELF_REQUEST_TIMEOUT"},
@@ -326,6 +333,7 @@ func Load(getenv func(string) string) (Config, error) {
 			Replication:       p.replication("SHELF_REPLICATION"),
 			Consistency:       p.oneOf("SHELF_CONSISTENCY", "ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"),
 			SerialConsistency: p.oneOf("SHELF_SERIAL_CONSISTENCY", "SERIAL", "LOCAL_SERIAL"),
+			LocalDC:           p.str("SHELF_LOCAL_DC"),
 			Username:          p.str("SHELF_CASSANDRA_USERNAME"),
 			Password:          p.str("SHELF_CASSANDRA_PASSWORD"),
 			Timeout:           p.duration("SHELF_CASSANDRA_TIMEOUT"),
@@ -486,6 +494,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_REPLICATION":                  c.Cassandra.Replication.String(),
 		"SHELF_CONSISTENCY":                  c.Cassandra.Consistency,
 		"SHELF_SERIAL_CONSISTENCY":           c.Cassandra.SerialConsistency,
+		"SHELF_LOCAL_DC":                     c.Cassandra.LocalDC,
 		"SHELF_CASSANDRA_USERNAME":           c.Cassandra.Username,
 		"SHELF_CASSANDRA_PASSWORD":           password,
 		"SHELF_CASSANDRA_TIMEOUT":            c.Cassandra.Timeout.String(),

@@ -20,7 +20,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.HTTP.Addr != ":8080" || c.Cassandra.Keyspace != "shelf" || c.Cassandra.Hosts[0] != "127.0.0.1" ||
-		c.Cassandra.Consistency != "LOCAL_QUORUM" || c.Cassandra.SerialConsistency != "LOCAL_SERIAL" ||
+		c.Cassandra.Consistency != "LOCAL_QUORUM" || c.Cassandra.SerialConsistency != "SERIAL" || c.Cassandra.LocalDC != "" ||
 		c.HTTP.MaxBodyBytes != 1<<20 || !c.MigrateOnStart || c.Log.Format != "json" ||
 		c.Cassandra.Timeout != 2*time.Second || c.Cassandra.Retries != 2 || c.Cassandra.SpeculativeCopies != 1 || c.HTTP.PprofAddr != "" || c.Log.FlushInterval != 100*time.Millisecond {
 		t.Fatalf("unexpected defaults: %+v", c)
