@@ -123,11 +123,7 @@ func hostSelection(localDC string) gocql.HostSelectionPolicy {
 // existing keyspace keeps its replication: changing it is an operator's
 // decision (ALTER KEYSPACE, then repair).
 func EnsureKeyspace(ctx context.Context, c ConnConfig, replication string, wait time.Duration) error {
-	cluster, err := clusterConfig(c)
-	if err != nil {
-		return err
-	}
-	s, err := createSession(ctx, cluster, wait)
+	s, err := createSession(ctx, wait, func() (*gocql.ClusterConfig, error) { return clusterConfig(c) })
 	if err != nil {
 		return err
 	}
@@ -152,11 +148,7 @@ func EnsureKeyspace(ctx context.Context, c ConnConfig, replication string, wait 
 
 // DropKeyspace removes a keyspace and everything in it (tests use it).
 func DropKeyspace(ctx context.Context, c ConnConfig) error {
-	cluster, err := clusterConfig(c)
-	if err != nil {
-		return err
-	}
-	s, err := createSession(ctx, cluster, 0)
+	s, err := createSession(ctx, 0, func() (*gocql.ClusterConfig, error) { return clusterConfig(c) })
 	if err != nil {
 		return err
 	}
@@ -167,14 +159,17 @@ func DropKeyspace(ctx context.Context, c ConnConfig) error {
 // Connect opens a session on the keyspace, retrying for up to wait while the
 // cluster cannot be reached (a node that is still starting).
 func Connect(ctx context.Context, c ConnConfig, wait time.Duration) (gocqlx.Session, error) {
-	cluster, err := clusterConfig(c)
-	if err != nil {
-		return gocqlx.Session{}, err
-	}
-	cluster.Keyspace = c.Keyspace
-	spec := newSpeculation(c.SpeculativeCopies, c.SpeculativeDelay)
-	cluster.HostFilter = spec
-	s, err := createSession(ctx, cluster, wait)
+	var spec *speculation
+	s, err := createSession(ctx, wait, func() (*gocql.ClusterConfig, error) {
+		cluster, err := clusterConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		cluster.Keyspace = c.Keyspace
+		spec = newSpeculation(c.SpeculativeCopies, c.SpeculativeDelay)
+		cluster.HostFilter = spec
+		return cluster, nil
+	})
 	if err != nil {
 		return gocqlx.Session{}, err
 	}
@@ -183,10 +178,17 @@ func Connect(ctx context.Context, c ConnConfig, wait time.Duration) (gocqlx.Sess
 }
 
 // createSession retries CreateSession once a second until it works or wait
-// has passed.
-func createSession(ctx context.Context, cluster *gocql.ClusterConfig, wait time.Duration) (*gocql.Session, error) {
+// has passed, on a configuration build makes afresh for each attempt: its
+// policies hold the state of the session they were given to (gocql panics
+// when a token-aware policy is shared between sessions, a failed attempt's
+// included).
+func createSession(ctx context.Context, wait time.Duration, build func() (*gocql.ClusterConfig, error)) (*gocql.Session, error) {
 	deadline := time.Now().Add(wait)
 	for {
+		cluster, err := build()
+		if err != nil {
+			return nil, err
+		}
 		s, err := cluster.CreateSession()
 		if err == nil {
 			return s, nil
