@@ -263,8 +263,9 @@ func truncate(ctx context.Context, db *DB, t string) error {
 // truncateAttempts bounds truncate's tries.
 const truncateAttempts = 5
 
-// poolName matches a pool keyspace's name: its fingerprint and number.
-var poolName = regexp.MustCompile(`^test_pool_([0-9a-f]+)_([0-9]+)$`)
+// poolName matches a pool keyspace's name: its fingerprint and number (the
+// pool test's own are test_pool_<fingerprint>_t_<n>).
+var poolName = regexp.MustCompile(`^test_pool_([0-9a-f]+)_(t_)?([0-9]+)$`)
 
 // dropOtherFingerprints drops the pool keyspaces of other schema files
 // that no process holds (a branch's, or the schema before a migration was

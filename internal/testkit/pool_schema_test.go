@@ -47,7 +47,7 @@ func TestPoolFingerprintFollowsTheSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !poolName.MatchString("test_pool_" + f + "_0") {
+		if !poolName.MatchString("test_pool_"+f+"_0") || !poolName.MatchString("test_pool_"+f+"_t_0") {
 			t.Fatalf("fingerprint %q does not make a pool keyspace's name", f)
 		}
 		return f
