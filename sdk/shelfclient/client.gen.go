@@ -1962,9 +1962,10 @@ type ClientInterface interface {
 	// for and not verified yet). A renamed account is not found by its
 	// old name, nor a deleted one, nor a signup that has not answered.
 	//
-	// `q` is 3-254 characters, counted after folding (a shorter one has
-	// nothing to look up: 400 `too_short` naming `q`), valid UTF-8
-	// (else 400 `format`).
+	// `q` is at most 254 characters as given (else 400 `too_long`) and
+	// at least 3 once folded (a shorter one has nothing to look up: 400
+	// `too_short`; a letter and a combining accent fold into one), valid
+	// UTF-8 (else 400 `format`), each naming `q`.
 	//
 	// Who may call: active admins only. Without a session 401; any other
 	// session 403, checked before `q` is looked at.
@@ -3703,9 +3704,10 @@ func (c *Client) ListSuspensions(ctx context.Context, params *ListSuspensionsPar
 // for and not verified yet). A renamed account is not found by its
 // old name, nor a deleted one, nor a signup that has not answered.
 //
-// `q` is 3-254 characters, counted after folding (a shorter one has
-// nothing to look up: 400 `too_short` naming `q`), valid UTF-8
-// (else 400 `format`).
+// `q` is at most 254 characters as given (else 400 `too_long`) and
+// at least 3 once folded (a shorter one has nothing to look up: 400
+// `too_short`; a letter and a combining accent fold into one), valid
+// UTF-8 (else 400 `format`), each naming `q`.
 //
 // Who may call: active admins only. Without a session 401; any other
 // session 403, checked before `q` is looked at.
@@ -7604,9 +7606,10 @@ type ClientWithResponsesInterface interface {
 	// for and not verified yet). A renamed account is not found by its
 	// old name, nor a deleted one, nor a signup that has not answered.
 	//
-	// `q` is 3-254 characters, counted after folding (a shorter one has
-	// nothing to look up: 400 `too_short` naming `q`), valid UTF-8
-	// (else 400 `format`).
+	// `q` is at most 254 characters as given (else 400 `too_long`) and
+	// at least 3 once folded (a shorter one has nothing to look up: 400
+	// `too_short`; a letter and a combining accent fold into one), valid
+	// UTF-8 (else 400 `format`), each naming `q`.
 	//
 	// Who may call: active admins only. Without a session 401; any other
 	// session 403, checked before `q` is looked at.
@@ -15609,9 +15612,10 @@ func (c *ClientWithResponses) ListSuspensionsWithResponse(ctx context.Context, p
 // for and not verified yet). A renamed account is not found by its
 // old name, nor a deleted one, nor a signup that has not answered.
 //
-// `q` is 3-254 characters, counted after folding (a shorter one has
-// nothing to look up: 400 `too_short` naming `q`), valid UTF-8
-// (else 400 `format`).
+// `q` is at most 254 characters as given (else 400 `too_long`) and
+// at least 3 once folded (a shorter one has nothing to look up: 400
+// `too_short`; a letter and a combining accent fold into one), valid
+// UTF-8 (else 400 `format`), each naming `q`.
 //
 // Who may call: active admins only. Without a session 401; any other
 // session 403, checked before `q` is looked at.

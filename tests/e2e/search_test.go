@@ -18,37 +18,13 @@ import (
 func searchAll(t *testing.T, api *testkit.API, q string, limit int) map[string]userBody {
 	t.Helper()
 	found := map[string]userBody{}
-	cursor := ""
-	for pages := 0; pages < 1000; pages++ {
-		p := "/v1/users?q=" + url.QueryEscape(q) + "&limit=" + itoa(limit)
-		if cursor != "" {
-			p += "&cursor=" + cursor
+	for _, u := range pageAll[userBody](t, api, "/v1/users?q="+url.QueryEscape(q), limit) {
+		if _, twice := found[u.ID]; twice {
+			t.Fatalf("search %q: %s (%s) came twice", q, u.Username, u.ID)
 		}
-		r := api.Get(p)
-		if r.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %s", p, r.StatusCode, r.Body)
-		}
-		var page struct {
-			Items      []userBody `json:"items"`
-			NextCursor string     `json:"nextCursor"`
-		}
-		r.JSON(t, &page)
-		if len(page.Items) > limit {
-			t.Fatalf("GET %s: a page of %d with limit %d", p, len(page.Items), limit)
-		}
-		for _, u := range page.Items {
-			if _, twice := found[u.ID]; twice {
-				t.Fatalf("search %q: %s (%s) came twice", q, u.Username, u.ID)
-			}
-			found[u.ID] = u
-		}
-		if page.NextCursor == "" {
-			return found
-		}
-		cursor = page.NextCursor
+		found[u.ID] = u
 	}
-	t.Fatalf("search %q never ended", q)
-	return nil
+	return found
 }
 
 // foundIDs are the keys of found, sorted.
