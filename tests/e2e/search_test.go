@@ -3,12 +3,15 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
 )
 
@@ -205,5 +208,67 @@ func TestIndexUsersWritesTheGramsOfOlderAccounts(t *testing.T) {
 	}
 	if out, err = runAdminOn(m.db, "index-users"); err != nil || !strings.Contains(out, "0 without their search grams, 0 written") {
 		t.Fatalf("second run: %q %v", out, err)
+	}
+}
+
+// TestSearchFollowsTheRowUnderFaults: the grams are the row's own cells,
+// so the row's rule for lost and late compare-and-sets is the search's.
+// A rename whose answer is lost after it applied is settled by the
+// read-back: the new name is found, the old is not. A rename attempt held
+// back (a hung node's queue) while the rename goes on, applies and is
+// followed by another, lands after both: its condition is an old version,
+// so it changes nothing, and no name it carried is found.
+func TestSearchFollowsTheRowUnderFaults(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	first := name("lostfirst")
+	u := mustSignup(t, m.api, first, name("mail")+"@example.org")
+	as := m.api.As(mustLogin(t, m.api, first).Token)
+	rename := func(to string) {
+		t.Helper()
+		if r := as.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"username": to, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
+			t.Fatalf("rename to %s: %d %s", to, r.StatusCode, r.Body)
+		}
+	}
+	foundAs := func(q string) bool {
+		t.Helper()
+		_, ok := searchAll(t, m.admin, q, 20)[u.ID]
+		return ok
+	}
+
+	faults(m.app).Set(onceFault("users.update", faultinject.AfterLWT))
+	second := name("lostsecond")
+	rename(second)
+	faults(m.app).Set(nil)
+	if foundAs(first) || !foundAs(second) {
+		t.Fatalf("after a rename whose answer was lost: by %s %v, by %s %v", first, foundAs(first), second, foundAs(second))
+	}
+
+	var mu sync.Mutex
+	held := false
+	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if stmt == "users.update" && at == faultinject.BeforeLWT && !held {
+			held = true
+			return faultinject.ErrHoldWrite
+		}
+		return nil
+	})
+	third := name("heldthird")
+	rename(third)
+	faults(m.app).Set(nil)
+	fourth := name("lastfourth")
+	rename(fourth)
+	if err := faults(m.app).LandHeld(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{first, second, third} {
+		if foundAs(q) {
+			t.Fatalf("found by %s after the held attempt landed", q)
+		}
+	}
+	if !foundAs(fourth) {
+		t.Fatalf("not found by its name %s", fourth)
 	}
 }
