@@ -1968,7 +1968,8 @@ type ClientInterface interface {
 	// UTF-8 (else 400 `format`), each naming `q`.
 	//
 	// Who may call: active admins only. Without a session 401; any other
-	// session 403, checked before `q` is looked at.
+	// session 403, checked before `q`'s form (a `q` missing or given
+	// twice, or a bad `limit`, is 400 whoever asks, as on every list).
 	//
 	// Cost: one read of the caller's account, then one indexed read
 	// across the ring (Cassandra's storage-attached index on the
@@ -3710,7 +3711,8 @@ func (c *Client) ListSuspensions(ctx context.Context, params *ListSuspensionsPar
 // UTF-8 (else 400 `format`), each naming `q`.
 //
 // Who may call: active admins only. Without a session 401; any other
-// session 403, checked before `q` is looked at.
+// session 403, checked before `q`'s form (a `q` missing or given
+// twice, or a bad `limit`, is 400 whoever asks, as on every list).
 //
 // Cost: one read of the caller's account, then one indexed read
 // across the ring (Cassandra's storage-attached index on the
@@ -7612,7 +7614,8 @@ type ClientWithResponsesInterface interface {
 	// UTF-8 (else 400 `format`), each naming `q`.
 	//
 	// Who may call: active admins only. Without a session 401; any other
-	// session 403, checked before `q` is looked at.
+	// session 403, checked before `q`'s form (a `q` missing or given
+	// twice, or a bad `limit`, is 400 whoever asks, as on every list).
 	//
 	// Cost: one read of the caller's account, then one indexed read
 	// across the ring (Cassandra's storage-attached index on the
@@ -15618,7 +15621,8 @@ func (c *ClientWithResponses) ListSuspensionsWithResponse(ctx context.Context, p
 // UTF-8 (else 400 `format`), each naming `q`.
 //
 // Who may call: active admins only. Without a session 401; any other
-// session 403, checked before `q` is looked at.
+// session 403, checked before `q`'s form (a `q` missing or given
+// twice, or a bad `limit`, is 400 whoever asks, as on every list).
 //
 // Cost: one read of the caller's account, then one indexed read
 // across the ring (Cassandra's storage-attached index on the
