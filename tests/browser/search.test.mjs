@@ -192,8 +192,8 @@ await step('a match leads to its history and its library', async () => {
   await row(targets[1]).locator('a', { hasText: 'History' }).click();
   await page.waitForFunction((u) => document.getElementById('history-caption').textContent.includes(u), targets[1]);
   expect(await page.locator('#history').isVisible(), 'no history');
-  const history = await page.locator('#history tbody').innerText();
-  expect(history.includes('spam'), 'history: ' + history);
+  // The caption comes before the rows: wait for the suspension's.
+  await page.waitForFunction(() => document.querySelector('#history tbody').innerText.includes('spam'));
   await row(targets[1]).locator('a', { hasText: 'Library' }).click();
   await page.waitForSelector('body[data-ready="browse"]');
   expect(page.url().endsWith('#/browse/user/' + targets[1]), 'library at ' + page.url());
