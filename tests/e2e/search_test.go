@@ -30,6 +30,21 @@ func searchAll(t *testing.T, api *testkit.API, q string, limit int) map[string]u
 	return found
 }
 
+// finds says whether a search for q as api lists the account id.
+func finds(t *testing.T, api *testkit.API, q, id string) bool {
+	t.Helper()
+	_, ok := searchAll(t, api, q, 20)[id]
+	return ok
+}
+
+// signupApart signs up username with an email that does not hold it (so
+// a search by the username finds the account by that alone) and logs in.
+func signupApart(t *testing.T, api *testkit.API, username string) (userBody, *testkit.API) {
+	t.Helper()
+	u := mustSignup(t, api, username, name("mail")+"@example.org")
+	return u, api.As(mustLogin(t, api, username).Token)
+}
+
 // foundIDs are the keys of found, sorted.
 func foundIDs(found map[string]userBody) []string {
 	out := make([]string, 0, len(found))
@@ -105,14 +120,9 @@ func TestSearchFollowsRenamesAndDeletions(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	oldName := name("oldname")
-	u := mustSignup(t, m.api, oldName, name("mail")+"@example.org")
-	userAPI := m.api.As(mustLogin(t, m.api, oldName).Token)
+	u, userAPI := signupApart(t, m.api, oldName)
 	other, _ := newUser(t, m.api, "gone")
-	found := func(q string) bool {
-		t.Helper()
-		_, ok := searchAll(t, m.admin, q, 20)[u.ID]
-		return ok
-	}
+	found := func(q string) bool { t.Helper(); return finds(t, m.admin, q, u.ID) }
 	if !found(u.Username) || !found(strings.ToUpper(u.Email)) {
 		t.Fatal("not found by its own names")
 	}
@@ -222,19 +232,14 @@ func TestSearchFollowsTheRowUnderFaults(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	first := name("lostfirst")
-	u := mustSignup(t, m.api, first, name("mail")+"@example.org")
-	as := m.api.As(mustLogin(t, m.api, first).Token)
+	u, as := signupApart(t, m.api, first)
 	rename := func(to string) {
 		t.Helper()
 		if r := as.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"username": to, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
 			t.Fatalf("rename to %s: %d %s", to, r.StatusCode, r.Body)
 		}
 	}
-	foundAs := func(q string) bool {
-		t.Helper()
-		_, ok := searchAll(t, m.admin, q, 20)[u.ID]
-		return ok
-	}
+	foundAs := func(q string) bool { t.Helper(); return finds(t, m.admin, q, u.ID) }
 
 	faults(m.app).Set(onceFault("users.update", faultinject.AfterLWT))
 	second := name("lostsecond")
