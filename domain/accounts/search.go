@@ -11,11 +11,11 @@ import (
 // UserSearch finds accounts by the grams their rows carry
 // (docs/design.md#user-search).
 type UserSearch interface {
-	// Search returns up to n accounts whose grams hold every one of grams,
-	// in the order of their positions, each past after (math.MinInt64:
-	// from the start; a position is the row's token), with its position. It may return rows the search
-	// does not show (pending, being deleted, holding the grams but not the
-	// query): the caller checks each.
+	// Search returns up to n accounts whose grams hold every one of
+	// grams, each with its position (the row's token), in the order of
+	// their positions, all past after (math.MinInt64: from the start). It
+	// may return rows the search does not show (pending, being deleted,
+	// holding the grams but not the query): the caller checks each.
 	Search(ctx context.Context, grams []string, after int64, n int) ([]domain.Found, error)
 }
 
