@@ -105,6 +105,7 @@ func routeAccounts(r chi.Router, d Deps) {
 	// so nobody probes for accounts through it.
 	changeLimit := NewRateLimiter(d.RateLimitPerMinute)
 	r.With(signupLimit.Middleware).Post("/users", handle(users.signup))
+	r.Get("/users", handle(users.search))
 	r.Get("/users/{id}", handle(users.get))
 	r.With(changeLimit.Middleware).Patch("/users/{id}", handle(users.update))
 	r.Delete("/users/{id}", handle(users.remove))

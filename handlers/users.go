@@ -147,6 +147,32 @@ func (h *Users) getByEmail(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// search serves GET /v1/users?q=: the visible accounts whose username or
+// email holds q, paged (admins; docs/design.md#user-search). q is required
+// and given once; the domain checks its form.
+func (h *Users) search(w http.ResponseWriter, r *http.Request) error {
+	query, err := listQuery(r, "cursor", "limit", "q")
+	if err != nil {
+		return err
+	}
+	cursor, limit, err := pageOf(query)
+	if err != nil {
+		return err
+	}
+	if !query.Has("q") {
+		return newProblem(http.StatusBadRequest, "validation_failed", "q is required: part of a username or email.",
+			ProblemField{Field: "q", Code: "required", Message: "is required"})
+	}
+	page, err := h.accounts.SearchUsers(r.Context(), principal(r.Context()), query.Get("q"), cursor, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toPage(page, func(u domain.User) userResponse {
+		return toUserResponse(accounts.UserView{User: u, Full: true})
+	}))
+	return nil
+}
+
 // update serves PATCH /v1/users/{id}: display name, username or email.
 func (h *Users) update(w http.ResponseWriter, r *http.Request) error {
 	var req updateUserRequest

@@ -77,6 +77,12 @@ var rowSelects = []struct {
 }{
 	{string(userSelectCQL), &userRow{}},
 	{string(auditUsersCQL), &userRow{}},
+	{string(userSearch1CQL), &foundRow{}},
+	{string(userSearch2CQL), &foundRow{}},
+	{string(userSearch3CQL), &foundRow{}},
+	{string(userSearch4CQL), &foundRow{}},
+	{string(indexUsersCQL), &gramsRow{}},
+	{string(indexUserCQL), &gramsRow{}},
 	{string(groupSelectCQL), &groupRow{}},
 	{string(contentSelectCQL), &contentRow{}},
 	{string(contentStatesCQL), &stateRow{}},

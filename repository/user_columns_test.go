@@ -19,15 +19,21 @@ func TestUserStatementsFollowOneColumnList(t *testing.T) {
 	for _, n := range names {
 		set = append(set, n+" = ?")
 	}
-	if got := strings.Join(set, ", "); userColumns != got {
+	got := strings.Join(set, ", ")
+	if userColumns != got {
 		t.Errorf("userColumns is not userColumnNames as a SET clause:\n got %s\nwant %s", userColumns, got)
 	}
-	// The id, then every column; USING TTL has its own.
-	if got, want := strings.Count(string(userInsertCQL), "?"), len(names)+2; got != want {
-		t.Errorf("the insert binds %d values, want %d (id, %d columns, TTL)", got, want, len(names))
+	// Writes bind search_grams too (the index's alone: no read scans it).
+	written := append(slices.Clone(names), "search_grams")
+	if userWriteColumnNames != strings.Join(written, ", ") || userWriteColumns != got+", search_grams = ?" {
+		t.Errorf("the write lists are not the column list and search_grams:\n %s\n %s", userWriteColumnNames, userWriteColumns)
 	}
-	if got := len(userRow{}.values("w", nil)); got != len(names) {
-		t.Errorf("values binds %d columns, want %d", got, len(names))
+	// The id, then every column; USING TTL has its own.
+	if got, want := strings.Count(string(userInsertCQL), "?"), len(written)+2; got != want {
+		t.Errorf("the insert binds %d values, want %d (id, %d columns, TTL)", got, want, len(written))
+	}
+	if got := len(userRow{}.values("w", nil)); got != len(written) {
+		t.Errorf("values binds %d columns, want %d", got, len(written))
 	}
 	var tags []string
 	rt := reflect.TypeFor[userRow]()

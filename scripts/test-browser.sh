@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make test-browser: the console's main story and the /docs page in
+# make test-browser: the console's main story and the /docs page, then the
+# moderator's user search (tests/browser/search.test.mjs, the same api), in
 # headless Chromium, driven by playwright-core (from npm, see web-assets),
 # against a real api built from this tree. Screenshots land in
 # .cache/screenshots; with README_SCREENSHOTS=1 the console's pages are
@@ -83,4 +84,4 @@ ready "$VERIFIED_PORT" "$verified_log" "the api requiring verified emails"
 NODE_PATH="$PWD/.cache/npm/node_modules" BASE_URL="http://127.0.0.1:$PORT" CHROMIUM="$CHROMIUM" \
   SCREENSHOTS="$PWD/.cache/screenshots" README_SHOTS="$readme_shots" GRANT="$PWD/bin/api admin grant" \
   MAIL_LOG="$PWD/$log" VERIFIED_URL="http://127.0.0.1:$VERIFIED_PORT" VERIFIED_MAIL_LOG="$PWD/$verified_log" \
-  node tests/browser/console.test.mjs
+  sh -c 'node tests/browser/console.test.mjs; walk=$?; node tests/browser/search.test.mjs || exit 1; exit $walk'

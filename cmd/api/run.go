@@ -20,7 +20,7 @@ const usage = `usage: api <command>
 commands:
   serve    apply migrations (unless SHELF_MIGRATE_ON_START=false) and serve the HTTP API
   migrate  create the keyspace if needed and apply the schema migrations
-  admin    grant|revoke <username-or-email>, repair-suspensions [--dry-run] [--from <position>], repair-deletions [--dry-run]: operator commands
+  admin    grant|revoke <username-or-email>, repair-suspensions [--dry-run] [--from <position>], repair-deletions [--dry-run], repair-closings [--dry-run], index-users [--dry-run]: operator commands
   help     this text
 
 Settings come from SHELF_* environment variables; see the README.`

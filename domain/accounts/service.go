@@ -126,6 +126,8 @@ type Service struct {
 	audit AuditLog
 	// throttle limits password guesses and mail (SetThrottle).
 	throttle Throttle
+	// search finds accounts by part of a name (SetSearch).
+	search UserSearch
 	// Hooks are nil in production.
 	Hooks Hooks
 }

@@ -36,14 +36,18 @@ commands:
   repair-closings [--dry-run]      finish every group closing a crash or a lost answer
                                    left in progress (found through the index of closings
                                    in progress, not by reading every group); --dry-run
-                                   only reports`
+                                   only reports
+  index-users [--dry-run]          write the search grams of every account that lacks them
+                                   (accounts from before migration 019, which a moderator's
+                                   search does not find until then), reading the accounts
+                                   in 256 token ranges; --dry-run only counts`
 
 // Admin runs the operator commands (args without "admin"), printing to
 // out. They use the same SHELF_* settings as serve, so on the machine where
 // `make run` serves they act on its data.
 func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args []string, out io.Writer) error {
 	repair := len(args) >= 1 && args[0] == "repair-suspensions"
-	deletions := len(args) >= 1 && (args[0] == "repair-deletions" || args[0] == "repair-closings")
+	deletions := len(args) >= 1 && (args[0] == "repair-deletions" || args[0] == "repair-closings" || args[0] == "index-users")
 	var opts moderation.RepairOptions
 	switch {
 	case deletions:
@@ -84,6 +88,9 @@ func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 	}
 	if repair {
 		return repairSuspensions(ctx, a, opts, out)
+	}
+	if deletions && args[0] == "index-users" {
+		return indexUsers(ctx, a, opts.DryRun, out)
 	}
 	if deletions && args[0] == "repair-closings" {
 		return repairClosings(ctx, a, opts.DryRun, out)
@@ -129,6 +136,29 @@ func repairSuspensions(ctx context.Context, a *App, opts moderation.RepairOption
 		fmt.Fprintf(out, "suspensions: %d problems found (dry run: nothing changed)\n", len(rep.Problems))
 	default:
 		fmt.Fprintf(out, "suspensions: %d problems found, %d fixes applied\n", len(rep.Problems), rep.Fixed)
+	}
+	return err
+}
+
+// indexUsers writes the search grams accounts from before migration 019
+// lack, printing every tenth of the ring and what it found.
+func indexUsers(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
+	shown := -1
+	rep, err := repository.NewUserSearch(a.DB).IndexAll(ctx, dryRun, func(done float64) {
+		if tenth := int(done * 10); tenth > shown {
+			shown = tenth
+			fmt.Fprintf(out, "accounts read: %3.0f%%\n", done*100)
+		}
+	})
+	for _, id := range rep.Unknown {
+		fmt.Fprintf(out, "%s: the write's outcome is unknown; run again\n", id)
+	}
+	switch {
+	case dryRun:
+		fmt.Fprintf(out, "users: %d read, %d without their search grams (dry run: nothing changed)\n", rep.Read, rep.Missing)
+	default:
+		fmt.Fprintf(out, "users: %d read, %d without their search grams, %d written, %d changed meanwhile (their change wrote them)\n",
+			rep.Read, rep.Missing, rep.Written, rep.Moved)
 	}
 	return err
 }

@@ -69,6 +69,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	acc := newAccounts(cfg, log, accountRows, sessions, claims, m, now)
 	acc.SetThrottle(accounts.Throttle{Store: repository.NewAttempts(db), PerAddress: cfg.Accounts.ThrottlePerAddress,
 		PerLogin: cfg.Accounts.ThrottlePerLogin, Window: cfg.Accounts.ThrottleWindow})
+	acc.SetSearch(repository.NewUserSearch(db))
 	if err := setMail(acc, cfg.Mail, logger, repository.NewTokens(db)); err != nil {
 		return nil, err
 	}

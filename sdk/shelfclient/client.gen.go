@@ -818,6 +818,14 @@ type UserDeletion struct {
 	CurrentPassword *string `json:"currentPassword,omitempty"`
 }
 
+// UserList defines model for UserList.
+type UserList struct {
+	Items []User `json:"items"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 // UserPatch A change of account: the fields sent change, the others stay. At
 // least one is required. Each follows the rule of the same field of
 // NewUser, uniqueness included.
@@ -967,6 +975,23 @@ type ListGroupMembersParams struct {
 
 // ListSuspensionsParams defines parameters for ListSuspensions.
 type ListSuspensionsParams struct {
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// SearchUsersParams defines parameters for SearchUsers.
+type SearchUsersParams struct {
+	// Q Part of a username or email; given once (else 400 naming `q`,
+	// code `duplicate`).
+	Q string `form:"q" json:"q"`
+
 	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1925,6 +1950,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/suspensions (the `ListSuspensions` operationId).
 	ListSuspensions(ctx context.Context, params *ListSuspensionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchUsers Find users by part of a username or email (admins)
+	//
+	// Answers the active and suspended accounts whose username or email
+	// holds `q`, each with its email, in an order of the index's own
+	// (not alphabetical) that paging keeps: while nothing changes, no
+	// account comes twice and none is skipped. Compared as emails are:
+	// `q` and the names NFKC and case-folded (`Ann` finds `joANNa` and
+	// `ann@example.org`). Only the current email counts (not one asked
+	// for and not verified yet). A renamed account is not found by its
+	// old name, nor a deleted one, nor a signup that has not answered.
+	//
+	// `q` is at most 254 characters as given (else 400 `too_long`) and
+	// at least 3 once folded (a shorter one has nothing to look up: 400
+	// `too_short`; a letter and a combining accent fold into one), valid
+	// UTF-8 (else 400 `format`), each naming `q`.
+	//
+	// Who may call: active admins only. Without a session 401; any other
+	// session 403, checked before `q`'s form (a `q` missing or given
+	// twice, or a bad `limit`, is 400 whoever asks, as on every list).
+	//
+	// Cost: one read of the caller's account, then one indexed read
+	// across the ring (Cassandra's storage-attached index on the
+	// account rows' three-character grams), plus up to 8 more when the
+	// index returns rows the search does not show; a page then comes
+	// shorter, with a `nextCursor` past what was read
+	// (docs/design.md#user-search).
+	//
+	// Corresponds with GET /v1/users (the `SearchUsers` operationId).
+	SearchUsers(ctx context.Context, params *SearchUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateUserWithBody Sign up
 	//
@@ -3629,6 +3684,46 @@ func (c *Client) DeleteCurrentSession(ctx context.Context, reqEditors ...Request
 // Corresponds with GET /v1/suspensions (the `ListSuspensions` operationId).
 func (c *Client) ListSuspensions(ctx context.Context, params *ListSuspensionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListSuspensionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchUsers Find users by part of a username or email (admins)
+//
+// Answers the active and suspended accounts whose username or email
+// holds `q`, each with its email, in an order of the index's own
+// (not alphabetical) that paging keeps: while nothing changes, no
+// account comes twice and none is skipped. Compared as emails are:
+// `q` and the names NFKC and case-folded (`Ann` finds `joANNa` and
+// `ann@example.org`). Only the current email counts (not one asked
+// for and not verified yet). A renamed account is not found by its
+// old name, nor a deleted one, nor a signup that has not answered.
+//
+// `q` is at most 254 characters as given (else 400 `too_long`) and
+// at least 3 once folded (a shorter one has nothing to look up: 400
+// `too_short`; a letter and a combining accent fold into one), valid
+// UTF-8 (else 400 `format`), each naming `q`.
+//
+// Who may call: active admins only. Without a session 401; any other
+// session 403, checked before `q`'s form (a `q` missing or given
+// twice, or a bad `limit`, is 400 whoever asks, as on every list).
+//
+// Cost: one read of the caller's account, then one indexed read
+// across the ring (Cassandra's storage-attached index on the
+// account rows' three-character grams), plus up to 8 more when the
+// index returns rows the search does not show; a page then comes
+// shorter, with a `nextCursor` past what was read
+// (docs/design.md#user-search).
+//
+// Corresponds with GET /v1/users (the `SearchUsers` operationId).
+func (c *Client) SearchUsers(ctx context.Context, params *SearchUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchUsersRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5693,6 +5788,80 @@ func NewListSuspensionsRequest(server string, params *ListSuspensionsParams) (*h
 	return req, nil
 }
 
+// NewSearchUsersRequest constructs an http.Request for the SearchUsers method
+func NewSearchUsersRequest(server string, params *SearchUsersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateUserRequest calls the generic CreateUser builder with application/json body
 func NewCreateUserRequest(server string, body CreateUserJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7427,6 +7596,38 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/suspensions (the `ListSuspensions` operationId).
 	ListSuspensionsWithResponse(ctx context.Context, params *ListSuspensionsParams, reqEditors ...RequestEditorFn) (*ListSuspensionsResponse, error)
+
+	// SearchUsersWithResponse Find users by part of a username or email (admins)
+	//
+	// Answers the active and suspended accounts whose username or email
+	// holds `q`, each with its email, in an order of the index's own
+	// (not alphabetical) that paging keeps: while nothing changes, no
+	// account comes twice and none is skipped. Compared as emails are:
+	// `q` and the names NFKC and case-folded (`Ann` finds `joANNa` and
+	// `ann@example.org`). Only the current email counts (not one asked
+	// for and not verified yet). A renamed account is not found by its
+	// old name, nor a deleted one, nor a signup that has not answered.
+	//
+	// `q` is at most 254 characters as given (else 400 `too_long`) and
+	// at least 3 once folded (a shorter one has nothing to look up: 400
+	// `too_short`; a letter and a combining accent fold into one), valid
+	// UTF-8 (else 400 `format`), each naming `q`.
+	//
+	// Who may call: active admins only. Without a session 401; any other
+	// session 403, checked before `q`'s form (a `q` missing or given
+	// twice, or a bad `limit`, is 400 whoever asks, as on every list).
+	//
+	// Cost: one read of the caller's account, then one indexed read
+	// across the ring (Cassandra's storage-attached index on the
+	// account rows' three-character grams), plus up to 8 more when the
+	// index returns rows the search does not show; a page then comes
+	// shorter, with a `nextCursor` past what was read
+	// (docs/design.md#user-search).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/users (the `SearchUsers` operationId).
+	SearchUsersWithResponse(ctx context.Context, params *SearchUsersParams, reqEditors ...RequestEditorFn) (*SearchUsersResponse, error)
 
 	// CreateUserWithBodyWithResponse Sign up
 	//
@@ -11746,6 +11947,126 @@ func (r ListSuspensionsResponse) ContentType() string {
 	return ""
 }
 
+// SearchUsersResponse200Headers the declared response headers of an HTTP 200 response for SearchUsers
+type SearchUsersResponse200Headers struct {
+	XRequestId *string
+}
+
+// SearchUsersResponse400Headers the declared response headers of an HTTP 400 response for SearchUsers
+type SearchUsersResponse400Headers struct {
+	XRequestId *string
+}
+
+// SearchUsersResponse401Headers the declared response headers of an HTTP 401 response for SearchUsers
+type SearchUsersResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// SearchUsersResponse403Headers the declared response headers of an HTTP 403 response for SearchUsers
+type SearchUsersResponse403Headers struct {
+	XRequestId *string
+}
+
+// SearchUsersResponse500Headers the declared response headers of an HTTP 500 response for SearchUsers
+type SearchUsersResponse500Headers struct {
+	XRequestId *string
+}
+
+// SearchUsersResponse503Headers the declared response headers of an HTTP 503 response for SearchUsers
+type SearchUsersResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type SearchUsersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UserList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SearchUsersResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SearchUsersResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SearchUsersResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SearchUsersResponse403Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SearchUsersResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SearchUsersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchUsersResponse) GetJSON200() *UserList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SearchUsersResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SearchUsersResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SearchUsersResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SearchUsersResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SearchUsersResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchUsersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchUsersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchUsersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchUsersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateUserResponse201Headers the declared response headers of an HTTP 201 response for CreateUser
 type CreateUserResponse201Headers struct {
 	Location   string
@@ -15281,6 +15602,44 @@ func (c *ClientWithResponses) ListSuspensionsWithResponse(ctx context.Context, p
 		return nil, err
 	}
 	return ParseListSuspensionsResponse(rsp)
+}
+
+// SearchUsersWithResponse Find users by part of a username or email (admins)
+//
+// Answers the active and suspended accounts whose username or email
+// holds `q`, each with its email, in an order of the index's own
+// (not alphabetical) that paging keeps: while nothing changes, no
+// account comes twice and none is skipped. Compared as emails are:
+// `q` and the names NFKC and case-folded (`Ann` finds `joANNa` and
+// `ann@example.org`). Only the current email counts (not one asked
+// for and not verified yet). A renamed account is not found by its
+// old name, nor a deleted one, nor a signup that has not answered.
+//
+// `q` is at most 254 characters as given (else 400 `too_long`) and
+// at least 3 once folded (a shorter one has nothing to look up: 400
+// `too_short`; a letter and a combining accent fold into one), valid
+// UTF-8 (else 400 `format`), each naming `q`.
+//
+// Who may call: active admins only. Without a session 401; any other
+// session 403, checked before `q`'s form (a `q` missing or given
+// twice, or a bad `limit`, is 400 whoever asks, as on every list).
+//
+// Cost: one read of the caller's account, then one indexed read
+// across the ring (Cassandra's storage-attached index on the
+// account rows' three-character grams), plus up to 8 more when the
+// index returns rows the search does not show; a page then comes
+// shorter, with a `nextCursor` past what was read
+// (docs/design.md#user-search).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/users (the `SearchUsers` operationId).
+func (c *ClientWithResponses) SearchUsersWithResponse(ctx context.Context, params *SearchUsersParams, reqEditors ...RequestEditorFn) (*SearchUsersResponse, error) {
+	rsp, err := c.SearchUsers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchUsersResponse(rsp)
 }
 
 // CreateUserWithBodyWithResponse Sign up
@@ -20324,6 +20683,144 @@ func ParseListSuspensionsResponse(rsp *http.Response) (*ListSuspensionsResponse,
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListSuspensionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSearchUsersResponse parses an HTTP response from a SearchUsersWithResponse call
+func ParseSearchUsersResponse(rsp *http.Response) (*SearchUsersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchUsersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UserList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SearchUsersResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SearchUsersResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SearchUsersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SearchUsersResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 500:
+		var headers SearchUsersResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SearchUsersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

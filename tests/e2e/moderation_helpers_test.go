@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,14 +76,17 @@ func (m *moderators) listAll(t *testing.T, limit int) []suspensionBody {
 	return pageAll[suspensionBody](t, m.admin, "/v1/suspensions", limit)
 }
 
-// pageAll pages through the list at path (a path without a query) as api
-// with limit, checking no page is longer than limit.
+// pageAll pages through the list at path (with a query of its own or
+// none) as api with limit, checking no page is longer than limit.
 func pageAll[T any](t *testing.T, api *testkit.API, path string, limit int) []T {
 	t.Helper()
 	var all []T
-	cursor := ""
+	cursor, sep := "", "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
 	for pages := 0; pages < 10000; pages++ {
-		p := path + "?limit=" + itoa(limit)
+		p := path + sep + "limit=" + itoa(limit)
 		if cursor != "" {
 			p += "&cursor=" + cursor
 		}

@@ -260,6 +260,11 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	if err != nil || list.JSON200 == nil || len(list.JSON200.Items) != 1 || list.JSON200.Items[0].UserId != bob.Id {
 		t.Fatalf("suspended list: %v %s", err, list.Body)
 	}
+	found, err := asCarol.SearchUsersWithResponse(ctx, &shelfclient.SearchUsersParams{Q: strings.ToUpper(bobName + "@example.org")})
+	if err != nil || found.JSON200 == nil || len(found.JSON200.Items) != 1 || found.JSON200.Items[0].Id != bob.Id ||
+		found.JSON200.Items[0].Status == nil || *found.JSON200.Items[0].Status != shelfclient.UserStatusSuspended {
+		t.Fatalf("search for bob: %v %s", err, found.Body)
+	}
 	if r, err := asCarol.UnsuspendUserWithResponse(ctx, bob.Id); err != nil || r.StatusCode() != http.StatusNoContent {
 		t.Fatalf("unsuspend: %v %d", err, r.StatusCode())
 	}

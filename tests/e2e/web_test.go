@@ -22,6 +22,7 @@ func TestWebPagesAreServed(t *testing.T) {
 		"/docs":              `<script src="/assets/docs.js">`,
 		"/assets/console.js": "sessionStorage",
 		"/assets/docs.js":    "SwaggerUIBundle",
+		"/assets/search.js":  "/v1/users?",
 	} {
 		r := api.Get(path)
 		if r.StatusCode != http.StatusOK || !strings.Contains(string(r.Body), want) {

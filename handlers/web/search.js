@@ -1,0 +1,212 @@
+// The moderator's user search on the console's moderation page (issue 29):
+// a box that finds users by part of a username or email (GET
+// /v1/users?q=, admins only; docs/design.md#user-search), a page of
+// matches at a time, each leading to the user's suspension, moderation
+// history and library. It lives beside console.js, not in it: it builds
+// its own form and table in #user-search, reads the session the console
+// keeps (sessionStorage shelf.token), says its outcomes on its own status
+// line, and reaches the console only through the page's addresses
+// (#/moderation/<username>, #/browse/user/<username>) and the console's
+// suspend form, which it fills in.
+(function () {
+  'use strict';
+  const root = document.getElementById('user-search');
+  if (!root) return;
+  const enc = encodeURIComponent;
+  // The console's rows per page (the browser test pages with 2).
+  const pageSize = Math.min(100, Math.max(1, Number(sessionStorage.getItem('shelf.pageSize')) || 10));
+
+  // el makes an element with text, attributes and children.
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k === 'text') e.textContent = v;
+      else e.setAttribute(k, v);
+    }
+    e.append(...children);
+    return e;
+  }
+
+  // ---- What it shows ----
+
+  const form = el('form', { id: 'user-search-form', novalidate: '', role: 'search' },
+    el('h3', { id: 'user-search-title', text: 'Find a user' }),
+    el('label', {}, 'Part of a username or email',
+      el('input', { name: 'q', type: 'search', required: '', minlength: '3', maxlength: '254', autocomplete: 'off' })),
+    el('button', { text: 'Search' }));
+  const status = el('p', { id: 'user-search-status', role: 'status', 'aria-live': 'polite' });
+  const table = el('table', { id: 'user-search-results', hidden: '' },
+    el('caption', { id: 'user-search-caption', text: 'Users found' }),
+    el('thead', {}, el('tr', {},
+      el('th', { scope: 'col', text: 'User' }), el('th', { scope: 'col', text: 'Email' }),
+      el('th', { scope: 'col', text: 'Status' }), el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
+    el('tbody'));
+  // A narrow screen scrolls the table inside its box, never the page;
+  // long names and addresses wrap.
+  const box = el('div', { id: 'user-search-box' }, table);
+  box.style.overflowX = 'auto';
+  box.style.maxWidth = '100%';
+  const prev = el('button', { type: 'button', 'data-action': 'previous', text: 'Previous' });
+  const next = el('button', { type: 'button', 'data-action': 'next', text: 'Next' });
+  const pageNumber = el('span', { class: 'page-number' });
+  const pager = el('div', { class: 'pager', 'data-pager': 'user-search-results', role: 'group', 'aria-label': 'Pages of users found', hidden: '' },
+    prev, pageNumber, next);
+  root.append(form, status, box, pager);
+
+  function say(text, isError) {
+    status.textContent = text;
+    status.className = isError ? 'error' : '';
+    status.style.color = isError ? '#a00' : '';
+  }
+
+  // ---- The API ----
+
+  async function api(method, path) {
+    const token = sessionStorage.getItem('shelf.token');
+    const res = await fetch(path, { method, headers: token ? { Authorization: 'Bearer ' + token } : {} });
+    const text = await res.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch (err) {
+      data = null;
+    }
+    if (!res.ok) {
+      const err = new Error((data && (data.detail || data.title)) || res.statusText);
+      err.fields = (data && data.errors) || [];
+      throw err;
+    }
+    return data;
+  }
+
+  // ---- Searching and paging ----
+
+  // search is the query shown and the cursors of the pages it came by.
+  const search = { q: '', cursors: [''], next: '' };
+
+  function clearFieldError() {
+    const input = form.elements.q;
+    form.querySelectorAll('.field-error').forEach((e) => e.remove());
+    input.removeAttribute('aria-invalid');
+    input.removeAttribute('aria-describedby');
+  }
+
+  // load shows the page at the last cursor.
+  async function load() {
+    const params = new URLSearchParams({ q: search.q, limit: String(pageSize) });
+    const cursor = search.cursors[search.cursors.length - 1];
+    if (cursor) params.set('cursor', cursor);
+    const page = await api('GET', '/v1/users?' + params.toString());
+    search.next = page.nextCursor || '';
+    render(page.items);
+    table.hidden = false;
+    pager.hidden = false;
+    prev.disabled = search.cursors.length < 2;
+    next.disabled = !search.next;
+    pageNumber.textContent = 'page ' + search.cursors.length;
+    document.getElementById('user-search-caption').textContent = 'Users whose username or email holds \u201c' + search.q + '\u201d';
+  }
+
+  function render(users) {
+    const body = table.tBodies[0];
+    if (users.length === 0) {
+      const td = el('td', { text: search.cursors.length > 1 ? 'No more users on this page.' : 'Nobody\u2019s username or email holds that.' });
+      td.colSpan = 4;
+      body.replaceChildren(el('tr', { class: 'empty' }, td));
+      return;
+    }
+    body.replaceChildren(...users.map(userRow));
+  }
+
+  // userRow is one user: who, their address and status, and where to go.
+  function userRow(u) {
+    const who = el('td', {}, el('strong', { text: u.username }));
+    if (u.displayName && u.displayName !== u.username) who.append(el('br'), u.displayName);
+    const email = el('td', { text: u.email || '' });
+    for (const c of [who, email]) c.style.overflowWrap = 'anywhere';
+    const actions = el('td', { class: 'user-search-actions' },
+      el('a', { href: '#/moderation/' + enc(u.username), text: 'History', 'aria-label': 'History of ' + u.username }), ' ',
+      el('a', { href: '#/browse/user/' + enc(u.username), text: 'Library', 'aria-label': 'Library of ' + u.username }), ' ',
+      u.status === 'suspended' ? unsuspendButton(u) : suspendButton(u));
+    const tr = el('tr', {}, who, email, el('td', { text: u.status }), actions);
+    tr.dataset.user = u.username;
+    return tr;
+  }
+
+  // suspendButton hands the user to the console's suspend form, which
+  // asks for the reason.
+  function suspendButton(u) {
+    const b = el('button', { type: 'button', 'data-action': 'suspend', text: 'Suspend\u2026', 'aria-label': 'Suspend ' + u.username });
+    b.addEventListener('click', () => {
+      const f = document.getElementById('suspend');
+      if (!f) return;
+      f.elements.username.value = u.username;
+      f.elements.reason.focus();
+      say('Give a reason to suspend ' + u.username + ' in the form below.');
+    });
+    return b;
+  }
+
+  // unsuspendButton lifts a suspension once the moderator confirmed it.
+  function unsuspendButton(u) {
+    const cell = el('span');
+    const start = el('button', { type: 'button', 'data-action': 'unsuspend', text: 'Unsuspend', 'aria-label': 'Unsuspend ' + u.username });
+    const question = el('span', { class: 'confirm', role: 'group', 'aria-label': 'Confirm unsuspending ' + u.username, hidden: '' },
+      'Lift ' + u.username + '\u2019s suspension? ');
+    const yes = el('button', { type: 'button', 'data-action': 'confirm-unsuspend', class: 'danger', text: 'Yes, unsuspend' });
+    const no = el('button', { type: 'button', 'data-action': 'cancel', text: 'Cancel' });
+    question.append(yes, ' ', no);
+    start.addEventListener('click', () => { start.hidden = true; question.hidden = false; no.focus(); });
+    no.addEventListener('click', () => { question.hidden = true; start.hidden = false; start.focus(); });
+    yes.addEventListener('click', act(async () => {
+      await api('DELETE', '/v1/users/' + enc(u.id) + '/suspension');
+      await load();
+      // The console's own lists on this page read again.
+      window.dispatchEvent(new HashChangeEvent('hashchange'));
+      say(u.username + ' is no longer suspended.');
+    }));
+    cell.append(start, question);
+    return cell;
+  }
+
+  function act(fn) {
+    return async () => {
+      try {
+        await fn();
+      } catch (err) {
+        say(err.message, true);
+      }
+    };
+  }
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearFieldError();
+    search.q = form.elements.q.value.trim();
+    search.cursors = [''];
+    try {
+      await load();
+      say('');
+    } catch (err) {
+      const mine = err.fields.find((f) => f.field === 'q');
+      if (mine) {
+        const note = el('span', { class: 'field-error', id: 'user-search-q-error', text: mine.message });
+        const input = form.elements.q;
+        input.setAttribute('aria-invalid', 'true');
+        input.setAttribute('aria-describedby', note.id);
+        input.closest('label').after(note);
+      }
+      say(err.message, true);
+    }
+  });
+  next.addEventListener('click', act(async () => {
+    if (!search.next) return;
+    search.cursors.push(search.next);
+    await load();
+  }));
+  prev.addEventListener('click', act(async () => {
+    if (search.cursors.length < 2) return;
+    search.cursors.pop();
+    await load();
+  }));
+})();

@@ -1,0 +1,245 @@
+// The moderator's user search (handlers/web/search.js) in headless
+// Chromium, against the api scripts/test-browser.sh serves for
+// console.test.mjs (same BASE_URL, CHROMIUM, NODE_PATH, GRANT): a
+// non-admin never sees it; a query too short is refused beside its
+// field; a search by part of a username or email, in any case, pages
+// through every match; each match leads to its history, its library, the
+// suspend form, and an unsuspension that asks first; at 375 px it stays
+// within the screen. Fails on any console or page error (a refused
+// request a step expects is allowed once, by its status). Prints
+// "N passed, N failed"; screenshots go to SCREENSHOTS (and README_SHOTS
+// when set).
+import { createRequire } from 'node:module';
+import { execSync } from 'node:child_process';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require(path.join(process.env.NODE_PATH, 'playwright-core'));
+const base = process.env.BASE_URL;
+const shots = process.env.SCREENSHOTS;
+const readmeShots = process.env.README_SHOTS || '';
+const run = readmeShots ? '' : Date.now().toString(36);
+const pw = 'correct horse battery staple';
+
+let passed = 0;
+let failed = 0;
+const errors = [];
+let allowed = null;
+
+async function step(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log('ok   ' + name);
+  } catch (err) {
+    failed++;
+    console.log('FAIL ' + name + ': ' + err.message);
+  }
+}
+
+function expect(cond, what) {
+  if (!cond) throw new Error(what);
+}
+
+async function api(method, p, token, body) {
+  const headers = { 'Content-Type': 'application/json' };
+  if (token) headers.Authorization = 'Bearer ' + token;
+  const res = await fetch(base + p, { method, headers, body: body && JSON.stringify(body) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const context = await browser.newContext({ viewport: { width: 1100, height: 750 }, locale: 'en-GB', timezoneId: 'UTC' });
+await context.addInitScript(() => {
+  if (location.protocol === 'http:') sessionStorage.setItem('shelf.pageSize', '2');
+});
+const page = await context.newPage();
+page.on('console', (msg) => {
+  if (msg.type() !== 'error') return;
+  const text = msg.text();
+  if (allowed && allowed.left > 0 && text.includes('status of ' + allowed.status)) {
+    allowed.left--;
+    return;
+  }
+  errors.push(text);
+});
+page.on('pageerror', (err) => errors.push(err.message));
+
+// refused runs fn, during which one request is expected to answer status.
+async function refused(status, fn) {
+  allowed = { status, left: 1 };
+  try {
+    await fn();
+    for (let i = 0; i < 50 && allowed.left > 0; i++) await page.waitForTimeout(100);
+  } finally {
+    const left = allowed.left;
+    allowed = null;
+    expect(left === 0, 'no request answered ' + status);
+  }
+}
+
+async function shot(name) {
+  await page.screenshot({ path: `${shots}/${name}.png` });
+  if (readmeShots) await page.screenshot({ path: `${readmeShots}/${name}.png` });
+}
+
+// as opens the console at hash as the holder of token, and waits until
+// its page has shown.
+async function as(token, hash, section) {
+  await page.goto('about:blank');
+  await page.goto(base + '/');
+  await page.evaluate((t) => sessionStorage.setItem('shelf.token', t), token);
+  await page.goto('about:blank');
+  await page.goto(base + '/' + hash);
+  await page.waitForSelector(`body[data-ready="${section}"]`);
+}
+
+// find searches for q and waits for the answer: the table's rows, or the
+// status line's error.
+async function find(q) {
+  await page.evaluate(() => { document.getElementById('user-search-status').textContent = 'searching'; });
+  await page.fill('#user-search-form [name="q"]', q);
+  await page.click('#user-search-form button');
+  await page.waitForFunction(() => document.getElementById('user-search-status').textContent !== 'searching');
+}
+
+async function usersShown() {
+  return page.locator('#user-search-results tbody tr').evaluateAll((trs) => trs.map((tr) => tr.dataset.user || ''));
+}
+
+async function pageNumber(n) {
+  await page.waitForFunction((n) => document.querySelector('[data-pager="user-search-results"] .page-number').textContent === 'page ' + n, n);
+}
+
+// The people: an admin, someone else, and four users the search finds,
+// three by their usernames and one by the domain of their email; one of
+// them suspended.
+const tag = 'zqx' + run;
+const admin = 'mod' + run;
+const plain = 'plain' + run;
+const targets = [tag + 'ann', tag + 'bob', 'Carol' + tag.toUpperCase()];
+const byEmail = 'dave' + run;
+for (const u of [admin, plain, ...targets]) {
+  await api('POST', '/v1/users', null, { username: u, email: u.toLowerCase() + '@example.org', password: pw });
+}
+await api('POST', '/v1/users', null, { username: byEmail, email: 'dave@' + tag + '.example', password: pw });
+execSync(`${process.env.GRANT} ${admin}`, { env: process.env, stdio: 'ignore' });
+const login = async (who) => (await api('POST', '/v1/sessions', null, { login: who, password: pw })).token;
+const adminToken = await login(admin);
+const plainToken = await login(plain);
+const suspendedOne = await api('GET', '/v1/users/by-username/' + targets[1], adminToken);
+await api('POST', '/v1/users/' + suspendedOne.id + '/suspension', adminToken, { reason: 'spam' });
+const everyone = [...targets, byEmail].sort();
+
+await step('a non-admin never reaches the search', async () => {
+  await as(plainToken, '#/moderation', 'library');
+  expect(!(await page.locator('#user-search').isVisible()), 'the search shows to a non-admin');
+});
+
+await step('a query too short is refused beside its field', async () => {
+  await as(adminToken, '#/moderation', 'moderation');
+  expect(await page.locator('#user-search-form').isVisible(), 'no search box for the admin');
+  await refused(400, () => find('ab'));
+  const note = await page.locator('#user-search-q-error').textContent();
+  expect(note.includes('3'), 'field error: ' + note);
+  expect((await page.locator('#user-search-form [name="q"]').getAttribute('aria-invalid')) === 'true', 'the field is not marked');
+  expect((await page.locator('#user-search-status').getAttribute('class')) === 'error', 'the status line is no error');
+});
+
+await step('finds users by part of a username or email, in any case, a page at a time', async () => {
+  await find(tag.toUpperCase());
+  await pageNumber(1);
+  expect(await page.locator('#user-search-q-error').count() === 0, 'the old field error stays');
+  const first = await usersShown();
+  expect(first.length === 2, 'page 1: ' + first);
+  await page.click('[data-pager="user-search-results"] [data-action="next"]');
+  await pageNumber(2);
+  const second = await usersShown();
+  expect(second.length === 2, 'page 2: ' + second);
+  const all = [...first, ...second].sort();
+  expect(all.join() === everyone.join(), `found ${all}, want ${everyone}`);
+  expect(await page.locator('[data-pager="user-search-results"] [data-action="next"]').isDisabled(), 'Next on the last page');
+  await page.click('[data-pager="user-search-results"] [data-action="previous"]');
+  await pageNumber(1);
+  expect((await usersShown()).join() === first.join(), 'page 1 again differs');
+  const emails = await page.locator('#user-search-results tbody td:nth-child(2)').allTextContents();
+  expect(emails.every((e) => e.includes('@')), 'emails: ' + emails);
+  await shot('moderation-search');
+});
+
+// row is the locator of a user's row in the results.
+const row = (username) => page.locator(`#user-search-results tbody tr[data-user="${username}"]`);
+
+// findAll searches for the tag and pages until username's row shows.
+async function findAll(username) {
+  await find(tag);
+  for (let n = 1; !(await row(username).count()); n++) {
+    expect(!(await page.locator('[data-pager="user-search-results"] [data-action="next"]').isDisabled()), username + ' not found');
+    await page.click('[data-pager="user-search-results"] [data-action="next"]');
+    await pageNumber(n + 1);
+  }
+}
+
+await step('a match leads to its history and its library', async () => {
+  await findAll(targets[1]);
+  await row(targets[1]).locator('a', { hasText: 'History' }).click();
+  await page.waitForFunction((u) => document.getElementById('history-caption').textContent.includes(u), targets[1]);
+  expect(await page.locator('#history').isVisible(), 'no history');
+  // The caption comes before the rows: wait for the suspension's.
+  await page.waitForFunction(() => document.querySelector('#history tbody').innerText.includes('spam'));
+  await row(targets[1]).locator('a', { hasText: 'Library' }).click();
+  await page.waitForSelector('body[data-ready="browse"]');
+  expect(page.url().endsWith('#/browse/user/' + targets[1]), 'library at ' + page.url());
+});
+
+await step('unsuspending asks first; Cancel keeps the suspension', async () => {
+  await as(adminToken, '#/moderation', 'moderation');
+  await findAll(targets[1]);
+  const r = row(targets[1]);
+  expect((await r.locator('td:nth-child(3)').textContent()) === 'suspended', 'not shown suspended');
+  await r.locator('[data-action="unsuspend"]').click();
+  expect(await r.locator('[data-action="confirm-unsuspend"]').isVisible(), 'no confirmation');
+  await r.locator('[data-action="cancel"]').click();
+  expect(await r.locator('[data-action="unsuspend"]').isVisible(), 'Cancel did not go back');
+  await api('GET', '/v1/users/' + suspendedOne.id + '/suspension', adminToken);
+  await r.locator('[data-action="unsuspend"]').click();
+  await r.locator('[data-action="confirm-unsuspend"]').click();
+  await page.waitForFunction(() => document.getElementById('user-search-status').textContent.includes('no longer suspended'));
+  expect((await r.locator('td:nth-child(3)').textContent()) === 'active', 'still shown suspended');
+  const res = await fetch(base + '/v1/users/' + suspendedOne.id + '/suspension', { headers: { Authorization: 'Bearer ' + adminToken } });
+  expect(res.status === 404, 'the suspension is still there: ' + res.status);
+  // The console's suspended list on the page read again.
+  await page.waitForFunction((u) => !document.querySelector(`#suspended tr[data-user="${u}"]`), targets[1]);
+});
+
+await step('Suspend hands the user to the suspend form', async () => {
+  await row(targets[1]).locator('[data-action="suspend"]').click();
+  expect((await page.locator('#suspend [name="username"]').inputValue()) === targets[1], 'the form does not name the user');
+  expect(await page.locator('#suspend [name="reason"]').evaluate((el) => el === document.activeElement), 'the reason is not focused');
+});
+
+await step('at 375 px the search stays within the screen', async () => {
+  await page.setViewportSize({ width: 375, height: 740 });
+  await as(adminToken, '#/moderation', 'moderation');
+  await find(tag);
+  await pageNumber(1);
+  const right = await page.locator('#user-search').evaluate((el) => el.getBoundingClientRect().right);
+  expect(right <= 375, 'the search reaches ' + right + ' px');
+  const box = await page.locator('#user-search-box').evaluate((el) => el.getBoundingClientRect().right);
+  expect(box <= 375, 'the results reach ' + box + ' px');
+  await shot('moderation-search-phone');
+  await page.setViewportSize({ width: 1100, height: 750 });
+});
+
+await browser.close();
+for (const e of errors) console.log('console error: ' + e);
+if (errors.length) failed++;
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
