@@ -615,7 +615,7 @@
         const self = m.principalId === state.me.id;
         const g = group.current;
         const tr = row(who, role, self
-          ? removeButton('Leave', 'Leave ' + g.name + '? Its items shared through it leave your reach, and only a manager can add you again.',
+          ? removeButton('Leave', 'Leave ' + g.name + '? The items shared through it leave your reach, and only a manager can add you again.',
             'Yes, leave it', async () => {
               await api('DELETE', '/v1/groups/' + enc(g.id) + '/members/' + enc(m.principalId));
               carry('You left ' + g.name + '.');
@@ -712,7 +712,6 @@
       const rows = await Promise.all(items.map(async (s) => {
         names.set(s.userId, s.username);
         const actions = document.createElement('span');
-        actions.className = 'row-actions';
         actions.append(
           removeButton('Unsuspend', unsuspendQuestion(s.username), 'Yes, unsuspend', () => unsuspend(s.userId, s.username), 'Unsuspend ' + s.username),
           ' ', link('Library', '#/browse/user/' + enc(s.username)));
