@@ -579,7 +579,7 @@ await step('a moderator: from a user to their suspension, history and library, a
   expect((await submit('suspend', { username: carol, reason: 'flooding' })).includes('Suspended ' + carol), 'carol suspended');
   const carolRow = page.locator(`#suspended tr[data-user="${carol}"]`);
   await carolRow.locator('td:first-child a').click();
-  await page.waitForFunction((u) => document.getElementById('mod-user-title').textContent.startsWith(u), carol);
+  await page.waitForFunction((u) => document.body.dataset.ready === 'moderation' && document.getElementById('mod-user-title').textContent.startsWith(u), carol);
   const status = await page.locator('#mod-user-status').textContent();
   expect(status.startsWith('Suspended since') && status.includes('flooding') && status.includes(admin) && status.includes('until lifted'), 'status: ' + status);
   await waitRows('history', 1);
