@@ -310,6 +310,25 @@
     }
   }
 
+  // firstOf reads the list at path, 100 a page, until decide answers for
+  // an entry (undefined: read on), and answers that; fallback when the
+  // list ends first. The callers' lists are ordered so that they stop
+  // early (roleIn, inMyLibrary).
+  async function firstOf(path, decide, fallback) {
+    let cursor = '';
+    for (;;) {
+      const q = new URLSearchParams({ limit: '100' });
+      if (cursor) q.set('cursor', cursor);
+      const page = await api('GET', path + '?' + q.toString());
+      for (const e of page.items) {
+        const found = decide(e);
+        if (found !== undefined) return found;
+      }
+      if (!page.nextCursor) return fallback;
+      cursor = page.nextCursor;
+    }
+  }
+
   function query(params) {
     const q = new URLSearchParams({ limit: String(pageSize) });
     for (const [k, v] of Object.entries(params || {})) if (v) q.set(k, v);
@@ -391,20 +410,12 @@
   // read newest first, 100 a page, up to the first entry older than the
   // item: entries carry the item's lastModified, so the pages past it
   // cannot hold it.
-  async function inMyLibrary(c) {
+  function inMyLibrary(c) {
     const since = Date.parse(c.lastModified);
-    let cursor = '';
-    for (;;) {
-      const q = new URLSearchParams({ limit: '100' });
-      if (cursor) q.set('cursor', cursor);
-      const page = await api('GET', '/v1/users/' + state.me.id + '/library?' + q.toString());
-      for (const e of page.items) {
-        if (e.id === c.id) return true;
-        if (Date.parse(e.lastModified) < since) return false;
-      }
-      if (!page.nextCursor) return false;
-      cursor = page.nextCursor;
-    }
+    return firstOf('/v1/users/' + state.me.id + '/library', (e) => {
+      if (e.id === c.id) return true;
+      return Date.parse(e.lastModified) < since ? false : undefined;
+    }, false);
   }
 
   // webLink is url as a link when it is an http or https URL, else as
@@ -642,19 +653,11 @@
   // roleIn answers the caller's role in the group (or '' when not a
   // member), from the caller's own list of groups: it is ordered by group
   // id, so the pages past the id are not read (design.md, decisions).
-  async function roleIn(groupId) {
-    let cursor = '';
-    for (;;) {
-      const q = new URLSearchParams({ limit: '100' });
-      if (cursor) q.set('cursor', cursor);
-      const page = await api('GET', '/v1/users/' + state.me.id + '/groups?' + q.toString());
-      for (const m of page.items) {
-        if (m.group.id === groupId) return m.role;
-        if (m.group.id > groupId) return '';
-      }
-      if (!page.nextCursor) return '';
-      cursor = page.nextCursor;
-    }
+  function roleIn(groupId) {
+    return firstOf('/v1/users/' + state.me.id + '/groups', (m) => {
+      if (m.group.id === groupId) return m.role;
+      return m.group.id > groupId ? '' : undefined;
+    }, '');
   }
 
   async function showGroup(name) {
