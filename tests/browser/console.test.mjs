@@ -582,7 +582,9 @@ await step('a moderator: from a user to their suspension, history and library, a
   await page.waitForFunction((u) => document.body.dataset.ready === 'moderation' && document.getElementById('mod-user-title').textContent.startsWith(u), carol);
   const status = await page.locator('#mod-user-status').textContent();
   expect(status.startsWith('Suspended since') && status.includes('flooding') && status.includes(admin) && status.includes('until lifted'), 'status: ' + status);
-  await waitRows('history', 1);
+  // Suspended, unsuspended (the walk before), suspended again: two a page.
+  await waitRows('history', 2);
+  expect((await rows('history'))[0].startsWith('suspended') && (await rows('history'))[0].includes('flooding'), 'history: ' + await rows('history'));
   // Their library, and from there back to their suspension.
   await page.locator('#mod-user-library').click();
   await page.waitForSelector('body[data-ready="browse"]');
