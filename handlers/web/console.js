@@ -606,12 +606,23 @@
     go('#/groups/' + enc(g.name));
   });
 
-  const group = { current: null };
+  // group is the group shown and the caller's role in it (roleIn): its
+  // managers change roles, add and remove members; a member sees the
+  // roles and may leave.
+  const group = { current: null, role: '' };
   const groupMembers = new Pager('group-members',
     (cursor) => api('GET', '/v1/groups/' + enc(group.current.id) + '/members' + query({ cursor })),
     async (items) => {
+      const manages = group.role === 'manager';
       const rows = await Promise.all(items.map(async (m) => {
         const who = await nameOf(m.principalId);
+        const self = m.principalId === state.me.id;
+        const g = group.current;
+        if (!manages) {
+          const tr = row(who, word(m.role), self ? leaveGroupButton(g) : '');
+          tr.dataset.member = who;
+          return tr;
+        }
         const role = document.createElement('select');
         role.setAttribute('aria-label', 'Role of ' + who);
         for (const r of ['member', 'manager']) role.add(new Option(r, r, false, r === m.role));
@@ -623,15 +634,8 @@
           }
           say(who + ' is now a ' + role.value + ' of ' + group.current.name + '.');
         }));
-        const self = m.principalId === state.me.id;
-        const g = group.current;
         const tr = row(who, role, self
-          ? removeButton('Leave', 'Leave ' + g.name + '? The items shared through it leave your reach, and only a manager can add you again.',
-            'Yes, leave it', async () => {
-              await api('DELETE', '/v1/groups/' + enc(g.id) + '/members/' + enc(m.principalId));
-              carry('You left ' + g.name + '.');
-              go('#/groups');
-            }, 'Leave ' + g.name)
+          ? leaveGroupButton(g)
           : removeButton('Remove', 'Remove ' + who + ' from ' + g.name + '? The items shared through the group leave their reach.',
             'Yes, remove ' + who, async () => {
               await api('DELETE', '/v1/groups/' + enc(g.id) + '/members/' + enc(m.principalId));
@@ -644,9 +648,22 @@
       fill('group-members', rows, 'No members you may see.');
     });
 
+  function leaveGroupButton(g) {
+    return removeButton('Leave', 'Leave ' + g.name + '? The items shared through it leave your reach, and only a manager can add you again.',
+      'Yes, leave it', async () => {
+        await api('DELETE', '/v1/groups/' + enc(g.id) + '/members/' + enc(state.me.id));
+        carry('You left ' + g.name + '.');
+        go('#/groups');
+      }, 'Leave ' + g.name);
+  }
+
+  // refreshGroup shows the group again after a change, the caller's own
+  // role too (a manager may have made themself a member).
   async function refreshGroup() {
     group.current = await api('GET', '/v1/groups/' + enc(group.current.id));
+    group.role = await roleIn(group.current.id);
     $('group-capacity').textContent = capacity(group.current);
+    $('add-member').hidden = group.role !== 'manager';
     await groupMembers.reload();
   }
 
@@ -668,10 +685,12 @@
     $('group-title').textContent = g.displayName !== g.name ? g.displayName + ' (' + g.name + ')' : g.name;
     $('group-capacity').textContent = capacity(g);
     clearErrors($('add-member'));
+    group.role = await roleIn(g.id);
+    $('add-member').hidden = group.role !== 'manager';
     await groupMembers.first();
     // Closing is for the group's managers and admins; others see no button.
     $('close-group-name').textContent = g.name;
-    $('close-group-area').hidden = !(isAdmin() || (await roleIn(g.id)) === 'manager');
+    $('close-group-area').hidden = !(isAdmin() || group.role === 'manager');
   }
 
   $('close-group').addEventListener('click', () => {

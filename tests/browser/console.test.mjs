@@ -825,6 +825,13 @@ await step('close a group: the button for its managers and admins only, confirme
   await login(carol, pw);
   await visit('#/groups/' + team, 'group');
   expect(await page.locator('#close-group-area').isHidden(), 'a member sees no Close group');
+  // What a member may do is all a member sees: no roles to change, nobody
+  // to add or remove, only Leave on their own row.
+  await page.locator('#group-members tbody tr').first().waitFor();
+  expect(await page.locator('#add-member').isHidden() && (await page.locator('#group-members select').count()) === 0, 'a member adds nobody and changes no role');
+  const buttons = await page.locator('#group-members tbody button').allTextContents();
+  expect(buttons.length <= 1 && buttons.every((b) => b === 'Leave'), 'a member\'s buttons: ' + buttons);
+  expect((await rows('group-members')).some((r) => r.includes('manager')), 'the roles as words');
   await logout();
   await login(admin, pw);
   await visit('#/groups/' + team, 'group');
