@@ -10,7 +10,8 @@
   const $ = (id) => document.getElementById(id);
   // params is the query of the route (#/page?key=value), for pages reached
   // from a link that carries one.
-  const state = { token: sessionStorage.getItem('shelf.token'), me: null, moved: '', params: new URLSearchParams() };
+  // carried: the message line was said for the next page shown (carry).
+  const state = { token: sessionStorage.getItem('shelf.token'), me: null, moved: '', params: new URLSearchParams(), carried: false };
   // Rows per page of every list (sessionStorage shelf.pageSize overrides
   // it: the browser test pages through short lists with 2).
   const pageSize = Math.min(100, Math.max(1, Number(sessionStorage.getItem('shelf.pageSize')) || 10));
@@ -93,9 +94,18 @@
 
   // ---- Messages and errors next to their fields ----
 
+  // say puts text on the message line of the page shown; the next page
+  // shown clears it (route), unless carry said it for that page.
   function say(text, isError) {
     $('message').textContent = text;
     $('message').className = isError ? 'error' : '';
+  }
+
+  // carry says the outcome of an action that goes on to another page
+  // (or shows the same one afresh): the message stays for that page.
+  function carry(text) {
+    say(text);
+    state.carried = true;
   }
 
   function clearErrors(form) {
@@ -122,7 +132,10 @@
       note.textContent = f.message;
       input.setAttribute('aria-invalid', 'true');
       input.setAttribute('aria-describedby', note.id);
-      (input.closest('label') || input).after(note);
+      // Inside the field's label, under the field: the form keeps its line.
+      const label = input.closest('label');
+      if (label) label.append(note);
+      else input.after(note);
     }
     say(err.message + (loose.length ? ' (' + loose.join('; ') + ')' : ''), true);
   }
@@ -141,6 +154,32 @@
     });
   }
 
+  // confirmed asks before an action that removes something: question,
+  // and yes, the button that goes ahead. Answers whether it was pressed.
+  function confirmed(question, yes) {
+    const d = $('confirm');
+    $('confirm-text').textContent = question;
+    $('confirm-yes').textContent = yes;
+    d.returnValue = '';
+    return new Promise((resolve) => {
+      d.addEventListener('close', () => resolve(d.returnValue === 'yes'), { once: true });
+      d.showModal();
+    });
+  }
+
+  // removal is act for an action that removes something: fn runs once
+  // the question (or what the function question answers) is confirmed;
+  // a cancel says nothing changed.
+  function removal(question, yes, fn) {
+    return act(async () => {
+      if (!(await confirmed(typeof question === 'function' ? question() : question, yes))) {
+        say('Nothing changed.');
+        return;
+      }
+      await fn();
+    });
+  }
+
   // act runs a button's action, its error on the message line.
   function act(fn) {
     return async () => {
@@ -155,6 +194,12 @@
   // ---- Tables and paging ----
 
   const when = (ts) => (ts ? new Date(ts).toLocaleString() : '—');
+
+  // word is the console's one wording of an enum value of the API, the
+  // same wherever it shows (the forms' options say it so too): loggedin
+  // is "logged in", role_granted "role granted".
+  const words = { loggedin: 'logged in' };
+  const word = (v) => words[v] || String(v).replaceAll('_', ' ');
 
   function cell(content) {
     const td = document.createElement('td');
@@ -182,6 +227,17 @@
     b.textContent = text;
     if (label) b.setAttribute('aria-label', label);
     b.addEventListener('click', act(onClick));
+    return b;
+  }
+
+  // removeButton is a button whose action removes something, once the
+  // question is answered with yes (removal).
+  function removeButton(text, question, yes, onClick, label) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = text;
+    if (label) b.setAttribute('aria-label', label);
+    b.addEventListener('click', removal(question, yes, onClick));
     return b;
   }
 
@@ -254,6 +310,25 @@
     }
   }
 
+  // firstOf reads the list at path, 100 a page, until decide answers for
+  // an entry (undefined: read on), and answers that; fallback when the
+  // list ends first. The callers' lists are ordered so that they stop
+  // early (roleIn, inMyLibrary).
+  async function firstOf(path, decide, fallback) {
+    let cursor = '';
+    for (;;) {
+      const q = new URLSearchParams({ limit: '100' });
+      if (cursor) q.set('cursor', cursor);
+      const page = await api('GET', path + '?' + q.toString());
+      for (const e of page.items) {
+        const found = decide(e);
+        if (found !== undefined) return found;
+      }
+      if (!page.nextCursor) return fallback;
+      cursor = page.nextCursor;
+    }
+  }
+
   function query(params) {
     const q = new URLSearchParams({ limit: String(pageSize) });
     for (const [k, v] of Object.entries(params || {})) if (v) q.set(k, v);
@@ -262,11 +337,11 @@
 
   // ---- My library ----
 
-  function libraryRows(items, mine) {
+  // libraryRows are the rows of a library page, each item's name a link
+  // to its page (which shows what the caller may do with it).
+  function libraryRows(items) {
     return items.map((e) => {
-      const tr = mine
-        ? row(link(e.name, '#/item/' + enc(e.id)), e.visibility, when(e.lastModified), link('Edit', '#/item/' + enc(e.id)))
-        : row(e.name, e.visibility, when(e.lastModified));
+      const tr = row(link(e.name, '#/item/' + enc(e.id)), word(e.visibility), when(e.lastModified));
       tr.dataset.id = e.id;
       if (e.id === state.moved) tr.className = 'moved';
       return tr;
@@ -275,7 +350,7 @@
 
   const myLibrary = new Pager('my-library',
     (cursor) => api('GET', '/v1/users/' + state.me.id + '/library' + query({ order: $('library-order').value, cursor })),
-    (items) => fill('my-library', libraryRows(items, true), 'Nothing here yet: create an item below.'));
+    (items) => fill('my-library', libraryRows(items), 'Nothing here yet: create an item below.'));
 
   $('library-order').addEventListener('change', act(() => myLibrary.first()));
 
@@ -292,37 +367,141 @@
 
   // ---- One item ----
 
-  const item = { current: null };
+  // item is the item shown; manages: whether the caller may change it
+  // (its members list answers managers and admins, and is 403 to anyone
+  // else, who sees the read view); mine: whether it is in the caller's
+  // own library (a member in their own name, who may take it out).
+  const item = { current: null, manages: false, mine: false };
   const itemMembers = new Pager('item-members',
     (cursor) => api('GET', '/v1/content/' + enc(item.current.id) + '/members' + query({ cursor })),
     async (items) => {
       const rows = await Promise.all(items.map(async (m) => {
         const who = await nameOf(m.principalId);
         const isGroup = m.principalId.startsWith('g_');
-        const tr = row(isGroup ? link(who, '#/groups/' + enc(who)) : who, isGroup ? 'group' : 'user', m.role,
-          button('Remove', async () => {
-            await api('DELETE', '/v1/content/' + enc(item.current.id) + '/members/' + enc(m.principalId));
-            await itemMembers.reload();
-            say(who + ' no longer has ' + item.current.name + '.');
-          }, 'Remove ' + who));
+        const self = m.principalId === state.me.id;
+        const what = item.current.name;
+        const tr = row(isGroup ? link(who, '#/groups/' + enc(who)) : who, isGroup ? 'group' : 'user', word(m.role),
+          self ? leaveItemButton('Leave', 'Leave ' + what)
+            : removeButton('Remove', 'Take ' + what + ' away from ' + who + '? ' + (isGroup ? 'It leaves the group\'s library.' : 'It leaves their library.'),
+              'Yes, remove ' + who, async () => {
+                await api('DELETE', '/v1/content/' + enc(item.current.id) + '/members/' + enc(m.principalId));
+                await itemMembers.reload();
+                say(who + ' no longer has ' + what + '.');
+              }, 'Remove ' + who));
         tr.dataset.member = who;
         return tr;
       }));
       fill('item-members', rows, 'Nobody.');
     });
 
+  // managesItem shows the item's members to its managers and admins and
+  // answers whether the caller is one.
+  async function managesItem() {
+    try {
+      await itemMembers.first();
+      return true;
+    } catch (err) {
+      if (err.status === 403) return false;
+      throw err;
+    }
+  }
+
+  // inMyLibrary answers whether item c is in the caller's own library,
+  // read newest first, 100 a page, up to the first entry older than the
+  // item: entries carry the item's lastModified, so the pages past it
+  // cannot hold it.
+  function inMyLibrary(c) {
+    const since = Date.parse(c.lastModified);
+    return firstOf('/v1/users/' + state.me.id + '/library', (e) => {
+      if (e.id === c.id) return true;
+      return Date.parse(e.lastModified) < since ? false : undefined;
+    }, false);
+  }
+
+  // webLink is url as a link when it is an http or https URL, else as
+  // plain text: nothing else a user typed becomes something to click.
+  function webLink(url) {
+    let parsed = null;
+    try {
+      parsed = new URL(url);
+    } catch (err) {
+      parsed = null;
+    }
+    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) return document.createTextNode(url);
+    const a = document.createElement('a');
+    a.href = parsed.href;
+    a.textContent = url;
+    a.target = '_blank';
+    a.rel = 'noopener noreferrer';
+    return a;
+  }
+
   async function showItem(id) {
+    $('item-manage').hidden = true;
+    $('leave-item').hidden = true;
+    $('delete-item').hidden = true;
     const c = await api('GET', '/v1/content/' + enc(id));
     item.current = c;
     $('item-title').textContent = c.name;
-    const f = $('edit');
-    clearErrors(f);
-    f.elements.name.value = c.name;
-    f.elements.visibility.value = c.visibility;
-    f.elements.description.value = c.description || '';
-    f.elements.link.value = c.link || '';
-    await itemMembers.first();
+    $('item-visibility').textContent = word(c.visibility);
+    $('item-description').textContent = c.description || '—';
+    $('item-link').replaceChildren(c.link ? webLink(c.link) : '—');
+    const creator = await nameOf(c.createdBy);
+    $('item-creator').replaceChildren(creator === c.createdBy ? 'an account since deleted' : link(creator, '#/browse/user/' + enc(creator)));
+    $('item-modified').textContent = when(c.lastModified);
+    const [manages, mine] = await Promise.all([managesItem(), inMyLibrary(c)]);
+    item.manages = manages;
+    item.mine = mine;
+    if (manages) {
+      const f = $('edit');
+      clearErrors(f);
+      f.elements.name.value = c.name;
+      f.elements.visibility.value = c.visibility;
+      f.elements.description.value = c.description || '';
+      f.elements.link.value = c.link || '';
+      clearErrors($('share'));
+    }
+    $('item-manage').hidden = !manages;
+    $('delete-item').hidden = !manages;
+    $('leave-item').hidden = !mine;
   }
+
+  // leaveItem takes the item shown out of the caller's own library
+  // (their own membership ends), once confirmed; the last manager is
+  // told to delete it or hand it on instead.
+  async function leaveItem() {
+    const c = item.current;
+    try {
+      await api('DELETE', '/v1/content/' + enc(c.id) + '/members/' + enc(state.me.id));
+    } catch (err) {
+      if (err.code === 'last_manager') {
+        throw new ApiError(err.status, 'You are the last manager of ' + c.name + ': delete it, or make someone else a manager first.', [], err.code);
+      }
+      if (err.status !== 404) throw err;
+    }
+    carry('Took ' + c.name + ' out of your library.');
+    go('#/library');
+  }
+
+  const leaveQuestion = () => 'Take ' + item.current.name + ' out of your library? '
+    + (item.current.visibility === 'private' ? 'You can no longer open it, unless it is shared with you again.'
+      : 'It stays ' + word(item.current.visibility) + ': you can still find it in its other libraries.');
+
+  const leaveItemButton = (text, label) => removeButton(text, leaveQuestion, 'Yes, take it out', leaveItem, label);
+  $('leave-item').addEventListener('click', removal(leaveQuestion, 'Yes, take it out', leaveItem));
+
+  $('delete-item').addEventListener('click', removal(() => 'Delete ' + item.current.name
+    + ' for good? It leaves every library it is in, for everyone who has it.', 'Yes, delete it', async () => {
+    const c = item.current;
+    try {
+      await api('DELETE', '/v1/content/' + enc(c.id));
+    } catch (err) {
+      // A repeat after a lost answer, or someone else deleted it first.
+      if (err.status !== 404) throw err;
+    }
+    carry('Deleted ' + c.name + '.');
+    go('#/library');
+  }));
 
   form('edit', async (v) => {
     const c = item.current;
@@ -336,7 +515,13 @@
     }
     const saved = await api('PATCH', '/v1/content/' + enc(c.id), patch);
     state.moved = saved.id;
-    say('Saved ' + saved.name + ': it is now at the top of your library.');
+    if (!item.mine) {
+      // A manager through a group, or an admin: the item stays shown.
+      carry('Saved ' + saved.name + '.');
+      go('#/item/' + enc(saved.id));
+      return;
+    }
+    carry('Saved ' + saved.name + ': it is now at the top of your library.');
     $('library-order').value = 'newest';
     go('#/library');
   });
@@ -355,11 +540,12 @@
   const browse = { path: '' };
   const otherLibrary = new Pager('other-library',
     (cursor) => api('GET', browse.path + query({ cursor })),
-    (items) => fill('other-library', libraryRows(items, false), 'Nothing you may see.'));
+    (items) => fill('other-library', libraryRows(items), 'Nothing you may see.'));
 
   async function showBrowse(kind, who) {
     const f = $('view');
     clearErrors(f);
+    $('browse-moderation').hidden = true;
     if (!who) {
       fill('other-library', []);
       $('other-library-caption').textContent = 'Items you may see';
@@ -379,6 +565,10 @@
         browse.path = '/v1/users/' + enc(u.id) + '/library';
         $('other-library-caption').textContent = u.username + "'s library: the items you may see";
         shown = 'The library of ' + u.username + '.';
+        // Admins go on from a user to their suspension and history.
+        $('browse-moderation-link').href = '#/moderation/' + enc(u.username);
+        $('browse-moderation-link').textContent = u.username + "'s suspension and moderation history";
+        $('browse-moderation').hidden = !isAdmin();
       }
     } catch (err) {
       showError(f, err);
@@ -412,16 +602,27 @@
     if (v.maxMembers) body.maxMembers = Number(v.maxMembers);
     const g = await api('POST', '/v1/groups', body);
     f.reset();
-    say('Created the group ' + g.name + '; you manage it.');
+    carry('Created the group ' + g.name + '; you manage it.');
     go('#/groups/' + enc(g.name));
   });
 
-  const group = { current: null };
+  // group is the group shown and the caller's role in it (roleIn): its
+  // managers change roles, add and remove members; a member sees the
+  // roles and may leave.
+  const group = { current: null, role: '' };
   const groupMembers = new Pager('group-members',
     (cursor) => api('GET', '/v1/groups/' + enc(group.current.id) + '/members' + query({ cursor })),
     async (items) => {
+      const manages = group.role === 'manager';
       const rows = await Promise.all(items.map(async (m) => {
         const who = await nameOf(m.principalId);
+        const self = m.principalId === state.me.id;
+        const g = group.current;
+        if (!manages) {
+          const tr = row(who, word(m.role), self ? leaveGroupButton(g) : '');
+          tr.dataset.member = who;
+          return tr;
+        }
         const role = document.createElement('select');
         role.setAttribute('aria-label', 'Role of ' + who);
         for (const r of ['member', 'manager']) role.add(new Option(r, r, false, r === m.role));
@@ -433,40 +634,47 @@
           }
           say(who + ' is now a ' + role.value + ' of ' + group.current.name + '.');
         }));
-        const self = m.principalId === state.me.id;
-        const tr = row(who, role, button(self ? 'Leave' : 'Remove', async () => {
-          await api('DELETE', '/v1/groups/' + enc(group.current.id) + '/members/' + enc(m.principalId));
-          await refreshGroup();
-          say(self ? 'You left ' + group.current.name + '.' : who + ' is no longer in ' + group.current.name + '.');
-        }, (self ? 'Leave ' : 'Remove ') + who));
+        const tr = row(who, role, self
+          ? leaveGroupButton(g)
+          : removeButton('Remove', 'Remove ' + who + ' from ' + g.name + '? The items shared through the group leave their reach.',
+            'Yes, remove ' + who, async () => {
+              await api('DELETE', '/v1/groups/' + enc(g.id) + '/members/' + enc(m.principalId));
+              await refreshGroup();
+              say(who + ' is no longer in ' + g.name + '.');
+            }, 'Remove ' + who));
         tr.dataset.member = who;
         return tr;
       }));
       fill('group-members', rows, 'No members you may see.');
     });
 
+  function leaveGroupButton(g) {
+    return removeButton('Leave', 'Leave ' + g.name + '? The items shared through it leave your reach, and only a manager can add you again.',
+      'Yes, leave it', async () => {
+        await api('DELETE', '/v1/groups/' + enc(g.id) + '/members/' + enc(state.me.id));
+        carry('You left ' + g.name + '.');
+        go('#/groups');
+      }, 'Leave ' + g.name);
+  }
+
+  // refreshGroup shows the group again after a change, the caller's own
+  // role too (a manager may have made themself a member).
   async function refreshGroup() {
     group.current = await api('GET', '/v1/groups/' + enc(group.current.id));
+    group.role = await roleIn(group.current.id);
     $('group-capacity').textContent = capacity(group.current);
+    $('add-member').hidden = group.role !== 'manager';
     await groupMembers.reload();
   }
 
   // roleIn answers the caller's role in the group (or '' when not a
   // member), from the caller's own list of groups: it is ordered by group
   // id, so the pages past the id are not read (design.md, decisions).
-  async function roleIn(groupId) {
-    let cursor = '';
-    for (;;) {
-      const q = new URLSearchParams({ limit: '100' });
-      if (cursor) q.set('cursor', cursor);
-      const page = await api('GET', '/v1/users/' + state.me.id + '/groups?' + q.toString());
-      for (const m of page.items) {
-        if (m.group.id === groupId) return m.role;
-        if (m.group.id > groupId) return '';
-      }
-      if (!page.nextCursor) return '';
-      cursor = page.nextCursor;
-    }
+  function roleIn(groupId) {
+    return firstOf('/v1/users/' + state.me.id + '/groups', (m) => {
+      if (m.group.id === groupId) return m.role;
+      return m.group.id > groupId ? '' : undefined;
+    }, '');
   }
 
   async function showGroup(name) {
@@ -477,10 +685,12 @@
     $('group-title').textContent = g.displayName !== g.name ? g.displayName + ' (' + g.name + ')' : g.name;
     $('group-capacity').textContent = capacity(g);
     clearErrors($('add-member'));
+    group.role = await roleIn(g.id);
+    $('add-member').hidden = group.role !== 'manager';
     await groupMembers.first();
     // Closing is for the group's managers and admins; others see no button.
     $('close-group-name').textContent = g.name;
-    $('close-group-area').hidden = !(isAdmin() || (await roleIn(g.id)) === 'manager');
+    $('close-group-area').hidden = !(isAdmin() || group.role === 'manager');
   }
 
   $('close-group').addEventListener('click', () => {
@@ -504,8 +714,8 @@
       said = 'The group ' + g.name + ' is already closed.';
     }
     names.delete(g.id);
+    carry(said);
     go('#/groups');
-    say(said);
   });
 
   form('add-member', async (v, f) => {
@@ -525,19 +735,26 @@
         names.set(s.userId, s.username);
         const actions = document.createElement('span');
         actions.append(
-          button('Unsuspend', async () => {
-            await api('DELETE', '/v1/users/' + enc(s.userId) + '/suspension');
-            await suspended.reload();
-            if ($('history-of').elements.username.value === s.username) await Promise.all([modHistory.first(), auditLog.first()]);
-            say(s.username + ' is no longer suspended.');
-          }, 'Unsuspend ' + s.username),
-          ' ', link('History', '#/moderation/' + enc(s.username)));
-        const tr = row(s.username, s.reason, await nameOf(s.suspendedBy), when(s.suspendedAt), s.until ? when(s.until) : 'until lifted', actions);
+          removeButton('Unsuspend', unsuspendQuestion(s.username), 'Yes, unsuspend', () => unsuspend(s.userId, s.username), 'Unsuspend ' + s.username),
+          ' ', link('Library', '#/browse/user/' + enc(s.username)));
+        // The name goes on to the user: their suspension, history and audit.
+        const tr = row(link(s.username, '#/moderation/' + enc(s.username)), s.reason, await nameOf(s.suspendedBy), when(s.suspendedAt),
+          s.until ? when(s.until) : 'until lifted', actions);
         tr.dataset.user = s.username;
         return tr;
       }));
       fill('suspended', rows, 'Nobody is suspended.');
     });
+
+  const unsuspendQuestion = (username) => 'Lift the suspension of ' + username + '? They can log in again at once.';
+
+  // unsuspend lifts a suspension and shows the lists it changes again.
+  async function unsuspend(userId, username) {
+    await api('DELETE', '/v1/users/' + enc(userId) + '/suspension');
+    await suspended.reload();
+    if (modHistory.user && modHistory.user.id === userId) await showModUser(userId);
+    say(username + ' is no longer suspended.');
+  }
 
   form('suspend', async (v, f) => {
     const u = await userNamed(v.username, 'username');
@@ -550,6 +767,7 @@
     await api('POST', '/v1/users/' + enc(u.id) + '/suspension', body);
     f.reset();
     await suspended.first();
+    if (modHistory.user && modHistory.user.id === u.id) await showModUser(u.id);
     say('Suspended ' + u.username + (body.until ? ' until ' + when(body.until) : '') + '.');
   });
 
@@ -557,7 +775,7 @@
   modHistory.pager = new Pager('history',
     (cursor) => api('GET', '/v1/users/' + enc(modHistory.user.id) + '/moderation-history' + query({ cursor })),
     async (items) => {
-      const rows = await Promise.all(items.map(async (e) => row(e.kind, when(e.at),
+      const rows = await Promise.all(items.map(async (e) => row(word(e.kind), when(e.at),
         e.actor ? await nameOf(e.actor) : 'nobody (it ended)', e.reason, when(e.suspendedAt), e.until ? when(e.until) : 'until lifted')));
       fill('history', rows, 'Nothing was ever done to this account.');
     });
@@ -570,35 +788,70 @@
     async (items) => {
       const rows = await Promise.all(items.map(async (e) => {
         const change = e.old !== undefined || e.new !== undefined ? (e.old || '') + ' \u2192 ' + (e.new || '') : (e.reason || '');
-        return row(e.action.replaceAll('_', ' '), when(e.at), e.actor ? await nameOf(e.actor) : 'the command line',
+        return row(word(e.action), when(e.at), e.actor ? await nameOf(e.actor) : 'the command line',
           e.via === 'cli' ? 'a server' : [e.clientIp, e.userAgent].filter(Boolean).join(', ') || 'unknown', change);
       }));
       fill('audit', rows, 'No admin ever acted on this account.');
     });
 
+  // showModUser shows the user of the moderation page (by id, read
+  // afresh): suspended or not (and why, by whom, until when), a link to
+  // their library, their history and the audit of admin actions on them.
+  async function showModUser(userId) {
+    const u = await api('GET', '/v1/users/' + enc(userId));
+    modHistory.user = u;
+    names.set(u.id, u.username);
+    $('mod-user-title').textContent = u.username + (u.displayName !== u.username ? ' (' + u.displayName + ')' : '');
+    let status = u.username + ' is not suspended.';
+    let suspendedNow = false;
+    if (u.status === 'suspended') {
+      try {
+        const s = await api('GET', '/v1/users/' + enc(u.id) + '/suspension');
+        status = 'Suspended since ' + when(s.suspendedAt) + ' by ' + await nameOf(s.suspendedBy) + ' (' + s.reason + '), '
+          + (s.until ? 'until ' + when(s.until) : 'until lifted') + '.';
+        suspendedNow = true;
+      } catch (err) {
+        // Lifted between the two reads (by another admin, or its end).
+        if (err.status !== 404) throw err;
+      }
+    }
+    $('mod-user-status').textContent = status;
+    $('mod-unsuspend').hidden = !suspendedNow;
+    $('mod-user-library').href = '#/browse/user/' + enc(u.username);
+    $('mod-user-library').textContent = u.username + "'s library";
+    $('mod-user').hidden = false;
+    $('history-caption').textContent = 'History of ' + u.username + ', newest first';
+    $('audit-caption').textContent = 'Admin actions on ' + u.username + ', newest first';
+    await Promise.all([modHistory.first(), auditLog.first()]);
+  }
+
+  $('mod-unsuspend').addEventListener('click', removal(() => unsuspendQuestion(modHistory.user.username), 'Yes, unsuspend',
+    () => unsuspend(modHistory.user.id, modHistory.user.username)));
+
   async function showModeration(username) {
-    // Looking up a history keeps the suspended list on the page it was.
+    // Looking up a user keeps the suspended list on the page it was.
     if (suspended.loaded) await suspended.reload();
     else await suspended.first();
     const f = $('history-of');
     clearErrors(f);
     f.elements.username.value = username || '';
+    modHistory.user = null;
+    $('mod-user').hidden = true;
     for (const t of ['history', 'audit']) {
       $(t).hidden = !username;
       document.querySelector('[data-pager="' + t + '"]').hidden = !username;
     }
     if (!username) return;
+    let u;
     try {
-      modHistory.user = await userNamed(username, 'username');
+      u = await userNamed(username, 'username');
     } catch (err) {
       $('history').hidden = true;
       $('audit').hidden = true;
       showError(f, err);
       return;
     }
-    $('history-caption').textContent = 'History of ' + modHistory.user.username + ', newest first';
-    $('audit-caption').textContent = 'Admin actions on ' + modHistory.user.username + ', newest first';
-    await Promise.all([modHistory.first(), auditLog.first()]);
+    await showModUser(u.id);
   }
 
   form('history-of', async (v) => {
@@ -611,7 +864,8 @@
     (cursor) => api('GET', '/v1/users/' + state.me.id + '/sessions' + query({ cursor })),
     (items) => fill('sessions', items.map((s) => {
       const tr = row(when(s.createdAt), when(s.lastSeenAt), s.userAgent || 'unknown', s.clientIp || 'unknown',
-        s.current ? 'this session' : button('Sign out', async () => {
+        s.current ? 'this session' : removeButton('Sign out', 'Sign out the session logged in ' + when(s.createdAt)
+          + (s.userAgent ? ' (' + s.userAgent + ')' : '') + '? Whoever uses it must log in again.', 'Yes, sign it out', async () => {
           await api('DELETE', '/v1/users/' + state.me.id + '/sessions/' + enc(s.id));
           await sessions.reload();
           say('That session is signed out.');
@@ -718,7 +972,7 @@
     say('Password changed: your other sessions are signed out.');
   });
 
-  $('sign-out-others').addEventListener('click', act(async () => {
+  $('sign-out-others').addEventListener('click', removal('Sign out every other session of yours? Each must log in again.', 'Yes, sign them out', async () => {
     await api('DELETE', '/v1/users/' + state.me.id + '/sessions?keep=current');
     await sessions.first();
     say('Signed out everywhere else.');
@@ -925,7 +1179,7 @@
     state.token = s.token;
     sessionStorage.setItem('shelf.token', s.token);
     f.reset();
-    say('Welcome, ' + s.user.displayName + '.');
+    carry('Welcome, ' + s.user.displayName + '.');
     await start();
   });
 
@@ -944,7 +1198,7 @@
       // The session may already be gone; log out here anyway.
     }
     forget();
-    say('Logged out.');
+    carry('Logged out.');
     await start();
   });
 
@@ -996,6 +1250,10 @@
       page = pages[name];
     }
     const section = page.section ? page.section(...parts.slice(1)) : name;
+    // A message belongs to the page it was said on, or to the one an
+    // action went on to (carry).
+    if (!state.carried) say('');
+    state.carried = false;
     document.body.dataset.ready = '';
     document.querySelectorAll('main > section').forEach((s) => { s.hidden = s.dataset.page !== section; });
     document.querySelectorAll('#nav a').forEach((a) => {

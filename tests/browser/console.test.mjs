@@ -101,16 +101,45 @@ async function refused(status, fn) {
 }
 
 async function shot(name) {
+  await noOverflow();
   await page.screenshot({ path: `${shots}/${name}.png` });
   if (readmeShots) await page.screenshot({ path: `${readmeShots}/${name}.png` });
 }
 
 // visit loads the console afresh at a route and waits until its page has
-// shown (the tab's session stays: it is in sessionStorage).
+// shown (the tab's session stays: it is in sessionStorage); the page must
+// fit the window's width.
 async function visit(hash, section) {
   await page.goto('about:blank');
   await page.goto(base + '/' + hash);
   await page.waitForSelector(`body[data-ready="${section}"]`);
+  await noOverflow();
+}
+
+// noOverflow fails when the page shown is wider than the window (a wide
+// table scrolls inside its own box, long names wrap).
+async function noOverflow() {
+  const [scroll, inner, where] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth, document.body.dataset.ready]);
+  expect(scroll <= inner, `the ${where} page is ${scroll} px wide in a window of ${inner}`);
+}
+
+// phone and desktop set the window's size: 375 px wide as a small phone,
+// or the 1100x750 of the screenshots.
+const phone375 = { width: 375, height: 740 };
+const desktop = { width: 1100, height: 750 };
+
+// confirm presses a button whose action removes something, checks the
+// question asked (it includes want), and answers yes (or Cancel, with
+// cancel); it answers the message line (an error there only with error).
+async function confirm(selector, want, { cancel, error } = {}) {
+  await page.evaluate(() => { const m = document.getElementById('message'); m.textContent = ''; m.className = ''; });
+  await page.locator(selector).click();
+  await page.locator('#confirm[open]').waitFor();
+  const question = await page.locator('#confirm-text').textContent();
+  expect(question.includes(want), 'the question: ' + question);
+  await page.locator(cancel ? '#confirm-no' : '#confirm-yes').click();
+  await page.locator('#confirm').waitFor({ state: 'hidden' });
+  return message(error);
 }
 
 // submit fills a form's fields by name and sends it; it waits for the
@@ -272,6 +301,9 @@ await step('library: create items, newest first, page forward and back, oldest f
   await page.waitForFunction(() => document.querySelector('#my-library tbody tr').textContent.startsWith('Notes'));
   await page.locator('#library-order').selectOption('newest');
   await page.waitForFunction(() => document.querySelector('#my-library tbody tr').textContent.startsWith('Recipes'));
+  // One wording per enum: the table says what the form's option says.
+  const shown = (await rows('my-library')).join(' | ');
+  expect(shown.includes('logged in') && !shown.includes('loggedin'), 'visibility as the form words it: ' + shown);
   await shot('library');
   // A refused field is named beside it.
   await refused(400, async () => {
@@ -281,6 +313,13 @@ await step('library: create items, newest first, page forward and back, oldest f
   expect((await page.locator('#create .field-error').textContent()).length > 0, 'error beside link');
   await page.locator('#create [name="link"]').fill('');
   await noRawIds();
+  // A message belongs to its page: going to another clears it.
+  expect((await page.locator('#message').textContent()) !== '', 'the refusal is said');
+  await page.locator('#nav a[data-nav="browse"]').click();
+  await page.waitForSelector('body[data-ready="browse"]');
+  expect((await page.locator('#message').textContent()) === '', 'no message carried to Browse');
+  await page.locator('#nav a[data-nav="library"]').click();
+  await page.waitForSelector('body[data-ready="library"]');
 });
 
 await step('edit an item: rename, visibility, description, link; it moves to the top', async () => {
@@ -292,6 +331,7 @@ await step('edit an item: rename, visibility, description, link; it moves to the
   const msg = await submit('edit', { name: 'Notes, revised', visibility: 'public', description: 'what I learned', link: 'https://example.org/notes' });
   expect(msg.includes('at the top'), msg);
   await page.waitForSelector('body[data-ready="library"]');
+  expect((await page.locator('#message').textContent()).includes('at the top'), 'the outcome is said on the page the edit went on to');
   await page.waitForFunction(() => document.querySelector('#my-library tbody tr').textContent.startsWith('Notes, revised'));
   expect(await page.locator('#my-library tbody tr').first().getAttribute('class') === 'moved', 'the moved item is marked');
   expect(await page.locator('#library-order').inputValue() === 'newest', 'newest first after an edit');
@@ -333,7 +373,9 @@ await step('groups: create (a bad name refused beside the field), add by usernam
   const carolId = (await api('GET', '/v1/users/by-username/' + carol)).id;
   const gid = (await api('GET', '/v1/groups/by-name/' + club)).id;
   await shot('group');
-  expect((await click(`#group-members tr[data-member="${carol}"] button`)).includes('no longer in'), 'carol removed');
+  expect((await confirm(`#group-members tr[data-member="${carol}"] button`, carol, { cancel: true })) === 'Nothing changed.', 'cancelled');
+  expect((await rows('group-members')).join(' ').includes(carol), 'carol stays after a cancel');
+  expect((await confirm(`#group-members tr[data-member="${carol}"] button`, 'Remove ' + carol)).includes('no longer in'), 'carol removed');
   await page.waitForFunction(() => document.getElementById('group-capacity').textContent === '2 of 3 members');
   const groupsOfCarol = await api('POST', '/v1/sessions', null, { login: carol, password: pw })
     .then((s) => api('GET', '/v1/users/' + carolId + '/groups', s.token));
@@ -377,6 +419,93 @@ await step('browse libraries by username and by group name', async () => {
   await shot('browse');
 });
 
+// token answers the session of the tab (the user logged in there).
+const token = () => page.evaluate(() => sessionStorage.getItem('shelf.token'));
+
+// openItem follows the link of an item named name in table and waits for
+// its page; to anyone but its managers and admins the members list the
+// page asks for is 403 (viewer), which shows the read view.
+async function openItem(table, name, viewer) {
+  const go = async () => {
+    await page.locator(`#${table} a`, { hasText: name }).first().click();
+    await page.waitForFunction((n) => document.body.dataset.ready === 'item' && document.getElementById('item-title').textContent === n, name);
+  };
+  if (viewer) await refused(403, go);
+  else await go();
+}
+
+// readOnly checks the item page shows no Edit, Share, members or Delete,
+// and no refusal.
+async function readOnly() {
+  for (const sel of ['#edit', '#share', '#item-members', '[data-pager="item-members"]', '#delete-item']) {
+    expect(!(await page.locator(sel).isVisible()), sel + ' is shown to a viewer');
+  }
+  const said = await page.locator('#message').textContent();
+  expect(said === '', 'a message on a viewer\'s item: ' + said);
+}
+
+await step('a viewer: the item read-only (no forms, members or refusal), its link a link; leave it, confirmed; items open from Browse and a group\'s library', async () => {
+  const aliceToken = await token();
+  const bobId = (await api('GET', '/v1/users/by-username/' + bob, aliceToken)).id;
+  const url = 'https://example.org/reading?list=1';
+  const list = await api('POST', '/v1/content', aliceToken, { name: 'Reading list', visibility: 'private', description: 'books to read', link: url });
+  await api('PUT', `/v1/content/${list.id}/members/${bobId}`, aliceToken, { role: 'viewer' });
+  await logout();
+  await login(bob, pw);
+  await openItem('my-library', 'Reading list', true);
+  await readOnly();
+  const a = page.locator('#item-link a');
+  expect((await a.getAttribute('href')) === url && (await a.textContent()) === url && (await a.getAttribute('rel')).includes('noopener'), 'the link is a link');
+  expect((await page.locator('#item-description').textContent()) === 'books to read', 'the description');
+  expect((await page.locator('#item-visibility').textContent()) === 'private', 'the visibility');
+  expect((await page.locator('#item-creator').textContent()) === alice, 'made by ' + alice);
+  expect(await page.locator('#leave-item').isVisible(), 'an item in my library can be taken out');
+  await noRawIds();
+  await shot('item-viewer');
+  expect((await confirm('#leave-item', 'Take Reading list out of your library', { cancel: true })) === 'Nothing changed.', 'cancelled');
+  expect(await page.locator('#leave-item').isVisible(), 'still mine after a cancel');
+  expect((await confirm('#leave-item', 'You can no longer open it')).includes('Took Reading list out of your library'), 'left');
+  await page.waitForSelector('body[data-ready="library"]');
+  expect((await page.locator('#message').textContent()).includes('Took Reading list'), 'said on the library');
+  const mine = (await rows('my-library')).join(' | ');
+  expect(!mine.includes('Reading list') && mine.includes('Hello world'), 'bob\'s library: ' + mine);
+  const gone = await fetch(base + '/v1/content/' + list.id, { headers: { Authorization: 'Bearer ' + await token() } });
+  expect(gone.status === 404, 'bob may no longer open it: ' + gone.status);
+  // Another user's public item, from Browse: read-only, not in my library.
+  await visit('#/browse/user/' + alice, 'browse');
+  await openItem('other-library', 'Notes, revised', true);
+  await readOnly();
+  expect(await page.locator('#leave-item').isHidden(), 'nothing to take out of my library');
+  expect((await page.locator('#item-link a').getAttribute('href')) === 'https://example.org/notes', 'its link');
+  // From a group's library.
+  await visit('#/browse/group/' + club, 'browse');
+  await waitRows('other-library', 1);
+  await openItem('other-library', 'Hello world', true);
+  await readOnly();
+  expect(await page.locator('#leave-item').isVisible(), 'shared with bob himself too: he may take it out');
+  await logout();
+  await login(alice, pw);
+});
+
+await step('a manager: Edit, Share, members and Delete; delete an item, confirmed; the last manager may not leave it', async () => {
+  expect((await submit('create', { name: 'Old draft', visibility: 'private' })).includes('Created Old draft'), 'created');
+  await openItem('my-library', 'Old draft', false);
+  for (const sel of ['#edit', '#share', '#item-members', '#delete-item', '#leave-item']) {
+    expect(await page.locator(sel).isVisible(), sel + ' is not shown to a manager');
+  }
+  await refused(409, async () => {
+    expect((await confirm('#leave-item', 'out of your library', { error: true })).includes('You are the last manager of Old draft'), 'the last manager');
+  });
+  expect((await confirm('#delete-item', 'Delete Old draft for good', { cancel: true })) === 'Nothing changed.', 'cancelled');
+  expect((await confirm('#delete-item', 'every library')).includes('Deleted Old draft'), 'deleted');
+  await page.waitForSelector('body[data-ready="library"]');
+  const mine = (await rows('my-library')).join(' | ');
+  expect(!mine.includes('Old draft'), 'my library: ' + mine);
+  const id = await api('GET', '/v1/users/by-username/' + alice).then((u) => u.id);
+  const left = await api('GET', `/v1/users/${id}/library?limit=100`, await token());
+  expect(!left.items.some((e) => e.name === 'Old draft'), 'gone from the library');
+});
+
 await step('account: sessions paged, sign one out, sign out everywhere else, profile, password', async () => {
   for (let i = 0; i < 2; i++) await api('POST', '/v1/sessions', null, { login: alice, password: pw });
   await visit('#/account', 'account');
@@ -386,9 +515,9 @@ await step('account: sessions paged, sign one out, sign out everywhere else, pro
   await noRawIds();
   const other = page.locator('#sessions tbody tr:not(.current)').first();
   const id = await other.getAttribute('data-session');
-  expect((await click(`#sessions tr[data-session="${id}"] button`)).includes('signed out'), 'one signed out');
+  expect((await confirm(`#sessions tr[data-session="${id}"] button`, 'Sign out the session')).includes('signed out'), 'one signed out');
   await page.waitForFunction((sid) => !document.querySelector(`#sessions tr[data-session="${sid}"]`), id);
-  expect((await click('#sign-out-others')).includes('everywhere else'), 'others signed out');
+  expect((await confirm('#sign-out-others', 'every other session')).includes('everywhere else'), 'others signed out');
   await waitRows('sessions', 1);
   expect((await rows('sessions'))[0].includes('this session'), 'only this one is left');
   expect((await submit('profile', { displayName: 'Alice A.' })).includes('Saved'), 'profile saved');
@@ -419,11 +548,11 @@ await step('moderation: suspend with and without an end, page, history and audit
   await page.locator(`#suspended tr[data-user="${bob}"]`).waitFor();
   const bobRow = await page.locator(`#suspended tr[data-user="${bob}"]`).textContent();
   expect(bobRow.includes('spam') && bobRow.includes(admin) && !bobRow.includes('until lifted'), 'bob\'s row: ' + bobRow);
-  await page.locator(`#suspended tr[data-user="${bob}"] a`).click();
+  await page.locator(`#suspended tr[data-user="${bob}"] td:first-child a`).click();
   await page.waitForSelector('body[data-ready="moderation"]');
   await waitRows('history', 1);
   expect((await rows('history'))[0].startsWith('suspended'), 'history: ' + await rows('history'));
-  expect((await click(`#suspended tr[data-user="${bob}"] button`)).includes('no longer suspended'), 'bob unsuspended');
+  expect((await confirm(`#suspended tr[data-user="${bob}"] button`, 'Lift the suspension of ' + bob)).includes('no longer suspended'), 'bob unsuspended');
   await waitRows('history', 2);
   expect((await submit('suspend', { username: bob, reason: 'again' })).includes('Suspended ' + bob), 'bob suspended again');
   await visit('#/moderation/' + bob, 'moderation');
@@ -441,7 +570,104 @@ await step('moderation: suspend with and without an end, page, history and audit
   await noRawIds();
   await shot('moderation');
   for (const u of [bob, carol, alice]) {
-    expect((await click(`#suspended tr[data-user="${u}"] button`)).includes('no longer suspended'), u + ' unsuspended');
+    expect((await confirm(`#suspended tr[data-user="${u}"] button`, u)).includes('no longer suspended'), u + ' unsuspended');
+  }
+});
+
+await step('a moderator: from a user to their suspension, history and library, and back; unsuspend there, confirmed', async () => {
+  await visit('#/moderation', 'moderation');
+  expect((await submit('suspend', { username: carol, reason: 'flooding' })).includes('Suspended ' + carol), 'carol suspended');
+  const carolRow = page.locator(`#suspended tr[data-user="${carol}"]`);
+  await carolRow.locator('td:first-child a').click();
+  await page.waitForFunction((u) => document.body.dataset.ready === 'moderation' && document.getElementById('mod-user-title').textContent.startsWith(u), carol);
+  const status = await page.locator('#mod-user-status').textContent();
+  expect(status.startsWith('Suspended since') && status.includes('flooding') && status.includes(admin) && status.includes('until lifted'), 'status: ' + status);
+  // Suspended, unsuspended (the walk before), suspended again: two a page.
+  await waitRows('history', 2);
+  expect((await rows('history'))[0].startsWith('suspended') && (await rows('history'))[0].includes('flooding'), 'history: ' + await rows('history'));
+  // Their library, and from there back to their suspension.
+  await page.locator('#mod-user-library').click();
+  await page.waitForSelector('body[data-ready="browse"]');
+  expect((await page.locator('#other-library-caption').textContent()).startsWith(carol), 'carol\'s library');
+  expect(await page.locator('#browse-moderation').isVisible(), 'an admin goes on to the suspension');
+  await page.locator('#browse-moderation-link').click();
+  await page.waitForSelector('body[data-ready="moderation"]');
+  expect((await page.locator('#mod-user-title').textContent()).startsWith(carol), 'back at carol');
+  // The suspended list goes to a library too.
+  await page.locator(`#suspended tr[data-user="${carol}"] a`, { hasText: 'Library' }).click();
+  await page.waitForSelector('body[data-ready="browse"]');
+  expect((await page.locator('#other-library-caption').textContent()).startsWith(carol), 'carol\'s library from the list');
+  await visit('#/moderation/' + carol, 'moderation');
+  await shot('moderation-user');
+  expect((await confirm('#mod-unsuspend', 'Lift the suspension of ' + carol, { cancel: true })) === 'Nothing changed.', 'cancelled');
+  expect((await confirm('#mod-unsuspend', 'Lift the suspension of ' + carol)).includes('no longer suspended'), 'unsuspended');
+  expect((await page.locator('#mod-user-status').textContent()) === carol + ' is not suspended.', 'the status follows');
+  expect(await page.locator('#mod-unsuspend').isHidden(), 'nothing to lift');
+  await waitRows('history', 2);
+  // Another user's page shows no moderation link.
+  await logout();
+  await login(bob, pw);
+  await visit('#/browse/user/' + carol, 'browse');
+  expect(await page.locator('#browse-moderation').isHidden(), 'no moderation link for bob');
+  await logout();
+});
+
+await step('at 375 px, as a viewer, a manager and a moderator: no page wider than the window, long display names wrap, field errors stay under their field', async () => {
+  await page.setViewportSize(phone375);
+  try {
+    // A viewer with a display name of one long word.
+    await login(bob, pw);
+    const bobId = (await api('GET', '/v1/users/by-username/' + bob)).id;
+    await api('PATCH', '/v1/users/' + bobId, await token(), { displayName: 'Bartholomew'.repeat(5) });
+    await visit('#/library', 'library');
+    expect((await page.locator('#who').textContent()).includes('Bartholomew'), 'the long name is shown');
+    const aliceId = (await api('GET', '/v1/users/by-username/' + alice)).id;
+    const hello = (await api('GET', `/v1/users/${aliceId}/library?limit=100`, await token())).items.find((e) => e.name === 'Hello world');
+    await refused(403, () => visit('#/item/' + hello.id, 'item'));
+    await readOnly();
+    await noOverflow();
+    await shot('phone-item-viewer');
+    await visit('#/browse/user/' + alice, 'browse');
+    await page.locator('#other-library a', { hasText: 'Notes, revised' }).waitFor();
+    await noOverflow();
+    await api('PATCH', '/v1/users/' + bobId, await token(), { displayName: bob });
+    await logout();
+    // A field error on signup stays inside its field's label.
+    await refused(400, async () => {
+      await submit('signup', { username: 'zed' + run, email: `zed${run}@example.org`, password: 'password1' }, true);
+    });
+    expect(await page.locator('#signup label:has([name="password"]) .field-error').count() === 1, 'the error under its field');
+    const [form, error] = await Promise.all([page.locator('#signup').boundingBox(), page.locator('#signup .field-error').boundingBox()]);
+    expect(error.x >= form.x && error.x + error.width <= form.x + form.width, 'the error inside the form');
+    await noOverflow();
+    await shot('phone-signup');
+    // A manager: an item with its members, a group, the account.
+    await login(alice, newPw);
+    await visit('#/item/' + hello.id, 'item');
+    await waitRows('item-members', 2);
+    await noOverflow();
+    await visit('#/groups/' + club, 'group');
+    await waitRows('group-members', 2);
+    await noOverflow();
+    await visit('#/groups', 'groups');
+    await visit('#/account', 'account');
+    await page.locator('#sessions tbody tr').first().waitFor();
+    await noOverflow();
+    await logout();
+    // A moderator: the suspended list, a user's history and audit.
+    await login(admin, pw);
+    await visit('#/moderation', 'moderation');
+    expect((await submit('suspend', { username: carol, reason: 'a reason long enough to make its column wide, and then some more words' })).includes('Suspended'), 'suspended');
+    await page.locator(`#suspended tr[data-user="${carol}"]`).waitFor();
+    await noOverflow();
+    await shot('phone-moderation');
+    await visit('#/moderation/' + carol, 'moderation');
+    await waitRows('history', 2);
+    await noOverflow();
+    expect((await confirm(`#suspended tr[data-user="${carol}"] button`, carol)).includes('no longer suspended'), 'unsuspended');
+    await noOverflow();
+  } finally {
+    await page.setViewportSize(desktop);
   }
 });
 
@@ -599,6 +825,13 @@ await step('close a group: the button for its managers and admins only, confirme
   await login(carol, pw);
   await visit('#/groups/' + team, 'group');
   expect(await page.locator('#close-group-area').isHidden(), 'a member sees no Close group');
+  // What a member may do is all a member sees: no roles to change, nobody
+  // to add or remove, only Leave on their own row.
+  await page.locator('#group-members tbody tr').first().waitFor();
+  expect(await page.locator('#add-member').isHidden() && (await page.locator('#group-members select').count()) === 0, 'a member adds nobody and changes no role');
+  const buttons = await page.locator('#group-members tbody button').allTextContents();
+  expect(buttons.length <= 1 && buttons.every((b) => b === 'Leave'), 'a member\'s buttons: ' + buttons);
+  expect((await rows('group-members')).some((r) => r.includes('manager')), 'the roles as words');
   await logout();
   await login(admin, pw);
   await visit('#/groups/' + team, 'group');
