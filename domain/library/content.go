@@ -95,8 +95,7 @@ type Input struct {
 
 // The rules of an item's text: names 1-200 characters, descriptions at
 // most 5000 with line breaks and tabs, neither with white space at its
-// ends, stored in NFC, without
-// invisible characters (domain.TextRule).
+// ends nor invisible characters, stored in NFC (domain.TextRule).
 var (
 	nameRule        = domain.TextRule{Field: "name", Min: 1, Max: 200}
 	descriptionRule = domain.TextRule{Field: "description", Max: 5000, Lines: true}
