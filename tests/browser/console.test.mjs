@@ -249,7 +249,7 @@ await step('the API reference lists every route', async () => {
   await healthz.locator('.opblock-summary').click();
   await healthz.locator('.try-out__btn').click();
   await healthz.locator('.execute').click();
-  const status = healthz.locator('.live-responses-table .response-col_status').first();
+  const status = healthz.locator('.live-responses-table tr.response .response-col_status').first();
   await status.waitFor({ timeout: 10000 });
   const got = (await status.textContent()).trim();
   expect(got === '200', `Try-it-out of GET /healthz from ${base}/docs answered ${got}`);
