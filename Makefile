@@ -109,7 +109,7 @@ fuzz: ## Go fuzz targets for FUZZTIME each (decoders, identifiers, cursors) and 
 	@$(GO) test -count=1 -run '^TestExploreAccountsRandom$$' ./tests/faults -explore.rounds=$(EXPLORE_ROUNDS)
 
 .PHONY: fuzz-api
-fuzz-api: ## schemathesis against a running api with the served openapi.yaml (FUZZ_EXAMPLES per operation, 30)
+fuzz-api: ## schemathesis against a running api with the served openapi.yaml, as an admin that keeps its session and anonymous, for each seed of FUZZ_SEEDS ("1 7"), FUZZ_EXAMPLES per operation (30)
 	@$(CASSANDRA) with -- scripts/fuzz-api.sh
 
 .PHONY: lint

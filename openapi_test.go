@@ -145,10 +145,10 @@ var textFields = map[string]struct{ lines, required bool }{
 // textPattern is the pattern a text field must carry: no character that
 // domain.RefusedInText refuses wherever it stands (Basic Multilingual
 // Plane characters as \uXXXX escapes, which every dialect reads; the
-// others as themselves) and, for a field that needs one, at least one
-// character that trimming keeps. The emoji joiners it lets through are the
-// server's to judge in context, so a lone zero-width joiner passes the
-// pattern and is still refused.
+// others as themselves), no white space at either end (domain.Untrimmed),
+// and, for a field that needs a value, at least one character. The emoji
+// joiners it lets through are the server's to judge in context, so a lone
+// zero-width joiner passes the pattern and is still refused.
 func textPattern(lines, required bool) string {
 	var class strings.Builder
 	write := func(r rune) {
@@ -173,14 +173,17 @@ func textPattern(lines, required bool) string {
 		}
 	}
 	refused := class.String()
+	edge := "[^" + refused + spaceClass(lines) + "]"
+	value := edge + "(?:[^" + refused + "]*" + edge + ")?"
 	if !required {
-		return "^[^" + refused + "]*$"
+		return "^(?:" + value + ")?$"
 	}
-	return "^[^" + refused + "]*[^" + refused + spaceClass(lines) + "][^" + refused + "]*$"
+	return "^" + value + "$"
 }
 
-// spaceClass is the blank space trimming removes (unicode.IsSpace) that
-// the text rule does not refuse anyway, as a class body.
+// spaceClass is the white space refused at either end (unicode.IsSpace,
+// what strings.TrimSpace would trim) that the text rule does not refuse
+// anyway, as a class body.
 func spaceClass(lines bool) string {
 	var spaces strings.Builder
 	for r := rune(0); r <= 0x3000; r++ {
@@ -192,21 +195,15 @@ func spaceClass(lines bool) string {
 }
 
 // linkPattern is the pattern of link: library.ValidLink's shape, none of
-// the characters ValidLink refuses in it, blank space around it (trimmed
-// away), or nothing but blank space (no link).
+// the characters ValidLink refuses in it and no blank space, or "" (no
+// link).
 func linkPattern() string {
 	one := textPattern(false, false)
-	refused := strings.TrimSuffix(strings.TrimPrefix(one, "^[^"), "]*$")
-	var all strings.Builder
-	for r := rune(0); r <= 0x3000; r++ {
-		if unicode.IsSpace(r) {
-			fmt.Fprintf(&all, `\u%04X`, r)
-		}
-	}
-	space := "[" + all.String() + "]*"
+	refused := strings.TrimPrefix(one, "^(?:[^")
+	refused = refused[:strings.Index(refused, spaceClass(false))]
 	label := `[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?`
-	return "^" + space + `(?:[Hh][Tt][Tt][Pp][Ss]?://` + label + `(?:\.` + label + `)*(?::[0-9]{1,5})?` +
-		`(?:[/?#](?:[^%` + refused + spaceClass(false) + `]|%[0-9A-Fa-f]{2})*)?)?` + space + "$"
+	return "^" + `(?:[Hh][Tt][Tt][Pp][Ss]?://` + label + `(?:\.` + label + `)*(?::[0-9]{1,5})?` +
+		`(?:[/?#](?:[^%` + refused + spaceClass(false) + `]|%[0-9A-Fa-f]{2})*)?)?` + "$"
 }
 
 // TestTextFieldsStateTheInvisibleCharacterRule: the characters the server
@@ -228,6 +225,53 @@ func TestTextFieldsStateTheInvisibleCharacterRule(t *testing.T) {
 	})
 	if found != len(textFields) {
 		t.Fatalf("found %d of the %d text fields", found, len(textFields))
+	}
+}
+
+// TestTextFieldsSayWhatTheServerAccepts (issue 29): for every text field
+// a request carries, its schema (pattern, minLength, maxLength) and
+// domain.TextRule with the schema's limits accept the same values, white
+// space at the ends and lengths at the edges included: nothing is trimmed
+// before counting, so a schemathesis run finds no value the schema
+// forbids that the server takes, nor the reverse. (The emoji joiners,
+// which the pattern lets through for the server to judge in context, are
+// not among the values.)
+func TestTextFieldsSayWhatTheServerAccepts(t *testing.T) {
+	checked := 0
+	walkSpec(t, func(path string, m map[string]any) {
+		for field, rule := range textFields {
+			schema, property, _ := strings.Cut(field, "/")
+			if path != "/components/schemas/"+schema+"/properties/"+property || schema == "SessionInfo" {
+				continue
+			}
+			checked++
+			minLength, _ := m["minLength"].(int)
+			maxLength, ok := m["maxLength"].(int)
+			if !ok {
+				t.Errorf("%s: no maxLength", path)
+				continue
+			}
+			if rule.required != (minLength > 0) {
+				t.Errorf("%s: minLength %d, but required is %v", path, minLength, rule.required)
+			}
+			pattern := regexp.MustCompile(regexp.MustCompile(`\\u([0-9A-F]{4})`).ReplaceAllString(m["pattern"].(string), `\x{$1}`))
+			server := domain.TextRule{Field: property, Min: minLength, Max: maxLength, Lines: rule.lines}
+			full := strings.Repeat("a", maxLength)
+			for _, v := range []string{"", " ", "a", " a", "a ", "a b", "a\u00A0", "\u3000a", "a\u2003b", "a\nb", "a\n", "\tb", "a\tb",
+				"\r\na", "\u0085a", "a\u2028", full, " " + full, full + " ", full[1:] + " ", full + "a", "Caf\u0065\u0301",
+				strings.Repeat("e\u0301", maxLength/2), strings.Repeat("e\u0301", maxLength/2+1), "\u0958",
+			} {
+				n := utf8.RuneCountInString(v)
+				contract := pattern.MatchString(v) && n >= minLength && n <= maxLength
+				_, fe := server.Check(v)
+				if contract != (fe == nil) {
+					t.Errorf("%s: %.30q (%d characters): the contract says %v, the server %v", path, v, n, contract, fe)
+				}
+			}
+		}
+	})
+	if checked != len(textFields)-1 {
+		t.Fatalf("checked %d of the %d text fields of requests", checked, len(textFields)-1)
 	}
 }
 
@@ -260,13 +304,12 @@ func TestLinksStateTheirRule(t *testing.T) {
 		"javascript:alert(1)", "https://example.org/" + strings.Repeat("a", 2030),
 		"https://example.org/" + strings.Repeat("ü", 2020),
 	} {
-		trimmed := strings.TrimSpace(link)
-		server := trimmed == "" || library.ValidLink(trimmed)
+		server := link == "" || (domain.Untrimmed("link", link) == nil && library.ValidLink(link))
 		if contract := spec.MatchString(link) && utf8.RuneCountInString(link) <= 2048; contract != server {
 			t.Errorf("%q: the contract says %v, the server %v", link, contract, server)
 		}
-		if server && trimmed != "" {
-			u, err := url.Parse(trimmed)
+		if server && link != "" {
+			u, err := url.Parse(link)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				t.Errorf("%q: stored, but net/url reads %v, %v", link, u, err)
 			}

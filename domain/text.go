@@ -164,32 +164,60 @@ func emojiBase(r rune) bool {
 }
 
 // TextRule is the rule of a field people read (display names, content names
-// and descriptions, group descriptions, suspension reasons): trimmed, in
-// NFC, no blank character but the parts of emoji sequences (and line
-// breaks and tabs where Lines), and Min-Max characters. Each rule has one
-// code whatever the input: invalid_characters, then length (a range) or
-// too_long (a maximum only), the limits in the message.
+// and descriptions, group descriptions, suspension reasons): no white
+// space at either end, no blank character but the parts of emoji
+// sequences (and line breaks and tabs where Lines), Min-Max characters as
+// sent, stored in NFC. Each rule has one code whatever the input:
+// invalid_characters, then untrimmed, then length (a range) or too_long (a
+// maximum only), the limits in the message.
+//
+// White space at the ends is refused rather than trimmed (issue 29): a
+// schema's maxLength counts the string as sent, so a server that trimmed
+// first accepted " " and 64 letters that the schema forbids. Refusing it
+// makes maxLength, minLength and the pattern say exactly what is accepted,
+// in every generator's and fuzzer's dialect; clients trim what people
+// type (the console does).
 type TextRule struct {
 	Field    string
 	Min, Max int
 	Lines    bool
 }
 
-// Check applies the rule to s and returns it as stored. Characters are
-// checked after normalization, which can itself insert U+034F into a long
+// Check applies the rule to s and returns it as stored. The length is the
+// one the schema counts, of s as sent; NFC can shorten it (a letter and
+// its combining accent become one character) or, for a few characters
+// Unicode excludes from composition, lengthen it, so a stored value may
+// exceed Max by those (answers state no maxLength). Characters are checked
+// again after normalization, which can itself insert U+034F into a long
 // run of combining marks: what is stored is what a client could send.
 func (t TextRule) Check(s string) (string, *FieldError) {
-	s = norm.NFC.String(strings.TrimSpace(s))
 	if i, r := invisibleAt(s, t.Lines, true); i >= 0 {
 		return "", invisibleError(t.Field, i, r)
 	}
+	if fe := Untrimmed(t.Field, s); fe != nil {
+		return "", fe
+	}
 	switch n := utf8.RuneCountInString(s); {
 	case t.Min > 0 && (n < t.Min || n > t.Max):
-		return "", &FieldError{Field: t.Field, Code: "length", Message: fmt.Sprintf("must be %d-%d characters once trimmed", t.Min, t.Max)}
+		return "", &FieldError{Field: t.Field, Code: "length", Message: fmt.Sprintf("must be %d-%d characters", t.Min, t.Max)}
 	case n > t.Max:
-		return "", &FieldError{Field: t.Field, Code: "too_long", Message: fmt.Sprintf("must be at most %d characters once trimmed", t.Max)}
+		return "", &FieldError{Field: t.Field, Code: "too_long", Message: fmt.Sprintf("must be at most %d characters", t.Max)}
+	}
+	s = norm.NFC.String(s)
+	if i, r := invisibleAt(s, t.Lines, true); i >= 0 {
+		return "", invisibleError(t.Field, i, r)
 	}
 	return s, nil
+}
+
+// Untrimmed refuses white space (unicode.IsSpace, as strings.TrimSpace
+// trims) at either end of a field's value: the one rule of every text
+// field, names, descriptions, reasons, emails and links alike.
+func Untrimmed(field, s string) *FieldError {
+	if s == strings.TrimSpace(s) {
+		return nil
+	}
+	return &FieldError{Field: field, Code: "untrimmed", Message: "must not start or end with white space"}
 }
 
 // DisplayNameRule is the rule of users' and groups' display names.
@@ -218,7 +246,10 @@ func NormalizeEmail(s string) (display, key string, fe *FieldError) {
 	if i, r := invisibleAt(s, false, false); i >= 0 {
 		return "", "", invisibleError("email", i, r)
 	}
-	display = norm.NFKC.String(strings.TrimSpace(s))
+	if fe := Untrimmed("email", s); fe != nil {
+		return "", "", fe
+	}
+	display = norm.NFKC.String(s)
 	if i, r := invisibleAt(display, false, false); i >= 0 { // NFKC can itself insert U+034F
 		return "", "", invisibleError("email", i, r)
 	}

@@ -45,7 +45,8 @@ func TestNormalizeEmail(t *testing.T) {
 		in, key, code string
 	}{
 		{"Al@Example.ORG", "al@example.org", ""},
-		{" al@example.org ", "al@example.org", ""},
+		{" al@example.org ", "", "untrimmed"}, // refused, as in every text field
+		{"al@example.org\u00A0", "", "untrimmed"},
 		{"ＡＬ@ｅｘａｍｐｌｅ.org", "al@example.org", ""},          // NFKC folds fullwidth
 		{"Straße@example.org", "strasse@example.org", ""}, // full case folding
 		{"STRASSE@example.org", "strasse@example.org", ""},
@@ -154,10 +155,12 @@ func TestInvisibleCharacters(t *testing.T) {
 	}
 }
 
-// TestTextRules: every field people read follows one rule, applied after
-// NFC: one code per rule whatever the input's length (invalid_characters,
+// TestTextRules: every field people read follows one rule: one code per
+// rule whatever the input's length (invalid_characters, then untrimmed,
 // then length for a range or too_long for a maximum), the limit in the
-// message; line breaks and tabs only where the field has lines.
+// message; line breaks and tabs only where the field has lines, and never
+// at either end; the length counted as sent, as openapi.yaml's maxLength
+// counts it, the value stored in NFC.
 func TestTextRules(t *testing.T) {
 	t.Parallel()
 	name := TextRule{Field: "name", Min: 1, Max: 5}
@@ -168,15 +171,22 @@ func TestTextRules(t *testing.T) {
 		code     string
 		mentions string
 	}{
-		{name, " ab ", "ab", "", ""},
-		{name, "e\u0301", "é", "", ""}, // stored in NFC
+		{name, " ab ", "", "untrimmed", "white space"},
+		{name, "ab\u00A0", "", "untrimmed", "white space"},
+		{name, "\u3000ab", "", "untrimmed", "white space"},
+		{name, "a b", "a b", "", ""},
+		{name, "e\u0301", "é", "", ""},                                                 // stored in NFC
+		{name, "e\u0301e\u0301e\u0301", "", "length", "1-5"},                           // six characters as sent, though three in NFC
+		{name, strings.Repeat("\u0958", 5), strings.Repeat("\u0915\u093C", 5), "", ""}, // five as sent; NFC decomposes them
 		{name, "", "", "length", "1-5"},
-		{name, "   ", "", "length", "1-5"},
+		{name, "   ", "", "untrimmed", "white space"},
 		{name, "abcdef", "", "length", "1-5"},
 		{name, strings.Repeat("a", 100000), "", "length", "1-5"},
 		{name, "a\nb", "", "invalid_characters", "U+000A at character 2"},
 		{name, "a\u3164", "", "invalid_characters", "U+3164"},
 		{lines, "a\nb\tc", "a\nb\tc", "", ""},
+		{lines, "a\n", "", "untrimmed", "white space"},
+		{lines, "\tab", "", "untrimmed", "white space"},
 		{lines, "", "", "", ""},
 		{lines, "abcdef", "", "too_long", "at most 5"},
 		{lines, strings.Repeat("a", 100000), "", "too_long", "at most 5"},

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -17,7 +16,7 @@ type Audit struct{ accounts *accounts.Service }
 type auditEntryResponse struct {
 	ID        string     `json:"id"`
 	Action    string     `json:"action"`
-	At        time.Time  `json:"at"`
+	At        timestamp  `json:"at"`
 	Actor     string     `json:"actor,omitempty"`
 	Via       string     `json:"via"`
 	ClientIP  string     `json:"clientIp,omitempty"`
@@ -25,17 +24,12 @@ type auditEntryResponse struct {
 	Old       string     `json:"old,omitempty"`
 	New       string     `json:"new,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
-	Until     *time.Time `json:"until,omitempty"`
+	Until     *timestamp `json:"until,omitempty"`
 }
 
 func toAuditEntryResponse(e domain.AuditEntry) auditEntryResponse {
-	out := auditEntryResponse{ID: e.ID(), Action: string(e.Action), At: e.At.UTC(), Actor: e.Actor, Via: e.Via,
-		ClientIP: e.From.IP, UserAgent: e.From.UserAgent, Old: e.Old, New: e.New, Reason: e.Reason}
-	if !e.Until.IsZero() {
-		until := e.Until.UTC()
-		out.Until = &until
-	}
-	return out
+	return auditEntryResponse{ID: e.ID(), Action: string(e.Action), At: stamp(e.At), Actor: e.Actor, Via: e.Via,
+		ClientIP: e.From.IP, UserAgent: e.From.UserAgent, Old: e.Old, New: e.New, Reason: e.Reason, Until: optionalStamp(e.Until)}
 }
 
 // list serves GET /v1/users/{id}/audit: the admin actions on the account,

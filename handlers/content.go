@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -35,13 +34,13 @@ type contentResponse struct {
 	Visibility   string    `json:"visibility"`
 	Link         string    `json:"link,omitempty"`
 	CreatedBy    string    `json:"createdBy"`
-	CreatedAt    time.Time `json:"createdAt"`
-	LastModified time.Time `json:"lastModified"`
+	CreatedAt    timestamp `json:"createdAt"`
+	LastModified timestamp `json:"lastModified"`
 }
 
 func toContentResponse(c library.Content) contentResponse {
 	return contentResponse{ID: c.ID, Name: c.Name, Description: c.Description, Visibility: string(c.Visibility),
-		Link: c.Link, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt.UTC(), LastModified: c.LastModified.UTC()}
+		Link: c.Link, CreatedBy: c.CreatedBy, CreatedAt: stamp(c.CreatedAt), LastModified: stamp(c.LastModified)}
 }
 
 // shareRequest is PUT /v1/content/{id}/members/{principalId}.
@@ -60,7 +59,7 @@ type libraryItem struct {
 	ID           string    `json:"id"`
 	Name         string    `json:"name"`
 	Visibility   string    `json:"visibility"`
-	LastModified time.Time `json:"lastModified"`
+	LastModified timestamp `json:"lastModified"`
 }
 
 // create serves POST /v1/content: a new item, its creator its first manager.
@@ -172,7 +171,7 @@ func (h *Contents) library(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, toPage(page, func(e library.Entry) libraryItem {
-		return libraryItem{ID: e.ContentID, Name: e.Name, Visibility: string(e.Visibility), LastModified: e.LastModified.UTC()}
+		return libraryItem{ID: e.ContentID, Name: e.Name, Visibility: string(e.Visibility), LastModified: stamp(e.LastModified)}
 	}))
 	return nil
 }

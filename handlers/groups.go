@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -43,7 +42,7 @@ type groupResponse struct {
 	MaxMembers  *int      `json:"maxMembers,omitempty"`
 	MemberCount int       `json:"memberCount"`
 	CreatedBy   string    `json:"createdBy"`
-	CreatedAt   time.Time `json:"createdAt"`
+	CreatedAt   timestamp `json:"createdAt"`
 }
 
 // groupMemberResponse is the GroupMember schema of openapi.yaml.
@@ -64,7 +63,7 @@ func toGroupMembershipResponse(m groups.Membership) groupMembershipResponse {
 
 func toGroupResponse(g groups.Group) groupResponse {
 	out := groupResponse{ID: g.ID, Name: g.Name, DisplayName: g.DisplayName, Description: g.Description,
-		MemberCount: g.MemberCount, CreatedBy: g.CreatedBy, CreatedAt: g.CreatedAt.UTC()}
+		MemberCount: g.MemberCount, CreatedBy: g.CreatedBy, CreatedAt: stamp(g.CreatedAt)}
 	if g.MaxMembers > 0 {
 		n := g.MaxMembers
 		out.MaxMembers = &n

@@ -26,19 +26,14 @@ type suspensionResponse struct {
 	UserID      string     `json:"userId"`
 	Username    string     `json:"username"`
 	Reason      string     `json:"reason"`
-	SuspendedAt time.Time  `json:"suspendedAt"`
+	SuspendedAt timestamp  `json:"suspendedAt"`
 	SuspendedBy string     `json:"suspendedBy"`
-	Until       *time.Time `json:"until,omitempty"`
+	Until       *timestamp `json:"until,omitempty"`
 }
 
 func toSuspensionResponse(s domain.Suspension) suspensionResponse {
-	out := suspensionResponse{UserID: s.UserID, Username: s.Username, Reason: s.Reason,
-		SuspendedAt: s.SuspendedAt.UTC(), SuspendedBy: s.SuspendedBy}
-	if !s.Until.IsZero() {
-		until := s.Until.UTC()
-		out.Until = &until
-	}
-	return out
+	return suspensionResponse{UserID: s.UserID, Username: s.Username, Reason: s.Reason,
+		SuspendedAt: stamp(s.SuspendedAt), SuspendedBy: s.SuspendedBy, Until: optionalStamp(s.Until)}
 }
 
 // suspend serves POST /v1/users/{id}/suspension (admins).
@@ -93,21 +88,16 @@ func (h *Moderation) list(w http.ResponseWriter, r *http.Request) error {
 // moderationEventResponse is the ModerationEvent schema of openapi.yaml.
 type moderationEventResponse struct {
 	Kind        string     `json:"kind"`
-	At          time.Time  `json:"at"`
+	At          timestamp  `json:"at"`
 	Actor       string     `json:"actor,omitempty"`
 	Reason      string     `json:"reason"`
-	SuspendedAt time.Time  `json:"suspendedAt"`
-	Until       *time.Time `json:"until,omitempty"`
+	SuspendedAt timestamp  `json:"suspendedAt"`
+	Until       *timestamp `json:"until,omitempty"`
 }
 
 func toModerationEventResponse(e moderation.Event) moderationEventResponse {
-	out := moderationEventResponse{Kind: string(e.Kind), At: e.At.UTC(), Actor: e.Actor, Reason: e.Reason,
-		SuspendedAt: e.SuspendedAt.UTC()}
-	if !e.Until.IsZero() {
-		until := e.Until.UTC()
-		out.Until = &until
-	}
-	return out
+	return moderationEventResponse{Kind: string(e.Kind), At: stamp(e.At), Actor: e.Actor, Reason: e.Reason,
+		SuspendedAt: stamp(e.SuspendedAt), Until: optionalStamp(e.Until)}
 }
 
 // history serves GET /v1/users/{id}/moderation-history: every suspension,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/rs/zerolog/hlog"
 
@@ -45,6 +46,9 @@ func (p Problem) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	for k, v := range p.Extensions {
+		if t, ok := v.(time.Time); ok {
+			v = stamp(t) // a problem's times are written as every answer's
+		}
 		if _, taken := m[k]; !taken {
 			m[k] = v
 		}

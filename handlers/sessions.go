@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -25,7 +24,7 @@ type loginRequest struct {
 // sessionResponse is the Session schema of openapi.yaml.
 type sessionResponse struct {
 	Token     string       `json:"token"`
-	ExpiresAt time.Time    `json:"expiresAt"`
+	ExpiresAt timestamp    `json:"expiresAt"`
 	User      userResponse `json:"user"`
 }
 
@@ -45,7 +44,7 @@ func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, sessionResponse{
-		Token: res.Token, ExpiresAt: res.ExpiresAt.UTC(),
+		Token: res.Token, ExpiresAt: stamp(res.ExpiresAt),
 		User: toUserResponse(accounts.UserView{User: res.User, Full: true}),
 	})
 	return nil
@@ -63,17 +62,17 @@ func (h *Sessions) logout(w http.ResponseWriter, r *http.Request) error {
 // sessionInfoResponse is the SessionInfo schema of openapi.yaml.
 type sessionInfoResponse struct {
 	ID         string    `json:"id"`
-	CreatedAt  time.Time `json:"createdAt"`
-	LastSeenAt time.Time `json:"lastSeenAt"`
-	ExpiresAt  time.Time `json:"expiresAt"`
+	CreatedAt  timestamp `json:"createdAt"`
+	LastSeenAt timestamp `json:"lastSeenAt"`
+	ExpiresAt  timestamp `json:"expiresAt"`
 	UserAgent  string    `json:"userAgent,omitempty"`
 	ClientIP   string    `json:"clientIp,omitempty"`
 	Current    bool      `json:"current"`
 }
 
 func toSessionInfoResponse(v accounts.SessionView) sessionInfoResponse {
-	return sessionInfoResponse{ID: v.ID(), CreatedAt: v.CreatedAt.UTC(), LastSeenAt: v.Seen().UTC(),
-		ExpiresAt: v.ExpiresAt.UTC(), UserAgent: v.UserAgent, ClientIP: v.ClientIP, Current: v.Current}
+	return sessionInfoResponse{ID: v.ID(), CreatedAt: stamp(v.CreatedAt), LastSeenAt: stamp(v.Seen()),
+		ExpiresAt: stamp(v.ExpiresAt), UserAgent: v.UserAgent, ClientIP: v.ClientIP, Current: v.Current}
 }
 
 // list serves GET /v1/users/{id}/sessions: the user's live sessions,

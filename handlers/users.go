@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -68,7 +67,7 @@ type userResponse struct {
 	// out, an empty list is not): who the admins are is not for everyone
 	// who can read an account.
 	Roles     []string  `json:"roles,omitzero"`
-	CreatedAt time.Time `json:"createdAt"`
+	CreatedAt timestamp `json:"createdAt"`
 	// EmailVerified is shown with the email (the user and admins).
 	EmailVerified *bool `json:"emailVerified,omitempty"`
 	// PendingEmail is a new address asked for and not verified yet,
@@ -78,7 +77,7 @@ type userResponse struct {
 
 func toUserResponse(v accounts.UserView) userResponse {
 	u := v.User
-	out := userResponse{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName, CreatedAt: u.CreatedAt.UTC()}
+	out := userResponse{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName, CreatedAt: stamp(u.CreatedAt)}
 	if v.Full {
 		out.Roles = u.Roles
 		if out.Roles == nil {

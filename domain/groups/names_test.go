@@ -41,14 +41,16 @@ func TestNormalizeGroupDescription(t *testing.T) {
 		in, out, code string
 	}{
 		{"", "", ""},
-		{"  two\nlines\tand a tab  ", "two\nlines\tand a tab", ""},
+		{"two\nlines\tand a tab", "two\nlines\tand a tab", ""},
+		{"  two lines  ", "", "untrimmed"},
 		{strings.Repeat("é", 1000), strings.Repeat("é", 1000), ""},
 		{strings.Repeat("é", 1001), "", "too_long"},
 		{"bell\a", "", "invalid_characters"},
 		{"Hangul\u3164filler", "", "invalid_characters"},
 		{"line\u2028separator", "", "invalid_characters"},
 		{strings.Repeat("é", 100000), "", "too_long"}, // one code whatever the length
-		{"  ❤️ club\n", "❤️ club", ""},
+		{"❤️ club", "❤️ club", ""},
+		{"❤️ club\n", "", "untrimmed"},
 	} {
 		out, fe := normalizeGroupDescription(tc.in)
 		code := ""

@@ -3,7 +3,6 @@ package library
 import (
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -95,8 +94,8 @@ type Input struct {
 }
 
 // The rules of an item's text: names 1-200 characters, descriptions at
-// most 5000 with line breaks and tabs, both trimmed, in NFC and without
-// invisible characters (domain.TextRule).
+// most 5000 with line breaks and tabs, neither with white space at its
+// ends nor invisible characters, stored in NFC (domain.TextRule).
 var (
 	nameRule        = domain.TextRule{Field: "name", Min: 1, Max: 200}
 	descriptionRule = domain.TextRule{Field: "description", Max: 5000, Lines: true}
@@ -124,8 +123,10 @@ func (in Input) apply(c *Content) error {
 		}
 	}
 	if in.Link != nil {
-		c.Link = strings.TrimSpace(*in.Link)
-		if c.Link != "" && !ValidLink(c.Link) {
+		c.Link = *in.Link
+		if fe := domain.Untrimmed("link", c.Link); fe != nil {
+			fes = append(fes, fe)
+		} else if c.Link != "" && !ValidLink(c.Link) {
 			fes = append(fes, &domain.FieldError{Field: "link", Code: "format", Message: "must be an http or https URL of at most 2048 characters, its host a DNS name or IPv4 address in ASCII"})
 		}
 	}
@@ -136,11 +137,11 @@ func (in Input) apply(c *Content) error {
 // name or an IPv4 address in ASCII (international names in punycode); an
 // optional port; then a path, query or fragment whose %-escapes are
 // valid. openapi.yaml's pattern for link is this, with the characters
-// ValidLink refuses besides, and blank space allowed around it (the value
-// is trimmed).
+// ValidLink refuses besides (white space at either end is refused, as in
+// every text field: domain.Untrimmed).
 var linkShape = regexp.MustCompile(`^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]{1,5})?(?:[/?#](?:[^%]|%[0-9A-Fa-f]{2})*)?$`)
 
-// ValidLink reports whether a trimmed, non-empty link is one shelf stores:
+// ValidLink reports whether a non-empty link is one shelf stores:
 // linkShape, at most 2048 characters, no blank space inside and none of
 // the characters a field people read refuses wherever they stand. Every
 // such link parses with net/url, its scheme http or https and its host

@@ -20,7 +20,11 @@ func TestItemTextRules(t *testing.T) {
 		name, description string
 		field, code       string
 	}{
-		{Input{Name: str(" Caf\u0065\u0301 👩🏽‍💻 "), Description: str("two\nlines\tand a tab\n")}, "Café 👩🏽‍💻", "two\nlines\tand a tab", "", ""},
+		{Input{Name: str("Caf\u0065\u0301 👩🏽‍💻"), Description: str("two\nlines\tand a tab")}, "Café 👩🏽‍💻", "two\nlines\tand a tab", "", ""},
+		{Input{Name: str(" Café")}, "", "", "name", "untrimmed"},
+		{Input{Description: str("two\nlines\n")}, "", "", "description", "untrimmed"},
+		{Input{Link: str(" https://example.org")}, "", "", "link", "untrimmed"},
+		{Input{Link: str(" ")}, "", "", "link", "untrimmed"},
 		{Input{Name: str("a\u3164")}, "", "", "name", "invalid_characters"},
 		{Input{Name: str("\u2800")}, "", "", "name", "invalid_characters"},
 		{Input{Name: str("")}, "", "", "name", "length"},

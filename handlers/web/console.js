@@ -145,7 +145,10 @@
       ev.preventDefault();
       const f = ev.target;
       clearErrors(f);
-      const values = Object.fromEntries(new FormData(f));
+      // What people type loses white space at its ends (the API refuses
+      // it, 400 untrimmed); passwords are sent exactly as typed.
+      const values = Object.fromEntries([...new FormData(f)].map(([k, v]) =>
+        [k, typeof v === 'string' && !/password/i.test(k) ? v.trim() : v]));
       try {
         await handler(values, f);
       } catch (err) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
@@ -44,12 +45,35 @@ func newBodySchemas(doc *openapi3.T) (*bodySchemas, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseRegexpEngine(ecmaRegexp)
-	// date-time and email are asserted, as kin-openapi asserts them.
+	// date-time and email are asserted, as kin-openapi asserts them;
+	// date-time in the one form every answer writes (answerDateTime).
 	c.AssertFormat()
+	c.RegisterFormat(&jsonschema.Format{Name: "date-time", Validate: answerDateTime})
 	if err := c.AddResource(documentURL, v); err != nil {
 		return nil, err
 	}
 	return &bodySchemas{compiler: c, compiled: map[string]*jsonschema.Schema{}}, nil
+}
+
+// answerTime is openapi.yaml's conventions' form of every time an answer
+// carries: UTC, exactly three fractional digits.
+var answerTime = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$`)
+
+// answerDateTime checks a date-time of an answer: a real RFC 3339 time, in
+// answerTime's form (…02.340Z, never …02.34Z: strings of one width sort
+// as the times do).
+func answerDateTime(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return nil // not a string: the type keyword's to judge
+	}
+	if !answerTime.MatchString(s) {
+		return fmt.Errorf("%q is not a UTC time with milliseconds (2006-01-02T15:04:05.000Z)", s)
+	}
+	if _, err := time.Parse(time.RFC3339, s); err != nil {
+		return err
+	}
+	return nil
 }
 
 // at compiles (once) the schema at a JSON pointer into the document.

@@ -9,7 +9,8 @@ import (
 
 // TestContractCheckRefusesWhatTheDocumentForbids: the body check compiled
 // once per schema still refuses each kind of mismatch, through references
-// (HealthStatus, the shared Error response, Problem) and formats.
+// (HealthStatus, the shared Error response, Problem) and formats: a
+// date-time in any form but UTC with milliseconds is refused.
 func TestContractCheckRefusesWhatTheDocumentForbids(t *testing.T) {
 	t.Parallel()
 	c, err := LoadContract()
@@ -38,6 +39,10 @@ func TestContractCheckRefusesWhatTheDocumentForbids(t *testing.T) {
 		{"a session whose user agent holds a control character (a pattern of \\u escapes)", sessions, "application/json", strings.Replace(session, "Go", `G\u0007o`, 1), 200, false},
 		{"a session whose user agent holds a zero-width space", sessions, "application/json", strings.Replace(session, "Go", `G\u200bo`, 1), 200, false},
 		{"a user with a time that is no date-time", "/v1/users/u_abcdefghijklmnopqrstuvwxyz", "application/json", strings.Replace(user, "2026-11-27T10:00:00.000Z", "yesterday", 1), 200, false},
+		{"a user with a time of two fractional digits", "/v1/users/u_abcdefghijklmnopqrstuvwxyz", "application/json", strings.Replace(user, "10:00:00.000Z", "10:00:00.34Z", 1), 200, false},
+		{"a user with a time of no fractional digits", "/v1/users/u_abcdefghijklmnopqrstuvwxyz", "application/json", strings.Replace(user, "10:00:00.000Z", "10:00:00Z", 1), 200, false},
+		{"a user with a time in another zone", "/v1/users/u_abcdefghijklmnopqrstuvwxyz", "application/json", strings.Replace(user, "10:00:00.000Z", "11:00:00.000+01:00", 1), 200, false},
+		{"a user with a time of milliseconds on no real day", "/v1/users/u_abcdefghijklmnopqrstuvwxyz", "application/json", strings.Replace(user, "2026-11-27", "2026-02-30", 1), 200, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, "http://shelf.test"+tc.path, nil)

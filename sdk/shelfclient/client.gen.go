@@ -338,10 +338,11 @@ type ContentMemberList struct {
 type ContentPatch struct {
 	Description *string `json:"description,omitempty"`
 
-	// Link An http or https URL, trimmed: a host that is a DNS name or IPv4
-	// address in ASCII (international names in punycode), an optional
-	// port, then a path, query or fragment with valid %-escapes and no
-	// blank or invisible character; at most 2048 characters. `""` removes the link.
+	// Link An http or https URL, no white space around it: a host that is
+	// a DNS name or IPv4 address in ASCII (international names in
+	// punycode), an optional port, then a path, query or fragment
+	// with valid %-escapes and no blank or invisible character; at
+	// most 2048 characters. `""` removes the link.
 	Link *string `json:"link,omitempty"`
 	Name *string `json:"name,omitempty"`
 
@@ -547,10 +548,11 @@ type ModerationEventList struct {
 type NewContent struct {
 	Description *string `json:"description,omitempty"`
 
-	// Link An http or https URL, trimmed: a host that is a DNS name or IPv4
-	// address in ASCII (international names in punycode), an optional
-	// port, then a path, query or fragment with valid %-escapes and no
-	// blank or invisible character; at most 2048 characters. `""` (or leaving it out) for none.
+	// Link An http or https URL, no white space around it: a host that is
+	// a DNS name or IPv4 address in ASCII (international names in
+	// punycode), an optional port, then a path, query or fragment
+	// with valid %-escapes and no blank or invisible character; at
+	// most 2048 characters. `""` (or leaving it out) for none.
 	Link *string `json:"link,omitempty"`
 	Name string  `json:"name"`
 
@@ -564,10 +566,12 @@ type NewContent struct {
 //   - `name`: the username rules: 3-32 ASCII letters, digits, `.`, `_`
 //     or `-`, starting and ending with a letter or digit; unique
 //     case-insensitively.
-//   - `displayName`: 1-64 characters once trimmed, no invisible,
-//     control, format or bidi characters; the name when absent.
-//   - `description`: at most 1000 characters once trimmed; line breaks
-//     and tabs allowed, other invisible characters not.
+//   - `displayName`: 1-64 characters, no white space at either end, no
+//     invisible, control, format or bidi characters; the name when
+//     absent.
+//   - `description`: at most 1000 characters, no white space at either
+//     end; line breaks and tabs allowed inside, other invisible
+//     characters not.
 //   - `maxMembers`: 1-100000, the creator included; absent for no
 //     limit.
 type NewGroup struct {
@@ -597,6 +601,8 @@ type NewGroup struct {
 //     sequences are built with stay welcome: a variation selector after
 //     a symbol (❤️) or in a keycap (1️⃣), a zero-width joiner between
 //     two symbols (👩🏽‍💻), the tags of a subdivision flag.
+//   - `email` and `displayName`, like every text field, must not start
+//     or end with white space (`untrimmed`): nothing is trimmed.
 //   - `password`: 8-128 characters (`too_short`, `too_long`), not the
 //     username or the email (compared case-insensitively;
 //     `same_as_identifier`), and not one an attacker finds within a
@@ -613,8 +619,8 @@ type NewGroup struct {
 //     also `breached`: Have I Been Pwned's range API holds it (asked
 //     with the first 5 hex digits of its SHA-1 only). The same rules
 //     hold for every new password (a change, a reset).
-//   - `displayName`: 1-64 characters once trimmed; the username when
-//     absent.
+//   - `displayName`: 1-64 characters, no white space at either end;
+//     the username when absent.
 type NewUser struct {
 	DisplayName *string             `json:"displayName,omitempty"`
 	Email       openapi_types.Email `json:"email"`

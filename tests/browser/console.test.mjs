@@ -271,6 +271,17 @@ await step('the API reference lists every route', async () => {
   const shown = await page.locator('.opblock').count();
   await page.screenshot({ path: `${shots}/docs.png` });
   expect(shown === operations, `docs show ${shown} operations, the contract has ${operations}`);
+  // Try-it-out calls the page's own origin wherever the page is (the
+  // document's server is relative): here 127.0.0.1 on the test's port,
+  // where a fixed http://localhost:8080 failed.
+  const healthz = page.locator('#operations-operations-getHealthz');
+  await healthz.locator('.opblock-summary').click();
+  await healthz.locator('.try-out__btn').click();
+  await healthz.locator('.execute').click();
+  const status = healthz.locator('.live-responses-table tr.response .response-col_status').first();
+  await status.waitFor({ timeout: 10000 });
+  const got = (await status.textContent()).trim();
+  expect(got === '200', `Try-it-out of GET /healthz from ${base}/docs answered ${got}`);
 });
 
 await step('sign up four users through the page and log in', async () => {

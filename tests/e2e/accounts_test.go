@@ -74,7 +74,7 @@ func TestSignupValidation(t *testing.T) {
 		{"email of 2000 characters", map[string]any{"username": ok, "email": strings.Repeat("a", 2000) + "@example.org", "password": testPassword}, "email", "too_long"},
 		{"password empty", map[string]any{"username": ok, "email": ok + "@example.org", "password": ""}, "password", "too_short"},
 		{"password of 2000 characters", map[string]any{"username": ok, "email": ok + "@example.org", "password": strings.Repeat("p", 2000)}, "password", "too_long"},
-		{"display name blank", map[string]any{"username": ok, "email": ok + "@example.org", "password": testPassword, "displayName": " "}, "displayName", "length"},
+		{"display name blank", map[string]any{"username": ok, "email": ok + "@example.org", "password": testPassword, "displayName": " "}, "displayName", "untrimmed"},
 		{"display name empty (the schema's minLength 1; absent means the username)", map[string]any{"username": ok, "email": ok + "@example.org", "password": testPassword, "displayName": ""}, "displayName", "length"},
 		{"display name of 2000 characters", map[string]any{"username": ok, "email": ok + "@example.org", "password": testPassword, "displayName": strings.Repeat("d", 2000)}, "displayName", "length"},
 		{"password not a string", map[string]any{"username": ok, "email": ok + "@example.org", "password": 12345678}, "password", "wrong_type"},

@@ -18,7 +18,7 @@ func TestCreateAndGetGroup(t *testing.T) {
 	t.Parallel()
 	w := newGroupWorld(t, nil)
 	n := name("Team.")
-	r := postGroup(w.ownerAPI, map[string]any{"name": n, "displayName": "  The Team ", "description": "line one\nline two", "maxMembers": 5})
+	r := postGroup(w.ownerAPI, map[string]any{"name": n, "displayName": "The Team", "description": "line one\nline two", "maxMembers": 5})
 	if r.StatusCode != http.StatusCreated {
 		t.Fatalf("create: %d %s", r.StatusCode, r.Body)
 	}

@@ -109,6 +109,57 @@ func TestFieldLengthsHaveOneCode(t *testing.T) {
 	}
 }
 
+// TestWhiteSpaceAtEitherEndIsRefusedInEveryField (issue 29): one rule for
+// every text field: white space at either end is refused (400 untrimmed,
+// naming the field), never trimmed away, so the schema's maxLength counts
+// what is stored. The issue's case: a group displayName of a space and 64
+// letters, which the schema forbids, was accepted (201); it is refused,
+// and 64 letters alone are accepted. Nothing refused is stored.
+func TestWhiteSpaceAtEitherEndIsRefusedInEveryField(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, as := m.member(t)
+	item := createContent(t, as, "plain", "private")
+	letters := strings.Repeat("a", 64)
+	fresh := name("trim")
+	for _, tc := range []struct {
+		method, path string
+		api          *testkit.API
+		body         map[string]any
+		field        string
+	}{
+		{http.MethodPost, "/v1/groups", as, map[string]any{"name": name("trim"), "displayName": " " + letters}, "displayName"},
+		{http.MethodPost, "/v1/groups", as, map[string]any{"name": name("trim"), "description": "two\nlines\n"}, "description"},
+		{http.MethodPost, "/v1/content", as, map[string]any{"name": " " + strings.Repeat("n", 200), "visibility": "private"}, "name"},
+		{http.MethodPost, "/v1/content", as, map[string]any{"name": "x", "visibility": "private", "link": "https://example.org/\u00A0"}, "link"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"description": "\tindented"}, "description"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"link": " https://example.org/"}, "link"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"link": " "}, "link"},
+		{http.MethodPatch, "/v1/users/" + u.ID, as, map[string]any{"displayName": letters + "\u3000"}, "displayName"},
+		{http.MethodPost, "/v1/users", m.api, map[string]any{"username": fresh, "email": " " + fresh + "@example.org", "password": testPassword}, "email"},
+		{http.MethodPost, "/v1/users/" + u.ID + "/suspension", m.admin, map[string]any{"reason": "spam "}, "reason"},
+	} {
+		wantField(t, tc.api.Send(tc.method, tc.path, tc.body), tc.field, "untrimmed")
+	}
+	if r := m.admin.Get("/v1/users/" + u.ID + "/suspension"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the refused suspension was made: %d %s", r.StatusCode, r.Body)
+	}
+	if r := m.admin.Get("/v1/users/by-username/" + fresh); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the refused signup was made: %d %s", r.StatusCode, r.Body)
+	}
+	var c contentBody
+	as.Get("/v1/content/"+item.ID).JSON(t, &c)
+	if c.Description != "" || c.Link != "" {
+		t.Errorf("a refused description or link was stored: %+v", c)
+	}
+	// At the schema's maxLength with no space around: accepted as sent.
+	g := postGroup(as, map[string]any{"name": name("trim"), "displayName": letters})
+	var got groupResp
+	if g.JSON(t, &got); g.StatusCode != http.StatusCreated || got.DisplayName != letters {
+		t.Errorf("a displayName of 64 letters: %d %s", g.StatusCode, g.Body)
+	}
+}
+
 // TestWholeNumbersWrittenWithAFraction: maxMembers 2540.0 is an integer
 // as JSON Schema counts it (and as some JSON libraries write it): the
 // group is created with 2540; 2540.5 is wrong_type and creates nothing.
