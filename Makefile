@@ -134,15 +134,16 @@ cassandra-status: ## say whether the local node runs and answers
 	@$(CASSANDRA) status
 
 .PHONY: cluster-up
-cluster-up: ## start three nodes on 127.0.0.1, .2 and .3 (stop the single node first)
-	@$(CASSANDRA) cluster-up
+cluster-up: ## start three nodes on 127.0.0.1, .2 and .3 (stop the single node first); DCS=2 instead starts two data centres, dc1 on 127.0.0.61 and dc2 on .71 (PER_DC=2: .62 and .72 too; GossipingPropertyFileSnitch), and prints the hosts per data centre
+	@$(CASSANDRA) cluster-up $(DCS) $(PER_DC)
 
 .PHONY: cluster-down
-cluster-down: ## stop the three nodes
-	@$(CASSANDRA) cluster-down
+cluster-down: ## stop the three nodes (DCS=2 [PER_DC=2]: the data centres' nodes)
+	@$(CASSANDRA) cluster-down $(DCS) $(PER_DC)
 
 .PHONY: clean
 clean: ## remove build output and the local nodes' data (not the jar cache)
 	@$(CASSANDRA) down || true
 	@$(CASSANDRA) cluster-down || true
+	@$(CASSANDRA) cluster-down 2 2 || true
 	rm -rf bin .cassandra
