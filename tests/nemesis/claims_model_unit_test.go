@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"shelf/tests/internal/checker"
 )
 
 // at builds a request of the history from second a to second b.
@@ -94,8 +96,8 @@ func TestClaimModel(t *testing.T) {
 			signupOf(0, 1, 201, "ann", "a@x", "U1"),
 		}, map[string]string{"emails/a@x": "U1"}, false},
 	} {
-		ops, known := claimHistory(tc.events, horizon, tc.final)
-		if got := porcupine.CheckOperations(claimModel(known), ops); got != tc.legal {
+		ops, known := checker.ClaimHistory(tc.events, horizon, tc.final)
+		if got := porcupine.CheckOperations(checker.ClaimModel(known), ops); got != tc.legal {
 			t.Errorf("%s: linearizable %v, want %v", tc.name, got, tc.legal)
 		}
 	}
