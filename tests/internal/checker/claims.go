@@ -20,8 +20,8 @@ import (
 // that the history's steps on each key can be put in an order, each within
 // its request's interval, that this register allows. A step whose outcome
 // the history does not know (no answer, a 5xx) is open-ended: it may have
-// happened at any time up to the check, or not at all; a signup or rename
-// of unknown outcome may hold the key for good, under the account id it was
+// happened at any time up to the check, or not at all; a signup, a rename
+// or an email change of unknown outcome may hold the key for good, under the account id it was
 // for (a signup's id is unknown, so it holds as "signup:<seq>" until a read
 // names the account; a group creation's as "create:<seq>").
 //
@@ -175,8 +175,9 @@ func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (o
 			losers[key] = append(losers[key], span{e.Start.UnixNano(), e.End.Add(excuse).UnixNano()})
 		}
 	}
-	var renames, ends []Event
-	made := map[string][]string{} // account -> the groups it created
+	var renames, emailChanges, ends []Event
+	signedUpWith := map[string]string{} // account -> the email key its 201 signup took
+	made := map[string][]string{}       // account -> the groups it created
 	for _, e := range events {
 		if e.Kind != "op" {
 			continue
@@ -190,6 +191,13 @@ func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (o
 			}
 			attempt(e, "usernames/"+e.Args["username"], "username", winner, own)
 			attempt(e, "emails/"+e.Args["email"], "email", winner, own)
+			if winner != "" {
+				signedUpWith[winner] = "emails/" + e.Args["email"]
+			}
+		case "email-change": // a new email asked for: held, pending, beside the account's own
+			user := e.Args["user"]
+			attempt(e, "emails/"+e.Args["email"], "email", user, user)
+			emailChanges = append(emailChanges, e)
 		case "rename":
 			user := e.Args["user"]
 			attempt(e, "usernames/"+e.Args["username"], "username", user, user)
@@ -227,6 +235,21 @@ func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (o
 		user, to := e.Args["user"], "usernames/"+e.Args["username"]
 		for key, who := range candidates {
 			if who[user] && key != to && strings.HasPrefix(key, "usernames/") {
+				add(e, claimStep{Key: key, What: "release", Who: user, Maybe: unknown}, unknown)
+			}
+		}
+	}
+	// An email change that applied gives back the address asked for
+	// before (one pending at a time), never the account's own: that one
+	// stays until the new one is verified, which the histories never do.
+	for _, e := range emailChanges {
+		unknown := e.Status == 0 || e.Status >= 500
+		if !unknown && (e.Status < 200 || e.Status >= 300) {
+			continue
+		}
+		user, to := e.Args["user"], "emails/"+e.Args["email"]
+		for key, who := range candidates {
+			if who[user] && key != to && key != signedUpWith[user] && strings.HasPrefix(key, "emails/") {
 				add(e, claimStep{Key: key, What: "release", Who: user, Maybe: unknown}, unknown)
 			}
 		}
