@@ -143,7 +143,7 @@ func TestNemesis(t *testing.T) {
 	// a suspension that ends between them is lifted by an API's sweeper
 	// meanwhile, and the dry run would see it half lifted. So the last
 	// requested end passes (and a few sweeps after it) first.
-	time.Sleep(time.Until(settled(h.All(), time.Now().Add(lease+5*time.Second))))
+	time.Sleep(time.Until(checker.Settled(h.All(), time.Now().Add(lease+5*time.Second))))
 	// Deletions and closings nobody retried are the repairs' to finish
 	// (a deletion may close groups, and wait for other deletions: the
 	// deletions' repair runs again after the closings').

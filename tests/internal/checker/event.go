@@ -100,3 +100,24 @@ func Outcomes(events []Event, op, arg string, out map[string]string) map[string]
 	}
 	return out
 }
+
+// SweepSlack is how long after a suspension's end the sweepers (every 2 s,
+// with a clock up to 2 s ahead) have surely lifted it.
+const SweepSlack = 10 * time.Second
+
+// Settled is when the background work the history started is over: not
+// before floor, nor before SweepSlack after the latest end any suspend
+// asked for (acknowledged or not: an unanswered one may still land).
+func Settled(events []Event, floor time.Time) time.Time {
+	at := floor
+	for _, e := range events {
+		if e.Op != "suspend" || e.Args["until"] == "" {
+			continue
+		}
+		until, err := time.Parse(time.RFC3339, e.Args["until"])
+		if err == nil && until.Add(SweepSlack).After(at) {
+			at = until.Add(SweepSlack)
+		}
+	}
+	return at
+}
