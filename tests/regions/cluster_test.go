@@ -39,50 +39,29 @@ const (
 // cluster is two data centres of one node each, the link between them
 // relayed through testkit.Link so the test can slow it down.
 type cluster struct {
-	l     *localcassandra.Launcher
-	nodes []localcassandra.Node // nodes[i] is dc<i+1>'s
-	links []*testkit.Link       // links[i] carries what the other sends to nodes[i]
+	*testkit.Cluster                 // Nodes[i] is dc<i+1>'s
+	links            []*testkit.Link // links[i] carries what the other sends to Nodes[i]
 }
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	l, err := testkit.Launcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.DataDir = t.TempDir()
-	l.Heap = "768M"
-	c := &cluster{l: l, nodes: localcassandra.DataCentreNodes("regions", nodeAddrs, linkAddrs)}
-	for _, n := range c.nodes {
+	c := &cluster{}
+	nodes := localcassandra.DataCentreNodes("regions", nodeAddrs, linkAddrs)
+	for _, n := range nodes {
 		port := strconv.Itoa(localcassandra.StoragePort)
 		link, err := testkit.NewLink(net.JoinHostPort(n.Broadcast, port), net.JoinHostPort(n.Address, port))
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = link.Close() })
 		c.links = append(c.links, link)
 	}
-	t.Cleanup(func() {
-		for _, n := range c.nodes {
-			_ = l.Signal(n, syscall.SIGCONT)
-			_ = l.Stop(n)
-		}
-		for _, link := range c.links {
-			_ = link.Close()
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	started := time.Now()
-	if err := l.StartCluster(ctx, c.nodes); err != nil {
-		for _, n := range c.nodes {
-			t.Logf("log of %s: %s", n.Name, l.LogFile(n))
-		}
-		t.Fatal(err)
-	}
-	t.Logf("two data centres up after %.0fs", time.Since(started).Seconds())
+	c.Cluster = testkit.StartNodes(t, nodes, nil)
 	// Each node must say it is in its own data centre: the snitch read
 	// its cassandra-rackdc.properties, and gossip told the other.
-	for i, n := range c.nodes {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i, n := range c.Nodes {
 		if dcs, err := dataCentres(ctx, n.Address); err != nil || dcs[n.Address] != n.DC || len(dcs) != 2 {
 			t.Fatalf("node %d (%s) sees data centres %v (%v), want itself in %s and two in all", i, n.Address, dcs, err, n.DC)
 		}
@@ -123,46 +102,18 @@ func session(address string, cons gocql.Consistency) (*gocql.Session, error) {
 
 // heal resumes every node and takes the delay off the link.
 func (c *cluster) heal() {
-	for _, n := range c.nodes {
-		_ = c.l.Signal(n, syscall.SIGCONT)
+	for _, n := range c.Nodes {
+		_ = c.L.Signal(n, syscall.SIGCONT)
 	}
 	for _, link := range c.links {
 		link.SetDelay(0)
 	}
 }
 
-// whole waits until every node, as the only coordinator, reads at ALL (it
-// sees the other data centre's replica up), for up to a minute.
+// whole waits until each node sees the other data centre's up
+// (testkit.Whole).
 func (c *cluster) whole(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		err := c.readAllThroughEach(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the data centres do not see each other after a minute: %w", err)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-func (c *cluster) readAllThroughEach(ctx context.Context) error {
-	for _, n := range c.nodes {
-		s, err := session(n.Address, gocql.All)
-		if err != nil {
-			return fmt.Errorf("%s: %w", n.Address, err)
-		}
-		var id string
-		err = s.Query("SELECT id FROM " + keyspace + ".users LIMIT 1").WithContext(ctx).Scan(&id)
-		s.Close()
-		if err != nil && err != gocql.ErrNotFound {
-			return fmt.Errorf("%s: %w", n.Address, err)
-		}
-	}
-	return nil
+	return testkit.Whole(ctx, c.Hosts(), keyspace+".users")
 }
 
 // api is one `api serve` process in a data centre.
@@ -174,33 +125,21 @@ type api struct {
 }
 
 // apiEnv is the environment of an API process in dc (counting from 0):
-// its own data centre's node as the contact point, the serial consistency
-// serial. Until the server reads SHELF_LOCAL_DC (issue 28's start-up check
-// and DC-aware routing) it sets SERIAL by itself only when told.
+// its own data centre's node as the contact point and its name as the
+// local data centre, compare-and-sets at serial (said explicitly: a server
+// that takes LOCAL_SERIAL for its default must not decide the run), and
+// the cluster tests' workload settings.
 func apiEnv(dc int, serial string) []string {
-	return append(os.Environ(),
+	return append(append(os.Environ(),
 		"SHELF_HTTP_ADDR=127.0.0.1:0",
 		"SHELF_LOG_FORMAT=json",
-		"SHELF_LOG_LEVEL=info",
-		"SHELF_LOG_FLUSH_INTERVAL=0s",
 		"SHELF_CASSANDRA_HOSTS="+strings.Join(nodeAddrs[dc], ","),
 		"SHELF_LOCAL_DC="+"dc"+strconv.Itoa(dc+1),
 		"SHELF_KEYSPACE="+keyspace,
 		"SHELF_REPLICATION="+replication,
 		"SHELF_CONSISTENCY=LOCAL_QUORUM",
 		"SHELF_SERIAL_CONSISTENCY="+serial,
-		"SHELF_MAILER=log",
-		"SHELF_MAIL_PER_HOUR=0",
-		"SHELF_ARGON2_MEMORY_KIB=1024",
-		"SHELF_ARGON2_TIME=1",
-		"SHELF_RATE_LIMIT_PER_MINUTE=0",
-		"SHELF_THROTTLE_PER_ADDRESS=1000000",
-		"SHELF_THROTTLE_PER_LOGIN=1000000",
-		"SHELF_CLAIM_LEASE="+lease.String(),
-		"SHELF_SUSPENSION_SWEEP_INTERVAL=2s",
-		"SHELF_OUTBOX_INTERVAL=1s",
-		"SHELF_OUTBOX_GRACE=3s",
-	)
+	), testkit.WorkloadEnv(lease)...)
 }
 
 // startAPIs migrates the keyspace (from dc1), then starts one API process

@@ -65,14 +65,14 @@ func (n *nemesis) slowLink(ctx context.Context) {
 }
 
 func (n *nemesis) hangDC(ctx context.Context) {
-	i := rand.IntN(len(n.c.nodes))
-	node, start := n.c.nodes[i], time.Now()
-	if err := n.c.l.Signal(node, syscall.SIGSTOP); err != nil {
+	i := rand.IntN(len(n.c.Nodes))
+	node, start := n.c.Nodes[i], time.Now()
+	if err := n.c.L.Signal(node, syscall.SIGSTOP); err != nil {
 		n.errs = append(n.errs, err)
 		return
 	}
 	sleep(ctx, time.Duration(4000+rand.IntN(4000))*time.Millisecond)
-	if err := n.c.l.Signal(node, syscall.SIGCONT); err != nil {
+	if err := n.c.L.Signal(node, syscall.SIGCONT); err != nil {
 		n.errs = append(n.errs, err)
 	}
 	n.h.Add(checker.Event{Kind: "fault", API: i, Op: "hang-dc", Start: start, End: time.Now(),

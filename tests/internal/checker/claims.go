@@ -226,34 +226,26 @@ func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (o
 			add(e, claimStep{Key: takenKeys[i], What: "taken", Who: who}, false)
 		}
 	}
-	// A rename that applied gives back the account's other usernames.
-	for _, e := range renames {
-		unknown := e.Status == 0 || e.Status >= 500
-		if !unknown && (e.Status < 200 || e.Status >= 300) {
-			continue
-		}
-		user, to := e.Args["user"], "usernames/"+e.Args["username"]
-		for key, who := range candidates {
-			if who[user] && key != to && strings.HasPrefix(key, "usernames/") {
-				add(e, claimStep{Key: key, What: "release", Who: user, Maybe: unknown}, unknown)
+	// A rename that applied gives back the account's other usernames; an
+	// email change, the address asked for before (one pending at a time),
+	// never the account's own: that one stays until the new one is
+	// verified, which the histories never do.
+	giveBack := func(changes []Event, prefix, arg string) {
+		for _, e := range changes {
+			unknown := e.Status == 0 || e.Status >= 500
+			if !unknown && (e.Status < 200 || e.Status >= 300) {
+				continue
+			}
+			user, to := e.Args["user"], prefix+e.Args[arg]
+			for key, who := range candidates {
+				if who[user] && key != to && key != signedUpWith[user] && strings.HasPrefix(key, prefix) {
+					add(e, claimStep{Key: key, What: "release", Who: user, Maybe: unknown}, unknown)
+				}
 			}
 		}
 	}
-	// An email change that applied gives back the address asked for
-	// before (one pending at a time), never the account's own: that one
-	// stays until the new one is verified, which the histories never do.
-	for _, e := range emailChanges {
-		unknown := e.Status == 0 || e.Status >= 500
-		if !unknown && (e.Status < 200 || e.Status >= 300) {
-			continue
-		}
-		user, to := e.Args["user"], "emails/"+e.Args["email"]
-		for key, who := range candidates {
-			if who[user] && key != to && key != signedUpWith[user] && strings.HasPrefix(key, "emails/") {
-				add(e, claimStep{Key: key, What: "release", Who: user, Maybe: unknown}, unknown)
-			}
-		}
-	}
+	giveBack(renames, "usernames/", "username")
+	giveBack(emailChanges, "emails/", "email")
 	// A deletion or a closing that applied gives back every name of the
 	// account or the group: at some point within its request (from its
 	// start the owner is deleting or closing and still holds them), or, of
