@@ -124,11 +124,12 @@ type api struct {
 	stop func()
 }
 
-// apiEnv is the environment of an API process in dc (counting from 0):
-// its own data centre's node as the contact point and its name as the
-// local data centre, compare-and-sets at serial (said explicitly: a server
-// that takes LOCAL_SERIAL for its default must not decide the run), and
-// the cluster tests' workload settings.
+// apiEnv is the environment of an API process in dc (counting from 0), as
+// README's "Running in two regions" sets one: its own data centre's node
+// as the contact point and its name as the local data centre, the
+// migrations left to `api migrate` (run once, from one region),
+// compare-and-sets at serial (said even when it is the default), and the
+// cluster tests' workload settings.
 func apiEnv(dc int, serial string) []string {
 	return append(append(os.Environ(),
 		"SHELF_HTTP_ADDR=127.0.0.1:0",
@@ -139,6 +140,7 @@ func apiEnv(dc int, serial string) []string {
 		"SHELF_REPLICATION="+replication,
 		"SHELF_CONSISTENCY=LOCAL_QUORUM",
 		"SHELF_SERIAL_CONSISTENCY="+serial,
+		"SHELF_MIGRATE_ON_START=false",
 	), testkit.WorkloadEnv(lease)...)
 }
 

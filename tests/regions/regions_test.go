@@ -43,9 +43,9 @@ func TestRegions(t *testing.T) {
 	duration := checker.EnvDuration(t, "DURATION", time.Minute)
 	delay := checker.EnvDuration(t, "REGIONS_LINK_DELAY", 50*time.Millisecond)
 	// REGIONS_BROKEN=local-serial: every compare-and-set at LOCAL_SERIAL.
-	// The setting alone does it on a server that takes it; the tag
-	// brokenregions builds the server that forces it whatever its start-up
-	// check would refuse.
+	// The real server refuses that setting on a keyspace in two data
+	// centres; the build tag brokenregions makes one that runs it
+	// (internal/app/regions_broken.go).
 	serial, tags := "SERIAL", ""
 	switch broken := os.Getenv("REGIONS_BROKEN"); broken {
 	case "":
