@@ -52,8 +52,9 @@ func Start(bin string, args, env []string, addrOf func(line []byte) string) (p *
 	return StartLogging(bin, args, env, addrOf, io.Discard)
 }
 
-// StartLogging is Start with the rest of the standard output copied to
-// rest instead of dropped.
+// StartLogging is Start with the standard output copied to rest instead
+// of dropped, the lines before the address included (what the process
+// said while it started).
 func StartLogging(bin string, args, env []string, addrOf func(line []byte) string, rest io.Writer) (p *Process, stop func(), err error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -74,6 +75,7 @@ func StartLogging(bin string, args, env []string, addrOf func(line []byte) strin
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
+			_, _ = fmt.Fprintf(rest, "%s\n", sc.Bytes())
 			if a := addrOf(sc.Bytes()); a != "" {
 				addr <- a
 				break
