@@ -12,7 +12,8 @@ BENCH_ROUND ?= 2s
 BENCH_ROUNDS ?= 3
 # How long `make test-nemesis` runs its workload and faults.
 DURATION ?= 3m
-# Which deliberately broken build `make test-nemesis-broken` runs.
+# Which deliberately broken build `make test-nemesis-broken` runs (claims
+# or lwt); `make test-regions` runs the real server unless BROKEN=local-serial.
 BROKEN ?= claims
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 30s
@@ -94,6 +95,11 @@ nemesis-recheck: ## check the claims of a saved nemesis run again with porcupine
 test-nemesis-broken: ## the nemesis against a deliberately broken build, one node hung at a time; passes when the checker reports U1 or U3. BROKEN=claims (claims released when an activation's outcome is unknown) or lwt (claims by check-then-act, no compare-and-set)
 	@NEMESIS_BROKEN=$(BROKEN) NEMESIS_FAULTS=hang-node DURATION=$(DURATION) $(GO) test -tags nemesis -count=1 -timeout 90m -run '^TestNemesis$$' -v ./tests/nemesis/
 
+.PHONY: test-regions
+test-regions: ## two data centres of their own (dc1 on 127.0.0.101, dc2 on .102, one node each, the link between them through a relay), an API process in each, colliding signups, renames, email changes and suspensions through both for DURATION (60s here) while the link is slowed (REGIONS_LINK_DELAY, 50ms each way) and one data centre hangs; U1 (porcupine), U3, S2 and the latency of reads and signups per data centre; files under .regions/. BROKEN=local-serial: compare-and-sets at LOCAL_SERIAL, passes only when the checker reports U1 or U3
+	@DURATION=$(if $(filter command line environment,$(origin DURATION)),$(DURATION),60s) REGIONS_BROKEN=$(if $(filter local-serial,$(BROKEN)),local-serial,) \
+		$(GO) test -tags regions -count=1 -timeout 30m -run '^TestRegions$$' -v ./tests/regions/
+
 .PHONY: generate
 generate: ## regenerate the Go SDK (sdk/shelfclient) from openapi.yaml; a test fails when it is stale
 	@cd sdk/shelfclient && $(GO) generate ./...
@@ -119,7 +125,7 @@ lint: ## gofmt, go vet and staticcheck
 	@$(GO) vet -tags integration ./...
 	@$(GO) vet -tags bench ./bench/
 	@$(GO) vet -tags degraded ./bench/degraded/
-	@$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags integration,bench,degraded,nemesis ./...
+	@$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags integration,bench,degraded,nemesis,regions ./...
 
 .PHONY: cassandra-up
 cassandra-up: ## start the local Cassandra node on 127.0.0.1:9042 (fetched from Maven Central the first time)
@@ -134,15 +140,16 @@ cassandra-status: ## say whether the local node runs and answers
 	@$(CASSANDRA) status
 
 .PHONY: cluster-up
-cluster-up: ## start three nodes on 127.0.0.1, .2 and .3 (stop the single node first)
-	@$(CASSANDRA) cluster-up
+cluster-up: ## start three nodes on 127.0.0.1, .2 and .3 (stop the single node first); DCS=2 instead starts two data centres, dc1 on 127.0.0.61 and dc2 on .71 (PER_DC=2: .62 and .72 too; GossipingPropertyFileSnitch), and prints the hosts per data centre
+	@$(CASSANDRA) cluster-up $(DCS) $(PER_DC)
 
 .PHONY: cluster-down
-cluster-down: ## stop the three nodes
-	@$(CASSANDRA) cluster-down
+cluster-down: ## stop the three nodes (DCS=2 [PER_DC=2]: the data centres' nodes)
+	@$(CASSANDRA) cluster-down $(DCS) $(PER_DC)
 
 .PHONY: clean
 clean: ## remove build output and the local nodes' data (not the jar cache)
 	@$(CASSANDRA) down || true
 	@$(CASSANDRA) cluster-down || true
+	@$(CASSANDRA) cluster-down 2 2 || true
 	rm -rf bin .cassandra

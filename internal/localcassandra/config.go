@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -12,19 +13,21 @@ import (
 // The prepared-statement cache holds 64 MiB: each test keyspace prepares
 // its own statements, and at the default 10 MiB an hour of make test runs
 // evicted about 500 a minute (the node's log), each prepared again.
-// storage_compatibility_mode NONE lets TTLs run past 2038.
+// storage_compatibility_mode NONE lets TTLs run past 2038. %[8]s is the
+// snitch and, for a node behind a link relay, its broadcast_address
+// (topologyYAML).
 const yamlTemplate = `cluster_name: %[1]s
 num_tokens: 1
 initial_token: "%[2]s"
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-endpoint_snitch: SimpleSnitch
+%[8]s
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
       - seeds: "%[3]s"
 listen_address: %[4]s
 rpc_address: %[4]s
-storage_port: 7000
+storage_port: %[9]d
 native_transport_port: %[5]d
 start_native_transport: true
 auto_bootstrap: false
@@ -102,7 +105,7 @@ func (l *Launcher) writeConfig(n Node, lib, java string) error {
 	conf := filepath.Join(dir, "conf")
 	seeds := make([]string, len(n.Seeds))
 	for i, s := range n.Seeds {
-		seeds[i] = s + ":7000"
+		seeds[i] = s + ":" + strconv.Itoa(StoragePort)
 	}
 	// A durable node acknowledges a write only once its commit log holds it;
 	// the fast one syncs every 10 s and may lose the last seconds on a kill.
@@ -110,9 +113,15 @@ func (l *Launcher) writeConfig(n Node, lib, java string) error {
 	if n.Durable {
 		commitlog = "commitlog_sync: batch"
 	}
-	yaml := fmt.Sprintf(yamlTemplate, n.Cluster, n.Token, strings.Join(seeds, ","), n.Address, CQLPort, dir, commitlog)
+	yaml := fmt.Sprintf(yamlTemplate, n.Cluster, n.Token, strings.Join(seeds, ","), n.Address, CQLPort, dir, commitlog, topologyYAML(n), StoragePort)
 	if err := os.WriteFile(filepath.Join(conf, "cassandra.yaml"), []byte(yaml), 0o644); err != nil {
 		return err
+	}
+	rackdc := filepath.Join(conf, "cassandra-rackdc.properties")
+	if n.DC != "" {
+		if err := os.WriteFile(rackdc, []byte(rackdcProperties(n)), 0o644); err != nil {
+			return err
+		}
 	}
 	logback := filepath.Join(conf, "logback.xml")
 	if err := os.WriteFile(logback, fmt.Appendf(nil, logbackTemplate, dir), 0o644); err != nil {
@@ -143,6 +152,11 @@ func (l *Launcher) writeConfig(n Node, lib, java string) error {
 	if !n.Durable {
 		args = append(args, "-Dcassandra.unsafesystem=true", "-Dcassandra.skip_sync=true")
 	}
+	if n.DC != "" {
+		// GossipingPropertyFileSnitch looks for the file on the classpath
+		// unless this property names it (as a URL).
+		args = append(args, "-Dcassandra-rackdc.properties=file://"+rackdc)
+	}
 	args = append(args, jdk17Flags...)
 	if hasJDKModules(java) {
 		args = append(args, jdkOnlyFlags...)
@@ -154,6 +168,35 @@ func (l *Launcher) writeConfig(n Node, lib, java string) error {
 		b.WriteByte('\n')
 	}
 	return os.WriteFile(filepath.Join(conf, "jvm.args"), []byte(b.String()), 0o644)
+}
+
+// topologyYAML is the node's snitch: SimpleSnitch (one data centre,
+// datacenter1) unless the node names its data centre; then
+// GossipingPropertyFileSnitch, which reads it from
+// cassandra-rackdc.properties and tells the other nodes through gossip. A
+// node behind a link relay gives the relay's address as its own to the
+// other nodes (broadcast_address) and still listens on its own.
+func topologyYAML(n Node) string {
+	if n.DC == "" {
+		return "endpoint_snitch: SimpleSnitch"
+	}
+	out := "endpoint_snitch: GossipingPropertyFileSnitch"
+	if n.Broadcast != "" && n.Broadcast != n.Address {
+		out += "\nbroadcast_address: " + n.Broadcast
+	}
+	return out
+}
+
+// rackdcProperties is the node's cassandra-rackdc.properties. prefer_local
+// sends the traffic between two nodes of one data centre to their own
+// (listen) addresses, not through the relays of the link between data
+// centres.
+func rackdcProperties(n Node) string {
+	rack := n.Rack
+	if rack == "" {
+		rack = "rack1"
+	}
+	return fmt.Sprintf("dc=%s\nrack=%s\nprefer_local=true\n", n.DC, rack)
 }
 
 // hasJDKModules reports whether the java runtime is a full JDK (javac beside it).

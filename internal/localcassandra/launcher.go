@@ -1,7 +1,8 @@
 // Package localcassandra starts and stops real Apache Cassandra 5.0 nodes on
 // this machine from the cassandra-all artifact on Maven Central, without
-// Docker: one node for development and tests, or a three-node cluster on
-// 127.0.0.1-3 for fault tests. It is used by cmd/cassandra-local (and so by
+// Docker: one node for development and tests, a three-node cluster on
+// 127.0.0.1-3 for fault tests, or a cluster of several data centres
+// (DataCentreNodes). It is used by cmd/cassandra-local (and so by
 // the Makefile) and by the test harness.
 package localcassandra
 

@@ -20,6 +20,10 @@ import (
 // its own loopback address, so they can share it).
 const CQLPort = 9042
 
+// StoragePort is the port the nodes talk to each other on (gossip, writes
+// to replicas, Paxos), on their own addresses too.
+const StoragePort = 7000
+
 // Node describes one Cassandra process.
 type Node struct {
 	// Name is the node's folder below the launcher's DataDir.
@@ -39,6 +43,14 @@ type Node struct {
 	// writes and schema changes when the process is killed: right for the
 	// shared test node, wrong for a node that fault tests kill on purpose.
 	Durable bool
+	// DC and Rack place the node in a data centre (GossipingPropertyFileSnitch
+	// and a cassandra-rackdc.properties of its own; Rack "" is rack1). DC ""
+	// keeps SimpleSnitch: every node in datacenter1.
+	DC, Rack string
+	// Broadcast, when set, is the address the other nodes reach this one
+	// at: a relay in front of its storage port that a test slows down or
+	// cuts (the link between data centres). Seeds then name the relays.
+	Broadcast string
 }
 
 // SingleNode is the development and test node: 127.0.0.1:9042.
@@ -62,6 +74,45 @@ func ClusterNodes(name string, addresses [3]string) []Node {
 			Seeds:   addresses[:],
 			Token:   clusterTokens[i],
 			Durable: true,
+		}
+	}
+	return nodes
+}
+
+// DataCentreNodes describes a cluster of len(dcs) data centres called dc1,
+// dc2, ..., dcs[i] the addresses of dc<i+1>'s nodes, stored below
+// DataDir/<name>/. The first node of each data centre is a seed. Each data
+// centre spreads its nodes evenly over the ring, offset by its index (two
+// nodes may not share a token). links, when not nil, holds one address per
+// node in the same layout: where the other nodes reach it (Node.Broadcast).
+func DataCentreNodes(name string, dcs, links [][]string) []Node {
+	var seeds []string
+	for i, addrs := range dcs {
+		if links != nil {
+			seeds = append(seeds, links[i][0])
+		} else {
+			seeds = append(seeds, addrs[0])
+		}
+	}
+	var nodes []Node
+	for i, addrs := range dcs {
+		dc := "dc" + strconv.Itoa(i+1)
+		step := ^uint64(0)/uint64(len(addrs)) + 1
+		for j, addr := range addrs {
+			n := Node{
+				Name:    filepath.Join(name, dc+"-node"+strconv.Itoa(j+1)),
+				Address: addr,
+				Cluster: "shelf-" + name,
+				Seeds:   seeds,
+				Token:   strconv.FormatInt(int64(uint64(1)<<63+uint64(j)*step+uint64(i)), 10),
+				Durable: true,
+				DC:      dc,
+				Rack:    "rack1",
+			}
+			if links != nil {
+				n.Broadcast = links[i][j]
+			}
+			nodes = append(nodes, n)
 		}
 	}
 	return nodes

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"syscall"
 	"testing"
@@ -10,22 +11,31 @@ import (
 	"shelf/internal/localcassandra"
 	"shelf/repository"
 
+	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"
 )
 
-// Cluster is three Cassandra nodes that a test starts for itself (the
-// nemesis, the seeds benchmark), each on its own loopback addresses.
+// Cluster is the Cassandra nodes that a test starts for itself (three for
+// the nemesis and the seeds benchmark, two data centres for the regions
+// test), each on its own loopback address.
 type Cluster struct {
 	L     *localcassandra.Launcher
 	Nodes []localcassandra.Node
 }
 
 // StartCluster starts three nodes called name on addresses, with their
-// data in a temporary folder and a 768M heap each, one after the other
-// until each sees the others. When the test ends every node is resumed
-// (a test may have hung it) and stopped. log, when not nil, gets the
-// launcher's progress.
+// data in a temporary folder and a 768M heap each (StartNodes). log, when
+// not nil, gets the launcher's progress.
 func StartCluster(t testing.TB, name string, addresses [3]string, log io.Writer) *Cluster {
+	t.Helper()
+	return StartNodes(t, localcassandra.ClusterNodes(name, addresses), log)
+}
+
+// StartNodes starts the nodes (a cluster a test describes itself: several
+// data centres), with their data in a temporary folder and a 768M heap
+// each, one after the other until each sees the others. When the test ends
+// every node is resumed (a test may have hung it) and stopped.
+func StartNodes(t testing.TB, nodes []localcassandra.Node, log io.Writer) *Cluster {
 	t.Helper()
 	l, err := Launcher()
 	if err != nil {
@@ -36,7 +46,7 @@ func StartCluster(t testing.TB, name string, addresses [3]string, log io.Writer)
 	if log != nil {
 		l.Log = log
 	}
-	c := &Cluster{L: l, Nodes: localcassandra.ClusterNodes(name, addresses)}
+	c := &Cluster{L: l, Nodes: nodes}
 	t.Cleanup(func() {
 		for _, n := range c.Nodes {
 			_ = l.Signal(n, syscall.SIGCONT)
@@ -52,7 +62,7 @@ func StartCluster(t testing.TB, name string, addresses [3]string, log io.Writer)
 		}
 		t.Fatal(err)
 	}
-	t.Logf("three nodes up after %.0fs", time.Since(started).Seconds())
+	t.Logf("%d nodes up after %.0fs", len(nodes), time.Since(started).Seconds())
 	return c
 }
 
@@ -81,4 +91,46 @@ func (c *Cluster) Hosts() []string {
 		hosts[i] = n.Address
 	}
 	return hosts
+}
+
+// Whole waits until every node at addresses, as the only coordinator,
+// reads a row of table (its text column id) at consistency ALL: a coordinator that thinks a
+// replica is down refuses that at once as unavailable, so every node then
+// sees every replica up. After a fault ends the nodes' failure detectors
+// take seconds to mark a node up again (longer on a loaded machine). It
+// gives up at ctx's end or after a minute.
+func Whole(ctx context.Context, addresses []string, table string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		err := readAllThroughEach(ctx, addresses, table)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the cluster is not whole after a minute: %w", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func readAllThroughEach(ctx context.Context, addresses []string, table string) error {
+	for _, addr := range addresses {
+		cl := gocql.NewCluster(addr)
+		cl.DisableInitialHostLookup = true
+		cl.Timeout, cl.ConnectTimeout = 2*time.Second, 2*time.Second
+		cl.Consistency = gocql.All
+		s, err := cl.CreateSession()
+		if err != nil {
+			return fmt.Errorf("%s: %w", addr, err)
+		}
+		var id string
+		err = s.Query("SELECT id FROM " + table + " LIMIT 1").WithContext(ctx).Scan(&id)
+		s.Close()
+		if err != nil && err != gocql.ErrNotFound {
+			return fmt.Errorf("%s: %w", addr, err)
+		}
+	}
+	return nil
 }

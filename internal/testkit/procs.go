@@ -52,8 +52,9 @@ func Start(bin string, args, env []string, addrOf func(line []byte) string) (p *
 	return StartLogging(bin, args, env, addrOf, io.Discard)
 }
 
-// StartLogging is Start with the rest of the standard output copied to
-// rest instead of dropped.
+// StartLogging is Start with the standard output copied to rest instead
+// of dropped, the lines before the address included (what the process
+// said while it started).
 func StartLogging(bin string, args, env []string, addrOf func(line []byte) string, rest io.Writer) (p *Process, stop func(), err error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -74,6 +75,7 @@ func StartLogging(bin string, args, env []string, addrOf func(line []byte) strin
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
+			_, _ = fmt.Fprintf(rest, "%s\n", sc.Bytes())
 			if a := addrOf(sc.Bytes()); a != "" {
 				addr <- a
 				break
@@ -124,4 +126,33 @@ func APIEnv(db *DB, extra ...string) []string {
 		"SHELF_ARGON2_TIME=1",
 	)
 	return append(env, extra...)
+}
+
+// WorkloadEnv are the settings of an `api serve` process under a cluster
+// test's workload (the nemesis, two data centres), beside its cluster's:
+// mail to the log at info, each line written at once (the nemesis reads
+// reset links from it); cheap hashing; no rate limit; claims leased for
+// lease (short: the checks run past it); the sweeper, the outbox and its
+// grace fast enough that their work is over soon after the run.
+func WorkloadEnv(lease time.Duration) []string {
+	return []string{
+		"SHELF_LOG_LEVEL=info",
+		"SHELF_LOG_FLUSH_INTERVAL=0s",
+		"SHELF_MAILER=log",
+		"SHELF_MAIL_PER_HOUR=0",
+		"SHELF_ARGON2_MEMORY_KIB=1024",
+		"SHELF_ARGON2_TIME=1",
+		"SHELF_RATE_LIMIT_PER_MINUTE=0",
+		// Every worker and the checker guess from one address: the
+		// throttle counts each password check in Cassandra as in
+		// production (its writes and reads meet the faults), with limits
+		// no guess reaches (the checker tries every password an account
+		// may have).
+		"SHELF_THROTTLE_PER_ADDRESS=1000000",
+		"SHELF_THROTTLE_PER_LOGIN=1000000",
+		"SHELF_CLAIM_LEASE=" + lease.String(),
+		"SHELF_SUSPENSION_SWEEP_INTERVAL=2s",
+		"SHELF_OUTBOX_INTERVAL=1s",
+		"SHELF_OUTBOX_GRACE=3s",
+	}
 }

@@ -76,7 +76,7 @@ func (r rateSum) rate() float64 {
 // and to against the single-node faults of the history, and returns the
 // verdict and a table of rates per kind for the summary.
 func checkAvailability(events []event, from, to time.Time) (verdict, string) {
-	v := verdict{name: "availability: one node hung or killed"}
+	v := verdict{Name: "availability: one node hung or killed"}
 	var answered []time.Time
 	var all []faultWindow
 	var ops []event
@@ -86,7 +86,7 @@ func checkAvailability(events []event, from, to time.Time) (verdict, string) {
 			all = append(all, windowOf(e))
 		case e.Kind == "op" && !e.End.Before(from) && !e.Start.After(to):
 			ops = append(ops, e)
-			if !e.indeterminate() && !e.End.After(to) {
+			if !e.Indeterminate() && !e.End.After(to) {
 				answered = append(answered, e.End)
 			}
 		}
@@ -114,9 +114,9 @@ func checkAvailability(events []event, from, to time.Time) (verdict, string) {
 			during.answered += count(start, end)
 			during.seconds += end.Sub(start).Seconds()
 			for s := maxTime(w.start.Add(attemptTimeout), from); !s.Add(time.Second).After(end); s = s.Add(time.Second) {
-				v.checked++
+				v.Checked++
 				if count(s, s.Add(time.Second)) == 0 {
-					v.fail("%s %s: no request answered in the second from %s (%s)", kind, w.start.Format("15:04:05.000"), s.Format("15:04:05.000"),
+					v.Fail("%s %s: no request answered in the second from %s (%s)", kind, w.start.Format("15:04:05.000"), s.Format("15:04:05.000"),
 						inFlight(ops, s.Add(time.Second)))
 				}
 			}
@@ -128,10 +128,10 @@ func checkAvailability(events []event, from, to time.Time) (verdict, string) {
 		ratio := during.rate() / before.rate()
 		fmt.Fprintf(&table, "%-10s %7d %11.1f %11.1f %6.2f\n", kind, windows, during.rate(), before.rate(), ratio)
 		if windows > 0 && before.seconds > 0 && !(ratio >= availabilityFloor) {
-			v.fail("%s: %.1f answered requests a second during %d windows, %.2f of the %.1f in the healthy seconds before them (floor %.2f)",
+			v.Fail("%s: %.1f answered requests a second during %d windows, %.2f of the %.1f in the healthy seconds before them (floor %.2f)",
 				kind, during.rate(), windows, ratio, before.rate(), availabilityFloor)
 		}
-		v.checked++
+		v.Checked++
 	}
 	return v, table.String()
 }
@@ -147,7 +147,7 @@ func inFlight(ops []event, t time.Time) string {
 		if e.Start.Before(t) && e.End.After(t) {
 			waited = append(waited, e.End.Sub(e.Start).Seconds())
 			kinds[e.Op]++
-			if e.indeterminate() {
+			if e.Indeterminate() {
 				unknown++
 			}
 		}

@@ -59,12 +59,12 @@ func TestAvailabilityVerdict(t *testing.T) {
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			v, table := checkAvailability(c.events, at(0), at(100))
-			if len(v.violations) != len(c.fails) {
-				t.Fatalf("%d violations, want %d:\n%s\n%s", len(v.violations), len(c.fails), v, table)
+			if len(v.Violations) != len(c.fails) {
+				t.Fatalf("%d violations, want %d:\n%s\n%s", len(v.Violations), len(c.fails), v, table)
 			}
 			for i, want := range c.fails {
-				if !strings.Contains(v.violations[i], want) {
-					t.Errorf("violation %d is %q, want it to say %q", i, v.violations[i], want)
+				if !strings.Contains(v.Violations[i], want) {
+					t.Errorf("violation %d is %q, want it to say %q", i, v.Violations[i], want)
 				}
 			}
 			if !strings.Contains(table, "hang-node") || !strings.Contains(table, "kill-node") {

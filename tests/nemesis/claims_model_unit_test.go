@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"shelf/tests/internal/checker"
 )
 
 // at builds a request of the history from second a to second b.
@@ -24,6 +26,12 @@ func signupOf(a, b, status int, username, email, id string, fields ...string) ev
 
 func renameOf(a, b, status int, user, username string, fields ...string) event {
 	return at(a, b, "rename", status, map[string]string{"user": user, "username": username}, nil, fields...)
+}
+
+// emailChangeOf is an admin asking for a new email for user: pending, its
+// key held beside the account's own.
+func emailChangeOf(a, b, status int, user, email string, fields ...string) event {
+	return at(a, b, "email-change", status, map[string]string{"user": user, "email": email}, nil, fields...)
 }
 
 func loginOf(a, b int, login, user string) event {
@@ -90,12 +98,35 @@ func TestClaimModel(t *testing.T) {
 			signupOf(0, 1, 201, "ann", "a@x", "U1"),
 			signupOf(2, 3, 0, "cid", "c@x", ""),
 		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1", "usernames/cid": "U1"}, false},
+		{"an email asked for is held, then given back by the next", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			emailChangeOf(2, 3, 200, "U1", "b@x"),
+			signupOf(4, 5, 409, "bob", "b@x", "", "email"),
+			emailChangeOf(6, 7, 200, "U1", "c@x"),
+			signupOf(8, 9, 201, "bob", "b@x", "U2"),
+		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1", "emails/c@x": "U1", "usernames/bob": "U2", "emails/b@x": "U2"}, true},
+		{"an email asked for taken by a signup meanwhile", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			emailChangeOf(2, 3, 200, "U1", "b@x"),
+			signupOf(4, 5, 201, "bob", "b@x", "U2"),
+		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1", "usernames/bob": "U2", "emails/b@x": "U2"}, false},
+		{"the account's own email taken while a change is pending", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			emailChangeOf(2, 3, 200, "U1", "b@x"),
+			signupOf(4, 5, 201, "bob", "a@x", "U2"),
+		}, map[string]string{"usernames/ann": "U1", "emails/b@x": "U1", "usernames/bob": "U2", "emails/a@x": "U2"}, false},
+		{"two regions both win one email for two accounts", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			signupOf(0, 1, 201, "bob", "b@x", "U2"),
+			emailChangeOf(2, 4, 200, "U1", "c@x"),
+			emailChangeOf(2, 4, 200, "U2", "c@x"),
+		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1", "usernames/bob": "U2", "emails/b@x": "U2", "emails/c@x": "U2"}, false},
 		{"an acknowledged signup lost", []event{
 			signupOf(0, 1, 201, "ann", "a@x", "U1"),
 		}, map[string]string{"emails/a@x": "U1"}, false},
 	} {
-		ops, known := claimHistory(tc.events, horizon, tc.final)
-		if got := porcupine.CheckOperations(claimModel(known), ops); got != tc.legal {
+		ops, known := checker.ClaimHistory(tc.events, horizon, tc.final)
+		if got := porcupine.CheckOperations(checker.ClaimModel(known), ops); got != tc.legal {
 			t.Errorf("%s: linearizable %v, want %v", tc.name, got, tc.legal)
 		}
 	}

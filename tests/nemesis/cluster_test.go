@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"shelf/internal/testkit"
 )
 
@@ -43,49 +41,11 @@ func (c *cluster) heal(ctx context.Context) error {
 	return nil
 }
 
-// whole waits until every node, as a coordinator, sees every replica up:
-// a read at consistency ALL through each node answers (a coordinator
-// that thinks a replica is down refuses it at once as unavailable). After
-// a fault ends, the nodes' failure detectors take seconds to mark a node
-// up again (longer on a loaded machine); a node killed or hung meanwhile
-// would be a second node down, not a single-node fault. It gives up at
-// ctx's end or after a minute.
+// whole waits until every node, as a coordinator, sees every replica up
+// (testkit.Whole). A node killed or hung before would be a second node
+// down, not a single-node fault.
 func (c *cluster) whole(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		err := c.readAllThroughEach(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the cluster is not whole after a minute: %w", err)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-// readAllThroughEach reads one row of the keyspace at ALL with each node
-// as the only coordinator.
-func (c *cluster) readAllThroughEach(ctx context.Context) error {
-	for _, n := range c.Nodes {
-		cl := gocql.NewCluster(n.Address)
-		cl.DisableInitialHostLookup = true
-		cl.Timeout, cl.ConnectTimeout = 2*time.Second, 2*time.Second
-		cl.Consistency = gocql.All
-		s, err := cl.CreateSession()
-		if err != nil {
-			return fmt.Errorf("%s: %w", n.Address, err)
-		}
-		var id string
-		err = s.Query(`SELECT id FROM nemesis.users LIMIT 1`).WithContext(ctx).Scan(&id)
-		s.Close()
-		if err != nil && err != gocql.ErrNotFound {
-			return fmt.Errorf("%s: %w", n.Address, err)
-		}
-	}
-	return nil
+	return testkit.Whole(ctx, c.Hosts(), "nemesis.users")
 }
 
 // apiProc is one `api serve` process on a fixed address, so that a
@@ -131,27 +91,10 @@ func apiEnv(addr string, extra ...string) []string {
 		"SHELF_REPLICATION=NetworkTopologyStrategy:datacenter1=3",
 		"SHELF_CONSISTENCY=LOCAL_QUORUM",
 		"SHELF_SERIAL_CONSISTENCY=LOCAL_SERIAL",
-		// Info, for the mail: the reset links are read from the log
-		// (SHELF_MAILER=log, see mailbox), each line written at once.
-		"SHELF_LOG_LEVEL=info",
-		"SHELF_LOG_FLUSH_INTERVAL=0s",
-		"SHELF_MAILER=log",
-		"SHELF_MAIL_PER_HOUR=0",
-		"SHELF_ARGON2_MEMORY_KIB=1024",
-		"SHELF_ARGON2_TIME=1",
-		"SHELF_RATE_LIMIT_PER_MINUTE=0",
-		// Every worker and the checker guess from one address: the
-		// throttle counts each password check in Cassandra as in
-		// production (its writes and reads meet the faults), with limits
-		// no guess reaches (the checker tries every password an account
-		// may have).
-		"SHELF_THROTTLE_PER_ADDRESS=1000000",
-		"SHELF_THROTTLE_PER_LOGIN=1000000",
-		"SHELF_CLAIM_LEASE="+lease.String(),
-		"SHELF_SUSPENSION_SWEEP_INTERVAL=2s",
-		"SHELF_OUTBOX_INTERVAL=1s",
-		"SHELF_OUTBOX_GRACE=3s",
 	)
+	// Mail goes to the log at info: the reset links are read from it
+	// (mailbox).
+	env = append(env, testkit.WorkloadEnv(lease)...)
 	return append(env, extra...)
 }
 

@@ -115,7 +115,7 @@ func contentModel(events []event) map[string]*itemModel {
 		}
 	}
 	for _, e := range deletions {
-		if !e.ok() && !e.indeterminate() {
+		if !e.OK() && !e.Indeterminate() {
 			continue
 		}
 		for _, m := range items {
@@ -160,22 +160,22 @@ func (m *itemModel) deletedAccount(e event) {
 // the acknowledged operations allow; and no member the history never
 // shared it with.
 func checkContentModel(events []event, items map[string]itemState) verdict {
-	v := verdict{name: "L1-L4 items match the acknowledged ops"}
+	v := verdict{Name: "L1-L4 items match the acknowledged ops"}
 	for id, m := range contentModel(events) {
 		s, read := items[id]
 		if !read {
 			continue
 		}
-		v.checked++
+		v.Checked++
 		live := map[bool]string{true: "live", false: "deleted"}[s.live]
 		if finals := m.live.finals(); !slices.Contains(finals, live) {
-			v.fail("%s is %s, the history allows %v", id, live, finals)
+			v.Fail("%s is %s, the history allows %v", id, live, finals)
 		}
 		if !s.live {
 			continue
 		}
 		if got, finals := s.name+"|"+s.visibility, m.attrs.finals(); !slices.Contains(finals, got) {
-			v.fail("%s is %q, the history allows %q", id, got, finals)
+			v.Fail("%s is %q, the history allows %q", id, got, finals)
 		}
 		for p, r := range m.members {
 			got := s.members[p]
@@ -183,12 +183,12 @@ func checkContentModel(events []event, items map[string]itemState) verdict {
 				got = "none"
 			}
 			if finals := r.finals(); !slices.Contains(finals, got) {
-				v.fail("%s: %s's role is %s, the history allows %v", id, p, got, finals)
+				v.Fail("%s: %s's role is %s, the history allows %v", id, p, got, finals)
 			}
 		}
 		for p := range s.members {
 			if _, ok := m.members[p]; !ok {
-				v.fail("%s lists member %s, whom the history never shared it with", id, p)
+				v.Fail("%s lists member %s, whom the history never shared it with", id, p)
 			}
 		}
 	}

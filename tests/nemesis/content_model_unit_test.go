@@ -48,8 +48,8 @@ func TestContentModel(t *testing.T) {
 		{"a delete lost", []event{create, contentOp(2, 3, "content-delete", 204, map[string]string{"content": "C1"})}, item("item", "public", owner), false},
 	} {
 		v := checkContentModel(tc.events, map[string]itemState{"C1": tc.state})
-		if v.checked != 1 || (len(v.violations) == 0) != tc.ok {
-			t.Errorf("%s: checked %d, violations %v, want ok %v", tc.name, v.checked, v.violations, tc.ok)
+		if v.Checked != 1 || (len(v.Violations) == 0) != tc.ok {
+			t.Errorf("%s: checked %d, violations %v, want ok %v", tc.name, v.Checked, v.Violations, tc.ok)
 		}
 	}
 }

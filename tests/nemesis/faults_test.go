@@ -66,7 +66,7 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 func (n *nemesis) record(op string, target int, start time.Time, args map[string]string) {
-	n.h.add(event{Kind: "fault", API: target, Op: op, Start: start, End: time.Now(), Args: args})
+	n.h.Add(event{Kind: "fault", API: target, Op: op, Start: start, End: time.Now(), Args: args})
 }
 
 func (n *nemesis) killNode(ctx context.Context) {

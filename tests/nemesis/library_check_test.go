@@ -17,7 +17,7 @@ import (
 func readItems(c *client, admin string, items []*item) (map[string]itemState, error) {
 	out := map[string]itemState{}
 	for _, it := range items {
-		status, body := c.call(0, 0, "check-content", http.MethodGet, "/v1/content/"+it.id, admin, nil, nil)
+		status, body := c.Call(0, 0, "check-content", http.MethodGet, "/v1/content/"+it.id, admin, nil, nil)
 		if status == http.StatusNotFound {
 			out[it.id] = itemState{}
 			continue
@@ -34,7 +34,7 @@ func readItems(c *client, admin string, items []*item) (map[string]itemState, er
 			if cursor != "" {
 				path += "&cursor=" + url.QueryEscape(cursor)
 			}
-			status, page := c.call(0, 0, "check-content-members", http.MethodGet, path, admin, nil, nil)
+			status, page := c.Call(0, 0, "check-content-members", http.MethodGet, path, admin, nil, nil)
 			if status != http.StatusOK {
 				return nil, fmt.Errorf("members of %s: %d", it.id, status)
 			}
@@ -73,7 +73,7 @@ var visibleTo = map[string][]string{
 // never heard of (its creation's answer was lost or 503) is read too: it
 // may exist.
 func checkLibraries(c *client, admin, session string, items map[string]itemState, accounts []*account) verdict {
-	v := verdict{name: "L1-L4 every library as every viewer kind"}
+	v := verdict{Name: "L1-L4 every library as every viewer kind"}
 	tokens := map[string]string{"admin": admin, "session": session, "anonymous": ""}
 	type read struct {
 		user, kind string
@@ -82,10 +82,10 @@ func checkLibraries(c *client, admin, session string, items map[string]itemState
 	var reads []read
 	for _, a := range accounts {
 		for _, kind := range []string{"admin", "session", "anonymous"} {
-			v.checked++
+			v.Checked++
 			got, problem := readLibrary(c, tokens[kind], a.id)
 			if problem != "" {
-				v.fail("%s's library as %s: %s", a.id, kind, problem)
+				v.Fail("%s's library as %s: %s", a.id, kind, problem)
 				continue
 			}
 			reads = append(reads, read{a.id, kind, got})
@@ -94,7 +94,7 @@ func checkLibraries(c *client, admin, session string, items map[string]itemState
 				if _, known := items[id]; !known {
 					extra, err := readItems(c, admin, []*item{{id: id}})
 					if err != nil {
-						v.fail("item %s listed in %s's library: %v", id, a.id, err)
+						v.Fail("item %s listed in %s's library: %v", id, a.id, err)
 						continue
 					}
 					items[id] = extra[id]
@@ -113,7 +113,7 @@ func checkLibraries(c *client, admin, session string, items map[string]itemState
 		sorted := slices.Clone(r.got)
 		sort.Strings(sorted)
 		if !slices.Equal(sorted, want) {
-			v.fail("%s's library as %s lists %v, want %v", r.user, r.kind, r.got, want)
+			v.Fail("%s's library as %s lists %v, want %v", r.user, r.kind, r.got, want)
 		}
 	}
 	return v
@@ -132,7 +132,7 @@ func readLibrary(c *client, token, userID string) ([]string, string) {
 		if cursor != "" {
 			path += "&cursor=" + url.QueryEscape(cursor)
 		}
-		status, page := c.call(0, 0, "check-library", http.MethodGet, path, token, nil, nil)
+		status, page := c.Call(0, 0, "check-library", http.MethodGet, path, token, nil, nil)
 		if status != http.StatusOK {
 			return nil, fmt.Sprintf("page answers %d", status)
 		}

@@ -3,6 +3,8 @@ package nemesis
 import (
 	"net/http"
 	"sort"
+
+	"shelf/tests/internal/checker"
 )
 
 // The lifecycle's checks that need no cluster: they judge a history (and,
@@ -15,7 +17,7 @@ import (
 // never), and no confirmation that started after one answered 2xx answers
 // 2xx again (by then the token is done).
 func checkResetTokens(events []event) verdict {
-	v := verdict{name: "U8 a reset token works at most once"}
+	v := verdict{Name: "U8 a reset token works at most once"}
 	byToken := map[string][]event{}
 	var tokens []string
 	for _, e := range events {
@@ -29,19 +31,19 @@ func checkResetTokens(events []event) verdict {
 		byToken[t] = append(byToken[t], e)
 	}
 	for _, t := range tokens {
-		v.checked++
+		v.Checked++
 		confirms := byToken[t]
 		for _, a := range confirms {
-			if !a.ok() {
+			if !a.OK() {
 				continue
 			}
 			for _, b := range confirms {
 				switch {
-				case !b.ok() || b.Seq == a.Seq:
+				case !b.OK() || b.Seq == a.Seq:
 				case b.Args["password"] != a.Args["password"] && a.Seq < b.Seq:
-					v.fail("token %s set two passwords: #%d and #%d both answered %d", t, a.Seq, b.Seq, b.Status)
+					v.Fail("token %s set two passwords: #%d and #%d both answered %d", t, a.Seq, b.Seq, b.Status)
 				case b.Start.After(a.End):
-					v.fail("token %s worked again: #%d answered %d at %s, #%d sent after it answered %d",
+					v.Fail("token %s worked again: #%d answered %d at %s, #%d sent after it answered %d",
 						t, a.Seq, a.Status, a.End.Format("15:04:05.000"), b.Seq, b.Status)
 				}
 			}
@@ -58,7 +60,7 @@ func checkResetTokens(events []event) verdict {
 // still opened a session from before the reset. A password change keeps
 // its caller's own session.
 func checkSessionsAfterReset(events []event) verdict {
-	v := verdict{name: "U8 no older session works after a reset"}
+	v := verdict{Name: "U8 no older session works after a reset"}
 	logins := map[string][]event{} // account -> its logins that opened a session
 	uses := map[string][]event{}   // session -> the requests that used it, answered
 	for _, e := range events {
@@ -66,15 +68,15 @@ func checkSessionsAfterReset(events []event) verdict {
 		case e.Kind != "op":
 		case e.Op == "login" && e.Status == http.StatusCreated && e.Result["session"] != "":
 			logins[e.Result["user"]] = append(logins[e.Result["user"]], e)
-		case e.Session != "" && !e.indeterminate():
+		case e.Session != "" && !e.Indeterminate():
 			uses[e.Session] = append(uses[e.Session], e)
 		}
 	}
 	for _, c := range events {
-		if (c.Op != "reset-confirm" && c.Op != "change-password") || !c.ok() {
+		if (c.Op != "reset-confirm" && c.Op != "change-password") || !c.OK() {
 			continue
 		}
-		v.checked++
+		v.Checked++
 		keep := ""
 		if c.Op == "change-password" {
 			keep = c.Session
@@ -90,7 +92,7 @@ func checkSessionsAfterReset(events []event) verdict {
 					if l.End.After(c.Start) {
 						inFlight = " (a login in flight)"
 					}
-					v.fail("%s answered %d at %s; then %s with the session of login #%d%s, from before it, answered %d",
+					v.Fail("%s answered %d at %s; then %s with the session of login #%d%s, from before it, answered %d",
 						c.Op, c.Status, c.End.Format("15:04:05.000"), u.Op, l.Seq, inFlight, u.Status)
 				}
 			}
@@ -120,20 +122,20 @@ type lifecycleState struct {
 // and a deleted account is in no group's member list, no item's member
 // list, no library and not in the suspended list.
 func checkLifecycleState(s lifecycleState) verdict {
-	v := verdict{name: "deleted accounts listed nowhere, none stuck"}
+	v := verdict{Name: "deleted accounts listed nowhere, none stuck"}
 	deleted := map[string]bool{}
 	for _, id := range sortedKeys(s.users) {
 		switch s.users[id] {
 		case "deleted":
-			v.checked++
+			v.Checked++
 			deleted[id] = true
 		case "deleting":
-			v.fail("account %s is still deleting after the repair", id)
+			v.Fail("account %s is still deleting after the repair", id)
 		}
 	}
 	for _, id := range sortedKeys(s.groups) {
 		if s.groups[id] == "closing" {
-			v.fail("group %s is still closing after the repair", id)
+			v.Fail("group %s is still closing after the repair", id)
 		}
 	}
 	for _, l := range []struct {
@@ -148,18 +150,18 @@ func checkLifecycleState(s lifecycleState) verdict {
 	} {
 		for _, r := range l.rows {
 			if deleted[r[1]] {
-				v.fail("deleted account %s is %s %s", r[1], l.what, r[0])
+				v.Fail("deleted account %s is %s %s", r[1], l.what, r[0])
 			}
 		}
 	}
 	for _, id := range s.suspendedList {
 		if deleted[id] {
-			v.fail("deleted account %s is in the suspended list", id)
+			v.Fail("deleted account %s is in the suspended list", id)
 		}
 	}
 	for _, id := range s.suspendedUsers {
 		if deleted[id] {
-			v.fail("deleted account %s has a suspension lookup (suspended_users)", id)
+			v.Fail("deleted account %s has a suspension lookup (suspended_users)", id)
 		}
 	}
 	return v
@@ -174,39 +176,16 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
-// deletions says, per account, whether a deletion of it answered 2xx
-// ("yes") or may have applied ("maybe": no answer or a 503).
-func deletions(events []event) map[string]string {
-	return outcomes(events, "delete-account", "user", map[string]string{})
-}
-
 // closings is deletions for groups. A group is "maybe" closed too when a
 // deletion of its creator may have applied: a deletion closes the groups
 // its account is alone in.
 func closings(events []event) map[string]string {
 	out := map[string]string{}
-	deleted := deletions(events)
+	deleted := checker.Deletions(events)
 	for _, e := range events {
 		if e.Op == "group-create" && e.Result["id"] != "" && deleted[e.Args["by"]] != "" {
 			out[e.Result["id"]] = "maybe"
 		}
 	}
-	return outcomes(events, "group-close", "group", out)
-}
-
-// outcomes adds to out, for the target (Args[arg]) of every op, "yes" when
-// one answered 2xx and "maybe" when one may have applied.
-func outcomes(events []event, op, arg string, out map[string]string) map[string]string {
-	for _, e := range events {
-		if e.Op != op {
-			continue
-		}
-		switch id := e.Args[arg]; {
-		case e.ok():
-			out[id] = "yes"
-		case e.indeterminate() && out[id] == "":
-			out[id] = "maybe"
-		}
-	}
-	return out
+	return checker.Outcomes(events, "group-close", "group", out)
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"shelf/tests/internal/checker"
 )
 
 // numbered gives each event its place in the history.
@@ -39,8 +41,8 @@ func TestResetTokenRule(t *testing.T) {
 		{"used, then used again with the same password", []event{confirmOf(0, 1, 204, "T", "p1"), confirmOf(2, 3, 204, "T", "p1")}, false},
 	} {
 		v := checkResetTokens(numbered(tc.events...))
-		if (len(v.violations) == 0) != tc.ok {
-			t.Errorf("%s: violations %v, want ok %v", tc.name, v.violations, tc.ok)
+		if (len(v.Violations) == 0) != tc.ok {
+			t.Errorf("%s: violations %v, want ok %v", tc.name, v.Violations, tc.ok)
 		}
 	}
 }
@@ -94,8 +96,8 @@ func TestSessionsAfterResetRule(t *testing.T) {
 			loginAs(0, 1, "old", "S"), loginAs(2, 3, "old", "R"), changeOf(10, 12, 200, "new", "S"), use(13, 14, 200, "R")}, false},
 	} {
 		v := checkSessionsAfterReset(numbered(tc.events...))
-		if (len(v.violations) == 0) != tc.ok {
-			t.Errorf("%s: violations %v, want ok %v", tc.name, v.violations, tc.ok)
+		if (len(v.Violations) == 0) != tc.ok {
+			t.Errorf("%s: violations %v, want ok %v", tc.name, v.Violations, tc.ok)
 		}
 	}
 }
@@ -163,8 +165,8 @@ func TestNameTakenAgainOnlyAfterItsHolderIsGone(t *testing.T) {
 			groupCreateOf(0, 1, 201, "g1", "G1"), closingOf(2, 6, 204, "G1", "g1"), groupCreateOf(3, 4, 409, "g1", "", "name"),
 		}, map[string]string{}, true},
 	} {
-		ops, known := claimHistory(numbered(tc.events...), horizon, tc.final)
-		if got := porcupine.CheckOperations(claimModel(known), ops); got != tc.legal {
+		ops, known := checker.ClaimHistory(numbered(tc.events...), horizon, tc.final)
+		if got := porcupine.CheckOperations(checker.ClaimModel(known), ops); got != tc.legal {
 			t.Errorf("%s: linearizable %v, want %v", tc.name, got, tc.legal)
 		}
 	}
@@ -187,8 +189,8 @@ func TestDeletedAccountsListedNowhere(t *testing.T) {
 			suspendedUsers: []string{"U2"},
 		}
 	}
-	if v := checkLifecycleState(clean()); len(v.violations) != 0 || v.checked != 1 {
-		t.Fatalf("a clean state: checked %d, violations %v", v.checked, v.violations)
+	if v := checkLifecycleState(clean()); len(v.Violations) != 0 || v.Checked != 1 {
+		t.Fatalf("a clean state: checked %d, violations %v", v.Checked, v.Violations)
 	}
 	for name, spoil := range map[string]func(*lifecycleState){
 		"a group member":        func(s *lifecycleState) { s.groupMembers = append(s.groupMembers, [2]string{"G1", "U1"}) },
@@ -203,8 +205,8 @@ func TestDeletedAccountsListedNowhere(t *testing.T) {
 	} {
 		s := clean()
 		spoil(&s)
-		if v := checkLifecycleState(s); len(v.violations) != 1 {
-			t.Errorf("%s: violations %v, want one", name, v.violations)
+		if v := checkLifecycleState(s); len(v.Violations) != 1 {
+			t.Errorf("%s: violations %v, want one", name, v.Violations)
 		}
 	}
 }
@@ -236,8 +238,8 @@ func TestContentModelWithDeletedAccounts(t *testing.T) {
 			live(map[string]string{"U1": "manager", "U2": "viewer"}), true},
 	} {
 		v := checkContentModel(tc.events, map[string]itemState{"C1": tc.state})
-		if v.checked != 1 || (len(v.violations) == 0) != tc.ok {
-			t.Errorf("%s: checked %d, violations %v, want ok %v", tc.name, v.checked, v.violations, tc.ok)
+		if v.Checked != 1 || (len(v.Violations) == 0) != tc.ok {
+			t.Errorf("%s: checked %d, violations %v, want ok %v", tc.name, v.Checked, v.Violations, tc.ok)
 		}
 	}
 }
@@ -249,8 +251,8 @@ func TestGroupOfADeletedCreatorMayBeClosed(t *testing.T) {
 	horizon := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
 	create := at(2, 3, "group-create", 201, map[string]string{"name": "g1", "by": "U1"}, map[string]string{"id": "G1"})
 	events := numbered(signupOf(0, 1, 201, "ann", "a@x", "U1"), create, deletionOf(4, 5, 204, "U1"), groupCreateOf(6, 7, 201, "g1", "G2"))
-	ops, known := claimHistory(events, horizon, map[string]string{"group_names/g1": "G2"})
-	if !porcupine.CheckOperations(claimModel(known), ops) {
+	ops, known := checker.ClaimHistory(events, horizon, map[string]string{"group_names/g1": "G2"})
+	if !porcupine.CheckOperations(checker.ClaimModel(known), ops) {
 		t.Error("the name of a group its creator's deletion closed cannot be taken again")
 	}
 	if got := closings(events)["G1"]; got != "maybe" {

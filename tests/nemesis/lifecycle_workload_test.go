@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"shelf/tests/internal/checker"
 )
 
 // The lifecycle part of the workload: accounts deleted, groups created and
@@ -52,7 +54,7 @@ func (w *workload) deleteAccount(worker, api int) {
 	w.mu.Unlock()
 	del := func(token, by string, worker int) func() {
 		return func() {
-			status, _ := w.c.call(worker, api, "delete-account", http.MethodPost, "/v1/users/"+a.id+"/deletion", token, body,
+			status, _ := w.c.Call(worker, api, "delete-account", http.MethodPost, "/v1/users/"+a.id+"/deletion", token, body,
 				map[string]string{"user": a.id, "by": by})
 			if status == http.StatusNoContent {
 				w.mu.Lock()
@@ -87,7 +89,7 @@ func (w *workload) createGroup(worker, api int, name string) {
 	if a, t := w.session(); a != nil && rand.IntN(2) == 0 {
 		token, by = t, a.id
 	}
-	status, out := w.c.call(worker, api, "group-create", http.MethodPost, "/v1/groups", token,
+	status, out := w.c.Call(worker, api, "group-create", http.MethodPost, "/v1/groups", token,
 		map[string]any{"name": name, "maxMembers": 3}, map[string]string{"name": name, "by": by})
 	if status == http.StatusCreated {
 		id, _ := out["id"].(string)
@@ -110,7 +112,7 @@ func (w *workload) closeGroup(worker, api int) {
 	}
 	closing := func(token, by string, worker int) func() {
 		return func() {
-			status, _ := w.c.call(worker, api, "group-close", http.MethodDelete, "/v1/groups/"+g.id, token, nil,
+			status, _ := w.c.Call(worker, api, "group-close", http.MethodDelete, "/v1/groups/"+g.id, token, nil,
 				map[string]string{"group": g.id, "name": g.name, "by": by})
 			if status == http.StatusNoContent {
 				w.mu.Lock()
@@ -149,7 +151,7 @@ func (w *workload) reset(worker, api int) {
 	if deleting {
 		return
 	}
-	status, _ := w.c.call(worker, api, "reset-request", http.MethodPost, "/v1/password-resets", "",
+	status, _ := w.c.Call(worker, api, "reset-request", http.MethodPost, "/v1/password-resets", "",
 		map[string]string{"email": email}, map[string]string{"user": a.id, "email": email})
 	if status != http.StatusAccepted {
 		return
@@ -166,9 +168,9 @@ func (w *workload) reset(worker, api int) {
 			w.mu.Lock()
 			a.passwords = append(a.passwords, pw) // it may apply whatever the answer
 			w.mu.Unlock()
-			status, _ := w.c.call(worker, api, "reset-confirm", http.MethodPost, "/v1/password-resets/confirm", "",
+			status, _ := w.c.Call(worker, api, "reset-confirm", http.MethodPost, "/v1/password-resets/confirm", "",
 				map[string]string{"token": token, "newPassword": pw},
-				map[string]string{"user": a.id, "token": sessionLabel(token), "password": pw})
+				map[string]string{"user": a.id, "token": checker.SessionLabel(token), "password": pw})
 			if status >= 400 && status < 500 { // refused: it sets nothing (U8)
 				w.mu.Lock()
 				if i := slices.Index(a.passwords, pw); i >= 0 {
@@ -189,7 +191,7 @@ func (w *workload) reset(worker, api int) {
 	together(steps...)
 	for _, s := range []string{inFlight, own} {
 		if s != "" {
-			w.c.call(worker, api, "me", http.MethodGet, "/v1/me", s, nil, map[string]string{"user": a.id})
+			w.c.Call(worker, api, "me", http.MethodGet, "/v1/me", s, nil, map[string]string{"user": a.id})
 		}
 	}
 	if rand.IntN(3) == 0 {

@@ -43,7 +43,7 @@ func writeReport(path, title string, events []event) error {
 		switch {
 		case e.Status >= 200 && e.Status < 300:
 			s.OK++
-		case e.indeterminate():
+		case e.Indeterminate():
 			s.Failed++
 		default:
 			s.Rejected++

@@ -93,7 +93,7 @@ func (w *workload) run(ctx context.Context, workers int) {
 // account, creating and closing a group, resetting a password) a tenth of
 // the time.
 func (w *workload) step(worker int) {
-	api := rand.IntN(len(w.c.apis))
+	api := rand.IntN(len(w.c.Bases))
 	switch r := rand.IntN(45); {
 	case r < 8:
 		u, e := window()
@@ -109,7 +109,7 @@ func (w *workload) step(worker int) {
 	case r < 22:
 		w.unsuspend(worker, api)
 	case r < 24:
-		w.c.call(worker, api, "list-suspended", http.MethodGet, "/v1/suspensions?limit=20", w.admin, nil, nil)
+		w.c.Call(worker, api, "list-suspended", http.MethodGet, "/v1/suspensions?limit=20", w.admin, nil, nil)
 	case r < 28:
 		w.join(worker, api)
 	case r < 36:
@@ -129,7 +129,7 @@ func (w *workload) step(worker int) {
 
 func (w *workload) signup(worker, api int, u, e string) {
 	pw := nextPassword()
-	status, out := w.c.call(worker, api, "signup", http.MethodPost, "/v1/users", "",
+	status, out := w.c.Call(worker, api, "signup", http.MethodPost, "/v1/users", "",
 		map[string]string{"username": u, "email": e, "password": pw}, map[string]string{"username": u, "email": e, "password": pw})
 	if status == http.StatusCreated {
 		id, _ := out["id"].(string)
@@ -158,7 +158,7 @@ func (w *workload) login(worker, api int) {
 // history keeps the password, so that a session from before a reset or a
 // password change is told from one opened with the new password.
 func (w *workload) logIn(worker, api int, a *account, login, pw string) string {
-	status, out := w.c.call(worker, api, "login", http.MethodPost, "/v1/sessions", "",
+	status, out := w.c.Call(worker, api, "login", http.MethodPost, "/v1/sessions", "",
 		map[string]string{"login": login, "password": pw}, map[string]string{"user": a.id, "login": login, "password": pw})
 	if status != http.StatusCreated {
 		return ""
@@ -191,7 +191,7 @@ func (w *workload) rename(worker, api int) {
 	pw := a.passwords[len(a.passwords)-1]
 	w.mu.Unlock()
 	// A new username takes the current password (U9).
-	status, _ := w.c.call(worker, api, "rename", http.MethodPatch, "/v1/users/"+a.id, token,
+	status, _ := w.c.Call(worker, api, "rename", http.MethodPatch, "/v1/users/"+a.id, token,
 		map[string]string{"username": u, "currentPassword": pw}, map[string]string{"user": a.id, "username": u})
 	if status == http.StatusOK {
 		w.mu.Lock()
@@ -210,7 +210,7 @@ func (w *workload) changePassword(worker, api int) {
 	next := nextPassword()
 	a.passwords = append(a.passwords, next) // it may apply whatever the answer
 	w.mu.Unlock()
-	w.c.call(worker, api, "change-password", http.MethodPut, "/v1/users/"+a.id+"/password", token,
+	w.c.Call(worker, api, "change-password", http.MethodPut, "/v1/users/"+a.id+"/password", token,
 		map[string]string{"currentPassword": current, "newPassword": next}, map[string]string{"user": a.id, "password": next})
 }
 
@@ -223,7 +223,7 @@ func (w *workload) suspend(worker, api int) {
 	if rand.IntN(2) == 0 {
 		body["until"] = time.Now().Add(time.Duration(5+rand.IntN(20)) * time.Second).UTC().Format(time.RFC3339)
 	}
-	w.c.call(worker, api, "suspend", http.MethodPost, "/v1/users/"+a.id+"/suspension", w.admin, body,
+	w.c.Call(worker, api, "suspend", http.MethodPost, "/v1/users/"+a.id+"/suspension", w.admin, body,
 		map[string]string{"user": a.id, "until": body["until"]})
 }
 
@@ -232,7 +232,7 @@ func (w *workload) unsuspend(worker, api int) {
 	if a == nil {
 		return
 	}
-	w.c.call(worker, api, "unsuspend", http.MethodDelete, "/v1/users/"+a.id+"/suspension", w.admin, nil,
+	w.c.Call(worker, api, "unsuspend", http.MethodDelete, "/v1/users/"+a.id+"/suspension", w.admin, nil,
 		map[string]string{"user": a.id})
 }
 
@@ -247,7 +247,7 @@ func (w *workload) join(worker, api int) {
 	if made := pick(w, &w.made); made != nil && rand.IntN(2) == 0 {
 		g = made.id
 	}
-	w.c.call(worker, api, "group-add", http.MethodPut, "/v1/groups/"+g+"/members/"+a.id, w.admin,
+	w.c.Call(worker, api, "group-add", http.MethodPut, "/v1/groups/"+g+"/members/"+a.id, w.admin,
 		map[string]string{"role": "member"}, map[string]string{"group": g, "user": a.id})
 }
 
@@ -262,7 +262,7 @@ func (w *workload) content(worker, api int) {
 			return
 		}
 		v := visibilities[rand.IntN(3)]
-		status, out := w.c.call(worker, api, "content-create", http.MethodPost, "/v1/content", token,
+		status, out := w.c.Call(worker, api, "content-create", http.MethodPost, "/v1/content", token,
 			map[string]string{"name": "item", "visibility": v}, map[string]string{"owner": a.id, "visibility": v})
 		if status == http.StatusCreated {
 			id, _ := out["id"].(string)
@@ -277,18 +277,18 @@ func (w *workload) content(worker, api int) {
 	case 0, 1:
 		v := visibilities[rand.IntN(3)]
 		name := fmt.Sprintf("item %d", rand.IntN(1000))
-		w.c.call(worker, api, "content-update", http.MethodPatch, "/v1/content/"+it.id, it.token,
+		w.c.Call(worker, api, "content-update", http.MethodPatch, "/v1/content/"+it.id, it.token,
 			map[string]string{"name": name, "visibility": v}, map[string]string{"content": it.id, "name": name, "visibility": v})
 	case 2, 3:
 		role := []string{"viewer", "manager"}[rand.IntN(2)]
-		w.c.call(worker, api, "content-share", http.MethodPut, "/v1/content/"+it.id+"/members/"+other.id, it.token,
+		w.c.Call(worker, api, "content-share", http.MethodPut, "/v1/content/"+it.id+"/members/"+other.id, it.token,
 			map[string]string{"role": role}, map[string]string{"content": it.id, "principal": other.id, "role": role})
 	case 4:
-		w.c.call(worker, api, "content-unshare", http.MethodDelete, "/v1/content/"+it.id+"/members/"+other.id, it.token, nil,
+		w.c.Call(worker, api, "content-unshare", http.MethodDelete, "/v1/content/"+it.id+"/members/"+other.id, it.token, nil,
 			map[string]string{"content": it.id, "principal": other.id})
 	default:
 		if rand.IntN(4) == 0 {
-			w.c.call(worker, api, "content-delete", http.MethodDelete, "/v1/content/"+it.id, it.token, nil,
+			w.c.Call(worker, api, "content-delete", http.MethodDelete, "/v1/content/"+it.id, it.token, nil,
 				map[string]string{"content": it.id})
 		}
 	}
@@ -303,6 +303,6 @@ func (w *workload) library(worker, api int) {
 	if rand.IntN(2) == 0 {
 		token = ""
 	}
-	w.c.call(worker, api, "library", http.MethodGet, "/v1/users/"+a.id+"/library?limit=20", token, nil,
+	w.c.Call(worker, api, "library", http.MethodGet, "/v1/users/"+a.id+"/library?limit=20", token, nil,
 		map[string]string{"user": a.id, "anonymous": fmt.Sprint(token == "")})
 }

@@ -1,8 +1,9 @@
-package nemesis
+package checker
 
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -19,8 +20,8 @@ import (
 // that the history's steps on each key can be put in an order, each within
 // its request's interval, that this register allows. A step whose outcome
 // the history does not know (no answer, a 5xx) is open-ended: it may have
-// happened at any time up to the check, or not at all; a signup or rename
-// of unknown outcome may hold the key for good, under the account id it was
+// happened at any time up to the check, or not at all; a signup, a rename
+// or an email change of unknown outcome may hold the key for good, under the account id it was
 // for (a signup's id is unknown, so it holds as "signup:<seq>" until a read
 // names the account; a group creation's as "create:<seq>").
 //
@@ -42,9 +43,9 @@ type claimStep struct {
 	Seq   int64
 }
 
-// claimModel is the register; known are the ids that 201 signups
+// ClaimModel is the register; known are the ids that 201 signups
 // returned (a read naming any other id may name an unknown signup's).
-func claimModel(known map[string]bool) porcupine.Model {
+func ClaimModel(known map[string]bool) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
 			byKey := map[string][]porcupine.Operation{}
@@ -132,13 +133,13 @@ func unnamed(holder string) bool {
 // a write held back by a hung node (at most 12 s) lands.
 const excuse = 30 * time.Second
 
-// claimHistory turns the history into steps per key. horizon is when the
+// ClaimHistory turns the history into steps per key. horizon is when the
 // check reads the database: open-ended steps end there; final holds the
 // holder of every key the database shows (active or suspended accounts).
-func claimHistory(events []event, horizon time.Time, final map[string]string) (ops []porcupine.Operation, known map[string]bool) {
+func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (ops []porcupine.Operation, known map[string]bool) {
 	known = map[string]bool{}
 	end := horizon.UnixNano()
-	add := func(e event, s claimStep, openEnded bool) {
+	add := func(e Event, s claimStep, openEnded bool) {
 		s.Seq = e.Seq
 		ret := e.End.UnixNano()
 		if openEnded {
@@ -155,10 +156,10 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 	}
 	type span struct{ from, to int64 }
 	losers := map[string][]span{} // key -> when losing attempts may have held it
-	var taken []event
+	var taken []Event
 	var takenKeys []string
 	// attempt adds the steps of a signup or a rename on one key.
-	attempt := func(e event, key, field, winner, as string) {
+	attempt := func(e Event, key, field, winner, as string) {
 		unknown := e.Status == 0 || e.Status >= 500
 		switch {
 		case e.Status >= 200 && e.Status < 300:
@@ -174,8 +175,9 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 			losers[key] = append(losers[key], span{e.Start.UnixNano(), e.End.Add(excuse).UnixNano()})
 		}
 	}
-	var renames, ends []event
-	made := map[string][]string{} // account -> the groups it created
+	var renames, emailChanges, ends []Event
+	signedUpWith := map[string]string{} // account -> the email key its 201 signup took
+	made := map[string][]string{}       // account -> the groups it created
 	for _, e := range events {
 		if e.Kind != "op" {
 			continue
@@ -189,6 +191,13 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 			}
 			attempt(e, "usernames/"+e.Args["username"], "username", winner, own)
 			attempt(e, "emails/"+e.Args["email"], "email", winner, own)
+			if winner != "" {
+				signedUpWith[winner] = "emails/" + e.Args["email"]
+			}
+		case "email-change": // a new email asked for: held, pending, beside the account's own
+			user := e.Args["user"]
+			attempt(e, "emails/"+e.Args["email"], "email", user, user)
+			emailChanges = append(emailChanges, e)
 		case "rename":
 			user := e.Args["user"]
 			attempt(e, "usernames/"+e.Args["username"], "username", user, user)
@@ -217,19 +226,26 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 			add(e, claimStep{Key: takenKeys[i], What: "taken", Who: who}, false)
 		}
 	}
-	// A rename that applied gives back the account's other usernames.
-	for _, e := range renames {
-		unknown := e.Status == 0 || e.Status >= 500
-		if !unknown && (e.Status < 200 || e.Status >= 300) {
-			continue
-		}
-		user, to := e.Args["user"], "usernames/"+e.Args["username"]
-		for key, who := range candidates {
-			if who[user] && key != to && strings.HasPrefix(key, "usernames/") {
-				add(e, claimStep{Key: key, What: "release", Who: user, Maybe: unknown}, unknown)
+	// A rename that applied gives back the account's other usernames; an
+	// email change, the address asked for before (one pending at a time),
+	// never the account's own: that one stays until the new one is
+	// verified, which the histories never do.
+	giveBack := func(changes []Event, prefix, arg string) {
+		for _, e := range changes {
+			unknown := e.Status == 0 || e.Status >= 500
+			if !unknown && (e.Status < 200 || e.Status >= 300) {
+				continue
+			}
+			user, to := e.Args["user"], prefix+e.Args[arg]
+			for key, who := range candidates {
+				if who[user] && key != to && key != signedUpWith[user] && strings.HasPrefix(key, prefix) {
+					add(e, claimStep{Key: key, What: "release", Who: user, Maybe: unknown}, unknown)
+				}
 			}
 		}
 	}
+	giveBack(renames, "usernames/", "username")
+	giveBack(emailChanges, "emails/", "email")
 	// A deletion or a closing that applied gives back every name of the
 	// account or the group: at some point within its request (from its
 	// start the owner is deleting or closing and still holds them), or, of
@@ -267,4 +283,37 @@ func claimHistory(events []event, horizon time.Time, final map[string]string) (o
 		ops = append(ops, porcupine.Operation{Input: claimStep{Key: key, What: "read", Who: final[key], Seq: -1}, Call: end + 1, Return: end + 1})
 	}
 	return ops, known
+}
+
+// CheckClaims checks with porcupine that the history's claims are
+// linearizable per key (U1), with the database's holders read at horizon
+// as the last read of every key. The steps of a key that cannot be
+// linearized go to claims-<n>.html in dir, porcupine's picture of them.
+func CheckClaims(events []Event, horizon time.Time, holders map[string]string, dir string) Verdict {
+	v := Verdict{Name: "U1 claims linearizable per key (porcupine)"}
+	ops, known := ClaimHistory(events, horizon, holders)
+	model := ClaimModel(known)
+	for _, part := range model.Partition(ops) {
+		v.Checked++
+		result, info := porcupine.CheckOperationsVerbose(model, part, time.Minute)
+		if result == porcupine.Ok {
+			continue
+		}
+		key := part[0].Input.(claimStep).Key
+		if result == porcupine.Unknown {
+			v.Fail("%s: porcupine could not decide within a minute (%d steps)", key, len(part))
+			continue
+		}
+		sort.Slice(part, func(i, j int) bool { return part[i].Call < part[j].Call })
+		var steps string
+		for _, op := range part {
+			steps += "\n      " + model.DescribeOperation(op.Input, nil)
+		}
+		path := filepath.Join(dir, fmt.Sprintf("claims-%d.html", len(v.Violations)))
+		if err := porcupine.VisualizePath(model, info, path); err != nil {
+			path = err.Error()
+		}
+		v.Fail("%s: no order of its %d steps keeps one holder at a time (%s):%s", key, len(part), path, steps)
+	}
+	return v
 }

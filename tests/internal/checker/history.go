@@ -1,6 +1,4 @@
-//go:build nemesis
-
-package nemesis
+package checker
 
 import (
 	"bytes"
@@ -12,24 +10,26 @@ import (
 	"time"
 )
 
-// history keeps every event in memory and appends it to a file.
-type history struct {
+// History keeps every event in memory and appends it to a file.
+type History struct {
 	mu     sync.Mutex
 	f      *os.File
 	enc    *json.Encoder
 	seq    atomic.Int64
-	events []event
+	events []Event
 }
 
-func newHistory(path string) (*history, error) {
+// NewHistory writes the history to path (JSON lines).
+func NewHistory(path string) (*History, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	return &history{f: f, enc: json.NewEncoder(f)}, nil
+	return &History{f: f, enc: json.NewEncoder(f)}, nil
 }
 
-func (h *history) add(e event) {
+// Add numbers e and records it.
+func (h *History) Add(e Event) {
 	e.Seq = h.seq.Add(1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -37,24 +37,28 @@ func (h *history) add(e event) {
 	_ = h.enc.Encode(e)
 }
 
-func (h *history) all() []event {
+// All is every event so far, in the order recorded.
+func (h *History) All() []Event {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]event(nil), h.events...)
+	return append([]Event(nil), h.events...)
 }
 
-func (h *history) close() { _ = h.f.Close() }
+// Close closes the file.
+func (h *History) Close() { _ = h.f.Close() }
 
-// client sends requests to the API processes and records each.
-type client struct {
-	apis []*apiProc
-	h    *history
-	http *http.Client
+// Client sends requests to the API processes and records each.
+type Client struct {
+	// Bases are the API processes' URLs (http://host:port), by index: a
+	// process restarted on its address keeps its index.
+	Bases []string
+	H     *History
+	HTTP  *http.Client
 }
 
-// call sends one request to API api and records it as op with args; the
+// Call sends one request to API api and records it as op with args; the
 // answer's JSON body is returned (nil without one).
-func (c *client) call(worker, api int, op, method, path, token string, body any, args map[string]string) (int, map[string]any) {
+func (c *Client) Call(worker, api int, op, method, path, token string, body any, args map[string]string) (int, map[string]any) {
 	var rd *bytes.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -62,11 +66,11 @@ func (c *client) call(worker, api int, op, method, path, token string, body any,
 	} else {
 		rd = bytes.NewReader(nil)
 	}
-	e := event{Kind: "op", Worker: worker, API: api, Op: op, Args: args, Start: time.Now()}
+	e := Event{Kind: "op", Worker: worker, API: api, Op: op, Args: args, Start: time.Now()}
 	if token != "" {
-		e.Session = sessionLabel(token)
+		e.Session = SessionLabel(token)
 	}
-	req, _ := http.NewRequest(method, c.apis[api].base()+path, rd)
+	req, _ := http.NewRequest(method, c.Bases[api]+path, rd)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -74,7 +78,7 @@ func (c *client) call(worker, api int, op, method, path, token string, body any,
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	var out map[string]any
-	if resp, err := c.http.Do(req); err == nil {
+	if resp, err := c.HTTP.Do(req); err == nil {
 		e.Status = resp.StatusCode
 		_ = json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
@@ -98,9 +102,9 @@ func (c *client) call(worker, api int, op, method, path, token string, body any,
 			e.Result["user"], _ = user["id"].(string)
 		}
 		if token, ok := out["token"].(string); ok { // a login's session
-			e.Result["session"] = sessionLabel(token)
+			e.Result["session"] = SessionLabel(token)
 		}
 	}
-	c.h.add(e)
+	c.H.Add(e)
 	return e.Status, out
 }
