@@ -88,6 +88,7 @@ func TestBadRequestsGetProblems(t *testing.T) {
 		{"syntax error", "application/json", `{"name" "abc"}`, 400, "malformed_json", "", ""},
 		{"empty body", "application/json", ``, 400, "malformed_json", "", ""},
 		{"not an object", "application/json", `["abc"]`, 400, "malformed_json", "", ""},
+		{"null", "application/json", ` null `, 400, "malformed_json", "", ""},
 		{"trailing data", "application/json", `{"name":"abc"} {"name":"def"}`, 400, "malformed_json", "", ""},
 		{"trailing garbage", "application/json", `{"name":"abc"}x`, 400, "malformed_json", "", ""},
 		{"unknown field", "application/json", `{"name":"abc","admin":true}`, 400, "unknown_field", "admin", "unknown"},
