@@ -78,13 +78,7 @@ func (l *Link) relay(client net.Conn) {
 	l.mu.Lock()
 	l.conns[client], l.conns[server] = struct{}{}, struct{}{}
 	l.mu.Unlock()
-	done := make(chan struct{}, 2)
-	go l.pass(server, client, done)
-	go l.pass(client, server, done)
-	<-done
-	_ = client.Close()
-	_ = server.Close()
-	<-done
+	joinBoth(client, server, l.pass)
 	l.mu.Lock()
 	delete(l.conns, client)
 	delete(l.conns, server)

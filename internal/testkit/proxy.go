@@ -124,17 +124,23 @@ func (p *Proxy) forward(client net.Conn) {
 	if !p.track(client, server) {
 		return
 	}
-	done := make(chan struct{}, 2)
-	go p.copy(server, client, done)
-	go p.copy(client, server, done)
-	<-done
-	_ = client.Close()
-	_ = server.Close()
-	<-done
+	joinBoth(client, server, p.copy)
 	p.mu.Lock()
 	delete(p.conns, client)
 	delete(p.conns, server)
 	p.mu.Unlock()
+}
+
+// joinBoth copies each way with pass until one way ends, then closes both
+// ends and waits for the other way (the Proxy's and the Link's relays).
+func joinBoth(client, server net.Conn, pass func(dst io.Writer, src io.Reader, done chan<- struct{})) {
+	done := make(chan struct{}, 2)
+	go pass(server, client, done)
+	go pass(client, server, done)
+	<-done
+	_ = client.Close()
+	_ = server.Close()
+	<-done
 }
 
 // track records both ends, or closes them when the proxy was killed while
