@@ -83,14 +83,33 @@ type Mailpit struct {
 
 // StartMailpit runs a mailpit of the test's own on loopback ports (no
 // version check, no authentication, messages in memory) and stops it when
-// the test ends.
+// the test ends. The two ports are free when chosen but may be taken by
+// another test's mailpit before this one binds them (seen: its HTTP port
+// was another's SMTP port, and it exited "address already in use"); a
+// mailpit that exits before it answers is started again on new ports.
 func StartMailpit(tb testing.TB) *Mailpit {
 	tb.Helper()
 	bin, err := mailpitBin()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	smtpPort, httpPort := freePort(tb), freePort(tb)
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		smtpPort, httpPort := freePorts(tb)
+		m, err := startMailpit(tb, bin, smtpPort, httpPort)
+		if err == nil {
+			return m
+		}
+		if attempt == attempts {
+			tb.Fatalf("mailpit, %d attempts: %v", attempts, err)
+		}
+		tb.Logf("mailpit, attempt %d: %v; again on new ports", attempt, err)
+	}
+}
+
+// startMailpit starts one mailpit on the two ports and waits until its
+// API answers; it says why when the process exits first or 30 s pass.
+func startMailpit(tb testing.TB, bin string, smtpPort, httpPort int) (*Mailpit, error) {
 	cmd := exec.Command(bin,
 		"--smtp", net.JoinHostPort("127.0.0.1", strconv.Itoa(smtpPort)),
 		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
@@ -98,39 +117,55 @@ func StartMailpit(tb testing.TB) *Mailpit {
 		"--disable-version-check", "--smtp-disable-rdns", "--quiet")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
-	tb.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	m := &Mailpit{SMTPHost: "127.0.0.1", SMTPPort: smtpPort, api: fmt.Sprintf("http://127.0.0.1:%d/api/v1", httpPort)}
+	// Each try is bounded: whatever else holds the port may accept and
+	// never answer.
+	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(m.api + "/info")
+		resp, err := client.Get(m.api + "/info")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				tb.Cleanup(func() {
+					_ = cmd.Process.Kill()
+					<-exited
+				})
+				return m, nil
 			}
 		}
+		select {
+		case werr := <-exited:
+			return nil, fmt.Errorf("it exited before answering on %d (SMTP %d): %v", httpPort, smtpPort, werr)
+		default:
+		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("mailpit did not answer within 30 s: %v", err)
+			_ = cmd.Process.Kill()
+			<-exited
+			return nil, fmt.Errorf("it did not answer within 30 s: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return m
 }
 
-// freePort returns a loopback TCP port nobody listens on now.
-func freePort(tb testing.TB) int {
+// freePorts returns two distinct loopback TCP ports nobody listens on now
+// (both held open while the second is chosen, so they differ).
+func freePorts(tb testing.TB) (int, int) {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	var ports [2]int
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0], ports[1]
 }
 
 // Mail is a message as mailpit received it.

@@ -66,13 +66,12 @@ func everySchedule(t *testing.T, action string, calls int, competitors []string,
 // everyScheduleOf is everySchedule with the given faults only (a
 // continuation that matters for one kind of fault alone).
 //
-// Under the race detector (make test's go test -race) it runs one schedule
-// in each run of raceStride, the one chosen moving on with the call (so
-// every fault and competitor is still met across the sample): the detector watches
-// the explorers' goroutines (fan-outs, slow calls' Meanwhile) at about ten
-// times the cost of a schedule, and make test runs the whole exploration
-// again without it (go test ./tests/faults/), so every schedule is checked
-// in every make test.
+// Under the race detector (make test-race) it runs one schedule in each
+// run of raceStride, the one chosen moving on with the call (so every
+// fault and competitor is still met across the sample): the detector
+// watches the explorers' goroutines (fan-outs, slow calls' Meanwhile) at
+// about ten times the cost of a schedule. make test and make test-fast run
+// this package without it, so every schedule is checked in every make test.
 func everyScheduleOf(t *testing.T, action string, calls int, faults []memstore.Fault, competitors []string, explore func(name string, k int, fault memstore.Fault, competitor int)) int {
 	t.Helper()
 	n, i := 0, 0
