@@ -35,13 +35,21 @@ type Clock struct {
 // RealClock is a real node's: the wall clock, waited on.
 var RealClock = Clock{Now: time.Now, Pass: time.Sleep}
 
-// TTL is the shortest TTL the stores write (Cassandra's are whole
-// seconds); TTLPassed is long enough for a row written with it to be gone
-// on a real node (whose expiry is counted from the whole second it was
-// written in), and short enough to wait for.
+// TTL is the lease or time to live the checks write with, and a check
+// expects the row alive until it lets TTLPassed go by.
+//
+// A real node keeps a row written with a TTL of n seconds for between n-1
+// and n seconds: the expiry is counted from the whole second the write
+// came in. And the stores turn what is left of a lease into whole seconds
+// rounding down (the sessions' and tokens' TTL is their expiry minus now),
+// so TTL 3 s may be written as 2 and the row lives at least a second after
+// its write, long enough for the next statements of the check. It was 1 s:
+// written as 1, a row could be gone a millisecond after its write (seen
+// once in ten make test runs: a session's index entry missing right after
+// Create). TTLPassed outlasts the longest a row may live, 3 s.
 const (
-	TTL       = time.Second
-	TTLPassed = 1500 * time.Millisecond
+	TTL       = 3 * time.Second
+	TTLPassed = 3500 * time.Millisecond
 )
 
 // Long is a lease or TTL no check outlives.
