@@ -1,9 +1,12 @@
 package testkit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -109,11 +112,17 @@ func StartMailpit(tb testing.TB) *Mailpit {
 
 // startMailpit starts one mailpit on the two ports and waits until its
 // API answers; it says why when the process exits first or 30 s pass.
+//
+// Its API lives under a webroot of its own, so an answer from another
+// test's mailpit (which took the port this one failed to bind) is a 404,
+// never taken for this one's.
 func startMailpit(tb testing.TB, bin string, smtpPort, httpPort int) (*Mailpit, error) {
+	webroot := fmt.Sprintf("m%x", rand.Uint64())
 	cmd := exec.Command(bin,
 		"--smtp", net.JoinHostPort("127.0.0.1", strconv.Itoa(smtpPort)),
 		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
 		"--database", filepath.Join(tb.TempDir(), "mailpit.db"),
+		"--webroot", webroot,
 		"--disable-version-check", "--smtp-disable-rdns", "--quiet")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -121,7 +130,7 @@ func startMailpit(tb testing.TB, bin string, smtpPort, httpPort int) (*Mailpit, 
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	m := &Mailpit{SMTPHost: "127.0.0.1", SMTPPort: smtpPort, api: fmt.Sprintf("http://127.0.0.1:%d/api/v1", httpPort)}
+	m := &Mailpit{SMTPHost: "127.0.0.1", SMTPPort: smtpPort, api: fmt.Sprintf("http://127.0.0.1:%d/%s/api/v1", httpPort, webroot)}
 	// Each try is bounded: whatever else holds the port may accept and
 	// never answer.
 	client := &http.Client{Timeout: 2 * time.Second}
@@ -226,25 +235,47 @@ func (m *Mailpit) WaitFor(tb testing.TB, to string, n int) []Mail {
 	}
 }
 
+// get reads path from mailpit's API into v. A read is safe to send again,
+// so an answer other than 200 is asked again a few times before it fails
+// the test: mailpit answers 400 when its storage errs (seen once, 0.3 s
+// after it started, on a loaded machine), and says why in the body.
 func (m *Mailpit) get(tb testing.TB, path string, v any) {
 	tb.Helper()
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		status, body, err := m.read(path)
+		if err == nil && status == http.StatusOK {
+			if err := json.Unmarshal(body, v); err != nil {
+				tb.Fatalf("mailpit %s: %v", path, err)
+			}
+			return
+		}
+		why := fmt.Sprintf("%d %s", status, bytes.TrimSpace(body))
+		if err != nil {
+			why = err.Error()
+		}
+		if attempt == attempts {
+			tb.Fatalf("mailpit %s, %d attempts: %s", path, attempts, why)
+		}
+		tb.Logf("mailpit %s, attempt %d: %s; again", path, attempt, why)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (m *Mailpit) read(path string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.api+path, nil)
 	if err != nil {
-		tb.Fatal(err)
+		return 0, nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		tb.Fatal(err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		tb.Fatalf("mailpit %s: %s", path, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		tb.Fatalf("mailpit %s: %v", path, err)
-	}
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
 }
 
 // TokenIn returns the token of the first link to page ("verify" or
