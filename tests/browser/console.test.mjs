@@ -14,96 +14,23 @@
 // line with its recipient, subject and text; mailed() takes the link out.
 // A second api at VERIFIED_URL (same keyspace, mail in VERIFIED_MAIL_LOG)
 // refuses login to accounts whose email is not verified.
-import { createRequire } from 'node:module';
 import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import { api, base, expect, finish, launch, refused, run, saveShot, step } from './walk.mjs';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require(path.join(process.env.NODE_PATH, 'playwright-core'));
-const base = process.env.BASE_URL;
-const shots = process.env.SCREENSHOTS;
-const readmeShots = process.env.README_SHOTS || '';
-const run = readmeShots ? '' : Date.now().toString(36);
 const mailLog = process.env.MAIL_LOG;
 const verifiedBase = process.env.VERIFIED_URL;
 const verifiedMailLog = process.env.VERIFIED_MAIL_LOG;
 
-let passed = 0;
-let failed = 0;
-const errors = [];
-// allowed: console errors a step expects (a refused request's
-// "Failed to load resource ... status of N"), counted down as they come.
-let allowed = null;
-// watched: the pages watch listens to, each once (the first page is both
-// made here and announced by the context).
-const watched = new WeakSet();
-
-async function step(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log('ok   ' + name);
-  } catch (err) {
-    failed++;
-    console.log('FAIL ' + name + ': ' + err.message);
-  }
-}
-
-function expect(cond, what) {
-  if (!cond) throw new Error(what);
-}
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const context = await browser.newContext({ viewport: { width: 1100, height: 750 }, locale: 'en-GB', timezoneId: 'UTC' });
-// Two rows a page, so that every list pages with a few entries.
-await context.addInitScript(() => {
-  if (location.protocol === 'http:') sessionStorage.setItem('shelf.pageSize', '2');
-});
-context.on('page', (page) => watch(page));
 // page is the tab the helpers below drive; a step that needs a second
-// tab points it there for a while.
-let page = await context.newPage();
-watch(page);
-
-function watch(p) {
-  if (watched.has(p)) return;
-  watched.add(p);
-  p.on('console', (msg) => {
-    if (msg.type() !== 'error') return;
-    const text = msg.text();
-    if (allowed && allowed.left > 0 && text.includes('status of ' + allowed.status)) {
-      allowed.left--;
-      return;
-    }
-    errors.push(text);
-  });
-  p.on('pageerror', (err) => errors.push(err.message));
-}
-
-// refused runs fn, during which one request is expected to answer status.
-async function refused(status, fn) {
-  allowed = { status, left: 1 };
-  try {
-    await fn();
-    // The browser reports the refused request a moment after its answer.
-    for (let i = 0; i < 50 && allowed.left > 0; i++) await page.waitForTimeout(100);
-  } finally {
-    const left = allowed.left;
-    allowed = null;
-    expect(left === 0, 'no request answered ' + status);
-  }
-}
+// tab points it there for a while (walk.mjs watches every tab).
+const opened = await launch();
+const { browser, context } = opened;
+let page = opened.page;
 
 async function shot(name) {
   await noOverflow();
-  await page.screenshot({ path: `${shots}/${name}.png` });
-  if (readmeShots) await page.screenshot({ path: `${readmeShots}/${name}.png` });
+  await saveShot(page, name);
 }
 
 // visit loads the console afresh at a route and waits until its page has
@@ -206,15 +133,6 @@ async function noRawIds() {
   expect(!m, 'an id is shown: ' + (m && m[0]));
 }
 
-async function api(method, path, token, body, extraHeaders) {
-  const headers = { 'Content-Type': 'application/json', ...extraHeaders };
-  if (token) headers.Authorization = 'Bearer ' + token;
-  const res = await fetch(base + path, { method, headers, body: body && JSON.stringify(body) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
-
 // mails answers the links of the mails the api logged (in log) to address
 // about what ('verify', 'reset' or 'revert-email'), oldest first.
 function mails(address, what, log = mailLog) {
@@ -269,7 +187,7 @@ await step('the API reference lists every route', async () => {
   const spec = await (await fetch(base + '/openapi.yaml')).text();
   const operations = (spec.match(/operationId:/g) || []).length;
   const shown = await page.locator('.opblock').count();
-  await page.screenshot({ path: `${shots}/docs.png` });
+  await saveShot(page, 'docs', false);
   expect(shown === operations, `docs show ${shown} operations, the contract has ${operations}`);
   // Try-it-out calls the page's own origin wherever the page is (the
   // document's server is relative): here 127.0.0.1 on the test's port,
@@ -942,10 +860,4 @@ await step('delete an account alone in its group: the group is closed with it (4
   expect(again.name === solo && again.id !== g.id, 'a new group takes the name: ' + JSON.stringify(again));
 });
 
-await step('no console or page errors', async () => {
-  expect(errors.length === 0, errors.join(' | '));
-});
-
-await browser.close();
-console.log(`browser: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+await finish(browser, 'browser');

@@ -9,85 +9,14 @@
 // request a step expects is allowed once, by its status). Prints
 // "N passed, N failed"; screenshots go to SCREENSHOTS (and README_SHOTS
 // when set).
-import { createRequire } from 'node:module';
 import { execSync } from 'node:child_process';
-import path from 'node:path';
+import { api, base, expect, finish, launch, refused, run, saveShot, step } from './walk.mjs';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require(path.join(process.env.NODE_PATH, 'playwright-core'));
-const base = process.env.BASE_URL;
-const shots = process.env.SCREENSHOTS;
-const readmeShots = process.env.README_SHOTS || '';
-const run = readmeShots ? '' : Date.now().toString(36);
 const pw = 'correct horse battery staple';
-
-let passed = 0;
-let failed = 0;
-const errors = [];
-let allowed = null;
-
-async function step(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log('ok   ' + name);
-  } catch (err) {
-    failed++;
-    console.log('FAIL ' + name + ': ' + err.message);
-  }
-}
-
-function expect(cond, what) {
-  if (!cond) throw new Error(what);
-}
-
-async function api(method, p, token, body) {
-  const headers = { 'Content-Type': 'application/json' };
-  if (token) headers.Authorization = 'Bearer ' + token;
-  const res = await fetch(base + p, { method, headers, body: body && JSON.stringify(body) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const context = await browser.newContext({ viewport: { width: 1100, height: 750 }, locale: 'en-GB', timezoneId: 'UTC' });
-await context.addInitScript(() => {
-  if (location.protocol === 'http:') sessionStorage.setItem('shelf.pageSize', '2');
-});
-const page = await context.newPage();
-page.on('console', (msg) => {
-  if (msg.type() !== 'error') return;
-  const text = msg.text();
-  if (allowed && allowed.left > 0 && text.includes('status of ' + allowed.status)) {
-    allowed.left--;
-    return;
-  }
-  errors.push(text);
-});
-page.on('pageerror', (err) => errors.push(err.message));
-
-// refused runs fn, during which one request is expected to answer status.
-async function refused(status, fn) {
-  allowed = { status, left: 1 };
-  try {
-    await fn();
-    for (let i = 0; i < 50 && allowed.left > 0; i++) await page.waitForTimeout(100);
-  } finally {
-    const left = allowed.left;
-    allowed = null;
-    expect(left === 0, 'no request answered ' + status);
-  }
-}
+const { browser, page } = await launch();
 
 async function shot(name) {
-  await page.screenshot({ path: `${shots}/${name}.png` });
-  if (readmeShots) await page.screenshot({ path: `${readmeShots}/${name}.png` });
+  await saveShot(page, name);
 }
 
 // as opens the console at hash as the holder of token, and waits until
@@ -238,8 +167,4 @@ await step('at 375 px the search stays within the screen', async () => {
   await page.setViewportSize({ width: 1100, height: 750 });
 });
 
-await browser.close();
-for (const e of errors) console.log('console error: ' + e);
-if (errors.length) failed++;
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await finish(browser, 'search');
