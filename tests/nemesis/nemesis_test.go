@@ -14,7 +14,6 @@ package nemesis
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -140,15 +139,10 @@ func TestNemesis(t *testing.T) {
 
 	events := h.All()
 	verdicts := []verdict{checker.CheckAnswers(events)}
-	horizon := time.Now()
-	keys, holders, err := readKeys(heal)
+	keys, claims, err := checker.CheckTablesAndClaims(heal, readKeys, events, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := json.Marshal(holders); err == nil {
-		_ = os.WriteFile(filepath.Join(out, "holders.json"), b, 0o644)
-	}
-	claims := checker.CheckClaims(events, horizon, holders, out)
 	signups, live := checkSignups(cl, w.admin, events, w.account)
 	state, err := readLifecycleState(heal)
 	if err != nil {

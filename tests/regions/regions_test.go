@@ -19,7 +19,6 @@ package regions
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -98,15 +97,10 @@ func TestRegions(t *testing.T) {
 	}
 
 	events := h.All()
-	horizon := time.Now()
-	keys, holders, err := readKeys(heal)
+	keys, claims, err := checker.CheckTablesAndClaims(heal, readKeys, events, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := json.Marshal(holders); err == nil {
-		_ = os.WriteFile(filepath.Join(out, "holders.json"), b, 0o644)
-	}
-	claims := checker.CheckClaims(events, horizon, holders, out)
 	signups, _ := checker.CheckSignups(cl, w.admins[0], events, w.signups())
 	verdicts := []checker.Verdict{checker.CheckAnswers(events), keys, claims, signups, checker.CheckSuspensions(apis[0].Admin)}
 

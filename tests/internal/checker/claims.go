@@ -1,8 +1,11 @@
 package checker
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -283,6 +286,22 @@ func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (o
 		ops = append(ops, porcupine.Operation{Input: claimStep{Key: key, What: "read", Who: final[key], Seq: -1}, Call: end + 1, Return: end + 1})
 	}
 	return ops, known
+}
+
+// CheckTablesAndClaims checks U1 twice after a run: on the tables, as
+// read (CheckKeys through read), and per key with porcupine (CheckClaims),
+// the tables' holders being every key's last read. The holders go to
+// holders.json in dir too, for a later recheck of the claims.
+func CheckTablesAndClaims(ctx context.Context, read func(context.Context) (Verdict, map[string]string, error), events []Event, dir string) (tables, claims Verdict, err error) {
+	horizon := time.Now()
+	tables, holders, err := read(ctx)
+	if err != nil {
+		return tables, Verdict{}, err
+	}
+	if b, err := json.Marshal(holders); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "holders.json"), b, 0o644)
+	}
+	return tables, CheckClaims(events, horizon, holders, dir), nil
 }
 
 // CheckClaims checks with porcupine that the history's claims are
