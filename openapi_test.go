@@ -228,7 +228,7 @@ func TestTextFieldsStateTheInvisibleCharacterRule(t *testing.T) {
 	}
 }
 
-// TestTextFieldsSayWhatTheServerAccepts (issue 29): for every text field
+// TestTextFieldsSayWhatTheServerAccepts: for every text field
 // a request carries, its schema (pattern, minLength, maxLength) and
 // domain.TextRule with the schema's limits accept the same values, white
 // space at the ends and lengths at the edges included: nothing is trimmed

@@ -171,8 +171,9 @@ func emojiBase(r rune) bool {
 // invalid_characters, then untrimmed, then length (a range) or too_long (a
 // maximum only), the limits in the message.
 //
-// White space at the ends is refused rather than trimmed (issue 29): a
-// schema's maxLength counts the string as sent, so a server that trimmed
+// White space at the ends is refused rather than trimmed
+// (docs/design.md#api-conventions): a schema's maxLength counts the
+// string as sent, so a server that trimmed
 // first accepted " " and 64 letters that the schema forbids. Refusing it
 // makes maxLength, minLength and the pattern say exactly what is accepted,
 // in every generator's and fuzzer's dialect; clients trim what people

@@ -16,7 +16,7 @@ import (
 	"shelf/internal/metrics"
 )
 
-// TestDocsTryItOutCallsThePageOrigin (issue 29): /docs works wherever the
+// TestDocsTryItOutCallsThePageOrigin: /docs works wherever the
 // server is. Swagger UI resolves the document's server URLs against the
 // address it fetched /openapi.yaml from, and Try-it-out calls the result;
 // the page's CSP lets it fetch 'self' only. So for a page opened at any

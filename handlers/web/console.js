@@ -784,7 +784,8 @@
     });
   modHistory.first = () => modHistory.pager.first();
 
-  // The audit of admin actions on the same account (issue 26): who did
+  // The audit of admin actions on the same account
+  // (docs/design.md#account-audit): who did
   // what, when, from where.
   const auditLog = new Pager('audit',
     (cursor) => api('GET', '/v1/users/' + enc(modHistory.user.id) + '/audit' + query({ cursor })),

@@ -1,4 +1,4 @@
-// The moderator's user search on the console's moderation page (issue 29):
+// The moderator's user search on the console's moderation page:
 // a box that finds users by part of a username or email (GET
 // /v1/users?q=, admins only; docs/design.md#user-search), a page of
 // matches at a time, each leading to the user's suspension, moderation

@@ -109,7 +109,7 @@ func TestFieldLengthsHaveOneCode(t *testing.T) {
 	}
 }
 
-// TestWhiteSpaceAtEitherEndIsRefusedInEveryField (issue 29): one rule for
+// TestWhiteSpaceAtEitherEndIsRefusedInEveryField: one rule for
 // every text field: white space at either end is refused (400 untrimmed,
 // naming the field), never trimmed away, so the schema's maxLength counts
 // what is stored. The issue's case: a group displayName of a space and 64
