@@ -152,7 +152,7 @@ func createDBNamed(hosts []string, ks string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := repository.Migrate(ctx, s); err != nil {
+	if err := migrate(ctx, s, ks); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -234,4 +234,38 @@ func Connect(tb testing.TB, hosts []string, keyspace string) gocqlx.Session {
 		_ = repository.DropKeyspace(ctx, ConnConfig(hosts, keyspace))
 	})
 	return s
+}
+
+// migrate applies the schema to keyspace ks and waits until its
+// storage-attached indexes answer queries. A migration that creates an
+// index returns while the node still builds it, and a query through it
+// meanwhile fails (INDEX_NOT_AVAILABLE): seen in make test, a search on a
+// keyspace made a moment before.
+func migrate(ctx context.Context, s gocqlx.Session, ks string) error {
+	if err := repository.Migrate(ctx, s); err != nil {
+		return err
+	}
+	for {
+		var building []string
+		var name string
+		var queryable bool
+		iter := s.Session.Query(`SELECT index_name, is_queryable FROM system_views.sai_column_indexes WHERE keyspace_name = ?`, ks).
+			WithContext(ctx).Iter()
+		for iter.Scan(&name, &queryable) {
+			if !queryable {
+				building = append(building, name)
+			}
+		}
+		if err := iter.Close(); err != nil {
+			return fmt.Errorf("reading the indexes of %s: %w", ks, err)
+		}
+		if len(building) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("indexes %v of %s not queryable yet: %w", building, ks, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -201,7 +201,7 @@ func (p *pool) ready(ks string) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{Session: s, Conn: conn}
-	if err := repository.Migrate(ctx, s); err != nil {
+	if err := migrate(ctx, s, ks); err != nil {
 		s.Close()
 		return nil, err
 	}

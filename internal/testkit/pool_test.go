@@ -130,3 +130,34 @@ func queues(t *testing.T, db *DB) []string {
 	slices.Sort(got)
 	return got
 }
+
+// TestAMadeKeyspaceAnswersThroughItsIndexes: a keyspace made and migrated
+// for a test is handed over only once its storage-attached indexes answer
+// queries (the user search's index is built after its migration returns).
+func TestAMadeKeyspaceAnswersThroughItsIndexes(t *testing.T) {
+	hosts := Hosts(t)
+	db, err := createDB(hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Session.Close()
+		_ = repository.DropKeyspace(context.Background(), db.Conn)
+	})
+	iter := db.Session.Session.Query(`SELECT index_name, is_queryable FROM system_views.sai_column_indexes WHERE keyspace_name = ?`, db.Conn.Keyspace).Iter()
+	var name string
+	var queryable bool
+	indexes := 0
+	for iter.Scan(&name, &queryable) {
+		indexes++
+		if !queryable {
+			t.Errorf("index %s is not queryable yet", name)
+		}
+	}
+	if err := iter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if indexes == 0 {
+		t.Fatal("no storage-attached index in the schema: nothing was waited for")
+	}
+}
