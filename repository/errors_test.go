@@ -37,6 +37,10 @@ func TestDriverErrorsAreClassified(t *testing.T) {
 		{gocql.ErrTooManyTimeouts, true, true}, // bench-degraded: answered 500 after a slow node
 		{&gocql.RequestErrWriteTimeout{WriteType: "CAS"}, true, true},
 		{&gocql.RequestErrUnavailable{}, false, true},
+		// A read through an index a replica still builds: try again later.
+		{&gocql.RequestErrReadFailure{ErrorMap: gocql.ErrorMap{"127.0.0.1": 6}}, false, true},
+		// A read that met too many tombstones will meet them again.
+		{&gocql.RequestErrReadFailure{ErrorMap: gocql.ErrorMap{"127.0.0.1": 1}}, false, false},
 		{gocql.ErrNoConnections, false, true},
 		{errors.New("line 1:7 no viable alternative"), false, false},
 	} {

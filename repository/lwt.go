@@ -184,6 +184,10 @@ func isUnavailable(err error) bool {
 		errors.Is(err, gocql.ErrNoConnections) || errors.Is(err, gocql.ErrSessionClosed) {
 		return true
 	}
+	var readFailure *gocql.RequestErrReadFailure
+	if errors.As(err, &readFailure) && indexNotAvailable(readFailure) {
+		return true
+	}
 	if errors.As(err, &reqErr) {
 		switch reqErr.Code() {
 		case gocql.ErrCodeOverloaded, gocql.ErrCodeBootstrapping, gocql.ErrCodeUnavailable,
@@ -192,6 +196,24 @@ func isUnavailable(err error) bool {
 		}
 	}
 	return false
+}
+
+// reasonIndexNotAvailable is Cassandra's RequestFailureReason
+// INDEX_NOT_AVAILABLE (6 in 5.0's enum).
+const reasonIndexNotAvailable = 6
+
+// indexNotAvailable reports a read through a storage-attached index that a
+// replica has not finished building: after a migration that adds one (019,
+// the user search) on a table that already holds rows, until the build
+// ends. That is "try again later" (503), not a fault of the request. The
+// reason comes in the error map (protocol 5) and in the message.
+func indexNotAvailable(f *gocql.RequestErrReadFailure) bool {
+	for _, reason := range f.ErrorMap {
+		if reason == reasonIndexNotAvailable {
+			return true
+		}
+	}
+	return strings.Contains(f.Message(), "INDEX_NOT_AVAILABLE")
 }
 
 // Ambiguous reports errors after which a write may or may not have been
