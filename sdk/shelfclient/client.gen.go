@@ -27,6 +27,9 @@ const (
 	AuditActionEmailChanged       AuditAction = "email_changed"
 	AuditActionRoleGranted        AuditAction = "role_granted"
 	AuditActionRoleRevoked        AuditAction = "role_revoked"
+	AuditActionSessionRevoked     AuditAction = "session_revoked"
+	AuditActionSessionsListed     AuditAction = "sessions_listed"
+	AuditActionSessionsRevoked    AuditAction = "sessions_revoked"
 	AuditActionSuspended          AuditAction = "suspended"
 	AuditActionUnsuspended        AuditAction = "unsuspended"
 	AuditActionUsernameChanged    AuditAction = "username_changed"
@@ -44,6 +47,12 @@ func (e AuditAction) Valid() bool {
 	case AuditActionRoleGranted:
 		return true
 	case AuditActionRoleRevoked:
+		return true
+	case AuditActionSessionRevoked:
+		return true
+	case AuditActionSessionsListed:
+		return true
+	case AuditActionSessionsRevoked:
 		return true
 	case AuditActionSuspended:
 		return true
@@ -241,7 +250,9 @@ func (e Visibility) Valid() bool {
 // `display_name_changed` (by an admin, of another's account; `old`
 // and `new` say from what to what), `suspended` and `unsuspended`
 // (`reason`, and `until` when the suspension ends by itself),
-// `deleted` (the account deleted by an admin).
+// `deleted` (the account deleted by an admin), `sessions_listed`,
+// `session_revoked` and `sessions_revoked` (by an admin, of
+// another's account: its sessions listed, one ended, all ended).
 type AuditAction string
 
 // AuditEntry One admin action on an account.
@@ -251,7 +262,9 @@ type AuditEntry struct {
 	// `display_name_changed` (by an admin, of another's account; `old`
 	// and `new` say from what to what), `suspended` and `unsuspended`
 	// (`reason`, and `until` when the suspension ends by itself),
-	// `deleted` (the account deleted by an admin).
+	// `deleted` (the account deleted by an admin), `sessions_listed`,
+	// `session_revoked` and `sessions_revoked` (by an admin, of
+	// another's account: its sessions listed, one ended, all ended).
 	Action AuditAction `json:"action"`
 
 	// Actor The id of the admin who acted; absent for the command line.
@@ -264,7 +277,10 @@ type AuditEntry struct {
 	ClientIp *string `json:"clientIp,omitempty"`
 
 	// Id The entry's name among the account's: the account version the
-	// change wrote and the action (`12.email_changed`).
+	// change wrote and the action (`12.email_changed`); for an
+	// action on sessions, which writes no version, the version it
+	// read, the action and its time in milliseconds
+	// (`12.sessions_listed.1764547200123`).
 	//
 	//
 	// Examples: 12.email_changed
@@ -2222,7 +2238,8 @@ type ClientInterface interface {
 	// admin took on the account: the admin role granted or revoked (by
 	// `api admin grant|revoke`, `via: cli`, no `actor`), the username,
 	// email or display name changed by another account's admin, a
-	// suspension or unsuspension, a deletion by an admin. Who
+	// suspension or unsuspension, a deletion by an admin, and another
+	// account's sessions listed, one ended or all ended by an admin. Who
 	// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
 	// where (`clientIp` as the server worked it out behind its trusted
 	// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
@@ -2235,7 +2252,10 @@ type ClientInterface interface {
 	// write was lost is written by the next admin action on the account
 	// or by this read. No change that did not take effect is listed, and
 	// a retry or a write landing late rewrites the same entry: none is
-	// listed twice.
+	// listed twice. An action on sessions changes no account row: its
+	// entry is written before it (no entry, no action: a failed write
+	// answers the admin 503), so it may also name an attempt that was
+	// then refused, and each attempt, a retry too, has its own entry.
 	//
 	// Cost: one account read, the entries the row still carries written
 	// again (at most three), and one slice of the user's audit.
@@ -2503,8 +2523,10 @@ type ClientInterface interface {
 
 	// SuspendUserWithBody Suspend a user
 	//
-	// Admins only, and not themselves. The account changes first (a
-	// compare-and-set on its version, the guard against suspending twice),
+	// Admins only, not themselves, and never another admin (403, as
+	// every admin's change of another admin's account but a display
+	// name). The account changes first (a compare-and-set on its
+	// version, the guard against suspending twice),
 	// then its row in the suspended list, the reverse lookup and its
 	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
@@ -2521,8 +2543,10 @@ type ClientInterface interface {
 
 	// SuspendUser Suspend a user
 	//
-	// Admins only, and not themselves. The account changes first (a
-	// compare-and-set on its version, the guard against suspending twice),
+	// Admins only, not themselves, and never another admin (403, as
+	// every admin's change of another admin's account but a display
+	// name). The account changes first (a compare-and-set on its
+	// version, the guard against suspending twice),
 	// then its row in the suspended list, the reverse lookup and its
 	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
@@ -4055,7 +4079,8 @@ func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONR
 // admin took on the account: the admin role granted or revoked (by
 // `api admin grant|revoke`, `via: cli`, no `actor`), the username,
 // email or display name changed by another account's admin, a
-// suspension or unsuspension, a deletion by an admin. Who
+// suspension or unsuspension, a deletion by an admin, and another
+// account's sessions listed, one ended or all ended by an admin. Who
 // (`actor`), what (`action`, `old` and `new`), when (`at`) and from
 // where (`clientIp` as the server worked it out behind its trusted
 // proxies, `userAgent` cut to 256 bytes). Never a password, a hash
@@ -4068,7 +4093,10 @@ func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONR
 // write was lost is written by the next admin action on the account
 // or by this read. No change that did not take effect is listed, and
 // a retry or a write landing late rewrites the same entry: none is
-// listed twice.
+// listed twice. An action on sessions changes no account row: its
+// entry is written before it (no entry, no action: a failed write
+// answers the admin 503), so it may also name an attempt that was
+// then refused, and each attempt, a retry too, has its own entry.
 //
 // Cost: one account read, the entries the row still carries written
 // again (at most three), and one slice of the user's audit.
@@ -4466,8 +4494,10 @@ func (c *Client) GetSuspension(ctx context.Context, id UserId, reqEditors ...Req
 
 // SuspendUserWithBody Suspend a user
 //
-// Admins only, and not themselves. The account changes first (a
-// compare-and-set on its version, the guard against suspending twice),
+// Admins only, not themselves, and never another admin (403, as
+// every admin's change of another admin's account but a display
+// name). The account changes first (a compare-and-set on its
+// version, the guard against suspending twice),
 // then its row in the suspended list, the reverse lookup and its
 // moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
@@ -4494,8 +4524,10 @@ func (c *Client) SuspendUserWithBody(ctx context.Context, id UserId, contentType
 
 // SuspendUser Suspend a user
 //
-// Admins only, and not themselves. The account changes first (a
-// compare-and-set on its version, the guard against suspending twice),
+// Admins only, not themselves, and never another admin (403, as
+// every admin's change of another admin's account but a display
+// name). The account changes first (a compare-and-set on its
+// version, the guard against suspending twice),
 // then its row in the suspended list, the reverse lookup and its
 // moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
@@ -7878,7 +7910,8 @@ type ClientWithResponsesInterface interface {
 	// admin took on the account: the admin role granted or revoked (by
 	// `api admin grant|revoke`, `via: cli`, no `actor`), the username,
 	// email or display name changed by another account's admin, a
-	// suspension or unsuspension, a deletion by an admin. Who
+	// suspension or unsuspension, a deletion by an admin, and another
+	// account's sessions listed, one ended or all ended by an admin. Who
 	// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
 	// where (`clientIp` as the server worked it out behind its trusted
 	// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
@@ -7891,7 +7924,10 @@ type ClientWithResponsesInterface interface {
 	// write was lost is written by the next admin action on the account
 	// or by this read. No change that did not take effect is listed, and
 	// a retry or a write landing late rewrites the same entry: none is
-	// listed twice.
+	// listed twice. An action on sessions changes no account row: its
+	// entry is written before it (no entry, no action: a failed write
+	// answers the admin 503), so it may also name an attempt that was
+	// then refused, and each attempt, a retry too, has its own entry.
 	//
 	// Cost: one account read, the entries the row still carries written
 	// again (at most three), and one slice of the user's audit.
@@ -8177,8 +8213,10 @@ type ClientWithResponsesInterface interface {
 
 	// SuspendUserWithBodyWithResponse Suspend a user
 	//
-	// Admins only, and not themselves. The account changes first (a
-	// compare-and-set on its version, the guard against suspending twice),
+	// Admins only, not themselves, and never another admin (403, as
+	// every admin's change of another admin's account but a display
+	// name). The account changes first (a compare-and-set on its
+	// version, the guard against suspending twice),
 	// then its row in the suspended list, the reverse lookup and its
 	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
@@ -8195,8 +8233,10 @@ type ClientWithResponsesInterface interface {
 
 	// SuspendUserWithResponse Suspend a user
 	//
-	// Admins only, and not themselves. The account changes first (a
-	// compare-and-set on its version, the guard against suspending twice),
+	// Admins only, not themselves, and never another admin (403, as
+	// every admin's change of another admin's account but a display
+	// name). The account changes first (a compare-and-set on its
+	// version, the guard against suspending twice),
 	// then its row in the suspended list, the reverse lookup and its
 	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
@@ -15939,7 +15979,8 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id Use
 // admin took on the account: the admin role granted or revoked (by
 // `api admin grant|revoke`, `via: cli`, no `actor`), the username,
 // email or display name changed by another account's admin, a
-// suspension or unsuspension, a deletion by an admin. Who
+// suspension or unsuspension, a deletion by an admin, and another
+// account's sessions listed, one ended or all ended by an admin. Who
 // (`actor`), what (`action`, `old` and `new`), when (`at`) and from
 // where (`clientIp` as the server worked it out behind its trusted
 // proxies, `userAgent` cut to 256 bytes). Never a password, a hash
@@ -15952,7 +15993,10 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id Use
 // write was lost is written by the next admin action on the account
 // or by this read. No change that did not take effect is listed, and
 // a retry or a write landing late rewrites the same entry: none is
-// listed twice.
+// listed twice. An action on sessions changes no account row: its
+// entry is written before it (no entry, no action: a failed write
+// answers the admin 503), so it may also name an attempt that was
+// then refused, and each attempt, a retry too, has its own entry.
 //
 // Cost: one account read, the entries the row still carries written
 // again (at most three), and one slice of the user's audit.
@@ -16316,8 +16360,10 @@ func (c *ClientWithResponses) GetSuspensionWithResponse(ctx context.Context, id 
 
 // SuspendUserWithBodyWithResponse Suspend a user
 //
-// Admins only, and not themselves. The account changes first (a
-// compare-and-set on its version, the guard against suspending twice),
+// Admins only, not themselves, and never another admin (403, as
+// every admin's change of another admin's account but a display
+// name). The account changes first (a compare-and-set on its
+// version, the guard against suspending twice),
 // then its row in the suspended list, the reverse lookup and its
 // moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
@@ -16340,8 +16386,10 @@ func (c *ClientWithResponses) SuspendUserWithBodyWithResponse(ctx context.Contex
 
 // SuspendUserWithResponse Suspend a user
 //
-// Admins only, and not themselves. The account changes first (a
-// compare-and-set on its version, the guard against suspending twice),
+// Admins only, not themselves, and never another admin (403, as
+// every admin's change of another admin's account but a display
+// name). The account changes first (a compare-and-set on its
+// version, the guard against suspending twice),
 // then its row in the suspended list, the reverse lookup and its
 // moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
