@@ -1892,12 +1892,15 @@ type ClientInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1922,12 +1925,15 @@ type ClientInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3595,12 +3601,15 @@ func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordR
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3635,12 +3644,15 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7534,12 +7546,15 @@ type ClientWithResponsesInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7564,12 +7579,15 @@ type ClientWithResponsesInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15517,12 +15535,15 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Conte
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15553,12 +15574,15 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
