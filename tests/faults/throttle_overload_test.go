@@ -166,3 +166,31 @@ func changedScopes(before, after map[string]int) map[string]bool {
 	}
 	return out
 }
+
+// TestAVerdictNotRecordedTellsNothing: when the store fails to record a
+// checked password's verdict (a wrong one's failure, a right one's tries
+// passed), or records it later than the attempt may take, the answer is
+// 503 for either: a 201 against a 503 would tell a right password from a
+// wrong one exactly when the throttle did not count it.
+func TestAVerdictNotRecordedTellsNothing(t *testing.T) {
+	t.Parallel()
+	for _, fault := range []memstore.Fault{memstore.FailBefore, memstore.LoseAnswer, memstore.LandLate, memstore.Slow} {
+		t.Run(fault.String(), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			for _, guess := range []struct{ password, call string }{{password, "attempts.settle"}, {"wrong", "attempts.fail"}} {
+				svc, st, _, _ := newThrottled(t)
+				st.FaultAt = func(_ int, name string) memstore.Fault {
+					if name == guess.call {
+						return fault
+					}
+					return memstore.None
+				}
+				_, err := svc.Login(ctx, "ann", guess.password, from("192.0.2.1"))
+				if !errors.Is(err, domain.ErrUnavailable) {
+					t.Fatalf("%s with %s faulted: %v, want 503", guess.password, guess.call, err)
+				}
+			}
+		})
+	}
+}
