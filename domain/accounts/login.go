@@ -68,32 +68,37 @@ type LoginResult struct {
 // client, bound to the password epoch it checked. The attempt is counted
 // first, by the login as given and the client's address (the throttle),
 // and refused over the limit before anything is looked up, known login or
-// not. Cost: two attempt writes and reads at once (one round trip each),
-// one claim read, two account reads (before the session write and after
-// it), the attempt's rows removed at once when the password is right (one
-// round trip), one session write, and always one password hash, so an
-// unknown login takes as long as a wrong password.
+// not. Cost: the throttle's four round trips (the address's try written
+// with the login's scope read, the address's scope read, the login's try
+// written, its scope read), one claim read, two account reads (before the
+// session write and after it), the verdict recorded (a right password's
+// tries passed at once: one round trip; a wrong one's failures, address
+// then login: two), one session write, and always one password hash, so
+// an unknown login takes as long as a wrong password.
 func (a *Service) Login(ctx context.Context, login, password string, client Client) (LoginResult, error) {
 	attempt, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.loginTiers(login, client.IP)...)
 	if err != nil {
 		return LoginResult{}, err
 	}
 	u, err := a.findByLogin(ctx, login)
-	if errors.Is(err, domain.ErrNotFound) {
-		a.hasher.Burn(ctx, password)
-		return LoginResult{}, ErrInvalidCredentials
-	}
-	if err != nil {
+	unknown := errors.Is(err, domain.ErrNotFound)
+	if err != nil && !unknown {
 		return LoginResult{}, err
+	}
+	if err := attempt.inTime(); err != nil {
+		return LoginResult{}, err
+	}
+	if unknown {
+		a.hasher.Burn(ctx, password)
+		return LoginResult{}, attempt.verdict(ctx, false)
 	}
 	ok, rehash, err := a.hasher.Verify(ctx, password, u.PasswordHash)
 	if err != nil {
 		return LoginResult{}, fmt.Errorf("verify password of %s: %w", u.ID, err)
 	}
-	if !ok {
-		return LoginResult{}, ErrInvalidCredentials
+	if err := attempt.verdict(ctx, ok); err != nil {
+		return LoginResult{}, err
 	}
-	attempt.pass(ctx, a.throttle.Store)
 	// Only now, with the password right, may the caller learn of a
 	// suspension (S3).
 	if err := a.blocked(u); err != nil {

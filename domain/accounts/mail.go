@@ -134,11 +134,16 @@ var ErrMailLimit = errors.New("the address has had as many mails as it may this 
 // ErrMailLimit; when the count cannot be written or read, the mail is not
 // sent either (the user asks again).
 func (a *Service) countMail(ctx context.Context, emailKey string) error {
-	_, err := a.admit(ctx, a.throttle.Store, mailWindow, tier{scope: scopeKey("mail/" + emailKey), limit: a.mail.PerAddress})
+	c, err := a.admit(ctx, a.throttle.Store, mailWindow, tier{scope: scopeKey("mail/" + emailKey), limit: a.mail.PerAddress})
 	if errors.Is(err, domain.ErrTooManyAttempts) {
 		return ErrMailLimit
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The mail counts for the hour once its failure row is in; a mail
+	// whose row could not be written is not sent.
+	return c.spend(ctx)
 }
 
 // Link is the console page that completes purpose with token.

@@ -1908,12 +1908,15 @@ type ClientInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1938,12 +1941,15 @@ type ClientInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3619,12 +3625,15 @@ func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordR
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3659,12 +3668,15 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7566,12 +7578,15 @@ type ClientWithResponsesInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7596,12 +7611,15 @@ type ClientWithResponsesInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15557,12 +15575,15 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Conte
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15593,12 +15614,15 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
