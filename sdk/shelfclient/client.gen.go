@@ -479,7 +479,7 @@ type Login struct {
 
 // LoginRefusedProblem A login refused after its password matched: `suspended` carries
 // `suspendedAt` (and `until` when the suspension ends by itself);
-// `email_not_verified` carries neither.
+// `email_not_verified` and `password_reset_required` carry neither.
 type LoginRefusedProblem struct {
 	// Code A stable snake_case reason for programs.
 	Code string `json:"code"`
@@ -1402,8 +1402,12 @@ type ClientInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -1435,8 +1439,12 @@ type ClientInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -1827,7 +1835,9 @@ type ClientInterface interface {
 	// ConfirmPasswordResetWithBody Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -1852,7 +1862,9 @@ type ClientInterface interface {
 	// ConfirmPasswordReset Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -2144,7 +2156,16 @@ type ClientInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -2191,7 +2212,16 @@ type ClientInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -2893,8 +2923,12 @@ func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId Pri
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -2937,8 +2971,12 @@ func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType stri
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -3510,7 +3548,9 @@ func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordR
 // ConfirmPasswordResetWithBody Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -3545,7 +3585,9 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 // ConfirmPasswordReset Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -3957,7 +3999,16 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -4014,7 +4065,16 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -7030,8 +7090,12 @@ type ClientWithResponsesInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -7063,8 +7127,12 @@ type ClientWithResponsesInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -7469,7 +7537,9 @@ type ClientWithResponsesInterface interface {
 	// ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -7494,7 +7564,9 @@ type ClientWithResponsesInterface interface {
 	// ConfirmPasswordResetWithResponse Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -7800,7 +7872,16 @@ type ClientWithResponsesInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -7847,7 +7928,16 @@ type ClientWithResponsesInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -14885,8 +14975,12 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -14925,8 +15019,12 @@ func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -15440,7 +15538,9 @@ func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Conte
 // ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -15471,7 +15571,9 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx conte
 // ConfirmPasswordResetWithResponse Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -15849,7 +15951,16 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -15902,7 +16013,16 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
