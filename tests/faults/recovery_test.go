@@ -388,3 +388,90 @@ func TestExploreTheHoldsEnd(t *testing.T) {
 	}
 	t.Logf("%d schedules in all", total)
 }
+
+// TestExploreTheFence runs a stranger's signup with an address whose hold
+// on ann's account has ended (a change pending past its link's life, a
+// replaced address past its revert link's) with every fault at every
+// store call, the fence of ann's row among them; lands what was held
+// back; has the stranger retry; then ann's link for the address is
+// followed. The address is never two accounts' (U1), ann holds no key
+// without its claim, the stranger gets the address in the end, and ann's
+// link no longer gives it to her.
+func TestExploreTheFence(t *testing.T) {
+	t.Parallel()
+	type ended struct {
+		name, held string
+		setup      func(t *testing.T, m *mailWorld)
+		after      time.Duration
+		// page is ann's link for the address; follow follows it.
+		page   string
+		follow func(ctx context.Context, m *mailWorld, token string) error
+	}
+	cases := []ended{
+		{
+			name: "pending", held: annNext, after: 24*time.Hour + accounts.TokenGrace,
+			setup: func(t *testing.T, m *mailWorld) {
+				if err := changeEmail(m, annNext); err != nil {
+					t.Fatal(err)
+				}
+			},
+			page: "verify",
+			follow: func(ctx context.Context, m *mailWorld, token string) error {
+				return m.svc.ConfirmEmail(ctx, token)
+			},
+		},
+		{
+			name: "recovery", held: annHome, after: accounts.DefaultRevertTTL + accounts.TokenGrace,
+			setup: func(t *testing.T, m *mailWorld) { thiefTakes(t, m) },
+			page:  "revert-email",
+			follow: func(ctx context.Context, m *mailWorld, token string) error {
+				return m.svc.RevertEmailChange(ctx, token)
+			},
+		},
+	}
+	total := 0
+	for _, c := range cases {
+		fresh := func() *mailWorld {
+			m := emailChangeWorld(t, false)
+			c.setup(t, m)
+			m.store.Advance(c.after)
+			return m
+		}
+		probe := fresh()
+		calls := callsOf(t, probe.store, c.name, func() error { return newProbe(probe.world).signup("stranger", c.held) })
+		total += everySchedule(t, "fence-"+c.name, calls, []string{"then-ann's-link"}, func(name string, k int, fault memstore.Fault, _ int) {
+			m := fresh()
+			link := m.box.tokenTo(c.page, c.held) // ann's, before the stranger's own mail
+			stranger := newProbe(m.world)
+			faultOnce(m.store, k, fault)
+			err := stranger.signup("stranger", c.held)
+			recovered(m.store)
+			m.store.Land()
+			if err != nil && !expected(err) {
+				t.Errorf("%s: the signup answered %v", name, err)
+			}
+			if err != nil {
+				// A claim left pending by the first try ends with its
+				// lease; a first try that applied and lost its answer
+				// makes the retry's 409 (the stranger has the address).
+				m.store.Advance(lease)
+				if err := stranger.signup("stranger", c.held); err != nil && !errors.Is(err, domain.ErrConflict) {
+					t.Errorf("%s: the retry answered %v", name, err)
+				}
+			}
+			if holders, _, _ := checkHeld(t, name, m.world); holders["email/"+c.held] == "" || holders["email/"+c.held] == ann(m) {
+				t.Errorf("%s: after the stranger's signup and retry, %s is held by %q", name, c.held, holders["email/"+c.held])
+			}
+			if err := c.follow(context.Background(), m, link); err == nil {
+				t.Errorf("%s: ann's link gave her %s after the stranger's signup", name, c.held)
+			}
+			checkHeld(t, name, m.world)
+			u := m.account(t, name)
+			if u.EmailKey == c.held || u.PendingEmailKey == c.held || u.RecoveryEmailKey == c.held {
+				t.Errorf("%s: ann's row still names %s: %+v", name, c.held, u)
+			}
+			checkEmailClaims(t, name, m, u)
+		})
+	}
+	t.Logf("%d schedules in all", total)
+}
