@@ -222,6 +222,29 @@ func (a *Service) RequestPasswordReset(ctx context.Context, email string) error 
 	return a.requestMail(ctx, email, PurposeResetPassword, func(domain.User) bool { return true })
 }
 
+// errRecoveredPassword refuses, as the reset a revert asked for, the
+// password the account had: whoever changed its email knew it.
+var errRecoveredPassword = domain.Invalid("The new password is not valid.", domain.FieldError{Field: "newPassword", Code: "recovered_password",
+	Message: "is the password a recovery of this account made unusable (whoever changed its email knew it); choose another"})
+
+// notTheRecoveredPassword refuses newPassword while u's password must be
+// reset (a revert marked it) if it is that very password: the reset
+// would give the thief back the account. One argon2 verification, paid
+// only on a marked account.
+func (a *Service) notTheRecoveredPassword(ctx context.Context, u domain.User, newPassword string) error {
+	if !u.PasswordResetRequired {
+		return nil
+	}
+	same, _, err := a.hasher.Verify(ctx, newPassword, u.PasswordHash)
+	switch {
+	case err != nil:
+		return err
+	case same:
+		return errRecoveredPassword
+	}
+	return nil
+}
+
 // ResetPassword sets a new password with a reset token and ends every
 // session of the account. The order, and why (docs/design.md#tokens):
 //
@@ -260,6 +283,9 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 		}
 		if fe := a.passwordRules("newPassword", newPassword, u.UsernameKey, u.EmailKey); fe != nil {
 			return domain.Invalid("The new password is not valid.", *fe)
+		}
+		if err := a.notTheRecoveredPassword(ctx, u, newPassword); err != nil {
+			return err
 		}
 		if err := a.breachedPassword(ctx, "newPassword", newPassword); err != nil {
 			return err

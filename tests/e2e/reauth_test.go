@@ -96,10 +96,14 @@ func resetAfterRevert(t *testing.T, api *testkit.API, mp *testkit.Mailpit, addre
 		t.Fatalf("after the revert %s gets %q, not a reset link", address, mail.Subject)
 	}
 	token := testkit.TokenIn(t, mail.Text, "reset")
+	r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": token, "newPassword": testPassword})
+	if p := r.Problem(t); r.StatusCode != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Code != "recovered_password" {
+		t.Fatalf("a reset to the password the recovery made unusable: %d %s", r.StatusCode, r.Body)
+	}
 	if r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": token, "newPassword": recoveredPassword}); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("the revert's reset link: %d %s", r.StatusCode, r.Body)
 	}
-	r := login(api, loginName, recoveredPassword)
+	r = login(api, loginName, recoveredPassword)
 	if r.StatusCode != http.StatusCreated {
 		t.Fatalf("login with the new password: %d %s", r.StatusCode, r.Body)
 	}

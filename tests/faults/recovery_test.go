@@ -97,6 +97,10 @@ func TestARevertRequiresAReset(t *testing.T) {
 	if got := m.box.sentTo("reset", annHome); got != before+1 {
 		t.Fatalf("the revert's reset link over the mail limit: %d mailed, want 1", got-before)
 	}
+	// The password the thief knew is no new password.
+	if err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annHome), password); !errors.Is(err, domain.ErrInvalid) || codeOf(err) != "validation_failed" {
+		t.Errorf("a reset to the password the thief knew: %v", err)
+	}
 	if err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annHome), newPassword); err != nil {
 		t.Fatalf("the revert's reset link: %v", err)
 	}
