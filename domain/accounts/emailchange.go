@@ -16,9 +16,10 @@ import (
 // account meanwhile (U1: nobody else takes it, and the change completes
 // without a claim to win). The old address gets a notice with a revert
 // link: it cancels a change still pending or, once completed, gives the
-// old address back (still claimed for the account until the link ends),
-// and ends every session of the account. The owner's request ends the
-// owner's other sessions, as a password change does.
+// old address back (still claimed for the account until the link ends,
+// verified or not), ends every session of the account, and makes the
+// password open nothing until a reset (a recovery). The owner's request
+// ends the owner's other sessions, as a password change does.
 
 // DefaultRevertTTL is how long a revert link works when Mail.RevertTTL is
 // not set: a week, for an owner who reads mail rarely.
