@@ -104,6 +104,9 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	if err := a.blocked(u); err != nil {
 		return LoginResult{}, err
 	}
+	if u.PasswordResetRequired {
+		return LoginResult{}, ErrPasswordResetRequired
+	}
 	if a.mail.RequireVerified && u.EmailVerifiedAt.IsZero() && !u.IsAdmin() {
 		return LoginResult{}, ErrEmailNotVerified
 	}
@@ -132,6 +135,11 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 		// Deleted meanwhile: its deletion may have ended the sessions
 		// before this one existed.
 		err = ErrInvalidCredentials
+	case again.PasswordResetRequired:
+		// A revert landed meanwhile. Its compare-and-set moved the epoch
+		// on as well, so passwordAdmits alone would refuse this session;
+		// the mark says why.
+		err = ErrPasswordResetRequired
 	case !passwordAdmits(again, s):
 		// The password checked above is not the account's any more.
 		err = ErrInvalidCredentials
@@ -146,6 +154,15 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	}
 	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: again}, nil
 }
+
+// ErrPasswordResetRequired answers a login (or a check of the current
+// password) whose password matched, on an account a revert of an email
+// change recovered: whoever changed the email knew the password, so it
+// opens nothing until a reset sets a new one. A wrong password still gets
+// ErrInvalidCredentials, so a guesser learns nothing of the account.
+var ErrPasswordResetRequired = &domain.Error{Kind: domain.ErrForbidden, Code: "password_reset_required",
+	Message: "A recovery of this account signed every session out, and its password must be replaced: " +
+		"follow the reset link mailed to the account's address, or ask for one with POST /v1/password-resets."}
 
 // passwordAdmits reports whether session s may work under u's password:
 // its login checked the password u has now (the same epoch; a rehash

@@ -411,7 +411,9 @@ func clientOf(ctx context.Context) Client {
 // against u's throttle (the client address from ctx, WithClient): every
 // check of a current password goes through here, so a stolen session is
 // no free oracle for the password. Refused over the limit (429) before
-// any verification; a wrong password is ErrInvalidCredentials.
+// any verification; a wrong password is ErrInvalidCredentials; a right
+// one on an account a revert marked is ErrPasswordResetRequired (it
+// proves nothing until a reset).
 func (a *Service) checkCurrentPassword(ctx context.Context, u domain.User, given string) error {
 	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("account/"+u.ID, clientOf(ctx).IP)...)
 	if err != nil {
@@ -424,5 +426,11 @@ func (a *Service) checkCurrentPassword(ctx context.Context, u domain.User, given
 	if err != nil {
 		return fmt.Errorf("verify password of %s: %w", u.ID, err)
 	}
-	return c.verdict(ctx, ok)
+	if err := c.verdict(ctx, ok); err != nil {
+		return err
+	}
+	if u.PasswordResetRequired {
+		return ErrPasswordResetRequired
+	}
+	return nil
 }

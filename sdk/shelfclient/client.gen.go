@@ -495,7 +495,7 @@ type Login struct {
 
 // LoginRefusedProblem A login refused after its password matched: `suspended` carries
 // `suspendedAt` (and `until` when the suspension ends by itself);
-// `email_not_verified` carries neither.
+// `email_not_verified` and `password_reset_required` carry neither.
 type LoginRefusedProblem struct {
 	// Code A stable snake_case reason for programs.
 	Code string `json:"code"`
@@ -1418,8 +1418,12 @@ type ClientInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -1451,8 +1455,12 @@ type ClientInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -1843,7 +1851,9 @@ type ClientInterface interface {
 	// ConfirmPasswordResetWithBody Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -1868,7 +1878,9 @@ type ClientInterface interface {
 	// ConfirmPasswordReset Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -2166,7 +2178,16 @@ type ClientInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -2213,7 +2234,16 @@ type ClientInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -2923,8 +2953,12 @@ func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId Pri
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -2967,8 +3001,12 @@ func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType stri
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -3540,7 +3578,9 @@ func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordR
 // ConfirmPasswordResetWithBody Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -3575,7 +3615,9 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 // ConfirmPasswordReset Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -3993,7 +4035,16 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -4050,7 +4101,16 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -7074,8 +7134,12 @@ type ClientWithResponsesInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -7107,8 +7171,12 @@ type ClientWithResponsesInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -7513,7 +7581,9 @@ type ClientWithResponsesInterface interface {
 	// ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -7538,7 +7608,9 @@ type ClientWithResponsesInterface interface {
 	// ConfirmPasswordResetWithResponse Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -7850,7 +7922,16 @@ type ClientWithResponsesInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -7897,7 +7978,16 @@ type ClientWithResponsesInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -14943,8 +15033,12 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -14983,8 +15077,12 @@ func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -15498,7 +15596,9 @@ func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Conte
 // ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -15529,7 +15629,9 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx conte
 // ConfirmPasswordResetWithResponse Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -15913,7 +16015,16 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -15966,7 +16077,16 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
