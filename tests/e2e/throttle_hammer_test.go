@@ -1,4 +1,4 @@
-//go:build integration
+//go:build integration && hammer
 
 package e2e
 
@@ -26,8 +26,9 @@ import (
 )
 
 // TestThrottleHammer is the measurement docs/design.md#throttle quotes:
-// SHELF_TEST_THROTTLE_HAMMER refused tries at one login (100 000 for the
-// quoted run; skipped when unset), first from one address over its
+// SHELF_TEST_THROTTLE_HAMMER refused tries at one login (100 000 unless
+// set; a measurement of minutes, so built only with the tag hammer and
+// never part of make test), first from one address over its
 // limit, then from as many addresses once the login is over its limit;
 // after each, what a read of the login's and the address's partitions
 // meets (rows, tombstone cells, as Cassandra's trace says) and takes (the
@@ -37,12 +38,12 @@ import (
 // SHELF_TEST_CASSANDRA_LOG (the node's system.log) it counts the
 // tombstone warnings the node logged meanwhile.
 //
-//	SHELF_TEST_THROTTLE_HAMMER=100000 SHELF_TEST_CASSANDRA_LOG=.cassandra/node/logs/system.log \
-//	  go test -tags integration -count=1 -run TestThrottleHammer -v ./tests/e2e/
+//	SHELF_TEST_CASSANDRA_LOG=.cassandra/node/logs/system.log \
+//	  go test -tags 'integration hammer' -count=1 -timeout 40m -run TestThrottleHammer -v ./tests/e2e/
 func TestThrottleHammer(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("SHELF_TEST_THROTTLE_HAMMER"))
 	if n <= 0 {
-		t.Skip("SHELF_TEST_THROTTLE_HAMMER is not set")
+		n = 100_000
 	}
 	logBefore := logLines(t)
 	db := testkit.PackageDB(t)
