@@ -667,8 +667,19 @@ await step('email: a new account is unverified; mail again, open the link: verif
   expect((await page.locator('#who').textContent()).includes(alice), 'this tab is still logged in');
   await noOverflow();
   await saveShot(page, 'revert-email', false);
+  // The request is held until the busy button has been seen.
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await page.route('**/v1/email-changes/revert', async (route) => {
+    await held;
+    await route.continue();
+  });
   await page.locator('#revert-email-go').click();
+  await page.locator('#revert-email-go[aria-busy="true"]').waitFor();
+  expect(await page.locator('#revert-email-go').isDisabled(), 'the button is disabled while the revert runs');
+  release();
   await page.waitForFunction(() => document.getElementById('revert-email-result').className === 'ok');
+  await page.unroute('**/v1/email-changes/revert');
   expect((await page.locator('#revert-email-result').textContent()).includes('is undone'), 'the button undoes the change');
   expect(await page.evaluate(() => document.activeElement.id) === 'revert-email-result', 'the outcome has the focus');
   expect(await page.locator('#revert-email-go').isHidden(), 'nothing more to press');
