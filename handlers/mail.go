@@ -82,15 +82,23 @@ func (h *Mail) confirmEmail(w http.ResponseWriter, r *http.Request) error {
 }
 
 // confirmReset serves POST /v1/password-resets/confirm: the token from the
-// mail sets a new password and ends every session of the account.
+// mail sets a new password, ends every session of the account and opens
+// one for the caller, answered as a login answers it (201, Session); 204
+// when the password is set but the login would refuse the account (a
+// suspension), so no session is opened.
 func (h *Mail) confirmReset(w http.ResponseWriter, r *http.Request) error {
 	var req confirmResetRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if err := h.accounts.ResetPassword(r.Context(), *req.Token, *req.NewPassword); err != nil {
+	res, err := h.accounts.ResetPassword(r.Context(), *req.Token, *req.NewPassword, requestClient(r))
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	if res.Token == "" {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	writeSession(w, res)
 	return nil
 }

@@ -34,20 +34,22 @@ func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	client := accounts.Client{UserAgent: r.UserAgent()}
-	if ip := ClientIP(r.Context()); ip.IsValid() {
-		client.IP = ip.String()
-	}
-	res, err := h.accounts.Login(r.Context(), *req.Login, *req.Password, client)
+	res, err := h.accounts.Login(r.Context(), *req.Login, *req.Password, requestClient(r))
 	if err != nil {
 		return err
 	}
+	writeSession(w, res)
+	return nil
+}
+
+// writeSession answers a new session (a login, a completed reset): 201,
+// the Session schema, never stored by a cache.
+func writeSession(w http.ResponseWriter, res accounts.LoginResult) {
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, sessionResponse{
 		Token: res.Token, ExpiresAt: stamp(res.ExpiresAt),
 		User: toUserResponse(accounts.UserView{User: res.User, Full: true}),
 	})
-	return nil
 }
 
 // logout serves DELETE /v1/sessions/current: end the caller's session.

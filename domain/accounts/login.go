@@ -101,18 +101,41 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	}
 	// Only now, with the password right, may the caller learn of a
 	// suspension (S3).
-	if err := a.blocked(u); err != nil {
+	if err := a.mayLogIn(u); err != nil {
 		return LoginResult{}, err
-	}
-	if u.PasswordResetRequired {
-		return LoginResult{}, ErrPasswordResetRequired
-	}
-	if a.mail.RequireVerified && u.EmailVerifiedAt.IsZero() && !u.IsAdmin() {
-		return LoginResult{}, ErrEmailNotVerified
 	}
 	if rehash {
 		a.rehash(ctx, u, password)
 	}
+	return a.openSession(ctx, u, client, ErrInvalidCredentials)
+}
+
+// mayLogIn refuses a session to account u once its caller proved the
+// right to one (the password, or a reset token): a suspension in force
+// (ErrSuspended), and with SHELF_REQUIRE_VERIFIED_EMAIL an address not
+// verified (admins excepted: an operator must not depend on mail).
+func (a *Service) mayLogIn(u domain.User) error {
+	if err := a.blocked(u); err != nil {
+		return err
+	}
+	if u.PasswordResetRequired {
+		return ErrPasswordResetRequired
+	}
+	if a.mail.RequireVerified && u.EmailVerifiedAt.IsZero() && !u.IsAdmin() {
+		return ErrEmailNotVerified
+	}
+	return nil
+}
+
+// openSession writes a session of u for client, bound to the password
+// epoch u was read with, and hands out its token only if the account
+// still stands once it is written: the login's and the completed reset's
+// one way to open a session. gone is the answer when the account was
+// deleted or its password moved on meanwhile; a suspension that landed
+// meanwhile answers ErrSuspended. Either way the session is deleted
+// again and no token handed out. Cost: the session write and one account
+// read.
+func (a *Service) openSession(ctx context.Context, u domain.User, client Client, gone error) (LoginResult, error) {
 	token, hash := NewToken(u.ID)
 	now := a.now()
 	s := domain.Session{TokenHash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(a.cfg.SessionTTL),
@@ -121,11 +144,11 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 		return LoginResult{}, err
 	}
 	// Check again at the end: a suspension, a deletion, a reset or a
-	// password change may have landed while we logged in, after its
-	// revocation listed this user's sessions: read the account again, now
-	// that the session is written. If it still stands, anything still to
-	// come finds this session when it revokes (and a new password's epoch
-	// stops it anyway: Authenticate).
+	// password change may have landed while the session was opened, after
+	// its revocation listed this user's sessions: read the account again,
+	// now that the session is written. If it still stands, anything still
+	// to come finds this session when it revokes (and a new password's
+	// epoch stops it anyway: Authenticate).
 	again, err := a.users.Get(ctx, u.ID)
 	if err != nil {
 		return LoginResult{}, err
@@ -134,15 +157,15 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	case !again.Visible():
 		// Deleted meanwhile: its deletion may have ended the sessions
 		// before this one existed.
-		err = ErrInvalidCredentials
+		err = gone
 	case again.PasswordResetRequired:
 		// A revert landed meanwhile. Its compare-and-set moved the epoch
 		// on as well, so passwordAdmits alone would refuse this session;
 		// the mark says why.
 		err = ErrPasswordResetRequired
 	case !passwordAdmits(again, s):
-		// The password checked above is not the account's any more.
-		err = ErrInvalidCredentials
+		// The password checked is not the account's any more.
+		err = gone
 	default:
 		err = a.blocked(again)
 	}

@@ -245,8 +245,11 @@ func (a *Service) notTheRecoveredPassword(ctx context.Context, u domain.User, ne
 	return nil
 }
 
-// ResetPassword sets a new password with a reset token and ends every
-// session of the account. The order, and why (docs/design.md#tokens):
+// ResetPassword sets a new password with a reset token, ends every
+// session of the account, and opens one for client under the new
+// password: a reset is a way in, whatever the login's throttle holds (the
+// mailed token is the credential, and its holder could set the password
+// anyway). The order, and why (docs/design.md#tokens):
 //
 //  1. use the token, recording the new password's hash in it, by a
 //     lightweight transaction (unused and of its purpose): from then on
@@ -257,44 +260,48 @@ func (a *Service) notTheRecoveredPassword(ctx context.Context, u domain.User, ne
 //     password epoch on: from then on no session opened with an older
 //     password works (Authenticate), a login in flight included;
 //  3. end every session of the account;
-//  4. mark the token done: from then on it is refused as used.
+//  4. open the new session as a login does (openSession), unless the
+//     login would refuse the account (a suspension: the password is set,
+//     and the answer holds no session);
+//  5. mark the token done: from then on it is refused as used.
 //
 // A retry after any failure finishes: a used token that is not done goes
 // on from step 2 if the password sent is the one it recorded, and is
-// refused as used otherwise. A password is set only after its token's use
-// applied (never by a refused token), and only the one password the use
-// recorded: a token never sets two.
-func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) error {
+// refused as used otherwise; its step 3 ends a session an earlier attempt
+// opened and never handed out. A password is set only after its token's
+// use applied (never by a refused token), and only the one password the
+// use recorded: a token never sets two.
+func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, client Client) (LoginResult, error) {
 	if !a.mailOn() {
-		return ErrMailOff
+		return LoginResult{}, ErrMailOff
 	}
 	t, err := a.readToken(ctx, token, PurposeResetPassword)
 	if err != nil {
-		return err
+		return LoginResult{}, err
 	}
 	hash := "" // the hash this request recorded in the token, if it did
 	if t.UsedAt.IsZero() {
 		u, err := a.users.GetSerial(ctx, t.UserID)
 		if err := tokenStillApplies(t, u, err); err != nil {
-			return err
+			return LoginResult{}, err
 		}
 		if !mailedAgainst(t, u) {
-			return ErrTokenStale
+			return LoginResult{}, ErrTokenStale
 		}
 		if fe := a.passwordRules("newPassword", newPassword, u.UsernameKey, u.EmailKey); fe != nil {
-			return domain.Invalid("The new password is not valid.", *fe)
+			return LoginResult{}, domain.Invalid("The new password is not valid.", *fe)
 		}
 		if err := a.notTheRecoveredPassword(ctx, u, newPassword); err != nil {
-			return err
+			return LoginResult{}, err
 		}
 		if err := a.breachedPassword(ctx, "newPassword", newPassword); err != nil {
-			return err
+			return LoginResult{}, err
 		}
 		if hash, err = a.hasher.Hash(ctx, newPassword); err != nil {
-			return err
+			return LoginResult{}, err
 		}
 		if t, err = a.useToken(ctx, t, hash); err != nil {
-			return err
+			return LoginResult{}, err
 		}
 	}
 	if t.NewPassword != hash {
@@ -302,13 +309,13 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 		// be set, so only its retry (the same password) goes on.
 		ok, _, err := a.hasher.Verify(ctx, newPassword, t.NewPassword)
 		if err != nil {
-			return err
+			return LoginResult{}, err
 		}
 		if !ok {
-			return ErrTokenUsed
+			return LoginResult{}, ErrTokenUsed
 		}
 	}
-	_, err = a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
 		if err := tokenStillApplies(t, u, nil); err != nil {
 			return u, false, err
 		}
@@ -326,10 +333,36 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {
-		return ErrTokenStale
+		return LoginResult{}, ErrTokenStale
 	}
 	if err := a.endSessions(ctx, err, t.UserID, "", "a reset"); err != nil {
-		return err
+		return LoginResult{}, err
 	}
-	return a.finishToken(ctx, t)
+	opened, err := a.resetSession(ctx, out, client)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if err := a.finishToken(ctx, t); err != nil {
+		return LoginResult{}, err
+	}
+	return opened, nil
+}
+
+// resetSession opens the session a reset answers with, on u as the
+// reset's compare-and-set left it (its new epoch): none (a zero result)
+// for an account the login refuses (a suspension in force, or by now;
+// an address not verified under SHELF_REQUIRE_VERIFIED_EMAIL): the
+// password is set all the same. ErrTokenStale when the account was
+// deleted, or its password moved on again, while the session was written:
+// no token is handed out, and the token stays unfinished (its retry finds
+// it stale too).
+func (a *Service) resetSession(ctx context.Context, u domain.User, client Client) (LoginResult, error) {
+	if a.mayLogIn(u) != nil {
+		return LoginResult{}, nil
+	}
+	opened, err := a.openSession(ctx, u, client, ErrTokenStale)
+	if errors.Is(err, domain.ErrForbidden) {
+		return LoginResult{}, nil // suspended meanwhile
+	}
+	return opened, err
 }

@@ -2,9 +2,11 @@
 // token lives in sessionStorage (gone with the tab). Pages are hash routes
 // (#/library, #/item/<id>, #/browse/<user|group>/<name>, #/groups,
 // #/groups/<name>, #/moderation[/<username>], #/account, and without a
-// session #/forgot and the mailed links #/verify?token=... and
-// #/reset?token=...), so each can be linked to; the table `pages` below
-// lists them, and a page that works without a session says public: true.
+// session #/forgot and the mailed links #/verify?token=...,
+// #/reset?token=... and #/revert-email?token=...), so each can be linked
+// to; the table `pages` below lists them, and a page that works without a
+// session says public: true. A mailed link's token leaves the address bar
+// as soon as its page reads it (linkToken).
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
@@ -1055,8 +1057,30 @@
     return tokenRefusals[page][f.code] || f.message;
   }
 
+  // linkTokens: the token each mailed link's page was opened with, kept
+  // here once it is out of the address bar.
+  const linkTokens = {};
+
+  // linkToken answers the token of the mailed link page was opened with,
+  // and takes it out of the address bar at once (history.replaceState:
+  // no history entry, nothing shown or bookmarked keeps it); the page
+  // keeps it for as long as the tab is open.
+  function linkToken(page) {
+    const token = state.params.get('token');
+    if (token) {
+      linkTokens[page] = token;
+      state.params.delete('token');
+      const rest = state.params.toString();
+      history.replaceState(null, '', location.pathname + location.search + '#/' + page + (rest ? '?' + rest : ''));
+    }
+    return linkTokens[page] || '';
+  }
+
+  // Verifying stays automatic on load: the token proves only that the
+  // mail reached the address, which whoever (or whatever) opens the link
+  // shows by opening it; it ends no session and changes nothing else.
   async function showVerify() {
-    const token = state.params.get('token') || '';
+    const token = linkToken('verify');
     const result = $('verify-result');
     const again = $('verify-again');
     clearErrors(again);
@@ -1088,18 +1112,32 @@
     say('Email address verified. Thank you.');
   }
 
-  // showRevertEmail follows the link mailed to the old address of an
-  // email change: the change is undone and every session ends, this
-  // browser's too.
-  async function showRevertEmail() {
-    const token = state.params.get('token') || '';
+  // showRevertEmail shows what the link mailed to the old address of an
+  // email change does, and does nothing until its button is pressed: a
+  // mail scanner that fetches the link, or an owner who only reads it,
+  // must not sign every session out.
+  function showRevertEmail() {
+    const token = linkToken('revert-email');
     const result = $('revert-email-result');
+    const go = $('revert-email-go');
     $('revert-email-next').hidden = true;
+    $('revert-email-ask').hidden = !token;
+    go.hidden = !token;
+    go.disabled = false;
+    go.removeAttribute('aria-busy');
     result.className = '';
-    if (!token) {
-      result.textContent = 'This page needs the link from the mail about the change.';
-      return;
-    }
+    result.textContent = token ? '' : 'This page needs the link from the mail about the change.';
+  }
+
+  // revertEmail undoes the change once the button is pressed: the button
+  // is busy meanwhile, and the outcome is said beside it and focused.
+  async function revertEmail() {
+    const token = linkTokens['revert-email'] || '';
+    const result = $('revert-email-result');
+    const go = $('revert-email-go');
+    go.disabled = true;
+    go.setAttribute('aria-busy', 'true');
+    result.className = '';
     result.textContent = 'Undoing the change...';
     try {
       await api('POST', '/v1/email-changes/revert', { token });
@@ -1107,18 +1145,30 @@
       const reason = tokenRefusal(err, 'revertEmail');
       result.textContent = reason || err.message;
       result.className = 'error';
+      // A refused link stays refused; anything else may be tried again.
+      go.hidden = Boolean(reason);
+      go.disabled = false;
+      go.removeAttribute('aria-busy');
+      result.focus();
       say(reason ? 'This link cannot undo the change.' : err.message, true);
       return;
     }
+    delete linkTokens['revert-email'];
     forget();
     showWho();
     $('logout').hidden = true;
     $('nav').hidden = true;
+    go.hidden = true;
+    go.removeAttribute('aria-busy');
+    $('revert-email-ask').hidden = true;
     result.textContent = 'The change is undone: your account has its email address back, and every session of it is signed out.';
     result.className = 'ok';
     $('revert-email-next').hidden = false;
+    result.focus();
     say('Email change undone. Choose a new password now.');
   }
+
+  $('revert-email-go').addEventListener('click', () => revertEmail().catch((err) => say(err.message, true)));
 
   form('verify-again', async (v, f) => {
     await api('POST', '/v1/email-verifications', { email: v.email });
@@ -1137,24 +1187,31 @@
     const f = $('reset');
     f.reset();
     clearErrors(f);
-    f.elements.token.value = state.params.get('token') || '';
+    f.elements.token.value = linkToken('reset');
     if (!f.elements.token.value) {
       showError(f, fieldError('token', 'This page needs the link from the mail: ask for a new one.'));
     }
   }
 
   form('reset', async (v) => {
+    let s;
     try {
-      await api('POST', '/v1/password-resets/confirm', { token: v.token, newPassword: v.newPassword });
+      s = await api('POST', '/v1/password-resets/confirm', { token: v.token, newPassword: v.newPassword });
     } catch (err) {
       const reason = tokenRefusal(err, 'reset');
       if (reason) err.fields.find((e) => e.field === 'token').message = reason;
       throw err;
     }
-    // Every session of the account ended; this tab's too, if it was one.
+    delete linkTokens.reset;
+    // Every session of the account ended, this tab's too if it was one;
+    // the answer is a new session, as a login's (none when the account
+    // may not log in now, a suspended one).
+    forget();
+    if (s) signIn(s);
     history.replaceState(null, '', location.pathname + location.search + '#/');
+    if (s) carry('Your new password is set, every other session of your account has ended, and you are logged in as ' + s.user.username + '.');
     await start();
-    say('Your new password is set and every session of your account has ended: log in with it.');
+    if (!s) say('Your new password is set and every session of your account has ended: log in with it.');
   });
 
   // ---- Log in and out ----
@@ -1180,12 +1237,17 @@
       }
       throw err;
     }
-    state.token = s.token;
-    sessionStorage.setItem('shelf.token', s.token);
+    signIn(s);
     f.reset();
     carry('Welcome, ' + s.user.displayName + '.');
     await start();
   });
+
+  // signIn keeps a new session (a login's, a reset's) as this tab's.
+  function signIn(s) {
+    state.token = s.token;
+    sessionStorage.setItem('shelf.token', s.token);
+  }
 
   // forget drops this tab's session.
   function forget() {

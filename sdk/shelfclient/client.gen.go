@@ -1850,25 +1850,37 @@ type ClientInterface interface {
 
 	// ConfirmPasswordResetWithBody Set a new password with a mailed token
 	//
-	// Sets the new password and ends every session of the account (log
-	// in again with the new password); after a recovery
-	// (`POST /v1/email-changes/revert`) it is what lets the account log
-	// in again. The token works once: a second
-	// use is 400 `invalid_token` (`token`/`used`), and a token never
-	// sets two passwords. A retry after a 503 with the same new
-	// password finishes what the first attempt began; with another
+	// Sets the new password, ends every session of the account, and
+	// opens one for the caller under the new password (after a
+	// recovery, `POST /v1/email-changes/revert`, it is what lets the
+	// account log in again, and it refuses the password the account had:
+	// 400 naming `newPassword`, code `recovered_password`): the answer is
+	// the login's (201, a Session; `Cache-Control: no-store`), so the
+	// owner is logged in at once, whatever the login throttle holds for
+	// the account (the mailed token is the credential; the throttle
+	// counts password guesses). The token works once: a second use is
+	// 400 `invalid_token` (`token`/`used`), and a token never sets two
+	// passwords. A retry after a 503 with the same new password finishes
+	// what the first attempt began, and answers a new session (a session
+	// an attempt opened and never answered is ended); with another
 	// password it is refused as used.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
-	// session is needed.
+	// session is needed. A suspended account's reset sets the password
+	// too, and answers 204 with no session (its login stays refused
+	// while suspended); so does an account whose address is not
+	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
 	// token, a SERIAL read of the account, one argon2id hash
 	// (deliberately slow), a lightweight transaction using the token, a
 	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), one lightweight transaction marking the token
-	// done.
+	// (16 at a time), the new session's writes and one account read
+	// after them (a deletion, suspension or another reset landing
+	// meanwhile ends the new session before it is answered), one
+	// lightweight transaction marking the token done. Not throttled per
+	// login: no password is guessed here.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1877,25 +1889,37 @@ type ClientInterface interface {
 
 	// ConfirmPasswordReset Set a new password with a mailed token
 	//
-	// Sets the new password and ends every session of the account (log
-	// in again with the new password); after a recovery
-	// (`POST /v1/email-changes/revert`) it is what lets the account log
-	// in again. The token works once: a second
-	// use is 400 `invalid_token` (`token`/`used`), and a token never
-	// sets two passwords. A retry after a 503 with the same new
-	// password finishes what the first attempt began; with another
+	// Sets the new password, ends every session of the account, and
+	// opens one for the caller under the new password (after a
+	// recovery, `POST /v1/email-changes/revert`, it is what lets the
+	// account log in again, and it refuses the password the account had:
+	// 400 naming `newPassword`, code `recovered_password`): the answer is
+	// the login's (201, a Session; `Cache-Control: no-store`), so the
+	// owner is logged in at once, whatever the login throttle holds for
+	// the account (the mailed token is the credential; the throttle
+	// counts password guesses). The token works once: a second use is
+	// 400 `invalid_token` (`token`/`used`), and a token never sets two
+	// passwords. A retry after a 503 with the same new password finishes
+	// what the first attempt began, and answers a new session (a session
+	// an attempt opened and never answered is ended); with another
 	// password it is refused as used.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
-	// session is needed.
+	// session is needed. A suspended account's reset sets the password
+	// too, and answers 204 with no session (its login stays refused
+	// while suspended); so does an account whose address is not
+	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
 	// token, a SERIAL read of the account, one argon2id hash
 	// (deliberately slow), a lightweight transaction using the token, a
 	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), one lightweight transaction marking the token
-	// done.
+	// (16 at a time), the new session's writes and one account read
+	// after them (a deletion, suspension or another reset landing
+	// meanwhile ends the new session before it is answered), one
+	// lightweight transaction marking the token done. Not throttled per
+	// login: no password is guessed here.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3577,25 +3601,37 @@ func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordR
 
 // ConfirmPasswordResetWithBody Set a new password with a mailed token
 //
-// Sets the new password and ends every session of the account (log
-// in again with the new password); after a recovery
-// (`POST /v1/email-changes/revert`) it is what lets the account log
-// in again. The token works once: a second
-// use is 400 `invalid_token` (`token`/`used`), and a token never
-// sets two passwords. A retry after a 503 with the same new
-// password finishes what the first attempt began; with another
+// Sets the new password, ends every session of the account, and
+// opens one for the caller under the new password (after a
+// recovery, `POST /v1/email-changes/revert`, it is what lets the
+// account log in again, and it refuses the password the account had:
+// 400 naming `newPassword`, code `recovered_password`): the answer is
+// the login's (201, a Session; `Cache-Control: no-store`), so the
+// owner is logged in at once, whatever the login throttle holds for
+// the account (the mailed token is the credential; the throttle
+// counts password guesses). The token works once: a second use is
+// 400 `invalid_token` (`token`/`used`), and a token never sets two
+// passwords. A retry after a 503 with the same new password finishes
+// what the first attempt began, and answers a new session (a session
+// an attempt opened and never answered is ended); with another
 // password it is refused as used.
 //
 // Who may call: the holder of the token (the link in the mail); no
-// session is needed.
+// session is needed. A suspended account's reset sets the password
+// too, and answers 204 with no session (its login stays refused
+// while suspended); so does an account whose address is not
+// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/email-verifications/confirm`; a SERIAL read of the
 // token, a SERIAL read of the account, one argon2id hash
 // (deliberately slow), a lightweight transaction using the token, a
 // compare-and-set of the account, the revocation of every session
-// (16 at a time), one lightweight transaction marking the token
-// done.
+// (16 at a time), the new session's writes and one account read
+// after them (a deletion, suspension or another reset landing
+// meanwhile ends the new session before it is answered), one
+// lightweight transaction marking the token done. Not throttled per
+// login: no password is guessed here.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3614,25 +3650,37 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 
 // ConfirmPasswordReset Set a new password with a mailed token
 //
-// Sets the new password and ends every session of the account (log
-// in again with the new password); after a recovery
-// (`POST /v1/email-changes/revert`) it is what lets the account log
-// in again. The token works once: a second
-// use is 400 `invalid_token` (`token`/`used`), and a token never
-// sets two passwords. A retry after a 503 with the same new
-// password finishes what the first attempt began; with another
+// Sets the new password, ends every session of the account, and
+// opens one for the caller under the new password (after a
+// recovery, `POST /v1/email-changes/revert`, it is what lets the
+// account log in again, and it refuses the password the account had:
+// 400 naming `newPassword`, code `recovered_password`): the answer is
+// the login's (201, a Session; `Cache-Control: no-store`), so the
+// owner is logged in at once, whatever the login throttle holds for
+// the account (the mailed token is the credential; the throttle
+// counts password guesses). The token works once: a second use is
+// 400 `invalid_token` (`token`/`used`), and a token never sets two
+// passwords. A retry after a 503 with the same new password finishes
+// what the first attempt began, and answers a new session (a session
+// an attempt opened and never answered is ended); with another
 // password it is refused as used.
 //
 // Who may call: the holder of the token (the link in the mail); no
-// session is needed.
+// session is needed. A suspended account's reset sets the password
+// too, and answers 204 with no session (its login stays refused
+// while suspended); so does an account whose address is not
+// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/email-verifications/confirm`; a SERIAL read of the
 // token, a SERIAL read of the account, one argon2id hash
 // (deliberately slow), a lightweight transaction using the token, a
 // compare-and-set of the account, the revocation of every session
-// (16 at a time), one lightweight transaction marking the token
-// done.
+// (16 at a time), the new session's writes and one account read
+// after them (a deletion, suspension or another reset landing
+// meanwhile ends the new session before it is answered), one
+// lightweight transaction marking the token done. Not throttled per
+// login: no password is guessed here.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7580,25 +7628,37 @@ type ClientWithResponsesInterface interface {
 
 	// ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 	//
-	// Sets the new password and ends every session of the account (log
-	// in again with the new password); after a recovery
-	// (`POST /v1/email-changes/revert`) it is what lets the account log
-	// in again. The token works once: a second
-	// use is 400 `invalid_token` (`token`/`used`), and a token never
-	// sets two passwords. A retry after a 503 with the same new
-	// password finishes what the first attempt began; with another
+	// Sets the new password, ends every session of the account, and
+	// opens one for the caller under the new password (after a
+	// recovery, `POST /v1/email-changes/revert`, it is what lets the
+	// account log in again, and it refuses the password the account had:
+	// 400 naming `newPassword`, code `recovered_password`): the answer is
+	// the login's (201, a Session; `Cache-Control: no-store`), so the
+	// owner is logged in at once, whatever the login throttle holds for
+	// the account (the mailed token is the credential; the throttle
+	// counts password guesses). The token works once: a second use is
+	// 400 `invalid_token` (`token`/`used`), and a token never sets two
+	// passwords. A retry after a 503 with the same new password finishes
+	// what the first attempt began, and answers a new session (a session
+	// an attempt opened and never answered is ended); with another
 	// password it is refused as used.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
-	// session is needed.
+	// session is needed. A suspended account's reset sets the password
+	// too, and answers 204 with no session (its login stays refused
+	// while suspended); so does an account whose address is not
+	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
 	// token, a SERIAL read of the account, one argon2id hash
 	// (deliberately slow), a lightweight transaction using the token, a
 	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), one lightweight transaction marking the token
-	// done.
+	// (16 at a time), the new session's writes and one account read
+	// after them (a deletion, suspension or another reset landing
+	// meanwhile ends the new session before it is answered), one
+	// lightweight transaction marking the token done. Not throttled per
+	// login: no password is guessed here.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7607,25 +7667,37 @@ type ClientWithResponsesInterface interface {
 
 	// ConfirmPasswordResetWithResponse Set a new password with a mailed token
 	//
-	// Sets the new password and ends every session of the account (log
-	// in again with the new password); after a recovery
-	// (`POST /v1/email-changes/revert`) it is what lets the account log
-	// in again. The token works once: a second
-	// use is 400 `invalid_token` (`token`/`used`), and a token never
-	// sets two passwords. A retry after a 503 with the same new
-	// password finishes what the first attempt began; with another
+	// Sets the new password, ends every session of the account, and
+	// opens one for the caller under the new password (after a
+	// recovery, `POST /v1/email-changes/revert`, it is what lets the
+	// account log in again, and it refuses the password the account had:
+	// 400 naming `newPassword`, code `recovered_password`): the answer is
+	// the login's (201, a Session; `Cache-Control: no-store`), so the
+	// owner is logged in at once, whatever the login throttle holds for
+	// the account (the mailed token is the credential; the throttle
+	// counts password guesses). The token works once: a second use is
+	// 400 `invalid_token` (`token`/`used`), and a token never sets two
+	// passwords. A retry after a 503 with the same new password finishes
+	// what the first attempt began, and answers a new session (a session
+	// an attempt opened and never answered is ended); with another
 	// password it is refused as used.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
-	// session is needed.
+	// session is needed. A suspended account's reset sets the password
+	// too, and answers 204 with no session (its login stays refused
+	// while suspended); so does an account whose address is not
+	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
 	// token, a SERIAL read of the account, one argon2id hash
 	// (deliberately slow), a lightweight transaction using the token, a
 	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), one lightweight transaction marking the token
-	// done.
+	// (16 at a time), the new session's writes and one account read
+	// after them (a deletion, suspension or another reset landing
+	// meanwhile ends the new session before it is answered), one
+	// lightweight transaction marking the token done. Not throttled per
+	// login: no password is guessed here.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11576,6 +11648,12 @@ func (r RequestPasswordResetResponse) ContentType() string {
 	return ""
 }
 
+// ConfirmPasswordResetResponse201Headers the declared response headers of an HTTP 201 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse201Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
 // ConfirmPasswordResetResponse204Headers the declared response headers of an HTTP 204 response for ConfirmPasswordReset
 type ConfirmPasswordResetResponse204Headers struct {
 	XRequestId *string
@@ -11627,6 +11705,8 @@ type ConfirmPasswordResetResponse503Headers struct {
 type ConfirmPasswordResetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Session
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -11643,6 +11723,8 @@ type ConfirmPasswordResetResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *ConfirmPasswordResetResponse201Headers
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *ConfirmPasswordResetResponse204Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -11661,6 +11743,11 @@ type ConfirmPasswordResetResponse struct {
 	Headers500 *ConfirmPasswordResetResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ConfirmPasswordResetResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ConfirmPasswordResetResponse) GetJSON201() *Session {
+	return r.JSON201
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -15595,25 +15682,37 @@ func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Conte
 
 // ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 //
-// Sets the new password and ends every session of the account (log
-// in again with the new password); after a recovery
-// (`POST /v1/email-changes/revert`) it is what lets the account log
-// in again. The token works once: a second
-// use is 400 `invalid_token` (`token`/`used`), and a token never
-// sets two passwords. A retry after a 503 with the same new
-// password finishes what the first attempt began; with another
+// Sets the new password, ends every session of the account, and
+// opens one for the caller under the new password (after a
+// recovery, `POST /v1/email-changes/revert`, it is what lets the
+// account log in again, and it refuses the password the account had:
+// 400 naming `newPassword`, code `recovered_password`): the answer is
+// the login's (201, a Session; `Cache-Control: no-store`), so the
+// owner is logged in at once, whatever the login throttle holds for
+// the account (the mailed token is the credential; the throttle
+// counts password guesses). The token works once: a second use is
+// 400 `invalid_token` (`token`/`used`), and a token never sets two
+// passwords. A retry after a 503 with the same new password finishes
+// what the first attempt began, and answers a new session (a session
+// an attempt opened and never answered is ended); with another
 // password it is refused as used.
 //
 // Who may call: the holder of the token (the link in the mail); no
-// session is needed.
+// session is needed. A suspended account's reset sets the password
+// too, and answers 204 with no session (its login stays refused
+// while suspended); so does an account whose address is not
+// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/email-verifications/confirm`; a SERIAL read of the
 // token, a SERIAL read of the account, one argon2id hash
 // (deliberately slow), a lightweight transaction using the token, a
 // compare-and-set of the account, the revocation of every session
-// (16 at a time), one lightweight transaction marking the token
-// done.
+// (16 at a time), the new session's writes and one account read
+// after them (a deletion, suspension or another reset landing
+// meanwhile ends the new session before it is answered), one
+// lightweight transaction marking the token done. Not throttled per
+// login: no password is guessed here.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15628,25 +15727,37 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx conte
 
 // ConfirmPasswordResetWithResponse Set a new password with a mailed token
 //
-// Sets the new password and ends every session of the account (log
-// in again with the new password); after a recovery
-// (`POST /v1/email-changes/revert`) it is what lets the account log
-// in again. The token works once: a second
-// use is 400 `invalid_token` (`token`/`used`), and a token never
-// sets two passwords. A retry after a 503 with the same new
-// password finishes what the first attempt began; with another
+// Sets the new password, ends every session of the account, and
+// opens one for the caller under the new password (after a
+// recovery, `POST /v1/email-changes/revert`, it is what lets the
+// account log in again, and it refuses the password the account had:
+// 400 naming `newPassword`, code `recovered_password`): the answer is
+// the login's (201, a Session; `Cache-Control: no-store`), so the
+// owner is logged in at once, whatever the login throttle holds for
+// the account (the mailed token is the credential; the throttle
+// counts password guesses). The token works once: a second use is
+// 400 `invalid_token` (`token`/`used`), and a token never sets two
+// passwords. A retry after a 503 with the same new password finishes
+// what the first attempt began, and answers a new session (a session
+// an attempt opened and never answered is ended); with another
 // password it is refused as used.
 //
 // Who may call: the holder of the token (the link in the mail); no
-// session is needed.
+// session is needed. A suspended account's reset sets the password
+// too, and answers 204 with no session (its login stays refused
+// while suspended); so does an account whose address is not
+// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/email-verifications/confirm`; a SERIAL read of the
 // token, a SERIAL read of the account, one argon2id hash
 // (deliberately slow), a lightweight transaction using the token, a
 // compare-and-set of the account, the revocation of every session
-// (16 at a time), one lightweight transaction marking the token
-// done.
+// (16 at a time), the new session's writes and one account read
+// after them (a deletion, suspension or another reset landing
+// meanwhile ends the new session before it is answered), one
+// lightweight transaction marking the token done. Not throttled per
+// login: no password is guessed here.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20282,6 +20393,13 @@ func ParseConfirmPasswordResetResponse(rsp *http.Response) (*ConfirmPasswordRese
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
 	case rsp.StatusCode == 204:
 		break // No content-type
 
@@ -20344,6 +20462,23 @@ func ParseConfirmPasswordResetResponse(rsp *http.Response) (*ConfirmPasswordRese
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers ConfirmPasswordResetResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 204:
 		var headers ConfirmPasswordResetResponse204Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {

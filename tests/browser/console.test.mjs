@@ -600,11 +600,18 @@ await step('at 375 px, as a viewer, a manager and a moderator: no page wider tha
   }
 });
 
-// open loads a mailed link afresh and waits until its page has shown.
+// open loads a mailed link afresh and waits until its page has shown;
+// by then the link's token is out of the address bar.
 async function open(link, section) {
   await page.goto('about:blank');
   await page.goto(link);
   await page.waitForSelector(`body[data-ready="${section}"]`);
+  expect(!page.url().includes('token='), 'the address bar still holds the token: ' + page.url());
+}
+
+// works answers whether a session token is let in (GET /v1/me).
+async function works(token) {
+  return (await fetch(base + '/v1/me', { headers: { Authorization: 'Bearer ' + token } })).status === 200;
 }
 
 await step('email: a new account is unverified; mail again, open the link: verified, once; a new email waits for its own link', async () => {
@@ -643,16 +650,45 @@ await step('email: a new account is unverified; mail again, open the link: verif
   expect(mails(aliceMail, 'revert-email').length === 1, 'the old address got a notice with a link to undo it');
   await open(await mailed(aliceHome, 'verify', 0), 'verify');
   expect((await page.locator('#verify-result').textContent()).includes('is verified'), 'the new email verified');
-  // A change the owner did not make: the notice's link undoes it and
-  // signs out every session, this one too.
+  // A change the owner did not make: the notice's link says what it will
+  // do and does nothing on load (a mail scanner fetching it, or an owner
+  // reading it, changes nothing); its button undoes the change and signs
+  // out every session, this one too; the reset link mailed then sets a
+  // password and logs in.
   const aliceAway = `${alice}.away@example.org`;
   await visit('#/account', 'account');
   expect((await submit('profile', { email: aliceAway, currentPassword: newPw })).includes('your account keeps ' + aliceHome), 'only asked for');
+  const elsewhere = (await api('POST', '/v1/sessions', null, { login: alice, password: newPw })).token;
+  const resets = mails(aliceHome, 'reset').length;
   await open(await mailed(aliceHome, 'revert-email', 0), 'revert-email');
-  expect((await page.locator('#revert-email-result').textContent()).includes('is undone'), 'the link undoes the change');
+  expect(await page.locator('#revert-email-go').isVisible(), 'a button to undo the change');
+  expect((await page.locator('#revert-email-ask').textContent()).includes('signs out every session'), 'the page says what it does');
+  expect(await works(elsewhere), 'loading the link undid nothing: a session from before still works');
+  expect((await page.locator('#who').textContent()).includes(alice), 'this tab is still logged in');
+  await noOverflow();
+  await saveShot(page, 'revert-email', false);
+  // The request is held until the busy button has been seen.
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await page.route('**/v1/email-changes/revert', async (route) => {
+    await held;
+    await route.continue();
+  });
+  await page.locator('#revert-email-go').click();
+  await page.locator('#revert-email-go[aria-busy="true"]').waitFor();
+  expect(await page.locator('#revert-email-go').isDisabled(), 'the button is disabled while the revert runs');
+  release();
+  await page.waitForFunction(() => document.getElementById('revert-email-result').className === 'ok');
+  await page.unroute('**/v1/email-changes/revert');
+  expect((await page.locator('#revert-email-result').textContent()).includes('is undone'), 'the button undoes the change');
+  expect(await page.evaluate(() => document.activeElement.id) === 'revert-email-result', 'the outcome has the focus');
+  expect(await page.locator('#revert-email-go').isHidden(), 'nothing more to press');
   expect(await page.locator('#revert-email-next').isVisible(), 'and says to choose a new password');
   expect((await page.locator('#who').textContent()) === 'not logged in', 'this session is signed out too');
-  await login(alice, newPw);
+  expect(!(await works(elsewhere)), 'every other session is signed out');
+  await open(await mailed(aliceHome, 'reset', resets), 'reset');
+  expect((await submit('reset', { newPassword: newPw })).includes('you are logged in as ' + alice), 'the reset logs in');
+  await page.waitForSelector('body[data-ready="library"]');
   await visit('#/account', 'account');
   expect(!(await page.locator('#email-status').textContent()).includes(aliceAway), 'nothing pending after the undo');
   // A second session, from a phone, for the page to show.
@@ -686,8 +722,11 @@ await step('forgot password: one answer for any address; the mailed link sets a 
   });
   expect((await page.locator('#reset .field-error').textContent()).includes('at least 8'), 'the rule beside the field');
   expect(await page.locator('#reset [name="newPassword"][aria-invalid="true"]').count() === 1, 'newPassword marked invalid');
-  expect((await submit('reset', { newPassword: resetPw })).includes('log in with it'), 'password set');
-  await page.waitForSelector('body[data-ready="auth"]');
+  // The reset logs this tab in with the new password.
+  expect((await submit('reset', { newPassword: resetPw })).includes('you are logged in as ' + alice), 'password set');
+  await page.waitForSelector('body[data-ready="library"]');
+  expect((await page.locator('#who').textContent()).includes(alice), 'logged in as ' + alice);
+  await logout();
   await refused(401, async () => {
     await submit('login', { login: alice, password: newPw }, true);
   });

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"shelf/internal/app"
@@ -118,13 +119,20 @@ func TestMailedVerificationAndReset(t *testing.T) {
 		t.Fatalf("a short password: %d %s", r.StatusCode, r.Body)
 	}
 	const newPassword = "a brand new passphrase"
-	if r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": reset, "newPassword": newPassword}); r.StatusCode != http.StatusNoContent {
+	r = api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": reset, "newPassword": newPassword})
+	if r.StatusCode != http.StatusCreated {
 		t.Fatalf("resetting: %d %s", r.StatusCode, r.Body)
 	}
 	for i, s := range []*testkit.API{as, other} {
 		if r := s.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("session %d after the reset: %d", i, r.StatusCode)
 		}
+	}
+	// The reset answered a session under the new password: a way in.
+	var opened sessionBody
+	r.JSON(t, &opened)
+	if u, _ := me(t, api.As(opened.Token)); u.Username != n {
+		t.Fatalf("the reset's session is %s's", u.Username)
 	}
 	if r := login(api, n, testPassword); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("the old password after the reset: %d %s", r.StatusCode, r.Body)
@@ -302,13 +310,13 @@ func TestResetUnderFaults(t *testing.T) {
 				faults(a).WaitLate()
 				faults(a).Set(nil)
 				switch r.StatusCode {
-				case http.StatusNoContent:
+				case http.StatusCreated:
 				case http.StatusServiceUnavailable:
 					retry := api.Send(http.MethodPost, "/v1/password-resets/confirm", body)
-					// A retry finishes (204); one whose first attempt
-					// finished everything, its done mark landing late,
-					// finds the token used: the reset is complete.
-					if retry.StatusCode != http.StatusNoContent && (stmt != "account_tokens.done" || retry.StatusCode != http.StatusBadRequest) {
+					// A retry finishes (201, a session); one whose first
+					// attempt finished everything, its done mark landing
+					// late, finds the token used: the reset is complete.
+					if retry.StatusCode != http.StatusCreated && (stmt != "account_tokens.done" || retry.StatusCode != http.StatusBadRequest) {
 						t.Fatalf("the retry: %d %s", retry.StatusCode, retry.Body)
 					}
 				default:
@@ -370,13 +378,14 @@ func TestLoginRacingAReset(t *testing.T) {
 				}
 			}
 			reached, release := make(chan struct{}), make(chan struct{})
-			var once sync.Once
+			// Only the first session write (the login's) is held; the
+			// reset's own, while it is held, goes through (a sync.Once
+			// would make it wait for the first).
+			var held atomic.Bool
 			faults(a).Set(func(s string, at faultinject.Point) error {
-				if s == "sessions_by_user.insert" && at == faultinject.BeforeWrite {
-					once.Do(func() {
-						close(reached)
-						<-release
-					})
+				if s == "sessions_by_user.insert" && at == faultinject.BeforeWrite && held.CompareAndSwap(false, true) {
+					close(reached)
+					<-release
 				}
 				return nil
 			})
@@ -387,14 +396,14 @@ func TestLoginRacingAReset(t *testing.T) {
 			close(release)
 			attacker := <-answer
 			faults(a).Set(nil)
-			if r.StatusCode != http.StatusNoContent {
+			if want := map[string]int{"reset": http.StatusCreated, "change": http.StatusNoContent}[owner]; r.StatusCode != want {
 				t.Fatalf("the owner's %s while the login was in flight: %d %s", owner, r.StatusCode, r.Body)
 			}
 			if attacker.StatusCode == http.StatusCreated {
 				var s sessionBody
 				attacker.JSON(t, &s)
 				if r := api.As(s.Token).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
-					t.Errorf("the login in flight's session works after the owner's %s answered 204: %d", owner, r.StatusCode)
+					t.Errorf("the login in flight's session works after the owner's %s answered: %d", owner, r.StatusCode)
 				}
 			}
 			if p := attacker.Problem(t); attacker.StatusCode != http.StatusUnauthorized || p.Code != "invalid_credentials" {

@@ -87,7 +87,7 @@ func TestGuessablePasswordsAreRefused(t *testing.T) {
 	mustLogin(t, api, u)
 	// A refused password did not use the link up.
 	const next = "a reading lamp by the window"
-	if r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": reset, "newPassword": next}); r.StatusCode != http.StatusNoContent {
+	if r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": reset, "newPassword": next}); r.StatusCode != http.StatusCreated {
 		t.Fatalf("the reset after refusals: %d %s", r.StatusCode, r.Body)
 	}
 	if r := login(api, u, next); r.StatusCode != http.StatusCreated {

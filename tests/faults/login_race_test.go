@@ -86,7 +86,8 @@ func TestALoginInFlightDoesNotSurviveAReset(t *testing.T) {
 	for _, slowCall := range []string{"users.get", "sessions_by_user.insert"} {
 		m := newMailWorld(t, true)
 		r, err := attackerLogsIn(t, m, slowCall, func() error {
-			return m.svc.ResetPassword(context.Background(), m.reset, newPassword)
+			_, err := m.svc.ResetPassword(context.Background(), m.reset, newPassword, accounts.Client{})
+			return err
 		})
 		noSessionOf(t, "reset during the login's "+slowCall, m, r, err)
 		for i, token := range m.sessions {
@@ -133,7 +134,7 @@ func TestASessionOpenedBeforeAHeldResetLandsStopsWorking(t *testing.T) {
 	ctx := context.Background()
 	m := newMailWorld(t, true)
 	faultNamed(m.store, "users.update", 0, memstore.LandLate)
-	err := m.svc.ResetPassword(ctx, m.reset, newPassword)
+	_, err := m.svc.ResetPassword(ctx, m.reset, newPassword, accounts.Client{})
 	recovered(m.store)
 	if !errors.Is(err, domain.ErrOutcomeUnknown) {
 		t.Fatalf("the reset whose compare-and-set is held answered %v", err)
@@ -217,7 +218,7 @@ func TestARehashKeepsResetLinksAndSessions(t *testing.T) {
 	if _, err := svc.Authenticate(ctx, before.Token); err != nil {
 		t.Errorf("a session from before the rehash stopped working: %v", err)
 	}
-	if err := svc.ResetPassword(ctx, reset, newPassword); err != nil {
+	if _, err := svc.ResetPassword(ctx, reset, newPassword, accounts.Client{}); err != nil {
 		t.Fatalf("a reset link mailed before a rehash: %v", err)
 	}
 	if _, err := svc.Login(ctx, "ann", newPassword, accounts.Client{}); err != nil {

@@ -24,6 +24,11 @@ type mailWorld struct {
 	reset string
 	// raced: a racing reset with otherPassword answered success.
 	raced bool
+	// opened are the tokens of the sessions the resets answered with;
+	// finishedEarlier: a retry found the token done (an attempt whose
+	// answer was lost finished the reset, and its session with it).
+	opened          []string
+	finishedEarlier bool
 }
 
 const (
@@ -69,10 +74,15 @@ type mailOperation struct {
 	check      func(t *testing.T, name string, m *mailWorld, ok bool)
 }
 
-// resetTo resets ann's password to pw with the mailed token.
+// resetTo resets ann's password to pw with the mailed token, and keeps
+// the session it answers with.
 func resetTo(pw string) func(m *mailWorld) error {
 	return func(m *mailWorld) error {
-		return m.svc.ResetPassword(context.Background(), m.reset, pw)
+		r, err := m.svc.ResetPassword(context.Background(), m.reset, pw, accounts.Client{})
+		if r.Token != "" {
+			m.opened = append(m.opened, r.Token)
+		}
+		return err
 	}
 }
 
@@ -113,6 +123,7 @@ var mailOperations = []mailOperation{
 		retry: func(m *mailWorld) error {
 			err := resetTo(newPassword)(m)
 			if errors.Is(err, accounts.ErrTokenUsed) {
+				m.finishedEarlier = true
 				return nil // the first attempt finished everything
 			}
 			return err
@@ -207,13 +218,23 @@ func checkReset(t *testing.T, name string, m *mailWorld, ok bool) {
 			t.Errorf("%s: session %d from before the reset works", name, i)
 		}
 	}
+	// The session a reset answered with is a way in under the password it
+	// set; a reset that answered success answered one.
+	for i, token := range m.opened {
+		if _, err := m.svc.Authenticate(ctx, token); err != nil {
+			t.Errorf("%s: session %d the reset answered with does not work: %v", name, i, err)
+		}
+	}
+	if ok && len(m.opened) == 0 && !m.finishedEarlier {
+		t.Errorf("%s: the reset answered success without a session", name)
+	}
 	if _, err := m.svc.Login(ctx, "ann", password, accounts.Client{}); err == nil {
 		t.Errorf("%s: the old password logs in after the reset", name)
 	}
 	if _, err := m.svc.Login(ctx, "ann", current, accounts.Client{}); err != nil {
 		t.Errorf("%s: the reset's password does not log in: %v", name, err)
 	}
-	if err := m.svc.ResetPassword(ctx, m.reset, "a third passphrase"); !refused(err) {
+	if _, err := m.svc.ResetPassword(ctx, m.reset, "a third passphrase", accounts.Client{}); !refused(err) {
 		t.Errorf("%s: the token worked again with another password: %v", name, err)
 	}
 }

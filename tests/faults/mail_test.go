@@ -113,7 +113,7 @@ func TestSignupMailsAVerificationLinkThatWorksOnce(t *testing.T) {
 		t.Fatalf("mail after signup: %+v", b.sent)
 	}
 	token := b.link(t, "verify")
-	if err := svc.ResetPassword(ctx, token, "a new passphrase"); !errors.Is(err, accounts.ErrTokenUnknown) {
+	if _, err := svc.ResetPassword(ctx, token, "a new passphrase", accounts.Client{}); !errors.Is(err, accounts.ErrTokenUnknown) {
 		t.Fatalf("a verification token used for a reset: %v", err)
 	}
 	if err := svc.ConfirmEmail(ctx, token); err != nil {
@@ -143,7 +143,7 @@ func TestTokensExpire(t *testing.T) {
 	}
 	reset := b.link(t, "reset")
 	st.Advance(time.Hour)
-	if err := svc.ResetPassword(ctx, reset, "a new passphrase"); !errors.Is(err, accounts.ErrTokenExpired) {
+	if _, err := svc.ResetPassword(ctx, reset, "a new passphrase", accounts.Client{}); !errors.Is(err, accounts.ErrTokenExpired) {
 		t.Fatalf("a reset token after an hour: %v", err)
 	}
 	st.Advance(23 * time.Hour)
@@ -169,11 +169,11 @@ func TestResetTokenIsStaleOnceThePasswordChanged(t *testing.T) {
 	second := b.link(t, "reset")
 	b.sent = b.sent[:len(b.sent)-1]
 	first := b.link(t, "reset")
-	if err := svc.ResetPassword(ctx, first, "a new passphrase"); err != nil {
+	if _, err := svc.ResetPassword(ctx, first, "a new passphrase", accounts.Client{}); err != nil {
 		t.Fatal(err)
 	}
 	// The other link was mailed against the old password: stale now.
-	if err := svc.ResetPassword(ctx, second, "another passphrase"); !errors.Is(err, accounts.ErrTokenStale) {
+	if _, err := svc.ResetPassword(ctx, second, "another passphrase", accounts.Client{}); !errors.Is(err, accounts.ErrTokenStale) {
 		t.Fatalf("a second reset link after a reset: %v", err)
 	}
 	if err := svc.RequestPasswordReset(ctx, "ann@example.org"); err != nil {
@@ -188,7 +188,7 @@ func TestResetTokenIsStaleOnceThePasswordChanged(t *testing.T) {
 	if err := svc.ChangePassword(ctx, p, u.ID, "a new passphrase", "changed by hand"); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.ResetPassword(ctx, third, "yet another one"); !errors.Is(err, accounts.ErrTokenStale) {
+	if _, err := svc.ResetPassword(ctx, third, "yet another one", accounts.Client{}); !errors.Is(err, accounts.ErrTokenStale) {
 		t.Fatalf("a reset link after a password change: %v", err)
 	}
 	if _, err := svc.Login(ctx, "ann", "changed by hand", accounts.Client{}); err != nil {
