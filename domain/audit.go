@@ -22,11 +22,25 @@ const (
 	AuditSuspended          AuditAction = "suspended"
 	AuditUnsuspended        AuditAction = "unsuspended"
 	AuditDeleted            AuditAction = "deleted"
+	// The actions on another account's sessions, which change no account
+	// row (AuditAction.OfSessions).
+	AuditSessionsListed  AuditAction = "sessions_listed"
+	AuditSessionRevoked  AuditAction = "session_revoked"
+	AuditSessionsRevoked AuditAction = "sessions_revoked"
 )
 
 // AuditActions lists every action, in the contract's order.
 var AuditActions = []AuditAction{AuditRoleGranted, AuditRoleRevoked, AuditEmailChanged, AuditUsernameChanged,
-	AuditDisplayNameChanged, AuditSuspended, AuditUnsuspended, AuditDeleted}
+	AuditDisplayNameChanged, AuditSuspended, AuditUnsuspended, AuditDeleted,
+	AuditSessionsListed, AuditSessionRevoked, AuditSessionsRevoked}
+
+// OfSessions reports an action on an account's sessions. Such an action
+// writes no account version: its entry is keyed by the version it read
+// and its own time, and written before the action (no entry, no action;
+// docs/design.md#account-audit).
+func (a AuditAction) OfSessions() bool {
+	return a == AuditSessionsListed || a == AuditSessionRevoked || a == AuditSessionsRevoked
+}
 
 // Where an admin action came from.
 const (
@@ -88,8 +102,16 @@ type AuditEntry struct {
 	Until  time.Time
 }
 
-// ID names the entry among its account's: the version and the action.
-func (e AuditEntry) ID() string { return strconv.Itoa(e.Version) + "." + string(e.Action) }
+// ID names the entry among its account's: the version and the action,
+// and for an action on sessions (which writes no version, so several
+// share one) its time in milliseconds too.
+func (e AuditEntry) ID() string {
+	id := strconv.Itoa(e.Version) + "." + string(e.Action)
+	if e.Action.OfSessions() {
+		id += "." + strconv.FormatInt(e.At.UnixMilli(), 10)
+	}
+	return id
+}
 
 // AuditRecorder writes audit entries. A write of an entry already there
 // rewrites the same row with the same values.

@@ -71,14 +71,24 @@ type User struct {
 	// the current password by a change (it proved the password it
 	// replaced, and goes on working); "" when a signup or a reset set it.
 	PasswordSession string
+	// PasswordResetRequired is set by the revert of an email change
+	// (whoever changed the email knew the password) and cleared by a
+	// completed reset: meanwhile the password opens no session and proves
+	// nothing, even when it matches.
+	PasswordResetRequired bool
 	// PendingEmail is a new address asked for and not verified yet (its
 	// key PendingEmailKey is claimed for this account, so nobody else
 	// takes it meanwhile); Email stays the account's address, for login,
 	// resets and mail, until a link mailed to the new one is followed.
-	// PendingEmailAt is when it was asked for. Empty when none.
+	// PendingEmailAt is when it was asked for: the change, and the hold
+	// of its key, end with its verification link (its TTL and the token
+	// grace after it). PendingEmailSession is the public id of the
+	// session that asked for it ("" when an admin did). Empty when none.
 	PendingEmail, PendingEmailKey string
 	PendingEmailAt                time.Time
-	// RecoveryEmail is the verified address an email change replaced,
+	PendingEmailSession           string
+	// RecoveryEmail is the address a completed email change replaced
+	// (verified or not),
 	// still claimed for this account until RecoveryUntil (the end of the
 	// revert link mailed to it), so that following that link can give it
 	// back whatever happened since. Empty when none.

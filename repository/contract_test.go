@@ -46,6 +46,9 @@ func TestContractStores(t *testing.T) {
 		{"Sessions", func(t *testing.T) {
 			storecontract.Sessions(t, onReal(db, func(db *repository.DB) accounts.SessionStore { return repository.NewSessions(db) }))
 		}},
+		{"Attempts", func(t *testing.T) {
+			storecontract.Attempts(t, onReal(db, func(db *repository.DB) accounts.AttemptStore { return repository.NewAttempts(db) }))
+		}},
 		{"Tokens", func(t *testing.T) {
 			storecontract.Tokens(t, onReal(db, func(db *repository.DB) accounts.TokenStore { return repository.NewTokens(db) }))
 		}},

@@ -32,11 +32,16 @@ import (
 // cost in its first (measured in the nemesis: a hung node's windows kept
 // 0.17 of the healthy rate). Whether it answers again is learnt from a
 // probe: at most once every probeEvery, and only when nothing waits on it,
-// an idempotent statement's plan keeps the silent host in its place. An
-// idempotent statement is sent again to the next host after the
-// speculative delay, so a probe of a host still hung costs that statement
-// the delay, not the timeout; a statement that must not be sent twice is
-// never a probe.
+// the plan of a statement that carries a speculative copy keeps the silent
+// host in its place. Its copy goes to the next host after the speculative
+// delay, so a probe of a host still hung costs that statement the delay,
+// not the timeout. A statement without a copy is never a probe: one that
+// must not be sent twice, but also a read at SERIAL (a copy would duel
+// with it) and a scan (idempotent, sent again after an error, but never
+// copied), which would wait out the whole timeout on a hung host, once a
+// second. With copies off (or one node) nothing probes: a silent host
+// comes back when it answers a statement that reached it past the other
+// hosts of its plan, or when the driver hears it go down and up.
 const (
 	// quiet is well below the request deadline and the driver's timeout,
 	// and above the p99 of one statement on a healthy (loaded, two-core)
@@ -51,8 +56,8 @@ const (
 	// tried again: the first requests after that are how it is seen to
 	// answer again.
 	forgetAfter = 12 * time.Second
-	// probeEvery is how often a silent host is tried by an idempotent
-	// statement.
+	// probeEvery is how often a silent host is tried by a statement with
+	// a speculative copy.
 	probeEvery = time.Second
 )
 
@@ -78,7 +83,7 @@ type hostHealth struct {
 	// it (the client's timeout, a cancelled request); after answered, the
 	// host is silent.
 	silent time.Time
-	// probed is when an idempotent statement last probed the silent host.
+	// probed is when a statement with a copy last probed the silent host.
 	probed time.Time
 }
 
@@ -116,7 +121,7 @@ func (p *healthPolicy) health(h *gocql.HostInfo) *hostHealth {
 // stuck reports a host that has requests waiting longer than quiet and
 // has answered nothing within quiet, or that has been silent since its
 // last answer and is not probed by this plan (probe: the plan's statement
-// is idempotent); p.mu is held.
+// carries a speculative copy); p.mu is held.
 func (p *healthPolicy) stuck(h *gocql.HostInfo, now time.Time, probe bool) bool {
 	s := p.health(h)
 	for len(s.sent) > 0 && now.Sub(s.sent[0]) > forgetAfter {
@@ -151,7 +156,7 @@ func (p *healthPolicy) Pick(q gocql.ExecutableQuery) gocql.NextHost {
 	return func() gocql.SelectedHost {
 		if !planned {
 			planned = true
-			plan = p.reorder(inner, q != nil && q.IsIdempotent())
+			plan = p.reorder(inner, copied(q))
 		}
 		if len(plan) == 0 {
 			return nil
@@ -169,16 +174,45 @@ func (p *healthPolicy) Pick(q gocql.ExecutableQuery) gocql.NextHost {
 	}
 }
 
+// copiesKey is the context key of withCopies.
+type copiesKey struct{}
+
+// withCopies marks ctx as a statement's that goes out with the
+// speculation sp (nil: none, ctx unchanged). gocql shows a policy no
+// statement's speculation, only its context.
+func withCopies(ctx context.Context, sp gocql.SpeculativeExecutionPolicy) context.Context {
+	if sp == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, copiesKey{}, sp)
+}
+
+// copied reports whether q will get a speculative copy if its first host
+// does not answer in time: idempotent (gocql copies nothing else), marked
+// by withCopies, and a speculation that allows a copy now (none on one
+// node).
+func copied(q gocql.ExecutableQuery) bool {
+	if q == nil || !q.IsIdempotent() {
+		return false
+	}
+	c, ok := q.(interface{ Context() context.Context })
+	if !ok {
+		return false
+	}
+	sp, _ := c.Context().Value(copiesKey{}).(gocql.SpeculativeExecutionPolicy)
+	return sp != nil && sp.Attempts() > 0
+}
+
 // reorder drains the inner plan (a handful of hosts) and moves the stuck
-// ones to its end; idempotent says whether the plan's statement may probe
-// a silent host.
-func (p *healthPolicy) reorder(inner gocql.NextHost, idempotent bool) []gocql.SelectedHost {
+// ones to its end; probe says whether the plan's statement may probe a
+// silent host (it carries a speculative copy: copied).
+func (p *healthPolicy) reorder(inner gocql.NextHost, probe bool) []gocql.SelectedHost {
 	var ok, back []gocql.SelectedHost
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
 	for h := inner(); h != nil; h = inner() {
-		if info := h.Info(); info != nil && p.stuck(info, now, idempotent) {
+		if info := h.Info(); info != nil && p.stuck(info, now, probe) {
 			back = append(back, h)
 		} else {
 			ok = append(ok, h)

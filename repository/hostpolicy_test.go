@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/scylladb/gocqlx/v2"
 )
 
 // fixedPolicy plans its hosts in the same order every time, as the
@@ -156,11 +157,11 @@ func TestHealthPolicyTimeoutIsNoAnswer(t *testing.T) {
 }
 
 // TestHealthPolicyProbesSilentHost: a host whose requests timed out is
-// tried again only by an idempotent statement (sent on after the
-// speculative delay if it still hangs), one at a time and at most once
-// every probeEvery; once it answers it is back in its place. Before, it
-// came first again as soon as nothing waited on it, and every statement
-// of the next quiet waited out the timeout on it once more.
+// tried again only by a statement with a speculative copy (sent on after
+// the speculative delay if it still hangs), one at a time and at most
+// once every probeEvery; once it answers it is back in its place. Before,
+// it came first again as soon as nothing waited on it, and every
+// statement of the next quiet waited out the timeout on it once more.
 func TestHealthPolicyProbesSilentHost(t *testing.T) {
 	c := newPolicyClock(t)
 	a := c.send()
@@ -178,8 +179,8 @@ func TestHealthPolicyProbesSilentHost(t *testing.T) {
 	}
 	// The next probe is sent and hangs too: no other probe while it waits.
 	c.wait(probeEvery)
-	if h := c.p.Pick(new(gocql.Query).Idempotent(true))().Info(); h != a {
-		t.Fatalf("an idempotent statement sent to %s, want A (the probe)", h.HostID())
+	if h := c.p.Pick(copiedRead(t))().Info(); h != a {
+		t.Fatalf("a statement with a copy sent to %s, want A (the probe)", h.HostID())
 	}
 	c.wait(probeEvery + quiet)
 	if got := c.planOf(true); got != "BCA" {
@@ -189,6 +190,90 @@ func TestHealthPolicyProbesSilentHost(t *testing.T) {
 	c.p.ended(a, nil)
 	if got := c.plan(); got != "ABC" {
 		t.Fatalf("plan %s after A answered the probe, want ABC", got)
+	}
+}
+
+// threeNodes is a speculation of one copy that knows three nodes, as
+// Connect's learns them.
+func threeNodes() *speculation {
+	sp := newSpeculation(1, 200*time.Millisecond)
+	for _, ip := range []string{"127.0.0.51", "127.0.0.52", "127.0.0.53"} {
+		sp.Accept(host(ip))
+	}
+	return sp
+}
+
+// offlineDB is a DB that builds statements as a connected one does
+// (nothing is sent: its session has no connection), with copies by sp.
+func offlineDB(sp gocql.SpeculativeExecutionPolicy) *DB {
+	return &DB{Session: gocqlx.Session{Session: &gocql.Session{}}, Serial: gocql.Consistency(gocql.Serial), spec: sp}
+}
+
+// copiedRead is a read of one partition as the repository builds it on
+// three nodes: it carries a copy.
+func copiedRead(t *testing.T) gocql.ExecutableQuery {
+	t.Helper()
+	q := offlineDB(threeNodes()).query(context.Background(), 0, userSelectCQL, "u_1")
+	if !copied(q) {
+		t.Fatal("a read of one partition carries no copy")
+	}
+	return q
+}
+
+// silentA is a policy over A, B, C whose host A timed out and answered
+// nothing since, a probe's interval ago.
+func silentA(t *testing.T) *policyClock {
+	t.Helper()
+	c := newPolicyClock(t)
+	a := c.send()
+	c.wait(2 * quiet)
+	c.p.ended(a, gocql.ErrTimeoutNoResponse)
+	c.wait(probeEvery)
+	return c
+}
+
+// TestHealthPolicyProbesOnlyWithACopy: only a statement that carries a
+// speculative copy may probe a silent host, since only its copy bounds
+// what the probe costs if the host still hangs (the speculative delay).
+// A read at SERIAL (never copied: a copy would duel with it), a scan
+// (never copied), a compare-and-set, a statement of a DB with copies off,
+// and a read when one node leaves no other for a copy never get the
+// silent host first; a read, a versioned write and a batch of them do.
+// Before, any idempotent statement probed, and a SERIAL read or a scan
+// probing a hung host waited out the whole timeout (2 s) once a second.
+func TestHealthPolicyProbesOnlyWithACopy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := offlineDB(threeNodes())
+	oneNode := newSpeculation(1, 200*time.Millisecond)
+	oneNode.Accept(host("127.0.0.51"))
+	batch := db.newBatch(ctx)
+	batch.add(libDeleteCQL, 1)
+	casBatch := db.newBatch(ctx)
+	casBatch.add(onceCQL("UPDATE counts SET n = n + 1 WHERE k = ?"), 3)
+	for _, tc := range []struct {
+		name  string
+		q     gocql.ExecutableQuery
+		probe bool
+	}{
+		{"read", db.query(ctx, 0, userSelectCQL, "u_1"), true},
+		{"read at LOCAL_QUORUM", db.query(ctx, gocql.LocalQuorum, userSelectCQL, "u_1"), true},
+		{"versioned write", db.plain(ctx, libDeleteCQL, 1), true},
+		{"batch of versioned writes", batch.ready(db.spec), true},
+		{"read at SERIAL", db.query(ctx, gocql.Consistency(gocql.Serial), userSelectCQL, "u_1"), false},
+		{"read at LOCAL_SERIAL", db.query(ctx, gocql.Consistency(gocql.LocalSerial), userSelectCQL, "u_1"), false},
+		{"scan", db.scan(ctx, scanCQL("SELECT id FROM users WHERE token(id) > ? AND token(id) <= ?"), 1, 2), false},
+		{"compare-and-set", db.conditional(ctx, conditionalCQL("UPDATE users SET version = ? WHERE id = ? IF version = ?"), 2, "u_1", 1).Query, false},
+		{"batch with a once-only write", casBatch.ready(db.spec), false},
+		{"read, copies off", offlineDB(nil).query(ctx, 0, userSelectCQL, "u_1"), false},
+		{"read on one node", offlineDB(oneNode).query(ctx, 0, userSelectCQL, "u_1"), false},
+		{"idempotent statement built elsewhere", new(gocql.Query).Idempotent(true), false},
+	} {
+		c := silentA(t)
+		first := c.p.Pick(tc.q)().Info().HostID()
+		if want := map[bool]string{true: "A", false: "B"}[tc.probe]; first != want {
+			t.Errorf("%s: first host %s, want %s (probe %v)", tc.name, first, want, tc.probe)
+		}
 	}
 }
 

@@ -48,6 +48,36 @@ func TestPendingEmailRoundTrips(t *testing.T) {
 	}
 }
 
+// TestRecoveryMarksRoundTrip: the mark a revert sets (the password needs a
+// reset) and the session that asked for a change pending (migration 021)
+// are written and read back, and a write without them clears them.
+func TestRecoveryMarksRoundTrip(t *testing.T) {
+	t.Parallel()
+	pkg := testkit.PackageDB(t)
+	users := repository.NewUsers(repository.NewDB(pkg.Session, "LOCAL_SERIAL"))
+	ctx := context.Background()
+	u := activeUser(t, users, key("u_marks"))
+	if got, err := users.Get(ctx, u.ID); err != nil || got.PasswordResetRequired || got.PendingEmailSession != "" {
+		t.Fatalf("a new account: %+v %v", got, err)
+	}
+	u.Version = 2
+	u.PasswordResetRequired, u.PendingEmailSession = true, "s_abc"
+	if ok, err := users.Update(ctx, u); err != nil || !ok {
+		t.Fatalf("update: %v %v", ok, err)
+	}
+	if got, err := users.GetSerial(ctx, u.ID); err != nil || !got.PasswordResetRequired || got.PendingEmailSession != "s_abc" {
+		t.Fatalf("after marking: %+v %v", got, err)
+	}
+	u.Version = 3
+	u.PasswordResetRequired, u.PendingEmailSession = false, ""
+	if ok, err := users.Update(ctx, u); err != nil || !ok {
+		t.Fatalf("update: %v %v", ok, err)
+	}
+	if got, err := users.Get(ctx, u.ID); err != nil || got.PasswordResetRequired || got.PendingEmailSession != "" {
+		t.Fatalf("after clearing: %+v %v", got, err)
+	}
+}
+
 // activeUser signs up an account with id, as the signup does: created
 // pending, then activated, at version 1.
 func activeUser(t *testing.T, users *repository.Users, id string) domain.User {

@@ -119,14 +119,25 @@ func (a attempts) apply(q tunable, spec gocql.SpeculativeExecutionPolicy) {
 		q.RetryPolicy(nil)
 		return
 	}
-	if a.twice && spec != nil {
-		q.SetSpeculativeExecutionPolicy(spec)
+	if copies := a.copies(spec); copies != nil {
+		q.SetSpeculativeExecutionPolicy(copies)
 	}
 }
 
-// newQuery is stmt with its arguments on ctx, marked with a.
+// copies is the speculation a statement that allows a goes out with:
+// spec when it may run twice at once, else nil (no copy).
+func (a attempts) copies(spec gocql.SpeculativeExecutionPolicy) gocql.SpeculativeExecutionPolicy {
+	if a.again && a.twice {
+		return spec
+	}
+	return nil
+}
+
+// newQuery is stmt with its arguments on ctx, marked with a; a statement
+// with copies says so on its context too, for the host policy (only it
+// may probe a silent host: withCopies).
 func newQuery(s *gocql.Session, ctx context.Context, stmt string, a attempts, spec gocql.SpeculativeExecutionPolicy, args ...any) *gocql.Query {
-	q := s.Query(stmt, args...).WithContext(ctx)
+	q := s.Query(stmt, args...).WithContext(withCopies(ctx, a.copies(spec)))
 	a.apply(q, spec)
 	return q
 }
@@ -209,8 +220,8 @@ func (w *writeBatch) ready(spec gocql.SpeculativeExecutionPolicy) *gocql.Batch {
 	if !w.a.again {
 		return w.b.RetryPolicy(nil)
 	}
-	if w.a.twice && spec != nil {
-		return w.b.SpeculativeExecutionPolicy(spec)
+	if copies := w.a.copies(spec); copies != nil {
+		return w.b.SpeculativeExecutionPolicy(copies).WithContext(withCopies(w.b.Context(), copies))
 	}
 	return w.b
 }

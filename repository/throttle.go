@@ -4,15 +4,16 @@ import (
 	"context"
 	"time"
 
+	"shelf/domain"
 	"shelf/domain/accounts"
 )
 
 // Attempts keeps attempts counted by every instance together
-// (throttle_attempts, migration 016; docs/design.md#throttle): one row per
-// attempt, written before its scope is counted. Writes and reads are at
-// the session's consistency (LOCAL_QUORUM by default), which is what makes
-// a count read after a write include it; at ONE the limit holds per
-// replica only.
+// (throttle_tries and throttle_failures, migration 020;
+// docs/design.md#throttle): a row per attempt and scope in each, never
+// deleted. Writes and reads are at the session's consistency
+// (LOCAL_QUORUM by default), which is what makes a count read after a
+// write include it; at ONE the limit holds per replica only.
 type Attempts struct {
 	db *DB
 }
@@ -22,43 +23,82 @@ var _ accounts.AttemptStore = (*Attempts)(nil)
 // NewAttempts returns the attempt store.
 func NewAttempts(db *DB) *Attempts { return &Attempts{db: db} }
 
-// attemptRow is a row of throttle_attempts as attemptsSelectCQL reads it.
-type attemptRow struct {
+// tryRow is a row of throttle_tries as triesSelectCQL reads it.
+type tryRow struct {
+	At      time.Time `db:"at"`
+	Attempt string    `db:"attempt"`
+	Outcome *string   `db:"outcome"`
+}
+
+// columns are triesSelectCQL's.
+func (r *tryRow) columns() []any { return []any{&r.At, &r.Attempt, &r.Outcome} }
+
+// failureRow is a row of throttle_failures as failuresSelectCQL reads it.
+type failureRow struct {
 	At      time.Time `db:"at"`
 	Attempt string    `db:"attempt"`
 }
 
-// columns are attemptsSelectCQL's.
-func (r *attemptRow) columns() []any { return []any{&r.At, &r.Attempt} }
+// columns are failuresSelectCQL's.
+func (r *failureRow) columns() []any { return []any{&r.At, &r.Attempt} }
 
 const (
-	// attemptInsertCQL is USING TIMESTAMP <the attempt's start>: a repeat
-	// writes the same cells, and the delete at that + 1 shadows them all.
-	attemptInsertCQL  versionedCQL = `INSERT INTO throttle_attempts (scope, at, attempt) VALUES (?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	attemptDeleteCQL  versionedCQL = `DELETE FROM throttle_attempts USING TIMESTAMP ? WHERE scope = ? AND at = ? AND attempt = ?`
-	attemptsSelectCQL readCQL      = `SELECT at, attempt FROM throttle_attempts WHERE scope = ? LIMIT ?`
+	// tryInsertCQL is USING TIMESTAMP <the attempt's start>: a repeat
+	// writes the same cells. It writes the row alone, never the outcome,
+	// so a copy landing after the try was settled leaves it settled.
+	tryInsertCQL versionedCQL = `INSERT INTO throttle_tries (scope, at, attempt) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?`
+	// trySettleCQL is at the start + 1: it wins over any write of the try.
+	trySettleCQL      versionedCQL = `UPDATE throttle_tries USING TTL ? AND TIMESTAMP ? SET outcome = ? WHERE scope = ? AND at = ? AND attempt = ?`
+	failureInsertCQL  versionedCQL = `INSERT INTO throttle_failures (scope, at, attempt) VALUES (?, ?, ?) USING TTL ? AND TIMESTAMP ?`
+	triesSelectCQL    readCQL      = `SELECT at, attempt, outcome FROM throttle_tries WHERE scope = ? AND at > ? LIMIT ?`
+	failuresSelectCQL readCQL      = `SELECT at, attempt FROM throttle_failures WHERE scope = ? AND at > ? LIMIT ?`
 )
 
-// Add writes one attempt's row under scope, living for ttl.
-func (s *Attempts) Add(ctx context.Context, scope string, a accounts.Attempt, ttl time.Duration) error {
-	return s.db.write(ctx, "throttle_attempts.add", attemptInsertCQL, scope, a.At, a.ID, a.At.UnixMicro(), ttlSeconds(ttl))
+// Begin writes a's try under scope, in flight, living for ttl.
+func (s *Attempts) Begin(ctx context.Context, scope string, a accounts.Attempt, ttl time.Duration) error {
+	return s.db.write(ctx, "throttle_tries.begin", tryInsertCQL, scope, a.At, a.ID, ttlSeconds(ttl), a.At.UnixMicro())
 }
 
-// List reads up to max of the scope's live attempts, oldest first (the
-// clustering order).
-func (s *Attempts) List(ctx context.Context, scope string, max int) ([]accounts.Attempt, error) {
-	rows, err := selectRows[attemptRow](s.db.query(ctx, 0, attemptsSelectCQL, scope, max))
-	if err != nil {
-		return nil, dbErr("throttle_attempts.list", err)
+// Settle writes a's try's outcome, one microsecond after its row.
+func (s *Attempts) Settle(ctx context.Context, scope string, a accounts.Attempt, o accounts.Outcome, ttl time.Duration) error {
+	return s.db.write(ctx, "throttle_tries.settle", trySettleCQL, ttlSeconds(ttl), a.At.UnixMicro()+1, string(o), scope, a.At, a.ID)
+}
+
+// Fail writes a's failure under scope, living for ttl.
+func (s *Attempts) Fail(ctx context.Context, scope string, a accounts.Attempt, ttl time.Duration) error {
+	return s.db.write(ctx, "throttle_failures.add", failureInsertCQL, scope, a.At, a.ID, ttlSeconds(ttl), a.At.UnixMicro())
+}
+
+// Read reads scope's tries and failures at once, each oldest first (the
+// clustering order), from just after its since: the rows before, expired
+// or about to, are never read.
+func (s *Attempts) Read(ctx context.Context, scope string, triesSince, failuresSince time.Time, max int) (accounts.Tally, error) {
+	var tries []tryRow
+	var failures []failureRow
+	var triesErr, failuresErr error
+	domain.Parallel(2, func(i int) {
+		if i == 0 {
+			tries, triesErr = selectRows[tryRow](s.db.query(ctx, 0, triesSelectCQL, scope, triesSince, max))
+			return
+		}
+		failures, failuresErr = selectRows[failureRow](s.db.query(ctx, 0, failuresSelectCQL, scope, failuresSince, max))
+	})
+	if triesErr != nil {
+		return accounts.Tally{}, dbErr("throttle_tries.read", triesErr)
 	}
-	out := make([]accounts.Attempt, len(rows))
-	for i, r := range rows {
-		out[i] = accounts.Attempt{ID: r.Attempt, At: r.At.UTC()}
+	if failuresErr != nil {
+		return accounts.Tally{}, dbErr("throttle_failures.read", failuresErr)
+	}
+	var out accounts.Tally
+	for _, r := range tries {
+		t := accounts.Try{Attempt: accounts.Attempt{ID: r.Attempt, At: r.At.UTC()}}
+		if r.Outcome != nil {
+			t.Outcome = accounts.Outcome(*r.Outcome)
+		}
+		out.Tries = append(out.Tries, t)
+	}
+	for _, r := range failures {
+		out.Failures = append(out.Failures, accounts.Attempt{ID: r.Attempt, At: r.At.UTC()})
 	}
 	return out, nil
-}
-
-// Remove deletes one attempt's row one microsecond after its write.
-func (s *Attempts) Remove(ctx context.Context, scope string, a accounts.Attempt) error {
-	return s.db.write(ctx, "throttle_attempts.remove", attemptDeleteCQL, a.At.UnixMicro()+1, scope, a.At, a.ID)
 }

@@ -59,13 +59,15 @@ func (c accountChange) asksEmail(u domain.User) bool {
 	return c.in.Email != nil && c.emailKey != u.EmailKey
 }
 
-// apply returns u with the change made and the new keys it must claim
-// (the username before the email, the order of every claimant: see
-// domain.AcquireAll). A new address is only asked for (pending): the
-// account keeps its own until the new one is verified; the address
-// itself, or its new spelling, cancels a change pending.
-func (c accountChange) apply(u domain.User, now time.Time) (next domain.User, claim []domain.Key) {
-	next = u
+// apply returns u (its ended holds dropped, holds.live) with the change
+// made and the new keys it must claim (the username before the email,
+// the order of every claimant: see domain.AcquireAll). A new address is
+// only asked for (pending), by session (a public session id, "" for an
+// admin): the account keeps its own until the new one is verified; the
+// address itself, or its new spelling, cancels a change pending.
+func (c accountChange) apply(u domain.User, h holds, session string) (next domain.User, claim []domain.Key) {
+	next, _ = h.live(u)
+	now := h.now
 	if c.in.Username != nil {
 		next.Username, next.UsernameKey = c.username, c.usernameKey
 		if c.usernameKey != u.UsernameKey {
@@ -76,10 +78,12 @@ func (c accountChange) apply(u domain.User, now time.Time) (next domain.User, cl
 	case c.in.Email == nil:
 	case !c.asksEmail(u):
 		next.Email = c.email
-		next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt = "", "", time.Time{}
+		next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt, next.PendingEmailSession = "", "", time.Time{}, ""
 	default:
-		next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt = c.email, c.emailKey, now
-		if c.emailKey != u.PendingEmailKey && !(c.emailKey == u.RecoveryEmailKey && recoveryHeld(u, now)) {
+		next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt, next.PendingEmailSession = c.email, c.emailKey, now, session
+		// A key held only by a hold that has ended is claimed like any
+		// new key: the claimer fences the row before it takes it over.
+		if !h.key(u, domain.KindEmail, c.emailKey) {
 			claim = append(claim, domain.Key{Kind: domain.KindEmail, Key: c.emailKey, Field: "email"})
 		}
 	}
@@ -142,9 +146,16 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			proven = u.PasswordEpoch
 		}
 		now := a.now()
-		next, claim := change.apply(u, now)
+		h := a.holdsAt(now)
+		session := ""
+		if self {
+			session = domain.SessionID(p.Session.TokenHash)
+		}
+		next, claim := change.apply(u, h, session)
 		asked = change.asksEmail(u)
-		if asked && a.mailOn() && !noticed {
+		if asked && a.mailOn() && !noticed && !noticedBy(u, p, h) {
+			// The notice first; nothing is written without it (held
+			// back by the mail limit: 429 too_many_mails).
 			if err := a.mailNotice(ctx, u); err != nil {
 				return false, err
 			}
@@ -161,7 +172,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			// and tools only:
 			// every deployment mails, docs/design.md#email-change).
 			next.Email, next.EmailKey, next.EmailVerifiedAt = next.PendingEmail, next.PendingEmailKey, time.Time{}
-			next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt = "", "", time.Time{}
+			next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt, next.PendingEmailSession = "", "", time.Time{}, ""
 		}
 		next.Version, next.UpdatedAt = u.Version+1, now
 		var audited []domain.AuditEntry
@@ -197,7 +208,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 // starts over.
 func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []domain.Key, op string) (bool, error) {
 	id, base := next.ID, next.Version-1
-	held, conflict, err := a.claimer.AcquireAll(ctx, keys, id, op, base, holders{a.users, a.cfg.Now})
+	held, conflict, err := a.claimer.AcquireAll(ctx, keys, id, op, base, holders{a})
 	if err != nil || conflict != nil {
 		a.claimer.ReleaseAll(ctx, held, id, op)
 		switch {

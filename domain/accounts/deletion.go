@@ -217,8 +217,9 @@ func (a *Service) MarkDeleted(ctx context.Context, id string) error {
 		u.Username, u.UsernameKey, u.Email, u.EmailKey = "", "", "", ""
 		u.DisplayName, u.PasswordHash, u.Roles = "", "", nil
 		u.EmailVerifiedAt = time.Time{}
-		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt = "", "", time.Time{}
+		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
 		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
+		u.PasswordResetRequired = false
 		return u, true, nil
 	})
 	return err

@@ -16,9 +16,10 @@ import (
 // account meanwhile (U1: nobody else takes it, and the change completes
 // without a claim to win). The old address gets a notice with a revert
 // link: it cancels a change still pending or, once completed, gives the
-// old address back (still claimed for the account until the link ends),
-// and ends every session of the account. The owner's request ends the
-// owner's other sessions, as a password change does.
+// old address back (still claimed for the account until the link ends,
+// verified or not), ends every session of the account, and makes the
+// password open nothing until a reset (a recovery). The owner's request
+// ends the owner's other sessions, as a password change does.
 
 // DefaultRevertTTL is how long a revert link works when Mail.RevertTTL is
 // not set: a week, for an owner who reads mail rarely.
@@ -32,40 +33,79 @@ func (a *Service) revertTTL() time.Duration {
 	return DefaultRevertTTL
 }
 
-// recoveryHeld reports whether u still holds its recovery address at now:
-// until its revert link ends, and the grace in which a use of it begun
-// before may still finish.
-func recoveryHeld(u domain.User, now time.Time) bool {
-	return u.RecoveryEmailKey != "" && now.Before(u.RecoveryUntil.Add(TokenGrace))
+// holds says which keys an account holds at a moment (holdsAt): its
+// username and email for good, the new email it asked for until that
+// change expires with its verification link, and the address a completed
+// change replaced until its revert link ends. A hold ends by the clock,
+// but a key is never taken from an account on the clock alone: the
+// claimer takes over a key an account names in an expired hold only
+// after fencing the account's row (fence), docs/design.md#email-change.
+type holds struct {
+	now time.Time
+	// pendingFor is how long a change pending lives: its verification
+	// link's TTL and the grace in which a use begun before may finish.
+	pendingFor time.Duration
 }
 
-// holdsKey reports whether u holds key of kind at now: its username, its
-// email, the new email it asked for, or the replaced email its revert
-// link may still give back. The claimer keeps every one of them for u.
-func holdsKey(u domain.User, kind domain.ClaimKind, key string, now time.Time) bool {
+// holdsAt is the holds of this service at now.
+func (a *Service) holdsAt(now time.Time) holds {
+	return holds{now: now, pendingFor: a.mail.VerifyTTL + TokenGrace}
+}
+
+// pending reports whether u's change pending still holds its new address.
+func (h holds) pending(u domain.User) bool {
+	return u.PendingEmailKey != "" && h.now.Before(u.PendingEmailAt.Add(h.pendingFor))
+}
+
+// recovery reports whether u still holds its recovery address: until its
+// revert link ends, and the grace in which a use of it begun before may
+// still finish.
+func (h holds) recovery(u domain.User) bool {
+	return u.RecoveryEmailKey != "" && h.now.Before(u.RecoveryUntil.Add(TokenGrace))
+}
+
+// key reports whether u holds key of kind: its username, its email, the
+// new email it asked for, or the replaced email its revert link may still
+// give back. The claimer keeps every one of them for u.
+func (h holds) key(u domain.User, kind domain.ClaimKind, key string) bool {
 	switch {
 	case u.KeyOf(kind) == key:
 		return true
 	case kind != domain.KindEmail || key == "":
 		return false
-	case u.PendingEmailKey == key:
+	case u.PendingEmailKey == key && h.pending(u):
 		return true
 	}
-	return u.RecoveryEmailKey == key && recoveryHeld(u, now)
+	return u.RecoveryEmailKey == key && h.recovery(u)
 }
 
-// heldKeys lists the keys u holds at now.
-func heldKeys(u domain.User, now time.Time) []domain.Key {
+// keys lists the keys u holds.
+func (h holds) keys(u domain.User) []domain.Key {
 	var keys []domain.Key
 	if u.UsernameKey != "" {
 		keys = append(keys, domain.Key{Kind: domain.KindUsername, Key: u.UsernameKey, Field: "username"})
 	}
 	for _, k := range []string{u.EmailKey, u.PendingEmailKey, u.RecoveryEmailKey} {
-		if k != "" && holdsKey(u, domain.KindEmail, k, now) {
+		if k != "" && h.key(u, domain.KindEmail, k) {
 			keys = append(keys, domain.Key{Kind: domain.KindEmail, Key: k, Field: "email"})
 		}
 	}
 	return keys
+}
+
+// live is u with every hold that has ended dropped: a change pending
+// past its link's life reads as no change pending, a recovery address
+// past its link's as none. changed says whether anything was dropped.
+func (h holds) live(u domain.User) (out domain.User, changed bool) {
+	if u.PendingEmailKey != "" && !h.pending(u) {
+		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
+		changed = true
+	}
+	if u.RecoveryEmailKey != "" && !h.recovery(u) {
+		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
+		changed = true
+	}
+	return u, changed
 }
 
 // releaseDropped gives back the keys before held and after, written in
@@ -73,10 +113,10 @@ func heldKeys(u domain.User, now time.Time) []domain.Key {
 // a lost answer) is an orphan anyone may take over once the account's
 // version is past its base (docs/design.md#renames): releasing only tidies.
 func (a *Service) releaseDropped(ctx context.Context, before, after domain.User) {
-	now := a.cfg.Now()
+	h := a.holdsAt(a.cfg.Now())
 	var dropped []domain.Key
-	for _, k := range heldKeys(before, now) {
-		if !holdsKey(after, k.Kind, k.Key, now) {
+	for _, k := range h.keys(before) {
+		if !h.key(after, k.Kind, k.Key) {
 			dropped = append(dropped, k)
 		}
 	}
@@ -107,37 +147,76 @@ func (a *Service) mailPendingEmail(ctx context.Context, u domain.User) {
 var ErrNoticeFailed = &domain.Error{Kind: domain.ErrUnavailable, Code: "notice_failed",
 	Message: "The notice to your current email address could not be sent, so nothing changed; try again."}
 
+// tooManyMails answers an email change whose notice was held back by the
+// hourly mail limit of the account's address (an address not verified:
+// docs/design.md#throttle): nothing changed; wait says when one more mail
+// may go.
+func tooManyMails(wait time.Duration) error {
+	return &domain.Error{Kind: domain.ErrTooManyAttempts, Code: "too_many_mails", RetryAfter: max(wait, time.Second),
+		Message: "Your current email address had as many mails as it may this hour, and an email change must notify it first, so nothing changed; try again later."}
+}
+
 // mailNotice mails u's address the notice of an email change with its
 // revert link, before the change is written (the one mail a request
 // waits for): no address changes without its owner being told. A notice
 // whose change then fails tells of a change that did not happen; its link
-// then only ends the sessions, which does no harm.
+// then only ends the sessions, which does no harm. It is counted against
+// the address's hourly limit like any mail; to a verified address it is
+// never held back (a stranger who spent the address's mails must not
+// silence the owner's alarm), to one that is not verified it is held back
+// over the limit like any mail, and the change refused (too_many_mails):
+// such an address may be a stranger's, typed at signup to aim notices at
+// it.
 func (a *Service) mailNotice(ctx context.Context, u domain.User) error {
-	if err := a.mailToken(ctx, u, PurposeRevertEmail); err != nil {
+	limit := heldBack
+	if !u.EmailVerifiedAt.IsZero() {
+		limit = neverHeld
+	}
+	err := a.sendToken(ctx, u, PurposeRevertEmail, limit)
+	var over *mailLimited
+	if errors.As(err, &over) {
+		return tooManyMails(over.wait)
+	}
+	if err != nil {
 		a.log.Warn(ctx, "an email change's notice failed; nothing changed", "user", u.ID, "error", err.Error())
 		return ErrNoticeFailed
 	}
 	return nil
 }
 
+// noticedBy reports whether u's change pending was asked by the session
+// of principal p and has not expired at h: that session's notice with its
+// revert link went to u's address, which the account still has (a change
+// pending does not move it), and the link still works; a change replacing
+// it needs no second notice (one notice per pending change and session,
+// so one session cannot flood the address). A change an admin asked for
+// names no session: the next change, by anyone, mails its own notice.
+func noticedBy(u domain.User, p domain.Principal, h holds) bool {
+	return u.PendingEmailSession != "" && p.Session.TokenHash != "" &&
+		u.PendingEmailSession == domain.SessionID(p.Session.TokenHash) && h.pending(u)
+}
+
 // completeEmailChange is the change of u once its pending address is
 // verified at now: the pending address becomes the account's, verified;
-// the address it replaces, if verified, is held for its revert link
-// (unless an older one is held still: the first verified address is the
-// one most likely the owner's).
+// the address it replaces, verified or not, is held for its revert link
+// (unless an older one is held still: the first address replaced is the
+// one most likely the owner's). Not only a verified one: an owner who
+// never verified the signup's address would otherwise have a dead revert
+// link and the address would be free for a stranger's signup; the account
+// trusts whoever holds its address, verified or not, as resets already do.
 // The hold ends with the revert link mailed when the change was asked
 // for (asked + revertTTL).
-func completeEmailChange(u domain.User, now time.Time, revertTTL time.Duration) domain.User {
+func completeEmailChange(u domain.User, h holds, revertTTL time.Duration) domain.User {
 	if u.RecoveryEmailKey == u.PendingEmailKey {
 		// Back to the address held: it is the account's again.
 		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
 	}
-	if !u.EmailVerifiedAt.IsZero() && !recoveryHeld(u, now) {
+	if !h.recovery(u) {
 		u.RecoveryEmail, u.RecoveryEmailKey = u.Email, u.EmailKey
 		u.RecoveryUntil = u.PendingEmailAt.Add(revertTTL)
 	}
-	u.Email, u.EmailKey, u.EmailVerifiedAt = u.PendingEmail, u.PendingEmailKey, now
-	u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt = "", "", time.Time{}
+	u.Email, u.EmailKey, u.EmailVerifiedAt = u.PendingEmail, u.PendingEmailKey, h.now
+	u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
 	return u
 }
 
@@ -147,14 +226,17 @@ func completeEmailChange(u domain.User, now time.Time, revertTTL time.Duration) 
 var ErrRevertStale = tokenError("stale", "no longer applies: the account no longer has or holds the address it was mailed to")
 
 // RevertEmailChange follows a revert link mailed to an account's old
-// address: the pending change is cancelled, or the completed one undone
-// (the address the link was mailed to is the account's again, verified:
-// following the link proves it); every session of the account ends, in
-// the same compare-and-set (a new password epoch: Authenticate refuses
-// every older session) and then by revocation; and a reset link is mailed
-// to the address, since whoever changed the email knew the password. The
-// order is ConfirmEmail's: use the token, compare-and-set the account,
-// end the sessions, mark the token done; a retry finishes.
+// address: a recovery. The pending change is cancelled, or the completed
+// one undone (the address the link was mailed to is the account's again,
+// verified: following the link proves it); every session of the account
+// ends, in the same compare-and-set (a new password epoch: Authenticate
+// refuses every older session) and then by revocation; the password
+// opens nothing until a reset (PasswordResetRequired, set in the same
+// compare-and-set: whoever changed the email knew the password); and a
+// reset link is mailed to the address, counted but never held back by
+// its hourly limit. The order is ConfirmEmail's: use the token,
+// compare-and-set the account, end the sessions, mark the token done; a
+// retry finishes.
 func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 	t, err := a.takeToken(ctx, token, PurposeRevertEmail, a.revertApplies)
 	if err != nil {
@@ -174,8 +256,8 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 			u.Email, u.EmailKey, u.EmailVerifiedAt = u.RecoveryEmail, u.RecoveryEmailKey, a.now()
 			u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
 		}
-		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt = "", "", time.Time{}
-		u.PasswordEpoch, u.PasswordSession = u.PasswordEpoch+1, ""
+		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
+		u.PasswordEpoch, u.PasswordSession, u.PasswordResetRequired = u.PasswordEpoch+1, "", true
 		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {
@@ -192,7 +274,7 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 	}
 	if out.Version != before.Version {
 		a.afterAnswer(ctx, "mailing a reset link after a revert", func(ctx context.Context) error {
-			return a.mailToken(ctx, out, PurposeResetPassword)
+			return a.sendToken(ctx, out, PurposeResetPassword, neverHeld)
 		})
 	}
 	return nil
@@ -211,7 +293,7 @@ func (a *Service) revertApplies(t Token, u domain.User, err error) error {
 		return ErrRevertStale
 	case u.EmailKey == t.EmailKey:
 		return nil
-	case u.RecoveryEmailKey == t.EmailKey && recoveryHeld(u, a.cfg.Now()):
+	case u.RecoveryEmailKey == t.EmailKey && a.holdsAt(a.cfg.Now()).recovery(u):
 		return nil
 	}
 	return ErrRevertStale
@@ -227,6 +309,7 @@ func (a *Service) revertNotice(u domain.User, token string) Message {
 			"If it was you, there is nothing to do.\n\n"+
 			"If it was not you, follow this link (it works once, for %s, also after the new address is confirmed):\n\n%s\n\n"+
 			"It cancels the change or gives this address back, signs out every session of the account, "+
-			"and mails you a link to choose a new password: whoever asked knew your password.\n",
+			"and mails you a link to choose a new password: whoever asked knew your password, so it opens "+
+			"nothing until a new one is chosen.\n",
 		a.revertTTL(), Link(a.mail.PublicURL, PurposeRevertEmail, token))}
 }

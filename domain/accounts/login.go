@@ -68,36 +68,44 @@ type LoginResult struct {
 // client, bound to the password epoch it checked. The attempt is counted
 // first, by the login as given and the client's address (the throttle),
 // and refused over the limit before anything is looked up, known login or
-// not. Cost: two attempt writes and reads at once (one round trip each),
-// one claim read, two account reads (before the session write and after
-// it), the attempt's rows removed at once when the password is right (one
-// round trip), one session write, and always one password hash, so an
-// unknown login takes as long as a wrong password.
+// not. Cost: the throttle's four round trips (the address's try written
+// with the login's scope read, the address's scope read, the login's try
+// written, its scope read), one claim read, two account reads (before the
+// session write and after it), the verdict recorded (a right password's
+// tries passed at once: one round trip; a wrong one's failures, address
+// then login: two), one session write, and always one password hash, so
+// an unknown login takes as long as a wrong password.
 func (a *Service) Login(ctx context.Context, login, password string, client Client) (LoginResult, error) {
 	attempt, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.loginTiers(login, client.IP)...)
 	if err != nil {
 		return LoginResult{}, err
 	}
 	u, err := a.findByLogin(ctx, login)
-	if errors.Is(err, domain.ErrNotFound) {
-		a.hasher.Burn(ctx, password)
-		return LoginResult{}, ErrInvalidCredentials
-	}
-	if err != nil {
+	unknown := errors.Is(err, domain.ErrNotFound)
+	if err != nil && !unknown {
 		return LoginResult{}, err
+	}
+	if err := attempt.inTime(); err != nil {
+		return LoginResult{}, err
+	}
+	if unknown {
+		a.hasher.Burn(ctx, password)
+		return LoginResult{}, attempt.verdict(ctx, false)
 	}
 	ok, rehash, err := a.hasher.Verify(ctx, password, u.PasswordHash)
 	if err != nil {
 		return LoginResult{}, fmt.Errorf("verify password of %s: %w", u.ID, err)
 	}
-	if !ok {
-		return LoginResult{}, ErrInvalidCredentials
+	if err := attempt.verdict(ctx, ok); err != nil {
+		return LoginResult{}, err
 	}
-	attempt.pass(ctx, a.throttle.Store)
 	// Only now, with the password right, may the caller learn of a
 	// suspension (S3).
 	if err := a.blocked(u); err != nil {
 		return LoginResult{}, err
+	}
+	if u.PasswordResetRequired {
+		return LoginResult{}, ErrPasswordResetRequired
 	}
 	if a.mail.RequireVerified && u.EmailVerifiedAt.IsZero() && !u.IsAdmin() {
 		return LoginResult{}, ErrEmailNotVerified
@@ -127,6 +135,11 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 		// Deleted meanwhile: its deletion may have ended the sessions
 		// before this one existed.
 		err = ErrInvalidCredentials
+	case again.PasswordResetRequired:
+		// A revert landed meanwhile. Its compare-and-set moved the epoch
+		// on as well, so passwordAdmits alone would refuse this session;
+		// the mark says why.
+		err = ErrPasswordResetRequired
 	case !passwordAdmits(again, s):
 		// The password checked above is not the account's any more.
 		err = ErrInvalidCredentials
@@ -141,6 +154,15 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	}
 	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: again}, nil
 }
+
+// ErrPasswordResetRequired answers a login (or a check of the current
+// password) whose password matched, on an account a revert of an email
+// change recovered: whoever changed the email knew the password, so it
+// opens nothing until a reset sets a new one. A wrong password still gets
+// ErrInvalidCredentials, so a guesser learns nothing of the account.
+var ErrPasswordResetRequired = &domain.Error{Kind: domain.ErrForbidden, Code: "password_reset_required",
+	Message: "A recovery of this account signed every session out, and its password must be replaced: " +
+		"follow the reset link mailed to the account's address, or ask for one with POST /v1/password-resets."}
 
 // passwordAdmits reports whether session s may work under u's password:
 // its login checked the password u has now (the same epoch; a rehash

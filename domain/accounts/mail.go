@@ -102,17 +102,35 @@ func (a *Service) afterAnswer(ctx context.Context, what string, job func(ctx con
 	}()
 }
 
+// mailLimit says what a mail does past its address's hourly limit.
+type mailLimit int
+
+const (
+	// heldBack: over the limit, or when the count cannot be made, the
+	// mail is not sent (the user asks again).
+	heldBack mailLimit = iota
+	// neverHeld: counted, and sent whatever the count says. Only for mail
+	// no stranger can aim: the notice of an email change to a verified
+	// address, and the reset link a revert mails (the link was followed
+	// from that address), docs/design.md#throttle.
+	neverHeld
+)
+
 // mailToken issues a token of purpose for u and mails it to u's current
-// address. The token is stored before the mail goes out, so every link
-// mailed works; a mail that fails leaves an unused token that expires.
+// address, held back over the address's hourly limit. The token is
+// stored before the mail goes out, so every link mailed works; a mail
+// that fails leaves an unused token that expires.
 func (a *Service) mailToken(ctx context.Context, u domain.User, purpose TokenPurpose) error {
-	if err := a.countMail(ctx, u.EmailKey); err != nil && purpose != PurposeRevertEmail {
+	return a.sendToken(ctx, u, purpose, heldBack)
+}
+
+// sendToken is mailToken with the rule of the limit: a stranger who used
+// up an address's mails must not hold back the mail that recovers its
+// account or warns its owner (neverHeld).
+func (a *Service) sendToken(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit) error {
+	if err := a.countMail(ctx, u.EmailKey); err != nil && limit == heldBack {
 		return fmt.Errorf("a %s mail to %s: %w", purpose, u.ID, err)
 	}
-	// The notice of an email change is counted, never held back: a
-	// stranger who used up the address's mails must not silence the
-	// owner's alarm, and it goes only where an authenticated change of
-	// that account sends it (docs/design.md#throttle).
 	token, err := a.issueToken(ctx, u, purpose)
 	if err != nil {
 		return fmt.Errorf("storing a %s token for %s: %w", purpose, u.ID, err)
@@ -126,19 +144,32 @@ func (a *Service) mailToken(ctx context.Context, u domain.User, purpose TokenPur
 // ErrMailLimit: the address has had its mails for the hour.
 var ErrMailLimit = errors.New("the address has had as many mails as it may this hour; not sent")
 
+// mailLimited is ErrMailLimit with how long until one more mail may go.
+type mailLimited struct{ wait time.Duration }
+
+func (e *mailLimited) Error() string { return ErrMailLimit.Error() }
+func (e *mailLimited) Unwrap() error { return ErrMailLimit }
+
 // countMail counts one mail to the address emailKey against its limit,
 // shared by every instance: every mail to an address goes through here
 // before it is sent (a verification after signup, after a change of
 // email, on request; a reset; a notice), so mail cannot be aimed at an
 // address beyond the limit by any route. Over the limit it is
-// ErrMailLimit; when the count cannot be written or read, the mail is not
-// sent either (the user asks again).
+// ErrMailLimit (a *mailLimited saying when one more may go); when the
+// count cannot be written or read, the mail is not sent either (the user
+// asks again).
 func (a *Service) countMail(ctx context.Context, emailKey string) error {
-	_, err := a.admit(ctx, a.throttle.Store, mailWindow, tier{scope: scopeKey("mail/" + emailKey), limit: a.mail.PerAddress})
-	if errors.Is(err, domain.ErrTooManyAttempts) {
-		return ErrMailLimit
+	c, err := a.admit(ctx, a.throttle.Store, mailWindow, tier{scope: scopeKey("mail/" + emailKey), limit: a.mail.PerAddress})
+	var de *domain.Error
+	if errors.Is(err, domain.ErrTooManyAttempts) && errors.As(err, &de) {
+		return &mailLimited{wait: de.RetryAfter}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The mail counts for the hour once its failure row is in; a mail
+	// whose row could not be written is not sent.
+	return c.spend(ctx)
 }
 
 // Link is the console page that completes purpose with token.
@@ -169,6 +200,14 @@ func (a *Service) message(u domain.User, purpose TokenPurpose, token string) Mes
 	greeting, account := "Hello,", "your shelf account"
 	if verified {
 		greeting, account = "Hello "+u.DisplayName+",", "your shelf account "+u.Username
+	}
+	if purpose == PurposeResetPassword && u.PasswordResetRequired {
+		return Message{To: u.Email, Subject: "Reset your shelf password", Text: fmt.Sprintf(
+			"%s\n\nan email change of %s was undone from this address, and every session signed out.\n"+
+				"Whoever changed it knew the password, so it opens nothing until a new one is chosen.\n"+
+				"Choose a new password here (the link works once, for %s):\n\n%s\n\n"+
+				"If the link has expired, ask for a new one on the login page.\n",
+			greeting, account, a.mail.ResetTTL, link)}
 	}
 	if purpose == PurposeResetPassword {
 		return Message{To: u.Email, Subject: "Reset your shelf password", Text: fmt.Sprintf(

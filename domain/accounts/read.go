@@ -51,8 +51,16 @@ type UserView struct {
 	Full bool
 }
 
+// shown is u as a view shows it: a hold that has ended reads as none (a
+// change pending past its link's life is no change pending).
+func (a *Service) shown(u domain.User) domain.User {
+	u, _ = a.holdsAt(a.cfg.Now()).live(u)
+	return u
+}
+
 // view decides what viewer p may see of u.
 func (a *Service) view(ctx context.Context, p domain.Principal, u domain.User) (UserView, error) {
+	u = a.shown(u)
 	if p.UserID == u.ID {
 		return UserView{User: u, Full: true}, nil
 	}
@@ -111,7 +119,7 @@ func (a *Service) GetByEmail(ctx context.Context, p domain.Principal, email stri
 	if err != nil {
 		return UserView{}, err
 	}
-	return UserView{User: u, Full: true}, nil
+	return UserView{User: a.shown(u), Full: true}, nil
 }
 
 // Me returns the caller's own account.
@@ -123,5 +131,5 @@ func (a *Service) Me(ctx context.Context, p domain.Principal) (domain.User, erro
 	if c == nil {
 		return domain.User{}, domain.ErrNoSession
 	}
-	return *c, nil
+	return a.shown(*c), nil
 }

@@ -146,26 +146,56 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 }
 
 // holders tells the claimer whether the account behind a committed claim
-// still exists, and whether it holds the key now (holdsKey: its own, a
+// still exists, and whether it holds the key now (holds.key: its own, a
 // new email it asked for, a replaced one held for its revert link).
-type holders struct {
-	users UserStore
-	now   func() time.Time
-}
+type holders struct{ a *Service }
 
+// maxFenceRounds bounds how often Holder reads an account again after
+// its fence lost to another write of the account.
+const maxFenceRounds = 3
+
+// Holder answers for the claimer. An account whose row still names the
+// key in a hold that has ended (a change pending past its link's life, a
+// recovery address past its revert link's) is fenced first: a
+// compare-and-set on its version drops the ended holds, so that a write
+// of the account that read the hold while it lasted (a slow revert, a
+// confirmation, a change back to the address held) can no longer apply,
+// and re-reads to find no hold. Only then does it answer "does not
+// hold", with the version past the fence: clocks decide when a hold ends,
+// never who holds the key (U1). A fence whose outcome is unknown is an
+// error: nothing is taken on a guess.
 func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner string) (exists, holds bool, version int, err error) {
-	u, err := h.users.GetSerial(ctx, owner)
-	if errors.Is(err, domain.ErrNotFound) || (err == nil && u.Status == domain.StatusDeleted) {
-		// The holder's signup died after committing: its pending account
-		// expired with the lease and can never be activated now. Or the
-		// account is deleted, for good: its names are free (an account
-		// still deleting holds them, so nobody gets them before).
-		return false, false, 0, nil
+	for range maxFenceRounds {
+		u, err := h.a.users.GetSerial(ctx, owner)
+		if errors.Is(err, domain.ErrNotFound) || (err == nil && u.Status == domain.StatusDeleted) {
+			// The holder's signup died after committing: its pending account
+			// expired with the lease and can never be activated now. Or the
+			// account is deleted, for good: its names are free (an account
+			// still deleting holds them, so nobody gets them before).
+			return false, false, 0, nil
+		}
+		if err != nil {
+			return false, false, 0, err
+		}
+		rules := h.a.holdsAt(h.a.cfg.Now())
+		if rules.key(u, kind, key) {
+			return true, true, u.Version, nil
+		}
+		if kind != domain.KindEmail || (u.PendingEmailKey != key && u.RecoveryEmailKey != key) {
+			return true, false, u.Version, nil
+		}
+		fenced, _ := rules.live(u)
+		fenced.Version, fenced.UpdatedAt = u.Version+1, h.a.now()
+		applied, err := h.a.users.Update(ctx, fenced)
+		if err != nil {
+			return false, false, 0, err
+		}
+		if applied {
+			return true, false, fenced.Version, nil
+		}
+		// Another write of the account came first: look again.
 	}
-	if err != nil {
-		return false, false, 0, err
-	}
-	return true, holdsKey(u, kind, key, h.now()), u.Version, nil
+	return false, false, 0, domain.ErrBusy
 }
 
 // now is the clock at the millisecond the API shows.

@@ -62,6 +62,24 @@ func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, use
 	return u, err
 }
 
+// auditSessions writes the audit entry of an admin's action on the
+// sessions of u, another's account (the user's own is no admin action,
+// and is audited nowhere), before the action: no entry, no action, so a
+// failed write refuses it (503) and no admin reads or ends another's
+// sessions unrecorded. The action writes no account version to decide
+// its entry with, as the account changes do, so the entry is keyed by
+// the version read and the action's own time, and the audit is its only
+// home: a write whose answer was lost, or that lands late, may leave an
+// entry for an attempt refused 503, and each attempt let through, a
+// client's retry too, is an entry of its own (docs/design.md#account-audit).
+func (a *Service) auditSessions(ctx context.Context, p domain.Principal, u domain.User, action domain.AuditAction) error {
+	if p.UserID == u.ID {
+		return nil
+	}
+	e := domain.AuditEntry{UserID: u.ID, At: a.now(), Version: u.Version, Action: action, Actor: p.UserID, Via: domain.ViaAPI, From: p.From}
+	return a.audit.Record(ctx, []domain.AuditEntry{e})
+}
+
 // entriesOf reads userID's index entries for a caller allowed to see
 // them, each with its sort key: the creation the entry recorded or, for
 // an entry from before it recorded one, its expiry less the session TTL;
@@ -97,7 +115,8 @@ const maxSessionRefills = 8
 // sessions are read, at once, and an entry whose session is gone, holds
 // nothing but a late last-seen write, or was opened with a password the
 // account no longer has, is left out (and refilled from the next
-// entries).
+// entries). An admin's list of another's sessions is audited before any
+// session is read (auditSessions).
 func (a *Service) ListSessions(ctx context.Context, p domain.Principal, userID, cursor string, limit int) (domain.Page[SessionView], error) {
 	entries, account, err := a.entriesOf(ctx, p, userID)
 	if err != nil {
@@ -105,6 +124,9 @@ func (a *Service) ListSessions(ctx context.Context, p domain.Principal, userID, 
 	}
 	after, err := decodeSessionCursor(cursor)
 	if err != nil {
+		return domain.Page[SessionView]{}, err
+	}
+	if err := a.auditSessions(ctx, p, account, domain.AuditSessionsListed); err != nil {
 		return domain.Page[SessionView]{}, err
 	}
 	keyed := make([]keyedEntry, len(entries))
@@ -206,9 +228,11 @@ func viewsOf(l []listedSession) []SessionView {
 // that names no entry of the user's index is ErrSessionNotFound: unknown,
 // expired, or already revoked, so the retry of a revocation whose answer
 // was lost answers 404 once its deletes have landed, and 204 (finishing
-// them) while the entry is still there.
+// them) while the entry is still there. An admin's revocation of
+// another's session is audited before it (auditSessions); an unknown id
+// ends nothing and is not.
 func (a *Service) RevokeSession(ctx context.Context, p domain.Principal, userID, sessionID string) error {
-	entries, _, err := a.entriesOf(ctx, p, userID)
+	entries, account, err := a.entriesOf(ctx, p, userID)
 	if err != nil {
 		return err
 	}
@@ -217,6 +241,9 @@ func (a *Service) RevokeSession(ctx context.Context, p domain.Principal, userID,
 	}
 	for _, e := range entries {
 		if e.ID() == sessionID {
+			if err := a.auditSessions(ctx, p, account, domain.AuditSessionRevoked); err != nil {
+				return err
+			}
 			return a.sessions.Delete(ctx, e)
 		}
 	}
@@ -227,9 +254,14 @@ func (a *Service) RevokeSession(ctx context.Context, p domain.Principal, userID,
 // active admin; exceptCurrent keeps the session of the request (for a user
 // signing out everywhere else; an admin's own session is never among
 // another user's). Idempotent: a retry ends whatever the first attempt
-// left.
+// left. An admin's revocation of another's sessions is audited before it
+// (auditSessions), each attempt.
 func (a *Service) RevokeSessions(ctx context.Context, p domain.Principal, userID string, exceptCurrent bool) error {
-	if _, err := a.mayManageSessions(ctx, p, userID, nil); err != nil {
+	account, err := a.mayManageSessions(ctx, p, userID, nil)
+	if err != nil {
+		return err
+	}
+	if err := a.auditSessions(ctx, p, account, domain.AuditSessionsRevoked); err != nil {
 		return err
 	}
 	keep := ""

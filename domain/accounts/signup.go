@@ -41,7 +41,7 @@ func (a *Service) Signup(ctx context.Context, in SignupInput) (domain.User, erro
 			{Kind: domain.KindUsername, Key: u.UsernameKey, Field: "username"},
 			{Kind: domain.KindEmail, Key: u.EmailKey, Field: "email"},
 		},
-		Holders: holders{a.users, a.cfg.Now},
+		Holders: holders{a},
 		Create:  func(ctx context.Context, lease time.Duration) error { return a.users.Create(ctx, u, lease) },
 		Activate: func(ctx context.Context) (bool, error) {
 			active := u

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -14,35 +15,73 @@ import (
 	"shelf/domain"
 )
 
-// Throttling of password guesses and of mail (docs/design.md#throttle):
-// every attempt writes a row of its own under each of its
-// scopes first, and only then counts the scope's rows. An attempt that
-// finds more rows than its scope's limit, its own included, is refused
-// before any password is verified; a password that matched removes its
-// own rows, a wrong one leaves them to expire with the window. With the
-// writes and reads at quorum, of k attempts at once the i-th whose write
+// Throttling of password guesses and of mail (docs/design.md#throttle).
+// An attempt is counted under its tiers one after another, the client's
+// address first: under each it writes a try of its own (in flight) and
+// only then reads the scope, and it goes on to the next tier only when
+// this one has room, so a refused attempt has written nothing under the
+// tiers after it (the login's, which every address reads). A wrong
+// password is then written as a failure under every tier, address first,
+// and counts for the window; a right one, a refusal, ends its tries
+// (an update of the try's own row: nothing is ever deleted, so no reader
+// meets a tombstone). A try that is never ended (its attempt failed, its
+// answer lost) stops counting inFlightFor after it began: an attempt that
+// ended in 503 never counts against the owner for longer. With the
+// writes and reads at quorum, of k attempts at once the i-th whose try
 // was acknowledged counts at least i rows, so no more than the limit are
-// ever let through in a window, however many run at once on however many
+// answered in a window, however many run at once on however many
 // instances: the check-then-increment race of counters kept elsewhere
 // (read the count, verify, then add one) does not exist here.
 
-// Attempt is one attempt's own row: its id (random) and when it began.
+// Attempt is one attempt: its id (random) and when it began.
 type Attempt struct {
 	ID string
 	At time.Time
 }
 
-// AttemptStore keeps attempts per scope, each in a row of its own that
-// expires with its window. Writes and reads are at quorum, so a count
-// read after a write was acknowledged includes that write.
+// Outcome is how an attempt's try ended: InFlight until it is settled.
+type Outcome string
+
+// The outcomes of a try. A try in flight counts, for inFlightFor at most;
+// a refused or passed one does not (a wrong password counts by its
+// failure row, for the whole window).
+const (
+	InFlight Outcome = ""
+	Refused  Outcome = "refused"
+	Passed   Outcome = "passed"
+)
+
+// Try is an attempt's try under one scope, with its outcome.
+type Try struct {
+	Attempt
+	Outcome Outcome
+}
+
+// Tally is what one scope holds: its tries and its failures, each
+// oldest first.
+type Tally struct {
+	Tries    []Try
+	Failures []Attempt
+}
+
+// AttemptStore keeps attempts per scope: tries, in flight until settled,
+// and failures, each in a row of its own that expires with its TTL and
+// is never deleted. Writes and reads are at quorum, so a read after a
+// write was acknowledged includes that write.
 type AttemptStore interface {
-	// Add writes one attempt's row under scope, living for ttl.
-	Add(ctx context.Context, scope string, a Attempt, ttl time.Duration) error
-	// List reads up to max of the scope's live attempts, oldest first.
-	List(ctx context.Context, scope string, max int) ([]Attempt, error)
-	// Remove deletes one attempt's row, so that a write of it landing
-	// late stays deleted.
-	Remove(ctx context.Context, scope string, a Attempt) error
+	// Begin writes attempt a's try under scope, in flight, living for ttl.
+	Begin(ctx context.Context, scope string, a Attempt, ttl time.Duration) error
+	// Settle ends a's try under scope with o (Refused or Passed), living
+	// for ttl: an update of the try's row, which a write of the try
+	// landing late does not undo.
+	Settle(ctx context.Context, scope string, a Attempt, o Outcome, ttl time.Duration) error
+	// Fail writes a's failure under scope, living for ttl.
+	Fail(ctx context.Context, scope string, a Attempt, ttl time.Duration) error
+	// Read reads up to max of scope's tries begun after triesSince and up
+	// to max of its failures after failuresSince, each oldest first.
+	// Only the rows after since are read: the older ones, expired or
+	// about to, are never met.
+	Read(ctx context.Context, scope string, triesSince, failuresSince time.Time, max int) (Tally, error)
 }
 
 // Throttle is what limits password guesses: per login (a username, an
@@ -64,13 +103,32 @@ type Throttle struct {
 // store, the per-address limit of mail (Mail.PerAddress).
 func (a *Service) SetThrottle(t Throttle) { a.throttle = t }
 
-// maxCounted bounds the rows a count reads: a scope under attack holds its
-// limit's failures and the attempts in flight; beyond this many the answer
-// is "refused for a whole window" anyway.
+const (
+	// inFlightFor is how long a try that was never settled counts: an
+	// attempt whose verdict could not be recorded (503) stops counting
+	// then. It is twice settleWithin, so readers whose clocks are up to
+	// that apart still count an attempt until its failure is in.
+	inFlightFor = time.Minute
+	// settleWithin is how long after its start an attempt may take to
+	// have its verdict (its failures, or its tries passed) acknowledged;
+	// later, it answers 503 and tells nothing: its try may have stopped
+	// counting before its failure was in. It is three times the longest
+	// request (SHELF_REQUEST_TIMEOUT, 10 s by default).
+	settleWithin = inFlightFor / 2
+	// tryTTL is how long a try's row lives: past inFlightFor by the
+	// clock skew tolerated, so that no reader's slice meets a row
+	// expired in it.
+	tryTTL = 2 * inFlightFor
+)
+
+// maxCounted bounds the rows a read takes of each kind: a scope holds
+// its limit's failures and the tries of the last minute; beyond this
+// many the answer is "refused" anyway.
 const maxCounted = 512
 
 // ErrThrottleUnavailable answers an attempt whose count could not be
-// written or read: it is refused rather than let through uncounted
+// written or read, or whose verdict could not be recorded: it is refused
+// rather than let through uncounted, and the verdict is not told
 // (docs/design.md#throttle).
 var ErrThrottleUnavailable = &domain.Error{Kind: domain.ErrUnavailable, Code: "unavailable",
 	Message: "The database could not answer in time; try again."}
@@ -89,98 +147,191 @@ type tier struct {
 	limit int
 }
 
-// counted is an attempt let through: its rows, removed by pass.
+// counted is an attempt let through, with the tiers it wrote its tries
+// under: spend or pass settles it.
 type counted struct {
 	a       *Service
+	store   AttemptStore
+	window  time.Duration
 	attempt Attempt
-	scopes  []string
+	tiers   []tier
 }
 
-// admit counts one attempt under every tier (limits of 0 left out), each
-// row living for window. It refuses with ErrTooManyAttempts when any tier
-// holds more than its limit, its own attempt included, and with
-// ErrThrottleUnavailable when the store cannot answer: a row whose write
-// failed may have landed and counts as a failure (nothing is undone on a
-// guess). A refused attempt removes its rows (it guessed nothing, and a
-// stranger's refused attempts must not prolong the lock of every
-// address).
+// admit counts one attempt under tiers (limits of 0 left out), in their
+// order, each failure living for window. Round trips: the first tier's
+// try written and every later tier read at once; the first tier read;
+// then for each later tier its try written, and read. Refused with
+// ErrTooManyAttempts when a tier holds its limit already (before this
+// attempt wrote anything under it) or more than its limit with this
+// attempt's try; its tries are then settled refused, the last tier's
+// first, and nothing is written under the tiers after the one that
+// refused. ErrThrottleUnavailable when the store cannot answer: a try
+// whose write failed may have landed, in flight, and stops counting
+// after inFlightFor.
 func (a *Service) admit(ctx context.Context, store AttemptStore, window time.Duration, tiers ...tier) (*counted, error) {
 	tiers = slices.DeleteFunc(tiers, func(t tier) bool { return t.limit <= 0 })
-	c := &counted{a: a, attempt: Attempt{ID: domain.NewAttempt(), At: a.now()}}
+	c := &counted{a: a, store: store, window: window, attempt: Attempt{ID: domain.NewAttempt(), At: a.now()}}
 	if store == nil || len(tiers) == 0 {
 		return c, nil
 	}
-	for _, t := range tiers {
-		c.scopes = append(c.scopes, t.scope)
-	}
+	// The first tier's try, and a look at the others: an attempt that
+	// finds one over its limit already writes nothing there.
 	errs := make([]error, len(tiers))
+	waits := make([]time.Duration, len(tiers))
 	domain.Parallel(len(tiers), func(i int) {
-		errs[i] = store.Add(ctx, tiers[i].scope, c.attempt, window)
+		if i == 0 {
+			errs[i] = store.Begin(ctx, tiers[i].scope, c.attempt, tryTTL)
+			return
+		}
+		waits[i], errs[i] = c.over(ctx, tiers[i])
 	})
 	if err := errors.Join(errs...); err != nil {
 		a.log.Warn(ctx, "counting an attempt failed; refused", "error", err.Error())
 		return nil, ErrThrottleUnavailable
 	}
-	waits := make([]time.Duration, len(tiers))
-	domain.Parallel(len(tiers), func(i int) {
-		var rows []Attempt
-		rows, errs[i] = store.List(ctx, tiers[i].scope, maxCounted)
-		waits[i] = a.overLimit(rows, c.attempt, tiers[i].limit, window)
-	})
-	if err := errors.Join(errs...); err != nil {
-		a.log.Warn(ctx, "counting attempts failed; refused", "error", err.Error())
-		return nil, ErrThrottleUnavailable
+	c.tiers = tiers[:1]
+	wait := slices.Max(waits)
+	for i, t := range tiers {
+		if wait > 0 {
+			break
+		}
+		if i > 0 {
+			if err := store.Begin(ctx, t.scope, c.attempt, tryTTL); err != nil {
+				a.log.Warn(ctx, "counting an attempt failed; refused", "error", err.Error())
+				return nil, ErrThrottleUnavailable
+			}
+			c.tiers = tiers[:i+1]
+		}
+		var err error
+		if wait, err = c.over(ctx, t); err != nil {
+			a.log.Warn(ctx, "counting attempts failed; refused", "error", err.Error())
+			return nil, ErrThrottleUnavailable
+		}
 	}
-	if wait := slices.Max(waits); wait > 0 {
-		c.remove(ctx, store)
+	if wait > 0 {
+		c.refuse(ctx)
 		return nil, tooManyAttempts(wait)
 	}
 	return c, nil
 }
 
-// overLimit returns 0 when rows (a scope's live attempts, oldest first,
-// mine among them unless a replica lost it) hold no more than limit
-// attempts, mine counted; otherwise how long until the others are few
-// enough for one more to pass (a whole window if the count was cut at
-// maxCounted).
-func (a *Service) overLimit(rows []Attempt, mine Attempt, limit int, window time.Duration) time.Duration {
-	now := a.now()
-	var others []Attempt
-	for _, r := range rows {
+// over reads t's scope and returns 0 when it holds no more than t.limit
+// attempts that count, this one included (its try, if written, or the
+// one it would write); otherwise how long until enough stop counting for
+// one more to pass.
+func (c *counted) over(ctx context.Context, t tier) (time.Duration, error) {
+	now := c.a.now()
+	tally, err := c.store.Read(ctx, t.scope, now.Add(-inFlightFor), now.Add(-c.window), maxCounted)
+	if err != nil {
+		return 0, err
+	}
+	return c.overLimit(tally, t.limit, now), nil
+}
+
+// overLimit returns 0 when tally holds no more than limit-1 attempts but
+// this one that count at now (a failure within the window, a try in
+// flight); otherwise how long until all but limit-1 of them stopped
+// counting (a whole window if a read was cut at maxCounted). An attempt
+// with a try and a failure counts once, until the later end.
+func (c *counted) overLimit(tally Tally, limit int, now time.Time) time.Duration {
+	ends := map[string]time.Time{}
+	count := func(a Attempt, end time.Time) {
 		// A replica's clock may keep a row a little past its TTL.
-		if r.ID != mine.ID && r.At.Add(window).After(now) {
-			others = append(others, r)
+		if a.ID != c.attempt.ID && end.After(now) && end.After(ends[a.ID]) {
+			ends[a.ID] = end
 		}
 	}
-	if len(others)+1 <= limit {
+	for _, f := range tally.Failures {
+		count(f, f.At.Add(c.window))
+	}
+	for _, t := range tally.Tries {
+		if t.Outcome == InFlight {
+			count(t.Attempt, t.At.Add(inFlightFor))
+		}
+	}
+	if len(ends)+1 <= limit {
 		return 0
 	}
-	slices.SortFunc(others, func(x, y Attempt) int { return x.At.Compare(y.At) })
-	if len(rows) >= maxCounted {
-		return window
+	if len(tally.Failures) >= maxCounted || len(tally.Tries) >= maxCounted {
+		return c.window
 	}
-	// The next attempt passes once all but limit-1 of the others expired.
-	return max(others[len(others)-limit].At.Add(window).Sub(now), time.Second)
+	sorted := slices.SortedFunc(maps.Values(ends), time.Time.Compare)
+	// The next attempt passes once all but limit-1 of the others ended.
+	return max(sorted[len(sorted)-limit].Sub(now), time.Second)
 }
 
-// pass removes a successful attempt's rows: a right password is no guess.
-// A removal that fails leaves them to count as failures until they
-// expire (safe, if unkind).
-func (c *counted) pass(ctx context.Context, store AttemptStore) {
-	if c != nil {
-		c.remove(ctx, store)
+// refuse settles the attempt's tries refused, the last tier's first,
+// stopping at the first that fails: a try under the address stops
+// counting only after the one under the login did, so one address never
+// holds more tries in flight at the login than under itself.
+func (c *counted) refuse(ctx context.Context) {
+	for i := len(c.tiers) - 1; i >= 0; i-- {
+		if err := c.store.Settle(ctx, c.tiers[i].scope, c.attempt, Refused, tryTTL); err != nil {
+			c.a.log.Warn(ctx, "settling a refused attempt failed; its tries count for a minute", "error", err.Error())
+			return
+		}
 	}
 }
 
-func (c *counted) remove(ctx context.Context, store AttemptStore) {
-	if store == nil || len(c.scopes) == 0 {
-		return
+// inTime answers ErrThrottleUnavailable once the attempt is older than
+// settleWithin: its tries may stop counting before its verdict is in, so
+// it must not be verified, or not told.
+func (c *counted) inTime() error {
+	if c != nil && len(c.tiers) > 0 && c.a.now().Sub(c.attempt.At) > settleWithin {
+		return ErrThrottleUnavailable
 	}
-	errs := make([]error, len(c.scopes))
-	domain.Parallel(len(c.scopes), func(i int) { errs[i] = store.Remove(ctx, c.scopes[i], c.attempt) })
+	return nil
+}
+
+// spend records the attempt as counting for the window (a wrong
+// password, a mail sent): a failure under each tier, the address's first,
+// so that a failure at the login always has one under the address. Nil
+// only when every failure was acknowledged in time; otherwise
+// ErrThrottleUnavailable, and the caller tells nothing of the verdict.
+func (c *counted) spend(ctx context.Context) error {
+	for _, t := range c.tiers {
+		if err := c.store.Fail(ctx, t.scope, c.attempt, c.window); err != nil {
+			c.a.log.Warn(ctx, "recording a failed attempt failed; answered 503", "error", err.Error())
+			return ErrThrottleUnavailable
+		}
+	}
+	return c.inTime()
+}
+
+// pass settles the attempt's tries passed (a right password is no
+// guess), all at once. Nil only when every one was acknowledged in time:
+// otherwise ErrThrottleUnavailable, as for a wrong password, so that a
+// 201 against a 503 never tells a right password from a wrong one when
+// the store fails.
+func (c *counted) pass(ctx context.Context) error {
+	errs := make([]error, len(c.tiers))
+	domain.Parallel(len(c.tiers), func(i int) {
+		errs[i] = c.store.Settle(ctx, c.tiers[i].scope, c.attempt, Passed, tryTTL)
+	})
 	if err := errors.Join(errs...); err != nil {
-		c.a.log.Warn(ctx, "removing an attempt's rows failed; they count until they expire", "error", err.Error())
+		c.a.log.Warn(ctx, "settling a right password failed; answered 503", "error", err.Error())
+		return ErrThrottleUnavailable
 	}
+	return c.inTime()
+}
+
+// verdict records a checked password's verdict and returns what the
+// caller answers: nil for a right one, ErrInvalidCredentials for a wrong
+// one, ErrThrottleUnavailable for either when it could not be recorded.
+func (c *counted) verdict(ctx context.Context, right bool) error {
+	if c == nil || len(c.tiers) == 0 {
+		if right {
+			return nil
+		}
+		return ErrInvalidCredentials
+	}
+	if right {
+		return c.pass(ctx)
+	}
+	if err := c.spend(ctx); err != nil {
+		return err
+	}
+	return ErrInvalidCredentials
 }
 
 // loginTiers are the tiers of a login as given: by its username or email
@@ -204,7 +355,9 @@ func (a *Service) loginTiers(login, ip string) []tier {
 	return a.guessTiers("login/"+name, ip)
 }
 
-// guessTiers are the two tiers of password guesses at name.
+// guessTiers are the two tiers of password guesses at name, the client
+// address's first: an attempt refused there writes nothing under the
+// login's.
 func (a *Service) guessTiers(name, ip string) []tier {
 	return []tier{
 		{scope: scopeKey(name + "@" + AddressKey(ip)), limit: a.throttle.PerAddress},
@@ -258,19 +411,26 @@ func clientOf(ctx context.Context) Client {
 // against u's throttle (the client address from ctx, WithClient): every
 // check of a current password goes through here, so a stolen session is
 // no free oracle for the password. Refused over the limit (429) before
-// any verification; a wrong password is ErrInvalidCredentials.
+// any verification; a wrong password is ErrInvalidCredentials; a right
+// one on an account a revert marked is ErrPasswordResetRequired (it
+// proves nothing until a reset).
 func (a *Service) checkCurrentPassword(ctx context.Context, u domain.User, given string) error {
 	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("account/"+u.ID, clientOf(ctx).IP)...)
 	if err != nil {
+		return err
+	}
+	if err := c.inTime(); err != nil {
 		return err
 	}
 	ok, _, err := a.hasher.Verify(ctx, given, u.PasswordHash)
 	if err != nil {
 		return fmt.Errorf("verify password of %s: %w", u.ID, err)
 	}
-	if !ok {
-		return ErrInvalidCredentials
+	if err := c.verdict(ctx, ok); err != nil {
+		return err
 	}
-	c.pass(ctx, a.throttle.Store)
+	if u.PasswordResetRequired {
+		return ErrPasswordResetRequired
+	}
 	return nil
 }

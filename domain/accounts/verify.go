@@ -74,7 +74,7 @@ func (a *Service) findPending(ctx context.Context, key string) (domain.User, err
 	if err != nil {
 		return domain.User{}, err
 	}
-	if !u.Visible() || u.PendingEmailKey != key {
+	if !u.Visible() || u.PendingEmailKey != key || !a.holdsAt(a.cfg.Now()).pending(u) {
 		return domain.User{}, domain.ErrNotFound
 	}
 	return u, nil
@@ -132,18 +132,18 @@ func (a *Service) mailVerification(ctx context.Context, u domain.User) {
 // done is carried out again (setting verified twice is setting it once);
 // a done one is refused as used.
 func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
-	t, err := a.takeToken(ctx, token, PurposeVerifyEmail, verificationApplies)
+	t, err := a.takeToken(ctx, token, PurposeVerifyEmail, a.verificationApplies)
 	if err != nil {
 		return err
 	}
 	var before domain.User
 	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
 		before = u
-		if err := verificationApplies(t, u, nil); err != nil {
+		if err := a.verificationApplies(t, u, nil); err != nil {
 			return u, false, err
 		}
 		if u.PendingEmailKey == t.EmailKey {
-			return completeEmailChange(u, a.now(), a.revertTTL()), true, nil
+			return completeEmailChange(u, a.holdsAt(a.now()), a.revertTTL()), true, nil
 		}
 		if !u.EmailVerifiedAt.IsZero() {
 			return u, false, nil
@@ -184,9 +184,14 @@ func (a *Service) takeToken(ctx context.Context, token string, purpose TokenPurp
 }
 
 // verificationApplies is tokenStillApplies for a verification token,
-// which also applies to the new address the account asks for.
-func verificationApplies(t Token, u domain.User, err error) error {
+// which also applies to the new address the account asks for while that
+// change has not expired (a change pending past its link's life reads as
+// none: its key may be another account's by now).
+func (a *Service) verificationApplies(t Token, u domain.User, err error) error {
 	if err == nil && u.Visible() && u.PendingEmailKey != "" && u.PendingEmailKey == t.EmailKey {
+		if !a.holdsAt(a.cfg.Now()).pending(u) {
+			return ErrTokenStale
+		}
 		return nil
 	}
 	return tokenStillApplies(t, u, err)
@@ -215,6 +220,29 @@ func tokenStillApplies(t Token, u domain.User, err error) error {
 // only one it ever had (docs/design.md#email-change).
 func (a *Service) RequestPasswordReset(ctx context.Context, email string) error {
 	return a.requestMail(ctx, email, PurposeResetPassword, func(domain.User) bool { return true })
+}
+
+// errRecoveredPassword refuses, as the reset a revert asked for, the
+// password the account had: whoever changed its email knew it.
+var errRecoveredPassword = domain.Invalid("The new password is not valid.", domain.FieldError{Field: "newPassword", Code: "recovered_password",
+	Message: "is the password a recovery of this account made unusable (whoever changed its email knew it); choose another"})
+
+// notTheRecoveredPassword refuses newPassword while u's password must be
+// reset (a revert marked it) if it is that very password: the reset
+// would give the thief back the account. One argon2 verification, paid
+// only on a marked account.
+func (a *Service) notTheRecoveredPassword(ctx context.Context, u domain.User, newPassword string) error {
+	if !u.PasswordResetRequired {
+		return nil
+	}
+	same, _, err := a.hasher.Verify(ctx, newPassword, u.PasswordHash)
+	switch {
+	case err != nil:
+		return err
+	case same:
+		return errRecoveredPassword
+	}
+	return nil
 }
 
 // ResetPassword sets a new password with a reset token and ends every
@@ -256,6 +284,9 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 		if fe := a.passwordRules("newPassword", newPassword, u.UsernameKey, u.EmailKey); fe != nil {
 			return domain.Invalid("The new password is not valid.", *fe)
 		}
+		if err := a.notTheRecoveredPassword(ctx, u, newPassword); err != nil {
+			return err
+		}
 		if err := a.breachedPassword(ctx, "newPassword", newPassword); err != nil {
 			return err
 		}
@@ -288,8 +319,10 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 			return u, false, ErrTokenStale // changed since the mail
 		}
 		// A new epoch: every session opened with an older password stops
-		// working with this compare-and-set, whatever revocation misses.
+		// working with this compare-and-set, whatever revocation misses;
+		// and the reset a revert asked for is done.
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = t.NewPassword, u.PasswordEpoch+1, ""
+		u.PasswordResetRequired = false
 		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {

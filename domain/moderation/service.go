@@ -144,6 +144,10 @@ func (m *Service) SetClock(now func() time.Time) { m.cfg.Now = now }
 var (
 	errAlreadySuspended = &domain.Error{Kind: domain.ErrConflict, Code: "already_suspended", Message: "The user is already suspended."}
 	errNotSuspended     = &domain.Error{Kind: domain.ErrNotFound, Code: "not_suspended", Message: "The user is not suspended."}
+	// errOtherAdmin answers a suspension of another admin: an admin ends
+	// no other admin's sessions, as they change no other admin's username,
+	// email or deletion (accounts.ErrOtherAdmin).
+	errOtherAdmin = &domain.Error{Kind: domain.ErrForbidden, Code: "forbidden", Message: "An admin cannot suspend another admin."}
 )
 
 // SuspendInput is a suspension request.

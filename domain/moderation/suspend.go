@@ -8,12 +8,15 @@ import (
 	"shelf/domain"
 )
 
-// Suspend suspends an account (admins only, not themselves). The account
-// row changes first, by compare-and-set on its version: that is the guard
-// of S1 and the point where the suspension takes effect. Then the list's
-// records are written, then every session is revoked (S3). A suspension
-// that was interrupted after the compare-and-set is finished by the next
-// Suspend of the same user (which answers 409) or by Repair.
+// Suspend suspends an account (admins only, not themselves, never another
+// admin: errOtherAdmin, decided on the account as read at SERIAL, so a
+// role granted meanwhile moves the version and the suspension decides
+// again). The account row changes first, by compare-and-set on its
+// version: that is the guard of S1 and the point where the suspension
+// takes effect. Then the list's records are written, then every session
+// is revoked (S3). A suspension that was interrupted after the
+// compare-and-set is finished by the next Suspend of the same user (which
+// answers 409) or by Repair.
 func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string, in SuspendInput) (domain.Suspension, error) {
 	admin, err := m.admins.RequireAdmin(ctx, p)
 	if err != nil {
@@ -31,6 +34,9 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	var audited []domain.AuditEntry
 	next, err := m.changeAccount(ctx, userID, func(u domain.User) (domain.User, error) {
 		audited = nil
+		if u.IsAdmin() {
+			return u, errOtherAdmin
+		}
 		if u.Status == domain.StatusSuspended && u.Suspension != nil {
 			// Finish whatever an interrupted Suspend left undone.
 			if err := m.finishSuspension(ctx, *u.Suspension, u.Version); err != nil {

@@ -9,10 +9,11 @@ import (
 	"shelf/domain/accounts"
 )
 
-// Attempts keeps throttled attempts as repository.Attempts does: a row per
-// attempt and scope, gone once its TTL has passed on the store's clock; a
-// removal shadows the row's write even when that write lands later (the
-// repository's delete is at the write's timestamp + 1).
+// Attempts keeps throttled attempts as repository.Attempts does: per
+// scope, a try per attempt (its row and its outcome, cells that live by
+// TTLs of their own, as an insert and an update of one Cassandra row do)
+// and a failure per attempt, each gone once its TTL has passed on the
+// store's clock. Nothing is ever deleted.
 type Attempts struct{ s *Store }
 
 var _ accounts.AttemptStore = (*Attempts)(nil)
@@ -20,74 +21,145 @@ var _ accounts.AttemptStore = (*Attempts)(nil)
 // Attempts is the store as the accounts' attempt store.
 func (s *Store) Attempts() *Attempts { return &Attempts{s} }
 
-// attemptRow is one attempt's row: until when it lives, or that it was
-// removed.
-type attemptRow struct {
-	a       accounts.Attempt
-	expires time.Time
-	removed bool
+// tryRow is one attempt's try: until when its row lives (Begin) and its
+// outcome with until when that lives (Settle). The row reads while either
+// lives.
+type tryRow struct {
+	a              accounts.Attempt
+	rowUntil       time.Time
+	outcome        accounts.Outcome
+	outcomeUntil   time.Time
+	outcomeWritten bool
 }
 
-// attemptTables are the rows by scope, then attempt id.
-type attemptTables map[string]map[string]attemptRow
+// failureRow is one attempt's failure.
+type failureRow struct {
+	a     accounts.Attempt
+	until time.Time
+}
 
-// attemptRows is scope's rows, made on first use. The caller holds s.mu.
-func (s *Store) attemptRows(scope string) map[string]attemptRow {
+// attemptScope is one scope's rows, by attempt id, and how many writes
+// it has had (AttemptWrites).
+type attemptScope struct {
+	tries    map[string]tryRow
+	failures map[string]failureRow
+	writes   int
+}
+
+// attemptTables are the scopes.
+type attemptTables map[string]*attemptScope
+
+// attemptScope is scope's rows, made on first use. The caller holds s.mu.
+func (s *Store) attemptScope(scope string) *attemptScope {
 	if s.attempts == nil {
 		s.attempts = attemptTables{}
 	}
-	rows := s.attempts[scope]
-	if rows == nil {
-		rows = map[string]attemptRow{}
-		s.attempts[scope] = rows
+	sc := s.attempts[scope]
+	if sc == nil {
+		sc = &attemptScope{tries: map[string]tryRow{}, failures: map[string]failureRow{}}
+		s.attempts[scope] = sc
 	}
-	return rows
+	return sc
 }
 
-// Add writes one attempt's row under scope, living for ttl from now; a
-// row removed already stays removed.
-func (t *Attempts) Add(_ context.Context, scope string, a accounts.Attempt, ttl time.Duration) error {
-	_, err := t.s.call("attempts.add", true, func() (bool, error) {
-		rows := t.s.attemptRows(scope)
-		if rows[a.ID].removed {
-			return true, nil
-		}
-		rows[a.ID] = attemptRow{a: a, expires: t.s.now.Add(max(ttl.Truncate(time.Second), time.Second))}
+// ttlUntil is when a cell written now with ttl expires: Cassandra keeps
+// whole seconds, at least one.
+func (s *Store) ttlUntil(ttl time.Duration) time.Time {
+	return s.now.Add(max(ttl.Truncate(time.Second), time.Second))
+}
+
+// Begin writes a's try under scope, living for ttl; its outcome, if
+// settled already, stays.
+func (t *Attempts) Begin(_ context.Context, scope string, a accounts.Attempt, ttl time.Duration) error {
+	_, err := t.s.call("attempts.begin", true, func() (bool, error) {
+		sc := t.s.attemptScope(scope)
+		sc.writes++
+		r := sc.tries[a.ID]
+		r.a, r.rowUntil = a, t.s.ttlUntil(ttl)
+		sc.tries[a.ID] = r
 		return true, nil
 	})
 	return err
 }
 
-// List reads up to max of the scope's live attempts, oldest first.
-func (t *Attempts) List(_ context.Context, scope string, max int) ([]accounts.Attempt, error) {
-	var out []accounts.Attempt
-	_, err := t.s.call("attempts.list", false, func() (bool, error) {
-		for _, r := range t.s.attempts[scope] {
-			if !r.removed && t.s.now.Before(r.expires) {
-				out = append(out, r.a)
+// Settle writes a's try's outcome under scope, living for ttl.
+func (t *Attempts) Settle(_ context.Context, scope string, a accounts.Attempt, o accounts.Outcome, ttl time.Duration) error {
+	_, err := t.s.call("attempts.settle", true, func() (bool, error) {
+		sc := t.s.attemptScope(scope)
+		sc.writes++
+		r := sc.tries[a.ID]
+		r.a, r.outcome, r.outcomeUntil, r.outcomeWritten = a, o, t.s.ttlUntil(ttl), true
+		sc.tries[a.ID] = r
+		return true, nil
+	})
+	return err
+}
+
+// Fail writes a's failure under scope, living for ttl.
+func (t *Attempts) Fail(_ context.Context, scope string, a accounts.Attempt, ttl time.Duration) error {
+	_, err := t.s.call("attempts.fail", true, func() (bool, error) {
+		sc := t.s.attemptScope(scope)
+		sc.writes++
+		sc.failures[a.ID] = failureRow{a: a, until: t.s.ttlUntil(ttl)}
+		return true, nil
+	})
+	return err
+}
+
+// Read reads up to max of scope's live tries begun after triesSince and
+// of its live failures after failuresSince, each oldest first.
+func (t *Attempts) Read(_ context.Context, scope string, triesSince, failuresSince time.Time, max int) (accounts.Tally, error) {
+	var out accounts.Tally
+	_, err := t.s.call("attempts.read", false, func() (bool, error) {
+		sc := t.s.attempts[scope]
+		if sc == nil {
+			return true, nil
+		}
+		now := t.s.now
+		for _, r := range sc.tries {
+			outcomeLive := r.outcomeWritten && now.Before(r.outcomeUntil)
+			if !r.a.At.After(triesSince) || (!now.Before(r.rowUntil) && !outcomeLive) {
+				continue
+			}
+			try := accounts.Try{Attempt: r.a}
+			if outcomeLive {
+				try.Outcome = r.outcome
+			}
+			out.Tries = append(out.Tries, try)
+		}
+		for _, r := range sc.failures {
+			if r.a.At.After(failuresSince) && now.Before(r.until) {
+				out.Failures = append(out.Failures, r.a)
 			}
 		}
-		slices.SortFunc(out, func(x, y accounts.Attempt) int {
-			if c := x.At.Compare(y.At); c != 0 {
-				return c
-			}
-			return strings.Compare(x.ID, y.ID)
-		})
-		out = out[:min(len(out), max)]
+		slices.SortFunc(out.Tries, func(x, y accounts.Try) int { return byStart(x.Attempt, y.Attempt) })
+		slices.SortFunc(out.Failures, byStart)
+		out.Tries = out.Tries[:min(len(out.Tries), max)]
+		out.Failures = out.Failures[:min(len(out.Failures), max)]
 		return true, nil
 	})
 	if err != nil {
-		return nil, err
+		return accounts.Tally{}, err
 	}
 	return out, nil
 }
 
-// Remove deletes one attempt's row, for good.
-func (t *Attempts) Remove(_ context.Context, scope string, a accounts.Attempt) error {
-	_, err := t.s.call("attempts.remove", true, func() (bool, error) {
-		rows := t.s.attemptRows(scope)
-		rows[a.ID] = attemptRow{a: a, removed: true}
-		return true, nil
-	})
-	return err
+// byStart orders attempts as the tables cluster them: by start, then id.
+func byStart(x, y accounts.Attempt) int {
+	if c := x.At.Compare(y.At); c != 0 {
+		return c
+	}
+	return strings.Compare(x.ID, y.ID)
+}
+
+// AttemptWrites counts the writes each scope has had (tests: which
+// partitions an attempt wrote to).
+func (s *Store) AttemptWrites() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for scope, sc := range s.attempts {
+		out[scope] = sc.writes
+	}
+	return out
 }

@@ -40,6 +40,10 @@ func TestContractGroups(t *testing.T) {
 	storecontract.Groups(t, onFake(func(s *memstore.Store) groups.Store { return s.Groups() }))
 }
 
+func TestContractAttempts(t *testing.T) {
+	storecontract.Attempts(t, onFake(func(s *memstore.Store) accounts.AttemptStore { return s.Attempts() }))
+}
+
 func TestContractTokens(t *testing.T) {
 	storecontract.Tokens(t, onFake(func(s *memstore.Store) accounts.TokenStore { return s.Tokens() }))
 }

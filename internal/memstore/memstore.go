@@ -4,7 +4,7 @@
 //	memstore.go       claims and accounts (compare-and-set rows, pending leases)
 //	sessions.go       sessions and their by-user index, cell by cell
 //	tokens.go         mailed tokens, compare-and-set rows with an expiry
-//	attempts.go       throttled attempts, a row per attempt and scope
+//	attempts.go       throttled attempts: tries and failures per scope, never deleted
 //	account_audit.go  the accounts' audit log
 //	suspensions.go    suspensions (list, lookup, expiry) and moderation history
 //	audit.go          the moderation repair's audit: each table's scan

@@ -27,6 +27,9 @@ const (
 	AuditActionEmailChanged       AuditAction = "email_changed"
 	AuditActionRoleGranted        AuditAction = "role_granted"
 	AuditActionRoleRevoked        AuditAction = "role_revoked"
+	AuditActionSessionRevoked     AuditAction = "session_revoked"
+	AuditActionSessionsListed     AuditAction = "sessions_listed"
+	AuditActionSessionsRevoked    AuditAction = "sessions_revoked"
 	AuditActionSuspended          AuditAction = "suspended"
 	AuditActionUnsuspended        AuditAction = "unsuspended"
 	AuditActionUsernameChanged    AuditAction = "username_changed"
@@ -44,6 +47,12 @@ func (e AuditAction) Valid() bool {
 	case AuditActionRoleGranted:
 		return true
 	case AuditActionRoleRevoked:
+		return true
+	case AuditActionSessionRevoked:
+		return true
+	case AuditActionSessionsListed:
+		return true
+	case AuditActionSessionsRevoked:
 		return true
 	case AuditActionSuspended:
 		return true
@@ -241,7 +250,9 @@ func (e Visibility) Valid() bool {
 // `display_name_changed` (by an admin, of another's account; `old`
 // and `new` say from what to what), `suspended` and `unsuspended`
 // (`reason`, and `until` when the suspension ends by itself),
-// `deleted` (the account deleted by an admin).
+// `deleted` (the account deleted by an admin), `sessions_listed`,
+// `session_revoked` and `sessions_revoked` (by an admin, of
+// another's account: its sessions listed, one ended, all ended).
 type AuditAction string
 
 // AuditEntry One admin action on an account.
@@ -251,7 +262,9 @@ type AuditEntry struct {
 	// `display_name_changed` (by an admin, of another's account; `old`
 	// and `new` say from what to what), `suspended` and `unsuspended`
 	// (`reason`, and `until` when the suspension ends by itself),
-	// `deleted` (the account deleted by an admin).
+	// `deleted` (the account deleted by an admin), `sessions_listed`,
+	// `session_revoked` and `sessions_revoked` (by an admin, of
+	// another's account: its sessions listed, one ended, all ended).
 	Action AuditAction `json:"action"`
 
 	// Actor The id of the admin who acted; absent for the command line.
@@ -264,7 +277,10 @@ type AuditEntry struct {
 	ClientIp *string `json:"clientIp,omitempty"`
 
 	// Id The entry's name among the account's: the account version the
-	// change wrote and the action (`12.email_changed`).
+	// change wrote and the action (`12.email_changed`); for an
+	// action on sessions, which writes no version, the version it
+	// read, the action and its time in milliseconds
+	// (`12.sessions_listed.1764547200123`).
 	//
 	//
 	// Examples: 12.email_changed
@@ -479,7 +495,7 @@ type Login struct {
 
 // LoginRefusedProblem A login refused after its password matched: `suspended` carries
 // `suspendedAt` (and `until` when the suspension ends by itself);
-// `email_not_verified` carries neither.
+// `email_not_verified` and `password_reset_required` carry neither.
 type LoginRefusedProblem struct {
 	// Code A stable snake_case reason for programs.
 	Code string `json:"code"`
@@ -1402,8 +1418,12 @@ type ClientInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -1435,8 +1455,12 @@ type ClientInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -1827,7 +1851,9 @@ type ClientInterface interface {
 	// ConfirmPasswordResetWithBody Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -1852,7 +1878,9 @@ type ClientInterface interface {
 	// ConfirmPasswordReset Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -1892,12 +1920,15 @@ type ClientInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1922,12 +1953,15 @@ type ClientInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2144,7 +2178,16 @@ type ClientInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -2191,7 +2234,16 @@ type ClientInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -2222,7 +2274,8 @@ type ClientInterface interface {
 	// admin took on the account: the admin role granted or revoked (by
 	// `api admin grant|revoke`, `via: cli`, no `actor`), the username,
 	// email or display name changed by another account's admin, a
-	// suspension or unsuspension, a deletion by an admin. Who
+	// suspension or unsuspension, a deletion by an admin, and another
+	// account's sessions listed, one ended or all ended by an admin. Who
 	// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
 	// where (`clientIp` as the server worked it out behind its trusted
 	// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
@@ -2235,7 +2288,10 @@ type ClientInterface interface {
 	// write was lost is written by the next admin action on the account
 	// or by this read. No change that did not take effect is listed, and
 	// a retry or a write landing late rewrites the same entry: none is
-	// listed twice.
+	// listed twice. An action on sessions changes no account row: its
+	// entry is written before it (no entry, no action: a failed write
+	// answers the admin 503), so it may also name an attempt that was
+	// then refused, and each attempt, a retry too, has its own entry.
 	//
 	// Cost: one account read, the entries the row still carries written
 	// again (at most three), and one slice of the user's audit.
@@ -2503,8 +2559,10 @@ type ClientInterface interface {
 
 	// SuspendUserWithBody Suspend a user
 	//
-	// Admins only, and not themselves. The account changes first (a
-	// compare-and-set on its version, the guard against suspending twice),
+	// Admins only, not themselves, and never another admin (403, as
+	// every admin's change of another admin's account but a display
+	// name). The account changes first (a compare-and-set on its
+	// version, the guard against suspending twice),
 	// then its row in the suspended list, the reverse lookup and its
 	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
@@ -2521,8 +2579,10 @@ type ClientInterface interface {
 
 	// SuspendUser Suspend a user
 	//
-	// Admins only, and not themselves. The account changes first (a
-	// compare-and-set on its version, the guard against suspending twice),
+	// Admins only, not themselves, and never another admin (403, as
+	// every admin's change of another admin's account but a display
+	// name). The account changes first (a compare-and-set on its
+	// version, the guard against suspending twice),
 	// then its row in the suspended list, the reverse lookup and its
 	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
@@ -2893,8 +2953,12 @@ func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId Pri
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -2937,8 +3001,12 @@ func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType stri
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -3510,7 +3578,9 @@ func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordR
 // ConfirmPasswordResetWithBody Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -3545,7 +3615,9 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 // ConfirmPasswordReset Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -3595,12 +3667,15 @@ func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordR
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3635,12 +3710,15 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3957,7 +4035,16 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -4014,7 +4101,16 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -4055,7 +4151,8 @@ func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONR
 // admin took on the account: the admin role granted or revoked (by
 // `api admin grant|revoke`, `via: cli`, no `actor`), the username,
 // email or display name changed by another account's admin, a
-// suspension or unsuspension, a deletion by an admin. Who
+// suspension or unsuspension, a deletion by an admin, and another
+// account's sessions listed, one ended or all ended by an admin. Who
 // (`actor`), what (`action`, `old` and `new`), when (`at`) and from
 // where (`clientIp` as the server worked it out behind its trusted
 // proxies, `userAgent` cut to 256 bytes). Never a password, a hash
@@ -4068,7 +4165,10 @@ func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONR
 // write was lost is written by the next admin action on the account
 // or by this read. No change that did not take effect is listed, and
 // a retry or a write landing late rewrites the same entry: none is
-// listed twice.
+// listed twice. An action on sessions changes no account row: its
+// entry is written before it (no entry, no action: a failed write
+// answers the admin 503), so it may also name an attempt that was
+// then refused, and each attempt, a retry too, has its own entry.
 //
 // Cost: one account read, the entries the row still carries written
 // again (at most three), and one slice of the user's audit.
@@ -4466,8 +4566,10 @@ func (c *Client) GetSuspension(ctx context.Context, id UserId, reqEditors ...Req
 
 // SuspendUserWithBody Suspend a user
 //
-// Admins only, and not themselves. The account changes first (a
-// compare-and-set on its version, the guard against suspending twice),
+// Admins only, not themselves, and never another admin (403, as
+// every admin's change of another admin's account but a display
+// name). The account changes first (a compare-and-set on its
+// version, the guard against suspending twice),
 // then its row in the suspended list, the reverse lookup and its
 // moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
@@ -4494,8 +4596,10 @@ func (c *Client) SuspendUserWithBody(ctx context.Context, id UserId, contentType
 
 // SuspendUser Suspend a user
 //
-// Admins only, and not themselves. The account changes first (a
-// compare-and-set on its version, the guard against suspending twice),
+// Admins only, not themselves, and never another admin (403, as
+// every admin's change of another admin's account but a display
+// name). The account changes first (a compare-and-set on its
+// version, the guard against suspending twice),
 // then its row in the suspended list, the reverse lookup and its
 // moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
@@ -7030,8 +7134,12 @@ type ClientWithResponsesInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -7063,8 +7171,12 @@ type ClientWithResponsesInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - mails a password reset link to the address: whoever changed the
-	//   email knew the password, so choose a new one.
+	// - makes the password open nothing until it is reset: a login
+	//   whose password matches answers 403 `password_reset_required`
+	//   (whoever changed the email knew the password);
+	// - mails a password reset link to the address, counted against
+	//   its hourly mail limit but sent whatever the count, so that
+	//   nobody who spent the address's mails can hold it back.
 	// The token works once: a second use is 400 `invalid_token`
 	// (`token`/`used`). A retry after a 503 finishes what the first
 	// attempt began.
@@ -7469,7 +7581,9 @@ type ClientWithResponsesInterface interface {
 	// ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -7494,7 +7608,9 @@ type ClientWithResponsesInterface interface {
 	// ConfirmPasswordResetWithResponse Set a new password with a mailed token
 	//
 	// Sets the new password and ends every session of the account (log
-	// in again with the new password). The token works once: a second
+	// in again with the new password); after a recovery
+	// (`POST /v1/email-changes/revert`) it is what lets the account log
+	// in again. The token works once: a second
 	// use is 400 `invalid_token` (`token`/`used`), and a token never
 	// sets two passwords. A retry after a 503 with the same new
 	// password finishes what the first attempt began; with another
@@ -7534,12 +7650,15 @@ type ClientWithResponsesInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7564,12 +7683,15 @@ type ClientWithResponsesInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The attempt's row written and its
-	// login's rows read (two tiers at once), one claim read, one account
-	// read, the session writes, one more account read (a suspension
-	// landing meanwhile revokes the new session), and always one argon2id
-	// verification (deliberately slow), so an unknown login takes as long
-	// as a wrong password.
+	// login that names no account. The client address's tier is counted
+	// first (its row written, then read), the login's after it, so a
+	// refused attempt writes nothing under the login; then one claim
+	// read, one account read, the verdict recorded (a wrong password
+	// counted, a right one cleared; when that cannot be recorded, 503
+	// for either), the session writes, one more account read (a
+	// suspension landing meanwhile revokes the new session), and always
+	// one argon2id verification (deliberately slow), so an unknown login
+	// takes as long as a wrong password.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7800,7 +7922,16 @@ type ClientWithResponsesInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -7847,7 +7978,16 @@ type ClientWithResponsesInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer.
+	// link after the answer. The notice counts against the current
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address it goes whatever the count; to one that is not verified
+	// it is held back past the limit, and the change is refused (429
+	// `too_many_mails` with `Retry-After`, nothing written). A change
+	// that replaces one the same session asked for, while that one is
+	// pending, mails no new notice: the first notice's link still
+	// works. A change pending expires with its verification link
+	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+	// shows no more and its address is free.
 	// When the user asks, every other session of the user ends (the
 	// caller's stays), as a password change does. Sending the current
 	// address again cancels a change pending; sending another replaces
@@ -7878,7 +8018,8 @@ type ClientWithResponsesInterface interface {
 	// admin took on the account: the admin role granted or revoked (by
 	// `api admin grant|revoke`, `via: cli`, no `actor`), the username,
 	// email or display name changed by another account's admin, a
-	// suspension or unsuspension, a deletion by an admin. Who
+	// suspension or unsuspension, a deletion by an admin, and another
+	// account's sessions listed, one ended or all ended by an admin. Who
 	// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
 	// where (`clientIp` as the server worked it out behind its trusted
 	// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
@@ -7891,7 +8032,10 @@ type ClientWithResponsesInterface interface {
 	// write was lost is written by the next admin action on the account
 	// or by this read. No change that did not take effect is listed, and
 	// a retry or a write landing late rewrites the same entry: none is
-	// listed twice.
+	// listed twice. An action on sessions changes no account row: its
+	// entry is written before it (no entry, no action: a failed write
+	// answers the admin 503), so it may also name an attempt that was
+	// then refused, and each attempt, a retry too, has its own entry.
 	//
 	// Cost: one account read, the entries the row still carries written
 	// again (at most three), and one slice of the user's audit.
@@ -8177,8 +8321,10 @@ type ClientWithResponsesInterface interface {
 
 	// SuspendUserWithBodyWithResponse Suspend a user
 	//
-	// Admins only, and not themselves. The account changes first (a
-	// compare-and-set on its version, the guard against suspending twice),
+	// Admins only, not themselves, and never another admin (403, as
+	// every admin's change of another admin's account but a display
+	// name). The account changes first (a compare-and-set on its
+	// version, the guard against suspending twice),
 	// then its row in the suspended list, the reverse lookup and its
 	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
@@ -8195,8 +8341,10 @@ type ClientWithResponsesInterface interface {
 
 	// SuspendUserWithResponse Suspend a user
 	//
-	// Admins only, and not themselves. The account changes first (a
-	// compare-and-set on its version, the guard against suspending twice),
+	// Admins only, not themselves, and never another admin (403, as
+	// every admin's change of another admin's account but a display
+	// name). The account changes first (a compare-and-set on its
+	// version, the guard against suspending twice),
 	// then its row in the suspended list, the reverse lookup and its
 	// moderation history entry are written, then every session of the user is revoked: their next
 	// request gets 401, and login answers 403 `suspended` once the password
@@ -14885,8 +15033,12 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -14925,8 +15077,12 @@ func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - mails a password reset link to the address: whoever changed the
-//     email knew the password, so choose a new one.
+//   - makes the password open nothing until it is reset: a login
+//     whose password matches answers 403 `password_reset_required`
+//     (whoever changed the email knew the password);
+//   - mails a password reset link to the address, counted against
+//     its hourly mail limit but sent whatever the count, so that
+//     nobody who spent the address's mails can hold it back.
 //
 // The token works once: a second use is 400 `invalid_token`
 // (`token`/`used`). A retry after a 503 finishes what the first
@@ -15440,7 +15596,9 @@ func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Conte
 // ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -15471,7 +15629,9 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx conte
 // ConfirmPasswordResetWithResponse Set a new password with a mailed token
 //
 // Sets the new password and ends every session of the account (log
-// in again with the new password). The token works once: a second
+// in again with the new password); after a recovery
+// (`POST /v1/email-changes/revert`) it is what lets the account log
+// in again. The token works once: a second
 // use is 400 `invalid_token` (`token`/`used`), and a token never
 // sets two passwords. A retry after a 503 with the same new
 // password finishes what the first attempt began; with another
@@ -15517,12 +15677,15 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Conte
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15553,12 +15716,15 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The attempt's row written and its
-// login's rows read (two tiers at once), one claim read, one account
-// read, the session writes, one more account read (a suspension
-// landing meanwhile revokes the new session), and always one argon2id
-// verification (deliberately slow), so an unknown login takes as long
-// as a wrong password.
+// login that names no account. The client address's tier is counted
+// first (its row written, then read), the login's after it, so a
+// refused attempt writes nothing under the login; then one claim
+// read, one account read, the verdict recorded (a wrong password
+// counted, a right one cleared; when that cannot be recorded, 503
+// for either), the session writes, one more account read (a
+// suspension landing meanwhile revokes the new session), and always
+// one argon2id verification (deliberately slow), so an unknown login
+// takes as long as a wrong password.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15849,7 +16015,16 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -15902,7 +16077,16 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer.
+// link after the answer. The notice counts against the current
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address it goes whatever the count; to one that is not verified
+// it is held back past the limit, and the change is refused (429
+// `too_many_mails` with `Retry-After`, nothing written). A change
+// that replaces one the same session asked for, while that one is
+// pending, mails no new notice: the first notice's link still
+// works. A change pending expires with its verification link
+// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
+// shows no more and its address is free.
 // When the user asks, every other session of the user ends (the
 // caller's stays), as a password change does. Sending the current
 // address again cancels a change pending; sending another replaces
@@ -15939,7 +16123,8 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id Use
 // admin took on the account: the admin role granted or revoked (by
 // `api admin grant|revoke`, `via: cli`, no `actor`), the username,
 // email or display name changed by another account's admin, a
-// suspension or unsuspension, a deletion by an admin. Who
+// suspension or unsuspension, a deletion by an admin, and another
+// account's sessions listed, one ended or all ended by an admin. Who
 // (`actor`), what (`action`, `old` and `new`), when (`at`) and from
 // where (`clientIp` as the server worked it out behind its trusted
 // proxies, `userAgent` cut to 256 bytes). Never a password, a hash
@@ -15952,7 +16137,10 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id Use
 // write was lost is written by the next admin action on the account
 // or by this read. No change that did not take effect is listed, and
 // a retry or a write landing late rewrites the same entry: none is
-// listed twice.
+// listed twice. An action on sessions changes no account row: its
+// entry is written before it (no entry, no action: a failed write
+// answers the admin 503), so it may also name an attempt that was
+// then refused, and each attempt, a retry too, has its own entry.
 //
 // Cost: one account read, the entries the row still carries written
 // again (at most three), and one slice of the user's audit.
@@ -16316,8 +16504,10 @@ func (c *ClientWithResponses) GetSuspensionWithResponse(ctx context.Context, id 
 
 // SuspendUserWithBodyWithResponse Suspend a user
 //
-// Admins only, and not themselves. The account changes first (a
-// compare-and-set on its version, the guard against suspending twice),
+// Admins only, not themselves, and never another admin (403, as
+// every admin's change of another admin's account but a display
+// name). The account changes first (a compare-and-set on its
+// version, the guard against suspending twice),
 // then its row in the suspended list, the reverse lookup and its
 // moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password
@@ -16340,8 +16530,10 @@ func (c *ClientWithResponses) SuspendUserWithBodyWithResponse(ctx context.Contex
 
 // SuspendUserWithResponse Suspend a user
 //
-// Admins only, and not themselves. The account changes first (a
-// compare-and-set on its version, the guard against suspending twice),
+// Admins only, not themselves, and never another admin (403, as
+// every admin's change of another admin's account but a display
+// name). The account changes first (a compare-and-set on its
+// version, the guard against suspending twice),
 // then its row in the suspended list, the reverse lookup and its
 // moderation history entry are written, then every session of the user is revoked: their next
 // request gets 401, and login answers 403 `suspended` once the password

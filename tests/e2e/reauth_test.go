@@ -69,6 +69,52 @@ func verifiedUser(t *testing.T, api *testkit.API, mp *testkit.Mailpit, n string)
 	return u, api.As(mustLogin(t, api, n).Token)
 }
 
+// recoveredPassword is the password the owner chooses with the reset
+// link a revert mails.
+const recoveredPassword = "a recovered passphrase"
+
+// refusedUntilReset checks that after a revert the password (right) opens
+// nothing, 403 password_reset_required, and a wrong one gets the 401 any
+// wrong password gets: a guesser learns nothing of the account.
+func refusedUntilReset(t *testing.T, api *testkit.API, loginName, what string) {
+	t.Helper()
+	if r := login(api, loginName, testPassword); r.StatusCode != http.StatusForbidden || r.Problem(t).Code != "password_reset_required" {
+		t.Fatalf("%s: login with the password: %d %s, want 403 password_reset_required", what, r.StatusCode, r.Body)
+	}
+	if r := login(api, loginName, "a wrong guess"); r.StatusCode != http.StatusUnauthorized || r.Problem(t).Code != "invalid_credentials" {
+		t.Fatalf("%s: login with a wrong password: %d %s, want 401 invalid_credentials", what, r.StatusCode, r.Body)
+	}
+}
+
+// resetAfterRevert follows the reset link the revert mailed to address
+// (the newest mail of the n it has had by then), sets
+// recoveredPassword, and logs in with it as loginName.
+func resetAfterRevert(t *testing.T, api *testkit.API, mp *testkit.Mailpit, address string, n int, loginName string) *testkit.API {
+	t.Helper()
+	mail := mp.WaitFor(t, address, n)[0]
+	if mail.Subject != "Reset your shelf password" {
+		t.Fatalf("after the revert %s gets %q, not a reset link", address, mail.Subject)
+	}
+	token := testkit.TokenIn(t, mail.Text, "reset")
+	r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": token, "newPassword": testPassword})
+	if p := r.Problem(t); r.StatusCode != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Code != "recovered_password" {
+		t.Fatalf("a reset to the password the recovery made unusable: %d %s", r.StatusCode, r.Body)
+	}
+	if r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": token, "newPassword": recoveredPassword}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the revert's reset link: %d %s", r.StatusCode, r.Body)
+	}
+	r = login(api, loginName, recoveredPassword)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("login with the new password: %d %s", r.StatusCode, r.Body)
+	}
+	var s sessionBody
+	r.JSON(t, &s)
+	if r := login(api, loginName, testPassword); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("login with the old password after the reset: %d %s", r.StatusCode, r.Body)
+	}
+	return api.As(s.Token)
+}
+
 // TestStolenTokenCannotTakeTheAccount is the takeover story U9 stops, end
 // to end, against a real SMTP server: with a stolen token alone the
 // email cannot change; with the password too, it only asks for the new
@@ -146,16 +192,15 @@ func TestStolenTokenCannotTakeTheAccount(t *testing.T) {
 		t.Fatalf("the thief's session after the revert: %d", r.StatusCode)
 	}
 	refusedToken(t, api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": revert}), "used", "the revert link again")
-	back := api.As(mustLogin(t, api, owned).Token)
-	if got := account(t, back); got.Email != owned || got.PendingEmail != "" || !*got.EmailVerified {
-		t.Fatalf("after the revert: %+v", got)
-	}
+	// The password the thief knows opens nothing until the owner's reset.
+	refusedUntilReset(t, api, owned, "after the revert")
+	refusedUntilReset(t, api, n, "after the revert, by username")
 	if r := login(api, thief, testPassword); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("login with the thief's address after the revert: %d %s", r.StatusCode, r.Body)
 	}
-	reset := mp.WaitFor(t, owned, 3)[0]
-	if reset.Subject != "Reset your shelf password" {
-		t.Fatalf("after the revert the owner gets %q, not a reset link", reset.Subject)
+	back := resetAfterRevert(t, api, mp, owned, 3, owned)
+	if got := account(t, back); got.Email != owned || got.PendingEmail != "" || !*got.EmailVerified {
+		t.Fatalf("after the revert: %+v", got)
 	}
 	// The thief's address is free again.
 	mustSignup(t, api, name("later"), thief)
@@ -181,7 +226,8 @@ func TestRevertCancelsAPendingChange(t *testing.T) {
 		t.Fatalf("the requesting session after the revert: %d", r.StatusCode)
 	}
 	refusedToken(t, api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": confirm}), "stale", "the cancelled change's confirmation")
-	again := api.As(mustLogin(t, api, n).Token)
+	refusedUntilReset(t, api, n, "after the revert")
+	again := resetAfterRevert(t, api, mp, n+"@example.org", 3, n)
 	if got := account(t, again); got.Email != n+"@example.org" || got.PendingEmail != "" || !*got.EmailVerified {
 		t.Fatalf("after the revert: %+v", got)
 	}
@@ -375,6 +421,7 @@ func TestEmailChangeUnderFaults(t *testing.T) {
 
 	// The revert, answer lost: 503, every session ended anyway; its retry
 	// finishes.
+	sent := len(mp.Messages(t, owned))
 	faults(a).Set(anotherWriteFirst(t, a, "users.update", u.ID))
 	r = api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": revert})
 	faults(a).Set(nil)
@@ -387,7 +434,8 @@ func TestEmailChangeUnderFaults(t *testing.T) {
 	if r := api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": revert}); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("the revert's retry: %d %s", r.StatusCode, r.Body)
 	}
-	back := api.As(mustLogin(t, api, owned).Token)
+	refusedUntilReset(t, api, owned, "after the revert")
+	back := resetAfterRevert(t, api, mp, owned, sent+1, owned)
 	if got := account(t, back); got.Email != owned || got.PendingEmail != "" || !*got.EmailVerified {
 		t.Fatalf("after the revert: %+v", got)
 	}
@@ -424,7 +472,7 @@ func TestAThiefsRevertKeepsTheOwnersLink(t *testing.T) {
 	if r := api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": ownersLink}); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("the owner's revert: %d %s", r.StatusCode, r.Body)
 	}
-	back := api.As(mustLogin(t, api, owned).Token)
+	back := resetAfterRevert(t, api, mp, owned, 3, owned)
 	if got := account(t, back); got.Email != owned || got.PendingEmail != "" {
 		t.Fatalf("after the owner's revert: %+v", got)
 	}

@@ -185,7 +185,10 @@ func statuses(byStatus map[int][]*testkit.Response) map[int]int {
 // the shared throttle a change's verification mail bypassed the limit:
 // eight mails.
 // And a mail to an address that is not verified carries no text the
-// sender chose: the display name and the username stay out of it.
+// sender chose: the display name and the username stay out of it. The
+// account's own address is verified first: eight changes mail it eight
+// notices, which the limit holds back only for an address that is not
+// verified (TestNoticesNoStrangerCanAim).
 func TestEveryMailCountsAgainstTheAddressLimit(t *testing.T) {
 	t.Parallel()
 	mp := testkit.StartMailpit(t)
@@ -196,6 +199,10 @@ func TestEveryMailCountsAgainstTheAddressLimit(t *testing.T) {
 	n := name("aimer")
 	home, target := n+"@example.org", name("target")+"@example.org"
 	u := mustSignup(t, api0, n, home)
+	verify := testkit.TokenIn(t, mp.WaitFor(t, home, 1)[0].Text, "verify")
+	if r := api0.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": verify}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("verifying %s: %d %s", home, r.StatusCode, r.Body)
+	}
 	bait := "URGENT your bank account is locked call 555 0100"
 	token := mustLogin(t, api0, n).Token
 	as := [2]*testkit.API{api0.As(token), api1.As(token)}

@@ -70,19 +70,30 @@ func TestExploreAudit(t *testing.T) {
 		if err := a.run(m); err != nil {
 			t.Fatalf("%s without faults: %v", a.name, err)
 		}
-		calls := m.store.Calls() - start
-		for call := 0; call <= calls; call++ {
-			for _, f := range memstore.Faults {
-				for _, retry := range []bool{true, false} {
-					schedules++
-					if err := exploreAudit(t, a, call, f, retry); err != nil {
-						t.Errorf("%s, %s at call %d (client retries: %v): %v", a.name, f, call, retry, err)
-					}
+		schedules += eachSchedule(t, a.name, m.store.Calls()-start, func(call int, f memstore.Fault, retry bool) error {
+			return exploreAudit(t, a, call, f, retry)
+		})
+	}
+	t.Logf("%d schedules", schedules)
+}
+
+// eachSchedule runs one schedule per fault at each of the calls of an
+// action (and one past the end, the action untouched), each with and
+// without the client's retries, and reports how many ran.
+func eachSchedule(t *testing.T, name string, calls int, run func(call int, f memstore.Fault, retry bool) error) int {
+	t.Helper()
+	n := 0
+	for call := 0; call <= calls; call++ {
+		for _, f := range memstore.Faults {
+			for _, retry := range []bool{true, false} {
+				n++
+				if err := run(call, f, retry); err != nil {
+					t.Errorf("%s, %s at call %d (client retries: %v): %v", name, f, call, retry, err)
 				}
 			}
 		}
 	}
-	t.Logf("%d schedules", schedules)
+	return n
 }
 
 // exploreAudit runs one schedule and checks the member's audit. A client

@@ -207,6 +207,10 @@ var emailChangeOperations = []mailOperation{
 					t.Errorf("%s: session %d outlived the revert", name, i)
 				}
 			}
+			// A recovery: the password opens nothing until a reset.
+			if _, err := m.svc.Login(context.Background(), "ann", password, accounts.Client{}); !errors.Is(err, accounts.ErrPasswordResetRequired) {
+				t.Errorf("%s: login with the password after the revert: %v", name, err)
+			}
 			if err := m.svc.ConfirmEmail(context.Background(), m.box.tokenTo("verify", annNext)); !refused(err) {
 				t.Errorf("%s: the reverted change's link: %v", name, err)
 			}

@@ -201,26 +201,26 @@ func TestCurrentPasswordIsThrottled(t *testing.T) {
 }
 
 // TestThrottleFailsSafe: when the attempt cannot be counted the password
-// is not checked (503, never an unthrottled verification), and a row
-// whose write's answer was lost counts as a failure: nothing is undone
-// on a guess.
+// is not checked (503, never an unthrottled verification), and a try
+// whose write's answer was lost counts while in flight, for a minute, no
+// longer: an attempt that ended in 503 never counts against the owner for
+// longer than that.
 func TestThrottleFailsSafe(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, c := range []struct {
 		call  string
 		fault memstore.Fault
-		// counted: the attempt's row stayed, a failure until it expires.
+		// counted: the attempt's try landed, in flight for a minute.
 		counted bool
 	}{
-		{"attempts.add", memstore.FailBefore, false},
-		{"attempts.add", memstore.LoseAnswer, true},
-		{"attempts.add", memstore.LandLate, true},
-		{"attempts.list", memstore.FailBefore, true},
+		{"attempts.begin", memstore.FailBefore, false},
+		{"attempts.begin", memstore.LoseAnswer, true},
+		{"attempts.begin", memstore.LandLate, true},
+		{"attempts.read", memstore.FailBefore, true},
 	} {
 		svc, st, h, _ := newThrottled(t)
-		// Every tier's call faults alike: the tiers are written and read
-		// in parallel, so "the first call" would be either tier's.
+		// Every call of that name faults alike.
 		st.FaultAt = func(_ int, name string) memstore.Fault {
 			if name != c.call {
 				return memstore.None
@@ -233,8 +233,8 @@ func TestThrottleFailsSafe(t *testing.T) {
 		}
 		st.FaultAt = nil
 		st.Land()
-		// Four more failures: the fifth row is the faulted attempt's, if
-		// it stayed.
+		// Four more failures: the fifth attempt counted is the faulted
+		// one, if its try stayed.
 		for range perAddress - 1 {
 			if _, err := svc.Login(ctx, "ann", "wrong", from("192.0.2.1")); !errors.Is(err, accounts.ErrInvalidCredentials) {
 				t.Fatal(err)
@@ -243,6 +243,13 @@ func TestThrottleFailsSafe(t *testing.T) {
 		_, err = svc.Login(ctx, "ann", "wrong", from("192.0.2.1"))
 		if got := errors.Is(err, domain.ErrTooManyAttempts); got != c.counted {
 			t.Fatalf("%s %v: the next 5th attempt %v; want the faulted one counted: %v", c.call, c.fault, err, c.counted)
+		}
+		if !c.counted {
+			continue
+		}
+		st.Advance(time.Minute)
+		if _, err := svc.Login(ctx, "ann", "wrong", from("192.0.2.1")); !errors.Is(err, accounts.ErrInvalidCredentials) {
+			t.Fatalf("%s %v: a minute later the faulted attempt still counts: %v", c.call, c.fault, err)
 		}
 	}
 }

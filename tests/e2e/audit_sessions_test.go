@@ -1,0 +1,146 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gocql/gocql"
+
+	"shelf/internal/faultinject"
+)
+
+// An admin's actions on another account's sessions are audited, before
+// they act (docs/design.md#account-audit), and admins do not suspend
+// each other (docs/design.md#reauthentication).
+
+// TestAuditRecordsAdminSessionActions: an admin listing a user's
+// sessions, ending one and ending all leaves three entries in the user's
+// audit, the admin as actor; the user's own list and revocation leave
+// none, nor does the admin's of their own sessions. Fails without the
+// entries (the audit stayed empty).
+func TestAuditRecordsAdminSessionActions(t *testing.T) {
+	t.Parallel()
+	m := newAuditWorld(t)
+	u, self := m.member(t)
+	second := m.api.As(mustLogin(t, m.api, u.Username).Token)
+	third := m.api.As(mustLogin(t, m.api, u.Username).Token)
+
+	// The user's own: listed and one ended, no entry.
+	mine := currentSession(t, third, u.ID)
+	if r := self.Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions/"+mine, "", nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the user ends their own session: %d %s", r.StatusCode, r.Body)
+	}
+	sessionsOf(t, m.admin, m.id, 100)
+	m.wantActions(t, u.ID)
+	m.wantActions(t, m.id, "role_granted")
+
+	// The admin's: listed, one ended, all ended.
+	listed := sessionsOf(t, m.admin, u.ID, 100)
+	if len(listed) != 2 {
+		t.Fatalf("the admin lists %d sessions, want 2", len(listed))
+	}
+	target := currentSession(t, second, u.ID)
+	if r := m.admin.Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions/"+target, "", nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the admin ends one session: %d %s", r.StatusCode, r.Body)
+	}
+	if r := second.Get("/v1/users/" + u.ID + "/sessions"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the ended session still works: %d", r.StatusCode)
+	}
+	if r := m.admin.Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions", "", nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the admin ends every session: %d %s", r.StatusCode, r.Body)
+	}
+	if r := self.Get("/v1/users/" + u.ID + "/sessions"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a session survived: %d", r.StatusCode)
+	}
+	got := m.wantActions(t, u.ID, "sessions_revoked", "session_revoked", "sessions_listed")
+	ids := map[string]bool{}
+	for _, it := range got {
+		if it.Actor != m.id || it.Via != "api" || it.ClientIP == "" || it.Old != "" || it.New != "" {
+			t.Errorf("%s: %+v, want actor %s via api from the client", it.Action, it, m.id)
+		}
+		if ids[it.ID] || !strings.HasSuffix(it.ID, "."+itoa(int(it.At.UnixMilli()))) {
+			t.Errorf("entry id %s: repeated, or not ending with its time", it.ID)
+		}
+		ids[it.ID] = true
+	}
+	// A second list is a second entry.
+	sessionsOf(t, m.admin, u.ID, 100)
+	m.wantActions(t, u.ID, "sessions_listed", "sessions_revoked", "session_revoked", "sessions_listed")
+	m.wantActions(t, m.id, "role_granted")
+}
+
+// TestAdminSessionActionsNeedTheirEntry: when the entry cannot be written
+// the admin's list and revocations are refused 503 and do nothing (no
+// entry, no action); the user's own are not held up by the audit.
+func TestAdminSessionActionsNeedTheirEntry(t *testing.T) {
+	t.Parallel()
+	m := newAuditWorld(t)
+	u, self := m.member(t)
+	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
+		if stmt == "account_audit.insert" && at == faultinject.BeforeWrite {
+			return &gocql.RequestErrUnavailable{}
+		}
+		return nil
+	})
+	id := currentSession(t, self, u.ID)
+	for _, r := range []struct {
+		method, path string
+	}{
+		{http.MethodGet, "/v1/users/" + u.ID + "/sessions"},
+		{http.MethodDelete, "/v1/users/" + u.ID + "/sessions/" + id},
+		{http.MethodDelete, "/v1/users/" + u.ID + "/sessions"},
+	} {
+		if res := m.admin.Do(r.method, r.path, "", nil); res.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s %s with the audit down: %d %s, want 503", r.method, r.path, res.StatusCode, res.Body)
+		}
+	}
+	if got := sessionsOf(t, self, u.ID, 100); len(got) != 1 || got[0].ID != id {
+		t.Fatalf("the user's session after refused revocations: %+v", got)
+	}
+	faults(m.app).Set(nil)
+	m.wantActions(t, u.ID)
+}
+
+// TestAdminCannotSuspendAnotherAdmin: a suspension of another admin is
+// refused 403, like every other admin's change of another admin's
+// account, and leaves their sessions and account as they were; an admin
+// suspending themselves stays 400. Fails when the suspension went ahead
+// (201) and ended the other admin's sessions.
+func TestAdminCannotSuspendAnotherAdmin(t *testing.T) {
+	t.Parallel()
+	m := newAuditWorld(t)
+	other, _ := m.member(t)
+	if _, err := m.app.Accounts.SetAdmin(context.Background(), other.Username, true); err != nil {
+		t.Fatal(err)
+	}
+	otherAPI := m.api.As(mustLogin(t, m.api, other.Username).Token)
+	r := m.suspend(other.ID, "rival")
+	if r.StatusCode != http.StatusForbidden || !strings.Contains(string(r.Body), `"forbidden"`) {
+		t.Fatalf("suspending another admin: %d %s, want 403 forbidden", r.StatusCode, r.Body)
+	}
+	if got := sessionsOf(t, otherAPI, other.ID, 100); len(got) != 2 {
+		t.Fatalf("the other admin's sessions: %+v", got)
+	}
+	if r := m.admin.Get("/v1/users/" + other.ID + "/suspension"); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("the other admin's suspension: %d %s", r.StatusCode, r.Body)
+	}
+	if r := otherAPI.Send(http.MethodPost, "/v1/users/"+m.id+"/suspension", map[string]any{"reason": "back"}); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("and the other way: %d %s", r.StatusCode, r.Body)
+	}
+	if r := m.suspend(m.id, "self"); r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), `"self"`) {
+		t.Fatalf("suspending oneself: %d %s, want 400 self", r.StatusCode, r.Body)
+	}
+	// The role granted and nothing else.
+	m.wantActions(t, other.ID, "role_granted")
+	// The role revoked, the account is suspended like any other.
+	if _, err := m.app.Accounts.SetAdmin(context.Background(), other.Username, false); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.suspend(other.ID, "no longer an admin"); r.StatusCode != http.StatusCreated {
+		t.Fatalf("suspending a former admin: %d %s", r.StatusCode, r.Body)
+	}
+}

@@ -1,0 +1,167 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/internal/memstore"
+)
+
+// An admin's actions on another's sessions under every fault at every
+// store call (docs/design.md#account-audit): no admin lists or ends the
+// member's sessions without an entry in the member's audit naming the
+// admin, whatever was lost, held back and landed late, or crashed, and
+// however often the client tried again.
+
+// sessionAction is an admin's action on the member's sessions: its kind,
+// and whether it answered the sessions (a list).
+type sessionAction struct {
+	action domain.AuditAction
+	run    func(m *modWorld, target domain.Session) (listed int, err error)
+}
+
+var sessionActions = []sessionAction{
+	{action: domain.AuditSessionsListed, run: func(m *modWorld, _ domain.Session) (int, error) {
+		page, err := m.svc.ListSessions(context.Background(), m.admin, m.member.ID, "", 100)
+		return len(page.Items), err
+	}},
+	{action: domain.AuditSessionRevoked, run: func(m *modWorld, target domain.Session) (int, error) {
+		return 0, m.svc.RevokeSession(context.Background(), m.admin, m.member.ID, target.ID())
+	}},
+	{action: domain.AuditSessionsRevoked, run: func(m *modWorld, _ domain.Session) (int, error) {
+		return 0, m.svc.RevokeSessions(context.Background(), m.admin, m.member.ID, false)
+	}},
+}
+
+// newSessionsAuditWorld is newAuditModWorld with the member logged in
+// twice; it returns the member's sessions.
+func newSessionsAuditWorld(t *testing.T) (*modWorld, []domain.Session) {
+	t.Helper()
+	m := newAuditModWorld(t)
+	for range 2 {
+		if _, err := m.svc.Login(context.Background(), "member", password, accounts.Client{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := liveSessions(t, m)
+	if len(live) != 2 {
+		t.Fatalf("%d sessions after two logins", len(live))
+	}
+	return m, live
+}
+
+// liveSessions are the member's sessions as the store holds them.
+func liveSessions(t *testing.T, m *modWorld) []domain.Session {
+	t.Helper()
+	ctx := context.Background()
+	entries, err := m.store.Sessions().Entries(ctx, m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.store.Sessions().GetMany(ctx, hashesOf(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []domain.Session
+	for _, e := range entries {
+		if s, ok := got[e.TokenHash]; ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestExploreAuditOfSessionActions(t *testing.T) {
+	t.Parallel()
+	schedules := 0
+	for _, a := range sessionActions {
+		m, live := newSessionsAuditWorld(t)
+		start := m.store.Calls()
+		if _, err := a.run(m, live[0]); err != nil {
+			t.Fatalf("%s without faults: %v", a.action, err)
+		}
+		schedules += eachSchedule(t, string(a.action), m.store.Calls()-start, func(call int, f memstore.Fault, retry bool) error {
+			return exploreSessionAudit(t, a, call, f, retry)
+		})
+	}
+	t.Logf("%d schedules", schedules)
+}
+
+// exploreSessionAudit runs one schedule: when the action listed sessions
+// or ended one, the member's audit holds an entry of it by the admin; no
+// entry is of anything else; a refused list answers no session.
+func exploreSessionAudit(t *testing.T, a sessionAction, call int, f memstore.Fault, retry bool) error {
+	m, live := newSessionsAuditWorld(t)
+	first := m.store.Calls() + call
+	m.store.FaultAt = func(n int, _ string) memstore.Fault {
+		if n == first {
+			return f
+		}
+		return memstore.None
+	}
+	listed, err := a.run(m, live[0])
+	m.store.FaultAt = nil
+	m.store.Recover()
+	if err != nil && listed > 0 {
+		return fmt.Errorf("a refused list answered %d sessions: %w", listed, err)
+	}
+	served := err == nil && listed > 0
+	for try := 0; retry && err != nil && try < 4; try++ {
+		m.store.Land()
+		listed, err = a.run(m, live[0])
+		served = served || (err == nil && listed > 0)
+	}
+	if retry && err != nil && !(a.action == domain.AuditSessionRevoked && errors.Is(err, accounts.ErrSessionNotFound)) {
+		return fmt.Errorf("the client's retries never got through: %w", err)
+	}
+	m.store.Land()
+	ended := len(liveSessions(t, m)) < len(live)
+	entries := m.store.AuditEntries(m.member.ID)
+	var of int
+	for _, e := range entries {
+		if e.Action != a.action || e.Actor != m.admin.UserID || e.Via != domain.ViaAPI || e.Version != m.member.Version {
+			return fmt.Errorf("entry %+v: not the admin's %s at the version read", e, a.action)
+		}
+		of++
+	}
+	if (served || ended) && of == 0 {
+		return fmt.Errorf("sessions listed (%v) or ended (%v) without an entry: %+v", served, ended, entries)
+	}
+	return nil
+}
+
+// TestAdminSessionActionsWithoutAudit: with every write to the audit
+// failing, an admin's list and revocations of the member's sessions are
+// refused as unavailable and leave every session as it was (no entry,
+// no action); the member's own list goes ahead, audited nowhere.
+func TestAdminSessionActionsWithoutAudit(t *testing.T) {
+	t.Parallel()
+	m, live := newSessionsAuditWorld(t)
+	m.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "account_audit.insert" {
+			return memstore.FailBefore
+		}
+		return memstore.None
+	}
+	for _, a := range sessionActions {
+		listed, err := a.run(m, live[0])
+		if !errors.Is(err, domain.ErrUnavailable) || listed != 0 {
+			t.Errorf("%s with the audit down: %d sessions, %v; want unavailable and none", a.action, listed, err)
+		}
+	}
+	if got := liveSessions(t, m); len(got) != len(live) {
+		t.Fatalf("%d sessions left of %d", len(got), len(live))
+	}
+	own := domain.Principal{UserID: m.member.ID, Session: live[0]}
+	if page, err := m.svc.ListSessions(context.Background(), own, m.member.ID, "", 100); err != nil || len(page.Items) != len(live) {
+		t.Fatalf("the member's own list: %d sessions, %v", len(page.Items), err)
+	}
+	m.store.FaultAt = nil
+	if got := m.store.AuditEntries(m.member.ID); len(got) != 0 {
+		t.Fatalf("entries with the audit down: %+v", got)
+	}
+}
