@@ -1225,6 +1225,7 @@
 
   form('login', async (v, f) => {
     $('login-unverified').hidden = true;
+    $('login-recovered').hidden = true;
     let s;
     try {
       s = await api('POST', '/v1/sessions', { login: v.login, password: v.password });
@@ -1235,6 +1236,9 @@
         $('login-verify-link').href = '#/verify' + (v.login.includes('@') ? '?email=' + enc(v.login) : '');
         $('login-unverified').hidden = false;
       }
+      // A revert of an email change: the right password opens nothing
+      // until a reset sets a new one.
+      if (err.code === 'password_reset_required') $('login-recovered').hidden = false;
       throw err;
     }
     signIn(s);

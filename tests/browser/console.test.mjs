@@ -686,6 +686,14 @@ await step('email: a new account is unverified; mail again, open the link: verif
   expect(await page.locator('#revert-email-next').isVisible(), 'and says to choose a new password');
   expect((await page.locator('#who').textContent()) === 'not logged in', 'this session is signed out too');
   expect(!(await works(elsewhere)), 'every other session is signed out');
+  // The password whoever changed the email knew opens nothing now: the
+  // login form says where the way back in is.
+  await visit('#/library', 'auth');
+  expect(await page.locator('#login-recovered').isHidden(), 'no recovery hint before a refusal');
+  await refused(403, async () => {
+    await submit('login', { login: alice, password: newPw }, true);
+  });
+  expect(await page.locator('#login-recovered').isVisible(), 'the refusal points to the reset link');
   await open(await mailed(aliceHome, 'reset', resets), 'reset');
   expect((await submit('reset', { newPassword: newPw })).includes('you are logged in as ' + alice), 'the reset logs in');
   await page.waitForSelector('body[data-ready="library"]');

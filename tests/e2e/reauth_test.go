@@ -100,7 +100,7 @@ func resetAfterRevert(t *testing.T, api *testkit.API, mp *testkit.Mailpit, addre
 	if p := r.Problem(t); r.StatusCode != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Code != "recovered_password" {
 		t.Fatalf("a reset to the password the recovery made unusable: %d %s", r.StatusCode, r.Body)
 	}
-	if r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": token, "newPassword": recoveredPassword}); r.StatusCode != http.StatusNoContent {
+	if r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": token, "newPassword": recoveredPassword}); r.StatusCode != http.StatusCreated {
 		t.Fatalf("the revert's reset link: %d %s", r.StatusCode, r.Body)
 	}
 	r = login(api, loginName, recoveredPassword)
