@@ -169,14 +169,17 @@ func TestLoginAndSessions(t *testing.T) {
 
 func TestSessionsExpire(t *testing.T) {
 	t.Parallel()
-	_, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_SESSION_TTL": "1s"})
+	// 3 s, not 1: a row with an n-second TTL lives between n-1 and n
+	// seconds (Cassandra counts from the whole second of its write), so a
+	// 1 s session could be gone a millisecond after its login.
+	_, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_SESSION_TTL": "3s"})
 	u := name("expiry")
 	mustSignup(t, api, u, u+"@example.org")
 	s := mustLogin(t, api, u)
 	if r := api.As(s.Token).Get("/v1/me"); r.StatusCode != http.StatusOK {
 		t.Fatalf("fresh session: %d", r.StatusCode)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(3500 * time.Millisecond)
 	if r := api.As(s.Token).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("expired session: %d %s", r.StatusCode, r.Body)
 	}
