@@ -35,3 +35,6 @@ func ValidID(s, prefix string) bool {
 	_, err := idEncoding.DecodeString(rest)
 	return err == nil
 }
+
+// EncodeID writes b as ids write their random part (lower-case base32).
+func EncodeID(b []byte) string { return idEncoding.EncodeToString(b) }

@@ -8,6 +8,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/domain/jobs"
 	"shelf/domain/library"
 	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
@@ -75,6 +76,9 @@ func TestContractStores(t *testing.T) {
 		}},
 		{"Closings", func(t *testing.T) {
 			storecontract.Closings(t, onReal(db, func(db *repository.DB) lifecycle.ClosingStore { return repository.NewClosings(db) }))
+		}},
+		{"Jobs", func(t *testing.T) {
+			storecontract.Jobs(t, onReal(db, func(db *repository.DB) jobs.Store { return repository.NewJobs(db) }))
 		}},
 	}
 	for _, s := range suites {

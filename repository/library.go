@@ -32,6 +32,7 @@ const (
 	indexDeleteCQL      versionedCQL = `DELETE FROM library_index USING TIMESTAMP ? WHERE principal_id = ? AND content_id = ?`
 	indexSelectCQL      readCQL      = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id IN ?`
 	indexPageCQL        readCQL      = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id > ? LIMIT ?`
+	indexCountCQL       readCQL      = `SELECT COUNT(*) FROM library_index WHERE principal_id = ?`
 )
 
 type libRow struct {
@@ -133,6 +134,18 @@ func (l *Libraries) Index(ctx context.Context, principalID string, contentIDs []
 		out[r.ContentID] = r.toDomain(principalID)
 	}
 	return out, nil
+}
+
+// CountIndex counts a principal's index entries (one partition; the node
+// pages through it).
+func (l *Libraries) CountIndex(ctx context.Context, principalID string) (int, error) {
+	q := l.db.query(ctx, 0, indexCountCQL, principalID)
+	defer q.Release()
+	var n int64
+	if err := q.Scan(&n); err != nil {
+		return 0, dbErr("library_index.count", err)
+	}
+	return int(n), nil
 }
 
 // IndexPage lists index entries after a content id.

@@ -84,6 +84,7 @@ var rowSelects = []struct {
 	{string(indexUsersCQL), &gramsRow{}},
 	{string(indexUserCQL), &gramsRow{}},
 	{string(groupSelectCQL), &groupRow{}},
+	{string(jobSelectCQL), &jobRow{}},
 	{string(contentSelectCQL), &contentRow{}},
 	{string(contentStatesCQL), &stateRow{}},
 	{string(claimSelectCQL), &claimRow{}},
@@ -130,7 +131,7 @@ var rowSelects = []struct {
 var valueSelects = []string{
 	string(gmRoleCQL), string(gmGroupsOfCQL), string(bucketsCQL), string(bucketsBeforeCQL), string(bucketAnyRowCQL), string(auditBucketsCQL),
 	string(auditHasSessionsCQL), string(auditListRowCQL), string(auditExpiryCQL), string(readinessCQL), string(queueStartCQL), string(historyEntryCQL),
-	string(replicationCQL),
+	string(replicationCQL), string(indexCountCQL),
 }
 
 // TestColumnsMatchSelects: every row type's scan destinations are, in

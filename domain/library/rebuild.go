@@ -93,6 +93,12 @@ func (s *Service) IndexPage(ctx context.Context, principalID, after string, limi
 	return s.library.IndexPage(ctx, principalID, after, limit)
 }
 
+// CountIndex counts a principal's index entries: what a workflow going
+// through them has to do.
+func (s *Service) CountIndex(ctx context.Context, principalID string) (int, error) {
+	return s.library.CountIndex(ctx, principalID)
+}
+
 // Purge empties the library of a principal that is gone (a deleted
 // account, once its items were deleted or left through the change path,
 // which removed their entries): every index entry still there is removed

@@ -64,6 +64,9 @@ type EntryStore interface {
 	Index(ctx context.Context, principalID string, contentIDs []string) (map[string]Entry, error)
 	// IndexPage lists a principal's index entries after content id `after`.
 	IndexPage(ctx context.Context, principalID, after string, limit int) ([]Entry, error)
+	// CountIndex counts a principal's index entries (a job's progress
+	// counts what it has to do; never a request's path).
+	CountIndex(ctx context.Context, principalID string) (int, error)
 	// Slice reads up to limit rows of one bucket in order (newest first:
 	// the clustering order; oldest first: reversed), after the cursor's
 	// position (nil: from the start).

@@ -286,6 +286,15 @@ func (l entries) indexOf(principalID string) []library.Entry {
 
 func entryContent(e library.Entry) string { return e.ContentID }
 
+func (l entries) CountIndex(_ context.Context, principalID string) (int, error) {
+	n := 0
+	_, err := l.s.call("library_index.count", false, func() (bool, error) {
+		n = len(l.indexOf(principalID))
+		return true, nil
+	})
+	return n, err
+}
+
 func (l entries) IndexPage(_ context.Context, principalID, after string, limit int) ([]library.Entry, error) {
 	var out []library.Entry
 	_, err := l.s.call("library_index.page", false, func() (bool, error) {

@@ -7,6 +7,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/domain/jobs"
 	"shelf/domain/library"
 	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
@@ -78,4 +79,8 @@ func TestContractOutbox(t *testing.T) {
 func TestContractIndexEntries(t *testing.T) {
 	storecontract.Deletions(t, onFake(func(s *memstore.Store) lifecycle.DeletionStore { return s.Deletions() }))
 	storecontract.Closings(t, onFake(func(s *memstore.Store) lifecycle.ClosingStore { return s.Closings() }))
+}
+
+func TestContractJobs(t *testing.T) {
+	storecontract.Jobs(t, onFake(func(s *memstore.Store) jobs.Store { return s.Jobs() }))
 }

@@ -12,6 +12,7 @@
 //	content.go        content, its members, libraries and the outbox marks
 //	deletions.go      the index of account deletions in progress
 //	closings.go       the index of group closings in progress
+//	jobs.go           the jobs' rows (compare-and-set on the version)
 //
 // Every write of a claim
 // or an account is a compare-and-set of one row, decided when it lands;
@@ -38,6 +39,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/domain/jobs"
 )
 
 // Fault is what happens to one store call.
@@ -117,9 +119,11 @@ type Store struct {
 	audit map[string]domain.AuditEntry
 	// attempts are the throttle's rows (Attempts), made on first use.
 	attempts attemptTables
-	held     []func()
-	calls    int
-	crashed  bool
+	// jobs are the jobs' rows (Jobs, jobs.go), by id; made on first use.
+	jobs    map[string]jobs.Job
+	held    []func()
+	calls   int
+	crashed bool
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault

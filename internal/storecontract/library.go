@@ -245,4 +245,10 @@ func libraryIndexPages(t testing.TB, s library.EntryStore, c Clock) {
 			return s.IndexPage(ctx, p, after, limit)
 		}, func(e library.Entry) string { return e.ContentID }, want)
 	}
+	if n, err := s.CountIndex(ctx, p); err != nil || n != len(want) {
+		t.Fatalf("count: %d %v; want %d", n, err, len(want))
+	}
+	if n, err := s.CountIndex(ctx, Key("nobody")); err != nil || n != 0 {
+		t.Fatalf("count of an empty library: %d %v", n, err)
+	}
 }
