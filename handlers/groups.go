@@ -174,12 +174,14 @@ func (h *Groups) removeMember(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// close closes a group (its managers and admins): 204, also for a repeat
-// by whoever closed it.
+// close closes a group (its managers and admins): 202 with the job that
+// finishes it (the group is gone for everyone from here), the same job
+// for a repeat by whoever closed it.
 func (h *Groups) close(w http.ResponseWriter, r *http.Request) error {
-	if err := h.lifecycle.CloseGroup(r.Context(), principal(r.Context()), chi.URLParam(r, "id")); err != nil {
+	j, err := h.lifecycle.CloseGroup(r.Context(), principal(r.Context()), chi.URLParam(r, "id"))
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJob(w, http.StatusAccepted, j, h.lifecycle.Now())
 	return nil
 }

@@ -91,6 +91,8 @@ func NewRouter(d Deps) *chi.Mux {
 		routeAudit(r, d)
 		routeGroups(r, d)
 		routeContent(r, d)
+		jobs := &Jobs{lifecycle: d.Lifecycle}
+		r.Get("/jobs/{id}", handle(jobs.get))
 	})
 	return r
 }

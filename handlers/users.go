@@ -208,28 +208,31 @@ func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
 
 // remove serves DELETE /v1/users/{id}: the account's deletion by an
 // admin (the user, who must give the current password, posts a deletion;
-// without it the domain refuses, naming currentPassword); 204 also when
-// it was done before.
+// without it the domain refuses, naming currentPassword). 202 with the
+// job that finishes it (the account is gone for everyone from here), the
+// same job for a repeat.
 func (h *Users) remove(w http.ResponseWriter, r *http.Request) error {
-	if err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), nil); err != nil {
+	j, err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), nil)
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJob(w, http.StatusAccepted, j, h.lifecycle.Now())
 	return nil
 }
 
 // deletion serves POST /v1/users/{id}/deletion: the account's deletion,
-// by the user with the current password or by an admin; 204 also when it
-// was done before.
+// by the user with the current password or by an admin; 202 with its job,
+// as remove.
 func (h *Users) deletion(w http.ResponseWriter, r *http.Request) error {
 	var req deletionRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), req.CurrentPassword); err != nil {
+	j, err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), req.CurrentPassword)
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJob(w, http.StatusAccepted, j, h.lifecycle.Now())
 	return nil
 }
 

@@ -220,16 +220,33 @@ func (l *Lease) Release(ctx context.Context, cause error) error {
 	return l.write(ctx, next)
 }
 
+// sameRow reports whether a row read back is the one written (times as
+// the store keeps them: milliseconds).
+func sameRow(a, b Job) bool {
+	ms := func(t time.Time) int64 { return t.UnixMilli() }
+	return a.Version == b.Version && a.Owner == b.Owner && a.Runs == b.Runs && a.Phase == b.Phase &&
+		a.Done == b.Done && a.Total == b.Total && ms(a.FinishedAt) == ms(b.FinishedAt) && ms(a.LeaseUntil) == ms(b.LeaseUntil)
+}
+
 // maxErrorText bounds the failure a job's row keeps.
 const maxErrorText = 500
 
+// write changes the row by compare-and-set on the version this lease last
+// wrote. An outcome left unknown is settled by reading the row at SERIAL:
+// the row as written means applied (no other worker writes this version
+// with this owner and these runs); anything else is a lease lost.
 func (l *Lease) write(ctx context.Context, next Job) error {
 	next.Version = l.job.Version + 1
 	next.UpdatedAt = l.now()
 	applied, err := l.store.Update(ctx, next)
+	if errors.Is(err, domain.ErrOutcomeUnknown) {
+		got, rerr := l.store.GetSerial(context.WithoutCancel(ctx), next.ID)
+		if rerr != nil || !sameRow(got, next) {
+			return fmt.Errorf("%w: %w", ErrLost, err)
+		}
+		applied, err = true, nil
+	}
 	switch {
-	case errors.Is(err, domain.ErrOutcomeUnknown):
-		return fmt.Errorf("%w: %w", ErrLost, err)
 	case err != nil:
 		return err
 	case !applied:

@@ -3,9 +3,12 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/groups"
+	"shelf/domain/jobs"
+	"shelf/domain/library"
 )
 
 // Closing a group (DELETE /v1/groups/{id}, docs/design.md#closing).
@@ -22,20 +25,36 @@ import (
 // way is finished (by whoever began it, or an admin; to anyone else the
 // group is gone), and a repeat of a finished one sweeps the steps again
 // and answers nil.
-func (s *Service) CloseGroup(ctx context.Context, p domain.Principal, id string) error {
+//
+// The request does the bounded part: the closing's compare-and-set (from
+// then on the group is 404 and takes no member), the job's row, and
+// returns the job; a worker finishes the rest (WorkJobs), whatever the
+// group holds.
+func (s *Service) CloseGroup(ctx context.Context, p domain.Principal, id string) (jobs.Job, error) {
 	if p.Anonymous() {
-		return domain.ErrNoSession
+		return jobs.Job{}, domain.ErrNoSession
 	}
 	gr, err := s.groups.BeginClosing(ctx, p, id, s.groups.MayClose, s.st.Closings)
 	if err != nil {
-		return err
+		return jobs.Job{}, err
 	}
-	return s.finishClosing(ctx, gr)
+	if gr.Status == domain.StatusClosed {
+		// A repeat of a finished closing sweeps its steps again (a share
+		// that landed after the closing read the group's library: "Shares"
+		// in docs/design.md#closing): an entry of its own, which the
+		// worker's pass finishes from the group row and ends.
+		sweep := groups.ClosingEntry{GroupID: gr.ID, Attempt: domain.NewAttempt(), At: s.cfg.Now().UTC().Truncate(time.Millisecond), By: p.UserID}
+		if err := s.st.Closings.Begin(ctx, sweep); err != nil {
+			return jobs.Job{}, err
+		}
+	}
+	return s.recordJob(ctx, closingJob(gr))
 }
 
 // finishClosingOf finishes the closing of a group found closing (a
-// deletion meets such a group among a user's groups); any other group is
-// left alone.
+// deletion meets such a group among a user's groups), under its job's
+// lease (a closing another worker holds is left to it); any other group
+// is left alone.
 func (s *Service) finishClosingOf(ctx context.Context, id string) error {
 	if !domain.ValidID(id, domain.GroupIDPrefix) {
 		return nil
@@ -47,14 +66,16 @@ func (s *Service) finishClosingOf(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return s.finishClosing(ctx, gr)
+	_, err = s.underLease(ctx, closingJob(gr), func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l) })
+	return err
 }
 
 // finishClosing carries out the steps of the closing of gr (closing or
-// closed), each idempotent: what a crash left, any step may do again. The
+// closed), each idempotent: what a crash left, any step may do again,
+// under the job's lease, each step and page of items reported to it. The
 // entry it writes again (and EndClosing ends) is the one of the attempt
-// that began the closing (the row's).
-func (s *Service) finishClosing(ctx context.Context, gr groups.Group) error {
+// that began the closing (the row's); the job is finished just before.
+func (s *Service) finishClosing(ctx context.Context, gr groups.Group, l *jobs.Lease) error {
 	if gr.Status == domain.StatusClosing {
 		// Again, in case the first write of it was lost: the repair finds
 		// the closing through it until it is done.
@@ -62,10 +83,17 @@ func (s *Service) finishClosing(ctx context.Context, gr groups.Group) error {
 			return err
 		}
 	}
-	if err := s.dropItems(ctx, gr.ID); err != nil {
+	p := &progress{lease: l}
+	if err := p.enter(ctx, "items"); err != nil {
+		return err
+	}
+	if err := s.dropItems(ctx, gr.ID, p); err != nil {
 		return err
 	}
 	if err := s.closingStep("items"); err != nil {
+		return err
+	}
+	if err := p.enter(ctx, "library"); err != nil {
 		return err
 	}
 	if err := s.library.Purge(ctx, gr.ID); err != nil {
@@ -74,27 +102,30 @@ func (s *Service) finishClosing(ctx context.Context, gr groups.Group) error {
 	if err := s.closingStep("library"); err != nil {
 		return err
 	}
-	return s.groups.EndClosing(ctx, gr, s.st.Closings)
+	if err := p.enter(ctx, "members"); err != nil {
+		return err
+	}
+	return s.groups.EndClosing(ctx, gr, finishing{s.st.Closings, l})
+}
+
+// finishing is the index of closings as EndClosing ends the entry: the
+// job is finished first, so a job never reads finished while anything is
+// left, and one whose end failed is still found by the next pass.
+type finishing struct {
+	groups.ClosingIndex
+	lease *jobs.Lease
+}
+
+func (f finishing) End(ctx context.Context, e groups.ClosingEntry) error {
+	if err := f.lease.Finish(ctx); err != nil {
+		return err
+	}
+	return f.ClosingIndex.End(ctx, e)
 }
 
 // dropItems takes the group off every item of its library index, through
 // content's own unshare (library.Drop): each item's counts stay exact, and
 // its other members keep it.
-func (s *Service) dropItems(ctx context.Context, id string) error {
-	after := ""
-	for {
-		items, err := s.library.IndexPage(ctx, id, after, page)
-		if err != nil {
-			return err
-		}
-		for _, it := range items {
-			if err := s.library.Drop(ctx, it.ContentID, id); err != nil && !errors.Is(err, domain.ErrNotFound) {
-				return err
-			}
-		}
-		if len(items) < page {
-			return nil
-		}
-		after = items[len(items)-1].ContentID
-	}
+func (s *Service) dropItems(ctx context.Context, id string, p *progress) error {
+	return s.eachItem(ctx, id, p, func(it library.Entry) error { return s.library.Drop(ctx, it.ContentID, id) })
 }

@@ -4,22 +4,25 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/domain/jobs"
 	"shelf/domain/library"
 )
 
 // Deleting an account (DELETE /v1/users/{id}, docs/design.md#deletion).
-// accounts.BeginDeletion moves the account to deleting once no group
-// would be left without a manager (checkGroups), its attempt recorded in
-// the index first; then each step, idempotent and safe to repeat or to
-// land late: end the sessions, erase a suspension's records, leave every
-// group (closing those the user is alone in), delete the items the user
-// owns and leave the others', purge what is left of the library; then
-// accounts.MarkDeleted, the names released, the caller's own session
-// ended and the index entry with it.
+// The request: accounts.BeginDeletion moves the account to deleting once
+// no group would be left without a manager (checkGroups), its attempt
+// recorded in the index first; the job's row is written and the request
+// answers with it (202). The job (jobs.go, on any process): each step,
+// idempotent and safe to repeat or to land late: erase a suspension's
+// records, leave every group (closing those the user is alone in), delete
+// the items the user owns and leave the others', purge what is left of
+// the library; then accounts.MarkDeleted, the names released, every
+// session ended, the job finished and the index entry ended.
 
 // errLastManager lists the groups the user must hand over first.
 func errLastManager(fields []domain.FieldError) error {
@@ -27,24 +30,33 @@ func errLastManager(fields []domain.FieldError) error {
 		Message: "You are the last manager of some groups: make another member a manager first."}
 }
 
-// DeleteUser deletes an account, by the user or an active admin. A
-// deletion already under way is finished; one already done answers nil
-// (after sweeping the steps again, which finds nothing to do unless a
-// write landed late). The caller's own session (when the user deletes
-// themself) is ended last, so a retry of the user's whose answer was lost
-// still authenticates while anything is left to do (see Authenticate).
-// The user proves the current password; an admin gives none, and may not
-// delete another admin (accounts.BeginDeletion).
-func (s *Service) DeleteUser(ctx context.Context, p domain.Principal, id string, currentPassword *string) error {
+// DeleteUser begins the deletion of an account, by the user or an active
+// admin, and returns its job: from here the account is invisible, no
+// login or session works, and a worker finishes the rest (WorkJobs). A
+// deletion already under way, or done, returns its job as it stands. The
+// sessions are ended by the job, last, so the user's repeat whose answer
+// was lost still authenticates until then (see Authenticate) and finds
+// the job. The user proves the current password; an admin gives none,
+// and may not delete another admin (accounts.BeginDeletion). The request
+// reads and writes a bounded number of rows, whatever the account holds.
+func (s *Service) DeleteUser(ctx context.Context, p domain.Principal, id string, currentPassword *string) (jobs.Job, error) {
 	u, err := s.accounts.BeginDeletion(ctx, p, id, currentPassword, deletionGate{s})
 	if err != nil {
-		return err
+		return jobs.Job{}, err
 	}
-	keep := ""
-	if p.UserID == id {
-		keep = p.Session.TokenHash
+	if err := s.deletionStep("begun"); err != nil {
+		return jobs.Job{}, err
 	}
-	return s.finishDeletion(ctx, u, keep)
+	if u.Status == domain.StatusDeleted {
+		// A repeat of a finished deletion sweeps its steps again (a write
+		// that landed late): an entry of its own, which the worker's pass
+		// finishes from the account row and ends.
+		sweep := accounts.DeletionEntry{UserID: u.ID, Attempt: domain.NewAttempt(), At: s.cfg.Now().UTC().Truncate(time.Millisecond), By: p.UserID}
+		if err := s.st.Deletions.Begin(ctx, sweep); err != nil {
+			return jobs.Job{}, err
+		}
+	}
+	return s.recordJob(ctx, deletionJob(u))
 }
 
 // deletionGate is what accounts.BeginDeletion waits on: the groups'
@@ -119,10 +131,14 @@ func entryOf(u domain.User) accounts.DeletionEntry {
 }
 
 // finishDeletion carries out the steps of the deletion of u (deleting or
-// deleted), each idempotent: what a crash left, any step may do again.
-// keep is the caller's own session, ended last. The entry it writes again
-// and ends is the one of the attempt that began the deletion (the row's).
-func (s *Service) finishDeletion(ctx context.Context, u domain.User, keep string) error {
+// deleted), each idempotent: what a crash left, any step may do again. It
+// runs under the job's lease, reporting each step and each page of items
+// to it; the job is finished just before the index entry ends, so a job
+// never reads finished while anything is left, and a deletion whose last
+// writes failed is still found by the next pass. The entry it writes
+// again and ends is the one of the attempt that began the deletion (the
+// row's).
+func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lease) error {
 	id := u.ID
 	entry := entryOf(u)
 	if u.Status == domain.StatusDeleting {
@@ -133,23 +149,29 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, keep string
 		}
 	}
 	self := domain.Principal{UserID: id, Account: &u}
+	p := &progress{lease: l}
 	steps := []struct {
 		name string
 		run  func() error
 	}{
-		{"sessions", func() error { return s.accounts.EndSessions(ctx, id, keep) }},
 		{"suspension", func() error { return s.eraseSuspension(ctx, u) }},
 		{"groups", func() error { return s.leaveGroups(ctx, id) }},
-		{"items", func() error { return s.leaveItems(ctx, self) }},
+		{"items", func() error { return s.leaveItems(ctx, self, p) }},
 		{"library", func() error { return s.library.Purge(ctx, id) }},
 	}
 	for _, st := range steps {
+		if err := p.enter(ctx, st.name); err != nil {
+			return err
+		}
 		if err := st.run(); err != nil {
 			return err
 		}
 		if err := s.deletionStep(st.name); err != nil {
 			return err
 		}
+	}
+	if err := p.enter(ctx, "names"); err != nil {
+		return err
 	}
 	if u.Status == domain.StatusDeleting {
 		if err := s.accounts.MarkDeleted(ctx, id); err != nil {
@@ -163,11 +185,17 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, keep string
 	if err != nil {
 		return err
 	}
-	// Then the caller's own session: until here its retry could finish
-	// what is left. The index entry ends last, so a deletion whose last
-	// writes failed is still the repair's to finish, the caller's session
-	// included.
+	// Then the sessions: until here the user's repeat of the request
+	// authenticates and finds the job. The index entry ends last, so a
+	// deletion whose last writes failed is still the next pass's to
+	// finish, the sessions included.
 	if err := s.accounts.EndSessions(ctx, id, ""); err != nil {
+		return err
+	}
+	if err := s.deletionStep("sessions"); err != nil {
+		return err
+	}
+	if err := l.Finish(ctx); err != nil {
 		return err
 	}
 	if !found {
@@ -243,24 +271,9 @@ func (s *Service) endSuspension(ctx context.Context, sus domain.Suspension, vers
 // leaveItems deletes the items the user owns (made them and manages them,
 // or is the last manager of) and takes the user off every other item,
 // through content's own change path: every library follows, and the
-// owners' member counts stay exact.
-func (s *Service) leaveItems(ctx context.Context, self domain.Principal) error {
-	after := ""
-	for {
-		items, err := s.library.IndexPage(ctx, self.UserID, after, page)
-		if err != nil {
-			return err
-		}
-		for _, it := range items {
-			if err := s.leaveItem(ctx, self, it); err != nil && !errors.Is(err, domain.ErrNotFound) {
-				return err
-			}
-		}
-		if len(items) < page {
-			return nil
-		}
-		after = items[len(items)-1].ContentID
-	}
+// owners' member counts stay exact. Each page is reported to the job.
+func (s *Service) leaveItems(ctx context.Context, self domain.Principal, p *progress) error {
+	return s.eachItem(ctx, self.UserID, p, func(it library.Entry) error { return s.leaveItem(ctx, self, it) })
 }
 
 // leaveItem deletes one item the user owns, or leaves it.

@@ -6,6 +6,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/groups"
+	"shelf/domain/jobs"
 )
 
 // membership is one of the user's groups as a deletion sees it.
@@ -170,5 +171,10 @@ func (s *Service) closeAlone(ctx context.Context, groupID, userID string) error 
 	if err != nil {
 		return err
 	}
-	return s.finishClosing(ctx, gr)
+	j, err := s.recordJob(ctx, closingJob(gr))
+	if err != nil {
+		return err
+	}
+	_, err = s.underLease(ctx, j, func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l) })
+	return err
 }

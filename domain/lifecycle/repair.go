@@ -21,22 +21,53 @@ type Report struct {
 	// Stale counts entries of operations that never began (their
 	// compare-and-set lost), removed.
 	Stale int
+	// Held counts operations another worker holds the job of (left to
+	// it).
+	Held int
+	// Failed counts operations whose job failed in this pass (left to the
+	// next).
+	Failed int
+	// Oldest is when the oldest operation found began (zero: none).
+	Oldest time.Time
 	// Problems says what was found, one line each.
 	Problems []string
 }
 
-// RepairDeletions finishes every deletion a crash or a lost answer left
-// in progress (`api admin repair-deletions`): it reads the index of
-// deletions in progress, not the accounts, and finishes each from the
-// account row as any retry would. An entry of a deletion that never took
-// effect is removed once old enough (staleEntryAge), after
-// accounts.FenceDeletion: that deletion's compare-and-set, still on its
-// way however late, can no longer land. dryRun only reports.
+// add sums two reports.
+func (r Report) add(o Report) Report {
+	r.Found += o.Found
+	r.Finished += o.Finished
+	r.Stale += o.Stale
+	r.Held += o.Held
+	r.Failed += o.Failed
+	if r.Oldest.IsZero() || (!o.Oldest.IsZero() && o.Oldest.Before(r.Oldest)) {
+		r.Oldest = o.Oldest
+	}
+	r.Problems = append(r.Problems, o.Problems...)
+	return r
+}
+
+// found counts an operation under way begun at.
+func (r *Report) found(at time.Time) {
+	r.Found++
+	if r.Oldest.IsZero() || at.Before(r.Oldest) {
+		r.Oldest = at
+	}
+}
+
+// RepairDeletions finishes every deletion in progress, the worker's pass
+// over them (WorkJobs; by hand, `api admin repair-deletions`): it reads
+// the index of deletions in progress, not the accounts, and finishes each
+// from the account row under its job's lease (one another worker holds is
+// left to it). An entry of a deletion that never took effect is removed
+// once old enough (staleEntryAge), after accounts.FenceDeletion: that
+// deletion's compare-and-set, still on its way however late, can no
+// longer land. dryRun only reports.
 func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, error) {
 	var r Report
 	var errs []error
 	err := s.st.Deletions.InProgress(ctx, func(d accounts.DeletionEntry) error {
-		r.Found++
+		r.found(d.At)
 		u, err := s.st.Users.GetSerial(ctx, d.UserID)
 		begun := "deletion of " + d.UserID + " begun at " + d.At.Format(time.RFC3339)
 		switch {
@@ -47,8 +78,14 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 			if dryRun {
 				return nil
 			}
-			if err := s.finishDeletion(ctx, u, ""); err != nil {
+			ran, err := s.finishDeletionJob(ctx, u)
+			switch {
+			case err != nil:
+				r.Failed++
 				errs = append(errs, err)
+				return nil
+			case !ran:
+				r.Held++
 				return nil
 			}
 			if !d.Of(*u.Deletion) {
@@ -76,17 +113,17 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 	return r, errors.Join(append(errs, err)...)
 }
 
-// RepairClosings finishes every closing a crash or a lost answer left in
-// progress (`api admin repair-closings`): it reads the index of closings
-// in progress, not the groups, and finishes each from the group row as
-// any retry would. An entry of a closing that never took effect is
+// RepairClosings finishes every closing in progress, the worker's pass
+// over them (WorkJobs; by hand, `api admin repair-closings`): it reads
+// the index of closings in progress, not the groups, and finishes each
+// from the group row under its job's lease. An entry of a closing that never took effect is
 // removed once old enough, after groups.Fence (TestExploreClosing,
 // close-repair-early). dryRun only reports.
 func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, error) {
 	var r Report
 	var errs []error
 	err := s.st.Closings.InProgress(ctx, func(e groups.ClosingEntry) error {
-		r.Found++
+		r.found(e.At)
 		gr, err := s.groups.GetSerial(ctx, e.GroupID)
 		begun := "closing of " + e.GroupID + " begun at " + e.At.Format(time.RFC3339)
 		switch {
@@ -97,8 +134,14 @@ func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, erro
 			if dryRun {
 				return nil
 			}
-			if err := s.finishClosing(ctx, gr); err != nil {
+			ran, err := s.finishClosingJob(ctx, gr)
+			switch {
+			case err != nil:
+				r.Failed++
 				errs = append(errs, err)
+				return nil
+			case !ran:
+				r.Held++
 				return nil
 			}
 			if !e.Of(gr) {

@@ -12,11 +12,14 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"time"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/domain/jobs"
 	"shelf/domain/library"
 )
 
@@ -67,6 +70,8 @@ type Users interface {
 
 // Stores are the records the workflows keep or read themselves.
 type Stores struct {
+	// Jobs are the jobs' rows (domain/jobs).
+	Jobs        jobs.Store
 	Deletions   DeletionStore
 	Closings    ClosingStore
 	Suspensions SuspensionRecords
@@ -75,16 +80,29 @@ type Stores struct {
 
 // Config holds the workflows' tunables.
 type Config struct {
-	// Now is the clock (a repair tells a stale entry by its age).
+	// Now is the clock (a repair tells a stale entry by its age, a worker
+	// a lease that ran out).
 	Now func() time.Time
+	// Worker names this process's worker in the jobs it holds (default:
+	// the host, the process id and a random tag).
+	Worker string
+	// JobLease is how long a job's lease lasts without a report (default
+	// DefaultJobLease): a worker that stopped holds its jobs that long.
+	JobLease time.Duration
 }
+
+// DefaultJobLease: a worker reports every page of 100 items, a few
+// seconds at most; a worker silent this long has stopped or hangs.
+const DefaultJobLease = 30 * time.Second
 
 // Hooks let tests stop a workflow after a step, as a crash would: the
 // workflow returns the hook's error at once, without cleaning up.
 type Hooks struct {
-	// AfterDeletionStep is called after each step of a deletion ("entry",
-	// "sessions", "suspension", "groups", "items", "library", "deleted",
-	// "claims").
+	// AfterDeletionStep is called after each step of a deletion: in the
+	// request "entry" (the attempt recorded, its compare-and-set not
+	// sent) and "begun" (the account deleting, the job's row not
+	// written); in the job "suspension", "groups", "items", "library",
+	// "deleted", "claims", "sessions".
 	AfterDeletionStep func(step string) error
 	// AfterClosingStep is called after each content step of a closing
 	// ("items", "library"); the groups' own steps of it call
@@ -99,6 +117,8 @@ type Service struct {
 	groups   *groups.Service
 	library  *library.Service
 	st       Stores
+	// wake tells the worker a job began (Wake).
+	wake chan struct{}
 	// Hooks are nil in production.
 	Hooks Hooks
 }
@@ -108,7 +128,20 @@ func New(cfg Config, acc *accounts.Service, grp *groups.Service, lib *library.Se
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, accounts: acc, groups: grp, library: lib, st: st}
+	if cfg.Worker == "" {
+		cfg.Worker = workerName()
+	}
+	if cfg.JobLease <= 0 {
+		cfg.JobLease = DefaultJobLease
+	}
+	return &Service{cfg: cfg, accounts: acc, groups: grp, library: lib, st: st, wake: make(chan struct{}, 1)}
+}
+
+// workerName names this process's worker: the host, the process id and
+// a random tag (a process started again is another worker).
+func workerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), domain.NewID("")[:8])
 }
 
 // page is how many entries (library items, group members) a workflow

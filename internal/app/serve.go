@@ -55,6 +55,7 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 	defer stopSweep()
 	go sweep(sweepCtx, a.Moderation, cfg.Moderation.SweepInterval, logger)
 	go drainOutbox(sweepCtx, a.Contents, cfg.Content, a.Metrics, logger)
+	go a.WorkJobs(sweepCtx, cfg.Content.JobInterval, logger)
 	// On shutdown the background fan-outs stop beside the requests'
 	// drain, within the same SHELF_SHUTDOWN_TIMEOUT: what is not finished
 	// by then keeps its outbox marks, for the outbox worker of whichever
@@ -79,14 +80,7 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 // sweep lifts ended suspensions every interval until ctx ends. Every
 // instance runs one; lifting is a compare-and-set, so they never clash.
 func sweep(ctx context.Context, m *moderation.Service, interval time.Duration, logger zerolog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, nil, func() {
 		for {
 			lifted, err := m.SweepExpired(ctx, 100)
 			if err != nil && ctx.Err() == nil {
@@ -99,6 +93,22 @@ func sweep(ctx context.Context, m *moderation.Service, interval time.Duration, l
 				break
 			}
 		}
+	})
+}
+
+// every calls fn every interval, and at once whenever wake says so (nil:
+// never), until ctx ends.
+func every(ctx context.Context, interval time.Duration, wake <-chan struct{}, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-wake:
+		}
+		fn()
 	}
 }
 
@@ -106,14 +116,7 @@ func sweep(ctx context.Context, m *moderation.Service, interval time.Duration, l
 // write) every interval until ctx ends. Every instance runs one; fan-out
 // writes are idempotent, so they never clash.
 func drainOutbox(ctx context.Context, c *library.Service, cfg config.Content, m *metrics.Metrics, logger zerolog.Logger) {
-	t := time.NewTicker(cfg.OutboxInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, cfg.OutboxInterval, nil, func() {
 		done, err := c.DrainOutbox(ctx, cfg.OutboxGrace, 100)
 		if err != nil && ctx.Err() == nil {
 			logger.Warn().Err(err).Msg("outbox")
@@ -125,7 +128,7 @@ func drainOutbox(ctx context.Context, c *library.Service, cfg config.Content, m 
 			m.OutboxItems.Set(float64(items))
 			m.OutboxAge.Set(oldest.Seconds())
 		}
-	}
+	})
 }
 
 // ServeHTTP runs the server on ln until ctx ends, then stops accepting and
@@ -168,4 +171,31 @@ func publicURL(addr net.Addr) string {
 		return "http://" + addr.String()
 	}
 	return "http://" + addr.String()
+}
+
+// WorkJobs runs the job worker until ctx ends: a pass every interval, or
+// at once when a request of this process began a job (lifecycle.Wake).
+// Every instance runs one; a job's lease keeps two from running one job
+// (docs/design.md#jobs).
+func (a *App) WorkJobs(ctx context.Context, interval time.Duration, logger zerolog.Logger) {
+	every(ctx, interval, a.Lifecycle.Woken(), func() {
+		r, err := a.Lifecycle.WorkJobs(ctx)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn().Err(err).Int("failed", r.Failed).Msg("jobs")
+		}
+		if r.Finished > 0 {
+			logger.Info().Int("finished", r.Finished).Msg("jobs finished")
+		}
+		m := a.Metrics
+		m.JobsFinished.Add(float64(r.Finished))
+		m.JobsFailed.Add(float64(r.Failed))
+		m.JobsRunning.Set(float64(r.Held))
+		left := r.Found - r.Finished - r.Stale - r.Held
+		m.JobsWaiting.Set(float64(max(left, 0)))
+		oldest := 0.0
+		if left+r.Held > 0 && !r.Oldest.IsZero() {
+			oldest = a.Lifecycle.Now().Sub(r.Oldest).Seconds()
+		}
+		m.JobsOldest.Set(oldest)
+	})
 }

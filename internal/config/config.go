@@ -76,6 +76,11 @@ type Content struct {
 	// fan-outs; OutboxGrace is how old a mark must be before it does them.
 	OutboxInterval time.Duration
 	OutboxGrace    time.Duration
+	// JobInterval is how often the job worker looks for deletions and
+	// closings under way (a request that begins one wakes it at once);
+	// JobLease how long a job's lease lasts without a report.
+	JobInterval time.Duration
+	JobLease    time.Duration
 }
 
 // Moderation holds the suspension settings.
@@ -289,6 +294,8 @@ var Vars = []Var{
 	{"SHELF_FANOUT_QUEUE", "1000", "items that may wait for a background fan-out, per process; a change of a waiting item joins it; beyond, changes are left to the outbox worker"},
 	{"SHELF_OUTBOX_INTERVAL", "1s", "how often the outbox worker finishes fan-outs that stopped (a crash, a failed write)"},
 	{"SHELF_OUTBOX_GRACE", "5s", "how old an outbox mark must be before the worker redoes its fan-out"},
+	{"SHELF_JOB_INTERVAL", "2s", "how often the job worker looks for account deletions and group closings under way and finishes them (a request that begins one wakes its own process's worker at once)"},
+	{"SHELF_JOB_LEASE", "30s", "how long a job's lease lasts without a report of progress (a page of items): a worker that stopped holds its job that long before another takes it on"},
 	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential; refused when SHELF_PUBLIC_URL is not localhost or a loopback address, unless SHELF_ALLOW_LOG_MAILER=true); smtp: sent through SHELF_SMTP_*"},
 	{"SHELF_ALLOW_LOG_MAILER", "false", "true: keep SHELF_MAILER=log although SHELF_PUBLIC_URL is not this machine (a staging host whose log only its developers read); every mailed link is then in the log"},
 	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify?token=..., /#/reset?token=...)"},
@@ -377,6 +384,8 @@ func Load(getenv func(string) string) (Config, error) {
 		FanoutQueue:       p.positiveInt("SHELF_FANOUT_QUEUE"),
 		OutboxInterval:    p.duration("SHELF_OUTBOX_INTERVAL"),
 		OutboxGrace:       p.duration("SHELF_OUTBOX_GRACE"),
+		JobInterval:       p.duration("SHELF_JOB_INTERVAL"),
+		JobLease:          p.duration("SHELF_JOB_LEASE"),
 	}
 	c.Mail = Mail{
 		Mailer:          p.oneOf("SHELF_MAILER", "log", "smtp"),
@@ -544,6 +553,8 @@ func (c Config) Fields() map[string]string {
 		"SHELF_FANOUT_QUEUE":                 strconv.Itoa(c.Content.FanoutQueue),
 		"SHELF_OUTBOX_INTERVAL":              c.Content.OutboxInterval.String(),
 		"SHELF_OUTBOX_GRACE":                 c.Content.OutboxGrace.String(),
+		"SHELF_JOB_INTERVAL":                 c.Content.JobInterval.String(),
+		"SHELF_JOB_LEASE":                    c.Content.JobLease.String(),
 		"SHELF_MAILER":                       c.Mail.Mailer,
 		"SHELF_ALLOW_LOG_MAILER":             strconv.FormatBool(c.Mail.AllowLogMailer),
 		"SHELF_PUBLIC_URL":                   c.Mail.PublicURL,

@@ -42,6 +42,15 @@ type Metrics struct {
 	FanoutRunning      prometheus.Gauge
 	FanoutCoalesced    prometheus.Counter
 	FanoutLeftToOutbox prometheus.Counter
+	// Jobs are the deletions and closings under way as the job worker's
+	// last pass found them: left waiting (failed, or begun during the
+	// pass), running on another worker, and the age of the oldest; and
+	// the jobs this process finished, and whose run failed.
+	JobsWaiting  prometheus.Gauge
+	JobsRunning  prometheus.Gauge
+	JobsOldest   prometheus.Gauge
+	JobsFinished prometheus.Counter
+	JobsFailed   prometheus.Counter
 }
 
 // latencyBuckets cover 100 µs to 10 s: local reads to slow fan-outs.
@@ -101,10 +110,26 @@ func New() *Metrics {
 		FanoutLeftToOutbox: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shelf_fanout_left_to_outbox_total", Help: "Changes not queued for a background fan-out (queue full, or the process stopping): the outbox worker does them.",
 		}),
+		JobsWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shelf_jobs_waiting", Help: "Deletions and closings under way that the job worker's last pass left unfinished (failed, held by nobody, or begun meanwhile).",
+		}),
+		JobsRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shelf_jobs_running", Help: "Deletions and closings under way that another worker held the lease of at the last pass.",
+		}),
+		JobsOldest: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shelf_jobs_oldest_seconds", Help: "Age of the oldest deletion or closing the last pass left under way (0: none).",
+		}),
+		JobsFinished: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shelf_jobs_finished_total", Help: "Deletions and closings this process's job worker finished.",
+		}),
+		JobsFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shelf_jobs_failed_total", Help: "Runs of a job by this process that failed (the job is let go and taken on again by the next pass).",
+		}),
 	}
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.CQLDuration, m.CQLErrors, m.LWTOutcomes,
 		m.OutboxItems, m.OutboxAge, m.HashWait, m.RoundTrips, m.FanoutDuration, m.FanoutLibraries,
 		m.FanoutWaiting, m.FanoutRunning, m.FanoutCoalesced, m.FanoutLeftToOutbox,
+		m.JobsWaiting, m.JobsRunning, m.JobsOldest, m.JobsFinished, m.JobsFailed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -137,6 +137,45 @@ func (e HealthStatusStatus) Valid() bool {
 	}
 }
 
+// Defines values for JobKind.
+const (
+	JobKindAccountDeletion JobKind = "account_deletion"
+	JobKindGroupClosing    JobKind = "group_closing"
+)
+
+// Valid indicates whether the value is a known member of the JobKind enum.
+func (e JobKind) Valid() bool {
+	switch e {
+	case JobKindAccountDeletion:
+		return true
+	case JobKindGroupClosing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobState.
+const (
+	JobStateFinished JobState = "finished"
+	JobStateQueued   JobState = "queued"
+	JobStateRunning  JobState = "running"
+)
+
+// Valid indicates whether the value is a known member of the JobState enum.
+func (e JobState) Valid() bool {
+	switch e {
+	case JobStateFinished:
+		return true
+	case JobStateQueued:
+		return true
+	case JobStateRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LibraryOrder.
 const (
 	LibraryOrderNewest LibraryOrder = "newest"
@@ -462,6 +501,60 @@ type HealthStatus struct {
 
 // HealthStatusStatus defines model for HealthStatus.Status.
 type HealthStatusStatus string
+
+// Job Work a request began and a worker finishes (`GET /v1/jobs/{id}`).
+type Job struct {
+	// CreatedAt When the request began it.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Done Items of the library handled so far in the `items` step.
+	Done int `json:"done"`
+
+	// FinishedAt When it finished (absent until then).
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+
+	// Id The job's id (`j_...`), a capability to follow it.
+	Id string `json:"id"`
+
+	// Kind What a job does.
+	Kind JobKind `json:"kind"`
+
+	// Left `total` - `done`, never below 0.
+	Left int `json:"left"`
+
+	// Phase The step under way or last reached: `queued`, then for a
+	// deletion `suspension`, `groups`, `items`, `library`, `names`;
+	// for a closing `items`, `library`, `members`; `finished` at
+	// the end.
+	Phase string `json:"phase"`
+
+	// Runs Times a worker took it on (more than 1 after a worker stopped or failed).
+	Runs int `json:"runs"`
+
+	// State `queued`: no worker holds the job yet (or the one that did
+	// stopped, and the next takes it on); `running`: a worker holds it;
+	// `finished`: every step is done (for a deletion, the names are
+	// free).
+	State JobState `json:"state"`
+
+	// Subject The account (`u_...`) or group (`g_...`) it works on.
+	Subject string `json:"subject"`
+
+	// Total Items the library held when the job counted them (0 before).
+	Total int `json:"total"`
+
+	// UpdatedAt When a worker last reported.
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// JobKind What a job does.
+type JobKind string
+
+// JobState `queued`: no worker holds the job yet (or the one that did
+// stopped, and the next takes it on); `running`: a worker holds it;
+// `finished`: every step is done (for a deletion, the names are
+// free).
+type JobState string
 
 // LibraryItem defines model for LibraryItem.
 type LibraryItem struct {
@@ -1649,23 +1742,26 @@ type ClientInterface interface {
 	// group gets it once the closing has let go of it, never before.
 	// The id is never used again.
 	//
-	// The group stops working at once, before the rest is done: it is
-	// 404 to everyone (read, by name, members, library), takes no new
-	// member and no share. The closing is idempotent: a repeat by
-	// whoever closed it, or by an active admin, answers 204 and
-	// finishes an interrupted one (a 503, a lost answer); to anyone else
-	// a closed or closing group is 404. What nobody repeats, `api admin
-	// repair-closings` finishes.
+	// The request does the part that takes effect at once and answers
+	// 202 with the job that does the rest: the group is 404 to everyone
+	// from here (read, by name, members, library), takes no new member
+	// and no share. The job runs on a worker of any API process,
+	// resumes where it stopped if that process dies, and needs no
+	// further request; follow it at `GET /v1/jobs/{id}` (`Location`):
+	// the name is free once it reads `finished`. The closing is
+	// idempotent: a repeat by whoever closed it, or by an active admin,
+	// answers the same job (a repeat of a finished one also sweeps its
+	// steps again); to anyone else a closed or closing group is 404.
 	//
 	// Who may call: a manager of the group, or an active admin. Without
 	// a session 401; a session of anyone else 403.
 	//
 	// Cost: a SERIAL read of the group, the caller's role, an index
-	// write and a compare-and-set; then a change of each item shared
-	// with the group (with its fan-out), a pass over the group's library,
-	// the removal of each member (two rows each), a second
-	// compare-and-set and the release of the name: grows with the
-	// group's items and members.
+	// write, a compare-and-set and the job's row: the same whatever the
+	// group holds. The job then changes each item shared with the group
+	// (with its fan-out), passes over the group's library, removes each
+	// member (two rows each), makes a second compare-and-set and
+	// releases the name: it grows with the group's items and members.
 	//
 	// Corresponds with DELETE /v1/groups/{id} (the `CloseGroup` operationId).
 	CloseGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1780,6 +1876,26 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/groups/{id}/members/{userId} (the `SetGroupMember` operationId).
 	SetGroupMember(ctx context.Context, id GroupId, userId MemberUserId, body SetGroupMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetJob Follow a job
+	//
+	// Answers where a job stands: an account's deletion or a group's
+	// closing, begun by a request that answered 202 with it. `state` is
+	// `queued` (no worker holds it yet, or the one that did stopped:
+	// the next takes it on), `running` or `finished`; `phase` the step
+	// under way; `done` and `total` count the items of the library it
+	// goes through, `left` what remains of them. Ask again after
+	// `Retry-After` seconds while it is not finished.
+	//
+	// Who may call: whoever holds the id, with or without a session (the
+	// account a deletion ends has none left): the id is 128 random bits,
+	// given only to the one who began the job, and the job names only
+	// its subject's id and counts. Jobs are kept 30 days.
+	//
+	// Cost: one read.
+	//
+	// Corresponds with GET /v1/jobs/{id} (the `GetJob` operationId).
+	GetJob(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMe The caller's own account
 	//
@@ -2138,14 +2254,17 @@ type ClientInterface interface {
 	// and email freed: a signup of either gets it once the deletion has
 	// let go of it, never before. The id is never used again.
 	//
-	// The account stops working at once, before the rest is done: it is
-	// 404 to everyone, its login is refused and no session of it works.
-	// The deletion is idempotent: a repeat of a finished one answers 204
-	// (for an admin; the user's own session ended with it, so the user's
-	// repeat is 401 once it is done), and a repeat of an interrupted one
-	// (a 503, a lost answer) finishes it: the user's own session keeps
-	// working for this one request until the deletion is done. What
-	// nobody repeats, `api admin repair-deletions` finishes.
+	// The request does the part that takes effect at once and answers
+	// 202 with the job that does the rest: the account is 404 to
+	// everyone from here, its login is refused and no session of it
+	// works. The job runs on a worker of any API process, resumes where
+	// it stopped if that process dies, and needs no further request;
+	// follow it at `GET /v1/jobs/{id}` (`Location`), which works without
+	// a session: the names are free once it reads `finished`. The
+	// deletion is idempotent: a repeat answers the same job (a repeat of
+	// a finished one also sweeps its steps again); the user's own
+	// session keeps working for this one request, and for the job,
+	// until the job ends every session.
 	//
 	// Who may call: an active admin, for any account but another
 	// admin's (a suspended account can be deleted). The user deletes
@@ -2156,11 +2275,13 @@ type ClientInterface interface {
 	// of another, non-admin user, or an admin's for another admin, 403.
 	//
 	// Cost: a SERIAL read of the account and a read of each of the
-	// user's groups; an index write and a compare-and-set; then the
-	// revocation of the sessions, a change of each group, a change of
-	// each item in the user's library (with its fan-out), a pass over
-	// the library's rows, a second compare-and-set, and the release of
-	// the two names: grows with the user's groups and items.
+	// user's groups (the last-manager check); an index write, a
+	// compare-and-set and the job's row: the same whatever the account
+	// holds. The job then changes each group, each item in the user's
+	// library (with its fan-out), passes over the library's rows, makes
+	// a second compare-and-set, releases the two names and ends the
+	// sessions: it grows with the user's groups and items, at about a
+	// hundred items a second on one node.
 	//
 	// Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
 	DeleteUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2331,9 +2452,10 @@ type ClientInterface interface {
 	// password (missing: 400; wrong: 401 `invalid_credentials`, both
 	// naming `currentPassword`): a stolen session alone cannot delete
 	// the account. An admin deleting another, non-admin account sends
-	// none. A repeat of a deletion already under way finishes it without
-	// asking the password again (it was given when it began); the user's
-	// own session keeps working for this one request until it is done.
+	// none. A repeat of a deletion already under way answers its job
+	// without asking the password again (it was given when it began);
+	// the user's own session keeps working for this one request until
+	// the job ends it.
 	//
 	// Who may call: the user themself with the current password, or an
 	// active admin for any account but another admin's. Without a
@@ -2356,9 +2478,10 @@ type ClientInterface interface {
 	// password (missing: 400; wrong: 401 `invalid_credentials`, both
 	// naming `currentPassword`): a stolen session alone cannot delete
 	// the account. An admin deleting another, non-admin account sends
-	// none. A repeat of a deletion already under way finishes it without
-	// asking the password again (it was given when it began); the user's
-	// own session keeps working for this one request until it is done.
+	// none. A repeat of a deletion already under way answers its job
+	// without asking the password again (it was given when it began);
+	// the user's own session keeps working for this one request until
+	// the job ends it.
 	//
 	// Who may call: the user themself with the current password, or an
 	// active admin for any account but another admin's. Without a
@@ -3300,23 +3423,26 @@ func (c *Client) GetGroupByName(ctx context.Context, name GroupName, reqEditors 
 // group gets it once the closing has let go of it, never before.
 // The id is never used again.
 //
-// The group stops working at once, before the rest is done: it is
-// 404 to everyone (read, by name, members, library), takes no new
-// member and no share. The closing is idempotent: a repeat by
-// whoever closed it, or by an active admin, answers 204 and
-// finishes an interrupted one (a 503, a lost answer); to anyone else
-// a closed or closing group is 404. What nobody repeats, `api admin
-// repair-closings` finishes.
+// The request does the part that takes effect at once and answers
+// 202 with the job that does the rest: the group is 404 to everyone
+// from here (read, by name, members, library), takes no new member
+// and no share. The job runs on a worker of any API process,
+// resumes where it stopped if that process dies, and needs no
+// further request; follow it at `GET /v1/jobs/{id}` (`Location`):
+// the name is free once it reads `finished`. The closing is
+// idempotent: a repeat by whoever closed it, or by an active admin,
+// answers the same job (a repeat of a finished one also sweeps its
+// steps again); to anyone else a closed or closing group is 404.
 //
 // Who may call: a manager of the group, or an active admin. Without
 // a session 401; a session of anyone else 403.
 //
 // Cost: a SERIAL read of the group, the caller's role, an index
-// write and a compare-and-set; then a change of each item shared
-// with the group (with its fan-out), a pass over the group's library,
-// the removal of each member (two rows each), a second
-// compare-and-set and the release of the name: grows with the
-// group's items and members.
+// write, a compare-and-set and the job's row: the same whatever the
+// group holds. The job then changes each item shared with the group
+// (with its fan-out), passes over the group's library, removes each
+// member (two rows each), makes a second compare-and-set and
+// releases the name: it grows with the group's items and members.
 //
 // Corresponds with DELETE /v1/groups/{id} (the `CloseGroup` operationId).
 func (c *Client) CloseGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3492,6 +3618,36 @@ func (c *Client) SetGroupMemberWithBody(ctx context.Context, id GroupId, userId 
 // Corresponds with PUT /v1/groups/{id}/members/{userId} (the `SetGroupMember` operationId).
 func (c *Client) SetGroupMember(ctx context.Context, id GroupId, userId MemberUserId, body SetGroupMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetGroupMemberRequest(c.Server, id, userId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetJob Follow a job
+//
+// Answers where a job stands: an account's deletion or a group's
+// closing, begun by a request that answered 202 with it. `state` is
+// `queued` (no worker holds it yet, or the one that did stopped:
+// the next takes it on), `running` or `finished`; `phase` the step
+// under way; `done` and `total` count the items of the library it
+// goes through, `left` what remains of them. Ask again after
+// `Retry-After` seconds while it is not finished.
+//
+// Who may call: whoever holds the id, with or without a session (the
+// account a deletion ends has none left): the id is 128 random bits,
+// given only to the one who began the job, and the job names only
+// its subject's id and counts. Jobs are kept 30 days.
+//
+// Cost: one read.
+//
+// Corresponds with GET /v1/jobs/{id} (the `GetJob` operationId).
+func (c *Client) GetJob(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -3999,14 +4155,17 @@ func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEd
 // and email freed: a signup of either gets it once the deletion has
 // let go of it, never before. The id is never used again.
 //
-// The account stops working at once, before the rest is done: it is
-// 404 to everyone, its login is refused and no session of it works.
-// The deletion is idempotent: a repeat of a finished one answers 204
-// (for an admin; the user's own session ended with it, so the user's
-// repeat is 401 once it is done), and a repeat of an interrupted one
-// (a 503, a lost answer) finishes it: the user's own session keeps
-// working for this one request until the deletion is done. What
-// nobody repeats, `api admin repair-deletions` finishes.
+// The request does the part that takes effect at once and answers
+// 202 with the job that does the rest: the account is 404 to
+// everyone from here, its login is refused and no session of it
+// works. The job runs on a worker of any API process, resumes where
+// it stopped if that process dies, and needs no further request;
+// follow it at `GET /v1/jobs/{id}` (`Location`), which works without
+// a session: the names are free once it reads `finished`. The
+// deletion is idempotent: a repeat answers the same job (a repeat of
+// a finished one also sweeps its steps again); the user's own
+// session keeps working for this one request, and for the job,
+// until the job ends every session.
 //
 // Who may call: an active admin, for any account but another
 // admin's (a suspended account can be deleted). The user deletes
@@ -4017,11 +4176,13 @@ func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEd
 // of another, non-admin user, or an admin's for another admin, 403.
 //
 // Cost: a SERIAL read of the account and a read of each of the
-// user's groups; an index write and a compare-and-set; then the
-// revocation of the sessions, a change of each group, a change of
-// each item in the user's library (with its fan-out), a pass over
-// the library's rows, a second compare-and-set, and the release of
-// the two names: grows with the user's groups and items.
+// user's groups (the last-manager check); an index write, a
+// compare-and-set and the job's row: the same whatever the account
+// holds. The job then changes each group, each item in the user's
+// library (with its fan-out), passes over the library's rows, makes
+// a second compare-and-set, releases the two names and ends the
+// sessions: it grows with the user's groups and items, at about a
+// hundred items a second on one node.
 //
 // Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
 func (c *Client) DeleteUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4242,9 +4403,10 @@ func (c *Client) ListAccountAudit(ctx context.Context, id UserId, params *ListAc
 // password (missing: 400; wrong: 401 `invalid_credentials`, both
 // naming `currentPassword`): a stolen session alone cannot delete
 // the account. An admin deleting another, non-admin account sends
-// none. A repeat of a deletion already under way finishes it without
-// asking the password again (it was given when it began); the user's
-// own session keeps working for this one request until it is done.
+// none. A repeat of a deletion already under way answers its job
+// without asking the password again (it was given when it began);
+// the user's own session keeps working for this one request until
+// the job ends it.
 //
 // Who may call: the user themself with the current password, or an
 // active admin for any account but another admin's. Without a
@@ -4277,9 +4439,10 @@ func (c *Client) RequestUserDeletionWithBody(ctx context.Context, id UserId, con
 // password (missing: 400; wrong: 401 `invalid_credentials`, both
 // naming `currentPassword`): a stolen session alone cannot delete
 // the account. An admin deleting another, non-admin account sends
-// none. A repeat of a deletion already under way finishes it without
-// asking the password again (it was given when it began); the user's
-// own session keeps working for this one request until it is done.
+// none. A repeat of a deletion already under way answers its job
+// without asking the password again (it was given when it began);
+// the user's own session keeps working for this one request until
+// the job ends it.
 //
 // Who may call: the user themself with the current password, or an
 // active admin for any account but another admin's. Without a
@@ -5702,6 +5865,40 @@ func NewSetGroupMemberRequestWithBody(server string, id GroupId, userId MemberUs
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetJobRequest constructs an http.Request for the GetJob method
+func NewGetJobRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/jobs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -7415,23 +7612,26 @@ type ClientWithResponsesInterface interface {
 	// group gets it once the closing has let go of it, never before.
 	// The id is never used again.
 	//
-	// The group stops working at once, before the rest is done: it is
-	// 404 to everyone (read, by name, members, library), takes no new
-	// member and no share. The closing is idempotent: a repeat by
-	// whoever closed it, or by an active admin, answers 204 and
-	// finishes an interrupted one (a 503, a lost answer); to anyone else
-	// a closed or closing group is 404. What nobody repeats, `api admin
-	// repair-closings` finishes.
+	// The request does the part that takes effect at once and answers
+	// 202 with the job that does the rest: the group is 404 to everyone
+	// from here (read, by name, members, library), takes no new member
+	// and no share. The job runs on a worker of any API process,
+	// resumes where it stopped if that process dies, and needs no
+	// further request; follow it at `GET /v1/jobs/{id}` (`Location`):
+	// the name is free once it reads `finished`. The closing is
+	// idempotent: a repeat by whoever closed it, or by an active admin,
+	// answers the same job (a repeat of a finished one also sweeps its
+	// steps again); to anyone else a closed or closing group is 404.
 	//
 	// Who may call: a manager of the group, or an active admin. Without
 	// a session 401; a session of anyone else 403.
 	//
 	// Cost: a SERIAL read of the group, the caller's role, an index
-	// write and a compare-and-set; then a change of each item shared
-	// with the group (with its fan-out), a pass over the group's library,
-	// the removal of each member (two rows each), a second
-	// compare-and-set and the release of the name: grows with the
-	// group's items and members.
+	// write, a compare-and-set and the job's row: the same whatever the
+	// group holds. The job then changes each item shared with the group
+	// (with its fan-out), passes over the group's library, removes each
+	// member (two rows each), makes a second compare-and-set and
+	// releases the name: it grows with the group's items and members.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7556,6 +7756,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/groups/{id}/members/{userId} (the `SetGroupMember` operationId).
 	SetGroupMemberWithResponse(ctx context.Context, id GroupId, userId MemberUserId, body SetGroupMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*SetGroupMemberResponse, error)
+
+	// GetJobWithResponse Follow a job
+	//
+	// Answers where a job stands: an account's deletion or a group's
+	// closing, begun by a request that answered 202 with it. `state` is
+	// `queued` (no worker holds it yet, or the one that did stopped:
+	// the next takes it on), `running` or `finished`; `phase` the step
+	// under way; `done` and `total` count the items of the library it
+	// goes through, `left` what remains of them. Ask again after
+	// `Retry-After` seconds while it is not finished.
+	//
+	// Who may call: whoever holds the id, with or without a session (the
+	// account a deletion ends has none left): the id is 128 random bits,
+	// given only to the one who began the job, and the job names only
+	// its subject's id and counts. Jobs are kept 30 days.
+	//
+	// Cost: one read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/jobs/{id} (the `GetJob` operationId).
+	GetJobWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
 
 	// GetMeWithResponse The caller's own account
 	//
@@ -7926,14 +8148,17 @@ type ClientWithResponsesInterface interface {
 	// and email freed: a signup of either gets it once the deletion has
 	// let go of it, never before. The id is never used again.
 	//
-	// The account stops working at once, before the rest is done: it is
-	// 404 to everyone, its login is refused and no session of it works.
-	// The deletion is idempotent: a repeat of a finished one answers 204
-	// (for an admin; the user's own session ended with it, so the user's
-	// repeat is 401 once it is done), and a repeat of an interrupted one
-	// (a 503, a lost answer) finishes it: the user's own session keeps
-	// working for this one request until the deletion is done. What
-	// nobody repeats, `api admin repair-deletions` finishes.
+	// The request does the part that takes effect at once and answers
+	// 202 with the job that does the rest: the account is 404 to
+	// everyone from here, its login is refused and no session of it
+	// works. The job runs on a worker of any API process, resumes where
+	// it stopped if that process dies, and needs no further request;
+	// follow it at `GET /v1/jobs/{id}` (`Location`), which works without
+	// a session: the names are free once it reads `finished`. The
+	// deletion is idempotent: a repeat answers the same job (a repeat of
+	// a finished one also sweeps its steps again); the user's own
+	// session keeps working for this one request, and for the job,
+	// until the job ends every session.
 	//
 	// Who may call: an active admin, for any account but another
 	// admin's (a suspended account can be deleted). The user deletes
@@ -7944,11 +8169,13 @@ type ClientWithResponsesInterface interface {
 	// of another, non-admin user, or an admin's for another admin, 403.
 	//
 	// Cost: a SERIAL read of the account and a read of each of the
-	// user's groups; an index write and a compare-and-set; then the
-	// revocation of the sessions, a change of each group, a change of
-	// each item in the user's library (with its fan-out), a pass over
-	// the library's rows, a second compare-and-set, and the release of
-	// the two names: grows with the user's groups and items.
+	// user's groups (the last-manager check); an index write, a
+	// compare-and-set and the job's row: the same whatever the account
+	// holds. The job then changes each group, each item in the user's
+	// library (with its fan-out), passes over the library's rows, makes
+	// a second compare-and-set, releases the two names and ends the
+	// sessions: it grows with the user's groups and items, at about a
+	// hundred items a second on one node.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8125,9 +8352,10 @@ type ClientWithResponsesInterface interface {
 	// password (missing: 400; wrong: 401 `invalid_credentials`, both
 	// naming `currentPassword`): a stolen session alone cannot delete
 	// the account. An admin deleting another, non-admin account sends
-	// none. A repeat of a deletion already under way finishes it without
-	// asking the password again (it was given when it began); the user's
-	// own session keeps working for this one request until it is done.
+	// none. A repeat of a deletion already under way answers its job
+	// without asking the password again (it was given when it began);
+	// the user's own session keeps working for this one request until
+	// the job ends it.
 	//
 	// Who may call: the user themself with the current password, or an
 	// active admin for any account but another admin's. Without a
@@ -8150,9 +8378,10 @@ type ClientWithResponsesInterface interface {
 	// password (missing: 400; wrong: 401 `invalid_credentials`, both
 	// naming `currentPassword`): a stolen session alone cannot delete
 	// the account. An admin deleting another, non-admin account sends
-	// none. A repeat of a deletion already under way finishes it without
-	// asking the password again (it was given when it began); the user's
-	// own session keeps working for this one request until it is done.
+	// none. A repeat of a deletion already under way answers its job
+	// without asking the password again (it was given when it began);
+	// the user's own session keeps working for this one request until
+	// the job ends it.
 	//
 	// Who may call: the user themself with the current password, or an
 	// active admin for any account but another admin's. Without a
@@ -10595,8 +10824,10 @@ func (r GetGroupByNameResponse) ContentType() string {
 	return ""
 }
 
-// CloseGroupResponse204Headers the declared response headers of an HTTP 204 response for CloseGroup
-type CloseGroupResponse204Headers struct {
+// CloseGroupResponse202Headers the declared response headers of an HTTP 202 response for CloseGroup
+type CloseGroupResponse202Headers struct {
+	Location   string
+	RetryAfter *int
 	XRequestId *string
 }
 
@@ -10635,6 +10866,8 @@ type CloseGroupResponse503Headers struct {
 type CloseGroupResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Job
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -10647,8 +10880,8 @@ type CloseGroupResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
-	// Headers204 the parsed response headers for an HTTP 204 response
-	Headers204 *CloseGroupResponse204Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CloseGroupResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CloseGroupResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -10661,6 +10894,11 @@ type CloseGroupResponse struct {
 	Headers500 *CloseGroupResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CloseGroupResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CloseGroupResponse) GetJSON202() *Job {
+	return r.JSON202
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -11393,6 +11631,114 @@ func (r SetGroupMemberResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SetGroupMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetJobResponse200Headers the declared response headers of an HTTP 200 response for GetJob
+type GetJobResponse200Headers struct {
+	Location   string
+	RetryAfter *int
+	XRequestId *string
+}
+
+// GetJobResponse401Headers the declared response headers of an HTTP 401 response for GetJob
+type GetJobResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// GetJobResponse404Headers the declared response headers of an HTTP 404 response for GetJob
+type GetJobResponse404Headers struct {
+	XRequestId *string
+}
+
+// GetJobResponse500Headers the declared response headers of an HTTP 500 response for GetJob
+type GetJobResponse500Headers struct {
+	XRequestId *string
+}
+
+// GetJobResponse503Headers the declared response headers of an HTTP 503 response for GetJob
+type GetJobResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Job
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetJobResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetJobResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetJobResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetJobResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetJobResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetJobResponse) GetJSON200() *Job {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetJobResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetJobResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetJobResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetJobResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJobResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12698,8 +13044,10 @@ func (r GetUserByUsernameResponse) ContentType() string {
 	return ""
 }
 
-// DeleteUserResponse204Headers the declared response headers of an HTTP 204 response for DeleteUser
-type DeleteUserResponse204Headers struct {
+// DeleteUserResponse202Headers the declared response headers of an HTTP 202 response for DeleteUser
+type DeleteUserResponse202Headers struct {
+	Location   string
+	RetryAfter *int
 	XRequestId *string
 }
 
@@ -12743,6 +13091,8 @@ type DeleteUserResponse503Headers struct {
 type DeleteUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Job
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12757,8 +13107,8 @@ type DeleteUserResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
-	// Headers204 the parsed response headers for an HTTP 204 response
-	Headers204 *DeleteUserResponse204Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *DeleteUserResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *DeleteUserResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -12773,6 +13123,11 @@ type DeleteUserResponse struct {
 	Headers500 *DeleteUserResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteUserResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r DeleteUserResponse) GetJSON202() *Job {
+	return r.JSON202
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -13270,8 +13625,10 @@ func (r ListAccountAuditResponse) ContentType() string {
 	return ""
 }
 
-// RequestUserDeletionResponse204Headers the declared response headers of an HTTP 204 response for RequestUserDeletion
-type RequestUserDeletionResponse204Headers struct {
+// RequestUserDeletionResponse202Headers the declared response headers of an HTTP 202 response for RequestUserDeletion
+type RequestUserDeletionResponse202Headers struct {
+	Location   string
+	RetryAfter *int
 	XRequestId *string
 }
 
@@ -13331,6 +13688,8 @@ type RequestUserDeletionResponse503Headers struct {
 type RequestUserDeletionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Job
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -13351,8 +13710,8 @@ type RequestUserDeletionResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
-	// Headers204 the parsed response headers for an HTTP 204 response
-	Headers204 *RequestUserDeletionResponse204Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RequestUserDeletionResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *RequestUserDeletionResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -13373,6 +13732,11 @@ type RequestUserDeletionResponse struct {
 	Headers500 *RequestUserDeletionResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RequestUserDeletionResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RequestUserDeletionResponse) GetJSON202() *Job {
+	return r.JSON202
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -15409,23 +15773,26 @@ func (c *ClientWithResponses) GetGroupByNameWithResponse(ctx context.Context, na
 // group gets it once the closing has let go of it, never before.
 // The id is never used again.
 //
-// The group stops working at once, before the rest is done: it is
-// 404 to everyone (read, by name, members, library), takes no new
-// member and no share. The closing is idempotent: a repeat by
-// whoever closed it, or by an active admin, answers 204 and
-// finishes an interrupted one (a 503, a lost answer); to anyone else
-// a closed or closing group is 404. What nobody repeats, `api admin
-// repair-closings` finishes.
+// The request does the part that takes effect at once and answers
+// 202 with the job that does the rest: the group is 404 to everyone
+// from here (read, by name, members, library), takes no new member
+// and no share. The job runs on a worker of any API process,
+// resumes where it stopped if that process dies, and needs no
+// further request; follow it at `GET /v1/jobs/{id}` (`Location`):
+// the name is free once it reads `finished`. The closing is
+// idempotent: a repeat by whoever closed it, or by an active admin,
+// answers the same job (a repeat of a finished one also sweeps its
+// steps again); to anyone else a closed or closing group is 404.
 //
 // Who may call: a manager of the group, or an active admin. Without
 // a session 401; a session of anyone else 403.
 //
 // Cost: a SERIAL read of the group, the caller's role, an index
-// write and a compare-and-set; then a change of each item shared
-// with the group (with its fan-out), a pass over the group's library,
-// the removal of each member (two rows each), a second
-// compare-and-set and the release of the name: grows with the
-// group's items and members.
+// write, a compare-and-set and the job's row: the same whatever the
+// group holds. The job then changes each item shared with the group
+// (with its fan-out), passes over the group's library, removes each
+// member (two rows each), makes a second compare-and-set and
+// releases the name: it grows with the group's items and members.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15591,6 +15958,34 @@ func (c *ClientWithResponses) SetGroupMemberWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParseSetGroupMemberResponse(rsp)
+}
+
+// GetJobWithResponse Follow a job
+//
+// Answers where a job stands: an account's deletion or a group's
+// closing, begun by a request that answered 202 with it. `state` is
+// `queued` (no worker holds it yet, or the one that did stopped:
+// the next takes it on), `running` or `finished`; `phase` the step
+// under way; `done` and `total` count the items of the library it
+// goes through, `left` what remains of them. Ask again after
+// `Retry-After` seconds while it is not finished.
+//
+// Who may call: whoever holds the id, with or without a session (the
+// account a deletion ends has none left): the id is 128 random bits,
+// given only to the one who began the job, and the job names only
+// its subject's id and counts. Jobs are kept 30 days.
+//
+// Cost: one read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/jobs/{id} (the `GetJob` operationId).
+func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetJobResponse, error) {
+	rsp, err := c.GetJob(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJobResponse(rsp)
 }
 
 // GetMeWithResponse The caller's own account
@@ -16046,14 +16441,17 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 // and email freed: a signup of either gets it once the deletion has
 // let go of it, never before. The id is never used again.
 //
-// The account stops working at once, before the rest is done: it is
-// 404 to everyone, its login is refused and no session of it works.
-// The deletion is idempotent: a repeat of a finished one answers 204
-// (for an admin; the user's own session ended with it, so the user's
-// repeat is 401 once it is done), and a repeat of an interrupted one
-// (a 503, a lost answer) finishes it: the user's own session keeps
-// working for this one request until the deletion is done. What
-// nobody repeats, `api admin repair-deletions` finishes.
+// The request does the part that takes effect at once and answers
+// 202 with the job that does the rest: the account is 404 to
+// everyone from here, its login is refused and no session of it
+// works. The job runs on a worker of any API process, resumes where
+// it stopped if that process dies, and needs no further request;
+// follow it at `GET /v1/jobs/{id}` (`Location`), which works without
+// a session: the names are free once it reads `finished`. The
+// deletion is idempotent: a repeat answers the same job (a repeat of
+// a finished one also sweeps its steps again); the user's own
+// session keeps working for this one request, and for the job,
+// until the job ends every session.
 //
 // Who may call: an active admin, for any account but another
 // admin's (a suspended account can be deleted). The user deletes
@@ -16064,11 +16462,13 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 // of another, non-admin user, or an admin's for another admin, 403.
 //
 // Cost: a SERIAL read of the account and a read of each of the
-// user's groups; an index write and a compare-and-set; then the
-// revocation of the sessions, a change of each group, a change of
-// each item in the user's library (with its fan-out), a pass over
-// the library's rows, a second compare-and-set, and the release of
-// the two names: grows with the user's groups and items.
+// user's groups (the last-manager check); an index write, a
+// compare-and-set and the job's row: the same whatever the account
+// holds. The job then changes each group, each item in the user's
+// library (with its fan-out), passes over the library's rows, makes
+// a second compare-and-set, releases the two names and ends the
+// sessions: it grows with the user's groups and items, at about a
+// hundred items a second on one node.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16275,9 +16675,10 @@ func (c *ClientWithResponses) ListAccountAuditWithResponse(ctx context.Context, 
 // password (missing: 400; wrong: 401 `invalid_credentials`, both
 // naming `currentPassword`): a stolen session alone cannot delete
 // the account. An admin deleting another, non-admin account sends
-// none. A repeat of a deletion already under way finishes it without
-// asking the password again (it was given when it began); the user's
-// own session keeps working for this one request until it is done.
+// none. A repeat of a deletion already under way answers its job
+// without asking the password again (it was given when it began);
+// the user's own session keeps working for this one request until
+// the job ends it.
 //
 // Who may call: the user themself with the current password, or an
 // active admin for any account but another admin's. Without a
@@ -16306,9 +16707,10 @@ func (c *ClientWithResponses) RequestUserDeletionWithBodyWithResponse(ctx contex
 // password (missing: 400; wrong: 401 `invalid_credentials`, both
 // naming `currentPassword`): a stolen session alone cannot delete
 // the account. An admin deleting another, non-admin account sends
-// none. A repeat of a deletion already under way finishes it without
-// asking the password again (it was given when it began); the user's
-// own session keeps working for this one request until it is done.
+// none. A repeat of a deletion already under way answers its job
+// without asking the password again (it was given when it began);
+// the user's own session keeps working for this one request until
+// the job ends it.
 //
 // Who may call: the user themself with the current password, or an
 // active admin for any account but another admin's. Without a
@@ -19151,8 +19553,12 @@ func ParseCloseGroupResponse(rsp *http.Response) (*CloseGroupResponse, error) {
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		break // No content-type
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
@@ -19199,8 +19605,22 @@ func ParseCloseGroupResponse(rsp *http.Response) (*CloseGroupResponse, error) {
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		var headers CloseGroupResponse204Headers
+	case rsp.StatusCode == 202:
+		var headers CloseGroupResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -19208,7 +19628,7 @@ func ParseCloseGroupResponse(rsp *http.Response) (*CloseGroupResponse, error) {
 			}
 			headers.XRequestId = &value
 		}
-		response.Headers204 = &headers
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers CloseGroupResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20056,6 +20476,141 @@ func ParseSetGroupMemberResponse(rsp *http.Response) (*SetGroupMemberResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetGroupMemberResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetJobResponse parses an HTTP response from a GetJobWithResponse call
+func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetJobResponse200Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetJobResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetJobResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetJobResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21650,8 +22205,12 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		break // No content-type
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
@@ -21705,8 +22264,22 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		var headers DeleteUserResponse204Headers
+	case rsp.StatusCode == 202:
+		var headers DeleteUserResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -21714,7 +22287,7 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 			}
 			headers.XRequestId = &value
 		}
-		response.Headers204 = &headers
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteUserResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -22324,8 +22897,12 @@ func ParseRequestUserDeletionResponse(rsp *http.Response) (*RequestUserDeletionR
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		break // No content-type
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
@@ -22400,8 +22977,22 @@ func ParseRequestUserDeletionResponse(rsp *http.Response) (*RequestUserDeletionR
 	}
 
 	switch {
-	case rsp.StatusCode == 204:
-		var headers RequestUserDeletionResponse204Headers
+	case rsp.StatusCode == 202:
+		var headers RequestUserDeletionResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -22409,7 +23000,7 @@ func ParseRequestUserDeletionResponse(rsp *http.Response) (*RequestUserDeletionR
 			}
 			headers.XRequestId = &value
 		}
-		response.Headers204 = &headers
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers RequestUserDeletionResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {

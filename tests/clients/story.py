@@ -7,6 +7,7 @@ client relies on; the first failure ends the run with its reason.
 
 import os
 import secrets
+import time
 
 import shelf_client
 from shelf_client.exceptions import ApiException
@@ -123,14 +124,22 @@ def main():
         visibility=shelf_client.Visibility.PRIVATE))
     assert emoji.name.startswith("\U0001F469"), emoji
 
-    # Bob deletes his account, with his password: it is gone for everyone.
-    shelf_client.AccountsApi(as_bob).request_user_deletion(
+    # Bob deletes his account, with his password: it is gone for everyone
+    # at once, and the job the answer names finishes the rest (followed
+    # without a session, until it reads finished).
+    job = shelf_client.AccountsApi(as_bob).request_user_deletion(
         bob.id, shelf_client.UserDeletion(current_password=PASSWORD))
+    assert job.kind == shelf_client.JobKind.ACCOUNT_DELETION and job.subject == bob.id, job
     try:
         shelf_client.AccountsApi(client()).get_user(bob.id)
         raise AssertionError("a deleted account still shows")
     except ApiException as e:
         assert e.status == 404, (e.status, e.body)
+    deadline = time.monotonic() + 60
+    while job.state != shelf_client.JobState.FINISHED:
+        assert time.monotonic() < deadline, ("the deletion job after 60 s", job)
+        time.sleep(0.1)
+        job = shelf_client.OperationsApi(client()).get_job(job.id)
 
     print(f"python story: ok (alice {alice.id}, bob {bob.id})")
 

@@ -141,10 +141,19 @@ async function main(): Promise<void> {
   check(takenStatus === 409 && taken.code === "conflict", "taken username", takenStatus, taken);
   check(taken.errors?.map((f) => `${f.field}:${f.code}`).join() === "username:taken", "taken field", taken);
 
-  // Bob deletes his account, with his password: it is gone for everyone.
-  await new AccountsApi(asBob).requestUserDeletion({ id: bob.id, userDeletion: { currentPassword: PASSWORD } });
+  // Bob deletes his account, with his password: it is gone for everyone
+  // at once, and the job the answer names finishes the rest (followed
+  // without a session, until it reads finished).
+  let job = await new AccountsApi(asBob).requestUserDeletion({ id: bob.id, userDeletion: { currentPassword: PASSWORD } });
+  check(job.kind === "account_deletion" && job.subject === bob.id, "the deletion's job", job);
   const [goneStatus] = await problemOf(accounts.getUser({ id: bob.id }));
   check(goneStatus === 404, "a deleted account", goneStatus);
+  const operations = new OperationsApi(config());
+  for (const deadline = Date.now() + 60_000; job.state !== "finished"; ) {
+    check(Date.now() < deadline, "the deletion job after 60 s", job);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    job = await operations.getJob({ id: job.id });
+  }
 
   console.log(`typescript story: ok (alice ${alice.id}, bob ${bob.id})`);
 }

@@ -96,9 +96,10 @@ func TestTwoClosingsAtOnceAreFinishedByTheRepair(t *testing.T) {
 
 // TestTwoDeletionsAtOnceAreFinishedByTheRepair: the user and an admin
 // delete the account at once. The user's compare-and-set applies and its
-// process dies; the admin's loses, ends its own entry, finds the account
-// deleting, and dies too while finishing it. The repair finds the user's
-// deletion by its own entry and finishes it.
+// process dies before it writes the job's row; the admin's loses, ends its
+// own entry, finds the account deleting, and dies too. The worker's pass
+// finds the user's deletion by its own entry, makes the job's row and
+// finishes it.
 func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -21,12 +22,17 @@ func closeGroup(api *testkit.API, id string) *testkit.Response {
 	return api.Do(http.MethodDelete, "/v1/groups/"+id, "", nil)
 }
 
-// mustClose closes the group and fails unless it answers 204.
+// mustClose closes the group and fails unless it answers 202 and its job
+// finishes.
 func mustClose(t *testing.T, api *testkit.API, id string) {
 	t.Helper()
-	if r := closeGroup(api, id); r.StatusCode != http.StatusNoContent {
-		t.Fatalf("DELETE /v1/groups/%s: %d %s", id, r.StatusCode, r.Body)
-	}
+	mustFinish(t, api, closeGroup(api, id), "DELETE /v1/groups/"+id)
+}
+
+// closeAndFinish closes the group as api, finishing its job when it
+// answers 202.
+func closeAndFinish(t *testing.T, api *testkit.API, id string) *testkit.Response {
+	return finished(t, api, closeGroup(api, id))
 }
 
 // checkClosed asserts that a closed group left nothing that works or
@@ -208,14 +214,15 @@ func TestCloseGroup(t *testing.T) {
 var closingSteps = []string{"entry", "cas", "items", "library", "members", "closed", "claim"}
 
 // TestInterruptedClosingIsFinished stops a closing after each of its
-// steps, as a crash would, then finishes it by the closer's retry, an
-// admin's, or the repair; every check of a complete closing holds after.
+// steps, as a crash would (in the request: entry, cas; the rest in the
+// job's run), then finishes it by the closer's retry, an admin's, or the
+// worker's next pass; every check of a complete closing holds after.
 // Until the closed step, the name stays the group's.
 func TestInterruptedClosingIsFinished(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	for _, step := range closingSteps {
-		for _, by := range []string{"retry", "admin", "repair"} {
+		for _, by := range []string{"retry", "admin", "worker"} {
 			w := newClosingWorld(t, m)
 			crash := func(op, s string) error {
 				if op == "close" && s == step {
@@ -227,10 +234,19 @@ func TestInterruptedClosingIsFinished(t *testing.T) {
 			m.app.Groups.Hooks.AfterStep = crash
 			m.app.Lifecycle.Hooks.AfterClosingStep = func(s string) error { return crash("close", s) }
 			r := closeGroup(w.ownerAPI, w.group.ID)
-			m.app.Groups.Hooks.AfterStep, m.app.Lifecycle.Hooks.AfterClosingStep = nil, nil
-			if r.StatusCode != http.StatusInternalServerError {
-				t.Fatalf("stopped after %s: %d %s", step, r.StatusCode, r.Body)
+			if step == "entry" || step == "cas" {
+				if r.StatusCode != http.StatusInternalServerError {
+					t.Fatalf("stopped after %s: %d %s", step, r.StatusCode, r.Body)
+				}
+			} else {
+				if r.StatusCode != http.StatusAccepted {
+					t.Fatalf("close, to stop after %s: %d %s", step, r.StatusCode, r.Body)
+				}
+				if _, err := m.app.Lifecycle.WorkJobs(context.Background()); !errors.Is(err, errCrash) {
+					t.Fatalf("the job stopped after %s answered %v", step, err)
+				}
 			}
+			m.app.Groups.Hooks.AfterStep, m.app.Lifecycle.Hooks.AfterClosingStep = nil, nil
 			if step != "entry" {
 				if r := m.api.Get("/v1/groups/" + w.group.ID); r.StatusCode != http.StatusNotFound {
 					t.Fatalf("stopped after %s, the group shows: %d", step, r.StatusCode)
@@ -249,18 +265,17 @@ func TestInterruptedClosingIsFinished(t *testing.T) {
 				mustClose(t, w.ownerAPI, w.group.ID)
 			case "admin":
 				mustClose(t, m.admin, w.group.ID)
-			case "repair":
-				rep, err := m.app.Lifecycle.RepairClosings(context.Background(), false)
-				if err != nil {
-					t.Fatalf("repair after %s: %v (%+v)", step, err, rep)
-				}
+			case "worker":
+				rep := mustWork(t, m)
 				if step == "entry" {
 					// The compare-and-set never ran: the group is open,
 					// its young entry left to its retry.
-					if r := m.api.Get("/v1/groups/" + w.group.ID); r.StatusCode != http.StatusOK {
-						t.Fatalf("after the repair: %d", r.StatusCode)
+					if r := m.api.Get("/v1/groups/" + w.group.ID); r.StatusCode != http.StatusOK || rep.Finished != 0 {
+						t.Fatalf("after the pass: %d, %+v", r.StatusCode, rep)
 					}
 					mustClose(t, w.ownerAPI, w.group.ID)
+				} else if rep.Finished < 1 {
+					t.Fatalf("after %s the worker finished nothing: %+v", step, rep)
 				}
 			}
 			w.check(t)
@@ -278,11 +293,15 @@ func TestClosingWhoseReverseIndexDeleteFailsIsFinished(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	w := newClosingWorld(t, m)
-	faults(m.app).Set(failWrite("groups_by_member.delete"))
 	r := closeGroup(w.ownerAPI, w.group.ID)
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("close: %d %s", r.StatusCode, r.Body)
+	}
+	faults(m.app).Set(failWrite("groups_by_member.delete"))
+	_, err := m.app.Lifecycle.WorkJobs(context.Background())
 	faults(m.app).Set(nil)
-	if r.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a closing whose reverse index delete failed: %d %s", r.StatusCode, r.Body)
+	if !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("a closing job whose reverse index delete failed: %v", err)
 	}
 	members := countRows(t, m.db, `SELECT user_id FROM group_members WHERE group_id = ?`, w.group.ID)
 	indexed := countRows(t, m.db, `SELECT user_id FROM groups_by_member WHERE group_id = ? ALLOW FILTERING`, w.group.ID)
@@ -345,8 +364,8 @@ func TestClosingRacingCreations(t *testing.T) {
 		g := createGroup(t, api, 0)
 		r, won := raceRemoval(t, fmt.Sprintf("round %d: create", round), racers,
 			func() *testkit.Response { return postGroup(api, map[string]any{"name": g.Name}) },
-			func() *testkit.Response { return closeGroup(api, g.ID) })
-		if r.StatusCode != http.StatusNoContent {
+			func() *testkit.Response { return closeAndFinish(t, api, g.ID) })
+		if r.StatusCode != http.StatusAccepted {
 			t.Fatalf("round %d: close %d %s", round, r.StatusCode, r.Body)
 		}
 		if n := len(won); n != 1 {

@@ -21,11 +21,84 @@ func deleteUser(api *testkit.API, id string) *testkit.Response {
 	return api.Send(http.MethodPost, "/v1/users/"+id+"/deletion", map[string]string{"currentPassword": testPassword})
 }
 
-// mustDelete deletes the account and fails unless it answers 204.
+// mustDelete deletes the account and fails unless it answers 202 and its
+// job finishes.
 func mustDelete(t *testing.T, api *testkit.API, id string) {
 	t.Helper()
-	if r := deleteUser(api, id); r.StatusCode != http.StatusNoContent {
-		t.Fatalf("POST /v1/users/%s/deletion: %d %s", id, r.StatusCode, r.Body)
+	mustFinish(t, api, deleteUser(api, id), "POST /v1/users/"+id+"/deletion")
+}
+
+// deleteAndFinish deletes the account as api, finishing its job when it
+// answers 202 (what a client that follows the job sees once it reads
+// finished).
+func deleteAndFinish(t *testing.T, api *testkit.API, id string) *testkit.Response {
+	return finished(t, api, deleteUser(api, id))
+}
+
+// adminDeleteAndFinish is deleteAndFinish by DELETE /v1/users/{id} (an
+// admin's, with no password).
+func adminDeleteAndFinish(t *testing.T, api *testkit.API, id string) *testkit.Response {
+	return finished(t, api, api.Do(http.MethodDelete, "/v1/users/"+id, "", nil))
+}
+
+// mustFinish fails unless r, what's answer, is a 202 whose job finishes.
+func mustFinish(t *testing.T, api *testkit.API, r *testkit.Response, what string) {
+	t.Helper()
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("%s: %d %s", what, r.StatusCode, r.Body)
+	}
+	finishJob(t, api, r)
+}
+
+// finished finishes the job r names when r is a 202, and returns r.
+func finished(t *testing.T, api *testkit.API, r *testkit.Response) *testkit.Response {
+	if r.StatusCode == http.StatusAccepted {
+		finishJob(t, api, r)
+	}
+	return r
+}
+
+// jobBody is a job as the API answers it.
+type jobBody struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"`
+	Subject string `json:"subject"`
+	State   string `json:"state"`
+	Phase   string `json:"phase"`
+	Done    int    `json:"done"`
+	Total   int    `json:"total"`
+	Left    int    `json:"left"`
+	Runs    int    `json:"runs"`
+}
+
+// finishJob takes a 202 that named a job, runs the job worker of the app
+// that answered (as its background worker would) until the job reads
+// finished at GET /v1/jobs/{id}, without a session, and returns it; it
+// fails the test after 60 s. A pass that fails is left to the next, as
+// the worker leaves it.
+func finishJob(t *testing.T, api *testkit.API, r *testkit.Response) jobBody {
+	t.Helper()
+	var j jobBody
+	r.JSON(t, &j)
+	if r.Header.Get("Location") != "/v1/jobs/"+j.ID {
+		t.Fatalf("the job %s answered with Location %q", j.ID, r.Header.Get("Location"))
+	}
+	a, anonymous := appOf(api), api.As("")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rep, err := a.Lifecycle.WorkJobs(context.Background())
+		g := anonymous.Get("/v1/jobs/" + j.ID)
+		if g.StatusCode != http.StatusOK {
+			t.Fatalf("GET /v1/jobs/%s: %d %s", j.ID, g.StatusCode, g.Body)
+		}
+		g.JSON(t, &j)
+		if j.State == "finished" {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job %s is still %s after 60 s (last pass: %+v, %v)", j.ID, j.State, rep, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"shelf/domain/lifecycle"
 	"shelf/internal/faultinject"
 	"shelf/internal/testkit"
 )
@@ -220,8 +221,8 @@ func TestDeletionRacingSignups(t *testing.T) {
 				username, email = name("racer"), u.Email
 			}
 			return signup(m.api, username, email)
-		}, func() *testkit.Response { return deleteUser(api, u.ID) })
-		if del.StatusCode != http.StatusNoContent {
+		}, func() *testkit.Response { return deleteAndFinish(t, api, u.ID) })
+		if del.StatusCode != http.StatusAccepted {
 			t.Fatalf("round %d: delete %d %s", round, del.StatusCode, del.Body)
 		}
 		if n := len(won); n != 1 {
@@ -240,18 +241,23 @@ func TestDeletionRacingSignups(t *testing.T) {
 	checkClaimsConsistent(t, m.db)
 }
 
-// deletionSteps are the steps of a deletion, in order (AfterDeletionStep).
-var deletionSteps = []string{"entry", "sessions", "suspension", "groups", "items", "library", "deleted", "claims"}
+// deletionSteps are the steps of a deletion, in order (AfterDeletionStep):
+// the request's, then the job's.
+var deletionSteps = []string{"entry", "begun", "suspension", "groups", "items", "library", "deleted", "claims", "sessions"}
+
+// inRequest reports a step the request takes (the rest are the job's).
+func inRequest(step string) bool { return step == "entry" || step == "begun" }
 
 // TestInterruptedDeletionIsFinished stops a deletion after each of its
-// steps, as a crash would, then finishes it by the user's retry (the
-// user's session still works for that) and, in another world, by the
-// repair; every check of a complete deletion holds after.
+// steps, as a crash would (in the request, or in the job's run), then
+// finishes it by the user's retry (the user's session still works for
+// that until the job ends it), an admin's, or the worker's next pass;
+// every check of a complete deletion holds after.
 func TestInterruptedDeletionIsFinished(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	for _, step := range deletionSteps {
-		for _, by := range []string{"retry", "admin", "repair"} {
+		for _, by := range []string{"retry", "admin", "worker"} {
 			w := newDeletionWorld(t, m)
 			m.app.Lifecycle.Hooks.AfterDeletionStep = func(s string) error {
 				if s == step {
@@ -260,10 +266,19 @@ func TestInterruptedDeletionIsFinished(t *testing.T) {
 				return nil
 			}
 			r := deleteUser(w.userAPI, w.user.ID)
-			m.app.Lifecycle.Hooks.AfterDeletionStep = nil
-			if r.StatusCode != http.StatusInternalServerError {
-				t.Fatalf("stopped after %s: %d %s", step, r.StatusCode, r.Body)
+			if inRequest(step) {
+				if r.StatusCode != http.StatusInternalServerError {
+					t.Fatalf("stopped after %s: %d %s", step, r.StatusCode, r.Body)
+				}
+			} else {
+				if r.StatusCode != http.StatusAccepted {
+					t.Fatalf("delete, to stop after %s: %d %s", step, r.StatusCode, r.Body)
+				}
+				if _, err := m.app.Lifecycle.WorkJobs(context.Background()); !errors.Is(err, errCrash) {
+					t.Fatalf("the job stopped after %s answered %v", step, err)
+				}
 			}
+			m.app.Lifecycle.Hooks.AfterDeletionStep = nil
 			if step != "entry" {
 				if r := m.api.Get("/v1/users/" + w.user.ID); r.StatusCode != http.StatusNotFound {
 					t.Fatalf("stopped after %s, the account shows: %d", step, r.StatusCode)
@@ -271,29 +286,35 @@ func TestInterruptedDeletionIsFinished(t *testing.T) {
 				if r := w.second.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
 					t.Fatalf("stopped after %s, another session works: %d", step, r.StatusCode)
 				}
-				if step != "deleted" && step != "claims" {
+				if step != "deleted" && step != "claims" && step != "sessions" {
 					if r := signup(m.api, w.user.Username, name("early")+"@example.org"); r.StatusCode != http.StatusConflict {
 						t.Fatalf("stopped after %s, its username is free: %d %s", step, r.StatusCode, r.Body)
 					}
 				}
 			}
-			switch by {
-			case "retry":
-				mustDelete(t, w.userAPI, w.user.ID)
-			case "admin":
-				mustDelete(t, m.admin, w.user.ID)
-			case "repair":
-				rep, err := m.app.Lifecycle.RepairDeletions(context.Background(), false)
-				if err != nil {
-					t.Fatalf("repair after %s: %v (%+v)", step, err, rep)
+			switch {
+			case by == "retry" && step == "sessions":
+				// The job ended every session, the user's own too: the
+				// user can no longer ask, and the next pass finishes.
+				if r := deleteUser(w.userAPI, w.user.ID); r.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("the user's retry once the sessions ended: %d %s", r.StatusCode, r.Body)
 				}
+				mustWork(t, m)
+			case by == "retry":
+				mustDelete(t, w.userAPI, w.user.ID)
+			case by == "admin":
+				mustDelete(t, m.admin, w.user.ID)
+			case by == "worker":
+				rep := mustWork(t, m)
 				if step == "entry" {
 					// The compare-and-set never ran: the account is
 					// untouched, its young entry left to its retry.
-					if status, _ := accountState(t, m.db, w.user.ID); status != "active" {
-						t.Fatalf("status %s", status)
+					if status, _ := accountState(t, m.db, w.user.ID); status != "active" || rep.Finished != 0 {
+						t.Fatalf("status %s, %+v", status, rep)
 					}
 					mustDelete(t, w.userAPI, w.user.ID)
+				} else if rep.Finished < 1 {
+					t.Fatalf("after %s the worker finished nothing: %+v", step, rep)
 				}
 			}
 			w.check(t)
@@ -301,18 +322,29 @@ func TestInterruptedDeletionIsFinished(t *testing.T) {
 	}
 }
 
+// mustWork runs a pass of m's job worker and fails on an error.
+func mustWork(t *testing.T, m *moderators) lifecycle.Report {
+	t.Helper()
+	rep, err := m.app.Lifecycle.WorkJobs(context.Background())
+	if err != nil {
+		t.Fatalf("the worker's pass: %v (%+v)", err, rep)
+	}
+	return rep
+}
+
 // TestDeletionLeavesAGroupEveryoneElseLeft: the user co-manages a group
 // (so the check lets the deletion begin), and every other member leaves
 // it between the check and the step that leaves the groups. The user is
 // then its last member: the deletion closes the group (CloseAlone)
-// instead of stopping with 409 for good, in the same request, or, when the
-// process dies right there, by the user's retry or the repair. The closed
+// instead of stopping with 409 for good, in the same run of its job, or,
+// when the process dies right there, by the user's retry or the worker's
+// next pass. The closed
 // group has no members and nothing pending, answers 404, and its name is
 // free for a new group.
 func TestDeletionLeavesAGroupEveryoneElseLeft(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
-	for _, by := range []string{"same-request", "retry", "repair"} {
+	for _, by := range []string{"same-run", "retry", "worker"} {
 		u, api := newUser(t, m.api, "emptier")
 		friend, friendAPI := newUser(t, m.api, "leaver")
 		g := createGroup(t, api, 0)
@@ -324,23 +356,27 @@ func TestDeletionLeavesAGroupEveryoneElseLeft(t *testing.T) {
 			if r := deleteGroupMember(friendAPI, g.ID, friend.ID); r.StatusCode != http.StatusNoContent {
 				t.Errorf("%s: the friend leaves: %d %s", by, r.StatusCode, r.Body)
 			}
-			if by != "same-request" {
+			if by != "same-run" {
 				return errCrash
 			}
 			return nil
 		}
 		r := deleteUser(api, u.ID)
+		if r.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: delete: %d %s", by, r.StatusCode, r.Body)
+		}
+		_, err := m.app.Lifecycle.WorkJobs(context.Background())
 		m.app.Lifecycle.Hooks.AfterDeletionStep = nil
 		switch by {
-		case "same-request":
-			if r.StatusCode != http.StatusNoContent {
-				t.Fatalf("%s: delete: %d %s", by, r.StatusCode, r.Body)
+		case "same-run":
+			if err != nil {
+				t.Fatalf("%s: the job: %v", by, err)
 			}
 		case "retry":
 			mustDelete(t, api, u.ID)
-		case "repair":
-			if rep, err := m.app.Lifecycle.RepairDeletions(context.Background(), false); err != nil || rep.Finished < 1 {
-				t.Fatalf("%s: repair: %v (%+v)", by, err, rep)
+		case "worker":
+			if rep := mustWork(t, m); rep.Finished < 1 {
+				t.Fatalf("%s: the next pass: %+v", by, rep)
 			}
 		}
 		checkGone(t, m.api, m.db, u, api)

@@ -58,7 +58,35 @@ func newTestApp(t *testing.T, db *testkit.DB, env map[string]string) (*app.App, 
 		t.Fatal(err)
 	}
 	injectors.Store(a.DB, faultinject.Install(a.DB))
-	return a, testkit.NewAPI(t, a.Router)
+	api := testkit.NewAPI(t, a.Router)
+	apps.Store(api.Server, a)
+	return a, api
+}
+
+// apps holds the app behind every server newTestApp and newObservedApp
+// started, by its server: finishJob runs that app's job worker.
+var apps sync.Map
+
+// startWorker runs a's background job worker for the length of the test,
+// as Serve does (a pass every 100 ms, and at once when a request of a's
+// began a job).
+func startWorker(t *testing.T, a *app.App) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.WorkJobs(ctx, 100*time.Millisecond, zerolog.Nop())
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// appOf is the app that serves api.
+func appOf(api *testkit.API) *app.App {
+	a, ok := apps.Load(api.Server)
+	if !ok {
+		panic("e2e: an API not served by newTestApp or newObservedApp")
+	}
+	return a.(*app.App)
 }
 
 // injectors holds the fault injector of every app newTestApp and
@@ -132,7 +160,9 @@ func newObservedApp(t *testing.T, db *testkit.DB, observer gocql.QueryObserver, 
 		t.Fatal(err)
 	}
 	injectors.Store(a.DB, faultinject.Install(a.DB))
-	return a, testkit.NewAPI(t, a.Router)
+	api := testkit.NewAPI(t, a.Router)
+	apps.Store(api.Server, a)
+	return a, api
 }
 
 // TestHeadWorksWhereGetDoes: HEAD answers as GET would, without a body

@@ -295,7 +295,7 @@ func TestDeletionNeedsThePassword(t *testing.T) {
 	}
 	mustDelete(t, as, u.ID)
 	other, _ := m.member(t)
-	if r := m.admin.Do(http.MethodDelete, "/v1/users/"+other.ID, "", nil); r.StatusCode != http.StatusNoContent {
+	if r := adminDeleteAndFinish(t, m.admin, other.ID); r.StatusCode != http.StatusAccepted {
 		t.Fatalf("an admin deletes a member: %d %s", r.StatusCode, r.Body)
 	}
 	peer := withAdmin(t, m.app, m.api, m.db)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"shelf/internal/testkit"
 	"shelf/sdk/shelfclient"
@@ -93,7 +94,8 @@ func sdk(t *testing.T, servers []string, token string) *shelfclient.ClientWithRe
 func TestStoryThroughTheGeneratedSDK(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
-	_, api := newTestApp(t, db, nil)
+	a, api := newTestApp(t, db, nil)
+	startWorker(t, a)
 	sdkStory(t, []string{api.Server.URL}, func(username string) error {
 		_, err := runAdminOn(db, "grant", username)
 		return err
@@ -295,11 +297,26 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	// free for a new signup.
 	asBob = login(bobName)
 	current := testPassword
-	if r, err := asBob.RequestUserDeletionWithResponse(ctx, bob.Id, shelfclient.UserDeletion{CurrentPassword: &current}); err != nil || r.StatusCode() != http.StatusNoContent {
-		t.Fatalf("bob deletes his account: %v %s", err, r.Body)
+	deletion, err := asBob.RequestUserDeletionWithResponse(ctx, bob.Id, shelfclient.UserDeletion{CurrentPassword: &current})
+	if err != nil || deletion.StatusCode() != http.StatusAccepted || deletion.JSON202 == nil {
+		t.Fatalf("bob deletes his account: %v %s", err, deletion.Body)
 	}
 	if r, err := anon.GetUserWithResponse(ctx, bob.Id); err != nil || r.StatusCode() != http.StatusNotFound {
 		t.Fatalf("bob's deleted account: %v %d", err, r.StatusCode())
+	}
+	// The rest is the job's, on a worker of either instance: followed
+	// without a session until it reads finished.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r, err := anon.GetJobWithResponse(ctx, deletion.JSON202.Id)
+		if err != nil || r.JSON200 == nil {
+			t.Fatalf("bob's deletion job: %v %s", err, r.Body)
+		}
+		if r.JSON200.State == shelfclient.JobStateFinished {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bob's deletion job after 60 s: %s", r.Body)
+		}
 	}
 	if again := signup(bobName); again.Id == bob.Id {
 		t.Fatal("a deleted id was given again")

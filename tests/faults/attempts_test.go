@@ -136,7 +136,9 @@ func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 			}
 			werr, lerr := r.run(func() { d.store.Advance(apart) },
 				func() error { return d.deleteAs(sc) },
-				func() error { return d.life.DeleteUser(context.Background(), d.admin, d.doomed.ID, nil) })
+				func() error {
+					return worked(d.life)(d.life.DeleteUser(context.Background(), d.admin, d.doomed.ID, nil))
+				})
 			if !errors.Is(werr, errStopped) || !errors.Is(lerr, errStopped) {
 				t.Fatalf("the deletions answered %v and %v; want both stopped", werr, lerr)
 			}

@@ -44,7 +44,7 @@ func TestEveryCurrentPasswordIsThrottled(t *testing.T) {
 			_, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Username: &username, CurrentPassword: current})
 			return err
 		},
-		func(current *string) error { return life.DeleteUser(ctx, p, u.ID, current) },
+		func(current *string) error { _, err := life.DeleteUser(ctx, p, u.ID, current); return err },
 	}
 	for i := range perAddress {
 		if err := guesses[i%len(guesses)](&wrong); !errors.Is(err, accounts.ErrWrongCurrentPassword) {

@@ -42,7 +42,7 @@ func checkSignups(c *client, admin string, events []event, accounts []*account) 
 }
 
 // checkGroups: every group is within its capacity and its count is its
-// members (L7). A group whose closing answered 204 is 404; one whose
+// members (L7). A group whose closing answered 202 is 404; one whose
 // closing's outcome is unknown may be.
 func checkGroups(c *client, admin string, events []event, groups []string) verdict {
 	v := verdict{Name: "L7 groups within capacity, counts exact"}
@@ -52,7 +52,7 @@ func checkGroups(c *client, admin string, events []event, groups []string) verdi
 		status, out := c.Call(0, 0, "check-group", http.MethodGet, "/v1/groups/"+g, admin, nil, nil)
 		switch {
 		case closed[g] == "yes" && status != http.StatusNotFound:
-			v.Fail("%s: closed (204), yet GET answers %d", g, status)
+			v.Fail("%s: closed (202), yet GET answers %d", g, status)
 			continue
 		case closed[g] != "" && status == http.StatusNotFound:
 			continue
@@ -90,7 +90,7 @@ func checkContent(c *client, admin string, events []event, items []*item) verdic
 		switch finals := m.live.finals(); {
 		case !slices.Contains(finals, "live"):
 			if status != http.StatusNotFound {
-				v.Fail("%s: deleted (204), yet GET answers %d", it.id, status)
+				v.Fail("%s: deleted (202), yet GET answers %d", it.id, status)
 			}
 		case !slices.Contains(finals, "deleted"):
 			if status != http.StatusOK {

@@ -120,7 +120,8 @@ func closingOf(a, b, status int, id, name string) event {
 
 // TestNameTakenAgainOnlyAfterItsHolderIsGone: a username, an email or a
 // group name is taken again only once its holder's deletion or closing
-// began (and it is released within that request).
+// began (and it is released once its job finished, by the check at the
+// latest: a 409 after the request answered 202 is legal).
 func TestNameTakenAgainOnlyAfterItsHolderIsGone(t *testing.T) {
 	t.Parallel()
 	horizon := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
@@ -132,13 +133,13 @@ func TestNameTakenAgainOnlyAfterItsHolderIsGone(t *testing.T) {
 		legal  bool
 	}{
 		{"taken again after the deletion", []event{
-			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 3, 204, "U1"), signupOf(4, 5, 201, "ann", "a@x", "U2"),
+			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 3, 202, "U1"), signupOf(4, 5, 201, "ann", "a@x", "U2"),
 		}, second, true},
 		{"taken again during the deletion", []event{
-			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 6, 204, "U1"), signupOf(4, 5, 201, "ann", "a@x", "U2"),
+			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 6, 202, "U1"), signupOf(4, 5, 201, "ann", "a@x", "U2"),
 		}, second, true},
 		{"taken again before the deletion began", []event{
-			signupOf(0, 1, 201, "ann", "a@x", "U1"), signupOf(2, 3, 201, "ann", "a@x", "U2"), deletionOf(4, 5, 204, "U1"),
+			signupOf(0, 1, 201, "ann", "a@x", "U1"), signupOf(2, 3, 201, "ann", "a@x", "U2"), deletionOf(4, 5, 202, "U1"),
 		}, second, false},
 		{"taken again after a refused deletion", []event{
 			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 3, 409, "U1"), signupOf(4, 5, 201, "ann", "b@x", "U2"),
@@ -147,22 +148,26 @@ func TestNameTakenAgainOnlyAfterItsHolderIsGone(t *testing.T) {
 			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 3, 503, "U1"), signupOf(4, 5, 201, "ann", "a@x", "U2"),
 		}, second, true},
 		{"a deleted account still holding its name", []event{
-			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 3, 204, "U1"),
+			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 3, 202, "U1"),
 		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1"}, false},
+		{"a 409 after the deletion answered, its job still running", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 3, 202, "U1"), signupOf(4, 5, 409, "ann", "b@x", "", "username"),
+			signupOf(6, 7, 201, "ann", "b@x", "U2"),
+		}, map[string]string{"usernames/ann": "U2", "emails/b@x": "U2"}, true},
 		{"a 409 while the deletion runs", []event{
-			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 6, 204, "U1"), signupOf(3, 4, 409, "ann", "b@x", "", "username"),
+			signupOf(0, 1, 201, "ann", "a@x", "U1"), deletionOf(2, 6, 202, "U1"), signupOf(3, 4, 409, "ann", "b@x", "", "username"),
 		}, map[string]string{}, true},
 		{"a group name taken again after the closing", []event{
-			groupCreateOf(0, 1, 201, "g1", "G1"), closingOf(2, 3, 204, "G1", "g1"), groupCreateOf(4, 5, 201, "g1", "G2"),
+			groupCreateOf(0, 1, 201, "g1", "G1"), closingOf(2, 3, 202, "G1", "g1"), groupCreateOf(4, 5, 201, "g1", "G2"),
 		}, map[string]string{"group_names/g1": "G2"}, true},
 		{"a group name taken twice", []event{
-			groupCreateOf(0, 1, 201, "g1", "G1"), groupCreateOf(2, 3, 201, "g1", "G2"), closingOf(4, 5, 204, "G1", "g1"),
+			groupCreateOf(0, 1, 201, "g1", "G1"), groupCreateOf(2, 3, 201, "g1", "G2"), closingOf(4, 5, 202, "G1", "g1"),
 		}, map[string]string{"group_names/g1": "G2"}, false},
 		{"a group name taken after a refused closing", []event{
 			groupCreateOf(0, 1, 201, "g1", "G1"), closingOf(2, 3, 403, "G1", "g1"), groupCreateOf(4, 5, 201, "g1", "G2"),
 		}, map[string]string{"group_names/g1": "G2"}, false},
 		{"a group creation's 409 while its holder closes", []event{
-			groupCreateOf(0, 1, 201, "g1", "G1"), closingOf(2, 6, 204, "G1", "g1"), groupCreateOf(3, 4, 409, "g1", "", "name"),
+			groupCreateOf(0, 1, 201, "g1", "G1"), closingOf(2, 6, 202, "G1", "g1"), groupCreateOf(3, 4, 409, "g1", "", "name"),
 		}, map[string]string{}, true},
 	} {
 		ops, known := checker.ClaimHistory(numbered(tc.events...), horizon, tc.final)
@@ -226,13 +231,13 @@ func TestContentModelWithDeletedAccounts(t *testing.T) {
 		state  itemState
 		ok     bool
 	}{
-		{"the creator deleted, the item with it", []event{create, deletionOf(4, 5, 204, "U1")}, itemState{}, true},
-		{"the creator deleted, the item kept", []event{create, deletionOf(4, 5, 204, "U1")}, live(map[string]string{}), false},
+		{"the creator deleted, the item with it", []event{create, deletionOf(4, 5, 202, "U1")}, itemState{}, true},
+		{"the creator deleted, the item kept", []event{create, deletionOf(4, 5, 202, "U1")}, live(map[string]string{}), false},
 		{"the creator's deletion of unknown outcome", []event{create, deletionOf(4, 5, 503, "U1")},
 			live(map[string]string{"U1": "manager"}), true},
-		{"a member deleted, unshared", []event{create, share, deletionOf(4, 5, 204, "U2")},
+		{"a member deleted, unshared", []event{create, share, deletionOf(4, 5, 202, "U2")},
 			live(map[string]string{"U1": "manager"}), true},
-		{"a member deleted, still a member", []event{create, share, deletionOf(4, 5, 204, "U2")},
+		{"a member deleted, still a member", []event{create, share, deletionOf(4, 5, 202, "U2")},
 			live(map[string]string{"U1": "manager", "U2": "viewer"}), false},
 		{"a refused deletion changes nothing", []event{create, share, deletionOf(4, 5, 409, "U2")},
 			live(map[string]string{"U1": "manager", "U2": "viewer"}), true},
@@ -250,7 +255,7 @@ func TestGroupOfADeletedCreatorMayBeClosed(t *testing.T) {
 	t.Parallel()
 	horizon := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
 	create := at(2, 3, "group-create", 201, map[string]string{"name": "g1", "by": "U1"}, map[string]string{"id": "G1"})
-	events := numbered(signupOf(0, 1, 201, "ann", "a@x", "U1"), create, deletionOf(4, 5, 204, "U1"), groupCreateOf(6, 7, 201, "g1", "G2"))
+	events := numbered(signupOf(0, 1, 201, "ann", "a@x", "U1"), create, deletionOf(4, 5, 202, "U1"), groupCreateOf(6, 7, 201, "g1", "G2"))
 	ops, known := checker.ClaimHistory(events, horizon, map[string]string{"group_names/g1": "G2"})
 	if !porcupine.CheckOperations(checker.ClaimModel(known), ops) {
 		t.Error("the name of a group its creator's deletion closed cannot be taken again")

@@ -56,7 +56,7 @@ func (w *workload) deleteAccount(worker, api int) {
 		return func() {
 			status, _ := w.c.Call(worker, api, "delete-account", http.MethodPost, "/v1/users/"+a.id+"/deletion", token, body,
 				map[string]string{"user": a.id, "by": by})
-			if status == http.StatusNoContent {
+			if status == http.StatusAccepted {
 				w.mu.Lock()
 				a.deleted = true
 				w.mu.Unlock()
@@ -114,7 +114,7 @@ func (w *workload) closeGroup(worker, api int) {
 		return func() {
 			status, _ := w.c.Call(worker, api, "group-close", http.MethodDelete, "/v1/groups/"+g.id, token, nil,
 				map[string]string{"group": g.id, "name": g.name, "by": by})
-			if status == http.StatusNoContent {
+			if status == http.StatusAccepted {
 				w.mu.Lock()
 				g.closed = true
 				w.mu.Unlock()

@@ -19,7 +19,7 @@ type account struct {
 	email     string   // as signed up
 	passwords []string // every password it may have now
 	token     string
-	deleted   bool // a deletion of it answered 204
+	deleted   bool // a deletion of it answered 202 (its job finishes the rest)
 	// deleting: a deletion of it was sent. No reset is asked for it from
 	// then on: once deleted, its email may be another account's, and
 	// the link would reset that one.
@@ -37,7 +37,7 @@ type item struct {
 type group struct {
 	id, name string
 	token    string // its creator's session ("" when the admin made it)
-	closed   bool   // a closing of it answered 204
+	closed   bool   // a closing of it answered 202 (its job finishes the rest)
 }
 
 // workload runs every operation at once from several workers.

@@ -93,7 +93,7 @@ type Signup struct {
 // CheckSignups: every signup that answered 201 is found by its username
 // and by its email (U3), through API 0: a login with one of its possible
 // passwords answers 201, or 403 suspended (the password matched). An
-// account whose deletion answered 204 is 404 instead; one whose deletion's
+// account whose deletion answered 202 is 404 instead; one whose deletion's
 // outcome is unknown may be either. live[i] says whether accounts[i] is
 // still there.
 func CheckSignups(c *Client, admin string, events []Event, accounts []Signup) (v Verdict, live []bool) {
@@ -105,7 +105,7 @@ func CheckSignups(c *Client, admin string, events []Event, accounts []Signup) (v
 		status, out := c.Call(0, 0, "check-user", http.MethodGet, "/v1/users/"+a.ID, admin, nil, nil)
 		switch {
 		case deleted[a.ID] == "yes" && status != http.StatusNotFound:
-			v.Fail("%s: deleted (204), yet GET answers %d", a.ID, status)
+			v.Fail("%s: deleted (202), yet GET answers %d", a.ID, status)
 			continue
 		case deleted[a.ID] != "" && status == http.StatusNotFound:
 			continue

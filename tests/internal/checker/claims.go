@@ -250,27 +250,30 @@ func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (o
 	giveBack(renames, "usernames/", "username")
 	giveBack(emailChanges, "emails/", "email")
 	// A deletion or a closing that applied gives back every name of the
-	// account or the group: at some point within its request (from its
-	// start the owner is deleting or closing and still holds them), or, of
-	// unknown outcome, at any time up to the check or never.
+	// account or the group: once its job finished, at some point from its
+	// request's start (from then the owner is deleting or closing and
+	// still holds them) up to the check (202: the job finishes by then,
+	// the workers and the repairs having run); of unknown outcome, at any
+	// time up to the check or never.
 	for _, e := range ends {
 		unknown := e.Status == 0 || e.Status >= 500
 		if !unknown && (e.Status < 200 || e.Status >= 300) {
 			continue
 		}
+		later := unknown || e.Status == http.StatusAccepted
 		owner, prefixes := e.Args["user"], []string{"usernames/", "emails/"}
 		if e.Op == "group-close" {
 			owner, prefixes = e.Args["group"], []string{"group_names/"}
 		}
 		for key, who := range candidates {
 			if who[owner] && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
-				add(e, claimStep{Key: key, What: "release", Who: owner, Maybe: unknown}, unknown)
+				add(e, claimStep{Key: key, What: "release", Who: owner, Maybe: unknown}, later)
 			}
 			// A deletion closes the groups its account is alone in:
 			// those it created may be.
 			for _, g := range made[owner] {
 				if e.Op == "delete-account" && who[g] && strings.HasPrefix(key, "group_names/") {
-					add(e, claimStep{Key: key, What: "release", Who: g, Maybe: true}, unknown)
+					add(e, claimStep{Key: key, What: "release", Who: g, Maybe: true}, later)
 				}
 			}
 		}

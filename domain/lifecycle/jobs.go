@@ -1,0 +1,174 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/groups"
+	"shelf/domain/jobs"
+	"shelf/domain/library"
+)
+
+// Jobs (docs/design.md#jobs). A request that deletes an account or closes
+// a group does the bounded, irreversible part (the compare-and-set) and
+// answers with the job; the job's worker, one in every API process
+// (WorkJobs, run by internal/app), finds every operation under way through
+// the indexes of deletions and closings in progress, takes its job's
+// lease and finishes it, reporting as it goes. The operator commands
+// (RepairDeletions, RepairClosings) are the same pass, run once by hand.
+
+// deletionJob is the job of u's deletion (u deleting or deleted).
+func deletionJob(u domain.User) jobs.Job {
+	return jobs.Job{ID: jobs.IDOf(u.Deletion.Attempt, u.ID), Kind: jobs.KindDeletion, Subject: u.ID,
+		By: u.Deletion.By, CreatedAt: u.Deletion.At, Phase: "queued", UpdatedAt: u.Deletion.At}
+}
+
+// closingJob is the job of gr's closing (gr closing or closed).
+func closingJob(gr groups.Group) jobs.Job {
+	return jobs.Job{ID: jobs.IDOf(gr.ClosingAttempt, gr.ID), Kind: jobs.KindClosing, Subject: gr.ID,
+		By: gr.ClosedBy, CreatedAt: gr.ClosedAt, Phase: "queued", UpdatedAt: gr.ClosedAt}
+}
+
+// recordJob writes j's row, unless it has one (a repeat of the request),
+// wakes this process's worker and returns the job as it stands. A write
+// that failed is no failure of the request: the operation is under way,
+// and the worker that takes it on makes the row (jobs.Acquire); the
+// answer names the job all the same.
+func (s *Service) recordJob(ctx context.Context, j jobs.Job) (jobs.Job, error) {
+	j.Version = 1
+	created, err := s.st.Jobs.Create(ctx, j)
+	s.Wake()
+	if err != nil || created {
+		return j, nil
+	}
+	if got, err := s.st.Jobs.Get(ctx, j.ID); err == nil {
+		return got, nil
+	}
+	return j, nil
+}
+
+// Job reads a job (GET /v1/jobs/{id}): whoever holds its id may, as with
+// a reset token; it names only its subject's id and counts.
+func (s *Service) Job(ctx context.Context, id string) (jobs.Job, error) {
+	if !jobs.Valid(id) {
+		return jobs.Job{}, errJobNotFound
+	}
+	j, err := s.st.Jobs.Get(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return jobs.Job{}, errJobNotFound
+	}
+	return j, err
+}
+
+var errJobNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found",
+	Message: "No such job: its id is the one a deletion or closing answered with (jobs are kept 30 days)."}
+
+// Now is the workflows' clock (a job's state depends on it).
+func (s *Service) Now() time.Time { return s.cfg.Now() }
+
+// Wake tells this process's worker to make a pass now (a request just
+// began a job), without waiting for its interval.
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Woken is told by Wake.
+func (s *Service) Woken() <-chan struct{} { return s.wake }
+
+// WorkJobs is one pass of the worker: every deletion, then every closing,
+// in progress is finished (or left to the worker holding it). The report
+// says what it found, finished and left.
+func (s *Service) WorkJobs(ctx context.Context) (Report, error) {
+	d, derr := s.RepairDeletions(ctx, false)
+	c, cerr := s.RepairClosings(ctx, false)
+	return d.add(c), errors.Join(derr, cerr)
+}
+
+// underLease runs fn under j's lease; a job another worker holds is left
+// to it (ran false), and so is one whose lease this worker lost on the
+// way (another took it over: the job is the holder's to finish, and no
+// failure; or this worker's last report has an unknown outcome: the next
+// pass takes it on again). Any other failure lets the lease go, recorded
+// in the job, so the next pass of any worker takes it on at once.
+func (s *Service) underLease(ctx context.Context, j jobs.Job, fn func(*jobs.Lease) error) (ran bool, err error) {
+	l, err := jobs.Acquire(ctx, s.st.Jobs, s.cfg.Now, s.cfg.JobLease, j, s.cfg.Worker)
+	switch {
+	case errors.Is(err, jobs.ErrHeld):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	err = fn(l)
+	switch {
+	case errors.Is(err, jobs.ErrLost):
+		return false, nil
+	case err != nil:
+		return true, errors.Join(err, l.Release(context.WithoutCancel(ctx), err))
+	}
+	return true, nil
+}
+
+// progress reports a job's steps and counts to its lease; every report
+// renews the lease, and a lease lost (another worker took the job over)
+// stops the job (jobs.ErrLost).
+type progress struct {
+	lease       *jobs.Lease
+	phase       string
+	done, total int
+}
+
+// enter reports the step the job begins.
+func (p *progress) enter(ctx context.Context, phase string) error {
+	p.phase = phase
+	return p.lease.Report(ctx, p.phase, p.done, p.total)
+}
+
+// eachItem calls fn with every entry of the principal's library index, a
+// page at a time, reporting each page; it counts them first (the job's
+// total). An item found gone meanwhile is no failure.
+func (s *Service) eachItem(ctx context.Context, principalID string, p *progress, fn func(library.Entry) error) error {
+	total, err := s.library.CountIndex(ctx, principalID)
+	if err != nil {
+		return err
+	}
+	p.done, p.total = 0, total
+	if err := p.lease.Report(ctx, p.phase, p.done, p.total); err != nil {
+		return err
+	}
+	after := ""
+	for {
+		items, err := s.library.IndexPage(ctx, principalID, after, page)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if err := fn(it); err != nil && !errors.Is(err, domain.ErrNotFound) {
+				return err
+			}
+		}
+		p.done += len(items)
+		p.total = max(p.total, p.done)
+		if err := p.lease.Report(ctx, p.phase, p.done, p.total); err != nil {
+			return err
+		}
+		if len(items) < page {
+			return nil
+		}
+		after = items[len(items)-1].ContentID
+	}
+}
+
+// finishDeletionJob finishes u's deletion under its job's lease.
+func (s *Service) finishDeletionJob(ctx context.Context, u domain.User) (ran bool, err error) {
+	return s.underLease(ctx, deletionJob(u), func(l *jobs.Lease) error { return s.finishDeletion(ctx, u, l) })
+}
+
+// finishClosingJob finishes gr's closing under its job's lease.
+func (s *Service) finishClosingJob(ctx context.Context, gr groups.Group) (ran bool, err error) {
+	return s.underLease(ctx, closingJob(gr), func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l) })
+}
