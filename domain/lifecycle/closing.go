@@ -83,7 +83,7 @@ func (s *Service) finishClosing(ctx context.Context, gr groups.Group, l *jobs.Le
 			return err
 		}
 	}
-	p := &progress{lease: l}
+	p := newProgress(l)
 	if err := p.enter(ctx, "items"); err != nil {
 		return err
 	}

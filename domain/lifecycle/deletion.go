@@ -149,7 +149,7 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 		}
 	}
 	self := domain.Principal{UserID: id, Account: &u}
-	p := &progress{lease: l}
+	p := newProgress(l)
 	steps := []struct {
 		name string
 		run  func() error

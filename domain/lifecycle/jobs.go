@@ -115,11 +115,19 @@ func (s *Service) underLease(ctx context.Context, j jobs.Job, fn func(*jobs.Leas
 
 // progress reports a job's steps and counts to its lease; every report
 // renews the lease, and a lease lost (another worker took the job over)
-// stops the job (jobs.ErrLost).
+// stops the job (jobs.ErrLost). The counts are the items', carried over
+// from the row, so a job taken on again goes on counting where the last
+// holder stopped.
 type progress struct {
 	lease       *jobs.Lease
 	phase       string
 	done, total int
+}
+
+// newProgress is the progress of the job l holds, as its row stands.
+func newProgress(l *jobs.Lease) *progress {
+	j := l.Job()
+	return &progress{lease: l, phase: j.Phase, done: j.Done, total: j.Total}
 }
 
 // enter reports the step the job begins.
@@ -129,14 +137,21 @@ func (p *progress) enter(ctx context.Context, phase string) error {
 }
 
 // eachItem calls fn with every entry of the principal's library index, a
-// page at a time, reporting each page; it counts them first (the job's
-// total). An item found gone meanwhile is no failure.
+// page at a time, reporting each page; it counts them first. A job taken
+// on again finds fewer (what it handled is gone from the index): its
+// total stays, and done is what is no longer there. An item found gone
+// meanwhile is no failure.
 func (s *Service) eachItem(ctx context.Context, principalID string, p *progress, fn func(library.Entry) error) error {
-	total, err := s.library.CountIndex(ctx, principalID)
+	left, err := s.library.CountIndex(ctx, principalID)
 	if err != nil {
 		return err
 	}
-	p.done, p.total = 0, total
+	if p.total > 0 {
+		p.total = max(p.total, p.done+left)
+		p.done = p.total - left
+	} else {
+		p.done, p.total = 0, left
+	}
 	if err := p.lease.Report(ctx, p.phase, p.done, p.total); err != nil {
 		return err
 	}

@@ -101,6 +101,43 @@
   function say(text, isError) {
     $('message').textContent = text;
     $('message').className = isError ? 'error' : '';
+    $('message').removeAttribute('aria-busy');
+  }
+
+  // followJob says how a job goes (an account's deletion, a group's
+  // closing: the API answered 202 with it) in the message line until it
+  // is finished, busy meanwhile: asked again each second (longer while
+  // the server does not answer), without the session, which a deletion
+  // ends. words.busy(job) and words.done(job) say it; another message
+  // taking the line's place stops the updates (the job goes on).
+  async function followJob(job, words) {
+    const line = $('message');
+    const busy = () => {
+      say(words.busy(job));
+      line.setAttribute('aria-busy', 'true');
+    };
+    busy();
+    let pause = 1000;
+    while (job.state !== 'finished') {
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      if (line.getAttribute('aria-busy') !== 'true') return;
+      try {
+        const res = await fetch('/v1/jobs/' + enc(job.id));
+        if (!res.ok) throw new Error(res.statusText);
+        job = await res.json();
+        pause = 1000;
+      } catch (err) {
+        pause = Math.min(pause * 2, 10000);
+      }
+      if (line.getAttribute('aria-busy') !== 'true') return;
+      busy();
+    }
+    say(words.done(job));
+  }
+
+  // jobProgress is how far a job went through its items, in words ('' before it counted them).
+  function jobProgress(job) {
+    return job.total > 0 ? ' (' + job.done + ' of ' + job.total + ' items)' : '';
   }
 
   // carry says the outcome of an action that goes on to another page
@@ -709,18 +746,29 @@
 
   form('close-group-confirm', async () => {
     const g = group.current;
-    let said = 'Closed the group ' + g.name + ': its memberships and shares have ended, and its name is free.';
+    let job = null;
     try {
-      await api('DELETE', '/v1/groups/' + enc(g.id));
+      job = await api('DELETE', '/v1/groups/' + enc(g.id));
     } catch (err) {
-      // A repeat by whoever closed it is 204; to anyone else a closed or
-      // closing group is 404 (another manager or an admin closed it).
+      // A repeat by whoever closed it answers its job again; to anyone
+      // else a closed or closing group is 404 (another manager or an
+      // admin closed it).
       if (err.status !== 404) throw err;
-      said = 'The group ' + g.name + ' is already closed.';
     }
     names.delete(g.id);
-    carry(said);
+    if (!job) {
+      carry('The group ' + g.name + ' is already closed.');
+      go('#/groups');
+      return;
+    }
+    // The group is gone for everyone already; the job ends the shares
+    // and memberships, then frees the name.
+    carry('Closing the group ' + g.name + '...');
     go('#/groups');
+    followJob(job, {
+      busy: (j) => 'Closing the group ' + g.name + ': it is gone for everyone already; ending its shares and memberships' + jobProgress(j) + '. Its name is free once this is done.',
+      done: () => 'Closed the group ' + g.name + ': its memberships and shares have ended, and its name is free.',
+    });
   });
 
   form('add-member', async (v, f) => {
@@ -1006,8 +1054,9 @@
     if ((v.confirm || '').trim().toLowerCase() !== me.username.toLowerCase()) {
       throw fieldError('confirm', 'Type your username, ' + me.username + ', to delete this account.');
     }
+    let job;
     try {
-      await api('POST', '/v1/users/' + enc(me.id) + '/deletion', { currentPassword: v.currentPassword });
+      job = await api('POST', '/v1/users/' + enc(me.id) + '/deletion', { currentPassword: v.currentPassword });
     } catch (err) {
       // The last manager of a group: name each group, linked to its page.
       const groups = err.fields.filter((f) => f.field === 'groups');
@@ -1017,11 +1066,16 @@
       say(err.message, true);
       return;
     }
-    // The deletion ended this session too.
+    // The account is gone for everyone already: this session works for
+    // nothing but the deletion itself, and the job ends it. The job does
+    // the rest; its progress shows here until it is done.
     forget();
     history.replaceState(null, '', location.pathname + location.search + '#/');
     await start();
-    say('Your account ' + me.username + ' is deleted, and its username and email are free again.');
+    followJob(job, {
+      busy: (j) => 'Your account ' + me.username + ' is being deleted: it is gone for everyone already; removing its items and groups' + jobProgress(j) + '. Its username and email are free once this is done.',
+      done: () => 'Your account ' + me.username + ' is deleted, and its username and email are free again.',
+    });
   });
 
   // ---- Mailed links: verify an email, reset a forgotten password ----

@@ -89,6 +89,15 @@ async function click(selector) {
   return message(false);
 }
 
+// finished waits until the message line says a job it followed is done
+// (words in it), and no longer shows itself busy.
+async function finished(words) {
+  await page.waitForFunction((w) => {
+    const m = document.getElementById('message');
+    return m.textContent.includes(w) && m.getAttribute('aria-busy') === null;
+  }, words, { timeout: 60000 });
+}
+
 async function message(wantError) {
   await page.waitForFunction(() => document.getElementById('message').textContent !== '');
   const text = await page.locator('#message').textContent();
@@ -773,8 +782,12 @@ await step('delete my account: confirmed by the username; refused while the last
     await submit('delete-account', { confirm: alice, currentPassword: 'not my password' }, true);
   });
   expect(await page.locator('#delete-account [name="currentPassword"][aria-invalid="true"]').count() === 1, 'a wrong password marked beside its field');
-  expect((await submit('delete-account', { confirm: alice, currentPassword: resetPw })).includes('is deleted'), 'deleted');
+  // Accepted at once: the account is gone for everyone, the tab logged
+  // out, and the job's progress shows, busy, until the names are free.
+  const accepted = await submit('delete-account', { confirm: alice, currentPassword: resetPw });
+  expect(accepted.includes('is being deleted') || accepted.includes('is deleted'), 'accepted: ' + accepted);
   await page.waitForSelector('body[data-ready="auth"]');
+  await finished('is deleted, and its username and email are free again');
   expect((await page.locator('#who').textContent()) === 'not logged in', 'logged out');
   expect((await fetch(base + '/v1/users/by-username/' + alice)).status === 404, 'nobody is named ' + alice);
   const g = await api('GET', '/v1/groups/by-name/' + club);
@@ -834,8 +847,10 @@ await step('close a group: the button for its managers and admins only, confirme
     expect((await click('#close-group-cancel')).includes('stays open'), 'cancelled');
     expect(await page.locator('#close-group-confirm').isHidden(), 'the confirmation hides again');
     await page.locator('#close-group').click();
-    expect((await submit('close-group-confirm', {})).includes('Closed the group ' + team), 'closed');
+    const closing = await submit('close-group-confirm', {});
+    expect(closing.includes('Closing the group ' + team) || closing.includes('Closed the group ' + team), 'accepted: ' + closing);
     await page.waitForSelector('body[data-ready="groups"]');
+    await finished('Closed the group ' + team);
     const mine = (await rows('my-groups')).join(' | ');
     expect(!mine.includes(team) && mine.includes(club), 'my groups: ' + mine);
     expect((await fetch(base + '/v1/groups/' + gid, { headers: { Authorization: 'Bearer ' + bobToken } })).status === 404, 'the group is 404');
@@ -900,8 +915,10 @@ await step('delete an account alone in its group: the group is closed with it (4
   await visit('#/account', 'account');
   const hint = await page.locator('#delete-account .hint').textContent();
   expect(hint.includes('groups you are alone in are closed'), 'the confirmation says so: ' + hint);
-  expect((await submit('delete-account', { confirm: carol, currentPassword: pw })).includes('is deleted'), 'deleted');
+  const accepted = await submit('delete-account', { confirm: carol, currentPassword: pw });
+  expect(accepted.includes('is being deleted') || accepted.includes('is deleted'), 'accepted: ' + accepted);
   await page.waitForSelector('body[data-ready="auth"]');
+  await finished('is deleted, and its username and email are free again');
   const bobToken = (await api('POST', '/v1/sessions', null, { login: bob, password: pw })).token;
   const auth = { headers: { Authorization: 'Bearer ' + bobToken } };
   expect((await fetch(base + '/v1/groups/' + g.id, auth)).status === 404, 'the group is 404');
