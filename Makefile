@@ -75,6 +75,10 @@ capacity: ## the capacity model's inputs (docs/design.md#capacity-model): bytes 
 bench-seeds: ## the seeds' uniqueness patterns beside shelf's claims on a three-node cluster of its own (RF 3), with and without a hung node; prints a table (SEEDS_ROUNDS, 20)
 	@$(GO) test -tags seeds -count=1 -timeout 60m -run '^TestSeeds$$' -v ./bench/seeds/
 
+.PHONY: bench-jobs
+bench-jobs: ## deletions of accounts of 0, 100, 1 000 and 10 000 items and closings of groups of 1 and 1 000 members: the answer (202) against the empty one's, and the time until the job reads finished; a 10 000-item deletion whose api is killed (SIGKILL) mid-job; saved under .bench/jobs-<time>.md
+	@$(CASSANDRA) with -- $(GO) test -tags bench -count=1 -timeout 30m -run '^TestBenchJobs$$' -v ./bench/
+
 .PHONY: bench-degraded
 bench-degraded: ## the api in cluster mode on three nodes of its own (127.0.0.51-53, RF 3), 16 clients of a mix of reads, pages, updates and signups; healthy, one node hung, killed and restarted, slow (SIGSTOP 100 ms of every 300 ms), two nodes hung, each window against the healthy one; table, JSON and HTML report under .bench/ (DEGRADED_WINDOW 15s, DEGRADED_NODE 2, DEGRADED_FAULTS hung,killed,slow,majority, DEGRADED_API_ENV, DEGRADED_LABEL)
 	@$(GO) test -tags degraded -count=1 -timeout 30m -run '^TestDegraded$$' -v ./bench/degraded/
