@@ -77,6 +77,9 @@ func TestContractStores(t *testing.T) {
 		{"Closings", func(t *testing.T) {
 			storecontract.Closings(t, onReal(db, func(db *repository.DB) lifecycle.ClosingStore { return repository.NewClosings(db) }))
 		}},
+		{"ModerationAttempts", func(t *testing.T) {
+			storecontract.ModerationAttempts(t, onReal(db, func(db *repository.DB) moderation.AttemptIndex { return repository.NewModerationAttempts(db) }))
+		}},
 		{"Jobs", func(t *testing.T) {
 			storecontract.Jobs(t, onReal(db, func(db *repository.DB) jobs.Store { return repository.NewJobs(db) }))
 		}},

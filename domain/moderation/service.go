@@ -57,6 +57,9 @@ type Config struct {
 	BucketSize string
 	// Now is the clock; tests move it.
 	Now func() time.Time
+	// Attempts is the index of suspensions and unsuspensions in progress
+	// (nil: none kept, as in tests of other things).
+	Attempts AttemptIndex
 }
 
 // Hooks let tests stop an operation after a step, as a crash
@@ -112,6 +115,9 @@ type Service struct {
 func New(cfg Config, admins Admins, users Users, sessions Sessions, suspensions Store) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Attempts == nil {
+		cfg.Attempts = noAttempts{}
 	}
 	return &Service{cfg: cfg, admins: admins, users: users, sessions: sessions, suspensions: suspensions, audit: noAudit{}}
 }

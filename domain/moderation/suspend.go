@@ -16,8 +16,9 @@ import (
 // takes effect. Then the list's records are written, then every session
 // is revoked (S3). A suspension that was interrupted after the
 // compare-and-set is finished by the next Suspend of the same user (which
-// answers 409) or by Repair.
-func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string, in SuspendInput) (domain.Suspension, error) {
+// answers 409) or by the sweeper's FinishInterrupted, which finds it by
+// the attempt recorded before the compare-and-set (attempts.go).
+func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string, in SuspendInput) (_ domain.Suspension, err error) {
 	admin, err := m.admins.RequireAdmin(ctx, p)
 	if err != nil {
 		return domain.Suspension{}, err
@@ -30,6 +31,11 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	if !domain.ValidID(userID, domain.UserIDPrefix) {
 		return domain.Suspension{}, domain.ErrUserNotFound
 	}
+	a, err := m.begin(ctx, userID, ActionSuspend)
+	if err != nil {
+		return domain.Suspension{}, err
+	}
+	defer func() { m.end(ctx, a, err) }()
 	var s domain.Suspension
 	var audited []domain.AuditEntry
 	next, err := m.changeAccount(ctx, userID, func(u domain.User) (domain.User, error) {
@@ -203,8 +209,9 @@ func (m *Service) forget(ctx context.Context, u domain.User, s domain.Suspension
 // entries, then the list's records are erased. Unsuspending an account
 // that is not suspended answers not_suspended, after finishing what an
 // interrupted Unsuspend left: the last lift's history entries, then the
-// records.
-func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID string) error {
+// records. An unsuspension interrupted after its compare-and-set is
+// finished by its retry or by the sweeper's FinishInterrupted.
+func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID string) (err error) {
 	admin, err := m.admins.RequireAdmin(ctx, p)
 	if err != nil {
 		return err
@@ -212,6 +219,11 @@ func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID stri
 	if !domain.ValidID(userID, domain.UserIDPrefix) {
 		return domain.ErrUserNotFound
 	}
+	a, err := m.begin(ctx, userID, ActionUnsuspend)
+	if err != nil {
+		return err
+	}
+	defer func() { m.end(ctx, a, err) }()
 	return m.lift(ctx, userID, admin.ID, p.From, nil)
 }
 

@@ -74,7 +74,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		return nil, err
 	}
 	suspensions, libraries := repository.NewSuspensions(db), repository.NewLibraries(db)
-	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: now},
+	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: now, Attempts: repository.NewModerationAttempts(db)},
 		acc, users, sessions, suspensions)
 	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now},
 		acc, users, claims, groupRows, repository.NewGroupMembers(db), log)

@@ -53,7 +53,7 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 	logger.Info().Str("addr", ln.Addr().String()).Str("url", publicURL(ln.Addr())).Msg("shelf is serving")
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
-	go sweep(sweepCtx, a.Moderation, cfg.Moderation.SweepInterval, logger)
+	go sweep(sweepCtx, a.Moderation, cfg.Moderation.SweepInterval, attemptGrace(cfg), logger)
 	go drainOutbox(sweepCtx, a.Contents, cfg.Content, a.Metrics, logger)
 	go a.WorkJobs(sweepCtx, cfg.Content.JobInterval, logger)
 	// On shutdown the background fan-outs stop beside the requests'
@@ -77,10 +77,25 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 	return err
 }
 
-// sweep lifts ended suspensions every interval until ctx ends. Every
-// instance runs one; lifting is a compare-and-set, so they never clash.
-func sweep(ctx context.Context, m *moderation.Service, interval time.Duration, logger zerolog.Logger) {
+// attemptGrace is how old an interrupted suspension's or unsuspension's
+// entry must be before the sweeper finishes it: past any request's
+// deadline, so the request has surely stopped.
+func attemptGrace(cfg config.Config) time.Duration {
+	return max(time.Minute, 2*cfg.HTTP.RequestTimeout)
+}
+
+// sweep lifts ended suspensions every interval until ctx ends, and
+// finishes the suspensions and unsuspensions a stopped request left
+// (moderation.FinishInterrupted). Every instance runs one; lifting and
+// fencing are compare-and-sets and the records' writes idempotent, so
+// they never clash.
+func sweep(ctx context.Context, m *moderation.Service, interval, grace time.Duration, logger zerolog.Logger) {
 	every(ctx, interval, nil, func() {
+		if n, err := m.FinishInterrupted(ctx, grace); err != nil && ctx.Err() == nil {
+			logger.Warn().Err(err).Msg("interrupted suspensions")
+		} else if n > 0 {
+			logger.Info().Int("finished", n).Msg("interrupted suspensions and unsuspensions finished")
+		}
 		for {
 			lifted, err := m.SweepExpired(ctx, 100)
 			if err != nil && ctx.Err() == nil {

@@ -81,6 +81,10 @@ func TestContractIndexEntries(t *testing.T) {
 	storecontract.Closings(t, onFake(func(s *memstore.Store) lifecycle.ClosingStore { return s.Closings() }))
 }
 
+func TestContractModerationAttempts(t *testing.T) {
+	storecontract.ModerationAttempts(t, onFake(func(s *memstore.Store) moderation.AttemptIndex { return s.ModerationAttempts() }))
+}
+
 func TestContractJobs(t *testing.T) {
 	storecontract.Jobs(t, onFake(func(s *memstore.Store) jobs.Store { return s.Jobs() }))
 }

@@ -13,6 +13,7 @@
 //	deletions.go      the index of account deletions in progress
 //	closings.go       the index of group closings in progress
 //	jobs.go           the jobs' rows (compare-and-set on the version)
+//	moderation_attempts.go  suspensions and unsuspensions in progress
 //
 // Every write of a claim
 // or an account is a compare-and-set of one row, decided when it lands;
@@ -40,6 +41,7 @@ import (
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/jobs"
+	"shelf/domain/moderation"
 )
 
 // Fault is what happens to one store call.
@@ -120,10 +122,13 @@ type Store struct {
 	// attempts are the throttle's rows (Attempts), made on first use.
 	attempts attemptTables
 	// jobs are the jobs' rows (Jobs, jobs.go), by id; made on first use.
-	jobs    map[string]jobs.Job
-	held    []func()
-	calls   int
-	crashed bool
+	jobs map[string]jobs.Job
+	// modAttempts is the index of suspensions and unsuspensions in
+	// progress (ModerationAttempts); made on first use.
+	modAttempts map[string]versioned[moderation.Attempt]
+	held        []func()
+	calls       int
+	crashed     bool
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault

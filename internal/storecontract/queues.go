@@ -12,6 +12,7 @@ import (
 	"shelf/domain/groups"
 	"shelf/domain/library"
 	"shelf/domain/lifecycle"
+	"shelf/domain/moderation"
 )
 
 // Outbox runs OutboxChecks in order: Pending reads the whole queue, so on
@@ -124,6 +125,20 @@ var ClosingChecks = indexChecks(func(s lifecycle.ClosingStore) entryIndex[groups
 			return groups.ClosingEntry{GroupID: id, Attempt: attempt, At: At(at), By: "admin"}
 		},
 		id: func(e groups.ClosingEntry) string { return e.GroupID + "/" + e.Attempt }}
+})
+
+// ModerationAttempts runs ModerationAttemptChecks.
+func ModerationAttempts(t *testing.T, open Open[moderation.AttemptIndex]) {
+	Run(t, open, ModerationAttemptChecks)
+}
+
+// ModerationAttemptChecks are moderation.AttemptIndex's contract.
+var ModerationAttemptChecks = indexChecks(func(s moderation.AttemptIndex) entryIndex[moderation.Attempt] {
+	return entryIndex[moderation.Attempt]{begin: s.Begin, end: s.End, inProgress: s.InProgress,
+		entry: func(id, attempt string, at time.Time) moderation.Attempt {
+			return moderation.Attempt{UserID: id, Tag: attempt, At: At(at), Action: moderation.ActionSuspend}
+		},
+		id: func(a moderation.Attempt) string { return a.UserID + "/" + a.Tag }}
 })
 
 func indexChecks[S, E any](view func(S) entryIndex[E]) []Check[S] {

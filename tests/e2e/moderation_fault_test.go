@@ -23,8 +23,9 @@ import (
 
 // TestInterruptedSuspensionsAreFinishedOrRepaired stops suspend and
 // unsuspend after each of their steps, as a crash would. The records may
-// disagree then; the retry of the same operation, or the repair command,
-// must leave them in agreement (S2).
+// disagree then; the retry of the same operation, the sweeper's pass over
+// the attempts left in progress (nobody retrying, no operator), or the
+// repair command, must leave them in agreement (S2).
 func TestInterruptedSuspensionsAreFinishedOrRepaired(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -32,7 +33,7 @@ func TestInterruptedSuspensionsAreFinishedOrRepaired(t *testing.T) {
 		{"suspend", "cas"}, {"suspend", "records"}, {"suspend", "sessions"},
 		{"unsuspend", "cas"}, {"unsuspend", "records"},
 	}
-	for _, fix := range []string{"retry", "repair"} {
+	for _, fix := range []string{"retry", "worker", "repair"} {
 		for _, st := range steps {
 			u, session := m.member(t)
 			if st.op == "unsuspend" {
@@ -54,6 +55,13 @@ func TestInterruptedSuspensionsAreFinishedOrRepaired(t *testing.T) {
 				}
 				if r.StatusCode != want {
 					t.Fatalf("retry of %s after %s: %d %s", st.op, st.step, r.StatusCode, r.Body)
+				}
+			case "worker":
+				// What every process's sweeper does on its own, its grace
+				// (past any request's deadline) taken as passed.
+				n, err := m.app.Moderation.FinishInterrupted(context.Background(), 0)
+				if err != nil || n < 1 {
+					t.Fatalf("the sweeper's pass after %s/%s: %d finished, %v", st.op, st.step, n, err)
 				}
 			case "repair":
 				out, err := runAdmin(t, m, "repair-suspensions")

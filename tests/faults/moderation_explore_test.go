@@ -25,7 +25,7 @@ type modWorld struct {
 func newModWorld(t *testing.T) *modWorld {
 	t.Helper()
 	w := newWorld()
-	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now},
+	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now, Attempts: w.store.ModerationAttempts()},
 		w.svc, w.store.Users(), w.store.Sessions(), w.store.Suspensions())
 	if err := w.signup("root", "root@example.org"); err != nil {
 		t.Fatal(err)
@@ -71,6 +71,17 @@ func (m *modWorld) crashAfter(step string, action func() error) error {
 	defer func() { m.mod.Hooks.AfterStep = nil }()
 	_ = action()
 	return nil
+}
+
+// workers runs what every process runs on its own: the sweeper (lifts,
+// then the interrupted suspensions and unsuspensions), and the job
+// worker when deletion is wired.
+func (m *modWorld) workers() {
+	_ = m.sweep()
+	_, _ = m.mod.FinishInterrupted(context.Background(), time.Minute)
+	if m.life != nil {
+		_, _ = m.life.WorkJobs(context.Background())
+	}
 }
 
 func (m *modWorld) sweep() error {
@@ -267,17 +278,17 @@ var (
 			_ = op.retry(m)
 		}
 	}}
-	// finishWorkers: nobody retries. With the clock past every end and
-	// grace, the sweeper and the repair run while the writes are still
-	// held, then the writes land, then both run again.
+	// finishWorkers: nobody retries, and no operator runs the repair.
+	// With the clock past every end and grace, the sweeper (its lifts and
+	// its pass over the attempts left in progress) and the job worker run
+	// while the writes are still held, then the writes land, then they
+	// run again.
 	finishWorkers = modFinisher{name: "workers", run: func(m *modWorld, _ modOperation, _ modCompetitor, _ error) {
 		m.store.Advance(2 * time.Hour)
-		_ = m.sweep()
-		_ = m.repair()
+		m.workers()
 		m.store.Land()
 		m.store.Advance(time.Minute)
-		_ = m.sweep()
-		_ = m.repair()
+		m.workers()
 	}}
 )
 

@@ -1,0 +1,135 @@
+package moderation
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"shelf/domain"
+)
+
+// Interrupted suspensions and unsuspensions finish themselves
+// (docs/design.md#suspension, "Finished by the worker"). An admin's
+// suspension or unsuspension records its attempt in an index before its
+// compare-and-set and ends the entry once its records are written (or
+// once it is refused). An entry left behind is of a request that stopped
+// (a crash, a lost answer nobody repeated): the sweeper's pass
+// (FinishInterrupted) fences the account (a compare-and-set that moves
+// its version on, so the attempt's compare-and-set, however late, can no
+// longer land), makes its records agree with the row, as a retry would,
+// and only then ends the entry: fence before you forget.
+
+// Attempt is one suspension's or unsuspension's entry in the index of
+// those in progress: the account, the attempt's tag (its own: another
+// attempt's end never takes it), when it began and what it was.
+type Attempt struct {
+	UserID string
+	Tag    string
+	At     time.Time
+	Action string
+}
+
+// The actions an attempt records.
+const (
+	ActionSuspend   = "suspend"
+	ActionUnsuspend = "unsuspend"
+)
+
+// AttemptIndex keeps the entries of suspensions and unsuspensions in
+// progress.
+type AttemptIndex interface {
+	// Begin records an attempt at its start; writing it again is harmless.
+	Begin(ctx context.Context, a Attempt) error
+	// End deletes this attempt's entry, never another's; a Begin of it
+	// landing late never outlives it.
+	End(ctx context.Context, a Attempt) error
+	// InProgress calls fn with every entry, from the index's start on.
+	InProgress(ctx context.Context, fn func(Attempt) error) error
+}
+
+// noAttempts is the index of a service built without one (tests of other
+// things): nothing recorded, nothing to finish.
+type noAttempts struct{}
+
+func (noAttempts) Begin(context.Context, Attempt) error                  { return nil }
+func (noAttempts) End(context.Context, Attempt) error                    { return nil }
+func (noAttempts) InProgress(context.Context, func(Attempt) error) error { return nil }
+
+// begin records an attempt of action on userID before its compare-and-set;
+// a write that fails ends the request (nothing was changed: 503).
+func (m *Service) begin(ctx context.Context, userID, action string) (Attempt, error) {
+	a := Attempt{UserID: userID, Tag: domain.NewAttempt(), At: m.now(), Action: action}
+	return a, m.cfg.Attempts.Begin(ctx, a)
+}
+
+// end ends an attempt once its request is over: done (its records
+// written) or refused (nothing of it applied). An attempt whose outcome
+// is unknown keeps its entry for FinishInterrupted. A failed end leaves
+// the entry too: finishing it again changes nothing.
+func (m *Service) end(ctx context.Context, a Attempt, err error) {
+	if err != nil && (errors.Is(err, domain.ErrUnavailable) || errors.Is(err, domain.ErrOutcomeUnknown) || !isRefusal(err)) {
+		return
+	}
+	_ = m.cfg.Attempts.End(context.WithoutCancel(ctx), a)
+}
+
+// isRefusal reports an answer that says the attempt changed nothing it
+// did not finish itself (a 4xx of the domain's).
+func isRefusal(err error) bool {
+	var e *domain.Error
+	return errors.As(err, &e) || errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrForbidden)
+}
+
+// FinishInterrupted is the sweeper's pass over the attempts left in
+// progress older than grace (their request is surely over): each account
+// is fenced, its records made to agree with its row (the suspension's
+// list row, lookup, expiry entry and history, its sessions ended; or the
+// last lift's history and the leftovers erased), and then its entry ends.
+// An account being deleted is its deletion's to clean (the entry just
+// ends). It returns how many entries it finished.
+func (m *Service) FinishInterrupted(ctx context.Context, grace time.Duration) (int, error) {
+	now := m.cfg.Now()
+	finished := 0
+	var errs []error
+	err := m.cfg.Attempts.InProgress(ctx, func(a Attempt) error {
+		if now.Sub(a.At) < grace {
+			return nil // its request may still be running
+		}
+		if err := m.finishAttempt(ctx, a); err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		if err := m.cfg.Attempts.End(ctx, a); err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		finished++
+		return nil
+	})
+	return finished, errors.Join(append(errs, err)...)
+}
+
+// finishAttempt fences the attempt's account, then finishes its records
+// from the row as fenced.
+func (m *Service) finishAttempt(ctx context.Context, a Attempt) error {
+	u, err := m.changeAccount(ctx, a.UserID, func(u domain.User) (domain.User, error) { return u, nil })
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return nil // gone or being deleted: the deletion erases the records
+	case err != nil:
+		return err
+	}
+	if u.Status == domain.StatusSuspended && u.Suspension != nil {
+		err := m.finishSuspension(ctx, *u.Suspension, u.Version)
+		if errors.Is(err, domain.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if l := u.LastLift; l != nil {
+		if err := m.suspensions.RecordLift(ctx, *l, u.Version); err != nil {
+			return err
+		}
+	}
+	return m.eraseLeftovers(ctx, u)
+}
