@@ -38,7 +38,11 @@ func TestBenchJobs(t *testing.T) {
 	fmt.Fprintln(&table, "| what | runs | answer p50 | answer p99 | answer / empty account's (p50) | answer to finished p50 | items (or members) a second |")
 	fmt.Fprintln(&table, "|---|---:|---:|---:|---:|---:|---:|")
 	var empty time.Duration
-	for _, size := range []struct{ items, runs int }{{0, 10}, {100, 8}, {1000, 4}, {10_000, 2}} {
+	sizes := []struct{ items, runs int }{{0, 10}, {100, 8}, {1000, 4}, {10_000, 2}}
+	if os.Getenv("BENCH_JOBS_QUICK") != "" { // a look at the job's rate alone
+		sizes = []struct{ items, runs int }{{0, 4}, {1000, 2}}
+	}
+	for _, size := range sizes {
 		var answers, finishes []time.Duration
 		for range size.runs {
 			a, err := signup(h.api.Base)
@@ -77,8 +81,10 @@ func TestBenchJobs(t *testing.T) {
 		}
 		jobRow(&table, fmt.Sprintf("close a group of %d members", size.members), answers, finishes, emptyGroup, size.members)
 	}
-	killed := killMidJob(t, h, 10_000)
-	fmt.Fprintf(&table, "\n%s\n", killed)
+	if os.Getenv("BENCH_JOBS_QUICK") == "" {
+		fmt.Fprintf(&table, "\n%s\n", besideAJob(t, h, 10_000))
+		fmt.Fprintf(&table, "\n%s\n", killMidJob(t, h, 10_000))
+	}
 	fmt.Println("\n" + table.String())
 	if err := os.MkdirAll(".bench", 0o755); err == nil {
 		name := filepath.Join(".bench", "jobs-"+time.Now().UTC().Format("20060102-150405")+".md")
@@ -218,6 +224,45 @@ func groupOf(h *harness, owner account, members int) (string, error) {
 		return "", err
 	}
 	return g.ID, s.Query(`UPDATE groups SET member_count = ? WHERE id = ?`, members, g.ID).Exec()
+}
+
+// besideAJob times a read (GET /v1/users/{id}, one at a time) with no job
+// running, then while the deletion of an account of n items runs its job
+// on the same api: what a job costs the requests beside it.
+func besideAJob(t *testing.T, h *harness, n int) string {
+	t.Helper()
+	a, err := signup(h.api.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := signup(h.api.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seedOwnItems(h.db.Session.Session, a.id, n); err != nil {
+		t.Fatal(err)
+	}
+	sample := func(k int) []time.Duration {
+		out := make([]time.Duration, k)
+		for i := range out {
+			start := time.Now()
+			if err := call(http.MethodGet, h.api.Base+"/v1/users/"+other.id, "", "", http.StatusOK, nil); err != nil {
+				t.Fatal(err)
+			}
+			out[i] = time.Since(start)
+		}
+		return out
+	}
+	idle := sample(300)
+	var job struct{ ID string }
+	if err := call(http.MethodPost, h.api.Base+"/v1/users/"+a.id+"/deletion", a.token, fmt.Sprintf(`{"currentPassword":%q}`, testPassword), http.StatusAccepted, &job); err != nil {
+		t.Fatal(err)
+	}
+	busy := sample(300)
+	waitFinished(t, h.api.Base, job.ID, nil)
+	return fmt.Sprintf("A read (GET /v1/users/{id}) beside the job of a %d-item deletion: p50 %s, p99 %s; with no job running: p50 %s, p99 %s (%.2fx at p50).",
+		n, ms(percentile(busy, 50)), ms(percentile(busy, 99)), ms(percentile(idle, 50)), ms(percentile(idle, 99)),
+		float64(percentile(busy, 50))/float64(max(percentile(idle, 50), 1)))
 }
 
 // killMidJob deletes an account of n items through an api of its own,

@@ -175,20 +175,3 @@ func (h *Contents) library(w http.ResponseWriter, r *http.Request) error {
 	}))
 	return nil
 }
-
-// rebuildResponse is POST /v1/admin/libraries/{principalId}/rebuild.
-type rebuildResponse struct {
-	PrincipalID string `json:"principalId"`
-	Items       int    `json:"items"`
-}
-
-// rebuild serves POST /v1/admin/libraries/{principalId}/rebuild (admins).
-func (h *Contents) rebuild(w http.ResponseWriter, r *http.Request) error {
-	id := chi.URLParam(r, "principalId")
-	n, err := h.contents.Rebuild(r.Context(), principal(r.Context()), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, rebuildResponse{PrincipalID: id, Items: n})
-	return nil
-}

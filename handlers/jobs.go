@@ -57,6 +57,17 @@ func writeJob(w http.ResponseWriter, status int, j jobs.Job, now time.Time) {
 	writeJSON(w, status, body)
 }
 
+// rebuild serves POST /v1/admin/libraries/{principalId}/rebuild (admins):
+// 202 with the job that rebuilds the library.
+func (h *Jobs) rebuild(w http.ResponseWriter, r *http.Request) error {
+	j, err := h.lifecycle.RebuildLibrary(r.Context(), principal(r.Context()), chi.URLParam(r, "principalId"))
+	if err != nil {
+		return err
+	}
+	writeJob(w, http.StatusAccepted, j, h.lifecycle.Now())
+	return nil
+}
+
 // get serves GET /v1/jobs/{id}: whoever holds the id (a deletion's or a
 // closing's answer named it) may follow the job, with or without a
 // session: the account a deletion ends has none left.

@@ -93,6 +93,7 @@ func NewRouter(d Deps) *chi.Mux {
 		routeContent(r, d)
 		jobs := &Jobs{lifecycle: d.Lifecycle}
 		r.Get("/jobs/{id}", handle(jobs.get))
+		r.Post("/admin/libraries/{principalId}/rebuild", handle(jobs.rebuild))
 	})
 	return r
 }
@@ -185,7 +186,6 @@ func routeContent(r chi.Router, d Deps) {
 	r.Delete("/content/{id}/members/{principalId}", handle(c.unshare))
 	r.Get("/users/{id}/library", handle(c.library))
 	r.Get("/groups/{id}/library", handle(c.library))
-	r.Post("/admin/libraries/{principalId}/rebuild", handle(c.rebuild))
 }
 
 // methodNotAllowed answers 405 with the Allow header listing what the path

@@ -80,6 +80,9 @@ func TestContractStores(t *testing.T) {
 		{"ModerationAttempts", func(t *testing.T) {
 			storecontract.ModerationAttempts(t, onReal(db, func(db *repository.DB) moderation.AttemptIndex { return repository.NewModerationAttempts(db) }))
 		}},
+		{"JobQueue", func(t *testing.T) {
+			storecontract.JobQueue(t, onReal(db, func(db *repository.DB) jobs.Queue { return repository.NewJobQueue(db) }))
+		}},
 		{"Jobs", func(t *testing.T) {
 			storecontract.Jobs(t, onReal(db, func(db *repository.DB) jobs.Store { return repository.NewJobs(db) }))
 		}},

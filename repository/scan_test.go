@@ -85,6 +85,7 @@ var rowSelects = []struct {
 	{string(indexUserCQL), &gramsRow{}},
 	{string(groupSelectCQL), &groupRow{}},
 	{string(jobSelectCQL), &jobRow{}},
+	{string(jobQueueDayCQL), &jobQueueRow{}},
 	{string(moderationAttemptDayCQL), &moderationAttemptRow{}},
 	{string(contentSelectCQL), &contentRow{}},
 	{string(contentStatesCQL), &stateRow{}},

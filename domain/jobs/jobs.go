@@ -255,3 +255,35 @@ func (l *Lease) write(ctx context.Context, next Job) error {
 	l.job = next
 	return nil
 }
+
+// KindRebuild rebuilds a principal's library from its membership index
+// (an admin's repair); its subject is the user or group.
+const KindRebuild Kind = "library_rebuild"
+
+// Entry is a job in the queue of jobs in progress: the jobs no other
+// index finds (a rebuild; a deletion or a closing is found through the
+// index of its operation's attempts). Written before the job's row, ended
+// once the job is finished.
+type Entry struct {
+	JobID   string
+	Kind    Kind
+	Subject string
+	By      string
+	At      time.Time
+}
+
+// Job is the job e begins, as the worker takes it on.
+func (e Entry) Job() Job {
+	return Job{ID: e.JobID, Kind: e.Kind, Subject: e.Subject, By: e.By, CreatedAt: e.At, Phase: "queued", UpdatedAt: e.At}
+}
+
+// Queue keeps the entries of jobs in progress.
+type Queue interface {
+	// Begin records a job at its start; writing it again is harmless.
+	Begin(ctx context.Context, e Entry) error
+	// End deletes the job's entry; a Begin of it landing late never
+	// outlives it.
+	End(ctx context.Context, e Entry) error
+	// InProgress calls fn with every entry, from the queue's start on.
+	InProgress(ctx context.Context, fn func(Entry) error) error
+}

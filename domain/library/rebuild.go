@@ -7,18 +7,26 @@ import (
 	"shelf/domain"
 )
 
-// Rebuild regenerates a principal's library from its membership index
-// (admins only) and returns how many items it holds: every index entry's
-// rows are written again (at their version, so nothing newer is touched),
-// then every row the index does not back is deleted (L6).
-func (s *Service) Rebuild(ctx context.Context, p domain.Principal, principalID string) (int, error) {
-	if _, err := s.callers.RequireAdmin(ctx, p); err != nil {
-		return 0, err
-	}
-	if !domain.ValidID(principalID, domain.UserIDPrefix) && !domain.ValidID(principalID, domain.GroupIDPrefix) {
-		return 0, errLibraryNotFound
-	}
-	count, err := s.rewriteFromIndex(ctx, principalID)
+// ValidPrincipal reports whether id can name a library (a user's or a
+// group's): anything else is 404 without a read.
+func ValidPrincipal(id string) bool {
+	return domain.ValidID(id, domain.UserIDPrefix) || domain.ValidID(id, domain.GroupIDPrefix)
+}
+
+// ErrLibraryNotFound answers a library id that names no user or group.
+var ErrLibraryNotFound = errLibraryNotFound
+
+// Rebuild regenerates a principal's library from its membership index and
+// returns how many items it holds: every index entry's rows are written
+// again (at their version, so nothing newer is touched), then every row
+// the index does not back is deleted (L6). It is a job's work
+// (domain/lifecycle: the admin's request answers 202 with the job), and
+// grows with the library: report is told after each page of entries how
+// many were written, and after each bucket's pass ("rows"). Every write is
+// at the version of what it writes, so a run stopped part-way and run
+// again (another worker's) changes nothing the first did not.
+func (s *Service) Rebuild(ctx context.Context, principalID string, report func(phase string, done int) error) (int, error) {
+	count, err := s.rewriteFromIndex(ctx, principalID, report)
 	if err != nil {
 		return count, err
 	}
@@ -26,13 +34,16 @@ func (s *Service) Rebuild(ctx context.Context, p domain.Principal, principalID s
 		if err := s.dropUnbacked(ctx, principalID, bucket); err != nil {
 			return count, err
 		}
+		if err := report("rows", count); err != nil {
+			return count, err
+		}
 	}
 	return count, nil
 }
 
 // rewriteFromIndex writes every index entry's rows again, each at its
-// version, and counts them.
-func (s *Service) rewriteFromIndex(ctx context.Context, principalID string) (int, error) {
+// version, and counts them, reporting each page.
+func (s *Service) rewriteFromIndex(ctx context.Context, principalID string, report func(phase string, done int) error) (int, error) {
 	count := 0
 	after := ""
 	for {
@@ -45,6 +56,9 @@ func (s *Service) rewriteFromIndex(ctx context.Context, principalID string) (int
 				return count, err
 			}
 			count++
+		}
+		if err := report("items", count); err != nil {
+			return count, err
 		}
 		if len(entries) < memberPage {
 			return count, nil

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"shelf/domain"
@@ -80,13 +81,14 @@ func (s *Service) Wake() {
 // Woken is told by Wake.
 func (s *Service) Woken() <-chan struct{} { return s.wake }
 
-// WorkJobs is one pass of the worker: every deletion, then every closing,
-// in progress is finished (or left to the worker holding it). The report
-// says what it found, finished and left.
+// WorkJobs is one pass of the worker: every deletion, every closing, then
+// every queued job (a rebuild) in progress is finished (or left to the
+// worker holding it). The report says what it found, finished and left.
 func (s *Service) WorkJobs(ctx context.Context) (Report, error) {
 	d, derr := s.RepairDeletions(ctx, false)
 	c, cerr := s.RepairClosings(ctx, false)
-	return d.add(c), errors.Join(derr, cerr)
+	q, qerr := s.workQueue(ctx)
+	return d.add(c).add(q), errors.Join(derr, cerr, qerr)
 }
 
 // underLease runs fn under j's lease; a job another worker holds is left
@@ -161,10 +163,8 @@ func (s *Service) eachItem(ctx context.Context, principalID string, p *progress,
 		if err != nil {
 			return err
 		}
-		for _, it := range items {
-			if err := fn(it); err != nil && !errors.Is(err, domain.ErrNotFound) {
-				return err
-			}
+		if err := s.atOnce(items, fn); err != nil {
+			return err
 		}
 		p.done += len(items)
 		p.total = max(p.total, p.done)
@@ -176,6 +176,31 @@ func (s *Service) eachItem(ctx context.Context, principalID string, p *progress,
 		}
 		after = items[len(items)-1].ContentID
 	}
+}
+
+// atOnce calls fn with each item, JobItemsAtOnce at a time (each item's
+// change is its own: its row, its members, its libraries), and joins the
+// failures; an item found gone meanwhile is none.
+func (s *Service) atOnce(items []library.Entry, fn func(library.Entry) error) error {
+	width := max(s.cfg.JobItemsAtOnce, 1)
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, width)
+	var wg sync.WaitGroup
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fn(it); err != nil && !errors.Is(err, domain.ErrNotFound) {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // finishDeletionJob finishes u's deletion under its job's lease.

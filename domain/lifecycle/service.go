@@ -70,8 +70,10 @@ type Users interface {
 
 // Stores are the records the workflows keep or read themselves.
 type Stores struct {
-	// Jobs are the jobs' rows (domain/jobs).
+	// Jobs are the jobs' rows (domain/jobs); Queue the jobs in progress
+	// no operation's index finds (rebuilds; nil: none).
 	Jobs        jobs.Store
+	Queue       jobs.Queue
 	Deletions   DeletionStore
 	Closings    ClosingStore
 	Suspensions SuspensionRecords
@@ -89,6 +91,9 @@ type Config struct {
 	// JobLease is how long a job's lease lasts without a report (default
 	// DefaultJobLease): a worker that stopped holds its jobs that long.
 	JobLease time.Duration
+	// JobItemsAtOnce is how many items of a page a job changes at once
+	// (0: one at a time, as the fault explorer wants its calls in order).
+	JobItemsAtOnce int
 }
 
 // DefaultJobLease: a worker reports every page of 100 items, a few
@@ -133,6 +138,9 @@ func New(cfg Config, acc *accounts.Service, grp *groups.Service, lib *library.Se
 	}
 	if cfg.JobLease <= 0 {
 		cfg.JobLease = DefaultJobLease
+	}
+	if st.Queue == nil {
+		st.Queue = noQueue{}
 	}
 	return &Service{cfg: cfg, accounts: acc, groups: grp, library: lib, st: st, wake: make(chan struct{}, 1)}
 }

@@ -81,6 +81,8 @@ type Content struct {
 	// JobLease how long a job's lease lasts without a report.
 	JobInterval time.Duration
 	JobLease    time.Duration
+	// JobItemsAtOnce is how many items a job changes at once.
+	JobItemsAtOnce int
 }
 
 // Moderation holds the suspension settings.
@@ -295,6 +297,7 @@ var Vars = []Var{
 	{"SHELF_OUTBOX_INTERVAL", "1s", "how often the outbox worker finishes fan-outs that stopped (a crash, a failed write)"},
 	{"SHELF_OUTBOX_GRACE", "5s", "how old an outbox mark must be before the worker redoes its fan-out"},
 	{"SHELF_JOB_INTERVAL", "2s", "how often the job worker looks for account deletions and group closings under way and finishes them (a request that begins one wakes its own process's worker at once)"},
+	{"SHELF_JOB_ITEMS_AT_ONCE", "4", "how many items of a page one job deletes or leaves at once (each with its own fan-out); one process runs one job at a time, so this bounds what a job adds to the load of the process and the cluster"},
 	{"SHELF_JOB_LEASE", "30s", "how long a job's lease lasts without a report of progress (a page of items): a worker that stopped holds its job that long before another takes it on"},
 	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential; refused when SHELF_PUBLIC_URL is not localhost or a loopback address, unless SHELF_ALLOW_LOG_MAILER=true); smtp: sent through SHELF_SMTP_*"},
 	{"SHELF_ALLOW_LOG_MAILER", "false", "true: keep SHELF_MAILER=log although SHELF_PUBLIC_URL is not this machine (a staging host whose log only its developers read); every mailed link is then in the log"},
@@ -386,6 +389,7 @@ func Load(getenv func(string) string) (Config, error) {
 		OutboxGrace:       p.duration("SHELF_OUTBOX_GRACE"),
 		JobInterval:       p.duration("SHELF_JOB_INTERVAL"),
 		JobLease:          p.duration("SHELF_JOB_LEASE"),
+		JobItemsAtOnce:    p.positiveInt("SHELF_JOB_ITEMS_AT_ONCE"),
 	}
 	c.Mail = Mail{
 		Mailer:          p.oneOf("SHELF_MAILER", "log", "smtp"),
@@ -555,6 +559,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_OUTBOX_GRACE":                 c.Content.OutboxGrace.String(),
 		"SHELF_JOB_INTERVAL":                 c.Content.JobInterval.String(),
 		"SHELF_JOB_LEASE":                    c.Content.JobLease.String(),
+		"SHELF_JOB_ITEMS_AT_ONCE":            strconv.Itoa(c.Content.JobItemsAtOnce),
 		"SHELF_MAILER":                       c.Mail.Mailer,
 		"SHELF_ALLOW_LOG_MAILER":             strconv.FormatBool(c.Mail.AllowLogMailer),
 		"SHELF_PUBLIC_URL":                   c.Mail.PublicURL,

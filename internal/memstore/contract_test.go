@@ -85,6 +85,10 @@ func TestContractModerationAttempts(t *testing.T) {
 	storecontract.ModerationAttempts(t, onFake(func(s *memstore.Store) moderation.AttemptIndex { return s.ModerationAttempts() }))
 }
 
+func TestContractJobQueue(t *testing.T) {
+	storecontract.JobQueue(t, onFake(func(s *memstore.Store) jobs.Queue { return s.JobQueue() }))
+}
+
 func TestContractJobs(t *testing.T) {
 	storecontract.Jobs(t, onFake(func(s *memstore.Store) jobs.Store { return s.Jobs() }))
 }

@@ -14,6 +14,7 @@
 //	closings.go       the index of group closings in progress
 //	jobs.go           the jobs' rows (compare-and-set on the version)
 //	moderation_attempts.go  suspensions and unsuspensions in progress
+//	job_queue.go      the queue of jobs no other index finds (rebuilds)
 //
 // Every write of a claim
 // or an account is a compare-and-set of one row, decided when it lands;
@@ -126,9 +127,12 @@ type Store struct {
 	// modAttempts is the index of suspensions and unsuspensions in
 	// progress (ModerationAttempts); made on first use.
 	modAttempts map[string]versioned[moderation.Attempt]
-	held        []func()
-	calls       int
-	crashed     bool
+	// jobQueue is the queue of jobs in progress (JobQueue); made on first
+	// use.
+	jobQueue map[string]versioned[jobs.Entry]
+	held     []func()
+	calls    int
+	crashed  bool
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault

@@ -10,6 +10,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/domain/jobs"
 	"shelf/domain/library"
 	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
@@ -139,6 +140,18 @@ var ModerationAttemptChecks = indexChecks(func(s moderation.AttemptIndex) entryI
 			return moderation.Attempt{UserID: id, Tag: attempt, At: At(at), Action: moderation.ActionSuspend}
 		},
 		id: func(a moderation.Attempt) string { return a.UserID + "/" + a.Tag }}
+})
+
+// JobQueue runs JobQueueChecks.
+func JobQueue(t *testing.T, open Open[jobs.Queue]) { Run(t, open, JobQueueChecks) }
+
+// JobQueueChecks are jobs.Queue's contract.
+var JobQueueChecks = indexChecks(func(s jobs.Queue) entryIndex[jobs.Entry] {
+	return entryIndex[jobs.Entry]{begin: s.Begin, end: s.End, inProgress: s.InProgress,
+		entry: func(id, attempt string, at time.Time) jobs.Entry {
+			return jobs.Entry{JobID: id + "-" + attempt, Kind: jobs.KindRebuild, Subject: id, By: id, At: At(at)}
+		},
+		id: func(e jobs.Entry) string { return e.JobID }}
 })
 
 func indexChecks[S, E any](view func(S) entryIndex[E]) []Check[S] {

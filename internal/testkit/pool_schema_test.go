@@ -24,7 +24,7 @@ func TestPoolSeedsAreTheMigrationsRows(t *testing.T) {
 		}
 		queues = append(queues, strings.Split(s, "'")[1])
 	}
-	if want := []string{"content_marks", "account_deletions", "group_closings", "moderation_attempts"}; !slices.Equal(queues, want) {
+	if want := []string{"content_marks", "account_deletions", "group_closings", "moderation_attempts", "job_queue"}; !slices.Equal(queues, want) {
 		t.Fatalf("seeded queues %v, want %v", queues, want)
 	}
 }

@@ -141,6 +141,7 @@ func (e HealthStatusStatus) Valid() bool {
 const (
 	JobKindAccountDeletion JobKind = "account_deletion"
 	JobKindGroupClosing    JobKind = "group_closing"
+	JobKindLibraryRebuild  JobKind = "library_rebuild"
 )
 
 // Valid indicates whether the value is a known member of the JobKind enum.
@@ -149,6 +150,8 @@ func (e JobKind) Valid() bool {
 	case JobKindAccountDeletion:
 		return true
 	case JobKindGroupClosing:
+		return true
+	case JobKindLibraryRebuild:
 		return true
 	default:
 		return false
@@ -524,8 +527,8 @@ type Job struct {
 
 	// Phase The step under way or last reached: `queued`, then for a
 	// deletion `suspension`, `groups`, `items`, `library`, `names`;
-	// for a closing `items`, `library`, `members`; `finished` at
-	// the end.
+	// for a closing `items`, `library`, `members`; for a rebuild
+	// `items`, `rows`; `finished` at the end.
 	Phase string `json:"phase"`
 
 	// Runs Times a worker took it on (more than 1 after a worker stopped or failed).
@@ -537,7 +540,7 @@ type Job struct {
 	// free).
 	State JobState `json:"state"`
 
-	// Subject The account (`u_...`) or group (`g_...`) it works on.
+	// Subject The account (`u_...`) or group (`g_...`) it works on (for a rebuild, whose library).
 	Subject string `json:"subject"`
 
 	// Total Items the library held when the job counted them (0 before).
@@ -793,12 +796,6 @@ type ProblemField struct {
 	// Field The JSON name (or dotted path) of the field.
 	Field   string `json:"field"`
 	Message string `json:"message"`
-}
-
-// RebuildResult defines model for RebuildResult.
-type RebuildResult struct {
-	Items       int    `json:"items"`
-	PrincipalId string `json:"principalId"`
 }
 
 // Session A new session.
@@ -1383,7 +1380,12 @@ type ClientInterface interface {
 
 	// RebuildLibrary Rebuild a library from the membership index
 	//
-	// Admins. Rewrites every item the index holds and deletes every row it does not back.
+	// Admins. Rewrites every item the index holds and deletes every row
+	// it does not back. The work grows with the library, so the request
+	// answers 202 with the job that does it (each request a rebuild of
+	// its own); follow it at `GET /v1/jobs/{id}`.
+	//
+	// Cost: the admin check, the job's entry in the queue and its row.
 	//
 	// Corresponds with POST /v1/admin/libraries/{principalId}/rebuild (the `RebuildLibrary` operationId).
 	RebuildLibrary(ctx context.Context, principalId PrincipalId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1879,8 +1881,9 @@ type ClientInterface interface {
 
 	// GetJob Follow a job
 	//
-	// Answers where a job stands: an account's deletion or a group's
-	// closing, begun by a request that answered 202 with it. `state` is
+	// Answers where a job stands: an account's deletion, a group's
+	// closing or a library's rebuild, begun by a request that answered
+	// 202 with it. `state` is
 	// `queued` (no worker holds it yet, or the one that did stopped:
 	// the next takes it on), `running` or `finished`; `phase` the step
 	// under way; `done` and `total` count the items of the library it
@@ -2862,7 +2865,12 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 
 // RebuildLibrary Rebuild a library from the membership index
 //
-// Admins. Rewrites every item the index holds and deletes every row it does not back.
+// Admins. Rewrites every item the index holds and deletes every row
+// it does not back. The work grows with the library, so the request
+// answers 202 with the job that does it (each request a rebuild of
+// its own); follow it at `GET /v1/jobs/{id}`.
+//
+// Cost: the admin check, the job's entry in the queue and its row.
 //
 // Corresponds with POST /v1/admin/libraries/{principalId}/rebuild (the `RebuildLibrary` operationId).
 func (c *Client) RebuildLibrary(ctx context.Context, principalId PrincipalId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3630,8 +3638,9 @@ func (c *Client) SetGroupMember(ctx context.Context, id GroupId, userId MemberUs
 
 // GetJob Follow a job
 //
-// Answers where a job stands: an account's deletion or a group's
-// closing, begun by a request that answered 202 with it. `state` is
+// Answers where a job stands: an account's deletion, a group's
+// closing or a library's rebuild, begun by a request that answered
+// 202 with it. `state` is
 // `queued` (no worker holds it yet, or the one that did stopped:
 // the next takes it on), `running` or `finished`; `phase` the step
 // under way; `done` and `total` count the items of the library it
@@ -7241,7 +7250,12 @@ type ClientWithResponsesInterface interface {
 
 	// RebuildLibraryWithResponse Rebuild a library from the membership index
 	//
-	// Admins. Rewrites every item the index holds and deletes every row it does not back.
+	// Admins. Rewrites every item the index holds and deletes every row
+	// it does not back. The work grows with the library, so the request
+	// answers 202 with the job that does it (each request a rebuild of
+	// its own); follow it at `GET /v1/jobs/{id}`.
+	//
+	// Cost: the admin check, the job's entry in the queue and its row.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7759,8 +7773,9 @@ type ClientWithResponsesInterface interface {
 
 	// GetJobWithResponse Follow a job
 	//
-	// Answers where a job stands: an account's deletion or a group's
-	// closing, begun by a request that answered 202 with it. `state` is
+	// Answers where a job stands: an account's deletion, a group's
+	// closing or a library's rebuild, begun by a request that answered
+	// 202 with it. `state` is
 	// `queued` (no worker holds it yet, or the one that did stopped:
 	// the next takes it on), `running` or `finished`; `phase` the step
 	// under way; `done` and `total` count the items of the library it
@@ -8999,8 +9014,10 @@ func (r GetReadyzResponse) ContentType() string {
 	return ""
 }
 
-// RebuildLibraryResponse200Headers the declared response headers of an HTTP 200 response for RebuildLibrary
-type RebuildLibraryResponse200Headers struct {
+// RebuildLibraryResponse202Headers the declared response headers of an HTTP 202 response for RebuildLibrary
+type RebuildLibraryResponse202Headers struct {
+	Location   string
+	RetryAfter *int
 	XRequestId *string
 }
 
@@ -9034,8 +9051,8 @@ type RebuildLibraryResponse503Headers struct {
 type RebuildLibraryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *RebuildResult
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Job
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -9046,8 +9063,8 @@ type RebuildLibraryResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
-	// Headers200 the parsed response headers for an HTTP 200 response
-	Headers200 *RebuildLibraryResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RebuildLibraryResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RebuildLibraryResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -9060,9 +9077,9 @@ type RebuildLibraryResponse struct {
 	Headers503 *RebuildLibraryResponse503Headers
 }
 
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r RebuildLibraryResponse) GetJSON200() *RebuildResult {
-	return r.JSON200
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RebuildLibraryResponse) GetJSON202() *Job {
+	return r.JSON202
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -15280,7 +15297,12 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 
 // RebuildLibraryWithResponse Rebuild a library from the membership index
 //
-// Admins. Rewrites every item the index holds and deletes every row it does not back.
+// Admins. Rewrites every item the index holds and deletes every row
+// it does not back. The work grows with the library, so the request
+// answers 202 with the job that does it (each request a rebuild of
+// its own); follow it at `GET /v1/jobs/{id}`.
+//
+// Cost: the admin check, the job's entry in the queue and its row.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15962,8 +15984,9 @@ func (c *ClientWithResponses) SetGroupMemberWithResponse(ctx context.Context, id
 
 // GetJobWithResponse Follow a job
 //
-// Answers where a job stands: an account's deletion or a group's
-// closing, begun by a request that answered 202 with it. `state` is
+// Answers where a job stands: an account's deletion, a group's
+// closing or a library's rebuild, begun by a request that answered
+// 202 with it. `state` is
 // `queued` (no worker holds it yet, or the one that did stopped:
 // the next takes it on), `running` or `finished`; `phase` the step
 // under way; `done` and `total` count the items of the library it
@@ -17380,12 +17403,12 @@ func ParseRebuildLibraryResponse(rsp *http.Response) (*RebuildLibraryResponse, e
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest RebuildResult
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Job
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON200 = &dest
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
@@ -17425,8 +17448,22 @@ func ParseRebuildLibraryResponse(rsp *http.Response) (*RebuildLibraryResponse, e
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		var headers RebuildLibraryResponse200Headers
+	case rsp.StatusCode == 202:
+		var headers RebuildLibraryResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17434,7 +17471,7 @@ func ParseRebuildLibraryResponse(rsp *http.Response) (*RebuildLibraryResponse, e
 			}
 			headers.XRequestId = &value
 		}
-		response.Headers200 = &headers
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers RebuildLibraryResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

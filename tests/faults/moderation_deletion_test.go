@@ -42,7 +42,7 @@ func wireDeletion(w *world) (*groups.Service, *library.Service) {
 // world's services and store, as the app does.
 func newLifecycle(w *world, grp *groups.Service, lib *library.Service) *lifecycle.Service {
 	return lifecycle.New(lifecycle.Config{Now: w.store.Now}, w.svc, grp, lib, lifecycle.Stores{
-		Jobs: w.store.Jobs(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
+		Jobs: w.store.Jobs(), Queue: w.store.JobQueue(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
 		Suspensions: w.store.Suspensions(), Users: w.store.Users(),
 	})
 }

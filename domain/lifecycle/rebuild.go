@@ -1,0 +1,93 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/jobs"
+	"shelf/domain/library"
+)
+
+// RebuildLibrary begins an admin's rebuild of a principal's library
+// (POST /v1/admin/libraries/{id}/rebuild) and returns its job: the
+// request checks the caller and the id, writes the job's entry in the
+// queue and its row, and answers; the worker rebuilds (library.Rebuild),
+// however large the library. Each request is a rebuild of its own.
+func (s *Service) RebuildLibrary(ctx context.Context, p domain.Principal, principalID string) (jobs.Job, error) {
+	if _, err := s.accounts.RequireAdmin(ctx, p); err != nil {
+		return jobs.Job{}, err
+	}
+	if !library.ValidPrincipal(principalID) {
+		return jobs.Job{}, library.ErrLibraryNotFound
+	}
+	e := jobs.Entry{JobID: jobs.IDOf(domain.NewAttempt(), ""), Kind: jobs.KindRebuild, Subject: principalID,
+		By: p.UserID, At: s.cfg.Now().UTC().Truncate(time.Millisecond)}
+	if err := s.st.Queue.Begin(ctx, e); err != nil {
+		return jobs.Job{}, err
+	}
+	return s.recordJob(ctx, e.Job())
+}
+
+// workQueue is the worker's pass over the queue of jobs in progress: each
+// is run under its lease (one finished already, whose entry's end failed,
+// is only ended), finished, and only then its entry ended.
+func (s *Service) workQueue(ctx context.Context) (Report, error) {
+	var r Report
+	var errs []error
+	err := s.st.Queue.InProgress(ctx, func(e jobs.Entry) error {
+		r.found(e.At)
+		if e.Kind != jobs.KindRebuild {
+			r.Problems = append(r.Problems, "job "+e.JobID+" of kind "+string(e.Kind)+": not one this version runs")
+			return nil
+		}
+		ran, err := s.underLease(ctx, e.Job(), func(l *jobs.Lease) error {
+			if l.Job().FinishedAt.IsZero() {
+				if err := s.rebuild(ctx, e.Subject, newProgress(l)); err != nil {
+					return err
+				}
+				if err := l.Finish(ctx); err != nil {
+					return err
+				}
+			}
+			return s.st.Queue.End(ctx, e)
+		})
+		switch {
+		case err != nil:
+			r.Failed++
+			errs = append(errs, err)
+		case !ran:
+			r.Held++
+		default:
+			r.Finished++
+		}
+		return nil
+	})
+	return r, errors.Join(append(errs, err)...)
+}
+
+// rebuild runs a library's rebuild, reporting each page to the job.
+func (s *Service) rebuild(ctx context.Context, principalID string, p *progress) error {
+	total, err := s.library.CountIndex(ctx, principalID)
+	if err != nil {
+		return err
+	}
+	p.done, p.total = 0, total
+	if err := p.enter(ctx, "items"); err != nil {
+		return err
+	}
+	_, err = s.library.Rebuild(ctx, principalID, func(phase string, done int) error {
+		p.done, p.total = done, max(p.total, done)
+		return p.enter(ctx, phase)
+	})
+	return err
+}
+
+// noQueue is the queue of a workflow built without one (tests of other
+// things): nothing queued.
+type noQueue struct{}
+
+func (noQueue) Begin(context.Context, jobs.Entry) error                  { return nil }
+func (noQueue) End(context.Context, jobs.Entry) error                    { return nil }
+func (noQueue) InProgress(context.Context, func(jobs.Entry) error) error { return nil }
