@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
 	"shelf/internal/config"
 	"shelf/repository"
@@ -29,14 +30,12 @@ commands:
                                    token is one of accounts); every tenth is printed, and
                                    --from resumes a stopped run after it, skipping the
                                    phases before
-  repair-deletions [--dry-run]     finish every account deletion a crash or a lost answer
-                                   left in progress (found through the index of deletions
-                                   in progress, not by reading every account); --dry-run
-                                   only reports
-  repair-closings [--dry-run]      finish every group closing a crash or a lost answer
-                                   left in progress (found through the index of closings
-                                   in progress, not by reading every group); --dry-run
-                                   only reports
+  repair-deletions [--dry-run]     the job worker's pass over the account deletions under
+                                   way, run now (every api serve process runs it on its
+                                   own): found through the index of deletions in progress,
+                                   not by reading every account; a job another worker holds
+                                   is left to it; --dry-run only reports
+  repair-closings [--dry-run]      the same for the group closings under way
   index-users [--dry-run]          write the search grams of every account that lacks them
                                    (accounts from before migration 019, which a moderator's
                                    search does not find until then), reading the accounts
@@ -167,7 +166,7 @@ func indexUsers(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 // it found.
 func repairDeletions(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 	rep, err := a.Lifecycle.RepairDeletions(ctx, dryRun)
-	printInProgress(out, "deletions", rep.Problems, dryRun, rep.Found, rep.Finished, rep.Stale)
+	printInProgress(out, "deletions", dryRun, rep)
 	return err
 }
 
@@ -175,22 +174,23 @@ func repairDeletions(ctx context.Context, a *App, dryRun bool, out io.Writer) er
 // what it found.
 func repairClosings(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 	rep, err := a.Lifecycle.RepairClosings(ctx, dryRun)
-	printInProgress(out, "closings", rep.Problems, dryRun, rep.Found, rep.Finished, rep.Stale)
+	printInProgress(out, "closings", dryRun, rep)
 	return err
 }
 
 // printInProgress prints what a repair of operations left in progress
 // (deletions, closings) found and did: each problem, then a summary.
-func printInProgress(out io.Writer, what string, problems []string, dryRun bool, found, finished, stale int) {
-	for _, p := range problems {
+func printInProgress(out io.Writer, what string, dryRun bool, rep lifecycle.Report) {
+	for _, p := range rep.Problems {
 		fmt.Fprintln(out, p)
 	}
 	switch {
-	case len(problems) == 0:
+	case len(rep.Problems) == 0:
 		fmt.Fprintf(out, "%s: none left in progress\n", what)
 	case dryRun:
-		fmt.Fprintf(out, "%s: %d left in progress (dry run: nothing changed)\n", what, len(problems))
+		fmt.Fprintf(out, "%s: %d left in progress (dry run: nothing changed)\n", what, len(rep.Problems))
 	default:
-		fmt.Fprintf(out, "%s: %d found, %d finished, %d stale entries removed\n", what, found, finished, stale)
+		fmt.Fprintf(out, "%s: %d found, %d finished, %d stale entries removed, %d left to the worker holding their job, %d failed (the next pass takes them on)\n",
+			what, rep.Found, rep.Finished, rep.Stale, rep.Held, rep.Failed)
 	}
 }
