@@ -17,22 +17,25 @@ import (
 	"shelf/internal/memstore"
 )
 
-// twoWorkers is a deletion begun (ann's: three items of her own, one
-// shared with bob, and a group she co-manages with him) and two job
-// workers on one store, two processes' worth: a and b, each with its own
-// name and its own view of the jobs' rows (recorded by jobLog).
+// twoWorkers is a job begun (ann's deletion: three items of her own, one
+// shared with bob and one with the club, a group she co-manages with him;
+// or the club's closing, by ann) and two job workers on one store, two
+// processes' worth: a and b, each with its own name and its own view of
+// the jobs' rows (recorded by jobLog).
 type twoWorkers struct {
 	*world
-	a, b  *lifecycle.Service
-	lib   *library.Service
-	ann   string
-	bob   string
-	items []string
-	job   jobs.Job
-	log   *jobLog
+	a, b    *lifecycle.Service
+	lib     *library.Service
+	ann     string
+	bob     string
+	club    string
+	items   []string
+	job     jobs.Job
+	log     *jobLog
+	closing bool
 }
 
-func newTwoWorkers(t *testing.T) *twoWorkers {
+func newTwoWorkers(t *testing.T, closing bool) *twoWorkers {
 	t.Helper()
 	ctx := context.Background()
 	w := newWorld()
@@ -43,7 +46,7 @@ func newTwoWorkers(t *testing.T) *twoWorkers {
 	}
 	ann, bob := w.created[0], w.created[1]
 	grp, lib := wireDeletion(w)
-	tw := &twoWorkers{world: w, lib: lib, ann: ann.ID, bob: bob.ID, log: &jobLog{}}
+	tw := &twoWorkers{world: w, lib: lib, ann: ann.ID, bob: bob.ID, log: &jobLog{}, closing: closing}
 	gr, err := grp.CreateGroup(ctx, as(ann), groups.CreateInput{Name: "club"})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +62,11 @@ func newTwoWorkers(t *testing.T) *twoWorkers {
 		}
 		tw.items = append(tw.items, c.ID)
 	}
+	tw.club = gr.ID
 	if _, err := lib.Share(ctx, as(ann), tw.items[0], bob.ID, library.RoleViewer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lib.Share(ctx, as(ann), tw.items[1], gr.ID, library.RoleViewer); err != nil {
 		t.Fatal(err)
 	}
 	worker := func(name string) *lifecycle.Service {
@@ -69,8 +76,13 @@ func newTwoWorkers(t *testing.T) *twoWorkers {
 		})
 	}
 	tw.a, tw.b = worker("a"), worker("b")
-	pw := password
-	if tw.job, err = tw.a.DeleteUser(ctx, as(ann), ann.ID, &pw); err != nil {
+	if closing {
+		tw.job, err = tw.a.CloseGroup(ctx, as(ann), gr.ID)
+	} else {
+		pw := password
+		tw.job, err = tw.a.DeleteUser(ctx, as(ann), ann.ID, &pw)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	return tw
@@ -136,23 +148,32 @@ func (l *jobLog) fenceBreaches() []string {
 	return out
 }
 
-// TestExploreTwoWorkersOnOneJob: worker a runs the deletion's job with a
-// fault at each of its store calls; a Slow call lets the clock pass its
-// lease while worker b, another process, runs a pass meanwhile and takes
-// the job over. Held writes land after. Then both go on passing, the clock
-// past every lease between passes, until the job reads finished, and the
-// outbox worker finishes a fan-out a fault stopped. The deletion is whole (the account deleted, its names free, its items gone
-// from every library, no entry left), the job's row finished, and no
-// worker wrote the row while the other held the lease (fenced: a
-// compare-and-set on the version the other moved on).
+// TestExploreTwoWorkersOnOneJob: worker a runs a deletion's job, or a
+// closing's, with a fault at each of its store calls; a Slow call lets
+// the clock pass its lease while worker b, another process, runs a pass
+// meanwhile and takes the job over. Held writes land after. Then both go
+// on passing, the clock past every lease between passes, until the job
+// reads finished, and the outbox worker finishes a fan-out a fault
+// stopped. The operation is whole (the account deleted, its names free,
+// its items gone from every library; or the group closed, its name free,
+// no item shared with it, no member left), no entry left, the job's row
+// finished, and no worker wrote the row while the other held the lease
+// (fenced: a compare-and-set on the version the other moved on).
 func TestExploreTwoWorkersOnOneJob(t *testing.T) {
 	t.Parallel()
+	for _, closing := range []bool{false, true} {
+		exploreTwoWorkers(t, closing)
+	}
+}
+
+func exploreTwoWorkers(t *testing.T, closing bool) {
 	ctx := context.Background()
-	probe := newTwoWorkers(t)
+	what := map[bool]string{false: "two-workers-deletion", true: "two-workers-closing"}[closing]
+	probe := newTwoWorkers(t, closing)
 	calls := callsOf(t, probe.store, "a's pass", func() error { _, err := probe.a.WorkJobs(ctx); return err })
 	takenOver := 0
-	everySchedule(t, "two-workers", calls, []string{"none"}, func(name string, k int, fault memstore.Fault, _ int) {
-		w := newTwoWorkers(t)
+	everySchedule(t, what, calls, []string{"none"}, func(name string, k int, fault memstore.Fault, _ int) {
+		w := newTwoWorkers(t, closing)
 		w.store.Meanwhile = func() {
 			w.store.Advance(time.Minute)
 			_, _ = w.b.WorkJobs(ctx)
@@ -166,7 +187,7 @@ func TestExploreTwoWorkersOnOneJob(t *testing.T) {
 		}
 		w.store.Land()
 		for range 4 {
-			if j, err := w.store.Jobs().Get(ctx, w.job.ID); err == nil && j.State(w.store.Now()) == jobs.Finished && len(w.store.DeletionSnapshot()) == 0 {
+			if j, err := w.store.Jobs().Get(ctx, w.job.ID); err == nil && j.State(w.store.Now()) == jobs.Finished && len(w.store.DeletionSnapshot())+len(w.store.ClosingSnapshot()) == 0 {
 				break
 			}
 			w.store.Advance(time.Minute)
@@ -183,7 +204,7 @@ func TestExploreTwoWorkersOnOneJob(t *testing.T) {
 			takenOver++
 		}
 	})
-	t.Logf("in %d schedules both workers held the job in turn", takenOver)
+	t.Logf("%s: in %d schedules both workers held the job in turn", what, takenOver)
 	if takenOver == 0 {
 		t.Error("no schedule had the job taken over: the exploration misses what it is for")
 	}
@@ -203,13 +224,23 @@ func (l *jobLog) holders() int {
 	return len(seen)
 }
 
-// check asserts the deletion is whole and the job finished, fenced.
+// check asserts the operation is whole and the job finished, fenced.
 func (w *twoWorkers) check(t *testing.T, name string) {
 	t.Helper()
 	ctx := context.Background()
 	j, err := w.store.Jobs().Get(ctx, w.job.ID)
-	if err != nil || j.State(w.store.Now()) != jobs.Finished || j.Total != 3 || j.Left() != 0 {
-		t.Errorf("%s: the job %+v (%v); want finished, 3 items, none left", name, j, err)
+	if err != nil || j.State(w.store.Now()) != jobs.Finished || j.Left() != 0 {
+		t.Errorf("%s: the job %+v (%v); want finished, none left", name, j, err)
+	}
+	for _, b := range w.log.fenceBreaches() {
+		t.Errorf("%s: %s", name, b)
+	}
+	if w.closing {
+		w.checkClosed(t, name)
+		return
+	}
+	if j.Total != 3 {
+		t.Errorf("%s: the job counted %d items; want 3", name, j.Total)
 	}
 	if u, err := w.store.Users().Get(ctx, w.ann); err != nil || u.Status != domain.StatusDeleted {
 		t.Errorf("%s: ann is %q (%v); want deleted", name, u.Status, err)
@@ -238,7 +269,45 @@ func (w *twoWorkers) check(t *testing.T, name string) {
 	if err := w.signup("ann", "ann@example.org"); err != nil {
 		t.Errorf("%s: ann's names after the deletion: %v", name, err)
 	}
-	for _, b := range w.log.fenceBreaches() {
-		t.Errorf("%s: %s", name, b)
+}
+
+// checkClosed asserts the club's closing is whole: closed, no member row
+// and no share of it left, its library empty, no entry left, its name
+// free for a new group.
+func (w *twoWorkers) checkClosed(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if left := w.store.ClosingSnapshot(); len(left) != 0 {
+		t.Errorf("%s: the closing index still holds %+v", name, left)
+	}
+	snap := w.store.GroupSnapshot()
+	for _, gr := range snap.Groups {
+		if gr.ID == w.club && gr.Status != domain.StatusClosed {
+			t.Errorf("%s: the club is %q; want closed", name, gr.Status)
+		}
+	}
+	if m := snap.Members[w.club]; len(m) != 0 {
+		t.Errorf("%s: the club still has the member rows %+v", name, m)
+	}
+	for user, gs := range snap.GroupsOf {
+		if slices.Contains(gs, w.club) {
+			t.Errorf("%s: %s's groups still list the club", name, user)
+		}
+	}
+	content := w.store.ContentSnapshot()
+	for id, members := range content.Members {
+		for _, m := range members {
+			if m.PrincipalID == w.club {
+				t.Errorf("%s: %s is still shared with the club", name, id)
+			}
+		}
+	}
+	if n := len(content.Index[w.club]) + len(content.Rows[w.club]); n != 0 {
+		t.Errorf("%s: the club's library still has %d entries and rows", name, n)
+	}
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
+		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
+	if _, err := grp.CreateGroup(ctx, domain.Principal{UserID: w.bob}, groups.CreateInput{Name: "club"}); err != nil {
+		t.Errorf("%s: the club's name after the closing: %v", name, err)
 	}
 }
