@@ -183,6 +183,15 @@ func (s *Service) eachItem(ctx context.Context, principalID string, p *progress,
 // failures; an item found gone meanwhile is none.
 func (s *Service) atOnce(items []library.Entry, fn func(library.Entry) error) error {
 	width := max(s.cfg.JobItemsAtOnce, 1)
+	if width == 1 {
+		var errs []error
+		for _, it := range items {
+			if err := fn(it); err != nil && !errors.Is(err, domain.ErrNotFound) {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
 	var mu sync.Mutex
 	var errs []error
 	sem := make(chan struct{}, width)
