@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -75,15 +76,22 @@ func tuneGC(getenv func(string) string) {
 	}
 }
 
+// timestamps sets zerolog's time settings once.
+var timestamps sync.Once
+
 // newLogger builds the process logger: JSON lines, or colored console
 // output for people.
 func newLogger(c config.Log, out io.Writer) zerolog.Logger {
 	if c.Format == "console" {
 		out = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000"}
 	}
-	// Millisecond RFC 3339 timestamps in UTC, as the API's own are.
-	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
-	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() }
+	// Millisecond RFC 3339 timestamps in UTC, as the API's own are:
+	// zerolog's settings are the process's, set once (tests run the
+	// command in parallel).
+	timestamps.Do(func() {
+		zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+		zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() }
+	})
 	level, err := zerolog.ParseLevel(c.Level)
 	if err != nil {
 		level = zerolog.InfoLevel
