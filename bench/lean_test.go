@@ -129,18 +129,24 @@ func TestRoundTripsMatchModel(t *testing.T) {
 	}
 	for _, o := range ops(f) {
 		t.Run(o.name, func(t *testing.T) {
+			// At least 5 requests, and up to 20 until one meets the model: on
+			// a loaded machine (make test runs the cluster test beside this)
+			// a driver's retry of a slow read adds a round trip, so a run of
+			// 5 can all exceed the model; none may ever be under it.
 			fewer, exact := atMost(o, o.model-1), atMost(o, o.model)
-			for range 5 {
+			sent := 0
+			for sent < 20 && (sent < 5 || atMost(o, o.model)-exact == 0) {
 				method, path, token, body := o.request(h.api.Base)
 				if err := call(method, h.api.Base+path, token, body, o.want, nil); err != nil {
 					t.Fatal(err)
 				}
+				sent++
 			}
 			if n := atMost(o, o.model-1) - fewer; n > 0 {
-				t.Errorf("%v of 5 requests took fewer than %d round trips: the cost model is out of date", n, o.model)
+				t.Errorf("%v of %d requests took fewer than %d round trips: the cost model is out of date", n, sent, o.model)
 			}
 			if n := atMost(o, o.model) - exact; n == 0 {
-				t.Errorf("none of 5 requests took %d round trips or fewer", o.model)
+				t.Errorf("none of %d requests took %d round trips or fewer", sent, o.model)
 			}
 		})
 	}
