@@ -68,8 +68,9 @@ type fanoutRow struct {
 	Updates      int     `json:"updates"`
 }
 
-// itemsReadRow prices a library page's read of its items: raw pages with
-// it and without it (lean.Store.Unchecked), side by side.
+// itemsReadRow prices the checks of a page whose rows are not lean: raw
+// pages with them (lean.Store.Checked: the index read beside the read of
+// the items) and without them (the seed's one slice), side by side.
 type itemsReadRow struct {
 	Name    string `json:"name"`
 	With    side   `json:"with"`

@@ -179,18 +179,19 @@ func seededItem(i int) (id string, at time.Time, name string) {
 }
 
 // seedItems writes n public items' own rows (by, their creator), as they
-// stand once created and shared: what a page checks its rows against.
+// stand once created and shared: lean (two members), as shelf writes them.
 // One partition each: written one at a time, 16 at once.
 func seedItems(s *gocql.Session, by string, n int) error {
 	return inBatches(s, n, func(i int) (string, string, []any) {
 		id, at, name := seededItem(i)
-		return id, `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version) VALUES (?, ?, '', 'public', '', ?, ?, ?, false, 2, 1, 1)`,
+		return id, `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, lean) VALUES (?, ?, '', 'public', '', ?, ?, ?, false, 2, 1, 1, true)`,
 			[]any{id, name, by, at, at}
 	})
 }
 
 // seedLibrary writes n public items straight into principal's library and
-// its membership index (item 0 newest; their own rows are seedItems'),
+// its membership index, lean as shelf writes them (item 0 newest; their
+// own rows are seedItems'),
 // and returns the cursors of page 1000 at 20 a page, newest first (the
 // position after item 19 979) and oldest first (after the 19 980th
 // oldest, in a run begun after the newest), or "" when the library is
@@ -198,7 +199,7 @@ func seedItems(s *gocql.Session, by string, n int) error {
 func seedLibrary(s *gocql.Session, principal string, n int) (newest, oldest string, err error) {
 	err = inBatches(s, n, func(i int) (string, string, []any) {
 		id, at, name := seededItem(i)
-		return "index", `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, 'viewer', 1, ?, ?, 'public') USING TIMESTAMP 1`,
+		return "index", `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility, lean) VALUES (?, ?, 'viewer', 1, ?, ?, 'public', true) USING TIMESTAMP 1`,
 			[]any{principal, id, at, name}
 	})
 	buckets := library.BucketsFor(library.VisibilityPublic)
@@ -208,7 +209,7 @@ func seedLibrary(s *gocql.Session, principal string, n int) (newest, oldest stri
 		}
 		err = inBatches(s, n, func(i int) (string, string, []any) {
 			id, at, name := seededItem(i)
-			return bucket, `INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, ?, ?, ?, ?, 'public', 1) USING TIMESTAMP 1`,
+			return bucket, `INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version, lean) VALUES (?, ?, ?, ?, ?, 'public', 1, true) USING TIMESTAMP 1`,
 				[]any{principal, bucket, at, id, name}
 		})
 	}

@@ -220,8 +220,8 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 // falls on both alike.
 func measureItemsRead(t *testing.T, h *harness, f *fixture, clients int, round time.Duration, rounds int) []itemsReadRow {
 	ctx := context.Background()
-	without := *h.raw
-	without.Unchecked = true
+	with := *h.raw
+	with.Checked = true
 	page := func(s *lean.Store, cursor string) func() error {
 		return func() error {
 			p, err := s.Library(ctx, nil, f.owner.id, "", cursor, 20)
@@ -235,7 +235,7 @@ func measureItemsRead(t *testing.T, h *harness, f *fixture, clients int, round t
 	for _, at := range []struct{ name, cursor string }{
 		{"library page 1, anonymous", ""}, {"library page 1000, anonymous", f.ownerPage1000},
 	} {
-		sides := []func() error{page(h.raw, at.cursor), page(&without, at.cursor)}
+		sides := []func() error{page(&with, at.cursor), page(h.raw, at.cursor)}
 		for _, fn := range sides {
 			run(t, clients, round/4, fn)
 		}
@@ -298,7 +298,8 @@ func fanoutItem(t *testing.T, h *harness, n int) (contentID, token string, membe
 		return c.ID, `INSERT INTO content_members (content_id, principal_id, role) VALUES (?, ?, 'viewer') USING TIMESTAMP 1`, []any{c.ID, members[i]}
 	})
 	if err == nil {
-		err = s.Query(`UPDATE content SET members = ? WHERE id = ? IF version = 1`, n+1, c.ID).Exec()
+		// As shelf would have it after n shares: lean rows up to its limit.
+		err = s.Query(`UPDATE content SET members = ?, lean = ? WHERE id = ? IF version = 1`, n+1, n+1 <= library.DefaultLeanMembers, c.ID).Exec()
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -22,11 +22,12 @@ import (
 	"shelf/internal/metrics"
 )
 
-// blockingUsers is a user store whose Get waits until the request's
-// context ends, as a Cassandra read does when the request is cut short,
-// then fails with what the store makes of that (fail).
+// blockingUsers is a user store whose reads of an account (Get, and
+// Profile: what an anonymous GET /v1/users/{id} reads) wait until the
+// request's context ends, as a Cassandra read does when the request is
+// cut short, then fail with what the store makes of that (fail).
 type blockingUsers struct {
-	accounts.UserStore // nil: the tests call Get only
+	accounts.UserStore // nil: the tests read accounts only
 	started            chan struct{}
 	fail               func(cause error) error
 }
@@ -35,6 +36,10 @@ func (b *blockingUsers) Get(ctx context.Context, _ string) (domain.User, error) 
 	close(b.started)
 	<-ctx.Done()
 	return domain.User{}, b.fail(ctx.Err())
+}
+
+func (b *blockingUsers) Profile(ctx context.Context, id string) (domain.User, error) {
+	return b.Get(ctx, id)
 }
 
 // syncBuffer collects log lines written by the server's goroutines.

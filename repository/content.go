@@ -23,7 +23,7 @@ func NewContents(db *DB) *Contents {
 // columns are contentSelectCQL's.
 func (r *contentRow) columns() []any {
 	return []any{&r.ID, &r.Name, &r.Description, &r.Visibility, &r.Link, &r.CreatedBy, &r.CreatedAt, &r.LastModified,
-		&r.Deleted, &r.Members, &r.Managers, &r.Version, &r.WriteID, &r.PendingPrincipal, &r.PendingRole}
+		&r.Deleted, &r.Members, &r.Managers, &r.Version, &r.WriteID, &r.PendingPrincipal, &r.PendingRole, &r.Lean}
 }
 
 type contentRow struct {
@@ -45,12 +45,15 @@ type contentRow struct {
 	// unshare).
 	PendingPrincipal string `db:"pending_principal"`
 	PendingRole      string `db:"pending_role"`
+	// Lean: the item's library rows are lean (null, before the column:
+	// not lean, so every page checks them).
+	Lean bool `db:"lean"`
 }
 
 func (r contentRow) toDomain() library.Content {
 	return library.Content{ID: r.ID, Name: r.Name, Description: r.Description, Visibility: library.Visibility(r.Visibility),
 		Link: r.Link, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), LastModified: r.LastModified.UTC(),
-		Deleted: r.Deleted, Members: r.Members, Managers: r.Managers, Version: r.Version, Pending: r.pending()}
+		Deleted: r.Deleted, Members: r.Members, Managers: r.Managers, Version: r.Version, Pending: r.pending(), Lean: r.Lean}
 }
 
 func (r contentRow) pending() *library.MemberChange {
@@ -61,11 +64,11 @@ func (r contentRow) pending() *library.MemberChange {
 }
 
 const (
-	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?`
-	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?, lean = ?`
+	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	contentUpdateCQL conditionalCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ?`
-	contentClearCQL  conditionalCQL = `UPDATE content SET pending_principal = null, pending_role = null, write_id = ? WHERE id = ? IF version = ?`
-	contentSelectCQL readCQL        = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role FROM content WHERE id = ?`
+	contentClearCQL  conditionalCQL = `UPDATE content SET pending_principal = null, pending_role = null, lean = ?, write_id = ? WHERE id = ? IF version = ?`
+	contentSelectCQL readCQL        = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean FROM content WHERE id = ?`
 	// contentStatesCQL reads several items' partitions in one statement:
 	// the coordinator reads each (on its replicas) and answers them
 	// together, one round trip for the page's checks.
@@ -92,7 +95,7 @@ func contentValues(c library.Content, writeID string) []any {
 		principal, role = c.Pending.PrincipalID, c.Pending.Role
 	}
 	return []any{c.Name, c.Description, string(c.Visibility), c.Link, c.CreatedBy, c.CreatedAt, c.LastModified,
-		c.Deleted, c.Members, c.Managers, c.Version, writeID, principal, role}
+		c.Deleted, c.Members, c.Managers, c.Version, writeID, principal, role, c.Lean}
 }
 
 // Create inserts an item IF NOT EXISTS; false when a row has its id. Ids
@@ -110,7 +113,8 @@ func (s *Contents) Update(ctx context.Context, c library.Content) (bool, error) 
 }
 
 // ClearPending clears the pending share or unshare if the row is still at
-// c.Version, the version that recorded it. Its outcome is what matters, not
+// c.Version, the version that recorded it, and writes c.Lean (a share
+// that took the item past its lean rows ends them here). Its outcome is what matters, not
 // whose write it was: once the row is past c.Version or has nothing
 // pending, the change is cleared (a new one is recorded only on a row with
 // nothing pending), so a lost answer is settled by reading the row, and a
@@ -121,7 +125,7 @@ func (s *Contents) ClearPending(ctx context.Context, c library.Content) (bool, e
 	return t.db.exec(ctx, lwt{
 		name: "content.clear",
 		run: func(ctx context.Context) (bool, error) {
-			return t.db.cas(ctx, nil, contentClearCQL, writeID, c.ID, c.Version)
+			return t.db.cas(ctx, nil, contentClearCQL, c.Lean, writeID, c.ID, c.Version)
 		},
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			r, found, err := t.get(ctx, c.ID, t.db.Serial)

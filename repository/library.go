@@ -20,18 +20,18 @@ var _ library.EntryStore = (*Libraries)(nil)
 func NewLibraries(db *DB) *Libraries { return &Libraries{db: db} }
 
 const (
-	libInsertCQL     versionedCQL = `INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	libInsertCQL     versionedCQL = `INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version, lean) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	libDeleteCQL     versionedCQL = `DELETE FROM library_by_principal USING TIMESTAMP ? WHERE principal_id = ? AND bucket = ? AND last_modified = ? AND content_id = ?`
-	libSliceCQL      readCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? LIMIT ?`
-	libSliceAfterCQL readCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) < (?, ?) LIMIT ?`
+	libSliceCQL      readCQL      = `SELECT last_modified, content_id, name, visibility, version, lean FROM library_by_principal WHERE principal_id = ? AND bucket = ? LIMIT ?`
+	libSliceAfterCQL readCQL      = `SELECT last_modified, content_id, name, visibility, version, lean FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) < (?, ?) LIMIT ?`
 	// The same slices the other way: Cassandra reads a partition in reverse
 	// clustering order from the same index blocks, no table of its own.
-	libSliceAscCQL      readCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? ORDER BY last_modified ASC, content_id ASC LIMIT ?`
-	libSliceAscAfterCQL readCQL      = `SELECT last_modified, content_id, name, visibility, version FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) > (?, ?) ORDER BY last_modified ASC, content_id ASC LIMIT ?`
-	indexPutCQL         versionedCQL = `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	libSliceAscCQL      readCQL      = `SELECT last_modified, content_id, name, visibility, version, lean FROM library_by_principal WHERE principal_id = ? AND bucket = ? ORDER BY last_modified ASC, content_id ASC LIMIT ?`
+	libSliceAscAfterCQL readCQL      = `SELECT last_modified, content_id, name, visibility, version, lean FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND (last_modified, content_id) > (?, ?) ORDER BY last_modified ASC, content_id ASC LIMIT ?`
+	indexPutCQL         versionedCQL = `INSERT INTO library_index (principal_id, content_id, role, version, last_modified, name, visibility, lean) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	indexDeleteCQL      versionedCQL = `DELETE FROM library_index USING TIMESTAMP ? WHERE principal_id = ? AND content_id = ?`
-	indexSelectCQL      readCQL      = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id IN ?`
-	indexPageCQL        readCQL      = `SELECT content_id, role, version, last_modified, name, visibility FROM library_index WHERE principal_id = ? AND content_id > ? LIMIT ?`
+	indexSelectCQL      readCQL      = `SELECT content_id, role, version, last_modified, name, visibility, lean FROM library_index WHERE principal_id = ? AND content_id IN ?`
+	indexPageCQL        readCQL      = `SELECT content_id, role, version, last_modified, name, visibility, lean FROM library_index WHERE principal_id = ? AND content_id > ? LIMIT ?`
 	indexCountCQL       readCQL      = `SELECT COUNT(*) FROM library_index WHERE principal_id = ?`
 )
 
@@ -41,16 +41,17 @@ type libRow struct {
 	Name         string    `db:"name"`
 	Visibility   string    `db:"visibility"`
 	Version      int       `db:"version"`
+	Lean         bool      `db:"lean"`
 }
 
 // columns are the library slices'.
 func (r *libRow) columns() []any {
-	return []any{&r.LastModified, &r.ContentID, &r.Name, &r.Visibility, &r.Version}
+	return []any{&r.LastModified, &r.ContentID, &r.Name, &r.Visibility, &r.Version, &r.Lean}
 }
 
 // columns are indexSelectCQL's and indexPageCQL's.
 func (r *indexRow) columns() []any {
-	return []any{&r.ContentID, &r.Role, &r.Version, &r.LastModified, &r.Name, &r.Visibility}
+	return []any{&r.ContentID, &r.Role, &r.Version, &r.LastModified, &r.Name, &r.Visibility, &r.Lean}
 }
 
 type indexRow struct {
@@ -60,11 +61,12 @@ type indexRow struct {
 	LastModified time.Time `db:"last_modified"`
 	Name         string    `db:"name"`
 	Visibility   string    `db:"visibility"`
+	Lean         bool      `db:"lean"`
 }
 
 func (r indexRow) toDomain(principalID string) library.Entry {
 	return library.Entry{PrincipalID: principalID, ContentID: r.ContentID, Role: r.Role, Name: r.Name,
-		Visibility: library.Visibility(r.Visibility), LastModified: r.LastModified.UTC(), Version: r.Version}
+		Visibility: library.Visibility(r.Visibility), LastModified: r.LastModified.UTC(), Version: r.Version, Lean: r.Lean}
 }
 
 // Apply writes the index entry first, then per bucket one single-partition
@@ -74,7 +76,7 @@ func (r indexRow) toDomain(principalID string) library.Entry {
 // key at one timestamp would lose the insert.
 func (l *Libraries) Apply(ctx context.Context, e library.Entry, prev *library.Entry) error {
 	ts := int64(e.Version)
-	if err := l.db.write(ctx, "library_index.put", indexPutCQL, e.PrincipalID, e.ContentID, e.Role, e.Version, e.LastModified, e.Name, string(e.Visibility), ts); err != nil {
+	if err := l.db.write(ctx, "library_index.put", indexPutCQL, e.PrincipalID, e.ContentID, e.Role, e.Version, e.LastModified, e.Name, string(e.Visibility), e.Lean, ts); err != nil {
 		return err
 	}
 	want := map[string]bool{}
@@ -98,7 +100,7 @@ func (l *Libraries) Apply(ctx context.Context, e library.Entry, prev *library.En
 			batch.add(libDeleteCQL, ts, e.PrincipalID, b, prev.LastModified, e.ContentID)
 		}
 		if want[b] {
-			batch.add(libInsertCQL, e.PrincipalID, b, e.LastModified, e.ContentID, e.Name, string(e.Visibility), e.Version, ts)
+			batch.add(libInsertCQL, e.PrincipalID, b, e.LastModified, e.ContentID, e.Name, string(e.Visibility), e.Version, e.Lean, ts)
 		}
 		writes = append(writes, func() error { return l.db.batch("library.batch", batch) })
 	}
@@ -179,7 +181,7 @@ func (l *Libraries) Slice(ctx context.Context, principalID, bucket string, order
 	out := make([]library.Entry, len(rows))
 	for i, r := range rows {
 		out[i] = library.Entry{PrincipalID: principalID, ContentID: r.ContentID, Name: r.Name,
-			Visibility: library.Visibility(r.Visibility), LastModified: r.LastModified.UTC(), Version: r.Version}
+			Visibility: library.Visibility(r.Visibility), LastModified: r.LastModified.UTC(), Version: r.Version, Lean: r.Lean}
 	}
 	return out, nil
 }

@@ -76,6 +76,7 @@ var rowSelects = []struct {
 	row  interface{ columns() []any }
 }{
 	{string(userSelectCQL), &userRow{}},
+	{string(userProfileCQL), &profileRow{}},
 	{string(auditUsersCQL), &userRow{}},
 	{string(userSearch1CQL), &foundRow{}},
 	{string(userSearch2CQL), &foundRow{}},

@@ -188,7 +188,23 @@ const (
 	userUpdateCQL   conditionalCQL = `UPDATE users SET ` + userWriteColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  conditionalCQL = `DELETE FROM users WHERE id = ? IF status = 'pending'`
 	userSelectCQL   readCQL        = `SELECT id, ` + userColumnNames + ` FROM users WHERE id = ?`
+	// userProfileCQL reads what a stranger sees: five columns of forty.
+	userProfileCQL readCQL = `SELECT id, username, display_name, status, created_at FROM users WHERE id = ?`
 )
+
+// profileRow is the part of a users row a stranger sees.
+type profileRow struct {
+	ID          string    `db:"id"`
+	Username    string    `db:"username"`
+	DisplayName string    `db:"display_name"`
+	Status      string    `db:"status"`
+	CreatedAt   time.Time `db:"created_at"`
+}
+
+// columns are userProfileCQL's.
+func (r *profileRow) columns() []any {
+	return []any{&r.ID, &r.Username, &r.DisplayName, &r.Status, &r.CreatedAt}
+}
 
 // values lists r's columns in userColumns order, with the tag of this
 // write; absent is what an empty optional column is written as (see orAbsent).
@@ -244,6 +260,19 @@ func (s *Users) Discard(ctx context.Context, id string) error {
 func (s *Users) Get(ctx context.Context, id string) (domain.User, error) {
 	r, err := s.rows.read(ctx, id, false)
 	return r.toDomain(), err
+}
+
+// Profile reads the public part of an account (userProfileCQL).
+func (s *Users) Profile(ctx context.Context, id string) (domain.User, error) {
+	r, found, err := getRow[profileRow](s.rows.db.query(ctx, 0, userProfileCQL, id))
+	switch {
+	case err != nil:
+		return domain.User{}, dbErr("users.profile", err)
+	case !found:
+		return domain.User{}, domain.ErrNotFound
+	}
+	return domain.User{ID: r.ID, Username: r.Username, DisplayName: r.DisplayName, Status: domain.Status(r.Status),
+		CreatedAt: r.CreatedAt}, nil
 }
 
 // GetSerial reads an account at SERIAL.

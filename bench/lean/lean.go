@@ -68,11 +68,12 @@ var ErrUnauthorized = errors.New("unauthorized")
 type Store struct {
 	S      *gocql.Session
 	Hasher *password.Hasher
-	// Unchecked leaves the read of a page's items out, and with it the
-	// check of each row against its item: a page as it was before gap 24
-	// (docs/design.md#known-gaps) was fixed, so `make bench` can price that read. The lean server never sets
-	// it.
-	Unchecked bool
+	// Checked checks every row of a page as shelf checks a row that is not
+	// lean: the index read beside the read of the items, one round trip
+	// after the slice. Unset, a page is the seed's: one slice, shown as
+	// read. The lean server never sets it; `make bench` sets it to price
+	// those reads (docs/design.md#items-read-cost).
+	Checked bool
 }
 
 // User is the User schema of shelf's openapi.yaml.
@@ -237,9 +238,8 @@ type Page[T any] struct {
 }
 
 // Library is GET /v1/{users,groups}/{id}/library: the checks that choose
-// the bucket beside the slice of the bucket most callers get, then the
-// index read of the slice's items beside the read of the items; the slice
-// again when the guess was wrong.
+// the bucket beside the slice of the bucket most callers get (the seed's
+// page: the slice is the page); the slice again when the guess was wrong.
 // Oldest first (order "oldest") the slices are reversed and the run ends
 // at its first page's time, which its cursors carry (o|until|ms|id).
 func (s *Store) Library(ctx context.Context, c *Caller, principal, order, cursor string, limit int) (Page[Item], error) {
@@ -346,9 +346,10 @@ func (s *Store) bucketFor(ctx context.Context, c *Caller, principal string) (str
 	return "loggedin", nil
 }
 
-// readPage reads want rows of one bucket and keeps those the index and the
-// items' own rows agree with (one slice, then the index read beside the
-// items' read; refilled while rows were dropped).
+// readPage reads want rows of one bucket: the seed's page, one slice.
+// Checked, it keeps only the rows the index and the items' own rows agree
+// with (the index read beside the items' read after the slice; refilled
+// while rows were dropped).
 func (s *Store) readPage(ctx context.Context, principal, bucket string, until time.Time, after *Item, want int) ([]Item, error) {
 	out := make([]Item, 0, want)
 	first, next := libSlice, libSliceAfter
@@ -381,6 +382,14 @@ func (s *Store) readPage(ctx context.Context, principal, bucket string, until ti
 		if len(rows) == 0 {
 			break
 		}
+		if !s.Checked {
+			out = append(out, rows...)
+			after = &rows[len(rows)-1]
+			if end {
+				break
+			}
+			continue
+		}
 		ids := make([]string, len(rows))
 		for i, r := range rows {
 			ids[i] = r.ID
@@ -388,12 +397,8 @@ func (s *Store) readPage(ctx context.Context, principal, bucket string, until ti
 		var versions map[string]int
 		var live map[string]Item
 		var indexErr, liveErr error
-		index := func() { versions, indexErr = s.versions(ctx, principal, ids) }
-		if s.Unchecked {
-			index()
-		} else {
-			both(index, func() { live, liveErr = s.states(ctx, ids) })
-		}
+		both(func() { versions, indexErr = s.versions(ctx, principal, ids) },
+			func() { live, liveErr = s.states(ctx, ids) })
 		if err := errors.Join(indexErr, liveErr); err != nil {
 			return nil, err
 		}
@@ -402,7 +407,7 @@ func (s *Store) readPage(ctx context.Context, principal, bucket string, until ti
 			c, found := live[r.ID]
 			agrees := found && c.Name == r.Name && c.Visibility == r.Visibility &&
 				c.LastModified.Equal(r.LastModified) && visibleIn(bucket, c.Visibility)
-			if ok && v == r.version && (agrees || s.Unchecked) {
+			if ok && v == r.version && agrees {
 				out = append(out, r)
 			}
 		}

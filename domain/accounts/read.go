@@ -71,12 +71,23 @@ func (a *Service) view(ctx context.Context, p domain.Principal, u domain.User) (
 	return UserView{User: u, Full: c != nil && c.IsAdmin()}, nil
 }
 
-// GetUser returns a visible account by id.
+// GetUser returns a visible account by id. What it reads is what the
+// viewer sees: a stranger's view (anonymous, or a session that is not the
+// user's nor an admin's) reads the public columns alone, the user's own
+// view and an admin's the whole row.
 func (a *Service) GetUser(ctx context.Context, p domain.Principal, id string) (UserView, error) {
 	if !domain.ValidID(id, domain.UserIDPrefix) {
 		return UserView{}, domain.ErrUserNotFound
 	}
-	u, err := a.users.Get(ctx, id)
+	read := a.users.Profile
+	if p.UserID == id {
+		read = a.users.Get
+	} else if c, err := a.Caller(ctx, p); err != nil {
+		return UserView{}, err
+	} else if c != nil && c.IsAdmin() {
+		read = a.users.Get
+	}
+	u, err := read(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
 		return UserView{}, domain.ErrUserNotFound
 	}

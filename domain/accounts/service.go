@@ -25,6 +25,10 @@ type UserStore interface {
 	Discard(ctx context.Context, id string) error
 	// Get reads an account (ErrNotFound when there is none).
 	Get(ctx context.Context, id string) (domain.User, error)
+	// Profile reads what a stranger sees of an account: its id, username,
+	// display name, status and creation time, and no other column (no
+	// hash, no email, nothing pending); ErrNotFound when there is none.
+	Profile(ctx context.Context, id string) (domain.User, error)
 	// GetSerial reads an account at SERIAL: the latest committed state,
 	// finishing any transaction in flight.
 	GetSerial(ctx context.Context, id string) (domain.User, error)

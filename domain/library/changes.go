@@ -30,7 +30,7 @@ func (s *Service) Create(ctx context.Context, p domain.Principal, in Input) (Con
 	}
 	now := s.now()
 	c := Content{ID: domain.NewID(domain.ContentIDPrefix), CreatedBy: p.UserID, CreatedAt: now, LastModified: now,
-		Members: 1, Managers: 1, Version: 1}
+		Members: 1, Managers: 1, Version: 1, Lean: true}
 	if in.Name == nil {
 		return Content{}, domain.Invalid("Some fields are not valid.", domain.FieldError{Field: "name", Code: "required", Message: "is required"})
 	}
@@ -357,7 +357,8 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 	if markErr != nil {
 		return ch, markErr
 	}
-	decided := false // the change is recorded, or its outcome unknown: the mark stays
+	decided := false  // the change is recorded, or its outcome unknown: the mark stays
+	narrowed := false // lean rows were removed: only a fan-out brings them back, so the mark stays
 	err := domain.Retry(ctx, maxContentAttempts, domain.ErrBusy, func(attempt int) (bool, error) {
 		if attempt > 0 {
 			c, readErr = s.content.GetSerial(ctx, id)
@@ -384,6 +385,11 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 			return true, err
 		}
 		next.Version = c.Version + 1
+		removed, err := s.narrow(ctx, c, *next)
+		narrowed = narrowed || removed
+		if err != nil {
+			return false, err
+		}
 		if ch.marker, err = s.markAgainIfLate(ctx, id, ch.marker, &marked); err != nil {
 			return false, err
 		}
@@ -396,7 +402,7 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 		ch.next, ch.prev, ch.changed = *next, c, true
 		return true, nil
 	})
-	if (err != nil && !decided) || (err == nil && !ch.changed) {
+	if !narrowed && ((err != nil && !decided) || (err == nil && !ch.changed)) {
 		_ = s.outbox.Done(ctx, id, ch.marker)
 	}
 	return ch, err
@@ -460,6 +466,16 @@ func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool,
 		return false, nil
 	}
 	pc := *c.Pending
+	// A share that takes a lean item past LeanMembers ends its lean rows:
+	// they are all written again checked (a page reads the item behind
+	// each) before the clear records it, so no later change, which
+	// finishes this one first, finds a lean row it would not remove.
+	// Every finisher decides the same from the same row, so every write
+	// at this version says the same.
+	crossing := c.Lean && c.Members > s.cfg.LeanMembers
+	if crossing {
+		c.Lean = false
+	}
 	var errs [2]error
 	domain.Parallel(2, func(i int) {
 		switch {
@@ -478,6 +494,11 @@ func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool,
 	})
 	if err := errors.Join(errs[:]...); err != nil {
 		return false, err
+	}
+	if crossing {
+		if err := s.fanout(ctx, c, &c); err != nil {
+			return false, err
+		}
 	}
 	departed, err := s.sharedWithDeparted(ctx, pc)
 	switch {

@@ -70,6 +70,12 @@ type Content struct {
 	// Pending is a share or unshare recorded at Version whose member row
 	// and library may not be written yet; nil when there is none.
 	Pending *MemberChange
+	// Lean: the item's library rows are written lean, shown by a page
+	// without reading the item, so every change that would make one of
+	// them wrong removes them first (see narrow). An item is lean from its
+	// creation until a share takes it past Config.LeanMembers members;
+	// then every row is written again checked, and it stays so.
+	Lean bool
 }
 
 // MemberChange is a share (a role) or an unshare (no role) of one

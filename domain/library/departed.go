@@ -64,10 +64,18 @@ func (s *Service) takeBack(ctx context.Context, c Content) error {
 		}
 		next.Pending = &MemberChange{PrincipalID: pc.PrincipalID}
 	}
+	narrowed, err := s.narrow(ctx, c, next)
+	if err != nil {
+		return err // the mark stays for the worker
+	}
 	applied, err := s.content.Update(ctx, next)
 	switch {
 	case err != nil:
 		return err // unknown: the mark stays for the worker
+	case !applied && narrowed:
+		// Moved past c, but lean rows were removed at c's version: the
+		// worker's fence and fan-out bring back what still stands.
+		return nil
 	case !applied:
 		// Moved past c: another finisher cleared or took it back, and
 		// finishes what it recorded.

@@ -12,10 +12,15 @@ type Entry struct {
 	Visibility   Visibility
 	LastModified time.Time
 	Version      int
+	// Lean: a page shows the row without reading the item (its item's
+	// changes remove it first); otherwise the page checks it against the
+	// index and the item. Rows written before there was this column read
+	// as not lean.
+	Lean bool
 }
 
 // entryOf is c as principal's library shows it.
 func entryOf(c Content, principalID, role string) Entry {
 	return Entry{PrincipalID: principalID, ContentID: c.ID, Role: role, Name: c.Name,
-		Visibility: c.Visibility, LastModified: c.LastModified, Version: c.Version}
+		Visibility: c.Visibility, LastModified: c.LastModified, Version: c.Version, Lean: c.Lean}
 }

@@ -114,14 +114,16 @@ func (s *Service) Library(ctx context.Context, p domain.Principal, principalID s
 const maxRefills = 8
 
 // readPage reads want rows of one bucket in the run's order, up to the
-// run's end, and checks them against the membership index and the items'
-// own rows (two reads with IN, at once): a row whose item is not in the
+// run's end. Lean rows are shown as they are; the others are checked
+// against the membership index and the items' own rows (two reads with IN,
+// at once): a row whose item is not in the
 // index (removed, deleted: a ghost) or whose version is older than the
 // index's (a stale copy from a concurrent update) is dropped from the
 // answer and deleted in the background; a row the item's own row does not
 // vouch for (agrees) is hidden and left alone; and the page is refilled
-// (L1, L2, L3). Costs one slice and one round trip of checks, more only
-// when rows were dropped or hidden (L5), in either order.
+// (L1, L2, L3). Costs one slice, one round trip of checks when a row is
+// not lean, more only when rows were dropped or hidden (L5), in either
+// order.
 //
 // It returns the rows to show and, when it stopped refilling before the
 // bucket ended, resume: the position after the last row it read.
@@ -144,18 +146,31 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, rn r
 		if len(rows) == 0 {
 			break
 		}
-		ids := make([]string, 0, len(rows))
+		// Lean rows are shown as they are (their items' changes remove
+		// them first: see narrow); only the others are checked, so a page
+		// of lean rows costs the one slice.
+		var ids []string
 		for _, r := range rows {
-			ids = append(ids, r.ContentID)
+			if !r.Lean {
+				ids = append(ids, r.ContentID)
+			}
 		}
-		idx, live, err := s.check(ctx, principalID, ids)
-		if err != nil {
-			return nil, nil, err
+		var idx map[string]Entry
+		var live map[string]ItemState
+		if len(ids) > 0 {
+			if idx, live, err = s.check(ctx, principalID, ids); err != nil {
+				return nil, nil, err
+			}
 		}
 		var stale []Entry
 		for _, r := range rows {
 			e, ok := idx[r.ContentID]
 			switch {
+			case r.Lean && !seen[r.ContentID]:
+				seen[r.ContentID] = true
+				out = append(out, r)
+			case r.Lean:
+				// Shown already: a lean item has one row per bucket.
 			case !ok || r.Version < e.Version:
 				stale = append(stale, r) // a ghost, or an older copy
 			case r.Version > e.Version || seen[r.ContentID]:

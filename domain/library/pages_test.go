@@ -451,3 +451,67 @@ func TestAPageNeverShowsWhatTheItemNoLongerSays(t *testing.T) {
 		t.Errorf("%d rows deleted on the items' word; only the index may say a row is stale", deletes)
 	}
 }
+
+// TestALeanPageCostsOneSlice: a page of lean rows is the slice alone (no
+// index read, no read of the items), as the seed's page is; a page that
+// mixes lean and checked rows checks only the checked ones (one round
+// trip of checks beside each slice), and lists every row either way, in
+// both orders (L1, L5; docs/design.md#libraries, "Lean rows").
+func TestALeanPageCostsOneSlice(t *testing.T) {
+	t.Parallel()
+	newest := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for _, mixed := range []bool{false, true} {
+		for _, order := range []Order{NewestFirst, OldestFirst} {
+			store, live := libraryOf(30, newest, false)
+			for i := range store.rows {
+				store.rows[i].Lean = !mixed || i%3 != 0
+			}
+			var asked []string
+			counting := &askedIndex{rowsOnly: store, asked: &asked}
+			s := New(Config{Now: func() time.Time { return newest.Add(time.Hour) }}, nil, visibleUsers{}, nil,
+				Stores{Library: counting, Content: itemsOf{r: store}}, nil)
+			got, pages := pageAll(t, s, domain.NewID(domain.UserIDPrefix), order, 7, nil)
+			if len(got) != len(live) {
+				t.Fatalf("mixed %v, %s first: listed %d items, want %d", mixed, order, len(got), len(live))
+			}
+			if store.slices != pages {
+				t.Errorf("mixed %v, %s first: %d slices for %d pages", mixed, order, store.slices, pages)
+			}
+			switch {
+			case !mixed && (store.reads != 0 || store.states != 0):
+				t.Errorf("%s first, all lean: %d index reads and %d reads of items; want none", order, store.reads, store.states)
+			case mixed && (store.reads > pages || store.states != store.reads):
+				t.Errorf("%s first, mixed: %d index reads, %d item reads for %d pages; want at most one each per page",
+					order, store.reads, store.states, pages)
+			}
+			if mixed {
+				want, lean := map[string]bool{}, map[string]bool{}
+				for _, r := range store.rows {
+					want[r.ContentID], lean[r.ContentID] = !r.Lean, r.Lean
+				}
+				for _, id := range asked {
+					if lean[id] {
+						t.Errorf("%s first, mixed: a lean row's item %s was checked", order, id)
+					}
+					delete(want, id)
+				}
+				maps.DeleteFunc(want, func(_ string, checked bool) bool { return !checked })
+				if len(want) != 0 {
+					t.Errorf("%s first, mixed: %d checked rows were never checked", order, len(want))
+				}
+			}
+		}
+	}
+}
+
+// askedIndex is rowsOnly that records which ids its index reads were asked
+// for.
+type askedIndex struct {
+	*rowsOnly
+	asked *[]string
+}
+
+func (a *askedIndex) Index(ctx context.Context, principalID string, ids []string) (map[string]Entry, error) {
+	*a.asked = append(*a.asked, ids...)
+	return a.rowsOnly.Index(ctx, principalID, ids)
+}

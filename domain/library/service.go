@@ -129,6 +129,11 @@ type Config struct {
 	// change whose compare-and-set would be sent more than half of it
 	// after its mark marks again first (see change).
 	OutboxGrace time.Duration
+	// LeanMembers: an item keeps lean library rows (shown without reading
+	// the item; its changes remove them first, a bounded amount of work)
+	// while it has at most this many members (default 100; at most
+	// SyncFanoutLimit is sensible, never required).
+	LeanMembers int
 }
 
 // Hooks let tests stop a fan-out part-way, as a crash would.
@@ -214,6 +219,9 @@ func New(cfg Config, callers Callers, users Users, groups GroupDirectory, stores
 	if cfg.OutboxGrace <= 0 {
 		cfg.OutboxGrace = DefaultOutboxGrace
 	}
+	if cfg.LeanMembers <= 0 {
+		cfg.LeanMembers = DefaultLeanMembers
+	}
 	s := &Service{cfg: cfg, callers: callers, users: users, groups: groups, content: stores.Content,
 		members: stores.Members, library: stores.Library, outbox: stores.Outbox, log: log,
 		background: make(chan struct{}, 64)}
@@ -227,6 +235,9 @@ func New(cfg Config, callers Callers, users Users, groups GroupDirectory, stores
 // before it exits, or of any other, or of the next) finishes them: a
 // shutdown loses nothing. It returns how many items it left so.
 func (s *Service) Close(ctx context.Context) int { return s.fanouts.close(ctx) }
+
+// DefaultLeanMembers is Config.LeanMembers when none is configured.
+const DefaultLeanMembers = 100
 
 // DefaultOutboxGrace is the outbox grace when none is configured.
 const DefaultOutboxGrace = 5 * time.Second

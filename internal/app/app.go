@@ -80,6 +80,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		acc, users, claims, groupRows, repository.NewGroupMembers(db), log)
 	lib := library.New(library.Config{
 		SyncFanoutLimit: cfg.Content.SyncFanoutLimit, FanoutConcurrency: cfg.Content.FanoutConcurrency, Now: now,
+		LeanMembers: cfg.Content.LeanMembers,
 		ObserveFanout: func(members int, took time.Duration) {
 			m.FanoutDuration.Observe(took.Seconds())
 			m.FanoutLibraries.Add(float64(members))

@@ -67,6 +67,9 @@ type Content struct {
 	// SyncFanoutLimit: items with at most this many members are fanned out
 	// before a change answers.
 	SyncFanoutLimit int
+	// LeanMembers: items with at most this many members keep lean library
+	// rows (docs/design.md#libraries, "Lean rows").
+	LeanMembers int
 	// FanoutConcurrency bounds the member libraries written at once.
 	FanoutConcurrency int
 	// FanoutWorkers is how many items are fanned out in the background at
@@ -291,6 +294,7 @@ var Vars = []Var{
 	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)"},
 	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
 	{"SHELF_FANOUT_SYNC_LIMIT", "1000", "items with at most this many members update every member library before a change answers; larger ones finish in the background"},
+	{"SHELF_LEAN_MEMBERS", "100", "items with at most this many members keep lean library rows (a page shows them without reading the item; each change of the item removes its rows first); larger ones are checked by every page that shows them"},
 	{"SHELF_FANOUT_CONCURRENCY", "16", "member libraries written at once by one fan-out"},
 	{"SHELF_FANOUT_WORKERS", "4", "items fanned out in the background at once, per process"},
 	{"SHELF_FANOUT_QUEUE", "1000", "items that may wait for a background fan-out, per process; a change of a waiting item joins it; beyond, changes are left to the outbox worker"},
@@ -382,6 +386,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.Content = Content{
 		SyncFanoutLimit:   p.nonNegativeInt("SHELF_FANOUT_SYNC_LIMIT"),
+		LeanMembers:       p.positiveInt("SHELF_LEAN_MEMBERS"),
 		FanoutConcurrency: p.positiveInt("SHELF_FANOUT_CONCURRENCY"),
 		FanoutWorkers:     p.positiveInt("SHELF_FANOUT_WORKERS"),
 		FanoutQueue:       p.positiveInt("SHELF_FANOUT_QUEUE"),
@@ -552,6 +557,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_SUSPENSION_BUCKET":            c.Moderation.BucketSize,
 		"SHELF_SUSPENSION_SWEEP_INTERVAL":    c.Moderation.SweepInterval.String(),
 		"SHELF_FANOUT_SYNC_LIMIT":            strconv.Itoa(c.Content.SyncFanoutLimit),
+		"SHELF_LEAN_MEMBERS":                 strconv.Itoa(c.Content.LeanMembers),
 		"SHELF_FANOUT_CONCURRENCY":           strconv.Itoa(c.Content.FanoutConcurrency),
 		"SHELF_FANOUT_WORKERS":               strconv.Itoa(c.Content.FanoutWorkers),
 		"SHELF_FANOUT_QUEUE":                 strconv.Itoa(c.Content.FanoutQueue),

@@ -3,8 +3,10 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"shelf/domain"
@@ -139,7 +141,7 @@ func (t items) ClearPending(_ context.Context, c library.Content) (bool, error) 
 		if !ok || cur.Version != c.Version {
 			return false, nil
 		}
-		cur.Pending = nil
+		cur.Pending, cur.Lean = nil, c.Lean
 		t.s.content.items[c.ID] = cur
 		return true, nil
 	})
@@ -402,6 +404,58 @@ type ContentSnapshot struct {
 	// Rows are the live library rows, by principal id.
 	Rows  map[string][]library.Entry
 	Marks int
+}
+
+// watchLean records, when WatchLean is set, the lean rows wrong after
+// the named call (s.mu held).
+func (s *Store) watchLean(after string) {
+	if !s.WatchLean {
+		return
+	}
+	for _, w := range s.wrongLeanRows() {
+		s.LeanWrong = append(s.LeanWrong, after+": "+w)
+	}
+}
+
+// wrongLeanRows lists the live lean library rows their item does not
+// vouch for: a page shows them without reading the item, so each must
+// say what the item says now (name, visibility, last change, not
+// deleted), sit in a bucket whose viewers may see it, and belong to a
+// member (or to the principal of a share the item's row records). The
+// changes keep it so by removing the rows they would make wrong before
+// their compare-and-set (s.mu held).
+func (s *Store) wrongLeanRows() []string {
+	var wrong []string
+	for key, r := range s.content.rows {
+		if r.deleted || !r.v.Lean {
+			continue
+		}
+		e := r.v
+		bucket := strings.Split(key, "|")[1]
+		c, ok := s.content.items[e.ContentID]
+		member := false
+		if m, found := s.content.members[e.ContentID+"|"+e.PrincipalID]; found && !m.deleted {
+			member = true
+		}
+		if ok && c.Pending != nil && c.Pending.PrincipalID == e.PrincipalID && c.Pending.Role != "" {
+			member = true
+		}
+		switch {
+		case !ok:
+			wrong = append(wrong, fmt.Sprintf("%s: a lean row of an item that does not exist", key))
+		case c.Deleted:
+			wrong = append(wrong, fmt.Sprintf("%s: a lean row of a deleted item", key))
+		case !slices.Contains(library.BucketsFor(c.Visibility), bucket):
+			wrong = append(wrong, fmt.Sprintf("%s: a lean row in a bucket a %s item is not in", key, c.Visibility))
+		case c.Name != e.Name || c.Visibility != e.Visibility || !c.LastModified.Equal(e.LastModified):
+			wrong = append(wrong, fmt.Sprintf("%s: a lean row shows %q/%s/%s, the item is %q/%s/%s", key,
+				e.Name, e.Visibility, e.LastModified.Format(time.RFC3339Nano), c.Name, c.Visibility, c.LastModified.Format(time.RFC3339Nano)))
+		case !member:
+			wrong = append(wrong, fmt.Sprintf("%s: a lean row in the library of a principal that is not a member", key))
+		}
+	}
+	slices.Sort(wrong)
+	return wrong
 }
 
 // ContentSnapshot reads the content tables.

@@ -140,6 +140,11 @@ type Store struct {
 	// moved and before the call's end (its store calls are counted as
 	// any others, and see no fault but their own).
 	Meanwhile func()
+	// WatchLean, when set, checks after every call and every held write
+	// landing that no lean library row says what its item does not, and
+	// records each one that does in LeanWrong (see wrongLeanRows).
+	WatchLean bool
+	LeanWrong []string
 }
 
 type claimRow struct {
@@ -197,6 +202,7 @@ func (s *Store) Land() {
 	for _, apply := range held {
 		s.mu.Lock()
 		apply()
+		s.watchLean("a held write landing")
 		s.mu.Unlock()
 	}
 }
@@ -206,6 +212,7 @@ func (s *Store) Land() {
 func (s *Store) call(name string, write bool, apply func() (bool, error)) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.watchLean(name)
 	n := s.calls
 	s.calls++
 	if s.crashed {
@@ -420,6 +427,21 @@ func (u *Users) Get(_ context.Context, id string) (domain.User, error) {
 	found, err := u.s.call("users.get", false, func() (bool, error) {
 		r, ok := u.s.liveUser(id)
 		out = r.u
+		return ok, nil
+	})
+	if err == nil && !found {
+		return domain.User{}, domain.ErrNotFound
+	}
+	return out, err
+}
+
+// Profile reads the public part of an account: every other field is left
+// empty, so a caller that used one would show it empty in the tests.
+func (u *Users) Profile(_ context.Context, id string) (domain.User, error) {
+	var out domain.User
+	found, err := u.s.call("users.profile", false, func() (bool, error) {
+		r, ok := u.s.liveUser(id)
+		out = domain.User{ID: r.u.ID, Username: r.u.Username, DisplayName: r.u.DisplayName, Status: r.u.Status, CreatedAt: r.u.CreatedAt}
 		return ok, nil
 	})
 	if err == nil && !found {

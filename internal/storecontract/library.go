@@ -84,8 +84,26 @@ func contentClearPending(t testing.TB, s library.ContentStore, c Clock) {
 	if ok, err := s.ClearPending(ctx, item); err != nil || !ok {
 		t.Fatalf("clear: applied=%v err=%v", ok, err)
 	}
-	if got, err := s.GetSerial(ctx, item.ID); err != nil || got.Pending != nil || got.Version != 1 {
-		t.Fatalf("after the clear: %+v %v, want nothing pending at version 1", got, err)
+	if got, err := s.GetSerial(ctx, item.ID); err != nil || got.Pending != nil || got.Version != 1 || got.Lean {
+		t.Fatalf("after the clear: %+v %v, want nothing pending at version 1, not lean", got, err)
+	}
+	// A lean item's clear keeps it lean; a clear that ends its lean rows
+	// (a share past the limit) writes that.
+	lean := newContent(c)
+	lean.Lean, lean.Pending = true, item.Pending
+	if ok, err := s.Create(ctx, lean); err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
+	}
+	if got, err := s.Get(ctx, lean.ID); err != nil || !got.Lean {
+		t.Fatalf("a lean item reads %+v %v", got, err)
+	}
+	past := lean
+	past.Lean = false
+	if ok, err := s.ClearPending(ctx, past); err != nil || !ok {
+		t.Fatalf("clear: applied=%v err=%v", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, lean.ID); err != nil || got.Pending != nil || got.Lean {
+		t.Fatalf("after a clear past the lean rows: %+v %v, want nothing pending, not lean", got, err)
 	}
 }
 
@@ -97,6 +115,51 @@ var LibraryChecks = []Check[library.EntryStore]{
 	{"EntriesFollowTheNewestVersion", libraryVersions},
 	{"SlicesPageBothWays", librarySlices},
 	{"IndexPagesByContentID", libraryIndexPages},
+	{"LeanRowsStayRemovedAtTheirVersion", libraryLeanRows},
+}
+
+// libraryLeanRows: rows and index entries keep whether they are lean;
+// rows removed at their own version (a change's narrowing, before its
+// compare-and-set) stay removed when a write of that version lands again
+// late, and come back with a write of a later version (the fan-out).
+func libraryLeanRows(t testing.TB, s library.EntryStore, c Clock) {
+	ctx, p, item := context.Background(), Key("principal"), Key("item")
+	lean := entryOf(p, item, library.VisibilityPublic, At(c.Now()), 5)
+	lean.Lean = true
+	checked := entryOf(p, Key("checked"), library.VisibilityPublic, At(c.Now()).Add(-time.Minute), 1)
+	for _, e := range []library.Entry{lean, checked} {
+		if err := s.Apply(ctx, e, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := s.Slice(ctx, p, library.BucketPublic, library.NewestFirst, nil, 10)
+	if err != nil || len(rows) != 2 || !rows[0].Lean || rows[1].Lean {
+		t.Fatalf("slice: %+v %v, want the lean row, then the checked one", rows, err)
+	}
+	if idx, err := s.Index(ctx, p, []string{item, checked.ContentID}); err != nil || !idx[item].Lean || idx[checked.ContentID].Lean {
+		t.Fatalf("index: %+v %v, want the lean entry lean and the other not", idx, err)
+	}
+	for _, b := range library.BucketsFor(lean.Visibility) {
+		if err := s.DeleteRow(ctx, b, lean); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Apply(ctx, lean, nil); err != nil { // a late attempt of the old fan-out
+		t.Fatal(err)
+	}
+	for _, b := range library.Buckets() {
+		if got := bucketKeys(t, s, p, b); !slices.Equal(got, []string{checked.ContentID + "@1"}) {
+			t.Fatalf("bucket %s after the lean rows' removal and a late write of their version: %v", b, got)
+		}
+	}
+	next := lean
+	next.Version = 6
+	if err := s.Apply(ctx, next, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := bucketKeys(t, s, p, library.BucketPublic); !slices.Equal(got, []string{item + "@6", checked.ContentID + "@1"}) {
+		t.Fatalf("public bucket after a write of the next version: %v", got)
+	}
 }
 
 func entryOf(principal, item string, v library.Visibility, modified time.Time, version int) library.Entry {

@@ -31,14 +31,43 @@ type rowStore[R any] struct {
 func Users(t *testing.T, open Open[accounts.UserStore]) { Run(t, open, UserChecks) }
 
 // UserChecks are accounts.UserStore's contract.
-var UserChecks = rowChecks(func(s accounts.UserStore) rowStore[domain.User] {
+var UserChecks = append(rowChecks(func(s accounts.UserStore) rowStore[domain.User] {
 	return rowStore[domain.User]{create: s.Create, activate: s.Activate, discard: s.Discard, get: s.Get, serial: s.GetSerial, update: s.Update,
 		row: func(id, name string, status domain.Status, version int) domain.User {
 			return domain.User{ID: id, Username: name, UsernameKey: name, Email: name + "@example.com", Status: status, Version: version}
 		},
 		name:    func(u domain.User) string { return u.Username },
 		version: func(u domain.User) int { return u.Version }}
-})
+}), Check[accounts.UserStore]{"ProfileReadsThePublicColumns", userProfile})
+
+// userProfile: Profile reads an account's id, username, display name,
+// status and creation time as Get does, and leaves every other field
+// empty (the hash and the email are not read); no account is ErrNotFound.
+func userProfile(t testing.TB, s accounts.UserStore, c Clock) {
+	ctx, id := context.Background(), Key("u")
+	u := domain.User{ID: id, Username: "Ann", UsernameKey: "ann", Email: "ann@example.com", EmailKey: "ann@example.com",
+		DisplayName: "Ann A.", PasswordHash: "$argon2id$x", Roles: []string{"admin"}, Status: domain.StatusPending,
+		CreatedAt: At(c.Now()), UpdatedAt: At(c.Now()), Version: 1}
+	if err := s.Create(ctx, u, Long); err != nil {
+		t.Fatal(err)
+	}
+	u.Status = domain.StatusActive
+	if ok, err := s.Activate(ctx, u); err != nil || !ok {
+		t.Fatalf("activate: %v %v", ok, err)
+	}
+	got, err := s.Profile(ctx, id)
+	want := domain.User{ID: id, Username: "Ann", DisplayName: "Ann A.", Status: domain.StatusActive, CreatedAt: u.CreatedAt}
+	if err != nil || got.ID != want.ID || got.Username != want.Username || got.DisplayName != want.DisplayName ||
+		got.Status != want.Status || !got.CreatedAt.Equal(want.CreatedAt) {
+		t.Fatalf("profile: %+v %v, want %+v", got, err, want)
+	}
+	if got.Email != "" || got.PasswordHash != "" || got.Roles != nil || got.Version != 0 {
+		t.Fatalf("profile read more than the public columns: %+v", got)
+	}
+	if _, err := s.Profile(ctx, Key("nobody")); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("profile of no account: %v, want ErrNotFound", err)
+	}
+}
 
 // Groups runs GroupChecks.
 func Groups(t *testing.T, open Open[groups.Store]) { Run(t, open, GroupChecks) }

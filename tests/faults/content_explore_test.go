@@ -47,13 +47,16 @@ type libWorld struct {
 }
 
 // newLibWorld is a world whose changes fan out before they answer.
-func newLibWorld(t *testing.T) *libWorld { return newLibWorldOf(t, 1000) }
+func newLibWorld(t *testing.T) *libWorld { return newLibWorldOf(t, 1000, 0) }
 
 // newLibWorldOf is a world whose changes of items with more than
-// syncLimit members fan out in the background.
-func newLibWorldOf(t *testing.T, syncLimit int) *libWorld {
+// syncLimit members fan out in the background, and whose items keep lean
+// rows up to leanMembers members (0: the default). The store watches the
+// lean rows after every call: none may say what its item does not.
+func newLibWorldOf(t *testing.T, syncLimit, leanMembers int) *libWorld {
 	t.Helper()
 	w := newWorld()
+	w.store.WatchLean = true
 	for _, n := range []string{"root", "owner", "friend", "other"} {
 		if err := w.signup(n, n+"@example.org"); err != nil {
 			t.Fatal(err)
@@ -66,7 +69,7 @@ func newLibWorldOf(t *testing.T, syncLimit int) *libWorld {
 	}
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
-	lib := library.New(library.Config{SyncFanoutLimit: syncLimit, FanoutConcurrency: 1, Now: w.store.Now},
+	lib := library.New(library.Config{SyncFanoutLimit: syncLimit, FanoutConcurrency: 1, Now: w.store.Now, LeanMembers: leanMembers},
 		w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
 	lib.Hooks.Background = func(f func()) { f() } // one call order per schedule
 	l := &libWorld{world: w, lib: lib, admin: domain.Principal{UserID: admin.ID},
@@ -323,22 +326,34 @@ func TestExploreContent(t *testing.T) {
 // fences the item while a background fan-out of it is still to run.
 func TestExploreContentInThePool(t *testing.T) {
 	t.Parallel()
-	var ops []libOperation
-	for _, op := range libOperations {
-		switch op.name {
-		case "update", "update-private", "delete", "share", "unshare":
-			ops = append(ops, op)
-		}
-	}
-	var comps []libCompetitor
-	for _, c := range competitors {
-		switch c.name {
-		case "none", "workers":
-			comps = append(comps, c)
-		}
-	}
-	total := exploreContentOps(t, ops, comps, func(t *testing.T) *libWorld { return newLibWorldOf(t, 1) })
+	ops := named(libOperations, func(op libOperation) string { return op.name }, "update", "update-private", "delete", "share", "unshare")
+	comps := named(competitors, func(c libCompetitor) string { return c.name }, "none", "workers")
+	total := exploreContentOps(t, ops, comps, func(t *testing.T) *libWorld { return newLibWorldOf(t, 1, 0) })
 	t.Logf("%d schedules in all", total)
+}
+
+// TestExploreContentPastItsLeanRows is TestExploreContent for an item at
+// its lean limit (3 members): the share takes it past, so every member's
+// row is written again checked before the share is cleared, with every
+// fault at every call and every competitor; the changes after it no
+// longer remove rows first.
+func TestExploreContentPastItsLeanRows(t *testing.T) {
+	t.Parallel()
+	ops := named(libOperations, func(op libOperation) string { return op.name }, "share", "update", "unshare", "delete")
+	total := exploreContentOps(t, ops, competitors, func(t *testing.T) *libWorld { return newLibWorldOf(t, 1000, 3) })
+	t.Logf("%d schedules in all", total)
+}
+
+// named keeps the elements of all whose name is among names, in all's
+// order.
+func named[T any](all []T, name func(T) string, names ...string) []T {
+	var out []T
+	for _, e := range all {
+		if slices.Contains(names, name(e)) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // exploreContentOps runs every schedule of ops with comps and returns how
@@ -454,6 +469,9 @@ func faultOnceSeen(st *memstore.Store, k int, fault memstore.Fault) *bool {
 // caller) list exactly what their memberships and the visibilities say.
 func checkContent(t *testing.T, name string, l *libWorld, snap memstore.ContentSnapshot) {
 	t.Helper()
+	for _, w := range l.store.LeanWrong {
+		t.Errorf("%s: a page would show a wrong lean row, after %s", name, w)
+	}
 	if snap.Marks != 0 {
 		t.Errorf("%s: %d outbox marks left after the worker ran", name, snap.Marks)
 	}

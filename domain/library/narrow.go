@@ -1,0 +1,93 @@
+package library
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"shelf/domain"
+)
+
+// narrow removes, before the compare-and-set that records next, every
+// lean library row of c that next would make wrong: for a deletion or an
+// update (a new last_modified, maybe a new name or a narrower visibility),
+// the item's rows in every member's library; for an unshare, the departing
+// principal's. So a lean row a page shows without reading the item is
+// never wrong once the change is recorded: a stale row can only be
+// missing, never wider than the truth (docs/design.md#libraries, "Lean
+// rows").
+//
+// The deletes carry c's version as their timestamp, and a delete wins a
+// tie: every row written at c's version or before (a late attempt of an
+// old fan-out included) stays deleted, and whatever a fan-out writes at a
+// later version lands. removed reports whether anything was sent; then
+// the change keeps its outbox mark unless it is recorded, because the
+// rows come back only with a fan-out at a later version (the change's
+// own, or the outbox worker's after its fence).
+//
+// The work is bounded: a lean item has at most Config.LeanMembers members
+// plus the one share that takes it past them (see finishPending).
+func (s *Service) narrow(ctx context.Context, c, next Content) (removed bool, err error) {
+	if !c.Lean {
+		return false, nil // its rows are checked by every page
+	}
+	switch {
+	case next.Deleted || !next.LastModified.Equal(c.LastModified) || next.Name != c.Name || next.Visibility != c.Visibility:
+		return true, s.eachMember(ctx, c.ID, func(m Member) error { return s.removeRows(ctx, c, m.PrincipalID) })
+	case next.Pending != nil && next.Pending.Role == "":
+		return true, s.removeRows(ctx, c, next.Pending.PrincipalID)
+	}
+	return false, nil // a share adds, and changes no member's row
+}
+
+// removeRows deletes the rows c has in one principal's library, one
+// bucket at a time at once, at c's version. The index entry stays: the
+// change's fan-out (or removal) writes it next.
+func (s *Service) removeRows(ctx context.Context, c Content, principalID string) error {
+	e := entryOf(c, principalID, "")
+	buckets := BucketsFor(c.Visibility)
+	errs := make([]error, len(buckets))
+	domain.Parallel(len(buckets), func(i int) { errs[i] = s.library.DeleteRow(ctx, buckets[i], e) })
+	return errors.Join(errs...)
+}
+
+// eachMember runs fn for every member of an item, FanoutConcurrency at
+// once, reading the members a page at a time; it stops at the first
+// error.
+func (s *Service) eachMember(ctx context.Context, contentID string, fn func(Member) error) error {
+	slots := make(chan struct{}, max(s.cfg.FanoutConcurrency, 1))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	run := func(m Member) {
+		defer func() { <-slots; wg.Done() }()
+		if err := fn(m); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	}
+	after := ""
+	for {
+		page, err := s.members.Page(ctx, contentID, after, memberPage)
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+			break
+		}
+		for _, m := range page {
+			slots <- struct{}{}
+			wg.Add(1)
+			go run(m)
+		}
+		if len(page) < memberPage {
+			break
+		}
+		after = page[len(page)-1].PrincipalID
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return errors.Join(errs...)
+}
