@@ -84,7 +84,7 @@ func readSettings(t *testing.T) settings {
 }
 
 // allFaults are the faults of a whole run, in order.
-var allFaults = []string{"hung", "killed", "slow", "majority"}
+var allFaults = []string{"hung", "killed", "slow", "majority", "roll"}
 
 // TestDegraded is the benchmark. It fails only when it cannot run; the
 // goals' verdicts are printed.
@@ -316,6 +316,25 @@ func (f *faults) run() ([]window, time.Time) {
 			}
 			heal = time.Now()
 			play("after two hung", false, nil)
+		case "roll":
+			// An upgrade: every node in turn stopped (SIGTERM: it drains
+			// and flushes), started again, its CQL port answering, then
+			// the next. The window lasts the whole roll.
+			roll := window{Name: "rolling restart", From: time.Now(), Fault: true}
+			for _, n := range f.c.Nodes {
+				if err := f.c.L.Stop(n); err != nil {
+					f.t.Errorf("stop %s: %v", n.Name, err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				if err := f.c.L.Start(ctx, n); err != nil {
+					f.t.Errorf("restart %s: %v", n.Name, err)
+				}
+				cancel()
+			}
+			roll.To = time.Now()
+			windows = append(windows, roll)
+			f.t.Logf("rolling restart: %.1fs", roll.To.Sub(roll.From).Seconds())
+			play("after roll", false, nil)
 		}
 	}
 	return windows, heal

@@ -283,6 +283,11 @@ func goals(sums []summary, back float64) []string {
 			errs := s.Requests - s.OK
 			ok := s.OKPerSec >= 0.8*h.OKPerSec && errs == 0
 			lines = append(lines, fmt.Sprintf("%s %s: throughput %s (≥ 0.8×), %d errors (0)", verdict(ok), s.Name, ratio(s.OKPerSec, h.OKPerSec), errs))
+		case "rolling restart":
+			ok := s.Errors["5xx"] == 0 && s.Errors["no answer"] == 0 && s.share503() <= 0.001 && s.IdleSeconds == 0 &&
+				s.OKPerSec >= 0.8*h.OKPerSec
+			lines = append(lines, fmt.Sprintf("%s %s: throughput %s (≥ 0.8×), 503s %.2f %% (≤ 0.1 %%), %d idle s (0), %d other 5xx (0), %d no answer (0)",
+				verdict(ok), s.Name, ratio(s.OKPerSec, h.OKPerSec), 100*s.share503(), s.IdleSeconds, s.Errors["5xx"], s.Errors["no answer"]))
 		case "two nodes hung":
 			ok := s.Errors["5xx"] == 0 && s.NoRetryAfter == 0 && back >= 0 && back <= 10
 			lines = append(lines, fmt.Sprintf("%s %s: %d 503s, %d other 5xx (0), %d 503s without Retry-After (0), half the healthy rate back %.1f s after the heal (≤ 10 s)",

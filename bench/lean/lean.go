@@ -313,26 +313,32 @@ func (s *Store) bucketFor(ctx context.Context, c *Caller, principal string) (str
 			return "private", nil
 		}
 	case strings.HasPrefix(principal, "g_"):
-		var id, name, key, display, description, by, status, pendingUser, pendingRole, writeID string
+		// The group and the caller's membership, read at once.
+		var id, name, key, display, description, by, status, pendingUser, pendingRole, writeID, role string
 		var maxMembers, members, managers, version int
 		var created, updated time.Time
-		err := s.S.Query(groupSelect, principal).WithContext(ctx).Scan(&id, &name, &key, &display, &description,
-			&maxMembers, &members, &managers, &by, &created, &updated, &status, &pendingUser, &pendingRole, &version, &writeID)
+		var err error
+		roleErr := gocql.ErrNotFound
+		group := func() {
+			err = s.S.Query(groupSelect, principal).WithContext(ctx).Scan(&id, &name, &key, &display, &description,
+				&maxMembers, &members, &managers, &by, &created, &updated, &status, &pendingUser, &pendingRole, &version, &writeID)
+		}
+		if c == nil {
+			group()
+		} else {
+			both(group, func() { roleErr = s.S.Query(memberRole, principal, c.ID).WithContext(ctx).Scan(&role) })
+		}
 		if errors.Is(err, gocql.ErrNotFound) || (err == nil && status != "active") {
 			return "", ErrNotFound
 		}
 		if err != nil {
 			return "", err
 		}
-		if c != nil {
-			var role string
-			err := s.S.Query(memberRole, principal, c.ID).WithContext(ctx).Scan(&role)
-			if err == nil {
-				return "private", nil
-			}
-			if !errors.Is(err, gocql.ErrNotFound) {
-				return "", err
-			}
+		if roleErr == nil {
+			return "private", nil
+		}
+		if !errors.Is(roleErr, gocql.ErrNotFound) {
+			return "", roleErr
 		}
 	default:
 		return "", ErrNotFound

@@ -305,7 +305,7 @@ func (s *Service) mayUnshare(ctx context.Context, p domain.Principal, id, princi
 func (s *Service) principalExists(ctx context.Context, id string) error {
 	switch {
 	case domain.ValidID(id, domain.UserIDPrefix):
-		u, err := s.users.Get(ctx, id)
+		u, err := s.users.Profile(ctx, id)
 		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
 			return errPrincipalNotFound
 		}

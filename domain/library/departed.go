@@ -22,7 +22,7 @@ import (
 
 // departed reports an account being deleted or deleted (or never made).
 func (s *Service) departed(ctx context.Context, userID string) (bool, error) {
-	u, err := s.users.Get(ctx, userID)
+	u, err := s.users.Profile(ctx, userID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return true, nil
 	}

@@ -19,7 +19,7 @@ var errLibraryNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_foun
 func (s *Service) bucketFor(ctx context.Context, p domain.Principal, principalID string) (string, error) {
 	switch {
 	case domain.ValidID(principalID, domain.UserIDPrefix):
-		u, err := s.users.Get(ctx, principalID)
+		u, err := s.users.Profile(ctx, principalID)
 		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
 			return "", errLibraryNotFound
 		}
@@ -30,19 +30,30 @@ func (s *Service) bucketFor(ctx context.Context, p domain.Principal, principalID
 			return BucketPrivate, nil
 		}
 	case domain.ValidID(principalID, domain.GroupIDPrefix):
-		ok, err := s.groups.Exists(ctx, principalID)
-		if err != nil {
-			return "", err
-		}
-		if !ok {
-			return "", errLibraryNotFound
-		}
+		// The group and the caller's membership are read at once.
+		var ok bool
+		var existsErr, roleErr error
+		roleErr = domain.ErrNotFound // anonymous: no membership
+		checks := 1
 		if !p.Anonymous() {
-			if _, err := s.groups.MemberRole(ctx, principalID, p.UserID); err == nil {
-				return BucketPrivate, nil
-			} else if !errors.Is(err, domain.ErrNotFound) {
-				return "", err
+			checks = 2
+		}
+		domain.Parallel(checks, func(i int) {
+			if i == 0 {
+				ok, existsErr = s.groups.Exists(ctx, principalID)
+			} else {
+				_, roleErr = s.groups.MemberRole(ctx, principalID, p.UserID)
 			}
+		})
+		switch {
+		case existsErr != nil:
+			return "", existsErr
+		case !ok:
+			return "", errLibraryNotFound
+		case roleErr == nil:
+			return BucketPrivate, nil
+		case !errors.Is(roleErr, domain.ErrNotFound):
+			return "", roleErr
 		}
 	default:
 		return "", errLibraryNotFound

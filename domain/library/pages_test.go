@@ -107,7 +107,7 @@ func (r *rowsOnly) DeleteRow(context.Context, string, Entry) error {
 
 type visibleUsers struct{}
 
-func (visibleUsers) Get(_ context.Context, id string) (domain.User, error) {
+func (visibleUsers) Profile(_ context.Context, id string) (domain.User, error) {
 	return domain.User{ID: id, Status: domain.StatusActive}, nil
 }
 

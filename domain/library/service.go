@@ -188,7 +188,9 @@ type Callers interface {
 // Users reads accounts (a user's library exists while the account is
 // visible).
 type Users interface {
-	Get(ctx context.Context, id string) (domain.User, error)
+	// Profile reads an account's public columns (its status among them):
+	// all a library needs of it.
+	Profile(ctx context.Context, id string) (domain.User, error)
 }
 
 // Stores are the tables content and libraries are kept in.
