@@ -198,10 +198,12 @@ func plantStale(t *testing.T, m *moderators, n int) map[string]staleRecords {
 	return out
 }
 
-// splitting returns the first printed position with some of tokens at or
-// before it and some after: a resume from it has work on both sides.
+// splitting returns the printed position that splits tokens most evenly,
+// some at or before it and some after: a resume from it has work on both
+// sides.
 func splitting(t *testing.T, lines []progressLine, tokens []int64) progressLine {
 	t.Helper()
+	best, bestSide := progressLine{}, 0
 	for _, l := range lines {
 		before := 0
 		for _, tok := range tokens {
@@ -209,12 +211,16 @@ func splitting(t *testing.T, lines []progressLine, tokens []int64) progressLine 
 				before++
 			}
 		}
-		if before > 0 && before < len(tokens) {
-			return l
+		// The most even split: the phase after it still has several
+		// tokens to split in its turn.
+		if side := min(before, len(tokens)-before); side > bestSide {
+			best, bestSide = l, side
 		}
 	}
-	t.Fatalf("no printed position among %v splits the tokens %v", lines, tokens)
-	return progressLine{}
+	if bestSide == 0 {
+		t.Fatalf("no printed position among %v splits the tokens %v", lines, tokens)
+	}
+	return best
 }
 
 // TestRepairResumesInALaterPhase: a run stopped in the list phase, or in
