@@ -1,0 +1,99 @@
+package memstore
+
+import (
+	"context"
+	"sort"
+	"time"
+)
+
+// dayIndex is one index of work in progress by the UTC day it began
+// (account deletions, group closings, moderation attempts, the job queue),
+// written as the repository writes each: every Begin of an entry at its
+// start (µs), its End one microsecond later, so a Begin landing after its
+// End stays ended; every key names its attempt, so no attempt's end
+// touches another's entry. InProgress reads the whole index in one call
+// (the repository reads it a day at a time from a moving start; the days
+// are not what the explorer explores). Its calls take faults like every
+// other call.
+type dayIndex[E any] struct {
+	s *Store
+	// table is the Store's field holding the rows, made on first use.
+	table *map[string]versioned[E]
+	// name is the table's, for the calls' names (name.insert ...).
+	name string
+	// key names the entry within its day; at is when it began.
+	key func(E) string
+	at  func(E) time.Time
+}
+
+// rows returns the table, made on first use (under the lock).
+func (d dayIndex[E]) rows() map[string]versioned[E] {
+	if *d.table == nil {
+		*d.table = map[string]versioned[E]{}
+	}
+	return *d.table
+}
+
+// rowKey is the entry's row: its day, then its key.
+func (d dayIndex[E]) rowKey(e E) string {
+	return d.at(e).UTC().Format(time.DateOnly) + "|" + d.key(e)
+}
+
+// Begin writes the entry at its start.
+func (d dayIndex[E]) Begin(_ context.Context, e E) error {
+	_, err := d.s.call(d.name+".insert", true, func() (bool, error) {
+		putAt(d.rows(), d.rowKey(e), e, d.at(e).UnixMicro())
+		return true, nil
+	})
+	return err
+}
+
+// End deletes the entry one microsecond after its writes.
+func (d dayIndex[E]) End(_ context.Context, e E) error {
+	_, err := d.s.call(d.name+".delete", true, func() (bool, error) {
+		deleteAt(d.rows(), d.rowKey(e), d.at(e).UnixMicro()+1)
+		return true, nil
+	})
+	return err
+}
+
+// InProgress calls fn with every live entry, by day and key, as one read.
+func (d dayIndex[E]) InProgress(_ context.Context, fn func(E) error) error {
+	var found []E
+	_, err := d.s.call(d.name+".day", false, func() (bool, error) {
+		found = d.live()
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range found {
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// live lists the entries not ended, by day and key (under the lock).
+func (d dayIndex[E]) live() []E {
+	keys := make([]string, 0, len(d.rows()))
+	for k, c := range d.rows() {
+		if !c.deleted {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([]E, len(keys))
+	for i, k := range keys {
+		out[i] = d.rows()[k].v
+	}
+	return out
+}
+
+// snapshot is live for checks (it takes the lock).
+func (d dayIndex[E]) snapshot() []E {
+	d.s.mu.Lock()
+	defer d.s.mu.Unlock()
+	return d.live()
+}
