@@ -265,6 +265,15 @@ func (f *faults) run() ([]window, time.Time) {
 			f.t.Errorf("signal %v to %s: %v", sig, n.Name, err)
 		}
 	}
+	// start starts a stopped node and waits until it answers (tens of
+	// seconds on two cores, more under load).
+	start := func(n localcassandra.Node) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := f.c.L.Start(ctx, n); err != nil {
+			f.t.Errorf("restart %s: %v", n.Name, err)
+		}
+	}
 	node := f.c.Nodes[f.node]
 	play("healthy", false, nil)
 	var heal time.Time
@@ -279,11 +288,7 @@ func (f *faults) run() ([]window, time.Time) {
 			// The restart takes tens of seconds on two cores; its window
 			// lasts until the node answers.
 			restart := window{Name: "restarting", From: time.Now(), Fault: true}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			if err := f.c.L.Start(ctx, node); err != nil {
-				f.t.Errorf("restart %s: %v", node.Name, err)
-			}
-			cancel()
+			start(node)
 			restart.To = time.Now()
 			windows = append(windows, restart)
 			f.t.Logf("restarting: %.1fs", restart.To.Sub(restart.From).Seconds())
@@ -325,11 +330,7 @@ func (f *faults) run() ([]window, time.Time) {
 				if err := f.c.L.Stop(n); err != nil {
 					f.t.Errorf("stop %s: %v", n.Name, err)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-				if err := f.c.L.Start(ctx, n); err != nil {
-					f.t.Errorf("restart %s: %v", n.Name, err)
-				}
-				cancel()
+				start(n)
 			}
 			roll.To = time.Now()
 			windows = append(windows, roll)

@@ -50,15 +50,29 @@ func (s *Service) publish(ctx context.Context, next Content, prev *Content, mark
 const memberPage = 500
 
 // fanout writes next into every member's library (or, for a deleted item,
-// removes it), FanoutConcurrency members at once. prev, when known, is
-// what the libraries held (its rows are deleted); otherwise each member's
-// index entry says. The members are read a page at a time while the
-// libraries of the page before are still being written, so the writers
-// never wait for a page read or for the slowest member of a page. After a
-// failure no further member is started; the outbox mark stays and the
-// worker finishes the fan-out.
+// removes it), FanoutConcurrency members at once (see eachMember). prev,
+// when known, is what the libraries held (its rows are deleted);
+// otherwise each member's index entry says. After a failure no further
+// member is started; the outbox mark stays and the worker finishes the
+// fan-out.
 func (s *Service) fanout(ctx context.Context, next Content, prev *Content) error {
 	start := time.Now()
+	written, err := s.eachMember(ctx, next.ID, func(m Member) error { return s.syncMember(ctx, next, prev, m) })
+	if err != nil {
+		return err
+	}
+	if s.cfg.ObserveFanout != nil {
+		s.cfg.ObserveFanout(written, time.Since(start))
+	}
+	return nil
+}
+
+// eachMember runs fn for every member of an item, FanoutConcurrency at
+// once, and returns how many it started. The members are read a page at a
+// time while fn still runs for the page before, so the workers never wait
+// for a page read or for the slowest member of a page. After a failure no
+// further member is started; the errors are joined.
+func (s *Service) eachMember(ctx context.Context, contentID string, fn func(Member) error) (int, error) {
 	members := make(chan Member)
 	var mu sync.Mutex
 	var errs []error
@@ -73,7 +87,7 @@ func (s *Service) fanout(ctx context.Context, next Content, prev *Content) error
 		go func() {
 			defer wg.Done()
 			for m := range members {
-				if err := s.syncMember(ctx, next, prev, m); err != nil {
+				if err := fn(m); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -81,16 +95,10 @@ func (s *Service) fanout(ctx context.Context, next Content, prev *Content) error
 			}
 		}()
 	}
-	written, readErr := s.handOut(ctx, next.ID, members, failed)
+	started, readErr := s.handOut(ctx, contentID, members, failed)
 	close(members)
 	wg.Wait()
-	if err := errors.Join(append(errs, readErr)...); err != nil {
-		return err
-	}
-	if s.cfg.ObserveFanout != nil {
-		s.cfg.ObserveFanout(written, time.Since(start))
-	}
-	return nil
+	return started, errors.Join(append(errs, readErr)...)
 }
 
 // handOut reads the item's members a page at a time and hands each to the

@@ -3,7 +3,6 @@ package library
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"shelf/domain"
 )
@@ -33,7 +32,8 @@ func (s *Service) narrow(ctx context.Context, c, next Content) (removed bool, er
 	}
 	switch {
 	case next.Deleted || !next.LastModified.Equal(c.LastModified) || next.Name != c.Name || next.Visibility != c.Visibility:
-		return true, s.eachMember(ctx, c.ID, func(m Member) error { return s.removeRows(ctx, c, m.PrincipalID) })
+		_, err := s.eachMember(ctx, c.ID, func(m Member) error { return s.removeRows(ctx, c, m.PrincipalID) })
+		return true, err
 	case next.Pending != nil && next.Pending.Role == "":
 		return true, s.removeRows(ctx, c, next.Pending.PrincipalID)
 	}
@@ -48,46 +48,5 @@ func (s *Service) removeRows(ctx context.Context, c Content, principalID string)
 	buckets := BucketsFor(c.Visibility)
 	errs := make([]error, len(buckets))
 	domain.Parallel(len(buckets), func(i int) { errs[i] = s.library.DeleteRow(ctx, buckets[i], e) })
-	return errors.Join(errs...)
-}
-
-// eachMember runs fn for every member of an item, FanoutConcurrency at
-// once, reading the members a page at a time; it stops at the first
-// error.
-func (s *Service) eachMember(ctx context.Context, contentID string, fn func(Member) error) error {
-	slots := make(chan struct{}, max(s.cfg.FanoutConcurrency, 1))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	run := func(m Member) {
-		defer func() { <-slots; wg.Done() }()
-		if err := fn(m); err != nil {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		}
-	}
-	after := ""
-	for {
-		page, err := s.members.Page(ctx, contentID, after, memberPage)
-		if err != nil {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-			break
-		}
-		for _, m := range page {
-			slots <- struct{}{}
-			wg.Add(1)
-			go run(m)
-		}
-		if len(page) < memberPage {
-			break
-		}
-		after = page[len(page)-1].PrincipalID
-	}
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
 	return errors.Join(errs...)
 }
