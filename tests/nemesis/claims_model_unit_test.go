@@ -124,8 +124,38 @@ func TestClaimModel(t *testing.T) {
 		{"an acknowledged signup lost", []event{
 			signupOf(0, 1, 201, "ann", "a@x", "U1"),
 		}, map[string]string{"emails/a@x": "U1"}, false},
+		// Two renames to one free name, each answered 409: one held it
+		// pending while the other looked, lost its account's
+		// compare-and-set to another change, gave it back and found the
+		// other's claim on its next round.
+		{"two renames that held the name in turn, both 409", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			signupOf(0, 1, 201, "bob", "b@x", "U2"),
+			renameOf(2, 4, 409, "U1", "cid", "username"),
+			renameOf(3, 5, 409, "U2", "cid", "username"),
+		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1", "usernames/bob": "U2", "emails/b@x": "U2"}, true},
+		// The winner's first round held the name while the 409 looked,
+		// then lost its account's compare-and-set to another rename of
+		// the account and gave the name back; its next round won.
+		{"a 409 behind a winner's earlier round", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			signupOf(0, 1, 201, "bob", "b@x", "U2"),
+			renameOf(2, 8, 200, "U1", "cid"),
+			renameOf(3, 4, 409, "U2", "cid", "username"),
+			renameOf(5, 6, 200, "U1", "dan"),
+		}, map[string]string{"usernames/cid": "U1", "emails/a@x": "U1", "usernames/bob": "U2", "emails/b@x": "U2"}, true},
+		{"a rename's 409 is not its own excuse", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			renameOf(2, 4, 409, "U1", "cid", "username"),
+		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1"}, false},
+		{"a 409 long after another 409's lease ran out", []event{
+			signupOf(0, 1, 201, "ann", "a@x", "U1"),
+			signupOf(0, 1, 201, "bob", "b@x", "U2"),
+			renameOf(2, 4, 409, "U1", "cid", "username"),
+			renameOf(50, 51, 409, "U2", "cid", "username"),
+		}, map[string]string{"usernames/ann": "U1", "emails/a@x": "U1", "usernames/bob": "U2", "emails/b@x": "U2"}, false},
 	} {
-		ops, known := checker.ClaimHistory(tc.events, horizon, tc.final)
+		ops, known := checker.ClaimHistory(numbered(tc.events...), horizon, tc.final)
 		if got := porcupine.CheckOperations(checker.ClaimModel(known), ops); got != tc.legal {
 			t.Errorf("%s: linearizable %v, want %v", tc.name, got, tc.legal)
 		}

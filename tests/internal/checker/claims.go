@@ -30,10 +30,15 @@ import (
 //
 // A signup or a rename that did not win may still have held the key for a
 // while: its pending claim, or one whose release failed and waits for its
-// lease. A 409 naming the key is checked only when no such attempt could
-// have held it then (one that started before the 409 ended and ended less
-// than excuse before it started, or whose outcome is unknown): a held
-// claim is a 409's only other cause.
+// lease. So may any attempt in an earlier round of its own: a rename whose
+// account's compare-and-set lost to another change of the account (a
+// suspension, an email change, another rename) gives its claim back and
+// looks again, and may then win on its next round, or find the key held
+// by another such attempt and answer 409 itself. A 409 naming the key is
+// checked only when no other attempt on it could have held it then (one
+// that started before the 409 ended and, unless it won, ended less than
+// excuse before it started, or whose outcome is unknown): a held claim is
+// a 409's only other cause.
 
 // claimStep is what one request does to one key.
 type claimStep struct {
@@ -157,8 +162,11 @@ func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (o
 		}
 		candidates[key][who] = true
 	}
-	type span struct{ from, to int64 }
-	losers := map[string][]span{} // key -> when losing attempts may have held it
+	type span struct {
+		from, to int64
+		seq      int64 // the attempt's
+	}
+	tries := map[string][]span{} // key -> when attempts may have held it in a round they gave up
 	var taken []Event
 	var takenKeys []string
 	// attempt adds the steps of a signup or a rename on one key.
@@ -168,14 +176,16 @@ func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (o
 		case e.Status >= 200 && e.Status < 300:
 			add(e, claimStep{Key: key, What: "acquire", Who: winner}, false)
 			candidate(key, winner)
+			tries[key] = append(tries[key], span{e.Start.UnixNano(), e.End.UnixNano(), e.Seq})
 		case e.Status == http.StatusConflict && slices.Contains(e.Fields, field):
 			taken, takenKeys = append(taken, e), append(takenKeys, key)
+			tries[key] = append(tries[key], span{e.Start.UnixNano(), e.End.Add(excuse).UnixNano(), e.Seq})
 		case unknown:
 			add(e, claimStep{Key: key, What: "mayhold", Who: as, Maybe: true}, true)
 			candidate(key, as)
-			losers[key] = append(losers[key], span{e.Start.UnixNano(), end})
+			tries[key] = append(tries[key], span{e.Start.UnixNano(), end, e.Seq})
 		default:
-			losers[key] = append(losers[key], span{e.Start.UnixNano(), e.End.Add(excuse).UnixNano()})
+			tries[key] = append(tries[key], span{e.Start.UnixNano(), e.End.Add(excuse).UnixNano(), e.Seq})
 		}
 	}
 	var renames, emailChanges, ends []Event
@@ -220,10 +230,10 @@ func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (o
 			}
 		}
 	}
-	// A 409 no losing attempt explains: someone else held the key.
+	// A 409 no other attempt's round explains: someone else held the key.
 	for i, e := range taken {
 		from, to := e.Start.UnixNano(), e.End.UnixNano()
-		excused := slices.ContainsFunc(losers[takenKeys[i]], func(l span) bool { return l.from <= to && l.to >= from })
+		excused := slices.ContainsFunc(tries[takenKeys[i]], func(l span) bool { return l.seq != e.Seq && l.from <= to && l.to >= from })
 		if !excused {
 			who := e.Args["user"] // a rename's account; "" for a signup
 			add(e, claimStep{Key: takenKeys[i], What: "taken", Who: who}, false)
@@ -327,9 +337,11 @@ func CheckClaims(events []Event, horizon time.Time, holders map[string]string, d
 			continue
 		}
 		sort.Slice(part, func(i, j int) bool { return part[i].Call < part[j].Call })
+		// Each step with its interval, in seconds from the first's start.
 		var steps string
 		for _, op := range part {
-			steps += "\n      " + model.DescribeOperation(op.Input, nil)
+			from, to := float64(op.Call-part[0].Call)/1e9, float64(op.Return-part[0].Call)/1e9
+			steps += fmt.Sprintf("\n      %s [%.3f, %.3f]", model.DescribeOperation(op.Input, nil), from, to)
 		}
 		path := filepath.Join(dir, fmt.Sprintf("claims-%d.html", len(v.Violations)))
 		if err := porcupine.VisualizePath(model, info, path); err != nil {
