@@ -1,8 +1,10 @@
 package repository
 
 import (
+	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +61,43 @@ func (r retryIdempotent) GetRetryType(err error) gocql.RetryType {
 		return gocql.RetryNextHost
 	}
 	return gocql.Rethrow
+}
+
+// retryRefused sends a statement that must not run twice (a
+// compare-and-set, a once-only write) to the next node of its plan only
+// when its coordinator refused it before running it (refusedUnrun), at
+// most refusedRetries times: a node shutting down refuses every request
+// it receives from the moment it stops serving clients, before its
+// connections close, and in a rolling restart those refusals were most of
+// the compare-and-sets' 503s. Any other error is the answer (or, for a
+// compare-and-set, an outcome to read back: DB.exec).
+type retryRefused struct{}
+
+// refusedRetries is how often a refused statement goes on: to each other
+// node of a three-node plan.
+const refusedRetries = 2
+
+// Attempt says whether q may go on: the error decides (GetRetryType).
+func (retryRefused) Attempt(q gocql.RetryableQuery) bool { return q.Attempts() <= refusedRetries }
+
+// GetRetryType sends a refused statement to the next node.
+func (retryRefused) GetRetryType(err error) gocql.RetryType {
+	if refusedUnrun(err) {
+		return gocql.RetryNextHost
+	}
+	return gocql.Rethrow
+}
+
+// refusedUnrun reports an error by which the coordinator says it did not
+// run the statement at all: Cassandra's native transport answers
+// Overloaded "Server is shutting down" to every request on a connection
+// whose server is stopping, before dispatching it (its Dispatcher: the
+// only way, without a new protocol version, to say "going away" without
+// the client dropping the connection).
+func refusedUnrun(err error) bool {
+	var reqErr gocql.RequestError
+	return errors.As(err, &reqErr) && reqErr.Code() == gocql.ErrCodeOverloaded &&
+		strings.Contains(reqErr.Message(), "shutting down")
 }
 
 // speculation sends a copy of a slow idempotent statement to the next node

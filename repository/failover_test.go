@@ -2,6 +2,7 @@ package repository
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -11,14 +12,24 @@ import (
 
 // recorder records what attempts.apply sets on a statement.
 type recorder struct {
-	idempotent, retryCleared bool
-	spec                     gocql.SpeculativeExecutionPolicy
+	idempotent bool
+	// retry is the policy set on the statement: "" none set (the
+	// cluster's), "none" (cleared), "refused" (retryRefused).
+	retry string
+	spec  gocql.SpeculativeExecutionPolicy
 }
 
 func (r *recorder) Idempotent(v bool) *gocql.Query { r.idempotent = v; return nil }
 
 func (r *recorder) RetryPolicy(p gocql.RetryPolicy) *gocql.Query {
-	r.retryCleared = p == nil
+	switch p.(type) {
+	case nil:
+		r.retry = "none"
+	case retryRefused:
+		r.retry = "refused"
+	default:
+		r.retry = "other"
+	}
 	return nil
 }
 
@@ -30,32 +41,34 @@ func (r *recorder) SetSpeculativeExecutionPolicy(sp gocql.SpeculativeExecutionPo
 // TestEachKindIsSentAsItAllows: reads and idempotent writes are flagged
 // idempotent (so the cluster's retry policy sends them again) and copied
 // when slow; a read at SERIAL and a scan are sent again, never copied; a
-// compare-and-set, a once-only write and a schema change are neither, and
-// lose the cluster's retry policy too.
+// compare-and-set and a once-only write are neither, and go on only when
+// refused unrun (retryRefused, in place of the cluster's policy); a schema
+// change loses the cluster's retry policy altogether.
 func TestEachKindIsSentAsItAllows(t *testing.T) {
 	t.Parallel()
 	spec := newSpeculation(1, time.Millisecond)
 	for _, tc := range []struct {
-		name                   string
-		a                      attempts
-		again, copied, cleared bool
+		name          string
+		a             attempts
+		again, copied bool
+		retry         string
 	}{
-		{"read", readCQL("").at(0), true, true, false},
-		{"read at LOCAL_QUORUM", readCQL("").at(gocql.LocalQuorum), true, true, false},
-		{"read at SERIAL", readCQL("").at(gocql.Consistency(gocql.Serial)), true, false, false},
-		{"read at LOCAL_SERIAL", readCQL("").at(gocql.Consistency(gocql.LocalSerial)), true, false, false},
-		{"scan", scanCQL("").attempts(), true, false, false},
-		{"versioned write", versionedCQL("").attempts(), true, true, false},
-		{"repeatable write", repeatableCQL("").attempts(), true, true, false},
-		{"once-only write", onceCQL("").attempts(), false, false, true},
-		{"compare-and-set", conditionalCQL("").attempts(), false, false, true},
-		{"schema change", schemaCQL("").attempts(), false, false, true},
+		{"read", readCQL("").at(0), true, true, ""},
+		{"read at LOCAL_QUORUM", readCQL("").at(gocql.LocalQuorum), true, true, ""},
+		{"read at SERIAL", readCQL("").at(gocql.Consistency(gocql.Serial)), true, false, ""},
+		{"read at LOCAL_SERIAL", readCQL("").at(gocql.Consistency(gocql.LocalSerial)), true, false, ""},
+		{"scan", scanCQL("").attempts(), true, false, ""},
+		{"versioned write", versionedCQL("").attempts(), true, true, ""},
+		{"repeatable write", repeatableCQL("").attempts(), true, true, ""},
+		{"once-only write", onceCQL("").attempts(), false, false, "refused"},
+		{"compare-and-set", conditionalCQL("").attempts(), false, false, "refused"},
+		{"schema change", schemaCQL("").attempts(), false, false, "none"},
 	} {
 		var r recorder
 		tc.a.apply(&r, spec)
-		if r.idempotent != tc.again || (r.spec != nil) != tc.copied || r.retryCleared != tc.cleared {
-			t.Errorf("%s: idempotent %v, copied %v, retry policy cleared %v; want %v, %v, %v",
-				tc.name, r.idempotent, r.spec != nil, r.retryCleared, tc.again, tc.copied, tc.cleared)
+		if r.idempotent != tc.again || (r.spec != nil) != tc.copied || r.retry != tc.retry {
+			t.Errorf("%s: idempotent %v, copied %v, retry policy %q; want %v, %v, %q",
+				tc.name, r.idempotent, r.spec != nil, r.retry, tc.again, tc.copied, tc.retry)
 		}
 		// Without a speculation (one node, or copies off) nothing is copied.
 		var none recorder
@@ -169,5 +182,45 @@ func TestCopiesAreBoundedByTheOtherNodes(t *testing.T) {
 	sp.Accept(host("127.0.0.5"))
 	if sp.Attempts() != 2 || sp.Delay() != 200*time.Millisecond {
 		t.Fatalf("four nodes, 2 copies configured: %d copies after %v", sp.Attempts(), sp.Delay())
+	}
+}
+
+// serverError is an error frame as gocql hands it over: its code and
+// message.
+type serverError struct {
+	code int
+	msg  string
+}
+
+func (e serverError) Code() int       { return e.code }
+func (e serverError) Message() string { return e.msg }
+func (e serverError) Error() string   { return e.msg }
+
+// TestARefusedCompareAndSetGoesToTheNextNode: a statement that must not
+// run twice goes on to the next node only when its coordinator refused it
+// unrun (a server shutting down), whether or not it is idempotent, at most
+// refusedRetries times; a timeout, an unavailable, any other overload are
+// the answer.
+func TestARefusedCompareAndSetGoesToTheNextNode(t *testing.T) {
+	t.Parallel()
+	var r retryRefused
+	shuttingDown := serverError{gocql.ErrCodeOverloaded, "Server is shutting down"}
+	if got := r.GetRetryType(fmt.Errorf("users.update: %w", shuttingDown)); got != gocql.RetryNextHost {
+		t.Errorf("a refusal while shutting down: %v, want the next node", got)
+	}
+	for _, err := range []error{
+		gocql.ErrTimeoutNoResponse, gocql.ErrConnectionClosed, gocql.ErrTooManyTimeouts,
+		&gocql.RequestErrWriteTimeout{}, &gocql.RequestErrCASWriteUnknown{}, &gocql.RequestErrUnavailable{},
+		serverError{gocql.ErrCodeOverloaded, "Too many in flight hints"},
+		serverError{gocql.ErrCodeWriteTimeout, "shutting down"},
+	} {
+		if got := r.GetRetryType(err); got != gocql.Rethrow {
+			t.Errorf("%v: %v, want the answer (Rethrow)", err, got)
+		}
+	}
+	for attempts, want := range map[int]bool{1: true, refusedRetries: true, refusedRetries + 1: false} {
+		if got := r.Attempt(fakeQuery{attempts: attempts}); got != want {
+			t.Errorf("after %d attempts: Attempt %v, want %v", attempts, got, want)
+		}
 	}
 }

@@ -59,6 +59,11 @@ const (
 	// probeEvery is how often a silent host is tried by a statement with
 	// a speculative copy.
 	probeEvery = time.Second
+	// replanPause is how long a statement whose plan ran out waits before
+	// its plan's second and last pass (see Pick): long enough for gocql to
+	// open a connection again in a pool whose connections it closed
+	// (Pick asks the pool to refill), short beside a request's deadline.
+	replanPause = 100 * time.Millisecond
 )
 
 // healthPolicy is a gocql.HostSelectionPolicy that reorders its inner
@@ -66,6 +71,8 @@ const (
 type healthPolicy struct {
 	gocql.HostSelectionPolicy
 	now func() time.Time
+	// pause waits d, or until ctx ends (false); a test's is instant.
+	pause func(ctx context.Context, d time.Duration) bool
 
 	mu    sync.Mutex
 	hosts map[string]*hostHealth
@@ -91,7 +98,7 @@ type hostHealth struct {
 // set, keep seeing every attempt: the policy observes attempts through
 // them (gocql tells a policy which host it picked, not when it answered).
 func newHealthPolicy(inner gocql.HostSelectionPolicy, cluster *gocql.ClusterConfig) *healthPolicy {
-	p := &healthPolicy{HostSelectionPolicy: inner, now: time.Now, hosts: map[string]*hostHealth{}}
+	p := &healthPolicy{HostSelectionPolicy: inner, now: time.Now, pause: sleep, hosts: map[string]*hostHealth{}}
 	if cluster != nil {
 		o := observers{p, cluster.QueryObserver, cluster.BatchObserver}
 		cluster.QueryObserver, cluster.BatchObserver = o, o
@@ -149,14 +156,29 @@ func (p *healthPolicy) stuck(h *gocql.HostInfo, now time.Time, probe bool) bool 
 
 // Pick returns the inner policy's plan with the stuck hosts moved to its
 // end, each group in the inner order (token-aware: replicas first).
+//
+// A plan that runs out gets a second pass, a fresh plan, after
+// replanPause. gocql asks for the next host after an attempt it may
+// send again failed (an idempotent statement, within its retries), and
+// after skipping a host it sent nothing to (down, or no connection in
+// its pool): so the second pass sends nothing a statement did not allow.
+// It is what a rolling restart needs (measured: most of its 503s were
+// plans that ran out): the draining node's connections close, statements
+// in flight on a healthy node's connection fail with it when timeouts
+// close it, and for a moment every pool of the plan may be empty; gocql
+// then answers "no hosts available", or the last error, and a speculative
+// copy still out loses to that error (the first answer wins, error or
+// not). By the second pass the pools have connections again.
 func (p *healthPolicy) Pick(q gocql.ExecutableQuery) gocql.NextHost {
-	inner := p.HostSelectionPolicy.Pick(q)
 	var plan []gocql.SelectedHost
-	planned := false
+	passes := 0
 	return func() gocql.SelectedHost {
-		if !planned {
-			planned = true
-			plan = p.reorder(inner, copied(q))
+		if len(plan) == 0 {
+			if passes == 2 || (passes == 1 && !p.pause(contextOf(q), replanPause)) {
+				return nil
+			}
+			passes++
+			plan = p.reorder(p.HostSelectionPolicy.Pick(q), copied(q))
 		}
 		if len(plan) == 0 {
 			return nil
@@ -185,6 +207,26 @@ func withCopies(ctx context.Context, sp gocql.SpeculativeExecutionPolicy) contex
 		return ctx
 	}
 	return context.WithValue(ctx, copiesKey{}, sp)
+}
+
+// contextOf is q's context (Background when it has none).
+func contextOf(q gocql.ExecutableQuery) context.Context {
+	if c, ok := q.(interface{ Context() context.Context }); ok && c.Context() != nil {
+		return c.Context()
+	}
+	return context.Background()
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // copied reports whether q will get a speculative copy if its first host

@@ -322,3 +322,43 @@ type countingObserver struct{ queries, batches int }
 
 func (o *countingObserver) ObserveQuery(context.Context, gocql.ObservedQuery) { o.queries++ }
 func (o *countingObserver) ObserveBatch(context.Context, gocql.ObservedBatch) { o.batches++ }
+
+// TestPlanGetsOneSecondPass: a plan that runs out goes through its hosts
+// once more after replanPause (the pools gocql found empty have had time
+// to open connections again), then ends; a statement whose context ends
+// during the pause gets no second pass.
+func TestPlanGetsOneSecondPass(t *testing.T) {
+	c := newPolicyClock(t)
+	var paused []time.Duration
+	c.p.pause = func(_ context.Context, d time.Duration) bool {
+		paused = append(paused, d)
+		return true
+	}
+	next := c.p.Pick(nil)
+	var ids string
+	for h := next(); h != nil; h = next() {
+		ids += h.Info().HostID()
+		if len(ids) > 12 {
+			t.Fatalf("the plan never ends: %s...", ids)
+		}
+	}
+	if ids != "ABCABC" {
+		t.Fatalf("plan %s, want ABCABC (two passes)", ids)
+	}
+	if len(paused) != 1 || paused[0] != replanPause {
+		t.Fatalf("paused %v, want once for %s before the second pass", paused, replanPause)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	q := offlineDB(nil).query(ctx, 0, userSelectCQL, "u_1")
+	c.p.pause = sleep
+	next = c.p.Pick(q)
+	ids = ""
+	for h := next(); h != nil; h = next() {
+		ids += h.Info().HostID()
+	}
+	if ids != "ABC" {
+		t.Fatalf("plan %s for a statement whose context ended, want ABC (no second pass)", ids)
+	}
+}

@@ -61,14 +61,18 @@ type attempts struct {
 	// twice: a copy sent to the next node while the first is still out
 	// (speculative execution; gocql needs the idempotent flag too).
 	twice bool
+	// refused: a statement not sent again otherwise still goes to the
+	// next node when its coordinator refused it before running it (it is
+	// shutting down: refusedUnrun), since nothing of it ran anywhere.
+	refused bool
 }
 
 func (readCQL) attempts() attempts        { return attempts{again: true, twice: true} }
 func (scanCQL) attempts() attempts        { return attempts{again: true} }
 func (versionedCQL) attempts() attempts   { return attempts{again: true, twice: true} }
 func (repeatableCQL) attempts() attempts  { return attempts{again: true, twice: true} }
-func (onceCQL) attempts() attempts        { return attempts{} }
-func (conditionalCQL) attempts() attempts { return attempts{} }
+func (onceCQL) attempts() attempts        { return attempts{refused: true} }
+func (conditionalCQL) attempts() attempts { return attempts{refused: true} }
 func (schemaCQL) attempts() attempts      { return attempts{} }
 
 // at is what the read allows at cl. At SERIAL it completes any Paxos
@@ -110,13 +114,17 @@ type tunable interface {
 }
 
 // apply marks q: idempotent when it may be sent again (and then copied
-// with spec when it may run twice at once, spec set); otherwise without a
-// retry policy at all, so that nothing, whatever the cluster's policy,
-// sends it again.
+// with spec when it may run twice at once, spec set); otherwise with
+// retryRefused when a refusal may send it on, else without a retry policy
+// at all, so that nothing, whatever the cluster's policy, sends it again.
 func (a attempts) apply(q tunable, spec gocql.SpeculativeExecutionPolicy) {
 	q.Idempotent(a.again)
 	if !a.again {
-		q.RetryPolicy(nil)
+		if a.refused {
+			q.RetryPolicy(retryRefused{})
+		} else {
+			q.RetryPolicy(nil)
+		}
 		return
 	}
 	if copies := a.copies(spec); copies != nil {
