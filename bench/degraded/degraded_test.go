@@ -1,10 +1,11 @@
 //go:build degraded
 
 // Package degraded is `make bench-degraded` (docs/design.md#node-faults): shelf's API in
-// cluster mode on a three-node cluster of its own (RF 3, LOCAL_QUORUM /
-// LOCAL_SERIAL), 16 clients running the mix of mix.one, through a healthy
-// window and then one fault after another: one node hung, killed and
-// restarted, slow, then two nodes hung. It prints each window against the
+// cluster mode, two processes behind the clients' balancer, on a
+// three-node cluster of its own (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), 16
+// clients running the mix of mix.one, through a healthy window and then
+// one fault after another: one node hung, killed and restarted, slow, two
+// nodes hung, a rolling restart of the nodes, then of the api processes. It prints each window against the
 // healthy one and saves the JSON and an HTML report under .bench/.
 package degraded
 
@@ -12,9 +13,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -52,7 +55,8 @@ type settings struct {
 	label  string        // DEGRADED_LABEL: names the saved files
 	// faults are the faults played after the healthy window, in this
 	// order (DEGRADED_FAULTS, comma separated): hung, killed, slow,
-	// majority. Fewer make a shorter run, to compare builds on one fault.
+	// majority, roll, api-roll. Fewer make a shorter run, to compare
+	// builds on one fault.
 	faults []string
 }
 
@@ -84,7 +88,7 @@ func readSettings(t *testing.T) settings {
 }
 
 // allFaults are the faults of a whole run, in order.
-var allFaults = []string{"hung", "killed", "slow", "majority", "roll"}
+var allFaults = []string{"hung", "killed", "slow", "majority", "roll", "api-roll"}
 
 // TestDegraded is the benchmark. It fails only when it cannot run; the
 // goals' verdicts are printed.
@@ -93,8 +97,8 @@ func TestDegraded(t *testing.T) {
 	started := time.Now()
 	c := testkit.StartCluster(t, "degraded", addresses, testLog{t})
 	errs := &apiErrors{}
-	api := startAPI(t, cfg, errs)
-	m, err := seed(api.Base)
+	api := startAPIs(t, cfg, errs)
+	m, err := seed(api.base(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +116,7 @@ func TestDegraded(t *testing.T) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(i), uint64(started.UnixNano())))
 			for ctx.Err() == nil {
-				res := m.one(api.Base, r)
+				res := m.one(api, r)
 				mu.Lock()
 				results = append(results, res)
 				mu.Unlock()
@@ -128,7 +132,7 @@ func TestDegraded(t *testing.T) {
 	results = nil
 	mu.Unlock()
 	runStart := time.Now()
-	f := &faults{t: t, c: c, node: cfg.node, w: cfg.window, play: cfg.faults}
+	f := &faults{t: t, c: c, api: api, node: cfg.node, w: cfg.window, play: cfg.faults}
 	windows, heal := f.run()
 	stop()
 	wg.Wait()
@@ -144,8 +148,8 @@ func TestDegraded(t *testing.T) {
 	}
 	tbl := table(sums)
 	verdicts := strings.Join(goals(sums, back), "\n")
-	fmt.Printf("\nbench-degraded: 3 nodes (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), %d clients, windows of %s, node %s faulted alone; %.0fs in all\n\n%s\n%s\n",
-		clients, cfg.window, addresses[cfg.node], time.Since(started).Seconds(), tbl, verdicts)
+	fmt.Printf("\nbench-degraded: 3 nodes (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), %d api processes, %d clients, windows of %s, node %s faulted alone; %.0fs in all\n\n%s\n%s\n",
+		len(api.procs), clients, cfg.window, addresses[cfg.node], time.Since(started).Seconds(), tbl, verdicts)
 	for i, l := range errs.lines() {
 		if i == 10 {
 			fmt.Printf("api error: ... %d more kinds\n", len(errs.lines())-10)
@@ -156,16 +160,79 @@ func TestDegraded(t *testing.T) {
 	save(t, cfg, runStart, windows, sums, series, drawn, back, tbl, verdicts)
 }
 
-// startAPI builds the api (with DEGRADED_TAGS), migrates the keyspace and
-// serves it in cluster mode on a free port; it stops when the test ends.
-func startAPI(t *testing.T, cfg settings, errs *apiErrors) *testkit.Process {
+// apis are the api processes the clients call, as a load balancer in
+// front of them would: each request goes to the next process, and to the
+// other one when its process refuses the connection (stopped: nothing
+// was sent). A process restarted listens on its address again.
+type apis struct {
+	t     *testing.T
+	bin   string
+	env   []string
+	errs  *apiErrors
+	next  atomic.Uint64
+	mu    sync.Mutex
+	procs []*apiProc
+}
+
+// apiProc is one api process and how to stop it.
+type apiProc struct {
+	p    *testkit.Process
+	stop func()
+}
+
+// base is process i's URL.
+func (a *apis) base(i int) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.procs[i].p.Base
+}
+
+// do sends one request of the mix to the next process, or to the other
+// one when that process refuses the connection, and records it.
+func (a *apis) do(kind, method, path, token, body string, want int) result {
+	first := int(a.next.Add(1) % uint64(len(a.procs)))
+	res := do(kind, method, a.base(first)+path, token, body, want)
+	if res.refused {
+		again := do(kind, method, a.base((first+1)%len(a.procs))+path, token, body, want)
+		again.Start = res.Start
+		res = again
+	}
+	return res
+}
+
+// serve starts `api serve` on addr ("127.0.0.1:0": a free port).
+func (a *apis) serve(addr string) *apiProc {
+	env := append(slices.Clone(a.env), "SHELF_HTTP_ADDR="+addr)
+	p, stop, err := testkit.StartLogging(a.bin, []string{"serve"}, env, testkit.APIAddr, a.errs)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return &apiProc{p: p, stop: stop}
+}
+
+// restart stops process i (SIGINT: it drains its requests in flight, as
+// on SIGTERM) and starts it again on its address.
+func (a *apis) restart(i int) {
+	a.mu.Lock()
+	old := a.procs[i]
+	a.mu.Unlock()
+	old.stop()
+	p := a.serve(strings.TrimPrefix(old.p.Base, "http://"))
+	a.mu.Lock()
+	a.procs[i] = p
+	a.mu.Unlock()
+}
+
+// startAPIs builds the api (with DEGRADED_TAGS), migrates the keyspace and
+// serves it in cluster mode from two processes on free ports; they stop
+// when the test ends.
+func startAPIs(t *testing.T, cfg settings, errs *apiErrors) *apis {
 	t.Helper()
 	bin, err := testkit.Build(t.TempDir(), "./cmd/api", cfg.tags)
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(),
-		"SHELF_HTTP_ADDR=127.0.0.1:0",
 		"SHELF_CASSANDRA_HOSTS="+strings.Join(addresses[:], ","),
 		"SHELF_KEYSPACE=degraded",
 		"SHELF_REPLICATION=NetworkTopologyStrategy:datacenter1=3",
@@ -185,12 +252,16 @@ func startAPI(t *testing.T, cfg settings, errs *apiErrors) *testkit.Process {
 	if out, err := migrate.CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v: %s", err, out)
 	}
-	p, stop, err := testkit.StartLogging(bin, []string{"serve"}, env, testkit.APIAddr, errs)
-	if err != nil {
-		t.Fatal(err)
+	a := &apis{t: t, bin: bin, env: env, errs: errs}
+	for range 2 {
+		a.procs = append(a.procs, a.serve("127.0.0.1:0"))
 	}
-	t.Cleanup(stop)
-	return p
+	t.Cleanup(func() {
+		for _, p := range a.procs {
+			p.stop()
+		}
+	})
+	return a
 }
 
 // apiErrors keeps the messages of the api's error lines, counted: what a
@@ -239,6 +310,7 @@ func (a *apiErrors) lines() []string {
 type faults struct {
 	t    *testing.T
 	c    *testkit.Cluster
+	api  *apis
 	node int
 	w    time.Duration
 	play []string
@@ -336,6 +408,20 @@ func (f *faults) run() ([]window, time.Time) {
 			windows = append(windows, roll)
 			f.t.Logf("rolling restart: %.1fs", roll.To.Sub(roll.From).Seconds())
 			play("after roll", false, nil)
+		case "api-roll":
+			// A deployment: every api process in turn stopped (it drains
+			// its requests in flight), started again on its address,
+			// serving, then the next; the clients' balancer sends to the
+			// other meanwhile. At least a window long.
+			roll := window{Name: "api rolling restart", From: time.Now(), Fault: true}
+			for i := range f.api.procs {
+				f.api.restart(i)
+			}
+			time.Sleep(time.Until(roll.From.Add(f.w)))
+			roll.To = time.Now()
+			windows = append(windows, roll)
+			f.t.Logf("api rolling restart: %.1fs", roll.To.Sub(roll.From).Seconds())
+			play("after api roll", false, nil)
 		}
 	}
 	return windows, heal
@@ -367,7 +453,7 @@ func save(t *testing.T, cfg settings, start time.Time, windows []window, sums []
 		t.Fatal(err)
 	}
 	colors := map[string]string{"one node hung": "#fff2cc", "one node killed": "#f4cccc", "restarting": "#fce5cd",
-		"one node slow": "#d9ead3", "two nodes hung": "#f9cb9c"}
+		"one node slow": "#d9ead3", "two nodes hung": "#f9cb9c", "rolling restart": "#cfe2f3", "api rolling restart": "#d9d2e9"}
 	var shades []testkit.Shade
 	for _, w := range windows {
 		if w.Fault {
@@ -376,7 +462,7 @@ func save(t *testing.T, cfg settings, start time.Time, windows []window, sums []
 	}
 	title := "bench-degraded " + name
 	if err := testkit.WriteTimeline(filepath.Join(dir, name+".html"), title, drawn, shades,
-		"Shaded: one node hung (yellow), killed (red), restarting (orange-pale), slow (green), two nodes hung (orange)."); err != nil {
+		"Shaded: one node hung (yellow), killed (red), restarting (orange-pale), slow (green), two nodes hung (orange), a rolling restart of the nodes (blue), of the api processes (purple)."); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("saved .bench/%s.json and .html", name)
@@ -409,23 +495,23 @@ type item struct {
 
 // one runs one operation of the mix, chosen by its shares (40 % item reads,
 // 35 % anonymous library pages, 20 % updates, 5 % signups).
-func (m *mix) one(base string, r *rand.Rand) result {
+func (m *mix) one(api *apis, r *rand.Rand) result {
 	p := r.IntN(100)
 	switch {
 	case p < 40:
 		it := m.items[r.IntN(len(m.items))]
-		return do("user-read", http.MethodGet, base+"/v1/content/"+it.id, m.readers[r.IntN(len(m.readers))].token, "", http.StatusOK)
+		return api.do("user-read", http.MethodGet, "/v1/content/"+it.id, m.readers[r.IntN(len(m.readers))].token, "", http.StatusOK)
 	case p < 75:
 		o := m.owners[r.IntN(len(m.owners))]
-		return do("library-page", http.MethodGet, base+"/v1/users/"+o.id+"/library?limit=20", "", "", http.StatusOK)
+		return api.do("library-page", http.MethodGet, "/v1/users/"+o.id+"/library?limit=20", "", "", http.StatusOK)
 	case p < 95:
 		it := m.items[r.IntN(len(m.items))]
 		body := fmt.Sprintf(`{"description":"revision %d"}`, m.seq.Add(1))
-		return do("content-update", http.MethodPatch, base+"/v1/content/"+it.id, m.owners[it.owner].token, body, http.StatusOK)
+		return api.do("content-update", http.MethodPatch, "/v1/content/"+it.id, m.owners[it.owner].token, body, http.StatusOK)
 	default:
 		u := fmt.Sprintf("d%d_%d", time.Now().UnixNano()%1e9, m.seq.Add(1))
 		body := fmt.Sprintf(`{"username":%q,"email":%q,"password":%q}`, u, u+"@example.org", password)
-		return do("signup", http.MethodPost, base+"/v1/users", "", body, http.StatusCreated)
+		return api.do("signup", http.MethodPost, "/v1/users", "", body, http.StatusCreated)
 	}
 }
 
@@ -452,6 +538,8 @@ func do(kind, method, url, token, body string, want int) result {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := client.Do(req)
+	var op *net.OpError
+	res.refused = errors.As(err, &op) && op.Op == "dial"
 	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()

@@ -25,6 +25,9 @@ type result struct {
 	Status     int       `json:"status"`
 	Want       int       `json:"want"`
 	RetryAfter bool      `json:"retryAfter,omitempty"`
+	// refused: the process refused the connection (stopped), so nothing
+	// was sent; the balancer sends the request to the other one.
+	refused bool
 }
 
 // outcome names what an answer was: "ok" when it did what was asked,
@@ -283,7 +286,7 @@ func goals(sums []summary, back float64) []string {
 			errs := s.Requests - s.OK
 			ok := s.OKPerSec >= 0.8*h.OKPerSec && errs == 0
 			lines = append(lines, fmt.Sprintf("%s %s: throughput %s (≥ 0.8×), %d errors (0)", verdict(ok), s.Name, ratio(s.OKPerSec, h.OKPerSec), errs))
-		case "rolling restart":
+		case "rolling restart", "api rolling restart":
 			ok := s.Errors["5xx"] == 0 && s.Errors["no answer"] == 0 && s.share503() <= 0.001 && s.IdleSeconds == 0 &&
 				s.OKPerSec >= 0.8*h.OKPerSec
 			lines = append(lines, fmt.Sprintf("%s %s: throughput %s (≥ 0.8×), 503s %.2f %% (≤ 0.1 %%), %d idle s (0), %d other 5xx (0), %d no answer (0)",
