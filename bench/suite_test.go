@@ -73,6 +73,7 @@ func TestBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("seeded %d items in each of two libraries and %d suspended users in %s", items, suspended, time.Since(t0).Round(time.Second))
+	t.Logf("the node settled after the seed in %s", settle(h.cassandra, 0.25, 90*time.Second).Round(time.Second))
 	rep := &report{Started: t0.UTC(), Machine: machine(), Clients: clients, Round: round.String(), Rounds: rounds}
 	for _, o := range ops(f) {
 		if !picked(o.name) {
@@ -109,6 +110,24 @@ func TestBench(t *testing.T) {
 	if err := save(rep, table.String()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// settle waits until the node at pid spends under cores of CPU for two
+// seconds in a row (the seed's flushes and compactions over), or until
+// limit has passed, and says how long it waited: rounds measured while
+// the node still works through the seed measure that work too.
+func settle(pid int, cores float64, limit time.Duration) time.Duration {
+	start, quiet := time.Now(), 0
+	for quiet < 2 && time.Since(start) < limit {
+		c0 := cpuOf(pid)
+		time.Sleep(time.Second)
+		if (cpuOf(pid) - c0).Seconds() < cores {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	return time.Since(start)
 }
 
 // machine describes where the run happened.
@@ -173,8 +192,24 @@ func run(t *testing.T, clients int, d time.Duration, fn func() error) ([]time.Du
 	return all, elapsed
 }
 
-// measure runs o on the three sides in alternating rounds after a warm-up
-// of each, and reads the api's round trips per request from /metrics.
+// turns is the order of n sides in round k: first to last in even
+// rounds, last to first in odd ones. The node's own work (a compaction,
+// its JIT warming) rises and falls during a run; in a fixed order the
+// side that always goes first would always meet more of it as it falls.
+func turns(k, n int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+		if k%2 == 1 {
+			order[i] = n - 1 - i
+		}
+	}
+	return order
+}
+
+// measure runs o on the three sides in alternating rounds (turns) after a
+// warm-up of each, and reads the api's round trips per request from
+// /metrics.
 func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, rounds int) row {
 	ctx := context.Background()
 	sides := []func() error{
@@ -191,8 +226,9 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 	servers := []*process{h.api, h.lean, nil}
 	dbCPU := make([]time.Duration, 3) // of the Cassandra node, every side
 	var rtSum, rtCount float64
-	for range rounds {
-		for i, fn := range sides {
+	for k := range rounds {
+		for _, i := range turns(k, len(sides)) {
+			fn := sides[i]
 			if i == 0 {
 				s, c := scrape(t, h, o)
 				rtSum, rtCount = rtSum-s, rtCount-c
@@ -253,8 +289,9 @@ func measureItemsRead(t *testing.T, h *harness, f *fixture, clients int, round t
 		lat := make([][]time.Duration, 2)
 		took, dbCPU := make([]time.Duration, 2), make([]time.Duration, 2)
 		var idle, idleCPU time.Duration // a round of neither: what else the node does
-		for range rounds {
-			for i, fn := range sides {
+		for k := range rounds {
+			for _, i := range turns(k, len(sides)) {
+				fn := sides[i]
 				db0 := cpuOf(h.cassandra)
 				l, d := run(t, clients, round, fn)
 				dbCPU[i] += cpuOf(h.cassandra) - db0

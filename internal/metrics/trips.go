@@ -50,16 +50,47 @@ func (t *Trips) Count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	slices.SortFunc(t.spans, func(a, b span) int { return a.start.Compare(b.start) })
-	// In order of start: a statement's chain is one longer than the
-	// longest chain among those that ended before it started.
+	if len(t.spans) <= smallTrips {
+		return smallCount(t.spans)
+	}
+	return heapCount(t.spans)
+}
+
+// heapCount is Count for spans in order of start: a statement's chain is
+// one longer than the longest chain among those that ended before it
+// started, which a heap of the chains still open by their end finds.
+func heapCount(spans []span) int {
 	var open endHeap
 	ended, longest := 0, 0
-	for _, s := range t.spans {
+	for _, s := range spans {
 		for len(open) > 0 && open[0].end.Before(s.start) {
 			ended = max(ended, heap.Pop(&open).(chain).depth)
 		}
 		heap.Push(&open, chain{end: s.end, depth: ended + 1})
 		longest = max(longest, ended+1)
+	}
+	return longest
+}
+
+// smallTrips is up to how many statements smallCount counts: most
+// requests send one to five.
+const smallTrips = 16
+
+// smallCount is Count for a few spans in order of start, without the
+// heap (whose every push and pop allocates): a statement's chain is one
+// longer than the longest among those that ended before it started, all
+// of which come before it.
+func smallCount(spans []span) int {
+	var depth [smallTrips]int
+	longest := 0
+	for i, s := range spans {
+		depth[i] = 1
+		for j, before := range spans[:i] {
+			if before.end.Before(s.start) {
+				depth[i] = max(depth[i], depth[j]+1)
+			}
+		}
+		longest = max(longest, depth[i])
 	}
 	return longest
 }

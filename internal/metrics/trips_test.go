@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -32,5 +34,30 @@ func TestTripsCount(t *testing.T) {
 				t.Fatalf("Count = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSmallCountIsHeapCount: the count without the heap, for the few
+// statements of most requests, is the heap's on every arrangement of up to
+// smallTrips spans, and costs no allocation.
+func TestSmallCountIsHeapCount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 38))
+	for round := range 20_000 {
+		spans := make([]span, rng.IntN(smallTrips+1))
+		for i := range spans {
+			start := rng.IntN(40)
+			spans[i] = span{time.Unix(0, int64(start)), time.Unix(0, int64(start+rng.IntN(10)))}
+		}
+		slices.SortFunc(spans, func(a, b span) int { return a.start.Compare(b.start) })
+		if small, heaped := smallCount(spans), heapCount(spans); small != heaped {
+			t.Fatalf("round %d, spans %v: small %d, heap %d", round, spans, small, heaped)
+		}
+	}
+	ctx, trips := WithTrips(context.Background())
+	for i := range 5 {
+		addTrip(ctx, time.Unix(int64(i), 0), time.Unix(int64(i), 5))
+	}
+	if a := testing.AllocsPerRun(100, func() { trips.Count() }); a != 0 {
+		t.Errorf("Count of five statements allocates %.0f times, want none", a)
 	}
 }
