@@ -237,11 +237,7 @@ func copied(q gocql.ExecutableQuery) bool {
 	if q == nil || !q.IsIdempotent() {
 		return false
 	}
-	c, ok := q.(interface{ Context() context.Context })
-	if !ok {
-		return false
-	}
-	sp, _ := c.Context().Value(copiesKey{}).(gocql.SpeculativeExecutionPolicy)
+	sp, _ := contextOf(q).Value(copiesKey{}).(gocql.SpeculativeExecutionPolicy)
 	return sp != nil && sp.Attempts() > 0
 }
 
