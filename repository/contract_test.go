@@ -42,7 +42,7 @@ func TestContractStores(t *testing.T) {
 			storecontract.Claims(t, onReal(db, func(db *repository.DB) domain.ClaimStore { return repository.NewClaims(db) }))
 		}},
 		{"Users", func(t *testing.T) {
-			storecontract.Users(t, onReal(db, func(db *repository.DB) accounts.UserStore { return repository.NewUsers(db) }))
+			storecontract.Users(t, onReal(db, func(db *repository.DB) storecontract.UserStore { return repository.NewUsers(db) }))
 		}},
 		{"Sessions", func(t *testing.T) {
 			storecontract.Sessions(t, onReal(db, func(db *repository.DB) accounts.SessionStore { return repository.NewSessions(db) }))

@@ -77,6 +77,11 @@ var rowSelects = []struct {
 }{
 	{string(userSelectCQL), &userRow{}},
 	{string(userProfileCQL), &profileRow{}},
+	{string(userAccessCQL), &accessRow{}},
+	{string(userCredentialsCQL), &credentialsRow{}},
+	{string(userShownCQL), &shownRow{}},
+	{string(userSignedInCQL), &signedInRow{}},
+	{string(userStandingCQL), &standingRow{}},
 	{string(auditUsersCQL), &userRow{}},
 	{string(userSearch1CQL), &foundRow{}},
 	{string(userSearch2CQL), &foundRow{}},

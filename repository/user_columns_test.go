@@ -47,4 +47,16 @@ func TestUserStatementsFollowOneColumnList(t *testing.T) {
 	if !slices.Equal(tags, sorted) {
 		t.Errorf("userRow's db tags %v are not the column list %v", tags, sorted)
 	}
+	// The narrow reads select columns of the list, each once, the key first.
+	for _, stmt := range []readCQL{userProfileCQL, userAccessCQL, userCredentialsCQL, userShownCQL, userSignedInCQL, userStandingCQL} {
+		cols := selectColumns(string(stmt))
+		if cols[0] != "id" || !strings.HasSuffix(string(stmt), " FROM users WHERE id = ?") {
+			t.Errorf("%q does not read one users row by its key first", stmt)
+		}
+		for i, c := range cols[1:] {
+			if !slices.Contains(names, c) || slices.Contains(cols[:i+1], c) {
+				t.Errorf("%q selects %s: not a column of the list, or twice", stmt, c)
+			}
+		}
+	}
 }

@@ -190,7 +190,24 @@ const (
 	userSelectCQL   readCQL        = `SELECT id, ` + userColumnNames + ` FROM users WHERE id = ?`
 	// userProfileCQL reads what a stranger sees: five columns of forty.
 	userProfileCQL readCQL = `SELECT id, username, display_name, status, created_at FROM users WHERE id = ?`
+	// userAccessCQL reads what every authenticated request checks: seven.
+	userAccessCQL readCQL = `SELECT id, roles, status, suspended_at, suspended_until, password_epoch, password_session FROM users WHERE id = ?`
+	// userCredentialsCQL reads what a login checks: the access, the keys,
+	// the hash and what else may refuse it; twelve.
+	userCredentialsCQL readCQL = `SELECT id, roles, status, suspended_at, suspended_until, password_epoch, password_session, username_key, email_key, password_hash, password_reset_required, email_verified_at FROM users WHERE id = ?`
+	// userShownCQL reads what an account's full view shows: ten.
+	userShownCQL readCQL = `SELECT id, username, display_name, email, roles, status, created_at, email_verified_at, pending_email, pending_email_at FROM users WHERE id = ?`
+	// userSignedInCQL reads what a login checks once its session is
+	// written, and what its answer shows: fifteen.
+	userSignedInCQL readCQL = `SELECT id, username, display_name, email, roles, status, created_at, email_verified_at, pending_email, pending_email_at, suspended_at, suspended_until, password_epoch, password_session, password_reset_required FROM users WHERE id = ?`
+	// userStandingCQL reads what moderation shows: the status and the
+	// suspension; eight.
+	userStandingCQL readCQL = `SELECT id, username, status, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until FROM users WHERE id = ?`
 )
+
+// The rows of the narrow reads: each is the columns its statement lists,
+// and converts to a view of the domain that no write takes (see
+// domain.Access), never to a domain.User.
 
 // profileRow is the part of a users row a stranger sees.
 type profileRow struct {
@@ -204,6 +221,125 @@ type profileRow struct {
 // columns are userProfileCQL's.
 func (r *profileRow) columns() []any {
 	return []any{&r.ID, &r.Username, &r.DisplayName, &r.Status, &r.CreatedAt}
+}
+
+// accessRow is the part of a users row every authenticated request reads.
+type accessRow struct {
+	ID              string    `db:"id"`
+	Roles           []string  `db:"roles"`
+	Status          string    `db:"status"`
+	SuspendedAt     time.Time `db:"suspended_at"`
+	SuspendedUntil  time.Time `db:"suspended_until"`
+	PasswordEpoch   int       `db:"password_epoch"`
+	PasswordSession string    `db:"password_session"`
+}
+
+// columns are userAccessCQL's.
+func (r *accessRow) columns() []any {
+	return []any{&r.ID, &r.Roles, &r.Status, &r.SuspendedAt, &r.SuspendedUntil, &r.PasswordEpoch, &r.PasswordSession}
+}
+
+func (r accessRow) toDomain() domain.Access {
+	a := domain.Access{ID: r.ID, Roles: r.Roles, Status: domain.Status(r.Status), PasswordEpoch: r.PasswordEpoch, PasswordSession: r.PasswordSession}
+	if !r.SuspendedAt.IsZero() {
+		a.Suspension = &domain.Suspension{SuspendedAt: r.SuspendedAt.UTC(), Until: utcOrZero(r.SuspendedUntil)}
+	}
+	return a
+}
+
+// credentialsRow is the part of a users row a login reads.
+type credentialsRow struct {
+	accessRow
+	UsernameKey           string    `db:"username_key"`
+	EmailKey              string    `db:"email_key"`
+	PasswordHash          string    `db:"password_hash"`
+	PasswordResetRequired bool      `db:"password_reset_required"`
+	EmailVerifiedAt       time.Time `db:"email_verified_at"`
+}
+
+// columns are userCredentialsCQL's.
+func (r *credentialsRow) columns() []any {
+	return append(r.accessRow.columns(), &r.UsernameKey, &r.EmailKey, &r.PasswordHash, &r.PasswordResetRequired, &r.EmailVerifiedAt)
+}
+
+func (r credentialsRow) toDomain() domain.Credentials {
+	return domain.Credentials{Access: r.accessRow.toDomain(), UsernameKey: r.UsernameKey, EmailKey: r.EmailKey, PasswordHash: r.PasswordHash,
+		PasswordResetRequired: r.PasswordResetRequired, EmailVerifiedAt: utcOrZero(r.EmailVerifiedAt)}
+}
+
+// shownRow is the part of a users row an account's full view shows.
+type shownRow struct {
+	ID              string    `db:"id"`
+	Username        string    `db:"username"`
+	DisplayName     string    `db:"display_name"`
+	Email           string    `db:"email"`
+	Roles           []string  `db:"roles"`
+	Status          string    `db:"status"`
+	CreatedAt       time.Time `db:"created_at"`
+	EmailVerifiedAt time.Time `db:"email_verified_at"`
+	PendingEmail    string    `db:"pending_email"`
+	PendingEmailAt  time.Time `db:"pending_email_at"`
+}
+
+// columns are userShownCQL's.
+func (r *shownRow) columns() []any {
+	return []any{&r.ID, &r.Username, &r.DisplayName, &r.Email, &r.Roles, &r.Status, &r.CreatedAt, &r.EmailVerifiedAt,
+		&r.PendingEmail, &r.PendingEmailAt}
+}
+
+func (r shownRow) toDomain() domain.Shown {
+	return domain.Shown{ID: r.ID, Username: r.Username, DisplayName: r.DisplayName, Email: r.Email, Roles: r.Roles,
+		Status: domain.Status(r.Status), CreatedAt: r.CreatedAt, EmailVerifiedAt: utcOrZero(r.EmailVerifiedAt),
+		PendingEmail: r.PendingEmail, PendingEmailAt: utcOrZero(r.PendingEmailAt)}
+}
+
+// signedInRow is the part of a users row a login reads after its session
+// is written: the full view and what of the access it does not hold.
+type signedInRow struct {
+	shownRow
+	SuspendedAt           time.Time `db:"suspended_at"`
+	SuspendedUntil        time.Time `db:"suspended_until"`
+	PasswordEpoch         int       `db:"password_epoch"`
+	PasswordSession       string    `db:"password_session"`
+	PasswordResetRequired bool      `db:"password_reset_required"`
+}
+
+// columns are userSignedInCQL's.
+func (r *signedInRow) columns() []any {
+	return append(r.shownRow.columns(), &r.SuspendedAt, &r.SuspendedUntil, &r.PasswordEpoch, &r.PasswordSession, &r.PasswordResetRequired)
+}
+
+func (r signedInRow) toDomain() domain.SignedIn {
+	access := accessRow{ID: r.ID, Roles: r.Roles, Status: r.Status, SuspendedAt: r.SuspendedAt, SuspendedUntil: r.SuspendedUntil,
+		PasswordEpoch: r.PasswordEpoch, PasswordSession: r.PasswordSession}
+	return domain.SignedIn{Access: access.toDomain(), PasswordResetRequired: r.PasswordResetRequired, Shown: r.shownRow.toDomain()}
+}
+
+// standingRow is the part of a users row moderation shows.
+type standingRow struct {
+	ID               string    `db:"id"`
+	Username         string    `db:"username"`
+	Status           string    `db:"status"`
+	SuspendedAt      time.Time `db:"suspended_at"`
+	SuspensionBucket string    `db:"suspension_bucket"`
+	SuspensionReason string    `db:"suspension_reason"`
+	SuspendedBy      string    `db:"suspended_by"`
+	SuspendedUntil   time.Time `db:"suspended_until"`
+}
+
+// columns are userStandingCQL's.
+func (r *standingRow) columns() []any {
+	return []any{&r.ID, &r.Username, &r.Status, &r.SuspendedAt, &r.SuspensionBucket, &r.SuspensionReason, &r.SuspendedBy, &r.SuspendedUntil}
+}
+
+// toDomain builds the suspension as userRow.toDomain does.
+func (r standingRow) toDomain() domain.Standing {
+	s := domain.Standing{ID: r.ID, Username: r.Username, Status: domain.Status(r.Status)}
+	if !r.SuspendedAt.IsZero() {
+		s.Suspension = &domain.Suspension{UserID: r.ID, Username: r.Username, Reason: r.SuspensionReason,
+			SuspendedAt: r.SuspendedAt.UTC(), SuspendedBy: r.SuspendedBy, Until: utcOrZero(r.SuspendedUntil), Bucket: r.SuspensionBucket}
+	}
+	return s
 }
 
 // values lists r's columns in userColumns order, with the tag of this
@@ -264,15 +400,50 @@ func (s *Users) Get(ctx context.Context, id string) (domain.User, error) {
 
 // Profile reads the public part of an account (userProfileCQL).
 func (s *Users) Profile(ctx context.Context, id string) (domain.User, error) {
-	r, found, err := getRow[profileRow](s.rows.db.query(ctx, 0, userProfileCQL, id))
+	return readView(ctx, s, "users.profile", userProfileCQL, id, func(r profileRow) domain.User {
+		return domain.User{ID: r.ID, Username: r.Username, DisplayName: r.DisplayName, Status: domain.Status(r.Status), CreatedAt: r.CreatedAt}
+	})
+}
+
+// Access reads what an authenticated request checks (userAccessCQL).
+func (s *Users) Access(ctx context.Context, id string) (domain.Access, error) {
+	return readView(ctx, s, "users.access", userAccessCQL, id, accessRow.toDomain)
+}
+
+// Credentials reads what a login checks (userCredentialsCQL).
+func (s *Users) Credentials(ctx context.Context, id string) (domain.Credentials, error) {
+	return readView(ctx, s, "users.credentials", userCredentialsCQL, id, credentialsRow.toDomain)
+}
+
+// Shown reads what an account's full view shows (userShownCQL).
+func (s *Users) Shown(ctx context.Context, id string) (domain.Shown, error) {
+	return readView(ctx, s, "users.shown", userShownCQL, id, shownRow.toDomain)
+}
+
+// SignedIn reads what a login checks once its session is written
+// (userSignedInCQL).
+func (s *Users) SignedIn(ctx context.Context, id string) (domain.SignedIn, error) {
+	return readView(ctx, s, "users.signed_in", userSignedInCQL, id, signedInRow.toDomain)
+}
+
+// Standing reads what moderation shows of an account (userStandingCQL).
+func (s *Users) Standing(ctx context.Context, id string) (domain.Standing, error) {
+	return readView(ctx, s, "users.standing", userStandingCQL, id, standingRow.toDomain)
+}
+
+// readView reads the columns stmt lists of account id, at the session's
+// consistency, into its row R, and converts them with view; op names the
+// read in errors.
+func readView[R any, P scanned[R], V any](ctx context.Context, s *Users, op string, stmt readCQL, id string, view func(R) V) (V, error) {
+	r, found, err := getRow[R, P](s.rows.db.query(ctx, 0, stmt, id))
+	var zero V
 	switch {
 	case err != nil:
-		return domain.User{}, dbErr("users.profile", err)
+		return zero, dbErr(op, err)
 	case !found:
-		return domain.User{}, domain.ErrNotFound
+		return zero, domain.ErrNotFound
 	}
-	return domain.User{ID: r.ID, Username: r.Username, DisplayName: r.DisplayName, Status: domain.Status(r.Status),
-		CreatedAt: r.CreatedAt}, nil
+	return view(r), nil
 }
 
 // GetSerial reads an account at SERIAL.

@@ -34,7 +34,7 @@ func TestContractClaims(t *testing.T) {
 }
 
 func TestContractUsers(t *testing.T) {
-	storecontract.Users(t, onFake(func(s *memstore.Store) accounts.UserStore { return s.Users() }))
+	storecontract.Users(t, onFake(func(s *memstore.Store) storecontract.UserStore { return s.Users() }))
 }
 
 func TestContractGroups(t *testing.T) {

@@ -437,15 +437,51 @@ func (u *Users) Get(_ context.Context, id string) (domain.User, error) {
 
 // Profile reads the public part of an account: every other field is left
 // empty, so a caller that used one would show it empty in the tests.
-func (u *Users) Profile(_ context.Context, id string) (domain.User, error) {
-	var out domain.User
-	found, err := u.s.call("users.profile", false, func() (bool, error) {
+func (u *Users) Profile(ctx context.Context, id string) (domain.User, error) {
+	return readView(u, ctx, "users.profile", id, func(r domain.User) domain.User {
+		return domain.User{ID: r.ID, Username: r.Username, DisplayName: r.DisplayName, Status: r.Status, CreatedAt: r.CreatedAt}
+	})
+}
+
+// Access reads what an authenticated request checks of an account.
+func (u *Users) Access(ctx context.Context, id string) (domain.Access, error) {
+	return readView(u, ctx, "users.access", id, domain.User.Access)
+}
+
+// Credentials reads what a login checks of an account.
+func (u *Users) Credentials(ctx context.Context, id string) (domain.Credentials, error) {
+	return readView(u, ctx, "users.credentials", id, domain.User.Credentials)
+}
+
+// Shown reads what an account's full view shows.
+func (u *Users) Shown(ctx context.Context, id string) (domain.Shown, error) {
+	return readView(u, ctx, "users.shown", id, domain.User.Shown)
+}
+
+// SignedIn reads what a login checks once its session is written.
+func (u *Users) SignedIn(ctx context.Context, id string) (domain.SignedIn, error) {
+	return readView(u, ctx, "users.signed_in", id, domain.User.SignedIn)
+}
+
+// Standing reads what moderation shows of an account.
+func (u *Users) Standing(ctx context.Context, id string) (domain.Standing, error) {
+	return readView(u, ctx, "users.standing", id, domain.User.Standing)
+}
+
+// readView reads account id through op and hands back view of it: the
+// narrow reads, each the domain's conversion of the whole row.
+func readView[V any](u *Users, _ context.Context, op, id string, view func(domain.User) V) (V, error) {
+	var out V
+	found, err := u.s.call(op, false, func() (bool, error) {
 		r, ok := u.s.liveUser(id)
-		out = domain.User{ID: r.u.ID, Username: r.u.Username, DisplayName: r.u.DisplayName, Status: r.u.Status, CreatedAt: r.u.CreatedAt}
+		if ok {
+			out = view(r.u)
+		}
 		return ok, nil
 	})
 	if err == nil && !found {
-		return domain.User{}, domain.ErrNotFound
+		var zero V
+		return zero, domain.ErrNotFound
 	}
 	return out, err
 }

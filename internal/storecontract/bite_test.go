@@ -114,11 +114,28 @@ func (m deleteLosesTies) Delete(ctx context.Context, contentID, principalID stri
 	return m.MemberStore.Delete(ctx, contentID, principalID, version-1)
 }
 
+// accessWithoutSession reads access without the password session: a
+// statement that left a column out.
+type accessWithoutSession struct{ storecontract.UserStore }
+
+func (u accessWithoutSession) Access(ctx context.Context, id string) (domain.Access, error) {
+	a, err := u.UserStore.Access(ctx, id)
+	a.PasswordSession = ""
+	return a, err
+}
+
 func TestSuitesCatchWrongFakes(t *testing.T) {
 	cases := []struct {
 		name         string
 		right, wrong func() []string
 	}{
+		{"a narrow read leaves a column out", func() []string {
+			s, c := fake()
+			return verdict(t, storecontract.UserChecks, "NarrowReadsReadTheirColumns", storecontract.UserStore(s.Users()), c)
+		}, func() []string {
+			s, c := fake()
+			return verdict(t, storecontract.UserChecks, "NarrowReadsReadTheirColumns", storecontract.UserStore(accessWithoutSession{s.Users()}), c)
+		}},
 		{"claim applied twice", func() []string {
 			s, c := fake()
 			return verdict(t, storecontract.ClaimChecks, "ClaimDecidedOnce", s.Claims(), c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -27,34 +28,37 @@ type rowStore[R any] struct {
 	version func(R) int
 }
 
-// Users runs UserChecks.
-func Users(t *testing.T, open Open[accounts.UserStore]) { Run(t, open, UserChecks) }
+// UserStore is what an account store is to its consumers: the accounts'
+// store, and moderation's read of an account's standing.
+type UserStore interface {
+	accounts.UserStore
+	Standing(ctx context.Context, id string) (domain.Standing, error)
+}
 
-// UserChecks are accounts.UserStore's contract.
-var UserChecks = append(rowChecks(func(s accounts.UserStore) rowStore[domain.User] {
+// Users runs UserChecks.
+func Users(t *testing.T, open Open[UserStore]) { Run(t, open, UserChecks) }
+
+// UserChecks are UserStore's contract.
+var UserChecks = append(rowChecks(func(s UserStore) rowStore[domain.User] {
 	return rowStore[domain.User]{create: s.Create, activate: s.Activate, discard: s.Discard, get: s.Get, serial: s.GetSerial, update: s.Update,
 		row: func(id, name string, status domain.Status, version int) domain.User {
 			return domain.User{ID: id, Username: name, UsernameKey: name, Email: name + "@example.com", Status: status, Version: version}
 		},
 		name:    func(u domain.User) string { return u.Username },
 		version: func(u domain.User) int { return u.Version }}
-}), Check[accounts.UserStore]{"ProfileReadsThePublicColumns", userProfile})
+}), Check[UserStore]{"ProfileReadsThePublicColumns", userProfile},
+	Check[UserStore]{"NarrowReadsReadTheirColumns", userNarrowReads})
 
 // userProfile: Profile reads an account's id, username, display name,
 // status and creation time as Get does, and leaves every other field
 // empty (the hash and the email are not read); no account is ErrNotFound.
-func userProfile(t testing.TB, s accounts.UserStore, c Clock) {
+func userProfile(t testing.TB, s UserStore, c Clock) {
 	ctx, id := context.Background(), Key("u")
 	u := domain.User{ID: id, Username: "Ann", UsernameKey: "ann", Email: "ann@example.com", EmailKey: "ann@example.com",
 		DisplayName: "Ann A.", PasswordHash: "$argon2id$x", Roles: []string{"admin"}, Status: domain.StatusPending,
 		CreatedAt: At(c.Now()), UpdatedAt: At(c.Now()), Version: 1}
-	if err := s.Create(ctx, u, Long); err != nil {
-		t.Fatal(err)
-	}
 	u.Status = domain.StatusActive
-	if ok, err := s.Activate(ctx, u); err != nil || !ok {
-		t.Fatalf("activate: %v %v", ok, err)
-	}
+	createActive(t, s, u)
 	got, err := s.Profile(ctx, id)
 	want := domain.User{ID: id, Username: "Ann", DisplayName: "Ann A.", Status: domain.StatusActive, CreatedAt: u.CreatedAt}
 	if err != nil || got.ID != want.ID || got.Username != want.Username || got.DisplayName != want.DisplayName ||
@@ -66,6 +70,66 @@ func userProfile(t testing.TB, s accounts.UserStore, c Clock) {
 	}
 	if _, err := s.Profile(ctx, Key("nobody")); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("profile of no account: %v, want ErrNotFound", err)
+	}
+}
+
+// userNarrowReads: each narrow read (Access, Credentials, Shown,
+// SignedIn, Standing) answers what the domain's view of the whole row
+// (domain.User.Access ...) holds, for an account with every column set,
+// so a column missing from a statement, or read into another's field,
+// shows; no account is ErrNotFound for each.
+func userNarrowReads(t testing.TB, s UserStore, c Clock) {
+	ctx, id := context.Background(), Key("u")
+	now := At(c.Now())
+	u := domain.User{ID: id, Username: "Ann", UsernameKey: "ann", Email: "ann@example.com", EmailKey: "ann@example.com",
+		DisplayName: "Ann A.", PasswordHash: "$argon2id$x", Roles: []string{domain.RoleAdmin}, Status: domain.StatusPending,
+		CreatedAt: now.Add(-time.Hour), UpdatedAt: now, Version: 1, EmailVerifiedAt: now.Add(-time.Minute),
+		PasswordEpoch: 3, PasswordSession: "hash-of-a-session", PasswordResetRequired: true,
+		PendingEmail: "Ann@New.example", PendingEmailKey: "ann@new.example", PendingEmailAt: now.Add(-2 * time.Minute),
+		PendingEmailSession: "s_x", RecoveryEmail: "ann@old.example", RecoveryEmailKey: "ann@old.example",
+		RecoveryUntil: now.Add(time.Hour),
+		Suspension: &domain.Suspension{UserID: id, Username: "Ann", Reason: "spam", SuspendedAt: now.Add(-3 * time.Minute),
+			SuspendedBy: "u_admin", Until: now.Add(2 * time.Hour), Bucket: "2030-01-01"}}
+	u.Status = domain.StatusSuspended
+	createActive(t, s, u)
+	whole, err := s.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := []struct {
+		name string
+		read func(id string) (any, error)
+		want any
+	}{
+		{"Access", func(id string) (any, error) { return s.Access(ctx, id) }, whole.Access()},
+		{"Credentials", func(id string) (any, error) { return s.Credentials(ctx, id) }, whole.Credentials()},
+		{"Shown", func(id string) (any, error) { return s.Shown(ctx, id) }, whole.Shown()},
+		{"SignedIn", func(id string) (any, error) { return s.SignedIn(ctx, id) }, whole.SignedIn()},
+		{"Standing", func(id string) (any, error) { return s.Standing(ctx, id) }, whole.Standing()},
+	}
+	for _, r := range reads {
+		got, err := r.read(id)
+		if err != nil || !reflect.DeepEqual(got, r.want) {
+			t.Errorf("%s: %+v %v, want %+v", r.name, got, err, r.want)
+		}
+		if _, err := r.read(Key("nobody")); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("%s of no account: %v, want ErrNotFound", r.name, err)
+		}
+	}
+}
+
+// createActive creates u as a pending account, then activates it with
+// u's status.
+func createActive(t testing.TB, s UserStore, u domain.User) {
+	t.Helper()
+	ctx := context.Background()
+	pending := u
+	pending.Status = domain.StatusPending
+	if err := s.Create(ctx, pending, Long); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Activate(ctx, u); err != nil || !ok {
+		t.Fatalf("activate: %v %v", ok, err)
 	}
 }
 
