@@ -55,9 +55,10 @@ func (s Session) Seen() time.Time {
 type Principal struct {
 	UserID  string
 	Session Session
-	// Account is the caller's account as read with the session, in this
-	// request (nil when not read): checks of roles and status use it.
-	Account *User
+	// Account is what was read of the caller's account with the session,
+	// in this request (nil when not read): checks of roles and status use
+	// it. It is the access view alone, never a User to write back.
+	Account *Access
 	// From is where the request came from (zero outside an HTTP request):
 	// what an audit entry of the caller's action records.
 	From Origin

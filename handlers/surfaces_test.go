@@ -153,7 +153,7 @@ func TestAccessLogRedactsEmails(t *testing.T) {
 // are is not shown to everyone who can read an account.
 func TestRolesShownToTheUserAndAdminsOnly(t *testing.T) {
 	t.Parallel()
-	u := domain.User{ID: "u_aaaaaaaaaaaaaaaaaaaaaaaaaa", Username: "root", DisplayName: "root", Email: "root@example.org",
+	u := domain.Shown{ID: "u_aaaaaaaaaaaaaaaaaaaaaaaaaa", Username: "root", DisplayName: "root", Email: "root@example.org",
 		Roles: []string{"admin"}, Status: domain.StatusActive}
 	for _, c := range []struct {
 		full bool

@@ -104,7 +104,7 @@ func (h *Users) signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", "/v1/users/"+u.ID)
-	writeJSON(w, http.StatusCreated, toUserResponse(accounts.UserView{User: u, Full: true}))
+	writeJSON(w, http.StatusCreated, toUserResponse(accounts.UserView{User: u.Shown(), Full: true}))
 	return nil
 }
 
@@ -167,7 +167,7 @@ func (h *Users) search(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, toPage(page, func(u domain.User) userResponse {
-		return toUserResponse(accounts.UserView{User: u, Full: true})
+		return toUserResponse(accounts.UserView{User: u.Shown(), Full: true})
 	}))
 	return nil
 }

@@ -186,7 +186,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		if done {
 			a.recordApplied(ctx, audited)
 			a.releaseDropped(ctx, u, next)
-			out = UserView{User: next, Full: true}
+			out = UserView{User: next.Shown(), Full: true}
 			if asked {
 				a.mailPendingEmail(ctx, next)
 			}

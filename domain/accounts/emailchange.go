@@ -54,8 +54,12 @@ func (a *Service) holdsAt(now time.Time) holds {
 
 // pending reports whether u's change pending still holds its new address.
 func (h holds) pending(u domain.User) bool {
-	return u.PendingEmailKey != "" && h.now.Before(u.PendingEmailAt.Add(h.pendingFor))
+	return u.PendingEmailKey != "" && h.pendingSince(u.PendingEmailAt)
 }
+
+// pendingSince reports whether a change asked for at still holds its new
+// address.
+func (h holds) pendingSince(at time.Time) bool { return h.now.Before(at.Add(h.pendingFor)) }
 
 // recovery reports whether u still holds its recovery address: until its
 // revert link ends, and the grace in which a use of it begun before may

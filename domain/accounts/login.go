@@ -57,11 +57,11 @@ type Client struct {
 // UserAgentMax is how many characters of a user agent a session keeps.
 const UserAgentMax = 256
 
-// LoginResult is a new session and its account.
+// LoginResult is a new session and its account, as the answer shows it.
 type LoginResult struct {
 	Token     string
 	ExpiresAt time.Time
-	User      domain.User
+	User      domain.Shown
 }
 
 // Login checks a username or email and a password and opens a session for
@@ -71,7 +71,8 @@ type LoginResult struct {
 // not. Cost: the throttle's four round trips (the address's try written
 // with the login's scope read, the address's scope read, the login's try
 // written, its scope read), one claim read, two account reads (before the
-// session write and after it), the verdict recorded (a right password's
+// session write, its credentials; after it, what it checks again and the
+// answer shows), the verdict recorded (a right password's
 // tries passed at once: one round trip; a wrong one's failures, address
 // then login: two), one session write, and always one password hash, so
 // an unknown login takes as long as a wrong password.
@@ -107,15 +108,15 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	if rehash {
 		a.rehash(ctx, u, password)
 	}
-	return a.openSession(ctx, u, client, ErrInvalidCredentials)
+	return a.openSession(ctx, u.Access, client, ErrInvalidCredentials)
 }
 
 // mayLogIn refuses a session to account u once its caller proved the
 // right to one (the password, or a reset token): a suspension in force
 // (ErrSuspended), and with SHELF_REQUIRE_VERIFIED_EMAIL an address not
 // verified (admins excepted: an operator must not depend on mail).
-func (a *Service) mayLogIn(u domain.User) error {
-	if err := a.blocked(u); err != nil {
+func (a *Service) mayLogIn(u domain.Credentials) error {
+	if err := a.blocked(u.Access); err != nil {
 		return err
 	}
 	if u.PasswordResetRequired {
@@ -134,8 +135,8 @@ func (a *Service) mayLogIn(u domain.User) error {
 // deleted or its password moved on meanwhile; a suspension that landed
 // meanwhile answers ErrSuspended. Either way the session is deleted
 // again and no token handed out. Cost: the session write and one account
-// read.
-func (a *Service) openSession(ctx context.Context, u domain.User, client Client, gone error) (LoginResult, error) {
+// read (SignedIn: what it checks and what the answer shows).
+func (a *Service) openSession(ctx context.Context, u domain.Access, client Client, gone error) (LoginResult, error) {
 	token, hash := NewToken(u.ID)
 	now := a.now()
 	s := domain.Session{TokenHash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(a.cfg.SessionTTL),
@@ -149,12 +150,12 @@ func (a *Service) openSession(ctx context.Context, u domain.User, client Client,
 	// now that the session is written. If it still stands, anything still
 	// to come finds this session when it revokes (and a new password's
 	// epoch stops it anyway: Authenticate).
-	again, err := a.users.Get(ctx, u.ID)
+	again, err := a.users.SignedIn(ctx, u.ID)
 	if err != nil {
 		return LoginResult{}, err
 	}
 	switch {
-	case !again.Visible():
+	case !again.Access.Visible():
 		// Deleted meanwhile: its deletion may have ended the sessions
 		// before this one existed.
 		err = gone
@@ -163,11 +164,11 @@ func (a *Service) openSession(ctx context.Context, u domain.User, client Client,
 		// on as well, so passwordAdmits alone would refuse this session;
 		// the mark says why.
 		err = ErrPasswordResetRequired
-	case !passwordAdmits(again, s):
+	case !passwordAdmits(again.Access, s):
 		// The password checked is not the account's any more.
 		err = gone
 	default:
-		err = a.blocked(again)
+		err = a.blocked(again.Access)
 	}
 	if err != nil {
 		if derr := a.sessions.Delete(ctx, s); derr != nil {
@@ -175,7 +176,7 @@ func (a *Service) openSession(ctx context.Context, u domain.User, client Client,
 		}
 		return LoginResult{}, err
 	}
-	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: again}, nil
+	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: again.Shown}, nil
 }
 
 // ErrPasswordResetRequired answers a login (or a check of the current
@@ -194,13 +195,13 @@ var ErrPasswordResetRequired = &domain.Error{Kind: domain.ErrForbidden, Code: "p
 // password changed or reset since never works again, whatever the
 // revocation missed: a login in flight, a session write landing late, a
 // revocation that failed.
-func passwordAdmits(u domain.User, s domain.Session) bool {
+func passwordAdmits(u domain.Access, s domain.Session) bool {
 	return s.PasswordEpoch == u.PasswordEpoch || (u.PasswordSession != "" && s.TokenHash == u.PasswordSession)
 }
 
 // blocked returns ErrSuspended while u's suspension is in force; one whose
 // end has passed no longer blocks, even before the sweeper lifts it.
-func (a *Service) blocked(u domain.User) error {
+func (a *Service) blocked(u domain.Access) error {
 	if u.Status == domain.StatusSuspended && u.Suspension != nil && u.Suspension.ActiveAt(a.cfg.Now()) {
 		return domain.ErrSuspended(*u.Suspension)
 	}
@@ -210,9 +211,23 @@ func (a *Service) blocked(u domain.User) error {
 // rehash stores a hash with the current parameters; a failure only means
 // the next login tries again. The password stays, and so does its epoch:
 // its sessions and reset links go on working.
-func (a *Service) rehash(ctx context.Context, u domain.User, password string) {
+//
+// The login read its credentials alone, and a write of the account
+// writes every column, so rehash reads the whole row (at SERIAL: what the
+// compare-and-set is decided against) and changes its hash only if it is
+// still the one the login checked: after a change, a reset or another
+// rehash it leaves the row alone. The write is a compare-and-set on the
+// version of that read, so a write landing after the read wins and this
+// one is dropped: no column is ever written from a narrow read. Cost: one
+// hash, one read and one compare-and-set, on this rare path only (the
+// hash parameters were raised since the password was set).
+func (a *Service) rehash(ctx context.Context, checked domain.Credentials, password string) {
 	hash, err := a.hasher.Hash(ctx, password)
 	if err != nil {
+		return
+	}
+	u, err := a.users.GetSerial(ctx, checked.ID)
+	if err != nil || u.PasswordHash != checked.PasswordHash {
 		return
 	}
 	u.PasswordHash = hash
@@ -223,21 +238,32 @@ func (a *Service) rehash(ctx context.Context, u domain.User, password string) {
 	}
 }
 
-// findByLogin resolves a username or an email (it has an '@') to a visible
-// account through its committed claim.
-func (a *Service) findByLogin(ctx context.Context, login string) (domain.User, error) {
-	if strings.Contains(login, "@") {
-		_, key, fe := domain.NormalizeEmail(login)
-		if fe != nil {
-			return domain.User{}, domain.ErrNotFound
-		}
-		return a.findByKey(ctx, domain.KindEmail, key)
-	}
+// findByLogin resolves a username or an email (it has an '@') to the
+// credentials of a visible account through its committed claim; the
+// account must still hold that key (a claim left behind by a change that
+// died half-way must not lead to it).
+func (a *Service) findByLogin(ctx context.Context, login string) (domain.Credentials, error) {
+	kind := domain.KindUsername
 	_, key, fe := domain.NormalizeUsername(login)
-	if fe != nil {
-		return domain.User{}, domain.ErrNotFound
+	if strings.Contains(login, "@") {
+		kind = domain.KindEmail
+		_, key, fe = domain.NormalizeEmail(login)
 	}
-	return a.findByKey(ctx, domain.KindUsername, key)
+	if fe != nil {
+		return domain.Credentials{}, domain.ErrNotFound
+	}
+	id, err := a.claimedBy(ctx, kind, key)
+	if err != nil {
+		return domain.Credentials{}, err
+	}
+	u, err := a.users.Credentials(ctx, id)
+	if err != nil {
+		return domain.Credentials{}, err
+	}
+	if !u.Visible() || u.KeyOf(kind) != key {
+		return domain.Credentials{}, domain.ErrNotFound
+	}
+	return u, nil
 }
 
 // findByKey follows a committed claim to its account, and checks that the
@@ -267,20 +293,20 @@ func (a *Service) Authenticate(ctx context.Context, token string) (domain.Princi
 		return domain.Principal{}, domain.ErrNoSession
 	}
 	var s domain.Session
-	var u domain.User
+	var u domain.Access
 	var sessErr, userErr error
 	if id, _, ok := strings.Cut(token, "."); ok && domain.ValidID(id, domain.UserIDPrefix) {
 		domain.Parallel(2, func(i int) {
 			if i == 0 {
 				s, sessErr = a.sessions.Get(ctx, HashToken(token))
 			} else {
-				u, userErr = a.users.Get(ctx, id)
+				u, userErr = a.users.Access(ctx, id)
 			}
 		})
 	} else {
 		s, sessErr = a.sessions.Get(ctx, HashToken(token))
 		if sessErr == nil {
-			u, userErr = a.users.Get(ctx, s.UserID)
+			u, userErr = a.users.Access(ctx, s.UserID)
 		}
 	}
 	for _, err := range []error{sessErr, userErr} {

@@ -3,13 +3,14 @@ package accounts
 import (
 	"context"
 	"errors"
+	"time"
 
 	"shelf/domain"
 )
 
-// Caller loads the calling user's account (for roles and status); nil for
-// an anonymous caller.
-func (a *Service) Caller(ctx context.Context, p domain.Principal) (*domain.User, error) {
+// Caller loads the access view of the calling user's account (its roles
+// and status); nil for an anonymous caller.
+func (a *Service) Caller(ctx context.Context, p domain.Principal) (*domain.Access, error) {
 	if p.Anonymous() {
 		return nil, nil
 	}
@@ -17,7 +18,7 @@ func (a *Service) Caller(ctx context.Context, p domain.Principal) (*domain.User,
 		u := *p.Account // read with the session, in this request
 		return &u, nil
 	}
-	u, err := a.users.Get(ctx, p.UserID)
+	u, err := a.users.Access(ctx, p.UserID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, domain.ErrNoSession // the account behind the session is gone
 	}
@@ -28,16 +29,16 @@ func (a *Service) Caller(ctx context.Context, p domain.Principal) (*domain.User,
 }
 
 // RequireAdmin answers 401 for no session and 403 for a non-admin.
-func (a *Service) RequireAdmin(ctx context.Context, p domain.Principal) (domain.User, error) {
+func (a *Service) RequireAdmin(ctx context.Context, p domain.Principal) (domain.Access, error) {
 	if p.Anonymous() {
-		return domain.User{}, domain.ErrNoSession
+		return domain.Access{}, domain.ErrNoSession
 	}
 	c, err := a.Caller(ctx, p)
 	if err != nil {
-		return domain.User{}, err
+		return domain.Access{}, err
 	}
 	if !c.IsAdmin() || c.Status != domain.StatusActive {
-		return domain.User{}, domain.ErrDenied
+		return domain.Access{}, domain.ErrDenied
 	}
 	return *c, nil
 }
@@ -46,20 +47,22 @@ func (a *Service) RequireAdmin(ctx context.Context, p domain.Principal) (domain.
 // only for the user themself and admins (S3: a stranger does not learn
 // that an account is suspended).
 type UserView struct {
-	User domain.User
+	User domain.Shown
 	// Full: the viewer is the user or an admin.
 	Full bool
 }
 
 // shown is u as a view shows it: a hold that has ended reads as none (a
 // change pending past its link's life is no change pending).
-func (a *Service) shown(u domain.User) domain.User {
-	u, _ = a.holdsAt(a.cfg.Now()).live(u)
+func (a *Service) shown(u domain.Shown) domain.Shown {
+	if u.PendingEmail != "" && !a.holdsAt(a.cfg.Now()).pendingSince(u.PendingEmailAt) {
+		u.PendingEmail, u.PendingEmailAt = "", time.Time{}
+	}
 	return u
 }
 
 // view decides what viewer p may see of u.
-func (a *Service) view(ctx context.Context, p domain.Principal, u domain.User) (UserView, error) {
+func (a *Service) view(ctx context.Context, p domain.Principal, u domain.Shown) (UserView, error) {
 	u = a.shown(u)
 	if p.UserID == u.ID {
 		return UserView{User: u, Full: true}, nil
@@ -74,18 +77,18 @@ func (a *Service) view(ctx context.Context, p domain.Principal, u domain.User) (
 // GetUser returns a visible account by id. What it reads is what the
 // viewer sees: a stranger's view (anonymous, or a session that is not the
 // user's nor an admin's) reads the public columns alone, the user's own
-// view and an admin's the whole row.
+// view and an admin's what the full view shows (Shown).
 func (a *Service) GetUser(ctx context.Context, p domain.Principal, id string) (UserView, error) {
 	if !domain.ValidID(id, domain.UserIDPrefix) {
 		return UserView{}, domain.ErrUserNotFound
 	}
-	read := a.users.Profile
+	read := a.profile
 	if p.UserID == id {
-		read = a.users.Get
+		read = a.users.Shown
 	} else if c, err := a.Caller(ctx, p); err != nil {
 		return UserView{}, err
 	} else if c != nil && c.IsAdmin() {
-		read = a.users.Get
+		read = a.users.Shown
 	}
 	u, err := read(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
@@ -95,6 +98,12 @@ func (a *Service) GetUser(ctx context.Context, p domain.Principal, id string) (U
 		return UserView{}, err
 	}
 	return a.view(ctx, p, u)
+}
+
+// profile reads the public columns of account id, as a Shown.
+func (a *Service) profile(ctx context.Context, id string) (domain.Shown, error) {
+	u, err := a.users.Profile(ctx, id)
+	return u.Shown(), err
 }
 
 // GetByUsername returns a visible account by username: one claim read and
@@ -111,7 +120,7 @@ func (a *Service) GetByUsername(ctx context.Context, p domain.Principal, usernam
 	if err != nil {
 		return UserView{}, err
 	}
-	return a.view(ctx, p, u)
+	return a.view(ctx, p, u.Shown())
 }
 
 // GetByEmail returns an account by email, for admins only.
@@ -130,17 +139,21 @@ func (a *Service) GetByEmail(ctx context.Context, p domain.Principal, email stri
 	if err != nil {
 		return UserView{}, err
 	}
-	return UserView{User: a.shown(u), Full: true}, nil
+	return UserView{User: a.shown(u.Shown()), Full: true}, nil
 }
 
-// Me returns the caller's own account.
-func (a *Service) Me(ctx context.Context, p domain.Principal) (domain.User, error) {
-	c, err := a.Caller(ctx, p)
+// Me returns the caller's own account as its full view shows it: one
+// read of those columns (the session's read was of the access alone).
+func (a *Service) Me(ctx context.Context, p domain.Principal) (domain.Shown, error) {
+	if p.Anonymous() {
+		return domain.Shown{}, domain.ErrNoSession
+	}
+	u, err := a.users.Shown(ctx, p.UserID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.Shown{}, domain.ErrNoSession // the account behind the session is gone
+	}
 	if err != nil {
-		return domain.User{}, err
+		return domain.Shown{}, err
 	}
-	if c == nil {
-		return domain.User{}, domain.ErrNoSession
-	}
-	return a.shown(*c), nil
+	return a.shown(u), nil
 }

@@ -35,7 +35,7 @@ func (x *indexOf) Search(_ context.Context, grams []string, after int64, n int) 
 func searcher(index *indexOf) (*Service, domain.Principal) {
 	a := New(Config{}, nil, nil, nil, nil, nil)
 	a.SetSearch(index)
-	admin := domain.User{ID: "u_admin", Roles: []string{domain.RoleAdmin}, Status: domain.StatusActive}
+	admin := domain.Access{ID: "u_admin", Roles: []string{domain.RoleAdmin}, Status: domain.StatusActive}
 	return a, domain.Principal{UserID: admin.ID, Account: &admin}
 }
 
@@ -119,7 +119,7 @@ func TestSearchRefusals(t *testing.T) {
 	if _, err := a.SearchUsers(ctx, domain.Principal{}, "abc", "", 20); !errors.Is(err, domain.ErrUnauthorized) {
 		t.Errorf("anonymous: %v", err)
 	}
-	plain := domain.User{ID: "u_plain", Status: domain.StatusActive}
+	plain := domain.Access{ID: "u_plain", Status: domain.StatusActive}
 	if _, err := a.SearchUsers(ctx, domain.Principal{UserID: plain.ID, Account: &plain}, "abc", "", 20); !errors.Is(err, domain.ErrForbidden) {
 		t.Errorf("a non-admin: %v", err)
 	}

@@ -25,26 +25,29 @@ type SessionView struct {
 
 // mayManageSessions checks that p may list and end userID's sessions: the
 // user themself, or an active admin (403 for anyone else), for an account
-// that exists (404), and returns that account. alongside, when set, runs
-// beside the read of the account, so both cost one round trip; the
-// caller's own account was read with its session and is not read again.
-func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, userID string, alongside func()) (domain.User, error) {
+// that exists (404), and returns that account: its access (which
+// sessions its password admits) and, for an admin's audit entry, its
+// version. alongside, when set, runs beside the read of the account, so
+// both cost one round trip; the caller's own account was read with its
+// session and is not read again (its version is not needed: a user's
+// own action is not audited).
+func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, userID string, alongside func()) (managed, error) {
 	if p.Anonymous() {
-		return domain.User{}, domain.ErrNoSession
+		return managed{}, domain.ErrNoSession
 	}
 	if !domain.ValidID(userID, domain.UserIDPrefix) {
-		return domain.User{}, domain.ErrUserNotFound
+		return managed{}, domain.ErrUserNotFound
 	}
 	if p.UserID == userID && p.Account != nil {
 		// The session was read with the account, which is visible.
 		if alongside != nil {
 			alongside()
 		}
-		return *p.Account, nil
+		return managed{Access: *p.Account}, nil
 	}
 	if p.UserID != userID {
 		if _, err := a.RequireAdmin(ctx, p); err != nil {
-			return domain.User{}, err
+			return managed{}, err
 		}
 	}
 	var u domain.User
@@ -57,9 +60,18 @@ func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, use
 		}
 	})
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
-		return domain.User{}, domain.ErrUserNotFound
+		return managed{}, domain.ErrUserNotFound
 	}
-	return u, err
+	return managed{Access: u.Access(), Version: u.Version}, err
+}
+
+// managed is the account whose sessions are managed, as
+// mayManageSessions read it.
+type managed struct {
+	domain.Access
+	// Version is the account's version when another's (an admin's
+	// action) read it: its audit entry's key.
+	Version int
 }
 
 // auditSessions writes the audit entry of an admin's action on the
@@ -72,7 +84,7 @@ func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, use
 // home: a write whose answer was lost, or that lands late, may leave an
 // entry for an attempt refused 503, and each attempt let through, a
 // client's retry too, is an entry of its own (docs/design.md#account-audit).
-func (a *Service) auditSessions(ctx context.Context, p domain.Principal, u domain.User, action domain.AuditAction) error {
+func (a *Service) auditSessions(ctx context.Context, p domain.Principal, u managed, action domain.AuditAction) error {
 	if p.UserID == u.ID {
 		return nil
 	}
@@ -84,7 +96,7 @@ func (a *Service) auditSessions(ctx context.Context, p domain.Principal, u domai
 // them, each with its sort key: the creation the entry recorded or, for
 // an entry from before it recorded one, its expiry less the session TTL;
 // and the account, as mayManageSessions read it.
-func (a *Service) entriesOf(ctx context.Context, p domain.Principal, userID string) ([]domain.Session, domain.User, error) {
+func (a *Service) entriesOf(ctx context.Context, p domain.Principal, userID string) ([]domain.Session, managed, error) {
 	var entries []domain.Session
 	var err error
 	u, aerr := a.mayManageSessions(ctx, p, userID, func() { entries, err = a.sessions.Entries(ctx, userID) })
@@ -161,7 +173,7 @@ func (a *Service) ListSessions(ctx context.Context, p domain.Principal, userID, 
 		}
 		for _, e := range chunk {
 			s, ok := live[e.entry.TokenHash]
-			if !ok || s.UserID != userID || !now.Before(s.ExpiresAt) || !passwordAdmits(account, s) {
+			if !ok || s.UserID != userID || !now.Before(s.ExpiresAt) || !passwordAdmits(account.Access, s) {
 				continue
 			}
 			out = append(out, listedSession{key: e.key, view: SessionView{Session: s, Current: s.TokenHash == p.Session.TokenHash}})

@@ -84,14 +84,24 @@ func (a *Service) findPending(ctx context.Context, key string) (domain.User, err
 // (ErrNotFound when the key has no committed claim): whether the account
 // still holds the key, and how, is the caller's to check.
 func (a *Service) claimOwner(ctx context.Context, kind domain.ClaimKind, key string) (domain.User, error) {
-	c, err := a.claimer.Lookup(ctx, kind, key)
+	id, err := a.claimedBy(ctx, kind, key)
 	if err != nil {
 		return domain.User{}, err
 	}
-	if c.State != domain.ClaimCommitted {
-		return domain.User{}, domain.ErrNotFound
+	return a.users.Get(ctx, id)
+}
+
+// claimedBy is the account a committed claim names (ErrNotFound when the
+// key has no committed claim), for its caller to read what it needs.
+func (a *Service) claimedBy(ctx context.Context, kind domain.ClaimKind, key string) (string, error) {
+	c, err := a.claimer.Lookup(ctx, kind, key)
+	if err != nil {
+		return "", err
 	}
-	return a.users.Get(ctx, c.Owner)
+	if c.State != domain.ClaimCommitted {
+		return "", domain.ErrNotFound
+	}
+	return c.Owner, nil
 }
 
 // requestMail checks the address, answers, and after the answer mails a
@@ -357,10 +367,10 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 // no token is handed out, and the token stays unfinished (its retry finds
 // it stale too).
 func (a *Service) resetSession(ctx context.Context, u domain.User, client Client) (LoginResult, error) {
-	if a.mayLogIn(u) != nil {
+	if a.mayLogIn(u.Credentials()) != nil {
 		return LoginResult{}, nil
 	}
-	opened, err := a.openSession(ctx, u, client, ErrTokenStale)
+	opened, err := a.openSession(ctx, u.Access(), client, ErrTokenStale)
 	if errors.Is(err, domain.ErrForbidden) {
 		return LoginResult{}, nil // suspended meanwhile
 	}

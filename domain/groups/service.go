@@ -161,7 +161,7 @@ type Users interface {
 type Admins interface {
 	// RequireAdmin answers ErrNoSession for no session and ErrDenied for
 	// a caller who is not an active admin.
-	RequireAdmin(ctx context.Context, p domain.Principal) (domain.User, error)
+	RequireAdmin(ctx context.Context, p domain.Principal) (domain.Access, error)
 }
 
 // New wires the service. Group names are claimed in claims by the same

@@ -363,11 +363,11 @@ func wantField(t *testing.T, err error, field, code string) {
 // user, not an admin.
 type sessions struct{ Callers }
 
-func (sessions) Caller(_ context.Context, p domain.Principal) (*domain.User, error) {
+func (sessions) Caller(_ context.Context, p domain.Principal) (*domain.Access, error) {
 	if p.Anonymous() {
 		return nil, nil
 	}
-	return &domain.User{ID: p.UserID, Status: domain.StatusActive}, nil
+	return &domain.Access{ID: p.UserID, Status: domain.StatusActive}, nil
 }
 
 // TestAPageNeverShowsWhatTheItemNoLongerSays: changes whose fan-out was

@@ -179,10 +179,10 @@ type Service struct {
 type Callers interface {
 	// Caller is the calling user's account; nil for an anonymous caller,
 	// ErrNoSession when the account behind the session is gone.
-	Caller(ctx context.Context, p domain.Principal) (*domain.User, error)
+	Caller(ctx context.Context, p domain.Principal) (*domain.Access, error)
 	// RequireAdmin answers ErrNoSession for no session and ErrDenied for
 	// a caller who is not an active admin.
-	RequireAdmin(ctx context.Context, p domain.Principal) (domain.User, error)
+	RequireAdmin(ctx context.Context, p domain.Principal) (domain.Access, error)
 }
 
 // Users reads accounts (a user's library exists while the account is

@@ -148,7 +148,8 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 			return err
 		}
 	}
-	self := domain.Principal{UserID: id, Account: &u}
+	access := u.Access()
+	self := domain.Principal{UserID: id, Account: &access}
 	p := newProgress(l)
 	steps := []struct {
 		name string

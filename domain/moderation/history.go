@@ -101,14 +101,14 @@ func (m *Service) History(ctx context.Context, p domain.Principal, userID, curso
 		return domain.Page[Event]{}, bad
 	}
 	var items []Event
-	var user domain.User
+	var user domain.Standing
 	var adminErr, userErr, pageErr error
 	domain.Parallel(3, func(i int) {
 		switch i {
 		case 0:
 			_, adminErr = m.admins.RequireAdmin(ctx, p)
 		case 1:
-			user, userErr = m.users.Get(ctx, userID)
+			user, userErr = m.users.Standing(ctx, userID)
 		default:
 			items, pageErr = m.suspensions.History(ctx, userID, after, limit+1)
 		}

@@ -68,7 +68,7 @@ func (m *Service) GetSuspension(ctx context.Context, p domain.Principal, userID 
 	if !domain.ValidID(userID, domain.UserIDPrefix) {
 		return domain.Suspension{}, domain.ErrUserNotFound
 	}
-	u, err := m.users.Get(ctx, userID)
+	u, err := m.users.Standing(ctx, userID)
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
 		return domain.Suspension{}, domain.ErrUserNotFound
 	}

@@ -183,7 +183,7 @@ func sameSuspension(a, b domain.Suspension) bool {
 }
 
 // backs reports whether the account has the suspension a record is of.
-func backs(u domain.User, s domain.Suspension) bool {
+func backs(u domain.Standing, s domain.Suspension) bool {
 	return u.Status == domain.StatusSuspended && u.Suspension != nil && sameSuspension(*u.Suspension, s)
 }
 
@@ -282,7 +282,7 @@ func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
 // since the record was read, or one whose compare-and-set is still
 // finishing, is never undone on a guess).
 func (r *repair) eraseIfStale(ctx context.Context, kind string, s domain.Suspension) {
-	if u, err := r.m.users.Get(ctx, s.UserID); err == nil && backs(u, s) {
+	if u, err := r.m.users.Standing(ctx, s.UserID); err == nil && backs(u, s) {
 		return
 	}
 	u, err := r.m.users.GetSerial(ctx, s.UserID)
@@ -290,7 +290,7 @@ func (r *repair) eraseIfStale(ctx context.Context, kind string, s domain.Suspens
 		r.errs = append(r.errs, err)
 		return
 	}
-	if backs(u, s) {
+	if backs(u.Standing(), s) {
 		return
 	}
 	r.problem("%s of user %s (suspended at %s) is not backed by the account (%s)", kind, s.UserID, s.SuspendedAt.Format(timeFormat), u.Status)

@@ -74,8 +74,11 @@ type Hooks struct {
 // Users reads and changes account rows; the account row is where a
 // suspension is decided and takes effect (S1).
 type Users interface {
-	Get(ctx context.Context, id string) (domain.User, error)
-	// GetSerial reads at SERIAL: the latest committed state.
+	// Standing reads an account's status and suspension alone: what the
+	// reads that show or check a suspension need.
+	Standing(ctx context.Context, id string) (domain.Standing, error)
+	// GetSerial reads at SERIAL: the latest committed state, the whole
+	// row (what a change writes back).
 	GetSerial(ctx context.Context, id string) (domain.User, error)
 	// Update writes u if the stored version is still u.Version-1.
 	Update(ctx context.Context, u domain.User) (bool, error)
@@ -91,7 +94,7 @@ type Sessions interface {
 type Admins interface {
 	// RequireAdmin answers ErrNoSession for no session and ErrDenied for
 	// a caller who is not an active admin.
-	RequireAdmin(ctx context.Context, p domain.Principal) (domain.User, error)
+	RequireAdmin(ctx context.Context, p domain.Principal) (domain.Access, error)
 }
 
 // Service is suspending and unsuspending accounts and listing the

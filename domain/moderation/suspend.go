@@ -164,7 +164,7 @@ func (m *Service) finishSuspension(ctx context.Context, s domain.Suspension, ver
 		return domain.ErrUserNotFound
 	case err != nil:
 		return err
-	case !backs(u, s):
+	case !backs(u.Standing(), s):
 		if err := m.forget(ctx, u, s); err != nil {
 			return err
 		}

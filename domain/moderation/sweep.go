@@ -53,7 +53,7 @@ func (m *Service) eraseStaleExpiry(ctx context.Context, s domain.Suspension) err
 	if err == nil {
 		l, err := m.suspensions.Lookup(ctx, s.UserID)
 		switch {
-		case err == nil && !backs(u, l):
+		case err == nil && !backs(u.Standing(), l):
 			if err := m.forget(ctx, u, l); err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -83,7 +84,7 @@ func noSessionOf(t *testing.T, what string, m *mailWorld, r accounts.LoginResult
 // session write landing after the reset listed the sessions.
 func TestALoginInFlightDoesNotSurviveAReset(t *testing.T) {
 	t.Parallel()
-	for _, slowCall := range []string{"users.get", "sessions_by_user.insert"} {
+	for _, slowCall := range []string{"users.credentials", "sessions_by_user.insert"} {
 		m := newMailWorld(t, true)
 		r, err := attackerLogsIn(t, m, slowCall, func() error {
 			_, err := m.svc.ResetPassword(context.Background(), m.reset, newPassword, accounts.Client{})
@@ -103,7 +104,7 @@ func TestALoginInFlightDoesNotSurviveAReset(t *testing.T) {
 // working (a change ends every other session).
 func TestALoginInFlightDoesNotSurviveAPasswordChange(t *testing.T) {
 	t.Parallel()
-	for _, slowCall := range []string{"users.get", "sessions_by_user.insert"} {
+	for _, slowCall := range []string{"users.credentials", "sessions_by_user.insert"} {
 		m := newMailWorld(t, false)
 		ctx := context.Background()
 		r, err := attackerLogsIn(t, m, slowCall, func() error {
@@ -181,6 +182,17 @@ func (h *upgradingHasher) Verify(_ context.Context, pw, phc string) (bool, bool,
 
 func (h *upgradingHasher) Burn(context.Context, string) bool { return false }
 
+// upgradingService is the accounts on a fresh store, hashing with an
+// upgradingHasher at "v1".
+func upgradingService() (*accounts.Service, *memstore.Store, *upgradingHasher) {
+	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	h := &upgradingHasher{current: "v1"}
+	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now},
+		st.Claims(), st.Users(), st.Sessions(), h, nopLog{})
+	svc.Hooks.Background = func(f func()) { f() }
+	return svc, st, h
+}
+
 // TestARehashKeepsResetLinksAndSessions: a login that renews the stored
 // hash (the hasher's parameters moved on) changes no password, so a reset
 // link mailed before it still works, and the sessions from before it too.
@@ -189,11 +201,7 @@ func (h *upgradingHasher) Burn(context.Context, string) bool { return false }
 func TestARehashKeepsResetLinksAndSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	h := &upgradingHasher{current: "v1"}
-	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now},
-		st.Claims(), st.Users(), st.Sessions(), h, nopLog{})
-	svc.Hooks.Background = func(f func()) { f() }
+	svc, st, h := upgradingService()
 	box := &recorder{}
 	svc.SetMail(accounts.Mail{Tokens: st.Tokens(), Mailer: box, PublicURL: "https://shelf.example.org",
 		VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour})
@@ -226,5 +234,80 @@ func TestARehashKeepsResetLinksAndSessions(t *testing.T) {
 	}
 	if _, err := svc.Authenticate(ctx, before.Token); !errors.Is(err, domain.ErrNoSession) {
 		t.Errorf("a session from before the reset: %v", err)
+	}
+}
+
+// TestARehashWritesTheRowItRead: the login reads its credentials alone,
+// and a write of the account writes every column, so the rehash must
+// write the whole row as stored: after a login that rehashes, every
+// column but the hash, the version and the update time is as it was (a
+// change of email pending, a recovery address, the last lift, an admin's
+// change, the password's epoch and session). And a rehash whose password
+// was changed after the login read it writes nothing: the new password
+// stays.
+func TestARehashWritesTheRowItRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, st, h := upgradingService()
+	u := signupMailed(t, svc, "ann")
+	full, err := st.Users().Get(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := st.Now().UTC()
+	full.Version++
+	full.PendingEmail, full.PendingEmailKey, full.PendingEmailAt, full.PendingEmailSession = "ann@next.example", "ann@next.example", now, "s_x"
+	full.RecoveryEmail, full.RecoveryEmailKey, full.RecoveryUntil = "ann@old.example", "ann@old.example", now.Add(time.Hour)
+	full.LastLift = &domain.Lift{Kind: domain.LiftUnsuspended, At: now, By: "u_admin",
+		Suspension: domain.Suspension{UserID: u.ID, Username: "ann", Reason: "spam", SuspendedAt: now.Add(-time.Hour), SuspendedBy: "u_admin"}}
+	full.AdminChange = []domain.AuditEntry{{UserID: u.ID, At: now, Version: full.Version, Action: domain.AuditAction("suspended"), Actor: "u_admin"}}
+	full.PasswordEpoch, full.PasswordSession, full.EmailVerifiedAt = 2, "hash-of-a-session", now
+	if ok, err := st.Users().Update(ctx, full); err != nil || !ok {
+		t.Fatalf("set every column: %v %v", ok, err)
+	}
+	h.mu.Lock()
+	h.current = "v2"
+	h.mu.Unlock()
+	if _, err := svc.Login(ctx, "ann", password, accounts.Client{}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := st.Users().Get(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.PasswordHash != "v2:"+password || after.Version != full.Version+1 {
+		t.Fatalf("the login did not rehash: %q at version %d", after.PasswordHash, after.Version)
+	}
+	want := full
+	want.PasswordHash, want.Version, want.UpdatedAt = after.PasswordHash, after.Version, after.UpdatedAt
+	if !reflect.DeepEqual(after, want) {
+		t.Errorf("the rehash changed more than the hash:\n got %+v\nwant %+v", after, want)
+	}
+
+	// The password changes while the login that will rehash is between
+	// its read and its rehash: the rehash leaves the new password alone.
+	p, err := svc.Login(ctx, "ann", password, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := svc.Authenticate(ctx, p.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	h.current = "v3"
+	h.mu.Unlock()
+	slowOnce(st, "users.credentials", 0, func() {
+		if err := svc.ChangePassword(ctx, owner, u.ID, password, newPassword); err != nil {
+			t.Errorf("the change during the login: %v", err)
+		}
+	})
+	_, err = svc.Login(ctx, "ann", password, accounts.Client{})
+	calm(st)
+	if !errors.Is(err, accounts.ErrInvalidCredentials) {
+		t.Errorf("the login whose password changed meanwhile: %v", err)
+	}
+	if got, _ := st.Users().Get(ctx, u.ID); !strings.HasSuffix(got.PasswordHash, ":"+newPassword) {
+		t.Errorf("the rehash wrote over the new password: %q", got.PasswordHash)
 	}
 }

@@ -118,7 +118,7 @@ func TestARevertRequiresAReset(t *testing.T) {
 // and writes its session after: it answers no working session.
 func TestALoginInFlightDoesNotSurviveARevert(t *testing.T) {
 	t.Parallel()
-	for _, slowCall := range []string{"users.get", "sessions_by_user.insert"} {
+	for _, slowCall := range []string{"users.credentials", "sessions_by_user.insert"} {
 		m := emailChangeWorld(t, false)
 		thiefTakes(t, m)
 		r, err := attackerLogsIn(t, m, slowCall, func() error {

@@ -272,7 +272,8 @@ func TestEveryMailCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := domain.Principal{UserID: u.ID, Account: &u}
+	access := u.Access()
+	p := domain.Principal{UserID: u.ID, Account: &access}
 	current := password
 	target := "target@example.org"
 	for range 3 { // 3 to target@ (asked for, then cancelled)
