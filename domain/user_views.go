@@ -93,6 +93,27 @@ func (u User) Shown() Shown {
 // Visible is User.Visible.
 func (s Shown) Visible() bool { return s.Status == StatusActive || s.Status == StatusSuspended }
 
+// Claimed is an account as a claim on its username or email leads to it:
+// the full view, and the keys the claim is checked against (a claim left
+// behind by a change that died half-way must not lead to the account).
+type Claimed struct {
+	Shown
+	UsernameKey, EmailKey string
+}
+
+// Claimed is u as a claim leads to it.
+func (u User) Claimed() Claimed {
+	return Claimed{Shown: u.Shown(), UsernameKey: u.UsernameKey, EmailKey: u.EmailKey}
+}
+
+// KeyOf is User.KeyOf.
+func (c Claimed) KeyOf(kind ClaimKind) string {
+	if kind == KindUsername {
+		return c.UsernameKey
+	}
+	return c.EmailKey
+}
+
 // SignedIn is what a login reads once its session is written, to hand
 // out the token only if the account still stands: its access, whether a
 // revert marked its password unusable meanwhile, and the account as the

@@ -80,6 +80,7 @@ var rowSelects = []struct {
 	{string(userAccessCQL), &accessRow{}},
 	{string(userCredentialsCQL), &credentialsRow{}},
 	{string(userShownCQL), &shownRow{}},
+	{string(userClaimedCQL), &claimedRow{}},
 	{string(userSignedInCQL), &signedInRow{}},
 	{string(userStandingCQL), &standingRow{}},
 	{string(auditUsersCQL), &userRow{}},

@@ -197,6 +197,9 @@ const (
 	userCredentialsCQL readCQL = `SELECT id, roles, status, suspended_at, suspended_until, password_epoch, password_session, username_key, email_key, password_hash, password_reset_required, email_verified_at FROM users WHERE id = ?`
 	// userShownCQL reads what an account's full view shows: ten.
 	userShownCQL readCQL = `SELECT id, username, display_name, email, roles, status, created_at, email_verified_at, pending_email, pending_email_at FROM users WHERE id = ?`
+	// userClaimedCQL reads what a lookup by username or email shows, and
+	// the keys its claim is checked against: twelve.
+	userClaimedCQL readCQL = `SELECT id, username, display_name, email, roles, status, created_at, email_verified_at, pending_email, pending_email_at, username_key, email_key FROM users WHERE id = ?`
 	// userSignedInCQL reads what a login checks once its session is
 	// written, and what its answer shows: fifteen.
 	userSignedInCQL readCQL = `SELECT id, username, display_name, email, roles, status, created_at, email_verified_at, pending_email, pending_email_at, suspended_at, suspended_until, password_epoch, password_session, password_reset_required FROM users WHERE id = ?`
@@ -291,6 +294,23 @@ func (r shownRow) toDomain() domain.Shown {
 	return domain.Shown{ID: r.ID, Username: r.Username, DisplayName: r.DisplayName, Email: r.Email, Roles: r.Roles,
 		Status: domain.Status(r.Status), CreatedAt: r.CreatedAt, EmailVerifiedAt: utcOrZero(r.EmailVerifiedAt),
 		PendingEmail: r.PendingEmail, PendingEmailAt: utcOrZero(r.PendingEmailAt)}
+}
+
+// claimedRow is the part of a users row a lookup by username or email
+// reads: the full view and the keys.
+type claimedRow struct {
+	shownRow
+	UsernameKey string `db:"username_key"`
+	EmailKey    string `db:"email_key"`
+}
+
+// columns are userClaimedCQL's.
+func (r *claimedRow) columns() []any {
+	return append(r.shownRow.columns(), &r.UsernameKey, &r.EmailKey)
+}
+
+func (r claimedRow) toDomain() domain.Claimed {
+	return domain.Claimed{Shown: r.shownRow.toDomain(), UsernameKey: r.UsernameKey, EmailKey: r.EmailKey}
 }
 
 // signedInRow is the part of a users row a login reads after its session
@@ -418,6 +438,12 @@ func (s *Users) Credentials(ctx context.Context, id string) (domain.Credentials,
 // Shown reads what an account's full view shows (userShownCQL).
 func (s *Users) Shown(ctx context.Context, id string) (domain.Shown, error) {
 	return readView(ctx, s, "users.shown", userShownCQL, id, shownRow.toDomain)
+}
+
+// Claimed reads what a lookup by username or email shows, with the keys
+// (userClaimedCQL).
+func (s *Users) Claimed(ctx context.Context, id string) (domain.Claimed, error) {
+	return readView(ctx, s, "users.claimed", userClaimedCQL, id, claimedRow.toDomain)
 }
 
 // SignedIn reads what a login checks once its session is written

@@ -280,6 +280,23 @@ func (a *Service) findByKey(ctx context.Context, kind domain.ClaimKind, key stri
 	return u, nil
 }
 
+// findShown is findByKey for a lookup that shows the account: it reads
+// the full view's columns and the keys (users.Claimed), not the row.
+func (a *Service) findShown(ctx context.Context, kind domain.ClaimKind, key string) (domain.Shown, error) {
+	id, err := a.claimedBy(ctx, kind, key)
+	if err != nil {
+		return domain.Shown{}, err
+	}
+	c, err := a.users.Claimed(ctx, id)
+	if err != nil {
+		return domain.Shown{}, err
+	}
+	if !c.Visible() || c.KeyOf(kind) != key {
+		return domain.Shown{}, domain.ErrNotFound
+	}
+	return c.Shown, nil
+}
+
 // Authenticate turns a bearer token into the caller: the session and the
 // account are read at once (the token names the account), so one round
 // trip. A session works only while its account is visible and not

@@ -113,14 +113,14 @@ func (a *Service) GetByUsername(ctx context.Context, p domain.Principal, usernam
 	if fe != nil {
 		return UserView{}, domain.ErrUserNotFound
 	}
-	u, err := a.findByKey(ctx, domain.KindUsername, key)
+	u, err := a.findShown(ctx, domain.KindUsername, key)
 	if errors.Is(err, domain.ErrNotFound) {
 		return UserView{}, domain.ErrUserNotFound
 	}
 	if err != nil {
 		return UserView{}, err
 	}
-	return a.view(ctx, p, u.Shown())
+	return a.view(ctx, p, u)
 }
 
 // GetByEmail returns an account by email, for admins only.
@@ -132,14 +132,14 @@ func (a *Service) GetByEmail(ctx context.Context, p domain.Principal, email stri
 	if fe != nil {
 		return UserView{}, domain.ErrUserNotFound
 	}
-	u, err := a.findByKey(ctx, domain.KindEmail, key)
+	u, err := a.findShown(ctx, domain.KindEmail, key)
 	if errors.Is(err, domain.ErrNotFound) {
 		return UserView{}, domain.ErrUserNotFound
 	}
 	if err != nil {
 		return UserView{}, err
 	}
-	return UserView{User: a.shown(u.Shown()), Full: true}, nil
+	return UserView{User: a.shown(u), Full: true}, nil
 }
 
 // Me returns the caller's own account as its full view shows it: one

@@ -29,12 +29,13 @@ type UserStore interface {
 	// display name, status and creation time, and no other column (no
 	// hash, no email, nothing pending); ErrNotFound when there is none.
 	Profile(ctx context.Context, id string) (domain.User, error)
-	// Access, Credentials, Shown and SignedIn read the columns of one use
+	// Access, Credentials, Shown, Claimed and SignedIn read the columns of one use
 	// each (domain.Access ...) and no other; ErrNotFound when there is no
 	// account. What they answer is no User: no write takes it.
 	Access(ctx context.Context, id string) (domain.Access, error)
 	Credentials(ctx context.Context, id string) (domain.Credentials, error)
 	Shown(ctx context.Context, id string) (domain.Shown, error)
+	Claimed(ctx context.Context, id string) (domain.Claimed, error)
 	SignedIn(ctx context.Context, id string) (domain.SignedIn, error)
 	// GetSerial reads an account at SERIAL: the latest committed state,
 	// finishing any transaction in flight.

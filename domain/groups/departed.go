@@ -32,7 +32,7 @@ func (g *Service) grantedToDeparted(ctx context.Context, gr Group) (bool, error)
 	if c.Role == "" || (c.Role == RoleManager && gr.ManagerCount <= 1) {
 		return false, nil
 	}
-	u, err := g.users.Get(ctx, gr.Pending.UserID)
+	u, err := g.users.Access(ctx, gr.Pending.UserID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return true, nil
 	}

@@ -265,7 +265,7 @@ func (g *Service) role(ctx context.Context, groupID, userID string) (string, err
 // visibleUser answers ErrUserNotFound unless the account exists for
 // everyone (active or suspended).
 func (g *Service) visibleUser(ctx context.Context, id string) error {
-	u, err := g.users.Get(ctx, id)
+	u, err := g.users.Access(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
 		return domain.ErrUserNotFound
 	}

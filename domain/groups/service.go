@@ -152,8 +152,9 @@ type Service struct {
 }
 
 // Users reads accounts: a member must be one that exists for everyone.
+// Its status is all a group checks: the access columns (users.Access).
 type Users interface {
-	Get(ctx context.Context, id string) (domain.User, error)
+	Access(ctx context.Context, id string) (domain.Access, error)
 }
 
 // Admins says whether the caller is an admin (admins may list any group's

@@ -458,6 +458,11 @@ func (u *Users) Shown(ctx context.Context, id string) (domain.Shown, error) {
 	return readView(u, ctx, "users.shown", id, domain.User.Shown)
 }
 
+// Claimed reads what a lookup by username or email shows, with the keys.
+func (u *Users) Claimed(ctx context.Context, id string) (domain.Claimed, error) {
+	return readView(u, ctx, "users.claimed", id, domain.User.Claimed)
+}
+
 // SignedIn reads what a login checks once its session is written.
 func (u *Users) SignedIn(ctx context.Context, id string) (domain.SignedIn, error) {
 	return readView(u, ctx, "users.signed_in", id, domain.User.SignedIn)

@@ -73,7 +73,7 @@ func userProfile(t testing.TB, s UserStore, c Clock) {
 	}
 }
 
-// userNarrowReads: each narrow read (Access, Credentials, Shown,
+// userNarrowReads: each narrow read (Access, Credentials, Shown, Claimed,
 // SignedIn, Standing) answers what the domain's view of the whole row
 // (domain.User.Access ...) holds, for an account with every column set,
 // so a column missing from a statement, or read into another's field,
@@ -104,6 +104,7 @@ func userNarrowReads(t testing.TB, s UserStore, c Clock) {
 		{"Access", func(id string) (any, error) { return s.Access(ctx, id) }, whole.Access()},
 		{"Credentials", func(id string) (any, error) { return s.Credentials(ctx, id) }, whole.Credentials()},
 		{"Shown", func(id string) (any, error) { return s.Shown(ctx, id) }, whole.Shown()},
+		{"Claimed", func(id string) (any, error) { return s.Claimed(ctx, id) }, whole.Claimed()},
 		{"SignedIn", func(id string) (any, error) { return s.SignedIn(ctx, id) }, whole.SignedIn()},
 		{"Standing", func(id string) (any, error) { return s.Standing(ctx, id) }, whole.Standing()},
 	}
