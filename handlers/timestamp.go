@@ -13,12 +13,12 @@ const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 // timestamp is a time.Time that marshals as timestampLayout in UTC.
 type timestamp time.Time
 
-// MarshalJSON writes t in UTC with milliseconds.
-func (t timestamp) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, len(timestampLayout)+2)
-	b = append(b, '"')
-	b = time.Time(t).UTC().AppendFormat(b, timestampLayout)
-	return append(b, '"'), nil
+// MarshalText writes t in UTC with milliseconds; JSON quotes it. Text,
+// not JSON: encoding/json runs a MarshalJSON's output through its
+// validator again, which made encoding a page of 20 items about four
+// times as costly (go test -bench, 2026-12-02).
+func (t timestamp) MarshalText() ([]byte, error) {
+	return time.Time(t).UTC().AppendFormat(make([]byte, 0, len(timestampLayout)), timestampLayout), nil
 }
 
 // stamp is t as an answer carries it.

@@ -91,6 +91,6 @@ func reply(w http.ResponseWriter, status int, v any, err error) {
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(v)
+		_ = json.NewEncoder(w).Encode(wireOf(v))
 	}
 }

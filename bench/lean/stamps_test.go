@@ -17,7 +17,7 @@ func TestAnswersWriteTimesAsTheAPIDoes(t *testing.T) {
 		Suspension{UserID: "u_1", Username: "ann", Reason: "r", SuspendedAt: at, SuspendedBy: "u_2", Until: &until},
 		Session{Token: "t", ExpiresAt: at, User: User{CreatedAt: at}},
 	} {
-		b, err := json.Marshal(v)
+		b, err := json.Marshal(wireOf(v))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestAnswersWriteTimesAsTheAPIDoes(t *testing.T) {
 			t.Errorf("%T lost or renamed a field: %s", v, s)
 		}
 	}
-	b, _ := json.Marshal(Suspension{SuspendedAt: at})
+	b, _ := json.Marshal(wireOf(Suspension{SuspendedAt: at}))
 	if strings.Contains(string(b), "until") {
 		t.Errorf("a suspension without an end writes one: %s", b)
 	}
