@@ -84,7 +84,11 @@ func NewRouter(d Deps) *chi.Mux {
 		r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	}
 
-	r.Route("/v1", func(r chi.Router) {
+	// One tree: the API's routes carry their /v1 (v1 below), so a request
+	// is routed once and its pattern read as it was registered (a mounted
+	// sub-router routes again and joins the patterns, about 3 µs of CPU a
+	// request).
+	r.Group(func(r chi.Router) {
 		r.Use(authenticate(d.Accounts))
 		routeAccounts(r, d)
 		routeModeration(r, d)
@@ -92,11 +96,14 @@ func NewRouter(d Deps) *chi.Mux {
 		routeGroups(r, d)
 		routeContent(r, d)
 		jobs := &Jobs{lifecycle: d.Lifecycle}
-		r.Get("/jobs/{id}", handle(jobs.get))
-		r.Post("/admin/libraries/{principalId}/rebuild", handle(jobs.rebuild))
+		r.Get(v1+"/jobs/{id}", handle(jobs.get))
+		r.Post(v1+"/admin/libraries/{principalId}/rebuild", handle(jobs.rebuild))
 	})
 	return r
 }
+
+// v1 is the prefix of every API route.
+const v1 = "/v1"
 
 // routeAccounts serves signup, login, sessions and account changes.
 func routeAccounts(r chi.Router, d Deps) {
@@ -107,24 +114,24 @@ func routeAccounts(r chi.Router, d Deps) {
 	// A change's 409 says whether an email is taken: limited like signups,
 	// so nobody probes for accounts through it.
 	changeLimit := NewRateLimiter(d.RateLimitPerMinute)
-	r.With(signupLimit.Middleware).Post("/users", handle(users.signup))
-	r.Get("/users", handle(users.search))
-	r.Get("/users/{id}", handle(users.get))
-	r.With(changeLimit.Middleware).Patch("/users/{id}", handle(users.update))
-	r.Delete("/users/{id}", handle(users.remove))
+	r.With(signupLimit.Middleware).Post(v1+"/users", handle(users.signup))
+	r.Get(v1+"/users", handle(users.search))
+	r.Get(v1+"/users/{id}", handle(users.get))
+	r.With(changeLimit.Middleware).Patch(v1+"/users/{id}", handle(users.update))
+	r.Delete(v1+"/users/{id}", handle(users.remove))
 	// The owner's deletion checks the current password: limited like a change.
-	r.With(changeLimit.Middleware).Post("/users/{id}/deletion", handle(users.deletion))
+	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/deletion", handle(users.deletion))
 	// The per-account throttle (domain) counts wrong current passwords;
 	// this outer bucket bounds what one address sends at all.
-	r.With(changeLimit.Middleware).Put("/users/{id}/password", handle(users.changePassword))
-	r.Get("/users/by-username/{username}", handle(users.getByUsername))
-	r.Get("/users/by-email/{email}", handle(users.getByEmail))
-	r.With(loginLimit.Middleware).Post("/sessions", handle(sessions.login))
-	r.Delete("/sessions/current", handle(sessions.logout))
-	r.Get("/users/{id}/sessions", handle(sessions.list))
-	r.Delete("/users/{id}/sessions", handle(sessions.revokeAll))
-	r.Delete("/users/{id}/sessions/{sessionId}", handle(sessions.revoke))
-	r.Get("/me", handle(users.me))
+	r.With(changeLimit.Middleware).Put(v1+"/users/{id}/password", handle(users.changePassword))
+	r.Get(v1+"/users/by-username/{username}", handle(users.getByUsername))
+	r.Get(v1+"/users/by-email/{email}", handle(users.getByEmail))
+	r.With(loginLimit.Middleware).Post(v1+"/sessions", handle(sessions.login))
+	r.Delete(v1+"/sessions/current", handle(sessions.logout))
+	r.Get(v1+"/users/{id}/sessions", handle(sessions.list))
+	r.Delete(v1+"/users/{id}/sessions", handle(sessions.revokeAll))
+	r.Delete(v1+"/users/{id}/sessions/{sessionId}", handle(sessions.revoke))
+	r.Get(v1+"/me", handle(users.me))
 	routeMail(r, d)
 }
 
@@ -136,56 +143,56 @@ func routeMail(r chi.Router, d Deps) {
 	m := &Mail{accounts: d.Accounts}
 	requestLimit := NewRateLimiter(d.RateLimitPerMinute)
 	confirmLimit := NewRateLimiter(d.RateLimitPerMinute)
-	r.With(requestLimit.Middleware).Post("/email-verifications", handle(m.requestVerification))
-	r.With(confirmLimit.Middleware).Post("/email-verifications/confirm", handle(m.confirmEmail))
-	r.With(requestLimit.Middleware).Post("/password-resets", handle(m.requestReset))
-	r.With(confirmLimit.Middleware).Post("/password-resets/confirm", handle(m.confirmReset))
+	r.With(requestLimit.Middleware).Post(v1+"/email-verifications", handle(m.requestVerification))
+	r.With(confirmLimit.Middleware).Post(v1+"/email-verifications/confirm", handle(m.confirmEmail))
+	r.With(requestLimit.Middleware).Post(v1+"/password-resets", handle(m.requestReset))
+	r.With(confirmLimit.Middleware).Post(v1+"/password-resets/confirm", handle(m.confirmReset))
 	changes := &EmailChanges{accounts: d.Accounts}
-	r.With(confirmLimit.Middleware).Post("/email-changes/revert", handle(changes.revert))
+	r.With(confirmLimit.Middleware).Post(v1+"/email-changes/revert", handle(changes.revert))
 }
 
 // routeModeration serves suspensions, the suspended list and the
 // moderation history.
 func routeModeration(r chi.Router, d Deps) {
 	m := &Moderation{moderation: d.Moderation}
-	r.Post("/users/{id}/suspension", handle(m.suspend))
-	r.Get("/users/{id}/suspension", handle(m.get))
-	r.Delete("/users/{id}/suspension", handle(m.unsuspend))
-	r.Get("/suspensions", handle(m.list))
-	r.Get("/users/{id}/moderation-history", handle(m.history))
+	r.Post(v1+"/users/{id}/suspension", handle(m.suspend))
+	r.Get(v1+"/users/{id}/suspension", handle(m.get))
+	r.Delete(v1+"/users/{id}/suspension", handle(m.unsuspend))
+	r.Get(v1+"/suspensions", handle(m.list))
+	r.Get(v1+"/users/{id}/moderation-history", handle(m.history))
 }
 
 // routeAudit serves the audit of admin actions on accounts.
 func routeAudit(r chi.Router, d Deps) {
 	a := &Audit{accounts: d.Accounts}
-	r.Get("/users/{id}/audit", handle(a.list))
+	r.Get(v1+"/users/{id}/audit", handle(a.list))
 }
 
 // routeGroups serves groups and their members.
 func routeGroups(r chi.Router, d Deps) {
 	g := &Groups{groups: d.Groups, lifecycle: d.Lifecycle}
-	r.Post("/groups", handle(g.create))
-	r.Get("/groups/{id}", handle(g.get))
-	r.Delete("/groups/{id}", handle(g.close))
-	r.Get("/groups/by-name/{name}", handle(g.getByName))
-	r.Get("/users/{id}/groups", handle(g.listOfUser))
-	r.Get("/groups/{id}/members", handle(g.listMembers))
-	r.Put("/groups/{id}/members/{userId}", handle(g.setMember))
-	r.Delete("/groups/{id}/members/{userId}", handle(g.removeMember))
+	r.Post(v1+"/groups", handle(g.create))
+	r.Get(v1+"/groups/{id}", handle(g.get))
+	r.Delete(v1+"/groups/{id}", handle(g.close))
+	r.Get(v1+"/groups/by-name/{name}", handle(g.getByName))
+	r.Get(v1+"/users/{id}/groups", handle(g.listOfUser))
+	r.Get(v1+"/groups/{id}/members", handle(g.listMembers))
+	r.Put(v1+"/groups/{id}/members/{userId}", handle(g.setMember))
+	r.Delete(v1+"/groups/{id}/members/{userId}", handle(g.removeMember))
 }
 
 // routeContent serves content, sharing and libraries.
 func routeContent(r chi.Router, d Deps) {
 	c := &Contents{contents: d.Contents}
-	r.Post("/content", handle(c.create))
-	r.Get("/content/{id}", handle(c.get))
-	r.Patch("/content/{id}", handle(c.update))
-	r.Delete("/content/{id}", handle(c.delete))
-	r.Get("/content/{id}/members", handle(c.members))
-	r.Put("/content/{id}/members/{principalId}", handle(c.share))
-	r.Delete("/content/{id}/members/{principalId}", handle(c.unshare))
-	r.Get("/users/{id}/library", handle(c.library))
-	r.Get("/groups/{id}/library", handle(c.library))
+	r.Post(v1+"/content", handle(c.create))
+	r.Get(v1+"/content/{id}", handle(c.get))
+	r.Patch(v1+"/content/{id}", handle(c.update))
+	r.Delete(v1+"/content/{id}", handle(c.delete))
+	r.Get(v1+"/content/{id}/members", handle(c.members))
+	r.Put(v1+"/content/{id}/members/{principalId}", handle(c.share))
+	r.Delete(v1+"/content/{id}/members/{principalId}", handle(c.unshare))
+	r.Get(v1+"/users/{id}/library", handle(c.library))
+	r.Get(v1+"/groups/{id}/library", handle(c.library))
 }
 
 // methodNotAllowed answers 405 with the Allow header listing what the path
