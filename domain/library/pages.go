@@ -19,6 +19,11 @@ var errLibraryNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_foun
 func (s *Service) bucketFor(ctx context.Context, p domain.Principal, principalID string) (string, error) {
 	switch {
 	case domain.ValidID(principalID, domain.UserIDPrefix):
+		if a := p.Account; p.UserID == principalID && a != nil && a.ID == principalID && a.Visible() {
+			// The caller's own library: the session's read of the account,
+			// in this request, found it visible.
+			return BucketPrivate, nil
+		}
 		u, err := s.users.Profile(ctx, principalID)
 		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
 			return "", errLibraryNotFound

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -514,4 +515,44 @@ type askedIndex struct {
 func (a *askedIndex) Index(ctx context.Context, principalID string, ids []string) (map[string]Entry, error) {
 	*a.asked = append(*a.asked, ids...)
 	return a.rowsOnly.Index(ctx, principalID, ids)
+}
+
+// countedUsers is visibleUsers counting its reads.
+type countedUsers struct {
+	visibleUsers
+	profiles atomic.Int32
+}
+
+func (c *countedUsers) Profile(ctx context.Context, id string) (domain.User, error) {
+	c.profiles.Add(1)
+	return c.visibleUsers.Profile(ctx, id)
+}
+
+// TestOwnPageTakesTheAccountFromTheSession: the owner's own library is
+// not checked with a second read of their account (the session's read
+// found it visible), so each of its pages is the one slice; a principal
+// without that read (a system caller) still reads the account per page.
+func TestOwnPageTakesTheAccountFromTheSession(t *testing.T) {
+	t.Parallel()
+	newest := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	owner := domain.NewID(domain.UserIDPrefix)
+	for _, tc := range []struct {
+		name    string
+		viewer  domain.Principal
+		perPage int32
+	}{
+		{"the owner's session", domain.Principal{UserID: owner, Account: &domain.Access{ID: owner, Status: domain.StatusActive}}, 0},
+		{"the owner without the session's read", domain.Principal{UserID: owner}, 1},
+	} {
+		store, live := libraryOf(30, newest, false)
+		users := &countedUsers{}
+		s := New(Config{Now: func() time.Time { return newest.Add(time.Hour) }}, nil, users, nil, store.stores(), nil)
+		got, pages := pageAllAs(t, s, tc.viewer, owner, NewestFirst, 7, nil)
+		if len(got) != len(live) {
+			t.Errorf("%s: listed %d items, want %d", tc.name, len(got), len(live))
+		}
+		if n := users.profiles.Load(); n != tc.perPage*int32(pages) {
+			t.Errorf("%s: %d reads of the account for %d pages, want %d a page", tc.name, n, pages, tc.perPage)
+		}
+	}
 }
