@@ -41,7 +41,7 @@ func (u User) Access() Access {
 func (a Access) IsAdmin() bool { return slices.Contains(a.Roles, RoleAdmin) }
 
 // Visible is User.Visible.
-func (a Access) Visible() bool { return a.Status == StatusActive || a.Status == StatusSuspended }
+func (a Access) Visible() bool { return a.Status.Visible() }
 
 // Departed is User.Departed.
 func (a Access) Departed() bool { return a.Status == StatusDeleting || a.Status == StatusDeleted }
@@ -64,12 +64,7 @@ func (u User) Credentials() Credentials {
 }
 
 // KeyOf is User.KeyOf.
-func (c Credentials) KeyOf(kind ClaimKind) string {
-	if kind == KindUsername {
-		return c.UsernameKey
-	}
-	return c.EmailKey
-}
+func (c Credentials) KeyOf(kind ClaimKind) string { return keyOf(kind, c.UsernameKey, c.EmailKey) }
 
 // Shown is an account as an answer shows it: in full to the user
 // themself and to admins, its public part (ID, Username, DisplayName,
@@ -91,7 +86,7 @@ func (u User) Shown() Shown {
 }
 
 // Visible is User.Visible.
-func (s Shown) Visible() bool { return s.Status == StatusActive || s.Status == StatusSuspended }
+func (s Shown) Visible() bool { return s.Status.Visible() }
 
 // Claimed is an account as a claim on its username or email leads to it:
 // the full view, and the keys the claim is checked against (a claim left
@@ -107,12 +102,7 @@ func (u User) Claimed() Claimed {
 }
 
 // KeyOf is User.KeyOf.
-func (c Claimed) KeyOf(kind ClaimKind) string {
-	if kind == KindUsername {
-		return c.UsernameKey
-	}
-	return c.EmailKey
-}
+func (c Claimed) KeyOf(kind ClaimKind) string { return keyOf(kind, c.UsernameKey, c.EmailKey) }
 
 // SignedIn is what a login reads once its session is written, to hand
 // out the token only if the account still stands: its access, whether a
@@ -143,4 +133,4 @@ func (u User) Standing() Standing {
 }
 
 // Visible is User.Visible.
-func (s Standing) Visible() bool { return s.Status == StatusActive || s.Status == StatusSuspended }
+func (s Standing) Visible() bool { return s.Status.Visible() }

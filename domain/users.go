@@ -121,7 +121,11 @@ func (u User) IsAdmin() bool { return slices.Contains(u.Roles, RoleAdmin) }
 
 // Visible reports whether the account exists for everyone else (a pending
 // signup does not).
-func (u User) Visible() bool { return u.Status == StatusActive || u.Status == StatusSuspended }
+func (u User) Visible() bool { return u.Status.Visible() }
+
+// Visible reports a status whose account exists for everyone: active or
+// suspended.
+func (s Status) Visible() bool { return s == StatusActive || s == StatusSuspended }
 
 // Departed reports an account being deleted or deleted: it may hold no
 // membership, and one carried out for it after its deletion read its
@@ -129,11 +133,14 @@ func (u User) Visible() bool { return u.Status == StatusActive || u.Status == St
 func (u User) Departed() bool { return u.Status == StatusDeleting || u.Status == StatusDeleted }
 
 // KeyOf returns the user's key of the given kind.
-func (u User) KeyOf(kind ClaimKind) string {
+func (u User) KeyOf(kind ClaimKind) string { return keyOf(kind, u.UsernameKey, u.EmailKey) }
+
+// keyOf is the key of the given kind of the two an account holds.
+func keyOf(kind ClaimKind, usernameKey, emailKey string) string {
 	if kind == KindUsername {
-		return u.UsernameKey
+		return usernameKey
 	}
-	return u.EmailKey
+	return emailKey
 }
 
 // Suspension is why and since when an account is suspended.

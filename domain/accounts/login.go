@@ -252,49 +252,45 @@ func (a *Service) findByLogin(ctx context.Context, login string) (domain.Credent
 	if fe != nil {
 		return domain.Credentials{}, domain.ErrNotFound
 	}
-	id, err := a.claimedBy(ctx, kind, key)
-	if err != nil {
-		return domain.Credentials{}, err
-	}
-	u, err := a.users.Credentials(ctx, id)
-	if err != nil {
-		return domain.Credentials{}, err
-	}
-	if !u.Visible() || u.KeyOf(kind) != key {
-		return domain.Credentials{}, domain.ErrNotFound
-	}
-	return u, nil
+	return findThrough(ctx, a, kind, key, a.users.Credentials)
 }
 
-// findByKey follows a committed claim to its account, and checks that the
-// account still holds that key (a claim left behind by a change that died
-// half-way must not lead to the account).
+// findByKey follows a committed claim to its account, read whole.
 func (a *Service) findByKey(ctx context.Context, kind domain.ClaimKind, key string) (domain.User, error) {
-	u, err := a.claimOwner(ctx, kind, key)
-	if err != nil {
-		return domain.User{}, err
-	}
-	if !u.Visible() || u.KeyOf(kind) != key {
-		return domain.User{}, domain.ErrNotFound
-	}
-	return u, nil
+	return findThrough(ctx, a, kind, key, a.users.Get)
 }
 
 // findShown is findByKey for a lookup that shows the account: it reads
 // the full view's columns and the keys (users.Claimed), not the row.
 func (a *Service) findShown(ctx context.Context, kind domain.ClaimKind, key string) (domain.Shown, error) {
+	c, err := findThrough(ctx, a, kind, key, a.users.Claimed)
+	return c.Shown, err
+}
+
+// claimHolder is a read of an account that tells whether it is visible
+// and which keys it holds.
+type claimHolder interface {
+	Visible() bool
+	KeyOf(domain.ClaimKind) string
+}
+
+// findThrough follows a committed claim to its account, read by read, and
+// checks that the account is visible and still holds that key (a claim
+// left behind by a change that died half-way must not lead to it).
+func findThrough[V claimHolder](ctx context.Context, a *Service, kind domain.ClaimKind, key string, read func(context.Context, string) (V, error)) (V, error) {
+	var none V
 	id, err := a.claimedBy(ctx, kind, key)
 	if err != nil {
-		return domain.Shown{}, err
+		return none, err
 	}
-	c, err := a.users.Claimed(ctx, id)
+	v, err := read(ctx, id)
 	if err != nil {
-		return domain.Shown{}, err
+		return none, err
 	}
-	if !c.Visible() || c.KeyOf(kind) != key {
-		return domain.Shown{}, domain.ErrNotFound
+	if !v.Visible() || v.KeyOf(kind) != key {
+		return none, domain.ErrNotFound
 	}
-	return c.Shown, nil
+	return v, nil
 }
 
 // Authenticate turns a bearer token into the caller: the session and the
