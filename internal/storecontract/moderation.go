@@ -46,8 +46,10 @@ func suspensionOf(user string, at time.Time, reason string) domain.Suspension {
 // an older write landing late loses, a delete wins a tie, and a write at
 // the delete's version or older stays deleted.
 func suspensionVersions(t testing.TB, s moderation.Store, c Clock) {
-	ctx, user := context.Background(), Key("user")
-	newer, older := suspensionOf(user, c.Now(), "newer"), suspensionOf(user, c.Now(), "older")
+	ctx, user, now := context.Background(), Key("user"), c.Now()
+	// One moment for both: the history entry is keyed by it, so two reads
+	// of a real clock a millisecond apart would be two entries.
+	newer, older := suspensionOf(user, now, "newer"), suspensionOf(user, now, "older")
 	lookup := func(want string) {
 		t.Helper()
 		got, err := s.Lookup(ctx, user)
