@@ -15,14 +15,31 @@ type access struct {
 	admin  bool
 }
 
+// need is what a caller of load wants to know of its access.
+type need int
+
+const (
+	// seeing: only whether the caller may see the item (a read of it).
+	seeing need = iota
+	// managing: also whether the caller manages it, or is an admin.
+	managing
+)
+
 // accessTo works out the caller's access to c: public items are seen by
 // everyone, loggedin ones by any session, private ones by members (directly
 // or through a group) and admins; managers (directly or through a group in
-// which... the group is the member) manage.
-func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content) (access, error) {
+// which... the group is the member) manage. When only seeing is needed and
+// the item's visibility answers it (public, or loggedin with a session),
+// the caller's groups and memberships are not read: a read of a shared item
+// costs the session and the item.
+func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n need) (access, error) {
 	var a access
 	if p.Anonymous() {
 		a.see = c.Visibility == VisibilityPublic
+		return a, nil
+	}
+	if n == seeing && c.Visibility != VisibilityPrivate {
+		a.see = true
 		return a, nil
 	}
 	principals := []string{p.UserID}
@@ -56,9 +73,9 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content) (
 	return a, nil
 }
 
-// load reads a live item and the caller's access; 404 when the caller may
-// not see it.
-func (s *Service) load(ctx context.Context, p domain.Principal, id string) (Content, access, error) {
+// load reads a live item and the caller's access (as much of it as n
+// needs); 404 when the caller may not see it.
+func (s *Service) load(ctx context.Context, p domain.Principal, id string, n need) (Content, access, error) {
 	if !domain.ValidID(id, domain.ContentIDPrefix) {
 		return Content{}, access{}, errContentNotFound
 	}
@@ -69,7 +86,7 @@ func (s *Service) load(ctx context.Context, p domain.Principal, id string) (Cont
 	if err != nil {
 		return Content{}, access{}, err
 	}
-	a, err := s.accessTo(ctx, p, c)
+	a, err := s.accessTo(ctx, p, c, n)
 	if err != nil {
 		return Content{}, access{}, err
 	}
@@ -81,7 +98,7 @@ func (s *Service) load(ctx context.Context, p domain.Principal, id string) (Cont
 
 // Get returns an item the caller may see.
 func (s *Service) Get(ctx context.Context, p domain.Principal, id string) (Content, error) {
-	c, _, err := s.load(ctx, p, id)
+	c, _, err := s.load(ctx, p, id, seeing)
 	return c, err
 }
 
@@ -91,7 +108,7 @@ func (s *Service) requireManager(ctx context.Context, p domain.Principal, id str
 	if p.Anonymous() {
 		return domain.ErrNoSession
 	}
-	_, a, err := s.load(ctx, p, id)
+	_, a, err := s.load(ctx, p, id, managing)
 	if err == nil && !a.manage && !a.admin {
 		return s.denied(ctx, id)
 	}

@@ -285,7 +285,7 @@ func (s *Service) carryOut(ctx context.Context, ch changed) (takenBack bool) {
 // its managers and admins may remove anyone, a user the item from their own
 // library, and a group's manager from the group's library.
 func (s *Service) mayUnshare(ctx context.Context, p domain.Principal, id, principalID string) error {
-	_, a, err := s.load(ctx, p, id)
+	_, a, err := s.load(ctx, p, id, managing)
 	if err != nil || a.manage || a.admin || principalID == p.UserID {
 		return err
 	}
