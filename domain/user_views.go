@@ -66,6 +66,31 @@ func (u User) Credentials() Credentials {
 // KeyOf is User.KeyOf.
 func (c Credentials) KeyOf(kind ClaimKind) string { return keyOf(kind, c.UsernameKey, c.EmailKey) }
 
+// Profile is an account's public part: what a stranger is shown, and
+// what a library or a share checks of the account it names (is it visible,
+// is it being deleted).
+type Profile struct {
+	ID, Username, DisplayName string
+	Status                    Status
+	CreatedAt                 time.Time
+}
+
+// Profile is u's public view.
+func (u User) Profile() Profile {
+	return Profile{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName, Status: u.Status, CreatedAt: u.CreatedAt}
+}
+
+// Visible is User.Visible.
+func (p Profile) Visible() bool { return p.Status.Visible() }
+
+// Departed is User.Departed.
+func (p Profile) Departed() bool { return p.Status == StatusDeleting || p.Status == StatusDeleted }
+
+// Shown is the profile as an answer shows it (its public part alone).
+func (p Profile) Shown() Shown {
+	return Shown{ID: p.ID, Username: p.Username, DisplayName: p.DisplayName, Status: p.Status, CreatedAt: p.CreatedAt}
+}
+
 // Shown is an account as an answer shows it: in full to the user
 // themself and to admins, its public part (ID, Username, DisplayName,
 // CreatedAt) to anyone. PendingEmailAt is there to tell a change pending

@@ -38,8 +38,9 @@ func (b *blockingUsers) Get(ctx context.Context, _ string) (domain.User, error) 
 	return domain.User{}, b.fail(ctx.Err())
 }
 
-func (b *blockingUsers) Profile(ctx context.Context, id string) (domain.User, error) {
-	return b.Get(ctx, id)
+func (b *blockingUsers) Profile(ctx context.Context, id string) (domain.Profile, error) {
+	u, err := b.Get(ctx, id)
+	return u.Profile(), err
 }
 
 // syncBuffer collects log lines written by the server's goroutines.

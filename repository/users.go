@@ -419,9 +419,9 @@ func (s *Users) Get(ctx context.Context, id string) (domain.User, error) {
 }
 
 // Profile reads the public part of an account (userProfileCQL).
-func (s *Users) Profile(ctx context.Context, id string) (domain.User, error) {
-	return readView(ctx, s, "users.profile", userProfileCQL, id, func(r profileRow) domain.User {
-		return domain.User{ID: r.ID, Username: r.Username, DisplayName: r.DisplayName, Status: domain.Status(r.Status), CreatedAt: r.CreatedAt}
+func (s *Users) Profile(ctx context.Context, id string) (domain.Profile, error) {
+	return readView(ctx, s, "users.profile", userProfileCQL, id, func(r profileRow) domain.Profile {
+		return domain.Profile{ID: r.ID, Username: r.Username, DisplayName: r.DisplayName, Status: domain.Status(r.Status), CreatedAt: r.CreatedAt}
 	})
 }
 

@@ -28,7 +28,7 @@ type UserStore interface {
 	// Profile reads what a stranger sees of an account: its id, username,
 	// display name, status and creation time, and no other column (no
 	// hash, no email, nothing pending); ErrNotFound when there is none.
-	Profile(ctx context.Context, id string) (domain.User, error)
+	Profile(ctx context.Context, id string) (domain.Profile, error)
 	// Access, Credentials, Shown, Claimed and SignedIn read the columns of one use
 	// each (domain.Access ...) and no other; ErrNotFound when there is no
 	// account. What they answer is no User: no write takes it.

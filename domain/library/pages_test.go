@@ -108,8 +108,8 @@ func (r *rowsOnly) DeleteRow(context.Context, string, Entry) error {
 
 type visibleUsers struct{}
 
-func (visibleUsers) Profile(_ context.Context, id string) (domain.User, error) {
-	return domain.User{ID: id, Status: domain.StatusActive}, nil
+func (visibleUsers) Profile(_ context.Context, id string) (domain.Profile, error) {
+	return domain.Profile{ID: id, Status: domain.StatusActive}, nil
 }
 
 // TestPageBehindManyStaleRowsStillHasACursor: a page whose refills run out
@@ -523,7 +523,7 @@ type countedUsers struct {
 	profiles atomic.Int32
 }
 
-func (c *countedUsers) Profile(ctx context.Context, id string) (domain.User, error) {
+func (c *countedUsers) Profile(ctx context.Context, id string) (domain.Profile, error) {
 	c.profiles.Add(1)
 	return c.visibleUsers.Profile(ctx, id)
 }

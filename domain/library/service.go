@@ -190,7 +190,7 @@ type Callers interface {
 type Users interface {
 	// Profile reads an account's public columns (its status among them):
 	// all a library needs of it.
-	Profile(ctx context.Context, id string) (domain.User, error)
+	Profile(ctx context.Context, id string) (domain.Profile, error)
 }
 
 // Stores are the tables content and libraries are kept in.

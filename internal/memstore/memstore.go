@@ -435,12 +435,9 @@ func (u *Users) Get(_ context.Context, id string) (domain.User, error) {
 	return out, err
 }
 
-// Profile reads the public part of an account: every other field is left
-// empty, so a caller that used one would show it empty in the tests.
-func (u *Users) Profile(ctx context.Context, id string) (domain.User, error) {
-	return readView(u, ctx, "users.profile", id, func(r domain.User) domain.User {
-		return domain.User{ID: r.ID, Username: r.Username, DisplayName: r.DisplayName, Status: r.Status, CreatedAt: r.CreatedAt}
-	})
+// Profile reads the public part of an account.
+func (u *Users) Profile(ctx context.Context, id string) (domain.Profile, error) {
+	return readView(u, ctx, "users.profile", id, domain.User.Profile)
 }
 
 // Access reads what an authenticated request checks of an account.
