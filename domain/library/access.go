@@ -1,6 +1,7 @@
 package library
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -42,21 +43,33 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 		a.see = true
 		return a, nil
 	}
-	principals := []string{p.UserID}
-	groupIDs, err := s.groups.GroupIDsOf(ctx, p.UserID)
-	if err != nil {
-		return a, err
-	}
-	principals = append(principals, groupIDs...)
-	found, err := s.members.Find(ctx, c.ID, principals)
-	if err != nil {
-		return a, err
-	}
-	for _, m := range withPending(found, c.Pending, principals) {
-		a.see = true
-		if m.Role == RoleManager {
-			a.manage = true
+	// The caller's groups and the caller's own membership are read at
+	// once; the groups' memberships only when the caller's own does not
+	// decide (no membership of its own, or a viewer's where a change needs
+	// a manager). The owner's change and a direct member's read are then
+	// one round trip after the item, not two.
+	var groupIDs []string
+	var direct []Member
+	var groupsErr, directErr error
+	domain.Parallel(2, func(i int) {
+		if i == 0 {
+			groupIDs, groupsErr = s.groups.GroupIDsOf(ctx, p.UserID)
+		} else {
+			direct, directErr = s.members.Find(ctx, c.ID, []string{p.UserID})
 		}
+	})
+	if err := cmp.Or(groupsErr, directErr); err != nil {
+		return a, err
+	}
+	principals := []string{p.UserID}
+	a = grants(withPending(direct, c.Pending, principals))
+	if len(groupIDs) > 0 && (!a.see || (n == managing && !a.manage)) {
+		viaGroups, err := s.members.Find(ctx, c.ID, groupIDs)
+		if err != nil {
+			return a, err
+		}
+		principals = append(principals, groupIDs...)
+		a = grants(withPending(append(direct, viaGroups...), c.Pending, principals))
 	}
 	if !a.see || !a.manage {
 		caller, err := s.callers.Caller(ctx, p)
@@ -71,6 +84,19 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 		a.see = true
 	}
 	return a, nil
+}
+
+// grants is the access the caller's memberships give: any membership
+// sees, a manager's manages.
+func grants(found []Member) access {
+	var a access
+	for _, m := range found {
+		a.see = true
+		if m.Role == RoleManager {
+			a.manage = true
+		}
+	}
+	return a
 }
 
 // load reads a live item and the caller's access (as much of it as n

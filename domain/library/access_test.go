@@ -36,19 +36,16 @@ func (o *oneItem) Find(_ context.Context, _ string, principals []string) ([]Memb
 	return out, nil
 }
 
-// groupsOf is a GroupDirectory in which one user is in one group.
+// groupsOf is a GroupDirectory of the groups each user is in.
 type groupsOf struct {
 	GroupDirectory
-	user, group string
-	reads       int
+	of    map[string][]string
+	reads int
 }
 
 func (g *groupsOf) GroupIDsOf(_ context.Context, userID string) ([]string, error) {
 	g.reads++
-	if userID == g.user {
-		return []string{g.group}, nil
-	}
-	return nil, nil
+	return g.of[userID], nil
 }
 
 // callersOf answers the admin as an active admin, anyone else as an
@@ -76,11 +73,14 @@ func (c callersOf) Caller(_ context.Context, p domain.Principal) (*domain.Access
 // reads the caller's groups and memberships only for a private item: a
 // read of a shared item by a session is the session and the item. A change
 // (requireManager) always reads them: whether the caller manages is not in
-// the item's visibility.
+// the item's visibility. The groups' memberships are read only when the
+// caller's own membership does not decide: a group's member with none of
+// its own, and for a change a viewer who may manage through a group.
 func TestReadingAnItemReadsMembershipsOnlyWhenTheyDecide(t *testing.T) {
 	t.Parallel()
 	owner, viewer, inGroup, admin, stranger := "u-owner", "u-viewer", "u-ingroup", "u-admin", "u-stranger"
-	group := "g-readers"
+	viewerManaging := "u-viewer-managing" // a viewer of its own, a manager through a group
+	group, managers := "g-readers", "g-managers"
 	callers := []struct {
 		name     string
 		p        domain.Principal
@@ -93,14 +93,16 @@ func TestReadingAnItemReadsMembershipsOnlyWhenTheyDecide(t *testing.T) {
 		{"a stranger", domain.Principal{UserID: stranger}, false, false, false, true},
 		{"a viewer", domain.Principal{UserID: viewer}, true, false, false, true},
 		{"a group's member", domain.Principal{UserID: inGroup}, true, false, false, true},
+		{"a viewer managing through a group", domain.Principal{UserID: viewerManaging}, true, true, false, true},
 		{"the owner", domain.Principal{UserID: owner}, true, true, false, true},
 		{"an admin", domain.Principal{UserID: admin}, false, false, true, true},
 	}
 	for _, vis := range []Visibility{VisibilityPublic, VisibilityLoggedIn, VisibilityPrivate} {
 		for _, c := range callers {
 			item := &oneItem{item: Content{ID: domain.NewID(domain.ContentIDPrefix), Visibility: vis, Version: 2},
-				members: []Member{{PrincipalID: owner, Role: RoleManager}, {PrincipalID: viewer, Role: RoleViewer}, {PrincipalID: group, Role: RoleViewer}}}
-			groups := &groupsOf{user: inGroup, group: group}
+				members: []Member{{PrincipalID: owner, Role: RoleManager}, {PrincipalID: viewer, Role: RoleViewer}, {PrincipalID: group, Role: RoleViewer},
+					{PrincipalID: viewerManaging, Role: RoleViewer}, {PrincipalID: managers, Role: RoleManager}}}
+			groups := &groupsOf{of: map[string][]string{inGroup: {group}, viewerManaging: {group, managers}}}
 			s := New(Config{}, callersOf{admin: admin}, nil, groups, Stores{Content: item, Members: item}, nil)
 
 			_, err := s.Get(context.Background(), c.p, item.item.ID)
@@ -108,9 +110,17 @@ func TestReadingAnItemReadsMembershipsOnlyWhenTheyDecide(t *testing.T) {
 			if sees != (err == nil) || (!sees && !errors.Is(err, errContentNotFound)) {
 				t.Errorf("%s reading a %s item: %v, want seen %v", c.name, vis, err, sees)
 			}
-			decide := c.loggedIn && vis == VisibilityPrivate
-			if read := groups.reads > 0 || item.finds > 0; read != decide {
-				t.Errorf("%s reading a %s item: %d reads of groups and %d of members, want reads %v", c.name, vis, groups.reads, item.finds, decide)
+			// The caller's groups and own membership, then the groups'
+			// memberships only for the one whose own does not decide.
+			wantGroups, wantFinds := 0, 0
+			if c.loggedIn && vis == VisibilityPrivate {
+				wantGroups, wantFinds = 1, 1
+				if c.p.UserID == inGroup {
+					wantFinds = 2
+				}
+			}
+			if groups.reads != wantGroups || item.finds != wantFinds {
+				t.Errorf("%s reading a %s item: %d reads of groups and %d of members, want %d and %d", c.name, vis, groups.reads, item.finds, wantGroups, wantFinds)
 			}
 
 			groups.reads, item.finds = 0, 0
@@ -133,8 +143,12 @@ func TestReadingAnItemReadsMembershipsOnlyWhenTheyDecide(t *testing.T) {
 					t.Errorf("%s changing a %s item: %v, want not found", c.name, vis, err)
 				}
 			}
-			if c.loggedIn && (groups.reads != 1 || item.finds != 1) {
-				t.Errorf("%s changing a %s item: %d reads of groups and %d of members, want 1 and 1", c.name, vis, groups.reads, item.finds)
+			wantFinds = 1
+			if c.p.UserID == inGroup || c.p.UserID == viewerManaging {
+				wantFinds = 2
+			}
+			if c.loggedIn && (groups.reads != 1 || item.finds != wantFinds) {
+				t.Errorf("%s changing a %s item: %d reads of groups and %d of members, want 1 and %d", c.name, vis, groups.reads, item.finds, wantFinds)
 			}
 		}
 	}
