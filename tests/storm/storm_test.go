@@ -31,6 +31,7 @@ import (
 	"shelf/internal/app"
 	"shelf/internal/config"
 	"shelf/internal/localcassandra"
+	"shelf/internal/password"
 	"shelf/internal/testkit"
 )
 
@@ -69,6 +70,7 @@ func (c *client) send(method, path, token string, body any) (int, []byte) {
 // account is what the storm knows of an account it created.
 type account struct {
 	id, token string
+	signedUp  string   // the username and email it signed up with
 	passwords []string // every password it may have now
 }
 
@@ -153,11 +155,17 @@ func TestStorm(t *testing.T) {
 				}
 				var created struct{ ID string }
 				_ = json.Unmarshal(body, &created)
-				acc := &account{id: created.ID, passwords: []string{"storm password 1"}}
+				acc := &account{id: created.ID, signedUp: u + " " + e, passwords: []string{"storm password 1"}}
 				if status, body := c.send(http.MethodPost, "/v1/sessions", "", map[string]string{"login": u, "password": "storm password 1"}); status == http.StatusCreated {
-					var s struct{ Token string }
+					var s struct {
+						Token string
+						User  struct{ ID string }
+					}
 					_ = json.Unmarshal(body, &s)
 					acc.token = s.Token
+					if s.User.ID != acc.id {
+						t.Errorf("U1: signup %s answered 201 with %s / %s, and a login as %s right after opened a session of %s", acc.id, u, e, u, s.User.ID)
+					}
 				}
 				mu.Lock()
 				accounts = append(accounts, acc)
@@ -210,22 +218,42 @@ func TestStorm(t *testing.T) {
 		}
 	}
 	checkTables(t, db)
+	byID := map[string][]*account{}
 	for _, acc := range accounts {
-		var u struct{ Username, Email string }
-		if err := db.Session.ContextQuery(ctx, "SELECT username, email FROM users WHERE id = ?", nil).Bind(acc.id).GetRelease(&u); err != nil {
+		byID[acc.id] = append(byID[acc.id], acc)
+	}
+	for id, accs := range byID {
+		if len(accs) > 1 {
+			for _, a := range accs {
+				t.Errorf("U1: %s answered 201 to more than one signup: %s (passwords %v)", id, a.signedUp, a.passwords)
+			}
+		}
+	}
+	// Each account logs in by both names with the password it has now:
+	// the one of those it may have (every change it was sent, applied or
+	// not) that its stored hash verifies. Trying them all in turn would
+	// meet the login's throttle: five wrong passwords and the sixth try,
+	// the right one, is refused (429), as it must be.
+	hasher := password.New(password.Params{MemoryKiB: 1024, Time: 1, Threads: 1}, 0)
+	for _, acc := range accounts {
+		var u struct{ Username, Email, PasswordHash string }
+		if err := db.Session.ContextQuery(ctx, "SELECT username, email, password_hash FROM users WHERE id = ?", nil).Bind(acc.id).GetRelease(&u); err != nil {
 			t.Errorf("201 signup %s: %v", acc.id, err)
 			continue
 		}
-		for _, login := range []string{u.Username, u.Email} {
-			ok := false
-			for _, pw := range acc.passwords {
-				if status, _ := c.send(http.MethodPost, "/v1/sessions", "", map[string]string{"login": login, "password": pw}); status == http.StatusCreated {
-					ok = true
-					break
-				}
+		current := ""
+		for _, pw := range acc.passwords {
+			if ok, _, err := hasher.Verify(ctx, pw, u.PasswordHash); err == nil && ok {
+				current = pw
 			}
-			if !ok {
-				t.Errorf("U3: 201 signup %s cannot log in as %q", acc.id, login)
+		}
+		if current == "" {
+			t.Errorf("201 signup %s has a password it was never given (it may have %v)", acc.id, acc.passwords)
+			continue
+		}
+		for _, login := range []string{u.Username, u.Email} {
+			if status, body := c.send(http.MethodPost, "/v1/sessions", "", map[string]string{"login": login, "password": current}); status != http.StatusCreated {
+				t.Errorf("U3: 201 signup %s cannot log in as %q with its password: %d %s", acc.id, login, status, body)
 			}
 		}
 	}
