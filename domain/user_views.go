@@ -44,7 +44,7 @@ func (a Access) IsAdmin() bool { return slices.Contains(a.Roles, RoleAdmin) }
 func (a Access) Visible() bool { return a.Status.Visible() }
 
 // Departed is User.Departed.
-func (a Access) Departed() bool { return a.Status == StatusDeleting || a.Status == StatusDeleted }
+func (a Access) Departed() bool { return a.Status.Departed() }
 
 // Credentials is what a login reads of the account its claim leads to:
 // the access, the keys the claim must still be the account's, the
@@ -84,7 +84,7 @@ func (u User) Profile() Profile {
 func (p Profile) Visible() bool { return p.Status.Visible() }
 
 // Departed is User.Departed.
-func (p Profile) Departed() bool { return p.Status == StatusDeleting || p.Status == StatusDeleted }
+func (p Profile) Departed() bool { return p.Status.Departed() }
 
 // Shown is the profile as an answer shows it (its public part alone).
 func (p Profile) Shown() Shown {

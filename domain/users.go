@@ -130,7 +130,10 @@ func (s Status) Visible() bool { return s == StatusActive || s == StatusSuspende
 // Departed reports an account being deleted or deleted: it may hold no
 // membership, and one carried out for it after its deletion read its
 // memberships is taken back (docs/design.md#deletion).
-func (u User) Departed() bool { return u.Status == StatusDeleting || u.Status == StatusDeleted }
+func (u User) Departed() bool { return u.Status.Departed() }
+
+// Departed reports a status of an account being deleted or deleted.
+func (s Status) Departed() bool { return s == StatusDeleting || s == StatusDeleted }
 
 // KeyOf returns the user's key of the given kind.
 func (u User) KeyOf(kind ClaimKind) string { return keyOf(kind, u.UsernameKey, u.EmailKey) }
