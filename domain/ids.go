@@ -32,7 +32,8 @@ func ValidID(s, prefix string) bool {
 	if !ok || len(rest) != 26 {
 		return false
 	}
-	_, err := idEncoding.DecodeString(rest)
+	var b [16]byte // 26 base32 digits are 16 bytes and 2 bits
+	_, err := idEncoding.Decode(b[:], []byte(rest))
 	return err == nil
 }
 

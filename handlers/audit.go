@@ -50,9 +50,5 @@ func (h *Audit) list(w http.ResponseWriter, r *http.Request) error {
 // origin is where r came from, for the audit of what its caller does:
 // the client address frame worked out and the user agent.
 func origin(r *http.Request) domain.Origin {
-	ip := ""
-	if a := ClientIP(r.Context()); a.IsValid() {
-		ip = a.String()
-	}
-	return domain.OriginOf(ip, r.UserAgent())
+	return domain.OriginOf(ipText(ClientIP(r.Context())), r.UserAgent())
 }

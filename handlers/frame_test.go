@@ -12,7 +12,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
-	"github.com/rs/zerolog/hlog"
 
 	"shelf/internal/metrics"
 )
@@ -48,7 +47,7 @@ func TestFrameNamesTimesCountsAndLogsEachRequest(t *testing.T) {
 		if d, ok := r.Context().Deadline(); ok {
 			seenDeadline = time.Until(d)
 		}
-		hlog.FromRequest(r).Info().Msg("inside")
+		requestLog(r).Info().Msg("inside")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte("hello"))
 	})

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/rs/zerolog/hlog"
-
 	"shelf/domain"
 )
 
@@ -43,7 +41,7 @@ func (h *Health) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := h.ready.CheckReady(ctx); err != nil {
-		hlog.FromRequest(r).Warn().Err(err).Msg("not ready")
+		requestLog(r).Warn().Err(err).Msg("not ready")
 		if errors.Is(err, domain.ErrSchemaBehind) {
 			// The log has the details; the answer says what to do.
 			return newProblem(http.StatusServiceUnavailable, "schema_behind",

@@ -18,8 +18,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
-	"github.com/rs/zerolog/hlog"
 
+	"shelf/domain/accounts"
 	"shelf/internal/metrics"
 )
 
@@ -35,18 +35,58 @@ const requestKey ctxKey = 0
 type requestInfo struct {
 	id string
 	ip netip.Addr
+	// logger is the process's logger; lines about the request get the
+	// id and the address when they are written (RequestLogger), so a
+	// request that logs nothing but its access line copies no logger.
+	logger *zerolog.Logger
+}
+
+// infoOf is the requestInfo frame put on ctx (nil outside a request).
+func infoOf(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestKey).(*requestInfo)
+	return info
 }
 
 // RequestID returns the id of the request ctx belongs to ("" outside one).
 func RequestID(ctx context.Context) string {
-	info, _ := ctx.Value(requestKey).(requestInfo)
-	return info.id
+	if info := infoOf(ctx); info != nil {
+		return info.id
+	}
+	return ""
 }
 
 // ClientIP returns the caller's address as frame worked it out.
 func ClientIP(ctx context.Context) netip.Addr {
-	info, _ := ctx.Value(requestKey).(requestInfo)
-	return info.ip
+	if info := infoOf(ctx); info != nil {
+		return info.ip
+	}
+	return netip.Addr{}
+}
+
+// RequestLogger is the logger for lines about the request ctx belongs to:
+// each carries the request id and the client's address. Outside a request
+// it is false.
+func RequestLogger(ctx context.Context) (zerolog.Logger, bool) {
+	info := infoOf(ctx)
+	if info == nil {
+		return zerolog.Nop(), false
+	}
+	return info.logger.Hook(requestFields{id: info.id, ip: ipText(info.ip)}), true
+}
+
+// requestLog is RequestLogger for a handler's request (a no-op logger
+// outside frame).
+func requestLog(r *http.Request) *zerolog.Logger {
+	l, _ := RequestLogger(r.Context())
+	return &l
+}
+
+// ipText is ip as logs and sessions record it ("" when unknown).
+func ipText(ip netip.Addr) string {
+	if !ip.IsValid() {
+		return ""
+	}
+	return ip.String()
 }
 
 // incomingIDRE accepts a caller's own request id when it is short and plain.
@@ -59,8 +99,11 @@ var incomingIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{8,128}$`)
 //     in the response header;
 //   - the client IP: the connection's address, unless that is a trusted
 //     proxy, in which case the nearest untrusted X-Forwarded-For entry;
-//   - a logger with both on the context, and the request's deadline
-//     (timeout; 0: none);
+//   - both on the context (RequestID, ClientIP, RequestLogger), with the
+//     client (address and user agent) the domain keeps with a session and
+//     throttles password checks by (accounts.WithClient), and the
+//     request's deadline (timeout; 0: none): one context value each, and
+//     one copy of the request;
 //   - when the handler is done, the request counted and timed in m (by
 //     route pattern, not path: ids would make the series unbounded; by
 //     methodLabel, not the method sent, for the same reason) with its
@@ -76,15 +119,15 @@ func frame(logger zerolog.Logger, trusted []netip.Prefix, timeout time.Duration,
 			}
 			w.Header().Set(RequestIDHeader, id)
 			ip := clientIP(r, trusted)
-			l := logger.Hook(requestFields{id: id, ip: ip.String()})
+			ipText := ipText(ip)
 			ctx := r.Context()
 			if timeout > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			ctx = context.WithValue(ctx, requestKey, requestInfo{id: id, ip: ip})
-			ctx = l.WithContext(ctx)
+			ctx = context.WithValue(ctx, requestKey, &requestInfo{id: id, ip: ip, logger: &logger})
+			ctx = accounts.WithClient(ctx, accounts.Client{UserAgent: r.UserAgent(), IP: ipText})
 			var trips *metrics.Trips
 			if m != nil {
 				ctx, trips = metrics.WithTrips(ctx)
@@ -111,7 +154,9 @@ func frame(logger zerolog.Logger, trusted []netip.Prefix, timeout time.Duration,
 				m.HTTPDuration.WithLabelValues(metricRoute, method).Observe(took.Seconds())
 				m.RoundTrips.WithLabelValues(metricRoute, method).Observe(float64(trips.Count()))
 			}
-			l.Info().
+			logger.Info().
+				Str("requestId", id).
+				Str("ip", ipText).
 				Str("method", method).
 				Str("route", route).
 				Str("path", loggedPath(r.URL.Path)).
@@ -234,7 +279,7 @@ func recoverer(next http.Handler) http.Handler {
 			if rec == http.ErrAbortHandler { //nolint:errorlint // the sentinel is compared, as net/http does
 				panic(rec)
 			}
-			hlog.FromRequest(r).Error().Interface("panic", rec).Bytes("stack", debug.Stack()).Msg("panic in handler")
+			requestLog(r).Error().Interface("panic", rec).Bytes("stack", debug.Stack()).Msg("panic in handler")
 			writeProblem(w, r, newProblem(http.StatusInternalServerError, "internal",
 				"Something went wrong on our side; the request id identifies it in our logs."))
 		}()

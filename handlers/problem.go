@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rs/zerolog/hlog"
-
 	"shelf/domain"
 )
 
@@ -150,13 +148,13 @@ func clientGone(r *http.Request) bool {
 // at info.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if clientGone(r) {
-		hlog.FromRequest(r).Info().Err(err).Int("status", StatusClientClosedRequest).Msg("client closed the request")
+		requestLog(r).Info().Err(err).Int("status", StatusClientClosedRequest).Msg("client closed the request")
 		w.WriteHeader(StatusClientClosedRequest)
 		return
 	}
 	p := toProblem(err)
 	if p.Status >= 500 {
-		hlog.FromRequest(r).Error().Err(err).Int("status", p.Status).Msg("request failed")
+		requestLog(r).Error().Err(err).Int("status", p.Status).Msg("request failed")
 	}
 	writeProblem(w, r, p)
 }

@@ -172,10 +172,11 @@ func setMail(acc *accounts.Service, c config.Mail, logger zerolog.Logger, tokens
 type domainLogger struct{ logger zerolog.Logger }
 
 func (d domainLogger) Warn(ctx context.Context, msg string, kv ...string) {
-	e := zerolog.Ctx(ctx).Warn()
-	if zerolog.Ctx(ctx).GetLevel() == zerolog.Disabled {
-		e = d.logger.Warn()
+	l, ok := handlers.RequestLogger(ctx)
+	if !ok {
+		l = d.logger
 	}
+	e := l.Warn()
 	for i := 0; i+1 < len(kv); i += 2 {
 		e = e.Str(kv[i], kv[i+1])
 	}
