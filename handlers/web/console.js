@@ -37,7 +37,10 @@
     return new ApiError(400, message, [{ field, message }]);
   }
 
-  async function api(method, path, body) {
+  // api sends a request with the tab's session and answers the parsed
+  // body, or throws an ApiError; quiet: a 401 is only thrown, the tab
+  // keeps its state (start reads the session that way).
+  async function api(method, path, body, { quiet } = {}) {
     const headers = {};
     if (state.token) headers.Authorization = 'Bearer ' + state.token;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -49,11 +52,22 @@
     } catch (err) {
       data = null;
     }
+    if (res.status === 401 && headers.Authorization && (!data || data.code === 'unauthorized') && !quiet) {
+      // The tab's session is gone (ended elsewhere, expired, the account
+      // suspended or deleted): the tab logs out and says so, on the login
+      // page. A wrong current password is a 401 too, but its own
+      // (invalid_credentials): the session is still good.
+      sessionEnded();
+      throw new ApiError(401, endedText, [], 'unauthorized');
+    }
     if (!res.ok) {
       throw new ApiError(res.status, (data && (data.detail || data.title)) || res.statusText, data && data.errors, data && data.code);
     }
     return data;
   }
+
+  // endedText is what a tab whose session ended says, on the login page.
+  const endedText = 'This tab\'s session has ended: it was logged out elsewhere, it expired, or the account was suspended or deleted. Log in to go on.';
 
   const enc = encodeURIComponent;
 
@@ -177,19 +191,39 @@
       else input.after(note);
     }
     say(err.message + (loose.length ? ' (' + loose.join('; ') + ')' : ''), true);
+    // The eye goes where the fix is: the first field refused.
+    const first = form && form.querySelector('[aria-invalid="true"]');
+    if (first) first.focus();
+  }
+
+  // busyWhile marks el busy (aria-busy, and a button disabled) while fn
+  // runs; a second press meanwhile does nothing (no double submit).
+  async function busyWhile(el, fn) {
+    if (!el) return fn();
+    if (el.getAttribute('aria-busy') === 'true') return undefined;
+    const buttons = el.tagName === 'FORM' ? [...el.querySelectorAll('button')] : el.tagName === 'BUTTON' ? [el] : [];
+    el.setAttribute('aria-busy', 'true');
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      return await fn();
+    } finally {
+      el.removeAttribute('aria-busy');
+      buttons.forEach((b) => { b.disabled = false; });
+    }
   }
 
   function form(id, handler) {
     $(id).addEventListener('submit', async (ev) => {
       ev.preventDefault();
       const f = ev.target;
+      if (f.getAttribute('aria-busy') === 'true') return;
       clearErrors(f);
       // What people type loses white space at its ends (the API refuses
       // it, 400 untrimmed); passwords are sent exactly as typed.
       const values = Object.fromEntries([...new FormData(f)].map(([k, v]) =>
         [k, typeof v === 'string' && !/password/i.test(k) ? v.trim() : v]));
       try {
-        await handler(values, f);
+        await busyWhile(f, () => handler(values, f));
       } catch (err) {
         showError(f, err);
       }
@@ -206,6 +240,8 @@
     return new Promise((resolve) => {
       d.addEventListener('close', () => resolve(d.returnValue === 'yes'), { once: true });
       d.showModal();
+      // Enter on a dialog that just opened must not remove anything.
+      $('confirm-no').focus();
     });
   }
 
@@ -223,10 +259,11 @@
   }
 
   // act runs a button's action, its error on the message line.
+  // The pressed button (or changed control) is busy meanwhile.
   function act(fn) {
-    return async () => {
+    return async (ev) => {
       try {
-        await fn();
+        await busyWhile(ev && ev.currentTarget, fn);
       } catch (err) {
         say(err.message, true);
       }
@@ -1331,6 +1368,23 @@
     $('who').textContent = me ? 'logged in as ' + me.username + (me.displayName !== me.username ? ' (' + me.displayName + ')' : '') : 'not logged in';
   }
 
+  // showSession shows who is logged in and what they may open.
+  function showSession() {
+    showWho();
+    $('logout').hidden = !state.me;
+    $('nav').hidden = !state.me;
+    $('nav-moderation').hidden = !isAdmin();
+  }
+
+  // sessionEnded logs the tab out after the API refused its session, and
+  // goes to the login page saying why.
+  function sessionEnded() {
+    forget();
+    showSession();
+    carry(endedText);
+    go('#/auth');
+  }
+
   // ---- Pages and routes ----
 
   const isAdmin = () => Boolean(state.me && state.me.roles.includes('admin'));
@@ -1396,17 +1450,14 @@
     state.me = null;
     if (state.token) {
       try {
-        state.me = await api('GET', '/v1/me');
+        state.me = await api('GET', '/v1/me', undefined, { quiet: true });
         names.set(state.me.id, state.me.username);
       } catch (err) {
-        state.token = null;
-        sessionStorage.removeItem('shelf.token');
+        forget();
+        if (err.status === 401) carry(endedText);
       }
     }
-    showWho();
-    $('logout').hidden = !state.me;
-    $('nav').hidden = !state.me;
-    $('nav-moderation').hidden = !isAdmin();
+    showSession();
     await route();
   }
 

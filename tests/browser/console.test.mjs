@@ -62,6 +62,9 @@ async function confirm(selector, want, { cancel, error } = {}) {
   await page.evaluate(() => { const m = document.getElementById('message'); m.textContent = ''; m.className = ''; });
   await page.locator(selector).click();
   await page.locator('#confirm[open]').waitFor();
+  // Enter on a dialog that just opened must not remove anything.
+  const focused = await page.evaluate(() => document.activeElement && document.activeElement.id);
+  expect(focused === 'confirm-no', 'the question opens on Cancel, not on ' + focused);
   const question = await page.locator('#confirm-text').textContent();
   expect(question.includes(want), 'the question: ' + question);
   await page.locator(cancel ? '#confirm-no' : '#confirm-yes').click();
@@ -428,8 +431,15 @@ await step('a viewer: the item read-only (no forms, members or refusal), its lin
   await login(alice, pw);
 });
 
-await step('a manager: Edit, Share, members and Delete; delete an item, confirmed; the last manager may not leave it', async () => {
-  expect((await submit('create', { name: 'Old draft', visibility: 'private' })).includes('Created Old draft'), 'created');
+await step('a manager: a new item is private unless chosen and a double press creates it once; Edit, Share, members and Delete; delete an item, confirmed; the last manager may not leave it', async () => {
+  await page.evaluate(() => { const m = document.getElementById('message'); m.textContent = ''; m.className = ''; });
+  await page.locator('#create [name="name"]').fill('Old draft');
+  await page.locator('#create button:not([type="button"])').dblclick();
+  expect((await message(false)).includes('Created Old draft'), 'created');
+  const aliceId = await api('GET', '/v1/users/by-username/' + alice).then((u) => u.id);
+  const drafts = (await api('GET', `/v1/users/${aliceId}/library?limit=100`, await token())).items.filter((e) => e.name === 'Old draft');
+  expect(drafts.length === 1, `a double press created ${drafts.length} items`);
+  expect(drafts[0].visibility === 'private', 'a new item is ' + drafts[0].visibility + ' unless chosen');
   await openItem('my-library', 'Old draft', false);
   for (const sel of ['#edit', '#share', '#item-members', '#delete-item', '#leave-item']) {
     expect(await page.locator(sel).isVisible(), sel + ' is not shown to a manager');
@@ -472,6 +482,27 @@ await step('account: sessions paged, sign one out, sign out everywhere else, pro
   expect((await page.locator('#password .field-error').textContent()).includes('too close to the username'), 'the reason beside the new password');
   expect((await submit('password', { currentPassword: pw, newPassword: newPw })).includes('Password changed'), 'password changed');
   await logout();
+  await login(alice, newPw);
+});
+
+await step('a session ended elsewhere: the next request, or the next visit, logs the tab out and says why on the login page', async () => {
+  const said = async () => {
+    const text = await page.locator('#message').textContent();
+    expect(text.includes('session has ended'), 'says why: ' + text);
+    expect((await page.locator('#who').textContent()) === 'not logged in', 'the tab is logged out');
+    expect((await token()) === null, 'the token is gone');
+  };
+  await api('DELETE', '/v1/sessions/current', await token());
+  await refused(401, async () => {
+    await page.locator('#create [name="name"]').fill('After the end');
+    await page.locator('#create button:not([type="button"])').click();
+    await page.waitForSelector('body[data-ready="auth"]');
+  });
+  await said();
+  await login(alice, newPw);
+  await api('DELETE', '/v1/sessions/current', await token());
+  await refused(401, () => visit('#/account', 'auth'));
+  await said();
   await login(alice, newPw);
 });
 
