@@ -1441,8 +1441,21 @@
     try {
       await page.show(...parts.slice(1));
     } finally {
+      landed(section);
       document.body.dataset.ready = section;
     }
+  }
+
+  // landed names the page shown in the window's title and moves the
+  // focus to its heading, where a screen reader and the keyboard go on
+  // from (the focus would otherwise stay on what was pressed, now hidden).
+  function landed(section) {
+    const shown = document.querySelector(`main > section[data-page="${section}"]`);
+    const heading = shown && document.getElementById(shown.getAttribute('aria-labelledby'));
+    if (!heading) return;
+    document.title = heading.textContent.trim() + ' · shelf';
+    heading.tabIndex = -1;
+    heading.focus();
   }
 
   // start reads who is logged in, then shows the page the address names.

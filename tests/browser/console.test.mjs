@@ -262,6 +262,9 @@ await step('library: create items, newest first, page forward and back, oldest f
   await page.locator('#nav a[data-nav="browse"]').click();
   await page.waitForSelector('body[data-ready="browse"]');
   expect((await page.locator('#message').textContent()) === '', 'no message carried to Browse');
+  // The page shown names the window and holds the focus.
+  const [title, focused, heading] = await page.evaluate(() => [document.title, document.activeElement.id, document.getElementById('browse-title').textContent]);
+  expect(focused === 'browse-title' && title === heading.trim() + ' · shelf', `title ${title}, focus on ${focused}`);
   await page.locator('#nav a[data-nav="library"]').click();
   await page.waitForSelector('body[data-ready="library"]');
 });
