@@ -519,7 +519,24 @@
     $('item-manage').hidden = true;
     $('leave-item').hidden = true;
     $('delete-item').hidden = true;
-    const c = await api('GET', '/v1/content/' + enc(id));
+    $('item-back').hidden = !state.me;
+    $('item-visitor').hidden = Boolean(state.me);
+    $('item-visitor-login').href = loginHref();
+    // Nothing of the item shown before stays while this one loads, nor
+    // when it is refused.
+    item.current = null;
+    $('item-title').textContent = 'Item';
+    $('item-view').hidden = true;
+    let c;
+    try {
+      c = await api('GET', '/v1/content/' + enc(id));
+    } catch (err) {
+      if (!state.me && [401, 403, 404].includes(err.status)) {
+        throw new ApiError(err.status, 'This item is not public, or there is no such item: log in to see the items shared with you.', [], err.code);
+      }
+      throw err;
+    }
+    $('item-view').hidden = false;
     item.current = c;
     $('item-title').textContent = c.name;
     $('item-visibility').textContent = word(c.visibility);
@@ -528,7 +545,8 @@
     const creator = await nameOf(c.createdBy);
     $('item-creator').replaceChildren(creator === c.createdBy ? 'an account since deleted' : link(creator, '#/browse/user/' + enc(creator)));
     $('item-modified').textContent = when(c.lastModified);
-    const [manages, mine] = await Promise.all([managesItem(), inMyLibrary(c)]);
+    // A visitor manages nothing and has no library.
+    const [manages, mine] = state.me ? await Promise.all([managesItem(), inMyLibrary(c)]) : [false, false];
     item.manages = manages;
     item.mine = mine;
     if (manages) {
@@ -625,6 +643,11 @@
     const f = $('view');
     clearErrors(f);
     $('browse-moderation').hidden = true;
+    $('browse-visitor').hidden = Boolean(state.me);
+    $('browse-visitor-login').href = loginHref();
+    // The library shown before goes first: a refused name shows none.
+    fill('other-library', []);
+    $('other-library-caption').textContent = 'Items you may see';
     if (!who) {
       fill('other-library', []);
       $('other-library-caption').textContent = 'Items you may see';
@@ -1335,8 +1358,17 @@
     signIn(s);
     f.reset();
     carry('Welcome, ' + s.user.displayName + '.');
+    // From the login page, on to the page the visitor came from (a hash
+    // route of this console only), else the library.
+    if (location.hash.startsWith('#/auth')) {
+      const next = state.params.get('next') || '';
+      history.replaceState(null, '', location.pathname + location.search + '#' + (next.startsWith('/') ? next : '/library'));
+    }
     await start();
   });
+
+  // loginHref is the login page's route, coming back here after it.
+  const loginHref = () => '#/auth?next=' + enc(location.hash.replace(/^#/, '') || '/');
 
   // signIn keeps a new session (a login's, a reset's) as this tab's.
   function signIn(s) {
@@ -1360,6 +1392,8 @@
     }
     forget();
     carry('Logged out.');
+    // The login page, not the page left as a visitor would see it.
+    history.replaceState(null, '', location.pathname + location.search + '#/auth');
     await start();
   });
 
@@ -1398,8 +1432,10 @@
     verify: { public: true, show: () => showVerify() },
     'revert-email': { public: true, show: () => showRevertEmail() },
     library: { show: () => myLibrary.first() },
-    item: { show: (id) => showItem(id) },
-    browse: { show: (kind, who) => showBrowse(kind, who) },
+    // A shared link to an item or a library opens for visitors too: the
+    // API serves public items to anyone.
+    item: { public: true, show: (id) => showItem(id) },
+    browse: { public: true, show: (kind, who) => showBrowse(kind, who) },
     groups: { section: (name) => (name ? 'group' : 'groups'), show: (name) => (name ? showGroup(name) : myGroups.first()) },
     moderation: { admin: true, show: (username) => showModeration(username) },
     account: { show: () => showAccount() },

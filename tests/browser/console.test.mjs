@@ -391,6 +391,46 @@ async function readOnly() {
   expect(said === '', 'a message on a viewer\'s item: ' + said);
 }
 
+await step('a visitor: a shared link to a public item or a library opens without an account; an item for logged-in users says to log in, with nothing of the item before', async () => {
+  const aliceId = await api('GET', '/v1/users/by-username/' + alice).then((u) => u.id);
+  const items = (await api('GET', `/v1/users/${aliceId}/library?limit=100`, await token())).items;
+  const pub = items.find((e) => e.visibility === 'public');
+  const members = items.find((e) => e.visibility === 'loggedin');
+  expect(pub && members, 'alice has a public item and one for logged-in users');
+  const was = page;
+  page = await context.newPage(); // a tab of its own: no session
+  try {
+    await visit('#/item/' + pub.id, 'item');
+    expect((await page.locator('#item-title').textContent()) === pub.name, 'the public item is shown');
+    expect(await page.locator('#item-visitor').isVisible(), 'the visitor is told how to see more');
+    expect(!(await page.locator('#item-back').isVisible()) && !(await page.locator('#edit').isVisible()), 'no library of their own, nothing to manage');
+    expect((await page.locator('#who').textContent()) === 'not logged in', 'not logged in');
+    await visit('#/browse/user/' + alice, 'browse');
+    await page.waitForFunction(() => document.querySelector('#other-library tbody tr'));
+    const shown = await rows('other-library');
+    expect(shown.length > 0 && shown.every((r) => r.includes('public')), 'a visitor sees the public items only: ' + shown.join(' | '));
+    await page.locator('#other-library a', { hasText: pub.name }).first().click();
+    await page.waitForFunction((n) => document.body.dataset.ready === 'item' && document.getElementById('item-title').textContent === n, pub.name);
+    await refused(404, async () => {
+      await page.evaluate((id) => { location.hash = '#/item/' + id; }, members.id);
+      await page.waitForFunction(() => document.getElementById('message').textContent !== '');
+    });
+    const said = await page.locator('#message').textContent();
+    expect(said.includes('log in'), 'says to log in: ' + said);
+    expect((await page.locator('#item-title').textContent()) !== pub.name && !(await page.locator('#item-view').isVisible()), 'nothing of the item before stays');
+    // Logging in from there comes back to the item, which is then shown.
+    await page.locator('#item-visitor-login').click();
+    await page.waitForSelector('body[data-ready="auth"]');
+    await refused(403, async () => { // bob does not manage it: its members list is refused, the read view shown
+      await submit('login', { login: bob, password: pw });
+      await page.waitForFunction((n) => document.body.dataset.ready === 'item' && document.getElementById('item-title').textContent === n, members.name);
+    });
+  } finally {
+    await page.close();
+    page = was;
+  }
+});
+
 await step('a viewer: the item read-only (no forms, members or refusal), its link a link; leave it, confirmed; items open from Browse and a group\'s library', async () => {
   const aliceToken = await token();
   const bobId = (await api('GET', '/v1/users/by-username/' + bob, aliceToken)).id;
