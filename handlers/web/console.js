@@ -1330,12 +1330,34 @@
 
   // ---- Log in and out ----
 
+  // A new account is logged in at once, told where its address's link
+  // went; where logins wait for a verified address
+  // (SHELF_REQUIRE_VERIFIED_EMAIL) it is told to open that link first.
   form('signup', async (v, f) => {
     const u = await api('POST', '/v1/users', { username: v.username, email: v.email, password: v.password });
     f.reset();
-    say('Signed up as ' + u.username + '. Now log in.');
-    $('login').elements.login.value = u.username;
+    const mailed = 'A link to confirm ' + v.email + ' is on its way there';
+    let s = null;
+    try {
+      s = await api('POST', '/v1/sessions', { login: u.username, password: v.password });
+    } catch (err) {
+      $('login').elements.login.value = u.username;
+      if (err.code === 'email_not_verified') unverified(v.email);
+      say('Signed up as ' + u.username + '. ' + mailed + ': open it, then log in.');
+      return;
+    }
+    signIn(s);
+    carry('Welcome, ' + u.username + ': you are signed up and logged in. ' + mailed + '.');
+    history.replaceState(null, '', location.pathname + location.search + '#/library');
+    await start();
   });
+
+  // unverified points a login refused for its unverified address to the
+  // page that mails the link again (address filled in when known).
+  function unverified(address) {
+    $('login-verify-link').href = '#/verify' + (address.includes('@') ? '?email=' + enc(address) : '');
+    $('login-unverified').hidden = false;
+  }
 
   form('login', async (v, f) => {
     $('login-unverified').hidden = true;
@@ -1346,10 +1368,7 @@
     } catch (err) {
       // SHELF_REQUIRE_VERIFIED_EMAIL: point to the page that mails the
       // link again (the address filled in when it was typed to log in).
-      if (err.code === 'email_not_verified') {
-        $('login-verify-link').href = '#/verify' + (v.login.includes('@') ? '?email=' + enc(v.login) : '');
-        $('login-unverified').hidden = false;
-      }
+      if (err.code === 'email_not_verified') unverified(v.login);
       // A revert of an email change: the right password opens nothing
       // until a reset sets a new one.
       if (err.code === 'password_reset_required') $('login-recovered').hidden = false;

@@ -225,8 +225,13 @@ await step('sign up four users through the page and log in', async () => {
   });
   expect((await page.locator('#signup .field-error').textContent()).includes('most common passwords'), 'the reason beside the password');
   expect(await page.locator('#signup [name="password"][aria-invalid="true"]').count() === 1, 'password marked invalid');
+  // A signup logs in at once and says where the address's link went.
   for (const u of [alice, bob, carol, admin]) {
-    expect((await submit('signup', { username: u, email: `${u}@example.org`, password: pw })).includes('Signed up as ' + u), 'signup of ' + u);
+    const said = await submit('signup', { username: u, email: `${u}@example.org`, password: pw });
+    expect(said.includes('Welcome, ' + u) && said.includes(`${u}@example.org`), 'signup of ' + u + ': ' + said);
+    await page.waitForSelector('body[data-ready="library"]');
+    expect((await page.locator('#who').textContent()).includes(u), 'logged in as ' + u);
+    await logout();
   }
   execSync(`${process.env.GRANT} ${admin}`, { env: process.env, stdio: 'ignore' });
   await login(alice, pw);
@@ -869,7 +874,9 @@ await step('delete my account: confirmed by the username; refused while the last
   await refused(401, async () => {
     await submit('login', { login: alice, password: resetPw }, true);
   });
-  expect((await submit('signup', { username: alice, email: aliceMail, password: pw })).includes('Signed up as ' + alice), 'the username is free');
+  expect((await submit('signup', { username: alice, email: aliceMail, password: pw })).includes('Welcome, ' + alice), 'the username is free');
+  await page.waitForSelector('body[data-ready="library"]');
+  await logout();
 });
 
 await step('close a group: the button for its managers and admins only, confirmed; then gone with its shares; a repeat in another tab says already closed', async () => {
@@ -956,7 +963,11 @@ await step('login refused while the email is not verified (SHELF_REQUIRE_VERIFIE
   await page.goto(verifiedBase + '/#/library');
   await page.waitForSelector('body[data-ready="auth"]');
   expect(await page.locator('#login-unverified').isHidden(), 'no link before a refusal');
-  expect((await submit('signup', { username: dave, email: daveMail, password: pw })).includes('Signed up as ' + dave), 'signed up');
+  await refused(403, async () => { // the signup's own login waits for the address's link
+    const said = await submit('signup', { username: dave, email: daveMail, password: pw });
+    expect(said.includes('Signed up as ' + dave) && said.includes(daveMail) && said.includes('then log in'), 'signed up: ' + said);
+  });
+  expect(await page.locator('#login-unverified').isVisible(), 'the signup offers a new mail');
   await refused(403, async () => {
     await submit('login', { login: daveMail, password: pw }, true);
   });
