@@ -974,12 +974,40 @@
 
   // ---- My account ----
 
+  // device names a session's browser and system as people say them
+  // ("Safari on iOS", "Firefox on Linux") from its User-Agent; a program
+  // (curl, an SDK) by its own name. A rough reading, enough to tell one's
+  // devices apart: the string itself stays in the cell's title.
+  function device(ua) {
+    if (!ua) return 'unknown';
+    const browser = /Edg\//.test(ua) ? 'Edge' : /OPR\//.test(ua) ? 'Opera' : /Firefox\/|FxiOS\//.test(ua) ? 'Firefox'
+      : /Chrome\/|CriOS\//.test(ua) ? 'Chrome' : /Safari\//.test(ua) && /Version\//.test(ua) ? 'Safari' : '';
+    const system = /iPhone|iPod/.test(ua) ? 'iOS' : /iPad/.test(ua) ? 'iPadOS' : /Android/.test(ua) ? 'Android'
+      : /Windows/.test(ua) ? 'Windows' : /CrOS/.test(ua) ? 'ChromeOS' : /Mac OS X|Macintosh/.test(ua) ? 'macOS' : /Linux/.test(ua) ? 'Linux' : '';
+    if (browser) return browser + (system ? ' on ' + system : '');
+    return ua.split(/[\s(/]/)[0] || ua;
+  }
+
+  // ago is how long before now ts was, in words; past a day, the date.
+  function ago(ts) {
+    if (!ts) return '—';
+    const s = (Date.now() - Date.parse(ts)) / 1000;
+    if (s < 60) return 'just now';
+    if (s < 3600) return Math.floor(s / 60) + ' min ago';
+    if (s < 86400) return Math.floor(s / 3600) + ' h ago';
+    return when(ts);
+  }
+
+  // The session of this tab comes first on its page.
   const sessions = new Pager('sessions',
     (cursor) => api('GET', '/v1/users/' + state.me.id + '/sessions' + query({ cursor })),
-    (items) => fill('sessions', items.map((s) => {
-      const tr = row(when(s.createdAt), when(s.lastSeenAt), s.userAgent || 'unknown', s.clientIp || 'unknown',
+    (items) => fill('sessions', [...items].sort((a, b) => Number(Boolean(b.current)) - Number(Boolean(a.current))).map((s) => {
+      const browser = document.createElement('span');
+      browser.textContent = device(s.userAgent);
+      if (s.userAgent) browser.title = s.userAgent;
+      const tr = row(when(s.createdAt), 'active ' + ago(s.lastSeenAt || s.createdAt), browser, s.clientIp || 'unknown',
         s.current ? 'this session' : removeButton('Sign out', 'Sign out the session logged in ' + when(s.createdAt)
-          + (s.userAgent ? ' (' + s.userAgent + ')' : '') + '? Whoever uses it must log in again.', 'Yes, sign it out', async () => {
+          + (s.userAgent ? ' (' + device(s.userAgent) + ')' : '') + '? Whoever uses it must log in again.', 'Yes, sign it out', async () => {
           await api('DELETE', '/v1/users/' + state.me.id + '/sessions/' + enc(s.id));
           await sessions.reload();
           say('That session is signed out.');

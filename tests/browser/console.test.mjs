@@ -794,6 +794,10 @@ await step('email: a new account is unverified; mail again, open the link: verif
   await api('POST', '/v1/sessions', null, { login: alice, password: recoveredPw }, { 'User-Agent': phone });
   await visit('#/account', 'account');
   await waitRows('sessions', 2);
+  // Sessions as people tell their devices apart, this one first although the phone's is newer.
+  const listed = await rows('sessions');
+  expect(listed[0].includes('this session') && listed[1].includes('Safari on iOS') && listed[1].includes('active just now'), 'sessions: ' + listed.join(' | '));
+  expect((await page.locator('#sessions tbody tr:nth-child(2) span[title]').getAttribute('title')) === phone, 'the User-Agent itself in the title');
   expect((await page.locator('#email-status').textContent()).includes(aliceHome + ' is verified'), 'verified on the account page');
   await noRawIds();
   await shot('account');
