@@ -869,9 +869,14 @@
     say(username + ' is no longer suspended.');
   }
 
+  // A suspension lasts until lifted, a preset number of days, or until a
+  // time in the moderator's own zone (named beside the field).
+  $('suspend-zone').textContent = 'your time (' + Intl.DateTimeFormat().resolvedOptions().timeZone + ')';
   form('suspend', async (v, f) => {
+    if (v.for && v.until) throw fieldError('until', 'Choose a length or a time, not both.');
     const u = await userNamed(v.username, 'username');
     const body = { reason: v.reason };
+    if (v.for) body.until = new Date(Date.now() + Number(v.for) * 86400000).toISOString();
     if (v.until) {
       const until = new Date(v.until);
       if (Number.isNaN(until.getTime())) throw fieldError('until', 'Give a date and time.');

@@ -560,7 +560,13 @@ await step('moderation: suspend with and without an end, page, history and audit
   await visit('#/moderation', 'moderation');
   const tomorrow = new Date(Date.now() + 86400000).toISOString().slice(0, 16);
   expect((await submit('suspend', { username: bob, reason: 'spam', until: tomorrow })).includes('until'), 'bob suspended until tomorrow');
-  expect((await submit('suspend', { username: carol, reason: 'rudeness' })).includes('Suspended ' + carol), 'carol suspended');
+  // A preset length: carol for 7 days (the time field names the zone it is in).
+  expect((await page.locator('#suspend-zone').textContent()).includes('UTC'), 'the zone of the time field');
+  const sent = Date.now();
+  expect((await submit('suspend', { username: carol, reason: 'rudeness', for: '7' })).includes('Suspended ' + carol + ' until'), 'carol suspended for 7 days');
+  const carolId = await api('GET', '/v1/users/by-username/' + carol).then((u) => u.id);
+  const until = Date.parse((await api('GET', `/v1/users/${carolId}/suspension`, await token())).until);
+  expect(Math.abs(until - sent - 7 * 86400000) < 120000, 'carol until ' + new Date(until).toISOString());
   expect((await submit('suspend', { username: alice, reason: 'testing' })).includes('Suspended ' + alice), 'alice suspended');
   await page.locator(`#suspended tr[data-user="${alice}"]`).waitFor();
   await pageThrough('suspended');
