@@ -866,7 +866,14 @@
     await api('DELETE', '/v1/users/' + enc(userId) + '/suspension');
     await suspended.reload();
     if (modHistory.user && modHistory.user.id === userId) await showModUser(userId);
+    moderated();
     say(username + ' is no longer suspended.');
+  }
+
+  // moderated tells the page's other parts (the user search) that a
+  // user's status changed, so that none of them shows the old one.
+  function moderated() {
+    window.dispatchEvent(new CustomEvent('shelf:moderated'));
   }
 
   // A suspension lasts until lifted, a preset number of days, or until a
@@ -886,6 +893,7 @@
     f.reset();
     await suspended.first();
     if (modHistory.user && modHistory.user.id === u.id) await showModUser(u.id);
+    moderated();
     say('Suspended ' + u.username + (body.until ? ' until ' + when(body.until) : '') + '.');
   });
 

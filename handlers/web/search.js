@@ -199,6 +199,11 @@
       say(err.message, true);
     }
   });
+  // A suspension or its lifting elsewhere on the page: the matches shown
+  // are read again, so no row keeps the old status.
+  window.addEventListener('shelf:moderated', () => {
+    if (search.q && !table.hidden) load().catch((err) => say(err.message, true));
+  });
   next.addEventListener('click', act(async () => {
     if (!search.next) return;
     search.cursors.push(search.next);

@@ -152,6 +152,11 @@ await step('Suspend hands the user to the suspend form', async () => {
   await row(targets[1]).locator('[data-action="suspend"]').click();
   expect((await page.locator('#suspend [name="username"]').inputValue()) === targets[1], 'the form does not name the user');
   expect(await page.locator('#suspend [name="reason"]').evaluate((el) => el === document.activeElement), 'the reason is not focused');
+  // Once suspended there, the match says so too (and offers Unsuspend).
+  await page.locator('#suspend [name="reason"]').fill('spam');
+  await page.locator('#suspend button:not([type="button"])').click();
+  await row(targets[1]).locator('[data-action="unsuspend"]').waitFor();
+  expect((await row(targets[1]).textContent()).includes('suspended'), 'the match still says ' + await row(targets[1]).textContent());
 });
 
 await step('at 375 px the search stays within the screen', async () => {
