@@ -1497,7 +1497,9 @@
     item: { public: true, show: (id) => showItem(id) },
     browse: { public: true, show: (kind, who) => showBrowse(kind, who) },
     groups: { section: (name) => (name ? 'group' : 'groups'), show: (name) => (name ? showGroup(name) : myGroups.first()) },
-    moderation: { admin: true, show: (username) => showModeration(username) },
+    // A user's moderation view is far down its page: the focus (and the
+    // window) go to it.
+    moderation: { admin: true, show: (username) => showModeration(username), focus: (username) => (username ? 'mod-user-title' : '') },
     account: { show: () => showAccount() },
   };
 
@@ -1537,7 +1539,7 @@
     try {
       await page.show(...parts.slice(1));
     } finally {
-      landed(section);
+      landed(section, page.focus ? page.focus(...parts.slice(1)) : '');
       document.body.dataset.ready = section;
     }
   }
@@ -1545,9 +1547,12 @@
   // landed names the page shown in the window's title and moves the
   // focus to its heading, where a screen reader and the keyboard go on
   // from (the focus would otherwise stay on what was pressed, now hidden).
-  function landed(section) {
+  // focus: the id of a heading further down the page that the page is
+  // about (it names the title and takes the focus, when shown).
+  function landed(section, focus) {
     const shown = document.querySelector(`main > section[data-page="${section}"]`);
-    const heading = shown && document.getElementById(shown.getAttribute('aria-labelledby'));
+    const own = focus && document.getElementById(focus);
+    const heading = own && own.offsetParent !== null ? own : shown && document.getElementById(shown.getAttribute('aria-labelledby'));
     if (!heading) return;
     document.title = heading.textContent.trim() + ' · shelf';
     heading.tabIndex = -1;

@@ -582,6 +582,10 @@ await step('moderation: suspend with and without an end, page, history and audit
   await waitRows('history', 2);
   expect((await submit('suspend', { username: bob, reason: 'again' })).includes('Suspended ' + bob), 'bob suspended again');
   await visit('#/moderation/' + bob, 'moderation');
+  // The user's view, far down the page, has the focus and is in the window.
+  const [focusedOn, top, height, title] = await page.evaluate(() => [document.activeElement.id,
+    document.getElementById('mod-user-title').getBoundingClientRect().top, window.innerHeight, document.title]);
+  expect(focusedOn === 'mod-user-title' && top >= 0 && top < height && title.startsWith(bob), `focus on ${focusedOn}, ${top} px down of ${height}, title ${title}`);
   await waitRows('history', 2);
   const [first, second] = await pageThrough('history');
   expect(first[0].startsWith('suspended') && first[0].includes('again') && first[1].startsWith('unsuspended') &&
