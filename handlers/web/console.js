@@ -23,11 +23,14 @@
   // ApiError is a refused request: the problem's detail, its code, and
   // the fields it names ({field, code, message}).
   class ApiError extends Error {
-    constructor(status, message, fields, code) {
+    constructor(status, message, fields, code, problem) {
       super(message);
       this.status = status;
       this.fields = fields || [];
       this.code = code || '';
+      // problem: the whole answer, for its extension members (a
+      // suspension's suspendedAt and until).
+      this.problem = problem || {};
     }
   }
 
@@ -61,7 +64,7 @@
       throw new ApiError(401, endedText, [], 'unauthorized');
     }
     if (!res.ok) {
-      throw new ApiError(res.status, (data && (data.detail || data.title)) || res.statusText, data && data.errors, data && data.code);
+      throw new ApiError(res.status, (data && (data.detail || data.title)) || res.statusText, data && data.errors, data && data.code, data);
     }
     return data;
   }
@@ -1413,6 +1416,11 @@
       // A revert of an email change: the right password opens nothing
       // until a reset sets a new one.
       if (err.code === 'password_reset_required') $('login-recovered').hidden = false;
+      // A suspended account is told since and until when.
+      if (err.code === 'suspended' && err.problem.suspendedAt) {
+        throw new ApiError(err.status, 'This account is suspended since ' + when(err.problem.suspendedAt)
+          + (err.problem.until ? ', until ' + when(err.problem.until) + '.' : ', until a moderator lifts it.'), [], err.code, err.problem);
+      }
       throw err;
     }
     signIn(s);

@@ -560,6 +560,19 @@ await step('moderation: suspend with and without an end, page, history and audit
   await visit('#/moderation', 'moderation');
   const tomorrow = new Date(Date.now() + 86400000).toISOString().slice(0, 16);
   expect((await submit('suspend', { username: bob, reason: 'spam', until: tomorrow })).includes('until'), 'bob suspended until tomorrow');
+  // Bob, logging in meanwhile in a tab of his own, is told until when.
+  const adminTab = page;
+  page = await context.newPage();
+  try {
+    await visit('#/library', 'auth');
+    await refused(403, async () => {
+      const said = await submit('login', { login: bob, password: pw }, true);
+      expect(said.includes('suspended since') && said.includes('until ' + await page.evaluate((t) => new Date(t).toLocaleString(), tomorrow)), 'bob is told: ' + said);
+    });
+  } finally {
+    await page.close();
+    page = adminTab;
+  }
   // A preset length: carol for 7 days (the time field names the zone it is in).
   expect((await page.locator('#suspend-zone').textContent()).includes('UTC'), 'the zone of the time field');
   const sent = Date.now();
