@@ -17,6 +17,7 @@ import (
 	"shelf/internal/app"
 	"shelf/internal/config"
 	"shelf/internal/testkit"
+	"shelf/repository"
 	"shelf/schema"
 )
 
@@ -142,9 +143,12 @@ func TestServeChecksTheKeyspacesDataCentres(t *testing.T) {
 	if err := session.ContextQuery(ctx, "SELECT data_center FROM system.local", nil).GetRelease(&dc); err != nil {
 		t.Fatal(err)
 	}
-	// A bare keyspace: the check comes before anything reads a table.
-	create := fmt.Sprintf("CREATE KEYSPACE %s WITH replication = {'class': 'NetworkTopologyStrategy', '%s': 1}", keyspace, dc)
-	if err := session.ContextQuery(ctx, create, nil).ExecRelease(); err != nil {
+	// A bare keyspace: the check comes before anything reads a table. A
+	// node busy with the other packages' schema changes may answer a
+	// CREATE after the client's timeout (seen in CI): EnsureKeyspace sends
+	// it again, harmless with IF NOT EXISTS.
+	replication := fmt.Sprintf("{'class': 'NetworkTopologyStrategy', '%s': 1}", dc)
+	if err := repository.EnsureKeyspace(ctx, testkit.ConnConfig(hosts, keyspace), replication, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{
