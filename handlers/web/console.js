@@ -651,11 +651,7 @@
     // The library shown before goes first: a refused name shows none.
     fill('other-library', []);
     $('other-library-caption').textContent = 'Items you may see';
-    if (!who) {
-      fill('other-library', []);
-      $('other-library-caption').textContent = 'Items you may see';
-      return;
-    }
+    if (!who) return;
     f.elements.kind.value = kind === 'group' ? 'group' : 'user';
     f.elements.who.value = who;
     let shown = '';
@@ -1174,7 +1170,7 @@
     // nothing but the deletion itself, and the job ends it. The job does
     // the rest; its progress shows here until it is done.
     forget();
-    history.replaceState(null, '', location.pathname + location.search + '#/');
+    replaceRoute('/');
     await start();
     followJob(job, {
       busy: (j) => 'Your account ' + me.username + ' is being deleted: it is gone for everyone already; removing its items and groups' + jobProgress(j) + '. Its username and email are free once this is done.',
@@ -1229,7 +1225,7 @@
       linkTokens[page] = token;
       state.params.delete('token');
       const rest = state.params.toString();
-      history.replaceState(null, '', location.pathname + location.search + '#/' + page + (rest ? '?' + rest : ''));
+      replaceRoute('/' + page + (rest ? '?' + rest : ''));
     }
     return linkTokens[page] || '';
   }
@@ -1366,7 +1362,7 @@
     // may not log in now, a suspended one).
     forget();
     if (s) signIn(s);
-    history.replaceState(null, '', location.pathname + location.search + '#/');
+    replaceRoute('/');
     if (s) carry('Your new password is set, every other session of your account has ended, and you are logged in as ' + s.user.username + '.');
     await start();
     if (!s) say('Your new password is set and every session of your account has ended: log in with it.');
@@ -1392,7 +1388,7 @@
     }
     signIn(s);
     carry('Welcome, ' + u.username + ': you are signed up and logged in. ' + mailed + '.');
-    history.replaceState(null, '', location.pathname + location.search + '#/library');
+    replaceRoute('/library');
     await start();
   });
 
@@ -1430,7 +1426,7 @@
     // route of this console only), else the library.
     if (location.hash.startsWith('#/auth')) {
       const next = state.params.get('next') || '';
-      history.replaceState(null, '', location.pathname + location.search + '#' + (next.startsWith('/') ? next : '/library'));
+      replaceRoute(next.startsWith('/') ? next : '/library');
     }
     await start();
   });
@@ -1461,7 +1457,7 @@
     forget();
     carry('Logged out.');
     // The login page, not the page left as a visitor would see it.
-    history.replaceState(null, '', location.pathname + location.search + '#/auth');
+    replaceRoute('/auth');
     await start();
   });
 
@@ -1510,6 +1506,12 @@
     moderation: { admin: true, show: (username) => showModeration(username), focus: (username) => (username ? 'mod-user-title' : '') },
     account: { show: () => showAccount() },
   };
+
+  // replaceRoute puts route (#<route>) in the address bar in place of the
+  // current one, without showing it (start or route shows it next).
+  function replaceRoute(route) {
+    history.replaceState(null, '', location.pathname + location.search + '#' + route);
+  }
 
   function go(hash) {
     if (location.hash === hash) route().catch((err) => say(err.message, true));
