@@ -27,19 +27,21 @@ const (
 	AuditSessionsListed  AuditAction = "sessions_listed"
 	AuditSessionRevoked  AuditAction = "session_revoked"
 	AuditSessionsRevoked AuditAction = "sessions_revoked"
+	// AuditFactorRemoved: a second factor of another's account removed.
+	AuditFactorRemoved AuditAction = "factor_removed"
 )
 
 // AuditActions lists every action, in the contract's order.
 var AuditActions = []AuditAction{AuditRoleGranted, AuditRoleRevoked, AuditEmailChanged, AuditUsernameChanged,
 	AuditDisplayNameChanged, AuditSuspended, AuditUnsuspended, AuditDeleted,
-	AuditSessionsListed, AuditSessionRevoked, AuditSessionsRevoked}
+	AuditSessionsListed, AuditSessionRevoked, AuditSessionsRevoked, AuditFactorRemoved}
 
 // OfSessions reports an action on an account's sessions. Such an action
 // writes no account version: its entry is keyed by the version it read
 // and its own time, and written before the action (no entry, no action;
 // docs/design.md#account-audit).
 func (a AuditAction) OfSessions() bool {
-	return a == AuditSessionsListed || a == AuditSessionRevoked || a == AuditSessionsRevoked
+	return a == AuditSessionsListed || a == AuditSessionRevoked || a == AuditSessionsRevoked || a == AuditFactorRemoved
 }
 
 // Where an admin action came from.

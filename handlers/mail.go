@@ -95,7 +95,7 @@ func (h *Mail) confirmReset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if res.Token == "" {
+	if res.Token == "" && res.Challenge == "" {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}

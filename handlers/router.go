@@ -132,6 +132,15 @@ func routeAccounts(r chi.Router, d Deps) {
 	r.Delete(v1+"/users/{id}/sessions", handle(sessions.revokeAll))
 	r.Delete(v1+"/users/{id}/sessions/{sessionId}", handle(sessions.revoke))
 	r.Get(v1+"/me", handle(users.me))
+	// Codes are counted by the domain's throttle, like passwords; these
+	// outer buckets bound what one address sends at all.
+	factors := &Factors{accounts: d.Accounts}
+	r.With(loginLimit.Middleware).Post(v1+"/sessions/second-factor", handle(factors.secondFactor))
+	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/factors", handle(factors.enrol))
+	r.Get(v1+"/users/{id}/factors", handle(factors.list))
+	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/factors/{factorId}/confirmation", handle(factors.confirm))
+	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/factors/{factorId}/removal", handle(factors.remove))
+	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/recovery-codes", handle(factors.recoveryCodes))
 	routeMail(r, d)
 }
 

@@ -43,8 +43,13 @@ func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
 }
 
 // writeSession answers a new session (a login, a completed reset): 201,
-// the Session schema, never stored by a cache.
+// the Session schema, never stored by a cache; or, for an account with a
+// second factor, its challenge (202, LoginChallenge).
 func writeSession(w http.ResponseWriter, res accounts.LoginResult) {
+	if res.Challenge != "" {
+		writeChallenge(w, res)
+		return
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, sessionResponse{
 		Token: res.Token, ExpiresAt: stamp(res.ExpiresAt),

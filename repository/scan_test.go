@@ -103,6 +103,8 @@ var rowSelects = []struct {
 	{string(triesSelectCQL), &tryRow{}},
 	{string(failuresSelectCQL), &failureRow{}},
 	{string(tokenSelectCQL), &tokenRow{}},
+	{string(factorSelectCQL), &factorRow{}},
+	{string(factorRowCQL), &factorRow{}},
 	{string(libSliceCQL), &libRow{}},
 	{string(libSliceAfterCQL), &libRow{}},
 	{string(libSliceAscCQL), &libRow{}},

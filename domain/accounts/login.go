@@ -57,11 +57,14 @@ type Client struct {
 // UserAgentMax is how many characters of a user agent a session keeps.
 const UserAgentMax = 256
 
-// LoginResult is a new session and its account, as the answer shows it.
+// LoginResult is a new session and its account, as the answer shows it;
+// or, for an account with a second factor, the challenge its code turns
+// into a session (Token empty, ExpiresAt the challenge's).
 type LoginResult struct {
 	Token     string
 	ExpiresAt time.Time
 	User      domain.Shown
+	Challenge string
 }
 
 // Login checks a username or email and a password and opens a session for
@@ -107,6 +110,12 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	}
 	if rehash {
 		a.rehash(ctx, u, password)
+	}
+	if has, err := a.hasFactor(ctx, u.ID); err != nil || has {
+		if err != nil {
+			return LoginResult{}, err
+		}
+		return a.challenge(ctx, u.Access)
 	}
 	return a.openSession(ctx, u.Access, client, ErrInvalidCredentials)
 }

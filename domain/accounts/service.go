@@ -141,6 +141,9 @@ type Service struct {
 	throttle Throttle
 	// search finds accounts by part of a name (SetSearch).
 	search UserSearch
+	// factors and totp are the second factors (SetFactors; nil: off).
+	factors FactorStore
+	totp    TOTP
 	// Hooks are nil in production.
 	Hooks Hooks
 }

@@ -23,6 +23,10 @@ const (
 	// PurposeRevertEmail undoes an email change: mailed to the address
 	// the change replaces (emailchange.go).
 	PurposeRevertEmail TokenPurpose = "revert_email"
+	// PurposeLoginChallenge is never mailed: a proven password of an
+	// account with a second factor answers it, and its code turns it into
+	// a session (factors.go).
+	PurposeLoginChallenge TokenPurpose = "login_challenge"
 )
 
 // Token is a single-use token as stored: only the hash of what was mailed.

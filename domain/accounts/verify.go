@@ -370,6 +370,14 @@ func (a *Service) resetSession(ctx context.Context, u domain.User, client Client
 	if a.mayLogIn(u.Credentials()) != nil {
 		return LoginResult{}, nil
 	}
+	if has, err := a.hasFactor(ctx, u.ID); err != nil || has {
+		// A reset proves the mailbox and sets the password; the factor
+		// still stands between them and a session.
+		if err != nil {
+			return LoginResult{}, err
+		}
+		return a.challenge(ctx, u.Access())
+	}
 	opened, err := a.openSession(ctx, u.Access(), client, ErrTokenStale)
 	if errors.Is(err, domain.ErrForbidden) {
 		return LoginResult{}, nil // suspended meanwhile

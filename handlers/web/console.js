@@ -1361,6 +1361,12 @@
     // the answer is a new session, as a login's (none when the account
     // may not log in now, a suspended one).
     forget();
+    if (s && s.challenge) {
+      // The account has a second factor, which a reset keeps.
+      replaceRoute('/auth');
+      await start();
+      return askCode(s.challenge);
+    }
     if (s) signIn(s);
     replaceRoute('/');
     if (s) carry('Your new password is set, every other session of your account has ended, and you are logged in as ' + s.user.username + '.');
@@ -1419,17 +1425,56 @@
       }
       throw err;
     }
-    signIn(s);
     f.reset();
+    if (s.challenge) return askCode(s.challenge);
+    await welcome(s);
+  });
+
+  // askCode shows the second step of a login whose password was right,
+  // for an account with a second factor (the 202's challenge).
+  let challenge = '';
+  function askCode(c) {
+    challenge = c;
+    $('login').hidden = true;
+    $('login-code').hidden = false;
+    $('login-code').querySelector('input[name=code]').focus();
+    say('The password is right; now the code from your authenticator app.');
+  }
+  function endCode() {
+    challenge = '';
+    $('login-code').reset();
+    $('login-code').hidden = true;
+    $('login').hidden = false;
+  }
+  $('login-code-restart').addEventListener('click', endCode);
+
+  form('login-code', async (v) => {
+    const body = { challenge };
+    if (v.recoveryCode) body.recoveryCode = v.recoveryCode; else body.code = v.code;
+    let s;
+    try {
+      s = await api('POST', '/v1/sessions/second-factor', body);
+    } catch (err) {
+      // A used, expired or stale challenge: back to the password.
+      if (err.code === 'invalid_challenge') endCode();
+      throw err;
+    }
+    endCode();
+    await welcome(s);
+  });
+
+  // welcome keeps a login's session and goes on: from the login page to
+  // the page the visitor came from (a hash route of this console only),
+  // else the library.
+  async function welcome(s) {
+    signIn(s);
     carry('Welcome, ' + s.user.displayName + '.');
-    // From the login page, on to the page the visitor came from (a hash
-    // route of this console only), else the library.
     if (location.hash.startsWith('#/auth')) {
       const next = state.params.get('next') || '';
       replaceRoute(next.startsWith('/') ? next : '/library');
     }
     await start();
-  });
+  }
 
   // loginHref is the login page's route, coming back here after it.
   const loginHref = () => '#/auth?next=' + enc(location.hash.replace(/^#/, '') || '/');

@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,6 +22,7 @@ import (
 	"shelf/domain/moderation"
 	"shelf/handlers"
 	"shelf/internal/config"
+	"shelf/internal/factor"
 	"shelf/internal/mail"
 	"shelf/internal/metrics"
 	"shelf/internal/password"
@@ -71,6 +73,9 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		PerLogin: cfg.Accounts.ThrottlePerLogin, Window: cfg.Accounts.ThrottleWindow})
 	acc.SetSearch(repository.NewUserSearch(db))
 	if err := setMail(acc, cfg.Mail, logger, repository.NewTokens(db)); err != nil {
+		return nil, err
+	}
+	if err := setFactors(acc, cfg, logger, repository.NewFactors(db)); err != nil {
 		return nil, err
 	}
 	suspensions, libraries := repository.NewSuspensions(db), repository.NewLibraries(db)
@@ -181,4 +186,28 @@ func (d domainLogger) Warn(ctx context.Context, msg string, kv ...string) {
 		e = e.Str(kv[i], kv[i+1])
 	}
 	e.Msg(msg)
+}
+
+// setFactors turns second factors on with the keys of the settings
+// (config.FactorKeysOrDevelopment); without keys they stay off, and the
+// start says so.
+func setFactors(acc *accounts.Service, cfg config.Config, logger zerolog.Logger, store accounts.FactorStore) error {
+	keys := cfg.FactorKeysOrDevelopment()
+	if len(keys) == 0 {
+		logger.Warn().Msg("second factors are off: set SHELF_FACTOR_KEYS (openssl rand -base64 32, as id:base64) to turn them on")
+		return nil
+	}
+	issuer := "shelf"
+	if u, err := url.Parse(cfg.Mail.PublicURL); err == nil && u.Hostname() != "" {
+		issuer = "shelf (" + u.Hostname() + ")"
+	}
+	totp, err := factor.New(issuer, keys)
+	if err != nil {
+		return err
+	}
+	if cfg.Accounts.FactorKeys == "" {
+		logger.Warn().Msg("second factors are sealed with the development key: set SHELF_FACTOR_KEYS before anyone else reaches this service")
+	}
+	acc.SetFactors(store, totp)
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"shelf/internal/factor"
 )
 
 // Config is every setting of the api binary.
@@ -99,6 +101,10 @@ type Moderation struct {
 
 // Accounts holds signup, login and session settings.
 type Accounts struct {
+	// FactorKeys seal authenticator secrets (SHELF_FACTOR_KEYS, as given:
+	// factor.ParseKeys reads it). "": second factors are off, unless
+	// PublicURL is this machine (FactorKeysOrDevelopment).
+	FactorKeys string
 	// ClaimLease bounds how long a failed signup blocks its names.
 	ClaimLease time.Duration
 	SessionTTL time.Duration
@@ -291,6 +297,7 @@ var Vars = []Var{
 	{"SHELF_THROTTLE_PER_ADDRESS", "5", "failed password checks of one login (a username, an email, or an account's current password) from one client address (IPv6: its /64) within SHELF_THROTTLE_WINDOW, counted by every instance together; beyond, 429 with Retry-After before any password is checked; 0 turns this tier off"},
 	{"SHELF_THROTTLE_PER_LOGIN", "50", "failed password checks of one login from every address together within SHELF_THROTTLE_WINDOW (a stranger needs this ÷ SHELF_THROTTLE_PER_ADDRESS addresses to lock the owner out, for at most one window after the last counted failure); 0 turns this tier off"},
 	{"SHELF_THROTTLE_WINDOW", "15m", "how long a failed password check counts (1s to 24h)"},
+	{"SHELF_FACTOR_KEYS", "", "keys sealing authenticator secrets at rest: id:base64 of 32 bytes (openssl rand -base64 32), comma-separated, the first sealing and every one opening (rotation: put the new key first); unset, second factors are off (503 factors_off; a warning at start) unless SHELF_PUBLIC_URL is this machine, where a fixed development key seals them"},
 	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)"},
 	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
 	{"SHELF_FANOUT_SYNC_LIMIT", "1000", "items with at most this many members update every member library before a change answers; larger ones finish in the background"},
@@ -382,6 +389,7 @@ func Load(getenv func(string) string) (Config, error) {
 			ThrottlePerAddress:  p.nonNegativeInt("SHELF_THROTTLE_PER_ADDRESS"),
 			ThrottlePerLogin:    p.nonNegativeInt("SHELF_THROTTLE_PER_LOGIN"),
 			ThrottleWindow:      p.duration("SHELF_THROTTLE_WINDOW"),
+			FactorKeys:          p.str("SHELF_FACTOR_KEYS"),
 		},
 	}
 	c.Content = Content{
@@ -419,6 +427,11 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Mail.LogMailerRefused() {
 		p.fail("SHELF_MAILER", "log writes every mail, its working links included, to the log, and SHELF_PUBLIC_URL %q is not this machine: "+
 			"set SHELF_MAILER=smtp and SHELF_SMTP_HOST (or SHELF_ALLOW_LOG_MAILER=true, if whoever reads the log may hold any account)", c.Mail.PublicURL)
+	}
+	if c.Accounts.FactorKeys != "" {
+		if _, err := factor.ParseKeys(c.Accounts.FactorKeys); err != nil {
+			p.fail("SHELF_FACTOR_KEYS", "%v", err)
+		}
 	}
 	if c.Mail.SMTPPort > 65535 {
 		p.fail("SHELF_SMTP_PORT", "%d is not a port", c.Mail.SMTPPort)
@@ -554,6 +567,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_THROTTLE_PER_ADDRESS":         strconv.Itoa(c.Accounts.ThrottlePerAddress),
 		"SHELF_THROTTLE_PER_LOGIN":           strconv.Itoa(c.Accounts.ThrottlePerLogin),
 		"SHELF_THROTTLE_WINDOW":              c.Accounts.ThrottleWindow.String(),
+		"SHELF_FACTOR_KEYS":                  factorKeyIDs(c.Accounts.FactorKeys),
 		"SHELF_SUSPENSION_BUCKET":            c.Moderation.BucketSize,
 		"SHELF_SUSPENSION_SWEEP_INTERVAL":    c.Moderation.SweepInterval.String(),
 		"SHELF_FANOUT_SYNC_LIMIT":            strconv.Itoa(c.Content.SyncFanoutLimit),
@@ -582,4 +596,34 @@ func (c Config) Fields() map[string]string {
 		"SHELF_REQUIRE_VERIFIED_EMAIL":       strconv.FormatBool(c.Mail.RequireVerified),
 		"SHELF_MAIL_PER_HOUR":                strconv.Itoa(c.Mail.PerHour),
 	}
+}
+
+// factorKeyIDs is what the log shows of SHELF_FACTOR_KEYS: the keys' ids.
+func factorKeyIDs(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	keys, err := factor.ParseKeys(raw)
+	if err != nil {
+		return "(invalid)"
+	}
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID + ":***"
+	}
+	return strings.Join(ids, ",")
+}
+
+// FactorKeysOrDevelopment are the keys that seal authenticator secrets:
+// SHELF_FACTOR_KEYS; unset, the development key on a loopback
+// SHELF_PUBLIC_URL, and none (second factors off) elsewhere.
+func (c Config) FactorKeysOrDevelopment() []factor.Key {
+	if c.Accounts.FactorKeys == "" {
+		if isLoopbackURL(c.Mail.PublicURL) {
+			return []factor.Key{factor.DevelopmentKey()}
+		}
+		return nil
+	}
+	keys, _ := factor.ParseKeys(c.Accounts.FactorKeys)
+	return keys
 }

@@ -49,6 +49,10 @@ func TestContractTokens(t *testing.T) {
 	storecontract.Tokens(t, onFake(func(s *memstore.Store) accounts.TokenStore { return s.Tokens() }))
 }
 
+func TestContractFactors(t *testing.T) {
+	storecontract.Factors(t, onFake(func(s *memstore.Store) accounts.FactorStore { return s.Factors() }))
+}
+
 func TestContractSessions(t *testing.T) {
 	storecontract.Sessions(t, onFake(func(s *memstore.Store) accounts.SessionStore { return s.Sessions() }))
 }

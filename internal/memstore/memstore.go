@@ -114,6 +114,8 @@ type Store struct {
 	closings map[string]versioned[groups.ClosingEntry]
 	// tokens are the mailed tokens (Tokens), by hash.
 	tokens map[string]accounts.Token
+	// factors are the second factors (Factors), by user; made on first use.
+	factors map[string]*factorPartition
 	// deletions is the index of account deletions in progress
 	// (Deletions), by day and user.
 	deletions map[string]versioned[accounts.DeletionEntry]

@@ -25,6 +25,7 @@ const (
 	AuditActionDeleted            AuditAction = "deleted"
 	AuditActionDisplayNameChanged AuditAction = "display_name_changed"
 	AuditActionEmailChanged       AuditAction = "email_changed"
+	AuditActionFactorRemoved      AuditAction = "factor_removed"
 	AuditActionRoleGranted        AuditAction = "role_granted"
 	AuditActionRoleRevoked        AuditAction = "role_revoked"
 	AuditActionSessionRevoked     AuditAction = "session_revoked"
@@ -43,6 +44,8 @@ func (e AuditAction) Valid() bool {
 	case AuditActionDisplayNameChanged:
 		return true
 	case AuditActionEmailChanged:
+		return true
+	case AuditActionFactorRemoved:
 		return true
 	case AuditActionRoleGranted:
 		return true
@@ -95,6 +98,21 @@ func (e ContentRole) Valid() bool {
 	case ContentRoleManager:
 		return true
 	case ContentRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FactorKind.
+const (
+	FactorKindTotp FactorKind = "totp"
+)
+
+// Valid indicates whether the value is a known member of the FactorKind enum.
+func (e FactorKind) Valid() bool {
+	switch e {
+	case FactorKindTotp:
 		return true
 	default:
 		return false
@@ -294,7 +312,8 @@ func (e Visibility) Valid() bool {
 // (`reason`, and `until` when the suspension ends by itself),
 // `deleted` (the account deleted by an admin), `sessions_listed`,
 // `session_revoked` and `sessions_revoked` (by an admin, of
-// another's account: its sessions listed, one ended, all ended).
+// another's account: its sessions listed, one ended, all ended),
+// `factor_removed` (a second factor of another's account).
 type AuditAction string
 
 // AuditEntry One admin action on an account.
@@ -306,7 +325,8 @@ type AuditEntry struct {
 	// (`reason`, and `until` when the suspension ends by itself),
 	// `deleted` (the account deleted by an admin), `sessions_listed`,
 	// `session_revoked` and `sessions_revoked` (by an admin, of
-	// another's account: its sessions listed, one ended, all ended).
+	// another's account: its sessions listed, one ended, all ended),
+	// `factor_removed` (a second factor of another's account).
 	Action AuditAction `json:"action"`
 
 	// Actor The id of the admin who acted; absent for the command line.
@@ -426,6 +446,37 @@ type EmailChangeRevert struct {
 // EmailConfirmation The token of a verification mail (from its link).
 type EmailConfirmation struct {
 	Token string `json:"token"`
+}
+
+// Factor A second factor, never its secret.
+type Factor struct {
+	// ConfirmedAt Absent while the enrolment waits for its first code.
+	ConfirmedAt *time.Time `json:"confirmedAt,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	Id          string     `json:"id"`
+
+	// Kind An authenticator app's codes (`totp`).
+	Kind       FactorKind `json:"kind"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	Name       string     `json:"name"`
+}
+
+// FactorKind An authenticator app's codes (`totp`).
+type FactorKind string
+
+// FactorList defines model for FactorList.
+type FactorList struct {
+	Items             []Factor `json:"items"`
+	RecoveryCodesLeft int      `json:"recoveryCodesLeft"`
+}
+
+// FactorProof The user's proof for a change of their factors: the current
+// password and a code or a recovery code. An admin acting on
+// another's account sends an empty object.
+type FactorProof struct {
+	Code            *string `json:"code,omitempty"`
+	CurrentPassword *string `json:"currentPassword,omitempty"`
+	RecoveryCode    *string `json:"recoveryCode,omitempty"`
 }
 
 // Group A group. Answers may gain properties later; clients should ignore
@@ -587,6 +638,18 @@ type Login struct {
 	// Login A username or an email (anything containing `@` is taken as an email).
 	Login    string `json:"login"`
 	Password string `json:"password"`
+}
+
+// LoginChallengeBody The password was right and the account has a second factor: send
+// the challenge with a code to `POST /v1/sessions/second-factor`
+// before `expiresAt`.
+type LoginChallengeBody struct {
+	// Challenge A single-use secret; not a session token.
+	Challenge string    `json:"challenge"`
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Next What to do next, in words.
+	Next string `json:"next"`
 }
 
 // LoginRefusedProblem A login refused after its password matched: `suspended` carries
@@ -798,6 +861,23 @@ type ProblemField struct {
 	Message string `json:"message"`
 }
 
+// RecoveryCodes defines model for RecoveryCodes.
+type RecoveryCodes struct {
+	RecoveryCodes []string `json:"recoveryCodes"`
+}
+
+// SecondFactor A login's challenge and a code (or a recovery code).
+type SecondFactor struct {
+	// Challenge The `challenge` of the login's 202.
+	Challenge string `json:"challenge"`
+
+	// Code The authenticator app's current code (6 digits).
+	Code *string `json:"code,omitempty"`
+
+	// RecoveryCode One of the account's recovery codes (dashes, spaces and case do not matter).
+	RecoveryCode *string `json:"recoveryCode,omitempty"`
+}
+
 // Session A new session.
 type Session struct {
 	ExpiresAt time.Time `json:"expiresAt"`
@@ -883,6 +963,47 @@ type SuspensionRequest struct {
 
 	// Until Optional end, in the future. After it, login works again and a sweeper lifts the suspension within seconds.
 	Until *time.Time `json:"until,omitempty"`
+}
+
+// TotpCode defines model for TotpCode.
+type TotpCode struct {
+	Code string `json:"code"`
+}
+
+// TotpConfirmation defines model for TotpConfirmation.
+type TotpConfirmation struct {
+	// Factor A second factor, never its secret.
+	Factor Factor `json:"factor"`
+
+	// RecoveryCodes For the account's first factor, its ten recovery codes, shown once.
+	RecoveryCodes *[]string `json:"recoveryCodes,omitempty"`
+}
+
+// TotpEnrolment A pending authenticator and its secret, shown once.
+type TotpEnrolment struct {
+	ConfirmWithinSeconds int `json:"confirmWithinSeconds"`
+
+	// Factor A second factor, never its secret.
+	Factor Factor `json:"factor"`
+
+	// OtpauthUri The `otpauth://totp/...` URI an app reads.
+	OtpauthUri string `json:"otpauthUri"`
+
+	// QrCode The URI as a QR code, a `data:image/png;base64,...` URL.
+	QrCode string `json:"qrCode"`
+
+	// Secret The secret in base32, to type into an app.
+	Secret string `json:"secret"`
+}
+
+// TotpEnrolmentRequest defines model for TotpEnrolmentRequest.
+type TotpEnrolmentRequest struct {
+	CurrentPassword string `json:"currentPassword"`
+
+	// Name A label ("phone"); 64 characters at most once cleaned,
+	// `authenticator` when empty. Invisible characters are refused
+	// or removed as in every text field.
+	Name *string `json:"name,omitempty"`
 }
 
 // User An account as the caller may see it. Answers may gain properties
@@ -973,6 +1094,9 @@ type Cursor = string
 // Email defines model for Email.
 type Email = string
 
+// FactorId defines model for FactorId.
+type FactorId = string
+
 // GroupId defines model for GroupId.
 type GroupId = string
 
@@ -1014,6 +1138,11 @@ type Forbidden = Problem
 
 // InternalError An RFC 9457 problem detail with shelf's extensions.
 type InternalError = Problem
+
+// LoginChallenge The password was right and the account has a second factor: send
+// the challenge with a code to `POST /v1/sessions/second-factor`
+// before `expiresAt`.
+type LoginChallenge = LoginChallengeBody
 
 // NotFound An RFC 9457 problem detail with shelf's extensions.
 type NotFound = Problem
@@ -1234,6 +1363,9 @@ type ConfirmPasswordResetJSONRequestBody = PasswordResetConfirmation
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = Login
 
+// CompleteSecondFactorJSONRequestBody defines body for CompleteSecondFactor for application/json ContentType.
+type CompleteSecondFactorJSONRequestBody = SecondFactor
+
 // CreateUserJSONRequestBody defines body for CreateUser for application/json ContentType.
 type CreateUserJSONRequestBody = NewUser
 
@@ -1243,8 +1375,20 @@ type UpdateUserJSONRequestBody = UserPatch
 // RequestUserDeletionJSONRequestBody defines body for RequestUserDeletion for application/json ContentType.
 type RequestUserDeletionJSONRequestBody = UserDeletion
 
+// EnrolTotpJSONRequestBody defines body for EnrolTotp for application/json ContentType.
+type EnrolTotpJSONRequestBody = TotpEnrolmentRequest
+
+// ConfirmTotpJSONRequestBody defines body for ConfirmTotp for application/json ContentType.
+type ConfirmTotpJSONRequestBody = TotpCode
+
+// RemoveFactorJSONRequestBody defines body for RemoveFactor for application/json ContentType.
+type RemoveFactorJSONRequestBody = FactorProof
+
 // ChangePasswordJSONRequestBody defines body for ChangePassword for application/json ContentType.
 type ChangePasswordJSONRequestBody = PasswordChange
+
+// CreateRecoveryCodesJSONRequestBody defines body for CreateRecoveryCodes for application/json ContentType.
+type CreateRecoveryCodesJSONRequestBody = FactorProof
 
 // SuspendUserJSONRequestBody defines body for SuspendUser for application/json ContentType.
 type SuspendUserJSONRequestBody = SuspensionRequest
@@ -2073,6 +2217,13 @@ type ClientInterface interface {
 	// one argon2id verification (deliberately slow), so an unknown login
 	// takes as long as a wrong password.
 	//
+	// An account with a second factor gets no session for its password:
+	// 202 with a challenge instead, which `POST
+	// /v1/sessions/second-factor` turns into a session with a code from
+	// the account's authenticator app or a recovery code (one more read
+	// of the account's factors, and the challenge's lightweight
+	// transaction).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/sessions (the `CreateSession` operationId).
@@ -2106,6 +2257,13 @@ type ClientInterface interface {
 	// one argon2id verification (deliberately slow), so an unknown login
 	// takes as long as a wrong password.
 	//
+	// An account with a second factor gets no session for its password:
+	// 202 with a challenge instead, which `POST
+	// /v1/sessions/second-factor` turns into a session with a code from
+	// the account's authenticator app or a recovery code (one more read
+	// of the account's factors, and the challenge's lightweight
+	// transaction).
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/sessions (the `CreateSession` operationId).
@@ -2122,6 +2280,62 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/sessions/current (the `DeleteCurrentSession` operationId).
 	DeleteCurrentSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompleteSecondFactorWithBody Finish a login with a code
+	//
+	// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
+	// `POST /v1/password-resets/confirm`) into a session, with a code
+	// from the account's authenticator app (`code`) or one of its
+	// recovery codes (`recoveryCode`). Each code works once: a code
+	// accepted once, or an earlier one, is refused, and a clock one
+	// step (30 s) off either way is tolerated. A wrong code leaves the
+	// challenge for the next try; the challenge makes one session at
+	// most, and lives 5 minutes. The answer is `Cache-Control:
+	// no-store`.
+	//
+	// Who may call: anyone holding a challenge.
+	//
+	// Cost: codes are throttled like passwords, per account: 5 wrong
+	// ones from one client address and 50 from all within 15 minutes
+	// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
+	// per client address only, so a guesser of codes cannot keep the
+	// owner out. Then the challenge read, the account and its factors
+	// read at once, the code used (a lightweight transaction), the
+	// challenge used (another), and the session opened as a login opens
+	// it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/sessions/second-factor (the `CompleteSecondFactor` operationId).
+	CompleteSecondFactorWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompleteSecondFactor Finish a login with a code
+	//
+	// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
+	// `POST /v1/password-resets/confirm`) into a session, with a code
+	// from the account's authenticator app (`code`) or one of its
+	// recovery codes (`recoveryCode`). Each code works once: a code
+	// accepted once, or an earlier one, is refused, and a clock one
+	// step (30 s) off either way is tolerated. A wrong code leaves the
+	// challenge for the next try; the challenge makes one session at
+	// most, and lives 5 minutes. The answer is `Cache-Control:
+	// no-store`.
+	//
+	// Who may call: anyone holding a challenge.
+	//
+	// Cost: codes are throttled like passwords, per account: 5 wrong
+	// ones from one client address and 50 from all within 15 minutes
+	// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
+	// per client address only, so a guesser of codes cannot keep the
+	// owner out. Then the challenge read, the account and its factors
+	// read at once, the code used (a lightweight transaction), the
+	// challenge used (another), and the session opened as a login opens
+	// it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/sessions/second-factor (the `CompleteSecondFactor` operationId).
+	CompleteSecondFactor(ctx context.Context, body CompleteSecondFactorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSuspensions The suspended users, newest first
 	//
@@ -2499,6 +2713,148 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/users/{id}/deletion (the `RequestUserDeletion` operationId).
 	RequestUserDeletion(ctx context.Context, id UserId, body RequestUserDeletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListFactors List an account's second factors
+	//
+	// The account's confirmed factors (never a secret) and how many of
+	// its recovery codes are unused (0 without a factor).
+	//
+	// Who may call: the user themself, or an active admin.
+	//
+	// Cost: one read of the account's factors (one partition).
+	//
+	// Corresponds with GET /v1/users/{id}/factors (the `ListFactors` operationId).
+	ListFactors(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnrolTotpWithBody Begin an authenticator app
+	//
+	// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
+	// for the caller's own account, with the current password: its
+	// secret is shown once, as text, as an `otpauth://` URI and as a QR
+	// code (a `data:` URL of a PNG). It works only once a first code
+	// confirms it (`POST .../factors/{factorId}/confirmation`) within
+	// 10 minutes; unconfirmed, it is forgotten. The answer is
+	// `Cache-Control: no-store`. The server keeps the secret sealed
+	// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
+	//
+	// Who may call: the user themself, with the current password.
+	//
+	// Cost: the throttled password check (as `PUT
+	// /v1/users/{id}/password`) and one argon2id, one read of the
+	// factors, one lightweight transaction. At most 10 factors, pending
+	// ones included (409 `too_many_factors`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/users/{id}/factors (the `EnrolTotp` operationId).
+	EnrolTotpWithBody(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnrolTotp Begin an authenticator app
+	//
+	// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
+	// for the caller's own account, with the current password: its
+	// secret is shown once, as text, as an `otpauth://` URI and as a QR
+	// code (a `data:` URL of a PNG). It works only once a first code
+	// confirms it (`POST .../factors/{factorId}/confirmation`) within
+	// 10 minutes; unconfirmed, it is forgotten. The answer is
+	// `Cache-Control: no-store`. The server keeps the secret sealed
+	// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
+	//
+	// Who may call: the user themself, with the current password.
+	//
+	// Cost: the throttled password check (as `PUT
+	// /v1/users/{id}/password`) and one argon2id, one read of the
+	// factors, one lightweight transaction. At most 10 factors, pending
+	// ones included (409 `too_many_factors`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/users/{id}/factors (the `EnrolTotp` operationId).
+	EnrolTotp(ctx context.Context, id UserId, body EnrolTotpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConfirmTotpWithBody Confirm an authenticator with its first code
+	//
+	// Finishes an enrolment: the code is the app's current one (used,
+	// like any code, once). From then on, logging in takes a code. The
+	// account's first factor answers ten recovery codes, shown once:
+	// each works once in place of a code (keep them where the phone is
+	// not). The answer is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: one read of the factors, the code's throttle, one
+	// lightweight transaction (two for a first factor: its recovery
+	// codes).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/users/{id}/factors/{factorId}/confirmation (the `ConfirmTotp` operationId).
+	ConfirmTotpWithBody(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConfirmTotp Confirm an authenticator with its first code
+	//
+	// Finishes an enrolment: the code is the app's current one (used,
+	// like any code, once). From then on, logging in takes a code. The
+	// account's first factor answers ten recovery codes, shown once:
+	// each works once in place of a code (keep them where the phone is
+	// not). The answer is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: one read of the factors, the code's throttle, one
+	// lightweight transaction (two for a first factor: its recovery
+	// codes).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/users/{id}/factors/{factorId}/confirmation (the `ConfirmTotp` operationId).
+	ConfirmTotp(ctx context.Context, id UserId, factorId FactorId, body ConfirmTotpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveFactorWithBody Remove a second factor
+	//
+	// Removes one factor (a POST with a body, like
+	// `/v1/users/{id}/deletion`). The user sends the current password
+	// and a code of one of their factors (`code`) or a recovery code
+	// (`recoveryCode`); an admin removing another, non-admin account's
+	// factor sends an empty object, and the action is audited first
+	// (`factor_removed`): the way back in for a user who lost both the
+	// phone and the recovery codes, after the admin has made sure who
+	// asks. The last factor takes the recovery codes with it.
+	//
+	// Who may call: the user themself with the password and a code, or
+	// an active admin for any account but another admin's.
+	//
+	// Cost: one read of the factors; for the user, the throttled
+	// password check and the code used (a lightweight transaction);
+	// for an admin, the audit entry; then one lightweight transaction.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/users/{id}/factors/{factorId}/removal (the `RemoveFactor` operationId).
+	RemoveFactorWithBody(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveFactor Remove a second factor
+	//
+	// Removes one factor (a POST with a body, like
+	// `/v1/users/{id}/deletion`). The user sends the current password
+	// and a code of one of their factors (`code`) or a recovery code
+	// (`recoveryCode`); an admin removing another, non-admin account's
+	// factor sends an empty object, and the action is audited first
+	// (`factor_removed`): the way back in for a user who lost both the
+	// phone and the recovery codes, after the admin has made sure who
+	// asks. The last factor takes the recovery codes with it.
+	//
+	// Who may call: the user themself with the password and a code, or
+	// an active admin for any account but another admin's.
+	//
+	// Cost: one read of the factors; for the user, the throttled
+	// password check and the code used (a lightweight transaction);
+	// for an admin, the audit entry; then one lightweight transaction.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/users/{id}/factors/{factorId}/removal (the `RemoveFactor` operationId).
+	RemoveFactor(ctx context.Context, id UserId, factorId FactorId, body RemoveFactorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListUserGroups A user's groups
 	//
 	// The groups the user is a member of, each with the user's role
@@ -2609,6 +2965,40 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/users/{id}/password (the `ChangePassword` operationId).
 	ChangePassword(ctx context.Context, id UserId, body ChangePasswordJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRecoveryCodesWithBody Replace the recovery codes
+	//
+	// Ten new recovery codes in place of the old ones (which stop
+	// working), shown once, for an account with a factor. The user sends
+	// the current password and a code (or a recovery code). The answer
+	// is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: the throttled password check, the code used, two reads of
+	// the factors and one lightweight transaction.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/users/{id}/recovery-codes (the `CreateRecoveryCodes` operationId).
+	CreateRecoveryCodesWithBody(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRecoveryCodes Replace the recovery codes
+	//
+	// Ten new recovery codes in place of the old ones (which stop
+	// working), shown once, for an account with a factor. The user sends
+	// the current password and a code (or a recovery code). The answer
+	// is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: the throttled password check, the code used, two reads of
+	// the factors and one lightweight transaction.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/users/{id}/recovery-codes (the `CreateRecoveryCodes` operationId).
+	CreateRecoveryCodes(ctx context.Context, id UserId, body CreateRecoveryCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RevokeUserSessions End every session of a user
 	//
@@ -3890,6 +4280,13 @@ func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordR
 // one argon2id verification (deliberately slow), so an unknown login
 // takes as long as a wrong password.
 //
+// An account with a second factor gets no session for its password:
+// 202 with a challenge instead, which `POST
+// /v1/sessions/second-factor` turns into a session with a code from
+// the account's authenticator app or a recovery code (one more read
+// of the account's factors, and the challenge's lightweight
+// transaction).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/sessions (the `CreateSession` operationId).
@@ -3933,6 +4330,13 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // one argon2id verification (deliberately slow), so an unknown login
 // takes as long as a wrong password.
 //
+// An account with a second factor gets no session for its password:
+// 202 with a challenge instead, which `POST
+// /v1/sessions/second-factor` turns into a session with a code from
+// the account's authenticator app or a recovery code (one more read
+// of the account's factors, and the challenge's lightweight
+// transaction).
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/sessions (the `CreateSession` operationId).
@@ -3960,6 +4364,82 @@ func (c *Client) CreateSession(ctx context.Context, body CreateSessionJSONReques
 // Corresponds with DELETE /v1/sessions/current (the `DeleteCurrentSession` operationId).
 func (c *Client) DeleteCurrentSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteCurrentSessionRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompleteSecondFactorWithBody Finish a login with a code
+//
+// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
+// `POST /v1/password-resets/confirm`) into a session, with a code
+// from the account's authenticator app (`code`) or one of its
+// recovery codes (`recoveryCode`). Each code works once: a code
+// accepted once, or an earlier one, is refused, and a clock one
+// step (30 s) off either way is tolerated. A wrong code leaves the
+// challenge for the next try; the challenge makes one session at
+// most, and lives 5 minutes. The answer is `Cache-Control:
+// no-store`.
+//
+// Who may call: anyone holding a challenge.
+//
+// Cost: codes are throttled like passwords, per account: 5 wrong
+// ones from one client address and 50 from all within 15 minutes
+// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
+// per client address only, so a guesser of codes cannot keep the
+// owner out. Then the challenge read, the account and its factors
+// read at once, the code used (a lightweight transaction), the
+// challenge used (another), and the session opened as a login opens
+// it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/sessions/second-factor (the `CompleteSecondFactor` operationId).
+func (c *Client) CompleteSecondFactorWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompleteSecondFactorRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompleteSecondFactor Finish a login with a code
+//
+// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
+// `POST /v1/password-resets/confirm`) into a session, with a code
+// from the account's authenticator app (`code`) or one of its
+// recovery codes (`recoveryCode`). Each code works once: a code
+// accepted once, or an earlier one, is refused, and a clock one
+// step (30 s) off either way is tolerated. A wrong code leaves the
+// challenge for the next try; the challenge makes one session at
+// most, and lives 5 minutes. The answer is `Cache-Control:
+// no-store`.
+//
+// Who may call: anyone holding a challenge.
+//
+// Cost: codes are throttled like passwords, per account: 5 wrong
+// ones from one client address and 50 from all within 15 minutes
+// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
+// per client address only, so a guesser of codes cannot keep the
+// owner out. Then the challenge read, the account and its factors
+// read at once, the code used (a lightweight transaction), the
+// challenge used (another), and the session opened as a login opens
+// it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/sessions/second-factor (the `CompleteSecondFactor` operationId).
+func (c *Client) CompleteSecondFactor(ctx context.Context, body CompleteSecondFactorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompleteSecondFactorRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4476,6 +4956,218 @@ func (c *Client) RequestUserDeletion(ctx context.Context, id UserId, body Reques
 	return c.Client.Do(req)
 }
 
+// ListFactors List an account's second factors
+//
+// The account's confirmed factors (never a secret) and how many of
+// its recovery codes are unused (0 without a factor).
+//
+// Who may call: the user themself, or an active admin.
+//
+// Cost: one read of the account's factors (one partition).
+//
+// Corresponds with GET /v1/users/{id}/factors (the `ListFactors` operationId).
+func (c *Client) ListFactors(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFactorsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnrolTotpWithBody Begin an authenticator app
+//
+// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
+// for the caller's own account, with the current password: its
+// secret is shown once, as text, as an `otpauth://` URI and as a QR
+// code (a `data:` URL of a PNG). It works only once a first code
+// confirms it (`POST .../factors/{factorId}/confirmation`) within
+// 10 minutes; unconfirmed, it is forgotten. The answer is
+// `Cache-Control: no-store`. The server keeps the secret sealed
+// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
+//
+// Who may call: the user themself, with the current password.
+//
+// Cost: the throttled password check (as `PUT
+// /v1/users/{id}/password`) and one argon2id, one read of the
+// factors, one lightweight transaction. At most 10 factors, pending
+// ones included (409 `too_many_factors`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/users/{id}/factors (the `EnrolTotp` operationId).
+func (c *Client) EnrolTotpWithBody(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnrolTotpRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnrolTotp Begin an authenticator app
+//
+// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
+// for the caller's own account, with the current password: its
+// secret is shown once, as text, as an `otpauth://` URI and as a QR
+// code (a `data:` URL of a PNG). It works only once a first code
+// confirms it (`POST .../factors/{factorId}/confirmation`) within
+// 10 minutes; unconfirmed, it is forgotten. The answer is
+// `Cache-Control: no-store`. The server keeps the secret sealed
+// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
+//
+// Who may call: the user themself, with the current password.
+//
+// Cost: the throttled password check (as `PUT
+// /v1/users/{id}/password`) and one argon2id, one read of the
+// factors, one lightweight transaction. At most 10 factors, pending
+// ones included (409 `too_many_factors`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/users/{id}/factors (the `EnrolTotp` operationId).
+func (c *Client) EnrolTotp(ctx context.Context, id UserId, body EnrolTotpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnrolTotpRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConfirmTotpWithBody Confirm an authenticator with its first code
+//
+// Finishes an enrolment: the code is the app's current one (used,
+// like any code, once). From then on, logging in takes a code. The
+// account's first factor answers ten recovery codes, shown once:
+// each works once in place of a code (keep them where the phone is
+// not). The answer is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: one read of the factors, the code's throttle, one
+// lightweight transaction (two for a first factor: its recovery
+// codes).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/users/{id}/factors/{factorId}/confirmation (the `ConfirmTotp` operationId).
+func (c *Client) ConfirmTotpWithBody(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConfirmTotpRequestWithBody(c.Server, id, factorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConfirmTotp Confirm an authenticator with its first code
+//
+// Finishes an enrolment: the code is the app's current one (used,
+// like any code, once). From then on, logging in takes a code. The
+// account's first factor answers ten recovery codes, shown once:
+// each works once in place of a code (keep them where the phone is
+// not). The answer is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: one read of the factors, the code's throttle, one
+// lightweight transaction (two for a first factor: its recovery
+// codes).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/users/{id}/factors/{factorId}/confirmation (the `ConfirmTotp` operationId).
+func (c *Client) ConfirmTotp(ctx context.Context, id UserId, factorId FactorId, body ConfirmTotpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConfirmTotpRequest(c.Server, id, factorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveFactorWithBody Remove a second factor
+//
+// Removes one factor (a POST with a body, like
+// `/v1/users/{id}/deletion`). The user sends the current password
+// and a code of one of their factors (`code`) or a recovery code
+// (`recoveryCode`); an admin removing another, non-admin account's
+// factor sends an empty object, and the action is audited first
+// (`factor_removed`): the way back in for a user who lost both the
+// phone and the recovery codes, after the admin has made sure who
+// asks. The last factor takes the recovery codes with it.
+//
+// Who may call: the user themself with the password and a code, or
+// an active admin for any account but another admin's.
+//
+// Cost: one read of the factors; for the user, the throttled
+// password check and the code used (a lightweight transaction);
+// for an admin, the audit entry; then one lightweight transaction.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/users/{id}/factors/{factorId}/removal (the `RemoveFactor` operationId).
+func (c *Client) RemoveFactorWithBody(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveFactorRequestWithBody(c.Server, id, factorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveFactor Remove a second factor
+//
+// Removes one factor (a POST with a body, like
+// `/v1/users/{id}/deletion`). The user sends the current password
+// and a code of one of their factors (`code`) or a recovery code
+// (`recoveryCode`); an admin removing another, non-admin account's
+// factor sends an empty object, and the action is audited first
+// (`factor_removed`): the way back in for a user who lost both the
+// phone and the recovery codes, after the admin has made sure who
+// asks. The last factor takes the recovery codes with it.
+//
+// Who may call: the user themself with the password and a code, or
+// an active admin for any account but another admin's.
+//
+// Cost: one read of the factors; for the user, the throttled
+// password check and the code used (a lightweight transaction);
+// for an admin, the audit entry; then one lightweight transaction.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/users/{id}/factors/{factorId}/removal (the `RemoveFactor` operationId).
+func (c *Client) RemoveFactor(ctx context.Context, id UserId, factorId FactorId, body RemoveFactorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveFactorRequest(c.Server, id, factorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListUserGroups A user's groups
 //
 // The groups the user is a member of, each with the user's role
@@ -4627,6 +5319,60 @@ func (c *Client) ChangePasswordWithBody(ctx context.Context, id UserId, contentT
 // Corresponds with PUT /v1/users/{id}/password (the `ChangePassword` operationId).
 func (c *Client) ChangePassword(ctx context.Context, id UserId, body ChangePasswordJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewChangePasswordRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRecoveryCodesWithBody Replace the recovery codes
+//
+// Ten new recovery codes in place of the old ones (which stop
+// working), shown once, for an account with a factor. The user sends
+// the current password and a code (or a recovery code). The answer
+// is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: the throttled password check, the code used, two reads of
+// the factors and one lightweight transaction.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/users/{id}/recovery-codes (the `CreateRecoveryCodes` operationId).
+func (c *Client) CreateRecoveryCodesWithBody(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRecoveryCodesRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRecoveryCodes Replace the recovery codes
+//
+// Ten new recovery codes in place of the old ones (which stop
+// working), shown once, for an account with a factor. The user sends
+// the current password and a code (or a recovery code). The answer
+// is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: the throttled password check, the code used, two reads of
+// the factors and one lightweight transaction.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/users/{id}/recovery-codes (the `CreateRecoveryCodes` operationId).
+func (c *Client) CreateRecoveryCodes(ctx context.Context, id UserId, body CreateRecoveryCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRecoveryCodesRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6086,6 +6832,46 @@ func NewDeleteCurrentSessionRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewCompleteSecondFactorRequest calls the generic CompleteSecondFactor builder with application/json body
+func NewCompleteSecondFactorRequest(server string, body CompleteSecondFactorJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCompleteSecondFactorRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCompleteSecondFactorRequestWithBody constructs an http.Request for the CompleteSecondFactor method, with any body, and a specified content type
+func NewCompleteSecondFactorRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/second-factor")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListSuspensionsRequest constructs an http.Request for the ListSuspensions method
 func NewListSuspensionsRequest(server string, params *ListSuspensionsParams) (*http.Request, error) {
 	var err error
@@ -6569,6 +7355,195 @@ func NewRequestUserDeletionRequestWithBody(server string, id UserId, contentType
 	return req, nil
 }
 
+// NewListFactorsRequest constructs an http.Request for the ListFactors method
+func NewListFactorsRequest(server string, id UserId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/factors", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewEnrolTotpRequest calls the generic EnrolTotp builder with application/json body
+func NewEnrolTotpRequest(server string, id UserId, body EnrolTotpJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewEnrolTotpRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewEnrolTotpRequestWithBody constructs an http.Request for the EnrolTotp method, with any body, and a specified content type
+func NewEnrolTotpRequestWithBody(server string, id UserId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/factors", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewConfirmTotpRequest calls the generic ConfirmTotp builder with application/json body
+func NewConfirmTotpRequest(server string, id UserId, factorId FactorId, body ConfirmTotpJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewConfirmTotpRequestWithBody(server, id, factorId, "application/json", bodyReader)
+}
+
+// NewConfirmTotpRequestWithBody constructs an http.Request for the ConfirmTotp method, with any body, and a specified content type
+func NewConfirmTotpRequestWithBody(server string, id UserId, factorId FactorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "factorId", factorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/factors/%s/confirmation", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRemoveFactorRequest calls the generic RemoveFactor builder with application/json body
+func NewRemoveFactorRequest(server string, id UserId, factorId FactorId, body RemoveFactorJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRemoveFactorRequestWithBody(server, id, factorId, "application/json", bodyReader)
+}
+
+// NewRemoveFactorRequestWithBody constructs an http.Request for the RemoveFactor method, with any body, and a specified content type
+func NewRemoveFactorRequestWithBody(server string, id UserId, factorId FactorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "factorId", factorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/factors/%s/removal", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListUserGroupsRequest constructs an http.Request for the ListUserGroups method
 func NewListUserGroupsRequest(server string, id UserId, params *ListUserGroupsParams) (*http.Request, error) {
 	var err error
@@ -6838,6 +7813,53 @@ func NewChangePasswordRequestWithBody(server string, id UserId, contentType stri
 	}
 
 	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateRecoveryCodesRequest calls the generic CreateRecoveryCodes builder with application/json body
+func NewCreateRecoveryCodesRequest(server string, id UserId, body CreateRecoveryCodesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateRecoveryCodesRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateRecoveryCodesRequestWithBody constructs an http.Request for the CreateRecoveryCodes method, with any body, and a specified content type
+func NewCreateRecoveryCodesRequestWithBody(server string, id UserId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/recovery-codes", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -7969,6 +8991,13 @@ type ClientWithResponsesInterface interface {
 	// one argon2id verification (deliberately slow), so an unknown login
 	// takes as long as a wrong password.
 	//
+	// An account with a second factor gets no session for its password:
+	// 202 with a challenge instead, which `POST
+	// /v1/sessions/second-factor` turns into a session with a code from
+	// the account's authenticator app or a recovery code (one more read
+	// of the account's factors, and the challenge's lightweight
+	// transaction).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions (the `CreateSession` operationId).
@@ -8002,6 +9031,13 @@ type ClientWithResponsesInterface interface {
 	// one argon2id verification (deliberately slow), so an unknown login
 	// takes as long as a wrong password.
 	//
+	// An account with a second factor gets no session for its password:
+	// 202 with a challenge instead, which `POST
+	// /v1/sessions/second-factor` turns into a session with a code from
+	// the account's authenticator app or a recovery code (one more read
+	// of the account's factors, and the challenge's lightweight
+	// transaction).
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions (the `CreateSession` operationId).
@@ -8020,6 +9056,62 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /v1/sessions/current (the `DeleteCurrentSession` operationId).
 	DeleteCurrentSessionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DeleteCurrentSessionResponse, error)
+
+	// CompleteSecondFactorWithBodyWithResponse Finish a login with a code
+	//
+	// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
+	// `POST /v1/password-resets/confirm`) into a session, with a code
+	// from the account's authenticator app (`code`) or one of its
+	// recovery codes (`recoveryCode`). Each code works once: a code
+	// accepted once, or an earlier one, is refused, and a clock one
+	// step (30 s) off either way is tolerated. A wrong code leaves the
+	// challenge for the next try; the challenge makes one session at
+	// most, and lives 5 minutes. The answer is `Cache-Control:
+	// no-store`.
+	//
+	// Who may call: anyone holding a challenge.
+	//
+	// Cost: codes are throttled like passwords, per account: 5 wrong
+	// ones from one client address and 50 from all within 15 minutes
+	// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
+	// per client address only, so a guesser of codes cannot keep the
+	// owner out. Then the challenge read, the account and its factors
+	// read at once, the code used (a lightweight transaction), the
+	// challenge used (another), and the session opened as a login opens
+	// it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/sessions/second-factor (the `CompleteSecondFactor` operationId).
+	CompleteSecondFactorWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteSecondFactorResponse, error)
+
+	// CompleteSecondFactorWithResponse Finish a login with a code
+	//
+	// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
+	// `POST /v1/password-resets/confirm`) into a session, with a code
+	// from the account's authenticator app (`code`) or one of its
+	// recovery codes (`recoveryCode`). Each code works once: a code
+	// accepted once, or an earlier one, is refused, and a clock one
+	// step (30 s) off either way is tolerated. A wrong code leaves the
+	// challenge for the next try; the challenge makes one session at
+	// most, and lives 5 minutes. The answer is `Cache-Control:
+	// no-store`.
+	//
+	// Who may call: anyone holding a challenge.
+	//
+	// Cost: codes are throttled like passwords, per account: 5 wrong
+	// ones from one client address and 50 from all within 15 minutes
+	// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
+	// per client address only, so a guesser of codes cannot keep the
+	// owner out. Then the challenge read, the account and its factors
+	// read at once, the code used (a lightweight transaction), the
+	// challenge used (another), and the session opened as a login opens
+	// it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/sessions/second-factor (the `CompleteSecondFactor` operationId).
+	CompleteSecondFactorWithResponse(ctx context.Context, body CompleteSecondFactorJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteSecondFactorResponse, error)
 
 	// ListSuspensionsWithResponse The suspended users, newest first
 	//
@@ -8411,6 +9503,150 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/users/{id}/deletion (the `RequestUserDeletion` operationId).
 	RequestUserDeletionWithResponse(ctx context.Context, id UserId, body RequestUserDeletionJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestUserDeletionResponse, error)
 
+	// ListFactorsWithResponse List an account's second factors
+	//
+	// The account's confirmed factors (never a secret) and how many of
+	// its recovery codes are unused (0 without a factor).
+	//
+	// Who may call: the user themself, or an active admin.
+	//
+	// Cost: one read of the account's factors (one partition).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/users/{id}/factors (the `ListFactors` operationId).
+	ListFactorsWithResponse(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*ListFactorsResponse, error)
+
+	// EnrolTotpWithBodyWithResponse Begin an authenticator app
+	//
+	// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
+	// for the caller's own account, with the current password: its
+	// secret is shown once, as text, as an `otpauth://` URI and as a QR
+	// code (a `data:` URL of a PNG). It works only once a first code
+	// confirms it (`POST .../factors/{factorId}/confirmation`) within
+	// 10 minutes; unconfirmed, it is forgotten. The answer is
+	// `Cache-Control: no-store`. The server keeps the secret sealed
+	// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
+	//
+	// Who may call: the user themself, with the current password.
+	//
+	// Cost: the throttled password check (as `PUT
+	// /v1/users/{id}/password`) and one argon2id, one read of the
+	// factors, one lightweight transaction. At most 10 factors, pending
+	// ones included (409 `too_many_factors`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/factors (the `EnrolTotp` operationId).
+	EnrolTotpWithBodyWithResponse(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnrolTotpResponse, error)
+
+	// EnrolTotpWithResponse Begin an authenticator app
+	//
+	// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
+	// for the caller's own account, with the current password: its
+	// secret is shown once, as text, as an `otpauth://` URI and as a QR
+	// code (a `data:` URL of a PNG). It works only once a first code
+	// confirms it (`POST .../factors/{factorId}/confirmation`) within
+	// 10 minutes; unconfirmed, it is forgotten. The answer is
+	// `Cache-Control: no-store`. The server keeps the secret sealed
+	// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
+	//
+	// Who may call: the user themself, with the current password.
+	//
+	// Cost: the throttled password check (as `PUT
+	// /v1/users/{id}/password`) and one argon2id, one read of the
+	// factors, one lightweight transaction. At most 10 factors, pending
+	// ones included (409 `too_many_factors`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/factors (the `EnrolTotp` operationId).
+	EnrolTotpWithResponse(ctx context.Context, id UserId, body EnrolTotpJSONRequestBody, reqEditors ...RequestEditorFn) (*EnrolTotpResponse, error)
+
+	// ConfirmTotpWithBodyWithResponse Confirm an authenticator with its first code
+	//
+	// Finishes an enrolment: the code is the app's current one (used,
+	// like any code, once). From then on, logging in takes a code. The
+	// account's first factor answers ten recovery codes, shown once:
+	// each works once in place of a code (keep them where the phone is
+	// not). The answer is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: one read of the factors, the code's throttle, one
+	// lightweight transaction (two for a first factor: its recovery
+	// codes).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/factors/{factorId}/confirmation (the `ConfirmTotp` operationId).
+	ConfirmTotpWithBodyWithResponse(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConfirmTotpResponse, error)
+
+	// ConfirmTotpWithResponse Confirm an authenticator with its first code
+	//
+	// Finishes an enrolment: the code is the app's current one (used,
+	// like any code, once). From then on, logging in takes a code. The
+	// account's first factor answers ten recovery codes, shown once:
+	// each works once in place of a code (keep them where the phone is
+	// not). The answer is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: one read of the factors, the code's throttle, one
+	// lightweight transaction (two for a first factor: its recovery
+	// codes).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/factors/{factorId}/confirmation (the `ConfirmTotp` operationId).
+	ConfirmTotpWithResponse(ctx context.Context, id UserId, factorId FactorId, body ConfirmTotpJSONRequestBody, reqEditors ...RequestEditorFn) (*ConfirmTotpResponse, error)
+
+	// RemoveFactorWithBodyWithResponse Remove a second factor
+	//
+	// Removes one factor (a POST with a body, like
+	// `/v1/users/{id}/deletion`). The user sends the current password
+	// and a code of one of their factors (`code`) or a recovery code
+	// (`recoveryCode`); an admin removing another, non-admin account's
+	// factor sends an empty object, and the action is audited first
+	// (`factor_removed`): the way back in for a user who lost both the
+	// phone and the recovery codes, after the admin has made sure who
+	// asks. The last factor takes the recovery codes with it.
+	//
+	// Who may call: the user themself with the password and a code, or
+	// an active admin for any account but another admin's.
+	//
+	// Cost: one read of the factors; for the user, the throttled
+	// password check and the code used (a lightweight transaction);
+	// for an admin, the audit entry; then one lightweight transaction.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/factors/{factorId}/removal (the `RemoveFactor` operationId).
+	RemoveFactorWithBodyWithResponse(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveFactorResponse, error)
+
+	// RemoveFactorWithResponse Remove a second factor
+	//
+	// Removes one factor (a POST with a body, like
+	// `/v1/users/{id}/deletion`). The user sends the current password
+	// and a code of one of their factors (`code`) or a recovery code
+	// (`recoveryCode`); an admin removing another, non-admin account's
+	// factor sends an empty object, and the action is audited first
+	// (`factor_removed`): the way back in for a user who lost both the
+	// phone and the recovery codes, after the admin has made sure who
+	// asks. The last factor takes the recovery codes with it.
+	//
+	// Who may call: the user themself with the password and a code, or
+	// an active admin for any account but another admin's.
+	//
+	// Cost: one read of the factors; for the user, the throttled
+	// password check and the code used (a lightweight transaction);
+	// for an admin, the audit entry; then one lightweight transaction.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/factors/{factorId}/removal (the `RemoveFactor` operationId).
+	RemoveFactorWithResponse(ctx context.Context, id UserId, factorId FactorId, body RemoveFactorJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveFactorResponse, error)
+
 	// ListUserGroupsWithResponse A user's groups
 	//
 	// The groups the user is a member of, each with the user's role
@@ -8527,6 +9763,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/users/{id}/password (the `ChangePassword` operationId).
 	ChangePasswordWithResponse(ctx context.Context, id UserId, body ChangePasswordJSONRequestBody, reqEditors ...RequestEditorFn) (*ChangePasswordResponse, error)
+
+	// CreateRecoveryCodesWithBodyWithResponse Replace the recovery codes
+	//
+	// Ten new recovery codes in place of the old ones (which stop
+	// working), shown once, for an account with a factor. The user sends
+	// the current password and a code (or a recovery code). The answer
+	// is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: the throttled password check, the code used, two reads of
+	// the factors and one lightweight transaction.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/recovery-codes (the `CreateRecoveryCodes` operationId).
+	CreateRecoveryCodesWithBodyWithResponse(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRecoveryCodesResponse, error)
+
+	// CreateRecoveryCodesWithResponse Replace the recovery codes
+	//
+	// Ten new recovery codes in place of the old ones (which stop
+	// working), shown once, for an account with a factor. The user sends
+	// the current password and a code (or a recovery code). The answer
+	// is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: the throttled password check, the code used, two reads of
+	// the factors and one lightweight transaction.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/recovery-codes (the `CreateRecoveryCodes` operationId).
+	CreateRecoveryCodesWithResponse(ctx context.Context, id UserId, body CreateRecoveryCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRecoveryCodesResponse, error)
 
 	// RevokeUserSessionsWithResponse End every session of a user
 	//
@@ -12017,6 +13287,12 @@ type ConfirmPasswordResetResponse201Headers struct {
 	XRequestId   *string
 }
 
+// ConfirmPasswordResetResponse202Headers the declared response headers of an HTTP 202 response for ConfirmPasswordReset
+type ConfirmPasswordResetResponse202Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
 // ConfirmPasswordResetResponse204Headers the declared response headers of an HTTP 204 response for ConfirmPasswordReset
 type ConfirmPasswordResetResponse204Headers struct {
 	XRequestId *string
@@ -12070,6 +13346,8 @@ type ConfirmPasswordResetResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Session
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *LoginChallenge
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12088,6 +13366,8 @@ type ConfirmPasswordResetResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *ConfirmPasswordResetResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *ConfirmPasswordResetResponse202Headers
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *ConfirmPasswordResetResponse204Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -12111,6 +13391,11 @@ type ConfirmPasswordResetResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r ConfirmPasswordResetResponse) GetJSON201() *Session {
 	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ConfirmPasswordResetResponse) GetJSON202() *LoginChallenge {
+	return r.JSON202
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -12188,6 +13473,12 @@ type CreateSessionResponse201Headers struct {
 	XRequestId   *string
 }
 
+// CreateSessionResponse202Headers the declared response headers of an HTTP 202 response for CreateSession
+type CreateSessionResponse202Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
 // CreateSessionResponse400Headers the declared response headers of an HTTP 400 response for CreateSession
 type CreateSessionResponse400Headers struct {
 	XRequestId *string
@@ -12236,6 +13527,8 @@ type CreateSessionResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Session
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *LoginChallenge
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12254,6 +13547,8 @@ type CreateSessionResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateSessionResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateSessionResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CreateSessionResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -12275,6 +13570,11 @@ type CreateSessionResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r CreateSessionResponse) GetJSON201() *Session {
 	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateSessionResponse) GetJSON202() *LoginChallenge {
+	return r.JSON202
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -12425,6 +13725,170 @@ func (r DeleteCurrentSessionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DeleteCurrentSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CompleteSecondFactorResponse201Headers the declared response headers of an HTTP 201 response for CompleteSecondFactor
+type CompleteSecondFactorResponse201Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// CompleteSecondFactorResponse400Headers the declared response headers of an HTTP 400 response for CompleteSecondFactor
+type CompleteSecondFactorResponse400Headers struct {
+	XRequestId *string
+}
+
+// CompleteSecondFactorResponse401Headers the declared response headers of an HTTP 401 response for CompleteSecondFactor
+type CompleteSecondFactorResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// CompleteSecondFactorResponse403Headers the declared response headers of an HTTP 403 response for CompleteSecondFactor
+type CompleteSecondFactorResponse403Headers struct {
+	XRequestId *string
+}
+
+// CompleteSecondFactorResponse413Headers the declared response headers of an HTTP 413 response for CompleteSecondFactor
+type CompleteSecondFactorResponse413Headers struct {
+	XRequestId *string
+}
+
+// CompleteSecondFactorResponse415Headers the declared response headers of an HTTP 415 response for CompleteSecondFactor
+type CompleteSecondFactorResponse415Headers struct {
+	XRequestId *string
+}
+
+// CompleteSecondFactorResponse429Headers the declared response headers of an HTTP 429 response for CompleteSecondFactor
+type CompleteSecondFactorResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// CompleteSecondFactorResponse500Headers the declared response headers of an HTTP 500 response for CompleteSecondFactor
+type CompleteSecondFactorResponse500Headers struct {
+	XRequestId *string
+}
+
+// CompleteSecondFactorResponse503Headers the declared response headers of an HTTP 503 response for CompleteSecondFactor
+type CompleteSecondFactorResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type CompleteSecondFactorResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Session
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *LoginRefusedProblem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CompleteSecondFactorResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CompleteSecondFactorResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CompleteSecondFactorResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CompleteSecondFactorResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CompleteSecondFactorResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CompleteSecondFactorResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CompleteSecondFactorResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CompleteSecondFactorResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CompleteSecondFactorResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CompleteSecondFactorResponse) GetJSON201() *Session {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CompleteSecondFactorResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CompleteSecondFactorResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CompleteSecondFactorResponse) GetApplicationproblemJSON403() *LoginRefusedProblem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CompleteSecondFactorResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CompleteSecondFactorResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CompleteSecondFactorResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CompleteSecondFactorResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CompleteSecondFactorResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CompleteSecondFactorResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompleteSecondFactorResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompleteSecondFactorResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompleteSecondFactorResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13835,6 +15299,625 @@ func (r RequestUserDeletionResponse) ContentType() string {
 	return ""
 }
 
+// ListFactorsResponse200Headers the declared response headers of an HTTP 200 response for ListFactors
+type ListFactorsResponse200Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// ListFactorsResponse401Headers the declared response headers of an HTTP 401 response for ListFactors
+type ListFactorsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ListFactorsResponse403Headers the declared response headers of an HTTP 403 response for ListFactors
+type ListFactorsResponse403Headers struct {
+	XRequestId *string
+}
+
+// ListFactorsResponse404Headers the declared response headers of an HTTP 404 response for ListFactors
+type ListFactorsResponse404Headers struct {
+	XRequestId *string
+}
+
+// ListFactorsResponse500Headers the declared response headers of an HTTP 500 response for ListFactors
+type ListFactorsResponse500Headers struct {
+	XRequestId *string
+}
+
+// ListFactorsResponse503Headers the declared response headers of an HTTP 503 response for ListFactors
+type ListFactorsResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ListFactorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FactorList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListFactorsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListFactorsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListFactorsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListFactorsResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListFactorsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListFactorsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFactorsResponse) GetJSON200() *FactorList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListFactorsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListFactorsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListFactorsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListFactorsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListFactorsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFactorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFactorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFactorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFactorsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EnrolTotpResponse201Headers the declared response headers of an HTTP 201 response for EnrolTotp
+type EnrolTotpResponse201Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// EnrolTotpResponse400Headers the declared response headers of an HTTP 400 response for EnrolTotp
+type EnrolTotpResponse400Headers struct {
+	XRequestId *string
+}
+
+// EnrolTotpResponse401Headers the declared response headers of an HTTP 401 response for EnrolTotp
+type EnrolTotpResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// EnrolTotpResponse403Headers the declared response headers of an HTTP 403 response for EnrolTotp
+type EnrolTotpResponse403Headers struct {
+	XRequestId *string
+}
+
+// EnrolTotpResponse404Headers the declared response headers of an HTTP 404 response for EnrolTotp
+type EnrolTotpResponse404Headers struct {
+	XRequestId *string
+}
+
+// EnrolTotpResponse409Headers the declared response headers of an HTTP 409 response for EnrolTotp
+type EnrolTotpResponse409Headers struct {
+	XRequestId *string
+}
+
+// EnrolTotpResponse413Headers the declared response headers of an HTTP 413 response for EnrolTotp
+type EnrolTotpResponse413Headers struct {
+	XRequestId *string
+}
+
+// EnrolTotpResponse415Headers the declared response headers of an HTTP 415 response for EnrolTotp
+type EnrolTotpResponse415Headers struct {
+	XRequestId *string
+}
+
+// EnrolTotpResponse429Headers the declared response headers of an HTTP 429 response for EnrolTotp
+type EnrolTotpResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// EnrolTotpResponse500Headers the declared response headers of an HTTP 500 response for EnrolTotp
+type EnrolTotpResponse500Headers struct {
+	XRequestId *string
+}
+
+// EnrolTotpResponse503Headers the declared response headers of an HTTP 503 response for EnrolTotp
+type EnrolTotpResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type EnrolTotpResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *TotpEnrolment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *EnrolTotpResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *EnrolTotpResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *EnrolTotpResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *EnrolTotpResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *EnrolTotpResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *EnrolTotpResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *EnrolTotpResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *EnrolTotpResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EnrolTotpResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *EnrolTotpResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EnrolTotpResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r EnrolTotpResponse) GetJSON201() *TotpEnrolment {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r EnrolTotpResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r EnrolTotpResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r EnrolTotpResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r EnrolTotpResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r EnrolTotpResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r EnrolTotpResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r EnrolTotpResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r EnrolTotpResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r EnrolTotpResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r EnrolTotpResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r EnrolTotpResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EnrolTotpResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EnrolTotpResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EnrolTotpResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConfirmTotpResponse200Headers the declared response headers of an HTTP 200 response for ConfirmTotp
+type ConfirmTotpResponse200Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// ConfirmTotpResponse400Headers the declared response headers of an HTTP 400 response for ConfirmTotp
+type ConfirmTotpResponse400Headers struct {
+	XRequestId *string
+}
+
+// ConfirmTotpResponse401Headers the declared response headers of an HTTP 401 response for ConfirmTotp
+type ConfirmTotpResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ConfirmTotpResponse403Headers the declared response headers of an HTTP 403 response for ConfirmTotp
+type ConfirmTotpResponse403Headers struct {
+	XRequestId *string
+}
+
+// ConfirmTotpResponse404Headers the declared response headers of an HTTP 404 response for ConfirmTotp
+type ConfirmTotpResponse404Headers struct {
+	XRequestId *string
+}
+
+// ConfirmTotpResponse409Headers the declared response headers of an HTTP 409 response for ConfirmTotp
+type ConfirmTotpResponse409Headers struct {
+	XRequestId *string
+}
+
+// ConfirmTotpResponse429Headers the declared response headers of an HTTP 429 response for ConfirmTotp
+type ConfirmTotpResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// ConfirmTotpResponse500Headers the declared response headers of an HTTP 500 response for ConfirmTotp
+type ConfirmTotpResponse500Headers struct {
+	XRequestId *string
+}
+
+// ConfirmTotpResponse503Headers the declared response headers of an HTTP 503 response for ConfirmTotp
+type ConfirmTotpResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ConfirmTotpResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TotpConfirmation
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ConfirmTotpResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ConfirmTotpResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ConfirmTotpResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ConfirmTotpResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ConfirmTotpResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ConfirmTotpResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ConfirmTotpResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ConfirmTotpResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ConfirmTotpResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ConfirmTotpResponse) GetJSON200() *TotpConfirmation {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ConfirmTotpResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ConfirmTotpResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ConfirmTotpResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ConfirmTotpResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ConfirmTotpResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ConfirmTotpResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ConfirmTotpResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ConfirmTotpResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ConfirmTotpResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConfirmTotpResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConfirmTotpResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConfirmTotpResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RemoveFactorResponse204Headers the declared response headers of an HTTP 204 response for RemoveFactor
+type RemoveFactorResponse204Headers struct {
+	XRequestId *string
+}
+
+// RemoveFactorResponse400Headers the declared response headers of an HTTP 400 response for RemoveFactor
+type RemoveFactorResponse400Headers struct {
+	XRequestId *string
+}
+
+// RemoveFactorResponse401Headers the declared response headers of an HTTP 401 response for RemoveFactor
+type RemoveFactorResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RemoveFactorResponse403Headers the declared response headers of an HTTP 403 response for RemoveFactor
+type RemoveFactorResponse403Headers struct {
+	XRequestId *string
+}
+
+// RemoveFactorResponse404Headers the declared response headers of an HTTP 404 response for RemoveFactor
+type RemoveFactorResponse404Headers struct {
+	XRequestId *string
+}
+
+// RemoveFactorResponse429Headers the declared response headers of an HTTP 429 response for RemoveFactor
+type RemoveFactorResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RemoveFactorResponse500Headers the declared response headers of an HTTP 500 response for RemoveFactor
+type RemoveFactorResponse500Headers struct {
+	XRequestId *string
+}
+
+// RemoveFactorResponse503Headers the declared response headers of an HTTP 503 response for RemoveFactor
+type RemoveFactorResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RemoveFactorResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *RemoveFactorResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RemoveFactorResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RemoveFactorResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RemoveFactorResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RemoveFactorResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RemoveFactorResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RemoveFactorResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RemoveFactorResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RemoveFactorResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RemoveFactorResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RemoveFactorResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RemoveFactorResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RemoveFactorResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RemoveFactorResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RemoveFactorResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveFactorResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveFactorResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveFactorResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveFactorResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListUserGroupsResponse200Headers the declared response headers of an HTTP 200 response for ListUserGroups
 type ListUserGroupsResponse200Headers struct {
 	XRequestId *string
@@ -14387,6 +16470,170 @@ func (r ChangePasswordResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ChangePasswordResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateRecoveryCodesResponse201Headers the declared response headers of an HTTP 201 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse201Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// CreateRecoveryCodesResponse400Headers the declared response headers of an HTTP 400 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse400Headers struct {
+	XRequestId *string
+}
+
+// CreateRecoveryCodesResponse401Headers the declared response headers of an HTTP 401 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// CreateRecoveryCodesResponse403Headers the declared response headers of an HTTP 403 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse403Headers struct {
+	XRequestId *string
+}
+
+// CreateRecoveryCodesResponse404Headers the declared response headers of an HTTP 404 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse404Headers struct {
+	XRequestId *string
+}
+
+// CreateRecoveryCodesResponse409Headers the declared response headers of an HTTP 409 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse409Headers struct {
+	XRequestId *string
+}
+
+// CreateRecoveryCodesResponse429Headers the declared response headers of an HTTP 429 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// CreateRecoveryCodesResponse500Headers the declared response headers of an HTTP 500 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse500Headers struct {
+	XRequestId *string
+}
+
+// CreateRecoveryCodesResponse503Headers the declared response headers of an HTTP 503 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type CreateRecoveryCodesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *RecoveryCodes
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateRecoveryCodesResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateRecoveryCodesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateRecoveryCodesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateRecoveryCodesResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateRecoveryCodesResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateRecoveryCodesResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateRecoveryCodesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateRecoveryCodesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateRecoveryCodesResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateRecoveryCodesResponse) GetJSON201() *RecoveryCodes {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateRecoveryCodesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateRecoveryCodesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateRecoveryCodesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateRecoveryCodesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -16216,6 +18463,13 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Conte
 // one argon2id verification (deliberately slow), so an unknown login
 // takes as long as a wrong password.
 //
+// An account with a second factor gets no session for its password:
+// 202 with a challenge instead, which `POST
+// /v1/sessions/second-factor` turns into a session with a code from
+// the account's authenticator app or a recovery code (one more read
+// of the account's factors, and the challenge's lightweight
+// transaction).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions (the `CreateSession` operationId).
@@ -16255,6 +18509,13 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // one argon2id verification (deliberately slow), so an unknown login
 // takes as long as a wrong password.
 //
+// An account with a second factor gets no session for its password:
+// 202 with a challenge instead, which `POST
+// /v1/sessions/second-factor` turns into a session with a code from
+// the account's authenticator app or a recovery code (one more read
+// of the account's factors, and the challenge's lightweight
+// transaction).
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions (the `CreateSession` operationId).
@@ -16284,6 +18545,74 @@ func (c *ClientWithResponses) DeleteCurrentSessionWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseDeleteCurrentSessionResponse(rsp)
+}
+
+// CompleteSecondFactorWithBodyWithResponse Finish a login with a code
+//
+// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
+// `POST /v1/password-resets/confirm`) into a session, with a code
+// from the account's authenticator app (`code`) or one of its
+// recovery codes (`recoveryCode`). Each code works once: a code
+// accepted once, or an earlier one, is refused, and a clock one
+// step (30 s) off either way is tolerated. A wrong code leaves the
+// challenge for the next try; the challenge makes one session at
+// most, and lives 5 minutes. The answer is `Cache-Control:
+// no-store`.
+//
+// Who may call: anyone holding a challenge.
+//
+// Cost: codes are throttled like passwords, per account: 5 wrong
+// ones from one client address and 50 from all within 15 minutes
+// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
+// per client address only, so a guesser of codes cannot keep the
+// owner out. Then the challenge read, the account and its factors
+// read at once, the code used (a lightweight transaction), the
+// challenge used (another), and the session opened as a login opens
+// it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/sessions/second-factor (the `CompleteSecondFactor` operationId).
+func (c *ClientWithResponses) CompleteSecondFactorWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteSecondFactorResponse, error) {
+	rsp, err := c.CompleteSecondFactorWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompleteSecondFactorResponse(rsp)
+}
+
+// CompleteSecondFactorWithResponse Finish a login with a code
+//
+// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
+// `POST /v1/password-resets/confirm`) into a session, with a code
+// from the account's authenticator app (`code`) or one of its
+// recovery codes (`recoveryCode`). Each code works once: a code
+// accepted once, or an earlier one, is refused, and a clock one
+// step (30 s) off either way is tolerated. A wrong code leaves the
+// challenge for the next try; the challenge makes one session at
+// most, and lives 5 minutes. The answer is `Cache-Control:
+// no-store`.
+//
+// Who may call: anyone holding a challenge.
+//
+// Cost: codes are throttled like passwords, per account: 5 wrong
+// ones from one client address and 50 from all within 15 minutes
+// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
+// per client address only, so a guesser of codes cannot keep the
+// owner out. Then the challenge read, the account and its factors
+// read at once, the code used (a lightweight transaction), the
+// challenge used (another), and the session opened as a login opens
+// it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/sessions/second-factor (the `CompleteSecondFactor` operationId).
+func (c *ClientWithResponses) CompleteSecondFactorWithResponse(ctx context.Context, body CompleteSecondFactorJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteSecondFactorResponse, error) {
+	rsp, err := c.CompleteSecondFactor(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompleteSecondFactorResponse(rsp)
 }
 
 // ListSuspensionsWithResponse The suspended users, newest first
@@ -16754,6 +19083,192 @@ func (c *ClientWithResponses) RequestUserDeletionWithResponse(ctx context.Contex
 	return ParseRequestUserDeletionResponse(rsp)
 }
 
+// ListFactorsWithResponse List an account's second factors
+//
+// The account's confirmed factors (never a secret) and how many of
+// its recovery codes are unused (0 without a factor).
+//
+// Who may call: the user themself, or an active admin.
+//
+// Cost: one read of the account's factors (one partition).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/users/{id}/factors (the `ListFactors` operationId).
+func (c *ClientWithResponses) ListFactorsWithResponse(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*ListFactorsResponse, error) {
+	rsp, err := c.ListFactors(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFactorsResponse(rsp)
+}
+
+// EnrolTotpWithBodyWithResponse Begin an authenticator app
+//
+// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
+// for the caller's own account, with the current password: its
+// secret is shown once, as text, as an `otpauth://` URI and as a QR
+// code (a `data:` URL of a PNG). It works only once a first code
+// confirms it (`POST .../factors/{factorId}/confirmation`) within
+// 10 minutes; unconfirmed, it is forgotten. The answer is
+// `Cache-Control: no-store`. The server keeps the secret sealed
+// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
+//
+// Who may call: the user themself, with the current password.
+//
+// Cost: the throttled password check (as `PUT
+// /v1/users/{id}/password`) and one argon2id, one read of the
+// factors, one lightweight transaction. At most 10 factors, pending
+// ones included (409 `too_many_factors`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/factors (the `EnrolTotp` operationId).
+func (c *ClientWithResponses) EnrolTotpWithBodyWithResponse(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnrolTotpResponse, error) {
+	rsp, err := c.EnrolTotpWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnrolTotpResponse(rsp)
+}
+
+// EnrolTotpWithResponse Begin an authenticator app
+//
+// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
+// for the caller's own account, with the current password: its
+// secret is shown once, as text, as an `otpauth://` URI and as a QR
+// code (a `data:` URL of a PNG). It works only once a first code
+// confirms it (`POST .../factors/{factorId}/confirmation`) within
+// 10 minutes; unconfirmed, it is forgotten. The answer is
+// `Cache-Control: no-store`. The server keeps the secret sealed
+// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
+//
+// Who may call: the user themself, with the current password.
+//
+// Cost: the throttled password check (as `PUT
+// /v1/users/{id}/password`) and one argon2id, one read of the
+// factors, one lightweight transaction. At most 10 factors, pending
+// ones included (409 `too_many_factors`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/factors (the `EnrolTotp` operationId).
+func (c *ClientWithResponses) EnrolTotpWithResponse(ctx context.Context, id UserId, body EnrolTotpJSONRequestBody, reqEditors ...RequestEditorFn) (*EnrolTotpResponse, error) {
+	rsp, err := c.EnrolTotp(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnrolTotpResponse(rsp)
+}
+
+// ConfirmTotpWithBodyWithResponse Confirm an authenticator with its first code
+//
+// Finishes an enrolment: the code is the app's current one (used,
+// like any code, once). From then on, logging in takes a code. The
+// account's first factor answers ten recovery codes, shown once:
+// each works once in place of a code (keep them where the phone is
+// not). The answer is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: one read of the factors, the code's throttle, one
+// lightweight transaction (two for a first factor: its recovery
+// codes).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/factors/{factorId}/confirmation (the `ConfirmTotp` operationId).
+func (c *ClientWithResponses) ConfirmTotpWithBodyWithResponse(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ConfirmTotpResponse, error) {
+	rsp, err := c.ConfirmTotpWithBody(ctx, id, factorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfirmTotpResponse(rsp)
+}
+
+// ConfirmTotpWithResponse Confirm an authenticator with its first code
+//
+// Finishes an enrolment: the code is the app's current one (used,
+// like any code, once). From then on, logging in takes a code. The
+// account's first factor answers ten recovery codes, shown once:
+// each works once in place of a code (keep them where the phone is
+// not). The answer is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: one read of the factors, the code's throttle, one
+// lightweight transaction (two for a first factor: its recovery
+// codes).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/factors/{factorId}/confirmation (the `ConfirmTotp` operationId).
+func (c *ClientWithResponses) ConfirmTotpWithResponse(ctx context.Context, id UserId, factorId FactorId, body ConfirmTotpJSONRequestBody, reqEditors ...RequestEditorFn) (*ConfirmTotpResponse, error) {
+	rsp, err := c.ConfirmTotp(ctx, id, factorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfirmTotpResponse(rsp)
+}
+
+// RemoveFactorWithBodyWithResponse Remove a second factor
+//
+// Removes one factor (a POST with a body, like
+// `/v1/users/{id}/deletion`). The user sends the current password
+// and a code of one of their factors (`code`) or a recovery code
+// (`recoveryCode`); an admin removing another, non-admin account's
+// factor sends an empty object, and the action is audited first
+// (`factor_removed`): the way back in for a user who lost both the
+// phone and the recovery codes, after the admin has made sure who
+// asks. The last factor takes the recovery codes with it.
+//
+// Who may call: the user themself with the password and a code, or
+// an active admin for any account but another admin's.
+//
+// Cost: one read of the factors; for the user, the throttled
+// password check and the code used (a lightweight transaction);
+// for an admin, the audit entry; then one lightweight transaction.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/factors/{factorId}/removal (the `RemoveFactor` operationId).
+func (c *ClientWithResponses) RemoveFactorWithBodyWithResponse(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveFactorResponse, error) {
+	rsp, err := c.RemoveFactorWithBody(ctx, id, factorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveFactorResponse(rsp)
+}
+
+// RemoveFactorWithResponse Remove a second factor
+//
+// Removes one factor (a POST with a body, like
+// `/v1/users/{id}/deletion`). The user sends the current password
+// and a code of one of their factors (`code`) or a recovery code
+// (`recoveryCode`); an admin removing another, non-admin account's
+// factor sends an empty object, and the action is audited first
+// (`factor_removed`): the way back in for a user who lost both the
+// phone and the recovery codes, after the admin has made sure who
+// asks. The last factor takes the recovery codes with it.
+//
+// Who may call: the user themself with the password and a code, or
+// an active admin for any account but another admin's.
+//
+// Cost: one read of the factors; for the user, the throttled
+// password check and the code used (a lightweight transaction);
+// for an admin, the audit entry; then one lightweight transaction.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/factors/{factorId}/removal (the `RemoveFactor` operationId).
+func (c *ClientWithResponses) RemoveFactorWithResponse(ctx context.Context, id UserId, factorId FactorId, body RemoveFactorJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveFactorResponse, error) {
+	rsp, err := c.RemoveFactor(ctx, id, factorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveFactorResponse(rsp)
+}
+
 // ListUserGroupsWithResponse A user's groups
 //
 // The groups the user is a member of, each with the user's role
@@ -16899,6 +19414,52 @@ func (c *ClientWithResponses) ChangePasswordWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParseChangePasswordResponse(rsp)
+}
+
+// CreateRecoveryCodesWithBodyWithResponse Replace the recovery codes
+//
+// Ten new recovery codes in place of the old ones (which stop
+// working), shown once, for an account with a factor. The user sends
+// the current password and a code (or a recovery code). The answer
+// is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: the throttled password check, the code used, two reads of
+// the factors and one lightweight transaction.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/recovery-codes (the `CreateRecoveryCodes` operationId).
+func (c *ClientWithResponses) CreateRecoveryCodesWithBodyWithResponse(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRecoveryCodesResponse, error) {
+	rsp, err := c.CreateRecoveryCodesWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRecoveryCodesResponse(rsp)
+}
+
+// CreateRecoveryCodesWithResponse Replace the recovery codes
+//
+// Ten new recovery codes in place of the old ones (which stop
+// working), shown once, for an account with a factor. The user sends
+// the current password and a code (or a recovery code). The answer
+// is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: the throttled password check, the code used, two reads of
+// the factors and one lightweight transaction.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/recovery-codes (the `CreateRecoveryCodes` operationId).
+func (c *ClientWithResponses) CreateRecoveryCodesWithResponse(ctx context.Context, id UserId, body CreateRecoveryCodesJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRecoveryCodesResponse, error) {
+	rsp, err := c.CreateRecoveryCodes(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRecoveryCodesResponse(rsp)
 }
 
 // RevokeUserSessionsWithResponse End every session of a user
@@ -20992,6 +23553,13 @@ func ParseConfirmPasswordResetResponse(rsp *http.Response) (*ConfirmPasswordRese
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest LoginChallenge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case rsp.StatusCode == 204:
 		break // No content-type
 
@@ -21071,6 +23639,23 @@ func ParseConfirmPasswordResetResponse(rsp *http.Response) (*ConfirmPasswordRese
 			headers.XRequestId = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers ConfirmPasswordResetResponse202Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 204:
 		var headers ConfirmPasswordResetResponse204Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -21208,6 +23793,13 @@ func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, err
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest LoginChallenge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21284,6 +23876,23 @@ func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, err
 			headers.XRequestId = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreateSessionResponse202Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateSessionResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -21470,6 +24079,209 @@ func ParseDeleteCurrentSessionResponse(rsp *http.Response) (*DeleteCurrentSessio
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteCurrentSessionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCompleteSecondFactorResponse parses an HTTP response from a CompleteSecondFactorWithResponse call
+func ParseCompleteSecondFactorResponse(rsp *http.Response) (*CompleteSecondFactorResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompleteSecondFactorResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest LoginRefusedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CompleteSecondFactorResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CompleteSecondFactorResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CompleteSecondFactorResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CompleteSecondFactorResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers CompleteSecondFactorResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CompleteSecondFactorResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers CompleteSecondFactorResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CompleteSecondFactorResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CompleteSecondFactorResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23164,6 +25976,766 @@ func ParseRequestUserDeletionResponse(rsp *http.Response) (*RequestUserDeletionR
 	return response, nil
 }
 
+// ParseListFactorsResponse parses an HTTP response from a ListFactorsWithResponse call
+func ParseListFactorsResponse(rsp *http.Response) (*ListFactorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFactorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FactorList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListFactorsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListFactorsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListFactorsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListFactorsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListFactorsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListFactorsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEnrolTotpResponse parses an HTTP response from a EnrolTotpWithResponse call
+func ParseEnrolTotpResponse(rsp *http.Response) (*EnrolTotpResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EnrolTotpResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest TotpEnrolment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers EnrolTotpResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers EnrolTotpResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers EnrolTotpResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers EnrolTotpResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers EnrolTotpResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers EnrolTotpResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers EnrolTotpResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers EnrolTotpResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers EnrolTotpResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers EnrolTotpResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers EnrolTotpResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConfirmTotpResponse parses an HTTP response from a ConfirmTotpWithResponse call
+func ParseConfirmTotpResponse(rsp *http.Response) (*ConfirmTotpResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConfirmTotpResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TotpConfirmation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ConfirmTotpResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ConfirmTotpResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ConfirmTotpResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ConfirmTotpResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ConfirmTotpResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ConfirmTotpResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ConfirmTotpResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ConfirmTotpResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ConfirmTotpResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveFactorResponse parses an HTTP response from a RemoveFactorWithResponse call
+func ParseRemoveFactorResponse(rsp *http.Response) (*RemoveFactorResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveFactorResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers RemoveFactorResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers RemoveFactorResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RemoveFactorResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RemoveFactorResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RemoveFactorResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers RemoveFactorResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RemoveFactorResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RemoveFactorResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListUserGroupsResponse parses an HTTP response from a ListUserGroupsWithResponse call
 func ParseListUserGroupsResponse(rsp *http.Response) (*ListUserGroupsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -23801,6 +27373,209 @@ func ParseChangePasswordResponse(rsp *http.Response) (*ChangePasswordResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ChangePasswordResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateRecoveryCodesResponse parses an HTTP response from a CreateRecoveryCodesWithResponse call
+func ParseCreateRecoveryCodesResponse(rsp *http.Response) (*CreateRecoveryCodesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateRecoveryCodesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest RecoveryCodes
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateRecoveryCodesResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateRecoveryCodesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateRecoveryCodesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateRecoveryCodesResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateRecoveryCodesResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateRecoveryCodesResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateRecoveryCodesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateRecoveryCodesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateRecoveryCodesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -15,6 +15,7 @@
 // A second api at VERIFIED_URL (same keyspace, mail in VERIFIED_MAIL_LOG)
 // refuses login to accounts whose email is not verified.
 import { execSync } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { api, base, expect, finish, launch, refused, run, saveShot, step } from './walk.mjs';
 
@@ -1016,6 +1017,42 @@ await step('login refused while the email is not verified (SHELF_REQUIRE_VERIFIE
   await submit('login', { login: dave, password: pw });
   await page.waitForSelector('body[data-ready="library"]');
   expect((await page.locator('#who').textContent()).includes(dave), 'logged in as ' + dave);
+  await logout();
+});
+
+// totp is an authenticator app's code of a base32 secret at a time step
+// (RFC 6238: HMAC-SHA-1, 6 digits), for the steps the server accepts.
+function totp(secret, step) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = '';
+  for (const ch of secret.replace(/=+$/, '')) bits += alphabet.indexOf(ch).toString(2).padStart(5, '0');
+  const key = Buffer.from(bits.match(/.{8}/g).map((b) => parseInt(b, 2)));
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac('sha1', key).update(counter).digest();
+  const at = mac[mac.length - 1] & 15;
+  return String((mac.readUInt32BE(at) & 0x7fffffff) % 1000000).padStart(6, '0');
+}
+
+await step('a second factor: the password alone opens the code form, a wrong code is refused beside it, the right one logs in', async () => {
+  const dana = 'dana' + run;
+  await api('POST', '/v1/users', null, { username: dana, email: `${dana}@example.org`, password: pw });
+  const s = await api('POST', '/v1/sessions', null, { login: dana, password: pw });
+  const me = (await api('GET', '/v1/me', s.token)).id;
+  const e = await api('POST', `/v1/users/${me}/factors`, s.token, { name: 'phone', currentPassword: pw });
+  const now = Math.floor(Date.now() / 30000);
+  const c = await api('POST', `/v1/users/${me}/factors/${e.factor.id}/confirmation`, s.token, { code: totp(e.secret, now - 1) });
+  expect(c.recoveryCodes.length === 10, 'ten recovery codes');
+  await visit('#/library', 'auth');
+  await submit('login', { login: dana, password: pw });
+  await page.waitForSelector('#login-code:not([hidden])');
+  expect(await page.locator('#login').isHidden(), 'the password form gives way to the code form');
+  let wrong = '';
+  await refused(401, async () => { wrong = await submit('login-code', { code: '000000' }, true); });
+  expect(wrong.includes('code'), 'a wrong code is refused: ' + wrong);
+  await submit('login-code', { code: totp(e.secret, now) });
+  await page.waitForSelector('body[data-ready="library"]');
+  expect((await page.locator('#who').textContent()).includes(dana), 'logged in as ' + dana);
   await logout();
 });
 

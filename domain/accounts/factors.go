@@ -1,0 +1,699 @@
+package accounts
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"shelf/domain"
+)
+
+// Second factors (docs/design.md#second-factors): authenticator codes
+// (TOTP) and recovery codes. An account with a confirmed authenticator
+// opens no session on its password alone: the password answers a
+// challenge (a single-use token, PurposeLoginChallenge), and a code or a
+// recovery code turns it into a session (SecondFactor).
+
+// FactorKind is a kind of second factor.
+type FactorKind string
+
+// The kinds.
+const (
+	FactorTOTP FactorKind = "totp"
+)
+
+// Factor is a second factor as stored: pending (ConfirmedAt zero, its
+// row expiring with the enrolment) until a first code confirms it.
+type Factor struct {
+	UserID, ID string
+	Kind       FactorKind
+	// Name is the owner's label ("phone").
+	Name string
+	// Sealed is the TOTP secret as TOTP.New sealed it.
+	Sealed      string
+	CreatedAt   time.Time
+	ConfirmedAt time.Time
+	// LastStep is the time step of the last code accepted: a code of that
+	// step or an earlier one is refused (used once).
+	LastStep   int64
+	LastUsedAt time.Time
+}
+
+// Confirmed reports an enrolment finished.
+func (f Factor) Confirmed() bool { return !f.ConfirmedAt.IsZero() }
+
+// RecoverySet is an account's recovery codes: their hashes, and which
+// were used (hash: the use's id). A new set replaces the whole row
+// under a new Generation.
+type RecoverySet struct {
+	UserID     string
+	Generation string
+	Codes      []string
+	Used       map[string]string
+	CreatedAt  time.Time
+}
+
+// Left is how many codes are unused.
+func (s RecoverySet) Left() int {
+	n := 0
+	for _, c := range s.Codes {
+		if _, used := s.Used[c]; !used {
+			n++
+		}
+	}
+	return n
+}
+
+// FactorStore keeps factors and recovery sets, one partition per
+// account; every write is a lightweight transaction whose lost answer is
+// settled by a SERIAL read of its row.
+type FactorStore interface {
+	// Read returns the account's factors, pending ones too, by creation,
+	// and its recovery set (Generation "" when it has none).
+	Read(ctx context.Context, userID string) ([]Factor, RecoverySet, error)
+	// Begin writes a pending enrolment that the store forgets after ttl.
+	Begin(ctx context.Context, f Factor, ttl time.Duration) error
+	// Confirm makes f permanent, with f.ConfirmedAt and f.LastStep, if it
+	// is still pending with f.Sealed; false when not (expired, removed,
+	// confirmed already).
+	Confirm(ctx context.Context, f Factor) (bool, error)
+	// UseStep records step as f's last accepted, at at, if the stored one
+	// is earlier; false when not (a code of this step or a later one was
+	// accepted, or the factor is gone).
+	UseStep(ctx context.Context, f Factor, step int64, at time.Time) (bool, error)
+	// Remove deletes a factor; false when there was none.
+	Remove(ctx context.Context, userID, id string) (bool, error)
+	// SetRecovery writes s in place of the set of generation prev (""
+	// when there is none); false when the stored set is not prev.
+	SetRecovery(ctx context.Context, s RecoverySet, prev string) (bool, error)
+	// UseRecovery marks code hash of set s used by useID, if the stored
+	// set is still s's generation and the code unused; false otherwise.
+	UseRecovery(ctx context.Context, s RecoverySet, hash, useID string) (bool, error)
+	// RemoveRecovery deletes the set of generation gen, if it stands.
+	RemoveRecovery(ctx context.Context, userID, gen string) error
+}
+
+// TOTPSecret is a new authenticator secret as its owner is shown it,
+// once: the base32 secret, the otpauth:// URI and its QR code (PNG).
+type TOTPSecret struct {
+	Secret    string
+	URI       string
+	QRCodePNG []byte
+}
+
+// TOTP makes and checks authenticator secrets (internal/factor); what it
+// stores is sealed, bound to the account's id.
+type TOTP interface {
+	// New makes a secret labelled account for user userID.
+	New(account, userID string) (sealed string, shown TOTPSecret, err error)
+	// Step is the time step (the one before now's to the one after) whose
+	// code is code; ok false when none is.
+	Step(sealed, userID, code string, now time.Time) (step int64, ok bool, err error)
+}
+
+// SetFactors turns second factors on.
+func (a *Service) SetFactors(store FactorStore, totp TOTP) {
+	a.factors, a.totp = store, totp
+}
+
+const (
+	// enrolmentTTL is how long an enrolment waits for its first code.
+	enrolmentTTL = 10 * time.Minute
+	// challengeTTL is how long a login's challenge waits for its code.
+	challengeTTL = 5 * time.Minute
+	// maxFactors bounds an account's factors, pending ones included.
+	maxFactors = 10
+	// recoveryCodes is how many codes a set has.
+	recoveryCodes = 10
+)
+
+// ErrFactorsOff answers a factor's route where the service has none.
+var ErrFactorsOff = &domain.Error{Kind: domain.ErrUnavailable, Code: "factors_off",
+	Message: "Second factors are not configured on this service."}
+
+// ErrFactorNotFound answers a factor id the account does not have.
+var ErrFactorNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such factor."}
+
+// ErrWrongCode answers a code that is not the factor's now, one used
+// already, or a recovery code that is not one of the account's unused.
+var ErrWrongCode = &domain.Error{Kind: domain.ErrUnauthorized, Code: "invalid_code",
+	Message: "The code is wrong or was used already; wait for the next code of your app, or use a recovery code.",
+	Fields:  []domain.FieldError{{Field: "code", Code: "invalid", Message: "is not a current, unused code"}}}
+
+var errCodeRequired = domain.Invalid("Give a code from your authenticator app, or a recovery code.",
+	domain.FieldError{Field: "code", Code: "required", Message: "is required: a code from your app, or give recoveryCode"})
+
+var errTooManyFactors = &domain.Error{Kind: domain.ErrConflict, Code: "too_many_factors",
+	Message: "This account has as many factors as it may (10, unconfirmed ones included); remove one first, or wait ten minutes for unconfirmed ones to expire."}
+
+var errEnrolmentGone = &domain.Error{Kind: domain.ErrConflict, Code: "enrolment_expired",
+	Message: "This enrolment expired or was confirmed already; start again with POST /v1/users/{id}/factors."}
+
+// FactorProof is what proves the owner for a factor's removal or new
+// recovery codes: the current password, and a code of a factor (or a
+// recovery code).
+type FactorProof struct {
+	CurrentPassword    *string
+	Code, RecoveryCode string
+}
+
+// FactorView is a factor as its owner and admins see it (never its
+// secret).
+type FactorView struct {
+	ID          string
+	Kind        FactorKind
+	Name        string
+	CreatedAt   time.Time
+	ConfirmedAt time.Time
+	LastUsedAt  time.Time
+}
+
+func viewOf(f Factor) FactorView {
+	return FactorView{ID: f.ID, Kind: f.Kind, Name: f.Name, CreatedAt: f.CreatedAt, ConfirmedAt: f.ConfirmedAt, LastUsedAt: f.LastUsedAt}
+}
+
+// Factors is an account's factors as listed: the confirmed ones, and how
+// many recovery codes are left.
+type Factors struct {
+	Factors           []FactorView
+	RecoveryCodesLeft int
+}
+
+// Enrolment is a started enrolment: the factor (pending) and its secret,
+// shown once.
+type Enrolment struct {
+	Factor FactorView
+	Secret TOTPSecret
+}
+
+// Confirmation is a finished enrolment, with the recovery codes made for
+// the account's first factor (shown once; none for a later factor).
+type Confirmation struct {
+	Factor        FactorView
+	RecoveryCodes []string
+}
+
+// ownFactors checks that p is userID's owner with factors on, and reads
+// the account whole (for a proof of its password).
+func (a *Service) ownFactors(ctx context.Context, p domain.Principal, userID string) (domain.User, error) {
+	if a.factors == nil {
+		return domain.User{}, ErrFactorsOff
+	}
+	if p.Anonymous() {
+		return domain.User{}, domain.ErrNoSession
+	}
+	if p.UserID != userID {
+		return domain.User{}, domain.ErrDenied
+	}
+	u, err := a.users.Get(ctx, userID)
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
+		return domain.User{}, domain.ErrUserNotFound
+	}
+	return u, err
+}
+
+// EnrolTOTP starts an authenticator for the caller's own account, with
+// the current password: a pending factor, and its secret shown once. It
+// works only once confirmed by a first code (ConfirmTOTP) within ten
+// minutes. Cost: the throttled password check, one read of the factors,
+// one lightweight transaction.
+func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, name string, current *string) (Enrolment, error) {
+	u, err := a.ownFactors(ctx, p, userID)
+	if err != nil {
+		return Enrolment{}, err
+	}
+	name, fe := factorName(name)
+	if fe != nil {
+		return Enrolment{}, domain.Invalid("The factor's name is not valid.", *fe)
+	}
+	if err := a.proveCurrentPassword(ctx, u, current); err != nil {
+		return Enrolment{}, err
+	}
+	factors, _, err := a.factors.Read(ctx, userID)
+	if err != nil {
+		return Enrolment{}, err
+	}
+	if len(factors) >= maxFactors {
+		return Enrolment{}, errTooManyFactors
+	}
+	sealed, shown, err := a.totp.New(u.Username, u.ID)
+	if err != nil {
+		return Enrolment{}, err
+	}
+	f := Factor{UserID: u.ID, ID: domain.NewID("fac_"), Kind: FactorTOTP, Name: name, Sealed: sealed, CreatedAt: a.now()}
+	if err := a.factors.Begin(ctx, f, enrolmentTTL); err != nil {
+		return Enrolment{}, err
+	}
+	return Enrolment{Factor: viewOf(f), Secret: shown}, nil
+}
+
+// factorName is a factor's label: cleaned, 1-64 characters, "authenticator"
+// when none is given.
+func factorName(name string) (string, *domain.FieldError) {
+	name = strings.TrimSpace(domain.CleanText(name, 200))
+	switch {
+	case name == "":
+		return "authenticator", nil
+	case len([]rune(name)) > 64:
+		return "", &domain.FieldError{Field: "name", Code: "too_long", Message: "must be at most 64 characters"}
+	}
+	return name, nil
+}
+
+// ConfirmTOTP finishes the caller's enrolment with a first code: the
+// factor works from then on, and the code is used. The account's first
+// factor also gets a new recovery set, shown once here (a set left by
+// factors removed before is replaced). Counted against the code's
+// throttle like a login's second step. Cost: one read of the factors,
+// the throttle, one lightweight transaction (two for a first factor).
+func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, factorID, code string) (Confirmation, error) {
+	u, err := a.ownFactors(ctx, p, userID)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	factors, set, err := a.factors.Read(ctx, userID)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	i := slices.IndexFunc(factors, func(f Factor) bool { return f.ID == factorID })
+	if i < 0 {
+		return Confirmation{}, ErrFactorNotFound
+	}
+	f := factors[i]
+	if f.Confirmed() {
+		return Confirmation{}, errEnrolmentGone
+	}
+	first := !slices.ContainsFunc(factors, Factor.Confirmed)
+	step, err := a.checkTOTP(ctx, u.ID, f, code)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	f.ConfirmedAt, f.LastStep, f.LastUsedAt = a.now(), step, a.now()
+	ok, err := a.factors.Confirm(ctx, f)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	if !ok {
+		return Confirmation{}, errEnrolmentGone
+	}
+	out := Confirmation{Factor: viewOf(f)}
+	if first {
+		// A set left from factors removed before must not come back to
+		// life with this one: replaced, whatever it was.
+		codes, err := a.replaceRecovery(ctx, u.ID, set.Generation)
+		if err != nil {
+			return Confirmation{}, err
+		}
+		out.RecoveryCodes = codes
+	}
+	return out, nil
+}
+
+// checkTOTP verifies code against pending or confirmed factor f, through
+// the throttle of u's codes: the step it is of, or ErrWrongCode.
+func (a *Service) checkTOTP(ctx context.Context, userID string, f Factor, code string) (int64, error) {
+	if code == "" {
+		return 0, errCodeRequired
+	}
+	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.inTime(); err != nil {
+		return 0, err
+	}
+	step, ok, err := a.totp.Step(f.Sealed, userID, code, a.cfg.Now())
+	if err != nil {
+		return 0, err
+	}
+	ok = ok && step > f.LastStep
+	if err := codeVerdict(ctx, c, ok, ErrWrongCode); err != nil {
+		return 0, err
+	}
+	return step, nil
+}
+
+// codeVerdict records a code's verdict as verdict does a password's, and
+// answers wrong (naming the code's field) where it answers
+// ErrInvalidCredentials.
+func codeVerdict(ctx context.Context, c *counted, right bool, wrong error) error {
+	err := c.verdict(ctx, right)
+	if errors.Is(err, ErrInvalidCredentials) {
+		return wrong
+	}
+	return err
+}
+
+// replaceRecovery makes a new recovery set in place of generation prev:
+// the codes to show, once. Only the hashes are stored.
+func (a *Service) replaceRecovery(ctx context.Context, userID, prev string) ([]string, error) {
+	s := RecoverySet{UserID: userID, Generation: domain.NewID("rcs_"), Used: map[string]string{}, CreatedAt: a.now()}
+	codes := make([]string, recoveryCodes)
+	for i := range codes {
+		codes[i] = newRecoveryCode()
+		s.Codes = append(s.Codes, recoveryHash(userID, codes[i]))
+	}
+	ok, err := a.factors.SetRecovery(ctx, s, prev)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		// Another request replaced it first: its codes stand.
+		return nil, domain.ErrBusy
+	}
+	return codes, nil
+}
+
+// newRecoveryCode is 80 random bits as four groups of four base32
+// letters and digits ("k7qm-2xfa-..."): too many to guess online or to
+// search offline from a stolen hash.
+func newRecoveryCode() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	s := strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))
+	return s[0:4] + "-" + s[4:8] + "-" + s[8:12] + "-" + s[12:16]
+}
+
+// recoveryHash is what a set stores of a code: a SHA-256 bound to the
+// account, of the code without its dashes, spaces or case.
+func recoveryHash(userID, code string) string {
+	code = strings.ToLower(strings.NewReplacer("-", "", " ", "").Replace(code))
+	sum := sha256.Sum256([]byte("shelf recovery code\x00" + userID + "\x00" + code))
+	return hex.EncodeToString(sum[:])
+}
+
+// ListFactors lists an account's confirmed factors and its recovery
+// codes left: to the owner, or to an admin (never a secret). One read.
+func (a *Service) ListFactors(ctx context.Context, p domain.Principal, userID string) (Factors, error) {
+	if a.factors == nil {
+		return Factors{}, ErrFactorsOff
+	}
+	if _, err := a.mayManageSessions(ctx, p, userID, nil); err != nil {
+		return Factors{}, err
+	}
+	factors, set, err := a.factors.Read(ctx, userID)
+	if err != nil {
+		return Factors{}, err
+	}
+	out := Factors{Factors: []FactorView{}}
+	for _, f := range factors {
+		if f.Confirmed() {
+			out.Factors = append(out.Factors, viewOf(f))
+		}
+	}
+	if len(out.Factors) > 0 {
+		out.RecoveryCodesLeft = set.Left()
+	}
+	return out, nil
+}
+
+// RemoveFactor removes one of an account's factors: by its owner with
+// the current password and a code (of any factor, or a recovery code),
+// or by an admin on an account not an admin's, audited first. The
+// account's last factor takes its recovery set with it.
+func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, factorID string, proof FactorProof) error {
+	if a.factors == nil {
+		return ErrFactorsOff
+	}
+	m, err := a.mayManageSessions(ctx, p, userID, nil)
+	if err != nil {
+		return err
+	}
+	factors, set, err := a.factors.Read(ctx, userID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(factors, func(f Factor) bool { return f.ID == factorID })
+	if i < 0 {
+		return ErrFactorNotFound
+	}
+	if p.UserID == userID {
+		u, err := a.users.Get(ctx, userID)
+		if err != nil {
+			return err
+		}
+		if err := a.proveCurrentPassword(ctx, u, proof.CurrentPassword); err != nil {
+			return err
+		}
+		if factors[i].Confirmed() {
+			if err := a.proveFactor(ctx, userID, factors, set, proof); err != nil {
+				return err
+			}
+		}
+	} else {
+		if m.IsAdmin() {
+			return errOtherAdminsFactors
+		}
+		if err := a.auditSessions(ctx, p, m, domain.AuditFactorRemoved); err != nil {
+			return err
+		}
+	}
+	if _, err := a.factors.Remove(ctx, userID, factorID); err != nil {
+		return err
+	}
+	rest := slices.DeleteFunc(slices.Clone(factors), func(f Factor) bool { return f.ID == factorID || !f.Confirmed() })
+	if len(rest) == 0 && set.Generation != "" {
+		// Nothing left to recover: the codes go (a failure leaves them
+		// harmless, since a first factor replaces any set).
+		if err := a.factors.RemoveRecovery(ctx, userID, set.Generation); err != nil {
+			a.log.Warn(ctx, "removing a recovery set failed", "user", userID, "error", err.Error())
+		}
+	}
+	return nil
+}
+
+var errOtherAdminsFactors = &domain.Error{Kind: domain.ErrForbidden, Code: "forbidden",
+	Message: "An admin cannot remove another admin's second factors."}
+
+// NewRecoveryCodes replaces the caller's recovery codes, with the
+// current password and a code: the new ones, shown once.
+func (a *Service) NewRecoveryCodes(ctx context.Context, p domain.Principal, userID string, proof FactorProof) ([]string, error) {
+	u, err := a.ownFactors(ctx, p, userID)
+	if err != nil {
+		return nil, err
+	}
+	factors, set, err := a.factors.Read(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(factors, Factor.Confirmed) {
+		return nil, errNoFactor
+	}
+	if err := a.proveCurrentPassword(ctx, u, proof.CurrentPassword); err != nil {
+		return nil, err
+	}
+	if err := a.proveFactor(ctx, userID, factors, set, proof); err != nil {
+		return nil, err
+	}
+	// Read again: a recovery code this proof used moved the set on.
+	_, set, err = a.factors.Read(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return a.replaceRecovery(ctx, userID, set.Generation)
+}
+
+var errNoFactor = &domain.Error{Kind: domain.ErrConflict, Code: "no_factor",
+	Message: "This account has no second factor; enrol one first (POST /v1/users/{id}/factors)."}
+
+// proveFactor checks a code of one of factors, or a recovery code of
+// set, and uses it: at most once, whatever the retries.
+func (a *Service) proveFactor(ctx context.Context, userID string, factors []Factor, set RecoverySet, proof FactorProof) error {
+	if proof.RecoveryCode != "" {
+		return a.useRecoveryCode(ctx, userID, set, proof.RecoveryCode)
+	}
+	if proof.Code == "" {
+		return errCodeRequired
+	}
+	// The code is checked against every confirmed factor under one
+	// throttled attempt.
+	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
+	if err != nil {
+		return err
+	}
+	if err := c.inTime(); err != nil {
+		return err
+	}
+	var match *Factor
+	var step int64
+	for i, f := range factors {
+		if !f.Confirmed() {
+			continue
+		}
+		s, ok, err := a.totp.Step(f.Sealed, userID, proof.Code, a.cfg.Now())
+		if err != nil {
+			return err
+		}
+		if ok && s > f.LastStep && match == nil {
+			match, step = &factors[i], s
+		}
+	}
+	used := false
+	if match != nil {
+		// The step is the code's one use: of racers with one code, one.
+		if used, err = a.factors.UseStep(ctx, *match, step, a.now()); err != nil {
+			return err
+		}
+	}
+	return codeVerdict(ctx, c, used, ErrWrongCode)
+}
+
+// useRecoveryCode uses one of set's codes, once. Throttled by the
+// client's address alone: 80 bits are not guessed online, and an
+// account-wide limit would let a guesser of authenticator codes lock the
+// owner out of this way in too.
+func (a *Service) useRecoveryCode(ctx context.Context, userID string, set RecoverySet, code string) error {
+	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("recovery/"+userID, clientOf(ctx).IP)[:1]...)
+	if err != nil {
+		return err
+	}
+	if err := c.inTime(); err != nil {
+		return err
+	}
+	h := recoveryHash(userID, code)
+	known := false
+	for _, c := range set.Codes {
+		known = known || subtle.ConstantTimeCompare([]byte(c), []byte(h)) == 1
+	}
+	_, spent := set.Used[h]
+	used := false
+	if known && !spent {
+		if used, err = a.factors.UseRecovery(ctx, set, h, domain.NewID("use_")); err != nil {
+			return err
+		}
+	}
+	return codeVerdict(ctx, c, used, ErrWrongRecoveryCode)
+}
+
+// ErrWrongRecoveryCode answers a recovery code that is not one of the
+// account's unused ones.
+var ErrWrongRecoveryCode = &domain.Error{Kind: domain.ErrUnauthorized, Code: "invalid_code",
+	Message: "The recovery code is wrong or was used already.",
+	Fields:  []domain.FieldError{{Field: "recoveryCode", Code: "invalid", Message: "is not an unused recovery code of this account"}}}
+
+// hasFactor reads whether account userID has a confirmed factor: what
+// makes its password answer a challenge instead of a session.
+func (a *Service) hasFactor(ctx context.Context, userID string) (bool, error) {
+	if a.factors == nil {
+		return false, nil
+	}
+	factors, _, err := a.factors.Read(ctx, userID)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(factors, Factor.Confirmed), nil
+}
+
+// challenge answers a proven password of an account with a factor: a
+// single-use token, bound to the password's epoch, that SecondFactor
+// turns into a session within challengeTTL. One lightweight transaction.
+func (a *Service) challenge(ctx context.Context, u domain.Access) (LoginResult, error) {
+	if a.mail.Tokens == nil {
+		return LoginResult{}, ErrFactorsOff
+	}
+	token, hash := newMailToken()
+	t := Token{Hash: hash, Purpose: PurposeLoginChallenge, UserID: u.ID, PasswordPrint: epochPrint(u.ID, u.PasswordEpoch),
+		CreatedAt: a.now()}
+	t.ExpiresAt = t.CreatedAt.Add(challengeTTL)
+	if err := a.mail.Tokens.Create(ctx, t); err != nil {
+		return LoginResult{}, err
+	}
+	return LoginResult{Challenge: token, ExpiresAt: t.ExpiresAt}, nil
+}
+
+// errChallenge refuses a second step's challenge, naming the field.
+var errChallenge = func(code, message string) error {
+	return &domain.Error{Kind: domain.ErrUnauthorized, Code: "invalid_challenge",
+		Message: "The login challenge " + message + "; log in again with your password.",
+		Fields:  []domain.FieldError{{Field: "challenge", Code: code, Message: message}}}
+}
+
+// SecondFactor turns a login's challenge and a code (or a recovery code)
+// into a session. The order: the code is checked and used (its step, or
+// the recovery code, taken by a lightweight transaction: at most once),
+// then the challenge is used (at most once), then the session is opened
+// as a login does (openSession: the account checked again once it is
+// written), and the challenge marked done. A wrong code leaves the
+// challenge for the next try (the throttle counts them); a lost answer
+// after the challenge's use costs a new login, never a second session.
+func (a *Service) SecondFactor(ctx context.Context, challenge string, proof FactorProof, client Client) (LoginResult, error) {
+	if a.factors == nil || a.mail.Tokens == nil {
+		return LoginResult{}, ErrFactorsOff
+	}
+	if proof.Code == "" && proof.RecoveryCode == "" {
+		return LoginResult{}, errCodeRequired
+	}
+	t, err := a.readToken(ctx, challenge, PurposeLoginChallenge)
+	if err != nil {
+		return LoginResult{}, challengeError(err)
+	}
+	if !t.UsedAt.IsZero() {
+		return LoginResult{}, errChallenge("used", "was used already")
+	}
+	var u domain.Credentials
+	var factors []Factor
+	var set RecoverySet
+	var uerr, ferr error
+	domain.Parallel(2, func(i int) {
+		if i == 0 {
+			u, uerr = a.users.Credentials(ctx, t.UserID)
+		} else {
+			factors, set, ferr = a.factors.Read(ctx, t.UserID)
+		}
+	})
+	if errors.Is(uerr, domain.ErrNotFound) || (uerr == nil && (!u.Visible() || t.PasswordPrint != epochPrint(u.ID, u.PasswordEpoch))) {
+		return LoginResult{}, errChallenge("stale", "no longer applies: the account's password changed since")
+	}
+	for _, err := range []error{uerr, ferr} {
+		if err != nil {
+			return LoginResult{}, err
+		}
+	}
+	ctx = WithClient(ctx, client)
+	if err := a.proveFactor(ctx, u.ID, factors, set, proof); err != nil {
+		return LoginResult{}, err
+	}
+	if err := a.mayLogIn(u); err != nil {
+		return LoginResult{}, err
+	}
+	used := t
+	used.UsedAt, used.UseID = a.now(), domain.NewID("use_")
+	applied, err := a.mail.Tokens.Use(ctx, used)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if !applied {
+		return LoginResult{}, errChallenge("used", "was used already")
+	}
+	out, err := a.openSession(ctx, u.Access, client, errChallenge("stale", "no longer applies"))
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if err := a.finishToken(ctx, used); err != nil {
+		return LoginResult{}, err
+	}
+	return out, nil
+}
+
+// challengeError names the challenge, not a token, in a token's refusal.
+func challengeError(err error) error {
+	var de *domain.Error
+	if errors.As(err, &de) && de.Code == "invalid_token" && len(de.Fields) == 1 {
+		fe := de.Fields[0]
+		return errChallenge(fe.Code, fe.Message)
+	}
+	return err
+}
+
+// epochPrint binds a challenge to the password epoch it was proven at
+// (PasswordPrint's, for an account read in part).
+func epochPrint(userID string, epoch int) string {
+	return PasswordPrint(domain.User{ID: userID, PasswordEpoch: epoch})
+}

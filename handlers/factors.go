@@ -1,0 +1,200 @@
+package handlers
+
+import (
+	"encoding/base64"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"shelf/domain/accounts"
+)
+
+// Factors serves second factors: enrolment, the list, removal, recovery
+// codes, and a login's second step.
+type Factors struct {
+	accounts *accounts.Service
+}
+
+// enrolRequest is POST /v1/users/{id}/factors.
+type enrolRequest struct {
+	Name            *string `json:"name" validate:"omitempty,length=0-200"`
+	CurrentPassword *string `json:"currentPassword" validate:"required,length=1-1024"`
+}
+
+// codeRequest is POST /v1/users/{id}/factors/{factorId}/confirmation.
+type codeRequest struct {
+	Code *string `json:"code" validate:"required,length=1-16"`
+}
+
+// factorProofRequest is a removal's or new recovery codes' proof: the
+// current password and a code or a recovery code (an admin removing
+// another's factor sends none).
+type factorProofRequest struct {
+	CurrentPassword *string `json:"currentPassword" validate:"omitempty,length=1-1024"`
+	Code            *string `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
+}
+
+func (r factorProofRequest) proof() accounts.FactorProof {
+	return accounts.FactorProof{CurrentPassword: r.CurrentPassword, Code: deref(r.Code), RecoveryCode: deref(r.RecoveryCode)}
+}
+
+// secondFactorRequest is POST /v1/sessions/second-factor.
+type secondFactorRequest struct {
+	Challenge    *string `json:"challenge" validate:"required,length=1-256"`
+	Code         *string `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// factorResponse is the Factor schema of openapi.yaml.
+type factorResponse struct {
+	ID          string     `json:"id"`
+	Kind        string     `json:"kind"`
+	Name        string     `json:"name"`
+	CreatedAt   timestamp  `json:"createdAt"`
+	ConfirmedAt *timestamp `json:"confirmedAt,omitempty"`
+	LastUsedAt  *timestamp `json:"lastUsedAt,omitempty"`
+}
+
+func toFactorResponse(f accounts.FactorView) factorResponse {
+	out := factorResponse{ID: f.ID, Kind: string(f.Kind), Name: f.Name, CreatedAt: stamp(f.CreatedAt)}
+	if !f.ConfirmedAt.IsZero() {
+		t := stamp(f.ConfirmedAt)
+		out.ConfirmedAt = &t
+	}
+	if !f.LastUsedAt.IsZero() {
+		t := stamp(f.LastUsedAt)
+		out.LastUsedAt = &t
+	}
+	return out
+}
+
+// enrol serves POST /v1/users/{id}/factors: an authenticator begun, its
+// secret shown once (201, TOTPEnrolment).
+func (h *Factors) enrol(w http.ResponseWriter, r *http.Request) error {
+	var req enrolRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	e, err := h.accounts.EnrolTOTP(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), deref(req.Name), req.CurrentPassword)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, struct {
+		Factor     factorResponse `json:"factor"`
+		Secret     string         `json:"secret"`
+		OtpauthURI string         `json:"otpauthUri"`
+		QRCode     string         `json:"qrCode"`
+		ExpiresIn  int            `json:"confirmWithinSeconds"`
+	}{toFactorResponse(e.Factor), e.Secret.Secret, e.Secret.URI,
+		"data:image/png;base64," + base64.StdEncoding.EncodeToString(e.Secret.QRCodePNG), 600})
+	return nil
+}
+
+// confirm serves POST /v1/users/{id}/factors/{factorId}/confirmation: the
+// first code; the account's first factor answers its recovery codes, once.
+func (h *Factors) confirm(w http.ResponseWriter, r *http.Request) error {
+	var req codeRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	c, err := h.accounts.ConfirmTOTP(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "factorId"), *req.Code)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, struct {
+		Factor        factorResponse `json:"factor"`
+		RecoveryCodes []string       `json:"recoveryCodes,omitempty"`
+	}{toFactorResponse(c.Factor), c.RecoveryCodes})
+	return nil
+}
+
+// list serves GET /v1/users/{id}/factors.
+func (h *Factors) list(w http.ResponseWriter, r *http.Request) error {
+	f, err := h.accounts.ListFactors(r.Context(), principal(r.Context()), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	items := make([]factorResponse, len(f.Factors))
+	for i, v := range f.Factors {
+		items[i] = toFactorResponse(v)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, struct {
+		Items             []factorResponse `json:"items"`
+		RecoveryCodesLeft int              `json:"recoveryCodesLeft"`
+	}{items, f.RecoveryCodesLeft})
+	return nil
+}
+
+// remove serves POST /v1/users/{id}/factors/{factorId}/removal (a body, so
+// not a DELETE: see deletionRequest).
+func (h *Factors) remove(w http.ResponseWriter, r *http.Request) error {
+	var req factorProofRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if err := h.accounts.RemoveFactor(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "factorId"), req.proof()); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// recoveryCodes serves POST /v1/users/{id}/recovery-codes: a new set, shown
+// once, in place of the old.
+func (h *Factors) recoveryCodes(w http.ResponseWriter, r *http.Request) error {
+	var req factorProofRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	codes, err := h.accounts.NewRecoveryCodes(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), req.proof())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, struct {
+		RecoveryCodes []string `json:"recoveryCodes"`
+	}{codes})
+	return nil
+}
+
+// secondFactor serves POST /v1/sessions/second-factor: a login's
+// challenge and a code make a session (201, Session).
+func (h *Factors) secondFactor(w http.ResponseWriter, r *http.Request) error {
+	var req secondFactorRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	res, err := h.accounts.SecondFactor(r.Context(), *req.Challenge,
+		accounts.FactorProof{Code: deref(req.Code), RecoveryCode: deref(req.RecoveryCode)}, requestClient(r))
+	if err != nil {
+		return err
+	}
+	writeSession(w, res)
+	return nil
+}
+
+// loginChallengeResponse is the LoginChallenge schema: a login whose
+// password was right, of an account with a second factor.
+type loginChallengeResponse struct {
+	Challenge string    `json:"challenge"`
+	ExpiresAt timestamp `json:"expiresAt"`
+	Next      string    `json:"next"`
+}
+
+// writeChallenge answers a login that needs its second step: 202.
+func writeChallenge(w http.ResponseWriter, res accounts.LoginResult) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusAccepted, loginChallengeResponse{Challenge: res.Challenge, ExpiresAt: stamp(res.ExpiresAt),
+		Next: "POST /v1/sessions/second-factor with this challenge and a code from your authenticator app (or a recovery code)"})
+}

@@ -1,0 +1,227 @@
+//go:build integration
+
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/hotp"
+
+	"shelf/internal/testkit"
+)
+
+// authenticatorApp is the test's phone: it makes the codes of a secret,
+// each step's once, never one the server would take as a replay (the
+// step before now's, now's, the one after, in that order; when those
+// are spent it waits for the next step).
+type authenticatorApp struct {
+	secret string
+	last   int64
+}
+
+func (a *authenticatorApp) code(t *testing.T) string {
+	t.Helper()
+	for {
+		now := time.Now().Unix() / 30
+		step := max(a.last+1, now-1)
+		if step <= now+1 {
+			a.last = step
+			c, err := hotp.GenerateCodeCustom(a.secret, uint64(step), hotp.ValidateOpts{Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		time.Sleep(time.Until(time.Unix((now+1)*30, 0)) + 50*time.Millisecond)
+	}
+}
+
+// enrolment is the TotpEnrolment schema as tests read it.
+type enrolment struct {
+	Factor struct {
+		ID string `json:"id"`
+	} `json:"factor"`
+	Secret     string `json:"secret"`
+	OtpauthURI string `json:"otpauthUri"`
+	QRCode     string `json:"qrCode"`
+}
+
+// challengeBody is the LoginChallenge schema.
+type challengeBody struct {
+	Challenge string    `json:"challenge"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// enrolTOTP enrols and confirms an authenticator for u (as me), and
+// returns the app and the recovery codes.
+func enrolTOTP(t *testing.T, me *testkit.API, userID string) (*authenticatorApp, []string) {
+	t.Helper()
+	r := me.Send(http.MethodPost, "/v1/users/"+userID+"/factors", map[string]string{"name": "phone", "currentPassword": testPassword})
+	if r.StatusCode != http.StatusCreated || r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("enrol: %d %s", r.StatusCode, r.Body)
+	}
+	var e enrolment
+	r.JSON(t, &e)
+	if !strings.HasPrefix(e.OtpauthURI, "otpauth://totp/") || !strings.Contains(e.OtpauthURI, "secret="+e.Secret) ||
+		!strings.HasPrefix(e.QRCode, "data:image/png;base64,") || len(e.QRCode) < 500 {
+		t.Fatalf("enrolment shows %+v", e)
+	}
+	app := &authenticatorApp{secret: e.Secret}
+	r = me.Send(http.MethodPost, "/v1/users/"+userID+"/factors/"+e.Factor.ID+"/confirmation", map[string]string{"code": app.code(t)})
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("confirm: %d %s", r.StatusCode, r.Body)
+	}
+	var c struct {
+		RecoveryCodes []string `json:"recoveryCodes"`
+	}
+	r.JSON(t, &c)
+	if len(c.RecoveryCodes) != 10 {
+		t.Fatalf("a first factor's confirmation shows %d recovery codes, want 10", len(c.RecoveryCodes))
+	}
+	return app, c.RecoveryCodes
+}
+
+// challengeFor logs in with the password and expects the 202 challenge.
+func challengeFor(t *testing.T, api *testkit.API, loginName string) string {
+	t.Helper()
+	r := login(api, loginName, testPassword)
+	if r.StatusCode != http.StatusAccepted || strings.Contains(string(r.Body), `"token"`) {
+		t.Fatalf("a password login of an account with a factor: %d %s, want 202 and no token", r.StatusCode, r.Body)
+	}
+	var c challengeBody
+	r.JSON(t, &c)
+	if c.Challenge == "" || time.Until(c.ExpiresAt) > 5*time.Minute+time.Second {
+		t.Fatalf("challenge %+v", c)
+	}
+	return c.Challenge
+}
+
+func secondStep(api *testkit.API, challenge, field, code string) *testkit.Response {
+	return api.Send(http.MethodPost, "/v1/sessions/second-factor", map[string]string{"challenge": challenge, field: code})
+}
+
+// TestAPasswordThiefGetsNoSessionWithAFactor: with an authenticator
+// enrolled, the password alone opens nothing on either process; a code
+// works once, a challenge makes one session, a recovery code works once,
+// and removing the factor (password and code) restores password logins.
+func TestAPasswordThiefGetsNoSessionWithAFactor(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	one, two := newTestAPI(t, db), newTestAPI(t, db)
+	u, me := newUser(t, one, "factor")
+
+	if r := me.Send(http.MethodPost, "/v1/users/"+u.ID+"/factors", map[string]string{"currentPassword": "not the password"}); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("enrol with a wrong password: %d %s", r.StatusCode, r.Body)
+	}
+	app, _ := enrolTOTP(t, me, u.ID)
+	if r := me.Get("/v1/me"); r.StatusCode != http.StatusOK {
+		t.Fatalf("the enrolling session after the enrolment: %d %s", r.StatusCode, r.Body)
+	}
+
+	for _, api := range []*testkit.API{one, two} {
+		ch := challengeFor(t, api, u.Username)
+		if r := secondStep(api, ch, "code", "000000"); r.StatusCode != http.StatusUnauthorized || !strings.Contains(string(r.Body), "invalid_code") {
+			t.Fatalf("a wrong code: %d %s", r.StatusCode, r.Body)
+		}
+		if r := secondStep(api, ch, "code", app.code(t)); r.StatusCode != http.StatusCreated {
+			t.Fatalf("the right code: %d %s", r.StatusCode, r.Body)
+		}
+		if r := secondStep(api, ch, "code", "123456"); r.StatusCode != http.StatusUnauthorized || !strings.Contains(string(r.Body), "invalid_challenge") {
+			t.Fatalf("a used challenge again: %d %s", r.StatusCode, r.Body)
+		}
+	}
+
+	// Each account's factor takes three codes in a window of 30 s (the
+	// step before now's, now's, the one after): a second account goes on,
+	// so the test never waits for the clock.
+	u, me = newUser(t, one, "factor")
+	app, recovery := enrolTOTP(t, me, u.ID)
+
+	// A code seen over the owner's shoulder works once: of two challenges
+	// racing with it, one session.
+	code := app.code(t)
+	chs := []string{challengeFor(t, one, u.Username), challengeFor(t, two, u.Username)}
+	var wg sync.WaitGroup
+	statuses := make([]int, 2)
+	for i, api := range []*testkit.API{one, two} {
+		wg.Go(func() { statuses[i] = secondStep(api, chs[i], "code", code).StatusCode })
+	}
+	wg.Wait()
+	if (statuses[0] == http.StatusCreated) == (statuses[1] == http.StatusCreated) {
+		t.Fatalf("one code on two challenges at once: %v, want one 201", statuses)
+	}
+
+	// A recovery code, once, dashes and case as the owner types them.
+	ch := challengeFor(t, two, u.Username)
+	if r := secondStep(two, ch, "recoveryCode", strings.ToUpper(recovery[3])); r.StatusCode != http.StatusCreated {
+		t.Fatalf("a recovery code: %d %s", r.StatusCode, r.Body)
+	}
+	ch = challengeFor(t, one, u.Username)
+	if r := secondStep(one, ch, "recoveryCode", recovery[3]); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a used recovery code: %d %s", r.StatusCode, r.Body)
+	}
+	var list struct {
+		Items []struct {
+			ID         string    `json:"id"`
+			Name       string    `json:"name"`
+			LastUsedAt time.Time `json:"lastUsedAt"`
+		} `json:"items"`
+		RecoveryCodesLeft int `json:"recoveryCodesLeft"`
+	}
+	readFactors(t, me, u.ID, &list)
+	if len(list.Items) != 1 || list.Items[0].Name != "phone" || list.Items[0].LastUsedAt.IsZero() || list.RecoveryCodesLeft != 9 {
+		t.Fatalf("factors: %+v", list)
+	}
+
+	// Removal takes the password and a code; then the password is enough.
+	if r := me.Send(http.MethodPost, "/v1/users/"+u.ID+"/factors/"+list.Items[0].ID+"/removal", map[string]string{"currentPassword": testPassword}); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a removal without a code: %d %s", r.StatusCode, r.Body)
+	}
+	if r := me.Send(http.MethodPost, "/v1/users/"+u.ID+"/factors/"+list.Items[0].ID+"/removal",
+		map[string]string{"currentPassword": testPassword, "code": app.code(t)}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("removal: %d %s", r.StatusCode, r.Body)
+	}
+	mustLogin(t, one, u.Username)
+	readFactors(t, me, u.ID, &list)
+	if len(list.Items) != 0 || list.RecoveryCodesLeft != 0 {
+		t.Fatalf("factors after the removal: %+v", list)
+	}
+}
+
+// TestWrongCodesAreThrottledButRecoveryCodesStillWork: a guesser with
+// the password gets 429 after five wrong codes from one address, and the
+// owner still gets in with a recovery code from that same address.
+func TestWrongCodesAreThrottledButRecoveryCodesStillWork(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	api := newTestAPI(t, db)
+	u, me := newUser(t, api, "guessed")
+	_, recovery := enrolTOTP(t, me, u.ID)
+	ch := challengeFor(t, api, u.Username)
+	for i := range 5 {
+		if r := secondStep(api, ch, "code", "12345"+itoa(i)); r.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong code %d: %d %s", i, r.StatusCode, r.Body)
+		}
+	}
+	r := secondStep(api, ch, "code", "999999")
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("the sixth wrong code: %d %s", r.StatusCode, r.Body)
+	}
+	if r := secondStep(api, ch, "recoveryCode", recovery[0]); r.StatusCode != http.StatusCreated {
+		t.Fatalf("a recovery code after the codes were throttled: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+func readFactors(t *testing.T, me *testkit.API, userID string, v any) {
+	t.Helper()
+	r := me.Get("/v1/users/" + userID + "/factors")
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("factors: %d %s", r.StatusCode, r.Body)
+	}
+	r.JSON(t, v)
+}
