@@ -861,8 +861,8 @@ type ProblemField struct {
 	Message string `json:"message"`
 }
 
-// RecoveryCodes defines model for RecoveryCodes.
-type RecoveryCodes struct {
+// RecoveryCodeSet defines model for RecoveryCodeSet.
+type RecoveryCodeSet struct {
 	RecoveryCodes []string `json:"recoveryCodes"`
 }
 
@@ -16529,7 +16529,7 @@ type CreateRecoveryCodesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *RecoveryCodes
+	JSON201 *RecoveryCodeSet
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16567,7 +16567,7 @@ type CreateRecoveryCodesResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r CreateRecoveryCodesResponse) GetJSON201() *RecoveryCodes {
+func (r CreateRecoveryCodesResponse) GetJSON201() *RecoveryCodeSet {
 	return r.JSON201
 }
 
@@ -27408,7 +27408,7 @@ func ParseCreateRecoveryCodesResponse(rsp *http.Response) (*CreateRecoveryCodesR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest RecoveryCodes
+		var dest RecoveryCodeSet
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
