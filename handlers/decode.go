@@ -107,9 +107,12 @@ func jsonNames(t reflect.Type) map[string]bool {
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
-		case name == "-" || !f.IsExported():
+		case name == "-":
 		case f.Anonymous && name == "":
+			// encoding/json promotes the fields of an embedded struct,
+			// of an unexported type too.
 			maps.Copy(names, jsonNames(f.Type))
+		case !f.IsExported():
 		case name == "":
 			names[f.Name] = true
 		default:

@@ -38,6 +38,8 @@ type updateUserRequest struct {
 	Username        *string `json:"username"`
 	Email           *string `json:"email"`
 	CurrentPassword *string `json:"currentPassword" validate:"omitempty,length=1-1024"`
+	Code            *string `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
 }
 
 // deletionRequest is POST /v1/users/{id}/deletion: the owner's current
@@ -47,6 +49,8 @@ type updateUserRequest struct {
 // (browsers refuse header values beyond Latin-1).
 type deletionRequest struct {
 	CurrentPassword *string `json:"currentPassword" validate:"omitempty,length=1-1024"`
+	Code            *string `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
 }
 
 // passwordRequest is PUT /v1/users/{id}/password. The current password has
@@ -54,6 +58,8 @@ type deletionRequest struct {
 type passwordRequest struct {
 	CurrentPassword *string `json:"currentPassword" validate:"required,length=1-1024"`
 	NewPassword     *string `json:"newPassword" validate:"required"`
+	Code            *string `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
 }
 
 // userResponse is the User schema of openapi.yaml.
@@ -184,7 +190,7 @@ func (h *Users) update(w http.ResponseWriter, r *http.Request) error {
 	}
 	v, err := h.accounts.UpdateUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
 		accounts.UpdateInput{DisplayName: req.DisplayName, Username: req.Username, Email: req.Email,
-			CurrentPassword: req.CurrentPassword})
+			Proof: ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode)})
 	if err != nil {
 		return err
 	}
@@ -199,7 +205,7 @@ func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := h.accounts.ChangePassword(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
-		*req.CurrentPassword, *req.NewPassword); err != nil {
+		ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode), *req.NewPassword); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -212,7 +218,7 @@ func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
 // job that finishes it (the account is gone for everyone from here), the
 // same job for a repeat.
 func (h *Users) remove(w http.ResponseWriter, r *http.Request) error {
-	j, err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), nil)
+	j, err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), accounts.Proof{})
 	if err != nil {
 		return err
 	}
@@ -228,7 +234,7 @@ func (h *Users) deletion(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	j, err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), req.CurrentPassword)
+	j, err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode))
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,10 @@ type UpdateInput struct {
 	DisplayName *string
 	Username    *string
 	Email       *string
-	// CurrentPassword is the owner's proof for a change of username or
-	// email (reauth.go); an admin acting on another account sends none.
-	CurrentPassword *string
+	// Proof is the owner's for a change of username or email (reauth.go):
+	// the current password, and a code where the account has a second
+	// factor; an admin acting on another account sends none.
+	Proof Proof
 }
 
 // accountChange is a checked UpdateInput: its values normalized.
@@ -140,7 +141,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			return false, err
 		}
 		if change.credentials(u) && !(self && proven == u.PasswordEpoch) {
-			if err := a.mayTakeOver(ctx, p, u, in.CurrentPassword); err != nil {
+			if err := a.mayTakeOver(ctx, p, u, in.Proof); err != nil {
 				return false, err
 			}
 			proven = u.PasswordEpoch
@@ -275,7 +276,7 @@ func (a *Service) updateAccount(ctx context.Context, id string, change func(u do
 // password epoch on and names the caller's session as the one that set
 // it, so in the same write every other session stops working (a login in
 // flight included) and the caller's goes on.
-func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, current, next string) error {
+func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id string, current Proof, next string) error {
 	if p.Anonymous() {
 		return domain.ErrNoSession
 	}
@@ -296,7 +297,7 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id, cu
 	if fe := a.passwordRules("newPassword", next, checked.UsernameKey, checked.EmailKey); fe != nil {
 		return domain.Invalid("The new password is not valid.", *fe)
 	}
-	if err := a.proveCurrentPassword(ctx, checked, &current); err != nil {
+	if err := a.proveOwner(ctx, checked, current); err != nil {
 		return err
 	}
 	// Breaches last: the one check that asks another service, and only

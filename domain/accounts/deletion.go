@@ -78,7 +78,7 @@ type DeletionGate interface {
 // (mayTakeOver), before anything else. Finishing a deletion already under
 // way asks for nothing: it was allowed when it began, and the password
 // is gone once the account is deleted.
-func (a *Service) BeginDeletion(ctx context.Context, p domain.Principal, id string, currentPassword *string, gate DeletionGate) (domain.User, error) {
+func (a *Service) BeginDeletion(ctx context.Context, p domain.Principal, id string, proof Proof, gate DeletionGate) (domain.User, error) {
 	if err := a.mayDelete(ctx, p, id); err != nil {
 		return domain.User{}, err
 	}
@@ -98,7 +98,7 @@ func (a *Service) BeginDeletion(ctx context.Context, p domain.Principal, id stri
 			return true, nil
 		}
 		if !(p.UserID == id && proven == u.PasswordEpoch) {
-			if err := a.mayTakeOver(ctx, p, u, currentPassword); err != nil {
+			if err := a.mayTakeOver(ctx, p, u, proof); err != nil {
 				return false, err
 			}
 			proven = u.PasswordEpoch

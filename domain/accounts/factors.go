@@ -156,10 +156,10 @@ var errTooManyFactors = &domain.Error{Kind: domain.ErrConflict, Code: "too_many_
 var errEnrolmentGone = &domain.Error{Kind: domain.ErrConflict, Code: "enrolment_expired",
 	Message: "This enrolment expired or was confirmed already; start again with POST /v1/users/{id}/factors."}
 
-// FactorProof is what proves the owner for a factor's removal or new
-// recovery codes: the current password, and a code of a factor (or a
-// recovery code).
-type FactorProof struct {
+// Proof is what proves the owner for what takes an account (reauth.go):
+// the current password and, where the account has a second factor, a
+// code of one (or a recovery code).
+type Proof struct {
 	CurrentPassword    *string
 	Code, RecoveryCode string
 }
@@ -224,7 +224,7 @@ func (a *Service) ownFactors(ctx context.Context, p domain.Principal, userID str
 // works only once confirmed by a first code (ConfirmTOTP) within ten
 // minutes. Cost: the throttled password check, one read of the factors,
 // one lightweight transaction.
-func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, name string, current *string) (Enrolment, error) {
+func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (Enrolment, error) {
 	u, err := a.ownFactors(ctx, p, userID)
 	if err != nil {
 		return Enrolment{}, err
@@ -233,7 +233,10 @@ func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, nam
 	if fe != nil {
 		return Enrolment{}, domain.Invalid("The factor's name is not valid.", *fe)
 	}
-	if err := a.proveCurrentPassword(ctx, u, current); err != nil {
+	// A factor more takes a code of one the account has: else a thief
+	// with the password and a session would add their own, and log in
+	// with it.
+	if err := a.proveOwner(ctx, u, proof); err != nil {
 		return Enrolment{}, err
 	}
 	factors, _, err := a.factors.Read(ctx, userID)
@@ -418,7 +421,7 @@ func (a *Service) ListFactors(ctx context.Context, p domain.Principal, userID st
 // the current password and a code (of any factor, or a recovery code),
 // or by an admin on an account not an admin's, audited first. The
 // account's last factor takes its recovery set with it.
-func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, factorID string, proof FactorProof) error {
+func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, factorID string, proof Proof) error {
 	if a.factors == nil {
 		return ErrFactorsOff
 	}
@@ -439,13 +442,8 @@ func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, 
 		if err != nil {
 			return err
 		}
-		if err := a.proveCurrentPassword(ctx, u, proof.CurrentPassword); err != nil {
+		if err := a.proveOwner(ctx, u, proof); err != nil {
 			return err
-		}
-		if factors[i].Confirmed() {
-			if err := a.proveFactor(ctx, userID, factors, set, proof); err != nil {
-				return err
-			}
 		}
 	} else {
 		if m.IsAdmin() {
@@ -474,7 +472,7 @@ var errOtherAdminsFactors = &domain.Error{Kind: domain.ErrForbidden, Code: "forb
 
 // NewRecoveryCodes replaces the caller's recovery codes, with the
 // current password and a code: the new ones, shown once.
-func (a *Service) NewRecoveryCodes(ctx context.Context, p domain.Principal, userID string, proof FactorProof) ([]string, error) {
+func (a *Service) NewRecoveryCodes(ctx context.Context, p domain.Principal, userID string, proof Proof) ([]string, error) {
 	u, err := a.ownFactors(ctx, p, userID)
 	if err != nil {
 		return nil, err
@@ -486,10 +484,7 @@ func (a *Service) NewRecoveryCodes(ctx context.Context, p domain.Principal, user
 	if !slices.ContainsFunc(factors, Factor.Confirmed) {
 		return nil, errNoFactor
 	}
-	if err := a.proveCurrentPassword(ctx, u, proof.CurrentPassword); err != nil {
-		return nil, err
-	}
-	if err := a.proveFactor(ctx, userID, factors, set, proof); err != nil {
+	if err := a.proveOwner(ctx, u, proof); err != nil {
 		return nil, err
 	}
 	// Read again: a recovery code this proof used moved the set on.
@@ -505,7 +500,7 @@ var errNoFactor = &domain.Error{Kind: domain.ErrConflict, Code: "no_factor",
 
 // proveFactor checks a code of one of factors, or a recovery code of
 // set, and uses it: at most once, whatever the retries.
-func (a *Service) proveFactor(ctx context.Context, userID string, factors []Factor, set RecoverySet, proof FactorProof) error {
+func (a *Service) proveFactor(ctx context.Context, userID string, factors []Factor, set RecoverySet, proof Proof) error {
 	if proof.RecoveryCode != "" {
 		return a.useRecoveryCode(ctx, userID, set, proof.RecoveryCode)
 	}
@@ -623,7 +618,7 @@ var errChallenge = func(code, message string) error {
 // written), and the challenge marked done. A wrong code leaves the
 // challenge for the next try (the throttle counts them); a lost answer
 // after the challenge's use costs a new login, never a second session.
-func (a *Service) SecondFactor(ctx context.Context, challenge string, proof FactorProof, client Client) (LoginResult, error) {
+func (a *Service) SecondFactor(ctx context.Context, challenge string, proof Proof, client Client) (LoginResult, error) {
 	if a.factors == nil || a.mail.Tokens == nil {
 		return LoginResult{}, ErrFactorsOff
 	}
@@ -697,3 +692,7 @@ func challengeError(err error) error {
 func epochPrint(userID string, epoch int) string {
 	return PasswordPrint(domain.User{ID: userID, PasswordEpoch: epoch})
 }
+
+// Password is the proof of a current password alone (an account without
+// a second factor).
+func Password(current string) Proof { return Proof{CurrentPassword: &current} }

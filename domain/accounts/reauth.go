@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"shelf/domain"
 )
@@ -46,13 +47,36 @@ func (a *Service) proveCurrentPassword(ctx context.Context, u domain.User, curre
 	return err
 }
 
+// proveOwner checks the owner's proof against u as read: the current
+// password (proveCurrentPassword) and, where the account has a confirmed
+// second factor, a code of one or a recovery code, used (proveFactor).
+// Cost: the password's check, and one read of the factors; with a
+// factor, the code's throttle and its lightweight transaction.
+func (a *Service) proveOwner(ctx context.Context, u domain.User, proof Proof) error {
+	if err := a.proveCurrentPassword(ctx, u, proof.CurrentPassword); err != nil {
+		return err
+	}
+	if a.factors == nil {
+		return nil
+	}
+	factors, set, err := a.factors.Read(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(factors, Factor.Confirmed) {
+		return nil
+	}
+	return a.proveFactor(ctx, u.ID, factors, set, proof)
+}
+
 // mayTakeOver checks who may change what takes account u (its username,
 // email, password or existence): the owner with the current password
-// (self), or an admin (already checked active by the caller) on an
-// account that is not an admin's.
-func (a *Service) mayTakeOver(ctx context.Context, p domain.Principal, u domain.User, current *string) error {
+// and a code where the account has a factor (self), or an admin
+// (already checked active by the caller) on an account that is not an
+// admin's.
+func (a *Service) mayTakeOver(ctx context.Context, p domain.Principal, u domain.User, proof Proof) error {
 	if p.UserID == u.ID {
-		return a.proveCurrentPassword(ctx, u, current)
+		return a.proveOwner(ctx, u, proof)
 	}
 	if u.IsAdmin() {
 		return ErrOtherAdmin

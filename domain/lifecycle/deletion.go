@@ -39,8 +39,8 @@ func errLastManager(fields []domain.FieldError) error {
 // the job. The user proves the current password; an admin gives none,
 // and may not delete another admin (accounts.BeginDeletion). The request
 // reads and writes a bounded number of rows, whatever the account holds.
-func (s *Service) DeleteUser(ctx context.Context, p domain.Principal, id string, currentPassword *string) (jobs.Job, error) {
-	u, err := s.accounts.BeginDeletion(ctx, p, id, currentPassword, deletionGate{s})
+func (s *Service) DeleteUser(ctx context.Context, p domain.Principal, id string, proof accounts.Proof) (jobs.Job, error) {
+	u, err := s.accounts.BeginDeletion(ctx, p, id, proof, deletionGate{s})
 	if err != nil {
 		return jobs.Job{}, err
 	}

@@ -1076,6 +1076,7 @@
     },
     { id: 'account-email', show: () => showEmailStatus() },
     { id: 'password', show: () => { $('password').reset(); clearErrors($('password')); } },
+    { id: 'account-factors', show: () => showFactors({ fresh: true }) },
     { id: 'account-sessions', show: () => sessions.first() },
     {
       id: 'delete-account', show: () => {
@@ -1105,6 +1106,7 @@
     if (patch.username !== undefined || patch.email !== undefined) {
       if (!v.currentPassword) throw fieldError('currentPassword', 'Give your current password to change your username or email.');
       patch.currentPassword = v.currentPassword;
+      withCode(patch, v);
     }
     state.me = await api('PATCH', '/v1/users/' + state.me.id, patch);
     f.elements.currentPassword.value = '';
@@ -1120,7 +1122,7 @@
   });
 
   form('password', async (v, f) => {
-    await api('PUT', '/v1/users/' + state.me.id + '/password', { currentPassword: v.currentPassword, newPassword: v.newPassword });
+    await api('PUT', '/v1/users/' + state.me.id + '/password', withCode({ currentPassword: v.currentPassword, newPassword: v.newPassword }, v));
     f.reset();
     await sessions.first();
     say('Password changed: your other sessions are signed out.');
@@ -1131,6 +1133,115 @@
     await sessions.first();
     say('Signed out everywhere else.');
   }));
+
+  // ---- Second factors ----
+
+  // withCode adds the code a form's `code` field holds to body: an
+  // authenticator's digits as code, anything else as a recovery code.
+  // An account without a factor sends none.
+  function withCode(body, v) {
+    const c = (v.code || '').trim();
+    if (c) body[/^[0-9 ]{6,8}$/.test(c) ? 'code' : 'recoveryCode'] = c.replaceAll(' ', '');
+    return body;
+  }
+
+  // showFactors lists the account's authenticator apps, shows the code
+  // fields of the forms that ask one where it has any, and (fresh: the
+  // page was opened) closes what an earlier visit left open.
+  async function showFactors({ fresh } = {}) {
+    if (fresh) {
+      for (const id of ['factor-setup', 'recovery-shown', 'factor-remove']) $(id).hidden = true;
+      for (const id of ['factor-add', 'factor-confirm', 'factor-remove', 'recovery-new']) {
+        $(id).reset();
+        clearErrors($(id));
+      }
+    }
+    let list;
+    try {
+      list = await api('GET', '/v1/users/' + state.me.id + '/factors');
+    } catch (err) {
+      if (err.code !== 'factors_off') throw err;
+      $('factors-status').textContent = 'This service has no second factors.';
+      for (const id of ['factors', 'factor-add', 'recovery-new']) $(id).hidden = true;
+      return;
+    }
+    state.factors = list.items;
+    const any = list.items.length > 0;
+    document.querySelectorAll('.factor-code').forEach((l) => { l.hidden = !any; });
+    $('factors-status').textContent = any
+      ? 'Logging in takes your password and a code from your app. Recovery codes left: ' + list.recoveryCodesLeft + '.'
+      : 'None: your password alone logs you in. Add an authenticator app, so that a stolen password opens nothing.';
+    $('factors').hidden = !any;
+    $('recovery-new').hidden = !any;
+    $('factor-add').querySelector('h4').textContent = any ? 'Add another authenticator app' : 'Add an authenticator app';
+    fill('factors', list.items.map((f) => {
+      const remove = document.createElement('button');
+      remove.type = 'button';
+      remove.textContent = 'Remove';
+      remove.setAttribute('aria-label', 'Remove ' + f.name);
+      remove.addEventListener('click', () => {
+        const form = $('factor-remove');
+        form.reset();
+        clearErrors(form);
+        form.elements.factorId.value = f.id;
+        $('factor-remove-title').textContent = 'Remove ' + f.name;
+        form.hidden = false;
+        form.elements.currentPassword.focus();
+      });
+      return row(f.name, when(f.createdAt), f.lastUsedAt ? ago(f.lastUsedAt) : 'never', remove);
+    }));
+  }
+
+  // showRecoveryCodes shows new recovery codes, once.
+  function showRecoveryCodes(codes) {
+    $('recovery-codes').replaceChildren(...codes.map((c) => {
+      const li = document.createElement('li');
+      li.textContent = c;
+      return li;
+    }));
+    $('recovery-shown').hidden = false;
+  }
+
+  let enrolling = '';
+  form('factor-add', async (v, f) => {
+    const e = await api('POST', '/v1/users/' + state.me.id + '/factors',
+      withCode({ name: v.name, currentPassword: v.currentPassword }, v));
+    enrolling = e.factor.id;
+    f.reset();
+    $('factor-qr').src = e.qrCode;
+    $('factor-secret').textContent = e.secret;
+    $('recovery-shown').hidden = true;
+    $('factor-setup').hidden = false;
+    $('factor-confirm').elements.code.focus();
+    say('Scan the code with your app, then give the code it shows.');
+  });
+
+  form('factor-confirm', async (v, f) => {
+    const c = await api('POST', '/v1/users/' + state.me.id + '/factors/' + enc(enrolling) + '/confirmation', { code: v.code });
+    f.reset();
+    $('factor-setup').hidden = true;
+    await showFactors();
+    if (c.recoveryCodes) showRecoveryCodes(c.recoveryCodes);
+    say(c.factor.name + ' is added: logging in now asks for its code.'
+      + (c.recoveryCodes ? ' Keep the recovery codes below somewhere safe: they are shown only now.' : ''));
+  });
+
+  $('factor-remove-cancel').addEventListener('click', () => { $('factor-remove').hidden = true; });
+  form('factor-remove', async (v, f) => {
+    await api('POST', '/v1/users/' + state.me.id + '/factors/' + enc(v.factorId) + '/removal',
+      withCode({ currentPassword: v.currentPassword }, v));
+    f.hidden = true;
+    await showFactors();
+    say(state.factors.length ? 'Removed. Your other apps still work.' : 'Removed: your password alone logs you in again.');
+  });
+
+  form('recovery-new', async (v, f) => {
+    const r = await api('POST', '/v1/users/' + state.me.id + '/recovery-codes', withCode({ currentPassword: v.currentPassword }, v));
+    f.reset();
+    await showFactors();
+    showRecoveryCodes(r.recoveryCodes);
+    say('New recovery codes below: the old ones no longer work. They are shown only now.');
+  });
 
   // groupRefusal is one group a deletion was refused for, by name: the
   // problem's message starts with the group's id (design.md#deletion).
@@ -1156,7 +1267,7 @@
     }
     let job;
     try {
-      job = await api('POST', '/v1/users/' + enc(me.id) + '/deletion', { currentPassword: v.currentPassword });
+      job = await api('POST', '/v1/users/' + enc(me.id) + '/deletion', withCode({ currentPassword: v.currentPassword }, v));
     } catch (err) {
       // The last manager of a group: name each group, linked to its page.
       const groups = err.fields.filter((f) => f.field === 'groups');

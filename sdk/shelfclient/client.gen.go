@@ -818,8 +818,15 @@ type PageInfo struct {
 // NewUser (8-128 characters, not the username or the email, not
 // common, breached or otherwise guessable).
 type PasswordChange struct {
-	CurrentPassword string `json:"currentPassword"`
-	NewPassword     string `json:"newPassword"`
+	// Code Where the account has a second factor, a code of its
+	// authenticator app (or send `recoveryCode`); without either, 400
+	// naming `code`. Used once, like a login's.
+	Code            *string `json:"code,omitempty"`
+	CurrentPassword string  `json:"currentPassword"`
+	NewPassword     string  `json:"newPassword"`
+
+	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
+	RecoveryCode *string `json:"recoveryCode,omitempty"`
 }
 
 // PasswordResetConfirmation The token of a reset mail (from its link) and the new password,
@@ -998,12 +1005,19 @@ type TotpEnrolment struct {
 
 // TotpEnrolmentRequest defines model for TotpEnrolmentRequest.
 type TotpEnrolmentRequest struct {
-	CurrentPassword string `json:"currentPassword"`
+	// Code Where the account has a second factor, a code of its
+	// authenticator app (or send `recoveryCode`); without either, 400
+	// naming `code`. Used once, like a login's.
+	Code            *string `json:"code,omitempty"`
+	CurrentPassword string  `json:"currentPassword"`
 
 	// Name A label ("phone"); 64 characters at most once cleaned,
 	// `authenticator` when empty. Invisible characters are refused
 	// or removed as in every text field.
 	Name *string `json:"name,omitempty"`
+
+	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
+	RecoveryCode *string `json:"recoveryCode,omitempty"`
 }
 
 // User An account as the caller may see it. Answers may gain properties
@@ -1048,7 +1062,14 @@ type User struct {
 // user deletes their own account; an admin deleting another sends
 // an empty object.
 type UserDeletion struct {
+	// Code Where the account has a second factor, a code of its
+	// authenticator app (or send `recoveryCode`); without either, 400
+	// naming `code`. Used once, like a login's.
+	Code            *string `json:"code,omitempty"`
 	CurrentPassword *string `json:"currentPassword,omitempty"`
+
+	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
+	RecoveryCode *string `json:"recoveryCode,omitempty"`
 }
 
 // UserList defines model for UserList.
@@ -1063,6 +1084,11 @@ type UserList struct {
 // least one is required. Each follows the rule of the same field of
 // NewUser, uniqueness included.
 type UserPatch struct {
+	// Code Where the account has a second factor, a code of its
+	// authenticator app (or send `recoveryCode`); without either, 400
+	// naming `code`. Used once, like a login's.
+	Code *string `json:"code,omitempty"`
+
 	// CurrentPassword The user's current password: required when the user changes
 	// their own username or email; not for a display name alone,
 	// nor for an admin changing another account.
@@ -1071,8 +1097,11 @@ type UserPatch struct {
 
 	// Email A new address is pending until confirmed (see `pendingEmail`
 	// of User); the current address cancels a change pending.
-	Email    *openapi_types.Email `json:"email,omitempty"`
-	Username *string              `json:"username,omitempty"`
+	Email *openapi_types.Email `json:"email,omitempty"`
+
+	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
+	RecoveryCode *string `json:"recoveryCode,omitempty"`
+	Username     *string `json:"username,omitempty"`
 }
 
 // UserRole defines model for UserRole.

@@ -1034,14 +1034,32 @@ function totp(secret, step) {
   return String((mac.readUInt32BE(at) & 0x7fffffff) % 1000000).padStart(6, '0');
 }
 
+// authenticator is an app holding a secret: each code of a step not used
+// before, the step before now's first (the server takes the one before
+// now's to the one after), waiting for the next step when those are spent.
+function authenticator(secret) {
+  let last = 0;
+  return async () => {
+    for (;;) {
+      const now = Math.floor(Date.now() / 30000);
+      const step = Math.max(last + 1, now - 1);
+      if (step <= now + 1) {
+        last = step;
+        return totp(secret, step);
+      }
+      await new Promise((r) => setTimeout(r, (now + 1) * 30000 - Date.now() + 50));
+    }
+  };
+}
+
 await step('a second factor: the password alone opens the code form, a wrong code is refused beside it, the right one logs in', async () => {
   const dana = 'dana' + run;
   await api('POST', '/v1/users', null, { username: dana, email: `${dana}@example.org`, password: pw });
   const s = await api('POST', '/v1/sessions', null, { login: dana, password: pw });
   const me = (await api('GET', '/v1/me', s.token)).id;
   const e = await api('POST', `/v1/users/${me}/factors`, s.token, { name: 'phone', currentPassword: pw });
-  const now = Math.floor(Date.now() / 30000);
-  const c = await api('POST', `/v1/users/${me}/factors/${e.factor.id}/confirmation`, s.token, { code: totp(e.secret, now - 1) });
+  const phoneApp = authenticator(e.secret);
+  const c = await api('POST', `/v1/users/${me}/factors/${e.factor.id}/confirmation`, s.token, { code: await phoneApp() });
   expect(c.recoveryCodes.length === 10, 'ten recovery codes');
   await visit('#/library', 'auth');
   await submit('login', { login: dana, password: pw });
@@ -1050,9 +1068,36 @@ await step('a second factor: the password alone opens the code form, a wrong cod
   let wrong = '';
   await refused(401, async () => { wrong = await submit('login-code', { code: '000000' }, true); });
   expect(wrong.includes('code'), 'a wrong code is refused: ' + wrong);
-  await submit('login-code', { code: totp(e.secret, now) });
+  await submit('login-code', { code: await phoneApp() });
   await page.waitForSelector('body[data-ready="library"]');
   expect((await page.locator('#who').textContent()).includes(dana), 'logged in as ' + dana);
+
+  // The account page: the factor listed, a second app added (with a code
+  // of the first), the password changed with a code, the first app
+  // removed, new recovery codes.
+  await visit('#/account', 'account');
+  expect((await page.locator('#factors-status').textContent()).includes('Recovery codes left: 10'), 'ten recovery codes left');
+  expect(await page.locator('#factors tbody tr', { hasText: 'phone' }).isVisible(), 'the phone is listed');
+  expect(await page.locator('#password .factor-code').isVisible(), 'the password form asks a code');
+  await submit('factor-add', { name: 'tablet', currentPassword: pw, code: await phoneApp() });
+  await page.waitForSelector('#factor-setup:not([hidden])');
+  expect((await page.locator('#factor-qr').getAttribute('src')).startsWith('data:image/png;base64,'), 'a QR code is shown');
+  const tabletApp = authenticator((await page.locator('#factor-secret').textContent()).trim());
+  const added = await submit('factor-confirm', { code: await tabletApp() });
+  expect(added.includes('tablet is added'), 'added: ' + added);
+  expect(await page.locator('#recovery-shown').isHidden(), 'a second factor shows no new recovery codes');
+  let refusal = '';
+  await refused(400, async () => { refusal = await submit('password', { currentPassword: pw, newPassword: newPw }, true); });
+  expect(refusal.length > 0 && await page.locator('#password [name="code"][aria-invalid="true"]').count() === 1, 'a password change without a code is refused beside the code: ' + refusal);
+  await submit('password', { currentPassword: pw, newPassword: newPw, code: await tabletApp() });
+  await page.locator('#factors tbody tr', { hasText: 'phone' }).getByRole('button', { name: 'Remove phone' }).click();
+  const removed = await submit('factor-remove', { currentPassword: newPw, code: await tabletApp() });
+  expect(removed.includes('Your other apps still work'), 'removed: ' + removed);
+  expect(await page.locator('#factors tbody tr').count() === 1, 'the tablet is left');
+  const fresh = await submit('recovery-new', { currentPassword: newPw, code: c.recoveryCodes[1] });
+  expect(fresh.includes('New recovery codes'), 'new codes: ' + fresh);
+  expect(await page.locator('#recovery-codes li').count() === 10, 'ten new codes shown');
+  await shot('account-factors');
   await logout();
 });
 

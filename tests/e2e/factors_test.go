@@ -225,3 +225,48 @@ func readFactors(t *testing.T, me *testkit.API, userID string, v any) {
 	}
 	r.JSON(t, v)
 }
+
+// TestWhatTakesAnAccountAsksTheFactorToo: with a factor, a thief holding
+// a session and the password changes nothing that takes the account (a
+// username, the password, the deletion) and adds no factor of their own
+// (which would let them log in); the owner, with a code, does.
+func TestWhatTakesAnAccountAsksTheFactorToo(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	api := newTestAPI(t, db)
+	u, me := newUser(t, api, "reauth")
+	app, recovery := enrolTOTP(t, me, u.ID)
+	renamed := name("renamed")
+	for _, c := range []struct {
+		method, path string
+		body         map[string]string
+	}{
+		{http.MethodPatch, "/v1/users/" + u.ID, map[string]string{"username": renamed, "currentPassword": testPassword}},
+		{http.MethodPut, "/v1/users/" + u.ID + "/password", map[string]string{"currentPassword": testPassword, "newPassword": "an entirely new passphrase"}},
+		{http.MethodPost, "/v1/users/" + u.ID + "/deletion", map[string]string{"currentPassword": testPassword}},
+		{http.MethodPost, "/v1/users/" + u.ID + "/factors", map[string]string{"currentPassword": testPassword}},
+	} {
+		r := me.Send(c.method, c.path, c.body)
+		if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), `"field":"code"`) {
+			t.Fatalf("%s %s with the password alone: %d %s, want 400 naming code", c.method, c.path, r.StatusCode, r.Body)
+		}
+		c.body["code"] = strings.Repeat("1", 17)
+		if r := me.Send(c.method, c.path, c.body); r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), `"field":"code"`) {
+			t.Fatalf("%s %s with a code of 17 digits: %d %s, want 400 naming code", c.method, c.path, r.StatusCode, r.Body)
+		}
+		c.body["code"] = "000000"
+		if r := me.Send(c.method, c.path, c.body); r.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s %s with a wrong code: %d %s", c.method, c.path, r.StatusCode, r.Body)
+		}
+	}
+	if r := me.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"username": renamed, "currentPassword": testPassword, "code": app.code(t)}); r.StatusCode != http.StatusOK {
+		t.Fatalf("a rename with the code: %d %s", r.StatusCode, r.Body)
+	}
+	if r := me.Send(http.MethodPut, "/v1/users/"+u.ID+"/password", map[string]string{"currentPassword": testPassword,
+		"newPassword": "an entirely new passphrase", "recoveryCode": recovery[0]}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("a password change with a recovery code: %d %s", r.StatusCode, r.Body)
+	}
+	if r := login(api, renamed, "an entirely new passphrase"); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the new name and password: %d %s, want the factor's 202", r.StatusCode, r.Body)
+	}
+}

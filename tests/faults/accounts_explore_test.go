@@ -208,7 +208,7 @@ func logout(w *world) error {
 
 func rename(w *world, username, email string) error {
 	current := w.passwords[me(w).ID]
-	in := accounts.UpdateInput{CurrentPassword: &current}
+	in := accounts.UpdateInput{Proof: accounts.Proof{CurrentPassword: &current}}
 	if username != "" {
 		in.Username = &username
 	}
@@ -221,7 +221,7 @@ func rename(w *world, username, email string) error {
 
 func changePassword(w *world) error {
 	u := me(w)
-	err := w.svc.ChangePassword(context.Background(), principal(u), u.ID, w.passwords[u.ID], "a brand new secret")
+	err := w.svc.ChangePassword(context.Background(), principal(u), u.ID, accounts.Password(w.passwords[u.ID]), "a brand new secret")
 	// Any answer but success may hide a change that applied (a crash
 	// after the write, a failure after it): the check logs in with
 	// whichever password works.

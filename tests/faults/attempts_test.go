@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/moderation"
 )
@@ -137,7 +138,7 @@ func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 			werr, lerr := r.run(func() { d.store.Advance(apart) },
 				func() error { return d.deleteAs(sc) },
 				func() error {
-					return worked(d.life)(d.life.DeleteUser(context.Background(), d.admin, d.doomed.ID, nil))
+					return worked(d.life)(d.life.DeleteUser(context.Background(), d.admin, d.doomed.ID, accounts.Proof{}))
 				})
 			if !errors.Is(werr, errStopped) || !errors.Is(lerr, errStopped) {
 				t.Fatalf("the deletions answered %v and %v; want both stopped", werr, lerr)

@@ -138,7 +138,7 @@ func newDelWorld(t *testing.T, sc delScenario) *delWorld {
 func (d *delWorld) deleteAs(sc delScenario) error {
 	ctx := context.Background()
 	if sc.suspended {
-		return worked(d.life)(d.life.DeleteUser(ctx, d.admin, d.doomed.ID, nil))
+		return worked(d.life)(d.life.DeleteUser(ctx, d.admin, d.doomed.ID, accounts.Proof{}))
 	}
 	p, err := d.svc.Authenticate(ctx, d.tokens[0])
 	switch {
@@ -148,7 +148,7 @@ func (d *delWorld) deleteAs(sc delScenario) error {
 		return err
 	}
 	current := password
-	return worked(d.life)(d.life.DeleteUser(ctx, p, d.doomed.ID, &current))
+	return worked(d.life)(d.life.DeleteUser(ctx, p, d.doomed.ID, accounts.Password(current)))
 }
 
 // errSessionGone: the user's session no longer works, so the user cannot
@@ -189,7 +189,7 @@ type delCompetitor struct {
 // second request of the same admin when the admin is the caller, so two
 // attempts of one caller in one millisecond).
 func (d *delWorld) rival() error {
-	return worked(d.life)(d.life.DeleteUser(context.Background(), d.admin, d.doomed.ID, nil))
+	return worked(d.life)(d.life.DeleteUser(context.Background(), d.admin, d.doomed.ID, accounts.Proof{}))
 }
 
 // rivalFirst runs two deletions of one account at once, in the order

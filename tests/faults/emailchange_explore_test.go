@@ -46,7 +46,7 @@ func changeEmail(m *mailWorld, email string) error {
 		return err
 	}
 	current := password
-	_, err = m.svc.UpdateUser(ctx, p, m.ann.ID, accounts.UpdateInput{Email: &email, CurrentPassword: &current})
+	_, err = m.svc.UpdateUser(ctx, p, m.ann.ID, accounts.UpdateInput{Email: &email, Proof: accounts.Proof{CurrentPassword: &current}})
 	return err
 }
 

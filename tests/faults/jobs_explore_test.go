@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/jobs"
 	"shelf/domain/library"
@@ -80,7 +81,7 @@ func newTwoWorkers(t *testing.T, closing bool) *twoWorkers {
 		tw.job, err = tw.a.CloseGroup(ctx, as(ann), gr.ID)
 	} else {
 		pw := password
-		tw.job, err = tw.a.DeleteUser(ctx, as(ann), ann.ID, &pw)
+		tw.job, err = tw.a.DeleteUser(ctx, as(ann), ann.ID, accounts.Password(pw))
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func newLifeWorld(t *testing.T) *lifeWorld {
 // deleteSelf is the user deleting their own account with their password.
 func (l *lifeWorld) deleteSelf(u domain.User) error {
 	pw := password
-	return worked(l.life)(l.life.DeleteUser(context.Background(), as(u), u.ID, &pw))
+	return worked(l.life)(l.life.DeleteUser(context.Background(), as(u), u.ID, accounts.Password(pw)))
 }
 
 func (l *lifeWorld) group(t *testing.T, by domain.User, name string) groups.Group {

@@ -112,7 +112,7 @@ func TestALoginInFlightDoesNotSurviveAPasswordChange(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return m.svc.ChangePassword(ctx, p, m.ann.ID, password, newPassword)
+			return m.svc.ChangePassword(ctx, p, m.ann.ID, accounts.Password(password), newPassword)
 		})
 		noSessionOf(t, "change during the login's "+slowCall, m, r, err)
 		if _, aerr := m.svc.Authenticate(ctx, m.sessions[0]); aerr != nil {
@@ -298,7 +298,7 @@ func TestARehashWritesTheRowItRead(t *testing.T) {
 	h.current = "v3"
 	h.mu.Unlock()
 	slowOnce(st, "users.credentials", 0, func() {
-		if err := svc.ChangePassword(ctx, owner, u.ID, password, newPassword); err != nil {
+		if err := svc.ChangePassword(ctx, owner, u.ID, accounts.Password(password), newPassword); err != nil {
 			t.Errorf("the change during the login: %v", err)
 		}
 	})

@@ -185,7 +185,7 @@ func TestResetTokenIsStaleOnceThePasswordChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := svc.Authenticate(ctx, r.Token)
-	if err := svc.ChangePassword(ctx, p, u.ID, "a new passphrase", "changed by hand"); err != nil {
+	if err := svc.ChangePassword(ctx, p, u.ID, accounts.Password("a new passphrase"), "changed by hand"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.ResetPassword(ctx, third, "yet another one", accounts.Client{}); !errors.Is(err, accounts.ErrTokenStale) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/jobs"
 	"shelf/domain/library"
@@ -50,7 +51,7 @@ func newLifecycle(w *world, grp *groups.Service, lib *library.Service) *lifecycl
 // deleteMember is another admin deleting the member: the request, then
 // the job worker's pass that finishes it.
 func (m *modWorld) deleteMember() error {
-	return worked(m.life)(m.life.DeleteUser(context.Background(), m.admin, m.member.ID, nil))
+	return worked(m.life)(m.life.DeleteUser(context.Background(), m.admin, m.member.ID, accounts.Proof{}))
 }
 
 // worked returns what finishes a request that began a job, as the app

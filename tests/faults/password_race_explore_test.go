@@ -113,7 +113,7 @@ var (
 		if err != nil {
 			return err
 		}
-		if err := r.svc.ChangePassword(ctx, p, r.ann.ID, password, otherPassword); err != nil {
+		if err := r.svc.ChangePassword(ctx, p, r.ann.ID, accounts.Password(password), otherPassword); err != nil {
 			return err
 		}
 		r.changeOK = true

@@ -37,14 +37,17 @@ func TestEveryCurrentPasswordIsThrottled(t *testing.T) {
 	life := lifecycle.New(lifecycle.Config{}, svc, nil, nil, lifecycle.Stores{})
 	guesses := []func(current *string) error{
 		func(current *string) error {
-			_, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Email: &email, CurrentPassword: current})
+			_, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Email: &email, Proof: accounts.Proof{CurrentPassword: current}})
 			return err
 		},
 		func(current *string) error {
-			_, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Username: &username, CurrentPassword: current})
+			_, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Username: &username, Proof: accounts.Proof{CurrentPassword: current}})
 			return err
 		},
-		func(current *string) error { _, err := life.DeleteUser(ctx, p, u.ID, current); return err },
+		func(current *string) error {
+			_, err := life.DeleteUser(ctx, p, u.ID, accounts.Proof{CurrentPassword: current})
+			return err
+		},
 	}
 	for i := range perAddress {
 		if err := guesses[i%len(guesses)](&wrong); !errors.Is(err, accounts.ErrWrongCurrentPassword) {

@@ -343,7 +343,7 @@ func changeEmailFrom(m *mailWorld, email string) error {
 		return err
 	}
 	ctx, current := context.Background(), password
-	_, err = m.svc.UpdateUser(ctx, p, m.ann.ID, accounts.UpdateInput{Email: &email, CurrentPassword: &current})
+	_, err = m.svc.UpdateUser(ctx, p, m.ann.ID, accounts.UpdateInput{Email: &email, Proof: accounts.Proof{CurrentPassword: &current}})
 	return err
 }
 

@@ -189,12 +189,12 @@ func TestCurrentPasswordIsThrottled(t *testing.T) {
 	t.Parallel()
 	svc, h, u, ctx, p := throttledSession(t)
 	for i := range perAddress {
-		if err := svc.ChangePassword(ctx, p, u.ID, "wrong", "a quite new passphrase"); !errors.Is(err, accounts.ErrWrongCurrentPassword) {
+		if err := svc.ChangePassword(ctx, p, u.ID, accounts.Password("wrong"), "a quite new passphrase"); !errors.Is(err, accounts.ErrWrongCurrentPassword) {
 			t.Fatalf("wrong %d: %v", i, err)
 		}
 	}
 	before := h.runs.Load()
-	refusedFor(t, "the 6th current password", svc.ChangePassword(ctx, p, u.ID, password, "a quite new passphrase"))
+	refusedFor(t, "the 6th current password", svc.ChangePassword(ctx, p, u.ID, accounts.Password(password), "a quite new passphrase"))
 	if h.runs.Load() != before {
 		t.Fatal("a refused check verified the password")
 	}
@@ -278,12 +278,12 @@ func TestEveryMailCounts(t *testing.T) {
 	target := "target@example.org"
 	for range 3 { // 3 to target@ (asked for, then cancelled)
 		for _, email := range []string{target, "ann@example.org"} {
-			if _, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Email: &email, CurrentPassword: &current}); err != nil {
+			if _, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Email: &email, Proof: accounts.Proof{CurrentPassword: &current}}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if _, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Email: &target, CurrentPassword: &current}); err != nil { // 4
+	if _, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Email: &target, Proof: accounts.Proof{CurrentPassword: &current}}); err != nil { // 4
 		t.Fatal(err)
 	}
 	for range 2 { // 5, then refused
