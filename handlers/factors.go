@@ -205,3 +205,18 @@ func writeChallenge(w http.ResponseWriter, res accounts.LoginResult) {
 	writeJSON(w, http.StatusAccepted, loginChallengeResponse{Challenge: res.Challenge, ExpiresAt: stamp(res.ExpiresAt),
 		Next: "POST /v1/sessions/second-factor with this challenge and a code from your authenticator app (or a recovery code)"})
 }
+
+// revert serves POST /v1/factor-additions/revert: the token from a new
+// factor's notice removes it and recovers the account (every session
+// ends; the password opens nothing until a reset, whose link is mailed).
+func (h *Factors) revert(w http.ResponseWriter, r *http.Request) error {
+	var req revertRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if err := h.accounts.RevertFactor(r.Context(), *req.Token); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -158,6 +158,8 @@ func routeMail(r chi.Router, d Deps) {
 	r.With(confirmLimit.Middleware).Post(v1+"/password-resets/confirm", handle(m.confirmReset))
 	changes := &EmailChanges{accounts: d.Accounts}
 	r.With(confirmLimit.Middleware).Post(v1+"/email-changes/revert", handle(changes.revert))
+	factors := &Factors{accounts: d.Accounts}
+	r.With(confirmLimit.Middleware).Post(v1+"/factor-additions/revert", handle(factors.revert))
 }
 
 // routeModeration serves suspensions, the suspended list and the

@@ -38,24 +38,25 @@ type tokenRow struct {
 	UseID         string    `db:"use_id"`
 	NewPassword   string    `db:"new_password"`
 	DoneAt        time.Time `db:"done_at"`
+	Subject       string    `db:"subject"`
 }
 
 // columns are tokenSelectCQL's.
 func (r *tokenRow) columns() []any {
 	return []any{&r.TokenHash, &r.Purpose, &r.UserID, &r.Email, &r.EmailKey, &r.PasswordPrint, &r.CreatedAt,
-		&r.ExpiresAt, &r.WriteID, &r.UsedAt, &r.UseID, &r.NewPassword, &r.DoneAt}
+		&r.ExpiresAt, &r.WriteID, &r.UsedAt, &r.UseID, &r.NewPassword, &r.DoneAt, &r.Subject}
 }
 
 func (r tokenRow) toDomain() accounts.Token {
 	return accounts.Token{Hash: r.TokenHash, Purpose: accounts.TokenPurpose(r.Purpose), UserID: r.UserID,
 		Email: r.Email, EmailKey: r.EmailKey, PasswordPrint: r.PasswordPrint, CreatedAt: utcOrZero(r.CreatedAt),
 		ExpiresAt: utcOrZero(r.ExpiresAt), UsedAt: utcOrZero(r.UsedAt), UseID: r.UseID, NewPassword: r.NewPassword,
-		DoneAt: utcOrZero(r.DoneAt)}
+		DoneAt: utcOrZero(r.DoneAt), Subject: r.Subject}
 }
 
 const (
-	tokenInsertCQL conditionalCQL = `INSERT INTO account_tokens (token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
-	tokenSelectCQL readCQL        = `SELECT token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id, used_at, use_id, new_password, done_at FROM account_tokens WHERE token_hash = ?`
+	tokenInsertCQL conditionalCQL = `INSERT INTO account_tokens (token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id, subject) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	tokenSelectCQL readCQL        = `SELECT token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id, used_at, use_id, new_password, done_at, subject FROM account_tokens WHERE token_hash = ?`
 	// tokenUseCQL: a row that is gone has no purpose, so the condition
 	// fails rather than creating a row of used_at alone.
 	tokenUseCQL  conditionalCQL = `UPDATE account_tokens USING TTL ? SET used_at = ?, use_id = ?, new_password = ? WHERE token_hash = ? IF purpose = ? AND used_at = null`
@@ -74,7 +75,7 @@ func (s *Tokens) Create(ctx context.Context, t accounts.Token) error {
 	writeID := newWriteID()
 	ok, err := s.exec(ctx, "create", t.Hash, func(r tokenRow) bool { return r.WriteID == writeID },
 		tokenInsertCQL, t.Hash, string(t.Purpose), t.UserID, t.Email, t.EmailKey, orUnset(t.PasswordPrint),
-		t.CreatedAt, t.ExpiresAt, writeID, s.ttlOf(t))
+		t.CreatedAt, t.ExpiresAt, writeID, orUnset(t.Subject), s.ttlOf(t))
 	if err == nil && !ok {
 		return fmt.Errorf("account_tokens.create: %s exists", t.Hash)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -298,6 +299,9 @@ func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, f
 	if err != nil {
 		return Confirmation{}, err
 	}
+	if err := a.mailFactorNotice(ctx, u, f); err != nil {
+		return Confirmation{}, err
+	}
 	f.ConfirmedAt, f.LastStep, f.LastUsedAt = a.now(), step, a.now()
 	ok, err := a.factors.Confirm(ctx, f)
 	if err != nil {
@@ -429,7 +433,7 @@ func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, 
 	if err != nil {
 		return err
 	}
-	factors, set, err := a.factors.Read(ctx, userID)
+	factors, _, err := a.factors.Read(ctx, userID)
 	if err != nil {
 		return err
 	}
@@ -453,18 +457,7 @@ func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, 
 			return err
 		}
 	}
-	if _, err := a.factors.Remove(ctx, userID, factorID); err != nil {
-		return err
-	}
-	rest := slices.DeleteFunc(slices.Clone(factors), func(f Factor) bool { return f.ID == factorID || !f.Confirmed() })
-	if len(rest) == 0 && set.Generation != "" {
-		// Nothing left to recover: the codes go (a failure leaves them
-		// harmless, since a first factor replaces any set).
-		if err := a.factors.RemoveRecovery(ctx, userID, set.Generation); err != nil {
-			a.log.Warn(ctx, "removing a recovery set failed", "user", userID, "error", err.Error())
-		}
-	}
-	return nil
+	return a.dropFactor(ctx, userID, factorID)
 }
 
 var errOtherAdminsFactors = &domain.Error{Kind: domain.ErrForbidden, Code: "forbidden",
@@ -696,3 +689,138 @@ func epochPrint(userID string, epoch int) string {
 // Password is the proof of a current password alone (an account without
 // a second factor).
 func Password(current string) Proof { return Proof{CurrentPassword: &current} }
+
+// ErrFactorNoticeFailed answers a confirmation whose notice to the
+// account's address could not be sent: the factor stays unconfirmed.
+var ErrFactorNoticeFailed = &domain.Error{Kind: domain.ErrUnavailable, Code: "notice_failed",
+	Message: "The notice to your email address could not be sent, so the authenticator is not added; try again."}
+
+// tooManyFactorMails answers a confirmation whose notice was held back
+// by the hourly mail limit of an address not verified.
+func tooManyFactorMails(wait time.Duration) error {
+	return &domain.Error{Kind: domain.ErrTooManyAttempts, Code: "too_many_mails", RetryAfter: max(wait, time.Second),
+		Message: "Your email address had as many mails as it may this hour, and a new authenticator must be told to it first, so it is not added yet; try again later."}
+}
+
+// mailFactorNotice mails u's address that factor f is being added, with
+// the link that removes it and recovers the account (RevertFactor),
+// before its confirmation: no factor works without its owner being told.
+// A thief holding a session, the password and (for a second factor) a
+// code could otherwise add one of their own and keep the owner out, a
+// reset included (a reset keeps factors). The limit is the email
+// change notice's: never held back to a verified address, held back over
+// the hour's limit (and the confirmation refused) to one that is not.
+// Without mail, none is sent.
+func (a *Service) mailFactorNotice(ctx context.Context, u domain.User, f Factor) error {
+	if !a.mailOn() {
+		return nil
+	}
+	limit := heldBack
+	if !u.EmailVerifiedAt.IsZero() {
+		limit = neverHeld
+	}
+	err := a.sendTokenAbout(ctx, u, PurposeRevertFactor, limit, f.ID)
+	var over *mailLimited
+	if errors.As(err, &over) {
+		return tooManyFactorMails(over.wait)
+	}
+	if err != nil {
+		a.log.Warn(ctx, "a new factor's notice failed; not confirmed", "user", u.ID, "error", err.Error())
+		return ErrFactorNoticeFailed
+	}
+	return nil
+}
+
+// factorNotice is the notice of a factor added, with the link that
+// removes it. Like every notice, it holds no text anyone chose (not the
+// factor's name): the address may not be verified.
+func (a *Service) factorNotice(u domain.User, token string) Message {
+	return Message{To: u.Email, Subject: "An authenticator app was added to your shelf account", Text: fmt.Sprintf(
+		"Hello,\n\nsomeone signed in to the shelf account of this address added an authenticator app to it:\n"+
+			"from now on, logging in asks for its codes.\n\n"+
+			"If it was you, there is nothing to do.\n\n"+
+			"If it was not you, follow this link (it works once, for %s):\n\n%s\n\n"+
+			"It removes that app, signs out every session of the account, and mails you a link to choose a new "+
+			"password: whoever added it knew your password, so it opens nothing until a new one is chosen.\n",
+		a.revertTTL(), Link(a.mail.PublicURL, PurposeRevertFactor, token))}
+}
+
+// ErrFactorRevertStale refuses a factor's revert link once the account
+// no longer has the address it was mailed to (or is gone).
+var ErrFactorRevertStale = tokenError("stale", "no longer applies: the account no longer has the address it was mailed to")
+
+// factorRevertApplies checks the account a factor's revert token was
+// mailed for: visible, with the address still.
+func (a *Service) factorRevertApplies(t Token, u domain.User, err error) error {
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return ErrFactorRevertStale
+	case err != nil:
+		return err
+	case !u.Visible() || u.EmailKey != t.EmailKey:
+		return ErrFactorRevertStale
+	}
+	return nil
+}
+
+// RevertFactor follows the link of a factor's notice: a recovery, as an
+// email change's revert is. Every session ends (a new password epoch, in
+// one compare-and-set, then revocation); the password opens nothing
+// until a reset (whoever added the factor knew it), and a reset link is
+// mailed to the address, never held back; then the factor is removed
+// (with the recovery codes, when it was the last), and the token marked
+// done. The order is RevertEmailChange's: a retry of a used token that is
+// not done finishes. A factor the owner added and confirmed stays out of
+// reach of nobody: following the link by mistake costs a reset and the
+// app's enrolment again.
+func (a *Service) RevertFactor(ctx context.Context, token string) error {
+	t, err := a.takeToken(ctx, token, PurposeRevertFactor, a.factorRevertApplies)
+	if err != nil {
+		return err
+	}
+	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+		if err := a.factorRevertApplies(t, u, nil); err != nil {
+			return u, false, err
+		}
+		u.PasswordEpoch, u.PasswordSession, u.PasswordResetRequired = u.PasswordEpoch+1, "", true
+		return u, true, nil
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		return ErrFactorRevertStale
+	}
+	if err := a.endSessions(ctx, err, t.UserID, "", "a factor's revert"); err != nil {
+		return err
+	}
+	if a.factors != nil {
+		if err := a.dropFactor(ctx, t.UserID, t.Subject); err != nil {
+			return err
+		}
+	}
+	if err := a.finishToken(ctx, t); err != nil {
+		return err
+	}
+	a.afterAnswer(ctx, "mailing a reset link after a factor's revert", func(ctx context.Context) error {
+		return a.sendToken(ctx, out, PurposeResetPassword, neverHeld)
+	})
+	return nil
+}
+
+// dropFactor removes factor id of userID, and the recovery set with the
+// last confirmed one (a failure there only leaves codes no login asks
+// for: a first factor replaces any set).
+func (a *Service) dropFactor(ctx context.Context, userID, id string) error {
+	factors, set, err := a.factors.Read(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if _, err := a.factors.Remove(ctx, userID, id); err != nil {
+		return err
+	}
+	rest := slices.DeleteFunc(slices.Clone(factors), func(f Factor) bool { return f.ID == id || !f.Confirmed() })
+	if len(rest) == 0 && set.Generation != "" {
+		if err := a.factors.RemoveRecovery(ctx, userID, set.Generation); err != nil {
+			a.log.Warn(ctx, "removing a recovery set failed", "user", userID, "error", err.Error())
+		}
+	}
+	return nil
+}

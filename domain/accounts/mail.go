@@ -128,10 +128,15 @@ func (a *Service) mailToken(ctx context.Context, u domain.User, purpose TokenPur
 // up an address's mails must not hold back the mail that recovers its
 // account or warns its owner (neverHeld).
 func (a *Service) sendToken(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit) error {
+	return a.sendTokenAbout(ctx, u, purpose, limit, "")
+}
+
+// sendTokenAbout is sendToken for a token about subject (Token.Subject).
+func (a *Service) sendTokenAbout(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit, subject string) error {
 	if err := a.countMail(ctx, u.EmailKey); err != nil && limit == heldBack {
 		return fmt.Errorf("a %s mail to %s: %w", purpose, u.ID, err)
 	}
-	token, err := a.issueToken(ctx, u, purpose)
+	token, err := a.issueToken(ctx, u, purpose, subject)
 	if err != nil {
 		return fmt.Errorf("storing a %s token for %s: %w", purpose, u.ID, err)
 	}
@@ -180,6 +185,8 @@ func Link(publicURL string, purpose TokenPurpose, token string) string {
 		page = "reset"
 	case PurposeRevertEmail:
 		page = "revert-email"
+	case PurposeRevertFactor:
+		page = "revert-factor"
 	}
 	return strings.TrimRight(publicURL, "/") + "/#/" + page + "?token=" + url.QueryEscape(token)
 }
@@ -192,8 +199,11 @@ func Link(publicURL string, purpose TokenPurpose, token string) string {
 // ...") from shelf's address. Only once the address is verified, so the
 // account's holder is its owner, does a mail greet by name.
 func (a *Service) message(u domain.User, purpose TokenPurpose, token string) Message {
-	if purpose == PurposeRevertEmail {
+	switch purpose {
+	case PurposeRevertEmail:
 		return a.revertNotice(u, token)
+	case PurposeRevertFactor:
+		return a.factorNotice(u, token)
 	}
 	link := Link(a.mail.PublicURL, purpose, token)
 	verified := !u.EmailVerifiedAt.IsZero()

@@ -27,6 +27,10 @@ const (
 	// account with a second factor answers it, and its code turns it into
 	// a session (factors.go).
 	PurposeLoginChallenge TokenPurpose = "login_challenge"
+	// PurposeRevertFactor removes a second factor just added, from the
+	// notice mailed to the account's address, and recovers the account as
+	// an email change's revert does (factors.go).
+	PurposeRevertFactor TokenPurpose = "revert_factor"
 )
 
 // Token is a single-use token as stored: only the hash of what was mailed.
@@ -56,6 +60,9 @@ type Token struct {
 	NewPassword string
 	// DoneAt is when its effect was carried out (zero: not yet).
 	DoneAt time.Time
+	// Subject is what the token acts on beyond its account: the factor a
+	// revert_factor token removes ("" for the other purposes).
+	Subject string
 }
 
 // TokenGrace is how long a token's row outlives its expiry: a use that
@@ -193,14 +200,14 @@ func (a *Service) finishToken(ctx context.Context, t Token) error {
 
 // issueToken stores a new token of purpose for u's current email and
 // returns what to mail.
-func (a *Service) issueToken(ctx context.Context, u domain.User, purpose TokenPurpose) (string, error) {
+func (a *Service) issueToken(ctx context.Context, u domain.User, purpose TokenPurpose, subject string) (string, error) {
 	token, hash := newMailToken()
 	ttl := a.mail.VerifyTTL
-	t := Token{Hash: hash, Purpose: purpose, UserID: u.ID, Email: u.Email, EmailKey: u.EmailKey, CreatedAt: a.now()}
+	t := Token{Hash: hash, Purpose: purpose, UserID: u.ID, Email: u.Email, EmailKey: u.EmailKey, CreatedAt: a.now(), Subject: subject}
 	switch purpose {
 	case PurposeResetPassword:
 		ttl, t.PasswordPrint = a.mail.ResetTTL, PasswordPrint(u)
-	case PurposeRevertEmail:
+	case PurposeRevertEmail, PurposeRevertFactor:
 		ttl = a.revertTTL()
 	}
 	t.ExpiresAt = t.CreatedAt.Add(ttl)

@@ -1300,6 +1300,12 @@
       used: 'This link was used already: if you opened it before, your address is verified.',
       stale: 'This link was mailed to an address your account no longer has. Ask for a mail to its current address below.',
     },
+    revertFactor: {
+      unknown: 'This link is not one shelf mailed, or it has run out.',
+      expired: 'This link has expired: if the app is not yours, ask for a password reset link for your address and ask an admin to remove the app.',
+      used: 'This link was used already: the app is removed.',
+      stale: 'Your account no longer has the address this link was mailed to.',
+    },
     revertEmail: {
       unknown: 'This link is not one shelf mailed, or it has run out.',
       expired: 'This link has expired: the change can no longer be undone this way. Ask for a password reset link for your address.',
@@ -1377,63 +1383,74 @@
     say('Email address verified. Thank you.');
   }
 
-  // showRevertEmail shows what the link mailed to the old address of an
-  // email change does, and does nothing until its button is pressed: a
-  // mail scanner that fetches the link, or an owner who only reads it,
-  // must not sign every session out.
-  function showRevertEmail() {
-    const token = linkToken('revert-email');
-    const result = $('revert-email-result');
-    const go = $('revert-email-go');
-    $('revert-email-next').hidden = true;
-    $('revert-email-ask').hidden = !token;
-    go.hidden = !token;
-    go.disabled = false;
-    go.removeAttribute('aria-busy');
-    result.className = '';
-    result.textContent = token ? '' : 'This page needs the link from the mail about the change.';
-  }
-
-  // revertEmail undoes the change once the button is pressed: the button
-  // is busy meanwhile, and the outcome is said beside it and focused.
-  async function revertEmail() {
-    const token = linkTokens['revert-email'] || '';
-    const result = $('revert-email-result');
-    const go = $('revert-email-go');
-    go.disabled = true;
-    go.setAttribute('aria-busy', 'true');
-    result.className = '';
-    result.textContent = 'Undoing the change...';
-    try {
-      await api('POST', '/v1/email-changes/revert', { token });
-    } catch (err) {
-      const reason = tokenRefusal(err, 'revertEmail');
-      result.textContent = reason || err.message;
-      result.className = 'error';
-      // A refused link stays refused; anything else may be tried again.
-      go.hidden = Boolean(reason);
+  // revertPage is a page of a link mailed to an account's address that
+  // undoes what someone signed in to it did (an email change, an app
+  // added): it shows what the link does, and does nothing until its
+  // button is pressed (a mail scanner that fetches the link, or an owner
+  // who only reads it, must not sign every session out). The button is
+  // busy meanwhile, and the outcome is said beside it and focused.
+  function revertPage({ page, path, refusals, what, working, done, said }) {
+    const result = $(page + '-result');
+    const go = $(page + '-go');
+    async function revert() {
+      const token = linkTokens[page] || '';
+      go.disabled = true;
+      go.setAttribute('aria-busy', 'true');
+      result.className = '';
+      result.textContent = working;
+      try {
+        await api('POST', path, { token });
+      } catch (err) {
+        const reason = tokenRefusal(err, refusals);
+        result.textContent = reason || err.message;
+        result.className = 'error';
+        // A refused link stays refused; anything else may be tried again.
+        go.hidden = Boolean(reason);
+        go.disabled = false;
+        go.removeAttribute('aria-busy');
+        result.focus();
+        say(reason ? 'This link cannot ' + what + '.' : err.message, true);
+        return;
+      }
+      delete linkTokens[page];
+      forget();
+      showWho();
+      $('logout').hidden = true;
+      $('nav').hidden = true;
+      go.hidden = true;
+      go.removeAttribute('aria-busy');
+      $(page + '-ask').hidden = true;
+      result.textContent = done;
+      result.className = 'ok';
+      $(page + '-next').hidden = false;
+      result.focus();
+      say(said);
+    }
+    go.addEventListener('click', () => revert().catch((err) => say(err.message, true)));
+    return function show() {
+      const token = linkToken(page);
+      $(page + '-next').hidden = true;
+      $(page + '-ask').hidden = !token;
+      go.hidden = !token;
       go.disabled = false;
       go.removeAttribute('aria-busy');
-      result.focus();
-      say(reason ? 'This link cannot undo the change.' : err.message, true);
-      return;
-    }
-    delete linkTokens['revert-email'];
-    forget();
-    showWho();
-    $('logout').hidden = true;
-    $('nav').hidden = true;
-    go.hidden = true;
-    go.removeAttribute('aria-busy');
-    $('revert-email-ask').hidden = true;
-    result.textContent = 'The change is undone: your account has its email address back, and every session of it is signed out.';
-    result.className = 'ok';
-    $('revert-email-next').hidden = false;
-    result.focus();
-    say('Email change undone. Choose a new password now.');
+      result.className = '';
+      result.textContent = token ? '' : 'This page needs the link from the mail.';
+    };
   }
 
-  $('revert-email-go').addEventListener('click', () => revertEmail().catch((err) => say(err.message, true)));
+  const showRevertEmail = revertPage({
+    page: 'revert-email', path: '/v1/email-changes/revert', refusals: 'revertEmail', what: 'undo the change',
+    working: 'Undoing the change...',
+    done: 'The change is undone: your account has its email address back, and every session of it is signed out.',
+    said: 'Email change undone. Choose a new password now.',
+  });
+  const showRevertFactor = revertPage({
+    page: 'revert-factor', path: '/v1/factor-additions/revert', refusals: 'revertFactor', what: 'remove the app',
+    working: 'Removing the app...',
+    done: 'The app is removed, and every session of your account is signed out.',
+    said: 'Authenticator app removed. Choose a new password now.',
+  });
 
   form('verify-again', async (v, f) => {
     await api('POST', '/v1/email-verifications', { email: v.email });
@@ -1651,6 +1668,7 @@
     reset: { public: true, show: async () => showReset() },
     verify: { public: true, show: () => showVerify() },
     'revert-email': { public: true, show: () => showRevertEmail() },
+    'revert-factor': { public: true, show: () => showRevertFactor() },
     library: { show: () => myLibrary.first() },
     // A shared link to an item or a library opens for visitors too: the
     // API serves public items to anyone.

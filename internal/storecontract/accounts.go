@@ -22,7 +22,8 @@ var TokenChecks = []Check[accounts.TokenStore]{
 
 func newToken(c Clock, expires time.Time) accounts.Token {
 	return accounts.Token{Hash: Key("token"), Purpose: accounts.PurposeResetPassword, UserID: Key("user"),
-		Email: "a@example.com", EmailKey: "a@example.com", PasswordPrint: "print", CreatedAt: At(c.Now()), ExpiresAt: At(expires)}
+		Email: "a@example.com", EmailKey: "a@example.com", PasswordPrint: "print", CreatedAt: At(c.Now()), ExpiresAt: At(expires),
+		Subject: "fac_subject"}
 }
 
 // tokenUseDecidedOnce: a use of another purpose does not apply; of racers
@@ -49,7 +50,7 @@ func tokenUseDecidedOnce(t testing.TB, s accounts.TokenStore, c Clock) {
 	})
 	used := fmt.Sprintf("use%d", winner)
 	got, err := s.Get(ctx, tok.Hash)
-	if err != nil || got.UseID != used || got.NewPassword != fmt.Sprintf("hash%d", winner) || got.UsedAt.IsZero() || !got.DoneAt.IsZero() {
+	if err != nil || got.UseID != used || got.NewPassword != fmt.Sprintf("hash%d", winner) || got.UsedAt.IsZero() || !got.DoneAt.IsZero() || got.Subject != tok.Subject {
 		t.Fatalf("after the race: %+v %v, want %s's use, not done", got, err, used)
 	}
 	loser := tok

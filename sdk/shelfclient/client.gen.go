@@ -1377,6 +1377,9 @@ type RequestEmailVerificationJSONRequestBody = MailRequest
 // ConfirmEmailVerificationJSONRequestBody defines body for ConfirmEmailVerification for application/json ContentType.
 type ConfirmEmailVerificationJSONRequestBody = EmailConfirmation
 
+// RevertFactorAdditionJSONRequestBody defines body for RevertFactorAddition for application/json ContentType.
+type RevertFactorAdditionJSONRequestBody = EmailChangeRevert
+
 // CreateGroupJSONRequestBody defines body for CreateGroup for application/json ContentType.
 type CreateGroupJSONRequestBody = NewGroup
 
@@ -1850,6 +1853,68 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
 	ConfirmEmailVerification(ctx context.Context, body ConfirmEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevertFactorAdditionWithBody Remove a factor just added, with the token mailed to the account's address
+	//
+	// Adding an authenticator mails the account's address a notice with
+	// this link, before the factor is confirmed (a confirmation whose
+	// notice cannot be sent is refused). Following it:
+	// - removes that factor (the recovery codes with it, when it was
+	//   the last);
+	// - ends every session of the account;
+	// - makes the password open nothing until it is reset (403
+	//   `password_reset_required`): whoever added the factor knew it;
+	// - mails a password reset link to the address, never held back by
+	//   its hourly limit.
+	// So a thief holding a session and the password who adds a factor
+	// of their own cannot keep the owner out. The token works once (a
+	// second use: 400 `invalid_token`, `used`) and lives
+	// `SHELF_REVERT_EMAIL_TTL` (7 days); a retry after a 503 finishes.
+	//
+	// Who may call: the holder of the token; no session is needed.
+	//
+	// Cost: rate limited per client IP like the other confirmations; a
+	// SERIAL read of the token, a SERIAL read of the account, a
+	// lightweight transaction using the token, a compare-and-set of the
+	// account, the revocation of its sessions, a read of its factors
+	// and the factor's removal (a lightweight transaction), one marking
+	// the token done; the reset mail after the answer.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/factor-additions/revert (the `RevertFactorAddition` operationId).
+	RevertFactorAdditionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevertFactorAddition Remove a factor just added, with the token mailed to the account's address
+	//
+	// Adding an authenticator mails the account's address a notice with
+	// this link, before the factor is confirmed (a confirmation whose
+	// notice cannot be sent is refused). Following it:
+	// - removes that factor (the recovery codes with it, when it was
+	//   the last);
+	// - ends every session of the account;
+	// - makes the password open nothing until it is reset (403
+	//   `password_reset_required`): whoever added the factor knew it;
+	// - mails a password reset link to the address, never held back by
+	//   its hourly limit.
+	// So a thief holding a session and the password who adds a factor
+	// of their own cannot keep the owner out. The token works once (a
+	// second use: 400 `invalid_token`, `used`) and lives
+	// `SHELF_REVERT_EMAIL_TTL` (7 days); a retry after a 503 finishes.
+	//
+	// Who may call: the holder of the token; no session is needed.
+	//
+	// Cost: rate limited per client IP like the other confirmations; a
+	// SERIAL read of the token, a SERIAL read of the account, a
+	// lightweight transaction using the token, a compare-and-set of the
+	// account, the revocation of its sessions, a read of its factors
+	// and the factor's removal (a lightweight transaction), one marking
+	// the token done; the reset mail after the answer.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/factor-additions/revert (the `RevertFactorAddition` operationId).
+	RevertFactorAddition(ctx context.Context, body RevertFactorAdditionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateGroupWithBody Create a group
 	//
@@ -2806,7 +2871,12 @@ type ClientInterface interface {
 	// like any code, once). From then on, logging in takes a code. The
 	// account's first factor answers ten recovery codes, shown once:
 	// each works once in place of a code (keep them where the phone is
-	// not). The answer is `Cache-Control: no-store`.
+	// not). Before the factor works, a notice goes to the account's
+	// address with a link that removes it and recovers the account
+	// (`POST /v1/factor-additions/revert`); a notice that cannot be
+	// sent refuses the confirmation (503 `notice_failed`; to an
+	// address not verified, held back over its hourly limit: 429
+	// `too_many_mails`). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
@@ -2825,7 +2895,12 @@ type ClientInterface interface {
 	// like any code, once). From then on, logging in takes a code. The
 	// account's first factor answers ten recovery codes, shown once:
 	// each works once in place of a code (keep them where the phone is
-	// not). The answer is `Cache-Control: no-store`.
+	// not). Before the factor works, a notice goes to the account's
+	// address with a link that removes it and recovers the account
+	// (`POST /v1/factor-additions/revert`); a notice that cannot be
+	// sent refuses the confirmation (503 `notice_failed`; to an
+	// address not verified, held back over its hourly limit: 429
+	// `too_many_mails`). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
@@ -3744,6 +3819,90 @@ func (c *Client) ConfirmEmailVerificationWithBody(ctx context.Context, contentTy
 // Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
 func (c *Client) ConfirmEmailVerification(ctx context.Context, body ConfirmEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewConfirmEmailVerificationRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevertFactorAdditionWithBody Remove a factor just added, with the token mailed to the account's address
+//
+// Adding an authenticator mails the account's address a notice with
+// this link, before the factor is confirmed (a confirmation whose
+// notice cannot be sent is refused). Following it:
+//   - removes that factor (the recovery codes with it, when it was
+//     the last);
+//   - ends every session of the account;
+//   - makes the password open nothing until it is reset (403
+//     `password_reset_required`): whoever added the factor knew it;
+//   - mails a password reset link to the address, never held back by
+//     its hourly limit.
+//
+// So a thief holding a session and the password who adds a factor
+// of their own cannot keep the owner out. The token works once (a
+// second use: 400 `invalid_token`, `used`) and lives
+// `SHELF_REVERT_EMAIL_TTL` (7 days); a retry after a 503 finishes.
+//
+// Who may call: the holder of the token; no session is needed.
+//
+// Cost: rate limited per client IP like the other confirmations; a
+// SERIAL read of the token, a SERIAL read of the account, a
+// lightweight transaction using the token, a compare-and-set of the
+// account, the revocation of its sessions, a read of its factors
+// and the factor's removal (a lightweight transaction), one marking
+// the token done; the reset mail after the answer.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/factor-additions/revert (the `RevertFactorAddition` operationId).
+func (c *Client) RevertFactorAdditionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevertFactorAdditionRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevertFactorAddition Remove a factor just added, with the token mailed to the account's address
+//
+// Adding an authenticator mails the account's address a notice with
+// this link, before the factor is confirmed (a confirmation whose
+// notice cannot be sent is refused). Following it:
+//   - removes that factor (the recovery codes with it, when it was
+//     the last);
+//   - ends every session of the account;
+//   - makes the password open nothing until it is reset (403
+//     `password_reset_required`): whoever added the factor knew it;
+//   - mails a password reset link to the address, never held back by
+//     its hourly limit.
+//
+// So a thief holding a session and the password who adds a factor
+// of their own cannot keep the owner out. The token works once (a
+// second use: 400 `invalid_token`, `used`) and lives
+// `SHELF_REVERT_EMAIL_TTL` (7 days); a retry after a 503 finishes.
+//
+// Who may call: the holder of the token; no session is needed.
+//
+// Cost: rate limited per client IP like the other confirmations; a
+// SERIAL read of the token, a SERIAL read of the account, a
+// lightweight transaction using the token, a compare-and-set of the
+// account, the revocation of its sessions, a read of its factors
+// and the factor's removal (a lightweight transaction), one marking
+// the token done; the reset mail after the answer.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/factor-additions/revert (the `RevertFactorAddition` operationId).
+func (c *Client) RevertFactorAddition(ctx context.Context, body RevertFactorAdditionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevertFactorAdditionRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5079,7 +5238,12 @@ func (c *Client) EnrolTotp(ctx context.Context, id UserId, body EnrolTotpJSONReq
 // like any code, once). From then on, logging in takes a code. The
 // account's first factor answers ten recovery codes, shown once:
 // each works once in place of a code (keep them where the phone is
-// not). The answer is `Cache-Control: no-store`.
+// not). Before the factor works, a notice goes to the account's
+// address with a link that removes it and recovers the account
+// (`POST /v1/factor-additions/revert`); a notice that cannot be
+// sent refuses the confirmation (503 `notice_failed`; to an
+// address not verified, held back over its hourly limit: 429
+// `too_many_mails`). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
@@ -5108,7 +5272,12 @@ func (c *Client) ConfirmTotpWithBody(ctx context.Context, id UserId, factorId Fa
 // like any code, once). From then on, logging in takes a code. The
 // account's first factor answers ten recovery codes, shown once:
 // each works once in place of a code (keep them where the phone is
-// not). The answer is `Cache-Control: no-store`.
+// not). Before the factor works, a notice goes to the account's
+// address with a link that removes it and recovers the account
+// (`POST /v1/factor-additions/revert`); a notice that cannot be
+// sent refuses the confirmation (503 `notice_failed`; to an
+// address not verified, held back over its hourly limit: 429
+// `too_many_mails`). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
@@ -6239,6 +6408,46 @@ func NewConfirmEmailVerificationRequestWithBody(server string, contentType strin
 	}
 
 	operationPath := fmt.Sprintf("/v1/email-verifications/confirm")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevertFactorAdditionRequest calls the generic RevertFactorAddition builder with application/json body
+func NewRevertFactorAdditionRequest(server string, body RevertFactorAdditionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRevertFactorAdditionRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRevertFactorAdditionRequestWithBody constructs an http.Request for the RevertFactorAddition method, with any body, and a specified content type
+func NewRevertFactorAdditionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/factor-additions/revert")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -8609,6 +8818,68 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/email-verifications/confirm (the `ConfirmEmailVerification` operationId).
 	ConfirmEmailVerificationWithResponse(ctx context.Context, body ConfirmEmailVerificationJSONRequestBody, reqEditors ...RequestEditorFn) (*ConfirmEmailVerificationResponse, error)
 
+	// RevertFactorAdditionWithBodyWithResponse Remove a factor just added, with the token mailed to the account's address
+	//
+	// Adding an authenticator mails the account's address a notice with
+	// this link, before the factor is confirmed (a confirmation whose
+	// notice cannot be sent is refused). Following it:
+	// - removes that factor (the recovery codes with it, when it was
+	//   the last);
+	// - ends every session of the account;
+	// - makes the password open nothing until it is reset (403
+	//   `password_reset_required`): whoever added the factor knew it;
+	// - mails a password reset link to the address, never held back by
+	//   its hourly limit.
+	// So a thief holding a session and the password who adds a factor
+	// of their own cannot keep the owner out. The token works once (a
+	// second use: 400 `invalid_token`, `used`) and lives
+	// `SHELF_REVERT_EMAIL_TTL` (7 days); a retry after a 503 finishes.
+	//
+	// Who may call: the holder of the token; no session is needed.
+	//
+	// Cost: rate limited per client IP like the other confirmations; a
+	// SERIAL read of the token, a SERIAL read of the account, a
+	// lightweight transaction using the token, a compare-and-set of the
+	// account, the revocation of its sessions, a read of its factors
+	// and the factor's removal (a lightweight transaction), one marking
+	// the token done; the reset mail after the answer.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/factor-additions/revert (the `RevertFactorAddition` operationId).
+	RevertFactorAdditionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevertFactorAdditionResponse, error)
+
+	// RevertFactorAdditionWithResponse Remove a factor just added, with the token mailed to the account's address
+	//
+	// Adding an authenticator mails the account's address a notice with
+	// this link, before the factor is confirmed (a confirmation whose
+	// notice cannot be sent is refused). Following it:
+	// - removes that factor (the recovery codes with it, when it was
+	//   the last);
+	// - ends every session of the account;
+	// - makes the password open nothing until it is reset (403
+	//   `password_reset_required`): whoever added the factor knew it;
+	// - mails a password reset link to the address, never held back by
+	//   its hourly limit.
+	// So a thief holding a session and the password who adds a factor
+	// of their own cannot keep the owner out. The token works once (a
+	// second use: 400 `invalid_token`, `used`) and lives
+	// `SHELF_REVERT_EMAIL_TTL` (7 days); a retry after a 503 finishes.
+	//
+	// Who may call: the holder of the token; no session is needed.
+	//
+	// Cost: rate limited per client IP like the other confirmations; a
+	// SERIAL read of the token, a SERIAL read of the account, a
+	// lightweight transaction using the token, a compare-and-set of the
+	// account, the revocation of its sessions, a read of its factors
+	// and the factor's removal (a lightweight transaction), one marking
+	// the token done; the reset mail after the answer.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/factor-additions/revert (the `RevertFactorAddition` operationId).
+	RevertFactorAdditionWithResponse(ctx context.Context, body RevertFactorAdditionJSONRequestBody, reqEditors ...RequestEditorFn) (*RevertFactorAdditionResponse, error)
+
 	// CreateGroupWithBodyWithResponse Create a group
 	//
 	// Creates a group with a unique name; the caller becomes its first
@@ -9598,7 +9869,12 @@ type ClientWithResponsesInterface interface {
 	// like any code, once). From then on, logging in takes a code. The
 	// account's first factor answers ten recovery codes, shown once:
 	// each works once in place of a code (keep them where the phone is
-	// not). The answer is `Cache-Control: no-store`.
+	// not). Before the factor works, a notice goes to the account's
+	// address with a link that removes it and recovers the account
+	// (`POST /v1/factor-additions/revert`); a notice that cannot be
+	// sent refuses the confirmation (503 `notice_failed`; to an
+	// address not verified, held back over its hourly limit: 429
+	// `too_many_mails`). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
@@ -9617,7 +9893,12 @@ type ClientWithResponsesInterface interface {
 	// like any code, once). From then on, logging in takes a code. The
 	// account's first factor answers ten recovery codes, shown once:
 	// each works once in place of a code (keep them where the phone is
-	// not). The answer is `Cache-Control: no-store`.
+	// not). Before the factor works, a notice goes to the account's
+	// address with a link that removes it and recovers the account
+	// (`POST /v1/factor-additions/revert`); a notice that cannot be
+	// sent refuses the confirmation (503 `notice_failed`; to an
+	// address not verified, held back over its hourly limit: 429
+	// `too_many_mails`). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
@@ -11879,6 +12160,162 @@ func (r ConfirmEmailVerificationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ConfirmEmailVerificationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevertFactorAdditionResponse204Headers the declared response headers of an HTTP 204 response for RevertFactorAddition
+type RevertFactorAdditionResponse204Headers struct {
+	XRequestId *string
+}
+
+// RevertFactorAdditionResponse400Headers the declared response headers of an HTTP 400 response for RevertFactorAddition
+type RevertFactorAdditionResponse400Headers struct {
+	XRequestId *string
+}
+
+// RevertFactorAdditionResponse401Headers the declared response headers of an HTTP 401 response for RevertFactorAddition
+type RevertFactorAdditionResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RevertFactorAdditionResponse409Headers the declared response headers of an HTTP 409 response for RevertFactorAddition
+type RevertFactorAdditionResponse409Headers struct {
+	XRequestId *string
+}
+
+// RevertFactorAdditionResponse413Headers the declared response headers of an HTTP 413 response for RevertFactorAddition
+type RevertFactorAdditionResponse413Headers struct {
+	XRequestId *string
+}
+
+// RevertFactorAdditionResponse415Headers the declared response headers of an HTTP 415 response for RevertFactorAddition
+type RevertFactorAdditionResponse415Headers struct {
+	XRequestId *string
+}
+
+// RevertFactorAdditionResponse429Headers the declared response headers of an HTTP 429 response for RevertFactorAddition
+type RevertFactorAdditionResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RevertFactorAdditionResponse500Headers the declared response headers of an HTTP 500 response for RevertFactorAddition
+type RevertFactorAdditionResponse500Headers struct {
+	XRequestId *string
+}
+
+// RevertFactorAdditionResponse503Headers the declared response headers of an HTTP 503 response for RevertFactorAddition
+type RevertFactorAdditionResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RevertFactorAdditionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *RevertFactorAdditionResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RevertFactorAdditionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevertFactorAdditionResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RevertFactorAdditionResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RevertFactorAdditionResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RevertFactorAdditionResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevertFactorAdditionResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RevertFactorAdditionResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevertFactorAdditionResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RevertFactorAdditionResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RevertFactorAdditionResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RevertFactorAdditionResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RevertFactorAdditionResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RevertFactorAdditionResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RevertFactorAdditionResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RevertFactorAdditionResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RevertFactorAdditionResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevertFactorAdditionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevertFactorAdditionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevertFactorAdditionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevertFactorAdditionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17985,6 +18422,82 @@ func (c *ClientWithResponses) ConfirmEmailVerificationWithResponse(ctx context.C
 	return ParseConfirmEmailVerificationResponse(rsp)
 }
 
+// RevertFactorAdditionWithBodyWithResponse Remove a factor just added, with the token mailed to the account's address
+//
+// Adding an authenticator mails the account's address a notice with
+// this link, before the factor is confirmed (a confirmation whose
+// notice cannot be sent is refused). Following it:
+//   - removes that factor (the recovery codes with it, when it was
+//     the last);
+//   - ends every session of the account;
+//   - makes the password open nothing until it is reset (403
+//     `password_reset_required`): whoever added the factor knew it;
+//   - mails a password reset link to the address, never held back by
+//     its hourly limit.
+//
+// So a thief holding a session and the password who adds a factor
+// of their own cannot keep the owner out. The token works once (a
+// second use: 400 `invalid_token`, `used`) and lives
+// `SHELF_REVERT_EMAIL_TTL` (7 days); a retry after a 503 finishes.
+//
+// Who may call: the holder of the token; no session is needed.
+//
+// Cost: rate limited per client IP like the other confirmations; a
+// SERIAL read of the token, a SERIAL read of the account, a
+// lightweight transaction using the token, a compare-and-set of the
+// account, the revocation of its sessions, a read of its factors
+// and the factor's removal (a lightweight transaction), one marking
+// the token done; the reset mail after the answer.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/factor-additions/revert (the `RevertFactorAddition` operationId).
+func (c *ClientWithResponses) RevertFactorAdditionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevertFactorAdditionResponse, error) {
+	rsp, err := c.RevertFactorAdditionWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevertFactorAdditionResponse(rsp)
+}
+
+// RevertFactorAdditionWithResponse Remove a factor just added, with the token mailed to the account's address
+//
+// Adding an authenticator mails the account's address a notice with
+// this link, before the factor is confirmed (a confirmation whose
+// notice cannot be sent is refused). Following it:
+//   - removes that factor (the recovery codes with it, when it was
+//     the last);
+//   - ends every session of the account;
+//   - makes the password open nothing until it is reset (403
+//     `password_reset_required`): whoever added the factor knew it;
+//   - mails a password reset link to the address, never held back by
+//     its hourly limit.
+//
+// So a thief holding a session and the password who adds a factor
+// of their own cannot keep the owner out. The token works once (a
+// second use: 400 `invalid_token`, `used`) and lives
+// `SHELF_REVERT_EMAIL_TTL` (7 days); a retry after a 503 finishes.
+//
+// Who may call: the holder of the token; no session is needed.
+//
+// Cost: rate limited per client IP like the other confirmations; a
+// SERIAL read of the token, a SERIAL read of the account, a
+// lightweight transaction using the token, a compare-and-set of the
+// account, the revocation of its sessions, a read of its factors
+// and the factor's removal (a lightweight transaction), one marking
+// the token done; the reset mail after the answer.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/factor-additions/revert (the `RevertFactorAddition` operationId).
+func (c *ClientWithResponses) RevertFactorAdditionWithResponse(ctx context.Context, body RevertFactorAdditionJSONRequestBody, reqEditors ...RequestEditorFn) (*RevertFactorAdditionResponse, error) {
+	rsp, err := c.RevertFactorAddition(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevertFactorAdditionResponse(rsp)
+}
+
 // CreateGroupWithBodyWithResponse Create a group
 //
 // Creates a group with a unique name; the caller becomes its first
@@ -19196,7 +19709,12 @@ func (c *ClientWithResponses) EnrolTotpWithResponse(ctx context.Context, id User
 // like any code, once). From then on, logging in takes a code. The
 // account's first factor answers ten recovery codes, shown once:
 // each works once in place of a code (keep them where the phone is
-// not). The answer is `Cache-Control: no-store`.
+// not). Before the factor works, a notice goes to the account's
+// address with a link that removes it and recovers the account
+// (`POST /v1/factor-additions/revert`); a notice that cannot be
+// sent refuses the confirmation (503 `notice_failed`; to an
+// address not verified, held back over its hourly limit: 429
+// `too_many_mails`). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
@@ -19221,7 +19739,12 @@ func (c *ClientWithResponses) ConfirmTotpWithBodyWithResponse(ctx context.Contex
 // like any code, once). From then on, logging in takes a code. The
 // account's first factor answers ten recovery codes, shown once:
 // each works once in place of a code (keep them where the phone is
-// not). The answer is `Cache-Control: no-store`.
+// not). Before the factor works, a notice goes to the account's
+// address with a link that removes it and recovers the account
+// (`POST /v1/factor-additions/revert`); a notice that cannot be
+// sent refuses the confirmation (503 `notice_failed`; to an
+// address not verified, held back over its hourly limit: 429
+// `too_many_mails`). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
@@ -21846,6 +22369,198 @@ func ParseConfirmEmailVerificationResponse(rsp *http.Response) (*ConfirmEmailVer
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ConfirmEmailVerificationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevertFactorAdditionResponse parses an HTTP response from a RevertFactorAdditionWithResponse call
+func ParseRevertFactorAdditionResponse(rsp *http.Response) (*RevertFactorAdditionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevertFactorAdditionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers RevertFactorAdditionResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers RevertFactorAdditionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RevertFactorAdditionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers RevertFactorAdditionResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RevertFactorAdditionResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RevertFactorAdditionResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers RevertFactorAdditionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RevertFactorAdditionResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevertFactorAdditionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

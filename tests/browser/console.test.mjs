@@ -147,13 +147,13 @@ async function noRawIds() {
 }
 
 // mails answers the links of the mails the api logged (in log) to address
-// about what ('verify', 'reset' or 'revert-email'), oldest first.
+// about what ('verify', 'reset', 'revert-email' or 'revert-factor'), oldest first.
 function mails(address, what, log = mailLog) {
   const links = [];
   for (const line of readFileSync(log, 'utf8').split('\n')) {
     if (!line.includes('SHELF_MAILER=log')) continue;
     const m = JSON.parse(line);
-    const link = m.to === address && (m.text.match(/https?:\/\/\S+#\/(verify|reset|revert-email)\?token=[\w%-]+/) || [])[0];
+    const link = m.to === address && (m.text.match(/https?:\/\/\S+#\/(verify|reset|revert-email|revert-factor)\?token=[\w%-]+/) || [])[0];
     if (link && link.includes('#/' + what + '?')) links.push(link);
   }
   return links;
@@ -1098,7 +1098,23 @@ await step('a second factor: the password alone opens the code form, a wrong cod
   expect(fresh.includes('New recovery codes'), 'new codes: ' + fresh);
   expect(await page.locator('#recovery-codes li').count() === 10, 'ten new codes shown');
   await shot('account-factors');
-  await logout();
+  // The notice of the tablet, followed: it asks first, then removes the
+  // app, signs out, and the password opens nothing until a reset.
+  const tabletNotice = mails(`${dana}@example.org`, 'revert-factor');
+  expect(tabletNotice.length === 2, 'each app added mailed a notice with a link: ' + tabletNotice.length);
+  await open(tabletNotice[1], 'revert-factor');
+  expect((await page.locator('#revert-factor-ask').textContent()).includes('removes that app'), 'the page says what it does');
+  expect((await page.locator('#who').textContent()).includes(dana), 'loading the link signed nothing out');
+  await page.locator('#revert-factor-go').click();
+  await page.waitForFunction(() => document.getElementById('revert-factor-result').className === 'ok');
+  expect((await page.locator('#revert-factor-result').textContent()).includes('The app is removed'), 'removed: the outcome beside the button');
+  expect(await page.locator('#revert-factor-next').isVisible(), 'and says to choose a new password');
+  expect((await page.locator('#who').textContent()) === 'not logged in', 'this session is signed out too');
+  await visit('#/library', 'auth');
+  await refused(403, async () => {
+    await submit('login', { login: dana, password: newPw }, true);
+  });
+  expect(await page.locator('#login-recovered').isVisible(), 'the password opens nothing until a reset');
 });
 
 await step('delete an account alone in its group: the group is closed with it (404), and its name is free for a new group', async () => {

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -268,5 +269,79 @@ func TestWhatTakesAnAccountAsksTheFactorToo(t *testing.T) {
 	}
 	if r := login(api, renamed, "an entirely new passphrase"); r.StatusCode != http.StatusAccepted {
 		t.Fatalf("the new name and password: %d %s, want the factor's 202", r.StatusCode, r.Body)
+	}
+}
+
+// factorKeys turn second factors on where SHELF_PUBLIC_URL is not this
+// machine (the mail tests' apps).
+var factorKeys = map[string]string{"SHELF_FACTOR_KEYS": "k2:" + strings.Repeat("A", 43) + "=,k1:" + strings.Repeat("B", 43) + "="}
+
+// TestAThiefsFactorIsUndoneFromTheMailbox: a thief with a session and
+// the password adds an authenticator of their own; its notice reaches
+// the owner's address before it works, and its link removes it, ends
+// every session (the thief's too), and makes the password open nothing
+// until the owner's reset, which then logs in without any code.
+func TestAThiefsFactorIsUndoneFromTheMailbox(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	db := testkit.PackageDB(t)
+	_, api := newMailApp(t, db, mp, factorKeys)
+	_, other := newMailApp(t, db, mp, factorKeys)
+	n := name("owner")
+	owned := n + "@example.org"
+	u, _ := verifiedUser(t, api, mp, n)
+	stolen := other.As(mustLogin(t, other, n).Token)
+	enrolTOTP(t, stolen, u.ID)
+	notice := mp.WaitFor(t, owned, 2)[0]
+	if notice.Subject != "An authenticator app was added to your shelf account" {
+		t.Fatalf("the owner's address got %q", notice.Subject)
+	}
+	challengeFor(t, api, n) // the thief's factor works: the owner's password alone no longer logs in
+	token := testkit.TokenIn(t, notice.Text, "revert-factor")
+	if r := api.Send(http.MethodPost, "/v1/factor-additions/revert", map[string]string{"token": token}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the notice's link: %d %s", r.StatusCode, r.Body)
+	}
+	if r := other.Send(http.MethodPost, "/v1/factor-additions/revert", map[string]string{"token": token}); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("the link again: %d %s", r.StatusCode, r.Body)
+	}
+	if r := stolen.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the thief's session after the link: %d", r.StatusCode)
+	}
+	refusedUntilReset(t, other, n, "the thief's password")
+	back := resetAfterRevert(t, api, mp, owned, 3, n)
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	readFactors(t, back, u.ID, &list)
+	if len(list.Items) != 0 {
+		t.Fatalf("the thief's factor after the link: %s", list.Items)
+	}
+}
+
+// TestAResetKeepsTheFactor: a reset proves the mailbox and sets the
+// password, and answers the challenge, not a session: the code makes it.
+func TestAResetKeepsTheFactor(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	db := testkit.PackageDB(t)
+	_, api := newMailApp(t, db, mp, factorKeys)
+	n := name("keeper")
+	u, me := verifiedUser(t, api, mp, n)
+	app, _ := enrolTOTP(t, me, u.ID)
+	if r := api.Send(http.MethodPost, "/v1/password-resets", map[string]string{"email": n + "@example.org"}); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("a reset request: %d %s", r.StatusCode, r.Body)
+	}
+	token := testkit.TokenIn(t, mp.WaitFor(t, n+"@example.org", 3)[0].Text, "reset")
+	r := api.Send(http.MethodPost, "/v1/password-resets/confirm", map[string]string{"token": token, "newPassword": recoveredPassword})
+	var c challengeBody
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("a reset of an account with a factor: %d %s, want 202", r.StatusCode, r.Body)
+	}
+	r.JSON(t, &c)
+	if r := secondStep(api, c.Challenge, "code", app.code(t)); r.StatusCode != http.StatusCreated {
+		t.Fatalf("the reset's challenge and a code: %d %s", r.StatusCode, r.Body)
+	}
+	if r := login(api, n, recoveredPassword); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the new password: %d %s, want the factor's 202", r.StatusCode, r.Body)
 	}
 }
