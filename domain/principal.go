@@ -26,7 +26,19 @@ type Session struct {
 	// PasswordEpoch is the account's User.PasswordEpoch when the login
 	// checked its password (0 for sessions from before it was kept).
 	PasswordEpoch int
+	// MadeWith is what its login proved, in order: MadePassword or
+	// MadeReset, then MadeTOTP or MadeRecoveryCode for an account with a
+	// second factor (nil for sessions from before it was kept).
+	MadeWith []string
 }
+
+// What a login proved (Session.MadeWith).
+const (
+	MadePassword     = "password"
+	MadeReset        = "reset"
+	MadeTOTP         = "totp"
+	MadeRecoveryCode = "recovery_code"
+)
 
 // ID is the session's public id: SessionIDPrefix and 128 bits of a hash of
 // the token hash. It names the session in its owner's list without being

@@ -74,12 +74,13 @@ type sessionInfoResponse struct {
 	ExpiresAt  timestamp `json:"expiresAt"`
 	UserAgent  string    `json:"userAgent,omitempty"`
 	ClientIP   string    `json:"clientIp,omitempty"`
+	MadeWith   []string  `json:"madeWith,omitempty"`
 	Current    bool      `json:"current"`
 }
 
 func toSessionInfoResponse(v accounts.SessionView) sessionInfoResponse {
 	return sessionInfoResponse{ID: v.ID(), CreatedAt: stamp(v.CreatedAt), LastSeenAt: stamp(v.Seen()),
-		ExpiresAt: stamp(v.ExpiresAt), UserAgent: v.UserAgent, ClientIP: v.ClientIP, Current: v.Current}
+		ExpiresAt: stamp(v.ExpiresAt), UserAgent: v.UserAgent, ClientIP: v.ClientIP, MadeWith: v.MadeWith, Current: v.Current}
 }
 
 // list serves GET /v1/users/{id}/sessions: the user's live sessions,

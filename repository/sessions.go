@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"strings"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -53,11 +54,12 @@ type sessionDetailRow struct {
 	sessionRow
 	UserAgent string `db:"user_agent"`
 	ClientIP  string `db:"client_ip"`
+	MadeWith  string `db:"made_with"`
 }
 
 // columns are sessionsSelectManyCQL's.
 func (r *sessionDetailRow) columns() []any {
-	return append(r.sessionRow.columns(), &r.UserAgent, &r.ClientIP)
+	return append(r.sessionRow.columns(), &r.UserAgent, &r.ClientIP, &r.MadeWith)
 }
 
 // sessionIndexRow is a row of sessions_by_user as sessionsOfUserCQL reads
@@ -75,12 +77,12 @@ func (r *sessionIndexRow) columns() []any {
 }
 
 const (
-	sessionInsertCQL versionedCQL = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at, user_agent, client_ip, password_epoch) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionInsertCQL versionedCQL = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at, user_agent, client_ip, password_epoch, made_with) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
 	sessionIndexCQL  versionedCQL = `INSERT INTO sessions_by_user (user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
 	sessionSelectCQL readCQL      = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch FROM sessions WHERE token_hash = ?`
 	// sessionsSelectManyCQL reads the sessions of one page of a user's
 	// list at once (their partitions, by IN).
-	sessionsSelectManyCQL readCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch, user_agent, client_ip FROM sessions WHERE token_hash IN ?`
+	sessionsSelectManyCQL readCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch, user_agent, client_ip, made_with FROM sessions WHERE token_hash IN ?`
 	// sessionTouchCQL records a sighting: last_seen alone, at the
 	// sighting's own timestamp, expiring with the session.
 	sessionTouchCQL      versionedCQL = `UPDATE sessions USING TIMESTAMP ? AND TTL ? SET last_seen = ? WHERE token_hash = ?`
@@ -114,7 +116,7 @@ func (s *Sessions) Create(ctx context.Context, sess domain.Session) error {
 		return err
 	}
 	return s.db.write(ctx, "sessions.insert", sessionInsertCQL, sess.TokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt,
-		orUnset(sess.UserAgent), orUnset(sess.ClientIP), sess.PasswordEpoch, ts, ttl)
+		orUnset(sess.UserAgent), orUnset(sess.ClientIP), sess.PasswordEpoch, orUnset(strings.Join(sess.MadeWith, ",")), ts, ttl)
 }
 
 // Get reads a session by token hash. A row without user_id is no session:
@@ -147,6 +149,9 @@ func (s *Sessions) GetMany(ctx context.Context, tokenHashes []string) (map[strin
 		}
 		d := r.toDomain()
 		d.UserAgent, d.ClientIP = r.UserAgent, r.ClientIP
+		if r.MadeWith != "" {
+			d.MadeWith = strings.Split(r.MadeWith, ",")
+		}
 		out[r.TokenHash] = d
 	}
 	return out, nil

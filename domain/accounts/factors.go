@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -582,13 +583,15 @@ func (a *Service) hasFactor(ctx context.Context, userID string) (bool, error) {
 // challenge answers a proven password of an account with a factor: a
 // single-use token, bound to the password's epoch, that SecondFactor
 // turns into a session within challengeTTL. One lightweight transaction.
-func (a *Service) challenge(ctx context.Context, u domain.Access) (LoginResult, error) {
+// from is what answered it (domain.MadePassword or MadeReset), kept in
+// the token's subject for the session's MadeWith.
+func (a *Service) challenge(ctx context.Context, u domain.Access, from string) (LoginResult, error) {
 	if a.mail.Tokens == nil {
 		return LoginResult{}, ErrFactorsOff
 	}
 	token, hash := newMailToken()
 	t := Token{Hash: hash, Purpose: PurposeLoginChallenge, UserID: u.ID, PasswordPrint: epochPrint(u.ID, u.PasswordEpoch),
-		CreatedAt: a.now()}
+		CreatedAt: a.now(), Subject: from}
 	t.ExpiresAt = t.CreatedAt.Add(challengeTTL)
 	if err := a.mail.Tokens.Create(ctx, t); err != nil {
 		return LoginResult{}, err
@@ -660,7 +663,11 @@ func (a *Service) SecondFactor(ctx context.Context, challenge string, proof Proo
 	if !applied {
 		return LoginResult{}, errChallenge("used", "was used already")
 	}
-	out, err := a.openSession(ctx, u.Access, client, errChallenge("stale", "no longer applies"))
+	second := domain.MadeTOTP
+	if proof.RecoveryCode != "" {
+		second = domain.MadeRecoveryCode
+	}
+	out, err := a.openSession(ctx, u.Access, client, errChallenge("stale", "no longer applies"), cmp.Or(t.Subject, domain.MadePassword), second)
 	if err != nil {
 		return LoginResult{}, err
 	}

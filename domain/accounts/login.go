@@ -115,9 +115,9 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 		if err != nil {
 			return LoginResult{}, err
 		}
-		return a.challenge(ctx, u.Access)
+		return a.challenge(ctx, u.Access, domain.MadePassword)
 	}
-	return a.openSession(ctx, u.Access, client, ErrInvalidCredentials)
+	return a.openSession(ctx, u.Access, client, ErrInvalidCredentials, domain.MadePassword)
 }
 
 // mayLogIn refuses a session to account u once its caller proved the
@@ -143,13 +143,15 @@ func (a *Service) mayLogIn(u domain.Credentials) error {
 // one way to open a session. gone is the answer when the account was
 // deleted or its password moved on meanwhile; a suspension that landed
 // meanwhile answers ErrSuspended. Either way the session is deleted
-// again and no token handed out. Cost: the session write and one account
-// read (SignedIn: what it checks and what the answer shows).
-func (a *Service) openSession(ctx context.Context, u domain.Access, client Client, gone error) (LoginResult, error) {
+// again and no token handed out. madeWith is what the login proved
+// (Session.MadeWith). Cost: the session write and one account read
+// (SignedIn: what it checks and what the answer shows).
+func (a *Service) openSession(ctx context.Context, u domain.Access, client Client, gone error, madeWith ...string) (LoginResult, error) {
 	token, hash := NewToken(u.ID)
 	now := a.now()
 	s := domain.Session{TokenHash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(a.cfg.SessionTTL),
-		UserAgent: domain.CleanText(client.UserAgent, UserAgentMax), ClientIP: client.IP, PasswordEpoch: u.PasswordEpoch}
+		UserAgent: domain.CleanText(client.UserAgent, UserAgentMax), ClientIP: client.IP, PasswordEpoch: u.PasswordEpoch,
+		MadeWith: madeWith}
 	if err := a.sessions.Create(ctx, s); err != nil {
 		return LoginResult{}, err
 	}

@@ -376,9 +376,9 @@ func (a *Service) resetSession(ctx context.Context, u domain.User, client Client
 		if err != nil {
 			return LoginResult{}, err
 		}
-		return a.challenge(ctx, u.Access())
+		return a.challenge(ctx, u.Access(), domain.MadeReset)
 	}
-	opened, err := a.openSession(ctx, u.Access(), client, ErrTokenStale)
+	opened, err := a.openSession(ctx, u.Access(), client, ErrTokenStale, domain.MadeReset)
 	if errors.Is(err, domain.ErrForbidden) {
 		return LoginResult{}, nil // suspended meanwhile
 	}

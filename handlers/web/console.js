@@ -1017,7 +1017,7 @@
       const browser = document.createElement('span');
       browser.textContent = device(s.userAgent);
       if (s.userAgent) browser.title = s.userAgent;
-      const tr = row(when(s.createdAt), 'active ' + ago(s.lastSeenAt || s.createdAt), browser, s.clientIp || 'unknown',
+      const tr = row(when(s.createdAt), 'active ' + ago(s.lastSeenAt || s.createdAt), browser, s.clientIp || 'unknown', madeWith(s.madeWith),
         s.current ? 'this session' : removeButton('Sign out', 'Sign out the session logged in ' + when(s.createdAt)
           + (s.userAgent ? ' (' + device(s.userAgent) + ')' : '') + '? Whoever uses it must log in again.', 'Yes, sign it out', async () => {
           await api('DELETE', '/v1/users/' + state.me.id + '/sessions/' + enc(s.id));
@@ -1028,6 +1028,11 @@
       if (s.current) tr.className = 'current';
       return tr;
     }), 'No sessions.'));
+
+  // madeWith says what a session's login proved: "password and
+  // authenticator app" (nothing for a session from before it was kept).
+  const proofWords = { password: 'password', reset: 'password reset', totp: 'authenticator app', recovery_code: 'recovery code' };
+  const madeWith = (m) => (m || []).map((p) => proofWords[p] || word(p)).join(' and ');
 
   // showEmailStatus says whether the account's email is verified and
   // which new address waits for its link, and offers to mail the link

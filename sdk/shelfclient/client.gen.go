@@ -251,6 +251,30 @@ func (e SessionKeep) Valid() bool {
 	}
 }
 
+// Defines values for SessionProof.
+const (
+	SessionProofPassword     SessionProof = "password"
+	SessionProofRecoveryCode SessionProof = "recovery_code"
+	SessionProofReset        SessionProof = "reset"
+	SessionProofTotp         SessionProof = "totp"
+)
+
+// Valid indicates whether the value is a known member of the SessionProof enum.
+func (e SessionProof) Valid() bool {
+	switch e {
+	case SessionProofPassword:
+		return true
+	case SessionProofRecoveryCode:
+		return true
+	case SessionProofReset:
+		return true
+	case SessionProofTotp:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UserRole.
 const (
 	UserRoleAdmin UserRole = "admin"
@@ -922,6 +946,12 @@ type SessionInfo struct {
 	// behind; `createdAt` until one is recorded.
 	LastSeenAt time.Time `json:"lastSeenAt"`
 
+	// MadeWith What the login that made it proved, in order: `password` (a
+	// login) or `reset` (a password reset), then `totp` (an
+	// authenticator's code) or `recovery_code` for an account with a
+	// second factor. Absent for sessions from before it was kept.
+	MadeWith *[]SessionProof `json:"madeWith,omitempty"`
+
 	// UserAgent The login's `User-Agent`, as the client sent it: recorded, not
 	// checked, so nothing is refused; invisible, control and bidi
 	// characters are dropped and it is cut to 256 characters. Absent
@@ -939,6 +969,9 @@ type SessionList struct {
 	// NextCursor Pass as `cursor` for the next page; absent on the last page.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
+
+// SessionProof One thing a session's login proved.
+type SessionProof string
 
 // Suspension defines model for Suspension.
 type Suspension struct {

@@ -1079,6 +1079,9 @@ await step('a second factor: the password alone opens the code form, a wrong cod
   expect((await page.locator('#factors-status').textContent()).includes('Recovery codes left: 10'), 'ten recovery codes left');
   expect(await page.locator('#factors tbody tr', { hasText: 'phone' }).isVisible(), 'the phone is listed');
   expect(await page.locator('#password .factor-code').isVisible(), 'the password form asks a code');
+  await page.locator('#sessions tr.current').waitFor();
+  const made = await page.locator('#sessions tr.current').textContent();
+  expect(made.includes('password and authenticator app'), 'this session says how it was made: ' + made);
   await submit('factor-add', { name: 'tablet', currentPassword: pw, code: await phoneApp() });
   await page.waitForSelector('#factor-setup:not([hidden])');
   expect((await page.locator('#factor-qr').getAttribute('src')).startsWith('data:image/png;base64,'), 'a QR code is shown');

@@ -129,8 +129,16 @@ func TestAPasswordThiefGetsNoSessionWithAFactor(t *testing.T) {
 		if r := secondStep(api, ch, "code", "000000"); r.StatusCode != http.StatusUnauthorized || !strings.Contains(string(r.Body), "invalid_code") {
 			t.Fatalf("a wrong code: %d %s", r.StatusCode, r.Body)
 		}
-		if r := secondStep(api, ch, "code", app.code(t)); r.StatusCode != http.StatusCreated {
+		r := secondStep(api, ch, "code", app.code(t))
+		if r.StatusCode != http.StatusCreated {
 			t.Fatalf("the right code: %d %s", r.StatusCode, r.Body)
+		}
+		var s sessionBody
+		r.JSON(t, &s)
+		for _, info := range sessionsOf(t, api.As(s.Token), u.ID, 50) {
+			if info.Current && strings.Join(info.MadeWith, "+") != "password+totp" {
+				t.Fatalf("the session of a code says it was made with %v", info.MadeWith)
+			}
 		}
 		if r := secondStep(api, ch, "code", "123456"); r.StatusCode != http.StatusUnauthorized || !strings.Contains(string(r.Body), "invalid_challenge") {
 			t.Fatalf("a used challenge again: %d %s", r.StatusCode, r.Body)

@@ -22,6 +22,7 @@ type sessionInfoBody struct {
 	ExpiresAt  time.Time `json:"expiresAt"`
 	UserAgent  string    `json:"userAgent"`
 	ClientIP   string    `json:"clientIp"`
+	MadeWith   []string  `json:"madeWith"`
 	Current    bool      `json:"current"`
 }
 
