@@ -3,8 +3,8 @@ package repository
 import (
 	"context"
 	"errors"
-	"sync"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
