@@ -29,19 +29,24 @@ const (
 	AuditSessionsRevoked AuditAction = "sessions_revoked"
 	// AuditFactorRemoved: a second factor of another's account removed.
 	AuditFactorRemoved AuditAction = "factor_removed"
+	// AuditRecoveryCodeUsed: a recovery code of the account used, by
+	// whoever held it (Actor: the account itself), at a login or for a
+	// change: the one entry an owner's own action writes.
+	AuditRecoveryCodeUsed AuditAction = "recovery_code_used"
 )
 
 // AuditActions lists every action, in the contract's order.
 var AuditActions = []AuditAction{AuditRoleGranted, AuditRoleRevoked, AuditEmailChanged, AuditUsernameChanged,
 	AuditDisplayNameChanged, AuditSuspended, AuditUnsuspended, AuditDeleted,
-	AuditSessionsListed, AuditSessionRevoked, AuditSessionsRevoked, AuditFactorRemoved}
+	AuditSessionsListed, AuditSessionRevoked, AuditSessionsRevoked, AuditFactorRemoved, AuditRecoveryCodeUsed}
 
-// OfSessions reports an action on an account's sessions. Such an action
-// writes no account version: its entry is keyed by the version it read
+// OfSessions reports an action on an account's sessions, or on its
+// second factors. Such an action writes no account version: its entry is keyed by the version it read
 // and its own time, and written before the action (no entry, no action;
 // docs/design.md#account-audit).
 func (a AuditAction) OfSessions() bool {
-	return a == AuditSessionsListed || a == AuditSessionRevoked || a == AuditSessionsRevoked || a == AuditFactorRemoved
+	return a == AuditSessionsListed || a == AuditSessionRevoked || a == AuditSessionsRevoked || a == AuditFactorRemoved ||
+		a == AuditRecoveryCodeUsed
 }
 
 // Where an admin action came from.

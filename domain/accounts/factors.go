@@ -554,11 +554,48 @@ func (a *Service) useRecoveryCode(ctx context.Context, userID string, set Recove
 	_, spent := set.Used[h]
 	used := false
 	if known && !spent {
+		// Audited before it is used: no entry, no use (an entry may stand
+		// for a use that then lost its race, or whose answer was lost).
+		client := clientOf(ctx)
+		e := domain.AuditEntry{UserID: userID, At: a.now(), Action: domain.AuditRecoveryCodeUsed, Actor: userID,
+			Via: domain.ViaAPI, From: domain.Origin{IP: client.IP, UserAgent: domain.CleanText(client.UserAgent, UserAgentMax)}}
+		if err := a.audit.Record(ctx, []domain.AuditEntry{e}); err != nil {
+			return err
+		}
 		if used, err = a.factors.UseRecovery(ctx, set, h, domain.NewID("use_")); err != nil {
 			return err
 		}
 	}
-	return codeVerdict(ctx, c, used, ErrWrongRecoveryCode)
+	if err := codeVerdict(ctx, c, used, ErrWrongRecoveryCode); err != nil {
+		return err
+	}
+	a.mailRecoveryNotice(ctx, userID, set.Left()-1)
+	return nil
+}
+
+// mailRecoveryNotice tells the account's address, after the answer, that
+// one of its recovery codes was used and how many are left: an owner
+// whose codes were stolen learns it at the first use. Counted against the
+// address's hourly limit, and never held back to a verified address.
+func (a *Service) mailRecoveryNotice(ctx context.Context, userID string, left int) {
+	if !a.mailOn() {
+		return
+	}
+	a.afterAnswer(ctx, "mailing a recovery code's notice", func(ctx context.Context) error {
+		u, err := a.users.Get(ctx, userID)
+		if err != nil {
+			return err
+		}
+		if err := a.countMail(ctx, u.EmailKey); err != nil && u.EmailVerifiedAt.IsZero() {
+			return err
+		}
+		return a.mail.Mailer.Send(ctx, Message{To: u.Email, Subject: "A recovery code of your shelf account was used", Text: fmt.Sprintf(
+			"Hello,\n\na recovery code of the shelf account of this address was just used in place of an authenticator's code; "+
+				"%d unused codes are left.\n\n"+
+				"If it was you, there is nothing to do (you can make new codes on the account page).\n\n"+
+				"If it was not you, someone has your password and your recovery codes: reset your password from the login page "+
+				"(it signs every session out), then make new recovery codes.\n", left)})
+	})
 }
 
 // ErrWrongRecoveryCode answers a recovery code that is not one of the

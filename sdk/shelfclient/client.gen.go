@@ -26,6 +26,7 @@ const (
 	AuditActionDisplayNameChanged AuditAction = "display_name_changed"
 	AuditActionEmailChanged       AuditAction = "email_changed"
 	AuditActionFactorRemoved      AuditAction = "factor_removed"
+	AuditActionRecoveryCodeUsed   AuditAction = "recovery_code_used"
 	AuditActionRoleGranted        AuditAction = "role_granted"
 	AuditActionRoleRevoked        AuditAction = "role_revoked"
 	AuditActionSessionRevoked     AuditAction = "session_revoked"
@@ -46,6 +47,8 @@ func (e AuditAction) Valid() bool {
 	case AuditActionEmailChanged:
 		return true
 	case AuditActionFactorRemoved:
+		return true
+	case AuditActionRecoveryCodeUsed:
 		return true
 	case AuditActionRoleGranted:
 		return true
@@ -337,7 +340,10 @@ func (e Visibility) Valid() bool {
 // `deleted` (the account deleted by an admin), `sessions_listed`,
 // `session_revoked` and `sessions_revoked` (by an admin, of
 // another's account: its sessions listed, one ended, all ended),
-// `factor_removed` (a second factor of another's account).
+// `factor_removed` (a second factor of another's account), and
+// one the owner's own action writes: `recovery_code_used` (one of
+// the account's recovery codes used, at a login or for a change;
+// `actor` is the account itself).
 type AuditAction string
 
 // AuditEntry One admin action on an account.
@@ -350,7 +356,10 @@ type AuditEntry struct {
 	// `deleted` (the account deleted by an admin), `sessions_listed`,
 	// `session_revoked` and `sessions_revoked` (by an admin, of
 	// another's account: its sessions listed, one ended, all ended),
-	// `factor_removed` (a second factor of another's account).
+	// `factor_removed` (a second factor of another's account), and
+	// one the owner's own action writes: `recovery_code_used` (one of
+	// the account's recovery codes used, at a login or for a change;
+	// `actor` is the account itself).
 	Action AuditAction `json:"action"`
 
 	// Actor The id of the admin who acted; absent for the command line.

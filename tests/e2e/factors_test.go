@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -351,5 +352,35 @@ func TestAResetKeepsTheFactor(t *testing.T) {
 	}
 	if r := login(api, n, recoveredPassword); r.StatusCode != http.StatusAccepted {
 		t.Fatalf("the new password: %d %s, want the factor's 202", r.StatusCode, r.Body)
+	}
+}
+
+// TestARecoveryCodesUseIsAuditedAndMailed: each use of a recovery code is
+// an audit entry (before the use) and a notice to the account's address
+// saying how many are left.
+func TestARecoveryCodesUseIsAuditedAndMailed(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	db := testkit.PackageDB(t)
+	a, api := newMailApp(t, db, mp, factorKeys)
+	n := name("spender")
+	u, me := verifiedUser(t, api, mp, n)
+	_, recovery := enrolTOTP(t, me, u.ID)
+	ch := challengeFor(t, api, n)
+	if r := secondStep(api, ch, "recoveryCode", recovery[5]); r.StatusCode != http.StatusCreated {
+		t.Fatalf("a recovery code: %d %s", r.StatusCode, r.Body)
+	}
+	notice := mp.WaitFor(t, n+"@example.org", 3)[0]
+	if notice.Subject != "A recovery code of your shelf account was used" || !strings.Contains(notice.Text, "9 unused codes are left") {
+		t.Fatalf("after a recovery code the address got %q: %s", notice.Subject, notice.Text)
+	}
+	admin := name("auditor")
+	mustSignup(t, api, admin, admin+"@example.org")
+	if _, err := a.Accounts.SetAdmin(context.Background(), admin, true); err != nil {
+		t.Fatal(err)
+	}
+	m := &moderators{admin: api.As(mustLogin(t, api, admin).Token)}
+	if got := m.wantActions(t, u.ID, "recovery_code_used"); got[0].Actor != u.ID || got[0].Via != "api" {
+		t.Fatalf("the entry: %+v", got[0])
 	}
 }
