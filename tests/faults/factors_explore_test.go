@@ -1,0 +1,275 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/internal/factor"
+	"shelf/internal/memstore"
+)
+
+// factorWorld is ann's account with second factors on: a confirmed
+// authenticator (app, at step last), her recovery codes, a throttle and
+// the audit in the store, so every write of a factor's protocol is a call
+// of the schedule.
+type factorWorld struct {
+	*mailWorld
+	totp     *factor.TOTP
+	fac      accounts.Factor
+	recovery []string
+	// challenge is a login's, waiting for its code.
+	challenge string
+	// tokens are the sessions the second steps answered with.
+	tokens []string
+}
+
+func newFactorWorld(t *testing.T) *factorWorld {
+	t.Helper()
+	m := newMailWorld(t, false)
+	totp, err := factor.New("shelf", []factor.Key{factor.DevelopmentKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.svc.SetFactors(m.store.Factors(), totp)
+	m.svc.SetThrottle(accounts.Throttle{Store: m.store.Attempts(), PerAddress: 5, PerLogin: 50, Window: 15 * 60e9})
+	m.svc.SetAudit(m.store.AccountAudit())
+	f := &factorWorld{mailWorld: m, totp: totp}
+	ctx := context.Background()
+	p := domain.Principal{UserID: m.ann.ID}
+	e, err := m.svc.EnrolTOTP(ctx, p, m.ann.ID, "phone", accounts.Password(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+	if err != nil || len(factors) != 1 {
+		t.Fatalf("the enrolment: %+v %v", factors, err)
+	}
+	f.fac = factors[0]
+	c, err := m.svc.ConfirmTOTP(ctx, p, m.ann.ID, e.Factor.ID, f.code(t, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.recovery = c.RecoveryCodes
+	r, err := m.svc.Login(ctx, "ann", password, accounts.Client{})
+	if err != nil || r.Challenge == "" {
+		t.Fatalf("a login with a factor: %+v %v", r, err)
+	}
+	f.challenge = r.Challenge
+	return f
+}
+
+// code is the app's code at the step after now's by ahead (-1, 0, 1 are
+// what the service takes), made from the secret as the set-up read it:
+// no store call of the schedule's.
+func (f *factorWorld) code(t *testing.T, ahead int64) string {
+	t.Helper()
+	c, err := f.totp.Code(f.fac.Sealed, f.ann.ID, f.store.Now().Unix()/factor.Period+ahead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// lastStep reads the factor's last step used.
+func (f *factorWorld) lastStep(t *testing.T) int64 {
+	t.Helper()
+	factors, _, err := f.store.Factors().Read(context.Background(), f.ann.ID)
+	if err != nil || len(factors) != 1 {
+		t.Fatalf("the factors: %+v %v", factors, err)
+	}
+	return factors[0].LastStep
+}
+
+// secondStep answers the login's challenge with proof, keeping the
+// session it answers with.
+func (f *factorWorld) secondStep(proof accounts.Proof) error {
+	r, err := f.svc.SecondFactor(context.Background(), f.challenge, proof, accounts.Client{UserAgent: "second step"})
+	if r.Token != "" {
+		f.tokens = append(f.tokens, r.Token)
+	}
+	return err
+}
+
+// working counts ann's sessions a second step made that authenticate.
+func (f *factorWorld) working(t *testing.T) int {
+	t.Helper()
+	ctx := context.Background()
+	entries, err := f.store.Sessions().Entries(ctx, f.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		s, err := f.store.Sessions().Get(ctx, e.TokenHash)
+		if err == nil && s.UserAgent == "second step" {
+			n++
+		}
+	}
+	return n
+}
+
+// factorRefusal is an answer a retry may get after its first attempt
+// did what it could not tell: the challenge, the code or the recovery
+// code used.
+func factorRefusal(err error) bool {
+	var de *domain.Error
+	return errors.As(err, &de) && (de.Code == "invalid_challenge" || de.Code == "invalid_code" || de.Code == "enrolment_expired")
+}
+
+type factorOperation struct {
+	name       string
+	run, retry func(t *testing.T, f *factorWorld) error
+	check      func(t *testing.T, name string, f *factorWorld, ok bool)
+}
+
+// aChallengeMakesOneSession: whatever the faults, a login's challenge
+// made at most one working session, and one when the client was told so.
+func aChallengeMakesOneSession(t *testing.T, name string, f *factorWorld, ok bool) {
+	n := f.working(t)
+	if n > 1 || (ok && n != 1) {
+		t.Errorf("%s: %d working sessions from one challenge (answered success: %v)", name, n, ok)
+	}
+	if ok && len(f.tokens) == 0 {
+		t.Errorf("%s: success without a session handed out", name)
+	}
+	for _, tok := range f.tokens {
+		if _, err := f.svc.Authenticate(context.Background(), tok); err != nil {
+			t.Errorf("%s: a session handed out does not work: %v", name, err)
+		}
+	}
+}
+
+var factorOperations = []factorOperation{
+	{
+		name: "second step with a code",
+		run: func(t *testing.T, f *factorWorld) error {
+			return f.secondStep(accounts.Proof{Code: f.code(t, 0)})
+		},
+		retry: func(t *testing.T, f *factorWorld) error {
+			return f.secondStep(accounts.Proof{Code: f.code(t, 1)})
+		},
+		check: func(t *testing.T, name string, f *factorWorld, ok bool) {
+			aChallengeMakesOneSession(t, name, f, ok)
+			// The first code, used or not, never works twice: a new
+			// challenge with it is refused once any attempt used it.
+			r, err := f.svc.Login(context.Background(), "ann", password, accounts.Client{})
+			if err != nil {
+				t.Fatalf("%s: a new login: %v", name, err)
+			}
+			before := len(f.tokens)
+			f.challenge = r.Challenge
+			last := f.lastStep(t)
+			for _, ahead := range []int64{0, 1} {
+				c := f.code(t, ahead)
+				if last >= f.store.Now().Unix()/factor.Period+ahead {
+					if err := f.secondStep(accounts.Proof{Code: c}); !errors.Is(err, accounts.ErrWrongCode) {
+						t.Errorf("%s: a code of a step used already: %v, want refused", name, err)
+					}
+				}
+			}
+			if len(f.tokens) != before {
+				t.Errorf("%s: a used code made a session", name)
+			}
+		},
+	},
+	{
+		name: "second step with a recovery code",
+		run: func(t *testing.T, f *factorWorld) error {
+			return f.secondStep(accounts.Proof{RecoveryCode: f.recovery[0]})
+		},
+		retry: func(t *testing.T, f *factorWorld) error {
+			return f.secondStep(accounts.Proof{RecoveryCode: f.recovery[0]})
+		},
+		check: func(t *testing.T, name string, f *factorWorld, ok bool) {
+			aChallengeMakesOneSession(t, name, f, ok)
+			_, set, err := f.store.Factors().Read(context.Background(), f.ann.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := set.Left(); left < 9 || (ok && left != 9) {
+				t.Errorf("%s: %d recovery codes left after one use (answered success: %v)", name, left, ok)
+			}
+			if set.Left() == 9 && len(f.store.AuditEntries(f.ann.ID)) == 0 {
+				t.Errorf("%s: a recovery code was used without its audit entry", name)
+			}
+		},
+	},
+	{
+		name: "revert a factor from its notice",
+		run: func(t *testing.T, f *factorWorld) error {
+			return f.svc.RevertFactor(context.Background(), f.box.tokens("revert-factor")[0])
+		},
+		retry: func(t *testing.T, f *factorWorld) error {
+			err := f.svc.RevertFactor(context.Background(), f.box.tokens("revert-factor")[0])
+			if errors.Is(err, accounts.ErrTokenUsed) {
+				return nil // the first attempt finished everything
+			}
+			return err
+		},
+		check: func(t *testing.T, name string, f *factorWorld, ok bool) {
+			ctx := context.Background()
+			factors, _, err := f.store.Factors().Read(ctx, f.ann.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := f.store.Users().Get(ctx, f.ann.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(factors) == 0 && !u.PasswordResetRequired {
+				t.Errorf("%s: the factor is gone but the thief's password still opens the account", name)
+			}
+			if !ok {
+				return
+			}
+			if len(factors) != 0 {
+				t.Errorf("%s: the revert answered success and the factor stands", name)
+			}
+			for _, tok := range f.sessions {
+				if _, err := f.svc.Authenticate(ctx, tok); err == nil {
+					t.Errorf("%s: a session from before the revert still works", name)
+				}
+			}
+			if _, err := f.svc.Login(ctx, "ann", password, accounts.Client{}); !errors.Is(err, accounts.ErrPasswordResetRequired) {
+				t.Errorf("%s: the password after the revert: %v, want reset required", name, err)
+			}
+		},
+	},
+}
+
+// TestExploreFactors runs each factor operation with every fault at
+// every store call, lands what was held, lets the client retry, and
+// checks: a challenge makes one session at most, a code and a recovery
+// code are used at most once (and audited), a revert leaves no factor
+// without making the password useless.
+func TestExploreFactors(t *testing.T) {
+	t.Parallel()
+	total := 0
+	for _, op := range factorOperations {
+		probe := newFactorWorld(t)
+		calls := callsOf(t, probe.store, op.name, func() error { return op.run(t, probe) })
+		total += everySchedule(t, op.name, calls, []string{"land-then-retry"}, func(name string, k int, fault memstore.Fault, _ int) {
+			f := newFactorWorld(t)
+			faultOnce(f.store, k, fault)
+			err := op.run(t, f)
+			recovered(f.store)
+			if err != nil && !expected(err) && !factorRefusal(err) && !refused(err) {
+				t.Errorf("%s: the operation answered %v", name, err)
+			}
+			f.store.Land()
+			ok := err == nil
+			if err != nil && !factorRefusal(err) && !refused(err) {
+				if rerr := op.retry(t, f); rerr == nil {
+					ok = true
+				} else if !factorRefusal(rerr) && !expected(rerr) {
+					t.Errorf("%s: the retry answered %v", name, rerr)
+				}
+			}
+			op.check(t, name, f, ok)
+		})
+	}
+	t.Logf("%d schedules in all", total)
+}
