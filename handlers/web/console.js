@@ -942,6 +942,7 @@
       }
     }
     $('mod-user-status').textContent = status;
+    await showModFactors(u);
     $('mod-unsuspend').hidden = !suspendedNow;
     $('mod-user-library').href = '#/browse/user/' + enc(u.username);
     $('mod-user-library').textContent = u.username + "'s library";
@@ -949,6 +950,38 @@
     $('history-caption').textContent = 'History of ' + u.username + ', newest first';
     $('audit-caption').textContent = 'Admin actions on ' + u.username + ', newest first';
     await Promise.all([modHistory.first(), auditLog.first()]);
+  }
+
+  // showModFactors says whether the user has a second factor (never its
+  // secret) and offers to remove each, audited: the way back in for a
+  // user who lost both the phone and the recovery codes. Another admin's
+  // factors are not an admin's to remove (the API says so).
+  async function showModFactors(u) {
+    const list = $('mod-factors');
+    let f;
+    try {
+      f = await api('GET', '/v1/users/' + enc(u.id) + '/factors');
+    } catch (err) {
+      if (err.code !== 'factors_off') throw err;
+      $('mod-user-factors').textContent = '';
+      list.hidden = true;
+      return;
+    }
+    $('mod-user-factors').textContent = f.items.length
+      ? u.username + ' logs in with a second factor (' + f.recoveryCodesLeft + ' recovery codes left):'
+      : u.username + ' has no second factor.';
+    list.replaceChildren(...f.items.map((x) => {
+      const li = document.createElement('li');
+      li.append(x.name + ', added ' + when(x.createdAt) + (x.lastUsedAt ? ', used ' + ago(x.lastUsedAt) : '') + ' ',
+        removeButton('Remove', 'Remove ' + u.username + "'s " + x.name + '? Only when you are sure it is ' + u.username
+          + ' who lost it: logging in then takes the password alone. This is recorded in the audit.', 'Yes, remove it', async () => {
+          await api('POST', '/v1/users/' + enc(u.id) + '/factors/' + enc(x.id) + '/removal', {});
+          await Promise.all([showModFactors(u), auditLog.first()]);
+          say(u.username + "'s " + x.name + ' is removed, and the audit says so.');
+        }, 'Remove ' + u.username + "'s " + x.name));
+      return li;
+    }));
+    list.hidden = f.items.length === 0;
   }
 
   $('mod-unsuspend').addEventListener('click', removal(() => unsuspendQuestion(modHistory.user.username), 'Yes, unsuspend',

@@ -1101,8 +1101,24 @@ await step('a second factor: the password alone opens the code form, a wrong cod
   expect(fresh.includes('New recovery codes'), 'new codes: ' + fresh);
   expect(await page.locator('#recovery-codes li').count() === 10, 'ten new codes shown');
   await shot('account-factors');
-  // The notice of the tablet, followed: it asks first, then removes the
-  // app, signs out, and the password opens nothing until a reset.
+  await logout();
+
+  // An admin sees that dana has a factor (never its secret) and, dana
+  // having lost it, removes it, confirmed and audited.
+  await login(admin, pw);
+  await visit('#/moderation/' + dana, 'moderation');
+  expect((await page.locator('#mod-user-factors').textContent()).includes('logs in with a second factor'), 'the admin sees the factor');
+  expect(!(await page.locator('#page-moderation').textContent()).includes(e.secret), 'never its secret');
+  const gone = await confirm('#mod-factors button', 'This is recorded in the audit');
+  expect(gone.includes('tablet is removed'), 'removed: ' + gone);
+  await page.waitForFunction(() => document.getElementById('mod-user-factors').textContent.includes('has no second factor'));
+  await page.locator('#audit tbody tr', { hasText: 'factor removed' }).waitFor();
+  await logout();
+
+  // The notice of the tablet, followed: it asks first, then (the app
+  // gone already) signs out, and the password opens nothing until a
+  // reset.
+  await login(dana, newPw);
   const tabletNotice = mails(`${dana}@example.org`, 'revert-factor');
   expect(tabletNotice.length === 2, 'each app added mailed a notice with a link: ' + tabletNotice.length);
   await open(tabletNotice[1], 'revert-factor');
