@@ -37,16 +37,23 @@ type sessionRow struct {
 	// PasswordEpoch is the account's when the login checked the password
 	// (015; null, so 0, before).
 	PasswordEpoch int `db:"password_epoch"`
+	// MadeWith is what the login proved, comma-separated (028; null
+	// before).
+	MadeWith string `db:"made_with"`
 }
 
 // columns are sessionSelectCQL's.
 func (r *sessionRow) columns() []any {
-	return []any{&r.TokenHash, &r.UserID, &r.CreatedAt, &r.ExpiresAt, &r.Written, &r.LastSeen, &r.PasswordEpoch}
+	return []any{&r.TokenHash, &r.UserID, &r.CreatedAt, &r.ExpiresAt, &r.Written, &r.LastSeen, &r.PasswordEpoch, &r.MadeWith}
 }
 
 func (r sessionRow) toDomain() domain.Session {
-	return domain.Session{TokenHash: r.TokenHash, UserID: r.UserID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+	s := domain.Session{TokenHash: r.TokenHash, UserID: r.UserID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 		Written: r.Written, LastSeen: r.LastSeen, PasswordEpoch: r.PasswordEpoch}
+	if r.MadeWith != "" {
+		s.MadeWith = strings.Split(r.MadeWith, ",")
+	}
+	return s
 }
 
 // sessionDetailRow is a row of sessions as its owner's list reads it.
@@ -54,12 +61,11 @@ type sessionDetailRow struct {
 	sessionRow
 	UserAgent string `db:"user_agent"`
 	ClientIP  string `db:"client_ip"`
-	MadeWith  string `db:"made_with"`
 }
 
 // columns are sessionsSelectManyCQL's.
 func (r *sessionDetailRow) columns() []any {
-	return append(r.sessionRow.columns(), &r.UserAgent, &r.ClientIP, &r.MadeWith)
+	return append(r.sessionRow.columns(), &r.UserAgent, &r.ClientIP)
 }
 
 // sessionIndexRow is a row of sessions_by_user as sessionsOfUserCQL reads
@@ -79,10 +85,10 @@ func (r *sessionIndexRow) columns() []any {
 const (
 	sessionInsertCQL versionedCQL = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at, user_agent, client_ip, password_epoch, made_with) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
 	sessionIndexCQL  versionedCQL = `INSERT INTO sessions_by_user (user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	sessionSelectCQL readCQL      = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch FROM sessions WHERE token_hash = ?`
+	sessionSelectCQL readCQL      = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch, made_with FROM sessions WHERE token_hash = ?`
 	// sessionsSelectManyCQL reads the sessions of one page of a user's
 	// list at once (their partitions, by IN).
-	sessionsSelectManyCQL readCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch, user_agent, client_ip, made_with FROM sessions WHERE token_hash IN ?`
+	sessionsSelectManyCQL readCQL = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch, made_with, user_agent, client_ip FROM sessions WHERE token_hash IN ?`
 	// sessionTouchCQL records a sighting: last_seen alone, at the
 	// sighting's own timestamp, expiring with the session.
 	sessionTouchCQL      versionedCQL = `UPDATE sessions USING TIMESTAMP ? AND TTL ? SET last_seen = ? WHERE token_hash = ?`
@@ -149,9 +155,6 @@ func (s *Sessions) GetMany(ctx context.Context, tokenHashes []string) (map[strin
 		}
 		d := r.toDomain()
 		d.UserAgent, d.ClientIP = r.UserAgent, r.ClientIP
-		if r.MadeWith != "" {
-			d.MadeWith = strings.Split(r.MadeWith, ",")
-		}
 		out[r.TokenHash] = d
 	}
 	return out, nil

@@ -86,6 +86,9 @@ type Config struct {
 	ClaimLease time.Duration
 	// SessionTTL is how long a login lasts.
 	SessionTTL time.Duration
+	// RequireAdminFactor: RequireAdmin lets through only sessions whose
+	// login gave a second factor (SHELF_REQUIRE_ADMIN_FACTOR).
+	RequireAdminFactor bool
 	// SeenInterval is how stale a session's last-seen time may get: a
 	// request records it when it is at least this old (0: every request).
 	SeenInterval time.Duration

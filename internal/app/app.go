@@ -144,7 +144,8 @@ func newAccounts(cfg config.Config, log domain.Logger, users accounts.UserStore,
 	}, c.HashConcurrency)
 	hasher.OnWait(func(d time.Duration) { m.HashWait.Observe(d.Seconds()) })
 	acc := accounts.New(
-		accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, SeenInterval: c.SessionSeenInterval, Now: now},
+		accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, SeenInterval: c.SessionSeenInterval, Now: now,
+			RequireAdminFactor: c.RequireAdminFactor},
 		claims, users, sessions, hasher, log,
 	)
 	checks := accounts.PasswordChecks{Guesser: password.Guesser{}, BreachFailClosed: c.HIBPFailClosed}

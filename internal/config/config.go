@@ -105,6 +105,9 @@ type Accounts struct {
 	// factor.ParseKeys reads it). "": second factors are off, unless
 	// PublicURL is this machine (FactorKeysOrDevelopment).
 	FactorKeys string
+	// RequireAdminFactor: admin powers only from a session made with a
+	// second factor.
+	RequireAdminFactor bool
 	// ClaimLease bounds how long a failed signup blocks its names.
 	ClaimLease time.Duration
 	SessionTTL time.Duration
@@ -297,6 +300,7 @@ var Vars = []Var{
 	{"SHELF_THROTTLE_PER_ADDRESS", "5", "failed password checks of one login (a username, an email, or an account's current password) from one client address (IPv6: its /64) within SHELF_THROTTLE_WINDOW, counted by every instance together; beyond, 429 with Retry-After before any password is checked; 0 turns this tier off"},
 	{"SHELF_THROTTLE_PER_LOGIN", "50", "failed password checks of one login from every address together within SHELF_THROTTLE_WINDOW (a stranger needs this ÷ SHELF_THROTTLE_PER_ADDRESS addresses to lock the owner out, for at most one window after the last counted failure); 0 turns this tier off"},
 	{"SHELF_THROTTLE_WINDOW", "15m", "how long a failed password check counts (1s to 24h)"},
+	{"SHELF_REQUIRE_ADMIN_FACTOR", "false", "true: admin powers (moderation, the audit, another's sessions and factors, deletions, jobs) only from a session whose login gave a second factor (403 admin_factor_required otherwise)"},
 	{"SHELF_FACTOR_KEYS", "", "keys sealing authenticator secrets at rest: id:base64 of 32 bytes (openssl rand -base64 32), comma-separated, the first sealing and every one opening (rotation: put the new key first); unset, second factors are off (503 factors_off; a warning at start) unless SHELF_PUBLIC_URL is this machine, where a fixed development key seals them"},
 	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)"},
 	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
@@ -390,6 +394,7 @@ func Load(getenv func(string) string) (Config, error) {
 			ThrottlePerLogin:    p.nonNegativeInt("SHELF_THROTTLE_PER_LOGIN"),
 			ThrottleWindow:      p.duration("SHELF_THROTTLE_WINDOW"),
 			FactorKeys:          p.str("SHELF_FACTOR_KEYS"),
+			RequireAdminFactor:  p.boolean("SHELF_REQUIRE_ADMIN_FACTOR"),
 		},
 	}
 	c.Content = Content{
@@ -568,6 +573,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_THROTTLE_PER_LOGIN":           strconv.Itoa(c.Accounts.ThrottlePerLogin),
 		"SHELF_THROTTLE_WINDOW":              c.Accounts.ThrottleWindow.String(),
 		"SHELF_FACTOR_KEYS":                  factorKeyIDs(c.Accounts.FactorKeys),
+		"SHELF_REQUIRE_ADMIN_FACTOR":         strconv.FormatBool(c.Accounts.RequireAdminFactor),
 		"SHELF_SUSPENSION_BUCKET":            c.Moderation.BucketSize,
 		"SHELF_SUSPENSION_SWEEP_INTERVAL":    c.Moderation.SweepInterval.String(),
 		"SHELF_FANOUT_SYNC_LIMIT":            strconv.Itoa(c.Content.SyncFanoutLimit),

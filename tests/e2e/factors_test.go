@@ -384,3 +384,33 @@ func TestARecoveryCodesUseIsAuditedAndMailed(t *testing.T) {
 		t.Fatalf("the entry: %+v", got[0])
 	}
 }
+
+// TestAdminsActOnlyWithAFactorWhereRequired: under
+// SHELF_REQUIRE_ADMIN_FACTOR an admin's session of a password alone is
+// refused admin powers (403 admin_factor_required), and the session of
+// a login with a code has them.
+func TestAdminsActOnlyWithAFactorWhereRequired(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	a, api := newTestApp(t, db, map[string]string{"SHELF_REQUIRE_ADMIN_FACTOR": "true"})
+	u, me := newUser(t, api, "strictadmin")
+	if _, err := a.Accounts.SetAdmin(context.Background(), u.Username, true); err != nil {
+		t.Fatal(err)
+	}
+	r := me.Get("/v1/suspensions")
+	if r.StatusCode != http.StatusForbidden || r.Problem(t).Code != "admin_factor_required" {
+		t.Fatalf("an admin's password session: %d %s, want 403 admin_factor_required", r.StatusCode, r.Body)
+	}
+	_, other := newUser(t, api, "notadmin")
+	if r := other.Get("/v1/suspensions"); r.StatusCode != http.StatusForbidden || r.Problem(t).Code != "forbidden" {
+		t.Fatalf("a user who is no admin: %d %s, want the usual 403", r.StatusCode, r.Body)
+	}
+	app, _ := enrolTOTP(t, me, u.ID)
+	ch := challengeFor(t, api, u.Username)
+	r = secondStep(api, ch, "code", app.code(t))
+	var s sessionBody
+	r.JSON(t, &s)
+	if r := api.As(s.Token).Get("/v1/suspensions"); r.StatusCode != http.StatusOK {
+		t.Fatalf("an admin's session with a code: %d %s", r.StatusCode, r.Body)
+	}
+}
