@@ -5,8 +5,12 @@ SHELF_URL says where the server is. Each step asserts what a user of the
 client relies on; the first failure ends the run with its reason.
 """
 
+import base64
+import hashlib
+import hmac
 import os
 import secrets
+import struct
 import time
 
 import shelf_client
@@ -34,6 +38,15 @@ def signup_and_login(name):
     session = accounts.create_session(shelf_client.Login(login=name, password=PASSWORD))
     assert session.user.id == user.id and session.token, session
     return user, client(session.token)
+
+
+def totp(secret, step):
+    """An authenticator app's code of a base32 secret at a time step
+    (RFC 6238: HMAC-SHA-1, 6 digits, 30 s)."""
+    key = base64.b32decode(secret + "=" * (-len(secret) % 8))
+    mac = hmac.new(key, struct.pack(">Q", step), hashlib.sha1).digest()
+    at = mac[-1] & 15
+    return "%06d" % ((struct.unpack(">I", mac[at:at + 4])[0] & 0x7FFFFFFF) % 1000000)
 
 
 def all_pages(read, **kwargs):
@@ -140,6 +153,23 @@ def main():
         assert time.monotonic() < deadline, ("the deletion job after 60 s", job)
         time.sleep(0.1)
         job = shelf_client.OperationsApi(client()).get_job(job.id)
+
+    # Alice adds an authenticator app: from then on her password answers a
+    # challenge (202), and a code from the app makes the session.
+    accounts = shelf_client.AccountsApi(as_alice)
+    enrolment = accounts.enrol_totp(alice.id, shelf_client.TotpEnrolmentRequest(current_password=PASSWORD))
+    assert enrolment.otpauth_uri.startswith("otpauth://totp/"), enrolment
+    step = int(time.time()) // 30
+    confirmed = accounts.confirm_totp(alice.id, enrolment.factor.id,
+                                      shelf_client.TotpCode(code=totp(enrolment.secret, step)))
+    assert len(confirmed.recovery_codes or []) == 10, confirmed
+    anon_accounts = shelf_client.AccountsApi(client())
+    answer = anon_accounts.create_session_with_http_info(
+        shelf_client.Login(login=alice.username, password=PASSWORD))
+    assert answer.status_code == 202 and answer.data.challenge, (answer.status_code, answer.data)
+    session = anon_accounts.complete_second_factor(shelf_client.SecondFactor(
+        challenge=answer.data.challenge, code=totp(enrolment.secret, step + 1)))
+    assert session.user.id == alice.id and session.token, session
 
     print(f"python story: ok (alice {alice.id}, bob {bob.id})")
 

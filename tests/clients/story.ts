@@ -20,6 +20,8 @@ import {
   Visibility,
 } from "./gen";
 
+import { createHmac } from "node:crypto";
+
 const URL = process.env.SHELF_URL ?? "";
 const PASSWORD = "correct horse battery";
 
@@ -35,6 +37,20 @@ function check(ok: boolean, what: string, ...context: unknown[]): asserts ok {
 // configuration without accessToken.
 function config(token?: string): Configuration {
   return new Configuration({ basePath: URL, accessToken: token });
+}
+
+// totp is an authenticator app's code of a base32 secret at a time step
+// (RFC 6238: HMAC-SHA-1, 6 digits, 30 s).
+function totp(secret: string, step: number): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = "";
+  for (const ch of secret.replace(/=+$/, "")) bits += alphabet.indexOf(ch).toString(2).padStart(5, "0");
+  const key = Buffer.from((bits.match(/.{8}/g) ?? []).map((b) => parseInt(b, 2)));
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac("sha1", key).update(counter).digest();
+  const at = (mac[mac.length - 1] ?? 0) & 15;
+  return String((mac.readUInt32BE(at) & 0x7fffffff) % 1000000).padStart(6, "0");
 }
 
 async function signupAndLogin(name: string): Promise<[User, Configuration]> {
@@ -154,6 +170,22 @@ async function main(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 100));
     job = await operations.getJob({ id: job.id });
   }
+
+  // Alice adds an authenticator app: from then on her password answers a
+  // challenge (202), and a code from the app makes the session.
+  const asAliceAccounts = new AccountsApi(asAlice);
+  const enrolment = await asAliceAccounts.enrolTotp({ id: alice.id, totpEnrolmentRequest: { currentPassword: PASSWORD } });
+  check(enrolment.otpauthUri.startsWith("otpauth://totp/"), "the enrolment", enrolment);
+  const step = Math.floor(Date.now() / 30000);
+  const confirmed = await asAliceAccounts.confirmTotp({
+    id: alice.id, factorId: enrolment.factor.id, totpCode: { code: totp(enrolment.secret, step) },
+  });
+  check(confirmed.recoveryCodes?.length === 10, "ten recovery codes", confirmed);
+  const challenged = await accounts.createSessionRaw({ login: { login: alice.username, password: PASSWORD } });
+  check(challenged.raw.status === 202, "the password alone", challenged.raw.status);
+  const challenge = ((await challenged.raw.json()) as { challenge: string }).challenge;
+  const second = await accounts.completeSecondFactor({ secondFactor: { challenge, code: totp(enrolment.secret, step + 1) } });
+  check(second.user.id === alice.id && second.token.length > 0, "the code's session", second);
 
   console.log(`typescript story: ok (alice ${alice.id}, bob ${bob.id})`);
 }

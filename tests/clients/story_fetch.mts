@@ -13,6 +13,8 @@ type LibraryItem = components["schemas"]["LibraryItem"];
 type User = components["schemas"]["User"];
 type Shelf = Client<paths>;
 
+import { createHmac } from "node:crypto";
+
 const URL = process.env.SHELF_URL ?? "";
 const PASSWORD = "correct horse battery";
 
@@ -37,6 +39,20 @@ function client(token?: string): Shelf {
 function ok<T>(what: string, answer: { data?: T; error?: unknown; response: Response }): T {
   check(answer.data !== undefined, what, answer.response.status, answer.error);
   return answer.data;
+}
+
+// totp is an authenticator app's code of a base32 secret at a time step
+// (RFC 6238: HMAC-SHA-1, 6 digits, 30 s).
+function totp(secret: string, step: number): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = "";
+  for (const ch of secret.replace(/=+$/, "")) bits += alphabet.indexOf(ch).toString(2).padStart(5, "0");
+  const key = Buffer.from((bits.match(/.{8}/g) ?? []).map((b) => parseInt(b, 2)));
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac("sha1", key).update(counter).digest();
+  const at = (mac[mac.length - 1] ?? 0) & 15;
+  return String((mac.readUInt32BE(at) & 0x7fffffff) % 1000000).padStart(6, "0");
 }
 
 async function signupAndLogin(name: string): Promise<[User, Shelf]> {
@@ -186,6 +202,30 @@ async function main(): Promise<void> {
   );
   check(blankStatus === 400 && blank.code === "validation_failed", "blank name", blankStatus, blank);
   check(blank.errors?.map((f) => f.field).join() === "name", "blank name's field", blank);
+
+  // Alice adds an authenticator app: from then on her password answers a
+  // challenge (202), and a code from the app makes the session.
+  const enrolment = ok(
+    "enrol",
+    await asAlice.POST("/v1/users/{id}/factors", { params: { path: { id: alice.id } }, body: { currentPassword: PASSWORD } }),
+  );
+  check(enrolment.otpauthUri.startsWith("otpauth://totp/"), "the enrolment", enrolment);
+  const step = Math.floor(Date.now() / 30000);
+  const confirmed = ok(
+    "confirm",
+    await asAlice.POST("/v1/users/{id}/factors/{factorId}/confirmation", {
+      params: { path: { id: alice.id, factorId: enrolment.factor.id } },
+      body: { code: totp(enrolment.secret, step) },
+    }),
+  );
+  check(confirmed.recoveryCodes?.length === 10, "ten recovery codes", confirmed);
+  const challenged = ok("the password alone", await anonymous.POST("/v1/sessions", { body: { login: alice.username, password: PASSWORD } }));
+  check("challenge" in challenged, "a challenge, not a session", challenged);
+  const second = ok(
+    "the code",
+    await anonymous.POST("/v1/sessions/second-factor", { body: { challenge: challenged.challenge, code: totp(enrolment.secret, step + 1) } }),
+  );
+  check(second.user.id === alice.id && second.token.length > 0, "the code's session", second);
 
   console.log(`openapi-fetch story: ok (alice ${alice.id}, bob ${bob.id})`);
 }

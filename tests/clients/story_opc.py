@@ -6,13 +6,18 @@ SHELF_URL says where the server is. Each step asserts what a user of the
 client relies on; the first failure ends the run with its reason.
 """
 
+import base64
+import hashlib
+import hmac
 import os
 import secrets
+import struct
+import time
 from typing import Any, TypeVar, cast
 
 import httpx
 from shelf_client import AuthenticatedClient, Client
-from shelf_client.api.accounts import create_session, create_user
+from shelf_client.api.accounts import complete_second_factor, confirm_totp, create_session, create_user, enrol_totp
 from shelf_client.api.content import create_content, get_content, get_user_library, share_content
 from shelf_client.api.operations import get_healthz, get_open_api
 from shelf_client.models import (
@@ -25,10 +30,16 @@ from shelf_client.models import (
     LibraryItem,
     LibraryPage,
     Login,
+    LoginChallengeBody,
     NewContent,
     NewUser,
     Problem,
+    SecondFactor,
     Session,
+    TotpCode,
+    TotpConfirmation,
+    TotpEnrolment,
+    TotpEnrolmentRequest,
     User,
     Visibility,
 )
@@ -82,6 +93,16 @@ def signup_and_login(name: str) -> tuple[User, AuthenticatedClient]:
         login=name, password=PASSWORD)), Session)
     assert session.user.id == user.id and session.token, session
     return user, signed_in(session.token)
+
+
+def totp(secret: str, step: int) -> str:
+    """An authenticator app's code of a base32 secret at a time step
+    (RFC 6238: HMAC-SHA-1, 6 digits, 30 s)."""
+    key = base64.b32decode(secret + "=" * (-len(secret) % 8))
+    mac = hmac.new(key, struct.pack(">Q", step), hashlib.sha1).digest()
+    at = mac[-1] & 15
+    value: int = struct.unpack(">I", mac[at:at + 4])[0]
+    return "%06d" % ((value & 0x7FFFFFFF) % 1000000)
 
 
 def all_pages(client: AuthenticatedClient, user_id: str) -> tuple[list[LibraryItem], int]:
@@ -174,6 +195,21 @@ def main() -> None:
         client=as_alice, body=NewContent(name="\u3164", visibility=Visibility.PUBLIC)))
     assert status == 400 and blank.code == "validation_failed", (status, blank)
     assert isinstance(blank.errors, list) and [f.field for f in blank.errors] == ["name"], blank
+
+    # Alice adds an authenticator app: from then on her password answers a
+    # challenge (202), and a code from the app makes the session.
+    enrolment = ok("enrol", enrol_totp.sync_detailed(alice.id, client=as_alice, body=TotpEnrolmentRequest(
+        current_password=PASSWORD)), TotpEnrolment)
+    assert enrolment.otpauth_uri.startswith("otpauth://totp/"), enrolment
+    step = int(time.time()) // 30
+    confirmed = ok("confirm", confirm_totp.sync_detailed(alice.id, enrolment.factor.id, client=as_alice, body=TotpCode(
+        code=totp(enrolment.secret, step))), TotpConfirmation)
+    assert isinstance(confirmed.recovery_codes, list) and len(confirmed.recovery_codes) == 10, confirmed
+    challenged = ok("the password alone", create_session.sync_detailed(client=anonymous(), body=Login(
+        login=alice.username, password=PASSWORD)), LoginChallengeBody)
+    second = ok("the code", complete_second_factor.sync_detailed(client=anonymous(), body=SecondFactor(
+        challenge=challenged.challenge, code=totp(enrolment.secret, step + 1))), Session)
+    assert second.user.id == alice.id and second.token, second
 
     print(f"openapi-python-client story: ok (alice {alice.id}, bob {bob.id})")
 

@@ -293,11 +293,34 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 		t.Fatalf("alice's session after an admin ended them all: %v %d", err, r.StatusCode())
 	}
 
-	// Bob deletes his account: it is gone for everyone, and his name is
-	// free for a new signup.
+	// Bob adds an authenticator: from then on his password answers a
+	// challenge (202), and a code makes the session.
 	asBob = login(bobName)
+	enrol, err := asBob.EnrolTotpWithResponse(ctx, bob.Id, shelfclient.TotpEnrolmentRequest{CurrentPassword: testPassword})
+	if err != nil || enrol.JSON201 == nil {
+		t.Fatalf("bob enrols an authenticator: %v %s", err, enrol.Body)
+	}
+	app := &authenticatorApp{secret: enrol.JSON201.Secret}
+	confirmed, err := asBob.ConfirmTotpWithResponse(ctx, bob.Id, enrol.JSON201.Factor.Id, shelfclient.TotpCode{Code: app.code(t)})
+	if err != nil || confirmed.JSON200 == nil || confirmed.JSON200.RecoveryCodes == nil || len(*confirmed.JSON200.RecoveryCodes) != 10 {
+		t.Fatalf("bob confirms it: %v %s", err, confirmed.Body)
+	}
+	challenged, err := anon.CreateSessionWithResponse(ctx, shelfclient.Login{Login: bobName, Password: testPassword})
+	if err != nil || challenged.JSON202 == nil || challenged.JSON201 != nil {
+		t.Fatalf("bob's password alone: %v %s, want 202", err, challenged.Body)
+	}
+	code := app.code(t)
+	second, err := anon.CompleteSecondFactorWithResponse(ctx, shelfclient.SecondFactor{Challenge: challenged.JSON202.Challenge, Code: &code})
+	if err != nil || second.JSON201 == nil {
+		t.Fatalf("bob's code: %v %s", err, second.Body)
+	}
+	asBob = sdk(t, servers, second.JSON201.Token)
+
+	// Bob deletes his account (his code too, now): it is gone for
+	// everyone, and his name is free for a new signup.
 	current := testPassword
-	deletion, err := asBob.RequestUserDeletionWithResponse(ctx, bob.Id, shelfclient.UserDeletion{CurrentPassword: &current})
+	code = app.code(t)
+	deletion, err := asBob.RequestUserDeletionWithResponse(ctx, bob.Id, shelfclient.UserDeletion{CurrentPassword: &current, Code: &code})
 	if err != nil || deletion.StatusCode() != http.StatusAccepted || deletion.JSON202 == nil {
 		t.Fatalf("bob deletes his account: %v %s", err, deletion.Body)
 	}
