@@ -78,13 +78,15 @@ type LoginResult struct {
 // answer shows), the verdict recorded (a right password's
 // tries passed at once: one round trip; a wrong one's failures, address
 // then login: two), one session write, and always one password hash, so
-// an unknown login takes as long as a wrong password.
+// an unknown login takes as long as a wrong password; the account's
+// factors are read beside the hash. An account with a second factor gets
+// a challenge (one lightweight transaction) instead of the session.
 func (a *Service) Login(ctx context.Context, login, password string, client Client) (LoginResult, error) {
 	attempt, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.loginTiers(login, client.IP)...)
 	if err != nil {
 		return LoginResult{}, err
 	}
-	u, err := a.findByLogin(ctx, login)
+	u, err := a.findLogin(ctx, login)
 	unknown := errors.Is(err, domain.ErrNotFound)
 	if err != nil && !unknown {
 		return LoginResult{}, err
@@ -105,16 +107,16 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	}
 	// Only now, with the password right, may the caller learn of a
 	// suspension (S3).
-	if err := a.mayLogIn(u); err != nil {
+	if err := a.mayLogIn(u.Credentials); err != nil {
 		return LoginResult{}, err
 	}
 	if rehash {
-		a.rehash(ctx, u, password)
+		a.rehash(ctx, u.Credentials, password)
 	}
-	if has, err := a.hasFactor(ctx, u.ID); err != nil || has {
-		if err != nil {
-			return LoginResult{}, err
-		}
+	if u.factorErr != nil {
+		return LoginResult{}, u.factorErr
+	}
+	if u.hasFactor {
 		return a.challenge(ctx, u.Access, domain.MadePassword)
 	}
 	return a.openSession(ctx, u.Access, client, ErrInvalidCredentials, domain.MadePassword)
@@ -254,16 +256,54 @@ func (a *Service) rehash(ctx context.Context, checked domain.Credentials, passwo
 // account must still hold that key (a claim left behind by a change that
 // died half-way must not lead to it).
 func (a *Service) findByLogin(ctx context.Context, login string) (domain.Credentials, error) {
+	kind, key, ok := loginKey(login)
+	if !ok {
+		return domain.Credentials{}, domain.ErrNotFound
+	}
+	return findThrough(ctx, a, kind, key, a.users.Credentials)
+}
+
+// loginKey is the claim a login names: its email's key when it has an
+// '@', else its username's; ok is false when it is neither.
+func loginKey(login string) (domain.ClaimKind, string, bool) {
 	kind := domain.KindUsername
 	_, key, fe := domain.NormalizeUsername(login)
 	if strings.Contains(login, "@") {
 		kind = domain.KindEmail
 		_, key, fe = domain.NormalizeEmail(login)
 	}
-	if fe != nil {
-		return domain.Credentials{}, domain.ErrNotFound
+	return kind, key, fe == nil
+}
+
+// loginAccount is the account a login names, with whether it has a
+// second factor (or why that could not be read: told only once the
+// password proved right).
+type loginAccount struct {
+	domain.Credentials
+	hasFactor bool
+	factorErr error
+}
+
+// findLogin is findByLogin for a login: the account's factors are read
+// beside its credentials, so knowing whether the password answers a
+// challenge costs no round trip more.
+func (a *Service) findLogin(ctx context.Context, login string) (loginAccount, error) {
+	kind, key, ok := loginKey(login)
+	if !ok {
+		return loginAccount{}, domain.ErrNotFound
 	}
-	return findThrough(ctx, a, kind, key, a.users.Credentials)
+	return findThrough(ctx, a, kind, key, func(ctx context.Context, id string) (loginAccount, error) {
+		var out loginAccount
+		var err error
+		domain.Parallel(2, func(i int) {
+			if i == 0 {
+				out.Credentials, err = a.users.Credentials(ctx, id)
+			} else {
+				out.hasFactor, out.factorErr = a.hasFactor(ctx, id)
+			}
+		})
+		return out, err
+	})
 }
 
 // findByKey follows a committed claim to its account, read whole.
