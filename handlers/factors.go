@@ -26,7 +26,7 @@ func ownerProof(current, code, recoveryCode *string) accounts.Proof {
 
 // enrolRequest is POST /v1/users/{id}/factors.
 type enrolRequest struct {
-	Name            *string `json:"name" validate:"omitempty,length=0-200"`
+	Name            *string `json:"name"`
 	CurrentPassword *string `json:"currentPassword" validate:"required,length=1-1024"`
 	Code            *string `json:"code" validate:"omitempty,length=1-16"`
 	RecoveryCode    *string `json:"recoveryCode" validate:"omitempty,length=1-64"`

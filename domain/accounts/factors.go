@@ -156,7 +156,8 @@ var errTooManyFactors = &domain.Error{Kind: domain.ErrConflict, Code: "too_many_
 	Message: "This account has as many factors as it may (10, unconfirmed ones included); remove one first, or wait ten minutes for unconfirmed ones to expire."}
 
 var errEnrolmentGone = &domain.Error{Kind: domain.ErrConflict, Code: "enrolment_expired",
-	Message: "This enrolment expired or was confirmed already; start again with POST /v1/users/{id}/factors."}
+	Message: "This enrolment expired, or was confirmed already: if the app is listed (GET /v1/users/{id}/factors) it works, " +
+		"and if you did not see its recovery codes, make new ones (POST /v1/users/{id}/recovery-codes); else start again with POST /v1/users/{id}/factors."}
 
 // Proof is what proves the owner for what takes an account (reauth.go):
 // the current password and, where the account has a second factor, a
@@ -259,17 +260,14 @@ func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, nam
 	return Enrolment{Factor: viewOf(f), Secret: shown}, nil
 }
 
-// factorName is a factor's label: cleaned, 1-64 characters, "authenticator"
-// when none is given.
+// factorName is a factor's label: the rule of every one-line text (no
+// invisible characters, no white space at the ends), at most 64
+// characters; "authenticator" when none is given.
 func factorName(name string) (string, *domain.FieldError) {
-	name = strings.TrimSpace(domain.CleanText(name, 200))
-	switch {
-	case name == "":
+	if name == "" {
 		return "authenticator", nil
-	case len([]rune(name)) > 64:
-		return "", &domain.FieldError{Field: "name", Code: "too_long", Message: "must be at most 64 characters"}
 	}
-	return name, nil
+	return domain.TextRule{Field: "name", Max: 64}.Check(name)
 }
 
 // ConfirmTOTP finishes the caller's enrolment with a first code: the
@@ -303,6 +301,18 @@ func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, f
 	if err := a.mailFactorNotice(ctx, u, f); err != nil {
 		return Confirmation{}, err
 	}
+	// The account's first factor gets a new recovery set before it
+	// works: a set left from factors removed before (whose removal
+	// failed) must never come back to life with this one, so it is
+	// replaced first, whatever it was. A set made for a confirmation that
+	// then fails opens nothing (codes count only beside a confirmed
+	// factor), and the next first factor replaces it again.
+	var codes []string
+	if first {
+		if codes, err = a.replaceRecovery(ctx, u.ID, set.Generation); err != nil {
+			return Confirmation{}, err
+		}
+	}
 	f.ConfirmedAt, f.LastStep, f.LastUsedAt = a.now(), step, a.now()
 	ok, err := a.factors.Confirm(ctx, f)
 	if err != nil {
@@ -311,17 +321,7 @@ func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, f
 	if !ok {
 		return Confirmation{}, errEnrolmentGone
 	}
-	out := Confirmation{Factor: viewOf(f)}
-	if first {
-		// A set left from factors removed before must not come back to
-		// life with this one: replaced, whatever it was.
-		codes, err := a.replaceRecovery(ctx, u.ID, set.Generation)
-		if err != nil {
-			return Confirmation{}, err
-		}
-		out.RecoveryCodes = codes
-	}
-	return out, nil
+	return Confirmation{Factor: viewOf(f), RecoveryCodes: codes}, nil
 }
 
 // checkTOTP verifies code against pending or confirmed factor f, through

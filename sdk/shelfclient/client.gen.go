@@ -1053,9 +1053,9 @@ type TotpEnrolmentRequest struct {
 	Code            *string `json:"code,omitempty"`
 	CurrentPassword string  `json:"currentPassword"`
 
-	// Name A label ("phone"); 64 characters at most once cleaned,
-	// `authenticator` when empty. Invisible characters are refused
-	// or removed as in every text field.
+	// Name A label ("phone"), at most 64 characters, no white space at
+	// either end, no invisible, control, format or bidi characters;
+	// `authenticator` when absent or empty.
 	Name *string `json:"name,omitempty"`
 
 	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
@@ -16152,6 +16152,16 @@ type ConfirmTotpResponse409Headers struct {
 	XRequestId *string
 }
 
+// ConfirmTotpResponse413Headers the declared response headers of an HTTP 413 response for ConfirmTotp
+type ConfirmTotpResponse413Headers struct {
+	XRequestId *string
+}
+
+// ConfirmTotpResponse415Headers the declared response headers of an HTTP 415 response for ConfirmTotp
+type ConfirmTotpResponse415Headers struct {
+	XRequestId *string
+}
+
 // ConfirmTotpResponse429Headers the declared response headers of an HTTP 429 response for ConfirmTotp
 type ConfirmTotpResponse429Headers struct {
 	RetryAfter *int
@@ -16184,6 +16194,10 @@ type ConfirmTotpResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -16202,6 +16216,10 @@ type ConfirmTotpResponse struct {
 	Headers404 *ConfirmTotpResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ConfirmTotpResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ConfirmTotpResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ConfirmTotpResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ConfirmTotpResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -16238,6 +16256,16 @@ func (r ConfirmTotpResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r ConfirmTotpResponse) GetApplicationproblemJSON409() *Conflict {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ConfirmTotpResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ConfirmTotpResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -16310,6 +16338,16 @@ type RemoveFactorResponse404Headers struct {
 	XRequestId *string
 }
 
+// RemoveFactorResponse413Headers the declared response headers of an HTTP 413 response for RemoveFactor
+type RemoveFactorResponse413Headers struct {
+	XRequestId *string
+}
+
+// RemoveFactorResponse415Headers the declared response headers of an HTTP 415 response for RemoveFactor
+type RemoveFactorResponse415Headers struct {
+	XRequestId *string
+}
+
 // RemoveFactorResponse429Headers the declared response headers of an HTTP 429 response for RemoveFactor
 type RemoveFactorResponse429Headers struct {
 	RetryAfter *int
@@ -16338,6 +16376,10 @@ type RemoveFactorResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -16354,6 +16396,10 @@ type RemoveFactorResponse struct {
 	Headers403 *RemoveFactorResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RemoveFactorResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RemoveFactorResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RemoveFactorResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RemoveFactorResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -16380,6 +16426,16 @@ func (r RemoveFactorResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RemoveFactorResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RemoveFactorResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RemoveFactorResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -17016,6 +17072,16 @@ type CreateRecoveryCodesResponse409Headers struct {
 	XRequestId *string
 }
 
+// CreateRecoveryCodesResponse413Headers the declared response headers of an HTTP 413 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse413Headers struct {
+	XRequestId *string
+}
+
+// CreateRecoveryCodesResponse415Headers the declared response headers of an HTTP 415 response for CreateRecoveryCodes
+type CreateRecoveryCodesResponse415Headers struct {
+	XRequestId *string
+}
+
 // CreateRecoveryCodesResponse429Headers the declared response headers of an HTTP 429 response for CreateRecoveryCodes
 type CreateRecoveryCodesResponse429Headers struct {
 	RetryAfter *int
@@ -17048,6 +17114,10 @@ type CreateRecoveryCodesResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -17066,6 +17136,10 @@ type CreateRecoveryCodesResponse struct {
 	Headers404 *CreateRecoveryCodesResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateRecoveryCodesResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateRecoveryCodesResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateRecoveryCodesResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateRecoveryCodesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -17102,6 +17176,16 @@ func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON409() *Conflict {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateRecoveryCodesResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -27200,6 +27284,20 @@ func ParseConfirmTotpResponse(rsp *http.Response) (*ConfirmTotpResponse, error) 
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27298,6 +27396,26 @@ func ParseConfirmTotpResponse(rsp *http.Response) (*ConfirmTotpResponse, error) 
 			headers.XRequestId = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ConfirmTotpResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ConfirmTotpResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers ConfirmTotpResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27392,6 +27510,20 @@ func ParseRemoveFactorResponse(rsp *http.Response) (*RemoveFactorResponse, error
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27473,6 +27605,26 @@ func ParseRemoveFactorResponse(rsp *http.Response) (*RemoveFactorResponse, error
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers RemoveFactorResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RemoveFactorResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers RemoveFactorResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28235,6 +28387,20 @@ func ParseCreateRecoveryCodesResponse(rsp *http.Response) (*CreateRecoveryCodesR
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28333,6 +28499,26 @@ func ParseCreateRecoveryCodesResponse(rsp *http.Response) (*CreateRecoveryCodesR
 			headers.XRequestId = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateRecoveryCodesResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateRecoveryCodesResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateRecoveryCodesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

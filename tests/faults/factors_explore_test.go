@@ -273,3 +273,86 @@ func TestExploreFactors(t *testing.T) {
 	}
 	t.Logf("%d schedules in all", total)
 }
+
+// staleWorld is ann with a recovery set left over (her first factor's
+// removal lost the set's removal) and a second app pending: what a
+// confirmation must not bring back to life.
+type staleWorld struct {
+	*factorWorld
+	stale   accounts.RecoverySet
+	pending string
+	// codes are what the confirmation showed.
+	codes []string
+}
+
+func newStaleWorld(t *testing.T) *staleWorld {
+	t.Helper()
+	f := newFactorWorld(t)
+	ctx := context.Background()
+	_, stale, err := f.store.Factors().Read(ctx, f.ann.ID)
+	if err != nil || stale.Generation == "" {
+		t.Fatalf("the first set: %+v %v", stale, err)
+	}
+	if _, err := f.store.Factors().Remove(ctx, f.ann.ID, f.fac.ID); err != nil {
+		t.Fatal(err)
+	}
+	e, err := f.svc.EnrolTOTP(ctx, domain.Principal{UserID: f.ann.ID}, f.ann.ID, "tablet", accounts.Password(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	factors, _, err := f.store.Factors().Read(ctx, f.ann.ID)
+	if err != nil || len(factors) != 1 {
+		t.Fatalf("the enrolment: %+v %v", factors, err)
+	}
+	f.fac = factors[0]
+	return &staleWorld{factorWorld: f, stale: stale, pending: e.Factor.ID}
+}
+
+// TestExploreAFirstFactorsRecoverySet: the confirmation of a first
+// factor, over a set its predecessor left, under every fault at every
+// store call, with the held writes landed and the client's retry: the
+// old set never stands beside a confirmed factor (its codes would open
+// the account again), and a confirmation that answered success showed
+// the codes of the set that stands.
+func TestExploreAFirstFactorsRecoverySet(t *testing.T) {
+	t.Parallel()
+	confirm := func(t *testing.T, s *staleWorld, ahead int64) error {
+		c, err := s.svc.ConfirmTOTP(context.Background(), domain.Principal{UserID: s.ann.ID}, s.ann.ID, s.pending, s.code(t, ahead))
+		if err == nil {
+			s.codes = c.RecoveryCodes
+		}
+		return err
+	}
+	probe := newStaleWorld(t)
+	calls := callsOf(t, probe.store, "confirm", func() error { return confirm(t, probe, 0) })
+	total := everySchedule(t, "confirm a first factor over a stale set", calls, []string{"land-then-retry"}, func(name string, k int, fault memstore.Fault, _ int) {
+		s := newStaleWorld(t)
+		faultOnce(s.store, k, fault)
+		err := confirm(t, s, 0)
+		recovered(s.store)
+		if err != nil && !expected(err) && !factorRefusal(err) {
+			t.Errorf("%s: the confirmation answered %v", name, err)
+		}
+		s.store.Land()
+		ok := err == nil
+		if err != nil && !factorRefusal(err) {
+			if rerr := confirm(t, s, 1); rerr == nil {
+				ok = true
+			} else if !factorRefusal(rerr) && !expected(rerr) {
+				t.Errorf("%s: the retry answered %v", name, rerr)
+			}
+		}
+		factors, set, err := s.store.Factors().Read(context.Background(), s.ann.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		confirmed := len(factors) == 1 && factors[0].Confirmed()
+		if confirmed && set.Generation == s.stale.Generation {
+			t.Errorf("%s: the app is confirmed beside the old recovery set", name)
+		}
+		if ok && (!confirmed || len(s.codes) != 10 || set.Left() != 10) {
+			t.Errorf("%s: the confirmation answered success: confirmed %v, %d codes shown, set %+v", name, confirmed, len(s.codes), set)
+		}
+	})
+	t.Logf("%d schedules", total)
+}
