@@ -194,5 +194,8 @@ func ErrSuspended(s Suspension) *Error {
 	if !s.Until.IsZero() {
 		details["until"] = s.Until
 	}
+	if s.Reason != "" {
+		details["reason"] = s.Reason
+	}
 	return &Error{Kind: ErrForbidden, Code: "suspended", Message: "This account is suspended.", Details: details}
 }

@@ -108,7 +108,7 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	// Only now, with the password right, may the caller learn of a
 	// suspension (S3).
 	if err := a.mayLogIn(u.Credentials); err != nil {
-		return LoginResult{}, err
+		return LoginResult{}, a.suspendedWhy(ctx, u.ID, err)
 	}
 	if rehash {
 		a.rehash(ctx, u.Credentials, password)
@@ -120,6 +120,22 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 		return a.challenge(ctx, u.Access, domain.MadePassword)
 	}
 	return a.openSession(ctx, u.Access, client, ErrInvalidCredentials, domain.MadePassword)
+}
+
+// suspendedWhy adds the suspension's reason to a login's refusal for a
+// suspension (the login read only when and until when): one read of the
+// account, on this path alone, after the password proved right. Any
+// other refusal, or a read that fails, is answered as it was.
+func (a *Service) suspendedWhy(ctx context.Context, userID string, err error) error {
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Code != "suspended" {
+		return err
+	}
+	u, gerr := a.users.Get(ctx, userID)
+	if gerr != nil || u.Suspension == nil {
+		return err
+	}
+	return domain.ErrSuspended(*u.Suspension)
 }
 
 // mayLogIn refuses a session to account u once its caller proved the

@@ -1587,7 +1587,8 @@
       // A suspended account is told since and until when.
       if (err.code === 'suspended' && err.problem.suspendedAt) {
         throw new ApiError(err.status, 'This account is suspended since ' + when(err.problem.suspendedAt)
-          + (err.problem.until ? ', until ' + when(err.problem.until) + '.' : ', until a moderator lifts it.'), [], err.code, err.problem);
+          + (err.problem.until ? ', until ' + when(err.problem.until) : ', until a moderator lifts it')
+          + (err.problem.reason ? '. The reason given: ' + err.problem.reason + '.' : '.'), [], err.code, err.problem);
       }
       throw err;
     }

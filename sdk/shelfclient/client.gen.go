@@ -686,8 +686,10 @@ type LoginChallengeBody struct {
 }
 
 // LoginRefusedProblem A login refused after its password matched: `suspended` carries
-// `suspendedAt` (and `until` when the suspension ends by itself);
-// `email_not_verified` and `password_reset_required` carry neither.
+// `suspendedAt`, `until` when the suspension ends by itself, and the
+// moderator's `reason` (shown to the account's owner: moderators
+// write it for them); `email_not_verified` and
+// `password_reset_required` carry none of these.
 type LoginRefusedProblem struct {
 	// Code A stable snake_case reason for programs.
 	Code string `json:"code"`
@@ -696,10 +698,13 @@ type LoginRefusedProblem struct {
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors The fields at fault, when the problem is in the request's fields.
-	Errors      *[]ProblemField `json:"errors,omitempty"`
-	RequestId   *string         `json:"requestId,omitempty"`
-	Status      int             `json:"status"`
-	SuspendedAt *time.Time      `json:"suspendedAt,omitempty"`
+	Errors *[]ProblemField `json:"errors,omitempty"`
+
+	// Reason Why the account is suspended, as the moderator wrote it.
+	Reason      *string    `json:"reason,omitempty"`
+	RequestId   *string    `json:"requestId,omitempty"`
+	Status      int        `json:"status"`
+	SuspendedAt *time.Time `json:"suspendedAt,omitempty"`
 
 	// Title The HTTP status text.
 	Title string `json:"title"`

@@ -561,14 +561,16 @@ await step('moderation: suspend with and without an end, page, history and audit
   await visit('#/moderation', 'moderation');
   const tomorrow = new Date(Date.now() + 86400000).toISOString().slice(0, 16);
   expect((await submit('suspend', { username: bob, reason: 'spam', until: tomorrow })).includes('until'), 'bob suspended until tomorrow');
-  // Bob, logging in meanwhile in a tab of his own, is told until when.
+  // Bob, logging in meanwhile in a tab of his own, is told until when,
+  // and why.
   const adminTab = page;
   page = await context.newPage();
   try {
     await visit('#/library', 'auth');
     await refused(403, async () => {
       const said = await submit('login', { login: bob, password: pw }, true);
-      expect(said.includes('suspended since') && said.includes('until ' + await page.evaluate((t) => new Date(t).toLocaleString(), tomorrow)), 'bob is told: ' + said);
+      expect(said.includes('suspended since') && said.includes('until ' + await page.evaluate((t) => new Date(t).toLocaleString(), tomorrow))
+        && said.includes('The reason given: spam.'), 'bob is told since, until and why: ' + said);
     });
   } finally {
     await page.close();

@@ -85,8 +85,9 @@ func TestSuspendAndUnsuspend(t *testing.T) {
 		t.Fatalf("wrong password of a suspended user: %d %s", r.StatusCode, r.Body)
 	}
 	r = login(m.api, u.Username, testPassword)
-	if r.StatusCode != http.StatusForbidden || r.Problem(t).Code != "suspended" || !strings.Contains(string(r.Body), `"suspendedAt"`) {
-		t.Fatalf("login of a suspended user: %d %s", r.StatusCode, r.Body)
+	if r.StatusCode != http.StatusForbidden || r.Problem(t).Code != "suspended" || !strings.Contains(string(r.Body), `"suspendedAt"`) ||
+		!strings.Contains(string(r.Body), `"reason":"posting spam"`) {
+		t.Fatalf("login of a suspended user: %d %s, want suspendedAt and the reason", r.StatusCode, r.Body)
 	}
 	// Only the admin learns of the suspension: strangers, anonymous or
 	// not, see the account without a status (S3; known gap 10).
