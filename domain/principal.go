@@ -27,7 +27,7 @@ type Session struct {
 	// checked its password (0 for sessions from before it was kept).
 	PasswordEpoch int
 	// MadeWith is what its login proved, in order: MadePassword or
-	// MadeReset, then MadeTOTP or MadeRecoveryCode for an account with a
+	// MadeReset, then MadeTOTP, MadePasskey or MadeRecoveryCode for an account with a
 	// second factor (nil for sessions from before it was kept).
 	MadeWith []string
 }
@@ -38,6 +38,7 @@ const (
 	MadeReset        = "reset"
 	MadeTOTP         = "totp"
 	MadeRecoveryCode = "recovery_code"
+	MadePasskey      = "passkey"
 )
 
 // ID is the session's public id: SessionIDPrefix and 128 bits of a hash of

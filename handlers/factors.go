@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -20,16 +22,38 @@ type Factors struct {
 // a recovery code (reauth.go says when each is needed). Each request
 // names the three fields itself (an embedded struct would name its
 // fields' errors by its type).
-func ownerProof(current, code, recoveryCode *string) accounts.Proof {
-	return accounts.Proof{CurrentPassword: current, Code: deref(code), RecoveryCode: deref(recoveryCode)}
+func ownerProof(current, code, recoveryCode *string, pk *passkeyProofRequest) accounts.Proof {
+	p := accounts.Proof{CurrentPassword: current, Code: deref(code), RecoveryCode: deref(recoveryCode)}
+	if pk != nil {
+		p.Passkey = &accounts.PasskeyProof{Challenge: deref(pk.Challenge), Answer: pk.Credential}
+	}
+	return p
+}
+
+// passkeyProofRequest is a proof's passkey: its answer to a challenge of
+// POST /v1/users/{id}/passkey-challenges.
+type passkeyProofRequest struct {
+	Challenge  *string         `json:"challenge" validate:"required,length=1-256"`
+	Credential json.RawMessage `json:"credential" validate:"required"`
+}
+
+// credentialObject checks a PublicKeyCredential's place holds an object
+// (the browser's credential.toJSON()), naming field.
+func credentialObject(raw json.RawMessage, field string) error {
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+		return nil
+	}
+	return newProblem(http.StatusBadRequest, "validation_failed", "Some fields are not valid.",
+		ProblemField{Field: field, Code: "wrong_type", Message: "must be the PublicKeyCredential as JSON (an object: credential.toJSON())"})
 }
 
 // enrolRequest is POST /v1/users/{id}/factors.
 type enrolRequest struct {
-	Name            *string `json:"name"`
-	CurrentPassword *string `json:"currentPassword" validate:"required,length=1-1024"`
-	Code            *string `json:"code" validate:"omitempty,length=1-16"`
-	RecoveryCode    *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Name            *string              `json:"name"`
+	CurrentPassword *string              `json:"currentPassword" validate:"required,length=1-1024"`
+	Code            *string              `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string              `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Passkey         *passkeyProofRequest `json:"passkey"`
 }
 
 // codeRequest is POST /v1/users/{id}/factors/{factorId}/confirmation.
@@ -41,16 +65,23 @@ type codeRequest struct {
 // current password and a code or a recovery code (an admin removing
 // another's factor sends none).
 type factorProofRequest struct {
-	CurrentPassword *string `json:"currentPassword" validate:"omitempty,length=1-1024"`
-	Code            *string `json:"code" validate:"omitempty,length=1-16"`
-	RecoveryCode    *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	CurrentPassword *string              `json:"currentPassword" validate:"omitempty,length=1-1024"`
+	Code            *string              `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string              `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Passkey         *passkeyProofRequest `json:"passkey"`
+}
+
+// registrationRequest is POST /v1/users/{id}/passkeys/{factorId}/registration.
+type registrationRequest struct {
+	Credential json.RawMessage `json:"credential" validate:"required"`
 }
 
 // secondFactorRequest is POST /v1/sessions/second-factor.
 type secondFactorRequest struct {
-	Challenge    *string `json:"challenge" validate:"required,length=1-256"`
-	Code         *string `json:"code" validate:"omitempty,length=1-16"`
-	RecoveryCode *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Challenge    *string         `json:"challenge" validate:"required,length=1-256"`
+	Code         *string         `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode *string         `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Passkey      json.RawMessage `json:"passkey"`
 }
 
 func deref(s *string) string {
@@ -90,7 +121,7 @@ func (h *Factors) enrol(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	e, err := h.accounts.EnrolTOTP(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), deref(req.Name), ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode))
+	e, err := h.accounts.EnrolTOTP(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), deref(req.Name), ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode, req.Passkey))
 	if err != nil {
 		return err
 	}
@@ -114,6 +145,12 @@ func (h *Factors) confirm(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c, err := h.accounts.ConfirmTOTP(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "factorId"), *req.Code)
+	return writeConfirmation(w, c, err)
+}
+
+// writeConfirmation answers a factor's confirmation (200,
+// TotpConfirmation): the recovery codes of a first factor, once.
+func writeConfirmation(w http.ResponseWriter, c accounts.Confirmation, err error) error {
 	if err != nil {
 		return err
 	}
@@ -150,7 +187,7 @@ func (h *Factors) remove(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if err := h.accounts.RemoveFactor(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "factorId"), ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode)); err != nil {
+	if err := h.accounts.RemoveFactor(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "factorId"), ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode, req.Passkey)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -164,7 +201,7 @@ func (h *Factors) recoveryCodes(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	codes, err := h.accounts.NewRecoveryCodes(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode))
+	codes, err := h.accounts.NewRecoveryCodes(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode, req.Passkey))
 	if err != nil {
 		return err
 	}
@@ -182,8 +219,14 @@ func (h *Factors) secondFactor(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	res, err := h.accounts.SecondFactor(r.Context(), *req.Challenge,
-		accounts.Proof{Code: deref(req.Code), RecoveryCode: deref(req.RecoveryCode)}, requestClient(r))
+	proof := accounts.Proof{Code: deref(req.Code), RecoveryCode: deref(req.RecoveryCode)}
+	if req.Passkey != nil {
+		if err := credentialObject(req.Passkey, "passkey"); err != nil {
+			return err
+		}
+		proof.Passkey = &accounts.PasskeyProof{Answer: req.Passkey}
+	}
+	res, err := h.accounts.SecondFactor(r.Context(), *req.Challenge, proof, requestClient(r))
 	if err != nil {
 		return err
 	}
@@ -194,16 +237,23 @@ func (h *Factors) secondFactor(w http.ResponseWriter, r *http.Request) error {
 // loginChallengeResponse is the LoginChallenge schema: a login whose
 // password was right, of an account with a second factor.
 type loginChallengeResponse struct {
-	Challenge string    `json:"challenge"`
-	ExpiresAt timestamp `json:"expiresAt"`
-	Next      string    `json:"next"`
+	Challenge string          `json:"challenge"`
+	ExpiresAt timestamp       `json:"expiresAt"`
+	Methods   []string        `json:"methods"`
+	Passkey   json.RawMessage `json:"passkey,omitempty"`
+	Next      string          `json:"next"`
 }
 
 // writeChallenge answers a login that needs its second step: 202.
 func writeChallenge(w http.ResponseWriter, res accounts.LoginResult) {
 	w.Header().Set("Cache-Control", "no-store")
+	next := "POST /v1/sessions/second-factor with this challenge and a code from your authenticator app (or a recovery code)"
+	if res.Passkey != nil {
+		next = "POST /v1/sessions/second-factor with this challenge and a code from your authenticator app, " +
+			"the answer of navigator.credentials.get(passkey) as passkey, or a recovery code"
+	}
 	writeJSON(w, http.StatusAccepted, loginChallengeResponse{Challenge: res.Challenge, ExpiresAt: stamp(res.ExpiresAt),
-		Next: "POST /v1/sessions/second-factor with this challenge and a code from your authenticator app (or a recovery code)"})
+		Methods: res.Methods, Passkey: res.Passkey, Next: next})
 }
 
 // revert serves POST /v1/factor-additions/revert: the token from a new
@@ -218,5 +268,65 @@ func (h *Factors) revert(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// passkeyRequest is POST /v1/users/{id}/passkeys.
+type passkeyRequest struct {
+	Name            *string              `json:"name"`
+	CurrentPassword *string              `json:"currentPassword" validate:"required,length=1-1024"`
+	Code            *string              `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string              `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Passkey         *passkeyProofRequest `json:"passkey"`
+}
+
+// beginPasskey serves POST /v1/users/{id}/passkeys: a passkey begun, with
+// the options for navigator.credentials.create (201, PasskeyEnrolment).
+func (h *Factors) beginPasskey(w http.ResponseWriter, r *http.Request) error {
+	var req passkeyRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	e, err := h.accounts.EnrolPasskey(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), deref(req.Name),
+		ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode, req.Passkey))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, struct {
+		Factor    factorResponse  `json:"factor"`
+		Options   json.RawMessage `json:"options"`
+		ExpiresIn int             `json:"confirmWithinSeconds"`
+	}{toFactorResponse(e.Factor), e.PasskeyOptions, 600})
+	return nil
+}
+
+// finishPasskey serves POST /v1/users/{id}/passkeys/{factorId}/registration:
+// the browser's answer confirms the passkey (200, FactorConfirmation).
+func (h *Factors) finishPasskey(w http.ResponseWriter, r *http.Request) error {
+	var req registrationRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if err := credentialObject(req.Credential, "credential"); err != nil {
+		return err
+	}
+	c, err := h.accounts.ConfirmPasskey(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "factorId"), req.Credential)
+	return writeConfirmation(w, c, err)
+}
+
+// passkeyChallenge serves POST /v1/users/{id}/passkey-challenges: a
+// challenge for a passkey to prove the owner (201, PasskeyChallenge).
+func (h *Factors) passkeyChallenge(w http.ResponseWriter, r *http.Request) error {
+	res, err := h.accounts.ProofChallenge(r.Context(), principal(r.Context()), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, struct {
+		Challenge string          `json:"challenge"`
+		ExpiresAt timestamp       `json:"expiresAt"`
+		Options   json.RawMessage `json:"options"`
+	}{res.Challenge, stamp(res.ExpiresAt), res.Passkey})
 	return nil
 }

@@ -141,6 +141,9 @@ func routeAccounts(r chi.Router, d Deps) {
 	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/factors/{factorId}/confirmation", handle(factors.confirm))
 	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/factors/{factorId}/removal", handle(factors.remove))
 	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/recovery-codes", handle(factors.recoveryCodes))
+	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/passkeys", handle(factors.beginPasskey))
+	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/passkeys/{factorId}/registration", handle(factors.finishPasskey))
+	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/passkey-challenges", handle(factors.passkeyChallenge))
 	routeMail(r, d)
 }
 

@@ -34,12 +34,13 @@ type signupRequest struct {
 // currentPassword is the owner's proof for a new username or email: the
 // domain says when it is needed (reauth.go).
 type updateUserRequest struct {
-	DisplayName     *string `json:"displayName"`
-	Username        *string `json:"username"`
-	Email           *string `json:"email"`
-	CurrentPassword *string `json:"currentPassword" validate:"omitempty,length=1-1024"`
-	Code            *string `json:"code" validate:"omitempty,length=1-16"`
-	RecoveryCode    *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	DisplayName     *string              `json:"displayName"`
+	Username        *string              `json:"username"`
+	Email           *string              `json:"email"`
+	CurrentPassword *string              `json:"currentPassword" validate:"omitempty,length=1-1024"`
+	Code            *string              `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string              `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Passkey         *passkeyProofRequest `json:"passkey"`
 }
 
 // deletionRequest is POST /v1/users/{id}/deletion: the owner's current
@@ -48,18 +49,20 @@ type updateUserRequest struct {
 // body openapi-generator warns about); a password, so not in a header
 // (browsers refuse header values beyond Latin-1).
 type deletionRequest struct {
-	CurrentPassword *string `json:"currentPassword" validate:"omitempty,length=1-1024"`
-	Code            *string `json:"code" validate:"omitempty,length=1-16"`
-	RecoveryCode    *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	CurrentPassword *string              `json:"currentPassword" validate:"omitempty,length=1-1024"`
+	Code            *string              `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string              `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Passkey         *passkeyProofRequest `json:"passkey"`
 }
 
 // passwordRequest is PUT /v1/users/{id}/password. The current password has
 // no rule but the transport's; the new one has the domain's.
 type passwordRequest struct {
-	CurrentPassword *string `json:"currentPassword" validate:"required,length=1-1024"`
-	NewPassword     *string `json:"newPassword" validate:"required"`
-	Code            *string `json:"code" validate:"omitempty,length=1-16"`
-	RecoveryCode    *string `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	CurrentPassword *string              `json:"currentPassword" validate:"required,length=1-1024"`
+	NewPassword     *string              `json:"newPassword" validate:"required"`
+	Code            *string              `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string              `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Passkey         *passkeyProofRequest `json:"passkey"`
 }
 
 // userResponse is the User schema of openapi.yaml.
@@ -190,7 +193,7 @@ func (h *Users) update(w http.ResponseWriter, r *http.Request) error {
 	}
 	v, err := h.accounts.UpdateUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
 		accounts.UpdateInput{DisplayName: req.DisplayName, Username: req.Username, Email: req.Email,
-			Proof: ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode)})
+			Proof: ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode, req.Passkey)})
 	if err != nil {
 		return err
 	}
@@ -205,7 +208,7 @@ func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := h.accounts.ChangePassword(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
-		ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode), *req.NewPassword); err != nil {
+		ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode, req.Passkey), *req.NewPassword); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -234,7 +237,7 @@ func (h *Users) deletion(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	j, err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode))
+	j, err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode, req.Passkey))
 	if err != nil {
 		return err
 	}

@@ -114,13 +114,13 @@ func (s *Factors) Begin(ctx context.Context, f accounts.Factor, ttl time.Duratio
 	return err
 }
 
-// Confirm rewrites the pending factor whole, without a TTL, if it is
-// still pending with f.Sealed.
-func (s *Factors) Confirm(ctx context.Context, f accounts.Factor) (bool, error) {
+// Confirm rewrites the pending factor whole, without a TTL, with
+// f.Sealed, if it is still pending with pending.
+func (s *Factors) Confirm(ctx context.Context, f accounts.Factor, pending string) (bool, error) {
 	writeID := newWriteID()
 	return s.exec(ctx, "confirm", f.UserID, f.ID, func(r factorRow) bool { return r.WriteID == writeID },
 		factorConfirmCQL, string(f.Kind), f.Name, f.Sealed, f.CreatedAt, f.ConfirmedAt, f.LastStep, f.LastUsedAt, writeID,
-		f.UserID, f.ID, f.Sealed)
+		f.UserID, f.ID, pending)
 }
 
 // UseStep moves the factor's last step on to step if it is earlier.

@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"encoding/base32"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,7 +29,8 @@ type FactorKind string
 
 // The kinds.
 const (
-	FactorTOTP FactorKind = "totp"
+	FactorTOTP    FactorKind = "totp"
+	FactorPasskey FactorKind = "passkey"
 )
 
 // Factor is a second factor as stored: pending (ConfirmedAt zero, its
@@ -38,12 +40,15 @@ type Factor struct {
 	Kind       FactorKind
 	// Name is the owner's label ("phone").
 	Name string
-	// Sealed is the TOTP secret as TOTP.New sealed it.
+	// Sealed is a TOTP secret as TOTP.New sealed it; a passkey's public
+	// credential (Passkeys.Registered), or while pending, the state of its
+	// registration (Passkeys.Register).
 	Sealed      string
 	CreatedAt   time.Time
 	ConfirmedAt time.Time
 	// LastStep is the time step of the last code accepted: a code of that
-	// step or an earlier one is refused (used once).
+	// step or an earlier one is refused (used once). A passkey's: the
+	// signature count it last gave (0 for one that keeps none).
 	LastStep   int64
 	LastUsedAt time.Time
 }
@@ -82,10 +87,10 @@ type FactorStore interface {
 	Read(ctx context.Context, userID string) ([]Factor, RecoverySet, error)
 	// Begin writes a pending enrolment that the store forgets after ttl.
 	Begin(ctx context.Context, f Factor, ttl time.Duration) error
-	// Confirm makes f permanent, with f.ConfirmedAt and f.LastStep, if it
-	// is still pending with f.Sealed; false when not (expired, removed,
-	// confirmed already).
-	Confirm(ctx context.Context, f Factor) (bool, error)
+	// Confirm makes f permanent, with f.Sealed, f.ConfirmedAt and
+	// f.LastStep, if it is still pending with pending (its Sealed as
+	// begun); false when not (expired, removed, confirmed already).
+	Confirm(ctx context.Context, f Factor, pending string) (bool, error)
 	// UseStep records step as f's last accepted, at at, if the stored one
 	// is earlier; false when not (a code of this step or a later one was
 	// accepted, or the factor is gone).
@@ -165,6 +170,9 @@ var errEnrolmentGone = &domain.Error{Kind: domain.ErrConflict, Code: "enrolment_
 type Proof struct {
 	CurrentPassword    *string
 	Code, RecoveryCode string
+	// Passkey is a passkey's answer to a proof's challenge
+	// (ProofChallenge; at a login's second step, to the login's).
+	Passkey *PasskeyProof
 }
 
 // FactorView is a factor as its owner and admins see it (never its
@@ -194,6 +202,9 @@ type Factors struct {
 type Enrolment struct {
 	Factor FactorView
 	Secret TOTPSecret
+	// PasskeyOptions are a passkey's options for
+	// navigator.credentials.create.
+	PasskeyOptions json.RawMessage
 }
 
 // Confirmation is a finished enrolment, with the recovery codes made for
@@ -228,26 +239,9 @@ func (a *Service) ownFactors(ctx context.Context, p domain.Principal, userID str
 // minutes. Cost: the throttled password check, one read of the factors,
 // one lightweight transaction.
 func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (Enrolment, error) {
-	u, err := a.ownFactors(ctx, p, userID)
+	u, _, name, err := a.mayEnrol(ctx, p, userID, cmp.Or(name, "authenticator"), proof)
 	if err != nil {
 		return Enrolment{}, err
-	}
-	name, fe := factorName(name)
-	if fe != nil {
-		return Enrolment{}, domain.Invalid("The factor's name is not valid.", *fe)
-	}
-	// A factor more takes a code of one the account has: else a thief
-	// with the password and a session would add their own, and log in
-	// with it.
-	if err := a.proveOwner(ctx, u, proof); err != nil {
-		return Enrolment{}, err
-	}
-	factors, _, err := a.factors.Read(ctx, userID)
-	if err != nil {
-		return Enrolment{}, err
-	}
-	if len(factors) >= maxFactors {
-		return Enrolment{}, errTooManyFactors
 	}
 	sealed, shown, err := a.totp.New(u.Username, u.ID)
 	if err != nil {
@@ -260,14 +254,32 @@ func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, nam
 	return Enrolment{Factor: viewOf(f), Secret: shown}, nil
 }
 
-// factorName is a factor's label: the rule of every one-line text (no
-// invisible characters, no white space at the ends), at most 64
-// characters; "authenticator" when none is given.
-func factorName(name string) (string, *domain.FieldError) {
-	if name == "" {
-		return "authenticator", nil
+// mayEnrol checks a new factor of the caller's own account, named name:
+// the owner's proof, and room among its factors (which it returns, with
+// the account and the name as checked).
+func (a *Service) mayEnrol(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (domain.User, []Factor, string, error) {
+	u, err := a.ownFactors(ctx, p, userID)
+	if err != nil {
+		return u, nil, "", err
 	}
-	return domain.TextRule{Field: "name", Max: 64}.Check(name)
+	name, fe := domain.TextRule{Field: "name", Max: 64}.Check(name)
+	if fe != nil {
+		return u, nil, "", domain.Invalid("The factor's name is not valid.", *fe)
+	}
+	// A factor more takes a proof of one the account has: else a thief
+	// with the password and a session would add their own, and log in
+	// with it.
+	if err := a.proveOwner(ctx, u, proof); err != nil {
+		return u, nil, "", err
+	}
+	factors, _, err := a.factors.Read(ctx, userID)
+	if err != nil {
+		return u, nil, "", err
+	}
+	if len(factors) >= maxFactors {
+		return u, nil, "", errTooManyFactors
+	}
+	return u, factors, name, nil
 }
 
 // ConfirmTOTP finishes the caller's enrolment with a first code: the
@@ -277,27 +289,61 @@ func factorName(name string) (string, *domain.FieldError) {
 // throttle like a login's second step. Cost: one read of the factors,
 // the throttle, one lightweight transaction (two for a first factor).
 func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, factorID, code string) (Confirmation, error) {
-	u, err := a.ownFactors(ctx, p, userID)
+	u, factors, set, f, err := a.pendingFactor(ctx, p, userID, factorID, FactorTOTP)
 	if err != nil {
 		return Confirmation{}, err
 	}
-	factors, set, err := a.factors.Read(ctx, userID)
-	if err != nil {
-		return Confirmation{}, err
-	}
-	i := slices.IndexFunc(factors, func(f Factor) bool { return f.ID == factorID })
-	if i < 0 {
-		return Confirmation{}, ErrFactorNotFound
-	}
-	f := factors[i]
-	if f.Confirmed() {
-		return Confirmation{}, errEnrolmentGone
-	}
-	first := !slices.ContainsFunc(factors, Factor.Confirmed)
 	step, err := a.checkTOTP(ctx, u.ID, f, code)
 	if err != nil {
 		return Confirmation{}, err
 	}
+	pending := f.Sealed
+	f.LastStep = step
+	return a.confirmFactor(ctx, u, factors, set, f, pending)
+}
+
+// pendingFactor reads the caller's pending factor factorID of kind, with
+// the account and its factors and recovery set.
+func (a *Service) pendingFactor(ctx context.Context, p domain.Principal, userID, factorID string, kind FactorKind) (domain.User, []Factor, RecoverySet, Factor, error) {
+	u, err := a.ownFactors(ctx, p, userID)
+	if err != nil {
+		return u, nil, RecoverySet{}, Factor{}, err
+	}
+	factors, set, err := a.factors.Read(ctx, userID)
+	if err != nil {
+		return u, nil, set, Factor{}, err
+	}
+	i := slices.IndexFunc(factors, func(f Factor) bool { return f.ID == factorID })
+	if i < 0 {
+		return u, nil, set, Factor{}, ErrFactorNotFound
+	}
+	f := factors[i]
+	if f.Confirmed() {
+		return u, nil, set, Factor{}, errEnrolmentGone
+	}
+	if f.Kind != kind {
+		return u, nil, set, Factor{}, errOtherKind(f.Kind)
+	}
+	return u, factors, set, f, nil
+}
+
+// errOtherKind answers a confirmation of one kind sent for a factor of
+// another.
+func errOtherKind(kind FactorKind) error {
+	field := "code"
+	if kind == FactorPasskey {
+		field = "passkey"
+	}
+	return domain.Invalid("This factor is a "+string(kind)+"; confirm it with its "+field+".",
+		domain.FieldError{Field: field, Code: "required", Message: "is required to confirm a " + string(kind)})
+}
+
+// confirmFactor finishes f's enrolment once its first use proved it
+// (f.Sealed and f.LastStep as it gave them; pending its Sealed as begun):
+// the notice to the address first, then for the account's first factor a
+// new recovery set (shown once), then the factor made permanent.
+func (a *Service) confirmFactor(ctx context.Context, u domain.User, factors []Factor, set RecoverySet, f Factor, pending string) (Confirmation, error) {
+	first := !slices.ContainsFunc(factors, Factor.Confirmed)
 	if err := a.mailFactorNotice(ctx, u, f); err != nil {
 		return Confirmation{}, err
 	}
@@ -308,13 +354,14 @@ func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, f
 	// then fails opens nothing (codes count only beside a confirmed
 	// factor), and the next first factor replaces it again.
 	var codes []string
+	var err error
 	if first {
 		if codes, err = a.replaceRecovery(ctx, u.ID, set.Generation); err != nil {
 			return Confirmation{}, err
 		}
 	}
-	f.ConfirmedAt, f.LastStep, f.LastUsedAt = a.now(), step, a.now()
-	ok, err := a.factors.Confirm(ctx, f)
+	f.ConfirmedAt, f.LastUsedAt = a.now(), a.now()
+	ok, err := a.factors.Confirm(ctx, f, pending)
 	if err != nil {
 		return Confirmation{}, err
 	}
@@ -498,6 +545,9 @@ func (a *Service) proveFactor(ctx context.Context, userID string, factors []Fact
 	if proof.RecoveryCode != "" {
 		return a.useRecoveryCode(ctx, userID, set, proof.RecoveryCode)
 	}
+	if proof.Passkey != nil && proof.Code == "" {
+		return a.provePasskey(ctx, userID, factors, proof.Passkey)
+	}
 	if proof.Code == "" {
 		return errCodeRequired
 	}
@@ -513,7 +563,7 @@ func (a *Service) proveFactor(ctx context.Context, userID string, factors []Fact
 	var match *Factor
 	var step int64
 	for i, f := range factors {
-		if !f.Confirmed() {
+		if !f.Confirmed() || f.Kind != FactorTOTP {
 			continue
 		}
 		s, ok, err := a.totp.Step(f.Sealed, userID, proof.Code, a.cfg.Now())
@@ -604,17 +654,25 @@ var ErrWrongRecoveryCode = &domain.Error{Kind: domain.ErrUnauthorized, Code: "in
 	Message: "The recovery code is wrong or was used already.",
 	Fields:  []domain.FieldError{{Field: "recoveryCode", Code: "invalid", Message: "is not an unused recovery code of this account"}}}
 
-// hasFactor reads whether account userID has a confirmed factor: what
+// confirmedFactors reads account userID's confirmed factors: having one
 // makes its password answer a challenge instead of a session.
-func (a *Service) hasFactor(ctx context.Context, userID string) (bool, error) {
+func (a *Service) confirmedFactors(ctx context.Context, userID string) ([]Factor, error) {
 	if a.factors == nil {
-		return false, nil
+		return nil, nil
 	}
 	factors, _, err := a.factors.Read(ctx, userID)
-	if err != nil {
-		return false, err
+	return slices.DeleteFunc(factors, func(f Factor) bool { return !f.Confirmed() }), err
+}
+
+// methods are the second steps factors offer, recovery codes last.
+func methods(factors []Factor, passkeys bool) []string {
+	var out []string
+	for _, kind := range []FactorKind{FactorTOTP, FactorPasskey} {
+		if slices.ContainsFunc(factors, func(f Factor) bool { return f.Kind == kind }) && (kind != FactorPasskey || passkeys) {
+			out = append(out, string(kind))
+		}
 	}
-	return slices.ContainsFunc(factors, Factor.Confirmed), nil
+	return append(out, domain.MadeRecoveryCode)
 }
 
 // challenge answers a proven password of an account with a factor: a
@@ -622,7 +680,7 @@ func (a *Service) hasFactor(ctx context.Context, userID string) (bool, error) {
 // turns into a session within challengeTTL. One lightweight transaction.
 // from is what answered it (domain.MadePassword or MadeReset), kept in
 // the token's subject for the session's MadeWith.
-func (a *Service) challenge(ctx context.Context, u domain.Access, from string) (LoginResult, error) {
+func (a *Service) challenge(ctx context.Context, u domain.Access, from string, factors []Factor) (LoginResult, error) {
 	if a.mail.Tokens == nil {
 		return LoginResult{}, ErrFactorsOff
 	}
@@ -630,10 +688,14 @@ func (a *Service) challenge(ctx context.Context, u domain.Access, from string) (
 	t := Token{Hash: hash, Purpose: PurposeLoginChallenge, UserID: u.ID, PasswordPrint: epochPrint(u.ID, u.PasswordEpoch),
 		CreatedAt: a.now(), Subject: from}
 	t.ExpiresAt = t.CreatedAt.Add(challengeTTL)
+	options, err := a.passkeyOptions(u.ID, token, factors)
+	if err != nil {
+		return LoginResult{}, err
+	}
 	if err := a.mail.Tokens.Create(ctx, t); err != nil {
 		return LoginResult{}, err
 	}
-	return LoginResult{Challenge: token, ExpiresAt: t.ExpiresAt}, nil
+	return LoginResult{Challenge: token, ExpiresAt: t.ExpiresAt, Methods: methods(factors, a.passkeys != nil), Passkey: options}, nil
 }
 
 // errChallenge refuses a second step's challenge, naming the field.
@@ -655,8 +717,13 @@ func (a *Service) SecondFactor(ctx context.Context, challenge string, proof Proo
 	if a.factors == nil || a.mail.Tokens == nil {
 		return LoginResult{}, ErrFactorsOff
 	}
-	if proof.Code == "" && proof.RecoveryCode == "" {
+	if proof.Code == "" && proof.RecoveryCode == "" && proof.Passkey == nil {
 		return LoginResult{}, errCodeRequired
+	}
+	if proof.Passkey != nil {
+		// The passkey signs the challenge made from this token, which is
+		// used below: once.
+		proof.Passkey.challenge = passkeyChallenge(challenge)
 	}
 	t, err := a.readToken(ctx, challenge, PurposeLoginChallenge)
 	if err != nil {
@@ -701,8 +768,11 @@ func (a *Service) SecondFactor(ctx context.Context, challenge string, proof Proo
 		return LoginResult{}, errChallenge("used", "was used already")
 	}
 	second := domain.MadeTOTP
-	if proof.RecoveryCode != "" {
+	switch {
+	case proof.RecoveryCode != "":
 		second = domain.MadeRecoveryCode
+	case proof.Passkey != nil && proof.Code == "":
+		second = domain.MadePasskey
 	}
 	out, err := a.openSession(ctx, u.Access, client, errChallenge("stale", "no longer applies"), cmp.Or(t.Subject, domain.MadePassword), second)
 	if err != nil {
@@ -779,12 +849,12 @@ func (a *Service) mailFactorNotice(ctx context.Context, u domain.User, f Factor)
 // removes it. Like every notice, it holds no text anyone chose (not the
 // factor's name): the address may not be verified.
 func (a *Service) factorNotice(u domain.User, token string) Message {
-	return Message{To: u.Email, Subject: "An authenticator app was added to your shelf account", Text: fmt.Sprintf(
-		"Hello,\n\nsomeone signed in to the shelf account of this address added an authenticator app to it:\n"+
-			"from now on, logging in asks for its codes.\n\n"+
+	return Message{To: u.Email, Subject: "A second factor was added to your shelf account", Text: fmt.Sprintf(
+		"Hello,\n\nsomeone signed in to the shelf account of this address added a second factor to it "+
+			"(an authenticator app or a passkey):\nfrom now on, logging in asks for it.\n\n"+
 			"If it was you, there is nothing to do.\n\n"+
 			"If it was not you, follow this link (it works once, for %s):\n\n%s\n\n"+
-			"It removes that app, signs out every session of the account, and mails you a link to choose a new "+
+			"It removes that factor, signs out every session of the account, and mails you a link to choose a new "+
 			"password: whoever added it knew your password, so it opens nothing until a new one is chosen.\n",
 		a.revertTTL(), Link(a.mail.PublicURL, PurposeRevertFactor, token))}
 }

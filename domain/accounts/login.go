@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -65,6 +66,11 @@ type LoginResult struct {
 	ExpiresAt time.Time
 	User      domain.Shown
 	Challenge string
+	// Methods are the second steps the challenge takes ("totp",
+	// "passkey", "recovery_code"); Passkey the options of
+	// navigator.credentials.get when one is a passkey.
+	Methods []string
+	Passkey json.RawMessage
 }
 
 // Login checks a username or email and a password and opens a session for
@@ -116,8 +122,8 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	if u.factorErr != nil {
 		return LoginResult{}, u.factorErr
 	}
-	if u.hasFactor {
-		return a.challenge(ctx, u.Access, domain.MadePassword)
+	if len(u.factors) > 0 {
+		return a.challenge(ctx, u.Access, domain.MadePassword, u.factors)
 	}
 	return a.openSession(ctx, u.Access, client, ErrInvalidCredentials, domain.MadePassword)
 }
@@ -296,7 +302,7 @@ func loginKey(login string) (domain.ClaimKind, string, bool) {
 // password proved right).
 type loginAccount struct {
 	domain.Credentials
-	hasFactor bool
+	factors   []Factor
 	factorErr error
 }
 
@@ -315,7 +321,7 @@ func (a *Service) findLogin(ctx context.Context, login string) (loginAccount, er
 			if i == 0 {
 				out.Credentials, err = a.users.Credentials(ctx, id)
 			} else {
-				out.hasFactor, out.factorErr = a.hasFactor(ctx, id)
+				out.factors, out.factorErr = a.confirmedFactors(ctx, id)
 			}
 		})
 		return out, err

@@ -147,6 +147,8 @@ type Service struct {
 	// factors and totp are the second factors (SetFactors; nil: off).
 	factors FactorStore
 	totp    TOTP
+	// passkeys are WebAuthn's (SetPasskeys; nil: off).
+	passkeys Passkeys
 	// Hooks are nil in production.
 	Hooks Hooks
 }

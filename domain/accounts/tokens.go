@@ -31,6 +31,10 @@ const (
 	// notice mailed to the account's address, and recovers the account as
 	// an email change's revert does (factors.go).
 	PurposeRevertFactor TokenPurpose = "revert_factor"
+	// PurposeProofChallenge is never mailed either: the challenge a
+	// passkey signs to prove its owner for a sensitive change
+	// (ProofChallenge), used once.
+	PurposeProofChallenge TokenPurpose = "proof_challenge"
 )
 
 // Token is a single-use token as stored: only the hash of what was mailed.

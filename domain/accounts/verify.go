@@ -370,13 +370,13 @@ func (a *Service) resetSession(ctx context.Context, u domain.User, client Client
 	if a.mayLogIn(u.Credentials()) != nil {
 		return LoginResult{}, nil
 	}
-	if has, err := a.hasFactor(ctx, u.ID); err != nil || has {
+	if factors, err := a.confirmedFactors(ctx, u.ID); err != nil || len(factors) > 0 {
 		// A reset proves the mailbox and sets the password; the factor
 		// still stands between them and a session.
 		if err != nil {
 			return LoginResult{}, err
 		}
-		return a.challenge(ctx, u.Access(), domain.MadeReset)
+		return a.challenge(ctx, u.Access(), domain.MadeReset, factors)
 	}
 	opened, err := a.openSession(ctx, u.Access(), client, ErrTokenStale, domain.MadeReset)
 	if errors.Is(err, domain.ErrForbidden) {

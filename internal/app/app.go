@@ -210,5 +210,17 @@ func setFactors(acc *accounts.Service, cfg config.Config, logger zerolog.Logger,
 		logger.Warn().Msg("second factors are sealed with the development key: set SHELF_FACTOR_KEYS before anyone else reaches this service")
 	}
 	acc.SetFactors(store, totp)
+	id, origins, err := cfg.RelyingParty()
+	if err != nil || id == "" {
+		// Derived from a public URL browsers offer no passkey on (set
+		// ones were checked when the settings were read).
+		logger.Warn().Str("public_url", cfg.Mail.PublicURL).Msg("passkeys are off: set SHELF_WEBAUTHN_RP_ID (a domain name) and SHELF_WEBAUTHN_ORIGINS to turn them on")
+		return nil
+	}
+	passkeys, err := factor.NewPasskeys(id, origins, issuer)
+	if err != nil {
+		return err
+	}
+	acc.SetPasskeys(passkeys)
 	return nil
 }

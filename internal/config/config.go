@@ -108,6 +108,10 @@ type Accounts struct {
 	// RequireAdminFactor: admin powers only from a session made with a
 	// second factor.
 	RequireAdminFactor bool
+	// WebAuthnRPID and WebAuthnOrigins are the passkeys' relying party
+	// (RelyingParty: "" derives them from PublicURL).
+	WebAuthnRPID    string
+	WebAuthnOrigins []string
 	// ClaimLease bounds how long a failed signup blocks its names.
 	ClaimLease time.Duration
 	SessionTTL time.Duration
@@ -301,6 +305,8 @@ var Vars = []Var{
 	{"SHELF_THROTTLE_PER_LOGIN", "50", "failed password checks of one login from every address together within SHELF_THROTTLE_WINDOW (a stranger needs this ÷ SHELF_THROTTLE_PER_ADDRESS addresses to lock the owner out, for at most one window after the last counted failure); 0 turns this tier off"},
 	{"SHELF_THROTTLE_WINDOW", "15m", "how long a failed password check counts (1s to 24h)"},
 	{"SHELF_REQUIRE_ADMIN_FACTOR", "false", "true: admin powers (moderation, the audit, another's sessions and factors, deletions, jobs) only from a session whose login gave a second factor (403 admin_factor_required otherwise)"},
+	{"SHELF_WEBAUTHN_RP_ID", "", "the passkeys' relying party id: the console's domain or a parent of it (example.com); unset, SHELF_PUBLIC_URL's host when it is a name (localhost included), and passkeys are off (503 passkeys_off) when it is an address; checked against the origins at start"},
+	{"SHELF_WEBAUTHN_ORIGINS", "", "the origins passkeys answer from (https://app.example.com, comma-separated; http on localhost only); unset, SHELF_PUBLIC_URL's origin"},
 	{"SHELF_FACTOR_KEYS", "", "keys sealing authenticator secrets at rest: id:base64 of 32 bytes (openssl rand -base64 32), comma-separated, the first sealing and every one opening (rotation: put the new key first); unset, second factors are off (503 factors_off; a warning at start) unless SHELF_PUBLIC_URL is this machine, where a fixed development key seals them"},
 	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)"},
 	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
@@ -395,6 +401,8 @@ func Load(getenv func(string) string) (Config, error) {
 			ThrottleWindow:      p.duration("SHELF_THROTTLE_WINDOW"),
 			FactorKeys:          p.str("SHELF_FACTOR_KEYS"),
 			RequireAdminFactor:  p.boolean("SHELF_REQUIRE_ADMIN_FACTOR"),
+			WebAuthnRPID:        p.str("SHELF_WEBAUTHN_RP_ID"),
+			WebAuthnOrigins:     p.list("SHELF_WEBAUTHN_ORIGINS"),
 		},
 	}
 	c.Content = Content{
@@ -436,6 +444,13 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Accounts.FactorKeys != "" {
 		if _, err := factor.ParseKeys(c.Accounts.FactorKeys); err != nil {
 			p.fail("SHELF_FACTOR_KEYS", "%v", err)
+		}
+	}
+	if c.Accounts.WebAuthnRPID != "" || len(c.Accounts.WebAuthnOrigins) > 0 {
+		if id, origins, err := c.RelyingParty(); err != nil {
+			p.fail("SHELF_WEBAUTHN_RP_ID", "%v (origins %v)", err, origins)
+		} else if id == "" {
+			p.fail("SHELF_WEBAUTHN_RP_ID", "is needed with SHELF_WEBAUTHN_ORIGINS")
 		}
 	}
 	if c.Mail.SMTPPort > 65535 {
@@ -574,6 +589,8 @@ func (c Config) Fields() map[string]string {
 		"SHELF_THROTTLE_WINDOW":              c.Accounts.ThrottleWindow.String(),
 		"SHELF_FACTOR_KEYS":                  factorKeyIDs(c.Accounts.FactorKeys),
 		"SHELF_REQUIRE_ADMIN_FACTOR":         strconv.FormatBool(c.Accounts.RequireAdminFactor),
+		"SHELF_WEBAUTHN_RP_ID":               c.Accounts.WebAuthnRPID,
+		"SHELF_WEBAUTHN_ORIGINS":             strings.Join(c.Accounts.WebAuthnOrigins, ","),
 		"SHELF_SUSPENSION_BUCKET":            c.Moderation.BucketSize,
 		"SHELF_SUSPENSION_SWEEP_INTERVAL":    c.Moderation.SweepInterval.String(),
 		"SHELF_FANOUT_SYNC_LIMIT":            strconv.Itoa(c.Content.SyncFanoutLimit),
@@ -632,4 +649,26 @@ func (c Config) FactorKeysOrDevelopment() []factor.Key {
 	}
 	keys, _ := factor.ParseKeys(c.Accounts.FactorKeys)
 	return keys
+}
+
+// RelyingParty is the passkeys' relying party: SHELF_WEBAUTHN_RP_ID and
+// SHELF_WEBAUTHN_ORIGINS, each defaulting to SHELF_PUBLIC_URL's host and
+// origin; id "" (passkeys off) when neither is set and the public URL's
+// host is an address, which browsers refuse as an id. err says why a
+// relying party set, or derived, does not hold (factor.CheckRelyingParty).
+func (c Config) RelyingParty() (id string, origins []string, err error) {
+	id, origins = c.Accounts.WebAuthnRPID, c.Accounts.WebAuthnOrigins
+	u, perr := url.Parse(c.Mail.PublicURL)
+	if len(origins) == 0 && perr == nil && u.Host != "" {
+		origins = []string{u.Scheme + "://" + u.Host}
+	}
+	if id == "" && perr == nil {
+		if _, aerr := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); aerr != nil {
+			id = u.Hostname()
+		}
+	}
+	if id == "" {
+		return "", origins, nil
+	}
+	return id, origins, factor.CheckRelyingParty(id, origins)
 }

@@ -104,11 +104,12 @@ func (f *Factors) Begin(_ context.Context, fac accounts.Factor, ttl time.Duratio
 	return err
 }
 
-// Confirm makes the factor permanent if it is pending with fac.Sealed.
-func (f *Factors) Confirm(_ context.Context, fac accounts.Factor) (bool, error) {
+// Confirm makes the factor permanent, with fac.Sealed, if it is pending
+// with pending.
+func (f *Factors) Confirm(_ context.Context, fac accounts.Factor, pending string) (bool, error) {
 	return f.s.call("factors.confirm", true, func() (bool, error) {
 		r, ok := f.s.liveFactor(fac.UserID, fac.ID)
-		if !ok || r.Sealed != fac.Sealed || r.Confirmed() {
+		if !ok || r.Sealed != pending || r.Confirmed() {
 			return false, nil
 		}
 		f.s.factorPartition(fac.UserID, true).factors[fac.ID] = pendingFactor{Factor: fac}

@@ -56,21 +56,25 @@ func factorConfirmOnce(t testing.TB, s accounts.FactorStore, c Clock) {
 		t.Fatalf("pending: %+v %v", got, ok)
 	}
 	other := f
-	other.Sealed, other.ConfirmedAt, other.LastStep = "k1.other", At(c.Now()), 5
-	if ok, err := s.Confirm(ctx, other); err != nil || ok {
-		t.Fatalf("a confirmation with another secret: applied=%v err=%v", ok, err)
+	other.ConfirmedAt, other.LastStep = At(c.Now()), 5
+	if ok, err := s.Confirm(ctx, other, "k1.other"); err != nil || ok {
+		t.Fatalf("a confirmation of another pending secret: applied=%v err=%v", ok, err)
 	}
+	// Each racer stores a value of its own in place of the pending one
+	// (a passkey's credential in place of its registration's state).
 	winner := race(t, "confirmation", func(i int) (bool, error) {
 		g := f
+		g.Sealed = fmt.Sprintf("credential-%d", i)
 		g.ConfirmedAt, g.LastStep, g.LastUsedAt = At(c.Now()), int64(100+i), At(c.Now())
-		return s.Confirm(ctx, g)
+		return s.Confirm(ctx, g, f.Sealed)
 	})
+	want := fmt.Sprintf("credential-%d", winner)
 	got, ok := readFactor(t, s, f.UserID, f.ID)
-	if !ok || !got.Confirmed() || got.LastStep != int64(100+winner) {
-		t.Fatalf("after the race: %+v %v, want confirmed at step %d", got, ok, 100+winner)
+	if !ok || !got.Confirmed() || got.LastStep != int64(100+winner) || got.Sealed != want {
+		t.Fatalf("after the race: %+v %v, want confirmed at step %d with %s", got, ok, 100+winner, want)
 	}
 	c.Pass(TTLPassed)
-	if got, ok := readFactor(t, s, f.UserID, f.ID); !ok || !got.Confirmed() || got.Sealed != f.Sealed || got.Kind != accounts.FactorTOTP {
+	if got, ok := readFactor(t, s, f.UserID, f.ID); !ok || !got.Confirmed() || got.Sealed != want || got.Kind != accounts.FactorTOTP {
 		t.Fatalf("a confirmed factor past its enrolment's TTL: %+v %v", got, ok)
 	}
 }
@@ -88,7 +92,7 @@ func factorPendingExpires(t testing.TB, s accounts.FactorStore, c Clock) {
 		t.Fatalf("an enrolment past its TTL: %+v", got)
 	}
 	f.ConfirmedAt, f.LastStep = At(c.Now()), 7
-	if ok, err := s.Confirm(ctx, f); err != nil || ok {
+	if ok, err := s.Confirm(ctx, f, f.Sealed); err != nil || ok {
 		t.Fatalf("confirming an expired enrolment: applied=%v err=%v", ok, err)
 	}
 	if got, ok := readFactor(t, s, f.UserID, f.ID); ok {
@@ -109,7 +113,7 @@ func factorStepOnce(t testing.TB, s accounts.FactorStore, c Clock) {
 		t.Fatalf("a step of a pending factor: applied=%v err=%v", ok, err)
 	}
 	f.ConfirmedAt, f.LastStep = At(c.Now()), 50
-	if ok, err := s.Confirm(ctx, f); err != nil || !ok {
+	if ok, err := s.Confirm(ctx, f, f.Sealed); err != nil || !ok {
 		t.Fatalf("confirm: %v %v", ok, err)
 	}
 	for _, step := range []int64{49, 50} {

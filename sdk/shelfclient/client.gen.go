@@ -109,12 +109,15 @@ func (e ContentRole) Valid() bool {
 
 // Defines values for FactorKind.
 const (
-	FactorKindTotp FactorKind = "totp"
+	FactorKindPasskey FactorKind = "passkey"
+	FactorKindTotp    FactorKind = "totp"
 )
 
 // Valid indicates whether the value is a known member of the FactorKind enum.
 func (e FactorKind) Valid() bool {
 	switch e {
+	case FactorKindPasskey:
+		return true
 	case FactorKindTotp:
 		return true
 	default:
@@ -239,6 +242,27 @@ func (e ModerationEventKind) Valid() bool {
 	}
 }
 
+// Defines values for SecondStep.
+const (
+	SecondStepPasskey      SecondStep = "passkey"
+	SecondStepRecoveryCode SecondStep = "recovery_code"
+	SecondStepTotp         SecondStep = "totp"
+)
+
+// Valid indicates whether the value is a known member of the SecondStep enum.
+func (e SecondStep) Valid() bool {
+	switch e {
+	case SecondStepPasskey:
+		return true
+	case SecondStepRecoveryCode:
+		return true
+	case SecondStepTotp:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionKeep.
 const (
 	SessionKeepCurrent SessionKeep = "current"
@@ -256,6 +280,7 @@ func (e SessionKeep) Valid() bool {
 
 // Defines values for SessionProof.
 const (
+	SessionProofPasskey      SessionProof = "passkey"
 	SessionProofPassword     SessionProof = "password"
 	SessionProofRecoveryCode SessionProof = "recovery_code"
 	SessionProofReset        SessionProof = "reset"
@@ -265,6 +290,8 @@ const (
 // Valid indicates whether the value is a known member of the SessionProof enum.
 func (e SessionProof) Valid() bool {
 	switch e {
+	case SessionProofPasskey:
+		return true
 	case SessionProofPassword:
 		return true
 	case SessionProofRecoveryCode:
@@ -488,13 +515,13 @@ type Factor struct {
 	CreatedAt   time.Time  `json:"createdAt"`
 	Id          string     `json:"id"`
 
-	// Kind An authenticator app's codes (`totp`).
+	// Kind An authenticator app's codes (`totp`), or a passkey (`passkey`, WebAuthn).
 	Kind       FactorKind `json:"kind"`
 	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
 	Name       string     `json:"name"`
 }
 
-// FactorKind An authenticator app's codes (`totp`).
+// FactorKind An authenticator app's codes (`totp`), or a passkey (`passkey`, WebAuthn).
 type FactorKind string
 
 // FactorList defines model for FactorList.
@@ -509,7 +536,13 @@ type FactorList struct {
 type FactorProof struct {
 	Code            *string `json:"code,omitempty"`
 	CurrentPassword *string `json:"currentPassword,omitempty"`
-	RecoveryCode    *string `json:"recoveryCode,omitempty"`
+
+	// Passkey A passkey's proof of the owner, in place of `code`: the challenge
+	// of `POST /v1/users/{id}/passkey-challenges` and the answer of
+	// `navigator.credentials.get(options)` to it. The challenge works
+	// once.
+	Passkey      *PasskeyProof `json:"passkey,omitempty"`
+	RecoveryCode *string       `json:"recoveryCode,omitempty"`
 }
 
 // Group A group. Answers may gain properties later; clients should ignore
@@ -681,8 +714,16 @@ type LoginChallengeBody struct {
 	Challenge string    `json:"challenge"`
 	ExpiresAt time.Time `json:"expiresAt"`
 
+	// Methods The second steps this account offers (`recovery_code` always).
+	Methods []SecondStep `json:"methods"`
+
 	// Next What to do next, in words.
 	Next string `json:"next"`
+
+	// Passkey Options for the browser, as JSON: `{"publicKey": {...}}` with
+	// binary fields in base64url (`PublicKeyCredential.parseCreationOptionsFromJSON`
+	// or `parseRequestOptionsFromJSON` reads `publicKey`).
+	Passkey *WebAuthnOptions `json:"passkey,omitempty"`
 }
 
 // LoginRefusedProblem A login refused after its password matched: `suspended` carries
@@ -852,6 +893,70 @@ type PageInfo struct {
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
+// PasskeyChallenge defines model for PasskeyChallenge.
+type PasskeyChallenge struct {
+	// Challenge Single use, for 5 minutes; send it back in the proof's `passkey`.
+	Challenge string    `json:"challenge"`
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Options Options for the browser, as JSON: `{"publicKey": {...}}` with
+	// binary fields in base64url (`PublicKeyCredential.parseCreationOptionsFromJSON`
+	// or `parseRequestOptionsFromJSON` reads `publicKey`).
+	Options WebAuthnOptions `json:"options"`
+}
+
+// PasskeyEnrolment defines model for PasskeyEnrolment.
+type PasskeyEnrolment struct {
+	// ConfirmWithinSeconds The registration's answer is taken within this many seconds (600).
+	ConfirmWithinSeconds int `json:"confirmWithinSeconds"`
+
+	// Factor A second factor, never its secret.
+	Factor Factor `json:"factor"`
+
+	// Options Options for the browser, as JSON: `{"publicKey": {...}}` with
+	// binary fields in base64url (`PublicKeyCredential.parseCreationOptionsFromJSON`
+	// or `parseRequestOptionsFromJSON` reads `publicKey`).
+	Options WebAuthnOptions `json:"options"`
+}
+
+// PasskeyEnrolmentRequest defines model for PasskeyEnrolmentRequest.
+type PasskeyEnrolmentRequest struct {
+	// Code Where the account has a second factor, a code of its app (or `recoveryCode`, or `passkey`).
+	Code            *string `json:"code,omitempty"`
+	CurrentPassword string  `json:"currentPassword"`
+
+	// Name A label ("laptop"), as a factor's name; `passkey` when absent or empty.
+	Name *string `json:"name,omitempty"`
+
+	// Passkey A passkey's proof of the owner, in place of `code`: the challenge
+	// of `POST /v1/users/{id}/passkey-challenges` and the answer of
+	// `navigator.credentials.get(options)` to it. The challenge works
+	// once.
+	Passkey      *PasskeyProof `json:"passkey,omitempty"`
+	RecoveryCode *string       `json:"recoveryCode,omitempty"`
+}
+
+// PasskeyProof A passkey's proof of the owner, in place of `code`: the challenge
+// of `POST /v1/users/{id}/passkey-challenges` and the answer of
+// `navigator.credentials.get(options)` to it. The challenge works
+// once.
+type PasskeyProof struct {
+	Challenge string `json:"challenge"`
+
+	// Credential The browser's answer, a PublicKeyCredential as JSON
+	// (`credential.toJSON()`: `id`, `rawId`, `type`, `response` with
+	// its fields in base64url).
+	Credential PublicKeyCredentialJson `json:"credential"`
+}
+
+// PasskeyRegistration defines model for PasskeyRegistration.
+type PasskeyRegistration struct {
+	// Credential The browser's answer, a PublicKeyCredential as JSON
+	// (`credential.toJSON()`: `id`, `rawId`, `type`, `response` with
+	// its fields in base64url).
+	Credential PublicKeyCredentialJson `json:"credential"`
+}
+
 // PasswordChange A password change. `newPassword` follows the password rules of
 // NewUser (8-128 characters, not the username or the email, not
 // common, breached or otherwise guessable).
@@ -862,6 +967,12 @@ type PasswordChange struct {
 	Code            *string `json:"code,omitempty"`
 	CurrentPassword string  `json:"currentPassword"`
 	NewPassword     string  `json:"newPassword"`
+
+	// Passkey A passkey's proof of the owner, in place of `code`: the challenge
+	// of `POST /v1/users/{id}/passkey-challenges` and the answer of
+	// `navigator.credentials.get(options)` to it. The challenge works
+	// once.
+	Passkey *PasskeyProof `json:"passkey,omitempty"`
 
 	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
 	RecoveryCode *string `json:"recoveryCode,omitempty"`
@@ -906,6 +1017,11 @@ type ProblemField struct {
 	Message string `json:"message"`
 }
 
+// PublicKeyCredentialJson The browser's answer, a PublicKeyCredential as JSON
+// (`credential.toJSON()`: `id`, `rawId`, `type`, `response` with
+// its fields in base64url).
+type PublicKeyCredentialJson map[string]interface{}
+
 // RecoveryCodeSet defines model for RecoveryCodeSet.
 type RecoveryCodeSet struct {
 	RecoveryCodes []string `json:"recoveryCodes"`
@@ -919,9 +1035,17 @@ type SecondFactor struct {
 	// Code The authenticator app's current code (6 digits).
 	Code *string `json:"code,omitempty"`
 
+	// Passkey The browser's answer, a PublicKeyCredential as JSON
+	// (`credential.toJSON()`: `id`, `rawId`, `type`, `response` with
+	// its fields in base64url).
+	Passkey *PublicKeyCredentialJson `json:"passkey,omitempty"`
+
 	// RecoveryCode One of the account's recovery codes (dashes, spaces and case do not matter).
 	RecoveryCode *string `json:"recoveryCode,omitempty"`
 }
+
+// SecondStep A way to finish a login's second step.
+type SecondStep string
 
 // Session A new session.
 type Session struct {
@@ -1063,6 +1187,12 @@ type TotpEnrolmentRequest struct {
 	// `authenticator` when absent or empty.
 	Name *string `json:"name,omitempty"`
 
+	// Passkey A passkey's proof of the owner, in place of `code`: the challenge
+	// of `POST /v1/users/{id}/passkey-challenges` and the answer of
+	// `navigator.credentials.get(options)` to it. The challenge works
+	// once.
+	Passkey *PasskeyProof `json:"passkey,omitempty"`
+
 	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
 	RecoveryCode *string `json:"recoveryCode,omitempty"`
 }
@@ -1115,6 +1245,12 @@ type UserDeletion struct {
 	Code            *string `json:"code,omitempty"`
 	CurrentPassword *string `json:"currentPassword,omitempty"`
 
+	// Passkey A passkey's proof of the owner, in place of `code`: the challenge
+	// of `POST /v1/users/{id}/passkey-challenges` and the answer of
+	// `navigator.credentials.get(options)` to it. The challenge works
+	// once.
+	Passkey *PasskeyProof `json:"passkey,omitempty"`
+
 	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
 	RecoveryCode *string `json:"recoveryCode,omitempty"`
 }
@@ -1146,6 +1282,12 @@ type UserPatch struct {
 	// of User); the current address cancels a change pending.
 	Email *openapi_types.Email `json:"email,omitempty"`
 
+	// Passkey A passkey's proof of the owner, in place of `code`: the challenge
+	// of `POST /v1/users/{id}/passkey-challenges` and the answer of
+	// `navigator.credentials.get(options)` to it. The challenge works
+	// once.
+	Passkey *PasskeyProof `json:"passkey,omitempty"`
+
 	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
 	RecoveryCode *string `json:"recoveryCode,omitempty"`
 	Username     *string `json:"username,omitempty"`
@@ -1160,6 +1302,11 @@ type UserStatus string
 // Visibility Who sees an item: `public` everyone, `loggedin` anyone with a
 // session, `private` its members (and admins).
 type Visibility string
+
+// WebAuthnOptions Options for the browser, as JSON: `{"publicKey": {...}}` with
+// binary fields in base64url (`PublicKeyCredential.parseCreationOptionsFromJSON`
+// or `parseRequestOptionsFromJSON` reads `publicKey`).
+type WebAuthnOptions map[string]interface{}
 
 // ContentId defines model for ContentId.
 type ContentId = string
@@ -1462,6 +1609,12 @@ type ConfirmTotpJSONRequestBody = TotpCode
 
 // RemoveFactorJSONRequestBody defines body for RemoveFactor for application/json ContentType.
 type RemoveFactorJSONRequestBody = FactorProof
+
+// BeginPasskeyJSONRequestBody defines body for BeginPasskey for application/json ContentType.
+type BeginPasskeyJSONRequestBody = PasskeyEnrolmentRequest
+
+// FinishPasskeyJSONRequestBody defines body for FinishPasskey for application/json ContentType.
+type FinishPasskeyJSONRequestBody = PasskeyRegistration
 
 // ChangePasswordJSONRequestBody defines body for ChangePassword for application/json ContentType.
 type ChangePasswordJSONRequestBody = PasswordChange
@@ -2426,8 +2579,10 @@ type ClientInterface interface {
 	//
 	// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
 	// `POST /v1/password-resets/confirm`) into a session, with a code
-	// from the account's authenticator app (`code`) or one of its
-	// recovery codes (`recoveryCode`). Each code works once: a code
+	// from the account's authenticator app (`code`), a passkey's answer
+	// to the challenge's `passkey` options (`passkey`: the result of
+	// `navigator.credentials.get` as JSON) or one of its recovery codes
+	// (`recoveryCode`). Each code works once: a code
 	// accepted once, or an earlier one, is refused, and a clock one
 	// step (30 s) off either way is tolerated. A wrong code leaves the
 	// challenge for the next try; the challenge makes one session at
@@ -2454,8 +2609,10 @@ type ClientInterface interface {
 	//
 	// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
 	// `POST /v1/password-resets/confirm`) into a session, with a code
-	// from the account's authenticator app (`code`) or one of its
-	// recovery codes (`recoveryCode`). Each code works once: a code
+	// from the account's authenticator app (`code`), a passkey's answer
+	// to the challenge's `passkey` options (`passkey`: the result of
+	// `navigator.credentials.get` as JSON) or one of its recovery codes
+	// (`recoveryCode`). Each code works once: a code
 	// accepted once, or an earlier one, is refused, and a clock one
 	// step (30 s) off either way is tolerated. A wrong code leaves the
 	// challenge for the next try; the challenge makes one session at
@@ -3062,6 +3219,105 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/users/{id}/moderation-history (the `ListModerationHistory` operationId).
 	ListModerationHistory(ctx context.Context, id UserId, params *ListModerationHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePasskeyChallenge A challenge for a passkey to prove the owner
+	//
+	// For a change that asks the owner's proof (a new username, email
+	// or password, a deletion, a factor's addition or removal, new
+	// recovery codes): a single-use challenge for 5 minutes and the
+	// options for `navigator.credentials.get`. Send the challenge and
+	// the browser's answer as the change's `passkey`, in place of a
+	// code. No body.
+	//
+	// Who may call: the user themself, whose account has a passkey (409
+	// `no_passkey` otherwise).
+	//
+	// Cost: one read of the factors, one write.
+	//
+	// Corresponds with POST /v1/users/{id}/passkey-challenges (the `CreatePasskeyChallenge` operationId).
+	CreatePasskeyChallenge(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BeginPasskeyWithBody Begin a passkey
+	//
+	// Begins a passkey (WebAuthn) for the caller's own account, with the
+	// current password (and, where the account has a second factor, a
+	// code, a recovery code or a passkey's proof): the options to pass
+	// to `navigator.credentials.create`, the account's passkeys
+	// excluded. It works once the browser's answer registers it (`POST
+	// .../passkeys/{factorId}/registration`) within 10 minutes. The
+	// relying party is `SHELF_WEBAUTHN_RP_ID` (by default the public
+	// URL's host); no attestation is asked for. The answer is
+	// `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself, with the current password.
+	//
+	// Cost: as `POST /v1/users/{id}/factors`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/users/{id}/passkeys (the `BeginPasskey` operationId).
+	BeginPasskeyWithBody(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BeginPasskey Begin a passkey
+	//
+	// Begins a passkey (WebAuthn) for the caller's own account, with the
+	// current password (and, where the account has a second factor, a
+	// code, a recovery code or a passkey's proof): the options to pass
+	// to `navigator.credentials.create`, the account's passkeys
+	// excluded. It works once the browser's answer registers it (`POST
+	// .../passkeys/{factorId}/registration`) within 10 minutes. The
+	// relying party is `SHELF_WEBAUTHN_RP_ID` (by default the public
+	// URL's host); no attestation is asked for. The answer is
+	// `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself, with the current password.
+	//
+	// Cost: as `POST /v1/users/{id}/factors`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/users/{id}/passkeys (the `BeginPasskey` operationId).
+	BeginPasskey(ctx context.Context, id UserId, body BeginPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinishPasskeyWithBody Register a passkey with the browser's answer
+	//
+	// Finishes a passkey: `credential` is the answer of
+	// `navigator.credentials.create(options)` as JSON. It is checked
+	// (challenge, origin, relying party, signature) and stored: its
+	// public key, never a secret. As for an authenticator app, a notice
+	// with a revert link goes to the account's address first, and the
+	// account's first factor answers ten recovery codes, shown once.
+	// The answer is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: one read of the factors, the code's throttle, one
+	// lightweight transaction (two for a first factor).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/users/{id}/passkeys/{factorId}/registration (the `FinishPasskey` operationId).
+	FinishPasskeyWithBody(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinishPasskey Register a passkey with the browser's answer
+	//
+	// Finishes a passkey: `credential` is the answer of
+	// `navigator.credentials.create(options)` as JSON. It is checked
+	// (challenge, origin, relying party, signature) and stored: its
+	// public key, never a secret. As for an authenticator app, a notice
+	// with a revert link goes to the account's address first, and the
+	// account's first factor answers ten recovery codes, shown once.
+	// The answer is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: one read of the factors, the code's throttle, one
+	// lightweight transaction (two for a first factor).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/users/{id}/passkeys/{factorId}/registration (the `FinishPasskey` operationId).
+	FinishPasskey(ctx context.Context, id UserId, factorId FactorId, body FinishPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ChangePasswordWithBody Change the password
 	//
@@ -4613,8 +4869,10 @@ func (c *Client) DeleteCurrentSession(ctx context.Context, reqEditors ...Request
 //
 // Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
 // `POST /v1/password-resets/confirm`) into a session, with a code
-// from the account's authenticator app (`code`) or one of its
-// recovery codes (`recoveryCode`). Each code works once: a code
+// from the account's authenticator app (`code`), a passkey's answer
+// to the challenge's `passkey` options (`passkey`: the result of
+// `navigator.credentials.get` as JSON) or one of its recovery codes
+// (`recoveryCode`). Each code works once: a code
 // accepted once, or an earlier one, is refused, and a clock one
 // step (30 s) off either way is tolerated. A wrong code leaves the
 // challenge for the next try; the challenge makes one session at
@@ -4651,8 +4909,10 @@ func (c *Client) CompleteSecondFactorWithBody(ctx context.Context, contentType s
 //
 // Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
 // `POST /v1/password-resets/confirm`) into a session, with a code
-// from the account's authenticator app (`code`) or one of its
-// recovery codes (`recoveryCode`). Each code works once: a code
+// from the account's authenticator app (`code`), a passkey's answer
+// to the challenge's `passkey` options (`passkey`: the result of
+// `navigator.credentials.get` as JSON) or one of its recovery codes
+// (`recoveryCode`). Each code works once: a code
 // accepted once, or an earlier one, is refused, and a clock one
 // step (30 s) off either way is tolerated. A wrong code leaves the
 // challenge for the next try; the challenge makes one session at
@@ -5490,6 +5750,155 @@ func (c *Client) GetUserLibrary(ctx context.Context, id UserId, params *GetUserL
 // Corresponds with GET /v1/users/{id}/moderation-history (the `ListModerationHistory` operationId).
 func (c *Client) ListModerationHistory(ctx context.Context, id UserId, params *ListModerationHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListModerationHistoryRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePasskeyChallenge A challenge for a passkey to prove the owner
+//
+// For a change that asks the owner's proof (a new username, email
+// or password, a deletion, a factor's addition or removal, new
+// recovery codes): a single-use challenge for 5 minutes and the
+// options for `navigator.credentials.get`. Send the challenge and
+// the browser's answer as the change's `passkey`, in place of a
+// code. No body.
+//
+// Who may call: the user themself, whose account has a passkey (409
+// `no_passkey` otherwise).
+//
+// Cost: one read of the factors, one write.
+//
+// Corresponds with POST /v1/users/{id}/passkey-challenges (the `CreatePasskeyChallenge` operationId).
+func (c *Client) CreatePasskeyChallenge(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePasskeyChallengeRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BeginPasskeyWithBody Begin a passkey
+//
+// Begins a passkey (WebAuthn) for the caller's own account, with the
+// current password (and, where the account has a second factor, a
+// code, a recovery code or a passkey's proof): the options to pass
+// to `navigator.credentials.create`, the account's passkeys
+// excluded. It works once the browser's answer registers it (`POST
+// .../passkeys/{factorId}/registration`) within 10 minutes. The
+// relying party is `SHELF_WEBAUTHN_RP_ID` (by default the public
+// URL's host); no attestation is asked for. The answer is
+// `Cache-Control: no-store`.
+//
+// Who may call: the user themself, with the current password.
+//
+// Cost: as `POST /v1/users/{id}/factors`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/users/{id}/passkeys (the `BeginPasskey` operationId).
+func (c *Client) BeginPasskeyWithBody(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBeginPasskeyRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BeginPasskey Begin a passkey
+//
+// Begins a passkey (WebAuthn) for the caller's own account, with the
+// current password (and, where the account has a second factor, a
+// code, a recovery code or a passkey's proof): the options to pass
+// to `navigator.credentials.create`, the account's passkeys
+// excluded. It works once the browser's answer registers it (`POST
+// .../passkeys/{factorId}/registration`) within 10 minutes. The
+// relying party is `SHELF_WEBAUTHN_RP_ID` (by default the public
+// URL's host); no attestation is asked for. The answer is
+// `Cache-Control: no-store`.
+//
+// Who may call: the user themself, with the current password.
+//
+// Cost: as `POST /v1/users/{id}/factors`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/users/{id}/passkeys (the `BeginPasskey` operationId).
+func (c *Client) BeginPasskey(ctx context.Context, id UserId, body BeginPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBeginPasskeyRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinishPasskeyWithBody Register a passkey with the browser's answer
+//
+// Finishes a passkey: `credential` is the answer of
+// `navigator.credentials.create(options)` as JSON. It is checked
+// (challenge, origin, relying party, signature) and stored: its
+// public key, never a secret. As for an authenticator app, a notice
+// with a revert link goes to the account's address first, and the
+// account's first factor answers ten recovery codes, shown once.
+// The answer is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: one read of the factors, the code's throttle, one
+// lightweight transaction (two for a first factor).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/users/{id}/passkeys/{factorId}/registration (the `FinishPasskey` operationId).
+func (c *Client) FinishPasskeyWithBody(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinishPasskeyRequestWithBody(c.Server, id, factorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinishPasskey Register a passkey with the browser's answer
+//
+// Finishes a passkey: `credential` is the answer of
+// `navigator.credentials.create(options)` as JSON. It is checked
+// (challenge, origin, relying party, signature) and stored: its
+// public key, never a secret. As for an authenticator app, a notice
+// with a revert link goes to the account's address first, and the
+// account's first factor answers ten recovery codes, shown once.
+// The answer is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: one read of the factors, the code's throttle, one
+// lightweight transaction (two for a first factor).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/users/{id}/passkeys/{factorId}/registration (the `FinishPasskey` operationId).
+func (c *Client) FinishPasskey(ctx context.Context, id UserId, factorId FactorId, body FinishPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinishPasskeyRequest(c.Server, id, factorId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8060,6 +8469,141 @@ func NewListModerationHistoryRequest(server string, id UserId, params *ListModer
 	return req, nil
 }
 
+// NewCreatePasskeyChallengeRequest constructs an http.Request for the CreatePasskeyChallenge method
+func NewCreatePasskeyChallengeRequest(server string, id UserId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/passkey-challenges", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewBeginPasskeyRequest calls the generic BeginPasskey builder with application/json body
+func NewBeginPasskeyRequest(server string, id UserId, body BeginPasskeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBeginPasskeyRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewBeginPasskeyRequestWithBody constructs an http.Request for the BeginPasskey method, with any body, and a specified content type
+func NewBeginPasskeyRequestWithBody(server string, id UserId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/passkeys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFinishPasskeyRequest calls the generic FinishPasskey builder with application/json body
+func NewFinishPasskeyRequest(server string, id UserId, factorId FactorId, body FinishPasskeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFinishPasskeyRequestWithBody(server, id, factorId, "application/json", bodyReader)
+}
+
+// NewFinishPasskeyRequestWithBody constructs an http.Request for the FinishPasskey method, with any body, and a specified content type
+func NewFinishPasskeyRequestWithBody(server string, id UserId, factorId FactorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "factorId", factorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/passkeys/%s/registration", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewChangePasswordRequest calls the generic ChangePassword builder with application/json body
 func NewChangePasswordRequest(server string, id UserId, body ChangePasswordJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9408,8 +9952,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
 	// `POST /v1/password-resets/confirm`) into a session, with a code
-	// from the account's authenticator app (`code`) or one of its
-	// recovery codes (`recoveryCode`). Each code works once: a code
+	// from the account's authenticator app (`code`), a passkey's answer
+	// to the challenge's `passkey` options (`passkey`: the result of
+	// `navigator.credentials.get` as JSON) or one of its recovery codes
+	// (`recoveryCode`). Each code works once: a code
 	// accepted once, or an earlier one, is refused, and a clock one
 	// step (30 s) off either way is tolerated. A wrong code leaves the
 	// challenge for the next try; the challenge makes one session at
@@ -9436,8 +9982,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
 	// `POST /v1/password-resets/confirm`) into a session, with a code
-	// from the account's authenticator app (`code`) or one of its
-	// recovery codes (`recoveryCode`). Each code works once: a code
+	// from the account's authenticator app (`code`), a passkey's answer
+	// to the challenge's `passkey` options (`passkey`: the result of
+	// `navigator.credentials.get` as JSON) or one of its recovery codes
+	// (`recoveryCode`). Each code works once: a code
 	// accepted once, or an earlier one, is refused, and a clock one
 	// step (30 s) off either way is tolerated. A wrong code leaves the
 	// challenge for the next try; the challenge makes one session at
@@ -10066,6 +10614,107 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/users/{id}/moderation-history (the `ListModerationHistory` operationId).
 	ListModerationHistoryWithResponse(ctx context.Context, id UserId, params *ListModerationHistoryParams, reqEditors ...RequestEditorFn) (*ListModerationHistoryResponse, error)
+
+	// CreatePasskeyChallengeWithResponse A challenge for a passkey to prove the owner
+	//
+	// For a change that asks the owner's proof (a new username, email
+	// or password, a deletion, a factor's addition or removal, new
+	// recovery codes): a single-use challenge for 5 minutes and the
+	// options for `navigator.credentials.get`. Send the challenge and
+	// the browser's answer as the change's `passkey`, in place of a
+	// code. No body.
+	//
+	// Who may call: the user themself, whose account has a passkey (409
+	// `no_passkey` otherwise).
+	//
+	// Cost: one read of the factors, one write.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/passkey-challenges (the `CreatePasskeyChallenge` operationId).
+	CreatePasskeyChallengeWithResponse(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*CreatePasskeyChallengeResponse, error)
+
+	// BeginPasskeyWithBodyWithResponse Begin a passkey
+	//
+	// Begins a passkey (WebAuthn) for the caller's own account, with the
+	// current password (and, where the account has a second factor, a
+	// code, a recovery code or a passkey's proof): the options to pass
+	// to `navigator.credentials.create`, the account's passkeys
+	// excluded. It works once the browser's answer registers it (`POST
+	// .../passkeys/{factorId}/registration`) within 10 minutes. The
+	// relying party is `SHELF_WEBAUTHN_RP_ID` (by default the public
+	// URL's host); no attestation is asked for. The answer is
+	// `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself, with the current password.
+	//
+	// Cost: as `POST /v1/users/{id}/factors`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/passkeys (the `BeginPasskey` operationId).
+	BeginPasskeyWithBodyWithResponse(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BeginPasskeyResponse, error)
+
+	// BeginPasskeyWithResponse Begin a passkey
+	//
+	// Begins a passkey (WebAuthn) for the caller's own account, with the
+	// current password (and, where the account has a second factor, a
+	// code, a recovery code or a passkey's proof): the options to pass
+	// to `navigator.credentials.create`, the account's passkeys
+	// excluded. It works once the browser's answer registers it (`POST
+	// .../passkeys/{factorId}/registration`) within 10 minutes. The
+	// relying party is `SHELF_WEBAUTHN_RP_ID` (by default the public
+	// URL's host); no attestation is asked for. The answer is
+	// `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself, with the current password.
+	//
+	// Cost: as `POST /v1/users/{id}/factors`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/passkeys (the `BeginPasskey` operationId).
+	BeginPasskeyWithResponse(ctx context.Context, id UserId, body BeginPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*BeginPasskeyResponse, error)
+
+	// FinishPasskeyWithBodyWithResponse Register a passkey with the browser's answer
+	//
+	// Finishes a passkey: `credential` is the answer of
+	// `navigator.credentials.create(options)` as JSON. It is checked
+	// (challenge, origin, relying party, signature) and stored: its
+	// public key, never a secret. As for an authenticator app, a notice
+	// with a revert link goes to the account's address first, and the
+	// account's first factor answers ten recovery codes, shown once.
+	// The answer is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: one read of the factors, the code's throttle, one
+	// lightweight transaction (two for a first factor).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/passkeys/{factorId}/registration (the `FinishPasskey` operationId).
+	FinishPasskeyWithBodyWithResponse(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinishPasskeyResponse, error)
+
+	// FinishPasskeyWithResponse Register a passkey with the browser's answer
+	//
+	// Finishes a passkey: `credential` is the answer of
+	// `navigator.credentials.create(options)` as JSON. It is checked
+	// (challenge, origin, relying party, signature) and stored: its
+	// public key, never a secret. As for an authenticator app, a notice
+	// with a revert link goes to the account's address first, and the
+	// account's first factor answers ten recovery codes, shown once.
+	// The answer is `Cache-Control: no-store`.
+	//
+	// Who may call: the user themself.
+	//
+	// Cost: one read of the factors, the code's throttle, one
+	// lightweight transaction (two for a first factor).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/passkeys/{factorId}/registration (the `FinishPasskey` operationId).
+	FinishPasskeyWithResponse(ctx context.Context, id UserId, factorId FactorId, body FinishPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*FinishPasskeyResponse, error)
 
 	// ChangePasswordWithBodyWithResponse Change the password
 	//
@@ -16875,6 +17524,540 @@ func (r ListModerationHistoryResponse) ContentType() string {
 	return ""
 }
 
+// CreatePasskeyChallengeResponse201Headers the declared response headers of an HTTP 201 response for CreatePasskeyChallenge
+type CreatePasskeyChallengeResponse201Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// CreatePasskeyChallengeResponse401Headers the declared response headers of an HTTP 401 response for CreatePasskeyChallenge
+type CreatePasskeyChallengeResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// CreatePasskeyChallengeResponse403Headers the declared response headers of an HTTP 403 response for CreatePasskeyChallenge
+type CreatePasskeyChallengeResponse403Headers struct {
+	XRequestId *string
+}
+
+// CreatePasskeyChallengeResponse404Headers the declared response headers of an HTTP 404 response for CreatePasskeyChallenge
+type CreatePasskeyChallengeResponse404Headers struct {
+	XRequestId *string
+}
+
+// CreatePasskeyChallengeResponse409Headers the declared response headers of an HTTP 409 response for CreatePasskeyChallenge
+type CreatePasskeyChallengeResponse409Headers struct {
+	XRequestId *string
+}
+
+// CreatePasskeyChallengeResponse429Headers the declared response headers of an HTTP 429 response for CreatePasskeyChallenge
+type CreatePasskeyChallengeResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// CreatePasskeyChallengeResponse500Headers the declared response headers of an HTTP 500 response for CreatePasskeyChallenge
+type CreatePasskeyChallengeResponse500Headers struct {
+	XRequestId *string
+}
+
+// CreatePasskeyChallengeResponse503Headers the declared response headers of an HTTP 503 response for CreatePasskeyChallenge
+type CreatePasskeyChallengeResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type CreatePasskeyChallengeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PasskeyChallenge
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreatePasskeyChallengeResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreatePasskeyChallengeResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreatePasskeyChallengeResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreatePasskeyChallengeResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreatePasskeyChallengeResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePasskeyChallengeResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreatePasskeyChallengeResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreatePasskeyChallengeResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreatePasskeyChallengeResponse) GetJSON201() *PasskeyChallenge {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreatePasskeyChallengeResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreatePasskeyChallengeResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreatePasskeyChallengeResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreatePasskeyChallengeResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreatePasskeyChallengeResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreatePasskeyChallengeResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreatePasskeyChallengeResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePasskeyChallengeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePasskeyChallengeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePasskeyChallengeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePasskeyChallengeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BeginPasskeyResponse201Headers the declared response headers of an HTTP 201 response for BeginPasskey
+type BeginPasskeyResponse201Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// BeginPasskeyResponse400Headers the declared response headers of an HTTP 400 response for BeginPasskey
+type BeginPasskeyResponse400Headers struct {
+	XRequestId *string
+}
+
+// BeginPasskeyResponse401Headers the declared response headers of an HTTP 401 response for BeginPasskey
+type BeginPasskeyResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// BeginPasskeyResponse403Headers the declared response headers of an HTTP 403 response for BeginPasskey
+type BeginPasskeyResponse403Headers struct {
+	XRequestId *string
+}
+
+// BeginPasskeyResponse404Headers the declared response headers of an HTTP 404 response for BeginPasskey
+type BeginPasskeyResponse404Headers struct {
+	XRequestId *string
+}
+
+// BeginPasskeyResponse409Headers the declared response headers of an HTTP 409 response for BeginPasskey
+type BeginPasskeyResponse409Headers struct {
+	XRequestId *string
+}
+
+// BeginPasskeyResponse413Headers the declared response headers of an HTTP 413 response for BeginPasskey
+type BeginPasskeyResponse413Headers struct {
+	XRequestId *string
+}
+
+// BeginPasskeyResponse415Headers the declared response headers of an HTTP 415 response for BeginPasskey
+type BeginPasskeyResponse415Headers struct {
+	XRequestId *string
+}
+
+// BeginPasskeyResponse429Headers the declared response headers of an HTTP 429 response for BeginPasskey
+type BeginPasskeyResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// BeginPasskeyResponse500Headers the declared response headers of an HTTP 500 response for BeginPasskey
+type BeginPasskeyResponse500Headers struct {
+	XRequestId *string
+}
+
+// BeginPasskeyResponse503Headers the declared response headers of an HTTP 503 response for BeginPasskey
+type BeginPasskeyResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type BeginPasskeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PasskeyEnrolment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *BeginPasskeyResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *BeginPasskeyResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BeginPasskeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *BeginPasskeyResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *BeginPasskeyResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *BeginPasskeyResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *BeginPasskeyResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *BeginPasskeyResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BeginPasskeyResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *BeginPasskeyResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BeginPasskeyResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r BeginPasskeyResponse) GetJSON201() *PasskeyEnrolment {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r BeginPasskeyResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r BeginPasskeyResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r BeginPasskeyResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r BeginPasskeyResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r BeginPasskeyResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r BeginPasskeyResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r BeginPasskeyResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r BeginPasskeyResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r BeginPasskeyResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r BeginPasskeyResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r BeginPasskeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BeginPasskeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BeginPasskeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BeginPasskeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FinishPasskeyResponse200Headers the declared response headers of an HTTP 200 response for FinishPasskey
+type FinishPasskeyResponse200Headers struct {
+	CacheControl *string
+	XRequestId   *string
+}
+
+// FinishPasskeyResponse400Headers the declared response headers of an HTTP 400 response for FinishPasskey
+type FinishPasskeyResponse400Headers struct {
+	XRequestId *string
+}
+
+// FinishPasskeyResponse401Headers the declared response headers of an HTTP 401 response for FinishPasskey
+type FinishPasskeyResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// FinishPasskeyResponse403Headers the declared response headers of an HTTP 403 response for FinishPasskey
+type FinishPasskeyResponse403Headers struct {
+	XRequestId *string
+}
+
+// FinishPasskeyResponse404Headers the declared response headers of an HTTP 404 response for FinishPasskey
+type FinishPasskeyResponse404Headers struct {
+	XRequestId *string
+}
+
+// FinishPasskeyResponse409Headers the declared response headers of an HTTP 409 response for FinishPasskey
+type FinishPasskeyResponse409Headers struct {
+	XRequestId *string
+}
+
+// FinishPasskeyResponse413Headers the declared response headers of an HTTP 413 response for FinishPasskey
+type FinishPasskeyResponse413Headers struct {
+	XRequestId *string
+}
+
+// FinishPasskeyResponse415Headers the declared response headers of an HTTP 415 response for FinishPasskey
+type FinishPasskeyResponse415Headers struct {
+	XRequestId *string
+}
+
+// FinishPasskeyResponse429Headers the declared response headers of an HTTP 429 response for FinishPasskey
+type FinishPasskeyResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// FinishPasskeyResponse500Headers the declared response headers of an HTTP 500 response for FinishPasskey
+type FinishPasskeyResponse500Headers struct {
+	XRequestId *string
+}
+
+// FinishPasskeyResponse503Headers the declared response headers of an HTTP 503 response for FinishPasskey
+type FinishPasskeyResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type FinishPasskeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TotpConfirmation
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FinishPasskeyResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *FinishPasskeyResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FinishPasskeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *FinishPasskeyResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *FinishPasskeyResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *FinishPasskeyResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *FinishPasskeyResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *FinishPasskeyResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FinishPasskeyResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *FinishPasskeyResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FinishPasskeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FinishPasskeyResponse) GetJSON200() *TotpConfirmation {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FinishPasskeyResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FinishPasskeyResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FinishPasskeyResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FinishPasskeyResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r FinishPasskeyResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FinishPasskeyResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r FinishPasskeyResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FinishPasskeyResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r FinishPasskeyResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FinishPasskeyResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FinishPasskeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FinishPasskeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FinishPasskeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FinishPasskeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ChangePasswordResponse204Headers the declared response headers of an HTTP 204 response for ChangePassword
 type ChangePasswordResponse204Headers struct {
 	XRequestId *string
@@ -19224,8 +20407,10 @@ func (c *ClientWithResponses) DeleteCurrentSessionWithResponse(ctx context.Conte
 //
 // Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
 // `POST /v1/password-resets/confirm`) into a session, with a code
-// from the account's authenticator app (`code`) or one of its
-// recovery codes (`recoveryCode`). Each code works once: a code
+// from the account's authenticator app (`code`), a passkey's answer
+// to the challenge's `passkey` options (`passkey`: the result of
+// `navigator.credentials.get` as JSON) or one of its recovery codes
+// (`recoveryCode`). Each code works once: a code
 // accepted once, or an earlier one, is refused, and a clock one
 // step (30 s) off either way is tolerated. A wrong code leaves the
 // challenge for the next try; the challenge makes one session at
@@ -19258,8 +20443,10 @@ func (c *ClientWithResponses) CompleteSecondFactorWithBodyWithResponse(ctx conte
 //
 // Turns a login's challenge (the 202 of `POST /v1/sessions`, or of
 // `POST /v1/password-resets/confirm`) into a session, with a code
-// from the account's authenticator app (`code`) or one of its
-// recovery codes (`recoveryCode`). Each code works once: a code
+// from the account's authenticator app (`code`), a passkey's answer
+// to the challenge's `passkey` options (`passkey`: the result of
+// `navigator.credentials.get` as JSON) or one of its recovery codes
+// (`recoveryCode`). Each code works once: a code
 // accepted once, or an earlier one, is refused, and a clock one
 // step (30 s) off either way is tolerated. A wrong code leaves the
 // challenge for the next try; the challenge makes one session at
@@ -20031,6 +21218,137 @@ func (c *ClientWithResponses) ListModerationHistoryWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseListModerationHistoryResponse(rsp)
+}
+
+// CreatePasskeyChallengeWithResponse A challenge for a passkey to prove the owner
+//
+// For a change that asks the owner's proof (a new username, email
+// or password, a deletion, a factor's addition or removal, new
+// recovery codes): a single-use challenge for 5 minutes and the
+// options for `navigator.credentials.get`. Send the challenge and
+// the browser's answer as the change's `passkey`, in place of a
+// code. No body.
+//
+// Who may call: the user themself, whose account has a passkey (409
+// `no_passkey` otherwise).
+//
+// Cost: one read of the factors, one write.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/passkey-challenges (the `CreatePasskeyChallenge` operationId).
+func (c *ClientWithResponses) CreatePasskeyChallengeWithResponse(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*CreatePasskeyChallengeResponse, error) {
+	rsp, err := c.CreatePasskeyChallenge(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePasskeyChallengeResponse(rsp)
+}
+
+// BeginPasskeyWithBodyWithResponse Begin a passkey
+//
+// Begins a passkey (WebAuthn) for the caller's own account, with the
+// current password (and, where the account has a second factor, a
+// code, a recovery code or a passkey's proof): the options to pass
+// to `navigator.credentials.create`, the account's passkeys
+// excluded. It works once the browser's answer registers it (`POST
+// .../passkeys/{factorId}/registration`) within 10 minutes. The
+// relying party is `SHELF_WEBAUTHN_RP_ID` (by default the public
+// URL's host); no attestation is asked for. The answer is
+// `Cache-Control: no-store`.
+//
+// Who may call: the user themself, with the current password.
+//
+// Cost: as `POST /v1/users/{id}/factors`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/passkeys (the `BeginPasskey` operationId).
+func (c *ClientWithResponses) BeginPasskeyWithBodyWithResponse(ctx context.Context, id UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BeginPasskeyResponse, error) {
+	rsp, err := c.BeginPasskeyWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBeginPasskeyResponse(rsp)
+}
+
+// BeginPasskeyWithResponse Begin a passkey
+//
+// Begins a passkey (WebAuthn) for the caller's own account, with the
+// current password (and, where the account has a second factor, a
+// code, a recovery code or a passkey's proof): the options to pass
+// to `navigator.credentials.create`, the account's passkeys
+// excluded. It works once the browser's answer registers it (`POST
+// .../passkeys/{factorId}/registration`) within 10 minutes. The
+// relying party is `SHELF_WEBAUTHN_RP_ID` (by default the public
+// URL's host); no attestation is asked for. The answer is
+// `Cache-Control: no-store`.
+//
+// Who may call: the user themself, with the current password.
+//
+// Cost: as `POST /v1/users/{id}/factors`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/passkeys (the `BeginPasskey` operationId).
+func (c *ClientWithResponses) BeginPasskeyWithResponse(ctx context.Context, id UserId, body BeginPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*BeginPasskeyResponse, error) {
+	rsp, err := c.BeginPasskey(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBeginPasskeyResponse(rsp)
+}
+
+// FinishPasskeyWithBodyWithResponse Register a passkey with the browser's answer
+//
+// Finishes a passkey: `credential` is the answer of
+// `navigator.credentials.create(options)` as JSON. It is checked
+// (challenge, origin, relying party, signature) and stored: its
+// public key, never a secret. As for an authenticator app, a notice
+// with a revert link goes to the account's address first, and the
+// account's first factor answers ten recovery codes, shown once.
+// The answer is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: one read of the factors, the code's throttle, one
+// lightweight transaction (two for a first factor).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/passkeys/{factorId}/registration (the `FinishPasskey` operationId).
+func (c *ClientWithResponses) FinishPasskeyWithBodyWithResponse(ctx context.Context, id UserId, factorId FactorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinishPasskeyResponse, error) {
+	rsp, err := c.FinishPasskeyWithBody(ctx, id, factorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinishPasskeyResponse(rsp)
+}
+
+// FinishPasskeyWithResponse Register a passkey with the browser's answer
+//
+// Finishes a passkey: `credential` is the answer of
+// `navigator.credentials.create(options)` as JSON. It is checked
+// (challenge, origin, relying party, signature) and stored: its
+// public key, never a secret. As for an authenticator app, a notice
+// with a revert link goes to the account's address first, and the
+// account's first factor answers ten recovery codes, shown once.
+// The answer is `Cache-Control: no-store`.
+//
+// Who may call: the user themself.
+//
+// Cost: one read of the factors, the code's throttle, one
+// lightweight transaction (two for a first factor).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/passkeys/{factorId}/registration (the `FinishPasskey` operationId).
+func (c *ClientWithResponses) FinishPasskeyWithResponse(ctx context.Context, id UserId, factorId FactorId, body FinishPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*FinishPasskeyResponse, error) {
+	rsp, err := c.FinishPasskey(ctx, id, factorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinishPasskeyResponse(rsp)
 }
 
 // ChangePasswordWithBodyWithResponse Change the password
@@ -28107,6 +29425,666 @@ func ParseListModerationHistoryResponse(rsp *http.Response) (*ListModerationHist
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListModerationHistoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreatePasskeyChallengeResponse parses an HTTP response from a CreatePasskeyChallengeWithResponse call
+func ParseCreatePasskeyChallengeResponse(rsp *http.Response) (*CreatePasskeyChallengeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePasskeyChallengeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PasskeyChallenge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreatePasskeyChallengeResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreatePasskeyChallengeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreatePasskeyChallengeResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreatePasskeyChallengeResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreatePasskeyChallengeResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePasskeyChallengeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreatePasskeyChallengeResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreatePasskeyChallengeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBeginPasskeyResponse parses an HTTP response from a BeginPasskeyWithResponse call
+func ParseBeginPasskeyResponse(rsp *http.Response) (*BeginPasskeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BeginPasskeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PasskeyEnrolment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers BeginPasskeyResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers BeginPasskeyResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers BeginPasskeyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers BeginPasskeyResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers BeginPasskeyResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers BeginPasskeyResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers BeginPasskeyResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers BeginPasskeyResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers BeginPasskeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers BeginPasskeyResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers BeginPasskeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFinishPasskeyResponse parses an HTTP response from a FinishPasskeyWithResponse call
+func ParseFinishPasskeyResponse(rsp *http.Response) (*FinishPasskeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FinishPasskeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TotpConfirmation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers FinishPasskeyResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers FinishPasskeyResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers FinishPasskeyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers FinishPasskeyResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers FinishPasskeyResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers FinishPasskeyResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers FinishPasskeyResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers FinishPasskeyResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers FinishPasskeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers FinishPasskeyResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers FinishPasskeyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -302,7 +302,7 @@ func TestAThiefsFactorIsUndoneFromTheMailbox(t *testing.T) {
 	stolen := other.As(mustLogin(t, other, n).Token)
 	enrolTOTP(t, stolen, u.ID)
 	notice := mp.WaitFor(t, owned, 2)[0]
-	if notice.Subject != "An authenticator app was added to your shelf account" {
+	if notice.Subject != "A second factor was added to your shelf account" {
 		t.Fatalf("the owner's address got %q", notice.Subject)
 	}
 	challengeFor(t, api, n) // the thief's factor works: the owner's password alone no longer logs in
