@@ -45,6 +45,7 @@ fi
 # Info level: the log mailer writes each mail (and its link) at info.
 export SHELF_KEYSPACE="$keyspace" SHELF_HTTP_ADDR=127.0.0.1:$PORT SHELF_LOG_LEVEL=info SHELF_LOG_FLUSH_INTERVAL=0s \
   SHELF_MAILER=log SHELF_PUBLIC_URL="http://127.0.0.1:$PORT" \
+  SHELF_WEBAUTHN_RP_ID=localhost SHELF_WEBAUTHN_ORIGINS="http://localhost:$PORT" \
   SHELF_RATE_LIMIT_PER_MINUTE=0 SHELF_ARGON2_MEMORY_KIB=1024 SHELF_ARGON2_TIME=1
 log=.cache/test-browser-api.log
 bin/api serve > "$log" 2>&1 &
@@ -81,7 +82,7 @@ SHELF_HTTP_ADDR=127.0.0.1:$VERIFIED_PORT SHELF_PUBLIC_URL="http://127.0.0.1:$VER
   bin/api serve > "$verified_log" 2>&1 &
 verified=$!
 ready "$VERIFIED_PORT" "$verified_log" "the api requiring verified emails"
-NODE_PATH="$PWD/.cache/npm/node_modules" BASE_URL="http://127.0.0.1:$PORT" CHROMIUM="$CHROMIUM" \
+NODE_PATH="$PWD/.cache/npm/node_modules" BASE_URL="http://127.0.0.1:$PORT" PASSKEY_URL="http://localhost:$PORT" CHROMIUM="$CHROMIUM" \
   SCREENSHOTS="$PWD/.cache/screenshots" README_SHOTS="$readme_shots" GRANT="$PWD/bin/api admin grant" \
   MAIL_LOG="$PWD/$log" VERIFIED_URL="http://127.0.0.1:$VERIFIED_PORT" VERIFIED_MAIL_LOG="$PWD/$verified_log" \
   sh -c 'node tests/browser/console.test.mjs; walk=$?; node tests/browser/search.test.mjs || exit 1; exit $walk'

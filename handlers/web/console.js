@@ -972,7 +972,7 @@
       : u.username + ' has no second factor.';
     list.replaceChildren(...f.items.map((x) => {
       const li = document.createElement('li');
-      li.append(x.name + ', added ' + when(x.createdAt) + (x.lastUsedAt ? ', used ' + ago(x.lastUsedAt) : '') + ' ',
+      li.append(x.name + (x.kind === 'passkey' ? ' (passkey)' : ' (authenticator app)') + ', added ' + when(x.createdAt) + (x.lastUsedAt ? ', used ' + ago(x.lastUsedAt) : '') + ' ',
         removeButton('Remove', 'Remove ' + u.username + "'s " + x.name + '? Only when you are sure it is ' + u.username
           + ' who lost it: logging in then takes the password alone. This is recorded in the audit.', 'Yes, remove it', async () => {
           await api('POST', '/v1/users/' + enc(u.id) + '/factors/' + enc(x.id) + '/removal', {});
@@ -1144,7 +1144,7 @@
     if (patch.username !== undefined || patch.email !== undefined) {
       if (!v.currentPassword) throw fieldError('currentPassword', 'Give your current password to change your username or email.');
       patch.currentPassword = v.currentPassword;
-      withCode(patch, v);
+      await withCode(patch, v);
     }
     state.me = await api('PATCH', '/v1/users/' + state.me.id, patch);
     f.elements.currentPassword.value = '';
@@ -1160,7 +1160,7 @@
   });
 
   form('password', async (v, f) => {
-    await api('PUT', '/v1/users/' + state.me.id + '/password', withCode({ currentPassword: v.currentPassword, newPassword: v.newPassword }, v));
+    await api('PUT', '/v1/users/' + state.me.id + '/password', await withCode({ currentPassword: v.currentPassword, newPassword: v.newPassword }, v));
     f.reset();
     await sessions.first();
     say('Password changed: your other sessions are signed out.');
@@ -1174,13 +1174,61 @@
 
   // ---- Second factors ----
 
-  // withCode adds the code a form's `code` field holds to body: an
-  // authenticator's digits as code, anything else as a recovery code.
+  // withCode adds the owner's second proof to body: the code a form's
+  // `code` field holds (an authenticator's digits as code, anything else
+  // as a recovery code), or, left empty on an account with a passkey, the
+  // passkey's answer to a proof's challenge (the browser asks for it).
   // An account without a factor sends none.
-  function withCode(body, v) {
+  async function withCode(body, v) {
     const c = (v.code || '').trim();
     if (c) body[/^[0-9 ]{6,8}$/.test(c) ? 'code' : 'recoveryCode'] = c.replaceAll(' ', '');
+    else if ((state.factors || []).some((f) => f.kind === 'passkey')) {
+      const ch = await api('POST', '/v1/users/' + state.me.id + '/passkey-challenges');
+      say('Your browser asks for your passkey…');
+      body.passkey = { challenge: ch.challenge, credential: await passkeyGet(ch.options) };
+    }
     return body;
+  }
+
+  // ---- Passkeys (WebAuthn) ----
+  // The server's options are JSON with binary fields in base64url; the
+  // browser's own parsers and toJSON() are used where it has them.
+  const b64u = {
+    dec: (s) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/')), (ch) => ch.charCodeAt(0)).buffer,
+    enc: (b) => btoa(String.fromCharCode(...new Uint8Array(b))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, ''),
+  };
+  const passkeysHere = () => typeof PublicKeyCredential !== 'undefined' && !!navigator.credentials;
+  function credentialJSON(c) {
+    if (typeof c.toJSON === 'function') return c.toJSON();
+    const r = c.response;
+    const response = { clientDataJSON: b64u.enc(r.clientDataJSON) };
+    if (r.attestationObject) Object.assign(response, { attestationObject: b64u.enc(r.attestationObject), transports: r.getTransports ? r.getTransports() : [] });
+    else Object.assign(response, { authenticatorData: b64u.enc(r.authenticatorData), signature: b64u.enc(r.signature), userHandle: r.userHandle ? b64u.enc(r.userHandle) : undefined });
+    return { id: c.id, rawId: b64u.enc(c.rawId), type: c.type, authenticatorAttachment: c.authenticatorAttachment || undefined,
+      clientExtensionResults: c.getClientExtensionResults(), response };
+  }
+  // passkeyCall runs one browser ceremony, saying what a refusal means.
+  async function passkeyCall(what, run) {
+    if (!passkeysHere()) throw new ApiError(0, 'This browser has no passkeys (or this page is not on https or localhost); use a code instead.');
+    try {
+      return credentialJSON(await run());
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      throw new ApiError(0, what + ' did not finish (' + (err.name || 'an error') + ': cancelled, timed out, or no passkey for this site); try again, or use a code.');
+    }
+  }
+  function passkeyCreate(options) {
+    const pk = options.publicKey;
+    return passkeyCall('Creating the passkey', () => navigator.credentials.create({ publicKey: PublicKeyCredential.parseCreationOptionsFromJSON
+      ? PublicKeyCredential.parseCreationOptionsFromJSON(pk)
+      : { ...pk, challenge: b64u.dec(pk.challenge), user: { ...pk.user, id: b64u.dec(pk.user.id) },
+        excludeCredentials: (pk.excludeCredentials || []).map((d) => ({ ...d, id: b64u.dec(d.id) })) } }));
+  }
+  function passkeyGet(options) {
+    const pk = options.publicKey;
+    return passkeyCall('Signing in with the passkey', () => navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON
+      ? PublicKeyCredential.parseRequestOptionsFromJSON(pk)
+      : { ...pk, challenge: b64u.dec(pk.challenge), allowCredentials: (pk.allowCredentials || []).map((d) => ({ ...d, id: b64u.dec(d.id) })) } }));
   }
 
   // showFactors lists the account's authenticator apps, shows the code
@@ -1189,7 +1237,7 @@
   async function showFactors({ fresh } = {}) {
     if (fresh) {
       for (const id of ['factor-setup', 'recovery-shown', 'factor-remove']) $(id).hidden = true;
-      for (const id of ['factor-add', 'factor-confirm', 'factor-remove', 'recovery-new']) {
+      for (const id of ['factor-add', 'passkey-add', 'factor-confirm', 'factor-remove', 'recovery-new']) {
         $(id).reset();
         clearErrors($(id));
       }
@@ -1200,15 +1248,17 @@
     } catch (err) {
       if (err.code !== 'factors_off') throw err;
       $('factors-status').textContent = 'This service has no second factors.';
-      for (const id of ['factors', 'factor-add', 'recovery-new']) $(id).hidden = true;
+      for (const id of ['factors', 'factor-add', 'passkey-add', 'recovery-new']) $(id).hidden = true;
       return;
     }
     state.factors = list.items;
     const any = list.items.length > 0;
+    const passkeys = list.items.some((f) => f.kind === 'passkey');
     document.querySelectorAll('.factor-code').forEach((l) => { l.hidden = !any; });
+    document.querySelectorAll('.passkey-hint').forEach((l) => { l.hidden = !passkeys; });
     $('factors-status').textContent = any
-      ? 'Logging in takes your password and a code from your app. Recovery codes left: ' + list.recoveryCodesLeft + '.'
-      : 'None: your password alone logs you in. Add an authenticator app, so that a stolen password opens nothing.';
+      ? 'Logging in takes your password and a second factor (a code from your app, or your passkey). Recovery codes left: ' + list.recoveryCodesLeft + '.'
+      : 'None: your password alone logs you in. Add an authenticator app or a passkey, so that a stolen password opens nothing.';
     $('factors').hidden = !any;
     $('recovery-new').hidden = !any;
     $('factor-add').querySelector('h4').textContent = any ? 'Add another authenticator app' : 'Add an authenticator app';
@@ -1226,7 +1276,7 @@
         form.hidden = false;
         form.elements.currentPassword.focus();
       });
-      return row(f.name, when(f.createdAt), f.lastUsedAt ? ago(f.lastUsedAt) : 'never', remove);
+      return row(f.name, f.kind === 'passkey' ? 'Passkey' : 'Authenticator app', when(f.createdAt), f.lastUsedAt ? ago(f.lastUsedAt) : 'never', remove);
     }));
   }
 
@@ -1243,7 +1293,7 @@
   let enrolling = '';
   form('factor-add', async (v, f) => {
     const e = await api('POST', '/v1/users/' + state.me.id + '/factors',
-      withCode({ name: v.name, currentPassword: v.currentPassword }, v));
+      await withCode({ name: v.name, currentPassword: v.currentPassword }, v));
     enrolling = e.factor.id;
     f.reset();
     $('factor-qr').src = e.qrCode;
@@ -1252,6 +1302,21 @@
     $('factor-setup').hidden = false;
     $('factor-confirm').elements.code.focus();
     say('Scan the code with your app, then give the code it shows.');
+  });
+
+  // A passkey: the server's options, the browser's ceremony, its answer
+  // registered; a first factor's recovery codes shown once.
+  form('passkey-add', async (v, f) => {
+    const e = await api('POST', '/v1/users/' + state.me.id + '/passkeys',
+      await withCode({ name: v.name, currentPassword: v.currentPassword }, v));
+    say('Your browser asks you to create the passkey…');
+    const credential = await passkeyCreate(e.options);
+    const c = await api('POST', '/v1/users/' + state.me.id + '/passkeys/' + enc(e.factor.id) + '/registration', { credential });
+    f.reset();
+    await showFactors();
+    if (c.recoveryCodes) showRecoveryCodes(c.recoveryCodes);
+    say(c.factor.name + ' is added: logging in now asks for your passkey (or a code of an app you have).'
+      + (c.recoveryCodes ? ' Keep the recovery codes below somewhere safe: they are shown only now.' : ''));
   });
 
   form('factor-confirm', async (v, f) => {
@@ -1267,14 +1332,14 @@
   $('factor-remove-cancel').addEventListener('click', () => { $('factor-remove').hidden = true; });
   form('factor-remove', async (v, f) => {
     await api('POST', '/v1/users/' + state.me.id + '/factors/' + enc(v.factorId) + '/removal',
-      withCode({ currentPassword: v.currentPassword }, v));
+      await withCode({ currentPassword: v.currentPassword }, v));
     f.hidden = true;
     await showFactors();
     say(state.factors.length ? 'Removed. Your other apps still work.' : 'Removed: your password alone logs you in again.');
   });
 
   form('recovery-new', async (v, f) => {
-    const r = await api('POST', '/v1/users/' + state.me.id + '/recovery-codes', withCode({ currentPassword: v.currentPassword }, v));
+    const r = await api('POST', '/v1/users/' + state.me.id + '/recovery-codes', await withCode({ currentPassword: v.currentPassword }, v));
     f.reset();
     await showFactors();
     showRecoveryCodes(r.recoveryCodes);
@@ -1305,7 +1370,7 @@
     }
     let job;
     try {
-      job = await api('POST', '/v1/users/' + enc(me.id) + '/deletion', withCode({ currentPassword: v.currentPassword }, v));
+      job = await api('POST', '/v1/users/' + enc(me.id) + '/deletion', await withCode({ currentPassword: v.currentPassword }, v));
     } catch (err) {
       // The last manager of a group: name each group, linked to its page.
       const groups = err.fields.filter((f) => f.field === 'groups');
@@ -1531,7 +1596,7 @@
       // The account has a second factor, which a reset keeps.
       replaceRoute('/auth');
       await start();
-      return askCode(s.challenge);
+      return askCode(s.challenge, s);
     }
     if (s) signIn(s);
     replaceRoute('/');
@@ -1593,22 +1658,47 @@
       throw err;
     }
     f.reset();
-    if (s.challenge) return askCode(s.challenge);
+    if (s.challenge) return askCode(s.challenge, s);
     await welcome(s);
   });
 
   // askCode shows the second step of a login whose password was right,
   // for an account with a second factor (the 202's challenge).
+  // With a passkey among the account's factors (the 202's methods and
+  // options), a button asks the browser for it.
   let challenge = '';
-  function askCode(c) {
+  let passkeyOptions = null;
+  function askCode(c, s = {}) {
     challenge = c;
+    passkeyOptions = s.passkey || null;
+    const apps = !s.methods || s.methods.includes('totp');
     $('login').hidden = true;
     $('login-code').hidden = false;
-    $('login-code').querySelector('input[name=code]').focus();
-    say('The password is right; now the code from your authenticator app.');
+    $('login-passkey').hidden = !passkeyOptions;
+    $('login-code').querySelector('input[name=code]').closest('label').hidden = !apps;
+    $('login-code-hint').textContent = 'The password is right. This account also asks for '
+      + (passkeyOptions && apps ? 'your passkey or a code from your authenticator app'
+        : passkeyOptions ? 'your passkey' : 'a code: open your authenticator app')
+      + ', or one of your recovery codes.';
+    (passkeyOptions ? $('login-passkey') : $('login-code').querySelector('input[name=code]')).focus();
+    say(passkeyOptions ? 'The password is right; now your passkey.' : 'The password is right; now the code from your authenticator app.');
   }
+  $('login-passkey').addEventListener('click', async () => {
+    const f = $('login-code');
+    clearErrors(f);
+    try {
+      await busyWhile(f, async () => {
+        say('Your browser asks for your passkey…');
+        const passkey = await passkeyGet(passkeyOptions);
+        await secondStep({ challenge, passkey });
+      });
+    } catch (err) {
+      showError(f, err);
+    }
+  });
   function endCode() {
     challenge = '';
+    passkeyOptions = null;
     $('login-code').reset();
     $('login-code').hidden = true;
     $('login').hidden = false;
@@ -1618,6 +1708,11 @@
   form('login-code', async (v) => {
     const body = { challenge };
     if (v.recoveryCode) body.recoveryCode = v.recoveryCode; else body.code = v.code;
+    await secondStep(body);
+  });
+  // secondStep sends a login's second step, back to the password when
+  // the challenge no longer works.
+  async function secondStep(body) {
     let s;
     try {
       s = await api('POST', '/v1/sessions/second-factor', body);
@@ -1628,7 +1723,7 @@
     }
     endCode();
     await welcome(s);
-  });
+  }
 
   // welcome keeps a login's session and goes on: from the login page to
   // the page the visitor came from (a hash route of this console only),

@@ -1138,6 +1138,64 @@ await step('a second factor: the password alone opens the code form, a wrong cod
   expect(await page.locator('#login-recovered').isVisible(), 'the password opens nothing until a reset');
 });
 
+// passkeyBase is the console on localhost (PASSKEY_URL): a browser
+// takes no address as a passkey's relying party, so the api's is
+// localhost (SHELF_WEBAUTHN_RP_ID) and this step runs there.
+const passkeyBase = process.env.PASSKEY_URL;
+
+await step('a passkey: added on the account page through the browser (a virtual authenticator), asked at login with its own button, and asked again for a new password', async () => {
+  const erin = 'erin' + run;
+  await api('POST', '/v1/users', null, { username: erin, email: `${erin}@example.org`, password: pw });
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', { options: {
+    protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true,
+    automaticPresenceSimulation: true } });
+  const at = async (hash, section) => {
+    await page.goto('about:blank');
+    await page.goto(passkeyBase + '/' + hash);
+    await page.waitForSelector(`body[data-ready="${section}"]`);
+  };
+  await at('#/library', 'auth');
+  await submit('login', { login: erin, password: pw });
+  await page.waitForSelector('body[data-ready="library"]');
+  await at('#/account', 'account');
+  expect((await page.locator('#factors-status').textContent()).includes('an authenticator app or a passkey'), 'the account page offers a passkey');
+  // The message line first says the browser is asked, then the outcome.
+  await submit('passkey-add', { name: 'laptop', currentPassword: pw });
+  await finished('laptop is added');
+  expect(await page.locator('#recovery-shown').isVisible(), 'a first factor shows its recovery codes');
+  expect(await page.locator('#factors tbody tr', { hasText: 'Passkey' }).isVisible(), 'the passkey is listed as one');
+  let { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+  expect(credentials.length === 1, 'the authenticator holds one credential: ' + credentials.length);
+
+  // Log out; the password now opens the second step, whose passkey
+  // button logs in.
+  await page.locator('#logout').click();
+  await page.waitForSelector('body[data-ready="auth"]');
+  const asked = await submit('login', { login: erin, password: pw });
+  expect(asked.includes('now your passkey'), 'the password asks for the passkey: ' + asked);
+  expect(await page.locator('#login-passkey').isVisible(), 'the passkey button is shown');
+  expect(await page.locator('#login-code input[name=code]').isHidden(), 'no app code is asked of an account without an app');
+  await click('#login-passkey');
+  await page.waitForSelector('body[data-ready="library"]');
+  expect((await page.locator('#who').textContent()).includes(erin), 'logged in as ' + erin);
+  ({ credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId }));
+  expect(credentials[0].signCount >= 2, 'the key signed again: count ' + credentials[0].signCount);
+
+  // A new password with the code left empty: the browser is asked for
+  // the passkey (a proof's challenge), and the change goes through.
+  await at('#/account', 'account');
+  expect(await page.locator('#password .passkey-hint').isVisible(), 'the form says an empty code uses the passkey');
+  const asking = await submit('password', { currentPassword: pw, newPassword: 'an erin passphrase, renewed' });
+  expect(asking.includes('asks for your passkey') || asking.includes('Password changed'), 'the browser is asked: ' + asking);
+  await finished('Password changed');
+  ({ credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId }));
+  expect(credentials[0].signCount >= 3, 'the key signed the proof: count ' + credentials[0].signCount);
+  await cdp.send('WebAuthn.disable');
+  await cdp.detach();
+});
+
 await step('delete an account alone in its group: the group is closed with it (404), and its name is free for a new group', async () => {
   const solo = 'solo' + run;
   const s = await api('POST', '/v1/sessions', null, { login: carol, password: pw });

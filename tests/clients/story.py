@@ -167,6 +167,14 @@ def main():
     answer = anon_accounts.create_session_with_http_info(
         shelf_client.Login(login=alice.username, password=PASSWORD))
     assert answer.status_code == 202 and answer.data.challenge, (answer.status_code, answer.data)
+    assert [str(m.value) for m in answer.data.methods] == ["totp", "recovery_code"], answer.data
+    assert answer.data.passkey is None, answer.data
+    # No passkey yet: a proof's challenge for one is refused, saying so.
+    try:
+        accounts.create_passkey_challenge(alice.id)
+        raise AssertionError("a passkey's challenge without a passkey was accepted")
+    except ApiException as e:
+        assert e.status == 409 and e.data.code == "no_passkey", (e.status, e.body)
     session = anon_accounts.complete_second_factor(shelf_client.SecondFactor(
         challenge=answer.data.challenge, code=totp(enrolment.secret, step + 1)))
     assert session.user.id == alice.id and session.token, session

@@ -12,6 +12,7 @@ import {
   ContentRole,
   LibraryItem,
   LibraryPage,
+  LoginChallengeBodyFromJSON,
   OperationsApi,
   Problem,
   ProblemFromJSON,
@@ -183,7 +184,12 @@ async function main(): Promise<void> {
   check(confirmed.recoveryCodes?.length === 10, "ten recovery codes", confirmed);
   const challenged = await accounts.createSessionRaw({ login: { login: alice.username, password: PASSWORD } });
   check(challenged.raw.status === 202, "the password alone", challenged.raw.status);
-  const challenge = ((await challenged.raw.json()) as { challenge: string }).challenge;
+  const challengeBody = LoginChallengeBodyFromJSON(await challenged.raw.json());
+  const challenge = challengeBody.challenge;
+  check(challengeBody.methods.join() === "totp,recovery_code" && challengeBody.passkey === undefined, "the second steps offered", challengeBody);
+  // No passkey yet: a proof's challenge for one is refused, saying so.
+  const [noPasskey, why] = await problemOf(asAliceAccounts.createPasskeyChallenge({ id: alice.id }));
+  check(noPasskey === 409 && why.code === "no_passkey", "a passkey's challenge without one", noPasskey, why);
   const second = await accounts.completeSecondFactor({ secondFactor: { challenge, code: totp(enrolment.secret, step + 1) } });
   check(second.user.id === alice.id && second.token.length > 0, "the code's session", second);
 

@@ -221,6 +221,13 @@ async function main(): Promise<void> {
   check(confirmed.recoveryCodes?.length === 10, "ten recovery codes", confirmed);
   const challenged = ok("the password alone", await anonymous.POST("/v1/sessions", { body: { login: alice.username, password: PASSWORD } }));
   check("challenge" in challenged, "a challenge, not a session", challenged);
+  check("methods" in challenged && challenged.methods.join() === "totp,recovery_code", "the second steps offered", challenged);
+  // No passkey yet: a proof's challenge for one is refused, saying so.
+  const [noPasskey, why] = problemOf(
+    "a passkey's challenge without one",
+    await asAlice.POST("/v1/users/{id}/passkey-challenges", { params: { path: { id: alice.id } } }),
+  );
+  check(noPasskey === 409 && why.code === "no_passkey", "no passkey", noPasskey, why);
   const second = ok(
     "the code",
     await anonymous.POST("/v1/sessions/second-factor", { body: { challenge: challenged.challenge, code: totp(enrolment.secret, step + 1) } }),

@@ -17,7 +17,8 @@ from typing import Any, TypeVar, cast
 
 import httpx
 from shelf_client import AuthenticatedClient, Client
-from shelf_client.api.accounts import complete_second_factor, confirm_totp, create_session, create_user, enrol_totp
+from shelf_client.api.accounts import (complete_second_factor, confirm_totp, create_passkey_challenge, create_session,
+                                       create_user, enrol_totp)
 from shelf_client.api.content import create_content, get_content, get_user_library, share_content
 from shelf_client.api.operations import get_healthz, get_open_api
 from shelf_client.models import (
@@ -207,6 +208,12 @@ def main() -> None:
     assert isinstance(confirmed.recovery_codes, list) and len(confirmed.recovery_codes) == 10, confirmed
     challenged = ok("the password alone", create_session.sync_detailed(client=anonymous(), body=Login(
         login=alice.username, password=PASSWORD)), LoginChallengeBody)
+    assert [m.value for m in challenged.methods] == ["totp", "recovery_code"], challenged
+    assert challenged.passkey is UNSET, challenged
+    # No passkey yet: a proof's challenge for one is refused, saying so.
+    status, why = problem_of("a passkey's challenge without one", create_passkey_challenge.sync_detailed(
+        alice.id, client=as_alice))
+    assert status == 409 and why.code == "no_passkey", (status, why)
     second = ok("the code", complete_second_factor.sync_detailed(client=anonymous(), body=SecondFactor(
         challenge=challenged.challenge, code=totp(enrolment.secret, step + 1))), Session)
     assert second.user.id == alice.id and second.token, second

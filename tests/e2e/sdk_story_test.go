@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"shelf/internal/testkit"
+	"shelf/internal/testkit/softkey"
 	"shelf/sdk/shelfclient"
 
 	openapi_types "github.com/oapi-codegen/runtime/types"
@@ -94,7 +96,7 @@ func sdk(t *testing.T, servers []string, token string) *shelfclient.ClientWithRe
 func TestStoryThroughTheGeneratedSDK(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
-	a, api := newTestApp(t, db, nil)
+	a, api := newTestApp(t, db, passkeyEnv)
 	startWorker(t, a)
 	sdkStory(t, []string{api.Server.URL}, func(username string) error {
 		_, err := runAdminOn(db, "grant", username)
@@ -112,7 +114,7 @@ func TestStoryAcrossTwoInstances(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
 	bin := apiBinary(t)
-	env := testkit.APIEnv(db, "SHELF_RATE_LIMIT_PER_MINUTE=0")
+	env := testkit.APIEnv(db, "SHELF_RATE_LIMIT_PER_MINUTE=0", "SHELF_WEBAUTHN_RP_ID=localhost", "SHELF_WEBAUTHN_ORIGINS="+passkeyOrigin)
 	var servers []string
 	for range 2 {
 		p, stop, err := testkit.Start(bin, []string{"serve"}, env, testkit.APIAddr)
@@ -316,6 +318,38 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	}
 	asBob = sdk(t, servers, second.JSON201.Token)
 
+	// Bob adds a passkey too (his code proves him), and logs in with it:
+	// the 202 offers it, and the key's answer makes the session.
+	key := softkey.New(passkeyOrigin)
+	code = app.code(t)
+	begun, err := asBob.BeginPasskeyWithResponse(ctx, bob.Id, shelfclient.PasskeyEnrolmentRequest{CurrentPassword: testPassword, Code: &code})
+	if err != nil || begun.JSON201 == nil {
+		t.Fatalf("bob begins a passkey: %v %s", err, begun.Body)
+	}
+	created, err := key.Create(mustJSON(t, begun.JSON201.Options))
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered, err := asBob.FinishPasskeyWithResponse(ctx, bob.Id, begun.JSON201.Factor.Id,
+		shelfclient.PasskeyRegistration{Credential: asCredential(t, created)})
+	if err != nil || registered.JSON200 == nil || registered.JSON200.Factor.Kind != shelfclient.FactorKindPasskey {
+		t.Fatalf("bob registers it: %v %s", err, registered.Body)
+	}
+	challenged, err = anon.CreateSessionWithResponse(ctx, shelfclient.Login{Login: bobName, Password: testPassword})
+	if err != nil || challenged.JSON202 == nil || challenged.JSON202.Passkey == nil {
+		t.Fatalf("bob's password with a passkey: %v %s, want 202 with its options", err, challenged.Body)
+	}
+	signed, err := key.Get(mustJSON(t, *challenged.JSON202.Passkey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	credential := asCredential(t, signed)
+	second, err = anon.CompleteSecondFactorWithResponse(ctx, shelfclient.SecondFactor{Challenge: challenged.JSON202.Challenge, Passkey: &credential})
+	if err != nil || second.JSON201 == nil {
+		t.Fatalf("bob's passkey: %v %s", err, second.Body)
+	}
+	asBob = sdk(t, servers, second.JSON201.Token)
+
 	// Bob deletes his account (his code too, now): it is gone for
 	// everyone, and his name is free for a new signup.
 	current := testPassword
@@ -344,4 +378,23 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	if again := signup(bobName); again.Id == bob.Id {
 		t.Fatal("a deleted id was given again")
 	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// asCredential is a key's answer as the SDK's PublicKeyCredentialJson.
+func asCredential(t *testing.T, answer []byte) shelfclient.PublicKeyCredentialJson {
+	t.Helper()
+	var c shelfclient.PublicKeyCredentialJson
+	if err := json.Unmarshal(answer, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
