@@ -191,3 +191,74 @@ func validAction(a AuditAction) bool { return slices.Contains(AuditActions, a) }
 func (e AuditEntry) CursorOf() AuditCursor {
 	return AuditCursor{At: e.At, Version: e.Version, Action: e.Action}
 }
+
+// AuditPosition is an entry's place in the audit of every account, in a
+// day: its time, account, version and action (all descending).
+type AuditPosition struct {
+	At      time.Time
+	UserID  string
+	Version int
+	Action  AuditAction
+}
+
+// PositionOf is e's place in the audit of every account.
+func (e AuditEntry) PositionOf() AuditPosition {
+	return AuditPosition{At: e.At, UserID: e.UserID, Version: e.Version, Action: e.Action}
+}
+
+// Before reports whether p comes after q in the audit's order: older,
+// or at the same time a smaller key.
+func (p AuditPosition) Before(q AuditPosition) bool {
+	switch {
+	case !p.At.Equal(q.At):
+		return p.At.Before(q.At)
+	case p.UserID != q.UserID:
+		return p.UserID < q.UserID
+	case p.Version != q.Version:
+		return p.Version < q.Version
+	}
+	return p.Action < q.Action
+}
+
+// AuditDay is the day (midnight, UTC) whose partition holds an entry of t.
+func AuditDay(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
+
+// GlobalAuditCursor is a position in the audit of every account: a day
+// and, in it, the last entry shown (nil: from the day's newest).
+type GlobalAuditCursor struct {
+	Day   time.Time
+	After *AuditPosition
+}
+
+// Encode makes the opaque cursor a client sends back.
+func (c GlobalAuditCursor) Encode() string {
+	day := strconv.FormatInt(c.Day.UnixMilli(), 10)
+	if c.After == nil {
+		return EncodeCursor(day, "", "", "", "")
+	}
+	a := c.After
+	return EncodeCursor(day, strconv.FormatInt(a.At.UnixMilli(), 10), a.UserID, strconv.Itoa(a.Version), string(a.Action))
+}
+
+// DecodeGlobalAuditCursor reads a cursor from Encode.
+func DecodeGlobalAuditCursor(s string) (*GlobalAuditCursor, error) {
+	f, err := DecodeCursor(s, 5)
+	if err != nil {
+		return nil, err
+	}
+	day, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || !AuditDay(time.UnixMilli(day)).Equal(time.UnixMilli(day).UTC()) {
+		return nil, ErrBadCursor
+	}
+	c := &GlobalAuditCursor{Day: time.UnixMilli(day).UTC()}
+	if f[1] == "" && f[2] == "" && f[3] == "" && f[4] == "" {
+		return c, nil
+	}
+	ms, err1 := strconv.ParseInt(f[1], 10, 64)
+	v, err2 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil || !ValidID(f[2], UserIDPrefix) || !validAction(AuditAction(f[4])) {
+		return nil, ErrBadCursor
+	}
+	c.After = &AuditPosition{At: time.UnixMilli(ms).UTC(), UserID: f[2], Version: v, Action: AuditAction(f[4])}
+	return c, nil
+}

@@ -180,6 +180,7 @@ func routeModeration(r chi.Router, d Deps) {
 func routeAudit(r chi.Router, d Deps) {
 	a := &Audit{accounts: d.Accounts}
 	r.Get(v1+"/users/{id}/audit", handle(a.list))
+	r.Get(v1+"/audit", handle(a.all))
 }
 
 // routeGroups serves groups and their members.

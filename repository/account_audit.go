@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -15,7 +16,12 @@ import (
 // AccountAudit keeps the audit of admin actions on accounts
 // (account_audit, migration 016; docs/design.md#account-audit): one
 // partition per account, newest first.
-type AccountAudit struct{ db *DB }
+type AccountAudit struct {
+	db *DB
+	// since is the first day of audit_by_day, read once (zero until).
+	mu    sync.Mutex
+	since time.Time
+}
 
 var _ accounts.AuditLog = (*AccountAudit)(nil)
 
@@ -27,22 +33,81 @@ const (
 	accountAuditInsertCQL    versionedCQL = `INSERT INTO account_audit (user_id, at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	accountAuditPageCQL      readCQL      = `SELECT at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM account_audit WHERE user_id = ? LIMIT ?`
 	accountAuditPageAfterCQL readCQL      = `SELECT at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM account_audit WHERE user_id = ? AND (at, version, action) < (?, ?, ?) LIMIT ?`
+
+	auditDayInsertCQL    versionedCQL = `INSERT INTO audit_by_day (day, at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	auditDayPageCQL      readCQL      = `SELECT at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM audit_by_day WHERE day = ? LIMIT ?`
+	auditDayPageAfterCQL readCQL      = `SELECT at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM audit_by_day WHERE day = ? AND (at, user_id, version, action) < (?, ?, ?, ?) LIMIT ?`
+	// auditSinceCQL reads when the migration that made audit_by_day ran.
+	auditSinceCQL readCQL = `SELECT start_time FROM gocqlx_migrate WHERE name = '029_audit_by_day.cql'`
 )
 
-// Record writes the entries at once, each at its version: every column
-// each time (an empty one as unset, which leaves no tombstone), so a
-// repeated or late write rewrites the same row with the same values.
+// Record writes the entries at once, each at its version, into the
+// account's audit and its day's: every column each time (an empty one
+// as unset, which leaves no tombstone), so a repeated or late write
+// rewrites the same rows with the same values. It answers success only
+// when both rows of every entry are written; a caller that retries (or
+// carries the entry from the account row, domain.CarryAdminChange)
+// writes both again.
 func (s *AccountAudit) Record(ctx context.Context, entries []domain.AuditEntry) error {
-	writes := make([]func() error, len(entries))
-	for i, e := range entries {
-		writes[i] = func() error {
-			return s.db.write(ctx, "account_audit.insert", accountAuditInsertCQL, e.UserID, e.At, e.Version, string(e.Action),
-				orAbsent(e.Actor, gocql.UnsetValue), e.Via, orAbsent(e.From.IP, gocql.UnsetValue), orAbsent(e.From.UserAgent, gocql.UnsetValue),
-				orAbsent(e.Old, gocql.UnsetValue), orAbsent(e.New, gocql.UnsetValue), orAbsent(e.Reason, gocql.UnsetValue),
-				orAbsent(e.Until, gocql.UnsetValue), int64(e.Version))
-		}
+	writes := make([]func() error, 0, 2*len(entries))
+	for _, e := range entries {
+		values := []any{orAbsent(e.Actor, gocql.UnsetValue), e.Via, orAbsent(e.From.IP, gocql.UnsetValue), orAbsent(e.From.UserAgent, gocql.UnsetValue),
+			orAbsent(e.Old, gocql.UnsetValue), orAbsent(e.New, gocql.UnsetValue), orAbsent(e.Reason, gocql.UnsetValue),
+			orAbsent(e.Until, gocql.UnsetValue), int64(e.Version)}
+		writes = append(writes, func() error {
+			return s.db.write(ctx, "account_audit.insert", accountAuditInsertCQL,
+				append([]any{e.UserID, e.At, e.Version, string(e.Action)}, values...)...)
+		}, func() error {
+			return s.db.write(ctx, "audit_by_day.insert", auditDayInsertCQL,
+				append([]any{domain.AuditDay(e.At), e.At, e.UserID, e.Version, string(e.Action)}, values...)...)
+		})
 	}
 	return all(writes)
+}
+
+// dayRow is a row of audit_by_day as the page reads it.
+type dayRow struct {
+	auditRow
+	UserID string `db:"user_id"`
+}
+
+// columns are auditDayPageCQL's.
+func (r *dayRow) columns() []any {
+	return []any{&r.At, &r.UserID, &r.Version, &r.Action, &r.Actor, &r.Via, &r.ClientIP, &r.UserAgent, &r.Old, &r.New, &r.Reason, &r.Until}
+}
+
+// Day reads one slice of the day's partition, newest first.
+func (s *AccountAudit) Day(ctx context.Context, day time.Time, after *domain.AuditPosition, limit int) ([]domain.AuditEntry, error) {
+	q := s.db.query(ctx, 0, auditDayPageCQL, day, limit)
+	if after != nil {
+		q = s.db.query(ctx, 0, auditDayPageAfterCQL, day, after.At, after.UserID, after.Version, string(after.Action), limit)
+	}
+	rows, err := selectRows[dayRow](q)
+	if err != nil {
+		return nil, dbErr("audit_by_day.page", err)
+	}
+	out := make([]domain.AuditEntry, len(rows))
+	for i, r := range rows {
+		out[i] = r.toDomain(r.UserID)
+	}
+	return out, nil
+}
+
+// Since is the day audit_by_day was made (its migration's start), read
+// once per process: entries from before are in each account's audit
+// only.
+func (s *AccountAudit) Since(ctx context.Context) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.since.IsZero() {
+		return s.since, nil
+	}
+	var start time.Time
+	if err := s.db.query(ctx, 0, auditSinceCQL).Scan(&start); err != nil {
+		return time.Time{}, dbErr("audit_by_day.since", err)
+	}
+	s.since = domain.AuditDay(start)
+	return s.since, nil
 }
 
 // auditRow is a row of account_audit as the page reads it.

@@ -53,6 +53,9 @@ func TestContractStores(t *testing.T) {
 		{"Tokens", func(t *testing.T) {
 			storecontract.Tokens(t, onReal(db, func(db *repository.DB) accounts.TokenStore { return repository.NewTokens(db) }))
 		}},
+		{"Audit", func(t *testing.T) {
+			storecontract.Audit(t, onReal(db, func(db *repository.DB) accounts.AuditLog { return repository.NewAccountAudit(db) }))
+		}},
 		{"Factors", func(t *testing.T) {
 			storecontract.Factors(t, onReal(db, func(db *repository.DB) accounts.FactorStore { return repository.NewFactors(db) }))
 		}},

@@ -134,6 +134,8 @@ var rowSelects = []struct {
 	{string(historyPageCQL), &historyRow{}},
 	{string(historyPageAfterCQL), &historyRow{}},
 	{string(accountAuditPageCQL), &auditRow{}},
+	{string(auditDayPageCQL), &dayRow{}},
+	{string(auditDayPageAfterCQL), &dayRow{}},
 	{string(accountAuditPageAfterCQL), &auditRow{}},
 }
 
@@ -142,7 +144,7 @@ var rowSelects = []struct {
 var valueSelects = []string{
 	string(gmRoleCQL), string(gmGroupsOfCQL), string(bucketsCQL), string(bucketsBeforeCQL), string(bucketAnyRowCQL), string(auditBucketsCQL),
 	string(auditHasSessionsCQL), string(auditListRowCQL), string(auditExpiryCQL), string(readinessCQL), string(queueStartCQL), string(historyEntryCQL),
-	string(replicationCQL), string(indexCountCQL),
+	string(replicationCQL), string(indexCountCQL), string(auditSinceCQL),
 }
 
 // TestColumnsMatchSelects: every row type's scan destinations are, in

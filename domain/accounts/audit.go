@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"errors"
+	"time"
 
 	"shelf/domain"
 )
@@ -28,6 +29,13 @@ type AuditLog interface {
 	// Page returns up to limit entries of the user's audit, newest first,
 	// after the cursor (nil: from the newest).
 	Page(ctx context.Context, userID string, after *domain.AuditCursor, limit int) ([]domain.AuditEntry, error)
+	// Day returns up to limit entries of every account's audit of day
+	// (midnight UTC, domain.AuditDay), newest first, after the position
+	// (nil: from the day's newest).
+	Day(ctx context.Context, day time.Time, after *domain.AuditPosition, limit int) ([]domain.AuditEntry, error)
+	// Since is the first day whose entries Day has all of (the days
+	// before it are in each account's audit only).
+	Since(ctx context.Context) (time.Time, error)
 }
 
 // SetAudit wires the audit log. Without it (tests of other protocols)
@@ -41,6 +49,10 @@ func (noAudit) Record(context.Context, []domain.AuditEntry) error { return nil }
 func (noAudit) Page(context.Context, string, *domain.AuditCursor, int) ([]domain.AuditEntry, error) {
 	return nil, nil
 }
+func (noAudit) Day(context.Context, time.Time, *domain.AuditPosition, int) ([]domain.AuditEntry, error) {
+	return nil, nil
+}
+func (noAudit) Since(context.Context) (time.Time, error) { return time.Time{}, nil }
 
 // adminEntry is the start of the entry of p's action on u, the account as
 // read before the change (whose compare-and-set writes the next version).
@@ -114,4 +126,85 @@ func (a *Service) Audit(ctx context.Context, p domain.Principal, userID, cursor 
 		return domain.Page[domain.AuditEntry]{}, err
 	}
 	return domain.PageOf(items, limit, func(e domain.AuditEntry) string { return e.CursorOf().Encode() }), nil
+}
+
+// AuditFilter narrows the audit of every account: to one actor's
+// entries, and to one action (each "" for any).
+type AuditFilter struct {
+	Actor  string
+	Action domain.AuditAction
+}
+
+func (f AuditFilter) matches(e domain.AuditEntry) bool {
+	return (f.Actor == "" || e.Actor == f.Actor) && (f.Action == "" || e.Action == f.Action)
+}
+
+// What a page of the audit of every account reads at most: bounded
+// whatever the audit holds, so a filter that matches little, or days
+// without an entry, answer a shorter page with a cursor to go on from.
+const (
+	auditDaysPerPage = 31
+	auditRowsPerPage = 1000
+	auditBatch       = 200
+)
+
+// AllAudit pages through the audit of every account, newest first, one
+// day's partition after another back to the day the store began keeping
+// it (AuditLog.Since), filtered (admins only). A page reads at most 31
+// days and 1000 entries: it may hold fewer than limit with a cursor
+// still (nothing more in those days; the next page goes on further
+// back), and the last page has none.
+func (a *Service) AllAudit(ctx context.Context, p domain.Principal, filter AuditFilter, cursor string, limit int) (domain.Page[domain.AuditEntry], error) {
+	if _, err := a.RequireAdmin(ctx, p); err != nil {
+		return domain.Page[domain.AuditEntry]{}, err
+	}
+	// A few minutes ahead: an entry of a process whose clock runs ahead
+	// near midnight is in the next day.
+	at := domain.GlobalAuditCursor{Day: domain.AuditDay(a.now().Add(5 * time.Minute))}
+	if cursor != "" {
+		c, err := domain.DecodeGlobalAuditCursor(cursor)
+		if err != nil {
+			return domain.Page[domain.AuditEntry]{}, err
+		}
+		at = *c
+	}
+	since, err := a.audit.Since(ctx)
+	if err != nil {
+		return domain.Page[domain.AuditEntry]{}, err
+	}
+	var out []domain.AuditEntry
+	days, rows := 0, 0
+	for !at.Day.Before(since) && days < auditDaysPerPage && rows < auditRowsPerPage {
+		batch := auditBatch
+		if filter == (AuditFilter{}) {
+			batch = limit + 1 - len(out)
+		}
+		got, err := a.audit.Day(ctx, at.Day, at.After, batch)
+		if err != nil {
+			return domain.Page[domain.AuditEntry]{}, err
+		}
+		rows += len(got)
+		for _, e := range got {
+			at.After = new(e.PositionOf())
+			if !filter.matches(e) {
+				continue
+			}
+			if out = append(out, e); len(out) == limit+1 {
+				// One more than shown: the next page starts after the
+				// last shown.
+				last := out[limit-1]
+				return domain.Page[domain.AuditEntry]{Items: out[:limit],
+					Next: domain.GlobalAuditCursor{Day: domain.AuditDay(last.At), After: new(last.PositionOf())}.Encode()}, nil
+			}
+		}
+		if len(got) < batch {
+			at = domain.GlobalAuditCursor{Day: at.Day.AddDate(0, 0, -1)}
+			days++
+		}
+	}
+	page := domain.Page[domain.AuditEntry]{Items: out}
+	if !at.Day.Before(since) {
+		page.Next = at.Encode() // the budget ran out before the first day
+	}
+	return page, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
@@ -54,6 +55,36 @@ func (a *AccountAudit) Page(_ context.Context, userID string, after *domain.Audi
 		}
 	}
 	return out[:min(limit, len(out))], err
+}
+
+// Day reads every account's entries of day, newest first, after the
+// position.
+func (a *AccountAudit) Day(_ context.Context, day time.Time, after *domain.AuditPosition, limit int) ([]domain.AuditEntry, error) {
+	var out []domain.AuditEntry
+	_, err := a.s.call("audit_by_day.page", false, func() (bool, error) {
+		for _, e := range a.s.audit {
+			if domain.AuditDay(e.At).Equal(day) && (after == nil || e.PositionOf().Before(*after)) {
+				out = append(out, e)
+			}
+		}
+		return true, nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[j].PositionOf().Before(out[i].PositionOf()) })
+	return out[:min(limit, len(out))], err
+}
+
+// Since is the day of the store's first entry (today's, without one):
+// the memory store keeps every day from its start.
+func (a *AccountAudit) Since(context.Context) (time.Time, error) {
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	first := a.s.now
+	for _, e := range a.s.audit {
+		if e.At.Before(first) {
+			first = e.At
+		}
+	}
+	return domain.AuditDay(first), nil
 }
 
 // auditBefore reports whether e comes after the position c in the audit's

@@ -49,6 +49,10 @@ func TestContractTokens(t *testing.T) {
 	storecontract.Tokens(t, onFake(func(s *memstore.Store) accounts.TokenStore { return s.Tokens() }))
 }
 
+func TestContractAudit(t *testing.T) {
+	storecontract.Audit(t, onFake(func(s *memstore.Store) accounts.AuditLog { return s.AccountAudit() }))
+}
+
 func TestContractFactors(t *testing.T) {
 	storecontract.Factors(t, onFake(func(s *memstore.Store) accounts.FactorStore { return s.Factors() }))
 }

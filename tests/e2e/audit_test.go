@@ -24,6 +24,7 @@ import (
 // auditItem is the AuditEntry schema as tests read it.
 type auditItem struct {
 	ID        string     `json:"id"`
+	UserID    string     `json:"userId"`
 	Action    string     `json:"action"`
 	At        time.Time  `json:"at"`
 	Actor     string     `json:"actor"`
@@ -356,4 +357,58 @@ func TestAuditWriteLostOrLate(t *testing.T) {
 		t.Fatalf("%d rows in the audit before any read of it, want 4 (the unsuspension's written by the next action)", rows)
 	}
 	m.wantActions(t, u.ID, "display_name_changed", "unsuspended", "suspended", "display_name_changed")
+}
+
+// TestTheAuditOfEveryAccount: GET /v1/audit lists every account's
+// entries, each naming its account, newest first and paged alike one at
+// a time or all at once; ?action= and ?actor= keep one kind or one
+// admin's; a bad filter is 400 naming it, and a user who is no admin is
+// refused.
+func TestTheAuditOfEveryAccount(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	ann, _ := newUser(t, m.api, "audited")
+	bob, _ := newUser(t, m.api, "audited")
+	_, asCarl := newUser(t, m.api, "auditor")
+	for _, u := range []userBody{ann, bob} {
+		if r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]any{"reason": "spam"}); r.StatusCode != http.StatusCreated {
+			t.Fatalf("suspend %s: %d %s", u.Username, r.StatusCode, r.Body)
+		}
+	}
+	if r := m.admin.Send(http.MethodDelete, "/v1/users/"+ann.ID+"/suspension", nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("unsuspend: %d %s", r.StatusCode, r.Body)
+	}
+	all := pageAll[auditItem](t, m.admin, "/v1/audit", 100)
+	var mine []string
+	for _, e := range all {
+		if e.UserID == ann.ID || e.UserID == bob.ID {
+			mine = append(mine, e.UserID+":"+e.Action)
+		}
+	}
+	want := []string{ann.ID + ":unsuspended", bob.ID + ":suspended", ann.ID + ":suspended"}
+	if !slices.Equal(mine, want) {
+		t.Fatalf("the audit of every account: %v, want %v", mine, want)
+	}
+	if one := pageAll[auditItem](t, m.admin, "/v1/audit", 1); !slices.EqualFunc(one, all, func(a, b auditItem) bool { return a.ID == b.ID && a.UserID == b.UserID }) {
+		t.Fatalf("paged one at a time: %+v, all at once %+v", one, all)
+	}
+	suspended := pageAll[auditItem](t, m.admin, "/v1/audit?action=suspended", 100)
+	if len(suspended) != 2 || suspended[0].UserID != bob.ID || suspended[1].Actor != m.id {
+		t.Fatalf("?action=suspended: %+v", suspended)
+	}
+	if byAdmin := pageAll[auditItem](t, m.admin, "/v1/audit?actor="+m.id, 100); len(byAdmin) < 3 {
+		t.Fatalf("?actor=<the admin>: %+v", byAdmin)
+	}
+	if none := pageAll[auditItem](t, m.admin, "/v1/audit?actor="+bob.ID, 100); len(none) != 0 {
+		t.Fatalf("?actor=<bob, who did nothing>: %+v", none)
+	}
+	for _, bad := range []string{"?actor=bob", "?action=danced", "?cursor=nonsense"} {
+		r := m.admin.Get("/v1/audit" + bad)
+		if r.StatusCode != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s", bad, r.StatusCode, r.Body)
+		}
+	}
+	if r := asCarl.Get("/v1/audit"); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a user who is no admin: %d %s", r.StatusCode, r.Body)
+	}
 }
