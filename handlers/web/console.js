@@ -913,12 +913,64 @@
     (cursor) => api('GET', '/v1/users/' + enc(modHistory.user.id) + '/audit' + query({ cursor })),
     async (items) => {
       const rows = await Promise.all(items.map(async (e) => {
-        const change = e.old !== undefined || e.new !== undefined ? (e.old || '') + ' \u2192 ' + (e.new || '') : (e.reason || '');
-        return row(word(e.action), when(e.at), e.actor ? await nameOf(e.actor) : 'the command line',
-          e.via === 'cli' ? 'a server' : [e.clientIp, e.userAgent].filter(Boolean).join(', ') || 'unknown', change);
+        const c = await auditCells(e);
+        return row(c.what, c.when, c.by, c.from, c.change);
       }));
       fill('audit', rows, 'No admin ever acted on this account.');
     });
+
+  // auditCells are an audit entry's cells, in words.
+  async function auditCells(e) {
+    return {
+      what: word(e.action), when: when(e.at), by: e.actor ? await nameOf(e.actor) : 'the command line',
+      from: e.via === 'cli' ? 'a server' : [e.clientIp, e.userAgent].filter(Boolean).join(', ') || 'unknown',
+      change: e.old !== undefined || e.new !== undefined ? (e.old || '') + ' \u2192 ' + (e.new || '') : (e.reason || ''),
+    };
+  }
+
+  // ---- The audit of every account ----
+  // Its filters are in the address (#/audit?by=<username>&action=...),
+  // so a filtered view can be shared and reloaded.
+  const allAudit = { actor: '', action: '' };
+  allAudit.pager = new Pager('all-audit',
+    (cursor) => api('GET', '/v1/audit' + query({ cursor, actor: allAudit.actor, action: allAudit.action })),
+    async (items) => {
+      const rows = await Promise.all(items.map(async (e) => {
+        const c = await auditCells(e);
+        const account = await nameOf(e.userId);
+        return row(c.when, account === e.userId ? account : link(account, '#/moderation/' + enc(account)), c.what, c.by, c.from, c.change);
+      }));
+      // A page reads a month of days at most: an empty one with a next
+      // page means nothing in those days, not nothing at all.
+      fill('all-audit', rows, allAudit.pager.next ? 'Nothing in these days: Next looks further back.' : 'No entry matches.');
+    });
+
+  async function showAudit() {
+    const f = $('audit-filter');
+    clearErrors(f);
+    const by = state.params.get('by') || '';
+    const action = state.params.get('action') || '';
+    f.elements.by.value = by;
+    f.elements.action.value = action;
+    allAudit.actor = '';
+    allAudit.action = action;
+    fill('all-audit', [], 'Loading…');
+    try {
+      if (by) allAudit.actor = (await userNamed(by, 'by')).id;
+    } catch (err) {
+      showError(f, err);
+      return;
+    }
+    $('all-audit-caption').textContent = (action ? word(action) : 'Every admin action') + (by ? ' by ' + by : '') + ', newest first';
+    await allAudit.pager.first();
+  }
+
+  form('audit-filter', async (v) => {
+    const q = new URLSearchParams();
+    if (v.by) q.set('by', v.by);
+    if (v.action) q.set('action', v.action);
+    go('#/audit' + (q.toString() ? '?' + q.toString() : ''));
+  });
 
   // showModUser shows the user of the moderation page (by id, read
   // afresh): suspended or not (and why, by whom, until when), a link to
@@ -1779,6 +1831,7 @@
     $('logout').hidden = !state.me;
     $('nav').hidden = !state.me;
     $('nav-moderation').hidden = !isAdmin();
+    $('nav-audit').hidden = !isAdmin();
   }
 
   // sessionEnded logs the tab out after the API refused its session, and
@@ -1813,6 +1866,7 @@
     // window) go to it.
     moderation: { admin: true, show: (username) => showModeration(username), focus: (username) => (username ? 'mod-user-title' : '') },
     account: { show: () => showAccount() },
+    audit: { admin: true, show: () => showAudit() },
   };
 
   // replaceRoute puts route (#<route>) in the address bar in place of the

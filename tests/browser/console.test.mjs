@@ -620,6 +620,40 @@ await step('moderation: suspend with and without an end, page, history and audit
   }
 });
 
+await step('the audit of every account: its own page from the nav, each entry naming its account (a link), filtered by action and by who, the filter in the address; an unknown name refused beside its field', async () => {
+  await visit('#/moderation', 'moderation');
+  await page.locator('#nav-audit').click();
+  await page.waitForSelector('body[data-ready="audit"]');
+  expect((await page.title()).startsWith('Audit'), 'the title: ' + await page.title());
+  await page.waitForSelector('#all-audit tbody tr:not(.empty)');
+  const whats = await page.locator('#all-audit tbody td:nth-child(3)').allTextContents();
+  expect(whats[0] === 'unsuspended', 'newest first, the last unsuspension: ' + whats.join(', '));
+  const accounts = await page.locator('#all-audit tbody td:nth-child(2)').allTextContents();
+  expect([alice, bob, carol].includes(accounts[0]), 'the account by name: ' + accounts[0]);
+  expect(await page.locator('#all-audit tbody td:nth-child(2) a').count() > 0, 'each account a link to its moderation view');
+  await pageThrough('all-audit');
+
+  await page.locator('#audit-filter [name=action]').selectOption('suspended');
+  await page.locator('#audit-filter [name=by]').fill(admin);
+  await page.locator('#audit-filter button').click();
+  await page.waitForFunction(() => location.hash.includes('action=suspended') && document.body.dataset.ready === 'audit');
+  await page.waitForSelector('#all-audit tbody tr:not(.empty)');
+  const filtered = await page.locator('#all-audit tbody td:nth-child(3)').allTextContents();
+  expect(filtered.length > 0 && filtered.every((w) => w === 'suspended'), 'only suspensions: ' + filtered.join(', '));
+  expect((await page.locator('#all-audit-caption').textContent()).includes('by ' + admin), 'the caption says the filter');
+  await shot('audit');
+  // The filter is in the address: a reload shows the same.
+  await page.reload();
+  await page.waitForSelector('body[data-ready="audit"]');
+  expect(await page.locator('#audit-filter [name=action]').inputValue() === 'suspended', 'the filter survives a reload');
+  await refused(404, async () => {
+    await page.locator('#audit-filter [name=by]').fill('nobody' + run);
+    await page.locator('#audit-filter button').click();
+    await page.waitForSelector('#audit-filter .field-error');
+  });
+  expect((await page.locator('#audit-filter .field-error').textContent()).includes('No user is named'), 'an unknown name beside its field');
+});
+
 await step('a moderator: from a user to their suspension, history and library, and back; unsuspend there, confirmed', async () => {
   await visit('#/moderation', 'moderation');
   expect((await submit('suspend', { username: carol, reason: 'flooding' })).includes('Suspended ' + carol), 'carol suspended');
