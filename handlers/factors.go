@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -25,26 +24,30 @@ type Factors struct {
 func ownerProof(current, code, recoveryCode *string, pk *passkeyProofRequest) accounts.Proof {
 	p := accounts.Proof{CurrentPassword: current, Code: deref(code), RecoveryCode: deref(recoveryCode)}
 	if pk != nil {
-		p.Passkey = &accounts.PasskeyProof{Challenge: deref(pk.Challenge), Answer: pk.Credential}
+		p.Passkey = &accounts.PasskeyProof{Challenge: deref(pk.Challenge), Answer: answerOf(pk.Credential)}
 	}
 	return p
+}
+
+// credential is a PublicKeyCredential as JSON (credential.toJSON()): an
+// object, so that anything else is refused naming its field as the
+// decoder refuses a wrong type.
+type credential map[string]any
+
+// answerOf is a credential as the bytes go-webauthn parses.
+func answerOf(c credential) []byte {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic("handlers: a decoded JSON object does not encode: " + err.Error())
+	}
+	return b
 }
 
 // passkeyProofRequest is a proof's passkey: its answer to a challenge of
 // POST /v1/users/{id}/passkey-challenges.
 type passkeyProofRequest struct {
-	Challenge  *string         `json:"challenge" validate:"required,length=1-256"`
-	Credential json.RawMessage `json:"credential" validate:"required"`
-}
-
-// credentialObject checks a PublicKeyCredential's place holds an object
-// (the browser's credential.toJSON()), naming field.
-func credentialObject(raw json.RawMessage, field string) error {
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
-		return nil
-	}
-	return newProblem(http.StatusBadRequest, "validation_failed", "Some fields are not valid.",
-		ProblemField{Field: field, Code: "wrong_type", Message: "must be the PublicKeyCredential as JSON (an object: credential.toJSON())"})
+	Challenge  *string    `json:"challenge" validate:"required,length=1-256"`
+	Credential credential `json:"credential" validate:"required"`
 }
 
 // enrolRequest is POST /v1/users/{id}/factors.
@@ -73,15 +76,15 @@ type factorProofRequest struct {
 
 // registrationRequest is POST /v1/users/{id}/passkeys/{factorId}/registration.
 type registrationRequest struct {
-	Credential json.RawMessage `json:"credential" validate:"required"`
+	Credential credential `json:"credential" validate:"required"`
 }
 
 // secondFactorRequest is POST /v1/sessions/second-factor.
 type secondFactorRequest struct {
-	Challenge    *string         `json:"challenge" validate:"required,length=1-256"`
-	Code         *string         `json:"code" validate:"omitempty,length=1-16"`
-	RecoveryCode *string         `json:"recoveryCode" validate:"omitempty,length=1-64"`
-	Passkey      json.RawMessage `json:"passkey"`
+	Challenge    *string    `json:"challenge" validate:"required,length=1-256"`
+	Code         *string    `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode *string    `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Passkey      credential `json:"passkey"`
 }
 
 func deref(s *string) string {
@@ -221,10 +224,7 @@ func (h *Factors) secondFactor(w http.ResponseWriter, r *http.Request) error {
 	}
 	proof := accounts.Proof{Code: deref(req.Code), RecoveryCode: deref(req.RecoveryCode)}
 	if req.Passkey != nil {
-		if err := credentialObject(req.Passkey, "passkey"); err != nil {
-			return err
-		}
-		proof.Passkey = &accounts.PasskeyProof{Answer: req.Passkey}
+		proof.Passkey = &accounts.PasskeyProof{Answer: answerOf(req.Passkey)}
 	}
 	res, err := h.accounts.SecondFactor(r.Context(), *req.Challenge, proof, requestClient(r))
 	if err != nil {
@@ -308,10 +308,7 @@ func (h *Factors) finishPasskey(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if err := credentialObject(req.Credential, "credential"); err != nil {
-		return err
-	}
-	c, err := h.accounts.ConfirmPasskey(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "factorId"), req.Credential)
+	c, err := h.accounts.ConfirmPasskey(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "factorId"), answerOf(req.Credential))
 	return writeConfirmation(w, c, err)
 }
 

@@ -204,6 +204,19 @@ func TestAPasskeyProvesTheOwner(t *testing.T) {
 	if r := me.Send(http.MethodPatch, "/v1/users/"+u.ID, rename); r.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a rename with the password alone: %d %s", r.StatusCode, r.Body)
 	}
+	// A credential that is not an object is refused naming it.
+	for _, bad := range []map[string]any{
+		{"currentPassword": testPassword, "passkey": map[string]any{"challenge": "x", "credential": "[Filtered]"}},
+		{"currentPassword": testPassword, "passkey": "x"},
+	} {
+		r := me.Send(http.MethodPost, "/v1/users/"+u.ID+"/deletion", bad)
+		if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), `"field":"passkey`) {
+			t.Fatalf("a deletion with a malformed passkey %v: %d %s", bad["passkey"], r.StatusCode, r.Body)
+		}
+	}
+	if r := api.Send(http.MethodPost, "/v1/sessions/second-factor", map[string]any{"challenge": "c", "passkey": 7}); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a second step with a passkey of 7: %d %s", r.StatusCode, r.Body)
+	}
 	proof := proofChallenge(t, me, u.ID, laptop)
 	rename["passkey"] = proof
 	if r := me.Send(http.MethodPatch, "/v1/users/"+u.ID, rename); r.StatusCode != http.StatusOK {
