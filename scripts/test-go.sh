@@ -44,7 +44,7 @@ unraced=(shelf/tests/e2e shelf/tests/faults)
 unraced_log=$(mktemp)
 trap 'rm -f "$unraced_log"' EXIT
 
-"$GO" test -tags integration "${unraced_flags[@]}" -count=1 -parallel 4 -timeout 15m "${unraced[@]}" >"$unraced_log" 2>&1 &
+"$GO" test -tags integration "${unraced_flags[@]}" -count=1 -parallel "${E2E_PARALLEL:-4}" -timeout 15m "${unraced[@]}" >"$unraced_log" 2>&1 &
 unraced_pid=$!
 
 # The longest packages first, so the short ones fill in at the end instead

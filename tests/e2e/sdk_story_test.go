@@ -318,11 +318,12 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	}
 	asBob = sdk(t, servers, second.JSON201.Token)
 
-	// Bob adds a passkey too (his code proves him), and logs in with it:
-	// the 202 offers it, and the key's answer makes the session.
+	// Bob adds a passkey too (a recovery code proves him: his app's codes
+	// of this half minute are spent), and logs in with it: the 202 offers
+	// it, and the key's answer makes the session.
 	key := softkey.New(passkeyOrigin)
-	code = app.code(t)
-	begun, err := asBob.BeginPasskeyWithResponse(ctx, bob.Id, shelfclient.PasskeyEnrolmentRequest{CurrentPassword: testPassword, Code: &code})
+	recovery := (*confirmed.JSON200.RecoveryCodes)[0]
+	begun, err := asBob.BeginPasskeyWithResponse(ctx, bob.Id, shelfclient.PasskeyEnrolmentRequest{CurrentPassword: testPassword, RecoveryCode: &recovery})
 	if err != nil || begun.JSON201 == nil {
 		t.Fatalf("bob begins a passkey: %v %s", err, begun.Body)
 	}
