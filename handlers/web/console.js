@@ -341,11 +341,19 @@
 // Pager pages through one list: next by the page's nextCursor, back
   // through the cursors it came by (kept, so going back reads the same
   // pages again). fetchPage(cursor) answers a page; render(items) shows it.
+  // A pager's label says the page and which rows it shows ("page 2 ·
+  // 11–20"): a count a list can say without counting the whole list.
+  // address, when given, is told each page shown (its cursor and number),
+  // to keep it in the address bar; at opens a page a link named.
   class Pager {
-    constructor(name, fetchPage, render) {
+    constructor(name, fetchPage, render, { address } = {}) {
       this.fetchPage = fetchPage;
       this.render = render;
+      this.address = address;
       this.cursors = [''];
+      // offset: pages before the first cursor kept (a link to page 5
+      // knows its cursor, not the four before it).
+      this.offset = 0;
       this.next = '';
       this.loaded = false;
       const el = document.querySelector('[data-pager="' + name + '"]');
@@ -362,6 +370,15 @@
 
     async first() {
       this.cursors = [''];
+      this.offset = 0;
+      await this.load();
+    }
+
+    // at opens page number n at cursor (a link's); Previous from there
+    // goes to the first page.
+    async at(cursor, n) {
+      this.cursors = cursor ? ['', cursor] : [''];
+      this.offset = cursor ? Math.max(0, (Number(n) || 2) - 2) : 0;
       await this.load();
     }
 
@@ -378,17 +395,22 @@
     async back() {
       if (this.cursors.length < 2) return;
       this.cursors.pop();
+      if (this.cursors.length === 1) this.offset = 0;
       await this.load();
     }
 
     async load() {
-      const page = await this.fetchPage(this.cursors[this.cursors.length - 1]);
+      const cursor = this.cursors[this.cursors.length - 1];
+      const page = await this.fetchPage(cursor);
       this.next = page.nextCursor || '';
       await this.render(page.items);
       this.prevButton.disabled = this.cursors.length < 2;
       this.nextButton.disabled = !this.next;
-      this.label.textContent = 'page ' + this.cursors.length;
+      const n = this.cursors.length + this.offset;
+      const from = (n - 1) * pageSize + 1;
+      this.label.textContent = 'page ' + n + (page.items.length ? ' · ' + from + '\u2013' + (from + page.items.length - 1) : '');
       this.loaded = true;
+      if (this.address) this.address(cursor, n);
     }
   }
 
@@ -430,11 +452,28 @@
     });
   }
 
+  // The library's order and page are in the address (#/library?order=
+  // oldest&cursor=...&page=2): a reload, or a link, shows the same page.
   const myLibrary = new Pager('my-library',
     (cursor) => api('GET', '/v1/users/' + state.me.id + '/library' + query({ order: $('library-order').value, cursor })),
-    (items) => fill('my-library', libraryRows(items), 'Nothing here yet: create an item below.'));
+    (items) => fill('my-library', libraryRows(items), 'Nothing here yet: create an item below.'),
+    { address: (cursor, n) => {
+      if (!location.hash.startsWith('#/library')) return;
+      const q = new URLSearchParams();
+      if ($('library-order').value !== 'newest') q.set('order', $('library-order').value);
+      if (cursor) q.set('cursor', cursor);
+      if (cursor) q.set('page', String(n));
+      replaceRoute('/library' + (q.toString() ? '?' + q.toString() : ''));
+    } });
 
   $('library-order').addEventListener('change', act(() => myLibrary.first()));
+
+  // showLibrary opens the library at the order and page the address names.
+  async function showLibrary() {
+    const order = state.params.get('order');
+    $('library-order').value = order === 'oldest' ? 'oldest' : 'newest';
+    await myLibrary.at(state.params.get('cursor') || '', state.params.get('page'));
+  }
 
   form('create', async (v, f) => {
     const body = { name: v.name, visibility: v.visibility };
@@ -1856,7 +1895,7 @@
     verify: { public: true, show: () => showVerify() },
     'revert-email': { public: true, show: () => showRevertEmail() },
     'revert-factor': { public: true, show: () => showRevertFactor() },
-    library: { show: () => myLibrary.first() },
+    library: { show: () => showLibrary() },
     // A shared link to an item or a library opens for visitors too: the
     // API serves public items to anyone.
     item: { public: true, show: (id) => showItem(id) },

@@ -129,11 +129,11 @@ async function pageThrough(table) {
   const pager = `[data-pager="${table}"]`;
   expect(await page.locator(`${pager} [data-action="previous"]`).isDisabled(), table + ': Previous on page 1');
   await page.locator(`${pager} [data-action="next"]`).click();
-  await page.waitForFunction((p) => document.querySelector(`${p} .page-number`).textContent === 'page 2', pager);
+  await page.waitForFunction((p) => document.querySelector(`${p} .page-number`).textContent.startsWith('page 2 '), pager);
   const second = await rows(table);
   expect(second.length > 0 && second.join('|') !== first.join('|'), `${table}: page 2 ${second} after ${first}`);
   await page.locator(`${pager} [data-action="previous"]`).click();
-  await page.waitForFunction((p) => document.querySelector(`${p} .page-number`).textContent === 'page 1', pager);
+  await page.waitForFunction((p) => document.querySelector(`${p} .page-number`).textContent.startsWith('page 1 '), pager);
   const again = await rows(table);
   expect(again.join('|') === first.join('|'), `${table}: back to page 1 shows ${again}, was ${first}`);
   return [first, second];
@@ -249,6 +249,18 @@ await step('library: create items, newest first, page forward and back, oldest f
     'newest first: ' + first.concat(second).join(' | '));
   await page.locator('#library-order').selectOption('oldest');
   await page.waitForFunction(() => document.querySelector('#my-library tbody tr').textContent.startsWith('Notes'));
+  // The order and the page are in the address: a reload shows the same
+  // page, counted ("page 2 · 3–3").
+  await page.locator('[data-pager="my-library"] [data-action="next"]').click();
+  await page.waitForFunction(() => location.hash.includes('order=oldest') && location.hash.includes('cursor=') && location.hash.includes('page=2'));
+  const onPage2 = await rows('my-library');
+  await page.reload();
+  await page.waitForSelector('body[data-ready="library"]');
+  await page.waitForFunction(() => document.querySelector('[data-pager="my-library"] .page-number').textContent === 'page 2 \u00b7 3\u20133');
+  expect((await rows('my-library')).join() === onPage2.join() && await page.locator('#library-order').inputValue() === 'oldest',
+    'the reload shows the same page in the same order: ' + (await rows('my-library')).join(' | '));
+  await page.locator('[data-pager="my-library"] [data-action="previous"]').click();
+  await page.waitForFunction(() => document.querySelector('#my-library tbody tr').textContent.startsWith('Notes') && !location.hash.includes('cursor='));
   await page.locator('#library-order').selectOption('newest');
   await page.waitForFunction(() => document.querySelector('#my-library tbody tr').textContent.startsWith('Recipes'));
   // One wording per enum: the table says what the form's option says.
