@@ -365,8 +365,11 @@ func TestClaimerYieldWithinLease(t *testing.T) {
 	c.SetYield(Yield{Tries: 8, Budget: time.Hour})
 	start := time.Now()
 	held, conflict, err := c.AcquireAll(ctx, pair("a", "a@x.org"), "me", "me", 0, liveHolders{})
-	if took := time.Since(start); took > lease/2 {
-		t.Errorf("the wait took %v, want at most about lease/4 = %v", took, lease/4)
+	// About lease/4 when the machine is idle; the bound is loose (make
+	// test runs this beside Cassandra and -race on two cores: 300 ms was
+	// seen): a wait that were not clamped would take the hour's budget.
+	if took := time.Since(start); took > 4*lease {
+		t.Errorf("the wait took %v, want about lease/4 = %v (the budget is an hour: the clamp did not hold)", took, lease/4)
 	}
 	if err != nil || !errors.Is(conflict, ErrConflict) || len(held) != 1 {
 		t.Errorf("held %v, conflict %v, err %v; want the username held and a 409", held, conflict, err)
