@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -221,22 +220,13 @@ func (p *pool) clean(ctx context.Context, db *DB) error {
 		Bind(db.Keyspace()).SelectRelease(&tables); err != nil {
 		return err
 	}
-	// Eight at a time: a lease waited on ~35 truncates one after another
-	// (about 450 ms on the local node); the node takes them at once.
-	tables = slices.DeleteFunc(tables, func(t string) bool { return t == migrationTable })
-	errs := make([]error, len(tables))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, t := range tables {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = truncate(ctx, db, t)
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
+	for _, t := range tables {
+		if t == migrationTable {
+			continue
+		}
+		if err := truncate(ctx, db, t); err != nil {
+			return err
+		}
 	}
 	for _, seed := range p.seeds {
 		if err := db.Session.ContextQuery(ctx, seed, nil).ExecRelease(); err != nil {
