@@ -377,11 +377,8 @@ func (a *Service) checkTOTP(ctx context.Context, userID string, f Factor, code s
 	if code == "" {
 		return 0, errCodeRequired
 	}
-	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
+	c, err := a.admitCode(ctx, userID)
 	if err != nil {
-		return 0, err
-	}
-	if err := c.inTime(); err != nil {
 		return 0, err
 	}
 	step, ok, err := a.totp.Step(f.Sealed, userID, code, a.cfg.Now())
@@ -393,6 +390,18 @@ func (a *Service) checkTOTP(ctx context.Context, userID string, f Factor, code s
 		return 0, err
 	}
 	return step, nil
+}
+
+// admitCode counts an attempt at a second factor of account userID (an
+// app's code, a passkey's answer) under the password's tiers, from the
+// client's address and from all, and refuses it over the limit or past
+// its time.
+func (a *Service) admitCode(ctx context.Context, userID string) (*counted, error) {
+	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.inTime()
 }
 
 // codeVerdict records a code's verdict as verdict does a password's, and
@@ -553,11 +562,8 @@ func (a *Service) proveFactor(ctx context.Context, userID string, factors []Fact
 	}
 	// The code is checked against every confirmed factor under one
 	// throttled attempt.
-	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
+	c, err := a.admitCode(ctx, userID)
 	if err != nil {
-		return err
-	}
-	if err := c.inTime(); err != nil {
 		return err
 	}
 	var match *Factor

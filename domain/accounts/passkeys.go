@@ -113,11 +113,8 @@ func (a *Service) ConfirmPasskey(ctx context.Context, p domain.Principal, userID
 	if len(answer) == 0 {
 		return Confirmation{}, errPasskeyRequired
 	}
-	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
+	c, err := a.admitCode(ctx, userID)
 	if err != nil {
-		return Confirmation{}, err
-	}
-	if err := c.inTime(); err != nil {
 		return Confirmation{}, err
 	}
 	credential, count, err := a.passkeys.Registered(u.ID, u.Username, f.Sealed, answer)
@@ -150,11 +147,8 @@ func (a *Service) provePasskey(ctx context.Context, userID string, factors []Fac
 	if pk.challenge == nil {
 		return a.provePasskeyOnce(ctx, userID, factors, pk)
 	}
-	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
+	c, err := a.admitCode(ctx, userID)
 	if err != nil {
-		return err
-	}
-	if err := c.inTime(); err != nil {
 		return err
 	}
 	id, count, err := a.passkeys.Verify(userID, pk.challenge, factors, pk.Answer)
