@@ -164,7 +164,18 @@ func (g *Service) RemoveMember(ctx context.Context, p domain.Principal, groupID,
 // once the group is read again at the same version; either way a moved
 // group starts the decision over. Then the change is finished: the member
 // tables are written and Pending is cleared.
+//
+// The changes of one group made by this process take turns (g.changes):
+// fifty joins at once through one process are fifty rounds one after the
+// other, not fifty Paxos proposers on one partition. Turns are only this
+// process's, and one waits at most cfg.TurnWait for its own: the
+// compare-and-set is what keeps the counts right.
 func (g *Service) change(ctx context.Context, op, groupID string, decide func(ctx context.Context, gr Group) (*Group, error)) error {
+	leave, err := g.changes.Enter(ctx, groupID, g.cfg.TurnWait)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	return domain.Retry(ctx, maxGroupAttempts, errGroupBusy, func(int) (bool, error) {
 		gr, err := g.activeGroup(ctx, groupID)
 		if err != nil {

@@ -123,7 +123,16 @@ type Config struct {
 	ClaimLease time.Duration
 	// Now is the clock.
 	Now func() time.Time
+	// TurnWait is how long a membership change waits for its turn at the
+	// group behind this process's other changes of it (Service.changes)
+	// before it goes ahead without one; 0: changes never wait.
+	TurnWait time.Duration
 }
+
+// DefaultTurnWait is the TurnWait of the api: a change takes a few round
+// trips, so a second covers dozens queued at once, while one stuck on a
+// node that stopped answering delays those behind it by no more.
+const DefaultTurnWait = time.Second
 
 // Hooks let tests stop an operation after a step, as a crash would:
 // the operation returns the hook's error at once, without cleaning up.
@@ -147,6 +156,10 @@ type Service struct {
 	groups  Store
 	members MemberStore
 	log     domain.Logger
+	// changes queues this process's membership changes of one group
+	// (keyed by its id), so they take turns at its row's compare-and-set
+	// instead of racing each other in Paxos (domain.Gate).
+	changes domain.Gate
 	// Hooks are nil in production.
 	Hooks Hooks
 }

@@ -81,7 +81,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	suspensions, libraries := repository.NewSuspensions(db), repository.NewLibraries(db)
 	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: now, Attempts: repository.NewModerationAttempts(db)},
 		acc, users, sessions, suspensions)
-	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now},
+	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now, TurnWait: groups.DefaultTurnWait},
 		acc, users, claims, groupRows, repository.NewGroupMembers(db), log)
 	lib := library.New(library.Config{
 		SyncFanoutLimit: cfg.Content.SyncFanoutLimit, FanoutConcurrency: cfg.Content.FanoutConcurrency, Now: now,
