@@ -60,8 +60,8 @@ web-assets: ## fetch Swagger UI (for /docs) and playwright-core from npm into .c
 	@bash scripts/web-assets.sh
 
 .PHONY: test-cluster
-test-cluster: ## only the three-node cluster test (RF 3, QUORUM, one node killed; also part of make test)
-	@$(GO) test -race -tags integration -count=1 -timeout 15m -run Cluster -v ./internal/localcassandra/
+test-cluster: ## the three-node cluster test (build tag cluster; RF 3, QUORUM, one node killed); CI runs it after make test-race
+	@$(GO) test -race -tags cluster -count=1 -timeout 15m -run Cluster -v ./internal/localcassandra/
 
 .PHONY: bench
 bench: ## every operation through shelf, the lean baseline server and the raw driver, side by side; fan-outs beside raw batches; prints the table, saves it and the JSON under .bench/ (BENCH_ROUND 2s, BENCH_ROUNDS 3, BENCH_ONLY name parts, comma-separated)

@@ -1,4 +1,4 @@
-//go:build integration
+//go:build cluster
 
 package localcassandra_test
 
