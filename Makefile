@@ -56,7 +56,7 @@ test-clients: ## four generated clients run a short story against a real server,
 	@$(CASSANDRA) with -- scripts/test-clients.sh
 
 .PHONY: web-assets
-web-assets: ## fetch Swagger UI (for /docs) and playwright-core from npm into .cache/npm; embed Swagger UI in the next build
+web-assets: ## fetch Swagger UI (for /docs), playwright-core and axe-core (the browser test's driver and accessibility check) from npm into .cache/npm; embed Swagger UI in the next build
 	@bash scripts/web-assets.sh
 
 .PHONY: test-cluster

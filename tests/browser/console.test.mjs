@@ -17,7 +17,7 @@
 import { execSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { api, base, expect, finish, launch, refused, run, saveShot, step } from './walk.mjs';
+import { accessible, api, base, expect, finish, launch, refused, run, saveShot, step } from './walk.mjs';
 
 const mailLog = process.env.MAIL_LOG;
 const verifiedBase = process.env.VERIFIED_URL;
@@ -197,13 +197,25 @@ const aliceMail = `${alice}@example.org`;
 const aliceHome = `${alice}.home@example.org`;
 const phone = 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1';
 
+await step('the accessibility check finds what it must (an image without text, a field without a label)', async () => {
+  await page.goto('about:blank');
+  await page.setContent('<!doctype html><html lang="en"><title>t</title><main><img src="data:,"><input></main></html>');
+  let said = '';
+  try {
+    await accessible(page, 'a page made to fail');
+  } catch (err) {
+    said = err.message;
+  }
+  expect(said.includes('image-alt') && said.includes('label'), 'axe said: ' + (said || 'nothing'));
+});
+
 await step('the API reference lists every route', async () => {
   await page.goto(base + '/docs');
   await page.waitForSelector('.opblock', { timeout: 30000 });
   const spec = await (await fetch(base + '/openapi.yaml')).text();
   const operations = (spec.match(/operationId:/g) || []).length;
   const shown = await page.locator('.opblock').count();
-  await saveShot(page, 'docs', false);
+  await saveShot(page, 'docs', false, false);
   expect(shown === operations, `docs show ${shown} operations, the contract has ${operations}`);
   // Try-it-out calls the page's own origin wherever the page is (the
   // document's server is relative): here 127.0.0.1 on the test's port,

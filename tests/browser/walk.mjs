@@ -7,6 +7,7 @@
 // CHROMIUM the browser, NODE_PATH where playwright-core is, SCREENSHOTS
 // and, when set, README_SHOTS where screenshots go (a README run's names
 // have no suffix: it has a keyspace of its own).
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -104,10 +105,31 @@ export async function api(method, p, token, body, extraHeaders) {
   return text ? JSON.parse(text) : null;
 }
 
-// saveShot saves what page shows as name.png in SCREENSHOTS, and in
-// README_SHOTS when set unless readme is false (a picture the README does
-// not show).
-export async function saveShot(page, name, readme = true) {
+// axeSource is axe-core (from npm, beside playwright-core): the
+// accessibility checker `accessible` runs in the page.
+const axeSource = fs.readFileSync(path.join(process.env.NODE_PATH, 'axe-core', 'axe.min.js'), 'utf8');
+
+// accessible runs axe-core on what page shows (its WCAG 2 A and AA rules
+// and best practices) and throws on any violation it rates serious or
+// critical, naming the rule and the elements.
+export async function accessible(page, where) {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(axeSource);
+  const found = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  });
+  expect(found.length === 0, `axe on ${where}: ${found.join('; ')}`);
+}
+
+// saveShot checks what page shows with axe-core (accessible), then saves
+// it as name.png in SCREENSHOTS, and in README_SHOTS when set unless readme
+// is false (a picture the README does not show): every console page
+// pictured is checked. checked false is for /docs only: Swagger UI's own
+// markup (its server select has no label, its operations nest buttons,
+// grey on grey) is the vendor's, not shelf's.
+export async function saveShot(page, name, readme = true, checked = true) {
+  if (checked) await accessible(page, name);
   await page.screenshot({ path: `${shots}/${name}.png` });
   if (readme && readmeShots) await page.screenshot({ path: `${readmeShots}/${name}.png` });
 }
