@@ -1846,6 +1846,31 @@
     names.clear();
   }
 
+  // Menu (under 600 px) opens and folds the pages' links; going to a page
+  // folds them again.
+  $('menu').addEventListener('click', () => menu(!document.querySelector('header').classList.contains('open')));
+  function menu(open) {
+    document.querySelector('header').classList.toggle('open', open);
+    $('menu').setAttribute('aria-expanded', String(open));
+  }
+
+  // labelCells names each table cell after its column (data-label), which
+  // a phone's stylesheet shows when the rows become cards, and marks the
+  // cells with buttons as the row's actions (shown first there). It runs
+  // whenever rows change.
+  function labelCells() {
+    document.querySelectorAll('main table').forEach((table) => {
+      const heads = [...table.querySelectorAll('thead th')].map((th) => (th.querySelector('.visually-hidden') ? '' : th.textContent.trim()));
+      table.querySelectorAll('tbody tr:not(.empty)').forEach((tr) => {
+        [...tr.cells].forEach((td, i) => {
+          if (heads[i] && !td.dataset.label) td.dataset.label = heads[i];
+          if (td.querySelector('button')) td.classList.add('actions');
+        });
+      });
+    });
+  }
+  new MutationObserver(labelCells).observe(document.querySelector('main'), { childList: true, subtree: true });
+
   $('logout').addEventListener('click', async () => {
     try {
       await api('DELETE', '/v1/sessions/current');
@@ -1869,6 +1894,7 @@
     showWho();
     $('logout').hidden = !state.me;
     $('nav').hidden = !state.me;
+    $('menu').hidden = !state.me;
     $('nav-moderation').hidden = !isAdmin();
     $('nav-audit').hidden = !isAdmin();
   }
@@ -1942,6 +1968,7 @@
     if (!state.carried) say('');
     state.carried = false;
     document.body.dataset.ready = '';
+    menu(false);
     document.querySelectorAll('main > section').forEach((s) => { s.hidden = s.dataset.page !== section; });
     document.querySelectorAll('#nav a').forEach((a) => {
       if (a.dataset.nav === name) a.setAttribute('aria-current', 'page');

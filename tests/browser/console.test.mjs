@@ -49,6 +49,25 @@ async function visit(hash, section) {
 async function noOverflow() {
   const [scroll, inner, where] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth, document.body.dataset.ready]);
   expect(scroll <= inner, `the ${where} page is ${scroll} px wide in a window of ${inner}`);
+  if (inner < 600) await actionsInView();
+}
+
+// actionsInView fails when a button, link, field or menu of the page
+// shown lies beyond the window's left or right edge (a table's actions
+// scrolled out of its box), or when the header takes more than a fifth of
+// the window's height. noOverflow runs it in windows under 600 px.
+async function actionsInView() {
+  const [outside, header, height, where] = await page.evaluate(() => {
+    const out = [];
+    for (const el of document.querySelectorAll('main button, main a, main input, main select, main textarea, header button, header a')) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0 || el.closest('[hidden]')) continue;
+      if (r.left < 0 || r.right > window.innerWidth + 0.5) out.push((el.id || el.name || el.textContent.trim().slice(0, 30) || el.tagName) + ` (${Math.round(r.left)}-${Math.round(r.right)})`);
+    }
+    return [out, document.querySelector('header').getBoundingClientRect().height, window.innerHeight, document.body.dataset.ready];
+  });
+  expect(outside.length === 0, `on the ${where} page, outside the window: ${outside.join(', ')}`);
+  expect(header <= height / 5, `on the ${where} page the header takes ${header} of ${height} px`);
 }
 
 // phone and desktop set the window's size: 375 px wide as a small phone,
@@ -171,6 +190,8 @@ async function mailed(address, what, seen, log = mailLog) {
 }
 
 async function logout() {
+  // On a phone Log out is behind Menu.
+  if (await page.locator('#logout').isHidden()) await page.locator('#menu').click();
   await page.locator('#logout').click();
   await page.waitForSelector('body[data-ready="auth"]');
 }
@@ -725,6 +746,14 @@ await step('at 375 px, as a viewer, a manager and a moderator: no page wider tha
     await api('PATCH', '/v1/users/' + bobId, await token(), { displayName: 'Bartholomew'.repeat(5) });
     await visit('#/library', 'library');
     expect((await page.locator('#who').textContent()).includes('Bartholomew'), 'the long name is shown');
+    // The pages' links fold behind Menu; going to a page folds them again.
+    expect(await page.locator('#nav').isHidden(), 'the pages folded on a phone');
+    await page.locator('#menu').click();
+    expect(await page.locator('#menu').getAttribute('aria-expanded') === 'true', 'Menu says it is open');
+    await page.locator('#nav a[data-nav="groups"]').click();
+    await page.waitForSelector('body[data-ready="groups"]');
+    expect(await page.locator('#nav').isHidden(), 'the pages folded again after going to one');
+    await noOverflow();
     const aliceId = (await api('GET', '/v1/users/by-username/' + alice)).id;
     const hello = (await api('GET', `/v1/users/${aliceId}/library?limit=100`, await token())).items.find((e) => e.name === 'Hello world');
     await refused(403, () => visit('#/item/' + hello.id, 'item'));
@@ -733,7 +762,7 @@ await step('at 375 px, as a viewer, a manager and a moderator: no page wider tha
     await shot('phone-item-viewer');
     await visit('#/browse/user/' + alice, 'browse');
     await page.locator('#other-library a', { hasText: 'Notes, revised' }).waitFor();
-    await noOverflow();
+    await shot('phone-browse');
     await api('PATCH', '/v1/users/' + bobId, await token(), { displayName: bob });
     await logout();
     // A field error on signup stays inside its field's label.
@@ -749,14 +778,17 @@ await step('at 375 px, as a viewer, a manager and a moderator: no page wider tha
     await login(alice, newPw);
     await visit('#/item/' + hello.id, 'item');
     await waitRows('item-members', 2);
-    await noOverflow();
+    await shot('phone-item');
     await visit('#/groups/' + club, 'group');
     await waitRows('group-members', 2);
-    await noOverflow();
+    await shot('phone-group');
     await visit('#/groups', 'groups');
+    await visit('#/library', 'library');
+    await page.locator('#my-library tbody tr:not(.empty)').first().waitFor();
+    await shot('phone-library');
     await visit('#/account', 'account');
     await page.locator('#sessions tbody tr').first().waitFor();
-    await noOverflow();
+    await shot('phone-account');
     await logout();
     // A moderator: the suspended list, a user's history and audit.
     await login(admin, pw);
@@ -767,7 +799,7 @@ await step('at 375 px, as a viewer, a manager and a moderator: no page wider tha
     await shot('phone-moderation');
     await visit('#/moderation/' + carol, 'moderation');
     await waitRows('history', 2);
-    await noOverflow();
+    await shot('phone-moderation-user');
     expect((await confirm(`#suspended tr[data-user="${carol}"] button`, carol)).includes('no longer suspended'), 'unsuspended');
     await noOverflow();
   } finally {
