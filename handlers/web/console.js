@@ -599,6 +599,7 @@
       f.elements.description.value = c.description || '';
       f.elements.link.value = c.link || '';
       clearErrors($('share'));
+      offerGroups();
     }
     $('item-manage').hidden = !manages;
     $('delete-item').hidden = !manages;
@@ -664,6 +665,34 @@
     $('library-order').value = 'newest';
     go('#/library');
   });
+
+  // offerGroups fills the share form's list of the caller's groups (the
+  // first 100, by name, each with its display name), offered as the name
+  // is typed while sharing with a group. A failure leaves the list empty:
+  // the name can still be typed.
+  async function offerGroups() {
+    const list = $('my-group-names');
+    list.replaceChildren();
+    try {
+      const page = await api('GET', '/v1/users/' + state.me.id + '/groups' + query({ limit: 100 }));
+      for (const m of page.items) {
+        const o = document.createElement('option');
+        o.value = m.group.name;
+        if (m.group.displayName !== m.group.name) o.label = m.group.displayName;
+        list.append(o);
+      }
+    } catch (err) {
+      list.replaceChildren();
+    }
+  }
+  // The list is offered only when sharing with a group.
+  function shareKind() {
+    const f = $('share');
+    if (f.elements.kind.value === 'group') f.elements.principal.setAttribute('list', 'my-group-names');
+    else f.elements.principal.removeAttribute('list');
+  }
+  $('share').elements.kind.addEventListener('change', shareKind);
+  shareKind();
 
   form('share', async (v, f) => {
     const p = await named(v.kind, v.principal, 'principal');
@@ -1168,10 +1197,34 @@
     status.textContent = (verified
       ? state.me.email + ' is verified.'
       : state.me.email + ' is not verified yet: open the link in the mail we sent to it.')
-      + (pending ? ' You asked to change it to ' + pending + ': open the link we mailed there (save ' + state.me.email + ' as your email to cancel).' : '');
+      + (pending ? ' You asked to change it to ' + pending + ': open the link we mailed there.' : '');
     status.className = verified && !pending ? 'verified' : 'unverified';
     $('resend-verification').hidden = verified && !pending;
+    $('cancel-email-change').hidden = !pending;
   }
+
+  // Cancel the change: the account's own address sent again, with the
+  // current password (and second proof) typed in the profile form, as any
+  // change of the email takes.
+  $('cancel-email-change').addEventListener('click', async () => {
+    const f = $('profile');
+    if (f.getAttribute('aria-busy') === 'true') return;
+    clearErrors(f);
+    const v = { currentPassword: f.elements.currentPassword.value, code: f.elements.code ? f.elements.code.value : '' };
+    try {
+      await busyWhile(f, async () => {
+        if (!v.currentPassword) throw fieldError('currentPassword', 'Give your current password to cancel the change of your email.');
+        const pending = state.me.pendingEmail;
+        state.me = await api('PATCH', '/v1/users/' + state.me.id, await withCode({ email: state.me.email, currentPassword: v.currentPassword }, v));
+        f.elements.currentPassword.value = '';
+        if (f.elements.code) f.elements.code.value = '';
+        showEmailStatus();
+        say('Cancelled the change to ' + pending + ': your account keeps ' + state.me.email + ', and that link no longer works.');
+      });
+    } catch (err) {
+      showError(f, err);
+    }
+  });
 
   // The link goes to the address waiting for one: the new address asked
   // for, or the account's own while it is not verified.

@@ -390,6 +390,12 @@ await step('share an item by username and by group name; its members by name, pa
   await page.locator('#my-library a', { hasText: 'Hello world' }).first().click();
   await page.waitForSelector('body[data-ready="item"]');
   expect((await submit('share', { kind: 'user', principal: bob, role: 'viewer' })).includes('with ' + bob), 'shared with bob');
+  // Sharing with a group offers the caller's groups by name, each with its display name.
+  expect(await page.locator('#share [name="principal"]').getAttribute('list') === null, 'no groups offered for a user');
+  await page.locator('#share [name="kind"]').selectOption('group');
+  expect(await page.locator('#share [name="principal"]').getAttribute('list') === 'my-group-names', 'the groups offered for a group');
+  const offered = await page.locator('#my-group-names option').evaluateAll((os) => os.map((o) => o.value + '|' + o.label));
+  expect(offered.includes(club + '|The Club'), 'my groups offered: ' + offered);
   expect((await submit('share', { kind: 'group', principal: club, role: 'viewer' })).includes('with ' + club), 'shared with the club');
   await waitRows('item-members', 2);
   const [first, second] = await pageThrough('item-members');
@@ -857,6 +863,23 @@ await step('email: a new account is unverified; mail again, open the link: verif
   expect(mails(aliceMail, 'revert-email').length === 1, 'the old address got a notice with a link to undo it');
   await open(await mailed(aliceHome, 'verify', 0), 'verify');
   expect((await page.locator('#verify-result').textContent()).includes('is verified'), 'the new email verified');
+  // A change asked for and then cancelled: Cancel takes the current
+  // password as the change did; then nothing waits, and the link mailed
+  // to the cancelled address is refused.
+  const aliceOops = `${alice}.oops@example.org`;
+  await visit('#/account', 'account');
+  expect((await submit('profile', { email: aliceOops, currentPassword: newPw })).includes('your account keeps ' + aliceHome), 'asked for');
+  expect(await page.locator('#cancel-email-change').isVisible(), 'a pending change can be cancelled');
+  await page.locator('#cancel-email-change').click();
+  await page.locator('#profile [name="currentPassword"][aria-invalid="true"]').waitFor();
+  await page.locator('#profile [name="currentPassword"]').fill(newPw);
+  expect((await click('#cancel-email-change')).includes('Cancelled the change to ' + aliceOops), 'cancelled');
+  expect(!(await page.locator('#email-status').textContent()).includes(aliceOops), 'nothing pending after the cancel');
+  expect(await page.locator('#cancel-email-change').isHidden(), 'nothing left to cancel');
+  await refused(400, async () => {
+    await open(await mailed(aliceOops, 'verify', 0), 'verify');
+  });
+  expect(!(await page.locator('#verify-result').textContent()).includes('is verified'), 'the cancelled address is not verified: ' + await page.locator('#verify-result').textContent());
   // A change the owner did not make: the notice's link says what it will
   // do and does nothing on load (a mail scanner fetching it, or an owner
   // reading it, changes nothing); its button undoes the change and signs
