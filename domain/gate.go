@@ -19,19 +19,23 @@ type Gate struct {
 	keys map[string]*gateKey
 }
 
-// gateKey is one key's turn (a slot of one) and how many callers hold or
-// wait for it: the key is forgotten when none do.
+// gateKey is one key's turn: whether a caller holds it, the callers
+// waiting for it in the order they came (each is handed the turn in that
+// order), and moved, closed and replaced each time the turn passes on.
+// The key is forgotten when nobody holds or waits for it.
 type gateKey struct {
-	turn  chan struct{}
-	users int
+	held  bool
+	queue []chan struct{}
+	moved chan struct{}
 }
 
-// Enter waits for key's turn, at most patience, and never past ctx's end
-// (its error). A caller that ran out of patience goes on without the turn
-// (leave is then a no-op): the holder may be stuck on a slow statement or
-// held for a test, and nothing but load depends on the turns. leave gives
-// the turn to the next caller; call it exactly once. patience 0 never
-// waits.
+// Enter waits for key's turn while the turns move on, and never past
+// ctx's end (its error). Turns go in the order callers came. A caller that
+// saw no turn pass for patience goes on without one (leave is then a
+// no-op): the holder may be stuck on a slow statement or held for a test,
+// and nothing but load depends on the turns; a queue that moves is worth
+// waiting in, however long. leave gives the turn to the next caller; call
+// it exactly once. patience 0 never waits.
 func (g *Gate) Enter(ctx context.Context, key string, patience time.Duration) (leave func(), err error) {
 	if patience <= 0 {
 		return func() {}, nil
@@ -42,38 +46,73 @@ func (g *Gate) Enter(ctx context.Context, key string, patience time.Duration) (l
 	}
 	k := g.keys[key]
 	if k == nil {
-		k = &gateKey{turn: make(chan struct{}, 1)}
+		k = &gateKey{moved: make(chan struct{})}
 		g.keys[key] = k
 	}
-	k.users++
+	if !k.held {
+		k.held = true
+		g.mu.Unlock()
+		return func() { g.pass(key, k) }, nil
+	}
+	turn := make(chan struct{}, 1)
+	k.queue = append(k.queue, turn)
+	moved := k.moved
 	g.mu.Unlock()
-	wait := time.NewTimer(patience)
-	defer wait.Stop()
-	select {
-	case k.turn <- struct{}{}:
-		return func() {
-			<-k.turn
-			g.done(key, k)
-		}, nil
-	case <-wait.C:
-		g.done(key, k)
-		return func() {}, nil
-	case <-ctx.Done():
-		g.done(key, k)
-		return nil, ctx.Err()
+	still := time.NewTimer(patience)
+	defer still.Stop()
+	for {
+		select {
+		case <-turn:
+			return func() { g.pass(key, k) }, nil
+		case <-moved:
+			g.mu.Lock()
+			moved = k.moved
+			g.mu.Unlock()
+			still.Reset(patience)
+		case <-still.C:
+			g.giveUp(key, k, turn)
+			return func() {}, nil
+		case <-ctx.Done():
+			g.giveUp(key, k, turn)
+			return nil, ctx.Err()
+		}
 	}
 }
 
-// done counts a caller out of key.
-func (g *Gate) done(key string, k *gateKey) {
+// pass hands key's turn to the first caller waiting, or frees it, and
+// tells the waiters it moved.
+func (g *Gate) pass(key string, k *gateKey) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if k.users--; k.users == 0 {
-		delete(g.keys, key)
+	close(k.moved)
+	k.moved = make(chan struct{})
+	if len(k.queue) > 0 {
+		next := k.queue[0]
+		k.queue = k.queue[1:]
+		next <- struct{}{} // buffered: never blocks
+		return
 	}
+	k.held = false
+	delete(g.keys, key)
 }
 
-// waiting reports how many keys have callers (for tests).
+// giveUp takes a caller that stops waiting out of key's queue; if the
+// turn was handed to it meanwhile, it passes the turn on.
+func (g *Gate) giveUp(key string, k *gateKey, turn chan struct{}) {
+	g.mu.Lock()
+	for i, t := range k.queue {
+		if t == turn {
+			k.queue = append(k.queue[:i], k.queue[i+1:]...)
+			g.mu.Unlock()
+			return
+		}
+	}
+	g.mu.Unlock()
+	<-turn
+	g.pass(key, k)
+}
+
+// waiting reports how many keys are held or waited for (for tests).
 func (g *Gate) waiting() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()

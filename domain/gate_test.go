@@ -85,3 +85,43 @@ func TestGateWaitEndsWithContextOrPatience(t *testing.T) {
 		t.Fatalf("the gate still holds %d keys", n)
 	}
 }
+
+// TestGateWaitsWhileTheQueueMoves: a caller behind a queue whose turns
+// each take less than its patience, but together far more, waits for its
+// own turn (the last, as it came last) rather than going ahead.
+func TestGateWaitsWhileTheQueueMoves(t *testing.T) {
+	var g Gate
+	const patience, step, ahead = 200 * time.Millisecond, 20 * time.Millisecond, 30
+	first, err := g.Enter(context.Background(), "k", patience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inside atomic.Int32
+	var wg sync.WaitGroup
+	for range ahead {
+		wg.Go(func() {
+			leave, err := g.Enter(context.Background(), "k", time.Minute)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			inside.Add(1)
+			time.Sleep(step)
+			inside.Add(-1)
+			leave()
+		})
+	}
+	time.Sleep(5 * time.Millisecond)
+	first()
+	time.Sleep(step / 2)
+	began := time.Now()
+	last, err := g.Enter(context.Background(), "k", patience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := inside.Load(); n != 0 {
+		t.Fatalf("went ahead after %v with %d inside: the queue moved every %v, within its patience %v", time.Since(began), n, step, patience)
+	}
+	last()
+	wg.Wait()
+}

@@ -168,8 +168,9 @@ func (g *Service) RemoveMember(ctx context.Context, p domain.Principal, groupID,
 // The changes of one group made by this process take turns (g.changes):
 // fifty joins at once through one process are fifty rounds one after the
 // other, not fifty Paxos proposers on one partition. Turns are only this
-// process's, and one waits at most cfg.TurnWait for its own: the
-// compare-and-set is what keeps the counts right.
+// process's, in the order the changes came, and a change that sees no
+// turn pass for cfg.TurnWait goes ahead without one: the compare-and-set
+// is what keeps the counts right.
 func (g *Service) change(ctx context.Context, op, groupID string, decide func(ctx context.Context, gr Group) (*Group, error)) error {
 	leave, err := g.changes.Enter(ctx, groupID, g.cfg.TurnWait)
 	if err != nil {

@@ -123,15 +123,16 @@ type Config struct {
 	ClaimLease time.Duration
 	// Now is the clock.
 	Now func() time.Time
-	// TurnWait is how long a membership change waits for its turn at the
-	// group behind this process's other changes of it (Service.changes)
-	// before it goes ahead without one; 0: changes never wait.
+	// TurnWait is how long a membership change waiting for its turn at
+	// the group behind this process's other changes of it
+	// (Service.changes) waits for the turn to pass on before it goes ahead
+	// without one; 0: changes never wait.
 	TurnWait time.Duration
 }
 
 // DefaultTurnWait is the TurnWait of the api: a change takes a few round
-// trips, so a second covers dozens queued at once, while one stuck on a
-// node that stopped answering delays those behind it by no more.
+// trips, far under a second, while one stuck on a node that stopped
+// answering delays those behind it by no more.
 const DefaultTurnWait = time.Second
 
 // Hooks let tests stop an operation after a step, as a crash would:
