@@ -40,12 +40,12 @@ test-fast: ## every test that needs no database (go test ./...: domain, handlers
 	@echo "test-fast: passed. The tests that need Cassandra (tag integration: tests/e2e, repository, cmd/api, bench, the launcher's cluster) run in make test."
 
 .PHONY: test
-test: ## run every test with -tags integration against a real Cassandra node it starts: the end-to-end package, the repository on a real node, the store contracts, a three-node cluster, and every test of make test-fast, once; every package under -race but the end-to-end one and the fault explorers (every schedule; make test-race runs both under it); scripts/test-go.sh
+test: ## run every test with -tags integration against a real Cassandra node it starts: the end-to-end package, the repository on a real node, the store contracts, and every test of make test-fast, once, without -race (make test-race runs them all under it; CI runs both); scripts/test-go.sh
 	@$(CASSANDRA) with -- env GO=$(GO) scripts/test-go.sh
 
 .PHONY: test-race
-test-race: ## the two packages make test runs without -race, under it: the end-to-end package (its time is the node's, and the detector doubled it) and the fault explorers (one schedule in eight under the detector); CI runs it after make test
-	@$(CASSANDRA) with -- $(GO) test -tags integration -race -count=1 -timeout 20m ./tests/e2e/ ./tests/faults/
+test-race: ## every test of make test again, under -race (the fault explorers one schedule in eight); CI runs it right after make test; scripts/test-go.sh with RACE=-race
+	@$(CASSANDRA) with -- env GO=$(GO) RACE=-race scripts/test-go.sh
 
 .PHONY: test-browser
 test-browser: ## every console page and action with three users and an admin (and a second api requiring verified emails on BROWSER_PORT+1), and /docs, in headless Chromium (playwright-core from npm; chromium installed if missing); README_SCREENSHOTS=1 saves the README's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)
