@@ -599,7 +599,9 @@
       f.elements.description.value = c.description || '';
       f.elements.link.value = c.link || '';
       clearErrors($('share'));
-      offerGroups();
+      $('my-group-names').replaceChildren();
+      item.groupsOffered = false;
+      shareKind();
     }
     $('item-manage').hidden = !manages;
     $('delete-item').hidden = !manages;
@@ -685,11 +687,19 @@
       list.replaceChildren();
     }
   }
-  // The list is offered only when sharing with a group.
+  // The list is offered only when sharing with a group, and read then,
+  // once per item shown (not on every item page a manager opens).
   function shareKind() {
     const f = $('share');
-    if (f.elements.kind.value === 'group') f.elements.principal.setAttribute('list', 'my-group-names');
-    else f.elements.principal.removeAttribute('list');
+    if (f.elements.kind.value !== 'group') {
+      f.elements.principal.removeAttribute('list');
+      return;
+    }
+    f.elements.principal.setAttribute('list', 'my-group-names');
+    if (!item.groupsOffered && state.me) {
+      item.groupsOffered = true;
+      offerGroups();
+    }
   }
   $('share').elements.kind.addEventListener('change', shareKind);
   shareKind();

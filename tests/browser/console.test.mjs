@@ -394,6 +394,7 @@ await step('share an item by username and by group name; its members by name, pa
   expect(await page.locator('#share [name="principal"]').getAttribute('list') === null, 'no groups offered for a user');
   await page.locator('#share [name="kind"]').selectOption('group');
   expect(await page.locator('#share [name="principal"]').getAttribute('list') === 'my-group-names', 'the groups offered for a group');
+  await page.locator('#my-group-names option').first().waitFor({ state: 'attached' });
   const offered = await page.locator('#my-group-names option').evaluateAll((os) => os.map((o) => o.value + '|' + o.label));
   expect(offered.includes(club + '|The Club'), 'my groups offered: ' + offered);
   expect((await submit('share', { kind: 'group', principal: club, role: 'viewer' })).includes('with ' + club), 'shared with the club');
