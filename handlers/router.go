@@ -34,7 +34,8 @@ type Deps struct {
 	TrustedProxies []netip.Prefix
 	// Accounts is signup, login and sessions.
 	Accounts *accounts.Service
-	// RateLimitPerMinute bounds signups and logins per client IP (0: off).
+	// RateLimitPerMinute bounds signups, logins, account changes, mail
+	// requests and people searches per client IP, each (0: off).
 	RateLimitPerMinute int
 	// Moderation is suspensions.
 	Moderation *moderation.Service
@@ -116,6 +117,10 @@ func routeAccounts(r chi.Router, d Deps) {
 	changeLimit := NewRateLimiter(d.RateLimitPerMinute)
 	r.With(signupLimit.Middleware).Post(v1+"/users", handle(users.signup))
 	r.Get(v1+"/users", handle(users.search))
+	// People by the start of a username, for any session: limited per
+	// address like signups, so nobody reads the whole directory at speed.
+	peopleLimit := NewRateLimiter(d.RateLimitPerMinute)
+	r.With(peopleLimit.Middleware).Get(v1+"/people", handle(users.people))
 	r.Get(v1+"/users/{id}", handle(users.get))
 	r.With(changeLimit.Middleware).Patch(v1+"/users/{id}", handle(users.update))
 	r.Delete(v1+"/users/{id}", handle(users.remove))

@@ -181,6 +181,33 @@ func (h *Users) search(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// people serves GET /v1/people?prefix=: the accounts whose username starts
+// with prefix, their public part, paged (any session;
+// docs/design.md#people-search). prefix is required and given once; the
+// domain checks its form.
+func (h *Users) people(w http.ResponseWriter, r *http.Request) error {
+	query, err := listQuery(r, "cursor", "limit", "prefix")
+	if err != nil {
+		return err
+	}
+	cursor, limit, err := pageOf(query)
+	if err != nil {
+		return err
+	}
+	if !query.Has("prefix") {
+		return newProblem(http.StatusBadRequest, "validation_failed", "prefix is required: the first characters of a username.",
+			ProblemField{Field: "prefix", Code: "required", Message: "is required"})
+	}
+	page, err := h.accounts.SearchPeople(r.Context(), principal(r.Context()), query.Get("prefix"), cursor, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toPage(page, func(p domain.Profile) userResponse {
+		return toUserResponse(accounts.UserView{User: domain.Shown{ID: p.ID, Username: p.Username, DisplayName: p.DisplayName, CreatedAt: p.CreatedAt}})
+	}))
+	return nil
+}
+
 // update serves PATCH /v1/users/{id}: display name, username or email.
 func (h *Users) update(w http.ResponseWriter, r *http.Request) error {
 	var req updateUserRequest

@@ -88,6 +88,7 @@ var rowSelects = []struct {
 	{string(userSearch2CQL), &foundRow{}},
 	{string(userSearch3CQL), &foundRow{}},
 	{string(userSearch4CQL), &foundRow{}},
+	{string(peopleCQL), &personRow{}},
 	{string(indexUsersCQL), &gramsRow{}},
 	{string(indexUserCQL), &gramsRow{}},
 	{string(groupSelectCQL), &groupRow{}},

@@ -40,6 +40,20 @@ func TestSearchIndexFollowsTheRow(t *testing.T) {
 	if f := find("zq.", "rch"); len(f) != 1 || f[0].User.ID != u.ID || f[0].User.Status != domain.StatusPending {
 		t.Fatalf("the pending row: %+v", f)
 	}
+	people := func(prefix string) []domain.FoundProfile {
+		t.Helper()
+		found, err := search.People(ctx, prefix, math.MinInt64, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	if f := people("zq.s"); len(f) != 1 || f[0].Profile.Username != "Zq.Search" || f[0].Position != find("zq.")[0].Position {
+		t.Fatalf("the pending row by its start: %+v", f)
+	}
+	if f := people("search"); len(f) != 0 {
+		t.Fatalf("found by a part that is not a start: %+v", f)
+	}
 	u.Status = domain.StatusActive
 	if ok, err := users.Activate(ctx, u); !ok || err != nil {
 		t.Fatalf("activate: %v %v", ok, err)
@@ -57,11 +71,17 @@ func TestSearchIndexFollowsTheRow(t *testing.T) {
 	if f := find("zq@"); len(f) != 1 {
 		t.Fatalf("by the email: %+v", f)
 	}
+	if f, g := people("zq"), people("yw.other"); len(f) != 0 || len(g) != 1 || g[0].Profile.Status != domain.StatusActive {
+		t.Fatalf("after the rename, by the old start %+v, by the new %+v", f, g)
+	}
 	u.Username, u.UsernameKey, u.Email, u.EmailKey, u.Status, u.Version = "", "", "", "", domain.StatusDeleted, 3
 	if ok, err := users.Update(ctx, u); !ok || err != nil {
 		t.Fatalf("delete: %v %v", ok, err)
 	}
 	if f := find("zq@"); len(f) != 0 {
 		t.Fatalf("the deleted row is found: %+v", f)
+	}
+	if f := people("yw"); len(f) != 0 {
+		t.Fatalf("the deleted row is found by its start: %+v", f)
 	}
 }

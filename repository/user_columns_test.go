@@ -23,10 +23,11 @@ func TestUserStatementsFollowOneColumnList(t *testing.T) {
 	if userColumns != got {
 		t.Errorf("userColumns is not userColumnNames as a SET clause:\n got %s\nwant %s", userColumns, got)
 	}
-	// Writes bind search_grams too (the index's alone: no read scans it).
-	written := append(slices.Clone(names), "search_grams")
-	if userWriteColumnNames != strings.Join(written, ", ") || userWriteColumns != got+", search_grams = ?" {
-		t.Errorf("the write lists are not the column list and search_grams:\n %s\n %s", userWriteColumnNames, userWriteColumns)
+	// Writes bind search_grams and username_prefixes too (the indexes'
+	// alone: no read scans them).
+	written := append(slices.Clone(names), "search_grams", "username_prefixes")
+	if userWriteColumnNames != strings.Join(written, ", ") || userWriteColumns != got+", search_grams = ?, username_prefixes = ?" {
+		t.Errorf("the write lists are not the column list, search_grams and username_prefixes:\n %s\n %s", userWriteColumnNames, userWriteColumns)
 	}
 	// The id, then every column; USING TTL has its own.
 	if got, want := strings.Count(string(userInsertCQL), "?"), len(written)+2; got != want {

@@ -174,16 +174,17 @@ const userColumnNames = `username, username_key, email, email_key, display_name,
 const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?, deletion_attempt = ?, email_verified_at = ?, password_epoch = ?, password_session = ?, admin_change = ?, pending_email = ?, pending_email_key = ?, pending_email_at = ?, recovery_email = ?, recovery_email_key = ?, recovery_until = ?, password_reset_required = ?, pending_email_session = ?`
 
 // userWriteColumnNames are what every write binds: the columns the reads
-// scan, and search_grams (019), which only the search's index reads. It is
-// derived from the keys and written in the same compare-and-set, so the
-// index never says other than the row (docs/design.md#user-search).
+// scan, and search_grams (019) and username_prefixes (030), which only the
+// searches' indexes read. They are derived from the keys and written in the
+// same compare-and-set, so an index never says other than the row
+// (docs/design.md#user-search, #people-search).
 const (
-	userWriteColumnNames = userColumnNames + `, search_grams`
-	userWriteColumns     = userColumns + `, search_grams = ?`
+	userWriteColumnNames = userColumnNames + `, search_grams, username_prefixes`
+	userWriteColumns     = userColumns + `, search_grams = ?, username_prefixes = ?`
 )
 
 const (
-	userInsertCQL   conditionalCQL = `INSERT INTO users (id, ` + userWriteColumnNames + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userInsertCQL   conditionalCQL = `INSERT INTO users (id, ` + userWriteColumnNames + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivateCQL conditionalCQL = `UPDATE users USING TTL 0 SET ` + userWriteColumns + ` WHERE id = ? IF status = 'pending'`
 	userUpdateCQL   conditionalCQL = `UPDATE users SET ` + userWriteColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  conditionalCQL = `DELETE FROM users WHERE id = ? IF status = 'pending'`
@@ -376,11 +377,12 @@ func (r userRow) values(writeID string, absent any) []any {
 		orAbsent(r.PendingEmail, absent), orAbsent(r.PendingEmailKey, absent), orAbsent(r.PendingEmailAt, absent),
 		orAbsent(r.RecoveryEmail, absent), orAbsent(r.RecoveryEmailKey, absent), orAbsent(r.RecoveryUntil, absent),
 		orAbsent(r.PasswordResetRequired, absent), orAbsent(r.PendingEmailSession, absent),
-		gramsOrAbsent(domain.SearchGrams(r.UsernameKey, r.EmailKey), absent)}
+		gramsOrAbsent(domain.SearchGrams(r.UsernameKey, r.EmailKey), absent),
+		gramsOrAbsent(domain.UsernamePrefixes(r.UsernameKey), absent)}
 }
 
-// gramsOrAbsent passes a row's search grams, or absent when it has none (a
-// deleted account, whose keys are cleared: nil deletes the set).
+// gramsOrAbsent passes a row's search grams or prefixes, or absent when it
+// has none (a deleted account, whose keys are cleared: nil deletes the set).
 func gramsOrAbsent(grams []string, absent any) any {
 	if len(grams) == 0 {
 		return absent

@@ -31,6 +31,19 @@ func (x *indexOf) Search(_ context.Context, grams []string, after int64, n int) 
 	return out, nil
 }
 
+// People returns the rows whose username prefixes hold prefix, as the
+// storage-attached index on username_prefixes does.
+func (x *indexOf) People(_ context.Context, prefix string, after int64, n int) ([]domain.FoundProfile, error) {
+	x.reads++
+	var out []domain.FoundProfile
+	for _, f := range x.rows {
+		if f.Position > after && len(out) < n && slices.Contains(domain.UsernamePrefixes(f.User.UsernameKey), prefix) {
+			out = append(out, domain.FoundProfile{Profile: f.User.Profile(), Position: f.Position})
+		}
+	}
+	return out, nil
+}
+
 // searcher is a service whose caller is an active admin, over index.
 func searcher(index *indexOf) (*Service, domain.Principal) {
 	a := New(Config{}, nil, nil, nil, nil, nil)
@@ -135,6 +148,71 @@ func TestSearchRefusals(t *testing.T) {
 		var de *domain.Error
 		if !errors.As(err, &de) || !errors.Is(err, domain.ErrInvalid) || len(de.Fields) != 1 || de.Fields[0].Field != tc.field {
 			t.Errorf("q %q cursor %q: %v, want a refusal naming %s", tc.q, tc.cursor, err, tc.field)
+		}
+	}
+}
+
+// TestPeopleSearchPagesShowOnlyVisibleStartsToASession: anonymous callers
+// are refused; a prefix that is no start of a username is refused naming
+// it; rows the index holds for the prefix whose account is not visible, or
+// whose username (as the row says now) does not start with it, are left
+// out; every match comes once across pages, and each page shows the
+// public part alone.
+func TestPeopleSearchPagesShowOnlyVisibleStartsToASession(t *testing.T) {
+	t.Parallel()
+	index := &indexOf{}
+	var want []string
+	for i := range 40 {
+		u := domain.User{ID: fmt.Sprintf("u_%02d", i), Status: domain.StatusActive, UsernameKey: fmt.Sprintf("kim%d", i),
+			EmailKey: fmt.Sprintf("kim%d@example.org", i)}
+		u.Username = strings.ToUpper(u.UsernameKey)
+		switch i % 4 {
+		case 0:
+			want = append(want, u.ID)
+		case 1:
+			u.Status = domain.StatusSuspended // found: a search says no more of a suspension than a profile
+			want = append(want, u.ID)
+		case 2:
+			u.Status = domain.StatusPending
+		default:
+			u.Username = fmt.Sprintf("lee%d", i) // the index still holds the old name's starts
+		}
+		index.rows = append(index.rows, domain.Found{User: u, Position: int64(i*7 - 100)})
+	}
+	a, _ := searcher(index)
+	user := domain.Access{ID: "u_user", Status: domain.StatusActive}
+	session := domain.Principal{UserID: user.ID, Account: &user}
+	if _, err := a.SearchPeople(context.Background(), domain.Principal{}, "ki", "", 10); !errors.Is(err, domain.ErrNoSession) {
+		t.Fatalf("anonymous: %v", err)
+	}
+	var de *domain.Error
+	if _, err := a.SearchPeople(context.Background(), session, "k", "", 10); !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "prefix" {
+		t.Fatalf("a one-letter prefix: %v", err)
+	}
+	for _, limit := range []int{1, 4, 100} {
+		var got []string
+		cursor := ""
+		for {
+			page, err := a.SearchPeople(context.Background(), session, "KI", cursor, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Items) > limit {
+				t.Fatalf("limit %d: a page of %d", limit, len(page.Items))
+			}
+			for _, p := range page.Items {
+				if p.Username != strings.ToUpper(p.Username) || !p.Status.Visible() {
+					t.Fatalf("shown: %+v", p)
+				}
+				got = append(got, p.ID)
+			}
+			if page.Next == "" {
+				break
+			}
+			cursor = page.Next
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("limit %d: found %v, want %v", limit, got, want)
 		}
 	}
 }

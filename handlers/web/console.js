@@ -692,7 +692,7 @@
   function shareKind() {
     const f = $('share');
     if (f.elements.kind.value !== 'group') {
-      f.elements.principal.removeAttribute('list');
+      f.elements.principal.setAttribute('list', 'people-names');
       return;
     }
     f.elements.principal.setAttribute('list', 'my-group-names');
@@ -703,6 +703,52 @@
   }
   $('share').elements.kind.addEventListener('change', shareKind);
   shareKind();
+
+  // ---- People by the start of their username ----
+
+  // offerPeople makes input offer the usernames that start with what is
+  // typed in it (GET /v1/people?prefix=, logged in only,
+  // docs/design.md#people-search): asked once typing pauses, from two
+  // characters, in the list #people-names, each with its display name.
+  // An answer overtaken by later typing is dropped; a refusal (the
+  // address's limit) leaves the list as it was: the name can be typed.
+  const people = { asked: '', seq: 0 };
+  function offerPeople(input, offered) {
+    let timer;
+    input.addEventListener('input', () => {
+      clearTimeout(timer);
+      if (!offered()) return;
+      timer = setTimeout(async () => {
+        const prefix = input.value.trim();
+        if (!state.me || prefix.length < 2 || !/^[A-Za-z0-9._-]+$/.test(prefix) || prefix === people.asked) return;
+        people.asked = prefix;
+        const seq = ++people.seq;
+        try {
+          const page = await api('GET', '/v1/people' + query({ prefix, limit: 10 }));
+          if (seq !== people.seq) return;
+          $('people-names').replaceChildren(...page.items.map((u) => {
+            const o = document.createElement('option');
+            o.value = u.username;
+            if (u.displayName && u.displayName !== u.username) o.label = u.displayName;
+            return o;
+          }));
+        } catch (err) {
+          if (seq === people.seq) people.asked = '';
+        }
+      }, 300);
+    });
+  }
+  offerPeople($('share').elements.principal, () => $('share').elements.kind.value === 'user');
+  offerPeople($('view').elements.who, () => $('view').elements.kind.value === 'user');
+  // The browse form offers people for a user and your groups for a group,
+  // read when the kind is switched to group (not on every library shown).
+  function browseKind(switched) {
+    const f = $('view');
+    const group = f.elements.kind.value === 'group';
+    f.elements.who.setAttribute('list', group ? 'my-group-names' : 'people-names');
+    if (group && switched === true && state.me) offerGroups();
+  }
+  $('view').elements.kind.addEventListener('change', () => browseKind(true));
 
   form('share', async (v, f) => {
     const p = await named(v.kind, v.principal, 'principal');
@@ -732,6 +778,7 @@
     if (!who) return;
     f.elements.kind.value = kind === 'group' ? 'group' : 'user';
     f.elements.who.value = who;
+    browseKind();
     let shown = '';
     try {
       if (kind === 'group') {

@@ -118,7 +118,8 @@ type Accounts struct {
 	// SessionSeenInterval is how stale a session's last-seen time may get
 	// before a request of it records a new one (0: every request).
 	SessionSeenInterval time.Duration
-	// RateLimitPerMinute bounds signups and logins per client IP; 0 is off.
+	// RateLimitPerMinute bounds signups, logins, account changes, mail
+	// requests and people searches per client IP, each; 0 is off.
 	RateLimitPerMinute int
 	// Argon2 parameters of new password hashes.
 	Argon2MemoryKiB int

@@ -1459,6 +1459,23 @@ type ListGroupMembersParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// SearchPeopleParams defines parameters for SearchPeople.
+type SearchPeopleParams struct {
+	// Prefix The first characters of a username; given once (else 400
+	// naming `prefix`, code `duplicate`).
+	Prefix string `form:"prefix" json:"prefix"`
+
+	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
+	// `limit`, code `range`) and given once (code `duplicate`).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page; opaque. A query string that
+	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
+	// is `query`) rather than read as the first page; a cursor given
+	// twice is 400 naming `cursor` (code `duplicate`).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListSuspensionsParams defines parameters for ListSuspensions.
 type ListSuspensionsParams struct {
 	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
@@ -2525,6 +2542,33 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
 	ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchPeople Find people by the start of a username
+	//
+	// Answers the active and suspended accounts whose username starts
+	// with `prefix`, compared case-insensitively (`KI` finds `kim` and
+	// `Kira`), each as a stranger sees it (no email, no status), in an
+	// order of the index's own (not alphabetical) that paging keeps:
+	// while nothing changes, no account comes twice and none is skipped.
+	// A renamed account is not found by its old name, nor a deleted one,
+	// nor a signup that has not answered. Emails are never searched.
+	//
+	// `prefix` is 2-32 of the characters a username has (ASCII letters,
+	// digits, `.`, `_`, `-`), else 400 `format` naming `prefix`.
+	//
+	// Who may call: any session (without one 401). Requests are limited
+	// per client address like signups (`SHELF_RATE_LIMIT_PER_MINUTE`;
+	// 429 with `Retry-After`): a typeahead should wait for a pause in
+	// typing before it asks.
+	//
+	// Cost: one indexed read across the ring (Cassandra's
+	// storage-attached index on the account rows' username starts),
+	// plus up to 8 more when the index returns rows the search does not
+	// show; a page then comes shorter, with a `nextCursor` past what
+	// was read (docs/design.md#people-search).
+	//
+	// Corresponds with GET /v1/people (the `SearchPeople` operationId).
+	SearchPeople(ctx context.Context, params *SearchPeopleParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateSessionWithBody Log in
 	//
@@ -4807,6 +4851,43 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 // Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
 func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewConfirmPasswordResetRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchPeople Find people by the start of a username
+//
+// Answers the active and suspended accounts whose username starts
+// with `prefix`, compared case-insensitively (`KI` finds `kim` and
+// `Kira`), each as a stranger sees it (no email, no status), in an
+// order of the index's own (not alphabetical) that paging keeps:
+// while nothing changes, no account comes twice and none is skipped.
+// A renamed account is not found by its old name, nor a deleted one,
+// nor a signup that has not answered. Emails are never searched.
+//
+// `prefix` is 2-32 of the characters a username has (ASCII letters,
+// digits, `.`, `_`, `-`), else 400 `format` naming `prefix`.
+//
+// Who may call: any session (without one 401). Requests are limited
+// per client address like signups (`SHELF_RATE_LIMIT_PER_MINUTE`;
+// 429 with `Retry-After`): a typeahead should wait for a pause in
+// typing before it asks.
+//
+// Cost: one indexed read across the ring (Cassandra's
+// storage-attached index on the account rows' username starts),
+// plus up to 8 more when the index returns rows the search does not
+// show; a page then comes shorter, with a `nextCursor` past what
+// was read (docs/design.md#people-search).
+//
+// Corresponds with GET /v1/people (the `SearchPeople` operationId).
+func (c *Client) SearchPeople(ctx context.Context, params *SearchPeopleParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchPeopleRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7623,6 +7704,80 @@ func NewConfirmPasswordResetRequestWithBody(server string, contentType string, b
 	return req, nil
 }
 
+// NewSearchPeopleRequest constructs an http.Request for the SearchPeople method
+func NewSearchPeopleRequest(server string, params *SearchPeopleParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/people")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateSessionRequest calls the generic CreateSession builder with application/json body
 func NewCreateSessionRequest(server string, body CreateSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -10040,6 +10195,35 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/password-resets/confirm (the `ConfirmPasswordReset` operationId).
 	ConfirmPasswordResetWithResponse(ctx context.Context, body ConfirmPasswordResetJSONRequestBody, reqEditors ...RequestEditorFn) (*ConfirmPasswordResetResponse, error)
+
+	// SearchPeopleWithResponse Find people by the start of a username
+	//
+	// Answers the active and suspended accounts whose username starts
+	// with `prefix`, compared case-insensitively (`KI` finds `kim` and
+	// `Kira`), each as a stranger sees it (no email, no status), in an
+	// order of the index's own (not alphabetical) that paging keeps:
+	// while nothing changes, no account comes twice and none is skipped.
+	// A renamed account is not found by its old name, nor a deleted one,
+	// nor a signup that has not answered. Emails are never searched.
+	//
+	// `prefix` is 2-32 of the characters a username has (ASCII letters,
+	// digits, `.`, `_`, `-`), else 400 `format` naming `prefix`.
+	//
+	// Who may call: any session (without one 401). Requests are limited
+	// per client address like signups (`SHELF_RATE_LIMIT_PER_MINUTE`;
+	// 429 with `Retry-After`): a typeahead should wait for a pause in
+	// typing before it asks.
+	//
+	// Cost: one indexed read across the ring (Cassandra's
+	// storage-attached index on the account rows' username starts),
+	// plus up to 8 more when the index returns rows the search does not
+	// show; a page then comes shorter, with a `nextCursor` past what
+	// was read (docs/design.md#people-search).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/people (the `SearchPeople` operationId).
+	SearchPeopleWithResponse(ctx context.Context, params *SearchPeopleParams, reqEditors ...RequestEditorFn) (*SearchPeopleResponse, error)
 
 	// CreateSessionWithBodyWithResponse Log in
 	//
@@ -14930,6 +15114,127 @@ func (r ConfirmPasswordResetResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ConfirmPasswordResetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SearchPeopleResponse200Headers the declared response headers of an HTTP 200 response for SearchPeople
+type SearchPeopleResponse200Headers struct {
+	XRequestId *string
+}
+
+// SearchPeopleResponse400Headers the declared response headers of an HTTP 400 response for SearchPeople
+type SearchPeopleResponse400Headers struct {
+	XRequestId *string
+}
+
+// SearchPeopleResponse401Headers the declared response headers of an HTTP 401 response for SearchPeople
+type SearchPeopleResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// SearchPeopleResponse429Headers the declared response headers of an HTTP 429 response for SearchPeople
+type SearchPeopleResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// SearchPeopleResponse500Headers the declared response headers of an HTTP 500 response for SearchPeople
+type SearchPeopleResponse500Headers struct {
+	XRequestId *string
+}
+
+// SearchPeopleResponse503Headers the declared response headers of an HTTP 503 response for SearchPeople
+type SearchPeopleResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type SearchPeopleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UserList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SearchPeopleResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SearchPeopleResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SearchPeopleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SearchPeopleResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SearchPeopleResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SearchPeopleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchPeopleResponse) GetJSON200() *UserList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SearchPeopleResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SearchPeopleResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SearchPeopleResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SearchPeopleResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SearchPeopleResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchPeopleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchPeopleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchPeopleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchPeopleResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20625,6 +20930,41 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseConfirmPasswordResetResponse(rsp)
+}
+
+// SearchPeopleWithResponse Find people by the start of a username
+//
+// Answers the active and suspended accounts whose username starts
+// with `prefix`, compared case-insensitively (`KI` finds `kim` and
+// `Kira`), each as a stranger sees it (no email, no status), in an
+// order of the index's own (not alphabetical) that paging keeps:
+// while nothing changes, no account comes twice and none is skipped.
+// A renamed account is not found by its old name, nor a deleted one,
+// nor a signup that has not answered. Emails are never searched.
+//
+// `prefix` is 2-32 of the characters a username has (ASCII letters,
+// digits, `.`, `_`, `-`), else 400 `format` naming `prefix`.
+//
+// Who may call: any session (without one 401). Requests are limited
+// per client address like signups (`SHELF_RATE_LIMIT_PER_MINUTE`;
+// 429 with `Retry-After`): a typeahead should wait for a pause in
+// typing before it asks.
+//
+// Cost: one indexed read across the ring (Cassandra's
+// storage-attached index on the account rows' username starts),
+// plus up to 8 more when the index returns rows the search does not
+// show; a page then comes shorter, with a `nextCursor` past what
+// was read (docs/design.md#people-search).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/people (the `SearchPeople` operationId).
+func (c *ClientWithResponses) SearchPeopleWithResponse(ctx context.Context, params *SearchPeopleParams, reqEditors ...RequestEditorFn) (*SearchPeopleResponse, error) {
+	rsp, err := c.SearchPeople(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchPeopleResponse(rsp)
 }
 
 // CreateSessionWithBodyWithResponse Log in
@@ -26419,6 +26759,151 @@ func ParseConfirmPasswordResetResponse(rsp *http.Response) (*ConfirmPasswordRese
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ConfirmPasswordResetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSearchPeopleResponse parses an HTTP response from a SearchPeopleWithResponse call
+func ParseSearchPeopleResponse(rsp *http.Response) (*SearchPeopleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchPeopleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UserList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SearchPeopleResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SearchPeopleResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SearchPeopleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SearchPeopleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SearchPeopleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SearchPeopleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

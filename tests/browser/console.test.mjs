@@ -391,7 +391,11 @@ await step('share an item by username and by group name; its members by name, pa
   await page.waitForSelector('body[data-ready="item"]');
   expect((await submit('share', { kind: 'user', principal: bob, role: 'viewer' })).includes('with ' + bob), 'shared with bob');
   // Sharing with a group offers the caller's groups by name, each with its display name.
-  expect(await page.locator('#share [name="principal"]').getAttribute('list') === null, 'no groups offered for a user');
+  // Sharing with a user offers the usernames starting with what is typed (the people search).
+  expect(await page.locator('#share [name="principal"]').getAttribute('list') === 'people-names', 'people offered for a user');
+  await page.locator('#share [name="principal"]').fill(bob.slice(0, 4));
+  await page.locator('#people-names option[value="' + bob + '"]').waitFor({ state: 'attached' });
+  await page.locator('#share [name="principal"]').fill('');
   await page.locator('#share [name="kind"]').selectOption('group');
   expect(await page.locator('#share [name="principal"]').getAttribute('list') === 'my-group-names', 'the groups offered for a group');
   await page.locator('#my-group-names option').first().waitFor({ state: 'attached' });
@@ -413,6 +417,10 @@ await step('share an item by username and by group name; its members by name, pa
 
 await step('browse libraries by username and by group name', async () => {
   await visit('#/browse', 'browse');
+  // The username is offered as its start is typed.
+  await page.locator('#view [name="who"]').fill(bob.slice(0, 3).toUpperCase());
+  await page.locator('#people-names option[value="' + bob + '"]').waitFor({ state: 'attached' });
+  expect(await page.locator('#view [name="who"]').getAttribute('list') === 'people-names', 'people offered to browse');
   expect((await submit('view', { kind: 'user', who: bob })).includes('library of ' + bob), 'bob\'s library');
   // Alice is another logged-in user for bob's library: bob has the public item.
   await waitRows('other-library', 1);

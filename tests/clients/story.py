@@ -86,6 +86,12 @@ def main():
         role=shelf_client.ContentRole.VIEWER))
     assert member.principal_id == bob.id and member.role == shelf_client.ContentRole.VIEWER, member
 
+    # Alice finds bob by the start of his username, in any case: his
+    # public view, without an email.
+    people = shelf_client.AccountsApi(as_alice).search_people(prefix=f"BOB{run}"[:6])
+    assert any(u.id == bob.id for u in people.items), people
+    assert all(u.email is None for u in people.items), people
+
     # The owner pages through all three, newest first.
     mine, pages = all_pages(shelf_client.ContentApi(as_alice).get_user_library, id=alice.id)
     assert [i.id for i in mine] == [made[v].id for v in reversed(list(made))], mine

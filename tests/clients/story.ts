@@ -119,6 +119,11 @@ async function main(): Promise<void> {
   });
   check(member.principalId === bob.id && member.role === ContentRole.Viewer, "share", member);
 
+  // Alice finds bob by the start of his username, in any case: his public
+  // view, without an email.
+  const people = await new AccountsApi(asAlice).searchPeople({ prefix: `BOB${run}`.slice(0, 6) });
+  check(people.items.some((u) => u.id === bob.id) && people.items.every((u) => u.email === undefined), "people", people);
+
   // The owner pages through all three, newest first.
   const [mine, pages] = await allPages(asAlice, alice.id);
   check(

@@ -134,6 +134,11 @@ async function main(): Promise<void> {
   );
   check(member.principalId === bob.id && member.role === "viewer", "share", member);
 
+  // Alice finds bob by the start of his username, in any case: his public
+  // view, without an email.
+  const people = ok("people", await asAlice.GET("/v1/people", { params: { query: { prefix: `BOB${run}`.slice(0, 6) } } }));
+  check(people.items.some((u) => u.id === bob.id) && people.items.every((u) => u.email === undefined), "people", people);
+
   // An anonymous caller reads the public item; the loggedin one is not
   // there for it (404, as if it did not exist).
   const read = ok(

@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 import httpx
 from shelf_client import AuthenticatedClient, Client
 from shelf_client.api.accounts import (complete_second_factor, confirm_totp, create_passkey_challenge, create_session,
-                                       create_user, enrol_totp)
+                                       create_user, enrol_totp, search_people)
 from shelf_client.api.content import create_content, get_content, get_user_library, share_content
 from shelf_client.api.operations import get_healthz, get_open_api
 from shelf_client.models import (
@@ -42,6 +42,7 @@ from shelf_client.models import (
     TotpEnrolment,
     TotpEnrolmentRequest,
     User,
+    UserList,
     Visibility,
 )
 from shelf_client.types import UNSET, File, Response
@@ -145,6 +146,12 @@ def main() -> None:
     member = ok("share", share_content.sync_detailed(
         private.id, bob.id, client=as_alice, body=ContentRoleRequest(role=ContentRole.VIEWER)), ContentMember)
     assert member.principal_id == bob.id and member.role == ContentRole.VIEWER, member
+
+    # Alice finds bob by the start of his username, in any case: his public
+    # view, without an email.
+    people = ok("people", search_people.sync_detailed(client=as_alice, prefix=f"BOB{run}"[:6]), UserList)
+    assert any(u.id == bob.id for u in people.items), people
+    assert all(u.email is UNSET for u in people.items), people
 
     # An anonymous caller reads the public item; the loggedin one is not
     # there for it (404, as if it did not exist).

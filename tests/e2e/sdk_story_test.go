@@ -213,6 +213,13 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 	}
 	asAlice, asBob, asCarol := login(aliceName), login(bobName), login(carolName)
 
+	// Alice finds bob by the whole of his username, in capitals: his
+	// public view, without an email.
+	people, err := asAlice.SearchPeopleWithResponse(ctx, &shelfclient.SearchPeopleParams{Prefix: strings.ToUpper(bobName)})
+	if err != nil || people.JSON200 == nil || len(people.JSON200.Items) != 1 || people.JSON200.Items[0].Id != bob.Id || people.JSON200.Items[0].Email != nil {
+		t.Fatalf("people named bob: %v %s", err, people.Body)
+	}
+
 	public, err := asAlice.CreateContentWithResponse(ctx, shelfclient.NewContent{Name: "hello", Visibility: shelfclient.VisibilityPublic})
 	if err != nil || public.JSON201 == nil {
 		t.Fatalf("create: %v %s", err, public.Body)

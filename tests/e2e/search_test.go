@@ -20,10 +20,21 @@ import (
 // accounts found, by id.
 func searchAll(t *testing.T, api *testkit.API, q string, limit int) map[string]userBody {
 	t.Helper()
+	return foundOnce(t, api, "/v1/users?q="+url.QueryEscape(q), limit, func(userBody) bool { return true })
+}
+
+// foundOnce pages through the accounts a search at path lists as api with
+// limit, failing when one comes twice or shown says it shows what it may
+// not, and returns them by id.
+func foundOnce(t *testing.T, api *testkit.API, path string, limit int, shown func(userBody) bool) map[string]userBody {
+	t.Helper()
 	found := map[string]userBody{}
-	for _, u := range pageAll[userBody](t, api, "/v1/users?q="+url.QueryEscape(q), limit) {
+	for _, u := range pageAll[userBody](t, api, path, limit) {
 		if _, twice := found[u.ID]; twice {
-			t.Fatalf("search %q: %s (%s) came twice", q, u.Username, u.ID)
+			t.Fatalf("%s: %s (%s) came twice", path, u.Username, u.ID)
+		}
+		if !shown(u) {
+			t.Fatalf("%s: %s shows what it may not: %+v", path, u.Username, u)
 		}
 		found[u.ID] = u
 	}
@@ -187,16 +198,20 @@ func TestSearchRefusesWhatItCannotAnswer(t *testing.T) {
 }
 
 // TestIndexUsersWritesTheGramsOfOlderAccounts: an account row from before
-// migration 019 (no grams) is not found; `api admin index-users
-// --dry-run` counts it and changes nothing; the run writes its grams and
+// migrations 019 and 030 (no grams, no username prefixes) is not found by
+// either search; `api admin index-users --dry-run` counts it and changes nothing; the run writes its grams and
 // the search finds it; a second run finds nothing to do.
 func TestIndexUsersWritesTheGramsOfOlderAccounts(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	old, _ := m.member(t)
 	fresh, _ := m.member(t)
-	if err := m.db.Session.Query(`UPDATE users SET search_grams = null WHERE id = ? IF EXISTS`, nil).Bind(old.ID).ExecRelease(); err != nil {
+	if err := m.db.Session.Query(`UPDATE users SET search_grams = null, username_prefixes = null WHERE id = ? IF EXISTS`, nil).Bind(old.ID).ExecRelease(); err != nil {
 		t.Fatal(err)
+	}
+	byPrefix := func() bool { _, ok := peopleAll(t, m.admin, old.Username, 20)[old.ID]; return ok }
+	if byPrefix() {
+		t.Fatal("found by its username's start before the index")
 	}
 	found := func() map[string]userBody { return searchAll(t, m.admin, "member", 20) }
 	if f := found(); len(f) != 1 || f[fresh.ID].ID == "" {
@@ -215,6 +230,9 @@ func TestIndexUsersWritesTheGramsOfOlderAccounts(t *testing.T) {
 	}
 	if f := found(); len(f) != 2 || f[old.ID].ID == "" {
 		t.Fatalf("after the index: %v", foundIDs(f))
+	}
+	if !byPrefix() {
+		t.Fatal("not found by its username's start after the index")
 	}
 	if out, err = runAdminOn(m.db, "index-users"); err != nil || !strings.Contains(out, "0 without their search grams, 0 written") {
 		t.Fatalf("second run: %q %v", out, err)
@@ -239,7 +257,16 @@ func TestSearchFollowsTheRowUnderFaults(t *testing.T) {
 			t.Fatalf("rename to %s: %d %s", to, r.StatusCode, r.Body)
 		}
 	}
-	foundAs := func(q string) bool { t.Helper(); return finds(t, m.admin, q, u.ID) }
+	// The people search reads the row's username prefixes, written by
+	// the same compare-and-sets: it must say what the moderators' says.
+	foundAs := func(q string) bool {
+		t.Helper()
+		byGrams := finds(t, m.admin, q, u.ID)
+		if _, byPrefix := peopleAll(t, m.admin, q, 20)[u.ID]; byPrefix != byGrams {
+			t.Fatalf("%s: found by its grams %v, by its prefixes %v", q, byGrams, byPrefix)
+		}
+		return byGrams
+	}
 
 	faults(m.app).Set(onceFault("users.update", faultinject.AfterLWT))
 	second := name("lostsecond")
