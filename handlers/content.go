@@ -124,10 +124,21 @@ func (h *Contents) members(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toPage(page, func(m library.Member) contentMemberResponse {
-		return contentMemberResponse{PrincipalID: m.PrincipalID, Role: m.Role}
-	}))
+	writeJSON(w, http.StatusOK, memberPageResponse{
+		pageResponse: toPage(page.Page, func(m library.Member) contentMemberResponse {
+			return contentMemberResponse{PrincipalID: m.PrincipalID, Role: m.Role}
+		}),
+		MemberCount: page.Members, ManagerCount: page.Managers, YourRole: page.Own})
 	return nil
+}
+
+// memberPageResponse is the ContentMemberPage schema: a page, the item's
+// counts and the caller's own role.
+type memberPageResponse struct {
+	pageResponse[contentMemberResponse]
+	MemberCount  int    `json:"memberCount"`
+	ManagerCount int    `json:"managerCount"`
+	YourRole     string `json:"yourRole,omitempty"`
 }
 
 // share serves PUT /v1/content/{id}/members/{principalId}: share with a user or group.

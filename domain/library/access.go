@@ -14,6 +14,9 @@ type access struct {
 	see    bool
 	manage bool
 	admin  bool
+	// own is the role of the caller's own membership, as its pending
+	// change leaves it ("": none, or not read: only managing reads it).
+	own string
 }
 
 // need is what a caller of load wants to know of its access.
@@ -63,6 +66,7 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 	}
 	principals := []string{p.UserID}
 	a = grants(withPending(direct, c.Pending, principals))
+	own := ownRole(withPending(direct, c.Pending, principals))
 	if len(groupIDs) > 0 && (!a.see || (n == managing && !a.manage)) {
 		viaGroups, err := s.members.Find(ctx, c.ID, groupIDs)
 		if err != nil {
@@ -83,7 +87,17 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 	if c.Visibility != VisibilityPrivate {
 		a.see = true
 	}
+	a.own = own
 	return a, nil
+}
+
+// ownRole is the role of the caller's own membership, found alone ("":
+// none).
+func ownRole(found []Member) string {
+	if len(found) == 0 {
+		return ""
+	}
+	return found[0].Role
 }
 
 // grants is the access the caller's memberships give: any membership
@@ -131,14 +145,20 @@ func (s *Service) Get(ctx context.Context, p domain.Principal, id string) (Conte
 // requireManager answers unless the caller may manage the item (its
 // managers, directly or through a group, and admins).
 func (s *Service) requireManager(ctx context.Context, p domain.Principal, id string) error {
-	if p.Anonymous() {
-		return domain.ErrNoSession
-	}
-	_, a, err := s.load(ctx, p, id, managing)
-	if err == nil && !a.manage && !a.admin {
-		return s.denied(ctx, id)
-	}
+	_, _, err := s.managed(ctx, p, id)
 	return err
+}
+
+// managed reads an item the caller may manage, and the caller's access.
+func (s *Service) managed(ctx context.Context, p domain.Principal, id string) (Content, access, error) {
+	if p.Anonymous() {
+		return Content{}, access{}, domain.ErrNoSession
+	}
+	c, a, err := s.load(ctx, p, id, managing)
+	if err == nil && !a.manage && !a.admin {
+		return Content{}, access{}, s.denied(ctx, id)
+	}
+	return c, a, err
 }
 
 // denied answers a caller whose access to a live item fell short. The item

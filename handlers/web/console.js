@@ -408,7 +408,10 @@
       this.nextButton.disabled = !this.next;
       const n = this.cursors.length + this.offset;
       const from = (n - 1) * pageSize + 1;
-      this.label.textContent = 'page ' + n + (page.items.length ? ' · ' + from + '\u2013' + (from + page.items.length - 1) : '');
+      // The last page knows the count: no list is counted before it (a
+      // count would read the whole list on every page).
+      const to = from + page.items.length - 1;
+      this.label.textContent = 'page ' + n + (page.items.length ? ' · ' + from + '\u2013' + to + (this.next ? '' : ' of ' + to) : '');
       this.loaded = true;
       if (this.address) this.address(cursor, n);
     }
@@ -493,8 +496,26 @@
   // else, who sees the read view); mine: whether it is in the caller's
   // own library (a member in their own name, who may take it out).
   const item = { current: null, manages: false, mine: false };
+  // lastManager says whether the caller is the item's last manager, as the
+  // members list last said (its counts and the caller's own role).
+  const lastManager = () => Boolean(item.counts && item.counts.yourRole === 'manager' && item.counts.managerCount === 1);
+
+  // leaveOffered shows "take it out of my library" to a member of its own
+  // who may leave, and to the last manager what to do instead.
+  function leaveOffered() {
+    $('leave-item').hidden = !item.mine || lastManager();
+    $('last-manager').hidden = !(item.mine && lastManager());
+  }
+
   const itemMembers = new Pager('item-members',
-    (cursor) => api('GET', '/v1/content/' + enc(item.current.id) + '/members' + query({ cursor })),
+    async (cursor) => {
+      const page = await api('GET', '/v1/content/' + enc(item.current.id) + '/members' + query({ cursor }));
+      item.counts = page;
+      $('item-members-caption').textContent = 'Who has it: ' + page.memberCount + (page.memberCount === 1 ? ' member, ' : ' members, ') +
+        page.managerCount + (page.managerCount === 1 ? ' manager' : ' managers');
+      leaveOffered();
+      return page;
+    },
     async (items) => {
       const rows = await Promise.all(items.map(async (m) => {
         const who = await nameOf(m.principalId);
@@ -502,7 +523,8 @@
         const self = m.principalId === state.me.id;
         const what = item.current.name;
         const tr = row(isGroup ? link(who, '#/groups/' + enc(who)) : who, isGroup ? 'group' : 'user', word(m.role),
-          self ? leaveItemButton('Leave', 'Leave ' + what)
+          self && lastManager() ? 'the last manager'
+          : self ? leaveItemButton('Leave', 'Leave ' + what)
             : removeButton('Remove', 'Take ' + what + ' away from ' + who + '? ' + (isGroup ? 'It leaves the group\'s library.' : 'It leaves their library.'),
               'Yes, remove ' + who, async () => {
                 await api('DELETE', '/v1/content/' + enc(item.current.id) + '/members/' + enc(m.principalId));
@@ -560,6 +582,9 @@
   async function showItem(id) {
     $('item-manage').hidden = true;
     $('leave-item').hidden = true;
+    $('last-manager').hidden = true;
+    item.counts = null;
+    item.mine = false;
     $('delete-item').hidden = true;
     $('item-back').hidden = !state.me;
     $('item-visitor').hidden = Boolean(state.me);
@@ -605,7 +630,7 @@
     }
     $('item-manage').hidden = !manages;
     $('delete-item').hidden = !manages;
-    $('leave-item').hidden = !mine;
+    leaveOffered();
   }
 
   // leaveItem takes the item shown out of the caller's own library

@@ -469,8 +469,20 @@ type ContentMember struct {
 type ContentMemberList struct {
 	Items []ContentMember `json:"items"`
 
+	// ManagerCount How many of them manage it. When it is 1 and `yourRole` is
+	// `manager`, the caller is the last manager: taking the item
+	// out of their library is refused (409 `last_manager`) until
+	// someone else manages it or the item is deleted.
+	ManagerCount int `json:"managerCount"`
+
+	// MemberCount How many members the item has in all (users and groups), as the item counts them.
+	MemberCount int `json:"memberCount"`
+
 	// NextCursor Pass as `cursor` for the next page; absent on the last page.
 	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// YourRole The role of the caller's own membership; absent when the caller has none of its own (an admin, or a manager through a group).
+	YourRole *ContentRole `json:"yourRole,omitempty"`
 }
 
 // ContentPatch A change of item: the fields sent change, the others stay. To remove
@@ -1890,7 +1902,11 @@ type ClientInterface interface {
 
 	// ListContentMembers Who an item is shared with
 	//
-	// Managers and admins; in principal id order.
+	// Managers and admins; in principal id order. Each page also says
+	// how many members and managers the item has in all (counted by the
+	// item's own row, no extra read) and the caller's own role, so a
+	// client knows before asking whether the caller is the last
+	// manager.
 	//
 	// Corresponds with GET /v1/content/{id}/members (the `ListContentMembers` operationId).
 	ListContentMembers(ctx context.Context, id ContentId, params *ListContentMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3924,7 +3940,11 @@ func (c *Client) UpdateContent(ctx context.Context, id ContentId, body UpdateCon
 
 // ListContentMembers Who an item is shared with
 //
-// Managers and admins; in principal id order.
+// Managers and admins; in principal id order. Each page also says
+// how many members and managers the item has in all (counted by the
+// item's own row, no extra read) and the caller's own role, so a
+// client knows before asking whether the caller is the last
+// manager.
 //
 // Corresponds with GET /v1/content/{id}/members (the `ListContentMembers` operationId).
 func (c *Client) ListContentMembers(ctx context.Context, id ContentId, params *ListContentMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9523,7 +9543,11 @@ type ClientWithResponsesInterface interface {
 
 	// ListContentMembersWithResponse Who an item is shared with
 	//
-	// Managers and admins; in principal id order.
+	// Managers and admins; in principal id order. Each page also says
+	// how many members and managers the item has in all (counted by the
+	// item's own row, no extra read) and the caller's own role, so a
+	// client knows before asking whether the caller is the last
+	// manager.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20087,7 +20111,11 @@ func (c *ClientWithResponses) UpdateContentWithResponse(ctx context.Context, id 
 
 // ListContentMembersWithResponse Who an item is shared with
 //
-// Managers and admins; in principal id order.
+// Managers and admins; in principal id order. Each page also says
+// how many members and managers the item has in all (counted by the
+// item's own row, no extra read) and the caller's own role, so a
+// client knows before asking whether the caller is the last
+// manager.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -283,13 +283,13 @@ await step('library: create items, newest first, page forward and back, oldest f
   await page.locator('#library-order').selectOption('oldest');
   await page.waitForFunction(() => document.querySelector('#my-library tbody tr').textContent.startsWith('Notes'));
   // The order and the page are in the address: a reload shows the same
-  // page, counted ("page 2 · 3–3").
+  // page, counted ("page 2 · 3–3 of 3": the last page knows the count).
   await page.locator('[data-pager="my-library"] [data-action="next"]').click();
   await page.waitForFunction(() => location.hash.includes('order=oldest') && location.hash.includes('cursor=') && location.hash.includes('page=2'));
   const onPage2 = await rows('my-library');
   await page.reload();
   await page.waitForSelector('body[data-ready="library"]');
-  await page.waitForFunction(() => document.querySelector('[data-pager="my-library"] .page-number').textContent === 'page 2 \u00b7 3\u20133');
+  await page.waitForFunction(() => document.querySelector('[data-pager="my-library"] .page-number').textContent === 'page 2 \u00b7 3\u20133 of 3');
   expect((await rows('my-library')).join() === onPage2.join() && await page.locator('#library-order').inputValue() === 'oldest',
     'the reload shows the same page in the same order: ' + (await rows('my-library')).join(' | '));
   await page.locator('[data-pager="my-library"] [data-action="previous"]').click();
@@ -550,12 +550,20 @@ await step('a manager: a new item is private unless chosen and a double press cr
   expect(drafts.length === 1, `a double press created ${drafts.length} items`);
   expect(drafts[0].visibility === 'private', 'a new item is ' + drafts[0].visibility + ' unless chosen');
   await openItem('my-library', 'Old draft', false);
-  for (const sel of ['#edit', '#share', '#item-members', '#delete-item', '#leave-item']) {
+  for (const sel of ['#edit', '#share', '#item-members', '#delete-item', '#last-manager']) {
     expect(await page.locator(sel).isVisible(), sel + ' is not shown to a manager');
   }
-  await refused(409, async () => {
-    expect((await confirm('#leave-item', 'out of your library', { error: true })).includes('You are the last manager of Old draft'), 'the last manager');
-  });
+  // The last manager is offered no way out but deleting or handing on: no
+  // button to take it out, no Leave in the members list; the count says why.
+  expect(await page.locator('#leave-item').isHidden(), 'no leave button for the last manager');
+  expect(await page.locator('#item-members button', { hasText: 'Leave' }).count() === 0, 'no Leave in the members list');
+  expect((await page.locator('#item-members-caption').textContent()).includes('1 member, 1 manager'), 'the counts: ' + await page.locator('#item-members-caption').textContent());
+  // Made a manager too, bob frees alice to leave.
+  const bobId = await api('GET', '/v1/users/by-username/' + bob).then((u) => u.id);
+  expect((await submit('share', { kind: 'user', principal: bob, role: 'manager' })).includes('with ' + bob), 'shared with bob as a manager');
+  await page.waitForFunction(() => document.getElementById('item-members-caption').textContent.includes('2 members, 2 managers'));
+  expect(await page.locator('#leave-item').isVisible() && await page.locator('#last-manager').isHidden(), 'alice may leave now');
+  await api('DELETE', `/v1/content/${drafts[0].id}/members/${bobId}`, await token());
   expect((await confirm('#delete-item', 'Delete Old draft for good', { cancel: true })) === 'Nothing changed.', 'cancelled');
   expect((await confirm('#delete-item', 'every library')).includes('Deleted Old draft'), 'deleted');
   await page.waitForSelector('body[data-ready="library"]');

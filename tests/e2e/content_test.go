@@ -137,11 +137,21 @@ func TestContentLifecycle(t *testing.T) {
 		t.Fatalf("friend's library after the update, seen anonymously: %+v", lib)
 	}
 	var members struct {
-		Items []struct{ PrincipalID, Role string } `json:"items"`
+		Items                     []struct{ PrincipalID, Role string } `json:"items"`
+		MemberCount, ManagerCount int
+		YourRole                  string
 	}
-	ownerAPI.Get("/v1/content/"+c.ID+"/members").JSON(t, &members)
-	if len(members.Items) != 2 {
+	ownerAPI.Get("/v1/content/"+c.ID+"/members?limit=1").JSON(t, &members)
+	// A page of one, the counts of all; the owner is told it is the last
+	// manager (one manager, and its own role manager), an admin that it has
+	// no role of its own.
+	if len(members.Items) != 1 || members.MemberCount != 2 || members.ManagerCount != 1 || members.YourRole != "manager" {
 		t.Fatalf("members %+v", members)
+	}
+	members.YourRole = ""
+	m.admin.Get("/v1/content/"+c.ID+"/members").JSON(t, &members)
+	if len(members.Items) != 2 || members.MemberCount != 2 || members.YourRole != "" {
+		t.Fatalf("members as an admin %+v", members)
 	}
 	if r := friendAPI.Get("/v1/content/" + c.ID + "/members"); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("a viewer listing members: %d", r.StatusCode)
