@@ -61,7 +61,7 @@ web-assets: ## fetch Swagger UI (for /docs), playwright-core and axe-core (the b
 
 .PHONY: test-cluster
 test-cluster: ## the three-node cluster test (build tag cluster; RF 3, QUORUM, one node killed); CI runs it after make test-race
-	@$(GO) test -race -tags cluster -count=1 -timeout 15m -run Cluster -v ./internal/localcassandra/
+	@$(GO) test -race -tags cluster -count=1 -timeout 15m -run Cluster -v ./tools/localcassandra/
 
 .PHONY: bench
 bench: ## every operation through shelf, the lean baseline server and the raw driver, side by side; fan-outs beside raw batches; prints the table, saves it and the JSON under .bench/ (BENCH_ROUND 2s, BENCH_ROUNDS 3, BENCH_ONLY name parts, comma-separated)

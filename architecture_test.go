@@ -110,7 +110,7 @@ func TestDependencyRuleCatchesViolations(t *testing.T) {
 		{"domain/lifecycle", "net/http"},
 		{"handlers", "shelf/repository"},
 		{"repository", "shelf/handlers"},
-		{"internal/testkit", "shelf/cmd/api"},
+		{"tests/testkit", "shelf/cmd/api"},
 	} {
 		if violates(tc.dir, tc.imp) == "" {
 			t.Errorf("%s importing %s was not caught", tc.dir, tc.imp)

@@ -10,7 +10,7 @@ import (
 // testMachinery are the packages of tests and of the deliberately broken
 // builds: the fault injector, and the broken stores the API links in only
 // when built with the tag brokenclaims or brokenlwt.
-var testMachinery = []string{"shelf/internal/faultinject", "shelf/internal/broken"}
+var testMachinery = []string{"shelf/tests/faultinject", "shelf/internal/broken"}
 
 // TestTestMachineryStaysOutOfProduction: the API built without tags (the
 // production binary) links in no test machinery: fault injection and the

@@ -23,8 +23,8 @@ import (
 
 	"shelf/domain/library"
 	"shelf/domain/moderation"
-	"shelf/internal/localcassandra"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
+	"shelf/tools/localcassandra"
 )
 
 // TestCapacity is `make capacity`: the inputs of the capacity model

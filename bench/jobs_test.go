@@ -16,7 +16,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/library"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestBenchJobs is `make bench-jobs`: what a deletion and a closing cost

@@ -13,7 +13,7 @@ import (
 
 	"shelf/bench/lean"
 	"shelf/internal/password"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // process is a server the benchmarks start (testkit.Start): the real

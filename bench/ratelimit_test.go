@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestSharedRateLimitCost measures what a rate limit shared by every API

@@ -14,7 +14,7 @@ import (
 
 	"shelf/domain/library"
 	"shelf/domain/moderation"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // fixture is what the measured operations read: a user whose library holds

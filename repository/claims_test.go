@@ -13,9 +13,9 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

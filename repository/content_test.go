@@ -12,9 +12,9 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/library"
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // TestClearPendingUnderFaults: the compare-and-set that clears an item's

@@ -12,12 +12,12 @@ import (
 	"shelf/domain/library"
 	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
-	"shelf/internal/storecontract"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/storecontract"
+	"shelf/tests/testkit"
 )
 
-// The store-contract suites (internal/storecontract) on a real node: the
+// The store-contract suites (tests/storecontract) on a real node: the
 // checks share the package's keyspace, each on keys of its own, but for
 // the tables read whole (the suspended list, the expiry queue, the
 // outbox), which get one empty keyspace between them.

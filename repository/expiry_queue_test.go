@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // TestExpiryStartHoldsAtTheFirstLiveEntry: the reader's start moves up to

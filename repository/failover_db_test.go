@@ -10,8 +10,8 @@ import (
 	"shelf/domain"
 	"shelf/domain/library"
 	"shelf/internal/config"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // TestOneNodeServesWithTheServingAttempts: a session with the serving

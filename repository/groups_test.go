@@ -13,9 +13,9 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/groups"
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // newGroupStores returns the group and member stores on the package

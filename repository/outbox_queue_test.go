@@ -16,8 +16,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // queueStart reads where a queue's reader begins (zero: not yet set).

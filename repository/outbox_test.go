@@ -10,8 +10,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // marksOf lists the pending marks of one item (the package keyspace is

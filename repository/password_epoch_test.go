@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"shelf/domain"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // TestPasswordEpochRoundTrips: an account's password epoch and the session

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"shelf/domain"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // TestPendingEmailRoundTrips: the email an account asks for and the one

@@ -11,8 +11,8 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // TestStatementsCarryTheirScopeOnTheWire (docs/design.md#regions): what

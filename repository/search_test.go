@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"shelf/domain"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // TestSearchIndexFollowsTheRow: the grams are written by the account's

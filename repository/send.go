@@ -8,7 +8,7 @@ import (
 // transaction, every plain write, every batch. The DB sends them itself
 // (its Sender does nothing but send); a test decorates it (DB.Decorate) to
 // lose answers, fail sends or hold writes back the way a hung node does
-// (internal/faultinject), and a deliberately broken build decorates it to
+// (tests/faultinject), and a deliberately broken build decorates it to
 // leave ambiguous answers unread (internal/broken). What the stores send
 // and how exec settles an answer are the same either way.
 type Sender interface {

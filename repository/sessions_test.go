@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"shelf/domain"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // TestRevocationShadowsSessionsFromClocksAhead: a session written by an

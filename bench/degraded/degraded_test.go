@@ -31,8 +31,8 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/localcassandra"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
+	"shelf/tools/localcassandra"
 )
 
 // addresses are the cluster's nodes (other tests use .7, .11-13, .21-23,

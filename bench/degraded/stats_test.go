@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // kinds are the operations of the mix, in the order of the tables.

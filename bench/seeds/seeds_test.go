@@ -17,9 +17,9 @@ import (
 
 	"github.com/scylladb/gocqlx/v2"
 
-	"shelf/internal/localcassandra"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
+	"shelf/tools/localcassandra"
 )
 
 // addresses are the cluster's nodes (other tests use .7, .11-13, .31-33).

@@ -5,7 +5,7 @@ package main
 import (
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

@@ -16,9 +16,9 @@ import (
 
 	"shelf/internal/app"
 	"shelf/internal/config"
-	"shelf/internal/testkit"
 	"shelf/repository"
 	"shelf/schema"
+	"shelf/tests/testkit"
 )
 
 // TestReadyzSaysWhenSchemaIsBehind serves the app on a migrated keyspace,

@@ -30,7 +30,7 @@ import (
 	"strings"
 	"syscall"
 
-	"shelf/internal/localcassandra"
+	"shelf/tools/localcassandra"
 )
 
 const usage = "usage: cassandra-local up|down|status|cluster-up [DCS [PER_DC]]|cluster-down [DCS [PER_DC]]|fetch|with -- CMD [ARGS]"

@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"shelf/internal/config"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestStartupSaysWhichScopeIsInForce: on a keyspace of the local node (one

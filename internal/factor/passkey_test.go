@@ -7,7 +7,7 @@ import (
 
 	"shelf/domain/accounts"
 	"shelf/internal/factor"
-	"shelf/internal/testkit/softkey"
+	"shelf/tests/testkit/softkey"
 )
 
 const origin = "http://localhost:8080"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestAdminGrantAndRevoke drives `api admin grant|revoke` against the

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // lwtNames are the lightweight transactions a signup (and its undo) runs.

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // userBody is the User schema as tests read it.

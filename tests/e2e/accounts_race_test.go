@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // hasTaken reports whether a 409 names field with code taken.

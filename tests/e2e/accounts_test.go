@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 func TestNormalizationCollisions(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // twoAtOnce runs two requests of one operation on one row in the order

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/internal/faultinject"
+	"shelf/tests/faultinject"
 )
 
 // An admin's actions on another account's sessions are audited, before

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"shelf/domain"
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // The audit of admin actions on accounts (S6;

@@ -13,8 +13,8 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/groups"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // closeGroup sends DELETE /v1/groups/{id} as api.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // drain runs the outbox worker over every mark, however young.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // contentBody is the Content schema as tests read it.

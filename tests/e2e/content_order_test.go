@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestOldestFirstOnBothLibraries: a user's and a group's library list the

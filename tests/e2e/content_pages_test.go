@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestAPageNeverShowsWhatALostFanoutLeft: four changes of items shared

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestVisibilityTable checks L1 for every kind of viewer against every

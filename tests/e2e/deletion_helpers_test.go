@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // deleteUser deletes the account as api: POST /v1/users/{id}/deletion

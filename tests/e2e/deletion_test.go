@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"shelf/domain/lifecycle"
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // deletionWorld is a user about to be deleted, with everything a deletion

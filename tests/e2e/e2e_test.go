@@ -18,10 +18,10 @@ import (
 	"shelf"
 	"shelf/internal/app"
 	"shelf/internal/config"
-	"shelf/internal/faultinject"
 	"shelf/internal/metrics"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // newTestAPI serves the production router on db, with test settings.

@@ -14,7 +14,7 @@ import (
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/hotp"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // authenticatorApp is the test's phone: it makes the codes of a secret,

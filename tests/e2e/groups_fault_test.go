@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/faultinject"
+	"shelf/tests/faultinject"
 )
 
 // crashOnce makes the group service stop once at op/step, as a crash would.

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // groupResp is the Group schema as tests read it.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"shelf/internal/metrics"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // groupMembershipBody is the GroupMembership schema as tests read it.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestConcurrentJoinsNeverExceedMaxMembers is L7: fifty joins at once (the

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"shelf/domain"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 func TestCreateAndGetGroup(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // The tests of this file send input that could mean two things to the

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestJobFinishesAfterItsProcessIsKilled: an account with 400 items is

@@ -11,8 +11,8 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/internal/app"
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // The late-landing rule (docs/design.md#faults): any attempt of any write

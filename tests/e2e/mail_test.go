@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"shelf/internal/app"
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // newMailApp serves the whole service with mail sent over SMTP to mp (no

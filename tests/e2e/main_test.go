@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 func TestMain(m *testing.M) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"shelf/internal/metrics"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestMetricsShowTheSeries runs a small story through an app whose session

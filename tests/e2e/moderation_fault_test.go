@@ -16,9 +16,9 @@ import (
 	"shelf/domain/moderation"
 	"shelf/internal/app"
 	"shelf/internal/config"
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // TestInterruptedSuspensionsAreFinishedOrRepaired stops suspend and

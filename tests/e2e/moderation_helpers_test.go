@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"shelf/internal/app"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // suspensionBody is the Suspension schema as tests read it.

@@ -15,10 +15,10 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain"
-	"shelf/internal/faultinject"
 	"shelf/internal/metrics"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // historyItem is the ModerationEvent schema as tests read it.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // listReads counts the statements that read the suspended list's tables.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 func TestSuspendAndUnsuspend(t *testing.T) {

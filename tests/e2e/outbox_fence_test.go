@@ -10,8 +10,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // TestHeldDeleteLandingAfterTheWorkerLeavesNoGhost is schedule A of known

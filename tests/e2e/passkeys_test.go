@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"shelf/internal/testkit"
-	"shelf/internal/testkit/softkey"
+	"shelf/tests/testkit"
+	"shelf/tests/testkit/softkey"
 )
 
 // passkeyOrigin is the console's origin the tests' passkeys answer from:

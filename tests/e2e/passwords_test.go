@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // refusedPassword fails the test unless r is a 400 naming field with code.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // peopleAll pages through GET /v1/people?prefix= as api with limit,

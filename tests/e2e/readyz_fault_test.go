@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // TestReadyzFollowsCassandraDownAndUp takes Cassandra away from a running

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // Re-authentication (U9, docs/design.md#reauthentication): what takes an

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // from sends v as a JSON body on behalf of the client address addr (the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // A revert of an email change is a recovery, and no stranger can aim the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestAResetEndsALockout: a stranger with ten client addresses spends the

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
-	"shelf/internal/testkit/softkey"
 	"shelf/sdk/shelfclient"
+	"shelf/tests/testkit"
+	"shelf/tests/testkit/softkey"
 
 	openapi_types "github.com/oapi-codegen/runtime/types"
 

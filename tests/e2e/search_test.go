@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // searchAll pages through GET /v1/users?q= as api with limit, checking no

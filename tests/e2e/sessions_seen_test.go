@@ -14,8 +14,8 @@ import (
 
 	"shelf/domain/accounts"
 	"shelf/internal/app"
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // syncSightings makes a's sightings run inside the request that makes

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"shelf/internal/app"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // sessionInfoBody is the SessionInfo schema as tests read it.

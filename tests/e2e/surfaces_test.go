@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestRolesAndHeadersOfAccountReads (docs/design.md#api-conventions): a

@@ -21,8 +21,8 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/internal/app"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // TestThrottleHammer is the measurement docs/design.md#throttle quotes:

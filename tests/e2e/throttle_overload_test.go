@@ -17,8 +17,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/internal/faultinject"
-	"shelf/internal/testkit"
+	"shelf/tests/faultinject"
+	"shelf/tests/testkit"
 )
 
 // A throttle that only the guesser pays for (docs/design.md#throttle), on

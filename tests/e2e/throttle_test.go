@@ -11,7 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"shelf/internal/app"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // Throttling (docs/design.md#throttle): password guesses are throttled per login by

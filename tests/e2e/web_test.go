@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // TestWebPagesAreServed: the console and the reference page come from the

@@ -1,6 +1,6 @@
 // Package faults explores the domain's protocols against every fault at
 // every store call, on in-memory stores that follow the store contracts
-// (internal/memstore), without a database: each schedule runs one
+// (tests/memstore), without a database: each schedule runs one
 // operation with one fault (fail before applying, lose the answer after
 // applying, land late, crash) at one of its calls, lets a competing
 // operation run, lands what was held back, lets the leases run out, lets
@@ -22,7 +22,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/lifecycle"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 const lease = 30 * time.Second

@@ -8,7 +8,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // The audit of admin actions on accounts (docs/design.md#account-audit)

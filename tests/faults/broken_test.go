@@ -4,7 +4,7 @@ import (
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/internal/broken"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // accountRows and groupRows are the account and group stores the

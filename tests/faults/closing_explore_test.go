@@ -10,7 +10,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/domain/library"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // closeWorld is a schedule's group closing on fresh tables: the owner's

@@ -11,7 +11,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/domain/library"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // noGroups is a group directory without groups (groups are explored on

@@ -7,7 +7,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/domain/library"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // A deletion finds the user's items through the user's library index and

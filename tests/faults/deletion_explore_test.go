@@ -12,7 +12,7 @@ import (
 	"shelf/domain/groups"
 	"shelf/domain/library"
 	"shelf/domain/moderation"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // delWorld is a schedule's account about to be deleted, on fresh tables,

@@ -8,7 +8,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/domain/library"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // raceOp is a membership of the user being deleted, granted while the

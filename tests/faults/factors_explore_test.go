@@ -8,7 +8,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/internal/factor"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // factorWorld is ann's account with second factors on: a confirmed

@@ -8,7 +8,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/groups"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // groupWorld is a schedule's groups on fresh tables: an owner's group

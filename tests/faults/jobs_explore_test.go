@@ -15,7 +15,7 @@ import (
 	"shelf/domain/jobs"
 	"shelf/domain/library"
 	"shelf/domain/lifecycle"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // twoWorkers is a job begun (ann's deletion: three items of her own, one

@@ -11,7 +11,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // faultNamed makes the nth call named name (0 first), counted from now,

@@ -9,7 +9,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // mailWorld is ann's account on an accounts service that mails (inline:

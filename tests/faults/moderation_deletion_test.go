@@ -14,7 +14,7 @@ import (
 	"shelf/domain/library"
 	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // withDeletion wires account deletion into the world's accounts service,

@@ -10,7 +10,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/moderation"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // modWorld is a schedule's accounts and moderation on fresh tables, with an

@@ -8,7 +8,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/library"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // The outbox worker discards a mark only once no attempt of its change

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"shelf/domain/library"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // marks lists the item's pending marks.

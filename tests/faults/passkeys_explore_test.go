@@ -8,8 +8,8 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/internal/factor"
-	"shelf/internal/memstore"
-	"shelf/internal/testkit/softkey"
+	"shelf/tests/memstore"
+	"shelf/tests/testkit/softkey"
 )
 
 const passkeyOrigin = "http://localhost:8080"

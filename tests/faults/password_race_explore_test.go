@@ -10,7 +10,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // recordedSessions is the session store with every session a login

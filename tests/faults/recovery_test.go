@@ -10,7 +10,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // A revert of an email change is a recovery, and no stranger can aim the

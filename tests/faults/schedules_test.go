@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // faultOnce makes call k of the store, counted from now, take fault.

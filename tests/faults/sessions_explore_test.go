@@ -9,7 +9,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // skew is how far the clock of the second instance of a sessions world

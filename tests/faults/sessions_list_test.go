@@ -9,7 +9,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // TestSessionPagesSkipEntriesWithoutASession: a user's list pages through

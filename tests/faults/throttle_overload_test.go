@@ -11,7 +11,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // A throttle that only the guesser pays for (docs/design.md#throttle):

@@ -12,7 +12,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
-	"shelf/internal/memstore"
+	"shelf/tests/memstore"
 )
 
 // The throttle of password guesses and of mail (docs/design.md#throttle)

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"shelf/internal/testkit"
 	"shelf/repository"
 	"shelf/tests/internal/checker"
+	"shelf/tests/testkit"
 )
 
 // readKeys checks U1 on the cluster's tables (checker.CheckKeys) and

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // addresses are the cluster's nodes (other tests use .7, .11-13, .21-23).

@@ -6,8 +6,8 @@ import (
 	"context"
 	"time"
 
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
 )
 
 // readLifecycleState reads, straight from the tables, every account's and

@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/testkit"
 	"shelf/tests/internal/checker"
+	"shelf/tests/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

@@ -5,7 +5,7 @@ package nemesis
 import (
 	"strings"
 
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
 )
 
 // faultColors shade each kind of fault in the report.

@@ -17,8 +17,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/internal/localcassandra"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
+	"shelf/tools/localcassandra"
 )
 
 // The cluster's addresses (other tests use .7, .11-13, .21-23, .31-33,

@@ -29,9 +29,9 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/internal/testkit"
 	"shelf/repository"
 	"shelf/tests/internal/checker"
+	"shelf/tests/testkit"
 )
 
 // lease is the claim lease of the API processes (short: the checks run

@@ -30,9 +30,9 @@ import (
 
 	"shelf/internal/app"
 	"shelf/internal/config"
-	"shelf/internal/localcassandra"
 	"shelf/internal/password"
-	"shelf/internal/testkit"
+	"shelf/tests/testkit"
+	"shelf/tools/localcassandra"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

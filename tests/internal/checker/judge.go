@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/localcassandra"
+	"shelf/tools/localcassandra"
 )
 
 // RunDir makes the folder of one run's files, <repository>/<folder>/<time>

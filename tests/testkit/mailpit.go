@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/localcassandra"
+	"shelf/tools/localcassandra"
 )
 
 // MailpitVersion is the mailpit the SMTP tests run: a real SMTP server

@@ -1,7 +1,7 @@
 // Package storecontract holds the store-contract suites: the behaviours of
 // the stores the fault explorer (tests/faults) takes for granted, written
-// once and run against both implementations, internal/memstore in the fast
-// lane (internal/memstore/contract_test.go) and the repository on a real
+// once and run against both implementations, tests/memstore in the fast
+// lane (tests/memstore/contract_test.go) and the repository on a real
 // Cassandra node (repository/contract_test.go). The explorer's verdicts are
 // only as good as memstore's likeness to Cassandra; a check here that the
 // node passes and the fake fails is a drift to fix in the fake.

@@ -26,7 +26,7 @@
 // domain.ErrOutcomeUnknown, as the repository reports them once a read-back
 // could not prove the outcome. It exists for the fault explorer
 // (tests/faults); the database tests run against a real node, and the
-// store-contract suites (internal/storecontract, contract_test.go) run on
+// store-contract suites (tests/storecontract, contract_test.go) run on
 // both, so a drift from Cassandra fails a test rather than an explorer's
 // verdict.
 package memstore

@@ -18,8 +18,8 @@ import (
 
 	"github.com/scylladb/gocqlx/v2"
 
-	"shelf/internal/localcassandra"
 	"shelf/repository"
+	"shelf/tools/localcassandra"
 )
 
 // HostsEnv overrides where tests find Cassandra (default 127.0.0.1, which

@@ -12,9 +12,9 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"
 
-	"shelf/internal/localcassandra"
-	"shelf/internal/testkit"
 	"shelf/repository"
+	"shelf/tests/testkit"
+	"shelf/tools/localcassandra"
 )
 
 // TestClusterSurvivesOneNodeDown starts a three-node cluster of its own on

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"shelf/internal/localcassandra"
+	"shelf/tools/localcassandra"
 )
 
 // Build compiles the package pkg of the repository (e.g. "./cmd/api")

@@ -11,8 +11,8 @@ import (
 	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/domain/library"
-	"shelf/internal/memstore"
-	"shelf/internal/storecontract"
+	"shelf/tests/memstore"
+	"shelf/tests/storecontract"
 )
 
 // The suites bite: each wrong fake below drifts from Cassandra in one

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"shelf/internal/localcassandra"
 	"shelf/repository"
+	"shelf/tools/localcassandra"
 
 	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"

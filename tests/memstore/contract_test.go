@@ -11,8 +11,8 @@ import (
 	"shelf/domain/library"
 	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
-	"shelf/internal/memstore"
-	"shelf/internal/storecontract"
+	"shelf/tests/memstore"
+	"shelf/tests/storecontract"
 )
 
 // The store-contract suites on the fake: each check on a store of its
