@@ -65,23 +65,23 @@ test-cluster: ## the three-node cluster test (build tag cluster; RF 3, QUORUM, o
 
 .PHONY: bench
 bench: ## every operation through shelf, the lean baseline server and the raw driver, side by side; fan-outs beside raw batches; prints the table, saves it and the JSON under .bench/ (BENCH_ROUND 2s, BENCH_ROUNDS 3, BENCH_ONLY name parts, comma-separated)
-	@$(CASSANDRA) with -- env BENCH_ROUND=$(BENCH_ROUND) BENCH_ROUNDS=$(BENCH_ROUNDS) $(GO) test -tags bench -count=1 -timeout 60m -run '^TestBench$$' -v ./bench/
+	@$(CASSANDRA) with -- env BENCH_ROUND=$(BENCH_ROUND) BENCH_ROUNDS=$(BENCH_ROUNDS) $(GO) test -tags bench -count=1 -timeout 60m -run '^TestBench$$' -v ./tests/bench/
 
 .PHONY: capacity
 capacity: ## the capacity model's inputs (docs/design.md#capacity-model): bytes per row and rows per partition of every table after a realistic mix through the api, read from the local node's SSTables; compare-and-sets per second on one key by contending clients; saved under .bench/capacity-<time>.md (CAPACITY_USERS 2000, CAPACITY_ITEMS 3000)
-	@$(CASSANDRA) with -- $(GO) test -tags bench -count=1 -timeout 30m -run '^TestCapacity$$' -v ./bench/
+	@$(CASSANDRA) with -- $(GO) test -tags bench -count=1 -timeout 30m -run '^TestCapacity$$' -v ./tests/bench/
 
 .PHONY: bench-seeds
 bench-seeds: ## the seeds' uniqueness patterns beside shelf's claims on a three-node cluster of its own (RF 3), with and without a hung node; prints a table (SEEDS_ROUNDS, 20)
-	@$(GO) test -tags seeds -count=1 -timeout 60m -run '^TestSeeds$$' -v ./bench/seeds/
+	@$(GO) test -tags seeds -count=1 -timeout 60m -run '^TestSeeds$$' -v ./tests/bench/seeds/
 
 .PHONY: bench-jobs
 bench-jobs: ## deletions of accounts of 0, 100, 1 000 and 10 000 items and closings of groups of 1 and 1 000 members: the answer (202) against the empty one's, and the time until the job reads finished; a 10 000-item deletion whose api is killed (SIGKILL) mid-job; saved under .bench/jobs-<time>.md
-	@$(CASSANDRA) with -- $(GO) test -tags bench -count=1 -timeout 30m -run '^TestBenchJobs$$' -v ./bench/
+	@$(CASSANDRA) with -- $(GO) test -tags bench -count=1 -timeout 30m -run '^TestBenchJobs$$' -v ./tests/bench/
 
 .PHONY: bench-degraded
 bench-degraded: ## the api in cluster mode on three nodes of its own (127.0.0.51-53, RF 3), 16 clients of a mix of reads, pages, updates and signups; healthy, one node hung, killed and restarted, slow (SIGSTOP 100 ms of every 300 ms), two nodes hung, a rolling restart of every node (SIGTERM, start, the next), then of the two api processes the clients balance over, each window against the healthy one; table, JSON and HTML report under .bench/ (DEGRADED_WINDOW 15s, DEGRADED_NODE 2, DEGRADED_FAULTS hung,killed,slow,majority,roll,api-roll, DEGRADED_API_ENV, DEGRADED_LABEL)
-	@$(GO) test -tags degraded -count=1 -timeout 30m -run '^TestDegraded$$' -v ./bench/degraded/
+	@$(GO) test -tags degraded -count=1 -timeout 30m -run '^TestDegraded$$' -v ./tests/bench/degraded/
 
 .PHONY: storm
 storm: ## the storm: colliding signups, renames, password changes while a node of its own hangs (SIGSTOP 2-8 s); STORM_ROUNDS (40)
@@ -127,8 +127,8 @@ lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(GO) vet ./...
 	@$(GO) vet -tags integration ./...
-	@$(GO) vet -tags bench ./bench/
-	@$(GO) vet -tags degraded ./bench/degraded/
+	@$(GO) vet -tags bench ./tests/bench/
+	@$(GO) vet -tags degraded ./tests/bench/degraded/
 	@$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags integration,bench,degraded,nemesis,regions,hammer ./...
 
 .PHONY: cassandra-up

@@ -47,7 +47,7 @@ long_pid=$!
 # node, the benchmark harness, the api command. (The launcher's three-node
 # cluster test is make test-cluster's: three JVM starts beside the
 # end-to-end package starved its node.)
-first=(shelf/repository shelf/bench shelf/cmd/api shelf)
+first=(shelf/repository shelf/tests/bench shelf/cmd/api shelf)
 others=0
 mapfile -t packages < <(
 	printf '%s\n' "${first[@]}"

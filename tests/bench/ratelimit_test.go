@@ -16,7 +16,7 @@ import (
 // instance, or a shared counter?): a Cassandra counter per client address and minute, bumped
 // and read on every login, by 16 clients, beside a plain one-row read for
 // scale; for many addresses and for one (an attacker's, the case a limit
-// is for). Run: go test -tags bench -run TestSharedRateLimitCost -v ./bench/
+// is for). Run: go test -tags bench -run TestSharedRateLimitCost -v ./tests/bench/
 func TestSharedRateLimitCost(t *testing.T) {
 	db := testkit.NewDB(t)
 	s := db.Session.Session

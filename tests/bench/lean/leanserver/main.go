@@ -16,8 +16,8 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/bench/lean"
 	"shelf/internal/password"
+	"shelf/tests/bench/lean"
 )
 
 func main() {

@@ -17,10 +17,10 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"shelf/bench/lean"
 	"shelf/domain"
 	"shelf/domain/library"
 	"shelf/internal/password"
+	"shelf/tests/bench/lean"
 )
 
 // setting reads a number from the environment, or def.

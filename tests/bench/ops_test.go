@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"sync/atomic"
 
-	"shelf/bench/lean"
+	"shelf/tests/bench/lean"
 )
 
 // op is one measured operation, the same on the three sides: through the

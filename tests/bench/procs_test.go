@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"shelf/bench/lean"
 	"shelf/internal/password"
+	"shelf/tests/bench/lean"
 	"shelf/tests/testkit"
 )
 
@@ -86,7 +86,7 @@ func startHarness(db *testkit.DB) (*harness, error) {
 	if err != nil {
 		return nil, err
 	}
-	leanBin, err := testkit.Build(tempDir, "./bench/lean/leanserver", "")
+	leanBin, err := testkit.Build(tempDir, "./tests/bench/lean/leanserver", "")
 	if err != nil {
 		return nil, err
 	}
