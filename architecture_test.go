@@ -4,7 +4,9 @@ import (
 	"go/build"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,7 +27,10 @@ import (
 //     domain imports it: a workflow that spans services lives there, so no
 //     service needs another after it was built;
 //   - handlers and repository never import each other;
-//   - nothing imports a command.
+//   - nothing imports a command;
+//   - nothing that ships imports the proof wing (tests/): a package outside
+//     it may import one from its tests only (importsProof), and the api
+//     as built links none (TestShippedCodeLinksNoProof).
 func TestDependencyRule(t *testing.T) {
 	t.Parallel()
 	checked := 0
@@ -47,6 +52,11 @@ func TestDependencyRule(t *testing.T) {
 		imports := append(append(pkg.Imports, pkg.TestImports...), pkg.XTestImports...)
 		for _, imp := range imports {
 			if msg := violates(filepath.ToSlash(path), imp); msg != "" {
+				t.Errorf("%s imports %s: %s", path, imp, msg)
+			}
+		}
+		for _, imp := range pkg.Imports {
+			if msg := importsProof(filepath.ToSlash(path), imp); msg != "" {
 				t.Errorf("%s imports %s: %s", path, imp, msg)
 			}
 		}
@@ -91,6 +101,106 @@ func violates(dir, imp string) string {
 		return "commands are not libraries"
 	}
 	return ""
+}
+
+// proofWing is where everything that proves and nothing that ships lives:
+// the harness, the fakes, the contract suites, fault injection, the
+// deliberately broken builds, the checker, the benchmarks (tests/README.md).
+const proofWing = "shelf/tests"
+
+// importsProof says why a package's own files (its tests aside) may not
+// import imp: only the proof wing imports the proof wing.
+func importsProof(dir, imp string) string {
+	if dir == "tests" || strings.HasPrefix(dir, "tests/") {
+		return ""
+	}
+	if imp == proofWing || strings.HasPrefix(imp, proofWing+"/") {
+		return "code that ships imports nothing of the proof wing (tests/); its tests may"
+	}
+	return ""
+}
+
+// TestShippedCodeLinksNoProof: the api as it is built (go list -deps
+// ./cmd/api, no tags) links no package of the proof wing, of the
+// development tools (tools/) or of the standard library's for tests.
+func TestShippedCodeLinksNoProof(t *testing.T) {
+	t.Parallel()
+	deps := listDeps(t, "./cmd/api")
+	if !slices.Contains(deps, "shelf/repository") || !slices.Contains(deps, "shelf/internal/app") {
+		t.Fatalf("go list missed the api's own packages: %v", deps)
+	}
+	for _, d := range deps {
+		if msg := linksProof(d); msg != "" {
+			t.Errorf("cmd/api links %s: %s", d, msg)
+		}
+	}
+}
+
+// linksProof says why a binary that ships may not link the package pkg.
+func linksProof(pkg string) string {
+	switch {
+	case pkg == proofWing || strings.HasPrefix(pkg, proofWing+"/"):
+		return "the proof wing (tests/) does not ship"
+	case strings.HasPrefix(pkg, "shelf/tools/"):
+		return "the development tools (tools/) do not ship"
+	case pkg == "testing" || strings.HasPrefix(pkg, "testing/") || pkg == "net/http/httptest":
+		return "a package for tests does not ship"
+	}
+	return ""
+}
+
+// listDeps is `go list -deps pkg`: every package the build of pkg links.
+func listDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestShippedCodeRuleCatchesProof: the rule flags a package that ships
+// importing the proof wing, and the link check flags a deliberately broken
+// build (tests/broken/claims), which wraps the api in the proof wing's
+// stores, so the check above would have seen such a link.
+func TestShippedCodeRuleCatchesProof(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ dir, imp string }{
+		{"internal/app", "shelf/tests/broken"},
+		{"repository", "shelf/tests/faultinject"},
+		{"cmd/api", "shelf/tests/testkit"},
+		{"handlers", "shelf/tests/memstore"},
+		{"tools/localcassandra", "shelf/tests/testkit"},
+	} {
+		if importsProof(tc.dir, tc.imp) == "" {
+			t.Errorf("%s importing %s was not caught", tc.dir, tc.imp)
+		}
+	}
+	for _, tc := range []struct{ dir, imp string }{
+		{"tests/broken/claims", "shelf/tests/broken"},
+		{"tests/e2e", "shelf/tests/testkit"},
+		{"tests/testkit", "shelf/tools/localcassandra"},
+		{"internal/app", "shelf/repository"},
+		{"internal/app", "shelf/testsuite"},
+	} {
+		if msg := importsProof(tc.dir, tc.imp); msg != "" {
+			t.Errorf("%s importing %s flagged: %s", tc.dir, tc.imp, msg)
+		}
+	}
+	for _, pkg := range []string{"testing", "net/http/httptest", "shelf/tools/localcassandra", "shelf/tests/memstore"} {
+		if linksProof(pkg) == "" {
+			t.Errorf("linking %s was not caught", pkg)
+		}
+	}
+	caught := 0
+	for _, d := range listDeps(t, "./tests/broken/claims") {
+		if linksProof(d) != "" {
+			caught++
+		}
+	}
+	if caught == 0 {
+		t.Fatal("the link check passed tests/broken/claims, which links the proof wing")
+	}
 }
 
 func TestDependencyRuleCatchesViolations(t *testing.T) {

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"shelf/domain"
-	"shelf/internal/broken"
+	"shelf/internal/app"
+	"shelf/tests/broken"
 )
 
 // lookupsMeet is a claim store whose Lookup waits until n lookups are in,
@@ -27,7 +28,7 @@ func (l lookupsMeet) Lookup(ctx context.Context, kind domain.ClaimKind, key stri
 }
 
 // TestCheckThenActClaimsLetTwoClaimantsWin: the deliberately broken
-// build's claims (internal/broken, tag brokenlwt), which the nemesis's
+// build's claims (tests/broken, the lwt build), which the nemesis's
 // self-check must catch, are broken on the real store: two claimants that
 // both check before either acts both hold the key, where the
 // compare-and-set lets one.
@@ -59,7 +60,7 @@ func TestCheckThenActClaimsLetTwoClaimantsWin(t *testing.T) {
 	}
 	var in sync.WaitGroup
 	in.Add(2)
-	brokenStore := broken.LWT(db, broken.Stores{Claims: lookupsMeet{ClaimStore: c, in: &in}}).Claims
+	brokenStore := broken.LWT(db, app.Stores{Claims: lookupsMeet{ClaimStore: c, in: &in}}).Claims
 	if n := race(brokenStore, key("cta")); n != 2 {
 		t.Fatalf("check-then-act: %d claimants hold the key, want both", n)
 	}

@@ -9,7 +9,7 @@ import (
 // (its Sender does nothing but send); a test decorates it (DB.Decorate) to
 // lose answers, fail sends or hold writes back the way a hung node does
 // (tests/faultinject), and a deliberately broken build decorates it to
-// leave ambiguous answers unread (internal/broken). What the stores send
+// leave ambiguous answers unread (tests/broken). What the stores send
 // and how exec settles an answer are the same either way.
 type Sender interface {
 	// Begin starts one lightweight transaction named name (e.g.

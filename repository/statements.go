@@ -40,7 +40,7 @@ type (
 	// onceCQL is a plain write that must not run twice (a counter, a list
 	// append, a value computed by the node): never sent again by the
 	// driver. No statement here is one today; the deliberately broken
-	// build's claims without their condition (internal/broken) are sent
+	// build's claims without their condition (tests/broken) are sent
 	// the same way.
 	onceCQL string
 	// conditionalCQL is a lightweight transaction (IF ...): never sent

@@ -1,22 +1,9 @@
 // Command api is the shelf service: `api serve` runs the HTTP API, `api
 // migrate` creates the keyspace and applies the schema. Settings come from
-// SHELF_* environment variables (see the README).
+// SHELF_* environment variables (see the README). The program is
+// internal/app's Run, wired as the server is (no options).
 package main
 
-import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-)
+import "shelf/internal/app"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "api:", err)
-		os.Exit(1)
-	}
-}
+func main() { app.Main() }

@@ -51,7 +51,7 @@ func TestReadyzSaysWhenSchemaIsBehind(t *testing.T) {
 		"SHELF_KEYSPACE":        db.Keyspace(),
 		"SHELF_LOG_LEVEL":       "warn",
 	}
-	if err := run(ctx, []string{"migrate"}, func(k string) string { return env[k] }, io.Discard); err != nil {
+	if err := app.Run(ctx, []string{"migrate"}, func(k string) string { return env[k] }, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if r := api.Get("/readyz"); r.StatusCode != http.StatusOK {
@@ -72,7 +72,7 @@ func TestMigrateCreatesKeyspaceAndIsIdempotent(t *testing.T) {
 	session := testkit.Connect(t, hosts, keyspace) // dropped when the test ends
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
-		if err := run(ctx, []string{"migrate"}, getenv, io.Discard); err != nil {
+		if err := app.Run(ctx, []string{"migrate"}, getenv, io.Discard); err != nil {
 			t.Fatalf("migrate run %d: %v", i+1, err)
 		}
 	}
@@ -108,7 +108,7 @@ func TestMigrateCreatesKeyspaceAndIsIdempotent(t *testing.T) {
 func TestBadConfigurationStopsStartup(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"SHELF_HTTP_READ_TIMEOUT": "soon", "SHELF_LOG_FORMAT": "xml"}
-	err := run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, io.Discard)
+	err := app.Run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "SHELF_HTTP_READ_TIMEOUT") || !strings.Contains(err.Error(), "SHELF_LOG_FORMAT") {
 		t.Fatalf("error %v does not name both bad variables", err)
 	}
@@ -120,7 +120,7 @@ func TestBadConfigurationStopsStartup(t *testing.T) {
 func TestServeRefusesTheLogMailerInProduction(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"SHELF_PUBLIC_URL": "https://shelf.example.org", "SHELF_CASSANDRA_HOSTS": "192.0.2.1"}
-	err := run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, io.Discard)
+	err := app.Run(context.Background(), []string{"serve"}, func(k string) string { return env[k] }, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "SHELF_MAILER") || !strings.Contains(err.Error(), "SHELF_ALLOW_LOG_MAILER") {
 		t.Fatalf("serve with the log mailer and a public URL: %v", err)
 	}
@@ -159,7 +159,7 @@ func TestServeChecksTheKeyspacesDataCentres(t *testing.T) {
 		"SHELF_LOCAL_DC":           "elsewhere",
 		"SHELF_SERIAL_CONSISTENCY": "LOCAL_SERIAL",
 	}
-	err := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, io.Discard)
+	err := app.Run(ctx, []string{"serve"}, func(k string) string { return env[k] }, io.Discard)
 	if err == nil {
 		t.Fatal("serve started with SHELF_LOCAL_DC naming a data centre without replicas")
 	}

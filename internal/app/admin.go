@@ -44,7 +44,7 @@ commands:
 // Admin runs the operator commands (args without "admin"), printing to
 // out. They use the same SHELF_* settings as serve, so on the machine where
 // `make run` serves they act on its data.
-func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args []string, out io.Writer) error {
+func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args []string, out io.Writer, options ...Option) error {
 	repair := len(args) >= 1 && args[0] == "repair-suspensions"
 	deletions := len(args) >= 1 && (args[0] == "repair-deletions" || args[0] == "repair-closings" || args[0] == "index-users")
 	var opts moderation.RepairOptions
@@ -78,10 +78,10 @@ func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 	}
 	defer session.Close()
 	// The operator commands run compare-and-sets too: the same check.
-	if cfg, err = checkRegions(ctx, cfg, session, logger); err != nil {
+	if cfg, err = checkRegions(ctx, cfg, session, logger, wiringOf(options).serial); err != nil {
 		return err
 	}
-	a, err := New(cfg, logger, session, nil)
+	a, err := New(cfg, logger, session, nil, options...)
 	if err != nil {
 		return err
 	}

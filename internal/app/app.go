@@ -1,6 +1,6 @@
 // Package app wires shelf together: the Cassandra session, the repository,
 // the domain services and the HTTP router, and runs them (serve, migrate,
-// the operator commands). cmd/api parses the command line and calls it;
+// the operator commands). Run parses the command line (cmd/api's Main);
 // end-to-end tests (tests/e2e) build the same App the server runs.
 package app
 
@@ -45,7 +45,8 @@ type App struct {
 // New wires the repository into the domain and the domain into the HTTP
 // layer on session. Metrics go to m (the session's CQL observer, when it
 // was opened with one by Connect); nil gives the app metrics of its own.
-func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *metrics.Metrics) (*App, error) {
+// The server passes no opts (options.go).
+func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *metrics.Metrics, opts ...Option) (*App, error) {
 	if m == nil {
 		m = metrics.New()
 	}
@@ -65,9 +66,9 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	// One instance of each store; every service gets the ones it uses.
 	log := domainLogger{logger}
 	users, sessions := repository.NewUsers(db), repository.NewSessions(db)
-	// Only a deliberately broken build (deliberately_broken.go) replaces
-	// these; production keeps the repository's.
-	accountRows, groupRows, claims := deliberatelyBroken(db, users, repository.NewGroups(db), repository.NewClaims(db))
+	// The repository's, unless an Option replaced them (WithStores).
+	stores := wiringOf(opts).stores(db, Stores{Users: users, Groups: repository.NewGroups(db), Claims: repository.NewClaims(db)})
+	accountRows, groupRows, claims := stores.Users, stores.Groups, stores.Claims
 	acc := newAccounts(cfg, log, accountRows, sessions, claims, m, now)
 	acc.SetThrottle(accounts.Throttle{Store: repository.NewAttempts(db), PerAddress: cfg.Accounts.ThrottlePerAddress,
 		PerLogin: cfg.Accounts.ThrottlePerLogin, Window: cfg.Accounts.ThrottleWindow})

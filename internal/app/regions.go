@@ -17,14 +17,15 @@ import (
 // for it (config.Cassandra.CheckReplication names the setting), and
 // returns cfg with the serial consistency every compare-and-set and SERIAL
 // read of this process runs at, which it logs beside the keyspace's data
-// centres.
-func checkRegions(ctx context.Context, cfg config.Config, session gocqlx.Session, logger zerolog.Logger) (config.Config, error) {
+// centres. rule decides the serial consistency (checkedSerial, unless an
+// Option replaced it).
+func checkRegions(ctx context.Context, cfg config.Config, session gocqlx.Session, logger zerolog.Logger, rule SerialRule) (config.Config, error) {
 	keyspace := cfg.Cassandra.Keyspace
 	replication, err := repository.KeyspaceReplication(ctx, session, keyspace)
 	if err != nil {
 		return cfg, err
 	}
-	serial, err := serialInForce(cfg.Cassandra, keyspace, replication, logger)
+	serial, err := rule(cfg.Cassandra, keyspace, replication, logger)
 	if err != nil {
 		return cfg, fmt.Errorf("start-up check of keyspace %s: %w", keyspace, err)
 	}

@@ -33,7 +33,7 @@ func TestStartupSaysWhichScopeIsInForce(t *testing.T) {
 		}
 		cfg.Cassandra.Keyspace = db.Keyspace()
 		var log bytes.Buffer
-		checked, err := checkRegions(context.Background(), cfg, db.Session, zerolog.New(&log))
+		checked, err := checkRegions(context.Background(), cfg, db.Session, zerolog.New(&log), checkedSerial)
 		if err != nil {
 			t.Fatalf("%q: %v", serial, err)
 		}

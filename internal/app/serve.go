@@ -20,7 +20,7 @@ import (
 // the router and serves until ctx ends, then drains in-flight requests.
 // With SHELF_PPROF_ADDR set, it also serves net/http/pprof there; with
 // SHELF_METRICS_ADDR set, /metrics is served there and not by the API.
-func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error {
+func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger, opts ...Option) error {
 	logConfig(logger, cfg)
 	m := metrics.New()
 	session, err := Connect(ctx, cfg, logger, cfg.MigrateOnStart, m)
@@ -28,10 +28,10 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger) error 
 		return err
 	}
 	defer session.Close()
-	if cfg, err = checkRegions(ctx, cfg, session, logger); err != nil {
+	if cfg, err = checkRegions(ctx, cfg, session, logger, wiringOf(opts).serial); err != nil {
 		return err
 	}
-	a, err := New(cfg, logger, session, m)
+	a, err := New(cfg, logger, session, m, opts...)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@
 // (docs/design.md#faults) by statement name: an answer lost after the
 // statement applied, a send that fails, an attempt or a write held back
 // as a hung node's queue holds it, to land later. Tests only: production
-// builds never import it (TestTestMachineryStaysOutOfProduction), and the
+// builds never import it (TestShippedCodeLinksNoProof), and the
 // stores' own paths carry no fault hook.
 package faultinject
 

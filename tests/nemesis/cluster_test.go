@@ -61,10 +61,14 @@ type apiProc struct {
 
 func (p *apiProc) base() string { return "http://" + p.addr }
 
-// buildAPI builds cmd/api into dir, with the given build tags.
-func buildAPI(t *testing.T, dir, tags string) string {
+// buildAPI builds the api into dir: cmd/api, or the deliberately broken
+// build of the package pkg (tests/broken) when pkg is not empty.
+func buildAPI(t *testing.T, dir, pkg string) string {
 	t.Helper()
-	bin, err := testkit.Build(dir, "./cmd/api", tags)
+	if pkg == "" {
+		pkg = "./cmd/api"
+	}
+	bin, err := testkit.Build(dir, pkg, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,9 +35,9 @@ const lease = 10 * time.Second
 
 // brokenBuilds are the deliberately broken builds of the checker's
 // self-check, by NEMESIS_BROKEN.
-var brokenBuilds = map[string]struct{ tag, what string }{
-	"claims": {"brokenclaims", "claims released when an activation's outcome is unknown"},
-	"lwt":    {"brokenlwt", "claims taken by check-then-act, no compare-and-set"},
+var brokenBuilds = map[string]struct{ pkg, what string }{
+	"claims": {"./tests/broken/claims", "claims released when an activation's outcome is unknown"},
+	"lwt":    {"./tests/broken/lwt", "claims taken by check-then-act, no compare-and-set"},
 }
 
 func TestNemesis(t *testing.T) {
@@ -46,17 +46,15 @@ func TestNemesis(t *testing.T) {
 	ctx := context.Background()
 
 	// NEMESIS_BROKEN builds the API deliberately broken, and the checker
-	// must then report U1 or U3: "claims" (tag brokenclaims) releases
-	// claims when an activation's outcome is unknown, "lwt" (tag
-	// brokenlwt) takes claims by check-then-act without compare-and-set.
+	// must then report U1 or U3: "claims" (tests/broken/claims) releases
+	// claims when an activation's outcome is unknown, "lwt" (tests/broken/lwt) takes claims by check-then-act without compare-and-set.
 	kind := os.Getenv("NEMESIS_BROKEN")
 	broken := brokenBuilds[kind]
-	if kind != "" && broken.tag == "" {
+	if kind != "" && broken.pkg == "" {
 		t.Fatalf("NEMESIS_BROKEN=%q: want claims or lwt", kind)
 	}
-	tags := broken.tag
 	c := startCluster(t)
-	bin := buildAPI(t, t.TempDir(), tags)
+	bin := buildAPI(t, t.TempDir(), broken.pkg)
 	apis := []*apiProc{
 		{idx: 0, bin: bin},
 		// The second instance's clock runs two seconds ahead.
@@ -173,7 +171,7 @@ func TestNemesis(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "shelf nemesis run %s: %s of workload and faults, 3 nodes (RF 3), 2 API processes (one 2 s ahead)\n",
 		filepath.Base(out), duration)
-	if broken.tag != "" {
+	if broken.pkg != "" {
 		fmt.Fprintf(&b, "THE DELIBERATELY BROKEN BUILD (%s)\n", broken.what)
 	}
 	b.WriteString("\n")
@@ -200,7 +198,7 @@ func TestNemesis(t *testing.T) {
 	t.Log("\n" + b.String())
 	t.Logf("history, summary and the API processes' logs in %s", out)
 	judged := ""
-	if broken.tag != "" {
+	if broken.pkg != "" {
 		judged = "the broken build (" + broken.what + ")"
 	}
 	checker.Judge(t, judged, verdicts, keys, claims, signups)

@@ -18,6 +18,7 @@
 package regions
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -43,13 +44,13 @@ func TestRegions(t *testing.T) {
 	delay := checker.EnvDuration(t, "REGIONS_LINK_DELAY", 50*time.Millisecond)
 	// REGIONS_BROKEN=local-serial: every compare-and-set at LOCAL_SERIAL.
 	// The real server refuses that setting on a keyspace in two data
-	// centres; the build tag brokenregions makes one that runs it
-	// (internal/app/regions_broken.go).
-	serial, tags := "SERIAL", ""
+	// centres; the deliberately broken build tests/broken/localserial
+	// runs it.
+	serial, pkg := "SERIAL", ""
 	switch broken := os.Getenv("REGIONS_BROKEN"); broken {
 	case "":
 	case "local-serial":
-		serial, tags = "LOCAL_SERIAL", "brokenregions"
+		serial, pkg = "LOCAL_SERIAL", "./tests/broken/localserial"
 	default:
 		t.Fatalf("REGIONS_BROKEN=%q: want local-serial", broken)
 	}
@@ -57,7 +58,7 @@ func TestRegions(t *testing.T) {
 	ctx := context.Background()
 
 	c := startCluster(t)
-	bin, err := testkit.Build(t.TempDir(), "./cmd/api", tags)
+	bin, err := testkit.Build(t.TempDir(), cmp.Or(pkg, "./cmd/api"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +108,8 @@ func TestRegions(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "shelf regions run %s: %s of workload and faults, two data centres of one node (%s), an API process in each, serial consistency %s\n",
 		filepath.Base(out), duration, replication, serial)
-	if tags != "" {
-		fmt.Fprintf(&b, "THE DELIBERATELY BROKEN SETTING: compare-and-sets at LOCAL_SERIAL, one Paxos per data centre (build tag %s)\n", tags)
+	if pkg != "" {
+		fmt.Fprintf(&b, "THE DELIBERATELY BROKEN SETTING: compare-and-sets at LOCAL_SERIAL, one Paxos per data centre (build %s)\n", pkg)
 	}
 	b.WriteString("\n")
 	b.WriteString(checker.Summarize(events, []string{"slow-link", "hang-dc"}))
@@ -126,7 +127,7 @@ func TestRegions(t *testing.T) {
 	t.Log("\n" + b.String())
 	t.Logf("history, summary and the API processes' logs in %s", out)
 	judged := ""
-	if tags != "" {
+	if pkg != "" {
 		judged = "compare-and-sets at LOCAL_SERIAL in two data centres"
 	}
 	checker.Judge(t, judged, verdicts, keys, claims, signups)

@@ -1,23 +1,25 @@
 // Package broken holds the deliberately broken builds of the checkers'
-// self-checks: stores and a repository.Sender that break a rule on
-// purpose, so that the nemesis (make test-nemesis-broken) and the fault
-// explorer (go test -tags brokenclaims ./tests/faults) can show that
-// they catch it. Two builds, each chosen by a build tag:
+// self-checks: stores, a repository.Sender and a serial rule that break a
+// rule on purpose, so that the nemesis (make test-nemesis-broken), the
+// two-region run (make test-regions BROKEN=local-serial) and the fault
+// explorer (go test -tags brokenclaims ./tests/faults) can show that they
+// catch it. Three builds, each a main of its own under this folder that
+// runs the api (internal/app's Main) with its app.Option:
 //
-//   - brokenclaims: an ambiguous answer is reported unknown at once, never
-//     read back at SERIAL (Unsettled), and an activation (signup, group
-//     creation) or account update whose outcome is unknown is taken for
-//     "not applied" (Users, Groups), so the service releases its claims,
-//     although the write may have applied or may still land;
-//   - brokenlwt: a claim is taken by reading the key and, when nobody holds
-//     it, writing it with a plain INSERT, and committed with a plain
+//   - claims (Claims): an ambiguous answer is reported unknown at once,
+//     never read back at SERIAL (Unsettled), and an activation (signup,
+//     group creation) or account update whose outcome is unknown is taken
+//     for "not applied" (Users, Groups), so the service releases its
+//     claims, although the write may have applied or may still land;
+//   - lwt (LWT): a claim is taken by reading the key and, when nobody
+//     holds it, writing it with a plain INSERT, and committed with a plain
 //     UPDATE, no compare-and-set (CheckThenAct): two claimants racing for
-//     a key both win.
+//     a key both win;
+//   - localserial (LocalSerial): every compare-and-set and SERIAL read at
+//     LOCAL_SERIAL, whatever the keyspace and SHELF_SERIAL_CONSISTENCY say.
 //
-// The API built with one of the tags wires them in (internal/app,
-// deliberately_broken.go: Build); built without, it imports nothing of
-// this package (TestTestMachineryStaysOutOfProduction), and the
-// production files carry no branch for them.
+// They wrap the composition root from outside: cmd/api imports nothing of
+// the proof wing (architecture_test.go, TestShippedCodeImportsNoProof).
 package broken
 
 import (
@@ -26,45 +28,27 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/internal/app"
+	"shelf/internal/config"
 	"shelf/repository"
 )
 
-// Stores are the stores a broken build may replace.
-type Stores struct {
-	// Users is the accounts service's user store.
-	Users accounts.UserStore
-	// Groups is the groups service's group store.
-	Groups groups.Store
-	// Claims is the claim store of the accounts and groups services.
-	Claims domain.ClaimStore
-}
-
-// builds are the broken builds the build tags chose (brokenclaims.go,
-// brokenlwt.go register theirs).
-var builds []func(db *repository.DB, s Stores) Stores
-
-// Build breaks db and s as the build tags say: nothing without a tag.
-func Build(db *repository.DB, s Stores) Stores {
-	for _, b := range builds {
-		s = b(db, s)
-	}
-	return s
-}
-
-// Claims is the brokenclaims build: db's ambiguous answers unread, and
-// writes of unknown outcome taken for "not applied".
-func Claims(db *repository.DB, s Stores) Stores {
+// Claims is the claims build (app.WithStores): db's ambiguous answers
+// unread, and writes of unknown outcome taken for "not applied".
+func Claims(db *repository.DB, s app.Stores) app.Stores {
 	db.Decorate(Unsettled)
 	s.Users = Users{s.Users}
 	s.Groups = Groups{s.Groups}
 	return s
 }
 
-// LWT is the brokenlwt build: claims by check-then-act.
-func LWT(db *repository.DB, s Stores) Stores {
+// LWT is the lwt build (app.WithStores): claims by check-then-act.
+func LWT(db *repository.DB, s app.Stores) app.Stores {
 	s.Claims = CheckThenAct{ClaimStore: s.Claims, db: db}
 	return s
 }
@@ -186,4 +170,20 @@ func (c CheckThenAct) send(ctx context.Context, kind domain.ClaimKind, op, stmt 
 		return fmt.Errorf("%s.%s: %w: %w", t, op, domain.ErrUnavailable, err)
 	}
 	return nil
+}
+
+// LocalSerial is the localserial build's rule (app.WithSerialRule): every
+// compare-and-set and SERIAL read at LOCAL_SERIAL whatever the keyspace and
+// SHELF_SERIAL_CONSISTENCY say. On a keyspace in two data centres each
+// region then runs Paxos among its own replicas, and two signups of one
+// username through the two regions can both win; the regions test builds
+// it to show that its checker catches that (U1, U3). Every other setting
+// is checked as the server checks it.
+func LocalSerial(c config.Cassandra, keyspace string, replication map[string]string, logger zerolog.Logger) (string, error) {
+	c.SerialConsistency = "SERIAL"
+	if _, err := c.CheckReplication(keyspace, replication); err != nil {
+		return "", err
+	}
+	logger.Warn().Msg("deliberately broken build (localserial): compare-and-sets run at LOCAL_SERIAL in every data centre")
+	return "LOCAL_SERIAL", nil
 }

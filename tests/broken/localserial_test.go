@@ -1,6 +1,4 @@
-//go:build brokenregions
-
-package app
+package broken
 
 import (
 	"strings"
@@ -14,19 +12,19 @@ import (
 // twoDCs is a keyspace in two data centres, as system_schema holds it.
 var twoDCs = map[string]string{"class": "org.apache.cassandra.locator.NetworkTopologyStrategy", "dc1": "3", "dc2": "3"}
 
-// TestTheBrokenBuildRunsLocalSerial (go test -tags brokenregions): the
-// deliberately broken build runs LOCAL_SERIAL on two data centres, even
-// when SERIAL is asked for, and still refuses the other settings.
+// TestTheBrokenBuildRunsLocalSerial: the localserial build's rule runs
+// LOCAL_SERIAL on two data centres, even when SERIAL is asked for, and
+// still refuses the other settings.
 func TestTheBrokenBuildRunsLocalSerial(t *testing.T) {
 	t.Parallel()
 	for _, serial := range []string{"SERIAL", "LOCAL_SERIAL"} {
 		c := config.Cassandra{SerialConsistency: serial, LocalDC: "dc1"}
-		if got, err := serialInForce(c, "shelf", twoDCs, zerolog.Nop()); err != nil || got != "LOCAL_SERIAL" {
+		if got, err := LocalSerial(c, "shelf", twoDCs, zerolog.Nop()); err != nil || got != "LOCAL_SERIAL" {
 			t.Errorf("%s asked: %q, %v; want LOCAL_SERIAL", serial, got, err)
 		}
 	}
 	c := config.Cassandra{SerialConsistency: "SERIAL"}
-	if _, err := serialInForce(c, "shelf", twoDCs, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "SHELF_LOCAL_DC") {
+	if _, err := LocalSerial(c, "shelf", twoDCs, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "SHELF_LOCAL_DC") {
 		t.Fatalf("no local data centre: %v", err)
 	}
 }

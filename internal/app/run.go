@@ -1,17 +1,19 @@
-package main
+package app
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"shelf/internal/app"
 	"shelf/internal/config"
 	"shelf/internal/logbuf"
 )
@@ -26,10 +28,24 @@ commands:
 
 Settings come from SHELF_* environment variables; see the README.`
 
-// run is the whole program; main only adds the signal context, the exit
+// Main is the program of cmd/api, and of every build that wraps its stores
+// (tests/broken) with opts: Run on the command line and the environment,
+// under a context that SIGINT and SIGTERM end, with os.Stdout as out, and
+// exit 1 when it fails.
+func Main(opts ...Option) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := Run(ctx, os.Args[1:], os.Getenv, os.Stdout, opts...)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "api:", err)
+		os.Exit(1)
+	}
+}
+
+// Run is the whole program; Main only adds the signal context, the exit
 // code and os.Stdout as out (where the log and the operator commands'
-// output go).
-func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+// output go). opts change the wiring (options.go); the server passes none.
+func Run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, opts ...Option) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(out, usage)
 		if len(args) == 0 {
@@ -51,12 +67,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	switch args[0] {
 	case "serve":
 		tuneGC(getenv)
-		return app.Serve(ctx, cfg, logger)
+		return Serve(ctx, cfg, logger, opts...)
 	case "migrate":
-		return app.Migrate(ctx, cfg, logger)
+		return Migrate(ctx, cfg, logger)
 	case "admin":
 		// Operator output goes to out; the log only says what went wrong.
-		return app.Admin(ctx, cfg, logger.Level(zerolog.WarnLevel), args[1:], out)
+		return Admin(ctx, cfg, logger.Level(zerolog.WarnLevel), args[1:], out, opts...)
 	default:
 		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}

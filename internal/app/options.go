@@ -1,0 +1,66 @@
+package app
+
+import (
+	"github.com/rs/zerolog"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
+	"shelf/internal/config"
+	"shelf/repository"
+)
+
+// Option changes what New, Serve and Admin wire. The server (cmd/api)
+// passes none; the deliberately broken builds of the proof wing
+// (tests/broken, each a main of its own) pass theirs, so the sabotage
+// wraps the composition root from outside and no build of this package
+// carries it.
+type Option func(*wiring)
+
+// wiring is what the options may change, each with the server's default.
+type wiring struct {
+	stores func(db *repository.DB, s Stores) Stores
+	serial SerialRule
+}
+
+func wiringOf(opts []Option) wiring {
+	w := wiring{stores: func(_ *repository.DB, s Stores) Stores { return s }, serial: checkedSerial}
+	for _, o := range opts {
+		o(&w)
+	}
+	return w
+}
+
+// Stores are the stores New builds that an Option may replace before any
+// service gets them.
+type Stores struct {
+	// Users is the accounts service's user store.
+	Users accounts.UserStore
+	// Groups is the groups service's group store.
+	Groups groups.Store
+	// Claims is the claim store of the accounts and groups services.
+	Claims domain.ClaimStore
+}
+
+// WithStores has wrap replace the repository's stores (and decorate db,
+// whose Sender it may wrap) before the services are built.
+func WithStores(wrap func(db *repository.DB, s Stores) Stores) Option {
+	return func(w *wiring) { w.stores = wrap }
+}
+
+// SerialRule is the serial consistency every compare-and-set and SERIAL
+// read of the process runs at on a keyspace of this replication, or why
+// the settings are refused for it.
+type SerialRule func(c config.Cassandra, keyspace string, replication map[string]string, logger zerolog.Logger) (string, error)
+
+// WithSerialRule has rule decide the serial consistency in place of the
+// settings' own check (config.Cassandra.CheckReplication).
+func WithSerialRule(rule SerialRule) Option {
+	return func(w *wiring) { w.serial = rule }
+}
+
+// checkedSerial is the server's rule: the serial consistency the settings
+// give on a keyspace of this replication, or why they are refused.
+func checkedSerial(c config.Cassandra, keyspace string, replication map[string]string, _ zerolog.Logger) (string, error) {
+	return c.CheckReplication(keyspace, replication)
+}
