@@ -22,20 +22,20 @@ test-fast: ## every test that needs no database (go test ./...: domain, handlers
 	@echo "test-fast: passed. The tests that need Cassandra (tag integration: tests/e2e, repository, cmd/api, bench, the launcher's cluster) run in make test."
 
 .PHONY: test
-test: ## run every test with -tags integration against a real Cassandra node it starts: the end-to-end package, the repository on a real node, the store contracts, and every test of make test-fast, once, without -race (make test-race runs them all under it; CI runs both); scripts/test-go.sh
-	@$(CASSANDRA) with -- env GO=$(GO) scripts/test-go.sh
+test: ## run every test with -tags integration against a real Cassandra node it starts: the end-to-end package, the repository on a real node, the store contracts, and every test of make test-fast, once, without -race (make test-race runs them all under it; CI runs both); tests/test-go.sh
+	@$(CASSANDRA) with -- env GO=$(GO) tests/test-go.sh
 
 .PHONY: test-race
-test-race: ## every test of make test again, under -race (the fault explorers one schedule in eight); CI runs it right after make test; scripts/test-go.sh with RACE=-race
-	@$(CASSANDRA) with -- env GO=$(GO) RACE=-race scripts/test-go.sh
+test-race: ## every test of make test again, under -race (the fault explorers one schedule in eight); CI runs it right after make test; tests/test-go.sh with RACE=-race
+	@$(CASSANDRA) with -- env GO=$(GO) RACE=-race tests/test-go.sh
 
 .PHONY: test-browser
 test-browser: ## every console page and action with three users and an admin (and a second api requiring verified emails on BROWSER_PORT+1), and /docs, in headless Chromium (playwright-core from npm; chromium installed if missing); README_SCREENSHOTS=1 saves the README's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)
-	@$(CASSANDRA) with -- scripts/test-browser.sh
+	@$(CASSANDRA) with -- tests/browser/test-browser.sh
 
 .PHONY: test-clients
 test-clients: ## four generated clients run a short story against a real server, type checked: openapi-generator 7.25's Python and TypeScript (Maven Central), openapi-python-client 0.29 (PyPI, mypy --strict), openapi-typescript 7.13 + openapi-fetch 0.17 (npm); tsc --strict; warnings about openapi.yaml fail it
-	@$(CASSANDRA) with -- scripts/test-clients.sh
+	@$(CASSANDRA) with -- tests/clients/test-clients.sh
 
 .PHONY: test-cluster
 test-cluster: ## the three-node cluster test (build tag cluster; RF 3, QUORUM, one node killed); CI runs it after make test-race
@@ -94,4 +94,4 @@ fuzz: ## Go fuzz targets for FUZZTIME each (decoders, identifiers, cursors) and 
 
 .PHONY: fuzz-api
 fuzz-api: ## schemathesis against a running api with the served openapi.yaml, as an admin that keeps its session and anonymous, for each seed of FUZZ_SEEDS ("1 7"), FUZZ_EXAMPLES per operation (30)
-	@$(CASSANDRA) with -- scripts/fuzz-api.sh
+	@$(CASSANDRA) with -- tests/fuzz/fuzz-api.sh

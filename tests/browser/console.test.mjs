@@ -1,5 +1,5 @@
 // The console in headless Chromium: every page and action with three
-// users and an admin, and the API reference. Run by scripts/test-browser.sh
+// users and an admin, and the API reference. Run by tests/browser/test-browser.sh
 // (make test-browser). Fails on any console error or page error (a request
 // a step expects to be refused is allowed once, by its status, through
 // refused()). Prints the plain "N passed, N failed" line.

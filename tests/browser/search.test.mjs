@@ -1,5 +1,5 @@
 // The moderator's user search (handlers/web/search.js) in headless
-// Chromium, against the api scripts/test-browser.sh serves for
+// Chromium, against the api tests/browser/test-browser.sh serves for
 // console.test.mjs (same BASE_URL, CHROMIUM, NODE_PATH, GRANT): a
 // non-admin never sees it; a query too short is refused beside its
 // field; a search by part of a username or email, in any case, pages

@@ -3,7 +3,7 @@
 // console and page errors, refused() for the one error a step expects,
 // the API called directly, screenshots, and the end of a walk.
 //
-// Environment (scripts/test-browser.sh sets it): BASE_URL the api,
+// Environment (tests/browser/test-browser.sh sets it): BASE_URL the api,
 // CHROMIUM the browser, NODE_PATH where playwright-core is, SCREENSHOTS
 // and, when set, README_SHOTS where screenshots go (a README run's names
 // have no suffix: it has a keyspace of its own).

@@ -1,5 +1,5 @@
 // Command dropkeyspace drops the keyspace a README screenshot run of make
-// test-browser made for itself (scripts/test-browser.sh): such a run
+// test-browser made for itself (tests/browser/test-browser.sh): such a run
 // starts from an empty keyspace, so that its fixed names (alice, bob ...)
 // never collide with an earlier run's, and leaves nothing behind.
 //

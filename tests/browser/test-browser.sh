@@ -12,7 +12,7 @@
 # the test finds the verification and reset links. A second api on
 # BROWSER_PORT+1 requires verified emails for login.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "test-browser: needs Node.js and npm (Debian: apt-get install -y nodejs npm)" >&2
   exit 1

@@ -9,17 +9,17 @@
 # forbids that is accepted.
 #
 # The admin pass keeps its credentials to the end, and fails if they die
-# (scripts/fuzz_hooks.py): a deletion or a revocation of sessions aimed at
+# (tests/fuzz/fuzz_hooks.py): a deletion or a revocation of sessions aimed at
 # the caller's own id is sent for an id nobody has; any 401 `unauthorized`
 # to a request carrying the pass's token fails the run; and after each
 # admin pass GET /v1/me must still answer 200 with that token. Logout
 # (DELETE /v1/sessions/current) is left out: it ends the session it is
 # sent with, and the end-to-end tests cover it. positive_data_acceptance
-# is off where a rule cannot be a schema's (scripts/schemathesis.toml:
+# is off where a rule cannot be a schema's (tests/fuzz/schemathesis.toml:
 # made-up cursors, a suspension's end in the past, an admin suspending
 # themselves).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 EXAMPLES="${FUZZ_EXAMPLES:-30}"
 SEEDS="${FUZZ_SEEDS:-1 7}"
 PORT="${FUZZ_PORT:-18080}"
@@ -52,7 +52,7 @@ fuzz() {
   local as=$1 seed=$2
   shift 2
   echo "fuzz-api: as $as, seed $seed"
-  SCHEMATHESIS_HOOKS=scripts/fuzz_hooks.py "$VENV/bin/st" --config-file scripts/schemathesis.toml \
+  SCHEMATHESIS_HOOKS=tests/fuzz/fuzz_hooks.py "$VENV/bin/st" --config-file tests/fuzz/schemathesis.toml \
     run http://127.0.0.1:$PORT/openapi.yaml --url http://127.0.0.1:$PORT \
     --exclude-path /v1/sessions/current \
     --max-examples "$EXAMPLES" --workers 2 --seed "$seed" "$@"

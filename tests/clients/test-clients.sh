@@ -20,7 +20,7 @@
 # openapi-typescript print nothing but their progress lines for a
 # document they read whole; any other line fails the run.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 GENERATOR_VERSION=7.25.0
 # Maven Central's .sha1 of the jar.

@@ -1,4 +1,4 @@
-"""make fuzz-api's schemathesis hooks (scripts/fuzz-api.sh loads them).
+"""make fuzz-api's schemathesis hooks (tests/fuzz/fuzz-api.sh loads them).
 
 The admin pass runs as one account, whose bearer token the script passes
 in FUZZ_TOKEN and whose id in FUZZ_USER_ID; the anonymous pass sets
