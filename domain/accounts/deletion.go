@@ -149,6 +149,20 @@ func (d *Deletion) Apply(ctx context.Context) (_ domain.User, applied bool, _ er
 	return d.next, true, nil
 }
 
+// Account reads account id as it stands (ErrNotFound when there is
+// none), for the workflows: a deletion hands a group on to a member whose
+// account is active.
+func (a *Service) Account(ctx context.Context, id string) (domain.User, error) {
+	return a.users.Get(ctx, id)
+}
+
+// AccountSerial reads account id at SERIAL (the latest committed state,
+// finishing any transaction in flight): a repair decides on it whether
+// a deletion took effect.
+func (a *Service) AccountSerial(ctx context.Context, id string) (domain.User, error) {
+	return a.users.GetSerial(ctx, id)
+}
+
 // mayDelete answers whether p may ask for the deletion of account id at
 // all: the user, or an active admin (mayTakeOver then decides on the
 // account as it stands).

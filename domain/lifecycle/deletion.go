@@ -200,7 +200,7 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 		name string
 		run  func() error
 	}{
-		{"suspension", func() error { return s.eraseSuspension(ctx, u) }},
+		{"suspension", func() error { return s.moderation.EraseDeleted(ctx, u) }},
 		{"groups", func() error { return s.leaveGroups(ctx, id) }},
 		{"items", func() error { return s.leaveItems(ctx, self, p) }},
 		{"library", func() error { return s.library.Purge(ctx, id) }},
@@ -272,46 +272,6 @@ func (s *Service) releaseNames(ctx context.Context, u domain.User, entry account
 		return entry, true, err
 	}
 	return entry, true, nil
-}
-
-// eraseSuspension ends what a suspension leaves in moderation's records.
-// The suspension the deletion ended is still in the deleting row: its
-// history entry is written (a deletion is no lift, whose entries would
-// carry it; S5), and its records are erased by their keys at the
-// account's version, found or not: a suspension racing the deletion
-// writes them at its own, older version, so they are shadowed wherever
-// they land. The last lift's entries are written again (a lift stopped
-// after its compare-and-set may have left them). Then whatever the
-// reverse lookup still names (an older suspension's leftovers, or the
-// suspension of a row deleted before it kept it) goes the same way.
-func (s *Service) eraseSuspension(ctx context.Context, u domain.User) error {
-	if sus := u.Suspension; sus != nil {
-		if err := s.endSuspension(ctx, *sus, u.Version); err != nil {
-			return err
-		}
-	}
-	if l := u.LastLift; l != nil {
-		if err := s.st.Suspensions.RecordLift(ctx, *l, u.Version); err != nil {
-			return err
-		}
-	}
-	sus, err := s.st.Suspensions.Lookup(ctx, u.ID)
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	}
-	return s.endSuspension(ctx, sus, u.Version)
-}
-
-// endSuspension writes the history entry of a suspension the deletion
-// ended, then erases its records.
-func (s *Service) endSuspension(ctx context.Context, sus domain.Suspension, version int) error {
-	if err := s.st.Suspensions.RecordSuspended(ctx, sus, version); err != nil {
-		return err
-	}
-	return s.st.Suspensions.Erase(ctx, sus, version)
 }
 
 // leaveItems deletes the items the user owns (made them and manages them,

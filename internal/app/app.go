@@ -105,9 +105,8 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
 		Library: libraries, Outbox: repository.NewOutbox(db),
 	}, log)
-	life := lifecycle.New(lifecycle.Config{Now: now, JobLease: cfg.Content.JobLease, JobItemsAtOnce: cfg.Content.JobItemsAtOnce}, acc, grp, lib, lifecycle.Stores{
+	life := lifecycle.New(lifecycle.Config{Now: now, JobLease: cfg.Content.JobLease, JobItemsAtOnce: cfg.Content.JobItemsAtOnce}, acc, mod, grp, lib, lifecycle.Stores{
 		Jobs: repository.NewJobs(db), Queue: repository.NewJobQueue(db), Deletions: repository.NewDeletions(db), Closings: repository.NewClosings(db),
-		Suspensions: suspensions, Users: users,
 	})
 	// One audit of admin actions on accounts, written by both services
 	// that make them.
