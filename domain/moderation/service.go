@@ -148,9 +148,6 @@ func (noAudit) Record(context.Context, []domain.AuditEntry) error { return nil }
 // compare-and-set to other changes of the same account.
 const maxAttempts = 8
 
-// SetClock replaces the clock (tests spread suspensions over buckets).
-func (m *Service) SetClock(now func() time.Time) { m.cfg.Now = now }
-
 var (
 	errAlreadySuspended = &domain.Error{Kind: domain.ErrConflict, Code: "already_suspended", Message: "The user is already suspended."}
 	errNotSuspended     = &domain.Error{Kind: domain.ErrNotFound, Code: "not_suspended", Message: "The user is not suspended."}

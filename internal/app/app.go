@@ -42,10 +42,32 @@ type App struct {
 	Router    http.Handler
 }
 
+// Option changes how New wires the app; only tests pass one.
+type Option func(*options)
+
+// options are what the Options set.
+type options struct {
+	// moderationClock makes moderation's clock from the process's (nil:
+	// the process's).
+	moderationClock func(process func() time.Time) func() time.Time
+}
+
+// ModerationClock gives moderation a clock of its own, made by clock from
+// the process's: tests that spread suspensions over months of buckets
+// move it while every other clock (the stores' write timestamps among
+// them) stays on time.
+func ModerationClock(clock func(process func() time.Time) func() time.Time) Option {
+	return func(o *options) { o.moderationClock = clock }
+}
+
 // New wires the repository into the domain and the domain into the HTTP
 // layer on session. Metrics go to m (the session's CQL observer, when it
 // was opened with one by Connect); nil gives the app metrics of its own.
-func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *metrics.Metrics) (*App, error) {
+func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *metrics.Metrics, opts ...Option) (*App, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if m == nil {
 		m = metrics.New()
 	}
@@ -76,7 +98,11 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		return nil, err
 	}
 	suspensions, libraries := repository.NewSuspensions(db), repository.NewLibraries(db)
-	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: now, Attempts: repository.NewModerationAttempts(db),
+	modNow := now
+	if o.moderationClock != nil {
+		modNow = o.moderationClock(now)
+	}
+	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: modNow, Attempts: repository.NewModerationAttempts(db),
 		Audit: audit, Log: log}, acc, users, sessions, suspensions)
 	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now, TurnWait: groups.DefaultTurnWait},
 		acc, users, claims, groupRows, repository.NewGroupMembers(db), log)
