@@ -11,9 +11,10 @@ import (
 // its start time (µs) and End deletes it one microsecond later, so no write
 // of it, however late, outlives its end, and no attempt's end touches
 // another attempt's row. The repair reads it a day at a time from a start
-// that only moves forward (walkDays). Account deletions and group closings
-// each keep one (Deletions, Closings), in tables of the same layout; an
-// index says its statements and how its entries and rows convert.
+// that only moves forward (walkDays). Account deletions, group closings
+// and moderation's attempts each keep one (Deletions, Closings,
+// ModerationAttempts), in tables of the same layout; an index says its
+// statements and how its entries and rows convert.
 type attemptIndex[E any, R any, P scanned[R]] struct {
 	db *DB
 	// horizon: the start never comes closer to now than this, so an entry
