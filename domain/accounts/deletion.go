@@ -72,12 +72,9 @@ type Deletion struct {
 	audited      []domain.AuditEntry
 }
 
-// AskDeletion begins p's request to delete account id: the user, or an
-// active admin (the account, once read, decides the rest). The user
-// proves the current password and an admin may not delete another admin
-// (mayTakeOver), before anything is written. Finishing a deletion already
-// under way asks for nothing: it was allowed when it began, and the
-// password is gone once the account is deleted.
+// AskDeletion begins p's request to delete account id, which only the
+// user or an active admin may make; the account, once Read, decides the
+// rest.
 func (a *Service) AskDeletion(ctx context.Context, p domain.Principal, id string, proof Proof) (*Deletion, error) {
 	if err := a.mayDelete(ctx, p, id); err != nil {
 		return nil, err
@@ -86,8 +83,12 @@ func (a *Service) AskDeletion(ctx context.Context, p domain.Principal, id string
 }
 
 // Read reads the account at SERIAL. Begun: it is deleting or deleted
-// already, and u is as it stands (there is nothing to write). Otherwise
-// the caller may take it over, proved on this version.
+// already, and u is as it stands (there is nothing to write): finishing a
+// deletion under way asks for nothing, as it was allowed when it began
+// and the password is gone once the account is deleted. Otherwise the
+// caller may take it over, decided on this version before anything is
+// written (mayTakeOver): the user proves the current password (once per
+// password), and an admin may not delete another admin.
 func (d *Deletion) Read(ctx context.Context) (u domain.User, begun bool, err error) {
 	u, err = d.a.users.GetSerial(ctx, d.id)
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && u.Status == domain.StatusPending) {
