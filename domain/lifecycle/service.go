@@ -49,7 +49,8 @@ type ClosingStore interface {
 	InProgress(ctx context.Context, fn func(groups.ClosingEntry) error) error
 }
 
-// Stores are the records the workflows keep or read themselves.
+// Stores are the workflows' own records: every other record they reach
+// through the service that keeps it.
 type Stores struct {
 	// Jobs are the jobs' rows (domain/jobs); Queue the jobs in progress
 	// no operation's index finds (rebuilds; nil: none).
