@@ -92,61 +92,8 @@ func TestDeletionAttemptsAreTheirOwn(t *testing.T) {
 	}
 }
 
-// TestDeletionEntriesBefore014AreCarriedOver: a row of account_deletions
-// (a deletion begun before migration 014, whose account row has no tag) is
-// listed under the empty tag and moved to the new index, so the finish of
-// that deletion (which ends the entry the row records, the empty tag) ends it. A
-// write of the old row landing after that is carried over again, and
-// stays ended.
-func TestDeletionEntriesBefore014AreCarriedOver(t *testing.T) {
-	t.Parallel()
-	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
-	s := repository.NewDeletions(db)
-	ctx := context.Background()
-	at := time.Now().UTC().Truncate(time.Millisecond)
-	user := key("u_legacy")
-	legacyInsert := func() {
-		t.Helper()
-		if err := db.Session.Query(`INSERT INTO account_deletions (day, user_id, started_at, deleted_by, username_key, email_key) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`, nil).
-			Bind(at.Format(time.DateOnly), user, at, "admin", "name", "mail", at.UnixMicro()).ExecRelease(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	legacyRows := func() int {
-		t.Helper()
-		var n int
-		if err := db.Session.Query(`SELECT COUNT(*) FROM account_deletions WHERE day = ? AND user_id = ?`, nil).
-			Bind(at.Format(time.DateOnly), user).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	legacyInsert()
-	want := accounts.DeletionEntry{UserID: user, At: at, By: "admin", UsernameKey: "name", EmailKey: "mail"}
-	if got := deletionsOf(t, s, user); len(got) != 1 || got[0] != want {
-		t.Fatalf("the old row is listed as %+v; want %+v", got, want)
-	}
-	if n := legacyRows(); n != 0 {
-		t.Fatalf("the old row is still there (%d) once carried over", n)
-	}
-	if got, err := s.Get(ctx, user, domain.Deletion{At: at, By: "admin"}); err != nil || got != want {
-		t.Fatalf("the carried-over entry reads %+v (%v)", got, err)
-	}
-	if err := s.End(ctx, want); err != nil {
-		t.Fatal(err)
-	}
-	legacyInsert() // landing late
-	if got := deletionsOf(t, s, user); len(got) != 0 {
-		t.Fatalf("an ended entry is back: %+v", got)
-	}
-	if n := legacyRows(); n != 0 {
-		t.Fatalf("the late old row is still there (%d)", n)
-	}
-}
-
 // TestClosingAttemptsAreTheirOwn: as TestDeletionAttemptsAreTheirOwn, for
-// two managers closing one group in the same millisecond; and a row of
-// group_closings (before 014) is carried over under the empty tag.
+// two managers closing one group in the same millisecond.
 func TestClosingAttemptsAreTheirOwn(t *testing.T) {
 	t.Parallel()
 	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")
@@ -173,20 +120,7 @@ func TestClosingAttemptsAreTheirOwn(t *testing.T) {
 	if err := s.End(ctx, winner); err != nil {
 		t.Fatal(err)
 	}
-
-	legacy := key("g_legacy")
-	if err := db.Session.Query(`INSERT INTO group_closings (day, group_id, started_at, closed_by) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`, nil).
-		Bind(at.Format(time.DateOnly), legacy, at, "u_one", at.UnixMicro()).ExecRelease(); err != nil {
-		t.Fatal(err)
-	}
-	want := groups.ClosingEntry{GroupID: legacy, At: at, By: "u_one"}
-	if got := closingsOf(t, s, legacy); len(got) != 1 || got[0] != want {
-		t.Fatalf("the old row is listed as %+v; want %+v", got, want)
-	}
-	if err := s.End(ctx, want); err != nil {
-		t.Fatal(err)
-	}
-	if got := append(closingsOf(t, s, group), closingsOf(t, s, legacy)...); len(got) != 0 {
+	if got := closingsOf(t, s, group); len(got) != 0 {
 		t.Fatalf("entries left after every end: %+v", got)
 	}
 }

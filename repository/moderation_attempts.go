@@ -1,29 +1,32 @@
 package repository
 
 import (
-	"context"
 	"time"
 
 	"shelf/domain/moderation"
 )
 
 // ModerationAttempts keeps the index of suspensions and unsuspensions in
-// progress (moderation_attempts, migration 023; docs/design.md#suspension),
-// laid out as the index of account deletions: one partition per UTC day an
-// attempt began, one row per attempt, read from a start that only moves
-// forward (walkDays).
+// progress (moderation_attempts, migration 023; docs/design.md#suspension):
+// an attemptIndex laid out as the index of account deletions, one row per
+// attempt (the day, the user, the attempt's tag).
 type ModerationAttempts struct {
-	db *DB
-	// horizon: the start never comes closer to now than this, so an entry
-	// whose write lands that late is still read.
-	horizon time.Duration
+	attemptIndex[moderation.Attempt, moderationAttemptRow, *moderationAttemptRow]
 }
 
 var _ moderation.AttemptIndex = (*ModerationAttempts)(nil)
 
 // NewModerationAttempts returns the store.
 func NewModerationAttempts(db *DB) *ModerationAttempts {
-	return &ModerationAttempts{db: db, horizon: 24 * time.Hour}
+	return &ModerationAttempts{attemptIndex[moderation.Attempt, moderationAttemptRow, *moderationAttemptRow]{
+		db: db, horizon: 24 * time.Hour, queue: moderationQueue, name: "moderation_attempts",
+		insert: moderationAttemptInsertCQL, remove: moderationAttemptDeleteCQL, day: moderationAttemptDayCQL,
+		key:    func(a moderation.Attempt) attemptKey { return attemptKey{at: a.At, subject: a.UserID, attempt: a.Tag} },
+		values: func(a moderation.Attempt) []any { return []any{a.Action} },
+		entry: func(r moderationAttemptRow) moderation.Attempt {
+			return moderation.Attempt{UserID: r.UserID, Tag: r.Attempt, At: r.StartedAt.UTC(), Action: r.Action}
+		},
+	}}
 }
 
 // moderationQueue names the index's start in queue_progress.
@@ -46,31 +49,4 @@ type moderationAttemptRow struct {
 // columns are moderationAttemptDayCQL's.
 func (r *moderationAttemptRow) columns() []any {
 	return []any{&r.UserID, &r.Attempt, &r.StartedAt, &r.Action}
-}
-
-// Begin writes the attempt's entry at its start time (µs).
-func (s *ModerationAttempts) Begin(ctx context.Context, a moderation.Attempt) error {
-	return s.db.write(ctx, "moderation_attempts.insert", moderationAttemptInsertCQL, deletionDay(a.At), a.UserID, a.Tag, a.At, a.Action, a.At.UnixMicro())
-}
-
-// End deletes the attempt's entry one microsecond after its writes.
-func (s *ModerationAttempts) End(ctx context.Context, a moderation.Attempt) error {
-	return s.db.write(ctx, "moderation_attempts.delete", moderationAttemptDeleteCQL, a.At.UnixMicro()+1, deletionDay(a.At), a.UserID, a.Tag)
-}
-
-// InProgress reads the days from the start up to today, one partition
-// each, and calls fn with every entry.
-func (s *ModerationAttempts) InProgress(ctx context.Context, fn func(moderation.Attempt) error) error {
-	return walkDays(ctx, s.db, moderationQueue, s.horizon, func(day string) (int, error) {
-		rows, err := selectRows[moderationAttemptRow](s.db.query(ctx, 0, moderationAttemptDayCQL, day))
-		if err != nil {
-			return 0, dbErr("moderation_attempts.day", err)
-		}
-		for _, r := range rows {
-			if err := fn(moderation.Attempt{UserID: r.UserID, Tag: r.Attempt, At: r.StartedAt.UTC(), Action: r.Action}); err != nil {
-				return 0, err
-			}
-		}
-		return len(rows), nil
-	})
 }

@@ -125,8 +125,6 @@ var rowSelects = []struct {
 	{string(deletionSelectCQL), &deletionRow{}},
 	{string(deletionDayCQL), &deletionRow{}},
 	{string(closingDayCQL), &closingRow{}},
-	{string(legacyDeletionDayCQL), &legacyDeletionRow{}},
-	{string(legacyClosingDayCQL), &legacyClosingRow{}},
 	{string(gmGroupsCQL), &memberOfRow{}},
 	{string(gmGroupsAfter), &memberOfRow{}},
 	{string(auditLookupsCQL), &lookupRow{}},

@@ -38,10 +38,6 @@ type AuditLog interface {
 	Since(ctx context.Context) (time.Time, error)
 }
 
-// SetAudit wires the audit log. Without it (tests of other protocols)
-// the entries stay in the account rows, written nowhere else.
-func (a *Service) SetAudit(l AuditLog) { a.audit = l }
-
 // noAudit is the audit of a service built without one.
 type noAudit struct{}
 

@@ -10,8 +10,9 @@ import (
 
 // Deleting an account (DELETE /v1/users/{id}, docs/design.md#deletion):
 // the accounts' steps of it. The workflow, its index and its repair are
-// domain/lifecycle's (DeleteUser): BeginDeletion, then the other
-// services' steps, then MarkDeleted, ReleaseNames and EndSessions.
+// domain/lifecycle's (DeleteUser): the rounds of a Deletion's
+// compare-and-set, then the other services' steps, then MarkDeleted,
+// ReleaseNames and EndSessions.
 //
 // A compare-and-set on the account's version moves it to status deleting,
 // recording when and by whom (domain.Deletion): from then on the account
@@ -50,104 +51,117 @@ func (e DeletionEntry) Of(d domain.Deletion) bool {
 	return e.Attempt == d.Attempt && e.At.Equal(d.At)
 }
 
-// A DeletionGate is what a deletion's compare-and-set waits on, given by
-// the workflow that deletes accounts (domain/lifecycle): its refusals,
-// decided again on every attempt, and the index of deletions in progress,
-// where the attempt is recorded before its compare-and-set.
-type DeletionGate interface {
-	// Check refuses the deletion of the account (an error), lets it
-	// begin (done), or asks to decide again (not done, no error).
-	Check(ctx context.Context, userID string) (done bool, err error)
-	// Begin records an attempt in the index; writing it again is harmless.
-	Begin(ctx context.Context, e DeletionEntry) error
-	// End deletes this attempt's entry, never another's.
-	End(ctx context.Context, e DeletionEntry) error
-	// AfterStep is the test hook of the step "entry" (the attempt is
-	// recorded, its compare-and-set not sent); nil in production.
-	AfterStep(step string) error
+// A Deletion is one request to delete an account, as the accounts decide
+// its compare-and-set. The workflow that deletes accounts
+// (domain/lifecycle) runs its rounds and decides between the steps: each
+// round Reads the account, then (after the workflow's own refusals)
+// Stages the compare-and-set, whose index entry the workflow records,
+// then Applies it. A round that lost to another change starts over with
+// Read.
+type Deletion struct {
+	a     *Service
+	p     domain.Principal
+	id    string
+	proof Proof
+	// proven is the epoch whose password the owner proved (once: each
+	// check is counted).
+	proven int
+	// before is the account as the round read it; next its
+	// compare-and-set, audited the admin's entries it carries (Stage).
+	before, next domain.User
+	audited      []domain.AuditEntry
 }
 
-// BeginDeletion moves the account to deleting (or finds it deleting or
-// deleted) and returns it as it then stands, for the user or an active
-// admin; the caller carries out the rest. The gate's check
-// comes first, before anything is written; the index entry before the
-// compare-and-set. An admin's deletion of another's account carries its
-// audit entry in the row, written once the compare-and-set applied (and
-// by MarkDeleted, from the row, whatever happened in between). The user
-// proves the current password, an admin may not delete another admin
-// (mayTakeOver), before anything else. Finishing a deletion already under
-// way asks for nothing: it was allowed when it began, and the password
-// is gone once the account is deleted.
-func (a *Service) BeginDeletion(ctx context.Context, p domain.Principal, id string, proof Proof, gate DeletionGate) (domain.User, error) {
+// AskDeletion begins p's request to delete account id, which only the
+// user or an active admin may make; the account, once Read, decides the
+// rest.
+func (a *Service) AskDeletion(ctx context.Context, p domain.Principal, id string, proof Proof) (*Deletion, error) {
 	if err := a.mayDelete(ctx, p, id); err != nil {
-		return domain.User{}, err
+		return nil, err
 	}
-	by := p.UserID
-	var out domain.User
-	proven := -1 // the epoch whose password the owner proved (once: each check is counted)
-	err := domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
-		u, err := a.users.GetSerial(ctx, id)
-		if errors.Is(err, domain.ErrNotFound) || (err == nil && u.Status == domain.StatusPending) {
-			return false, domain.ErrUserNotFound
+	return &Deletion{a: a, p: p, id: id, proof: proof, proven: -1}, nil
+}
+
+// Read reads the account at SERIAL. Begun: it is deleting or deleted
+// already, and u is as it stands (there is nothing to write): finishing a
+// deletion under way asks for nothing, as it was allowed when it began
+// and the password is gone once the account is deleted. Otherwise the
+// caller may take it over, decided on this version before anything is
+// written (mayTakeOver): the user proves the current password (once per
+// password), and an admin may not delete another admin.
+func (d *Deletion) Read(ctx context.Context) (u domain.User, begun bool, err error) {
+	u, err = d.a.users.GetSerial(ctx, d.id)
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && u.Status == domain.StatusPending) {
+		return domain.User{}, false, domain.ErrUserNotFound
+	}
+	if err != nil {
+		return domain.User{}, false, err
+	}
+	if u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted {
+		return u, true, nil
+	}
+	if !(d.p.UserID == d.id && d.proven == u.PasswordEpoch) {
+		if err := d.a.mayTakeOver(ctx, d.p, u, d.proof); err != nil {
+			return domain.User{}, false, err
 		}
-		if err != nil {
-			return false, err
+		d.proven = u.PasswordEpoch
+	}
+	d.before = u
+	return u, false, nil
+}
+
+// Stage makes the round's compare-and-set on the account Read found: the
+// status deleting, recording when, by whom and the attempt's tag
+// (domain.Deletion). The suspension stays in the row until MarkDeleted:
+// it is what the deletion's suspension step erases by key (and records
+// in the history). An admin's deletion of another's account carries its
+// audit entry in the row (the entries the row carried before are written
+// first), written once the compare-and-set applied (and by MarkDeleted,
+// from the row, whatever happened in between). It returns the attempt's
+// index entry, to be recorded before Apply.
+func (d *Deletion) Stage(ctx context.Context) (DeletionEntry, error) {
+	u, now, by := d.before, d.a.now(), d.p.UserID
+	next := u
+	next.Status = domain.StatusDeleting
+	next.Deletion = &domain.Deletion{At: now, By: by, Attempt: domain.NewAttempt()}
+	next.Version, next.UpdatedAt = u.Version+1, now
+	var audited []domain.AuditEntry
+	if by != d.id {
+		e := adminEntry(d.p, u, domain.AuditDeleted)
+		e.At = now
+		audited = []domain.AuditEntry{e}
+		if err := domain.CarryAdminChange(ctx, d.a.audit, &next, audited); err != nil {
+			return DeletionEntry{}, err
 		}
-		if u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted {
-			out = u
-			return true, nil
-		}
-		if !(p.UserID == id && proven == u.PasswordEpoch) {
-			if err := a.mayTakeOver(ctx, p, u, proof); err != nil {
-				return false, err
-			}
-			proven = u.PasswordEpoch
-		}
-		if done, err := gate.Check(ctx, id); !done || err != nil {
-			return false, err
-		}
-		now := a.now()
-		next := u
-		// The suspension stays in the row until MarkDeleted: it is what
-		// the deletion's suspension step (domain/lifecycle) erases by key
-		// (and records in the history).
-		next.Status = domain.StatusDeleting
-		next.Deletion = &domain.Deletion{At: now, By: by, Attempt: domain.NewAttempt()}
-		next.Version, next.UpdatedAt = u.Version+1, now
-		var audited []domain.AuditEntry
-		if by != id {
-			e := adminEntry(p, u, domain.AuditDeleted)
-			e.At = now
-			audited = []domain.AuditEntry{e}
-			if err := domain.CarryAdminChange(ctx, a.audit, &next, audited); err != nil {
-				return false, err
-			}
-		}
-		entry := entryOf(next, u)
-		if err := gate.Begin(ctx, entry); err != nil {
-			// This attempt sends no compare-and-set: its entry, if the
-			// write landed, is ended now (else the repair's).
-			return false, errors.Join(err, gate.End(ctx, entry))
-		}
-		if err := gate.AfterStep("entry"); err != nil {
-			return false, err
-		}
-		applied, err := a.users.Update(ctx, next)
-		switch {
-		case err != nil:
-			// Unknown: the account may be deleting now or later; the entry
-			// stays for the retry or the repair.
-			return false, err
-		case !applied:
-			// Another change won: this attempt never began a deletion.
-			// Its entry is its own, so ending it leaves the winner's.
-			return false, gate.End(ctx, entry)
-		}
-		a.recordApplied(ctx, audited)
-		out = next
-		return true, nil
-	})
-	return out, err
+	}
+	d.next, d.audited = next, audited
+	return entryOf(next, u), nil
+}
+
+// Apply sends the compare-and-set Stage made. Not applied: another
+// change won, and this attempt never began a deletion. An error: the
+// outcome is unknown (the account may be deleting now or later).
+func (d *Deletion) Apply(ctx context.Context) (_ domain.User, applied bool, _ error) {
+	applied, err := d.a.users.Update(ctx, d.next)
+	if err != nil || !applied {
+		return domain.User{}, false, err
+	}
+	d.a.recordApplied(ctx, d.audited)
+	return d.next, true, nil
+}
+
+// Account reads account id as it stands (ErrNotFound when there is
+// none), for the workflows: a deletion hands a group on to a member whose
+// account is active.
+func (a *Service) Account(ctx context.Context, id string) (domain.User, error) {
+	return a.users.Get(ctx, id)
+}
+
+// AccountSerial reads account id at SERIAL (the latest committed state,
+// finishing any transaction in flight): a repair decides on it whether
+// a deletion took effect.
+func (a *Service) AccountSerial(ctx context.Context, id string) (domain.User, error) {
+	return a.users.GetSerial(ctx, id)
 }
 
 // mayDelete answers whether p may ask for the deletion of account id at

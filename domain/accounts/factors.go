@@ -125,11 +125,6 @@ type TOTP interface {
 	Step(sealed, userID, code string, now time.Time) (step int64, ok bool, err error)
 }
 
-// SetFactors turns second factors on.
-func (a *Service) SetFactors(store FactorStore, totp TOTP) {
-	a.factors, a.totp = store, totp
-}
-
 const (
 	// enrolmentTTL is how long an enrolment waits for its first code.
 	enrolmentTTL = 10 * time.Minute

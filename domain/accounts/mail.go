@@ -23,8 +23,10 @@ type Mailer interface {
 	Send(ctx context.Context, m Message) error
 }
 
-// Mail is what the accounts need to mail tokens: off (the zero value) no
-// mail is sent and the token routes answer 503.
+// Mail is what the accounts need to mail tokens (Config.Mail):
+// verification after signup and email changes, and the verification and
+// reset routes. Off (the zero value) no mail is sent and the token routes
+// answer 503.
 type Mail struct {
 	Tokens TokenStore
 	Mailer Mailer
@@ -49,10 +51,6 @@ type Mail struct {
 
 // mailWindow is the span Mail.PerAddress counts in.
 const mailWindow = time.Hour
-
-// SetMail turns mail on: verification after signup and email changes,
-// and the verification and reset routes.
-func (a *Service) SetMail(m Mail) { a.mail = m }
 
 // mailOn reports whether mail is set up.
 func (a *Service) mailOn() bool { return a.mail.Tokens != nil && a.mail.Mailer != nil }

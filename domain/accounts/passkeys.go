@@ -40,9 +40,6 @@ type Passkeys interface {
 	Verify(userID string, challenge []byte, factors []Factor, answer []byte) (factorID string, count int64, err error)
 }
 
-// SetPasskeys turns passkeys on (beside SetFactors).
-func (a *Service) SetPasskeys(p Passkeys) { a.passkeys = p }
-
 // ErrPasskeyRefused answers a passkey's answer that does not check out:
 // not one of the account's passkeys, signed over another challenge or
 // origin, or a counter gone back.

@@ -68,7 +68,7 @@ type BreachedPasswords interface {
 }
 
 // PasswordChecks are the checks of a new password beyond its length and
-// the identifiers (SetPasswordChecks).
+// the identifiers (Config.Passwords).
 type PasswordChecks struct {
 	// Guesser refuses guessable passwords; nil checks nothing more.
 	Guesser PasswordGuesser
@@ -81,9 +81,6 @@ type PasswordChecks struct {
 	// is logged.
 	BreachFailClosed bool
 }
-
-// SetPasswordChecks sets the checks of new passwords (before serving).
-func (a *Service) SetPasswordChecks(c PasswordChecks) { a.passwords = c }
 
 // minPasswordGuesses is the fewest guesses a new password may take: zxcvbn's
 // score 2 ("protection from unthrottled online attacks"). It lets a random

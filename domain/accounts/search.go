@@ -25,10 +25,6 @@ type UserSearch interface {
 	People(ctx context.Context, prefix string, after int64, n int) ([]domain.FoundProfile, error)
 }
 
-// SetSearch gives the service its search; without one, a search answers
-// that it cannot (tests and tools that never search).
-func (a *Service) SetSearch(s UserSearch) { a.search = s }
-
 // searchRefills bounds the reads of one page past the first, when the
 // index returned rows the search does not show: then the page is shorter
 // and its cursor goes on after the last row read.

@@ -46,8 +46,7 @@ func (x *indexOf) People(_ context.Context, prefix string, after int64, n int) (
 
 // searcher is a service whose caller is an active admin, over index.
 func searcher(index *indexOf) (*Service, domain.Principal) {
-	a := New(Config{}, nil, nil, nil, nil, nil)
-	a.SetSearch(index)
+	a := New(Config{Search: index}, nil, nil, nil, nil, nil)
 	admin := domain.Access{ID: "u_admin", Roles: []string{domain.RoleAdmin}, Status: domain.StatusActive}
 	return a, domain.Principal{UserID: admin.ID, Account: &admin}
 }

@@ -98,6 +98,31 @@ type Config struct {
 	// signup or rename that holds the username waits for an email that
 	// a claimant in flight holds pending.
 	ClaimYield *domain.Yield
+
+	// What the service works with besides its stores, each given here,
+	// once; the zero value of each leaves its feature off (tests of other
+	// protocols, tools).
+
+	// Mail mails tokens: verification, resets, notices (off: no mail,
+	// and the token routes answer 503).
+	Mail Mail
+	// Passwords are the checks of new passwords beyond their length and
+	// the identifiers.
+	Passwords PasswordChecks
+	// Audit keeps the audit of admin actions (nil: the entries stay in
+	// the account rows, written nowhere else).
+	Audit AuditLog
+	// Throttle limits password guesses and, with its store, mail to one
+	// address (Mail.PerAddress).
+	Throttle Throttle
+	// Search finds accounts by part of a name (nil: a search answers that
+	// it cannot).
+	Search UserSearch
+	// Factors and TOTP are the second factors (nil: off); Passkeys are
+	// WebAuthn's, beside them (nil: off).
+	Factors  FactorStore
+	TOTP     TOTP
+	Passkeys Passkeys
 }
 
 // Hooks let tests stop an operation between its steps, as a crash would:
@@ -133,22 +158,17 @@ type Service struct {
 	log      domain.Logger
 	// seen records sightings of sessions off the requests' path.
 	seen *sightings
-	// mail mails tokens (SetMail); mailJobs bounds the jobs running.
-	mail     Mail
-	mailJobs chan struct{}
-	// passwords are the checks of new passwords (SetPasswordChecks).
+	// mail, passwords, audit, throttle, search, factors, totp and
+	// passkeys are Config's; mailJobs bounds the mail jobs running.
+	mail      Mail
+	mailJobs  chan struct{}
 	passwords PasswordChecks
-	// audit keeps the audit of admin actions (SetAudit).
-	audit AuditLog
-	// throttle limits password guesses and mail (SetThrottle).
-	throttle Throttle
-	// search finds accounts by part of a name (SetSearch).
-	search UserSearch
-	// factors and totp are the second factors (SetFactors; nil: off).
-	factors FactorStore
-	totp    TOTP
-	// passkeys are WebAuthn's (SetPasskeys; nil: off).
-	passkeys Passkeys
+	audit     AuditLog
+	throttle  Throttle
+	search    UserSearch
+	factors   FactorStore
+	totp      TOTP
+	passkeys  Passkeys
 	// Hooks are nil in production.
 	Hooks Hooks
 }
@@ -162,8 +182,14 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 	if cfg.ClaimYield != nil {
 		claimer.SetYield(*cfg.ClaimYield)
 	}
+	audit := cfg.Audit
+	if audit == nil {
+		audit = noAudit{}
+	}
 	return &Service{cfg: cfg, claimer: claimer, users: users, sessions: sessions, hasher: hasher, log: log,
-		seen: newSightings(), mailJobs: make(chan struct{}, maxMailJobs), audit: noAudit{}}
+		seen: newSightings(), mailJobs: make(chan struct{}, maxMailJobs),
+		mail: cfg.Mail, passwords: cfg.Passwords, audit: audit, throttle: cfg.Throttle, search: cfg.Search,
+		factors: cfg.Factors, totp: cfg.TOTP, passkeys: cfg.Passkeys}
 }
 
 // holders tells the claimer whether the account behind a committed claim

@@ -86,7 +86,9 @@ type AttemptStore interface {
 
 // Throttle is what limits password guesses: per login (a username, an
 // email, or an account's current password) and client address, and per
-// login from every address. A limit of 0 turns its tier off.
+// login from every address (Config.Throttle; with a store, it also keeps
+// the per-address limit of mail, Mail.PerAddress). A limit of 0 turns its
+// tier off.
 type Throttle struct {
 	Store AttemptStore
 	// PerAddress is how many failed attempts one client address (IPv6:
@@ -98,10 +100,6 @@ type Throttle struct {
 	// Window is how long a failed attempt counts.
 	Window time.Duration
 }
-
-// SetThrottle turns the throttle of password guesses on, and with a
-// store, the per-address limit of mail (Mail.PerAddress).
-func (a *Service) SetThrottle(t Throttle) { a.throttle = t }
 
 const (
 	// inFlightFor is how long a try that was never settled counts: an

@@ -14,7 +14,7 @@ import (
 )
 
 // Deleting an account (DELETE /v1/users/{id}, docs/design.md#deletion).
-// The request: accounts.BeginDeletion moves the account to deleting once
+// The request: beginDeletion moves the account to deleting once
 // no group would be left without a manager (checkGroups), its attempt
 // recorded in the index first; the job's row is written and the request
 // answers with it (202). The job (jobs.go, on any process): each step,
@@ -37,10 +37,10 @@ func errLastManager(fields []domain.FieldError) error {
 // sessions are ended by the job, last, so the user's repeat whose answer
 // was lost still authenticates until then (see Authenticate) and finds
 // the job. The user proves the current password; an admin gives none,
-// and may not delete another admin (accounts.BeginDeletion). The request
+// and may not delete another admin (accounts.AskDeletion). The request
 // reads and writes a bounded number of rows, whatever the account holds.
 func (s *Service) DeleteUser(ctx context.Context, p domain.Principal, id string, proof accounts.Proof) (jobs.Job, error) {
-	u, err := s.accounts.BeginDeletion(ctx, p, id, proof, deletionGate{s})
+	u, err := s.beginDeletion(ctx, p, id, proof)
 	if err != nil {
 		return jobs.Job{}, err
 	}
@@ -59,20 +59,65 @@ func (s *Service) DeleteUser(ctx context.Context, p domain.Principal, id string,
 	return s.recordJob(ctx, deletionJob(u))
 }
 
-// deletionGate is what accounts.BeginDeletion waits on: the groups'
-// check and the index of deletions.
-type deletionGate struct{ s *Service }
+// maxDeletionRounds bounds the rounds of a deletion's compare-and-set
+// that lost a race with another change of the account.
+const maxDeletionRounds = 8
 
-func (g deletionGate) Check(ctx context.Context, id string) (bool, error) {
-	return g.s.checkGroups(ctx, id)
+// beginDeletion moves the account to deleting (or finds it deleting or
+// deleted) and returns it as it then stands. Each round: the account
+// read at SERIAL (accounts.Deletion.Read), the groups' check
+// (checkGroups: before anything is written, decided again every round),
+// the compare-and-set staged, this attempt's entry in the index of
+// deletions, then the compare-and-set. The entry is written before the
+// compare-and-set so the repair finds every deletion that may have
+// begun; every attempt's entry is its own, so an attempt that lost ends
+// only its own and leaves the winner's.
+func (s *Service) beginDeletion(ctx context.Context, p domain.Principal, id string, proof accounts.Proof) (domain.User, error) {
+	d, err := s.accounts.AskDeletion(ctx, p, id, proof)
+	if err != nil {
+		return domain.User{}, err
+	}
+	var out domain.User
+	err = domain.Retry(ctx, maxDeletionRounds, domain.ErrBusy, func(int) (bool, error) {
+		u, begun, err := d.Read(ctx)
+		if err != nil {
+			return false, err
+		}
+		if begun {
+			out = u
+			return true, nil
+		}
+		if done, err := s.checkGroups(ctx, id); !done || err != nil {
+			return false, err
+		}
+		entry, err := d.Stage(ctx)
+		if err != nil {
+			return false, err
+		}
+		if err := s.st.Deletions.Begin(ctx, entry); err != nil {
+			// This attempt sends no compare-and-set: its entry, if the
+			// write landed, is ended now (else the repair's).
+			return false, errors.Join(err, s.st.Deletions.End(ctx, entry))
+		}
+		if err := s.deletionStep("entry"); err != nil {
+			return false, err
+		}
+		next, applied, err := d.Apply(ctx)
+		switch {
+		case err != nil:
+			// Unknown: the account may be deleting now or later; the entry
+			// stays for the retry or the repair.
+			return false, err
+		case !applied:
+			// Another change won: this attempt never began a deletion.
+			// Its entry is its own, so ending it leaves the winner's.
+			return false, s.st.Deletions.End(ctx, entry)
+		}
+		out = next
+		return true, nil
+	})
+	return out, err
 }
-func (g deletionGate) Begin(ctx context.Context, e accounts.DeletionEntry) error {
-	return g.s.st.Deletions.Begin(ctx, e)
-}
-func (g deletionGate) End(ctx context.Context, e accounts.DeletionEntry) error {
-	return g.s.st.Deletions.End(ctx, e)
-}
-func (g deletionGate) AfterStep(step string) error { return g.s.deletionStep(step) }
 
 // checkGroups refuses (409 last_manager) while the user is the last
 // manager of a group with other members (promote one first); a group the
@@ -155,7 +200,7 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 		name string
 		run  func() error
 	}{
-		{"suspension", func() error { return s.eraseSuspension(ctx, u) }},
+		{"suspension", func() error { return s.moderation.EraseDeleted(ctx, u) }},
 		{"groups", func() error { return s.leaveGroups(ctx, id) }},
 		{"items", func() error { return s.leaveItems(ctx, self, p) }},
 		{"library", func() error { return s.library.Purge(ctx, id) }},
@@ -227,46 +272,6 @@ func (s *Service) releaseNames(ctx context.Context, u domain.User, entry account
 		return entry, true, err
 	}
 	return entry, true, nil
-}
-
-// eraseSuspension ends what a suspension leaves in moderation's records.
-// The suspension the deletion ended is still in the deleting row: its
-// history entry is written (a deletion is no lift, whose entries would
-// carry it; S5), and its records are erased by their keys at the
-// account's version, found or not: a suspension racing the deletion
-// writes them at its own, older version, so they are shadowed wherever
-// they land. The last lift's entries are written again (a lift stopped
-// after its compare-and-set may have left them). Then whatever the
-// reverse lookup still names (an older suspension's leftovers, or the
-// suspension of a row deleted before it kept it) goes the same way.
-func (s *Service) eraseSuspension(ctx context.Context, u domain.User) error {
-	if sus := u.Suspension; sus != nil {
-		if err := s.endSuspension(ctx, *sus, u.Version); err != nil {
-			return err
-		}
-	}
-	if l := u.LastLift; l != nil {
-		if err := s.st.Suspensions.RecordLift(ctx, *l, u.Version); err != nil {
-			return err
-		}
-	}
-	sus, err := s.st.Suspensions.Lookup(ctx, u.ID)
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	}
-	return s.endSuspension(ctx, sus, u.Version)
-}
-
-// endSuspension writes the history entry of a suspension the deletion
-// ended, then erases its records.
-func (s *Service) endSuspension(ctx context.Context, sus domain.Suspension, version int) error {
-	if err := s.st.Suspensions.RecordSuspended(ctx, sus, version); err != nil {
-		return err
-	}
-	return s.st.Suspensions.Erase(ctx, sus, version)
 }
 
 // leaveItems deletes the items the user owns (made them and manages them,

@@ -142,7 +142,7 @@ func (s *Service) otherMembers(ctx context.Context, groupID, userID string) ([]s
 func (s *Service) handOver(ctx context.Context, groupID, id string, others []string) error {
 	suspended := ""
 	for _, o := range others {
-		u, err := s.st.Users.Get(ctx, o)
+		u, err := s.accounts.Account(ctx, o)
 		switch {
 		case err != nil || !u.Visible():
 		case u.Status == domain.StatusActive:

@@ -68,7 +68,7 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 	var errs []error
 	err := s.st.Deletions.InProgress(ctx, func(d accounts.DeletionEntry) error {
 		r.found(d.At)
-		u, err := s.st.Users.GetSerial(ctx, d.UserID)
+		u, err := s.accounts.AccountSerial(ctx, d.UserID)
 		begun := "deletion of " + d.UserID + " begun at " + d.At.Format(time.RFC3339)
 		switch {
 		case err != nil && !errors.Is(err, domain.ErrNotFound):

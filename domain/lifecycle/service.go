@@ -1,9 +1,9 @@
 // Package lifecycle is the workflows that span services: deleting an
 // account (and repairing deletions a crash stopped) and closing a group
 // (and repairing closings). It sits on a floor above the services it
-// calls (domain/accounts, domain/groups, domain/library): each of those
-// exports the steps of its own records, and this package puts them in
-// order, keeps the indexes of the operations in progress, and tells their
+// calls (domain/accounts, domain/moderation, domain/groups,
+// domain/library): each of those exports the steps of its own records,
+// and this package puts them in order, keeps the indexes of the operations in progress, and tells their
 // refusals apart with errors.Is (groups.ErrLastManager,
 // library.ErrLastManager). No service imports this package, so no
 // service needs another after it was built (architecture_test.go checks
@@ -21,6 +21,7 @@ import (
 	"shelf/domain/groups"
 	"shelf/domain/jobs"
 	"shelf/domain/library"
+	"shelf/domain/moderation"
 )
 
 // DeletionStore keeps the index of deletions in progress, one entry per
@@ -48,36 +49,15 @@ type ClosingStore interface {
 	InProgress(ctx context.Context, fn func(groups.ClosingEntry) error) error
 }
 
-// SuspensionRecords erases a suspension's derived records (the list row,
-// the reverse lookup, the expiry entry), at the account's version, and
-// writes the history entries a deletion must not lose (moderation's
-// tables, written as moderation writes them).
-type SuspensionRecords interface {
-	Lookup(ctx context.Context, userID string) (domain.Suspension, error)
-	Erase(ctx context.Context, s domain.Suspension, version int) error
-	// RecordSuspended writes the suspension's history entry.
-	RecordSuspended(ctx context.Context, s domain.Suspension, version int) error
-	// RecordLift writes the history entries of a lift.
-	RecordLift(ctx context.Context, l domain.Lift, version int) error
-}
-
-// Users reads account rows: a deletion hands a group to a member whose
-// account is active, and a repair decides on the row at SERIAL.
-type Users interface {
-	Get(ctx context.Context, id string) (domain.User, error)
-	GetSerial(ctx context.Context, id string) (domain.User, error)
-}
-
-// Stores are the records the workflows keep or read themselves.
+// Stores are the workflows' own records: every other record they reach
+// through the service that keeps it.
 type Stores struct {
 	// Jobs are the jobs' rows (domain/jobs); Queue the jobs in progress
 	// no operation's index finds (rebuilds; nil: none).
-	Jobs        jobs.Store
-	Queue       jobs.Queue
-	Deletions   DeletionStore
-	Closings    ClosingStore
-	Suspensions SuspensionRecords
-	Users       Users
+	Jobs      jobs.Store
+	Queue     jobs.Queue
+	Deletions DeletionStore
+	Closings  ClosingStore
 }
 
 // Config holds the workflows' tunables.
@@ -117,11 +97,12 @@ type Hooks struct {
 
 // Service is deleting accounts and closing groups.
 type Service struct {
-	cfg      Config
-	accounts *accounts.Service
-	groups   *groups.Service
-	library  *library.Service
-	st       Stores
+	cfg        Config
+	accounts   *accounts.Service
+	moderation *moderation.Service
+	groups     *groups.Service
+	library    *library.Service
+	st         Stores
 	// wake tells the worker a job began (Wake).
 	wake chan struct{}
 	// Hooks are nil in production.
@@ -129,7 +110,7 @@ type Service struct {
 }
 
 // New builds the workflows on the services whose steps they call.
-func New(cfg Config, acc *accounts.Service, grp *groups.Service, lib *library.Service, st Stores) *Service {
+func New(cfg Config, acc *accounts.Service, mod *moderation.Service, grp *groups.Service, lib *library.Service, st Stores) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -142,7 +123,7 @@ func New(cfg Config, acc *accounts.Service, grp *groups.Service, lib *library.Se
 	if st.Queue == nil {
 		st.Queue = noQueue{}
 	}
-	return &Service{cfg: cfg, accounts: acc, groups: grp, library: lib, st: st, wake: make(chan struct{}, 1)}
+	return &Service{cfg: cfg, accounts: acc, moderation: mod, groups: grp, library: lib, st: st, wake: make(chan struct{}, 1)}
 }
 
 // workerName names this process's worker: the host, the process id and

@@ -60,6 +60,13 @@ type Config struct {
 	// Attempts is the index of suspensions and unsuspensions in progress
 	// (nil: none kept, as in tests of other things).
 	Attempts AttemptIndex
+	// Audit is the audit of admin actions on accounts, where a suspension
+	// or an unsuspension by an admin is recorded (written the way the
+	// accounts write theirs: domain.CarryAdminChange); Log reports an
+	// audit write that failed after its change applied. Without an audit
+	// (tests of other protocols) the entries stay in the account rows.
+	Audit domain.AuditRecorder
+	Log   domain.Logger
 }
 
 // Hooks let tests stop an operation after a step, as a crash
@@ -105,11 +112,9 @@ type Service struct {
 	users       Users
 	sessions    Sessions
 	suspensions Store
-	// audit keeps the audit of admin actions on accounts (SetAudit).
+	// audit and log are Config's.
 	audit domain.AuditRecorder
-	// log reports an audit write that failed after its change applied
-	// (SetAudit).
-	log domain.Logger
+	log   domain.Logger
 	// Hooks are nil in production.
 	Hooks Hooks
 }
@@ -122,15 +127,11 @@ func New(cfg Config, admins Admins, users Users, sessions Sessions, suspensions 
 	if cfg.Attempts == nil {
 		cfg.Attempts = noAttempts{}
 	}
-	return &Service{cfg: cfg, admins: admins, users: users, sessions: sessions, suspensions: suspensions, audit: noAudit{}}
-}
-
-// SetAudit wires the audit of admin actions on accounts, where a
-// suspension or an unsuspension by an admin is recorded (written the way
-// the accounts write theirs: domain.CarryAdminChange). Without it (tests
-// of other protocols) the entries stay in the account rows.
-func (m *Service) SetAudit(audit domain.AuditRecorder, log domain.Logger) {
-	m.audit, m.log = audit, log
+	audit := cfg.Audit
+	if audit == nil {
+		audit = noAudit{}
+	}
+	return &Service{cfg: cfg, admins: admins, users: users, sessions: sessions, suspensions: suspensions, audit: audit, log: cfg.Log}
 }
 
 // recordApplied writes the audit entries of an applied action.
@@ -146,9 +147,6 @@ func (noAudit) Record(context.Context, []domain.AuditEntry) error { return nil }
 // maxAttempts bounds the rounds of a change that keeps losing the account's
 // compare-and-set to other changes of the same account.
 const maxAttempts = 8
-
-// SetClock replaces the clock (tests spread suspensions over buckets).
-func (m *Service) SetClock(now func() time.Time) { m.cfg.Now = now }
 
 var (
 	errAlreadySuspended = &domain.Error{Kind: domain.ErrConflict, Code: "already_suspended", Message: "The user is already suspended."}

@@ -3,8 +3,11 @@ package app
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -14,63 +17,120 @@ import (
 	"shelf/repository"
 )
 
-const adminUsage = `usage: api admin <command>
+// adminCommand is one operator command: its name, what it takes, what it
+// does, and its flags. bind declares the flags on fs and returns the run,
+// which reads them once they are parsed; args are what the flags left, as
+// many as nargs.
+type adminCommand struct {
+	name, synopsis, help string
+	nargs                int
+	bind                 func(fs *flag.FlagSet) adminRun
+}
 
-commands:
-  grant <username-or-email>        make the account an admin (doing it twice is harmless)
-  revoke <username-or-email>       take the admin role away (likewise)
-  repair-suspensions [--dry-run] [--from <position>]
-                                   make the suspended list, the reverse lookup, the expiry
-                                   entries and the bucket index agree with the accounts;
-                                   --dry-run only reports. Three phases, each reading one
-                                   table in 256 token ranges: accounts (each suspended
-                                   one's records, by key), lookups, then list rows (those
-                                   no account backs). A position names the phase and the
-                                   token reached (lookups:-4611686018427387904; a bare
-                                   token is one of accounts); every tenth is printed, and
-                                   --from resumes a stopped run after it, skipping the
-                                   phases before
-  repair-deletions [--dry-run]     the job worker's pass over the account deletions under
-                                   way, run now (every api serve process runs it on its
-                                   own): found through the index of deletions in progress,
-                                   not by reading every account; a job another worker holds
-                                   is left to it; --dry-run only reports
-  repair-closings [--dry-run]      the same for the group closings under way
-  index-users [--dry-run]          write the search grams of every account that lacks them
-                                   (accounts from before migration 019, which a moderator's
-                                   search does not find until then), reading the accounts
-                                   in 256 token ranges; --dry-run only counts`
+// adminRun is a command's work on the wired app, printing to out.
+type adminRun func(ctx context.Context, a *App, args []string, out io.Writer) error
+
+// adminCommands is every operator command, in the order usage lists them.
+var adminCommands = []adminCommand{
+	{name: "grant", synopsis: "<username-or-email>", nargs: 1,
+		help: "make the account an admin (doing it twice is harmless)",
+		bind: func(*flag.FlagSet) adminRun { return setAdmin(true) }},
+	{name: "revoke", synopsis: "<username-or-email>", nargs: 1,
+		help: "take the admin role away (likewise)",
+		bind: func(*flag.FlagSet) adminRun { return setAdmin(false) }},
+	{name: "repair-suspensions", synopsis: "[--dry-run] [--from <position>]",
+		help: `make the suspended list, the reverse lookup, the expiry
+entries and the bucket index agree with the accounts;
+--dry-run only reports. Three phases, each reading one
+table in 256 token ranges: accounts (each suspended
+one's records, by key), lookups, then list rows (those
+no account backs). A position names the phase and the
+token reached (lookups:-4611686018427387904; a bare
+token is one of accounts); every tenth is printed, and
+--from resumes a stopped run after it, skipping the
+phases before`,
+		bind: func(fs *flag.FlagSet) adminRun {
+			var opts moderation.RepairOptions
+			fs.BoolVar(&opts.DryRun, "dry-run", false, "")
+			fs.StringVar(&opts.From, "from", "", "")
+			return func(ctx context.Context, a *App, _ []string, out io.Writer) error {
+				return repairSuspensions(ctx, a, opts, out)
+			}
+		}},
+	{name: "repair-deletions", synopsis: "[--dry-run]",
+		help: `the job worker's pass over the account deletions under
+way, run now (every api serve process runs it on its
+own): found through the index of deletions in progress,
+not by reading every account; a job another worker holds
+is left to it; --dry-run only reports`,
+		bind: dryRun(repairDeletions)},
+	{name: "repair-closings", synopsis: "[--dry-run]",
+		help: "the same for the group closings under way",
+		bind: dryRun(repairClosings)},
+	{name: "index-users", synopsis: "[--dry-run]",
+		help: `write the search grams of every account that lacks them
+(accounts from before migration 019, which a moderator's
+search does not find until then), reading the accounts
+in 256 token ranges; --dry-run only counts`,
+		bind: dryRun(indexUsers)},
+}
+
+// dryRun binds a command whose one flag is --dry-run.
+func dryRun(run func(ctx context.Context, a *App, dryRun bool, out io.Writer) error) func(*flag.FlagSet) adminRun {
+	return func(fs *flag.FlagSet) adminRun {
+		dry := fs.Bool("dry-run", false, "")
+		return func(ctx context.Context, a *App, _ []string, out io.Writer) error { return run(ctx, a, *dry, out) }
+	}
+}
+
+// adminUsage lists the commands of the table.
+func adminUsage() error {
+	var b strings.Builder
+	b.WriteString("usage: api admin <command>\n\ncommands:")
+	const column = 35
+	for _, c := range adminCommands {
+		head := "  " + c.name + " " + c.synopsis
+		lines := strings.Split(c.help, "\n")
+		if len(head) < column-1 {
+			fmt.Fprintf(&b, "\n%-*s%s", column, head, lines[0])
+			lines = lines[1:]
+		} else {
+			b.WriteString("\n" + head)
+		}
+		for _, l := range lines {
+			fmt.Fprintf(&b, "\n%*s%s", column, "", l)
+		}
+	}
+	return errors.New(b.String())
+}
+
+// parseAdmin finds the command args name and parses its flags and
+// arguments; anything it does not know is the usage.
+func parseAdmin(args []string) (string, adminRun, []string, error) {
+	if len(args) == 0 {
+		return "", nil, nil, adminUsage()
+	}
+	i := slices.IndexFunc(adminCommands, func(c adminCommand) bool { return c.name == args[0] })
+	if i < 0 {
+		return "", nil, nil, adminUsage()
+	}
+	c := adminCommands[i]
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	run := c.bind(fs)
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != c.nargs {
+		return "", nil, nil, adminUsage()
+	}
+	return c.name, run, fs.Args(), nil
+}
 
 // Admin runs the operator commands (args without "admin"), printing to
 // out. They use the same SHELF_* settings as serve, so on the machine where
 // `make run` serves they act on its data.
 func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args []string, out io.Writer, options ...Option) error {
-	repair := len(args) >= 1 && args[0] == "repair-suspensions"
-	deletions := len(args) >= 1 && (args[0] == "repair-deletions" || args[0] == "repair-closings" || args[0] == "index-users")
-	var opts moderation.RepairOptions
-	switch {
-	case deletions:
-		for _, arg := range args[1:] {
-			if arg != "--dry-run" {
-				return errors.New(adminUsage)
-			}
-			opts.DryRun = true
-		}
-	case repair:
-		for i := 1; i < len(args); i++ {
-			switch {
-			case args[i] == "--dry-run":
-				opts.DryRun = true
-			case args[i] == "--from" && i+1 < len(args):
-				i++
-				opts.From = args[i]
-			default:
-				return errors.New(adminUsage)
-			}
-		}
-	case len(args) == 2 && (args[0] == "grant" || args[0] == "revoke"):
-	default:
-		return errors.New(adminUsage)
+	_, run, rest, err := parseAdmin(args)
+	if err != nil {
+		return err
 	}
 	session, err := Connect(ctx, cfg, logger, true, nil)
 	if err != nil {
@@ -85,29 +145,23 @@ func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 	if err != nil {
 		return err
 	}
-	if repair {
-		return repairSuspensions(ctx, a, opts, out)
+	return run(ctx, a, rest, out)
+}
+
+// setAdmin grants (or revokes) the admin role of the account args[0] names.
+func setAdmin(grant bool) adminRun {
+	return func(ctx context.Context, a *App, args []string, out io.Writer) error {
+		u, err := a.Accounts.SetAdmin(ctx, args[0], grant)
+		if err != nil {
+			return err
+		}
+		verb := "is now an admin"
+		if !grant {
+			verb = "is no longer an admin"
+		}
+		fmt.Fprintf(out, "%s (%s) %s\n", u.Username, u.ID, verb)
+		return nil
 	}
-	if deletions && args[0] == "index-users" {
-		return indexUsers(ctx, a, opts.DryRun, out)
-	}
-	if deletions && args[0] == "repair-closings" {
-		return repairClosings(ctx, a, opts.DryRun, out)
-	}
-	if deletions {
-		return repairDeletions(ctx, a, opts.DryRun, out)
-	}
-	grant := args[0] == "grant"
-	u, err := a.Accounts.SetAdmin(ctx, args[1], grant)
-	if err != nil {
-		return err
-	}
-	verb := "is now an admin"
-	if !grant {
-		verb = "is no longer an admin"
-	}
-	fmt.Fprintf(out, "%s (%s) %s\n", u.Username, u.ID, verb)
-	return nil
 }
 
 // repairSuspensions runs the cross-check and prints what it found.

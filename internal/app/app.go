@@ -47,6 +47,7 @@ type App struct {
 // was opened with one by Connect); nil gives the app metrics of its own.
 // The server passes no opts (options.go).
 func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *metrics.Metrics, opts ...Option) (*App, error) {
+	w := wiringOf(opts)
 	if m == nil {
 		m = metrics.New()
 	}
@@ -67,21 +68,22 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	log := domainLogger{logger}
 	users, sessions := repository.NewUsers(db), repository.NewSessions(db)
 	// The repository's, unless an Option replaced them (WithStores).
-	stores := wiringOf(opts).stores(db, Stores{Users: users, Groups: repository.NewGroups(db), Claims: repository.NewClaims(db)})
+	stores := w.stores(db, Stores{Users: users, Groups: repository.NewGroups(db), Claims: repository.NewClaims(db)})
 	accountRows, groupRows, claims := stores.Users, stores.Groups, stores.Claims
-	acc := newAccounts(cfg, log, accountRows, sessions, claims, m, now)
-	acc.SetThrottle(accounts.Throttle{Store: repository.NewAttempts(db), PerAddress: cfg.Accounts.ThrottlePerAddress,
-		PerLogin: cfg.Accounts.ThrottlePerLogin, Window: cfg.Accounts.ThrottleWindow})
-	acc.SetSearch(repository.NewUserSearch(db))
-	if err := setMail(acc, cfg.Mail, logger, repository.NewTokens(db)); err != nil {
-		return nil, err
-	}
-	if err := setFactors(acc, cfg, logger, repository.NewFactors(db)); err != nil {
+	// One audit of admin actions on accounts, written by both services
+	// that make them.
+	audit := repository.NewAccountAudit(db)
+	acc, err := newAccounts(cfg, logger, db, accountRows, sessions, claims, audit, m, now)
+	if err != nil {
 		return nil, err
 	}
 	suspensions, libraries := repository.NewSuspensions(db), repository.NewLibraries(db)
-	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: now, Attempts: repository.NewModerationAttempts(db)},
-		acc, users, sessions, suspensions)
+	modNow := now
+	if w.moderationClock != nil {
+		modNow = w.moderationClock(now)
+	}
+	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: modNow, Attempts: repository.NewModerationAttempts(db),
+		Audit: audit, Log: log}, acc, users, sessions, suspensions)
 	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now, TurnWait: groups.DefaultTurnWait},
 		acc, users, claims, groupRows, repository.NewGroupMembers(db), log)
 	lib := library.New(library.Config{
@@ -106,15 +108,9 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
 		Library: libraries, Outbox: repository.NewOutbox(db),
 	}, log)
-	life := lifecycle.New(lifecycle.Config{Now: now, JobLease: cfg.Content.JobLease, JobItemsAtOnce: cfg.Content.JobItemsAtOnce}, acc, grp, lib, lifecycle.Stores{
+	life := lifecycle.New(lifecycle.Config{Now: now, JobLease: cfg.Content.JobLease, JobItemsAtOnce: cfg.Content.JobItemsAtOnce}, acc, mod, grp, lib, lifecycle.Stores{
 		Jobs: repository.NewJobs(db), Queue: repository.NewJobQueue(db), Deletions: repository.NewDeletions(db), Closings: repository.NewClosings(db),
-		Suspensions: suspensions, Users: users,
 	})
-	// One audit of admin actions on accounts, written by both services
-	// that make them.
-	audit := repository.NewAccountAudit(db)
-	acc.SetAudit(audit)
-	mod.SetAudit(audit, log)
 	router := handlers.NewRouter(handlers.Deps{
 		Logger:             logger,
 		Ready:              ready,
@@ -136,43 +132,49 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Metrics: m, Router: router}, nil
 }
 
-// newAccounts builds the accounts service with its password hasher and
-// the checks of new passwords.
-func newAccounts(cfg config.Config, log domain.Logger, users accounts.UserStore, sessions accounts.SessionStore, claims domain.ClaimStore, m *metrics.Metrics, now func() time.Time) *accounts.Service {
+// newAccounts builds the accounts service with everything it works with:
+// its password hasher, the checks of new passwords, the throttle, the
+// search, mail, the audit and the second factors.
+func newAccounts(cfg config.Config, logger zerolog.Logger, db *repository.DB, users accounts.UserStore, sessions accounts.SessionStore,
+	claims domain.ClaimStore, audit accounts.AuditLog, m *metrics.Metrics, now func() time.Time) (*accounts.Service, error) {
 	c := cfg.Accounts
 	hasher := password.New(password.Params{
 		MemoryKiB: uint32(c.Argon2MemoryKiB), Time: uint32(c.Argon2Time), Threads: uint8(c.Argon2Threads),
 	}, c.HashConcurrency)
 	hasher.OnWait(func(d time.Duration) { m.HashWait.Observe(d.Seconds()) })
-	acc := accounts.New(
-		accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, SeenInterval: c.SessionSeenInterval, Now: now,
-			RequireAdminFactor: c.RequireAdminFactor},
-		claims, users, sessions, hasher, log,
-	)
 	checks := accounts.PasswordChecks{Guesser: password.Guesser{}, BreachFailClosed: c.HIBPFailClosed}
 	if c.HIBPURL != "" {
 		checks.Breached = password.NewPwned(c.HIBPURL, c.HIBPTimeout)
 	}
-	acc.SetPasswordChecks(checks)
-	return acc
+	ac := accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, SeenInterval: c.SessionSeenInterval, Now: now,
+		RequireAdminFactor: c.RequireAdminFactor, Passwords: checks, Audit: audit, Search: repository.NewUserSearch(db),
+		Throttle: accounts.Throttle{Store: repository.NewAttempts(db), PerAddress: c.ThrottlePerAddress,
+			PerLogin: c.ThrottlePerLogin, Window: c.ThrottleWindow}}
+	var err error
+	if ac.Mail, err = mailOf(cfg.Mail, logger, repository.NewTokens(db)); err != nil {
+		return nil, err
+	}
+	if err := factorsOf(&ac, cfg, logger, repository.NewFactors(db)); err != nil {
+		return nil, err
+	}
+	return accounts.New(ac, claims, users, sessions, hasher, domainLogger{logger}), nil
 }
 
-// setMail gives the accounts their mailer (the log, or SMTP) and tokens.
-func setMail(acc *accounts.Service, c config.Mail, logger zerolog.Logger, tokens accounts.TokenStore) error {
+// mailOf is the accounts' mail: their mailer (the log, or SMTP) and tokens.
+func mailOf(c config.Mail, logger zerolog.Logger, tokens accounts.TokenStore) (accounts.Mail, error) {
 	var mailer accounts.Mailer = mail.Log{Logger: logger}
 	if c.Mailer == "smtp" {
 		m, err := mail.NewSMTP(mail.SMTPConfig{Host: c.SMTPHost, Port: c.SMTPPort, Username: c.SMTPUsername,
 			Password: c.SMTPPassword, TLS: c.SMTPTLS, From: c.From, Timeout: c.SMTPTimeout})
 		if err != nil {
-			return err
+			return accounts.Mail{}, err
 		}
 		mailer = m
 	} else {
 		logger.Warn().Msg("SHELF_MAILER=log: mail is written to the log, with its links, and not sent; set SHELF_MAILER=smtp in production")
 	}
-	acc.SetMail(accounts.Mail{Tokens: tokens, Mailer: mailer, PublicURL: c.PublicURL,
-		VerifyTTL: c.VerifyTTL, ResetTTL: c.ResetTTL, RevertTTL: c.RevertTTL, RequireVerified: c.RequireVerified, PerAddress: c.PerHour})
-	return nil
+	return accounts.Mail{Tokens: tokens, Mailer: mailer, PublicURL: c.PublicURL,
+		VerifyTTL: c.VerifyTTL, ResetTTL: c.ResetTTL, RevertTTL: c.RevertTTL, RequireVerified: c.RequireVerified, PerAddress: c.PerHour}, nil
 }
 
 // domainLogger lets the domain log through zerolog without importing it.
@@ -190,10 +192,10 @@ func (d domainLogger) Warn(ctx context.Context, msg string, kv ...string) {
 	e.Msg(msg)
 }
 
-// setFactors turns second factors on with the keys of the settings
+// factorsOf turns second factors on in ac with the keys of the settings
 // (config.FactorKeysOrDevelopment); without keys they stay off, and the
 // start says so.
-func setFactors(acc *accounts.Service, cfg config.Config, logger zerolog.Logger, store accounts.FactorStore) error {
+func factorsOf(ac *accounts.Config, cfg config.Config, logger zerolog.Logger, store accounts.FactorStore) error {
 	keys := cfg.FactorKeysOrDevelopment()
 	if len(keys) == 0 {
 		logger.Warn().Msg("second factors are off: set SHELF_FACTOR_KEYS (openssl rand -base64 32, as id:base64) to turn them on")
@@ -210,7 +212,7 @@ func setFactors(acc *accounts.Service, cfg config.Config, logger zerolog.Logger,
 	if cfg.Accounts.FactorKeys == "" {
 		logger.Warn().Msg("second factors are sealed with the development key: set SHELF_FACTOR_KEYS before anyone else reaches this service")
 	}
-	acc.SetFactors(store, totp)
+	ac.Factors, ac.TOTP = store, totp
 	id, origins, err := cfg.RelyingParty()
 	if err != nil || id == "" {
 		// Derived from a public URL browsers offer no passkey on (set
@@ -222,6 +224,6 @@ func setFactors(acc *accounts.Service, cfg config.Config, logger zerolog.Logger,
 	if err != nil {
 		return err
 	}
-	acc.SetPasskeys(passkeys)
+	ac.Passkeys = passkeys
 	return nil
 }

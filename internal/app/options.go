@@ -1,6 +1,8 @@
 package app
 
 import (
+	"time"
+
 	"github.com/rs/zerolog"
 
 	"shelf/domain"
@@ -21,6 +23,9 @@ type Option func(*wiring)
 type wiring struct {
 	stores func(db *repository.DB, s Stores) Stores
 	serial SerialRule
+	// moderationClock makes moderation's clock from the process's (nil:
+	// the process's; ModerationClock).
+	moderationClock func(process func() time.Time) func() time.Time
 }
 
 func wiringOf(opts []Option) wiring {
@@ -46,6 +51,14 @@ type Stores struct {
 // whose Sender it may wrap) before the services are built.
 func WithStores(wrap func(db *repository.DB, s Stores) Stores) Option {
 	return func(w *wiring) { w.stores = wrap }
+}
+
+// ModerationClock gives moderation a clock of its own, made by clock from
+// the process's: tests that spread suspensions over months of buckets
+// move it while every other clock (the stores' write timestamps among
+// them) stays on time.
+func ModerationClock(clock func(process func() time.Time) func() time.Time) Option {
+	return func(w *wiring) { w.moderationClock = clock }
 }
 
 // SerialRule is the serial consistency every compare-and-set and SERIAL

@@ -53,10 +53,12 @@ func newTestApp(t *testing.T, db *testkit.DB, env map[string]string) (*app.App, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(cfg, zerolog.Nop(), db.Session, nil)
+	clock := &moderationClock{}
+	a, err := app.New(cfg, zerolog.Nop(), db.Session, nil, app.ModerationClock(clock.over))
 	if err != nil {
 		t.Fatal(err)
 	}
+	keepClock(t, a, clock)
 	injectors.Store(a.DB, faultinject.Install(a.DB))
 	api := testkit.NewAPI(t, a.Router)
 	apps.Store(api.Server, a)
@@ -66,6 +68,54 @@ func newTestApp(t *testing.T, db *testkit.DB, env map[string]string) (*app.App, 
 // apps holds the app behind every server newTestApp and newObservedApp
 // started, by its server: finishJob runs that app's job worker.
 var apps sync.Map
+
+// moderationClock is the clock newTestApp and newObservedApp give an
+// app's moderation (app.ModerationClock): the process's until a test moves
+// it (set), as tests that spread suspensions over buckets do.
+type moderationClock struct {
+	mu sync.Mutex
+	at func() time.Time
+}
+
+// moderationClocks holds each app's moderation clock while its test
+// runs, by the app.
+var moderationClocks sync.Map
+
+// keepClock keeps a's moderation clock for clockOf until t ends.
+func keepClock(t *testing.T, a *app.App, c *moderationClock) {
+	moderationClocks.Store(a, c)
+	t.Cleanup(func() { moderationClocks.Delete(a) })
+}
+
+// clockOf is a's moderation clock.
+func clockOf(t *testing.T, a *app.App) *moderationClock {
+	t.Helper()
+	c, ok := moderationClocks.Load(a)
+	if !ok {
+		t.Fatal("the app has no moderation clock of the tests'")
+	}
+	return c.(*moderationClock)
+}
+
+// over is the clock, the process's until set moves it.
+func (c *moderationClock) over(process func() time.Time) func() time.Time {
+	return func() time.Time {
+		c.mu.Lock()
+		at := c.at
+		c.mu.Unlock()
+		if at == nil {
+			return process()
+		}
+		return at()
+	}
+}
+
+// set moves the clock to at (nil: back to the process's).
+func (c *moderationClock) set(at func() time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = at
+}
 
 // startWorker runs a's background job worker for the length of the test,
 // as Serve does (a pass every 100 ms, and at once when a request of a's
@@ -155,10 +205,12 @@ func newObservedApp(t *testing.T, db *testkit.DB, observer gocql.QueryObserver, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(cfg, zerolog.Nop(), session, m)
+	clock := &moderationClock{}
+	a, err := app.New(cfg, zerolog.Nop(), session, m, app.ModerationClock(clock.over))
 	if err != nil {
 		t.Fatal(err)
 	}
+	keepClock(t, a, clock)
 	injectors.Store(a.DB, faultinject.Install(a.DB))
 	api := testkit.NewAPI(t, a.Router)
 	apps.Store(api.Server, a)

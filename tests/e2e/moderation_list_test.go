@@ -42,7 +42,7 @@ func TestListingAcrossBuckets(t *testing.T) {
 
 	var mu sync.Mutex
 	now := time.Now()
-	a.Moderation.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	clockOf(t, a).set(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
 	base := time.Date(2026, 11, 15, 12, 0, 0, 0, time.UTC)
 	// Months back from base; the gaps are empty buckets, up to years long.
 	offsets := []int{0, 1, 3, 4, 9, 15, 40, 41, 77}

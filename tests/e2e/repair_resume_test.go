@@ -169,10 +169,11 @@ func plantStale(t *testing.T, m *moderators, n int) map[string]staleRecords {
 	t.Helper()
 	out := map[string]staleRecords{}
 	now := time.Now()
-	defer m.app.Moderation.SetClock(time.Now)
+	clock := clockOf(t, m.app)
+	defer clock.set(nil)
 	for i := range n {
 		at := now.AddDate(0, -i, 0)
-		m.app.Moderation.SetClock(func() time.Time { return at })
+		clock.set(func() time.Time { return at })
 		u, _ := m.member(t)
 		if r := m.suspend(u.ID, "spam"); r.StatusCode != http.StatusCreated {
 			t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)

@@ -43,6 +43,9 @@ func (nopLog) Warn(context.Context, string, ...string) {}
 type world struct {
 	store *memstore.Store
 	svc   *accounts.Service
+	// cfg and rows are what svc was built with (rewire).
+	cfg  accounts.Config
+	rows accounts.UserStore
 	// life deletes accounts and closes groups (wireDeletion, newCloseWorld).
 	life *lifecycle.Service
 	// created are the accounts whose signup answered success.
@@ -64,10 +67,24 @@ func newWorld() *world {
 	// Sightings are TestExploreSessions's: here a session's requests
 	// record none (the interval is longer than any schedule), and one
 	// would run inside its request, as a call of the schedule.
-	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now, ClaimYield: &yield},
-		st.Claims(), accountRows(st), st.Sessions(), plainHasher{}, nopLog{})
-	svc.Hooks.Background = func(f func()) { f() }
-	return &world{store: st, svc: svc, passwords: map[string]string{}}
+	w := &world{store: st, passwords: map[string]string{}, rows: accountRows(st),
+		cfg: accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now, ClaimYield: &yield}}
+	w.svc = accounts.New(w.cfg, st.Claims(), w.rows, st.Sessions(), plainHasher{}, nopLog{})
+	w.svc.Hooks.Background = func(f func()) { f() }
+	return w
+}
+
+// rewire builds the world's accounts service again on the same store,
+// its config changed by change (what a test turns on after its setup:
+// mail, the audit, a limit), with the same hooks. A service keeps nothing
+// between calls that the store does not, so the new one carries on where
+// the old one stood; services built on the old one (moderation's admins)
+// read through it as before.
+func (w *world) rewire(change func(st *memstore.Store, c *accounts.Config)) {
+	change(w.store, &w.cfg)
+	hooks := w.svc.Hooks
+	w.svc = accounts.New(w.cfg, w.store.Claims(), w.rows, w.store.Sessions(), plainHasher{}, nopLog{})
+	w.svc.Hooks = hooks
 }
 
 const password = "correct horse battery"

@@ -10,6 +10,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/tests/memstore"
 )
 
 // TestTheAuditOfEveryAccountWalksBackDayByDay: entries of several
@@ -25,7 +26,7 @@ func TestTheAuditOfEveryAccountWalksBackDayByDay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w.svc.SetAudit(w.store.AccountAudit())
+	w.rewire(func(st *memstore.Store, c *accounts.Config) { c.Audit = st.AccountAudit() })
 	ctx := context.Background()
 	root, err := w.svc.SetAdmin(ctx, "root", true)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/domain/moderation"
 	"shelf/tests/memstore"
 )
 
@@ -42,8 +43,9 @@ var auditActions = []auditAction{
 func newAuditModWorld(t *testing.T) *modWorld {
 	t.Helper()
 	m := newModWorld(t)
-	m.svc.SetAudit(m.store.AccountAudit())
-	m.mod.SetAudit(m.store.AccountAudit(), nopLog{})
+	m.rewire(func(st *memstore.Store, c *accounts.Config) { c.Audit = st.AccountAudit() })
+	m.mod = moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: m.store.Now, Attempts: m.store.ModerationAttempts(),
+		Audit: m.store.AccountAudit(), Log: nopLog{}}, m.svc, m.store.Users(), m.store.Sessions(), m.store.Suspensions())
 	return m
 }
 

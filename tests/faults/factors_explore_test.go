@@ -33,9 +33,11 @@ func newFactorWorld(t *testing.T) *factorWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.svc.SetFactors(m.store.Factors(), totp)
-	m.svc.SetThrottle(accounts.Throttle{Store: m.store.Attempts(), PerAddress: 5, PerLogin: 50, Window: 15 * 60e9})
-	m.svc.SetAudit(m.store.AccountAudit())
+	m.rewire(func(st *memstore.Store, c *accounts.Config) {
+		c.Factors, c.TOTP = st.Factors(), totp
+		c.Throttle = accounts.Throttle{Store: st.Attempts(), PerAddress: 5, PerLogin: 50, Window: 15 * 60e9}
+		c.Audit = st.AccountAudit()
+	})
 	f := &factorWorld{mailWorld: m, totp: totp}
 	ctx := context.Background()
 	p := domain.Principal{UserID: m.ann.ID}

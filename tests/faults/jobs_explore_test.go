@@ -71,9 +71,9 @@ func newTwoWorkers(t *testing.T, closing bool) *twoWorkers {
 		t.Fatal(err)
 	}
 	worker := func(name string) *lifecycle.Service {
-		return lifecycle.New(lifecycle.Config{Now: w.store.Now, Worker: name}, w.svc, grp, lib, lifecycle.Stores{
+		return lifecycle.New(lifecycle.Config{Now: w.store.Now, Worker: name}, w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
 			Jobs: recordedJobs{Store: w.store.Jobs(), worker: name, log: tw.log}, Deletions: w.store.Deletions(),
-			Closings: w.store.Closings(), Suspensions: w.store.Suspensions(), Users: w.store.Users(),
+			Closings: w.store.Closings(),
 		})
 	}
 	tw.a, tw.b = worker("a"), worker("b")

@@ -183,12 +183,16 @@ func (h *upgradingHasher) Verify(_ context.Context, pw, phc string) (bool, bool,
 func (h *upgradingHasher) Burn(context.Context, string) bool { return false }
 
 // upgradingService is the accounts on a fresh store, hashing with an
-// upgradingHasher at "v1".
-func upgradingService() (*accounts.Service, *memstore.Store, *upgradingHasher) {
+// upgradingHasher at "v1", mailing into box (nil: no mail).
+func upgradingService(box *recorder) (*accounts.Service, *memstore.Store, *upgradingHasher) {
 	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	h := &upgradingHasher{current: "v1"}
-	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now},
-		st.Claims(), st.Users(), st.Sessions(), h, nopLog{})
+	cfg := accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now}
+	if box != nil {
+		cfg.Mail = accounts.Mail{Tokens: st.Tokens(), Mailer: box, PublicURL: "https://shelf.example.org",
+			VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour}
+	}
+	svc := accounts.New(cfg, st.Claims(), st.Users(), st.Sessions(), h, nopLog{})
 	svc.Hooks.Background = func(f func()) { f() }
 	return svc, st, h
 }
@@ -201,10 +205,8 @@ func upgradingService() (*accounts.Service, *memstore.Store, *upgradingHasher) {
 func TestARehashKeepsResetLinksAndSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, st, h := upgradingService()
 	box := &recorder{}
-	svc.SetMail(accounts.Mail{Tokens: st.Tokens(), Mailer: box, PublicURL: "https://shelf.example.org",
-		VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour})
+	svc, st, h := upgradingService(box)
 	u := signupMailed(t, svc, "ann")
 	before, err := svc.Login(ctx, "ann", password, accounts.Client{})
 	if err != nil {
@@ -248,7 +250,7 @@ func TestARehashKeepsResetLinksAndSessions(t *testing.T) {
 func TestARehashWritesTheRowItRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, st, h := upgradingService()
+	svc, st, h := upgradingService(nil)
 	u := signupMailed(t, svc, "ann")
 	full, err := st.Users().Get(ctx, u.ID)
 	if err != nil {

@@ -40,8 +40,10 @@ func newMailWorld(t *testing.T, withReset bool) *mailWorld {
 	t.Helper()
 	w := newWorld()
 	box := &recorder{}
-	w.svc.SetMail(accounts.Mail{Tokens: w.store.Tokens(), Mailer: box, PublicURL: "https://shelf.example.org",
-		VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour})
+	w.rewire(func(st *memstore.Store, c *accounts.Config) {
+		c.Mail = accounts.Mail{Tokens: st.Tokens(), Mailer: box, PublicURL: "https://shelf.example.org",
+			VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour}
+	})
 	m := &mailWorld{world: w, box: box}
 	if err := w.signup("ann", "ann@example.org"); err != nil {
 		t.Fatal(err)

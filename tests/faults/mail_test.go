@@ -82,16 +82,19 @@ func (b *recorder) count() int {
 
 // newService is an accounts service on fresh in-memory tables that mails
 // into a box, inline.
-func newMailService(t *testing.T, require bool) (*accounts.Service, *memstore.Store, *recorder, *warnings) {
+func newMailService(t *testing.T, require bool, wire ...func(st *memstore.Store, c *accounts.Config)) (*accounts.Service, *memstore.Store, *recorder, *warnings) {
 	t.Helper()
 	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	l := &warnings{}
-	svc := accounts.New(accounts.Config{ClaimLease: 30 * time.Second, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now},
-		st.Claims(), st.Users(), st.Sessions(), plainHasher{}, l)
-	svc.Hooks.Background = func(f func()) { f() }
 	b := &recorder{}
-	svc.SetMail(accounts.Mail{Tokens: st.Tokens(), Mailer: b, PublicURL: "https://shelf.example.org/",
-		VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour, RequireVerified: require})
+	cfg := accounts.Config{ClaimLease: 30 * time.Second, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now,
+		Mail: accounts.Mail{Tokens: st.Tokens(), Mailer: b, PublicURL: "https://shelf.example.org/",
+			VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour, RequireVerified: require}}
+	for _, w := range wire {
+		w(st, &cfg)
+	}
+	svc := accounts.New(cfg, st.Claims(), st.Users(), st.Sessions(), plainHasher{}, l)
+	svc.Hooks.Background = func(f func()) { f() }
 	return svc, st, b, l
 }
 

@@ -42,10 +42,16 @@ func wireDeletion(w *world) (*groups.Service, *library.Service) {
 // newLifecycle builds the workflows of deletion and closing on the
 // world's services and store, as the app does.
 func newLifecycle(w *world, grp *groups.Service, lib *library.Service) *lifecycle.Service {
-	return lifecycle.New(lifecycle.Config{Now: w.store.Now}, w.svc, grp, lib, lifecycle.Stores{
+	return lifecycle.New(lifecycle.Config{Now: w.store.Now}, w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
 		Jobs: w.store.Jobs(), Queue: w.store.JobQueue(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
-		Suspensions: w.store.Suspensions(), Users: w.store.Users(),
 	})
+}
+
+// worldModeration is moderation on the world's store, as the app wires it
+// (without the index of its attempts, which no deletion reads).
+func worldModeration(w *world) *moderation.Service {
+	return moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now},
+		w.svc, w.store.Users(), w.store.Sessions(), w.store.Suspensions())
 }
 
 // deleteMember is another admin deleting the member: the request, then

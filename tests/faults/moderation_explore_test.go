@@ -25,6 +25,7 @@ type modWorld struct {
 func newModWorld(t *testing.T) *modWorld {
 	t.Helper()
 	w := newWorld()
+	// Built the way newAuditModWorld builds it again with the audit.
 	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now, Attempts: w.store.ModerationAttempts()},
 		w.svc, w.store.Users(), w.store.Sessions(), w.store.Suspensions())
 	if err := w.signup("root", "root@example.org"); err != nil {

@@ -44,10 +44,12 @@ func newPasskeyWorld(t *testing.T, registered bool) *passkeyWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.svc.SetFactors(m.store.Factors(), totp)
-	m.svc.SetPasskeys(newPasskeys(t))
-	m.svc.SetThrottle(accounts.Throttle{Store: m.store.Attempts(), PerAddress: 5, PerLogin: 50, Window: 15 * 60e9})
-	m.svc.SetAudit(m.store.AccountAudit())
+	m.rewire(func(st *memstore.Store, c *accounts.Config) {
+		c.Factors, c.TOTP = st.Factors(), totp
+		c.Passkeys = newPasskeys(t)
+		c.Throttle = accounts.Throttle{Store: st.Attempts(), PerAddress: 5, PerLogin: 50, Window: 15 * 60e9}
+		c.Audit = st.AccountAudit()
+	})
 	w := &passkeyWorld{factorWorld: &factorWorld{mailWorld: m, totp: totp}, key: softkey.New(passkeyOrigin)}
 	ctx := context.Background()
 	p := domain.Principal{UserID: m.ann.ID}

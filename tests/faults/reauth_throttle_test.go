@@ -34,7 +34,7 @@ func TestEveryCurrentPasswordIsThrottled(t *testing.T) {
 	svc, h, u, ctx, p := throttledSession(t)
 	wrong, email, username := "wrong", "thief@example.net", "thief"
 	// Every guess is refused before the deletion reaches another service.
-	life := lifecycle.New(lifecycle.Config{}, svc, nil, nil, lifecycle.Stores{})
+	life := lifecycle.New(lifecycle.Config{}, svc, nil, nil, nil, lifecycle.Stores{})
 	guesses := []func(current *string) error{
 		func(current *string) error {
 			_, err := svc.UpdateUser(ctx, p, u.ID, accounts.UpdateInput{Email: &email, Proof: accounts.Proof{CurrentPassword: current}})

@@ -33,9 +33,11 @@ func codeOf(err error) string {
 
 // limitMail gives m's service an hourly mail limit of perHour per address.
 func limitMail(m *mailWorld, perHour int) {
-	m.svc.SetThrottle(accounts.Throttle{Store: m.store.Attempts()})
-	m.svc.SetMail(accounts.Mail{Tokens: m.store.Tokens(), Mailer: m.box, PublicURL: "https://shelf.example.org",
-		VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour, PerAddress: perHour})
+	m.rewire(func(st *memstore.Store, c *accounts.Config) {
+		c.Throttle = accounts.Throttle{Store: st.Attempts()}
+		c.Mail = accounts.Mail{Tokens: st.Tokens(), Mailer: m.box, PublicURL: "https://shelf.example.org",
+			VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour, PerAddress: perHour}
+	})
 }
 
 // sentTo counts the mails to address whose link goes to page.

@@ -51,9 +51,9 @@ func newThrottled(t *testing.T) (*accounts.Service, *memstore.Store, *countingHa
 	t.Helper()
 	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	h := &countingHasher{}
-	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now},
+	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now,
+		Throttle: accounts.Throttle{Store: st.Attempts(), PerAddress: perAddress, PerLogin: perLogin, Window: window}},
 		st.Claims(), st.Users(), st.Sessions(), h, nopLog{})
-	svc.SetThrottle(accounts.Throttle{Store: st.Attempts(), PerAddress: perAddress, PerLogin: perLogin, Window: window})
 	u, err := svc.Signup(context.Background(), accounts.SignupInput{Username: "ann", Email: "ann@example.org", Password: password})
 	if err != nil {
 		t.Fatal(err)
@@ -262,10 +262,10 @@ func TestThrottleFailsSafe(t *testing.T) {
 func TestEveryMailCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, st, box, _ := newMailService(t, false)
-	svc.SetThrottle(accounts.Throttle{Store: st.Attempts()})
-	svc.SetMail(accounts.Mail{Tokens: st.Tokens(), Mailer: box, PublicURL: "https://shelf.example.org/",
-		VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour, PerAddress: 5})
+	svc, st, box, _ := newMailService(t, false, func(st *memstore.Store, c *accounts.Config) {
+		c.Throttle = accounts.Throttle{Store: st.Attempts()}
+		c.Mail.PerAddress = 5
+	})
 	bait := "URGENT call 555 0100"
 	u, err := svc.Signup(ctx, accounts.SignupInput{Username: "ann", Email: "ann@example.org", Password: password,
 		DisplayName: &bait}) // 1: to ann@
