@@ -105,8 +105,9 @@ test-regions: ## two data centres of their own (dc1 on 127.0.0.101, dc2 on .102,
 		$(GO) test -tags regions -count=1 -timeout 30m -run '^TestRegions$$' -v ./tests/regions/
 
 .PHONY: generate
-generate: ## regenerate the Go SDK (sdk/shelfclient) from openapi.yaml; a test fails when it is stale
+generate: ## regenerate the Go SDK (sdk/shelfclient) from openapi.yaml and the configuration reference (docs/configuration.md) from internal/config's settings table; a test fails when either is stale
 	@cd sdk/shelfclient && $(GO) generate ./...
+	@$(GO) run ./internal/config/cmd/configref
 
 .PHONY: fuzz
 fuzz: ## Go fuzz targets for FUZZTIME each (decoders, identifiers, cursors) and EXPLORE_ROUNDS random fault schedules
