@@ -68,7 +68,7 @@ bench: ## every operation through shelf, the lean baseline server and the raw dr
 	@$(CASSANDRA) with -- env BENCH_ROUND=$(BENCH_ROUND) BENCH_ROUNDS=$(BENCH_ROUNDS) $(GO) test -tags bench -count=1 -timeout 60m -run '^TestBench$$' -v ./bench/
 
 .PHONY: capacity
-capacity: ## the capacity model's inputs (docs/design.md#capacity-model): bytes per row and rows per partition of every table after a realistic mix through the api, read from the local node's SSTables; compare-and-sets per second on one key by contending clients; saved under .bench/capacity-<time>.md (CAPACITY_USERS 2000, CAPACITY_ITEMS 3000)
+capacity: ## the capacity model's inputs (docs/design/capacity-model.md): bytes per row and rows per partition of every table after a realistic mix through the api, read from the local node's SSTables; compare-and-sets per second on one key by contending clients; saved under .bench/capacity-<time>.md (CAPACITY_USERS 2000, CAPACITY_ITEMS 3000)
 	@$(CASSANDRA) with -- $(GO) test -tags bench -count=1 -timeout 30m -run '^TestCapacity$$' -v ./bench/
 
 .PHONY: bench-seeds

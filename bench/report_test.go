@@ -50,7 +50,7 @@ type row struct {
 	ShelfLean float64 `json:"shelfOverLean"`
 	ShelfRaw  float64 `json:"shelfOverRaw"`
 	// RoundTrips is the api's mean sequential round trips per request,
-	// Model what docs/design.md's cost model says.
+	// Model what docs/design/cost-model.md says.
 	RoundTrips float64 `json:"roundTrips"`
 	Model      int     `json:"model"`
 }

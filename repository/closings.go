@@ -9,7 +9,7 @@ import (
 )
 
 // Closings keeps the index of group closings in progress
-// (group_closing_attempts, migration 014; docs/design.md#closing), laid out
+// (group_closing_attempts, migration 014; docs/design/closing.md), laid out
 // as the index of account deletions: one partition per UTC day an attempt
 // began, one row per attempt (the group, the attempt's tag), read by the
 // repair from a start that only moves forward. The index before 014

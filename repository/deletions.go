@@ -10,7 +10,7 @@ import (
 )
 
 // Deletions keeps the index of account deletions in progress
-// (account_deletion_attempts, migration 014; docs/design.md#deletion): one
+// (account_deletion_attempts, migration 014; docs/design/deletion.md): one
 // partition per UTC day an attempt began, one row per attempt (the user,
 // the attempt's tag), read by the repair from a start that only moves
 // forward. The index before 014 (account_deletions, one row per day and

@@ -8,7 +8,7 @@ import (
 )
 
 // ModerationAttempts keeps the index of suspensions and unsuspensions in
-// progress (moderation_attempts, migration 023; docs/design.md#suspension),
+// progress (moderation_attempts, migration 023; docs/design/suspension.md),
 // laid out as the index of account deletions: one partition per UTC day an
 // attempt began, one row per attempt, read from a start that only moves
 // forward (walkDays).

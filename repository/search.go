@@ -11,7 +11,7 @@ import (
 )
 
 // UserSearch finds accounts through the storage-attached index on
-// users.search_grams (migration 019, docs/design.md#user-search). A
+// users.search_grams (migration 019, docs/design/user-search.md). A
 // search is not a partition read: the coordinator asks every token range
 // of the ring, in its own rounds, for rows holding every gram, in token
 // order after a position, and stops at the limit.

@@ -8,7 +8,7 @@ import (
 	"shelf/domain"
 )
 
-// Deleting an account (DELETE /v1/users/{id}, docs/design.md#deletion):
+// Deleting an account (DELETE /v1/users/{id}, docs/design/deletion.md):
 // the accounts' steps of it. The workflow, its index and its repair are
 // domain/lifecycle's (DeleteUser): BeginDeletion, then the other
 // services' steps, then MarkDeleted, ReleaseNames and EndSessions.
@@ -28,7 +28,7 @@ import (
 // Every attempt's entry is its own (keyed by the attempt's tag): a losing
 // attempt ends only its own, and the winner's is ended only by the finish
 // of the deletion that applied, identified by the tag the account row
-// records (docs/design.md#deletion: when two attempts shared one entry,
+// records (docs/design/deletion.md: when two attempts shared one entry,
 // the loser's end left the winner's deletion where no repair could find
 // it).
 

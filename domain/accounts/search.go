@@ -10,7 +10,7 @@ import (
 )
 
 // UserSearch finds accounts by the grams their rows carry
-// (docs/design.md#user-search).
+// (docs/design/user-search.md).
 type UserSearch interface {
 	// Search returns up to n accounts whose grams hold every one of
 	// grams, each with its position (the row's token), in the order of

@@ -7,7 +7,7 @@ import (
 	"shelf/domain"
 )
 
-// Adds of accounts being deleted (docs/design.md#deletion, "Memberships
+// Adds of accounts being deleted (docs/design/deletion.md, "Memberships
 // the deletion cannot see"). A deletion finds the user's groups through
 // the reverse index (groups_by_member), written after the group row
 // records the add. An add whose reverse index write failed, or whose

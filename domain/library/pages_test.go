@@ -457,7 +457,7 @@ func TestAPageNeverShowsWhatTheItemNoLongerSays(t *testing.T) {
 // index read, no read of the items), as the seed's page is; a page that
 // mixes lean and checked rows checks only the checked ones (one round
 // trip of checks beside each slice), and lists every row either way, in
-// both orders (L1, L5; docs/design.md#libraries, "Lean rows").
+// both orders (L1, L5; docs/design/libraries.md, "Lean rows").
 func TestALeanPageCostsOneSlice(t *testing.T) {
 	t.Parallel()
 	newest := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)

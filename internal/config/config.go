@@ -70,7 +70,7 @@ type Content struct {
 	// before a change answers.
 	SyncFanoutLimit int
 	// LeanMembers: items with at most this many members keep lean library
-	// rows (docs/design.md#libraries, "Lean rows").
+	// rows (docs/design/libraries.md, "Lean rows").
 	LeanMembers int
 	// FanoutConcurrency bounds the member libraries written at once.
 	FanoutConcurrency int

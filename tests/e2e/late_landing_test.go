@@ -15,7 +15,7 @@ import (
 	"shelf/internal/testkit"
 )
 
-// The late-landing rule (docs/design.md#faults): any attempt of any write
+// The late-landing rule (docs/design/faults.md): any attempt of any write
 // may land at any later time, and any answer may be lost. These tests hold
 // real statements back (faultinject.ErrLandLate: the attempt answers a
 // timeout and reaches Cassandra later, as from a hung node's queue) or make

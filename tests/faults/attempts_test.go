@@ -19,7 +19,7 @@ import (
 var errStopped = errors.New("stopped (test hook)")
 
 // racePair runs two attempts of one operation on one row at once, in the
-// order that used to lose the winner's index entry (docs/design.md#deletion,
+// order that used to lose the winner's index entry (docs/design/deletion.md,
 // "Every attempt's record is its own"): the winner writes its entry, then
 // the loser writes its own, then the winner's compare-and-set applies and
 // its process dies, then the loser's compare-and-set loses. hook is the

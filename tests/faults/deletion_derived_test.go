@@ -17,7 +17,7 @@ import (
 // cannot see there: a derived write that failed, or a membership recorded
 // by a compare-and-set that lands after the deletion read the index (gap
 // 18). Whoever carries such a membership out checks the account again at
-// the end and takes it back (docs/design.md#deletion, "Memberships the
+// the end and takes it back (docs/design/deletion.md, "Memberships the
 // deletion cannot see").
 
 // TestCreateWhoseLibraryWriteFailedIsDeletedWithItsCreator: a creation

@@ -15,7 +15,7 @@ import (
 // can still apply: it fences the item (a compare-and-set that moves the
 // version on and changes nothing else) and fans out the state as of the
 // fence. These are the schedules of known gaps 22 and 23 that broke that,
-// each on its own (docs/design.md#queues).
+// each on its own (docs/design/libraries.md#queues).
 
 // holdFirst makes the first call named stmt take fault; every other call
 // runs as usual.
