@@ -48,7 +48,7 @@ test-race: ## every test of make test again, under -race (the fault explorers on
 	@$(CASSANDRA) with -- env GO=$(GO) RACE=-race scripts/test-go.sh
 
 .PHONY: test-browser
-test-browser: ## every console page and action with three users and an admin (and a second api requiring verified emails on BROWSER_PORT+1), and /docs, in headless Chromium (playwright-core from npm; chromium installed if missing); README_SCREENSHOTS=1 saves the README's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)
+test-browser: ## every console page and action with three users and an admin (and a second api requiring verified emails on BROWSER_PORT+1), and /docs, in headless Chromium (playwright-core from npm; chromium installed if missing); README_SCREENSHOTS=1 saves docs/console.md's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)
 	@$(CASSANDRA) with -- scripts/test-browser.sh
 
 .PHONY: test-clients

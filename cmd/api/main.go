@@ -1,6 +1,6 @@
 // Command api is the shelf service: `api serve` runs the HTTP API, `api
 // migrate` creates the keyspace and applies the schema. Settings come from
-// SHELF_* environment variables (see the README).
+// SHELF_* environment variables (see docs/configuration.md).
 package main
 
 import (

@@ -51,7 +51,7 @@ effective configuration is logged at start (the passwords masked).
 ` + "`SHELF_REPLICATION`" + ` is used when the keyspace is created; an existing
 keyspace keeps its replication (changing it is an ` + "`ALTER KEYSPACE`" + ` and a
 repair, an operator's call). The local Cassandra launcher's own settings
-are in [operations](operations.md#the-launcher).
+are in [Working on shelf](development.md#the-launcher).
 `)
 	for _, r := range roleTitles {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| variable | default | meaning |\n|---|---|---|\n", r.title, r.text)

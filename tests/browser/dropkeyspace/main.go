@@ -1,4 +1,4 @@
-// Command dropkeyspace drops the keyspace a README screenshot run of make
+// Command dropkeyspace drops the keyspace a screenshot run (docs/console.md's pictures) of make
 // test-browser made for itself (scripts/test-browser.sh): such a run
 // starts from an empty keyspace, so that its fixed names (alice, bob ...)
 // never collide with an earlier run's, and leaves nothing behind.
