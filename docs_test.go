@@ -15,7 +15,9 @@ import (
 
 // The documentation is a set of pages that link to each other and that
 // code comments point into (docs/design/signup.md#signup ...). These tests
-// keep those links true when pages move, and keep the README short.
+// keep those links true when pages move, keep the README short, and keep
+// numbered defects out of the prose: a fixed defect lives in its test's
+// name, an open one in docs/gaps.md under a name.
 
 var (
 	// mdLink is a Markdown link's target: [text](target).
@@ -24,6 +26,10 @@ var (
 	codeDocRef = regexp.MustCompile(`\bdocs/[A-Za-z0-9_./-]*\.md(#[A-Za-z0-9_-]+)?`)
 	// explicitAnchor is an anchor a page sets by hand.
 	explicitAnchor = regexp.MustCompile(`<a id="([^"]+)"></a>`)
+	// numbered is a defect or an issue named by its number, the number
+	// on the same line or at the start of the next (after a comment's
+	// marker).
+	numbered = regexp.MustCompile(`(?i)\b(gaps?|issues?|defects?)(:? |-|:?[ \t]*\n[ \t]*(//|#|--)?[ \t]*)#?[0-9]+`)
 )
 
 // repoFiles lists the files of the repository with one of exts, without
@@ -184,6 +190,26 @@ func TestTheREADMEIsShort(t *testing.T) {
 	for _, cmd := range []string{"make run", "make test"} {
 		if !strings.Contains(head, cmd) {
 			t.Errorf("README.md's first 20 lines do not show %q", cmd)
+		}
+	}
+}
+
+// TestNoNumberedDefects: code and docs name an invariant or a test, never
+// "gap 12" or "issue 24": the numbers outlive the ledger they came from.
+// Migrations are exempt: they never change once landed.
+func TestNoNumberedDefects(t *testing.T) {
+	t.Parallel()
+	for _, file := range repoFiles(t, ".go", ".md", ".js", ".mjs", ".py", ".ts", ".yaml", ".sh", "Makefile") {
+		if strings.HasPrefix(file, "schema/") || strings.HasSuffix(file, "docs_test.go") {
+			continue
+		}
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range numbered.FindAllIndex(raw, -1) {
+			line := 1 + strings.Count(string(raw[:at[0]]), "\n")
+			t.Errorf("%s:%d names %q: name the invariant or the test instead", file, line, raw[at[0]:at[1]])
 		}
 	}
 }

@@ -230,7 +230,7 @@ func (a *Service) MarkDeleted(ctx context.Context, id string) error {
 // deletion that did not take effect: that deletion's compare-and-set,
 // still on its way however late (a hung node's queue), was decided on an
 // older version and can no longer land, so no account is left deleting
-// without the entry that lets the repair finish it (gap 20, as the
+// without the entry that lets the repair finish it (as the
 // closings repair fences a group). An account deleting by now keeps its
 // entry for the next repair; one gone or never activated needs no fence.
 func (a *Service) FenceDeletion(ctx context.Context, id string) error {

@@ -217,8 +217,8 @@ var closeOperations = []closeOperation{
 func secondManager(c *closeWorld) error { return c.set(c.owner, c.friend, groups.RoleManager) }
 
 // closeRivalFirst has two managers close the group at once, in the order
-// that used to lose the winner's index entry (known gap 27,
-// docs/design.md#known-gaps): the
+// that used to lose the winner's index entry (every
+// attempt's entry is its own: docs/design/closing.md): the
 // friend's closing writes its entry, then the owner's runs whole (with the
 // fault at its call c.faultK), then the friend's compare-and-set; the
 // friend's process dies if it applied. It returns the owner's answer (nil
