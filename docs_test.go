@@ -33,7 +33,7 @@ var (
 )
 
 // repoFiles lists the files of the repository with one of exts, without
-// the trees of other tools (node_modules, caches, git).
+// the trees of other tools (node_modules, caches, git; .ci is ours).
 func repoFiles(t *testing.T, exts ...string) []string {
 	t.Helper()
 	var out []string
@@ -42,7 +42,7 @@ func repoFiles(t *testing.T, exts ...string) []string {
 			return err
 		}
 		if d.IsDir() {
-			if p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "bin") {
+			if p != "." && p != ".ci" && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "bin") {
 				return filepath.SkipDir
 			}
 			return nil
@@ -160,7 +160,7 @@ func TestDocLinksResolve(t *testing.T) {
 			checkTarget(t, page, path.Join(path.Dir(page), target), cache)
 		}
 	}
-	for _, file := range repoFiles(t, ".go", ".js", ".mjs", ".yaml", ".sh", "Makefile") {
+	for _, file := range repoFiles(t, ".go", ".js", ".mjs", ".yaml", ".yml", ".sh", "Makefile", ".ci/run") {
 		if strings.HasPrefix(file, "schema/") {
 			continue // migrations never change once landed; docs/design.md keeps their anchors
 		}
@@ -199,7 +199,7 @@ func TestTheREADMEIsShort(t *testing.T) {
 // Migrations are exempt: they never change once landed.
 func TestNoNumberedDefects(t *testing.T) {
 	t.Parallel()
-	for _, file := range repoFiles(t, ".go", ".md", ".js", ".mjs", ".py", ".ts", ".yaml", ".sh", "Makefile") {
+	for _, file := range repoFiles(t, ".go", ".md", ".js", ".mjs", ".py", ".ts", ".yaml", ".yml", ".sh", "Makefile", ".ci/run") {
 		if strings.HasPrefix(file, "schema/") || strings.HasSuffix(file, "docs_test.go") {
 			continue
 		}
