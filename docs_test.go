@@ -213,3 +213,24 @@ func TestNoNumberedDefects(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryScreenshotIsShown: make test-browser README_SCREENSHOTS=1
+// writes docs/screenshots, and docs/console.md shows them; a picture the
+// page no longer shows is one nobody looks at again (the links' check
+// covers the other way round).
+func TestEveryScreenshotIsShown(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("docs/console.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots, err := filepath.Glob("docs/screenshots/*.png")
+	if err != nil || len(shots) == 0 {
+		t.Fatalf("no screenshots in docs/screenshots: %v", err)
+	}
+	for _, shot := range shots {
+		if !strings.Contains(string(page), "(screenshots/"+filepath.Base(shot)+")") {
+			t.Errorf("docs/console.md does not show %s", shot)
+		}
+	}
+}
