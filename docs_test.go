@@ -234,3 +234,50 @@ func TestEveryScreenshotIsShown(t *testing.T) {
 		}
 	}
 }
+
+// makeTarget is a target make help lists: a name, a colon, and its help
+// after "## ".
+var makeTarget = regexp.MustCompile(`(?m)^([a-z][a-z0-9-]*):[^\n]*## `)
+
+// TestEveryTaskIsDocumented: every target make help lists (in the
+// Makefile and the files it includes) has its row in docs/development.md's
+// table of tasks, or is one of the two commands of the README.
+func TestEveryTaskIsDocumented(t *testing.T) {
+	t.Parallel()
+	makefiles := []string{"Makefile"}
+	raw, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^-?include\s+(.+)$`).FindAllStringSubmatch(string(raw), -1) {
+		for _, pattern := range strings.Fields(m[1]) {
+			found, _ := filepath.Glob(pattern)
+			makefiles = append(makefiles, found...)
+		}
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := os.ReadFile("docs/development.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range makefiles {
+		text, err := os.ReadFile(mf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range makeTarget.FindAllStringSubmatch(string(text), -1) {
+			n++
+			name := "`make " + m[1]
+			if !strings.Contains(string(tasks), name) && !strings.Contains(string(readme), "make "+m[1]+" ") {
+				t.Errorf("make %s (%s) has no row in docs/development.md", m[1], mf)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("found %d targets in %v: does the help's format still read as this test does?", n, makefiles)
+	}
+}
