@@ -20,7 +20,7 @@ type UserSearch interface {
 	Search(ctx context.Context, grams []string, after int64, n int) ([]domain.Found, error)
 	// People returns up to n accounts whose username prefixes hold the
 	// folded prefix, their public part alone, as Search orders and pages
-	// them (docs/design.md#people-search). It may return rows the search
+	// them (docs/design/people-search.md). It may return rows the search
 	// does not show (pending, renamed since): the caller checks each.
 	People(ctx context.Context, prefix string, after int64, n int) ([]domain.FoundProfile, error)
 }

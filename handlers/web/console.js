@@ -733,7 +733,7 @@
 
   // offerPeople makes input offer the usernames that start with what is
   // typed in it (GET /v1/people?prefix=, logged in only,
-  // docs/design.md#people-search): asked once typing pauses, from two
+  // docs/design/people-search.md): asked once typing pauses, from two
   // characters, in the list #people-names, each with its display name.
   // An answer overtaken by later typing is dropped; a refusal (the
   // address's limit) leaves the list as it was: the name can be typed.

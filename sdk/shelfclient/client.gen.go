@@ -2581,7 +2581,7 @@ type ClientInterface interface {
 	// storage-attached index on the account rows' username starts),
 	// plus up to 8 more when the index returns rows the search does not
 	// show; a page then comes shorter, with a `nextCursor` past what
-	// was read (docs/design.md#people-search).
+	// was read (docs/design/people-search.md).
 	//
 	// Corresponds with GET /v1/people (the `SearchPeople` operationId).
 	SearchPeople(ctx context.Context, params *SearchPeopleParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4903,7 +4903,7 @@ func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordR
 // storage-attached index on the account rows' username starts),
 // plus up to 8 more when the index returns rows the search does not
 // show; a page then comes shorter, with a `nextCursor` past what
-// was read (docs/design.md#people-search).
+// was read (docs/design/people-search.md).
 //
 // Corresponds with GET /v1/people (the `SearchPeople` operationId).
 func (c *Client) SearchPeople(ctx context.Context, params *SearchPeopleParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10242,7 +10242,7 @@ type ClientWithResponsesInterface interface {
 	// storage-attached index on the account rows' username starts),
 	// plus up to 8 more when the index returns rows the search does not
 	// show; a page then comes shorter, with a `nextCursor` past what
-	// was read (docs/design.md#people-search).
+	// was read (docs/design/people-search.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20982,7 +20982,7 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Conte
 // storage-attached index on the account rows' username starts),
 // plus up to 8 more when the index returns rows the search does not
 // show; a page then comes shorter, with a `nextCursor` past what
-// was read (docs/design.md#people-search).
+// was read (docs/design/people-search.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
