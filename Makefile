@@ -30,8 +30,9 @@ web-assets: ## fetch Swagger UI (for /docs), playwright-core and axe-core (the b
 	@bash scripts/web-assets.sh
 
 .PHONY: generate
-generate: ## regenerate the Go SDK (sdk/shelfclient) from openapi.yaml; a test fails when it is stale
+generate: ## regenerate the Go SDK (sdk/shelfclient) from openapi.yaml and the configuration reference (docs/configuration.md) from internal/config's settings table; a test fails when either is stale
 	@cd sdk/shelfclient && $(GO) generate ./...
+	@$(GO) run ./internal/config/cmd/configref
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck

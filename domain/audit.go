@@ -9,7 +9,7 @@ import (
 )
 
 // AuditAction is what an admin did to an account (S6;
-// docs/design.md#account-audit).
+// docs/design/account-audit.md).
 type AuditAction string
 
 // The actions the audit records (a closed set: openapi.yaml's AuditAction).
@@ -43,7 +43,7 @@ var AuditActions = []AuditAction{AuditRoleGranted, AuditRoleRevoked, AuditEmailC
 // OfSessions reports an action on an account's sessions, or on its
 // second factors. Such an action writes no account version: its entry is keyed by the version it read
 // and its own time, and written before the action (no entry, no action;
-// docs/design.md#account-audit).
+// docs/design/account-audit.md).
 func (a AuditAction) OfSessions() bool {
 	return a == AuditSessionsListed || a == AuditSessionRevoked || a == AuditSessionsRevoked || a == AuditFactorRemoved ||
 		a == AuditRecoveryCodeUsed

@@ -9,7 +9,7 @@ import (
 
 // Holders says what became of the owner of a committed claim, so the
 // claimer can tell a live holder from one whose creation died after
-// committing (docs/design.md#signup).
+// committing (docs/design/signup.md).
 type Holders interface {
 	// Holder reports whether the owner exists (false: its creation died
 	// after committing, its pending row expired with the lease, and it can

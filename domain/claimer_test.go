@@ -247,7 +247,7 @@ func TestCreationUndoesOnlyWhatDidNotHappen(t *testing.T) {
 // given back) is adopted by the owner's next change, still committed; it
 // stays taken for others while the change that claimed it may still land
 // (the owner is at the claim's base version), and is taken over once the
-// owner's version is past it (known gap 8, docs/design.md#known-gaps).
+// owner's version is past it (U1, U4; docs/design/renames.md).
 func TestOrphanedClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -36,7 +36,7 @@ func (cr Creation) step(name string) error {
 	return cr.Step(name)
 }
 
-// Create runs a creation in three phases (docs/design.md#signup): [claim every
+// Create runs a creation in three phases (docs/design/signup.md): [claim every
 // key ∥ create the row pending], then [commit every claim], then activate
 // the row. The claims are committed before the row is active, so an active
 // row never holds a key whose claim can still expire; a creation that dies

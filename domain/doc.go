@@ -29,6 +29,6 @@
 // and groups both claim unique names.
 //
 // The invariants the services keep (U1-U9, S1-S6, L1-L7) and the designs
-// that keep them are in docs/design.md. Everything here imports only the
+// that keep them are in docs/design/. Everything here imports only the
 // standard library, plus golang.org/x/text for NFKC and case folding.
 package domain

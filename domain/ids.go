@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Id prefixes say what an id names (docs/design.md, API conventions).
+// Id prefixes say what an id names (docs/design/api-conventions.md).
 const (
 	UserIDPrefix    = "u_"
 	GroupIDPrefix   = "g_"

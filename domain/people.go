@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// The people search (docs/design.md#people-search): a logged-in user
+// The people search (docs/design/people-search.md): a logged-in user
 // finds accounts by the start of their username. The account row carries
 // every start of its username key (UsernamePrefixes), written with it; a
 // search asks the index for rows holding the prefix, reads their public

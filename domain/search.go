@@ -9,7 +9,7 @@ import (
 )
 
 // A moderator's search for accounts by part of a username or email
-// (docs/design.md#user-search). The account row carries the grams of its
+// (docs/design/user-search.md). The account row carries the grams of its
 // keys (SearchGrams), written with them; a search asks the index for rows
 // holding a few grams of the query (QueryGrams) and keeps the rows whose
 // keys hold the query itself (Matches): the grams only narrow the read.

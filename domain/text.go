@@ -172,7 +172,7 @@ func emojiBase(r rune) bool {
 // maximum only), the limits in the message.
 //
 // White space at the ends is refused rather than trimmed
-// (docs/design.md#api-conventions): a schema's maxLength counts the
+// (docs/design/api-conventions.md): a schema's maxLength counts the
 // string as sent, so a server that trimmed
 // first accepted " " and 64 letters that the schema forbids. Refusing it
 // makes maxLength, minLength and the pattern say exactly what is accepted,

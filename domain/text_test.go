@@ -121,7 +121,7 @@ func hasInvisibleText(s string) bool {
 
 // TestInvisibleCharacters: characters that show as nothing or as blank are
 // refused in emails and in names people read, so two values that look the
-// same never differ (known gap 11, docs/design.md#known-gaps); the parts emoji
+// same never differ (U1; TextRule, HasInvisible); the parts emoji
 // sequences are built with stay welcome in names.
 func TestInvisibleCharacters(t *testing.T) {
 	t.Parallel()

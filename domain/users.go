@@ -20,7 +20,7 @@ const (
 	StatusDeleting Status = "deleting"
 	// StatusDeleted: deleted for good. The row stays (its id is never
 	// reused, its version keeps shadowing late writes) without personal
-	// data, and its claims count as free (docs/design.md#deletion).
+	// data, and its claims count as free (docs/design/deletion.md).
 	StatusDeleted Status = "deleted"
 	// StatusClosing: a group is being closed (DELETE /v1/groups/{id}): it
 	// reads as gone, takes no member or share, and still holds its name.
@@ -129,7 +129,7 @@ func (s Status) Visible() bool { return s == StatusActive || s == StatusSuspende
 
 // Departed reports an account being deleted or deleted: it may hold no
 // membership, and one carried out for it after its deletion read its
-// memberships is taken back (docs/design.md#deletion).
+// memberships is taken back (docs/design/deletion.md).
 func (u User) Departed() bool { return u.Status.Departed() }
 
 // Departed reports a status of an account being deleted or deleted.

@@ -8,7 +8,7 @@ import (
 
 // Yield says how long a claimant that holds the first of its keys waits
 // for a later one that another claimant's operation holds pending
-// (docs/design.md#signup, ordered yielding).
+// (docs/design/signup.md, ordered yielding).
 type Yield struct {
 	// Tries is how many more times such a key is tried; 0 never waits.
 	Tries int

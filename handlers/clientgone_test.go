@@ -160,7 +160,7 @@ func (s *oneRequestServer) checkRecorded(t *testing.T, route string, status int,
 	}
 }
 
-// TestClientGoneIs499 (docs/design.md#api-conventions): a request whose client hangs up
+// TestClientGoneIs499 (docs/design/api-conventions.md): a request whose client hangs up
 // is logged at info and counted as 499, never as a 5xx at error level,
 // whatever error the handler met on the way out: the store's read cut
 // short (which the repository reports as unavailable, a 503, or which may

@@ -7,7 +7,7 @@ import (
 )
 
 // EmailChanges serves the revert link mailed to an account's old address
-// when its email is changed (docs/design.md#email-change): no session,
+// when its email is changed (docs/design/email-change.md): no session,
 // the link is the credential.
 type EmailChanges struct {
 	accounts *accounts.Service

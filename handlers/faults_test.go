@@ -15,7 +15,7 @@ import (
 // TestEveryUnavailableAnswerSaysWhenToRetry: a 503 from any source — a
 // bare unavailable, a domain error of that kind with its own code (a
 // signup that expired), a timeout — carries Retry-After
-// (known gap 13, docs/design.md#known-gaps).
+// (docs/design/api-conventions.md).
 func TestEveryUnavailableAnswerSaysWhenToRetry(t *testing.T) {
 	t.Parallel()
 	expired := &domain.Error{Kind: domain.ErrUnavailable, Code: "signup_expired", Message: "Try again."}
@@ -37,7 +37,7 @@ type notReady struct{ err error }
 func (n notReady) CheckReady(context.Context) error { return n.err }
 
 // TestReadyzKeepsInternalTextInTheLog: the reason a node is not ready is
-// logged, never sent (known gap 13, docs/design.md#known-gaps).
+// logged, never sent (docs/design/api-conventions.md).
 func TestReadyzKeepsInternalTextInTheLog(t *testing.T) {
 	t.Parallel()
 	secret := "dial tcp 10.1.2.3:9042: connection refused"
@@ -52,8 +52,8 @@ func TestReadyzKeepsInternalTextInTheLog(t *testing.T) {
 }
 
 // TestListQueryMustParse: a list whose query string does not parse is
-// refused with 400 naming the query, not read as the first page (known
-// gap 13, docs/design.md#known-gaps).
+// refused with 400 naming the query, not read as the first page
+// (docs/design/api-conventions.md).
 func TestListQueryMustParse(t *testing.T) {
 	t.Parallel()
 	for _, q := range []string{"cursor=%%%x", "limit=5&cursor=%zz", "a=%"} {

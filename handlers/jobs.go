@@ -11,7 +11,7 @@ import (
 )
 
 // Jobs serves the jobs that finish what a request began: an account's
-// deletion, a group's closing (docs/design.md#jobs).
+// deletion, a group's closing (docs/design/jobs.md).
 type Jobs struct {
 	lifecycle *lifecycle.Service
 }

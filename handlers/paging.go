@@ -9,7 +9,7 @@ import (
 	"shelf/domain/library"
 )
 
-// Paging limits of every list (docs/design.md, API conventions).
+// Paging limits of every list (docs/design/api-conventions.md).
 const (
 	defaultPageLimit = 20
 	maxPageLimit     = 100

@@ -23,7 +23,7 @@ func surfaceRouter(logs *bytes.Buffer, m *metrics.Metrics) http.Handler {
 		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: time.Second, Metrics: m})
 }
 
-// TestEveryAnswerCarriesSecurityHeaders (docs/design.md#api-conventions): API answers,
+// TestEveryAnswerCarriesSecurityHeaders (docs/design/api-conventions.md): API answers,
 // problems, pages and files all say no framing, no referrer, no sniffing
 // and no storing; every HTML page has a CSP that allows no framing and no
 // script but the origin's own, /assets/docs.html included.

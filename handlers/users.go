@@ -156,7 +156,7 @@ func (h *Users) getByEmail(w http.ResponseWriter, r *http.Request) error {
 }
 
 // search serves GET /v1/users?q=: the visible accounts whose username or
-// email holds q, paged (admins; docs/design.md#user-search). q is required
+// email holds q, paged (admins; docs/design/user-search.md). q is required
 // and given once; the domain checks its form.
 func (h *Users) search(w http.ResponseWriter, r *http.Request) error {
 	query, err := listQuery(r, "cursor", "limit", "q")
@@ -183,7 +183,7 @@ func (h *Users) search(w http.ResponseWriter, r *http.Request) error {
 
 // people serves GET /v1/people?prefix=: the accounts whose username starts
 // with prefix, their public part, paged (any session;
-// docs/design.md#people-search). prefix is required and given once; the
+// docs/design/people-search.md). prefix is required and given once; the
 // domain checks its form.
 func (h *Users) people(w http.ResponseWriter, r *http.Request) error {
 	query, err := listQuery(r, "cursor", "limit", "prefix")

@@ -14,7 +14,7 @@ import (
 )
 
 // AccountAudit keeps the audit of admin actions on accounts
-// (account_audit, migration 016; docs/design.md#account-audit): one
+// (account_audit, migration 016; docs/design/account-audit.md): one
 // partition per account, newest first.
 type AccountAudit struct {
 	db *DB

@@ -48,7 +48,7 @@ func closingsOf(t *testing.T, s *repository.Closings, groupID string) []groups.C
 // caller) keep an entry each. The end of one (the loser's) leaves the
 // other's, which Get finds by the tag the account row records; a write of
 // the ended one landing late stays ended. Before migration 014 they were
-// one row, and the loser's end deleted the winner's (docs/design.md#deletion,
+// one row, and the loser's end deleted the winner's (docs/design/deletion.md,
 // "every attempt's record is its own").
 func TestDeletionAttemptsAreTheirOwn(t *testing.T) {
 	t.Parallel()

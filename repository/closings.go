@@ -8,7 +8,7 @@ import (
 )
 
 // Closings keeps the index of group closings in progress
-// (group_closing_attempts, migration 014; docs/design.md#closing): an
+// (group_closing_attempts, migration 014; docs/design/closing.md): an
 // attemptIndex of one row per attempt (the day, the group, the attempt's
 // tag), laid out as the index of account deletions.
 type Closings struct {

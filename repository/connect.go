@@ -109,7 +109,7 @@ func clusterConfig(c ConnConfig) (*gocql.ClusterConfig, error) {
 // the replicas in other data centres, so a statement waits on another
 // region only once every local host is down or at the back of the plan
 // (healthPolicy): with LOCAL_QUORUM, it is then that region's quorum that
-// answers (docs/design.md#regions).
+// answers (docs/design/regions.md).
 func hostSelection(localDC string) gocql.HostSelectionPolicy {
 	if localDC == "" {
 		return gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())

@@ -10,7 +10,7 @@ import (
 )
 
 // Deletions keeps the index of account deletions in progress
-// (account_deletion_attempts, migration 014; docs/design.md#deletion): an
+// (account_deletion_attempts, migration 014; docs/design/deletion.md): an
 // attemptIndex of one row per attempt (the day, the user, the attempt's
 // tag) that also reads the entry a deletion's finish ends (Get).
 type Deletions struct {

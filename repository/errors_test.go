@@ -18,7 +18,7 @@ import (
 // been sent is ambiguous (settled by a read-back, never taken for "not
 // applied") and answers 503, never 500 — among them a connection the
 // driver closed after a failed heartbeat while the node hung and a
-// cancelled request (known gaps 13 and 8, docs/design.md#known-gaps). An error Cassandra answered
+// cancelled request (docs/design/faults.md#attempts). An error Cassandra answered
 // before running anything is not ambiguous.
 func TestDriverErrorsAreClassified(t *testing.T) {
 	t.Parallel()

@@ -77,7 +77,7 @@ func TestExpiryStartHoldsAtTheFirstLiveEntry(t *testing.T) {
 }
 
 // TestExpiryReadCostStaysFlat drives 20 000 timed suspensions' expiry
-// entries (SHELF_TEST_EXPIRIES: 100 000 for the run docs/design.md quotes)
+// entries (SHELF_TEST_EXPIRIES: 100 000 for the run docs/design/capacity-model.md quotes)
 // through the sweeper's read, 20 reads in all (each entry read once ended,
 // then erased, as a lift does) and counts the tombstone cells each read
 // meets. Sliced from the partition's start, as before, a read met every

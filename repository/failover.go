@@ -14,7 +14,7 @@ import (
 )
 
 // attemptsConfig sets how the driver tries a statement again
-// (docs/design.md#faults, "Attempts"): c.Timeout bounds each attempt (gocql's
+// (docs/design/faults.md, "Attempts"): c.Timeout bounds each attempt (gocql's
 // Timeout is per connection request, not per statement), an idempotent
 // statement goes to the next node after a node could not answer, and a
 // connection that keeps timing out is closed, so the node it led to is

@@ -45,7 +45,7 @@ const (
 // once, a removal the reverse index first and the member row only once that
 // delete is known to have landed, so a member row is gone only once both
 // are: a closing's retry pages the member rows to remove and must find
-// every row a failed removal left (docs/design.md#closing). The version is
+// every row a failed removal left (docs/design/closing.md). The version is
 // used as the write timestamp as is: versions only grow, and these tables
 // are written by nothing else.
 func (s *GroupMembers) Apply(ctx context.Context, groupID string, c groups.MemberChange, version int) error {

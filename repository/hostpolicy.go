@@ -12,7 +12,7 @@ import (
 // A replica that stops answering (a hung process, a long pause) keeps its
 // connections open, so gocql keeps routing a third of all partitions to it
 // and waits out the timeout on each; its heartbeat drops the connections
-// only after about a minute (docs/design.md#node-faults). healthPolicy wraps the token-aware
+// only after about a minute (docs/design/node-faults.md). healthPolicy wraps the token-aware
 // policy (hostSelection: DC-aware with a local data centre) and sends a host that has requests waiting on it and has not
 // answered anything for a while to the back of every plan, as the DataStax
 // Java driver's DefaultLoadBalancingPolicy does. The other replicas then

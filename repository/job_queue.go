@@ -8,7 +8,7 @@ import (
 )
 
 // JobQueue keeps the queue of jobs in progress (job_queue, migration 024;
-// docs/design.md#jobs), laid out as the index of account deletions: one
+// docs/design/jobs.md), laid out as the index of account deletions: one
 // partition per UTC day a job began, one row per job, read from a start
 // that only moves forward (walkDays).
 type JobQueue struct {

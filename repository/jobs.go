@@ -7,7 +7,7 @@ import (
 	"shelf/domain/jobs"
 )
 
-// Jobs keeps the jobs' rows (jobs, migration 022; docs/design.md#jobs):
+// Jobs keeps the jobs' rows (jobs, migration 022; docs/design/jobs.md):
 // compare-and-set rows like the accounts', each write tagged with a fresh
 // write id so a lost answer is settled by reading the row back.
 type Jobs struct {

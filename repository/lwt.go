@@ -25,7 +25,7 @@ type DB struct {
 	// db.Serial): SERIAL or LOCAL_SERIAL, whose wire values are the same
 	// as consistencies'. One scope for all, since Paxos at LOCAL_SERIAL and
 	// at SERIAL on one partition do not see each other's rounds, and every
-	// LWT row may be written from any data centre (docs/design.md#regions).
+	// LWT row may be written from any data centre (docs/design/regions.md).
 	Serial gocql.Consistency
 	// Now is the clock of the timestamps this process writes (time.Now;
 	// shifted by SHELF_CLOCK_OFFSET in tests of clock skew).
@@ -95,7 +95,7 @@ func (db *DB) exec(ctx context.Context, op lwt) (bool, error) {
 // execOnce is exec without the outcome report; resolved says a SERIAL read
 // settled the answer.
 //
-// The rule (docs/design.md#faults): any attempt may land at any later time
+// The rule (docs/design/faults.md): any attempt may land at any later time
 // and any answer may be lost. Every attempt of one transaction carries the
 // same tag (write id, op id), so its outcome is known only from an answer
 // that came back, or from the row's tag. Once an attempt went unanswered, a

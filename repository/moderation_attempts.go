@@ -7,7 +7,7 @@ import (
 )
 
 // ModerationAttempts keeps the index of suspensions and unsuspensions in
-// progress (moderation_attempts, migration 023; docs/design.md#suspension):
+// progress (moderation_attempts, migration 023; docs/design/suspension.md):
 // an attemptIndex laid out as the index of account deletions, one row per
 // attempt (the day, the user, the attempt's tag).
 type ModerationAttempts struct {

@@ -14,7 +14,7 @@ import (
 
 // Outbox keeps content_mark_queue: one row per mark, in the partition of
 // the mark's time window and shard, read from a start that moves forward
-// (docs/design.md#queues). The cost of a read depends on the marks of the
+// (docs/design/libraries.md#queues). The cost of a read depends on the marks of the
 // last few windows, never on the changes ever made.
 type Outbox struct {
 	db *DB

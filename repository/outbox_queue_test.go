@@ -156,7 +156,7 @@ func tombstonesRead(t *testing.T, s *gocql.Session, ids [][]byte) int {
 }
 
 // TestOutboxReadCostStaysFlat drives 20 000 changes' marks through the
-// outbox (SHELF_TEST_OUTBOX_MARKS: 200 000 for the run docs/design.md
+// outbox (SHELF_TEST_OUTBOX_MARKS: 200 000 for the run docs/design/capacity-model.md
 // quotes; each made, then done, as a change does) while a worker reads it
 // four times a second, and counts the tombstone cells each read meets
 // (Cassandra's own trace of the read). With one partition per shard, every

@@ -37,7 +37,7 @@ func marksOf(t *testing.T, o *repository.Outbox, id string) []string {
 // an earlier one; an attempt of a mark that lands after its Done stays
 // deleted. Before, the item had one outbox row and Done deleted it at the
 // marker's wall-clock time: whatever was marked "before" that, by any
-// clock, was gone (known gap 5, docs/design.md#known-gaps).
+// clock, was gone (L3, L4; docs/design/libraries.md#queues).
 func TestOutboxMarksAreTheirOwn(t *testing.T) {
 	t.Parallel()
 	db := repository.NewDB(testkit.PackageDB(t).Session, "LOCAL_SERIAL")

@@ -8,7 +8,7 @@ import (
 	"github.com/gocql/gocql"
 )
 
-// queue_progress: where each queue's reader starts (docs/design.md#queues).
+// queue_progress: where each queue's reader starts (docs/design/libraries.md#queues).
 const (
 	queueStartCQL   readCQL      = `SELECT next FROM queue_progress WHERE queue = ?`
 	queueAdvanceCQL versionedCQL = `UPDATE queue_progress USING TIMESTAMP ? SET next = ? WHERE queue = ?`

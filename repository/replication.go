@@ -14,7 +14,7 @@ const replicationCQL readCQL = `SELECT replication FROM system_schema.keyspaces 
 
 // KeyspaceReplication reads a keyspace's replication: start-up decides
 // from it which serial consistency is safe and whether the local data
-// centre must be named (docs/design.md#regions). It is read from the
+// centre must be named (docs/design/regions.md). It is read from the
 // cluster, not taken from SHELF_REPLICATION, since an existing keyspace
 // keeps the replication it was created or last altered with.
 func KeyspaceReplication(ctx context.Context, s gocqlx.Session, keyspace string) (map[string]string, error) {

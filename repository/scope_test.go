@@ -18,7 +18,7 @@ func (r *scopeRecorder) SerialConsistency(c gocql.SerialConsistency) *gocql.Quer
 // TestCompareAndSetsAndTheirReadsShareOneScope: a DB runs its
 // compare-and-sets at the scope it was made with, whatever the session's
 // default, and its SERIAL reads (the ones that settle and check them) at
-// the same scope, sent again but never copied (docs/design.md#regions:
+// the same scope, sent again but never copied (docs/design/regions.md:
 // Paxos rounds at SERIAL and at LOCAL_SERIAL on one partition do not see
 // each other).
 func TestCompareAndSetsAndTheirReadsShareOneScope(t *testing.T) {

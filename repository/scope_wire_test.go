@@ -15,7 +15,7 @@ import (
 	"shelf/tests/testkit"
 )
 
-// TestStatementsCarryTheirScopeOnTheWire (docs/design.md#regions): what
+// TestStatementsCarryTheirScopeOnTheWire (docs/design/regions.md): what
 // the node was asked, from its traces. A compare-and-set runs at the DB's
 // serial scope, not the session's default (set here to the other one),
 // and commits at LOCAL_QUORUM; a SERIAL read, of the kind that judges it,

@@ -11,7 +11,7 @@ import (
 )
 
 // UserSearch finds accounts through the storage-attached index on
-// users.search_grams (migration 019, docs/design.md#user-search). A
+// users.search_grams (migration 019, docs/design/user-search.md). A
 // search is not a partition read: the coordinator asks every token range
 // of the ring, in its own rounds, for rows holding every gram, in token
 // order after a position, and stops at the limit.
@@ -70,7 +70,7 @@ func (s *UserSearch) Search(ctx context.Context, grams []string, after int64, n 
 	return out, nil
 }
 
-// peopleCQL is the people search (docs/design.md#people-search): the
+// peopleCQL is the people search (docs/design/people-search.md): the
 // public columns of the accounts whose username starts with a prefix, in
 // token order after a position. A scan: sent again after an error.
 const peopleCQL scanCQL = `SELECT id, username, display_name, status, created_at, token(id) AS row_token FROM users WHERE token(id) > ? AND username_prefixes CONTAINS ? LIMIT ?`

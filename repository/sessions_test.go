@@ -19,7 +19,7 @@ import (
 // instance whose clock runs ahead (here 5 s) must still be revoked: the
 // deletes carry the session's own write timestamp + 1. Before, they carried
 // the revoking instance's clock and lost to the session's later timestamp,
-// so the session outlived a password change (known gap 10, docs/design.md#known-gaps). Many
+// so the session outlived a password change (S3; docs/design/sessions.md). Many
 // sessions are revoked at once, bounded, not one after another.
 func TestRevocationShadowsSessionsFromClocksAhead(t *testing.T) {
 	t.Parallel()

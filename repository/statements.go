@@ -12,7 +12,7 @@ import (
 // (or a conversion) of one of these types, and each is sent only by the
 // functions of this file, which mark it with what its kind allows: so no
 // statement goes out without having said whether it may run twice
-// (TestEveryStatementHasAKind checks the source; docs/design.md#faults).
+// (TestEveryStatementHasAKind checks the source; docs/design/faults.md).
 //
 // gocql v1.7.0 sends a statement more than once in two ways: a retry after
 // an error (the cluster's RetryPolicy, which v1.7.0 applies whatever the

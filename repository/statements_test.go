@@ -203,11 +203,11 @@ func TestTheScanCatchesAnUnconditionalWrite(t *testing.T) {
 }
 
 // attemptIndexes are the indexes of operations in progress (account
-// deletions, group closings; docs/design.md#deletion): every write of them
+// deletions, group closings; docs/design/deletion.md): every write of them
 // is USING TIMESTAMP <the attempt's start> (the end one microsecond later),
 // so a repeat is harmless and a late write never outlives its end; and in
 // the tables of migration 014 an end names the attempt, so one attempt's
-// end never deletes another's entry (docs/design.md#deletion, "every
+// end never deletes another's entry (docs/design/deletion.md, "every
 // attempt's record is its own"). The tables before 014 are neither read
 // nor written.
 var attemptIndexes = map[string]bool{"account_deletion_attempts": true, "group_closing_attempts": true}

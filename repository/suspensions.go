@@ -19,7 +19,7 @@ import (
 type Suspensions struct {
 	db *DB
 	// horizon is how far behind now the expiry reader's start may move
-	// (docs/design.md#queues).
+	// (docs/design/libraries.md#queues).
 	horizon time.Duration
 	// tracer, when set, traces the reads of expired entries (tests count
 	// the tombstones they meet).

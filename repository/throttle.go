@@ -10,7 +10,7 @@ import (
 
 // Attempts keeps attempts counted by every instance together
 // (throttle_tries and throttle_failures, migration 020;
-// docs/design.md#throttle): a row per attempt and scope in each, never
+// docs/design/throttle.md): a row per attempt and scope in each, never
 // deleted. Writes and reads are at the session's consistency
 // (LOCAL_QUORUM by default), which is what makes a count read after a
 // write include it; at ONE the limit holds per replica only.

@@ -7,7 +7,7 @@ import (
 )
 
 // TestTheThrottleNeverDeletes: no statement of the package deletes from
-// a throttle table (docs/design.md#throttle). A deletion is a tombstone
+// a throttle table (docs/design/throttle.md). A deletion is a tombstone
 // that every later read of the partition meets until it is purged: one
 // per refused try, thousands a minute from one address, and reads of the
 // login failed at tombstone_failure_threshold. An attempt's outcome is an

@@ -177,7 +177,7 @@ const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, d
 // scan, and search_grams (019) and username_prefixes (030), which only the
 // searches' indexes read. They are derived from the keys and written in the
 // same compare-and-set, so an index never says other than the row
-// (docs/design.md#user-search, #people-search).
+// (docs/design/user-search.md, docs/design/people-search.md).
 const (
 	userWriteColumnNames = userColumnNames + `, search_grams, username_prefixes`
 	userWriteColumns     = userColumns + `, search_grams = ?, username_prefixes = ?`

@@ -30,7 +30,7 @@ test-race: ## every test of make test again, under -race (the fault explorers on
 	@$(CASSANDRA) with -- env GO=$(GO) RACE=-race tests/test-go.sh
 
 .PHONY: test-browser
-test-browser: ## every console page and action with three users and an admin (and a second api requiring verified emails on BROWSER_PORT+1), and /docs, in headless Chromium (playwright-core from npm; chromium installed if missing); README_SCREENSHOTS=1 saves the README's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)
+test-browser: ## every console page and action with three users and an admin (and a second api requiring verified emails on BROWSER_PORT+1), and /docs, in headless Chromium (playwright-core from npm; chromium installed if missing); README_SCREENSHOTS=1 saves docs/console.md's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)
 	@$(CASSANDRA) with -- tests/browser/test-browser.sh
 
 .PHONY: test-clients
@@ -46,7 +46,7 @@ bench: ## every operation through shelf, the lean baseline server and the raw dr
 	@$(CASSANDRA) with -- env BENCH_ROUND=$(BENCH_ROUND) BENCH_ROUNDS=$(BENCH_ROUNDS) $(GO) test -tags bench -count=1 -timeout 60m -run '^TestBench$$' -v ./tests/bench/
 
 .PHONY: capacity
-capacity: ## the capacity model's inputs (docs/design.md#capacity-model): bytes per row and rows per partition of every table after a realistic mix through the api, read from the local node's SSTables; compare-and-sets per second on one key by contending clients; saved under .bench/capacity-<time>.md (CAPACITY_USERS 2000, CAPACITY_ITEMS 3000)
+capacity: ## the capacity model's inputs (docs/design/capacity-model.md): bytes per row and rows per partition of every table after a realistic mix through the api, read from the local node's SSTables; compare-and-sets per second on one key by contending clients; saved under .bench/capacity-<time>.md (CAPACITY_USERS 2000, CAPACITY_ITEMS 3000)
 	@$(CASSANDRA) with -- $(GO) test -tags bench -count=1 -timeout 30m -run '^TestCapacity$$' -v ./tests/bench/
 
 .PHONY: bench-seeds

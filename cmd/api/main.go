@@ -1,7 +1,7 @@
 // Command api is the shelf service: `api serve` runs the HTTP API, `api
 // migrate` creates the keyspace and applies the schema. Settings come from
-// SHELF_* environment variables (see the README). The program is
-// internal/app's Run, wired as the server is (no options).
+// SHELF_* environment variables (see docs/configuration.md). The program
+// is internal/app's Run, wired as the server is (no options).
 package main
 
 import "shelf/internal/app"

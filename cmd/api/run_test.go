@@ -114,7 +114,7 @@ func TestBadConfigurationStopsStartup(t *testing.T) {
 	}
 }
 
-// TestServeRefusesTheLogMailerInProduction (docs/design.md#tokens): a server
+// TestServeRefusesTheLogMailerInProduction (docs/design/tokens.md): a server
 // whose links lead elsewhere does not start with mail going to its log;
 // it says which setting to change before connecting to anything.
 func TestServeRefusesTheLogMailerInProduction(t *testing.T) {
@@ -126,7 +126,7 @@ func TestServeRefusesTheLogMailerInProduction(t *testing.T) {
 	}
 }
 
-// TestServeChecksTheKeyspacesDataCentres (docs/design.md#regions): serve
+// TestServeChecksTheKeyspacesDataCentres (docs/design/regions.md): serve
 // reads the keyspace's replication from the cluster after connecting and
 // refuses a local data centre holding none of its replicas, naming the
 // setting and the keyspace's data centres. The node has one data centre,

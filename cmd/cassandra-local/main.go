@@ -16,7 +16,7 @@
 //	                              on 127.0.0.1:9042, and stop it afterwards
 //
 // Environment: SHELF_CASSANDRA_VERSION, SHELF_CASSANDRA_CACHE,
-// SHELF_CASSANDRA_DATA, SHELF_CASSANDRA_HEAP (see the README).
+// SHELF_CASSANDRA_DATA, SHELF_CASSANDRA_HEAP (see docs/development.md#the-launcher).
 package main
 
 import (

@@ -8,7 +8,7 @@ import (
 	"shelf/domain"
 )
 
-// The audit of admin actions on accounts (docs/design.md#account-audit).
+// The audit of admin actions on accounts (docs/design/account-audit.md).
 //
 // An admin action is decided on the account row read at SERIAL, and its
 // entries are decided with it: their key (the version the change writes,
@@ -71,7 +71,7 @@ func changeEntries(p domain.Principal, u, next domain.User) []domain.AuditEntry 
 	add(domain.AuditUsernameChanged, u.Username, next.Username)
 	add(domain.AuditEmailChanged, u.Email, next.Email)
 	if next.PendingEmailKey != "" && next.PendingEmailKey != u.PendingEmailKey {
-		// A new email is only asked for (docs/design.md#email-change): the
+		// A new email is only asked for (docs/design/email-change.md): the
 		// entry records the
 		// address asked for, which becomes the account's once confirmed.
 		add(domain.AuditEmailChanged, u.Email, next.PendingEmail)

@@ -171,7 +171,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			// Without mail no link could ever verify it: the change is
 			// made at once, as before changes waited for verification (tests
 			// and tools only:
-			// every deployment mails, docs/design.md#email-change).
+			// every deployment mails, docs/design/email-change.md).
 			next.Email, next.EmailKey, next.EmailVerifiedAt = next.PendingEmail, next.PendingEmailKey, time.Time{}
 			next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt, next.PendingEmailSession = "", "", time.Time{}, ""
 		}

@@ -8,7 +8,7 @@ import (
 	"shelf/domain"
 )
 
-// Deleting an account (DELETE /v1/users/{id}, docs/design.md#deletion):
+// Deleting an account (DELETE /v1/users/{id}, docs/design/deletion.md):
 // the accounts' steps of it. The workflow, its index and its repair are
 // domain/lifecycle's (DeleteUser): the rounds of a Deletion's
 // compare-and-set, then the other services' steps, then MarkDeleted,
@@ -29,7 +29,7 @@ import (
 // Every attempt's entry is its own (keyed by the attempt's tag): a losing
 // attempt ends only its own, and the winner's is ended only by the finish
 // of the deletion that applied, identified by the tag the account row
-// records (docs/design.md#deletion: when two attempts shared one entry,
+// records (docs/design/deletion.md: when two attempts shared one entry,
 // the loser's end left the winner's deletion where no repair could find
 // it).
 
@@ -244,7 +244,7 @@ func (a *Service) MarkDeleted(ctx context.Context, id string) error {
 // deletion that did not take effect: that deletion's compare-and-set,
 // still on its way however late (a hung node's queue), was decided on an
 // older version and can no longer land, so no account is left deleting
-// without the entry that lets the repair finish it (gap 20, as the
+// without the entry that lets the repair finish it (as the
 // closings repair fences a group). An account deleting by now keeps its
 // entry for the next repair; one gone or never activated needs no fence.
 func (a *Service) FenceDeletion(ctx context.Context, id string) error {

@@ -10,7 +10,7 @@ import (
 )
 
 // An email change an attacker cannot use
-// (docs/design.md#email-change). A new address is only asked for: the
+// (docs/design/email-change.md). A new address is only asked for: the
 // account keeps its address (login, resets, every mail) until a link
 // mailed to the new one is followed, and the new key is claimed for the
 // account meanwhile (U1: nobody else takes it, and the change completes
@@ -39,7 +39,7 @@ func (a *Service) revertTTL() time.Duration {
 // change replaced until its revert link ends. A hold ends by the clock,
 // but a key is never taken from an account on the clock alone: the
 // claimer takes over a key an account names in an expired hold only
-// after fencing the account's row (fence), docs/design.md#email-change.
+// after fencing the account's row (fence), docs/design/email-change.md.
 type holds struct {
 	now time.Time
 	// pendingFor is how long a change pending lives: its verification
@@ -115,7 +115,7 @@ func (h holds) live(u domain.User) (out domain.User, changed bool) {
 // releaseDropped gives back the keys before held and after, written in
 // its place, no longer holds. A claim that is not given back (a failure,
 // a lost answer) is an orphan anyone may take over once the account's
-// version is past its base (docs/design.md#renames): releasing only tidies.
+// version is past its base (docs/design/renames.md): releasing only tidies.
 func (a *Service) releaseDropped(ctx context.Context, before, after domain.User) {
 	h := a.holdsAt(a.cfg.Now())
 	var dropped []domain.Key
@@ -153,7 +153,7 @@ var ErrNoticeFailed = &domain.Error{Kind: domain.ErrUnavailable, Code: "notice_f
 
 // tooManyMails answers an email change whose notice was held back by the
 // hourly mail limit of the account's address (an address not verified:
-// docs/design.md#throttle): nothing changed; wait says when one more mail
+// docs/design/throttle.md): nothing changed; wait says when one more mail
 // may go.
 func tooManyMails(wait time.Duration) error {
 	return &domain.Error{Kind: domain.ErrTooManyAttempts, Code: "too_many_mails", RetryAfter: max(wait, time.Second),

@@ -18,7 +18,7 @@ import (
 	"shelf/domain"
 )
 
-// Second factors (docs/design.md#second-factors): authenticator codes
+// Second factors (docs/design/second-factors.md): authenticator codes
 // (TOTP) and recovery codes. An account with a confirmed authenticator
 // opens no session on its password alone: the password answers a
 // challenge (a single-use token, PurposeLoginChallenge), and a code or a

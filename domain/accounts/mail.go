@@ -110,7 +110,7 @@ const (
 	// neverHeld: counted, and sent whatever the count says. Only for mail
 	// no stranger can aim: the notice of an email change to a verified
 	// address, and the reset link a revert mails (the link was followed
-	// from that address), docs/design.md#throttle.
+	// from that address), docs/design/throttle.md.
 	neverHeld
 )
 
@@ -190,7 +190,7 @@ func Link(publicURL string, purpose TokenPurpose, token string) string {
 }
 
 // message is the mail that carries token to u. Mail to an address that
-// is not verified carries no text the sender chose (docs/design.md#tokens):
+// is not verified carries no text the sender chose (docs/design/tokens.md):
 // whoever
 // typed the address chose the display name and the username too, and
 // could otherwise mail anyone a message of their own ("Hello URGENT: call

@@ -11,7 +11,7 @@ import (
 	"shelf/domain"
 )
 
-// Passkeys (WebAuthn) as second factors (docs/design.md#second-factors):
+// Passkeys (WebAuthn) as second factors (docs/design/second-factors.md):
 // registered like an authenticator app (a pending factor, confirmed by
 // the browser's answer), used at a login's second step and to prove the
 // owner. A passkey's assertion is bound to a challenge made from a

@@ -8,7 +8,7 @@ import (
 	"shelf/domain"
 )
 
-// Passwords people cannot guess (docs/design.md#passwords, NIST SP
+// Passwords people cannot guess (docs/design/passwords.md, NIST SP
 // 800-63B 5.1.1.2): besides its length, a new password is refused when an
 // attacker would find it within minPasswordGuesses guesses (a common or
 // breached password, a small change of one, a repeat, a sequence, a row of

@@ -8,7 +8,7 @@ import (
 	"shelf/domain"
 )
 
-// Re-authentication (U9, docs/design.md#reauthentication): what can
+// Re-authentication (U9, docs/design/reauthentication.md): what can
 // take an account (its username, its email, its password, its deletion)
 // needs the current password from its owner, whatever session asks: a
 // stolen token alone must not be enough. A fresh login does not stand in

@@ -10,7 +10,7 @@ import (
 )
 
 // UserSearch finds accounts by the grams their rows carry
-// (docs/design.md#user-search).
+// (docs/design/user-search.md).
 type UserSearch interface {
 	// Search returns up to n accounts whose grams hold every one of
 	// grams, each with its position (the row's token), in the order of
@@ -20,7 +20,7 @@ type UserSearch interface {
 	Search(ctx context.Context, grams []string, after int64, n int) ([]domain.Found, error)
 	// People returns up to n accounts whose username prefixes hold the
 	// folded prefix, their public part alone, as Search orders and pages
-	// them (docs/design.md#people-search). It may return rows the search
+	// them (docs/design/people-search.md). It may return rows the search
 	// does not show (pending, renamed since): the caller checks each.
 	People(ctx context.Context, prefix string, after int64, n int) ([]domain.FoundProfile, error)
 }

@@ -1,6 +1,6 @@
 // Package accounts is signup (a username and an email, both unique), login
 // by either, sessions, account changes and the admin role. It keeps U1-U5
-// of docs/design.md through the kernel's claimer and compare-and-set on the
+// of docs/design/invariants.md through the kernel's claimer and compare-and-set on the
 // account row's version.
 package accounts
 

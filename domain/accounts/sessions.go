@@ -83,7 +83,7 @@ type managed struct {
 // the version read and the action's own time, and the audit is its only
 // home: a write whose answer was lost, or that lands late, may leave an
 // entry for an attempt refused 503, and each attempt let through, a
-// client's retry too, is an entry of its own (docs/design.md#account-audit).
+// client's retry too, is an entry of its own (docs/design/account-audit.md).
 func (a *Service) auditSessions(ctx context.Context, p domain.Principal, u managed, action domain.AuditAction) error {
 	if p.UserID == u.ID {
 		return nil

@@ -15,7 +15,7 @@ import (
 	"shelf/domain"
 )
 
-// Throttling of password guesses and of mail (docs/design.md#throttle).
+// Throttling of password guesses and of mail (docs/design/throttle.md).
 // An attempt is counted under its tiers one after another, the client's
 // address first: under each it writes a try of its own (in flight) and
 // only then reads the scope, and it goes on to the next tier only when
@@ -127,7 +127,7 @@ const maxCounted = 512
 // ErrThrottleUnavailable answers an attempt whose count could not be
 // written or read, or whose verdict could not be recorded: it is refused
 // rather than let through uncounted, and the verdict is not told
-// (docs/design.md#throttle).
+// (docs/design/throttle.md).
 var ErrThrottleUnavailable = &domain.Error{Kind: domain.ErrUnavailable, Code: "unavailable",
 	Message: "The database could not answer in time; try again."}
 

@@ -105,7 +105,7 @@ func newMailToken() (token, hash string) {
 // replace: a SHA-256 of the account and its password epoch, which every
 // change and reset of the password moves on (making the token stale) and
 // a rehash of the same password keeps (a print of the stored hash, as it
-// once was, went stale with every rehash: docs/design.md#tokens). Nothing of the password or its hash
+// once was, went stale with every rehash: docs/design/tokens.md). Nothing of the password or its hash
 // is in it.
 func PasswordPrint(u domain.User) string {
 	sum := sha256.Sum256([]byte("shelf password epoch\x00" + u.ID + "\x00" + strconv.Itoa(u.PasswordEpoch)))

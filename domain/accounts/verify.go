@@ -7,7 +7,7 @@ import (
 	"shelf/domain"
 )
 
-// Email verification and password reset (docs/design.md#tokens): a token
+// Email verification and password reset (docs/design/tokens.md): a token
 // mailed to the account's address, stored hashed, single use. Requests
 // answer before any work is done (the work runs after the answer), so a
 // request for an unknown address answers exactly as one for a known
@@ -227,7 +227,7 @@ func tokenStillApplies(t Token, u domain.User, err error) error {
 // asks and whatever the address. Only an account's own address leads to
 // it (findByKey), never one it asks for: a reset goes to the address the
 // account had before any change still pending, which is verified or the
-// only one it ever had (docs/design.md#email-change).
+// only one it ever had (docs/design/email-change.md).
 func (a *Service) RequestPasswordReset(ctx context.Context, email string) error {
 	return a.requestMail(ctx, email, PurposeResetPassword, func(domain.User) bool { return true })
 }
@@ -259,7 +259,7 @@ func (a *Service) notTheRecoveredPassword(ctx context.Context, u domain.User, ne
 // session of the account, and opens one for client under the new
 // password: a reset is a way in, whatever the login's throttle holds (the
 // mailed token is the credential, and its holder could set the password
-// anyway). The order, and why (docs/design.md#tokens):
+// anyway). The order, and why (docs/design/tokens.md):
 //
 //  1. use the token, recording the new password's hash in it, by a
 //     lightweight transaction (unused and of its purpose): from then on

@@ -8,7 +8,7 @@ import (
 	"shelf/domain"
 )
 
-// Closing a group (DELETE /v1/groups/{id}, docs/design.md#closing): the
+// Closing a group (DELETE /v1/groups/{id}, docs/design/closing.md): the
 // groups' steps of it. The workflow is domain/lifecycle's (CloseGroup):
 // BeginClosing, then content's steps, then EndClosing.
 //
@@ -28,7 +28,7 @@ import (
 // Every attempt's entry is its own (keyed by the attempt's tag): a losing
 // attempt ends only its own, and the winner's is ended only by the finish
 // of the closing that applied, identified by the tag the group row
-// records (docs/design.md#closing: when two managers closing at once
+// records (docs/design/closing.md: when two managers closing at once
 // shared one entry, the loser's end left the closing where no repair
 // could find it).
 

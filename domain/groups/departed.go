@@ -7,7 +7,7 @@ import (
 	"shelf/domain"
 )
 
-// Adds of accounts being deleted (docs/design.md#deletion, "Memberships
+// Adds of accounts being deleted (docs/design/deletion.md, "Memberships
 // the deletion cannot see"). A deletion finds the user's groups through
 // the reverse index (groups_by_member), written after the group row
 // records the add. An add whose reverse index write failed, or whose
@@ -26,7 +26,7 @@ import (
 // taken back: one that would leave the group without a manager cannot. An
 // add or a promotion is recorded by another manager, who still counts, so
 // only a group's creation (its creator its one manager) is such a change,
-// and it is not checked (a known gap: docs/design.md#known-gaps).
+// and it is not checked (an open gap: docs/gaps.md#group-of-a-deleted-creator).
 func (g *Service) grantedToDeparted(ctx context.Context, gr Group) (bool, error) {
 	c := gr.Pending
 	if c.Role == "" || (c.Role == RoleManager && gr.ManagerCount <= 1) {

@@ -1,5 +1,5 @@
 // Package groups is groups with unique names, their members and roles, and
-// their capacity (L7 of docs/design.md): the group row is the one record of
+// their capacity (L7 of docs/design/invariants.md): the group row is the one record of
 // membership, and every change is recorded there before the member tables
 // follow.
 package groups

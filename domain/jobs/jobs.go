@@ -11,7 +11,7 @@
 // by a compare-and-set on the version its last write gave the row: once
 // another worker took the lease over, the version moved past it, so the
 // earlier holder's writes to the row fail and it stops
-// (docs/design.md#jobs). The work itself (the items deleted, the groups
+// (docs/design/jobs.md). The work itself (the items deleted, the groups
 // left) is done by steps that are each idempotent and versioned by the
 // records they change, so a step an earlier holder still had in flight
 // is the same write the next holder makes, or is shadowed by it.

@@ -171,7 +171,7 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 		// The group again, now that the share is recorded (and its library
 		// written): a closing that began meanwhile may have swept the
 		// group's library before this share was in it, so the share takes
-		// itself back (docs/design.md#closing).
+		// itself back (docs/design/closing.md).
 		if err := s.principalExists(ctx, principalID); err != nil {
 			if errors.Is(err, domain.ErrNotFound) {
 				if derr := s.Drop(ctx, id, principalID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {

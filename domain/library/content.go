@@ -10,7 +10,7 @@ import (
 	"shelf/domain"
 )
 
-// Visibility says who may see an item (docs/design.md, L1).
+// Visibility says who may see an item (L1, docs/design/invariants.md).
 type Visibility string
 
 // The visibilities.

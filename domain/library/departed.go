@@ -7,7 +7,7 @@ import (
 	"shelf/domain"
 )
 
-// Memberships of accounts being deleted (docs/design.md#deletion,
+// Memberships of accounts being deleted (docs/design/deletion.md,
 // "Memberships the deletion cannot see"). A deletion finds the user's
 // items through the user's library index, written after the item's row
 // records the membership. A share whose library write failed, or whose

@@ -13,7 +13,7 @@ import (
 // the item's rows in every member's library; for an unshare, the departing
 // principal's. So a lean row a page shows without reading the item is
 // never wrong once the change is recorded: a stale row can only be
-// missing, never wider than the truth (docs/design.md#libraries, "Lean
+// missing, never wider than the truth (docs/design/libraries.md, "Lean
 // rows").
 //
 // The deletes carry c's version as their timestamp, and a delete wins a

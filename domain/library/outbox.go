@@ -62,7 +62,7 @@ func (s *Service) DrainOutbox(ctx context.Context, grace time.Duration, limit in
 // RequeueAfter is how long an item's fan-out may keep failing before its
 // marks are moved forward: the outbox's reader starts at the oldest
 // window holding a live mark, so an old mark left in place would make
-// every read longer (docs/design.md#queues).
+// every read longer (docs/design/libraries.md#queues).
 const RequeueAfter = time.Minute
 
 // requeue makes a fresh mark for the item, then deletes its old ones. A

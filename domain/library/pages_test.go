@@ -115,7 +115,7 @@ func (visibleUsers) Profile(_ context.Context, id string) (domain.Profile, error
 // TestPageBehindManyStaleRowsStillHasACursor: a page whose refills run out
 // among ghost rows (a library after mass removals, before cleanup caught
 // up) ends with nextCursor, so the items behind them are reached; paging
-// on shows each live item exactly once (known gap 12; L2, L5).
+// on shows each live item exactly once (L2, L5).
 // In both orders: oldest first the ghosts are at the end.
 func TestPageBehindManyStaleRowsStillHasACursor(t *testing.T) {
 	t.Parallel()
@@ -379,8 +379,8 @@ func (sessions) Caller(_ context.Context, p domain.Principal) (*domain.Access, e
 // included), not the one made loggedin to anonymous viewers, not an old
 // name. They are hidden until their fan-out lands; hidden rows are refilled
 // like dropped ones and the cursor passes them, so every item left alone
-// is listed exactly once. Nothing is deleted on the verdict (known gap 24;
-// L1, L3).
+// is listed exactly once. Nothing is deleted on the verdict (L1, L3;
+// docs/design/libraries.md, "the items' word").
 func TestAPageNeverShowsWhatTheItemNoLongerSays(t *testing.T) {
 	t.Parallel()
 	newest := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -457,7 +457,7 @@ func TestAPageNeverShowsWhatTheItemNoLongerSays(t *testing.T) {
 // index read, no read of the items), as the seed's page is; a page that
 // mixes lean and checked rows checks only the checked ones (one round
 // trip of checks beside each slice), and lists every row either way, in
-// both orders (L1, L5; docs/design.md#libraries, "Lean rows").
+// both orders (L1, L5; docs/design/libraries.md, "Lean rows").
 func TestALeanPageCostsOneSlice(t *testing.T) {
 	t.Parallel()
 	newest := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)

@@ -2,7 +2,7 @@
 // and the per-principal libraries kept from them: visibility buckets,
 // pages (newest or oldest first) checked against the membership index,
 // the fan-out of every change through a durable outbox, and rebuilds
-// (L1-L6 of docs/design.md).
+// (L1-L6 of docs/design/invariants.md).
 package library
 
 import (
@@ -75,7 +75,7 @@ type EntryStore interface {
 	DeleteRow(ctx context.Context, bucket string, e Entry) error
 }
 
-// Outbox records items whose libraries may be behind (docs/design.md: fan-out
+// Outbox records items whose libraries may be behind (docs/design/libraries.md: fan-out
 // through a durable outbox).
 type Outbox interface {
 	// Mark records, before a change, that the item's libraries may fall

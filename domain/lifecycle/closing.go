@@ -11,7 +11,7 @@ import (
 	"shelf/domain/library"
 )
 
-// Closing a group (DELETE /v1/groups/{id}, docs/design.md#closing).
+// Closing a group (DELETE /v1/groups/{id}, docs/design/closing.md).
 // groups.BeginClosing moves the group to closing, its attempt recorded in
 // the index first; then the content steps, idempotent and safe to repeat
 // or to land late: take every item shared with the group off it through
@@ -41,7 +41,7 @@ func (s *Service) CloseGroup(ctx context.Context, p domain.Principal, id string)
 	if gr.Status == domain.StatusClosed {
 		// A repeat of a finished closing sweeps its steps again (a share
 		// that landed after the closing read the group's library: "Shares"
-		// in docs/design.md#closing): an entry of its own, which the
+		// in docs/design/closing.md): an entry of its own, which the
 		// worker's pass finishes from the group row and ends.
 		sweep := groups.ClosingEntry{GroupID: gr.ID, Attempt: domain.NewAttempt(), At: s.cfg.Now().UTC().Truncate(time.Millisecond), By: p.UserID}
 		if err := s.st.Closings.Begin(ctx, sweep); err != nil {

@@ -13,7 +13,7 @@ import (
 	"shelf/domain/library"
 )
 
-// Deleting an account (DELETE /v1/users/{id}, docs/design.md#deletion).
+// Deleting an account (DELETE /v1/users/{id}, docs/design/deletion.md).
 // The request: beginDeletion moves the account to deleting once
 // no group would be left without a manager (checkGroups), its attempt
 // recorded in the index first; the job's row is written and the request

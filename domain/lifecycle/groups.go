@@ -88,7 +88,7 @@ const leaveRounds = 3
 // left while this one still counted (the group is handed to another
 // member, an active one first: handOver; so no group is left without a
 // manager), or every other member left (the group is closed with the
-// account: closeAlone, decided on the group row, docs/design.md#closing;
+// account: closeAlone, decided on the group row, docs/design/closing.md;
 // so a deletion never stops there for good). Each refusal decides again
 // on the group as it then is.
 func (s *Service) leaveGroup(ctx context.Context, groupID, id string) error {

@@ -12,7 +12,7 @@ import (
 	"shelf/domain/library"
 )
 
-// Jobs (docs/design.md#jobs). A request that deletes an account or closes
+// Jobs (docs/design/jobs.md). A request that deletes an account or closes
 // a group does the bounded, irreversible part (the compare-and-set) and
 // answers with the job; the job's worker, one in every API process
 // (WorkJobs, run by internal/app), finds every operation under way through

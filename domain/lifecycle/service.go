@@ -7,7 +7,7 @@
 // refusals apart with errors.Is (groups.ErrLastManager,
 // library.ErrLastManager). No service imports this package, so no
 // service needs another after it was built (architecture_test.go checks
-// the floor). docs/design.md#deletion and #closing are the designs.
+// the floor). docs/design/deletion.md and #closing are the designs.
 package lifecycle
 
 import (

@@ -9,7 +9,7 @@ import (
 )
 
 // Interrupted suspensions and unsuspensions finish themselves
-// (docs/design.md#suspension, "Finished by the worker"). An admin's
+// (docs/design/suspension.md, "Finished by the worker"). An admin's
 // suspension or unsuspension records its attempt in an index before its
 // compare-and-set and ends the entry once its records are written (or
 // once it is refused). An entry left behind is of a request that stopped

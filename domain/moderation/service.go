@@ -1,7 +1,7 @@
 // Package moderation is suspending and unsuspending accounts, the
 // suspended list (newest first across time buckets), the sweeper that lifts
 // ended suspensions and the repair that makes the derived records agree
-// with the accounts (S1-S4 of docs/design.md).
+// with the accounts (S1-S4 of docs/design/invariants.md).
 package moderation
 
 import (

@@ -733,7 +733,7 @@
 
   // offerPeople makes input offer the usernames that start with what is
   // typed in it (GET /v1/people?prefix=, logged in only,
-  // docs/design.md#people-search): asked once typing pauses, from two
+  // docs/design/people-search.md): asked once typing pauses, from two
   // characters, in the list #people-names, each with its display name.
   // An answer overtaken by later typing is dropped; a refusal (the
   // address's limit) leaves the list as it was: the name can be typed.
@@ -920,7 +920,7 @@
 
   // roleIn answers the caller's role in the group (or '' when not a
   // member), from the caller's own list of groups: it is ordered by group
-  // id, so the pages past the id are not read (design.md, decisions).
+  // id, so the pages past the id are not read (docs/decisions/0046-the-console-shows-close-group-only-to.md).
   function roleIn(groupId) {
     return firstOf('/v1/users/' + state.me.id + '/groups', (m) => {
       if (m.group.id === groupId) return m.role;
@@ -1057,7 +1057,7 @@
   modHistory.first = () => modHistory.pager.first();
 
   // The audit of admin actions on the same account
-  // (docs/design.md#account-audit): who did
+  // (docs/design/account-audit.md): who did
   // what, when, from where.
   const auditLog = new Pager('audit',
     (cursor) => api('GET', '/v1/users/' + enc(modHistory.user.id) + '/audit' + query({ cursor })),
@@ -1573,7 +1573,7 @@
   });
 
   // groupRefusal is one group a deletion was refused for, by name: the
-  // problem's message starts with the group's id (design.md#deletion).
+  // problem's message starts with the group's id (docs/design/deletion.md).
   async function groupRefusal(f) {
     const li = document.createElement('li');
     const m = /^(g_[a-z2-7]+): (.*)$/.exec(f.message || '');

@@ -1,6 +1,6 @@
 // The moderator's user search on the console's moderation page:
 // a box that finds users by part of a username or email (GET
-// /v1/users?q=, admins only; docs/design.md#user-search), a page of
+// /v1/users?q=, admins only; docs/design/user-search.md), a page of
 // matches at a time, each leading to the user's suspension, moderation
 // history and library. It lives beside console.js, not in it: it builds
 // its own form and table in #user-search, reads the session the console

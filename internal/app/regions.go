@@ -12,7 +12,7 @@ import (
 )
 
 // checkRegions is the start-up check of serve and the operator commands
-// (docs/design.md#regions): it reads the replication the keyspace has in
+// (docs/design/regions.md): it reads the replication the keyspace has in
 // the cluster, refuses settings that are unsafe or wrong
 // for it (config.Cassandra.CheckReplication names the setting), and
 // returns cfg with the serial consistency every compare-and-set and SERIAL

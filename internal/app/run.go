@@ -26,7 +26,7 @@ commands:
   admin    grant|revoke <username-or-email>, repair-suspensions [--dry-run] [--from <position>], repair-deletions [--dry-run], repair-closings [--dry-run], index-users [--dry-run]: operator commands
   help     this text
 
-Settings come from SHELF_* environment variables; see the README.`
+Settings come from SHELF_* environment variables; see docs/configuration.md.`
 
 // Main is the program of cmd/api, and of every build that wraps its stores
 // (tests/broken) with opts: Run on the command line and the environment,
@@ -81,8 +81,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, out io.
 // gcPercent is the collector's target heap growth unless GOGC says
 // otherwise: shelf's live heap is a few MB, so letting it grow to five times
 // that before collecting costs tens of MB and cuts the collector's share of
-// the API's CPU under load (about 9% at Go's default of 100; README,
-// "Benchmarks").
+// the API's CPU under load (about 9% at Go's default of 100; docs/benchmarks.md).
 const gcPercent = 400
 
 // tuneGC sets gcPercent when GOGC is not set.

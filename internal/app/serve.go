@@ -191,7 +191,7 @@ func publicURL(addr net.Addr) string {
 // WorkJobs runs the job worker until ctx ends: a pass every interval, or
 // at once when a request of this process began a job (lifecycle.Wake).
 // Every instance runs one; a job's lease keeps two from running one job
-// (docs/design.md#jobs).
+// (docs/design/jobs.md).
 func (a *App) WorkJobs(ctx context.Context, interval time.Duration, logger zerolog.Logger) {
 	every(ctx, interval, a.Lifecycle.Woken(), func() {
 		r, err := a.Lifecycle.WorkJobs(ctx)

@@ -17,7 +17,7 @@ import (
 	"shelf/internal/metrics"
 )
 
-// TestMetricsServeOnTheirOwnAddress (docs/design.md#decisions): with
+// TestMetricsServeOnTheirOwnAddress (docs/design/@decisions.md): with
 // SHELF_METRICS_ADDR set, /metrics answers there (with the API's requests
 // counted) and the API's listener answers 404 for it; the metrics address
 // serves nothing else, and stops with the API.

@@ -70,7 +70,7 @@ type Content struct {
 	// before a change answers.
 	SyncFanoutLimit int
 	// LeanMembers: items with at most this many members keep lean library
-	// rows (docs/design.md#libraries, "Lean rows").
+	// rows (docs/design/libraries.md, "Lean rows").
 	LeanMembers int
 	// FanoutConcurrency bounds the member libraries written at once.
 	FanoutConcurrency int
@@ -249,93 +249,112 @@ func (r Replication) String() string {
 	return "NetworkTopologyStrategy:" + strings.Join(parts, ",")
 }
 
-// Var documents one environment variable: the README's table is checked
-// against this list by a test.
+// Var documents one environment variable. docs/configuration.md is
+// generated from this list (make generate), and a test fails when it is
+// stale.
 type Var struct {
 	Name, Default, Help string
+	// Role says who sets it: an operator, someone tuning, or a test.
+	Role Role
 }
+
+// Role sorts the variables for the configuration reference: what an
+// operator decides for each deployment, apart from what tunes shelf and
+// what only tests set.
+type Role int
+
+const (
+	// Operator: a setting of the deployment (addresses, the cluster,
+	// credentials, mail, security policy); every operator reads these.
+	Operator Role = iota
+	// Tuning: a setting whose default is right unless measurements say
+	// otherwise (timeouts, limits, worker sizes, intervals).
+	Tuning
+	// TestHook: a setting only tests use; production keeps the default.
+	TestHook
+)
 
 // Vars lists every variable Load reads, with its default.
 var Vars = []Var{
-	{"SHELF_HTTP_ADDR", ":8080", "address the API listens on"},
-	{"SHELF_CASSANDRA_HOSTS", "127.0.0.1", "comma-separated contact points (host or host:port)"},
-	{"SHELF_KEYSPACE", "shelf", "keyspace; created if missing"},
-	{"SHELF_REPLICATION", "SimpleStrategy:1", "keyspace replication: SimpleStrategy:N or NetworkTopologyStrategy:dc1=3,dc2=3"},
-	{"SHELF_CONSISTENCY", "LOCAL_QUORUM", "consistency of reads and writes"},
-	{"SHELF_SERIAL_CONSISTENCY", "SERIAL", "scope of every compare-and-set and SERIAL read: SERIAL (one Paxos over every data centre; in one data centre it costs what LOCAL_SERIAL does) or LOCAL_SERIAL (one per data centre: start-up refuses it when the keyspace is replicated to more than one, where two regions could both win one username)"},
-	{"SHELF_LOCAL_DC", "", "the Cassandra data centre this process runs in (as the nodes' cassandra-rackdc.properties name it): statements go to its nodes first, and SHELF_CONSISTENCY's LOCAL_QUORUM is its quorum; start-up refuses a keyspace replicated to several data centres without it, or one that holds no replica in it; empty: routing ignores data centres"},
-	{"SHELF_CASSANDRA_USERNAME", "", "user for PasswordAuthenticator (empty: no auth)"},
-	{"SHELF_CASSANDRA_PASSWORD", "", "its password (masked in the log)"},
-	{"SHELF_CASSANDRA_TIMEOUT", "2s", "client timeout of one attempt of a CQL statement (a retry or a copy has its own): what a request waits on a node that stopped answering before a compare-and-set is read back or an idempotent statement goes to the next node; (1 + SHELF_CASSANDRA_RETRIES) attempts must fit in SHELF_REQUEST_TIMEOUT"},
-	{"SHELF_CASSANDRA_RETRIES", "2", "an idempotent statement (a read, a write USING TIMESTAMP) is sent again this often, each time to the next node, after a node could not answer (timeout, unavailable, overloaded, connection lost); compare-and-sets never (their outcome is read back)"},
-	{"SHELF_CASSANDRA_SPECULATIVE_COPIES", "1", "an idempotent statement unanswered after SHELF_CASSANDRA_SPECULATIVE_DELAY is also sent to this many other nodes (at most the other nodes known), the first answer wins: a hung or slow node costs a read the delay, not the timeout; compare-and-sets and SERIAL reads never (Paxos duels); 0: off"},
-	{"SHELF_CASSANDRA_SPECULATIVE_DELAY", "200ms", "how long an idempotent statement waits for its node before a copy goes to the next: above the statements' healthy p99 (each copy is extra load), well below SHELF_CASSANDRA_TIMEOUT"},
-	{"SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT", "3", "a connection on which this many statements timed out is closed and opened again: a node that stops answering (hung, cut off; its kernel keeps the TCP connection and keepalives alive) loses its connections within about one SHELF_CASSANDRA_TIMEOUT and is marked down when a new one fails within SHELF_CASSANDRA_CONNECT_TIMEOUT, instead of after about a minute of failed driver heartbeats; process-wide; 0: never"},
-	{"SHELF_CASSANDRA_SCHEMA_TIMEOUT", "10s", "client timeout of one schema statement (keyspace creation, migrations): schema changes wait for the nodes to agree, seconds on a busy cluster; never sent twice at once"},
-	{"SHELF_CASSANDRA_CONNECT_TIMEOUT", "5s", "timeout of one connection attempt"},
-	{"SHELF_CASSANDRA_CONNECT_WAIT", "60s", "how long start-up retries an unreachable cluster"},
-	{"SHELF_CASSANDRA_RECONNECT_INTERVAL", "2s", "how often a node marked down is tried again"},
-	{"SHELF_MIGRATE_ON_START", "true", "apply schema migrations when serve starts"},
-	{"SHELF_CLOCK_OFFSET", "0s", "tests only: shifts this process's clock (leases, write timestamps, lastModified) to test clock skew between instances; keep 0s"},
-	{"SHELF_LOG_LEVEL", "info", "debug, info, warn or error"},
-	{"SHELF_LOG_FORMAT", "json", "json, or console for people"},
-	{"SHELF_LOG_FLUSH_INTERVAL", "100ms", "serve writes info lines (the access log) out together at most this often; warnings and errors at once; 0s: every line at once"},
-	{"SHELF_HTTP_READ_HEADER_TIMEOUT", "5s", "time to read request headers"},
-	{"SHELF_HTTP_READ_TIMEOUT", "15s", "time to read a whole request"},
-	{"SHELF_HTTP_WRITE_TIMEOUT", "30s", "time to write a response"},
-	{"SHELF_HTTP_IDLE_TIMEOUT", "120s", "keep-alive idle time"},
-	{"SHELF_REQUEST_TIMEOUT", "10s", "deadline of one request's work"},
-	{"SHELF_SHUTDOWN_TIMEOUT", "20s", "how long in-flight requests may drain on SIGTERM/SIGINT"},
-	{"SHELF_MAX_BODY_BYTES", "1048576", "largest request body (413 above)"},
-	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed"},
-	{"SHELF_CORS_ORIGINS", "", "comma-separated origins (e.g. https://app.example.org) whose browser pages may call the API; * for any; empty: no CORS"},
-	{"SHELF_PPROF_ADDR", "", "address (host:port, e.g. 127.0.0.1:6060) where net/http/pprof listens, on a server of its own; empty: off. Never expose it publicly"},
-	{"SHELF_METRICS_ADDR", "", "address (host:port, e.g. 127.0.0.1:9090) where /metrics is served, on a server of its own, and not on SHELF_HTTP_ADDR; empty: /metrics on the API's address"},
-	{"SHELF_CLAIM_LEASE", "30s", "how long a failed or dead signup can block its username and email"},
-	{"SHELF_SESSION_TTL", "24h", "how long a login session lasts"},
-	{"SHELF_SESSION_SEEN_INTERVAL", "5m", "a session's last-seen time is recorded by a request of it once it is this old (one write per session and interval, after the answer); 0s: every request"},
-	{"SHELF_RATE_LIMIT_PER_MINUTE", "30", "signups and logins per client IP a minute (each); 0 turns the limit off"},
-	{"SHELF_ARGON2_MEMORY_KIB", "19456", "argon2id memory of new password hashes, KiB (19 MiB); stored hashes with less are renewed at login"},
-	{"SHELF_ARGON2_TIME", "2", "argon2id iterations"},
-	{"SHELF_ARGON2_THREADS", "1", "argon2id parallelism"},
-	{"SHELF_HASH_CONCURRENCY", "0", "password hashes computed at once (0: one per CPU); the rest wait"},
-	{"SHELF_HIBP_URL", "", "Have I Been Pwned's Pwned Passwords API (https://api.pwnedpasswords.com): every new password is refused if its breaches hold it, asked by k-anonymity (GET {url}/range/{first 5 hex digits of its SHA-1}); empty: off (the built-in list of common passwords still applies)"},
-	{"SHELF_HIBP_FAIL", "open", "when that API cannot answer (down, slow, not a range): open lets the password through on the built-in checks (logged); closed refuses it (503 password_check_unavailable)"},
-	{"SHELF_HIBP_TIMEOUT", "2s", "bound of one request to that API"},
-	{"SHELF_THROTTLE_PER_ADDRESS", "5", "failed password checks of one login (a username, an email, or an account's current password) from one client address (IPv6: its /64) within SHELF_THROTTLE_WINDOW, counted by every instance together; beyond, 429 with Retry-After before any password is checked; 0 turns this tier off"},
-	{"SHELF_THROTTLE_PER_LOGIN", "50", "failed password checks of one login from every address together within SHELF_THROTTLE_WINDOW (a stranger needs this ÷ SHELF_THROTTLE_PER_ADDRESS addresses to lock the owner out, for at most one window after the last counted failure); 0 turns this tier off"},
-	{"SHELF_THROTTLE_WINDOW", "15m", "how long a failed password check counts (1s to 24h)"},
-	{"SHELF_REQUIRE_ADMIN_FACTOR", "false", "true: admin powers (moderation, the audit, another's sessions and factors, deletions, jobs) only from a session whose login gave a second factor (403 admin_factor_required otherwise)"},
-	{"SHELF_WEBAUTHN_RP_ID", "", "the passkeys' relying party id: the console's domain or a parent of it (example.com); unset, SHELF_PUBLIC_URL's host when it is a name (localhost included), and passkeys are off (503 passkeys_off) when it is an address; checked against the origins at start"},
-	{"SHELF_WEBAUTHN_ORIGINS", "", "the origins passkeys answer from (https://app.example.com, comma-separated; http on localhost only); unset, SHELF_PUBLIC_URL's origin"},
-	{"SHELF_FACTOR_KEYS", "", "keys sealing authenticator secrets at rest: id:base64 of 32 bytes (openssl rand -base64 32), comma-separated, the first sealing and every one opening (rotation: put the new key first); unset, second factors are off (503 factors_off; a warning at start) unless SHELF_PUBLIC_URL is this machine, where a fixed development key seals them"},
-	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)"},
-	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted"},
-	{"SHELF_FANOUT_SYNC_LIMIT", "1000", "items with at most this many members update every member library before a change answers; larger ones finish in the background"},
-	{"SHELF_LEAN_MEMBERS", "100", "items with at most this many members keep lean library rows (a page shows them without reading the item; each change of the item removes its rows first); larger ones are checked by every page that shows them"},
-	{"SHELF_FANOUT_CONCURRENCY", "16", "member libraries written at once by one fan-out"},
-	{"SHELF_FANOUT_WORKERS", "4", "items fanned out in the background at once, per process"},
-	{"SHELF_FANOUT_QUEUE", "1000", "items that may wait for a background fan-out, per process; a change of a waiting item joins it; beyond, changes are left to the outbox worker"},
-	{"SHELF_OUTBOX_INTERVAL", "1s", "how often the outbox worker finishes fan-outs that stopped (a crash, a failed write)"},
-	{"SHELF_OUTBOX_GRACE", "5s", "how old an outbox mark must be before the worker redoes its fan-out"},
-	{"SHELF_JOB_INTERVAL", "2s", "how often the job worker looks for account deletions and group closings under way and finishes them (a request that begins one wakes its own process's worker at once)"},
-	{"SHELF_JOB_ITEMS_AT_ONCE", "4", "how many items of a page one job deletes or leaves at once (each with its own fan-out); one process runs one job at a time, so this bounds what a job adds to the load of the process and the cluster"},
-	{"SHELF_JOB_LEASE", "30s", "how long a job's lease lasts without a report of progress (a page of items): a worker that stopped holds its job that long before another takes it on"},
-	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential; refused when SHELF_PUBLIC_URL is not localhost or a loopback address, unless SHELF_ALLOW_LOG_MAILER=true); smtp: sent through SHELF_SMTP_*"},
-	{"SHELF_ALLOW_LOG_MAILER", "false", "true: keep SHELF_MAILER=log although SHELF_PUBLIC_URL is not this machine (a staging host whose log only its developers read); every mailed link is then in the log"},
-	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify?token=..., /#/reset?token=...)"},
-	{"SHELF_MAIL_FROM", "shelf <no-reply@localhost>", "sender of every mail"},
-	{"SHELF_SMTP_HOST", "", "SMTP server (SHELF_MAILER=smtp)"},
-	{"SHELF_SMTP_PORT", "587", "its port"},
-	{"SHELF_SMTP_USERNAME", "", "user for AUTH PLAIN (empty: no AUTH)"},
-	{"SHELF_SMTP_PASSWORD", "", "its password (masked in the log)"},
-	{"SHELF_SMTP_TLS", "starttls", "starttls (required), tls (implicit, port 465) or none (a local relay only)"},
-	{"SHELF_SMTP_TIMEOUT", "10s", "bound of one mail's SMTP conversation"},
-	{"SHELF_VERIFY_EMAIL_TTL", "24h", "how long an email verification link works"},
-	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works"},
-	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile)"},
-	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted"},
-	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour, of every kind together (verifications after signup, after a change of email or on request, resets, notices), counted by every instance together (beyond: requests answered the same, nothing sent); 0 turns the limit off"},
+	{"SHELF_HTTP_ADDR", ":8080", "address the API listens on", Operator},
+	{"SHELF_CASSANDRA_HOSTS", "127.0.0.1", "comma-separated contact points (host or host:port)", Operator},
+	{"SHELF_KEYSPACE", "shelf", "keyspace; created if missing", Operator},
+	{"SHELF_REPLICATION", "SimpleStrategy:1", "keyspace replication: SimpleStrategy:N or NetworkTopologyStrategy:dc1=3,dc2=3", Operator},
+	{"SHELF_CONSISTENCY", "LOCAL_QUORUM", "consistency of reads and writes", Tuning},
+	{"SHELF_SERIAL_CONSISTENCY", "SERIAL", "scope of every compare-and-set and SERIAL read: SERIAL (one Paxos over every data centre; in one data centre it costs what LOCAL_SERIAL does) or LOCAL_SERIAL (one per data centre: start-up refuses it when the keyspace is replicated to more than one, where two regions could both win one username)", Tuning},
+	{"SHELF_LOCAL_DC", "", "the Cassandra data centre this process runs in (as the nodes' cassandra-rackdc.properties name it): statements go to its nodes first, and SHELF_CONSISTENCY's LOCAL_QUORUM is its quorum; start-up refuses a keyspace replicated to several data centres without it, or one that holds no replica in it; empty: routing ignores data centres", Operator},
+	{"SHELF_CASSANDRA_USERNAME", "", "user for PasswordAuthenticator (empty: no auth)", Operator},
+	{"SHELF_CASSANDRA_PASSWORD", "", "its password (masked in the log)", Operator},
+	{"SHELF_CASSANDRA_TIMEOUT", "2s", "client timeout of one attempt of a CQL statement (a retry or a copy has its own): what a request waits on a node that stopped answering before a compare-and-set is read back or an idempotent statement goes to the next node; (1 + SHELF_CASSANDRA_RETRIES) attempts must fit in SHELF_REQUEST_TIMEOUT", Tuning},
+	{"SHELF_CASSANDRA_RETRIES", "2", "an idempotent statement (a read, a write USING TIMESTAMP) is sent again this often, each time to the next node, after a node could not answer (timeout, unavailable, overloaded, connection lost); compare-and-sets never (their outcome is read back)", Tuning},
+	{"SHELF_CASSANDRA_SPECULATIVE_COPIES", "1", "an idempotent statement unanswered after SHELF_CASSANDRA_SPECULATIVE_DELAY is also sent to this many other nodes (at most the other nodes known), the first answer wins: a hung or slow node costs a read the delay, not the timeout; compare-and-sets and SERIAL reads never (Paxos duels); 0: off", Tuning},
+	{"SHELF_CASSANDRA_SPECULATIVE_DELAY", "200ms", "how long an idempotent statement waits for its node before a copy goes to the next: above the statements' healthy p99 (each copy is extra load), well below SHELF_CASSANDRA_TIMEOUT", Tuning},
+	{"SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT", "3", "a connection on which this many statements timed out is closed and opened again: a node that stops answering (hung, cut off; its kernel keeps the TCP connection and keepalives alive) loses its connections within about one SHELF_CASSANDRA_TIMEOUT and is marked down when a new one fails within SHELF_CASSANDRA_CONNECT_TIMEOUT, instead of after about a minute of failed driver heartbeats; process-wide; 0: never", Tuning},
+	{"SHELF_CASSANDRA_SCHEMA_TIMEOUT", "10s", "client timeout of one schema statement (keyspace creation, migrations): schema changes wait for the nodes to agree, seconds on a busy cluster; never sent twice at once", Tuning},
+	{"SHELF_CASSANDRA_CONNECT_TIMEOUT", "5s", "timeout of one connection attempt", Tuning},
+	{"SHELF_CASSANDRA_CONNECT_WAIT", "60s", "how long start-up retries an unreachable cluster", Tuning},
+	{"SHELF_CASSANDRA_RECONNECT_INTERVAL", "2s", "how often a node marked down is tried again", Tuning},
+	{"SHELF_MIGRATE_ON_START", "true", "apply schema migrations when serve starts", Operator},
+	{"SHELF_CLOCK_OFFSET", "0s", "tests only: shifts this process's clock (leases, write timestamps, lastModified) to test clock skew between instances; keep 0s", TestHook},
+	{"SHELF_LOG_LEVEL", "info", "debug, info, warn or error", Operator},
+	{"SHELF_LOG_FORMAT", "json", "json, or console for people", Operator},
+	{"SHELF_LOG_FLUSH_INTERVAL", "100ms", "serve writes info lines (the access log) out together at most this often; warnings and errors at once; 0s: every line at once", Tuning},
+	{"SHELF_HTTP_READ_HEADER_TIMEOUT", "5s", "time to read request headers", Tuning},
+	{"SHELF_HTTP_READ_TIMEOUT", "15s", "time to read a whole request", Tuning},
+	{"SHELF_HTTP_WRITE_TIMEOUT", "30s", "time to write a response", Tuning},
+	{"SHELF_HTTP_IDLE_TIMEOUT", "120s", "keep-alive idle time", Tuning},
+	{"SHELF_REQUEST_TIMEOUT", "10s", "deadline of one request's work", Tuning},
+	{"SHELF_SHUTDOWN_TIMEOUT", "20s", "how long in-flight requests may drain on SIGTERM/SIGINT", Tuning},
+	{"SHELF_MAX_BODY_BYTES", "1048576", "largest request body (413 above)", Tuning},
+	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed", Operator},
+	{"SHELF_CORS_ORIGINS", "", "comma-separated origins (e.g. https://app.example.org) whose browser pages may call the API; * for any; empty: no CORS", Operator},
+	{"SHELF_PPROF_ADDR", "", "address (host:port, e.g. 127.0.0.1:6060) where net/http/pprof listens, on a server of its own; empty: off. Never expose it publicly", Operator},
+	{"SHELF_METRICS_ADDR", "", "address (host:port, e.g. 127.0.0.1:9090) where /metrics is served, on a server of its own, and not on SHELF_HTTP_ADDR; empty: /metrics on the API's address", Operator},
+	{"SHELF_CLAIM_LEASE", "30s", "how long a failed or dead signup can block its username and email", Tuning},
+	{"SHELF_SESSION_TTL", "24h", "how long a login session lasts", Tuning},
+	{"SHELF_SESSION_SEEN_INTERVAL", "5m", "a session's last-seen time is recorded by a request of it once it is this old (one write per session and interval, after the answer); 0s: every request", Tuning},
+	{"SHELF_RATE_LIMIT_PER_MINUTE", "30", "signups, logins, account changes, mail requests and people searches per client IP a minute (each); 0 turns the limit off", Tuning},
+	{"SHELF_ARGON2_MEMORY_KIB", "19456", "argon2id memory of new password hashes, KiB (19 MiB); stored hashes with less are renewed at login", Tuning},
+	{"SHELF_ARGON2_TIME", "2", "argon2id iterations", Tuning},
+	{"SHELF_ARGON2_THREADS", "1", "argon2id parallelism", Tuning},
+	{"SHELF_HASH_CONCURRENCY", "0", "password hashes computed at once (0: one per CPU); the rest wait", Tuning},
+	{"SHELF_HIBP_URL", "", "Have I Been Pwned's Pwned Passwords API (https://api.pwnedpasswords.com): every new password is refused if its breaches hold it, asked by k-anonymity (GET {url}/range/{first 5 hex digits of its SHA-1}); empty: off (the built-in list of common passwords still applies)", Operator},
+	{"SHELF_HIBP_FAIL", "open", "when that API cannot answer (down, slow, not a range): open lets the password through on the built-in checks (logged); closed refuses it (503 password_check_unavailable)", Operator},
+	{"SHELF_HIBP_TIMEOUT", "2s", "bound of one request to that API", Tuning},
+	{"SHELF_THROTTLE_PER_ADDRESS", "5", "failed password checks of one login (a username, an email, or an account's current password) from one client address (IPv6: its /64) within SHELF_THROTTLE_WINDOW, counted by every instance together in Cassandra; beyond, 429 too_many_attempts with Retry-After, before any password is checked; 0 turns this tier off", Tuning},
+	{"SHELF_THROTTLE_PER_LOGIN", "50", "failed password checks of one login from every address together within SHELF_THROTTLE_WINDOW (a stranger needs this ÷ SHELF_THROTTLE_PER_ADDRESS addresses to lock the owner out, for at most one window after the last counted failure); 0 turns this tier off", Tuning},
+	{"SHELF_THROTTLE_WINDOW", "15m", "how long a failed password check counts (1s to 24h)", Tuning},
+	{"SHELF_REQUIRE_ADMIN_FACTOR", "false", "true: admin powers (moderation, the audit, another's sessions and factors, deletions, jobs) only from a session whose login gave a second factor (403 admin_factor_required otherwise); reading any library or email as an admin is not gated", Operator},
+	{"SHELF_WEBAUTHN_RP_ID", "", "the passkeys' relying party id: the console's domain or a parent of it (example.com); unset, SHELF_PUBLIC_URL's host when it is a name (localhost included), and passkeys are off (503 passkeys_off) when it is an address; checked against the origins at start", Operator},
+	{"SHELF_WEBAUTHN_ORIGINS", "", "the origins passkeys answer from (https://app.example.com, comma-separated; http on localhost only); unset, SHELF_PUBLIC_URL's origin", Operator},
+	{"SHELF_FACTOR_KEYS", "", "keys sealing authenticator secrets at rest: id:base64 of 32 bytes (openssl rand -base64 32), comma-separated, the first sealing and every one opening (rotation: put the new key first, keep the old until every secret was sealed again); unset, second factors are off (503 factors_off; a warning at start) unless SHELF_PUBLIC_URL is this machine, where a fixed development key seals them", Operator},
+	{"SHELF_SUSPENSION_BUCKET", "month", "time span of one partition of the suspended list: month, week or day (set it once per keyspace)", Operator},
+	{"SHELF_SUSPENSION_SWEEP_INTERVAL", "10s", "how often suspensions whose end has passed are lifted", Tuning},
+	{"SHELF_FANOUT_SYNC_LIMIT", "1000", "items with at most this many members update every member library before a change answers; larger ones finish in the background", Tuning},
+	{"SHELF_LEAN_MEMBERS", "100", "items with at most this many members keep lean library rows (a page shows them without reading the item; each change of the item removes its rows first); larger ones are checked by every page that shows them", Tuning},
+	{"SHELF_FANOUT_CONCURRENCY", "16", "member libraries written at once by one fan-out", Tuning},
+	{"SHELF_FANOUT_WORKERS", "4", "items fanned out in the background at once, per process", Tuning},
+	{"SHELF_FANOUT_QUEUE", "1000", "items that may wait for a background fan-out, per process; a change of a waiting item joins it; beyond, changes are left to the outbox worker", Tuning},
+	{"SHELF_OUTBOX_INTERVAL", "1s", "how often the outbox worker finishes fan-outs that stopped (a crash, a failed write)", Tuning},
+	{"SHELF_OUTBOX_GRACE", "5s", "how old an outbox mark must be before the worker redoes its fan-out", Tuning},
+	{"SHELF_JOB_INTERVAL", "2s", "how often the job worker looks for account deletions and group closings under way and finishes them (a request that begins one wakes its own process's worker at once)", Tuning},
+	{"SHELF_JOB_ITEMS_AT_ONCE", "4", "how many items of a page one job deletes or leaves at once (each with its own fan-out); one process runs one job at a time, so this bounds what a job adds to the load of the process and the cluster", Tuning},
+	{"SHELF_JOB_LEASE", "30s", "how long a job's lease lasts without a report of progress (a page of items): a worker that stopped holds its job that long before another takes it on", Tuning},
+	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential; refused when SHELF_PUBLIC_URL is not localhost or a loopback address, unless SHELF_ALLOW_LOG_MAILER=true); smtp: sent through SHELF_SMTP_*", Operator},
+	{"SHELF_ALLOW_LOG_MAILER", "false", "true: keep SHELF_MAILER=log although SHELF_PUBLIC_URL is not this machine (a staging host whose log only its developers read); every mailed link is then in the log", Operator},
+	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify?token=..., /#/reset?token=...)", Operator},
+	{"SHELF_MAIL_FROM", "shelf <no-reply@localhost>", "sender of every mail", Operator},
+	{"SHELF_SMTP_HOST", "", "SMTP server (SHELF_MAILER=smtp)", Operator},
+	{"SHELF_SMTP_PORT", "587", "its port", Operator},
+	{"SHELF_SMTP_USERNAME", "", "user for AUTH PLAIN (empty: no AUTH)", Operator},
+	{"SHELF_SMTP_PASSWORD", "", "its password (masked in the log)", Operator},
+	{"SHELF_SMTP_TLS", "starttls", "starttls (required), tls (implicit, port 465) or none (a local relay only)", Operator},
+	{"SHELF_SMTP_TIMEOUT", "10s", "bound of one mail's SMTP conversation", Tuning},
+	{"SHELF_VERIFY_EMAIL_TTL", "24h", "how long an email verification link works", Tuning},
+	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works", Tuning},
+	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile)", Tuning},
+	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted", Operator},
+	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour, of every kind together (verifications after signup, after a change of email or on request, resets, notices), counted by every instance together in Cassandra (beyond: requests answered the same, nothing sent); 0 turns the limit off", Tuning},
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"os"
 	"strings"
 	"testing"
@@ -127,17 +128,28 @@ func TestPprofAddr(t *testing.T) {
 	}
 }
 
-// TestREADMEDocumentsEveryVariable keeps the README's table true.
-func TestREADMEDocumentsEveryVariable(t *testing.T) {
+// TestReferenceIsCurrent keeps docs/configuration.md true: it is what
+// Reference renders from Vars, every variable has a row in the table of its
+// role, and none lacks a meaning. make generate rewrites the file.
+func TestReferenceIsCurrent(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	committed, err := os.ReadFile("../../" + ReferencePath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !bytes.Equal(committed, Reference()) {
+		t.Errorf("%s is stale: run make generate", ReferencePath)
+	}
+	titled := map[Role]bool{}
+	for _, r := range roleTitles {
+		titled[r.role] = true
+	}
 	for _, v := range Vars {
-		row := "| `" + v.Name + "` |"
-		if !strings.Contains(string(readme), row) {
-			t.Errorf("README has no table row for %s", v.Name)
+		if !titled[v.Role] || strings.TrimSpace(v.Help) == "" {
+			t.Errorf("%s: role %d, meaning %q: the reference cannot place or explain it", v.Name, v.Role, v.Help)
+		}
+		if row := "| `" + v.Name + "` |"; !strings.Contains(string(committed), row) {
+			t.Errorf("%s has no table row for %s", ReferencePath, v.Name)
 		}
 	}
 }
@@ -240,7 +252,7 @@ func TestMetricsAddr(t *testing.T) {
 	}
 }
 
-// TestLogMailerOnlyInDevelopment (docs/design.md#tokens): the log mailer, still
+// TestLogMailerOnlyInDevelopment (docs/design/tokens.md): the log mailer, still
 // the default, is refused where the mailed links lead to another machine
 // (a production that forgot SHELF_MAILER would log every reset link),
 // unless SHELF_ALLOW_LOG_MAILER says so; on this machine it stays.

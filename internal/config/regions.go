@@ -35,7 +35,7 @@ func DataCentres(replication map[string]string) (dcs []string, known bool) {
 // against the replication the keyspace has in the cluster (which may not
 // be SHELF_REPLICATION's: an existing keyspace keeps its own) and returns
 // the serial consistency every compare-and-set and SERIAL read runs at
-// (docs/design.md#regions). Refused, each naming the setting:
+// (docs/design/regions.md). Refused, each naming the setting:
 //   - LOCAL_SERIAL on a keyspace replicated to several data centres: each
 //     would run Paxos among its own replicas, so two signups of one
 //     username in two regions could both win (U1), and two changes of one

@@ -38,7 +38,7 @@ func TestDataCentresOfAReplication(t *testing.T) {
 }
 
 // TestTheSerialScopeIsCheckedAgainstTheKeyspace: the decision of start-up
-// (docs/design.md#regions) on each shape of keyspace and each setting.
+// (docs/design/regions.md) on each shape of keyspace and each setting.
 // SERIAL is right everywhere; LOCAL_SERIAL only where one data centre
 // holds every replica; a keyspace in several data centres needs the local
 // one named, and a named one must hold replicas. Each refusal names the

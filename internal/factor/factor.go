@@ -44,7 +44,7 @@ type Key struct {
 // ParseKeys reads SHELF_FACTOR_KEYS: "id:base64,id:base64...", 32 bytes
 // each (openssl rand -base64 32). The first seals; every one opens, so a
 // rotation adds the new key first and keeps the old ones until every
-// secret was sealed again (docs/design.md#second-factors).
+// secret was sealed again (docs/design/second-factors.md).
 func ParseKeys(s string) ([]Key, error) {
 	var keys []Key
 	for part := range strings.SplitSeq(s, ",") {

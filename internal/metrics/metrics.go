@@ -88,7 +88,7 @@ func New() *Metrics {
 			Buckets: latencyBuckets,
 		}),
 		RoundTrips: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "shelf_http_request_round_trips", Help: "Sequential round trips to Cassandra a request waited for (statements sent together count once), by route pattern and method; docs/design.md#cost-model says what each should be.",
+			Name: "shelf_http_request_round_trips", Help: "Sequential round trips to Cassandra a request waited for (statements sent together count once), by route pattern and method; docs/design/cost-model.md says what each should be.",
 			Buckets: prometheus.LinearBuckets(0, 1, 13),
 		}, []string{"route", "method"}),
 		FanoutDuration: prometheus.NewHistogram(prometheus.HistogramOpts{

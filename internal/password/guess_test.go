@@ -54,7 +54,7 @@ func TestGuessRefusesWhatAttackersTryFirst(t *testing.T) {
 func TestGuessLetsStrongPasswordsThrough(t *testing.T) {
 	t.Parallel()
 	for _, pw := range []string{
-		"correct horse", // README's example
+		"correct horse", // docs/api.md's example
 		"correct horse battery",
 		"a brand new passphrase",
 		"k9#Lm2!q",                    // random, the shortest length allowed

@@ -2581,7 +2581,7 @@ type ClientInterface interface {
 	// storage-attached index on the account rows' username starts),
 	// plus up to 8 more when the index returns rows the search does not
 	// show; a page then comes shorter, with a `nextCursor` past what
-	// was read (docs/design.md#people-search).
+	// was read (docs/design/people-search.md).
 	//
 	// Corresponds with GET /v1/people (the `SearchPeople` operationId).
 	SearchPeople(ctx context.Context, params *SearchPeopleParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2774,7 +2774,7 @@ type ClientInterface interface {
 	// account rows' three-character grams), plus up to 8 more when the
 	// index returns rows the search does not show; a page then comes
 	// shorter, with a `nextCursor` past what was read
-	// (docs/design.md#user-search).
+	// (docs/design/user-search.md).
 	//
 	// Corresponds with GET /v1/users (the `SearchUsers` operationId).
 	SearchUsers(ctx context.Context, params *SearchUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4903,7 +4903,7 @@ func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordR
 // storage-attached index on the account rows' username starts),
 // plus up to 8 more when the index returns rows the search does not
 // show; a page then comes shorter, with a `nextCursor` past what
-// was read (docs/design.md#people-search).
+// was read (docs/design/people-search.md).
 //
 // Corresponds with GET /v1/people (the `SearchPeople` operationId).
 func (c *Client) SearchPeople(ctx context.Context, params *SearchPeopleParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5166,7 +5166,7 @@ func (c *Client) ListSuspensions(ctx context.Context, params *ListSuspensionsPar
 // account rows' three-character grams), plus up to 8 more when the
 // index returns rows the search does not show; a page then comes
 // shorter, with a `nextCursor` past what was read
-// (docs/design.md#user-search).
+// (docs/design/user-search.md).
 //
 // Corresponds with GET /v1/users (the `SearchUsers` operationId).
 func (c *Client) SearchUsers(ctx context.Context, params *SearchUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10242,7 +10242,7 @@ type ClientWithResponsesInterface interface {
 	// storage-attached index on the account rows' username starts),
 	// plus up to 8 more when the index returns rows the search does not
 	// show; a page then comes shorter, with a `nextCursor` past what
-	// was read (docs/design.md#people-search).
+	// was read (docs/design/people-search.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10441,7 +10441,7 @@ type ClientWithResponsesInterface interface {
 	// account rows' three-character grams), plus up to 8 more when the
 	// index returns rows the search does not show; a page then comes
 	// shorter, with a `nextCursor` past what was read
-	// (docs/design.md#user-search).
+	// (docs/design/user-search.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20982,7 +20982,7 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Conte
 // storage-attached index on the account rows' username starts),
 // plus up to 8 more when the index returns rows the search does not
 // show; a page then comes shorter, with a `nextCursor` past what
-// was read (docs/design.md#people-search).
+// was read (docs/design/people-search.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21223,7 +21223,7 @@ func (c *ClientWithResponses) ListSuspensionsWithResponse(ctx context.Context, p
 // account rows' three-character grams), plus up to 8 more when the
 // index returns rows the search does not show; a page then comes
 // shorter, with a `nextCursor` past what was read
-// (docs/design.md#user-search).
+// (docs/design/user-search.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //

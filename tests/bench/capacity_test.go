@@ -28,7 +28,7 @@ import (
 )
 
 // TestCapacity is `make capacity`: the inputs of the capacity model
-// (docs/design.md#capacity-model). It writes a realistic mix through the
+// (docs/design/capacity-model.md). It writes a realistic mix through the
 // api (signups with sessions, suspensions, items with descriptions,
 // shares with users and groups, renames), copies every table's rows once
 // into two twin keyspaces (one uncompressed, one with the default LZ4),

@@ -111,7 +111,7 @@ func TestLeanMatchesShelf(t *testing.T) {
 }
 
 // TestRoundTripsMatchModel: each measured request, sent to the api a few
-// times, waits for the round trips docs/design.md's cost model says, by
+// times, waits for the round trips docs/design/cost-model.md says, by
 // the api's own count: none of them took fewer (the model is not
 // pessimistic) and at least one took no more (a scheduler may delay a
 // statement sent beside another until after its answer, which counts one

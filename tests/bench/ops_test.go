@@ -18,7 +18,7 @@ import (
 type op struct {
 	name string
 	// model is the sequential round trips the design notes' cost model
-	// gives the request (docs/design.md#cost-model).
+	// gives the request (docs/design/cost-model.md).
 	model int
 	// route and method name the api's series of round trips per request.
 	route, method string

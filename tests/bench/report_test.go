@@ -50,7 +50,7 @@ type row struct {
 	ShelfLean float64 `json:"shelfOverLean"`
 	ShelfRaw  float64 `json:"shelfOverRaw"`
 	// RoundTrips is the api's mean sequential round trips per request,
-	// Model what docs/design.md's cost model says.
+	// Model what docs/design/cost-model.md says.
 	RoundTrips float64 `json:"roundTrips"`
 	Model      int     `json:"model"`
 }
@@ -126,7 +126,7 @@ func (r *report) judge() {
 	}
 }
 
-// table writes the report as the Markdown tables the README shows.
+// table writes the report as the Markdown tables docs/benchmarks.md shows.
 func (r *report) table(w io.Writer) {
 	fmt.Fprintf(w, "%d clients, %d rounds of %s per side, sides alternating; %s\n\n", r.Clients, r.Rounds, r.Round, r.Machine)
 	fmt.Fprintln(w, "| operation | shelf ops/s | lean ops/s | raw ops/s | shelf/lean | shelf/raw | shelf p50 / p99 ms | lean p50 / p99 ms | CPU µs/request shelf / lean | Cassandra CPU µs/request shelf / lean / raw | round trips (model) |")

@@ -260,7 +260,7 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 }
 
 // measureItemsRead prices a library page's read of its items
-// (docs/design.md#items-read-cost):
+// (docs/design/cost-model.md#items-read-cost):
 // raw pages (the lean statements, no HTTP) with it and without it, in
 // alternating rounds with the same clients, their throughput and the
 // Cassandra node's CPU per page. One run, so the load of a shared machine

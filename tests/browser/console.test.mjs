@@ -6,7 +6,7 @@
 //
 // Screenshots of each page (1100x750) go to SCREENSHOTS, and with
 // README_SHOTS set also there (make test-browser README_SCREENSHOTS=1
-// writes docs/screenshots, which the README shows); that run has a
+// writes docs/screenshots, which docs/console.md shows); that run has a
 // keyspace of its own, so its people are simply alice, bob, carol and
 // admin, and every other run adds a suffix to each name.
 //

@@ -4,7 +4,7 @@
 # headless Chromium, driven by playwright-core (from npm, see web-assets),
 # against a real api built from this tree. Screenshots land in
 # .cache/screenshots; with README_SCREENSHOTS=1 the console's pages are
-# also saved into docs/screenshots (the README's), from a run with fixed
+# also saved into docs/screenshots (docs/console.md's), from a run with fixed
 # names (alice, bob, carol, admin) in a keyspace of its own, made for the
 # run and dropped after it. Debian's chromium is installed when missing and the
 # machine allows it (root with apt-get); otherwise it says what to install.

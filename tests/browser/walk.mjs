@@ -124,7 +124,7 @@ export async function accessible(page, where) {
 
 // saveShot checks what page shows with axe-core (accessible), then saves
 // it as name.png in SCREENSHOTS, and in README_SHOTS when set unless readme
-// is false (a picture the README does not show): every console page
+// is false (a picture docs/console.md does not show): every console page
 // pictured is checked. checked false is for /docs only: Swagger UI's own
 // markup (its server select has no label, its operations nest buttons,
 // grey on grey) is the vendor's, not shelf's.

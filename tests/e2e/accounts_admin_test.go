@@ -86,7 +86,7 @@ func TestRateLimitOnLogin(t *testing.T) {
 
 // TestRateLimitOnAccountChanges: a change's 409 says whether an email is
 // taken, so changes are limited per address like signups and logins, or
-// anyone could probe for accounts (known gap 13, docs/design.md#known-gaps).
+// anyone could probe for accounts (docs/api.md, "Rate limit").
 func TestRateLimitOnAccountChanges(t *testing.T) {
 	t.Parallel()
 	_, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_RATE_LIMIT_PER_MINUTE": "3"})

@@ -108,7 +108,7 @@ type userRow struct {
 	EmailKey    string
 	Status      string
 	// PendingEmailKey and RecoveryEmailKey are emails the account holds
-	// beside its own (docs/design.md#email-change): one asked for, one a
+	// beside its own (docs/design/email-change.md): one asked for, one a
 	// change replaced.
 	PendingEmailKey  string
 	RecoveryEmailKey string

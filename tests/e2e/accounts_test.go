@@ -68,7 +68,7 @@ func TestSignupValidation(t *testing.T) {
 		{"display name too long", map[string]any{"username": ok, "email": ok + "@example.org", "password": testPassword, "displayName": strings.Repeat("d", 65)}, "displayName", "length"},
 		{"missing password", map[string]any{"username": ok, "email": ok + "@example.org"}, "password", "required"},
 		// One code per rule whatever the input's length
-		// (docs/design.md#api-conventions).
+		// (docs/design/api-conventions.md).
 		{"username empty", map[string]any{"username": "", "email": ok + "@example.org", "password": testPassword}, "username", "format"},
 		{"username of 300 characters", map[string]any{"username": strings.Repeat("a", 300), "email": ok + "@example.org", "password": testPassword}, "username", "format"},
 		{"email of 2000 characters", map[string]any{"username": ok, "email": strings.Repeat("a", 2000) + "@example.org", "password": testPassword}, "email", "too_long"},
@@ -230,7 +230,7 @@ func TestRenames(t *testing.T) {
 	me := api.As(s.Token)
 	path := "/v1/users/" + created.ID
 
-	// A new email is only asked for (docs/design.md#email-change): the
+	// A new email is only asked for (docs/design/email-change.md): the
 	// account keeps its own
 	// until the new one is confirmed.
 	renamed, newEmail := name("Ren"), name("ren")+"@example.org"

@@ -14,8 +14,8 @@ import (
 )
 
 // An admin's actions on another account's sessions are audited, before
-// they act (docs/design.md#account-audit), and admins do not suspend
-// each other (docs/design.md#reauthentication).
+// they act (docs/design/account-audit.md), and admins do not suspend
+// each other (docs/design/reauthentication.md).
 
 // TestAuditRecordsAdminSessionActions: an admin listing a user's
 // sessions, ending one and ending all leaves three entries in the user's

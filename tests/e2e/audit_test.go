@@ -19,7 +19,7 @@ import (
 )
 
 // The audit of admin actions on accounts (S6;
-// docs/design.md#account-audit).
+// docs/design/account-audit.md).
 
 // auditItem is the AuditEntry schema as tests read it.
 type auditItem struct {

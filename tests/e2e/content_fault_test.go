@@ -52,7 +52,7 @@ func sharedItem(t *testing.T, name, visibility string) (*moderators, *testkit.AP
 // at once (the answer says it is done), and the outbox worker must not fan
 // it back out. Before, the worker found the member row still there, took it
 // for "shared again" and fanned the private item back into the principal's
-// library (known gap 4, docs/design.md#known-gaps).
+// library (L1, L3; docs/design/libraries.md).
 func TestUnshareWhoseMemberDeleteFailsStaysUnshared(t *testing.T) {
 	t.Parallel()
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "secret", "private")
@@ -80,8 +80,8 @@ func TestUnshareWhoseMemberDeleteFailsStaysUnshared(t *testing.T) {
 // TestShareRacingDeleteLeavesNoGhost: the item is deleted between a
 // share's compare-and-set and its writes. Nobody may find the deleted item
 // in a library afterwards. Before, the share's catch-up wrote the newest
-// (deleted) version into the principal's library: a ghost for good (known
-// gap 6, docs/design.md#known-gaps).
+// (deleted) version into the principal's library: a ghost for good
+// (L3; docs/design/libraries.md).
 func TestShareRacingDeleteLeavesNoGhost(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -129,7 +129,7 @@ func TestShareRacingDeleteLeavesNoGhost(t *testing.T) {
 // (409 last_manager). Before, a share that lost the compare-and-set read
 // the member rows before the winner had written them and counted the user
 // again: an item could end with no manager while its count said one
-// (known gap 7, docs/design.md#known-gaps).
+// (L3, L4; docs/design/libraries.md).
 func TestConcurrentSharesOfOnePrincipalCountOnce(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -178,7 +178,7 @@ func TestConcurrentSharesOfOnePrincipalCountOnce(t *testing.T) {
 // unshare is writing the library. Both answer; the user is a member again
 // and finds the item in their library. Before, the unshare's catch-up
 // removed the library entry at the re-share's version: the delete won the
-// tie, and a member's library lacked the item (known gap 7).
+// tie, and a member's library lacked the item (L3).
 func TestReshareDuringUnshareKeepsTheItem(t *testing.T) {
 	t.Parallel()
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "again", "private")
@@ -213,7 +213,7 @@ func TestReshareDuringUnshareKeepsTheItem(t *testing.T) {
 // (400). The outbox worker must still finish the first change. Before, the
 // rejected change's Done deleted the item's whole outbox row, the earlier
 // mark with it, and anonymous callers kept seeing the private item in that
-// member's library (known gap 5, docs/design.md#known-gaps). The item's
+// member's library (L3, L4; docs/design/libraries.md#queues). The item's
 // rows are lean: the change removed them before it was recorded, so
 // without the earlier mark the member would never find the item in their
 // own library again.

@@ -434,7 +434,7 @@ func TestLateWritesAfterADeletionChangeNothing(t *testing.T) {
 // user deleted, the held writes landing after; then the outbox worker
 // finishes the share and a member list the add. Both read the account
 // again and take the membership back: the deleted account stays in no
-// member list, no count and no library (docs/design.md#deletion). Before,
+// member list, no count and no library (docs/design/deletion.md). Before,
 // the worker and the member list finished both for the deleted account.
 func TestMembershipsTheDeletionCannotSeeAreTakenBack(t *testing.T) {
 	t.Parallel()

@@ -11,7 +11,7 @@ import (
 )
 
 // The tests of this file send input that could mean two things to the
-// real service (docs/design.md#api-conventions): each is refused naming
+// real service (docs/design/api-conventions.md): each is refused naming
 // the field, and nothing
 // of it is stored.
 

@@ -15,7 +15,7 @@ import (
 	"shelf/tests/testkit"
 )
 
-// The late-landing rule (docs/design.md#faults): any attempt of any write
+// The late-landing rule (docs/design/faults.md): any attempt of any write
 // may land at any later time, and any answer may be lost. These tests hold
 // real statements back (faultinject.ErrLandLate: the attempt answers a
 // timeout and reaches Cassandra later, as from a hung node's queue) or make
@@ -100,7 +100,7 @@ func TestActivationOfUnknownOutcomeIsNeverUndone(t *testing.T) {
 
 // anotherWriteFirst loses the answer of the first run of stmt after it
 // applied, and lets another change of the same account land before the
-// read-back (known gap 3, docs/design.md#known-gaps): the row's tag is then someone else's, so
+// read-back (docs/design/lwt-rows.md): the row's tag is then someone else's, so
 // only the outcome "unknown" is honest.
 func anotherWriteFirst(t *testing.T, a *app.App, stmt, userID string) faultinject.Func {
 	var once sync.Once
@@ -234,7 +234,7 @@ func neverSent(stmt string) faultinject.Func {
 // name committed to the account. While that update may still land, nobody
 // else gets the name; the owner's retry adopts the claim and completes
 // (before: it looped on concurrent_change and answered 409 for good).
-// Known gap 8 (docs/design.md#known-gaps).
+// U1, U4 (docs/design/renames.md).
 func TestRenameStoppedAfterCommittingIsFinishedByItsRetry(t *testing.T) {
 	t.Parallel()
 	rn := renameUnder(t, func(*app.App, string) faultinject.Func { return neverSent("users.update") })

@@ -348,7 +348,7 @@ func mustLoginWith(t *testing.T, api *testkit.API, loginName, password string) {
 // when the owner's reset, or her change of password from a session of
 // hers, ends every session and answers 204; then the login goes on. Before
 // the password epoch it answered 201 with a session that worked after
-// the owner's 204 (known gap 25). Now it answers 401, and whatever a login in flight
+// the owner's 204 (U8). Now it answers 401, and whatever a login in flight
 // answers, no session opened with the old password works once the new one
 // is set.
 func TestLoginRacingAReset(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 )
 
 // TestMetricsShowTheSeries runs a small story through an app whose session
-// reports to the metrics, then reads /metrics: every series of the README
+// reports to the metrics, then reads /metrics: every series of docs/operations.md
 // is there, with the story's samples.
 func TestMetricsShowTheSeries(t *testing.T) {
 	t.Parallel()

@@ -185,7 +185,7 @@ func runAdminOn(db *testkit.DB, args ...string) (string, error) {
 // retry, which erases what is left; the expiry entry goes last, and the
 // sweeper finds it; the user is not left listed while active (S2). Before, the three deletes
 // ran at once: the lookup's landed, the retry found nothing to finish, and
-// an active user stayed in the suspended list (known gap 9, docs/design.md#known-gaps).
+// an active user stayed in the suspended list (docs/design/suspension.md).
 func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -222,8 +222,8 @@ func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
 // then revoking the sessions fails (503). The user's session must still
 // stop working on its next request (S3): a session counts only while its
 // account is not suspended. Before, authentication read the session alone,
-// and the session lived on until a retry or repair revoked it (known
-// gap 10, docs/design.md#known-gaps).
+// and the session lived on until a retry or repair revoked it
+// (docs/design/sessions.md).
 func TestSuspensionStopsSessionsEvenWhenRevokingFails(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -285,7 +285,7 @@ func TestRepairRestoresAMissingExpiryEntry(t *testing.T) {
 	agreement(t, m.db)
 }
 
-// TestSuspensionRacingADeletionListsNobody (known gap 29), on the
+// TestSuspensionRacingADeletionListsNobody (S2), on the
 // node: the suspension's compare-and-set applies, then another admin
 // deletes the account (its lookup finds no records yet: 204), then the
 // suspension writes its records. It checks again at its end, erases them
@@ -352,8 +352,8 @@ func TestSuspensionRacingADeletionListsNobody(t *testing.T) {
 	agreement(t, m.db)
 }
 
-// TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed (known gap
-// 30), on the node: the suspension applies, its history entry's
+// TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed (S5), on the
+// node: the suspension applies, its history entry's
 // write fails (503), and the account is deleted before anyone retries.
 // The deletion writes the entry (S5): nothing after it would.
 func TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed(t *testing.T) {

@@ -90,7 +90,7 @@ func TestSuspendAndUnsuspend(t *testing.T) {
 		t.Fatalf("login of a suspended user: %d %s, want suspendedAt and the reason", r.StatusCode, r.Body)
 	}
 	// Only the admin learns of the suspension: strangers, anonymous or
-	// not, see the account without a status (S3; known gap 10).
+	// not, see the account without a status (S3).
 	_, stranger := m.member(t)
 	for _, c := range []struct {
 		name string

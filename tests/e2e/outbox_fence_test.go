@@ -14,8 +14,8 @@ import (
 	"shelf/tests/testkit"
 )
 
-// TestHeldDeleteLandingAfterTheWorkerLeavesNoGhost is schedule A of known
-// gap 22 (docs/design.md#known-gaps) against the real node: the owner's delete
+// TestHeldDeleteLandingAfterTheWorkerLeavesNoGhost is the first schedule
+// of docs/design/libraries.md#queues's fence against the real node: the owner's delete
 // has its first compare-and-set attempt held back (a hung node's queue)
 // and every retry unanswered, so it answers 503; the outbox worker runs
 // while the attempt is still held; then it lands; the client retries; the

@@ -9,7 +9,7 @@ import (
 	"shelf/tests/testkit"
 )
 
-// Re-authentication (U9, docs/design.md#reauthentication): what takes an
+// Re-authentication (U9, docs/design/reauthentication.md): what takes an
 // account needs the current password, an
 // email change waits for the new address and can be undone from the old
 // one, resets go to the account's own address, and admins cannot take

@@ -24,7 +24,7 @@ func from(t *testing.T, api *testkit.API, addr, method, path string, v any) *tes
 
 // TestAThiefWithTokenAndPasswordLosesTheAccount is the recovery's whole
 // story against a real SMTP server and two API processes on one keyspace
-// (docs/design.md#account-security). The attacker holds a session token
+// (docs/design/account-security.md). The attacker holds a session token
 // and the password, and several client addresses: they change the email
 // and the password, spend the owner's address's mail budget with reset
 // requests, confirm the new address and hammer the login from one

@@ -11,7 +11,7 @@ import (
 )
 
 // A revert of an email change is a recovery, and no stranger can aim the
-// notices (docs/design.md#email-change, #throttle), end to end against
+// notices (docs/design/email-change.md, #throttle), end to end against
 // mailpit.
 
 // revertWith follows a revert link and fails unless it answers 204.

@@ -85,7 +85,7 @@ func TestLastSeenIsRecordedOncePerInterval(t *testing.T) {
 }
 
 // TestALateSightingNeverBringsARevokedSessionBack tries to break
-// revocation with sightings that land late (docs/design.md#faults: any
+// revocation with sightings that land late (docs/design/faults.md: any
 // write may land at any later time). A sighting sent before a revocation
 // and landing after it must leave the session revoked and out of the
 // list, whether its timestamp is older than the revocation's delete (the

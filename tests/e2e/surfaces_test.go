@@ -10,7 +10,7 @@ import (
 	"shelf/tests/testkit"
 )
 
-// TestRolesAndHeadersOfAccountReads (docs/design.md#api-conventions): a
+// TestRolesAndHeadersOfAccountReads (docs/design/api-conventions.md): a
 // user reading an
 // admin's account does not learn that it is one; the admin (on /v1/me)
 // and other admins do. /v1/me, which carries the email, is never stored

@@ -25,7 +25,7 @@ import (
 	"shelf/tests/testkit"
 )
 
-// TestThrottleHammer is the measurement docs/design.md#throttle quotes:
+// TestThrottleHammer is the measurement docs/design/throttle.md quotes:
 // SHELF_TEST_THROTTLE_HAMMER refused tries at one login (100 000 unless
 // set; a measurement of minutes, so built only with the tag hammer and
 // never part of make test), first from one address over its

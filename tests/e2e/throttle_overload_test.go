@@ -21,7 +21,7 @@ import (
 	"shelf/tests/testkit"
 )
 
-// A throttle that only the guesser pays for (docs/design.md#throttle), on
+// A throttle that only the guesser pays for (docs/design/throttle.md), on
 // Cassandra: the client addresses are X-Forwarded-For from a trusted
 // proxy (the test's loopback).
 

@@ -14,7 +14,7 @@ import (
 	"shelf/tests/testkit"
 )
 
-// Throttling (docs/design.md#throttle): password guesses are throttled per login by
+// Throttling (docs/design/throttle.md): password guesses are throttled per login by
 // every instance together, and every mail counts against one limit per
 // address. These tests send everything from one address (loopback), so
 // the per-address tier (5 by default) is the one that bites.

@@ -1,6 +1,6 @@
 // Package faultinject decorates the repository's Sender (repository.DB
 // sends every write through one) to inject the faults of the fault rule
-// (docs/design.md#faults) by statement name: an answer lost after the
+// (docs/design/faults.md) by statement name: an answer lost after the
 // statement applied, a send that fails, an attempt or a write held back
 // as a hung node's queue holds it, to land later. Tests only: production
 // builds never import it (TestShippedCodeLinksNoProof), and the

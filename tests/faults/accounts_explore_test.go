@@ -4,7 +4,7 @@
 // operation with one fault (fail before applying, lose the answer after
 // applying, land late, crash) at one of its calls, lets a competing
 // operation run, lands what was held back, lets the leases run out, lets
-// the client retry, and then checks the invariants of docs/design.md. The
+// the client retry, and then checks the invariants of docs/design/invariants.md. The
 // database tests (tests/e2e, repository) prove that the real stores keep
 // the contracts the fakes follow.
 package faults

@@ -19,7 +19,7 @@ import (
 var errStopped = errors.New("stopped (test hook)")
 
 // racePair runs two attempts of one operation on one row at once, in the
-// order that used to lose the winner's index entry (docs/design.md#deletion,
+// order that used to lose the winner's index entry (docs/design/deletion.md,
 // "Every attempt's record is its own"): the winner writes its entry, then
 // the loser writes its own, then the winner's compare-and-set applies and
 // its process dies, then the loser's compare-and-set loses. hook is the
@@ -72,7 +72,7 @@ func (r *racePair) run(advance func(), winner, loser func() error) (werr, lerr e
 // repair must still find the first's closing and finish it. With one entry
 // per group and day, the loser's end deleted the winner's entry (in the
 // same millisecond, or a second later), and the group stayed closing for
-// good (known gap 27, docs/design.md#known-gaps).
+// good (every attempt's entry is its own: docs/design/closing.md).
 func TestTwoClosingsAtOnceAreFinishedByTheRepair(t *testing.T) {
 	t.Parallel()
 	for _, apart := range []time.Duration{0, time.Second} {
@@ -118,7 +118,8 @@ func TestTwoClosingsAtOnceAreFinishedByTheRepair(t *testing.T) {
 // delete one account at once. The user's compare-and-set applies and its
 // process dies; the admin's loses, ends its own entry, finds the account
 // deleting and dies too while finishing it. The repair must still find the
-// deletion and finish it (known gap 27: the admin's end deleted the
+// deletion and finish it (before every attempt's entry was its own, the
+// admin's end deleted the
 // user's entry, and the account stayed deleting, names held, for good).
 func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 	t.Parallel()
@@ -159,7 +160,7 @@ func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 // TestDeletionHandsAGroupToAnActiveMember: the deletion finds itself the
 // last manager of a group (its co-manager left after the check) whose
 // other members are a suspended one, listed first, and an active one: it
-// hands the group to the active one (known gap 28: it took the
+// hands the group to the active one (before, it took the
 // first visible member, and the suspended one became the only manager).
 // With only suspended members left it hands the group to one of them, so
 // the group keeps a manager and the deletion finishes.

@@ -12,7 +12,7 @@ import (
 	"shelf/tests/memstore"
 )
 
-// The audit of admin actions on accounts (docs/design.md#account-audit)
+// The audit of admin actions on accounts (docs/design/account-audit.md)
 // under every fault at every store call of an admin action: each action
 // that took effect has exactly one entry, at the version its change
 // wrote, and no entry names a change that did not happen, whatever was

@@ -12,7 +12,7 @@ import (
 )
 
 // An admin's actions on another's sessions under every fault at every
-// store call (docs/design.md#account-audit): no admin lists or ends the
+// store call (docs/design/account-audit.md): no admin lists or ends the
 // member's sessions without an entry in the member's audit naming the
 // admin, whatever was lost, held back and landed late, or crashed, and
 // however often the client tried again.

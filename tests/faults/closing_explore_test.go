@@ -143,7 +143,7 @@ type closeOperation struct {
 	// early, when set, runs before the held writes land.
 	early func(c *closeWorld, err error) error
 	// gap: the share of unknown outcome landing after the closing read the
-	// group's library (docs/design.md#closing, "Shares"): the item may
+	// group's library (docs/design/closing.md, "Shares"): the item may
 	// count the closed group until the closing is repeated.
 	gap bool
 	// inside: run takes the fault itself, at a call of the closing it
@@ -217,8 +217,8 @@ var closeOperations = []closeOperation{
 func secondManager(c *closeWorld) error { return c.set(c.owner, c.friend, groups.RoleManager) }
 
 // closeRivalFirst has two managers close the group at once, in the order
-// that used to lose the winner's index entry (known gap 27,
-// docs/design.md#known-gaps): the
+// that used to lose the winner's index entry (every
+// attempt's entry is its own: docs/design/closing.md): the
 // friend's closing writes its entry, then the owner's runs whole (with the
 // fault at its call c.faultK), then the friend's compare-and-set; the
 // friend's process dies if it applied. It returns the owner's answer (nil
@@ -290,7 +290,7 @@ func stopAfterClosed(c *closeWorld) error {
 // finished by the client's retry or, separately, by the repair; and a
 // member add, a share and a creation of the name under every fault with
 // the closing as competitor. Then the outbox worker runs and the closing's
-// invariants are checked (docs/design.md#closing).
+// invariants are checked (docs/design/closing.md).
 func TestExploreClosing(t *testing.T) {
 	t.Parallel()
 	total, swept := 0, 0

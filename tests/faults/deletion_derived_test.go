@@ -15,9 +15,9 @@ import (
 // are derived records, written after the row that records the membership
 // (the item's, the group's). These tests are the memberships a deletion
 // cannot see there: a derived write that failed, or a membership recorded
-// by a compare-and-set that lands after the deletion read the index (gap
-// 18). Whoever carries such a membership out checks the account again at
-// the end and takes it back (docs/design.md#deletion, "Memberships the
+// by a compare-and-set that lands after the deletion read the index.
+// Whoever carries such a membership out checks the account again at
+// the end and takes it back (docs/design/deletion.md, "Memberships the
 // deletion cannot see").
 
 // TestCreateWhoseLibraryWriteFailedIsDeletedWithItsCreator: a creation
@@ -90,7 +90,7 @@ func TestAddWhoseReverseIndexWriteFailedIsTakenBackAfterTheDeletion(t *testing.T
 	checkDeletion(t, "add-reverse-index-failed", d)
 }
 
-// TestShareAndAddLandingAfterTheDeletionAreTakenBack is gap 18: a share
+// TestShareAndAddLandingAfterTheDeletionAreTakenBack: a share
 // and a group add of the user, each decided while the account was
 // visible, whose compare-and-set is held back and lands only after the
 // deletion finished; then the sharer and the adder ask again (404: the
@@ -122,7 +122,7 @@ func TestShareAndAddLandingAfterTheDeletionAreTakenBack(t *testing.T) {
 	if _, _, err := d.grp.SetMember(ctx, as(d.friend), group, d.doomed.ID, groups.RoleManager); !domainIs(err, domain.ErrNotFound) {
 		t.Errorf("the add's retry answered %v, want 404", err)
 	}
-	checkDeletion(t, "gap-18", d)
+	checkDeletion(t, "late-memberships", d)
 }
 
 // newItemOf makes an item of friend's, checked with the others.

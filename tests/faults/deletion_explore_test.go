@@ -193,8 +193,8 @@ func (d *delWorld) rival() error {
 }
 
 // rivalFirst runs two deletions of one account at once, in the order
-// that used to lose the winner's index entry (known gap 27,
-// docs/design.md#known-gaps): the
+// that used to lose the winner's index entry (every
+// attempt's entry is its own: docs/design/deletion.md): the
 // rival writes its entry, then deletion runs whole (the faulted one, its
 // fault counted from there), then the rival's compare-and-set; the rival's
 // process dies at its next step. It returns deletion's answer.
@@ -255,7 +255,7 @@ var delCompetitors = []delCompetitor{
 	// A share of friend's item with the user and an add of the user to
 	// friend's group, both decided while the account is visible, their
 	// compare-and-sets held back: they land after the faulted deletion, or
-	// after its finish (gap 18). Whoever carries them out takes them back.
+	// after its finish (docs/design/deletion.md#unseen-memberships). Whoever carries them out takes them back.
 	{name: "held-share-add", before: func(d *delWorld) error {
 		return d.shareAndAdd(memstore.LandLate, "content.update", "groups.update")
 	}},
@@ -324,7 +324,7 @@ var delFinishers = []delFinisher{
 		// The repair judges the entry of a deletion whose compare-and-set
 		// is still held stale and removes it; then the held writes land.
 		// A deletion that took effect only now must not be left
-		// deleting without an entry (gap 20: the repair fences the
+		// deleting without an entry (the repair fences the
 		// account first, so that compare-and-set fails). After, only the
 		// repair finishes a deletion that began; a client asks again
 		// only when none did.

@@ -11,7 +11,7 @@ import (
 )
 
 // An email change's life under every fault at every store call
-// (docs/design.md#email-change): the request, its confirmation, its revert
+// (docs/design/email-change.md): the request, its confirmation, its revert
 // and its replacement by another change, each with its held writes landed
 // late and the client's retry.
 

@@ -21,7 +21,7 @@ type groupWorld struct {
 	// created are the groups whose creation answered success.
 	created []groups.Group
 	// mayClose: a group whose last member was a deleted account may be
-	// closed with it (docs/design.md#deletion); only the deletion explorer
+	// closed with it (docs/design/deletion.md); only the deletion explorer
 	// sets it.
 	mayClose bool
 }

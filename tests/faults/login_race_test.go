@@ -80,7 +80,7 @@ func noSessionOf(t *testing.T, what string, m *mailWorld, r accounts.LoginResult
 // new one and ends every session meanwhile; then the login writes its
 // session. Before the fix the login re-read the account for visibility
 // and suspension only, answered 200, and its session worked after the
-// reset had answered 204 (known gap 25, docs/design.md#known-gaps). The same with the login's
+// reset had answered 204 (U8; docs/design/sessions.md). The same with the login's
 // session write landing after the reset listed the sessions.
 func TestALoginInFlightDoesNotSurviveAReset(t *testing.T) {
 	t.Parallel()
@@ -201,7 +201,7 @@ func upgradingService(box *recorder) (*accounts.Service, *memstore.Store, *upgra
 // hash (the hasher's parameters moved on) changes no password, so a reset
 // link mailed before it still works, and the sessions from before it too.
 // Before the fix the reset token carried a print of the stored hash, and
-// the rehash made it stale (known gap 26, docs/design.md#known-gaps).
+// the rehash made it stale (docs/design/tokens.md).
 func TestARehashKeepsResetLinksAndSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

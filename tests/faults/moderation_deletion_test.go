@@ -87,7 +87,7 @@ func worked(life *lifecycle.Service) func(jobs.Job, error) error {
 // worker's pass (the client polling it sees it queued or running).
 var errUnfinished = fmt.Errorf("the job is not finished: %w", domain.ErrUnavailable)
 
-// TestSuspensionRacingADeletionListsNobody is known gap 29 (docs/design.md#known-gaps): the
+// TestSuspensionRacingADeletionListsNobody (S2; docs/design/deletion.md): the
 // suspension's compare-and-set applies; another admin deletes the account
 // (its lookup finds no records yet); then the suspension writes its list
 // row, lookup and expiry entry at the version it read. No record of the
@@ -195,7 +195,8 @@ func TestSweeperAndRepairEraseTheRecordsOfADeletedAccount(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := *u.Suspension
-			// The row as a deletion left it before gap 29 was fixed: deleted,
+			// The row as a deletion left it before the deletion erased its
+			// records at its own version: deleted,
 			// its suspension gone from the row, the records still there.
 			gone := u
 			gone.Status, gone.Suspension, gone.Deletion = domain.StatusDeleted, nil, &domain.Deletion{At: m.store.Now(), By: m.admin.UserID}
@@ -216,8 +217,8 @@ func TestSweeperAndRepairEraseTheRecordsOfADeletedAccount(t *testing.T) {
 	}
 }
 
-// TestDeletionRecordsTheHistoryAFailedWriteLeft is known gap 30
-// (docs/design.md#known-gaps):
+// TestDeletionRecordsTheHistoryAFailedWriteLeft (S5;
+// docs/design/moderation-history.md):
 // a suspension (or a lift) applies, its history write fails (503), and
 // the account is deleted before anyone retries. The deletion writes the
 // entries (S5): a deletion is no lift, and nothing after it would.

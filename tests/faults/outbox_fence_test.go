@@ -14,8 +14,9 @@ import (
 // The outbox worker discards a mark only once no attempt of its change
 // can still apply: it fences the item (a compare-and-set that moves the
 // version on and changes nothing else) and fans out the state as of the
-// fence. These are the schedules of known gaps 22 and 23 that broke that,
-// each on its own (docs/design.md#queues).
+// fence. These are the schedules that broke that before the fence (a
+// held change applying after the worker, and a change slower than the grace),
+// each on its own (docs/design/libraries.md#queues).
 
 // holdFirst makes the first call named stmt take fault; every other call
 // runs as usual.

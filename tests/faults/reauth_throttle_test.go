@@ -25,7 +25,7 @@ func throttledSession(t *testing.T) (*accounts.Service, *countingHasher, domain.
 
 // TestEveryCurrentPasswordIsThrottled: the current passwords a new email,
 // a new username and the account's deletion take (U9,
-// docs/design.md#reauthentication) are
+// docs/design/reauthentication.md) are
 // counted with the password change's, per account: a stolen session gets
 // 5 guesses in all, whatever it asks with them; the 6th is refused before
 // the password is checked, the right one included.

@@ -14,7 +14,7 @@ import (
 )
 
 // A revert of an email change is a recovery, and no stranger can aim the
-// notices (docs/design.md#email-change, #throttle): the revert makes the
+// notices (docs/design/email-change.md, #throttle): the revert makes the
 // password open nothing until a reset, its reset mail is never held back
 // by the mail limit, the replaced address is held whatever its
 // verification, a notice to an unverified address is held back past the

@@ -14,7 +14,7 @@ import (
 	"shelf/tests/memstore"
 )
 
-// A throttle that only the guesser pays for (docs/design.md#throttle):
+// A throttle that only the guesser pays for (docs/design/throttle.md):
 // what one address does, refused or failed to be recorded, never locks
 // the login for the owner at another address.
 

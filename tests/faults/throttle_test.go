@@ -15,7 +15,7 @@ import (
 	"shelf/tests/memstore"
 )
 
-// The throttle of password guesses and of mail (docs/design.md#throttle)
+// The throttle of password guesses and of mail (docs/design/throttle.md)
 // on the in-memory store, which keeps repository.Attempts' contract: a row
 // per attempt that expires with its TTL, and a removal that shadows a
 // write landing late. tests/e2e/throttle_test.go runs the same attacks on
@@ -257,7 +257,7 @@ func TestThrottleFailsSafe(t *testing.T) {
 // TestEveryMailCounts: the verification after signup, those after changes
 // of email and on request all count against one limit per address: of 8
 // mails aimed at one address, 5 go out (a reset never goes to an address
-// an account only asks for: docs/design.md#email-change). Mail to an address that is
+// an account only asks for: docs/design/email-change.md). Mail to an address that is
 // not verified carries neither the display name nor the username.
 func TestEveryMailCounts(t *testing.T) {
 	t.Parallel()

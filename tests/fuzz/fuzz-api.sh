@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # make fuzz-api: schemathesis (from PyPI, into .cache/venv) against a running
 # api built from this tree, with the served openapi.yaml: for each seed of
-# FUZZ_SEEDS (default "1 7": seed 7 found the trimming mismatch of issue
-# 29), a pass as an admin (so the authenticated and admin routes are
-# exercised too) and one anonymous. Every check, every phase (examples,
+# FUZZ_SEEDS (default "1 7": seed 7 found a trimming mismatch between
+# the schema and the server), a pass as an admin (so the authenticated
+# and admin routes are exercised too) and one anonymous. Every check, every phase (examples,
 # coverage, fuzzing, stateful); fails on any 5xx, any answer that breaks
 # the contract, any request the schema allows that is refused and any it
 # forbids that is accepted.

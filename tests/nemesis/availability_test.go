@@ -10,7 +10,7 @@ import (
 )
 
 // One node of three hung or killed, and users don't notice
-// (docs/design.md#node-faults). The
+// (docs/design/node-faults.md). The
 // availability verdict holds the nemesis's single-node faults to that,
 // beside the correctness verdicts:
 //   - every whole second of such a fault, from one attempt's timeout after

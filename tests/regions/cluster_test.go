@@ -125,7 +125,7 @@ type api struct {
 }
 
 // apiEnv is the environment of an API process in dc (counting from 0), as
-// README's "Running in two regions" sets one: its own data centre's node
+// docs/operations.md's "Running in two regions" sets one: its own data centre's node
 // as the contact point and its name as the local data centre, the
 // migrations left to `api migrate` (run once, from one region),
 // compare-and-sets at serial (said even when it is the default), and the

@@ -14,7 +14,7 @@ import (
 func Attempts(t *testing.T, open Open[accounts.AttemptStore]) { Run(t, open, AttemptChecks) }
 
 // AttemptChecks are accounts.AttemptStore's contract, what the throttle
-// counts on (docs/design.md#throttle).
+// counts on (docs/design/throttle.md).
 var AttemptChecks = []Check[accounts.AttemptStore]{
 	{"ReadsOldestFirstAfterSince", attemptsReadOldestFirst},
 	{"SettledStaysSettled", attemptsSettledStaysSettled},

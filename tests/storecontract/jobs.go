@@ -13,7 +13,7 @@ import (
 func Jobs(t *testing.T, open Open[jobs.Store]) { Run(t, open, JobChecks) }
 
 // JobChecks are jobs.Store's contract, and the lease built on it, what the
-// job worker counts on (docs/design.md#jobs): a row made once, every change
+// job worker counts on (docs/design/jobs.md): a row made once, every change
 // a compare-and-set on the version decided once, and a worker whose lease
 // was taken over unable to write the row again.
 var JobChecks = []Check[jobs.Store]{

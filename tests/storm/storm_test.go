@@ -1,6 +1,6 @@
 //go:build storm
 
-// Package storm runs the storm (docs/design.md#faults) against a real node
+// Package storm runs the storm (docs/design/faults.md) against a real node
 // of its own:
 // rounds of concurrent, colliding signups, renames and password changes
 // through the HTTP API while the Cassandra process is hung (SIGSTOP) for

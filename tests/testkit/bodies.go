@@ -147,7 +147,7 @@ func responseBody(route *routers.Route, status int, contentType string) (string,
 }
 
 // ecmaUnicodeEscape is ECMA-262's \uXXXX, which the document's patterns use
-// for the characters they refuse (docs/design.md, "API conventions"); Go's
+// for the characters they refuse (docs/design/api-conventions.md); Go's
 // regexp spells it \x{XXXX}.
 var ecmaUnicodeEscape = regexp.MustCompile(`\\u([0-9A-Fa-f]{4})`)
 

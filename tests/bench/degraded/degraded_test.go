@@ -1,6 +1,6 @@
 //go:build degraded
 
-// Package degraded is `make bench-degraded` (docs/design.md#node-faults): shelf's API in
+// Package degraded is `make bench-degraded` (docs/design/node-faults.md): shelf's API in
 // cluster mode, two processes behind the clients' balancer, on a
 // three-node cluster of its own (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), 16
 // clients running the mix of mix.one, through a healthy window and then

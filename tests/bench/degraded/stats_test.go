@@ -259,7 +259,7 @@ func table(sums []summary) string {
 }
 
 // goals judges the windows against the availability goals
-// (docs/design.md#node-faults), one line each with its bar.
+// (docs/design/node-faults.md), one line each with its bar.
 func goals(sums []summary, back float64) []string {
 	if len(sums) == 0 {
 		return nil

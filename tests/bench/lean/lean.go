@@ -72,7 +72,7 @@ type Store struct {
 	// lean: the index read beside the read of the items, one round trip
 	// after the slice. Unset, a page is the seed's: one slice, shown as
 	// read. The lean server never sets it; `make bench` sets it to price
-	// those reads (docs/design.md#items-read-cost).
+	// those reads (docs/design/cost-model.md#items-read-cost).
 	Checked bool
 }
 

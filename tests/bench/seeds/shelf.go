@@ -10,7 +10,7 @@ import (
 )
 
 // Shelf is shelf's own claim protocol, the product code used as a library
-// (docs/design.md#signup): both keys claimed at once with `INSERT ... IF
+// (docs/design/signup.md): both keys claimed at once with `INSERT ... IF
 // NOT EXISTS USING TTL <lease>`, then both committed with `UPDATE ... USING
 // TTL 0 ... IF user_id = ? AND op = ?`; a key taken, or a failure, gives
 // back what was held. Ambiguous outcomes are settled by the repository with
