@@ -17,7 +17,7 @@ FUZZTIME ?= 30s
 EXPLORE_ROUNDS ?= 200000
 
 .PHONY: test-fast
-test-fast: ## every test that needs no database (go test ./...: domain, handlers, the fault explorers' every schedule, memstore against the store contracts), under a minute
+test-fast: ## every test that needs no database (go test ./...: domain, handlers, the fault explorers' every schedule, memstore against the store contracts); its time: tests/README.md
 	@$(GO) test -count=1 -timeout 10m ./...
 	@echo "test-fast: passed. The tests that need Cassandra (tag integration: tests/e2e, repository, cmd/api, bench, the launcher's cluster) run in make test."
 
