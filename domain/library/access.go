@@ -65,8 +65,9 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 		return a, err
 	}
 	principals := []string{p.UserID}
-	a = grants(withPending(direct, c.Pending, principals))
-	own := ownRole(withPending(direct, c.Pending, principals))
+	mine := withPending(direct, c.Pending, principals)
+	a = grants(mine)
+	own := ownRole(mine)
 	if len(groupIDs) > 0 && (!a.see || (n == managing && !a.manage)) {
 		viaGroups, err := s.members.Find(ctx, c.ID, groupIDs)
 		if err != nil {
