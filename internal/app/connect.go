@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
 
+	"github.com/gocql/gocql"
 	"github.com/rs/zerolog"
 	"github.com/scylladb/gocqlx/v2"
 
@@ -40,7 +44,8 @@ func Connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, appl
 		logger.Info().Str("keyspace", cfg.Cassandra.Keyspace).Msg("schema is up to date")
 	}
 	if m != nil {
-		conn.Observer, conn.BatchObserver = m, m
+		o := statementObserver{metrics: m, slow: cfg.Cassandra.SlowLog, logger: logger.With().Str("component", "cql").Logger()}
+		conn.Observer, conn.BatchObserver = o, o
 	}
 	return repository.Connect(ctx, conn, wait)
 }
@@ -80,6 +85,59 @@ func connConfig(cfg config.Config, logger zerolog.Logger) repository.ConnConfig 
 		TimeoutLimit:      c.TimeoutLimit,
 		Logger:            driverLogger{logger: logger.With().Str("component", "gocql").Logger()},
 	}
+}
+
+// statementObserver reports every attempt of a statement to the metrics,
+// and logs an attempt that took at least slow (SHELF_CASSANDRA_SLOW_LOG)
+// with the node it went to: a request that waited seconds says on what.
+// The statement's text carries no values (they are bound).
+type statementObserver struct {
+	metrics *metrics.Metrics
+	slow    time.Duration
+	logger  zerolog.Logger
+}
+
+// ObserveQuery implements gocql.QueryObserver.
+func (o statementObserver) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
+	o.metrics.ObserveQuery(ctx, q)
+	o.logSlow(metrics.StatementKind(q.Statement), q.Statement, q.Host, q.Attempt, q.End.Sub(q.Start), q.Err)
+}
+
+// ObserveBatch implements gocql.BatchObserver.
+func (o statementObserver) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
+	o.metrics.ObserveBatch(ctx, b)
+	first := ""
+	if len(b.Statements) > 0 {
+		first = b.Statements[0]
+	}
+	o.logSlow("batch", first, b.Host, b.Attempt, b.End.Sub(b.Start), b.Err)
+}
+
+func (o statementObserver) logSlow(kind, stmt string, host *gocql.HostInfo, attempt int, took time.Duration, err error) {
+	if o.slow <= 0 || took < o.slow {
+		return
+	}
+	e := o.logger.Warn().Str("kind", kind).Str("statement", shorten(stmt, 160)).
+		Int("attempt", attempt).Float64("durationMs", float64(took.Microseconds())/1000)
+	if host != nil {
+		e = e.Str("node", host.ConnectAddress().String())
+	}
+	if err != nil {
+		e = e.Str("error", err.Error())
+	}
+	e.Msg("slow statement")
+}
+
+// shorten cuts s to at most n bytes, on a rune boundary.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // driverLogger sends gocql's messages to the process log as warnings: they

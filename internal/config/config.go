@@ -198,6 +198,8 @@ type Cassandra struct {
 	// TimeoutLimit closes a connection once that many statements timed out
 	// on it (0: never).
 	TimeoutLimit int
+	// SlowLog: an attempt that took at least this long is logged (0: off).
+	SlowLog time.Duration
 	// SchemaTimeout bounds one schema statement (keyspace, migrations).
 	SchemaTimeout  time.Duration
 	ConnectTimeout time.Duration
@@ -290,6 +292,7 @@ var Vars = []Var{
 	{"SHELF_CASSANDRA_SPECULATIVE_COPIES", "1", "an idempotent statement unanswered after SHELF_CASSANDRA_SPECULATIVE_DELAY is also sent to this many other nodes (at most the other nodes known), the first answer wins: a hung or slow node costs a read the delay, not the timeout; compare-and-sets and SERIAL reads never (Paxos duels); 0: off", Tuning},
 	{"SHELF_CASSANDRA_SPECULATIVE_DELAY", "200ms", "how long an idempotent statement waits for its node before a copy goes to the next: above the statements' healthy p99 (each copy is extra load), well below SHELF_CASSANDRA_TIMEOUT", Tuning},
 	{"SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT", "3", "a connection on which this many statements timed out is closed and opened again: a node that stops answering (hung, cut off; its kernel keeps the TCP connection and keepalives alive) loses its connections within about one SHELF_CASSANDRA_TIMEOUT and is marked down when a new one fails within SHELF_CASSANDRA_CONNECT_TIMEOUT, instead of after about a minute of failed driver heartbeats; process-wide; 0: never", Tuning},
+	{"SHELF_CASSANDRA_SLOW_LOG", "1s", "an attempt of a CQL statement that took at least this long is logged as a warning (its kind, statement text without values, node, attempt number, time, error): which node and which statements a slow request waited on; 0s: off", Operator},
 	{"SHELF_CASSANDRA_SCHEMA_TIMEOUT", "10s", "client timeout of one schema statement (keyspace creation, migrations): schema changes wait for the nodes to agree, seconds on a busy cluster; never sent twice at once", Tuning},
 	{"SHELF_CASSANDRA_CONNECT_TIMEOUT", "5s", "timeout of one connection attempt", Tuning},
 	{"SHELF_CASSANDRA_CONNECT_WAIT", "60s", "how long start-up retries an unreachable cluster", Tuning},
@@ -392,6 +395,7 @@ func Load(getenv func(string) string) (Config, error) {
 			SpeculativeCopies: p.nonNegativeInt("SHELF_CASSANDRA_SPECULATIVE_COPIES"),
 			SpeculativeDelay:  p.duration("SHELF_CASSANDRA_SPECULATIVE_DELAY"),
 			TimeoutLimit:      p.nonNegativeInt("SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT"),
+			SlowLog:           p.durationOrZero("SHELF_CASSANDRA_SLOW_LOG"),
 			SchemaTimeout:     p.duration("SHELF_CASSANDRA_SCHEMA_TIMEOUT"),
 			ConnectTimeout:    p.duration("SHELF_CASSANDRA_CONNECT_TIMEOUT"),
 			ConnectWait:       p.duration("SHELF_CASSANDRA_CONNECT_WAIT"),
@@ -569,6 +573,7 @@ func (c Config) Fields() map[string]string {
 		"SHELF_CASSANDRA_USERNAME":           c.Cassandra.Username,
 		"SHELF_CASSANDRA_PASSWORD":           password,
 		"SHELF_CASSANDRA_TIMEOUT":            c.Cassandra.Timeout.String(),
+		"SHELF_CASSANDRA_SLOW_LOG":           c.Cassandra.SlowLog.String(),
 		"SHELF_CASSANDRA_RETRIES":            strconv.Itoa(c.Cassandra.Retries),
 		"SHELF_CASSANDRA_SPECULATIVE_COPIES": strconv.Itoa(c.Cassandra.SpeculativeCopies),
 		"SHELF_CASSANDRA_SPECULATIVE_DELAY":  c.Cassandra.SpeculativeDelay.String(),
