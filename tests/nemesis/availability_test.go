@@ -74,8 +74,9 @@ func (r rateSum) rate() float64 {
 
 // checkAvailability judges the requests the workload sent between from
 // and to against the single-node faults of the history, and returns the
-// verdict and a table of rates per kind for the summary.
-func checkAvailability(events []event, from, to time.Time) (verdict, string) {
+// verdict and a table of rates per kind for the summary; an empty second is
+// explained by the API processes' notes (readNotes) that overlap it.
+func checkAvailability(events []event, notes []apiNote, from, to time.Time) (verdict, string) {
 	v := verdict{Name: "availability: one node hung or killed"}
 	var answered []time.Time
 	var all []faultWindow
@@ -116,8 +117,8 @@ func checkAvailability(events []event, from, to time.Time) (verdict, string) {
 			for s := maxTime(w.start.Add(attemptTimeout), from); !s.Add(time.Second).After(end); s = s.Add(time.Second) {
 				v.Checked++
 				if count(s, s.Add(time.Second)) == 0 {
-					v.Fail("%s %s: no request answered in the second from %s (%s)", kind, w.start.Format("15:04:05.000"), s.Format("15:04:05.000"),
-						inFlight(ops, s.Add(time.Second)))
+					v.Fail("%s %s: no request answered in the second from %s (%s; %s)", kind, w.start.Format("15:04:05.000"), s.Format("15:04:05.000"),
+						inFlight(ops, s.Add(time.Second)), explain(notes, s, s.Add(time.Second)))
 				}
 			}
 			if h0, h1, ok := healthyBefore(all, w.start, from); ok {

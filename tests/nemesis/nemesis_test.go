@@ -162,7 +162,14 @@ func TestNemesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	stranger := setupUser(t, cl, "viewer")
-	available, rates := checkAvailability(events, started, stopped)
+	var notes []apiNote
+	for _, p := range apis {
+		if f, err := os.Open(p.logPath()); err == nil {
+			notes = append(notes, readNotes(p.idx, f)...)
+			f.Close()
+		}
+	}
+	available, rates := checkAvailability(events, notes, started, stopped)
 	verdicts = append(verdicts,
 		checkContentModel(events, items),
 		checkLibraries(cl, w.admin, stranger, items, live),
