@@ -41,12 +41,22 @@ func (c *cluster) heal(ctx context.Context) error {
 	return nil
 }
 
-// whole waits until every node, as a coordinator, sees every replica up
-// (testkit.Whole). A node killed or hung before would be a second node
-// down, not a single-node fault.
-func (c *cluster) whole(ctx context.Context) error {
-	return testkit.Whole(ctx, c.Hosts(), "nemesis.users")
+// settled waits until every node, as a coordinator, sees every replica up
+// (testkit.Whole: a node killed or hung before would be a second node
+// down) and answers a read at ALL within settledWithin three times in a
+// row (testkit.Settled: a node restarted a moment ago is up but slow, and
+// a fault then is two nodes' worth). It gives up after settleWait.
+func (c *cluster) settled(ctx context.Context) (time.Duration, error) {
+	return testkit.Settled(ctx, c.Hosts(), "nemesis.users", settledWithin, 3, settleWait)
 }
+
+// settledWithin is how quickly every node must answer the settling read;
+// settleWait how long the nemesis waits for that before it skips a
+// single-node fault.
+const (
+	settledWithin = 300 * time.Millisecond
+	settleWait    = 90 * time.Second
+)
 
 // apiProc is one `api serve` process on a fixed address, so that a
 // restarted process is found where it was.

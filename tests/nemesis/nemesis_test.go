@@ -186,6 +186,9 @@ func TestNemesis(t *testing.T) {
 	b.WriteString("\navailability during single-node faults (answered requests a second):\n" + rates)
 	b.WriteString("\ninvariants:\n")
 	checker.WriteVerdicts(&b, verdicts)
+	for _, err := range n.unsettled {
+		fmt.Fprintf(&b, "single-node fault skipped: %v\n", err)
+	}
 	for _, err := range n.errs {
 		fmt.Fprintf(&b, "nemesis error: %v\n", err)
 	}
