@@ -56,10 +56,10 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		return nil, err
 	}
 	db := repository.NewDB(session, cfg.Cassandra.SerialConsistency)
-	// One clock for the services and the stores: time.Now, shifted by
-	// SHELF_CLOCK_OFFSET in tests of clock skew.
+	// One clock for the services and the stores: time.Now, shifted in
+	// tests of clock skew (ClockOffset).
 	now := time.Now
-	if off := cfg.ClockOffset; off != 0 {
+	if off := w.clockOffset; off != 0 {
 		now = func() time.Time { return time.Now().Add(off) }
 	}
 	db.Now = now

@@ -23,6 +23,8 @@ type Option func(*wiring)
 type wiring struct {
 	stores func(db *repository.DB, s Stores) Stores
 	serial SerialRule
+	// clockOffset shifts the process's clock (ClockOffset).
+	clockOffset time.Duration
 	// moderationClock makes moderation's clock from the process's (nil:
 	// the process's; ModerationClock).
 	moderationClock func(process func() time.Time) func() time.Time
@@ -51,6 +53,15 @@ type Stores struct {
 // whose Sender it may wrap) before the services are built.
 func WithStores(wrap func(db *repository.DB, s Stores) Stores) Option {
 	return func(w *wiring) { w.stores = wrap }
+}
+
+// ClockOffset runs the process's clock (the one New hands every service
+// and the stores: leases, write timestamps, lastModified) d ahead of the
+// machine's, or behind it for a negative d: tests of clock skew between
+// instances run one so (tests/nemesis/skewedapi). The HTTP layer (rate
+// limits, timeouts) keeps the machine's clock.
+func ClockOffset(d time.Duration) Option {
+	return func(w *wiring) { w.clockOffset = d }
 }
 
 // ModerationClock gives moderation a clock of its own, made by clock from

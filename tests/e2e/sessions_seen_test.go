@@ -98,7 +98,7 @@ func TestALateSightingNeverBringsARevokedSessionBack(t *testing.T) {
 	db := testkit.PackageDB(t)
 	env := map[string]string{"SHELF_SESSION_SEEN_INTERVAL": "0s"}
 	here, api := newTestApp(t, db, env)
-	ahead, aheadAPI := newTestApp(t, db, map[string]string{"SHELF_SESSION_SEEN_INTERVAL": "0s", "SHELF_CLOCK_OFFSET": "5s"})
+	ahead, aheadAPI := newTestApp(t, db, env, app.ClockOffset(5*time.Second))
 	for _, a := range []*app.App{here, ahead} {
 		syncSightings(a)
 	}
