@@ -72,9 +72,9 @@ const maxMailJobs = 64
 // context of its own).
 const mailJobTimeout = 30 * time.Second
 
-// afterAnswer runs job off the request's path: its failures are logged,
-// never answered, and a request never waits for mail. With Hooks.Background
-// set, the test decides when it runs.
+// afterAnswer runs job off the request's path (Config.Background), at
+// most maxMailJobs at once: its failures are logged, never answered, and
+// a request never waits for mail.
 func (a *Service) afterAnswer(ctx context.Context, what string, job func(ctx context.Context) error) {
 	bg := context.WithoutCancel(ctx)
 	run := func() {
@@ -84,20 +84,16 @@ func (a *Service) afterAnswer(ctx context.Context, what string, job func(ctx con
 			a.log.Warn(ctx, what+" failed; the user can ask again", "error", err.Error())
 		}
 	}
-	if a.Hooks.Background != nil {
-		a.Hooks.Background(run)
-		return
-	}
 	select {
 	case a.mailJobs <- struct{}{}:
 	default:
 		a.log.Warn(ctx, what+" dropped: too many mail jobs at once; the user can ask again")
 		return
 	}
-	go func() {
+	a.cfg.Background(func() {
 		defer func() { <-a.mailJobs }()
 		run()
-	}()
+	})
 }
 
 // mailLimit says what a mail does past its address's hourly limit.

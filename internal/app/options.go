@@ -25,13 +25,17 @@ type wiring struct {
 	serial SerialRule
 	// clockOffset shifts the process's clock (ClockOffset).
 	clockOffset time.Duration
+	// accountsBackground runs the accounts service's work after the
+	// answer (domain.InGoroutine; AccountsBackground).
+	accountsBackground func(func())
 	// moderationClock makes moderation's clock from the process's (nil:
 	// the process's; ModerationClock).
 	moderationClock func(process func() time.Time) func() time.Time
 }
 
 func wiringOf(opts []Option) wiring {
-	w := wiring{stores: func(_ *repository.DB, s Stores) Stores { return s }, serial: checkedSerial}
+	w := wiring{stores: func(_ *repository.DB, s Stores) Stores { return s }, serial: checkedSerial,
+		accountsBackground: domain.InGoroutine}
 	for _, o := range opts {
 		o(&w)
 	}
@@ -62,6 +66,14 @@ func WithStores(wrap func(db *repository.DB, s Stores) Stores) Option {
 // limits, timeouts) keeps the machine's clock.
 func ClockOffset(d time.Duration) Option {
 	return func(w *wiring) { w.clockOffset = d }
+}
+
+// AccountsBackground has run, in place of a goroutine, run the work the
+// accounts service leaves for after an answer (mail, recording when a
+// session was seen): end-to-end tests run it inside the request, so that
+// a request's mail has been sent when it answers.
+func AccountsBackground(run func(func())) Option {
+	return func(w *wiring) { w.accountsBackground = run }
 }
 
 // ModerationClock gives moderation a clock of its own, made by clock from

@@ -65,6 +65,11 @@ func newTestApp(t *testing.T, db *testkit.DB, env map[string]string, opts ...app
 	return a, api
 }
 
+// accountsWorkInRequest has the accounts service run the work it leaves
+// for after an answer (mail, sightings) inside the request: when the
+// request answers, a test knows that work was done.
+var accountsWorkInRequest = app.AccountsBackground(func(f func()) { f() })
+
 // apps holds the app behind every server newTestApp and newObservedApp
 // started, by its server: finishJob runs that app's job worker.
 var apps sync.Map
