@@ -55,7 +55,8 @@ const mailWindow = time.Hour
 // mailOn reports whether mail is set up.
 func (a *Service) mailOn() bool { return a.mail.Tokens != nil && a.mail.Mailer != nil }
 
-// ErrMailOff answers the token routes of a service without mail.
+// ErrMailOff answers the token routes, and a change to a new email
+// address, of a service without mail.
 var ErrMailOff = &domain.Error{Kind: domain.ErrUnavailable, Code: "mail_off", Message: "This server sends no mail."}
 
 // ErrEmailNotVerified answers the login of an account whose email is not
