@@ -28,7 +28,7 @@ type DB struct {
 	// LWT row may be written from any data centre (docs/design/regions.md).
 	Serial gocql.Consistency
 	// Now is the clock of the timestamps this process writes (time.Now;
-	// shifted by SHELF_CLOCK_OFFSET in tests of clock skew).
+	// shifted in tests of clock skew: app.ClockOffset).
 	Now func() time.Time
 	// OnLWT, when set, is told each transaction's outcome: applied,
 	// not_applied, ambiguous_resolved (an ambiguous answer settled by a

@@ -105,7 +105,9 @@ func (c accountChange) apply(u domain.User, h holds, session string) (next domai
 // account's address first (the change fails if it cannot), the
 // verification to the new one after the answer, and when the owner asked, every
 // other session ends in the same compare-and-set (a new password epoch
-// that the caller's session is named for, as ChangePassword does).
+// that the caller's session is named for, as ChangePassword does). A
+// service without mail refuses a new address (ErrMailOff): no link could
+// ever confirm it.
 func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string, in UpdateInput) (UserView, error) {
 	if p.Anonymous() {
 		return UserView{}, domain.ErrNoSession
@@ -154,7 +156,13 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		}
 		next, claim := change.apply(u, h, session)
 		asked = change.asksEmail(u)
-		if asked && a.mailOn() && !noticed && !noticedBy(u, p, h) {
+		if asked && !a.mailOn() {
+			// Only its link makes a new address the account's, and
+			// without mail none could be sent: refused as the token
+			// routes are (every deployment mails).
+			return false, ErrMailOff
+		}
+		if asked && !noticed && !noticedBy(u, p, h) {
 			// The notice first; nothing is written without it (held
 			// back by the mail limit: 429 too_many_mails).
 			if err := a.mailNotice(ctx, u); err != nil {
@@ -162,18 +170,10 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			}
 			noticed = true
 		}
-		if asked && self && a.mailOn() {
+		if asked && self {
 			// The owner's other sessions end with this write: whoever
 			// else holds one may be the thief the notice warns of.
 			next.PasswordEpoch, next.PasswordSession = u.PasswordEpoch+1, p.Session.TokenHash
-		}
-		if asked && !a.mailOn() {
-			// Without mail no link could ever verify it: the change is
-			// made at once, as before changes waited for verification (tests
-			// and tools only:
-			// every deployment mails, docs/design/email-change.md).
-			next.Email, next.EmailKey, next.EmailVerifiedAt = next.PendingEmail, next.PendingEmailKey, time.Time{}
-			next.PendingEmail, next.PendingEmailKey, next.PendingEmailAt, next.PendingEmailSession = "", "", time.Time{}, ""
 		}
 		next.Version, next.UpdatedAt = u.Version+1, now
 		var audited []domain.AuditEntry
@@ -194,7 +194,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		}
 		return done, err
 	})
-	if asked && self && a.mailOn() {
+	if asked && self {
 		if err := a.endSessions(ctx, err, id, p.Session.TokenHash, "an email change"); err != nil {
 			return UserView{}, err
 		}

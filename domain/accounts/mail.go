@@ -55,7 +55,8 @@ const mailWindow = time.Hour
 // mailOn reports whether mail is set up.
 func (a *Service) mailOn() bool { return a.mail.Tokens != nil && a.mail.Mailer != nil }
 
-// ErrMailOff answers the token routes of a service without mail.
+// ErrMailOff answers the token routes, and a change to a new email
+// address, of a service without mail.
 var ErrMailOff = &domain.Error{Kind: domain.ErrUnavailable, Code: "mail_off", Message: "This server sends no mail."}
 
 // ErrEmailNotVerified answers the login of an account whose email is not
@@ -72,9 +73,9 @@ const maxMailJobs = 64
 // context of its own).
 const mailJobTimeout = 30 * time.Second
 
-// afterAnswer runs job off the request's path: its failures are logged,
-// never answered, and a request never waits for mail. With Hooks.Background
-// set, the test decides when it runs.
+// afterAnswer runs job off the request's path (Config.Background), at
+// most maxMailJobs at once: its failures are logged, never answered, and
+// a request never waits for mail.
 func (a *Service) afterAnswer(ctx context.Context, what string, job func(ctx context.Context) error) {
 	bg := context.WithoutCancel(ctx)
 	run := func() {
@@ -84,20 +85,16 @@ func (a *Service) afterAnswer(ctx context.Context, what string, job func(ctx con
 			a.log.Warn(ctx, what+" failed; the user can ask again", "error", err.Error())
 		}
 	}
-	if a.Hooks.Background != nil {
-		a.Hooks.Background(run)
-		return
-	}
 	select {
 	case a.mailJobs <- struct{}{}:
 	default:
 		a.log.Warn(ctx, what+" dropped: too many mail jobs at once; the user can ask again")
 		return
 	}
-	go func() {
+	a.cfg.Background(func() {
 		defer func() { <-a.mailJobs }()
 		run()
-	}()
+	})
 }
 
 // mailLimit says what a mail does past its address's hourly limit.

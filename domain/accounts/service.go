@@ -98,6 +98,11 @@ type Config struct {
 	// signup or rename that holds the username waits for an email that
 	// a claimant in flight holds pending.
 	ClaimYield *domain.Yield
+	// Background runs the work a request leaves for after its answer
+	// (mail, recording when a session was seen): the server runs each in
+	// a goroutine (domain.InGoroutine, the default); tests run it at
+	// once, or when they choose.
+	Background func(func())
 
 	// What the service works with besides its stores, each given here,
 	// once; the zero value of each leaves its feature off (tests of other
@@ -131,10 +136,6 @@ type Config struct {
 type Hooks struct {
 	AfterClaims func() error
 	AfterCommit func() error
-	// Background, when set, is handed the work done after the answer
-	// (recording when a session was seen) instead of a goroutine, so a
-	// test decides when it runs.
-	Background func(func())
 }
 
 // step calls the hook of a creation step (domain.Creation.Step).
@@ -177,6 +178,9 @@ type Service struct {
 func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions SessionStore, hasher PasswordHasher, log domain.Logger) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Background == nil {
+		cfg.Background = domain.InGoroutine
 	}
 	claimer := domain.NewClaimer(claims, cfg.ClaimLease, log)
 	if cfg.ClaimYield != nil {

@@ -343,9 +343,5 @@ func (a *Service) sighted(ctx context.Context, s domain.Session) {
 				"user", s.UserID, "error", err.Error())
 		}
 	}
-	if a.Hooks.Background != nil {
-		a.Hooks.Background(run)
-		return
-	}
-	go run()
+	a.cfg.Background(run)
 }

@@ -27,18 +27,13 @@ func (s *Service) publish(ctx context.Context, next Content, prev *Content, mark
 		if err := s.fanout(ctx, next, prev); err == nil {
 			// Clearing the mark need not hold up the answer: until it is
 			// gone the worker would only redo a finished fan-out.
-			s.inBackground(func() { _ = s.outbox.Done(context.WithoutCancel(ctx), next.ID, marker) })
+			s.cfg.Background(func() { _ = s.outbox.Done(context.WithoutCancel(ctx), next.ID, marker) })
 		} else {
 			s.log.Warn(ctx, "fan-out stopped; the outbox worker will finish it", "content", next.ID, "error", err.Error())
 		}
 	}
 	if prev.Members <= s.cfg.SyncFanoutLimit && next.Members <= s.cfg.SyncFanoutLimit {
 		run(ctx)
-		return
-	}
-	if s.Hooks.Background != nil {
-		bg := context.WithoutCancel(ctx)
-		s.inBackground(func() { run(bg) })
 		return
 	}
 	if !s.fanouts.add(next, prev, marker) {

@@ -255,7 +255,7 @@ func (s *Service) cleanup(ctx context.Context, bucket string, rows []Entry) {
 	default:
 		return // enough cleanups running; the next reader tries again
 	}
-	s.inBackground(func() {
+	s.cfg.Background(func() {
 		defer func() { <-s.background }()
 		for _, r := range rows {
 			_ = s.library.DeleteRow(ctx, bucket, r)

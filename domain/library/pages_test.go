@@ -421,8 +421,8 @@ func TestAPageNeverShowsWhatTheItemNoLongerSays(t *testing.T) {
 	store.misplaced = map[string][]Entry{BucketLoggedIn: {private}, BucketPublic: {private}}
 	var deletes int
 	store.deleted = &deletes
-	s := New(Config{Now: func() time.Time { return later.Add(time.Hour) }}, sessions{}, visibleUsers{}, nil, store.stores(), nil)
-	s.Hooks.Background = func(f func()) { f() }
+	s := New(Config{Now: func() time.Time { return later.Add(time.Hour) }, Background: func(f func()) { f() }},
+		sessions{}, visibleUsers{}, nil, store.stores(), nil)
 	owner := domain.NewID(domain.UserIDPrefix)
 	viewers := map[string]domain.Principal{"anonymous": {}, "another session": {UserID: domain.NewID(domain.UserIDPrefix)}, "the owner": {UserID: owner}}
 	for name, viewer := range viewers {

@@ -13,7 +13,9 @@ import (
 // has two fan-outs at once. When the queue is full, or the pool is
 // closing, a change is left to the outbox: its mark stays and the worker
 // redoes it after the grace. Nothing here is durable, nothing needs to
-// be: the marks are.
+// be: the marks are. A worker is started for a queued item while fewer
+// than Workers run, through Config.Background (a goroutine in the
+// server), and ends when nothing is left that it may take.
 type pool struct {
 	s       *Service
 	workers int
@@ -23,9 +25,8 @@ type pool struct {
 	waiting map[string]*job // by item, not started
 	queue   []string        // the waiting items, oldest first
 	running map[string]bool // items being fanned out
-	started int             // workers started
+	started int             // workers running
 	closed  bool
-	wake    chan struct{}
 	idle    *sync.Cond // signalled whenever a job ends
 
 	ctx    context.Context // the fan-outs'; cancelled when Close gives up
@@ -44,18 +45,29 @@ type job struct {
 func newPool(s *Service, workers, max int) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pool{s: s, workers: workers, max: max, waiting: map[string]*job{}, running: map[string]bool{},
-		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+		ctx: ctx, cancel: cancel}
 	p.idle = sync.NewCond(&p.mu)
 	return p
 }
 
 // add queues a fan-out; false when it is left to the outbox.
 func (p *pool) add(next Content, prev *Content, marker string) bool {
+	taken, start := p.enqueue(next, prev, marker)
+	if start {
+		// Outside the lock: a runner may run the worker before it returns.
+		p.s.cfg.Background(p.work)
+	}
+	return taken
+}
+
+// enqueue queues a fan-out (taken false: left to the outbox) and says
+// whether a worker is to be started for it.
+func (p *pool) enqueue(next Content, prev *Content, marker string) (taken, start bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		p.observe(leftToOutbox)
-		return false
+		return false, false
 	}
 	if j := p.waiting[next.ID]; j != nil {
 		if next.Version > j.next.Version {
@@ -64,24 +76,20 @@ func (p *pool) add(next Content, prev *Content, marker string) bool {
 		j.prev = nil
 		j.markers = append(j.markers, marker)
 		p.observe(coalesced)
-		return true
+		return true, false
 	}
 	if len(p.waiting) >= p.max {
 		p.observe(leftToOutbox)
-		return false
+		return false, false
 	}
 	p.waiting[next.ID] = &job{next: next, prev: prev, markers: []string{marker}}
 	p.queue = append(p.queue, next.ID)
 	p.observe(queued)
 	if p.started < p.workers {
 		p.started++
-		go p.work()
+		return true, true
 	}
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-	return true
+	return true, false
 }
 
 // take removes the oldest waiting item that is not being fanned out.
@@ -99,34 +107,25 @@ func (p *pool) take() (string, *job, bool) {
 	return "", nil, false
 }
 
+// work fans out waiting items until none is left that it may take. An
+// item waiting behind its own fan-out is not: the worker running that
+// one takes it next, so no item is ever left without a worker.
 func (p *pool) work() {
 	for {
 		p.mu.Lock()
 		id, j, ok := p.take()
-		closed := p.closed
-		p.mu.Unlock()
 		if !ok {
-			if closed {
-				return
-			}
-			select {
-			case <-p.wake:
-			case <-p.ctx.Done():
-				return
-			}
-			continue
+			p.started--
+			p.mu.Unlock()
+			return
 		}
+		p.mu.Unlock()
 		p.run(j)
 		p.mu.Lock()
 		delete(p.running, id)
 		p.observe(finished)
 		p.idle.Broadcast()
 		p.mu.Unlock()
-		// Another worker may be waiting for this item.
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
 	}
 }
 

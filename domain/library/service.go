@@ -134,6 +134,11 @@ type Config struct {
 	// while it has at most this many members (default 100; at most
 	// SyncFanoutLimit is sensible, never required).
 	LeanMembers int
+	// Background runs the work a change leaves for after its answer: the
+	// background pool's fan-outs, deleting a mark, deleting stale rows.
+	// The server runs each in a goroutine (domain.InGoroutine, the
+	// default); tests run it at once, or when they choose.
+	Background func(func())
 }
 
 // Hooks let tests stop a fan-out part-way, as a crash would.
@@ -141,19 +146,6 @@ type Hooks struct {
 	// BeforeMember is called before each member library is written; an
 	// error stops the fan-out there (the outbox entry stays).
 	BeforeMember func(contentID, principalID string) error
-	// Background runs work that goes on after the answer (a large
-	// fan-out, deleting a mark, deleting stale rows); nil: a goroutine.
-	// The fault explorer runs it inline, for one call order per schedule.
-	Background func(func())
-}
-
-// inBackground runs f after the answer (see Hooks.Background).
-func (s *Service) inBackground(f func()) {
-	if s.Hooks.Background != nil {
-		s.Hooks.Background(f)
-		return
-	}
-	go f()
 }
 
 // Service is content, sharing and the libraries kept from it.
@@ -223,6 +215,9 @@ func New(cfg Config, callers Callers, users Users, groups GroupDirectory, stores
 	}
 	if cfg.LeanMembers <= 0 {
 		cfg.LeanMembers = DefaultLeanMembers
+	}
+	if cfg.Background == nil {
+		cfg.Background = domain.InGoroutine
 	}
 	s := &Service{cfg: cfg, callers: callers, users: users, groups: groups, content: stores.Content,
 		members: stores.Members, library: stores.Library, outbox: stores.Outbox, log: log,

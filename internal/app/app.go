@@ -56,10 +56,10 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		return nil, err
 	}
 	db := repository.NewDB(session, cfg.Cassandra.SerialConsistency)
-	// One clock for the services and the stores: time.Now, shifted by
-	// SHELF_CLOCK_OFFSET in tests of clock skew.
+	// One clock for the services and the stores: time.Now, shifted in
+	// tests of clock skew (ClockOffset).
 	now := time.Now
-	if off := cfg.ClockOffset; off != 0 {
+	if off := w.clockOffset; off != 0 {
 		now = func() time.Time { return time.Now().Add(off) }
 	}
 	db.Now = now
@@ -73,7 +73,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	// One audit of admin actions on accounts, written by both services
 	// that make them.
 	audit := repository.NewAccountAudit(db)
-	acc, err := newAccounts(cfg, logger, db, accountRows, sessions, claims, audit, m, now)
+	acc, err := newAccounts(cfg, logger, db, accountRows, sessions, claims, audit, m, now, w.accountsBackground)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +88,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		acc, users, claims, groupRows, repository.NewGroupMembers(db), log)
 	lib := library.New(library.Config{
 		SyncFanoutLimit: cfg.Content.SyncFanoutLimit, FanoutConcurrency: cfg.Content.FanoutConcurrency, Now: now,
+		Background:  domain.InGoroutine,
 		LeanMembers: cfg.Content.LeanMembers,
 		ObserveFanout: func(members int, took time.Duration) {
 			m.FanoutDuration.Observe(took.Seconds())
@@ -134,9 +135,10 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 
 // newAccounts builds the accounts service with everything it works with:
 // its password hasher, the checks of new passwords, the throttle, the
-// search, mail, the audit and the second factors.
+// search, mail, the audit, the second factors, and background, which runs
+// the work it leaves for after an answer.
 func newAccounts(cfg config.Config, logger zerolog.Logger, db *repository.DB, users accounts.UserStore, sessions accounts.SessionStore,
-	claims domain.ClaimStore, audit accounts.AuditLog, m *metrics.Metrics, now func() time.Time) (*accounts.Service, error) {
+	claims domain.ClaimStore, audit accounts.AuditLog, m *metrics.Metrics, now func() time.Time, background func(func())) (*accounts.Service, error) {
 	c := cfg.Accounts
 	hasher := password.New(password.Params{
 		MemoryKiB: uint32(c.Argon2MemoryKiB), Time: uint32(c.Argon2Time), Threads: uint8(c.Argon2Threads),
@@ -146,7 +148,7 @@ func newAccounts(cfg config.Config, logger zerolog.Logger, db *repository.DB, us
 	if c.HIBPURL != "" {
 		checks.Breached = password.NewPwned(c.HIBPURL, c.HIBPTimeout)
 	}
-	ac := accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, SeenInterval: c.SessionSeenInterval, Now: now,
+	ac := accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, SeenInterval: c.SessionSeenInterval, Now: now, Background: background,
 		RequireAdminFactor: c.RequireAdminFactor, Passwords: checks, Audit: audit, Search: repository.NewUserSearch(db),
 		Throttle: accounts.Throttle{Store: repository.NewAttempts(db), PerAddress: c.ThrottlePerAddress,
 			PerLogin: c.ThrottlePerLogin, Window: c.ThrottleWindow}}

@@ -23,13 +23,19 @@ type Option func(*wiring)
 type wiring struct {
 	stores func(db *repository.DB, s Stores) Stores
 	serial SerialRule
+	// clockOffset shifts the process's clock (ClockOffset).
+	clockOffset time.Duration
+	// accountsBackground runs the accounts service's work after the
+	// answer (domain.InGoroutine; AccountsBackground).
+	accountsBackground func(func())
 	// moderationClock makes moderation's clock from the process's (nil:
 	// the process's; ModerationClock).
 	moderationClock func(process func() time.Time) func() time.Time
 }
 
 func wiringOf(opts []Option) wiring {
-	w := wiring{stores: func(_ *repository.DB, s Stores) Stores { return s }, serial: checkedSerial}
+	w := wiring{stores: func(_ *repository.DB, s Stores) Stores { return s }, serial: checkedSerial,
+		accountsBackground: domain.InGoroutine}
 	for _, o := range opts {
 		o(&w)
 	}
@@ -51,6 +57,23 @@ type Stores struct {
 // whose Sender it may wrap) before the services are built.
 func WithStores(wrap func(db *repository.DB, s Stores) Stores) Option {
 	return func(w *wiring) { w.stores = wrap }
+}
+
+// ClockOffset runs the process's clock (the one New hands every service
+// and the stores: leases, write timestamps, lastModified) d ahead of the
+// machine's, or behind it for a negative d: tests of clock skew between
+// instances run one so (tests/nemesis/skewedapi). The HTTP layer (rate
+// limits, timeouts) keeps the machine's clock.
+func ClockOffset(d time.Duration) Option {
+	return func(w *wiring) { w.clockOffset = d }
+}
+
+// AccountsBackground has run, in place of a goroutine, run the work the
+// accounts service leaves for after an answer (mail, recording when a
+// session was seen): end-to-end tests run it inside the request, so that
+// a request's mail has been sent when it answers.
+func AccountsBackground(run func(func())) Option {
+	return func(w *wiring) { w.accountsBackground = run }
 }
 
 // ModerationClock gives moderation a clock of its own, made by clock from

@@ -23,12 +23,10 @@ type Config struct {
 	Log       Log
 	// MigrateOnStart makes `serve` apply schema migrations before listening.
 	MigrateOnStart bool
-	// ClockOffset shifts this process's clock (tests of clock skew only).
-	ClockOffset time.Duration
-	Accounts    Accounts
-	Moderation  Moderation
-	Content     Content
-	Mail        Mail
+	Accounts       Accounts
+	Moderation     Moderation
+	Content        Content
+	Mail           Mail
 }
 
 // Mail holds email verification, password reset and how mail is sent.
@@ -256,13 +254,12 @@ func (r Replication) String() string {
 // stale.
 type Var struct {
 	Name, Default, Help string
-	// Role says who sets it: an operator, someone tuning, or a test.
+	// Role says who sets it: an operator, or someone tuning.
 	Role Role
 }
 
 // Role sorts the variables for the configuration reference: what an
-// operator decides for each deployment, apart from what tunes shelf and
-// what only tests set.
+// operator decides for each deployment, apart from what tunes shelf.
 type Role int
 
 const (
@@ -272,8 +269,6 @@ const (
 	// Tuning: a setting whose default is right unless measurements say
 	// otherwise (timeouts, limits, worker sizes, intervals).
 	Tuning
-	// TestHook: a setting only tests use; production keeps the default.
-	TestHook
 )
 
 // Vars lists every variable Load reads, with its default.
@@ -298,7 +293,6 @@ var Vars = []Var{
 	{"SHELF_CASSANDRA_CONNECT_WAIT", "60s", "how long start-up retries an unreachable cluster", Tuning},
 	{"SHELF_CASSANDRA_RECONNECT_INTERVAL", "2s", "how often a node marked down is tried again", Tuning},
 	{"SHELF_MIGRATE_ON_START", "true", "apply schema migrations when serve starts", Operator},
-	{"SHELF_CLOCK_OFFSET", "0s", "tests only: shifts this process's clock (leases, write timestamps, lastModified) to test clock skew between instances; keep 0s", TestHook},
 	{"SHELF_LOG_LEVEL", "info", "debug, info, warn or error", Operator},
 	{"SHELF_LOG_FORMAT", "json", "json, or console for people", Operator},
 	{"SHELF_LOG_FLUSH_INTERVAL", "100ms", "serve writes info lines (the access log) out together at most this often; warnings and errors at once; 0s: every line at once", Tuning},
@@ -407,7 +401,6 @@ func Load(getenv func(string) string) (Config, error) {
 			FlushInterval: p.durationOrZero("SHELF_LOG_FLUSH_INTERVAL"),
 		},
 		MigrateOnStart: p.boolean("SHELF_MIGRATE_ON_START"),
-		ClockOffset:    p.offset("SHELF_CLOCK_OFFSET"),
 		Accounts: Accounts{
 			ClaimLease:          p.duration("SHELF_CLAIM_LEASE"),
 			SessionTTL:          p.duration("SHELF_SESSION_TTL"),
@@ -583,7 +576,6 @@ func (c Config) Fields() map[string]string {
 		"SHELF_CASSANDRA_CONNECT_WAIT":       c.Cassandra.ConnectWait.String(),
 		"SHELF_CASSANDRA_RECONNECT_INTERVAL": c.Cassandra.ReconnectInterval.String(),
 		"SHELF_MIGRATE_ON_START":             strconv.FormatBool(c.MigrateOnStart),
-		"SHELF_CLOCK_OFFSET":                 c.ClockOffset.String(),
 		"SHELF_LOG_LEVEL":                    c.Log.Level,
 		"SHELF_LOG_FORMAT":                   c.Log.Format,
 		"SHELF_LOG_FLUSH_INTERVAL":           c.Log.FlushInterval.String(),

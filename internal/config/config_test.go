@@ -40,7 +40,6 @@ func TestValues(t *testing.T) {
 		"SHELF_TRUSTED_PROXIES":    "10.0.0.0/8, 192.168.1.1",
 		"SHELF_CASSANDRA_PASSWORD": "s3cret",
 		"SHELF_LOG_FORMAT":         "console",
-		"SHELF_CLOCK_OFFSET":       "-1.5s",
 		"SHELF_LOG_FLUSH_INTERVAL": "0s",
 	}))
 	if err != nil {
@@ -51,9 +50,6 @@ func TestValues(t *testing.T) {
 	}
 	if got := c.Cassandra.Replication.CQL(); got != "{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}" {
 		t.Fatalf("replication %s", got)
-	}
-	if c.ClockOffset != -1500*time.Millisecond {
-		t.Fatalf("clock offset %v", c.ClockOffset)
 	}
 	if c.Log.FlushInterval != 0 {
 		t.Fatalf("log flush interval %v, want 0 (each line at once)", c.Log.FlushInterval)
@@ -87,7 +83,6 @@ func TestBadValuesNameTheirVariable(t *testing.T) {
 		"SHELF_MIGRATE_ON_START":   "maybe",
 		"SHELF_TRUSTED_PROXIES":    "10.0.0.0/99",
 		"SHELF_CASSANDRA_HOSTS":    " , ",
-		"SHELF_CLOCK_OFFSET":       "later",
 		"SHELF_PPROF_ADDR":         "6060",
 		"SHELF_LOG_FLUSH_INTERVAL": "-1s",
 		"SHELF_HIBP_URL":           "api.pwnedpasswords.com",

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -43,11 +42,6 @@ func (p *parser) duration(name string) time.Duration {
 // durationOrZero reads a duration that may be zero (off).
 func (p *parser) durationOrZero(name string) time.Duration {
 	return p.durationFrom(name, 0, "a duration such as 100ms, or 0s")
-}
-
-// offset reads a duration that may be zero or negative.
-func (p *parser) offset(name string) time.Duration {
-	return p.durationFrom(name, math.MinInt64, "a duration such as 2s, 0s or -1.5s")
 }
 
 // durationFrom reads a duration of at least least; what describes the

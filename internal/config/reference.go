@@ -31,8 +31,6 @@ var roleTitles = []struct {
 		"The settings of a deployment: where it listens and what it reaches, credentials, mail, and security policy."},
 	{Tuning, "What tunes shelf",
 		"Timeouts, limits, worker sizes and intervals. The defaults are measured (see the design's [cost model](design/cost-model.md) and [capacity model](design/capacity-model.md)); change one when a measurement says so."},
-	{TestHook, "What only tests set",
-		"Production keeps the default."},
 }
 
 var settingName = regexp.MustCompile(`SHELF_[A-Z0-9_]*[A-Z0-9*]`)

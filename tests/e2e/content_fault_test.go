@@ -13,6 +13,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"shelf/internal/app"
 	"shelf/tests/faultinject"
 	"shelf/tests/testkit"
 )
@@ -274,7 +275,7 @@ func TestFanoutWhoseRowsFailedIsRedoneByTheWorker(t *testing.T) {
 	}
 }
 
-// TestClockOffsetShiftsTheProcessClock: SHELF_CLOCK_OFFSET (tests of clock
+// TestClockOffsetShiftsTheProcessClock: app.ClockOffset (tests of clock
 // skew between instances, such as the nemesis's) moves the clock the
 // services stamp with: an item made by a process an hour ahead is last
 // modified an hour from now, and its outbox mark, written at its own time
@@ -282,7 +283,7 @@ func TestFanoutWhoseRowsFailedIsRedoneByTheWorker(t *testing.T) {
 func TestClockOffsetShiftsTheProcessClock(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
-	a, api := newTestApp(t, db, map[string]string{"SHELF_CLOCK_OFFSET": "1h"})
+	a, api := newTestApp(t, db, nil, app.ClockOffset(time.Hour))
 	n := name("ahead")
 	mustSignup(t, api, n, n+"@example.org")
 	me := api.As(mustLogin(t, api, n).Token)

@@ -40,9 +40,9 @@ var testEnv = map[string]string{
 	"SHELF_RATE_LIMIT_PER_MINUTE": "0",
 }
 
-// newTestApp wires the whole service on db with testEnv plus env, and
-// serves it.
-func newTestApp(t *testing.T, db *testkit.DB, env map[string]string) (*app.App, *testkit.API) {
+// newTestApp wires the whole service on db with testEnv plus env and
+// opts (a clock ahead: app.ClockOffset), and serves it.
+func newTestApp(t *testing.T, db *testkit.DB, env map[string]string, opts ...app.Option) (*app.App, *testkit.API) {
 	t.Helper()
 	cfg, err := config.Load(func(k string) string {
 		if v, ok := env[k]; ok {
@@ -54,7 +54,7 @@ func newTestApp(t *testing.T, db *testkit.DB, env map[string]string) (*app.App, 
 		t.Fatal(err)
 	}
 	clock := &moderationClock{}
-	a, err := app.New(cfg, zerolog.Nop(), db.Session, nil, app.ModerationClock(clock.over))
+	a, err := app.New(cfg, zerolog.Nop(), db.Session, nil, append([]app.Option{app.ModerationClock(clock.over)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +64,11 @@ func newTestApp(t *testing.T, db *testkit.DB, env map[string]string) (*app.App, 
 	apps.Store(api.Server, a)
 	return a, api
 }
+
+// accountsWorkInRequest has the accounts service run the work it leaves
+// for after an answer (mail, sightings) inside the request: when the
+// request answers, a test knows that work was done.
+var accountsWorkInRequest = app.AccountsBackground(func(f func()) { f() })
 
 // apps holds the app behind every server newTestApp and newObservedApp
 // started, by its server: finishJob runs that app's job worker.

@@ -16,9 +16,9 @@ import (
 
 // newMailApp serves the whole service with mail sent over SMTP to mp (no
 // TLS: a loopback test server), plus env. Mail jobs run inside their
-// request (Hooks.Background), so a request's mail, if any, has been handed
-// to the SMTP server when it answers.
-func newMailApp(t *testing.T, db *testkit.DB, mp *testkit.Mailpit, env map[string]string) (*app.App, *testkit.API) {
+// request (accountsWorkInRequest), so a request's mail, if any, has been
+// handed to the SMTP server when it answers. opts are newTestApp's.
+func newMailApp(t *testing.T, db *testkit.DB, mp *testkit.Mailpit, env map[string]string, opts ...app.Option) (*app.App, *testkit.API) {
 	t.Helper()
 	all := map[string]string{
 		"SHELF_MAILER": "smtp", "SHELF_SMTP_HOST": mp.SMTPHost, "SHELF_SMTP_PORT": strconv.Itoa(mp.SMTPPort),
@@ -27,9 +27,7 @@ func newMailApp(t *testing.T, db *testkit.DB, mp *testkit.Mailpit, env map[strin
 	for k, v := range env {
 		all[k] = v
 	}
-	a, api := newTestApp(t, db, all)
-	a.Accounts.Hooks.Background = func(f func()) { f() }
-	return a, api
+	return newTestApp(t, db, all, append([]app.Option{accountsWorkInRequest}, opts...)...)
 }
 
 // me reads the caller's account.

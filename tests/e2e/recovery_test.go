@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"shelf/internal/app"
 	"shelf/tests/testkit"
 )
 
@@ -173,7 +175,7 @@ func TestAPendingChangeExpires(t *testing.T) {
 	mp := testkit.StartMailpit(t)
 	db := testkit.PackageDB(t)
 	_, api := newMailApp(t, db, mp, map[string]string{"SHELF_VERIFY_EMAIL_TTL": "1m"})
-	_, later := newMailApp(t, db, mp, map[string]string{"SHELF_VERIFY_EMAIL_TTL": "1m", "SHELF_CLOCK_OFFSET": "2h"})
+	_, later := newMailApp(t, db, mp, map[string]string{"SHELF_VERIFY_EMAIL_TTL": "1m"}, app.ClockOffset(2*time.Hour))
 	n := name("expiry")
 	next := name("next") + "@example.net"
 	u, as := verifiedUser(t, api, mp, n)

@@ -18,10 +18,6 @@ import (
 	"shelf/tests/testkit"
 )
 
-// syncSightings makes a's sightings run inside the request that makes
-// them (instead of after its answer), so a test knows they were sent.
-func syncSightings(a *app.App) { a.Accounts.Hooks.Background = func(f func()) { f() } }
-
 // countTouches counts the sightings a's store sends, and holds them back
 // (faultinject.ErrHoldWrite: they land at LandHeld) while hold is set.
 func countTouches(a *app.App, hold *atomic.Bool) *atomic.Int64 {
@@ -60,8 +56,7 @@ func sessionCells(t *testing.T, db *testkit.DB, token string) (found bool, userI
 // passed, and lastSeenAt moves with it.
 func TestLastSeenIsRecordedOncePerInterval(t *testing.T) {
 	t.Parallel()
-	a, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_SESSION_SEEN_INTERVAL": "1500ms"})
-	syncSightings(a)
+	a, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_SESSION_SEEN_INTERVAL": "1500ms"}, accountsWorkInRequest)
 	touches := countTouches(a, nil)
 	u, as := newUser(t, api, "seen")
 	for i := 0; i < 5; i++ {
@@ -97,11 +92,8 @@ func TestALateSightingNeverBringsARevokedSessionBack(t *testing.T) {
 	t.Parallel()
 	db := testkit.PackageDB(t)
 	env := map[string]string{"SHELF_SESSION_SEEN_INTERVAL": "0s"}
-	here, api := newTestApp(t, db, env)
-	ahead, aheadAPI := newTestApp(t, db, map[string]string{"SHELF_SESSION_SEEN_INTERVAL": "0s", "SHELF_CLOCK_OFFSET": "5s"})
-	for _, a := range []*app.App{here, ahead} {
-		syncSightings(a)
-	}
+	here, api := newTestApp(t, db, env, accountsWorkInRequest)
+	ahead, aheadAPI := newTestApp(t, db, env, accountsWorkInRequest, app.ClockOffset(5*time.Second))
 	var holdHere, holdAhead atomic.Bool
 	countTouches(here, &holdHere)
 	countTouches(ahead, &holdAhead)
@@ -206,8 +198,7 @@ func TestALateSightingNeverBringsARevokedSessionBack(t *testing.T) {
 func TestSessionWritesUnderFaults(t *testing.T) {
 	t.Parallel()
 	db := testkit.PackageDB(t)
-	a, api := newTestApp(t, db, map[string]string{"SHELF_SESSION_SEEN_INTERVAL": "0s"})
-	syncSightings(a)
+	a, api := newTestApp(t, db, map[string]string{"SHELF_SESSION_SEEN_INTERVAL": "0s"}, accountsWorkInRequest)
 	u, keeper := newUser(t, api, "faulty")
 	lost := &gocql.RequestErrWriteTimeout{WriteType: "SIMPLE"}
 	failAt := func(stmt string, at faultinject.Point) {

@@ -49,9 +49,8 @@ func newCloseWorld(t *testing.T) *closeWorld {
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	stores := w.store.Contents()
-	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
 		w.svc, w.store.Users(), grp, stores, nopLog{})
-	lib.Hooks.Background = func(f func()) { f() } // one call order per schedule
 	w.life = newLifecycle(w, grp, lib)
 	c := &closeWorld{groupWorld: &groupWorld{world: w, grp: grp, owner: w.created[0], friend: w.created[1], other: w.created[2]},
 		lib: lib, admin: admin}

@@ -42,8 +42,10 @@ type libWorld struct {
 	stop     string
 	failNext bool
 	// later is the work a change left to go on after its answer (a
-	// background fan-out, a mark's delete), when the schedule holds it.
-	later []func()
+	// background fan-out, a mark's delete), once the schedule holds it
+	// (holding); until then that work runs inside the change.
+	later   []func()
+	holding bool
 }
 
 // newLibWorld is a world whose changes fan out before they answer.
@@ -69,11 +71,11 @@ func newLibWorldOf(t *testing.T, syncLimit, leanMembers int) *libWorld {
 	}
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
-	lib := library.New(library.Config{SyncFanoutLimit: syncLimit, FanoutConcurrency: 1, Now: w.store.Now, LeanMembers: leanMembers},
-		w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
-	lib.Hooks.Background = func(f func()) { f() } // one call order per schedule
-	l := &libWorld{world: w, lib: lib, admin: domain.Principal{UserID: admin.ID},
+	l := &libWorld{world: w, admin: domain.Principal{UserID: admin.ID},
 		owner: w.created[1], friend: w.created[2], other: w.created[3]}
+	lib := library.New(library.Config{SyncFanoutLimit: syncLimit, FanoutConcurrency: 1, Now: w.store.Now, LeanMembers: leanMembers,
+		Background: l.background}, w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
+	l.lib = lib
 	lib.Hooks.BeforeMember = l.beforeMember
 	gr, err := grp.CreateGroup(ctx, as(l.owner), groups.CreateInput{Name: "club"})
 	if err != nil {
@@ -109,13 +111,25 @@ func (l *libWorld) beforeMember(_, principalID string) error {
 	return nil
 }
 
+// background runs the work a change leaves for after its answer
+// (library.Config.Background): inside the change, for one call order per
+// schedule, or, once the schedule holds it, at the next flush.
+func (l *libWorld) background(f func()) {
+	l.mu.Lock()
+	if l.holding {
+		l.later = append(l.later, f)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	f()
+}
+
 // hold keeps the work changes leave for after their answer until flush.
 func (l *libWorld) hold() {
-	l.lib.Hooks.Background = func(f func()) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.later = append(l.later, f)
-	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.holding = true
 }
 
 // flush runs the work held for after the answers, and what it leaves.

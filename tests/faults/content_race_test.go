@@ -37,9 +37,8 @@ func TestChangeRacingDeleteAnswersNotFound(t *testing.T) {
 			return l.lib.Delete(context.Background(), as(l.owner), l.item)
 		}}
 		stores.Members = members
-		racer := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: l.store.Now},
+		racer := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: l.store.Now, Background: atOnce},
 			l.svc, l.store.Users(), noGroups{}, stores, nopLog{})
-		racer.Hooks.Background = func(f func()) { f() }
 		ctx, owner := context.Background(), as(l.owner)
 		var err error
 		switch change {

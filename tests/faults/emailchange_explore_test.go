@@ -263,3 +263,26 @@ func TestExploreEmailChange(t *testing.T) {
 	total := exploreMailOperations(t, emailChangeOperations, fresh, func(err error) bool { return refused(err) || expected(err) })
 	t.Logf("%d schedules in all", total)
 }
+
+// TestAnEmailChangeWithoutMailIsRefused: a service built without mail
+// could never send the link that makes a new address the account's, so it
+// refuses the change (503 mail_off, as the token routes) and writes
+// nothing: the account keeps its address, asks for none, and the new one
+// stays free for anyone.
+func TestAnEmailChangeWithoutMailIsRefused(t *testing.T) {
+	t.Parallel()
+	w := newWorld()
+	if err := w.signup("bob", "bob@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rename(w, "", "robert@example.org"); !errors.Is(err, accounts.ErrMailOff) {
+		t.Fatalf("an email change without mail answered %v, want mail_off", err)
+	}
+	u, err := w.store.Users().Get(context.Background(), me(w).ID)
+	if err != nil || u.Email != "bob@example.org" || u.PendingEmail != "" || u.Version != me(w).Version {
+		t.Fatalf("after the refusal the account is %+v (%v)", u, err)
+	}
+	if err := w.signup("robert", "robert@example.org"); err != nil {
+		t.Fatalf("the address a refused change asked for is not free: %v", err)
+	}
+}

@@ -187,13 +187,12 @@ func (h *upgradingHasher) Burn(context.Context, string) bool { return false }
 func upgradingService(box *recorder) (*accounts.Service, *memstore.Store, *upgradingHasher) {
 	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	h := &upgradingHasher{current: "v1"}
-	cfg := accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now}
+	cfg := accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now, Background: atOnce}
 	if box != nil {
 		cfg.Mail = accounts.Mail{Tokens: st.Tokens(), Mailer: box, PublicURL: "https://shelf.example.org",
 			VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour}
 	}
 	svc := accounts.New(cfg, st.Claims(), st.Users(), st.Sessions(), h, nopLog{})
-	svc.Hooks.Background = func(f func()) { f() }
 	return svc, st, h
 }
 

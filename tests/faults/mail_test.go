@@ -87,14 +87,13 @@ func newMailService(t *testing.T, require bool, wire ...func(st *memstore.Store,
 	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	l := &warnings{}
 	b := &recorder{}
-	cfg := accounts.Config{ClaimLease: 30 * time.Second, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now,
+	cfg := accounts.Config{ClaimLease: 30 * time.Second, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now, Background: atOnce,
 		Mail: accounts.Mail{Tokens: st.Tokens(), Mailer: b, PublicURL: "https://shelf.example.org/",
 			VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour, RequireVerified: require}}
 	for _, w := range wire {
 		w(st, &cfg)
 	}
 	svc := accounts.New(cfg, st.Claims(), st.Users(), st.Sessions(), plainHasher{}, l)
-	svc.Hooks.Background = func(f func()) { f() }
 	return svc, st, b, l
 }
 

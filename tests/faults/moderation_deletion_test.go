@@ -32,9 +32,8 @@ func wireDeletion(w *world) (*groups.Service, *library.Service) {
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	contents := w.store.Contents()
-	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now},
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
 		w.svc, w.store.Users(), grp, contents, nopLog{})
-	lib.Hooks.Background = func(f func()) { f() }
 	w.life = newLifecycle(w, grp, lib)
 	return grp, lib
 }

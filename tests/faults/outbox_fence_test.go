@@ -160,9 +160,8 @@ func TestAChangePausedPastTheGraceMarksAgain(t *testing.T) {
 	}}
 	stores.Outbox = p
 	stores.Members = pausedMembers{MemberStore: stores.Members, p: p}
-	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: l.store.Now},
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: l.store.Now, Background: atOnce},
 		l.svc, l.store.Users(), noGroups{}, stores, nopLog{})
-	lib.Hooks.Background = func(f func()) { f() }
 	lib.Hooks.BeforeMember = func(_, principalID string) error {
 		if p.done && principalID == l.other.ID {
 			return errors.New("stopped (test hook)")

@@ -67,11 +67,10 @@ func newRaceWorld(t *testing.T) *raceWorld {
 	t.Helper()
 	m := newMailWorld(t, true)
 	rec := &recordedSessions{Sessions: m.store.Sessions()}
-	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: m.store.Now, ClaimYield: &yield,
+	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: m.store.Now, ClaimYield: &yield, Background: atOnce,
 		Mail: accounts.Mail{Tokens: m.store.Tokens(), Mailer: m.box, PublicURL: "https://shelf.example.org",
 			VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour}},
 		m.store.Claims(), m.store.Users(), rec, plainHasher{}, nopLog{})
-	svc.Hooks.Background = func(f func()) { f() }
 	m.svc = svc
 	return &raceWorld{mailWorld: m, recorded: rec}
 }

@@ -34,13 +34,11 @@ type sessWorld struct {
 func newSessWorld(t *testing.T) *sessWorld {
 	t.Helper()
 	w := newWorld()
-	seeEveryRequest := func(s *accounts.Service) { s.Hooks.Background = func(f func()) { f() } }
-	cfg := accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: 0, Now: w.store.Now, ClaimYield: &yield}
+	// Every request records its sighting, inside the request.
+	cfg := accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: 0, Now: w.store.Now, ClaimYield: &yield, Background: atOnce}
 	w.svc = accounts.New(cfg, w.store.Claims(), w.store.Users(), w.store.Sessions(), plainHasher{}, nopLog{})
 	cfg.Now = func() time.Time { return w.store.Now().Add(skew) }
 	ahead := accounts.New(cfg, w.store.Claims(), w.store.Users(), w.store.SessionsAhead(skew), plainHasher{}, nopLog{})
-	seeEveryRequest(w.svc)
-	seeEveryRequest(ahead)
 	s := &sessWorld{world: w, ahead: ahead, tokens: map[string]string{}}
 	ctx := context.Background()
 	if err := w.signup("root", "root@example.org"); err != nil {

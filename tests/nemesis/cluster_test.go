@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,9 +65,12 @@ type apiProc struct {
 	idx  int
 	addr string // 127.0.0.1:port
 	bin  string
-	env  []string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
+	// flags come before the command, in serve and admin alike (a clock
+	// ahead: tests/internal/skewed).
+	flags []string
+	env   []string
+	mu    sync.Mutex
+	cmd   *exec.Cmd
 }
 
 func (p *apiProc) base() string { return "http://" + p.addr }
@@ -97,7 +101,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // apiEnv is the environment of an API process against the cluster.
-func apiEnv(addr string, extra ...string) []string {
+func apiEnv(addr string) []string {
 	env := append(os.Environ(),
 		"SHELF_HTTP_ADDR="+addr,
 		"SHELF_CASSANDRA_HOSTS="+strings.Join(addresses[:], ","),
@@ -108,14 +112,13 @@ func apiEnv(addr string, extra ...string) []string {
 	)
 	// Mail goes to the log at info: the reset links are read from it
 	// (mailbox).
-	env = append(env, testkit.WorkloadEnv(lease)...)
-	return append(env, extra...)
+	return append(env, testkit.WorkloadEnv(lease)...)
 }
 
 // start runs the process and waits until it is ready.
 func (p *apiProc) start(ctx context.Context) error {
 	p.mu.Lock()
-	cmd := exec.Command(p.bin, "serve")
+	cmd := exec.Command(p.bin, slices.Concat(p.flags, []string{"serve"})...)
 	cmd.Env = p.env
 	logf, err := os.OpenFile(p.logPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -163,7 +166,7 @@ func (p *apiProc) kill() {
 
 // admin runs `api admin args...` with the process's environment.
 func (p *apiProc) admin(args ...string) (string, error) {
-	cmd := exec.Command(p.bin, append([]string{"admin"}, args...)...)
+	cmd := exec.Command(p.bin, slices.Concat(p.flags, []string{"admin"}, args)...)
 	cmd.Env = p.env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
