@@ -273,13 +273,19 @@ func changeEmailConfirmed(w *world, email string) error {
 	}
 	ctx := context.Background()
 	err := w.svc.ConfirmEmail(ctx, w.mail.tokenTo("verify", email))
-	if errors.Is(err, accounts.ErrTokenUnknown) {
-		// The link's mail failed after the answer (logged: no mail came,
-		// or its token was not stored): the owner asks for another.
+	// The link's mail failed after the answer (logged: no mail came, or
+	// its token was not stored): the owner asks for another, and again if
+	// a fault took that one too (a schedule holds at most two).
+	for tries := 0; tries < 2 && errors.Is(err, accounts.ErrTokenUnknown); tries++ {
 		if err := w.svc.RequestVerification(ctx, email); err != nil {
 			return err
 		}
 		err = w.svc.ConfirmEmail(ctx, w.mail.tokenTo("verify", email))
+	}
+	if w.store.Crashed() {
+		// The process died on the way (its mail job with it): the owner
+		// got no answer, and the retry, on a new process, goes on.
+		return fmt.Errorf("the process died: %w", domain.ErrUnavailable)
 	}
 	return usedIsDone(err)
 }

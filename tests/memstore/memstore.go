@@ -188,6 +188,14 @@ func (s *Store) Calls() int {
 	return s.calls
 }
 
+// Crashed reports whether a Crash stopped the caller's process: nothing it
+// does after that reaches the store, and its client got no answer.
+func (s *Store) Crashed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.crashed
+}
+
 // Recover lets calls through again after a Crash (a new process).
 func (s *Store) Recover() {
 	s.mu.Lock()
