@@ -28,9 +28,15 @@ import (
 // round than there are joiners (measured: 93 transactions and none lost in
 // four rounds; before the turns, 1544 of which 1452 lost, and under make
 // test's load Cassandra's contention timeout answered 503 to 21 of 50).
+//
+// Its api has generous timeouts: the fifty joins wait their turn at the
+// gate, and under -race on a loaded machine the last of them ran past the
+// 10 s request deadline (503 timeout, six of fifty in one CI run), which
+// leaves their outcome unknown and the exact count above uncheckable.
+// L7 is what it tests, not the deadline.
 func TestConcurrentJoinsNeverExceedMaxMembers(t *testing.T) {
 	t.Parallel()
-	w := newGroupWorld(t, nil)
+	w := newGroupWorld(t, map[string]string{"SHELF_CASSANDRA_TIMEOUT": "6s", "SHELF_REQUEST_TIMEOUT": "30s"})
 	const joiners, maxMembers, rounds = 50, 10, 4
 	users := signupJoiners(t, w.api, joiners)
 	lost := appOf(w.ownerAPI).Metrics.LWTOutcomes.WithLabelValues("not_applied")
