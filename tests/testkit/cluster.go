@@ -115,36 +115,40 @@ func Whole(ctx context.Context, addresses []string, table string) error {
 	}
 }
 
-// Settled waits until the cluster is whole (Whole), no node holds hints
-// for another (system_views.pending_hints), and every node, as the only
-// coordinator, answers the same read at ALL within within, rounds times in
-// a row a second apart. A node restarted a moment ago answers, but slowly:
-// its JIT is cold and the others replay to it the hints they kept while it
-// was down (a minute and a half of writes, on two cores, after a restart
-// that took that long). A fault then leaves a quorum that needs that slow node, which is two
-// nodes' worth of fault: the nemesis saw compare-and-sets coordinated by a
-// node ten seconds up time out ("received only 0 responses") when another
-// node was killed. It returns the slowest answer of the last round, or an
-// error, with the slowest answers seen, when ctx ends or wait has passed.
+// Settled waits until every node, as the only coordinator, answers a
+// read at ALL (so it sees every replica up, as Whole asks) within within,
+// holds no hints for another (system_views.pending_hints), and does both
+// rounds times in a row a second apart. A node restarted a moment ago
+// answers, but slowly: its JIT is cold and the others replay to it the
+// hints they kept while it was down (a minute and a half of writes, on
+// two cores, after a restart that took that long). A fault then leaves a
+// quorum that needs that slow node, which is two nodes' worth of fault:
+// the nemesis saw compare-and-sets coordinated beside a node 25 s up time
+// out ("received only 1 responses") when another node was killed. It
+// returns the slowest answer of the last round, or an error with the last
+// round's findings when ctx ends or wait has passed.
 func Settled(ctx context.Context, addresses []string, table string, within time.Duration, rounds int, wait time.Duration) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := Whole(ctx, addresses, table); err != nil {
-		return 0, err
-	}
-	fast, slowest := 0, time.Duration(0)
-	for {
-		slowest = 0
-		err := readAllThroughEachTimed(ctx, addresses, table, func(took time.Duration) { slowest = max(slowest, took) })
+	for fast := 0; ; {
+		var slowest time.Duration
 		hints := 0
-		if err == nil {
-			hints, err = hintsPending(ctx, addresses)
-		}
-		switch {
-		case err != nil || slowest > within || hints > 0:
-			if err == nil && hints > 0 {
-				err = fmt.Errorf("%d hint files still to replay", hints)
+		err := throughEach(ctx, addresses, func(s *gocql.Session) error {
+			start := time.Now()
+			err := readOne(ctx, s, table)
+			slowest = max(slowest, time.Since(start))
+			if err != nil {
+				return err
 			}
+			files, err := hintFiles(ctx, s)
+			hints += files
+			return err
+		})
+		switch {
+		case err == nil && hints > 0:
+			err = fmt.Errorf("%d hint files still to replay", hints)
+			fast = 0
+		case err != nil || slowest > within:
 			fast = 0
 		default:
 			fast++
@@ -154,29 +158,35 @@ func Settled(ctx context.Context, addresses []string, table string, within time.
 		}
 		select {
 		case <-ctx.Done():
-			return slowest, fmt.Errorf("the cluster did not settle (every node answering a read at ALL within %v, %d times in a row) in %v: the last round's slowest answer took %v (%v)", within, rounds, wait, slowest, err)
+			return slowest, fmt.Errorf("the cluster did not settle (every node answering a read at ALL within %v with no hints to replay, %d times in a row) in %v: the last round's slowest answer took %v (%v)", within, rounds, wait, slowest, err)
 		case <-time.After(time.Second):
 		}
 	}
 }
 
 func readAllThroughEach(ctx context.Context, addresses []string, table string) error {
-	return readAllThroughEachTimed(ctx, addresses, table, func(time.Duration) {})
+	return throughEach(ctx, addresses, func(s *gocql.Session) error { return readOne(ctx, s, table) })
 }
 
-// readAllThroughEachTimed reads at ALL through each node, telling took how
-// long each read (not its connection) took.
-func readAllThroughEachTimed(ctx context.Context, addresses []string, table string, took func(time.Duration)) error {
-	return throughEach(ctx, addresses, func(s *gocql.Session) error {
-		var id string
-		start := time.Now()
-		err := s.Query("SELECT id FROM " + table + " LIMIT 1").WithContext(ctx).Scan(&id)
-		took(time.Since(start))
-		if err == gocql.ErrNotFound {
-			return nil
-		}
-		return err
-	})
+// readOne reads a row of table (its text column id); none is fine.
+func readOne(ctx context.Context, s *gocql.Session, table string) error {
+	var id string
+	err := s.Query("SELECT id FROM " + table + " LIMIT 1").WithContext(ctx).Scan(&id)
+	if err == gocql.ErrNotFound {
+		return nil
+	}
+	return err
+}
+
+// hintFiles is how many hint files the node s talks to still holds for
+// other nodes (system_views.pending_hints: each node's own).
+func hintFiles(ctx context.Context, s *gocql.Session) (int, error) {
+	it := s.Query("SELECT files FROM system_views.pending_hints").WithContext(ctx).Consistency(gocql.One).Iter()
+	total, files := 0, 0
+	for it.Scan(&files) {
+		total += files
+	}
+	return total, it.Close()
 }
 
 // throughEach runs f on a session whose only coordinator is each node in
@@ -198,19 +208,4 @@ func throughEach(ctx context.Context, addresses []string, f func(*gocql.Session)
 		}
 	}
 	return nil
-}
-
-// hintsPending is how many hint files the nodes at addresses still hold
-// for other nodes (system_views.pending_hints, each node's own).
-func hintsPending(ctx context.Context, addresses []string) (int, error) {
-	total := 0
-	err := throughEach(ctx, addresses, func(s *gocql.Session) error {
-		it := s.Query("SELECT files FROM system_views.pending_hints").WithContext(ctx).Consistency(gocql.One).Iter()
-		var files int
-		for it.Scan(&files) {
-			total += files
-		}
-		return it.Close()
-	})
-	return total, err
 }
