@@ -57,7 +57,8 @@ func (g *Service) newGroup(creator string, in CreateInput) (Group, error) {
 // it, and a committed one is taken over by the next creator, who finds
 // its owner's group row gone (see holders). One that dies after activation
 // leaves an active group whose creator's membership is finished by the next
-// operation on the group.
+// operation on the group; whoever finishes it closes the group if the
+// creator's account is being deleted by then (closeDeparted).
 func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in CreateInput) (Group, error) {
 	if p.Anonymous() {
 		return Group{}, domain.ErrNoSession
@@ -88,7 +89,13 @@ func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in Create
 	}
 	// Phase 4: write the creator's membership to the member tables.
 	gr.Status = domain.StatusActive
-	if _, err := g.finish(ctx, "create", gr); err != nil {
+	_, departed, err := g.finishChange(ctx, "create", gr)
+	if departed {
+		// The creator's account is being deleted, and the group was closed
+		// with it (closeDeparted): its session is over.
+		return Group{}, errors.Join(err, domain.ErrNoSession)
+	}
+	if err != nil {
 		return Group{}, err
 	}
 	gr.Pending = nil

@@ -22,14 +22,14 @@ import (
 // the rows written before.
 
 // grantedToDeparted reports a change pending in gr that gives a role (an
-// add, a role change) to an account being deleted or deleted, and can be
-// taken back: one that would leave the group without a manager cannot. An
-// add or a promotion is recorded by another manager, who still counts, so
-// only a group's creation (its creator its one manager) is such a change,
-// and it is not checked (an open gap: docs/gaps.md#group-of-a-deleted-creator).
+// add, a role change) to an account being deleted or deleted. Most such
+// changes are taken back (takeBack); one that would leave the group
+// without a manager cannot be: an add or a promotion is recorded by
+// another manager, who still counts, so that is only a group's creation,
+// its creator its one manager, and the group is closed instead
+// (closeDeparted).
 func (g *Service) grantedToDeparted(ctx context.Context, gr Group) (bool, error) {
-	c := gr.Pending
-	if c.Role == "" || (c.Role == RoleManager && gr.ManagerCount <= 1) {
+	if gr.Pending.Role == "" {
 		return false, nil
 	}
 	u, err := g.users.Access(ctx, gr.Pending.UserID)
@@ -37,6 +37,46 @@ func (g *Service) grantedToDeparted(ctx context.Context, gr Group) (bool, error)
 		return true, nil
 	}
 	return err == nil && u.Departed(), err
+}
+
+// soleManager reports a change pending in gr that makes its user the
+// group's one manager: taking it back would leave the group with none.
+func soleManager(gr Group) bool {
+	return gr.Pending.Role == RoleManager && gr.ManagerCount <= 1
+}
+
+// closeDeparted closes a group whose one manager is an account being
+// deleted (docs/design/deletion.md, "Memberships the deletion cannot
+// see"): its creation finished after its creator's deletion read the
+// creator's groups, so the deletion, which closes a group its user is
+// alone in, never saw it. gr is as read, at the version that recorded the
+// creator's membership, its member rows written. One compare-and-set on
+// that version clears the change and begins the closing, recorded as the
+// creator's, its entry written first as BeginClosing's is; the closing's
+// repair (domain/lifecycle) finishes it, removing the creator's member
+// rows at the closing's version. Exactly one of this and the
+// compare-and-set that would have cleared the change applies.
+func (g *Service) closeDeparted(ctx context.Context, op string, gr Group) error {
+	at := g.now()
+	next := gr
+	next.Pending = nil
+	next.Status, next.ClosedAt, next.ClosedBy = domain.StatusClosing, at, gr.Pending.UserID
+	next.ClosingAttempt = domain.NewAttempt()
+	next.Version, next.UpdatedAt = gr.Version+1, at
+	entry := EntryOfClosing(next)
+	if err := g.cfg.Closings.Begin(ctx, entry); err != nil {
+		return errors.Join(err, g.cfg.Closings.End(ctx, entry))
+	}
+	if err := g.hook(op, "entry"); err != nil {
+		return err
+	}
+	applied, err := g.groups.Update(ctx, next)
+	if err == nil && !applied {
+		// Another finisher cleared the change or closed the group first:
+		// this attempt's entry is its own.
+		return g.cfg.Closings.End(ctx, entry)
+	}
+	return err
 }
 
 // takeBack turns the change pending in gr (as read: at the version that

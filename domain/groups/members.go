@@ -253,7 +253,11 @@ func (g *Service) finishChange(ctx context.Context, op string, gr Group) (cleare
 		return false, false, err
 	}
 	if departed, err := g.grantedToDeparted(ctx, gr); departed || err != nil {
-		if err == nil {
+		switch {
+		case err != nil:
+		case soleManager(gr):
+			err = g.closeDeparted(ctx, op, gr)
+		default:
 			err = g.takeBack(ctx, op, gr)
 		}
 		return false, departed, err

@@ -93,7 +93,12 @@ func (g *Service) ListMembers(ctx context.Context, p domain.Principal, groupID, 
 		if _, err := g.finish(ctx, "list", gr); err != nil {
 			return domain.Page[Member]{}, err
 		}
-		domain.Parallel(2, func(i int) { read(i + 1) })
+		// Read again, the group too: finishing a creation whose creator
+		// is being deleted closes the group (closeDeparted).
+		domain.Parallel(3, read)
+		if grErr != nil {
+			return domain.Page[Member]{}, grErr
+		}
 	}
 	if err := errors.Join(roleErr, pageErr); err != nil {
 		return domain.Page[Member]{}, err

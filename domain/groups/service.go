@@ -128,6 +128,11 @@ type Config struct {
 	// (Service.changes) waits for the turn to pass on before it goes ahead
 	// without one; 0: changes never wait.
 	TurnWait time.Duration
+	// Closings is the index of closings in progress (kept and repaired by
+	// domain/lifecycle): a group whose creator's account turns out to be
+	// deleted as its creation finishes is closed through it
+	// (closeDeparted).
+	Closings ClosingIndex
 }
 
 // DefaultTurnWait is the TurnWait of the api: a change takes a few round

@@ -84,7 +84,8 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	}
 	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: modNow, Attempts: repository.NewModerationAttempts(db),
 		Audit: audit, Log: log}, acc, users, sessions, suspensions)
-	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now, TurnWait: groups.DefaultTurnWait},
+	closings := repository.NewClosings(db)
+	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now, TurnWait: groups.DefaultTurnWait, Closings: closings},
 		acc, users, claims, groupRows, repository.NewGroupMembers(db), log)
 	lib := library.New(library.Config{
 		SyncFanoutLimit: cfg.Content.SyncFanoutLimit, FanoutConcurrency: cfg.Content.FanoutConcurrency, Now: now,
@@ -110,7 +111,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Library: libraries, Outbox: repository.NewOutbox(db),
 	}, log)
 	life := lifecycle.New(lifecycle.Config{Now: now, JobLease: cfg.Content.JobLease, JobItemsAtOnce: cfg.Content.JobItemsAtOnce}, acc, mod, grp, lib, lifecycle.Stores{
-		Jobs: repository.NewJobs(db), Queue: repository.NewJobQueue(db), Deletions: repository.NewDeletions(db), Closings: repository.NewClosings(db),
+		Jobs: repository.NewJobs(db), Queue: repository.NewJobQueue(db), Deletions: repository.NewDeletions(db), Closings: closings,
 	})
 	router := handlers.NewRouter(handlers.Deps{
 		Logger:             logger,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -473,4 +474,86 @@ func TestMembershipsTheDeletionCannotSeeAreTakenBack(t *testing.T) {
 		t.Errorf("a share to the deleted account: %d %s", r.StatusCode, r.Body)
 	}
 	w.check(t)
+}
+
+// TestGroupCreatedByAnAccountBeingDeletedIsClosed: a group's creation
+// whose reverse index write is held until the creator's deletion has
+// read the creator's groups (so the deletion, which closes a group its
+// user is alone in, never sees it) and has finished. The creation then
+// reads the account after writing the rows, as every finisher of a
+// membership does, finds it deleted and closes the group instead of
+// leaving it with a deleted account as its one manager: it answers 401,
+// the closing's repair finishes it, and its name is free again
+// (docs/design/deletion.md). Before, the group stayed active, its one
+// manager deleted, its name held for good.
+func TestGroupCreatedByAnAccountBeingDeletedIsClosed(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	creator, creatorAPI := newUser(t, m.api, "founder")
+	reached, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
+		if at == faultinject.BeforeWrite && stmt == "groups_by_member.insert" {
+			once.Do(func() {
+				close(reached)
+				<-proceed
+			})
+		}
+		return nil
+	})
+	groupName := name("orphan")
+	created := make(chan *testkit.Response, 1)
+	go func() { created <- creatorAPI.Send(http.MethodPost, "/v1/groups", map[string]any{"name": groupName}) }()
+	select {
+	case <-reached:
+	case r := <-created:
+		t.Fatalf("the creation answered before writing its reverse index: %d %s", r.StatusCode, r.Body)
+	}
+	mustDelete(t, creatorAPI, creator.ID)
+	close(proceed)
+	r := <-created
+	faults(m.app).Set(nil)
+	if r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("creation by an account deleted meanwhile: %d %s, want 401", r.StatusCode, r.Body)
+	}
+	groupID := closingGroupOf(t, m.db, creator.ID)
+	if r := m.api.Get("/v1/groups/" + groupID); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the group of a deleted creator: %d %s, want 404", r.StatusCode, r.Body)
+	}
+	rep, err := m.app.Lifecycle.RepairClosings(context.Background(), false)
+	if err != nil || rep.Finished != 1 {
+		t.Fatalf("repair of the closing: %+v, %v; want one finished", rep, err)
+	}
+	st := readGroupState(t, m.db, groupID, []string{creator.ID})
+	if st.MemberCount != 0 || st.ManagerCount != 0 || len(st.Members) != 0 || len(st.Index) != 0 || st.PendingUser != "" {
+		t.Errorf("the closed group keeps %+v", st)
+	}
+	_, otherAPI := newUser(t, m.api, "heir")
+	if r := otherAPI.Send(http.MethodPost, "/v1/groups", map[string]any{"name": groupName}); r.StatusCode != http.StatusCreated {
+		t.Errorf("the closed group's name taken again: %d %s, want 201", r.StatusCode, r.Body)
+	}
+}
+
+// closingGroupOf is the id of the group createdBy created, read from the
+// groups table (the creation answered no id).
+func closingGroupOf(t *testing.T, db *testkit.DB, createdBy string) string {
+	t.Helper()
+	var rows []struct {
+		ID        string
+		CreatedBy string
+		Status    string
+	}
+	if err := db.Session.ContextQuery(context.Background(), "SELECT id, created_by, status FROM groups", nil).SelectRelease(&rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.CreatedBy == createdBy {
+			if r.Status != "closing" {
+				t.Fatalf("group %s of the deleted creator is %s, want closing", r.ID, r.Status)
+			}
+			return r.ID
+		}
+	}
+	t.Fatalf("no group created by %s", createdBy)
+	return ""
 }

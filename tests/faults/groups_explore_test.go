@@ -37,7 +37,7 @@ func newGroupWorld(t *testing.T) *groupWorld {
 	// Changes take turns as in the api, with a patience of a millisecond:
 	// a schedule that holds one change lets the others of the group go
 	// ahead without their turn, as a change stuck on a node would.
-	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, TurnWait: time.Millisecond}, w.svc, w.store.Users(),
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, TurnWait: time.Millisecond, Closings: w.store.Closings()}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	g := &groupWorld{world: w, grp: grp, owner: w.created[0], friend: w.created[1], other: w.created[2]}
 	if err := g.create("club"); err != nil {
