@@ -264,3 +264,27 @@ func TestGroupOfADeletedCreatorMayBeClosed(t *testing.T) {
 		t.Errorf("closings says %q of the deleted creator's group, want maybe", got)
 	}
 }
+
+// TestGroupCreationAnswered401MayHoldItsName: a creation whose creator's
+// deletion ran meanwhile answers 401 after creating the group and
+// beginning its closing, which holds the name until its repair finishes
+// it; a later creation of the name may meet it taken. A creation refused
+// for its input holds nothing.
+func TestGroupCreationAnswered401MayHoldItsName(t *testing.T) {
+	t.Parallel()
+	horizon := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		status int
+		ok     bool
+	}{
+		{"answered 401", 401, true},
+		{"answered 400", 400, false},
+	} {
+		events := numbered(groupCreateOf(0, 1, tc.status, "g1", ""), groupCreateOf(40, 41, 409, "g1", "", "name"))
+		ops, known := checker.ClaimHistory(events, horizon, map[string]string{})
+		if got := porcupine.CheckOperations(checker.ClaimModel(known), ops); got != tc.ok {
+			t.Errorf("%s, then the name taken: linearizable %v, want %v", tc.name, got, tc.ok)
+		}
+	}
+}

@@ -171,7 +171,11 @@ func ClaimHistory(events []Event, horizon time.Time, final map[string]string) (o
 	var takenKeys []string
 	// attempt adds the steps of a signup or a rename on one key.
 	attempt := func(e Event, key, field, winner, as string) {
-		unknown := e.Status == 0 || e.Status >= 500
+		// A group creation answered 401 may have been closed with its
+		// creator's deletion after creating the group (closeDeparted in
+		// domain/groups): the closing holds the name until its repair
+		// finishes it, as long after the answer as it takes.
+		unknown := e.Status == 0 || e.Status >= 500 || (e.Op == "group-create" && e.Status == http.StatusUnauthorized)
 		switch {
 		case e.Status >= 200 && e.Status < 300:
 			add(e, claimStep{Key: key, What: "acquire", Who: winner}, false)
