@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"shelf/domain"
@@ -13,13 +14,16 @@ import (
 
 // raceOp is a membership of the user being deleted, granted while the
 // deletion runs: a share to the user, an add of the user, a creation by
-// the user.
+// the user, a group's creation by the user.
 type raceOp struct {
 	name string
 	run  func(d *delWorld, item, group string) error
 	// retry: the client asks again after the deletion (the creator
 	// cannot: its session is gone).
 	retry bool
+	// creates: the operation may leave a group of its own, which its
+	// next reader and the closings' repair finish (finishNewGroups).
+	creates bool
 }
 
 var raceOps = []raceOp{
@@ -29,6 +33,10 @@ var raceOps = []raceOp{
 	}},
 	{name: "add", retry: true, run: func(d *delWorld, _, group string) error {
 		_, _, err := d.grp.SetMember(context.Background(), as(d.friend), group, d.doomed.ID, groups.RoleManager)
+		return err
+	}},
+	{name: "create-group", creates: true, run: func(d *delWorld, _, _ string) error {
+		_, err := d.grp.CreateGroup(context.Background(), as(d.doomed), groups.CreateInput{Name: "founded"})
 		return err
 	}},
 	{name: "create", run: func(d *delWorld, _, _ string) error {
@@ -109,7 +117,31 @@ func exploreRace(t *testing.T, name string, op raceOp, k int, fault memstore.Fau
 		}
 	}
 	d.store.Land()
+	if op.creates {
+		finishNewGroups(t, name, d)
+	}
 	checkDeletion(t, name, d)
+}
+
+// finishNewGroups has a reader of the members of every group the
+// set-up did not make finish its creation, as the group's next change
+// or member list would (a creation the deletion raced closes the group:
+// closeDeparted), and then the closings' repair run, as the jobs' worker
+// does on its own.
+func finishNewGroups(t *testing.T, name string, d *delWorld) {
+	t.Helper()
+	ctx := context.Background()
+	for _, gr := range d.store.GroupSnapshot().Groups {
+		if slices.ContainsFunc(d.groupIDs, func(g groups.Group) bool { return g.ID == gr.ID }) {
+			continue
+		}
+		if _, err := d.grp.ListMembers(ctx, d.admin, gr.ID, "", 1); err != nil && !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("%s: the members of the new group %s (%s): %v", name, gr.ID, gr.Status, err)
+		}
+	}
+	if _, err := d.life.RepairClosings(ctx, false); err != nil {
+		t.Errorf("%s: the repair of closings: %v", name, err)
+	}
 }
 
 // gone reports the answers of an operation on a deleted account: 404 for

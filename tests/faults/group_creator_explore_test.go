@@ -1,0 +1,98 @@
+package faults
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"shelf/domain/groups"
+	"shelf/tests/memstore"
+)
+
+// TestExploreGroupClosedWithItsDeletedCreator: a group's creation whose
+// creator's deletion runs to the end inside the creation's write of the
+// creator's member rows (Slow), after the group was activated: the
+// deletion, reading the creator's groups, finds none, and the creation,
+// reading the account after the rows, finds it deleted and closes the
+// group (closeDeparted: the closing's entry, then one compare-and-set).
+// Each fault at each store call after that slow one; then the group's
+// next reader and the closings' repair run before the held writes land,
+// after, or once the closing's entry is past its stale age (the repair
+// fencing the group while a compare-and-set is held); and the deletion
+// is checked as TestExploreDeletion checks it: the deleted account is a
+// member of nothing, the group closed with no member row, its name free,
+// no closing's entry left.
+func TestExploreGroupClosedWithItsDeletedCreator(t *testing.T) {
+	t.Parallel()
+	probe, _, _ := newMembershipRaceWorld(t)
+	calls, err := createRacingItsCreator(t, "probe", probe, -1, memstore.None)
+	if !gone(err) {
+		t.Fatalf("the creation whose creator was deleted meanwhile answered %v, want 401", err)
+	}
+	finishers := []string{"land-finish", "finish-land-finish", "stale-finish-land-finish"}
+	n := everySchedule(t, "closed-with-creator", calls, finishers, func(name string, k int, fault memstore.Fault, finish int) {
+		d, _, _ := newMembershipRaceWorld(t)
+		if _, err := createRacingItsCreator(t, name, d, k, fault); err != nil && !expected(err) && !gone(err) {
+			t.Errorf("%s: the creation answered %v", name, err)
+		}
+		switch finish {
+		case 1:
+			finishNewGroups(t, name, d)
+		case 2:
+			d.store.Advance(11 * time.Minute)
+			finishNewGroups(t, name, d)
+		}
+		d.store.Land()
+		finishNewGroups(t, name, d)
+		checkDeletion(t, name, d)
+	})
+	t.Logf("%d schedules", n)
+}
+
+// createRacingItsCreator runs doomed's creation of a group with doomed's
+// deletion run inside its first write of a member row (Slow) and fault at
+// its k-th store call after that one (-1: none); the deletion's own calls
+// take no fault. It returns how many calls followed the slow one and the
+// creation's answer.
+func createRacingItsCreator(t *testing.T, name string, d *delWorld, k int, fault memstore.Fault) (int, error) {
+	t.Helper()
+	var racing atomic.Bool
+	after := -1 // calls since the slow one; -1: not reached
+	d.store.FaultAt = func(_ int, call string) memstore.Fault {
+		switch {
+		case racing.Load():
+			return memstore.None
+		case after < 0 && strings.HasPrefix(call, "group_members"):
+			after = 0
+			return memstore.Slow
+		case after < 0:
+			return memstore.None
+		}
+		after++
+		if after-1 == k {
+			return fault
+		}
+		return memstore.None
+	}
+	deleted := false
+	d.store.Meanwhile = func() {
+		if deleted {
+			return // a second slow call: the deletion ran in the first
+		}
+		deleted = true
+		racing.Store(true)
+		defer racing.Store(false)
+		if err := d.deleteAs(delScenarios[0]); err != nil {
+			t.Errorf("%s: the deletion answered %v", name, err)
+		}
+	}
+	_, err := d.grp.CreateGroup(context.Background(), as(d.doomed), groups.CreateInput{Name: "founded"})
+	d.store.Meanwhile = nil
+	recovered(d.store)
+	if after < 0 {
+		t.Fatalf("%s: the creation wrote no member row", name)
+	}
+	return after, err
+}
