@@ -2,11 +2,13 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/tests/memstore"
 )
@@ -95,4 +97,46 @@ func createRacingItsCreator(t *testing.T, name string, d *delWorld, k int, fault
 		t.Fatalf("%s: the creation wrote no member row", name)
 	}
 	return after, err
+}
+
+// TestMemberListClosesTheGroupOfADeletedCreator: a creation that died
+// after activating its group (its process crashed at the first member
+// write) leaves the creator's membership pending; the creator's deletion,
+// reading the creator's groups, finds none. An admin's member list, the
+// group's next reader, finishes the creation, finds the creator deleted
+// and closes the group, and answers as for a group that is gone (404),
+// not with a page of the deleted creator; the closings' repair finishes it.
+func TestMemberListClosesTheGroupOfADeletedCreator(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _, _ := newMembershipRaceWorld(t)
+	crashed := false
+	d.store.FaultAt = func(_ int, call string) memstore.Fault {
+		if !crashed && strings.HasPrefix(call, "group_members") {
+			crashed = true
+			return memstore.Crash
+		}
+		return memstore.None
+	}
+	if _, err := d.grp.CreateGroup(ctx, as(d.doomed), groups.CreateInput{Name: "founded"}); err == nil {
+		t.Fatal("a creation whose process crashed answered success")
+	}
+	recovered(d.store)
+	if err := d.deleteAs(delScenarios[0]); err != nil {
+		t.Fatalf("the deletion: %v", err)
+	}
+	var id string
+	for _, gr := range d.store.GroupSnapshot().Groups {
+		if gr.Name == "founded" {
+			id = gr.ID
+			if gr.Status != domain.StatusActive || gr.Pending == nil {
+				t.Fatalf("the crashed creation left %s, pending %+v; want active with the creator pending", gr.Status, gr.Pending)
+			}
+		}
+	}
+	if pg, err := d.grp.ListMembers(ctx, d.admin, id, "", 10); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("the member list of the deleted creator's group answered %+v, %v; want 404", pg.Items, err)
+	}
+	finishNewGroups(t, "member-list", d)
+	checkDeletion(t, "member-list", d)
 }
