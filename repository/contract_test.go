@@ -83,6 +83,9 @@ func TestContractStores(t *testing.T) {
 		{"Closings", func(t *testing.T) {
 			storecontract.Closings(t, onReal(db, func(db *repository.DB) lifecycle.ClosingStore { return repository.NewClosings(db) }))
 		}},
+		{"GroupChanges", func(t *testing.T) {
+			storecontract.GroupChanges(t, onReal(db, func(db *repository.DB) groups.ChangeIndex { return repository.NewGroupChanges(db) }))
+		}},
 		{"ModerationAttempts", func(t *testing.T) {
 			storecontract.ModerationAttempts(t, onReal(db, func(db *repository.DB) moderation.AttemptIndex { return repository.NewModerationAttempts(db) }))
 		}},

@@ -125,6 +125,7 @@ var rowSelects = []struct {
 	{string(deletionSelectCQL), &deletionRow{}},
 	{string(deletionDayCQL), &deletionRow{}},
 	{string(closingDayCQL), &closingRow{}},
+	{string(changeDayCQL), &changeRow{}},
 	{string(gmGroupsCQL), &memberOfRow{}},
 	{string(gmGroupsAfter), &memberOfRow{}},
 	{string(auditLookupsCQL), &lookupRow{}},

@@ -67,6 +67,10 @@ func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in Create
 	if err != nil {
 		return Group{}, err
 	}
+	entry, err := g.beginChange(ctx, gr.ID)
+	if err != nil {
+		return Group{}, err
+	}
 	err = g.claimer.Create(ctx, domain.Creation{
 		ID:      gr.ID,
 		Keys:    []domain.Key{{Kind: domain.KindGroupName, Key: gr.NameKey, Field: "name"}},
@@ -82,6 +86,7 @@ func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in Create
 		Step:    func(step string) error { return g.hook("create", step) },
 	})
 	if errors.Is(err, domain.ErrConflict) { // the name is held by another group, live or creating
+		g.endChange(ctx, entry) // this group was never made, or was discarded
 		return Group{}, errGroupNameTaken
 	}
 	if err != nil {
@@ -90,6 +95,9 @@ func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in Create
 	// Phase 4: write the creator's membership to the member tables.
 	gr.Status = domain.StatusActive
 	_, departed, err := g.finishChange(ctx, "create", gr)
+	if err == nil {
+		g.endChange(ctx, entry)
+	}
 	if departed {
 		// The creator's account is being deleted, and the group was closed
 		// with it (closeDeparted): its session is over.

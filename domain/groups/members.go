@@ -207,16 +207,28 @@ func (g *Service) change(ctx context.Context, op, groupID string, decide func(ct
 			return true, err
 		}
 		next.Version, next.UpdatedAt = gr.Version+1, g.now()
-		applied, err := g.groups.Update(ctx, *next)
-		if err != nil || !applied {
-			// An error is unknown even after the SERIAL read: if the change
-			// was recorded, whoever touches the group next finishes it.
+		entry, err := g.beginChange(ctx, groupID)
+		if err != nil {
 			return false, err
+		}
+		applied, err := g.groups.Update(ctx, *next)
+		switch {
+		case err != nil:
+			// Unknown even after the SERIAL read: if the change was
+			// recorded, whoever touches the group next finishes it, or
+			// the jobs' worker, from its entry.
+			return false, err
+		case !applied:
+			g.endChange(ctx, entry)
+			return false, nil
 		}
 		if err := g.hook(op, "cas"); err != nil {
 			return false, err
 		}
 		_, departed, err := g.finishChange(ctx, op, *next)
+		if err == nil {
+			g.endChange(ctx, entry)
+		}
 		if departed {
 			// The target's account is being deleted: its deletion may have
 			// read the user's groups before this add wrote them, so the

@@ -133,6 +133,9 @@ type Config struct {
 	// deleted as its creation finishes is closed through it
 	// (closeDeparted).
 	Closings ClosingIndex
+	// Changes is the index of membership changes in progress
+	// (FinishInterruptedChanges).
+	Changes ChangeIndex
 }
 
 // DefaultTurnWait is the TurnWait of the api: a change takes a few round

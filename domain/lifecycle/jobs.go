@@ -83,12 +83,14 @@ func (s *Service) Woken() <-chan struct{} { return s.wake }
 
 // WorkJobs is one pass of the worker: every deletion, every closing, then
 // every queued job (a rebuild) in progress is finished (or left to the
-// worker holding it). The report says what it found, finished and left.
+// worker holding it), then every membership change whose request is
+// surely over (groups.FinishInterruptedChanges). The report says what it found, finished and left.
 func (s *Service) WorkJobs(ctx context.Context) (Report, error) {
 	d, derr := s.RepairDeletions(ctx, false)
 	c, cerr := s.RepairClosings(ctx, false)
 	q, qerr := s.workQueue(ctx)
-	return d.add(c).add(q), errors.Join(derr, cerr, qerr)
+	n, gerr := s.groups.FinishInterruptedChanges(ctx, staleEntryAge)
+	return d.add(c).add(q).add(Report{Changes: n}), errors.Join(derr, cerr, qerr, gerr)
 }
 
 // underLease runs fn under j's lease; a job another worker holds is left

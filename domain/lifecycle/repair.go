@@ -27,6 +27,9 @@ type Report struct {
 	// Failed counts operations whose job failed in this pass (left to the
 	// next).
 	Failed int
+	// Changes counts membership changes of groups finished after their
+	// request ended (groups.FinishInterruptedChanges).
+	Changes int
 	// Oldest is when the oldest operation found began (zero: none).
 	Oldest time.Time
 	// Problems says what was found, one line each.
@@ -40,6 +43,7 @@ func (r Report) add(o Report) Report {
 	r.Stale += o.Stale
 	r.Held += o.Held
 	r.Failed += o.Failed
+	r.Changes += o.Changes
 	if r.Oldest.IsZero() || (!o.Oldest.IsZero() && o.Oldest.Before(r.Oldest)) {
 		r.Oldest = o.Oldest
 	}

@@ -201,6 +201,9 @@ func (a *App) WorkJobs(ctx context.Context, interval time.Duration, logger zerol
 		if r.Finished > 0 {
 			logger.Info().Int("finished", r.Finished).Msg("jobs finished")
 		}
+		if r.Changes > 0 {
+			logger.Info().Int("changes", r.Changes).Msg("group membership changes finished after their request ended")
+		}
 		m := a.Metrics
 		m.JobsFinished.Add(float64(r.Finished))
 		m.JobsFailed.Add(float64(r.Failed))

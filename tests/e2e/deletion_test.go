@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
+
 	"shelf/domain/lifecycle"
 	"shelf/tests/faultinject"
 	"shelf/tests/testkit"
@@ -556,4 +558,49 @@ func closingGroupOf(t *testing.T, db *testkit.DB, createdBy string) string {
 	}
 	t.Fatalf("no group created by %s", createdBy)
 	return ""
+}
+
+// TestAddLeftPendingIsFinishedByTheWorker: an add of the user whose member
+// writes fail (503) leaves the add pending in the group row; the user is
+// deleted, and nobody changes the group or lists its members after. The
+// jobs' worker's pass over interrupted changes finishes it from its entry:
+// the add is taken back, the counts are exact again, no entry is left.
+// Before, the group counted the deleted account until its next change.
+func TestAddLeftPendingIsFinishedByTheWorker(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	w := newDeletionWorld(t, m)
+	group := createGroup(t, w.friendAPI, 0)
+	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
+		if at == faultinject.BeforeWrite && (stmt == "group_members.insert" || stmt == "groups_by_member.insert") {
+			return &gocql.RequestErrUnavailable{}
+		}
+		return nil
+	})
+	r := w.friendAPI.Send(http.MethodPut, "/v1/groups/"+group.ID+"/members/"+w.user.ID, map[string]string{"role": "member"})
+	faults(m.app).Set(nil)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("an add whose member writes fail: %d %s, want 503", r.StatusCode, r.Body)
+	}
+	mustDelete(t, w.userAPI, w.user.ID)
+	if st := readGroupState(t, m.db, group.ID, nil); st.PendingUser != w.user.ID || st.MemberCount != 2 {
+		t.Fatalf("before the worker the group is %+v; want the add pending, counted", st)
+	}
+	n, err := m.app.Groups.FinishInterruptedChanges(context.Background(), 0)
+	if err != nil || n < 1 {
+		t.Fatalf("the worker's pass: %d finished, %v", n, err)
+	}
+	st := checkGroupAgrees(t, m.db, group.ID, []string{w.user.ID, w.friend.ID})
+	if st.MemberCount != 1 || st.Members[w.user.ID] != "" {
+		t.Errorf("after the worker the group is %+v; want only its creator", st)
+	}
+	var left int
+	if err := m.db.Session.ContextQuery(context.Background(), "SELECT COUNT(*) FROM group_change_attempts WHERE group_id = ? ALLOW FILTERING", nil).
+		Bind(group.ID).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d entries of the group's changes left after the worker", left)
+	}
+	w.check(t)
 }

@@ -46,7 +46,7 @@ func newCloseWorld(t *testing.T) *closeWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings()}, w.svc, w.store.Users(),
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	stores := w.store.Contents()
 	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},

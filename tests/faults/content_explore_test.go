@@ -69,7 +69,7 @@ func newLibWorldOf(t *testing.T, syncLimit, leanMembers int) *libWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings()}, w.svc, w.store.Users(),
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	l := &libWorld{world: w, admin: domain.Principal{UserID: admin.ID},
 		owner: w.created[1], friend: w.created[2], other: w.created[3]}

@@ -607,6 +607,12 @@ func checkEntriesLeft(t *testing.T, name string, d *delWorld) {
 	if _, err := d.life.RepairClosings(ctx, false); err != nil {
 		t.Errorf("%s: the repair of closings: %v", name, err)
 	}
+	if _, err := d.grp.FinishInterruptedChanges(ctx, staleChangeAge); err != nil {
+		t.Errorf("%s: the worker's pass over interrupted changes: %v", name, err)
+	}
+	if left := d.store.ChangeSnapshot(); len(left) != 0 {
+		t.Errorf("%s: entries of membership changes left after the worker's pass: %+v", name, left)
+	}
 	if left := d.store.DeletionSnapshot(); len(left) != 0 {
 		t.Errorf("%s: entries of deletions left after the repair: %+v", name, left)
 	}

@@ -306,7 +306,7 @@ func (w *twoWorkers) checkClosed(t *testing.T, name string) {
 	if n := len(content.Index[w.club]) + len(content.Rows[w.club]); n != 0 {
 		t.Errorf("%s: the club's library still has %d entries and rows", name, n)
 	}
-	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings()}, w.svc, w.store.Users(),
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	if _, err := grp.CreateGroup(ctx, domain.Principal{UserID: w.bob}, groups.CreateInput{Name: "club"}); err != nil {
 		t.Errorf("%s: the club's name after the closing: %v", name, err)

@@ -29,7 +29,7 @@ func (m *modWorld) withDeletion() *modWorld {
 // content and moderation's records on the world's store, as the app
 // does), and returns the groups and content services it made.
 func wireDeletion(w *world) (*groups.Service, *library.Service) {
-	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings()}, w.svc, w.store.Users(),
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	contents := w.store.Contents()
 	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},

@@ -87,6 +87,7 @@ func TestContractOutbox(t *testing.T) {
 func TestContractIndexEntries(t *testing.T) {
 	storecontract.Deletions(t, onFake(func(s *memstore.Store) lifecycle.DeletionStore { return s.Deletions() }))
 	storecontract.Closings(t, onFake(func(s *memstore.Store) lifecycle.ClosingStore { return s.Closings() }))
+	storecontract.GroupChanges(t, onFake(func(s *memstore.Store) groups.ChangeIndex { return s.GroupChanges() }))
 }
 
 func TestContractModerationAttempts(t *testing.T) {

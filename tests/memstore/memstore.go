@@ -11,7 +11,7 @@
 //	groups.go         groups, their members and the by-member index
 //	content.go        content, its members, libraries and the outbox marks
 //	deletions.go      the index of account deletions in progress
-//	closings.go       the index of group closings in progress
+//	closings.go       the indexes of group closings and membership changes in progress
 //	jobs.go           the jobs' rows (compare-and-set on the version)
 //	moderation_attempts.go  suspensions and unsuspensions in progress
 //	job_queue.go      the queue of jobs no other index finds (rebuilds)
@@ -112,6 +112,9 @@ type Store struct {
 	groups groupTables
 	// closings is group_closings (Closings, closings.go), made on first use.
 	closings map[string]versioned[groups.ClosingEntry]
+	// groupChanges is group_changes (GroupChanges, closings.go), made on
+	// first use.
+	groupChanges map[string]versioned[groups.ChangeEntry]
 	// tokens are the mailed tokens (Tokens), by hash.
 	tokens map[string]accounts.Token
 	// factors are the second factors (Factors), by user; made on first use.

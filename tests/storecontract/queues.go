@@ -128,6 +128,18 @@ var ClosingChecks = indexChecks(func(s lifecycle.ClosingStore) entryIndex[groups
 		id: func(e groups.ClosingEntry) string { return e.GroupID + "/" + e.Attempt }}
 })
 
+// GroupChanges runs GroupChangeChecks.
+func GroupChanges(t *testing.T, open Open[groups.ChangeIndex]) { Run(t, open, GroupChangeChecks) }
+
+// GroupChangeChecks are groups.ChangeIndex's contract.
+var GroupChangeChecks = indexChecks(func(s groups.ChangeIndex) entryIndex[groups.ChangeEntry] {
+	return entryIndex[groups.ChangeEntry]{begin: s.Begin, end: s.End, inProgress: s.InProgress,
+		entry: func(id, attempt string, at time.Time) groups.ChangeEntry {
+			return groups.ChangeEntry{GroupID: id, Attempt: attempt, At: At(at)}
+		},
+		id: func(e groups.ChangeEntry) string { return e.GroupID + "/" + e.Attempt }}
+})
+
 // ModerationAttempts runs ModerationAttemptChecks.
 func ModerationAttempts(t *testing.T, open Open[moderation.AttemptIndex]) {
 	Run(t, open, ModerationAttemptChecks)

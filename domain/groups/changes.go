@@ -1,0 +1,122 @@
+package groups
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"shelf/domain"
+)
+
+// A membership change recorded in the group row (Pending) and not
+// finished, because its request died or its member writes failed, used
+// to wait for the group's next change or member list: until then the
+// group counted it (a deleted account among member_count, a creation's
+// group open with its departed creator). Every change now writes an
+// entry into an index of changes in progress before its compare-and-set
+// (keyed by the attempt, so one attempt's end never deletes another's),
+// and ends it once the change is finished or its compare-and-set lost.
+// The jobs' worker finishes what an entry older than a grace still points
+// at (FinishInterruptedChanges): it fences the group first (a
+// compare-and-set that moves its version on, so a compare-and-set still
+// in flight can no longer land), finishes the change pending there, and
+// only then forgets the entry (docs/design/groups.md#interrupted-changes).
+
+// ChangeEntry is one attempt of a membership change as the index records
+// it: the group, the attempt's tag, when it began.
+type ChangeEntry struct {
+	GroupID string
+	Attempt string
+	At      time.Time
+}
+
+// ChangeIndex keeps the entries of membership changes in progress.
+type ChangeIndex interface {
+	// Begin records an attempt; writing it again is harmless.
+	Begin(ctx context.Context, e ChangeEntry) error
+	// End deletes this attempt's entry, never another's; a Begin of it
+	// landing late never outlives it.
+	End(ctx context.Context, e ChangeEntry) error
+	// InProgress calls fn with every entry, from the index's start on.
+	InProgress(ctx context.Context, fn func(ChangeEntry) error) error
+}
+
+// beginChange records an attempt of a change of the group before the
+// compare-and-set that records it; a failed write ends the attempt with
+// nothing changed (its entry, if it landed, ended now, else the
+// repair's).
+func (g *Service) beginChange(ctx context.Context, groupID string) (ChangeEntry, error) {
+	e := ChangeEntry{GroupID: groupID, Attempt: domain.NewAttempt(), At: g.now()}
+	if err := g.cfg.Changes.Begin(ctx, e); err != nil {
+		return e, errors.Join(err, g.cfg.Changes.End(ctx, e))
+	}
+	return e, nil
+}
+
+// endChange ends an attempt whose change is finished, or whose
+// compare-and-set lost. A failed end leaves the entry to the repair,
+// which finds nothing left to do.
+func (g *Service) endChange(ctx context.Context, e ChangeEntry) {
+	_ = g.cfg.Changes.End(context.WithoutCancel(ctx), e)
+}
+
+// FinishInterruptedChanges is the jobs' worker's pass over the entries of
+// changes older than grace (their request is surely over): each group is
+// fenced, the change pending there, whoever recorded it, is finished as
+// its next change would finish it (taken back, or the group closed, for
+// an account being deleted), and then the entry ends. A group gone (a
+// creation that never activated and expired), or closing or closed (a
+// closing finishes every change first) needs nothing; one still being
+// created keeps its entry for a later pass. It returns how many entries
+// it finished.
+func (g *Service) FinishInterruptedChanges(ctx context.Context, grace time.Duration) (int, error) {
+	now := g.cfg.Now()
+	finished := 0
+	var errs []error
+	err := g.cfg.Changes.InProgress(ctx, func(e ChangeEntry) error {
+		if now.Sub(e.At) < grace {
+			return nil // its request may still be running
+		}
+		done, err := g.finishInterrupted(ctx, e.GroupID)
+		if err == nil && done {
+			err = g.cfg.Changes.End(ctx, e)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		if done {
+			finished++
+		}
+		return nil
+	})
+	return finished, errors.Join(append(errs, err)...)
+}
+
+// finishInterrupted fences the group and finishes the change pending
+// there; done is false for a group still being created.
+func (g *Service) finishInterrupted(ctx context.Context, id string) (done bool, err error) {
+	gr, err := g.groups.GetSerial(ctx, id)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, err
+	case gr.Status == domain.StatusPending:
+		return false, nil
+	case gr.Status != domain.StatusActive:
+		return true, nil
+	}
+	if err := g.Fence(ctx, id); err != nil {
+		return false, err
+	}
+	if gr, err = g.groups.GetSerial(ctx, id); err != nil {
+		return false, err
+	}
+	if gr.Status == domain.StatusActive && gr.Pending != nil {
+		if _, err := g.finish(ctx, "repair", gr); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,52 @@
+package repository
+
+import (
+	"time"
+
+	"shelf/domain/groups"
+)
+
+// GroupChanges keeps the index of membership changes in progress
+// (group_change_attempts, migration 031;
+// docs/design/groups.md#interrupted-changes): an attemptIndex of one row
+// per attempt (the day, the group, the attempt's tag), laid out as the
+// index of closings.
+type GroupChanges struct {
+	attemptIndex[groups.ChangeEntry, changeRow, *changeRow]
+}
+
+var _ groups.ChangeIndex = (*GroupChanges)(nil)
+
+// NewGroupChanges returns the store.
+func NewGroupChanges(db *DB) *GroupChanges {
+	return &GroupChanges{attemptIndex[groups.ChangeEntry, changeRow, *changeRow]{
+		db: db, horizon: 24 * time.Hour, queue: changeQueue, name: "group_changes",
+		insert: changeInsertCQL, remove: changeDeleteCQL, day: changeDayCQL,
+		key: func(e groups.ChangeEntry) attemptKey {
+			return attemptKey{at: e.At, subject: e.GroupID, attempt: e.Attempt}
+		},
+		values: func(groups.ChangeEntry) []any { return nil },
+		entry: func(r changeRow) groups.ChangeEntry {
+			return groups.ChangeEntry{GroupID: r.GroupID, Attempt: r.Attempt, At: r.StartedAt.UTC()}
+		},
+	}}
+}
+
+// changeQueue names the index's start in queue_progress.
+const changeQueue = "group_changes"
+
+const (
+	changeInsertCQL versionedCQL = `INSERT INTO group_change_attempts (day, group_id, attempt, started_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`
+	changeDeleteCQL versionedCQL = `DELETE FROM group_change_attempts USING TIMESTAMP ? WHERE day = ? AND group_id = ? AND attempt = ?`
+	changeDayCQL    readCQL      = `SELECT group_id, attempt, started_at FROM group_change_attempts WHERE day = ?`
+)
+
+// changeRow is a row of group_change_attempts.
+type changeRow struct {
+	GroupID   string    `db:"group_id"`
+	Attempt   string    `db:"attempt"`
+	StartedAt time.Time `db:"started_at"`
+}
+
+// columns are changeDayCQL's.
+func (r *changeRow) columns() []any { return []any{&r.GroupID, &r.Attempt, &r.StartedAt} }
