@@ -70,27 +70,9 @@ func (g *Service) endChange(ctx context.Context, e ChangeEntry) {
 // created keeps its entry for a later pass. It returns how many entries
 // it finished.
 func (g *Service) FinishInterruptedChanges(ctx context.Context, grace time.Duration) (int, error) {
-	now := g.cfg.Now()
-	finished := 0
-	var errs []error
-	err := g.cfg.Changes.InProgress(ctx, func(e ChangeEntry) error {
-		if now.Sub(e.At) < grace {
-			return nil // its request may still be running
-		}
-		done, err := g.finishInterrupted(ctx, e.GroupID)
-		if err == nil && done {
-			err = g.cfg.Changes.End(ctx, e)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			return nil
-		}
-		if done {
-			finished++
-		}
-		return nil
-	})
-	return finished, errors.Join(append(errs, err)...)
+	return domain.FinishStale(ctx, g.cfg.Changes, g.cfg.Now(), grace,
+		func(e ChangeEntry) time.Time { return e.At },
+		func(e ChangeEntry) (bool, error) { return g.finishInterrupted(ctx, e.GroupID) })
 }
 
 // finishInterrupted fences the group and finishes the change pending

@@ -88,25 +88,9 @@ func isRefusal(err error) bool {
 // An account being deleted is its deletion's to clean (the entry just
 // ends). It returns how many entries it finished.
 func (m *Service) FinishInterrupted(ctx context.Context, grace time.Duration) (int, error) {
-	now := m.cfg.Now()
-	finished := 0
-	var errs []error
-	err := m.cfg.Attempts.InProgress(ctx, func(a Attempt) error {
-		if now.Sub(a.At) < grace {
-			return nil // its request may still be running
-		}
-		if err := m.finishAttempt(ctx, a); err != nil {
-			errs = append(errs, err)
-			return nil
-		}
-		if err := m.cfg.Attempts.End(ctx, a); err != nil {
-			errs = append(errs, err)
-			return nil
-		}
-		finished++
-		return nil
-	})
-	return finished, errors.Join(append(errs, err)...)
+	return domain.FinishStale(ctx, m.cfg.Attempts, m.cfg.Now(), grace,
+		func(a Attempt) time.Time { return a.At },
+		func(a Attempt) (bool, error) { return true, m.finishAttempt(ctx, a) })
 }
 
 // finishAttempt fences the attempt's account, then finishes its records
