@@ -89,7 +89,7 @@ func (s *Service) WorkJobs(ctx context.Context) (Report, error) {
 	d, derr := s.RepairDeletions(ctx, false)
 	c, cerr := s.RepairClosings(ctx, false)
 	q, qerr := s.workQueue(ctx)
-	n, gerr := s.groups.FinishInterruptedChanges(ctx, staleEntryAge)
+	n, gerr := s.groups.FinishInterruptedChanges(ctx, staleChangeAge)
 	return d.add(c).add(q).add(Report{Changes: n}), errors.Join(derr, cerr, qerr, gerr)
 }
 

@@ -143,6 +143,16 @@ const page = 100
 // flight.
 const staleEntryAge = 10 * time.Minute
 
+// staleChangeAge is how old the entry of a membership change must be
+// before the worker finishes its change: past the deadline of every
+// request (SHELF_REQUEST_TIMEOUT, 10 s by default), so it seldom fences a
+// change still being made. Fencing one is safe, only slower: its
+// compare-and-set loses and it decides again (its next round writes an
+// entry of its own). A minute, not staleEntryAge: a change left pending
+// counts an account being deleted, or keeps open a group whose creator is
+// gone, until the worker comes (docs/design/groups.md#interrupted-changes).
+const staleChangeAge = time.Minute
+
 func (s *Service) deletionStep(step string) error {
 	if s.Hooks.AfterDeletionStep == nil {
 		return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"shelf/domain/lifecycle"
+	"shelf/internal/app"
 	"shelf/tests/faultinject"
 	"shelf/tests/testkit"
 )
@@ -563,9 +564,11 @@ func closingGroupOf(t *testing.T, db *testkit.DB, createdBy string) string {
 // TestAddLeftPendingIsFinishedByTheWorker: an add of the user whose member
 // writes fail (503) leaves the add pending in the group row; the user is
 // deleted, and nobody changes the group or lists its members after. The
-// jobs' worker's pass over interrupted changes finishes it from its entry:
-// the add is taken back, the counts are exact again, no entry is left.
-// Before, the group counted the deleted account until its next change.
+// jobs' worker's pass (WorkJobs, of a process whose clock runs ahead)
+// leaves the entry alone while the add's request may still run (30 s on)
+// and finishes the add from it once a minute has passed: the add is taken
+// back, the counts are exact again, no entry is left. Before, the group
+// counted the deleted account until its next change.
 func TestAddLeftPendingIsFinishedByTheWorker(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -586,9 +589,16 @@ func TestAddLeftPendingIsFinishedByTheWorker(t *testing.T) {
 	if st := readGroupState(t, m.db, group.ID, nil); st.PendingUser != w.user.ID || st.MemberCount != 2 {
 		t.Fatalf("before the worker the group is %+v; want the add pending, counted", st)
 	}
-	n, err := m.app.Groups.FinishInterruptedChanges(context.Background(), 0)
-	if err != nil || n < 1 {
-		t.Fatalf("the worker's pass: %d finished, %v", n, err)
+	for _, ahead := range []time.Duration{30 * time.Second, time.Minute + time.Second} {
+		worker, _ := newTestApp(t, m.db, nil, app.ClockOffset(ahead))
+		rep, err := worker.Lifecycle.WorkJobs(context.Background())
+		if err != nil {
+			t.Fatalf("the worker's pass %s on: %v", ahead, err)
+		}
+		st := readGroupState(t, m.db, group.ID, nil)
+		if young := ahead < time.Minute; young != (st.PendingUser == w.user.ID) || young != (rep.Changes == 0) {
+			t.Fatalf("the worker's pass %s on finished %d changes; the group is %+v", ahead, rep.Changes, st)
+		}
 	}
 	st := checkGroupAgrees(t, m.db, group.ID, []string{w.user.ID, w.friend.ID})
 	if st.MemberCount != 1 || st.Members[w.user.ID] != "" {

@@ -207,7 +207,8 @@ func exploreGroups(t *testing.T, name string, op groupOperation, k int, fault me
 
 // staleChangeAge is the grace of the worker's pass over interrupted
 // changes in the explorers: past every request's end (the api's is
-// lifecycle's stale age, ten minutes).
+// lifecycle's staleChangeAge, a minute; a Slow call moves the clock past
+// both).
 const staleChangeAge = 10 * time.Minute
 
 // checkGroups asserts, for every group: active ones have nothing pending,
