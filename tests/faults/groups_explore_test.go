@@ -205,10 +205,10 @@ func exploreGroups(t *testing.T, name string, op groupOperation, k int, fault me
 	checkGroups(t, name, g, snap)
 }
 
-// staleChangeAge is the grace of the worker's pass over interrupted
-// changes in the explorers: past every request's end (the api's is
-// lifecycle's staleChangeAge, a minute; a Slow call moves the clock past
-// both).
+// staleChangeAge is the grace the explorers give the worker's pass over
+// interrupted changes, and how far they move the clock before it: past
+// every request's end. The api's (lifecycle's staleChangeAge) is a
+// minute; only the order of the clock and the grace matters here.
 const staleChangeAge = 10 * time.Minute
 
 // checkGroups asserts, for every group: active ones have nothing pending,
