@@ -29,8 +29,13 @@ var DefaultYield = Yield{Tries: 5, Budget: time.Second}
 // maxYieldTries bounds Tries: the pauses double from one try to the next.
 const maxYieldTries = 16
 
-// SetYield replaces DefaultYield; call it before the claimer is in use.
-func (c *Claimer) SetYield(y Yield) { c.yield = y }
+// WithYield is a claimer like c that waits for a split pair as y says,
+// not as DefaultYield does.
+func (c *Claimer) WithYield(y Yield) *Claimer {
+	d := *c
+	d.yield = y
+	return &d
+}
 
 // split reports whether a round of AcquireAll ended in a split that the
 // claimant waits out: it has the first key, and every later key it lacks

@@ -318,7 +318,7 @@ func TestClaimerYieldLimits(t *testing.T) {
 			}
 			c := NewClaimer(claims, time.Minute, nopLogger{})
 			if tc.yield != nil {
-				c.SetYield(*tc.yield)
+				c = c.WithYield(*tc.yield)
 			}
 			held, conflict, err := c.AcquireAll(ctx, pair("a", "a@x.org"), "me", "me", 0, liveHolders{})
 
@@ -361,8 +361,7 @@ func TestClaimerYieldWithinLease(t *testing.T) {
 	const lease = 400 * time.Millisecond
 	m := newMemClaims()
 	_, _ = m.Claim(ctx, KindEmail, "a@x.org", "stuck", "stuck", 0, 0)
-	c := NewClaimer(m, lease, nopLogger{})
-	c.SetYield(Yield{Tries: 8, Budget: time.Hour})
+	c := NewClaimer(m, lease, nopLogger{}).WithYield(Yield{Tries: 8, Budget: time.Hour})
 	start := time.Now()
 	held, conflict, err := c.AcquireAll(ctx, pair("a", "a@x.org"), "me", "me", 0, liveHolders{})
 	// About lease/4 when the machine is idle; the bound is loose (make

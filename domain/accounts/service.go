@@ -184,7 +184,7 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 	}
 	claimer := domain.NewClaimer(claims, cfg.ClaimLease, log)
 	if cfg.ClaimYield != nil {
-		claimer.SetYield(*cfg.ClaimYield)
+		claimer = claimer.WithYield(*cfg.ClaimYield)
 	}
 	audit := cfg.Audit
 	if audit == nil {
