@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"shelf/tests/testkit"
 )
 
 // One node of three hung or killed, and users don't notice
@@ -75,8 +77,8 @@ func (r rateSum) rate() float64 {
 // checkAvailability judges the requests the workload sent between from
 // and to against the single-node faults of the history, and returns the
 // verdict and a table of rates per kind for the summary; an empty second is
-// explained by the API processes' notes (readNotes) that overlap it.
-func checkAvailability(events []event, notes []apiNote, from, to time.Time) (verdict, string) {
+// explained by the API processes' notes (testkit.ReadAPINotes) that overlap it.
+func checkAvailability(events []event, notes []testkit.APINote, from, to time.Time) (verdict, string) {
 	v := verdict{Name: "availability: one node hung or killed"}
 	var answered []time.Time
 	var all []faultWindow
@@ -118,7 +120,7 @@ func checkAvailability(events []event, notes []apiNote, from, to time.Time) (ver
 				v.Checked++
 				if count(s, s.Add(time.Second)) == 0 {
 					v.Fail("%s %s: no request answered in the second from %s (%s; %s)", kind, w.start.Format("15:04:05.000"), s.Format("15:04:05.000"),
-						inFlight(ops, s.Add(time.Second)), explain(notes, s, s.Add(time.Second)))
+						inFlight(ops, s.Add(time.Second)), testkit.ExplainWait(notes, s, s.Add(time.Second)))
 				}
 			}
 			if h0, h1, ok := healthyBefore(all, w.start, from); ok {

@@ -165,10 +165,10 @@ func TestNemesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	stranger := setupUser(t, cl, "viewer")
-	var notes []apiNote
+	var notes []testkit.APINote
 	for _, p := range apis {
 		if f, err := os.Open(p.logPath()); err == nil {
-			notes = append(notes, readNotes(p.idx, f)...)
+			notes = append(notes, testkit.ReadAPINotes(p.idx, f)...)
 			f.Close()
 		}
 	}

@@ -96,8 +96,8 @@ func TestDegraded(t *testing.T) {
 	cfg := readSettings(t)
 	started := time.Now()
 	c := testkit.StartCluster(t, "degraded", addresses, testLog{t})
-	errs := &apiErrors{}
-	api := startAPIs(t, cfg, errs)
+	logs := &apiLog{}
+	api := startAPIs(t, cfg, logs)
 	m, err := seed(api.base(0))
 	if err != nil {
 		t.Fatal(err)
@@ -150,14 +150,27 @@ func TestDegraded(t *testing.T) {
 	verdicts := strings.Join(goals(sums, back), "\n")
 	fmt.Printf("\nbench-degraded: 3 nodes (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), %d api processes, %d clients, windows of %s, node %s faulted alone; %.0fs in all\n\n%s\n%s\n",
 		len(api.procs), clients, cfg.window, addresses[cfg.node], time.Since(started).Seconds(), tbl, verdicts)
-	for i, l := range errs.lines() {
+	// A roll step by step: which node's stop or start the rate fell in.
+	steps := []summary{sums[0]}
+	for _, w := range f.steps {
+		steps = append(steps, summarize(w, results))
+	}
+	if len(steps) > 1 {
+		fmt.Printf("\nrolling restart, step by step (a node drains from SIGTERM until its process ends, then is down until its CQL port answers):\n%s", table(steps))
+	}
+	for _, s := range sums {
+		for _, at := range s.idle {
+			fmt.Printf("idle second %s (%s +%.0fs): %s\n", at.Format("15:04:05"), s.Name, at.Sub(runStart).Seconds(), logs.explain(at, at.Add(time.Second)))
+		}
+	}
+	for i, l := range logs.lines() {
 		if i == 10 {
-			fmt.Printf("api error: ... %d more kinds\n", len(errs.lines())-10)
+			fmt.Printf("api error: ... %d more kinds\n", len(logs.lines())-10)
 			break
 		}
 		fmt.Println("api error:", l)
 	}
-	save(t, cfg, runStart, windows, sums, series, drawn, back, tbl, verdicts)
+	save(t, cfg, runStart, windows, f.steps, sums, steps[1:], series, drawn, back, tbl, verdicts)
 }
 
 // apis are the api processes the clients call, as a load balancer in
@@ -168,7 +181,7 @@ type apis struct {
 	t     *testing.T
 	bin   string
 	env   []string
-	errs  *apiErrors
+	logs  *apiLog
 	next  atomic.Uint64
 	mu    sync.Mutex
 	procs []*apiProc
@@ -200,10 +213,11 @@ func (a *apis) do(kind, method, path, token, body string, want int) result {
 	return res
 }
 
-// serve starts `api serve` on addr ("127.0.0.1:0": a free port).
-func (a *apis) serve(addr string) *apiProc {
+// serve starts process i, `api serve` on addr ("127.0.0.1:0": a free
+// port).
+func (a *apis) serve(i int, addr string) *apiProc {
 	env := append(slices.Clone(a.env), "SHELF_HTTP_ADDR="+addr)
-	p, stop, err := testkit.StartLogging(a.bin, []string{"serve"}, env, testkit.APIAddr, a.errs)
+	p, stop, err := testkit.StartLogging(a.bin, []string{"serve"}, env, testkit.APIAddr, a.logs.process(i))
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -217,7 +231,7 @@ func (a *apis) restart(i int) {
 	old := a.procs[i]
 	a.mu.Unlock()
 	old.stop()
-	p := a.serve(strings.TrimPrefix(old.p.Base, "http://"))
+	p := a.serve(i, strings.TrimPrefix(old.p.Base, "http://"))
 	a.mu.Lock()
 	a.procs[i] = p
 	a.mu.Unlock()
@@ -226,7 +240,7 @@ func (a *apis) restart(i int) {
 // startAPIs builds the api (with DEGRADED_TAGS), migrates the keyspace and
 // serves it in cluster mode from two processes on free ports; they stop
 // when the test ends.
-func startAPIs(t *testing.T, cfg settings, errs *apiErrors) *apis {
+func startAPIs(t *testing.T, cfg settings, logs *apiLog) *apis {
 	t.Helper()
 	bin, err := testkit.Build(t.TempDir(), "./cmd/api", cfg.tags)
 	if err != nil {
@@ -252,9 +266,9 @@ func startAPIs(t *testing.T, cfg settings, errs *apiErrors) *apis {
 	if out, err := migrate.CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v: %s", err, out)
 	}
-	a := &apis{t: t, bin: bin, env: env, errs: errs}
-	for range 2 {
-		a.procs = append(a.procs, a.serve("127.0.0.1:0"))
+	a := &apis{t: t, bin: bin, env: env, logs: logs}
+	for i := range 2 {
+		a.procs = append(a.procs, a.serve(i, "127.0.0.1:0"))
 	}
 	t.Cleanup(func() {
 		for _, p := range a.procs {
@@ -264,38 +278,66 @@ func startAPIs(t *testing.T, cfg settings, errs *apiErrors) *apis {
 	return a
 }
 
-// apiErrors keeps the messages of the api's error lines, counted: what a
-// 5xx other than 503 was (the api logs every such answer at error level).
-type apiErrors struct {
+// apiLog is what the api processes logged: the messages of their error
+// lines, counted (what a 5xx other than 503 was: the api logs every such
+// answer at error level), and the notes that explain a wait (slow
+// statements, the driver's warnings), so an idle second says what the
+// requests waited on.
+type apiLog struct {
 	mu     sync.Mutex
-	buf    []byte
 	counts map[string]int
+	notes  []testkit.APINote
 }
 
-func (a *apiErrors) Write(p []byte) (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.buf = append(a.buf, p...)
+// process is the writer of api process i's output, with a line buffer of
+// its own (two processes' writes do not mix within a line).
+func (a *apiLog) process(i int) io.Writer { return &processLog{log: a, api: i} }
+
+type processLog struct {
+	log *apiLog
+	api int
+	buf []byte
+}
+
+func (p *processLog) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
 	for {
-		i := bytes.IndexByte(a.buf, '\n')
+		i := bytes.IndexByte(p.buf, '\n')
 		if i < 0 {
-			return len(p), nil
+			return len(b), nil
 		}
-		var l struct {
-			Level, Message, Error string
-		}
-		if json.Unmarshal(a.buf[:i], &l) == nil && l.Level == "error" {
-			if a.counts == nil {
-				a.counts = map[string]int{}
-			}
-			a.counts[l.Message+": "+l.Error]++
-		}
-		a.buf = a.buf[i+1:]
+		p.log.line(p.api, p.buf[:i])
+		p.buf = p.buf[i+1:]
 	}
 }
 
+// line takes one line of process api's log.
+func (a *apiLog) line(api int, line []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n, ok := testkit.ParseAPINote(api, line); ok {
+		a.notes = append(a.notes, n)
+	}
+	var l struct {
+		Level, Message, Error string
+	}
+	if json.Unmarshal(line, &l) == nil && l.Level == "error" {
+		if a.counts == nil {
+			a.counts = map[string]int{}
+		}
+		a.counts[l.Message+": "+l.Error]++
+	}
+}
+
+// explain says what the api processes logged as waiting in [from, to).
+func (a *apiLog) explain(from, to time.Time) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return testkit.ExplainWait(a.notes, from, to)
+}
+
 // lines are the counted messages, most frequent first.
-func (a *apiErrors) lines() []string {
+func (a *apiLog) lines() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []string
@@ -314,6 +356,8 @@ type faults struct {
 	node int
 	w    time.Duration
 	play []string
+	// steps are a roll's steps, each node's drain and its time down.
+	steps []window
 }
 
 // run plays every window and returns them, with the moment the two hung
@@ -399,10 +443,15 @@ func (f *faults) run() ([]window, time.Time) {
 			// the next. The window lasts the whole roll.
 			roll := window{Name: "rolling restart", From: time.Now(), Fault: true}
 			for _, n := range f.c.Nodes {
+				draining := window{Name: n.Address + " draining", From: time.Now(), Fault: true}
 				if err := f.c.L.Stop(n); err != nil {
 					f.t.Errorf("stop %s: %v", n.Name, err)
 				}
+				draining.To = time.Now()
+				down := window{Name: n.Address + " down", From: draining.To, Fault: true}
 				start(n)
+				down.To = time.Now()
+				f.steps = append(f.steps, draining, down)
 			}
 			roll.To = time.Now()
 			windows = append(windows, roll)
@@ -428,7 +477,7 @@ func (f *faults) run() ([]window, time.Time) {
 }
 
 // save writes the JSON and the HTML report under .bench/.
-func save(t *testing.T, cfg settings, start time.Time, windows []window, sums []summary, series []perSecond, drawn []testkit.Second, back float64, tbl, verdicts string) {
+func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, sums, stepSums []summary, series []perSecond, drawn []testkit.Second, back float64, tbl, verdicts string) {
 	root, err := localcassandra.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -443,7 +492,7 @@ func save(t *testing.T, cfg settings, start time.Time, windows []window, sums []
 	}
 	out, err := json.MarshalIndent(map[string]any{
 		"window": cfg.window.String(), "apiEnv": cfg.apiEnv, "tags": cfg.tags, "label": cfg.label,
-		"windows": windows, "summaries": sums, "perSecond": series, "backAfterSeconds": back,
+		"windows": windows, "summaries": sums, "rollSteps": stepSums, "perSecond": series, "backAfterSeconds": back,
 		"table": tbl, "verdicts": verdicts,
 	}, "", "  ")
 	if err != nil {
@@ -460,9 +509,16 @@ func save(t *testing.T, cfg settings, start time.Time, windows []window, sums []
 			shades = append(shades, testkit.Shade{From: w.From.Sub(start).Seconds(), To: w.To.Sub(start).Seconds(), Label: w.Name, Color: colors[w.Name]})
 		}
 	}
+	for _, w := range steps {
+		color := "#9fc5e8" // draining
+		if strings.HasSuffix(w.Name, " down") {
+			color = "#6fa8dc"
+		}
+		shades = append(shades, testkit.Shade{From: w.From.Sub(start).Seconds(), To: w.To.Sub(start).Seconds(), Label: "rolling restart: " + w.Name, Color: color})
+	}
 	title := "bench-degraded " + name
 	if err := testkit.WriteTimeline(filepath.Join(dir, name+".html"), title, drawn, shades,
-		"Shaded: one node hung (yellow), killed (red), restarting (orange-pale), slow (green), two nodes hung (orange), a rolling restart of the nodes (blue), of the api processes (purple)."); err != nil {
+		"Shaded: one node hung (yellow), killed (red), restarting (orange-pale), slow (green), two nodes hung (orange), a rolling restart of the nodes (blue: a node draining pale, down until it answers dark), of the api processes (purple)."); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("saved .bench/%s.json and .html", name)

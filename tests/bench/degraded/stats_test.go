@@ -82,6 +82,9 @@ type summary struct {
 	IdleSeconds int `json:"idleSeconds"`
 	// NoRetryAfter counts 503s without a Retry-After header.
 	NoRetryAfter int `json:"noRetryAfter"`
+	// idle are the idle seconds' starts, to be explained from the api's
+	// log.
+	idle []time.Time
 }
 
 // share503 is the 503s' share of the window's requests.
@@ -127,9 +130,10 @@ func summarize(w window, results []result) summary {
 		}
 		s.Kinds[r.Kind] = k
 	}
-	for _, ok := range okAt {
+	for i, ok := range okAt {
 		if !ok {
 			s.IdleSeconds++
+			s.idle = append(s.idle, w.From.Add(time.Duration(i)*time.Second))
 		}
 	}
 	if s.Seconds > 0 {
