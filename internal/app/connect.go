@@ -100,7 +100,9 @@ type statementObserver struct {
 // ObserveQuery implements gocql.QueryObserver.
 func (o statementObserver) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 	o.metrics.ObserveQuery(ctx, q)
-	o.logSlow(metrics.StatementKind(q.Statement), q.Statement, q.Host, q.Attempt, q.End.Sub(q.Start), q.Err)
+	if took := q.End.Sub(q.Start); o.isSlow(took) {
+		o.logSlow(metrics.StatementKind(q.Statement), q.Statement, q.Host, q.Attempt, took, q.Err)
+	}
 }
 
 // ObserveBatch implements gocql.BatchObserver.
@@ -110,13 +112,15 @@ func (o statementObserver) ObserveBatch(ctx context.Context, b gocql.ObservedBat
 	if len(b.Statements) > 0 {
 		first = b.Statements[0]
 	}
-	o.logSlow("batch", first, b.Host, b.Attempt, b.End.Sub(b.Start), b.Err)
+	if took := b.End.Sub(b.Start); o.isSlow(took) {
+		o.logSlow("batch", first, b.Host, b.Attempt, took, b.Err)
+	}
 }
 
+// isSlow reports whether an attempt that took took is logged.
+func (o statementObserver) isSlow(took time.Duration) bool { return o.slow > 0 && took >= o.slow }
+
 func (o statementObserver) logSlow(kind, stmt string, host *gocql.HostInfo, attempt int, took time.Duration, err error) {
-	if o.slow <= 0 || took < o.slow {
-		return
-	}
 	e := o.logger.Warn().Str("kind", kind).Str("statement", shorten(stmt, 160)).
 		Int("attempt", attempt).Float64("durationMs", float64(took.Microseconds())/1000)
 	if host != nil {

@@ -58,3 +58,19 @@ func TestSlowStatementsAreLoggedWithTheirNode(t *testing.T) {
 		t.Errorf("shorten cut a rune: %q", got)
 	}
 }
+
+// BenchmarkObserveQuery is what every statement's attempt pays to be
+// counted (and not logged: it is fast): a read and a compare-and-set, in a
+// request that counts its round trips.
+func BenchmarkObserveQuery(b *testing.B) {
+	o := statementObserver{metrics: metrics.New(), slow: time.Second, logger: zerolog.Nop()}
+	start := time.Now()
+	read := gocql.ObservedQuery{Statement: "SELECT id, username, display_name, bio, status, created_at FROM users WHERE id = ?", Start: start, End: start.Add(time.Millisecond)}
+	cas := gocql.ObservedQuery{Statement: "UPDATE users SET display_name = ?, version = ? WHERE id = ? IF version = ?", Start: start, End: start.Add(3 * time.Millisecond)}
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, _ := metrics.WithTrips(context.Background())
+		o.ObserveQuery(ctx, read)
+		o.ObserveQuery(ctx, cas)
+	}
+}

@@ -162,17 +162,25 @@ func (m *Metrics) observe(kind string, d time.Duration, err error) {
 // for a conditional write.
 func StatementKind(stmt string) string {
 	verb, _, _ := strings.Cut(strings.TrimSpace(stmt), " ")
-	verb = strings.ToLower(verb)
-	switch verb {
-	case "insert", "update", "delete":
-		upper := strings.ToUpper(stmt)
-		if strings.Contains(upper, " IF ") {
+	for _, kind := range [...]string{"select", "insert", "update", "delete"} {
+		if !strings.EqualFold(verb, kind) {
+			continue
+		}
+		if kind != "select" && hasIf(stmt) {
 			return "lwt"
 		}
-		return verb
-	case "select":
-		return verb
-	default:
-		return "other"
+		return kind
 	}
+	return "other"
+}
+
+// hasIf reports whether stmt holds " IF " in any case, without the copy
+// strings.ToUpper would make of every statement.
+func hasIf(stmt string) bool {
+	for i := 0; i+4 <= len(stmt); i++ {
+		if stmt[i] == ' ' && stmt[i+1]|0x20 == 'i' && stmt[i+2]|0x20 == 'f' && stmt[i+3] == ' ' {
+			return true
+		}
+	}
+	return false
 }
