@@ -3,6 +3,7 @@ package repository
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -59,6 +60,18 @@ const (
 	// probeEvery is how often a silent host is tried by a statement with
 	// a speculative copy.
 	probeEvery = time.Second
+	// newlyUp is how long a host that came back (gocql saw it down, then
+	// connected to it again) is spared most of the coordinating; keepNewlyUp
+	// is the share of plans that keep it in its place meanwhile (the DataStax
+	// Java driver's DefaultLoadBalancingPolicy: a minute, one plan in four).
+	// A node that has just started answers CQL while its JIT is cold, hints
+	// are replayed to it and it re-prepares every statement: measured in a
+	// rolling restart on two cores (docs/design/node-faults.md), the next
+	// node's drain left it one of the two replicas of every quorum, and
+	// the requests it coordinated timed out on it (idle seconds). As a
+	// replica it is still needed; as a coordinator it is not.
+	newlyUp     = time.Minute
+	keepNewlyUp = 4
 	// replanPause is how long a statement whose plan ran out waits before
 	// its plan's second and last pass (see Pick): long enough for gocql to
 	// open a connection again in a pool whose connections it closed
@@ -74,8 +87,16 @@ type healthPolicy struct {
 	// pause waits d, or until ctx ends (false); a test's is instant.
 	pause func(ctx context.Context, d time.Duration) bool
 
+	// keep reports whether this plan keeps a newly up host in its place:
+	// one in keepNewlyUp (a test's says so).
+	keep func() bool
+
 	mu    sync.Mutex
 	hosts map[string]*hostHealth
+	// down are the hosts gocql marked down; back is when each host that
+	// was down came up again.
+	down map[string]bool
+	back map[string]time.Time
 }
 
 // hostHealth is what healthPolicy knows of one host.
@@ -98,7 +119,8 @@ type hostHealth struct {
 // set, keep seeing every attempt: the policy observes attempts through
 // them (gocql tells a policy which host it picked, not when it answered).
 func newHealthPolicy(inner gocql.HostSelectionPolicy, cluster *gocql.ClusterConfig) *healthPolicy {
-	p := &healthPolicy{HostSelectionPolicy: inner, now: time.Now, pause: sleep, hosts: map[string]*hostHealth{}}
+	p := &healthPolicy{HostSelectionPolicy: inner, now: time.Now, pause: sleep, keep: func() bool { return rand.IntN(keepNewlyUp) == 0 },
+		hosts: map[string]*hostHealth{}, down: map[string]bool{}, back: map[string]time.Time{}}
 	if cluster != nil {
 		o := observers{p, cluster.QueryObserver, cluster.BatchObserver}
 		cluster.QueryObserver, cluster.BatchObserver = o, o
@@ -242,21 +264,38 @@ func copied(q gocql.ExecutableQuery) bool {
 }
 
 // reorder drains the inner plan (a handful of hosts) and moves the stuck
-// ones to its end; probe says whether the plan's statement may probe a
+// ones to its end, and in most plans a newly up host behind the others
+// that answer; probe says whether the plan's statement may probe a
 // silent host (it carries a speculative copy: copied).
 func (p *healthPolicy) reorder(inner gocql.NextHost, probe bool) []gocql.SelectedHost {
-	var ok, back []gocql.SelectedHost
+	var ok, later, back []gocql.SelectedHost
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
+	keep := len(p.back) == 0 || p.keep()
 	for h := inner(); h != nil; h = inner() {
-		if info := h.Info(); info != nil && p.stuck(info, now, probe) {
+		info := h.Info()
+		switch {
+		case info != nil && p.stuck(info, now, probe):
 			back = append(back, h)
-		} else {
+		case info != nil && !keep && p.newlyUp(info, now):
+			later = append(later, h)
+		default:
 			ok = append(ok, h)
 		}
 	}
-	return append(ok, back...)
+	return append(append(ok, later...), back...)
+}
+
+// newlyUp reports whether h came back up within newlyUp; p.mu is held.
+func (p *healthPolicy) newlyUp(h *gocql.HostInfo, now time.Time) bool {
+	k := hostKey(h)
+	at, ok := p.back[k]
+	if ok && now.Sub(at) >= newlyUp {
+		delete(p.back, k)
+		return false
+	}
+	return ok
 }
 
 // ended records the end of an attempt on h: the host answered unless the
@@ -298,15 +337,28 @@ func (p *healthPolicy) AddHosts(hosts []*gocql.HostInfo) {
 	}
 }
 
-// HostUp forgets what was waiting on a host that comes back.
+// HostUp forgets what was waiting on a host that comes back, and notes
+// when it came back if gocql had marked it down (gocql also calls HostUp
+// when it first connects, and when it refills a pool it never gave up).
 func (p *healthPolicy) HostUp(h *gocql.HostInfo) {
 	p.forget(h)
+	p.mu.Lock()
+	if k := hostKey(h); p.down[k] {
+		delete(p.down, k)
+		p.back[k] = p.now()
+	}
+	p.mu.Unlock()
 	p.HostSelectionPolicy.HostUp(h)
 }
 
 // HostDown forgets what was waiting on a host gocql now knows is down.
 func (p *healthPolicy) HostDown(h *gocql.HostInfo) {
 	p.forget(h)
+	p.mu.Lock()
+	k := hostKey(h)
+	p.down[k] = true
+	delete(p.back, k)
+	p.mu.Unlock()
 	p.HostSelectionPolicy.HostDown(h)
 }
 

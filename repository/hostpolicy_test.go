@@ -28,6 +28,10 @@ func (f fixedPolicy) Pick(gocql.ExecutableQuery) gocql.NextHost {
 	}
 }
 
+// HostUp and HostDown change nothing in a fixed plan.
+func (fixedPolicy) HostUp(*gocql.HostInfo)   {}
+func (fixedPolicy) HostDown(*gocql.HostInfo) {}
+
 type selected struct{ h *gocql.HostInfo }
 
 func (s selected) Info() *gocql.HostInfo { return s.h }
@@ -86,6 +90,65 @@ func TestHealthPolicyKeepsOrderWhileHostsAnswer(t *testing.T) {
 	}
 	if got := c.plan(); got != "ABC" {
 		t.Fatalf("plan %s, want ABC", got)
+	}
+}
+
+// TestHealthPolicySparesANewlyUpHost: a host that comes back after gocql
+// marked it down goes behind the others that answer for a minute, in the
+// plans that do not keep it (three in four), and ahead of a stuck one; a
+// host gocql merely connects to (its first connection, a pool refilled)
+// keeps its place.
+func TestHealthPolicySparesANewlyUpHost(t *testing.T) {
+	c := newPolicyClock(t)
+	c.p.keep = func() bool { return false }
+	a, b := c.hosts[0], c.hosts[1]
+	c.p.HostUp(a)
+	if got := c.plan(); got != "ABC" {
+		t.Fatalf("plan %s after a first connection, want ABC", got)
+	}
+	c.p.HostDown(a)
+	c.wait(30 * time.Second)
+	c.p.HostUp(a)
+	if got := c.plan(); got != "BCA" {
+		t.Fatalf("plan %s with A just back, want BCA", got)
+	}
+	// B hangs: the newly up host coordinates before a stuck one.
+	c.send()
+	c.wait(2 * quiet)
+	if got := c.plan(); got != "CAB" {
+		t.Fatalf("plan %s with A just back and B hung, want CAB", got)
+	}
+	c.p.HostUp(b) // B's pool refilled: it was never marked down
+	if got := c.plan(); got != "BCA" {
+		t.Fatalf("plan %s after B's pool refilled, want BCA (B in its place, A still spared)", got)
+	}
+	c.p.keep = func() bool { return true }
+	if got := c.plan(); got != "ABC" {
+		t.Fatalf("plan %s that keeps the newly up host, want ABC", got)
+	}
+	c.p.keep = func() bool { return false }
+	c.wait(newlyUp)
+	if got := c.plan(); got != "ABC" {
+		t.Fatalf("plan %s a minute after A came back, want ABC", got)
+	}
+}
+
+// TestHealthPolicyKeepsANewlyUpHostInOnePlanInFour: the default dice keep
+// a newly up host first in about a quarter of the plans.
+func TestHealthPolicyKeepsANewlyUpHostInOnePlanInFour(t *testing.T) {
+	c := newPolicyClock(t)
+	c.p.HostDown(c.hosts[0])
+	c.p.HostUp(c.hosts[0])
+	first := 0
+	const plans = 4000
+	for range plans {
+		if c.plan()[0] == 'A' {
+			first++
+		}
+	}
+	// One in four: 1 000 expected, a standard deviation of about 27.
+	if first < 850 || first > 1150 {
+		t.Fatalf("A first in %d of %d plans, want about a quarter", first, plans)
 	}
 }
 
