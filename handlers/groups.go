@@ -94,7 +94,7 @@ func (h *Groups) create(w http.ResponseWriter, r *http.Request) error {
 
 // get serves GET /v1/groups/{id}.
 func (h *Groups) get(w http.ResponseWriter, r *http.Request) error {
-	g, err := h.groups.GetGroup(r.Context(), chi.URLParam(r, "id"))
+	g, err := h.groups.ShowGroup(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		return err
 	}

@@ -22,10 +22,11 @@ type Membership struct {
 }
 
 // GetGroupByName returns the active group holding a name, compared as
-// NormalizeName compares it; anyone may read it, as GetGroup. A name that
-// breaks the naming rules is simply not found (like a username). The
-// committed claim leads to the group, which must still hold the name: one
-// claim read and one group read.
+// NormalizeName compares it; anyone may read it, as ShowGroup, which
+// finishes a change found pending as this does. A name that breaks the
+// naming rules is simply not found (like a username). The committed claim
+// leads to the group, which must still hold the name: one claim read and
+// one group read.
 func (g *Service) GetGroupByName(ctx context.Context, name string) (Group, error) {
 	_, key, fe := NormalizeName(name)
 	if fe != nil {
@@ -42,6 +43,9 @@ func (g *Service) GetGroupByName(ctx context.Context, name string) (Group, error
 		return Group{}, errGroupNotFound // a creation in flight, or one that died
 	}
 	gr, err := g.activeGroup(ctx, c.Owner)
+	if err == nil {
+		gr, err = g.settled(ctx, gr)
+	}
 	if err != nil {
 		return Group{}, err
 	}

@@ -12,6 +12,31 @@ func (g *Service) GetGroup(ctx context.Context, id string) (Group, error) {
 	return g.activeGroup(ctx, id)
 }
 
+// ShowGroup is GetGroup for the group's own page (GET): a change found
+// pending is finished first, as a reader of its members does, so a group
+// whose creation died with its creator deleted is closed and answered
+// 404 at once, not shown until the jobs' worker takes its entry
+// (docs/design/groups.md#interrupted-changes).
+func (g *Service) ShowGroup(ctx context.Context, id string) (Group, error) {
+	gr, err := g.activeGroup(ctx, id)
+	if err != nil {
+		return Group{}, err
+	}
+	return g.settled(ctx, gr)
+}
+
+// settled finishes a change found pending in gr and reads the group
+// again; a group without one is returned as it is.
+func (g *Service) settled(ctx context.Context, gr Group) (Group, error) {
+	if gr.Pending == nil {
+		return gr, nil
+	}
+	if _, err := g.finish(ctx, "show", gr); err != nil {
+		return Group{}, err
+	}
+	return g.activeGroup(ctx, gr.ID)
+}
+
 // activeGroup reads an active group, or answers errGroupNotFound.
 func (g *Service) activeGroup(ctx context.Context, id string) (Group, error) {
 	if !domain.ValidID(id, domain.GroupIDPrefix) {

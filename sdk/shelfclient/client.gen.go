@@ -2242,7 +2242,9 @@ type ClientInterface interface {
 	// Who may call: anyone, with or without a session (as `GET
 	// /v1/groups/{id}`).
 	//
-	// Cost: one claim read and one read of the group.
+	// Cost: one claim read and one read of the group (and, for a
+	// membership change found unfinished there, what finishing it
+	// costs, as by id).
 	//
 	// Corresponds with GET /v1/groups/by-name/{name} (the `GetGroupByName` operationId).
 	GetGroupByName(ctx context.Context, name GroupName, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2290,7 +2292,11 @@ type ClientInterface interface {
 	// Who may call: anyone, with or without a session.
 	//
 	// Cost: a malformed id is answered 404 without touching the
-	// database; otherwise one read of the group.
+	// database; otherwise one read of the group. A membership change
+	// found unfinished there (its request died) is finished first, as
+	// the group's member list does, and the group read again: a group
+	// whose creation died with its creator deleted is closed and
+	// answered 404.
 	//
 	// Corresponds with GET /v1/groups/{id} (the `GetGroup` operationId).
 	GetGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4424,7 +4430,9 @@ func (c *Client) CreateGroup(ctx context.Context, body CreateGroupJSONRequestBod
 // Who may call: anyone, with or without a session (as `GET
 // /v1/groups/{id}`).
 //
-// Cost: one claim read and one read of the group.
+// Cost: one claim read and one read of the group (and, for a
+// membership change found unfinished there, what finishing it
+// costs, as by id).
 //
 // Corresponds with GET /v1/groups/by-name/{name} (the `GetGroupByName` operationId).
 func (c *Client) GetGroupByName(ctx context.Context, name GroupName, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4492,7 +4500,11 @@ func (c *Client) CloseGroup(ctx context.Context, id GroupId, reqEditors ...Reque
 // Who may call: anyone, with or without a session.
 //
 // Cost: a malformed id is answered 404 without touching the
-// database; otherwise one read of the group.
+// database; otherwise one read of the group. A membership change
+// found unfinished there (its request died) is finished first, as
+// the group's member list does, and the group read again: a group
+// whose creation died with its creator deleted is closed and
+// answered 404.
 //
 // Corresponds with GET /v1/groups/{id} (the `GetGroup` operationId).
 func (c *Client) GetGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9887,7 +9899,9 @@ type ClientWithResponsesInterface interface {
 	// Who may call: anyone, with or without a session (as `GET
 	// /v1/groups/{id}`).
 	//
-	// Cost: one claim read and one read of the group.
+	// Cost: one claim read and one read of the group (and, for a
+	// membership change found unfinished there, what finishing it
+	// costs, as by id).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9939,7 +9953,11 @@ type ClientWithResponsesInterface interface {
 	// Who may call: anyone, with or without a session.
 	//
 	// Cost: a malformed id is answered 404 without touching the
-	// database; otherwise one read of the group.
+	// database; otherwise one read of the group. A membership change
+	// found unfinished there (its request died) is finished first, as
+	// the group's member list does, and the group read again: a group
+	// whose creation died with its creator deleted is closed and
+	// answered 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20543,7 +20561,9 @@ func (c *ClientWithResponses) CreateGroupWithResponse(ctx context.Context, body 
 // Who may call: anyone, with or without a session (as `GET
 // /v1/groups/{id}`).
 //
-// Cost: one claim read and one read of the group.
+// Cost: one claim read and one read of the group (and, for a
+// membership change found unfinished there, what finishing it
+// costs, as by id).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20607,7 +20627,11 @@ func (c *ClientWithResponses) CloseGroupWithResponse(ctx context.Context, id Gro
 // Who may call: anyone, with or without a session.
 //
 // Cost: a malformed id is answered 404 without touching the
-// database; otherwise one read of the group.
+// database; otherwise one read of the group. A membership change
+// found unfinished there (its request died) is finished first, as
+// the group's member list does, and the group read again: a group
+// whose creation died with its creator deleted is closed and
+// answered 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //

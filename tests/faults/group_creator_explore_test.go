@@ -99,44 +99,73 @@ func createRacingItsCreator(t *testing.T, name string, d *delWorld, k int, fault
 	return after, err
 }
 
-// TestMemberListClosesTheGroupOfADeletedCreator: a creation that died
-// after activating its group (its process crashed at the first member
-// write) leaves the creator's membership pending; the creator's deletion,
-// reading the creator's groups, finds none. An admin's member list, the
-// group's next reader, finishes the creation, finds the creator deleted
-// and closes the group, and answers as for a group that is gone (404),
-// not with a page of the deleted creator; the closings' repair finishes it.
-func TestMemberListClosesTheGroupOfADeletedCreator(t *testing.T) {
+// TestReadersCloseTheGroupOfADeletedCreator: a creation that died after
+// activating its group (its process crashed at the first member write)
+// leaves the creator's membership pending; the creator's deletion,
+// reading the creator's groups, finds none. The group's next reader (an
+// admin's member list, or anyone's read of its page by id or by name)
+// finishes the creation, finds the creator deleted and closes the group,
+// and answers as for a group that is gone (404), not with the deleted
+// creator's group; the closings' repair finishes it. Until then the group
+// reads as active (GetGroup, which finishes nothing, shows it).
+func TestReadersCloseTheGroupOfADeletedCreator(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, _, _ := newMembershipRaceWorld(t)
-	crashed := false
-	d.store.FaultAt = func(_ int, call string) memstore.Fault {
-		if !crashed && strings.HasPrefix(call, "group_members") {
-			crashed = true
-			return memstore.Crash
-		}
-		return memstore.None
-	}
-	if _, err := d.grp.CreateGroup(ctx, as(d.doomed), groups.CreateInput{Name: "founded"}); err == nil {
-		t.Fatal("a creation whose process crashed answered success")
-	}
-	recovered(d.store)
-	if err := d.deleteAs(delScenarios[0]); err != nil {
-		t.Fatalf("the deletion: %v", err)
-	}
-	var id string
-	for _, gr := range d.store.GroupSnapshot().Groups {
-		if gr.Name == "founded" {
-			id = gr.ID
-			if gr.Status != domain.StatusActive || gr.Pending == nil {
-				t.Fatalf("the crashed creation left %s, pending %+v; want active with the creator pending", gr.Status, gr.Pending)
+	for _, tc := range []struct {
+		name string
+		read func(d *delWorld, id string) error
+	}{
+		{"member-list", func(d *delWorld, id string) error {
+			_, err := d.grp.ListMembers(ctx, d.admin, id, "", 10)
+			return err
+		}},
+		{"page", func(d *delWorld, id string) error {
+			_, err := d.grp.ShowGroup(ctx, id)
+			return err
+		}},
+		{"page-by-name", func(d *delWorld, _ string) error {
+			_, err := d.grp.GetGroupByName(ctx, "founded")
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d, _, _ := newMembershipRaceWorld(t)
+			crashed := false
+			d.store.FaultAt = func(_ int, call string) memstore.Fault {
+				if !crashed && strings.HasPrefix(call, "group_members") {
+					crashed = true
+					return memstore.Crash
+				}
+				return memstore.None
 			}
-		}
+			if _, err := d.grp.CreateGroup(ctx, as(d.doomed), groups.CreateInput{Name: "founded"}); err == nil {
+				t.Fatal("a creation whose process crashed answered success")
+			}
+			recovered(d.store)
+			if err := d.deleteAs(delScenarios[0]); err != nil {
+				t.Fatalf("the deletion: %v", err)
+			}
+			var id string
+			for _, gr := range d.store.GroupSnapshot().Groups {
+				if gr.Name == "founded" {
+					id = gr.ID
+					if gr.Status != domain.StatusActive || gr.Pending == nil {
+						t.Fatalf("the crashed creation left %s, pending %+v; want active with the creator pending", gr.Status, gr.Pending)
+					}
+				}
+			}
+			if _, err := d.grp.GetGroup(ctx, id); err != nil {
+				t.Fatalf("the group before its reader: %v; want it shown as active", err)
+			}
+			if err := tc.read(d, id); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("the %s of the deleted creator's group answered %v; want 404", tc.name, err)
+			}
+			if _, err := d.grp.GetGroup(ctx, id); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("the group after its %s: %v; want it closed", tc.name, err)
+			}
+			finishNewGroups(t, tc.name, d)
+			checkDeletion(t, tc.name, d)
+		})
 	}
-	if pg, err := d.grp.ListMembers(ctx, d.admin, id, "", 10); !errors.Is(err, domain.ErrNotFound) {
-		t.Fatalf("the member list of the deleted creator's group answered %+v, %v; want 404", pg.Items, err)
-	}
-	finishNewGroups(t, "member-list", d)
-	checkDeletion(t, "member-list", d)
 }
