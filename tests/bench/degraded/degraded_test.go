@@ -53,6 +53,10 @@ type settings struct {
 	apiEnv []string      // DEGRADED_API_ENV: extra api settings, space separated
 	tags   string        // DEGRADED_TAGS: build tags of the api
 	label  string        // DEGRADED_LABEL: names the saved files
+	// rollPause is how long a roll waits once a restarted node answers
+	// before it stops the next (DEGRADED_ROLL_PAUSE; 0, the upgrade the
+	// goal describes: the next at once).
+	rollPause time.Duration
 	// faults are the faults played after the healthy window, in this
 	// order (DEGRADED_FAULTS, comma separated): hung, killed, slow,
 	// majority, roll, api-roll. Fewer make a shorter run, to compare
@@ -73,6 +77,13 @@ func readSettings(t *testing.T) settings {
 		if _, err := fmt.Sscan(v, &s.node); err != nil || s.node < 0 || s.node > 2 {
 			t.Fatalf("DEGRADED_NODE=%q: want 0, 1 or 2", v)
 		}
+	}
+	if v := os.Getenv("DEGRADED_ROLL_PAUSE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			t.Fatalf("DEGRADED_ROLL_PAUSE=%q: want a duration, 0 or more", v)
+		}
+		s.rollPause = d
 	}
 	s.apiEnv = strings.Fields(os.Getenv("DEGRADED_API_ENV"))
 	s.faults = allFaults
@@ -132,7 +143,7 @@ func TestDegraded(t *testing.T) {
 	results = nil
 	mu.Unlock()
 	runStart := time.Now()
-	f := &faults{t: t, c: c, api: api, node: cfg.node, w: cfg.window, play: cfg.faults}
+	f := &faults{t: t, c: c, api: api, node: cfg.node, w: cfg.window, play: cfg.faults, rollPause: cfg.rollPause}
 	windows, heal := f.run()
 	stop()
 	wg.Wait()
@@ -356,7 +367,11 @@ type faults struct {
 	node int
 	w    time.Duration
 	play []string
-	// steps are a roll's steps, each node's drain and its time down.
+	// rollPause is the wait between a restarted node answering and the
+	// next node's stop.
+	rollPause time.Duration
+	// steps are a roll's steps, each node's drain and its time down (and
+	// the pause after it, if any).
 	steps []window
 }
 
@@ -442,7 +457,14 @@ func (f *faults) run() ([]window, time.Time) {
 			// and flushes), started again, its CQL port answering, then
 			// the next. The window lasts the whole roll.
 			roll := window{Name: "rolling restart", From: time.Now(), Fault: true}
-			for _, n := range f.c.Nodes {
+			for i, n := range f.c.Nodes {
+				if i > 0 && f.rollPause > 0 {
+					prev := f.c.Nodes[i-1]
+					up := window{Name: prev.Address + " up, pausing", From: time.Now(), Fault: true}
+					time.Sleep(f.rollPause)
+					up.To = time.Now()
+					f.steps = append(f.steps, up)
+				}
 				draining := window{Name: n.Address + " draining", From: time.Now(), Fault: true}
 				if err := f.c.L.Stop(n); err != nil {
 					f.t.Errorf("stop %s: %v", n.Name, err)
@@ -511,14 +533,17 @@ func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, 
 	}
 	for _, w := range steps {
 		color := "#9fc5e8" // draining
-		if strings.HasSuffix(w.Name, " down") {
+		switch {
+		case strings.HasSuffix(w.Name, " down"):
 			color = "#6fa8dc"
+		case strings.HasSuffix(w.Name, " pausing"):
+			color = "#e8f1fa"
 		}
 		shades = append(shades, testkit.Shade{From: w.From.Sub(start).Seconds(), To: w.To.Sub(start).Seconds(), Label: "rolling restart: " + w.Name, Color: color})
 	}
 	title := "bench-degraded " + name
 	if err := testkit.WriteTimeline(filepath.Join(dir, name+".html"), title, drawn, shades,
-		"Shaded: one node hung (yellow), killed (red), restarting (orange-pale), slow (green), two nodes hung (orange), a rolling restart of the nodes (blue: a node draining pale, down until it answers dark), of the api processes (purple)."); err != nil {
+		"Shaded: one node hung (yellow), killed (red), restarting (orange-pale), slow (green), two nodes hung (orange), a rolling restart of the nodes (blue: a node draining pale, down until it answers dark, up before the next node's stop palest), of the api processes (purple)."); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("saved .bench/%s.json and .html", name)
