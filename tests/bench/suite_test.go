@@ -226,7 +226,9 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 	servers := []*process{h.api, h.lean, nil}
 	dbCPU := make([]time.Duration, 3) // of the Cassandra node, every side
 	var rtSum, rtCount float64
+	var byRound []float64 // shelf over lean, each round
 	for k := range rounds {
+		var roundOps [3]float64
 		for _, i := range turns(k, len(sides)) {
 			fn := sides[i]
 			if i == 0 {
@@ -238,13 +240,17 @@ func measure(t *testing.T, h *harness, o op, clients int, round time.Duration, r
 			cpu[i] += servers[i].cpu() - c0
 			dbCPU[i] += cpuOf(h.cassandra) - db0
 			lat[i], took[i] = append(lat[i], l...), took[i]+d
+			roundOps[i] = float64(len(l)) / d.Seconds()
 			if i == 0 {
 				s, c := scrape(t, h, o)
 				rtSum, rtCount = rtSum+s, rtCount+c
 			}
 		}
+		if roundOps[1] > 0 {
+			byRound = append(byRound, roundOps[0]/roundOps[1])
+		}
 	}
-	r := row{Name: o.name, Read: o.read, Model: o.model,
+	r := row{Name: o.name, Read: o.read, Model: o.model, ShelfLeanByRound: byRound,
 		Shelf: sideOf(lat[0], took[0]), Lean: sideOf(lat[1], took[1]), Raw: sideOf(lat[2], took[2])}
 	r.Shelf.CPUMicros = float64(cpu[0].Microseconds()) / float64(max(r.Shelf.N, 1))
 	r.Lean.CPUMicros = float64(cpu[1].Microseconds()) / float64(max(r.Lean.N, 1))
