@@ -57,6 +57,12 @@ type settings struct {
 	// before it stops the next (DEGRADED_ROLL_PAUSE; 0, the upgrade the
 	// goal describes: the next at once).
 	rollPause time.Duration
+	// rate is the requests a second the clients send in all
+	// (DEGRADED_RATE; 0: each client sends its next request the moment
+	// its last is answered, the machine's whole capacity). At a rate, each
+	// client waits for its turn, and one that fell behind starts at once
+	// without catching up: a stall costs the requests it held back.
+	rate float64
 	// faults are the faults played after the healthy window, in this
 	// order (DEGRADED_FAULTS, comma separated): hung, killed, slow,
 	// majority, roll, api-roll. Fewer make a shorter run, to compare
@@ -84,6 +90,11 @@ func readSettings(t *testing.T) settings {
 			t.Fatalf("DEGRADED_ROLL_PAUSE=%q: want a duration, 0 or more", v)
 		}
 		s.rollPause = d
+	}
+	if v := os.Getenv("DEGRADED_RATE"); v != "" {
+		if _, err := fmt.Sscan(v, &s.rate); err != nil || s.rate < 0 {
+			t.Fatalf("DEGRADED_RATE=%q: want requests a second, 0 or more", v)
+		}
 	}
 	s.apiEnv = strings.Fields(os.Getenv("DEGRADED_API_ENV"))
 	s.faults = allFaults
@@ -126,7 +137,11 @@ func TestDegraded(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(i), uint64(started.UnixNano())))
+			turn := newPace(cfg.rate, i, clients)
 			for ctx.Err() == nil {
+				if !turn.wait(ctx) {
+					return
+				}
 				res := m.one(api, r)
 				mu.Lock()
 				results = append(results, res)
@@ -159,8 +174,12 @@ func TestDegraded(t *testing.T) {
 	}
 	tbl := table(sums)
 	verdicts := strings.Join(goals(sums, back), "\n")
-	fmt.Printf("\nbench-degraded: 3 nodes (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), %d api processes, %d clients, windows of %s, node %s faulted alone; %.0fs in all\n\n%s\n%s\n",
-		len(api.procs), clients, cfg.window, addresses[cfg.node], time.Since(started).Seconds(), tbl, verdicts)
+	load := "as fast as answered"
+	if cfg.rate > 0 {
+		load = fmt.Sprintf("%g requests a second in all", cfg.rate)
+	}
+	fmt.Printf("\nbench-degraded: 3 nodes (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), %d api processes, %d clients %s, windows of %s, node %s faulted alone; %.0fs in all\n\n%s\n%s\n",
+		len(api.procs), clients, load, cfg.window, addresses[cfg.node], time.Since(started).Seconds(), tbl, verdicts)
 	// A roll step by step: which node's stop or start the rate fell in.
 	steps := []summary{sums[0]}
 	for _, w := range f.steps {
@@ -513,7 +532,7 @@ func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, 
 		name += "-" + cfg.label
 	}
 	out, err := json.MarshalIndent(map[string]any{
-		"window": cfg.window.String(), "apiEnv": cfg.apiEnv, "tags": cfg.tags, "label": cfg.label,
+		"window": cfg.window.String(), "rate": cfg.rate, "rollPause": cfg.rollPause.String(), "apiEnv": cfg.apiEnv, "tags": cfg.tags, "label": cfg.label,
 		"windows": windows, "summaries": sums, "rollSteps": stepSums, "perSecond": series, "backAfterSeconds": back,
 		"table": tbl, "verdicts": verdicts,
 	}, "", "  ")

@@ -1,6 +1,7 @@
 package degraded
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -302,4 +303,51 @@ func goals(sums []summary, back float64) []string {
 		}
 	}
 	return lines
+}
+
+// pace is one client's share of DEGRADED_RATE: its turns come every
+// clients/rate seconds, the clients offset from each other.
+type pace struct {
+	every time.Duration // 0: no waiting
+	next  time.Time
+}
+
+// newPace is the pace of client (0 to clients-1) of clients sending rate
+// requests a second in all (0: no pace).
+func newPace(rate float64, client, clients int) *pace {
+	if rate <= 0 {
+		return &pace{}
+	}
+	every := time.Duration(float64(clients) / rate * float64(time.Second))
+	return &pace{every: every, next: time.Now().Add(every * time.Duration(client) / time.Duration(clients))}
+}
+
+// wait waits for the client's next turn (false: ctx ended first). A
+// client behind its turns goes at once and its turns start over from
+// now: requests a stall held back are not sent later in a burst.
+func (p *pace) wait(ctx context.Context) bool {
+	d := p.turn(time.Now())
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	select {
+	case <-time.After(d): // collected once it fires or is dropped (Go 1.23)
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// turn is how long from now the client's next turn is, and books the one
+// after it.
+func (p *pace) turn(now time.Time) time.Duration {
+	if p.every == 0 {
+		return 0
+	}
+	if d := p.next.Sub(now); d > 0 {
+		p.next = p.next.Add(p.every)
+		return d
+	}
+	p.next = now.Add(p.every)
+	return 0
 }

@@ -80,3 +80,36 @@ func TestGoals(t *testing.T) {
 		t.Fatalf("verdicts:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// TestPace: at a rate, each client's turns come every clients/rate
+// seconds, the clients spread over that interval; a client that fell
+// behind goes at once and does not catch up in a burst; no rate, no wait.
+func TestPace(t *testing.T) {
+	if d := newPace(0, 3, 16).turn(time.Now()); d != 0 {
+		t.Fatalf("no rate waited %v", d)
+	}
+	p := newPace(8, 1, 4) // 4 clients, 8 a second in all: every 500 ms each
+	if p.every != 500*time.Millisecond {
+		t.Fatalf("every = %v, want 500ms", p.every)
+	}
+	// From its start, a client answered at once waits a quarter interval
+	// (client 1 of 4), then whole ones.
+	now := p.next.Add(-125 * time.Millisecond)
+	for i, want := range []time.Duration{125, 500, 500} {
+		d := p.turn(now)
+		if d != want*time.Millisecond {
+			t.Fatalf("turn %d: waited %v, want %vms", i, d, want)
+		}
+		now = now.Add(d)
+	}
+	// Its next turn is 500 ms after the last; an answer 3 s later is far
+	// behind: the client goes at once, and its next turn is a whole
+	// interval after that, not the turns it missed.
+	late := now.Add(3 * time.Second)
+	if d := p.turn(late); d != 0 {
+		t.Fatalf("a client behind waited %v", d)
+	}
+	if d := p.turn(late.Add(10 * time.Millisecond)); d != 490*time.Millisecond {
+		t.Fatalf("after a stall the next turn is in %v, want 490ms", d)
+	}
+}
