@@ -35,7 +35,7 @@ func TestWriteConfig(t *testing.T) {
 		}
 		for _, want := range []string{"-Xmx512M", "-javaagent:" + filepath.Join(lib, "jamm-0.4.0.jar"),
 			"--add-opens\njava.base/java.lang=ALL-UNNAMED", "org.apache.cassandra.service.CassandraDaemon",
-			"-Xlog:gc=info,safepoint=info:file=" + filepath.Join(l.nodeDir(n), "logs", "gc.log")} {
+			`-Xlog:gc=info,safepoint=info:file=\"` + filepath.Join(l.nodeDir(n), "logs", "gc.log") + `\":time`} {
 			if !strings.Contains(args, want) {
 				t.Errorf("jvm.args lacks %q", want)
 			}
