@@ -58,7 +58,7 @@ bench-jobs: ## deletions of accounts of 0, 100, 1 000 and 10 000 items and closi
 	@$(CASSANDRA) with -- $(GO) test -tags bench -count=1 -timeout 30m -run '^TestBenchJobs$$' -v ./tests/bench/
 
 .PHONY: bench-degraded
-bench-degraded: ## the api in cluster mode on three nodes of its own (127.0.0.51-53, RF 3), 16 clients of a mix of reads, pages, updates and signups; healthy, one node hung, killed and restarted, slow (SIGSTOP 100 ms of every 300 ms), two nodes hung, a rolling restart of every node (SIGTERM, start, the next), then of the two api processes the clients balance over, each window against the healthy one; table, JSON and HTML report under .bench/ (DEGRADED_WINDOW 15s, DEGRADED_NODE 2, DEGRADED_FAULTS hung,killed,slow,majority,roll,api-roll, DEGRADED_ROLL_PAUSE 0, DEGRADED_RATE 0 (requests a second in all; 0: as fast as answered), DEGRADED_API_ENV, DEGRADED_LABEL)
+bench-degraded: ## the api in cluster mode on three nodes of its own (127.0.0.51-53, RF 3), 16 clients of a mix of reads, pages, updates and signups; healthy, one node hung, killed and restarted, slow (SIGSTOP 100 ms of every 300 ms), two nodes hung, a rolling restart of every node (SIGTERM, start, the next), then of the two api processes the clients balance over, each window against the healthy one; table, JSON and HTML report under .bench/ (DEGRADED_WINDOW 15s, DEGRADED_NODE 2, DEGRADED_FAULTS hung,killed,slow,majority,roll,api-roll, DEGRADED_ROLL_PAUSE 0, DEGRADED_RATE 0 (requests a second in all; 0: as fast as answered), DEGRADED_API_ENV, DEGRADED_SPECULATIVE_RETRY (every table's, e.g. MIN(99p,50ms)), DEGRADED_LABEL)
 	@$(GO) test -tags degraded -count=1 -timeout 30m -run '^TestDegraded$$' -v ./tests/bench/degraded/
 
 .PHONY: storm

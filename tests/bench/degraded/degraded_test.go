@@ -51,8 +51,12 @@ type settings struct {
 	window time.Duration // DEGRADED_WINDOW: each window's length
 	node   int           // DEGRADED_NODE: the node faulted alone (0-2)
 	apiEnv []string      // DEGRADED_API_ENV: extra api settings, space separated
-	tags   string        // DEGRADED_TAGS: build tags of the api
-	label  string        // DEGRADED_LABEL: names the saved files
+	// specRetry, when set, is every table's speculative_retry after the
+	// migration (DEGRADED_SPECULATIVE_RETRY, e.g. MIN(99p,50ms)), to
+	// measure it against the schema's default (99p).
+	specRetry string
+	tags      string // DEGRADED_TAGS: build tags of the api
+	label     string // DEGRADED_LABEL: names the saved files
 	// rollPause is how long a roll waits once a restarted node answers
 	// before it stops the next (DEGRADED_ROLL_PAUSE; 0, the upgrade the
 	// goal describes: the next at once).
@@ -97,6 +101,10 @@ func readSettings(t *testing.T) settings {
 		}
 	}
 	s.apiEnv = strings.Fields(os.Getenv("DEGRADED_API_ENV"))
+	s.specRetry = os.Getenv("DEGRADED_SPECULATIVE_RETRY")
+	if strings.ContainsAny(s.specRetry, "'; ") {
+		t.Fatalf("DEGRADED_SPECULATIVE_RETRY=%q: want a value such as 99p, 50ms or MIN(99p,50ms)", s.specRetry)
+	}
 	s.faults = allFaults
 	if v := os.Getenv("DEGRADED_FAULTS"); v != "" {
 		s.faults = strings.Split(v, ",")
@@ -119,7 +127,7 @@ func TestDegraded(t *testing.T) {
 	started := time.Now()
 	c := testkit.StartCluster(t, "degraded", addresses, testLog{t})
 	logs := &apiLog{}
-	api := startAPIs(t, cfg, logs)
+	api := startAPIs(t, c, cfg, logs)
 	m, err := seed(api.base(0))
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +278,7 @@ func (a *apis) restart(i int) {
 // startAPIs builds the api (with DEGRADED_TAGS), migrates the keyspace and
 // serves it in cluster mode from two processes on free ports; they stop
 // when the test ends.
-func startAPIs(t *testing.T, cfg settings, logs *apiLog) *apis {
+func startAPIs(t *testing.T, c *testkit.Cluster, cfg settings, logs *apiLog) *apis {
 	t.Helper()
 	bin, err := testkit.Build(t.TempDir(), "./cmd/api", cfg.tags)
 	if err != nil {
@@ -295,6 +303,9 @@ func startAPIs(t *testing.T, cfg settings, logs *apiLog) *apis {
 	migrate.Env = env
 	if out, err := migrate.CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v: %s", err, out)
+	}
+	if cfg.specRetry != "" {
+		setSpeculativeRetry(t, c, cfg.specRetry)
 	}
 	a := &apis{t: t, bin: bin, env: env, logs: logs}
 	for i := range 2 {
@@ -726,4 +737,23 @@ func (g *errgroup) run(f func() error) {
 func (g *errgroup) wait() error {
 	g.wg.Wait()
 	return g.err
+}
+
+// setSpeculativeRetry sets every table of the keyspace to speculative_retry
+// v: what a coordinator waits for a replica before it asks another.
+func setSpeculativeRetry(t *testing.T, c *testkit.Cluster, v string) {
+	t.Helper()
+	conn := testkit.ConnConfig(c.Hosts(), "degraded")
+	conn.Timeout = 30 * time.Second // a schema change on three loaded nodes
+	s := c.Connect(t, conn)
+	var names []string
+	if err := s.Query(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'degraded'`, nil).SelectRelease(&names); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if err := s.Query(`ALTER TABLE `+n+` WITH speculative_retry = '`+v+`'`, nil).ExecRelease(); err != nil {
+			t.Fatalf("speculative_retry %s on %s: %v", v, n, err)
+		}
+	}
+	t.Logf("speculative_retry %s on %d tables", v, len(names))
 }
