@@ -148,8 +148,8 @@ func (l *Launcher) writeConfig(n Node, lib, java string) error {
 		"-Dcassandra.ring_delay_ms=5000",
 		"-Dcassandra.superuser_setup_delay_ms=0",
 		"-Dcassandra.available_processors=2",
-		// Pauses and safepoints, as Cassandra's own jvm options log them;
-		// the file quoted: -Xlog splits its fields at ':', so a path holding one breaks it.
+		// Pauses and safepoints, as Cassandra's own jvm options log them.
+		// The file is quoted: -Xlog splits its fields at ':'.
 		"-Xlog:gc=info,safepoint=info:file=\"" + filepath.Join(dir, "logs", "gc.log") + "\":time,uptime,level:filecount=2,filesize=10M",
 	}
 	if !n.Durable {
