@@ -2075,9 +2075,15 @@
     history.replaceState(null, '', location.pathname + location.search + '#' + route);
   }
 
+  // go shows the page at hash. The page is no longer ready from here on:
+  // the hash changes now, the route runs on the event after, and a reader
+  // of data-ready in between would take the old page for the new one.
   function go(hash) {
-    if (location.hash === hash) route().catch((err) => say(err.message, true));
-    else location.hash = hash;
+    document.body.dataset.ready = '';
+    const before = location.hash;
+    location.hash = hash;
+    // An unchanged hash (as the browser writes it) fires no event: route now.
+    if (location.hash === before) route().catch((err) => say(err.message, true));
   }
 
   async function route() {
