@@ -114,6 +114,9 @@ func (l *Launcher) writeConfig(n Node, lib, java string) error {
 		commitlog = "commitlog_sync: batch"
 	}
 	yaml := fmt.Sprintf(yamlTemplate, n.Cluster, n.Token, strings.Join(seeds, ","), n.Address, CQLPort, dir, commitlog, topologyYAML(n), StoragePort)
+	if n.ReadTimeout > 0 {
+		yaml += fmt.Sprintf("read_request_timeout: %dms\n", n.ReadTimeout.Milliseconds())
+	}
 	if err := os.WriteFile(filepath.Join(conf, "cassandra.yaml"), []byte(yaml), 0o644); err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ func TestWriteConfig(t *testing.T) {
 		for _, want := range []string{
 			"cluster_name: shelf-c\n", `initial_token: "-3074457345618258603"`, "listen_address: 127.0.0.22\n",
 			`seeds: "127.0.0.21:7000,127.0.0.22:7000,127.0.0.23:7000"`, "storage_compatibility_mode: NONE", "paxos_variant: v2",
+			"read_request_timeout: 2000ms\n",
 		} {
 			if !strings.Contains(yaml, want) {
 				t.Errorf("cassandra.yaml lacks %q:\n%s", want, yaml)
@@ -101,6 +102,9 @@ func TestWriteConfigDataCentres(t *testing.T) {
 				if !strings.Contains(yaml, want) {
 					t.Errorf("%s: cassandra.yaml lacks %q:\n%s", n.Name, want, yaml)
 				}
+			}
+			if strings.Contains(yaml, "read_request_timeout") {
+				t.Errorf("%s: a data centre's node keeps Cassandra's read timeout:\n%s", n.Name, yaml)
 			}
 			broadcast := strings.Contains(yaml, "broadcast_address: "+links2(links, i)+"\n")
 			if broadcast != (links != nil) || strings.Count(yaml, "endpoint_snitch") != 1 {

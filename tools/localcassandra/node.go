@@ -51,6 +51,13 @@ type Node struct {
 	// at: a relay in front of its storage port that a test slows down or
 	// cuts (the link between data centres). Seeds then name the relays.
 	Broadcast string
+	// ReadTimeout, when set, is read_request_timeout (Cassandra's default
+	// is 5 s). A coordinator learns that a replica stopped answering when
+	// its first requests to it expire (its dynamic snitch counts each as a
+	// latency of the whole timeout); until then every read it sends there
+	// waits the table's speculative_retry before the next replica is asked
+	// (docs/design/node-faults.md, "Server side").
+	ReadTimeout time.Duration
 }
 
 // SingleNode is the development and test node: 127.0.0.1:9042.
@@ -74,6 +81,10 @@ func ClusterNodes(name string, addresses [3]string) []Node {
 			Seeds:   addresses[:],
 			Token:   clusterTokens[i],
 			Durable: true,
+			// As writes' (write_request_timeout) and the API's attempt
+			// (SHELF_CASSANDRA_TIMEOUT): no coordinator waits on a
+			// replica longer than the client waits on it.
+			ReadTimeout: 2 * time.Second,
 		}
 	}
 	return nodes
@@ -85,6 +96,8 @@ func ClusterNodes(name string, addresses [3]string) []Node {
 // centre spreads its nodes evenly over the ring, offset by its index (two
 // nodes may not share a token). links, when not nil, holds one address per
 // node in the same layout: where the other nodes reach it (Node.Broadcast).
+// Its nodes keep Cassandra's read timeout: what a shorter one does to a
+// SERIAL read across the slowed link between them is not measured.
 func DataCentreNodes(name string, dcs, links [][]string) []Node {
 	var seeds []string
 	for i, addrs := range dcs {
