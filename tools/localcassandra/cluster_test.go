@@ -63,7 +63,7 @@ func TestClusterSurvivesOneNodeDown(t *testing.T) {
 	defer s.Close()
 	// Each node runs with the read timeout its cassandra.yaml sets.
 	for _, n := range nodes {
-		if timeout, err := nodeSetting(ctx, n.Address, "read_request_timeout"); err != nil || timeout != "2000ms" {
+		if timeout, err := localcassandra.Setting(ctx, n.Address, "read_request_timeout"); err != nil || timeout != "2000ms" {
 			t.Fatalf("%s: read_request_timeout %q (%v), want 2000ms", n.Name, timeout, err)
 		}
 	}
@@ -122,20 +122,4 @@ type testLog struct{ t *testing.T }
 func (w testLog) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
-}
-
-// nodeSetting reads one setting of the node at address, as it runs
-// (system_views.settings), through a session with that node alone.
-func nodeSetting(ctx context.Context, address, name string) (string, error) {
-	cluster := gocql.NewCluster(address)
-	cluster.Timeout = 5 * time.Second
-	cluster.DisableInitialHostLookup = true
-	s, err := cluster.CreateSession()
-	if err != nil {
-		return "", err
-	}
-	defer s.Close()
-	var value string
-	err = s.Query("SELECT value FROM system_views.settings WHERE name = ?", name).WithContext(ctx).Scan(&value)
-	return value, err
 }

@@ -352,14 +352,32 @@ func Answering(ctx context.Context, address string) bool {
 	return s.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&version) == nil
 }
 
-// PeerCount returns how many peers the node at address sees in
-// system.peers_v2.
-func PeerCount(ctx context.Context, address string) (int, error) {
+// nodeSession is a session with the node at address alone.
+func nodeSession(address string) (*gocql.Session, error) {
 	cluster := gocql.NewCluster(address)
 	cluster.Timeout = 5 * time.Second
 	cluster.DisableInitialHostLookup = true
 	cluster.Logger = discardLogger{}
-	s, err := cluster.CreateSession()
+	return cluster.CreateSession()
+}
+
+// Setting returns one setting of the node at address as it runs
+// (system_views.settings), e.g. read_request_timeout.
+func Setting(ctx context.Context, address, name string) (string, error) {
+	s, err := nodeSession(address)
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	var value string
+	err = s.Query("SELECT value FROM system_views.settings WHERE name = ?", name).WithContext(ctx).Scan(&value)
+	return value, err
+}
+
+// PeerCount returns how many peers the node at address sees in
+// system.peers_v2.
+func PeerCount(ctx context.Context, address string) (int, error) {
+	s, err := nodeSession(address)
 	if err != nil {
 		return 0, err
 	}
