@@ -328,6 +328,10 @@ func (l *Launcher) Running(n Node) bool {
 	return ok
 }
 
+// PID is the node's process id while it runs (benchmarks read its
+// threads' CPU time from /proc).
+func (l *Launcher) PID(n Node) (int, bool) { return l.runningPID(n) }
+
 // Answering reports whether a Cassandra node answers a CQL query on
 // address:9042 within a few seconds.
 func Answering(ctx context.Context, address string) bool {

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -138,6 +139,15 @@ func TestDegraded(t *testing.T) {
 	t.Logf("cluster, api and %d items ready after %.0fs", len(m.items), time.Since(started).Seconds())
 
 	ctx, stop := context.WithCancel(context.Background())
+	cpu := sampleNodes(ctx, func() map[string]int {
+		pids := map[string]int{}
+		for _, n := range c.Nodes {
+			if pid, ok := c.L.PID(n); ok {
+				pids[n.Address] = pid
+			}
+		}
+		return pids
+	})
 	var (
 		mu      sync.Mutex
 		results []result
@@ -191,6 +201,9 @@ func TestDegraded(t *testing.T) {
 	}
 	fmt.Printf("\nbench-degraded: 3 nodes (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), %d api processes, %d clients %s, windows of %s, node %s faulted alone; %.0fs in all\n\n%s\n%s\n",
 		len(api.procs), clients, load, cfg.window, addresses[cfg.node], time.Since(started).Seconds(), tbl, verdicts)
+	samples := cpu.all()
+	fmt.Printf("\neach node's CPU, in cores of the machine's %d, averaged over the seconds it ran: in all (compiling: the JIT's threads; collecting: the GC's):\n%s",
+		runtime.NumCPU(), cpuTable(windows, addresses[:], samples))
 	// A roll step by step: which node's stop or start the rate fell in.
 	steps := []summary{sums[0]}
 	for _, w := range f.steps {
@@ -198,6 +211,7 @@ func TestDegraded(t *testing.T) {
 	}
 	if len(steps) > 1 {
 		fmt.Printf("\nrolling restart, step by step (a node drains from SIGTERM until its process ends, then is down until its CQL port answers):\n%s", table(steps))
+		fmt.Printf("\neach node's CPU in the roll's steps:\n%s", cpuTable(append(windows[:1:1], f.steps...), addresses[:], samples))
 	}
 	for _, s := range sums {
 		for _, at := range s.idle {
@@ -211,7 +225,7 @@ func TestDegraded(t *testing.T) {
 		}
 		fmt.Println("api error:", l)
 	}
-	save(t, cfg, runStart, windows, f.steps, sums, steps[1:], series, drawn, back, tbl, verdicts)
+	save(t, cfg, runStart, windows, f.steps, sums, steps[1:], series, drawn, samples, back, tbl, verdicts)
 }
 
 // apis are the api processes the clients call, as a load balancer in
@@ -532,7 +546,7 @@ func (f *faults) run() ([]window, time.Time) {
 }
 
 // save writes the JSON and the HTML report under .bench/.
-func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, sums, stepSums []summary, series []perSecond, drawn []testkit.Second, back float64, tbl, verdicts string) {
+func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, sums, stepSums []summary, series []perSecond, drawn []testkit.Second, samples []cpuSample, back float64, tbl, verdicts string) {
 	root, err := localcassandra.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -547,7 +561,7 @@ func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, 
 	}
 	out, err := json.MarshalIndent(map[string]any{
 		"window": cfg.window.String(), "rate": cfg.rate, "rollPause": cfg.rollPause.String(), "apiEnv": cfg.apiEnv, "tags": cfg.tags, "label": cfg.label,
-		"windows": windows, "summaries": sums, "rollSteps": stepSums, "perSecond": series, "backAfterSeconds": back,
+		"windows": windows, "summaries": sums, "rollSteps": stepSums, "perSecond": series, "nodeCPU": samples, "backAfterSeconds": back,
 		"table": tbl, "verdicts": verdicts,
 	}, "", "  ")
 	if err != nil {

@@ -1,0 +1,218 @@
+package degraded
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// clockTicks is the unit of /proc's CPU times (USER_HZ: 100 on Linux).
+const clockTicks = 100
+
+// threadGroup says what a JVM thread does, from its name as /proc gives
+// it (at most 15 characters): compiling ("jit": HotSpot's C1 and C2
+// compiler threads), collecting ("gc": the collector's threads and the VM
+// thread that brings the others to safepoints), or anything else
+// ("other": requests, replicas' work, flushes, compactions, start-up).
+func threadGroup(name string) string {
+	switch {
+	case strings.HasPrefix(name, "C1 CompilerThre"), strings.HasPrefix(name, "C2 CompilerThre"):
+		return "jit"
+	case strings.HasPrefix(name, "GC Thread"), strings.HasPrefix(name, "G1 "), name == "VM Thread":
+		return "gc"
+	}
+	return "other"
+}
+
+// cpuSample is one node's CPU over the second before At, in cores: all
+// its threads', and its compiler and collector threads'.
+type cpuSample struct {
+	At    time.Time `json:"at"`
+	Node  string    `json:"node"`
+	Cores float64   `json:"cores"`
+	JIT   float64   `json:"jit"`
+	GC    float64   `json:"gc"`
+}
+
+// nodeCPU samples the nodes' threads every second: what each node spends
+// its CPU on (docs/design/node-faults.md: a node just restarted spends
+// most of it compiling).
+type nodeCPU struct {
+	mu      sync.Mutex
+	samples []cpuSample
+	// last is each thread's CPU ticks at the sample before, by pid and
+	// thread id; a thread not in it began after that sample.
+	last map[[2]int]uint64
+	// seen is the pids sampled before: a process's first sample only
+	// records its threads' times.
+	seen map[int]bool
+}
+
+// sampleNodes samples the nodes pids names (node address to pid; a
+// stopped node is absent) every second until ctx ends.
+func sampleNodes(ctx context.Context, pids func() map[string]int) *nodeCPU {
+	c := &nodeCPU{last: map[[2]int]uint64{}, seen: map[int]bool{}}
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			now := time.Now()
+			for node, pid := range pids() {
+				threads, err := threadTicks(pid)
+				if err != nil {
+					continue // it ended between the two reads
+				}
+				if s, ok := c.add(now, node, pid, threads); ok {
+					c.mu.Lock()
+					c.samples = append(c.samples, s)
+					c.mu.Unlock()
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return c
+}
+
+// add turns one reading of a process's threads (id to name and ticks)
+// into the second's sample; ok is false for the process's first reading.
+func (c *nodeCPU) add(at time.Time, node string, pid int, threads map[int]threadTime) (cpuSample, bool) {
+	s := cpuSample{At: at, Node: node}
+	first := !c.seen[pid]
+	c.seen[pid] = true
+	for tid, t := range threads {
+		key := [2]int{pid, tid}
+		before := c.last[key] // 0 for a thread begun since the sample before
+		c.last[key] = t.ticks
+		if first || t.ticks < before {
+			continue
+		}
+		cores := float64(t.ticks-before) / clockTicks
+		s.Cores += cores
+		switch threadGroup(t.name) {
+		case "jit":
+			s.JIT += cores
+		case "gc":
+			s.GC += cores
+		}
+	}
+	return s, !first
+}
+
+// all is every sample so far.
+func (c *nodeCPU) all() []cpuSample {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]cpuSample(nil), c.samples...)
+}
+
+// threadTime is one thread's name and CPU ticks (user and system).
+type threadTime struct {
+	name  string
+	ticks uint64
+}
+
+// threadTicks reads every thread of pid from /proc.
+func threadTicks(pid int) (map[int]threadTime, error) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]threadTime, len(tasks))
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		if t, ok := parseStat(string(b)); ok {
+			out[tid] = t
+		}
+	}
+	return out, nil
+}
+
+// parseStat reads a thread's name and utime+stime from its stat line:
+// "tid (name) state ppid ..."; the name may hold spaces and parentheses,
+// so the fields are counted from the last ')'.
+func parseStat(line string) (threadTime, bool) {
+	open, end := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
+	if open < 0 || end < open {
+		return threadTime{}, false
+	}
+	fields := strings.Fields(line[end+1:])
+	// After the name: state is field 3 of the line, utime 14, stime 15.
+	if len(fields) < 13 {
+		return threadTime{}, false
+	}
+	user, err1 := strconv.ParseUint(fields[11], 10, 64)
+	sys, err2 := strconv.ParseUint(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return threadTime{}, false
+	}
+	return threadTime{name: line[open+1 : end], ticks: user + sys}, true
+}
+
+// cpuIn is each node's average over the window's seconds (a sample counts
+// in the window its second's middle falls in): cores in all, compiling,
+// collecting. A node with no sample in it (down) is absent.
+func cpuIn(w window, samples []cpuSample) map[string]cpuSample {
+	sums := map[string]cpuSample{}
+	counts := map[string]int{}
+	for _, s := range samples {
+		mid := s.At.Add(-time.Second / 2)
+		if mid.Before(w.From) || !mid.Before(w.To) {
+			continue
+		}
+		a := sums[s.Node]
+		a.Node = s.Node
+		a.Cores += s.Cores
+		a.JIT += s.JIT
+		a.GC += s.GC
+		sums[s.Node] = a
+		counts[s.Node]++
+	}
+	for node, a := range sums {
+		n := float64(counts[node])
+		a.Cores, a.JIT, a.GC = a.Cores/n, a.JIT/n, a.GC/n
+		sums[node] = a
+	}
+	return sums
+}
+
+// cpuTable is a markdown table of each node's CPU in each window: cores
+// in all, of them compiling and collecting.
+func cpuTable(windows []window, nodes []string, samples []cpuSample) string {
+	var b strings.Builder
+	b.WriteString("| window |")
+	for _, n := range nodes {
+		b.WriteString(" " + n + " |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(nodes)) + "\n")
+	for _, w := range windows {
+		in := cpuIn(w, samples)
+		fmt.Fprintf(&b, "| %s |", w.Name)
+		for _, n := range nodes {
+			if s, ok := in[n]; ok {
+				fmt.Fprintf(&b, " %.2f (jit %.2f, gc %.2f) |", s.Cores, s.JIT, s.GC)
+			} else {
+				b.WriteString(" down |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
