@@ -201,6 +201,15 @@ func TestDegraded(t *testing.T) {
 	}
 	fmt.Printf("\nbench-degraded: 3 nodes (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), %d api processes, %d clients %s, windows of %s, node %s faulted alone; %.0fs in all\n\n%s\n%s\n",
 		len(api.procs), clients, load, cfg.window, addresses[cfg.node], time.Since(started).Seconds(), tbl, verdicts)
+	var waits []string
+	for _, s := range f.settles {
+		w := fmt.Sprintf("%s %.0fs", s.Before, s.Seconds)
+		if s.Err != "" {
+			w += " (did not settle: " + s.Err + ")"
+		}
+		waits = append(waits, w)
+	}
+	fmt.Printf("\nbefore each fault, until every node saw every replica up, held no hint and answered a read at ALL within %v three times (in no window): %s\n", settledWithin, strings.Join(waits, ", "))
 	samples := cpu.all()
 	fmt.Printf("\neach node's CPU, in cores of the machine's %d, averaged over the seconds it ran: in all (compiling: the JIT's threads; collecting: the GC's):\n%s",
 		runtime.NumCPU(), cpuTable(windows, addresses[:], samples))
@@ -225,7 +234,7 @@ func TestDegraded(t *testing.T) {
 		}
 		fmt.Println("api error:", l)
 	}
-	save(t, cfg, runStart, windows, f.steps, sums, steps[1:], series, drawn, samples, back, tbl, verdicts)
+	save(t, cfg, runStart, windows, f.steps, sums, steps[1:], series, drawn, samples, f.settles, back, tbl, verdicts)
 }
 
 // apis are the api processes the clients call, as a load balancer in
@@ -420,6 +429,40 @@ type faults struct {
 	// steps are a roll's steps, each node's drain and its time down (and
 	// the pause after it, if any).
 	steps []window
+	// settles are the waits before each fault for the cluster to settle.
+	settles []settle
+}
+
+// settle is how long the cluster took, before a fault, to settle after
+// the one before: every node sees every replica up, holds no hints, and
+// answers a read at ALL quickly (testkit.Settled). Without it a fault
+// began while the one before still held the cluster back (an API roll
+// right after two nodes hung: 0.64x healthy; alone 0.97x) and its window
+// measured both. The waits are in no window.
+type settle struct {
+	Before  string  `json:"before"`
+	Seconds float64 `json:"seconds"`
+	Err     string  `json:"error,omitempty"`
+}
+
+// Settling: every node answering the read at ALL within settledWithin,
+// three times in a row, no hint left; at most settleWait, then the fault
+// runs anyway and the wait's error is reported.
+const (
+	settledWithin = 500 * time.Millisecond
+	settleWait    = time.Minute
+)
+
+// settle waits for the cluster to settle before the fault.
+func (f *faults) settle(fault string) {
+	start := time.Now()
+	_, err := testkit.Settled(context.Background(), f.c.Hosts(), "degraded.users", settledWithin, 3, settleWait)
+	s := settle{Before: fault, Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		s.Err = err.Error()
+	}
+	f.settles = append(f.settles, s)
+	f.t.Logf("settled before %s: %.1fs %s", fault, s.Seconds, s.Err)
 }
 
 // run plays every window and returns them, with the moment the two hung
@@ -456,6 +499,7 @@ func (f *faults) run() ([]window, time.Time) {
 	play("healthy", false, nil)
 	var heal time.Time
 	for _, fault := range f.play {
+		f.settle(fault)
 		switch fault {
 		case "hung":
 			play("one node hung", true, func(context.Context) { signal(node, syscall.SIGSTOP) })
@@ -546,7 +590,7 @@ func (f *faults) run() ([]window, time.Time) {
 }
 
 // save writes the JSON and the HTML report under .bench/.
-func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, sums, stepSums []summary, series []perSecond, drawn []testkit.Second, samples []cpuSample, back float64, tbl, verdicts string) {
+func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, sums, stepSums []summary, series []perSecond, drawn []testkit.Second, samples []cpuSample, settles []settle, back float64, tbl, verdicts string) {
 	root, err := localcassandra.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -561,7 +605,7 @@ func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, 
 	}
 	out, err := json.MarshalIndent(map[string]any{
 		"window": cfg.window.String(), "rate": cfg.rate, "rollPause": cfg.rollPause.String(), "apiEnv": cfg.apiEnv, "tags": cfg.tags, "label": cfg.label,
-		"windows": windows, "summaries": sums, "rollSteps": stepSums, "perSecond": series, "nodeCPU": samples, "backAfterSeconds": back,
+		"windows": windows, "summaries": sums, "rollSteps": stepSums, "perSecond": series, "nodeCPU": samples, "settles": settles, "backAfterSeconds": back,
 		"table": tbl, "verdicts": verdicts,
 	}, "", "  ")
 	if err != nil {
