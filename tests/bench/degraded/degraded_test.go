@@ -440,9 +440,10 @@ type faults struct {
 // right after two nodes hung: 0.64x healthy; alone 0.97x) and its window
 // measured both. The waits are in no window.
 type settle struct {
-	Before  string  `json:"before"`
-	Seconds float64 `json:"seconds"`
-	Err     string  `json:"error,omitempty"`
+	Before  string    `json:"before"`
+	From    time.Time `json:"from"`
+	Seconds float64   `json:"seconds"`
+	Err     string    `json:"error,omitempty"`
 }
 
 // Settling: every node answering the read at ALL within settledWithin,
@@ -457,7 +458,7 @@ const (
 func (f *faults) settle(fault string) {
 	start := time.Now()
 	_, err := testkit.Settled(context.Background(), f.c.Hosts(), "degraded.users", settledWithin, 3, settleWait)
-	s := settle{Before: fault, Seconds: time.Since(start).Seconds()}
+	s := settle{Before: fault, From: start, Seconds: time.Since(start).Seconds()}
 	if err != nil {
 		s.Err = err.Error()
 	}
@@ -632,9 +633,13 @@ func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, 
 		}
 		shades = append(shades, testkit.Shade{From: w.From.Sub(start).Seconds(), To: w.To.Sub(start).Seconds(), Label: "rolling restart: " + w.Name, Color: color})
 	}
+	for _, s := range settles {
+		from := s.From.Sub(start).Seconds()
+		shades = append(shades, testkit.Shade{From: from, To: from + s.Seconds, Label: "settling before " + s.Before, Color: "#eeeeee"})
+	}
 	title := "bench-degraded " + name
 	if err := testkit.WriteTimeline(filepath.Join(dir, name+".html"), title, drawn, shades,
-		"Shaded: one node hung (yellow), killed (red), restarting (orange-pale), slow (green), two nodes hung (orange), a rolling restart of the nodes (blue: a node draining pale, down until it answers dark, up before the next node's stop palest), of the api processes (purple)."); err != nil {
+		"Shaded: one node hung (yellow), killed (red), restarting (orange-pale), slow (green), two nodes hung (orange), a rolling restart of the nodes (blue: a node draining pale, down until it answers dark, up before the next node's stop palest), of the api processes (purple); grey: waiting for the cluster to settle before a fault (in no window)."); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("saved .bench/%s.json and .html", name)
