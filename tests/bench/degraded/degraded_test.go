@@ -430,16 +430,16 @@ type faults struct {
 	// the pause after it, if any).
 	steps []window
 	// settles are the waits before each fault for the cluster to settle.
-	settles []settle
+	settles []settling
 }
 
-// settle is how long the cluster took, before a fault, to settle after
+// settling is how long the cluster took, before a fault, to settle after
 // the one before: every node sees every replica up, holds no hints, and
 // answers a read at ALL quickly (testkit.Settled). Without it a fault
 // began while the one before still held the cluster back (an API roll
 // right after two nodes hung: 0.64x healthy; alone 0.97x) and its window
 // measured both. The waits are in no window.
-type settle struct {
+type settling struct {
 	Before  string    `json:"before"`
 	From    time.Time `json:"from"`
 	Seconds float64   `json:"seconds"`
@@ -458,7 +458,7 @@ const (
 func (f *faults) settle(fault string) {
 	start := time.Now()
 	_, err := testkit.Settled(context.Background(), f.c.Hosts(), "degraded.users", settledWithin, 3, settleWait)
-	s := settle{Before: fault, From: start, Seconds: time.Since(start).Seconds()}
+	s := settling{Before: fault, From: start, Seconds: time.Since(start).Seconds()}
 	if err != nil {
 		s.Err = err.Error()
 	}
@@ -591,7 +591,7 @@ func (f *faults) run() ([]window, time.Time) {
 }
 
 // save writes the JSON and the HTML report under .bench/.
-func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, sums, stepSums []summary, series []perSecond, drawn []testkit.Second, samples []cpuSample, settles []settle, back float64, tbl, verdicts string) {
+func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, sums, stepSums []summary, series []perSecond, drawn []testkit.Second, samples []cpuSample, settles []settling, back float64, tbl, verdicts string) {
 	root, err := localcassandra.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
