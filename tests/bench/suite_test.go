@@ -21,6 +21,7 @@ import (
 	"shelf/domain/library"
 	"shelf/internal/password"
 	"shelf/tests/bench/lean"
+	"shelf/tests/testkit"
 )
 
 // setting reads a number from the environment, or def.
@@ -523,14 +524,6 @@ func cpuOf(pid int) time.Duration {
 	if err != nil {
 		return 0
 	}
-	// The fields after the command's closing parenthesis; utime and stime
-	// are the 14th and 15th of the whole line, in clock ticks (100 a second).
-	_, rest, _ := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return 0
-	}
-	user, _ := strconv.ParseInt(f[11], 10, 64)
-	sys, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(user+sys) * 10 * time.Millisecond
+	_, cpu, _ := testkit.ParseStat(string(b))
+	return cpu
 }

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// clockTicks is the unit of /proc's CPU times (USER_HZ: 100 on Linux).
-const clockTicks = 100
+	"shelf/tests/testkit"
+)
 
 // threadGroup says what a JVM thread does, from its name as /proc gives
 // it (at most 15 characters): compiling ("jit": HotSpot's C1 and C2
@@ -45,9 +44,9 @@ type cpuSample struct {
 type nodeCPU struct {
 	mu      sync.Mutex
 	samples []cpuSample
-	// last is each thread's CPU ticks at the sample before, by pid and
+	// last is each thread's CPU time at the sample before, by pid and
 	// thread id; a thread not in it began after that sample.
-	last map[[2]int]uint64
+	last map[[2]int]time.Duration
 	// seen is the pids sampled before: a process's first sample only
 	// records its threads' times.
 	seen map[int]bool
@@ -56,7 +55,7 @@ type nodeCPU struct {
 // sampleNodes samples the nodes pids names (node address to pid; a
 // stopped node is absent) every second until ctx ends.
 func sampleNodes(ctx context.Context, pids func() map[string]int) *nodeCPU {
-	c := &nodeCPU{last: map[[2]int]uint64{}, seen: map[int]bool{}}
+	c := &nodeCPU{last: map[[2]int]time.Duration{}, seen: map[int]bool{}}
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -83,7 +82,7 @@ func sampleNodes(ctx context.Context, pids func() map[string]int) *nodeCPU {
 	return c
 }
 
-// add turns one reading of a process's threads (id to name and ticks)
+// add turns one reading of a process's threads (id to name and CPU time)
 // into the second's sample; ok is false for the process's first reading.
 func (c *nodeCPU) add(at time.Time, node string, pid int, threads map[int]threadTime) (cpuSample, bool) {
 	s := cpuSample{At: at, Node: node}
@@ -92,11 +91,11 @@ func (c *nodeCPU) add(at time.Time, node string, pid int, threads map[int]thread
 	for tid, t := range threads {
 		key := [2]int{pid, tid}
 		before := c.last[key] // 0 for a thread begun since the sample before
-		c.last[key] = t.ticks
-		if first || t.ticks < before {
+		c.last[key] = t.cpu
+		if first || t.cpu < before {
 			continue
 		}
-		cores := float64(t.ticks-before) / clockTicks
+		cores := (t.cpu - before).Seconds()
 		s.Cores += cores
 		switch threadGroup(t.name) {
 		case "jit":
@@ -115,10 +114,10 @@ func (c *nodeCPU) all() []cpuSample {
 	return append([]cpuSample(nil), c.samples...)
 }
 
-// threadTime is one thread's name and CPU ticks (user and system).
+// threadTime is one thread's name and CPU time so far (user and system).
 type threadTime struct {
-	name  string
-	ticks uint64
+	name string
+	cpu  time.Duration
 }
 
 // threadTicks reads every thread of pid from /proc.
@@ -138,32 +137,11 @@ func threadTicks(pid int) (map[int]threadTime, error) {
 		if err != nil {
 			continue // the thread ended
 		}
-		if t, ok := parseStat(string(b)); ok {
-			out[tid] = t
+		if name, cpu, ok := testkit.ParseStat(string(b)); ok {
+			out[tid] = threadTime{name: name, cpu: cpu}
 		}
 	}
 	return out, nil
-}
-
-// parseStat reads a thread's name and utime+stime from its stat line:
-// "tid (name) state ppid ..."; the name may hold spaces and parentheses,
-// so the fields are counted from the last ')'.
-func parseStat(line string) (threadTime, bool) {
-	open, end := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
-	if open < 0 || end < open {
-		return threadTime{}, false
-	}
-	fields := strings.Fields(line[end+1:])
-	// After the name: state is field 3 of the line, utime 14, stime 15.
-	if len(fields) < 13 {
-		return threadTime{}, false
-	}
-	user, err1 := strconv.ParseUint(fields[11], 10, 64)
-	sys, err2 := strconv.ParseUint(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return threadTime{}, false
-	}
-	return threadTime{name: line[open+1 : end], ticks: user + sys}, true
 }
 
 // cpuIn is each node's average over the window's seconds (a sample counts

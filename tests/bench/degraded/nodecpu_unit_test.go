@@ -7,23 +7,6 @@ import (
 	"time"
 )
 
-// TestParseStat reads a thread's name and CPU ticks from its stat line,
-// a name with spaces and parentheses included.
-func TestParseStat(t *testing.T) {
-	line := "4242 (C2 CompilerThre) S 1 4200 4200 0 -1 4194368 1000 0 0 0 731 29 0 0 20 0 40 0 123 0 0"
-	got, ok := parseStat(line)
-	if !ok || got.name != "C2 CompilerThre" || got.ticks != 760 {
-		t.Fatalf("parseStat = %+v, %v; want C2 CompilerThre and 760 ticks", got, ok)
-	}
-	odd, ok := parseStat("7 (a) b (c)) R 1 1 1 0 -1 0 0 0 0 0 5 6 0 0")
-	if !ok || odd.name != "a) b (c)" || odd.ticks != 11 {
-		t.Errorf("parseStat of a name with parentheses = %+v, %v", odd, ok)
-	}
-	if _, ok := parseStat("7 (short) R 1"); ok {
-		t.Error("a stat line without its times parsed")
-	}
-}
-
 // TestThreadTicksReadsThisProcess reads the test's own threads from /proc.
 func TestThreadTicksReadsThisProcess(t *testing.T) {
 	threads, err := threadTicks(os.Getpid())
@@ -56,21 +39,21 @@ func TestThreadGroup(t *testing.T) {
 // records, a thread begun since counts from zero, and a restarted node
 // (a new pid) starts again.
 func TestNodeCPU(t *testing.T) {
-	c := &nodeCPU{last: map[[2]int]uint64{}, seen: map[int]bool{}}
+	c := &nodeCPU{last: map[[2]int]time.Duration{}, seen: map[int]bool{}}
 	t0 := time.Date(2026, 12, 4, 21, 0, 0, 0, time.UTC)
-	if _, ok := c.add(t0, "n1", 10, map[int]threadTime{11: {"C2 CompilerThre", 500}, 12: {"ReadStage-1", 900}}); ok {
+	if _, ok := c.add(t0, "n1", 10, map[int]threadTime{11: {"C2 CompilerThre", 5000 * time.Millisecond}, 12: {"ReadStage-1", 9000 * time.Millisecond}}); ok {
 		t.Fatal("a process's first reading made a sample")
 	}
 	s, ok := c.add(t0.Add(time.Second), "n1", 10, map[int]threadTime{
-		11: {"C2 CompilerThre", 560}, 12: {"ReadStage-1", 920}, 13: {"GC Thread#1", 10},
+		11: {"C2 CompilerThre", 5600 * time.Millisecond}, 12: {"ReadStage-1", 9200 * time.Millisecond}, 13: {"GC Thread#1", 100 * time.Millisecond},
 	})
 	if !ok || !near(s.Cores, 0.9) || !near(s.JIT, 0.6) || !near(s.GC, 0.1) {
 		t.Fatalf("second reading = %+v, %v; want 0.9 cores, 0.6 jit, 0.1 gc", s, ok)
 	}
-	if _, ok := c.add(t0.Add(2*time.Second), "n1", 20, map[int]threadTime{21: {"java", 300}}); ok {
+	if _, ok := c.add(t0.Add(2*time.Second), "n1", 20, map[int]threadTime{21: {"java", 3000 * time.Millisecond}}); ok {
 		t.Error("a restarted node's first reading made a sample")
 	}
-	if s, _ := c.add(t0.Add(3*time.Second), "n1", 20, map[int]threadTime{21: {"java", 350}}); !near(s.Cores, 0.5) {
+	if s, _ := c.add(t0.Add(3*time.Second), "n1", 20, map[int]threadTime{21: {"java", 3500 * time.Millisecond}}); !near(s.Cores, 0.5) {
 		t.Errorf("restarted node's second = %v cores, want 0.5", s.Cores)
 	}
 }
