@@ -340,14 +340,7 @@ func Answering(ctx context.Context, address string) bool {
 		return false
 	}
 	conn.Close()
-	cluster := gocql.NewCluster(address)
-	cluster.Port = CQLPort
-	cluster.Timeout = 3 * time.Second
-	cluster.ConnectTimeout = 3 * time.Second
-	cluster.DisableInitialHostLookup = true
-	cluster.NumConns = 1
-	cluster.Logger = discardLogger{}
-	s, err := cluster.CreateSession()
+	s, err := nodeSession(address, 3*time.Second)
 	if err != nil {
 		return false
 	}
@@ -356,11 +349,14 @@ func Answering(ctx context.Context, address string) bool {
 	return s.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&version) == nil
 }
 
-// nodeSession is a session with the node at address alone.
-func nodeSession(address string) (*gocql.Session, error) {
+// nodeSession is a session with the node at address alone, one
+// connection, waiting at most timeout to connect and for each answer.
+func nodeSession(address string, timeout time.Duration) (*gocql.Session, error) {
 	cluster := gocql.NewCluster(address)
-	cluster.Timeout = 5 * time.Second
+	cluster.Port = CQLPort
+	cluster.Timeout, cluster.ConnectTimeout = timeout, timeout
 	cluster.DisableInitialHostLookup = true
+	cluster.NumConns = 1
 	cluster.Logger = discardLogger{}
 	return cluster.CreateSession()
 }
@@ -368,7 +364,7 @@ func nodeSession(address string) (*gocql.Session, error) {
 // Setting returns one setting of the node at address as it runs
 // (system_views.settings), e.g. read_request_timeout.
 func Setting(ctx context.Context, address, name string) (string, error) {
-	s, err := nodeSession(address)
+	s, err := nodeSession(address, 5*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -381,7 +377,7 @@ func Setting(ctx context.Context, address, name string) (string, error) {
 // PeerCount returns how many peers the node at address sees in
 // system.peers_v2.
 func PeerCount(ctx context.Context, address string) (int, error) {
-	s, err := nodeSession(address)
+	s, err := nodeSession(address, 5*time.Second)
 	if err != nil {
 		return 0, err
 	}
