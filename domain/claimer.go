@@ -139,7 +139,7 @@ func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, base int
 func (c *Claimer) AcquireAll(ctx context.Context, keys []Key, owner, op string, base int, holders Holders) (held []Key, conflict error, err error) {
 	outcomes := make([]claimOutcome, len(keys))
 	errs := make([]error, len(keys))
-	Parallel(len(keys), func(i int) {
+	Parallel(ctx, len(keys), func(ctx context.Context, i int) {
 		outcomes[i], errs[i] = c.acquire(ctx, keys[i], owner, op, base, holders)
 	})
 	if split(outcomes, errs) {
@@ -177,7 +177,7 @@ func (c *Claimer) AcquireAll(ctx context.Context, keys []Key, owner, op string, 
 func (c *Claimer) CommitAll(ctx context.Context, held []Key, owner, op string, base int) (ok bool, err error) {
 	oks := make([]bool, len(held))
 	errs := make([]error, len(held))
-	Parallel(len(held), func(i int) {
+	Parallel(ctx, len(held), func(ctx context.Context, i int) {
 		oks[i], errs[i] = c.claims.Commit(ctx, held[i].Kind, held[i].Key, owner, op, base)
 	})
 	ok = true
@@ -196,7 +196,7 @@ func (c *Claimer) ReleaseAll(ctx context.Context, held []Key, owner, op string) 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
 	defer cancel()
 	held = slices.DeleteFunc(slices.Clone(held), func(k Key) bool { return k.adopted })
-	Parallel(len(held), func(i int) {
+	Parallel(ctx, len(held), func(ctx context.Context, i int) {
 		if err := c.claims.Release(ctx, held[i].Kind, held[i].Key, owner, op); err != nil {
 			// The lease frees it anyway (U4); say so in the log.
 			c.log.Warn(ctx, "release of a claim failed; its lease will free it", "kind", string(held[i].Kind), "error", err.Error())
@@ -210,7 +210,7 @@ func (c *Claimer) ReleaseAll(ctx context.Context, held []Key, owner, op string) 
 func (c *Claimer) ReleaseOld(ctx context.Context, old []Key, owner string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
 	defer cancel()
-	Parallel(len(old), func(i int) {
+	Parallel(ctx, len(old), func(ctx context.Context, i int) {
 		cl, err := c.claims.Lookup(ctx, old[i].Kind, old[i].Key)
 		if err != nil || cl.Owner != owner || cl.State != ClaimCommitted {
 			return

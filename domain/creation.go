@@ -51,7 +51,7 @@ func (cr Creation) step(name string) error {
 func (c *Claimer) Create(ctx context.Context, cr Creation) error {
 	var held []Key
 	var conflict, claimErr, createErr error
-	Parallel(2, func(i int) {
+	Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			held, conflict, claimErr = c.AcquireAll(ctx, cr.Keys, cr.ID, cr.ID, 0, cr.Holders)
 		} else {

@@ -100,7 +100,7 @@ func (c *Claimer) awaitSplit(ctx context.Context, keys []Key, outcomes []claimOu
 				again = append(again, i)
 			}
 		}
-		Parallel(len(again), func(j int) {
+		Parallel(ctx, len(again), func(ctx context.Context, j int) {
 			i := again[j]
 			outcomes[i], errs[i] = c.acquire(ctx, keys[i], owner, op, base, holders)
 		})

@@ -109,7 +109,7 @@ func TestClaimerSplitPairOneWinner(t *testing.T) {
 	c := NewClaimer(claims, 10*time.Second, nopLogger{})
 	keys := pair("alice", "alice@example.org")
 	errs := make([]error, 2)
-	Parallel(2, func(i int) { errs[i] = c.Create(ctx, creation([]string{"a", "b"}[i], keys)) })
+	Parallel(ctx, 2, func(ctx context.Context, i int) { errs[i] = c.Create(ctx, creation([]string{"a", "b"}[i], keys)) })
 
 	if errs[0] != nil {
 		t.Errorf("a, which claimed the username first: %v; want it to win", errs[0])
@@ -144,7 +144,7 @@ func TestClaimerManyClaimantsOnePairOneWinner(t *testing.T) {
 			c := NewClaimer(claims, time.Minute, nopLogger{})
 			keys := pair(fmt.Sprintf("alice%d", round), fmt.Sprintf("alice%d@example.org", round))
 			errs := make([]error, n)
-			Parallel(n, func(i int) { errs[i] = c.Create(ctx, creation(fmt.Sprintf("u%d", i), keys)) })
+			Parallel(ctx, n, func(ctx context.Context, i int) { errs[i] = c.Create(ctx, creation(fmt.Sprintf("u%d", i), keys)) })
 			winner := ""
 			for i, err := range errs {
 				switch {

@@ -19,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
+	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/internal/metrics"
 )
@@ -128,9 +129,9 @@ func frame(logger zerolog.Logger, trusted []netip.Prefix, timeout time.Duration,
 			}
 			ctx = context.WithValue(ctx, requestKey, &requestInfo{id: id, ip: ip, logger: &logger})
 			ctx = accounts.WithClient(ctx, accounts.Client{UserAgent: r.UserAgent(), IP: ipText})
-			var trips *metrics.Trips
+			var counted *domain.Trips
 			if m != nil {
-				ctx, trips = metrics.WithTrips(ctx)
+				ctx, counted = domain.CountTrips(ctx)
 			}
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			next.ServeHTTP(ww, r.WithContext(ctx))
@@ -152,7 +153,7 @@ func frame(logger zerolog.Logger, trusted []netip.Prefix, timeout time.Duration,
 				}
 				m.HTTPRequests.WithLabelValues(metricRoute, method, strconv.Itoa(status)).Inc()
 				m.HTTPDuration.WithLabelValues(metricRoute, method).Observe(took.Seconds())
-				m.RoundTrips.WithLabelValues(metricRoute, method).Observe(float64(trips.Count()))
+				m.RoundTrips.WithLabelValues(metricRoute, method).Observe(float64(counted.Count()))
 			}
 			logger.Info().
 				Str("requestId", id).

@@ -49,20 +49,20 @@ const (
 // carries the entry from the account row, domain.CarryAdminChange)
 // writes both again.
 func (s *AccountAudit) Record(ctx context.Context, entries []domain.AuditEntry) error {
-	writes := make([]func() error, 0, 2*len(entries))
+	writes := make([]func(ctx context.Context) error, 0, 2*len(entries))
 	for _, e := range entries {
 		values := []any{orAbsent(e.Actor, gocql.UnsetValue), e.Via, orAbsent(e.From.IP, gocql.UnsetValue), orAbsent(e.From.UserAgent, gocql.UnsetValue),
 			orAbsent(e.Old, gocql.UnsetValue), orAbsent(e.New, gocql.UnsetValue), orAbsent(e.Reason, gocql.UnsetValue),
 			orAbsent(e.Until, gocql.UnsetValue), int64(e.Version)}
-		writes = append(writes, func() error {
+		writes = append(writes, func(ctx context.Context) error {
 			return s.db.write(ctx, "account_audit.insert", accountAuditInsertCQL,
 				append([]any{e.UserID, e.At, e.Version, string(e.Action)}, values...)...)
-		}, func() error {
+		}, func(ctx context.Context) error {
 			return s.db.write(ctx, "audit_by_day.insert", auditDayInsertCQL,
 				append([]any{domain.AuditDay(e.At), e.At, e.UserID, e.Version, string(e.Action)}, values...)...)
 		})
 	}
-	return all(writes)
+	return all(ctx, writes)
 }
 
 // dayRow is a row of audit_by_day as the page reads it.

@@ -56,11 +56,11 @@ func (s *GroupMembers) Apply(ctx context.Context, groupID string, c groups.Membe
 		}
 		return s.db.write(ctx, "group_members.delete", gmDeleteCQL, ts, groupID, c.UserID)
 	}
-	return all([]func() error{
-		func() error {
+	return all(ctx, []func(ctx context.Context) error{
+		func(ctx context.Context) error {
 			return s.db.write(ctx, "group_members.insert", gmInsertCQL, groupID, c.UserID, c.Role, ts)
 		},
-		func() error {
+		func(ctx context.Context) error {
 			return s.db.write(ctx, "groups_by_member.insert", gmIndexCQL, c.UserID, groupID, c.Role, ts)
 		},
 	})

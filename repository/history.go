@@ -35,11 +35,11 @@ func (s *Suspensions) RecordSuspended(ctx context.Context, sp domain.Suspension,
 // RecordLift writes a lift's history entries (the suspension's and the
 // lift's) at the account's version, at once.
 func (s *Suspensions) RecordLift(ctx context.Context, l domain.Lift, version int) error {
-	var writes []func() error
+	var writes []func(ctx context.Context) error
 	for _, e := range moderation.LiftEvents(l) {
-		writes = append(writes, func() error { return s.writeEvent(ctx, e, version) })
+		writes = append(writes, func(ctx context.Context) error { return s.writeEvent(ctx, e, version) })
 	}
-	return all(writes)
+	return all(ctx, writes)
 }
 
 // historyRow is a row of moderation_history as the page reads it.

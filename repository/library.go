@@ -90,21 +90,23 @@ func (l *Libraries) Apply(ctx context.Context, e library.Entry, prev *library.En
 		}
 	}
 	// The buckets are independent partitions: their batches go out at once.
-	var writes []func() error
+	var writes []func(ctx context.Context) error
 	for _, b := range library.Buckets() {
 		if !want[b] && !had[b] {
 			continue
 		}
-		batch := l.db.newBatch(ctx)
-		if had[b] && !(want[b] && prev.LastModified.Equal(e.LastModified)) {
-			batch.add(libDeleteCQL, ts, e.PrincipalID, b, prev.LastModified, e.ContentID)
-		}
-		if want[b] {
-			batch.add(libInsertCQL, e.PrincipalID, b, e.LastModified, e.ContentID, e.Name, string(e.Visibility), e.Version, e.Lean, ts)
-		}
-		writes = append(writes, func() error { return l.db.batch("library.batch", batch) })
+		writes = append(writes, func(ctx context.Context) error {
+			batch := l.db.newBatch(ctx)
+			if had[b] && !(want[b] && prev.LastModified.Equal(e.LastModified)) {
+				batch.add(libDeleteCQL, ts, e.PrincipalID, b, prev.LastModified, e.ContentID)
+			}
+			if want[b] {
+				batch.add(libInsertCQL, e.PrincipalID, b, e.LastModified, e.ContentID, e.Name, string(e.Visibility), e.Version, e.Lean, ts)
+			}
+			return l.db.batch("library.batch", batch)
+		})
 	}
-	return all(writes)
+	return all(ctx, writes)
 }
 
 // Remove deletes the index entry first, then prev's rows.
@@ -116,13 +118,13 @@ func (l *Libraries) Remove(ctx context.Context, principalID, contentID string, p
 	if prev == nil {
 		return nil // the rows left, if any, have no index entry: readers drop them
 	}
-	var writes []func() error
+	var writes []func(ctx context.Context) error
 	for _, b := range library.BucketsFor(prev.Visibility) {
-		writes = append(writes, func() error {
+		writes = append(writes, func(ctx context.Context) error {
 			return l.db.write(ctx, "library.delete", libDeleteCQL, ts, principalID, b, prev.LastModified, contentID)
 		})
 	}
-	return all(writes)
+	return all(ctx, writes)
 }
 
 // Index reads the index entries of the given items (one partition, IN).

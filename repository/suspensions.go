@@ -69,21 +69,21 @@ const (
 func (s *Suspensions) Record(ctx context.Context, sp domain.Suspension, version int) error {
 	ts := int64(version)
 	until := orAbsent(sp.Until, nil)
-	writes := []func() error{
-		func() error { return s.writeEvent(ctx, moderation.SuspendedEvent(sp), version) },
-		func() error {
+	writes := []func(ctx context.Context) error{
+		func(ctx context.Context) error { return s.writeEvent(ctx, moderation.SuspendedEvent(sp), version) },
+		func(ctx context.Context) error {
 			return s.db.write(ctx, "users_by_status.insert", statusRowInsertCQL, sp.Bucket, statusSuspended, sp.SuspendedAt, sp.UserID, sp.Username, sp.Reason, sp.SuspendedBy, until, ts)
 		},
-		func() error {
+		func(ctx context.Context) error {
 			return s.db.write(ctx, "suspended_users.insert", lookupInsertCQL, sp.UserID, sp.SuspendedAt, sp.Bucket, sp.Reason, sp.SuspendedBy, until, sp.Username, ts)
 		},
 	}
 	if !sp.Until.IsZero() {
-		writes = append(writes, func() error {
+		writes = append(writes, func(ctx context.Context) error {
 			return s.db.write(ctx, "suspension_expiries.insert", expiryInsertCQL, expiryShard, sp.Until, sp.UserID, ts)
 		})
 	}
-	if err := all(writes); err != nil {
+	if err := all(ctx, writes); err != nil {
 		return err
 	}
 	return s.db.write(ctx, "suspension_buckets.insert", bucketInsertCQL, statusSuspended, sp.Bucket)
@@ -309,15 +309,10 @@ func (s *Suspensions) Expired(ctx context.Context, t time.Time, limit int) ([]do
 	return out, nil
 }
 
-// all runs independent writes at once and returns their errors joined.
-func all(fns []func() error) error {
+// all runs independent writes at once (each on its own branch of ctx,
+// domain.Parallel) and returns their errors joined.
+func all(ctx context.Context, fns []func(ctx context.Context) error) error {
 	errs := make([]error, len(fns))
-	done := make(chan int, len(fns))
-	for i, fn := range fns {
-		go func() { errs[i] = fn(); done <- i }()
-	}
-	for range fns {
-		<-done
-	}
+	domain.Parallel(ctx, len(fns), func(ctx context.Context, i int) { errs[i] = fns[i](ctx) })
 	return errors.Join(errs...)
 }

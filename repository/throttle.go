@@ -76,7 +76,7 @@ func (s *Attempts) Read(ctx context.Context, scope string, triesSince, failuresS
 	var tries []tryRow
 	var failures []failureRow
 	var triesErr, failuresErr error
-	domain.Parallel(2, func(i int) {
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			tries, triesErr = selectRows[tryRow](s.db.query(ctx, 0, triesSelectCQL, scope, triesSince, max))
 			return

@@ -737,7 +737,7 @@ func (a *Service) SecondFactor(ctx context.Context, challenge string, proof Proo
 	var factors []Factor
 	var set RecoverySet
 	var uerr, ferr error
-	domain.Parallel(2, func(i int) {
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			u, uerr = a.users.Credentials(ctx, t.UserID)
 		} else {

@@ -317,7 +317,7 @@ func (a *Service) findLogin(ctx context.Context, login string) (loginAccount, er
 	return findThrough(ctx, a, kind, key, func(ctx context.Context, id string) (loginAccount, error) {
 		var out loginAccount
 		var err error
-		domain.Parallel(2, func(i int) {
+		domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 			if i == 0 {
 				out.Credentials, err = a.users.Credentials(ctx, id)
 			} else {
@@ -382,7 +382,7 @@ func (a *Service) Authenticate(ctx context.Context, token string) (domain.Princi
 	var u domain.Access
 	var sessErr, userErr error
 	if id, _, ok := strings.Cut(token, "."); ok && domain.ValidID(id, domain.UserIDPrefix) {
-		domain.Parallel(2, func(i int) {
+		domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 			if i == 0 {
 				s, sessErr = a.sessions.Get(ctx, HashToken(token))
 			} else {

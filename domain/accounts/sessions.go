@@ -31,7 +31,7 @@ type SessionView struct {
 // both cost one round trip; the caller's own account was read with its
 // session and is not read again (its version is not needed: a user's
 // own action is not audited).
-func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, userID string, alongside func()) (managed, error) {
+func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, userID string, alongside func(ctx context.Context)) (managed, error) {
 	if p.Anonymous() {
 		return managed{}, domain.ErrNoSession
 	}
@@ -41,7 +41,7 @@ func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, use
 	if p.UserID == userID && p.Account != nil {
 		// The session was read with the account, which is visible.
 		if alongside != nil {
-			alongside()
+			alongside(ctx)
 		}
 		return managed{Access: *p.Account}, nil
 	}
@@ -52,11 +52,11 @@ func (a *Service) mayManageSessions(ctx context.Context, p domain.Principal, use
 	}
 	var u domain.User
 	var err error
-	domain.Parallel(2, func(i int) {
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			u, err = a.users.Get(ctx, userID)
 		} else if alongside != nil {
-			alongside()
+			alongside(ctx)
 		}
 	})
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
@@ -99,7 +99,7 @@ func (a *Service) auditSessions(ctx context.Context, p domain.Principal, u manag
 func (a *Service) entriesOf(ctx context.Context, p domain.Principal, userID string) ([]domain.Session, managed, error) {
 	var entries []domain.Session
 	var err error
-	u, aerr := a.mayManageSessions(ctx, p, userID, func() { entries, err = a.sessions.Entries(ctx, userID) })
+	u, aerr := a.mayManageSessions(ctx, p, userID, func(ctx context.Context) { entries, err = a.sessions.Entries(ctx, userID) })
 	if aerr != nil {
 		return nil, u, aerr
 	}

@@ -176,7 +176,7 @@ func (a *Service) admit(ctx context.Context, store AttemptStore, window time.Dur
 	// finds one over its limit already writes nothing there.
 	errs := make([]error, len(tiers))
 	waits := make([]time.Duration, len(tiers))
-	domain.Parallel(len(tiers), func(i int) {
+	domain.Parallel(ctx, len(tiers), func(ctx context.Context, i int) {
 		if i == 0 {
 			errs[i] = store.Begin(ctx, tiers[i].scope, c.attempt, tryTTL)
 			return
@@ -303,7 +303,7 @@ func (c *counted) spend(ctx context.Context) error {
 // the store fails.
 func (c *counted) pass(ctx context.Context) error {
 	errs := make([]error, len(c.tiers))
-	domain.Parallel(len(c.tiers), func(i int) {
+	domain.Parallel(ctx, len(c.tiers), func(ctx context.Context, i int) {
 		errs[i] = c.store.Settle(ctx, c.tiers[i].scope, c.attempt, Passed, tryTTL)
 	})
 	if err := errors.Join(errs...); err != nil {

@@ -58,7 +58,7 @@ type setMember struct {
 func (g *Service) decideSet(ctx context.Context, gr Group, set *setMember) (*Group, error) {
 	var callerRole, targetRole string
 	var callerErr, targetErr, userErr error
-	domain.Parallel(3, func(i int) {
+	domain.Parallel(ctx, 3, func(ctx context.Context, i int) {
 		switch {
 		case i == 0:
 			callerRole, callerErr = g.role(ctx, gr.ID, set.caller)
@@ -122,7 +122,7 @@ func (g *Service) RemoveMember(ctx context.Context, p domain.Principal, groupID,
 	return g.change(ctx, "remove", groupID, func(ctx context.Context, gr Group) (*Group, error) {
 		var callerRole, targetRole string
 		var callerErr, targetErr error
-		domain.Parallel(2, func(i int) {
+		domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 			switch {
 			case i == 0 && !self:
 				callerRole, callerErr = g.role(ctx, gr.ID, p.UserID)

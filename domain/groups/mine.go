@@ -85,19 +85,19 @@ func (g *Service) ListUserGroups(ctx context.Context, p domain.Principal, userID
 	}
 	var rows []MemberOf
 	var rowsErr error
-	slice := func() { rows, rowsErr = g.members.GroupsPage(ctx, userID, after, limit+1) }
+	slice := func(ctx context.Context) { rows, rowsErr = g.members.GroupsPage(ctx, userID, after, limit+1) }
 	if p.UserID == userID {
-		slice() // the session was read with the account, which is visible
+		slice(ctx) // the session was read with the account, which is visible
 	} else {
 		if _, err := g.admins.RequireAdmin(ctx, p); err != nil {
 			return domain.Page[Membership]{}, err
 		}
 		var userErr error
-		domain.Parallel(2, func(i int) {
+		domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 			if i == 0 {
 				userErr = g.visibleUser(ctx, userID)
 			} else {
-				slice()
+				slice(ctx)
 			}
 		})
 		if userErr != nil {
@@ -114,7 +114,7 @@ func (g *Service) ListUserGroups(ctx context.Context, p domain.Principal, userID
 	}
 	found := make([]Group, len(rows))
 	errs := make([]error, len(rows))
-	domain.Parallel(len(rows), func(i int) { found[i], errs[i] = g.activeGroup(ctx, rows[i].GroupID) })
+	domain.Parallel(ctx, len(rows), func(ctx context.Context, i int) { found[i], errs[i] = g.activeGroup(ctx, rows[i].GroupID) })
 	items := make([]Membership, 0, len(rows))
 	for i, row := range rows {
 		gr, err := found[i], errs[i]

@@ -100,7 +100,7 @@ func (g *Service) ListMembers(ctx context.Context, p domain.Principal, groupID, 
 	var callerRole string
 	var items []Member
 	var grErr, roleErr, pageErr error
-	read := func(i int) {
+	read := func(ctx context.Context, i int) {
 		switch i {
 		case 0:
 			gr, grErr = g.activeGroup(ctx, groupID)
@@ -110,7 +110,7 @@ func (g *Service) ListMembers(ctx context.Context, p domain.Principal, groupID, 
 			items, pageErr = g.members.Page(ctx, groupID, after, limit+1)
 		}
 	}
-	domain.Parallel(3, read)
+	domain.Parallel(ctx, 3, read)
 	if grErr != nil {
 		return domain.Page[Member]{}, grErr
 	}
@@ -120,7 +120,7 @@ func (g *Service) ListMembers(ctx context.Context, p domain.Principal, groupID, 
 		}
 		// Read again, the group too: finishing a creation whose creator
 		// is being deleted closes the group (closeDeparted).
-		domain.Parallel(3, read)
+		domain.Parallel(ctx, 3, read)
 		if grErr != nil {
 			return domain.Page[Member]{}, grErr
 		}

@@ -54,7 +54,7 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 	var groupIDs []string
 	var direct []Member
 	var groupsErr, directErr error
-	domain.Parallel(2, func(i int) {
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			groupIDs, groupsErr = s.groups.GroupIDsOf(ctx, p.UserID)
 		} else {

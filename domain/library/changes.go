@@ -347,7 +347,7 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 	var c Content
 	var markErr, readErr error
 	marked := s.cfg.Now() // no later than the mark's own time
-	domain.Parallel(2, func(i int) {
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			ch.marker, markErr = s.outbox.Mark(ctx, id)
 		} else {
@@ -477,7 +477,7 @@ func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool,
 		c.Lean = false
 	}
 	var errs [2]error
-	domain.Parallel(2, func(i int) {
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		switch {
 		case i == 0 && pc.Role == "":
 			errs[i] = s.members.Delete(ctx, c.ID, pc.PrincipalID, c.Version)

@@ -47,6 +47,6 @@ func (s *Service) removeRows(ctx context.Context, c Content, principalID string)
 	e := entryOf(c, principalID, "")
 	buckets := BucketsFor(c.Visibility)
 	errs := make([]error, len(buckets))
-	domain.Parallel(len(buckets), func(i int) { errs[i] = s.library.DeleteRow(ctx, buckets[i], e) })
+	domain.Parallel(ctx, len(buckets), func(ctx context.Context, i int) { errs[i] = s.library.DeleteRow(ctx, buckets[i], e) })
 	return errors.Join(errs...)
 }

@@ -43,7 +43,7 @@ func (s *Service) bucketFor(ctx context.Context, p domain.Principal, principalID
 		if !p.Anonymous() {
 			checks = 2
 		}
-		domain.Parallel(checks, func(i int) {
+		domain.Parallel(ctx, checks, func(ctx context.Context, i int) {
 			if i == 0 {
 				ok, existsErr = s.groups.Exists(ctx, principalID)
 			} else {
@@ -103,7 +103,7 @@ func (s *Service) Library(ctx context.Context, p domain.Principal, principalID s
 	var items []Entry
 	var resume *Cursor
 	var bucketErr, pageErr error
-	domain.Parallel(2, func(i int) {
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			bucket, bucketErr = s.bucketFor(ctx, p, principalID)
 		} else {
@@ -221,7 +221,7 @@ func (s *Service) check(ctx context.Context, principalID string, ids []string) (
 	var idx map[string]Entry
 	var live map[string]ItemState
 	var idxErr, liveErr error
-	domain.Parallel(2, func(i int) {
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			idx, idxErr = s.library.Index(ctx, principalID, ids)
 		} else {

@@ -103,7 +103,7 @@ func (m *Service) History(ctx context.Context, p domain.Principal, userID, curso
 	var items []Event
 	var user domain.Standing
 	var adminErr, userErr, pageErr error
-	domain.Parallel(3, func(i int) {
+	domain.Parallel(ctx, 3, func(ctx context.Context, i int) {
 		switch i {
 		case 0:
 			_, adminErr = m.admins.RequireAdmin(ctx, p)

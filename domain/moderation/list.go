@@ -103,7 +103,7 @@ func (m *Service) ListSuspended(ctx context.Context, p domain.Principal, cursor 
 	// less); the page is shown only if the check passes.
 	var items []domain.Suspension
 	var adminErr, pageErr error
-	domain.Parallel(2, func(i int) {
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			_, adminErr = m.admins.RequireAdmin(ctx, p)
 		} else {

@@ -12,6 +12,7 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/rs/zerolog"
 
+	"shelf/domain"
 	"shelf/internal/metrics"
 )
 
@@ -69,7 +70,7 @@ func BenchmarkObserveQuery(b *testing.B) {
 	cas := gocql.ObservedQuery{Statement: "UPDATE users SET display_name = ?, version = ? WHERE id = ? IF version = ?", Start: start, End: start.Add(3 * time.Millisecond)}
 	b.ReportAllocs()
 	for b.Loop() {
-		ctx, _ := metrics.WithTrips(context.Background())
+		ctx, _ := domain.CountTrips(context.Background())
 		o.ObserveQuery(ctx, read)
 		o.ObserveQuery(ctx, cas)
 	}

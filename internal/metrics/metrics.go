@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"shelf/domain"
 )
 
 // Metrics is every series, registered on one registry.
@@ -141,13 +143,13 @@ func (m *Metrics) Handler() http.Handler {
 
 // ObserveQuery implements gocql.QueryObserver.
 func (m *Metrics) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
-	addTrip(ctx, q.Start, q.End)
+	domain.RecordTrip(ctx, q.Start, q.End)
 	m.observe(StatementKind(q.Statement), q.End.Sub(q.Start), q.Err)
 }
 
 // ObserveBatch implements gocql.BatchObserver.
 func (m *Metrics) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
-	addTrip(ctx, b.Start, b.End)
+	domain.RecordTrip(ctx, b.Start, b.End)
 	m.observe("batch", b.End.Sub(b.Start), b.Err)
 }
 

@@ -113,9 +113,9 @@ func TestLeanMatchesShelf(t *testing.T) {
 // TestRoundTripsMatchModel: each measured request, sent to the api a few
 // times, waits for the round trips docs/design/cost-model.md says, by
 // the api's own count: none of them took fewer (the model is not
-// pessimistic) and at least one took no more (a scheduler may delay a
-// statement sent beside another until after its answer, which counts one
-// more, but never every time).
+// pessimistic) and at least one took no more (a driver's retry of a read
+// that failed counts one more, but not every time; statements sent
+// together count once however late a goroutine sends its own).
 func TestRoundTripsMatchModel(t *testing.T) {
 	h := setup(t)
 	f := smallFixture(t, h)

@@ -1,4 +1,4 @@
-package metrics
+package domain
 
 import (
 	"container/heap"
@@ -9,8 +9,12 @@ import (
 )
 
 // Trips collects the statements one request sent to Cassandra (their start
-// and end), to count the round trips the request waited for in turn:
-// statements that overlap in time went out together and count once.
+// and end), to count the round trips the request waited for in turn: the
+// longest chain of statements each sent after the one before it answered.
+// Statements Parallel sends together count once even when a goroutine
+// starts late and sends its statement after the other's answer: each goes
+// out on a branch of the request's context, and a branch's first statement
+// counts as sent when the branch was.
 type Trips struct {
 	mu    sync.Mutex
 	spans []span
@@ -23,23 +27,77 @@ type span struct{ start, end time.Time }
 
 type tripsKey struct{}
 
-// WithTrips returns a context whose statements are collected in the
-// returned Trips (through the query observer).
-func WithTrips(ctx context.Context) (context.Context, *Trips) {
+// CountTrips returns a context whose statements are collected in the
+// returned Trips (through the statement observer, which calls RecordTrip).
+func CountTrips(ctx context.Context) (context.Context, *Trips) {
 	t := &Trips{}
 	t.spans = t.first[:0]
 	return context.WithValue(ctx, tripsKey{}, t), t
 }
 
-// add records one statement of the request ctx belongs to, if any.
-func addTrip(ctx context.Context, start, end time.Time) {
+// RecordTrip records one statement of the request ctx belongs to, if any.
+// The first statement of a branch (together) counts from when the branch was
+// sent: what kept it from going out at once was the scheduler, not an
+// answer it waited for.
+func RecordTrip(ctx context.Context, start, end time.Time) {
 	t, _ := ctx.Value(tripsKey{}).(*Trips)
 	if t == nil {
 		return
 	}
+	b, _ := ctx.Value(branchKey{}).(*branch)
 	t.mu.Lock()
+	if b != nil && !b.sent {
+		start = b.at
+	}
+	for ; b != nil && !b.sent; b = b.parent {
+		b.sent = true
+	}
 	t.spans = append(t.spans, span{start, end})
 	t.mu.Unlock()
+}
+
+// together returns n contexts of ctx for n branches of work sent at once
+// (their statements go out together) at the time now, or nil when ctx
+// counts no trips. Each branch counts as sent now, or, on a branch that
+// has sent nothing yet, when that branch was: a goroutine started late is
+// not a round trip.
+func together(ctx context.Context, n int, now time.Time) []context.Context {
+	t, _ := ctx.Value(tripsKey{}).(*Trips)
+	if t == nil {
+		return nil
+	}
+	parent, _ := ctx.Value(branchKey{}).(*branch)
+	at := now
+	t.mu.Lock()
+	if parent != nil && !parent.sent {
+		at = parent.at
+	}
+	t.mu.Unlock()
+	branches := make([]branch, n)
+	ctxs := make([]context.Context, n)
+	for i := range branches {
+		branches[i] = branch{Context: ctx, parent: parent, at: at}
+		ctxs[i] = &branches[i]
+	}
+	return ctxs
+}
+
+// branch is a context for one of the branches together sent at once.
+type branch struct {
+	context.Context
+	parent *branch   // the branch together was called on, if any
+	at     time.Time // when the branch was sent
+	sent   bool      // it (or a branch of it) has sent a statement; under the Trips' mu
+}
+
+type branchKey struct{}
+
+// Value is the branch itself for branchKey, and ctx's values otherwise.
+func (b *branch) Value(key any) any {
+	if key == (branchKey{}) {
+		return b
+	}
+	return b.Context.Value(key)
 }
 
 // Count is the number of sequential round trips: the longest chain of
