@@ -170,11 +170,14 @@ func TestDegraded(t *testing.T) {
 			}
 		}()
 	}
-	// Two windows of warm-up first, not measured: the nodes' and the api's
-	// first seconds (JIT, caches, connections, the seed's compactions) ran
-	// at a third of the rate of the windows after the faults, and made
-	// every ratio look better (one window of warm-up: still half).
-	time.Sleep(2 * cfg.window)
+	// A warm-up first, not measured: the nodes' and the api's first
+	// seconds (JIT, caches, connections, the seed's compactions) ran at a
+	// third of the rate of the windows after the faults, and made every
+	// ratio look better (one window of warm-up: still half; two: the nodes
+	// still compiled with twice the CPU they do at rest). It lasts until
+	// the nodes' compilers have calmed (warmUp).
+	warm := cpu.warmUp(time.Now(), addresses[:])
+	t.Logf("warm-up %.0fs; each node's compiler threads over its last %v: %s", warm.Seconds, warmOver, warm.describe(addresses[:]))
 	mu.Lock()
 	results = nil
 	mu.Unlock()
@@ -234,7 +237,7 @@ func TestDegraded(t *testing.T) {
 		}
 		fmt.Println("api error:", l)
 	}
-	save(t, cfg, runStart, windows, f.steps, sums, steps[1:], series, drawn, samples, f.settles, back, tbl, verdicts)
+	save(t, cfg, runStart, windows, f.steps, sums, steps[1:], series, drawn, samples, warm, f.settles, back, tbl, verdicts)
 }
 
 // apis are the api processes the clients call, as a load balancer in
@@ -591,7 +594,7 @@ func (f *faults) run() ([]window, time.Time) {
 }
 
 // save writes the JSON and the HTML report under .bench/.
-func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, sums, stepSums []summary, series []perSecond, drawn []testkit.Second, samples []cpuSample, settles []settling, back float64, tbl, verdicts string) {
+func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, sums, stepSums []summary, series []perSecond, drawn []testkit.Second, samples []cpuSample, warm warming, settles []settling, back float64, tbl, verdicts string) {
 	root, err := localcassandra.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -606,7 +609,7 @@ func save(t *testing.T, cfg settings, start time.Time, windows, steps []window, 
 	}
 	out, err := json.MarshalIndent(map[string]any{
 		"window": cfg.window.String(), "rate": cfg.rate, "rollPause": cfg.rollPause.String(), "apiEnv": cfg.apiEnv, "tags": cfg.tags, "label": cfg.label,
-		"windows": windows, "summaries": sums, "rollSteps": stepSums, "perSecond": series, "nodeCPU": samples, "settles": settles, "backAfterSeconds": back,
+		"windows": windows, "summaries": sums, "rollSteps": stepSums, "perSecond": series, "nodeCPU": samples, "warmUp": warm, "settles": settles, "backAfterSeconds": back,
 		"table": tbl, "verdicts": verdicts,
 	}, "", "  ")
 	if err != nil {

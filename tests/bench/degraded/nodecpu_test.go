@@ -194,3 +194,74 @@ func cpuTable(windows []window, nodes []string, samples []cpuSample) string {
 	}
 	return b.String()
 }
+
+// A run's healthy window is measured once the nodes' compilers have
+// calmed: after warmAtLeast, when every node's compiler threads took under
+// warmJIT cores averaged over the last warmOver, or after warmAtMost in
+// any case (the run says so). The first 30 s left each node compiling with
+// 0.15-0.2 cores, as much again as at rest later, so the healthy window ran
+// on JVMs colder than every window after it and flattered each ratio.
+const (
+	warmAtLeast = 30 * time.Second
+	warmAtMost  = 3 * time.Minute
+	warmOver    = 10 * time.Second
+	warmJIT     = 0.1
+)
+
+// warmedUp reports whether every node of nodes had its compiler threads
+// take under warmJIT cores averaged over the warmOver before now (each
+// node sampled at least half of those seconds), and each node's average.
+func warmedUp(samples []cpuSample, nodes []string, now time.Time) (map[string]float64, bool) {
+	w := window{From: now.Add(-warmOver), To: now}
+	in := cpuIn(w, samples)
+	seconds := map[string]int{}
+	for _, s := range samples {
+		if mid := s.At.Add(-time.Second / 2); !mid.Before(w.From) && mid.Before(w.To) {
+			seconds[s.Node]++
+		}
+	}
+	jit := map[string]float64{}
+	warm := true
+	for _, n := range nodes {
+		s, ok := in[n]
+		jit[n] = s.JIT
+		warm = warm && ok && seconds[n] >= int(warmOver/time.Second)/2 && s.JIT < warmJIT
+	}
+	return jit, warm
+}
+
+// warmUp waits, from started, until warmedUp says the nodes are warm or
+// warmAtMost has passed, and says which and how long it took.
+func (c *nodeCPU) warmUp(started time.Time, nodes []string) warming {
+	time.Sleep(time.Until(started.Add(warmAtLeast)))
+	for {
+		jit, warm := warmedUp(c.all(), nodes, time.Now())
+		took := time.Since(started)
+		if warm || took >= warmAtMost {
+			return warming{Seconds: took.Seconds(), JIT: jit, Warm: warm}
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// warming is how the warm-up ended: its length, each node's compiler
+// threads' cores over its last seconds, and whether they were under
+// warmJIT.
+type warming struct {
+	Seconds float64            `json:"seconds"`
+	JIT     map[string]float64 `json:"jit"`
+	Warm    bool               `json:"warm"`
+}
+
+// describe is each node's compiler cores, in nodes' order, and whether
+// they were under warmJIT.
+func (w warming) describe(nodes []string) string {
+	var parts []string
+	for _, n := range nodes {
+		parts = append(parts, fmt.Sprintf("%s %.2f", n, w.JIT[n]))
+	}
+	if !w.Warm {
+		return strings.Join(parts, ", ") + fmt.Sprintf(" (not all under %.2f after %v: measured anyway)", warmJIT, warmAtMost)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -85,3 +85,37 @@ func TestCPUIn(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// TestWarmedUp: the nodes are warm only when each one's compiler threads
+// averaged under warmJIT over the last warmOver, each sampled in at least
+// half of those seconds; earlier seconds do not count.
+func TestWarmedUp(t *testing.T) {
+	now := time.Unix(1000, 0)
+	nodes := []string{"a", "b"}
+	series := func(node string, seconds int, jit float64) []cpuSample {
+		var out []cpuSample
+		for i := range seconds {
+			out = append(out, cpuSample{At: now.Add(-time.Duration(i) * time.Second), Node: node, Cores: 0.5, JIT: jit})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		samples []cpuSample
+		want    bool
+	}{
+		{"both calm", append(series("a", 10, 0.05), series("b", 10, 0.09)...), true},
+		{"one compiling", append(series("a", 10, 0.05), series("b", 10, 0.12)...), false},
+		{"one not sampled", series("a", 10, 0.05), false},
+		{"one sampled for too few seconds", append(series("a", 10, 0.05), series("b", 4, 0.01)...), false},
+		{"compiling only before the last seconds", append(series("a", 10, 0.05),
+			append(series("b", 10, 0.05), cpuSample{At: now.Add(-20 * time.Second), Node: "b", JIT: 2})...), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jit, warm := warmedUp(tc.samples, nodes, now)
+			if warm != tc.want {
+				t.Fatalf("warm = %v (%v), want %v", warm, jit, tc.want)
+			}
+		})
+	}
+}
