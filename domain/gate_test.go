@@ -88,10 +88,12 @@ func TestGateWaitEndsWithContextOrPatience(t *testing.T) {
 
 // TestGateWaitsWhileTheQueueMoves: a caller behind a queue whose turns
 // each take less than its patience, but together far more, waits for its
-// own turn (the last, as it came last) rather than going ahead.
+// own turn (the last, as it came last) rather than going ahead. Its
+// patience is 25 turns long: under -race on two busy cores a turn may
+// stall for a good part of a second.
 func TestGateWaitsWhileTheQueueMoves(t *testing.T) {
 	var g Gate
-	const patience, step, ahead = 200 * time.Millisecond, 20 * time.Millisecond, 30
+	const patience, step, ahead = time.Second, 40 * time.Millisecond, 30
 	first, err := g.Enter(context.Background(), "k", patience)
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,9 @@ func TestConcurrentSignupsForOneUsername(t *testing.T) {
 // a committed, active owner (U4).
 func TestCrossedSignups(t *testing.T) {
 	t.Parallel()
-	const lease = 3 * time.Second
+	// Long enough for a pending account (its TTL whole seconds, living at
+	// least a second less than the lease) to be activated under -race.
+	const lease = 5 * time.Second
 	db := testkit.NewDB(t)
 	_, api := newTestApp(t, db, map[string]string{"SHELF_CLAIM_LEASE": lease.String()})
 	created := 0

@@ -169,17 +169,19 @@ func TestLoginAndSessions(t *testing.T) {
 
 func TestSessionsExpire(t *testing.T) {
 	t.Parallel()
-	// 3 s, not 1: a row with an n-second TTL lives between n-1 and n
-	// seconds (Cassandra counts from the whole second of its write), so a
-	// 1 s session could be gone a millisecond after its login.
-	_, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_SESSION_TTL": "3s"})
+	// 6 s, not 1: a row with an n-second TTL lives between n-1 and n
+	// seconds (Cassandra counts from the whole second of its write), and
+	// the store rounds what is left down to whole seconds, so a 1 s
+	// session could be gone a millisecond after its login, and a 3 s one
+	// a second after, before a login and a read under -race had answered.
+	_, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_SESSION_TTL": "6s"})
 	u := name("expiry")
 	mustSignup(t, api, u, u+"@example.org")
 	s := mustLogin(t, api, u)
 	if r := api.As(s.Token).Get("/v1/me"); r.StatusCode != http.StatusOK {
 		t.Fatalf("fresh session: %d", r.StatusCode)
 	}
-	time.Sleep(3500 * time.Millisecond)
+	time.Sleep(6500 * time.Millisecond)
 	if r := api.As(s.Token).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("expired session: %d %s", r.StatusCode, r.Body)
 	}

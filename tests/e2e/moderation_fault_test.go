@@ -264,7 +264,9 @@ func TestRepairRestoresAMissingExpiryEntry(t *testing.T) {
 	m := newModerators(t, nil)
 	n := name("quiet")
 	u := mustSignup(t, m.api, n, n+"@example.org") // no session: nothing else for the repair to end
-	until := time.Now().Add(2 * time.Second).UTC()
+	// Far enough on for the suspend and the repair to end before it under
+	// -race on two busy cores.
+	until := time.Now().Add(4 * time.Second).UTC()
 	faults(m.app).Set(failWrite("suspension_expiries.insert"))
 	r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]any{"reason": "cool off", "until": until.Format(time.RFC3339Nano)})
 	faults(m.app).Set(nil)

@@ -128,9 +128,10 @@ func TestModerationHistory(t *testing.T) {
 		}
 	}
 
-	// An expiry: the sweeper lifts it, by nobody, at its end.
+	// An expiry: the sweeper lifts it, by nobody, at its end (3 s on: the
+	// suspend must get past its check of a future end under -race).
 	v, _ := m.member(t)
-	end := time.Now().Add(1500 * time.Millisecond).UTC().Truncate(time.Millisecond)
+	end := time.Now().Add(3 * time.Second).UTC().Truncate(time.Millisecond)
 	if r := m.admin.Send(http.MethodPost, "/v1/users/"+v.ID+"/suspension", map[string]any{"reason": "cool off", "until": end.Format(time.RFC3339Nano)}); r.StatusCode != http.StatusCreated {
 		t.Fatalf("suspend until: %d %s", r.StatusCode, r.Body)
 	}
@@ -231,9 +232,10 @@ func TestInterruptedEventsAreRecordedOnce(t *testing.T) {
 	}
 
 	// An expiry stopped after its compare-and-set: the sweep after it
-	// finds the expiry entry still there and records the expiry.
+	// finds the expiry entry still there and records the expiry. (3 s on:
+	// the suspend must get past its check of a future end under -race.)
 	u, _ := m.member(t)
-	end := time.Now().Add(time.Second).UTC()
+	end := time.Now().Add(3 * time.Second).UTC()
 	if r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]any{"reason": "short", "until": end.Format(time.RFC3339Nano)}); r.StatusCode != http.StatusCreated {
 		t.Fatalf("suspend until: %d %s", r.StatusCode, r.Body)
 	}

@@ -220,12 +220,13 @@ func TestSuspendUnsuspendStorms(t *testing.T) {
 }
 
 // TestSuspensionEnds: an ended suspension no longer blocks login, and the
-// sweeper lifts it.
+// sweeper lifts it. The suspension lasts long enough for the suspend and
+// the login during it to fit under -race on two busy cores.
 func TestSuspensionEnds(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	u, _ := m.member(t)
-	until := time.Now().Add(2 * time.Second).UTC()
+	until := time.Now().Add(5 * time.Second).UTC()
 	r := m.admin.Send(http.MethodPost, "/v1/users/"+u.ID+"/suspension", map[string]any{"reason": "cool off", "until": until.Format(time.RFC3339Nano)})
 	if r.StatusCode != http.StatusCreated {
 		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)

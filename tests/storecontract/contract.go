@@ -42,14 +42,15 @@ var RealClock = Clock{Now: time.Now, Pass: time.Sleep}
 // and n seconds: the expiry is counted from the whole second the write
 // came in. And the stores turn what is left of a lease into whole seconds
 // rounding down (the sessions' and tokens' TTL is their expiry minus now),
-// so TTL 3 s may be written as 2 and the row lives at least a second after
-// its write, long enough for the next statements of the check. It was 1 s:
-// written as 1, a row could be gone a millisecond after its write (seen
-// once in ten make test runs: a session's index entry missing right after
-// Create). TTLPassed outlasts the longest a row may live, 3 s.
+// so TTL 5 s may be written as 4 and the row lives at least 3 s after its
+// write, long enough for the next statements of the check under -race on
+// two busy cores. It was 1 s: written as 1, a row could be gone a
+// millisecond after its write (seen once in ten make test runs: a
+// session's index entry missing right after Create); then 3 s, which left
+// a check one second. TTLPassed outlasts the longest a row may live, 5 s.
 const (
-	TTL       = 3 * time.Second
-	TTLPassed = 3500 * time.Millisecond
+	TTL       = 5 * time.Second
+	TTLPassed = 5500 * time.Millisecond
 )
 
 // Long is a lease or TTL no check outlives.
