@@ -85,7 +85,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: modNow, Attempts: repository.NewModerationAttempts(db),
 		Audit: audit, Log: log}, acc, users, sessions, suspensions)
 	closings := repository.NewClosings(db)
-	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now, TurnWait: groups.DefaultTurnWait, Closings: closings,
+	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now, TurnWait: w.turnWait, Closings: closings,
 		Changes: repository.NewGroupChanges(db)},
 		acc, users, claims, groupRows, repository.NewGroupMembers(db), log)
 	lib := library.New(library.Config{

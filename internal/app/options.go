@@ -31,11 +31,15 @@ type wiring struct {
 	// moderationClock makes moderation's clock from the process's (nil:
 	// the process's; ModerationClock).
 	moderationClock func(process func() time.Time) func() time.Time
+	// turnWait is how long a membership change waits for its turn at its
+	// group's row before it goes ahead (groups.DefaultTurnWait;
+	// GroupTurnWait).
+	turnWait time.Duration
 }
 
 func wiringOf(opts []Option) wiring {
 	w := wiring{stores: func(_ *repository.DB, s Stores) Stores { return s }, serial: checkedSerial,
-		accountsBackground: domain.InGoroutine}
+		accountsBackground: domain.InGoroutine, turnWait: groups.DefaultTurnWait}
 	for _, o := range opts {
 		o(&w)
 	}
@@ -82,6 +86,14 @@ func AccountsBackground(run func(func())) Option {
 // them) stays on time.
 func ModerationClock(clock func(process func() time.Time) func() time.Time) Option {
 	return func(w *wiring) { w.moderationClock = clock }
+}
+
+// GroupTurnWait sets how long a membership change waits for its turn at
+// its group's row (groups.Config.TurnWait) while the queue does not move:
+// a test of many joins at once under -race, where one turn may stall for
+// a second, waits longer than the server's default.
+func GroupTurnWait(d time.Duration) Option {
+	return func(w *wiring) { w.turnWait = d }
 }
 
 // SerialRule is the serial consistency every compare-and-set and SERIAL

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 
+	"shelf/internal/app"
 	"shelf/tests/testkit"
 )
 
@@ -41,9 +42,9 @@ type groupWorld struct {
 	ownerAPI *testkit.API
 }
 
-func newGroupWorld(t *testing.T, env map[string]string) *groupWorld {
+func newGroupWorld(t *testing.T, env map[string]string, opts ...app.Option) *groupWorld {
 	t.Helper()
-	m := newModerators(t, env)
+	m := newModerators(t, env, opts...)
 	owner, ownerAPI := m.member(t)
 	return &groupWorld{moderators: m, owner: owner, ownerAPI: ownerAPI}
 }

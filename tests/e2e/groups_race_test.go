@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"shelf/internal/app"
 	"shelf/tests/testkit"
 )
 
@@ -33,10 +34,13 @@ import (
 // gate, and under -race on a loaded machine the last of them ran past the
 // 10 s request deadline (503 timeout, six of fifty in one CI run), which
 // leaves their outcome unknown and the exact count above uncheckable.
-// L7 is what it tests, not the deadline.
+// L7 is what it tests, not the deadline. Nor the turn's patience: with the
+// server's 1 s, one turn stalled that long under -race would send every
+// joiner still waiting ahead at once, and the count of lost
+// compare-and-sets would measure the stall.
 func TestConcurrentJoinsNeverExceedMaxMembers(t *testing.T) {
 	t.Parallel()
-	w := newGroupWorld(t, map[string]string{"SHELF_CASSANDRA_TIMEOUT": "6s", "SHELF_REQUEST_TIMEOUT": "30s"})
+	w := newGroupWorld(t, map[string]string{"SHELF_CASSANDRA_TIMEOUT": "6s", "SHELF_REQUEST_TIMEOUT": "30s"}, app.GroupTurnWait(10*time.Second))
 	const joiners, maxMembers, rounds = 50, 10, 4
 	users := signupJoiners(t, w.api, joiners)
 	lost := appOf(w.ownerAPI).Metrics.LWTOutcomes.WithLabelValues("not_applied")

@@ -38,10 +38,10 @@ type moderators struct {
 }
 
 // newModerators serves a fresh keyspace with one admin logged in.
-func newModerators(t *testing.T, env map[string]string) *moderators {
+func newModerators(t *testing.T, env map[string]string, opts ...app.Option) *moderators {
 	t.Helper()
 	db := testkit.NewDB(t)
-	a, api := newTestApp(t, db, env)
+	a, api := newTestApp(t, db, env, opts...)
 	return withAdmin(t, a, api, db)
 }
 
