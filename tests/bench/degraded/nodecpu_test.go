@@ -144,6 +144,13 @@ func threadTicks(pid int) (map[int]threadTime, error) {
 	return out, nil
 }
 
+// in reports whether the sample's second counts in w: its middle falls
+// in it.
+func (s cpuSample) in(w window) bool {
+	mid := s.At.Add(-time.Second / 2)
+	return !mid.Before(w.From) && mid.Before(w.To)
+}
+
 // cpuIn is each node's average over the window's seconds (a sample counts
 // in the window its second's middle falls in): cores in all, compiling,
 // collecting. A node with no sample in it (down) is absent.
@@ -151,8 +158,7 @@ func cpuIn(w window, samples []cpuSample) map[string]cpuSample {
 	sums := map[string]cpuSample{}
 	counts := map[string]int{}
 	for _, s := range samples {
-		mid := s.At.Add(-time.Second / 2)
-		if mid.Before(w.From) || !mid.Before(w.To) {
+		if !s.in(w) {
 			continue
 		}
 		a := sums[s.Node]
@@ -216,7 +222,7 @@ func warmedUp(samples []cpuSample, nodes []string, now time.Time) (map[string]fl
 	in := cpuIn(w, samples)
 	seconds := map[string]int{}
 	for _, s := range samples {
-		if mid := s.At.Add(-time.Second / 2); !mid.Before(w.From) && mid.Before(w.To) {
+		if s.in(w) {
 			seconds[s.Node]++
 		}
 	}
