@@ -89,13 +89,7 @@ func (s *Service) Update(ctx context.Context, p domain.Principal, id string, in 
 		if err := in.apply(&c); err != nil {
 			return nil, err
 		}
-		// Strictly later than before: the library row's key changes with
-		// every update, so the old row's delete never hits the new row.
-		lm := s.now()
-		if !lm.After(c.LastModified) {
-			lm = c.LastModified.Add(time.Millisecond)
-		}
-		c.LastModified = lm
+		c.LastModified = s.movedOn(c) // taken again once its rows are gone (change)
 		return &c, nil
 	})
 	if err != nil {
@@ -390,6 +384,13 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 		if err != nil {
 			return false, err
 		}
+		if removed && !next.LastModified.Equal(c.LastModified) {
+			// An oldest-first run that read the item's old row before it
+			// was removed began before now: the item's new place is past
+			// that run's end, so the run does not list it again
+			// (docs/design/libraries.md, oldest first).
+			next.LastModified = s.movedOn(c)
+		}
 		if ch.marker, err = s.markAgainIfLate(ctx, id, ch.marker, &marked); err != nil {
 			return false, err
 		}
@@ -406,6 +407,17 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 		_ = s.outbox.Done(ctx, id, ch.marker)
 	}
 	return ch, err
+}
+
+// movedOn is the lastModified of a change of c: now, and strictly later
+// than c's, since the library row's key changes with every update, so the
+// old row's delete never hits the new row.
+func (s *Service) movedOn(c Content) time.Time {
+	lm := s.now()
+	if !lm.After(c.LastModified) {
+		lm = c.LastModified.Add(time.Millisecond)
+	}
+	return lm
 }
 
 // markAgainIfLate marks the item again when more than half the outbox

@@ -44,6 +44,9 @@ func (s *Service) narrow(ctx context.Context, c, next Content) (removed bool, er
 // bucket at a time at once, at c's version. The index entry stays: the
 // change's fan-out (or removal) writes it next.
 func (s *Service) removeRows(ctx context.Context, c Content, principalID string) error {
+	if s.Hooks.BeforeRemove != nil {
+		s.Hooks.BeforeRemove(c.ID, principalID)
+	}
 	e := entryOf(c, principalID, "")
 	buckets := BucketsFor(c.Visibility)
 	errs := make([]error, len(buckets))

@@ -146,6 +146,9 @@ type Hooks struct {
 	// BeforeMember is called before each member library is written; an
 	// error stops the fan-out there (the outbox entry stays).
 	BeforeMember func(contentID, principalID string) error
+	// BeforeRemove is called before a change of a lean item removes its
+	// rows from a member's library (narrow): a test holds the change there.
+	BeforeRemove func(contentID, principalID string)
 }
 
 // Service is content, sharing and the libraries kept from it.

@@ -5,7 +5,9 @@ package e2e
 import (
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"shelf/tests/testkit"
 )
@@ -79,5 +81,63 @@ func TestOldestFirstOnBothLibraries(t *testing.T) {
 		if r := ownerAPI.Get(path + "?limit=1&order=newest&cursor=" + pg.NextCursor); r.StatusCode != http.StatusOK {
 			t.Errorf("a default cursor with order=newest: %d %s", r.StatusCode, r.Body)
 		}
+	}
+}
+
+// TestOldestFirstRunListsAnItemChangedMeanwhileOnce: an update of the
+// owner's oldest item is held before it removes the item's rows (the
+// library's test hook), and an oldest-first run's first page, read
+// meanwhile, shows the item from its old row. The update takes its new
+// lastModified once the rows are gone, so the rest of the run does not
+// list the item again at its new place; every item left alone is listed
+// once (L2). It listed the item twice while the time was taken before the
+// removals.
+func TestOldestFirstRunListsAnItemChangedMeanwhileOnce(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	owner, ownerAPI := m.member(t)
+	first := createContent(t, ownerAPI, "first", "public")
+	for i := range 3 {
+		createContent(t, ownerAPI, "later "+itoa(i), "public")
+	}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	m.app.Contents.Hooks.BeforeRemove = func(contentID, _ string) {
+		if contentID == first.ID {
+			once.Do(func() { close(reached); <-release })
+		}
+	}
+	updated := make(chan int, 1)
+	go func() {
+		updated <- ownerAPI.Send(http.MethodPatch, "/v1/content/"+first.ID, map[string]string{"name": "renamed"}).StatusCode
+	}()
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the update never reached its rows' removal")
+	}
+	path := "/v1/users/" + owner.ID + "/library?limit=2&order=oldest"
+	var page itemPage
+	ownerAPI.Get(path).JSON(t, &page)
+	close(release)
+	if code := <-updated; code != http.StatusOK {
+		t.Fatalf("the update answered %d", code)
+	}
+	if len(page.Items) == 0 || page.Items[0].ID != first.ID {
+		t.Fatalf("the first page, read while the update was held, is %+v; want the item %s first", page.Items, first.ID)
+	}
+	listed := page.Items
+	for page.NextCursor != "" {
+		cursor := page.NextCursor
+		page = itemPage{}
+		ownerAPI.Get(path+"&cursor="+cursor).JSON(t, &page)
+		listed = append(listed, page.Items...)
+	}
+	count := map[string]int{}
+	for _, it := range listed {
+		count[it.ID]++
+	}
+	if len(listed) != 4 || len(count) != 4 {
+		t.Errorf("the run listed %+v; want each of the 4 items once", listed)
 	}
 }

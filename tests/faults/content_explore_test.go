@@ -46,6 +46,70 @@ type libWorld struct {
 	// (holding); until then that work runs inside the change.
 	later   []func()
 	holding bool
+
+	// leanOnly: the world's items keep lean rows to the end (the default
+	// limit), so an oldest-first run never lists one twice (L2; an item
+	// past its lean rows may: docs/gaps.md). runs are the runs a
+	// schedule's slow call began, finished after the schedule.
+	leanOnly bool
+	runs     []oldestRun
+}
+
+// oldestRun is an oldest-first run of one library as one viewer: what its
+// pages listed so far, and the cursor of its next page.
+type oldestRun struct {
+	library string
+	viewer  domain.Principal
+	listed  []string
+	next    string
+}
+
+// beginRuns reads the first page (one item) of an oldest-first run of
+// each library, as its owner (a group's as a member) and anonymously.
+func (l *libWorld) beginRuns(t *testing.T, name string) {
+	views := []oldestRun{{library: l.owner.ID, viewer: as(l.owner)}, {library: l.friend.ID, viewer: as(l.friend)}, {library: l.owner.ID}}
+	if l.group != "" {
+		views = append(views, oldestRun{library: l.group, viewer: as(l.other)})
+	}
+	for _, r := range views {
+		if l.page(t, name, &r) {
+			l.runs = append(l.runs, r)
+		}
+	}
+}
+
+// page reads a run's next page (its first when it has no cursor yet).
+func (l *libWorld) page(t *testing.T, name string, r *oldestRun) bool {
+	page, err := l.lib.Library(context.Background(), r.viewer, r.library, library.OldestFirst, r.next, 1)
+	if err != nil {
+		t.Errorf("%s: an oldest-first page of %s: %v", name, r.library, err)
+		return false
+	}
+	for _, e := range page.Items {
+		r.listed = append(r.listed, e.ContentID)
+	}
+	r.next = page.Next
+	return true
+}
+
+// finishRuns pages every run begun to its end: none may list an item
+// twice, whatever changed while it paged (L2).
+func (l *libWorld) finishRuns(t *testing.T, name string) {
+	for _, r := range l.runs {
+		for pages := 0; r.next != "" && pages < 100; pages++ {
+			if !l.page(t, name, &r) {
+				break
+			}
+		}
+		seen := map[string]bool{}
+		for _, id := range r.listed {
+			if seen[id] {
+				t.Errorf("%s: an oldest-first run of %s as %q, begun in the slow call, listed %s twice: %v", name, r.library, r.viewer.UserID, id, r.listed)
+			}
+			seen[id] = true
+		}
+	}
+	l.runs = nil
 }
 
 // newLibWorld is a world whose changes fan out before they answer.
@@ -72,7 +136,7 @@ func newLibWorldOf(t *testing.T, syncLimit, leanMembers int) *libWorld {
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	l := &libWorld{world: w, admin: domain.Principal{UserID: admin.ID},
-		owner: w.created[1], friend: w.created[2], other: w.created[3]}
+		owner: w.created[1], friend: w.created[2], other: w.created[3], leanOnly: leanMembers == 0}
 	lib := library.New(library.Config{SyncFanoutLimit: syncLimit, FanoutConcurrency: 1, Now: w.store.Now, LeanMembers: leanMembers,
 		Background: l.background}, w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
 	l.lib = lib
@@ -97,6 +161,25 @@ func newLibWorldOf(t *testing.T, syncLimit, leanMembers int) *libWorld {
 		}
 	}
 	return l
+}
+
+// withNewer adds a newer item to every library of l, left alone: an
+// oldest-first run that lists the world's item on its first page goes on
+// past it.
+func withNewer(t *testing.T, l *libWorld) {
+	t.Helper()
+	ctx := context.Background()
+	l.store.Advance(time.Second)
+	name, public := "newer", string(library.VisibilityPublic)
+	newer, err := l.lib.Create(ctx, as(l.owner), library.Input{Name: &name, Visibility: &public})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{l.friend.ID, l.group} {
+		if _, err := l.lib.Share(ctx, as(l.owner), newer.ID, p, library.RoleViewer); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // beforeMember is the world's fan-out hook: it fails the writes of the
@@ -324,11 +407,14 @@ func competitorNames(cs []libCompetitor) []string {
 // TestExploreContent runs every content action with every fault at every
 // store call, alone and with each competitor acting before the held writes
 // land (the outbox worker and rebuilds among them); a slow call runs the
-// outbox worker inside it, past the grace, and once more with the
-// action's next member library write failing after it (the slow change's
-// own fan-out stopping part-way). Then the client retries a failed
-// action, the outbox worker runs, and the libraries are checked (L1, L3,
-// L4, the counts, nothing pending).
+// outbox worker inside it, past the grace, once more with the action's
+// next member library write failing after it (the slow change's own
+// fan-out stopping part-way), and once more with nothing in it but the
+// first page of an oldest-first run of every library (each library holds
+// a newer item too, left alone). Then the client retries a failed action,
+// the outbox worker runs, and the libraries are checked (L1, L3, L4, the
+// counts, nothing pending), and the runs paged to their ends: none lists
+// an item twice (L2).
 func TestExploreContent(t *testing.T) {
 	t.Parallel()
 	total := exploreContentOps(t, libOperations, competitors, newLibWorld)
@@ -376,6 +462,14 @@ func exploreContentOps(t *testing.T, ops []libOperation, comps []libCompetitor, 
 	t.Helper()
 	names := competitorNames(comps)
 	total := 0
+	base := fresh
+	fresh = func(t *testing.T) *libWorld {
+		l := base(t)
+		if l.leanOnly {
+			withNewer(t, l) // so that a run's first page has a next (runsBegin)
+		}
+		return l
+	}
 	for _, op := range ops {
 		probe := fresh(t)
 		if op.setup != nil {
@@ -390,25 +484,45 @@ func exploreContentOps(t *testing.T, ops []libOperation, comps []libCompetitor, 
 			return err
 		})
 		total += everySchedule(t, op.name, calls, names, func(name string, k int, fault memstore.Fault, c int) {
-			exploreContent(t, name, fresh(t), op, k, fault, comps[c], false)
+			exploreContent(t, name, fresh(t), op, k, fault, comps[c], workerRuns)
 		})
 		total += everyScheduleOf(t, op.name+"/then-fail", calls, []memstore.Fault{memstore.Slow}, names, func(name string, k int, fault memstore.Fault, c int) {
-			exploreContent(t, name, fresh(t), op, k, fault, comps[c], true)
+			exploreContent(t, name, fresh(t), op, k, fault, comps[c], workerThenFail)
 		})
+		if probe.leanOnly {
+			total += everyScheduleOf(t, op.name+"/runs", calls, []memstore.Fault{memstore.Slow}, names, func(name string, k int, fault memstore.Fault, c int) {
+				exploreContent(t, name, fresh(t), op, k, fault, comps[c], runsBegin)
+			})
+		}
 	}
 	return total
 }
 
+// slowCall is what happens inside a schedule's slow call, once the clock
+// has moved past every grace and lease.
+type slowCall int
+
+const (
+	// workerRuns: the outbox worker runs.
+	workerRuns slowCall = iota
+	// workerThenFail: the outbox worker runs, and the action's next
+	// member library write fails after it.
+	workerThenFail
+	// runsBegin: oldest-first runs begin (their first page) and nothing
+	// else happens, so the action goes on as it was.
+	runsBegin
+)
+
 // exploreContent runs one schedule: the action with the fault at its
-// call k (a slow call runs the outbox worker inside it, and with
-// thenFail the next member library write fails after that), counting
+// call k (a slow call begins oldest-first runs of the libraries, in a
+// world whose items stay lean, and then does what slow says), counting
 // the work it leaves for after its answer (a background fan-out, a mark's
 // delete) as its own; the competitor; the held writes landing; the
 // client's retry; the outbox worker; the checks. A competitor that runs
 // before the background work runs after the action's answer, and the
 // background work after it, without faults (or never, when the action's
 // process crashed).
-func exploreContent(t *testing.T, name string, l *libWorld, op libOperation, k int, fault memstore.Fault, comp libCompetitor, thenFail bool) {
+func exploreContent(t *testing.T, name string, l *libWorld, op libOperation, k int, fault memstore.Fault, comp libCompetitor, slow slowCall) {
 	if op.setup != nil {
 		if err := op.setup(l); err != nil {
 			t.Fatalf("%s: set-up: %v", name, err)
@@ -416,11 +530,17 @@ func exploreContent(t *testing.T, name string, l *libWorld, op libOperation, k i
 	}
 	l.hold()
 	l.store.Meanwhile = func() {
+		if l.leanOnly && l.runs == nil {
+			l.beginRuns(t, name)
+		}
+		if slow == runsBegin {
+			return
+		}
 		if err := l.drain(); err != nil {
 			t.Errorf("%s: the outbox worker inside the slow call: %v", name, err)
 		}
 		l.mu.Lock()
-		l.failNext = thenFail
+		l.failNext = slow == workerThenFail
 		l.mu.Unlock()
 	}
 	hit := faultOnceSeen(l.store, k, fault)
@@ -436,7 +556,7 @@ func exploreContent(t *testing.T, name string, l *libWorld, op libOperation, k i
 	l.mu.Lock()
 	l.failNext = false
 	l.mu.Unlock()
-	if err != nil && !expected(err) && !(thenFail && errors.Is(err, errStopped)) {
+	if err != nil && !expected(err) && !(slow == workerThenFail && errors.Is(err, errStopped)) {
 		t.Errorf("%s: the action answered %v", name, err)
 	}
 	if comp.run != nil {
@@ -461,6 +581,7 @@ func exploreContent(t *testing.T, name string, l *libWorld, op libOperation, k i
 		}
 	}
 	checkContent(t, name, l, snap)
+	l.finishRuns(t, name)
 }
 
 // faultOnceSeen is faultOnce that tells whether the call was reached.
