@@ -21,6 +21,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -45,6 +46,22 @@ type client struct {
 	mu   sync.Mutex
 	// statuses counts answers by status.
 	statuses map[int]int
+	// failed are the answers that must not be: a 5xx other than 503, or
+	// none (method, path, status, body).
+	failed []string
+}
+
+// errorLog keeps the lines the app logs at error level (a 500's cause).
+type errorLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *errorLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, string(p))
+	return len(p), nil
 }
 
 func (c *client) send(method, path, token string, body any) (int, []byte) {
@@ -63,6 +80,9 @@ func (c *client) send(method, path, token string, body any) (int, []byte) {
 	}
 	c.mu.Lock()
 	c.statuses[status]++
+	if status >= 500 && status != http.StatusServiceUnavailable || status == 0 {
+		c.failed = append(c.failed, fmt.Sprintf("%s %s: %d %s", method, path, status, out))
+	}
 	c.mu.Unlock()
 	return status, out
 }
@@ -98,7 +118,8 @@ func TestStorm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(cfg, zerolog.Nop(), db.Session, nil)
+	errs := &errorLog{}
+	a, err := app.New(cfg, zerolog.New(errs).Level(zerolog.ErrorLevel), db.Session, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,10 +233,13 @@ func TestStorm(t *testing.T) {
 	t.Logf("%d rounds in %.0fs, node hung %d times; answers by status: %v", rounds, time.Since(started).Seconds(), hangs, c.statuses)
 	time.Sleep(lease + 2*time.Second) // held attempts land, leases run out
 
-	for status, n := range c.statuses {
-		if status >= 500 && status != http.StatusServiceUnavailable || status == 0 {
-			t.Errorf("%d answers with status %d", n, status)
-		}
+	for _, f := range c.failed {
+		t.Errorf("an answer that must not be: %s", f)
+	}
+	if len(c.failed) > 0 {
+		errs.mu.Lock()
+		t.Logf("the app's error log:\n%s", strings.Join(errs.lines, ""))
+		errs.mu.Unlock()
 	}
 	checkTables(t, db)
 	byID := map[string][]*account{}
