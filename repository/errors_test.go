@@ -41,6 +41,13 @@ func TestDriverErrorsAreClassified(t *testing.T) {
 		{&gocql.RequestErrReadFailure{ErrorMap: gocql.ErrorMap{"127.0.0.1": 6}}, false, true},
 		// A read that met too many tombstones will meet them again.
 		{&gocql.RequestErrReadFailure{ErrorMap: gocql.ErrorMap{"127.0.0.1": 1}}, false, false},
+		// Paxos v2's answer when a replica dropped its part past the
+		// timeout (a paused node): a write may have applied elsewhere.
+		{&gocql.RequestErrWriteFailure{WriteType: "CAS", ErrorMap: gocql.ErrorMap{"127.0.0.1": 2}}, true, true},
+		{&gocql.RequestErrReadFailure{ErrorMap: gocql.ErrorMap{"127.0.0.1": 2}}, false, true},
+		{&gocql.RequestErrWriteFailure{ErrorMap: gocql.ErrorMap{"127.0.0.1": 5}}, true, true},
+		// A write refused for its schema will be refused again.
+		{&gocql.RequestErrWriteFailure{ErrorMap: gocql.ErrorMap{"127.0.0.1": 3}}, false, false},
 		{gocql.ErrNoConnections, false, true},
 		{errors.New("line 1:7 no viable alternative"), false, false},
 	} {

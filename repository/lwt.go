@@ -185,7 +185,7 @@ func isUnavailable(err error) bool {
 		return true
 	}
 	var readFailure *gocql.RequestErrReadFailure
-	if errors.As(err, &readFailure) && indexNotAvailable(readFailure) {
+	if errors.As(err, &readFailure) && (indexNotAvailable(readFailure) || failedInTime(readFailure.ErrorMap)) {
 		return true
 	}
 	if errors.As(err, &reqErr) {
@@ -201,6 +201,27 @@ func isUnavailable(err error) bool {
 // reasonIndexNotAvailable is Cassandra's RequestFailureReason
 // INDEX_NOT_AVAILABLE (6 in 5.0's enum).
 const reasonIndexNotAvailable = 6
+
+// reasonTimeout and reasonNodeDown are Cassandra 5.0's RequestFailureReason
+// TIMEOUT (2) and NODE_DOWN (5).
+const (
+	reasonTimeout  = 2
+	reasonNodeDown = 5
+)
+
+// failedInTime reports a failure a replica reported because its part of
+// the request expired before it ran, or because it was down: Paxos v2
+// answers a proposal or a read at SERIAL that a replica dropped so (a node
+// paused past the timeout, then resumed) with a failure, not a timeout. A
+// read may be tried again; a write may have applied on the other replicas.
+func failedInTime(m gocql.ErrorMap) bool {
+	for _, reason := range m {
+		if reason == reasonTimeout || reason == reasonNodeDown {
+			return true
+		}
+	}
+	return false
+}
 
 // indexNotAvailable reports a read through a storage-attached index that a
 // replica has not finished building: after a migration that adds one (019,
@@ -223,6 +244,7 @@ func Ambiguous(err error) bool {
 	var (
 		writeTimeout *gocql.RequestErrWriteTimeout
 		casUnknown   *gocql.RequestErrCASWriteUnknown
+		writeFailure *gocql.RequestErrWriteFailure
 	)
 	// A cancelled request (the client went away) may have been sent: its
 	// outcome is as unknown as a timeout's. So may every request in flight
@@ -230,6 +252,7 @@ func Ambiguous(err error) bool {
 	// out on it (SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT): they get that error.
 	return errors.As(err, &writeTimeout) ||
 		errors.As(err, &casUnknown) ||
+		(errors.As(err, &writeFailure) && failedInTime(writeFailure.ErrorMap)) ||
 		errors.Is(err, gocql.ErrTimeoutNoResponse) ||
 		errors.Is(err, gocql.ErrConnectionClosed) ||
 		errors.Is(err, gocql.ErrTooManyTimeouts) ||
