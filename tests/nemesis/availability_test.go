@@ -59,6 +59,9 @@ var singleNodeFaults = []string{"hang-node", "kill-node"}
 type faultWindow struct {
 	kind             string
 	start, end, over time.Time
+	// readP99 is each node's read p99 as the fault began (the nemesis's
+	// record), for the verdict's explanation.
+	readP99 string
 }
 
 // rateSum adds answered requests and seconds of several spans.
@@ -76,8 +79,10 @@ func (r rateSum) rate() float64 {
 
 // checkAvailability judges the requests the workload sent between from
 // and to against the single-node faults of the history, and returns the
-// verdict and a table of rates per kind for the summary; an empty second is
-// explained by the API processes' notes (testkit.ReadAPINotes) that overlap it.
+// verdict and a table of rates per kind for the summary; an empty second,
+// and the slowest of a kind whose rate falls short, is explained by the
+// notes of the API processes and the nodes that overlap it
+// (testkit.ReadAPINotes, testkit.ReadNodeNotes).
 func checkAvailability(events []event, notes []testkit.APINote, from, to time.Time) (verdict, string) {
 	v := verdict{Name: "availability: one node hung or killed"}
 	var answered []time.Time
@@ -107,6 +112,10 @@ func checkAvailability(events []event, notes []testkit.APINote, from, to time.Ti
 	fmt.Fprintf(&table, "%-10s %7s %11s %11s %6s\n", "fault", "windows", "answered/s", "healthy/s", "ratio")
 	for _, kind := range singleNodeFaults {
 		var during, before rateSum
+		var seen []string
+		// slowest is the judged second with the fewest answers, explained
+		// when the kind's rate fails.
+		slowest, fewest := time.Time{}, -1
 		windows := 0
 		for _, w := range all {
 			if w.kind != kind || !w.start.Before(to) || w.end.Before(from) {
@@ -116,8 +125,12 @@ func checkAvailability(events []event, notes []testkit.APINote, from, to time.Ti
 			windows++
 			during.answered += count(start, end)
 			during.seconds += end.Sub(start).Seconds()
+			seen = append(seen, perSecond(start, end, count)+" (read p99 "+w.readP99+")")
 			for s := maxTime(w.start.Add(attemptTimeout), from); !s.Add(time.Second).After(end); s = s.Add(time.Second) {
 				v.Checked++
+				if n := count(s, s.Add(time.Second)); fewest < 0 || n < fewest {
+					slowest, fewest = s, n
+				}
 				if count(s, s.Add(time.Second)) == 0 {
 					v.Fail("%s %s: no request answered in the second from %s (%s; %s)", kind, w.start.Format("15:04:05.000"), s.Format("15:04:05.000"),
 						inFlight(ops, s.Add(time.Second)), testkit.ExplainWait(notes, s, s.Add(time.Second)))
@@ -131,12 +144,27 @@ func checkAvailability(events []event, notes []testkit.APINote, from, to time.Ti
 		ratio := during.rate() / before.rate()
 		fmt.Fprintf(&table, "%-10s %7d %11.1f %11.1f %6.2f\n", kind, windows, during.rate(), before.rate(), ratio)
 		if windows > 0 && before.seconds > 0 && !(ratio >= availabilityFloor) {
-			v.Fail("%s: %.1f answered requests a second during %d windows, %.2f of the %.1f in the healthy seconds before them (floor %.2f)",
-				kind, during.rate(), windows, ratio, before.rate(), availabilityFloor)
+			why := ""
+			if fewest >= 0 {
+				why = fmt.Sprintf("; in the second from %s, %d answered (%s; %s)", slowest.Format("15:04:05.000"), fewest,
+					inFlight(ops, slowest.Add(time.Second)), testkit.ExplainWait(notes, slowest, slowest.Add(time.Second)))
+			}
+			v.Fail("%s: %.1f answered requests a second during %d windows, %.2f of the %.1f in the healthy seconds before them (floor %.2f); answered in each second: %s%s",
+				kind, during.rate(), windows, ratio, before.rate(), availabilityFloor, strings.Join(seen, "; "), why)
 		}
 		v.Checked++
 	}
 	return v, table.String()
+}
+
+// perSecond is a window's answered requests in each of its seconds (the
+// last one partial), after its start time.
+func perSecond(start, end time.Time, count func(a, b time.Time) int) string {
+	var n []string
+	for s := start; s.Before(end); s = s.Add(time.Second) {
+		n = append(n, fmt.Sprint(count(s, minTime(s.Add(time.Second), end))))
+	}
+	return start.Format("15:04:05.000") + " [" + strings.Join(n, " ") + "]"
 }
 
 // inFlight says what the requests running at t were waiting for, for a
@@ -170,7 +198,7 @@ func inFlight(ops []event, t time.Time) string {
 // windowOf is a fault's span; a killed node's ends where its restart
 // begins (Args["restart"]).
 func windowOf(e event) faultWindow {
-	w := faultWindow{kind: e.Op, start: e.Start, end: e.End, over: e.End}
+	w := faultWindow{kind: e.Op, start: e.Start, end: e.End, over: e.End, readP99: e.Args["readP99"]}
 	if r, err := time.Parse(time.RFC3339Nano, e.Args["restart"]); err == nil && r.Before(w.end) {
 		w.end = r
 	}

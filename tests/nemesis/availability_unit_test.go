@@ -19,7 +19,7 @@ func answers(a, b time.Time, step time.Duration, status int) []event {
 func TestAvailabilityVerdict(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	hang := event{Kind: "fault", Op: "hang-node", Start: at(10), End: at(16)}
+	hang := event{Kind: "fault", Op: "hang-node", Start: at(10), End: at(16), Args: map[string]string{"readP99": "[40ms 1.9s 35ms]"}}
 	kill := event{Kind: "fault", Op: "kill-node", Start: at(30), End: at(70),
 		Args: map[string]string{"restart": at(36).Format(time.RFC3339Nano)}}
 	majority := event{Kind: "fault", Op: "hang-majority", Start: at(80), End: at(90)}
@@ -51,7 +51,8 @@ func TestAvailabilityVerdict(t *testing.T) {
 		name: "a hang at a third of the healthy rate",
 		events: join(answers(at(0), at(10), 50*time.Millisecond, 200), answers(at(10), at(16), 150*time.Millisecond, 200),
 			answers(at(16), at(20), 50*time.Millisecond, 200), []event{hang}),
-		fails: []string{"hang-node: 6.7 answered requests a second during 1 windows, 0.33 of the 20.0"},
+		fails: []string{"hang-node: 6.7 answered requests a second during 1 windows, 0.33 of the 20.0 in the healthy seconds before them" +
+			" (floor 0.50); answered in each second: 04:00:10.000 [7 7 6 7 7 6] (read p99 [40ms 1.9s 35ms])"},
 	}, {
 		name: "a killed node's restart and the majority hang are not judged, nor healthy",
 		events: join(answers(at(0), at(36), 50*time.Millisecond, 200), answers(at(36), at(95), time.Second, 200),

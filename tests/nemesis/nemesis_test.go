@@ -172,6 +172,12 @@ func TestNemesis(t *testing.T) {
 			f.Close()
 		}
 	}
+	for i, n := range c.Nodes {
+		if f, err := os.Open(c.L.LogFile(n)); err == nil {
+			notes = append(notes, testkit.ReadNodeNotes(i+1, f)...)
+			f.Close()
+		}
+	}
 	available, rates := checkAvailability(events, notes, started, stopped)
 	verdicts = append(verdicts,
 		checkContentModel(events, items),
@@ -208,8 +214,15 @@ func TestNemesis(t *testing.T) {
 			_ = os.WriteFile(filepath.Join(out, fmt.Sprintf("api-%d.log", p.idx)), b, 0o644)
 		}
 	}
+	// And the nodes' logs: a node's pauses, timeouts and failure detector
+	// (which peer it thought down, when) during those faults.
+	for i, n := range c.Nodes {
+		if b, err := os.ReadFile(c.L.LogFile(n)); err == nil {
+			_ = os.WriteFile(filepath.Join(out, fmt.Sprintf("node-%d.log", i+1)), b, 0o644)
+		}
+	}
 	t.Log("\n" + b.String())
-	t.Logf("history, summary and the API processes' logs in %s", out)
+	t.Logf("history, summary and the API processes' and nodes' logs in %s", out)
 	judged := ""
 	if broken.pkg != "" {
 		judged = "the broken build (" + broken.what + ")"

@@ -24,7 +24,7 @@ func TestEmptySecondsAreExplainedByTheAPILogs(t *testing.T) {
 	}
 	a := time.Date(2026, 12, 3, 15, 46, 21, 852_000_000, time.UTC)
 	got := ExplainWait(notes, a, a.Add(time.Second))
-	for _, want := range []string{"logged 3:", "api 1 lwt on 127.0.0.31 2137 ms: gocql: no response", "select on 127.0.0.32 1100 ms", "driver: gocql: unable to dial control conn"} {
+	for _, want := range []string{"said 3:", "api 1 lwt on 127.0.0.31 2137 ms: gocql: no response", "select on 127.0.0.32 1100 ms", "driver: gocql: unable to dial control conn"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("explanation %q does not say %q", got, want)
 		}
@@ -32,7 +32,38 @@ func TestEmptySecondsAreExplainedByTheAPILogs(t *testing.T) {
 	if strings.Index(got, "lwt on") > strings.Index(got, "select on") {
 		t.Errorf("the longest wait comes first: %q", got)
 	}
-	if got := ExplainWait(notes, a.Add(time.Hour), a.Add(time.Hour+time.Second)); !strings.Contains(got, "logged no slow statement") {
+	if got := ExplainWait(notes, a.Add(time.Hour), a.Add(time.Hour+time.Second)); !strings.Contains(got, "logged no slow statement and nothing from the driver then, the nodes no warning") {
 		t.Errorf("a quiet second is said to be quiet: %q", got)
+	}
+}
+
+// A node's log explains a wait too: its warnings, the collector's pauses
+// (over their length) and the failure detector's word on a peer; its
+// other lines, a starting node's checks and its role setup are not notes.
+func TestNodeLogsExplainWaits(t *testing.T) {
+	log := strings.Join([]string{
+		`INFO  [main] 2026-12-05 05:21:40,000 StorageService.java:318 - Overriding RING_DELAY to 5000ms`,
+		`WARN  [main] 2026-12-05 05:21:40,100 StartupChecks.java:262 - jemalloc shared library could not be preloaded`,
+		`WARN  [OptionalTasks:1] 2026-12-05 05:21:40,200 CassandraRoleManager.java:393 - CassandraRoleManager skipped default role setup: some nodes were not ready`,
+		`WARN  [Native-Transport-Requests-6] 2026-12-05 05:21:44,370 NoSpamLogger.java:107 - /127.0.0.31:7000->/127.0.0.32:7000-SMALL_MESSAGES-[no-channel] dropping message of type READ_REQ whose timeout expired before reaching the network`,
+		`INFO  [Service Thread] 2026-12-05 05:21:45,900 GCInspector.java:294 - G1 Young Generation GC in 1450ms.  G1 Eden Space: 1 -> 0`,
+		`INFO  [GossipStage:1] 2026-12-05 05:21:58,000 Gossiper.java:1400 - InetAddress /127.0.0.32:7000 is now DOWN`,
+		`	at org.apache.cassandra.Foo.bar(Foo.java:1)`,
+	}, "\n")
+	notes := ReadNodeNotes(3, strings.NewReader(log))
+	if len(notes) != 3 {
+		t.Fatalf("read %d notes, want 3 (the warning, the pause, the peer down): %+v", len(notes), notes)
+	}
+	a := time.Date(2026, 12, 5, 5, 21, 44, 800_000_000, time.Local)
+	got := ExplainWait(notes, a, a.Add(500*time.Millisecond))
+	if !strings.Contains(got, "said 1: node 3 G1 Young Generation GC in 1450ms") {
+		t.Errorf("a pause that covers the second explains it: %q", got)
+	}
+	got = ExplainWait(notes, a.Add(-time.Second), a.Add(2*time.Second))
+	if !strings.Contains(got, "said 2: node 3 G1 Young Generation GC in 1450ms") || !strings.Contains(got, "; node 3 /127.0.0.31:7000->") {
+		t.Errorf("a pause comes before the other warnings: %q", got)
+	}
+	if got := ExplainWait(notes, a.Add(13*time.Second), a.Add(14*time.Second)); !strings.Contains(got, "node 3 InetAddress /127.0.0.32:7000 is now DOWN") {
+		t.Errorf("the failure detector's word is a note: %q", got)
 	}
 }
