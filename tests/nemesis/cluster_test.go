@@ -51,15 +51,6 @@ func (c *cluster) settled(ctx context.Context) (time.Duration, error) {
 	return testkit.Settled(ctx, c.Hosts(), "nemesis.users", settledWithin, 3, settleWait)
 }
 
-// readP99 says each node's read p99 (testkit.ReadP99), or why not.
-func (c *cluster) readP99(ctx context.Context) string {
-	p99, err := testkit.ReadP99(ctx, c.Hosts(), "nemesis")
-	if err != nil {
-		return err.Error()
-	}
-	return fmt.Sprint(p99)
-}
-
 // settledWithin is how quickly every node must answer the settling read;
 // settleWait how long the nemesis waits for that before it skips a
 // single-node fault.

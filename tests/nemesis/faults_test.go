@@ -26,10 +26,6 @@ type nemesis struct {
 	// settledIn is the slowest settling read before the fault that starts
 	// next, for its record.
 	settledIn time.Duration
-	// readP99 is each node's read p99 then (testkit.ReadP99): how long a
-	// read waits for a replica that stopped answering before its
-	// coordinator asks another.
-	readP99 string
 }
 
 func (n *nemesis) run(ctx context.Context) {
@@ -58,7 +54,6 @@ func (n *nemesis) run(ctx context.Context) {
 				continue
 			}
 			n.settledIn = slowest
-			n.readP99 = n.c.readP99(ctx)
 		}
 		switch kind {
 		case "kill-node":
@@ -101,7 +96,7 @@ func (n *nemesis) killNode(ctx context.Context) {
 	if err := n.c.L.Start(restart, node); err != nil {
 		n.errs = append(n.errs, err)
 	}
-	n.record("kill-node", i, start, map[string]string{"node": node.Address, "restart": restarting.Format(time.RFC3339Nano), "settled": n.settledIn.String(), "readP99": n.readP99})
+	n.record("kill-node", i, start, map[string]string{"node": node.Address, "restart": restarting.Format(time.RFC3339Nano), "settled": n.settledIn.String()})
 }
 
 func (n *nemesis) hangNode(ctx context.Context) {
@@ -115,7 +110,7 @@ func (n *nemesis) hangNode(ctx context.Context) {
 	if err := n.c.L.Signal(node, syscall.SIGCONT); err != nil {
 		n.errs = append(n.errs, err)
 	}
-	n.record("hang-node", i, start, map[string]string{"node": node.Address, "settled": n.settledIn.String(), "readP99": n.readP99})
+	n.record("hang-node", i, start, map[string]string{"node": node.Address, "settled": n.settledIn.String()})
 }
 
 // hangMajority hangs two of the three nodes at once for 4-12 s: no

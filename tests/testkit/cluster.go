@@ -209,23 +209,3 @@ func throughEach(ctx context.Context, addresses []string, f func(*gocql.Session)
 	}
 	return nil
 }
-
-// ReadP99 is, per node, the largest 99th percentile of the coordinator's
-// read latency over keyspace's tables (system_views.coordinator_read_latency):
-// the wait of a read whose replica has stopped answering before the
-// coordinator asks another (speculative_retry 99p), as the node would
-// judge it now.
-func ReadP99(ctx context.Context, addresses []string, keyspace string) ([]time.Duration, error) {
-	var out []time.Duration
-	err := throughEach(ctx, addresses, func(s *gocql.Session) error {
-		it := s.Query("SELECT p99th_ms FROM system_views.coordinator_read_latency WHERE keyspace_name = ?", keyspace).
-			WithContext(ctx).Consistency(gocql.One).Iter()
-		var ms, worst float64
-		for it.Scan(&ms) {
-			worst = max(worst, ms)
-		}
-		out = append(out, time.Duration(worst*float64(time.Millisecond)))
-		return it.Close()
-	})
-	return out, err
-}
