@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,8 +216,14 @@ const (
 // paused past the timeout, then resumed) with a failure, not a timeout. A
 // read may be tried again; a write may have applied on the other replicas.
 func failedInTime(m gocql.ErrorMap) bool {
+	return hasReason(m, reasonTimeout, reasonNodeDown)
+}
+
+// hasReason reports whether a replica of the error map failed for one of
+// reasons (Cassandra's RequestFailureReason codes).
+func hasReason(m gocql.ErrorMap, reasons ...uint16) bool {
 	for _, reason := range m {
-		if reason == reasonTimeout || reason == reasonNodeDown {
+		if slices.Contains(reasons, reason) {
 			return true
 		}
 	}
@@ -229,12 +236,7 @@ func failedInTime(m gocql.ErrorMap) bool {
 // ends. That is "try again later" (503), not a fault of the request. The
 // reason comes in the error map (protocol 5) and in the message.
 func indexNotAvailable(f *gocql.RequestErrReadFailure) bool {
-	for _, reason := range f.ErrorMap {
-		if reason == reasonIndexNotAvailable {
-			return true
-		}
-	}
-	return strings.Contains(f.Message(), "INDEX_NOT_AVAILABLE")
+	return hasReason(f.ErrorMap, reasonIndexNotAvailable) || strings.Contains(f.Message(), "INDEX_NOT_AVAILABLE")
 }
 
 // Ambiguous reports errors after which a write may or may not have been

@@ -136,10 +136,11 @@ func checkAvailability(events []event, notes []testkit.APINote, from, to time.Ti
 			seen = append(seen, perSecond(start, end, count))
 			for s := judged; !s.Add(time.Second).After(end); s = s.Add(time.Second) {
 				v.Checked++
-				if n := count(s, s.Add(time.Second)); fewest < 0 || n < fewest {
+				n := count(s, s.Add(time.Second))
+				if fewest < 0 || n < fewest {
 					slowest, fewest = s, n
 				}
-				if count(s, s.Add(time.Second)) == 0 {
+				if n == 0 {
 					v.Fail("%s %s: no request answered in the second from %s (%s; %s)", kind, w.start.Format("15:04:05.000"), s.Format("15:04:05.000"),
 						inFlight(ops, s.Add(time.Second)), testkit.ExplainWait(notes, s, s.Add(time.Second)))
 				}

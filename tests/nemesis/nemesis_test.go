@@ -13,6 +13,7 @@
 package nemesis
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -172,10 +173,13 @@ func TestNemesis(t *testing.T) {
 			f.Close()
 		}
 	}
+	// The nodes' logs too, kept beside the history: a node's pauses,
+	// timeouts and failure detector (which peer it thought down, when)
+	// during those faults.
 	for i, n := range c.Nodes {
-		if f, err := os.Open(c.L.LogFile(n)); err == nil {
-			notes = append(notes, testkit.ReadNodeNotes(i+1, f)...)
-			f.Close()
+		if b, err := os.ReadFile(c.L.LogFile(n)); err == nil {
+			notes = append(notes, testkit.ReadNodeNotes(i+1, bytes.NewReader(b))...)
+			_ = os.WriteFile(filepath.Join(out, fmt.Sprintf("node-%d.log", i+1)), b, 0o644)
 		}
 	}
 	available, rates := checkAvailability(events, notes, started, stopped)
@@ -212,13 +216,6 @@ func TestNemesis(t *testing.T) {
 	for _, p := range apis {
 		if b, err := os.ReadFile(p.logPath()); err == nil {
 			_ = os.WriteFile(filepath.Join(out, fmt.Sprintf("api-%d.log", p.idx)), b, 0o644)
-		}
-	}
-	// And the nodes' logs: a node's pauses, timeouts and failure detector
-	// (which peer it thought down, when) during those faults.
-	for i, n := range c.Nodes {
-		if b, err := os.ReadFile(c.L.LogFile(n)); err == nil {
-			_ = os.WriteFile(filepath.Join(out, fmt.Sprintf("node-%d.log", i+1)), b, 0o644)
 		}
 	}
 	t.Log("\n" + b.String())

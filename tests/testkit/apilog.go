@@ -92,8 +92,9 @@ func ParseAPINote(api int, line []byte) (_ APINote, ok bool) {
 	return APINote{}, false
 }
 
-// ExplainWait lists the notes overlapping [a, b), at most five, the
-// longest waits first.
+// ExplainWait lists the notes overlapping [a, b): the four longest waits,
+// then three moments (a driver's or a node's word), pauses and peers
+// marked down or up first.
 func ExplainWait(notes []APINote, a, b time.Time) string {
 	var spans, points []APINote
 	for _, n := range notes {
@@ -113,7 +114,7 @@ func ExplainWait(notes []APINote, a, b time.Time) string {
 	slices.SortStableFunc(points, func(x, y APINote) int { return cmp.Compare(y.weight(), x.weight()) })
 	// The longest waits, and a few of the moments (a driver's or a node's
 	// word), so that a node's pause is not hidden behind the waits it caused.
-	shown := append(spans[:min(len(spans), 4)], points[:min(len(points), 3)]...)
+	shown := slices.Concat(spans[:min(len(spans), 4)], points[:min(len(points), 3)])
 	parts := make([]string, len(shown))
 	for i, n := range shown {
 		parts[i] = n.from() + " " + n.Text
@@ -136,7 +137,7 @@ func ReadNodeNotes(node int, r io.Reader) []APINote {
 
 // nodeLine is a system.log line: its level, thread, time, source and
 // message ("WARN  [thread] 2026-12-05 05:21:44,370 File.java:107 - text").
-var nodeLine = regexp.MustCompile(`^(\w+)\s+\[[^\]]*\] (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\S+) - (.*)$`)
+var nodeLine = regexp.MustCompile(`^(\w+)\s+\[([^\]]*)\] (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\S+) - (.*)$`)
 
 // gcPause is the collector's word on a pause, with its length.
 var gcPause = regexp.MustCompile(`GC in (\d+)ms`)
@@ -146,12 +147,12 @@ func parseNodeNote(node int, line string) (_ APINote, ok bool) {
 	if m == nil {
 		return APINote{}, false
 	}
-	at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[2], time.Local)
+	at, err := time.ParseInLocation("2006-01-02 15:04:05,000", m[3], time.Local)
 	if err != nil {
 		return APINote{}, false
 	}
-	level, source, text := m[1], m[3], m[4]
-	if strings.Contains(line, "[main]") || strings.HasPrefix(source, "CassandraRoleManager") {
+	level, thread, source, text := m[1], m[2], m[4], m[5]
+	if thread == "main" || strings.HasPrefix(source, "CassandraRoleManager") {
 		return APINote{}, false // a starting node's checks and its role setup: not a wait
 	}
 	n := APINote{Node: node, Start: at, End: at, Text: shortenNote(text, 100)}
