@@ -2,86 +2,273 @@ package repository
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/gocql/gocql"
+
+	"shelf/domain"
 )
 
-// attemptIndex is an index of operations in progress, laid out one
-// partition per UTC day an attempt began and one row per attempt (the
-// subject, the attempt's tag): every Begin of an entry is the same row at
-// its start time (µs) and End deletes it one microsecond later, so no write
-// of it, however late, outlives its end, and no attempt's end touches
-// another attempt's row. The repair reads it a day at a time from a start
-// that only moves forward (walkDays). Account deletions, group closings
-// and moderation's attempts each keep one (Deletions, Closings,
-// ModerationAttempts), in tables of the same layout; an index says its
-// statements and how its entries and rows convert.
+// attemptIndex is an index of operations in progress (account deletions,
+// group closings, moderation's attempts, membership changes, the job
+// queue: docs/design/jobs.md#index-start), laid out one partition per UTC
+// day an attempt began, its rows clustered by the attempt's start and then
+// its own key (the subject and the attempt's tag, or the job): every Begin
+// of an entry is the same row at its start time (µs) and End deletes it
+// one microsecond later, so no write of it, however late, outlives its
+// end, and no attempt's end touches another attempt's row. InProgress
+// reads from the index's start on (walkFromStart): the tombstones of the
+// attempts ended before it are never read.
+//
+// Until a day after migration 032 (legacy.until) the index of the layout
+// before (the day's rows clustered by subject, read a day at a time) is
+// read too, and End deletes there an entry this process read there: an
+// attempt begun by a process of the release before is found and ended.
 type attemptIndex[E any, R any, P scanned[R]] struct {
 	db *DB
 	// horizon: the start never comes closer to now than this, so an entry
-	// whose write lands that late is still read.
+	// acknowledged up to domain.EntryGrant after its time, by a clock up
+	// to horizon − EntryGrant behind the reader's, is still read.
 	horizon time.Duration
-	// queue names the index's start in queue_progress; name its
-	// statements (name.insert, name.delete, name.day).
+	// queue names the index's start in queue_progress (the table's name);
+	// name its statements (name.insert, name.delete, name.since).
 	queue, name string
-	// insert writes (day, subject, attempt, started_at, values...) USING
-	// TIMESTAMP; remove deletes USING TIMESTAMP by (day, subject,
-	// attempt); day selects a day's rows.
+	// insert writes (day, started_at, key..., values...) USING TIMESTAMP;
+	// remove deletes USING TIMESTAMP by (day, started_at, key...); since
+	// selects a day's rows from a start on.
 	insert, remove versionedCQL
-	day            readCQL
-	// key is an entry's start, subject and tag; values the rest of its
-	// row, in insert's order; entry reads a row back.
+	since          readCQL
+	legacy         legacyIndex
+	// key is an entry's start and the rest of its row's key; values the
+	// rest of its row, in insert's order; entry reads a row back.
 	key    func(E) attemptKey
 	values func(E) []any
 	entry  func(R) E
+	// tracer, when set, traces the reads of the index (tests count the
+	// tombstones they meet).
+	tracer gocql.Tracer
 }
 
-// attemptKey names an attempt's row: the day of at, the subject, the tag.
+// legacyIndex is an index's table of the layout before migration 032:
+// (day, key...) with no start among its keys.
+type legacyIndex struct {
+	// queue names its start in queue_progress (read a day at a time);
+	// until names the time after which, once read empty, it is read no
+	// more (seeded by the migration a day after it ran).
+	queue, until string
+	remove       versionedCQL
+	day          readCQL
+	// drained: this process read it empty after until.
+	drained *atomic.Bool
+	// seen are the entries this process read there and has not ended
+	// (by row key): only those does End delete there, so the old table
+	// gains no tombstone but its own entries'. One ended elsewhere is read
+	// again, decided again on its record, and ended here.
+	seen *legacySeen
+}
+
+// legacySeen is a set of the old layout's row keys.
+type legacySeen struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+// legacyKey is the old layout's row of k: its day and the rest of its key.
+func legacyKey(k attemptKey) string {
+	return fmt.Sprintf("%q", append([]any{deletionDay(k.at)}, k.rest...))
+}
+
+// add records a row read.
+func (l *legacySeen) add(k attemptKey) {
+	l.mu.Lock()
+	l.keys[legacyKey(k)] = true
+	l.mu.Unlock()
+}
+
+// has says whether a row was read and not ended since.
+func (l *legacySeen) has(k attemptKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.keys[legacyKey(k)]
+}
+
+// forget records a row ended.
+func (l *legacySeen) forget(k attemptKey) {
+	l.mu.Lock()
+	delete(l.keys, legacyKey(k))
+	l.mu.Unlock()
+}
+
+// legacyOf is the old layout of an index whose start (before migration
+// 032) was queue_progress row queue, in table.
+func legacyOf(queue, table string, remove versionedCQL, day readCQL) legacyIndex {
+	return legacyIndex{queue: queue, until: table + "_until", remove: remove, day: day, drained: new(atomic.Bool),
+		seen: &legacySeen{keys: map[string]bool{}}}
+}
+
+// legacyHorizon is how far behind now the old layout's start stays: a
+// day, as before migration 032.
+const legacyHorizon = 24 * time.Hour
+
+// attemptHorizon is how far behind now an index's start stays: the
+// grant of an entry's acknowledgement and two minutes of clock skew
+// between the instances (the outbox's). A pass meets the tombstones of
+// the attempts ended within it.
+const attemptHorizon = domain.EntryGrant + 2*time.Minute
+
+// attemptKey names an attempt's row: its start (and so its day), then the
+// rest of its key (the subject and the attempt's tag, or the job).
 type attemptKey struct {
-	at               time.Time
-	subject, attempt string
+	at   time.Time
+	rest []any
 }
 
 // Begin writes the attempt's entry at its start time (µs): every write of
 // it is the same row at the same timestamp, and no other attempt's row.
+// The caller goes on only if it was acknowledged within domain.EntryGrant
+// of that time (domain.Entered).
 func (x *attemptIndex[E, R, P]) Begin(ctx context.Context, e E) error {
 	k := x.key(e)
-	args := append([]any{deletionDay(k.at), k.subject, k.attempt, k.at}, x.values(e)...)
+	args := append([]any{deletionDay(k.at), k.at}, k.rest...)
+	args = append(args, x.values(e)...)
 	return x.db.write(ctx, x.name+".insert", x.insert, append(args, k.at.UnixMicro())...)
 }
 
 // End deletes the attempt's entry one microsecond after its writes, so
 // none of them, however late, outlives it; another attempt's row stays.
+// An entry this process read in the old layout, there too.
 func (x *attemptIndex[E, R, P]) End(ctx context.Context, e E) error {
 	k := x.key(e)
-	return x.db.write(ctx, x.name+".delete", x.remove, k.at.UnixMicro()+1, deletionDay(k.at), k.subject, k.attempt)
+	err := x.db.write(ctx, x.name+".delete", x.remove, append([]any{k.at.UnixMicro() + 1, deletionDay(k.at), k.at}, k.rest...)...)
+	if err != nil || !x.legacy.seen.has(k) {
+		return err
+	}
+	err = x.db.write(ctx, x.name+".delete_legacy", x.legacy.remove, append([]any{k.at.UnixMicro() + 1, deletionDay(k.at)}, k.rest...)...)
+	if err == nil {
+		x.legacy.seen.forget(k)
+	}
+	return err
 }
 
-// InProgress reads the days from the start up to today, one partition
-// each, and calls fn with every entry (see walkDays).
+// InProgress calls fn with every entry from the index's start on, oldest
+// first (see walkFromStart), after those of the old layout while it is
+// read.
 func (x *attemptIndex[E, R, P]) InProgress(ctx context.Context, fn func(E) error) error {
-	return walkDays(ctx, x.db, x.queue, x.horizon, func(day string) (int, error) {
-		rows, err := selectRows[R, P](x.db.query(ctx, 0, x.day, day))
+	if err := x.inLegacy(ctx, fn); err != nil {
+		return err
+	}
+	return walkFromStart(ctx, x.db, x.queue, x.horizon, func(day string, from time.Time) (time.Time, error) {
+		rows, err := selectRows[R, P](traced(x.db.query(ctx, 0, x.since, day, from), x.tracer))
 		if err != nil {
-			return 0, dbErr(x.name+".day", err)
+			return time.Time{}, dbErr(x.name+".since", err)
+		}
+		oldest := time.Time{}
+		for i, r := range rows {
+			e := x.entry(r)
+			if i == 0 {
+				oldest = x.key(e).at
+			}
+			if err := fn(e); err != nil {
+				return time.Time{}, err
+			}
+		}
+		return oldest, nil
+	})
+}
+
+// inLegacy calls fn with every entry of the old layout, a day at a time
+// from its start (walkDays), until a pass after legacy.until reads it
+// empty; from then on this process reads it no more.
+func (x *attemptIndex[E, R, P]) inLegacy(ctx context.Context, fn func(E) error) error {
+	if x.legacy.drained.Load() {
+		return nil
+	}
+	until, found, err := x.db.queueStart(ctx, x.legacy.until)
+	if err != nil {
+		return err
+	}
+	total := 0
+	err = walkDays(ctx, x.db, x.legacy.queue, legacyHorizon, func(day string) (int, error) {
+		rows, err := selectRows[R, P](traced(x.db.query(ctx, 0, x.legacy.day, day), x.tracer))
+		if err != nil {
+			return 0, dbErr(x.name+".legacy_day", err)
 		}
 		for _, r := range rows {
-			if err := fn(x.entry(r)); err != nil {
+			e := x.entry(r)
+			x.legacy.seen.add(x.key(e))
+			if err := fn(e); err != nil {
 				return 0, err
 			}
 		}
+		total += len(rows)
 		return len(rows), nil
 	})
+	if err == nil && total == 0 && found && x.db.Now().After(until) {
+		x.legacy.drained.Store(true)
+	}
+	return err
 }
 
 // deletionDay is the day partition of an attempt begun at t (every index
 // kept by day: deletions, closings, moderation attempts, the job queue).
 func deletionDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
-// walkDays reads an index of operations in progress kept one partition per
-// UTC day (account deletions, group closings): from the queue's start up to
-// today, readDay(day) answering how many entries it found. Then the start
-// moves up to the first day that held an entry (or today), never closer to
-// now than the horizon.
+// walkFromStart reads an index of operations in progress kept one
+// partition per UTC day and clustered by start: from the queue's start up
+// to today, readDay(day, start) reading the day's rows from the start on
+// and answering the time of its oldest (zero if none). Then the start
+// moves up to the oldest entry found, or to now, but never closer to now
+// than the horizon: an entry acknowledged after this pass read its day has
+// a time within the horizon of now (domain.Entered), and an entry read
+// holds the start until it ends. Now is this process's clock or the
+// answering node's, whichever is behind: a process whose clock runs ahead
+// does not move the start past the entries the others write meanwhile.
+// Migration 032 seeds each start a day back; without its row (a fault),
+// a pass reads from a day back and moves nothing.
+func walkFromStart(ctx context.Context, db *DB, queue string, horizon time.Duration, readDay func(day string, from time.Time) (time.Time, error)) error {
+	now := db.Now().UTC()
+	start, nodeNow, found, err := db.queueStartAt(ctx, queue)
+	if err != nil {
+		return err
+	}
+	last := now // the last day read: the later clock's
+	if !found {
+		start, nodeNow = now.Add(-legacyHorizon), now.Add(-legacyHorizon)
+	}
+	if nodeNow = nodeNow.UTC(); nodeNow.Before(now) {
+		now = nodeNow
+	} else {
+		last = nodeNow
+	}
+	start = start.UTC()
+	oldest := time.Time{}
+	for day := start.Truncate(24 * time.Hour); deletionDay(day) <= deletionDay(last); day = day.Add(24 * time.Hour) {
+		at, err := readDay(deletionDay(day), start)
+		if err != nil {
+			return err
+		}
+		if oldest.IsZero() {
+			oldest = at
+		}
+	}
+	next := now.Add(-horizon)
+	if !oldest.IsZero() && oldest.Before(next) {
+		next = oldest
+	}
+	if next.After(start) {
+		db.advanceQueue(ctx, queue, next)
+	}
+	return nil
+}
+
+// walkDays reads an index of the layout before migration 032 (one
+// partition per UTC day, clustered by subject): from the queue's start up
+// to today, readDay(day) answering how many entries it found. Then the
+// start moves up to the first day that held an entry (or today), never
+// closer to now than the horizon.
 func walkDays(ctx context.Context, db *DB, queue string, horizon time.Duration, readDay func(day string) (int, error)) error {
 	now := db.Now().UTC()
 	start, found, err := db.queueStart(ctx, queue)

@@ -20,10 +20,11 @@ var _ lifecycle.ClosingStore = (*Closings)(nil)
 // NewClosings returns the store.
 func NewClosings(db *DB) *Closings {
 	return &Closings{attemptIndex[groups.ClosingEntry, closingRow, *closingRow]{
-		db: db, horizon: 24 * time.Hour, queue: closingQueue, name: "group_closings",
-		insert: closingInsertCQL, remove: closingDeleteCQL, day: closingDayCQL,
+		db: db, horizon: attemptHorizon, queue: "group_closing_attempts_by_start", name: "group_closings",
+		insert: closingInsertCQL, remove: closingDeleteCQL, since: closingSinceCQL,
+		legacy: legacyOf(closingQueue, "group_closing_attempts", closingLegacyDeleteCQL, closingLegacyDayCQL),
 		key: func(e groups.ClosingEntry) attemptKey {
-			return attemptKey{at: e.At, subject: e.GroupID, attempt: e.Attempt}
+			return attemptKey{at: e.At, rest: []any{e.GroupID, e.Attempt}}
 		},
 		values: func(e groups.ClosingEntry) []any { return []any{e.By} },
 		entry: func(r closingRow) groups.ClosingEntry {
@@ -32,16 +33,19 @@ func NewClosings(db *DB) *Closings {
 	}}
 }
 
-// closingQueue names the index's start in queue_progress.
+// closingQueue names the start of the old layout in queue_progress.
 const closingQueue = "group_closings"
 
 const (
-	closingInsertCQL versionedCQL = `INSERT INTO group_closing_attempts (day, group_id, attempt, started_at, closed_by) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	closingDeleteCQL versionedCQL = `DELETE FROM group_closing_attempts USING TIMESTAMP ? WHERE day = ? AND group_id = ? AND attempt = ?`
-	closingDayCQL    readCQL      = `SELECT group_id, attempt, started_at, closed_by FROM group_closing_attempts WHERE day = ?`
+	closingInsertCQL versionedCQL = `INSERT INTO group_closing_attempts_by_start (day, started_at, group_id, attempt, closed_by) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	closingDeleteCQL versionedCQL = `DELETE FROM group_closing_attempts_by_start USING TIMESTAMP ? WHERE day = ? AND started_at = ? AND group_id = ? AND attempt = ?`
+	closingSinceCQL  readCQL      = `SELECT group_id, attempt, started_at, closed_by FROM group_closing_attempts_by_start WHERE day = ? AND started_at >= ?`
+
+	closingLegacyDeleteCQL versionedCQL = `DELETE FROM group_closing_attempts USING TIMESTAMP ? WHERE day = ? AND group_id = ? AND attempt = ?`
+	closingLegacyDayCQL    readCQL      = `SELECT group_id, attempt, started_at, closed_by FROM group_closing_attempts WHERE day = ?`
 )
 
-// closingRow is a row of group_closing_attempts.
+// closingRow is a row of group_closing_attempts_by_start (or of the old layout).
 type closingRow struct {
 	GroupID   string    `db:"group_id"`
 	Attempt   string    `db:"attempt"`
@@ -49,5 +53,5 @@ type closingRow struct {
 	ClosedBy  string    `db:"closed_by"`
 }
 
-// columns are closingDayCQL's.
+// columns are closingSinceCQL's (and closingLegacyDayCQL's).
 func (r *closingRow) columns() []any { return []any{&r.GroupID, &r.Attempt, &r.StartedAt, &r.ClosedBy} }

@@ -22,10 +22,11 @@ var _ lifecycle.DeletionStore = (*Deletions)(nil)
 // NewDeletions returns the store.
 func NewDeletions(db *DB) *Deletions {
 	return &Deletions{attemptIndex[accounts.DeletionEntry, deletionRow, *deletionRow]{
-		db: db, horizon: 24 * time.Hour, queue: deletionQueue, name: "account_deletions",
-		insert: deletionInsertCQL, remove: deletionDeleteCQL, day: deletionDayCQL,
+		db: db, horizon: attemptHorizon, queue: "account_deletion_attempts_by_start", name: "account_deletions",
+		insert: deletionInsertCQL, remove: deletionDeleteCQL, since: deletionSinceCQL,
+		legacy: legacyOf(deletionQueue, "account_deletion_attempts", deletionLegacyDeleteCQL, deletionLegacyDayCQL),
 		key: func(d accounts.DeletionEntry) attemptKey {
-			return attemptKey{at: d.At, subject: d.UserID, attempt: d.Attempt}
+			return attemptKey{at: d.At, rest: []any{d.UserID, d.Attempt}}
 		},
 		values: func(d accounts.DeletionEntry) []any {
 			return []any{d.By, d.UsernameKey, d.EmailKey}
@@ -34,17 +35,22 @@ func NewDeletions(db *DB) *Deletions {
 	}}
 }
 
-// deletionQueue names the index's start in queue_progress.
+// deletionQueue names the start of the old layout in queue_progress.
 const deletionQueue = "account_deletions"
 
 const (
-	deletionInsertCQL versionedCQL = `INSERT INTO account_deletion_attempts (day, user_id, attempt, started_at, deleted_by, username_key, email_key) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	deletionDeleteCQL versionedCQL = `DELETE FROM account_deletion_attempts USING TIMESTAMP ? WHERE day = ? AND user_id = ? AND attempt = ?`
-	deletionSelectCQL readCQL      = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts WHERE day = ? AND user_id = ? AND attempt = ?`
-	deletionDayCQL    readCQL      = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts WHERE day = ?`
+	deletionInsertCQL versionedCQL = `INSERT INTO account_deletion_attempts_by_start (day, started_at, user_id, attempt, deleted_by, username_key, email_key) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	deletionDeleteCQL versionedCQL = `DELETE FROM account_deletion_attempts_by_start USING TIMESTAMP ? WHERE day = ? AND started_at = ? AND user_id = ? AND attempt = ?`
+	deletionSelectCQL readCQL      = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts_by_start WHERE day = ? AND started_at = ? AND user_id = ? AND attempt = ?`
+	deletionSinceCQL  readCQL      = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts_by_start WHERE day = ? AND started_at >= ?`
+
+	deletionLegacyDeleteCQL versionedCQL = `DELETE FROM account_deletion_attempts USING TIMESTAMP ? WHERE day = ? AND user_id = ? AND attempt = ?`
+	deletionLegacySelectCQL readCQL      = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts WHERE day = ? AND user_id = ? AND attempt = ?`
+	deletionLegacyDayCQL    readCQL      = `SELECT user_id, attempt, started_at, deleted_by, username_key, email_key FROM account_deletion_attempts WHERE day = ?`
 )
 
-// deletionRow is a row of account_deletion_attempts.
+// deletionRow is a row of account_deletion_attempts_by_start (or of the
+// old layout).
 type deletionRow struct {
 	UserID      string    `db:"user_id"`
 	Attempt     string    `db:"attempt"`
@@ -54,7 +60,7 @@ type deletionRow struct {
 	EmailKey    string    `db:"email_key"`
 }
 
-// columns are deletionSelectCQL's (and deletionDayCQL's).
+// columns are deletionSelectCQL's (and every other select's here).
 func (r *deletionRow) columns() []any {
 	return []any{&r.UserID, &r.Attempt, &r.StartedAt, &r.DeletedBy, &r.UsernameKey, &r.EmailKey}
 }
@@ -64,9 +70,16 @@ func (r deletionRow) toDomain() accounts.DeletionEntry {
 		UsernameKey: r.UsernameKey, EmailKey: r.EmailKey}
 }
 
-// Get reads the entry of the attempt that began userID's deletion d.
+// Get reads the entry of the attempt that began userID's deletion d (in
+// the old layout too, while it is read).
 func (s *Deletions) Get(ctx context.Context, userID string, d domain.Deletion) (accounts.DeletionEntry, error) {
-	r, found, err := getRow[deletionRow](s.db.query(ctx, 0, deletionSelectCQL, deletionDay(d.At), userID, d.Attempt))
+	r, found, err := getRow[deletionRow](s.db.query(ctx, 0, deletionSelectCQL, deletionDay(d.At), d.At, userID, d.Attempt))
+	if err == nil && !found && !s.legacy.drained.Load() {
+		r, found, err = getRow[deletionRow](s.db.query(ctx, 0, deletionLegacySelectCQL, deletionDay(d.At), userID, d.Attempt))
+		if err == nil && found {
+			s.legacy.seen.add(s.key(r.toDomain()))
+		}
+	}
 	switch {
 	case err != nil:
 		return accounts.DeletionEntry{}, dbErr("account_deletions.get", err)

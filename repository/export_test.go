@@ -6,6 +6,8 @@ import (
 
 	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"
+
+	"shelf/domain/groups"
 )
 
 // OutboxShard is the shard of an item's outbox marks (a test writes a
@@ -58,4 +60,19 @@ func CopiesNow(s gocqlx.Session) int {
 		return sp.Attempts()
 	}
 	return 0
+}
+
+// WithIndex returns the index of membership changes with another horizon,
+// tracing its reads with t (nil: none).
+func (s *GroupChanges) WithIndex(horizon time.Duration, t gocql.Tracer) *GroupChanges {
+	c := *s
+	c.horizon, c.tracer = horizon, t
+	return &c
+}
+
+// BeginInOldLayout writes e as a process of the release before migration
+// 032 wrote it (group_change_attempts, clustered by group).
+func (s *GroupChanges) BeginInOldLayout(ctx context.Context, e groups.ChangeEntry) error {
+	return s.db.Session.Query(`INSERT INTO group_change_attempts (day, group_id, attempt, started_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`, nil).
+		Bind(deletionDay(e.At), e.GroupID, e.Attempt, e.At, e.At.UnixMicro()).WithContext(ctx).Exec()
 }

@@ -20,10 +20,11 @@ var _ groups.ChangeIndex = (*GroupChanges)(nil)
 // NewGroupChanges returns the store.
 func NewGroupChanges(db *DB) *GroupChanges {
 	return &GroupChanges{attemptIndex[groups.ChangeEntry, changeRow, *changeRow]{
-		db: db, horizon: 24 * time.Hour, queue: changeQueue, name: "group_changes",
-		insert: changeInsertCQL, remove: changeDeleteCQL, day: changeDayCQL,
+		db: db, horizon: attemptHorizon, queue: "group_change_attempts_by_start", name: "group_changes",
+		insert: changeInsertCQL, remove: changeDeleteCQL, since: changeSinceCQL,
+		legacy: legacyOf(changeQueue, "group_change_attempts", changeLegacyDeleteCQL, changeLegacyDayCQL),
 		key: func(e groups.ChangeEntry) attemptKey {
-			return attemptKey{at: e.At, subject: e.GroupID, attempt: e.Attempt}
+			return attemptKey{at: e.At, rest: []any{e.GroupID, e.Attempt}}
 		},
 		values: func(groups.ChangeEntry) []any { return nil },
 		entry: func(r changeRow) groups.ChangeEntry {
@@ -32,21 +33,24 @@ func NewGroupChanges(db *DB) *GroupChanges {
 	}}
 }
 
-// changeQueue names the index's start in queue_progress.
+// changeQueue names the start of the old layout in queue_progress.
 const changeQueue = "group_changes"
 
 const (
-	changeInsertCQL versionedCQL = `INSERT INTO group_change_attempts (day, group_id, attempt, started_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`
-	changeDeleteCQL versionedCQL = `DELETE FROM group_change_attempts USING TIMESTAMP ? WHERE day = ? AND group_id = ? AND attempt = ?`
-	changeDayCQL    readCQL      = `SELECT group_id, attempt, started_at FROM group_change_attempts WHERE day = ?`
+	changeInsertCQL versionedCQL = `INSERT INTO group_change_attempts_by_start (day, started_at, group_id, attempt) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`
+	changeDeleteCQL versionedCQL = `DELETE FROM group_change_attempts_by_start USING TIMESTAMP ? WHERE day = ? AND started_at = ? AND group_id = ? AND attempt = ?`
+	changeSinceCQL  readCQL      = `SELECT group_id, attempt, started_at FROM group_change_attempts_by_start WHERE day = ? AND started_at >= ?`
+
+	changeLegacyDeleteCQL versionedCQL = `DELETE FROM group_change_attempts USING TIMESTAMP ? WHERE day = ? AND group_id = ? AND attempt = ?`
+	changeLegacyDayCQL    readCQL      = `SELECT group_id, attempt, started_at FROM group_change_attempts WHERE day = ?`
 )
 
-// changeRow is a row of group_change_attempts.
+// changeRow is a row of group_change_attempts_by_start (or of the old layout).
 type changeRow struct {
 	GroupID   string    `db:"group_id"`
 	Attempt   string    `db:"attempt"`
 	StartedAt time.Time `db:"started_at"`
 }
 
-// columns are changeDayCQL's.
+// columns are changeSinceCQL's (and changeLegacyDayCQL's).
 func (r *changeRow) columns() []any { return []any{&r.GroupID, &r.Attempt, &r.StartedAt} }

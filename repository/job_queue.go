@@ -1,38 +1,47 @@
 package repository
 
 import (
-	"context"
 	"time"
 
 	"shelf/domain/jobs"
 )
 
-// JobQueue keeps the queue of jobs in progress (job_queue, migration 024;
-// docs/design/jobs.md), laid out as the index of account deletions: one
-// partition per UTC day a job began, one row per job, read from a start
-// that only moves forward (walkDays).
+// JobQueue keeps the queue of jobs in progress (job_queue_by_start,
+// migrations 024 and 032; docs/design/jobs.md): an attemptIndex of one row
+// per job (the day, its start, the job).
 type JobQueue struct {
-	db *DB
-	// horizon: the start never comes closer to now than this, so an entry
-	// whose write lands that late is still read.
-	horizon time.Duration
+	attemptIndex[jobs.Entry, jobQueueRow, *jobQueueRow]
 }
 
 var _ jobs.Queue = (*JobQueue)(nil)
 
 // NewJobQueue returns the store.
-func NewJobQueue(db *DB) *JobQueue { return &JobQueue{db: db, horizon: 24 * time.Hour} }
+func NewJobQueue(db *DB) *JobQueue {
+	return &JobQueue{attemptIndex[jobs.Entry, jobQueueRow, *jobQueueRow]{
+		db: db, horizon: attemptHorizon, queue: "job_queue_by_start", name: "job_queue",
+		insert: jobQueueInsertCQL, remove: jobQueueDeleteCQL, since: jobQueueSinceCQL,
+		legacy: legacyOf(jobQueue, "job_queue", jobQueueLegacyDeleteCQL, jobQueueLegacyDayCQL),
+		key:    func(e jobs.Entry) attemptKey { return attemptKey{at: e.At, rest: []any{e.JobID}} },
+		values: func(e jobs.Entry) []any { return []any{string(e.Kind), e.Subject, e.By} },
+		entry: func(r jobQueueRow) jobs.Entry {
+			return jobs.Entry{JobID: r.JobID, Kind: jobs.Kind(r.Kind), Subject: r.Subject, By: r.RequestedBy, At: r.StartedAt.UTC()}
+		},
+	}}
+}
 
-// jobQueue names the queue's start in queue_progress.
+// jobQueue names the start of the old layout in queue_progress.
 const jobQueue = "job_queue"
 
 const (
-	jobQueueInsertCQL versionedCQL = `INSERT INTO job_queue (day, job_id, kind, subject, requested_by, started_at) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	jobQueueDeleteCQL versionedCQL = `DELETE FROM job_queue USING TIMESTAMP ? WHERE day = ? AND job_id = ?`
-	jobQueueDayCQL    readCQL      = `SELECT job_id, kind, subject, requested_by, started_at FROM job_queue WHERE day = ?`
+	jobQueueInsertCQL versionedCQL = `INSERT INTO job_queue_by_start (day, started_at, job_id, kind, subject, requested_by) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	jobQueueDeleteCQL versionedCQL = `DELETE FROM job_queue_by_start USING TIMESTAMP ? WHERE day = ? AND started_at = ? AND job_id = ?`
+	jobQueueSinceCQL  readCQL      = `SELECT job_id, kind, subject, requested_by, started_at FROM job_queue_by_start WHERE day = ? AND started_at >= ?`
+
+	jobQueueLegacyDeleteCQL versionedCQL = `DELETE FROM job_queue USING TIMESTAMP ? WHERE day = ? AND job_id = ?`
+	jobQueueLegacyDayCQL    readCQL      = `SELECT job_id, kind, subject, requested_by, started_at FROM job_queue WHERE day = ?`
 )
 
-// jobQueueRow is a row of job_queue.
+// jobQueueRow is a row of job_queue_by_start (or of the old layout).
 type jobQueueRow struct {
 	JobID       string    `db:"job_id"`
 	Kind        string    `db:"kind"`
@@ -41,35 +50,7 @@ type jobQueueRow struct {
 	StartedAt   time.Time `db:"started_at"`
 }
 
-// columns are jobQueueDayCQL's.
+// columns are jobQueueSinceCQL's (and jobQueueLegacyDayCQL's).
 func (r *jobQueueRow) columns() []any {
 	return []any{&r.JobID, &r.Kind, &r.Subject, &r.RequestedBy, &r.StartedAt}
-}
-
-// Begin writes the job's entry at its start time (µs).
-func (q *JobQueue) Begin(ctx context.Context, e jobs.Entry) error {
-	return q.db.write(ctx, "job_queue.insert", jobQueueInsertCQL, deletionDay(e.At), e.JobID, string(e.Kind), e.Subject, e.By, e.At, e.At.UnixMicro())
-}
-
-// End deletes the job's entry one microsecond after its writes.
-func (q *JobQueue) End(ctx context.Context, e jobs.Entry) error {
-	return q.db.write(ctx, "job_queue.delete", jobQueueDeleteCQL, e.At.UnixMicro()+1, deletionDay(e.At), e.JobID)
-}
-
-// InProgress reads the days from the start up to today, one partition
-// each, and calls fn with every entry.
-func (q *JobQueue) InProgress(ctx context.Context, fn func(jobs.Entry) error) error {
-	return walkDays(ctx, q.db, jobQueue, q.horizon, func(day string) (int, error) {
-		rows, err := selectRows[jobQueueRow](q.db.query(ctx, 0, jobQueueDayCQL, day))
-		if err != nil {
-			return 0, dbErr("job_queue.day", err)
-		}
-		for _, r := range rows {
-			e := jobs.Entry{JobID: r.JobID, Kind: jobs.Kind(r.Kind), Subject: r.Subject, By: r.RequestedBy, At: r.StartedAt.UTC()}
-			if err := fn(e); err != nil {
-				return 0, err
-			}
-		}
-		return len(rows), nil
-	})
 }

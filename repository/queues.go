@@ -11,6 +11,7 @@ import (
 // queue_progress: where each queue's reader starts (docs/design/libraries.md#queues).
 const (
 	queueStartCQL   readCQL      = `SELECT next FROM queue_progress WHERE queue = ?`
+	queueStartAtCQL readCQL      = `SELECT next, toTimestamp(now()) AS node_now FROM queue_progress WHERE queue = ?`
 	queueAdvanceCQL versionedCQL = `UPDATE queue_progress USING TIMESTAMP ? SET next = ? WHERE queue = ?`
 )
 
@@ -31,6 +32,27 @@ func (db *DB) queueStart(ctx context.Context, queue string) (next time.Time, fou
 	}
 	return next, true, nil
 }
+
+// queueStartAt is queueStart with the time of the node that answered
+// (its coordinator's clock): a reader moving the start by its own clock
+// bounds it by the cluster's too, so a process whose clock runs ahead
+// cannot move it past what the others write meanwhile.
+func (db *DB) queueStartAt(ctx context.Context, queue string) (next, nodeNow time.Time, found bool, err error) {
+	r, found, err := getRow[queueStartRow](db.query(ctx, 0, queueStartAtCQL, queue))
+	if err != nil {
+		return time.Time{}, time.Time{}, false, dbErr("queue_progress.get", err)
+	}
+	return r.Next, r.NodeNow, found, nil
+}
+
+// queueStartRow is a queue's start and the answering node's time.
+type queueStartRow struct {
+	Next    time.Time `db:"next"`
+	NodeNow time.Time `db:"node_now"`
+}
+
+// columns are queueStartAtCQL's.
+func (r *queueStartRow) columns() []any { return []any{&r.Next, &r.NodeNow} }
 
 // advanceQueue moves a queue's start to next. The write's timestamp grows
 // with next, so it only moves forward: a late or repeated write of an

@@ -203,17 +203,25 @@ func TestTheScanCatchesAnUnconditionalWrite(t *testing.T) {
 }
 
 // attemptIndexes are the indexes of operations in progress (account
-// deletions, group closings; docs/design/deletion.md): every write of them
-// is USING TIMESTAMP <the attempt's start> (the end one microsecond later),
-// so a repeat is harmless and a late write never outlives its end; and in
-// the tables of migration 014 an end names the attempt, so one attempt's
-// end never deletes another's entry (docs/design/deletion.md, "every
-// attempt's record is its own"). The tables before 014 are neither read
-// nor written.
-var attemptIndexes = map[string]bool{"account_deletion_attempts": true, "group_closing_attempts": true}
+// deletions, group closings, moderation, membership changes, the job
+// queue; docs/design/jobs.md#index-start), each table with the column
+// that names its attempt: every write of them is USING TIMESTAMP <the
+// attempt's start> (the end one microsecond later), so a repeat is
+// harmless and a late write never outlives its end; an end names the
+// attempt, so one attempt's end never deletes another's entry
+// (docs/design/deletion.md, "every attempt's record is its own"); and an
+// end in a table of migration 032 names the start too (its clustering
+// begins with it). The tables before 014 are neither read nor written.
+var attemptIndexes = map[string]string{
+	"account_deletion_attempts": "attempt", "group_closing_attempts": "attempt", "moderation_attempts": "attempt",
+	"group_change_attempts": "attempt", "job_queue": "job_id",
+	"account_deletion_attempts_by_start": "attempt", "group_closing_attempts_by_start": "attempt",
+	"moderation_attempts_by_start": "attempt", "group_change_attempts_by_start": "attempt", "job_queue_by_start": "job_id",
+}
 
 // TestWritesToAttemptIndexesAreTheirOwn checks every write of an attempt
-// index is timestamped, and every delete of a 014 table names the attempt.
+// index is timestamped, and every delete names the attempt (and in the
+// tables of migration 032 its start).
 func TestWritesToAttemptIndexesAreTheirOwn(t *testing.T) {
 	t.Parallel()
 	checked := 0
@@ -222,7 +230,8 @@ func TestWritesToAttemptIndexesAreTheirOwn(t *testing.T) {
 		if m == nil {
 			continue
 		}
-		byAttempt, ok := attemptIndexes[strings.ToLower(m[2])]
+		table := strings.ToLower(m[2])
+		attempt, ok := attemptIndexes[table]
 		if !ok {
 			continue
 		}
@@ -230,12 +239,18 @@ func TestWritesToAttemptIndexesAreTheirOwn(t *testing.T) {
 		if !regexp.MustCompile(`(?i)\sUSING\s+TIMESTAMP\s`).MatchString(s) {
 			t.Errorf("%s: a write of %s without USING TIMESTAMP: %s", pos, m[2], s)
 		}
-		if byAttempt && strings.HasPrefix(strings.ToUpper(m[1]), "DELETE") && !regexp.MustCompile(`(?i)\sattempt\s*=\s*\?`).MatchString(s) {
+		if !strings.HasPrefix(strings.ToUpper(m[1]), "DELETE") {
+			continue
+		}
+		if !regexp.MustCompile(`(?i)\s` + attempt + `\s*=\s*\?`).MatchString(s) {
 			t.Errorf("%s: a delete of %s that does not name the attempt: %s", pos, m[2], s)
 		}
+		if strings.HasSuffix(table, "_by_start") && !regexp.MustCompile(`(?i)\sstarted_at\s*=\s*\?`).MatchString(s) {
+			t.Errorf("%s: a delete of %s that does not name the start: %s", pos, m[2], s)
+		}
 	}
-	// Insert and delete of each 014 table.
-	if checked < 4 {
+	// Insert and delete of each new table, the delete of each old one.
+	if checked < 15 {
 		t.Fatalf("found only %d writes to attempt indexes; the scan is broken", checked)
 	}
 }

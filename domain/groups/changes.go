@@ -47,7 +47,7 @@ type ChangeIndex interface {
 // repair's).
 func (g *Service) beginChange(ctx context.Context, groupID string) (ChangeEntry, error) {
 	e := ChangeEntry{GroupID: groupID, Attempt: domain.NewAttempt(), At: g.now()}
-	if err := g.cfg.Changes.Begin(ctx, e); err != nil {
+	if err := domain.Entered(g.cfg.Changes.Begin(ctx, e), e.At, g.now()); err != nil {
 		return e, errors.Join(err, g.cfg.Changes.End(ctx, e))
 	}
 	return e, nil

@@ -119,7 +119,7 @@ func (g *Service) BeginClosing(ctx context.Context, p domain.Principal, id strin
 		next.ClosingAttempt = domain.NewAttempt()
 		next.Version, next.UpdatedAt = gr.Version+1, at
 		entry := EntryOfClosing(next)
-		if err := index.Begin(ctx, entry); err != nil {
+		if err := domain.Entered(index.Begin(ctx, entry), entry.At, g.now()); err != nil {
 			// This attempt sends no compare-and-set: its entry, if the
 			// write landed, is ended now (else the repair's).
 			return false, errors.Join(err, index.End(ctx, entry))

@@ -64,7 +64,7 @@ func (g *Service) closeDeparted(ctx context.Context, op string, gr Group) error 
 	next.ClosingAttempt = domain.NewAttempt()
 	next.Version, next.UpdatedAt = gr.Version+1, at
 	entry := EntryOfClosing(next)
-	if err := g.cfg.Closings.Begin(ctx, entry); err != nil {
+	if err := domain.Entered(g.cfg.Closings.Begin(ctx, entry), entry.At, g.now()); err != nil {
 		return errors.Join(err, g.cfg.Closings.End(ctx, entry))
 	}
 	if err := g.hook(op, "entry"); err != nil {

@@ -44,8 +44,8 @@ func (s *Service) CloseGroup(ctx context.Context, p domain.Principal, id string)
 		// in docs/design/closing.md): an entry of its own, which the
 		// worker's pass finishes from the group row and ends.
 		sweep := groups.ClosingEntry{GroupID: gr.ID, Attempt: domain.NewAttempt(), At: s.cfg.Now().UTC().Truncate(time.Millisecond), By: p.UserID}
-		if err := s.st.Closings.Begin(ctx, sweep); err != nil {
-			return jobs.Job{}, err
+		if err := domain.Entered(s.st.Closings.Begin(ctx, sweep), sweep.At, s.cfg.Now()); err != nil {
+			return jobs.Job{}, errors.Join(err, s.st.Closings.End(ctx, sweep))
 		}
 	}
 	return s.recordJob(ctx, closingJob(gr))

@@ -52,8 +52,8 @@ func (s *Service) DeleteUser(ctx context.Context, p domain.Principal, id string,
 		// that landed late): an entry of its own, which the worker's pass
 		// finishes from the account row and ends.
 		sweep := accounts.DeletionEntry{UserID: u.ID, Attempt: domain.NewAttempt(), At: s.cfg.Now().UTC().Truncate(time.Millisecond), By: p.UserID}
-		if err := s.st.Deletions.Begin(ctx, sweep); err != nil {
-			return jobs.Job{}, err
+		if err := domain.Entered(s.st.Deletions.Begin(ctx, sweep), sweep.At, s.cfg.Now()); err != nil {
+			return jobs.Job{}, errors.Join(err, s.st.Deletions.End(ctx, sweep))
 		}
 	}
 	return s.recordJob(ctx, deletionJob(u))
@@ -94,7 +94,7 @@ func (s *Service) beginDeletion(ctx context.Context, p domain.Principal, id stri
 		if err != nil {
 			return false, err
 		}
-		if err := s.st.Deletions.Begin(ctx, entry); err != nil {
+		if err := domain.Entered(s.st.Deletions.Begin(ctx, entry), entry.At, s.cfg.Now()); err != nil {
 			// This attempt sends no compare-and-set: its entry, if the
 			// write landed, is ended now (else the repair's).
 			return false, errors.Join(err, s.st.Deletions.End(ctx, entry))

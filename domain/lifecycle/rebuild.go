@@ -24,8 +24,8 @@ func (s *Service) RebuildLibrary(ctx context.Context, p domain.Principal, princi
 	}
 	e := jobs.Entry{JobID: jobs.IDOf(domain.NewAttempt(), ""), Kind: jobs.KindRebuild, Subject: principalID,
 		By: p.UserID, At: s.cfg.Now().UTC().Truncate(time.Millisecond)}
-	if err := s.st.Queue.Begin(ctx, e); err != nil {
-		return jobs.Job{}, err
+	if err := domain.Entered(s.st.Queue.Begin(ctx, e), e.At, s.cfg.Now()); err != nil {
+		return jobs.Job{}, errors.Join(err, s.st.Queue.End(ctx, e))
 	}
 	return s.recordJob(ctx, e.Job())
 }

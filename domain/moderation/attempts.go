@@ -56,10 +56,15 @@ func (noAttempts) End(context.Context, Attempt) error                    { retur
 func (noAttempts) InProgress(context.Context, func(Attempt) error) error { return nil }
 
 // begin records an attempt of action on userID before its compare-and-set;
-// a write that fails ends the request (nothing was changed: 503).
+// a write that fails, or is acknowledged too late to be sure the sweeper
+// reads it (domain.Entered), ends the request (nothing was changed: 503)
+// and the entry with it.
 func (m *Service) begin(ctx context.Context, userID, action string) (Attempt, error) {
 	a := Attempt{UserID: userID, Tag: domain.NewAttempt(), At: m.now(), Action: action}
-	return a, m.cfg.Attempts.Begin(ctx, a)
+	if err := domain.Entered(m.cfg.Attempts.Begin(ctx, a), a.At, m.now()); err != nil {
+		return a, errors.Join(err, m.cfg.Attempts.End(context.WithoutCancel(ctx), a))
+	}
+	return a, nil
 }
 
 // end ends an attempt once its request is over: done (its records

@@ -84,7 +84,7 @@ func TestTwoClosingsAtOnceAreFinishedByTheRepair(t *testing.T) {
 	if first.StatusCode != http.StatusInternalServerError || second.StatusCode != http.StatusNotFound {
 		t.Fatalf("the closings answered %d %s and %d %s; want 500 (stopped) and 404", first.StatusCode, first.Body, second.StatusCode, second.Body)
 	}
-	if n := ownEntries(t, m.db, "groups", "closed_at", "closing_attempt", "group_closing_attempts", "group_id", w.group.ID); n != 1 {
+	if n := ownEntries(t, m.db, "groups", "closed_at", "closing_attempt", "group_closing_attempts_by_start", "group_id", w.group.ID); n != 1 {
 		t.Fatalf("the closing group has %d entries of its closing; want 1", n)
 	}
 	rep, err := m.app.Lifecycle.RepairClosings(context.Background(), false)
@@ -118,7 +118,7 @@ func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 	if first.StatusCode != http.StatusInternalServerError || second.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("the deletions answered %d %s and %d %s; want both stopped (500)", first.StatusCode, first.Body, second.StatusCode, second.Body)
 	}
-	if n := ownEntries(t, m.db, "users", "deleted_at", "deletion_attempt", "account_deletion_attempts", "user_id", w.user.ID); n != 1 {
+	if n := ownEntries(t, m.db, "users", "deleted_at", "deletion_attempt", "account_deletion_attempts_by_start", "user_id", w.user.ID); n != 1 {
 		t.Fatalf("the deleting account has %d entries of its deletion; want 1", n)
 	}
 	rep, err := m.app.Lifecycle.RepairDeletions(context.Background(), false)

@@ -76,7 +76,7 @@ func checkClosed(t *testing.T, api *testkit.API, db *testkit.DB, g groupBody) {
 			t.Errorf("closed %s still has %d %s", g.ID, n, what)
 		}
 	}
-	if n := ownEntries(t, db, "groups", "closed_at", "closing_attempt", "group_closing_attempts", "group_id", g.ID); n != 0 {
+	if n := ownEntries(t, db, "groups", "closed_at", "closing_attempt", "group_closing_attempts_by_start", "group_id", g.ID); n != 0 {
 		t.Errorf("closed %s is still listed in progress", g.ID)
 	}
 }
@@ -344,7 +344,7 @@ func TestRepairFencesAClosingThatNeverTookEffect(t *testing.T) {
 	if v := version(); v <= before {
 		t.Errorf("the group's version stayed %d: a late compare-and-set at %d could still land", v, before+1)
 	}
-	if n := countRows(t, m.db, `SELECT group_id FROM group_closing_attempts WHERE group_id = ? ALLOW FILTERING`, w.group.ID); n != 0 {
+	if n := countRows(t, m.db, `SELECT group_id FROM group_closing_attempts_by_start WHERE group_id = ? ALLOW FILTERING`, w.group.ID); n != 0 {
 		t.Errorf("the stale entry is still there")
 	}
 	addToGroup(t, w.ownerAPI, w.group.ID, w.mgr.ID, "member")

@@ -192,7 +192,7 @@ func checkGone(t *testing.T, api *testkit.API, db *testkit.DB, u userBody, sessi
 			t.Errorf("deleted %s still has %d %s", u.ID, n, what)
 		}
 	}
-	if n := ownEntries(t, db, "users", "deleted_at", "deletion_attempt", "account_deletion_attempts", "user_id", u.ID); n != 0 {
+	if n := ownEntries(t, db, "users", "deleted_at", "deletion_attempt", "account_deletion_attempts_by_start", "user_id", u.ID); n != 0 {
 		t.Errorf("deleted %s is still listed in progress", u.ID)
 	}
 	if status, _ := accountState(t, db, u.ID); status != "deleted" {
@@ -218,8 +218,8 @@ func ownEntries(t *testing.T, db *testkit.DB, rows, startColumn, attemptColumn, 
 		WithContext(context.Background()).Scan(&at, &attempt); err != nil {
 		t.Fatal(err)
 	}
-	return countRows(t, db, `SELECT `+column+` FROM `+table+` WHERE day = ? AND `+column+` = ? AND attempt = ?`,
-		at.UTC().Format(time.DateOnly), id, attempt)
+	return countRows(t, db, `SELECT `+column+` FROM `+table+` WHERE day = ? AND started_at = ? AND `+column+` = ? AND attempt = ?`,
+		at.UTC().Format(time.DateOnly), at, id, attempt)
 }
 
 // raceRemoval races a removal against claims of what it frees: racers

@@ -605,7 +605,7 @@ func TestAddLeftPendingIsFinishedByTheWorker(t *testing.T) {
 		t.Errorf("after the worker the group is %+v; want only its creator", st)
 	}
 	var left int
-	if err := m.db.Session.ContextQuery(context.Background(), "SELECT COUNT(*) FROM group_change_attempts WHERE group_id = ? ALLOW FILTERING", nil).
+	if err := m.db.Session.ContextQuery(context.Background(), "SELECT COUNT(*) FROM group_change_attempts_by_start WHERE group_id = ? ALLOW FILTERING", nil).
 		Bind(group.ID).Scan(&left); err != nil {
 		t.Fatal(err)
 	}

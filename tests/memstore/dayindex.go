@@ -12,9 +12,12 @@ import (
 // start (µs), its End one microsecond later, so a Begin landing after its
 // End stays ended; every key names its attempt, so no attempt's end
 // touches another's entry. InProgress reads the whole index in one call
-// (the repository reads it a day at a time from a moving start; the days
-// are not what the explorer explores). Its calls take faults like every
-// other call.
+// (the repository reads from a start that moves up to the oldest open
+// entry, docs/design/jobs.md#index-start, proven on Cassandra by
+// repository's TestAttemptIndex* tests: the start is not what the
+// explorer explores; an attempt whose entry is acknowledged past
+// domain.EntryGrant, as a Slow call's is, goes no further). Its calls take
+// faults like every other call.
 type dayIndex[E any] struct {
 	s *Store
 	// table is the Store's field holding the rows, made on first use.

@@ -24,7 +24,11 @@ func TestPoolSeedsAreTheMigrationsRows(t *testing.T) {
 		}
 		queues = append(queues, strings.Split(s, "'")[1])
 	}
-	if want := []string{"content_marks", "account_deletions", "group_closings", "moderation_attempts", "job_queue"}; !slices.Equal(queues, want) {
+	if want := []string{"content_marks", "account_deletions", "group_closings", "moderation_attempts", "job_queue",
+		"account_deletion_attempts_by_start", "group_closing_attempts_by_start", "moderation_attempts_by_start",
+		"job_queue_by_start", "group_change_attempts_by_start",
+		"account_deletion_attempts_until", "group_closing_attempts_until", "moderation_attempts_until", "job_queue_until",
+		"group_change_attempts_until"}; !slices.Equal(queues, want) {
 		t.Fatalf("seeded queues %v, want %v", queues, want)
 	}
 }
