@@ -8,12 +8,13 @@ import (
 // EntryGrant bounds how long after its time an attempt's entry in an
 // index of attempts in progress (deletions, closings, moderation,
 // membership changes, jobs) may be acknowledged for the attempt to go on
-// to what the entry announces: three request deadlines (SHELF_REQUEST_TIMEOUT,
-// 10 s), so only a write stalled past its request's end meets it. The
-// index's reader keeps its start two minutes more behind now than this
-// (the clock skew it tolerates), so an entry acknowledged in time is read,
-// however the reader's passes fall (docs/design/jobs.md#index-start).
-const EntryGrant = 30 * time.Second
+// to what the entry announces: one and a half request deadlines
+// (SHELF_REQUEST_TIMEOUT, 10 s; a longer deadline does not lengthen it),
+// so only a write stalled past its request's end meets it. The index's
+// reader keeps its start 45 s more behind now than this (the clock skew
+// it tolerates), so an entry acknowledged in time is read, however the
+// reader's passes fall (docs/design/jobs.md#index-start).
+const EntryGrant = 15 * time.Second
 
 // Entered is the outcome of writing the entry of an attempt begun at at,
 // judged at now: the write's error, or ErrUnavailable if it was
