@@ -261,6 +261,10 @@ func walkFromStart(ctx context.Context, db *DB, queue string, horizon time.Durat
 	}
 	if next.After(start) {
 		db.advanceQueue(ctx, queue, next)
+		start = next
+	}
+	if db.OnIndexStart != nil {
+		db.OnIndexStart(queue, now.Sub(start))
 	}
 	return nil
 }

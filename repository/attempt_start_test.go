@@ -89,7 +89,10 @@ func TestAttemptIndexReadCostStaysFlat(t *testing.T) {
 
 // TestAttemptIndexStartHoldsAtTheOldestOpenEntry: the start moves up to
 // the oldest entry still open and no further, whatever ends around it;
-// once it ends, the start moves on to the horizon. An entry acknowledged
+// once it ends, the start moves on to the horizon. Each pass reports how
+// far the start trails now (DB.OnIndexStart, the metric
+// shelf_attempt_index_lag_seconds): the open entry's age while it holds
+// the start, the horizon after. An entry acknowledged
 // after a pass, within the horizon of its time, is read by the next; one
 // acknowledged later than that may be passed, which is why an attempt
 // whose entry is acknowledged past domain.EntryGrant goes no further
@@ -99,6 +102,20 @@ func TestAttemptIndexStartHoldsAtTheOldestOpenEntry(t *testing.T) {
 	tdb := testkit.NewDB(t)
 	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
 	horizon := 500 * time.Millisecond
+	var lagMu sync.Mutex
+	var lag time.Duration
+	db.OnIndexStart = func(index string, d time.Duration) {
+		if index == changesStart {
+			lagMu.Lock()
+			lag = d
+			lagMu.Unlock()
+		}
+	}
+	lastLag := func() time.Duration {
+		lagMu.Lock()
+		defer lagMu.Unlock()
+		return lag
+	}
 	s := repository.NewGroupChanges(db).WithIndex(horizon, nil)
 	ctx := context.Background()
 	entry := func(at time.Time) groups.ChangeEntry {
@@ -130,6 +147,9 @@ func TestAttemptIndexStartHoldsAtTheOldestOpenEntry(t *testing.T) {
 		if start := queueStart(t, db, changesStart); start.After(open.At) {
 			t.Fatalf("the start moved to %s, past the entry still open at %s", start, open.At)
 		}
+		if age := time.Since(open.At); lastLag() < age-horizon {
+			t.Fatalf("the pass reported the start %s behind now; the open entry holding it is %s old", lastLag(), age)
+		}
 	}
 	end(open)
 	listedChanges(t, s)
@@ -137,6 +157,9 @@ func TestAttemptIndexStartHoldsAtTheOldestOpenEntry(t *testing.T) {
 	listedChanges(t, s)
 	if start := queueStart(t, db, changesStart); !start.After(open.At) || start.Before(afterEnd.Add(-2*horizon)) {
 		t.Fatalf("every entry ended: the start is %s; want it within %s of now (the entry ended was at %s)", start, 2*horizon, open.At)
+	}
+	if got := lastLag(); got < horizon-50*time.Millisecond || got > 2*horizon {
+		t.Fatalf("every entry ended: the pass reported the start %s behind now; want the horizon, %s", got, horizon)
 	}
 
 	// A pass has moved the start to now − horizon. An entry whose write is

@@ -53,6 +53,9 @@ type Metrics struct {
 	JobsOldest   prometheus.Gauge
 	JobsFinished prometheus.Counter
 	JobsFailed   prometheus.Counter
+	// AttemptIndexLag is how far each index of attempts in progress
+	// starts behind now after this process's last pass over it.
+	AttemptIndexLag *prometheus.GaugeVec
 }
 
 // latencyBuckets cover 100 µs to 10 s: local reads to slow fan-outs.
@@ -127,11 +130,15 @@ func New() *Metrics {
 		JobsFailed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shelf_jobs_failed_total", Help: "Runs of a job by this process that failed (the job is let go and taken on again by the next pass).",
 		}),
+		AttemptIndexLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "shelf_attempt_index_lag_seconds",
+			Help: "How far an index of attempts in progress starts behind now after the last pass (a minute when nothing is stuck; more: an attempt open that long, and every pass reads the attempts ended since).",
+		}, []string{"index"}),
 	}
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.CQLDuration, m.CQLErrors, m.LWTOutcomes,
 		m.OutboxItems, m.OutboxAge, m.HashWait, m.RoundTrips, m.FanoutDuration, m.FanoutLibraries,
 		m.FanoutWaiting, m.FanoutRunning, m.FanoutCoalesced, m.FanoutLeftToOutbox,
-		m.JobsWaiting, m.JobsRunning, m.JobsOldest, m.JobsFinished, m.JobsFailed,
+		m.JobsWaiting, m.JobsRunning, m.JobsOldest, m.JobsFinished, m.JobsFailed, m.AttemptIndexLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
