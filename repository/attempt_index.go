@@ -63,17 +63,13 @@ type legacyIndex struct {
 	day          readCQL
 	// drained: this process read it empty after until.
 	drained *atomic.Bool
+	// untilAt caches until's time once read (it never changes).
+	untilAt *atomic.Pointer[time.Time]
 	// seen are the entries this process read there and has not ended
-	// (by row key): only those does End delete there, so the old table
+	// (by legacyKey): only those does End delete there, so the old table
 	// gains no tombstone but its own entries'. One ended elsewhere is read
 	// again, decided again on its record, and ended here.
-	seen *legacySeen
-}
-
-// legacySeen is a set of the old layout's row keys.
-type legacySeen struct {
-	mu   sync.Mutex
-	keys map[string]bool
+	seen *sync.Map
 }
 
 // legacyKey is the old layout's row of k: its day and the rest of its key.
@@ -81,32 +77,11 @@ func legacyKey(k attemptKey) string {
 	return fmt.Sprintf("%q", append([]any{deletionDay(k.at)}, k.rest...))
 }
 
-// add records a row read.
-func (l *legacySeen) add(k attemptKey) {
-	l.mu.Lock()
-	l.keys[legacyKey(k)] = true
-	l.mu.Unlock()
-}
-
-// has says whether a row was read and not ended since.
-func (l *legacySeen) has(k attemptKey) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.keys[legacyKey(k)]
-}
-
-// forget records a row ended.
-func (l *legacySeen) forget(k attemptKey) {
-	l.mu.Lock()
-	delete(l.keys, legacyKey(k))
-	l.mu.Unlock()
-}
-
 // legacyOf is the old layout of an index whose start (before migration
 // 032) was queue_progress row queue, in table.
 func legacyOf(queue, table string, remove versionedCQL, day readCQL) legacyIndex {
 	return legacyIndex{queue: queue, until: table + "_until", remove: remove, day: day, drained: new(atomic.Bool),
-		seen: &legacySeen{keys: map[string]bool{}}}
+		untilAt: new(atomic.Pointer[time.Time]), seen: new(sync.Map)}
 }
 
 // legacyHorizon is how far behind now the old layout's start stays: a
@@ -144,12 +119,12 @@ func (x *attemptIndex[E, R, P]) Begin(ctx context.Context, e E) error {
 func (x *attemptIndex[E, R, P]) End(ctx context.Context, e E) error {
 	k := x.key(e)
 	err := x.db.write(ctx, x.name+".delete", x.remove, append([]any{k.at.UnixMicro() + 1, deletionDay(k.at), k.at}, k.rest...)...)
-	if err != nil || !x.legacy.seen.has(k) {
+	if _, seen := x.legacy.seen.Load(legacyKey(k)); err != nil || !seen {
 		return err
 	}
 	err = x.db.write(ctx, x.name+".delete_legacy", x.legacy.remove, append([]any{k.at.UnixMicro() + 1, deletionDay(k.at)}, k.rest...)...)
 	if err == nil {
-		x.legacy.seen.forget(k)
+		x.legacy.seen.Delete(legacyKey(k))
 	}
 	return err
 }
@@ -187,7 +162,7 @@ func (x *attemptIndex[E, R, P]) inLegacy(ctx context.Context, fn func(E) error) 
 	if x.legacy.drained.Load() {
 		return nil
 	}
-	until, found, err := x.db.queueStart(ctx, x.legacy.until)
+	until, err := x.legacyUntil(ctx)
 	if err != nil {
 		return err
 	}
@@ -199,7 +174,7 @@ func (x *attemptIndex[E, R, P]) inLegacy(ctx context.Context, fn func(E) error) 
 		}
 		for _, r := range rows {
 			e := x.entry(r)
-			x.legacy.seen.add(x.key(e))
+			x.legacy.seen.Store(legacyKey(x.key(e)), true)
 			if err := fn(e); err != nil {
 				return 0, err
 			}
@@ -207,10 +182,24 @@ func (x *attemptIndex[E, R, P]) inLegacy(ctx context.Context, fn func(E) error) 
 		total += len(rows)
 		return len(rows), nil
 	})
-	if err == nil && total == 0 && found && x.db.Now().After(until) {
+	if err == nil && total == 0 && !until.IsZero() && x.db.Now().After(until) {
 		x.legacy.drained.Store(true)
 	}
 	return err
+}
+
+// legacyUntil reads, once, the time after which the old layout, read
+// empty, is read no more (zero without the migration's row).
+func (x *attemptIndex[E, R, P]) legacyUntil(ctx context.Context) (time.Time, error) {
+	if at := x.legacy.untilAt.Load(); at != nil {
+		return *at, nil
+	}
+	until, found, err := x.db.queueStart(ctx, x.legacy.until)
+	if err != nil || !found {
+		return time.Time{}, err
+	}
+	x.legacy.untilAt.Store(&until)
+	return until, nil
 }
 
 // deletionDay is the day partition of an attempt begun at t (every index

@@ -222,43 +222,42 @@ func TestAttemptIndexReadsTheOldLayoutUntilDrained(t *testing.T) {
 	tdb := testkit.NewDB(t)
 	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
 	ctx := context.Background()
-	old := groups.ChangeEntry{GroupID: "g_old", Attempt: domain.NewAttempt(), At: time.Now().UTC().Truncate(time.Millisecond)}
+	// writtenOld is a fresh attempt written in the old table.
+	writtenOld := func(s *repository.GroupChanges) groups.ChangeEntry {
+		t.Helper()
+		e := groups.ChangeEntry{GroupID: "g_old", Attempt: domain.NewAttempt(), At: time.Now().UTC().Truncate(time.Millisecond)}
+		if err := s.BeginInOldLayout(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	end := func(s *repository.GroupChanges, e groups.ChangeEntry) {
+		t.Helper()
+		if err := s.End(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// wantRead checks what a pass of s reads.
+	wantRead := func(s *repository.GroupChanges, what string, want ...string) {
+		t.Helper()
+		if got := listedChanges(t, s); !slices.Equal(got, want) {
+			t.Fatalf("%s: the pass read %v, want %v", what, got, want)
+		}
+	}
 
 	s := repository.NewGroupChanges(db)
-	if got := listedChanges(t, s); len(got) != 0 {
-		t.Fatalf("a fresh index read %v", got)
-	}
+	wantRead(s, "a fresh index")
 	// Read empty before the day is over: still read.
-	if err := s.BeginInOldLayout(ctx, old); err != nil {
-		t.Fatal(err)
-	}
-	if got := listedChanges(t, s); !slices.Equal(got, []string{old.Attempt}) {
-		t.Fatalf("an entry of the old layout: the pass read %v", got)
-	}
-	if err := s.End(ctx, old); err != nil {
-		t.Fatal(err)
-	}
-	if got := listedChanges(t, s); len(got) != 0 {
-		t.Fatalf("the old layout's entry ended: the pass read %v", got)
-	}
-	unseen := old
-	unseen.Attempt = domain.NewAttempt()
-	if err := s.BeginInOldLayout(ctx, unseen); err != nil {
-		t.Fatal(err)
-	}
+	old := writtenOld(s)
+	wantRead(s, "an entry of the old layout", old.Attempt)
+	end(s, old)
+	wantRead(s, "the old layout's entry ended")
+	unseen := writtenOld(s)
 	other := repository.NewGroupChanges(db) // a process that has not read it
-	if err := other.End(ctx, unseen); err != nil {
-		t.Fatal(err)
-	}
-	if got := listedChanges(t, other); !slices.Equal(got, []string{unseen.Attempt}) {
-		t.Fatalf("ended by a process that had not read it, the old entry is read again: the pass read %v", got)
-	}
-	if err := other.End(ctx, unseen); err != nil {
-		t.Fatal(err)
-	}
-	if got := listedChanges(t, other); len(got) != 0 {
-		t.Fatalf("ended once read: the pass read %v", got)
-	}
+	end(other, unseen)
+	wantRead(other, "ended by a process that had not read it, the old entry is read again", unseen.Attempt)
+	end(other, unseen)
+	wantRead(other, "ended once read")
 
 	// The day after the migration: one empty pass and the old table is
 	// read no more by this process.
@@ -267,24 +266,10 @@ func TestAttemptIndexReadsTheOldLayoutUntilDrained(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = repository.NewGroupChanges(db)
-	late := old
-	late.Attempt = domain.NewAttempt()
-	if err := s.BeginInOldLayout(ctx, late); err != nil {
-		t.Fatal(err)
-	}
-	if got := listedChanges(t, s); !slices.Equal(got, []string{late.Attempt}) {
-		t.Fatalf("past the day, an entry left in the old layout is still read: the pass read %v", got)
-	}
-	if err := s.End(ctx, late); err != nil {
-		t.Fatal(err)
-	}
-	listedChanges(t, s) // empty: drained
-	after := old
-	after.Attempt = domain.NewAttempt()
-	if err := s.BeginInOldLayout(ctx, after); err != nil {
-		t.Fatal(err)
-	}
-	if got := listedChanges(t, s); len(got) != 0 {
-		t.Fatalf("drained, the old layout is still read: %v", got)
-	}
+	late := writtenOld(s)
+	wantRead(s, "past the day, an entry left in the old layout is still read", late.Attempt)
+	end(s, late)
+	wantRead(s, "past the day, read empty: drained")
+	writtenOld(s)
+	wantRead(s, "drained, the old layout is read no more")
 }

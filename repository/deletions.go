@@ -77,7 +77,7 @@ func (s *Deletions) Get(ctx context.Context, userID string, d domain.Deletion) (
 	if err == nil && !found && !s.legacy.drained.Load() {
 		r, found, err = getRow[deletionRow](s.db.query(ctx, 0, deletionLegacySelectCQL, deletionDay(d.At), userID, d.Attempt))
 		if err == nil && found {
-			s.legacy.seen.add(s.key(r.toDomain()))
+			s.legacy.seen.Store(legacyKey(s.key(r.toDomain())), true)
 		}
 	}
 	switch {
