@@ -363,6 +363,13 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 		if c.Pending != nil {
 			return false, s.finish(ctx, c)
 		}
+		if c.Placing {
+			// An update recorded without its place (its process stopped,
+			// or it is taking it now): taken first, so nothing is recorded
+			// on a provisional place.
+			_, err := s.place(ctx, c)
+			return false, err
+		}
 		next, err := decide(c)
 		var refusal *domain.Error
 		if err != nil && !errors.As(err, &refusal) {
@@ -391,8 +398,14 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 			// (docs/design/libraries.md, oldest first).
 			next.LastModified = s.movedOn(c)
 		}
+		// An item that is not lean removes nothing first: its new place is
+		// taken once this compare-and-set has answered (see place).
+		next.Placing = !c.Lean && !next.Deleted && !next.LastModified.Equal(c.LastModified)
 		if ch.marker, err = s.markAgainIfLate(ctx, id, ch.marker, &marked); err != nil {
 			return false, err
+		}
+		if s.Hooks.BeforeRecord != nil {
+			s.Hooks.BeforeRecord(id)
 		}
 		decided = true
 		applied, err := s.content.Update(ctx, *next)
@@ -401,6 +414,16 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 			return false, err
 		}
 		ch.next, ch.prev, ch.changed = *next, c, true
+		if next.Placing {
+			// Answered and fanned out as it stands once placed (by this
+			// write, the outbox worker's fence, or a change that came
+			// next). Else (a database error, or a change recorded on top
+			// and not finished) it stays as recorded, which no fan-out
+			// writes: the worker's fence places it and fans it out.
+			if placed, err := s.place(ctx, *next); err == nil && !placed.Placing && placed.Pending == nil && !placed.Deleted {
+				ch.next = placed
+			}
+		}
 		return true, nil
 	})
 	if !narrowed && ((err != nil && !decided) || (err == nil && !ch.changed)) {
@@ -418,6 +441,36 @@ func (s *Service) movedOn(c Content) time.Time {
 		lm = c.LastModified.Add(time.Millisecond)
 	}
 	return lm
+}
+
+// place takes the place in the libraries of an update recorded with a
+// provisional lastModified (c, Placing): a compare-and-set on c's version
+// that moves lastModified on to now, which is after the first one
+// answered, and so after every read that found the item as it was before
+// it. An oldest-first run that listed the item from its old row read it
+// before then, so it began before the new place, which is past its end:
+// the run does not list the item again. A lastModified taken before the
+// first compare-and-set could be before such a run's end, and the
+// fan-out's rows there would be listed a second time
+// (docs/design/libraries.md, oldest first). The rows cost nothing to
+// keep right meanwhile: the old ones no longer agree with the item, and
+// none is written at a provisional place (see fanout).
+//
+// It returns the item as it then stands: placed by this write, or, when
+// that does not apply, as read again (placed by the outbox worker's fence
+// or by a change that came next, or recorded again on top).
+func (s *Service) place(ctx context.Context, c Content) (Content, error) {
+	p := c
+	p.Version++
+	p.LastModified, p.Placing = s.movedOn(c), false
+	applied, err := s.content.Update(ctx, p)
+	switch {
+	case err != nil:
+		return c, err
+	case applied:
+		return p, nil
+	}
+	return s.content.GetSerial(ctx, c.ID)
 }
 
 // markAgainIfLate marks the item again when more than half the outbox

@@ -76,6 +76,11 @@ type Content struct {
 	// creation until a share takes it past Config.LeanMembers members;
 	// then every row is written again checked, and it stays so.
 	Lean bool
+	// Placing: an update of an item that is not lean is recorded with a
+	// provisional LastModified, and its place in the libraries is taken
+	// by a second compare-and-set once the first has answered (see
+	// place). No library row is written at a provisional place.
+	Placing bool
 }
 
 // MemberChange is a share (a role) or an unshare (no role) of one

@@ -23,6 +23,9 @@ func (s *Service) apply(ctx context.Context, e Entry, prev *Entry) error {
 // so a fan-out that fails part-way, or is never started, is finished by
 // the worker.
 func (s *Service) publish(ctx context.Context, next Content, prev *Content, marker string) {
+	if next.Placing {
+		return // not placed: the outbox worker's fence places it, then fans it out
+	}
 	run := func(ctx context.Context) {
 		if err := s.fanout(ctx, next, prev); err == nil {
 			// Clearing the mark need not hold up the answer: until it is
@@ -41,6 +44,11 @@ func (s *Service) publish(ctx context.Context, next Content, prev *Content, mark
 	}
 }
 
+// errNotPlaced refuses a fan-out of an update whose place is provisional
+// (see place): its rows would be at a place an oldest-first run may list
+// twice.
+var errNotPlaced = errors.New("the item's change is not placed yet: its fan-out waits for its place")
+
 // memberPage is how many members a fan-out reads at a time.
 const memberPage = 500
 
@@ -51,6 +59,9 @@ const memberPage = 500
 // member is started; the outbox mark stays and the worker finishes the
 // fan-out.
 func (s *Service) fanout(ctx context.Context, next Content, prev *Content) error {
+	if next.Placing {
+		return errNotPlaced
+	}
 	start := time.Now()
 	written, err := s.eachMember(ctx, next.ID, func(m Member) error { return s.syncMember(ctx, next, prev, m) })
 	if err != nil {

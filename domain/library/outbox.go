@@ -100,7 +100,8 @@ func (s *Service) complete(ctx context.Context, id string) error {
 // what the change did. So:
 //   - a live item is fenced: a compare-and-set on the version read that
 //     moves it on and changes nothing else (a pending share or unshare
-//     finished first, and cleared by the same write). Every attempt still
+//     finished first, and cleared by the same write; an update recorded
+//     without its place is placed by the same write, see place). Every attempt still
 //     in flight is conditioned on an older version and fails wherever it
 //     lands; a change that reads after the fence marks again before its
 //     compare-and-set (markAgainIfLate), so its own mark carries its
@@ -141,6 +142,9 @@ func (s *Service) fence(ctx context.Context, id string) (Content, error) {
 			if err := s.members.Put(ctx, c.ID, Member{PrincipalID: c.CreatedBy, Role: RoleManager}, 1); err != nil {
 				return false, err
 			}
+		}
+		if c.Placing {
+			c.LastModified, c.Placing = s.movedOn(c), false // its place (see place)
 		}
 		c.Version++
 		applied, err := s.content.Update(ctx, c)

@@ -149,6 +149,9 @@ type Hooks struct {
 	// BeforeRemove is called before a change of a lean item removes its
 	// rows from a member's library (narrow): a test holds the change there.
 	BeforeRemove func(contentID, principalID string)
+	// BeforeRecord is called before a change's compare-and-set is sent:
+	// a test holds the change there.
+	BeforeRecord func(contentID string)
 }
 
 // Service is content, sharing and the libraries kept from it.

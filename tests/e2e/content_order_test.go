@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"shelf/domain/library"
 	"shelf/tests/testkit"
 )
 
@@ -85,18 +86,42 @@ func TestOldestFirstOnBothLibraries(t *testing.T) {
 }
 
 // TestOldestFirstRunListsAnItemChangedMeanwhileOnce: an update of the
-// owner's oldest item is held before it removes the item's rows (the
-// library's test hook), and an oldest-first run's first page, read
-// meanwhile, shows the item from its old row. The update takes its new
-// lastModified once the rows are gone, so the rest of the run does not
-// list the item again at its new place; every item left alone is listed
-// once (L2). It listed the item twice while the time was taken before the
-// removals.
+// owner's oldest item is held (a test hook), and an oldest-first run's
+// first page, read meanwhile, shows the item from its old row. Then the
+// update goes on and answers, and the rest of the run lists every item
+// once, the changed one included, which sits at its new place past the
+// run's end (L2). Both ways an update keeps it:
+//   - a lean item, held before it removes its rows: it takes its new
+//     lastModified once they are gone (the run listed the item twice while
+//     the time was taken before the removals);
+//   - an item that is not lean (shared past SHELF_LEAN_MEMBERS, here 1),
+//     held before its compare-and-set is sent: it takes its place by a
+//     second one once the first has answered (listed twice while the time
+//     taken before the first was its place).
 func TestOldestFirstRunListsAnItemChangedMeanwhileOnce(t *testing.T) {
 	t.Parallel()
-	m := newModerators(t, nil)
+	t.Run("lean", func(t *testing.T) {
+		t.Parallel()
+		oldestRunAcrossAHeldUpdate(t, nil, func(h *library.Hooks, hold func(string)) {
+			h.BeforeRemove = func(contentID, _ string) { hold(contentID) }
+		})
+	})
+	t.Run("not lean", func(t *testing.T) {
+		t.Parallel()
+		oldestRunAcrossAHeldUpdate(t, map[string]string{"SHELF_LEAN_MEMBERS": "1"}, func(h *library.Hooks, hold func(string)) {
+			h.BeforeRecord = hold
+		})
+	})
+}
+
+// oldestRunAcrossAHeldUpdate is TestOldestFirstRunListsAnItemChangedMeanwhileOnce
+// in an app with env, the update held where hook calls hold.
+func oldestRunAcrossAHeldUpdate(t *testing.T, env map[string]string, hook func(*library.Hooks, func(string))) {
+	m := newModerators(t, env)
 	owner, ownerAPI := m.member(t)
+	friend, _ := m.member(t)
 	first := createContent(t, ownerAPI, "first", "public")
+	share(t, ownerAPI, first.ID, friend.ID, "viewer")
 	for i := range 3 {
 		createContent(t, ownerAPI, "later "+itoa(i), "public")
 	}
@@ -104,26 +129,31 @@ func TestOldestFirstRunListsAnItemChangedMeanwhileOnce(t *testing.T) {
 	var once sync.Once
 	free := sync.OnceFunc(func() { close(release) })
 	defer free() // a failed check lets the held update go
-	m.app.Contents.Hooks.BeforeRemove = func(contentID, _ string) {
+	hook(&m.app.Contents.Hooks, func(contentID string) {
 		if contentID == first.ID {
 			once.Do(func() { close(reached); <-release })
 		}
-	}
-	updated := make(chan int, 1)
+	})
+	updated := make(chan contentBody, 1)
 	go func() {
-		updated <- ownerAPI.Send(http.MethodPatch, "/v1/content/"+first.ID, map[string]string{"name": "renamed"}).StatusCode
+		var c contentBody
+		if r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+first.ID, map[string]string{"name": "renamed"}); r.StatusCode == http.StatusOK {
+			r.JSON(t, &c)
+		}
+		updated <- c
 	}()
 	select {
 	case <-reached:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the update never reached its rows' removal")
+		t.Fatal("the update never reached the hook")
 	}
 	path := "/v1/users/" + owner.ID + "/library?limit=2&order=oldest"
 	var page itemPage
 	ownerAPI.Get(path).JSON(t, &page)
 	free()
-	if code := <-updated; code != http.StatusOK {
-		t.Fatalf("the update answered %d", code)
+	answer := <-updated
+	if answer.Name != "renamed" {
+		t.Fatalf("the update answered %+v; want the item renamed", answer)
 	}
 	if len(page.Items) == 0 || page.Items[0].ID != first.ID {
 		t.Fatalf("the first page, read while the update was held, is %+v; want the item %s first", page.Items, first.ID)
@@ -141,5 +171,13 @@ func TestOldestFirstRunListsAnItemChangedMeanwhileOnce(t *testing.T) {
 	}
 	if len(listed) != 4 || len(count) != 4 {
 		t.Errorf("the run listed %+v; want each of the 4 items once", listed)
+	}
+	if n := countRows(t, m.db, `SELECT id FROM content WHERE id = ? AND placing = true ALLOW FILTERING`, first.ID); n != 0 {
+		t.Errorf("the item is still placing after its update answered")
+	}
+	for _, it := range libraryIn(t, ownerAPI, "/v1/users/"+owner.ID+"/library", "newest", 10) {
+		if it.ID == first.ID && !it.LastModified.Equal(answer.LastModified) {
+			t.Errorf("the library shows the item last modified at %s; the update answered %s", it.LastModified, answer.LastModified)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,11 +48,8 @@ type libWorld struct {
 	holding bool
 
 	// runs are the oldest-first runs a schedule's slow call began,
-	// finished after the schedule; inFlight counts those that listed the
-	// item twice because its compare-and-set was in flight when they began
-	// and it was not lean (the open gap, docs/gaps.md).
-	runs     []oldestRun
-	inFlight *atomic.Int64
+	// finished after the schedule.
+	runs []oldestRun
 }
 
 // oldestRun is an oldest-first run of one library as one viewer: what its
@@ -94,10 +90,9 @@ func (l *libWorld) page(t *testing.T, name string, r *oldestRun) bool {
 }
 
 // finishRuns pages every run begun to its end: none may list an item
-// twice, whatever changed while it paged (L2), unless inFlight: the
-// item was not lean and the slow call was its compare-and-set, which a
-// run then read before it applied (counted in l.inFlight).
-func (l *libWorld) finishRuns(t *testing.T, name string, inFlight bool) {
+// twice, whatever changed while it paged (L2), a compare-and-set in
+// flight when it began included.
+func (l *libWorld) finishRuns(t *testing.T, name string) {
 	for _, r := range l.runs {
 		for pages := 0; r.next != "" && pages < 100; pages++ {
 			if !l.page(t, name, &r) {
@@ -106,9 +101,7 @@ func (l *libWorld) finishRuns(t *testing.T, name string, inFlight bool) {
 		}
 		seen := map[string]bool{}
 		for _, id := range r.listed {
-			if seen[id] && inFlight && id == l.item {
-				l.inFlight.Add(1)
-			} else if seen[id] {
+			if seen[id] {
 				t.Errorf("%s: an oldest-first run of %s as %q, begun in the slow call, listed %s twice: %v", name, r.library, r.viewer.UserID, id, r.listed)
 			}
 			seen[id] = true
@@ -480,18 +473,12 @@ func exploreContentOps(t *testing.T, ops []libOperation, comps []libCompetitor, 
 	t.Helper()
 	names := competitorNames(comps)
 	total := 0
-	base, inFlight := fresh, new(atomic.Int64)
+	base := fresh
 	fresh = func(t *testing.T) *libWorld {
 		l := base(t)
 		withNewer(t, l) // so that a run's first page has a next (runsBegin)
-		l.inFlight = inFlight
 		return l
 	}
-	defer func() {
-		if n := inFlight.Load(); n > 0 {
-			t.Logf("%d runs listed an item that is not lean twice, its compare-and-set in flight when they began (docs/gaps.md)", n)
-		}
-	}()
 	for _, op := range ops {
 		probe := fresh(t)
 		if op.setup != nil {
@@ -564,15 +551,6 @@ func exploreContent(t *testing.T, name string, l *libWorld, op libOperation, k i
 		l.mu.Unlock()
 	}
 	hit := faultOnceSeen(l.store, k, fault)
-	lean := itemOf(l.store.ContentSnapshot(), l.item).Lean
-	slowCAS := false
-	if faulted := l.store.FaultAt; faulted != nil {
-		l.store.FaultAt = func(n int, call string) memstore.Fault {
-			f := faulted(n, call)
-			slowCAS = slowCAS || (f == memstore.Slow && call == "content.update")
-			return f
-		}
-	}
 	err := op.run(l)
 	if !comp.beforeBackground {
 		l.flush()
@@ -610,7 +588,7 @@ func exploreContent(t *testing.T, name string, l *libWorld, op libOperation, k i
 		}
 	}
 	checkContent(t, name, l, snap)
-	l.finishRuns(t, name, !lean && slowCAS)
+	l.finishRuns(t, name)
 }
 
 // faultOnceSeen is faultOnce that tells whether the call was reached.
@@ -634,7 +612,7 @@ func faultOnceSeen(st *memstore.Store, k int, fault memstore.Fault) *bool {
 func checkContent(t *testing.T, name string, l *libWorld, snap memstore.ContentSnapshot) {
 	t.Helper()
 	for _, w := range l.store.LeanWrong {
-		t.Errorf("%s: a page would show a wrong lean row, after %s", name, w)
+		t.Errorf("%s: a wrong library row, after %s", name, w)
 	}
 	if snap.Marks != 0 {
 		t.Errorf("%s: %d outbox marks left after the worker ran", name, snap.Marks)

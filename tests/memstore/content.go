@@ -423,10 +423,15 @@ func (s *Store) watchLean(after string) {
 // deleted), sit in a bucket whose viewers may see it, and belong to a
 // member (or to the principal of a share the item's row records). The
 // changes keep it so by removing the rows they would make wrong before
-// their compare-and-set (s.mu held).
+// their compare-and-set (s.mu held). No row of either kind may sit at
+// its item's provisional place (library.Content.Placing): an oldest-first
+// run could list it a second time there.
 func (s *Store) wrongLeanRows() []string {
 	var wrong []string
 	for key, r := range s.content.rows {
+		if c, ok := s.content.items[r.v.ContentID]; ok && !r.deleted && c.Placing && c.LastModified.Equal(r.v.LastModified) {
+			wrong = append(wrong, fmt.Sprintf("%s: a row at its item's provisional place", key))
+		}
 		if r.deleted || !r.v.Lean {
 			continue
 		}

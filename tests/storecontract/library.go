@@ -20,6 +20,7 @@ func Contents(t *testing.T, open Open[library.ContentStore]) { Run(t, open, Cont
 var ContentChecks = []Check[library.ContentStore]{
 	{"UpdateDecidedOnce", contentUpdateDecidedOnce},
 	{"ClearPendingAtItsVersion", contentClearPending},
+	{"PlacingKeptWithItsVersion", contentPlacing},
 }
 
 func newContent(c Clock) library.Content {
@@ -62,6 +63,27 @@ func contentUpdateDecidedOnce(t testing.TB, s library.ContentStore, c Clock) {
 	}
 	if _, err := s.Get(ctx, missing); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("get of no item: %v, want ErrNotFound", err)
+	}
+}
+
+// contentPlacing: an update recorded with a provisional place reads so,
+// both ways, and the one that places it reads placed.
+func contentPlacing(t testing.TB, s library.ContentStore, c Clock) {
+	ctx, item := context.Background(), newContent(c)
+	if ok, err := s.Create(ctx, item); err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
+	}
+	for i, placing := range []bool{true, false} {
+		u := item
+		u.Version, u.Placing, u.LastModified = 2+i, placing, item.LastModified.Add(time.Duration(1+i)*time.Millisecond)
+		if ok, err := s.Update(ctx, u); err != nil || !ok {
+			t.Fatalf("update to version %d: %v %v", u.Version, ok, err)
+		}
+		for _, read := range []func(context.Context, string) (library.Content, error){s.Get, s.GetSerial} {
+			if got, err := read(ctx, item.ID); err != nil || got.Placing != placing || !got.LastModified.Equal(u.LastModified) {
+				t.Fatalf("version %d read back as %+v %v; want placing %v", u.Version, got, err, placing)
+			}
+		}
 	}
 }
 
