@@ -21,7 +21,9 @@ import (
 // one microsecond later, so no write of it, however late, outlives its
 // end, and no attempt's end touches another attempt's row. InProgress
 // reads from the index's start on (walkFromStart): the tombstones of the
-// attempts ended before it are never read.
+// attempts ended before it are never read. An entry open past holdAfter
+// is copied to the index's held partition, which every pass reads whole,
+// so the start does not wait for it (see hold).
 //
 // Until a day after migration 032 (legacy.until) the index of the layout
 // before (the day's rows clustered by subject, read a day at a time) is
@@ -33,6 +35,8 @@ type attemptIndex[E any, R any, P scanned[R]] struct {
 	// acknowledged up to domain.EntryGrant after its time, by a clock up
 	// to horizon − EntryGrant behind the reader's, is still read.
 	horizon time.Duration
+	// holdAfter: an entry open this long is held (see hold).
+	holdAfter time.Duration
 	// queue names the index's start in queue_progress (the table's name);
 	// name its statements (name.insert, name.delete, name.since).
 	queue, name string
@@ -95,6 +99,15 @@ const legacyHorizon = 24 * time.Hour
 // Cassandra's warning at 1 000 with 2.5 minutes, not with one).
 const attemptHorizon = domain.EntryGrant + 45*time.Second
 
+// attemptHoldAfter is how long an entry stays open before it is held
+// (see hold): five minutes, far past any request's attempt, so only a
+// long job (an account of some 50 000 items) or an attempt stuck open is.
+const attemptHoldAfter = 5 * time.Minute
+
+// heldDay is the partition of an index's held entries (its day column
+// holds a date everywhere else).
+const heldDay = "held"
+
 // attemptKey names an attempt's row: its start (and so its day), then the
 // rest of its key (the subject and the attempt's tag, or the job).
 type attemptKey struct {
@@ -102,23 +115,43 @@ type attemptKey struct {
 	rest []any
 }
 
+// id tells one attempt's row from another's.
+func (k attemptKey) id() string { return fmt.Sprintf("%q", append([]any{k.at.UnixMicro()}, k.rest...)) }
+
 // Begin writes the attempt's entry at its start time (µs): every write of
 // it is the same row at the same timestamp, and no other attempt's row.
 // The caller goes on only if it was acknowledged within domain.EntryGrant
 // of that time (domain.Entered).
 func (x *attemptIndex[E, R, P]) Begin(ctx context.Context, e E) error {
+	return x.write(ctx, x.name+".insert", deletionDay(x.key(e).at), e)
+}
+
+// write writes e's row in the day partition day, at its start time.
+func (x *attemptIndex[E, R, P]) write(ctx context.Context, name, day string, e E) error {
 	k := x.key(e)
-	args := append([]any{deletionDay(k.at), k.at}, k.rest...)
+	args := append([]any{day, k.at}, k.rest...)
 	args = append(args, x.values(e)...)
-	return x.db.write(ctx, x.name+".insert", x.insert, append(args, k.at.UnixMicro())...)
+	return x.db.write(ctx, name, x.insert, append(args, k.at.UnixMicro())...)
+}
+
+// delete deletes k's row in the day partition day, one microsecond after
+// its writes.
+func (x *attemptIndex[E, R, P]) delete(ctx context.Context, name, day string, k attemptKey) error {
+	return x.db.write(ctx, name, x.remove, append([]any{k.at.UnixMicro() + 1, day, k.at}, k.rest...)...)
 }
 
 // End deletes the attempt's entry one microsecond after its writes, so
 // none of them, however late, outlives it; another attempt's row stays.
-// An entry this process read in the old layout, there too.
+// An attempt open for half of holdAfter or more (by this clock; another
+// process's may be up to 45 s away) may have been held: its held copy too,
+// so a hold landing after the end is shadowed as well. An entry this
+// process read in the old layout, there too.
 func (x *attemptIndex[E, R, P]) End(ctx context.Context, e E) error {
 	k := x.key(e)
-	err := x.db.write(ctx, x.name+".delete", x.remove, append([]any{k.at.UnixMicro() + 1, deletionDay(k.at), k.at}, k.rest...)...)
+	err := x.delete(ctx, x.name+".delete", deletionDay(k.at), k)
+	if err == nil && x.db.Now().Sub(k.at) >= x.holdAfter/2 {
+		err = x.delete(ctx, x.name+".delete_held", heldDay, k)
+	}
 	if _, seen := x.legacy.seen.Load(legacyKey(k)); err != nil || !seen {
 		return err
 	}
@@ -129,30 +162,85 @@ func (x *attemptIndex[E, R, P]) End(ctx context.Context, e E) error {
 	return err
 }
 
-// InProgress calls fn with every entry from the index's start on, oldest
-// first (see walkFromStart), after those of the old layout while it is
-// read.
+// InProgress calls fn with every entry in progress, once each, oldest
+// first: those of the old layout while it is read, the held ones, then
+// those from the index's start on (see walkFromStart). It holds the
+// entries open past holdAfter (see hold) and reports the pass
+// (DB.OnIndexPass).
 func (x *attemptIndex[E, R, P]) InProgress(ctx context.Context, fn func(E) error) error {
 	if err := x.inLegacy(ctx, fn); err != nil {
 		return err
 	}
-	return walkFromStart(ctx, x.db, x.queue, x.horizon, func(day string, from time.Time) (time.Time, error) {
+	held, oldestHeld, err := x.inHeld(ctx, fn)
+	if err != nil {
+		return err
+	}
+	lag, err := walkFromStart(ctx, x.db, x.queue, x.horizon, func(day string, from, now time.Time) (time.Time, error) {
 		rows, err := selectRows[R, P](traced(x.db.query(ctx, 0, x.since, day, from), x.tracer))
 		if err != nil {
 			return time.Time{}, dbErr(x.name+".since", err)
 		}
 		oldest := time.Time{}
-		for i, r := range rows {
+		for _, r := range rows {
 			e := x.entry(r)
-			if i == 0 {
-				oldest = x.key(e).at
+			k := x.key(e)
+			if held[k.id()] {
+				continue // read from the held partition
 			}
 			if err := fn(e); err != nil {
 				return time.Time{}, err
 			}
+			if oldest.IsZero() && !x.hold(ctx, e, now) {
+				oldest = k.at // the rows are in start order: every later one is younger
+			}
 		}
 		return oldest, nil
 	})
+	if err == nil && x.db.OnIndexPass != nil {
+		x.db.OnIndexPass(x.queue, IndexPass{Lag: lag, Held: len(held), OldestHeld: oldestHeld})
+	}
+	return err
+}
+
+// hold copies e, if it has been open for holdAfter by now, into the held
+// partition, and reports whether the copy is acknowledged: from then on
+// every pass reads it there, and the start may pass its row. So an attempt
+// that stays open (a long job, or one that fails on every pass) no longer
+// holds the start, and the passes do not meet the tombstones of every
+// attempt ended since it began; the held partition meets one for each
+// attempt that was open that long (docs/design/jobs.md#index-start). The
+// copy is the same row at the same timestamp as the entry's own, so the
+// end's delete shadows it however late it lands; the entry's own row
+// stays (Deletions.Get reads it by its time) and is passed by the start.
+// A copy whose write failed holds the start, as the entry did.
+func (x *attemptIndex[E, R, P]) hold(ctx context.Context, e E, now time.Time) bool {
+	if now.Sub(x.key(e).at) < x.holdAfter {
+		return false
+	}
+	return x.write(ctx, x.name+".hold", heldDay, e) == nil
+}
+
+// inHeld calls fn with every held entry, oldest first, and returns their
+// ids and the oldest's age.
+func (x *attemptIndex[E, R, P]) inHeld(ctx context.Context, fn func(E) error) (map[string]bool, time.Duration, error) {
+	rows, err := selectRows[R, P](traced(x.db.query(ctx, 0, x.since, heldDay, time.UnixMilli(0)), x.tracer))
+	if err != nil {
+		return nil, 0, dbErr(x.name+".held", err)
+	}
+	held := make(map[string]bool, len(rows))
+	var oldest time.Duration
+	for i, r := range rows {
+		e := x.entry(r)
+		k := x.key(e)
+		held[k.id()] = true
+		if i == 0 {
+			oldest = x.db.Now().Sub(k.at)
+		}
+		if err := fn(e); err != nil {
+			return nil, 0, err
+		}
+	}
+	return held, oldest, nil
 }
 
 // inLegacy calls fn with every entry of the old layout, a day at a time
@@ -202,27 +290,38 @@ func (x *attemptIndex[E, R, P]) legacyUntil(ctx context.Context) (time.Time, err
 	return until, nil
 }
 
+// IndexPass is how a pass over an index of attempts in progress left it:
+// how far its start trails now (the horizon normally, up to holdAfter more
+// while an entry is open that long), how many entries are held, and the
+// oldest one's age (an attempt stuck open, if it grows).
+type IndexPass struct {
+	Lag        time.Duration
+	Held       int
+	OldestHeld time.Duration
+}
+
 // deletionDay is the day partition of an attempt begun at t (every index
 // kept by day: deletions, closings, moderation attempts, the job queue).
 func deletionDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // walkFromStart reads an index of operations in progress kept one
 // partition per UTC day and clustered by start: from the queue's start up
-// to today, readDay(day, start) reading the day's rows from the start on
-// and answering the time of its oldest (zero if none). Then the start
-// moves up to the oldest entry found, or to now, but never closer to now
-// than the horizon: an entry acknowledged after this pass read its day has
-// a time within the horizon of now (domain.Entered), and an entry read
-// holds the start until it ends. Now is this process's clock or the
-// answering node's, whichever is behind: a process whose clock runs ahead
-// does not move the start past the entries the others write meanwhile.
-// Migration 032 seeds each start a day back; without its row (a fault),
-// a pass reads from a day back and moves nothing.
-func walkFromStart(ctx context.Context, db *DB, queue string, horizon time.Duration, readDay func(day string, from time.Time) (time.Time, error)) error {
+// to today, readDay(day, start, now) reading the day's rows from the
+// start on and answering the time of its oldest (zero if none; an entry
+// held is not). Then the start moves up to the oldest entry found, or to
+// now, but never closer to now than the horizon: an entry acknowledged
+// after this pass read its day has a time within the horizon of now
+// (domain.Entered), and an entry read holds the start until it ends or is
+// held. Now is this process's clock or the answering node's, whichever is
+// behind: a process whose clock runs ahead does not move the start past
+// the entries the others write meanwhile. It returns how far the start
+// then trails now. Migration 032 seeds each start a day back; without its
+// row (a fault), a pass reads from a day back and moves nothing.
+func walkFromStart(ctx context.Context, db *DB, queue string, horizon time.Duration, readDay func(day string, from, now time.Time) (time.Time, error)) (lag time.Duration, err error) {
 	now := db.Now().UTC()
 	start, nodeNow, found, err := db.queueStartAt(ctx, queue)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	last := now // the last day read: the later clock's
 	if !found {
@@ -236,9 +335,9 @@ func walkFromStart(ctx context.Context, db *DB, queue string, horizon time.Durat
 	start = start.UTC()
 	oldest := time.Time{}
 	for day := start.Truncate(24 * time.Hour); deletionDay(day) <= deletionDay(last); day = day.Add(24 * time.Hour) {
-		at, err := readDay(deletionDay(day), start)
+		at, err := readDay(deletionDay(day), start, now)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if oldest.IsZero() {
 			oldest = at
@@ -252,10 +351,7 @@ func walkFromStart(ctx context.Context, db *DB, queue string, horizon time.Durat
 		db.advanceQueue(ctx, queue, next)
 		start = next
 	}
-	if db.OnIndexStart != nil {
-		db.OnIndexStart(queue, now.Sub(start))
-	}
-	return nil
+	return now.Sub(start), nil
 }
 
 // walkDays reads an index of the layout before migration 032 (one

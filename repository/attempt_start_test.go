@@ -4,6 +4,7 @@ package repository_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -37,19 +38,46 @@ func listedChanges(t *testing.T, s *repository.GroupChanges) []string {
 // entries (SHELF_TEST_ATTEMPTS) through the index, each begun and ended as
 // a change does, in 20 rounds with a worker's pass after each, and counts
 // the tombstone cells each pass meets (in the old layout's table too,
-// which the pass still reads: no end leaves one there). Laid out before migration 032 (a
-// day partition clustered by group, read whole), the last pass met every
-// entry ended that day; from the index's start (horizon 500 ms here) it
-// meets the last round's (docs/design/jobs.md#index-start).
+// which the pass still reads: no end leaves one there). Laid out before
+// migration 032 (a day partition clustered by group, read whole), the last
+// pass met every entry ended that day; from the index's start (horizon
+// 250 ms here, a round apart) it meets the last two rounds'
+// (docs/design/jobs.md#index-start). So it does with an entry open
+// throughout, once that entry is held (here once open for the horizon),
+// which each pass reads once; while it held the start, the last pass met
+// all 10 000.
 func TestAttemptIndexReadCostStaysFlat(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		open bool
+	}{{"nothing open", false}, {"an entry open throughout", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			flatPasses(t, tc.open)
+		})
+	}
+}
+
+// flatPasses is TestAttemptIndexReadCostStaysFlat, with an entry open
+// throughout or none.
+func flatPasses(t *testing.T, open bool) {
 	total := countFromEnv("SHELF_TEST_ATTEMPTS", 10_000)
 	rounds := 20
+	horizon := 250 * time.Millisecond
 	tdb := testkit.NewDB(t)
 	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
 	tr := &traces{}
-	s := repository.NewGroupChanges(db).WithIndex(500*time.Millisecond, tr)
+	s := repository.NewGroupChanges(db).WithIndex(horizon, tr).WithHold(horizon)
 	ctx := context.Background()
+	var want []string
+	if open {
+		stuck := groups.ChangeEntry{GroupID: "g_open", Attempt: domain.NewAttempt(), At: time.Now().UTC().Truncate(time.Millisecond)}
+		if err := s.Begin(ctx, stuck); err != nil {
+			t.Fatal(err)
+		}
+		want = []string{stuck.Attempt}
+	}
 
 	var reads []tracedRead
 	started := time.Now()
@@ -78,11 +106,11 @@ func TestAttemptIndexReadCostStaysFlat(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr.take() // the traces of the writes, if any
-		if got := listedChanges(t, s); len(got) != 0 {
-			t.Fatalf("round %d: every attempt ended, the pass read %d", round, len(got))
+		if got := listedChanges(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("round %d: the pass read %v; want %v (every other attempt ended)", round, got, want)
 		}
 		reads = append(reads, tracedRead{at: time.Since(started), progress: (round + 1) * (total / rounds), traced: tr.take()})
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(horizon) // the round before this one is then behind the start
 	}
 	checkFlat(t, tdb.Session.Session, reads, total, "change entries begun and ended", time.Since(started))
 }
@@ -90,7 +118,7 @@ func TestAttemptIndexReadCostStaysFlat(t *testing.T) {
 // TestAttemptIndexStartHoldsAtTheOldestOpenEntry: the start moves up to
 // the oldest entry still open and no further, whatever ends around it;
 // once it ends, the start moves on to the horizon. Each pass reports how
-// far the start trails now (DB.OnIndexStart, the metric
+// far the start trails now (DB.OnIndexPass, the metric
 // shelf_attempt_index_lag_seconds): the open entry's age while it holds
 // the start, the horizon after. An entry acknowledged
 // after a pass, within the horizon of its time, is read by the next; one
@@ -104,10 +132,10 @@ func TestAttemptIndexStartHoldsAtTheOldestOpenEntry(t *testing.T) {
 	horizon := 500 * time.Millisecond
 	var lagMu sync.Mutex
 	var lag time.Duration
-	db.OnIndexStart = func(index string, d time.Duration) {
+	db.OnIndexPass = func(index string, p repository.IndexPass) {
 		if index == changesStart {
 			lagMu.Lock()
-			lag = d
+			lag = p.Lag
 			lagMu.Unlock()
 		}
 	}
@@ -177,6 +205,132 @@ func TestAttemptIndexStartHoldsAtTheOldestOpenEntry(t *testing.T) {
 	begin(tooLate)
 	if got := listedChanges(t, s); slices.Contains(got, tooLate.Attempt) {
 		t.Fatalf("an entry acknowledged %s after its time was read though the start had passed it: the test no longer shows what the grant is for", 4*horizon)
+	}
+}
+
+// TestAttemptIndexHoldsAnEntryOpenLong: an entry open past holdAfter
+// (500 ms here) is held, read by every pass once, and no longer holds the
+// start; the pass reports it (DB.OnIndexPass: shelf_attempt_index_held
+// and its oldest's age). The hold's write answers lost: the copy landed,
+// but the pass does not know, so the entry holds the start one pass more
+// and the next finds the copy and moves on. The end deletes the copy too,
+// and the same copy landing again after it is shadowed: no pass reads
+// the ended entry back.
+func TestAttemptIndexHoldsAnEntryOpenLong(t *testing.T) {
+	t.Parallel()
+	tdb := testkit.NewDB(t)
+	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
+	holds := &holdWrites{lose: true}
+	db.Decorate(func(s repository.Sender) repository.Sender { holds.Sender = s; return holds })
+	var passMu sync.Mutex
+	var last repository.IndexPass
+	db.OnIndexPass = func(index string, p repository.IndexPass) {
+		if index == changesStart {
+			passMu.Lock()
+			last = p
+			passMu.Unlock()
+		}
+	}
+	lastPass := func() repository.IndexPass {
+		passMu.Lock()
+		defer passMu.Unlock()
+		return last
+	}
+	horizon, holdAfter := 200*time.Millisecond, 500*time.Millisecond
+	s := repository.NewGroupChanges(db).WithIndex(horizon, nil).WithHold(holdAfter)
+	ctx := context.Background()
+	open := groups.ChangeEntry{GroupID: "g_long", Attempt: domain.NewAttempt(), At: time.Now().UTC().Truncate(time.Millisecond)}
+	if err := s.Begin(ctx, open); err != nil {
+		t.Fatal(err)
+	}
+	readsOnce := func(when string) {
+		t.Helper()
+		if got := listedChanges(t, s); fmt.Sprint(got) != fmt.Sprint([]string{open.Attempt}) {
+			t.Fatalf("%s: a pass read %v; want the open entry once", when, got)
+		}
+	}
+	readsOnce("young")
+	time.Sleep(holdAfter + 50*time.Millisecond)
+	readsOnce("held, its answer lost")
+	if start := queueStart(t, db, changesStart); start.After(open.At) {
+		t.Fatalf("the hold's answer was lost, yet the start moved to %s, past the entry at %s", start, open.At)
+	}
+	if holds.count() != 1 {
+		t.Fatalf("%d holds written; want 1", holds.count())
+	}
+	holds.answer()
+	readsOnce("held")
+	if start := queueStart(t, db, changesStart); !start.After(open.At) {
+		t.Fatalf("the entry is held, yet the start stays at %s, before it (%s)", start, open.At)
+	}
+	if p := lastPass(); p.Held != 1 || p.OldestHeld < holdAfter || p.Lag > holdAfter {
+		t.Fatalf("the pass reported %+v; want 1 held, at least %s old, and the start within %s", p, holdAfter, holdAfter)
+	}
+	readsOnce("held, again")
+	if holds.count() != 1 {
+		t.Fatalf("%d holds written; want 1 (a held entry is not held again)", holds.count())
+	}
+	if err := s.End(ctx, open); err != nil {
+		t.Fatal(err)
+	}
+	if got := listedChanges(t, s); len(got) != 0 {
+		t.Fatalf("the entry ended; a pass read %v", got)
+	}
+	holds.land(t)
+	if got := listedChanges(t, s); len(got) != 0 {
+		t.Fatalf("the hold landed again after the end; a pass read %v", got)
+	}
+	if p := lastPass(); p.Held != 0 || p.OldestHeld != 0 {
+		t.Fatalf("nothing open; the pass reported %+v", p)
+	}
+}
+
+// holdWrites decorates a DB's sender: the index's holds are sent, their
+// answers lost until answer, and kept to land again.
+type holdWrites struct {
+	repository.Sender
+	mu   sync.Mutex
+	lose bool
+	sent []repository.Write
+}
+
+func (h *holdWrites) Write(ctx context.Context, w repository.Write) error {
+	if w.Name != "group_changes.hold" {
+		return h.Sender.Write(ctx, w)
+	}
+	h.mu.Lock()
+	h.sent = append(h.sent, w)
+	lose := h.lose
+	h.mu.Unlock()
+	err := h.Sender.Write(ctx, w)
+	if err == nil && lose {
+		return errors.New("the answer was lost (test)")
+	}
+	return err
+}
+
+func (h *holdWrites) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sent)
+}
+
+// answer lets the holds' answers through from now on.
+func (h *holdWrites) answer() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lose = false
+}
+
+// land sends every hold written so far again, as a late attempt would.
+func (h *holdWrites) land(t *testing.T) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, w := range h.sent {
+		if err := w.Send(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -20,7 +20,7 @@ var _ lifecycle.ClosingStore = (*Closings)(nil)
 // NewClosings returns the store.
 func NewClosings(db *DB) *Closings {
 	return &Closings{attemptIndex[groups.ClosingEntry, closingRow, *closingRow]{
-		db: db, horizon: attemptHorizon, queue: "group_closing_attempts_by_start", name: "group_closings",
+		db: db, horizon: attemptHorizon, holdAfter: attemptHoldAfter, queue: "group_closing_attempts_by_start", name: "group_closings",
 		insert: closingInsertCQL, remove: closingDeleteCQL, since: closingSinceCQL,
 		legacy: legacyOf(closingQueue, "group_closing_attempts", closingLegacyDeleteCQL, closingLegacyDayCQL),
 		key: func(e groups.ClosingEntry) attemptKey {

@@ -22,7 +22,7 @@ var _ lifecycle.DeletionStore = (*Deletions)(nil)
 // NewDeletions returns the store.
 func NewDeletions(db *DB) *Deletions {
 	return &Deletions{attemptIndex[accounts.DeletionEntry, deletionRow, *deletionRow]{
-		db: db, horizon: attemptHorizon, queue: "account_deletion_attempts_by_start", name: "account_deletions",
+		db: db, horizon: attemptHorizon, holdAfter: attemptHoldAfter, queue: "account_deletion_attempts_by_start", name: "account_deletions",
 		insert: deletionInsertCQL, remove: deletionDeleteCQL, since: deletionSinceCQL,
 		legacy: legacyOf(deletionQueue, "account_deletion_attempts", deletionLegacyDeleteCQL, deletionLegacyDayCQL),
 		key: func(d accounts.DeletionEntry) attemptKey {

@@ -70,6 +70,14 @@ func (s *GroupChanges) WithIndex(horizon time.Duration, t gocql.Tracer) *GroupCh
 	return &c
 }
 
+// WithHold returns the index of membership changes holding its entries
+// open past d (see hold).
+func (s *GroupChanges) WithHold(d time.Duration) *GroupChanges {
+	c := *s
+	c.holdAfter = d
+	return &c
+}
+
 // BeginInOldLayout writes e as a process of the release before migration
 // 032 wrote it (group_change_attempts, clustered by group).
 func (s *GroupChanges) BeginInOldLayout(ctx context.Context, e groups.ChangeEntry) error {

@@ -20,7 +20,7 @@ var _ groups.ChangeIndex = (*GroupChanges)(nil)
 // NewGroupChanges returns the store.
 func NewGroupChanges(db *DB) *GroupChanges {
 	return &GroupChanges{attemptIndex[groups.ChangeEntry, changeRow, *changeRow]{
-		db: db, horizon: attemptHorizon, queue: "group_change_attempts_by_start", name: "group_changes",
+		db: db, horizon: attemptHorizon, holdAfter: attemptHoldAfter, queue: "group_change_attempts_by_start", name: "group_changes",
 		insert: changeInsertCQL, remove: changeDeleteCQL, since: changeSinceCQL,
 		legacy: legacyOf(changeQueue, "group_change_attempts", changeLegacyDeleteCQL, changeLegacyDayCQL),
 		key: func(e groups.ChangeEntry) attemptKey {

@@ -18,7 +18,7 @@ var _ jobs.Queue = (*JobQueue)(nil)
 // NewJobQueue returns the store.
 func NewJobQueue(db *DB) *JobQueue {
 	return &JobQueue{attemptIndex[jobs.Entry, jobQueueRow, *jobQueueRow]{
-		db: db, horizon: attemptHorizon, queue: "job_queue_by_start", name: "job_queue",
+		db: db, horizon: attemptHorizon, holdAfter: attemptHoldAfter, queue: "job_queue_by_start", name: "job_queue",
 		insert: jobQueueInsertCQL, remove: jobQueueDeleteCQL, since: jobQueueSinceCQL,
 		legacy: legacyOf(jobQueue, "job_queue", jobQueueLegacyDeleteCQL, jobQueueLegacyDayCQL),
 		key:    func(e jobs.Entry) attemptKey { return attemptKey{at: e.At, rest: []any{e.JobID}} },

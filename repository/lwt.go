@@ -35,11 +35,10 @@ type DB struct {
 	// not_applied, ambiguous_resolved (an ambiguous answer settled by a
 	// SERIAL read) or failed.
 	OnLWT func(outcome string)
-	// OnIndexStart, when set, is told after each pass over an index of
-	// attempts in progress (by its table's name) how far its start trails
-	// now: the horizon when nothing is stuck, more while an attempt stays
-	// open that long (docs/design/jobs.md#index-start).
-	OnIndexStart func(index string, lag time.Duration)
+	// OnIndexPass, when set, is told after each pass over an index of
+	// attempts in progress (by its table's name) how it stood
+	// (docs/design/jobs.md#index-start).
+	OnIndexPass func(index string, pass IndexPass)
 	// sender sends every write (send.go): the DB's own, or a decorator of
 	// it (DB.Decorate).
 	sender Sender

@@ -19,7 +19,7 @@ var _ moderation.AttemptIndex = (*ModerationAttempts)(nil)
 // NewModerationAttempts returns the store.
 func NewModerationAttempts(db *DB) *ModerationAttempts {
 	return &ModerationAttempts{attemptIndex[moderation.Attempt, moderationAttemptRow, *moderationAttemptRow]{
-		db: db, horizon: attemptHorizon, queue: "moderation_attempts_by_start", name: "moderation_attempts",
+		db: db, horizon: attemptHorizon, holdAfter: attemptHoldAfter, queue: "moderation_attempts_by_start", name: "moderation_attempts",
 		insert: moderationAttemptInsertCQL, remove: moderationAttemptDeleteCQL, since: moderationAttemptSinceCQL,
 		legacy: legacyOf(moderationQueue, "moderation_attempts", moderationAttemptLegacyDeleteCQL, moderationAttemptLegacyDayCQL),
 		key:    func(a moderation.Attempt) attemptKey { return attemptKey{at: a.At, rest: []any{a.UserID, a.Tag}} },

@@ -64,7 +64,11 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	}
 	db.Now = now
 	db.OnLWT = func(outcome string) { m.LWTOutcomes.WithLabelValues(outcome).Inc() }
-	db.OnIndexStart = func(index string, lag time.Duration) { m.AttemptIndexLag.WithLabelValues(index).Set(lag.Seconds()) }
+	db.OnIndexPass = func(index string, p repository.IndexPass) {
+		m.AttemptIndexLag.WithLabelValues(index).Set(p.Lag.Seconds())
+		m.AttemptIndexHeld.WithLabelValues(index).Set(float64(p.Held))
+		m.AttemptIndexHeldOldest.WithLabelValues(index).Set(p.OldestHeld.Seconds())
+	}
 	// One instance of each store; every service gets the ones it uses.
 	log := domainLogger{logger}
 	users, sessions := repository.NewUsers(db), repository.NewSessions(db)

@@ -54,8 +54,12 @@ type Metrics struct {
 	JobsFinished prometheus.Counter
 	JobsFailed   prometheus.Counter
 	// AttemptIndexLag is how far each index of attempts in progress
-	// starts behind now after this process's last pass over it.
-	AttemptIndexLag *prometheus.GaugeVec
+	// starts behind now after this process's last pass over it;
+	// AttemptIndexHeld how many of its entries are held (open over five
+	// minutes) and AttemptIndexHeldOldest the oldest one's age.
+	AttemptIndexLag        *prometheus.GaugeVec
+	AttemptIndexHeld       *prometheus.GaugeVec
+	AttemptIndexHeldOldest *prometheus.GaugeVec
 }
 
 // latencyBuckets cover 100 µs to 10 s: local reads to slow fan-outs.
@@ -132,13 +136,22 @@ func New() *Metrics {
 		}),
 		AttemptIndexLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "shelf_attempt_index_lag_seconds",
-			Help: "How far an index of attempts in progress starts behind now after the last pass (a minute when nothing is stuck; more: an attempt open that long, and every pass reads the attempts ended since).",
+			Help: "How far an index of attempts in progress starts behind now after the last pass (a minute normally; up to five more while an attempt is open that long, then it is held).",
+		}, []string{"index"}),
+		AttemptIndexHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "shelf_attempt_index_held",
+			Help: "Entries of an index of attempts in progress open over five minutes (long jobs, or attempts stuck open), as the last pass read them.",
+		}, []string{"index"}),
+		AttemptIndexHeldOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "shelf_attempt_index_held_oldest_seconds",
+			Help: "Age of the oldest held entry of an index of attempts in progress (0: none); hours mean an attempt stuck open.",
 		}, []string{"index"}),
 	}
 	m.Registry.MustRegister(m.HTTPRequests, m.HTTPDuration, m.CQLDuration, m.CQLErrors, m.LWTOutcomes,
 		m.OutboxItems, m.OutboxAge, m.HashWait, m.RoundTrips, m.FanoutDuration, m.FanoutLibraries,
 		m.FanoutWaiting, m.FanoutRunning, m.FanoutCoalesced, m.FanoutLeftToOutbox,
 		m.JobsWaiting, m.JobsRunning, m.JobsOldest, m.JobsFinished, m.JobsFailed, m.AttemptIndexLag,
+		m.AttemptIndexHeld, m.AttemptIndexHeldOldest,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
