@@ -101,7 +101,8 @@ const attemptHorizon = domain.EntryGrant + 45*time.Second
 
 // attemptHoldAfter is how long an entry stays open before it is held
 // (see hold): five minutes, far past any request's attempt, so only a
-// long job (an account of some 50 000 items) or an attempt stuck open is.
+// long job (an account of some 60 000 items, at 200 a second) or an
+// attempt stuck open is.
 const attemptHoldAfter = 5 * time.Minute
 
 // heldDay is the partition of an index's held entries (its day column

@@ -1880,7 +1880,11 @@ type ClientInterface interface {
 	// new `lastModified`, and every member library shows the change
 	// before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 	// members finish in the background; the outbox worker completes any
-	// fan-out that stops half-way). Concurrent changes all succeed.
+	// fan-out that stops half-way). Concurrent changes all succeed. The
+	// answer's `lastModified` is where the item now sorts in libraries;
+	// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
+	// change could not be finished before the answer), the outbox
+	// worker moves it on once more when it finishes the change.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1893,7 +1897,11 @@ type ClientInterface interface {
 	// new `lastModified`, and every member library shows the change
 	// before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 	// members finish in the background; the outbox worker completes any
-	// fan-out that stops half-way). Concurrent changes all succeed.
+	// fan-out that stops half-way). Concurrent changes all succeed. The
+	// answer's `lastModified` is where the item now sorts in libraries;
+	// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
+	// change could not be finished before the answer), the outbox
+	// worker moves it on once more when it finishes the change.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3904,7 +3912,11 @@ func (c *Client) GetContent(ctx context.Context, id ContentId, reqEditors ...Req
 // new `lastModified`, and every member library shows the change
 // before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 // members finish in the background; the outbox worker completes any
-// fan-out that stops half-way). Concurrent changes all succeed.
+// fan-out that stops half-way). Concurrent changes all succeed. The
+// answer's `lastModified` is where the item now sorts in libraries;
+// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
+// change could not be finished before the answer), the outbox
+// worker moves it on once more when it finishes the change.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3927,7 +3939,11 @@ func (c *Client) UpdateContentWithBody(ctx context.Context, id ContentId, conten
 // new `lastModified`, and every member library shows the change
 // before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 // members finish in the background; the outbox worker completes any
-// fan-out that stops half-way). Concurrent changes all succeed.
+// fan-out that stops half-way). Concurrent changes all succeed. The
+// answer's `lastModified` is where the item now sorts in libraries;
+// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
+// change could not be finished before the answer), the outbox
+// worker moves it on once more when it finishes the change.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9533,7 +9549,11 @@ type ClientWithResponsesInterface interface {
 	// new `lastModified`, and every member library shows the change
 	// before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 	// members finish in the background; the outbox worker completes any
-	// fan-out that stops half-way). Concurrent changes all succeed.
+	// fan-out that stops half-way). Concurrent changes all succeed. The
+	// answer's `lastModified` is where the item now sorts in libraries;
+	// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
+	// change could not be finished before the answer), the outbox
+	// worker moves it on once more when it finishes the change.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9546,7 +9566,11 @@ type ClientWithResponsesInterface interface {
 	// new `lastModified`, and every member library shows the change
 	// before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 	// members finish in the background; the outbox worker completes any
-	// fan-out that stops half-way). Concurrent changes all succeed.
+	// fan-out that stops half-way). Concurrent changes all succeed. The
+	// answer's `lastModified` is where the item now sorts in libraries;
+	// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
+	// change could not be finished before the answer), the outbox
+	// worker moves it on once more when it finishes the change.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20095,7 +20119,11 @@ func (c *ClientWithResponses) GetContentWithResponse(ctx context.Context, id Con
 // new `lastModified`, and every member library shows the change
 // before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 // members finish in the background; the outbox worker completes any
-// fan-out that stops half-way). Concurrent changes all succeed.
+// fan-out that stops half-way). Concurrent changes all succeed. The
+// answer's `lastModified` is where the item now sorts in libraries;
+// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
+// change could not be finished before the answer), the outbox
+// worker moves it on once more when it finishes the change.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20114,7 +20142,11 @@ func (c *ClientWithResponses) UpdateContentWithBodyWithResponse(ctx context.Cont
 // new `lastModified`, and every member library shows the change
 // before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 // members finish in the background; the outbox worker completes any
-// fan-out that stops half-way). Concurrent changes all succeed.
+// fan-out that stops half-way). Concurrent changes all succeed. The
+// answer's `lastModified` is where the item now sorts in libraries;
+// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
+// change could not be finished before the answer), the outbox
+// worker moves it on once more when it finishes the change.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
