@@ -3,9 +3,12 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,4 +183,111 @@ func oldestRunAcrossAHeldUpdate(t *testing.T, env map[string]string, hook func(*
 			t.Errorf("the library shows the item last modified at %s; the update answered %s", it.LastModified, answer.LastModified)
 		}
 	}
+}
+
+// TestOldestFirstRunsBesideConcurrentUpdates: items past their lean rows
+// (SHELF_LEAN_MEMBERS 1, each shared with a friend) are updated by four
+// writers without pause while four readers page oldest-first runs of the
+// owner's library, three items a page, for a few seconds: no run lists an
+// item twice (L2). A run whose first page read an item while that item's
+// compare-and-set was in flight began after a place taken before the
+// compare-and-set, and listed the item again there; the place taken by a
+// second compare-and-set once the first has answered is past the run's
+// end (docs/design/libraries.md, oldest first).
+func TestOldestFirstRunsBesideConcurrentUpdates(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, map[string]string{"SHELF_LEAN_MEMBERS": "1"})
+	owner, ownerAPI := m.member(t)
+	friend, _ := m.member(t)
+	var ids []string
+	for i := range 20 {
+		c := createContent(t, ownerAPI, "item "+itoa(i), "public")
+		share(t, ownerAPI, c.ID, friend.ID, "viewer")
+		ids = append(ids, c.ID)
+	}
+	path := "/v1/users/" + owner.ID + "/library?limit=3&order=oldest"
+	stop := make(chan struct{})
+	var updates, runs atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := ids[(n*7+w*5)%len(ids)]
+				if r := ownerAPI.Send(http.MethodPatch, "/v1/content/"+id, map[string]string{"name": fmt.Sprintf("w%d n%d", w, n)}); r.StatusCode != http.StatusOK {
+					t.Errorf("update: %d %s", r.StatusCode, r.Body)
+					return
+				}
+				updates.Add(1)
+			}
+		})
+	}
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if listed, err := oldestRun(ownerAPI, path); err != nil {
+					t.Error(err)
+					return
+				} else if twice := listedTwice(listed); twice != "" {
+					t.Errorf("an oldest-first run listed %s twice: %v", twice, listed)
+				}
+				runs.Add(1)
+			}
+		})
+	}
+	time.Sleep(5 * time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d oldest-first runs beside %d updates", runs.Load(), updates.Load())
+	if runs.Load() < 20 || updates.Load() < 100 {
+		t.Fatalf("only %d runs beside %d updates: too few to show anything", runs.Load(), updates.Load())
+	}
+}
+
+// oldestRun pages a run from path to its end and returns the ids it listed.
+func oldestRun(api *testkit.API, path string) ([]string, error) {
+	var listed []string
+	cursor := ""
+	for range 100 {
+		p := path
+		if cursor != "" {
+			p += "&cursor=" + cursor
+		}
+		r := api.Get(p)
+		var page itemPage
+		if r.StatusCode != http.StatusOK {
+			return listed, fmt.Errorf("GET %s: %d %s", p, r.StatusCode, r.Body)
+		}
+		if err := json.Unmarshal(r.Body, &page); err != nil {
+			return listed, err
+		}
+		for _, it := range page.Items {
+			listed = append(listed, it.ID)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return listed, nil
+		}
+	}
+	return listed, fmt.Errorf("a run of %s did not end in 100 pages", path)
+}
+
+// listedTwice is an id listed more than once ("" if none).
+func listedTwice(ids []string) string {
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			return id
+		}
+		seen[id] = true
+	}
+	return ""
 }
