@@ -460,9 +460,8 @@ func (s *Service) movedOn(c Content) time.Time {
 // that does not apply, as read again (placed by the outbox worker's fence
 // or by a change that came next, or recorded again on top).
 func (s *Service) place(ctx context.Context, c Content) (Content, error) {
-	p := c
+	p := s.placedNow(c)
 	p.Version++
-	p.LastModified, p.Placing = s.movedOn(c), false
 	applied, err := s.content.Update(ctx, p)
 	switch {
 	case err != nil:
@@ -471,6 +470,13 @@ func (s *Service) place(ctx context.Context, c Content) (Content, error) {
 		return p, nil
 	}
 	return s.content.GetSerial(ctx, c.ID)
+}
+
+// placedNow is c with its place taken now: its lastModified moved on,
+// no longer provisional (see place; the fence writes it too).
+func (s *Service) placedNow(c Content) Content {
+	c.LastModified, c.Placing = s.movedOn(c), false
+	return c
 }
 
 // markAgainIfLate marks the item again when more than half the outbox

@@ -144,7 +144,7 @@ func (s *Service) fence(ctx context.Context, id string) (Content, error) {
 			}
 		}
 		if c.Placing {
-			c.LastModified, c.Placing = s.movedOn(c), false // its place (see place)
+			c = s.placedNow(c)
 		}
 		c.Version++
 		applied, err := s.content.Update(ctx, c)
