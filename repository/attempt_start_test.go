@@ -213,9 +213,10 @@ func TestAttemptIndexStartHoldsAtTheOldestOpenEntry(t *testing.T) {
 // start; the pass reports it (DB.OnIndexPass: shelf_attempt_index_held
 // and its oldest's age). The hold's write answers lost: the copy landed,
 // but the pass does not know, so the entry holds the start one pass more
-// and the next finds the copy and moves on. The end deletes the copy too,
-// and the same copy landing again after it is shadowed: no pass reads
-// the ended entry back.
+// and the next finds the copy and moves on. An end whose delete of the
+// copy fails leaves the entry read again, for its repair to end again.
+// The end deletes the copy too, and the same copy landing again after it
+// is shadowed: no pass reads the ended entry back.
 func TestAttemptIndexHoldsAnEntryOpenLong(t *testing.T) {
 	t.Parallel()
 	tdb := testkit.NewDB(t)
@@ -270,6 +271,12 @@ func TestAttemptIndexHoldsAnEntryOpenLong(t *testing.T) {
 	if holds.count() != 1 {
 		t.Fatalf("%d holds written; want 1 (a held entry is not held again)", holds.count())
 	}
+	holds.failEnds(true)
+	if err := s.End(ctx, open); err == nil {
+		t.Fatal("the end's delete of the held copy failed, yet End answered nil")
+	}
+	holds.failEnds(false)
+	readsOnce("its end failed at the held copy (the repair reads it again and ends it)")
 	if err := s.End(ctx, open); err != nil {
 		t.Fatal(err)
 	}
@@ -286,15 +293,23 @@ func TestAttemptIndexHoldsAnEntryOpenLong(t *testing.T) {
 }
 
 // holdWrites decorates a DB's sender: the index's holds are sent, their
-// answers lost until answer, and kept to land again.
+// answers lost until answer, and kept to land again; the ends' deletes of
+// held copies fail unsent while failEnds says so.
 type holdWrites struct {
 	repository.Sender
-	mu   sync.Mutex
-	lose bool
-	sent []repository.Write
+	mu       sync.Mutex
+	lose     bool
+	failHeld bool
+	sent     []repository.Write
 }
 
 func (h *holdWrites) Write(ctx context.Context, w repository.Write) error {
+	h.mu.Lock()
+	failHeld := h.failHeld
+	h.mu.Unlock()
+	if w.Name == "group_changes.delete_held" && failHeld {
+		return errors.New("the delete was not sent (test)")
+	}
 	if w.Name != "group_changes.hold" {
 		return h.Sender.Write(ctx, w)
 	}
@@ -320,6 +335,13 @@ func (h *holdWrites) answer() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lose = false
+}
+
+// failEnds makes the ends' deletes of held copies fail, or not.
+func (h *holdWrites) failEnds(fail bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failHeld = fail
 }
 
 // land sends every hold written so far again, as a late attempt would.
