@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -284,5 +286,93 @@ func TestEveryTaskIsDocumented(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("found %d targets in %v: does the help's format still read as this test does?", n, homes)
+	}
+}
+
+var (
+	// namedTest is a test, benchmark or fuzz target a page names.
+	namedTest = regexp.MustCompile(`\b(Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*\*?`)
+	// testFunc is one defined.
+	testFunc = regexp.MustCompile(`(?m)^func ((Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)\(`)
+	// namedFile is a file a page names in code quotes: a path, or a
+	// file's own name.
+	namedFile = regexp.MustCompile("`([A-Za-z0-9_][A-Za-z0-9_./-]*\\.(go|cql|yaml|yml|sh|mk|js|mjs|md))`")
+	// elsewhere are files pages name that live in other projects: gocql's
+	// retry loop, Cassandra's settings.
+	elsewhere = map[string]bool{"query_executor.go": true, "cassandra.yaml": true}
+)
+
+// TestDocsNameWhatExists: a page that names a test or a file, and a
+// comment that names a test, names one that exists, so a reader sent to
+// `TestCrossedSignups` or `repository/castable.go` finds it after renames
+// and moves. A path is read from the repository's root or from the page's
+// folder; a file's own name matches any file of that name; a name ending
+// in * matches the tests it begins.
+func TestDocsNameWhatExists(t *testing.T) {
+	t.Parallel()
+	tests := map[string]bool{}
+	for _, file := range repoFiles(t, "_test.go") {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range testFunc.FindAllStringSubmatch(string(raw), -1) {
+			tests[m[1]] = true
+		}
+	}
+	names := map[string]bool{}
+	for _, file := range repoFiles(t, "") {
+		names[path.Base(file)] = true
+	}
+	for _, file := range repoFiles(t, ".go") {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var comments strings.Builder
+		for _, line := range strings.Split(string(raw), "\n") {
+			if _, comment, ok := strings.Cut(line, "//"); ok {
+				comments.WriteString(comment + "\n")
+			}
+		}
+		checkTestNames(t, file, comments.String(), tests)
+	}
+	for _, page := range repoFiles(t, ".md") {
+		raw, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTestNames(t, page, string(raw), tests)
+		for _, m := range namedFile.FindAllStringSubmatch(string(raw), -1) {
+			p := m[1]
+			if !strings.Contains(p, "/") {
+				if !names[p] && !elsewhere[p] {
+					t.Errorf("%s names %s: no file of that name", page, p)
+				}
+				continue
+			}
+			if _, err := os.Stat(p); err == nil {
+				continue
+			}
+			if _, err := os.Stat(path.Join(path.Dir(page), p)); err != nil {
+				t.Errorf("%s names %s: no such file", page, p)
+			}
+		}
+	}
+}
+
+// checkTestNames reports each test text names that no test file defines.
+func checkTestNames(t *testing.T, file, text string, tests map[string]bool) {
+	t.Helper()
+	for _, name := range namedTest.FindAllString(text, -1) {
+		if prefix, ok := strings.CutSuffix(name, "*"); ok {
+			if !slices.ContainsFunc(slices.Collect(maps.Keys(tests)), func(n string) bool { return strings.HasPrefix(n, prefix) }) {
+				t.Errorf("%s names %s: no test begins so", file, name)
+			}
+			continue
+		}
+		if !tests[name] {
+			t.Errorf("%s names %s: no such test", file, name)
+		}
 	}
 }

@@ -19,7 +19,7 @@
 //     LOCAL_SERIAL, whatever the keyspace and SHELF_SERIAL_CONSISTENCY say.
 //
 // They wrap the composition root from outside: cmd/api imports nothing of
-// the proof wing (architecture_test.go, TestShippedCodeImportsNoProof).
+// the proof wing (architecture_test.go, TestShippedCodeLinksNoProof).
 package broken
 
 import (
