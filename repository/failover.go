@@ -19,8 +19,8 @@ import (
 // statement goes to the next node after a node could not answer, and a
 // connection that keeps timing out is closed, so the node it led to is
 // left for the others within about one timeout: gocql's heartbeat alone
-// (every 5 s, closing after 6 failures, each waiting the timeout) takes a
-// minute, and a hung node's kernel keeps its TCP connections and
+// (every 5 s, closing after 6 failures, each waiting the timeout) takes
+// about 40 s, and a hung node's kernel keeps its TCP connections and
 // keepalives alive. The copies of slow statements are set per statement
 // (DB.spec), since gocql has no default for them.
 func attemptsConfig(cluster *gocql.ClusterConfig, c ConnConfig) {

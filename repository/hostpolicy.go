@@ -52,7 +52,8 @@ const (
 	// stuckPending is one: at the load of one user, a hung replica holds
 	// one request at a time, and its next users should go elsewhere too.
 	stuckPending = 1
-	// forgetAfter is past the longest attempt (the client timeout, 5 s by
+	// forgetAfter is past the longest attempt (SHELF_CASSANDRA_TIMEOUT, 2 s
+	// by default; with its retries it fits in SHELF_REQUEST_TIMEOUT, 10 s by
 	// default). A hung host whose waiting requests have all timed out is
 	// tried again: the first requests after that are how it is seen to
 	// answer again.

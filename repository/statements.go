@@ -39,9 +39,9 @@ type (
 	repeatableCQL string
 	// onceCQL is a plain write that must not run twice (a counter, a list
 	// append, a value computed by the node): never sent again by the
-	// driver. No statement here is one today; the deliberately broken
-	// build's claims without their condition (tests/broken) are sent
-	// the same way.
+	// driver. No statement here is one today (the deliberately broken
+	// build's claims without their condition, in tests/broken, go out
+	// with no retry policy at all).
 	onceCQL string
 	// conditionalCQL is a lightweight transaction (IF ...): never sent
 	// again by the driver nor copied (Paxos duels, double application); a

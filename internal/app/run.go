@@ -81,7 +81,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, out io.
 // gcPercent is the collector's target heap growth unless GOGC says
 // otherwise: shelf's live heap is a few MB, so letting it grow to five times
 // that before collecting costs tens of MB and cuts the collector's share of
-// the API's CPU under load (about 9% at Go's default of 100; docs/benchmarks.md).
+// the API's CPU under load (docs/benchmarks.md).
 const gcPercent = 400
 
 // tuneGC sets gcPercent when GOGC is not set.

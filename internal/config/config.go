@@ -193,8 +193,8 @@ type Cassandra struct {
 	Retries           int
 	SpeculativeCopies int
 	SpeculativeDelay  time.Duration
-	// TimeoutLimit closes a connection once that many statements timed out
-	// on it (0: never).
+	// TimeoutLimit closes a connection once more statements than this
+	// timed out on it (0: never).
 	TimeoutLimit int
 	// SlowLog: an attempt that took at least this long is logged (0: off).
 	SlowLog time.Duration
@@ -286,7 +286,7 @@ var Vars = []Var{
 	{"SHELF_CASSANDRA_RETRIES", "2", "an idempotent statement (a read, a write USING TIMESTAMP) is sent again this often, each time to the next node, after a node could not answer (timeout, unavailable, overloaded, connection lost); compare-and-sets never (their outcome is read back)", Tuning},
 	{"SHELF_CASSANDRA_SPECULATIVE_COPIES", "1", "an idempotent statement unanswered after SHELF_CASSANDRA_SPECULATIVE_DELAY is also sent to this many other nodes (at most the other nodes known), the first answer wins: a hung or slow node costs a read the delay, not the timeout; compare-and-sets and SERIAL reads never (Paxos duels); 0: off", Tuning},
 	{"SHELF_CASSANDRA_SPECULATIVE_DELAY", "200ms", "how long an idempotent statement waits for its node before a copy goes to the next: above the statements' healthy p99 (each copy is extra load), well below SHELF_CASSANDRA_TIMEOUT", Tuning},
-	{"SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT", "3", "a connection on which this many statements timed out is closed and opened again: a node that stops answering (hung, cut off; its kernel keeps the TCP connection and keepalives alive) loses its connections within about one SHELF_CASSANDRA_TIMEOUT and is marked down when a new one fails within SHELF_CASSANDRA_CONNECT_TIMEOUT, instead of after about a minute of failed driver heartbeats; process-wide; 0: never", Tuning},
+	{"SHELF_CASSANDRA_CONN_TIMEOUT_LIMIT", "3", "a connection on which more statements than this timed out is closed and opened again (the fourth timeout, at 3): a node that stops answering (hung, cut off; its kernel keeps the TCP connection and keepalives alive) loses its connections within about one SHELF_CASSANDRA_TIMEOUT and is marked down when a new one fails within SHELF_CASSANDRA_CONNECT_TIMEOUT, instead of after about 40 s of failed driver heartbeats; process-wide; 0: never", Tuning},
 	{"SHELF_CASSANDRA_SLOW_LOG", "1s", "an attempt of a CQL statement that took at least this long is logged as a warning (its kind, statement text without values, node, attempt number, time, error): which node and which statements a slow request waited on; 0s: off", Operator},
 	{"SHELF_CASSANDRA_SCHEMA_TIMEOUT", "10s", "client timeout of one schema statement (keyspace creation, migrations): schema changes wait for the nodes to agree, seconds on a busy cluster; never sent twice at once", Tuning},
 	{"SHELF_CASSANDRA_CONNECT_TIMEOUT", "5s", "timeout of one connection attempt", Tuning},

@@ -444,10 +444,10 @@ func TestExploreContentPastItsLeanRows(t *testing.T) {
 
 // TestExploreContentNotLean is TestExploreContent for an item past its
 // lean rows from the start (a limit of 1 member, three members): its
-// changes remove nothing first, and pages check its rows against it. An
-// oldest-first run may then list it twice only when its compare-and-set
-// was in flight as the run began (the open gap): slow anywhere else, the
-// runs list it once.
+// changes remove nothing first, and pages check its rows against it. No
+// oldest-first run lists it twice, even one begun while its
+// compare-and-set was in flight: an update takes its place only once that
+// answered (docs/design/libraries.md, "oldest first").
 func TestExploreContentNotLean(t *testing.T) {
 	t.Parallel()
 	ops := named(libOperations, func(op libOperation) string { return op.name }, "update", "update-private", "delete", "unshare")
