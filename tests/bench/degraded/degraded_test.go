@@ -5,8 +5,8 @@
 // three-node cluster of its own (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), 16
 // clients running the mix of mix.one, through a healthy window and then
 // one fault after another: one node hung, killed and restarted, slow, two
-// nodes hung, a rolling restart of the nodes, then of the api processes. It prints each window against the
-// healthy one and saves the JSON and an HTML report under .bench/.
+// nodes hung, a rolling restart of the api processes, then of the nodes (allFaults). It prints each
+// window against the healthy one and saves the JSON and an HTML report under .bench/.
 package degraded
 
 import (
