@@ -53,9 +53,10 @@ type MemberStore interface {
 // EntryStore keeps the libraries and their membership index. Every write
 // carries the item's version as its timestamp.
 type EntryStore interface {
-	// Apply writes e into its principal's library: per bucket one
-	// single-partition batch (delete prev's row, insert e's), then the
-	// index entry. prev is what the library held before, if known.
+	// Apply writes e into its principal's library: the index entry, then
+	// per bucket one single-partition batch (delete prev's row, insert
+	// e's; a row whose key is unchanged is only written again). prev is
+	// what the library held before, if known.
 	Apply(ctx context.Context, e Entry, prev *Entry) error
 	// Remove deletes the item from the principal's library at version:
 	// the index entry and prev's rows.
