@@ -32,7 +32,7 @@ func (c *listReads) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
 // through the list with limits 1, 7 and 100: every suspension comes exactly
 // once, newest first, ties by user id descending; and a page costs the
 // bucket index read plus at most one slice per bucket it takes items from,
-// plus one, whatever lies between (S4).
+// plus two, whatever lies between (S4).
 func TestListingAcrossBuckets(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
