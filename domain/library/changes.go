@@ -156,24 +156,11 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 		return false, nil
 	}
 	if s.carryOut(ctx, ch) {
-		// The account is being deleted: its deletion may have read the
-		// account's library before this share wrote it, so the share was
-		// taken back, and it answers as a share to an unknown user.
+		// The account is being deleted, or the group closed: its deletion
+		// or closing may have read the principal's library before this
+		// share wrote it, so the share was taken back (sharedWithDeparted),
+		// and it answers as a share to an unknown principal.
 		return false, errPrincipalNotFound
-	}
-	if domain.ValidID(principalID, domain.GroupIDPrefix) {
-		// The group again, now that the share is recorded (and its library
-		// written): a closing that began meanwhile may have swept the
-		// group's library before this share was in it, so the share takes
-		// itself back (docs/design/closing.md).
-		if err := s.principalExists(ctx, principalID); err != nil {
-			if errors.Is(err, domain.ErrNotFound) {
-				if derr := s.Drop(ctx, id, principalID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
-					return false, derr
-				}
-			}
-			return false, err
-		}
 	}
 	return created, nil
 }

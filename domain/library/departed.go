@@ -29,13 +29,24 @@ func (s *Service) departed(ctx context.Context, userID string) (bool, error) {
 	return err == nil && u.Departed(), err
 }
 
-// sharedWithDeparted reports a share (not an unshare) to a user whose
-// account is being deleted or deleted.
+// sharedWithDeparted reports a share (not an unshare) to a principal on
+// its way out: a user whose account is being deleted or deleted, or a
+// group being closed or closed. A closing takes its shares off the items
+// its group's library index lists, read after the compare-and-set that
+// began it; so, as for a deletion, a share read here with its group still
+// active is in the index that closing reads, and one read with its group
+// gone is taken back (docs/design/closing.md, "Shares").
 func (s *Service) sharedWithDeparted(ctx context.Context, pc MemberChange) (bool, error) {
-	if pc.Role == "" || !domain.ValidID(pc.PrincipalID, domain.UserIDPrefix) {
+	switch {
+	case pc.Role == "":
 		return false, nil
+	case domain.ValidID(pc.PrincipalID, domain.UserIDPrefix):
+		return s.departed(ctx, pc.PrincipalID)
+	case domain.ValidID(pc.PrincipalID, domain.GroupIDPrefix):
+		active, err := s.groups.Exists(ctx, pc.PrincipalID)
+		return err == nil && !active, err
 	}
-	return s.departed(ctx, pc.PrincipalID)
+	return false, nil
 }
 
 // takeBack undoes the share pending in c (as read: at the version that

@@ -14,6 +14,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/repository"
+	"shelf/tests/faultinject"
 	"shelf/tests/testkit"
 )
 
@@ -402,5 +403,47 @@ func TestDeletionClosesTheGroupsOfASoleMember(t *testing.T) {
 	}
 	if r := postGroup(friendAPI, map[string]any{"name": a.Name}); r.StatusCode != http.StatusCreated {
 		t.Fatalf("the closed group's name: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+// TestAShareTheClosingCannotSeeIsTakenBack: a share with the group whose
+// library write is held back (so the closing, reading the group's library
+// index, does not find the item), the group closed, the held write landing
+// after. The share's member row is written and the item counts the closed
+// group; then the outbox worker finishes the share, reads the group again
+// after writing its rows, finds it closed and takes the share back, as a
+// deletion's unseen memberships are: the item counts no closed group, the
+// group's library is empty, and nobody repeats the closing
+// (docs/design/closing.md, "Shares").
+func TestAShareTheClosingCannotSeeIsTakenBack(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	w := newClosingWorld(t, m)
+	late := createContent(t, w.ownerAPI, name("late"), "private")
+	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
+		if at == faultinject.BeforeWrite && stmt == "library_index.put" {
+			return faultinject.ErrHoldWrite
+		}
+		return nil
+	})
+	if r := w.ownerAPI.Send(http.MethodPut, "/v1/content/"+late.ID+"/members/"+w.group.ID, map[string]string{"role": "viewer"}); r.StatusCode != http.StatusCreated {
+		t.Fatalf("share whose library write is held: %d %s", r.StatusCode, r.Body)
+	}
+	faults(m.app).Set(nil)
+	mustClose(t, w.mgrAPI, w.group.ID)
+	if err := faults(m.app).LandHeld(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if n := countRows(t, m.db, `SELECT principal_id FROM content_members WHERE content_id = ? AND principal_id = ?`, late.ID, w.group.ID); n != 1 {
+		t.Fatalf("before the worker the item has %d member rows of the closed group; the schedule did not happen", n)
+	}
+	if _, err := m.app.Contents.DrainOutbox(context.Background(), 0, 1000); err != nil {
+		t.Fatal(err)
+	}
+	w.check(t)
+	checkNotAMember(t, w.ownerAPI, late.ID, w.group.ID)
+	checkCountsExact(t, m.db, late.ID)
+	if r := w.ownerAPI.Get("/v1/content/" + late.ID); r.StatusCode != http.StatusOK {
+		t.Errorf("the owner lost the item: %d %s", r.StatusCode, r.Body)
 	}
 }
