@@ -164,7 +164,9 @@ func tooManyMails(wait time.Duration) error {
 // revert link, before the change is written (the one mail a request
 // waits for): no address changes without its owner being told. A notice
 // whose change then fails tells of a change that did not happen; its link
-// then only ends the sessions, which does no harm. It is counted against
+// then recovers an account nothing took (the sessions end, a new password
+// is asked for through a reset link to the address the account has), which
+// does no harm. It is counted against
 // the address's hourly limit like any mail; to a verified address it is
 // never held back (a stranger who spent the address's mails must not
 // silence the owner's alarm), to one that is not verified it is held back
