@@ -31,13 +31,14 @@ func (a *Service) Caller(ctx context.Context, p domain.Principal) (*domain.Acces
 
 // RequireAdmin answers 401 for no session and 403 for a non-admin; with
 // RequireAdminFactor, 403 admin_factor_required for a session whose login
-// gave no second factor (a password thief gets no admin power).
+// gave no second factor (an app's code, a passkey or a recovery code): a
+// password thief gets no admin power.
 func (a *Service) RequireAdmin(ctx context.Context, p domain.Principal) (domain.Access, error) {
 	if p.Anonymous() {
 		return domain.Access{}, domain.ErrNoSession
 	}
 	if a.cfg.RequireAdminFactor && !slices.ContainsFunc(p.Session.MadeWith, func(m string) bool {
-		return m == domain.MadeTOTP || m == domain.MadeRecoveryCode
+		return m == domain.MadeTOTP || m == domain.MadePasskey || m == domain.MadeRecoveryCode
 	}) {
 		if c, err := a.Caller(ctx, p); err == nil && c.IsAdmin() {
 			return domain.Access{}, ErrAdminFactorRequired
@@ -57,7 +58,7 @@ func (a *Service) RequireAdmin(ctx context.Context, p domain.Principal) (domain.
 // ErrAdminFactorRequired refuses an admin's power to a session made
 // without a second factor, under SHELF_REQUIRE_ADMIN_FACTOR.
 var ErrAdminFactorRequired = &domain.Error{Kind: domain.ErrForbidden, Code: "admin_factor_required",
-	Message: "Admins act here only from a session logged in with a second factor: add an authenticator app on your account page if you have none, then log in again."}
+	Message: "Admins act here only from a session logged in with a second factor: add an authenticator app or a passkey on your account page if you have none, then log in again with it."}
 
 // UserView is an account as one viewer may see it: its email and status
 // only for the user themself and admins (S3: a stranger does not learn

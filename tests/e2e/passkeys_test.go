@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -261,5 +263,38 @@ func TestAPasskeyProvesTheOwner(t *testing.T) {
 	readFactors(t, me, u.ID, &list)
 	if len(list.Items) != 1 || list.Items[0].ID != second {
 		t.Fatalf("after the removal: %+v", list.Items)
+	}
+}
+
+// TestAnAdminsPasskeySessionHasAdminPowers: under
+// SHELF_REQUIRE_ADMIN_FACTOR an admin whose second factor is a passkey
+// acts as an admin with the session the passkey's answer opened (made
+// with password+passkey), as with an app's code; the password's
+// challenge alone opens nothing.
+func TestAnAdminsPasskeySessionHasAdminPowers(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	env := map[string]string{"SHELF_REQUIRE_ADMIN_FACTOR": "true"}
+	maps.Copy(env, passkeyEnv)
+	a, api := newTestApp(t, db, env)
+	u, me := newUser(t, api, "keyadmin")
+	if _, err := a.Accounts.SetAdmin(context.Background(), u.Username, true); err != nil {
+		t.Fatal(err)
+	}
+	key := softkey.New(passkeyOrigin)
+	registerPasskey(t, me, u.ID, key, nil)
+	ch, options := passkeyChallenge(t, api, u.Username)
+	answer, err := key.Get(options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := passkeyStep(api, ch, answer)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("the passkey's answer: %d %s", r.StatusCode, r.Body)
+	}
+	var s sessionBody
+	r.JSON(t, &s)
+	if r := api.As(s.Token).Get("/v1/suspensions"); r.StatusCode != http.StatusOK {
+		t.Fatalf("an admin's session with a passkey: %d %s, want 200", r.StatusCode, r.Body)
 	}
 }
