@@ -8,9 +8,11 @@ import (
 )
 
 // Closings keeps the index of group closings in progress
-// (group_closing_attempts, migration 014; docs/design/closing.md): an
-// attemptIndex of one row per attempt (the day, the group, the attempt's
-// tag), laid out as the index of account deletions.
+// (group_closing_attempts_by_start, migration 032, clustered by the
+// attempt's start; the old layout of migration 014 is read until a day
+// after 032 ran: docs/design/closing.md): an attemptIndex of one row per
+// attempt (the group, the attempt's tag), laid out as the index of
+// account deletions.
 type Closings struct {
 	attemptIndex[groups.ClosingEntry, closingRow, *closingRow]
 }

@@ -10,9 +10,11 @@ import (
 )
 
 // Deletions keeps the index of account deletions in progress
-// (account_deletion_attempts, migration 014; docs/design/deletion.md): an
-// attemptIndex of one row per attempt (the day, the user, the attempt's
-// tag) that also reads the entry a deletion's finish ends (Get).
+// (account_deletion_attempts_by_start, migration 032, clustered by the
+// attempt's start; the old layout of migration 014 is read until a day
+// after 032 ran: docs/design/deletion.md): an attemptIndex of one row per
+// attempt (the user, the attempt's tag) that also reads the entry a
+// deletion's finish ends (Get).
 type Deletions struct {
 	attemptIndex[accounts.DeletionEntry, deletionRow, *deletionRow]
 }

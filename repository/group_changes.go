@@ -7,10 +7,11 @@ import (
 )
 
 // GroupChanges keeps the index of membership changes in progress
-// (group_change_attempts, migration 031;
-// docs/design/groups.md#interrupted-changes): an attemptIndex of one row
-// per attempt (the day, the group, the attempt's tag), laid out as the
-// index of closings.
+// (group_change_attempts_by_start, migration 032, clustered by the
+// attempt's start; the old layout of migration 031 is read until a day
+// after 032 ran: docs/design/groups.md#interrupted-changes): an
+// attemptIndex of one row per attempt (the group, the attempt's tag),
+// laid out as the index of closings.
 type GroupChanges struct {
 	attemptIndex[groups.ChangeEntry, changeRow, *changeRow]
 }

@@ -85,9 +85,9 @@ type PasswordChecks struct {
 // minPasswordGuesses is the fewest guesses a new password may take: zxcvbn's
 // score 2 ("protection from unthrottled online attacks"). It lets a random
 // 8-character password through (10^8) and refuses the 30 000 most common
-// passwords of the breaches whatever their length. Raising it to score 3
-// (10^10) would refuse random passwords shorter than 10 characters, which
-// the length rule lets through.
+// passwords of the breaches whatever their length. Score 3 begins at 10^8,
+// exactly what a random 8-character password takes: raising it would leave
+// the shortest random passwords the length rule allows no margin.
 const minPasswordGuesses = 1e6
 
 // productName is the service's own name, a word no password should be

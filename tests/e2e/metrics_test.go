@@ -14,8 +14,8 @@ import (
 )
 
 // TestMetricsShowTheSeries runs a small story through an app whose session
-// reports to the metrics, then reads /metrics: every series of docs/operations.md
-// is there, with the story's samples.
+// reports to the metrics, then reads /metrics: the series it lists, all
+// named in docs/operations.md, are there, with the story's samples.
 func TestMetricsShowTheSeries(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
