@@ -33,7 +33,8 @@ func NewSuspensions(db *DB) *Suspensions { return &Suspensions{db: db, horizon: 
 
 // expiryHorizon: the expiry reader's start stays this far behind now, so
 // an entry whose write lands up to this late after its end is still found
-// (later ones are the repair's).
+// (whoever writes the records of a suspension that ended already lifts it
+// itself: moderation's liftIfEnded).
 const expiryHorizon = 2 * time.Minute
 
 // expiryQueue is the queue_progress row of suspension_expiries.

@@ -9,7 +9,7 @@ import (
 )
 
 // Interrupted suspensions and unsuspensions finish themselves
-// (docs/design/suspension.md, "Finished by the worker"). An admin's
+// (docs/design/suspension.md, "Finished by the sweeper"). An admin's
 // suspension or unsuspension records its attempt in an index before its
 // compare-and-set and ends the entry once its records are written (or
 // once it is refused). An entry left behind is of a request that stopped
@@ -110,6 +110,9 @@ func (m *Service) finishAttempt(ctx context.Context, a Attempt) error {
 	}
 	if u.Status == domain.StatusSuspended && u.Suspension != nil {
 		err := m.finishSuspension(ctx, *u.Suspension, u.Version)
+		if err == nil {
+			err = m.liftIfEnded(ctx, *u.Suspension)
+		}
 		if errors.Is(err, domain.ErrNotFound) {
 			return nil
 		}

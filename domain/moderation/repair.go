@@ -266,6 +266,9 @@ func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
 		id, s.SuspendedAt.Format(timeFormat), hasRow, hasLookup, hasExpiry, hasEvent, sessions)
 	if !r.dryRun {
 		err := r.m.finishSuspension(ctx, s, u.Version)
+		if err == nil {
+			err = r.m.liftIfEnded(ctx, s)
+		}
 		if errors.Is(err, domain.ErrNotFound) {
 			// Deleted meanwhile: finishSuspension erased what it wrote.
 			err = nil

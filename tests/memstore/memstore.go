@@ -99,6 +99,10 @@ type Store struct {
 	sessions sessionTables
 	// list, lookup and expiry are moderation's records (Suspensions).
 	list, lookup, expiry map[string]cell
+	// expiryStart is where the expiry reader starts (nil: no start yet,
+	// the whole table), as the repository's queue_progress row: an entry
+	// whose end is behind it is never read (Suspensions.Expired).
+	expiryStart *time.Time
 	// buckets is the suspended list's bucket index (Audit).
 	buckets map[string]bool
 	// history is the moderation history (Suspensions), by eventKey.

@@ -146,24 +146,49 @@ func listedAfter(sp domain.Suspension, at moderation.Cursor) bool {
 
 // Expired lists expiry entries whose end is at or before t, oldest first
 // (ties by user id), up to limit.
+//
+// Like the repository's, it reads from a start that follows the entries
+// it read up to ExpiryHorizon behind now: an entry written with an end
+// further behind is never read.
 func (ss *Suspensions) Expired(_ context.Context, t time.Time, limit int) ([]domain.Suspension, error) {
 	var out []domain.Suspension
-	_, err := ss.s.call("suspension_expiries.select", false, func() (bool, error) {
-		for _, c := range ss.s.expiry {
-			if !c.deleted && !c.s.Until.After(t) {
+	s := ss.s
+	_, err := s.call("suspension_expiries.select", false, func() (bool, error) {
+		out = nil
+		var start time.Time
+		if s.expiryStart != nil {
+			start = *s.expiryStart
+		}
+		for _, c := range s.expiry {
+			if !c.deleted && !c.s.Until.Before(start) && !c.s.Until.After(t) {
 				out = append(out, domain.Suspension{UserID: c.s.UserID, Until: c.s.Until})
 			}
 		}
+		sort.Slice(out, func(i, j int) bool {
+			if !out[i].Until.Equal(out[j].Until) {
+				return out[i].Until.Before(out[j].Until)
+			}
+			return out[i].UserID < out[j].UserID
+		})
+		out = out[:min(limit, len(out))]
+		next := t
+		if len(out) > 0 {
+			next = out[0].Until
+		}
+		if latest := s.now.Add(-ExpiryHorizon); next.After(latest) {
+			next = latest
+		}
+		if next.After(start) {
+			s.expiryStart = &next
+		}
 		return true, nil
 	})
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Until.Equal(out[j].Until) {
-			return out[i].Until.Before(out[j].Until)
-		}
-		return out[i].UserID < out[j].UserID
-	})
-	return out[:min(limit, len(out))], err
+	return out, err
 }
+
+// ExpiryHorizon is how far behind now the expiry reader's start stays,
+// the repository's expiryHorizon.
+const ExpiryHorizon = 2 * time.Minute
 
 // EraseExpiry deletes one expiry entry.
 func (ss *Suspensions) EraseExpiry(_ context.Context, userID string, until time.Time, version int) error {

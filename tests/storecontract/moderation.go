@@ -35,6 +35,7 @@ func SuspendedList(t *testing.T, open Open[moderation.Store]) {
 var SuspendedListChecks = []Check[moderation.Store]{
 	{"ListPagesNewestFirst", suspendedListPages},
 	{"ExpiredOldestFirst", expiredOldestFirst},
+	{"ExpiredFromItsStart", expiredFromItsStart},
 }
 
 func suspensionOf(user string, at time.Time, reason string) domain.Suspension {
@@ -233,4 +234,37 @@ func expiredOldestFirst(t testing.TB, s moderation.Store, c Clock) {
 		}
 	}
 	expired(10)
+}
+
+// expiredFromItsStart: the queue is read from a start that follows what
+// it read, up to a couple of minutes behind now, so an entry written
+// later with an end further behind is never read (whoever writes the
+// records of a suspension that ended already lifts it itself:
+// moderation's liftIfEnded), while one a minute behind now is.
+func expiredFromItsStart(t testing.TB, s moderation.Store, c Clock) {
+	ctx, now := context.Background(), At(c.Now())
+	if got, err := s.Expired(ctx, now, 10); err != nil || len(got) != 0 {
+		t.Fatalf("expired before any entry: %+v %v", got, err)
+	}
+	behind := suspensionOf(Key("user"), now.Add(-2*time.Hour), "r")
+	behind.Until = now.Add(-time.Hour)
+	within := suspensionOf(Key("user"), now.Add(-2*time.Hour), "r")
+	within.Until = now.Add(-time.Minute)
+	for _, sp := range []domain.Suspension{behind, within} {
+		if err := s.Record(ctx, sp, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Expired(ctx, now, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].UserID != within.UserID {
+		t.Fatalf("expired after the start moved on: %+v, want only %s (ended a minute ago), not %s (an hour ago)", got, within.UserID, behind.UserID)
+	}
+	for _, sp := range []domain.Suspension{behind, within} {
+		if err := s.Erase(ctx, sp, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
