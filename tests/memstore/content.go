@@ -70,13 +70,29 @@ type contentTables struct {
 	rows    map[string]versioned[library.Entry]  // principal|bucket|lastModified|content
 	marks   map[string]versioned[library.OutboxEntry]
 	marked  int
+	// markedAt is each marker's time, taken when Mark was called (the
+	// repository's time UUID), which its write and Done's carry.
+	markedAt map[string]time.Time
+	// outboxStart is where Pending's windows begin (the repository's
+	// queue_progress row, written by the migration at its time).
+	outboxStart time.Time
 }
 
-func newContentTables() contentTables {
+func newContentTables(start time.Time) contentTables {
 	return contentTables{items: map[string]library.Content{}, members: map[string]versioned[library.Member]{},
 		index: map[string]versioned[library.Entry]{}, rows: map[string]versioned[library.Entry]{},
-		marks: map[string]versioned[library.OutboxEntry]{}}
+		marks: map[string]versioned[library.OutboxEntry]{}, markedAt: map[string]time.Time{},
+		outboxStart: start.Truncate(OutboxWidth)}
 }
+
+// OutboxWidth and OutboxHorizon are the repository's outbox layout: a
+// window of marks a minute wide, a start that passes a window only once
+// it ended two minutes ago (and read empty), and reads at most two
+// minutes ahead of the reader's clock.
+const (
+	OutboxWidth   = time.Minute
+	OutboxHorizon = 2 * time.Minute
+)
 
 func rowKey(principalID, bucket string, lastModified time.Time, contentID string) string {
 	return principalID + "|" + bucket + "|" + strconv.FormatInt(lastModified.UnixMilli(), 10) + "|" + contentID
@@ -351,14 +367,19 @@ func (l entries) DeleteRow(_ context.Context, bucket string, e library.Entry) er
 
 type outbox struct{ s *Store }
 
-// Mark adds a mark of its own, at the store's clock; Done deletes it at
-// the same timestamp, so a mark landing after its Done stays deleted.
+// Mark adds a mark of its own, at the store's clock when it is called
+// (however late its write lands, as the repository's time UUID); Done
+// deletes it at that timestamp, so a mark landing after its Done stays
+// deleted.
 func (o outbox) Mark(_ context.Context, contentID string) (string, error) {
-	var marker string
-	_, err := o.s.call("content_marks.mark", true, func() (bool, error) {
-		o.s.content.marked++
-		marker = fmt.Sprintf("%012d", o.s.content.marked)
-		putAt(o.s.content.marks, marker, library.OutboxEntry{ContentID: contentID, Marker: marker, MarkedAt: o.s.now}, o.s.now.UnixMicro())
+	s := o.s
+	s.mu.Lock()
+	s.content.marked++
+	marker, at := fmt.Sprintf("%012d", s.content.marked), s.now
+	s.content.markedAt[marker] = at
+	s.mu.Unlock()
+	_, err := s.call("content_marks.mark", true, func() (bool, error) {
+		putAt(s.content.marks, marker, library.OutboxEntry{ContentID: contentID, Marker: marker, MarkedAt: at}, at.UnixMicro())
 		return true, nil
 	})
 	return marker, err
@@ -366,29 +387,47 @@ func (o outbox) Mark(_ context.Context, contentID string) (string, error) {
 
 func (o outbox) Done(_ context.Context, _ string, marker string) error {
 	_, err := o.s.call("content_marks.done", true, func() (bool, error) {
-		if c, ok := o.s.content.marks[marker]; ok {
-			deleteAt(o.s.content.marks, marker, c.ts)
-		} else {
-			// The mark has not landed yet: its timestamp is its time, no
-			// later than now.
-			deleteAt(o.s.content.marks, marker, o.s.now.UnixMicro())
-		}
+		// At the mark's own time, landed yet or not.
+		deleteAt(o.s.content.marks, marker, o.s.content.markedAt[marker].UnixMicro())
 		return true, nil
 	})
 	return err
 }
 
+// Pending lists the marks made before `before` (at most OutboxHorizon
+// ahead of the clock), window by window from the start, as the
+// repository's does, and moves the start past the windows it read empty
+// that ended OutboxHorizon ago: a mark whose write lands in a window the
+// start passed is never listed.
 func (o outbox) Pending(_ context.Context, before time.Time, limit int) ([]library.OutboxEntry, error) {
+	s := o.s
 	var out []library.OutboxEntry
-	_, err := o.s.call("content_marks.pending", false, func() (bool, error) {
-		for _, c := range o.s.content.marks {
-			if !c.deleted && c.v.MarkedAt.Before(before) {
-				out = append(out, c.v)
+	_, err := s.call("content_marks.pending", false, func() (bool, error) {
+		out = nil
+		if latest := s.now.Add(OutboxHorizon); before.After(latest) {
+			before = latest
+		}
+		start := s.content.outboxStart
+		next, closed, advancing := start, s.now.Add(-OutboxHorizon), true
+		for b := start.Truncate(OutboxWidth); b.Before(before) && len(out) < limit; b = b.Add(OutboxWidth) {
+			var rows []library.OutboxEntry
+			for _, c := range s.content.marks {
+				if !c.deleted && c.v.MarkedAt.Truncate(OutboxWidth).Equal(b) && c.v.MarkedAt.Before(before) {
+					rows = append(rows, c.v)
+				}
+			}
+			sort.Slice(rows, func(i, j int) bool { return rows[i].Marker < rows[j].Marker })
+			rows = rows[:min(len(rows), limit-len(out))]
+			out = append(out, rows...)
+			end := b.Add(OutboxWidth)
+			if advancing && len(rows) == 0 && !end.After(closed) && !end.After(before) {
+				next = end
+			} else {
+				advancing = false
 			}
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i].Marker < out[j].Marker })
-		if len(out) > limit {
-			out = out[:limit]
+		if next.After(start) {
+			s.content.outboxStart = next
 		}
 		return true, nil
 	})

@@ -169,7 +169,7 @@ type userRow struct {
 // New returns empty tables with the clock at start.
 func New(start time.Time) *Store {
 	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: newSessionTables(),
-		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(), groups: newGroupTables(), buckets: map[string]bool{},
+		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(start), groups: newGroupTables(), buckets: map[string]bool{},
 		history: map[string]eventCell{}, changes: map[string][]domain.User{}, tokens: map[string]accounts.Token{},
 		deletions: map[string]versioned[accounts.DeletionEntry]{}}
 }
