@@ -235,8 +235,9 @@ func hasReason(m gocql.ErrorMap, reasons ...uint16) bool {
 }
 
 // indexNotAvailable reports a read through a storage-attached index that a
-// replica has not finished building: after a migration that adds one (019,
-// the user search) on a table that already holds rows, until the build
+// replica has not finished building: after a migration that adds one (019
+// and 030, the user and people searches) on a table that already holds
+// rows, until the build
 // ends. That is "try again later" (503), not a fault of the request. The
 // reason comes in the error map (protocol 5) and in the message.
 func indexNotAvailable(f *gocql.RequestErrReadFailure) bool {

@@ -68,10 +68,11 @@ is left to it; --dry-run only reports`,
 		help: "the same for the group closings under way",
 		bind: dryRun(repairClosings)},
 	{name: "index-users", synopsis: "[--dry-run]",
-		help: `write the search grams of every account that lacks them
-(accounts from before migration 019, which a moderator's
-search does not find until then), reading the accounts
-in 256 token ranges; --dry-run only counts`,
+		help: `write the search grams and username prefixes of every
+account whose stored ones are not its keys' (accounts from
+before migrations 019 and 030, which the user and people
+searches do not find until then), reading the accounts in
+256 token ranges; --dry-run only counts`,
 		bind: dryRun(indexUsers)},
 }
 
@@ -193,8 +194,9 @@ func repairSuspensions(ctx context.Context, a *App, opts moderation.RepairOption
 	return err
 }
 
-// indexUsers writes the search grams accounts from before migration 019
-// lack, printing every tenth of the ring and what it found.
+// indexUsers writes the search grams and username prefixes accounts from
+// before migrations 019 and 030 lack, printing every tenth of the ring and
+// what it found.
 func indexUsers(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 	shown := -1
 	rep, err := repository.NewUserSearch(a.DB).IndexAll(ctx, dryRun, func(done float64) {
@@ -208,9 +210,9 @@ func indexUsers(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 	}
 	switch {
 	case dryRun:
-		fmt.Fprintf(out, "users: %d read, %d without their search grams (dry run: nothing changed)\n", rep.Read, rep.Missing)
+		fmt.Fprintf(out, "users: %d read, %d without their search grams or prefixes (dry run: nothing changed)\n", rep.Read, rep.Missing)
 	default:
-		fmt.Fprintf(out, "users: %d read, %d without their search grams, %d written, %d changed meanwhile (their change wrote them)\n",
+		fmt.Fprintf(out, "users: %d read, %d without their search grams or prefixes, %d written, %d changed meanwhile (their change wrote them)\n",
 			rep.Read, rep.Missing, rep.Written, rep.Moved)
 	}
 	return err

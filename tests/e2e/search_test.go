@@ -218,14 +218,14 @@ func TestIndexUsersWritesTheGramsOfOlderAccounts(t *testing.T) {
 		t.Fatalf("before the index: found %v, want the fresh account alone", foundIDs(f))
 	}
 	out, err := runAdminOn(m.db, "index-users", "--dry-run")
-	if err != nil || !strings.Contains(out, "3 read, 1 without their search grams (dry run") {
+	if err != nil || !strings.Contains(out, "3 read, 1 without their search grams or prefixes (dry run") {
 		t.Fatalf("dry run: %q %v", out, err)
 	}
 	if f := found(); len(f) != 1 {
 		t.Fatalf("the dry run wrote: %v", foundIDs(f))
 	}
 	out, err = runAdminOn(m.db, "index-users")
-	if err != nil || !strings.Contains(out, "1 without their search grams, 1 written") {
+	if err != nil || !strings.Contains(out, "1 without their search grams or prefixes, 1 written") {
 		t.Fatalf("run: %q %v", out, err)
 	}
 	if f := found(); len(f) != 2 || f[old.ID].ID == "" {
@@ -234,7 +234,7 @@ func TestIndexUsersWritesTheGramsOfOlderAccounts(t *testing.T) {
 	if !byPrefix() {
 		t.Fatal("not found by its username's start after the index")
 	}
-	if out, err = runAdminOn(m.db, "index-users"); err != nil || !strings.Contains(out, "0 without their search grams, 0 written") {
+	if out, err = runAdminOn(m.db, "index-users"); err != nil || !strings.Contains(out, "0 without their search grams or prefixes, 0 written") {
 		t.Fatalf("second run: %q %v", out, err)
 	}
 }
