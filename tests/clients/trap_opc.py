@@ -5,7 +5,7 @@ security allows anonymous callers (`security: [{}, bearerAuth]`), and the
 generator types such routes as needing an AuthenticatedClient (its open
 bug #1372). Once a pinned version types them `AuthenticatedClient |
 Client`, this check fails: story_opc.py can then drop its cast, and
-README.md#clients-other-generators-make its workaround.
+docs/clients.md#clients-other-generators-make its workaround.
 """
 
 from shelf_client import Client
