@@ -17,7 +17,8 @@ type nemesis struct {
 	c    *cluster
 	apis []*apiProc
 	h    *history
-	// kinds are the faults to inject (all three when empty).
+	// kinds are the faults to inject (all four when empty: kill-node,
+	// hang-node, hang-majority, kill-api).
 	kinds []string
 	errs  []error
 	// unsettled are the single-node faults skipped because the cluster
