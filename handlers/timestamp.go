@@ -4,9 +4,9 @@ import "time"
 
 // timestampLayout is every time an answer carries: UTC with exactly three
 // fractional digits. time.Time's own JSON (RFC3339Nano) drops trailing
-// zeros, so one answer said …02.34Z beside another's …02.333Z: valid RFC
-// 3339 both, but a client that sorts or compares the strings misorders
-// them. Milliseconds are what the database keeps (Cassandra's timestamp),
+// zeros, so one answer said …02.3Z beside another's …02.34Z: valid RFC
+// 3339 both, but a client that sorts or compares the strings puts the
+// earlier one last ("Z" sorts after the digits). Milliseconds are what the database keeps (Cassandra's timestamp),
 // so no digit is lost.
 const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
