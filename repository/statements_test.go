@@ -19,7 +19,7 @@ import (
 // written USING TIMESTAMP <group version>. account_tokens (mailed tokens)
 // are LWT-managed too: created, used and finished by conditions.
 var lwtTables = map[string]bool{"usernames": true, "emails": true, "users": true, "groups": true, "%s": true, "content": true,
-	"account_tokens": true}
+	"account_tokens": true, "account_factors": true, "jobs": true}
 
 var writeRE = regexp.MustCompile(`(?is)^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+([a-z_%]+)`)
 

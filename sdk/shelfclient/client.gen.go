@@ -1829,8 +1829,8 @@ type ClientInterface interface {
 	//
 	// A page reads at most 31 days and 1000 entries, so a filter that
 	// matches little, or quiet days, answer a page with fewer items
-	// than `limit` (even none) and a `next` cursor: follow it to go on
-	// further back. The last page has no `next`.
+	// than `limit` (even none) and a `nextCursor`: follow it to go on
+	// further back. The last page has no `nextCursor`.
 	//
 	// Cost: one slice of a day's partition per 200 entries read (one
 	// for an unfiltered page), and one per day without entries.
@@ -2055,7 +2055,7 @@ type ClientInterface interface {
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-	// for one address an hour (per server process) the answer is the
+	// for one address an hour (counted across every process, in Cassandra) the answer is the
 	// same 202 and nothing is sent. After the answer: a claim read, an
 	// account read, a lightweight transaction (the token, stored as its
 	// SHA-256), one mail.
@@ -2084,7 +2084,7 @@ type ClientInterface interface {
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-	// for one address an hour (per server process) the answer is the
+	// for one address an hour (counted across every process, in Cassandra) the answer is the
 	// same 202 and nothing is sent. After the answer: a claim read, an
 	// account read, a lightweight transaction (the token, stored as its
 	// SHA-256), one mail.
@@ -2457,7 +2457,7 @@ type ClientInterface interface {
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-	// requests for one address an hour (per server process) the answer
+	// requests for one address an hour (counted across every process, in Cassandra) the answer
 	// is the same 202 and nothing is sent. After the answer: a claim
 	// read, an account read, a lightweight transaction (the token,
 	// stored as its SHA-256), one mail.
@@ -2485,7 +2485,7 @@ type ClientInterface interface {
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-	// requests for one address an hour (per server process) the answer
+	// requests for one address an hour (counted across every process, in Cassandra) the answer
 	// is the same 202 and nothing is sent. After the answer: a claim
 	// read, an account read, a lightweight transaction (the token,
 	// stored as its SHA-256), one mail.
@@ -3811,8 +3811,8 @@ func (c *Client) RebuildLibrary(ctx context.Context, principalId PrincipalId, re
 //
 // A page reads at most 31 days and 1000 entries, so a filter that
 // matches little, or quiet days, answer a page with fewer items
-// than `limit` (even none) and a `next` cursor: follow it to go on
-// further back. The last page has no `next`.
+// than `limit` (even none) and a `nextCursor`: follow it to go on
+// further back. The last page has no `nextCursor`.
 //
 // Cost: one slice of a day's partition per 200 entries read (one
 // for an unfiltered page), and one per day without entries.
@@ -4169,7 +4169,7 @@ func (c *Client) RevertEmailChange(ctx context.Context, body RevertEmailChangeJS
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-// for one address an hour (per server process) the answer is the
+// for one address an hour (counted across every process, in Cassandra) the answer is the
 // same 202 and nothing is sent. After the answer: a claim read, an
 // account read, a lightweight transaction (the token, stored as its
 // SHA-256), one mail.
@@ -4208,7 +4208,7 @@ func (c *Client) RequestEmailVerificationWithBody(ctx context.Context, contentTy
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-// for one address an hour (per server process) the answer is the
+// for one address an hour (counted across every process, in Cassandra) the answer is the
 // same 202 and nothing is sent. After the answer: a claim read, an
 // account read, a lightweight transaction (the token, stored as its
 // SHA-256), one mail.
@@ -4753,7 +4753,7 @@ func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*htt
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-// requests for one address an hour (per server process) the answer
+// requests for one address an hour (counted across every process, in Cassandra) the answer
 // is the same 202 and nothing is sent. After the answer: a claim
 // read, an account read, a lightweight transaction (the token,
 // stored as its SHA-256), one mail.
@@ -4791,7 +4791,7 @@ func (c *Client) RequestPasswordResetWithBody(ctx context.Context, contentType s
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-// requests for one address an hour (per server process) the answer
+// requests for one address an hour (counted across every process, in Cassandra) the answer
 // is the same 202 and nothing is sent. After the answer: a claim
 // read, an account read, a lightweight transaction (the token,
 // stored as its SHA-256), one mail.
@@ -9492,8 +9492,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// A page reads at most 31 days and 1000 entries, so a filter that
 	// matches little, or quiet days, answer a page with fewer items
-	// than `limit` (even none) and a `next` cursor: follow it to go on
-	// further back. The last page has no `next`.
+	// than `limit` (even none) and a `nextCursor`: follow it to go on
+	// further back. The last page has no `nextCursor`.
 	//
 	// Cost: one slice of a day's partition per 200 entries read (one
 	// for an unfiltered page), and one per day without entries.
@@ -9728,7 +9728,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-	// for one address an hour (per server process) the answer is the
+	// for one address an hour (counted across every process, in Cassandra) the answer is the
 	// same 202 and nothing is sent. After the answer: a claim read, an
 	// account read, a lightweight transaction (the token, stored as its
 	// SHA-256), one mail.
@@ -9757,7 +9757,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-	// for one address an hour (per server process) the answer is the
+	// for one address an hour (counted across every process, in Cassandra) the answer is the
 	// same 202 and nothing is sent. After the answer: a claim read, an
 	// account read, a lightweight transaction (the token, stored as its
 	// SHA-256), one mail.
@@ -10146,7 +10146,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-	// requests for one address an hour (per server process) the answer
+	// requests for one address an hour (counted across every process, in Cassandra) the answer
 	// is the same 202 and nothing is sent. After the answer: a claim
 	// read, an account read, a lightweight transaction (the token,
 	// stored as its SHA-256), one mail.
@@ -10174,7 +10174,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-	// requests for one address an hour (per server process) the answer
+	// requests for one address an hour (counted across every process, in Cassandra) the answer
 	// is the same 202 and nothing is sent. After the answer: a claim
 	// read, an account read, a lightweight transaction (the token,
 	// stored as its SHA-256), one mail.
@@ -20032,8 +20032,8 @@ func (c *ClientWithResponses) RebuildLibraryWithResponse(ctx context.Context, pr
 //
 // A page reads at most 31 days and 1000 entries, so a filter that
 // matches little, or quiet days, answer a page with fewer items
-// than `limit` (even none) and a `next` cursor: follow it to go on
-// further back. The last page has no `next`.
+// than `limit` (even none) and a `nextCursor`: follow it to go on
+// further back. The last page has no `nextCursor`.
 //
 // Cost: one slice of a day's partition per 200 entries read (one
 // for an unfiltered page), and one per day without entries.
@@ -20348,7 +20348,7 @@ func (c *ClientWithResponses) RevertEmailChangeWithResponse(ctx context.Context,
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-// for one address an hour (per server process) the answer is the
+// for one address an hour (counted across every process, in Cassandra) the answer is the
 // same 202 and nothing is sent. After the answer: a claim read, an
 // account read, a lightweight transaction (the token, stored as its
 // SHA-256), one mail.
@@ -20383,7 +20383,7 @@ func (c *ClientWithResponses) RequestEmailVerificationWithBodyWithResponse(ctx c
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-// for one address an hour (per server process) the answer is the
+// for one address an hour (counted across every process, in Cassandra) the answer is the
 // same 202 and nothing is sent. After the answer: a claim read, an
 // account read, a lightweight transaction (the token, stored as its
 // SHA-256), one mail.
@@ -20876,7 +20876,7 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-// requests for one address an hour (per server process) the answer
+// requests for one address an hour (counted across every process, in Cassandra) the answer
 // is the same 202 and nothing is sent. After the answer: a claim
 // read, an account read, a lightweight transaction (the token,
 // stored as its SHA-256), one mail.
@@ -20910,7 +20910,7 @@ func (c *ClientWithResponses) RequestPasswordResetWithBodyWithResponse(ctx conte
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-// requests for one address an hour (per server process) the answer
+// requests for one address an hour (counted across every process, in Cassandra) the answer
 // is the same 202 and nothing is sent. After the answer: a claim
 // read, an account read, a lightweight transaction (the token,
 // stored as its SHA-256), one mail.
