@@ -2039,9 +2039,10 @@ type ClientInterface interface {
 	// RequestEmailVerificationWithBody Mail a new email verification link
 	//
 	// Mails a new verification link to the account whose email this is,
-	// if there is one and its email is not verified yet. Signup and a
-	// change of email mail one by themselves; this asks again (a lost
-	// mail, an expired link, or a login refused with
+	// if there is one and its email is not verified yet, or to this
+	// address when an account asks for it by a change of email still
+	// pending. Signup and a change of email mail one by themselves; this
+	// asks again (a lost mail, an expired link, or a login refused with
 	// `email_not_verified`). The link is
 	// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
 	// sends the token to `POST /v1/email-verifications/confirm`.
@@ -2054,11 +2055,12 @@ type ClientInterface interface {
 	// logged, never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-	// for one address an hour (counted across every process, in Cassandra) the answer is the
-	// same 202 and nothing is sent. After the answer: a claim read, an
-	// account read, a lightweight transaction (the token, stored as its
-	// SHA-256), one mail.
+	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
+	// one address an hour (5 by default, every kind together, counted
+	// across every process in Cassandra) the answer is the same 202 and
+	// nothing is sent. After the answer: up to two claim reads and two
+	// account reads, the mail's count (three round trips), a lightweight
+	// transaction (the token, stored as its SHA-256), one mail.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2068,9 +2070,10 @@ type ClientInterface interface {
 	// RequestEmailVerification Mail a new email verification link
 	//
 	// Mails a new verification link to the account whose email this is,
-	// if there is one and its email is not verified yet. Signup and a
-	// change of email mail one by themselves; this asks again (a lost
-	// mail, an expired link, or a login refused with
+	// if there is one and its email is not verified yet, or to this
+	// address when an account asks for it by a change of email still
+	// pending. Signup and a change of email mail one by themselves; this
+	// asks again (a lost mail, an expired link, or a login refused with
 	// `email_not_verified`). The link is
 	// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
 	// sends the token to `POST /v1/email-verifications/confirm`.
@@ -2083,11 +2086,12 @@ type ClientInterface interface {
 	// logged, never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-	// for one address an hour (counted across every process, in Cassandra) the answer is the
-	// same 202 and nothing is sent. After the answer: a claim read, an
-	// account read, a lightweight transaction (the token, stored as its
-	// SHA-256), one mail.
+	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
+	// one address an hour (5 by default, every kind together, counted
+	// across every process in Cassandra) the answer is the same 202 and
+	// nothing is sent. After the answer: up to two claim reads and two
+	// account reads, the mail's count (three round trips), a lightweight
+	// transaction (the token, stored as its SHA-256), one mail.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2098,18 +2102,20 @@ type ClientInterface interface {
 	//
 	// Verifies the email the token was mailed to: the account's
 	// `emailVerified` becomes true, if the account still has that
-	// address. The token works once: a second use is 400 `invalid_token`
-	// (`token`/`used`). A retry after a 503 finishes what the first
-	// attempt began.
+	// address. A token mailed to the new address of a change of email
+	// still pending completes the change: that address becomes the
+	// account's, verified. The token works once: a second use is 400
+	// `invalid_token` (`token`/`used`). A retry after a 503 finishes
+	// what the first attempt began.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
-	// a SERIAL read of the account, a lightweight transaction using the
-	// token, a compare-and-set of the account, one marking the token
-	// done.
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations (`POST /v1/password-resets/confirm` and both
+	// reverts); a SERIAL read of the token, a SERIAL read of the account,
+	// a lightweight transaction using the token, a compare-and-set of
+	// the account (read again at SERIAL), one marking the token done.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2120,18 +2126,20 @@ type ClientInterface interface {
 	//
 	// Verifies the email the token was mailed to: the account's
 	// `emailVerified` becomes true, if the account still has that
-	// address. The token works once: a second use is 400 `invalid_token`
-	// (`token`/`used`). A retry after a 503 finishes what the first
-	// attempt began.
+	// address. A token mailed to the new address of a change of email
+	// still pending completes the change: that address becomes the
+	// account's, verified. The token works once: a second use is 400
+	// `invalid_token` (`token`/`used`). A retry after a 503 finishes
+	// what the first attempt began.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
-	// a SERIAL read of the account, a lightweight transaction using the
-	// token, a compare-and-set of the account, one marking the token
-	// done.
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations (`POST /v1/password-resets/confirm` and both
+	// reverts); a SERIAL read of the token, a SERIAL read of the account,
+	// a lightweight transaction using the token, a compare-and-set of
+	// the account (read again at SERIAL), one marking the token done.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2140,9 +2148,10 @@ type ClientInterface interface {
 
 	// RevertFactorAdditionWithBody Remove a factor just added, with the token mailed to the account's address
 	//
-	// Adding an authenticator mails the account's address a notice with
-	// this link, before the factor is confirmed (a confirmation whose
-	// notice cannot be sent is refused). Following it:
+	// Confirming a new second factor (an authenticator app or a
+	// passkey) first mails the account's address a notice with this link
+	// (a confirmation whose notice cannot be sent is refused). Following
+	// it:
 	// - removes that factor (the recovery codes with it, when it was
 	//   the last);
 	// - ends every session of the account;
@@ -2171,9 +2180,10 @@ type ClientInterface interface {
 
 	// RevertFactorAddition Remove a factor just added, with the token mailed to the account's address
 	//
-	// Adding an authenticator mails the account's address a notice with
-	// this link, before the factor is confirmed (a confirmation whose
-	// notice cannot be sent is refused). Following it:
+	// Confirming a new second factor (an authenticator app or a
+	// passkey) first mails the account's address a notice with this link
+	// (a confirmation whose notice cannot be sent is refused). Following
+	// it:
 	// - removes that factor (the recovery codes with it, when it was
 	//   the last);
 	// - ends every session of the account;
@@ -2456,11 +2466,12 @@ type ClientInterface interface {
 	// never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-	// requests for one address an hour (counted across every process, in Cassandra) the answer
-	// is the same 202 and nothing is sent. After the answer: a claim
-	// read, an account read, a lightweight transaction (the token,
-	// stored as its SHA-256), one mail.
+	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
+	// to one address an hour (5 by default, every kind together, counted
+	// across every process in Cassandra) the answer is the same 202 and
+	// nothing is sent. After the answer: a claim read, an account read,
+	// the mail's count (three round trips), a lightweight transaction
+	// (the token, stored as its SHA-256), one mail.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2484,11 +2495,12 @@ type ClientInterface interface {
 	// never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-	// requests for one address an hour (counted across every process, in Cassandra) the answer
-	// is the same 202 and nothing is sent. After the answer: a claim
-	// read, an account read, a lightweight transaction (the token,
-	// stored as its SHA-256), one mail.
+	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
+	// to one address an hour (5 by default, every kind together, counted
+	// across every process in Cassandra) the answer is the same 202 and
+	// nothing is sent. After the answer: a claim read, an account read,
+	// the mail's count (three round trips), a lightweight transaction
+	// (the token, stored as its SHA-256), one mail.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2498,19 +2510,22 @@ type ClientInterface interface {
 	// ConfirmPasswordResetWithBody Set a new password with a mailed token
 	//
 	// Sets the new password, ends every session of the account, and
-	// opens one for the caller under the new password (after a
-	// recovery, `POST /v1/email-changes/revert`, it is what lets the
-	// account log in again, and it refuses the password the account had:
-	// 400 naming `newPassword`, code `recovered_password`): the answer is
-	// the login's (201, a Session; `Cache-Control: no-store`), so the
-	// owner is logged in at once, whatever the login throttle holds for
-	// the account (the mailed token is the credential; the throttle
-	// counts password guesses). The token works once: a second use is
-	// 400 `invalid_token` (`token`/`used`), and a token never sets two
-	// passwords. A retry after a 503 with the same new password finishes
-	// what the first attempt began, and answers a new session (a session
-	// an attempt opened and never answered is ended); with another
-	// password it is refused as used.
+	// answers as a login does: 201 with a new session under the new
+	// password (`Cache-Control: no-store`), or 202 with a challenge for
+	// an account with a second factor (a reset keeps the factors). The
+	// owner gets in whatever the login throttle holds: the mailed token
+	// is the credential. After a recovery (`POST
+	// /v1/email-changes/revert` or `/v1/factor-additions/revert`) a
+	// reset is what lets the account log in again, and it refuses the
+	// password the account had (400 `recovered_password`, naming
+	// `newPassword`).
+	//
+	// The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`), and a token never sets two passwords. A retry
+	// after a 503 with the same new password finishes what the first
+	// attempt began and answers a new session (one an attempt opened and
+	// never answered is ended); with another password it is refused as
+	// used.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed. A suspended account's reset sets the password
@@ -2518,16 +2533,21 @@ type ClientInterface interface {
 	// while suspended); so does an account whose address is not
 	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
-	// token, a SERIAL read of the account, one argon2id hash
-	// (deliberately slow), a lightweight transaction using the token, a
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations (`POST /v1/email-verifications/confirm` and
+	// both reverts); a SERIAL read of the token, a SERIAL read of the
+	// account, the new password's checks (Have I Been Pwned's range API
+	// too, when `SHELF_HIBP_URL` is set), one argon2id hash
+	// (deliberately slow; one more verification on an account a
+	// recovery marked), a lightweight transaction using the token, a
 	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), the new session's writes and one account read
-	// after them (a deletion, suspension or another reset landing
-	// meanwhile ends the new session before it is answered), one
-	// lightweight transaction marking the token done. Not throttled per
-	// login: no password is guessed here.
+	// (16 at a time), a read of the account's factors, then the new
+	// session's writes and one account read after them (a deletion,
+	// suspension or another reset landing meanwhile ends the new session
+	// before it is answered) or, with a factor, the challenge's
+	// lightweight transaction; last, one lightweight transaction marking
+	// the token done. Not throttled per login: no password is guessed
+	// here.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2537,19 +2557,22 @@ type ClientInterface interface {
 	// ConfirmPasswordReset Set a new password with a mailed token
 	//
 	// Sets the new password, ends every session of the account, and
-	// opens one for the caller under the new password (after a
-	// recovery, `POST /v1/email-changes/revert`, it is what lets the
-	// account log in again, and it refuses the password the account had:
-	// 400 naming `newPassword`, code `recovered_password`): the answer is
-	// the login's (201, a Session; `Cache-Control: no-store`), so the
-	// owner is logged in at once, whatever the login throttle holds for
-	// the account (the mailed token is the credential; the throttle
-	// counts password guesses). The token works once: a second use is
-	// 400 `invalid_token` (`token`/`used`), and a token never sets two
-	// passwords. A retry after a 503 with the same new password finishes
-	// what the first attempt began, and answers a new session (a session
-	// an attempt opened and never answered is ended); with another
-	// password it is refused as used.
+	// answers as a login does: 201 with a new session under the new
+	// password (`Cache-Control: no-store`), or 202 with a challenge for
+	// an account with a second factor (a reset keeps the factors). The
+	// owner gets in whatever the login throttle holds: the mailed token
+	// is the credential. After a recovery (`POST
+	// /v1/email-changes/revert` or `/v1/factor-additions/revert`) a
+	// reset is what lets the account log in again, and it refuses the
+	// password the account had (400 `recovered_password`, naming
+	// `newPassword`).
+	//
+	// The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`), and a token never sets two passwords. A retry
+	// after a 503 with the same new password finishes what the first
+	// attempt began and answers a new session (one an attempt opened and
+	// never answered is ended); with another password it is refused as
+	// used.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed. A suspended account's reset sets the password
@@ -2557,16 +2580,21 @@ type ClientInterface interface {
 	// while suspended); so does an account whose address is not
 	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
-	// token, a SERIAL read of the account, one argon2id hash
-	// (deliberately slow), a lightweight transaction using the token, a
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations (`POST /v1/email-verifications/confirm` and
+	// both reverts); a SERIAL read of the token, a SERIAL read of the
+	// account, the new password's checks (Have I Been Pwned's range API
+	// too, when `SHELF_HIBP_URL` is set), one argon2id hash
+	// (deliberately slow; one more verification on an account a
+	// recovery marked), a lightweight transaction using the token, a
 	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), the new session's writes and one account read
-	// after them (a deletion, suspension or another reset landing
-	// meanwhile ends the new session before it is answered), one
-	// lightweight transaction marking the token done. Not throttled per
-	// login: no password is guessed here.
+	// (16 at a time), a read of the account's factors, then the new
+	// session's writes and one account read after them (a deletion,
+	// suspension or another reset landing meanwhile ends the new session
+	// before it is answered) or, with a factor, the challenge's
+	// lightweight transaction; last, one lightweight transaction marking
+	// the token done. Not throttled per login: no password is guessed
+	// here.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2608,9 +2636,9 @@ type ClientInterface interface {
 	// `Cache-Control: no-store`.
 	//
 	// Who may call: anyone. A suspended account whose password matched
-	// gets 403 `suspended` with `suspendedAt` (and `until`); with a wrong
-	// password it gets the usual 401, so a stranger learns nothing. A
-	// suspension whose `until` has passed no longer blocks.
+	// gets 403 `suspended` with `suspendedAt` (and `until`, `reason`);
+	// with a wrong password it gets the usual 401, so a stranger learns
+	// nothing. A suspension whose `until` has passed no longer blocks.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), separately from
 	// signup, and throttled per login: failed attempts at one username or
@@ -2618,22 +2646,22 @@ type ClientInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The client address's tier is counted
-	// first (its row written, then read), the login's after it, so a
-	// refused attempt writes nothing under the login; then one claim
-	// read, one account read, the verdict recorded (a wrong password
-	// counted, a right one cleared; when that cannot be recorded, 503
-	// for either), the session writes, one more account read (a
-	// suspension landing meanwhile revokes the new session), and always
-	// one argon2id verification (deliberately slow), so an unknown login
+	// login that names no account. The throttle takes four round trips,
+	// the client address's tier first (an attempt refused there writes
+	// nothing under the login); then one claim read, the account and its
+	// factors read at once, the verdict recorded (a wrong password's
+	// failure written, a right one's tries settled; when that cannot be
+	// recorded, 503 for either), the session's writes, one more account
+	// read (a suspension, deletion or password change landing meanwhile
+	// ends the new session before it is answered), and always one
+	// argon2id verification (deliberately slow), so an unknown login
 	// takes as long as a wrong password.
 	//
 	// An account with a second factor gets no session for its password:
-	// 202 with a challenge instead, which `POST
-	// /v1/sessions/second-factor` turns into a session with a code from
-	// the account's authenticator app or a recovery code (one more read
-	// of the account's factors, and the challenge's lightweight
-	// transaction).
+	// 202 with a challenge instead (one lightweight transaction in place
+	// of the session's writes), which `POST /v1/sessions/second-factor`
+	// turns into a session with a code from the account's authenticator
+	// app, a passkey's answer or a recovery code.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2648,9 +2676,9 @@ type ClientInterface interface {
 	// `Cache-Control: no-store`.
 	//
 	// Who may call: anyone. A suspended account whose password matched
-	// gets 403 `suspended` with `suspendedAt` (and `until`); with a wrong
-	// password it gets the usual 401, so a stranger learns nothing. A
-	// suspension whose `until` has passed no longer blocks.
+	// gets 403 `suspended` with `suspendedAt` (and `until`, `reason`);
+	// with a wrong password it gets the usual 401, so a stranger learns
+	// nothing. A suspension whose `until` has passed no longer blocks.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), separately from
 	// signup, and throttled per login: failed attempts at one username or
@@ -2658,22 +2686,22 @@ type ClientInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The client address's tier is counted
-	// first (its row written, then read), the login's after it, so a
-	// refused attempt writes nothing under the login; then one claim
-	// read, one account read, the verdict recorded (a wrong password
-	// counted, a right one cleared; when that cannot be recorded, 503
-	// for either), the session writes, one more account read (a
-	// suspension landing meanwhile revokes the new session), and always
-	// one argon2id verification (deliberately slow), so an unknown login
+	// login that names no account. The throttle takes four round trips,
+	// the client address's tier first (an attempt refused there writes
+	// nothing under the login); then one claim read, the account and its
+	// factors read at once, the verdict recorded (a wrong password's
+	// failure written, a right one's tries settled; when that cannot be
+	// recorded, 503 for either), the session's writes, one more account
+	// read (a suspension, deletion or password change landing meanwhile
+	// ends the new session before it is answered), and always one
+	// argon2id verification (deliberately slow), so an unknown login
 	// takes as long as a wrong password.
 	//
 	// An account with a second factor gets no session for its password:
-	// 202 with a challenge instead, which `POST
-	// /v1/sessions/second-factor` turns into a session with a code from
-	// the account's authenticator app or a recovery code (one more read
-	// of the account's factors, and the challenge's lightweight
-	// transaction).
+	// 202 with a challenge instead (one lightweight transaction in place
+	// of the session's writes), which `POST /v1/sessions/second-factor`
+	// turns into a session with a code from the account's authenticator
+	// app, a passkey's answer or a recovery code.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2687,7 +2715,9 @@ type ClientInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: one session read and one session delete.
+	// Cost: the session and the account read at once (as every
+	// authenticated request), then two deletes (the session and its
+	// entry in the user's list).
 	//
 	// Corresponds with DELETE /v1/sessions/current (the `DeleteCurrentSession` operationId).
 	DeleteCurrentSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2708,14 +2738,16 @@ type ClientInterface interface {
 	//
 	// Who may call: anyone holding a challenge.
 	//
-	// Cost: codes are throttled like passwords, per account: 5 wrong
-	// ones from one client address and 50 from all within 15 minutes
-	// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
-	// per client address only, so a guesser of codes cannot keep the
-	// owner out. Then the challenge read, the account and its factors
-	// read at once, the code used (a lightweight transaction), the
-	// challenge used (another), and the session opened as a login opens
-	// it.
+	// Cost: codes and passkey answers are throttled like passwords, per
+	// account: 5 wrong ones from one client address and 50 from all
+	// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
+	// (80 bits, not guessed online) per client address only, so a
+	// guesser of codes cannot keep the owner out. The challenge read, the
+	// account and its factors read at once, the code's throttle, the code
+	// used (a lightweight transaction; a recovery code's use is audited
+	// first and mailed to the account's address after the answer), the
+	// challenge used (another), the session opened as a login opens it,
+	// and the challenge marked done (a third).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2738,14 +2770,16 @@ type ClientInterface interface {
 	//
 	// Who may call: anyone holding a challenge.
 	//
-	// Cost: codes are throttled like passwords, per account: 5 wrong
-	// ones from one client address and 50 from all within 15 minutes
-	// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
-	// per client address only, so a guesser of codes cannot keep the
-	// owner out. Then the challenge read, the account and its factors
-	// read at once, the code used (a lightweight transaction), the
-	// challenge used (another), and the session opened as a login opens
-	// it.
+	// Cost: codes and passkey answers are throttled like passwords, per
+	// account: 5 wrong ones from one client address and 50 from all
+	// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
+	// (80 bits, not guessed online) per client address only, so a
+	// guesser of codes cannot keep the owner out. The challenge read, the
+	// account and its factors read at once, the code's throttle, the code
+	// used (a lightweight transaction; a recovery code's use is audited
+	// first and mailed to the account's address after the answer), the
+	// challenge used (another), the session opened as a login opens it,
+	// and the challenge marked done (a third).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3135,7 +3169,8 @@ type ClientInterface interface {
 	//
 	// Who may call: the user themself, or an active admin.
 	//
-	// Cost: one read of the account's factors (one partition).
+	// Cost: one read of the account's factors (one partition); for an
+	// admin, one read of the account before it.
 	//
 	// Corresponds with GET /v1/users/{id}/factors (the `ListFactors` operationId).
 	ListFactors(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3143,20 +3178,23 @@ type ClientInterface interface {
 	// EnrolTotpWithBody Begin an authenticator app
 	//
 	// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
-	// for the caller's own account, with the current password: its
-	// secret is shown once, as text, as an `otpauth://` URI and as a QR
-	// code (a `data:` URL of a PNG). It works only once a first code
-	// confirms it (`POST .../factors/{factorId}/confirmation`) within
-	// 10 minutes; unconfirmed, it is forgotten. The answer is
+	// for the caller's own account, with the current password (and,
+	// where the account has a second factor, a code, a recovery code or
+	// a passkey's proof): its secret is shown once, as text, as an
+	// `otpauth://` URI and as a QR code (a `data:` URL of a PNG). It
+	// works only once a first code confirms it (`POST
+	// .../factors/{factorId}/confirmation`) within 10 minutes;
+	// unconfirmed, it is forgotten. The answer is
 	// `Cache-Control: no-store`. The server keeps the secret sealed
 	// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
 	//
 	// Who may call: the user themself, with the current password.
 	//
-	// Cost: the throttled password check (as `PUT
-	// /v1/users/{id}/password`) and one argon2id, one read of the
-	// factors, one lightweight transaction. At most 10 factors, pending
-	// ones included (409 `too_many_factors`).
+	// Cost: one account read, the throttled password check (as `PUT
+	// /v1/users/{id}/password`) and one argon2id, two reads of the
+	// factors (with a factor already, the code's throttle and its use, a
+	// lightweight transaction), one lightweight transaction. At most 10
+	// factors, pending ones included (409 `too_many_factors`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3166,20 +3204,23 @@ type ClientInterface interface {
 	// EnrolTotp Begin an authenticator app
 	//
 	// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
-	// for the caller's own account, with the current password: its
-	// secret is shown once, as text, as an `otpauth://` URI and as a QR
-	// code (a `data:` URL of a PNG). It works only once a first code
-	// confirms it (`POST .../factors/{factorId}/confirmation`) within
-	// 10 minutes; unconfirmed, it is forgotten. The answer is
+	// for the caller's own account, with the current password (and,
+	// where the account has a second factor, a code, a recovery code or
+	// a passkey's proof): its secret is shown once, as text, as an
+	// `otpauth://` URI and as a QR code (a `data:` URL of a PNG). It
+	// works only once a first code confirms it (`POST
+	// .../factors/{factorId}/confirmation`) within 10 minutes;
+	// unconfirmed, it is forgotten. The answer is
 	// `Cache-Control: no-store`. The server keeps the secret sealed
 	// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
 	//
 	// Who may call: the user themself, with the current password.
 	//
-	// Cost: the throttled password check (as `PUT
-	// /v1/users/{id}/password`) and one argon2id, one read of the
-	// factors, one lightweight transaction. At most 10 factors, pending
-	// ones included (409 `too_many_factors`).
+	// Cost: one account read, the throttled password check (as `PUT
+	// /v1/users/{id}/password`) and one argon2id, two reads of the
+	// factors (with a factor already, the code's throttle and its use, a
+	// lightweight transaction), one lightweight transaction. At most 10
+	// factors, pending ones included (409 `too_many_factors`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3201,9 +3242,11 @@ type ClientInterface interface {
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: one read of the factors, the code's throttle, one
-	// lightweight transaction (two for a first factor: its recovery
-	// codes).
+	// Cost: one account read, one read of the factors, the code's
+	// throttle, the notice (counted against the address's hourly limit,
+	// its token's lightweight transaction, the mail sent before the
+	// answer), then one lightweight transaction (two for a first factor:
+	// its recovery codes).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3225,9 +3268,11 @@ type ClientInterface interface {
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: one read of the factors, the code's throttle, one
-	// lightweight transaction (two for a first factor: its recovery
-	// codes).
+	// Cost: one account read, one read of the factors, the code's
+	// throttle, the notice (counted against the address's hourly limit,
+	// its token's lightweight transaction, the mail sent before the
+	// answer), then one lightweight transaction (two for a first factor:
+	// its recovery codes).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3238,19 +3283,23 @@ type ClientInterface interface {
 	//
 	// Removes one factor (a POST with a body, like
 	// `/v1/users/{id}/deletion`). The user sends the current password
-	// and a code of one of their factors (`code`) or a recovery code
-	// (`recoveryCode`); an admin removing another, non-admin account's
-	// factor sends an empty object, and the action is audited first
-	// (`factor_removed`): the way back in for a user who lost both the
-	// phone and the recovery codes, after the admin has made sure who
-	// asks. The last factor takes the recovery codes with it.
+	// and a code of one of their factors (`code`), a passkey's proof
+	// (`passkey`) or a recovery code (`recoveryCode`); an admin removing
+	// another, non-admin account's factor sends an empty object, and the
+	// action is audited first (`factor_removed`): the way back in for a
+	// user who lost both the phone and the recovery codes, after the
+	// admin has made sure who asks. The last factor takes the recovery
+	// codes with it.
 	//
 	// Who may call: the user themself with the password and a code, or
 	// an active admin for any account but another admin's.
 	//
-	// Cost: one read of the factors; for the user, the throttled
-	// password check and the code used (a lightweight transaction);
-	// for an admin, the audit entry; then one lightweight transaction.
+	// Cost: one account read and one read of the factors; for the user,
+	// the throttled password check, the factors read again and the code
+	// used (its throttle and a lightweight transaction); for an admin,
+	// the audit entry; then the factors read once more and the removal
+	// (a lightweight transaction; the recovery codes' with the last
+	// factor).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3261,19 +3310,23 @@ type ClientInterface interface {
 	//
 	// Removes one factor (a POST with a body, like
 	// `/v1/users/{id}/deletion`). The user sends the current password
-	// and a code of one of their factors (`code`) or a recovery code
-	// (`recoveryCode`); an admin removing another, non-admin account's
-	// factor sends an empty object, and the action is audited first
-	// (`factor_removed`): the way back in for a user who lost both the
-	// phone and the recovery codes, after the admin has made sure who
-	// asks. The last factor takes the recovery codes with it.
+	// and a code of one of their factors (`code`), a passkey's proof
+	// (`passkey`) or a recovery code (`recoveryCode`); an admin removing
+	// another, non-admin account's factor sends an empty object, and the
+	// action is audited first (`factor_removed`): the way back in for a
+	// user who lost both the phone and the recovery codes, after the
+	// admin has made sure who asks. The last factor takes the recovery
+	// codes with it.
 	//
 	// Who may call: the user themself with the password and a code, or
 	// an active admin for any account but another admin's.
 	//
-	// Cost: one read of the factors; for the user, the throttled
-	// password check and the code used (a lightweight transaction);
-	// for an admin, the audit entry; then one lightweight transaction.
+	// Cost: one account read and one read of the factors; for the user,
+	// the throttled password check, the factors read again and the code
+	// used (its throttle and a lightweight transaction); for an admin,
+	// the audit entry; then the factors read once more and the removal
+	// (a lightweight transaction; the recovery codes' with the last
+	// factor).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3349,7 +3402,8 @@ type ClientInterface interface {
 	// Who may call: the user themself, whose account has a passkey (409
 	// `no_passkey` otherwise).
 	//
-	// Cost: one read of the factors, one write.
+	// Cost: one account read, one read of the factors, one lightweight
+	// transaction.
 	//
 	// Corresponds with POST /v1/users/{id}/passkey-challenges (the `CreatePasskeyChallenge` operationId).
 	CreatePasskeyChallenge(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3408,8 +3462,8 @@ type ClientInterface interface {
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: one read of the factors, the code's throttle, one
-	// lightweight transaction (two for a first factor).
+	// Cost: as the confirmation of an authenticator app (`POST
+	// .../factors/{factorId}/confirmation`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3428,8 +3482,8 @@ type ClientInterface interface {
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: one read of the factors, the code's throttle, one
-	// lightweight transaction (two for a first factor).
+	// Cost: as the confirmation of an authenticator app (`POST
+	// .../factors/{factorId}/confirmation`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3494,12 +3548,13 @@ type ClientInterface interface {
 	//
 	// Ten new recovery codes in place of the old ones (which stop
 	// working), shown once, for an account with a factor. The user sends
-	// the current password and a code (or a recovery code). The answer
-	// is `Cache-Control: no-store`.
+	// the current password and a code (or a passkey's proof, or a
+	// recovery code). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: the throttled password check, the code used, two reads of
+	// Cost: one account read, the throttled password check, the code
+	// used (its throttle and a lightweight transaction), three reads of
 	// the factors and one lightweight transaction.
 	//
 	// Takes any type of body and a specified content type.
@@ -3511,12 +3566,13 @@ type ClientInterface interface {
 	//
 	// Ten new recovery codes in place of the old ones (which stop
 	// working), shown once, for an account with a factor. The user sends
-	// the current password and a code (or a recovery code). The answer
-	// is `Cache-Control: no-store`.
+	// the current password and a code (or a passkey's proof, or a
+	// recovery code). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: the throttled password check, the code used, two reads of
+	// Cost: one account read, the throttled password check, the code
+	// used (its throttle and a lightweight transaction), three reads of
 	// the factors and one lightweight transaction.
 	//
 	// Takes a body of the `application/json` content type.
@@ -4153,9 +4209,10 @@ func (c *Client) RevertEmailChange(ctx context.Context, body RevertEmailChangeJS
 // RequestEmailVerificationWithBody Mail a new email verification link
 //
 // Mails a new verification link to the account whose email this is,
-// if there is one and its email is not verified yet. Signup and a
-// change of email mail one by themselves; this asks again (a lost
-// mail, an expired link, or a login refused with
+// if there is one and its email is not verified yet, or to this
+// address when an account asks for it by a change of email still
+// pending. Signup and a change of email mail one by themselves; this
+// asks again (a lost mail, an expired link, or a login refused with
 // `email_not_verified`). The link is
 // `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
 // sends the token to `POST /v1/email-verifications/confirm`.
@@ -4168,11 +4225,12 @@ func (c *Client) RevertEmailChange(ctx context.Context, body RevertEmailChangeJS
 // logged, never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-// for one address an hour (counted across every process, in Cassandra) the answer is the
-// same 202 and nothing is sent. After the answer: a claim read, an
-// account read, a lightweight transaction (the token, stored as its
-// SHA-256), one mail.
+// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
+// one address an hour (5 by default, every kind together, counted
+// across every process in Cassandra) the answer is the same 202 and
+// nothing is sent. After the answer: up to two claim reads and two
+// account reads, the mail's count (three round trips), a lightweight
+// transaction (the token, stored as its SHA-256), one mail.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4192,9 +4250,10 @@ func (c *Client) RequestEmailVerificationWithBody(ctx context.Context, contentTy
 // RequestEmailVerification Mail a new email verification link
 //
 // Mails a new verification link to the account whose email this is,
-// if there is one and its email is not verified yet. Signup and a
-// change of email mail one by themselves; this asks again (a lost
-// mail, an expired link, or a login refused with
+// if there is one and its email is not verified yet, or to this
+// address when an account asks for it by a change of email still
+// pending. Signup and a change of email mail one by themselves; this
+// asks again (a lost mail, an expired link, or a login refused with
 // `email_not_verified`). The link is
 // `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
 // sends the token to `POST /v1/email-verifications/confirm`.
@@ -4207,11 +4266,12 @@ func (c *Client) RequestEmailVerificationWithBody(ctx context.Context, contentTy
 // logged, never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-// for one address an hour (counted across every process, in Cassandra) the answer is the
-// same 202 and nothing is sent. After the answer: a claim read, an
-// account read, a lightweight transaction (the token, stored as its
-// SHA-256), one mail.
+// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
+// one address an hour (5 by default, every kind together, counted
+// across every process in Cassandra) the answer is the same 202 and
+// nothing is sent. After the answer: up to two claim reads and two
+// account reads, the mail's count (three round trips), a lightweight
+// transaction (the token, stored as its SHA-256), one mail.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4232,18 +4292,20 @@ func (c *Client) RequestEmailVerification(ctx context.Context, body RequestEmail
 //
 // Verifies the email the token was mailed to: the account's
 // `emailVerified` becomes true, if the account still has that
-// address. The token works once: a second use is 400 `invalid_token`
-// (`token`/`used`). A retry after a 503 finishes what the first
-// attempt began.
+// address. A token mailed to the new address of a change of email
+// still pending completes the change: that address becomes the
+// account's, verified. The token works once: a second use is 400
+// `invalid_token` (`token`/`used`). A retry after a 503 finishes
+// what the first attempt began.
 //
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
-// a SERIAL read of the account, a lightweight transaction using the
-// token, a compare-and-set of the account, one marking the token
-// done.
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations (`POST /v1/password-resets/confirm` and both
+// reverts); a SERIAL read of the token, a SERIAL read of the account,
+// a lightweight transaction using the token, a compare-and-set of
+// the account (read again at SERIAL), one marking the token done.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4264,18 +4326,20 @@ func (c *Client) ConfirmEmailVerificationWithBody(ctx context.Context, contentTy
 //
 // Verifies the email the token was mailed to: the account's
 // `emailVerified` becomes true, if the account still has that
-// address. The token works once: a second use is 400 `invalid_token`
-// (`token`/`used`). A retry after a 503 finishes what the first
-// attempt began.
+// address. A token mailed to the new address of a change of email
+// still pending completes the change: that address becomes the
+// account's, verified. The token works once: a second use is 400
+// `invalid_token` (`token`/`used`). A retry after a 503 finishes
+// what the first attempt began.
 //
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
-// a SERIAL read of the account, a lightweight transaction using the
-// token, a compare-and-set of the account, one marking the token
-// done.
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations (`POST /v1/password-resets/confirm` and both
+// reverts); a SERIAL read of the token, a SERIAL read of the account,
+// a lightweight transaction using the token, a compare-and-set of
+// the account (read again at SERIAL), one marking the token done.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4294,9 +4358,10 @@ func (c *Client) ConfirmEmailVerification(ctx context.Context, body ConfirmEmail
 
 // RevertFactorAdditionWithBody Remove a factor just added, with the token mailed to the account's address
 //
-// Adding an authenticator mails the account's address a notice with
-// this link, before the factor is confirmed (a confirmation whose
-// notice cannot be sent is refused). Following it:
+// Confirming a new second factor (an authenticator app or a
+// passkey) first mails the account's address a notice with this link
+// (a confirmation whose notice cannot be sent is refused). Following
+// it:
 //   - removes that factor (the recovery codes with it, when it was
 //     the last);
 //   - ends every session of the account;
@@ -4336,9 +4401,10 @@ func (c *Client) RevertFactorAdditionWithBody(ctx context.Context, contentType s
 
 // RevertFactorAddition Remove a factor just added, with the token mailed to the account's address
 //
-// Adding an authenticator mails the account's address a notice with
-// this link, before the factor is confirmed (a confirmation whose
-// notice cannot be sent is refused). Following it:
+// Confirming a new second factor (an authenticator app or a
+// passkey) first mails the account's address a notice with this link
+// (a confirmation whose notice cannot be sent is refused). Following
+// it:
 //   - removes that factor (the recovery codes with it, when it was
 //     the last);
 //   - ends every session of the account;
@@ -4752,11 +4818,12 @@ func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*htt
 // never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-// requests for one address an hour (counted across every process, in Cassandra) the answer
-// is the same 202 and nothing is sent. After the answer: a claim
-// read, an account read, a lightweight transaction (the token,
-// stored as its SHA-256), one mail.
+// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
+// to one address an hour (5 by default, every kind together, counted
+// across every process in Cassandra) the answer is the same 202 and
+// nothing is sent. After the answer: a claim read, an account read,
+// the mail's count (three round trips), a lightweight transaction
+// (the token, stored as its SHA-256), one mail.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4790,11 +4857,12 @@ func (c *Client) RequestPasswordResetWithBody(ctx context.Context, contentType s
 // never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-// requests for one address an hour (counted across every process, in Cassandra) the answer
-// is the same 202 and nothing is sent. After the answer: a claim
-// read, an account read, a lightweight transaction (the token,
-// stored as its SHA-256), one mail.
+// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
+// to one address an hour (5 by default, every kind together, counted
+// across every process in Cassandra) the answer is the same 202 and
+// nothing is sent. After the answer: a claim read, an account read,
+// the mail's count (three round trips), a lightweight transaction
+// (the token, stored as its SHA-256), one mail.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4814,19 +4882,22 @@ func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordR
 // ConfirmPasswordResetWithBody Set a new password with a mailed token
 //
 // Sets the new password, ends every session of the account, and
-// opens one for the caller under the new password (after a
-// recovery, `POST /v1/email-changes/revert`, it is what lets the
-// account log in again, and it refuses the password the account had:
-// 400 naming `newPassword`, code `recovered_password`): the answer is
-// the login's (201, a Session; `Cache-Control: no-store`), so the
-// owner is logged in at once, whatever the login throttle holds for
-// the account (the mailed token is the credential; the throttle
-// counts password guesses). The token works once: a second use is
-// 400 `invalid_token` (`token`/`used`), and a token never sets two
-// passwords. A retry after a 503 with the same new password finishes
-// what the first attempt began, and answers a new session (a session
-// an attempt opened and never answered is ended); with another
-// password it is refused as used.
+// answers as a login does: 201 with a new session under the new
+// password (`Cache-Control: no-store`), or 202 with a challenge for
+// an account with a second factor (a reset keeps the factors). The
+// owner gets in whatever the login throttle holds: the mailed token
+// is the credential. After a recovery (`POST
+// /v1/email-changes/revert` or `/v1/factor-additions/revert`) a
+// reset is what lets the account log in again, and it refuses the
+// password the account had (400 `recovered_password`, naming
+// `newPassword`).
+//
+// The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`), and a token never sets two passwords. A retry
+// after a 503 with the same new password finishes what the first
+// attempt began and answers a new session (one an attempt opened and
+// never answered is ended); with another password it is refused as
+// used.
 //
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed. A suspended account's reset sets the password
@@ -4834,16 +4905,21 @@ func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordR
 // while suspended); so does an account whose address is not
 // verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/email-verifications/confirm`; a SERIAL read of the
-// token, a SERIAL read of the account, one argon2id hash
-// (deliberately slow), a lightweight transaction using the token, a
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations (`POST /v1/email-verifications/confirm` and
+// both reverts); a SERIAL read of the token, a SERIAL read of the
+// account, the new password's checks (Have I Been Pwned's range API
+// too, when `SHELF_HIBP_URL` is set), one argon2id hash
+// (deliberately slow; one more verification on an account a
+// recovery marked), a lightweight transaction using the token, a
 // compare-and-set of the account, the revocation of every session
-// (16 at a time), the new session's writes and one account read
-// after them (a deletion, suspension or another reset landing
-// meanwhile ends the new session before it is answered), one
-// lightweight transaction marking the token done. Not throttled per
-// login: no password is guessed here.
+// (16 at a time), a read of the account's factors, then the new
+// session's writes and one account read after them (a deletion,
+// suspension or another reset landing meanwhile ends the new session
+// before it is answered) or, with a factor, the challenge's
+// lightweight transaction; last, one lightweight transaction marking
+// the token done. Not throttled per login: no password is guessed
+// here.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4863,19 +4939,22 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 // ConfirmPasswordReset Set a new password with a mailed token
 //
 // Sets the new password, ends every session of the account, and
-// opens one for the caller under the new password (after a
-// recovery, `POST /v1/email-changes/revert`, it is what lets the
-// account log in again, and it refuses the password the account had:
-// 400 naming `newPassword`, code `recovered_password`): the answer is
-// the login's (201, a Session; `Cache-Control: no-store`), so the
-// owner is logged in at once, whatever the login throttle holds for
-// the account (the mailed token is the credential; the throttle
-// counts password guesses). The token works once: a second use is
-// 400 `invalid_token` (`token`/`used`), and a token never sets two
-// passwords. A retry after a 503 with the same new password finishes
-// what the first attempt began, and answers a new session (a session
-// an attempt opened and never answered is ended); with another
-// password it is refused as used.
+// answers as a login does: 201 with a new session under the new
+// password (`Cache-Control: no-store`), or 202 with a challenge for
+// an account with a second factor (a reset keeps the factors). The
+// owner gets in whatever the login throttle holds: the mailed token
+// is the credential. After a recovery (`POST
+// /v1/email-changes/revert` or `/v1/factor-additions/revert`) a
+// reset is what lets the account log in again, and it refuses the
+// password the account had (400 `recovered_password`, naming
+// `newPassword`).
+//
+// The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`), and a token never sets two passwords. A retry
+// after a 503 with the same new password finishes what the first
+// attempt began and answers a new session (one an attempt opened and
+// never answered is ended); with another password it is refused as
+// used.
 //
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed. A suspended account's reset sets the password
@@ -4883,16 +4962,21 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 // while suspended); so does an account whose address is not
 // verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/email-verifications/confirm`; a SERIAL read of the
-// token, a SERIAL read of the account, one argon2id hash
-// (deliberately slow), a lightweight transaction using the token, a
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations (`POST /v1/email-verifications/confirm` and
+// both reverts); a SERIAL read of the token, a SERIAL read of the
+// account, the new password's checks (Have I Been Pwned's range API
+// too, when `SHELF_HIBP_URL` is set), one argon2id hash
+// (deliberately slow; one more verification on an account a
+// recovery marked), a lightweight transaction using the token, a
 // compare-and-set of the account, the revocation of every session
-// (16 at a time), the new session's writes and one account read
-// after them (a deletion, suspension or another reset landing
-// meanwhile ends the new session before it is answered), one
-// lightweight transaction marking the token done. Not throttled per
-// login: no password is guessed here.
+// (16 at a time), a read of the account's factors, then the new
+// session's writes and one account read after them (a deletion,
+// suspension or another reset landing meanwhile ends the new session
+// before it is answered) or, with a factor, the challenge's
+// lightweight transaction; last, one lightweight transaction marking
+// the token done. Not throttled per login: no password is guessed
+// here.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4954,9 +5038,9 @@ func (c *Client) SearchPeople(ctx context.Context, params *SearchPeopleParams, r
 // `Cache-Control: no-store`.
 //
 // Who may call: anyone. A suspended account whose password matched
-// gets 403 `suspended` with `suspendedAt` (and `until`); with a wrong
-// password it gets the usual 401, so a stranger learns nothing. A
-// suspension whose `until` has passed no longer blocks.
+// gets 403 `suspended` with `suspendedAt` (and `until`, `reason`);
+// with a wrong password it gets the usual 401, so a stranger learns
+// nothing. A suspension whose `until` has passed no longer blocks.
 //
 // Cost: rate limited per client IP (IPv6 per /64), separately from
 // signup, and throttled per login: failed attempts at one username or
@@ -4964,22 +5048,22 @@ func (c *Client) SearchPeople(ctx context.Context, params *SearchPeopleParams, r
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The client address's tier is counted
-// first (its row written, then read), the login's after it, so a
-// refused attempt writes nothing under the login; then one claim
-// read, one account read, the verdict recorded (a wrong password
-// counted, a right one cleared; when that cannot be recorded, 503
-// for either), the session writes, one more account read (a
-// suspension landing meanwhile revokes the new session), and always
-// one argon2id verification (deliberately slow), so an unknown login
+// login that names no account. The throttle takes four round trips,
+// the client address's tier first (an attempt refused there writes
+// nothing under the login); then one claim read, the account and its
+// factors read at once, the verdict recorded (a wrong password's
+// failure written, a right one's tries settled; when that cannot be
+// recorded, 503 for either), the session's writes, one more account
+// read (a suspension, deletion or password change landing meanwhile
+// ends the new session before it is answered), and always one
+// argon2id verification (deliberately slow), so an unknown login
 // takes as long as a wrong password.
 //
 // An account with a second factor gets no session for its password:
-// 202 with a challenge instead, which `POST
-// /v1/sessions/second-factor` turns into a session with a code from
-// the account's authenticator app or a recovery code (one more read
-// of the account's factors, and the challenge's lightweight
-// transaction).
+// 202 with a challenge instead (one lightweight transaction in place
+// of the session's writes), which `POST /v1/sessions/second-factor`
+// turns into a session with a code from the account's authenticator
+// app, a passkey's answer or a recovery code.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5004,9 +5088,9 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // `Cache-Control: no-store`.
 //
 // Who may call: anyone. A suspended account whose password matched
-// gets 403 `suspended` with `suspendedAt` (and `until`); with a wrong
-// password it gets the usual 401, so a stranger learns nothing. A
-// suspension whose `until` has passed no longer blocks.
+// gets 403 `suspended` with `suspendedAt` (and `until`, `reason`);
+// with a wrong password it gets the usual 401, so a stranger learns
+// nothing. A suspension whose `until` has passed no longer blocks.
 //
 // Cost: rate limited per client IP (IPv6 per /64), separately from
 // signup, and throttled per login: failed attempts at one username or
@@ -5014,22 +5098,22 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The client address's tier is counted
-// first (its row written, then read), the login's after it, so a
-// refused attempt writes nothing under the login; then one claim
-// read, one account read, the verdict recorded (a wrong password
-// counted, a right one cleared; when that cannot be recorded, 503
-// for either), the session writes, one more account read (a
-// suspension landing meanwhile revokes the new session), and always
-// one argon2id verification (deliberately slow), so an unknown login
+// login that names no account. The throttle takes four round trips,
+// the client address's tier first (an attempt refused there writes
+// nothing under the login); then one claim read, the account and its
+// factors read at once, the verdict recorded (a wrong password's
+// failure written, a right one's tries settled; when that cannot be
+// recorded, 503 for either), the session's writes, one more account
+// read (a suspension, deletion or password change landing meanwhile
+// ends the new session before it is answered), and always one
+// argon2id verification (deliberately slow), so an unknown login
 // takes as long as a wrong password.
 //
 // An account with a second factor gets no session for its password:
-// 202 with a challenge instead, which `POST
-// /v1/sessions/second-factor` turns into a session with a code from
-// the account's authenticator app or a recovery code (one more read
-// of the account's factors, and the challenge's lightweight
-// transaction).
+// 202 with a challenge instead (one lightweight transaction in place
+// of the session's writes), which `POST /v1/sessions/second-factor`
+// turns into a session with a code from the account's authenticator
+// app, a passkey's answer or a recovery code.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5053,7 +5137,9 @@ func (c *Client) CreateSession(ctx context.Context, body CreateSessionJSONReques
 //
 // Who may call: the holder of a session.
 //
-// Cost: one session read and one session delete.
+// Cost: the session and the account read at once (as every
+// authenticated request), then two deletes (the session and its
+// entry in the user's list).
 //
 // Corresponds with DELETE /v1/sessions/current (the `DeleteCurrentSession` operationId).
 func (c *Client) DeleteCurrentSession(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5084,14 +5170,16 @@ func (c *Client) DeleteCurrentSession(ctx context.Context, reqEditors ...Request
 //
 // Who may call: anyone holding a challenge.
 //
-// Cost: codes are throttled like passwords, per account: 5 wrong
-// ones from one client address and 50 from all within 15 minutes
-// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
-// per client address only, so a guesser of codes cannot keep the
-// owner out. Then the challenge read, the account and its factors
-// read at once, the code used (a lightweight transaction), the
-// challenge used (another), and the session opened as a login opens
-// it.
+// Cost: codes and passkey answers are throttled like passwords, per
+// account: 5 wrong ones from one client address and 50 from all
+// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
+// (80 bits, not guessed online) per client address only, so a
+// guesser of codes cannot keep the owner out. The challenge read, the
+// account and its factors read at once, the code's throttle, the code
+// used (a lightweight transaction; a recovery code's use is audited
+// first and mailed to the account's address after the answer), the
+// challenge used (another), the session opened as a login opens it,
+// and the challenge marked done (a third).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5124,14 +5212,16 @@ func (c *Client) CompleteSecondFactorWithBody(ctx context.Context, contentType s
 //
 // Who may call: anyone holding a challenge.
 //
-// Cost: codes are throttled like passwords, per account: 5 wrong
-// ones from one client address and 50 from all within 15 minutes
-// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
-// per client address only, so a guesser of codes cannot keep the
-// owner out. Then the challenge read, the account and its factors
-// read at once, the code used (a lightweight transaction), the
-// challenge used (another), and the session opened as a login opens
-// it.
+// Cost: codes and passkey answers are throttled like passwords, per
+// account: 5 wrong ones from one client address and 50 from all
+// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
+// (80 bits, not guessed online) per client address only, so a
+// guesser of codes cannot keep the owner out. The challenge read, the
+// account and its factors read at once, the code's throttle, the code
+// used (a lightweight transaction; a recovery code's use is audited
+// first and mailed to the account's address after the answer), the
+// challenge used (another), the session opened as a login opens it,
+// and the challenge marked done (a third).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5661,7 +5751,8 @@ func (c *Client) RequestUserDeletion(ctx context.Context, id UserId, body Reques
 //
 // Who may call: the user themself, or an active admin.
 //
-// Cost: one read of the account's factors (one partition).
+// Cost: one read of the account's factors (one partition); for an
+// admin, one read of the account before it.
 //
 // Corresponds with GET /v1/users/{id}/factors (the `ListFactors` operationId).
 func (c *Client) ListFactors(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5679,20 +5770,23 @@ func (c *Client) ListFactors(ctx context.Context, id UserId, reqEditors ...Reque
 // EnrolTotpWithBody Begin an authenticator app
 //
 // Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
-// for the caller's own account, with the current password: its
-// secret is shown once, as text, as an `otpauth://` URI and as a QR
-// code (a `data:` URL of a PNG). It works only once a first code
-// confirms it (`POST .../factors/{factorId}/confirmation`) within
-// 10 minutes; unconfirmed, it is forgotten. The answer is
+// for the caller's own account, with the current password (and,
+// where the account has a second factor, a code, a recovery code or
+// a passkey's proof): its secret is shown once, as text, as an
+// `otpauth://` URI and as a QR code (a `data:` URL of a PNG). It
+// works only once a first code confirms it (`POST
+// .../factors/{factorId}/confirmation`) within 10 minutes;
+// unconfirmed, it is forgotten. The answer is
 // `Cache-Control: no-store`. The server keeps the secret sealed
 // (AES-256-GCM, `SHELF_FACTOR_KEYS`).
 //
 // Who may call: the user themself, with the current password.
 //
-// Cost: the throttled password check (as `PUT
-// /v1/users/{id}/password`) and one argon2id, one read of the
-// factors, one lightweight transaction. At most 10 factors, pending
-// ones included (409 `too_many_factors`).
+// Cost: one account read, the throttled password check (as `PUT
+// /v1/users/{id}/password`) and one argon2id, two reads of the
+// factors (with a factor already, the code's throttle and its use, a
+// lightweight transaction), one lightweight transaction. At most 10
+// factors, pending ones included (409 `too_many_factors`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5712,20 +5806,23 @@ func (c *Client) EnrolTotpWithBody(ctx context.Context, id UserId, contentType s
 // EnrolTotp Begin an authenticator app
 //
 // Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
-// for the caller's own account, with the current password: its
-// secret is shown once, as text, as an `otpauth://` URI and as a QR
-// code (a `data:` URL of a PNG). It works only once a first code
-// confirms it (`POST .../factors/{factorId}/confirmation`) within
-// 10 minutes; unconfirmed, it is forgotten. The answer is
+// for the caller's own account, with the current password (and,
+// where the account has a second factor, a code, a recovery code or
+// a passkey's proof): its secret is shown once, as text, as an
+// `otpauth://` URI and as a QR code (a `data:` URL of a PNG). It
+// works only once a first code confirms it (`POST
+// .../factors/{factorId}/confirmation`) within 10 minutes;
+// unconfirmed, it is forgotten. The answer is
 // `Cache-Control: no-store`. The server keeps the secret sealed
 // (AES-256-GCM, `SHELF_FACTOR_KEYS`).
 //
 // Who may call: the user themself, with the current password.
 //
-// Cost: the throttled password check (as `PUT
-// /v1/users/{id}/password`) and one argon2id, one read of the
-// factors, one lightweight transaction. At most 10 factors, pending
-// ones included (409 `too_many_factors`).
+// Cost: one account read, the throttled password check (as `PUT
+// /v1/users/{id}/password`) and one argon2id, two reads of the
+// factors (with a factor already, the code's throttle and its use, a
+// lightweight transaction), one lightweight transaction. At most 10
+// factors, pending ones included (409 `too_many_factors`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5757,9 +5854,11 @@ func (c *Client) EnrolTotp(ctx context.Context, id UserId, body EnrolTotpJSONReq
 //
 // Who may call: the user themself.
 //
-// Cost: one read of the factors, the code's throttle, one
-// lightweight transaction (two for a first factor: its recovery
-// codes).
+// Cost: one account read, one read of the factors, the code's
+// throttle, the notice (counted against the address's hourly limit,
+// its token's lightweight transaction, the mail sent before the
+// answer), then one lightweight transaction (two for a first factor:
+// its recovery codes).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5791,9 +5890,11 @@ func (c *Client) ConfirmTotpWithBody(ctx context.Context, id UserId, factorId Fa
 //
 // Who may call: the user themself.
 //
-// Cost: one read of the factors, the code's throttle, one
-// lightweight transaction (two for a first factor: its recovery
-// codes).
+// Cost: one account read, one read of the factors, the code's
+// throttle, the notice (counted against the address's hourly limit,
+// its token's lightweight transaction, the mail sent before the
+// answer), then one lightweight transaction (two for a first factor:
+// its recovery codes).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5814,19 +5915,23 @@ func (c *Client) ConfirmTotp(ctx context.Context, id UserId, factorId FactorId, 
 //
 // Removes one factor (a POST with a body, like
 // `/v1/users/{id}/deletion`). The user sends the current password
-// and a code of one of their factors (`code`) or a recovery code
-// (`recoveryCode`); an admin removing another, non-admin account's
-// factor sends an empty object, and the action is audited first
-// (`factor_removed`): the way back in for a user who lost both the
-// phone and the recovery codes, after the admin has made sure who
-// asks. The last factor takes the recovery codes with it.
+// and a code of one of their factors (`code`), a passkey's proof
+// (`passkey`) or a recovery code (`recoveryCode`); an admin removing
+// another, non-admin account's factor sends an empty object, and the
+// action is audited first (`factor_removed`): the way back in for a
+// user who lost both the phone and the recovery codes, after the
+// admin has made sure who asks. The last factor takes the recovery
+// codes with it.
 //
 // Who may call: the user themself with the password and a code, or
 // an active admin for any account but another admin's.
 //
-// Cost: one read of the factors; for the user, the throttled
-// password check and the code used (a lightweight transaction);
-// for an admin, the audit entry; then one lightweight transaction.
+// Cost: one account read and one read of the factors; for the user,
+// the throttled password check, the factors read again and the code
+// used (its throttle and a lightweight transaction); for an admin,
+// the audit entry; then the factors read once more and the removal
+// (a lightweight transaction; the recovery codes' with the last
+// factor).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5847,19 +5952,23 @@ func (c *Client) RemoveFactorWithBody(ctx context.Context, id UserId, factorId F
 //
 // Removes one factor (a POST with a body, like
 // `/v1/users/{id}/deletion`). The user sends the current password
-// and a code of one of their factors (`code`) or a recovery code
-// (`recoveryCode`); an admin removing another, non-admin account's
-// factor sends an empty object, and the action is audited first
-// (`factor_removed`): the way back in for a user who lost both the
-// phone and the recovery codes, after the admin has made sure who
-// asks. The last factor takes the recovery codes with it.
+// and a code of one of their factors (`code`), a passkey's proof
+// (`passkey`) or a recovery code (`recoveryCode`); an admin removing
+// another, non-admin account's factor sends an empty object, and the
+// action is audited first (`factor_removed`): the way back in for a
+// user who lost both the phone and the recovery codes, after the
+// admin has made sure who asks. The last factor takes the recovery
+// codes with it.
 //
 // Who may call: the user themself with the password and a code, or
 // an active admin for any account but another admin's.
 //
-// Cost: one read of the factors; for the user, the throttled
-// password check and the code used (a lightweight transaction);
-// for an admin, the audit entry; then one lightweight transaction.
+// Cost: one account read and one read of the factors; for the user,
+// the throttled password check, the factors read again and the code
+// used (its throttle and a lightweight transaction); for an admin,
+// the audit entry; then the factors read once more and the removal
+// (a lightweight transaction; the recovery codes' with the last
+// factor).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5975,7 +6084,8 @@ func (c *Client) ListModerationHistory(ctx context.Context, id UserId, params *L
 // Who may call: the user themself, whose account has a passkey (409
 // `no_passkey` otherwise).
 //
-// Cost: one read of the factors, one write.
+// Cost: one account read, one read of the factors, one lightweight
+// transaction.
 //
 // Corresponds with POST /v1/users/{id}/passkey-challenges (the `CreatePasskeyChallenge` operationId).
 func (c *Client) CreatePasskeyChallenge(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6064,8 +6174,8 @@ func (c *Client) BeginPasskey(ctx context.Context, id UserId, body BeginPasskeyJ
 //
 // Who may call: the user themself.
 //
-// Cost: one read of the factors, the code's throttle, one
-// lightweight transaction (two for a first factor).
+// Cost: as the confirmation of an authenticator app (`POST
+// .../factors/{factorId}/confirmation`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6094,8 +6204,8 @@ func (c *Client) FinishPasskeyWithBody(ctx context.Context, id UserId, factorId 
 //
 // Who may call: the user themself.
 //
-// Cost: one read of the factors, the code's throttle, one
-// lightweight transaction (two for a first factor).
+// Cost: as the confirmation of an authenticator app (`POST
+// .../factors/{factorId}/confirmation`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6190,12 +6300,13 @@ func (c *Client) ChangePassword(ctx context.Context, id UserId, body ChangePassw
 //
 // Ten new recovery codes in place of the old ones (which stop
 // working), shown once, for an account with a factor. The user sends
-// the current password and a code (or a recovery code). The answer
-// is `Cache-Control: no-store`.
+// the current password and a code (or a passkey's proof, or a
+// recovery code). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
-// Cost: the throttled password check, the code used, two reads of
+// Cost: one account read, the throttled password check, the code
+// used (its throttle and a lightweight transaction), three reads of
 // the factors and one lightweight transaction.
 //
 // Takes any type of body and a specified content type.
@@ -6217,12 +6328,13 @@ func (c *Client) CreateRecoveryCodesWithBody(ctx context.Context, id UserId, con
 //
 // Ten new recovery codes in place of the old ones (which stop
 // working), shown once, for an account with a factor. The user sends
-// the current password and a code (or a recovery code). The answer
-// is `Cache-Control: no-store`.
+// the current password and a code (or a passkey's proof, or a
+// recovery code). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
-// Cost: the throttled password check, the code used, two reads of
+// Cost: one account read, the throttled password check, the code
+// used (its throttle and a lightweight transaction), three reads of
 // the factors and one lightweight transaction.
 //
 // Takes a body of the `application/json` content type.
@@ -9712,9 +9824,10 @@ type ClientWithResponsesInterface interface {
 	// RequestEmailVerificationWithBodyWithResponse Mail a new email verification link
 	//
 	// Mails a new verification link to the account whose email this is,
-	// if there is one and its email is not verified yet. Signup and a
-	// change of email mail one by themselves; this asks again (a lost
-	// mail, an expired link, or a login refused with
+	// if there is one and its email is not verified yet, or to this
+	// address when an account asks for it by a change of email still
+	// pending. Signup and a change of email mail one by themselves; this
+	// asks again (a lost mail, an expired link, or a login refused with
 	// `email_not_verified`). The link is
 	// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
 	// sends the token to `POST /v1/email-verifications/confirm`.
@@ -9727,11 +9840,12 @@ type ClientWithResponsesInterface interface {
 	// logged, never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-	// for one address an hour (counted across every process, in Cassandra) the answer is the
-	// same 202 and nothing is sent. After the answer: a claim read, an
-	// account read, a lightweight transaction (the token, stored as its
-	// SHA-256), one mail.
+	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
+	// one address an hour (5 by default, every kind together, counted
+	// across every process in Cassandra) the answer is the same 202 and
+	// nothing is sent. After the answer: up to two claim reads and two
+	// account reads, the mail's count (three round trips), a lightweight
+	// transaction (the token, stored as its SHA-256), one mail.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9741,9 +9855,10 @@ type ClientWithResponsesInterface interface {
 	// RequestEmailVerificationWithResponse Mail a new email verification link
 	//
 	// Mails a new verification link to the account whose email this is,
-	// if there is one and its email is not verified yet. Signup and a
-	// change of email mail one by themselves; this asks again (a lost
-	// mail, an expired link, or a login refused with
+	// if there is one and its email is not verified yet, or to this
+	// address when an account asks for it by a change of email still
+	// pending. Signup and a change of email mail one by themselves; this
+	// asks again (a lost mail, an expired link, or a login refused with
 	// `email_not_verified`). The link is
 	// `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
 	// sends the token to `POST /v1/email-verifications/confirm`.
@@ -9756,11 +9871,12 @@ type ClientWithResponsesInterface interface {
 	// logged, never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-	// for one address an hour (counted across every process, in Cassandra) the answer is the
-	// same 202 and nothing is sent. After the answer: a claim read, an
-	// account read, a lightweight transaction (the token, stored as its
-	// SHA-256), one mail.
+	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
+	// one address an hour (5 by default, every kind together, counted
+	// across every process in Cassandra) the answer is the same 202 and
+	// nothing is sent. After the answer: up to two claim reads and two
+	// account reads, the mail's count (three round trips), a lightweight
+	// transaction (the token, stored as its SHA-256), one mail.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9771,18 +9887,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Verifies the email the token was mailed to: the account's
 	// `emailVerified` becomes true, if the account still has that
-	// address. The token works once: a second use is 400 `invalid_token`
-	// (`token`/`used`). A retry after a 503 finishes what the first
-	// attempt began.
+	// address. A token mailed to the new address of a change of email
+	// still pending completes the change: that address becomes the
+	// account's, verified. The token works once: a second use is 400
+	// `invalid_token` (`token`/`used`). A retry after a 503 finishes
+	// what the first attempt began.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
-	// a SERIAL read of the account, a lightweight transaction using the
-	// token, a compare-and-set of the account, one marking the token
-	// done.
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations (`POST /v1/password-resets/confirm` and both
+	// reverts); a SERIAL read of the token, a SERIAL read of the account,
+	// a lightweight transaction using the token, a compare-and-set of
+	// the account (read again at SERIAL), one marking the token done.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9793,18 +9911,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Verifies the email the token was mailed to: the account's
 	// `emailVerified` becomes true, if the account still has that
-	// address. The token works once: a second use is 400 `invalid_token`
-	// (`token`/`used`). A retry after a 503 finishes what the first
-	// attempt began.
+	// address. A token mailed to the new address of a change of email
+	// still pending completes the change: that address becomes the
+	// account's, verified. The token works once: a second use is 400
+	// `invalid_token` (`token`/`used`). A retry after a 503 finishes
+	// what the first attempt began.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
-	// a SERIAL read of the account, a lightweight transaction using the
-	// token, a compare-and-set of the account, one marking the token
-	// done.
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations (`POST /v1/password-resets/confirm` and both
+	// reverts); a SERIAL read of the token, a SERIAL read of the account,
+	// a lightweight transaction using the token, a compare-and-set of
+	// the account (read again at SERIAL), one marking the token done.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9813,9 +9933,10 @@ type ClientWithResponsesInterface interface {
 
 	// RevertFactorAdditionWithBodyWithResponse Remove a factor just added, with the token mailed to the account's address
 	//
-	// Adding an authenticator mails the account's address a notice with
-	// this link, before the factor is confirmed (a confirmation whose
-	// notice cannot be sent is refused). Following it:
+	// Confirming a new second factor (an authenticator app or a
+	// passkey) first mails the account's address a notice with this link
+	// (a confirmation whose notice cannot be sent is refused). Following
+	// it:
 	// - removes that factor (the recovery codes with it, when it was
 	//   the last);
 	// - ends every session of the account;
@@ -9844,9 +9965,10 @@ type ClientWithResponsesInterface interface {
 
 	// RevertFactorAdditionWithResponse Remove a factor just added, with the token mailed to the account's address
 	//
-	// Adding an authenticator mails the account's address a notice with
-	// this link, before the factor is confirmed (a confirmation whose
-	// notice cannot be sent is refused). Following it:
+	// Confirming a new second factor (an authenticator app or a
+	// passkey) first mails the account's address a notice with this link
+	// (a confirmation whose notice cannot be sent is refused). Following
+	// it:
 	// - removes that factor (the recovery codes with it, when it was
 	//   the last);
 	// - ends every session of the account;
@@ -10145,11 +10267,12 @@ type ClientWithResponsesInterface interface {
 	// never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-	// requests for one address an hour (counted across every process, in Cassandra) the answer
-	// is the same 202 and nothing is sent. After the answer: a claim
-	// read, an account read, a lightweight transaction (the token,
-	// stored as its SHA-256), one mail.
+	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
+	// to one address an hour (5 by default, every kind together, counted
+	// across every process in Cassandra) the answer is the same 202 and
+	// nothing is sent. After the answer: a claim read, an account read,
+	// the mail's count (three round trips), a lightweight transaction
+	// (the token, stored as its SHA-256), one mail.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10173,11 +10296,12 @@ type ClientWithResponsesInterface interface {
 	// never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-	// requests for one address an hour (counted across every process, in Cassandra) the answer
-	// is the same 202 and nothing is sent. After the answer: a claim
-	// read, an account read, a lightweight transaction (the token,
-	// stored as its SHA-256), one mail.
+	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
+	// to one address an hour (5 by default, every kind together, counted
+	// across every process in Cassandra) the answer is the same 202 and
+	// nothing is sent. After the answer: a claim read, an account read,
+	// the mail's count (three round trips), a lightweight transaction
+	// (the token, stored as its SHA-256), one mail.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10187,19 +10311,22 @@ type ClientWithResponsesInterface interface {
 	// ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 	//
 	// Sets the new password, ends every session of the account, and
-	// opens one for the caller under the new password (after a
-	// recovery, `POST /v1/email-changes/revert`, it is what lets the
-	// account log in again, and it refuses the password the account had:
-	// 400 naming `newPassword`, code `recovered_password`): the answer is
-	// the login's (201, a Session; `Cache-Control: no-store`), so the
-	// owner is logged in at once, whatever the login throttle holds for
-	// the account (the mailed token is the credential; the throttle
-	// counts password guesses). The token works once: a second use is
-	// 400 `invalid_token` (`token`/`used`), and a token never sets two
-	// passwords. A retry after a 503 with the same new password finishes
-	// what the first attempt began, and answers a new session (a session
-	// an attempt opened and never answered is ended); with another
-	// password it is refused as used.
+	// answers as a login does: 201 with a new session under the new
+	// password (`Cache-Control: no-store`), or 202 with a challenge for
+	// an account with a second factor (a reset keeps the factors). The
+	// owner gets in whatever the login throttle holds: the mailed token
+	// is the credential. After a recovery (`POST
+	// /v1/email-changes/revert` or `/v1/factor-additions/revert`) a
+	// reset is what lets the account log in again, and it refuses the
+	// password the account had (400 `recovered_password`, naming
+	// `newPassword`).
+	//
+	// The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`), and a token never sets two passwords. A retry
+	// after a 503 with the same new password finishes what the first
+	// attempt began and answers a new session (one an attempt opened and
+	// never answered is ended); with another password it is refused as
+	// used.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed. A suspended account's reset sets the password
@@ -10207,16 +10334,21 @@ type ClientWithResponsesInterface interface {
 	// while suspended); so does an account whose address is not
 	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
-	// token, a SERIAL read of the account, one argon2id hash
-	// (deliberately slow), a lightweight transaction using the token, a
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations (`POST /v1/email-verifications/confirm` and
+	// both reverts); a SERIAL read of the token, a SERIAL read of the
+	// account, the new password's checks (Have I Been Pwned's range API
+	// too, when `SHELF_HIBP_URL` is set), one argon2id hash
+	// (deliberately slow; one more verification on an account a
+	// recovery marked), a lightweight transaction using the token, a
 	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), the new session's writes and one account read
-	// after them (a deletion, suspension or another reset landing
-	// meanwhile ends the new session before it is answered), one
-	// lightweight transaction marking the token done. Not throttled per
-	// login: no password is guessed here.
+	// (16 at a time), a read of the account's factors, then the new
+	// session's writes and one account read after them (a deletion,
+	// suspension or another reset landing meanwhile ends the new session
+	// before it is answered) or, with a factor, the challenge's
+	// lightweight transaction; last, one lightweight transaction marking
+	// the token done. Not throttled per login: no password is guessed
+	// here.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10226,19 +10358,22 @@ type ClientWithResponsesInterface interface {
 	// ConfirmPasswordResetWithResponse Set a new password with a mailed token
 	//
 	// Sets the new password, ends every session of the account, and
-	// opens one for the caller under the new password (after a
-	// recovery, `POST /v1/email-changes/revert`, it is what lets the
-	// account log in again, and it refuses the password the account had:
-	// 400 naming `newPassword`, code `recovered_password`): the answer is
-	// the login's (201, a Session; `Cache-Control: no-store`), so the
-	// owner is logged in at once, whatever the login throttle holds for
-	// the account (the mailed token is the credential; the throttle
-	// counts password guesses). The token works once: a second use is
-	// 400 `invalid_token` (`token`/`used`), and a token never sets two
-	// passwords. A retry after a 503 with the same new password finishes
-	// what the first attempt began, and answers a new session (a session
-	// an attempt opened and never answered is ended); with another
-	// password it is refused as used.
+	// answers as a login does: 201 with a new session under the new
+	// password (`Cache-Control: no-store`), or 202 with a challenge for
+	// an account with a second factor (a reset keeps the factors). The
+	// owner gets in whatever the login throttle holds: the mailed token
+	// is the credential. After a recovery (`POST
+	// /v1/email-changes/revert` or `/v1/factor-additions/revert`) a
+	// reset is what lets the account log in again, and it refuses the
+	// password the account had (400 `recovered_password`, naming
+	// `newPassword`).
+	//
+	// The token works once: a second use is 400 `invalid_token`
+	// (`token`/`used`), and a token never sets two passwords. A retry
+	// after a 503 with the same new password finishes what the first
+	// attempt began and answers a new session (one an attempt opened and
+	// never answered is ended); with another password it is refused as
+	// used.
 	//
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed. A suspended account's reset sets the password
@@ -10246,16 +10381,21 @@ type ClientWithResponsesInterface interface {
 	// while suspended); so does an account whose address is not
 	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
-	// `POST /v1/email-verifications/confirm`; a SERIAL read of the
-	// token, a SERIAL read of the account, one argon2id hash
-	// (deliberately slow), a lightweight transaction using the token, a
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations (`POST /v1/email-verifications/confirm` and
+	// both reverts); a SERIAL read of the token, a SERIAL read of the
+	// account, the new password's checks (Have I Been Pwned's range API
+	// too, when `SHELF_HIBP_URL` is set), one argon2id hash
+	// (deliberately slow; one more verification on an account a
+	// recovery marked), a lightweight transaction using the token, a
 	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), the new session's writes and one account read
-	// after them (a deletion, suspension or another reset landing
-	// meanwhile ends the new session before it is answered), one
-	// lightweight transaction marking the token done. Not throttled per
-	// login: no password is guessed here.
+	// (16 at a time), a read of the account's factors, then the new
+	// session's writes and one account read after them (a deletion,
+	// suspension or another reset landing meanwhile ends the new session
+	// before it is answered) or, with a factor, the challenge's
+	// lightweight transaction; last, one lightweight transaction marking
+	// the token done. Not throttled per login: no password is guessed
+	// here.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10299,9 +10439,9 @@ type ClientWithResponsesInterface interface {
 	// `Cache-Control: no-store`.
 	//
 	// Who may call: anyone. A suspended account whose password matched
-	// gets 403 `suspended` with `suspendedAt` (and `until`); with a wrong
-	// password it gets the usual 401, so a stranger learns nothing. A
-	// suspension whose `until` has passed no longer blocks.
+	// gets 403 `suspended` with `suspendedAt` (and `until`, `reason`);
+	// with a wrong password it gets the usual 401, so a stranger learns
+	// nothing. A suspension whose `until` has passed no longer blocks.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), separately from
 	// signup, and throttled per login: failed attempts at one username or
@@ -10309,22 +10449,22 @@ type ClientWithResponsesInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The client address's tier is counted
-	// first (its row written, then read), the login's after it, so a
-	// refused attempt writes nothing under the login; then one claim
-	// read, one account read, the verdict recorded (a wrong password
-	// counted, a right one cleared; when that cannot be recorded, 503
-	// for either), the session writes, one more account read (a
-	// suspension landing meanwhile revokes the new session), and always
-	// one argon2id verification (deliberately slow), so an unknown login
+	// login that names no account. The throttle takes four round trips,
+	// the client address's tier first (an attempt refused there writes
+	// nothing under the login); then one claim read, the account and its
+	// factors read at once, the verdict recorded (a wrong password's
+	// failure written, a right one's tries settled; when that cannot be
+	// recorded, 503 for either), the session's writes, one more account
+	// read (a suspension, deletion or password change landing meanwhile
+	// ends the new session before it is answered), and always one
+	// argon2id verification (deliberately slow), so an unknown login
 	// takes as long as a wrong password.
 	//
 	// An account with a second factor gets no session for its password:
-	// 202 with a challenge instead, which `POST
-	// /v1/sessions/second-factor` turns into a session with a code from
-	// the account's authenticator app or a recovery code (one more read
-	// of the account's factors, and the challenge's lightweight
-	// transaction).
+	// 202 with a challenge instead (one lightweight transaction in place
+	// of the session's writes), which `POST /v1/sessions/second-factor`
+	// turns into a session with a code from the account's authenticator
+	// app, a passkey's answer or a recovery code.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10339,9 +10479,9 @@ type ClientWithResponsesInterface interface {
 	// `Cache-Control: no-store`.
 	//
 	// Who may call: anyone. A suspended account whose password matched
-	// gets 403 `suspended` with `suspendedAt` (and `until`); with a wrong
-	// password it gets the usual 401, so a stranger learns nothing. A
-	// suspension whose `until` has passed no longer blocks.
+	// gets 403 `suspended` with `suspendedAt` (and `until`, `reason`);
+	// with a wrong password it gets the usual 401, so a stranger learns
+	// nothing. A suspension whose `until` has passed no longer blocks.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), separately from
 	// signup, and throttled per login: failed attempts at one username or
@@ -10349,22 +10489,22 @@ type ClientWithResponsesInterface interface {
 	// address and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The client address's tier is counted
-	// first (its row written, then read), the login's after it, so a
-	// refused attempt writes nothing under the login; then one claim
-	// read, one account read, the verdict recorded (a wrong password
-	// counted, a right one cleared; when that cannot be recorded, 503
-	// for either), the session writes, one more account read (a
-	// suspension landing meanwhile revokes the new session), and always
-	// one argon2id verification (deliberately slow), so an unknown login
+	// login that names no account. The throttle takes four round trips,
+	// the client address's tier first (an attempt refused there writes
+	// nothing under the login); then one claim read, the account and its
+	// factors read at once, the verdict recorded (a wrong password's
+	// failure written, a right one's tries settled; when that cannot be
+	// recorded, 503 for either), the session's writes, one more account
+	// read (a suspension, deletion or password change landing meanwhile
+	// ends the new session before it is answered), and always one
+	// argon2id verification (deliberately slow), so an unknown login
 	// takes as long as a wrong password.
 	//
 	// An account with a second factor gets no session for its password:
-	// 202 with a challenge instead, which `POST
-	// /v1/sessions/second-factor` turns into a session with a code from
-	// the account's authenticator app or a recovery code (one more read
-	// of the account's factors, and the challenge's lightweight
-	// transaction).
+	// 202 with a challenge instead (one lightweight transaction in place
+	// of the session's writes), which `POST /v1/sessions/second-factor`
+	// turns into a session with a code from the account's authenticator
+	// app, a passkey's answer or a recovery code.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10378,7 +10518,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: one session read and one session delete.
+	// Cost: the session and the account read at once (as every
+	// authenticated request), then two deletes (the session and its
+	// entry in the user's list).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10401,14 +10543,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: anyone holding a challenge.
 	//
-	// Cost: codes are throttled like passwords, per account: 5 wrong
-	// ones from one client address and 50 from all within 15 minutes
-	// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
-	// per client address only, so a guesser of codes cannot keep the
-	// owner out. Then the challenge read, the account and its factors
-	// read at once, the code used (a lightweight transaction), the
-	// challenge used (another), and the session opened as a login opens
-	// it.
+	// Cost: codes and passkey answers are throttled like passwords, per
+	// account: 5 wrong ones from one client address and 50 from all
+	// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
+	// (80 bits, not guessed online) per client address only, so a
+	// guesser of codes cannot keep the owner out. The challenge read, the
+	// account and its factors read at once, the code's throttle, the code
+	// used (a lightweight transaction; a recovery code's use is audited
+	// first and mailed to the account's address after the answer), the
+	// challenge used (another), the session opened as a login opens it,
+	// and the challenge marked done (a third).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10431,14 +10575,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: anyone holding a challenge.
 	//
-	// Cost: codes are throttled like passwords, per account: 5 wrong
-	// ones from one client address and 50 from all within 15 minutes
-	// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
-	// per client address only, so a guesser of codes cannot keep the
-	// owner out. Then the challenge read, the account and its factors
-	// read at once, the code used (a lightweight transaction), the
-	// challenge used (another), and the session opened as a login opens
-	// it.
+	// Cost: codes and passkey answers are throttled like passwords, per
+	// account: 5 wrong ones from one client address and 50 from all
+	// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
+	// (80 bits, not guessed online) per client address only, so a
+	// guesser of codes cannot keep the owner out. The challenge read, the
+	// account and its factors read at once, the code's throttle, the code
+	// used (a lightweight transaction; a recovery code's use is audited
+	// first and mailed to the account's address after the answer), the
+	// challenge used (another), the session opened as a login opens it,
+	// and the challenge marked done (a third).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10842,7 +10988,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the user themself, or an active admin.
 	//
-	// Cost: one read of the account's factors (one partition).
+	// Cost: one read of the account's factors (one partition); for an
+	// admin, one read of the account before it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10852,20 +10999,23 @@ type ClientWithResponsesInterface interface {
 	// EnrolTotpWithBodyWithResponse Begin an authenticator app
 	//
 	// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
-	// for the caller's own account, with the current password: its
-	// secret is shown once, as text, as an `otpauth://` URI and as a QR
-	// code (a `data:` URL of a PNG). It works only once a first code
-	// confirms it (`POST .../factors/{factorId}/confirmation`) within
-	// 10 minutes; unconfirmed, it is forgotten. The answer is
+	// for the caller's own account, with the current password (and,
+	// where the account has a second factor, a code, a recovery code or
+	// a passkey's proof): its secret is shown once, as text, as an
+	// `otpauth://` URI and as a QR code (a `data:` URL of a PNG). It
+	// works only once a first code confirms it (`POST
+	// .../factors/{factorId}/confirmation`) within 10 minutes;
+	// unconfirmed, it is forgotten. The answer is
 	// `Cache-Control: no-store`. The server keeps the secret sealed
 	// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
 	//
 	// Who may call: the user themself, with the current password.
 	//
-	// Cost: the throttled password check (as `PUT
-	// /v1/users/{id}/password`) and one argon2id, one read of the
-	// factors, one lightweight transaction. At most 10 factors, pending
-	// ones included (409 `too_many_factors`).
+	// Cost: one account read, the throttled password check (as `PUT
+	// /v1/users/{id}/password`) and one argon2id, two reads of the
+	// factors (with a factor already, the code's throttle and its use, a
+	// lightweight transaction), one lightweight transaction. At most 10
+	// factors, pending ones included (409 `too_many_factors`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10875,20 +11025,23 @@ type ClientWithResponsesInterface interface {
 	// EnrolTotpWithResponse Begin an authenticator app
 	//
 	// Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
-	// for the caller's own account, with the current password: its
-	// secret is shown once, as text, as an `otpauth://` URI and as a QR
-	// code (a `data:` URL of a PNG). It works only once a first code
-	// confirms it (`POST .../factors/{factorId}/confirmation`) within
-	// 10 minutes; unconfirmed, it is forgotten. The answer is
+	// for the caller's own account, with the current password (and,
+	// where the account has a second factor, a code, a recovery code or
+	// a passkey's proof): its secret is shown once, as text, as an
+	// `otpauth://` URI and as a QR code (a `data:` URL of a PNG). It
+	// works only once a first code confirms it (`POST
+	// .../factors/{factorId}/confirmation`) within 10 minutes;
+	// unconfirmed, it is forgotten. The answer is
 	// `Cache-Control: no-store`. The server keeps the secret sealed
 	// (AES-256-GCM, `SHELF_FACTOR_KEYS`).
 	//
 	// Who may call: the user themself, with the current password.
 	//
-	// Cost: the throttled password check (as `PUT
-	// /v1/users/{id}/password`) and one argon2id, one read of the
-	// factors, one lightweight transaction. At most 10 factors, pending
-	// ones included (409 `too_many_factors`).
+	// Cost: one account read, the throttled password check (as `PUT
+	// /v1/users/{id}/password`) and one argon2id, two reads of the
+	// factors (with a factor already, the code's throttle and its use, a
+	// lightweight transaction), one lightweight transaction. At most 10
+	// factors, pending ones included (409 `too_many_factors`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10910,9 +11063,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: one read of the factors, the code's throttle, one
-	// lightweight transaction (two for a first factor: its recovery
-	// codes).
+	// Cost: one account read, one read of the factors, the code's
+	// throttle, the notice (counted against the address's hourly limit,
+	// its token's lightweight transaction, the mail sent before the
+	// answer), then one lightweight transaction (two for a first factor:
+	// its recovery codes).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10934,9 +11089,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: one read of the factors, the code's throttle, one
-	// lightweight transaction (two for a first factor: its recovery
-	// codes).
+	// Cost: one account read, one read of the factors, the code's
+	// throttle, the notice (counted against the address's hourly limit,
+	// its token's lightweight transaction, the mail sent before the
+	// answer), then one lightweight transaction (two for a first factor:
+	// its recovery codes).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10947,19 +11104,23 @@ type ClientWithResponsesInterface interface {
 	//
 	// Removes one factor (a POST with a body, like
 	// `/v1/users/{id}/deletion`). The user sends the current password
-	// and a code of one of their factors (`code`) or a recovery code
-	// (`recoveryCode`); an admin removing another, non-admin account's
-	// factor sends an empty object, and the action is audited first
-	// (`factor_removed`): the way back in for a user who lost both the
-	// phone and the recovery codes, after the admin has made sure who
-	// asks. The last factor takes the recovery codes with it.
+	// and a code of one of their factors (`code`), a passkey's proof
+	// (`passkey`) or a recovery code (`recoveryCode`); an admin removing
+	// another, non-admin account's factor sends an empty object, and the
+	// action is audited first (`factor_removed`): the way back in for a
+	// user who lost both the phone and the recovery codes, after the
+	// admin has made sure who asks. The last factor takes the recovery
+	// codes with it.
 	//
 	// Who may call: the user themself with the password and a code, or
 	// an active admin for any account but another admin's.
 	//
-	// Cost: one read of the factors; for the user, the throttled
-	// password check and the code used (a lightweight transaction);
-	// for an admin, the audit entry; then one lightweight transaction.
+	// Cost: one account read and one read of the factors; for the user,
+	// the throttled password check, the factors read again and the code
+	// used (its throttle and a lightweight transaction); for an admin,
+	// the audit entry; then the factors read once more and the removal
+	// (a lightweight transaction; the recovery codes' with the last
+	// factor).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10970,19 +11131,23 @@ type ClientWithResponsesInterface interface {
 	//
 	// Removes one factor (a POST with a body, like
 	// `/v1/users/{id}/deletion`). The user sends the current password
-	// and a code of one of their factors (`code`) or a recovery code
-	// (`recoveryCode`); an admin removing another, non-admin account's
-	// factor sends an empty object, and the action is audited first
-	// (`factor_removed`): the way back in for a user who lost both the
-	// phone and the recovery codes, after the admin has made sure who
-	// asks. The last factor takes the recovery codes with it.
+	// and a code of one of their factors (`code`), a passkey's proof
+	// (`passkey`) or a recovery code (`recoveryCode`); an admin removing
+	// another, non-admin account's factor sends an empty object, and the
+	// action is audited first (`factor_removed`): the way back in for a
+	// user who lost both the phone and the recovery codes, after the
+	// admin has made sure who asks. The last factor takes the recovery
+	// codes with it.
 	//
 	// Who may call: the user themself with the password and a code, or
 	// an active admin for any account but another admin's.
 	//
-	// Cost: one read of the factors; for the user, the throttled
-	// password check and the code used (a lightweight transaction);
-	// for an admin, the audit entry; then one lightweight transaction.
+	// Cost: one account read and one read of the factors; for the user,
+	// the throttled password check, the factors read again and the code
+	// used (its throttle and a lightweight transaction); for an admin,
+	// the audit entry; then the factors read once more and the removal
+	// (a lightweight transaction; the recovery codes' with the last
+	// factor).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11064,7 +11229,8 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the user themself, whose account has a passkey (409
 	// `no_passkey` otherwise).
 	//
-	// Cost: one read of the factors, one write.
+	// Cost: one account read, one read of the factors, one lightweight
+	// transaction.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11125,8 +11291,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: one read of the factors, the code's throttle, one
-	// lightweight transaction (two for a first factor).
+	// Cost: as the confirmation of an authenticator app (`POST
+	// .../factors/{factorId}/confirmation`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11145,8 +11311,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: one read of the factors, the code's throttle, one
-	// lightweight transaction (two for a first factor).
+	// Cost: as the confirmation of an authenticator app (`POST
+	// .../factors/{factorId}/confirmation`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11211,12 +11377,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Ten new recovery codes in place of the old ones (which stop
 	// working), shown once, for an account with a factor. The user sends
-	// the current password and a code (or a recovery code). The answer
-	// is `Cache-Control: no-store`.
+	// the current password and a code (or a passkey's proof, or a
+	// recovery code). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: the throttled password check, the code used, two reads of
+	// Cost: one account read, the throttled password check, the code
+	// used (its throttle and a lightweight transaction), three reads of
 	// the factors and one lightweight transaction.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -11228,12 +11395,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Ten new recovery codes in place of the old ones (which stop
 	// working), shown once, for an account with a factor. The user sends
-	// the current password and a code (or a recovery code). The answer
-	// is `Cache-Control: no-store`.
+	// the current password and a code (or a passkey's proof, or a
+	// recovery code). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
-	// Cost: the throttled password check, the code used, two reads of
+	// Cost: one account read, the throttled password check, the code
+	// used (its throttle and a lightweight transaction), three reads of
 	// the factors and one lightweight transaction.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -20332,9 +20500,10 @@ func (c *ClientWithResponses) RevertEmailChangeWithResponse(ctx context.Context,
 // RequestEmailVerificationWithBodyWithResponse Mail a new email verification link
 //
 // Mails a new verification link to the account whose email this is,
-// if there is one and its email is not verified yet. Signup and a
-// change of email mail one by themselves; this asks again (a lost
-// mail, an expired link, or a login refused with
+// if there is one and its email is not verified yet, or to this
+// address when an account asks for it by a change of email still
+// pending. Signup and a change of email mail one by themselves; this
+// asks again (a lost mail, an expired link, or a login refused with
 // `email_not_verified`). The link is
 // `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
 // sends the token to `POST /v1/email-verifications/confirm`.
@@ -20347,11 +20516,12 @@ func (c *ClientWithResponses) RevertEmailChangeWithResponse(ctx context.Context,
 // logged, never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-// for one address an hour (counted across every process, in Cassandra) the answer is the
-// same 202 and nothing is sent. After the answer: a claim read, an
-// account read, a lightweight transaction (the token, stored as its
-// SHA-256), one mail.
+// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
+// one address an hour (5 by default, every kind together, counted
+// across every process in Cassandra) the answer is the same 202 and
+// nothing is sent. After the answer: up to two claim reads and two
+// account reads, the mail's count (three round trips), a lightweight
+// transaction (the token, stored as its SHA-256), one mail.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20367,9 +20537,10 @@ func (c *ClientWithResponses) RequestEmailVerificationWithBodyWithResponse(ctx c
 // RequestEmailVerificationWithResponse Mail a new email verification link
 //
 // Mails a new verification link to the account whose email this is,
-// if there is one and its email is not verified yet. Signup and a
-// change of email mail one by themselves; this asks again (a lost
-// mail, an expired link, or a login refused with
+// if there is one and its email is not verified yet, or to this
+// address when an account asks for it by a change of email still
+// pending. Signup and a change of email mail one by themselves; this
+// asks again (a lost mail, an expired link, or a login refused with
 // `email_not_verified`). The link is
 // `<SHELF_PUBLIC_URL>/#/verify?token=<token>`: the console's page
 // sends the token to `POST /v1/email-verifications/confirm`.
@@ -20382,11 +20553,12 @@ func (c *ClientWithResponses) RequestEmailVerificationWithBodyWithResponse(ctx c
 // logged, never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` requests
-// for one address an hour (counted across every process, in Cassandra) the answer is the
-// same 202 and nothing is sent. After the answer: a claim read, an
-// account read, a lightweight transaction (the token, stored as its
-// SHA-256), one mail.
+// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
+// one address an hour (5 by default, every kind together, counted
+// across every process in Cassandra) the answer is the same 202 and
+// nothing is sent. After the answer: up to two claim reads and two
+// account reads, the mail's count (three round trips), a lightweight
+// transaction (the token, stored as its SHA-256), one mail.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20403,18 +20575,20 @@ func (c *ClientWithResponses) RequestEmailVerificationWithResponse(ctx context.C
 //
 // Verifies the email the token was mailed to: the account's
 // `emailVerified` becomes true, if the account still has that
-// address. The token works once: a second use is 400 `invalid_token`
-// (`token`/`used`). A retry after a 503 finishes what the first
-// attempt began.
+// address. A token mailed to the new address of a change of email
+// still pending completes the change: that address becomes the
+// account's, verified. The token works once: a second use is 400
+// `invalid_token` (`token`/`used`). A retry after a 503 finishes
+// what the first attempt began.
 //
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
-// a SERIAL read of the account, a lightweight transaction using the
-// token, a compare-and-set of the account, one marking the token
-// done.
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations (`POST /v1/password-resets/confirm` and both
+// reverts); a SERIAL read of the token, a SERIAL read of the account,
+// a lightweight transaction using the token, a compare-and-set of
+// the account (read again at SERIAL), one marking the token done.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20431,18 +20605,20 @@ func (c *ClientWithResponses) ConfirmEmailVerificationWithBodyWithResponse(ctx c
 //
 // Verifies the email the token was mailed to: the account's
 // `emailVerified` becomes true, if the account still has that
-// address. The token works once: a second use is 400 `invalid_token`
-// (`token`/`used`). A retry after a 503 finishes what the first
-// attempt began.
+// address. A token mailed to the new address of a change of email
+// still pending completes the change: that address becomes the
+// account's, verified. The token works once: a second use is 400
+// `invalid_token` (`token`/`used`). A retry after a 503 finishes
+// what the first attempt began.
 //
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/password-resets/confirm`; a SERIAL read of the token,
-// a SERIAL read of the account, a lightweight transaction using the
-// token, a compare-and-set of the account, one marking the token
-// done.
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations (`POST /v1/password-resets/confirm` and both
+// reverts); a SERIAL read of the token, a SERIAL read of the account,
+// a lightweight transaction using the token, a compare-and-set of
+// the account (read again at SERIAL), one marking the token done.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20457,9 +20633,10 @@ func (c *ClientWithResponses) ConfirmEmailVerificationWithResponse(ctx context.C
 
 // RevertFactorAdditionWithBodyWithResponse Remove a factor just added, with the token mailed to the account's address
 //
-// Adding an authenticator mails the account's address a notice with
-// this link, before the factor is confirmed (a confirmation whose
-// notice cannot be sent is refused). Following it:
+// Confirming a new second factor (an authenticator app or a
+// passkey) first mails the account's address a notice with this link
+// (a confirmation whose notice cannot be sent is refused). Following
+// it:
 //   - removes that factor (the recovery codes with it, when it was
 //     the last);
 //   - ends every session of the account;
@@ -20495,9 +20672,10 @@ func (c *ClientWithResponses) RevertFactorAdditionWithBodyWithResponse(ctx conte
 
 // RevertFactorAdditionWithResponse Remove a factor just added, with the token mailed to the account's address
 //
-// Adding an authenticator mails the account's address a notice with
-// this link, before the factor is confirmed (a confirmation whose
-// notice cannot be sent is refused). Following it:
+// Confirming a new second factor (an authenticator app or a
+// passkey) first mails the account's address a notice with this link
+// (a confirmation whose notice cannot be sent is refused). Following
+// it:
 //   - removes that factor (the recovery codes with it, when it was
 //     the last);
 //   - ends every session of the account;
@@ -20875,11 +21053,12 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 // never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-// requests for one address an hour (counted across every process, in Cassandra) the answer
-// is the same 202 and nothing is sent. After the answer: a claim
-// read, an account read, a lightweight transaction (the token,
-// stored as its SHA-256), one mail.
+// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
+// to one address an hour (5 by default, every kind together, counted
+// across every process in Cassandra) the answer is the same 202 and
+// nothing is sent. After the answer: a claim read, an account read,
+// the mail's count (three round trips), a lightweight transaction
+// (the token, stored as its SHA-256), one mail.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20909,11 +21088,12 @@ func (c *ClientWithResponses) RequestPasswordResetWithBodyWithResponse(ctx conte
 // never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR`
-// requests for one address an hour (counted across every process, in Cassandra) the answer
-// is the same 202 and nothing is sent. After the answer: a claim
-// read, an account read, a lightweight transaction (the token,
-// stored as its SHA-256), one mail.
+// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
+// to one address an hour (5 by default, every kind together, counted
+// across every process in Cassandra) the answer is the same 202 and
+// nothing is sent. After the answer: a claim read, an account read,
+// the mail's count (three round trips), a lightweight transaction
+// (the token, stored as its SHA-256), one mail.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20929,19 +21109,22 @@ func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Conte
 // ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 //
 // Sets the new password, ends every session of the account, and
-// opens one for the caller under the new password (after a
-// recovery, `POST /v1/email-changes/revert`, it is what lets the
-// account log in again, and it refuses the password the account had:
-// 400 naming `newPassword`, code `recovered_password`): the answer is
-// the login's (201, a Session; `Cache-Control: no-store`), so the
-// owner is logged in at once, whatever the login throttle holds for
-// the account (the mailed token is the credential; the throttle
-// counts password guesses). The token works once: a second use is
-// 400 `invalid_token` (`token`/`used`), and a token never sets two
-// passwords. A retry after a 503 with the same new password finishes
-// what the first attempt began, and answers a new session (a session
-// an attempt opened and never answered is ended); with another
-// password it is refused as used.
+// answers as a login does: 201 with a new session under the new
+// password (`Cache-Control: no-store`), or 202 with a challenge for
+// an account with a second factor (a reset keeps the factors). The
+// owner gets in whatever the login throttle holds: the mailed token
+// is the credential. After a recovery (`POST
+// /v1/email-changes/revert` or `/v1/factor-additions/revert`) a
+// reset is what lets the account log in again, and it refuses the
+// password the account had (400 `recovered_password`, naming
+// `newPassword`).
+//
+// The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`), and a token never sets two passwords. A retry
+// after a 503 with the same new password finishes what the first
+// attempt began and answers a new session (one an attempt opened and
+// never answered is ended); with another password it is refused as
+// used.
 //
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed. A suspended account's reset sets the password
@@ -20949,16 +21132,21 @@ func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Conte
 // while suspended); so does an account whose address is not
 // verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/email-verifications/confirm`; a SERIAL read of the
-// token, a SERIAL read of the account, one argon2id hash
-// (deliberately slow), a lightweight transaction using the token, a
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations (`POST /v1/email-verifications/confirm` and
+// both reverts); a SERIAL read of the token, a SERIAL read of the
+// account, the new password's checks (Have I Been Pwned's range API
+// too, when `SHELF_HIBP_URL` is set), one argon2id hash
+// (deliberately slow; one more verification on an account a
+// recovery marked), a lightweight transaction using the token, a
 // compare-and-set of the account, the revocation of every session
-// (16 at a time), the new session's writes and one account read
-// after them (a deletion, suspension or another reset landing
-// meanwhile ends the new session before it is answered), one
-// lightweight transaction marking the token done. Not throttled per
-// login: no password is guessed here.
+// (16 at a time), a read of the account's factors, then the new
+// session's writes and one account read after them (a deletion,
+// suspension or another reset landing meanwhile ends the new session
+// before it is answered) or, with a factor, the challenge's
+// lightweight transaction; last, one lightweight transaction marking
+// the token done. Not throttled per login: no password is guessed
+// here.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20974,19 +21162,22 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx conte
 // ConfirmPasswordResetWithResponse Set a new password with a mailed token
 //
 // Sets the new password, ends every session of the account, and
-// opens one for the caller under the new password (after a
-// recovery, `POST /v1/email-changes/revert`, it is what lets the
-// account log in again, and it refuses the password the account had:
-// 400 naming `newPassword`, code `recovered_password`): the answer is
-// the login's (201, a Session; `Cache-Control: no-store`), so the
-// owner is logged in at once, whatever the login throttle holds for
-// the account (the mailed token is the credential; the throttle
-// counts password guesses). The token works once: a second use is
-// 400 `invalid_token` (`token`/`used`), and a token never sets two
-// passwords. A retry after a 503 with the same new password finishes
-// what the first attempt began, and answers a new session (a session
-// an attempt opened and never answered is ended); with another
-// password it is refused as used.
+// answers as a login does: 201 with a new session under the new
+// password (`Cache-Control: no-store`), or 202 with a challenge for
+// an account with a second factor (a reset keeps the factors). The
+// owner gets in whatever the login throttle holds: the mailed token
+// is the credential. After a recovery (`POST
+// /v1/email-changes/revert` or `/v1/factor-additions/revert`) a
+// reset is what lets the account log in again, and it refuses the
+// password the account had (400 `recovered_password`, naming
+// `newPassword`).
+//
+// The token works once: a second use is 400 `invalid_token`
+// (`token`/`used`), and a token never sets two passwords. A retry
+// after a 503 with the same new password finishes what the first
+// attempt began and answers a new session (one an attempt opened and
+// never answered is ended); with another password it is refused as
+// used.
 //
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed. A suspended account's reset sets the password
@@ -20994,16 +21185,21 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx conte
 // while suspended); so does an account whose address is not
 // verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
-// `POST /v1/email-verifications/confirm`; a SERIAL read of the
-// token, a SERIAL read of the account, one argon2id hash
-// (deliberately slow), a lightweight transaction using the token, a
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations (`POST /v1/email-verifications/confirm` and
+// both reverts); a SERIAL read of the token, a SERIAL read of the
+// account, the new password's checks (Have I Been Pwned's range API
+// too, when `SHELF_HIBP_URL` is set), one argon2id hash
+// (deliberately slow; one more verification on an account a
+// recovery marked), a lightweight transaction using the token, a
 // compare-and-set of the account, the revocation of every session
-// (16 at a time), the new session's writes and one account read
-// after them (a deletion, suspension or another reset landing
-// meanwhile ends the new session before it is answered), one
-// lightweight transaction marking the token done. Not throttled per
-// login: no password is guessed here.
+// (16 at a time), a read of the account's factors, then the new
+// session's writes and one account read after them (a deletion,
+// suspension or another reset landing meanwhile ends the new session
+// before it is answered) or, with a factor, the challenge's
+// lightweight transaction; last, one lightweight transaction marking
+// the token done. Not throttled per login: no password is guessed
+// here.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21059,9 +21255,9 @@ func (c *ClientWithResponses) SearchPeopleWithResponse(ctx context.Context, para
 // `Cache-Control: no-store`.
 //
 // Who may call: anyone. A suspended account whose password matched
-// gets 403 `suspended` with `suspendedAt` (and `until`); with a wrong
-// password it gets the usual 401, so a stranger learns nothing. A
-// suspension whose `until` has passed no longer blocks.
+// gets 403 `suspended` with `suspendedAt` (and `until`, `reason`);
+// with a wrong password it gets the usual 401, so a stranger learns
+// nothing. A suspension whose `until` has passed no longer blocks.
 //
 // Cost: rate limited per client IP (IPv6 per /64), separately from
 // signup, and throttled per login: failed attempts at one username or
@@ -21069,22 +21265,22 @@ func (c *ClientWithResponses) SearchPeopleWithResponse(ctx context.Context, para
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The client address's tier is counted
-// first (its row written, then read), the login's after it, so a
-// refused attempt writes nothing under the login; then one claim
-// read, one account read, the verdict recorded (a wrong password
-// counted, a right one cleared; when that cannot be recorded, 503
-// for either), the session writes, one more account read (a
-// suspension landing meanwhile revokes the new session), and always
-// one argon2id verification (deliberately slow), so an unknown login
+// login that names no account. The throttle takes four round trips,
+// the client address's tier first (an attempt refused there writes
+// nothing under the login); then one claim read, the account and its
+// factors read at once, the verdict recorded (a wrong password's
+// failure written, a right one's tries settled; when that cannot be
+// recorded, 503 for either), the session's writes, one more account
+// read (a suspension, deletion or password change landing meanwhile
+// ends the new session before it is answered), and always one
+// argon2id verification (deliberately slow), so an unknown login
 // takes as long as a wrong password.
 //
 // An account with a second factor gets no session for its password:
-// 202 with a challenge instead, which `POST
-// /v1/sessions/second-factor` turns into a session with a code from
-// the account's authenticator app or a recovery code (one more read
-// of the account's factors, and the challenge's lightweight
-// transaction).
+// 202 with a challenge instead (one lightweight transaction in place
+// of the session's writes), which `POST /v1/sessions/second-factor`
+// turns into a session with a code from the account's authenticator
+// app, a passkey's answer or a recovery code.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21105,9 +21301,9 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // `Cache-Control: no-store`.
 //
 // Who may call: anyone. A suspended account whose password matched
-// gets 403 `suspended` with `suspendedAt` (and `until`); with a wrong
-// password it gets the usual 401, so a stranger learns nothing. A
-// suspension whose `until` has passed no longer blocks.
+// gets 403 `suspended` with `suspendedAt` (and `until`, `reason`);
+// with a wrong password it gets the usual 401, so a stranger learns
+// nothing. A suspension whose `until` has passed no longer blocks.
 //
 // Cost: rate limited per client IP (IPv6 per /64), separately from
 // signup, and throttled per login: failed attempts at one username or
@@ -21115,22 +21311,22 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // address and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The client address's tier is counted
-// first (its row written, then read), the login's after it, so a
-// refused attempt writes nothing under the login; then one claim
-// read, one account read, the verdict recorded (a wrong password
-// counted, a right one cleared; when that cannot be recorded, 503
-// for either), the session writes, one more account read (a
-// suspension landing meanwhile revokes the new session), and always
-// one argon2id verification (deliberately slow), so an unknown login
+// login that names no account. The throttle takes four round trips,
+// the client address's tier first (an attempt refused there writes
+// nothing under the login); then one claim read, the account and its
+// factors read at once, the verdict recorded (a wrong password's
+// failure written, a right one's tries settled; when that cannot be
+// recorded, 503 for either), the session's writes, one more account
+// read (a suspension, deletion or password change landing meanwhile
+// ends the new session before it is answered), and always one
+// argon2id verification (deliberately slow), so an unknown login
 // takes as long as a wrong password.
 //
 // An account with a second factor gets no session for its password:
-// 202 with a challenge instead, which `POST
-// /v1/sessions/second-factor` turns into a session with a code from
-// the account's authenticator app or a recovery code (one more read
-// of the account's factors, and the challenge's lightweight
-// transaction).
+// 202 with a challenge instead (one lightweight transaction in place
+// of the session's writes), which `POST /v1/sessions/second-factor`
+// turns into a session with a code from the account's authenticator
+// app, a passkey's answer or a recovery code.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21150,7 +21346,9 @@ func (c *ClientWithResponses) CreateSessionWithResponse(ctx context.Context, bod
 //
 // Who may call: the holder of a session.
 //
-// Cost: one session read and one session delete.
+// Cost: the session and the account read at once (as every
+// authenticated request), then two deletes (the session and its
+// entry in the user's list).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21179,14 +21377,16 @@ func (c *ClientWithResponses) DeleteCurrentSessionWithResponse(ctx context.Conte
 //
 // Who may call: anyone holding a challenge.
 //
-// Cost: codes are throttled like passwords, per account: 5 wrong
-// ones from one client address and 50 from all within 15 minutes
-// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
-// per client address only, so a guesser of codes cannot keep the
-// owner out. Then the challenge read, the account and its factors
-// read at once, the code used (a lightweight transaction), the
-// challenge used (another), and the session opened as a login opens
-// it.
+// Cost: codes and passkey answers are throttled like passwords, per
+// account: 5 wrong ones from one client address and 50 from all
+// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
+// (80 bits, not guessed online) per client address only, so a
+// guesser of codes cannot keep the owner out. The challenge read, the
+// account and its factors read at once, the code's throttle, the code
+// used (a lightweight transaction; a recovery code's use is audited
+// first and mailed to the account's address after the answer), the
+// challenge used (another), the session opened as a login opens it,
+// and the challenge marked done (a third).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21215,14 +21415,16 @@ func (c *ClientWithResponses) CompleteSecondFactorWithBodyWithResponse(ctx conte
 //
 // Who may call: anyone holding a challenge.
 //
-// Cost: codes are throttled like passwords, per account: 5 wrong
-// ones from one client address and 50 from all within 15 minutes
-// (`SHELF_THROTTLE_*`); recovery codes (80 bits, not guessed online)
-// per client address only, so a guesser of codes cannot keep the
-// owner out. Then the challenge read, the account and its factors
-// read at once, the code used (a lightweight transaction), the
-// challenge used (another), and the session opened as a login opens
-// it.
+// Cost: codes and passkey answers are throttled like passwords, per
+// account: 5 wrong ones from one client address and 50 from all
+// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
+// (80 bits, not guessed online) per client address only, so a
+// guesser of codes cannot keep the owner out. The challenge read, the
+// account and its factors read at once, the code's throttle, the code
+// used (a lightweight transaction; a recovery code's use is audited
+// first and mailed to the account's address after the answer), the
+// challenge used (another), the session opened as a login opens it,
+// and the challenge marked done (a third).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21710,7 +21912,8 @@ func (c *ClientWithResponses) RequestUserDeletionWithResponse(ctx context.Contex
 //
 // Who may call: the user themself, or an active admin.
 //
-// Cost: one read of the account's factors (one partition).
+// Cost: one read of the account's factors (one partition); for an
+// admin, one read of the account before it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21726,20 +21929,23 @@ func (c *ClientWithResponses) ListFactorsWithResponse(ctx context.Context, id Us
 // EnrolTotpWithBodyWithResponse Begin an authenticator app
 //
 // Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
-// for the caller's own account, with the current password: its
-// secret is shown once, as text, as an `otpauth://` URI and as a QR
-// code (a `data:` URL of a PNG). It works only once a first code
-// confirms it (`POST .../factors/{factorId}/confirmation`) within
-// 10 minutes; unconfirmed, it is forgotten. The answer is
+// for the caller's own account, with the current password (and,
+// where the account has a second factor, a code, a recovery code or
+// a passkey's proof): its secret is shown once, as text, as an
+// `otpauth://` URI and as a QR code (a `data:` URL of a PNG). It
+// works only once a first code confirms it (`POST
+// .../factors/{factorId}/confirmation`) within 10 minutes;
+// unconfirmed, it is forgotten. The answer is
 // `Cache-Control: no-store`. The server keeps the secret sealed
 // (AES-256-GCM, `SHELF_FACTOR_KEYS`).
 //
 // Who may call: the user themself, with the current password.
 //
-// Cost: the throttled password check (as `PUT
-// /v1/users/{id}/password`) and one argon2id, one read of the
-// factors, one lightweight transaction. At most 10 factors, pending
-// ones included (409 `too_many_factors`).
+// Cost: one account read, the throttled password check (as `PUT
+// /v1/users/{id}/password`) and one argon2id, two reads of the
+// factors (with a factor already, the code's throttle and its use, a
+// lightweight transaction), one lightweight transaction. At most 10
+// factors, pending ones included (409 `too_many_factors`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21755,20 +21961,23 @@ func (c *ClientWithResponses) EnrolTotpWithBodyWithResponse(ctx context.Context,
 // EnrolTotpWithResponse Begin an authenticator app
 //
 // Begins an authenticator (TOTP, RFC 6238: SHA-1, 6 digits, 30 s)
-// for the caller's own account, with the current password: its
-// secret is shown once, as text, as an `otpauth://` URI and as a QR
-// code (a `data:` URL of a PNG). It works only once a first code
-// confirms it (`POST .../factors/{factorId}/confirmation`) within
-// 10 minutes; unconfirmed, it is forgotten. The answer is
+// for the caller's own account, with the current password (and,
+// where the account has a second factor, a code, a recovery code or
+// a passkey's proof): its secret is shown once, as text, as an
+// `otpauth://` URI and as a QR code (a `data:` URL of a PNG). It
+// works only once a first code confirms it (`POST
+// .../factors/{factorId}/confirmation`) within 10 minutes;
+// unconfirmed, it is forgotten. The answer is
 // `Cache-Control: no-store`. The server keeps the secret sealed
 // (AES-256-GCM, `SHELF_FACTOR_KEYS`).
 //
 // Who may call: the user themself, with the current password.
 //
-// Cost: the throttled password check (as `PUT
-// /v1/users/{id}/password`) and one argon2id, one read of the
-// factors, one lightweight transaction. At most 10 factors, pending
-// ones included (409 `too_many_factors`).
+// Cost: one account read, the throttled password check (as `PUT
+// /v1/users/{id}/password`) and one argon2id, two reads of the
+// factors (with a factor already, the code's throttle and its use, a
+// lightweight transaction), one lightweight transaction. At most 10
+// factors, pending ones included (409 `too_many_factors`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21796,9 +22005,11 @@ func (c *ClientWithResponses) EnrolTotpWithResponse(ctx context.Context, id User
 //
 // Who may call: the user themself.
 //
-// Cost: one read of the factors, the code's throttle, one
-// lightweight transaction (two for a first factor: its recovery
-// codes).
+// Cost: one account read, one read of the factors, the code's
+// throttle, the notice (counted against the address's hourly limit,
+// its token's lightweight transaction, the mail sent before the
+// answer), then one lightweight transaction (two for a first factor:
+// its recovery codes).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21826,9 +22037,11 @@ func (c *ClientWithResponses) ConfirmTotpWithBodyWithResponse(ctx context.Contex
 //
 // Who may call: the user themself.
 //
-// Cost: one read of the factors, the code's throttle, one
-// lightweight transaction (two for a first factor: its recovery
-// codes).
+// Cost: one account read, one read of the factors, the code's
+// throttle, the notice (counted against the address's hourly limit,
+// its token's lightweight transaction, the mail sent before the
+// answer), then one lightweight transaction (two for a first factor:
+// its recovery codes).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21845,19 +22058,23 @@ func (c *ClientWithResponses) ConfirmTotpWithResponse(ctx context.Context, id Us
 //
 // Removes one factor (a POST with a body, like
 // `/v1/users/{id}/deletion`). The user sends the current password
-// and a code of one of their factors (`code`) or a recovery code
-// (`recoveryCode`); an admin removing another, non-admin account's
-// factor sends an empty object, and the action is audited first
-// (`factor_removed`): the way back in for a user who lost both the
-// phone and the recovery codes, after the admin has made sure who
-// asks. The last factor takes the recovery codes with it.
+// and a code of one of their factors (`code`), a passkey's proof
+// (`passkey`) or a recovery code (`recoveryCode`); an admin removing
+// another, non-admin account's factor sends an empty object, and the
+// action is audited first (`factor_removed`): the way back in for a
+// user who lost both the phone and the recovery codes, after the
+// admin has made sure who asks. The last factor takes the recovery
+// codes with it.
 //
 // Who may call: the user themself with the password and a code, or
 // an active admin for any account but another admin's.
 //
-// Cost: one read of the factors; for the user, the throttled
-// password check and the code used (a lightweight transaction);
-// for an admin, the audit entry; then one lightweight transaction.
+// Cost: one account read and one read of the factors; for the user,
+// the throttled password check, the factors read again and the code
+// used (its throttle and a lightweight transaction); for an admin,
+// the audit entry; then the factors read once more and the removal
+// (a lightweight transaction; the recovery codes' with the last
+// factor).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21874,19 +22091,23 @@ func (c *ClientWithResponses) RemoveFactorWithBodyWithResponse(ctx context.Conte
 //
 // Removes one factor (a POST with a body, like
 // `/v1/users/{id}/deletion`). The user sends the current password
-// and a code of one of their factors (`code`) or a recovery code
-// (`recoveryCode`); an admin removing another, non-admin account's
-// factor sends an empty object, and the action is audited first
-// (`factor_removed`): the way back in for a user who lost both the
-// phone and the recovery codes, after the admin has made sure who
-// asks. The last factor takes the recovery codes with it.
+// and a code of one of their factors (`code`), a passkey's proof
+// (`passkey`) or a recovery code (`recoveryCode`); an admin removing
+// another, non-admin account's factor sends an empty object, and the
+// action is audited first (`factor_removed`): the way back in for a
+// user who lost both the phone and the recovery codes, after the
+// admin has made sure who asks. The last factor takes the recovery
+// codes with it.
 //
 // Who may call: the user themself with the password and a code, or
 // an active admin for any account but another admin's.
 //
-// Cost: one read of the factors; for the user, the throttled
-// password check and the code used (a lightweight transaction);
-// for an admin, the audit entry; then one lightweight transaction.
+// Cost: one account read and one read of the factors; for the user,
+// the throttled password check, the factors read again and the code
+// used (its throttle and a lightweight transaction); for an admin,
+// the audit entry; then the factors read once more and the removal
+// (a lightweight transaction; the recovery codes' with the last
+// factor).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21992,7 +22213,8 @@ func (c *ClientWithResponses) ListModerationHistoryWithResponse(ctx context.Cont
 // Who may call: the user themself, whose account has a passkey (409
 // `no_passkey` otherwise).
 //
-// Cost: one read of the factors, one write.
+// Cost: one account read, one read of the factors, one lightweight
+// transaction.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -22071,8 +22293,8 @@ func (c *ClientWithResponses) BeginPasskeyWithResponse(ctx context.Context, id U
 //
 // Who may call: the user themself.
 //
-// Cost: one read of the factors, the code's throttle, one
-// lightweight transaction (two for a first factor).
+// Cost: as the confirmation of an authenticator app (`POST
+// .../factors/{factorId}/confirmation`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22097,8 +22319,8 @@ func (c *ClientWithResponses) FinishPasskeyWithBodyWithResponse(ctx context.Cont
 //
 // Who may call: the user themself.
 //
-// Cost: one read of the factors, the code's throttle, one
-// lightweight transaction (two for a first factor).
+// Cost: as the confirmation of an authenticator app (`POST
+// .../factors/{factorId}/confirmation`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22181,12 +22403,13 @@ func (c *ClientWithResponses) ChangePasswordWithResponse(ctx context.Context, id
 //
 // Ten new recovery codes in place of the old ones (which stop
 // working), shown once, for an account with a factor. The user sends
-// the current password and a code (or a recovery code). The answer
-// is `Cache-Control: no-store`.
+// the current password and a code (or a passkey's proof, or a
+// recovery code). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
-// Cost: the throttled password check, the code used, two reads of
+// Cost: one account read, the throttled password check, the code
+// used (its throttle and a lightweight transaction), three reads of
 // the factors and one lightweight transaction.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -22204,12 +22427,13 @@ func (c *ClientWithResponses) CreateRecoveryCodesWithBodyWithResponse(ctx contex
 //
 // Ten new recovery codes in place of the old ones (which stop
 // working), shown once, for an account with a factor. The user sends
-// the current password and a code (or a recovery code). The answer
-// is `Cache-Control: no-store`.
+// the current password and a code (or a passkey's proof, or a
+// recovery code). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
-// Cost: the throttled password check, the code used, two reads of
+// Cost: one account read, the throttled password check, the code
+// used (its throttle and a lightweight transaction), three reads of
 // the factors and one lightweight transaction.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
