@@ -1832,8 +1832,9 @@ type ClientInterface interface {
 	// than `limit` (even none) and a `nextCursor`: follow it to go on
 	// further back. The last page has no `nextCursor`.
 	//
-	// Cost: one slice of a day's partition per 200 entries read (one
-	// for an unfiltered page), and one per day without entries.
+	// Cost: for each day read, one slice of its partition per 200
+	// entries (unfiltered, one slice of as many as the page still
+	// needs), so a day without entries costs one slice.
 	//
 	// Corresponds with GET /v1/audit (the `ListAudit` operationId).
 	ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2218,12 +2219,15 @@ type ClientInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: like a signup, lightweight transactions in three phases: the
-	// name claimed and the group written as pending in parallel, the
-	// claim committed, the group activated; then the creator's
-	// membership is written. A creation that takes longer than the
-	// claim lease is undone and answered 503 `create_expired`; nothing
-	// is kept and it may be sent again.
+	// Cost: an index entry of the change in progress written first and
+	// ended last; like a signup, lightweight transactions in three
+	// phases: the name claimed and the group written as pending in
+	// parallel, the claim committed, the group activated; then the
+	// creator's membership is written to the member tables, their account
+	// read again, and the membership marked done by a compare-and-set. A
+	// creation that takes longer than the claim lease
+	// (`SHELF_CLAIM_LEASE`) is undone and answered 503 `create_expired`;
+	// nothing is kept and it may be sent again.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2238,12 +2242,15 @@ type ClientInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: like a signup, lightweight transactions in three phases: the
-	// name claimed and the group written as pending in parallel, the
-	// claim committed, the group activated; then the creator's
-	// membership is written. A creation that takes longer than the
-	// claim lease is undone and answered 503 `create_expired`; nothing
-	// is kept and it may be sent again.
+	// Cost: an index entry of the change in progress written first and
+	// ended last; like a signup, lightweight transactions in three
+	// phases: the name claimed and the group written as pending in
+	// parallel, the claim committed, the group activated; then the
+	// creator's membership is written to the member tables, their account
+	// read again, and the membership marked done by a compare-and-set. A
+	// creation that takes longer than the claim lease
+	// (`SHELF_CLAIM_LEASE`) is undone and answered 503 `create_expired`;
+	// nothing is kept and it may be sent again.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2311,10 +2318,10 @@ type ClientInterface interface {
 	//
 	// Cost: a malformed id is answered 404 without touching the
 	// database; otherwise one read of the group. A membership change
-	// found unfinished there (its request died) is finished first, as
-	// the group's member list does, and the group read again: a group
-	// whose creation died with its creator deleted is closed and
-	// answered 404.
+	// found unfinished there (its request died or is under way) is
+	// finished first, as the group's member list does, and the group read
+	// again: a group whose creation died with its creator deleted is
+	// closed and answered 404.
 	//
 	// Corresponds with GET /v1/groups/{id} (the `GetGroup` operationId).
 	GetGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2337,8 +2344,10 @@ type ClientInterface interface {
 	// session 401; any other session 403.
 	//
 	// Cost: the group, the caller's membership and the page are read at
-	// once (one slice of the group's member partition); a non-member's
-	// admin role costs one more read.
+	// once (one slice of the group's member partition); the admin check
+	// of a non-member reads nothing more (the account was read with the
+	// session). A membership change found unfinished in the group is
+	// finished first and the three read again.
 	//
 	// Corresponds with GET /v1/groups/{id}/members (the `ListGroupMembers` operationId).
 	ListGroupMembers(ctx context.Context, id GroupId, params *ListGroupMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2355,8 +2364,10 @@ type ClientInterface interface {
 	// cannot leave or be removed (409 `last_manager`): make another
 	// member a manager first.
 	//
-	// Cost: as for adding a member: reads, a compare-and-set recording the
-	// change, the member tables, a compare-and-set marking it done.
+	// Cost: as for adding a member, without the account reads: the
+	// group and the memberships read, an index entry, a compare-and-set
+	// recording the change, the member tables, a compare-and-set marking
+	// it done.
 	//
 	// Corresponds with DELETE /v1/groups/{id}/members/{userId} (the `RemoveGroupMember` operationId).
 	RemoveGroupMember(ctx context.Context, id GroupId, userId MemberUserId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2377,12 +2388,14 @@ type ClientInterface interface {
 	// a plain member (409 `last_manager`).
 	//
 	// Cost: the group, the caller's and the user's membership and the
-	// user's account are read, the change is recorded in the group by a
+	// user's account are read, an index entry of the change in progress
+	// is written, the change is recorded in the group by a
 	// compare-and-set (which checks the count and the managers), the two
-	// member tables are written, the user's account is read again, and
-	// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
-	// change that keeps losing its turn is answered 409
-	// `concurrent_change`.
+	// member tables are written, the user's account is read again, the
+	// change is marked done by a second compare-and-set and the entry
+	// ended. Changes of one group through one API process take turns; a
+	// change that loses the group's compare-and-set 100 times is answered
+	// 409 `concurrent_change`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2405,12 +2418,14 @@ type ClientInterface interface {
 	// a plain member (409 `last_manager`).
 	//
 	// Cost: the group, the caller's and the user's membership and the
-	// user's account are read, the change is recorded in the group by a
+	// user's account are read, an index entry of the change in progress
+	// is written, the change is recorded in the group by a
 	// compare-and-set (which checks the count and the managers), the two
-	// member tables are written, the user's account is read again, and
-	// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
-	// change that keeps losing its turn is answered 409
-	// `concurrent_change`.
+	// member tables are written, the user's account is read again, the
+	// change is marked done by a second compare-and-set and the entry
+	// ended. Changes of one group through one API process take turns; a
+	// change that loses the group's compare-and-set 100 times is answered
+	// 409 `concurrent_change`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2430,8 +2445,9 @@ type ClientInterface interface {
 	//
 	// Who may call: whoever holds the id, with or without a session (the
 	// account a deletion ends has none left): the id is 128 random bits,
-	// given only to the one who began the job, and the job names only
-	// its subject's id and counts. Jobs are kept 30 days.
+	// given only in the answers of the request that began the job and of
+	// its repeats, and the job names only its subject's id and counts.
+	// Jobs are kept 30 days.
 	//
 	// Cost: one read.
 	//
@@ -2444,7 +2460,9 @@ type ClientInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: one session read and one account read.
+	// Cost: the session and the account read at once (as for every
+	// request with a session), then the account read again for the fields
+	// shown.
 	//
 	// Corresponds with GET /v1/me (the `GetMe` operationId).
 	GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2790,9 +2808,13 @@ type ClientInterface interface {
 	//
 	// Admins only. Newest `suspendedAt` first, ties by user id (descending).
 	// Paging is stable: while nothing changes, no item comes twice and
-	// none is skipped. A page reads the index of non-empty time buckets
-	// once, then one slice per bucket it takes items from, however many
-	// users are suspended and however many empty months lie between.
+	// none is skipped. The username is the one the user had when
+	// suspended.
+	//
+	// Cost: the index of non-empty time buckets
+	// (`SHELF_SUSPENSION_BUCKET`: month, week or day) read once, then one
+	// slice per bucket the page takes items from, however many users are
+	// suspended and however many empty buckets lie between.
 	//
 	// Corresponds with GET /v1/suspensions (the `ListSuspensions` operationId).
 	ListSuspensions(ctx context.Context, params *ListSuspensionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3084,14 +3106,17 @@ type ClientInterface interface {
 	// Admins only (the user themself included: 403). Every action an
 	// admin took on the account: the admin role granted or revoked (by
 	// `api admin grant|revoke`, `via: cli`, no `actor`), the username,
-	// email or display name changed by another account's admin, a
-	// suspension or unsuspension, a deletion by an admin, and another
-	// account's sessions listed, one ended or all ended by an admin. Who
-	// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
-	// where (`clientIp` as the server worked it out behind its trusted
-	// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
-	// or a token. Newest `at` first, paged. The audit of an account
-	// being deleted or deleted is still there (its deletion last).
+	// email or display name changed by an admin, a suspension or
+	// unsuspension, a deletion by an admin, the account's sessions
+	// listed, one ended or all ended by an admin, and a second factor
+	// removed by an admin; and one action of the account's own: a
+	// recovery code used (`recovery_code_used`, the account its
+	// `actor`). Who (`actor`), what (`action`, `old` and `new`), when
+	// (`at`) and from where (`clientIp` as the server worked it out
+	// behind its trusted proxies, `userAgent` cut to 256 bytes). Never a
+	// password, a hash or a token. Newest `at` first, paged. The audit of
+	// an account being deleted or deleted is still there (its deletion
+	// last).
 	//
 	// An entry is decided with the account's compare-and-set that made
 	// the change and carried in the account row until the next admin
@@ -3099,10 +3124,11 @@ type ClientInterface interface {
 	// write was lost is written by the next admin action on the account
 	// or by this read. No change that did not take effect is listed, and
 	// a retry or a write landing late rewrites the same entry: none is
-	// listed twice. An action on sessions changes no account row: its
-	// entry is written before it (no entry, no action: a failed write
-	// answers the admin 503), so it may also name an attempt that was
-	// then refused, and each attempt, a retry too, has its own entry.
+	// listed twice. An action on sessions or factors, and a recovery
+	// code's use, change no account row: the entry is written before the
+	// action (no entry, no action: a failed write answers 503), so it may
+	// also name an attempt that was then refused, and each attempt, a
+	// retry too, has its own entry.
 	//
 	// Cost: one account read, the entries the row still carries written
 	// again (at most three), and one slice of the user's audit.
@@ -3342,9 +3368,10 @@ type ClientInterface interface {
 	// A membership change recorded in a group but not yet finished
 	// counts as recorded: a pending removal of the user leaves the group
 	// out, a pending role change shows the new role; a pending add is
-	// listed once its rows are written (by the change, its retry, or the
-	// next change or member list of the group). So a page may hold fewer
-	// than `limit` groups and still carry `nextCursor`.
+	// listed once its rows are written (by the change, its retry, the
+	// next change, member list or read of the group, or the jobs' worker
+	// a minute or more later). So a page may hold fewer than `limit`
+	// groups and still carry `nextCursor`.
 	//
 	// Who may call: the user themself, or an active admin for any
 	// account. Without a session 401; a session of another, non-admin
@@ -3373,19 +3400,19 @@ type ClientInterface interface {
 	//
 	// Admins only. Every suspension, unsuspension and expiry of the
 	// user, newest `at` first, paged. Kept for good, whether or not the
-	// user is suspended now (so it is not under `/suspension`, which is
-	// 404 when the user is not suspended).
+	// user is suspended now; an account being deleted or deleted is 404.
 	//
 	// An event is recorded by the operation that made it (the account's
-	// compare-and-set first, then its entry). One interrupted after its
-	// compare-and-set is recorded by its retry, by the next suspension
-	// or unsuspension of the user, by the sweeper (an expiry) or by
-	// `api admin repair-suspensions`; every entry is keyed by its event,
-	// so no event is listed twice and a write landing late changes
-	// nothing. Events of one user have strictly increasing times.
+	// compare-and-set first, then its entry; an expiry's operation is the
+	// sweeper's lift). One interrupted after its compare-and-set is
+	// recorded by its retry, by the next suspension or unsuspension of
+	// the user, by the sweeper every process runs or by `api admin
+	// repair-suspensions`; every entry is keyed by its event, so no event
+	// is listed twice and a write landing late changes nothing. Events of
+	// one user have strictly increasing times.
 	//
-	// Cost: one account read and one slice of the user's history beside
-	// the session's read, however long the history.
+	// Cost: one account read and one slice of the user's history, at
+	// once, however long the history.
 	//
 	// Corresponds with GET /v1/users/{id}/moderation-history (the `ListModerationHistory` operationId).
 	ListModerationHistory(ctx context.Context, id UserId, params *ListModerationHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3595,20 +3622,24 @@ type ClientInterface interface {
 	// account. Without a session 401; a session of another, non-admin
 	// user 403.
 	//
+	// An admin's revocation is recorded in the user's audit
+	// (`sessions_revoked`) before it: if that write fails, the answer is
+	// 503 and nothing is revoked. Each attempt, a retry too, is an entry.
+	//
 	// Cost: the user's index of sessions, then each session and its
 	// index entry deleted, 16 sessions at a time (and, for an admin, one
-	// read of the account first).
+	// read of the account and the audit entry's write first).
 	//
 	// Corresponds with DELETE /v1/users/{id}/sessions (the `RevokeUserSessions` operationId).
 	RevokeUserSessions(ctx context.Context, id UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUserSessions A user's sessions, newest first
 	//
-	// The user's live sessions (not expired, not revoked), newest first
-	// (`createdAt`, ties by `id`, descending), each with when it was
-	// created, last seen and expires, the client that logged in and
-	// whether it is the caller's own (`current`). The answer is
-	// `Cache-Control: no-store`.
+	// The user's live sessions (not expired, not revoked, not ended by a
+	// password change), newest first (`createdAt`, ties by `id`,
+	// descending), each with when it was created, last seen and expires,
+	// the client that logged in and whether it is the caller's own
+	// (`current`). The answer is `Cache-Control: no-store`.
 	//
 	// `lastSeenAt` is recorded at most once per
 	// `SHELF_SESSION_SEEN_INTERVAL` (5 minutes) by a request of the
@@ -3624,13 +3655,18 @@ type ClientInterface interface {
 	// account. Without a session 401; a session of another, non-admin
 	// user 403.
 	//
+	// An admin's listing of another user's sessions is recorded in that
+	// user's audit (`sessions_listed`) before any session is read: if
+	// that write fails, the answer is 503 and nothing is listed.
+	//
 	// Cost: the user's index of sessions, read whole (it holds their live
 	// sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
 	// then one read of the page's sessions at once (and, for an admin,
-	// the account, beside the index). An index entry without a session (a
-	// login that failed half-way, a revocation that stopped between its
-	// two deletes) is left out, and the page refilled from the next
-	// entries, up to 8 more reads; a page that runs out of them is
+	// the account, beside the index, and the audit entry's write). An
+	// index entry without a live session (a login that failed half-way, a
+	// revocation that stopped between its two deletes, a session a
+	// password change ended) is left out, and the page refilled from the
+	// next entries, up to 8 more reads; a page that runs out of them is
 	// shorter and still carries `nextCursor`.
 	//
 	// Corresponds with GET /v1/users/{id}/sessions (the `ListUserSessions` operationId).
@@ -3652,8 +3688,14 @@ type ClientInterface interface {
 	// account. Without a session 401; a session of another, non-admin
 	// user 403.
 	//
+	// An admin's revocation is recorded in the user's audit
+	// (`session_revoked`) before it: if that write fails, the answer is
+	// 503 and nothing is revoked. An id that names no session writes no
+	// entry.
+	//
 	// Cost: the user's index of sessions (and, for an admin, the account,
-	// beside it), then the session and its index entry deleted.
+	// beside it, and the audit entry's write), then the session and its
+	// index entry deleted.
 	//
 	// Corresponds with DELETE /v1/users/{id}/sessions/{sessionId} (the `RevokeUserSession` operationId).
 	RevokeUserSession(ctx context.Context, id UserId, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3661,11 +3703,13 @@ type ClientInterface interface {
 	// UnsuspendUser Lift a suspension
 	//
 	// Admins only. The account changes first (compare-and-set, which
-	// records the lift in it), then the lift is written to the user's
-	// moderation history, then the list row and the reverse lookup are
-	// erased. An unsuspension interrupted half-way is finished by its
-	// retry (which answers 404 `not_suspended`) or by `api admin
-	// repair-suspensions`.
+	// records the lift in it; the lift is in force from here and recorded
+	// in the user's audit), then the lift is written to the user's
+	// moderation history, then the list row, the reverse lookup and the
+	// expiry entry are erased. An unsuspension interrupted half-way is
+	// finished by its retry (which answers 404 `not_suspended`), by the
+	// sweeper every process runs (a minute or more after the attempt
+	// began) or by `api admin repair-suspensions`.
 	//
 	// Corresponds with DELETE /v1/users/{id}/suspension (the `UnsuspendUser` operationId).
 	UnsuspendUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3679,18 +3723,22 @@ type ClientInterface interface {
 
 	// SuspendUserWithBody Suspend a user
 	//
-	// Admins only, not themselves, and never another admin (403, as
-	// every admin's change of another admin's account but a display
-	// name). The account changes first (a compare-and-set on its
-	// version, the guard against suspending twice),
-	// then its row in the suspended list, the reverse lookup and its
-	// moderation history entry are written, then every session of the user is revoked: their next
-	// request gets 401, and login answers 403 `suspended` once the password
-	// matched. A suspension interrupted half-way is finished by the next
-	// attempt (which answers 409) or by `api admin repair-suspensions`.
-	// The account is read again once the list's records are written: if
-	// another admin deleted it meanwhile, they are erased and the answer
-	// is 404 (the suspension took effect; the moderation history keeps it).
+	// Admins only; not themselves (400) nor another admin (403). The
+	// account changes first (a compare-and-set on its version, the guard
+	// against suspending twice; the suspension is in force from here and
+	// recorded in the user's audit), then its row in the suspended list,
+	// the reverse lookup, the expiry entry (with `until`) and its
+	// moderation history entry are written, then every session of the
+	// user is revoked: their next request gets 401, and login answers 403
+	// `suspended` once the password matched.
+	//
+	// A suspension interrupted half-way is finished by the next attempt
+	// (which answers 409 `already_suspended`), by the sweeper every
+	// process runs (a minute or more after the attempt began) or by `api
+	// admin repair-suspensions`. The account is read again once the list's
+	// records are written: if another admin deleted it meanwhile, they are
+	// erased and the answer is 404 (the suspension took effect; the
+	// moderation history keeps it).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3699,18 +3747,22 @@ type ClientInterface interface {
 
 	// SuspendUser Suspend a user
 	//
-	// Admins only, not themselves, and never another admin (403, as
-	// every admin's change of another admin's account but a display
-	// name). The account changes first (a compare-and-set on its
-	// version, the guard against suspending twice),
-	// then its row in the suspended list, the reverse lookup and its
-	// moderation history entry are written, then every session of the user is revoked: their next
-	// request gets 401, and login answers 403 `suspended` once the password
-	// matched. A suspension interrupted half-way is finished by the next
-	// attempt (which answers 409) or by `api admin repair-suspensions`.
-	// The account is read again once the list's records are written: if
-	// another admin deleted it meanwhile, they are erased and the answer
-	// is 404 (the suspension took effect; the moderation history keeps it).
+	// Admins only; not themselves (400) nor another admin (403). The
+	// account changes first (a compare-and-set on its version, the guard
+	// against suspending twice; the suspension is in force from here and
+	// recorded in the user's audit), then its row in the suspended list,
+	// the reverse lookup, the expiry entry (with `until`) and its
+	// moderation history entry are written, then every session of the
+	// user is revoked: their next request gets 401, and login answers 403
+	// `suspended` once the password matched.
+	//
+	// A suspension interrupted half-way is finished by the next attempt
+	// (which answers 409 `already_suspended`), by the sweeper every
+	// process runs (a minute or more after the attempt began) or by `api
+	// admin repair-suspensions`. The account is read again once the list's
+	// records are written: if another admin deleted it meanwhile, they are
+	// erased and the answer is 404 (the suspension took effect; the
+	// moderation history keeps it).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3870,8 +3922,9 @@ func (c *Client) RebuildLibrary(ctx context.Context, principalId PrincipalId, re
 // than `limit` (even none) and a `nextCursor`: follow it to go on
 // further back. The last page has no `nextCursor`.
 //
-// Cost: one slice of a day's partition per 200 entries read (one
-// for an unfiltered page), and one per day without entries.
+// Cost: for each day read, one slice of its partition per 200
+// entries (unfiltered, one slice of as many as the page still
+// needs), so a day without entries costs one slice.
 //
 // Corresponds with GET /v1/audit (the `ListAudit` operationId).
 func (c *Client) ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4450,12 +4503,15 @@ func (c *Client) RevertFactorAddition(ctx context.Context, body RevertFactorAddi
 //
 // Who may call: the holder of a session.
 //
-// Cost: like a signup, lightweight transactions in three phases: the
-// name claimed and the group written as pending in parallel, the
-// claim committed, the group activated; then the creator's
-// membership is written. A creation that takes longer than the
-// claim lease is undone and answered 503 `create_expired`; nothing
-// is kept and it may be sent again.
+// Cost: an index entry of the change in progress written first and
+// ended last; like a signup, lightweight transactions in three
+// phases: the name claimed and the group written as pending in
+// parallel, the claim committed, the group activated; then the
+// creator's membership is written to the member tables, their account
+// read again, and the membership marked done by a compare-and-set. A
+// creation that takes longer than the claim lease
+// (`SHELF_CLAIM_LEASE`) is undone and answered 503 `create_expired`;
+// nothing is kept and it may be sent again.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4480,12 +4536,15 @@ func (c *Client) CreateGroupWithBody(ctx context.Context, contentType string, bo
 //
 // Who may call: the holder of a session.
 //
-// Cost: like a signup, lightweight transactions in three phases: the
-// name claimed and the group written as pending in parallel, the
-// claim committed, the group activated; then the creator's
-// membership is written. A creation that takes longer than the
-// claim lease is undone and answered 503 `create_expired`; nothing
-// is kept and it may be sent again.
+// Cost: an index entry of the change in progress written first and
+// ended last; like a signup, lightweight transactions in three
+// phases: the name claimed and the group written as pending in
+// parallel, the claim committed, the group activated; then the
+// creator's membership is written to the member tables, their account
+// read again, and the membership marked done by a compare-and-set. A
+// creation that takes longer than the claim lease
+// (`SHELF_CLAIM_LEASE`) is undone and answered 503 `create_expired`;
+// nothing is kept and it may be sent again.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4583,10 +4642,10 @@ func (c *Client) CloseGroup(ctx context.Context, id GroupId, reqEditors ...Reque
 //
 // Cost: a malformed id is answered 404 without touching the
 // database; otherwise one read of the group. A membership change
-// found unfinished there (its request died) is finished first, as
-// the group's member list does, and the group read again: a group
-// whose creation died with its creator deleted is closed and
-// answered 404.
+// found unfinished there (its request died or is under way) is
+// finished first, as the group's member list does, and the group read
+// again: a group whose creation died with its creator deleted is
+// closed and answered 404.
 //
 // Corresponds with GET /v1/groups/{id} (the `GetGroup` operationId).
 func (c *Client) GetGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4629,8 +4688,10 @@ func (c *Client) GetGroupLibrary(ctx context.Context, id GroupLibraryId, params 
 // session 401; any other session 403.
 //
 // Cost: the group, the caller's membership and the page are read at
-// once (one slice of the group's member partition); a non-member's
-// admin role costs one more read.
+// once (one slice of the group's member partition); the admin check
+// of a non-member reads nothing more (the account was read with the
+// session). A membership change found unfinished in the group is
+// finished first and the three read again.
 //
 // Corresponds with GET /v1/groups/{id}/members (the `ListGroupMembers` operationId).
 func (c *Client) ListGroupMembers(ctx context.Context, id GroupId, params *ListGroupMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4657,8 +4718,10 @@ func (c *Client) ListGroupMembers(ctx context.Context, id GroupId, params *ListG
 // cannot leave or be removed (409 `last_manager`): make another
 // member a manager first.
 //
-// Cost: as for adding a member: reads, a compare-and-set recording the
-// change, the member tables, a compare-and-set marking it done.
+// Cost: as for adding a member, without the account reads: the
+// group and the memberships read, an index entry, a compare-and-set
+// recording the change, the member tables, a compare-and-set marking
+// it done.
 //
 // Corresponds with DELETE /v1/groups/{id}/members/{userId} (the `RemoveGroupMember` operationId).
 func (c *Client) RemoveGroupMember(ctx context.Context, id GroupId, userId MemberUserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4689,12 +4752,14 @@ func (c *Client) RemoveGroupMember(ctx context.Context, id GroupId, userId Membe
 // a plain member (409 `last_manager`).
 //
 // Cost: the group, the caller's and the user's membership and the
-// user's account are read, the change is recorded in the group by a
+// user's account are read, an index entry of the change in progress
+// is written, the change is recorded in the group by a
 // compare-and-set (which checks the count and the managers), the two
-// member tables are written, the user's account is read again, and
-// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
-// change that keeps losing its turn is answered 409
-// `concurrent_change`.
+// member tables are written, the user's account is read again, the
+// change is marked done by a second compare-and-set and the entry
+// ended. Changes of one group through one API process take turns; a
+// change that loses the group's compare-and-set 100 times is answered
+// 409 `concurrent_change`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4727,12 +4792,14 @@ func (c *Client) SetGroupMemberWithBody(ctx context.Context, id GroupId, userId 
 // a plain member (409 `last_manager`).
 //
 // Cost: the group, the caller's and the user's membership and the
-// user's account are read, the change is recorded in the group by a
+// user's account are read, an index entry of the change in progress
+// is written, the change is recorded in the group by a
 // compare-and-set (which checks the count and the managers), the two
-// member tables are written, the user's account is read again, and
-// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
-// change that keeps losing its turn is answered 409
-// `concurrent_change`.
+// member tables are written, the user's account is read again, the
+// change is marked done by a second compare-and-set and the entry
+// ended. Changes of one group through one API process take turns; a
+// change that loses the group's compare-and-set 100 times is answered
+// 409 `concurrent_change`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4762,8 +4829,9 @@ func (c *Client) SetGroupMember(ctx context.Context, id GroupId, userId MemberUs
 //
 // Who may call: whoever holds the id, with or without a session (the
 // account a deletion ends has none left): the id is 128 random bits,
-// given only to the one who began the job, and the job names only
-// its subject's id and counts. Jobs are kept 30 days.
+// given only in the answers of the request that began the job and of
+// its repeats, and the job names only its subject's id and counts.
+// Jobs are kept 30 days.
 //
 // Cost: one read.
 //
@@ -4786,7 +4854,9 @@ func (c *Client) GetJob(ctx context.Context, id string, reqEditors ...RequestEdi
 //
 // Who may call: the holder of a session.
 //
-// Cost: one session read and one account read.
+// Cost: the session and the account read at once (as for every
+// request with a session), then the account read again for the fields
+// shown.
 //
 // Corresponds with GET /v1/me (the `GetMe` operationId).
 func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5242,9 +5312,13 @@ func (c *Client) CompleteSecondFactor(ctx context.Context, body CompleteSecondFa
 //
 // Admins only. Newest `suspendedAt` first, ties by user id (descending).
 // Paging is stable: while nothing changes, no item comes twice and
-// none is skipped. A page reads the index of non-empty time buckets
-// once, then one slice per bucket it takes items from, however many
-// users are suspended and however many empty months lie between.
+// none is skipped. The username is the one the user had when
+// suspended.
+//
+// Cost: the index of non-empty time buckets
+// (`SHELF_SUSPENSION_BUCKET`: month, week or day) read once, then one
+// slice per bucket the page takes items from, however many users are
+// suspended and however many empty buckets lie between.
 //
 // Corresponds with GET /v1/suspensions (the `ListSuspensions` operationId).
 func (c *Client) ListSuspensions(ctx context.Context, params *ListSuspensionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5636,14 +5710,17 @@ func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONR
 // Admins only (the user themself included: 403). Every action an
 // admin took on the account: the admin role granted or revoked (by
 // `api admin grant|revoke`, `via: cli`, no `actor`), the username,
-// email or display name changed by another account's admin, a
-// suspension or unsuspension, a deletion by an admin, and another
-// account's sessions listed, one ended or all ended by an admin. Who
-// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
-// where (`clientIp` as the server worked it out behind its trusted
-// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
-// or a token. Newest `at` first, paged. The audit of an account
-// being deleted or deleted is still there (its deletion last).
+// email or display name changed by an admin, a suspension or
+// unsuspension, a deletion by an admin, the account's sessions
+// listed, one ended or all ended by an admin, and a second factor
+// removed by an admin; and one action of the account's own: a
+// recovery code used (`recovery_code_used`, the account its
+// `actor`). Who (`actor`), what (`action`, `old` and `new`), when
+// (`at`) and from where (`clientIp` as the server worked it out
+// behind its trusted proxies, `userAgent` cut to 256 bytes). Never a
+// password, a hash or a token. Newest `at` first, paged. The audit of
+// an account being deleted or deleted is still there (its deletion
+// last).
 //
 // An entry is decided with the account's compare-and-set that made
 // the change and carried in the account row until the next admin
@@ -5651,10 +5728,11 @@ func (c *Client) UpdateUser(ctx context.Context, id UserId, body UpdateUserJSONR
 // write was lost is written by the next admin action on the account
 // or by this read. No change that did not take effect is listed, and
 // a retry or a write landing late rewrites the same entry: none is
-// listed twice. An action on sessions changes no account row: its
-// entry is written before it (no entry, no action: a failed write
-// answers the admin 503), so it may also name an attempt that was
-// then refused, and each attempt, a retry too, has its own entry.
+// listed twice. An action on sessions or factors, and a recovery
+// code's use, change no account row: the entry is written before the
+// action (no entry, no action: a failed write answers 503), so it may
+// also name an attempt that was then refused, and each attempt, a
+// retry too, has its own entry.
 //
 // Cost: one account read, the entries the row still carries written
 // again (at most three), and one slice of the user's audit.
@@ -5994,9 +6072,10 @@ func (c *Client) RemoveFactor(ctx context.Context, id UserId, factorId FactorId,
 // A membership change recorded in a group but not yet finished
 // counts as recorded: a pending removal of the user leaves the group
 // out, a pending role change shows the new role; a pending add is
-// listed once its rows are written (by the change, its retry, or the
-// next change or member list of the group). So a page may hold fewer
-// than `limit` groups and still carry `nextCursor`.
+// listed once its rows are written (by the change, its retry, the
+// next change, member list or read of the group, or the jobs' worker
+// a minute or more later). So a page may hold fewer than `limit`
+// groups and still carry `nextCursor`.
 //
 // Who may call: the user themself, or an active admin for any
 // account. Without a session 401; a session of another, non-admin
@@ -6045,19 +6124,19 @@ func (c *Client) GetUserLibrary(ctx context.Context, id UserId, params *GetUserL
 //
 // Admins only. Every suspension, unsuspension and expiry of the
 // user, newest `at` first, paged. Kept for good, whether or not the
-// user is suspended now (so it is not under `/suspension`, which is
-// 404 when the user is not suspended).
+// user is suspended now; an account being deleted or deleted is 404.
 //
 // An event is recorded by the operation that made it (the account's
-// compare-and-set first, then its entry). One interrupted after its
-// compare-and-set is recorded by its retry, by the next suspension
-// or unsuspension of the user, by the sweeper (an expiry) or by
-// `api admin repair-suspensions`; every entry is keyed by its event,
-// so no event is listed twice and a write landing late changes
-// nothing. Events of one user have strictly increasing times.
+// compare-and-set first, then its entry; an expiry's operation is the
+// sweeper's lift). One interrupted after its compare-and-set is
+// recorded by its retry, by the next suspension or unsuspension of
+// the user, by the sweeper every process runs or by `api admin
+// repair-suspensions`; every entry is keyed by its event, so no event
+// is listed twice and a write landing late changes nothing. Events of
+// one user have strictly increasing times.
 //
-// Cost: one account read and one slice of the user's history beside
-// the session's read, however long the history.
+// Cost: one account read and one slice of the user's history, at
+// once, however long the history.
 //
 // Corresponds with GET /v1/users/{id}/moderation-history (the `ListModerationHistory` operationId).
 func (c *Client) ListModerationHistory(ctx context.Context, id UserId, params *ListModerationHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6367,9 +6446,13 @@ func (c *Client) CreateRecoveryCodes(ctx context.Context, id UserId, body Create
 // account. Without a session 401; a session of another, non-admin
 // user 403.
 //
+// An admin's revocation is recorded in the user's audit
+// (`sessions_revoked`) before it: if that write fails, the answer is
+// 503 and nothing is revoked. Each attempt, a retry too, is an entry.
+//
 // Cost: the user's index of sessions, then each session and its
 // index entry deleted, 16 sessions at a time (and, for an admin, one
-// read of the account first).
+// read of the account and the audit entry's write first).
 //
 // Corresponds with DELETE /v1/users/{id}/sessions (the `RevokeUserSessions` operationId).
 func (c *Client) RevokeUserSessions(ctx context.Context, id UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6386,11 +6469,11 @@ func (c *Client) RevokeUserSessions(ctx context.Context, id UserId, params *Revo
 
 // ListUserSessions A user's sessions, newest first
 //
-// The user's live sessions (not expired, not revoked), newest first
-// (`createdAt`, ties by `id`, descending), each with when it was
-// created, last seen and expires, the client that logged in and
-// whether it is the caller's own (`current`). The answer is
-// `Cache-Control: no-store`.
+// The user's live sessions (not expired, not revoked, not ended by a
+// password change), newest first (`createdAt`, ties by `id`,
+// descending), each with when it was created, last seen and expires,
+// the client that logged in and whether it is the caller's own
+// (`current`). The answer is `Cache-Control: no-store`.
 //
 // `lastSeenAt` is recorded at most once per
 // `SHELF_SESSION_SEEN_INTERVAL` (5 minutes) by a request of the
@@ -6406,13 +6489,18 @@ func (c *Client) RevokeUserSessions(ctx context.Context, id UserId, params *Revo
 // account. Without a session 401; a session of another, non-admin
 // user 403.
 //
+// An admin's listing of another user's sessions is recorded in that
+// user's audit (`sessions_listed`) before any session is read: if
+// that write fails, the answer is 503 and nothing is listed.
+//
 // Cost: the user's index of sessions, read whole (it holds their live
 // sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
 // then one read of the page's sessions at once (and, for an admin,
-// the account, beside the index). An index entry without a session (a
-// login that failed half-way, a revocation that stopped between its
-// two deletes) is left out, and the page refilled from the next
-// entries, up to 8 more reads; a page that runs out of them is
+// the account, beside the index, and the audit entry's write). An
+// index entry without a live session (a login that failed half-way, a
+// revocation that stopped between its two deletes, a session a
+// password change ended) is left out, and the page refilled from the
+// next entries, up to 8 more reads; a page that runs out of them is
 // shorter and still carries `nextCursor`.
 //
 // Corresponds with GET /v1/users/{id}/sessions (the `ListUserSessions` operationId).
@@ -6444,8 +6532,14 @@ func (c *Client) ListUserSessions(ctx context.Context, id UserId, params *ListUs
 // account. Without a session 401; a session of another, non-admin
 // user 403.
 //
+// An admin's revocation is recorded in the user's audit
+// (`session_revoked`) before it: if that write fails, the answer is
+// 503 and nothing is revoked. An id that names no session writes no
+// entry.
+//
 // Cost: the user's index of sessions (and, for an admin, the account,
-// beside it), then the session and its index entry deleted.
+// beside it, and the audit entry's write), then the session and its
+// index entry deleted.
 //
 // Corresponds with DELETE /v1/users/{id}/sessions/{sessionId} (the `RevokeUserSession` operationId).
 func (c *Client) RevokeUserSession(ctx context.Context, id UserId, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6463,11 +6557,13 @@ func (c *Client) RevokeUserSession(ctx context.Context, id UserId, sessionId Ses
 // UnsuspendUser Lift a suspension
 //
 // Admins only. The account changes first (compare-and-set, which
-// records the lift in it), then the lift is written to the user's
-// moderation history, then the list row and the reverse lookup are
-// erased. An unsuspension interrupted half-way is finished by its
-// retry (which answers 404 `not_suspended`) or by `api admin
-// repair-suspensions`.
+// records the lift in it; the lift is in force from here and recorded
+// in the user's audit), then the lift is written to the user's
+// moderation history, then the list row, the reverse lookup and the
+// expiry entry are erased. An unsuspension interrupted half-way is
+// finished by its retry (which answers 404 `not_suspended`), by the
+// sweeper every process runs (a minute or more after the attempt
+// began) or by `api admin repair-suspensions`.
 //
 // Corresponds with DELETE /v1/users/{id}/suspension (the `UnsuspendUser` operationId).
 func (c *Client) UnsuspendUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6501,18 +6597,22 @@ func (c *Client) GetSuspension(ctx context.Context, id UserId, reqEditors ...Req
 
 // SuspendUserWithBody Suspend a user
 //
-// Admins only, not themselves, and never another admin (403, as
-// every admin's change of another admin's account but a display
-// name). The account changes first (a compare-and-set on its
-// version, the guard against suspending twice),
-// then its row in the suspended list, the reverse lookup and its
-// moderation history entry are written, then every session of the user is revoked: their next
-// request gets 401, and login answers 403 `suspended` once the password
-// matched. A suspension interrupted half-way is finished by the next
-// attempt (which answers 409) or by `api admin repair-suspensions`.
-// The account is read again once the list's records are written: if
-// another admin deleted it meanwhile, they are erased and the answer
-// is 404 (the suspension took effect; the moderation history keeps it).
+// Admins only; not themselves (400) nor another admin (403). The
+// account changes first (a compare-and-set on its version, the guard
+// against suspending twice; the suspension is in force from here and
+// recorded in the user's audit), then its row in the suspended list,
+// the reverse lookup, the expiry entry (with `until`) and its
+// moderation history entry are written, then every session of the
+// user is revoked: their next request gets 401, and login answers 403
+// `suspended` once the password matched.
+//
+// A suspension interrupted half-way is finished by the next attempt
+// (which answers 409 `already_suspended`), by the sweeper every
+// process runs (a minute or more after the attempt began) or by `api
+// admin repair-suspensions`. The account is read again once the list's
+// records are written: if another admin deleted it meanwhile, they are
+// erased and the answer is 404 (the suspension took effect; the
+// moderation history keeps it).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6531,18 +6631,22 @@ func (c *Client) SuspendUserWithBody(ctx context.Context, id UserId, contentType
 
 // SuspendUser Suspend a user
 //
-// Admins only, not themselves, and never another admin (403, as
-// every admin's change of another admin's account but a display
-// name). The account changes first (a compare-and-set on its
-// version, the guard against suspending twice),
-// then its row in the suspended list, the reverse lookup and its
-// moderation history entry are written, then every session of the user is revoked: their next
-// request gets 401, and login answers 403 `suspended` once the password
-// matched. A suspension interrupted half-way is finished by the next
-// attempt (which answers 409) or by `api admin repair-suspensions`.
-// The account is read again once the list's records are written: if
-// another admin deleted it meanwhile, they are erased and the answer
-// is 404 (the suspension took effect; the moderation history keeps it).
+// Admins only; not themselves (400) nor another admin (403). The
+// account changes first (a compare-and-set on its version, the guard
+// against suspending twice; the suspension is in force from here and
+// recorded in the user's audit), then its row in the suspended list,
+// the reverse lookup, the expiry entry (with `until`) and its
+// moderation history entry are written, then every session of the
+// user is revoked: their next request gets 401, and login answers 403
+// `suspended` once the password matched.
+//
+// A suspension interrupted half-way is finished by the next attempt
+// (which answers 409 `already_suspended`), by the sweeper every
+// process runs (a minute or more after the attempt began) or by `api
+// admin repair-suspensions`. The account is read again once the list's
+// records are written: if another admin deleted it meanwhile, they are
+// erased and the answer is 404 (the suspension took effect; the
+// moderation history keeps it).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9607,8 +9711,9 @@ type ClientWithResponsesInterface interface {
 	// than `limit` (even none) and a `nextCursor`: follow it to go on
 	// further back. The last page has no `nextCursor`.
 	//
-	// Cost: one slice of a day's partition per 200 entries read (one
-	// for an unfiltered page), and one per day without entries.
+	// Cost: for each day read, one slice of its partition per 200
+	// entries (unfiltered, one slice of as many as the page still
+	// needs), so a day without entries costs one slice.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10003,12 +10108,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: like a signup, lightweight transactions in three phases: the
-	// name claimed and the group written as pending in parallel, the
-	// claim committed, the group activated; then the creator's
-	// membership is written. A creation that takes longer than the
-	// claim lease is undone and answered 503 `create_expired`; nothing
-	// is kept and it may be sent again.
+	// Cost: an index entry of the change in progress written first and
+	// ended last; like a signup, lightweight transactions in three
+	// phases: the name claimed and the group written as pending in
+	// parallel, the claim committed, the group activated; then the
+	// creator's membership is written to the member tables, their account
+	// read again, and the membership marked done by a compare-and-set. A
+	// creation that takes longer than the claim lease
+	// (`SHELF_CLAIM_LEASE`) is undone and answered 503 `create_expired`;
+	// nothing is kept and it may be sent again.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10023,12 +10131,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: like a signup, lightweight transactions in three phases: the
-	// name claimed and the group written as pending in parallel, the
-	// claim committed, the group activated; then the creator's
-	// membership is written. A creation that takes longer than the
-	// claim lease is undone and answered 503 `create_expired`; nothing
-	// is kept and it may be sent again.
+	// Cost: an index entry of the change in progress written first and
+	// ended last; like a signup, lightweight transactions in three
+	// phases: the name claimed and the group written as pending in
+	// parallel, the claim committed, the group activated; then the
+	// creator's membership is written to the member tables, their account
+	// read again, and the membership marked done by a compare-and-set. A
+	// creation that takes longer than the claim lease
+	// (`SHELF_CLAIM_LEASE`) is undone and answered 503 `create_expired`;
+	// nothing is kept and it may be sent again.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10100,10 +10211,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Cost: a malformed id is answered 404 without touching the
 	// database; otherwise one read of the group. A membership change
-	// found unfinished there (its request died) is finished first, as
-	// the group's member list does, and the group read again: a group
-	// whose creation died with its creator deleted is closed and
-	// answered 404.
+	// found unfinished there (its request died or is under way) is
+	// finished first, as the group's member list does, and the group read
+	// again: a group whose creation died with its creator deleted is
+	// closed and answered 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10130,8 +10241,10 @@ type ClientWithResponsesInterface interface {
 	// session 401; any other session 403.
 	//
 	// Cost: the group, the caller's membership and the page are read at
-	// once (one slice of the group's member partition); a non-member's
-	// admin role costs one more read.
+	// once (one slice of the group's member partition); the admin check
+	// of a non-member reads nothing more (the account was read with the
+	// session). A membership change found unfinished in the group is
+	// finished first and the three read again.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10150,8 +10263,10 @@ type ClientWithResponsesInterface interface {
 	// cannot leave or be removed (409 `last_manager`): make another
 	// member a manager first.
 	//
-	// Cost: as for adding a member: reads, a compare-and-set recording the
-	// change, the member tables, a compare-and-set marking it done.
+	// Cost: as for adding a member, without the account reads: the
+	// group and the memberships read, an index entry, a compare-and-set
+	// recording the change, the member tables, a compare-and-set marking
+	// it done.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10174,12 +10289,14 @@ type ClientWithResponsesInterface interface {
 	// a plain member (409 `last_manager`).
 	//
 	// Cost: the group, the caller's and the user's membership and the
-	// user's account are read, the change is recorded in the group by a
+	// user's account are read, an index entry of the change in progress
+	// is written, the change is recorded in the group by a
 	// compare-and-set (which checks the count and the managers), the two
-	// member tables are written, the user's account is read again, and
-	// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
-	// change that keeps losing its turn is answered 409
-	// `concurrent_change`.
+	// member tables are written, the user's account is read again, the
+	// change is marked done by a second compare-and-set and the entry
+	// ended. Changes of one group through one API process take turns; a
+	// change that loses the group's compare-and-set 100 times is answered
+	// 409 `concurrent_change`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10202,12 +10319,14 @@ type ClientWithResponsesInterface interface {
 	// a plain member (409 `last_manager`).
 	//
 	// Cost: the group, the caller's and the user's membership and the
-	// user's account are read, the change is recorded in the group by a
+	// user's account are read, an index entry of the change in progress
+	// is written, the change is recorded in the group by a
 	// compare-and-set (which checks the count and the managers), the two
-	// member tables are written, the user's account is read again, and
-	// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
-	// change that keeps losing its turn is answered 409
-	// `concurrent_change`.
+	// member tables are written, the user's account is read again, the
+	// change is marked done by a second compare-and-set and the entry
+	// ended. Changes of one group through one API process take turns; a
+	// change that loses the group's compare-and-set 100 times is answered
+	// 409 `concurrent_change`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10227,8 +10346,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: whoever holds the id, with or without a session (the
 	// account a deletion ends has none left): the id is 128 random bits,
-	// given only to the one who began the job, and the job names only
-	// its subject's id and counts. Jobs are kept 30 days.
+	// given only in the answers of the request that began the job and of
+	// its repeats, and the job names only its subject's id and counts.
+	// Jobs are kept 30 days.
 	//
 	// Cost: one read.
 	//
@@ -10243,7 +10363,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: one session read and one account read.
+	// Cost: the session and the account read at once (as for every
+	// request with a session), then the account read again for the fields
+	// shown.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10595,9 +10717,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Admins only. Newest `suspendedAt` first, ties by user id (descending).
 	// Paging is stable: while nothing changes, no item comes twice and
-	// none is skipped. A page reads the index of non-empty time buckets
-	// once, then one slice per bucket it takes items from, however many
-	// users are suspended and however many empty months lie between.
+	// none is skipped. The username is the one the user had when
+	// suspended.
+	//
+	// Cost: the index of non-empty time buckets
+	// (`SHELF_SUSPENSION_BUCKET`: month, week or day) read once, then one
+	// slice per bucket the page takes items from, however many users are
+	// suspended and however many empty buckets lie between.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10901,14 +11027,17 @@ type ClientWithResponsesInterface interface {
 	// Admins only (the user themself included: 403). Every action an
 	// admin took on the account: the admin role granted or revoked (by
 	// `api admin grant|revoke`, `via: cli`, no `actor`), the username,
-	// email or display name changed by another account's admin, a
-	// suspension or unsuspension, a deletion by an admin, and another
-	// account's sessions listed, one ended or all ended by an admin. Who
-	// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
-	// where (`clientIp` as the server worked it out behind its trusted
-	// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
-	// or a token. Newest `at` first, paged. The audit of an account
-	// being deleted or deleted is still there (its deletion last).
+	// email or display name changed by an admin, a suspension or
+	// unsuspension, a deletion by an admin, the account's sessions
+	// listed, one ended or all ended by an admin, and a second factor
+	// removed by an admin; and one action of the account's own: a
+	// recovery code used (`recovery_code_used`, the account its
+	// `actor`). Who (`actor`), what (`action`, `old` and `new`), when
+	// (`at`) and from where (`clientIp` as the server worked it out
+	// behind its trusted proxies, `userAgent` cut to 256 bytes). Never a
+	// password, a hash or a token. Newest `at` first, paged. The audit of
+	// an account being deleted or deleted is still there (its deletion
+	// last).
 	//
 	// An entry is decided with the account's compare-and-set that made
 	// the change and carried in the account row until the next admin
@@ -10916,10 +11045,11 @@ type ClientWithResponsesInterface interface {
 	// write was lost is written by the next admin action on the account
 	// or by this read. No change that did not take effect is listed, and
 	// a retry or a write landing late rewrites the same entry: none is
-	// listed twice. An action on sessions changes no account row: its
-	// entry is written before it (no entry, no action: a failed write
-	// answers the admin 503), so it may also name an attempt that was
-	// then refused, and each attempt, a retry too, has its own entry.
+	// listed twice. An action on sessions or factors, and a recovery
+	// code's use, change no account row: the entry is written before the
+	// action (no entry, no action: a failed write answers 503), so it may
+	// also name an attempt that was then refused, and each attempt, a
+	// retry too, has its own entry.
 	//
 	// Cost: one account read, the entries the row still carries written
 	// again (at most three), and one slice of the user's audit.
@@ -11163,9 +11293,10 @@ type ClientWithResponsesInterface interface {
 	// A membership change recorded in a group but not yet finished
 	// counts as recorded: a pending removal of the user leaves the group
 	// out, a pending role change shows the new role; a pending add is
-	// listed once its rows are written (by the change, its retry, or the
-	// next change or member list of the group). So a page may hold fewer
-	// than `limit` groups and still carry `nextCursor`.
+	// listed once its rows are written (by the change, its retry, the
+	// next change, member list or read of the group, or the jobs' worker
+	// a minute or more later). So a page may hold fewer than `limit`
+	// groups and still carry `nextCursor`.
 	//
 	// Who may call: the user themself, or an active admin for any
 	// account. Without a session 401; a session of another, non-admin
@@ -11198,19 +11329,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Admins only. Every suspension, unsuspension and expiry of the
 	// user, newest `at` first, paged. Kept for good, whether or not the
-	// user is suspended now (so it is not under `/suspension`, which is
-	// 404 when the user is not suspended).
+	// user is suspended now; an account being deleted or deleted is 404.
 	//
 	// An event is recorded by the operation that made it (the account's
-	// compare-and-set first, then its entry). One interrupted after its
-	// compare-and-set is recorded by its retry, by the next suspension
-	// or unsuspension of the user, by the sweeper (an expiry) or by
-	// `api admin repair-suspensions`; every entry is keyed by its event,
-	// so no event is listed twice and a write landing late changes
-	// nothing. Events of one user have strictly increasing times.
+	// compare-and-set first, then its entry; an expiry's operation is the
+	// sweeper's lift). One interrupted after its compare-and-set is
+	// recorded by its retry, by the next suspension or unsuspension of
+	// the user, by the sweeper every process runs or by `api admin
+	// repair-suspensions`; every entry is keyed by its event, so no event
+	// is listed twice and a write landing late changes nothing. Events of
+	// one user have strictly increasing times.
 	//
-	// Cost: one account read and one slice of the user's history beside
-	// the session's read, however long the history.
+	// Cost: one account read and one slice of the user's history, at
+	// once, however long the history.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11424,9 +11555,13 @@ type ClientWithResponsesInterface interface {
 	// account. Without a session 401; a session of another, non-admin
 	// user 403.
 	//
+	// An admin's revocation is recorded in the user's audit
+	// (`sessions_revoked`) before it: if that write fails, the answer is
+	// 503 and nothing is revoked. Each attempt, a retry too, is an entry.
+	//
 	// Cost: the user's index of sessions, then each session and its
 	// index entry deleted, 16 sessions at a time (and, for an admin, one
-	// read of the account first).
+	// read of the account and the audit entry's write first).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11435,11 +11570,11 @@ type ClientWithResponsesInterface interface {
 
 	// ListUserSessionsWithResponse A user's sessions, newest first
 	//
-	// The user's live sessions (not expired, not revoked), newest first
-	// (`createdAt`, ties by `id`, descending), each with when it was
-	// created, last seen and expires, the client that logged in and
-	// whether it is the caller's own (`current`). The answer is
-	// `Cache-Control: no-store`.
+	// The user's live sessions (not expired, not revoked, not ended by a
+	// password change), newest first (`createdAt`, ties by `id`,
+	// descending), each with when it was created, last seen and expires,
+	// the client that logged in and whether it is the caller's own
+	// (`current`). The answer is `Cache-Control: no-store`.
 	//
 	// `lastSeenAt` is recorded at most once per
 	// `SHELF_SESSION_SEEN_INTERVAL` (5 minutes) by a request of the
@@ -11455,13 +11590,18 @@ type ClientWithResponsesInterface interface {
 	// account. Without a session 401; a session of another, non-admin
 	// user 403.
 	//
+	// An admin's listing of another user's sessions is recorded in that
+	// user's audit (`sessions_listed`) before any session is read: if
+	// that write fails, the answer is 503 and nothing is listed.
+	//
 	// Cost: the user's index of sessions, read whole (it holds their live
 	// sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
 	// then one read of the page's sessions at once (and, for an admin,
-	// the account, beside the index). An index entry without a session (a
-	// login that failed half-way, a revocation that stopped between its
-	// two deletes) is left out, and the page refilled from the next
-	// entries, up to 8 more reads; a page that runs out of them is
+	// the account, beside the index, and the audit entry's write). An
+	// index entry without a live session (a login that failed half-way, a
+	// revocation that stopped between its two deletes, a session a
+	// password change ended) is left out, and the page refilled from the
+	// next entries, up to 8 more reads; a page that runs out of them is
 	// shorter and still carries `nextCursor`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -11485,8 +11625,14 @@ type ClientWithResponsesInterface interface {
 	// account. Without a session 401; a session of another, non-admin
 	// user 403.
 	//
+	// An admin's revocation is recorded in the user's audit
+	// (`session_revoked`) before it: if that write fails, the answer is
+	// 503 and nothing is revoked. An id that names no session writes no
+	// entry.
+	//
 	// Cost: the user's index of sessions (and, for an admin, the account,
-	// beside it), then the session and its index entry deleted.
+	// beside it, and the audit entry's write), then the session and its
+	// index entry deleted.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11496,11 +11642,13 @@ type ClientWithResponsesInterface interface {
 	// UnsuspendUserWithResponse Lift a suspension
 	//
 	// Admins only. The account changes first (compare-and-set, which
-	// records the lift in it), then the lift is written to the user's
-	// moderation history, then the list row and the reverse lookup are
-	// erased. An unsuspension interrupted half-way is finished by its
-	// retry (which answers 404 `not_suspended`) or by `api admin
-	// repair-suspensions`.
+	// records the lift in it; the lift is in force from here and recorded
+	// in the user's audit), then the lift is written to the user's
+	// moderation history, then the list row, the reverse lookup and the
+	// expiry entry are erased. An unsuspension interrupted half-way is
+	// finished by its retry (which answers 404 `not_suspended`), by the
+	// sweeper every process runs (a minute or more after the attempt
+	// began) or by `api admin repair-suspensions`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11518,18 +11666,22 @@ type ClientWithResponsesInterface interface {
 
 	// SuspendUserWithBodyWithResponse Suspend a user
 	//
-	// Admins only, not themselves, and never another admin (403, as
-	// every admin's change of another admin's account but a display
-	// name). The account changes first (a compare-and-set on its
-	// version, the guard against suspending twice),
-	// then its row in the suspended list, the reverse lookup and its
-	// moderation history entry are written, then every session of the user is revoked: their next
-	// request gets 401, and login answers 403 `suspended` once the password
-	// matched. A suspension interrupted half-way is finished by the next
-	// attempt (which answers 409) or by `api admin repair-suspensions`.
-	// The account is read again once the list's records are written: if
-	// another admin deleted it meanwhile, they are erased and the answer
-	// is 404 (the suspension took effect; the moderation history keeps it).
+	// Admins only; not themselves (400) nor another admin (403). The
+	// account changes first (a compare-and-set on its version, the guard
+	// against suspending twice; the suspension is in force from here and
+	// recorded in the user's audit), then its row in the suspended list,
+	// the reverse lookup, the expiry entry (with `until`) and its
+	// moderation history entry are written, then every session of the
+	// user is revoked: their next request gets 401, and login answers 403
+	// `suspended` once the password matched.
+	//
+	// A suspension interrupted half-way is finished by the next attempt
+	// (which answers 409 `already_suspended`), by the sweeper every
+	// process runs (a minute or more after the attempt began) or by `api
+	// admin repair-suspensions`. The account is read again once the list's
+	// records are written: if another admin deleted it meanwhile, they are
+	// erased and the answer is 404 (the suspension took effect; the
+	// moderation history keeps it).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11538,18 +11690,22 @@ type ClientWithResponsesInterface interface {
 
 	// SuspendUserWithResponse Suspend a user
 	//
-	// Admins only, not themselves, and never another admin (403, as
-	// every admin's change of another admin's account but a display
-	// name). The account changes first (a compare-and-set on its
-	// version, the guard against suspending twice),
-	// then its row in the suspended list, the reverse lookup and its
-	// moderation history entry are written, then every session of the user is revoked: their next
-	// request gets 401, and login answers 403 `suspended` once the password
-	// matched. A suspension interrupted half-way is finished by the next
-	// attempt (which answers 409) or by `api admin repair-suspensions`.
-	// The account is read again once the list's records are written: if
-	// another admin deleted it meanwhile, they are erased and the answer
-	// is 404 (the suspension took effect; the moderation history keeps it).
+	// Admins only; not themselves (400) nor another admin (403). The
+	// account changes first (a compare-and-set on its version, the guard
+	// against suspending twice; the suspension is in force from here and
+	// recorded in the user's audit), then its row in the suspended list,
+	// the reverse lookup, the expiry entry (with `until`) and its
+	// moderation history entry are written, then every session of the
+	// user is revoked: their next request gets 401, and login answers 403
+	// `suspended` once the password matched.
+	//
+	// A suspension interrupted half-way is finished by the next attempt
+	// (which answers 409 `already_suspended`), by the sweeper every
+	// process runs (a minute or more after the attempt began) or by `api
+	// admin repair-suspensions`. The account is read again once the list's
+	// records are written: if another admin deleted it meanwhile, they are
+	// erased and the answer is 404 (the suspension took effect; the
+	// moderation history keeps it).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20203,8 +20359,9 @@ func (c *ClientWithResponses) RebuildLibraryWithResponse(ctx context.Context, pr
 // than `limit` (even none) and a `nextCursor`: follow it to go on
 // further back. The last page has no `nextCursor`.
 //
-// Cost: one slice of a day's partition per 200 entries read (one
-// for an unfiltered page), and one per day without entries.
+// Cost: for each day read, one slice of its partition per 200
+// entries (unfiltered, one slice of as many as the page still
+// needs), so a day without entries costs one slice.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20717,12 +20874,15 @@ func (c *ClientWithResponses) RevertFactorAdditionWithResponse(ctx context.Conte
 //
 // Who may call: the holder of a session.
 //
-// Cost: like a signup, lightweight transactions in three phases: the
-// name claimed and the group written as pending in parallel, the
-// claim committed, the group activated; then the creator's
-// membership is written. A creation that takes longer than the
-// claim lease is undone and answered 503 `create_expired`; nothing
-// is kept and it may be sent again.
+// Cost: an index entry of the change in progress written first and
+// ended last; like a signup, lightweight transactions in three
+// phases: the name claimed and the group written as pending in
+// parallel, the claim committed, the group activated; then the
+// creator's membership is written to the member tables, their account
+// read again, and the membership marked done by a compare-and-set. A
+// creation that takes longer than the claim lease
+// (`SHELF_CLAIM_LEASE`) is undone and answered 503 `create_expired`;
+// nothing is kept and it may be sent again.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20743,12 +20903,15 @@ func (c *ClientWithResponses) CreateGroupWithBodyWithResponse(ctx context.Contex
 //
 // Who may call: the holder of a session.
 //
-// Cost: like a signup, lightweight transactions in three phases: the
-// name claimed and the group written as pending in parallel, the
-// claim committed, the group activated; then the creator's
-// membership is written. A creation that takes longer than the
-// claim lease is undone and answered 503 `create_expired`; nothing
-// is kept and it may be sent again.
+// Cost: an index entry of the change in progress written first and
+// ended last; like a signup, lightweight transactions in three
+// phases: the name claimed and the group written as pending in
+// parallel, the claim committed, the group activated; then the
+// creator's membership is written to the member tables, their account
+// read again, and the membership marked done by a compare-and-set. A
+// creation that takes longer than the claim lease
+// (`SHELF_CLAIM_LEASE`) is undone and answered 503 `create_expired`;
+// nothing is kept and it may be sent again.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20838,10 +21001,10 @@ func (c *ClientWithResponses) CloseGroupWithResponse(ctx context.Context, id Gro
 //
 // Cost: a malformed id is answered 404 without touching the
 // database; otherwise one read of the group. A membership change
-// found unfinished there (its request died) is finished first, as
-// the group's member list does, and the group read again: a group
-// whose creation died with its creator deleted is closed and
-// answered 404.
+// found unfinished there (its request died or is under way) is
+// finished first, as the group's member list does, and the group read
+// again: a group whose creation died with its creator deleted is
+// closed and answered 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20880,8 +21043,10 @@ func (c *ClientWithResponses) GetGroupLibraryWithResponse(ctx context.Context, i
 // session 401; any other session 403.
 //
 // Cost: the group, the caller's membership and the page are read at
-// once (one slice of the group's member partition); a non-member's
-// admin role costs one more read.
+// once (one slice of the group's member partition); the admin check
+// of a non-member reads nothing more (the account was read with the
+// session). A membership change found unfinished in the group is
+// finished first and the three read again.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20906,8 +21071,10 @@ func (c *ClientWithResponses) ListGroupMembersWithResponse(ctx context.Context, 
 // cannot leave or be removed (409 `last_manager`): make another
 // member a manager first.
 //
-// Cost: as for adding a member: reads, a compare-and-set recording the
-// change, the member tables, a compare-and-set marking it done.
+// Cost: as for adding a member, without the account reads: the
+// group and the memberships read, an index entry, a compare-and-set
+// recording the change, the member tables, a compare-and-set marking
+// it done.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20936,12 +21103,14 @@ func (c *ClientWithResponses) RemoveGroupMemberWithResponse(ctx context.Context,
 // a plain member (409 `last_manager`).
 //
 // Cost: the group, the caller's and the user's membership and the
-// user's account are read, the change is recorded in the group by a
+// user's account are read, an index entry of the change in progress
+// is written, the change is recorded in the group by a
 // compare-and-set (which checks the count and the managers), the two
-// member tables are written, the user's account is read again, and
-// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
-// change that keeps losing its turn is answered 409
-// `concurrent_change`.
+// member tables are written, the user's account is read again, the
+// change is marked done by a second compare-and-set and the entry
+// ended. Changes of one group through one API process take turns; a
+// change that loses the group's compare-and-set 100 times is answered
+// 409 `concurrent_change`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20970,12 +21139,14 @@ func (c *ClientWithResponses) SetGroupMemberWithBodyWithResponse(ctx context.Con
 // a plain member (409 `last_manager`).
 //
 // Cost: the group, the caller's and the user's membership and the
-// user's account are read, the change is recorded in the group by a
+// user's account are read, an index entry of the change in progress
+// is written, the change is recorded in the group by a
 // compare-and-set (which checks the count and the managers), the two
-// member tables are written, the user's account is read again, and
-// the change is marked done by a second compare-and-set. Concurrent changes of the same group take turns; a
-// change that keeps losing its turn is answered 409
-// `concurrent_change`.
+// member tables are written, the user's account is read again, the
+// change is marked done by a second compare-and-set and the entry
+// ended. Changes of one group through one API process take turns; a
+// change that loses the group's compare-and-set 100 times is answered
+// 409 `concurrent_change`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21001,8 +21172,9 @@ func (c *ClientWithResponses) SetGroupMemberWithResponse(ctx context.Context, id
 //
 // Who may call: whoever holds the id, with or without a session (the
 // account a deletion ends has none left): the id is 128 random bits,
-// given only to the one who began the job, and the job names only
-// its subject's id and counts. Jobs are kept 30 days.
+// given only in the answers of the request that began the job and of
+// its repeats, and the job names only its subject's id and counts.
+// Jobs are kept 30 days.
 //
 // Cost: one read.
 //
@@ -21023,7 +21195,9 @@ func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, id string,
 //
 // Who may call: the holder of a session.
 //
-// Cost: one session read and one account read.
+// Cost: the session and the account read at once (as for every
+// request with a session), then the account read again for the fields
+// shown.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21441,9 +21615,13 @@ func (c *ClientWithResponses) CompleteSecondFactorWithResponse(ctx context.Conte
 //
 // Admins only. Newest `suspendedAt` first, ties by user id (descending).
 // Paging is stable: while nothing changes, no item comes twice and
-// none is skipped. A page reads the index of non-empty time buckets
-// once, then one slice per bucket it takes items from, however many
-// users are suspended and however many empty months lie between.
+// none is skipped. The username is the one the user had when
+// suspended.
+//
+// Cost: the index of non-empty time buckets
+// (`SHELF_SUSPENSION_BUCKET`: month, week or day) read once, then one
+// slice per bucket the page takes items from, however many users are
+// suspended and however many empty buckets lie between.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21807,14 +21985,17 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id Use
 // Admins only (the user themself included: 403). Every action an
 // admin took on the account: the admin role granted or revoked (by
 // `api admin grant|revoke`, `via: cli`, no `actor`), the username,
-// email or display name changed by another account's admin, a
-// suspension or unsuspension, a deletion by an admin, and another
-// account's sessions listed, one ended or all ended by an admin. Who
-// (`actor`), what (`action`, `old` and `new`), when (`at`) and from
-// where (`clientIp` as the server worked it out behind its trusted
-// proxies, `userAgent` cut to 256 bytes). Never a password, a hash
-// or a token. Newest `at` first, paged. The audit of an account
-// being deleted or deleted is still there (its deletion last).
+// email or display name changed by an admin, a suspension or
+// unsuspension, a deletion by an admin, the account's sessions
+// listed, one ended or all ended by an admin, and a second factor
+// removed by an admin; and one action of the account's own: a
+// recovery code used (`recovery_code_used`, the account its
+// `actor`). Who (`actor`), what (`action`, `old` and `new`), when
+// (`at`) and from where (`clientIp` as the server worked it out
+// behind its trusted proxies, `userAgent` cut to 256 bytes). Never a
+// password, a hash or a token. Newest `at` first, paged. The audit of
+// an account being deleted or deleted is still there (its deletion
+// last).
 //
 // An entry is decided with the account's compare-and-set that made
 // the change and carried in the account row until the next admin
@@ -21822,10 +22003,11 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id Use
 // write was lost is written by the next admin action on the account
 // or by this read. No change that did not take effect is listed, and
 // a retry or a write landing late rewrites the same entry: none is
-// listed twice. An action on sessions changes no account row: its
-// entry is written before it (no entry, no action: a failed write
-// answers the admin 503), so it may also name an attempt that was
-// then refused, and each attempt, a retry too, has its own entry.
+// listed twice. An action on sessions or factors, and a recovery
+// code's use, change no account row: the entry is written before the
+// action (no entry, no action: a failed write answers 503), so it may
+// also name an attempt that was then refused, and each attempt, a
+// retry too, has its own entry.
 //
 // Cost: one account read, the entries the row still carries written
 // again (at most three), and one slice of the user's audit.
@@ -22129,9 +22311,10 @@ func (c *ClientWithResponses) RemoveFactorWithResponse(ctx context.Context, id U
 // A membership change recorded in a group but not yet finished
 // counts as recorded: a pending removal of the user leaves the group
 // out, a pending role change shows the new role; a pending add is
-// listed once its rows are written (by the change, its retry, or the
-// next change or member list of the group). So a page may hold fewer
-// than `limit` groups and still carry `nextCursor`.
+// listed once its rows are written (by the change, its retry, the
+// next change, member list or read of the group, or the jobs' worker
+// a minute or more later). So a page may hold fewer than `limit`
+// groups and still carry `nextCursor`.
 //
 // Who may call: the user themself, or an active admin for any
 // account. Without a session 401; a session of another, non-admin
@@ -22176,19 +22359,19 @@ func (c *ClientWithResponses) GetUserLibraryWithResponse(ctx context.Context, id
 //
 // Admins only. Every suspension, unsuspension and expiry of the
 // user, newest `at` first, paged. Kept for good, whether or not the
-// user is suspended now (so it is not under `/suspension`, which is
-// 404 when the user is not suspended).
+// user is suspended now; an account being deleted or deleted is 404.
 //
 // An event is recorded by the operation that made it (the account's
-// compare-and-set first, then its entry). One interrupted after its
-// compare-and-set is recorded by its retry, by the next suspension
-// or unsuspension of the user, by the sweeper (an expiry) or by
-// `api admin repair-suspensions`; every entry is keyed by its event,
-// so no event is listed twice and a write landing late changes
-// nothing. Events of one user have strictly increasing times.
+// compare-and-set first, then its entry; an expiry's operation is the
+// sweeper's lift). One interrupted after its compare-and-set is
+// recorded by its retry, by the next suspension or unsuspension of
+// the user, by the sweeper every process runs or by `api admin
+// repair-suspensions`; every entry is keyed by its event, so no event
+// is listed twice and a write landing late changes nothing. Events of
+// one user have strictly increasing times.
 //
-// Cost: one account read and one slice of the user's history beside
-// the session's read, however long the history.
+// Cost: one account read and one slice of the user's history, at
+// once, however long the history.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -22462,9 +22645,13 @@ func (c *ClientWithResponses) CreateRecoveryCodesWithResponse(ctx context.Contex
 // account. Without a session 401; a session of another, non-admin
 // user 403.
 //
+// An admin's revocation is recorded in the user's audit
+// (`sessions_revoked`) before it: if that write fails, the answer is
+// 503 and nothing is revoked. Each attempt, a retry too, is an entry.
+//
 // Cost: the user's index of sessions, then each session and its
 // index entry deleted, 16 sessions at a time (and, for an admin, one
-// read of the account first).
+// read of the account and the audit entry's write first).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -22479,11 +22666,11 @@ func (c *ClientWithResponses) RevokeUserSessionsWithResponse(ctx context.Context
 
 // ListUserSessionsWithResponse A user's sessions, newest first
 //
-// The user's live sessions (not expired, not revoked), newest first
-// (`createdAt`, ties by `id`, descending), each with when it was
-// created, last seen and expires, the client that logged in and
-// whether it is the caller's own (`current`). The answer is
-// `Cache-Control: no-store`.
+// The user's live sessions (not expired, not revoked, not ended by a
+// password change), newest first (`createdAt`, ties by `id`,
+// descending), each with when it was created, last seen and expires,
+// the client that logged in and whether it is the caller's own
+// (`current`). The answer is `Cache-Control: no-store`.
 //
 // `lastSeenAt` is recorded at most once per
 // `SHELF_SESSION_SEEN_INTERVAL` (5 minutes) by a request of the
@@ -22499,13 +22686,18 @@ func (c *ClientWithResponses) RevokeUserSessionsWithResponse(ctx context.Context
 // account. Without a session 401; a session of another, non-admin
 // user 403.
 //
+// An admin's listing of another user's sessions is recorded in that
+// user's audit (`sessions_listed`) before any session is read: if
+// that write fails, the answer is 503 and nothing is listed.
+//
 // Cost: the user's index of sessions, read whole (it holds their live
 // sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
 // then one read of the page's sessions at once (and, for an admin,
-// the account, beside the index). An index entry without a session (a
-// login that failed half-way, a revocation that stopped between its
-// two deletes) is left out, and the page refilled from the next
-// entries, up to 8 more reads; a page that runs out of them is
+// the account, beside the index, and the audit entry's write). An
+// index entry without a live session (a login that failed half-way, a
+// revocation that stopped between its two deletes, a session a
+// password change ended) is left out, and the page refilled from the
+// next entries, up to 8 more reads; a page that runs out of them is
 // shorter and still carries `nextCursor`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -22535,8 +22727,14 @@ func (c *ClientWithResponses) ListUserSessionsWithResponse(ctx context.Context, 
 // account. Without a session 401; a session of another, non-admin
 // user 403.
 //
+// An admin's revocation is recorded in the user's audit
+// (`session_revoked`) before it: if that write fails, the answer is
+// 503 and nothing is revoked. An id that names no session writes no
+// entry.
+//
 // Cost: the user's index of sessions (and, for an admin, the account,
-// beside it), then the session and its index entry deleted.
+// beside it, and the audit entry's write), then the session and its
+// index entry deleted.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -22552,11 +22750,13 @@ func (c *ClientWithResponses) RevokeUserSessionWithResponse(ctx context.Context,
 // UnsuspendUserWithResponse Lift a suspension
 //
 // Admins only. The account changes first (compare-and-set, which
-// records the lift in it), then the lift is written to the user's
-// moderation history, then the list row and the reverse lookup are
-// erased. An unsuspension interrupted half-way is finished by its
-// retry (which answers 404 `not_suspended`) or by `api admin
-// repair-suspensions`.
+// records the lift in it; the lift is in force from here and recorded
+// in the user's audit), then the lift is written to the user's
+// moderation history, then the list row, the reverse lookup and the
+// expiry entry are erased. An unsuspension interrupted half-way is
+// finished by its retry (which answers 404 `not_suspended`), by the
+// sweeper every process runs (a minute or more after the attempt
+// began) or by `api admin repair-suspensions`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -22586,18 +22786,22 @@ func (c *ClientWithResponses) GetSuspensionWithResponse(ctx context.Context, id 
 
 // SuspendUserWithBodyWithResponse Suspend a user
 //
-// Admins only, not themselves, and never another admin (403, as
-// every admin's change of another admin's account but a display
-// name). The account changes first (a compare-and-set on its
-// version, the guard against suspending twice),
-// then its row in the suspended list, the reverse lookup and its
-// moderation history entry are written, then every session of the user is revoked: their next
-// request gets 401, and login answers 403 `suspended` once the password
-// matched. A suspension interrupted half-way is finished by the next
-// attempt (which answers 409) or by `api admin repair-suspensions`.
-// The account is read again once the list's records are written: if
-// another admin deleted it meanwhile, they are erased and the answer
-// is 404 (the suspension took effect; the moderation history keeps it).
+// Admins only; not themselves (400) nor another admin (403). The
+// account changes first (a compare-and-set on its version, the guard
+// against suspending twice; the suspension is in force from here and
+// recorded in the user's audit), then its row in the suspended list,
+// the reverse lookup, the expiry entry (with `until`) and its
+// moderation history entry are written, then every session of the
+// user is revoked: their next request gets 401, and login answers 403
+// `suspended` once the password matched.
+//
+// A suspension interrupted half-way is finished by the next attempt
+// (which answers 409 `already_suspended`), by the sweeper every
+// process runs (a minute or more after the attempt began) or by `api
+// admin repair-suspensions`. The account is read again once the list's
+// records are written: if another admin deleted it meanwhile, they are
+// erased and the answer is 404 (the suspension took effect; the
+// moderation history keeps it).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22612,18 +22816,22 @@ func (c *ClientWithResponses) SuspendUserWithBodyWithResponse(ctx context.Contex
 
 // SuspendUserWithResponse Suspend a user
 //
-// Admins only, not themselves, and never another admin (403, as
-// every admin's change of another admin's account but a display
-// name). The account changes first (a compare-and-set on its
-// version, the guard against suspending twice),
-// then its row in the suspended list, the reverse lookup and its
-// moderation history entry are written, then every session of the user is revoked: their next
-// request gets 401, and login answers 403 `suspended` once the password
-// matched. A suspension interrupted half-way is finished by the next
-// attempt (which answers 409) or by `api admin repair-suspensions`.
-// The account is read again once the list's records are written: if
-// another admin deleted it meanwhile, they are erased and the answer
-// is 404 (the suspension took effect; the moderation history keeps it).
+// Admins only; not themselves (400) nor another admin (403). The
+// account changes first (a compare-and-set on its version, the guard
+// against suspending twice; the suspension is in force from here and
+// recorded in the user's audit), then its row in the suspended list,
+// the reverse lookup, the expiry entry (with `until`) and its
+// moderation history entry are written, then every session of the
+// user is revoked: their next request gets 401, and login answers 403
+// `suspended` once the password matched.
+//
+// A suspension interrupted half-way is finished by the next attempt
+// (which answers 409 `already_suspended`), by the sweeper every
+// process runs (a minute or more after the attempt began) or by `api
+// admin repair-suspensions`. The account is read again once the list's
+// records are written: if another admin deleted it meanwhile, they are
+// erased and the answer is 404 (the suspension took effect; the
+// moderation history keeps it).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
