@@ -208,8 +208,8 @@ func (a *Service) message(u domain.User, purpose TokenPurpose, token string) Mes
 	}
 	if purpose == PurposeResetPassword && u.PasswordResetRequired {
 		return Message{To: u.Email, Subject: "Reset your shelf password", Text: fmt.Sprintf(
-			"%s\n\nan email change of %s was undone from this address, and every session signed out.\n"+
-				"Whoever changed it knew the password, so it opens nothing until a new one is chosen.\n"+
+			"%s\n\na change of %s (its email address, or a second factor added) was undone from this address,\n"+
+				"and every session signed out. Whoever made it knew the password, so it opens nothing until a new one is chosen.\n"+
 				"Choose a new password here (the link works once, for %s):\n\n%s\n\n"+
 				"If the link has expired, ask for a new one on the login page.\n",
 			greeting, account, a.mail.ResetTTL, link)}
