@@ -373,7 +373,7 @@ func (e Visibility) Valid() bool {
 // `actor` is the account itself).
 type AuditAction string
 
-// AuditEntry One admin action on an account.
+// AuditEntry One admin action on an account, or a use of one of its recovery codes.
 type AuditEntry struct {
 	// Action What an admin did: `role_granted` and `role_revoked` (the admin
 	// role), `email_changed`, `username_changed` and
@@ -389,7 +389,8 @@ type AuditEntry struct {
 	// `actor` is the account itself).
 	Action AuditAction `json:"action"`
 
-	// Actor The id of the admin who acted; absent for the command line.
+	// Actor The id of who acted: the admin, or the account itself for
+	// `recovery_code_used`; absent for the command line.
 	Actor *string `json:"actor,omitempty"`
 
 	// At When the change was made.
@@ -400,9 +401,10 @@ type AuditEntry struct {
 
 	// Id The entry's name among the account's: the account version the
 	// change wrote and the action (`12.email_changed`); for an
-	// action on sessions, which writes no version, the version it
-	// read, the action and its time in milliseconds
-	// (`12.sessions_listed.1764547200123`).
+	// action that writes no version (`sessions_listed`,
+	// `session_revoked`, `sessions_revoked`, `factor_removed`,
+	// `recovery_code_used`), the version it read, the action and its
+	// time in milliseconds (`12.sessions_listed.1764547200123`).
 	//
 	//
 	// Examples: 12.email_changed
@@ -420,7 +422,7 @@ type AuditEntry struct {
 	// Until That suspension's end; absent for "until lifted".
 	Until *time.Time `json:"until,omitempty"`
 
-	// UserAgent The request's `User-Agent`, cut to 256 bytes; absent when none was sent.
+	// UserAgent The request's `User-Agent`, cut to at most 256 characters; absent when none was sent.
 	UserAgent *string `json:"userAgent,omitempty"`
 
 	// UserId The account acted on.
@@ -434,7 +436,10 @@ type AuditEntry struct {
 type AuditEntryList struct {
 	Items []AuditEntry `json:"items"`
 
-	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	// NextCursor Pass as `cursor` for the next page; absent on the last page. A
+	// page may hold fewer than `limit` items (even none) and still
+	// carry it, when the server left out rows it read: page on until
+	// it is absent.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
@@ -461,7 +466,7 @@ type ContentMember struct {
 	// PrincipalId A user (`u_`) or group (`g_`) id.
 	PrincipalId string `json:"principalId"`
 
-	// Role A member's role on an item; managers may change and share it.
+	// Role A member's role on an item; managers may change, share and delete it.
 	Role ContentRole `json:"role"`
 }
 
@@ -478,14 +483,18 @@ type ContentMemberList struct {
 	// MemberCount How many members the item has in all (users and groups), as the item counts them.
 	MemberCount int `json:"memberCount"`
 
-	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	// NextCursor Pass as `cursor` for the next page; absent on the last page. A
+	// page may hold fewer than `limit` items (even none) and still
+	// carry it, when the server left out rows it read: page on until
+	// it is absent.
 	NextCursor *string `json:"nextCursor,omitempty"`
 
 	// YourRole The role of the caller's own membership; absent when the caller has none of its own (an admin, or a manager through a group).
 	YourRole *ContentRole `json:"yourRole,omitempty"`
 }
 
-// ContentPatch A change of item: the fields sent change, the others stay. To remove
+// ContentPatch A change of item: the fields sent change, the others stay; at least
+// one is required (400 naming `name`, code `required`). To remove
 // `link` or `description`, send `""`; `null` is refused (400
 // `validation_failed`, code `wrong_type`), as everywhere in this API.
 type ContentPatch struct {
@@ -504,12 +513,12 @@ type ContentPatch struct {
 	Visibility *Visibility `json:"visibility,omitempty"`
 }
 
-// ContentRole A member's role on an item; managers may change and share it.
+// ContentRole A member's role on an item; managers may change, share and delete it.
 type ContentRole string
 
 // ContentRoleRequest defines model for ContentRoleRequest.
 type ContentRoleRequest struct {
-	// Role A member's role on an item; managers may change and share it.
+	// Role A member's role on an item; managers may change, share and delete it.
 	Role ContentRole `json:"role"`
 }
 
@@ -546,8 +555,8 @@ type FactorList struct {
 }
 
 // FactorProof The user's proof for a change of their factors: the current
-// password and a code or a recovery code. An admin acting on
-// another's account sends an empty object.
+// password and a code, a recovery code or a passkey's proof. An
+// admin acting on another's account sends an empty object.
 type FactorProof struct {
 	Code            *string `json:"code,omitempty"`
 	CurrentPassword *string `json:"currentPassword,omitempty"`
@@ -598,7 +607,10 @@ type GroupMember struct {
 type GroupMemberList struct {
 	Items []GroupMember `json:"items"`
 
-	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	// NextCursor Pass as `cursor` for the next page; absent on the last page. A
+	// page may hold fewer than `limit` items (even none) and still
+	// carry it, when the server left out rows it read: page on until
+	// it is absent.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
@@ -616,7 +628,10 @@ type GroupMembership struct {
 type GroupMembershipList struct {
 	Items []GroupMembership `json:"items"`
 
-	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	// NextCursor Pass as `cursor` for the next page; absent on the last page. A
+	// page may hold fewer than `limit` items (even none) and still
+	// carry it, when the server left out rows it read: page on until
+	// it is absent.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
@@ -710,7 +725,10 @@ type LibraryOrder string
 type LibraryPage struct {
 	Items []LibraryItem `json:"items"`
 
-	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	// NextCursor Pass as `cursor` for the next page; absent on the last page. A
+	// page may hold fewer than `limit` items (even none) and still
+	// carry it, when the server left out rows it read: page on until
+	// it is absent.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
@@ -809,7 +827,10 @@ type ModerationEventKind string
 type ModerationEventList struct {
 	Items []ModerationEvent `json:"items"`
 
-	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	// NextCursor Pass as `cursor` for the next page; absent on the last page. A
+	// page may hold fewer than `limit` items (even none) and still
+	// carry it, when the server left out rows it read: page on until
+	// it is absent.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
@@ -904,7 +925,10 @@ type NewUser struct {
 // PageInfo What every list answer carries beside `items`. List schemas are
 // `allOf: [PageInfo, {items: [...]}]`.
 type PageInfo struct {
-	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	// NextCursor Pass as `cursor` for the next page; absent on the last page. A
+	// page may hold fewer than `limit` items (even none) and still
+	// carry it, when the server left out rows it read: page on until
+	// it is absent.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
@@ -977,8 +1001,8 @@ type PasskeyRegistration struct {
 // common, breached or otherwise guessable).
 type PasswordChange struct {
 	// Code Where the account has a second factor, a code of its
-	// authenticator app (or send `recoveryCode`); without either, 400
-	// naming `code`. Used once, like a login's.
+	// authenticator app (or send `recoveryCode` or `passkey`); without
+	// any, 400 naming `code`. Used once, like a login's.
 	Code            *string `json:"code,omitempty"`
 	CurrentPassword string  `json:"currentPassword"`
 	NewPassword     string  `json:"newPassword"`
@@ -1042,7 +1066,7 @@ type RecoveryCodeSet struct {
 	RecoveryCodes []string `json:"recoveryCodes"`
 }
 
-// SecondFactor A login's challenge and a code (or a recovery code).
+// SecondFactor A login's challenge and a code (or a recovery code, or a passkey's answer).
 type SecondFactor struct {
 	// Challenge The `challenge` of the login's 202.
 	Challenge string `json:"challenge"`
@@ -1101,8 +1125,9 @@ type SessionInfo struct {
 
 	// MadeWith What the login that made it proved, in order: `password` (a
 	// login) or `reset` (a password reset), then `totp` (an
-	// authenticator's code) or `recovery_code` for an account with a
-	// second factor. Absent for sessions from before it was kept.
+	// authenticator's code), `passkey` or `recovery_code` for an
+	// account with a second factor. Absent for older sessions, which
+	// did not keep it.
 	MadeWith *[]SessionProof `json:"madeWith,omitempty"`
 
 	// UserAgent The login's `User-Agent`, as the client sent it: recorded, not
@@ -1119,7 +1144,10 @@ type SessionKeep string
 type SessionList struct {
 	Items []SessionInfo `json:"items"`
 
-	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	// NextCursor Pass as `cursor` for the next page; absent on the last page. A
+	// page may hold fewer than `limit` items (even none) and still
+	// carry it, when the server left out rows it read: page on until
+	// it is absent.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
@@ -1146,7 +1174,10 @@ type Suspension struct {
 type SuspensionList struct {
 	Items []Suspension `json:"items"`
 
-	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	// NextCursor Pass as `cursor` for the next page; absent on the last page. A
+	// page may hold fewer than `limit` items (even none) and still
+	// carry it, when the server left out rows it read: page on until
+	// it is absent.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
@@ -1192,8 +1223,8 @@ type TotpEnrolment struct {
 // TotpEnrolmentRequest defines model for TotpEnrolmentRequest.
 type TotpEnrolmentRequest struct {
 	// Code Where the account has a second factor, a code of its
-	// authenticator app (or send `recoveryCode`); without either, 400
-	// naming `code`. Used once, like a login's.
+	// authenticator app (or send `recoveryCode` or `passkey`); without
+	// any, 400 naming `code`. Used once, like a login's.
 	Code            *string `json:"code,omitempty"`
 	CurrentPassword string  `json:"currentPassword"`
 
@@ -1217,7 +1248,8 @@ type TotpEnrolmentRequest struct {
 type User struct {
 	CreatedAt time.Time `json:"createdAt"`
 
-	// DisplayName The name to show; the username unless one was given.
+	// DisplayName The name to show. When none was given at signup, the username
+	// of then (a later change of username leaves it as it is).
 	DisplayName string `json:"displayName"`
 
 	// Email Present only for the user themself and admins (NFKC of what was
@@ -1255,8 +1287,8 @@ type User struct {
 // an empty object.
 type UserDeletion struct {
 	// Code Where the account has a second factor, a code of its
-	// authenticator app (or send `recoveryCode`); without either, 400
-	// naming `code`. Used once, like a login's.
+	// authenticator app (or send `recoveryCode` or `passkey`); without
+	// any, 400 naming `code`. Used once, like a login's.
 	Code            *string `json:"code,omitempty"`
 	CurrentPassword *string `json:"currentPassword,omitempty"`
 
@@ -1274,17 +1306,21 @@ type UserDeletion struct {
 type UserList struct {
 	Items []User `json:"items"`
 
-	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	// NextCursor Pass as `cursor` for the next page; absent on the last page. A
+	// page may hold fewer than `limit` items (even none) and still
+	// carry it, when the server left out rows it read: page on until
+	// it is absent.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // UserPatch A change of account: the fields sent change, the others stay. At
-// least one is required. Each follows the rule of the same field of
-// NewUser, uniqueness included.
+// least one of `displayName`, `username` and `email` is required (400
+// naming `displayName`, code `required`). Each follows the rule of
+// the same field of NewUser, uniqueness included.
 type UserPatch struct {
 	// Code Where the account has a second factor, a code of its
-	// authenticator app (or send `recoveryCode`); without either, 400
-	// naming `code`. Used once, like a login's.
+	// authenticator app (or send `recoveryCode` or `passkey`); without
+	// any, 400 naming `code`. Used once, like a login's.
 	Code *string `json:"code,omitempty"`
 
 	// CurrentPassword The user's current password: required when the user changes
@@ -1406,10 +1442,10 @@ type ListAuditParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Actor Only the entries of this actor (a user's id).
@@ -1425,10 +1461,10 @@ type ListContentMembersParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1438,23 +1474,23 @@ type GetGroupLibraryParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Order `newest` (the default) or `oldest` first. Anything else, empty
 	// included, is 400 naming `order` (code `oneof`); given twice, 400
 	// naming `order` (code `duplicate`). A cursor belongs to the order it
-	// was made for: presented with the other order it is 400 naming
-	// `cursor` (code `wrong_order`). An oldest-first run of pages (a first
-	// page and the cursors that follow from it) lists the items last
-	// modified before its first page was read: an item changed or created
-	// while it pages goes to the end, past the run, and is not listed by
-	// it (so an item changed while the run pages is not listed twice), as
-	// newest first, where such items go before the cursor. A new run (no
-	// cursor) lists them.
+	// was made for: send `order=oldest` with every page of an
+	// oldest-first run; with the other order a cursor is 400 naming
+	// `cursor` (code `wrong_order`). An oldest-first run of pages (a
+	// first page and the cursors that follow from it) lists only items
+	// last modified before its first page was read: an item created or
+	// changed while it pages moves past the run's end and is not listed
+	// (nor listed twice); a new run (no cursor) lists it. Newest first,
+	// such items move before the cursor.
 	Order *LibraryOrder `form:"order,omitempty" json:"order,omitempty"`
 }
 
@@ -1464,10 +1500,10 @@ type ListGroupMembersParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1481,10 +1517,10 @@ type SearchPeopleParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1494,10 +1530,10 @@ type ListSuspensionsParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1511,10 +1547,10 @@ type SearchUsersParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1524,10 +1560,10 @@ type ListAccountAuditParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1537,10 +1573,10 @@ type ListUserGroupsParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1550,23 +1586,23 @@ type GetUserLibraryParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Order `newest` (the default) or `oldest` first. Anything else, empty
 	// included, is 400 naming `order` (code `oneof`); given twice, 400
 	// naming `order` (code `duplicate`). A cursor belongs to the order it
-	// was made for: presented with the other order it is 400 naming
-	// `cursor` (code `wrong_order`). An oldest-first run of pages (a first
-	// page and the cursors that follow from it) lists the items last
-	// modified before its first page was read: an item changed or created
-	// while it pages goes to the end, past the run, and is not listed by
-	// it (so an item changed while the run pages is not listed twice), as
-	// newest first, where such items go before the cursor. A new run (no
-	// cursor) lists them.
+	// was made for: send `order=oldest` with every page of an
+	// oldest-first run; with the other order a cursor is 400 naming
+	// `cursor` (code `wrong_order`). An oldest-first run of pages (a
+	// first page and the cursors that follow from it) lists only items
+	// last modified before its first page was read: an item created or
+	// changed while it pages moves past the run's end and is not listed
+	// (nor listed twice); a new run (no cursor) lists it. Newest first,
+	// such items move before the cursor.
 	Order *LibraryOrder `form:"order,omitempty" json:"order,omitempty"`
 }
 
@@ -1576,10 +1612,10 @@ type ListModerationHistoryParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1597,10 +1633,10 @@ type ListUserSessionsParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. A query string that
-	// does not parse (a stray `%`) is refused with 400 (`errors[0].field`
-	// is `query`) rather than read as the first page; a cursor given
-	// twice is 400 naming `cursor` (code `duplicate`).
+	// Cursor The `nextCursor` of the previous page; opaque. One this list did
+	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
+	// naming `cursor` (code `duplicate`). A query string that does not
+	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1810,7 +1846,9 @@ type ClientInterface interface {
 	// Admins. Rewrites every item the index holds and deletes every row
 	// it does not back. The work grows with the library, so the request
 	// answers 202 with the job that does it (each request a rebuild of
-	// its own); follow it at `GET /v1/jobs/{id}`.
+	// its own); follow it at `GET /v1/jobs/{id}`. The id is not looked
+	// up: any well-formed user or group id is accepted (a library that
+	// does not exist is rebuilt empty); a malformed one is 404.
 	//
 	// Cost: the admin check, the job's entry in the queue and its row.
 	//
@@ -1861,7 +1899,9 @@ type ClientInterface interface {
 
 	// DeleteContent Delete an item
 	//
-	// Managers and admins. The item leaves every library.
+	// Managers (directly or through a group) and admins. The item leaves
+	// every library (in the background for items with more than
+	// `SHELF_FANOUT_SYNC_LIMIT` members).
 	//
 	// Corresponds with DELETE /v1/content/{id} (the `DeleteContent` operationId).
 	DeleteContent(ctx context.Context, id ContentId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1881,11 +1921,12 @@ type ClientInterface interface {
 	// new `lastModified`, and every member library shows the change
 	// before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 	// members finish in the background; the outbox worker completes any
-	// fan-out that stops half-way). Concurrent changes all succeed. The
-	// answer's `lastModified` is where the item now sorts in libraries;
-	// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
-	// change could not be finished before the answer), the outbox
-	// worker moves it on once more when it finishes the change.
+	// fan-out that stops half-way). Concurrent changes are retried, not
+	// refused (409 only after 64 lost rounds). The answer's
+	// `lastModified` is where the item now sorts in libraries; rarely
+	// (an item once shared with more than `SHELF_LEAN_MEMBERS` members,
+	// when a failure or a change at the same moment kept this one from
+	// taking its place), it moves on once more within seconds.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1898,11 +1939,12 @@ type ClientInterface interface {
 	// new `lastModified`, and every member library shows the change
 	// before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 	// members finish in the background; the outbox worker completes any
-	// fan-out that stops half-way). Concurrent changes all succeed. The
-	// answer's `lastModified` is where the item now sorts in libraries;
-	// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
-	// change could not be finished before the answer), the outbox
-	// worker moves it on once more when it finishes the change.
+	// fan-out that stops half-way). Concurrent changes are retried, not
+	// refused (409 only after 64 lost rounds). The answer's
+	// `lastModified` is where the item now sorts in libraries; rarely
+	// (an item once shared with more than `SHELF_LEAN_MEMBERS` members,
+	// when a failure or a change at the same moment kept this one from
+	// taking its place), it moves on once more within seconds.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1911,11 +1953,11 @@ type ClientInterface interface {
 
 	// ListContentMembers Who an item is shared with
 	//
-	// Managers and admins; in principal id order. Each page also says
-	// how many members and managers the item has in all (counted by the
-	// item's own row, no extra read) and the caller's own role, so a
-	// client knows before asking whether the caller is the last
-	// manager.
+	// Managers (directly or through a group) and admins; in principal id
+	// order. Each page also carries how many members and managers the
+	// item has in all (from the item's own row: no extra read) and the
+	// caller's own role, so a client knows before asking whether the
+	// caller is the last manager.
 	//
 	// Corresponds with GET /v1/content/{id}/members (the `ListContentMembers` operationId).
 	ListContentMembers(ctx context.Context, id ContentId, params *ListContentMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1933,14 +1975,15 @@ type ClientInterface interface {
 
 	// ShareContentWithBody Share an item with a user or a group
 	//
-	// Managers and admins. 201 when the principal is new, 200 when its
-	// role changed (or stayed). The item enters the principal's library.
-	// The share is recorded in the item before it is carried out: from
-	// the answer on, the principal may open the item; if writing its
-	// library failed, the outbox worker finishes it within seconds. A
-	// user whose account is being deleted is 404, also when its
-	// deletion began while the share was carried out (the share is then
-	// taken back).
+	// Managers (directly or through a group) and admins. 201 when the
+	// principal is new, 200 when its role changed (or stayed). The item
+	// enters the principal's library. The share is recorded in the item
+	// before it is carried out: from the answer on, the principal may
+	// open the item; if writing its library failed, the outbox worker
+	// finishes it within seconds. A user whose account is being deleted,
+	// or a group being closed, is 404, also when the deletion or closing
+	// began while the share was carried out (the share is then taken
+	// back).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1949,14 +1992,15 @@ type ClientInterface interface {
 
 	// ShareContent Share an item with a user or a group
 	//
-	// Managers and admins. 201 when the principal is new, 200 when its
-	// role changed (or stayed). The item enters the principal's library.
-	// The share is recorded in the item before it is carried out: from
-	// the answer on, the principal may open the item; if writing its
-	// library failed, the outbox worker finishes it within seconds. A
-	// user whose account is being deleted is 404, also when its
-	// deletion began while the share was carried out (the share is then
-	// taken back).
+	// Managers (directly or through a group) and admins. 201 when the
+	// principal is new, 200 when its role changed (or stayed). The item
+	// enters the principal's library. The share is recorded in the item
+	// before it is carried out: from the answer on, the principal may
+	// open the item; if writing its library failed, the outbox worker
+	// finishes it within seconds. A user whose account is being deleted,
+	// or a group being closed, is 404, also when the deletion or closing
+	// began while the share was carried out (the share is then taken
+	// back).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3388,10 +3432,17 @@ type ClientInterface interface {
 	// Newest `lastModified` first, ties by id (descending), or with
 	// `order=oldest` oldest first, ties by id (ascending). What shows
 	// depends on the viewer: the owner and admins see every item, other
-	// sessions public and loggedin ones, anonymous callers public ones. A
-	// page reads one partition slice (oldest first: the same slice,
-	// reversed) and checks it against the membership index in one more
-	// read, whatever the library's size and in either order.
+	// sessions public and loggedin ones, anonymous callers public ones.
+	// An unknown or deleted user (or one being deleted) is 404.
+	// A page reads one slice of one partition (oldest first: the same
+	// slice, reversed); rows of items once shared with more than
+	// `SHELF_LEAN_MEMBERS` members are checked against the membership
+	// index and the items' own rows in one more round trip, whatever the
+	// library's size and in either order. Stale rows are left out and
+	// the page refilled (at most 8 times), so a page may hold fewer than
+	// `limit` items and still carry `nextCursor`. While a change of an
+	// item is under way, the item may be missing until its fan-out
+	// lands.
 	//
 	// Corresponds with GET /v1/users/{id}/library (the `GetUserLibrary` operationId).
 	GetUserLibrary(ctx context.Context, id UserId, params *GetUserLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3890,7 +3941,9 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Admins. Rewrites every item the index holds and deletes every row
 // it does not back. The work grows with the library, so the request
 // answers 202 with the job that does it (each request a rebuild of
-// its own); follow it at `GET /v1/jobs/{id}`.
+// its own); follow it at `GET /v1/jobs/{id}`. The id is not looked
+// up: any well-formed user or group id is accepted (a library that
+// does not exist is rebuilt empty); a malformed one is 404.
 //
 // Cost: the admin check, the job's entry in the queue and its row.
 //
@@ -3981,7 +4034,9 @@ func (c *Client) CreateContent(ctx context.Context, body CreateContentJSONReques
 
 // DeleteContent Delete an item
 //
-// Managers and admins. The item leaves every library.
+// Managers (directly or through a group) and admins. The item leaves
+// every library (in the background for items with more than
+// `SHELF_FANOUT_SYNC_LIMIT` members).
 //
 // Corresponds with DELETE /v1/content/{id} (the `DeleteContent` operationId).
 func (c *Client) DeleteContent(ctx context.Context, id ContentId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4021,11 +4076,12 @@ func (c *Client) GetContent(ctx context.Context, id ContentId, reqEditors ...Req
 // new `lastModified`, and every member library shows the change
 // before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 // members finish in the background; the outbox worker completes any
-// fan-out that stops half-way). Concurrent changes all succeed. The
-// answer's `lastModified` is where the item now sorts in libraries;
-// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
-// change could not be finished before the answer), the outbox
-// worker moves it on once more when it finishes the change.
+// fan-out that stops half-way). Concurrent changes are retried, not
+// refused (409 only after 64 lost rounds). The answer's
+// `lastModified` is where the item now sorts in libraries; rarely
+// (an item once shared with more than `SHELF_LEAN_MEMBERS` members,
+// when a failure or a change at the same moment kept this one from
+// taking its place), it moves on once more within seconds.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4048,11 +4104,12 @@ func (c *Client) UpdateContentWithBody(ctx context.Context, id ContentId, conten
 // new `lastModified`, and every member library shows the change
 // before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 // members finish in the background; the outbox worker completes any
-// fan-out that stops half-way). Concurrent changes all succeed. The
-// answer's `lastModified` is where the item now sorts in libraries;
-// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
-// change could not be finished before the answer), the outbox
-// worker moves it on once more when it finishes the change.
+// fan-out that stops half-way). Concurrent changes are retried, not
+// refused (409 only after 64 lost rounds). The answer's
+// `lastModified` is where the item now sorts in libraries; rarely
+// (an item once shared with more than `SHELF_LEAN_MEMBERS` members,
+// when a failure or a change at the same moment kept this one from
+// taking its place), it moves on once more within seconds.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4071,11 +4128,11 @@ func (c *Client) UpdateContent(ctx context.Context, id ContentId, body UpdateCon
 
 // ListContentMembers Who an item is shared with
 //
-// Managers and admins; in principal id order. Each page also says
-// how many members and managers the item has in all (counted by the
-// item's own row, no extra read) and the caller's own role, so a
-// client knows before asking whether the caller is the last
-// manager.
+// Managers (directly or through a group) and admins; in principal id
+// order. Each page also carries how many members and managers the
+// item has in all (from the item's own row: no extra read) and the
+// caller's own role, so a client knows before asking whether the
+// caller is the last manager.
 //
 // Corresponds with GET /v1/content/{id}/members (the `ListContentMembers` operationId).
 func (c *Client) ListContentMembers(ctx context.Context, id ContentId, params *ListContentMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4113,14 +4170,15 @@ func (c *Client) UnshareContent(ctx context.Context, id ContentId, principalId P
 
 // ShareContentWithBody Share an item with a user or a group
 //
-// Managers and admins. 201 when the principal is new, 200 when its
-// role changed (or stayed). The item enters the principal's library.
-// The share is recorded in the item before it is carried out: from
-// the answer on, the principal may open the item; if writing its
-// library failed, the outbox worker finishes it within seconds. A
-// user whose account is being deleted is 404, also when its
-// deletion began while the share was carried out (the share is then
-// taken back).
+// Managers (directly or through a group) and admins. 201 when the
+// principal is new, 200 when its role changed (or stayed). The item
+// enters the principal's library. The share is recorded in the item
+// before it is carried out: from the answer on, the principal may
+// open the item; if writing its library failed, the outbox worker
+// finishes it within seconds. A user whose account is being deleted,
+// or a group being closed, is 404, also when the deletion or closing
+// began while the share was carried out (the share is then taken
+// back).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4139,14 +4197,15 @@ func (c *Client) ShareContentWithBody(ctx context.Context, id ContentId, princip
 
 // ShareContent Share an item with a user or a group
 //
-// Managers and admins. 201 when the principal is new, 200 when its
-// role changed (or stayed). The item enters the principal's library.
-// The share is recorded in the item before it is carried out: from
-// the answer on, the principal may open the item; if writing its
-// library failed, the outbox worker finishes it within seconds. A
-// user whose account is being deleted is 404, also when its
-// deletion began while the share was carried out (the share is then
-// taken back).
+// Managers (directly or through a group) and admins. 201 when the
+// principal is new, 200 when its role changed (or stayed). The item
+// enters the principal's library. The share is recorded in the item
+// before it is carried out: from the answer on, the principal may
+// open the item; if writing its library failed, the outbox worker
+// finishes it within seconds. A user whose account is being deleted,
+// or a group being closed, is 404, also when the deletion or closing
+// began while the share was carried out (the share is then taken
+// back).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6102,10 +6161,17 @@ func (c *Client) ListUserGroups(ctx context.Context, id UserId, params *ListUser
 // Newest `lastModified` first, ties by id (descending), or with
 // `order=oldest` oldest first, ties by id (ascending). What shows
 // depends on the viewer: the owner and admins see every item, other
-// sessions public and loggedin ones, anonymous callers public ones. A
-// page reads one partition slice (oldest first: the same slice,
-// reversed) and checks it against the membership index in one more
-// read, whatever the library's size and in either order.
+// sessions public and loggedin ones, anonymous callers public ones.
+// An unknown or deleted user (or one being deleted) is 404.
+// A page reads one slice of one partition (oldest first: the same
+// slice, reversed); rows of items once shared with more than
+// `SHELF_LEAN_MEMBERS` members are checked against the membership
+// index and the items' own rows in one more round trip, whatever the
+// library's size and in either order. Stale rows are left out and
+// the page refilled (at most 8 times), so a page may hold fewer than
+// `limit` items and still carry `nextCursor`. While a change of an
+// item is under way, the item may be missing until its fan-out
+// lands.
 //
 // Corresponds with GET /v1/users/{id}/library (the `GetUserLibrary` operationId).
 func (c *Client) GetUserLibrary(ctx context.Context, id UserId, params *GetUserLibraryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9687,7 +9753,9 @@ type ClientWithResponsesInterface interface {
 	// Admins. Rewrites every item the index holds and deletes every row
 	// it does not back. The work grows with the library, so the request
 	// answers 202 with the job that does it (each request a rebuild of
-	// its own); follow it at `GET /v1/jobs/{id}`.
+	// its own); follow it at `GET /v1/jobs/{id}`. The id is not looked
+	// up: any well-formed user or group id is accepted (a library that
+	// does not exist is rebuilt empty); a malformed one is 404.
 	//
 	// Cost: the admin check, the job's entry in the queue and its row.
 	//
@@ -9742,7 +9810,9 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteContentWithResponse Delete an item
 	//
-	// Managers and admins. The item leaves every library.
+	// Managers (directly or through a group) and admins. The item leaves
+	// every library (in the background for items with more than
+	// `SHELF_FANOUT_SYNC_LIMIT` members).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9766,11 +9836,12 @@ type ClientWithResponsesInterface interface {
 	// new `lastModified`, and every member library shows the change
 	// before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 	// members finish in the background; the outbox worker completes any
-	// fan-out that stops half-way). Concurrent changes all succeed. The
-	// answer's `lastModified` is where the item now sorts in libraries;
-	// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
-	// change could not be finished before the answer), the outbox
-	// worker moves it on once more when it finishes the change.
+	// fan-out that stops half-way). Concurrent changes are retried, not
+	// refused (409 only after 64 lost rounds). The answer's
+	// `lastModified` is where the item now sorts in libraries; rarely
+	// (an item once shared with more than `SHELF_LEAN_MEMBERS` members,
+	// when a failure or a change at the same moment kept this one from
+	// taking its place), it moves on once more within seconds.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9783,11 +9854,12 @@ type ClientWithResponsesInterface interface {
 	// new `lastModified`, and every member library shows the change
 	// before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 	// members finish in the background; the outbox worker completes any
-	// fan-out that stops half-way). Concurrent changes all succeed. The
-	// answer's `lastModified` is where the item now sorts in libraries;
-	// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
-	// change could not be finished before the answer), the outbox
-	// worker moves it on once more when it finishes the change.
+	// fan-out that stops half-way). Concurrent changes are retried, not
+	// refused (409 only after 64 lost rounds). The answer's
+	// `lastModified` is where the item now sorts in libraries; rarely
+	// (an item once shared with more than `SHELF_LEAN_MEMBERS` members,
+	// when a failure or a change at the same moment kept this one from
+	// taking its place), it moves on once more within seconds.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9796,11 +9868,11 @@ type ClientWithResponsesInterface interface {
 
 	// ListContentMembersWithResponse Who an item is shared with
 	//
-	// Managers and admins; in principal id order. Each page also says
-	// how many members and managers the item has in all (counted by the
-	// item's own row, no extra read) and the caller's own role, so a
-	// client knows before asking whether the caller is the last
-	// manager.
+	// Managers (directly or through a group) and admins; in principal id
+	// order. Each page also carries how many members and managers the
+	// item has in all (from the item's own row: no extra read) and the
+	// caller's own role, so a client knows before asking whether the
+	// caller is the last manager.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9822,14 +9894,15 @@ type ClientWithResponsesInterface interface {
 
 	// ShareContentWithBodyWithResponse Share an item with a user or a group
 	//
-	// Managers and admins. 201 when the principal is new, 200 when its
-	// role changed (or stayed). The item enters the principal's library.
-	// The share is recorded in the item before it is carried out: from
-	// the answer on, the principal may open the item; if writing its
-	// library failed, the outbox worker finishes it within seconds. A
-	// user whose account is being deleted is 404, also when its
-	// deletion began while the share was carried out (the share is then
-	// taken back).
+	// Managers (directly or through a group) and admins. 201 when the
+	// principal is new, 200 when its role changed (or stayed). The item
+	// enters the principal's library. The share is recorded in the item
+	// before it is carried out: from the answer on, the principal may
+	// open the item; if writing its library failed, the outbox worker
+	// finishes it within seconds. A user whose account is being deleted,
+	// or a group being closed, is 404, also when the deletion or closing
+	// began while the share was carried out (the share is then taken
+	// back).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9838,14 +9911,15 @@ type ClientWithResponsesInterface interface {
 
 	// ShareContentWithResponse Share an item with a user or a group
 	//
-	// Managers and admins. 201 when the principal is new, 200 when its
-	// role changed (or stayed). The item enters the principal's library.
-	// The share is recorded in the item before it is carried out: from
-	// the answer on, the principal may open the item; if writing its
-	// library failed, the outbox worker finishes it within seconds. A
-	// user whose account is being deleted is 404, also when its
-	// deletion began while the share was carried out (the share is then
-	// taken back).
+	// Managers (directly or through a group) and admins. 201 when the
+	// principal is new, 200 when its role changed (or stayed). The item
+	// enters the principal's library. The share is recorded in the item
+	// before it is carried out: from the answer on, the principal may
+	// open the item; if writing its library failed, the outbox worker
+	// finishes it within seconds. A user whose account is being deleted,
+	// or a group being closed, is 404, also when the deletion or closing
+	// began while the share was carried out (the share is then taken
+	// back).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11315,10 +11389,17 @@ type ClientWithResponsesInterface interface {
 	// Newest `lastModified` first, ties by id (descending), or with
 	// `order=oldest` oldest first, ties by id (ascending). What shows
 	// depends on the viewer: the owner and admins see every item, other
-	// sessions public and loggedin ones, anonymous callers public ones. A
-	// page reads one partition slice (oldest first: the same slice,
-	// reversed) and checks it against the membership index in one more
-	// read, whatever the library's size and in either order.
+	// sessions public and loggedin ones, anonymous callers public ones.
+	// An unknown or deleted user (or one being deleted) is 404.
+	// A page reads one slice of one partition (oldest first: the same
+	// slice, reversed); rows of items once shared with more than
+	// `SHELF_LEAN_MEMBERS` members are checked against the membership
+	// index and the items' own rows in one more round trip, whatever the
+	// library's size and in either order. Stale rows are left out and
+	// the page refilled (at most 8 times), so a page may hold fewer than
+	// `limit` items and still carry `nextCursor`. While a change of an
+	// item is under way, the item may be missing until its fan-out
+	// lands.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20329,7 +20410,9 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 // Admins. Rewrites every item the index holds and deletes every row
 // it does not back. The work grows with the library, so the request
 // answers 202 with the job that does it (each request a rebuild of
-// its own); follow it at `GET /v1/jobs/{id}`.
+// its own); follow it at `GET /v1/jobs/{id}`. The id is not looked
+// up: any well-formed user or group id is accepted (a library that
+// does not exist is rebuilt empty); a malformed one is 404.
 //
 // Cost: the admin check, the job's entry in the queue and its row.
 //
@@ -20408,7 +20491,9 @@ func (c *ClientWithResponses) CreateContentWithResponse(ctx context.Context, bod
 
 // DeleteContentWithResponse Delete an item
 //
-// Managers and admins. The item leaves every library.
+// Managers (directly or through a group) and admins. The item leaves
+// every library (in the background for items with more than
+// `SHELF_FANOUT_SYNC_LIMIT` members).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20444,11 +20529,12 @@ func (c *ClientWithResponses) GetContentWithResponse(ctx context.Context, id Con
 // new `lastModified`, and every member library shows the change
 // before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 // members finish in the background; the outbox worker completes any
-// fan-out that stops half-way). Concurrent changes all succeed. The
-// answer's `lastModified` is where the item now sorts in libraries;
-// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
-// change could not be finished before the answer), the outbox
-// worker moves it on once more when it finishes the change.
+// fan-out that stops half-way). Concurrent changes are retried, not
+// refused (409 only after 64 lost rounds). The answer's
+// `lastModified` is where the item now sorts in libraries; rarely
+// (an item once shared with more than `SHELF_LEAN_MEMBERS` members,
+// when a failure or a change at the same moment kept this one from
+// taking its place), it moves on once more within seconds.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20467,11 +20553,12 @@ func (c *ClientWithResponses) UpdateContentWithBodyWithResponse(ctx context.Cont
 // new `lastModified`, and every member library shows the change
 // before the answer (items with more than `SHELF_FANOUT_SYNC_LIMIT`
 // members finish in the background; the outbox worker completes any
-// fan-out that stops half-way). Concurrent changes all succeed. The
-// answer's `lastModified` is where the item now sorts in libraries;
-// rarely (an item shared past `SHELF_LEAN_MEMBERS` members whose
-// change could not be finished before the answer), the outbox
-// worker moves it on once more when it finishes the change.
+// fan-out that stops half-way). Concurrent changes are retried, not
+// refused (409 only after 64 lost rounds). The answer's
+// `lastModified` is where the item now sorts in libraries; rarely
+// (an item once shared with more than `SHELF_LEAN_MEMBERS` members,
+// when a failure or a change at the same moment kept this one from
+// taking its place), it moves on once more within seconds.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20486,11 +20573,11 @@ func (c *ClientWithResponses) UpdateContentWithResponse(ctx context.Context, id 
 
 // ListContentMembersWithResponse Who an item is shared with
 //
-// Managers and admins; in principal id order. Each page also says
-// how many members and managers the item has in all (counted by the
-// item's own row, no extra read) and the caller's own role, so a
-// client knows before asking whether the caller is the last
-// manager.
+// Managers (directly or through a group) and admins; in principal id
+// order. Each page also carries how many members and managers the
+// item has in all (from the item's own row: no extra read) and the
+// caller's own role, so a client knows before asking whether the
+// caller is the last manager.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20524,14 +20611,15 @@ func (c *ClientWithResponses) UnshareContentWithResponse(ctx context.Context, id
 
 // ShareContentWithBodyWithResponse Share an item with a user or a group
 //
-// Managers and admins. 201 when the principal is new, 200 when its
-// role changed (or stayed). The item enters the principal's library.
-// The share is recorded in the item before it is carried out: from
-// the answer on, the principal may open the item; if writing its
-// library failed, the outbox worker finishes it within seconds. A
-// user whose account is being deleted is 404, also when its
-// deletion began while the share was carried out (the share is then
-// taken back).
+// Managers (directly or through a group) and admins. 201 when the
+// principal is new, 200 when its role changed (or stayed). The item
+// enters the principal's library. The share is recorded in the item
+// before it is carried out: from the answer on, the principal may
+// open the item; if writing its library failed, the outbox worker
+// finishes it within seconds. A user whose account is being deleted,
+// or a group being closed, is 404, also when the deletion or closing
+// began while the share was carried out (the share is then taken
+// back).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20546,14 +20634,15 @@ func (c *ClientWithResponses) ShareContentWithBodyWithResponse(ctx context.Conte
 
 // ShareContentWithResponse Share an item with a user or a group
 //
-// Managers and admins. 201 when the principal is new, 200 when its
-// role changed (or stayed). The item enters the principal's library.
-// The share is recorded in the item before it is carried out: from
-// the answer on, the principal may open the item; if writing its
-// library failed, the outbox worker finishes it within seconds. A
-// user whose account is being deleted is 404, also when its
-// deletion began while the share was carried out (the share is then
-// taken back).
+// Managers (directly or through a group) and admins. 201 when the
+// principal is new, 200 when its role changed (or stayed). The item
+// enters the principal's library. The share is recorded in the item
+// before it is carried out: from the answer on, the principal may
+// open the item; if writing its library failed, the outbox worker
+// finishes it within seconds. A user whose account is being deleted,
+// or a group being closed, is 404, also when the deletion or closing
+// began while the share was carried out (the share is then taken
+// back).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22339,10 +22428,17 @@ func (c *ClientWithResponses) ListUserGroupsWithResponse(ctx context.Context, id
 // Newest `lastModified` first, ties by id (descending), or with
 // `order=oldest` oldest first, ties by id (ascending). What shows
 // depends on the viewer: the owner and admins see every item, other
-// sessions public and loggedin ones, anonymous callers public ones. A
-// page reads one partition slice (oldest first: the same slice,
-// reversed) and checks it against the membership index in one more
-// read, whatever the library's size and in either order.
+// sessions public and loggedin ones, anonymous callers public ones.
+// An unknown or deleted user (or one being deleted) is 404.
+// A page reads one slice of one partition (oldest first: the same
+// slice, reversed); rows of items once shared with more than
+// `SHELF_LEAN_MEMBERS` members are checked against the membership
+// index and the items' own rows in one more round trip, whatever the
+// library's size and in either order. Stale rows are left out and
+// the page refilled (at most 8 times), so a page may hold fewer than
+// `limit` items and still carry `nextCursor`. While a change of an
+// item is under way, the item may be missing until its fan-out
+// lands.
 //
 // Returns a wrapper object for the known response body format(s).
 //
