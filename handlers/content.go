@@ -132,7 +132,7 @@ func (h *Contents) members(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// memberPageResponse is the ContentMemberPage schema: a page, the item's
+// memberPageResponse is the ContentMemberList schema: a page, the item's
 // counts and the caller's own role.
 type memberPageResponse struct {
 	pageResponse[contentMemberResponse]
