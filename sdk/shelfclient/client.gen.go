@@ -1788,15 +1788,19 @@ type ClientInterface interface {
 
 	// GetConsole The web console
 	//
-	// A small page over the public API: sign up, log in, my library, create
-	// and share items, other libraries, and for admins the suspended list.
+	// A page over the public API: sign up, log in, your library and items
+	// (create, edit, share), other users' and groups' libraries, groups,
+	// your account (email, second factors, sessions), and for admins
+	// moderation and the audit.
 	//
 	// Corresponds with GET / (the `GetConsole` operationId).
 	GetConsole(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDocs The API reference
 	//
-	// This contract rendered by Swagger UI, served from the binary (no CDN).
+	// This contract rendered by Swagger UI, served from the binary (no
+	// CDN). A build without Swagger UI (`make web-assets` fetches it)
+	// serves a page that says so and links `/openapi.yaml`.
 	//
 	// Corresponds with GET /docs (the `GetDocs` operationId).
 	GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1810,18 +1814,22 @@ type ClientInterface interface {
 
 	// GetMetrics Prometheus metrics
 	//
-	// The Prometheus text format: `shelf_http_requests_total` and
-	// `shelf_http_request_duration_seconds` (by route pattern, method,
-	// status), `shelf_cql_statement_duration_seconds` and
-	// `shelf_cql_statement_errors_total` (by kind: select, insert, update,
-	// delete, batch, lwt), `shelf_lwt_outcomes_total` (applied,
-	// not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
-	// and `shelf_fanout_outbox_oldest_seconds`,
-	// `shelf_password_hash_wait_seconds`, and the Go and process
-	// collectors. Expose it to your scraper only: with
-	// `SHELF_METRICS_ADDR` set it is served on that address alone, and
-	// the API's own listener answers 404 here. The `method` label is one
-	// of the methods HTTP defines, or `other`.
+	// The Prometheus text format: the Go and process collectors and
+	// shelf's series (docs/operations.md lists them): HTTP requests by
+	// route pattern and method (`shelf_http_requests_total`, also by
+	// status; `shelf_http_request_duration_seconds`;
+	// `shelf_http_request_round_trips`), CQL statements by kind (select,
+	// insert, update, delete, batch, lwt, other:
+	// `shelf_cql_statement_duration_seconds`,
+	// `shelf_cql_statement_errors_total`), `shelf_lwt_outcomes_total`
+	// (applied, not_applied, ambiguous_resolved, failed), fan-outs
+	// (`shelf_fanout_*`), jobs (`shelf_jobs_*`), the indexes of attempts
+	// in progress (`shelf_attempt_index_*`) and
+	// `shelf_password_hash_wait_seconds`. The `method` label is one of
+	// the methods HTTP defines, or `other`. Expose it to your scraper
+	// only: with `SHELF_METRICS_ADDR` set it is served on that address
+	// alone (by a plain server, without `X-Request-Id` or the security
+	// headers), and the API's own listener answers 404 here.
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2677,15 +2685,17 @@ type ClientInterface interface {
 	// digits, `.`, `_`, `-`), else 400 `format` naming `prefix`.
 	//
 	// Who may call: any session (without one 401). Requests are limited
-	// per client address like signups (`SHELF_RATE_LIMIT_PER_MINUTE`;
-	// 429 with `Retry-After`): a typeahead should wait for a pause in
-	// typing before it asks.
+	// per client address as signups are, in a bucket of their own
+	// (`SHELF_RATE_LIMIT_PER_MINUTE`; 429 `rate_limited` with
+	// `Retry-After`): a typeahead should wait for a pause in typing
+	// before it asks.
 	//
-	// Cost: one indexed read across the ring (Cassandra's
-	// storage-attached index on the account rows' username starts),
-	// plus up to 8 more when the index returns rows the search does not
-	// show; a page then comes shorter, with a `nextCursor` past what
-	// was read (docs/design/people-search.md).
+	// Cost: after the session's read, one indexed read across the ring
+	// (Cassandra's storage-attached index on the account rows' username
+	// starts), plus up to 8 more while the index returns rows the
+	// search does not show; if those run out, the page comes shorter,
+	// with a `nextCursor` past what was read
+	// (docs/design/people-search.md).
 	//
 	// Corresponds with GET /v1/people (the `SearchPeople` operationId).
 	SearchPeople(ctx context.Context, params *SearchPeopleParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2883,10 +2893,10 @@ type ClientInterface interface {
 	// session 403, checked before `q`'s form (a `q` missing or given
 	// twice, or a bad `limit`, is 400 whoever asks, as on every list).
 	//
-	// Cost: one read of the caller's account, then one indexed read
-	// across the ring (Cassandra's storage-attached index on the
-	// account rows' three-character grams), plus up to 8 more when the
-	// index returns rows the search does not show; a page then comes
+	// Cost: after the session's read, one indexed read across the ring
+	// (Cassandra's storage-attached index on the account rows'
+	// three-character grams), plus up to 8 more while the index returns
+	// rows the search does not show; if those run out, the page comes
 	// shorter, with a `nextCursor` past what was read
 	// (docs/design/user-search.md).
 	//
@@ -2896,22 +2906,29 @@ type ClientInterface interface {
 	// CreateUserWithBody Sign up
 	//
 	// Creates an active account with a unique username and email and
-	// answers it (with its email) and its URL in `Location`. It does not
-	// log in: call `POST /v1/sessions` next.
+	// answers it (with its email) and its URL in `Location`. After the
+	// answer a verification link is mailed to the email (`emailVerified`
+	// is false until it is followed). It does not log in: call
+	// `POST /v1/sessions` next (with `SHELF_REQUIRE_VERIFIED_EMAIL`, once
+	// the link was followed).
 	//
 	// Who may call: anyone; no session is needed. An `Authorization`
 	// header is optional, but if one is sent it must be a valid session,
 	// or the answer is 401 as on every `/v1` route.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with no
-	// other route; the password's guessability estimated (zxcvbn, on its
-	// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
-	// I Been Pwned's range API; one argon2id password hash (deliberately
-	// slow), then lightweight transactions: both names claimed and a pending account
-	// written in parallel, both claims committed, the account activated.
-	// A signup that takes longer than the claim lease is undone and
-	// answered 503 `signup_expired`; nothing is kept and it may be sent
-	// again.
+	// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
+	// IP (IPv6 per /64), a bucket shared with no other route and kept by
+	// each server process on its own (429 `rate_limited` with
+	// `Retry-After`).
+	//
+	// Cost: the password's guessability estimated (zxcvbn, on its first
+	// 24 characters) and, with `SHELF_HIBP_URL`, one request to Have I
+	// Been Pwned's range API; one argon2id password hash (deliberately
+	// slow), then lightweight transactions: both names claimed and a
+	// pending account written in parallel, both claims committed, the
+	// account activated. A signup that takes longer than the claim lease
+	// (`SHELF_CLAIM_LEASE`, 30 s) is undone and answered 503
+	// `signup_expired`; nothing is kept and it may be sent again.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2921,22 +2938,29 @@ type ClientInterface interface {
 	// CreateUser Sign up
 	//
 	// Creates an active account with a unique username and email and
-	// answers it (with its email) and its URL in `Location`. It does not
-	// log in: call `POST /v1/sessions` next.
+	// answers it (with its email) and its URL in `Location`. After the
+	// answer a verification link is mailed to the email (`emailVerified`
+	// is false until it is followed). It does not log in: call
+	// `POST /v1/sessions` next (with `SHELF_REQUIRE_VERIFIED_EMAIL`, once
+	// the link was followed).
 	//
 	// Who may call: anyone; no session is needed. An `Authorization`
 	// header is optional, but if one is sent it must be a valid session,
 	// or the answer is 401 as on every `/v1` route.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with no
-	// other route; the password's guessability estimated (zxcvbn, on its
-	// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
-	// I Been Pwned's range API; one argon2id password hash (deliberately
-	// slow), then lightweight transactions: both names claimed and a pending account
-	// written in parallel, both claims committed, the account activated.
-	// A signup that takes longer than the claim lease is undone and
-	// answered 503 `signup_expired`; nothing is kept and it may be sent
-	// again.
+	// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
+	// IP (IPv6 per /64), a bucket shared with no other route and kept by
+	// each server process on its own (429 `rate_limited` with
+	// `Retry-After`).
+	//
+	// Cost: the password's guessability estimated (zxcvbn, on its first
+	// 24 characters) and, with `SHELF_HIBP_URL`, one request to Have I
+	// Been Pwned's range API; one argon2id password hash (deliberately
+	// slow), then lightweight transactions: both names claimed and a
+	// pending account written in parallel, both claims committed, the
+	// account activated. A signup that takes longer than the claim lease
+	// (`SHELF_CLAIM_LEASE`, 30 s) is undone and answered 503
+	// `signup_expired`; nothing is kept and it may be sent again.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2946,15 +2970,17 @@ type ClientInterface interface {
 	// GetUserByEmail Find a user by email (admins)
 	//
 	// Answers the active or suspended account holding this email,
-	// compared after NFKC and case folding, with its email. An address
-	// that breaks the email rules is simply not found.
+	// compared after NFKC and case folding, with its email. Only an
+	// account's current email counts (not one asked for and not
+	// verified yet). An address that breaks the email rules is simply
+	// not found.
 	//
 	// Who may call: active admins only. Without a session 401; any other
 	// session 403 (checked before the email is looked up, so a non-admin
 	// learns nothing about which emails exist).
 	//
-	// Cost: one read of the caller's account, one claim read and one
-	// account read.
+	// Cost: after the session's read, one claim read and one account
+	// read.
 	//
 	// Corresponds with GET /v1/users/by-email/{email} (the `GetUserByEmail` operationId).
 	GetUserByEmail(ctx context.Context, email Email, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2968,35 +2994,38 @@ type ClientInterface interface {
 	// Who may call: anyone, with or without a session. The email is
 	// included only for the user themself and admins.
 	//
-	// Cost: one claim read and one account read (and, for a caller looking
-	// at someone else, one read of the caller's account).
+	// Cost: one claim read and one account read; with a session, the
+	// session's read first (the caller's account is read beside it).
 	//
 	// Corresponds with GET /v1/users/by-username/{username} (the `GetUserByUsername` operationId).
 	GetUserByUsername(ctx context.Context, username Username, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteUser Delete an account
 	//
-	// Deletes the account for good. Its sessions end; it leaves every
-	// group (a group it is the only member of is closed); the items it owns (made and still manages, or is the last
-	// manager of) are deleted and vanish from every library; it is taken
-	// off every other item it was shared with (their owners' member
-	// counts follow); its own library is emptied; its suspension, if
-	// any, leaves the suspended list (its moderation history stays).
-	// Then its personal data is cleared and only then are its username
-	// and email freed: a signup of either gets it once the deletion has
-	// let go of it, never before. The id is never used again.
+	// Deletes the account for good, in this order: its suspension, if
+	// any, leaves the suspended list (its moderation history stays); it
+	// leaves every group (a group it is the only member of is closed);
+	// the items it owns (made and still manages, or is the last manager
+	// of) are deleted and vanish from every library; it is taken off
+	// every other item it was shared with (their owners' member counts
+	// follow); its own library is emptied. Then its personal data is
+	// cleared, and only then are its username and email freed: a signup
+	// of either gets it once the deletion has let go of it, never
+	// before. Last, every session of it ends. The id is never used
+	// again.
 	//
 	// The request does the part that takes effect at once and answers
 	// 202 with the job that does the rest: the account is 404 to
 	// everyone from here, its login is refused and no session of it
 	// works. The job runs on a worker of any API process, resumes where
 	// it stopped if that process dies, and needs no further request;
-	// follow it at `GET /v1/jobs/{id}` (`Location`), which works without
-	// a session: the names are free once it reads `finished`. The
-	// deletion is idempotent: a repeat answers the same job (a repeat of
-	// a finished one also sweeps its steps again); the user's own
-	// session keeps working for this one request, and for the job,
-	// until the job ends every session.
+	// follow it at `GET /v1/jobs/{id}` (`Location`), which needs no
+	// session (the account's own is refused there, 401): the names are
+	// free once it reads `finished`. The deletion is idempotent: a
+	// repeat answers the same job (a repeat of a finished one also
+	// sweeps its steps again). Until the job ends the sessions, the
+	// user's own session works for a repeat of this request (or of
+	// `POST /v1/users/{id}/deletion`) and nothing else.
 	//
 	// Who may call: an active admin, for any account but another
 	// admin's (a suspended account can be deleted). The user deletes
@@ -3006,29 +3035,31 @@ type ClientInterface interface {
 	// already under way finishes it). Without a session 401; a session
 	// of another, non-admin user, or an admin's for another admin, 403.
 	//
-	// Cost: a SERIAL read of the account and a read of each of the
+	// Cost: a SERIAL read of the account and reads of each of the
 	// user's groups (the last-manager check); an index write, a
-	// compare-and-set and the job's row: the same whatever the account
-	// holds. The job then changes each group, each item in the user's
-	// library (with its fan-out), passes over the library's rows, makes
-	// a second compare-and-set, releases the two names and ends the
-	// sessions: it grows with the user's groups and items, at about a
-	// hundred items a second on one node.
+	// compare-and-set (with an admin's audit entry) and the job's row,
+	// whatever the library holds. The job then changes each group, each
+	// item in the user's library (with its fan-out,
+	// `SHELF_JOB_ITEMS_AT_ONCE` at once), passes over the library's
+	// rows, makes a second compare-and-set, releases the two names and
+	// ends the sessions: it grows with the user's groups and items, at
+	// about 200 items a second on one node.
 	//
 	// Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
 	DeleteUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetUser Get a user
 	//
-	// Answers an active or suspended account by id. Unknown, malformed
-	// and not yet activated ids are all 404.
+	// Answers an active or suspended account by id. Unknown, malformed,
+	// not yet activated and deleted (or being deleted) ids are all 404.
 	//
-	// Who may call: anyone, with or without a session. The email is
-	// included only when the caller is the user themself or an admin.
+	// Who may call: anyone, with or without a session. `email`,
+	// `emailVerified`, `pendingEmail`, `status` and `roles` are included
+	// only when the caller is the user themself or an admin.
 	//
-	// Cost: a malformed id is answered 404 without touching the database;
-	// otherwise one account read (and, for a caller looking at someone
-	// else, one read of the caller's account to check the admin role).
+	// Cost: one account read; with a session, the session's read first
+	// (the caller's account, and so the admin role, is read beside it).
+	// A malformed id is answered 404 without the account read.
 	//
 	// Corresponds with GET /v1/users/{id} (the `GetUser` operationId).
 	GetUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3042,10 +3073,14 @@ type ClientInterface interface {
 	// is, with its email.
 	//
 	// Re-authentication: the user changing their own username or email
-	// sends `currentPassword` (missing: 400 naming `currentPassword`;
-	// wrong: 401 `invalid_credentials` naming it). A display name
-	// alone needs none. An admin changing another account sends none,
-	// and may not change another admin's username or email (403).
+	// (as written, a change of case included) sends `currentPassword`
+	// (missing: 400 naming `currentPassword`; wrong: 401
+	// `invalid_credentials` naming it) and, where the account has a
+	// second factor, a `code`, `recoveryCode` or `passkey` (missing: 400
+	// naming `code`; wrong: 401 `invalid_code` or `invalid_passkey`). A
+	// display name alone needs none. An admin changing another account
+	// sends none, and may not change another admin's username or email
+	// (403).
 	//
 	// A new email is only asked for: it shows as `pendingEmail`, and the
 	// account keeps its `email` (login, password resets and every mail
@@ -3064,25 +3099,29 @@ type ClientInterface interface {
 	// pending, mails no new notice: the first notice's link still
 	// works. A change pending expires with its verification link
 	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
-	// shows no more and its address is free.
-	// When the user asks, every other session of the user ends (the
-	// caller's stays), as a password change does. Sending the current
+	// shows no more and its address is free. Sending the current
 	// address again cancels a change pending; sending another replaces
-	// it.
+	// it. A new email asked for by the user ends every other session of
+	// the user (the caller's stays), as a password change does; an
+	// admin's change ends none.
 	//
 	// Who may call: the user themself, or an active admin for any account.
 	// Without a session 401; a session of another, non-admin user 403.
 	//
-	// Cost: one read of the caller's account when it is not the user's
-	// own; a SERIAL read of the account, then lightweight transactions
-	// (claim and commit of each new name, compare-and-set of the account,
-	// release of each old name). A change that loses a race with another
+	// Cost: a SERIAL read of the account; for the user's own new
+	// username or email, the proof (throttled, one argon2id
+	// verification, a read of the factors); then lightweight
+	// transactions (claim and commit of each new name, compare-and-set
+	// of the account, release of each old name); an admin's change also
+	// writes its audit entry. A change that loses a race with another
 	// change of the same account is retried a few times, then answered
 	// 409 `concurrent_change`.
 	//
-	// Rate-limited per client address like signups and logins (429 with
-	// `Retry-After`): a 409 says whether an email is taken, so unlimited
-	// changes would let anyone probe for accounts.
+	// Rate limit: per client address, as for signups (its own bucket,
+	// shared with the deletion, the password change and the second
+	// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
+	// says whether an email is taken, so unlimited changes would let
+	// anyone probe for accounts.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3098,10 +3137,14 @@ type ClientInterface interface {
 	// is, with its email.
 	//
 	// Re-authentication: the user changing their own username or email
-	// sends `currentPassword` (missing: 400 naming `currentPassword`;
-	// wrong: 401 `invalid_credentials` naming it). A display name
-	// alone needs none. An admin changing another account sends none,
-	// and may not change another admin's username or email (403).
+	// (as written, a change of case included) sends `currentPassword`
+	// (missing: 400 naming `currentPassword`; wrong: 401
+	// `invalid_credentials` naming it) and, where the account has a
+	// second factor, a `code`, `recoveryCode` or `passkey` (missing: 400
+	// naming `code`; wrong: 401 `invalid_code` or `invalid_passkey`). A
+	// display name alone needs none. An admin changing another account
+	// sends none, and may not change another admin's username or email
+	// (403).
 	//
 	// A new email is only asked for: it shows as `pendingEmail`, and the
 	// account keeps its `email` (login, password resets and every mail
@@ -3120,25 +3163,29 @@ type ClientInterface interface {
 	// pending, mails no new notice: the first notice's link still
 	// works. A change pending expires with its verification link
 	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
-	// shows no more and its address is free.
-	// When the user asks, every other session of the user ends (the
-	// caller's stays), as a password change does. Sending the current
+	// shows no more and its address is free. Sending the current
 	// address again cancels a change pending; sending another replaces
-	// it.
+	// it. A new email asked for by the user ends every other session of
+	// the user (the caller's stays), as a password change does; an
+	// admin's change ends none.
 	//
 	// Who may call: the user themself, or an active admin for any account.
 	// Without a session 401; a session of another, non-admin user 403.
 	//
-	// Cost: one read of the caller's account when it is not the user's
-	// own; a SERIAL read of the account, then lightweight transactions
-	// (claim and commit of each new name, compare-and-set of the account,
-	// release of each old name). A change that loses a race with another
+	// Cost: a SERIAL read of the account; for the user's own new
+	// username or email, the proof (throttled, one argon2id
+	// verification, a read of the factors); then lightweight
+	// transactions (claim and commit of each new name, compare-and-set
+	// of the account, release of each old name); an admin's change also
+	// writes its audit entry. A change that loses a race with another
 	// change of the same account is retried a few times, then answered
 	// 409 `concurrent_change`.
 	//
-	// Rate-limited per client address like signups and logins (429 with
-	// `Retry-After`): a 409 says whether an email is taken, so unlimited
-	// changes would let anyone probe for accounts.
+	// Rate limit: per client address, as for signups (its own bucket,
+	// shared with the deletion, the password change and the second
+	// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
+	// says whether an email is taken, so unlimited changes would let
+	// anyone probe for accounts.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3183,23 +3230,26 @@ type ClientInterface interface {
 	// RequestUserDeletionWithBody Delete an account, with the current password
 	//
 	// Deletes the account as `DELETE /v1/users/{id}` does (everything
-	// said there holds: what goes, in which order, idempotence, the
-	// repair). The user deleting their own account sends the current
-	// password (missing: 400; wrong: 401 `invalid_credentials`, both
-	// naming `currentPassword`): a stolen session alone cannot delete
-	// the account. An admin deleting another, non-admin account sends
-	// none. A repeat of a deletion already under way answers its job
-	// without asking the password again (it was given when it began);
-	// the user's own session keeps working for this one request until
-	// the job ends it.
+	// said there holds: what goes, in which order, the job,
+	// idempotence). The user deleting their own account sends the
+	// current password (missing: 400; wrong: 401 `invalid_credentials`,
+	// both naming `currentPassword`) and, where the account has a second
+	// factor, a `code`, `recoveryCode` or `passkey` (missing: 400 naming
+	// `code`; wrong: 401 `invalid_code` or `invalid_passkey`): a stolen
+	// session alone cannot delete the account. An admin deleting
+	// another, non-admin account sends `{}`. A repeat of a deletion
+	// already under way answers its job without asking for the proof
+	// again (it was given when it began); until the job ends the
+	// sessions, the user's own session works for that repeat.
 	//
-	// Who may call: the user themself with the current password, or an
-	// active admin for any account but another admin's. Without a
-	// session 401; a session of another, non-admin user 403.
+	// Who may call: the user themself with the proof, or an active admin
+	// for any account but another admin's. Without a session 401; a
+	// session of another, non-admin user 403.
 	//
-	// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
-	// verification for the user's own request. Rate-limited per client
-	// address like account changes (429 with `Retry-After`).
+	// Cost: that of `DELETE /v1/users/{id}`, and for the user's own
+	// request the proof (throttled, one argon2id verification, a read
+	// of the factors). Rate-limited per client address in the bucket of
+	// account changes (429 `rate_limited` with `Retry-After`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3209,23 +3259,26 @@ type ClientInterface interface {
 	// RequestUserDeletion Delete an account, with the current password
 	//
 	// Deletes the account as `DELETE /v1/users/{id}` does (everything
-	// said there holds: what goes, in which order, idempotence, the
-	// repair). The user deleting their own account sends the current
-	// password (missing: 400; wrong: 401 `invalid_credentials`, both
-	// naming `currentPassword`): a stolen session alone cannot delete
-	// the account. An admin deleting another, non-admin account sends
-	// none. A repeat of a deletion already under way answers its job
-	// without asking the password again (it was given when it began);
-	// the user's own session keeps working for this one request until
-	// the job ends it.
+	// said there holds: what goes, in which order, the job,
+	// idempotence). The user deleting their own account sends the
+	// current password (missing: 400; wrong: 401 `invalid_credentials`,
+	// both naming `currentPassword`) and, where the account has a second
+	// factor, a `code`, `recoveryCode` or `passkey` (missing: 400 naming
+	// `code`; wrong: 401 `invalid_code` or `invalid_passkey`): a stolen
+	// session alone cannot delete the account. An admin deleting
+	// another, non-admin account sends `{}`. A repeat of a deletion
+	// already under way answers its job without asking for the proof
+	// again (it was given when it began); until the job ends the
+	// sessions, the user's own session works for that repeat.
 	//
-	// Who may call: the user themself with the current password, or an
-	// active admin for any account but another admin's. Without a
-	// session 401; a session of another, non-admin user 403.
+	// Who may call: the user themself with the proof, or an active admin
+	// for any account but another admin's. Without a session 401; a
+	// session of another, non-admin user 403.
 	//
-	// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
-	// verification for the user's own request. Rate-limited per client
-	// address like account changes (429 with `Retry-After`).
+	// Cost: that of `DELETE /v1/users/{id}`, and for the user's own
+	// request the proof (throttled, one argon2id verification, a read
+	// of the factors). Rate-limited per client address in the bucket of
+	// account changes (429 `rate_limited` with `Retry-After`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3570,25 +3623,32 @@ type ClientInterface interface {
 
 	// ChangePasswordWithBody Change the password
 	//
-	// Sets a new password after checking the current one. Every other
-	// session of the user is revoked at once; the session that made the
-	// change stays valid.
+	// Sets a new password after checking the current one (and, where
+	// the account has a second factor, a `code`, `recoveryCode` or
+	// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
+	// or `invalid_passkey`). Every other session of the user is revoked
+	// at once; the session that made the change stays valid.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), and throttled:
-	// wrong current passwords of one account are counted by every
-	// instance together, 5 from one client address and 50 from all
-	// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
-	// `too_many_attempts` with `Retry-After`, before the password is
-	// checked, so a stolen session is no free oracle for it. A SERIAL read
-	// of the account, the attempt's row written and its account's rows
-	// read (two tiers at once), two argon2id operations (check the
-	// current password, hash the new one), a compare-and-set of the
-	// account, and the revocation of the other sessions. The new password
-	// is checked before the current one, so a 400 costs no hash and no
-	// attempt.
+	// Limits: per client IP (IPv6 per /64), in the bucket of account
+	// changes (429 `rate_limited`); and wrong current passwords of one
+	// account are counted in Cassandra by every instance together, 5
+	// from one client address and 50 from all within 15 minutes by
+	// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// `Retry-After`, before the password is checked, so a stolen session
+	// is no free oracle for it.
+	//
+	// Cost: a SERIAL read of the account; the new password's rules
+	// (length, identifiers, guessability); the proof (the throttle's
+	// rows written and read, one argon2id verification, a read of the
+	// factors); with `SHELF_HIBP_URL`, one request to Have I Been
+	// Pwned; one argon2id hash of the new password; a SERIAL read and a
+	// compare-and-set of the account; the revocation of the other
+	// sessions. A new password that breaks the rules is refused before
+	// the proof, costing no verification and no attempt; Have I Been
+	// Pwned is asked only after the proof.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3597,25 +3657,32 @@ type ClientInterface interface {
 
 	// ChangePassword Change the password
 	//
-	// Sets a new password after checking the current one. Every other
-	// session of the user is revoked at once; the session that made the
-	// change stays valid.
+	// Sets a new password after checking the current one (and, where
+	// the account has a second factor, a `code`, `recoveryCode` or
+	// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
+	// or `invalid_passkey`). Every other session of the user is revoked
+	// at once; the session that made the change stays valid.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), and throttled:
-	// wrong current passwords of one account are counted by every
-	// instance together, 5 from one client address and 50 from all
-	// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
-	// `too_many_attempts` with `Retry-After`, before the password is
-	// checked, so a stolen session is no free oracle for it. A SERIAL read
-	// of the account, the attempt's row written and its account's rows
-	// read (two tiers at once), two argon2id operations (check the
-	// current password, hash the new one), a compare-and-set of the
-	// account, and the revocation of the other sessions. The new password
-	// is checked before the current one, so a 400 costs no hash and no
-	// attempt.
+	// Limits: per client IP (IPv6 per /64), in the bucket of account
+	// changes (429 `rate_limited`); and wrong current passwords of one
+	// account are counted in Cassandra by every instance together, 5
+	// from one client address and 50 from all within 15 minutes by
+	// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// `Retry-After`, before the password is checked, so a stolen session
+	// is no free oracle for it.
+	//
+	// Cost: a SERIAL read of the account; the new password's rules
+	// (length, identifiers, guessability); the proof (the throttle's
+	// rows written and read, one argon2id verification, a read of the
+	// factors); with `SHELF_HIBP_URL`, one request to Have I Been
+	// Pwned; one argon2id hash of the new password; a SERIAL read and a
+	// compare-and-set of the account; the revocation of the other
+	// sessions. A new password that breaks the rules is refused before
+	// the proof, costing no verification and no attempt; Have I Been
+	// Pwned is asked only after the proof.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3823,8 +3890,10 @@ type ClientInterface interface {
 
 // GetConsole The web console
 //
-// A small page over the public API: sign up, log in, my library, create
-// and share items, other libraries, and for admins the suspended list.
+// A page over the public API: sign up, log in, your library and items
+// (create, edit, share), other users' and groups' libraries, groups,
+// your account (email, second factors, sessions), and for admins
+// moderation and the audit.
 //
 // Corresponds with GET / (the `GetConsole` operationId).
 func (c *Client) GetConsole(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3841,7 +3910,9 @@ func (c *Client) GetConsole(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // GetDocs The API reference
 //
-// This contract rendered by Swagger UI, served from the binary (no CDN).
+// This contract rendered by Swagger UI, served from the binary (no
+// CDN). A build without Swagger UI (`make web-assets` fetches it)
+// serves a page that says so and links `/openapi.yaml`.
 //
 // Corresponds with GET /docs (the `GetDocs` operationId).
 func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3875,18 +3946,22 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // GetMetrics Prometheus metrics
 //
-// The Prometheus text format: `shelf_http_requests_total` and
-// `shelf_http_request_duration_seconds` (by route pattern, method,
-// status), `shelf_cql_statement_duration_seconds` and
-// `shelf_cql_statement_errors_total` (by kind: select, insert, update,
-// delete, batch, lwt), `shelf_lwt_outcomes_total` (applied,
-// not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
-// and `shelf_fanout_outbox_oldest_seconds`,
-// `shelf_password_hash_wait_seconds`, and the Go and process
-// collectors. Expose it to your scraper only: with
-// `SHELF_METRICS_ADDR` set it is served on that address alone, and
-// the API's own listener answers 404 here. The `method` label is one
-// of the methods HTTP defines, or `other`.
+// The Prometheus text format: the Go and process collectors and
+// shelf's series (docs/operations.md lists them): HTTP requests by
+// route pattern and method (`shelf_http_requests_total`, also by
+// status; `shelf_http_request_duration_seconds`;
+// `shelf_http_request_round_trips`), CQL statements by kind (select,
+// insert, update, delete, batch, lwt, other:
+// `shelf_cql_statement_duration_seconds`,
+// `shelf_cql_statement_errors_total`), `shelf_lwt_outcomes_total`
+// (applied, not_applied, ambiguous_resolved, failed), fan-outs
+// (`shelf_fanout_*`), jobs (`shelf_jobs_*`), the indexes of attempts
+// in progress (`shelf_attempt_index_*`) and
+// `shelf_password_hash_wait_seconds`. The `method` label is one of
+// the methods HTTP defines, or `other`. Expose it to your scraper
+// only: with `SHELF_METRICS_ADDR` set it is served on that address
+// alone (by a plain server, without `X-Request-Id` or the security
+// headers), and the API's own listener answers 404 here.
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5136,15 +5211,17 @@ func (c *Client) ConfirmPasswordReset(ctx context.Context, body ConfirmPasswordR
 // digits, `.`, `_`, `-`), else 400 `format` naming `prefix`.
 //
 // Who may call: any session (without one 401). Requests are limited
-// per client address like signups (`SHELF_RATE_LIMIT_PER_MINUTE`;
-// 429 with `Retry-After`): a typeahead should wait for a pause in
-// typing before it asks.
+// per client address as signups are, in a bucket of their own
+// (`SHELF_RATE_LIMIT_PER_MINUTE`; 429 `rate_limited` with
+// `Retry-After`): a typeahead should wait for a pause in typing
+// before it asks.
 //
-// Cost: one indexed read across the ring (Cassandra's
-// storage-attached index on the account rows' username starts),
-// plus up to 8 more when the index returns rows the search does not
-// show; a page then comes shorter, with a `nextCursor` past what
-// was read (docs/design/people-search.md).
+// Cost: after the session's read, one indexed read across the ring
+// (Cassandra's storage-attached index on the account rows' username
+// starts), plus up to 8 more while the index returns rows the
+// search does not show; if those run out, the page comes shorter,
+// with a `nextCursor` past what was read
+// (docs/design/people-search.md).
 //
 // Corresponds with GET /v1/people (the `SearchPeople` operationId).
 func (c *Client) SearchPeople(ctx context.Context, params *SearchPeopleParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5412,10 +5489,10 @@ func (c *Client) ListSuspensions(ctx context.Context, params *ListSuspensionsPar
 // session 403, checked before `q`'s form (a `q` missing or given
 // twice, or a bad `limit`, is 400 whoever asks, as on every list).
 //
-// Cost: one read of the caller's account, then one indexed read
-// across the ring (Cassandra's storage-attached index on the
-// account rows' three-character grams), plus up to 8 more when the
-// index returns rows the search does not show; a page then comes
+// Cost: after the session's read, one indexed read across the ring
+// (Cassandra's storage-attached index on the account rows'
+// three-character grams), plus up to 8 more while the index returns
+// rows the search does not show; if those run out, the page comes
 // shorter, with a `nextCursor` past what was read
 // (docs/design/user-search.md).
 //
@@ -5435,22 +5512,29 @@ func (c *Client) SearchUsers(ctx context.Context, params *SearchUsersParams, req
 // CreateUserWithBody Sign up
 //
 // Creates an active account with a unique username and email and
-// answers it (with its email) and its URL in `Location`. It does not
-// log in: call `POST /v1/sessions` next.
+// answers it (with its email) and its URL in `Location`. After the
+// answer a verification link is mailed to the email (`emailVerified`
+// is false until it is followed). It does not log in: call
+// `POST /v1/sessions` next (with `SHELF_REQUIRE_VERIFIED_EMAIL`, once
+// the link was followed).
 //
 // Who may call: anyone; no session is needed. An `Authorization`
 // header is optional, but if one is sent it must be a valid session,
 // or the answer is 401 as on every `/v1` route.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with no
-// other route; the password's guessability estimated (zxcvbn, on its
-// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
-// I Been Pwned's range API; one argon2id password hash (deliberately
-// slow), then lightweight transactions: both names claimed and a pending account
-// written in parallel, both claims committed, the account activated.
-// A signup that takes longer than the claim lease is undone and
-// answered 503 `signup_expired`; nothing is kept and it may be sent
-// again.
+// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
+// IP (IPv6 per /64), a bucket shared with no other route and kept by
+// each server process on its own (429 `rate_limited` with
+// `Retry-After`).
+//
+// Cost: the password's guessability estimated (zxcvbn, on its first
+// 24 characters) and, with `SHELF_HIBP_URL`, one request to Have I
+// Been Pwned's range API; one argon2id password hash (deliberately
+// slow), then lightweight transactions: both names claimed and a
+// pending account written in parallel, both claims committed, the
+// account activated. A signup that takes longer than the claim lease
+// (`SHELF_CLAIM_LEASE`, 30 s) is undone and answered 503
+// `signup_expired`; nothing is kept and it may be sent again.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5470,22 +5554,29 @@ func (c *Client) CreateUserWithBody(ctx context.Context, contentType string, bod
 // CreateUser Sign up
 //
 // Creates an active account with a unique username and email and
-// answers it (with its email) and its URL in `Location`. It does not
-// log in: call `POST /v1/sessions` next.
+// answers it (with its email) and its URL in `Location`. After the
+// answer a verification link is mailed to the email (`emailVerified`
+// is false until it is followed). It does not log in: call
+// `POST /v1/sessions` next (with `SHELF_REQUIRE_VERIFIED_EMAIL`, once
+// the link was followed).
 //
 // Who may call: anyone; no session is needed. An `Authorization`
 // header is optional, but if one is sent it must be a valid session,
 // or the answer is 401 as on every `/v1` route.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with no
-// other route; the password's guessability estimated (zxcvbn, on its
-// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
-// I Been Pwned's range API; one argon2id password hash (deliberately
-// slow), then lightweight transactions: both names claimed and a pending account
-// written in parallel, both claims committed, the account activated.
-// A signup that takes longer than the claim lease is undone and
-// answered 503 `signup_expired`; nothing is kept and it may be sent
-// again.
+// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
+// IP (IPv6 per /64), a bucket shared with no other route and kept by
+// each server process on its own (429 `rate_limited` with
+// `Retry-After`).
+//
+// Cost: the password's guessability estimated (zxcvbn, on its first
+// 24 characters) and, with `SHELF_HIBP_URL`, one request to Have I
+// Been Pwned's range API; one argon2id password hash (deliberately
+// slow), then lightweight transactions: both names claimed and a
+// pending account written in parallel, both claims committed, the
+// account activated. A signup that takes longer than the claim lease
+// (`SHELF_CLAIM_LEASE`, 30 s) is undone and answered 503
+// `signup_expired`; nothing is kept and it may be sent again.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5505,15 +5596,17 @@ func (c *Client) CreateUser(ctx context.Context, body CreateUserJSONRequestBody,
 // GetUserByEmail Find a user by email (admins)
 //
 // Answers the active or suspended account holding this email,
-// compared after NFKC and case folding, with its email. An address
-// that breaks the email rules is simply not found.
+// compared after NFKC and case folding, with its email. Only an
+// account's current email counts (not one asked for and not
+// verified yet). An address that breaks the email rules is simply
+// not found.
 //
 // Who may call: active admins only. Without a session 401; any other
 // session 403 (checked before the email is looked up, so a non-admin
 // learns nothing about which emails exist).
 //
-// Cost: one read of the caller's account, one claim read and one
-// account read.
+// Cost: after the session's read, one claim read and one account
+// read.
 //
 // Corresponds with GET /v1/users/by-email/{email} (the `GetUserByEmail` operationId).
 func (c *Client) GetUserByEmail(ctx context.Context, email Email, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5537,8 +5630,8 @@ func (c *Client) GetUserByEmail(ctx context.Context, email Email, reqEditors ...
 // Who may call: anyone, with or without a session. The email is
 // included only for the user themself and admins.
 //
-// Cost: one claim read and one account read (and, for a caller looking
-// at someone else, one read of the caller's account).
+// Cost: one claim read and one account read; with a session, the
+// session's read first (the caller's account is read beside it).
 //
 // Corresponds with GET /v1/users/by-username/{username} (the `GetUserByUsername` operationId).
 func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5555,27 +5648,30 @@ func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEd
 
 // DeleteUser Delete an account
 //
-// Deletes the account for good. Its sessions end; it leaves every
-// group (a group it is the only member of is closed); the items it owns (made and still manages, or is the last
-// manager of) are deleted and vanish from every library; it is taken
-// off every other item it was shared with (their owners' member
-// counts follow); its own library is emptied; its suspension, if
-// any, leaves the suspended list (its moderation history stays).
-// Then its personal data is cleared and only then are its username
-// and email freed: a signup of either gets it once the deletion has
-// let go of it, never before. The id is never used again.
+// Deletes the account for good, in this order: its suspension, if
+// any, leaves the suspended list (its moderation history stays); it
+// leaves every group (a group it is the only member of is closed);
+// the items it owns (made and still manages, or is the last manager
+// of) are deleted and vanish from every library; it is taken off
+// every other item it was shared with (their owners' member counts
+// follow); its own library is emptied. Then its personal data is
+// cleared, and only then are its username and email freed: a signup
+// of either gets it once the deletion has let go of it, never
+// before. Last, every session of it ends. The id is never used
+// again.
 //
 // The request does the part that takes effect at once and answers
 // 202 with the job that does the rest: the account is 404 to
 // everyone from here, its login is refused and no session of it
 // works. The job runs on a worker of any API process, resumes where
 // it stopped if that process dies, and needs no further request;
-// follow it at `GET /v1/jobs/{id}` (`Location`), which works without
-// a session: the names are free once it reads `finished`. The
-// deletion is idempotent: a repeat answers the same job (a repeat of
-// a finished one also sweeps its steps again); the user's own
-// session keeps working for this one request, and for the job,
-// until the job ends every session.
+// follow it at `GET /v1/jobs/{id}` (`Location`), which needs no
+// session (the account's own is refused there, 401): the names are
+// free once it reads `finished`. The deletion is idempotent: a
+// repeat answers the same job (a repeat of a finished one also
+// sweeps its steps again). Until the job ends the sessions, the
+// user's own session works for a repeat of this request (or of
+// `POST /v1/users/{id}/deletion`) and nothing else.
 //
 // Who may call: an active admin, for any account but another
 // admin's (a suspended account can be deleted). The user deletes
@@ -5585,14 +5681,15 @@ func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEd
 // already under way finishes it). Without a session 401; a session
 // of another, non-admin user, or an admin's for another admin, 403.
 //
-// Cost: a SERIAL read of the account and a read of each of the
+// Cost: a SERIAL read of the account and reads of each of the
 // user's groups (the last-manager check); an index write, a
-// compare-and-set and the job's row: the same whatever the account
-// holds. The job then changes each group, each item in the user's
-// library (with its fan-out), passes over the library's rows, makes
-// a second compare-and-set, releases the two names and ends the
-// sessions: it grows with the user's groups and items, at about a
-// hundred items a second on one node.
+// compare-and-set (with an admin's audit entry) and the job's row,
+// whatever the library holds. The job then changes each group, each
+// item in the user's library (with its fan-out,
+// `SHELF_JOB_ITEMS_AT_ONCE` at once), passes over the library's
+// rows, makes a second compare-and-set, releases the two names and
+// ends the sessions: it grows with the user's groups and items, at
+// about 200 items a second on one node.
 //
 // Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
 func (c *Client) DeleteUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5609,15 +5706,16 @@ func (c *Client) DeleteUser(ctx context.Context, id UserId, reqEditors ...Reques
 
 // GetUser Get a user
 //
-// Answers an active or suspended account by id. Unknown, malformed
-// and not yet activated ids are all 404.
+// Answers an active or suspended account by id. Unknown, malformed,
+// not yet activated and deleted (or being deleted) ids are all 404.
 //
-// Who may call: anyone, with or without a session. The email is
-// included only when the caller is the user themself or an admin.
+// Who may call: anyone, with or without a session. `email`,
+// `emailVerified`, `pendingEmail`, `status` and `roles` are included
+// only when the caller is the user themself or an admin.
 //
-// Cost: a malformed id is answered 404 without touching the database;
-// otherwise one account read (and, for a caller looking at someone
-// else, one read of the caller's account to check the admin role).
+// Cost: one account read; with a session, the session's read first
+// (the caller's account, and so the admin role, is read beside it).
+// A malformed id is answered 404 without the account read.
 //
 // Corresponds with GET /v1/users/{id} (the `GetUser` operationId).
 func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5641,10 +5739,14 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // is, with its email.
 //
 // Re-authentication: the user changing their own username or email
-// sends `currentPassword` (missing: 400 naming `currentPassword`;
-// wrong: 401 `invalid_credentials` naming it). A display name
-// alone needs none. An admin changing another account sends none,
-// and may not change another admin's username or email (403).
+// (as written, a change of case included) sends `currentPassword`
+// (missing: 400 naming `currentPassword`; wrong: 401
+// `invalid_credentials` naming it) and, where the account has a
+// second factor, a `code`, `recoveryCode` or `passkey` (missing: 400
+// naming `code`; wrong: 401 `invalid_code` or `invalid_passkey`). A
+// display name alone needs none. An admin changing another account
+// sends none, and may not change another admin's username or email
+// (403).
 //
 // A new email is only asked for: it shows as `pendingEmail`, and the
 // account keeps its `email` (login, password resets and every mail
@@ -5663,25 +5765,29 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // pending, mails no new notice: the first notice's link still
 // works. A change pending expires with its verification link
 // (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
-// shows no more and its address is free.
-// When the user asks, every other session of the user ends (the
-// caller's stays), as a password change does. Sending the current
+// shows no more and its address is free. Sending the current
 // address again cancels a change pending; sending another replaces
-// it.
+// it. A new email asked for by the user ends every other session of
+// the user (the caller's stays), as a password change does; an
+// admin's change ends none.
 //
 // Who may call: the user themself, or an active admin for any account.
 // Without a session 401; a session of another, non-admin user 403.
 //
-// Cost: one read of the caller's account when it is not the user's
-// own; a SERIAL read of the account, then lightweight transactions
-// (claim and commit of each new name, compare-and-set of the account,
-// release of each old name). A change that loses a race with another
+// Cost: a SERIAL read of the account; for the user's own new
+// username or email, the proof (throttled, one argon2id
+// verification, a read of the factors); then lightweight
+// transactions (claim and commit of each new name, compare-and-set
+// of the account, release of each old name); an admin's change also
+// writes its audit entry. A change that loses a race with another
 // change of the same account is retried a few times, then answered
 // 409 `concurrent_change`.
 //
-// Rate-limited per client address like signups and logins (429 with
-// `Retry-After`): a 409 says whether an email is taken, so unlimited
-// changes would let anyone probe for accounts.
+// Rate limit: per client address, as for signups (its own bucket,
+// shared with the deletion, the password change and the second
+// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
+// says whether an email is taken, so unlimited changes would let
+// anyone probe for accounts.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5707,10 +5813,14 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // is, with its email.
 //
 // Re-authentication: the user changing their own username or email
-// sends `currentPassword` (missing: 400 naming `currentPassword`;
-// wrong: 401 `invalid_credentials` naming it). A display name
-// alone needs none. An admin changing another account sends none,
-// and may not change another admin's username or email (403).
+// (as written, a change of case included) sends `currentPassword`
+// (missing: 400 naming `currentPassword`; wrong: 401
+// `invalid_credentials` naming it) and, where the account has a
+// second factor, a `code`, `recoveryCode` or `passkey` (missing: 400
+// naming `code`; wrong: 401 `invalid_code` or `invalid_passkey`). A
+// display name alone needs none. An admin changing another account
+// sends none, and may not change another admin's username or email
+// (403).
 //
 // A new email is only asked for: it shows as `pendingEmail`, and the
 // account keeps its `email` (login, password resets and every mail
@@ -5729,25 +5839,29 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // pending, mails no new notice: the first notice's link still
 // works. A change pending expires with its verification link
 // (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
-// shows no more and its address is free.
-// When the user asks, every other session of the user ends (the
-// caller's stays), as a password change does. Sending the current
+// shows no more and its address is free. Sending the current
 // address again cancels a change pending; sending another replaces
-// it.
+// it. A new email asked for by the user ends every other session of
+// the user (the caller's stays), as a password change does; an
+// admin's change ends none.
 //
 // Who may call: the user themself, or an active admin for any account.
 // Without a session 401; a session of another, non-admin user 403.
 //
-// Cost: one read of the caller's account when it is not the user's
-// own; a SERIAL read of the account, then lightweight transactions
-// (claim and commit of each new name, compare-and-set of the account,
-// release of each old name). A change that loses a race with another
+// Cost: a SERIAL read of the account; for the user's own new
+// username or email, the proof (throttled, one argon2id
+// verification, a read of the factors); then lightweight
+// transactions (claim and commit of each new name, compare-and-set
+// of the account, release of each old name); an admin's change also
+// writes its audit entry. A change that loses a race with another
 // change of the same account is retried a few times, then answered
 // 409 `concurrent_change`.
 //
-// Rate-limited per client address like signups and logins (429 with
-// `Retry-After`): a 409 says whether an email is taken, so unlimited
-// changes would let anyone probe for accounts.
+// Rate limit: per client address, as for signups (its own bucket,
+// shared with the deletion, the password change and the second
+// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
+// says whether an email is taken, so unlimited changes would let
+// anyone probe for accounts.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5812,23 +5926,26 @@ func (c *Client) ListAccountAudit(ctx context.Context, id UserId, params *ListAc
 // RequestUserDeletionWithBody Delete an account, with the current password
 //
 // Deletes the account as `DELETE /v1/users/{id}` does (everything
-// said there holds: what goes, in which order, idempotence, the
-// repair). The user deleting their own account sends the current
-// password (missing: 400; wrong: 401 `invalid_credentials`, both
-// naming `currentPassword`): a stolen session alone cannot delete
-// the account. An admin deleting another, non-admin account sends
-// none. A repeat of a deletion already under way answers its job
-// without asking the password again (it was given when it began);
-// the user's own session keeps working for this one request until
-// the job ends it.
+// said there holds: what goes, in which order, the job,
+// idempotence). The user deleting their own account sends the
+// current password (missing: 400; wrong: 401 `invalid_credentials`,
+// both naming `currentPassword`) and, where the account has a second
+// factor, a `code`, `recoveryCode` or `passkey` (missing: 400 naming
+// `code`; wrong: 401 `invalid_code` or `invalid_passkey`): a stolen
+// session alone cannot delete the account. An admin deleting
+// another, non-admin account sends `{}`. A repeat of a deletion
+// already under way answers its job without asking for the proof
+// again (it was given when it began); until the job ends the
+// sessions, the user's own session works for that repeat.
 //
-// Who may call: the user themself with the current password, or an
-// active admin for any account but another admin's. Without a
-// session 401; a session of another, non-admin user 403.
+// Who may call: the user themself with the proof, or an active admin
+// for any account but another admin's. Without a session 401; a
+// session of another, non-admin user 403.
 //
-// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
-// verification for the user's own request. Rate-limited per client
-// address like account changes (429 with `Retry-After`).
+// Cost: that of `DELETE /v1/users/{id}`, and for the user's own
+// request the proof (throttled, one argon2id verification, a read
+// of the factors). Rate-limited per client address in the bucket of
+// account changes (429 `rate_limited` with `Retry-After`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5848,23 +5965,26 @@ func (c *Client) RequestUserDeletionWithBody(ctx context.Context, id UserId, con
 // RequestUserDeletion Delete an account, with the current password
 //
 // Deletes the account as `DELETE /v1/users/{id}` does (everything
-// said there holds: what goes, in which order, idempotence, the
-// repair). The user deleting their own account sends the current
-// password (missing: 400; wrong: 401 `invalid_credentials`, both
-// naming `currentPassword`): a stolen session alone cannot delete
-// the account. An admin deleting another, non-admin account sends
-// none. A repeat of a deletion already under way answers its job
-// without asking the password again (it was given when it began);
-// the user's own session keeps working for this one request until
-// the job ends it.
+// said there holds: what goes, in which order, the job,
+// idempotence). The user deleting their own account sends the
+// current password (missing: 400; wrong: 401 `invalid_credentials`,
+// both naming `currentPassword`) and, where the account has a second
+// factor, a `code`, `recoveryCode` or `passkey` (missing: 400 naming
+// `code`; wrong: 401 `invalid_code` or `invalid_passkey`): a stolen
+// session alone cannot delete the account. An admin deleting
+// another, non-admin account sends `{}`. A repeat of a deletion
+// already under way answers its job without asking for the proof
+// again (it was given when it began); until the job ends the
+// sessions, the user's own session works for that repeat.
 //
-// Who may call: the user themself with the current password, or an
-// active admin for any account but another admin's. Without a
-// session 401; a session of another, non-admin user 403.
+// Who may call: the user themself with the proof, or an active admin
+// for any account but another admin's. Without a session 401; a
+// session of another, non-admin user 403.
 //
-// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
-// verification for the user's own request. Rate-limited per client
-// address like account changes (429 with `Retry-After`).
+// Cost: that of `DELETE /v1/users/{id}`, and for the user's own
+// request the proof (throttled, one argon2id verification, a read
+// of the factors). Rate-limited per client address in the bucket of
+// account changes (429 `rate_limited` with `Retry-After`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6369,25 +6489,32 @@ func (c *Client) FinishPasskey(ctx context.Context, id UserId, factorId FactorId
 
 // ChangePasswordWithBody Change the password
 //
-// Sets a new password after checking the current one. Every other
-// session of the user is revoked at once; the session that made the
-// change stays valid.
+// Sets a new password after checking the current one (and, where
+// the account has a second factor, a `code`, `recoveryCode` or
+// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
+// or `invalid_passkey`). Every other session of the user is revoked
+// at once; the session that made the change stays valid.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Cost: rate limited per client IP (IPv6 per /64), and throttled:
-// wrong current passwords of one account are counted by every
-// instance together, 5 from one client address and 50 from all
-// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
-// `too_many_attempts` with `Retry-After`, before the password is
-// checked, so a stolen session is no free oracle for it. A SERIAL read
-// of the account, the attempt's row written and its account's rows
-// read (two tiers at once), two argon2id operations (check the
-// current password, hash the new one), a compare-and-set of the
-// account, and the revocation of the other sessions. The new password
-// is checked before the current one, so a 400 costs no hash and no
-// attempt.
+// Limits: per client IP (IPv6 per /64), in the bucket of account
+// changes (429 `rate_limited`); and wrong current passwords of one
+// account are counted in Cassandra by every instance together, 5
+// from one client address and 50 from all within 15 minutes by
+// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// `Retry-After`, before the password is checked, so a stolen session
+// is no free oracle for it.
+//
+// Cost: a SERIAL read of the account; the new password's rules
+// (length, identifiers, guessability); the proof (the throttle's
+// rows written and read, one argon2id verification, a read of the
+// factors); with `SHELF_HIBP_URL`, one request to Have I Been
+// Pwned; one argon2id hash of the new password; a SERIAL read and a
+// compare-and-set of the account; the revocation of the other
+// sessions. A new password that breaks the rules is refused before
+// the proof, costing no verification and no attempt; Have I Been
+// Pwned is asked only after the proof.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6406,25 +6533,32 @@ func (c *Client) ChangePasswordWithBody(ctx context.Context, id UserId, contentT
 
 // ChangePassword Change the password
 //
-// Sets a new password after checking the current one. Every other
-// session of the user is revoked at once; the session that made the
-// change stays valid.
+// Sets a new password after checking the current one (and, where
+// the account has a second factor, a `code`, `recoveryCode` or
+// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
+// or `invalid_passkey`). Every other session of the user is revoked
+// at once; the session that made the change stays valid.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Cost: rate limited per client IP (IPv6 per /64), and throttled:
-// wrong current passwords of one account are counted by every
-// instance together, 5 from one client address and 50 from all
-// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
-// `too_many_attempts` with `Retry-After`, before the password is
-// checked, so a stolen session is no free oracle for it. A SERIAL read
-// of the account, the attempt's row written and its account's rows
-// read (two tiers at once), two argon2id operations (check the
-// current password, hash the new one), a compare-and-set of the
-// account, and the revocation of the other sessions. The new password
-// is checked before the current one, so a 400 costs no hash and no
-// attempt.
+// Limits: per client IP (IPv6 per /64), in the bucket of account
+// changes (429 `rate_limited`); and wrong current passwords of one
+// account are counted in Cassandra by every instance together, 5
+// from one client address and 50 from all within 15 minutes by
+// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// `Retry-After`, before the password is checked, so a stolen session
+// is no free oracle for it.
+//
+// Cost: a SERIAL read of the account; the new password's rules
+// (length, identifiers, guessability); the proof (the throttle's
+// rows written and read, one argon2id verification, a read of the
+// factors); with `SHELF_HIBP_URL`, one request to Have I Been
+// Pwned; one argon2id hash of the new password; a SERIAL read and a
+// compare-and-set of the account; the revocation of the other
+// sessions. A new password that breaks the rules is refused before
+// the proof, costing no verification and no attempt; Have I Been
+// Pwned is asked only after the proof.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9683,8 +9817,10 @@ type ClientWithResponsesInterface interface {
 
 	// GetConsoleWithResponse The web console
 	//
-	// A small page over the public API: sign up, log in, my library, create
-	// and share items, other libraries, and for admins the suspended list.
+	// A page over the public API: sign up, log in, your library and items
+	// (create, edit, share), other users' and groups' libraries, groups,
+	// your account (email, second factors, sessions), and for admins
+	// moderation and the audit.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9693,7 +9829,9 @@ type ClientWithResponsesInterface interface {
 
 	// GetDocsWithResponse The API reference
 	//
-	// This contract rendered by Swagger UI, served from the binary (no CDN).
+	// This contract rendered by Swagger UI, served from the binary (no
+	// CDN). A build without Swagger UI (`make web-assets` fetches it)
+	// serves a page that says so and links `/openapi.yaml`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9711,18 +9849,22 @@ type ClientWithResponsesInterface interface {
 
 	// GetMetricsWithResponse Prometheus metrics
 	//
-	// The Prometheus text format: `shelf_http_requests_total` and
-	// `shelf_http_request_duration_seconds` (by route pattern, method,
-	// status), `shelf_cql_statement_duration_seconds` and
-	// `shelf_cql_statement_errors_total` (by kind: select, insert, update,
-	// delete, batch, lwt), `shelf_lwt_outcomes_total` (applied,
-	// not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
-	// and `shelf_fanout_outbox_oldest_seconds`,
-	// `shelf_password_hash_wait_seconds`, and the Go and process
-	// collectors. Expose it to your scraper only: with
-	// `SHELF_METRICS_ADDR` set it is served on that address alone, and
-	// the API's own listener answers 404 here. The `method` label is one
-	// of the methods HTTP defines, or `other`.
+	// The Prometheus text format: the Go and process collectors and
+	// shelf's series (docs/operations.md lists them): HTTP requests by
+	// route pattern and method (`shelf_http_requests_total`, also by
+	// status; `shelf_http_request_duration_seconds`;
+	// `shelf_http_request_round_trips`), CQL statements by kind (select,
+	// insert, update, delete, batch, lwt, other:
+	// `shelf_cql_statement_duration_seconds`,
+	// `shelf_cql_statement_errors_total`), `shelf_lwt_outcomes_total`
+	// (applied, not_applied, ambiguous_resolved, failed), fan-outs
+	// (`shelf_fanout_*`), jobs (`shelf_jobs_*`), the indexes of attempts
+	// in progress (`shelf_attempt_index_*`) and
+	// `shelf_password_hash_wait_seconds`. The `method` label is one of
+	// the methods HTTP defines, or `other`. Expose it to your scraper
+	// only: with `SHELF_METRICS_ADDR` set it is served on that address
+	// alone (by a plain server, without `X-Request-Id` or the security
+	// headers), and the API's own listener answers 404 here.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10612,15 +10754,17 @@ type ClientWithResponsesInterface interface {
 	// digits, `.`, `_`, `-`), else 400 `format` naming `prefix`.
 	//
 	// Who may call: any session (without one 401). Requests are limited
-	// per client address like signups (`SHELF_RATE_LIMIT_PER_MINUTE`;
-	// 429 with `Retry-After`): a typeahead should wait for a pause in
-	// typing before it asks.
+	// per client address as signups are, in a bucket of their own
+	// (`SHELF_RATE_LIMIT_PER_MINUTE`; 429 `rate_limited` with
+	// `Retry-After`): a typeahead should wait for a pause in typing
+	// before it asks.
 	//
-	// Cost: one indexed read across the ring (Cassandra's
-	// storage-attached index on the account rows' username starts),
-	// plus up to 8 more when the index returns rows the search does not
-	// show; a page then comes shorter, with a `nextCursor` past what
-	// was read (docs/design/people-search.md).
+	// Cost: after the session's read, one indexed read across the ring
+	// (Cassandra's storage-attached index on the account rows' username
+	// starts), plus up to 8 more while the index returns rows the
+	// search does not show; if those run out, the page comes shorter,
+	// with a `nextCursor` past what was read
+	// (docs/design/people-search.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10824,10 +10968,10 @@ type ClientWithResponsesInterface interface {
 	// session 403, checked before `q`'s form (a `q` missing or given
 	// twice, or a bad `limit`, is 400 whoever asks, as on every list).
 	//
-	// Cost: one read of the caller's account, then one indexed read
-	// across the ring (Cassandra's storage-attached index on the
-	// account rows' three-character grams), plus up to 8 more when the
-	// index returns rows the search does not show; a page then comes
+	// Cost: after the session's read, one indexed read across the ring
+	// (Cassandra's storage-attached index on the account rows'
+	// three-character grams), plus up to 8 more while the index returns
+	// rows the search does not show; if those run out, the page comes
 	// shorter, with a `nextCursor` past what was read
 	// (docs/design/user-search.md).
 	//
@@ -10839,22 +10983,29 @@ type ClientWithResponsesInterface interface {
 	// CreateUserWithBodyWithResponse Sign up
 	//
 	// Creates an active account with a unique username and email and
-	// answers it (with its email) and its URL in `Location`. It does not
-	// log in: call `POST /v1/sessions` next.
+	// answers it (with its email) and its URL in `Location`. After the
+	// answer a verification link is mailed to the email (`emailVerified`
+	// is false until it is followed). It does not log in: call
+	// `POST /v1/sessions` next (with `SHELF_REQUIRE_VERIFIED_EMAIL`, once
+	// the link was followed).
 	//
 	// Who may call: anyone; no session is needed. An `Authorization`
 	// header is optional, but if one is sent it must be a valid session,
 	// or the answer is 401 as on every `/v1` route.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with no
-	// other route; the password's guessability estimated (zxcvbn, on its
-	// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
-	// I Been Pwned's range API; one argon2id password hash (deliberately
-	// slow), then lightweight transactions: both names claimed and a pending account
-	// written in parallel, both claims committed, the account activated.
-	// A signup that takes longer than the claim lease is undone and
-	// answered 503 `signup_expired`; nothing is kept and it may be sent
-	// again.
+	// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
+	// IP (IPv6 per /64), a bucket shared with no other route and kept by
+	// each server process on its own (429 `rate_limited` with
+	// `Retry-After`).
+	//
+	// Cost: the password's guessability estimated (zxcvbn, on its first
+	// 24 characters) and, with `SHELF_HIBP_URL`, one request to Have I
+	// Been Pwned's range API; one argon2id password hash (deliberately
+	// slow), then lightweight transactions: both names claimed and a
+	// pending account written in parallel, both claims committed, the
+	// account activated. A signup that takes longer than the claim lease
+	// (`SHELF_CLAIM_LEASE`, 30 s) is undone and answered 503
+	// `signup_expired`; nothing is kept and it may be sent again.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10864,22 +11015,29 @@ type ClientWithResponsesInterface interface {
 	// CreateUserWithResponse Sign up
 	//
 	// Creates an active account with a unique username and email and
-	// answers it (with its email) and its URL in `Location`. It does not
-	// log in: call `POST /v1/sessions` next.
+	// answers it (with its email) and its URL in `Location`. After the
+	// answer a verification link is mailed to the email (`emailVerified`
+	// is false until it is followed). It does not log in: call
+	// `POST /v1/sessions` next (with `SHELF_REQUIRE_VERIFIED_EMAIL`, once
+	// the link was followed).
 	//
 	// Who may call: anyone; no session is needed. An `Authorization`
 	// header is optional, but if one is sent it must be a valid session,
 	// or the answer is 401 as on every `/v1` route.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with no
-	// other route; the password's guessability estimated (zxcvbn, on its
-	// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
-	// I Been Pwned's range API; one argon2id password hash (deliberately
-	// slow), then lightweight transactions: both names claimed and a pending account
-	// written in parallel, both claims committed, the account activated.
-	// A signup that takes longer than the claim lease is undone and
-	// answered 503 `signup_expired`; nothing is kept and it may be sent
-	// again.
+	// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
+	// IP (IPv6 per /64), a bucket shared with no other route and kept by
+	// each server process on its own (429 `rate_limited` with
+	// `Retry-After`).
+	//
+	// Cost: the password's guessability estimated (zxcvbn, on its first
+	// 24 characters) and, with `SHELF_HIBP_URL`, one request to Have I
+	// Been Pwned's range API; one argon2id password hash (deliberately
+	// slow), then lightweight transactions: both names claimed and a
+	// pending account written in parallel, both claims committed, the
+	// account activated. A signup that takes longer than the claim lease
+	// (`SHELF_CLAIM_LEASE`, 30 s) is undone and answered 503
+	// `signup_expired`; nothing is kept and it may be sent again.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10889,15 +11047,17 @@ type ClientWithResponsesInterface interface {
 	// GetUserByEmailWithResponse Find a user by email (admins)
 	//
 	// Answers the active or suspended account holding this email,
-	// compared after NFKC and case folding, with its email. An address
-	// that breaks the email rules is simply not found.
+	// compared after NFKC and case folding, with its email. Only an
+	// account's current email counts (not one asked for and not
+	// verified yet). An address that breaks the email rules is simply
+	// not found.
 	//
 	// Who may call: active admins only. Without a session 401; any other
 	// session 403 (checked before the email is looked up, so a non-admin
 	// learns nothing about which emails exist).
 	//
-	// Cost: one read of the caller's account, one claim read and one
-	// account read.
+	// Cost: after the session's read, one claim read and one account
+	// read.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10913,8 +11073,8 @@ type ClientWithResponsesInterface interface {
 	// Who may call: anyone, with or without a session. The email is
 	// included only for the user themself and admins.
 	//
-	// Cost: one claim read and one account read (and, for a caller looking
-	// at someone else, one read of the caller's account).
+	// Cost: one claim read and one account read; with a session, the
+	// session's read first (the caller's account is read beside it).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10923,27 +11083,30 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteUserWithResponse Delete an account
 	//
-	// Deletes the account for good. Its sessions end; it leaves every
-	// group (a group it is the only member of is closed); the items it owns (made and still manages, or is the last
-	// manager of) are deleted and vanish from every library; it is taken
-	// off every other item it was shared with (their owners' member
-	// counts follow); its own library is emptied; its suspension, if
-	// any, leaves the suspended list (its moderation history stays).
-	// Then its personal data is cleared and only then are its username
-	// and email freed: a signup of either gets it once the deletion has
-	// let go of it, never before. The id is never used again.
+	// Deletes the account for good, in this order: its suspension, if
+	// any, leaves the suspended list (its moderation history stays); it
+	// leaves every group (a group it is the only member of is closed);
+	// the items it owns (made and still manages, or is the last manager
+	// of) are deleted and vanish from every library; it is taken off
+	// every other item it was shared with (their owners' member counts
+	// follow); its own library is emptied. Then its personal data is
+	// cleared, and only then are its username and email freed: a signup
+	// of either gets it once the deletion has let go of it, never
+	// before. Last, every session of it ends. The id is never used
+	// again.
 	//
 	// The request does the part that takes effect at once and answers
 	// 202 with the job that does the rest: the account is 404 to
 	// everyone from here, its login is refused and no session of it
 	// works. The job runs on a worker of any API process, resumes where
 	// it stopped if that process dies, and needs no further request;
-	// follow it at `GET /v1/jobs/{id}` (`Location`), which works without
-	// a session: the names are free once it reads `finished`. The
-	// deletion is idempotent: a repeat answers the same job (a repeat of
-	// a finished one also sweeps its steps again); the user's own
-	// session keeps working for this one request, and for the job,
-	// until the job ends every session.
+	// follow it at `GET /v1/jobs/{id}` (`Location`), which needs no
+	// session (the account's own is refused there, 401): the names are
+	// free once it reads `finished`. The deletion is idempotent: a
+	// repeat answers the same job (a repeat of a finished one also
+	// sweeps its steps again). Until the job ends the sessions, the
+	// user's own session works for a repeat of this request (or of
+	// `POST /v1/users/{id}/deletion`) and nothing else.
 	//
 	// Who may call: an active admin, for any account but another
 	// admin's (a suspended account can be deleted). The user deletes
@@ -10953,14 +11116,15 @@ type ClientWithResponsesInterface interface {
 	// already under way finishes it). Without a session 401; a session
 	// of another, non-admin user, or an admin's for another admin, 403.
 	//
-	// Cost: a SERIAL read of the account and a read of each of the
+	// Cost: a SERIAL read of the account and reads of each of the
 	// user's groups (the last-manager check); an index write, a
-	// compare-and-set and the job's row: the same whatever the account
-	// holds. The job then changes each group, each item in the user's
-	// library (with its fan-out), passes over the library's rows, makes
-	// a second compare-and-set, releases the two names and ends the
-	// sessions: it grows with the user's groups and items, at about a
-	// hundred items a second on one node.
+	// compare-and-set (with an admin's audit entry) and the job's row,
+	// whatever the library holds. The job then changes each group, each
+	// item in the user's library (with its fan-out,
+	// `SHELF_JOB_ITEMS_AT_ONCE` at once), passes over the library's
+	// rows, makes a second compare-and-set, releases the two names and
+	// ends the sessions: it grows with the user's groups and items, at
+	// about 200 items a second on one node.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10969,15 +11133,16 @@ type ClientWithResponsesInterface interface {
 
 	// GetUserWithResponse Get a user
 	//
-	// Answers an active or suspended account by id. Unknown, malformed
-	// and not yet activated ids are all 404.
+	// Answers an active or suspended account by id. Unknown, malformed,
+	// not yet activated and deleted (or being deleted) ids are all 404.
 	//
-	// Who may call: anyone, with or without a session. The email is
-	// included only when the caller is the user themself or an admin.
+	// Who may call: anyone, with or without a session. `email`,
+	// `emailVerified`, `pendingEmail`, `status` and `roles` are included
+	// only when the caller is the user themself or an admin.
 	//
-	// Cost: a malformed id is answered 404 without touching the database;
-	// otherwise one account read (and, for a caller looking at someone
-	// else, one read of the caller's account to check the admin role).
+	// Cost: one account read; with a session, the session's read first
+	// (the caller's account, and so the admin role, is read beside it).
+	// A malformed id is answered 404 without the account read.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10993,10 +11158,14 @@ type ClientWithResponsesInterface interface {
 	// is, with its email.
 	//
 	// Re-authentication: the user changing their own username or email
-	// sends `currentPassword` (missing: 400 naming `currentPassword`;
-	// wrong: 401 `invalid_credentials` naming it). A display name
-	// alone needs none. An admin changing another account sends none,
-	// and may not change another admin's username or email (403).
+	// (as written, a change of case included) sends `currentPassword`
+	// (missing: 400 naming `currentPassword`; wrong: 401
+	// `invalid_credentials` naming it) and, where the account has a
+	// second factor, a `code`, `recoveryCode` or `passkey` (missing: 400
+	// naming `code`; wrong: 401 `invalid_code` or `invalid_passkey`). A
+	// display name alone needs none. An admin changing another account
+	// sends none, and may not change another admin's username or email
+	// (403).
 	//
 	// A new email is only asked for: it shows as `pendingEmail`, and the
 	// account keeps its `email` (login, password resets and every mail
@@ -11015,25 +11184,29 @@ type ClientWithResponsesInterface interface {
 	// pending, mails no new notice: the first notice's link still
 	// works. A change pending expires with its verification link
 	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
-	// shows no more and its address is free.
-	// When the user asks, every other session of the user ends (the
-	// caller's stays), as a password change does. Sending the current
+	// shows no more and its address is free. Sending the current
 	// address again cancels a change pending; sending another replaces
-	// it.
+	// it. A new email asked for by the user ends every other session of
+	// the user (the caller's stays), as a password change does; an
+	// admin's change ends none.
 	//
 	// Who may call: the user themself, or an active admin for any account.
 	// Without a session 401; a session of another, non-admin user 403.
 	//
-	// Cost: one read of the caller's account when it is not the user's
-	// own; a SERIAL read of the account, then lightweight transactions
-	// (claim and commit of each new name, compare-and-set of the account,
-	// release of each old name). A change that loses a race with another
+	// Cost: a SERIAL read of the account; for the user's own new
+	// username or email, the proof (throttled, one argon2id
+	// verification, a read of the factors); then lightweight
+	// transactions (claim and commit of each new name, compare-and-set
+	// of the account, release of each old name); an admin's change also
+	// writes its audit entry. A change that loses a race with another
 	// change of the same account is retried a few times, then answered
 	// 409 `concurrent_change`.
 	//
-	// Rate-limited per client address like signups and logins (429 with
-	// `Retry-After`): a 409 says whether an email is taken, so unlimited
-	// changes would let anyone probe for accounts.
+	// Rate limit: per client address, as for signups (its own bucket,
+	// shared with the deletion, the password change and the second
+	// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
+	// says whether an email is taken, so unlimited changes would let
+	// anyone probe for accounts.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11049,10 +11222,14 @@ type ClientWithResponsesInterface interface {
 	// is, with its email.
 	//
 	// Re-authentication: the user changing their own username or email
-	// sends `currentPassword` (missing: 400 naming `currentPassword`;
-	// wrong: 401 `invalid_credentials` naming it). A display name
-	// alone needs none. An admin changing another account sends none,
-	// and may not change another admin's username or email (403).
+	// (as written, a change of case included) sends `currentPassword`
+	// (missing: 400 naming `currentPassword`; wrong: 401
+	// `invalid_credentials` naming it) and, where the account has a
+	// second factor, a `code`, `recoveryCode` or `passkey` (missing: 400
+	// naming `code`; wrong: 401 `invalid_code` or `invalid_passkey`). A
+	// display name alone needs none. An admin changing another account
+	// sends none, and may not change another admin's username or email
+	// (403).
 	//
 	// A new email is only asked for: it shows as `pendingEmail`, and the
 	// account keeps its `email` (login, password resets and every mail
@@ -11071,25 +11248,29 @@ type ClientWithResponsesInterface interface {
 	// pending, mails no new notice: the first notice's link still
 	// works. A change pending expires with its verification link
 	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
-	// shows no more and its address is free.
-	// When the user asks, every other session of the user ends (the
-	// caller's stays), as a password change does. Sending the current
+	// shows no more and its address is free. Sending the current
 	// address again cancels a change pending; sending another replaces
-	// it.
+	// it. A new email asked for by the user ends every other session of
+	// the user (the caller's stays), as a password change does; an
+	// admin's change ends none.
 	//
 	// Who may call: the user themself, or an active admin for any account.
 	// Without a session 401; a session of another, non-admin user 403.
 	//
-	// Cost: one read of the caller's account when it is not the user's
-	// own; a SERIAL read of the account, then lightweight transactions
-	// (claim and commit of each new name, compare-and-set of the account,
-	// release of each old name). A change that loses a race with another
+	// Cost: a SERIAL read of the account; for the user's own new
+	// username or email, the proof (throttled, one argon2id
+	// verification, a read of the factors); then lightweight
+	// transactions (claim and commit of each new name, compare-and-set
+	// of the account, release of each old name); an admin's change also
+	// writes its audit entry. A change that loses a race with another
 	// change of the same account is retried a few times, then answered
 	// 409 `concurrent_change`.
 	//
-	// Rate-limited per client address like signups and logins (429 with
-	// `Retry-After`): a 409 says whether an email is taken, so unlimited
-	// changes would let anyone probe for accounts.
+	// Rate limit: per client address, as for signups (its own bucket,
+	// shared with the deletion, the password change and the second
+	// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
+	// says whether an email is taken, so unlimited changes would let
+	// anyone probe for accounts.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11136,23 +11317,26 @@ type ClientWithResponsesInterface interface {
 	// RequestUserDeletionWithBodyWithResponse Delete an account, with the current password
 	//
 	// Deletes the account as `DELETE /v1/users/{id}` does (everything
-	// said there holds: what goes, in which order, idempotence, the
-	// repair). The user deleting their own account sends the current
-	// password (missing: 400; wrong: 401 `invalid_credentials`, both
-	// naming `currentPassword`): a stolen session alone cannot delete
-	// the account. An admin deleting another, non-admin account sends
-	// none. A repeat of a deletion already under way answers its job
-	// without asking the password again (it was given when it began);
-	// the user's own session keeps working for this one request until
-	// the job ends it.
+	// said there holds: what goes, in which order, the job,
+	// idempotence). The user deleting their own account sends the
+	// current password (missing: 400; wrong: 401 `invalid_credentials`,
+	// both naming `currentPassword`) and, where the account has a second
+	// factor, a `code`, `recoveryCode` or `passkey` (missing: 400 naming
+	// `code`; wrong: 401 `invalid_code` or `invalid_passkey`): a stolen
+	// session alone cannot delete the account. An admin deleting
+	// another, non-admin account sends `{}`. A repeat of a deletion
+	// already under way answers its job without asking for the proof
+	// again (it was given when it began); until the job ends the
+	// sessions, the user's own session works for that repeat.
 	//
-	// Who may call: the user themself with the current password, or an
-	// active admin for any account but another admin's. Without a
-	// session 401; a session of another, non-admin user 403.
+	// Who may call: the user themself with the proof, or an active admin
+	// for any account but another admin's. Without a session 401; a
+	// session of another, non-admin user 403.
 	//
-	// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
-	// verification for the user's own request. Rate-limited per client
-	// address like account changes (429 with `Retry-After`).
+	// Cost: that of `DELETE /v1/users/{id}`, and for the user's own
+	// request the proof (throttled, one argon2id verification, a read
+	// of the factors). Rate-limited per client address in the bucket of
+	// account changes (429 `rate_limited` with `Retry-After`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11162,23 +11346,26 @@ type ClientWithResponsesInterface interface {
 	// RequestUserDeletionWithResponse Delete an account, with the current password
 	//
 	// Deletes the account as `DELETE /v1/users/{id}` does (everything
-	// said there holds: what goes, in which order, idempotence, the
-	// repair). The user deleting their own account sends the current
-	// password (missing: 400; wrong: 401 `invalid_credentials`, both
-	// naming `currentPassword`): a stolen session alone cannot delete
-	// the account. An admin deleting another, non-admin account sends
-	// none. A repeat of a deletion already under way answers its job
-	// without asking the password again (it was given when it began);
-	// the user's own session keeps working for this one request until
-	// the job ends it.
+	// said there holds: what goes, in which order, the job,
+	// idempotence). The user deleting their own account sends the
+	// current password (missing: 400; wrong: 401 `invalid_credentials`,
+	// both naming `currentPassword`) and, where the account has a second
+	// factor, a `code`, `recoveryCode` or `passkey` (missing: 400 naming
+	// `code`; wrong: 401 `invalid_code` or `invalid_passkey`): a stolen
+	// session alone cannot delete the account. An admin deleting
+	// another, non-admin account sends `{}`. A repeat of a deletion
+	// already under way answers its job without asking for the proof
+	// again (it was given when it began); until the job ends the
+	// sessions, the user's own session works for that repeat.
 	//
-	// Who may call: the user themself with the current password, or an
-	// active admin for any account but another admin's. Without a
-	// session 401; a session of another, non-admin user 403.
+	// Who may call: the user themself with the proof, or an active admin
+	// for any account but another admin's. Without a session 401; a
+	// session of another, non-admin user 403.
 	//
-	// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
-	// verification for the user's own request. Rate-limited per client
-	// address like account changes (429 with `Retry-After`).
+	// Cost: that of `DELETE /v1/users/{id}`, and for the user's own
+	// request the proof (throttled, one argon2id verification, a read
+	// of the factors). Rate-limited per client address in the bucket of
+	// account changes (429 `rate_limited` with `Retry-After`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11533,25 +11720,32 @@ type ClientWithResponsesInterface interface {
 
 	// ChangePasswordWithBodyWithResponse Change the password
 	//
-	// Sets a new password after checking the current one. Every other
-	// session of the user is revoked at once; the session that made the
-	// change stays valid.
+	// Sets a new password after checking the current one (and, where
+	// the account has a second factor, a `code`, `recoveryCode` or
+	// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
+	// or `invalid_passkey`). Every other session of the user is revoked
+	// at once; the session that made the change stays valid.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), and throttled:
-	// wrong current passwords of one account are counted by every
-	// instance together, 5 from one client address and 50 from all
-	// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
-	// `too_many_attempts` with `Retry-After`, before the password is
-	// checked, so a stolen session is no free oracle for it. A SERIAL read
-	// of the account, the attempt's row written and its account's rows
-	// read (two tiers at once), two argon2id operations (check the
-	// current password, hash the new one), a compare-and-set of the
-	// account, and the revocation of the other sessions. The new password
-	// is checked before the current one, so a 400 costs no hash and no
-	// attempt.
+	// Limits: per client IP (IPv6 per /64), in the bucket of account
+	// changes (429 `rate_limited`); and wrong current passwords of one
+	// account are counted in Cassandra by every instance together, 5
+	// from one client address and 50 from all within 15 minutes by
+	// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// `Retry-After`, before the password is checked, so a stolen session
+	// is no free oracle for it.
+	//
+	// Cost: a SERIAL read of the account; the new password's rules
+	// (length, identifiers, guessability); the proof (the throttle's
+	// rows written and read, one argon2id verification, a read of the
+	// factors); with `SHELF_HIBP_URL`, one request to Have I Been
+	// Pwned; one argon2id hash of the new password; a SERIAL read and a
+	// compare-and-set of the account; the revocation of the other
+	// sessions. A new password that breaks the rules is refused before
+	// the proof, costing no verification and no attempt; Have I Been
+	// Pwned is asked only after the proof.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11560,25 +11754,32 @@ type ClientWithResponsesInterface interface {
 
 	// ChangePasswordWithResponse Change the password
 	//
-	// Sets a new password after checking the current one. Every other
-	// session of the user is revoked at once; the session that made the
-	// change stays valid.
+	// Sets a new password after checking the current one (and, where
+	// the account has a second factor, a `code`, `recoveryCode` or
+	// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
+	// or `invalid_passkey`). Every other session of the user is revoked
+	// at once; the session that made the change stays valid.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), and throttled:
-	// wrong current passwords of one account are counted by every
-	// instance together, 5 from one client address and 50 from all
-	// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
-	// `too_many_attempts` with `Retry-After`, before the password is
-	// checked, so a stolen session is no free oracle for it. A SERIAL read
-	// of the account, the attempt's row written and its account's rows
-	// read (two tiers at once), two argon2id operations (check the
-	// current password, hash the new one), a compare-and-set of the
-	// account, and the revocation of the other sessions. The new password
-	// is checked before the current one, so a 400 costs no hash and no
-	// attempt.
+	// Limits: per client IP (IPv6 per /64), in the bucket of account
+	// changes (429 `rate_limited`); and wrong current passwords of one
+	// account are counted in Cassandra by every instance together, 5
+	// from one client address and 50 from all within 15 minutes by
+	// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// `Retry-After`, before the password is checked, so a stolen session
+	// is no free oracle for it.
+	//
+	// Cost: a SERIAL read of the account; the new password's rules
+	// (length, identifiers, guessability); the proof (the throttle's
+	// rows written and read, one argon2id verification, a read of the
+	// factors); with `SHELF_HIBP_URL`, one request to Have I Been
+	// Pwned; one argon2id hash of the new password; a SERIAL read and a
+	// compare-and-set of the account; the revocation of the other
+	// sessions. A new password that breaks the rules is refused before
+	// the proof, costing no verification and no attempt; Have I Been
+	// Pwned is asked only after the proof.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20304,8 +20505,10 @@ func (r SuspendUserResponse) ContentType() string {
 
 // GetConsoleWithResponse The web console
 //
-// A small page over the public API: sign up, log in, my library, create
-// and share items, other libraries, and for admins the suspended list.
+// A page over the public API: sign up, log in, your library and items
+// (create, edit, share), other users' and groups' libraries, groups,
+// your account (email, second factors, sessions), and for admins
+// moderation and the audit.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20320,7 +20523,9 @@ func (c *ClientWithResponses) GetConsoleWithResponse(ctx context.Context, reqEdi
 
 // GetDocsWithResponse The API reference
 //
-// This contract rendered by Swagger UI, served from the binary (no CDN).
+// This contract rendered by Swagger UI, served from the binary (no
+// CDN). A build without Swagger UI (`make web-assets` fetches it)
+// serves a page that says so and links `/openapi.yaml`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20350,18 +20555,22 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 
 // GetMetricsWithResponse Prometheus metrics
 //
-// The Prometheus text format: `shelf_http_requests_total` and
-// `shelf_http_request_duration_seconds` (by route pattern, method,
-// status), `shelf_cql_statement_duration_seconds` and
-// `shelf_cql_statement_errors_total` (by kind: select, insert, update,
-// delete, batch, lwt), `shelf_lwt_outcomes_total` (applied,
-// not_applied, ambiguous_resolved, failed), `shelf_fanout_outbox_items`
-// and `shelf_fanout_outbox_oldest_seconds`,
-// `shelf_password_hash_wait_seconds`, and the Go and process
-// collectors. Expose it to your scraper only: with
-// `SHELF_METRICS_ADDR` set it is served on that address alone, and
-// the API's own listener answers 404 here. The `method` label is one
-// of the methods HTTP defines, or `other`.
+// The Prometheus text format: the Go and process collectors and
+// shelf's series (docs/operations.md lists them): HTTP requests by
+// route pattern and method (`shelf_http_requests_total`, also by
+// status; `shelf_http_request_duration_seconds`;
+// `shelf_http_request_round_trips`), CQL statements by kind (select,
+// insert, update, delete, batch, lwt, other:
+// `shelf_cql_statement_duration_seconds`,
+// `shelf_cql_statement_errors_total`), `shelf_lwt_outcomes_total`
+// (applied, not_applied, ambiguous_resolved, failed), fan-outs
+// (`shelf_fanout_*`), jobs (`shelf_jobs_*`), the indexes of attempts
+// in progress (`shelf_attempt_index_*`) and
+// `shelf_password_hash_wait_seconds`. The `method` label is one of
+// the methods HTTP defines, or `other`. Expose it to your scraper
+// only: with `SHELF_METRICS_ADDR` set it is served on that address
+// alone (by a plain server, without `X-Request-Id` or the security
+// headers), and the API's own listener answers 404 here.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21489,15 +21698,17 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithResponse(ctx context.Conte
 // digits, `.`, `_`, `-`), else 400 `format` naming `prefix`.
 //
 // Who may call: any session (without one 401). Requests are limited
-// per client address like signups (`SHELF_RATE_LIMIT_PER_MINUTE`;
-// 429 with `Retry-After`): a typeahead should wait for a pause in
-// typing before it asks.
+// per client address as signups are, in a bucket of their own
+// (`SHELF_RATE_LIMIT_PER_MINUTE`; 429 `rate_limited` with
+// `Retry-After`): a typeahead should wait for a pause in typing
+// before it asks.
 //
-// Cost: one indexed read across the ring (Cassandra's
-// storage-attached index on the account rows' username starts),
-// plus up to 8 more when the index returns rows the search does not
-// show; a page then comes shorter, with a `nextCursor` past what
-// was read (docs/design/people-search.md).
+// Cost: after the session's read, one indexed read across the ring
+// (Cassandra's storage-attached index on the account rows' username
+// starts), plus up to 8 more while the index returns rows the
+// search does not show; if those run out, the page comes shorter,
+// with a `nextCursor` past what was read
+// (docs/design/people-search.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21743,10 +21954,10 @@ func (c *ClientWithResponses) ListSuspensionsWithResponse(ctx context.Context, p
 // session 403, checked before `q`'s form (a `q` missing or given
 // twice, or a bad `limit`, is 400 whoever asks, as on every list).
 //
-// Cost: one read of the caller's account, then one indexed read
-// across the ring (Cassandra's storage-attached index on the
-// account rows' three-character grams), plus up to 8 more when the
-// index returns rows the search does not show; a page then comes
+// Cost: after the session's read, one indexed read across the ring
+// (Cassandra's storage-attached index on the account rows'
+// three-character grams), plus up to 8 more while the index returns
+// rows the search does not show; if those run out, the page comes
 // shorter, with a `nextCursor` past what was read
 // (docs/design/user-search.md).
 //
@@ -21764,22 +21975,29 @@ func (c *ClientWithResponses) SearchUsersWithResponse(ctx context.Context, param
 // CreateUserWithBodyWithResponse Sign up
 //
 // Creates an active account with a unique username and email and
-// answers it (with its email) and its URL in `Location`. It does not
-// log in: call `POST /v1/sessions` next.
+// answers it (with its email) and its URL in `Location`. After the
+// answer a verification link is mailed to the email (`emailVerified`
+// is false until it is followed). It does not log in: call
+// `POST /v1/sessions` next (with `SHELF_REQUIRE_VERIFIED_EMAIL`, once
+// the link was followed).
 //
 // Who may call: anyone; no session is needed. An `Authorization`
 // header is optional, but if one is sent it must be a valid session,
 // or the answer is 401 as on every `/v1` route.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with no
-// other route; the password's guessability estimated (zxcvbn, on its
-// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
-// I Been Pwned's range API; one argon2id password hash (deliberately
-// slow), then lightweight transactions: both names claimed and a pending account
-// written in parallel, both claims committed, the account activated.
-// A signup that takes longer than the claim lease is undone and
-// answered 503 `signup_expired`; nothing is kept and it may be sent
-// again.
+// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
+// IP (IPv6 per /64), a bucket shared with no other route and kept by
+// each server process on its own (429 `rate_limited` with
+// `Retry-After`).
+//
+// Cost: the password's guessability estimated (zxcvbn, on its first
+// 24 characters) and, with `SHELF_HIBP_URL`, one request to Have I
+// Been Pwned's range API; one argon2id password hash (deliberately
+// slow), then lightweight transactions: both names claimed and a
+// pending account written in parallel, both claims committed, the
+// account activated. A signup that takes longer than the claim lease
+// (`SHELF_CLAIM_LEASE`, 30 s) is undone and answered 503
+// `signup_expired`; nothing is kept and it may be sent again.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21795,22 +22013,29 @@ func (c *ClientWithResponses) CreateUserWithBodyWithResponse(ctx context.Context
 // CreateUserWithResponse Sign up
 //
 // Creates an active account with a unique username and email and
-// answers it (with its email) and its URL in `Location`. It does not
-// log in: call `POST /v1/sessions` next.
+// answers it (with its email) and its URL in `Location`. After the
+// answer a verification link is mailed to the email (`emailVerified`
+// is false until it is followed). It does not log in: call
+// `POST /v1/sessions` next (with `SHELF_REQUIRE_VERIFIED_EMAIL`, once
+// the link was followed).
 //
 // Who may call: anyone; no session is needed. An `Authorization`
 // header is optional, but if one is sent it must be a valid session,
 // or the answer is 401 as on every `/v1` route.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with no
-// other route; the password's guessability estimated (zxcvbn, on its
-// first 24 characters) and, with `SHELF_HIBP_URL`, one request to Have
-// I Been Pwned's range API; one argon2id password hash (deliberately
-// slow), then lightweight transactions: both names claimed and a pending account
-// written in parallel, both claims committed, the account activated.
-// A signup that takes longer than the claim lease is undone and
-// answered 503 `signup_expired`; nothing is kept and it may be sent
-// again.
+// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
+// IP (IPv6 per /64), a bucket shared with no other route and kept by
+// each server process on its own (429 `rate_limited` with
+// `Retry-After`).
+//
+// Cost: the password's guessability estimated (zxcvbn, on its first
+// 24 characters) and, with `SHELF_HIBP_URL`, one request to Have I
+// Been Pwned's range API; one argon2id password hash (deliberately
+// slow), then lightweight transactions: both names claimed and a
+// pending account written in parallel, both claims committed, the
+// account activated. A signup that takes longer than the claim lease
+// (`SHELF_CLAIM_LEASE`, 30 s) is undone and answered 503
+// `signup_expired`; nothing is kept and it may be sent again.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21826,15 +22051,17 @@ func (c *ClientWithResponses) CreateUserWithResponse(ctx context.Context, body C
 // GetUserByEmailWithResponse Find a user by email (admins)
 //
 // Answers the active or suspended account holding this email,
-// compared after NFKC and case folding, with its email. An address
-// that breaks the email rules is simply not found.
+// compared after NFKC and case folding, with its email. Only an
+// account's current email counts (not one asked for and not
+// verified yet). An address that breaks the email rules is simply
+// not found.
 //
 // Who may call: active admins only. Without a session 401; any other
 // session 403 (checked before the email is looked up, so a non-admin
 // learns nothing about which emails exist).
 //
-// Cost: one read of the caller's account, one claim read and one
-// account read.
+// Cost: after the session's read, one claim read and one account
+// read.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21856,8 +22083,8 @@ func (c *ClientWithResponses) GetUserByEmailWithResponse(ctx context.Context, em
 // Who may call: anyone, with or without a session. The email is
 // included only for the user themself and admins.
 //
-// Cost: one claim read and one account read (and, for a caller looking
-// at someone else, one read of the caller's account).
+// Cost: one claim read and one account read; with a session, the
+// session's read first (the caller's account is read beside it).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21872,27 +22099,30 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 
 // DeleteUserWithResponse Delete an account
 //
-// Deletes the account for good. Its sessions end; it leaves every
-// group (a group it is the only member of is closed); the items it owns (made and still manages, or is the last
-// manager of) are deleted and vanish from every library; it is taken
-// off every other item it was shared with (their owners' member
-// counts follow); its own library is emptied; its suspension, if
-// any, leaves the suspended list (its moderation history stays).
-// Then its personal data is cleared and only then are its username
-// and email freed: a signup of either gets it once the deletion has
-// let go of it, never before. The id is never used again.
+// Deletes the account for good, in this order: its suspension, if
+// any, leaves the suspended list (its moderation history stays); it
+// leaves every group (a group it is the only member of is closed);
+// the items it owns (made and still manages, or is the last manager
+// of) are deleted and vanish from every library; it is taken off
+// every other item it was shared with (their owners' member counts
+// follow); its own library is emptied. Then its personal data is
+// cleared, and only then are its username and email freed: a signup
+// of either gets it once the deletion has let go of it, never
+// before. Last, every session of it ends. The id is never used
+// again.
 //
 // The request does the part that takes effect at once and answers
 // 202 with the job that does the rest: the account is 404 to
 // everyone from here, its login is refused and no session of it
 // works. The job runs on a worker of any API process, resumes where
 // it stopped if that process dies, and needs no further request;
-// follow it at `GET /v1/jobs/{id}` (`Location`), which works without
-// a session: the names are free once it reads `finished`. The
-// deletion is idempotent: a repeat answers the same job (a repeat of
-// a finished one also sweeps its steps again); the user's own
-// session keeps working for this one request, and for the job,
-// until the job ends every session.
+// follow it at `GET /v1/jobs/{id}` (`Location`), which needs no
+// session (the account's own is refused there, 401): the names are
+// free once it reads `finished`. The deletion is idempotent: a
+// repeat answers the same job (a repeat of a finished one also
+// sweeps its steps again). Until the job ends the sessions, the
+// user's own session works for a repeat of this request (or of
+// `POST /v1/users/{id}/deletion`) and nothing else.
 //
 // Who may call: an active admin, for any account but another
 // admin's (a suspended account can be deleted). The user deletes
@@ -21902,14 +22132,15 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 // already under way finishes it). Without a session 401; a session
 // of another, non-admin user, or an admin's for another admin, 403.
 //
-// Cost: a SERIAL read of the account and a read of each of the
+// Cost: a SERIAL read of the account and reads of each of the
 // user's groups (the last-manager check); an index write, a
-// compare-and-set and the job's row: the same whatever the account
-// holds. The job then changes each group, each item in the user's
-// library (with its fan-out), passes over the library's rows, makes
-// a second compare-and-set, releases the two names and ends the
-// sessions: it grows with the user's groups and items, at about a
-// hundred items a second on one node.
+// compare-and-set (with an admin's audit entry) and the job's row,
+// whatever the library holds. The job then changes each group, each
+// item in the user's library (with its fan-out,
+// `SHELF_JOB_ITEMS_AT_ONCE` at once), passes over the library's
+// rows, makes a second compare-and-set, releases the two names and
+// ends the sessions: it grows with the user's groups and items, at
+// about 200 items a second on one node.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21924,15 +22155,16 @@ func (c *ClientWithResponses) DeleteUserWithResponse(ctx context.Context, id Use
 
 // GetUserWithResponse Get a user
 //
-// Answers an active or suspended account by id. Unknown, malformed
-// and not yet activated ids are all 404.
+// Answers an active or suspended account by id. Unknown, malformed,
+// not yet activated and deleted (or being deleted) ids are all 404.
 //
-// Who may call: anyone, with or without a session. The email is
-// included only when the caller is the user themself or an admin.
+// Who may call: anyone, with or without a session. `email`,
+// `emailVerified`, `pendingEmail`, `status` and `roles` are included
+// only when the caller is the user themself or an admin.
 //
-// Cost: a malformed id is answered 404 without touching the database;
-// otherwise one account read (and, for a caller looking at someone
-// else, one read of the caller's account to check the admin role).
+// Cost: one account read; with a session, the session's read first
+// (the caller's account, and so the admin role, is read beside it).
+// A malformed id is answered 404 without the account read.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21954,10 +22186,14 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // is, with its email.
 //
 // Re-authentication: the user changing their own username or email
-// sends `currentPassword` (missing: 400 naming `currentPassword`;
-// wrong: 401 `invalid_credentials` naming it). A display name
-// alone needs none. An admin changing another account sends none,
-// and may not change another admin's username or email (403).
+// (as written, a change of case included) sends `currentPassword`
+// (missing: 400 naming `currentPassword`; wrong: 401
+// `invalid_credentials` naming it) and, where the account has a
+// second factor, a `code`, `recoveryCode` or `passkey` (missing: 400
+// naming `code`; wrong: 401 `invalid_code` or `invalid_passkey`). A
+// display name alone needs none. An admin changing another account
+// sends none, and may not change another admin's username or email
+// (403).
 //
 // A new email is only asked for: it shows as `pendingEmail`, and the
 // account keeps its `email` (login, password resets and every mail
@@ -21976,25 +22212,29 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // pending, mails no new notice: the first notice's link still
 // works. A change pending expires with its verification link
 // (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
-// shows no more and its address is free.
-// When the user asks, every other session of the user ends (the
-// caller's stays), as a password change does. Sending the current
+// shows no more and its address is free. Sending the current
 // address again cancels a change pending; sending another replaces
-// it.
+// it. A new email asked for by the user ends every other session of
+// the user (the caller's stays), as a password change does; an
+// admin's change ends none.
 //
 // Who may call: the user themself, or an active admin for any account.
 // Without a session 401; a session of another, non-admin user 403.
 //
-// Cost: one read of the caller's account when it is not the user's
-// own; a SERIAL read of the account, then lightweight transactions
-// (claim and commit of each new name, compare-and-set of the account,
-// release of each old name). A change that loses a race with another
+// Cost: a SERIAL read of the account; for the user's own new
+// username or email, the proof (throttled, one argon2id
+// verification, a read of the factors); then lightweight
+// transactions (claim and commit of each new name, compare-and-set
+// of the account, release of each old name); an admin's change also
+// writes its audit entry. A change that loses a race with another
 // change of the same account is retried a few times, then answered
 // 409 `concurrent_change`.
 //
-// Rate-limited per client address like signups and logins (429 with
-// `Retry-After`): a 409 says whether an email is taken, so unlimited
-// changes would let anyone probe for accounts.
+// Rate limit: per client address, as for signups (its own bucket,
+// shared with the deletion, the password change and the second
+// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
+// says whether an email is taken, so unlimited changes would let
+// anyone probe for accounts.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22016,10 +22256,14 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // is, with its email.
 //
 // Re-authentication: the user changing their own username or email
-// sends `currentPassword` (missing: 400 naming `currentPassword`;
-// wrong: 401 `invalid_credentials` naming it). A display name
-// alone needs none. An admin changing another account sends none,
-// and may not change another admin's username or email (403).
+// (as written, a change of case included) sends `currentPassword`
+// (missing: 400 naming `currentPassword`; wrong: 401
+// `invalid_credentials` naming it) and, where the account has a
+// second factor, a `code`, `recoveryCode` or `passkey` (missing: 400
+// naming `code`; wrong: 401 `invalid_code` or `invalid_passkey`). A
+// display name alone needs none. An admin changing another account
+// sends none, and may not change another admin's username or email
+// (403).
 //
 // A new email is only asked for: it shows as `pendingEmail`, and the
 // account keeps its `email` (login, password resets and every mail
@@ -22038,25 +22282,29 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // pending, mails no new notice: the first notice's link still
 // works. A change pending expires with its verification link
 // (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
-// shows no more and its address is free.
-// When the user asks, every other session of the user ends (the
-// caller's stays), as a password change does. Sending the current
+// shows no more and its address is free. Sending the current
 // address again cancels a change pending; sending another replaces
-// it.
+// it. A new email asked for by the user ends every other session of
+// the user (the caller's stays), as a password change does; an
+// admin's change ends none.
 //
 // Who may call: the user themself, or an active admin for any account.
 // Without a session 401; a session of another, non-admin user 403.
 //
-// Cost: one read of the caller's account when it is not the user's
-// own; a SERIAL read of the account, then lightweight transactions
-// (claim and commit of each new name, compare-and-set of the account,
-// release of each old name). A change that loses a race with another
+// Cost: a SERIAL read of the account; for the user's own new
+// username or email, the proof (throttled, one argon2id
+// verification, a read of the factors); then lightweight
+// transactions (claim and commit of each new name, compare-and-set
+// of the account, release of each old name); an admin's change also
+// writes its audit entry. A change that loses a race with another
 // change of the same account is retried a few times, then answered
 // 409 `concurrent_change`.
 //
-// Rate-limited per client address like signups and logins (429 with
-// `Retry-After`): a 409 says whether an email is taken, so unlimited
-// changes would let anyone probe for accounts.
+// Rate limit: per client address, as for signups (its own bucket,
+// shared with the deletion, the password change and the second
+// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
+// says whether an email is taken, so unlimited changes would let
+// anyone probe for accounts.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22115,23 +22363,26 @@ func (c *ClientWithResponses) ListAccountAuditWithResponse(ctx context.Context, 
 // RequestUserDeletionWithBodyWithResponse Delete an account, with the current password
 //
 // Deletes the account as `DELETE /v1/users/{id}` does (everything
-// said there holds: what goes, in which order, idempotence, the
-// repair). The user deleting their own account sends the current
-// password (missing: 400; wrong: 401 `invalid_credentials`, both
-// naming `currentPassword`): a stolen session alone cannot delete
-// the account. An admin deleting another, non-admin account sends
-// none. A repeat of a deletion already under way answers its job
-// without asking the password again (it was given when it began);
-// the user's own session keeps working for this one request until
-// the job ends it.
+// said there holds: what goes, in which order, the job,
+// idempotence). The user deleting their own account sends the
+// current password (missing: 400; wrong: 401 `invalid_credentials`,
+// both naming `currentPassword`) and, where the account has a second
+// factor, a `code`, `recoveryCode` or `passkey` (missing: 400 naming
+// `code`; wrong: 401 `invalid_code` or `invalid_passkey`): a stolen
+// session alone cannot delete the account. An admin deleting
+// another, non-admin account sends `{}`. A repeat of a deletion
+// already under way answers its job without asking for the proof
+// again (it was given when it began); until the job ends the
+// sessions, the user's own session works for that repeat.
 //
-// Who may call: the user themself with the current password, or an
-// active admin for any account but another admin's. Without a
-// session 401; a session of another, non-admin user 403.
+// Who may call: the user themself with the proof, or an active admin
+// for any account but another admin's. Without a session 401; a
+// session of another, non-admin user 403.
 //
-// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
-// verification for the user's own request. Rate-limited per client
-// address like account changes (429 with `Retry-After`).
+// Cost: that of `DELETE /v1/users/{id}`, and for the user's own
+// request the proof (throttled, one argon2id verification, a read
+// of the factors). Rate-limited per client address in the bucket of
+// account changes (429 `rate_limited` with `Retry-After`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22147,23 +22398,26 @@ func (c *ClientWithResponses) RequestUserDeletionWithBodyWithResponse(ctx contex
 // RequestUserDeletionWithResponse Delete an account, with the current password
 //
 // Deletes the account as `DELETE /v1/users/{id}` does (everything
-// said there holds: what goes, in which order, idempotence, the
-// repair). The user deleting their own account sends the current
-// password (missing: 400; wrong: 401 `invalid_credentials`, both
-// naming `currentPassword`): a stolen session alone cannot delete
-// the account. An admin deleting another, non-admin account sends
-// none. A repeat of a deletion already under way answers its job
-// without asking the password again (it was given when it began);
-// the user's own session keeps working for this one request until
-// the job ends it.
+// said there holds: what goes, in which order, the job,
+// idempotence). The user deleting their own account sends the
+// current password (missing: 400; wrong: 401 `invalid_credentials`,
+// both naming `currentPassword`) and, where the account has a second
+// factor, a `code`, `recoveryCode` or `passkey` (missing: 400 naming
+// `code`; wrong: 401 `invalid_code` or `invalid_passkey`): a stolen
+// session alone cannot delete the account. An admin deleting
+// another, non-admin account sends `{}`. A repeat of a deletion
+// already under way answers its job without asking for the proof
+// again (it was given when it began); until the job ends the
+// sessions, the user's own session works for that repeat.
 //
-// Who may call: the user themself with the current password, or an
-// active admin for any account but another admin's. Without a
-// session 401; a session of another, non-admin user 403.
+// Who may call: the user themself with the proof, or an active admin
+// for any account but another admin's. Without a session 401; a
+// session of another, non-admin user 403.
 //
-// Cost: that of `DELETE /v1/users/{id}`, and one argon2id
-// verification for the user's own request. Rate-limited per client
-// address like account changes (429 with `Retry-After`).
+// Cost: that of `DELETE /v1/users/{id}`, and for the user's own
+// request the proof (throttled, one argon2id verification, a read
+// of the factors). Rate-limited per client address in the bucket of
+// account changes (429 `rate_limited` with `Retry-After`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22614,25 +22868,32 @@ func (c *ClientWithResponses) FinishPasskeyWithResponse(ctx context.Context, id 
 
 // ChangePasswordWithBodyWithResponse Change the password
 //
-// Sets a new password after checking the current one. Every other
-// session of the user is revoked at once; the session that made the
-// change stays valid.
+// Sets a new password after checking the current one (and, where
+// the account has a second factor, a `code`, `recoveryCode` or
+// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
+// or `invalid_passkey`). Every other session of the user is revoked
+// at once; the session that made the change stays valid.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Cost: rate limited per client IP (IPv6 per /64), and throttled:
-// wrong current passwords of one account are counted by every
-// instance together, 5 from one client address and 50 from all
-// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
-// `too_many_attempts` with `Retry-After`, before the password is
-// checked, so a stolen session is no free oracle for it. A SERIAL read
-// of the account, the attempt's row written and its account's rows
-// read (two tiers at once), two argon2id operations (check the
-// current password, hash the new one), a compare-and-set of the
-// account, and the revocation of the other sessions. The new password
-// is checked before the current one, so a 400 costs no hash and no
-// attempt.
+// Limits: per client IP (IPv6 per /64), in the bucket of account
+// changes (429 `rate_limited`); and wrong current passwords of one
+// account are counted in Cassandra by every instance together, 5
+// from one client address and 50 from all within 15 minutes by
+// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// `Retry-After`, before the password is checked, so a stolen session
+// is no free oracle for it.
+//
+// Cost: a SERIAL read of the account; the new password's rules
+// (length, identifiers, guessability); the proof (the throttle's
+// rows written and read, one argon2id verification, a read of the
+// factors); with `SHELF_HIBP_URL`, one request to Have I Been
+// Pwned; one argon2id hash of the new password; a SERIAL read and a
+// compare-and-set of the account; the revocation of the other
+// sessions. A new password that breaks the rules is refused before
+// the proof, costing no verification and no attempt; Have I Been
+// Pwned is asked only after the proof.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22647,25 +22908,32 @@ func (c *ClientWithResponses) ChangePasswordWithBodyWithResponse(ctx context.Con
 
 // ChangePasswordWithResponse Change the password
 //
-// Sets a new password after checking the current one. Every other
-// session of the user is revoked at once; the session that made the
-// change stays valid.
+// Sets a new password after checking the current one (and, where
+// the account has a second factor, a `code`, `recoveryCode` or
+// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
+// or `invalid_passkey`). Every other session of the user is revoked
+// at once; the session that made the change stays valid.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Cost: rate limited per client IP (IPv6 per /64), and throttled:
-// wrong current passwords of one account are counted by every
-// instance together, 5 from one client address and 50 from all
-// within 15 minutes by default (`SHELF_THROTTLE_*`); beyond, 429
-// `too_many_attempts` with `Retry-After`, before the password is
-// checked, so a stolen session is no free oracle for it. A SERIAL read
-// of the account, the attempt's row written and its account's rows
-// read (two tiers at once), two argon2id operations (check the
-// current password, hash the new one), a compare-and-set of the
-// account, and the revocation of the other sessions. The new password
-// is checked before the current one, so a 400 costs no hash and no
-// attempt.
+// Limits: per client IP (IPv6 per /64), in the bucket of account
+// changes (429 `rate_limited`); and wrong current passwords of one
+// account are counted in Cassandra by every instance together, 5
+// from one client address and 50 from all within 15 minutes by
+// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// `Retry-After`, before the password is checked, so a stolen session
+// is no free oracle for it.
+//
+// Cost: a SERIAL read of the account; the new password's rules
+// (length, identifiers, guessability); the proof (the throttle's
+// rows written and read, one argon2id verification, a read of the
+// factors); with `SHELF_HIBP_URL`, one request to Have I Been
+// Pwned; one argon2id hash of the new password; a SERIAL read and a
+// compare-and-set of the account; the revocation of the other
+// sessions. A new password that breaks the rules is refused before
+// the proof, costing no verification and no attempt; Have I Been
+// Pwned is asked only after the proof.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
