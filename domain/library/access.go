@@ -15,7 +15,8 @@ type access struct {
 	manage bool
 	admin  bool
 	// own is the role of the caller's own membership, as its pending
-	// change leaves it ("": none, or not read: only managing reads it).
+	// change leaves it ("": none, or not read: accessTo's shortcuts for an
+	// anonymous caller and for seeing an item that is not private skip it).
 	own string
 }
 
@@ -31,11 +32,12 @@ const (
 
 // accessTo works out the caller's access to c: public items are seen by
 // everyone, loggedin ones by any session, private ones by members (directly
-// or through a group) and admins; managers (directly or through a group in
-// which... the group is the member) manage. When only seeing is needed and
-// the item's visibility answers it (public, or loggedin with a session),
-// the caller's groups and memberships are not read: a read of a shared item
-// costs the session and the item.
+// or through a group) and active admins; managers manage, directly or
+// through a group the caller is in that is the item's manager; an active
+// admin is marked admin (managed treats that as managing). When only
+// seeing is needed and the item's visibility answers it (public, or
+// loggedin with a session), the caller's groups and memberships are not
+// read: a read of a shared item costs the session and the item.
 func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n need) (access, error) {
 	var a access
 	if p.Anonymous() {
@@ -144,7 +146,7 @@ func (s *Service) Get(ctx context.Context, p domain.Principal, id string) (Conte
 }
 
 // requireManager answers unless the caller may manage the item (its
-// managers, directly or through a group, and admins).
+// managers, directly or through a group, and active admins).
 func (s *Service) requireManager(ctx context.Context, p domain.Principal, id string) error {
 	_, _, err := s.managed(ctx, p, id)
 	return err

@@ -9,9 +9,10 @@ import (
 	"shelf/domain"
 )
 
-// maxContentAttempts bounds the retries of a change that keeps losing the
+// maxContentAttempts bounds the rounds of a change that keeps losing the
 // item's compare-and-set to concurrent changes: contention is retried here,
-// never answered as an error.
+// and answered (409 concurrent_change, domain.ErrBusy) only once every
+// round was lost.
 const maxContentAttempts = 64
 
 var (
@@ -122,7 +123,7 @@ func (s *Service) deleteItem(ctx context.Context, id string) error {
 
 // Share gives a principal (user or group) a role on an item (managers
 // only): created is true for a new member. The share is recorded in the
-// item's row with the counts it leads to, then carried out (see change).
+// item's row with the counts it leads to, then carried out (see carryOut).
 func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID, role string) (created bool, err error) {
 	if p.Anonymous() {
 		return false, domain.ErrNoSession
@@ -158,8 +159,8 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 	if s.carryOut(ctx, ch) {
 		// The account is being deleted, or the group closed: its deletion
 		// or closing may have read the principal's library before this
-		// share wrote it, so the share was taken back (sharedWithDeparted),
-		// and it answers as a share to an unknown principal.
+		// share wrote it, so the share was taken back (sharedWithDeparted,
+		// takeBack), and it answers as a share to an unknown principal.
 		return false, errPrincipalNotFound
 	}
 	return created, nil
@@ -193,10 +194,11 @@ func shareCounts(c Content, before *Member, role string) (Content, error) {
 	return c, nil
 }
 
-// Unshare removes a principal from an item: managers may remove anyone, a
-// user may remove the item from their own library, and a group's manager
-// from the group's library. An item always keeps a manager. The removal is
-// recorded in the item's row, then carried out (see change).
+// Unshare removes a principal from an item: its managers and active admins
+// may remove anyone, a user may remove the item from their own library, and
+// a group's manager from the group's library. An item always keeps a
+// manager. The removal is recorded in the item's row, then carried out
+// (see carryOut).
 func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principalID string) error {
 	if p.Anonymous() {
 		return domain.ErrNoSession
@@ -208,7 +210,8 @@ func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principal
 }
 
 // Drop takes a principal off an item for the system (a group's closing,
-// whose caller was checked there): content's own unshare, so the counts
+// whose caller was checked there; a departed creator, see
+// leaveForDepartedCreator): content's own unshare, so the counts
 // stay exact; an item the principal is the last manager of is deleted,
 // as an account deletion does with the items it is the last manager of.
 func (s *Service) Drop(ctx context.Context, id, principalID string) error {
@@ -251,7 +254,7 @@ func (s *Service) unshare(ctx context.Context, id, principalID string) error {
 // change's outbox mark. If that fails, the change still stands (it is
 // recorded, and access follows the record at once); whoever changes the
 // item next, or the outbox worker, finishes it. takenBack: a share to an
-// account being deleted, taken back (or left to be).
+// account being deleted or a group closed, taken back (or left to be).
 func (s *Service) carryOut(ctx context.Context, ch changed) (takenBack bool) {
 	takenBack, err := s.finishPending(ctx, ch.next)
 	if err != nil {
@@ -310,17 +313,22 @@ type changed struct {
 	changed    bool
 }
 
-// change runs one change of an item. The outbox mark goes first (so a
-// crash after the change still fans out). Then, round after round: read
-// the item; if a share or unshare is pending there, finish it first (a
-// crash left it, or it is in flight) and read again. On an item with
-// nothing pending, the members table agrees with the row, and decide
-// returns the item as the change leaves it, nil when there is nothing to
-// do, or the refusal to answer. The result is written by compare-and-set
-// on the version read; a refusal or "nothing to do" is answered only once
-// the item reads again at that version with nothing pending, so it never
-// rests on member rows of a change recorded in between. A lost
-// compare-and-set starts over.
+// change runs one change of an item. The outbox mark is written beside
+// the first read and is durable before any compare-and-set (so a crash
+// after the change still fans out). Then, round after round: read the
+// item; if a share or unshare is pending there, finish it first (a crash
+// left it, or it is in flight), or if an update is still placing, place
+// it (see place), and read again. On an item with nothing pending, the
+// members table agrees with the row, and decide returns the item as the
+// change leaves it, nil when there is nothing to do, or the refusal to
+// answer. A lean item's rows that the change makes wrong are removed
+// (narrow), the item is marked again if the mark is old (markAgainIfLate),
+// and the result is written by compare-and-set on the version read; a
+// refusal or "nothing to do" is answered only once the item reads again at
+// that version with nothing pending, so it never rests on member rows of a
+// change recorded in between. A lost compare-and-set starts over, up to
+// maxContentAttempts rounds. A change surely not recorded deletes its
+// mark, unless it removed rows.
 func (s *Service) change(ctx context.Context, id string, decide func(Content) (*Content, error)) (changed, error) {
 	// The mark must be durable before the compare-and-set; the first read
 	// of the item need not wait for it.
@@ -518,7 +526,8 @@ func (s *Service) finish(ctx context.Context, c Content) error {
 }
 
 // finishPending is finish, and reports a share taken back because its
-// principal is an account being deleted (see takeBack).
+// principal is on its way out: an account being deleted, or a group
+// closed (see sharedWithDeparted, takeBack).
 func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool, err error) {
 	if c.Pending == nil {
 		return false, nil

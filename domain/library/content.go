@@ -64,8 +64,10 @@ type Content struct {
 	// compare-and-set as Version.
 	Members  int
 	Managers int
-	// Version counts changes (update, share, unshare, delete); it is the
-	// write timestamp of everything the change writes elsewhere.
+	// Version counts the writes of the row after its creation (update,
+	// share, unshare, delete, a share taken back, an update's place, the
+	// outbox worker's fence); it is the write timestamp of everything a
+	// change writes elsewhere.
 	Version int
 	// Pending is a share or unshare recorded at Version whose member row
 	// and library may not be written yet; nil when there is none.

@@ -43,7 +43,8 @@ func errCursorOrder(made Order) error {
 }
 
 // Cursor is a position in one paging run through a library: the last
-// item shown, in the run's order.
+// item shown, in the run's order (or the last row read, when a page's
+// refills ran out among rows it did not show).
 type Cursor struct {
 	Order Order
 	// Until is when an oldest-first run began: the run lists only items
@@ -56,8 +57,8 @@ type Cursor struct {
 }
 
 // oldestTag opens the cursors of oldest-first runs. Newest-first cursors
-// keep the two fields they had before there was an order, so cursors
-// handed out then still read.
+// are two fields with no tag, the format of cursors already handed out,
+// so those still read.
 const oldestTag = "o"
 
 // Encode makes the opaque cursor of a library page.

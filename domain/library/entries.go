@@ -14,8 +14,8 @@ type Entry struct {
 	Version      int
 	// Lean: a page shows the row without reading the item (its item's
 	// changes remove it first); otherwise the page checks it against the
-	// index and the item. Rows written before there was this column read
-	// as not lean.
+	// index and the item. Rows without the column (written before
+	// migration 025) read as not lean.
 	Lean bool
 }
 

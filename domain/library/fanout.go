@@ -18,8 +18,8 @@ func (s *Service) apply(ctx context.Context, e Entry, prev *Entry) error {
 }
 
 // publish fans a change out to every member: before the answer for items
-// with at most SyncFanoutLimit members, in the background pool otherwise
-// (see pool). Either way the outbox mark stays until every library has it,
+// with at most SyncFanoutLimit members before and after the change, in the
+// background pool otherwise (see pool). Either way the outbox mark stays until every library has it,
 // so a fan-out that fails part-way, or is never started, is finished by
 // the worker.
 func (s *Service) publish(ctx context.Context, next Content, prev *Content, marker string) {
@@ -49,7 +49,8 @@ func (s *Service) publish(ctx context.Context, next Content, prev *Content, mark
 // twice.
 var errNotPlaced = errors.New("the item's change is not placed yet: its fan-out waits for its place")
 
-// memberPage is how many members a fan-out reads at a time.
+// memberPage is how many members a fan-out reads at a time (and how many
+// index entries or rows a rebuild or a purge reads at a time).
 const memberPage = 500
 
 // fanout writes next into every member's library (or, for a deleted item,
@@ -75,9 +76,10 @@ func (s *Service) fanout(ctx context.Context, next Content, prev *Content) error
 
 // eachMember runs fn for every member of an item, FanoutConcurrency at
 // once, and returns how many it started. The members are read a page at a
-// time while fn still runs for the page before, so the workers never wait
-// for a page read or for the slowest member of a page. After a failure no
-// further member is started; the errors are joined.
+// time, the next page as soon as the last member of the one before is
+// handed out, while fn still runs for it: no worker waits for the slowest
+// member of a page. After a failure no further member is started; the
+// errors are joined.
 func (s *Service) eachMember(ctx context.Context, contentID string, fn func(Member) error) (int, error) {
 	members := make(chan Member)
 	var mu sync.Mutex

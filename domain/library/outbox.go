@@ -10,12 +10,15 @@ import (
 )
 
 // DrainOutbox finishes fan-outs whose mark is older than grace (their
-// change crashed, is still running, or lost an answer and may still land):
-// per item it finishes a share or unshare left pending, fences the item
-// (see fence) and brings every member library to the item as of the fence,
-// then deletes the marks it read (a mark made since is a row of its own
-// and stays). grace must be no shorter than the service's OutboxGrace. It
-// returns how many items it completed.
+// change crashed, is still running, or lost an answer and may still land),
+// up to limit marks a call: per item it fences the item (see fence: a
+// share or unshare left pending is finished first), brings every member
+// library to the item as of the fence, takes a departed creator off it
+// (leaveForDepartedCreator), then deletes the marks it read (a mark made
+// since is a row of its own and stays). An item whose fan-out has failed
+// for over RequeueAfter has its marks moved forward (requeue). grace must
+// be no shorter than the service's OutboxGrace. It returns how many items
+// it completed.
 func (s *Service) DrainOutbox(ctx context.Context, grace time.Duration, limit int) (int, error) {
 	now := s.cfg.Now()
 	pending, err := s.outbox.Pending(ctx, now.Add(-grace), limit)
@@ -79,8 +82,9 @@ func (s *Service) requeue(ctx context.Context, id string, old []string) error {
 	return errors.Join(errs...)
 }
 
-// complete redoes one item's fan-out: it fences the item, then brings
-// every member library to the item as of the fence.
+// complete redoes one item's fan-out: it fences the item, brings every
+// member library to the item as of the fence, then takes the creator off
+// the item if their account is being deleted (leaveForDepartedCreator).
 func (s *Service) complete(ctx context.Context, id string) error {
 	c, err := s.fence(ctx, id)
 	if err != nil {
@@ -99,14 +103,17 @@ func (s *Service) complete(ctx context.Context, id string) error {
 // still land, later than any grace; the state read now is no proof of
 // what the change did. So:
 //   - a live item is fenced: a compare-and-set on the version read that
-//     moves it on and changes nothing else (a pending share or unshare
-//     finished first, and cleared by the same write; an update recorded
-//     without its place is placed by the same write, see place). Every attempt still
-//     in flight is conditioned on an older version and fails wherever it
-//     lands; a change that reads after the fence marks again before its
-//     compare-and-set (markAgainIfLate), so its own mark carries its
-//     fan-out. The fan-out then writes at the fenced version, which
-//     shadows every library write of the versions before.
+//     moves it on and changes nothing else. A pending share or unshare is
+//     finished first (cleared by its own compare-and-set on its version,
+//     which leaves the version as it is; one taken back moves it on, and
+//     the fence starts over); at version 1 the creator's membership is
+//     written again (a creation may have stopped before it); an update
+//     recorded without its place is placed by the same write (see place).
+//     Every attempt still in flight is conditioned on an older version and
+//     fails wherever it lands; a change that reads after the fence marks
+//     again before its compare-and-set (markAgainIfLate), so its own mark
+//     carries its fan-out. The fan-out then writes at the fenced version,
+//     which shadows every library write of the versions before.
 //   - a deleted item needs no fence: no change applies to a deleted item
 //     (every change refuses it before its compare-and-set, and a deletion
 //     left nothing pending), so the row read is final.
@@ -157,8 +164,8 @@ func (s *Service) fence(ctx context.Context, id string) (Content, error) {
 	return out, err
 }
 
-// OutboxBacklog reports how many fan-outs are unfinished and how old the
-// oldest mark is (for metrics).
+// OutboxBacklog reports how many items have unfinished fan-outs and how
+// old the oldest mark is, from the first 100 000 marks (for metrics).
 func (s *Service) OutboxBacklog(ctx context.Context) (items int, oldest time.Duration, err error) {
 	now := s.cfg.Now()
 	pending, err := s.outbox.Pending(ctx, now.Add(time.Hour), 100000)

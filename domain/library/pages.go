@@ -13,9 +13,9 @@ import (
 var errLibraryNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such user or group."}
 
 // bucketFor decides which bucket of principalID's library the caller
-// reads (L1): the owner, members of the owning group and admins read the
-// private bucket (everything), other sessions the loggedin one, anonymous
-// callers the public one.
+// reads (L1): the owner, members of the owning group and active admins
+// read the private bucket (everything), other sessions the loggedin one,
+// anonymous callers the public one.
 func (s *Service) bucketFor(ctx context.Context, p domain.Principal, principalID string) (string, error) {
 	switch {
 	case domain.ValidID(principalID, domain.UserIDPrefix):
@@ -127,17 +127,19 @@ func (s *Service) Library(ctx context.Context, p domain.Principal, principalID s
 	return domain.PageOf(items, limit, func(e Entry) string { return rn.at(e).Encode() }), nil
 }
 
-// maxRefills bounds how often a page is refilled after dropping stale
-// rows; each refill is one more slice and one more index read.
+// maxRefills bounds how often a page is refilled after dropping or hiding
+// rows; each refill is one more slice and, when it reads rows that are not
+// lean, one more round trip of checks (the index and the items).
 const maxRefills = 8
 
 // readPage reads want rows of one bucket in the run's order, up to the
 // run's end. Lean rows are shown as they are; the others are checked
 // against the membership index and the items' own rows (two reads with IN,
-// at once): a row whose item is not in the
-// index (removed, deleted: a ghost) or whose version is older than the
-// index's (a stale copy from a concurrent update) is dropped from the
-// answer and deleted in the background; a row the item's own row does not
+// at once): a row whose item is not in the index (removed, deleted: a
+// ghost) or whose version is older than the index's (a stale copy from a
+// concurrent update) is dropped from the answer and deleted in the
+// background; a row newer than its entry (a fan-out in flight), a second
+// row of an item already shown, or a row the item's own row does not
 // vouch for (agrees) is hidden and left alone; and the page is refilled
 // (L1, L2, L3). Costs one slice, one round trip of checks when a row is
 // not lean, more only when rows were dropped or hidden (L5), in either
@@ -188,11 +190,14 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, rn r
 				seen[r.ContentID] = true
 				out = append(out, r)
 			case r.Lean:
-				// Shown already: a lean item has one row per bucket.
+				// A second row of an item shown already: a page lists an
+				// item once (L2).
 			case !ok || r.Version < e.Version:
 				stale = append(stale, r) // a ghost, or an older copy
 			case r.Version > e.Version || seen[r.ContentID]:
-				// A fan-out still in flight: not shown yet, not touched.
+				// A fan-out still in flight (the row newer than its entry),
+				// or a second row of an item shown already: not shown, not
+				// touched.
 			case !agrees(bucket, r, live):
 				// The item changed, was deleted or made private since this
 				// row was written, and its fan-out has not landed here (in

@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// pool runs the fan-outs that go on after the answer: Workers items at a
-// time (each with FanoutConcurrency writers), at most Queue items waiting.
+// pool runs the fan-outs that go on after the answer: Config.FanoutWorkers
+// items at a time (each with FanoutConcurrency writers), at most
+// Config.FanoutQueue items waiting.
 // A change of an item that is already waiting joins it (coalesced: only
 // the newest version is written, and every change's mark is done once it
 // is); one of an item being fanned out waits behind it, so one item never
@@ -14,7 +15,7 @@ import (
 // closing, a change is left to the outbox: its mark stays and the worker
 // redoes it after the grace. Nothing here is durable, nothing needs to
 // be: the marks are. A worker is started for a queued item while fewer
-// than Workers run, through Config.Background (a goroutine in the
+// than FanoutWorkers run, through Config.Background (a goroutine in the
 // server), and ends when nothing is left that it may take.
 type pool struct {
 	s       *Service
@@ -109,7 +110,8 @@ func (p *pool) take() (string, *job, bool) {
 
 // work fans out waiting items until none is left that it may take. An
 // item waiting behind its own fan-out is not: the worker running that
-// one takes it next, so no item is ever left without a worker.
+// one goes on taking once it ends, so no item is ever left without a
+// worker.
 func (p *pool) work() {
 	for {
 		p.mu.Lock()
@@ -143,8 +145,8 @@ func (p *pool) run(j *job) {
 
 // close stops taking fan-outs and waits for those under way until ctx
 // ends; then it stops them. What did not finish, and what was waiting,
-// keeps its marks: the outbox worker (of this or another process) redoes
-// it. It returns how many items were left so.
+// keeps its marks: an outbox worker redoes it (see Service.Close). It
+// returns how many items were left so.
 func (p *pool) close(ctx context.Context) int {
 	p.mu.Lock()
 	p.closed = true

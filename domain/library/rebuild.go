@@ -22,7 +22,7 @@ var ErrLibraryNotFound = errLibraryNotFound
 // the index does not back is deleted (L6). It is a job's work
 // (domain/lifecycle: the admin's request answers 202 with the job), and
 // grows with the library: report is told after each page of entries how
-// many were written, and after each bucket's pass ("rows"). Every write is
+// many were written ("items"), and after each bucket's pass ("rows"). Every write is
 // at the version of what it writes, so a run stopped part-way and run
 // again (another worker's) changes nothing the first did not.
 func (s *Service) Rebuild(ctx context.Context, principalID string, report func(phase string, done int) error) (int, error) {

@@ -1,8 +1,8 @@
 // Package library is content items, sharing them with users and groups,
 // and the per-principal libraries kept from them: visibility buckets,
-// pages (newest or oldest first) checked against the membership index,
-// the fan-out of every change through a durable outbox, and rebuilds
-// (L1-L6 of docs/design/invariants.md).
+// pages (newest or oldest first) whose rows are lean or checked against
+// the membership index and the items, the fan-out of every change through
+// a durable outbox, and rebuilds (L1-L6 of docs/design/invariants.md).
 package library
 
 import (
@@ -21,8 +21,10 @@ type ContentStore interface {
 	GetSerial(ctx context.Context, id string) (Content, error)
 	// Update writes c if the stored version is c.Version-1.
 	Update(ctx context.Context, c Content) (bool, error)
-	// ClearPending clears the pending membership change if the stored
-	// version is still c.Version (the version that recorded it).
+	// ClearPending clears the pending membership change, and writes
+	// c.Lean (a share that takes the item past its lean rows ends them
+	// here), if the stored version is still c.Version (the version that
+	// recorded it); false when it did not apply.
 	ClearPending(ctx context.Context, c Content) (bool, error)
 	// States reads how these items stand now, in one read (IN); an item
 	// without a row is absent from the answer.
@@ -76,19 +78,20 @@ type EntryStore interface {
 	DeleteRow(ctx context.Context, bucket string, e Entry) error
 }
 
-// Outbox records items whose libraries may be behind (docs/design/libraries.md: fan-out
-// through a durable outbox).
+// Outbox records items whose libraries may be behind
+// (docs/design/libraries.md#queues).
 type Outbox interface {
 	// Mark records, before a change, that the item's libraries may fall
 	// behind; each mark is a record of its own, named by its marker.
 	Mark(ctx context.Context, contentID string) (marker string, err error)
 	// Done deletes that one mark (never another mark of the item).
 	Done(ctx context.Context, contentID, marker string) error
-	// Pending lists marks made before t.
+	// Pending lists up to limit marks made before `before`, oldest window
+	// first.
 	Pending(ctx context.Context, before time.Time, limit int) ([]OutboxEntry, error)
 }
 
-// OutboxEntry is one item waiting for its fan-out.
+// OutboxEntry is one mark: an item waiting for its fan-out.
 type OutboxEntry struct {
 	ContentID string
 	Marker    string
@@ -98,11 +101,12 @@ type OutboxEntry struct {
 // GroupDirectory is what content needs to know of groups.
 type GroupDirectory interface {
 	// MemberRole returns the user's role in the group; ErrNotFound when
-	// the user is not a member.
+	// the user is not a member or the group does not exist.
 	MemberRole(ctx context.Context, groupID, userID string) (string, error)
 	// GroupIDsOf lists the groups the user is a member of.
 	GroupIDsOf(ctx context.Context, userID string) ([]string, error)
-	// Exists reports whether the group exists.
+	// Exists reports whether an active group has this id: false for one
+	// being closed or closed (sharedWithDeparted relies on it).
 	Exists(ctx context.Context, id string) (bool, error)
 }
 
@@ -127,8 +131,8 @@ type Config struct {
 	ObservePool func(PoolEvent)
 	// OutboxGrace is how old a mark must be before the outbox worker may
 	// take it (default 5 s; DrainOutbox's grace must be no shorter). A
-	// change whose compare-and-set would be sent more than half of it
-	// after its mark marks again first (see change).
+	// change or creation whose write would be sent more than half of it
+	// after its mark marks again first (see markAgainIfLate).
 	OutboxGrace time.Duration
 	// LeanMembers: an item keeps lean library rows (shown without reading
 	// the item; its changes remove them first, a bounded amount of work)
@@ -144,8 +148,9 @@ type Config struct {
 
 // Hooks let tests stop a fan-out part-way, as a crash would.
 type Hooks struct {
-	// BeforeMember is called before each member library is written; an
-	// error stops the fan-out there (the outbox entry stays).
+	// BeforeMember is called before each member library is written (by a
+	// fan-out, or by finishing a share); an error stops the write there
+	// (the outbox mark stays).
 	BeforeMember func(contentID, principalID string) error
 	// BeforeRemove is called before a change of a lean item removes its
 	// rows from a member's library (narrow): a test holds the change there.
@@ -168,7 +173,8 @@ type Service struct {
 	log     domain.Logger
 	// Hooks are nil in production.
 	Hooks Hooks
-	// background tracks fan-outs finishing after their change answered.
+	// background bounds the cleanups of stale rows running at once (64;
+	// a page that finds it full leaves its rows to the next reader).
 	background chan struct{}
 	// fanouts runs the fan-outs that go on after the answer.
 	fanouts *pool
@@ -180,7 +186,8 @@ type Callers interface {
 	// ErrNoSession when the account behind the session is gone.
 	Caller(ctx context.Context, p domain.Principal) (*domain.Access, error)
 	// RequireAdmin answers ErrNoSession for no session and ErrDenied for
-	// a caller who is not an active admin.
+	// a caller who is not an active admin (nothing in this package calls
+	// it).
 	RequireAdmin(ctx context.Context, p domain.Principal) (domain.Access, error)
 }
 
@@ -235,9 +242,10 @@ func New(cfg Config, callers Callers, users Users, groups GroupDirectory, stores
 
 // Close stops the background fan-outs: it waits for those under way until
 // ctx ends, then stops them. Those that did not finish, and those still
-// waiting, keep their outbox marks, so the outbox worker (of this process
-// before it exits, or of any other, or of the next) finishes them: a
-// shutdown loses nothing. It returns how many items it left so.
+// waiting, keep their outbox marks, so the outbox worker of another
+// instance, or of the next to start, finishes them (the server stops this
+// process's worker as Close begins): a shutdown loses nothing. It returns
+// how many items it left so.
 func (s *Service) Close(ctx context.Context) int { return s.fanouts.close(ctx) }
 
 // DefaultLeanMembers is Config.LeanMembers when none is configured.
