@@ -539,7 +539,7 @@ func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool,
 	// finishes this one first, finds a lean row it would not remove.
 	// Every finisher decides the same from the same row, so every write
 	// at this version says the same.
-	crossing := c.Lean && c.Members > s.cfg.LeanMembers
+	crossing := s.crossesLean(c)
 	if crossing {
 		c.Lean = false
 	}
@@ -577,3 +577,8 @@ func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool,
 	_, err = s.content.ClearPending(ctx, c)
 	return false, err
 }
+
+// crossesLean reports whether c, a lean item, holds more members than
+// its lean rows allow: its pending share ends them for good, and whoever
+// finishes it, or writes the row after finishing it, records it not lean.
+func (s *Service) crossesLean(c Content) bool { return c.Lean && c.Members > s.cfg.LeanMembers }

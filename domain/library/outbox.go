@@ -141,7 +141,9 @@ func (s *Service) fence(ctx context.Context, id string) (Content, error) {
 			if err := s.finish(ctx, c); err != nil {
 				return false, err
 			}
-			c.Pending = nil
+			// As finished: a share that took the item past its lean rows
+			// recorded it not lean, and the fence must not write it back.
+			c.Pending, c.Lean = nil, c.Lean && !s.crossesLean(c)
 		}
 		if c.Version == 1 {
 			// A creation that may have stopped before its creator became a

@@ -35,6 +35,9 @@ type libWorld struct {
 	item                 string
 	// group is the club's id; empty in worlds without groups.
 	group string
+	// leanMembers is the most members an item keeps lean rows for (0:
+	// the service's default).
+	leanMembers int
 
 	mu sync.Mutex
 	// stop is a member whose library writes fail (the test hook); failNext
@@ -134,7 +137,7 @@ func newLibWorldOf(t *testing.T, syncLimit, leanMembers int) *libWorld {
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
 	l := &libWorld{world: w, admin: domain.Principal{UserID: admin.ID},
-		owner: w.created[1], friend: w.created[2], other: w.created[3]}
+		owner: w.created[1], friend: w.created[2], other: w.created[3], leanMembers: leanMembers}
 	lib := library.New(library.Config{SyncFanoutLimit: syncLimit, FanoutConcurrency: 1, Now: w.store.Now, LeanMembers: leanMembers,
 		Background: l.background}, w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
 	l.lib = lib
@@ -647,6 +650,12 @@ func checkContent(t *testing.T, name string, l *libWorld, snap memstore.ContentS
 			}
 			if c.Members != len(members) || c.Managers != managers || managers < 1 {
 				t.Errorf("%s: %s: counts %d/%d, members %+v", name, c.ID, c.Members, c.Managers, members)
+			}
+			// An item that went past its lean rows stays so
+			// (docs/design/libraries.md#lean-rows): lean with more members
+			// than they allow, a crossing was undone.
+			if c.Lean && l.leanMembers > 0 && c.Members > l.leanMembers {
+				t.Errorf("%s: %s: lean with %d members, past its lean rows (%d)", name, c.ID, c.Members, l.leanMembers)
 			}
 		}
 		for _, u := range libs {
