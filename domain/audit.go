@@ -40,9 +40,11 @@ var AuditActions = []AuditAction{AuditRoleGranted, AuditRoleRevoked, AuditEmailC
 	AuditDisplayNameChanged, AuditSuspended, AuditUnsuspended, AuditDeleted,
 	AuditSessionsListed, AuditSessionRevoked, AuditSessionsRevoked, AuditFactorRemoved, AuditRecoveryCodeUsed}
 
-// OfSessions reports an action on an account's sessions, or on its
-// second factors. Such an action writes no account version: its entry is keyed by the version it read
-// and its own time, and written before the action (no entry, no action;
+// OfSessions reports an action that changes no account row: one on
+// another account's sessions or second factors, or a recovery code's use.
+// Such an action writes no account version: its entry is keyed by the
+// version it read (0 for a recovery code's use) and its own time, and
+// written before the action (no entry, no action;
 // docs/design/account-audit.md).
 func (a AuditAction) OfSessions() bool {
 	return a == AuditSessionsListed || a == AuditSessionRevoked || a == AuditSessionsRevoked || a == AuditFactorRemoved ||

@@ -9,12 +9,12 @@ import (
 
 // Holders says what became of the owner of a committed claim, so the
 // claimer can tell a live holder from one whose creation died after
-// committing (docs/design/signup.md).
+// committing or that is gone for good (docs/design/signup.md).
 type Holders interface {
 	// Holder reports whether the owner exists (false: its creation died
 	// after committing, its pending row expired with the lease, and it can
-	// never be activated now) and, if so, whether it holds key right now
-	// and its version (read at SERIAL).
+	// never be activated now; or it is deleted or closed for good) and, if
+	// so, whether it holds key right now and its version (read at SERIAL).
 	Holder(ctx context.Context, kind ClaimKind, key, owner string) (exists, holds bool, version int, err error)
 }
 
@@ -70,7 +70,8 @@ const maxTakeoverRounds = 3
 // operation is in flight, and may yet give it back); one of another
 // operation of the same owner means that operation is in flight. A
 // committed claim is decided by its holder:
-//   - gone (its creation died after committing): taken over;
+//   - gone (its creation died after committing, or it is deleted or
+//     closed for good): taken over;
 //   - holds the key: taken, or nothing to do when that is the owner;
 //   - the owner itself, not holding the key: a change of ours that stopped
 //     between committing and updating the owner (or whose update stayed

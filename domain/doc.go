@@ -11,8 +11,11 @@
 //	domain/moderation   suspend, unsuspend, the suspended list, sweeper, repair
 //	domain/groups       groups, their members and capacity
 //	domain/library      content, sharing, fan-out, library pages, rebuild
+//	domain/jobs         the rows of the jobs a request begins and a worker
+//	                    finishes, and their leases
 //	domain/lifecycle    the workflows that span services: deleting an
-//	                    account, closing a group, and their repairs
+//	                    account, closing a group, rebuilding a library, the
+//	                    job worker that finishes them, and their repairs
 //
 // Why packages and not one package with clear files: the compiler then
 // keeps each service to its own stores. A service is built from the stores
@@ -28,7 +31,7 @@
 // moderation changes it; the claim protocol lives here because accounts
 // and groups both claim unique names.
 //
-// The invariants the services keep (U1-U9, S1-S6, L1-L7) and the designs
+// The invariants the services keep (U1-U11, S1-S6, L1-L7) and the designs
 // that keep them are in docs/design/. Everything here imports only the
 // standard library, plus golang.org/x/text for NFKC and case folding.
 package domain

@@ -95,7 +95,6 @@ func InvalidFields(fes ...*FieldError) error {
 	return Invalid("Some fields are not valid.", fields...)
 }
 
-// ErrNoSession: the token is missing, unknown, expired or revoked.
 // ErrNoSession: the token is missing, unknown, expired or revoked, or the
 // account behind it is gone.
 var ErrNoSession = &Error{Kind: ErrUnauthorized, Code: "unauthorized",

@@ -44,8 +44,8 @@ const (
 // ID is the session's public id: SessionIDPrefix and 128 bits of a hash of
 // the token hash. It names the session in its owner's list without being
 // usable for anything else: neither the token nor its stored hash can be
-// worked back from it, and it needs no column of its own (sessions from
-// before ids were shown have one too).
+// worked back from it, and it needs no column of its own, so every
+// session has one, however old.
 func (s Session) ID() string { return SessionID(s.TokenHash) }
 
 // SessionID is the public id of the session whose token hashes to

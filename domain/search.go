@@ -32,8 +32,8 @@ const maxQueryGrams = 4
 
 // FoldSearch is the query as the keys are compared: case-folded and NFKC,
 // as an email key is (a username key is lower-case ASCII, which the fold
-// leaves alone). It refuses a query that is not valid UTF-8 or whose
-// folded form is shorter than a gram or longer than an email, naming
+// leaves alone). It refuses a query that is not valid UTF-8, longer than
+// an email as sent, or whose folded form is shorter than a gram, naming
 // field.
 func FoldSearch(field, q string) (string, *FieldError) {
 	if !utf8.ValidString(q) {
@@ -88,8 +88,8 @@ func QueryGrams(folded string) []string {
 }
 
 // Matches says whether u is what a search for the folded query finds: a
-// visible account (not pending, not being deleted) whose username key or
-// email key holds the query.
+// visible account (active or suspended: not pending, deleting or deleted)
+// whose username key or email key holds the query.
 func (u User) Matches(folded string) bool {
 	return u.Visible() && (strings.Contains(u.UsernameKey, folded) || strings.Contains(u.EmailKey, folded))
 }

@@ -173,11 +173,11 @@ func emojiBase(r rune) bool {
 //
 // White space at the ends is refused rather than trimmed
 // (docs/design/api-conventions.md): a schema's maxLength counts the
-// string as sent, so a server that trimmed
-// first accepted " " and 64 letters that the schema forbids. Refusing it
-// makes maxLength, minLength and the pattern say exactly what is accepted,
-// in every generator's and fuzzer's dialect; clients trim what people
-// type (the console does).
+// string as sent, so a server that trimmed first would accept " " and 64
+// letters, which the schema forbids. Refusing it makes maxLength,
+// minLength and the pattern say exactly what is accepted, in every
+// generator's and fuzzer's dialect; clients trim what people type (the
+// console does).
 type TextRule struct {
 	Field    string
 	Min, Max int

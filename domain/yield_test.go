@@ -89,13 +89,12 @@ func (g *gatedClaims) Release(ctx context.Context, kind ClaimKind, key, owner, o
 	return err
 }
 
-// TestClaimerSplitPairOneWinner forces the split make bench-seeds showed:
-// two signups race for one username and email; a claims the username
-// first, b the email, and each then finds its other key pending for the
-// other. Both used to give back what they held and answer 409: nobody got
-// the pair. With ordered yielding, a (holding the first key) keeps it and
-// tries the email again; b (holding only a later key) yields at once; a
-// wins, b gets a 409.
+// TestClaimerSplitPairOneWinner forces a split: two signups race for one
+// username and email; a claims the username first, b the email, and each
+// then finds its other key pending for the other. Were both to give back
+// what they held and answer 409, nobody would get the pair. With ordered
+// yielding, a (holding the first key) keeps it and tries the email again;
+// b (holding only a later key) yields at once; a wins, b gets a 409.
 func TestClaimerSplitPairOneWinner(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

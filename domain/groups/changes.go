@@ -9,18 +9,19 @@ import (
 )
 
 // A membership change recorded in the group row (Pending) and not
-// finished, because its request died or its member writes failed, used
-// to wait for the group's next change or member list: until then the
-// group counted it (a deleted account among member_count, a creation's
-// group open with its departed creator). Every change now writes an
-// entry into an index of changes in progress before its compare-and-set
-// (keyed by the attempt, so one attempt's end never deletes another's),
-// and ends it once the change is finished or its compare-and-set lost.
-// The jobs' worker finishes what an entry older than a grace still points
-// at (FinishInterruptedChanges): it fences the group first (a
-// compare-and-set that moves its version on, so a compare-and-set still
-// in flight can no longer land), finishes the change pending there, and
-// only then forgets the entry (docs/design/groups.md#interrupted-changes).
+// finished, because its request died or its member writes failed, would
+// otherwise wait for the group's next change or member list, the group
+// counting it meanwhile (a deleted account among member_count, a
+// creation's group open with its departed creator). So every change
+// writes an entry into an index of changes in progress before its
+// compare-and-set (keyed by the attempt, so one attempt's end never
+// deletes another's), and ends it once the change is finished or its
+// compare-and-set lost. The jobs' worker finishes what an entry older
+// than a grace still points at (FinishInterruptedChanges): it fences the
+// group first (a compare-and-set that moves its version on, so a
+// compare-and-set still in flight can no longer land), finishes the
+// change pending there, and only then forgets the entry
+// (docs/design/groups.md#interrupted-changes).
 
 // ChangeEntry is one attempt of a membership change as the index records
 // it: the group, the attempt's tag, when it began.
@@ -43,8 +44,8 @@ type ChangeIndex interface {
 
 // beginChange records an attempt of a change of the group before the
 // compare-and-set that records it; a failed write ends the attempt with
-// nothing changed (its entry, if it landed, ended now, else the
-// repair's).
+// nothing changed (its entry, if it landed, ended now, else by the jobs'
+// worker, FinishInterruptedChanges).
 func (g *Service) beginChange(ctx context.Context, groupID string) (ChangeEntry, error) {
 	e := ChangeEntry{GroupID: groupID, Attempt: domain.NewAttempt(), At: g.now()}
 	if err := domain.Entered(g.cfg.Changes.Begin(ctx, e), e.At, g.now()); err != nil {
@@ -54,8 +55,8 @@ func (g *Service) beginChange(ctx context.Context, groupID string) (ChangeEntry,
 }
 
 // endChange ends an attempt whose change is finished, or whose
-// compare-and-set lost. A failed end leaves the entry to the repair,
-// which finds nothing left to do.
+// compare-and-set lost. A failed end leaves the entry to the jobs'
+// worker (FinishInterruptedChanges), which finds nothing left to do.
 func (g *Service) endChange(ctx context.Context, e ChangeEntry) {
 	_ = g.cfg.Changes.End(context.WithoutCancel(ctx), e)
 }

@@ -28,9 +28,9 @@ import (
 // Every attempt's entry is its own (keyed by the attempt's tag): a losing
 // attempt ends only its own, and the winner's is ended only by the finish
 // of the closing that applied, identified by the tag the group row
-// records (docs/design/closing.md: when two managers closing at once
-// shared one entry, the loser's end left the closing where no repair
-// could find it).
+// records (docs/design/closing.md: with one shared entry, the loser of
+// two managers closing at once would end the winner's, leaving the
+// closing where no repair could find it).
 
 // ClosingEntry is one attempt of a closing as the index records it: the
 // group, the attempt's tag, when it began and who asked.
@@ -277,8 +277,10 @@ func (g *Service) markClosed(ctx context.Context, gr Group) error {
 // not take effect: that closing's compare-and-set, still on its way
 // however late, was decided on an older version and can no longer land,
 // so no group is left closing without the entry that lets the repair
-// finish it (TestExploreClosing, close-repair-early). A change that moved
-// the version meanwhile fences as well; a group gone needs none.
+// finish it (TestExploreClosing, close-repair-early). The jobs' worker
+// fences the same way before it finishes an interrupted membership change
+// (finishInterrupted). A change that moved the version meanwhile fences
+// as well; a group gone needs none.
 func (g *Service) Fence(ctx context.Context, id string) error {
 	gr, err := g.groups.GetSerial(ctx, id)
 	switch {

@@ -49,10 +49,11 @@ func (g *Service) newGroup(creator string, in CreateInput) (Group, error) {
 }
 
 // CreateGroup creates a group with a unique name, its creator its first
-// manager. It follows the signup: [claim the name ∥ create the group
-// pending, with the creator's membership recorded as its pending change],
-// then commit the claim, then activate the group, then finish the
-// creator's membership. A creation that dies before activation leaves a
+// manager. Its change's entry is written first (changes.go); then it
+// follows the signup: [claim the name ∥ create the group pending, with
+// the creator's membership recorded as its pending change], then commit
+// the claim, then activate the group, then finish the creator's
+// membership. A creation that dies before activation leaves a
 // pending group that expires with the lease: a pending claim expires with
 // it, and a committed one is taken over by the next creator, who finds
 // its owner's group row gone (see holders). One that dies after activation

@@ -85,7 +85,7 @@ func (g *Service) closeDeparted(ctx context.Context, op string, gr Group) error 
 // exactly one of the two applies, and nothing is recorded before either
 // (every change finishes what is pending first). Then the removal is
 // finished like any change; a failure leaves it pending in the row for
-// the group's next change.
+// the group's next change or the jobs' worker.
 func (g *Service) takeBack(ctx context.Context, op string, gr Group) error {
 	c := *gr.Pending
 	next := gr

@@ -11,7 +11,8 @@ import (
 // group after losing a compare-and-set. Each lost round means another
 // change was recorded or finished, so a busy group keeps making progress;
 // with fifty joins racing for one group a change may lose a few dozen
-// rounds before it is decided, hence a bound well above maxChangeAttempts.
+// rounds before it is decided, hence a bound well above the accounts'
+// (maxChangeAttempts, 8).
 const maxGroupAttempts = 100
 
 // SetMember adds a user to a group with a role, or changes a member's role
@@ -47,7 +48,7 @@ func (g *Service) SetMember(ctx context.Context, p domain.Principal, groupID, us
 type setMember struct {
 	caller, userID, role string
 	validUser            bool
-	userChecked          bool // the account exists and is visible (accounts are never deleted)
+	userChecked          bool // the account was found visible (checked once: an add of an account deleted since is taken back as it finishes)
 	added                bool // the decision made the user a new member
 }
 
@@ -253,7 +254,9 @@ func (g *Service) finish(ctx context.Context, op string, gr Group) (bool, error)
 }
 
 // finishChange is finish, and reports an add or role change of an account
-// being deleted, which is taken back instead of cleared (takeBack).
+// being deleted, which is taken back instead of cleared (takeBack), or,
+// when it made that account the group's one manager, closes the group
+// (closeDeparted).
 func (g *Service) finishChange(ctx context.Context, op string, gr Group) (cleared, departed bool, err error) {
 	if gr.Pending == nil {
 		return false, false, nil

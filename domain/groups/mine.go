@@ -26,7 +26,7 @@ type Membership struct {
 // finishes a change found pending as this does. A name that breaks the
 // naming rules is simply not found (like a username). The committed claim
 // leads to the group, which must still hold the name: one claim read and
-// one group read.
+// one group read (more when a change is found pending).
 func (g *Service) GetGroupByName(ctx context.Context, name string) (Group, error) {
 	_, key, fe := NormalizeName(name)
 	if fe != nil {
@@ -65,9 +65,10 @@ func (g *Service) GetGroupByName(ctx context.Context, name string) (Group, error
 // is recorded there but not yet finished counts as recorded (a pending
 // removal leaves the group out, a pending role change shows the new
 // role), as it does for every later change of the group. A pending add is
-// listed once its rows are written (by the change itself, its retry, or
-// the next change or member list of the group). So a page may hold fewer
-// than limit groups while more follow: nextCursor says so.
+// listed once its rows are written (by the change itself, its retry, the
+// next change, member list or page of the group, or the jobs' worker). So
+// a page may hold fewer than limit groups while more follow: nextCursor
+// says so.
 func (g *Service) ListUserGroups(ctx context.Context, p domain.Principal, userID, cursor string, limit int) (domain.Page[Membership], error) {
 	if p.Anonymous() {
 		return domain.Page[Membership]{}, domain.ErrNoSession
@@ -119,7 +120,7 @@ func (g *Service) ListUserGroups(ctx context.Context, p domain.Principal, userID
 	for i, row := range rows {
 		gr, err := found[i], errs[i]
 		if errors.Is(err, domain.ErrNotFound) {
-			continue // never while groups are not deleted; an index row alone is no membership
+			continue // not active (closing or closed, its rows not yet removed): an index row alone is no membership
 		}
 		if err != nil {
 			return domain.Page[Membership]{}, err

@@ -15,8 +15,9 @@ func NormalizeName(s string) (display, key string, fe *domain.FieldError) {
 	return display, key, fe
 }
 
-// descriptionRule: at most 1000 characters once trimmed, line breaks and
-// tabs allowed, no other invisible character.
+// descriptionRule: at most 1000 characters as sent, white space at either
+// end refused (not trimmed), line breaks and tabs allowed, no other
+// invisible character.
 var descriptionRule = domain.TextRule{Field: "description", Max: 1000, Lines: true}
 
 // normalizeGroupDescription checks a description by descriptionRule.

@@ -44,7 +44,8 @@ type Group struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	// Status is pending while the group is being created, then active;
-	// closing, then closed, once someone closes it (BeginClosing).
+	// closing, then closed, once someone closes it (BeginClosing, or
+	// closeDeparted for a creator being deleted).
 	Status domain.Status
 	// ClosedAt and ClosedBy say when a closing began and who asked; zero
 	// while the group is open. ClosingAttempt tags the attempt whose
@@ -75,7 +76,7 @@ type Member struct {
 }
 
 // Store keeps group rows. Every write is a lightweight transaction,
-// ambiguous outcomes resolved by a SERIAL read (like UserStore).
+// ambiguous outcomes resolved by a SERIAL read (like accounts.UserStore).
 type Store interface {
 	// Create inserts a pending group that expires after lease unless
 	// activated.
@@ -152,7 +153,9 @@ type Hooks struct {
 	// change, with step "apply" (the member tables are written, the change
 	// not yet cleared); with op "close" and steps "entry", "cas",
 	// "members", "closed" and "claim" (BeginClosing, EndClosing; the
-	// closing's content steps between them are domain/lifecycle's).
+	// closing's content steps between them are domain/lifecycle's); and
+	// with the finishing op and step "entry" when a finish closes the
+	// group of a departed creator (closeDeparted).
 	AfterStep func(op, step string) error
 }
 

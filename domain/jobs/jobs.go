@@ -1,8 +1,9 @@
 // Package jobs keeps the record of work a request began and a worker
-// finishes: an account's deletion, a group's closing. The request does the
-// bounded, irreversible part (the compare-and-set that makes the account
-// deleting, the group closing), writes the job's row and answers 202 with
-// it; a worker on any process finishes the rest (domain/lifecycle).
+// finishes: an account's deletion, a group's closing, a library's rebuild.
+// The request does the bounded, irreversible part (the compare-and-set
+// that makes the account deleting, the group closing; for a rebuild, its
+// entry in the queue), writes the job's row and answers 202 with it; a
+// worker on any process finishes the rest (domain/lifecycle).
 //
 // A job's row is a compare-and-set row: every change of it moves its
 // version on, so the row is its own fence. A worker takes the job's lease
@@ -92,8 +93,8 @@ type Job struct {
 	// Phase is the step under way (or the last one reached).
 	Phase string
 	// Done counts the units the job has handled (an item deleted or left,
-	// a share of the group's taken off); Total how many there were when it
-	// counted them (0: not counted yet).
+	// a share of the group's taken off, an item's rows rebuilt); Total how
+	// many there were when it counted them (0: not counted yet).
 	Done, Total int
 	// Runs counts the leases taken: more than one means a worker stopped
 	// or failed and another took it on.

@@ -21,10 +21,10 @@ import (
 
 // CloseGroup closes a group, by one of its managers or an active admin
 // (groups.MayClose), whatever members it still has: every membership and
-// every share with the group ends, and its name is freed. A closing under
-// way is finished (by whoever began it, or an admin; to anyone else the
-// group is gone), and a repeat of a finished one sweeps the steps again
-// and answers nil.
+// every share with the group ends, and its name is freed. A repeat by
+// whoever began the closing, or an admin, answers the closing's job (to
+// anyone else the group is gone); a repeat of a finished one also writes
+// an entry of its own, so the worker sweeps the steps again.
 //
 // The request does the bounded part: the closing's compare-and-set (from
 // then on the group is 404 and takes no member), the job's row, and

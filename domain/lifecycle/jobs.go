@@ -16,9 +16,11 @@ import (
 // a group does the bounded, irreversible part (the compare-and-set) and
 // answers with the job; the job's worker, one in every API process
 // (WorkJobs, run by internal/app), finds every operation under way through
-// the indexes of deletions and closings in progress, takes its job's
-// lease and finishes it, reporting as it goes. The operator commands
-// (RepairDeletions, RepairClosings) are the same pass, run once by hand.
+// the indexes of deletions and closings in progress and every rebuild
+// through the queue of jobs, takes its job's lease and finishes it,
+// reporting as it goes; the same pass finishes interrupted membership
+// changes. The operator commands (RepairDeletions, RepairClosings) are
+// the deletions' and closings' part of that pass, run once by hand.
 
 // deletionJob is the job of u's deletion (u deleting or deleted).
 func deletionJob(u domain.User) jobs.Job {

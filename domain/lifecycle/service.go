@@ -1,13 +1,16 @@
 // Package lifecycle is the workflows that span services: deleting an
-// account (and repairing deletions a crash stopped) and closing a group
-// (and repairing closings). It sits on a floor above the services it
+// account (and repairing deletions a crash stopped), closing a group (and
+// repairing closings), rebuilding a library, and the job worker that
+// finishes them (WorkJobs). It sits on a floor above the services it
 // calls (domain/accounts, domain/moderation, domain/groups,
-// domain/library): each of those exports the steps of its own records,
-// and this package puts them in order, keeps the indexes of the operations in progress, and tells their
+// domain/library) and the jobs' rows (domain/jobs): each service exports
+// the steps of its own records, and this package puts them in order,
+// keeps the indexes of the operations in progress, and tells their
 // refusals apart with errors.Is (groups.ErrLastManager,
 // library.ErrLastManager). No service imports this package, so no
 // service needs another after it was built (architecture_test.go checks
-// the floor). docs/design/deletion.md and #closing are the designs.
+// the floor). docs/design/deletion.md, docs/design/closing.md and
+// docs/design/jobs.md are the designs.
 package lifecycle
 
 import (
@@ -36,7 +39,8 @@ type DeletionStore interface {
 	// landing late never outlives it.
 	End(ctx context.Context, d accounts.DeletionEntry) error
 	// InProgress calls fn with every entry, from the index's start on, and
-	// moves the start up past the days it read empty.
+	// moves the start up to the oldest entry still open, never closer to
+	// now than the index's horizon (docs/design/jobs.md#index-start).
 	InProgress(ctx context.Context, fn func(accounts.DeletionEntry) error) error
 }
 
@@ -45,7 +49,7 @@ type DeletionStore interface {
 type ClosingStore interface {
 	groups.ClosingIndex
 	// InProgress calls fn with every entry, from the index's start on, and
-	// moves the start up past the days it read empty.
+	// moves the start up as DeletionStore.InProgress does.
 	InProgress(ctx context.Context, fn func(groups.ClosingEntry) error) error
 }
 

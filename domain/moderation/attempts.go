@@ -68,9 +68,11 @@ func (m *Service) begin(ctx context.Context, userID, action string) (Attempt, er
 }
 
 // end ends an attempt once its request is over: done (its records
-// written) or refused (nothing of it applied). An attempt whose outcome
-// is unknown keeps its entry for FinishInterrupted. A failed end leaves
-// the entry too: finishing it again changes nothing.
+// written) or answered with a 4xx of the domain's (refused, nothing of it
+// applied; or its account turned out to be being deleted, whose deletion
+// erases the records). An attempt whose outcome is unknown keeps its
+// entry for FinishInterrupted. A failed end leaves the entry too:
+// finishing it again changes nothing.
 func (m *Service) end(ctx context.Context, a Attempt, err error) {
 	if err != nil && (errors.Is(err, domain.ErrUnavailable) || errors.Is(err, domain.ErrOutcomeUnknown) || !isRefusal(err)) {
 		return

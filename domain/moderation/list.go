@@ -82,8 +82,9 @@ func (m *Service) GetSuspension(ctx context.Context, p domain.Principal, userID 
 }
 
 // ListSuspended pages through the suspended, newest first (admins only).
-// A page reads the bucket index once and then one slice per bucket it
-// touches, however many users are suspended (S4).
+// A page reads the bucket index once (again only when stale index entries
+// left it short) and then one slice per bucket it touches, however many
+// users are suspended (S4).
 func (m *Service) ListSuspended(ctx context.Context, p domain.Principal, cursor string, limit int) (domain.Page[domain.Suspension], error) {
 	if p.Anonymous() {
 		return domain.Page[domain.Suspension]{}, domain.ErrNoSession

@@ -2,9 +2,9 @@ package moderation
 
 import "testing"
 
-// TestParsePosition: a position names its phase; a bare token (what the
-// repair printed before it had phases) is one of the accounts phase; an
-// unknown phase is refused rather than read as the accounts'.
+// TestParsePosition: a position names its phase; a bare token is one of
+// the accounts phase; an unknown phase is refused rather than read as the
+// accounts'.
 func TestParsePosition(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

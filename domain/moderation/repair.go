@@ -66,8 +66,8 @@ type Position struct {
 func (p Position) String() string { return p.Phase + ":" + p.At }
 
 // ParsePosition reads a position as String writes it. "" is the
-// beginning; a position without a phase (a bare token, as the repair
-// printed before it had phases) is one of the accounts phase.
+// beginning; a position without a phase (a bare token) is one of the
+// accounts phase.
 func ParsePosition(s string) (Position, error) {
 	phase, at, found := strings.Cut(s, ":")
 	if !found {

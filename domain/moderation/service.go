@@ -1,7 +1,8 @@
 // Package moderation is suspending and unsuspending accounts, the
 // suspended list (newest first across time buckets), the sweeper that lifts
 // ended suspensions and the repair that makes the derived records agree
-// with the accounts (S1-S4 of docs/design/invariants.md).
+// with the accounts (S1-S5 of docs/design/invariants.md, and S6 for the
+// suspensions and unsuspensions admins make).
 package moderation
 
 import (

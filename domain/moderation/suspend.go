@@ -104,12 +104,13 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	return s, nil
 }
 
-// reasonRule: a suspension's reason is 1-500 characters once trimmed, line
-// breaks and tabs allowed, no other invisible character.
+// reasonRule: a suspension's reason is 1-500 characters as sent, white
+// space at either end refused (not trimmed), line breaks and tabs
+// allowed, no other invisible character.
 var reasonRule = domain.TextRule{Field: "reason", Min: 1, Max: 500, Lines: true}
 
 // checkSuspend checks a suspension request made at now by admin, and
-// returns its reason trimmed, or the fields at fault.
+// returns its reason as stored (NFC), or the fields at fault.
 func checkSuspend(in SuspendInput, now time.Time, admin, userID string) (string, error) {
 	reason, fe := reasonRule.Check(in.Reason)
 	fes := []*domain.FieldError{fe}
