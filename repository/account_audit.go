@@ -14,8 +14,9 @@ import (
 )
 
 // AccountAudit keeps the audit of admin actions on accounts
-// (account_audit, migration 016; docs/design/account-audit.md): one
-// partition per account, newest first.
+// (docs/design/account-audit.md): account_audit (migration 016), one
+// partition per account, and audit_by_day (migration 029), one partition
+// per day, each newest first.
 type AccountAudit struct {
 	db *DB
 	// since is the first day of audit_by_day, read once (zero until).

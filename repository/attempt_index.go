@@ -302,7 +302,8 @@ type IndexPass struct {
 }
 
 // deletionDay is the day partition of an attempt begun at t (every index
-// kept by day: deletions, closings, moderation attempts, the job queue).
+// kept by day: deletions, closings, moderation attempts, membership
+// changes, the job queue).
 func deletionDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // walkFromStart reads an index of operations in progress kept one

@@ -10,10 +10,10 @@ import (
 )
 
 // casTable is a table of LWT-managed rows keyed by id (users, groups,
-// content): every write is a lightweight transaction tagged with a fresh
-// write id, and an ambiguous answer is settled by reading the row at SERIAL
-// and comparing that tag (DB.exec). Rows whose status column says pending
-// can be discarded.
+// content, jobs): every write is a lightweight transaction tagged with a
+// fresh write id, and an ambiguous answer is settled by reading the row at
+// SERIAL and comparing that tag (DB.exec). Rows whose status column says
+// pending can be discarded.
 type casTable[R any, P scanned[R]] struct {
 	db *DB
 	// name is the table's name; fault and error names start with it.

@@ -42,9 +42,9 @@ type ConnConfig struct {
 	// many copies (speculation); 0 copies is off.
 	SpeculativeCopies int
 	SpeculativeDelay  time.Duration
-	// TimeoutLimit closes a connection once that many statements timed out
-	// on it (gocql.TimeoutLimit; 0: never). Process-wide: the first session
-	// opened sets it (setTimeoutLimit).
+	// TimeoutLimit closes a connection once more statements than that
+	// timed out on it (gocql.TimeoutLimit; 0: never). Process-wide: the
+	// first session opened sets it (setTimeoutLimit).
 	TimeoutLimit int
 	// Logger receives the driver's own messages (connection errors and the
 	// like); nil discards them.

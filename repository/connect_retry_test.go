@@ -12,8 +12,8 @@ import (
 // try again until their wait has passed. Each attempt must build its own
 // policies: gocql panics when a second session is given the token-aware
 // policy of the first ("sharing token aware host selection policy between
-// sessions is not supported"), and an api started beside a busy node died
-// of it on its second attempt.
+// sessions is not supported"), so an api started beside a busy node
+// would die of it on its second attempt.
 func TestConnectTriesAgainWithAFreshPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -84,9 +84,8 @@ func TestExpiryStartHoldsAtTheFirstLiveEntry(t *testing.T) {
 // entry erased so far (100 000 at the end of the larger run, the failure
 // threshold); from the reader's start it meets those of the last horizon
 // only: 1 000 here, where sliced from the start the last read would meet
-// 20 000. (100 000 entries and the outbox test's marks were a third of
-// make test's Cassandra load beside the end-to-end tests; 50 000 still
-// took 93 s of make test's first five minutes.)
+// 20 000. (The default stays at 20 000: a larger run weighs on make
+// test's Cassandra beside the end-to-end tests.)
 func TestExpiryReadCostStaysFlat(t *testing.T) {
 	t.Parallel()
 	total := countFromEnv("SHELF_TEST_EXPIRIES", 20_000)

@@ -36,7 +36,8 @@ var timeoutLimitOnce sync.Once
 func setTimeoutLimit(n int) {
 	timeoutLimitOnce.Do(func() {
 		// Marked deprecated in v1.7.0, but its only way to close a
-		// connection that stopped answering: its heartbeat takes a minute.
+		// connection that stopped answering: its heartbeat takes about
+		// 40 s (attemptsConfig).
 		gocql.TimeoutLimit = int64(n)
 	})
 }
@@ -68,9 +69,10 @@ func (r retryIdempotent) GetRetryType(err error) gocql.RetryType {
 // when its coordinator refused it before running it (refusedUnrun), at
 // most refusedRetries times: a node shutting down refuses every request
 // it receives from the moment it stops serving clients, before its
-// connections close, and in a rolling restart those refusals were most of
-// the compare-and-sets' 503s. Any other error is the answer (or, for a
-// compare-and-set, an outcome to read back: DB.exec).
+// connections close, and in a rolling restart those refusals, taken for
+// the answer, made most of the compare-and-sets' 503s. Any other error is
+// the answer (or, for a compare-and-set, an outcome to read back:
+// DB.exec).
 type retryRefused struct{}
 
 // refusedRetries is how often a refused statement goes on: to each other

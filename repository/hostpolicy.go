@@ -13,11 +13,13 @@ import (
 // A replica that stops answering (a hung process, a long pause) keeps its
 // connections open, so gocql keeps routing a third of all partitions to it
 // and waits out the timeout on each; its heartbeat drops the connections
-// only after about a minute (docs/design/node-faults.md). healthPolicy wraps the token-aware
-// policy (hostSelection: DC-aware with a local data centre) and sends a host that has requests waiting on it and has not
-// answered anything for a while to the back of every plan, as the DataStax
-// Java driver's DefaultLoadBalancingPolicy does. The other replicas then
-// coordinate, and the node is used again as soon as it answers.
+// only after about 40 s (six failures 5 s apart, each waiting the timeout;
+// docs/design/node-faults.md). healthPolicy wraps the token-aware policy
+// (hostSelection: DC-aware with a local data centre) and sends a host that
+// has requests waiting on it and has not answered anything for a while to
+// the back of every plan, as the DataStax Java driver's
+// DefaultLoadBalancingPolicy does. The other replicas then coordinate, and
+// the node is used again as soon as it answers.
 //
 // A host goes to the back when at least stuckPending of the requests sent
 // to it have waited longer than quiet, and nothing has come back from it
@@ -27,16 +29,16 @@ import (
 // forgotten after forgetAfter, longer than any attempt.
 //
 // A host stays at the back after its waiting requests have timed out, as
-// long as it has not answered since: once nothing waited on it, it used to
-// come first again, a third of the next 200 ms of statements waited out
-// the timeout on it again, and a hung node cost every two seconds what it
-// cost in its first (measured in the nemesis: a hung node's windows kept
-// 0.17 of the healthy rate). Whether it answers again is learnt from a
-// probe: at most once every probeEvery, and only when nothing waits on it,
-// the plan of a statement that carries a speculative copy keeps the silent
-// host in its place. Its copy goes to the next host after the speculative
-// delay, so a probe of a host still hung costs that statement the delay,
-// not the timeout. A statement without a copy is never a probe: one that
+// long as it has not answered since: put first again once nothing waits
+// on it, it would make a third of the next statements wait out the
+// timeout again, and a hung node would cost every timeout what it cost in
+// its first (the nemesis measured a hung node's windows at 0.17 of the
+// healthy rate so). Whether it answers again is learnt from a probe: at
+// most once every probeEvery, and only when nothing waits on it, the plan
+// of a statement that carries a speculative copy keeps the silent host in
+// its place. Its copy goes to the next host after the speculative delay,
+// so a probe of a host still hung costs that statement the delay, not the
+// timeout. A statement without a copy is never a probe: one that
 // must not be sent twice, but also a read at SERIAL (a copy would duel
 // with it) and a scan (idempotent, sent again after an error, but never
 // copied), which would wait out the whole timeout on a hung host, once a
@@ -181,10 +183,12 @@ func (p *healthPolicy) stuck(h *gocql.HostInfo, now time.Time, probe bool) bool 
 // end, each group in the inner order (token-aware: replicas first).
 //
 // A plan that runs out gets a second pass, a fresh plan, after
-// replanPause. gocql asks for the next host after an attempt it may
-// send again failed (an idempotent statement, within its retries), and
-// after skipping a host it sent nothing to (down, or no connection in
-// its pool): so the second pass sends nothing a statement did not allow.
+// replanPause. gocql asks for the next host for a speculative copy,
+// after a failed attempt its retry policy sends on (an idempotent
+// statement within its retries, or a statement its coordinator refused
+// unrun: retryRefused), and after skipping a host it sent nothing to
+// (down, or no connection in its pool): so the second pass sends nothing
+// a statement did not allow.
 // It is what a rolling restart needs (measured: most of its 503s were
 // plans that ran out): the draining node's connections close, statements
 // in flight on a healthy node's connection fail with it when timeouts

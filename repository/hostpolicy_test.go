@@ -222,9 +222,9 @@ func TestHealthPolicyTimeoutIsNoAnswer(t *testing.T) {
 // TestHealthPolicyProbesSilentHost: a host whose requests timed out is
 // tried again only by a statement with a speculative copy (sent on after
 // the speculative delay if it still hangs), one at a time and at most
-// once every probeEvery; once it answers it is back in its place. Before,
-// it came first again as soon as nothing waited on it, and every
-// statement of the next quiet waited out the timeout on it once more.
+// once every probeEvery; once it answers it is back in its place. Put
+// first again as soon as nothing waited on it, it would make every
+// statement of the next quiet wait out the timeout on it once more.
 func TestHealthPolicyProbesSilentHost(t *testing.T) {
 	c := newPolicyClock(t)
 	a := c.send()
@@ -302,8 +302,8 @@ func silentA(t *testing.T) *policyClock {
 // (never copied), a compare-and-set, a statement of a DB with copies off,
 // and a read when one node leaves no other for a copy never get the
 // silent host first; a read, a versioned write and a batch of them do.
-// Before, any idempotent statement probed, and a SERIAL read or a scan
-// probing a hung host waited out the whole timeout (2 s) once a second.
+// A SERIAL read or a scan probing a hung host would wait out the whole
+// timeout (2 s), once a second.
 func TestHealthPolicyProbesOnlyWithACopy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -307,12 +307,13 @@ func connectionLost(err error) bool {
 		strings.Contains(err.Error(), "gocql: heartbeat failed")
 }
 
-// cas runs one conditional statement, never sent again nor copied by the
-// driver (exec decides what to run again), and reports whether it applied. When it did not, gocqlx's
-// GetCAS scans the columns Cassandra sent back into existing, a pointer to a
-// row struct: the row in the way for IF NOT EXISTS, the condition's columns
-// otherwise. existing is nil where only "applied" matters; ExecCAS then
-// drops those columns.
+// cas runs one conditional statement, never copied, and sent again by the
+// driver only after its coordinator refused it unrun (retryRefused; exec
+// decides what else to run again), and reports whether it applied. When
+// it did not, gocqlx's GetCAS scans the columns Cassandra sent back into
+// existing, a pointer to a row struct: the row in the way for IF NOT
+// EXISTS, the condition's columns otherwise. existing is nil where only
+// "applied" matters; ExecCAS then drops those columns.
 func (db *DB) cas(ctx context.Context, existing any, stmt conditionalCQL, args ...any) (bool, error) {
 	q := db.conditional(ctx, stmt, args...)
 	if existing == nil {

@@ -7,9 +7,11 @@ import (
 )
 
 // ModerationAttempts keeps the index of suspensions and unsuspensions in
-// progress (moderation_attempts, migration 023; docs/design/suspension.md):
-// an attemptIndex laid out as the index of account deletions, one row per
-// attempt (the day, the user, the attempt's tag).
+// progress (moderation_attempts_by_start, migration 032, clustered by the
+// attempt's start; the old layout of migration 023 is read until a day
+// after 032 ran: docs/design/suspension.md): an attemptIndex laid out as
+// the index of account deletions, one row per attempt (the user, the
+// attempt's tag).
 type ModerationAttempts struct {
 	attemptIndex[moderation.Attempt, moderationAttemptRow, *moderationAttemptRow]
 }

@@ -12,10 +12,12 @@ import (
 	"shelf/domain/library"
 )
 
-// Outbox keeps content_mark_queue: one row per mark, in the partition of
-// the mark's time window and shard, read from a start that moves forward
-// (docs/design/libraries.md#queues). The cost of a read depends on the marks of the
-// last few windows, never on the changes ever made.
+// Outbox keeps content_mark_queue (migration 008): one row per mark, in
+// the partition of the mark's time window and shard, read from a start
+// that moves forward (docs/design/libraries.md#queues). The cost of a read
+// depends on the marks of the last few windows, never on the changes ever
+// made. The marks left in content_marks (007) are read too, until it is
+// read empty.
 type Outbox struct {
 	db *DB
 	// now is the clock marks are made and read with (tests skew it).

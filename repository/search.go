@@ -10,9 +10,10 @@ import (
 	"shelf/domain/accounts"
 )
 
-// UserSearch finds accounts through the storage-attached index on
-// users.search_grams (migration 019, docs/design/user-search.md). A
-// search is not a partition read: the coordinator asks every token range
+// UserSearch finds accounts through the storage-attached indexes on
+// users.search_grams (migration 019, docs/design/user-search.md) and
+// users.username_prefixes (migration 030, the people search). A search
+// is not a partition read: the coordinator asks every token range
 // of the ring, in its own rounds, for rows holding every gram, in token
 // order after a position, and stops at the limit.
 type UserSearch struct {

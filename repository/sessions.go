@@ -207,7 +207,7 @@ const revokeConcurrency = 16
 // DeleteAll revokes every session of the user but keep, revokeConcurrency
 // at a time: tens of thousands of sessions take seconds, not one round
 // trip each in a row. (Requests check the account's status anyway, so a
-// suspension does not wait for this: see accounts.Authenticate.)
+// suspension does not wait for this: see accounts.Service.Authenticate.)
 func (s *Sessions) DeleteAll(ctx context.Context, userID, keep string) error {
 	rows, err := selectRows[sessionIndexRow](s.db.query(ctx, 0, sessionsOfUserCQL, userID))
 	if err != nil {

@@ -22,11 +22,11 @@ import (
 type (
 	// readCQL is a SELECT of one partition: sent again after an error, and
 	// a copy sent when the first is slow. At SERIAL, though, a read runs a
-	// Paxos round: sent again, never two at once (serialRead).
+	// Paxos round: sent again, never two at once (readCQL.at).
 	readCQL string
-	// scanCQL is a SELECT over token ranges or a whole table (the audit):
-	// sent again after an error, never copied (a page is heavy, and no
-	// user waits on the repair).
+	// scanCQL is a SELECT over token ranges or a whole table (the audit,
+	// the user and people searches, the grams' backfill): sent again after
+	// an error, never copied (a page is heavy: a copy would do it twice).
 	scanCQL string
 	// versionedCQL is a plain write USING TIMESTAMP <a version or an
 	// attempt's start>: a repeat writes the same cells at the same
@@ -39,8 +39,8 @@ type (
 	repeatableCQL string
 	// onceCQL is a plain write that must not run twice (a counter, a list
 	// append, a value computed by the node): never sent again by the
-	// driver. No statement here is one today (the deliberately broken
-	// build's claims without their condition, in tests/broken, go out
+	// driver. No statement here is one today (the lwt broken build's
+	// claims without their condition, tests/broken's CheckThenAct, go out
 	// with no retry policy at all).
 	onceCQL string
 	// conditionalCQL is a lightweight transaction (IF ...): never sent
@@ -214,8 +214,9 @@ func batchOf(b *gocql.Batch) *writeBatch {
 	return &writeBatch{b: b, a: attempts{again: true, twice: true}}
 }
 
-// add appends one write; the batch allows what its least tolerant entry
-// does.
+// add appends one write; the batch is sent again, or copied, only if every
+// entry allows it. A batch not sent again goes without any retry policy
+// (ready), even after a refusal.
 func (w *writeBatch) add(stmt plainWrite, args ...any) {
 	a := stmt.attempts()
 	w.b.Entries = append(w.b.Entries, gocql.BatchEntry{Stmt: stmt.text(), Args: args, Idempotent: a.again})

@@ -16,8 +16,9 @@ import (
 // tables (usernames, emails, group_names) are written through the template
 // "%s" in claims.go. groups is LWT-managed like users; its member tables
 // (group_members, groups_by_member) are not: they are derived from it and
-// written USING TIMESTAMP <group version>. account_tokens (mailed tokens)
-// are LWT-managed too: created, used and finished by conditions.
+// written USING TIMESTAMP <group version>. account_tokens (mailed tokens
+// and challenges), account_factors and jobs are LWT-managed too: every
+// write of them is a condition.
 var lwtTables = map[string]bool{"usernames": true, "emails": true, "users": true, "groups": true, "%s": true, "content": true,
 	"account_tokens": true, "account_factors": true, "jobs": true}
 
@@ -26,7 +27,7 @@ var writeRE = regexp.MustCompile(`(?is)^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\
 // TestWritesToLWTTablesAreConditional lists every CQL statement of the
 // package's source (string constants, with their concatenations worked out,
 // and string literals anywhere else) and fails on any INSERT, UPDATE or
-// DELETE of a claim or account row without an IF: a plain write there could
+// DELETE of a table of lwtTables without an IF: a plain write there could
 // overwrite or delete a claim its writer does not own, or lose a change.
 func TestWritesToLWTTablesAreConditional(t *testing.T) {
 	t.Parallel()

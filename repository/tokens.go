@@ -9,8 +9,10 @@ import (
 	"shelf/domain/accounts"
 )
 
-// Tokens keeps the single-use tokens mailed for email verification and
-// password reset (account_tokens, migration 012). The rows are
+// Tokens keeps the single-use tokens (account_tokens, migrations 012 and
+// 027): those mailed for email verification, password reset and the
+// reverts of an email change or a new factor, and the unmailed challenges
+// of a login's second factor and of a passkey proof. The rows are
 // LWT-managed: created IF NOT EXISTS, used IF purpose = ? AND used_at =
 // null, finished IF use_id = ?; every write tagged, so an ambiguous answer
 // is settled by a SERIAL read (DB.exec).
