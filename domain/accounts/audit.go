@@ -21,9 +21,12 @@ import (
 // sent, is written again from the row by the next admin action on the
 // account (domain.CarryAdminChange) or by the next read of the audit.
 // Every write of an entry is the same row with the same values: a retry,
-// a reader or a late landing never adds a second entry.
+// a reader or a late landing never adds a second entry. An admin's action
+// on another's sessions or factors, and a recovery code's use, write no
+// account row: they are audited before they act instead (auditSessions,
+// useRecoveryCode).
 
-// AuditLog keeps the audit (account_audit).
+// AuditLog keeps the audit (account_audit, and audit_by_day for Day).
 type AuditLog interface {
 	domain.AuditRecorder
 	// Page returns up to limit entries of the user's audit, newest first,
@@ -72,8 +75,8 @@ func changeEntries(p domain.Principal, u, next domain.User) []domain.AuditEntry 
 	add(domain.AuditEmailChanged, u.Email, next.Email)
 	if next.PendingEmailKey != "" && next.PendingEmailKey != u.PendingEmailKey {
 		// A new email is only asked for (docs/design/email-change.md): the
-		// entry records the
-		// address asked for, which becomes the account's once confirmed.
+		// entry records the address asked for, which becomes the
+		// account's once confirmed.
 		add(domain.AuditEmailChanged, u.Email, next.PendingEmail)
 	}
 	add(domain.AuditDisplayNameChanged, u.DisplayName, next.DisplayName)
@@ -86,11 +89,11 @@ func (a *Service) recordApplied(ctx context.Context, entries []domain.AuditEntry
 }
 
 // Audit pages through the audit of an account's admin actions, newest
-// first (admins only; the user themself included, who learns who acted
-// from the notices they get, not from here). An account being deleted or
-// deleted still has its audit, the deletion's entry last: that is when it
-// is looked for. The entries the account row still carries are written
-// first, so the page holds every action that took effect.
+// first (admins only: the user themself is refused too, it is an admin's
+// view). An account being deleted or deleted still has its audit (an
+// admin's deletion its latest entry): that is when it is looked for.
+// The entries the account row still carries are written first, so the
+// page holds every action that took effect.
 func (a *Service) Audit(ctx context.Context, p domain.Principal, userID, cursor string, limit int) (domain.Page[domain.AuditEntry], error) {
 	if _, err := a.RequireAdmin(ctx, p); err != nil {
 		return domain.Page[domain.AuditEntry]{}, err
@@ -135,9 +138,11 @@ func (f AuditFilter) matches(e domain.AuditEntry) bool {
 	return (f.Actor == "" || e.Actor == f.Actor) && (f.Action == "" || e.Action == f.Action)
 }
 
-// What a page of the audit of every account reads at most: bounded
-// whatever the audit holds, so a filter that matches little, or days
-// without an entry, answer a shorter page with a cursor to go on from.
+// What a page of the audit of every account reads: it starts no read
+// once it has finished 31 days or read 1000 entries (so it reads at most
+// 1000 plus one batch), whatever the audit holds, so a filter that
+// matches little, or days without an entry, answer a shorter page with a
+// cursor to go on from.
 const (
 	auditDaysPerPage = 31
 	auditRowsPerPage = 1000
@@ -146,10 +151,10 @@ const (
 
 // AllAudit pages through the audit of every account, newest first, one
 // day's partition after another back to the day the store began keeping
-// it (AuditLog.Since), filtered (admins only). A page reads at most 31
-// days and 1000 entries: it may hold fewer than limit with a cursor
-// still (nothing more in those days; the next page goes on further
-// back), and the last page has none.
+// it (AuditLog.Since), filtered (admins only). A page stops after 31
+// days, or once it has read 1000 entries: it may hold fewer than limit
+// with a cursor still (nothing more in what it read; the next page goes
+// on further back), and the last page has none.
 func (a *Service) AllAudit(ctx context.Context, p domain.Principal, filter AuditFilter, cursor string, limit int) (domain.Page[domain.AuditEntry], error) {
 	if _, err := a.RequireAdmin(ctx, p); err != nil {
 		return domain.Page[domain.AuditEntry]{}, err

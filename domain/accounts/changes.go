@@ -15,8 +15,9 @@ type UpdateInput struct {
 	Username    *string
 	Email       *string
 	// Proof is the owner's for a change of username or email (reauth.go):
-	// the current password, and a code where the account has a second
-	// factor; an admin acting on another account sends none.
+	// the current password, and a code, a recovery code or a passkey's
+	// answer where the account has a second factor; an admin acting on
+	// another account sends none.
 	Proof Proof
 }
 
@@ -62,10 +63,11 @@ func (c accountChange) asksEmail(u domain.User) bool {
 
 // apply returns u (its ended holds dropped, holds.live) with the change
 // made and the new keys it must claim (the username before the email,
-// the order of every claimant: see domain.AcquireAll). A new address is
-// only asked for (pending), by session (a public session id, "" for an
-// admin): the account keeps its own until the new one is verified; the
-// address itself, or its new spelling, cancels a change pending.
+// the order of every claimant: see domain.Claimer.AcquireAll). A new
+// address is only asked for (pending), by session (a public session id,
+// "" for an admin): the account keeps its own until the new one is
+// verified; the address itself, or its new spelling, cancels a change
+// pending.
 func (c accountChange) apply(u domain.User, h holds, session string) (next domain.User, claim []domain.Key) {
 	next, _ = h.live(u)
 	now := h.now
@@ -95,19 +97,19 @@ func (c accountChange) apply(u domain.User, h holds, session string) (next domai
 }
 
 // UpdateUser changes an account's display name, username or email, by the
-// user or an admin. The user proves the current password for a username
-// or an email; an admin gives none, and may not change another admin's
-// (reauth.go). A new username, or a new email asked for, is claimed and
-// committed first, then the account is compared-and-set on its version,
-// then the keys it no longer holds are released: a failure at any step
-// leaves the old values in place. A new email stays pending until it is
-// verified (emailchange.go): a notice with a revert link goes to the
-// account's address first (the change fails if it cannot), the
-// verification to the new one after the answer, and when the owner asked, every
-// other session ends in the same compare-and-set (a new password epoch
-// that the caller's session is named for, as ChangePassword does). A
-// service without mail refuses a new address (ErrMailOff): no link could
-// ever confirm it.
+// user or an admin. The user proves the current password (and a second
+// factor where the account has one) for a username or an email; an admin
+// gives none, and may not change another admin's (reauth.go). A new
+// username, or a new email asked for, is claimed and committed first, then
+// the account is compared-and-set on its version, then the keys it no
+// longer holds are released: a failure at any step leaves the old values
+// in place. A new email stays pending until it is verified
+// (emailchange.go): a notice with a revert link goes to the account's
+// address first (the change fails if it cannot), the verification to the
+// new one after the answer, and when the owner asked, every other session
+// ends in the same compare-and-set (a new password epoch that the caller's
+// session is named for, as ChangePassword does). A service without mail
+// refuses a new address (ErrMailOff): no link could ever confirm it.
 func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string, in UpdateInput) (UserView, error) {
 	if p.Anonymous() {
 		return UserView{}, domain.ErrNoSession
@@ -271,11 +273,12 @@ func (a *Service) updateAccount(ctx context.Context, id string, change func(u do
 	return out, err
 }
 
-// ChangePassword sets a new password after checking the current one, and
-// revokes every other session of the user. The compare-and-set moves the
-// password epoch on and names the caller's session as the one that set
-// it, so in the same write every other session stops working (a login in
-// flight included) and the caller's goes on.
+// ChangePassword sets a new password after checking the owner's proof
+// (the current password, and a second factor where the account has one),
+// and revokes every other session of the user. The compare-and-set moves
+// the password epoch on and names the caller's session as the one that
+// set it, so in the same write every other session stops working (a login
+// in flight included) and the caller's goes on.
 func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id string, current Proof, next string) error {
 	if p.Anonymous() {
 		return domain.ErrNoSession

@@ -16,22 +16,23 @@ import (
 //
 // A compare-and-set on the account's version moves it to status deleting,
 // recording when and by whom (domain.Deletion): from then on the account
-// is invisible (404), its login refused and no session of it works, but
-// it still holds its names. Then each step, idempotent and safe to repeat
-// or to land late: end the sessions, erase a suspension's list records,
-// leave every group, delete the items it owns and leave the others',
-// prune what is left of its library. Then a second compare-and-set,
-// deleting -> deleted, clears the personal data, and only then are the
-// username and email claims released: from status deleted the claimer
-// takes them over anyway (Holder), so the names are free exactly once the
-// account is deleted, never before. An index entry written before the
-// first compare-and-set lets the repair find deletions a crash stopped.
-// Every attempt's entry is its own (keyed by the attempt's tag): a losing
-// attempt ends only its own, and the winner's is ended only by the finish
-// of the deletion that applied, identified by the tag the account row
-// records (docs/design/deletion.md: when two attempts shared one entry,
-// the loser's end left the winner's deletion where no repair could find
-// it).
+// is invisible (404), its login refused and its sessions work for nothing
+// but finishing the deletion (ErrDeletionSession), but it still holds its
+// names. Then each step, idempotent and safe to repeat or to land late:
+// erase a suspension's records, leave every group, delete the items it
+// owns and leave the others', purge what is left of its library. Then a
+// second compare-and-set, deleting -> deleted, clears the personal data,
+// and only then are the username and email claims released: from status
+// deleted the claimer takes them over anyway (Holder), so the names are
+// free exactly once the account is deleted, never before. The sessions
+// end last, so the user's repeat of the request still authenticates until
+// then. An index entry written before the first compare-and-set lets the
+// repair find deletions a crash stopped. Every attempt's entry is its own
+// (keyed by the attempt's tag): a losing attempt ends only its own, and
+// the winner's is ended only by the finish of the deletion that applied,
+// identified by the tag the account row records; an entry two attempts
+// shared could be ended by the loser and leave the winner's deletion
+// where no repair finds it (docs/design/deletion.md).
 
 // DeletionEntry is one attempt of a deletion as the index records it: the
 // account, the attempt's tag, when it began, who asked, and the keys to
@@ -214,10 +215,11 @@ func entryKeys(d DeletionEntry) []domain.Key {
 }
 
 // MarkDeleted is the compare-and-set deleting -> deleted: the personal
-// data goes (names, email and whether it was verified, display name,
-// password hash, roles, and the audit entries the row carried, once
-// written); the id, the version, the deletion, the moderation history and
-// the audit stay.
+// data goes (names, email and whether it was verified, an address asked
+// for or held for a revert, display name, password hash, roles, the
+// suspension, and the audit entries the row carried, once written); the
+// id, the version, the deletion, the moderation history and the audit
+// stay.
 func (a *Service) MarkDeleted(ctx context.Context, id string) error {
 	_, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
 		if u.Status != domain.StatusDeleting {

@@ -39,7 +39,8 @@ func (a *Service) revertTTL() time.Duration {
 // change replaced until its revert link ends. A hold ends by the clock,
 // but a key is never taken from an account on the clock alone: the
 // claimer takes over a key an account names in an expired hold only
-// after fencing the account's row (fence), docs/design/email-change.md.
+// after fencing the account's row (holders.Holder),
+// docs/design/email-change.md.
 type holds struct {
 	now time.Time
 	// pendingFor is how long a change pending lives: its verification
@@ -161,18 +162,17 @@ func tooManyMails(wait time.Duration) error {
 }
 
 // mailNotice mails u's address the notice of an email change with its
-// revert link, before the change is written (the one mail a request
-// waits for): no address changes without its owner being told. A notice
-// whose change then fails tells of a change that did not happen; its link
-// then recovers an account nothing took (the sessions end, a new password
-// is asked for through a reset link to the address the account has), which
-// does no harm. It is counted against
-// the address's hourly limit like any mail; to a verified address it is
-// never held back (a stranger who spent the address's mails must not
-// silence the owner's alarm), to one that is not verified it is held back
-// over the limit like any mail, and the change refused (too_many_mails):
-// such an address may be a stranger's, typed at signup to aim notices at
-// it.
+// revert link, before the change is written (the one mail of a change
+// that its request waits for): no address changes without its owner being
+// told. A notice whose change then fails tells of a change that did not
+// happen; its link then recovers an account nothing took (the sessions
+// end, a new password is asked for through a reset link to the address
+// the account has), which does no harm. It is counted against the
+// address's hourly limit like any mail; to a verified address it is never
+// held back (a stranger who spent the address's mails must not silence
+// the owner's alarm), to one that is not verified it is held back over
+// the limit like any mail, and the change refused (too_many_mails): such
+// an address may be a stranger's, typed at signup to aim notices at it.
 func (a *Service) mailNotice(ctx context.Context, u domain.User) error {
 	limit := heldBack
 	if !u.EmailVerifiedAt.IsZero() {
@@ -240,9 +240,10 @@ var ErrRevertStale = tokenError("stale", "no longer applies: the account no long
 // opens nothing until a reset (PasswordResetRequired, set in the same
 // compare-and-set: whoever changed the email knew the password); and a
 // reset link is mailed to the address, counted but never held back by
-// its hourly limit. The order is ConfirmEmail's: use the token,
-// compare-and-set the account, end the sessions, mark the token done; a
-// retry finishes.
+// its hourly limit. The order: use the token, compare-and-set the
+// account, end the sessions, release the keys no longer held, mark the
+// token done, then (after the answer) mail the reset link; a retry of a
+// used token that is not done runs it again, and finishes.
 func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 	t, err := a.takeToken(ctx, token, PurposeRevertEmail, a.revertApplies)
 	if err != nil {

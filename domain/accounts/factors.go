@@ -19,10 +19,11 @@ import (
 )
 
 // Second factors (docs/design/second-factors.md): authenticator codes
-// (TOTP) and recovery codes. An account with a confirmed authenticator
-// opens no session on its password alone: the password answers a
-// challenge (a single-use token, PurposeLoginChallenge), and a code or a
-// recovery code turns it into a session (SecondFactor).
+// (TOTP), passkeys (passkeys.go) and recovery codes. An account with a
+// confirmed factor opens no session on its password alone: the password
+// answers a challenge (a single-use token, PurposeLoginChallenge), and a
+// code, a passkey's answer or a recovery code turns it into a session
+// (SecondFactor).
 
 // FactorKind is a kind of second factor.
 type FactorKind string
@@ -34,7 +35,8 @@ const (
 )
 
 // Factor is a second factor as stored: pending (ConfirmedAt zero, its
-// row expiring with the enrolment) until a first code confirms it.
+// row expiring with the enrolment) until its first use (an app's code, a
+// passkey's registration answer) confirms it.
 type Factor struct {
 	UserID, ID string
 	Kind       FactorKind
@@ -161,7 +163,7 @@ var errEnrolmentGone = &domain.Error{Kind: domain.ErrConflict, Code: "enrolment_
 
 // Proof is what proves the owner for what takes an account (reauth.go):
 // the current password and, where the account has a second factor, a
-// code of one (or a recovery code).
+// code of one, a recovery code or a passkey's answer.
 type Proof struct {
 	CurrentPassword    *string
 	Code, RecoveryCode string
@@ -229,10 +231,12 @@ func (a *Service) ownFactors(ctx context.Context, p domain.Principal, userID str
 }
 
 // EnrolTOTP starts an authenticator for the caller's own account, with
-// the current password: a pending factor, and its secret shown once. It
-// works only once confirmed by a first code (ConfirmTOTP) within ten
-// minutes. Cost: the throttled password check, one read of the factors,
-// one lightweight transaction.
+// the owner's proof (the password, and a factor's where the account has
+// one): a pending factor, and its secret shown once. It works only once
+// confirmed by a first code (ConfirmTOTP) within ten minutes. Cost: one
+// read of the account, the throttled password check, two reads of the
+// factors (the proof's, then the count's; with a factor, its proof's
+// throttle and use between them), one lightweight transaction.
 func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (Enrolment, error) {
 	u, _, name, err := a.mayEnrol(ctx, p, userID, cmp.Or(name, "authenticator"), proof)
 	if err != nil {
@@ -281,8 +285,10 @@ func (a *Service) mayEnrol(ctx context.Context, p domain.Principal, userID, name
 // factor works from then on, and the code is used. The account's first
 // factor also gets a new recovery set, shown once here (a set left by
 // factors removed before is replaced). Counted against the code's
-// throttle like a login's second step. Cost: one read of the factors,
-// the throttle, one lightweight transaction (two for a first factor).
+// throttle like a login's second step. Cost: one read of the account and
+// one of the factors, the throttle, the notice (its mail count, its
+// token's lightweight transaction and the mail, with mail on), one
+// lightweight transaction (two for a first factor).
 func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, factorID, code string) (Confirmation, error) {
 	u, factors, set, f, err := a.pendingFactor(ctx, p, userID, factorID, FactorTOTP)
 	if err != nil {
@@ -367,7 +373,7 @@ func (a *Service) confirmFactor(ctx context.Context, u domain.User, factors []Fa
 }
 
 // checkTOTP verifies code against pending or confirmed factor f, through
-// the throttle of u's codes: the step it is of, or ErrWrongCode.
+// the throttle of userID's codes: the step it is of, or ErrWrongCode.
 func (a *Service) checkTOTP(ctx context.Context, userID string, f Factor, code string) (int64, error) {
 	if code == "" {
 		return 0, errCodeRequired
@@ -388,9 +394,9 @@ func (a *Service) checkTOTP(ctx context.Context, userID string, f Factor, code s
 }
 
 // admitCode counts an attempt at a second factor of account userID (an
-// app's code, a passkey's answer) under the password's tiers, from the
-// client's address and from all, and refuses it over the limit or past
-// its time.
+// app's code, a passkey's answer) under tiers of its own with the
+// password's limits, from the client's address and from all, and refuses
+// it over the limit or past its time.
 func (a *Service) admitCode(ctx context.Context, userID string) (*counted, error) {
 	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
 	if err != nil {
@@ -449,7 +455,8 @@ func recoveryHash(userID, code string) string {
 }
 
 // ListFactors lists an account's confirmed factors and its recovery
-// codes left: to the owner, or to an admin (never a secret). One read.
+// codes left: to the owner, or to an admin (never a secret). One read of
+// the factors (and, for an admin, one of the account).
 func (a *Service) ListFactors(ctx context.Context, p domain.Principal, userID string) (Factors, error) {
 	if a.factors == nil {
 		return Factors{}, ErrFactorsOff
@@ -706,12 +713,14 @@ var errChallenge = func(code, message string) error {
 		Fields:  []domain.FieldError{{Field: "challenge", Code: code, Message: message}}}
 }
 
-// SecondFactor turns a login's challenge and a code (or a recovery code)
-// into a session. The order: the code is checked and used (its step, or
-// the recovery code, taken by a lightweight transaction: at most once),
-// then the challenge is used (at most once), then the session is opened
-// as a login does (openSession: the account checked again once it is
-// written), and the challenge marked done. A wrong code leaves the
+// SecondFactor turns a login's challenge and a code (or a recovery code,
+// or a passkey's answer to this challenge) into a session. The order: the
+// code is checked and used (its step, or the recovery code, taken by a
+// lightweight transaction: at most once; a passkey's count moved on the
+// same way, when it keeps one), the account checked as a login checks it
+// (mayLogIn), then the challenge is used (at most once), then the session
+// is opened as a login does (openSession: the account checked again once
+// it is written), and the challenge marked done. A wrong code leaves the
 // challenge for the next try (the throttle counts them); a lost answer
 // after the challenge's use costs a new login, never a second session.
 func (a *Service) SecondFactor(ctx context.Context, challenge string, proof Proof, client Client) (LoginResult, error) {
@@ -880,14 +889,14 @@ func (a *Service) factorRevertApplies(t Token, u domain.User, err error) error {
 
 // RevertFactor follows the link of a factor's notice: a recovery, as an
 // email change's revert is. Every session ends (a new password epoch, in
-// one compare-and-set, then revocation); the password opens nothing
-// until a reset (whoever added the factor knew it), and a reset link is
-// mailed to the address, never held back; then the factor is removed
-// (with the recovery codes, when it was the last), and the token marked
-// done. The order is RevertEmailChange's: a retry of a used token that is
-// not done finishes. A factor the owner added and confirmed stays out of
-// reach of nobody: following the link by mistake costs a reset and the
-// app's enrolment again.
+// one compare-and-set, then revocation) and the password opens nothing
+// until a reset (whoever added the factor knew it); then the factor is
+// removed (with the recovery codes, when it was the last), the token
+// marked done, and after the answer a reset link mailed to the address,
+// counted but never held back. As for RevertEmailChange, a retry of a
+// used token that is not done runs it again, and finishes. Whoever holds
+// the link removes the factor, even one the owner added: following it by
+// mistake costs a reset and the factor's enrolment again.
 func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	t, err := a.takeToken(ctx, token, PurposeRevertFactor, a.factorRevertApplies)
 	if err != nil {

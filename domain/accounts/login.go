@@ -22,8 +22,9 @@ var ErrInvalidCredentials = &domain.Error{Kind: domain.ErrUnauthorized, Code: "i
 
 // ErrDeletionSession answers a session whose account is being deleted or
 // is deleted: 401 like any session that no longer works, except for the
-// request that finishes the deletion, DELETE /v1/users/{its own id}, which
-// Authenticate hands the principal with it.
+// request that finishes the deletion (DELETE /v1/users/{its own id}, or
+// POST /v1/users/{its own id}/deletion), which Authenticate hands the
+// principal with it.
 var ErrDeletionSession = &domain.Error{Kind: domain.ErrUnauthorized, Code: "unauthorized",
 	Message: domain.ErrNoSession.Message}
 
@@ -81,12 +82,13 @@ type LoginResult struct {
 // with the login's scope read, the address's scope read, the login's try
 // written, its scope read), one claim read, two account reads (before the
 // session write, its credentials; after it, what it checks again and the
-// answer shows), the verdict recorded (a right password's
-// tries passed at once: one round trip; a wrong one's failures, address
-// then login: two), one session write, and always one password hash, so
-// an unknown login takes as long as a wrong password; the account's
-// factors are read beside the hash. An account with a second factor gets
-// a challenge (one lightweight transaction) instead of the session.
+// answer shows), the verdict recorded (a right password's tries passed at
+// once: one round trip; a wrong one's failures, address then login: two),
+// the session's two writes (its index entry, then the session), and
+// always one password hash, so an unknown login takes as long as a wrong
+// password; the account's factors are read beside its credentials. An
+// account with a second factor gets a challenge (one lightweight
+// transaction) instead of the session.
 func (a *Service) Login(ctx context.Context, login, password string, client Client) (LoginResult, error) {
 	attempt, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.loginTiers(login, client.IP)...)
 	if err != nil {
@@ -146,8 +148,10 @@ func (a *Service) suspendedWhy(ctx context.Context, userID string, err error) er
 
 // mayLogIn refuses a session to account u once its caller proved the
 // right to one (the password, or a reset token): a suspension in force
-// (ErrSuspended), and with SHELF_REQUIRE_VERIFIED_EMAIL an address not
-// verified (admins excepted: an operator must not depend on mail).
+// (ErrSuspended), a password a revert made unusable until a reset
+// (ErrPasswordResetRequired), and with SHELF_REQUIRE_VERIFIED_EMAIL an
+// address not verified (admins excepted: an operator must not depend on
+// mail).
 func (a *Service) mayLogIn(u domain.Credentials) error {
 	if err := a.blocked(u.Access); err != nil {
 		return err
@@ -163,13 +167,14 @@ func (a *Service) mayLogIn(u domain.Credentials) error {
 
 // openSession writes a session of u for client, bound to the password
 // epoch u was read with, and hands out its token only if the account
-// still stands once it is written: the login's and the completed reset's
-// one way to open a session. gone is the answer when the account was
-// deleted or its password moved on meanwhile; a suspension that landed
-// meanwhile answers ErrSuspended. Either way the session is deleted
-// again and no token handed out. madeWith is what the login proved
-// (Session.MadeWith). Cost: the session write and one account read
-// (SignedIn: what it checks and what the answer shows).
+// still stands once it is written: the login's, the second step's and
+// the completed reset's one way to open a session. gone is the answer when
+// the account was deleted or its password moved on meanwhile; a
+// suspension that landed meanwhile answers ErrSuspended, a revert
+// ErrPasswordResetRequired. Either way the session is deleted again and no
+// token handed out. madeWith is what the login proved (Session.MadeWith).
+// Cost: the session's two writes and one account read (SignedIn: what it
+// checks and what the answer shows).
 func (a *Service) openSession(ctx context.Context, u domain.Access, client Client, gone error, madeWith ...string) (LoginResult, error) {
 	token, hash := NewToken(u.ID)
 	now := a.now()
@@ -372,8 +377,8 @@ func findThrough[V claimHolder](ctx context.Context, a *Service, kind domain.Cla
 // suspended, and while its login's password is the account's
 // (passwordAdmits): a suspension, a reset or a password change stops its
 // sessions on their next request even if revoking them failed or missed
-// one (S3, U8). Tokens from before the account id was part of them read
-// the session first, then the account.
+// one (S3, U8). A token that does not begin with a user id (the older
+// form) costs two round trips: the session, then the account.
 func (a *Service) Authenticate(ctx context.Context, token string) (domain.Principal, error) {
 	if token == "" {
 		return domain.Principal{}, domain.ErrNoSession

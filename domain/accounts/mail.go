@@ -24,15 +24,16 @@ type Mailer interface {
 }
 
 // Mail is what the accounts need to mail tokens (Config.Mail):
-// verification after signup and email changes, and the verification and
-// reset routes. Off (the zero value) no mail is sent and the token routes
+// verification after signup and email changes, the verification and
+// reset routes, and the notices with revert links (an email change, a new
+// factor). Off (the zero value) no mail is sent and the token routes
 // answer 503.
 type Mail struct {
 	Tokens TokenStore
 	Mailer Mailer
 	// PublicURL is the console's address: links are PublicURL +
-	// "/#/verify?token=...", "/#/reset?token=..." and
-	// "/#/revert-email?token=...".
+	// "/#/verify?token=...", "/#/reset?token=...",
+	// "/#/revert-email?token=..." and "/#/revert-factor?token=..." (Link).
 	PublicURL string
 	// VerifyTTL and ResetTTL are how long a mailed token may be used.
 	VerifyTTL, ResetTTL time.Duration
@@ -105,9 +106,10 @@ const (
 	// mail is not sent (the user asks again).
 	heldBack mailLimit = iota
 	// neverHeld: counted, and sent whatever the count says. Only for mail
-	// no stranger can aim: the notice of an email change to a verified
-	// address, and the reset link a revert mails (the link was followed
-	// from that address), docs/design/throttle.md.
+	// no stranger can aim: the notice of an email change or of a new
+	// factor to a verified address, and the reset link a revert of either
+	// mails (the link was followed from that address),
+	// docs/design/throttle.md.
 	neverHeld
 )
 
@@ -187,12 +189,12 @@ func Link(publicURL string, purpose TokenPurpose, token string) string {
 }
 
 // message is the mail that carries token to u. Mail to an address that
-// is not verified carries no text the sender chose (docs/design/tokens.md):
-// whoever
-// typed the address chose the display name and the username too, and
-// could otherwise mail anyone a message of their own ("Hello URGENT: call
-// ...") from shelf's address. Only once the address is verified, so the
-// account's holder is its owner, does a mail greet by name.
+// is not verified carries no text the sender chose
+// (docs/design/tokens.md): whoever typed the address chose the display
+// name and the username too, and could otherwise mail anyone a message of
+// their own ("Hello URGENT: call ...") from shelf's address. Only once the
+// address is verified, so the account's holder is its owner, does a mail
+// greet by name.
 func (a *Service) message(u domain.User, purpose TokenPurpose, token string) Message {
 	switch purpose {
 	case PurposeRevertEmail:

@@ -182,7 +182,7 @@ func isPasskey(f Factor) bool { return f.Kind == FactorPasskey && f.Confirmed() 
 // caller, the owner of userID, for a sensitive change (a Proof's
 // Passkey): a single-use token for five minutes, and the options of
 // navigator.credentials.get for the account's passkeys. One read of the
-// factors, one write.
+// account, one of the factors, one write.
 func (a *Service) ProofChallenge(ctx context.Context, p domain.Principal, userID string) (LoginResult, error) {
 	if a.passkeys == nil {
 		return LoginResult{}, errPasskeysOff

@@ -10,11 +10,13 @@ import (
 
 // Re-authentication (U9, docs/design/reauthentication.md): what can
 // take an account (its username, its email, its password, its deletion)
-// needs the current password from its owner, whatever session asks: a
-// stolen token alone must not be enough. A fresh login does not stand in
-// for it (a token stolen minutes after a login would be); always the
-// password. An admin acting on another account acts by role and gives no
-// password of the target's, but never on another admin's credentials.
+// needs the current password from its owner, whatever session asks, and
+// a second factor's code, recovery code or passkey answer where the
+// account has one: a stolen token alone must not be enough. A fresh login
+// does not stand in for it (a token stolen minutes after a login would
+// be); always the password. An admin acting on another account acts by
+// role and gives no password of the target's, but never on another
+// admin's credentials.
 
 // ErrWrongCurrentPassword answers a current password that does not match:
 // 401 invalid_credentials like a failed login, naming the field.
@@ -49,9 +51,11 @@ func (a *Service) proveCurrentPassword(ctx context.Context, u domain.User, curre
 
 // proveOwner checks the owner's proof against u as read: the current
 // password (proveCurrentPassword) and, where the account has a confirmed
-// second factor, a code of one or a recovery code, used (proveFactor).
-// Cost: the password's check, and one read of the factors; with a
-// factor, the code's throttle and its lightweight transaction.
+// second factor, a code of one, a recovery code or a passkey's answer,
+// used (proveFactor). Cost: the password's check, and one read of the
+// factors; with a factor, the code's throttle and its lightweight
+// transaction (a recovery code's audit entry before it; a passkey's
+// challenge read first, then used and marked done).
 func (a *Service) proveOwner(ctx context.Context, u domain.User, proof Proof) error {
 	if err := a.proveCurrentPassword(ctx, u, proof.CurrentPassword); err != nil {
 		return err
@@ -70,10 +74,10 @@ func (a *Service) proveOwner(ctx context.Context, u domain.User, proof Proof) er
 }
 
 // mayTakeOver checks who may change what takes account u (its username,
-// email, password or existence): the owner with the current password
-// and a code where the account has a factor (self), or an admin
-// (already checked active by the caller) on an account that is not an
-// admin's.
+// email or existence; its password is the owner's alone to change,
+// ChangePassword): the owner with the current password and a factor's
+// proof where the account has one (self), or an admin (already checked
+// active by the caller) on an account that is not an admin's.
 func (a *Service) mayTakeOver(ctx context.Context, p domain.Principal, u domain.User, proof Proof) error {
 	if p.UserID == u.ID {
 		return a.proveOwner(ctx, u, proof)

@@ -1,7 +1,13 @@
 // Package accounts is signup (a username and an email, both unique), login
-// by either, sessions, account changes and the admin role. It keeps U1-U5
-// of docs/design/invariants.md through the kernel's claimer and compare-and-set on the
-// account row's version.
+// by either (with a second factor where the account has one: an
+// authenticator app or a passkey, or a recovery code), sessions, the mailed
+// tokens (verification, reset, the revert links of an email change and of
+// a new factor), account changes, the accounts' steps of a deletion, the
+// throttle of password guesses and of mail, the searches and the admin
+// role. It keeps U1-U11 of docs/design/invariants.md with the kernel's
+// claimer, compare-and-sets on the account row's version, and its stores
+// (repository), which settle every ambiguous outcome (U5) and write the
+// LWT-managed rows only by lightweight transactions (U6).
 package accounts
 
 import (
@@ -65,10 +71,10 @@ type SessionStore interface {
 	// (one read); the others are simply absent.
 	GetMany(ctx context.Context, tokenHashes []string) (map[string]domain.Session, error)
 	// Entries lists the user's index entries, in no order: token hash,
-	// creation (expiry less the TTL for entries from before it was kept),
-	// expiry and write timestamp. An entry may outlive its session (a
-	// revocation that stopped between the two deletes) or precede it (a
-	// login in flight).
+	// creation (zero for an entry from before the index kept it: entriesOf
+	// sorts such an entry by its expiry less the TTL), expiry and write
+	// timestamp. An entry may outlive its session (a revocation that
+	// stopped between the two deletes) or precede it (a login in flight).
 	Entries(ctx context.Context, userID string) ([]domain.Session, error)
 	// Touch records that s was seen at seen: its last_seen alone, at
 	// write timestamp seen, so a later sighting always wins; it never
@@ -210,11 +216,12 @@ const maxFenceRounds = 3
 // recovery address past its revert link's) is fenced first: a
 // compare-and-set on its version drops the ended holds, so that a write
 // of the account that read the hold while it lasted (a slow revert, a
-// confirmation, a change back to the address held) can no longer apply,
-// and re-reads to find no hold. Only then does it answer "does not
-// hold", with the version past the fence: clocks decide when a hold ends,
-// never who holds the key (U1). A fence whose outcome is unknown is an
-// error: nothing is taken on a guess.
+// confirmation, a change back to the address held) can no longer apply.
+// Only once the fence applied does it answer "does not hold", with the
+// version past the fence; a fence that lost to another write of the
+// account reads it again (maxFenceRounds, then ErrBusy). Clocks decide
+// when a hold ends, never who holds the key (U1). A fence whose outcome is
+// unknown is an error: nothing is taken on a guess.
 func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner string) (exists, holds bool, version int, err error) {
 	for range maxFenceRounds {
 		u, err := h.a.users.GetSerial(ctx, owner)

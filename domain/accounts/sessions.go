@@ -75,15 +75,16 @@ type managed struct {
 }
 
 // auditSessions writes the audit entry of an admin's action on the
-// sessions of u, another's account (the user's own is no admin action,
-// and is audited nowhere), before the action: no entry, no action, so a
-// failed write refuses it (503) and no admin reads or ends another's
-// sessions unrecorded. The action writes no account version to decide
-// its entry with, as the account changes do, so the entry is keyed by
-// the version read and the action's own time, and the audit is its only
-// home: a write whose answer was lost, or that lands late, may leave an
-// entry for an attempt refused 503, and each attempt let through, a
-// client's retry too, is an entry of its own (docs/design/account-audit.md).
+// sessions or the factors of u, another's account (the user's own is no
+// admin action, and is audited nowhere), before the action: no entry, no
+// action, so a failed write refuses it (503) and no admin reads or ends
+// another's sessions, or removes another's factor, unrecorded. The action
+// writes no account version to decide its entry with, as the account
+// changes do, so the entry is keyed by the version read and the action's
+// own time, and the audit is its only home: a write whose answer was
+// lost, or that lands late, may leave an entry for an attempt refused 503,
+// and each attempt let through, a client's retry too, is an entry of its
+// own (docs/design/account-audit.md).
 func (a *Service) auditSessions(ctx context.Context, p domain.Principal, u managed, action domain.AuditAction) error {
 	if p.UserID == u.ID {
 		return nil
@@ -122,13 +123,13 @@ const maxSessionRefills = 8
 
 // ListSessions answers a page of userID's live sessions, newest first
 // (ties by id, descending), for the user themself or an active admin. The
-// index partition is read whole (it holds the user's live sessions only:
-// they expire with SHELF_SESSION_TTL) and sorted; then only the page's
-// sessions are read, at once, and an entry whose session is gone, holds
-// nothing but a late last-seen write, or was opened with a password the
-// account no longer has, is left out (and refilled from the next
-// entries). An admin's list of another's sessions is audited before any
-// session is read (auditSessions).
+// index partition is read whole (its entries expire with their sessions,
+// SHELF_SESSION_TTL) and sorted; then only the page's sessions are read,
+// at once, and an entry whose session is gone, holds nothing but a late
+// last-seen write, or was opened with a password the account no longer
+// has, is left out (and refilled from the next entries). An admin's list
+// of another's sessions is audited before any session is read
+// (auditSessions).
 func (a *Service) ListSessions(ctx context.Context, p domain.Principal, userID, cursor string, limit int) (domain.Page[SessionView], error) {
 	entries, account, err := a.entriesOf(ctx, p, userID)
 	if err != nil {

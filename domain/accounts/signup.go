@@ -36,7 +36,8 @@ func (a *Service) Signup(ctx context.Context, in SignupInput) (domain.User, erro
 	err = a.claimer.Create(ctx, domain.Creation{
 		ID: u.ID,
 		// Username before email: the fixed order of every claimant, which
-		// decides who waits and who yields on a split (domain.AcquireAll).
+		// decides who waits and who yields on a split
+		// (domain.Claimer.AcquireAll).
 		Keys: []domain.Key{
 			{Kind: domain.KindUsername, Key: u.UsernameKey, Field: "username"},
 			{Kind: domain.KindEmail, Key: u.EmailKey, Field: "email"},

@@ -66,8 +66,9 @@ type Tally struct {
 
 // AttemptStore keeps attempts per scope: tries, in flight until settled,
 // and failures, each in a row of its own that expires with its TTL and
-// is never deleted. Writes and reads are at quorum, so a read after a
-// write was acknowledged includes that write.
+// is never deleted. Writes and reads are at the session's consistency
+// (LOCAL_QUORUM by default), so a read after a write was acknowledged
+// includes that write (at ONE the limit holds per replica only).
 type AttemptStore interface {
 	// Begin writes attempt a's try under scope, in flight, living for ttl.
 	Begin(ctx context.Context, scope string, a Attempt, ttl time.Duration) error
@@ -86,9 +87,10 @@ type AttemptStore interface {
 
 // Throttle is what limits password guesses: per login (a username, an
 // email, or an account's current password) and client address, and per
-// login from every address (Config.Throttle; with a store, it also keeps
-// the per-address limit of mail, Mail.PerAddress). A limit of 0 turns its
-// tier off.
+// login from every address (Config.Throttle). The same limits count an
+// account's second-factor codes, and its recovery codes per address
+// alone; with a store, it also keeps the per-address limit of mail
+// (Mail.PerAddress). A limit of 0 turns its tier off.
 type Throttle struct {
 	Store AttemptStore
 	// PerAddress is how many failed attempts one client address (IPv6:
@@ -394,7 +396,8 @@ func AddressKey(ip string) string {
 type clientKey struct{}
 
 // WithClient returns ctx carrying the request's client, for the checks of
-// a current password (their throttle counts by its address).
+// a current password and of second factors (their throttles count by its
+// address).
 func WithClient(ctx context.Context, c Client) context.Context {
 	return context.WithValue(ctx, clientKey{}, c)
 }

@@ -13,7 +13,7 @@ import (
 	"shelf/domain"
 )
 
-// TokenPurpose says what a mailed token may do.
+// TokenPurpose says what a token may do.
 type TokenPurpose string
 
 // The purposes.
@@ -49,9 +49,9 @@ type Token struct {
 	// Email is the address it was mailed to (as typed), EmailKey its key:
 	// the token works only while the account still has that address.
 	Email, EmailKey string
-	// PasswordPrint binds a reset token to the password the account had
-	// when it was sent (PasswordPrint of the account; "" for a
-	// verification token).
+	// PasswordPrint binds a reset token, or a login's challenge, to the
+	// password the account had when it was made (PasswordPrint of the
+	// account; "" for the other purposes).
 	PasswordPrint string
 	CreatedAt     time.Time
 	// ExpiresAt ends an unused token. The row lives TokenGrace longer, so
@@ -74,9 +74,10 @@ type Token struct {
 // within it.
 const TokenGrace = time.Hour
 
-// TokenStore keeps mailed tokens. The rows are LWT-managed, every write a
-// lightweight transaction whose ambiguous outcome is settled by a SERIAL
-// read of its tag.
+// TokenStore keeps mailed tokens, and the challenges that are never
+// mailed (a login's second step, a passkey's proof). The rows are
+// LWT-managed, every write a lightweight transaction whose ambiguous
+// outcome is settled by a SERIAL read of its tag.
 type TokenStore interface {
 	// Create writes an issued token, which the store forgets after its
 	// ExpiresAt plus TokenGrace.
@@ -104,9 +105,9 @@ func newMailToken() (token, hash string) {
 // PasswordPrint is what a reset token keeps of the password it may
 // replace: a SHA-256 of the account and its password epoch, which every
 // change and reset of the password moves on (making the token stale) and
-// a rehash of the same password keeps (a print of the stored hash, as it
-// once was, went stale with every rehash: docs/design/tokens.md). Nothing of the password or its hash
-// is in it.
+// a rehash of the same password keeps (a print of the stored hash would
+// go stale with every rehash: docs/design/tokens.md). Nothing of the
+// password or its hash is in it.
 func PasswordPrint(u domain.User) string {
 	sum := sha256.Sum256([]byte("shelf password epoch\x00" + u.ID + "\x00" + strconv.Itoa(u.PasswordEpoch)))
 	return hex.EncodeToString(sum[:16])

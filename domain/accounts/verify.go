@@ -256,8 +256,9 @@ func (a *Service) notTheRecoveredPassword(ctx context.Context, u domain.User, ne
 }
 
 // ResetPassword sets a new password with a reset token, ends every
-// session of the account, and opens one for client under the new
-// password: a reset is a way in, whatever the login's throttle holds (the
+// session of the account, and opens one for client under the new password
+// (for an account with a second factor, the challenge its code turns into
+// one): a reset is a way in, whatever the login's throttle holds (the
 // mailed token is the credential, and its holder could set the password
 // anyway). The order, and why (docs/design/tokens.md):
 //
@@ -270,9 +271,10 @@ func (a *Service) notTheRecoveredPassword(ctx context.Context, u domain.User, ne
 //     password epoch on: from then on no session opened with an older
 //     password works (Authenticate), a login in flight included;
 //  3. end every session of the account;
-//  4. open the new session as a login does (openSession), unless the
-//     login would refuse the account (a suspension: the password is set,
-//     and the answer holds no session);
+//  4. open the new session as a login does (openSession), or the
+//     challenge of the account's second factor, unless the login would
+//     refuse the account (resetSession: the password is set, and the
+//     answer holds no session);
 //  5. mark the token done: from then on it is refused as used.
 //
 // A retry after any failure finishes: a used token that is not done goes
@@ -359,13 +361,14 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 }
 
 // resetSession opens the session a reset answers with, on u as the
-// reset's compare-and-set left it (its new epoch): none (a zero result)
-// for an account the login refuses (a suspension in force, or by now;
-// an address not verified under SHELF_REQUIRE_VERIFIED_EMAIL): the
-// password is set all the same. ErrTokenStale when the account was
-// deleted, or its password moved on again, while the session was written:
-// no token is handed out, and the token stays unfinished (its retry finds
-// it stale too).
+// reset's compare-and-set left it (its new epoch), or for an account with
+// a confirmed factor the login's challenge (MadeReset). None (a zero
+// result) for an account the login refuses (a suspension in force, or one
+// or a revert landed while the session was written; an address not
+// verified under SHELF_REQUIRE_VERIFIED_EMAIL): the password is set all
+// the same. ErrTokenStale when the account was deleted, or its password
+// moved on again, while the session was written: no token is handed out,
+// and the token stays unfinished (its retry finds it stale too).
 func (a *Service) resetSession(ctx context.Context, u domain.User, client Client) (LoginResult, error) {
 	if a.mayLogIn(u.Credentials()) != nil {
 		return LoginResult{}, nil
@@ -380,7 +383,7 @@ func (a *Service) resetSession(ctx context.Context, u domain.User, client Client
 	}
 	opened, err := a.openSession(ctx, u.Access(), client, ErrTokenStale, domain.MadeReset)
 	if errors.Is(err, domain.ErrForbidden) {
-		return LoginResult{}, nil // suspended meanwhile
+		return LoginResult{}, nil // suspended, or reverted, meanwhile
 	}
 	return opened, err
 }
