@@ -40,7 +40,11 @@ func (a *Service) RequireAdmin(ctx context.Context, p domain.Principal) (domain.
 	if a.cfg.RequireAdminFactor && !slices.ContainsFunc(p.Session.MadeWith, func(m string) bool {
 		return m == domain.MadeTOTP || m == domain.MadePasskey || m == domain.MadeRecoveryCode
 	}) {
-		if c, err := a.Caller(ctx, p); err == nil && c.IsAdmin() {
+		c, err := a.Caller(ctx, p)
+		switch {
+		case err != nil:
+			return domain.Access{}, err // a read that failed is no refusal
+		case c.IsAdmin():
 			return domain.Access{}, ErrAdminFactorRequired
 		}
 		return domain.Access{}, domain.ErrDenied
