@@ -104,7 +104,9 @@ func (s *AccountAudit) Since(ctx context.Context) (time.Time, error) {
 		return s.since, nil
 	}
 	var start time.Time
-	if err := s.db.query(ctx, 0, auditSinceCQL).Scan(&start); err != nil {
+	q := s.db.query(ctx, 0, auditSinceCQL)
+	defer q.Release()
+	if err := q.Scan(&start); err != nil {
 		return time.Time{}, dbErr("audit_by_day.since", err)
 	}
 	s.since = domain.AuditDay(start)
