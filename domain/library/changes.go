@@ -11,7 +11,7 @@ import (
 
 // maxContentAttempts bounds the rounds of a change that keeps losing the
 // item's compare-and-set to concurrent changes: contention is retried here,
-// and answered (409 concurrent_change, domain.ErrBusy) only once every
+// and answered (409 concurrent_change, errItemBusy) only once every
 // round was lost.
 const maxContentAttempts = 64
 
@@ -348,7 +348,7 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 	}
 	decided := false  // the change is recorded, or its outcome unknown: the mark stays
 	narrowed := false // lean rows were removed: only a fan-out brings them back, so the mark stays
-	err := domain.Retry(ctx, maxContentAttempts, domain.ErrBusy, func(attempt int) (bool, error) {
+	err := domain.Retry(ctx, maxContentAttempts, errItemBusy, func(attempt int) (bool, error) {
 		if attempt > 0 {
 			c, readErr = s.content.GetSerial(ctx, id)
 		}
@@ -582,3 +582,8 @@ func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool,
 // its lean rows allow: its pending share ends them for good, and whoever
 // finishes it, or writes the row after finishing it, records it not lean.
 func (s *Service) crossesLean(c Content) bool { return c.Lean && c.Members > s.cfg.LeanMembers }
+
+// errItemBusy answers a change of an item that lost every round to other
+// changes of it (concurrent_change, as an account's or a group's).
+var errItemBusy = &domain.Error{Kind: domain.ErrConflict, Code: "concurrent_change",
+	Message: "Too many changes of this item at once; try again."}

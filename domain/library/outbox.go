@@ -125,7 +125,7 @@ func (s *Service) complete(ctx context.Context, id string) error {
 // Lost answers and contention start over from a read, as a change does.
 func (s *Service) fence(ctx context.Context, id string) (Content, error) {
 	var out Content
-	err := domain.Retry(ctx, maxContentAttempts, domain.ErrBusy, func(int) (bool, error) {
+	err := domain.Retry(ctx, maxContentAttempts, errItemBusy, func(int) (bool, error) {
 		c, err := s.content.GetSerial(ctx, id)
 		if errors.Is(err, domain.ErrNotFound) {
 			now := s.now()
