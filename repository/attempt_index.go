@@ -318,7 +318,9 @@ func deletionDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // behind: a process whose clock runs ahead does not move the start past
 // the entries the others write meanwhile. It returns how far the start
 // then trails now. Migration 032 seeds each start a day back; without its
-// row (a fault), a pass reads from a day back and moves nothing.
+// row (a fault), a pass reads from a day back, moves nothing and holds
+// nothing, and answers a day's lag, so the fault shows in
+// shelf_attempt_index_lag_seconds.
 func walkFromStart(ctx context.Context, db *DB, queue string, horizon time.Duration, readDay func(day string, from, now time.Time) (time.Time, error)) (lag time.Duration, err error) {
 	now := db.Now().UTC()
 	start, nodeNow, found, err := db.queueStartAt(ctx, queue)
@@ -348,6 +350,9 @@ func walkFromStart(ctx context.Context, db *DB, queue string, horizon time.Durat
 	next := now.Add(-horizon)
 	if !oldest.IsZero() && oldest.Before(next) {
 		next = oldest
+	}
+	if !found {
+		return legacyHorizon, nil
 	}
 	if next.After(start) {
 		db.advanceQueue(ctx, queue, next)

@@ -124,7 +124,8 @@ func flatPasses(t *testing.T, open bool) {
 // after a pass, within the horizon of its time, is read by the next; one
 // acknowledged later than that may be passed, which is why an attempt
 // whose entry is acknowledged past domain.EntryGrant goes no further
-// (domain.Entered; the horizon is the grant and the clock skew).
+// (domain.Entered; the horizon is the grant and the clock skew). Without
+// its start's row a pass still reads every entry and reports a day's lag.
 func TestAttemptIndexStartHoldsAtTheOldestOpenEntry(t *testing.T) {
 	t.Parallel()
 	tdb := testkit.NewDB(t)
@@ -206,6 +207,27 @@ func TestAttemptIndexStartHoldsAtTheOldestOpenEntry(t *testing.T) {
 	if got := listedChanges(t, s); slices.Contains(got, tooLate.Attempt) {
 		t.Fatalf("an entry acknowledged %s after its time was read though the start had passed it: the test no longer shows what the grant is for", 4*horizon)
 	}
+	end(tooLate)
+
+	// Without its start's row (a fault), a pass reads from a day back,
+	// writes no start, and reports a day's lag: the metric shows it.
+	// (Its writes are stamped a day ahead of the start they write.)
+	gone := time.Now().Add(48 * time.Hour).UnixMicro()
+	if err := db.Session.Query(`DELETE FROM queue_progress USING TIMESTAMP ? WHERE queue = ?`, nil).Bind(gone, changesStart).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	lost := entry(time.Now())
+	begin(lost)
+	if got := listedChanges(t, s); !slices.Contains(got, lost.Attempt) {
+		t.Fatalf("without its start's row a pass read %v; want %s", got, lost.Attempt)
+	}
+	if got := lastLag(); got != 24*time.Hour {
+		t.Fatalf("without its start's row the pass reported the start %s behind now; want a day, which shows the fault", got)
+	}
+	if start := queueStart(t, db, changesStart); !start.IsZero() {
+		t.Fatalf("a pass without its start's row wrote one at %s", start)
+	}
+	end(lost)
 }
 
 // TestAttemptIndexHoldsAnEntryOpenLong: an entry open past holdAfter
