@@ -6,7 +6,8 @@
 # How long each of `make bench`'s rounds runs per side, and how many rounds.
 BENCH_ROUND ?= 2s
 BENCH_ROUNDS ?= 3
-# How long `make test-nemesis` runs its workload and faults.
+# How long `make test-nemesis` (and test-nemesis-broken) runs its workload
+# and faults; `make test-regions` takes it only when given (else 60s).
 DURATION ?= 3m
 # Which deliberately broken build `make test-nemesis-broken` runs (claims
 # or lwt); `make test-regions` runs the real server unless BROKEN=local-serial.
@@ -22,7 +23,7 @@ test-fast: ## every test that needs no database (go test ./...: domain, handlers
 	@echo "test-fast: passed. The tests that need Cassandra (tag integration: tests/e2e, repository, cmd/api, bench, the launcher's cluster) run in make test."
 
 .PHONY: test
-test: ## run every test with -tags integration against a real Cassandra node it starts: the end-to-end package, the repository on a real node, the store contracts, and every test of make test-fast, once, without -race (make test-race runs them all under it; CI runs both); tests/test-go.sh
+test: ## run every test with -tags integration against the local Cassandra node (started when none answers and SHELF_TEST_CASSANDRA_HOSTS is unset): the end-to-end package, the repository on a real node, the store contracts, and every test of make test-fast, once, without -race (make test-race runs them all under it; CI runs both); tests/test-go.sh
 	@$(CASSANDRA) with -- env GO=$(GO) tests/test-go.sh
 
 .PHONY: test-race
@@ -30,7 +31,7 @@ test-race: ## every test of make test again, under -race (the fault explorers on
 	@$(CASSANDRA) with -- env GO=$(GO) RACE=-race tests/test-go.sh
 
 .PHONY: test-browser
-test-browser: ## every console page and action with three users and an admin (and a second api requiring verified emails on BROWSER_PORT+1), and /docs, in headless Chromium (playwright-core from npm; chromium installed if missing); README_SCREENSHOTS=1 saves docs/console.md's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)
+test-browser: ## every console page and action with three users and an admin (and a second api requiring verified emails on BROWSER_PORT+1), and /docs, in headless Chromium (playwright-core from npm; Debian's chromium installed if missing, as root); README_SCREENSHOTS=1 saves docs/console.md's screenshots into docs/screenshots (names alice, bob, carol, admin in a keyspace made for the run and dropped after)
 	@$(CASSANDRA) with -- tests/browser/test-browser.sh
 
 .PHONY: test-clients
@@ -46,7 +47,7 @@ bench: ## every operation through shelf, the lean baseline server and the raw dr
 	@$(CASSANDRA) with -- env BENCH_ROUND=$(BENCH_ROUND) BENCH_ROUNDS=$(BENCH_ROUNDS) $(GO) test -tags bench -count=1 -timeout 60m -run '^TestBench$$' -v ./tests/bench/
 
 .PHONY: capacity
-capacity: ## the capacity model's inputs (docs/design/capacity-model.md): bytes per row and rows per partition of every table after a realistic mix through the api, read from the local node's SSTables; compare-and-sets per second on one key by contending clients; saved under .bench/capacity-<time>.md (CAPACITY_USERS 2000, CAPACITY_ITEMS 3000)
+capacity: ## the capacity model's inputs (docs/design/capacity-model.md): bytes per row and rows per partition of every table after a realistic mix through the api, read from the local node's SSTables; the tombstones a list's first page meets after many edits; compare-and-sets per second on one key by contending clients, on the node and on three nodes of its own (127.0.0.41-43); saved under .bench/capacity-<time>.md (CAPACITY_USERS 2000, CAPACITY_ITEMS 3000)
 	@$(CASSANDRA) with -- $(GO) test -tags bench -count=1 -timeout 30m -run '^TestCapacity$$' -v ./tests/bench/
 
 .PHONY: bench-seeds

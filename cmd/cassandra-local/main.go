@@ -9,11 +9,15 @@
 //	cassandra-local cluster-up DCS [PER_DC]
 //	                              DCS data centres (dc1, dc2, ...) of PER_DC
 //	                              nodes each (default 1): dc1 on 127.0.0.61
-//	                              (.62), dc2 on .71 (.72), dc3 on .81 (.82)
+//	                              (.62, .63), dc2 on .71 (.72, .73), dc3 on
+//	                              .81 (.82, .83); DCS 1 alone: the three
+//	                              nodes above
 //	cassandra-local cluster-down DCS [PER_DC]  stop them
 //	cassandra-local fetch         only fetch the jars into the cache
 //	cassandra-local with -- CMD   run CMD with a node: start one if none answers
-//	                              on 127.0.0.1:9042, and stop it afterwards
+//	                              on 127.0.0.1:9042 (none when
+//	                              SHELF_TEST_CASSANDRA_HOSTS is set), and stop
+//	                              it afterwards
 //
 // Environment: SHELF_CASSANDRA_VERSION, SHELF_CASSANDRA_CACHE,
 // SHELF_CASSANDRA_DATA, SHELF_CASSANDRA_HEAP (see docs/development.md#the-launcher).
@@ -149,7 +153,7 @@ func dataCentres(args []string) ([][]string, error) {
 }
 
 // printDataCentres says where each data centre's nodes answer and how an
-// API process in each is configured.
+// API process in the first data centre is configured.
 func printDataCentres(nodes []localcassandra.Node) {
 	var order []string
 	hosts := map[string][]string{}

@@ -7,7 +7,8 @@ import (
 )
 
 // StartCluster starts the nodes one after the other (Cassandra does not like
-// several joining at once) and returns when every node sees all the others.
+// several joining at once) and returns when every node sees all the others,
+// or with an error when one does not two minutes after the last started.
 func (l *Launcher) StartCluster(ctx context.Context, nodes []Node) error {
 	for _, n := range nodes {
 		if err := l.Start(ctx, n); err != nil {

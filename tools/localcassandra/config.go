@@ -10,9 +10,9 @@ import (
 
 // yamlTemplate is a small, fast node: one token, no bootstrap, no snapshots,
 // Paxos v2 (fewer round trips per LWT), small thread pools and memtables.
-// The prepared-statement cache holds 64 MiB: each test keyspace prepares
-// its own statements, and at the default 10 MiB an hour of make test runs
-// evicted about 500 a minute (the node's log), each prepared again.
+// The prepared-statement cache holds 64 MiB, not the default 10 MiB: each
+// test keyspace prepares its own statements, which outgrow 10 MiB under
+// make test, and every statement evicted is prepared again.
 // storage_compatibility_mode NONE lets TTLs run past 2038. %[8]s is the
 // snitch and, for a node behind a link relay, its broadcast_address
 // (topologyYAML).
@@ -98,8 +98,9 @@ var jdkOnlyFlags = []string{
 	"--add-opens", "jdk.compiler/com.sun.tools.javac=ALL-UNNAMED",
 }
 
-// writeConfig writes conf/cassandra.yaml, conf/logback.xml and conf/jvm.args
-// (the java command line as an @argfile) into the node's folder.
+// writeConfig writes conf/cassandra.yaml, conf/logback.xml, conf/jvm.args
+// (the JVM's arguments as an @argfile) and, for a node in a named data
+// centre, conf/cassandra-rackdc.properties into the node's folder.
 func (l *Launcher) writeConfig(n Node, lib, java string) error {
 	dir := l.nodeDir(n)
 	conf := filepath.Join(dir, "conf")

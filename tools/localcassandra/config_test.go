@@ -120,7 +120,8 @@ func TestWriteConfigDataCentres(t *testing.T) {
 	}
 }
 
-// links2 is node i's relay address in a two-by-two layout ("" without).
+// links2 is node i's relay address in a two-by-two layout ("none",
+// which no broadcast_address holds, without relays).
 func links2(links [][]string, i int) string {
 	if links == nil {
 		return "none"

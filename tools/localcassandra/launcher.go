@@ -1,9 +1,10 @@
 // Package localcassandra starts and stops real Apache Cassandra 5.0 nodes on
 // this machine from the cassandra-all artifact on Maven Central, without
-// Docker: one node for development and tests, a three-node cluster on
-// 127.0.0.1-3 for fault tests, or a cluster of several data centres
-// (DataCentreNodes). It is used by cmd/cassandra-local (and so by
-// the Makefile) and by the test harness.
+// Docker: one node for development and tests (SingleNode), a three-node
+// cluster on the addresses given (ClusterNodes: make cluster-up's on
+// 127.0.0.1-3, each cluster test's on addresses of its own), or a cluster
+// of several data centres (DataCentreNodes). It is used by
+// cmd/cassandra-local (and so by the Makefile) and by the test harness.
 package localcassandra
 
 import (
@@ -34,7 +35,9 @@ type Launcher struct {
 
 // FromEnv builds a Launcher from SHELF_CASSANDRA_VERSION,
 // SHELF_CASSANDRA_CACHE, SHELF_CASSANDRA_DATA and SHELF_CASSANDRA_HEAP, with
-// defaults: 5.0.9, ~/.cache/shelf, <repoRoot>/.cassandra and 1G.
+// defaults: DefaultVersion, shelf/ in the user's cache folder
+// (~/.cache/shelf on Linux), <repoRoot>/.cassandra and 1G. Progress goes to
+// stderr.
 func FromEnv(repoRoot string) (*Launcher, error) {
 	l := &Launcher{
 		Version:  os.Getenv("SHELF_CASSANDRA_VERSION"),

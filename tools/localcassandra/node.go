@@ -32,7 +32,8 @@ type Node struct {
 	Address string
 	// Cluster is cluster_name; it must never change for one data folder.
 	Cluster string
-	// Seeds are the addresses of the seed nodes (all of them in a small cluster).
+	// Seeds are the addresses of the seed nodes: every node of a
+	// three-node cluster, the first of each data centre (or its relay).
 	Seeds []string
 	// Token is the node's single initial token.
 	Token string
@@ -48,8 +49,8 @@ type Node struct {
 	// keeps SimpleSnitch: every node in datacenter1.
 	DC, Rack string
 	// Broadcast, when set, is the address the other nodes reach this one
-	// at: a relay in front of its storage port that a test slows down or
-	// cuts (the link between data centres). Seeds then name the relays.
+	// at: a relay in front of its storage port that a test slows down (the
+	// link between data centres). Seeds then name the relays.
 	Broadcast string
 	// ReadTimeout, when set, is read_request_timeout (Cassandra's default
 	// is 5 s). A coordinator learns that a replica stopped answering when
@@ -213,7 +214,8 @@ func (l *Launcher) spawn(ctx context.Context, n Node, java string) error {
 }
 
 // waitReady polls CQL until the node answers, the process exits (exited
-// receives), or three minutes pass.
+// receives; with exited nil, its pid file names no live Cassandra), or
+// three minutes pass.
 func (l *Launcher) waitReady(ctx context.Context, n Node, exited <-chan error) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -258,7 +260,8 @@ func (l *Launcher) logTail(n Node, lines int) string {
 }
 
 // runningPID reports the pid from the node's pid file if that process is
-// alive and is a Cassandra daemon (a recycled pid is not ours).
+// alive and, where /proc tells, a Cassandra daemon and not a zombie (a
+// recycled pid is not ours). Without /proc any live process counts.
 func (l *Launcher) runningPID(n Node) (int, bool) {
 	b, err := os.ReadFile(l.pidFile(n))
 	if err != nil {
@@ -285,7 +288,7 @@ func (l *Launcher) runningPID(n Node) (int, bool) {
 
 // Stop shuts the node down: SIGTERM (Cassandra drains and flushes), then
 // SIGKILL if it is still there after a minute. Stopping a stopped node is not
-// an error.
+// an error; something else answering CQL on its address is.
 func (l *Launcher) Stop(n Node) error {
 	pid, ok := l.runningPID(n)
 	if !ok {
