@@ -67,7 +67,7 @@ cluster-down: ## stop the three nodes (DCS=2 [PER_DC=2]: the data centres' nodes
 clean: ## remove build output and the local nodes' data (not the jar cache)
 	@$(CASSANDRA) down || true
 	@$(CASSANDRA) cluster-down || true
-	@$(CASSANDRA) cluster-down 2 2 || true
+	@$(CASSANDRA) cluster-down 3 3 || true
 	rm -rf bin .cassandra
 
 include tests/proof.mk

@@ -20,7 +20,7 @@ EXPLORE_ROUNDS ?= 200000
 .PHONY: test-fast
 test-fast: ## every test that needs no database (go test ./...: domain, handlers, the fault explorers' every schedule, memstore against the store contracts); its time: tests/README.md
 	@$(GO) test -count=1 -timeout 10m ./...
-	@echo "test-fast: passed. The tests that need Cassandra (tag integration: tests/e2e, repository, cmd/api, bench, the launcher's cluster) run in make test."
+	@echo "test-fast: passed. The tests that need Cassandra (tag integration: tests/e2e, repository, cmd/api and more) run in make test; the launcher's cluster in make test-cluster, the benchmarks in make bench."
 
 .PHONY: test
 test: ## run every test with -tags integration against the local Cassandra node (started when none answers and SHELF_TEST_CASSANDRA_HOSTS is unset): the end-to-end package, the repository on a real node, the store contracts, and every test of make test-fast, once, without -race (make test-race runs them all under it; CI runs both); tests/test-go.sh
@@ -64,7 +64,7 @@ bench-degraded: ## the api in cluster mode on three nodes of its own (127.0.0.51
 
 .PHONY: storm
 storm: ## the storm: colliding signups, renames, password changes while a node of its own hangs (SIGSTOP 2-8 s); STORM_ROUNDS (40)
-	@$(CASSANDRA) with -- $(GO) test -tags storm -count=1 -timeout 30m -run '^TestStorm$$' -v ./tests/storm/
+	@$(GO) test -tags storm -count=1 -timeout 30m -run '^TestStorm$$' -v ./tests/storm/
 
 .PHONY: test-nemesis
 test-nemesis: ## the nemesis: a three-node cluster of its own, two API processes (one 2 s ahead), every operation at once, nodes killed/hung (one or two) and API processes killed for DURATION (3m); history, summary and report.html under .nemesis/
