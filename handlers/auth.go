@@ -19,11 +19,15 @@ func principal(ctx context.Context) domain.Principal {
 	return p
 }
 
-// authenticate turns `Authorization: Bearer <token>` into the caller: one
-// session read, no cache (a revoked session must stop working at once). No
-// header means an anonymous caller; a header that is malformed, or a token
-// that is unknown, expired or revoked, is answered 401 on any route, so a
-// client learns its token is bad instead of silently seeing less.
+// authenticate turns `Authorization: Bearer <token>` into the caller: the
+// session and its account read at once (accounts.Authenticate), no cache
+// (a revoked session must stop working at once). No header means an
+// anonymous caller; a header that is malformed, or a token that is
+// unknown, expired or revoked, or whose account may no longer use it
+// (suspended, its password changed, being deleted: but for finishing that
+// deletion, finishesOwnDeletion), is answered 401 on any route, so a
+// client learns its token is bad instead of silently seeing less. More
+// than one Authorization header is a 400.
 func authenticate(acc *accounts.Service) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -36,8 +36,8 @@ func decodeJSON(r *http.Request, dst any) error {
 		return err
 	}
 	// encoding/json reads a null into a struct as nothing at all: a body
-	// of null would pass for {} (a deletion, whose fields are all
-	// optional, answered 204 to it; schemathesis found it).
+	// of null would pass for {} (a request whose fields are all optional,
+	// such as a deletion's, would be carried out on it).
 	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return newProblem(http.StatusBadRequest, "malformed_json", "The body must be a JSON object, not null.")
 	}

@@ -10,17 +10,19 @@ import (
 	"shelf/domain/accounts"
 )
 
-// Factors serves second factors: enrolment, the list, removal, recovery
-// codes, and a login's second step.
+// Factors serves second factors: authenticator apps and passkeys
+// (enrolment and confirmation), the list, removal, recovery codes, a
+// passkey's proof challenges, a login's second step, and the revert link
+// of a new factor's notice.
 type Factors struct {
 	accounts *accounts.Service
 }
 
 // ownerProof is the owner's proof a request carries: the current
-// password and, where the account has a second factor, a code of one or
-// a recovery code (reauth.go says when each is needed). Each request
-// names the three fields itself (an embedded struct would name its
-// fields' errors by its type).
+// password and, where the account has a second factor, a code of one, a
+// recovery code or a passkey's answer (reauth.go says when each is
+// needed). Each request names the four fields itself (an embedded struct
+// would name its fields' errors by its type).
 func ownerProof(current, code, recoveryCode *string, pk *passkeyProofRequest) accounts.Proof {
 	p := accounts.Proof{CurrentPassword: current, Code: deref(code), RecoveryCode: deref(recoveryCode)}
 	if pk != nil {
@@ -65,8 +67,8 @@ type codeRequest struct {
 }
 
 // factorProofRequest is a removal's or new recovery codes' proof: the
-// current password and a code or a recovery code (an admin removing
-// another's factor sends none).
+// current password and a code, a recovery code or a passkey's answer (an
+// admin removing another's factor sends none).
 type factorProofRequest struct {
 	CurrentPassword *string              `json:"currentPassword" validate:"omitempty,length=1-1024"`
 	Code            *string              `json:"code" validate:"omitempty,length=1-16"`
@@ -118,7 +120,7 @@ func toFactorResponse(f accounts.FactorView) factorResponse {
 }
 
 // enrol serves POST /v1/users/{id}/factors: an authenticator begun, its
-// secret shown once (201, TOTPEnrolment).
+// secret shown once (201, TotpEnrolment).
 func (h *Factors) enrol(w http.ResponseWriter, r *http.Request) error {
 	var req enrolRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -216,7 +218,8 @@ func (h *Factors) recoveryCodes(w http.ResponseWriter, r *http.Request) error {
 }
 
 // secondFactor serves POST /v1/sessions/second-factor: a login's
-// challenge and a code make a session (201, Session).
+// challenge and a code, a recovery code or a passkey's answer make a
+// session (201, Session).
 func (h *Factors) secondFactor(w http.ResponseWriter, r *http.Request) error {
 	var req secondFactorRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -302,7 +305,8 @@ func (h *Factors) beginPasskey(w http.ResponseWriter, r *http.Request) error {
 }
 
 // finishPasskey serves POST /v1/users/{id}/passkeys/{factorId}/registration:
-// the browser's answer confirms the passkey (200, FactorConfirmation).
+// the browser's answer confirms the passkey (200, TotpConfirmation, as
+// an authenticator app's confirmation).
 func (h *Factors) finishPasskey(w http.ResponseWriter, r *http.Request) error {
 	var req registrationRequest
 	if err := decodeJSON(r, &req); err != nil {

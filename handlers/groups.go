@@ -174,9 +174,10 @@ func (h *Groups) removeMember(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// close closes a group (its managers and admins): 202 with the job that
-// finishes it (the group is gone for everyone from here), the same job
-// for a repeat by whoever closed it.
+// close serves DELETE /v1/groups/{id}: closes a group (its managers and
+// admins): 202 with the job that finishes it (the group is gone for
+// everyone from here), the same job for a repeat by whoever closed it or
+// by an admin (to anyone else, 404).
 func (h *Groups) close(w http.ResponseWriter, r *http.Request) error {
 	j, err := h.lifecycle.CloseGroup(r.Context(), principal(r.Context()), chi.URLParam(r, "id"))
 	if err != nil {

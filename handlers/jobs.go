@@ -11,7 +11,7 @@ import (
 )
 
 // Jobs serves the jobs that finish what a request began: an account's
-// deletion, a group's closing (docs/design/jobs.md).
+// deletion, a group's closing, a library's rebuild (docs/design/jobs.md).
 type Jobs struct {
 	lifecycle *lifecycle.Service
 }

@@ -101,10 +101,10 @@ var incomingIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{8,128}$`)
 //   - the client IP: the connection's address, unless that is a trusted
 //     proxy, in which case the nearest untrusted X-Forwarded-For entry;
 //   - both on the context (RequestID, ClientIP, RequestLogger), with the
-//     client (address and user agent) the domain keeps with a session and
-//     throttles password checks by (accounts.WithClient), and the
-//     request's deadline (timeout; 0: none): one context value each, and
-//     one copy of the request;
+//     client (address and user agent) the domain throttles checks of
+//     passwords and codes by and audits a recovery code's use with
+//     (accounts.WithClient), and the request's deadline (timeout; 0:
+//     none): one context value each, and one copy of the request;
 //   - when the handler is done, the request counted and timed in m (by
 //     route pattern, not path: ids would make the series unbounded; by
 //     methodLabel, not the method sent, for the same reason) with its
@@ -177,10 +177,10 @@ var knownMethods = map[string]bool{
 
 // methodLabel is the method as metrics and the access log record it: a
 // known one, else "other". The caller chooses the method, any token up to
-// the header limit (1 MB): as a label value, one request with a 50 KB
-// method added a series of 1.8 MB to every later scrape
-// (TestHugeMethodDoesNotGrowMetrics), and
-// each such request would write as much to the log.
+// the header limit (1 MB): as a label value, a 50 KB method would add
+// series of about 1.8 MB to every later scrape (each histogram bucket
+// repeats it; TestHugeMethodDoesNotGrowMetrics), and each such request
+// would write as much to the log.
 func methodLabel(method string) string {
 	if knownMethods[method] {
 		return method

@@ -22,9 +22,12 @@ const sweepEvery = time.Minute
 // perMinute tokens a minute, bursts of up to perMinute. perMinute <= 0
 // disables it (Middleware then passes everything through).
 //
-// It exists so that signup and login cannot be used for password guessing
-// or mass account creation from one address. Buckets live only in this
-// process's memory: behind several replicas each one limits on its own.
+// It exists so that no route that checks a secret, sends mail or tells
+// whether an account exists (signup, login and its second step, account
+// changes, mail requests and their links, people searches: routeAccounts,
+// routeMail) can be driven at speed from one address. Buckets live only
+// in this process's memory: behind several replicas each one limits on
+// its own.
 type RateLimiter struct {
 	// perMinute is requests a minute, and the burst.
 	perMinute int

@@ -34,8 +34,9 @@ type Deps struct {
 	TrustedProxies []netip.Prefix
 	// Accounts is signup, login and sessions.
 	Accounts *accounts.Service
-	// RateLimitPerMinute bounds signups, logins, account changes, mail
-	// requests and people searches per client IP, each (0: off).
+	// RateLimitPerMinute bounds, per client IP, signups, logins and their
+	// second steps, account changes, mail requests and the mailed links'
+	// confirmations, and people searches, each kind its own bucket (0: off).
 	RateLimitPerMinute int
 	// Moderation is suspensions.
 	Moderation *moderation.Service
@@ -43,7 +44,8 @@ type Deps struct {
 	Groups *groups.Service
 	// Contents is content, sharing and libraries.
 	Contents *library.Service
-	// Lifecycle deletes accounts and closes groups.
+	// Lifecycle deletes accounts, closes groups, rebuilds libraries and
+	// reads the jobs that finish them.
 	Lifecycle *lifecycle.Service
 	// Metrics, when set, counts requests and serves /metrics.
 	Metrics *metrics.Metrics
@@ -152,7 +154,8 @@ func routeAccounts(r chi.Router, d Deps) {
 	routeMail(r, d)
 }
 
-// routeMail serves email verification and password reset: no session (the
+// routeMail serves email verification, password reset and the revert
+// links of the notices (an email change, a new factor): no session (the
 // link in the mail is the credential). Requests are limited per client IP
 // (429); the domain limits the mails per address (beyond it, answered the
 // same and nothing sent: a 429 would say the address was asked for).

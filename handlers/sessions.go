@@ -42,9 +42,10 @@ func (h *Sessions) login(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// writeSession answers a new session (a login, a completed reset): 201,
-// the Session schema, never stored by a cache; or, for an account with a
-// second factor, its challenge (202, LoginChallenge).
+// writeSession answers a new session (a login, its second step, a
+// completed reset): 201, the Session schema, never stored by a cache; or,
+// for an account with a second factor, its challenge (202,
+// LoginChallenge).
 func writeSession(w http.ResponseWriter, res accounts.LoginResult) {
 	if res.Challenge != "" {
 		writeChallenge(w, res)

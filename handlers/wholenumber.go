@@ -13,8 +13,8 @@ import (
 // number whose value is whole, however it is written (2540, 2540.0,
 // 2.54e3), since a client's JSON library may write an integer either way.
 // encoding/json takes only the first into an int. A value too large for
-// an int is kept as the largest one of its sign, so that the field's
-// range rule, not a type error, answers for it.
+// an int is kept as math.MaxInt with its sign, so that the field's range
+// rule, not a type error, answers for it.
 type wholeNumber int
 
 // jsonNumberRE is the JSON number grammar (RFC 8259): sign, integer part,

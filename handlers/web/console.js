@@ -1,12 +1,14 @@
 // The shelf console: plain pages over the public API only. The session
 // token lives in sessionStorage (gone with the tab). Pages are hash routes
 // (#/library, #/item/<id>, #/browse/<user|group>/<name>, #/groups,
-// #/groups/<name>, #/moderation[/<username>], #/account, and without a
-// session #/forgot and the mailed links #/verify?token=...,
-// #/reset?token=... and #/revert-email?token=...), so each can be linked
-// to; the table `pages` below lists them, and a page that works without a
-// session says public: true. A mailed link's token leaves the address bar
-// as soon as its page reads it (linkToken).
+// #/groups/<name>, #/account, for admins #/moderation[/<username>] and
+// #/audit, and without a session #/auth (log in or sign up), #/forgot, the
+// mailed links #/verify?token=..., #/reset?token=...,
+// #/revert-email?token=... and #/revert-factor?token=..., and an item or
+// a library shared by its link), so each can be linked to; the table
+// `pages` below lists them, and a page that works without a session says
+// public: true. A mailed link's token leaves the address bar as soon as
+// its page reads it (linkToken).
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
@@ -336,9 +338,9 @@
   }
 
   // Every action says its outcome on the message line last, once the lists
-// it changes are shown again.
+  // it changes are shown again.
 
-// Pager pages through one list: next by the page's nextCursor, back
+  // Pager pages through one list: next by the page's nextCursor, back
   // through the cursors it came by (kept, so going back reads the same
   // pages again). fetchPage(cursor) answers a page; render(items) shows it.
   // A pager's label says the page and which rows it shows ("page 2 ·
@@ -693,10 +695,11 @@
     go('#/library');
   });
 
-  // offerGroups fills the share form's list of the caller's groups (the
-  // first 100, by name, each with its display name), offered as the name
-  // is typed while sharing with a group. A failure leaves the list empty:
-  // the name can still be typed.
+  // offerGroups fills the list of the caller's groups offered as a group's
+  // name is typed (sharing with a group, browsing a group's library): the
+  // first 100 in the API's order (by group id), each by its name with its
+  // display name. A failure leaves the list empty: the name can still be
+  // typed.
   async function offerGroups() {
     const list = $('my-group-names');
     list.replaceChildren();
@@ -959,9 +962,9 @@
     try {
       job = await api('DELETE', '/v1/groups/' + enc(g.id));
     } catch (err) {
-      // A repeat by whoever closed it answers its job again; to anyone
-      // else a closed or closing group is 404 (another manager or an
-      // admin closed it).
+      // A repeat by whoever closed it, or by an admin, answers its job
+      // again; to another manager a closed or closing group is 404
+      // (another manager or an admin closed it).
       if (err.status !== 404) throw err;
     }
     names.delete(g.id);
@@ -1457,9 +1460,10 @@
       : { ...pk, challenge: b64u.dec(pk.challenge), allowCredentials: (pk.allowCredentials || []).map((d) => ({ ...d, id: b64u.dec(d.id) })) } }));
   }
 
-  // showFactors lists the account's authenticator apps, shows the code
-  // fields of the forms that ask one where it has any, and (fresh: the
-  // page was opened) closes what an earlier visit left open.
+  // showFactors lists the account's second factors (authenticator apps
+  // and passkeys), shows the code fields of the forms that ask one where
+  // it has any (and the passkey hints where it has a passkey), and
+  // (fresh: the page was opened) closes what an earlier visit left open.
   async function showFactors({ fresh } = {}) {
     if (fresh) {
       for (const id of ['factor-setup', 'recovery-shown', 'factor-remove']) $(id).hidden = true;
@@ -1572,8 +1576,9 @@
     say('New recovery codes below: the old ones no longer work. They are shown only now.');
   });
 
-  // groupRefusal is one group a deletion was refused for, by name: the
-  // problem's message starts with the group's id (docs/design/deletion.md).
+  // groupRefusal is one group a deletion was refused for, by name: each
+  // of the problem's groups fields has a message that starts with the
+  // group's id (docs/design/deletion.md).
   async function groupRefusal(f) {
     const li = document.createElement('li');
     const m = /^(g_[a-z2-7]+): (.*)$/.exec(f.message || '');
@@ -1872,8 +1877,8 @@
       // SHELF_REQUIRE_VERIFIED_EMAIL: point to the page that mails the
       // link again (the address filled in when it was typed to log in).
       if (err.code === 'email_not_verified') unverified(v.login);
-      // A revert of an email change: the right password opens nothing
-      // until a reset sets a new one.
+      // A revert (of an email change or of a new factor): the right
+      // password opens nothing until a reset sets a new one.
       if (err.code === 'password_reset_required') $('login-recovered').hidden = false;
       // A suspended account is told since and until when.
       if (err.code === 'suspended' && err.problem.suspendedAt) {

@@ -6,8 +6,11 @@
 // its own form and table in #user-search, reads the session the console
 // keeps (sessionStorage shelf.token), says its outcomes on its own status
 // line, and reaches the console only through the page's addresses
-// (#/moderation/<username>, #/browse/user/<username>) and the console's
-// suspend form, which it fills in.
+// (#/moderation/<username>, #/browse/user/<username>), the console's
+// suspend form, which it fills in, and two window events: the console's
+// shelf:moderated, on which it reads its matches again, and a hashchange
+// it sends after an unsuspension, on which the console shows its page
+// again.
 (function () {
   'use strict';
   const root = document.getElementById('user-search');
