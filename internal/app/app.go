@@ -1,7 +1,8 @@
 // Package app wires shelf together: the Cassandra session, the repository,
 // the domain services and the HTTP router, and runs them (serve, migrate,
-// the operator commands). Run parses the command line (cmd/api's Main);
-// end-to-end tests (tests/e2e) build the same App the server runs.
+// the operator commands). Run parses the command line; Main, the program
+// of cmd/api, calls it. End-to-end tests (tests/e2e) build the same App
+// the server runs (New).
 package app
 
 import (
@@ -36,7 +37,9 @@ type App struct {
 	Moderation *moderation.Service
 	Groups     *groups.Service
 	Contents   *library.Service
-	// Lifecycle deletes accounts and closes groups (and repairs both).
+	// Lifecycle deletes accounts, closes groups and rebuilds libraries,
+	// as jobs its worker runs (WorkJobs), and repairs deletions and
+	// closings.
 	Lifecycle *lifecycle.Service
 	Metrics   *metrics.Metrics
 	Router    http.Handler

@@ -132,7 +132,9 @@ func (o statementObserver) logSlow(kind, stmt string, host *gocql.HostInfo, atte
 	e.Msg("slow statement")
 }
 
-// shorten cuts s to at most n bytes, on a rune boundary.
+// shorten puts s on one line (each run of white space one space) and cuts
+// it to its first n bytes at most, on a rune boundary, with "…" after a
+// cut.
 func shorten(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= n {

@@ -13,8 +13,9 @@ import (
 )
 
 // Option changes what New, Serve and Admin wire. The server (cmd/api)
-// passes none; the deliberately broken builds of the proof wing
-// (tests/broken, each a main of its own) pass theirs, so the sabotage
+// passes none; the proof wing passes its own: its deliberately broken
+// builds (tests/broken, each a main of its own), the skewed-clock build
+// (tests/nemesis/skewedapi) and the end-to-end tests, so the sabotage
 // wraps the composition root from outside and no build of this package
 // carries it.
 type Option func(*wiring)

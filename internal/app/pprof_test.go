@@ -37,7 +37,7 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// TestPprofServesOnItsOwnAddress (docs/design/@decisions.md): with SHELF_PPROF_ADDR
+// TestPprofServesOnItsOwnAddress (docs/operations.md#profiling): with SHELF_PPROF_ADDR
 // set, pprof answers on that address and only there (the API's router has
 // no /debug/pprof/), its address is logged, and it stops with the API.
 func TestPprofServesOnItsOwnAddress(t *testing.T) {

@@ -188,9 +188,10 @@ func publicURL(addr net.Addr) string {
 	return "http://" + addr.String()
 }
 
-// WorkJobs runs the job worker until ctx ends: a pass every interval, or
-// at once when a request of this process began a job (lifecycle.Wake).
-// Every instance runs one; a job's lease keeps two from running one job
+// WorkJobs runs the job worker until ctx ends: a pass
+// (lifecycle.Service.WorkJobs) every interval, or at once when a request
+// of this process began a job (lifecycle.Service.Wake). Every instance
+// runs one; a job's lease keeps two from running one job
 // (docs/design/jobs.md).
 func (a *App) WorkJobs(ctx context.Context, interval time.Duration, logger zerolog.Logger) {
 	every(ctx, interval, a.Lifecycle.Woken(), func() {

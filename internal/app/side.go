@@ -23,7 +23,7 @@ type side struct {
 
 // listenMetrics opens SHELF_METRICS_ADDR's listener, serving /metrics and
 // nothing else, or returns nil when the setting is empty (then /metrics is
-// on the API's listener, as it always was). The address is logged; one
+// on the API's listener). The address is logged; one
 // beyond loopback is what a scraper on another host needs, so it is no
 // warning (the series name routes and methods, never a person).
 func listenMetrics(addr string, m *metrics.Metrics, logger zerolog.Logger) (*side, error) {

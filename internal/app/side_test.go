@@ -17,7 +17,8 @@ import (
 	"shelf/internal/metrics"
 )
 
-// TestMetricsServeOnTheirOwnAddress (docs/design/@decisions.md): with
+// TestMetricsServeOnTheirOwnAddress
+// (docs/decisions/0067-metrics-on-the-api-s-address-unless.md): with
 // SHELF_METRICS_ADDR set, /metrics answers there (with the API's requests
 // counted) and the API's listener answers 404 for it; the metrics address
 // serves nothing else, and stops with the API.
@@ -68,7 +69,7 @@ func TestMetricsServeOnTheirOwnAddress(t *testing.T) {
 }
 
 // TestMetricsStayOnTheAPIByDefault: without SHELF_METRICS_ADDR nothing
-// more listens, and the API's router serves /metrics as it always did.
+// more listens, and the API's router serves /metrics.
 func TestMetricsStayOnTheAPIByDefault(t *testing.T) {
 	t.Parallel()
 	cfg, err := config.Load(func(string) string { return "" })

@@ -57,8 +57,9 @@ type Mail struct {
 	RevertTTL time.Duration
 	// RequireVerified refuses login to unverified accounts (admins excepted).
 	RequireVerified bool
-	// PerHour bounds the verification and reset requests for one address
-	// an hour, each (0: off).
+	// PerHour bounds the mails sent to one address an hour, of every kind
+	// together (verifications, resets, notices), counted by every
+	// instance together (0: off).
 	PerHour int
 }
 
@@ -79,9 +80,11 @@ type Content struct {
 	// fan-outs; OutboxGrace is how old a mark must be before it does them.
 	OutboxInterval time.Duration
 	OutboxGrace    time.Duration
-	// JobInterval is how often the job worker looks for deletions and
-	// closings under way (a request that begins one wakes it at once);
-	// JobLease how long a job's lease lasts without a report.
+	// JobInterval is how often the job worker looks for the deletions,
+	// closings and queued jobs (library rebuilds) under way, and for the
+	// membership changes a stopped request left (a request that begins a
+	// job wakes it at once); JobLease how long a job's lease lasts without
+	// a report.
 	JobInterval time.Duration
 	JobLease    time.Duration
 	// JobItemsAtOnce is how many items a job changes at once.
@@ -134,8 +137,9 @@ type Accounts struct {
 	// HIBPTimeout bounds one request to it.
 	HIBPTimeout time.Duration
 	// ThrottlePerAddress bounds failed password checks of one login (a
-	// username, an email, an account's current password) from one client
-	// address in ThrottleWindow, counted in Cassandra; 0 is off.
+	// username, an email, an account's current password), and failed
+	// second-factor codes, from one client address in ThrottleWindow,
+	// counted in Cassandra; 0 is off.
 	ThrottlePerAddress int
 	// ThrottlePerLogin bounds them from every address together; 0 is off.
 	ThrottlePerLogin int
@@ -506,9 +510,9 @@ func Load(getenv func(string) string) (Config, error) {
 }
 
 // LogMailerRefused says whether the log mailer would write working links
-// where it must not. It was the default everywhere, so a production that
-// forgot SHELF_MAILER kept every reset link in its log: whoever read the
-// log could take any account. Development is where the links lead to
+// where it must not. It is SHELF_MAILER's default, and a production that
+// forgot SHELF_MAILER would keep every reset link in its log: whoever read
+// the log could take any account. Development is where the links lead to
 // this machine (SHELF_PUBLIC_URL on localhost or a loopback address, its
 // default): there the log mailer is what make run and the tests need.
 // Elsewhere it takes SHELF_ALLOW_LOG_MAILER=true.
@@ -670,8 +674,9 @@ func (c Config) FactorKeysOrDevelopment() []factor.Key {
 
 // RelyingParty is the passkeys' relying party: SHELF_WEBAUTHN_RP_ID and
 // SHELF_WEBAUTHN_ORIGINS, each defaulting to SHELF_PUBLIC_URL's host and
-// origin; id "" (passkeys off) when neither is set and the public URL's
-// host is an address, which browsers refuse as an id. err says why a
+// origin; id "" (passkeys off) when SHELF_WEBAUTHN_RP_ID is unset and the
+// public URL's host is an address, which browsers refuse as an id (Load
+// refuses that when SHELF_WEBAUTHN_ORIGINS is set). err says why a
 // relying party set, or derived, does not hold (factor.CheckRelyingParty).
 func (c Config) RelyingParty() (id string, origins []string, err error) {
 	id, origins = c.Accounts.WebAuthnRPID, c.Accounts.WebAuthnOrigins

@@ -247,7 +247,7 @@ func TestMetricsAddr(t *testing.T) {
 	}
 }
 
-// TestLogMailerOnlyInDevelopment (docs/design/tokens.md): the log mailer, still
+// TestLogMailerOnlyInDevelopment (docs/design/tokens.md): the log mailer,
 // the default, is refused where the mailed links lead to another machine
 // (a production that forgot SHELF_MAILER would log every reset link),
 // unless SHELF_ALLOW_LOG_MAILER says so; on this machine it stays.

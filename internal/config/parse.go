@@ -184,8 +184,8 @@ func (p *parser) replication(name string) Replication {
 	}
 }
 
-// publicURL reads an absolute http(s) URL without query or fragment (mailed
-// links are built on it), without its trailing slash.
+// publicURL reads an absolute http(s) URL without user, query or fragment
+// (mailed links are built on it), without its trailing slash.
 func (p *parser) publicURL(name string) string {
 	raw := p.str(name)
 	u, err := url.Parse(raw)

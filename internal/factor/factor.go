@@ -68,17 +68,20 @@ func ParseKeys(s string) ([]Key, error) {
 	return keys, nil
 }
 
-// redact keeps a key's id out of an error and nothing of its secret.
+// redact is what an error shows of a malformed key: its id, and nothing
+// of its secret.
 func redact(part string) string {
 	id, _, _ := strings.Cut(part, ":")
 	return id + ":…"
 }
 
-// DevelopmentKey is the key of a service on a loopback address without
-// SHELF_FACTOR_KEYS: fixed, so that every process of a development run
-// (and its restarts) opens what another sealed. Whoever reads this source
-// has it: it never seals a secret of a service others reach (config
-// refuses to start one without SHELF_FACTOR_KEYS).
+// DevelopmentKey is the key of a service whose SHELF_PUBLIC_URL is this
+// machine and that has no SHELF_FACTOR_KEYS: fixed, so that every process
+// of a development run (and its restarts) opens what another sealed.
+// Whoever reads this source has it: it never seals a secret of a service
+// others reach (config.FactorKeysOrDevelopment gives it only on a loopback
+// SHELF_PUBLIC_URL; elsewhere, without SHELF_FACTOR_KEYS, second factors
+// are off).
 func DevelopmentKey() Key {
 	sum := sha256.Sum256([]byte("shelf development factor key: never for a service others reach"))
 	return Key{ID: "dev", Secret: sum[:]}

@@ -1,8 +1,9 @@
 // Package logbuf batches the log's writes: lines gather in a buffer that
 // goes out every interval, when it fills up, and at once after a line at
 // warn level or above. Under load the access log is one line per request;
-// written one by one, each line is a system call and a wake-up of whatever
-// reads the log (6% of the API's CPU on a one-read request). The price is
+// written one by one, each line is a system call (3% of the API's CPU on a
+// one-read request, docs/decisions/0066-serve-batches-the-log-s-info-lines.md)
+// and a wake-up of whatever reads the log. The price is
 // that a process killed outright (SIGKILL, a crash in the runtime) loses
 // the info lines of its last interval; warnings, errors and a recovered
 // panic's line are out before the call that logged them returns, and Close

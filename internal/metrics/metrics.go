@@ -1,7 +1,9 @@
 // Package metrics holds shelf's Prometheus series, served at /metrics:
-// HTTP requests by route pattern, CQL statements by kind, lightweight
-// transaction outcomes, the fan-out outbox backlog and the password-hash
-// queue wait. One registry per process (tests make their own).
+// HTTP requests by route pattern and their round trips to Cassandra, CQL
+// statements by kind, lightweight transaction outcomes, the fan-outs (the
+// background queue and the outbox backlog), the password-hash queue wait,
+// the job worker's jobs and the indexes of attempts in progress. One
+// registry per process (tests make their own).
 package metrics
 
 import (
@@ -44,10 +46,11 @@ type Metrics struct {
 	FanoutRunning      prometheus.Gauge
 	FanoutCoalesced    prometheus.Counter
 	FanoutLeftToOutbox prometheus.Counter
-	// Jobs are the deletions and closings under way as the job worker's
-	// last pass found them: left waiting (failed, or begun during the
-	// pass), running on another worker, and the age of the oldest; and
-	// the jobs this process finished, and whose run failed.
+	// Jobs are the deletions, closings and queued jobs (library rebuilds)
+	// under way as the job worker's last pass found them: left waiting
+	// (failed, or begun during the pass), running on another worker, and
+	// the age of the oldest; and the jobs this process finished, and whose
+	// run failed.
 	JobsWaiting  prometheus.Gauge
 	JobsRunning  prometheus.Gauge
 	JobsOldest   prometheus.Gauge

@@ -55,7 +55,7 @@ func (p Params) weakerThan(q Params) bool {
 type Hasher struct {
 	p       Params
 	sem     chan struct{} // one token per running hash; its capacity is the limit
-	waiting atomic.Int64  // callers blocked on sem, for metrics
+	waiting atomic.Int64  // callers blocked on sem (Waiting)
 	onWait  func(time.Duration)
 
 	// inSlot, if set, runs while a slot is held, before argon2. Tests use it
@@ -147,9 +147,10 @@ func (h *Hasher) Burn(ctx context.Context, password string) bool {
 	return false
 }
 
-// Waiting reports how many callers are currently waiting for a hashing slot
-// (for metrics later). A steadily non-zero value means the limit, or the
-// hardware, is too small for the login rate.
+// Waiting reports how many callers are waiting for a hashing slot now (the
+// metrics take each wait's length instead, through OnWait). A steadily
+// non-zero value means the limit, or the hardware, is too small for the
+// login rate.
 func (h *Hasher) Waiting() int {
 	return int(h.waiting.Load())
 }
