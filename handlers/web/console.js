@@ -1636,8 +1636,8 @@
     },
     revertFactor: {
       unknown: 'This link is not one shelf mailed, or it has run out.',
-      expired: 'This link has expired: if the app is not yours, ask for a password reset link for your address and ask an admin to remove the app.',
-      used: 'This link was used already: the app is removed.',
+      expired: 'This link has expired: if the factor is not yours, ask for a password reset link for your address and ask an admin to remove the factor.',
+      used: 'This link was used already: the factor is removed.',
       stale: 'Your account no longer has the address this link was mailed to.',
     },
     revertEmail: {
@@ -1780,10 +1780,10 @@
     said: 'Email change undone. Choose a new password now.',
   });
   const showRevertFactor = revertPage({
-    page: 'revert-factor', path: '/v1/factor-additions/revert', refusals: 'revertFactor', what: 'remove the app',
-    working: 'Removing the app...',
-    done: 'The app is removed, and every session of your account is signed out.',
-    said: 'Authenticator app removed. Choose a new password now.',
+    page: 'revert-factor', path: '/v1/factor-additions/revert', refusals: 'revertFactor', what: 'remove the factor',
+    working: 'Removing the factor...',
+    done: 'The factor is removed, and every session of your account is signed out.',
+    said: 'Second factor removed. Choose a new password now.',
   });
 
   form('verify-again', async (v, f) => {

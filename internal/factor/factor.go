@@ -69,9 +69,13 @@ func ParseKeys(s string) ([]Key, error) {
 }
 
 // redact is what an error shows of a malformed key: its id, and nothing
-// of its secret.
+// of its secret. A key with no ':' may be a bare secret (the output of
+// openssl rand pasted alone): none of it is shown.
 func redact(part string) string {
-	id, _, _ := strings.Cut(part, ":")
+	id, _, ok := strings.Cut(part, ":")
+	if !ok {
+		return "… (no id: nothing shown)"
+	}
 	return id + ":…"
 }
 

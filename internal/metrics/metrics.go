@@ -123,16 +123,16 @@ func New() *Metrics {
 			Name: "shelf_fanout_left_to_outbox_total", Help: "Changes not queued for a background fan-out (queue full, or the process stopping): the outbox worker does them.",
 		}),
 		JobsWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "shelf_jobs_waiting", Help: "Deletions and closings under way that the job worker's last pass left unfinished (failed, held by nobody, or begun meanwhile).",
+			Name: "shelf_jobs_waiting", Help: "Jobs under way (deletions, closings, library rebuilds) that the job worker's last pass left unfinished (failed, held by nobody, or begun meanwhile).",
 		}),
 		JobsRunning: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "shelf_jobs_running", Help: "Deletions and closings under way that another worker held the lease of at the last pass.",
+			Name: "shelf_jobs_running", Help: "Jobs under way (deletions, closings, library rebuilds) that another worker held the lease of at the last pass.",
 		}),
 		JobsOldest: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "shelf_jobs_oldest_seconds", Help: "Age of the oldest deletion or closing the last pass left under way (0: none).",
+			Name: "shelf_jobs_oldest_seconds", Help: "Age of the oldest job (deletion, closing, library rebuild) the last pass found, while any is left under way (0: none).",
 		}),
 		JobsFinished: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "shelf_jobs_finished_total", Help: "Deletions and closings this process's job worker finished.",
+			Name: "shelf_jobs_finished_total", Help: "Jobs (deletions, closings, library rebuilds) this process's job worker finished.",
 		}),
 		JobsFailed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shelf_jobs_failed_total", Help: "Runs of a job by this process that failed (the job is let go and taken on again by the next pass).",

@@ -1254,11 +1254,11 @@ await step('a second factor: the password alone opens the code form, a wrong cod
   const tabletNotice = mails(`${dana}@example.org`, 'revert-factor');
   expect(tabletNotice.length === 2, 'each app added mailed a notice with a link: ' + tabletNotice.length);
   await open(tabletNotice[1], 'revert-factor');
-  expect((await page.locator('#revert-factor-ask').textContent()).includes('removes that app'), 'the page says what it does');
+  expect((await page.locator('#revert-factor-ask').textContent()).includes('removes that factor'), 'the page says what it does');
   expect((await page.locator('#who').textContent()).includes(dana), 'loading the link signed nothing out');
   await page.locator('#revert-factor-go').click();
   await page.waitForFunction(() => document.getElementById('revert-factor-result').className === 'ok');
-  expect((await page.locator('#revert-factor-result').textContent()).includes('The app is removed'), 'removed: the outcome beside the button');
+  expect((await page.locator('#revert-factor-result').textContent()).includes('The factor is removed'), 'removed: the outcome beside the button');
   expect(await page.locator('#revert-factor-next').isVisible(), 'and says to choose a new password');
   expect((await page.locator('#who').textContent()) === 'not logged in', 'this session is signed out too');
   await visit('#/library', 'auth');
