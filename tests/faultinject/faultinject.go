@@ -71,8 +71,9 @@ type Injector struct {
 	// faults is the Func (Set); atomic: background work (a mark cleared
 	// after the answer) may send while a test swaps it.
 	faults atomic.Pointer[Func]
-	// late counts attempts held back by ErrLandLate or ErrLandAfterAnswer
-	// still to land.
+	// late counts the finished transactions whose attempts held back by
+	// ErrLandLate or ErrLandAfterAnswer are still landing (Done lands
+	// them in a goroutine of its own).
 	late sync.WaitGroup
 	// held are writes and attempts held back by ErrHoldWrite, to land when
 	// LandHeld runs.
@@ -140,7 +141,8 @@ func (inj *Injector) LandHeld(ctx context.Context) error {
 }
 
 // WaitLate waits until every attempt held back by ErrLandLate or
-// ErrLandAfterAnswer has landed.
+// ErrLandAfterAnswer in a transaction that has had its answer (Done) has
+// landed.
 func (inj *Injector) WaitLate() { inj.late.Wait() }
 
 // Write sends w unless the Func fails or holds it.

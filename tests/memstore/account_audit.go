@@ -10,10 +10,12 @@ import (
 	"shelf/domain/accounts"
 )
 
-// AccountAudit keeps the audit of admin actions on accounts as
-// repository.AccountAudit does: one row per entry key (user, at, version,
-// action), each write one store call that rewrites the row (never
-// deleted).
+// AccountAudit keeps the audit of admin actions on accounts: one row per
+// entry key (user, at, version, action), never deleted, which Page reads
+// by account and Day by day. The repository keeps two tables
+// (account_audit by account, audit_by_day by day) and writes each entry
+// to both; here one row serves both reads, so an entry is in both or in
+// neither.
 type AccountAudit struct{ s *Store }
 
 var _ accounts.AuditLog = (*AccountAudit)(nil)
@@ -25,7 +27,9 @@ func auditKey(e domain.AuditEntry) string {
 	return e.UserID + "|" + strconv.FormatInt(e.At.UnixMilli(), 10) + "|" + strconv.Itoa(e.Version) + "|" + string(e.Action)
 }
 
-// Record writes each entry, one call each.
+// Record writes the entries one after another, one call each, and stops
+// at the first failure. The repository sends both rows of every entry at
+// once and tries them all, joining the errors.
 func (a *AccountAudit) Record(_ context.Context, entries []domain.AuditEntry) error {
 	for _, e := range entries {
 		_, err := a.s.call("account_audit.insert", true, func() (bool, error) {

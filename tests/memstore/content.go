@@ -231,8 +231,12 @@ func (l entries) write(name string, apply func()) error {
 	return err
 }
 
-// Apply writes the index entry, then one batch per bucket, as the
-// repository does (each its own call).
+// Apply writes the index entry, then one batch per bucket (each its own
+// call), one after another, stopping at the first failure. The
+// repository writes the index entry first too, then sends the buckets'
+// batches at once and tries them all. A row keeps the entry's Role, which
+// the repository's library_by_principal has no column for (its Slice
+// answers none).
 func (l entries) Apply(_ context.Context, e library.Entry, prev *library.Entry) error {
 	t, ts := &l.s.content, int64(e.Version)
 	if err := l.write("library_index.put", func() { putAt(t.index, e.PrincipalID+"|"+e.ContentID, e, ts) }); err != nil {
@@ -266,7 +270,9 @@ func (l entries) Apply(_ context.Context, e library.Entry, prev *library.Entry) 
 	return nil
 }
 
-// Remove deletes the index entry, then prev's rows.
+// Remove deletes the index entry, then prev's rows one after another,
+// stopping at the first failure (the repository's rows at once, all
+// tried).
 func (l entries) Remove(_ context.Context, principalID, contentID string, prev *library.Entry, version int) error {
 	t, ts := &l.s.content, int64(version)
 	if err := l.write("library_index.delete", func() { deleteAt(t.index, principalID+"|"+contentID, ts) }); err != nil {

@@ -11,13 +11,15 @@ import (
 // written as the repository writes each: every Begin of an entry at its
 // start (µs), its End one microsecond later, so a Begin landing after its
 // End stays ended; every key names its attempt, so no attempt's end
-// touches another's entry. InProgress reads the whole index in one call
-// (the repository reads from a start that moves up to the oldest open
-// entry, docs/design/jobs.md#index-start, proven on Cassandra by
-// repository's TestAttemptIndex* tests: the start is not what the
-// explorer explores; an attempt whose entry is acknowledged past
-// domain.EntryGrant, as a Slow call's is, goes no further). Its calls take
-// faults like every other call.
+// touches another's entry. A row is keyed by its day and its key alone
+// (the repository's by its start too), and InProgress reads the whole
+// index in one call, by day and key (the repository reads from a start
+// that moves up to the oldest open entry, oldest first, and holds an entry
+// open long in a partition of its own: docs/design/jobs.md#index-start,
+// proven on Cassandra by repository's TestAttemptIndex* tests: the start
+// is not what the explorer explores; an attempt whose entry is
+// acknowledged past domain.EntryGrant, as a Slow call's is, goes no
+// further). Its calls take faults like every other call.
 type dayIndex[E any] struct {
 	s *Store
 	// table is the Store's field holding the rows, made on first use.

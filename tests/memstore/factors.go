@@ -13,7 +13,8 @@ import (
 // Factors keeps second factors as repository.Factors does: one partition
 // per account, every write a compare-and-set of one row decided when it
 // lands; a pending factor is gone once its TTL has passed on the store's
-// clock, a confirmed one never.
+// clock (the exact TTL: the repository's is whole seconds, rounded down),
+// a confirmed one never.
 type Factors struct{ s *Store }
 
 var _ accounts.FactorStore = (*Factors)(nil)
@@ -33,8 +34,8 @@ type pendingFactor struct {
 	expires time.Time
 }
 
-// partition returns userID's rows, made when make is set. The caller
-// holds s.mu.
+// factorPartition returns userID's rows, made when make is set. The
+// caller holds s.mu.
 func (s *Store) factorPartition(userID string, make bool) *factorPartition {
 	if s.factors == nil {
 		s.factors = map[string]*factorPartition{}
@@ -47,7 +48,8 @@ func (s *Store) factorPartition(userID string, make bool) *factorPartition {
 	return p
 }
 
-// live returns the factor's row unless it is gone. The caller holds s.mu.
+// liveFactor returns the factor's row unless it is gone. The caller holds
+// s.mu.
 func (s *Store) liveFactor(userID, id string) (pendingFactor, bool) {
 	p := s.factorPartition(userID, false)
 	if p == nil {

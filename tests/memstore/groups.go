@@ -122,8 +122,11 @@ func (s *Store) GroupMembers() groups.MemberStore { return groupMembers{s} }
 
 type groupMembers struct{ s *Store }
 
-// Apply writes both tables at version, one call each, as the repository:
-// a removal deletes the reverse index row first.
+// Apply writes both tables at version, one call each: a removal deletes
+// the reverse index row first, then the member row, as the repository
+// does; an addition writes the member row, then the reverse index row,
+// stopping at the first failure, where the repository sends the two at
+// once and tries both.
 func (m groupMembers) Apply(_ context.Context, groupID string, c groups.MemberChange, version int) error {
 	t, ts := &m.s.groups, int64(version)
 	write := func(name string, apply func()) error {
@@ -183,6 +186,8 @@ func (m groupMembers) groupsOf(userID string) []groups.MemberOf {
 
 func memberOfGroup(r groups.MemberOf) string { return r.GroupID }
 
+// GroupsOf lists the user's groups by id: nil when there are none, where
+// the repository's answers an empty list.
 func (m groupMembers) GroupsOf(_ context.Context, userID string) ([]string, error) {
 	var out []string
 	_, err := m.s.call("groups_by_member.list", false, func() (bool, error) {

@@ -5,11 +5,13 @@
 //	sessions.go       sessions and their by-user index, cell by cell
 //	tokens.go         mailed tokens, compare-and-set rows with an expiry
 //	attempts.go       throttled attempts: tries and failures per scope, never deleted
+//	factors.go        second factors and recovery sets, compare-and-set rows
 //	account_audit.go  the accounts' audit log
 //	suspensions.go    suspensions (list, lookup, expiry) and moderation history
 //	audit.go          the moderation repair's audit: each table's scan
 //	groups.go         groups, their members and the by-member index
 //	content.go        content, its members, libraries and the outbox marks
+//	dayindex.go       the indexes of work in progress, by the day it began
 //	deletions.go      the index of account deletions in progress
 //	closings.go       the indexes of group closings and membership changes in progress
 //	jobs.go           the jobs' rows (compare-and-set on the version)
@@ -21,14 +23,19 @@
 // pending rows expire with their lease on a clock the test moves; and a
 // fault can hit any call: fail it before it applies, apply it and lose the
 // answer, hold it back so it lands later (its condition decided then, as a
-// hung node's queued request is), or crash the caller there (nothing it
-// sends afterwards reaches the store). Lost and held answers come back as
-// domain.ErrOutcomeUnknown, as the repository reports them once a read-back
-// could not prove the outcome. It exists for the fault explorer
+// hung node's queued request is), crash the caller there (nothing it
+// sends afterwards reaches the store), run out every lease just before it
+// (Expire), or stretch it past the leases (Slow). Lost and held answers
+// come back as domain.ErrOutcomeUnknown (with domain.ErrUnavailable), as
+// the repository reports a compare-and-set whose read-back could not
+// prove the outcome; the repository reports a plain write's lost answer
+// as domain.ErrUnavailable alone. It exists for the fault explorer
 // (tests/faults); the database tests run against a real node, and the
 // store-contract suites (tests/storecontract, contract_test.go) run on
-// both, so a drift from Cassandra fails a test rather than an explorer's
-// verdict.
+// both, so a drift from Cassandra that a suite checks fails a test rather
+// than an explorer's verdict. Where a store sends several writes at once
+// (the repository's all), the fake sends them one after another and stops at
+// the first failure: each such place says so.
 package memstore
 
 import (
@@ -65,16 +72,20 @@ const (
 	// process stalls (a pause, a hung node) past the lease in mid-protocol.
 	// Safety must not rest on clocks: only the lease's liveness may.
 	Expire
-	// Slow: the call takes longer than every grace period and lease. A
-	// read is answered as it stood when the call began; a write applies
-	// (its condition decided) only at the call's end. In between the clock
-	// moves past every grace and lease and Meanwhile runs: the background
+	// Slow: the call takes longer than the leases and the outbox's grace
+	// (expireJump). A read is answered as it stood when the call began; a
+	// write applies (its condition decided) only at the call's end. In
+	// between the clock moves by expireJump and Meanwhile runs: the background
 	// processes (outbox worker, sweeper, repairs) a test lets act while the
 	// caller is stuck in the call.
 	Slow
 )
 
-// expireJump is how far Expire moves the clock: past every lease.
+// expireJump is how far Expire and Slow move the clock: past the leases
+// the explorers use (claims and pending rows 30 s, jobs 30 s) and the
+// outbox's grace (5 s); not past a token's grace (accounts.TokenGrace, an
+// hour), an enrolment's TTL or the repairs' age of a stale entry (ten
+// minutes each).
 const expireJump = 5 * time.Minute
 
 var faultNames = []string{"none", "fail-before", "lose-answer", "land-late", "crash", "expire", "slow"}
@@ -89,7 +100,9 @@ var (
 	errUnknown = fmt.Errorf("memstore: answer lost: %w: %w", domain.ErrOutcomeUnknown, domain.ErrUnavailable)
 )
 
-// Store is the accounts' tables: claims, users and sessions.
+// Store is every store's tables (claims, accounts, sessions, moderation,
+// groups, content, the indexes of work in progress, the jobs), one clock
+// and the faults of their calls.
 type Store struct {
 	mu     sync.Mutex
 	now    time.Time
@@ -103,7 +116,10 @@ type Store struct {
 	// the whole table), as the repository's queue_progress row: an entry
 	// whose end is behind it is never read (Suspensions.Expired).
 	expiryStart *time.Time
-	// buckets is the suspended list's bucket index (Audit).
+	// buckets is the suspended list's bucket index, written by the
+	// repair's audit alone (Audit.IndexBucket, PruneBucket): unlike the
+	// repository's, Suspensions.Record and Erase do not write it and Page
+	// does not read it.
 	buckets map[string]bool
 	// history is the moderation history (Suspensions), by eventKey.
 	history map[string]eventCell
@@ -124,7 +140,7 @@ type Store struct {
 	// factors are the second factors (Factors), by user; made on first use.
 	factors map[string]*factorPartition
 	// deletions is the index of account deletions in progress
-	// (Deletions), by day and user.
+	// (Deletions), by day, user and attempt.
 	deletions map[string]versioned[accounts.DeletionEntry]
 	// audit is the audit of admin actions (AccountAudit), by entry key;
 	// made on first use.
@@ -266,7 +282,7 @@ func (s *Store) call(name string, write bool, apply func() (bool, error)) (bool,
 
 // slow runs a Slow call (s.mu held, and held again on return): a read
 // answers as it stood at the start, a write applies at the end; between
-// them the clock moves past every lease and grace and Meanwhile runs.
+// them the clock moves by expireJump and Meanwhile runs.
 func (s *Store) slow(write bool, apply func() (bool, error)) (bool, error) {
 	var found bool
 	var err error
@@ -290,7 +306,7 @@ func (s *Store) slow(write bool, apply func() (bool, error)) (bool, error) {
 
 func claimID(kind domain.ClaimKind, key string) string { return string(kind) + "/" + key }
 
-// live returns the claim row unless it expired.
+// liveClaim returns the claim row unless it expired.
 func (s *Store) liveClaim(id string) (claimRow, bool) {
 	r, ok := s.claims[id]
 	if ok && !r.expires.IsZero() && !s.now.Before(r.expires) {

@@ -95,7 +95,11 @@ func (s *Store) Sessions() *Sessions { return &Sessions{s: s} }
 func (s *Store) SessionsAhead(d time.Duration) *Sessions { return &Sessions{s: s, ahead: d} }
 
 // Sessions keeps login sessions, each statement of repository.Sessions a
-// call of its own.
+// call of its own (GetMany of no hashes too, which the repository does
+// not send). A session's cells live until its ExpiresAt exactly (the
+// repository's TTL is in whole seconds, rounded down), and Get answers
+// the whole session written, its client's address and agent too (the
+// repository's Get reads neither; GetMany does).
 type Sessions struct {
 	s     *Store
 	ahead time.Duration
@@ -217,7 +221,8 @@ func (ss *Sessions) Delete(_ context.Context, sess domain.Session) error {
 }
 
 // DeleteAll revokes every session of the user but keep, one after another
-// (the repository runs 16 at once), going on past a failure.
+// (the repository runs revokeConcurrency, 16, at once), going on past a
+// failure.
 func (ss *Sessions) DeleteAll(ctx context.Context, userID, keep string) error {
 	entries, err := ss.Entries(ctx, userID)
 	if err != nil {

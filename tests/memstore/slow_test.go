@@ -10,8 +10,8 @@ import (
 
 // TestSlowCallRunsMeanwhileBetweenItsStartAndItsEnd: a slow read answers
 // the row as it stood when the call began, a slow write decides its
-// condition at the end; Meanwhile runs in between, with the clock past
-// every lease.
+// condition at the end; Meanwhile runs in between, with the clock moved
+// by expireJump.
 func TestSlowCallRunsMeanwhileBetweenItsStartAndItsEnd(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

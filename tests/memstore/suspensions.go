@@ -32,8 +32,9 @@ func (s *Store) del(table map[string]cell, key string, ts int64) {
 }
 
 // Suspensions is the store as moderation's suspension store: the list rows,
-// the reverse lookup and the expiry entries, each write at the account's
-// version, one store call per row as the repository makes them.
+// the reverse lookup, the expiry entries and the history, each write at
+// the account's version, one store call per row. Unlike the repository's,
+// it keeps no bucket index (see Record, Erase and Page).
 func (s *Store) Suspensions() *Suspensions { return &Suspensions{s} }
 
 // Suspensions keeps the records derived from suspensions.
@@ -55,7 +56,10 @@ func (ss *Suspensions) write(name string, apply func()) error {
 }
 
 // Record writes the history entry, the list row, the lookup and the
-// expiry entry.
+// expiry entry, one after another, and stops at the first failure. The
+// repository sends the four at once and tries them all, then writes the
+// bucket's index entry (suspension_buckets.insert), which has no call
+// here.
 func (ss *Suspensions) Record(_ context.Context, sp domain.Suspension, version int) error {
 	s, ts := ss.s, int64(version)
 	if err := ss.writeEvent(moderation.SuspendedEvent(sp), ts); err != nil {
@@ -73,7 +77,9 @@ func (ss *Suspensions) Record(_ context.Context, sp domain.Suspension, version i
 	return nil
 }
 
-// Erase deletes the list row, then the lookup, then the expiry entry.
+// Erase deletes the list row, then the lookup, then the expiry entry. The
+// repository prunes the bucket's index entry after the list row (a read,
+// then maybe a delete), which has no call here.
 func (ss *Suspensions) Erase(_ context.Context, sp domain.Suspension, version int) error {
 	return ss.erase(sp, version, true)
 }
@@ -114,7 +120,8 @@ func (ss *Suspensions) Lookup(_ context.Context, userID string) (domain.Suspensi
 }
 
 // Page lists the suspended newest first, ties by user id descending (the
-// buckets' order, buckets newest first), after the cursor.
+// buckets' order, buckets newest first), after the cursor, from every
+// live list row: the repository reads only the buckets its index lists.
 func (ss *Suspensions) Page(_ context.Context, after *moderation.Cursor, limit int) ([]domain.Suspension, error) {
 	var out []domain.Suspension
 	_, err := ss.s.call("users_by_status.page", false, func() (bool, error) {
@@ -242,7 +249,8 @@ func (ss *Suspensions) RecordSuspended(_ context.Context, sp domain.Suspension, 
 	return ss.writeEvent(moderation.SuspendedEvent(sp), int64(version))
 }
 
-// RecordLift writes the lift's history entries, one call each.
+// RecordLift writes the lift's history entries, one call each, stopping
+// at the first failure (the repository's at once, all tried).
 func (ss *Suspensions) RecordLift(_ context.Context, l domain.Lift, version int) error {
 	for _, e := range moderation.LiftEvents(l) {
 		if err := ss.writeEvent(e, int64(version)); err != nil {

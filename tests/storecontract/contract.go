@@ -44,10 +44,8 @@ var RealClock = Clock{Now: time.Now, Pass: time.Sleep}
 // rounding down (the sessions' and tokens' TTL is their expiry minus now),
 // so TTL 5 s may be written as 4 and the row lives at least 3 s after its
 // write, long enough for the next statements of the check under -race on
-// two busy cores. It was 1 s: written as 1, a row could be gone a
-// millisecond after its write (seen once in ten make test runs: a
-// session's index entry missing right after Create); then 3 s, which left
-// a check one second. TTLPassed outlasts the longest a row may live, 5 s.
+// two busy cores (a TTL of 1 s may be written as 1 and gone a millisecond
+// after the write). TTLPassed outlasts the longest a row may live, 5 s.
 const (
 	TTL       = 5 * time.Second
 	TTLPassed = 5500 * time.Millisecond

@@ -90,7 +90,8 @@ func outboxMarks(t testing.TB, s library.Outbox, c Clock) {
 }
 
 // entryIndex is an index of operations in progress (account deletions,
-// group closings) seen through one shape: E is its entry.
+// group closings, membership changes, moderation's attempts, the job
+// queue) seen through one shape: E is its entry.
 type entryIndex[E any] struct {
 	begin, end func(ctx context.Context, e E) error
 	inProgress func(ctx context.Context, fn func(E) error) error

@@ -50,8 +50,8 @@ var UserChecks = append(rowChecks(func(s UserStore) rowStore[domain.User] {
 	Check[UserStore]{"NarrowReadsReadTheirColumns", userNarrowReads})
 
 // userProfile: Profile reads an account's id, username, display name,
-// status and creation time as Get does, and leaves every other field
-// empty (the hash and the email are not read); no account is ErrNotFound.
+// status and creation time as they were written (domain.Profile has no
+// field for the rest); no account is ErrNotFound.
 func userProfile(t testing.TB, s UserStore, c Clock) {
 	ctx, id := context.Background(), Key("u")
 	u := domain.User{ID: id, Username: "Ann", UsernameKey: "ann", Email: "ann@example.com", EmailKey: "ann@example.com",

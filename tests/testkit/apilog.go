@@ -15,7 +15,8 @@ import (
 
 // APINote is one line of an API process's log that explains a wait: a
 // statement attempt slower than SHELF_CASSANDRA_SLOW_LOG, or the driver's
-// word about a connection. A second without answers is explained by the
+// word about a connection; or one of a node's (ReadNodeNotes): a warning,
+// a pause, a peer down or up. A second without answers is explained by the
 // notes whose span overlaps it, so a run that saw one says which node and
 // which statements the requests waited on (the nemesis, bench-degraded).
 type APINote struct {

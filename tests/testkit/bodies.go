@@ -20,10 +20,10 @@ import (
 // bodySchemas checks JSON bodies against openapi.yaml's schemas, each
 // compiled once. kin-openapi validates a 3.1 document with the same
 // JSON Schema 2020-12 library (santhosh-tekuri/jsonschema), but compiles
-// the schema again for every answer: under -race that was about a tenth
-// of the end-to-end package's CPU (pprof of its heaviest tests). Here the
-// whole document is one resource and each body's schema is compiled once,
-// by its JSON pointer, so references resolve as in the document.
+// the schema again for every answer, about a tenth of the end-to-end
+// package's CPU under -race. Here the whole document is one resource and
+// each body's schema is compiled once, by its JSON pointer, so references
+// resolve as in the document.
 type bodySchemas struct {
 	mu       sync.Mutex
 	compiler *jsonschema.Compiler

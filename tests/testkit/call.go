@@ -9,9 +9,10 @@ import (
 	"strings"
 )
 
-// Call sends one JSON request with client (the benchmarks' seeding) and
-// fails unless the answer's status is want; out, when set, receives the
-// decoded body. token, when set, is sent as a bearer token.
+// Call sends one JSON request with client (the benchmarks' seeding, tests
+// against a server process) and fails unless the answer's status is want;
+// out, when set, receives the decoded body. token, when set, is sent as a
+// bearer token. It checks nothing against openapi.yaml (API does).
 func Call(client *http.Client, method, url, token, body string, want int, out any) error {
 	var rd io.Reader
 	if body != "" {

@@ -239,8 +239,8 @@ func Connect(tb testing.TB, hosts []string, keyspace string) gocqlx.Session {
 // migrate applies the schema to keyspace ks and waits until its
 // storage-attached indexes answer queries. A migration that creates an
 // index returns while the node still builds it, and a query through it
-// meanwhile fails (INDEX_NOT_AVAILABLE): seen in make test, a search on a
-// keyspace made a moment before.
+// meanwhile fails (INDEX_NOT_AVAILABLE): a search on a keyspace made a
+// moment before.
 func migrate(ctx context.Context, s gocqlx.Session, ks string) error {
 	if err := repository.Migrate(ctx, s); err != nil {
 		return err

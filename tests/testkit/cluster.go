@@ -16,8 +16,8 @@ import (
 )
 
 // Cluster is the Cassandra nodes that a test starts for itself (three for
-// the nemesis and the seeds benchmark, two data centres for the regions
-// test), each on its own loopback address.
+// the nemesis and the seeds, degraded and capacity benchmarks, two data
+// centres for the regions test), each on its own loopback address.
 type Cluster struct {
 	L     *localcassandra.Launcher
 	Nodes []localcassandra.Node
@@ -120,11 +120,10 @@ func Whole(ctx context.Context, addresses []string, table string) error {
 // holds no hints for another (system_views.pending_hints), and does both
 // rounds times in a row a second apart. A node restarted a moment ago
 // answers, but slowly: its JIT is cold and the others replay to it the
-// hints they kept while it was down (a minute and a half of writes, on
-// two cores, after a restart that took that long). A fault then leaves a
-// quorum that needs that slow node, which is two nodes' worth of fault:
-// the nemesis saw compare-and-sets coordinated beside a node 25 s up time
-// out ("received only 1 responses") when another node was killed. It
+// hints they kept while it was down. A fault then leaves a quorum that
+// needs that slow node, which is two nodes' worth of fault: a
+// compare-and-set coordinated beside a node just restarted can time out
+// ("received only 1 responses") when another node is killed. It
 // returns the slowest answer of the last round, or an error with the last
 // round's findings when ctx ends or wait has passed.
 func Settled(ctx context.Context, addresses []string, table string, within time.Duration, rounds int, wait time.Duration) (time.Duration, error) {

@@ -75,9 +75,9 @@ const outsideTheDocument = "/assets/"
 
 // Check validates one exchange against the contract: the response of a
 // documented operation must match that operation's status, headers and
-// body schema; an answer for an undocumented path or method must be a
-// problem+json 404 or 405, except under /assets/, where only errors are
-// checked.
+// body schema; an answer for an undocumented path or method must be an
+// error (4xx or 5xx) in problem+json, except under /assets/, where an
+// answer below 400 passes and only errors are checked.
 func (c *Contract) Check(req *http.Request, resp *http.Response, body []byte) error {
 	route, params, err := c.router.FindRoute(req)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // their order and a connection is not throttled: each waits the delay from
 // when it was read, so a chatty connection pays the delay once per trip,
 // not once per chunk queued behind another. (Kernel delay, tc netem, is
-// not built into every kernel this runs on; this machine's has none.)
+// not built into every kernel this runs on.)
 type Link struct {
 	target string
 	ln     net.Listener

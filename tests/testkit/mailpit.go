@@ -85,11 +85,11 @@ type Mailpit struct {
 }
 
 // StartMailpit runs a mailpit of the test's own on loopback ports (no
-// version check, no authentication, messages in memory) and stops it when
-// the test ends. The two ports are free when chosen but may be taken by
-// another test's mailpit before this one binds them (seen: its HTTP port
-// was another's SMTP port, and it exited "address already in use"); a
-// mailpit that exits before it answers is started again on new ports.
+// version check, no authentication, its database in the test's temporary
+// folder) and stops it when the test ends. The two ports are free when
+// chosen but may be taken by another test's mailpit before this one binds
+// them (it then exits "address already in use"); a mailpit that exits
+// before it answers is started again on new ports.
 func StartMailpit(tb testing.TB) *Mailpit {
 	tb.Helper()
 	bin, err := mailpitBin()
@@ -237,8 +237,8 @@ func (m *Mailpit) WaitFor(tb testing.TB, to string, n int) []Mail {
 
 // get reads path from mailpit's API into v. A read is safe to send again,
 // so an answer other than 200 is asked again a few times before it fails
-// the test: mailpit answers 400 when its storage errs (seen once, 0.3 s
-// after it started, on a loaded machine), and says why in the body.
+// the test: mailpit answers 400 when its storage errs (on a loaded
+// machine, just after it started), and says why in the body.
 func (m *Mailpit) get(tb testing.TB, path string, v any) {
 	tb.Helper()
 	const attempts = 5
@@ -278,8 +278,8 @@ func (m *Mailpit) read(path string) (int, []byte, error) {
 	return resp.StatusCode, body, err
 }
 
-// TokenIn returns the token of the first link to page ("verify" or
-// "reset") in a mail's text.
+// TokenIn returns the token of the first link to page ("verify",
+// "reset", "revert-email" or "revert-factor") in a mail's text.
 func TokenIn(tb testing.TB, text, page string) string {
 	tb.Helper()
 	marker := "/#/" + page + "?token="

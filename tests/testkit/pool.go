@@ -23,10 +23,10 @@ import (
 )
 
 // The keyspace pool. On the node the harness runs itself, a test's
-// keyspace outlives the test: making one (30 tables) cost the node about
-// 2.5 s of CPU and dropping it about 2 more (measured on the local node,
-// two cores), and the end-to-end package alone made 80 of them, the
-// greater part of its time. A test leases a keyspace of the pool instead:
+// keyspace outlives the test: making one (every table of schema/) costs
+// the node seconds of CPU and dropping it about as much, and the
+// end-to-end package asks for dozens. A test leases a keyspace of the
+// pool instead:
 //
 //   - Lease: an exclusive file lock per keyspace, taken without waiting
 //     (a taken one is skipped; the first free one is used, a new one made
@@ -48,7 +48,7 @@ import (
 // few keyspaces serve every run, and their statements stay prepared.
 // Tests on a cluster of their own (NewDBOn) and on SHELF_TEST_CASSANDRA_HOSTS
 // (a cluster other machines may share; a file lock guards only this one)
-// get fresh keyspaces, dropped at their end, as before.
+// get fresh keyspaces, dropped at their end.
 type pool struct {
 	hosts  []string
 	dir    string // the lock files
