@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"time"
@@ -56,25 +57,21 @@ func (ss *Suspensions) write(name string, apply func()) error {
 }
 
 // Record writes the history entry, the list row, the lookup and the
-// expiry entry, one after another, and stops at the first failure. The
-// repository sends the four at once and tries them all, then writes the
-// bucket's index entry (suspension_buckets.insert), which has no call
-// here.
+// expiry entry, one call each, and tries them all whatever fails, as the
+// repository sends the four at once: any of them may be left out. The
+// repository then writes the bucket's index entry
+// (suspension_buckets.insert), which has no call here.
 func (ss *Suspensions) Record(_ context.Context, sp domain.Suspension, version int) error {
 	s, ts := ss.s, int64(version)
-	if err := ss.writeEvent(moderation.SuspendedEvent(sp), ts); err != nil {
-		return err
-	}
-	if err := ss.write("users_by_status.insert", func() { s.put(s.list, listKey(sp), sp, ts) }); err != nil {
-		return err
-	}
-	if err := ss.write("suspended_users.insert", func() { s.put(s.lookup, sp.UserID, sp, ts) }); err != nil {
-		return err
+	errs := []error{
+		ss.writeEvent(moderation.SuspendedEvent(sp), ts),
+		ss.write("users_by_status.insert", func() { s.put(s.list, listKey(sp), sp, ts) }),
+		ss.write("suspended_users.insert", func() { s.put(s.lookup, sp.UserID, sp, ts) }),
 	}
 	if !sp.Until.IsZero() {
-		return ss.write("suspension_expiries.insert", func() { s.put(s.expiry, expiryKey(sp.UserID, sp.Until), sp, ts) })
+		errs = append(errs, ss.write("suspension_expiries.insert", func() { s.put(s.expiry, expiryKey(sp.UserID, sp.Until), sp, ts) }))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Erase deletes the list row, then the lookup, then the expiry entry. The
@@ -249,15 +246,14 @@ func (ss *Suspensions) RecordSuspended(_ context.Context, sp domain.Suspension, 
 	return ss.writeEvent(moderation.SuspendedEvent(sp), int64(version))
 }
 
-// RecordLift writes the lift's history entries, one call each, stopping
-// at the first failure (the repository's at once, all tried).
+// RecordLift writes the lift's history entries, one call each, and tries
+// them all whatever fails, as the repository sends them at once.
 func (ss *Suspensions) RecordLift(_ context.Context, l domain.Lift, version int) error {
+	var errs []error
 	for _, e := range moderation.LiftEvents(l) {
-		if err := ss.writeEvent(e, int64(version)); err != nil {
-			return err
-		}
+		errs = append(errs, ss.writeEvent(e, int64(version)))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // History reads the user's history, newest first (ties by kind,
