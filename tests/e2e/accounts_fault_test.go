@@ -76,8 +76,10 @@ func TestSignupResolvesAmbiguousAnswers(t *testing.T) {
 }
 
 // TestFaultStormKeepsCountsEqual runs concurrent, colliding signups while
-// a third of all lightweight transactions lose their answer: the number of
-// 201 answers equals the number of accounts, and the claims agree (U1-U5).
+// a write timeout is drawn one time in three before every attempt of every
+// statement (the attempt is not sent) and after it (its answer is lost
+// once it applied): the number of 201 answers equals the number of
+// accounts, and the claims agree (U1-U5).
 func TestFaultStormKeepsCountsEqual(t *testing.T) {
 	t.Parallel()
 	const lease = 3 * time.Second
@@ -115,9 +117,11 @@ func TestFaultStormKeepsCountsEqual(t *testing.T) {
 					cmu.Unlock()
 				case http.StatusConflict:
 				case http.StatusServiceUnavailable:
-					// A transaction that stayed ambiguous five times running
-					// (a third of all answers are lost here) read back as
-					// not applied: the signup gave up and undid itself.
+					// A transaction whose outcome stayed unknown (answers
+					// lost, and the row read back not saying): before
+					// activation the signup undid itself; an activation
+					// keeps everything, its account active or expiring
+					// with the lease (freeDeadClaims below).
 				default:
 					t.Errorf("%s/%s: %d %s", u, e, r.StatusCode, r.Body)
 				}

@@ -132,7 +132,10 @@ func allUsers(t *testing.T, db *testkit.DB) map[string]userRow {
 // checkClaimsConsistent asserts U1/U2 on the whole keyspace: every claim
 // is committed and owned by an active account that holds exactly that key
 // (for an email: its own, or the one it asks for or holds for a revert),
-// and every active account's keys are claimed by it.
+// and every active account's username, email and pending email are
+// claimed by it; it returns the number of active accounts. A committed
+// claim whose account row is gone (a signup that died before activation)
+// passes: freeDeadClaims checks those.
 func checkClaimsConsistent(t *testing.T, db *testkit.DB) (accounts int) {
 	t.Helper()
 	users := allUsers(t, db)

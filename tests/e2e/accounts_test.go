@@ -233,8 +233,7 @@ func TestRenames(t *testing.T) {
 	path := "/v1/users/" + created.ID
 
 	// A new email is only asked for (docs/design/email-change.md): the
-	// account keeps its own
-	// until the new one is confirmed.
+	// account keeps its own until the new one is confirmed.
 	renamed, newEmail := name("Ren"), name("ren")+"@example.org"
 	r := me.Send(http.MethodPatch, path, map[string]string{"username": renamed, "email": newEmail, "displayName": "Ren É", "currentPassword": testPassword})
 	var after accountBody

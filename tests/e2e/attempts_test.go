@@ -12,8 +12,8 @@ import (
 )
 
 // twoAtOnce runs two requests of one operation on one row in the order
-// that used to lose the winner's index entry (every
-// attempt's entry is its own: docs/design/deletion.md): the
+// that would lose the winner's index entry were the attempts to share
+// one (every attempt's entry is its own: docs/design/deletion.md): the
 // first writes its entry, then the second its own, then the first's
 // compare-and-set applies and its process dies (stop, at the step after
 // it), then the second's loses and ends its own entry. Install entry at

@@ -37,7 +37,8 @@ func closeAndFinish(t *testing.T, api *testkit.API, id string) *testkit.Response
 }
 
 // checkClosed asserts that a closed group left nothing that works or
-// shows: it is 404 by id and by name, its row is closed, no member row,
+// shows: it and its library are 404 by id, its name leads nowhere or to
+// a new group, its row is closed with no members counted, no member row,
 // library row or index entry of it is left, its closing is no longer in
 // progress, and its name is not claimed by it.
 func checkClosed(t *testing.T, api *testkit.API, db *testkit.DB, g groupBody) {
@@ -184,8 +185,8 @@ func TestCloseGroup(t *testing.T) {
 	// The other manager closes it, though it still has members.
 	mustClose(t, w.mgrAPI, w.group.ID)
 	w.check(t)
-	// The repeat by whoever closed it, and an admin's, are 204; to anyone
-	// else the group is gone.
+	// The repeat by whoever closed it, and an admin's, answer 202 with the
+	// closing's job; to anyone else the group is gone.
 	mustClose(t, w.mgrAPI, w.group.ID)
 	mustClose(t, m.admin, w.group.ID)
 	if r := closeGroup(w.ownerAPI, w.group.ID); r.StatusCode != http.StatusNotFound {
@@ -287,9 +288,9 @@ func TestInterruptedClosingIsFinished(t *testing.T) {
 // TestClosingWhoseReverseIndexDeleteFailsIsFinished: a closing's removal
 // of a member row whose groups_by_member delete fails. The retry pages
 // group_members for the rows to remove, so the member row must still be
-// there: before, both deletes were sent at once, the group_members one
-// landed, and the retry left the reverse index listing the closed group
-// for good (TestExploreClosing, close-retry/call37/fail-before).
+// there: its delete goes after the reverse index's, never beside it, or
+// the retry would leave the reverse index listing the closed group for
+// good (TestExploreClosing, close-retry).
 func TestClosingWhoseReverseIndexDeleteFailsIsFinished(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -314,12 +315,12 @@ func TestClosingWhoseReverseIndexDeleteFailsIsFinished(t *testing.T) {
 }
 
 // TestRepairFencesAClosingThatNeverTookEffect: the repair finds an entry
-// older than staleClosingAge of a group still open, a closing whose
-// compare-and-set has not landed (it may still, as a hung node's queued
-// request). It moves the group's version on before removing the entry, so
-// that compare-and-set can never land and leave the group closing with no
-// entry to find it by (TestExploreClosing, close-repair-early); the group
-// stays open and usable.
+// older than lifecycle's staleEntryAge (10 minutes) of a group still
+// open, a closing whose compare-and-set has not landed (it may still, as
+// a hung node's queued request). It moves the group's version on before
+// removing the entry, so that compare-and-set can never land and leave
+// the group closing with no entry to find it by (TestExploreClosing,
+// close-repair-early); the group stays open and usable.
 func TestRepairFencesAClosingThatNeverTookEffect(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)

@@ -51,9 +51,9 @@ func sharedItem(t *testing.T, name, visibility string) (*moderators, *testkit.AP
 // TestUnshareWhoseMemberDeleteFailsStaysUnshared: the unshare is decided,
 // then its content_members delete fails. The principal must lose the item
 // at once (the answer says it is done), and the outbox worker must not fan
-// it back out. Before, the worker found the member row still there, took it
-// for "shared again" and fanned the private item back into the principal's
-// library (L1, L3; docs/design/libraries.md).
+// it back out: a worker that took the member row still there for "shared
+// again" would fan the private item back into the principal's library
+// (L1, L3; docs/design/libraries.md).
 func TestUnshareWhoseMemberDeleteFailsStaysUnshared(t *testing.T) {
 	t.Parallel()
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "secret", "private")
@@ -80,9 +80,9 @@ func TestUnshareWhoseMemberDeleteFailsStaysUnshared(t *testing.T) {
 
 // TestShareRacingDeleteLeavesNoGhost: the item is deleted between a
 // share's compare-and-set and its writes. Nobody may find the deleted item
-// in a library afterwards. Before, the share's catch-up wrote the newest
-// (deleted) version into the principal's library: a ghost for good
-// (L3; docs/design/libraries.md).
+// in a library afterwards: a share's catch-up that wrote the newest
+// (deleted) version into the principal's library would leave a ghost for
+// good (L3; docs/design/libraries.md).
 func TestShareRacingDeleteLeavesNoGhost(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -127,10 +127,10 @@ func TestShareRacingDeleteLeavesNoGhost(t *testing.T) {
 // manager at once, with the member write slowed down. One of them adds the
 // user (201), the others find a member (200); the item counts the user
 // once, so once the user is removed the owner is the last manager again
-// (409 last_manager). Before, a share that lost the compare-and-set read
-// the member rows before the winner had written them and counted the user
-// again: an item could end with no manager while its count said one
-// (L3, L4; docs/design/libraries.md).
+// (409 last_manager). A share that lost the compare-and-set and read the
+// member rows before the winner had written them would count the user
+// again: an item could end with no manager while its count said one (L3,
+// L4; docs/design/libraries.md).
 func TestConcurrentSharesOfOnePrincipalCountOnce(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -177,9 +177,9 @@ func TestConcurrentSharesOfOnePrincipalCountOnce(t *testing.T) {
 
 // TestReshareDuringUnshareKeepsTheItem: the user is shared again while the
 // unshare is writing the library. Both answer; the user is a member again
-// and finds the item in their library. Before, the unshare's catch-up
-// removed the library entry at the re-share's version: the delete won the
-// tie, and a member's library lacked the item (L3).
+// and finds the item in their library. An unshare's catch-up that removed
+// the library entry at the re-share's version would win the tie, and a
+// member's library would lack the item (L3).
 func TestReshareDuringUnshareKeepsTheItem(t *testing.T) {
 	t.Parallel()
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "again", "private")
@@ -211,13 +211,12 @@ func TestReshareDuringUnshareKeepsTheItem(t *testing.T) {
 
 // TestRejectedChangeKeepsAnEarlierMark: a public item turns private but its
 // fan-out stops before one member's library; then a PATCH is rejected
-// (400). The outbox worker must still finish the first change. Before, the
-// rejected change's Done deleted the item's whole outbox row, the earlier
-// mark with it, and anonymous callers kept seeing the private item in that
-// member's library (L3, L4; docs/design/libraries.md#queues). The item's
-// rows are lean: the change removed them before it was recorded, so
-// without the earlier mark the member would never find the item in their
-// own library again.
+// (400). The outbox worker must still finish the first change: a rejected
+// change's Done that deleted the item's whole outbox row would take the
+// earlier mark with it (L3, L4; docs/design/libraries.md#queues). The
+// item's rows are lean: the change removed them before it was recorded,
+// so without the earlier mark the member would never find the item in
+// their own library again.
 func TestRejectedChangeKeepsAnEarlierMark(t *testing.T) {
 	t.Parallel()
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "going private", "public")
@@ -254,10 +253,10 @@ func TestRejectedChangeKeepsAnEarlierMark(t *testing.T) {
 
 // TestFanoutWhoseRowsFailedIsRedoneByTheWorker: an update's fan-out writes
 // a member's index entry, then its library rows fail. The outbox worker
-// must write them. Before, the worker took the index entry at the new
-// version for "already there" and skipped the member: the page dropped
-// the old rows as stale, and the item was missing from the member's
-// library until the next change (found by TestExploreContent).
+// must write them: a worker that took the index entry at the new version
+// for "already there" would skip the member, the page would drop the old
+// rows as stale, and the item would be missing from the member's library
+// until the next change (TestExploreContent).
 func TestFanoutWhoseRowsFailedIsRedoneByTheWorker(t *testing.T) {
 	t.Parallel()
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "before", "public")

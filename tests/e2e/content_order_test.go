@@ -95,12 +95,12 @@ func TestOldestFirstOnBothLibraries(t *testing.T) {
 // once, the changed one included, which sits at its new place past the
 // run's end (L2). Both ways an update keeps it:
 //   - a lean item, held before it removes its rows: it takes its new
-//     lastModified once they are gone (the run listed the item twice while
-//     the time was taken before the removals);
+//     lastModified once they are gone (a time taken before the removals
+//     would have the run list the item twice);
 //   - an item that is not lean (shared past SHELF_LEAN_MEMBERS, here 1),
 //     held before its compare-and-set is sent: it takes its place by a
-//     second one once the first has answered (listed twice while the time
-//     taken before the first was its place).
+//     second one once the first has answered (the time taken before the
+//     first, as its place, would have it listed twice).
 func TestOldestFirstRunListsAnItemChangedMeanwhileOnce(t *testing.T) {
 	t.Parallel()
 	t.Run("lean", func(t *testing.T) {
@@ -189,11 +189,11 @@ func oldestRunAcrossAHeldUpdate(t *testing.T, env map[string]string, hook func(*
 // (SHELF_LEAN_MEMBERS 1, each shared with a friend) are updated by four
 // writers without pause while four readers page oldest-first runs of the
 // owner's library, three items a page, for a few seconds: no run lists an
-// item twice (L2). A run whose first page read an item while that item's
-// compare-and-set was in flight began after a place taken before the
-// compare-and-set, and listed the item again there; the place taken by a
-// second compare-and-set once the first has answered is past the run's
-// end (docs/design/libraries.md, oldest first).
+// item twice (L2). Were an item's place taken before its compare-and-set,
+// a run whose first page read the item while that compare-and-set was in
+// flight would begin after the place and list the item again there; the
+// place taken by a second compare-and-set once the first has answered is
+// past the run's end (docs/design/libraries.md, oldest first).
 func TestOldestFirstRunsBesideConcurrentUpdates(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, map[string]string{"SHELF_LEAN_MEMBERS": "1"})

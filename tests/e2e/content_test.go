@@ -192,15 +192,13 @@ func TestContentLifecycle(t *testing.T) {
 	}
 }
 
-// TestConcurrentUpdatesNeverDuplicate is the seed's race: 2 concurrent
-// updates of one shared item for 120 rounds, then 16 for 40: no library
-// ever shows the item twice, and each ends on the final version, read
-// newest first and oldest first in turn (L2, L4). (It ran 200 rounds of
-// each, 3 600 updates, a quarter of the end-to-end package's time; the
-// 16-writer rounds cost most, each a pile-up of compare-and-sets on one
-// row. It keeps 880 updates, 640 of them sixteen at once: a sample of the
-// real node's interleavings, beside the fault explorer's every fault at
-// every step.)
+// TestConcurrentUpdatesNeverDuplicate: 2 concurrent updates of one
+// shared item for 120 rounds, then 16 for 40: no library ever shows the
+// item twice, and each ends on the final version, read newest first and
+// oldest first in turn (L2, L4). 880 updates, 640 of them sixteen at once
+// (the costly rounds, each a pile-up of compare-and-sets on one row): a
+// sample of the real node's interleavings, beside the fault explorer's
+// every fault at every step.
 func TestConcurrentUpdatesNeverDuplicate(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -301,9 +299,9 @@ func TestRemovedItemsNeverComeBack(t *testing.T) {
 // newest first and oldest first (ties by id, in the order's direction), and
 // limit 1 the first 100 of them, each page's cursor the one item before;
 // an item updated while paging shows at most once in either order, and
-// every item left alone exactly once, in order (L2, L5). (Limit 1 paged
-// all thousand in both orders: 2 000 of the test's 2 300 pages, for
-// boundaries limit 7 crosses 143 times an order.)
+// every item left alone exactly once, in order (L2, L5). Limit 1 pages
+// only the first 100: all thousand in both orders would be most of the
+// test's pages, for boundaries limit 7 crosses 143 times an order.
 func TestPagingAThousandItems(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)

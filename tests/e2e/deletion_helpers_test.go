@@ -159,9 +159,10 @@ func checkCountsExact(t *testing.T, db *testkit.DB, contentID string) {
 }
 
 // checkGone asserts that a deleted account left nothing that works or
-// shows: it is 404, its logins fail, the sessions given fail, its library
-// and sessions tables hold nothing of it, no group counts it, and its
-// index entry of deletions in progress is gone.
+// shows: it and its library are 404, its logins fail, the sessions given
+// fail, its library, sessions_by_user and groups_by_member rows are gone,
+// its index entry of deletions in progress is gone, its row is deleted,
+// and neither of its names is still claimed by it.
 func checkGone(t *testing.T, api *testkit.API, db *testkit.DB, u userBody, sessions ...*testkit.API) {
 	t.Helper()
 	if r := api.Get("/v1/users/" + u.ID); r.StatusCode != http.StatusNotFound {

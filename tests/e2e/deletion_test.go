@@ -122,7 +122,8 @@ func TestDeleteAccount(t *testing.T) {
 	mustDelete(t, w.userAPI, w.user.ID)
 	w.check(t)
 
-	// Idempotent: an admin's repeat is 204; the user's session ended.
+	// Idempotent: an admin's repeat answers 202 with the deletion's job;
+	// the user's session ended.
 	mustDelete(t, m.admin, w.user.ID)
 	if r := deleteUser(w.userAPI, w.user.ID); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("the user's repeat after the end: %d %s", r.StatusCode, r.Body)
@@ -339,12 +340,11 @@ func mustWork(t *testing.T, m *moderators) lifecycle.Report {
 // TestDeletionLeavesAGroupEveryoneElseLeft: the user co-manages a group
 // (so the check lets the deletion begin), and every other member leaves
 // it between the check and the step that leaves the groups. The user is
-// then its last member: the deletion closes the group (CloseAlone)
+// then its last member: the deletion closes the group (closeAlone)
 // instead of stopping with 409 for good, in the same run of its job, or,
 // when the process dies right there, by the user's retry or the worker's
-// next pass. The closed
-// group has no members and nothing pending, answers 404, and its name is
-// free for a new group.
+// next pass. The closed group has no members and nothing pending, answers
+// 404, and its name is free for a new group.
 func TestDeletionLeavesAGroupEveryoneElseLeft(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -438,8 +438,9 @@ func TestLateWritesAfterADeletionChangeNothing(t *testing.T) {
 // user deleted, the held writes landing after; then the outbox worker
 // finishes the share and a member list the add. Both read the account
 // again and take the membership back: the deleted account stays in no
-// member list, no count and no library (docs/design/deletion.md). Before,
-// the worker and the member list finished both for the deleted account.
+// member list, no count and no library (docs/design/deletion.md); a
+// finisher that did not read it again would finish both for the deleted
+// account.
 func TestMembershipsTheDeletionCannotSeeAreTakenBack(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -485,10 +486,9 @@ func TestMembershipsTheDeletionCannotSeeAreTakenBack(t *testing.T) {
 // user is alone in, never sees it) and has finished. The creation then
 // reads the account after writing the rows, as every finisher of a
 // membership does, finds it deleted and closes the group instead of
-// leaving it with a deleted account as its one manager: it answers 401,
-// the closing's repair finishes it, and its name is free again
-// (docs/design/deletion.md). Before, the group stayed active, its one
-// manager deleted, its name held for good.
+// leaving it with a deleted account as its one manager (active for good,
+// its name held): it answers 401, the closing's repair finishes it, and
+// its name is free again (docs/design/deletion.md).
 func TestGroupCreatedByAnAccountBeingDeletedIsClosed(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -567,8 +567,8 @@ func closingGroupOf(t *testing.T, db *testkit.DB, createdBy string) string {
 // jobs' worker's pass (WorkJobs, of a process whose clock runs ahead)
 // leaves the entry alone while the add's request may still run (30 s on)
 // and finishes the add from it once a minute has passed: the add is taken
-// back, the counts are exact again, no entry is left. Before, the group
-// counted the deleted account until its next change.
+// back, the counts are exact again, no entry is left. Without the worker
+// the group would count the deleted account until its next change.
 func TestAddLeftPendingIsFinishedByTheWorker(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)

@@ -123,8 +123,8 @@ func (c *moderationClock) set(at func() time.Time) {
 }
 
 // startWorker runs a's background job worker for the length of the test,
-// as Serve does (a pass every 100 ms, and at once when a request of a's
-// began a job).
+// as Serve does, but a pass every 100 ms (Serve's: SHELF_JOB_INTERVAL,
+// 2 s by default), and at once when a request of a's began a job.
 func startWorker(t *testing.T, a *app.App) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

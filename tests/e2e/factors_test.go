@@ -66,8 +66,8 @@ type challengeBody struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
-// enrolTOTP enrols and confirms an authenticator for u (as me), and
-// returns the app and the recovery codes.
+// enrolTOTP enrols and confirms an authenticator for the account userID
+// (as me), and returns the app and the recovery codes.
 func enrolTOTP(t *testing.T, me *testkit.API, userID string) (*authenticatorApp, []string) {
 	t.Helper()
 	r := me.Send(http.MethodPost, "/v1/users/"+userID+"/factors", map[string]string{"name": "phone", "currentPassword": testPassword})

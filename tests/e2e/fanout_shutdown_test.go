@@ -23,10 +23,11 @@ import (
 func TestShutdownDuringALargeFanoutLosesNothing(t *testing.T) {
 	t.Parallel()
 	// Generous timeouts: the node has just taken 2 000 writes beside the
-	// package's other tests, and a rename answered 503 in CI under -race
-	// (its statements' 2 s attempts ran out). A 503's outcome is unknown,
-	// so it cannot be retried here: whether its fan-out is in the pool
-	// is what the test goes on to rely on. Timeouts are not its subject.
+	// package's other tests, and under -race the rename's statements can
+	// outlast the default 2 s attempts (a 503). A 503's outcome is
+	// unknown, so it cannot be retried here: whether its fan-out is in the
+	// pool is what the test goes on to rely on. Timeouts are not its
+	// subject.
 	env := map[string]string{"SHELF_FANOUT_SYNC_LIMIT": "0", "SHELF_CASSANDRA_TIMEOUT": "6s", "SHELF_REQUEST_TIMEOUT": "30s"}
 	m := newModerators(t, env)
 	_, ownerAPI := m.member(t)

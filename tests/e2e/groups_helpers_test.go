@@ -54,7 +54,8 @@ func postGroup(api *testkit.API, body map[string]any) *testkit.Response {
 	return api.Send(http.MethodPost, "/v1/groups", body)
 }
 
-// mustPostGroup creates a group named name (maxMembers when > 0) as api.
+// mustPostGroup creates a group named groupName (maxMembers when > 0) as
+// api, failing unless it answers 201.
 func mustPostGroup(t *testing.T, api *testkit.API, groupName string, maxMembers int) groupResp {
 	t.Helper()
 	body := map[string]any{"name": groupName}

@@ -26,17 +26,16 @@ import (
 //
 // The joins come through one process, which lets one change of a group at
 // a time at its row (domain.Gate): they lose fewer compare-and-sets in a
-// round than there are joiners (measured: 93 transactions and none lost in
-// four rounds; before the turns, 1544 of which 1452 lost, and under make
-// test's load Cassandra's contention timeout answered 503 to 21 of 50).
+// round than there are joiners (without the turns most of them lose, and
+// under load Cassandra's contention timeout answers some 503).
 //
 // Its api has generous timeouts: the fifty joins wait their turn at the
-// gate, and under -race on a loaded machine the last of them ran past the
-// 10 s request deadline (503 timeout, six of fifty in one CI run), which
-// leaves their outcome unknown and the exact count above uncheckable.
-// L7 is what it tests, not the deadline. Nor the turn's patience: with the
-// server's 1 s, one turn stalled that long under -race would send every
-// joiner still waiting ahead at once, and the count of lost
+// gate, and under -race on a loaded machine the last of them can run past
+// the 10 s request deadline (503 timeout), which leaves their outcome
+// unknown and the exact count above uncheckable. L7 is what it tests, not
+// the deadline. Nor the turn's patience: with the server's 1 s
+// (groups.DefaultTurnWait), one turn stalled that long under -race would
+// send every joiner still waiting ahead at once, and the count of lost
 // compare-and-sets would measure the stall.
 func TestConcurrentJoinsNeverExceedMaxMembers(t *testing.T) {
 	t.Parallel()

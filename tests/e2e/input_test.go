@@ -12,8 +12,7 @@ import (
 
 // The tests of this file send input that could mean two things to the
 // real service (docs/design/api-conventions.md): each is refused naming
-// the field, and nothing
-// of it is stored.
+// the field, and nothing of it is stored.
 
 // wantField fails unless r is a 400 naming only field, with code.
 func wantField(t *testing.T, r *testkit.Response, field, code string) {
@@ -112,9 +111,9 @@ func TestFieldLengthsHaveOneCode(t *testing.T) {
 // TestWhiteSpaceAtEitherEndIsRefusedInEveryField: one rule for
 // every text field: white space at either end is refused (400 untrimmed,
 // naming the field), never trimmed away, so the schema's maxLength counts
-// what is stored. The case: a group displayName of a space and 64
-// letters, which the schema forbids, was accepted (201); it is refused,
-// and 64 letters alone are accepted. Nothing refused is stored.
+// what is stored. A group displayName of a space and 64 letters, which
+// the schema forbids, is refused, and 64 letters alone are accepted.
+// Nothing refused is stored.
 func TestWhiteSpaceAtEitherEndIsRefusedInEveryField(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)

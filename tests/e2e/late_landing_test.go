@@ -39,10 +39,11 @@ func landLateOnce(stmt string) faultinject.Func {
 // TestSignupWhoseAttemptLandsLateIsComplete holds back the first attempt of
 // each of a signup's lightweight transactions; it lands after the SERIAL
 // read-back, just before the retry, whose condition then fails. The signup
-// must still answer 201 and be whole (U1-U3). Before the rule, the storm
-// (tests/storm) saw exactly this on a hung node: a late activation answered 503
+// must still answer 201 and be whole (U1-U3): a retry whose failed
+// condition were taken for the outcome would answer a late activation 503
 // signup_expired with both claims released from an active account, and a
-// late create answered 500 "id already exists".
+// late create 500 "id already exists" (tests/storm's hung node lands
+// attempts so).
 func TestSignupWhoseAttemptLandsLateIsComplete(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
@@ -100,8 +101,8 @@ func TestActivationOfUnknownOutcomeIsNeverUndone(t *testing.T) {
 
 // anotherWriteFirst loses the answer of the first run of stmt after it
 // applied, and lets another change of the same account land before the
-// read-back (docs/design/lwt-rows.md): the row's tag is then someone else's, so
-// only the outcome "unknown" is honest.
+// read-back (docs/design/lwt-rows.md): the row's tag is then someone
+// else's, so only the outcome "unknown" is honest.
 func anotherWriteFirst(t *testing.T, a *app.App, stmt, userID string) faultinject.Func {
 	var once sync.Once
 	return func(name string, at faultinject.Point) error {
@@ -150,11 +151,11 @@ func renameUnder(t *testing.T, faultsFor func(a *app.App, userID string) faultin
 }
 
 // TestRenameWhoseAnswerIsLostBehindAnotherWrite: the rename applied, its
-// answer was lost, and another change landed before the read-back. Before
-// the rule the re-run's failed condition was taken for "not applied": the
-// rename released its own committed claim and then answered 200, leaving
-// the account holding a name nobody had claimed (U1). Now it answers 503,
-// keeps the claim, and the retry answers 200.
+// answer was lost, and another change landed before the read-back. It
+// answers 503, keeps the claim, and the retry answers 200. Were the
+// re-run's failed condition taken for "not applied", the rename would
+// release its own committed claim and answer 200, leaving the account
+// holding a name nobody had claimed (U1).
 func TestRenameWhoseAnswerIsLostBehindAnotherWrite(t *testing.T) {
 	t.Parallel()
 	rn := renameUnder(t, func(a *app.App, id string) faultinject.Func { return anotherWriteFirst(t, a, "users.update", id) })
@@ -192,10 +193,10 @@ func TestRenameWhoseAnswerIsLostBehindAnotherWrite(t *testing.T) {
 }
 
 // TestPasswordChangeWhoseAnswerIsLostStillEndsOtherSessions: the change
-// applied, its answer was lost behind another write. Before the rule the
-// retry loop checked the old password against the new hash and answered
-// 401, and the other sessions lived on. Now it answers 503 and the other
-// sessions end at once.
+// applied, its answer was lost behind another write. It answers 503 and
+// the other sessions end at once; a retry loop that checked the old
+// password against the new hash would answer 401, and the other sessions
+// would live on.
 func TestPasswordChangeWhoseAnswerIsLostStillEndsOtherSessions(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
@@ -233,7 +234,7 @@ func neverSent(stmt string) faultinject.Func {
 // account update never got through (unknown outcome, 503) leaves its new
 // name committed to the account. While that update may still land, nobody
 // else gets the name; the owner's retry adopts the claim and completes
-// (before: it looped on concurrent_change and answered 409 for good).
+// (rather than losing to its own claim, 409 concurrent_change for good).
 // U1, U4 (docs/design/renames.md).
 func TestRenameStoppedAfterCommittingIsFinishedByItsRetry(t *testing.T) {
 	t.Parallel()

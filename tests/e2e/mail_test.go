@@ -344,11 +344,11 @@ func mustLoginWith(t *testing.T, api *testkit.API, loginName, password string) {
 // TestLoginRacingAReset: the attacker's login with the leaked password has
 // checked it and is about to write its session (held at its index write)
 // when the owner's reset, or her change of password from a session of
-// hers, ends every session and answers 204; then the login goes on. Before
-// the password epoch it answered 201 with a session that worked after
-// the owner's 204 (U8). Now it answers 401, and whatever a login in flight
-// answers, no session opened with the old password works once the new one
-// is set.
+// hers, ends every session (the change keeps hers) and answers (201 with
+// the reset's session, 204 for the change); then the login goes on. It
+// answers 401, and whatever a login in flight answers, no session opened
+// with the old password works once the new one is set (U8: the password
+// epoch).
 func TestLoginRacingAReset(t *testing.T) {
 	t.Parallel()
 	mp := testkit.StartMailpit(t)

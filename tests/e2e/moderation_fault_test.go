@@ -183,9 +183,10 @@ func runAdminOn(db *testkit.DB, args ...string) (string, error) {
 // lifted, then the list row's delete (or the expiry entry's) fails. The
 // reverse lookup is erased after the list row, so it is still there for the
 // retry, which erases what is left; the expiry entry goes last, and the
-// sweeper finds it; the user is not left listed while active (S2). Before, the three deletes
-// ran at once: the lookup's landed, the retry found nothing to finish, and
-// an active user stayed in the suspended list (docs/design/suspension.md).
+// sweeper finds it; the user is not left listed while active (S2). Were
+// the deletes sent at once, the lookup's could land alone, the retry find
+// nothing to finish, and an active user stay in the suspended list
+// (docs/design/suspension.md).
 func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -221,9 +222,9 @@ func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
 // TestSuspensionStopsSessionsEvenWhenRevokingFails: the suspension lands,
 // then revoking the sessions fails (503). The user's session must still
 // stop working on its next request (S3): a session counts only while its
-// account is not suspended. Before, authentication read the session alone,
-// and the session lived on until a retry or repair revoked it
-// (docs/design/sessions.md).
+// account is not suspended, so authentication reads the account with the
+// session, not the session alone, which would live on until a retry or
+// repair revoked it (docs/design/sessions.md).
 func TestSuspensionStopsSessionsEvenWhenRevokingFails(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -257,8 +258,8 @@ func TestSuspensionStopsSessionsEvenWhenRevokingFails(t *testing.T) {
 // TestRepairRestoresAMissingExpiryEntry: a suspension with an end whose
 // expiry entry failed (503), then the operator's repair instead of a
 // retry. The repair must write the entry, or the sweeper never lifts the
-// suspension. Before, the repair checked the list row, the lookup and the
-// sessions only (found by TestExploreModeration).
+// suspension; checking the list row, the lookup and the sessions alone
+// would leave it missing (TestExploreModeration).
 func TestRepairRestoresAMissingExpiryEntry(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -287,15 +288,15 @@ func TestRepairRestoresAMissingExpiryEntry(t *testing.T) {
 	agreement(t, m.db)
 }
 
-// TestSuspensionRacingADeletionListsNobody (S2), on the
-// node: the suspension's compare-and-set applies, then another admin
-// deletes the account (its lookup finds no records yet: 204), then the
-// suspension writes its records. It checks again at its end, erases them
-// and answers 404. And with the suspension's list row held back (503)
-// and landing after the deletion: the deletion erased the records by
-// their keys at its own version, so the late row is shadowed. The list
-// never shows the deleted account, and its history keeps the suspension
-// (S5) though nobody may read it through the API any more.
+// TestSuspensionRacingADeletionListsNobody (S2), on the node: the
+// suspension's compare-and-set applies, then the account is deleted (an
+// admin's deletion, its job finished: it finds no records to erase yet),
+// then the suspension writes its records. It checks again at its end,
+// erases them and answers 404. And with the suspension's list row held
+// back (503) and landing after the deletion: the deletion erased the
+// records by their keys at its own version, so the late row is shadowed.
+// The list never shows the deleted account, and its history keeps the
+// suspension (S5) though nobody may read it through the API any more.
 func TestSuspensionRacingADeletionListsNobody(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
@@ -355,8 +356,8 @@ func TestSuspensionRacingADeletionListsNobody(t *testing.T) {
 }
 
 // TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed (S5), on the
-// node: the suspension applies, its history entry's
-// write fails (503), and the account is deleted before anyone retries.
+// node: the suspension applies, its history entry's write fails (503), and
+// the account is deleted before anyone retries.
 // The deletion writes the entry (S5): nothing after it would.
 func TestDeletionRecordsTheHistoryOfASuspensionWhoseEntryFailed(t *testing.T) {
 	t.Parallel()

@@ -418,10 +418,10 @@ func TestHistoryPageCostsTwoRoundTrips(t *testing.T) {
 // nothing) three times and returns the fewest round trips the api counted
 // for it on route, and the last answer (200, or the test fails).
 // Statements the code sends together count once however late a goroutine
-// sends its own (trips.Together), but a driver's retry of a read that
-// failed (a timeout on a busy two-core machine under -race) is a round
-// trip more: one send of three is the code's cost, and a single send may
-// overstate it.
+// sends its own (domain.Parallel; domain.Trips), but a driver's retry of
+// a read that failed (a timeout on a busy two-core machine under -race) is
+// a round trip more: the fewest of three sends is the code's cost, and a
+// single send may overstate it.
 func fewestTrips(t *testing.T, api *testkit.API, route string, send func() *testkit.Response) (int, *testkit.Response) {
 	t.Helper()
 	fewest, last := math.MaxInt, (*testkit.Response)(nil)

@@ -184,7 +184,9 @@ func TestConcurrentSuspensionsOfOneUser(t *testing.T) {
 }
 
 // TestSuspendUnsuspendStorms: many goroutines suspend and unsuspend the
-// same users; after every round the three records agree (S2).
+// same users; after every round each account row, its reverse lookup and
+// its list row agree, and the bucket index holds exactly the buckets with
+// rows (S2, agreement).
 func TestSuspendUnsuspendStorms(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)

@@ -15,14 +15,15 @@ import (
 )
 
 // TestHeldDeleteLandingAfterTheWorkerLeavesNoGhost is the first schedule
-// of docs/design/libraries.md#queues's fence against the real node: the owner's delete
-// has its first compare-and-set attempt held back (a hung node's queue)
-// and every retry unanswered, so it answers 503; the outbox worker runs
-// while the attempt is still held; then it lands; the client retries; the
-// worker runs again. The item must be gone from every library. Before the
-// fence, the worker fanned out the live item and discarded the mark, the
-// held attempt then deleted the item, the retry answered 404, and the
-// friend's library kept the deleted item for good.
+// of the outbox's fence (docs/design/libraries.md#queues) against the real
+// node: the owner's delete has its first compare-and-set attempt held
+// back (a hung node's queue) and every retry unanswered, so it answers
+// 503; the outbox worker runs while the attempt is still held; then it
+// lands; the client retries; the worker runs again. The item must be gone
+// from every library. Without the fence the worker would fan out the live
+// item and discard the mark, the held attempt then delete the item, the
+// retry answer 404, and the friend's library keep the deleted item for
+// good.
 func TestHeldDeleteLandingAfterTheWorkerLeavesNoGhost(t *testing.T) {
 	t.Parallel()
 	m, ownerAPI, friend, friendAPI, c := sharedItem(t, "doomed", "public")

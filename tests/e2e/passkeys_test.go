@@ -23,8 +23,8 @@ const passkeyOrigin = "http://localhost:8080"
 var passkeyEnv = map[string]string{"SHELF_WEBAUTHN_RP_ID": "localhost", "SHELF_WEBAUTHN_ORIGINS": passkeyOrigin}
 
 // registerPasskey registers a passkey of key for userID (as me), with
-// proof added to the password: the factor's id and the recovery codes
-// (for a first factor).
+// proof added to the password, and returns the factor's id and the
+// recovery codes (for a first factor; none for a later one).
 func registerPasskey(t *testing.T, me *testkit.API, userID string, key *softkey.Key, proof map[string]any) (string, []string) {
 	t.Helper()
 	body := map[string]any{"name": "laptop", "currentPassword": testPassword}

@@ -24,10 +24,11 @@ func refusedPassword(t *testing.T, r *testkit.Response, field, code, what string
 	t.Errorf("%s: %s, want %s/%s", what, r.Body, field, code)
 }
 
-// TestGuessablePasswordsAreRefused (docs/design/passwords.md): any password of
-// 8 characters signed up (password1, 12345678, qwertyuiop, aaaaaaaa), and
-// so did the account's own words. Signup, a change and a reset refuse
-// them with a 400 naming the field and the reason, and write nothing.
+// TestGuessablePasswordsAreRefused (docs/design/passwords.md): a rule of
+// length alone lets a guesser's first tries through (password1, 12345678,
+// qwertyuiop, aaaaaaaa), and the account's own words. Signup, a change
+// and a reset refuse them with a 400 naming the field and the reason, and
+// write nothing.
 func TestGuessablePasswordsAreRefused(t *testing.T) {
 	t.Parallel()
 	mp := testkit.StartMailpit(t)

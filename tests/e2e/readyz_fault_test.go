@@ -17,10 +17,11 @@ import (
 // API, through a proxy only its driver uses: killed (every connection
 // closed, new ones refused), then hung (connections open, nothing
 // answered). /readyz must answer 503 within seconds each time, and 200
-// again by itself once the node is back, without restarting the API. (It
-// started a node of its own and killed it; two JVM starts cost most of a
-// minute of a two-core machine's make test, and a hang could not be tried.
-// Real nodes are killed and hung by the cluster test and the nemesis.)
+// again by itself once the node is back, without restarting the API. (A
+// proxy, not a node of its own: two JVM starts would cost most of a
+// minute of a two-core machine's make test, and a hang could not be
+// tried. Real nodes are killed and hung by the cluster test and the
+// nemesis.)
 func TestReadyzFollowsCassandraDownAndUp(t *testing.T) {
 	t.Parallel()
 	db := testkit.PackageDB(t)

@@ -10,10 +10,9 @@ import (
 )
 
 // Re-authentication (U9, docs/design/reauthentication.md): what takes an
-// account needs the current password, an
-// email change waits for the new address and can be undone from the old
-// one, resets go to the account's own address, and admins cannot take
-// each other's accounts.
+// account needs the current password, an email change waits for the new
+// address and can be undone from the old one, resets go to the account's
+// own address, and admins cannot take each other's accounts.
 
 // accountBody is GET /v1/me as these tests read it.
 type accountBody struct {

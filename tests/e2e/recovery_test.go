@@ -37,8 +37,8 @@ func confirmWith(t *testing.T, api *testkit.API, token string) {
 // confirms the new one; the owner's revert ends every session, its reset
 // link arrives over the mail limit, the thief's password opens nothing on
 // either process (403 password_reset_required; a wrong one 401), and the
-// owner's new password does. Before, the thief logged straight back in
-// and the reset mail was held back for the hour.
+// owner's new password does: the thief does not log straight back in, and
+// the reset mail is not held back for the hour.
 func TestARevertIsARecovery(t *testing.T) {
 	t.Parallel()
 	mp := testkit.StartMailpit(t)
@@ -82,8 +82,8 @@ func TestARevertIsARecovery(t *testing.T) {
 // TestAnUnverifiedOwnerGetsTheAddressBack: an owner who never verified the
 // signup's address keeps it held once the thief confirmed another (a
 // stranger's signup with it is 409) and the notice's link gives it back,
-// verified. Before, only a verified address was held: the link answered
-// 400 stale and a stranger signed up with the address.
+// verified. Were only a verified address held, the link would answer 400
+// stale and a stranger could sign up with the address.
 func TestAnUnverifiedOwnerGetsTheAddressBack(t *testing.T) {
 	t.Parallel()
 	mp := testkit.StartMailpit(t)
@@ -111,7 +111,7 @@ func TestAnUnverifiedOwnerGetsTheAddressBack(t *testing.T) {
 // replacing the last, mail the stranger one notice; asking and cancelling
 // over and over mails notices only up to the hourly limit, and then the
 // change is refused, 429 too_many_mails with Retry-After, and nothing is
-// pending. Before, thirty changes mailed thirty notices.
+// pending.
 func TestNoticesNoStrangerCanAim(t *testing.T) {
 	t.Parallel()
 	mp := testkit.StartMailpit(t)
@@ -168,8 +168,8 @@ func TestNoticesNoStrangerCanAim(t *testing.T) {
 // link's life and the token grace holds its address no more: a signup by
 // a process whose clock is past it takes the address (after fencing the
 // account's row), the account shows no change pending, and the old link
-// is stale on the process whose clock still reads it alive. Before, the
-// address stayed the account's for good.
+// is stale on the process whose clock still reads it alive: no pending
+// change holds an address for good.
 func TestAPendingChangeExpires(t *testing.T) {
 	t.Parallel()
 	mp := testkit.StartMailpit(t)

@@ -21,8 +21,8 @@ import (
 // 201 with a session under the new password (a reset is a way in,
 // whatever the login tiers hold), which reads the account as its owner,
 // while a login with the new password is still refused until the window
-// ends. Before, the reset answered 204 and no session: the owner was
-// locked out for as long as the trickle went on.
+// ends. A reset that answered no session would leave the owner locked out
+// for as long as the trickle went on.
 func TestAResetEndsALockout(t *testing.T) {
 	t.Parallel()
 	mp := testkit.StartMailpit(t)

@@ -91,8 +91,9 @@ func sdk(t *testing.T, servers []string, token string) *shelfclient.ClientWithRe
 }
 
 // TestStoryThroughTheGeneratedSDK drives one whole story through the
-// generated Go client only: signup, login, content, a group, libraries seen
-// by different viewers, and moderation.
+// generated Go client only: signup, login, the people search, content, a
+// group, libraries seen by different viewers, moderation, sessions, an
+// authenticator and a passkey, and a deletion.
 func TestStoryThroughTheGeneratedSDK(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)

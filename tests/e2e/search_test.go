@@ -199,8 +199,9 @@ func TestSearchRefusesWhatItCannotAnswer(t *testing.T) {
 
 // TestIndexUsersWritesTheGramsOfOlderAccounts: an account row from before
 // migrations 019 and 030 (no grams, no username prefixes) is not found by
-// either search; `api admin index-users --dry-run` counts it and changes nothing; the run writes its grams and
-// the search finds it; a second run finds nothing to do.
+// either search; `api admin index-users --dry-run` counts it and changes
+// nothing; the run writes its grams and prefixes and both searches find
+// it; a second run finds nothing to do.
 func TestIndexUsersWritesTheGramsOfOlderAccounts(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)

@@ -53,9 +53,8 @@ func sessionCells(t *testing.T, db *testkit.DB, token string) (found bool, userI
 // TestLastSeenIsRecordedOncePerInterval: a session's requests record when
 // it was seen only once what the store holds is SHELF_SESSION_SEEN_INTERVAL
 // old: none right after the login, one for a burst once the interval has
-// passed, and lastSeenAt moves with it.
-// The interval is long enough for a burst's six requests to fit in it
-// under -race on two busy cores (1.5 s did not leave much to spare).
+// passed, and lastSeenAt moves with it. The interval is long enough for
+// a burst's requests to fit in it under -race on two busy cores.
 func TestLastSeenIsRecordedOncePerInterval(t *testing.T) {
 	t.Parallel()
 	const interval = 4 * time.Second
@@ -193,8 +192,9 @@ func TestALateSightingNeverBringsARevokedSessionBack(t *testing.T) {
 	}
 }
 
-// TestSessionWritesUnderFaults: each write of the new paths fails before
-// it is sent, or loses its answer after it applied; the client's retry
+// TestSessionWritesUnderFaults: each write of a revocation fails before
+// it is sent, or loses its answer after it applied, and a sighting's and
+// a login's session write fail before they are sent: the client's retry
 // finishes the revocation (204, or 404 once the session is gone), a failed
 // sighting only leaves lastSeenAt behind, and a login whose session write
 // failed leaves an index entry that is never listed.

@@ -11,10 +11,9 @@ import (
 )
 
 // TestRolesAndHeadersOfAccountReads (docs/design/api-conventions.md): a
-// user reading an
-// admin's account does not learn that it is one; the admin (on /v1/me)
-// and other admins do. /v1/me, which carries the email, is never stored
-// by a cache nor framed.
+// user reading an admin's account does not learn that it is one; the
+// admin (on /v1/me) and other admins do. /v1/me, which carries the email,
+// is never stored by a cache nor framed.
 func TestRolesAndHeadersOfAccountReads(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)

@@ -109,8 +109,8 @@ func TestThrottleHammer(t *testing.T) {
 	}
 }
 
-// hammer runs try n times, 32 at once, and logs the answers; every one
-// must be the refusal.
+// hammer runs try n times, 32 at once, and logs the answers; all but 1 %
+// of them must be the refusal.
 func hammer(t *testing.T, n int, try func(i int) error) {
 	t.Helper()
 	start := time.Now()
@@ -130,7 +130,8 @@ func hammer(t *testing.T, n int, try func(i int) error) {
 	}
 }
 
-// hammerCQL runs write n times, 32 at once, failing on an error.
+// hammerCQL runs write n times, 32 at once, failing when more than 1 % of
+// them fail.
 func hammerCQL(t *testing.T, n int, write func(i int) error) {
 	t.Helper()
 	var failed atomic.Int64

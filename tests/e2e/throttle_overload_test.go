@@ -44,9 +44,9 @@ func loginAt(api *testkit.API, ip, login, password string) *testkit.Response {
 // from one address, then 40 tries from it, 8 at once, while every write
 // of the throttle applies and its answer is lost (what an overloaded node
 // answers): they answer 503 or 429, and the owner from another address
-// still logs in. When an attempt that ended in 503 counted, its rows
-// filled the login's tier and the owner got 429 from every address for
-// a window.
+// still logs in. Were an attempt that ended in 503 counted, its rows
+// would fill the login's tier and the owner get 429 from every address
+// for a window.
 func TestOverloadMade503sDoNotLockTheOwnerOnCassandra(t *testing.T) {
 	t.Parallel()
 	a, api := newTestApp(t, testkit.PackageDB(t), addressedEnv)
@@ -81,8 +81,7 @@ func TestOverloadMade503sDoNotLockTheOwnerOnCassandra(t *testing.T) {
 // TestTheThrottleLeavesNoTombstones: refused tries, a right password and
 // a wrong one leave the login's partitions (and the refused address's)
 // with no tombstone for a reader to meet: no deletion anywhere, and the
-// rows live for minutes. Each refused try used to write and delete a row
-// in the login's partition.
+// rows live for minutes.
 func TestTheThrottleLeavesNoTombstones(t *testing.T) {
 	t.Parallel()
 	db := testkit.PackageDB(t)

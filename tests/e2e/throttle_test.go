@@ -14,10 +14,11 @@ import (
 	"shelf/tests/testkit"
 )
 
-// Throttling (docs/design/throttle.md): password guesses are throttled per login by
-// every instance together, and every mail counts against one limit per
-// address. These tests send everything from one address (loopback), so
-// the per-address tier (5 by default) is the one that bites.
+// Throttling (docs/design/throttle.md): password guesses are throttled
+// per login by every instance together, and every mail counts against one
+// limit per address. These tests send everything from one address
+// (loopback), so the per-address tier (5 by default) is the one that
+// bites.
 
 // throttleEnv turns the throttle on at its defaults (the tests' testEnv
 // leaves it at them too; said here so the numbers below read true).
@@ -75,8 +76,7 @@ func throttled(t *testing.T, what string, rs []*testkit.Response) string {
 // most 5 argon2id verifications (the per-address limit); all others are
 // refused 429 with Retry-After before any verification. The same 64
 // against a login that names no account: at most 5 runs (Burn), and
-// answers of the same statuses and words. Before the
-// shared throttle all 64 were verified (401 each), on each instance.
+// answers of the same statuses and words.
 func TestThrottleHoldsAcrossTwoInstances(t *testing.T) {
 	t.Parallel()
 	db := testkit.PackageDB(t)
@@ -122,7 +122,7 @@ func TestThrottleHoldsAcrossTwoInstances(t *testing.T) {
 // TestPasswordChangeIsThrottled: with a stolen session, PUT
 // /v1/users/{id}/password is no free oracle for the current password: 64
 // wrong ones at once over two instances verify at most 5, the rest are
-// 429 with Retry-After. Before the shared throttle it had no limit at all.
+// 429 with Retry-After.
 func TestPasswordChangeIsThrottled(t *testing.T) {
 	t.Parallel()
 	db := testkit.PackageDB(t)
@@ -181,11 +181,10 @@ func statuses(byStatus map[int][]*testkit.Response) map[int]int {
 }
 
 // TestEveryMailCountsAgainstTheAddressLimit: eight changes of email to one
-// address mail it five times, the limit, shared by two instances. Before
-// the shared throttle a change's verification mail bypassed the limit:
-// eight mails.
-// And a mail to an address that is not verified carries no text the
-// sender chose: the display name and the username stay out of it. The
+// address mail it five times, the limit, shared by two instances: a
+// change's verification mail counts like any other. And a mail to an
+// address that is not verified carries no text the sender chose: the
+// display name and the username stay out of it. The
 // account's own address is verified first: eight changes mail it eight
 // notices, which the limit holds back only for an address that is not
 // verified (TestNoticesNoStrangerCanAim).
