@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -231,10 +232,10 @@ func (l entries) write(name string, apply func()) error {
 	return err
 }
 
-// Apply writes the index entry, then one batch per bucket (each its own
-// call), one after another, stopping at the first failure. The
-// repository writes the index entry first too, then sends the buckets'
-// batches at once and tries them all. A row keeps the entry's Role, which
+// Apply writes the index entry (stopping there if it fails), then one
+// batch per bucket (each its own call), trying them all whatever fails,
+// as the repository sends the buckets' batches at once. A row keeps the
+// entry's Role, which
 // the repository's library_by_principal has no column for (its Slice
 // answers none).
 func (l entries) Apply(_ context.Context, e library.Entry, prev *library.Entry) error {
@@ -251,28 +252,26 @@ func (l entries) Apply(_ context.Context, e library.Entry, prev *library.Entry) 
 			had[b] = true
 		}
 	}
+	var errs []error
 	for _, b := range library.Buckets() {
 		if !want[b] && !had[b] {
 			continue
 		}
-		err := l.write("library.batch", func() {
+		errs = append(errs, l.write("library.batch", func() {
 			if had[b] && !(want[b] && prev.LastModified.Equal(e.LastModified)) {
 				deleteAt(t.rows, rowKey(e.PrincipalID, b, prev.LastModified, e.ContentID), ts)
 			}
 			if want[b] {
 				putAt(t.rows, rowKey(e.PrincipalID, b, e.LastModified, e.ContentID), e, ts)
 			}
-		})
-		if err != nil {
-			return err
-		}
+		}))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// Remove deletes the index entry, then prev's rows one after another,
-// stopping at the first failure (the repository's rows at once, all
-// tried).
+// Remove deletes the index entry (stopping there if it fails), then
+// prev's rows, trying them all whatever fails, as the repository sends
+// them at once.
 func (l entries) Remove(_ context.Context, principalID, contentID string, prev *library.Entry, version int) error {
 	t, ts := &l.s.content, int64(version)
 	if err := l.write("library_index.delete", func() { deleteAt(t.index, principalID+"|"+contentID, ts) }); err != nil {
@@ -281,12 +280,11 @@ func (l entries) Remove(_ context.Context, principalID, contentID string, prev *
 	if prev == nil {
 		return nil
 	}
+	var errs []error
 	for _, b := range library.BucketsFor(prev.Visibility) {
-		if err := l.write("library.delete", func() { deleteAt(t.rows, rowKey(principalID, b, prev.LastModified, contentID), ts) }); err != nil {
-			return err
-		}
+		errs = append(errs, l.write("library.delete", func() { deleteAt(t.rows, rowKey(principalID, b, prev.LastModified, contentID), ts) }))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (l entries) Index(_ context.Context, principalID string, contentIDs []string) (map[string]library.Entry, error) {

@@ -124,9 +124,8 @@ type groupMembers struct{ s *Store }
 
 // Apply writes both tables at version, one call each: a removal deletes
 // the reverse index row first, then the member row, as the repository
-// does; an addition writes the member row, then the reverse index row,
-// stopping at the first failure, where the repository sends the two at
-// once and tries both.
+// does; an addition writes the member row and the reverse index row,
+// trying both whatever fails, as the repository sends the two at once.
 func (m groupMembers) Apply(_ context.Context, groupID string, c groups.MemberChange, version int) error {
 	t, ts := &m.s.groups, int64(version)
 	write := func(name string, apply func()) error {
@@ -139,14 +138,12 @@ func (m groupMembers) Apply(_ context.Context, groupID string, c groups.MemberCh
 		}
 		return write("group_members.delete", func() { deleteAt(t.members, groupID+"|"+c.UserID, ts) })
 	}
-	if err := write("group_members.insert", func() {
-		putAt(t.members, groupID+"|"+c.UserID, groups.Member(c), ts)
-	}); err != nil {
-		return err
-	}
-	return write("groups_by_member.insert", func() {
-		putAt(t.byMember, c.UserID+"|"+groupID, groups.MemberOf{GroupID: groupID, Role: c.Role}, ts)
-	})
+	return errors.Join(
+		write("group_members.insert", func() { putAt(t.members, groupID+"|"+c.UserID, groups.Member(c), ts) }),
+		write("groups_by_member.insert", func() {
+			putAt(t.byMember, c.UserID+"|"+groupID, groups.MemberOf{GroupID: groupID, Role: c.Role}, ts)
+		}),
+	)
 }
 
 func (m groupMembers) Role(_ context.Context, groupID, userID string) (string, error) {
