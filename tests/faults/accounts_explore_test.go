@@ -1,10 +1,11 @@
 // Package faults explores the domain's protocols against every fault at
 // every store call, on in-memory stores that follow the store contracts
 // (tests/memstore), without a database: each schedule runs one
-// operation with one fault (fail before applying, lose the answer after
-// applying, land late, crash) at one of its calls, lets a competing
-// operation run, lands what was held back, lets the leases run out, lets
-// the client retry, and then checks the invariants of docs/design/invariants.md. The
+// operation with one fault (memstore.Faults: fail before applying, lose
+// the answer after applying, land late, crash, every lease run out, a
+// slow call) at one of its calls, lets a competing operation run, lands
+// what was held back, lets the leases run out, lets the client retry, and
+// then checks the invariants of docs/design/invariants.md. The
 // database tests (tests/e2e, repository) prove that the real stores keep
 // the contracts the fakes follow.
 package faults
@@ -539,9 +540,10 @@ func newProbe(w *world) *world {
 // a few hundred in make test, many more under make fuzz.
 var rounds = flag.Int("explore.rounds", 300, "random fault schedules to run")
 
-// TestExploreAccountsRandom runs schedules with two faults each, at random
-// calls of a random operation, followed by a random after. The seed is
-// logged; -explore.seed replays one.
+// TestExploreAccountsRandom runs schedules with two faults each (one when
+// both fall on the same call), at random calls of a random operation,
+// followed by a random after. The seed is logged; -explore.seed replays
+// one.
 func TestExploreAccountsRandom(t *testing.T) {
 	t.Parallel()
 	seed := *seedFlag
@@ -565,15 +567,14 @@ func TestExploreAccountsRandom(t *testing.T) {
 
 var seedFlag = flag.Uint64("explore.seed", 0, "seed of TestExploreAccountsRandom (0: from the clock)")
 
-// TestRenameWhoseLeaseRanOutAndWhoseReleaseLandsLate is the schedule the
-// random explorer found once leases could run out mid-protocol: a rename's
-// claim expires before its commit (a stalled process, a replica's clock
-// ahead), the commit fails, the release of the claim is held back, and the
-// next round claims, commits and takes the name. Then the held release
-// lands. Before, every round of one change used the same op, so the late
-// release matched the new round's committed claim and deleted it: the
-// account held a name with no claim (U1). Each round is an operation of
-// its own now.
+// TestRenameWhoseLeaseRanOutAndWhoseReleaseLandsLate: a rename's claim
+// expires before its commit (Expire at the commit: a stalled process, a
+// replica's clock ahead), the commit fails, the release of the claim is
+// held back, and the next round of the same request claims, commits and
+// takes the name. Then the held release lands. Each round is an operation
+// of its own, so the late release, which names the first round's op,
+// leaves the new round's committed claim alone: were the op shared, it
+// would delete it and the account would hold a name with no claim (U1).
 func TestRenameWhoseLeaseRanOutAndWhoseReleaseLandsLate(t *testing.T) {
 	t.Parallel()
 	var rename operation

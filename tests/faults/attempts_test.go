@@ -19,11 +19,12 @@ import (
 var errStopped = errors.New("stopped (test hook)")
 
 // racePair runs two attempts of one operation on one row at once, in the
-// order that used to lose the winner's index entry (docs/design/deletion.md,
-// "Every attempt's record is its own"): the winner writes its entry, then
-// the loser writes its own, then the winner's compare-and-set applies and
-// its process dies, then the loser's compare-and-set loses. hook is the
-// operation's step hook to install; winner and loser run the attempts.
+// order that loses the winner's index entry when one entry is shared
+// (docs/design/deletion.md, "Every attempt's record is its own"): the
+// winner writes its entry, then the loser writes its own, then the
+// winner's compare-and-set applies and its process dies, then the loser's
+// compare-and-set loses. The test installs entry and afterApplied in the
+// operation's step hook; run runs the attempts.
 type racePair struct {
 	winnerEntered, loserEntered, winnerApplied chan struct{}
 	entries                                    atomic.Int32
@@ -55,8 +56,8 @@ func (r *racePair) afterApplied() error {
 	return errStopped
 }
 
-// run starts the winner, waits for its entry, moves the clock by apart and
-// runs the loser; it returns both answers.
+// run starts the winner, waits for its entry, calls advance (the test
+// moves the clock there) and runs the loser; it returns both answers.
 func (r *racePair) run(advance func(), winner, loser func() error) (werr, lerr error) {
 	done := make(chan error, 1)
 	go func() { done <- winner() }()
@@ -67,12 +68,13 @@ func (r *racePair) run(advance func(), winner, loser func() error) (werr, lerr e
 }
 
 // TestTwoClosingsAtOnceAreFinishedByTheRepair: two managers close one
-// group at once, no fault. The first's compare-and-set applies and its
-// process dies; the second's loses, and it ends its own index entry. The
-// repair must still find the first's closing and finish it. With one entry
-// per group and day, the loser's end deleted the winner's entry (in the
-// same millisecond, or a second later), and the group stayed closing for
-// good (every attempt's entry is its own: docs/design/closing.md).
+// group at once (in the same millisecond, or a second apart), no fault.
+// The first's compare-and-set applies and its process dies; the second's
+// loses (404: the group is gone to it), and it ends its own index entry.
+// The repair must still find the first's closing and finish it: every
+// attempt's entry is its own (docs/design/closing.md), where one entry
+// per group and day, ended by the loser, would leave the group closing
+// for good.
 func TestTwoClosingsAtOnceAreFinishedByTheRepair(t *testing.T) {
 	t.Parallel()
 	for _, apart := range []time.Duration{0, time.Second} {
@@ -118,9 +120,9 @@ func TestTwoClosingsAtOnceAreFinishedByTheRepair(t *testing.T) {
 // delete one account at once. The user's compare-and-set applies and its
 // process dies; the admin's loses, ends its own entry, finds the account
 // deleting and dies too while finishing it. The repair must still find the
-// deletion and finish it (before every attempt's entry was its own, the
-// admin's end deleted the
-// user's entry, and the account stayed deleting, names held, for good).
+// deletion and finish it: every attempt's entry is its own, where a shared
+// one, ended by the admin's attempt, would leave the account deleting,
+// its names held, for good.
 func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 	t.Parallel()
 	for _, apart := range []time.Duration{0, time.Second} {
@@ -160,10 +162,10 @@ func TestTwoDeletionsAtOnceAreFinishedByTheRepair(t *testing.T) {
 // TestDeletionHandsAGroupToAnActiveMember: the deletion finds itself the
 // last manager of a group (its co-manager left after the check) whose
 // other members are a suspended one, listed first, and an active one: it
-// hands the group to the active one (before, it took the
-// first visible member, and the suspended one became the only manager).
-// With only suspended members left it hands the group to one of them, so
-// the group keeps a manager and the deletion finishes.
+// hands the group to the active one, not to the first visible member,
+// which would leave a suspended account its only manager. With only
+// suspended members left it hands the group to the first of them, so the
+// group keeps a manager and the deletion finishes.
 func TestDeletionHandsAGroupToAnActiveMember(t *testing.T) {
 	t.Parallel()
 	for _, onlySuspended := range []bool{false, true} {

@@ -174,7 +174,8 @@ func retryClose(c *closeWorld, err error) error {
 }
 
 // repairClosings is `api admin repair-closings` run once the closing's
-// entry is older than staleClosingAge: the closing's caller never retried.
+// entry is older than the repair's stale age (lifecycle's staleEntryAge,
+// 10 minutes): the closing's caller never retried.
 func repairClosings(c *closeWorld, _ error) error {
 	c.store.Advance(11 * time.Minute)
 	_, err := c.life.RepairClosings(context.Background(), false)
@@ -212,13 +213,13 @@ var closeOperations = []closeOperation{
 func secondManager(c *closeWorld) error { return c.set(c.owner, c.friend, groups.RoleManager) }
 
 // closeRivalFirst has two managers close the group at once, in the order
-// that used to lose the winner's index entry (every
-// attempt's entry is its own: docs/design/closing.md): the
-// friend's closing writes its entry, then the owner's runs whole (with the
-// fault at its call c.faultK), then the friend's compare-and-set; the
-// friend's process dies if it applied. It returns the owner's answer (nil
-// for 404: the friend's closing took the group, which is gone to the
-// owner, who does not ask again).
+// that would lose the winner's index entry were one entry shared (every
+// attempt's entry is its own: docs/design/closing.md): the friend's
+// closing writes its entry, then the owner's runs whole (with the fault at
+// its call c.faultK), then the friend's compare-and-set; the friend's
+// process dies if it applied. It returns the owner's answer (nil for 404:
+// the friend's closing took the group, which is gone to the owner, who
+// does not ask again).
 func closeRivalFirst(c *closeWorld) error {
 	state, err := 0, error(nil)
 	c.grp.Hooks.AfterStep = func(op, step string) error {
@@ -282,10 +283,16 @@ func stopAfterClosed(c *closeWorld) error {
 // TestExploreClosing runs a group's closing with every fault at every
 // store call, alone and with a member add, a share to the group, a
 // creation of its name or an admin's closing before the held writes land,
-// finished by the client's retry or, separately, by the repair; and a
-// member add, a share and a creation of the name under every fault with
-// the closing as competitor. Then the outbox worker runs and the closing's
-// invariants are checked (docs/design/closing.md).
+// finished by the client's retry or, separately, by the repair (alone,
+// also run once before the held writes land); two managers' closings at
+// once, the fault in the one that runs inside the other
+// (closeRivalFirst), finished by both clients' retries or by the repair
+// (also before the held writes land); and a member add, a share and a
+// creation of the name (after a closing stopped before it released the
+// name) under every fault, alone and with the closing as competitor.
+// Then the next change of every active group, the outbox worker and the
+// checks (closingProblems, checkNameHeld, checkActiveGroups); the repair
+// past the stale age leaves no entry (docs/design/closing.md).
 func TestExploreClosing(t *testing.T) {
 	t.Parallel()
 	total := 0
@@ -415,16 +422,19 @@ func checkNameHeld(t *testing.T, name string, c *closeWorld) {
 	t.Errorf("%s: the name of the %q group is not its committed claim", name, club.Status)
 }
 
-// closingProblems checks the closing's invariants (content only, when
-// contentOnly): a name held by at most one live group, freed only once
-// the group is closed, every active group's too (checkGroups); a closed
-// group has counts 0, no member rows in either table, no index entry of
-// its closing, no library; no item counts it, every item's counts equal
-// its member rows with a manager kept, every member's library indexes it
-// and nobody else's; the item only the group managed is deleted, in no
-// library; a closed group's own closing entry (the attempt its row
-// records) is gone (any other is of an attempt whose outcome nobody saw:
-// the repair's, exploreClosing).
+// closingProblems checks the closing's invariants on the tables (the
+// content's alone, when contentOnly): no item counts the closed group or
+// keeps a pending change, every item's counts equal its member rows with
+// a manager kept, every member's library indexes it and nobody else's (a
+// deleted item nobody's), the item only the group managed is deleted, and
+// the closed group's library is empty; then a closed group has counts 0
+// and no member rows in either table, the group is not left closing, a
+// closed group's own closing entry (the attempt its row records) is gone
+// (any other is of an attempt whose outcome nobody saw: the repair's,
+// exploreClosing), no two live groups share a name, and every creation
+// under the freed name that answered success left an active group. That
+// the name is freed only once the group is closed is checkNameHeld's, the
+// active groups' own invariants checkActiveGroups'.
 func closingProblems(c *closeWorld, contentOnly bool) []error {
 	var out []error
 	bad := func(format string, args ...any) { out = append(out, fmt.Errorf(format, args...)) }

@@ -64,8 +64,9 @@ type oldestRun struct {
 	next    string
 }
 
-// beginRuns reads the first page (one item) of an oldest-first run of
-// each library, as its owner (a group's as a member) and anonymously.
+// beginRuns reads the first page (one item) of oldest-first runs: of the
+// owner's and the friend's libraries as their owners, of the owner's
+// anonymously, and of the group's as a member.
 func (l *libWorld) beginRuns(t *testing.T, name string) {
 	views := []oldestRun{{library: l.owner.ID, viewer: as(l.owner)}, {library: l.friend.ID, viewer: as(l.friend)}, {library: l.owner.ID}}
 	if l.group != "" {
@@ -164,9 +165,10 @@ func newLibWorldOf(t *testing.T, syncLimit, leanMembers int) *libWorld {
 	return l
 }
 
-// withNewer adds a newer item to every library of l, left alone: an
-// oldest-first run that lists the world's item on its first page goes on
-// past it.
+// withNewer adds a newer item of the owner's, shared as the world's item
+// is (the owner's, the friend's and the group's libraries hold it), left
+// alone: an oldest-first run that lists the world's item on its first
+// page goes on past it.
 func withNewer(t *testing.T, l *libWorld) {
 	t.Helper()
 	ctx := context.Background()
@@ -407,15 +409,16 @@ func competitorNames(cs []libCompetitor) []string {
 
 // TestExploreContent runs every content action with every fault at every
 // store call, alone and with each competitor acting before the held writes
-// land (the outbox worker and rebuilds among them); a slow call runs the
-// outbox worker inside it, past the grace, once more with the action's
-// next member library write failing after it (the slow change's own
-// fan-out stopping part-way), and once more with nothing in it but the
-// first page of an oldest-first run of every library (each library holds
-// a newer item too, left alone). Then the client retries a failed action,
-// the outbox worker runs, and the libraries are checked (L1, L3, L4, the
-// counts, nothing pending), and the runs paged to their ends: none lists
-// an item twice (L2).
+// land (the outbox worker and rebuilds among them). A slow call begins
+// oldest-first runs (beginRuns: their first page; each library holds a
+// newer item too, left alone) and runs the outbox worker inside it, past
+// the grace; it is explored again with the action's next member library
+// write failing after the worker (the slow change's own fan-out stopping
+// part-way), and once more with nothing in it but the runs' first pages.
+// Then the client retries a failed action, the outbox worker runs, and the
+// libraries are checked (checkContent: L1, L3, L4, the counts, nothing
+// pending, no mark, no wrong lean row), and the runs paged to their ends:
+// none lists an item twice (L2).
 func TestExploreContent(t *testing.T) {
 	t.Parallel()
 	total := exploreContentOps(t, libOperations, competitors, newLibWorld)
@@ -423,8 +426,10 @@ func TestExploreContent(t *testing.T) {
 }
 
 // TestExploreContentInThePool is TestExploreContent for an item fanned
-// out in the background (more members than the sync limit): the worker
-// fences the item while a background fan-out of it is still to run.
+// out in the background (more members than the sync limit), for the
+// changes that fan out (update, update-private, delete, share, unshare),
+// alone and against the workers: the worker fences the item while a
+// background fan-out of it is still to run.
 func TestExploreContentInThePool(t *testing.T) {
 	t.Parallel()
 	ops := named(libOperations, func(op libOperation) string { return op.name }, "update", "update-private", "delete", "share", "unshare")
@@ -524,14 +529,13 @@ const (
 )
 
 // exploreContent runs one schedule: the action with the fault at its
-// call k (a slow call begins oldest-first runs of the libraries, in a
-// world whose items stay lean, and then does what slow says), counting
-// the work it leaves for after its answer (a background fan-out, a mark's
-// delete) as its own; the competitor; the held writes landing; the
-// client's retry; the outbox worker; the checks. A competitor that runs
-// before the background work runs after the action's answer, and the
-// background work after it, without faults (or never, when the action's
-// process crashed).
+// call k (a slow call begins oldest-first runs of the libraries, and then
+// does what slow says), counting the work it leaves for after its answer
+// (a background fan-out, a mark's delete) as its own; the competitor; the
+// held writes landing; the client's retry; the outbox worker; the checks.
+// A competitor that runs before the background work runs after the
+// action's answer, and the background work after it, without faults (or
+// never, when the action's process crashed).
 func exploreContent(t *testing.T, name string, l *libWorld, op libOperation, k int, fault memstore.Fault, comp libCompetitor, slow slowCall) {
 	if op.setup != nil {
 		if err := op.setup(l); err != nil {

@@ -25,9 +25,10 @@ func (d *deleteFirst) Find(ctx context.Context, contentID string, principalIDs [
 	return d.MemberStore.Find(ctx, contentID, principalIDs)
 }
 
-// TestChangeRacingDeleteAnswersNotFound: an owner's update, share or
-// unshare whose access check is overtaken by the item's delete answers 404
-// (the item is gone), not 403 (the owner has lost nothing but the item).
+// TestChangeRacingDeleteAnswersNotFound: an owner's update, share, unshare
+// or delete whose access check is overtaken by the item's delete answers
+// 404 (the item is gone), not 403 (the owner has lost nothing but the
+// item).
 func TestChangeRacingDeleteAnswersNotFound(t *testing.T) {
 	t.Parallel()
 	for _, change := range []string{"update", "share", "unshare", "delete"} {

@@ -23,9 +23,10 @@ import (
 // TestCreateWhoseLibraryWriteFailedIsDeletedWithItsCreator: a creation
 // answers 201 once its row is written, its creator's library left to the
 // outbox worker when that write fails. The deletion, reading the creator's
-// library index, did not find the item: it stayed live with the deleted
-// account as its only manager, and the worker wrote it back into the
-// deleted account's library.
+// library index, does not find the item; unless it is taken back, it
+// stays live with the deleted account as its only manager, and the worker
+// writes it back into the deleted account's library. The item must end
+// deleted, and the deletion complete (checkDeletion).
 func TestCreateWhoseLibraryWriteFailedIsDeletedWithItsCreator(t *testing.T) {
 	t.Parallel()
 	sc := delScenarios[0]
@@ -48,9 +49,10 @@ func TestCreateWhoseLibraryWriteFailedIsDeletedWithItsCreator(t *testing.T) {
 
 // TestShareWhoseLibraryWriteFailedIsTakenBackAfterTheDeletion: a share to
 // the user answers 201 once recorded in the item's row; its library write
-// failed, so the deletion did not find the item in the user's index. The
-// outbox worker then finished the share: the item counted the deleted
-// account, and its library was written again.
+// failed, so the deletion does not find the item in the user's index.
+// Unless it is taken back, the outbox worker finishes the share: the item
+// counts the deleted account, and its library is written again
+// (checkDeletion runs the worker, then checks).
 func TestShareWhoseLibraryWriteFailedIsTakenBackAfterTheDeletion(t *testing.T) {
 	t.Parallel()
 	sc := delScenarios[0]
@@ -70,9 +72,10 @@ func TestShareWhoseLibraryWriteFailedIsTakenBackAfterTheDeletion(t *testing.T) {
 
 // TestAddWhoseReverseIndexWriteFailedIsTakenBackAfterTheDeletion: a group
 // add of the user recorded in the group row, whose groups_by_member write
-// failed: the deletion, reading that index, did not find the group, and
-// the group's next reader finished the add, counting and listing the
-// deleted account.
+// failed: the deletion, reading that index, does not find the group;
+// unless the add is taken back, the group's next reader finishes it,
+// counting and listing the deleted account (checkDeletion runs a reader
+// of each group's members, then checks).
 func TestAddWhoseReverseIndexWriteFailedIsTakenBackAfterTheDeletion(t *testing.T) {
 	t.Parallel()
 	sc := delScenarios[0]
@@ -90,12 +93,13 @@ func TestAddWhoseReverseIndexWriteFailedIsTakenBackAfterTheDeletion(t *testing.T
 	checkDeletion(t, "add-reverse-index-failed", d)
 }
 
-// TestShareAndAddLandingAfterTheDeletionAreTakenBack: a share
-// and a group add of the user, each decided while the account was
-// visible, whose compare-and-set is held back and lands only after the
-// deletion finished; then the sharer and the adder ask again (404: the
-// account is gone), and the outbox worker and the group's next reader run.
-// The deleted account stayed a member of both.
+// TestShareAndAddLandingAfterTheDeletionAreTakenBack: a share and a group
+// add of the user, each decided while the account was visible, whose
+// compare-and-set is held back and lands only after the deletion
+// finished; then the sharer and the adder ask again (404: the account is
+// gone), and the outbox worker and the group's next reader run
+// (checkDeletion). Whoever carries them out takes them back, else the
+// deleted account would stay a member of both.
 func TestShareAndAddLandingAfterTheDeletionAreTakenBack(t *testing.T) {
 	t.Parallel()
 	sc := delScenarios[0]

@@ -193,11 +193,11 @@ func (d *delWorld) rival() error {
 }
 
 // rivalFirst runs two deletions of one account at once, in the order
-// that used to lose the winner's index entry (every
-// attempt's entry is its own: docs/design/deletion.md): the
-// rival writes its entry, then deletion runs whole (the faulted one, its
-// fault counted from there), then the rival's compare-and-set; the rival's
-// process dies at its next step. It returns deletion's answer.
+// that would lose the winner's index entry were one entry shared (every
+// attempt's entry is its own: docs/design/deletion.md): the rival writes
+// its entry, then deletion runs whole (the faulted one, its fault counted
+// from there), then the rival's compare-and-set; the rival's process dies
+// at its next step. It returns deletion's answer.
 func (d *delWorld) rivalFirst(deletion func() error) error {
 	state, err := 0, error(nil)
 	d.life.Hooks.AfterDeletionStep = func(step string) error {
@@ -228,9 +228,9 @@ var delCompetitors = []delCompetitor{
 	// every step and after the fault: each gets its name only once the
 	// account is deleted.
 	{name: "signup-race", each: (*delWorld).raceSignups},
-	// Every other member leaves doomed's group (the co-manager as soon as
-	// doomed's deletion left it a manager besides): doomed may end up its
-	// only member.
+	// Every other member leaves doomed's group, once, after the fault (the
+	// co-manager only while doomed is still a manager there: else it is
+	// the last one, and refused): doomed may end up its only member.
 	{name: "others-leave", run: func(d *delWorld) error {
 		ctx := context.Background()
 		for _, u := range []domain.User{d.other, d.friend} {
@@ -373,10 +373,13 @@ var delLateVariants = []delVariant{{0, 1}, {1, 1}, {2, 1}, {0, 3}, {3, 3}, {5, 1
 
 // TestExploreDeletion runs an account deletion (by the user, and by an
 // admin of a suspended user) with every fault at every store call, each
-// with competitors (none, signups of the same names, every other member
-// leaving the user's group) and finishers (the client's retry, the
-// repair), and with held writes landing after the retry; then it checks
-// the deletion is complete and the invariants hold (checkDeletion).
+// with the competitors and finishers of delVariants (none, signups of the
+// same names, every other member leaving the user's group, a rival
+// deletion begun first or run after every step, a share and an add the
+// deletion cannot see; the client's retry, the repair), and with held
+// writes only, landing after the retry or after the repair
+// (delLateVariants); then it checks the deletion is complete and the
+// invariants hold (checkDeletion).
 func TestExploreDeletion(t *testing.T) {
 	t.Parallel()
 	names := func(vs []delVariant) []string {
@@ -502,11 +505,15 @@ func refusedBeforeBeginning(d *delWorld, err error) bool {
 // true: U1 (no name held twice, or without its committed claim); names
 // taken by a racing signup only once the account was deleted, and free
 // (U4) when nobody took them; the account deleted with its personal data
-// cleared and its index entry gone; none of its sessions working; no
-// library row or index entry of it; every item as checkContent wants (its
-// own deleted and in no library, the others' counts exact without it);
-// every group as checkGroups wants (a manager and exact counts, or empty
-// when its last member was the deleted account), without it.
+// cleared; none of its sessions working or listed; no suspension record of
+// it, and when it was suspended, that suspension in its history (S2, S5);
+// once the outbox worker ran, no library row or index entry of it, and
+// every item as checkContent wants (its own deleted and in no library, the
+// others' counts exact without it); once a reader of each group's members
+// ran, every group as checkGroups and checkUserGroups want (a manager and
+// exact counts), or closed as checkClosedWithAccount wants when its last
+// member was the deleted account, none with it as a member; and no index
+// entry left (checkEntriesLeft).
 func checkDeletion(t *testing.T, name string, d *delWorld) {
 	t.Helper()
 	ctx := context.Background()
@@ -588,8 +595,9 @@ func checkDeletion(t *testing.T, name string, d *delWorld) {
 // deletion finished; an entry still there is of an attempt whose
 // compare-and-set was never seen to apply or lose (its answer lost, or
 // never sent), which only the repair may remove (fenced, or once the row
-// shows another attempt began it). Then the repairs run past the stale
-// age, and no entry is left.
+// shows another attempt began it). Then the repairs and the worker's pass
+// over interrupted changes run past the stale age, and no entry of a
+// deletion, a closing or a membership change is left.
 func checkEntriesLeft(t *testing.T, name string, d *delWorld) {
 	t.Helper()
 	ctx := context.Background()
@@ -636,8 +644,9 @@ func checkClosingEntriesLeft(t *testing.T, name string, st *memstore.Store) {
 
 // checkClosedWithAccount asserts what a group closed with the account (its
 // last member: every other one left while it was being deleted) leaves:
-// no member row in either table, no share through it, its name claim no
-// longer its own (its closing's entry: checkEntriesLeft).
+// closed with counts 0, no member row in either table, no share through
+// it, its name claim no longer its own (its closing's entry:
+// checkEntriesLeft).
 func checkClosedWithAccount(t *testing.T, name string, d *delWorld, gsnap memstore.GroupSnapshot) {
 	t.Helper()
 	claims, _ := d.store.Snapshot()
@@ -670,11 +679,12 @@ func checkClosedWithAccount(t *testing.T, name string, d *delWorld, gsnap memsto
 	}
 }
 
-// TestDeletionWhoseOwnSessionDeleteIsLostIsFinishedByTheRepair is the
-// schedule the explorer found: the answer of the deletion's last write of
-// the caller's own session is lost. The index entry used to be ended
-// before that session, so the repair found nothing, and the session kept
-// working for DELETE /v1/users/{own id}. The entry now ends last.
+// TestDeletionWhoseOwnSessionDeleteIsLostIsFinishedByTheRepair: the
+// answer of the deletion's last delete of the caller's own session is
+// lost, and the repair finishes the deletion. The index entry ends last,
+// after the sessions, so the repair still finds the deletion; ended
+// before them, it would leave the session working for DELETE
+// /v1/users/{own id} with nothing to finish it.
 func TestDeletionWhoseOwnSessionDeleteIsLostIsFinishedByTheRepair(t *testing.T) {
 	t.Parallel()
 	sc := delScenarios[0]

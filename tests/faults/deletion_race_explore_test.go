@@ -51,14 +51,15 @@ var raceOps = []raceOp{
 var raceFinishes = []string{"delete-land-retry", "delete-retry-land"}
 
 // TestExploreMembershipsRacingADeletion runs a share to the user, an add
-// of the user and a creation by the user with every fault at every store
-// call, the user's deletion running after the fault (inside the call when
-// it is slow: the operation decided on a visible account and carries it
-// out once the deletion is done), the held writes landing before or after
-// the client's retry; then the outbox worker and the groups' next reader
-// run, and the deletion is checked as TestExploreDeletion checks it: the
-// deleted account is a member of nothing, its library is empty, its own
-// item deleted, every count exact.
+// of the user, and a group's and an item's creation by the user with
+// every fault at every store call, the user's deletion running after the
+// fault (inside the call when it is slow: the operation decided on a
+// visible account and carries it out once the deletion is done), the held
+// writes landing before or after the client's retry; then the groups'
+// next reader (and, after a group's creation, the closings' repair:
+// finishNewGroups) and the outbox worker run, and the deletion is checked
+// as TestExploreDeletion checks it: the deleted account is a member of
+// nothing, its library is empty, its own item deleted, every count exact.
 func TestExploreMembershipsRacingADeletion(t *testing.T) {
 	t.Parallel()
 	total := 0

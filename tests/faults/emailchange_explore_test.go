@@ -76,7 +76,7 @@ func emailChangeWorld(t *testing.T, pending bool) *mailWorld {
 	return m
 }
 
-// ann reads ann's account as stored.
+// account reads ann's account as stored.
 func (m *mailWorld) account(t *testing.T, name string) domain.User {
 	t.Helper()
 	u, err := m.store.Users().Get(context.Background(), m.ann.ID)

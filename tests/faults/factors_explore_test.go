@@ -11,10 +11,11 @@ import (
 	"shelf/tests/memstore"
 )
 
-// factorWorld is ann's account with second factors on: a confirmed
-// authenticator (app, at step last), her recovery codes, a throttle and
-// the audit in the store, so every write of a factor's protocol is a call
-// of the schedule.
+// factorWorld is ann's account with second factors on: an authenticator
+// app confirmed with the code of the step before now's, her recovery
+// codes, a login's challenge waiting for its code, and a throttle and the
+// audit in the store, so every write of a factor's protocol is a call of
+// the schedule.
 type factorWorld struct {
 	*mailWorld
 	totp     *factor.TOTP
@@ -245,8 +246,8 @@ var factorOperations = []factorOperation{
 // TestExploreFactors runs each factor operation with every fault at
 // every store call, lands what was held, lets the client retry, and
 // checks: a challenge makes one session at most, a code and a recovery
-// code are used at most once (and audited), a revert leaves no factor
-// without making the password useless.
+// code are used at most once (a recovery code's use audited), a revert
+// leaves no factor without making the password useless.
 func TestExploreFactors(t *testing.T) {
 	t.Parallel()
 	total := 0

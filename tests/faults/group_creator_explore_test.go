@@ -20,12 +20,13 @@ import (
 // reading the account after the rows, finds it deleted and closes the
 // group (closeDeparted: the closing's entry, then one compare-and-set).
 // Each fault at each store call after that slow one; then the group's
-// next reader and the closings' repair run before the held writes land,
-// after, or once the closing's entry is past its stale age (the repair
-// fencing the group while a compare-and-set is held); and the deletion
-// is checked as TestExploreDeletion checks it: the deleted account is a
-// member of nothing, the group closed with no member row, its name free,
-// no closing's entry left.
+// next reader and the closings' repair (finishNewGroups) run once the held
+// writes landed, and in two of the three finishers also before: at once,
+// or once the closing's entry is past its stale age (the repair fencing
+// the group while a compare-and-set is held); and the deletion is checked
+// as TestExploreDeletion checks it: the deleted account is a member of
+// nothing, the group closed with no member row, its name no longer its
+// claim, no closing's entry left.
 func TestExploreGroupClosedWithItsDeletedCreator(t *testing.T) {
 	t.Parallel()
 	probe, _, _ := newMembershipRaceWorld(t)

@@ -214,8 +214,8 @@ const staleChangeAge = 10 * time.Minute
 // checkGroups asserts, for every group: active ones have nothing pending,
 // exact counts within the limit and a manager, both member tables agree;
 // every active group holds a committed claim on its name, no two share
-// one; every creation that answered success left an active group whose
-// creator manages it.
+// one; every creation that answered success left an active group (or,
+// with mayClose, a closed one).
 func checkGroups(t *testing.T, name string, g *groupWorld, snap memstore.GroupSnapshot) {
 	t.Helper()
 	claims, _ := g.store.Snapshot()

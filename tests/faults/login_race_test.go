@@ -78,10 +78,11 @@ func noSessionOf(t *testing.T, what string, m *mailWorld, r accounts.LoginResult
 // TestALoginInFlightDoesNotSurviveAReset: the attacker's login read the
 // account with the old password (its read slow); the owner's reset sets a
 // new one and ends every session meanwhile; then the login writes its
-// session. Before the fix the login re-read the account for visibility
-// and suspension only, answered 200, and its session worked after the
-// reset had answered 204 (U8; docs/design/sessions.md). The same with the login's
-// session write landing after the reset listed the sessions.
+// session. The login checks the password's epoch again after its session
+// write, so it answers invalid_credentials and its session does not work
+// once the reset answered (U8; docs/design/sessions.md): a re-read for
+// visibility and suspension alone would let it work. The same with the
+// login's session write landing after the reset listed the sessions.
 func TestALoginInFlightDoesNotSurviveAReset(t *testing.T) {
 	t.Parallel()
 	for _, slowCall := range []string{"users.credentials", "sessions_by_user.insert"} {
@@ -128,8 +129,8 @@ func TestALoginInFlightDoesNotSurviveAPasswordChange(t *testing.T) {
 // compare-and-set is held (503: the client may retry, or not); the
 // attacker logs in with the old password, still in force; then the held
 // compare-and-set lands. No retry ends the attacker's session: the new
-// password's epoch alone must stop it, and the owner's list must not show
-// it. Before the fix it worked until its TTL.
+// password's epoch alone must stop it (else it works until its TTL), and
+// the owner's list must not show it.
 func TestASessionOpenedBeforeAHeldResetLandsStopsWorking(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -198,9 +199,9 @@ func upgradingService(box *recorder) (*accounts.Service, *memstore.Store, *upgra
 
 // TestARehashKeepsResetLinksAndSessions: a login that renews the stored
 // hash (the hasher's parameters moved on) changes no password, so a reset
-// link mailed before it still works, and the sessions from before it too.
-// Before the fix the reset token carried a print of the stored hash, and
-// the rehash made it stale (docs/design/tokens.md).
+// link mailed before it still works, and the sessions from before it too:
+// a reset token's print is of the password's epoch, which a rehash keeps,
+// not of the stored hash, which a rehash changes (docs/design/tokens.md).
 func TestARehashKeepsResetLinksAndSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

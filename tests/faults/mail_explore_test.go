@@ -186,8 +186,9 @@ var mailOperations = []mailOperation{
 
 // checkReset: the token set at most one password; the password is the
 // one of the request that answered success (ours, or the racing one), and
-// once it changed, the old password and every session from before fail and
-// the token is refused from then on.
+// once it changed, the old password and every session from before fail,
+// the sessions the resets answered with work, the new password logs in,
+// and the token is refused from then on.
 func checkReset(t *testing.T, name string, m *mailWorld, ok bool) {
 	ctx := context.Background()
 	hashes := map[string]bool{}
@@ -241,11 +242,12 @@ func checkReset(t *testing.T, name string, m *mailWorld, ok bool) {
 	}
 }
 
-// TestExploreMail runs verification, reset and the reset request with every
-// fault at every store call, lets held writes land, has the client retry,
-// and checks that a token works at most once, never sets two passwords,
-// ends every older session with the reset it made, and that every mailed
-// link names a stored token.
+// TestExploreMail runs verification, reset (alone, and raced by another
+// reset with the same token and another password) and the reset request
+// with every fault at every store call, lets held writes land, has the
+// client retry, and checks that a token works at most once, never sets
+// two passwords, ends every older session with the reset it made, and
+// that every mailed link names a stored token and resets.
 func TestExploreMail(t *testing.T) {
 	t.Parallel()
 	total := exploreMailOperations(t, mailOperations, func(op mailOperation) *mailWorld { return newMailWorld(t, op.withReset) }, refused)

@@ -24,7 +24,7 @@ func (l *warnings) Warn(_ context.Context, msg string, _ ...string) {
 	l.lines = append(l.lines, msg)
 }
 
-// box records mail, or fails every send when broken.
+// recorder records mail, or fails every send when broken.
 type recorder struct {
 	mu     sync.Mutex
 	sent   []accounts.Message
@@ -80,8 +80,10 @@ func (b *recorder) count() int {
 	return len(b.sent)
 }
 
-// newService is an accounts service on fresh in-memory tables that mails
-// into a box, inline.
+// newMailService is an accounts service on fresh in-memory tables that
+// mails into a recorder, inline (require: only a verified address logs
+// in), each of wire changing its config first; it returns the store, the
+// recorder and the warnings logged too.
 func newMailService(t *testing.T, require bool, wire ...func(st *memstore.Store, c *accounts.Config)) (*accounts.Service, *memstore.Store, *recorder, *warnings) {
 	t.Helper()
 	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))

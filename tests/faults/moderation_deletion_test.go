@@ -172,7 +172,8 @@ func TestLateSuspensionRecordsAfterADeletionAreShadowed(t *testing.T) {
 // suspension's writes landed after its lookup) are erased by the sweeper
 // as well as by the repair, at the account's version: the account read at
 // SERIAL proves they can never be of a suspension in force. The sweeper
-// erased only the expiry entry, and left the list row and the lookup.
+// erases all three, not the expiry entry alone: the list row and the
+// lookup would stay.
 func TestSweeperAndRepairEraseTheRecordsOfADeletedAccount(t *testing.T) {
 	t.Parallel()
 	for _, finisher := range []struct {

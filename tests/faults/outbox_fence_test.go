@@ -14,9 +14,11 @@ import (
 // The outbox worker discards a mark only once no attempt of its change
 // can still apply: it fences the item (a compare-and-set that moves the
 // version on and changes nothing else) and fans out the state as of the
-// fence. These are the schedules that broke that before the fence (a
-// held change applying after the worker, and a change slower than the grace),
-// each on its own (docs/design/libraries.md#queues).
+// fence, and a change whose compare-and-set goes out past half the grace
+// marks again first. These are the schedules that fail without them (A: a
+// held change applying after the worker, without the fence; B: a change
+// slower than the grace, without the second mark), each on its own
+// (docs/design/libraries.md#queues).
 
 // holdFirst makes the first call named stmt take fault; every other call
 // runs as usual.
@@ -51,9 +53,9 @@ func heldAcrossTheWorker(t *testing.T, l *libWorld, stmt string, action func() e
 // owner's delete has its compare-and-set held back and answers 503; past
 // the grace the worker runs while it is still held; then it lands; the
 // client retries; the worker runs again. The item must be gone from every
-// library (before the fence: the worker fanned out the live item and
-// discarded the mark, the held delete landed, the retry answered 404, and
-// the friend kept the deleted item for good).
+// library (without the fence the worker fans out the live item and
+// discards the mark, the held delete lands, the retry answers 404, and
+// the friend keeps the deleted item for good).
 func TestAHeldDeleteLandingAfterTheWorkerLeavesNoGhost(t *testing.T) {
 	t.Parallel()
 	l := newLibWorld(t)
@@ -75,7 +77,7 @@ func TestAHeldDeleteLandingAfterTheWorkerLeavesNoGhost(t *testing.T) {
 // TestAHeldUpdateToPrivateLandingAfterTheWorkerLeaksNothing is schedule A
 // with an update to private whose client gives up after the 503: once the
 // held compare-and-set lands, the libraries must show the item as its row
-// says (before the fence: private in the row, public with its old name in
+// says (without the fence: private in the row, public with its old name in
 // every member's library, for anonymous callers too).
 func TestAHeldUpdateToPrivateLandingAfterTheWorkerLeaksNothing(t *testing.T) {
 	t.Parallel()
@@ -88,10 +90,10 @@ func TestAHeldUpdateToPrivateLandingAfterTheWorkerLeaksNothing(t *testing.T) {
 }
 
 // TestAHeldCreationLandingAfterTheWorkerIsWholeOrNothing: a creation
-// whose insert is held back answers 503; the worker finds no item (before
-// the fence: "never happened", mark discarded); then the insert lands.
-// The item must be whole (its creator a member, in their library) or
-// never appear.
+// whose insert is held back answers 503; the worker finds no item
+// (without the fence: "never happened", mark discarded); then the insert
+// lands. The item must be whole (its creator a member, in their library)
+// or never appear.
 func TestAHeldCreationLandingAfterTheWorkerIsWholeOrNothing(t *testing.T) {
 	t.Parallel()
 	l := newLibWorld(t)
@@ -110,8 +112,8 @@ func TestAHeldCreationLandingAfterTheWorkerIsWholeOrNothing(t *testing.T) {
 // compare-and-set outlasts the grace (the worker runs meanwhile, finds
 // the item as it was and finishes its mark); then it applies, answers
 // success, and its own fan-out fails at the friend. The friend's library
-// must still get the new name from the worker (before: the mark was gone,
-// nothing ever finished the friend).
+// must still get the new name from the worker (without a mark of its own,
+// nothing would ever finish the friend).
 func TestASlowChangeKeepsAMarkForItsOwnFanout(t *testing.T) {
 	t.Parallel()
 	l := newLibWorld(t)
@@ -147,8 +149,8 @@ func TestASlowChangeKeepsAMarkForItsOwnFanout(t *testing.T) {
 // (here: its read of the principal's membership stalls) for longer than
 // the grace, and the worker runs in the pause. The share must mark again
 // before its compare-and-set, so that when carrying it out fails, the
-// worker still finishes it (before: the pause's worker had discarded the
-// only mark, and the share stayed pending for good).
+// worker still finishes it (else the pause's worker discards the only
+// mark, and the share stays pending for good).
 func TestAChangePausedPastTheGraceMarksAgain(t *testing.T) {
 	t.Parallel()
 	l := newLibWorld(t)

@@ -37,8 +37,8 @@ func (r *recordedSessions) all() []domain.Session {
 
 // raceWorld is ann's account with two sessions (the first is hers, the
 // one she changes her password from) and a reset link mailed to her; an
-// attacker holds her old password. Every session written from the set-up
-// on is recorded.
+// attacker holds her old password. Every session written after the set-up
+// is recorded.
 type raceWorld struct {
 	*mailWorld
 	recorded *recordedSessions

@@ -14,13 +14,13 @@ import (
 )
 
 // A revert of an email change is a recovery, and no stranger can aim the
-// notices (docs/design/email-change.md, #throttle): the revert makes the
-// password open nothing until a reset, its reset mail is never held back
-// by the mail limit, the replaced address is held whatever its
-// verification, a notice to an unverified address is held back past the
-// limit (and the change refused), one session's changes mail one notice
-// while its change is pending, and a change pending expires with its
-// link.
+// notices (docs/design/email-change.md, docs/design/throttle.md): the
+// revert makes the password open nothing until a reset, its reset mail is
+// never held back by the mail limit, the replaced address is held
+// whatever its verification, a notice to an unverified address is held
+// back past the limit (and the change refused), one session's changes
+// mail one notice while its change is pending, and a change pending
+// expires with its link.
 
 // codeOf is the code of a domain error ("" for none).
 func codeOf(err error) string {
@@ -67,11 +67,11 @@ func thiefTakes(t *testing.T, m *mailWorld) {
 
 // TestARevertRequiresAReset: after the owner's revert the password the
 // thief knows opens nothing (403 password_reset_required when it matches,
-// 401 invalid_credentials when it does not: a guesser learns nothing),
-// even though a stranger spent the address's mails first the revert's
-// reset link goes out, and once it set a new password, that one logs in
-// and the old one does not. Before, the thief logged straight back in and
-// the reset mail was held back by the limit.
+// by username or by email; 401 invalid_credentials when it does not: a
+// guesser learns nothing); though a stranger spent the address's mails
+// first, the revert's reset link goes out; that link refuses the password
+// the thief knew as the new one, and once it set another, that one logs
+// in and the old one does not.
 func TestARevertRequiresAReset(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -140,8 +140,8 @@ func TestALoginInFlightDoesNotSurviveARevert(t *testing.T) {
 // TestAnUnverifiedOwnersRevertWorks: an owner who never verified the
 // signup's address keeps it held once the thief confirmed another (no
 // stranger signs up with it), and the notice's link gives it back,
-// verified. Before, only a verified address was held: the link answered
-// stale and the address was free.
+// verified, and frees the thief's. Were only a verified address held, the
+// link would answer stale and the address be free.
 func TestAnUnverifiedOwnersRevertWorks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -198,8 +198,7 @@ func TestOneNoticePerPendingChange(t *testing.T) {
 // TestNoticesToAnUnverifiedAddressAreLimited: an account signed up with
 // a stranger's address (never verified) mails it notices only up to the
 // hourly limit; past it the change is refused (429 too_many_mails, with
-// a wait) and nothing is written. Before, each change mailed a notice
-// whatever the limit.
+// a wait) and nothing is written; an hour later a change goes through.
 func TestNoticesToAnUnverifiedAddressAreLimited(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -249,7 +248,7 @@ func TestNoticesToAnUnverifiedAddressAreLimited(t *testing.T) {
 // verification link's life (and the token grace) holds its address no
 // more: the address is free for a signup (after the claimer fenced the
 // account's row), the account shows no change pending, and the old link
-// no longer completes it. Before, the address stayed reserved for good.
+// no longer completes it: the address is not reserved for good.
 func TestAPendingChangeExpiresWithItsLink(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -353,9 +352,10 @@ func changeEmailFrom(m *mailWorld, email string) error {
 // a hold slow across the hold's end, a stranger signing up with the held
 // address meanwhile; lands what was held back; and checks that the
 // address is never two accounts' (U1) and that every address ann holds
-// is claimed for her. Before the fence, a slow revert's compare-and-set
-// still applied after the stranger's signup took the address over: the
-// version it checked had not moved.
+// is claimed for her. The stranger's signup fences ann's row before it
+// takes the address over, so a slow step's compare-and-set, conditioned on
+// the version it read, cannot apply after it: without the fence the
+// version it checks would not have moved.
 func TestExploreTheHoldsEnd(t *testing.T) {
 	t.Parallel()
 	total := 0

@@ -127,7 +127,7 @@ var sessOperations = []sessOperation{
 // sessAfters are what happens between the faulted operation's answer and
 // the landing of its held writes: nothing, or the victim seen by the
 // instance whose clock runs ahead (a sighting at a timestamp later than
-// any delete of the operation), or the victim listed by the admin.
+// any delete of the operation).
 var sessAfters = []string{"land-now", "seen-ahead-first"}
 
 // TestExploreSessions runs every session operation with every fault at

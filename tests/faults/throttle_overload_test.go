@@ -23,9 +23,9 @@ import (
 // throttle's store faults (as an overloaded node does: a write applied
 // whose answer is lost, one held back that lands later, one never sent).
 // The tries answer 503 or 429, never a verdict; and the owner, from
-// another address, still logs in. When an attempt that ended in 503 was
-// counted, the 40 rows filled the login's tier (12) and the owner got
-// 429 from every address for a window.
+// another address, still logs in. Were an attempt that ended in 503
+// counted, the 40 rows would fill the login's tier (12) and the owner
+// would get 429 from every address for a window.
 func TestOverloadMade503sDoNotLockTheOwner(t *testing.T) {
 	t.Parallel()
 	for _, fault := range []memstore.Fault{memstore.LoseAnswer, memstore.LandLate, memstore.FailBefore} {
@@ -81,8 +81,10 @@ func TestOverloadMade503sDoNotLockTheOwner(t *testing.T) {
 // TestUnrecordedFailuresStopCounting: wrong passwords from 20 addresses
 // whose failure could not be recorded answer 503, never 401 (a guess the
 // throttle did not record tells the guesser nothing); while their tries
-// are in flight they count (the 13th and later are refused), and a
-// minute later none of them counts against the owner.
+// are in flight they count (the 13th and later may be refused: with Slow,
+// whose call moves the clock past the minute the tries before it count
+// for, they answer 503 too), and a minute later none of them counts
+// against the owner.
 func TestUnrecordedFailuresStopCounting(t *testing.T) {
 	t.Parallel()
 	for _, fault := range []memstore.Fault{memstore.FailBefore, memstore.LoseAnswer, memstore.Slow} {
@@ -122,9 +124,9 @@ func TestUnrecordedFailuresStopCounting(t *testing.T) {
 // TestARefusedAttemptWritesNothingToTheLogin: once an address is over
 // its limit, its tries (the right password too) are refused having
 // written to one partition only, the address's own: the login's scope,
-// which every address's attempts read, is not touched (each refused try
-// used to write a row there and delete it, a tombstone every reader of
-// the login then met).
+// which every address's attempts read, is not touched (a row written
+// there and deleted would leave a tombstone every reader of the login
+// meets).
 func TestARefusedAttemptWritesNothingToTheLogin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
