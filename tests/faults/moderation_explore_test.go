@@ -249,7 +249,7 @@ func competeDeleteStopped(at string) modCompetitor {
 	return modCompetitor{name: "delete-stopped@" + at, at: at,
 		run: func(m *modWorld, _ modOperation) error {
 			m.life.Hooks.AfterDeletionStep = func(step string) error {
-				if step == "sessions" {
+				if step == "begun" { // the request's compare-and-set, before its job erases anything
 					return errors.New("crashed (test hook)")
 				}
 				return nil
