@@ -120,7 +120,9 @@ func (a audit) bucketsWithRows() []string {
 func (a audit) Buckets(_ context.Context) (indexed, withRows []string, err error) {
 	_, err = a.s.call("status_buckets.scan", false, func() (bool, error) {
 		for b := range a.s.buckets {
-			indexed = append(indexed, b)
+			if a.s.indexed(b) {
+				indexed = append(indexed, b)
+			}
 		}
 		sort.Strings(indexed)
 		withRows = a.bucketsWithRows()
@@ -141,22 +143,13 @@ func (a audit) HasSessions(_ context.Context, userID string) (bool, error) {
 }
 
 func (a audit) IndexBucket(_ context.Context, bucket string) error {
-	_, err := a.s.call("status_buckets.insert", true, func() (bool, error) {
-		a.s.buckets[bucket] = true
+	_, err := a.s.call("suspension_buckets.insert", true, func() (bool, error) {
+		a.s.indexBucket(bucket, a.s.stamp())
 		return true, nil
 	})
 	return err
 }
 
 func (a audit) PruneBucket(_ context.Context, bucket string) error {
-	_, err := a.s.call("status_buckets.prune", true, func() (bool, error) {
-		for _, b := range a.bucketsWithRows() {
-			if b == bucket {
-				return false, nil
-			}
-		}
-		delete(a.s.buckets, bucket)
-		return true, nil
-	})
-	return err
+	return (&Suspensions{s: a.s}).pruneBucket(bucket)
 }

@@ -116,11 +116,12 @@ type Store struct {
 	// the whole table), as the repository's queue_progress row: an entry
 	// whose end is behind it is never read (Suspensions.Expired).
 	expiryStart *time.Time
-	// buckets is the suspended list's bucket index, written by the
-	// repair's audit alone (Audit.IndexBucket, PruneBucket): unlike the
-	// repository's, Suspensions.Record and Erase do not write it and Page
-	// does not read it.
-	buckets map[string]bool
+	// buckets is the suspended list's bucket index, as the repository's:
+	// Suspensions.Record writes a bucket's entry once its rows are written,
+	// Erase prunes it after the list row (a read, then a delete stamped
+	// before the read), Page reads only the buckets it lists, and the
+	// repair's audit indexes and prunes too.
+	buckets map[string]bucketCell
 	// history is the moderation history (Suspensions), by eventKey.
 	history map[string]eventCell
 	// changes are the accounts' rows each applied Update wrote, in order,
@@ -185,7 +186,7 @@ type userRow struct {
 // New returns empty tables with the clock at start.
 func New(start time.Time) *Store {
 	return &Store{now: start, claims: map[string]claimRow{}, users: map[string]userRow{}, sessions: newSessionTables(),
-		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(start), groups: newGroupTables(), buckets: map[string]bool{},
+		list: map[string]cell{}, lookup: map[string]cell{}, expiry: map[string]cell{}, content: newContentTables(start), groups: newGroupTables(), buckets: map[string]bucketCell{},
 		history: map[string]eventCell{}, changes: map[string][]domain.User{}, tokens: map[string]accounts.Token{},
 		deletions: map[string]versioned[accounts.DeletionEntry]{}}
 }
@@ -555,3 +556,47 @@ func (s *Store) Snapshot() (claims []domain.Claim, users []domain.User) {
 	}
 	return claims, users
 }
+
+// bucketCell is a bucket's entry in the suspended list's index: the
+// timestamp of its last write, and whether that write deleted it.
+type bucketCell struct {
+	ts      int64
+	deleted bool
+}
+
+// indexBucket writes bucket's index entry at ts (s.mu held): a later
+// write wins, a delete wins a tie.
+func (s *Store) indexBucket(bucket string, ts int64) {
+	if c, ok := s.buckets[bucket]; !ok || ts > c.ts {
+		s.buckets[bucket] = bucketCell{ts: ts}
+	}
+}
+
+// unindexBucket deletes bucket's index entry at ts (s.mu held).
+func (s *Store) unindexBucket(bucket string, ts int64) {
+	if c, ok := s.buckets[bucket]; !ok || ts >= c.ts {
+		s.buckets[bucket] = bucketCell{ts: ts, deleted: true}
+	}
+}
+
+// indexed reports whether bucket is in the index (s.mu held).
+func (s *Store) indexed(bucket string) bool {
+	c, ok := s.buckets[bucket]
+	return ok && !c.deleted
+}
+
+// bucketHasRows reports whether a live list row is in bucket (s.mu held).
+func (s *Store) bucketHasRows(bucket string) bool {
+	for _, r := range live(s.list) {
+		if r.Bucket == bucket {
+			return true
+		}
+	}
+	return false
+}
+
+// stamp is the time a write the node timestamps itself is stamped with
+// (s.mu held): the clock plus a microsecond per call made so far, so that
+// of two calls made in turn the later stamps later, as a running clock
+// would (this one stands still between Advances).
+func (s *Store) stamp() int64 { return s.now.UnixMicro() + int64(s.calls) }

@@ -58,9 +58,8 @@ func (ss *Suspensions) write(name string, apply func()) error {
 
 // Record writes the history entry, the list row, the lookup and the
 // expiry entry, one call each, and tries them all whatever fails, as the
-// repository sends the four at once: any of them may be left out. The
-// repository then writes the bucket's index entry
-// (suspension_buckets.insert), which has no call here.
+// repository sends the four at once: any of them may be left out. Once
+// all four are written, the bucket's index entry, at the clock's time.
 func (ss *Suspensions) Record(_ context.Context, sp domain.Suspension, version int) error {
 	s, ts := ss.s, int64(version)
 	errs := []error{
@@ -71,7 +70,10 @@ func (ss *Suspensions) Record(_ context.Context, sp domain.Suspension, version i
 	if !sp.Until.IsZero() {
 		errs = append(errs, ss.write("suspension_expiries.insert", func() { s.put(s.expiry, expiryKey(sp.UserID, sp.Until), sp, ts) }))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ss.write("suspension_buckets.insert", func() { s.indexBucket(sp.Bucket, s.stamp()) })
 }
 
 // Erase deletes the list row, then the lookup, then the expiry entry. The
@@ -89,6 +91,9 @@ func (ss *Suspensions) EraseListing(_ context.Context, sp domain.Suspension, ver
 func (ss *Suspensions) erase(sp domain.Suspension, version int, lookup bool) error {
 	s, ts := ss.s, int64(version)
 	if err := ss.write("users_by_status.delete", func() { s.del(s.list, listKey(sp), ts) }); err != nil {
+		return err
+	}
+	if err := ss.pruneBucket(sp.Bucket); err != nil {
 		return err
 	}
 	if lookup {
@@ -117,13 +122,13 @@ func (ss *Suspensions) Lookup(_ context.Context, userID string) (domain.Suspensi
 }
 
 // Page lists the suspended newest first, ties by user id descending (the
-// buckets' order, buckets newest first), after the cursor, from every
-// live list row: the repository reads only the buckets its index lists.
+// buckets' order, buckets newest first), after the cursor, from the live
+// list rows of the buckets the index lists, as the repository reads.
 func (ss *Suspensions) Page(_ context.Context, after *moderation.Cursor, limit int) ([]domain.Suspension, error) {
 	var out []domain.Suspension
 	_, err := ss.s.call("users_by_status.page", false, func() (bool, error) {
 		for _, c := range ss.s.list {
-			if !c.deleted && (after == nil || listedAfter(c.s, *after)) {
+			if !c.deleted && ss.s.indexed(c.s.Bucket) && (after == nil || listedAfter(c.s, *after)) {
 				out = append(out, c.s)
 			}
 		}
@@ -304,4 +309,21 @@ func (s *Store) Changes(userID string) []domain.User {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]domain.User(nil), s.changes[userID]...)
+}
+
+// pruneBucket drops an empty bucket from the index, as the repository's:
+// a read of the bucket's rows, then, if it found none, a delete stamped
+// with the time taken before that read, so a suspension that lands in the
+// bucket meanwhile (its entry written after its row) keeps its entry.
+func (ss *Suspensions) pruneBucket(bucket string) error {
+	s := ss.s
+	var before int64
+	empty, err := s.call("status_buckets.check", false, func() (bool, error) {
+		before = s.stamp()
+		return !s.bucketHasRows(bucket), nil
+	})
+	if err != nil || !empty {
+		return err
+	}
+	return ss.write("suspension_buckets.delete", func() { s.unindexBucket(bucket, before) })
 }
