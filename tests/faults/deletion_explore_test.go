@@ -54,6 +54,11 @@ type delScenario struct {
 	// suspended: doomed is suspended first (its sessions stop working, so
 	// an admin deletes it).
 	suspended bool
+	// ownLast: the caller's session (tokens[0]) is the one the deletion
+	// ends last: its token's hash sorts after the other's (the store
+	// lists a user's sessions by token hash, and the deletion ends them
+	// in that order), not one run in two by the tokens' chance.
+	ownLast bool
 }
 
 var delScenarios = []delScenario{{name: "self"}, {name: "admin-suspended", suspended: true}}
@@ -80,6 +85,9 @@ func newDelWorld(t *testing.T, sc delScenario) *delWorld {
 			t.Fatal(err)
 		}
 		d.tokens = append(d.tokens, r.Token)
+	}
+	if sc.ownLast && accounts.HashToken(d.tokens[0]) < accounts.HashToken(d.tokens[1]) {
+		d.tokens[0], d.tokens[1] = d.tokens[1], d.tokens[0]
 	}
 	must := func(err error) {
 		t.Helper()
@@ -680,14 +688,18 @@ func checkClosedWithAccount(t *testing.T, name string, d *delWorld, gsnap memsto
 }
 
 // TestDeletionWhoseOwnSessionDeleteIsLostIsFinishedByTheRepair: the
-// answer of the deletion's last delete of the caller's own session is
-// lost, and the repair finishes the deletion. The index entry ends last,
-// after the sessions, so the repair still finds the deletion; ended
-// before them, it would leave the session working for DELETE
-// /v1/users/{own id} with nothing to finish it.
+// answer of the deletion's last session delete, that of the caller's own
+// session (ownLast, every run), is lost, and the repair finishes the
+// deletion. The delete applied: the session no longer works, but its
+// listing was never removed (the store's delete stopped at the lost
+// answer). The index entry ends last, after the sessions, so the repair
+// still finds the deletion (checked before it runs); ended before them,
+// it would leave the session listed (and, had the delete not applied,
+// working for DELETE /v1/users/{own id}) with nothing to finish it.
 func TestDeletionWhoseOwnSessionDeleteIsLostIsFinishedByTheRepair(t *testing.T) {
 	t.Parallel()
 	sc := delScenarios[0]
+	sc.ownLast = true
 	probe := newDelWorld(t, sc)
 	last, n := -1, 0
 	probe.store.FaultAt = func(_ int, name string) memstore.Fault {
@@ -700,5 +712,30 @@ func TestDeletionWhoseOwnSessionDeleteIsLostIsFinishedByTheRepair(t *testing.T) 
 	if err := probe.deleteAs(sc); err != nil {
 		t.Fatal(err)
 	}
-	exploreDeletion(t, "own-session-delete-lost", sc, last, memstore.LoseAnswer, delCompetitors[0], delFinishers[2])
+	repair := delFinishers[2]
+	checked := delFinisher{name: repair.name, landAfter: repair.landAfter, run: func(d *delWorld, sc delScenario) error {
+		// What the fault left: the caller's own session deleted but
+		// listed, the other one gone, and the deletion's entry there.
+		ctx := context.Background()
+		own, other := accounts.HashToken(d.tokens[0]), accounts.HashToken(d.tokens[1])
+		for _, h := range []string{own, other} {
+			if _, err := d.store.Sessions().Get(ctx, h); !errors.Is(err, domain.ErrNotFound) {
+				t.Errorf("before the repair: session %s: %v, want deleted", h, err)
+			}
+		}
+		listed, err := d.store.Sessions().Entries(ctx, d.doomed.ID)
+		if err != nil || len(listed) != 1 || listed[0].TokenHash != own {
+			t.Errorf("before the repair: listed %+v (%v), want the caller's own session %s alone (its delete's answer lost)", listed, err, own)
+		}
+		u, err := d.store.Users().Get(ctx, d.doomed.ID)
+		found := false
+		for _, e := range d.store.DeletionSnapshot() {
+			found = found || (err == nil && u.Deletion != nil && e.UserID == d.doomed.ID && e.Attempt == u.Deletion.Attempt)
+		}
+		if !found {
+			t.Errorf("before the repair: the deletion's entry is gone (account %+v, %v; entries %+v)", u, err, d.store.DeletionSnapshot())
+		}
+		return repair.run(d, sc)
+	}}
+	exploreDeletion(t, "own-session-delete-lost", sc, last, memstore.LoseAnswer, delCompetitors[0], checked)
 }

@@ -147,8 +147,9 @@ var passkeyOperations = []struct {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok && (!confirmed || len(w.recovery) != 10 || set.Left() != 10) {
-				t.Errorf("%s: success, and confirmed %v with %d codes shown, set %+v", name, confirmed, len(w.recovery), set)
+			if ok && (!confirmed || len(w.recovery) != 10 || set.Left() != 10 || !shownStand(w.ann.ID, w.recovery, set)) {
+				t.Errorf("%s: success, and confirmed %v with %d codes shown (the set's: %v), set %+v",
+					name, confirmed, len(w.recovery), shownStand(w.ann.ID, w.recovery, set), set)
 			}
 			if !confirmed {
 				return

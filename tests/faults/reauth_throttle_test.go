@@ -27,8 +27,10 @@ func throttledSession(t *testing.T) (*accounts.Service, *countingHasher, domain.
 // a new username and the account's deletion take (U9,
 // docs/design/reauthentication.md) are
 // counted with the password change's, per account: a stolen session gets
-// 5 guesses in all, whatever it asks with them; the 6th is refused before
-// the password is checked, the right one included.
+// 5 guesses in all, whatever it asks with them (one wrong guess of each,
+// the password change's included, and a fifth); the 6th is refused
+// before the password is checked, the right one included, whichever of
+// the four asks it. The account keeps its email, username and password.
 func TestEveryCurrentPasswordIsThrottled(t *testing.T) {
 	t.Parallel()
 	svc, h, u, ctx, p := throttledSession(t)
@@ -48,6 +50,9 @@ func TestEveryCurrentPasswordIsThrottled(t *testing.T) {
 			_, err := life.DeleteUser(ctx, p, u.ID, accounts.Proof{CurrentPassword: current})
 			return err
 		},
+		func(current *string) error {
+			return svc.ChangePassword(ctx, p, u.ID, accounts.Proof{CurrentPassword: current}, "a quite new passphrase")
+		},
 	}
 	for i := range perAddress {
 		if err := guesses[i%len(guesses)](&wrong); !errors.Is(err, accounts.ErrWrongCurrentPassword) {
@@ -64,5 +69,9 @@ func TestEveryCurrentPasswordIsThrottled(t *testing.T) {
 	}
 	if got, err := svc.Me(ctx, domain.Principal{UserID: u.ID}); err != nil || got.Email != "ann@example.org" || got.Username != "ann" {
 		t.Fatalf("after the refused guesses: %+v %v", got, err)
+	}
+	// A login counts under its own scope: the password is still the old.
+	if _, err := svc.Login(ctx, "ann", password, from("192.0.2.1")); err != nil {
+		t.Fatalf("the password after the refused guesses: %v", err)
 	}
 }
