@@ -156,6 +156,22 @@ func (m *Service) Repair(ctx context.Context, audit Audit, o RepairOptions) (Rep
 	return r.report, errors.Join(r.errs...)
 }
 
+// IndexBuckets makes the suspended list's bucket index hold exactly the
+// buckets that hold rows, as the repair's last phase does, and reports
+// how many entries it fixed. Every process's sweeper runs it
+// (bucketsEvery in internal/app), so the list never waits for an
+// operator: a prune stamps its delete with its process's clock and a
+// suspension its entry with its own, so under clock skew a prune can
+// shadow the entry of a suspension that landed in the bucket meanwhile,
+// and its account is listed again at the next pass.
+func (m *Service) IndexBuckets(ctx context.Context, audit Audit) (int, error) {
+	r := &repair{m: m, audit: audit}
+	if err := r.indexBuckets(ctx); err != nil {
+		return r.report.Fixed, errors.Join(append(r.errs, err)...)
+	}
+	return r.report.Fixed, errors.Join(r.errs...)
+}
+
 // repair is one run of RepairSuspensions: what it found and fixed.
 type repair struct {
 	m      *Service

@@ -14,6 +14,7 @@ import (
 	"shelf/domain/moderation"
 	"shelf/internal/config"
 	"shelf/internal/metrics"
+	"shelf/repository"
 )
 
 // Serve connects to Cassandra (migrating first unless switched off), builds
@@ -53,7 +54,7 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger, opts .
 	logger.Info().Str("addr", ln.Addr().String()).Str("url", publicURL(ln.Addr())).Msg("shelf is serving")
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
-	go sweep(sweepCtx, a.Moderation, cfg.Moderation.SweepInterval, attemptGrace(cfg), logger)
+	go sweep(sweepCtx, a.Moderation, repository.NewAudit(a.DB), cfg.Moderation.SweepInterval, attemptGrace(cfg), logger)
 	go drainOutbox(sweepCtx, a.Contents, cfg.Content, a.Metrics, logger)
 	go a.WorkJobs(sweepCtx, cfg.Content.JobInterval, logger)
 	// On shutdown the background fan-outs stop beside the requests'
@@ -84,13 +85,24 @@ func attemptGrace(cfg config.Config) time.Duration {
 	return max(time.Minute, 2*cfg.HTTP.RequestTimeout)
 }
 
-// sweep lifts ended suspensions every interval until ctx ends, and
-// finishes the suspensions and unsuspensions a stopped request left
-// (moderation.FinishInterrupted). Every instance runs one; lifting and
-// fencing are compare-and-sets and the records' writes idempotent, so
-// they never clash.
-func sweep(ctx context.Context, m *moderation.Service, interval, grace time.Duration, logger zerolog.Logger) {
+// sweep lifts ended suspensions every interval until ctx ends, finishes
+// the suspensions and unsuspensions a stopped request left
+// (moderation.FinishInterrupted), and every bucketsEvery makes the
+// suspended list's bucket index agree with its rows
+// (moderation.IndexBuckets). Every instance runs one; lifting and fencing
+// are compare-and-sets and the records' writes idempotent, so they never
+// clash.
+func sweep(ctx context.Context, m *moderation.Service, audit moderation.Audit, interval, grace time.Duration, logger zerolog.Logger) {
+	var indexed time.Time
 	every(ctx, interval, nil, func() {
+		if time.Since(indexed) >= bucketsEvery {
+			indexed = time.Now()
+			if n, err := m.IndexBuckets(ctx, audit); err != nil && ctx.Err() == nil {
+				logger.Warn().Err(err).Msg("suspended list's bucket index")
+			} else if n > 0 {
+				logger.Warn().Int("fixed", n).Msg("suspended list's bucket index set right (an entry a prune had shadowed, or an empty bucket)")
+			}
+		}
 		if n, err := m.FinishInterrupted(ctx, grace); err != nil && ctx.Err() == nil {
 			logger.Warn().Err(err).Msg("interrupted suspensions")
 		} else if n > 0 {
@@ -110,6 +122,11 @@ func sweep(ctx context.Context, m *moderation.Service, interval, grace time.Dura
 		}
 	})
 }
+
+// bucketsEvery is how often the sweeper checks the suspended list's
+// bucket index against its rows: one read of the index and one of the
+// list's partition keys (a few per month of suspensions).
+const bucketsEvery = time.Minute
 
 // every calls fn every interval, and at once whenever wake says so (nil:
 // never), until ctx ends.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"shelf/repository"
 	"shelf/tests/testkit"
 )
 
@@ -126,4 +127,49 @@ func TestListingAcrossBuckets(t *testing.T) {
 		}
 	}
 	agreement(t, db)
+}
+
+// TestTheSweeperListsABucketAPruneShadowed: a prune stamps its delete of
+// an emptied bucket's index entry with its process's clock, a suspension
+// its entry with its own; a pruner whose clock runs 3 s ahead shadows
+// the entry of a suspension that landed in the bucket just after its
+// read, and the suspended account drops out of the list. The sweeper's
+// pass over the index (moderation.IndexBuckets, every process every
+// minute) lists it again once the skew has passed, with no operator.
+func TestTheSweeperListsABucketAPruneShadowed(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, _ := m.member(t)
+	if r := m.suspend(u.ID, "spam"); r.StatusCode != http.StatusCreated {
+		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
+	}
+	var bucket string
+	if err := m.db.Session.Query(`SELECT bucket FROM suspended_users WHERE user_id = ?`, nil).Bind(u.ID).Scan(&bucket); err != nil {
+		t.Fatal(err)
+	}
+	if list := m.listAll(t, 10); len(list) != 1 {
+		t.Fatalf("listed before the prune: %+v", list)
+	}
+	ahead := time.Now().Add(3 * time.Second).UnixMicro()
+	if err := m.db.Session.Query(`DELETE FROM status_buckets USING TIMESTAMP ? WHERE status = 'suspended' AND bucket = ?`, nil).
+		Bind(ahead, bucket).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	if list := m.listAll(t, 10); len(list) != 0 {
+		t.Fatalf("the shadowed bucket is still listed: %+v", list)
+	}
+	audit := repository.NewAudit(m.app.DB)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(m.listAll(t, 10)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweeper's passes over the index never listed the suspended account again")
+		}
+		if _, err := m.app.Moderation.IndexBuckets(context.Background(), audit); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+	if list := m.listAll(t, 10); len(list) != 1 || list[0].UserID != u.ID {
+		t.Fatalf("listed again: %+v", list)
+	}
 }

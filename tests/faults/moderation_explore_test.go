@@ -74,10 +74,11 @@ func (m *modWorld) crashAfter(step string, action func() error) error {
 	return nil
 }
 
-// workers runs what every process runs on its own: the sweeper (lifts,
-// then the interrupted suspensions and unsuspensions), and the job
-// worker when deletion is wired.
+// workers runs what every process runs on its own: the sweeper (its pass
+// over the bucket index, lifts, then the interrupted suspensions and
+// unsuspensions), and the job worker when deletion is wired.
 func (m *modWorld) workers() {
+	_, _ = m.mod.IndexBuckets(context.Background(), m.store.Audit())
 	_ = m.sweep()
 	_, _ = m.mod.FinishInterrupted(context.Background(), time.Minute)
 	if m.life != nil {
