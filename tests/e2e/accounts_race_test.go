@@ -63,7 +63,9 @@ func TestConcurrentSignupsForOneUsername(t *testing.T) {
 // TestCrossedSignups races u1/e1, u2/e1 and u1/e2 at once, 100 rounds: no
 // account ever holds one name without the other (U2), every 201 logs in by
 // both names (U3), and once the lease has passed no claim is left without
-// a committed, active owner (U4).
+// a committed, active owner (U4): no signup dies here (each answers 201 or
+// 409), so not even a dead signup's committed claim, which
+// checkClaimsConsistent lets pass, may be left.
 func TestCrossedSignups(t *testing.T) {
 	t.Parallel()
 	// Long enough for a pending account (its TTL whole seconds, living at
@@ -113,5 +115,8 @@ func TestCrossedSignups(t *testing.T) {
 	time.Sleep(lease + time.Second)
 	if accounts := checkClaimsConsistent(t, db); accounts != created {
 		t.Fatalf("%d active accounts, %d signups answered 201", accounts, created)
+	}
+	if dead := freeDeadClaims(t, api, db); dead != 0 {
+		t.Fatalf("%d claims left to accounts that are gone, though every signup answered 201 or 409", dead)
 	}
 }

@@ -332,16 +332,33 @@ func TestRenameRaces(t *testing.T) {
 	// One user, several renames at once to different names.
 	targets := []string{name("multi"), name("multi"), name("multi"), name("multi")}
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won := map[string]bool{}
 	for _, target := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := api.As(a.tok).Send(http.MethodPatch, "/v1/users/"+a.user.ID, map[string]string{"username": target, "currentPassword": testPassword})
-			if r.StatusCode != http.StatusOK && r.StatusCode != http.StatusConflict {
+			switch r.StatusCode {
+			case http.StatusOK:
+				mu.Lock()
+				won[target] = true
+				mu.Unlock()
+			case http.StatusConflict:
+			default:
 				t.Errorf("rename to %s: %d %s", target, r.StatusCode, r.Body)
 			}
 		}()
 	}
 	wg.Wait()
+	// It ends with one of the names whose rename answered 200, and logs in
+	// by it; the claims of the others are released (checkClaimsConsistent:
+	// no claim held by the user but its name's).
+	var now userBody
+	api.Get("/v1/users/"+a.user.ID).JSON(t, &now)
+	if !won[now.Username] {
+		t.Fatalf("after renames to %v (200: %v) the user is named %q, none of the winners", targets, won, now.Username)
+	}
+	mustLogin(t, api, now.Username)
 	checkClaimsConsistent(t, db)
 }

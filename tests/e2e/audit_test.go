@@ -402,10 +402,13 @@ func TestTheAuditOfEveryAccount(t *testing.T) {
 	if none := pageAll[auditItem](t, m.admin, "/v1/audit?actor="+bob.ID, 100); len(none) != 0 {
 		t.Fatalf("?actor=<bob, who did nothing>: %+v", none)
 	}
-	for _, bad := range []string{"?actor=bob", "?action=danced", "?cursor=nonsense"} {
-		r := m.admin.Get("/v1/audit" + bad)
+	for _, bad := range []struct{ query, field string }{{"?actor=bob", "actor"}, {"?action=danced", "action"}, {"?cursor=nonsense", "cursor"}} {
+		r := m.admin.Get("/v1/audit" + bad.query)
 		if r.StatusCode != http.StatusBadRequest {
-			t.Fatalf("%s: %d %s", bad, r.StatusCode, r.Body)
+			t.Fatalf("%s: %d %s", bad.query, r.StatusCode, r.Body)
+		}
+		if p := r.Problem(t); len(p.Errors) != 1 || p.Errors[0].Field != bad.field {
+			t.Fatalf("%s: the 400 names %+v, want the field %s alone", bad.query, p.Errors, bad.field)
 		}
 	}
 	if r := asCarl.Get("/v1/audit"); r.StatusCode != http.StatusForbidden {
