@@ -373,6 +373,23 @@ func TestClosingRacingCreations(t *testing.T) {
 		if n := len(won); n != 1 {
 			t.Fatalf("round %d: %d creations got the closed group's name", round, n)
 		}
+		// The compare-and-set closing -> closed stamps updated_at just
+		// before it is sent: a creation answered before that took the name
+		// from a group not yet closed.
+		var status string
+		var closedAt time.Time
+		if err := m.db.Session.Session.Query(`SELECT status, updated_at FROM groups WHERE id = ?`, g.ID).
+			WithContext(context.Background()).Scan(&status, &closedAt); err != nil {
+			t.Fatal(err)
+		}
+		if status != "closed" {
+			t.Fatalf("round %d: the group is %s", round, status)
+		}
+		for _, at := range won {
+			if !at.After(closedAt) {
+				t.Errorf("round %d: a creation got the name at %v, before the group was closed at %v", round, at, closedAt)
+			}
+		}
 		got := m.api.Get("/v1/groups/by-name/" + g.Name)
 		var now groupBody
 		got.JSON(t, &now)
@@ -411,10 +428,12 @@ func TestDeletionClosesTheGroupsOfASoleMember(t *testing.T) {
 // library write is held back (so the closing, reading the group's library
 // index, does not find the item), the group closed, the held write landing
 // after. The share's member row is written and the item counts the closed
-// group; then the outbox worker finishes the share, reads the group again
-// after writing its rows, finds it closed and takes the share back, as a
-// deletion's unseen memberships are: the item counts no closed group, the
-// group's library is empty, and nobody repeats the closing
+// group (two members, its owner and the group, counts exact); then the
+// outbox worker finishes the share, reads the group again after writing
+// its rows, finds it closed and takes the share back, as a deletion's
+// unseen memberships are: the item counts no closed group, the group's
+// library is empty, and nobody repeats the closing (the test closes the
+// group once; the take-back is the outbox worker's alone)
 // (docs/design/closing.md, "Shares").
 func TestAShareTheClosingCannotSeeIsTakenBack(t *testing.T) {
 	t.Parallel()
@@ -438,6 +457,15 @@ func TestAShareTheClosingCannotSeeIsTakenBack(t *testing.T) {
 	if n := countRows(t, m.db, `SELECT principal_id FROM content_members WHERE content_id = ? AND principal_id = ?`, late.ID, w.group.ID); n != 1 {
 		t.Fatalf("before the worker the item has %d member rows of the closed group; the schedule did not happen", n)
 	}
+	var members int
+	if err := m.db.Session.Session.Query(`SELECT members FROM content WHERE id = ?`, late.ID).
+		WithContext(context.Background()).Scan(&members); err != nil {
+		t.Fatal(err)
+	}
+	if members != 2 {
+		t.Fatalf("before the worker the item counts %d members, want 2: its owner and the closed group", members)
+	}
+	checkCountsExact(t, m.db, late.ID)
 	if _, err := m.app.Contents.DrainOutbox(context.Background(), 0, 1000); err != nil {
 		t.Fatal(err)
 	}

@@ -403,13 +403,17 @@ func TestRebuildEqualsIncremental(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	owner, ownerAPI := m.member(t)
+	var deleted []string
 	for i := 0; i < 30; i++ {
 		c := createContent(t, ownerAPI, fmt.Sprint("r", i), []string{"public", "loggedin", "private"}[i%3])
 		if i%4 == 0 {
 			ownerAPI.Send(http.MethodPatch, "/v1/content/"+c.ID, map[string]string{"visibility": "public"})
 		}
 		if i%7 == 0 {
-			ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil)
+			if r := ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID, "", nil); r.StatusCode != http.StatusNoContent {
+				t.Fatalf("delete %s: %d %s", c.ID, r.StatusCode, r.Body)
+			}
+			deleted = append(deleted, c.ID)
 		}
 	}
 	path := "/v1/users/" + owner.ID + "/library"
@@ -420,6 +424,13 @@ func TestRebuildEqualsIncremental(t *testing.T) {
 	if err := m.db.Session.ContextQuery(ctx, "INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, 'private', ?, ?, 'stale', 'private', 0) USING TIMESTAMP 0", nil).
 		Bind(owner.ID, time.Now().Add(time.Hour), before[0].ID).ExecRelease(); err != nil {
 		t.Fatal(err)
+	}
+	// The ghost: a row of an item the owner deleted, in both buckets.
+	for _, bucket := range []string{"private", "public"} {
+		if err := m.db.Session.ContextQuery(ctx, "INSERT INTO library_by_principal (principal_id, bucket, last_modified, content_id, name, visibility, version) VALUES (?, ?, ?, ?, 'ghost', 'public', 1) USING TIMESTAMP 0", nil).
+			Bind(owner.ID, bucket, time.Now().Add(-time.Hour), deleted[0]).ExecRelease(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r := m.admin.Do(http.MethodPost, "/v1/admin/libraries/"+owner.ID+"/rebuild", "", nil)
 	if r.StatusCode != http.StatusAccepted {
@@ -439,6 +450,11 @@ func TestRebuildEqualsIncremental(t *testing.T) {
 	}
 	if rows != len(before) {
 		t.Fatalf("%d rows in the private bucket after rebuild, want %d", rows, len(before))
+	}
+	for _, bucket := range []string{"private", "public"} {
+		if n := countRows(t, m.db, "SELECT content_id FROM library_by_principal WHERE principal_id = ? AND bucket = ? AND content_id = ? ALLOW FILTERING", owner.ID, bucket, deleted[0]); n != 0 {
+			t.Fatalf("the ghost of deleted %s kept %d rows in the %s bucket after the rebuild", deleted[0], n, bucket)
+		}
 	}
 	if r := ownerAPI.Do(http.MethodPost, "/v1/admin/libraries/"+owner.ID+"/rebuild", "", nil); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("rebuild by a non-admin: %d", r.StatusCode)
