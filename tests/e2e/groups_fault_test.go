@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,7 +107,10 @@ func TestGroupChangesResolveAmbiguousAnswers(t *testing.T) {
 // TestFaultStormKeepsGroupsWithinCapacity runs concurrent joins and leaves
 // while a third of the group row's compare-and-sets lose their answer: the
 // group never holds more than maxMembers, every join answered 201 or 200 is
-// a member unless it left afterwards, and the counts agree at the end.
+// a member unless it left afterwards (every other user to join is removed
+// by the owner at once, while the rest still join, a refused join trying
+// again a few times), a leave answered 204 is no member, and the
+// counts agree at the end.
 func TestFaultStormKeepsGroupsWithinCapacity(t *testing.T) {
 	t.Parallel()
 	w := newGroupWorld(t, nil)
@@ -124,12 +128,23 @@ func TestFaultStormKeepsGroupsWithinCapacity(t *testing.T) {
 		return nil
 	})
 	codes := make([]int, len(users))
+	// leaves[i]: the answer to user i's leave (0: none tried). The first,
+	// third, fifth... user to join leaves at once, while the others still
+	// join.
+	leaves := make([]int, len(users))
+	var joins atomic.Int32
 	var wg sync.WaitGroup
 	for i, u := range users {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A join refused tries again a few times, so the places the
+			// leaves free are raced for.
 			r := putGroupMember(w.ownerAPI, g.ID, u, "member")
+			for try := 0; try < 4 && r.StatusCode == http.StatusConflict; try++ {
+				time.Sleep(5 * time.Millisecond)
+				r = putGroupMember(w.ownerAPI, g.ID, u, "member")
+			}
 			codes[i] = r.StatusCode
 			switch {
 			case r.StatusCode == http.StatusCreated, r.StatusCode == http.StatusOK:
@@ -144,6 +159,16 @@ func TestFaultStormKeepsGroupsWithinCapacity(t *testing.T) {
 			default:
 				t.Errorf("join: %d %s", r.StatusCode, r.Body)
 			}
+			if (r.StatusCode == http.StatusCreated || r.StatusCode == http.StatusOK) && joins.Add(1)%2 == 1 {
+				l := deleteGroupMember(w.ownerAPI, g.ID, u)
+				leaves[i] = l.StatusCode
+				switch {
+				case l.StatusCode == http.StatusNoContent, l.StatusCode == http.StatusServiceUnavailable:
+				case l.StatusCode == http.StatusConflict && l.Problem(t).Code == "concurrent_change":
+				default:
+					t.Errorf("leave: %d %s", l.StatusCode, l.Body)
+				}
+			}
 		}()
 	}
 	wg.Wait()
@@ -151,20 +176,32 @@ func TestFaultStormKeepsGroupsWithinCapacity(t *testing.T) {
 	// One more operation finishes whatever a 503 left pending.
 	listGroupMembers(t, w.ownerAPI, g.ID, 100)
 	st := checkGroupAgrees(t, w.db, g.ID, append([]string{w.owner.ID}, users...))
-	joined := 0
+	joined, left, leaving := 0, 0, 0
 	for i, c := range codes {
-		if c == http.StatusCreated || c == http.StatusOK {
-			joined++
+		if c != http.StatusCreated && c != http.StatusOK {
+			continue
+		}
+		joined++
+		if leaves[i] != 0 {
+			leaving++
+		}
+		switch leaves[i] {
+		case 0, http.StatusConflict:
 			if st.Members[users[i]] == "" {
-				t.Errorf("%s was answered %d but is not a member", users[i], c)
+				t.Errorf("%s was answered %d (its leave %d) but is not a member", users[i], c, leaves[i])
+			}
+		case http.StatusNoContent:
+			left++
+			if role := st.Members[users[i]]; role != "" {
+				t.Errorf("%s left (204) but is still a %s", users[i], role)
 			}
 		}
 	}
 	if len(st.Members) > maxMembers {
 		t.Fatalf("L7 broken: %d members", len(st.Members))
 	}
-	if joined == 0 {
-		t.Fatal("no join succeeded; the storm proves nothing")
+	if joined == 0 || leaving == 0 {
+		t.Fatalf("%d joins succeeded, %d leaves tried (%d answered 204); the storm proves nothing", joined, leaving, left)
 	}
 }
 

@@ -150,6 +150,19 @@ func TestGroupMembershipRules(t *testing.T) {
 	if r.StatusCode != http.StatusCreated || m != (groupMemberBody{PrincipalID: bob.ID, Role: "member"}) {
 		t.Fatalf("add bob: %d %s", r.StatusCode, r.Body)
 	}
+	// A new role is 200 with it, and recorded; alice is a member again
+	// after.
+	for _, role := range []string{"manager", "member"} {
+		r := putGroupMember(w.ownerAPI, g.ID, alice.ID, role)
+		var m groupMemberBody
+		r.JSON(t, &m)
+		if r.StatusCode != http.StatusOK || m != (groupMemberBody{PrincipalID: alice.ID, Role: role}) {
+			t.Fatalf("alice made %s: %d %s", role, r.StatusCode, r.Body)
+		}
+		if st := checkGroupAgrees(t, w.db, g.ID, []string{alice.ID}); st.Members[alice.ID] != role {
+			t.Fatalf("alice made %s is recorded as %q", role, st.Members[alice.ID])
+		}
+	}
 
 	// A plain member may neither add nor remove others, nor change roles.
 	carol, _ := w.member(t)
@@ -160,7 +173,8 @@ func TestGroupMembershipRules(t *testing.T) {
 		{"member adds", func() int { return putGroupMember(aliceAPI, g.ID, carol.ID, "member").StatusCode }},
 		{"member promotes self", func() int { return putGroupMember(aliceAPI, g.ID, alice.ID, "manager").StatusCode }},
 		{"member removes other", func() int { return deleteGroupMember(aliceAPI, g.ID, bob.ID).StatusCode }},
-		{"stranger adds self", func() int { return putGroupMember(strangerAPI, g.ID, carol.ID, "member").StatusCode }},
+		{"stranger adds self", func() int { return putGroupMember(strangerAPI, g.ID, stranger.ID, "member").StatusCode }},
+		{"stranger adds another", func() int { return putGroupMember(strangerAPI, g.ID, carol.ID, "member").StatusCode }},
 		{"stranger removes a member", func() int { return deleteGroupMember(strangerAPI, g.ID, bob.ID).StatusCode }},
 		{"stranger removes a non-member", func() int { return deleteGroupMember(strangerAPI, g.ID, carol.ID).StatusCode }},
 	} {
