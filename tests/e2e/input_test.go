@@ -83,28 +83,33 @@ func TestFieldLengthsHaveOneCode(t *testing.T) {
 		api          *testkit.API
 		body         map[string]any
 		field, code  string
+		limit        string // in the message: the bounds, or the values allowed
 	}{
-		{http.MethodPost, "/v1/content", as, map[string]any{"name": "", "visibility": "private"}, "name", "length"},
-		{http.MethodPost, "/v1/content", as, map[string]any{"name": strings.Repeat("n", 201), "visibility": "private"}, "name", "length"},
-		{http.MethodPost, "/v1/content", as, map[string]any{"name": strings.Repeat("n", 3000), "visibility": "private"}, "name", "length"},
-		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"description": strings.Repeat("d", 5001)}, "description", "too_long"},
-		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"description": strings.Repeat("d", 30000)}, "description", "too_long"},
-		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"visibility": strings.Repeat("v", 40)}, "visibility", "oneof"},
-		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"link": "https://example.org/" + strings.Repeat("l", 5000)}, "link", "format"},
-		{http.MethodPut, "/v1/content/" + item.ID + "/members/" + m.id, as, map[string]any{"role": ""}, "role", "oneof"},
-		{http.MethodPost, "/v1/groups", as, map[string]any{"name": strings.Repeat("g", 300)}, "name", "format"},
-		{http.MethodPost, "/v1/groups", as, map[string]any{"name": name("len"), "displayName": strings.Repeat("g", 2000)}, "displayName", "length"},
-		{http.MethodPost, "/v1/groups", as, map[string]any{"name": name("len"), "description": strings.Repeat("g", 9000)}, "description", "too_long"},
-		{http.MethodPut, "/v1/groups/" + group.ID + "/members/" + m.id, as, map[string]any{"role": strings.Repeat("r", 100)}, "role", "oneof"},
-		{http.MethodPatch, "/v1/users/" + u.ID, as, map[string]any{"username": strings.Repeat("u", 300)}, "username", "format"},
-		{http.MethodPut, "/v1/users/" + u.ID + "/password", as, map[string]any{"currentPassword": testPassword, "newPassword": strings.Repeat("p", 2000)}, "newPassword", "too_long"},
-		{http.MethodPut, "/v1/users/" + u.ID + "/password", as, map[string]any{"currentPassword": "", "newPassword": testPassword + "!"}, "currentPassword", "length"},
-		{http.MethodPost, "/v1/sessions", m.api, map[string]any{"login": "", "password": testPassword}, "login", "length"},
-		{http.MethodPost, "/v1/sessions", m.api, map[string]any{"login": strings.Repeat("l", 2000), "password": testPassword}, "login", "length"},
-		{http.MethodPost, "/v1/users/" + u.ID + "/suspension", m.admin, map[string]any{"reason": strings.Repeat("r", 3000)}, "reason", "length"},
-		{http.MethodPost, "/v1/users/" + u.ID + "/suspension", m.admin, map[string]any{"reason": ""}, "reason", "length"},
+		{http.MethodPost, "/v1/content", as, map[string]any{"name": "", "visibility": "private"}, "name", "length", "1-200"},
+		{http.MethodPost, "/v1/content", as, map[string]any{"name": strings.Repeat("n", 201), "visibility": "private"}, "name", "length", "1-200"},
+		{http.MethodPost, "/v1/content", as, map[string]any{"name": strings.Repeat("n", 3000), "visibility": "private"}, "name", "length", "1-200"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"description": strings.Repeat("d", 5001)}, "description", "too_long", "5000"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"description": strings.Repeat("d", 30000)}, "description", "too_long", "5000"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"visibility": strings.Repeat("v", 40)}, "visibility", "oneof", "public, loggedin or private"},
+		{http.MethodPatch, "/v1/content/" + item.ID, as, map[string]any{"link": "https://example.org/" + strings.Repeat("l", 5000)}, "link", "format", "2048"},
+		{http.MethodPut, "/v1/content/" + item.ID + "/members/" + m.id, as, map[string]any{"role": ""}, "role", "oneof", "viewer or manager"},
+		{http.MethodPost, "/v1/groups", as, map[string]any{"name": strings.Repeat("g", 300)}, "name", "format", "3-32"},
+		{http.MethodPost, "/v1/groups", as, map[string]any{"name": name("len"), "displayName": strings.Repeat("g", 2000)}, "displayName", "length", "1-64"},
+		{http.MethodPost, "/v1/groups", as, map[string]any{"name": name("len"), "description": strings.Repeat("g", 9000)}, "description", "too_long", "1000"},
+		{http.MethodPut, "/v1/groups/" + group.ID + "/members/" + m.id, as, map[string]any{"role": strings.Repeat("r", 100)}, "role", "oneof", "member manager"},
+		{http.MethodPatch, "/v1/users/" + u.ID, as, map[string]any{"username": strings.Repeat("u", 300)}, "username", "format", "3-32"},
+		{http.MethodPut, "/v1/users/" + u.ID + "/password", as, map[string]any{"currentPassword": testPassword, "newPassword": strings.Repeat("p", 2000)}, "newPassword", "too_long", "128"},
+		{http.MethodPut, "/v1/users/" + u.ID + "/password", as, map[string]any{"currentPassword": "", "newPassword": testPassword + "!"}, "currentPassword", "length", "1-1024"},
+		{http.MethodPost, "/v1/sessions", m.api, map[string]any{"login": "", "password": testPassword}, "login", "length", "1-1024"},
+		{http.MethodPost, "/v1/sessions", m.api, map[string]any{"login": strings.Repeat("l", 2000), "password": testPassword}, "login", "length", "1-1024"},
+		{http.MethodPost, "/v1/users/" + u.ID + "/suspension", m.admin, map[string]any{"reason": strings.Repeat("r", 3000)}, "reason", "length", "1-500"},
+		{http.MethodPost, "/v1/users/" + u.ID + "/suspension", m.admin, map[string]any{"reason": ""}, "reason", "length", "1-500"},
 	} {
-		wantField(t, tc.api.Send(tc.method, tc.path, tc.body), tc.field, tc.code)
+		r := tc.api.Send(tc.method, tc.path, tc.body)
+		wantField(t, r, tc.field, tc.code)
+		if p := r.Problem(t); len(p.Errors) == 1 && !strings.Contains(p.Errors[0].Message, tc.limit) {
+			t.Errorf("%s %s, %s: the message %q does not give the limit %q", tc.method, tc.path, tc.field, p.Errors[0].Message, tc.limit)
+		}
 	}
 }
 
@@ -172,8 +177,15 @@ func TestWholeNumbersWrittenWithAFraction(t *testing.T) {
 	if r.JSON(t, &g); r.StatusCode != http.StatusCreated || g.MaxMembers == nil || *g.MaxMembers != 2540 {
 		t.Fatalf("maxMembers 2540.0: %d %s", r.StatusCode, r.Body)
 	}
-	r = as.Do(http.MethodPost, "/v1/groups", "application/json", []byte(`{"name":"`+name("whole")+`","maxMembers":2540.5}`))
+	fraction := name("whole")
+	r = as.Do(http.MethodPost, "/v1/groups", "application/json", []byte(`{"name":"`+fraction+`","maxMembers":2540.5}`))
 	wantField(t, r, "maxMembers", "wrong_type")
+	if r := as.Get("/v1/groups/by-name/" + fraction); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("maxMembers 2540.5 created the group: %d %s", r.StatusCode, r.Body)
+	}
+	if r := as.Do(http.MethodPost, "/v1/groups", "application/json", []byte(`{"name":"`+fraction+`"}`)); r.StatusCode != http.StatusCreated {
+		t.Fatalf("the name of the refused group is not free: %d %s", r.StatusCode, r.Body)
+	}
 }
 
 // TestTextThatIsNotUTF8IsNotStored: a body with bytes that are not UTF-8,
