@@ -129,7 +129,11 @@ func TestSearchFindsUsersByPartOfANameOrEmail(t *testing.T) {
 // deleted.
 func TestSearchFollowsRenamesAndDeletions(t *testing.T) {
 	t.Parallel()
-	m := newModerators(t, nil)
+	// Mail to Mailpit: the link that confirms the new email is read there.
+	mp := testkit.StartMailpit(t)
+	db := testkit.NewDB(t)
+	a, api := newMailApp(t, db, mp, nil)
+	m := withAdmin(t, a, api, db)
 	oldName := name("oldname")
 	u, userAPI := signupApart(t, m.api, oldName)
 	other, _ := newUser(t, m.api, "gone")
@@ -154,6 +158,16 @@ func TestSearchFollowsRenamesAndDeletions(t *testing.T) {
 	}
 	if found(asked) {
 		t.Fatal("found by an email only asked for")
+	}
+	token := testkit.TokenIn(t, mp.WaitFor(t, asked, 1)[0].Text, "verify")
+	if r := m.api.Send(http.MethodPost, "/v1/email-verifications/confirm", map[string]string{"token": token}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("confirming the new email: %d %s", r.StatusCode, r.Body)
+	}
+	if !found(asked) || !found(strings.ToUpper(asked)) {
+		t.Fatal("not found by its new email once confirmed")
+	}
+	if found(u.Email) {
+		t.Fatal("still found by the email it left")
 	}
 	if r := adminDeleteAndFinish(t, m.admin, other.ID); r.StatusCode != http.StatusAccepted {
 		t.Fatalf("delete: %d %s", r.StatusCode, r.Body)
