@@ -465,6 +465,12 @@ func TestAThiefsRevertKeepsTheOwnersLink(t *testing.T) {
 	if r := api.Send(http.MethodPost, "/v1/email-changes/revert", map[string]string{"token": thiefsLink}); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("the thief's revert: %d %s", r.StatusCode, r.Body)
 	}
+	if r := stolen.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the thief's session outlived the thief's revert: %d %s", r.StatusCode, r.Body)
+	}
+	if r := signup(api, name("third"), third); r.StatusCode != http.StatusCreated {
+		t.Fatalf("the address of the cancelled change is not free: %d %s", r.StatusCode, r.Body)
+	}
 	if r := signup(api, name("squat"), owned); r.StatusCode != http.StatusConflict {
 		t.Fatalf("the owner's address after the thief's revert: %d %s", r.StatusCode, r.Body)
 	}

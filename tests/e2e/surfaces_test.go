@@ -55,4 +55,19 @@ func TestRolesAndHeadersOfAccountReads(t *testing.T) {
 	if seen.Roles == nil || len(seen.Roles) != 0 {
 		t.Errorf("an admin reads a user: roles %v, want an empty list", seen.Roles)
 	}
+	// Another admin reads the admin's account, and learns it is one.
+	secondName := name("root")
+	mustSignup(t, api, secondName, secondName+"@example.org")
+	if out, err := runAdminOn(db, "grant", secondName); err != nil {
+		t.Fatalf("grant: %q %v", out, err)
+	}
+	secondAPI := api.As(mustLogin(t, api, secondName).Token)
+	for _, path := range []string{"/v1/users/" + admin.ID, "/v1/users/by-username/" + adminName} {
+		r := secondAPI.Get(path)
+		var seen userBody
+		r.JSON(t, &seen)
+		if r.StatusCode != http.StatusOK || len(seen.Roles) != 1 || seen.Roles[0] != "admin" {
+			t.Errorf("another admin reads the admin at %s: %d %s", path, r.StatusCode, r.Body)
+		}
+	}
 }
