@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,6 +81,8 @@ func TestAdminSessionActionsNeedTheirEntry(t *testing.T) {
 	t.Parallel()
 	m := newAuditWorld(t)
 	u, self := m.member(t)
+	second := m.api.As(mustLogin(t, m.api, u.Username).Token)
+	secondID := currentSession(t, second, u.ID)
 	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
 		if stmt == "account_audit.insert" && at == faultinject.BeforeWrite {
 			return &gocql.RequestErrUnavailable{}
@@ -98,8 +101,18 @@ func TestAdminSessionActionsNeedTheirEntry(t *testing.T) {
 			t.Errorf("%s %s with the audit down: %d %s, want 503", r.method, r.path, res.StatusCode, res.Body)
 		}
 	}
+	if got := sessionsOf(t, self, u.ID, 100); len(got) != 2 || !slices.ContainsFunc(got, func(s sessionInfoBody) bool { return s.ID == id }) {
+		t.Fatalf("the user's sessions after refused revocations: %+v", got)
+	}
+	// The user's own revocation, the audit still down.
+	if r := self.Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions/"+secondID, "", nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the user revokes their other session with the audit down: %d %s", r.StatusCode, r.Body)
+	}
+	if r := second.Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the session the user revoked: %d", r.StatusCode)
+	}
 	if got := sessionsOf(t, self, u.ID, 100); len(got) != 1 || got[0].ID != id {
-		t.Fatalf("the user's session after refused revocations: %+v", got)
+		t.Fatalf("the user's session after their own revocation: %+v", got)
 	}
 	faults(m.app).Set(nil)
 	m.wantActions(t, u.ID)
