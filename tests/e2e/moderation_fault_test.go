@@ -215,6 +215,30 @@ func TestUnsuspendWhoseListDeleteFailsIsFinishedByItsRetry(t *testing.T) {
 				t.Fatalf("%s failed: the active user %s is still listed after the retry", failing, u.ID)
 			}
 		}
+		if failing != "suspension_expiries.delete" {
+			continue
+		}
+		// The expiry entry is left; once its end has passed the sweeper
+		// finds it, lifts nothing (the user is active) and erases it.
+		entries := func() int {
+			return countRows(t, m.db, `SELECT user_id FROM suspension_expiries WHERE user_id = ? ALLOW FILTERING`, u.ID)
+		}
+		if n := entries(); n != 1 {
+			t.Fatalf("%s failed: %d expiry entries of the user after the retry, want the one left", failing, n)
+		}
+		clock := clockOf(t, m.app)
+		clock.set(func() time.Time { return time.Now().Add(2 * time.Hour) })
+		lifted, err := m.app.Moderation.SweepExpired(context.Background(), 100)
+		clock.set(nil)
+		if err != nil || lifted != 0 {
+			t.Fatalf("the sweep past the entry's end lifted %d, %v; want none (the user is active)", lifted, err)
+		}
+		if n := entries(); n != 0 {
+			t.Fatalf("the sweeper left %d expiry entries of the active user", n)
+		}
+		if r := m.admin.Get("/v1/users/" + u.ID); !strings.Contains(string(r.Body), `"status":"active"`) {
+			t.Fatalf("after the sweep: %d %s", r.StatusCode, r.Body)
+		}
 	}
 	agreement(t, m.db)
 }
