@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -66,18 +67,31 @@ func TestAdminGrantAndRevoke(t *testing.T) {
 	}
 }
 
-// TestRateLimitOnLogin: the limit answers 429 with Retry-After, per client.
+// TestRateLimitOnLogin: the limit answers 429 with Retry-After, per client:
+// another client (another address behind the trusted proxy) still logs in
+// meanwhile.
 func TestRateLimitOnLogin(t *testing.T) {
 	t.Parallel()
-	_, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_RATE_LIMIT_PER_MINUTE": "3"})
+	_, api := newTestApp(t, testkit.PackageDB(t), map[string]string{"SHELF_RATE_LIMIT_PER_MINUTE": "3", "SHELF_TRUSTED_PROXIES": "127.0.0.1/32"})
+	nobody := name("nobody")
+	from := func(client string) *testkit.Response {
+		b, err := json.Marshal(map[string]string{"login": nobody, "password": testPassword})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return api.Do(http.MethodPost, "/v1/sessions", "application/json", b, "X-Forwarded-For", client)
+	}
 	for i := 0; i < 3; i++ {
-		if r := login(api, "nobody-at-all", testPassword); r.StatusCode != http.StatusUnauthorized {
+		if r := from("203.0.113.1"); r.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("attempt %d: %d", i, r.StatusCode)
 		}
 	}
-	r := login(api, "nobody-at-all", testPassword)
+	r := from("203.0.113.1")
 	if r.StatusCode != http.StatusTooManyRequests || r.Problem(t).Code != "rate_limited" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("4th login: %d %s (Retry-After %q)", r.StatusCode, r.Body, r.Header.Get("Retry-After"))
+	}
+	if r := from("203.0.113.2"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("another client's login while the first is limited: %d %s", r.StatusCode, r.Body)
 	}
 	// Signups have a bucket of their own.
 	u := name("limited")

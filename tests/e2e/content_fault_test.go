@@ -169,8 +169,8 @@ func TestConcurrentSharesOfOnePrincipalCountOnce(t *testing.T) {
 			t.Fatalf("round %d: unshare: %d %s", round, r.StatusCode, r.Body)
 		}
 		r := unshare(ownerAPI, c.ID, owner.ID)
-		if r.StatusCode != http.StatusConflict {
-			t.Fatalf("round %d: the last manager left the item: %d %s", round, r.StatusCode, r.Body)
+		if r.StatusCode != http.StatusConflict || r.Problem(t).Code != "last_manager" {
+			t.Fatalf("round %d: the last manager left the item: %d %s, want 409 last_manager", round, r.StatusCode, r.Body)
 		}
 	}
 }

@@ -79,6 +79,7 @@ func TestJobFinishesAfterItsProcessIsKilled(t *testing.T) {
 		call(base, http.MethodGet, "/v1/jobs/"+job.ID, "", "", http.StatusOK, &j)
 		return j
 	}
+	var atKill jobBody
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		j := follow(first.Base)
 		if j.State == "finished" {
@@ -86,6 +87,7 @@ func TestJobFinishesAfterItsProcessIsKilled(t *testing.T) {
 		}
 		if j.Phase == "items" && j.Done >= 100 {
 			t.Logf("killing the process at %+v", j)
+			atKill = j
 			break
 		}
 		if time.Now().After(deadline) {
@@ -96,6 +98,11 @@ func TestJobFinishesAfterItsProcessIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
+	// The items it reported done are gone from the library the next
+	// holder pages.
+	if left := countRows(t, db, `SELECT content_id FROM library_index WHERE principal_id = ?`, user.ID); left > items-atKill.Done {
+		t.Fatalf("%d items left in the library after the kill, though %d of %d were reported done", left, atKill.Done, items)
+	}
 	second, stopSecond, err := testkit.Start(bin, []string{"serve"}, env, testkit.APIAddr)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +110,12 @@ func TestJobFinishesAfterItsProcessIsKilled(t *testing.T) {
 	t.Cleanup(stopSecond)
 	var done jobBody
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if done = follow(second.Base); done.State == "finished" {
+		done = follow(second.Base)
+		// Resumed where it stopped: never fewer done than at the kill.
+		if done.Total != items || done.Done < atKill.Done {
+			t.Fatalf("the job after the kill: %+v; at the kill %+v", done, atKill)
+		}
+		if done.State == "finished" {
 			break
 		}
 		if time.Now().After(deadline) {
