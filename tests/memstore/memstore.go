@@ -26,10 +26,10 @@
 // hung node's queued request is), crash the caller there (nothing it
 // sends afterwards reaches the store), run out every lease just before it
 // (Expire), or stretch it past the leases (Slow). Lost and held answers
-// come back as domain.ErrOutcomeUnknown (with domain.ErrUnavailable), as
-// the repository reports a compare-and-set whose read-back could not
-// prove the outcome; the repository reports a plain write's lost answer
-// as domain.ErrUnavailable alone. It exists for the fault explorer
+// come back as the repository reports them (lostAnswer): a compare-and-
+// set's as domain.ErrOutcomeUnknown (with domain.ErrUnavailable), as when
+// its read-back could not prove the outcome; a plain write's as
+// domain.ErrUnavailable alone. It exists for the fault explorer
 // (tests/faults); the database tests run against a real node, and the
 // store-contract suites (tests/storecontract, contract_test.go) run on
 // both, so a drift from Cassandra that a suite checks fails a test rather
@@ -42,6 +42,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +99,8 @@ var Faults = []Fault{FailBefore, LoseAnswer, LandLate, Crash, Expire, Slow}
 var (
 	errNotSent = fmt.Errorf("memstore: not sent: %w", domain.ErrUnavailable)
 	errUnknown = fmt.Errorf("memstore: answer lost: %w: %w", domain.ErrOutcomeUnknown, domain.ErrUnavailable)
+	// errLostPlain is a plain write's lost answer (lostAnswer).
+	errLostPlain = fmt.Errorf("memstore: answer lost (a plain write): %w", domain.ErrUnavailable)
 )
 
 // Store is every store's tables (claims, accounts, sessions, moderation,
@@ -267,10 +270,10 @@ func (s *Store) call(name string, write bool, apply func() (bool, error)) (bool,
 		return false, errNotSent
 	case LoseAnswer:
 		_, _ = apply()
-		return false, errUnknown
+		return false, lostAnswer(name)
 	case LandLate:
 		s.held = append(s.held, func() { _, _ = apply() })
-		return false, errUnknown
+		return false, lostAnswer(name)
 	case Crash:
 		_, _ = apply()
 		s.crashed = true
@@ -600,3 +603,20 @@ func (s *Store) bucketHasRows(bucket string) bool {
 // of two calls made in turn the later stamps later, as a running clock
 // would (this one stands still between Advances).
 func (s *Store) stamp() int64 { return s.now.UnixMicro() + int64(s.calls) }
+
+// lostAnswer is the error of a write whose answer was lost, as the
+// repository reports it: for a compare-and-set an unknown outcome (the
+// repository reads the row back and reports that when it cannot tell:
+// DB.exec), for a plain write "unavailable" alone (dbErr: its timeout
+// says nothing of whether it applied, and the service must not take it
+// for "not applied" either).
+func lostAnswer(name string) error {
+	table, op, _ := strings.Cut(name, ".")
+	switch {
+	case table == "claims" || table == "factors" || table == "jobs" || table == "tokens",
+		(table == "users" || table == "groups") && (op == "create" || op == "activate" || op == "update" || op == "discard"),
+		table == "content" && (op == "create" || op == "update" || op == "clear"):
+		return errUnknown
+	}
+	return errLostPlain
+}
