@@ -81,6 +81,23 @@ func passkeyChallenge(t *testing.T, api *testkit.API, loginName string) (string,
 	return c.Challenge, c.Passkey
 }
 
+// passkeySession answers challenge with key and requires the session it
+// opens (201); it returns the session and the answer sent.
+func passkeySession(t *testing.T, api *testkit.API, key *softkey.Key, challenge string, options json.RawMessage) (sessionBody, []byte) {
+	t.Helper()
+	answer, err := key.Get(options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := passkeyStep(api, challenge, answer)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("the passkey's answer: %d %s", r.StatusCode, r.Body)
+	}
+	var s sessionBody
+	r.JSON(t, &s)
+	return s, answer
+}
+
 func passkeyStep(api *testkit.API, challenge string, answer []byte) *testkit.Response {
 	return api.Send(http.MethodPost, "/v1/sessions/second-factor", map[string]any{"challenge": challenge, "passkey": json.RawMessage(answer)})
 }
@@ -112,16 +129,7 @@ func TestAPasskeyIsASecondFactor(t *testing.T) {
 				t.Fatalf("a thief's code on a passkey account: %d %s", r.StatusCode, r.Body)
 			}
 		}
-		answer, err := key.Get(options)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := passkeyStep(api, ch, answer)
-		if r.StatusCode != http.StatusCreated {
-			t.Fatalf("the passkey's answer: %d %s", r.StatusCode, r.Body)
-		}
-		var s sessionBody
-		r.JSON(t, &s)
+		s, answer := passkeySession(t, api, key, ch, options)
 		for _, info := range sessionsOf(t, api.As(s.Token), u.ID, 50) {
 			if info.Current && strings.Join(info.MadeWith, "+") != "password+passkey" {
 				t.Fatalf("the session of a passkey says it was made with %v", info.MadeWith)
@@ -284,16 +292,7 @@ func TestAnAdminsPasskeySessionHasAdminPowers(t *testing.T) {
 	key := softkey.New(passkeyOrigin)
 	registerPasskey(t, me, u.ID, key, nil)
 	ch, options := passkeyChallenge(t, api, u.Username)
-	answer, err := key.Get(options)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := passkeyStep(api, ch, answer)
-	if r.StatusCode != http.StatusCreated {
-		t.Fatalf("the passkey's answer: %d %s", r.StatusCode, r.Body)
-	}
-	var s sessionBody
-	r.JSON(t, &s)
+	s, _ := passkeySession(t, api, key, ch, options)
 	if r := api.As(s.Token).Get("/v1/suspensions"); r.StatusCode != http.StatusOK {
 		t.Fatalf("an admin's session with a passkey: %d %s, want 200", r.StatusCode, r.Body)
 	}
