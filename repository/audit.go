@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/gocql/gocql"
 
@@ -33,7 +34,7 @@ const (
 	auditStatusRowsCQL  scanCQL = `SELECT bucket, occurred_on, user_id, username, reason, actor, until, status FROM users_by_status WHERE token(bucket, status) > ? AND token(bucket, status) <= ?`
 	auditListRowCQL     readCQL = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
 	auditExpiryCQL      readCQL = `SELECT user_id FROM suspension_expiries WHERE shard = ? AND until = ? AND user_id = ?`
-	auditBucketsCQL     readCQL = `SELECT bucket FROM status_buckets WHERE status = ?`
+	auditBucketsCQL     readCQL = `SELECT bucket, emptied, WRITETIME(emptied) AS marked FROM status_buckets WHERE status = ?`
 	auditPartitionsCQL  scanCQL = `SELECT DISTINCT bucket, status FROM users_by_status`
 	auditHasSessionsCQL readCQL = `SELECT token_hash FROM sessions_by_user WHERE user_id = ? LIMIT 1`
 )
@@ -159,11 +160,36 @@ type partitionRow struct {
 // columns are auditPartitionsCQL's.
 func (r *partitionRow) columns() []any { return []any{&r.Bucket, &r.Status} }
 
-// Buckets returns the indexed buckets and those whose partition has rows.
-func (a *Audit) Buckets(ctx context.Context) (indexed, withRows []string, err error) {
-	indexed, err = selectValues[string](a.db.query(ctx, 0, auditBucketsCQL, statusSuspended))
+// indexEntry is an entry of the bucket index as auditBucketsCQL reads it.
+type indexEntry struct {
+	Bucket  string `db:"bucket"`
+	Emptied bool   `db:"emptied"`
+	Marked  int64  `db:"marked"`
+}
+
+// columns are auditBucketsCQL's.
+func (e *indexEntry) columns() []any { return []any{&e.Bucket, &e.Emptied, &e.Marked} }
+
+// index reads every entry of the bucket index.
+func (a *Audit) index(ctx context.Context) ([]indexEntry, error) {
+	entries, err := selectRows[indexEntry](a.db.query(ctx, 0, auditBucketsCQL, statusSuspended))
 	if err != nil {
-		return nil, nil, dbErr("status_buckets.scan", err)
+		return nil, dbErr("status_buckets.scan", err)
+	}
+	return entries, nil
+}
+
+// Buckets returns the indexed buckets (those not marked emptied) and
+// those whose partition has rows.
+func (a *Audit) Buckets(ctx context.Context) (indexed, withRows []string, err error) {
+	entries, err := a.index(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		if !e.Emptied {
+			indexed = append(indexed, e.Bucket)
+		}
 	}
 	parts, err := selectRows[partitionRow](a.db.scan(ctx, auditPartitionsCQL))
 	if err != nil {
@@ -184,7 +210,29 @@ func (a *Audit) HasSessions(ctx context.Context, userID string) (bool, error) {
 
 // IndexBucket adds a bucket to the index.
 func (a *Audit) IndexBucket(ctx context.Context, bucket string) error {
-	return a.suspensions.db.write(ctx, "suspension_buckets.insert", bucketInsertCQL, statusSuspended, bucket)
+	return a.suspensions.indexBucket(ctx, bucket)
+}
+
+// DropEmptied deletes the index entries marked emptied more than age
+// ago, each at its mark's time: a suspension that read the mark marks its
+// entry live after it, and so outlives the delete. It returns how many it
+// deleted.
+func (a *Audit) DropEmptied(ctx context.Context, age time.Duration) (int, error) {
+	entries, err := a.index(ctx)
+	if err != nil {
+		return 0, err
+	}
+	before, n := a.db.Now().Add(-age).UnixMicro(), 0
+	for _, e := range entries {
+		if !e.Emptied || e.Marked >= before {
+			continue
+		}
+		if err := a.db.write(ctx, "suspension_buckets.drop", bucketDeleteCQL, e.Marked, statusSuspended, e.Bucket); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // PruneBucket drops a bucket from the index if it is empty.

@@ -112,6 +112,10 @@ func TestContractTablesReadWhole(t *testing.T) {
 	t.Run("SuspendedList", func(t *testing.T) {
 		t.Parallel()
 		storecontract.SuspendedList(t, onReal(db, func(db *repository.DB) moderation.Store { return repository.NewSuspensions(db) }))
+		// After the list's checks: both read the list whole.
+		storecontract.BucketIndex(t, onReal(db, func(db *repository.DB) storecontract.ListStores {
+			return storecontract.ListStores{Store: repository.NewSuspensions(db), Audit: repository.NewAudit(db)}
+		}))
 	})
 	t.Run("Outbox", func(t *testing.T) {
 		t.Parallel()

@@ -138,6 +138,10 @@ var rowSelects = []struct {
 	{string(auditLookupsCQL), &lookupRow{}},
 	{string(expirySelectCQL), &expiryRow{}},
 	{string(auditPartitionsCQL), &partitionRow{}},
+	{string(bucketsCQL), &bucketRow{}},
+	{string(bucketsBeforeCQL), &bucketRow{}},
+	{string(bucketEntryCQL), &bucketEntry{}},
+	{string(auditBucketsCQL), &indexEntry{}},
 	{string(historyPageCQL), &historyRow{}},
 	{string(historyPageAfterCQL), &historyRow{}},
 	{string(accountAuditPageCQL), &auditRow{}},
@@ -149,7 +153,7 @@ var rowSelects = []struct {
 // valueSelects are the package's SELECTs read into one local each (Scan
 // of one destination, or selectValues).
 var valueSelects = []string{
-	string(gmRoleCQL), string(gmGroupsOfCQL), string(bucketsCQL), string(bucketsBeforeCQL), string(bucketAnyRowCQL), string(auditBucketsCQL),
+	string(gmRoleCQL), string(gmGroupsOfCQL), string(bucketAnyRowCQL),
 	string(auditHasSessionsCQL), string(auditListRowCQL), string(auditExpiryCQL), string(readinessCQL), string(queueStartCQL), string(historyEntryCQL),
 	string(replicationCQL), string(indexCountCQL), string(auditSinceCQL),
 }

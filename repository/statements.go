@@ -28,9 +28,10 @@ type (
 	// the user and people searches, the grams' backfill): sent again after
 	// an error, never copied (a page is heavy: a copy would do it twice).
 	scanCQL string
-	// versionedCQL is a plain write USING TIMESTAMP <a version or an
-	// attempt's start>: a repeat writes the same cells at the same
-	// timestamp. Sent again, and copied.
+	// versionedCQL is a plain write USING TIMESTAMP <a version, an
+	// attempt's start, or a time the caller derived from a cell's write
+	// time (the suspended list's bucket index)>: a repeat writes the same
+	// cells at the same timestamp. Sent again, and copied.
 	versionedCQL string
 	// repeatableCQL is a plain write at the driver's timestamp whose values
 	// are all bound by the caller (no now(), no counter, no list append): a

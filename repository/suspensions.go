@@ -47,21 +47,22 @@ const statusSuspended = "suspended"
 const expiryShard = 0
 
 const (
-	statusRowInsertCQL versionedCQL  = `INSERT INTO users_by_status (bucket, status, occurred_on, user_id, username, reason, actor, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	statusRowDeleteCQL versionedCQL  = `DELETE FROM users_by_status USING TIMESTAMP ? WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
-	lookupInsertCQL    versionedCQL  = `INSERT INTO suspended_users (user_id, occurred_on, bucket, reason, actor, until, username) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	lookupDeleteCQL    versionedCQL  = `DELETE FROM suspended_users USING TIMESTAMP ? WHERE user_id = ?`
-	lookupSelectCQL    readCQL       = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE user_id = ?`
-	expiryInsertCQL    versionedCQL  = `INSERT INTO suspension_expiries (shard, until, user_id) VALUES (?, ?, ?) USING TIMESTAMP ?`
-	expiryDeleteCQL    versionedCQL  = `DELETE FROM suspension_expiries USING TIMESTAMP ? WHERE shard = ? AND until = ? AND user_id = ?`
-	expirySelectCQL    readCQL       = `SELECT until, user_id FROM suspension_expiries WHERE shard = ? AND until >= ? AND until <= ? LIMIT ?`
-	bucketInsertCQL    repeatableCQL = `INSERT INTO status_buckets (status, bucket) VALUES (?, ?)`
-	bucketDeleteCQL    versionedCQL  = `DELETE FROM status_buckets USING TIMESTAMP ? WHERE status = ? AND bucket = ?`
-	bucketsCQL         readCQL       = `SELECT bucket FROM status_buckets WHERE status = ? LIMIT ?`
-	bucketsBeforeCQL   readCQL       = `SELECT bucket FROM status_buckets WHERE status = ? AND bucket <= ? LIMIT ?`
-	bucketAnyRowCQL    readCQL       = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? LIMIT 1`
-	pageCQL            readCQL       = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? LIMIT ?`
-	pageAfterCQL       readCQL       = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? AND (occurred_on, user_id) < (?, ?) LIMIT ?`
+	statusRowInsertCQL versionedCQL = `INSERT INTO users_by_status (bucket, status, occurred_on, user_id, username, reason, actor, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	statusRowDeleteCQL versionedCQL = `DELETE FROM users_by_status USING TIMESTAMP ? WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
+	lookupInsertCQL    versionedCQL = `INSERT INTO suspended_users (user_id, occurred_on, bucket, reason, actor, until, username) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	lookupDeleteCQL    versionedCQL = `DELETE FROM suspended_users USING TIMESTAMP ? WHERE user_id = ?`
+	lookupSelectCQL    readCQL      = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE user_id = ?`
+	expiryInsertCQL    versionedCQL = `INSERT INTO suspension_expiries (shard, until, user_id) VALUES (?, ?, ?) USING TIMESTAMP ?`
+	expiryDeleteCQL    versionedCQL = `DELETE FROM suspension_expiries USING TIMESTAMP ? WHERE shard = ? AND until = ? AND user_id = ?`
+	expirySelectCQL    readCQL      = `SELECT until, user_id FROM suspension_expiries WHERE shard = ? AND until >= ? AND until <= ? LIMIT ?`
+	bucketEntryCQL     readCQL      = `SELECT emptied, WRITETIME(emptied) AS marked FROM status_buckets WHERE status = ? AND bucket = ?`
+	bucketMarkCQL      versionedCQL = `UPDATE status_buckets USING TIMESTAMP ? SET emptied = ? WHERE status = ? AND bucket = ?`
+	bucketDeleteCQL    versionedCQL = `DELETE FROM status_buckets USING TIMESTAMP ? WHERE status = ? AND bucket = ?`
+	bucketsCQL         readCQL      = `SELECT bucket, emptied FROM status_buckets WHERE status = ? LIMIT ?`
+	bucketsBeforeCQL   readCQL      = `SELECT bucket, emptied FROM status_buckets WHERE status = ? AND bucket <= ? LIMIT ?`
+	bucketAnyRowCQL    readCQL      = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? LIMIT 1`
+	pageCQL            readCQL      = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? LIMIT ?`
+	pageAfterCQL       readCQL      = `SELECT bucket, occurred_on, user_id, username, reason, actor, until FROM users_by_status WHERE bucket = ? AND status = ? AND (occurred_on, user_id) < (?, ?) LIMIT ?`
 )
 
 // Record writes the status row, the reverse lookup, the expiry entry and
@@ -87,7 +88,7 @@ func (s *Suspensions) Record(ctx context.Context, sp domain.Suspension, version 
 	if err := all(ctx, writes); err != nil {
 		return err
 	}
-	return s.db.write(ctx, "suspension_buckets.insert", bucketInsertCQL, statusSuspended, sp.Bucket)
+	return s.indexBucket(ctx, sp.Bucket)
 }
 
 // Erase deletes the status row, the reverse lookup and the expiry entry at
@@ -133,16 +134,58 @@ func (s *Suspensions) EraseExpiry(ctx context.Context, userID string, until time
 	return s.db.write(ctx, "suspension_expiries.delete", expiryDeleteCQL, int64(version), expiryShard, until, userID)
 }
 
-// pruneBucket drops an empty bucket from the index, so listings never read
-// it. The delete carries the time taken before the read that found the
-// bucket empty: a suspension that lands in the bucket meanwhile writes its
-// index entry after its row, hence later than that read began, and its
-// entry outlives the delete.
+// bucketEntry is a bucket's entry in the index as bucketEntryCQL reads
+// it: marked is the write time of its emptied cell, 0 when it has none (an
+// entry written before the cell existed, schema/034_bucket_emptied.cql).
+type bucketEntry struct {
+	Emptied bool  `db:"emptied"`
+	Marked  int64 `db:"marked"`
+}
+
+// columns are bucketEntryCQL's.
+func (e *bucketEntry) columns() []any { return []any{&e.Emptied, &e.Marked} }
+
+// entry reads bucket's index entry; found is false when it has none.
+func (s *Suspensions) entry(ctx context.Context, bucket string) (bucketEntry, bool, error) {
+	e, found, err := getRow[bucketEntry](s.db.query(ctx, 0, bucketEntryCQL, statusSuspended, bucket))
+	if err != nil {
+		return bucketEntry{}, false, dbErr("status_buckets.entry", err)
+	}
+	return e, found, nil
+}
+
+// indexBucket lists bucket in the index, after the rows it indexes were
+// written: it reads the entry and marks it live two microseconds or more
+// after the mark it found (or at the clock's time, if later). A prune
+// marks an entry emptied one microsecond after the mark it read before
+// finding the bucket empty, so a bucket that gets a row after that read
+// is marked live after it, whatever the two processes' clocks say
+// (docs/design/suspension.md, "Buckets").
+func (s *Suspensions) indexBucket(ctx context.Context, bucket string) error {
+	e, _, err := s.entry(ctx, bucket)
+	if err != nil {
+		return err
+	}
+	ts := max(s.db.Now().UnixMicro(), e.Marked+2)
+	return s.db.write(ctx, "suspension_buckets.insert", bucketMarkCQL, ts, false, statusSuspended, bucket)
+}
+
+// pruneBucket marks an empty bucket emptied, so listings skip it: it
+// reads the entry, then the bucket's rows, and if it found none marks the
+// entry one microsecond after the mark it read. A suspension that lands
+// in the bucket meanwhile reads a mark at least as late (its read follows
+// this one) and marks the entry live after this one (indexBucket). An
+// entry with no mark (written before schema 034) is deleted at the time
+// taken before the reads, as then: it holds while the clocks agree.
 func (s *Suspensions) pruneBucket(ctx context.Context, bucket string) error {
 	before := s.db.Now().UnixMicro()
+	e, found, err := s.entry(ctx, bucket)
+	if err != nil || !found || e.Emptied {
+		return err
+	}
 	var any string
 	q := s.db.query(ctx, 0, bucketAnyRowCQL, bucket, statusSuspended)
-	err := q.Scan(&any)
+	err = q.Scan(&any)
 	q.Release()
 	if err == nil {
 		return nil
@@ -150,7 +193,10 @@ func (s *Suspensions) pruneBucket(ctx context.Context, bucket string) error {
 	if !errors.Is(err, gocql.ErrNotFound) {
 		return dbErr("status_buckets.check", err)
 	}
-	return s.db.write(ctx, "suspension_buckets.delete", bucketDeleteCQL, before, statusSuspended, bucket)
+	if e.Marked == 0 {
+		return s.db.write(ctx, "suspension_buckets.delete", bucketDeleteCQL, before, statusSuspended, bucket)
+	}
+	return s.db.write(ctx, "suspension_buckets.empty", bucketMarkCQL, e.Marked+1, true, statusSuspended, bucket)
 }
 
 // lookupRow is a row of suspended_users.
@@ -209,10 +255,11 @@ func (r statusRow) toDomain() domain.Suspension {
 }
 
 // Page reads the bucket index once, then slices bucket after bucket, newest
-// first, until it has limit rows. Empty buckets are not in the index (see
-// pruneBucket), so a page reads at most one bucket more than it takes rows
-// from. Only index entries left behind by an interrupted prune make it read
-// the index again.
+// first, until it has limit rows. The index lists a bucket while it holds
+// rows (see pruneBucket), so a page reads at most one bucket more than it
+// takes rows from. Only entries left live by an interrupted prune, or more
+// than indexSlack entries marked emptied in a row, make it read the index
+// again.
 func (s *Suspensions) Page(ctx context.Context, after *moderation.Cursor, limit int) ([]domain.Suspension, error) {
 	out := make([]domain.Suspension, 0, limit)
 	var upTo *string // read buckets at or before this one
@@ -221,9 +268,8 @@ func (s *Suspensions) Page(ctx context.Context, after *moderation.Cursor, limit 
 	}
 	skipUpTo := false // upTo itself was read by the previous batch
 	for {
-		// Each indexed bucket holds a row: limit+1 of them fill a page.
-		batch := limit - len(out) + 2
-		buckets, err := s.buckets(ctx, upTo, batch)
+		// Each live bucket holds a row: limit+1 of them fill a page.
+		buckets, last, more, err := s.buckets(ctx, upTo, limit-len(out)+2)
 		if err != nil {
 			return nil, err
 		}
@@ -246,24 +292,49 @@ func (s *Suspensions) Page(ctx context.Context, after *moderation.Cursor, limit 
 				return out, nil
 			}
 		}
-		if len(buckets) < batch {
+		if !more {
 			return out, nil // no older buckets
 		}
-		upTo, skipUpTo = &buckets[len(buckets)-1], true
+		upTo, skipUpTo = &last, true
 	}
 }
 
-// buckets reads up to n index entries, newest first, at or before from.
-func (s *Suspensions) buckets(ctx context.Context, from *string, n int) ([]string, error) {
+// indexSlack is how many entries marked emptied a read of the index
+// reads beyond the live ones it asks for: the sweeper deletes a mark an
+// hour after it was made, so few are ever there.
+const indexSlack = 16
+
+// bucketRow is an entry of the index as bucketsCQL reads it.
+type bucketRow struct {
+	Bucket  string `db:"bucket"`
+	Emptied bool   `db:"emptied"`
+}
+
+// columns are bucketsCQL's and bucketsBeforeCQL's.
+func (r *bucketRow) columns() []any { return []any{&r.Bucket, &r.Emptied} }
+
+// buckets reads n + indexSlack index entries, newest first, at or before
+// from, and returns the live ones; last is the oldest entry read, more
+// whether older ones may follow it.
+func (s *Suspensions) buckets(ctx context.Context, from *string, n int) (live []string, last string, more bool, err error) {
+	n += indexSlack
 	q := s.db.query(ctx, 0, bucketsCQL, statusSuspended, n)
 	if from != nil {
 		q = s.db.query(ctx, 0, bucketsBeforeCQL, statusSuspended, *from, n)
 	}
-	out, err := selectValues[string](q)
+	rows, err := selectRows[bucketRow](q)
 	if err != nil {
-		return nil, dbErr("status_buckets.list", err)
+		return nil, "", false, dbErr("status_buckets.list", err)
 	}
-	return out, nil
+	for _, r := range rows {
+		if !r.Emptied {
+			live = append(live, r.Bucket)
+		}
+	}
+	if len(rows) > 0 {
+		last = rows[len(rows)-1].Bucket
+	}
+	return live, last, len(rows) == n, nil
 }
 
 // expiryRow is a row of suspension_expiries as expirySelectCQL reads it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"shelf/domain"
 )
@@ -38,9 +39,13 @@ type Audit interface {
 	Buckets(ctx context.Context) (indexed, withRows []string, err error)
 	// HasSessions reports whether the user has any session left.
 	HasSessions(ctx context.Context, userID string) (bool, error)
-	// IndexBucket adds a bucket to the index; PruneBucket drops it if empty.
+	// IndexBucket adds a bucket to the index; PruneBucket marks it
+	// emptied if it is empty.
 	IndexBucket(ctx context.Context, bucket string) error
 	PruneBucket(ctx context.Context, bucket string) error
+	// DropEmptied deletes the index entries marked emptied more than age
+	// ago (by the store's clock) and reports how many it deleted.
+	DropEmptied(ctx context.Context, age time.Duration) (int, error)
 }
 
 // The repair's phases, in the order it runs them: each scans one table.
@@ -158,16 +163,21 @@ func (m *Service) Repair(ctx context.Context, audit Audit, o RepairOptions) (Rep
 
 // IndexBuckets makes the suspended list's bucket index hold exactly the
 // buckets that hold rows, as the repair's last phase does, and reports
-// how many entries it fixed. Every process's sweeper runs it
+// how many entries it fixed; then it deletes the entries marked emptied
+// more than Config.EmptiedKept ago. Every process's sweeper runs it
 // (bucketsEvery in internal/app), so the list never waits for an
-// operator: a prune stamps its delete with its process's clock and a
-// suspension its entry with its own, so under clock skew a prune can
-// shadow the entry of a suspension that landed in the bucket meanwhile,
-// and its account is listed again at the next pass.
+// operator: an entry an interrupted prune or a failed write left wrong,
+// one a prune in another data centre marked before the bucket's row
+// reached it, or one a process of the release before schema 034 deleted
+// by its clock, is set right at the next pass (docs/design/suspension.md,
+// "Buckets").
 func (m *Service) IndexBuckets(ctx context.Context, audit Audit) (int, error) {
 	r := &repair{m: m, audit: audit}
 	if err := r.indexBuckets(ctx); err != nil {
 		return r.report.Fixed, errors.Join(append(r.errs, err)...)
+	}
+	if _, err := audit.DropEmptied(ctx, m.cfg.EmptiedKept); err != nil {
+		r.errs = append(r.errs, err)
 	}
 	return r.report.Fixed, errors.Join(r.errs...)
 }

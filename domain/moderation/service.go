@@ -68,6 +68,9 @@ type Config struct {
 	// (tests of other protocols) the entries stay in the account rows.
 	Audit domain.AuditRecorder
 	Log   domain.Logger
+	// EmptiedKept is how long the suspended list's index keeps an entry
+	// marked emptied before IndexBuckets deletes it (0: an hour).
+	EmptiedKept time.Duration
 }
 
 // Hooks let tests stop an operation after a step, as a crash
@@ -127,6 +130,9 @@ func New(cfg Config, admins Admins, users Users, sessions Sessions, suspensions 
 	}
 	if cfg.Attempts == nil {
 		cfg.Attempts = noAttempts{}
+	}
+	if cfg.EmptiedKept <= 0 {
+		cfg.EmptiedKept = time.Hour
 	}
 	audit := cfg.Audit
 	if audit == nil {

@@ -100,7 +100,7 @@ func sweep(ctx context.Context, m *moderation.Service, audit moderation.Audit, i
 			if n, err := m.IndexBuckets(ctx, audit); err != nil && ctx.Err() == nil {
 				logger.Warn().Err(err).Msg("suspended list's bucket index")
 			} else if n > 0 {
-				logger.Warn().Int("fixed", n).Msg("suspended list's bucket index set right (an entry a prune had shadowed, or an empty bucket)")
+				logger.Warn().Int("fixed", n).Msg("suspended list's bucket index set right (a bucket with rows not indexed, or an empty one indexed)")
 			}
 		}
 		if n, err := m.FinishInterrupted(ctx, grace); err != nil && ctx.Err() == nil {
@@ -124,8 +124,9 @@ func sweep(ctx context.Context, m *moderation.Service, audit moderation.Audit, i
 }
 
 // bucketsEvery is how often the sweeper checks the suspended list's
-// bucket index against its rows: one read of the index and one of the
-// list's partition keys (a few per month of suspensions).
+// bucket index against its rows and deletes its entries marked emptied
+// over an hour ago: two reads of the index and one of the list's
+// partition keys (a few per month of suspensions).
 const bucketsEvery = time.Minute
 
 // every calls fn every interval, and at once whenever wake says so (nil:

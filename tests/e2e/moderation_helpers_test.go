@@ -180,9 +180,18 @@ func agreement(t *testing.T, db *testkit.DB) (suspended int) {
 	if err := db.Session.ContextQuery(ctx, "SELECT bucket, occurred_on, user_id FROM users_by_status", nil).SelectRelease(&rows); err != nil {
 		t.Fatal(err)
 	}
-	var indexed []string
-	if err := db.Session.ContextQuery(ctx, "SELECT bucket FROM status_buckets WHERE status = 'suspended'", nil).SelectRelease(&indexed); err != nil {
+	var entries []struct {
+		Bucket  string
+		Emptied bool
+	}
+	if err := db.Session.ContextQuery(ctx, "SELECT bucket, emptied FROM status_buckets WHERE status = 'suspended'", nil).SelectRelease(&entries); err != nil {
 		t.Fatal(err)
+	}
+	var indexed []string // the entries not marked emptied
+	for _, e := range entries {
+		if !e.Emptied {
+			indexed = append(indexed, e.Bucket)
+		}
 	}
 	want := map[string]susp{}
 	for _, u := range users {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
@@ -44,7 +45,7 @@ func newAuditModWorld(t *testing.T) *modWorld {
 	t.Helper()
 	m := newModWorld(t)
 	m.rewire(func(st *memstore.Store, c *accounts.Config) { c.Audit = st.AccountAudit() })
-	m.mod = moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: m.store.Now, Attempts: m.store.ModerationAttempts(),
+	m.mod = moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: m.store.Now, Attempts: m.store.ModerationAttempts(), EmptiedKept: time.Nanosecond,
 		Audit: m.store.AccountAudit(), Log: nopLog{}}, m.svc, m.store.Users(), m.store.Sessions(), m.store.Suspensions())
 	return m
 }

@@ -26,7 +26,9 @@ func newModWorld(t *testing.T) *modWorld {
 	t.Helper()
 	w := newWorld()
 	// Built the way newAuditModWorld builds it again with the audit.
-	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now, Attempts: w.store.ModerationAttempts()},
+	// EmptiedKept: the sweeper deletes a bucket's emptied mark at its
+	// first pass after the clock moved.
+	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now, Attempts: w.store.ModerationAttempts(), EmptiedKept: time.Nanosecond},
 		w.svc, w.store.Users(), w.store.Sessions(), w.store.Suspensions())
 	if err := w.signup("root", "root@example.org"); err != nil {
 		t.Fatal(err)

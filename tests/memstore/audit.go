@@ -2,7 +2,10 @@ package memstore
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/moderation"
@@ -143,11 +146,36 @@ func (a audit) HasSessions(_ context.Context, userID string) (bool, error) {
 }
 
 func (a audit) IndexBucket(_ context.Context, bucket string) error {
-	_, err := a.s.call("suspension_buckets.insert", true, func() (bool, error) {
-		a.s.indexBucket(bucket, a.s.stamp())
+	return (&Suspensions{s: a.s}).indexBucket(bucket)
+}
+
+// DropEmptied reads the index in one call, then deletes each entry marked
+// emptied more than age ago (by the store's clock) at its mark's time,
+// one call each, as the repository does.
+func (a audit) DropEmptied(_ context.Context, age time.Duration) (int, error) {
+	marks := map[string]int64{}
+	if _, err := a.s.call("status_buckets.scan", false, func() (bool, error) {
+		before := a.s.now.Add(-age).UnixMicro()
+		for b := range a.s.buckets {
+			if found, emptied, ts := a.s.bucketEntry(b); found && emptied && ts < before {
+				marks[b] = ts
+			}
+		}
 		return true, nil
-	})
-	return err
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, b := range slices.Sorted(maps.Keys(marks)) {
+		if _, err := a.s.call("suspension_buckets.drop", true, func() (bool, error) {
+			a.s.dropBucket(b, marks[b])
+			return true, nil
+		}); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 func (a audit) PruneBucket(_ context.Context, bucket string) error {

@@ -121,9 +121,9 @@ type Store struct {
 	expiryStart *time.Time
 	// buckets is the suspended list's bucket index, as the repository's:
 	// Suspensions.Record writes a bucket's entry once its rows are written,
-	// Erase prunes it after the list row (a read, then a delete stamped
-	// before the read), Page reads only the buckets it lists, and the
-	// repair's audit indexes and prunes too.
+	// Erase marks it emptied after the list row if the bucket has no row
+	// left (two reads, then the mark), Page reads only the buckets it
+	// lists, and the repair's audit indexes, prunes and drops too.
 	buckets map[string]bucketCell
 	// history is the moderation history (Suspensions), by eventKey.
 	history map[string]eventCell
@@ -560,32 +560,46 @@ func (s *Store) Snapshot() (claims []domain.Claim, users []domain.User) {
 	return claims, users
 }
 
-// bucketCell is a bucket's entry in the suspended list's index: the
-// timestamp of its last write, and whether that write deleted it.
+// bucketCell is a bucket's entry in the suspended list's index, as the
+// repository's row: its emptied cell (a live entry holds false) and that
+// cell's timestamp, or the delete that took the row and its timestamp.
 type bucketCell struct {
 	ts      int64
+	emptied bool
 	deleted bool
 }
 
-// indexBucket writes bucket's index entry at ts (s.mu held): a later
-// write wins, a delete wins a tie.
-func (s *Store) indexBucket(bucket string, ts int64) {
-	if c, ok := s.buckets[bucket]; !ok || ts > c.ts {
-		s.buckets[bucket] = bucketCell{ts: ts}
+// markBucket writes bucket's emptied cell at ts (s.mu held): a later
+// write wins; at one time a delete wins, then the greater value (true),
+// as the node decides.
+func (s *Store) markBucket(bucket string, emptied bool, ts int64) {
+	c, ok := s.buckets[bucket]
+	if !ok || ts > c.ts || (ts == c.ts && !c.deleted && emptied && !c.emptied) {
+		s.buckets[bucket] = bucketCell{ts: ts, emptied: emptied}
 	}
 }
 
-// unindexBucket deletes bucket's index entry at ts (s.mu held).
-func (s *Store) unindexBucket(bucket string, ts int64) {
+// dropBucket deletes bucket's entry at ts (s.mu held).
+func (s *Store) dropBucket(bucket string, ts int64) {
 	if c, ok := s.buckets[bucket]; !ok || ts >= c.ts {
 		s.buckets[bucket] = bucketCell{ts: ts, deleted: true}
 	}
 }
 
-// indexed reports whether bucket is in the index (s.mu held).
-func (s *Store) indexed(bucket string) bool {
+// bucketEntry reads bucket's entry (s.mu held): found, marked emptied,
+// and its cell's timestamp.
+func (s *Store) bucketEntry(bucket string) (found, emptied bool, marked int64) {
 	c, ok := s.buckets[bucket]
-	return ok && !c.deleted
+	if !ok || c.deleted {
+		return false, false, 0
+	}
+	return true, c.emptied, c.ts
+}
+
+// indexed reports whether bucket is listed by the index (s.mu held).
+func (s *Store) indexed(bucket string) bool {
+	found, emptied, _ := s.bucketEntry(bucket)
+	return found && !emptied
 }
 
 // bucketHasRows reports whether a live list row is in bucket (s.mu held).

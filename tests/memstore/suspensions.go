@@ -34,8 +34,8 @@ func (s *Store) del(table map[string]cell, key string, ts int64) {
 
 // Suspensions is the store as moderation's suspension store: the list rows,
 // the reverse lookup, the expiry entries and the history, each write at
-// the account's version, one store call per row. Unlike the repository's,
-// it keeps no bucket index (see Record, Erase and Page).
+// the account's version, one store call per row, and the bucket index as
+// the repository keeps it (see Record, pruneBucket and Page).
 func (s *Store) Suspensions() *Suspensions { return &Suspensions{s} }
 
 // Suspensions keeps the records derived from suspensions.
@@ -59,7 +59,8 @@ func (ss *Suspensions) write(name string, apply func()) error {
 // Record writes the history entry, the list row, the lookup and the
 // expiry entry, one call each, and tries them all whatever fails, as the
 // repository sends the four at once: any of them may be left out. Once
-// all four are written, the bucket's index entry, at the clock's time.
+// all four are written, the bucket's index entry: a read of its mark,
+// then a write two microseconds after it (or at the clock's time).
 func (ss *Suspensions) Record(_ context.Context, sp domain.Suspension, version int) error {
 	s, ts := ss.s, int64(version)
 	errs := []error{
@@ -73,12 +74,27 @@ func (ss *Suspensions) Record(_ context.Context, sp domain.Suspension, version i
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return ss.write("suspension_buckets.insert", func() { s.indexBucket(sp.Bucket, s.stamp()) })
+	return ss.indexBucket(sp.Bucket)
 }
 
-// Erase deletes the list row, then the lookup, then the expiry entry. The
-// repository prunes the bucket's index entry after the list row (a read,
-// then maybe a delete), which has no call here.
+// indexBucket lists bucket in the index, as the repository's: a read of
+// its entry's mark, then a write marking it live two microseconds or more
+// after it (at the clock's time if that is later).
+func (ss *Suspensions) indexBucket(bucket string) error {
+	s := ss.s
+	var ts int64
+	if _, err := s.call("status_buckets.entry", false, func() (bool, error) {
+		_, _, marked := s.bucketEntry(bucket)
+		ts = max(s.stamp(), marked+2)
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	return ss.write("suspension_buckets.insert", func() { s.markBucket(bucket, false, ts) })
+}
+
+// Erase deletes the list row, prunes the bucket's index entry, then
+// deletes the lookup, then the expiry entry, as the repository does.
 func (ss *Suspensions) Erase(_ context.Context, sp domain.Suspension, version int) error {
 	return ss.erase(sp, version, true)
 }
@@ -311,19 +327,28 @@ func (s *Store) Changes(userID string) []domain.User {
 	return append([]domain.User(nil), s.changes[userID]...)
 }
 
-// pruneBucket drops an empty bucket from the index, as the repository's:
-// a read of the bucket's rows, then, if it found none, a delete stamped
-// with the time taken before that read, so a suspension that lands in the
-// bucket meanwhile (its entry written after its row) keeps its entry.
+// pruneBucket marks an empty bucket emptied, as the repository's: a read
+// of its entry, a read of the bucket's rows, then, if it found none, a
+// mark one microsecond after the one it read, so a suspension that lands
+// in the bucket meanwhile (it reads the entry after its row) marks it
+// live after this. (The repository's delete of an entry written before
+// the mark existed has no counterpart here: every entry has one.)
 func (ss *Suspensions) pruneBucket(bucket string) error {
 	s := ss.s
-	var before int64
+	var marked int64
+	live, err := s.call("status_buckets.entry", false, func() (bool, error) {
+		found, emptied, ts := s.bucketEntry(bucket)
+		marked = ts
+		return found && !emptied, nil
+	})
+	if err != nil || !live {
+		return err
+	}
 	empty, err := s.call("status_buckets.check", false, func() (bool, error) {
-		before = s.stamp()
 		return !s.bucketHasRows(bucket), nil
 	})
 	if err != nil || !empty {
 		return err
 	}
-	return ss.write("suspension_buckets.delete", func() { s.unindexBucket(bucket, before) })
+	return ss.write("suspension_buckets.empty", func() { s.markBucket(bucket, true, marked+1) })
 }

@@ -268,3 +268,140 @@ func expiredFromItsStart(t testing.TB, s moderation.Store, c Clock) {
 		}
 	}
 }
+
+// ListStores are the suspended list's store and the repair's audit of it
+// on one keyspace: the bucket index is written by the one and pruned,
+// checked and dropped by both.
+type ListStores struct {
+	Store moderation.Store
+	Audit moderation.Audit
+}
+
+// BucketIndex runs BucketIndexChecks in order (they read the whole index,
+// as SuspendedList's checks do).
+func BucketIndex(t *testing.T, open Open[ListStores]) { RunInOrder(t, open, BucketIndexChecks) }
+
+// BucketIndexChecks are the contract of the suspended list's bucket index.
+var BucketIndexChecks = []Check[ListStores]{
+	{"EmptiedBucketsAreSkippedThenDropped", emptiedBuckets},
+	{"PagesSkipRunsOfEmptiedBuckets", pagesSkipEmptied},
+}
+
+// pagesSkipEmptied: the list pages across runs of buckets marked emptied
+// longer than a read of the index takes beyond the page (40 months, 35 of
+// them emptied, in runs of up to 20), newest first, whatever the limit.
+func pagesSkipEmptied(t testing.TB, s ListStores, c Clock) {
+	ctx := context.Background()
+	base := time.Date(2032, 1, 15, 12, 0, 0, 0, time.UTC)
+	kept := map[int]bool{0: true, 1: true, 22: true, 23: true, 39: true}
+	var all []domain.Suspension
+	var want []string
+	for m := range 40 {
+		sp := suspensionOf(Key("user"), base.AddDate(0, -m, 0), "r")
+		if err := s.Store.Record(ctx, sp, 1); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sp)
+		if kept[m] {
+			want = append(want, sp.UserID) // newest first: m ascending
+		}
+	}
+	for m, sp := range all {
+		if !kept[m] {
+			if err := s.Store.Erase(ctx, sp, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	read := func(last *domain.Suspension, limit int) ([]domain.Suspension, error) {
+		var after *moderation.Cursor
+		if last != nil {
+			after = &moderation.Cursor{Bucket: last.Bucket, SuspendedAt: last.SuspendedAt, UserID: last.UserID}
+		}
+		return s.Store.Page(ctx, after, limit)
+	}
+	key := func(sp domain.Suspension) string { return sp.UserID }
+	for _, limit := range []int{1, 2, 3, 10} {
+		pages(t, limit, read, key, want)
+	}
+	for m, sp := range all {
+		if kept[m] {
+			if err := s.Store.Erase(ctx, sp, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.Pass(time.Second)
+	if _, err := s.Audit.DropEmptied(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	pages(t, 3, read, key, nil)
+}
+
+// emptiedBuckets: a bucket whose last row is erased is no longer indexed
+// (the list skips it, the audit does not count it); the drop deletes its
+// entry only once it is older than the age asked for; a suspension in the
+// bucket after the drop, or before it, is indexed and listed again.
+func emptiedBuckets(t testing.TB, s ListStores, c Clock) {
+	ctx := context.Background()
+	base := time.Date(2031, 3, 10, 12, 0, 0, 0, time.UTC)
+	bucket := base.Format("2006-01")
+	listed := func(want ...domain.Suspension) {
+		t.Helper()
+		page, err := s.Store.Page(ctx, nil, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		indexed, withRows, err := s.Audit.Buckets(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, wantIDs []string
+		for _, sp := range page {
+			got = append(got, sp.UserID)
+		}
+		for _, sp := range want {
+			wantIDs = append(wantIDs, sp.UserID)
+		}
+		inIndex, inRows := slices.Contains(indexed, bucket), slices.Contains(withRows, bucket)
+		if !slices.Equal(got, wantIDs) || inIndex != (len(want) > 0) || inRows != (len(want) > 0) {
+			t.Fatalf("listed %v (want %v); bucket %s indexed %v, holds rows %v", got, wantIDs, bucket, inIndex, inRows)
+		}
+	}
+	drop := func(age time.Duration) int {
+		t.Helper()
+		n, err := s.Audit.DropEmptied(ctx, age)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// cycle suspends someone new in the bucket and lifts it again.
+	cycle := func(at time.Time) {
+		t.Helper()
+		sp := suspensionOf(Key("user"), at, "r")
+		if err := s.Store.Record(ctx, sp, 1); err != nil {
+			t.Fatal(err)
+		}
+		listed(sp)
+		if err := s.Store.Erase(ctx, sp, 1); err != nil {
+			t.Fatal(err)
+		}
+		listed()
+	}
+	// Round 1 begins on the entry round 0 dropped: indexed again.
+	for round := range 2 {
+		cycle(base)
+		if n := drop(Long); n != 0 {
+			t.Fatalf("round %d: dropped %d entries marked less than an hour ago", round, n)
+		}
+		if round == 0 {
+			cycle(base.Add(time.Hour)) // marked, not dropped: indexed again
+		}
+		c.Pass(time.Second)
+		if n := drop(0); n < 1 {
+			t.Fatalf("round %d: the emptied entry was not dropped (%d)", round, n)
+		}
+		listed()
+	}
+}
