@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -135,7 +136,31 @@ func exploreAudit(t *testing.T, a auditAction, call int, f memstore.Fault, retry
 	if err != nil {
 		return fmt.Errorf("reading the audit: %w", err)
 	}
-	return auditMatches(page.Items, before, m.store.Changes(m.member.ID), retry)
+	if err := auditMatches(page.Items, before, m.store.Changes(m.member.ID), retry); err != nil {
+		return err
+	}
+	return sameInBothTables(page.Items, m.store.AuditDayEntries(m.member.ID), before.Version)
+}
+
+// sameInBothTables checks the audit by day holds the entries the
+// account's audit showed, once its read wrote what the row carried, and
+// no other (those of versions after since alone: the set-up's are left
+// out).
+func sameInBothTables(byAccount, byDay []domain.AuditEntry, since int) error {
+	ids := func(es []domain.AuditEntry) []string {
+		var out []string
+		for _, e := range es {
+			if e.Version > since {
+				out = append(out, e.ID())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if a, d := ids(byAccount), ids(byDay); !slices.Equal(a, d) {
+		return fmt.Errorf("the account's audit shows %v, the audit by day %v", a, d)
+	}
+	return nil
 }
 
 // auditMatches checks the entries against the account's applied changes:

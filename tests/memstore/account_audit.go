@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"time"
@@ -10,12 +11,9 @@ import (
 	"shelf/domain/accounts"
 )
 
-// AccountAudit keeps the audit of admin actions on accounts: one row per
-// entry key (user, at, version, action), never deleted, which Page reads
-// by account and Day by day. The repository keeps two tables
-// (account_audit by account, audit_by_day by day) and writes each entry
-// to both; here one row serves both reads, so an entry is in both or in
-// neither.
+// AccountAudit keeps the audit of admin actions on accounts as the
+// repository does, in two tables never deleted from: by account (Page)
+// and by day (Day), each entry a row in both, written by a call each.
 type AccountAudit struct{ s *Store }
 
 var _ accounts.AuditLog = (*AccountAudit)(nil)
@@ -27,23 +25,27 @@ func auditKey(e domain.AuditEntry) string {
 	return e.UserID + "|" + strconv.FormatInt(e.At.UnixMilli(), 10) + "|" + strconv.Itoa(e.Version) + "|" + string(e.Action)
 }
 
-// Record writes the entries one after another, one call each, and stops
-// at the first failure. The repository sends both rows of every entry at
-// once and tries them all, joining the errors.
+// Record writes both rows of every entry, one call each, and tries them
+// all whatever fails, as the repository sends them at once: any of them
+// may be left out.
 func (a *AccountAudit) Record(_ context.Context, entries []domain.AuditEntry) error {
+	var errs []error
 	for _, e := range entries {
-		_, err := a.s.call("account_audit.insert", true, func() (bool, error) {
-			if a.s.audit == nil {
-				a.s.audit = map[string]domain.AuditEntry{}
-			}
-			a.s.audit[auditKey(e)] = e
-			return true, nil
-		})
-		if err != nil {
-			return err
+		for _, table := range []struct {
+			name string
+			rows *map[string]domain.AuditEntry
+		}{{"account_audit.insert", &a.s.audit}, {"audit_by_day.insert", &a.s.auditDay}} {
+			_, err := a.s.call(table.name, true, func() (bool, error) {
+				if *table.rows == nil {
+					*table.rows = map[string]domain.AuditEntry{}
+				}
+				(*table.rows)[auditKey(e)] = e
+				return true, nil
+			})
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Page reads the user's audit, newest first, after the cursor.
@@ -66,7 +68,7 @@ func (a *AccountAudit) Page(_ context.Context, userID string, after *domain.Audi
 func (a *AccountAudit) Day(_ context.Context, day time.Time, after *domain.AuditPosition, limit int) ([]domain.AuditEntry, error) {
 	var out []domain.AuditEntry
 	_, err := a.s.call("audit_by_day.page", false, func() (bool, error) {
-		for _, e := range a.s.audit {
+		for _, e := range a.s.auditDay {
 			if domain.AuditDay(e.At).Equal(day) && (after == nil || e.PositionOf().Before(*after)) {
 				out = append(out, e)
 			}
@@ -83,7 +85,7 @@ func (a *AccountAudit) Since(context.Context) (time.Time, error) {
 	a.s.mu.Lock()
 	defer a.s.mu.Unlock()
 	first := a.s.now
-	for _, e := range a.s.audit {
+	for _, e := range a.s.auditDay {
 		if e.At.Before(first) {
 			first = e.At
 		}
@@ -120,4 +122,18 @@ func (s *Store) AuditEntries(userID string) []domain.AuditEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.auditOf(userID)
+}
+
+// AuditDayEntries returns a user's entries in the audit by day, in no
+// order, for checks.
+func (s *Store) AuditDayEntries(userID string) []domain.AuditEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []domain.AuditEntry
+	for _, e := range s.auditDay {
+		if e.UserID == userID {
+			out = append(out, e)
+		}
+	}
+	return out
 }

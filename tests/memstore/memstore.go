@@ -146,9 +146,10 @@ type Store struct {
 	// deletions is the index of account deletions in progress
 	// (Deletions), by day, user and attempt.
 	deletions map[string]versioned[accounts.DeletionEntry]
-	// audit is the audit of admin actions (AccountAudit), by entry key;
-	// made on first use.
-	audit map[string]domain.AuditEntry
+	// audit and auditDay are the audit of admin actions (AccountAudit),
+	// by account (account_audit) and by day (audit_by_day), each by entry
+	// key; made on first use.
+	audit, auditDay map[string]domain.AuditEntry
 	// attempts are the throttle's rows (Attempts), made on first use.
 	attempts attemptTables
 	// jobs are the jobs' rows (Jobs, jobs.go), by id; made on first use.
