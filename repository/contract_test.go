@@ -4,6 +4,7 @@ package repository_test
 
 import (
 	"testing"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
@@ -120,5 +121,11 @@ func TestContractTablesReadWhole(t *testing.T) {
 	t.Run("Outbox", func(t *testing.T) {
 		t.Parallel()
 		storecontract.Outbox(t, onReal(db, func(db *repository.DB) library.Outbox { return repository.NewOutbox(db) }))
+		// Last: it moves the outbox's start ahead of the clock.
+		storecontract.OutboxStart(t, onReal(db, func(db *repository.DB) storecontract.SkewedOutbox {
+			return storecontract.SkewedOutbox{Outbox: repository.NewOutbox(db), Skewed: func(d time.Duration) library.Outbox {
+				return repository.NewOutbox(db).WithClock(func() time.Time { return db.Now().Add(d) })
+			}}
+		}))
 	})
 }

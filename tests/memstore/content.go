@@ -110,7 +110,7 @@ func cloneContent(c library.Content) library.Content {
 
 // Contents is the store as content's stores (library.Stores).
 func (s *Store) Contents() library.Stores {
-	return library.Stores{Content: items{s}, Members: members{s}, Library: entries{s}, Outbox: outbox{s}}
+	return library.Stores{Content: items{s}, Members: members{s}, Library: entries{s}, Outbox: outbox{s: s}}
 }
 
 type items struct{ s *Store }
@@ -369,7 +369,17 @@ func (l entries) DeleteRow(_ context.Context, bucket string, e library.Entry) er
 	})
 }
 
-type outbox struct{ s *Store }
+// outbox is the store as the outbox, on the store's clock moved by skew
+// (SkewedOutbox).
+type outbox struct {
+	s    *Store
+	skew time.Duration
+}
+
+// SkewedOutbox is the outbox as a process whose clock is d ahead of the
+// store's (behind, for d < 0) sees it: it makes its marks and reads from
+// that clock, as the repository's Outbox.WithClock.
+func (s *Store) SkewedOutbox(d time.Duration) library.Outbox { return outbox{s: s, skew: d} }
 
 // Mark adds a mark of its own, at the store's clock when it is called
 // (however late its write lands, as the repository's time UUID); Done
@@ -379,7 +389,7 @@ func (o outbox) Mark(_ context.Context, contentID string) (string, error) {
 	s := o.s
 	s.mu.Lock()
 	s.content.marked++
-	marker, at := fmt.Sprintf("%012d", s.content.marked), s.now
+	marker, at := fmt.Sprintf("%012d", s.content.marked), s.now.Add(o.skew)
 	s.content.markedAt[marker] = at
 	s.mu.Unlock()
 	_, err := s.call("content_marks.mark", true, func() (bool, error) {
@@ -408,11 +418,12 @@ func (o outbox) Pending(_ context.Context, before time.Time, limit int) ([]libra
 	var out []library.OutboxEntry
 	_, err := s.call("content_marks.pending", false, func() (bool, error) {
 		out = nil
-		if latest := s.now.Add(OutboxHorizon); before.After(latest) {
+		now := s.now.Add(o.skew)
+		if latest := now.Add(OutboxHorizon); before.After(latest) {
 			before = latest
 		}
 		start := s.content.outboxStart
-		next, closed, advancing := start, s.now.Add(-OutboxHorizon), true
+		next, closed, advancing := start, now.Add(-OutboxHorizon), true
 		for b := start.Truncate(OutboxWidth); b.Before(before) && len(out) < limit; b = b.Add(OutboxWidth) {
 			var rows []library.OutboxEntry
 			for _, c := range s.content.marks {

@@ -85,6 +85,9 @@ func TestContractLibraries(t *testing.T) {
 
 func TestContractOutbox(t *testing.T) {
 	storecontract.Outbox(t, onFake(func(s *memstore.Store) library.Outbox { return s.Contents().Outbox }))
+	storecontract.OutboxStart(t, onFake(func(s *memstore.Store) storecontract.SkewedOutbox {
+		return storecontract.SkewedOutbox{Outbox: s.Contents().Outbox, Skewed: s.SkewedOutbox}
+	}))
 }
 
 func TestContractIndexEntries(t *testing.T) {

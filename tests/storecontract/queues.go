@@ -21,6 +21,72 @@ import (
 // queue empty.
 func Outbox(t *testing.T, open Open[library.Outbox]) { RunInOrder(t, open, OutboxChecks) }
 
+// SkewedOutbox is an outbox and the same outbox as processes whose clocks
+// disagree with it see it.
+type SkewedOutbox struct {
+	Outbox library.Outbox
+	// Skewed is the outbox on a clock d ahead of Outbox's.
+	Skewed func(d time.Duration) library.Outbox
+}
+
+// OutboxStart runs OutboxStartChecks in order. They move the outbox's
+// start ahead of the clock, so on a real node they come after every other
+// check of the outbox's keyspace.
+func OutboxStart(t *testing.T, open Open[SkewedOutbox]) { RunInOrder(t, open, OutboxStartChecks) }
+
+// OutboxStartChecks are the contract of the outbox's moving start.
+var OutboxStartChecks = []Check[SkewedOutbox]{
+	{"TheStartPassesOnlyWindowsAHorizonBehindItsReader", outboxStartMoves},
+}
+
+// outboxStartMoves: a reader whose clock runs 10 minutes ahead moves the
+// start past the empty windows that ended two minutes (the horizon)
+// before its clock, and no further: a mark made within the horizon of
+// that clock is listed, one made on the clock 10 minutes behind it (as a
+// write landing that late would be) never is, by either reader.
+func outboxStartMoves(t testing.TB, s SkewedOutbox, c Clock) {
+	ctx := context.Background()
+	ahead := s.Skewed(10 * time.Minute)
+	if _, err := ahead.Pending(ctx, c.Now().Add(10*time.Minute), 100); err != nil {
+		t.Fatal(err)
+	}
+	behind, within := Key("item"), Key("item")
+	behindMark, err := s.Outbox.Mark(ctx, behind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withinMark, err := s.Skewed(9*time.Minute).Mark(ctx, within)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func(o library.Outbox, before time.Time) []string {
+		t.Helper()
+		entries, err := o.Pending(ctx, before, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.ContentID)
+		}
+		return out
+	}
+	if got := listed(ahead, c.Now().Add(10*time.Minute)); !slices.Equal(got, []string{within}) {
+		t.Fatalf("the reader ahead lists %v, want only the mark within its horizon (%s), not the one behind its start (%s)", got, within, behind)
+	}
+	if got := listed(s.Outbox, c.Now()); len(got) != 0 {
+		t.Fatalf("the reader on time lists %v: the mark behind the start, or one of a clock ahead of its own", got)
+	}
+	for _, m := range []struct{ item, marker string }{{behind, behindMark}, {within, withinMark}} {
+		if err := s.Outbox.Done(ctx, m.item, m.marker); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := listed(ahead, c.Now().Add(10*time.Minute)); len(got) != 0 {
+		t.Fatalf("marks left after Done: %v", got)
+	}
+}
+
 // OutboxChecks are library.Outbox's contract.
 var OutboxChecks = []Check[library.Outbox]{
 	{"DoneTakesOneMark", outboxMarks},
