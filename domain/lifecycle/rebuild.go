@@ -37,7 +37,7 @@ func (s *Service) workQueue(ctx context.Context) (Report, error) {
 	var r Report
 	var errs []error
 	err := s.st.Queue.InProgress(ctx, func(e jobs.Entry) error {
-		r.found(e.At)
+		defer r.found(e.At)()
 		if e.Kind != jobs.KindRebuild {
 			r.Problems = append(r.Problems, "job "+e.JobID+" of kind "+string(e.Kind)+": not one this version runs")
 			return nil

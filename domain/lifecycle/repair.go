@@ -30,7 +30,8 @@ type Report struct {
 	// Changes counts membership changes of groups finished after their
 	// request ended (groups.FinishInterruptedChanges).
 	Changes int
-	// Oldest is when the oldest operation found began (zero: none).
+	// Oldest is when the oldest operation found and not finished or
+	// removed began (zero: none).
 	Oldest time.Time
 	// Problems says what was found, one line each.
 	Problems []string
@@ -51,11 +52,16 @@ func (r Report) add(o Report) Report {
 	return r
 }
 
-// found counts an operation under way begun at.
-func (r *Report) found(at time.Time) {
+// found counts an operation under way begun at; the function it returns,
+// called once the pass is done with it, counts it in Oldest unless the
+// pass finished it or removed its entry.
+func (r *Report) found(at time.Time) (done func()) {
 	r.Found++
-	if r.Oldest.IsZero() || at.Before(r.Oldest) {
-		r.Oldest = at
+	finished, stale := r.Finished, r.Stale
+	return func() {
+		if r.Finished == finished && r.Stale == stale && (r.Oldest.IsZero() || at.Before(r.Oldest)) {
+			r.Oldest = at
+		}
 	}
 }
 
@@ -71,7 +77,7 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 	var r Report
 	var errs []error
 	err := s.st.Deletions.InProgress(ctx, func(d accounts.DeletionEntry) error {
-		r.found(d.At)
+		defer r.found(d.At)()
 		u, err := s.accounts.AccountSerial(ctx, d.UserID)
 		begun := "deletion of " + d.UserID + " begun at " + d.At.Format(time.RFC3339)
 		switch {
@@ -127,7 +133,7 @@ func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, erro
 	var r Report
 	var errs []error
 	err := s.st.Closings.InProgress(ctx, func(e groups.ClosingEntry) error {
-		r.found(e.At)
+		defer r.found(e.At)()
 		gr, err := s.groups.GetSerial(ctx, e.GroupID)
 		begun := "closing of " + e.GroupID + " begun at " + e.At.Format(time.RFC3339)
 		switch {

@@ -230,7 +230,7 @@ func (a *App) WorkJobs(ctx context.Context, interval time.Duration, logger zerol
 		left := r.Found - r.Finished - r.Stale - r.Held
 		m.JobsWaiting.Set(float64(max(left, 0)))
 		oldest := 0.0
-		if left+r.Held > 0 && !r.Oldest.IsZero() {
+		if !r.Oldest.IsZero() {
 			oldest = a.Lifecycle.Now().Sub(r.Oldest).Seconds()
 		}
 		m.JobsOldest.Set(oldest)

@@ -129,7 +129,7 @@ func New() *Metrics {
 			Name: "shelf_jobs_running", Help: "Jobs under way (deletions, closings, library rebuilds) that another worker held the lease of at the last pass.",
 		}),
 		JobsOldest: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "shelf_jobs_oldest_seconds", Help: "Age of the oldest job (deletion, closing, library rebuild) the last pass found, while any is left under way (0: none).",
+			Name: "shelf_jobs_oldest_seconds", Help: "Age of the oldest job (deletion, closing, library rebuild) the last pass left under way: held by another worker, failed or not begun (0: none).",
 		}),
 		JobsFinished: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shelf_jobs_finished_total", Help: "Jobs (deletions, closings, library rebuilds) this process's job worker finished.",
