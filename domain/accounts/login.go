@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -173,8 +174,14 @@ func (a *Service) mayLogIn(u domain.Credentials) error {
 // suspension that landed meanwhile answers ErrSuspended, a revert
 // ErrPasswordResetRequired. Either way the session is deleted again and no
 // token handed out. madeWith is what the login proved (Session.MadeWith).
+// A session proved by the password (or a reset) alone also reads the
+// account's factors again: one confirmed meanwhile (its owner may then
+// sign every other session out) stands between the proof and a session,
+// so the session is deleted again and the answer is the factor's
+// challenge, as the login would have answered had it read the factor.
 // Cost: the session's two writes and one account read (SignedIn: what it
-// checks and what the answer shows).
+// checks and what the answer shows), beside it the factors' read for a
+// session without a second factor.
 func (a *Service) openSession(ctx context.Context, u domain.Access, client Client, gone error, madeWith ...string) (LoginResult, error) {
 	token, hash := NewToken(u.ID)
 	now := a.now()
@@ -190,8 +197,19 @@ func (a *Service) openSession(ctx context.Context, u domain.Access, client Clien
 	// now that the session is written. If it still stands, anything still
 	// to come finds this session when it revokes (and a new password's
 	// epoch stops it anyway: Authenticate).
-	again, err := a.users.SignedIn(ctx, u.ID)
-	if err != nil {
+	var again domain.SignedIn
+	var factors []Factor
+	var err, factorsErr error
+	oneProof := len(madeWith) < 2
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
+		switch {
+		case i == 0:
+			again, err = a.users.SignedIn(ctx, u.ID)
+		case oneProof:
+			factors, factorsErr = a.confirmedFactors(ctx, u.ID)
+		}
+	})
+	if err = cmp.Or(err, factorsErr); err != nil {
 		return LoginResult{}, err
 	}
 	switch {
@@ -210,11 +228,14 @@ func (a *Service) openSession(ctx context.Context, u domain.Access, client Clien
 	default:
 		err = a.blocked(again.Access)
 	}
-	if err != nil {
+	if err != nil || len(factors) > 0 {
 		if derr := a.sessions.Delete(ctx, s); derr != nil {
 			return LoginResult{}, derr
 		}
-		return LoginResult{}, err
+		if err != nil {
+			return LoginResult{}, err
+		}
+		return a.challenge(ctx, u, madeWith[0], factors)
 	}
 	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: again.Shown}, nil
 }

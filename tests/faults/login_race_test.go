@@ -11,6 +11,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/internal/factor"
 	"shelf/tests/memstore"
 )
 
@@ -311,5 +312,61 @@ func TestARehashWritesTheRowItRead(t *testing.T) {
 	}
 	if got, _ := st.Users().Get(ctx, u.ID); !strings.HasSuffix(got.PasswordHash, ":"+newPassword) {
 		t.Errorf("the rehash wrote over the new password: %q", got.PasswordHash)
+	}
+}
+
+// TestALoginInFlightDoesNotSurviveAFirstFactor: the attacker holds ann's
+// password (and had a session). ann, who has no second factor yet, adds
+// one and then signs out everywhere else: from then on the password
+// alone answers a challenge, never a session
+// (docs/design/second-factors.md). The attacker's login read her factors
+// (none) before the confirmation, and writes its session after her
+// revocation listed her sessions (its index write slow). openSession
+// reads the factors again beside the account once the session is
+// written: it deletes the session and answers the factor's challenge.
+func TestALoginInFlightDoesNotSurviveAFirstFactor(t *testing.T) {
+	t.Parallel()
+	m := newMailWorld(t, false)
+	totp, err := factor.New("shelf", []factor.Key{factor.DevelopmentKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.rewire(func(st *memstore.Store, c *accounts.Config) {
+		c.Factors, c.TOTP = st.Factors(), totp
+	})
+	ctx := context.Background()
+	owner := func() error {
+		p, err := m.svc.Authenticate(ctx, m.sessions[0])
+		if err != nil {
+			return err
+		}
+		e, err := m.svc.EnrolTOTP(ctx, p, m.ann.ID, "phone", accounts.Password(password))
+		if err != nil {
+			return err
+		}
+		factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+		if err != nil {
+			return err
+		}
+		code, err := totp.Code(factors[0].Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+		if err != nil {
+			return err
+		}
+		if _, err := m.svc.ConfirmTOTP(ctx, p, m.ann.ID, e.Factor.ID, code); err != nil {
+			return err
+		}
+		return m.svc.RevokeSessions(ctx, p, m.ann.ID, true)
+	}
+	r, err := attackerLogsIn(t, m, "sessions_by_user.insert", owner)
+	if err != nil || r.Token != "" || r.Challenge == "" {
+		t.Errorf("the login in flight across the first factor's confirmation answered %+v, %v; want the factor's challenge and no session", r, err)
+	}
+	if r.Token != "" {
+		if p, aerr := m.svc.Authenticate(ctx, r.Token); aerr == nil {
+			t.Errorf("its session works (made with %v)", p.Session.MadeWith)
+		}
+	}
+	if _, aerr := m.svc.Authenticate(ctx, m.sessions[1]); aerr == nil {
+		t.Errorf("the session the owner revoked still works")
 	}
 }
