@@ -31,15 +31,28 @@ type factorWorld struct {
 	tokens []string
 }
 
-func newFactorWorld(t *testing.T) *factorWorld {
+// withFactors turns second factors on in m, apps sealed under the
+// development key, with what more sets besides (nil: nothing); it
+// returns the apps' codes.
+func withFactors(t *testing.T, m *mailWorld, more func(*memstore.Store, *accounts.Config)) *factor.TOTP {
 	t.Helper()
-	m := newMailWorld(t, false)
 	totp, err := factor.New("shelf", []factor.Key{factor.DevelopmentKey()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.rewire(func(st *memstore.Store, c *accounts.Config) {
 		c.Factors, c.TOTP = st.Factors(), totp
+		if more != nil {
+			more(st, c)
+		}
+	})
+	return totp
+}
+
+func newFactorWorld(t *testing.T) *factorWorld {
+	t.Helper()
+	m := newMailWorld(t, false)
+	totp := withFactors(t, m, func(st *memstore.Store, c *accounts.Config) {
 		c.Throttle = accounts.Throttle{Store: st.Attempts(), PerAddress: 5, PerLogin: 50, Window: 15 * 60e9}
 		c.Audit = st.AccountAudit()
 	})

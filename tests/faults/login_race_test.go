@@ -327,13 +327,7 @@ func TestARehashWritesTheRowItRead(t *testing.T) {
 func TestALoginInFlightDoesNotSurviveAFirstFactor(t *testing.T) {
 	t.Parallel()
 	m := newMailWorld(t, false)
-	totp, err := factor.New("shelf", []factor.Key{factor.DevelopmentKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.rewire(func(st *memstore.Store, c *accounts.Config) {
-		c.Factors, c.TOTP = st.Factors(), totp
-	})
+	totp := withFactors(t, m, nil)
 	ctx := context.Background()
 	owner := func() error {
 		p, err := m.svc.Authenticate(ctx, m.sessions[0])

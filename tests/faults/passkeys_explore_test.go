@@ -40,12 +40,7 @@ func newPasskeys(t *testing.T) *factor.Passkeys {
 func newPasskeyWorld(t *testing.T, registered bool) *passkeyWorld {
 	t.Helper()
 	m := newMailWorld(t, false)
-	totp, err := factor.New("shelf", []factor.Key{factor.DevelopmentKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.rewire(func(st *memstore.Store, c *accounts.Config) {
-		c.Factors, c.TOTP = st.Factors(), totp
+	totp := withFactors(t, m, func(st *memstore.Store, c *accounts.Config) {
 		c.Passkeys = newPasskeys(t)
 		c.Throttle = accounts.Throttle{Store: st.Attempts(), PerAddress: 5, PerLogin: 50, Window: 15 * 60e9}
 		c.Audit = st.AccountAudit()
