@@ -213,21 +213,27 @@ func (a *Audit) IndexBucket(ctx context.Context, bucket string) error {
 	return a.suspensions.indexBucket(ctx, bucket)
 }
 
-// DropEmptied deletes the index entries marked emptied more than age
-// ago, each at its mark's time: a suspension that read the mark marks its
-// entry live after it, and so outlives the delete. It returns how many it
-// deleted.
-func (a *Audit) DropEmptied(ctx context.Context, age time.Duration) (int, error) {
+// TidyIndex deletes the index entries marked emptied more than age ago,
+// each at its mark's time: a suspension that read the mark marks its entry
+// live after it, and so outlives the delete. It marks live the entries
+// written before the mark existed (schema 034), so that no prune has to
+// delete one by its clock. It returns how many entries it changed.
+func (a *Audit) TidyIndex(ctx context.Context, age time.Duration) (int, error) {
 	entries, err := a.index(ctx)
 	if err != nil {
 		return 0, err
 	}
 	before, n := a.db.Now().Add(-age).UnixMicro(), 0
 	for _, e := range entries {
-		if !e.Emptied || e.Marked >= before {
+		switch {
+		case e.Marked == 0:
+			err = a.suspensions.indexBucket(ctx, e.Bucket)
+		case e.Emptied && e.Marked < before:
+			err = a.db.write(ctx, "suspension_buckets.drop", bucketDeleteCQL, e.Marked, statusSuspended, e.Bucket)
+		default:
 			continue
 		}
-		if err := a.db.write(ctx, "suspension_buckets.drop", bucketDeleteCQL, e.Marked, statusSuspended, e.Bucket); err != nil {
+		if err != nil {
 			return n, err
 		}
 		n++

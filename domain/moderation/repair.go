@@ -43,9 +43,10 @@ type Audit interface {
 	// emptied if it is empty.
 	IndexBucket(ctx context.Context, bucket string) error
 	PruneBucket(ctx context.Context, bucket string) error
-	// DropEmptied deletes the index entries marked emptied more than age
-	// ago (by the store's clock) and reports how many it deleted.
-	DropEmptied(ctx context.Context, age time.Duration) (int, error)
+	// TidyIndex deletes the index entries marked emptied more than age
+	// ago (by the store's clock), marks the entries from before marks
+	// existed, and reports how many entries it changed.
+	TidyIndex(ctx context.Context, age time.Duration) (int, error)
 }
 
 // The repair's phases, in the order it runs them: each scans one table.
@@ -163,8 +164,9 @@ func (m *Service) Repair(ctx context.Context, audit Audit, o RepairOptions) (Rep
 
 // IndexBuckets makes the suspended list's bucket index hold exactly the
 // buckets that hold rows, as the repair's last phase does, and reports
-// how many entries it fixed; then it deletes the entries marked emptied
-// more than Config.EmptiedKept ago. Every process's sweeper runs it
+// how many entries it fixed; then it tidies the index (TidyIndex: the
+// entries marked emptied more than Config.EmptiedKept ago deleted, those
+// from before marks existed marked). Every process's sweeper runs it
 // (bucketsEvery in internal/app), so the list never waits for an
 // operator: an entry an interrupted prune or a failed write left wrong,
 // one a prune in another data centre marked before the bucket's row
@@ -176,7 +178,7 @@ func (m *Service) IndexBuckets(ctx context.Context, audit Audit) (int, error) {
 	if err := r.indexBuckets(ctx); err != nil {
 		return r.report.Fixed, errors.Join(append(r.errs, err)...)
 	}
-	if _, err := audit.DropEmptied(ctx, m.cfg.EmptiedKept); err != nil {
+	if _, err := audit.TidyIndex(ctx, m.cfg.EmptiedKept); err != nil {
 		r.errs = append(r.errs, err)
 	}
 	return r.report.Fixed, errors.Join(r.errs...)

@@ -183,6 +183,65 @@ func TestAPruneAheadNeverHidesASuspensionLandingDuringIt(t *testing.T) {
 	}
 }
 
+// suspendedMember signs up a member, suspends it, and returns it with its
+// suspension's bucket.
+func (m *moderators) suspendedMember(t *testing.T) (userBody, string) {
+	t.Helper()
+	u, _ := m.member(t)
+	if r := m.suspend(u.ID, "spam"); r.StatusCode != http.StatusCreated {
+		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
+	}
+	var bucket string
+	if err := m.db.Session.Query(`SELECT bucket FROM suspended_users WHERE user_id = ?`, nil).Bind(u.ID).Scan(&bucket); err != nil {
+		t.Fatal(err)
+	}
+	return u, bucket
+}
+
+// TestTheSweeperMarksEntriesFromBeforeTheMark: an index entry written
+// before schema 034 has no mark, and a prune would delete it by its
+// clock; the sweeper's pass marks it live (at a write time of its own),
+// so every later prune goes by write times.
+func TestTheSweeperMarksEntriesFromBeforeTheMark(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, bucket := m.suspendedMember(t)
+	marked := func() *int64 {
+		t.Helper()
+		var w *int64
+		if err := m.db.Session.Query(`SELECT WRITETIME(emptied) FROM status_buckets WHERE status = 'suspended' AND bucket = ?`, nil).
+			Bind(bucket).Scan(&w); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	if marked() == nil {
+		t.Fatal("a suspension's entry has no mark")
+	}
+	// As the release before wrote it: the row alone, no mark.
+	for _, stmt := range []string{`DELETE FROM status_buckets WHERE status = 'suspended' AND bucket = ?`,
+		`INSERT INTO status_buckets (status, bucket) VALUES ('suspended', ?)`} {
+		if err := m.db.Session.Query(stmt, nil).Bind(bucket).Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := marked(); w != nil {
+		t.Fatalf("the entry as the release before wrote it has a mark at %d", *w)
+	}
+	if list := m.listAll(t, 10); len(list) != 1 || list[0].UserID != u.ID {
+		t.Fatalf("an entry without a mark is not listed: %+v", list)
+	}
+	if _, err := m.app.Moderation.IndexBuckets(context.Background(), repository.NewAudit(m.app.DB)); err != nil {
+		t.Fatal(err)
+	}
+	if marked() == nil {
+		t.Fatal("the sweeper's pass left the entry without a mark")
+	}
+	if list := m.listAll(t, 10); len(list) != 1 || list[0].UserID != u.ID {
+		t.Fatalf("listed after the pass: %+v", list)
+	}
+}
+
 // TestTheSweeperListsABucketAPruneShadowed: a process of the release
 // before schema 034 pruned an emptied bucket with a delete stamped by its
 // own clock; one whose clock ran 3 s ahead could shadow the entry of a
@@ -193,14 +252,7 @@ func TestAPruneAheadNeverHidesASuspensionLandingDuringIt(t *testing.T) {
 func TestTheSweeperListsABucketAPruneShadowed(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
-	u, _ := m.member(t)
-	if r := m.suspend(u.ID, "spam"); r.StatusCode != http.StatusCreated {
-		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
-	}
-	var bucket string
-	if err := m.db.Session.Query(`SELECT bucket FROM suspended_users WHERE user_id = ?`, nil).Bind(u.ID).Scan(&bucket); err != nil {
-		t.Fatal(err)
-	}
+	u, bucket := m.suspendedMember(t)
 	if list := m.listAll(t, 10); len(list) != 1 {
 		t.Fatalf("listed before the prune: %+v", list)
 	}

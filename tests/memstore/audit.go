@@ -149,10 +149,11 @@ func (a audit) IndexBucket(_ context.Context, bucket string) error {
 	return (&Suspensions{s: a.s}).indexBucket(bucket)
 }
 
-// DropEmptied reads the index in one call, then deletes each entry marked
+// TidyIndex reads the index in one call, then deletes each entry marked
 // emptied more than age ago (by the store's clock) at its mark's time,
-// one call each, as the repository does.
-func (a audit) DropEmptied(_ context.Context, age time.Duration) (int, error) {
+// one call each, as the repository does. (The repository also marks the
+// entries written before marks existed: every entry here has one.)
+func (a audit) TidyIndex(_ context.Context, age time.Duration) (int, error) {
 	marks := map[string]int64{}
 	if _, err := a.s.call("status_buckets.scan", false, func() (bool, error) {
 		before := a.s.now.Add(-age).UnixMicro()

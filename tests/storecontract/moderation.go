@@ -332,7 +332,7 @@ func pagesSkipEmptied(t testing.TB, s ListStores, c Clock) {
 		}
 	}
 	c.Pass(time.Second)
-	if _, err := s.Audit.DropEmptied(ctx, 0); err != nil {
+	if _, err := s.Audit.TidyIndex(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	pages(t, 3, read, key, nil)
@@ -370,7 +370,7 @@ func emptiedBuckets(t testing.TB, s ListStores, c Clock) {
 	}
 	drop := func(age time.Duration) int {
 		t.Helper()
-		n, err := s.Audit.DropEmptied(ctx, age)
+		n, err := s.Audit.TidyIndex(ctx, age)
 		if err != nil {
 			t.Fatal(err)
 		}
