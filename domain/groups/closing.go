@@ -279,20 +279,26 @@ func (g *Service) markClosed(ctx context.Context, gr Group) error {
 // so no group is left closing without the entry that lets the repair
 // finish it (TestExploreClosing, close-repair-early). The jobs' worker
 // fences the same way before it finishes an interrupted membership change
-// (finishInterrupted). A change that moved the version meanwhile fences
-// as well; a group gone needs none.
+// (finishInterrupted). Only a fence that applied is one: a compare-and-set
+// that did not apply may have lost to the very attempt it fences (the
+// stale closing's, landing meanwhile), so the group is read and fenced
+// again, and a group found closing or closed by then is busy: its entry
+// stays for the job to finish it
+// (TestAuditClosingFenceThatLosesToTheStaleClosingKeepsItsEntry). A group
+// gone needs none.
 func (g *Service) Fence(ctx context.Context, id string) error {
-	gr, err := g.groups.GetSerial(ctx, id)
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	case gr.Status != domain.StatusActive:
-		return errGroupBusy // closing by now: the next repair finishes it
-	}
-	next := gr
-	next.Version, next.UpdatedAt = gr.Version+1, g.now()
-	_, err = g.groups.Update(ctx, next)
-	return err
+	return domain.Retry(ctx, maxGroupAttempts, errGroupBusy, func(int) (bool, error) {
+		gr, err := g.groups.GetSerial(ctx, id)
+		switch {
+		case errors.Is(err, domain.ErrNotFound):
+			return true, nil
+		case err != nil:
+			return false, err
+		case gr.Status != domain.StatusActive:
+			return false, errGroupBusy // closing by now: the next repair finishes it
+		}
+		next := gr
+		next.Version, next.UpdatedAt = gr.Version+1, g.now()
+		return g.groups.Update(ctx, next)
+	})
 }
