@@ -121,7 +121,8 @@ func (s *Service) beginDeletion(ctx context.Context, p domain.Principal, id stri
 
 // checkGroups refuses (409 last_manager) while the user is the last
 // manager of a group with other members (promote one first); a group the
-// user is alone in is closed with the account (leaveGroups). Like every
+// user is alone in is closed with the account (leaveGroups), and one found
+// closing is skipped, its closing left to its job (wakeForGone). Like every
 // refusal of a group change it rests on one state of each group: the
 // groups are read again, and the refusal stands only if those groups are
 // at the same versions with nothing pending; otherwise done is false and
@@ -138,7 +139,7 @@ func (s *Service) checkGroups(ctx context.Context, id string) (done bool, err er
 		}
 		return out, unsettled
 	}
-	ms, err := s.memberships(ctx, id)
+	ms, err := s.memberships(ctx, id, s.wakeForGone)
 	if err != nil {
 		return false, err
 	}
@@ -149,7 +150,7 @@ func (s *Service) checkGroups(ctx context.Context, id string) (done bool, err er
 	if len(found) == 0 {
 		return true, nil
 	}
-	again, err := s.memberships(ctx, id)
+	again, err := s.memberships(ctx, id, s.wakeForGone)
 	if err != nil {
 		return false, err
 	}
