@@ -85,7 +85,13 @@ func (g *Service) closeDeparted(ctx context.Context, op string, gr Group) error 
 // exactly one of the two applies, and nothing is recorded before either
 // (every change finishes what is pending first). Then the removal is
 // finished like any change; a failure leaves it pending in the row for
-// the group's next change or the jobs' worker.
+// the group's next change or the jobs' worker. The removal is recorded
+// by whoever finishes the add, a reader of the group too, so it has an
+// entry of its own in the index of changes, written before its
+// compare-and-set as a change's is: the add's entry ends when the add's
+// take-back loses to another finisher's, whose removal the worker must
+// still find if its writes fail
+// (TestAuditATakeBackWonByAReaderKeepsTheAddsEntry).
 func (g *Service) takeBack(ctx context.Context, op string, gr Group) error {
 	c := *gr.Pending
 	next := gr
@@ -95,12 +101,25 @@ func (g *Service) takeBack(ctx context.Context, op string, gr Group) error {
 		next.ManagerCount--
 	}
 	next.Version, next.UpdatedAt = gr.Version+1, g.now()
-	applied, err := g.groups.Update(ctx, next)
-	if err != nil || !applied {
-		// Unknown: whoever reads the group next finishes it. Not applied:
-		// another finisher cleared or took it back first.
+	entry, err := g.beginChange(ctx, gr.ID)
+	if err != nil {
 		return err
 	}
-	_, err = g.finish(ctx, op, next)
-	return err
+	applied, err := g.groups.Update(ctx, next)
+	switch {
+	case err != nil:
+		// Unknown: whoever reads the group next finishes it, or the
+		// jobs' worker, from the entry.
+		return err
+	case !applied:
+		// Another finisher cleared or took it back first (with an entry
+		// of its own).
+		g.endChange(ctx, entry)
+		return nil
+	}
+	if _, err := g.finish(ctx, op, next); err != nil {
+		return err
+	}
+	g.endChange(ctx, entry)
+	return nil
 }

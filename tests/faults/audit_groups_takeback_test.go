@@ -1,0 +1,91 @@
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/tests/memstore"
+)
+
+// TestAuditATakeBackWonByAReaderKeepsTheAddsEntry (audit of groups, fence
+// before you forget / every attempt's record is its own): the owner adds
+// other to the group; after the add's compare-and-set, other's deletion
+// runs whole (it reads other's groups before the add wrote them). The add
+// writes the member rows; a reader of the group (ShowGroup) finishes the
+// same pending add, finds the account departed and takes it back: its
+// compare-and-set records other's removal, and its removal's first write
+// fails (the reader answers 503). The add then finds the account departed
+// too, its take-back loses to the reader's (takeBack answers nil on "not
+// applied"), and the add ends its entry of the change index. The removal
+// the reader recorded is pending with no entry anywhere: no pass of the
+// worker finishes it, and the deleted account keeps its member rows and
+// its place in the group's count until somebody happens to touch the
+// group.
+func TestAuditATakeBackWonByAReaderKeepsTheAddsEntry(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	var readerErr, delErr error
+	c.grp.Hooks.AfterStep = func(op, step string) error {
+		switch {
+		case op == "set" && step == "cas":
+			// other's deletion, run whole: its groups step finds no row of
+			// this group yet.
+			delErr = worked(c.life)(c.life.DeleteUser(ctx, as(c.admin), c.other.ID, accounts.Proof{}))
+		case op == "set" && step == "apply":
+			c.grp.Hooks.AfterStep = nil
+			fails := 0
+			c.store.FaultAt = func(_ int, name string) memstore.Fault {
+				if name == "groups_by_member.delete" {
+					fails++
+					if fails == 1 {
+						return memstore.FailBefore
+					}
+				}
+				return memstore.None
+			}
+			_, readerErr = c.grp.ShowGroup(ctx, c.group)
+			c.store.FaultAt = nil
+		}
+		return nil
+	}
+	addErr := c.set(c.owner, c.other, "member")
+	t.Logf("deletion: %v; reader: %v; add: %v", delErr, readerErr, addErr)
+	if delErr != nil {
+		t.Fatalf("the deletion answered %v", delErr)
+	}
+	if readerErr == nil {
+		t.Fatalf("the reader's removal did not fail: the schedule did not happen")
+	}
+	t.Logf("change entries after the add: %d", len(c.store.ChangeSnapshot()))
+	// The worker's passes, well past the change's grace.
+	for range 3 {
+		c.store.Advance(2 * time.Minute)
+		if _, err := c.life.WorkJobs(ctx); err != nil {
+			t.Logf("pass: %v", err)
+		}
+	}
+	snap := c.store.GroupSnapshot()
+	for _, gr := range snap.Groups {
+		if gr.ID == c.group && gr.Pending != nil {
+			t.Errorf("after the worker's passes the group still has a change pending: %+v (member count %d)", *gr.Pending, gr.MemberCount)
+		}
+	}
+	for _, m := range snap.Members[c.group] {
+		if m.UserID == c.other.ID {
+			t.Errorf("the deleted account is still a member row of the group (%s)", m.Role)
+		}
+	}
+	if gs := snap.GroupsOf[c.other.ID]; len(gs) > 0 {
+		t.Errorf("the deleted account still lists groups %v", gs)
+	}
+	_, users := c.store.Snapshot()
+	for _, u := range users {
+		if u.ID == c.other.ID && u.Status != domain.StatusDeleted {
+			t.Errorf("other is %q", u.Status)
+		}
+	}
+}
