@@ -284,7 +284,7 @@ func (g *Service) markClosed(ctx context.Context, gr Group) error {
 // stale closing's, landing meanwhile), so the group is read and fenced
 // again, and a group found closing or closed by then is busy: its entry
 // stays for the job to finish it
-// (TestAuditClosingFenceThatLosesToTheStaleClosingKeepsItsEntry). A group
+// (TestAClosingFenceThatLosesToTheStaleClosingKeepsItsEntry). A group
 // gone needs none.
 func (g *Service) Fence(ctx context.Context, id string) error {
 	return domain.Retry(ctx, maxGroupAttempts, errGroupBusy, func(int) (bool, error) {

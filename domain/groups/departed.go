@@ -91,7 +91,7 @@ func (g *Service) closeDeparted(ctx context.Context, op string, gr Group) error 
 // compare-and-set as a change's is: the add's entry ends when the add's
 // take-back loses to another finisher's, whose removal the worker must
 // still find if its writes fail
-// (TestAuditATakeBackWonByAReaderKeepsTheAddsEntry).
+// (TestATakeBackWonByAReaderKeepsAnEntry).
 func (g *Service) takeBack(ctx context.Context, op string, gr Group) error {
 	c := *gr.Pending
 	next := gr

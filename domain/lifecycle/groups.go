@@ -69,7 +69,7 @@ func (s *Service) memberships(ctx context.Context, userID string, gone func(grou
 // among the user's groups: the user's role there blocks nothing, and a
 // closing still under way there is its job's (the worker, woken now),
 // never the request's, whose cost stays bounded whatever the group holds
-// (TestAuditADeletionRequestRunsNoClosingJob).
+// (TestADeletionRequestRunsNoClosingJob).
 func (s *Service) wakeForGone(string) error {
 	s.Wake()
 	return nil

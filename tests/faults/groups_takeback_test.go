@@ -10,21 +10,19 @@ import (
 	"shelf/tests/memstore"
 )
 
-// TestAuditATakeBackWonByAReaderKeepsTheAddsEntry (audit of groups, fence
-// before you forget / every attempt's record is its own): the owner adds
-// other to the group; after the add's compare-and-set, other's deletion
-// runs whole (it reads other's groups before the add wrote them). The add
-// writes the member rows; a reader of the group (ShowGroup) finishes the
-// same pending add, finds the account departed and takes it back: its
-// compare-and-set records other's removal, and its removal's first write
-// fails (the reader answers 503). The add then finds the account departed
-// too, its take-back loses to the reader's (takeBack answers nil on "not
-// applied"), and the add ends its entry of the change index. The removal
-// the reader recorded is pending with no entry anywhere: no pass of the
-// worker finishes it, and the deleted account keeps its member rows and
-// its place in the group's count until somebody happens to touch the
-// group.
-func TestAuditATakeBackWonByAReaderKeepsTheAddsEntry(t *testing.T) {
+// TestATakeBackWonByAReaderKeepsAnEntry (every attempt's record is its
+// own): the owner adds other to the group; after the add's
+// compare-and-set, other's deletion runs whole (it reads other's groups
+// before the add wrote them). The add writes the member rows; a reader of
+// the group (ShowGroup) finishes the same pending add, finds the account
+// departed and takes it back: its compare-and-set records other's
+// removal, and its removal's first write fails (the reader answers 503).
+// The add's own take-back then loses to the reader's, and the add ends
+// its entry of the change index. The reader's take-back wrote an entry of
+// its own before its compare-and-set, so the worker finds the removal and
+// finishes it: the deleted account keeps no member row (before, the
+// removal was left pending with no entry anywhere).
+func TestATakeBackWonByAReaderKeepsAnEntry(t *testing.T) {
 	t.Parallel()
 	c := newCloseWorld(t)
 	ctx := context.Background()

@@ -9,19 +9,18 @@ import (
 	"shelf/tests/memstore"
 )
 
-// TestAuditClosingFenceThatLosesToTheStaleClosingKeepsItsEntry (audit of
-// groups, fence before you forget): the owner's closing writes its entry
-// and sends its compare-and-set, which lands late (a hung node's queue);
-// the request answers 503. Eleven minutes on, the repair finds the entry,
-// reads the group active and fences it (groups.Fence): the fence reads the
-// group (slowly), and while it does the closing's compare-and-set lands,
-// so the fence's own compare-and-set, on the version read, does not apply.
-// groups.Fence takes that as a fence ("a change that moved the version
-// meanwhile fences as well") and the repair ends the entry, though the
-// change that moved the version was the stale closing itself: the group is
-// closing with no entry, and nothing ever finishes it (the name held for
-// good, the member rows and library left).
-func TestAuditClosingFenceThatLosesToTheStaleClosingKeepsItsEntry(t *testing.T) {
+// TestAClosingFenceThatLosesToTheStaleClosingKeepsItsEntry (fence before
+// you forget): the owner's closing writes its entry and sends its
+// compare-and-set, which lands late (a hung node's queue); the request
+// answers 503. Eleven minutes on, the repair finds the entry, reads the
+// group active and fences it (groups.Fence): the fence reads the group
+// (slowly), and while it does the closing's compare-and-set lands, so the
+// fence's own compare-and-set, on the version read, does not apply. The
+// fence reads again, finds the group closing and answers busy, so the
+// repair keeps the entry, and the worker's next passes finish the closing
+// (before, a compare-and-set that did not apply counted as a fence: the
+// entry was ended and the group stayed closing for good).
+func TestAClosingFenceThatLosesToTheStaleClosingKeepsItsEntry(t *testing.T) {
 	t.Parallel()
 	c := newCloseWorld(t)
 	ctx := context.Background()
