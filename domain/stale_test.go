@@ -19,8 +19,10 @@ type staleEntry struct {
 
 type staleIndex struct {
 	entries []staleEntry
-	ended   []string
-	endErr  map[string]error
+	// now is the pass's clock.
+	now    time.Time
+	ended  []string
+	endErr map[string]error
 }
 
 func (x *staleIndex) End(_ context.Context, e staleEntry) error {
@@ -31,9 +33,9 @@ func (x *staleIndex) End(_ context.Context, e staleEntry) error {
 	return nil
 }
 
-func (x *staleIndex) InProgress(_ context.Context, fn func(staleEntry) error) error {
+func (x *staleIndex) InProgress(_ context.Context, fn func(staleEntry, time.Time) error) error {
 	for _, e := range x.entries {
-		if err := fn(e); err != nil {
+		if err := fn(e, x.now); err != nil {
 			return err
 		}
 	}
@@ -59,6 +61,7 @@ func TestFinishStale(t *testing.T) {
 			{name: "at-grace", began: now.Add(-10 * time.Minute), done: true},
 		},
 		endErr: map[string]error{"end-fails": endFailed},
+		now:    now,
 	}
 	var finished []string
 	n, err := FinishStale(context.Background(), x, now, 10*time.Minute,
@@ -72,5 +75,32 @@ func TestFinishStale(t *testing.T) {
 	}
 	if !errors.Is(err, finishFailed) || !errors.Is(err, endFailed) {
 		t.Errorf("the pass answered %v, want both failures", err)
+	}
+}
+
+// TestFinishStaleByTheEarlierClock: an entry is judged by the worker's
+// clock or the pass's, whichever is behind: 30 s old by the one, 2.5
+// minutes by the other, it is not touched with a grace of a minute,
+// whichever clock runs ahead.
+func TestFinishStaleByTheEarlierClock(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		now, pass  time.Time
+		wantFinish bool
+	}{
+		{"the worker ahead", at.Add(2 * time.Minute), at, false},
+		{"the node ahead", at, at.Add(2 * time.Minute), false},
+		{"both past the grace", at.Add(2 * time.Minute), at.Add(time.Minute), true},
+	} {
+		x := &staleIndex{entries: []staleEntry{{name: "begun", began: at.Add(-30 * time.Second), done: true}}, now: tc.pass}
+		finished := false
+		n, err := FinishStale(context.Background(), x, tc.now, time.Minute,
+			func(e staleEntry) time.Time { return e.began },
+			func(e staleEntry) (bool, error) { finished = true; return e.done, e.failure })
+		if finished != tc.wantFinish || err != nil || n != len(x.ended) {
+			t.Errorf("%s: finished %v (ended %v, %v), want %v", tc.name, finished, x.ended, err, tc.wantFinish)
+		}
 	}
 }

@@ -165,18 +165,25 @@ func (x *attemptIndex[E, R, P]) End(ctx context.Context, e E) error {
 
 // InProgress calls fn with every entry in progress, once each, oldest
 // first: those of the old layout while it is read, the held ones, then
-// those from the index's start on (see walkFromStart). It holds the
-// entries open past holdAfter (see hold) and reports the pass
+// those from the index's start on (see walkFromStart); and with the pass's
+// clock, the earlier of this process's and the node's, read with the start
+// before any entry (readStart), by which a worker judges an entry's age. It
+// holds the entries open past holdAfter (see hold) and reports the pass
 // (DB.OnIndexPass).
-func (x *attemptIndex[E, R, P]) InProgress(ctx context.Context, fn func(E) error) error {
-	if err := x.inLegacy(ctx, fn); err != nil {
-		return err
-	}
-	held, oldestHeld, err := x.inHeld(ctx, fn)
+func (x *attemptIndex[E, R, P]) InProgress(ctx context.Context, fn func(E, time.Time) error) error {
+	st, err := readStart(ctx, x.db, x.queue)
 	if err != nil {
 		return err
 	}
-	lag, err := walkFromStart(ctx, x.db, x.queue, x.horizon, func(day string, from, now time.Time) (time.Time, error) {
+	each := func(e E) error { return fn(e, st.now) }
+	if err := x.inLegacy(ctx, each); err != nil {
+		return err
+	}
+	held, oldestHeld, err := x.inHeld(ctx, each)
+	if err != nil {
+		return err
+	}
+	lag, err := walkFromStart(ctx, x.db, st, x.queue, x.horizon, func(day string, from, now time.Time) (time.Time, error) {
 		rows, err := selectRows[R, P](traced(x.db.query(ctx, 0, x.since, day, from), x.tracer))
 		if err != nil {
 			return time.Time{}, dbErr(x.name+".since", err)
@@ -188,7 +195,7 @@ func (x *attemptIndex[E, R, P]) InProgress(ctx context.Context, fn func(E) error
 			if held[k.id()] {
 				continue // read from the held partition
 			}
-			if err := fn(e); err != nil {
+			if err := each(e); err != nil {
 				return time.Time{}, err
 			}
 			if oldest.IsZero() && !x.hold(ctx, e, now) {
@@ -306,39 +313,62 @@ type IndexPass struct {
 // changes, the job queue).
 func deletionDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
-// walkFromStart reads an index of operations in progress kept one
-// partition per UTC day and clustered by start: from the queue's start up
-// to today, readDay(day, start, now) reading the day's rows from the
-// start on and answering the time of its oldest (zero if none; an entry
-// held is not). Then the start moves up to the oldest entry found, or to
-// now, but never closer to now than the horizon: an entry acknowledged
-// after this pass read its day has a time within the horizon of now
-// (domain.Entered), and an entry read holds the start until it ends or is
-// held. Now is this process's clock or the answering node's, whichever is
-// behind: a process whose clock runs ahead does not move the start past
-// the entries the others write meanwhile. It returns how far the start
-// then trails now. Migration 032 seeds each start a day back; without its
-// row (a fault), a pass reads from a day back, moves nothing and holds
-// nothing, and answers a day's lag, so the fault shows in
-// shelf_attempt_index_lag_seconds.
-func walkFromStart(ctx context.Context, db *DB, queue string, horizon time.Duration, readDay func(day string, from, now time.Time) (time.Time, error)) (lag time.Duration, err error) {
+// indexStart is where a pass over an index of operations in progress
+// begins (readStart).
+type indexStart struct {
+	// start is the index's start; found is false without its row.
+	start time.Time
+	found bool
+	// now is this process's clock or the answering node's, whichever is
+	// behind; last is the other (the last day to read).
+	now, last time.Time
+}
+
+// readStart reads an index's start with the answering node's time
+// (queueStartAt). Without its row (a fault: migration 032 seeds each start
+// a day back), the node's time is read on its own and the start is a day
+// back.
+func readStart(ctx context.Context, db *DB, queue string) (indexStart, error) {
 	now := db.Now().UTC()
 	start, nodeNow, found, err := db.queueStartAt(ctx, queue)
+	if err == nil && !found {
+		start = now.Add(-legacyHorizon)
+		nodeNow, err = db.nodeNow(ctx)
+	}
 	if err != nil {
-		return 0, err
+		return indexStart{}, err
 	}
-	last := now // the last day read: the later clock's
-	if !found {
-		start, nodeNow = now.Add(-legacyHorizon), now.Add(-legacyHorizon)
-	}
+	st := indexStart{start: start.UTC(), found: found, now: now, last: now}
 	if nodeNow = nodeNow.UTC(); nodeNow.Before(now) {
-		now = nodeNow
+		st.now = nodeNow
 	} else {
-		last = nodeNow
+		st.last = nodeNow
 	}
-	start = start.UTC()
+	return st, nil
+}
+
+// walkFromStart reads an index of operations in progress kept one
+// partition per UTC day and clustered by start: from the start st read
+// (readStart) up to today, readDay(day, start, now) reading the day's rows
+// from the start on and answering the time of its oldest (zero if none; an
+// entry held is not). Then the start moves up to the oldest entry found,
+// or to now, but never closer to now than the horizon: an entry
+// acknowledged after this pass read its day has a time within the horizon
+// of now (domain.Entered), and an entry read holds the start until it ends
+// or is held. Now is this process's clock or the answering node's,
+// whichever is behind: a process whose clock runs ahead does not move the
+// start past the entries the others write meanwhile. It returns how far
+// the start then trails now. Without the start's row (a fault), a pass
+// reads from a day back, moves nothing and holds nothing (readDay's now is
+// a day back), and answers a day's lag, so the fault shows in
+// shelf_attempt_index_lag_seconds.
+func walkFromStart(ctx context.Context, db *DB, st indexStart, queue string, horizon time.Duration, readDay func(day string, from, now time.Time) (time.Time, error)) (lag time.Duration, err error) {
+	start, now := st.start, st.now
+	if !st.found {
+		now = now.Add(-legacyHorizon)
+	}
 	oldest := time.Time{}
-	for day := start.Truncate(24 * time.Hour); deletionDay(day) <= deletionDay(last); day = day.Add(24 * time.Hour) {
+	for day := start.Truncate(24 * time.Hour); deletionDay(day) <= deletionDay(st.last); day = day.Add(24 * time.Hour) {
 		at, err := readDay(deletionDay(day), start, now)
 		if err != nil {
 			return 0, err
@@ -351,7 +381,7 @@ func walkFromStart(ctx context.Context, db *DB, queue string, horizon time.Durat
 	if !oldest.IsZero() && oldest.Before(next) {
 		next = oldest
 	}
-	if !found {
+	if !st.found {
 		return legacyHorizon, nil
 	}
 	if next.After(start) {

@@ -25,7 +25,7 @@ const changesStart = "group_change_attempts_by_start"
 func listedChanges(t *testing.T, s *repository.GroupChanges) []string {
 	t.Helper()
 	var out []string
-	if err := s.InProgress(context.Background(), func(e groups.ChangeEntry) error {
+	if err := s.InProgress(context.Background(), func(e groups.ChangeEntry, _ time.Time) error {
 		out = append(out, e.Attempt)
 		return nil
 	}); err != nil {

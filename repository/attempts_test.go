@@ -17,10 +17,10 @@ import (
 
 // entriesOf lists the entries an index's InProgress reads that keep
 // picks (the package keyspace is shared with other tests).
-func entriesOf[E any](t *testing.T, inProgress func(context.Context, func(E) error) error, keep func(E) bool) []E {
+func entriesOf[E any](t *testing.T, inProgress func(context.Context, func(E, time.Time) error) error, keep func(E) bool) []E {
 	t.Helper()
 	var out []E
-	if err := inProgress(context.Background(), func(e E) error {
+	if err := inProgress(context.Background(), func(e E, _ time.Time) error {
 		if keep(e) {
 			out = append(out, e)
 		}

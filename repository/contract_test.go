@@ -113,6 +113,11 @@ func TestContractTablesReadWhole(t *testing.T) {
 	t.Run("SuspendedList", func(t *testing.T) {
 		t.Parallel()
 		storecontract.SuspendedList(t, onReal(db, func(db *repository.DB) moderation.Store { return repository.NewSuspensions(db) }))
+		storecontract.ExpiryStart(t, onReal(db, func(db *repository.DB) storecontract.SkewedSuspensions {
+			return storecontract.SkewedSuspensions{Store: repository.NewSuspensions(db), Skewed: func(d time.Duration) moderation.Store {
+				return repository.NewSuspensions(db).WithClock(func() time.Time { return db.Now().Add(d) })
+			}}
+		}))
 		// After the list's checks: both read the list whole.
 		storecontract.BucketIndex(t, onReal(db, func(db *repository.DB) storecontract.ListStores {
 			return storecontract.ListStores{Store: repository.NewSuspensions(db), Audit: repository.NewAudit(db)}

@@ -40,6 +40,14 @@ func (s *Suspensions) WithExpiryHorizon(d time.Duration) *Suspensions {
 	return &c
 }
 
+// WithClock returns the store whose expiry reader runs on another process
+// clock (a test of instances whose clocks disagree).
+func (s *Suspensions) WithClock(now func() time.Time) *Suspensions {
+	c := *s
+	c.now = now
+	return &c
+}
+
 // WithTracer returns the store tracing its reads of expired entries.
 func (s *Suspensions) WithTracer(t gocql.Tracer) *Suspensions {
 	c := *s

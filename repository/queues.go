@@ -12,6 +12,7 @@ import (
 const (
 	queueStartCQL   readCQL      = `SELECT next FROM queue_progress WHERE queue = ?`
 	queueStartAtCQL readCQL      = `SELECT next, toTimestamp(now()) AS node_now FROM queue_progress WHERE queue = ?`
+	nodeNowCQL      readCQL      = `SELECT toTimestamp(now()) AS node_now FROM system.local WHERE key = 'local'`
 	queueAdvanceCQL versionedCQL = `UPDATE queue_progress USING TIMESTAMP ? SET next = ? WHERE queue = ?`
 )
 
@@ -43,6 +44,18 @@ func (db *DB) queueStartAt(ctx context.Context, queue string) (next, nodeNow tim
 		return time.Time{}, time.Time{}, false, dbErr("queue_progress.get", err)
 	}
 	return r.Next, r.NodeNow, found, nil
+}
+
+// nodeNow reads the time of the node that answers (a queue with no start
+// yet has no row to read it with).
+func (db *DB) nodeNow(ctx context.Context) (time.Time, error) {
+	q := db.query(ctx, 0, nodeNowCQL)
+	defer q.Release()
+	var now time.Time
+	if err := q.Scan(&now); err != nil {
+		return time.Time{}, dbErr("system.local.now", err)
+	}
+	return now, nil
 }
 
 // queueStartRow is a queue's start and the answering node's time.

@@ -21,6 +21,9 @@ type Suspensions struct {
 	// horizon is how far behind now the expiry reader's start may move
 	// (docs/design/libraries.md#queues).
 	horizon time.Duration
+	// now is the process's clock the expiry reader bounds its reads by,
+	// with the node's (db.Now; another in tests of clocks that disagree).
+	now func() time.Time
 	// tracer, when set, traces the reads of expired entries (tests count
 	// the tombstones they meet).
 	tracer gocql.Tracer
@@ -29,7 +32,9 @@ type Suspensions struct {
 var _ moderation.Store = (*Suspensions)(nil)
 
 // NewSuspensions returns the store.
-func NewSuspensions(db *DB) *Suspensions { return &Suspensions{db: db, horizon: expiryHorizon} }
+func NewSuspensions(db *DB) *Suspensions {
+	return &Suspensions{db: db, horizon: expiryHorizon, now: db.Now}
+}
 
 // expiryHorizon: the expiry reader's start stays this far behind now, so
 // an entry whose write lands up to this late after its end is still found
@@ -350,15 +355,28 @@ func (r *expiryRow) columns() []any { return []any{&r.Until, &r.UserID} }
 // the reader's start: entries before it were all read and erased, so the
 // read never meets their tombstones again. It moves the start up to the
 // first entry it found (or to t), never closer to now than the horizon.
+// Now, for both the entries read and the start, is this process's clock
+// or the answering node's, whichever is behind (as walkFromStart's): a
+// process whose clock runs ahead neither moves the start past the entries
+// the others write meanwhile nor reads an entry before it ended by the
+// node's clock.
 func (s *Suspensions) Expired(ctx context.Context, t time.Time, limit int) ([]domain.Suspension, error) {
-	start, found, err := s.db.queueStart(ctx, expiryQueue)
+	start, nodeNow, found, err := s.db.queueStartAt(ctx, expiryQueue)
+	if err == nil && !found {
+		// No row yet: the whole partition, once (the table from before the
+		// reader had a start), and the node's clock read on its own.
+		start = time.UnixMilli(0).UTC()
+		nodeNow, err = s.db.nodeNow(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		// No row yet: the whole partition, once (the table from before the
-		// reader had a start).
-		start = time.UnixMilli(0).UTC()
+	now := s.now()
+	if nodeNow.Before(now) {
+		now = nodeNow
+	}
+	if t.After(now) {
+		t = now
 	}
 	rows, err := selectRows[expiryRow](traced(s.db.query(ctx, 0, expirySelectCQL, expiryShard, start, t, limit), s.tracer))
 	if err != nil {
@@ -372,7 +390,7 @@ func (s *Suspensions) Expired(ctx context.Context, t time.Time, limit int) ([]do
 	if len(rows) > 0 {
 		next = rows[0].Until
 	}
-	if latest := s.db.Now().Add(-s.horizon); next.After(latest) {
+	if latest := now.Add(-s.horizon); next.After(latest) {
 		next = latest
 	}
 	if next.After(start) {

@@ -38,8 +38,9 @@ type ChangeIndex interface {
 	// End deletes this attempt's entry, never another's; a Begin of it
 	// landing late never outlives it.
 	End(ctx context.Context, e ChangeEntry) error
-	// InProgress calls fn with every entry, from the index's start on.
-	InProgress(ctx context.Context, fn func(ChangeEntry) error) error
+	// InProgress calls fn with every entry, from the index's start on, and
+	// the pass's clock (domain.StaleIndex).
+	InProgress(ctx context.Context, fn func(e ChangeEntry, now time.Time) error) error
 }
 
 // beginChange records an attempt of a change of the group before the

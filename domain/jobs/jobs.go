@@ -285,6 +285,7 @@ type Queue interface {
 	// End deletes the job's entry; a Begin of it landing late never
 	// outlives it.
 	End(ctx context.Context, e Entry) error
-	// InProgress calls fn with every entry, from the queue's start on.
-	InProgress(ctx context.Context, fn func(Entry) error) error
+	// InProgress calls fn with every entry, from the queue's start on, and
+	// the pass's clock (domain.StaleIndex).
+	InProgress(ctx context.Context, fn func(e Entry, now time.Time) error) error
 }

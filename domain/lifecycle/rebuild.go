@@ -36,7 +36,7 @@ func (s *Service) RebuildLibrary(ctx context.Context, p domain.Principal, princi
 func (s *Service) workQueue(ctx context.Context) (Report, error) {
 	var r Report
 	var errs []error
-	err := s.st.Queue.InProgress(ctx, func(e jobs.Entry) error {
+	err := s.st.Queue.InProgress(ctx, func(e jobs.Entry, _ time.Time) error {
 		defer r.found(e.At)()
 		if e.Kind != jobs.KindRebuild {
 			r.Problems = append(r.Problems, "job "+e.JobID+" of kind "+string(e.Kind)+": not one this version runs")
@@ -88,6 +88,6 @@ func (s *Service) rebuild(ctx context.Context, principalID string, p *progress) 
 // things): nothing queued.
 type noQueue struct{}
 
-func (noQueue) Begin(context.Context, jobs.Entry) error                  { return nil }
-func (noQueue) End(context.Context, jobs.Entry) error                    { return nil }
-func (noQueue) InProgress(context.Context, func(jobs.Entry) error) error { return nil }
+func (noQueue) Begin(context.Context, jobs.Entry) error                             { return nil }
+func (noQueue) End(context.Context, jobs.Entry) error                               { return nil }
+func (noQueue) InProgress(context.Context, func(jobs.Entry, time.Time) error) error { return nil }

@@ -70,13 +70,14 @@ func (r *Report) found(at time.Time) (done func()) {
 // the index of deletions in progress, not the accounts, and finishes each
 // from the account row under its job's lease (one another worker holds is
 // left to it). An entry of a deletion that never took effect is removed
-// once old enough (staleEntryAge), after accounts.FenceDeletion: that
+// once old enough (staleEntryAge, by this process's clock and the node's
+// both: domain.Age), after accounts.FenceDeletion: that
 // deletion's compare-and-set, still on its way however late, can no
 // longer land. dryRun only reports.
 func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, error) {
 	var r Report
 	var errs []error
-	err := s.st.Deletions.InProgress(ctx, func(d accounts.DeletionEntry) error {
+	err := s.st.Deletions.InProgress(ctx, func(d accounts.DeletionEntry, pass time.Time) error {
 		defer r.found(d.At)()
 		u, err := s.accounts.AccountSerial(ctx, d.UserID)
 		begun := "deletion of " + d.UserID + " begun at " + d.At.Format(time.RFC3339)
@@ -105,7 +106,7 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 				errs = append(errs, s.st.Deletions.End(ctx, d))
 			}
 			r.Finished++
-		case s.cfg.Now().Sub(d.At) < staleEntryAge:
+		case domain.Age(s.cfg.Now(), pass, d.At) < staleEntryAge:
 			// Its compare-and-set may still be on its way.
 		default:
 			r.Problems = append(r.Problems, begun+" never took effect: removing its entry")
@@ -127,12 +128,12 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 // over them (WorkJobs; by hand, `api admin repair-closings`): it reads
 // the index of closings in progress, not the groups, and finishes each
 // from the group row under its job's lease. An entry of a closing that never took effect is
-// removed once old enough, after groups.Fence (TestExploreClosing,
+// removed once old enough (as a deletion's), after groups.Fence (TestExploreClosing,
 // close-repair-early). dryRun only reports.
 func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, error) {
 	var r Report
 	var errs []error
-	err := s.st.Closings.InProgress(ctx, func(e groups.ClosingEntry) error {
+	err := s.st.Closings.InProgress(ctx, func(e groups.ClosingEntry, pass time.Time) error {
 		defer r.found(e.At)()
 		gr, err := s.groups.GetSerial(ctx, e.GroupID)
 		begun := "closing of " + e.GroupID + " begun at " + e.At.Format(time.RFC3339)
@@ -160,7 +161,7 @@ func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, erro
 				errs = append(errs, s.st.Closings.End(ctx, e))
 			}
 			r.Finished++
-		case s.cfg.Now().Sub(e.At) < staleEntryAge:
+		case domain.Age(s.cfg.Now(), pass, e.At) < staleEntryAge:
 			// Its compare-and-set may still be on its way.
 		default:
 			r.Problems = append(r.Problems, begun+" never took effect: removing its entry")

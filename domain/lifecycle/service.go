@@ -40,8 +40,9 @@ type DeletionStore interface {
 	End(ctx context.Context, d accounts.DeletionEntry) error
 	// InProgress calls fn with every entry, from the index's start on, and
 	// moves the start up to the oldest entry still open, never closer to
-	// now than the index's horizon (docs/design/jobs.md#index-start).
-	InProgress(ctx context.Context, fn func(accounts.DeletionEntry) error) error
+	// now than the index's horizon (docs/design/jobs.md#index-start); fn
+	// gets the pass's clock too (domain.StaleIndex).
+	InProgress(ctx context.Context, fn func(d accounts.DeletionEntry, now time.Time) error) error
 }
 
 // ClosingStore keeps the index of closings in progress, one entry per
@@ -50,7 +51,7 @@ type ClosingStore interface {
 	groups.ClosingIndex
 	// InProgress calls fn with every entry, from the index's start on, and
 	// moves the start up as DeletionStore.InProgress does.
-	InProgress(ctx context.Context, fn func(groups.ClosingEntry) error) error
+	InProgress(ctx context.Context, fn func(e groups.ClosingEntry, now time.Time) error) error
 }
 
 // Stores are the workflows' own records: every other record they reach

@@ -43,17 +43,18 @@ type AttemptIndex interface {
 	// End deletes this attempt's entry, never another's; a Begin of it
 	// landing late never outlives it.
 	End(ctx context.Context, a Attempt) error
-	// InProgress calls fn with every entry, from the index's start on.
-	InProgress(ctx context.Context, fn func(Attempt) error) error
+	// InProgress calls fn with every entry, from the index's start on, and
+	// the pass's clock (domain.StaleIndex).
+	InProgress(ctx context.Context, fn func(a Attempt, now time.Time) error) error
 }
 
 // noAttempts is the index of a service built without one (tests of other
 // things): nothing recorded, nothing to finish.
 type noAttempts struct{}
 
-func (noAttempts) Begin(context.Context, Attempt) error                  { return nil }
-func (noAttempts) End(context.Context, Attempt) error                    { return nil }
-func (noAttempts) InProgress(context.Context, func(Attempt) error) error { return nil }
+func (noAttempts) Begin(context.Context, Attempt) error                             { return nil }
+func (noAttempts) End(context.Context, Attempt) error                               { return nil }
+func (noAttempts) InProgress(context.Context, func(Attempt, time.Time) error) error { return nil }
 
 // begin records an attempt of action on userID before its compare-and-set;
 // a write that fails, or is acknowledged too late to be sure the sweeper
@@ -88,7 +89,8 @@ func isRefusal(err error) bool {
 }
 
 // FinishInterrupted is the sweeper's pass over the attempts left in
-// progress older than grace (their request is surely over): each account
+// progress older than grace (their request is surely over), by this
+// process's clock and the node's both (domain.FinishStale): each account
 // is fenced, its records made to agree with its row (the suspension's
 // list row, lookup, expiry entry and history, its sessions ended; or the
 // last lift's history and the leftovers erased), and then its entry ends.

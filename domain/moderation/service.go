@@ -46,7 +46,8 @@ type Store interface {
 	// descending), after the cursor (nil: from the start).
 	Page(ctx context.Context, after *Cursor, limit int) ([]domain.Suspension, error)
 	// Expired returns up to limit expiry entries (UserID and Until set)
-	// whose end is at or before t.
+	// whose end is at or before t and the store's own clock (the node's),
+	// whichever is earlier.
 	Expired(ctx context.Context, t time.Time, limit int) ([]domain.Suspension, error)
 	// EraseExpiry deletes one expiry entry.
 	EraseExpiry(ctx context.Context, userID string, until time.Time, version int) error

@@ -10,17 +10,19 @@ import (
 
 // SweepExpired lifts suspensions whose end has passed, at most limit of
 // them, and returns how many it lifted. Several sweepers may run at once:
-// each lift is a compare-and-set.
+// each lift is a compare-and-set. The store reads the entries ended by
+// this process's clock and the node's both, and each lift is bounded by
+// its entry's end, not by this clock: a sweeper whose clock runs ahead
+// lifts no suspension before it ended by the node's clock.
 func (m *Service) SweepExpired(ctx context.Context, limit int) (int, error) {
-	now := m.cfg.Now().UTC()
-	expired, err := m.suspensions.Expired(ctx, now, limit)
+	expired, err := m.suspensions.Expired(ctx, m.cfg.Now().UTC(), limit)
 	if err != nil {
 		return 0, err
 	}
 	lifted := 0
 	var errs []error
 	for _, s := range expired {
-		err := m.lift(ctx, s.UserID, "", domain.Origin{}, &now)
+		err := m.lift(ctx, s.UserID, "", domain.Origin{}, &s.Until)
 		switch {
 		case err == nil:
 			lifted++

@@ -41,7 +41,13 @@ func wireDeletion(w *world) (*groups.Service, *library.Service) {
 // newLifecycle builds the workflows of deletion and closing on the
 // world's services and store, as the app does.
 func newLifecycle(w *world, grp *groups.Service, lib *library.Service) *lifecycle.Service {
-	return lifecycle.New(lifecycle.Config{Now: w.store.Now}, w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
+	return lifecycleOn(w, grp, lib, w.store.Now)
+}
+
+// lifecycleOn is newLifecycle on the clock now (a process whose clock
+// disagrees with the store's).
+func lifecycleOn(w *world, grp *groups.Service, lib *library.Service, now func() time.Time) *lifecycle.Service {
+	return lifecycle.New(lifecycle.Config{Now: now}, w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
 		Jobs: w.store.Jobs(), Queue: w.store.JobQueue(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
 	})
 }

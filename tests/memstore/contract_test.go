@@ -65,6 +65,9 @@ func TestContractSuspensions(t *testing.T) {
 	open := onFake(func(s *memstore.Store) moderation.Store { return s.Suspensions() })
 	storecontract.Suspensions(t, open)
 	storecontract.SuspendedList(t, open)
+	storecontract.ExpiryStart(t, onFake(func(s *memstore.Store) storecontract.SkewedSuspensions {
+		return storecontract.SkewedSuspensions{Store: s.Suspensions(), Skewed: func(d time.Duration) moderation.Store { return s.SkewedSuspensions(d) }}
+	}))
 	storecontract.BucketIndex(t, onFake(func(s *memstore.Store) storecontract.ListStores {
 		return storecontract.ListStores{Store: s.Suspensions(), Audit: s.Audit()}
 	}))

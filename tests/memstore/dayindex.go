@@ -62,18 +62,22 @@ func (d dayIndex[E]) End(_ context.Context, e E) error {
 	return err
 }
 
-// InProgress calls fn with every live entry, by day and key, as one read.
-func (d dayIndex[E]) InProgress(_ context.Context, fn func(E) error) error {
+// InProgress calls fn with every live entry, by day and key, as one read,
+// and the store's clock at the read (the node's: the repository's pass
+// takes the earlier of it and its process's, and the store's processes
+// share its clock).
+func (d dayIndex[E]) InProgress(_ context.Context, fn func(E, time.Time) error) error {
 	var found []E
+	var now time.Time
 	_, err := d.s.call(d.name+".day", false, func() (bool, error) {
-		found = d.live()
+		found, now = d.live(), d.s.now
 		return true, nil
 	})
 	if err != nil {
 		return err
 	}
 	for _, e := range found {
-		if err := fn(e); err != nil {
+		if err := fn(e, now); err != nil {
 			return err
 		}
 	}

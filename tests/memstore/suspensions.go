@@ -36,10 +36,19 @@ func (s *Store) del(table map[string]cell, key string, ts int64) {
 // the reverse lookup, the expiry entries and the history, each write at
 // the account's version, one store call per row, and the bucket index as
 // the repository keeps it (see Record, pruneBucket and Page).
-func (s *Store) Suspensions() *Suspensions { return &Suspensions{s} }
+func (s *Store) Suspensions() *Suspensions { return &Suspensions{s: s} }
+
+// SkewedSuspensions is the store as a process whose clock is d ahead of
+// the store's (behind, for d < 0) sees it: the expiry reader bounds its
+// reads and its start by the earlier of that clock and the store's (the
+// node's), as the repository's Suspensions.Expired does.
+func (s *Store) SkewedSuspensions(d time.Duration) *Suspensions { return &Suspensions{s: s, skew: d} }
 
 // Suspensions keeps the records derived from suspensions.
-type Suspensions struct{ s *Store }
+type Suspensions struct {
+	s    *Store
+	skew time.Duration
+}
 
 var _ moderation.Store = (*Suspensions)(nil)
 
@@ -174,7 +183,8 @@ func listedAfter(sp domain.Suspension, at moderation.Cursor) bool {
 //
 // Like the repository's, it reads from a start that follows the entries
 // it read up to ExpiryHorizon behind now: an entry written with an end
-// further behind is never read.
+// further behind is never read. Now is the reader's clock or the store's
+// (the node's), whichever is behind: t is bounded by it too.
 func (ss *Suspensions) Expired(_ context.Context, t time.Time, limit int) ([]domain.Suspension, error) {
 	var out []domain.Suspension
 	s := ss.s
@@ -183,6 +193,13 @@ func (ss *Suspensions) Expired(_ context.Context, t time.Time, limit int) ([]dom
 		var start time.Time
 		if s.expiryStart != nil {
 			start = *s.expiryStart
+		}
+		now := s.now
+		if ss.skew < 0 {
+			now = now.Add(ss.skew)
+		}
+		if t.After(now) {
+			t = now
 		}
 		for _, c := range s.expiry {
 			if !c.deleted && !c.s.Until.Before(start) && !c.s.Until.After(t) {
@@ -200,7 +217,7 @@ func (ss *Suspensions) Expired(_ context.Context, t time.Time, limit int) ([]dom
 		if len(out) > 0 {
 			next = out[0].Until
 		}
-		if latest := s.now.Add(-ExpiryHorizon); next.After(latest) {
+		if latest := now.Add(-ExpiryHorizon); next.After(latest) {
 			next = latest
 		}
 		if next.After(start) {

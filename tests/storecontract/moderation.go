@@ -269,6 +269,65 @@ func expiredFromItsStart(t testing.TB, s moderation.Store, c Clock) {
 	}
 }
 
+// SkewedSuspensions is a moderation store and the same store as processes
+// whose clocks disagree with it see it.
+type SkewedSuspensions struct {
+	Store moderation.Store
+	// Skewed is the store on a process clock d ahead of Store's.
+	Skewed func(d time.Duration) moderation.Store
+}
+
+// ExpiryStart runs ExpiryStartChecks in order, after SuspendedList's
+// (they read the expiry queue whole too, and leave it empty).
+func ExpiryStart(t *testing.T, open Open[SkewedSuspensions]) { RunInOrder(t, open, ExpiryStartChecks) }
+
+// ExpiryStartChecks are the contract of the expiry reader's start on
+// clocks that disagree.
+var ExpiryStartChecks = []Check[SkewedSuspensions]{
+	{"AReaderAheadKeepsToTheNodesClock", expiryReaderAhead},
+}
+
+// expiryReaderAhead: a reader whose clock runs 10 minutes ahead bounds its
+// reads and the start it moves by the node's clock: an entry written after
+// its pass, ended a minute before the node's clock, is still read (by it
+// and by a reader on time), and one ending 5 minutes after the node's
+// clock, ended by its own, is not read yet.
+func expiryReaderAhead(t testing.TB, s SkewedSuspensions, c Clock) {
+	ctx, now := context.Background(), At(c.Now())
+	ahead := s.Skewed(10 * time.Minute)
+	if _, err := ahead.Expired(ctx, now.Add(10*time.Minute), 10); err != nil {
+		t.Fatal(err)
+	}
+	ended := suspensionOf(Key("user"), now.Add(-time.Hour), "r")
+	ended.Until = now.Add(-time.Minute)
+	ending := suspensionOf(Key("user"), now.Add(-time.Hour), "r")
+	ending.Until = now.Add(5 * time.Minute)
+	for _, sp := range []domain.Suspension{ended, ending} {
+		if err := s.Store.Record(ctx, sp, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []struct {
+		name   string
+		reader moderation.Store
+		t      time.Time
+	}{{"the reader ahead", ahead, At(c.Now()).Add(10 * time.Minute)}, {"the reader on time", s.Store, At(c.Now())}} {
+		got, err := r.reader.Expired(ctx, r.t, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].UserID != ended.UserID {
+			t.Fatalf("%s read %+v, want only %s (ended a minute before the node's clock), not %s (ends 5 minutes after it)",
+				r.name, got, ended.UserID, ending.UserID)
+		}
+	}
+	for _, sp := range []domain.Suspension{ended, ending} {
+		if err := s.Store.Erase(ctx, sp, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // ListStores are the suspended list's store and the repair's audit of it
 // on one keyspace: the bucket index is written by the one and pruned,
 // checked and dropped by both.

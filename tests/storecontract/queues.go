@@ -160,7 +160,7 @@ func outboxMarks(t testing.TB, s library.Outbox, c Clock) {
 // queue) seen through one shape: E is its entry.
 type entryIndex[E any] struct {
 	begin, end func(ctx context.Context, e E) error
-	inProgress func(ctx context.Context, fn func(E) error) error
+	inProgress func(ctx context.Context, fn func(E, time.Time) error) error
 	// entry makes an entry of id's attempt begun at at; id reads it back.
 	entry func(id, attempt string, at time.Time) E
 	id    func(E) string
@@ -239,7 +239,8 @@ func indexChecks[S, E any](view func(S) entryIndex[E]) []Check[S] {
 
 // indexEntries: every attempt's entry is its own: an end takes that one
 // alone, and its begin landing again after the end stays ended; the
-// index lists each entry in progress once.
+// index lists each entry in progress once, with the pass's clock: the
+// store's (the node's) while the pass ran.
 func indexEntries[E any](t testing.TB, s entryIndex[E], c Clock) {
 	ctx, id := context.Background(), Key("id")
 	first, second := s.entry(id, "a1", c.Now()), s.entry(id, "a2", c.Now().Add(time.Millisecond))
@@ -252,14 +253,23 @@ func indexEntries[E any](t testing.TB, s entryIndex[E], c Clock) {
 	listed := func() []string {
 		t.Helper()
 		var out []string
-		err := s.inProgress(ctx, func(e E) error {
+		var clocks []time.Time
+		before := At(c.Now())
+		err := s.inProgress(ctx, func(e E, now time.Time) error {
 			if k := s.id(e); k == s.id(first) || k == s.id(second) || k == s.id(other) {
 				out = append(out, k)
+				clocks = append(clocks, now)
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		after := c.Now()
+		for _, now := range clocks {
+			if now.Before(before) || now.After(after) {
+				t.Fatalf("the pass's clock %v, want the store's during the pass (%v to %v)", now, before, after)
+			}
 		}
 		slices.Sort(out)
 		return out

@@ -1,0 +1,176 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/moderation"
+)
+
+// sweeperAhead is the moderation service of a process whose clock runs
+// skew ahead of the store's.
+func (m *modWorld) sweeperAhead(skew time.Duration) *moderation.Service {
+	return moderation.New(moderation.Config{BucketSize: moderation.BucketMonth,
+		Now: func() time.Time { return m.store.Now().Add(skew) }, Attempts: m.store.ModerationAttempts()},
+		m.svc, m.store.Users(), m.store.Sessions(), m.store.SkewedSuspensions(skew))
+}
+
+// TestASweeperAheadLeavesNoSuspensionUnlifted: one process's clock runs 10
+// minutes ahead. Its sweeper's pass over an empty expiry queue moves the
+// reader's start to its own clock less the 2-minute horizon, 8 minutes
+// into the others' future (Suspensions.Expired caps the start by the
+// process's clock, db.Now, where walkFromStart takes the earlier of it and
+// the node's). An admin on a process on time then suspends the member for
+// 5 minutes: its expiry entry lies behind the start, is never read, and
+// no sweeper ever lifts the suspension (S2: "a suspension with an end is
+// lifted once it passed, by the workers alone"). Nothing else lifts it:
+// the Suspend finished, its attempt ended, and the repair finds every
+// record in place.
+func TestASweeperAheadLeavesNoSuspensionUnlifted(t *testing.T) {
+	m := newModWorld(t)
+	ctx := context.Background()
+	ahead := m.sweeperAhead(10 * time.Minute)
+	if _, err := ahead.SweepExpired(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.suspend(5 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	m.store.Advance(time.Hour)
+	for range 3 {
+		m.workers()
+		_, _ = ahead.SweepExpired(ctx, 100)
+	}
+	if err := m.repair(); err != nil {
+		t.Fatal(err)
+	}
+	u, err := m.store.Users().Get(ctx, m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Status == domain.StatusSuspended {
+		t.Errorf("S2: suspended until %v, still suspended at %v after every sweeper's passes and the repair", u.Suspension.Until, m.store.Now())
+	}
+}
+
+// TestASweeperAheadLiftsNoSuspensionEarly: a sweeper whose clock runs 10
+// minutes ahead reads a 5-minute suspension's expiry entry only once it
+// ended by the node's clock too (Suspensions.Expired bounds its read by
+// the earlier clock), and lifts it by the entry's end, not by its clock:
+// the suspension holds for its 5 minutes, then the same sweeper lifts it.
+func TestASweeperAheadLiftsNoSuspensionEarly(t *testing.T) {
+	m := newModWorld(t)
+	ctx := context.Background()
+	ahead := m.sweeperAhead(10 * time.Minute)
+	if err := m.suspend(5 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	status := func() domain.Status {
+		t.Helper()
+		u, err := m.store.Users().Get(ctx, m.member.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Status
+	}
+	m.store.Advance(4 * time.Minute)
+	if n, err := ahead.SweepExpired(ctx, 100); n != 0 || err != nil || status() != domain.StatusSuspended {
+		t.Fatalf("a minute before its end, the sweeper ahead lifted %d (%v): the member is %s", n, err, status())
+	}
+	m.store.Advance(time.Minute)
+	if n, err := ahead.SweepExpired(ctx, 100); n != 1 || err != nil || status() == domain.StatusSuspended {
+		t.Fatalf("at its end, the sweeper ahead lifted %d (%v): the member is %s", n, err, status())
+	}
+}
+
+// usersThen runs before once, just before the first SERIAL read of an
+// account: what another process does between an attempt's entry and its
+// read.
+type usersThen struct {
+	moderation.Users
+	before func()
+}
+
+func (u *usersThen) GetSerial(ctx context.Context, id string) (domain.User, error) {
+	if f := u.before; f != nil {
+		u.before = nil
+		f()
+	}
+	return u.Users.GetSerial(ctx, id)
+}
+
+// TestASweeperAheadNeverEndsTheEntryOfASuspensionUnderWay: one process's
+// clock runs 2 minutes ahead. Its sweeper's FinishInterrupted runs while an
+// admin's suspension, on a process on time, has written its entry and not
+// yet read the account. By its own clock the entry is older than the grace
+// (a minute: "its request is surely over"); were it judged so, the sweeper
+// would fence the account (which moves nothing, the request has not read
+// it yet), find nothing to finish and end the entry, and the request's
+// compare-and-set would then apply and it stop (a crash) before its
+// records, with nothing left for the workers to find: the member suspended,
+// out of the suspended list, never lifted past its end (S2). The sweeper
+// judges the entry's age by the earlier of its clock and the node's
+// (domain.FinishStale), so it leaves the entry, and a later pass finishes
+// the suspension.
+func TestASweeperAheadNeverEndsTheEntryOfASuspensionUnderWay(t *testing.T) {
+	m := newModWorld(t)
+	ctx := context.Background()
+	ahead := m.sweeperAhead(2 * time.Minute)
+	users := &usersThen{Users: m.store.Users(), before: func() {
+		if n, err := ahead.FinishInterrupted(ctx, time.Minute); n != 0 || err != nil {
+			t.Errorf("the sweeper ahead ended %d entries (%v): the suspension's, still under way", n, err)
+		}
+	}}
+	admin := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: m.store.Now, Attempts: m.store.ModerationAttempts()},
+		m.svc, users, m.store.Sessions(), m.store.Suspensions())
+	admin.Hooks.AfterStep = func(_, step string) error {
+		if step == "cas" {
+			return errors.New("crashed (test hook)")
+		}
+		return nil
+	}
+	end := m.store.Now().Add(5 * time.Minute)
+	if _, err := admin.Suspend(ctx, m.admin, m.member.ID, moderation.SuspendInput{Reason: "spam", Until: &end}); err == nil {
+		t.Fatal("the suspension did not stop after its compare-and-set")
+	}
+	for range 3 {
+		m.store.Advance(time.Hour)
+		m.workers()
+	}
+	checkSuspendedList(t, "a sweeper ahead", m)
+	if u, err := m.store.Users().Get(ctx, m.member.ID); err != nil || u.Status == domain.StatusSuspended {
+		t.Errorf("S2: suspended until %v, still suspended at %v after the workers' passes (%v)", end, m.store.Now(), err)
+	}
+}
+
+// TestAWorkerAheadLeavesTheEntryOfADeletionUnderWay: the jobs' worker of a
+// process whose clock runs 11 minutes ahead passes over the deletions
+// while a deletion, on a process on time, has written its entry and not
+// yet sent its compare-and-set. By the worker's clock alone the entry is
+// past the age of one that never took effect (10 minutes), and would be
+// fenced and removed; judged by the earlier of its clock and the node's
+// (domain.Age) it is not: the pass removes nothing, and the deletion
+// finishes.
+func TestAWorkerAheadLeavesTheEntryOfADeletionUnderWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sc := delScenarios[0]
+	d := newDelWorld(t, sc)
+	ahead := lifecycleOn(d.world, d.grp, d.lib, func() time.Time { return d.store.Now().Add(11 * time.Minute) })
+	d.life.Hooks.AfterDeletionStep = func(step string) error {
+		if step == "entry" {
+			d.life.Hooks.AfterDeletionStep = nil
+			if r, err := ahead.RepairDeletions(ctx, false); r.Stale != 0 || err != nil {
+				t.Errorf("the worker ahead removed %d entries as stale (%v): the deletion's, under way", r.Stale, err)
+			}
+		}
+		return nil
+	}
+	if err := d.deleteAs(sc); err != nil {
+		t.Fatal(err)
+	}
+	checkDeletion(t, "a worker ahead", d)
+}
