@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -91,7 +92,7 @@ func (s *Service) WorkJobs(ctx context.Context) (Report, error) {
 	d, derr := s.RepairDeletions(ctx, false)
 	c, cerr := s.RepairClosings(ctx, false)
 	q, qerr := s.workQueue(ctx)
-	n, gerr := s.groups.FinishInterruptedChanges(ctx, staleChangeAge)
+	n, gerr := s.groups.FinishInterruptedChanges(ctx, cmp.Or(s.cfg.ChangeGrace, staleChangeAge))
 	return d.add(c).add(q).add(Report{Changes: n}), errors.Join(derr, cerr, qerr, gerr)
 }
 

@@ -79,6 +79,9 @@ type Config struct {
 	// JobItemsAtOnce is how many items of a page a job changes at once
 	// (0: one at a time, as the fault explorer wants its calls in order).
 	JobItemsAtOnce int
+	// ChangeGrace is how old the entry of a membership change must be
+	// before the worker finishes it (0: staleChangeAge).
+	ChangeGrace time.Duration
 }
 
 // DefaultJobLease: a worker reports every page of 100 items, a few

@@ -119,7 +119,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		Content: repository.NewContents(db), Members: repository.NewContentMembers(db),
 		Library: libraries, Outbox: repository.NewOutbox(db),
 	}, log)
-	life := lifecycle.New(lifecycle.Config{Now: now, JobLease: cfg.Content.JobLease, JobItemsAtOnce: cfg.Content.JobItemsAtOnce}, acc, mod, grp, lib, lifecycle.Stores{
+	life := lifecycle.New(lifecycle.Config{Now: now, JobLease: cfg.Content.JobLease, JobItemsAtOnce: cfg.Content.JobItemsAtOnce, ChangeGrace: w.changeGrace}, acc, mod, grp, lib, lifecycle.Stores{
 		Jobs: repository.NewJobs(db), Queue: repository.NewJobQueue(db), Deletions: repository.NewDeletions(db), Closings: closings,
 	})
 	router := handlers.NewRouter(handlers.Deps{

@@ -36,6 +36,9 @@ type wiring struct {
 	// group's row before it goes ahead (groups.DefaultTurnWait;
 	// GroupTurnWait).
 	turnWait time.Duration
+	// changeGrace is how old an interrupted membership change's entry is
+	// before the jobs' worker finishes it (0: lifecycle's; ChangeGrace).
+	changeGrace time.Duration
 }
 
 func wiringOf(opts []Option) wiring {
@@ -95,6 +98,14 @@ func ModerationClock(clock func(process func() time.Time) func() time.Time) Opti
 // a second, waits longer than the server's default.
 func GroupTurnWait(d time.Duration) Option {
 	return func(w *wiring) { w.turnWait = d }
+}
+
+// ChangeGrace sets how old the entry of an interrupted membership change
+// must be, by the worker's clock and the node's both, before the jobs'
+// worker finishes it (lifecycle.Config.ChangeGrace): a test that cannot
+// wait the minute of the server's default.
+func ChangeGrace(d time.Duration) Option {
+	return func(w *wiring) { w.changeGrace = d }
 }
 
 // SerialRule is the serial consistency every compare-and-set and SERIAL
