@@ -75,21 +75,33 @@ const (
 	// contentStatesCQL reads several items' partitions in one statement:
 	// the coordinator reads each (on its replicas) and answers them
 	// together, one round trip for the page's checks.
-	contentStatesCQL readCQL = `SELECT id, name, visibility, last_modified, deleted FROM content WHERE id IN ?`
+	contentStatesCQL readCQL = `SELECT id, name, visibility, last_modified, deleted, pending_principal, pending_role FROM content WHERE id IN ?`
 )
 
-// stateRow is the part of a content row a library page checks.
+// stateRow is the part of a content row a library page checks: what its
+// rows show, and the removal it records (a pending change with no role),
+// whose library must no longer show it.
 type stateRow struct {
-	ID           string    `db:"id"`
-	Name         string    `db:"name"`
-	Visibility   string    `db:"visibility"`
-	LastModified time.Time `db:"last_modified"`
-	Deleted      bool      `db:"deleted"`
+	ID               string    `db:"id"`
+	Name             string    `db:"name"`
+	Visibility       string    `db:"visibility"`
+	LastModified     time.Time `db:"last_modified"`
+	Deleted          bool      `db:"deleted"`
+	PendingPrincipal string    `db:"pending_principal"`
+	PendingRole      string    `db:"pending_role"`
 }
 
 // columns are contentStatesCQL's.
 func (r *stateRow) columns() []any {
-	return []any{&r.ID, &r.Name, &r.Visibility, &r.LastModified, &r.Deleted}
+	return []any{&r.ID, &r.Name, &r.Visibility, &r.LastModified, &r.Deleted, &r.PendingPrincipal, &r.PendingRole}
+}
+
+// removing is the principal whose removal the row records, if any.
+func (r stateRow) removing() string {
+	if r.PendingRole != "" {
+		return "" // a share, or nothing pending
+	}
+	return r.PendingPrincipal
 }
 
 func contentValues(c library.Content, writeID string) []any {
@@ -166,7 +178,7 @@ func (s *Contents) States(ctx context.Context, ids []string) (map[string]library
 	out := make(map[string]library.ItemState, len(rows))
 	for _, r := range rows {
 		out[r.ID] = library.ItemState{ID: r.ID, Name: r.Name, Visibility: library.Visibility(r.Visibility),
-			LastModified: r.LastModified.UTC(), Deleted: r.Deleted}
+			LastModified: r.LastModified.UTC(), Deleted: r.Deleted, Removing: r.removing()}
 	}
 	return out, nil
 }

@@ -198,9 +198,10 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, rn r
 				// A fan-out still in flight (the row newer than its entry),
 				// or a second row of an item shown already: not shown, not
 				// touched.
-			case !agrees(bucket, r, live):
+			case !agrees(principalID, bucket, r, live):
 				// The item changed, was deleted or made private since this
-				// row was written, and its fan-out has not landed here (in
+				// row was written, or records this library's removal, and
+				// its fan-out (or the removal) has not landed here (in
 				// flight, or lost and left to the outbox worker): hidden
 				// until it does. Not deleted: the row is at its index
 				// entry's version, and only the fan-out may move it on.
@@ -240,16 +241,19 @@ func (s *Service) check(ctx context.Context, principalID string, ids []string) (
 }
 
 // agrees reports whether the item's own row vouches for library row r of
-// bucket: the item exists, is not deleted, its visibility is one the
-// bucket's viewers may see, and it shows exactly what r shows (name,
-// visibility, last change). So a page never shows a deleted item, one its
-// viewer may no longer see or an old name, whatever the fan-out did (L1,
-// L3). The version does not decide: a share or unshare moves the item's
-// version on without touching what other members' rows show; every
-// update moves last_modified on.
-func agrees(bucket string, r Entry, live map[string]ItemState) bool {
+// bucket in principalID's library: the item exists, is not deleted, does
+// not record principalID's removal, its visibility is one the bucket's
+// viewers may see, and it shows exactly what r shows (name, visibility,
+// last change). So a page never shows a deleted item, one its viewer may
+// no longer see or an old name, whatever the fan-out did (L1, L3): an
+// unshare answered once recorded, and the item left the library then,
+// even if its removal from the library failed (the access check applies
+// the same record: withPending). The version does not decide: a share or
+// unshare moves the item's version on without touching what other
+// members' rows show; every update moves last_modified on.
+func agrees(principalID, bucket string, r Entry, live map[string]ItemState) bool {
 	c, ok := live[r.ContentID]
-	return ok && !c.Deleted && slices.Contains(BucketsFor(c.Visibility), bucket) &&
+	return ok && !c.Deleted && c.Removing != principalID && slices.Contains(BucketsFor(c.Visibility), bucket) &&
 		c.Name == r.Name && c.Visibility == r.Visibility && c.LastModified.Equal(r.LastModified)
 }
 

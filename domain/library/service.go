@@ -39,6 +39,10 @@ type ItemState struct {
 	Visibility   Visibility
 	LastModified time.Time
 	Deleted      bool
+	// Removing is the principal whose removal (an unshare, or a share
+	// taken back) the item records and nobody has finished yet; empty:
+	// none. That principal's library may still hold the item's rows.
+	Removing string
 }
 
 // MemberStore keeps who each item is shared with, written at the item's

@@ -170,7 +170,11 @@ func (t items) States(_ context.Context, ids []string) (map[string]library.ItemS
 	_, err := t.s.call("content.states", false, func() (bool, error) {
 		for _, id := range ids {
 			if c, ok := t.s.content.items[id]; ok {
-				out[id] = library.ItemState{ID: c.ID, Name: c.Name, Visibility: c.Visibility, LastModified: c.LastModified, Deleted: c.Deleted}
+				st := library.ItemState{ID: c.ID, Name: c.Name, Visibility: c.Visibility, LastModified: c.LastModified, Deleted: c.Deleted}
+				if c.Pending != nil && c.Pending.Role == "" {
+					st.Removing = c.Pending.PrincipalID // an unshare recorded, not finished
+				}
+				out[id] = st
 			}
 		}
 		return true, nil

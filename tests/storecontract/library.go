@@ -21,6 +21,7 @@ var ContentChecks = []Check[library.ContentStore]{
 	{"UpdateDecidedOnce", contentUpdateDecidedOnce},
 	{"ClearPendingAtItsVersion", contentClearPending},
 	{"PlacingKeptWithItsVersion", contentPlacing},
+	{"StatesReadARecordedRemoval", contentStatesRemoval},
 }
 
 func newContent(c Clock) library.Content {
@@ -63,6 +64,30 @@ func contentUpdateDecidedOnce(t testing.TB, s library.ContentStore, c Clock) {
 	}
 	if _, err := s.Get(ctx, missing); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("get of no item: %v, want ErrNotFound", err)
+	}
+}
+
+// contentStatesRemoval: an item's state names the principal whose
+// removal it records, until it is cleared; a share pending names nobody.
+func contentStatesRemoval(t testing.TB, s library.ContentStore, c Clock) {
+	ctx := context.Background()
+	removal, share := newContent(c), newContent(c)
+	removal.Pending = &library.MemberChange{PrincipalID: "p"}
+	share.Pending = &library.MemberChange{PrincipalID: "p", Role: library.RoleViewer}
+	for _, item := range []library.Content{removal, share} {
+		if ok, err := s.Create(ctx, item); err != nil || !ok {
+			t.Fatalf("create: %v %v", ok, err)
+		}
+	}
+	states, err := s.States(ctx, []string{removal.ID, share.ID})
+	if err != nil || states[removal.ID].Removing != "p" || states[share.ID].Removing != "" {
+		t.Fatalf("states: %+v %v, want p's removal read from the first item alone", states, err)
+	}
+	if ok, err := s.ClearPending(ctx, removal); err != nil || !ok {
+		t.Fatalf("clear: applied=%v err=%v", ok, err)
+	}
+	if states, err = s.States(ctx, []string{removal.ID}); err != nil || states[removal.ID].Removing != "" {
+		t.Fatalf("states after the clear: %+v %v, want no removal", states, err)
 	}
 }
 
