@@ -23,7 +23,7 @@ func NewContents(db *DB) *Contents {
 // columns are contentSelectCQL's.
 func (r *contentRow) columns() []any {
 	return []any{&r.ID, &r.Name, &r.Description, &r.Visibility, &r.Link, &r.CreatedBy, &r.CreatedAt, &r.LastModified,
-		&r.Deleted, &r.Members, &r.Managers, &r.Version, &r.WriteID, &r.PendingPrincipal, &r.PendingRole, &r.Lean, &r.Placing}
+		&r.Deleted, &r.Members, &r.Managers, &r.Version, &r.WriteID, &r.PendingPrincipal, &r.PendingRole, &r.Lean, &r.Placing, &r.FencedBefore}
 }
 
 type contentRow struct {
@@ -51,12 +51,16 @@ type contentRow struct {
 	// Placing: the update at Version has a provisional last_modified, its
 	// place still to be taken (null, before the column: placed).
 	Placing bool `db:"placing"`
+	// FencedBefore: every outbox mark a fence of the item took was made
+	// before it (null, before the column, or never fenced since: none).
+	FencedBefore time.Time `db:"fenced_before"`
 }
 
 func (r contentRow) toDomain() library.Content {
 	return library.Content{ID: r.ID, Name: r.Name, Description: r.Description, Visibility: library.Visibility(r.Visibility),
 		Link: r.Link, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), LastModified: r.LastModified.UTC(),
-		Deleted: r.Deleted, Members: r.Members, Managers: r.Managers, Version: r.Version, Pending: r.pending(), Lean: r.Lean, Placing: r.Placing}
+		Deleted: r.Deleted, Members: r.Members, Managers: r.Managers, Version: r.Version, Pending: r.pending(), Lean: r.Lean, Placing: r.Placing,
+		FencedBefore: r.FencedBefore.UTC()}
 }
 
 func (r contentRow) pending() *library.MemberChange {
@@ -67,11 +71,11 @@ func (r contentRow) pending() *library.MemberChange {
 }
 
 const (
-	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?, lean = ?, placing = ?`
-	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?, lean = ?, placing = ?, fenced_before = ?`
+	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	contentUpdateCQL conditionalCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ?`
 	contentClearCQL  conditionalCQL = `UPDATE content SET pending_principal = null, pending_role = null, lean = ?, write_id = ? WHERE id = ? IF version = ?`
-	contentSelectCQL readCQL        = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing FROM content WHERE id = ?`
+	contentSelectCQL readCQL        = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before FROM content WHERE id = ?`
 	// contentStatesCQL reads several items' partitions in one statement:
 	// the coordinator reads each (on its replicas) and answers them
 	// together, one round trip for the page's checks.
@@ -110,7 +114,7 @@ func contentValues(c library.Content, writeID string) []any {
 		principal, role = c.Pending.PrincipalID, c.Pending.Role
 	}
 	return []any{c.Name, c.Description, string(c.Visibility), c.Link, c.CreatedBy, c.CreatedAt, c.LastModified,
-		c.Deleted, c.Members, c.Managers, c.Version, writeID, principal, role, c.Lean, c.Placing}
+		c.Deleted, c.Members, c.Managers, c.Version, writeID, principal, role, c.Lean, c.Placing, c.FencedBefore}
 }
 
 // Create inserts an item IF NOT EXISTS; false when a row has its id. Ids

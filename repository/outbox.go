@@ -110,13 +110,13 @@ func (o *Outbox) bucketOf(t time.Time) time.Time { return t.Truncate(o.width).UT
 // its own time as timestamp, so that Done, deleting that one key at that
 // timestamp, shadows every attempt of it however late it lands, and no
 // other mark.
-func (o *Outbox) Mark(ctx context.Context, contentID string) (string, error) {
+func (o *Outbox) Mark(ctx context.Context, contentID string) (library.OutboxEntry, error) {
 	mark := gocql.UUIDFromTime(o.now())
 	if err := o.db.write(ctx, "content_marks.mark", outboxMarkCQL,
 		o.bucketOf(mark.Time()), shardOf(contentID), mark, contentID, markTimestamp(mark)); err != nil {
-		return "", err
+		return library.OutboxEntry{}, err
 	}
-	return mark.String(), nil
+	return library.OutboxEntry{ContentID: contentID, Marker: mark.String(), MarkedAt: mark.Time().UTC()}, nil
 }
 
 // markTimestamp is the write timestamp of a mark: its time in microseconds.

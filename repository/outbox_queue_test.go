@@ -87,7 +87,7 @@ func TestOutboxStartMovesPastEmptyOldWindowsOnly(t *testing.T) {
 		t.Fatalf("a second read (the first's answer lost): %v", got)
 	}
 
-	if err := o.Done(ctx, "c_old", old); err != nil {
+	if err := o.Done(ctx, "c_old", old.Marker); err != nil {
 		t.Fatal(err)
 	}
 	behind := o.WithClock(func() time.Time { return c.now().Add(-1500 * time.Millisecond) })
@@ -195,7 +195,7 @@ func TestOutboxReadCostStaysFlat(t *testing.T) {
 				id := fmt.Sprintf("c_flat%d", i)
 				m, err := o.Mark(ctx, id)
 				if err == nil {
-					err = o.Done(ctx, id, m)
+					err = o.Done(ctx, id, m.Marker)
 				}
 				if err != nil {
 					errs <- err

@@ -46,18 +46,15 @@ func TestOutboxMarksAreTheirOwn(t *testing.T) {
 	ctx := context.Background()
 	id := key("c_outbox")
 
-	first, err := now.Mark(ctx, id)
-	if err != nil {
-		t.Fatal(err)
+	markOf := func(o *repository.Outbox) string {
+		t.Helper()
+		m, err := o.Mark(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Marker
 	}
-	skewed, err := ahead.Mark(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last, err := now.Mark(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first, skewed, last := markOf(now), markOf(ahead), markOf(now)
 	if got := marksOf(t, now, id); len(got) != 3 {
 		t.Fatalf("three marks, listed: %v", got)
 	}

@@ -41,14 +41,15 @@ func (s *Service) Create(ctx context.Context, p domain.Principal, in Input) (Con
 	if err := in.apply(&c); err != nil {
 		return Content{}, err
 	}
-	marked := s.cfg.Now()
-	marker, err := s.outbox.Mark(ctx, c.ID)
+	// The insert needs no second mark (see markAgainIfTaken): a worker
+	// that took the mark found no item and fenced the id, and the insert
+	// fails, or found it and fenced it after the insert, and its fan-out
+	// writes what this creation writes, at a later version.
+	mark, err := s.mark(ctx, c.ID)
 	if err != nil {
 		return Content{}, err
 	}
-	if marker, err = s.markAgainIfLate(ctx, c.ID, marker, &marked); err != nil {
-		return Content{}, err
-	}
+	marker := mark.Marker
 	applied, err := s.content.Create(ctx, c)
 	if err != nil {
 		return Content{}, err
@@ -322,8 +323,8 @@ type changed struct {
 // members table agrees with the row, and decide returns the item as the
 // change leaves it, nil when there is nothing to do, or the refusal to
 // answer. A lean item's rows that the change makes wrong are removed
-// (narrow), the item is marked again if the mark is old (markAgainIfLate),
-// and the result is written by compare-and-set on the version read; a
+// (narrow), the item is marked again if a fence recorded in the row may
+// have taken the mark (markAgainIfTaken), and the result is written by compare-and-set on the version read; a
 // refusal or "nothing to do" is answered only once the item reads again at
 // that version with nothing pending, so it never rests on member rows of a
 // change recorded in between. A lost compare-and-set starts over, up to
@@ -334,11 +335,12 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 	// of the item need not wait for it.
 	var ch changed
 	var c Content
+	var mark OutboxEntry
 	var markErr, readErr error
-	marked := s.cfg.Now() // no later than the mark's own time
 	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
-			ch.marker, markErr = s.outbox.Mark(ctx, id)
+			mark, markErr = s.mark(ctx, id)
+			ch.marker = mark.Marker
 		} else {
 			c, readErr = s.content.GetSerial(ctx, id)
 		}
@@ -396,9 +398,10 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 		// An item that is not lean removes nothing first: its new place is
 		// taken once this compare-and-set has answered (see place).
 		next.Placing = !c.Lean && !next.Deleted && !next.LastModified.Equal(c.LastModified)
-		if ch.marker, err = s.markAgainIfLate(ctx, id, ch.marker, &marked); err != nil {
+		if mark, err = s.markAgainIfTaken(ctx, c, mark); err != nil {
 			return false, err
 		}
+		ch.marker = mark.Marker
 		if s.Hooks.BeforeRecord != nil {
 			s.Hooks.BeforeRecord(id)
 		}
@@ -474,29 +477,55 @@ func (s *Service) placedNow(c Content) Content {
 	return c
 }
 
-// markAgainIfLate marks the item again when more than half the outbox
-// grace has passed since its mark (marked: the time taken just before
-// it), and returns the mark to keep. The outbox worker may take a mark
-// older than the grace at any time, fence the item and discard the mark;
-// a compare-and-set sent after that would rest on a read the fence has
-// made stale and fail, or on a read after the fence and apply with no mark
-// left for its fan-out. So a change whose compare-and-set goes out late
-// marks again first, and the old mark, whose work the new one carries, is
-// done. Half the grace is the margin for the clocks of the instances
-// (the worker's against this one's). The normal path pays nothing: a
-// clock read.
-func (s *Service) markAgainIfLate(ctx context.Context, id, marker string, marked *time.Time) (string, error) {
-	if s.cfg.Now().Sub(*marked) <= s.cfg.OutboxGrace/2 {
-		return marker, nil
+// markAgainIfTaken marks the item again when a fence may have taken the
+// change's mark, and returns the mark to keep; c is the read the change's
+// next compare-and-set rests on. The outbox worker may take a mark at any
+// time, fence the item and discard the mark; a compare-and-set resting on
+// a read from before that fence fails, but one resting on a read after it
+// would apply with no mark left for its fan-out. Every fence records in
+// the row a time every mark it took was made before (FencedBefore, the
+// latest of all fences'), so a mark made at or after it was taken by no
+// fence c's read saw: a mark's time is compared with a time the marks'
+// own reader compared it with, not with a clock. An earlier mark is
+// replaced: the fresh one is made after c was read, so a fence that takes
+// it comes after that read and fails the compare-and-set; the old one,
+// whose work the fresh one carries, is done. The normal path pays a
+// comparison; a change reading a row fenced after its mark pays a mark.
+func (s *Service) markAgainIfTaken(ctx context.Context, c Content, mark OutboxEntry) (OutboxEntry, error) {
+	if !mark.MarkedAt.Before(c.FencedBefore) {
+		return mark, nil
 	}
-	at := s.cfg.Now()
-	fresh, err := s.outbox.Mark(ctx, id)
+	fresh, err := s.mark(ctx, c.ID)
 	if err != nil {
-		return marker, err
+		return mark, err
 	}
-	*marked = at
-	_ = s.outbox.Done(ctx, id, marker)
+	_ = s.outbox.Done(ctx, c.ID, mark.Marker)
 	return fresh, nil
+}
+
+// maxLateMarks bounds how often mark makes a mark again that answered late.
+const maxLateMarks = 3
+
+// errMarksLate answers a change whose marks kept answering late.
+var errMarksLate = fmt.Errorf("the outbox's marks answered too late: %w", domain.ErrUnavailable)
+
+// mark marks the item (Outbox.Mark). A mark that answers more than the
+// outbox grace after its own time (a process paused between stamping it
+// and sending it, a write held that long) may have landed in a window the
+// outbox's reader had already passed, where no worker lists it
+// (docs/design/libraries.md#queues, reading from a moving start): it is
+// made again, and the late one done. Both times are this process's clock,
+// which stamps the marks; the reader's start rests on the horizon's bound
+// on clocks, as it did.
+func (s *Service) mark(ctx context.Context, id string) (OutboxEntry, error) {
+	for range maxLateMarks {
+		m, err := s.outbox.Mark(ctx, id)
+		if err != nil || s.cfg.Now().Sub(m.MarkedAt) <= s.cfg.OutboxGrace {
+			return m, err
+		}
+		_ = s.outbox.Done(ctx, id, m.Marker)
+	}
+	return OutboxEntry{}, errMarksLate
 }
 
 // errCreationFenced answers a creation whose insert came too late: the

@@ -83,6 +83,11 @@ type Content struct {
 	// by a second compare-and-set once the first has answered (see
 	// place). No library row is written at a provisional place.
 	Placing bool
+	// FencedBefore: every outbox mark the worker's fences of this item
+	// took was made before this time (the latest any fence recorded; zero:
+	// no fence recorded one). A change whose mark is not before it holds
+	// a mark no fence took (see markAgainIfTaken).
+	FencedBefore time.Time
 }
 
 // MemberChange is a share (a role) or an unshare (no role) of one

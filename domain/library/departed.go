@@ -59,10 +59,11 @@ func (s *Service) sharedWithDeparted(ctx context.Context, pc MemberChange) (bool
 // (or the deletion fanned out) under a mark of its own, so a failure
 // leaves it to the outbox worker whoever called.
 func (s *Service) takeBack(ctx context.Context, c Content) error {
-	marker, err := s.outbox.Mark(ctx, c.ID)
+	mark, err := s.mark(ctx, c.ID)
 	if err != nil {
 		return err
 	}
+	marker := mark.Marker
 	pc := *c.Pending
 	next := c
 	next.Version, next.Pending = c.Version+1, nil

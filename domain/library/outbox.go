@@ -12,19 +12,25 @@ import (
 // DrainOutbox finishes fan-outs whose mark is older than grace (their
 // change crashed, is still running, or lost an answer and may still land),
 // up to limit marks a call: per item it fences the item (see fence: a
-// share or unshare left pending is finished first), brings every member
-// library to the item as of the fence, takes a departed creator off it
-// (leaveForDepartedCreator), then deletes the marks it read (a mark made
-// since is a row of its own and stays). An item whose fan-out has failed
-// for over RequeueAfter has its marks moved forward (requeue). grace must
-// be no shorter than the service's OutboxGrace. It returns how many items
-// it completed.
+// share or unshare left pending is finished first), recording in the row
+// that the marks it takes were made before its cut-off, brings every
+// member library to the item as of the fence, takes a departed creator
+// off it (leaveForDepartedCreator), then deletes the marks it read (a
+// mark made since is a row of its own and stays). An item fenced whose
+// fan-out has failed for over RequeueAfter has its marks moved forward
+// (requeue). grace must be no shorter than the service's OutboxGrace. It
+// returns how many items it completed.
 func (s *Service) DrainOutbox(ctx context.Context, grace time.Duration, limit int) (int, error) {
 	now := s.cfg.Now()
-	pending, err := s.outbox.Pending(ctx, now.Add(-grace), limit)
+	before := now.Add(-grace).Truncate(time.Millisecond)
+	pending, err := s.outbox.Pending(ctx, before, limit)
 	if err != nil {
 		return 0, err
 	}
+	// Every mark read was made before this: the repository's read takes
+	// the whole millisecond of before (a time UUID's bound is by the
+	// millisecond).
+	taken := before.Add(time.Millisecond)
 	var order []string
 	marks := map[string][]string{}
 	oldest := map[string]time.Time{}
@@ -41,9 +47,11 @@ func (s *Service) DrainOutbox(ctx context.Context, grace time.Duration, limit in
 	done := 0
 	var errs []error
 	for _, id := range order {
-		if err := s.complete(ctx, id); err != nil {
+		if fenced, err := s.complete(ctx, id, taken); err != nil {
 			errs = append(errs, err)
-			if now.Sub(oldest[id]) > RequeueAfter {
+			// Only once fenced: the fence's record is what tells a change
+			// still running that its mark is gone (markAgainIfTaken).
+			if fenced && now.Sub(oldest[id]) > RequeueAfter {
 				if err := s.requeue(ctx, id, marks[id]); err != nil {
 					errs = append(errs, err)
 				} else {
@@ -72,7 +80,7 @@ const RequeueAfter = time.Minute
 // failure after the new mark leaves both: the fan-out is redone twice,
 // which changes nothing.
 func (s *Service) requeue(ctx context.Context, id string, old []string) error {
-	if _, err := s.outbox.Mark(ctx, id); err != nil {
+	if _, err := s.mark(ctx, id); err != nil {
 		return err
 	}
 	var errs []error
@@ -82,19 +90,22 @@ func (s *Service) requeue(ctx context.Context, id string, old []string) error {
 	return errors.Join(errs...)
 }
 
-// complete redoes one item's fan-out: it fences the item, brings every
-// member library to the item as of the fence, then takes the creator off
-// the item if their account is being deleted (leaveForDepartedCreator).
-func (s *Service) complete(ctx context.Context, id string) error {
-	c, err := s.fence(ctx, id)
+// complete redoes one item's fan-out: it fences the item (taken: every
+// mark the caller will delete was made before it), brings every member
+// library to the item as of the fence, then takes the creator off the
+// item if their account is being deleted (leaveForDepartedCreator).
+// fenced: the fence stands, so the caller may delete the marks it read
+// once the rest is done, or move them forward.
+func (s *Service) complete(ctx context.Context, id string, taken time.Time) (fenced bool, err error) {
+	c, err := s.fence(ctx, id, taken)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := s.fanout(ctx, c, nil); err != nil {
-		return err
+		return true, err
 	}
 	_, err = s.leaveForDepartedCreator(ctx, c)
-	return err
+	return true, err
 }
 
 // fence makes sure no attempt of a change behind the item's marks can
@@ -103,17 +114,20 @@ func (s *Service) complete(ctx context.Context, id string) error {
 // still land, later than any grace; the state read now is no proof of
 // what the change did. So:
 //   - a live item is fenced: a compare-and-set on the version read that
-//     moves it on and changes nothing else. A pending share or unshare is
+//     moves it on, records taken in FencedBefore (if later than the time
+//     there: every mark taken by this fence or an earlier one was made
+//     before it), and changes nothing else. A pending share or unshare is
 //     finished first (cleared by its own compare-and-set on its version,
 //     which leaves the version as it is; one taken back moves it on, and
 //     the fence starts over); at version 1 the creator's membership is
 //     written again (a creation may have stopped before it); an update
 //     recorded without its place is placed by the same write (see place).
 //     Every attempt still in flight is conditioned on an older version and
-//     fails wherever it lands; a change that reads after the fence marks
-//     again before its compare-and-set (markAgainIfLate), so its own mark
-//     carries its fan-out. The fan-out then writes at the fenced version,
-//     which shadows every library write of the versions before.
+//     fails wherever it lands; a change that reads after the fence with a
+//     mark made before taken marks again before its compare-and-set
+//     (markAgainIfTaken), so its own mark carries its fan-out. The
+//     fan-out then writes at the fenced version, which shadows every
+//     library write of the versions before.
 //   - a deleted item needs no fence: no change applies to a deleted item
 //     (every change refuses it before its compare-and-set, and a deletion
 //     left nothing pending), so the row read is final.
@@ -123,7 +137,7 @@ func (s *Service) complete(ctx context.Context, id string) error {
 //     503; if the insert won, the item is read again and fenced as above.
 //
 // Lost answers and contention start over from a read, as a change does.
-func (s *Service) fence(ctx context.Context, id string) (Content, error) {
+func (s *Service) fence(ctx context.Context, id string, taken time.Time) (Content, error) {
 	var out Content
 	err := domain.Retry(ctx, maxContentAttempts, errItemBusy, func(int) (bool, error) {
 		c, err := s.content.GetSerial(ctx, id)
@@ -154,6 +168,9 @@ func (s *Service) fence(ctx context.Context, id string) (Content, error) {
 		}
 		if c.Placing {
 			c = s.placedNow(c)
+		}
+		if taken.After(c.FencedBefore) {
+			c.FencedBefore = taken
 		}
 		c.Version++
 		applied, err := s.content.Update(ctx, c)

@@ -86,8 +86,9 @@ type EntryStore interface {
 // (docs/design/libraries.md#queues).
 type Outbox interface {
 	// Mark records, before a change, that the item's libraries may fall
-	// behind; each mark is a record of its own, named by its marker.
-	Mark(ctx context.Context, contentID string) (marker string, err error)
+	// behind; each mark is a record of its own, named by its marker, and
+	// made at its own time (MarkedAt: the time Pending compares).
+	Mark(ctx context.Context, contentID string) (OutboxEntry, error)
 	// Done deletes that one mark (never another mark of the item).
 	Done(ctx context.Context, contentID, marker string) error
 	// Pending lists up to limit marks made before `before`, oldest window
@@ -134,9 +135,10 @@ type Config struct {
 	// fan-out queue (metrics).
 	ObservePool func(PoolEvent)
 	// OutboxGrace is how old a mark must be before the outbox worker may
-	// take it (default 5 s; DrainOutbox's grace must be no shorter). A
-	// change or creation whose write would be sent more than half of it
-	// after its mark marks again first (see markAgainIfLate).
+	// take it (default 5 s; DrainOutbox's grace must be no shorter), and
+	// how late after its own time a mark may answer before it is made
+	// again (see mark). Whether a fence took a change's mark is the
+	// fence's record's to say, not a clock's (see markAgainIfTaken).
 	OutboxGrace time.Duration
 	// LeanMembers: an item keeps lean library rows (shown without reading
 	// the item; its changes remove them first, a bounded amount of work)

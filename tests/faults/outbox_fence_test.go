@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/library"
@@ -14,11 +15,11 @@ import (
 // The outbox worker discards a mark only once no attempt of its change
 // can still apply: it fences the item (a compare-and-set that moves the
 // version on and changes nothing else) and fans out the state as of the
-// fence, and a change whose compare-and-set goes out past half the grace
-// marks again first. These are the schedules that fail without them (A: a
-// held change applying after the worker, without the fence; B: a change
-// slower than the grace, without the second mark), each on its own
-// (docs/design/libraries.md#queues).
+// fence, and a change whose compare-and-set rests on a read of a row
+// whose fences may have taken its mark marks again first. These are the
+// schedules that fail without them (A: a held change applying after the
+// worker, without the fence; B: a change slower than the grace, without
+// the second mark), each on its own (docs/design/libraries.md#queues).
 
 // holdFirst makes the first call named stmt take fault; every other call
 // runs as usual.
@@ -196,7 +197,7 @@ type pauseAfterMark struct {
 	pause       func()
 }
 
-func (p *pauseAfterMark) Mark(ctx context.Context, contentID string) (string, error) {
+func (p *pauseAfterMark) Mark(ctx context.Context, contentID string) (library.OutboxEntry, error) {
 	m, err := p.Outbox.Mark(ctx, contentID)
 	p.mu.Lock()
 	p.armed = true
@@ -223,4 +224,72 @@ type pausedMembers struct {
 func (m pausedMembers) Find(ctx context.Context, contentID string, principalIDs []string) ([]library.Member, error) {
 	m.p.stall()
 	return m.MemberStore.Find(ctx, contentID, principalIDs)
+}
+
+// TestAChangeReadingPastAFenceAndAnotherChangeMarksAgain: the owner's
+// update marks, reads the item and removes its lean rows; 2 s later,
+// before its compare-and-set, a worker whose clock runs 3.5 s ahead takes
+// the mark, fences the item and discards the mark, and then a share to
+// the other user is recorded and finished on top of the fence. The
+// update's compare-and-set fails; it reads again a row last written by
+// the share, not by the fence, two versions past its read. Its mark was
+// taken all the same: it must mark again before its compare-and-set, so
+// that when its own fan-out stops at the friend, the worker finishes it.
+// A change that looked only for the fence's own write in the row it
+// reads again would not, nor one that went by its clock.
+func TestAChangeReadingPastAFenceAndAnotherChangeMarksAgain(t *testing.T) {
+	t.Parallel()
+	l := newLibWorld(t)
+	l.lib.Hooks.BeforeRecord = workerAheadBeforeTheRecord(t, l, func() {
+		if err := l.share(l.other, library.RoleViewer); err != nil {
+			t.Fatalf("the share on top of the fence: %v", err)
+		}
+	})
+	if err := l.update("renamed", ""); err != nil {
+		t.Fatalf("the update answered %v", err)
+	}
+	l.lib.Hooks.BeforeRecord = nil
+	l.mu.Lock()
+	l.stop = ""
+	l.mu.Unlock()
+	if err := l.workers(); err != nil {
+		t.Fatal(err)
+	}
+	snap := l.store.ContentSnapshot()
+	if itemOf(snap, l.item).Name != "renamed" || memberRole(snap, l.item, l.other.ID) != library.RoleViewer {
+		t.Errorf("the update or the share is lost: %+v", itemOf(snap, l.item))
+	}
+	checkContent(t, "fence then a share", l, snap)
+}
+
+// workerAheadBeforeTheRecord is a BeforeRecord hook for the world's first
+// change: 2 s after its mark, an outbox worker whose clock (its
+// service's and its outbox's) runs 3.5 s ahead takes the mark, fences the
+// item and discards the mark; then runs (nil: nothing), and the
+// change's own fan-out is set to stop at the friend. Later compare-and-sets
+// (the change's next round, or one of then) pass.
+func workerAheadBeforeTheRecord(t *testing.T, l *libWorld, then func()) func(string) {
+	skew := 3500 * time.Millisecond
+	stores := l.store.Contents()
+	stores.Outbox = l.store.SkewedOutbox(skew)
+	worker := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1,
+		Now: func() time.Time { return l.store.Now().Add(skew) }, Background: func(f func()) { f() }},
+		l.svc, l.store.Users(), noGroups{}, stores, nopLog{})
+	fired := false
+	return func(string) {
+		if fired {
+			return
+		}
+		fired = true
+		l.store.Advance(2 * time.Second)
+		if n, err := worker.DrainOutbox(context.Background(), library.DefaultOutboxGrace, 100); err != nil || n != 1 {
+			t.Fatalf("the worker ahead: %d items, %v", n, err)
+		}
+		if then != nil {
+			then()
+		}
+		l.mu.Lock()
+		l.stop = l.friend.ID // the change's own fan-out stops at the friend
+		l.mu.Unlock()
+	}
 }

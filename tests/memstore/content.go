@@ -389,18 +389,22 @@ func (s *Store) SkewedOutbox(d time.Duration) library.Outbox { return outbox{s: 
 // (however late its write lands, as the repository's time UUID); Done
 // deletes it at that timestamp, so a mark landing after its Done stays
 // deleted.
-func (o outbox) Mark(_ context.Context, contentID string) (string, error) {
+func (o outbox) Mark(_ context.Context, contentID string) (library.OutboxEntry, error) {
 	s := o.s
 	s.mu.Lock()
 	s.content.marked++
 	marker, at := fmt.Sprintf("%012d", s.content.marked), s.now.Add(o.skew)
 	s.content.markedAt[marker] = at
 	s.mu.Unlock()
+	e := library.OutboxEntry{ContentID: contentID, Marker: marker, MarkedAt: at}
 	_, err := s.call("content_marks.mark", true, func() (bool, error) {
-		putAt(s.content.marks, marker, library.OutboxEntry{ContentID: contentID, Marker: marker, MarkedAt: at}, at.UnixMicro())
+		putAt(s.content.marks, marker, e, at.UnixMicro())
 		return true, nil
 	})
-	return marker, err
+	if err != nil {
+		return library.OutboxEntry{}, err
+	}
+	return e, nil
 }
 
 func (o outbox) Done(_ context.Context, _ string, marker string) error {

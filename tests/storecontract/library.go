@@ -22,6 +22,7 @@ var ContentChecks = []Check[library.ContentStore]{
 	{"ClearPendingAtItsVersion", contentClearPending},
 	{"PlacingKeptWithItsVersion", contentPlacing},
 	{"StatesReadARecordedRemoval", contentStatesRemoval},
+	{"FencedBeforeKeptByEveryWrite", contentFencedBefore},
 }
 
 func newContent(c Clock) library.Content {
@@ -64,6 +65,33 @@ func contentUpdateDecidedOnce(t testing.TB, s library.ContentStore, c Clock) {
 	}
 	if _, err := s.Get(ctx, missing); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("get of no item: %v, want ErrNotFound", err)
+	}
+}
+
+// contentFencedBefore: the time a fence records reads back as written
+// (to the millisecond), both ways, and stays through the writes after it:
+// an update that carries it and a clear (library.Service.fence).
+func contentFencedBefore(t testing.TB, s library.ContentStore, c Clock) {
+	ctx, item := context.Background(), newContent(c)
+	item.Pending = &library.MemberChange{PrincipalID: "p"}
+	if ok, err := s.Create(ctx, item); err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
+	}
+	if got, err := s.Get(ctx, item.ID); err != nil || !got.FencedBefore.IsZero() {
+		t.Fatalf("a new item reads %+v %v, want no fence recorded", got, err)
+	}
+	fenced := item
+	fenced.Version, fenced.FencedBefore = 2, At(c.Now()).Add(-time.Second)
+	if ok, err := s.Update(ctx, fenced); err != nil || !ok {
+		t.Fatalf("the fence: %v %v", ok, err)
+	}
+	if ok, err := s.ClearPending(ctx, fenced); err != nil || !ok {
+		t.Fatalf("clear: %v %v", ok, err)
+	}
+	for _, read := range []func(context.Context, string) (library.Content, error){s.Get, s.GetSerial} {
+		if got, err := read(ctx, item.ID); err != nil || !got.FencedBefore.Equal(fenced.FencedBefore) {
+			t.Fatalf("after the fence and a clear: %+v %v, want fenced before %v", got, err, fenced.FencedBefore)
+		}
 	}
 }
 

@@ -77,7 +77,7 @@ func outboxStartMoves(t testing.TB, s SkewedOutbox, c Clock) {
 	if got := listed(s.Outbox, c.Now()); len(got) != 0 {
 		t.Fatalf("the reader on time lists %v: the mark behind the start, or one of a clock ahead of its own", got)
 	}
-	for _, m := range []struct{ item, marker string }{{behind, behindMark}, {within, withinMark}} {
+	for _, m := range []struct{ item, marker string }{{behind, behindMark.Marker}, {within, withinMark.Marker}} {
 		if err := s.Outbox.Done(ctx, m.item, m.marker); err != nil {
 			t.Fatal(err)
 		}
@@ -90,6 +90,42 @@ func outboxStartMoves(t testing.TB, s SkewedOutbox, c Clock) {
 // OutboxChecks are library.Outbox's contract.
 var OutboxChecks = []Check[library.Outbox]{
 	{"DoneTakesOneMark", outboxMarks},
+	{"PendingListsAMarkOnlyPastItsTime", outboxMarkTimes},
+}
+
+// outboxMarkTimes: Pending(before) lists a mark only if it was made
+// before before's millisecond ended, at the time Mark answered (the
+// outbox worker's fence records that bound: library.Service.fence), and
+// lists it once before is past that time.
+func outboxMarkTimes(t testing.TB, s library.Outbox, _ Clock) {
+	ctx := context.Background()
+	m, err := s.Mark(ctx, Key("item"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func(before time.Time) *library.OutboxEntry {
+		t.Helper()
+		got, err := s.Pending(ctx, before, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range got {
+			if e.Marker == m.Marker {
+				return &e
+			}
+		}
+		return nil
+	}
+	if e := listed(m.MarkedAt.Truncate(time.Millisecond).Add(-time.Millisecond)); e != nil {
+		t.Fatalf("a mark made at %v is listed by a read before the millisecond before it: %+v", m.MarkedAt, *e)
+	}
+	e := listed(m.MarkedAt.Add(time.Millisecond))
+	if e == nil || !e.MarkedAt.Equal(m.MarkedAt) || e.ContentID != m.ContentID {
+		t.Fatalf("a read past the mark lists %+v, want the mark as Mark answered it (%+v)", e, m)
+	}
+	if err := s.Done(ctx, m.ContentID, m.Marker); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // outboxMarks: every mark is its own record, listed once until it is
@@ -104,7 +140,7 @@ func outboxMarks(t testing.TB, s library.Outbox, c Clock) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		marks = append(marks, mark{item, m})
+		marks = append(marks, mark{item, m.Marker})
 	}
 	if marks[0].marker == marks[3].marker {
 		t.Fatalf("two marks of one item share the marker %s", marks[0].marker)
