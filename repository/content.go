@@ -74,7 +74,10 @@ const (
 	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?, lean = ?, placing = ?, fenced_before = ?`
 	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	contentUpdateCQL conditionalCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ?`
-	contentClearCQL  conditionalCQL = `UPDATE content SET pending_principal = null, pending_role = null, lean = ?, write_id = ? WHERE id = ? IF version = ?`
+	// contentClearCQL leaves write_id as it is: the tag stays the one of
+	// the write that took the version (the share or unshare), which reads
+	// it back to settle its own lost answer (casTable.write).
+	contentClearCQL  conditionalCQL = `UPDATE content SET pending_principal = null, pending_role = null, lean = ? WHERE id = ? IF version = ?`
 	contentSelectCQL readCQL        = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before FROM content WHERE id = ?`
 	// contentStatesCQL reads several items' partitions in one statement:
 	// the coordinator reads each (on its replicas) and answers them
@@ -133,28 +136,32 @@ func (s *Contents) Update(ctx context.Context, c library.Content) (bool, error) 
 
 // ClearPending clears the pending share or unshare if the row is still at
 // c.Version, the version that recorded it, and writes c.Lean (a share
-// that took the item past its lean rows ends them here). Its outcome is what matters, not
-// whose write it was: once the row is past c.Version or has nothing
-// pending, the change is cleared (a new one is recorded only on a row with
-// nothing pending), so a lost answer is settled by reading the row, and a
-// late or repeated clear is harmless.
+// that took the item past its lean rows ends them here). It carries no
+// tag of its own and leaves the row's: the share's or unshare's tag
+// stays with the version it took, so that write's lost answer is settled
+// as applied however often the change is cleared. Its outcome is what
+// matters, not whose write it was: every clear at a version writes the
+// same (every finisher decides lean from the same row), so a lost answer
+// is settled by reading the row: at c.Version with nothing pending, it is
+// cleared; past c.Version, the change was cleared or taken back (a new
+// one is recorded only on a row with nothing pending), not by this
+// write. A late or repeated clear is harmless.
 func (s *Contents) ClearPending(ctx context.Context, c library.Content) (bool, error) {
-	writeID := newWriteID()
 	t := s.rows
 	return t.db.exec(ctx, lwt{
 		name: "content.clear",
 		run: func(ctx context.Context) (bool, error) {
-			return t.db.cas(ctx, nil, contentClearCQL, c.Lean, writeID, c.ID, c.Version)
+			return t.db.cas(ctx, nil, contentClearCQL, c.Lean, c.ID, c.Version)
 		},
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			r, found, err := t.get(ctx, c.ID, t.db.Serial)
 			switch {
 			case err != nil:
 				return false, false, err
-			case found && r.WriteID == writeID:
-				return true, false, nil
-			case found && (r.Version > c.Version || r.PendingPrincipal == ""):
-				return false, false, nil // cleared by someone else
+			case found && r.Version == c.Version && r.PendingPrincipal == "":
+				return true, false, nil // cleared: by this write or another one, the same
+			case found && r.Version > c.Version:
+				return false, false, nil // moved on: cleared or taken back by someone else
 			}
 			return false, true, nil
 		},

@@ -24,7 +24,8 @@ type ContentStore interface {
 	// ClearPending clears the pending membership change, and writes
 	// c.Lean (a share that takes the item past its lean rows ends them
 	// here), if the stored version is still c.Version (the version that
-	// recorded it); false when it did not apply.
+	// recorded it); false when the row had moved on. It leaves the row's
+	// version and write tag as they are: they stay the recording write's.
 	ClearPending(ctx context.Context, c Content) (bool, error)
 	// States reads how these items stand now, in one read (IN); an item
 	// without a row is absent from the answer.
