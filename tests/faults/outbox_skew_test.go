@@ -2,8 +2,8 @@ package faults
 
 import "testing"
 
-// TestAWorkerClockAheadOfHalfTheGraceLosesAChangesFanout (audit, area
-// library): a change used to mark again by the clock (markAgainIfLate),
+// TestAWorkerClockAheadKeepsAChangesFanout: a change used to mark again
+// by the clock (markAgainIfLate),
 // with a margin of half the grace (2.5 s) of clock difference between the
 // changing instance and the worker. With the worker's clock 3.5 s ahead:
 // the owner's update marks at T, reads the item and removes its lean
@@ -17,7 +17,7 @@ import "testing"
 // fenced version, so even a rebuild from the index, whose entry is at
 // that version, cannot write them). Now the fence's record
 // (fenced_before) tells the change its mark is gone, whatever the clocks.
-func TestAWorkerClockAheadOfHalfTheGraceLosesAChangesFanout(t *testing.T) {
+func TestAWorkerClockAheadKeepsAChangesFanout(t *testing.T) {
 	l := newLibWorld(t)
 	l.lib.Hooks.BeforeRecord = workerAheadBeforeTheRecord(t, l, nil)
 	if err := l.update("renamed", ""); err != nil {

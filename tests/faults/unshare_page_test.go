@@ -8,18 +8,18 @@ import (
 	"shelf/tests/memstore"
 )
 
-// TestAnUnshareAnsweredNeverLeavesThePrivateItemInTheFormerMembersPage
-// (audit, area library): an item past its lean rows (its rows are checked
-// by the page, not removed first) is private and shared with the friend.
-// The owner unshares the friend; the unshare's removal from the friend's
-// library fails at its first statement (library_index.delete, before it
-// is sent), so the change answers 204 and leaves its finish to the next
+// TestAnUnshareAnsweredNeverLeavesThePrivateItemInTheFormerMembersPage:
+// an item past its lean rows (its rows are checked by the page, not
+// removed first) is private and shared with the friend. The owner
+// unshares the friend; the unshare's removal from the friend's library
+// fails at its first statement (library_index.delete, before it is
+// sent), so the change answers 204 and leaves its finish to the next
 // change or the outbox worker. Before the worker runs, the friend may no
-// longer open the item (withPending), yet the friend's own library page
-// still lists it, name included: the page's check (agrees) reads the
-// item's name, visibility, last change and deletion, never its pending
-// removal, and the index entry still stands. A lean item removes the
-// friend's rows before the compare-and-set (narrow), so it shows nothing.
+// longer open the item (withPending), nor see it in the friend's own
+// library page: the page's check (agrees) reads the removal the item
+// records beside its name, visibility, last change and deletion. A lean
+// item removes the friend's rows before the compare-and-set (narrow), so
+// it shows nothing either.
 func TestAnUnshareAnsweredNeverLeavesThePrivateItemInTheFormerMembersPage(t *testing.T) {
 	for _, lean := range []int{0, 1} {
 		name := map[int]string{0: "lean", 1: "not lean"}[lean]
