@@ -139,7 +139,10 @@ func (o *Outbox) Done(ctx context.Context, contentID, marker string) error {
 // Pending lists marks made before t (at most horizon ahead of this clock:
 // a mark from a clock further ahead is found once this one catches up),
 // oldest window first. It reads the windows from the queue's start and
-// moves the start past those it finds empty that ended a horizon ago.
+// moves the start past those it finds empty that ended a horizon ago, by
+// this process's clock or the answering node's, whichever is behind (as
+// walkFromStart's): a reader whose clock runs ahead never moves the start
+// past the windows the others still write marks into.
 func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]library.OutboxEntry, error) {
 	now := o.now()
 	if latest := now.Add(o.horizon); before.After(latest) {
@@ -153,9 +156,12 @@ func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]li
 		}
 		out = legacy
 	}
-	start, err := o.start(ctx)
+	start, nodeNow, err := o.start(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if nodeNow.Before(now) {
+		now = nodeNow
 	}
 	next, closed := start, now.Add(-o.horizon)
 	advancing := true
@@ -180,14 +186,15 @@ func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]li
 	return out, nil
 }
 
-// start reads where the outbox's windows begin.
-func (o *Outbox) start(ctx context.Context) (time.Time, error) {
-	next, found, err := o.db.queueStart(ctx, outboxQueue)
+// start reads where the outbox's windows begin, and the answering node's
+// time.
+func (o *Outbox) start(ctx context.Context) (next, nodeNow time.Time, err error) {
+	next, nodeNow, found, err := o.db.queueStartAt(ctx, outboxQueue)
 	if err == nil && !found {
 		// Migration 008 wrote the row: even missing, it is a database fault.
 		err = dbErr("queue_progress.get", gocql.ErrNotFound)
 	}
-	return next, err
+	return next, nodeNow, err
 }
 
 // pendingLegacy lists the marks left in content_marks (written before

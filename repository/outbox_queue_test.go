@@ -34,15 +34,6 @@ func outboxStart(t *testing.T, db *repository.DB) time.Time {
 	return queueStart(t, db, "content_marks")
 }
 
-// clock is a test clock the outbox reads.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
-
 // pendingIDs lists the items Pending returns up to before.
 func pendingIDs(t *testing.T, o *repository.Outbox, before time.Time) []string {
 	t.Helper()
@@ -58,47 +49,53 @@ func pendingIDs(t *testing.T, o *repository.Outbox, before time.Time) []string {
 }
 
 // TestOutboxStartMovesPastEmptyOldWindowsOnly: the reader's start moves
-// past a window only once the window is empty and ended a horizon ago; a
-// live mark holds it (however old); a mark from a clock behind by less
-// than the horizon is found; a late (or repeated) write of an older start
-// does not move it back; reading again after a lost answer finds the same.
+// past a window only once the window is empty and ended a horizon ago (by
+// the reader's clock or the node's, whichever is behind: windows of a
+// second, a horizon of two, real time passing); a live mark holds it
+// (however old); a mark from a clock behind by less than the horizon is
+// found; a reader whose clock runs a minute ahead moves it no further; a
+// late (or repeated) write of an older start does not move it back;
+// reading again after a lost answer finds the same.
 func TestOutboxStartMovesPastEmptyOldWindowsOnly(t *testing.T) {
 	t.Parallel()
 	tdb := testkit.NewDB(t)
 	db := repository.NewDB(tdb.Session, "LOCAL_SERIAL")
-	c := &clock{t: time.Now().Truncate(time.Second).Add(time.Second)}
-	o := repository.NewOutbox(db).WithLayout(time.Second, 2*time.Second).WithClock(c.now)
+	o := repository.NewOutbox(db).WithLayout(time.Second, 2*time.Second)
 	ctx := context.Background()
-	t0 := c.now()
+	t0 := time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(t0))
 	seed := outboxStart(t, db)
 
 	old, err := o.Mark(ctx, "c_old")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.set(t0.Add(10 * time.Second))
-	if got := pendingIDs(t, o, c.now()); !slices.Equal(got, []string{"c_old"}) {
+	time.Sleep(time.Until(t0.Add(4200 * time.Millisecond)))
+	if got := pendingIDs(t, o, time.Now()); !slices.Equal(got, []string{"c_old"}) {
 		t.Fatalf("pending %v, want the old mark", got)
 	}
-	if got := outboxStart(t, db); got.After(t0) {
-		t.Fatalf("start moved to %v past a live mark made at %v", got, t0)
+	if got := outboxStart(t, db); got.After(old.MarkedAt) {
+		t.Fatalf("start moved to %v past a live mark made at %v", got, old.MarkedAt)
 	}
-	if got := pendingIDs(t, o, c.now()); !slices.Equal(got, []string{"c_old"}) {
+	if got := pendingIDs(t, o, time.Now()); !slices.Equal(got, []string{"c_old"}) {
 		t.Fatalf("a second read (the first's answer lost): %v", got)
 	}
 
 	if err := o.Done(ctx, "c_old", old.Marker); err != nil {
 		t.Fatal(err)
 	}
-	behind := o.WithClock(func() time.Time { return c.now().Add(-1500 * time.Millisecond) })
-	if _, err := behind.Mark(ctx, "c_behind"); err != nil {
+	behind, err := o.WithClock(func() time.Time { return time.Now().Add(-1500 * time.Millisecond) }).Mark(ctx, "c_behind")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pendingIDs(t, o, c.now()); !slices.Equal(got, []string{"c_behind"}) {
-		t.Fatalf("pending %v, want the mark of the clock 1.5 s behind", got)
+	ahead := o.WithClock(func() time.Time { return time.Now().Add(time.Minute) })
+	for _, r := range []*repository.Outbox{o, ahead} {
+		if got := pendingIDs(t, r, time.Now()); !slices.Equal(got, []string{"c_behind"}) {
+			t.Fatalf("pending %v, want the mark of the clock 1.5 s behind", got)
+		}
 	}
 	start := outboxStart(t, db)
-	if want := t0.Add(8 * time.Second); !start.Equal(want) {
+	if want := behind.MarkedAt.Truncate(time.Second); !start.Equal(want) {
 		t.Fatalf("start %v, want %v: past every empty window that ended a horizon (2 s) ago, not past the clock that is behind", start, want)
 	}
 

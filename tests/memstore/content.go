@@ -431,7 +431,13 @@ func (o outbox) Pending(_ context.Context, before time.Time, limit int) ([]libra
 			before = latest
 		}
 		start := s.content.outboxStart
-		next, closed, advancing := start, now.Add(-OutboxHorizon), true
+		// The start passes windows by the reader's clock or the node's
+		// (the store's), whichever is behind, as the repository's.
+		behind := now
+		if s.now.Before(behind) {
+			behind = s.now
+		}
+		next, closed, advancing := start, behind.Add(-OutboxHorizon), true
 		for b := start.Truncate(OutboxWidth); b.Before(before) && len(out) < limit; b = b.Add(OutboxWidth) {
 			var rows []library.OutboxEntry
 			for _, c := range s.content.marks {
