@@ -92,6 +92,14 @@ func (g *Service) finishInterrupted(ctx context.Context, id string) (done bool, 
 		return true, nil
 	}
 	if err := g.Fence(ctx, id); err != nil {
+		if errors.Is(err, errGroupBusy) {
+			// Found closing by the fence (the fence's own finish may have
+			// closed it, for a departed sole manager): a closing finishes
+			// every change first, so nothing is left to this entry.
+			if again, rerr := g.groups.GetSerial(ctx, id); rerr == nil && again.ClosingOrClosed() {
+				return true, nil
+			}
+		}
 		return false, err
 	}
 	if gr, err = g.groups.GetSerial(ctx, id); err != nil {

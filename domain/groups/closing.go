@@ -285,7 +285,11 @@ func (g *Service) markClosed(ctx context.Context, gr Group) error {
 // again, and a group found closing or closed by then is busy: its entry
 // stays for the job to finish it
 // (TestAClosingFenceThatLosesToTheStaleClosingKeepsItsEntry). A group
-// gone needs none.
+// gone needs none. A change found pending is finished first, as a reader
+// of the group would, and the group read again: a fence never carries a
+// pending change to a version of its own, since whoever recorded the
+// change takes a lost clear or take-back for one another finisher made
+// and ends its entry (TestAnAddWhoseClearLosesToAClosingFenceKeepsAnEntry).
 func (g *Service) Fence(ctx context.Context, id string) error {
 	return domain.Retry(ctx, maxGroupAttempts, errGroupBusy, func(int) (bool, error) {
 		gr, err := g.groups.GetSerial(ctx, id)
@@ -296,6 +300,9 @@ func (g *Service) Fence(ctx context.Context, id string) error {
 			return false, err
 		case gr.Status != domain.StatusActive:
 			return false, errGroupBusy // closing by now: the next repair finishes it
+		case gr.Pending != nil:
+			_, err := g.finish(ctx, "fence", gr)
+			return false, err // read again, settled
 		}
 		next := gr
 		next.Version, next.UpdatedAt = gr.Version+1, g.now()

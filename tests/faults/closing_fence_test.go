@@ -24,24 +24,7 @@ func TestAClosingFenceThatLosesToTheStaleClosingKeepsItsEntry(t *testing.T) {
 	t.Parallel()
 	c := newCloseWorld(t)
 	ctx := context.Background()
-	updates := 0
-	c.store.FaultAt = func(_ int, name string) memstore.Fault {
-		if name == "groups.update" {
-			updates++
-			if updates == 1 {
-				return memstore.LandLate // the closing's compare-and-set
-			}
-		}
-		return memstore.None
-	}
-	_, err := c.life.CloseGroup(ctx, as(c.owner), c.group)
-	if err == nil {
-		t.Fatal("the closing whose compare-and-set is held answered success")
-	}
-	if st := c.status(c.group); st != domain.StatusActive {
-		t.Fatalf("before the held write lands the group is %q", st)
-	}
-	c.store.Advance(11 * time.Minute)
+	heldClosing(t, c)
 	gets := 0
 	c.store.FaultAt = func(_ int, name string) memstore.Fault {
 		if name == "groups.get" {
@@ -73,4 +56,29 @@ func TestAClosingFenceThatLosesToTheStaleClosingKeepsItsEntry(t *testing.T) {
 	if st := c.status(c.group); st != domain.StatusClosed {
 		t.Errorf("after the repeat and three passes the group is %q, not closed", st)
 	}
+}
+
+// heldClosing has the owner close c's group with the closing's
+// compare-and-set held (a hung node's queue: the request answers 503, its
+// entry stays), then lets 11 minutes pass, past the entry's stale age.
+func heldClosing(t *testing.T, c *closeWorld) {
+	t.Helper()
+	updates := 0
+	c.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "groups.update" {
+			updates++
+			if updates == 1 {
+				return memstore.LandLate // the closing's compare-and-set
+			}
+		}
+		return memstore.None
+	}
+	if _, err := c.life.CloseGroup(context.Background(), as(c.owner), c.group); err == nil {
+		t.Fatal("the closing whose compare-and-set is held answered success")
+	}
+	c.store.FaultAt = nil
+	if st := c.status(c.group); st != domain.StatusActive {
+		t.Fatalf("before the held write lands the group is %q", st)
+	}
+	c.store.Advance(11 * time.Minute)
 }
