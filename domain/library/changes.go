@@ -383,6 +383,13 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 			return true, err
 		}
 		next.Version = c.Version + 1
+		// Marked again first, if a fence may have taken the mark: the rows
+		// narrow removes must have a live mark behind them, whatever fails
+		// after (TestAChangeThatNarrowedPastAFenceKeepsAMark).
+		if mark, err = s.markAgainIfTaken(ctx, c, mark); err != nil {
+			return false, err
+		}
+		ch.marker = mark.Marker
 		removed, err := s.narrow(ctx, c, *next)
 		narrowed = narrowed || removed
 		if err != nil {
@@ -398,10 +405,6 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 		// An item that is not lean removes nothing first: its new place is
 		// taken once this compare-and-set has answered (see place).
 		next.Placing = !c.Lean && !next.Deleted && !next.LastModified.Equal(c.LastModified)
-		if mark, err = s.markAgainIfTaken(ctx, c, mark); err != nil {
-			return false, err
-		}
-		ch.marker = mark.Marker
 		if s.Hooks.BeforeRecord != nil {
 			s.Hooks.BeforeRecord(id)
 		}

@@ -262,6 +262,17 @@ func TestAChangeReadingPastAFenceAndAnotherChangeMarksAgain(t *testing.T) {
 	checkContent(t, "fence then a share", l, snap)
 }
 
+// workerAhead is an outbox worker of l's store whose clock (its
+// service's and its outbox's) runs 3.5 s ahead of the store's.
+func workerAhead(l *libWorld) *library.Service {
+	skew := 3500 * time.Millisecond
+	stores := l.store.Contents()
+	stores.Outbox = l.store.SkewedOutbox(skew)
+	return library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1,
+		Now: func() time.Time { return l.store.Now().Add(skew) }, Background: func(f func()) { f() }},
+		l.svc, l.store.Users(), noGroups{}, stores, nopLog{})
+}
+
 // workerAheadBeforeTheRecord is a BeforeRecord hook for the world's first
 // change: 2 s after its mark, an outbox worker whose clock (its
 // service's and its outbox's) runs 3.5 s ahead takes the mark, fences the
@@ -269,12 +280,22 @@ func TestAChangeReadingPastAFenceAndAnotherChangeMarksAgain(t *testing.T) {
 // change's own fan-out is set to stop at the friend. Later compare-and-sets
 // (the change's next round, or one of then) pass.
 func workerAheadBeforeTheRecord(t *testing.T, l *libWorld, then func()) func(string) {
-	skew := 3500 * time.Millisecond
-	stores := l.store.Contents()
-	stores.Outbox = l.store.SkewedOutbox(skew)
-	worker := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1,
-		Now: func() time.Time { return l.store.Now().Add(skew) }, Background: func(f func()) { f() }},
-		l.svc, l.store.Users(), noGroups{}, stores, nopLog{})
+	return fenceFromAhead(t, l, func() {
+		if then != nil {
+			then()
+		}
+		l.mu.Lock()
+		l.stop = l.friend.ID // the change's own fan-out stops at the friend
+		l.mu.Unlock()
+	})
+}
+
+// fenceFromAhead is a BeforeRecord hook for the world's first change: 2 s
+// after its mark, an outbox worker whose clock runs 3.5 s ahead
+// (workerAhead) takes the mark, fences the item and discards the mark;
+// then runs.
+func fenceFromAhead(t *testing.T, l *libWorld, then func()) func(string) {
+	worker := workerAhead(l)
 	fired := false
 	return func(string) {
 		if fired {
@@ -285,11 +306,6 @@ func workerAheadBeforeTheRecord(t *testing.T, l *libWorld, then func()) func(str
 		if n, err := worker.DrainOutbox(context.Background(), library.DefaultOutboxGrace, 100); err != nil || n != 1 {
 			t.Fatalf("the worker ahead: %d items, %v", n, err)
 		}
-		if then != nil {
-			then()
-		}
-		l.mu.Lock()
-		l.stop = l.friend.ID // the change's own fan-out stops at the friend
-		l.mu.Unlock()
+		then()
 	}
 }
