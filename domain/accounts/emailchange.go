@@ -273,6 +273,9 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 	if err := a.endSessions(ctx, err, t.UserID, "", "a revert"); err != nil {
 		return err
 	}
+	if err := a.dropFactorsSince(ctx, t.UserID, t.CreatedAt); err != nil {
+		return err
+	}
 	if out.Version != before.Version {
 		a.releaseDropped(ctx, before, out)
 	}

@@ -929,6 +929,31 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	return nil
 }
 
+// dropFactorsSince removes every factor of userID enrolled at or after
+// since, pending or confirmed: a revert of an email change undoes the
+// factors added while the address was another's, whose notices (and
+// revert links) went to that address, so whoever changed it cannot keep
+// the owner out with a factor of theirs
+// (TestARevertUndoesAFactorAddedAtTheThiefsAddress). A retry of the revert
+// removes what a failure left.
+func (a *Service) dropFactorsSince(ctx context.Context, userID string, since time.Time) error {
+	if a.factors == nil {
+		return nil
+	}
+	factors, _, err := a.factors.Read(ctx, userID)
+	if err != nil {
+		return err
+	}
+	for _, f := range factors {
+		if !f.CreatedAt.Before(since) {
+			if err := a.dropFactor(ctx, userID, f.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // dropFactor removes factor id of userID, and the recovery set with the
 // last confirmed one (a failure there only leaves codes no login asks
 // for: a first factor replaces any set).
