@@ -393,12 +393,24 @@ func (a *Service) checkTOTP(ctx context.Context, userID string, f Factor, code s
 	return step, nil
 }
 
-// admitCode counts an attempt at a second factor of account userID (an
-// app's code, a passkey's answer) under tiers of its own with the
-// password's limits, from the client's address and from all, and refuses
-// it over the limit or past its time.
+// admitCode counts an attempt at an app's code for account userID under
+// tiers of its own with the password's limits, from the client's address
+// and from all, and refuses it over the limit or past its time.
 func (a *Service) admitCode(ctx context.Context, userID string) (*counted, error) {
 	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.inTime()
+}
+
+// admitPasskey counts a passkey's answer for account userID under the
+// client's address alone, as a recovery code is: a signature is not
+// guessed, and a tier of all addresses would let whoever holds the
+// password and a few addresses fill it with wrong app codes and refuse the
+// owner's passkey. The address's tier keeps any one client from flooding.
+func (a *Service) admitPasskey(ctx context.Context, userID string) (*counted, error) {
+	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("passkey/"+userID, clientOf(ctx).IP)[:1]...)
 	if err != nil {
 		return nil, err
 	}

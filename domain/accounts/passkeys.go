@@ -110,7 +110,7 @@ func (a *Service) ConfirmPasskey(ctx context.Context, p domain.Principal, userID
 	if len(answer) == 0 {
 		return Confirmation{}, errPasskeyRequired
 	}
-	c, err := a.admitCode(ctx, userID)
+	c, err := a.admitPasskey(ctx, userID)
 	if err != nil {
 		return Confirmation{}, err
 	}
@@ -144,7 +144,7 @@ func (a *Service) provePasskey(ctx context.Context, userID string, factors []Fac
 	if pk.challenge == nil {
 		return a.provePasskeyOnce(ctx, userID, factors, pk)
 	}
-	c, err := a.admitCode(ctx, userID)
+	c, err := a.admitPasskey(ctx, userID)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"shelf/domain"
@@ -199,4 +200,33 @@ func TestExplorePasskeys(t *testing.T) {
 		})
 	}
 	t.Logf("%d schedules in all", total)
+}
+
+// TestWrongCodesFromManyAddressesLeaveThePasskeyWorking: whoever holds
+// ann's password logs in and sends wrong app codes from ten addresses,
+// five each, filling the code's tier of all addresses. ann's passkey
+// still opens her session from her own address: a passkey's answer is
+// counted under its client's address alone (a signature is not guessed),
+// so a defence against guessed codes cannot be turned against the owner's
+// passkey.
+func TestWrongCodesFromManyAddressesLeaveThePasskeyWorking(t *testing.T) {
+	t.Parallel()
+	w := newPasskeyWorld(t, true)
+	ctx := context.Background()
+	r, err := w.svc.Login(ctx, "ann", password, accounts.Client{IP: "198.51.100.1"})
+	if err != nil || r.Challenge == "" {
+		t.Fatalf("the thief's login: %+v %v", r, err)
+	}
+	for a := range 10 {
+		for range 5 {
+			_, _ = w.svc.SecondFactor(ctx, r.Challenge, accounts.Proof{Code: "000000"}, accounts.Client{IP: fmt.Sprintf("198.51.100.%d", 10+a)})
+		}
+	}
+	if _, err := w.svc.SecondFactor(ctx, r.Challenge, accounts.Proof{Code: "000000"}, accounts.Client{IP: "198.51.100.99"}); !domainIs(err, domain.ErrTooManyAttempts) {
+		t.Fatalf("after 50 wrong codes a code from a new address answered %v, want too many attempts: the tier of all addresses is not full", err)
+	}
+	got, err := w.svc.SecondFactor(ctx, w.challenge, accounts.Proof{Passkey: &accounts.PasskeyProof{Answer: w.answer}}, accounts.Client{IP: "203.0.113.7"})
+	if err != nil || got.Token == "" {
+		t.Fatalf("the owner's passkey after the thief's wrong codes: %+v %v; want a session", got, err)
+	}
 }
