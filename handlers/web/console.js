@@ -1776,7 +1776,7 @@
   const showRevertEmail = revertPage({
     page: 'revert-email', path: '/v1/email-changes/revert', refusals: 'revertEmail', what: 'undo the change',
     working: 'Undoing the change...',
-    done: 'The change is undone: your account has its email address back, and every session of it is signed out.',
+    done: 'The change is undone: your account has its email address back, every session of it is signed out, and any second factor added since the change is removed.',
     said: 'Email change undone. Choose a new password now.',
   });
   const showRevertFactor = revertPage({

@@ -2026,6 +2026,9 @@ type ClientInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
+	// - removes the second factors (apps, passkeys) enrolled since the
+	//   change was asked for: their notices went to the address of the
+	//   moment, maybe the one that changed it;
 	// - makes the password open nothing until it is reset: a login
 	//   whose password matches answers 403 `password_reset_required`
 	//   (whoever changed the email knew the password);
@@ -2043,9 +2046,10 @@ type ClientInterface interface {
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
-	// longer holds, the revocation of its sessions, one lightweight
-	// transaction marking the token done; the reset mail after the
-	// answer.
+	// longer holds, the revocation of its sessions, a read of the
+	// factors and a lightweight transaction per factor removed, one
+	// lightweight transaction marking the token done; the reset mail
+	// after the answer.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2063,6 +2067,9 @@ type ClientInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
+	// - removes the second factors (apps, passkeys) enrolled since the
+	//   change was asked for: their notices went to the address of the
+	//   moment, maybe the one that changed it;
 	// - makes the password open nothing until it is reset: a login
 	//   whose password matches answers 403 `password_reset_required`
 	//   (whoever changed the email knew the password);
@@ -2080,9 +2087,10 @@ type ClientInterface interface {
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
-	// longer holds, the revocation of its sessions, one lightweight
-	// transaction marking the token done; the reset mail after the
-	// answer.
+	// longer holds, the revocation of its sessions, a read of the
+	// factors and a lightweight transaction per factor removed, one
+	// lightweight transaction marking the token done; the reset mail
+	// after the answer.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4308,6 +4316,9 @@ func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId Pri
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
+//   - removes the second factors (apps, passkeys) enrolled since the
+//     change was asked for: their notices went to the address of the
+//     moment, maybe the one that changed it;
 //   - makes the password open nothing until it is reset: a login
 //     whose password matches answers 403 `password_reset_required`
 //     (whoever changed the email knew the password);
@@ -4326,9 +4337,10 @@ func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId Pri
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
-// longer holds, the revocation of its sessions, one lightweight
-// transaction marking the token done; the reset mail after the
-// answer.
+// longer holds, the revocation of its sessions, a read of the
+// factors and a lightweight transaction per factor removed, one
+// lightweight transaction marking the token done; the reset mail
+// after the answer.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4356,6 +4368,9 @@ func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType stri
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
+//   - removes the second factors (apps, passkeys) enrolled since the
+//     change was asked for: their notices went to the address of the
+//     moment, maybe the one that changed it;
 //   - makes the password open nothing until it is reset: a login
 //     whose password matches answers 403 `password_reset_required`
 //     (whoever changed the email knew the password);
@@ -4374,9 +4389,10 @@ func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType stri
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
-// longer holds, the revocation of its sessions, one lightweight
-// transaction marking the token done; the reset mail after the
-// answer.
+// longer holds, the revocation of its sessions, a read of the
+// factors and a lightweight transaction per factor removed, one
+// lightweight transaction marking the token done; the reset mail
+// after the answer.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10079,6 +10095,9 @@ type ClientWithResponsesInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
+	// - removes the second factors (apps, passkeys) enrolled since the
+	//   change was asked for: their notices went to the address of the
+	//   moment, maybe the one that changed it;
 	// - makes the password open nothing until it is reset: a login
 	//   whose password matches answers 403 `password_reset_required`
 	//   (whoever changed the email knew the password);
@@ -10096,9 +10115,10 @@ type ClientWithResponsesInterface interface {
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
-	// longer holds, the revocation of its sessions, one lightweight
-	// transaction marking the token done; the reset mail after the
-	// answer.
+	// longer holds, the revocation of its sessions, a read of the
+	// factors and a lightweight transaction per factor removed, one
+	// lightweight transaction marking the token done; the reset mail
+	// after the answer.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10116,6 +10136,9 @@ type ClientWithResponsesInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
+	// - removes the second factors (apps, passkeys) enrolled since the
+	//   change was asked for: their notices went to the address of the
+	//   moment, maybe the one that changed it;
 	// - makes the password open nothing until it is reset: a login
 	//   whose password matches answers 403 `password_reset_required`
 	//   (whoever changed the email knew the password);
@@ -10133,9 +10156,10 @@ type ClientWithResponsesInterface interface {
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
-	// longer holds, the revocation of its sessions, one lightweight
-	// transaction marking the token done; the reset mail after the
-	// answer.
+	// longer holds, the revocation of its sessions, a read of the
+	// factors and a lightweight transaction per factor removed, one
+	// lightweight transaction marking the token done; the reset mail
+	// after the answer.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20875,6 +20899,9 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
+//   - removes the second factors (apps, passkeys) enrolled since the
+//     change was asked for: their notices went to the address of the
+//     moment, maybe the one that changed it;
 //   - makes the password open nothing until it is reset: a login
 //     whose password matches answers 403 `password_reset_required`
 //     (whoever changed the email knew the password);
@@ -20893,9 +20920,10 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
-// longer holds, the revocation of its sessions, one lightweight
-// transaction marking the token done; the reset mail after the
-// answer.
+// longer holds, the revocation of its sessions, a read of the
+// factors and a lightweight transaction per factor removed, one
+// lightweight transaction marking the token done; the reset mail
+// after the answer.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20919,6 +20947,9 @@ func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
+//   - removes the second factors (apps, passkeys) enrolled since the
+//     change was asked for: their notices went to the address of the
+//     moment, maybe the one that changed it;
 //   - makes the password open nothing until it is reset: a login
 //     whose password matches answers 403 `password_reset_required`
 //     (whoever changed the email knew the password);
@@ -20937,9 +20968,10 @@ func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
-// longer holds, the revocation of its sessions, one lightweight
-// transaction marking the token done; the reset mail after the
-// answer.
+// longer holds, the revocation of its sessions, a read of the
+// factors and a lightweight transaction per factor removed, one
+// lightweight transaction marking the token done; the reset mail
+// after the answer.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
