@@ -77,8 +77,8 @@ func (g *Service) FinishInterruptedChanges(ctx context.Context, grace time.Durat
 		func(e ChangeEntry) (bool, error) { return g.finishInterrupted(ctx, e.GroupID) })
 }
 
-// finishInterrupted fences the group and finishes the change pending
-// there; done is false for a group still being created.
+// finishInterrupted fences the group, which finishes the change pending
+// there first (Fence); done is false for a group still being created.
 func (g *Service) finishInterrupted(ctx context.Context, id string) (done bool, err error) {
 	gr, err := g.groups.GetSerial(ctx, id)
 	switch {
@@ -102,13 +102,7 @@ func (g *Service) finishInterrupted(ctx context.Context, id string) (done bool, 
 		}
 		return false, err
 	}
-	if gr, err = g.groups.GetSerial(ctx, id); err != nil {
-		return false, err
-	}
-	if gr.Status == domain.StatusActive && gr.Pending != nil {
-		if _, err := g.finish(ctx, "repair", gr); err != nil {
-			return false, err
-		}
-	}
+	// The fence finished whatever was pending before it applied: nothing
+	// of this entry's change is left at the fenced version.
 	return true, nil
 }
