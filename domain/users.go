@@ -76,6 +76,12 @@ type User struct {
 	// completed reset: meanwhile the password opens no session and proves
 	// nothing, even when it matches.
 	PasswordResetRequired bool
+	// RecoveryEpoch counts the account's recoveries (a completed reset,
+	// the revert of an email change or of a new factor): a reset link is
+	// mailed against it and works only while it stands. A change of the
+	// password keeps it, so whoever changes the password cannot make the
+	// links in the owner's mailbox stale (docs/design/tokens.md).
+	RecoveryEpoch int
 	// PendingEmail is a new address asked for and not verified yet (its
 	// key PendingEmailKey is claimed for this account, so nobody else
 	// takes it meanwhile); Email stays the account's address, for login,

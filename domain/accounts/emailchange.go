@@ -265,6 +265,7 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 		}
 		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
 		u.PasswordEpoch, u.PasswordSession, u.PasswordResetRequired = u.PasswordEpoch+1, "", true
+		u.RecoveryEpoch++ // only the reset link mailed below works
 		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {

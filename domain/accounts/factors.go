@@ -919,6 +919,7 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 			return u, false, err
 		}
 		u.PasswordEpoch, u.PasswordSession, u.PasswordResetRequired = u.PasswordEpoch+1, "", true
+		u.RecoveryEpoch++ // only the reset link mailed after it works
 		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {

@@ -49,9 +49,10 @@ type Token struct {
 	// Email is the address it was mailed to (as typed), EmailKey its key:
 	// the token works only while the account still has that address.
 	Email, EmailKey string
-	// PasswordPrint binds a reset token, or a login's challenge, to the
-	// password the account had when it was made (PasswordPrint of the
-	// account; "" for the other purposes).
+	// PasswordPrint binds a reset token to the account's recoveries when
+	// it was mailed (RecoveryPrint), and a login's challenge to the
+	// password its login proved (PasswordPrint); "" for the other
+	// purposes.
 	PasswordPrint string
 	CreatedAt     time.Time
 	// ExpiresAt ends an unused token. The row lives TokenGrace longer, so
@@ -102,14 +103,24 @@ func newMailToken() (token, hash string) {
 	return token, HashToken(token)
 }
 
-// PasswordPrint is what a reset token keeps of the password it may
-// replace: a SHA-256 of the account and its password epoch, which every
-// change and reset of the password moves on (making the token stale) and
-// a rehash of the same password keeps (a print of the stored hash would
-// go stale with every rehash: docs/design/tokens.md). Nothing of the
-// password or its hash is in it.
+// PasswordPrint is what a login's challenge keeps of the password its
+// login proved: a SHA-256 of the account and its password epoch, which
+// every change and reset of the password moves on and a rehash of the
+// same password keeps. Nothing of the password or its hash is in it.
+// Reset tokens mailed before migration 036 carry it too.
 func PasswordPrint(u domain.User) string {
 	sum := sha256.Sum256([]byte("shelf password epoch\x00" + u.ID + "\x00" + strconv.Itoa(u.PasswordEpoch)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// RecoveryPrint is what a reset token keeps of the account it may
+// recover: a SHA-256 of the account and its recovery epoch, which every
+// reset and revert moves on and a change of the password keeps. A thief
+// holding a session and the password may change the password as often as
+// they like: the links in the owner's mailbox still work, and the first
+// she uses makes every other stale (docs/design/tokens.md).
+func RecoveryPrint(u domain.User) string {
+	sum := sha256.Sum256([]byte("shelf recovery epoch\x00" + u.ID + "\x00" + strconv.Itoa(u.RecoveryEpoch)))
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -122,10 +133,11 @@ func hashPrint(passwordHash string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// mailedAgainst reports whether reset token t was mailed against the
-// password u has now.
+// mailedAgainst reports whether reset token t was mailed in u's current
+// recovery epoch; a token mailed before migration 036 (or 015), against
+// the password u has now.
 func mailedAgainst(t Token, u domain.User) bool {
-	return t.PasswordPrint == PasswordPrint(u) || t.PasswordPrint == hashPrint(u.PasswordHash)
+	return t.PasswordPrint == RecoveryPrint(u) || t.PasswordPrint == PasswordPrint(u) || t.PasswordPrint == hashPrint(u.PasswordHash)
 }
 
 // The ways a token is refused. Each names the field token, with a code the
@@ -139,8 +151,9 @@ var (
 	// ErrTokenUsed: it was used already.
 	ErrTokenUsed = tokenError("used", "was used already; ask for a new mail if you need one")
 	// ErrTokenStale: the account changed since it was mailed (another
-	// email, another password), so it no longer applies.
-	ErrTokenStale = tokenError("stale", "no longer applies: the account's email or password changed since it was mailed")
+	// email; for a reset link, a reset or a recovery since), so it no
+	// longer applies.
+	ErrTokenStale = tokenError("stale", "no longer applies: the account's email changed, or its password was reset, since it was mailed")
 )
 
 func tokenError(code, message string) *domain.Error {
@@ -211,7 +224,7 @@ func (a *Service) issueToken(ctx context.Context, u domain.User, purpose TokenPu
 	t := Token{Hash: hash, Purpose: purpose, UserID: u.ID, Email: u.Email, EmailKey: u.EmailKey, CreatedAt: a.now(), Subject: subject}
 	switch purpose {
 	case PurposeResetPassword:
-		ttl, t.PasswordPrint = a.mail.ResetTTL, PasswordPrint(u)
+		ttl, t.PasswordPrint = a.mail.ResetTTL, RecoveryPrint(u)
 	case PurposeRevertEmail, PurposeRevertFactor:
 		ttl = a.revertTTL()
 	}

@@ -342,6 +342,8 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 		// and the reset a revert asked for is done.
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = t.NewPassword, u.PasswordEpoch+1, ""
 		u.PasswordResetRequired = false
+		// A recovery: every other reset link goes stale.
+		u.RecoveryEpoch++
 		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {

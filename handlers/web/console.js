@@ -1650,7 +1650,7 @@
       unknown: 'This link is not one shelf mailed, or it has run out: ask for a new one.',
       expired: 'This link has expired: ask for a new one.',
       used: 'This link was used already (a link sets one password, once): ask for a new one if you need it.',
-      stale: 'Your password or email changed since this link was mailed: ask for a new one.',
+      stale: 'Your password was reset, or your email changed, since this link was mailed: ask for a new one.',
     },
   };
 

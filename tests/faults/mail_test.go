@@ -160,7 +160,12 @@ func TestTokensExpire(t *testing.T) {
 	}
 }
 
-func TestResetTokenIsStaleOnceThePasswordChanged(t *testing.T) {
+// TestResetLinksGoStaleOnlyWithARecovery: a reset makes every other
+// reset link stale; a change of the password does not (whoever changes
+// it, a thief holding a session and the password included, must not make
+// the links in the owner's mailbox useless), and the reset made with such
+// a link ends the session that changed it.
+func TestResetLinksGoStaleOnlyWithARecovery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, _, b, _ := newMailService(t, false)
@@ -176,7 +181,7 @@ func TestResetTokenIsStaleOnceThePasswordChanged(t *testing.T) {
 	if _, err := svc.ResetPassword(ctx, first, "a new passphrase", accounts.Client{}); err != nil {
 		t.Fatal(err)
 	}
-	// The other link was mailed against the old password: stale now.
+	// The other link was mailed before that recovery: stale now.
 	if _, err := svc.ResetPassword(ctx, second, "another passphrase", accounts.Client{}); !errors.Is(err, accounts.ErrTokenStale) {
 		t.Fatalf("a second reset link after a reset: %v", err)
 	}
@@ -192,11 +197,17 @@ func TestResetTokenIsStaleOnceThePasswordChanged(t *testing.T) {
 	if err := svc.ChangePassword(ctx, p, u.ID, accounts.Password("a new passphrase"), "changed by hand"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.ResetPassword(ctx, third, "yet another one", accounts.Client{}); !errors.Is(err, accounts.ErrTokenStale) {
+	if _, err := svc.ResetPassword(ctx, third, "yet another one", accounts.Client{}); err != nil {
 		t.Fatalf("a reset link after a password change: %v", err)
 	}
-	if _, err := svc.Login(ctx, "ann", "changed by hand", accounts.Client{}); err != nil {
-		t.Fatalf("the refused token changed the password: %v", err)
+	if _, err := svc.Authenticate(ctx, r.Token); !errors.Is(err, domain.ErrNoSession) {
+		t.Fatalf("the session that changed the password, after the reset: %v", err)
+	}
+	if _, err := svc.Login(ctx, "ann", "changed by hand", accounts.Client{}); err == nil {
+		t.Fatal("the changed password logs in after the reset")
+	}
+	if _, err := svc.Login(ctx, "ann", "yet another one", accounts.Client{}); err != nil {
+		t.Fatalf("the reset's password: %v", err)
 	}
 }
 
