@@ -312,7 +312,7 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 	if err != nil {
 		return err
 	}
-	_, err = a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
+	out, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
 		if u.PasswordEpoch != checked.PasswordEpoch {
 			return u, false, ErrInvalidCredentials
 		}
@@ -325,7 +325,29 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 	if errors.Is(err, domain.ErrNotFound) {
 		return domain.ErrNoSession
 	}
-	return a.endSessions(ctx, err, id, p.Session.TokenHash, "a password change")
+	if err := a.endSessions(ctx, err, id, p.Session.TokenHash, "a password change"); err != nil {
+		return err
+	}
+	a.mailPasswordNotice(ctx, out)
+	return nil
+}
+
+// mailPasswordNotice tells u's address, after the answer, that its
+// password was changed, with a reset link for an owner who did not
+// change it: the link works until a recovery (a later change of the
+// password keeps it), and a reset made with it ends every session, the
+// changer's too (docs/design/tokens.md). Counted and held back past the
+// address's hourly limit like any mail: a stranger cannot aim it (it
+// takes the account's session and password), and the mails that can
+// spend a verified address's limit are reset links, which work as this
+// one would. A failure is logged.
+func (a *Service) mailPasswordNotice(ctx context.Context, u domain.User) {
+	if !a.mailOn() {
+		return
+	}
+	a.afterAnswer(ctx, "mailing a password change's notice", func(ctx context.Context) error {
+		return a.sendMessage(ctx, u, PurposeResetPassword, heldBack, "", a.passwordNotice)
+	})
 }
 
 // endSessions ends every session of userID but keep ("" for none) after

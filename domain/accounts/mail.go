@@ -130,6 +130,12 @@ func (a *Service) sendToken(ctx context.Context, u domain.User, purpose TokenPur
 
 // sendTokenAbout is sendToken for a token about subject (Token.Subject).
 func (a *Service) sendTokenAbout(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit, subject string) error {
+	return a.sendMessage(ctx, u, purpose, limit, subject, func(u domain.User, token string) Message { return a.message(u, purpose, token) })
+}
+
+// sendMessage is sendTokenAbout with the mail that carries the token
+// written by write.
+func (a *Service) sendMessage(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit, subject string, write func(u domain.User, token string) Message) error {
 	if err := a.countMail(ctx, u.EmailKey); err != nil && limit == heldBack {
 		return fmt.Errorf("a %s mail to %s: %w", purpose, u.ID, err)
 	}
@@ -137,7 +143,7 @@ func (a *Service) sendTokenAbout(ctx context.Context, u domain.User, purpose Tok
 	if err != nil {
 		return fmt.Errorf("storing a %s token for %s: %w", purpose, u.ID, err)
 	}
-	if err := a.mail.Mailer.Send(ctx, a.message(u, purpose, token)); err != nil {
+	if err := a.mail.Mailer.Send(ctx, write(u, token)); err != nil {
 		return fmt.Errorf("mailing a %s token to %s: %w", purpose, u.ID, err)
 	}
 	return nil
@@ -227,4 +233,20 @@ func (a *Service) message(u domain.User, purpose TokenPurpose, token string) Mes
 		"%s\n\nplease confirm that %s is the address of %s\n"+
 			"(the link works once, for %s):\n\n%s\n\nIf you did not sign up for shelf, ignore this mail.\n",
 		greeting, u.Email, account, a.mail.VerifyTTL, link)}
+}
+
+// passwordNotice is the mail that tells u's address its password was
+// changed, with a reset link (token) for an owner who did not change it.
+// Greeted by name only once the address is verified, as every mail.
+func (a *Service) passwordNotice(u domain.User, token string) Message {
+	greeting, account := "Hello,", "your shelf account"
+	if !u.EmailVerifiedAt.IsZero() {
+		greeting, account = "Hello "+u.DisplayName+",", "your shelf account "+u.Username
+	}
+	return Message{To: u.Email, Subject: "The password of your shelf account was changed", Text: fmt.Sprintf(
+		"%s\n\nthe password of %s was changed from one of its sessions, and every other session was signed out.\n\n"+
+			"If it was you, there is nothing to do.\n\n"+
+			"If it was not you, choose a new password here (the link works once, for %s, even if the password is changed again meanwhile):\n\n%s\n\n"+
+			"Choosing one signs out every session of the account, including the one that made this change.\n",
+		greeting, account, a.mail.ResetTTL, Link(a.mail.PublicURL, PurposeResetPassword, token))}
 }

@@ -1,7 +1,9 @@
 package accounts
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"shelf/domain"
 )
@@ -37,5 +39,25 @@ func TestAResetLinkIsMailedAgainstTheRecoveries(t *testing.T) {
 	other.ID = "u_bob"
 	if mailedAgainst(now, other) {
 		t.Error("a reset link matches another account at the same epoch")
+	}
+}
+
+// TestAPasswordNoticeCarriesNoChosenTextToAnUnverifiedAddress: the
+// notice of a password change greets by name only a verified address
+// (whoever typed an unverified one chose the name too), and carries a
+// reset link.
+func TestAPasswordNoticeCarriesNoChosenTextToAnUnverifiedAddress(t *testing.T) {
+	a := &Service{mail: Mail{PublicURL: "https://shelf.example.org", ResetTTL: time.Hour}}
+	u := domain.User{ID: "u_ann", Username: "ann", DisplayName: "CALL +1 555 0100 NOW", Email: "ann@example.org"}
+	m := a.passwordNotice(u, "tok")
+	if strings.Contains(m.Text, u.DisplayName) || strings.Contains(m.Text, u.Username) {
+		t.Errorf("the notice to an unverified address carries the name typed: %q", m.Text)
+	}
+	if !strings.Contains(m.Text, "https://shelf.example.org/#/reset?token=tok") || m.To != u.Email {
+		t.Errorf("the notice: %+v", m)
+	}
+	u.EmailVerifiedAt = time.Unix(1, 0)
+	if m := a.passwordNotice(u, "tok"); !strings.Contains(m.Text, "Hello "+u.DisplayName+",") {
+		t.Errorf("the notice to a verified address does not greet by name: %q", m.Text)
 	}
 }

@@ -1392,7 +1392,7 @@
     await api('PUT', '/v1/users/' + state.me.id + '/password', await withCode({ currentPassword: v.currentPassword, newPassword: v.newPassword }, v));
     f.reset();
     await sessions.first();
-    say('Password changed: your other sessions are signed out.');
+    say('Password changed: your other sessions are signed out, and your email address was told (with a link to reset the password, should someone else have changed it).');
   });
 
   $('sign-out-others').addEventListener('click', removal('Sign out every other session of yours? Each must log in again.', 'Yes, sign them out', async () => {

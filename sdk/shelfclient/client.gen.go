@@ -3635,7 +3635,13 @@ type ClientInterface interface {
 	// the account has a second factor, a `code`, `recoveryCode` or
 	// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
 	// or `invalid_passkey`). Every other session of the user is revoked
-	// at once; the session that made the change stays valid.
+	// at once; the session that made the change stays valid. After the
+	// answer the account's address is mailed a notice of the change with
+	// a reset link, for an owner who did not make it: the link works
+	// until a reset or a revert, though the password changes again
+	// meanwhile, and resetting signs out every session, this one too.
+	// The notice is counted, and held back past the address's hourly
+	// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
@@ -3669,7 +3675,13 @@ type ClientInterface interface {
 	// the account has a second factor, a `code`, `recoveryCode` or
 	// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
 	// or `invalid_passkey`). Every other session of the user is revoked
-	// at once; the session that made the change stays valid.
+	// at once; the session that made the change stays valid. After the
+	// answer the account's address is mailed a notice of the change with
+	// a reset link, for an owner who did not make it: the link works
+	// until a reset or a revert, though the password changes again
+	// meanwhile, and resetting signs out every session, this one too.
+	// The notice is counted, and held back past the address's hourly
+	// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
@@ -6509,7 +6521,13 @@ func (c *Client) FinishPasskey(ctx context.Context, id UserId, factorId FactorId
 // the account has a second factor, a `code`, `recoveryCode` or
 // `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
 // or `invalid_passkey`). Every other session of the user is revoked
-// at once; the session that made the change stays valid.
+// at once; the session that made the change stays valid. After the
+// answer the account's address is mailed a notice of the change with
+// a reset link, for an owner who did not make it: the link works
+// until a reset or a revert, though the password changes again
+// meanwhile, and resetting signs out every session, this one too.
+// The notice is counted, and held back past the address's hourly
+// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
@@ -6553,7 +6571,13 @@ func (c *Client) ChangePasswordWithBody(ctx context.Context, id UserId, contentT
 // the account has a second factor, a `code`, `recoveryCode` or
 // `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
 // or `invalid_passkey`). Every other session of the user is revoked
-// at once; the session that made the change stays valid.
+// at once; the session that made the change stays valid. After the
+// answer the account's address is mailed a notice of the change with
+// a reset link, for an owner who did not make it: the link works
+// until a reset or a revert, though the password changes again
+// meanwhile, and resetting signs out every session, this one too.
+// The notice is counted, and held back past the address's hourly
+// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
@@ -11748,7 +11772,13 @@ type ClientWithResponsesInterface interface {
 	// the account has a second factor, a `code`, `recoveryCode` or
 	// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
 	// or `invalid_passkey`). Every other session of the user is revoked
-	// at once; the session that made the change stays valid.
+	// at once; the session that made the change stays valid. After the
+	// answer the account's address is mailed a notice of the change with
+	// a reset link, for an owner who did not make it: the link works
+	// until a reset or a revert, though the password changes again
+	// meanwhile, and resetting signs out every session, this one too.
+	// The notice is counted, and held back past the address's hourly
+	// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
@@ -11782,7 +11812,13 @@ type ClientWithResponsesInterface interface {
 	// the account has a second factor, a `code`, `recoveryCode` or
 	// `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
 	// or `invalid_passkey`). Every other session of the user is revoked
-	// at once; the session that made the change stays valid.
+	// at once; the session that made the change stays valid. After the
+	// answer the account's address is mailed a notice of the change with
+	// a reset link, for an owner who did not make it: the link works
+	// until a reset or a revert, though the password changes again
+	// meanwhile, and resetting signs out every session, this one too.
+	// The notice is counted, and held back past the address's hourly
+	// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
@@ -22904,7 +22940,13 @@ func (c *ClientWithResponses) FinishPasskeyWithResponse(ctx context.Context, id 
 // the account has a second factor, a `code`, `recoveryCode` or
 // `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
 // or `invalid_passkey`). Every other session of the user is revoked
-// at once; the session that made the change stays valid.
+// at once; the session that made the change stays valid. After the
+// answer the account's address is mailed a notice of the change with
+// a reset link, for an owner who did not make it: the link works
+// until a reset or a revert, though the password changes again
+// meanwhile, and resetting signs out every session, this one too.
+// The notice is counted, and held back past the address's hourly
+// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
@@ -22944,7 +22986,13 @@ func (c *ClientWithResponses) ChangePasswordWithBodyWithResponse(ctx context.Con
 // the account has a second factor, a `code`, `recoveryCode` or
 // `passkey`: missing, 400 naming `code`; wrong, 401 `invalid_code`
 // or `invalid_passkey`). Every other session of the user is revoked
-// at once; the session that made the change stays valid.
+// at once; the session that made the change stays valid. After the
+// answer the account's address is mailed a notice of the change with
+// a reset link, for an owner who did not make it: the link works
+// until a reset or a revert, though the password changes again
+// meanwhile, and resetting signs out every session, this one too.
+// The notice is counted, and held back past the address's hourly
+// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).

@@ -69,3 +69,69 @@ func TestAThiefCannotStarveTheOwnersReset(t *testing.T) {
 		}
 	}
 }
+
+// TestAPasswordChangeIsToldWithAWorkingResetLink: a change of the
+// password from a session mails the account's address a notice whose
+// reset link works though the password is changed again meanwhile, and
+// ends the changer's session; the change itself never waits for mail: a
+// notice held back by a spent hourly limit, or a mailer that fails,
+// changes nothing of the answer.
+func TestAPasswordChangeIsToldWithAWorkingResetLink(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	thief, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.svc.ChangePassword(ctx, thief, m.ann.ID, accounts.Password(password), "the thief's first pass"); err != nil {
+		t.Fatal(err)
+	}
+	notices := 0
+	for _, msg := range m.box.sent {
+		if msg.To == annHome && msg.Subject == "The password of your shelf account was changed" {
+			notices++
+		}
+	}
+	if notices != 1 {
+		t.Fatalf("%d notices of the change reached the account's address, want 1", notices)
+	}
+	link := m.box.tokenTo("reset", annHome)
+	if link == "" {
+		t.Fatal("the notice carries no reset link")
+	}
+	if err := m.svc.ChangePassword(ctx, thief, m.ann.ID, accounts.Password("the thief's first pass"), "the thief's second pass"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.svc.ResetPassword(ctx, link, newPassword, accounts.Client{}); err != nil {
+		t.Fatalf("the first notice's link after a second change: %v", err)
+	}
+	if _, err := m.svc.Authenticate(ctx, m.sessions[0]); err == nil {
+		t.Error("the changer's session outlives the reset made from the notice")
+	}
+
+	// Held back by a spent limit, or failed: the change answers all the same.
+	held := emailChangeWorld(t, false)
+	limitMail(held, 1)
+	if err := held.svc.RequestPasswordReset(ctx, annHome); err != nil {
+		t.Fatal(err)
+	}
+	if held.box.tokenTo("reset", annHome) == "" {
+		t.Fatal("the hour's one mail did not go out")
+	}
+	p, err := held.svc.Authenticate(ctx, held.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := held.box.count()
+	if err := held.svc.ChangePassword(ctx, p, held.ann.ID, accounts.Password(password), "a pass past the limit"); err != nil {
+		t.Fatalf("a change whose notice is held back: %v", err)
+	}
+	if held.box.count() != before {
+		t.Error("a notice went out past the address's hourly limit")
+	}
+	held.box.broken = true
+	if err := held.svc.ChangePassword(ctx, p, held.ann.ID, accounts.Password("a pass past the limit"), "a pass with no mailer"); err != nil {
+		t.Fatalf("a change whose notice fails: %v", err)
+	}
+}
