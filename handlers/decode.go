@@ -183,6 +183,11 @@ func decodeProblem(err error) *Problem {
 		if typeErr.Field == "" {
 			return newProblem(http.StatusBadRequest, "malformed_json", "The body must be a JSON object.")
 		}
+		if typeErr.Type == requestTimeType {
+			return newProblem(http.StatusBadRequest, "validation_failed", "A time is not an RFC 3339 time.",
+				ProblemField{Field: typeErr.Field, Code: "format",
+					Message: "must be an RFC 3339 time, such as 2026-12-01T00:00:00Z; got " + typeErr.Value})
+		}
 		return newProblem(http.StatusBadRequest, "validation_failed", "A field has the wrong type.",
 			ProblemField{Field: typeErr.Field, Code: "wrong_type",
 				Message: fmt.Sprintf("must be %s, not %s", jsonKind(typeErr.Type), typeErr.Value)})

@@ -17,8 +17,8 @@ type Moderation struct {
 
 // suspendRequest is POST /v1/users/{id}/suspension.
 type suspendRequest struct {
-	Reason *string    `json:"reason" validate:"required"` // the domain checks it
-	Until  *time.Time `json:"until"`
+	Reason *string      `json:"reason" validate:"required"` // the domain checks it
+	Until  *requestTime `json:"until"`
 }
 
 // suspensionResponse is the Suspension schema of openapi.yaml.
@@ -43,7 +43,7 @@ func (h *Moderation) suspend(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s, err := h.moderation.Suspend(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
-		moderation.SuspendInput{Reason: *req.Reason, Until: req.Until})
+		moderation.SuspendInput{Reason: *req.Reason, Until: (*time.Time)(req.Until)})
 	if err != nil {
 		return err
 	}

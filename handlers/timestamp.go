@@ -1,6 +1,10 @@
 package handlers
 
-import "time"
+import (
+	"encoding/json"
+	"reflect"
+	"time"
+)
 
 // timestampLayout is every time an answer carries: UTC with exactly three
 // fractional digits. time.Time's own JSON (RFC3339Nano) drops trailing
@@ -32,4 +36,24 @@ func optionalStamp(t time.Time) *timestamp {
 	}
 	s := timestamp(t)
 	return &s
+}
+
+// requestTime is a time a request sends (a suspension's until): any RFC
+// 3339 time, as time.Time reads it. Anything else (a word, a number, a
+// date alone) is a *json.UnmarshalTypeError, which encoding/json names
+// with its field, so the problem names it (decodeProblem), where
+// time.Time's own error would leave the body "not JSON".
+type requestTime time.Time
+
+// requestTimeType is requestTime's type, which decodeProblem tells apart.
+var requestTimeType = reflect.TypeFor[requestTime]()
+
+// UnmarshalJSON reads an RFC 3339 time.
+func (t *requestTime) UnmarshalJSON(b []byte) error {
+	var v time.Time
+	if err := v.UnmarshalJSON(b); err != nil || len(b) == 0 || b[0] != '"' {
+		return &json.UnmarshalTypeError{Value: jsonValueKind(b), Type: requestTimeType}
+	}
+	*t = requestTime(v)
+	return nil
 }

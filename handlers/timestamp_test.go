@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +47,34 @@ func TestTimestampsHaveMilliseconds(t *testing.T) {
 	for _, want := range []string{`"suspendedAt":"2026-11-27T10:00:02.340Z"`, `"until":"2026-11-30T23:00:00.000Z"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("problem %s: want %s", b, want)
+		}
+	}
+}
+
+// TestABadUntilIsNamed (bad input gets a clear answer): a suspension's
+// until that is valid JSON but no RFC 3339 time (a word, a number, a
+// month 13) is refused 400 validation_failed naming until, as every
+// other field of the wrong form is, not as a body that is not JSON. The
+// router has no services: the body is refused before any is called.
+func TestABadUntilIsNamed(t *testing.T) {
+	t.Parallel()
+	h := testRouter(t)
+	for _, until := range []string{`"tomorrow"`, `"2026-13-01T00:00:00Z"`, `"2026-12-01"`, `1764547200`, `true`, `{}`} {
+		body := `{"reason":"spam","until":` + until + `}`
+		req := httptest.NewRequest(http.MethodPost, "/v1/users/u_x/suspension", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("until %s: %d %s, want 400", until, rec.Code, rec.Body)
+			continue
+		}
+		var p Problem
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Code != "validation_failed" || len(p.Errors) != 1 || p.Errors[0].Field != "until" || p.Errors[0].Message == "" {
+			t.Errorf("until %s: %s, want validation_failed naming until", until, rec.Body)
 		}
 	}
 }
