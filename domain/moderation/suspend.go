@@ -114,8 +114,13 @@ var reasonRule = domain.TextRule{Field: "reason", Min: 1, Max: 500, Lines: true}
 func checkSuspend(in SuspendInput, now time.Time, admin, userID string) (string, error) {
 	reason, fe := reasonRule.Check(in.Reason)
 	fes := []*domain.FieldError{fe}
-	if in.Until != nil && !in.Until.After(now) {
+	switch {
+	case in.Until != nil && !in.Until.After(now):
 		fes = append(fes, &domain.FieldError{Field: "until", Code: "not_future", Message: "must be in the future"})
+	case in.Until != nil && in.Until.UTC().Year() > 9999:
+		// Written with an offset on the last day of 9999, it is in year
+		// 10000 in UTC, which no answer writes as RFC 3339.
+		fes = append(fes, &domain.FieldError{Field: "until", Code: "range", Message: "must be before year 10000 in UTC"})
 	}
 	if userID == admin {
 		fes = append(fes, &domain.FieldError{Field: "userId", Code: "self", Message: "an admin cannot suspend themselves"})

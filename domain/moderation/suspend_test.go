@@ -37,3 +37,33 @@ func TestReasonRule(t *testing.T) {
 		}
 	}
 }
+
+// TestAnUntilPastYear9999IsRefused (bad input gets a clear answer): any
+// RFC 3339 time is taken for until, and one written with a negative
+// offset on the last day of 9999 is in year 10000 in UTC, which no answer
+// can write as RFC 3339 (the suspension, its history and its audit entry
+// carry it, in UTC): refused naming until, as a past one is.
+func TestAnUntilPastYear9999IsRefused(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	last, err := time.Parse(time.RFC3339, "9999-12-31T23:59:59-23:59")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for until, code := range map[time.Time]string{
+		time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC): "",
+		last: "range",
+	} {
+		_, err := checkSuspend(SuspendInput{Reason: "spam", Until: &until}, now, "u_admin", "u_user")
+		if code == "" {
+			if err != nil {
+				t.Errorf("until %v: %v", until, err)
+			}
+			continue
+		}
+		var de *domain.Error
+		if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "until" || de.Fields[0].Code != code {
+			t.Errorf("until %v (%v in UTC): %v, want until %s", until, until.UTC(), err, code)
+		}
+	}
+}
