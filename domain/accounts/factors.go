@@ -942,13 +942,18 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	return nil
 }
 
-// dropFactorsSince removes every factor of userID enrolled at or after
-// since, pending or confirmed: a revert of an email change undoes the
-// factors added while the address was another's, whose notices (and
-// revert links) went to that address, so whoever changed it cannot keep
-// the owner out with a factor of theirs
-// (TestARevertUndoesAFactorAddedAtTheThiefsAddress). A retry of the revert
-// removes what a failure left.
+// dropFactorsSince removes every factor of userID not confirmed before
+// since: those confirmed at or after it, and every enrolment still
+// pending. A revert of an email change undoes the factors added while
+// the address was another's: a factor's notice (and revert link) goes to
+// the address of its confirmation, so whoever changed the address cannot
+// keep the owner out with a factor of theirs, one whose enrolment they
+// began before the change included
+// (TestARevertUndoesAFactorAddedAtTheThiefsAddress,
+// TestARevertUndoesAFactorBegunBeforeTheChangeAndConfirmedAtTheThiefsAddress);
+// a pending one is removed so that no confirmation in flight, its notice
+// mailed to the address it read, makes it work after the revert. A retry
+// of the revert removes what a failure left.
 func (a *Service) dropFactorsSince(ctx context.Context, userID string, since time.Time) error {
 	if a.factors == nil {
 		return nil
@@ -958,7 +963,7 @@ func (a *Service) dropFactorsSince(ctx context.Context, userID string, since tim
 		return err
 	}
 	for _, f := range factors {
-		if !f.CreatedAt.Before(since) {
+		if !f.Confirmed() || !f.ConfirmedAt.Before(since) {
 			if err := a.dropFactor(ctx, userID, f.ID); err != nil {
 				return err
 			}

@@ -2026,9 +2026,10 @@ type ClientInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - removes the second factors (apps, passkeys) enrolled since the
-	//   change was asked for: their notices went to the address of the
-	//   moment, maybe the one that changed it;
+	// - removes the second factors (apps, passkeys) confirmed since the
+	//   change was asked for, and any enrolment not yet confirmed: their
+	//   notices went to the address of the moment, maybe the one that
+	//   changed it;
 	// - makes the password open nothing until it is reset: a login
 	//   whose password matches answers 403 `password_reset_required`
 	//   (whoever changed the email knew the password);
@@ -2067,9 +2068,10 @@ type ClientInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - removes the second factors (apps, passkeys) enrolled since the
-	//   change was asked for: their notices went to the address of the
-	//   moment, maybe the one that changed it;
+	// - removes the second factors (apps, passkeys) confirmed since the
+	//   change was asked for, and any enrolment not yet confirmed: their
+	//   notices went to the address of the moment, maybe the one that
+	//   changed it;
 	// - makes the password open nothing until it is reset: a login
 	//   whose password matches answers 403 `password_reset_required`
 	//   (whoever changed the email knew the password);
@@ -4328,9 +4330,10 @@ func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId Pri
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - removes the second factors (apps, passkeys) enrolled since the
-//     change was asked for: their notices went to the address of the
-//     moment, maybe the one that changed it;
+//   - removes the second factors (apps, passkeys) confirmed since the
+//     change was asked for, and any enrolment not yet confirmed: their
+//     notices went to the address of the moment, maybe the one that
+//     changed it;
 //   - makes the password open nothing until it is reset: a login
 //     whose password matches answers 403 `password_reset_required`
 //     (whoever changed the email knew the password);
@@ -4380,9 +4383,10 @@ func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType stri
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - removes the second factors (apps, passkeys) enrolled since the
-//     change was asked for: their notices went to the address of the
-//     moment, maybe the one that changed it;
+//   - removes the second factors (apps, passkeys) confirmed since the
+//     change was asked for, and any enrolment not yet confirmed: their
+//     notices went to the address of the moment, maybe the one that
+//     changed it;
 //   - makes the password open nothing until it is reset: a login
 //     whose password matches answers 403 `password_reset_required`
 //     (whoever changed the email knew the password);
@@ -10119,9 +10123,10 @@ type ClientWithResponsesInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - removes the second factors (apps, passkeys) enrolled since the
-	//   change was asked for: their notices went to the address of the
-	//   moment, maybe the one that changed it;
+	// - removes the second factors (apps, passkeys) confirmed since the
+	//   change was asked for, and any enrolment not yet confirmed: their
+	//   notices went to the address of the moment, maybe the one that
+	//   changed it;
 	// - makes the password open nothing until it is reset: a login
 	//   whose password matches answers 403 `password_reset_required`
 	//   (whoever changed the email knew the password);
@@ -10160,9 +10165,10 @@ type ClientWithResponsesInterface interface {
 	//   `SHELF_REVERT_EMAIL_TTL`, 7 days);
 	// - ends every session of the account, the one that asked for the
 	//   change included;
-	// - removes the second factors (apps, passkeys) enrolled since the
-	//   change was asked for: their notices went to the address of the
-	//   moment, maybe the one that changed it;
+	// - removes the second factors (apps, passkeys) confirmed since the
+	//   change was asked for, and any enrolment not yet confirmed: their
+	//   notices went to the address of the moment, maybe the one that
+	//   changed it;
 	// - makes the password open nothing until it is reset: a login
 	//   whose password matches answers 403 `password_reset_required`
 	//   (whoever changed the email knew the password);
@@ -20935,9 +20941,10 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - removes the second factors (apps, passkeys) enrolled since the
-//     change was asked for: their notices went to the address of the
-//     moment, maybe the one that changed it;
+//   - removes the second factors (apps, passkeys) confirmed since the
+//     change was asked for, and any enrolment not yet confirmed: their
+//     notices went to the address of the moment, maybe the one that
+//     changed it;
 //   - makes the password open nothing until it is reset: a login
 //     whose password matches answers 403 `password_reset_required`
 //     (whoever changed the email knew the password);
@@ -20983,9 +20990,10 @@ func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.
 //     `SHELF_REVERT_EMAIL_TTL`, 7 days);
 //   - ends every session of the account, the one that asked for the
 //     change included;
-//   - removes the second factors (apps, passkeys) enrolled since the
-//     change was asked for: their notices went to the address of the
-//     moment, maybe the one that changed it;
+//   - removes the second factors (apps, passkeys) confirmed since the
+//     change was asked for, and any enrolment not yet confirmed: their
+//     notices went to the address of the moment, maybe the one that
+//     changed it;
 //   - makes the password open nothing until it is reset: a login
 //     whose password matches answers 403 `password_reset_required`
 //     (whoever changed the email knew the password);

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"testing"
+	"time"
 
 	"shelf/domain/accounts"
 	"shelf/internal/factor"
@@ -117,4 +118,50 @@ func TestExploreARevertRemovingTheThiefsFactor(t *testing.T) {
 	fresh := func(mailOperation) *mailWorld { return thiefWithFactor(t) }
 	total := exploreMailOperations(t, []mailOperation{revert}, fresh, func(err error) bool { return refused(err) || expected(err) })
 	t.Logf("%d schedules in all", total)
+}
+
+// TestARevertUndoesAFactorBegunBeforeTheChangeAndConfirmedAtTheThiefsAddress:
+// a thief with a session and the password begins an authenticator's
+// enrolment while the account still has the owner's address, then moves
+// the email to their address and confirms it there, and only then
+// confirms the authenticator: its notice (and revert link) goes to the
+// thief's address, as for a factor begun after the change. The owner's
+// revert of the email change must remove it all the same, or her reset
+// answers a challenge she cannot meet.
+func TestARevertUndoesAFactorBegunBeforeTheChangeAndConfirmedAtTheThiefsAddress(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	totp := withFactors(t, m, nil)
+	p, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := m.svc.EnrolTOTP(ctx, p, m.ann.ID, "thief", accounts.Password(password))
+	if err != nil {
+		t.Fatalf("the thief's enrolment: %v", err)
+	}
+	m.store.Advance(time.Minute)
+	thiefTakes(t, m) // email now annNext, the thief's; annHome held for the revert
+	if p, err = m.svc.Authenticate(ctx, m.sessions[0]); err != nil {
+		t.Fatalf("the thief's session after the change: %v", err)
+	}
+	factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+	if err != nil || len(factors) != 1 {
+		t.Fatalf("the factors: %+v %v", factors, err)
+	}
+	code, err := totp.Code(factors[0].Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.svc.ConfirmTOTP(ctx, p, m.ann.ID, e.Factor.ID, code); err != nil {
+		t.Fatalf("the thief's confirmation: %v", err)
+	}
+	if n := m.box.sentTo("revert-factor", annHome); n != 0 {
+		t.Fatalf("the factor's notice reached the owner's address (%d): the test no longer shows the attack", n)
+	}
+	if err := m.svc.RevertEmailChange(ctx, m.box.tokenTo("revert-email", annHome)); err != nil {
+		t.Fatal(err)
+	}
+	checkThiefFactorGone(t, "the revert", m)
 }
