@@ -136,7 +136,7 @@ func (a *Service) sendTokenAbout(ctx context.Context, u domain.User, purpose Tok
 // sendMessage is sendTokenAbout with the mail that carries the token
 // written by write.
 func (a *Service) sendMessage(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit, subject string, write func(u domain.User, token string) Message) error {
-	if err := a.countMail(ctx, u.EmailKey); err != nil && limit == heldBack {
+	if err := a.countMailOf(ctx, u.EmailKey, purpose); err != nil && limit == heldBack {
 		return fmt.Errorf("a %s mail to %s: %w", purpose, u.ID, err)
 	}
 	token, err := a.issueToken(ctx, u, purpose, subject)
@@ -167,7 +167,22 @@ func (e *mailLimited) Unwrap() error { return ErrMailLimit }
 // count cannot be written or read, the mail is not sent either (the user
 // asks again).
 func (a *Service) countMail(ctx context.Context, emailKey string) error {
-	c, err := a.admit(ctx, a.throttle.Store, mailWindow, tier{scope: scopeKey("mail/" + emailKey), limit: a.mail.PerAddress})
+	return a.countMailOf(ctx, emailKey, "")
+}
+
+// countMailOf is countMail for a mail of purpose. A verification link
+// may take all but the last of the hour's mails (verificationLimit): a
+// request for one is anyone's to make and its link opens nothing, so
+// such requests must not spend the mail that would carry the owner a way
+// in (a reset link, a notice with its recovery link) and leave her,
+// every mail of hers held back, with none
+// (TestVerificationMailsCannotLeaveTheOwnerWithoutAWorkingLink).
+func (a *Service) countMailOf(ctx context.Context, emailKey string, purpose TokenPurpose) error {
+	limit := a.mail.PerAddress
+	if purpose == PurposeVerifyEmail {
+		limit = verificationLimit(limit)
+	}
+	c, err := a.admit(ctx, a.throttle.Store, mailWindow, tier{scope: scopeKey("mail/" + emailKey), limit: limit})
 	var de *domain.Error
 	if errors.Is(err, domain.ErrTooManyAttempts) && errors.As(err, &de) {
 		return &mailLimited{wait: de.RetryAfter}
@@ -178,6 +193,17 @@ func (a *Service) countMail(ctx context.Context, emailKey string) error {
 	// The mail counts for the hour once its failure row is in; a mail
 	// whose row could not be written is not sent.
 	return c.spend(ctx)
+}
+
+// verificationLimit is how many of an address's perHour mails may be
+// verification links: all but one, so that the last is always a mail
+// that recovers the account; all of them under a limit of one (0: no
+// limit).
+func verificationLimit(perHour int) int {
+	if perHour > 1 {
+		return perHour - 1
+	}
+	return perHour
 }
 
 // Link is the console page that completes purpose with token.

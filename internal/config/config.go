@@ -355,7 +355,7 @@ var Vars = []Var{
 	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works", Tuning},
 	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile)", Tuning},
 	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted", Operator},
-	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour, of every kind together (verifications after signup, after a change of email or on request, resets, notices), counted by every instance together in Cassandra (beyond: requests answered the same, nothing sent); 0 turns the limit off", Tuning},
+	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour, of every kind together (verifications after signup, after a change of email or on request, resets, notices; verifications take all but the last), counted by every instance together in Cassandra (beyond: requests answered the same, nothing sent); 0 turns the limit off", Tuning},
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map

@@ -135,3 +135,46 @@ func TestAPasswordChangeIsToldWithAWorkingResetLink(t *testing.T) {
 		t.Fatalf("a change whose notice fails: %v", err)
 	}
 }
+
+// TestVerificationMailsCannotLeaveTheOwnerWithoutAWorkingLink: the
+// account's address is not verified yet (its owner never followed the
+// signup's link). A stranger, or the thief, spends the address's hourly
+// mails on verification requests, which anyone may make and whose links
+// open nothing; the thief, with a session and the password, then changes
+// the password. Its notice is held back by the spent limit, and so is the
+// owner's own request for a reset: every link in her mailbox is a
+// verification link, and she is out for the hour (again every hour,
+// while she does not verify). The mails that spent the limit must leave
+// her a way in, as decision 77 says of the reset links.
+func TestVerificationMailsCannotLeaveTheOwnerWithoutAWorkingLink(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newMailWorld(t, false) // annHome not verified
+	limitMail(m, 3)
+	for range 3 {
+		if err := m.svc.RequestVerification(ctx, annHome); err != nil {
+			t.Fatal(err)
+		}
+	}
+	thief, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.svc.ChangePassword(ctx, thief, m.ann.ID, accounts.Password(password), "the thief's own pass"); err != nil {
+		t.Fatalf("the thief's change: %v", err)
+	}
+	if err := m.svc.RequestPasswordReset(ctx, annHome); err != nil {
+		t.Fatal(err)
+	}
+	link := m.box.tokenTo("reset", annHome)
+	if link == "" {
+		t.Fatalf("no reset link reached the owner's mailbox (%d verification links did): the thief's notice and her own request were held back by the limit verification requests spent; she is out for the hour",
+			m.box.sentTo("verify", annHome))
+	}
+	if _, err := m.svc.ResetPassword(ctx, link, newPassword, accounts.Client{}); err != nil {
+		t.Fatalf("the owner's reset: %v", err)
+	}
+	if _, err := m.svc.Authenticate(ctx, m.sessions[0]); err == nil {
+		t.Error("the thief's session outlives the owner's reset")
+	}
+}
