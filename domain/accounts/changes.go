@@ -197,7 +197,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		return done, err
 	})
 	if asked && self {
-		if err := a.endSessions(ctx, err, id, p.Session.TokenHash, "an email change"); err != nil {
+		if err := a.endSessions(ctx, err, id, "an email change"); err != nil {
 			return UserView{}, err
 		}
 	}
@@ -325,11 +325,18 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 	if errors.Is(err, domain.ErrNotFound) {
 		return domain.ErrNoSession
 	}
-	if err := a.endSessions(ctx, err, id, p.Session.TokenHash, "a password change"); err != nil {
-		return err
+	switch {
+	case err == nil:
+		a.mailPasswordNotice(ctx, out)
+	case errors.Is(err, domain.ErrOutcomeUnknown):
+		// The change may be in force, or land later: told all the same
+		// (a notice of a change that never happened carries a reset link
+		// that works, which does no harm). Its address and recovery
+		// epoch are the ones checked: a change of the password moves
+		// neither.
+		a.mailPasswordNotice(ctx, checked)
 	}
-	a.mailPasswordNotice(ctx, out)
-	return nil
+	return a.endSessions(ctx, err, id, "a password change")
 }
 
 // mailPasswordNotice tells u's address, after the answer, that its
@@ -340,7 +347,7 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 // address's hourly limit like any mail: a stranger cannot aim it (it
 // takes the account's session and password), and the mails that can
 // spend a verified address's limit are reset links, which work as this
-// one would. A failure is logged.
+// one would. Mailed after an unknown outcome too. A failure is logged.
 func (a *Service) mailPasswordNotice(ctx context.Context, u domain.User) {
 	if !a.mailOn() {
 		return
@@ -350,22 +357,19 @@ func (a *Service) mailPasswordNotice(ctx context.Context, u domain.User) {
 	})
 }
 
-// endSessions ends every session of userID but keep ("" for none) after
-// a compare-and-set that moved its password epoch on, whose outcome was
-// err, and answers err: after success, and after an unknown outcome too
-// (the new epoch may be in force; ending them is harmless if it is not),
-// then "try again". what names the write in the log.
-func (a *Service) endSessions(ctx context.Context, err error, userID, keep, what string) error {
-	switch {
-	case errors.Is(err, domain.ErrOutcomeUnknown):
-		if rerr := a.sessions.DeleteAll(ctx, userID, keep); rerr != nil {
-			a.log.Warn(ctx, "revoking sessions after "+what+" of unknown outcome failed", "user", userID, "error", rerr.Error())
-		}
-		return err
-	case err != nil:
-		return err
+// endSessions follows a compare-and-set that moved userID's password
+// epoch on, whose outcome was err, and answers err. The epoch has ended
+// every session it did not keep (Authenticate and the list admit a
+// session only at the account's epoch, or named as its PasswordSession),
+// so what is left is tidying, after the answer: deleting the rows of the
+// sessions it stopped (sweepSessions). After an unknown outcome too (the
+// new epoch may be in force; if not, the sweep deletes nothing), then
+// "try again". what names the write in the log.
+func (a *Service) endSessions(ctx context.Context, err error, userID, what string) error {
+	if err == nil || errors.Is(err, domain.ErrOutcomeUnknown) {
+		a.sweepSessions(ctx, userID, what)
 	}
-	return a.sessions.DeleteAll(ctx, userID, keep)
+	return err
 }
 
 // SetAdmin grants (or revokes) the admin role of the account with this

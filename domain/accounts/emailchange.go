@@ -271,7 +271,7 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 	if errors.Is(err, domain.ErrNotFound) {
 		return ErrRevertStale
 	}
-	if err := a.endSessions(ctx, err, t.UserID, "", "a revert"); err != nil {
+	if err := a.endSessions(ctx, err, t.UserID, "a revert"); err != nil {
 		return err
 	}
 	if err := a.dropFactorsSince(ctx, t.UserID, t.CreatedAt); err != nil {

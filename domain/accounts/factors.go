@@ -925,7 +925,7 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	if errors.Is(err, domain.ErrNotFound) {
 		return ErrFactorRevertStale
 	}
-	if err := a.endSessions(ctx, err, t.UserID, "", "a factor's revert"); err != nil {
+	if err := a.endSessions(ctx, err, t.UserID, "a factor's revert"); err != nil {
 		return err
 	}
 	if a.factors != nil {

@@ -266,8 +266,12 @@ func (a *Service) RevokeSession(ctx context.Context, p domain.Principal, userID,
 // RevokeSessions ends every session of userID, for the user themself or an
 // active admin; exceptCurrent keeps the session of the request (for a user
 // signing out everywhere else; an admin's own session is never among
-// another user's). Idempotent: a retry ends whatever the first attempt
-// left. An admin's revocation of another's sessions is audited before it
+// another user's). It moves the account's password epoch on by
+// compare-and-set, naming the kept session (as a password change names
+// its own): in that write every other session stops working, a login in
+// flight included, however many there are; their rows are deleted after
+// the answer (endSessions). Idempotent: a retry moves the epoch again. An
+// admin's revocation of another's sessions is audited before it
 // (auditSessions), each attempt.
 func (a *Service) RevokeSessions(ctx context.Context, p domain.Principal, userID string, exceptCurrent bool) error {
 	account, err := a.mayManageSessions(ctx, p, userID, nil)
@@ -278,10 +282,84 @@ func (a *Service) RevokeSessions(ctx context.Context, p domain.Principal, userID
 		return err
 	}
 	keep := ""
-	if exceptCurrent {
+	if exceptCurrent && p.UserID == userID {
 		keep = p.Session.TokenHash
 	}
-	return a.sessions.DeleteAll(ctx, userID, keep)
+	_, err = a.updateAccount(ctx, userID, func(u domain.User) (domain.User, bool, error) {
+		if !u.Visible() {
+			return u, false, domain.ErrUserNotFound
+		}
+		u.PasswordEpoch, u.PasswordSession = u.PasswordEpoch+1, keep
+		return u, true, nil
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.ErrUserNotFound
+	}
+	return a.endSessions(ctx, err, userID, "a revocation")
+}
+
+// sweepBatch is how many sessions a sweep reads, and deletes, at once.
+const sweepBatch = 16
+
+// stoppedBy reports whether the account as read (access) no longer
+// admits s and never will: s carries an older epoch and is not the
+// session the account names. A session at a later epoch than the read
+// is newer than it (a reset's, a login's since) and is spared.
+func stoppedBy(access domain.Access, s domain.Session) bool {
+	return s.PasswordEpoch < access.PasswordEpoch && s.TokenHash != access.PasswordSession
+}
+
+// sweepSessions deletes, after the answer (Config.Background, at most
+// maxMailJobs jobs a process), the rows of userID's sessions its account
+// no longer admits: those a new password epoch stopped. Only those: a
+// session opened since (a reset's own, a new login) is admitted and
+// stays, and a session once not admitted never is again (the epoch only
+// grows, and only an admitted session can name itself PasswordSession by
+// a change). An index entry whose session row is missing is left: it may
+// be a login's, written before its session. What a sweep misses (its
+// process stopped, a store call failed) works no more than before it, is
+// not listed (ListSessions checks each session the same way), and expires
+// with its TTL; the next sweep of the account deletes it.
+func (a *Service) sweepSessions(ctx context.Context, userID, what string) {
+	a.afterAnswer(ctx, "deleting the sessions "+what+" ended", func(ctx context.Context) error {
+		access, err := a.users.Access(ctx, userID)
+		if errors.Is(err, domain.ErrNotFound) {
+			return nil // gone: its sessions work no more, and expire
+		}
+		if err != nil {
+			return err
+		}
+		entries, err := a.sessions.Entries(ctx, userID)
+		if err != nil {
+			return err
+		}
+		for start := 0; start < len(entries); start += sweepBatch {
+			chunk := entries[start:min(start+sweepBatch, len(entries))]
+			hashes := make([]string, len(chunk))
+			for i, e := range chunk {
+				hashes[i] = e.TokenHash
+			}
+			live, err := a.sessions.GetMany(ctx, hashes)
+			if err != nil {
+				return err
+			}
+			var stopped []domain.Session
+			for _, e := range chunk {
+				if s, ok := live[e.TokenHash]; ok && stoppedBy(access, s) {
+					s.UserID, s.Written = userID, max(s.Written, e.Written)
+					stopped = append(stopped, s)
+				}
+			}
+			errs := make([]error, len(stopped))
+			domain.Parallel(ctx, len(stopped), func(ctx context.Context, i int) {
+				errs[i] = a.sessions.Delete(ctx, stopped[i])
+			})
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Sightings: when sessions were last seen.

@@ -349,7 +349,7 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 	if errors.Is(err, domain.ErrNotFound) {
 		return LoginResult{}, ErrTokenStale
 	}
-	if err := a.endSessions(ctx, err, t.UserID, "", "a reset"); err != nil {
+	if err := a.endSessions(ctx, err, t.UserID, "a reset"); err != nil {
 		return LoginResult{}, err
 	}
 	opened, err := a.resetSession(ctx, out, client)

@@ -3756,7 +3756,9 @@ type ClientInterface interface {
 	// admin ending someone else's sessions the flag changes nothing.)
 	//
 	// Idempotent: a retry (after a 503, or an answer that was lost) ends
-	// whatever the first attempt left, and answers 204 again.
+	// whatever the first attempt left, and answers 204 again. A login,
+	// or a password change, racing the revocation is refused once (401):
+	// try it again.
 	//
 	// Who may call: the user themself, or an active admin for any
 	// account. Without a session 401; a session of another, non-admin
@@ -3766,9 +3768,12 @@ type ClientInterface interface {
 	// (`sessions_revoked`) before it: if that write fails, the answer is
 	// 503 and nothing is revoked. Each attempt, a retry too, is an entry.
 	//
-	// Cost: the user's index of sessions, then each session and its
-	// index entry deleted, 16 sessions at a time (and, for an admin, one
-	// read of the account and the audit entry's write first).
+	// Cost: the same however many sessions the user has: a read of the
+	// account and a compare-and-set that moves its password epoch on (in
+	// that write every other session stops), and for an admin the audit
+	// entry's write first. The sessions' rows are deleted after the
+	// answer, 16 at a time; one left behind works no more, is not
+	// listed, and expires with its TTL.
 	//
 	// Corresponds with DELETE /v1/users/{id}/sessions (the `RevokeUserSessions` operationId).
 	RevokeUserSessions(ctx context.Context, id UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6684,7 +6689,9 @@ func (c *Client) CreateRecoveryCodes(ctx context.Context, id UserId, body Create
 // admin ending someone else's sessions the flag changes nothing.)
 //
 // Idempotent: a retry (after a 503, or an answer that was lost) ends
-// whatever the first attempt left, and answers 204 again.
+// whatever the first attempt left, and answers 204 again. A login,
+// or a password change, racing the revocation is refused once (401):
+// try it again.
 //
 // Who may call: the user themself, or an active admin for any
 // account. Without a session 401; a session of another, non-admin
@@ -6694,9 +6701,12 @@ func (c *Client) CreateRecoveryCodes(ctx context.Context, id UserId, body Create
 // (`sessions_revoked`) before it: if that write fails, the answer is
 // 503 and nothing is revoked. Each attempt, a retry too, is an entry.
 //
-// Cost: the user's index of sessions, then each session and its
-// index entry deleted, 16 sessions at a time (and, for an admin, one
-// read of the account and the audit entry's write first).
+// Cost: the same however many sessions the user has: a read of the
+// account and a compare-and-set that moves its password epoch on (in
+// that write every other session stops), and for an admin the audit
+// entry's write first. The sessions' rows are deleted after the
+// answer, 16 at a time; one left behind works no more, is not
+// listed, and expires with its TTL.
 //
 // Corresponds with DELETE /v1/users/{id}/sessions (the `RevokeUserSessions` operationId).
 func (c *Client) RevokeUserSessions(ctx context.Context, id UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11897,7 +11907,9 @@ type ClientWithResponsesInterface interface {
 	// admin ending someone else's sessions the flag changes nothing.)
 	//
 	// Idempotent: a retry (after a 503, or an answer that was lost) ends
-	// whatever the first attempt left, and answers 204 again.
+	// whatever the first attempt left, and answers 204 again. A login,
+	// or a password change, racing the revocation is refused once (401):
+	// try it again.
 	//
 	// Who may call: the user themself, or an active admin for any
 	// account. Without a session 401; a session of another, non-admin
@@ -11907,9 +11919,12 @@ type ClientWithResponsesInterface interface {
 	// (`sessions_revoked`) before it: if that write fails, the answer is
 	// 503 and nothing is revoked. Each attempt, a retry too, is an entry.
 	//
-	// Cost: the user's index of sessions, then each session and its
-	// index entry deleted, 16 sessions at a time (and, for an admin, one
-	// read of the account and the audit entry's write first).
+	// Cost: the same however many sessions the user has: a read of the
+	// account and a compare-and-set that moves its password epoch on (in
+	// that write every other session stops), and for an admin the audit
+	// entry's write first. The sessions' rows are deleted after the
+	// answer, 16 at a time; one left behind works no more, is not
+	// listed, and expires with its TTL.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23091,7 +23106,9 @@ func (c *ClientWithResponses) CreateRecoveryCodesWithResponse(ctx context.Contex
 // admin ending someone else's sessions the flag changes nothing.)
 //
 // Idempotent: a retry (after a 503, or an answer that was lost) ends
-// whatever the first attempt left, and answers 204 again.
+// whatever the first attempt left, and answers 204 again. A login,
+// or a password change, racing the revocation is refused once (401):
+// try it again.
 //
 // Who may call: the user themself, or an active admin for any
 // account. Without a session 401; a session of another, non-admin
@@ -23101,9 +23118,12 @@ func (c *ClientWithResponses) CreateRecoveryCodesWithResponse(ctx context.Contex
 // (`sessions_revoked`) before it: if that write fails, the answer is
 // 503 and nothing is revoked. Each attempt, a retry too, is an entry.
 //
-// Cost: the user's index of sessions, then each session and its
-// index entry deleted, 16 sessions at a time (and, for an admin, one
-// read of the account and the audit entry's write first).
+// Cost: the same however many sessions the user has: a read of the
+// account and a compare-and-set that moves its password epoch on (in
+// that write every other session stops), and for an admin the audit
+// entry's write first. The sessions' rows are deleted after the
+// answer, 16 at a time; one left behind works no more, is not
+// listed, and expires with its TTL.
 //
 // Returns a wrapper object for the known response body format(s).
 //

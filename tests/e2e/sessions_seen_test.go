@@ -195,7 +195,9 @@ func TestALateSightingNeverBringsARevokedSessionBack(t *testing.T) {
 // TestSessionWritesUnderFaults: each write of a revocation fails before
 // it is sent, or loses its answer after it applied, and a sighting's and
 // a login's session write fail before they are sent: the client's retry
-// finishes the revocation (204, or 404 once the session is gone), a failed
+// finishes the revocation (204, or 404 once the session is gone; a
+// revocation of all has stopped the session in its epoch's write, and
+// answers 204 whatever its deletes after the answer do), a failed
 // sighting only leaves lastSeenAt behind, and a login whose session write
 // failed leaves an index entry that is never listed.
 func TestSessionWritesUnderFaults(t *testing.T) {
@@ -229,7 +231,18 @@ func TestSessionWritesUnderFaults(t *testing.T) {
 				if r.StatusCode != http.StatusServiceUnavailable && r.StatusCode != http.StatusNoContent {
 					t.Fatalf("%s %v all=%v: %d %s", stmt, at, all, r.StatusCode, r.Body)
 				}
-				if stmt == "sessions.delete" && at == faultinject.BeforeWrite {
+				if stmt == "sessions.delete" && at == faultinject.BeforeWrite && all {
+					// Revoking all is a new epoch: every other session
+					// stops in that write, and the deletes after the
+					// answer only tidy.
+					if r.StatusCode != http.StatusNoContent {
+						t.Fatalf("a revocation of all whose sweep's delete failed answered %d", r.StatusCode)
+					}
+					if r := api.As(token).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
+						t.Fatalf("a session the new epoch stopped works though its delete failed: %d", r.StatusCode)
+					}
+				}
+				if stmt == "sessions.delete" && at == faultinject.BeforeWrite && !all {
 					if r.StatusCode != http.StatusServiceUnavailable {
 						t.Fatalf("a revocation whose session delete failed answered %d", r.StatusCode)
 					}

@@ -2,9 +2,12 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/tests/memstore"
 )
 
 // TestAThiefCannotStarveTheOwnersReset: a thief with a session and the
@@ -176,5 +179,37 @@ func TestVerificationMailsCannotLeaveTheOwnerWithoutAWorkingLink(t *testing.T) {
 	}
 	if _, err := m.svc.Authenticate(ctx, m.sessions[0]); err == nil {
 		t.Error("the thief's session outlives the owner's reset")
+	}
+}
+
+// TestAPasswordChangeWhoseAnswerIsLostIsToldAllTheSame: the change's
+// compare-and-set applies and its answer is lost (503 to the client): the
+// notice with its reset link goes out all the same, and the link works.
+func TestAPasswordChangeWhoseAnswerIsLostIsToldAllTheSame(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	p, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "users.update" {
+			return memstore.LoseAnswer
+		}
+		return memstore.None
+	}
+	err = m.svc.ChangePassword(ctx, p, m.ann.ID, accounts.Password(password), "a pass whose answer was lost")
+	m.store.FaultAt = nil
+	m.store.Recover()
+	if !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("the change whose answer was lost: %v", err)
+	}
+	link := m.box.tokenTo("reset", annHome)
+	if link == "" {
+		t.Fatal("no notice of a change whose answer was lost")
+	}
+	if _, err := m.svc.ResetPassword(ctx, link, newPassword, accounts.Client{}); err != nil {
+		t.Fatalf("its notice's link: %v", err)
 	}
 }
