@@ -29,14 +29,13 @@ func NewAudit(db *DB) *Audit { return &Audit{db: db, suspensions: NewSuspensions
 // The audit's statements: the scans read one token range of their table
 // each (eachInSlices), the rest one row or one partition by its key.
 const (
-	auditUsersCQL       scanCQL = `SELECT id, ` + userColumnNames + ` FROM users WHERE token(id) > ? AND token(id) <= ?`
-	auditLookupsCQL     scanCQL = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE token(user_id) > ? AND token(user_id) <= ?`
-	auditStatusRowsCQL  scanCQL = `SELECT bucket, occurred_on, user_id, username, reason, actor, until, status FROM users_by_status WHERE token(bucket, status) > ? AND token(bucket, status) <= ?`
-	auditListRowCQL     readCQL = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
-	auditExpiryCQL      readCQL = `SELECT user_id FROM suspension_expiries WHERE shard = ? AND until = ? AND user_id = ?`
-	auditBucketsCQL     readCQL = `SELECT bucket, emptied, WRITETIME(emptied) AS marked FROM status_buckets WHERE status = ?`
-	auditPartitionsCQL  scanCQL = `SELECT DISTINCT bucket, status FROM users_by_status`
-	auditHasSessionsCQL readCQL = `SELECT token_hash FROM sessions_by_user WHERE user_id = ? LIMIT 1`
+	auditUsersCQL      scanCQL = `SELECT id, ` + userColumnNames + ` FROM users WHERE token(id) > ? AND token(id) <= ?`
+	auditLookupsCQL    scanCQL = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE token(user_id) > ? AND token(user_id) <= ?`
+	auditStatusRowsCQL scanCQL = `SELECT bucket, occurred_on, user_id, username, reason, actor, until, status FROM users_by_status WHERE token(bucket, status) > ? AND token(bucket, status) <= ?`
+	auditListRowCQL    readCQL = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
+	auditExpiryCQL     readCQL = `SELECT user_id FROM suspension_expiries WHERE shard = ? AND until = ? AND user_id = ?`
+	auditBucketsCQL    readCQL = `SELECT bucket, emptied, WRITETIME(emptied) AS marked FROM status_buckets WHERE status = ?`
+	auditPartitionsCQL scanCQL = `SELECT DISTINCT bucket, status FROM users_by_status`
 )
 
 // auditSlices is how many token ranges a scan walks, one after another,
@@ -201,11 +200,6 @@ func (a *Audit) Buckets(ctx context.Context) (indexed, withRows []string, err er
 		}
 	}
 	return indexed, withRows, nil
-}
-
-// HasSessions reports whether the user has a session index entry left.
-func (a *Audit) HasSessions(ctx context.Context, userID string) (bool, error) {
-	return exists(a.db.query(ctx, 0, auditHasSessionsCQL, userID), "sessions_by_user.check")
 }
 
 // IndexBucket adds a bucket to the index.

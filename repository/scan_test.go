@@ -154,7 +154,7 @@ var rowSelects = []struct {
 // of one destination, or selectValues).
 var valueSelects = []string{
 	string(gmRoleCQL), string(gmGroupsOfCQL), string(bucketAnyRowCQL),
-	string(auditHasSessionsCQL), string(auditListRowCQL), string(auditExpiryCQL), string(readinessCQL), string(queueStartCQL), string(nodeNowCQL), string(historyEntryCQL),
+	string(auditListRowCQL), string(auditExpiryCQL), string(readinessCQL), string(queueStartCQL), string(nodeNowCQL), string(historyEntryCQL),
 	string(replicationCQL), string(indexCountCQL), string(auditSinceCQL),
 }
 

@@ -37,8 +37,6 @@ type Audit interface {
 	HasEvent(ctx context.Context, e Event) (bool, error)
 	// Buckets returns the indexed buckets and the buckets holding rows.
 	Buckets(ctx context.Context) (indexed, withRows []string, err error)
-	// HasSessions reports whether the user has any session left.
-	HasSessions(ctx context.Context, userID string) (bool, error)
 	// IndexBucket adds a bucket to the index; PruneBucket marks it
 	// emptied if it is empty.
 	IndexBucket(ctx context.Context, bucket string) error
@@ -107,7 +105,7 @@ type RepairOptions struct {
 // RepairSuspensions cross-checks the account rows (the truth), the reverse
 // lookup, the suspended list and its bucket index, and the history, and
 // makes the derived records agree with the accounts (S2, S5): a suspended
-// account gets its records and loses its sessions; an account's current
+// account gets its records; an account's current
 // suspension and last lift get their history entries; a record of a
 // suspension its account no longer has is erased; buckets are indexed
 // exactly when they hold rows.
@@ -257,8 +255,8 @@ func (r *repair) finishLift(ctx context.Context, u domain.User) error {
 const timeFormat = "2006-01-02T15:04:05.000Z"
 
 // finishSuspended gives a suspended account its records (its history
-// entry among them) and ends its sessions, where some are missing or
-// left. Each record is read by its key; a failed read stops the run (it
+// entry among them) where some are missing (its sessions ended with its
+// compare-and-set: a new password epoch). Each record is read by its key; a failed read stops the run (it
 // resumes from the last position).
 func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
 	id, s := u.ID, *u.Suspension
@@ -283,15 +281,11 @@ func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
 	if err != nil {
 		return err
 	}
-	sessions, err := r.audit.HasSessions(ctx, id)
-	if err != nil {
-		return err
-	}
-	if hasLookup && hasRow && hasExpiry && hasEvent && !sessions {
+	if hasLookup && hasRow && hasExpiry && hasEvent {
 		return nil
 	}
-	r.problem("user %s is suspended (since %s) but list row present=%v, reverse lookup current=%v, expiry entry present=%v, history entry present=%v, sessions left=%v",
-		id, s.SuspendedAt.Format(timeFormat), hasRow, hasLookup, hasExpiry, hasEvent, sessions)
+	r.problem("user %s is suspended (since %s) but list row present=%v, reverse lookup current=%v, expiry entry present=%v, history entry present=%v",
+		id, s.SuspendedAt.Format(timeFormat), hasRow, hasLookup, hasExpiry, hasEvent)
 	if !r.dryRun {
 		err := r.m.finishSuspension(ctx, s, u.Version)
 		if err == nil {

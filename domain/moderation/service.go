@@ -78,8 +78,8 @@ type Config struct {
 // would: the operation returns the hook's error at once.
 type Hooks struct {
 	// AfterStep is called with "cas" (the account changed), "history"
-	// (a lift's history entries written), "records" (the derived records
-	// written or erased) and "sessions".
+	// (a lift's history entries written) and "records" (the derived
+	// records written or erased).
 	AfterStep func(op, step string) error
 }
 
@@ -96,12 +96,6 @@ type Users interface {
 	Update(ctx context.Context, u domain.User) (bool, error)
 }
 
-// Sessions revokes logins (S3).
-type Sessions interface {
-	// DeleteAll revokes every session of the user, except keep ("" for none).
-	DeleteAll(ctx context.Context, userID, keep string) error
-}
-
 // Admins says whether the caller may moderate.
 type Admins interface {
 	// RequireAdmin answers ErrNoSession for no session and ErrDenied for
@@ -115,7 +109,6 @@ type Service struct {
 	cfg         Config
 	admins      Admins
 	users       Users
-	sessions    Sessions
 	suspensions Store
 	// audit and log are Config's.
 	audit domain.AuditRecorder
@@ -125,7 +118,7 @@ type Service struct {
 }
 
 // New wires the service.
-func New(cfg Config, admins Admins, users Users, sessions Sessions, suspensions Store) *Service {
+func New(cfg Config, admins Admins, users Users, suspensions Store) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -139,7 +132,7 @@ func New(cfg Config, admins Admins, users Users, sessions Sessions, suspensions 
 	if audit == nil {
 		audit = noAudit{}
 	}
-	return &Service{cfg: cfg, admins: admins, users: users, sessions: sessions, suspensions: suspensions, audit: audit, log: cfg.Log}
+	return &Service{cfg: cfg, admins: admins, users: users, suspensions: suspensions, audit: audit, log: cfg.Log}
 }
 
 // recordApplied writes the audit entries of an applied action.

@@ -77,15 +77,14 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 			s.Until = in.Until.UTC().Truncate(time.Millisecond)
 		}
 		u.Status, u.Suspension, u.UpdatedAt = domain.StatusSuspended, &s, now
+		// A new password epoch: every session stops in this write, and
+		// stays stopped after a lift, however many there are (their rows
+		// expire with their TTL, never listed: decision 0078).
+		u.PasswordEpoch, u.PasswordSession = u.PasswordEpoch+1, ""
 		audited = []domain.AuditEntry{{UserID: u.ID, At: s.SuspendedAt, Version: u.Version + 1, Action: domain.AuditSuspended,
 			Actor: admin.ID, Via: domain.ViaAPI, From: p.From, Reason: s.Reason, Until: s.Until}}
 		return u, domain.CarryAdminChange(ctx, m.audit, &u, audited)
 	})
-	if errors.Is(err, domain.ErrOutcomeUnknown) {
-		// The suspension may be in force (S3): end the sessions anyway; the
-		// retry (409 after finishing) or the repair writes the records.
-		_ = m.sessions.DeleteAll(ctx, userID, "")
-	}
 	if errors.Is(err, errAlreadySuspended) && finished != nil {
 		if lerr := m.liftIfEnded(ctx, *finished); lerr != nil {
 			return domain.Suspension{}, lerr
@@ -154,14 +153,14 @@ func (m *Service) changeAccount(ctx context.Context, userID string, decide func(
 	return out, err
 }
 
-// finishSuspension writes a suspension's records and revokes the sessions.
-// Both are idempotent. The records are a grant (a row in the suspended
+// finishSuspension writes a suspension's records (idempotent; the
+// sessions ended in the suspension's compare-and-set, a new password
+// epoch). The records are a grant (a row in the suspended
 // list) made on the account as read before: it is checked again at the
 // end. The account, read again at SERIAL, may have moved on meanwhile
 // (deleted, or lifted by another admin): then the records just written
 // are erased at the version read (forget), which shadows every write of
-// them, this one's included wherever it lands; the account's sessions are
-// then not this suspension's to end. An account no longer visible
+// them, this one's included wherever it lands. An account no longer visible
 // answers ErrUserNotFound: the suspension took effect (its history entry
 // stays), but the account it would describe is gone.
 func (m *Service) finishSuspension(ctx context.Context, s domain.Suspension, version int) error {
@@ -186,10 +185,7 @@ func (m *Service) finishSuspension(ctx context.Context, s domain.Suspension, ver
 		}
 		return nil
 	}
-	if err := m.sessions.DeleteAll(ctx, s.UserID, ""); err != nil {
-		return err
-	}
-	return m.hook("suspend", "sessions")
+	return nil
 }
 
 // liftIfEnded lifts s, whose records were just written, if it has ended

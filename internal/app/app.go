@@ -91,7 +91,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		modNow = w.moderationClock(now)
 	}
 	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: modNow, Attempts: repository.NewModerationAttempts(db),
-		Audit: audit, Log: log}, acc, users, sessions, suspensions)
+		Audit: audit, Log: log}, acc, users, suspensions)
 	closings := repository.NewClosings(db)
 	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now, TurnWait: w.turnWait, Closings: closings,
 		Changes: repository.NewGroupChanges(db)},

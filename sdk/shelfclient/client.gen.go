@@ -3871,11 +3871,11 @@ type ClientInterface interface {
 	// Admins only; not themselves (400) nor another admin (403). The
 	// account changes first (a compare-and-set on its version, the guard
 	// against suspending twice; the suspension is in force from here and
-	// recorded in the user's audit), then its row in the suspended list,
-	// the reverse lookup, the expiry entry (with `until`) and its
-	// moderation history entry are written, then every session of the
-	// user is revoked: their next request gets 401, and login answers 403
-	// `suspended` once the password matched.
+	// recorded in the user's audit, and every session of the user ends in
+	// that write, for good: their next request gets 401, after a lift
+	// too, and login answers 403 `suspended` once the password matched),
+	// then its row in the suspended list, the reverse lookup, the expiry
+	// entry (with `until`) and its moderation history entry are written.
 	//
 	// A suspension interrupted half-way is finished by the next attempt
 	// (which answers 409 `already_suspended`), by the sweeper every
@@ -3895,11 +3895,11 @@ type ClientInterface interface {
 	// Admins only; not themselves (400) nor another admin (403). The
 	// account changes first (a compare-and-set on its version, the guard
 	// against suspending twice; the suspension is in force from here and
-	// recorded in the user's audit), then its row in the suspended list,
-	// the reverse lookup, the expiry entry (with `until`) and its
-	// moderation history entry are written, then every session of the
-	// user is revoked: their next request gets 401, and login answers 403
-	// `suspended` once the password matched.
+	// recorded in the user's audit, and every session of the user ends in
+	// that write, for good: their next request gets 401, after a lift
+	// too, and login answers 403 `suspended` once the password matched),
+	// then its row in the suspended list, the reverse lookup, the expiry
+	// entry (with `until`) and its moderation history entry are written.
 	//
 	// A suspension interrupted half-way is finished by the next attempt
 	// (which answers 409 `already_suspended`), by the sweeper every
@@ -6854,11 +6854,11 @@ func (c *Client) GetSuspension(ctx context.Context, id UserId, reqEditors ...Req
 // Admins only; not themselves (400) nor another admin (403). The
 // account changes first (a compare-and-set on its version, the guard
 // against suspending twice; the suspension is in force from here and
-// recorded in the user's audit), then its row in the suspended list,
-// the reverse lookup, the expiry entry (with `until`) and its
-// moderation history entry are written, then every session of the
-// user is revoked: their next request gets 401, and login answers 403
-// `suspended` once the password matched.
+// recorded in the user's audit, and every session of the user ends in
+// that write, for good: their next request gets 401, after a lift
+// too, and login answers 403 `suspended` once the password matched),
+// then its row in the suspended list, the reverse lookup, the expiry
+// entry (with `until`) and its moderation history entry are written.
 //
 // A suspension interrupted half-way is finished by the next attempt
 // (which answers 409 `already_suspended`), by the sweeper every
@@ -6888,11 +6888,11 @@ func (c *Client) SuspendUserWithBody(ctx context.Context, id UserId, contentType
 // Admins only; not themselves (400) nor another admin (403). The
 // account changes first (a compare-and-set on its version, the guard
 // against suspending twice; the suspension is in force from here and
-// recorded in the user's audit), then its row in the suspended list,
-// the reverse lookup, the expiry entry (with `until`) and its
-// moderation history entry are written, then every session of the
-// user is revoked: their next request gets 401, and login answers 403
-// `suspended` once the password matched.
+// recorded in the user's audit, and every session of the user ends in
+// that write, for good: their next request gets 401, after a lift
+// too, and login answers 403 `suspended` once the password matched),
+// then its row in the suspended list, the reverse lookup, the expiry
+// entry (with `until`) and its moderation history entry are written.
 //
 // A suspension interrupted half-way is finished by the next attempt
 // (which answers 409 `already_suspended`), by the sweeper every
@@ -12032,11 +12032,11 @@ type ClientWithResponsesInterface interface {
 	// Admins only; not themselves (400) nor another admin (403). The
 	// account changes first (a compare-and-set on its version, the guard
 	// against suspending twice; the suspension is in force from here and
-	// recorded in the user's audit), then its row in the suspended list,
-	// the reverse lookup, the expiry entry (with `until`) and its
-	// moderation history entry are written, then every session of the
-	// user is revoked: their next request gets 401, and login answers 403
-	// `suspended` once the password matched.
+	// recorded in the user's audit, and every session of the user ends in
+	// that write, for good: their next request gets 401, after a lift
+	// too, and login answers 403 `suspended` once the password matched),
+	// then its row in the suspended list, the reverse lookup, the expiry
+	// entry (with `until`) and its moderation history entry are written.
 	//
 	// A suspension interrupted half-way is finished by the next attempt
 	// (which answers 409 `already_suspended`), by the sweeper every
@@ -12056,11 +12056,11 @@ type ClientWithResponsesInterface interface {
 	// Admins only; not themselves (400) nor another admin (403). The
 	// account changes first (a compare-and-set on its version, the guard
 	// against suspending twice; the suspension is in force from here and
-	// recorded in the user's audit), then its row in the suspended list,
-	// the reverse lookup, the expiry entry (with `until`) and its
-	// moderation history entry are written, then every session of the
-	// user is revoked: their next request gets 401, and login answers 403
-	// `suspended` once the password matched.
+	// recorded in the user's audit, and every session of the user ends in
+	// that write, for good: their next request gets 401, after a lift
+	// too, and login answers 403 `suspended` once the password matched),
+	// then its row in the suspended list, the reverse lookup, the expiry
+	// entry (with `until`) and its moderation history entry are written.
 	//
 	// A suspension interrupted half-way is finished by the next attempt
 	// (which answers 409 `already_suspended`), by the sweeper every
@@ -23261,11 +23261,11 @@ func (c *ClientWithResponses) GetSuspensionWithResponse(ctx context.Context, id 
 // Admins only; not themselves (400) nor another admin (403). The
 // account changes first (a compare-and-set on its version, the guard
 // against suspending twice; the suspension is in force from here and
-// recorded in the user's audit), then its row in the suspended list,
-// the reverse lookup, the expiry entry (with `until`) and its
-// moderation history entry are written, then every session of the
-// user is revoked: their next request gets 401, and login answers 403
-// `suspended` once the password matched.
+// recorded in the user's audit, and every session of the user ends in
+// that write, for good: their next request gets 401, after a lift
+// too, and login answers 403 `suspended` once the password matched),
+// then its row in the suspended list, the reverse lookup, the expiry
+// entry (with `until`) and its moderation history entry are written.
 //
 // A suspension interrupted half-way is finished by the next attempt
 // (which answers 409 `already_suspended`), by the sweeper every
@@ -23291,11 +23291,11 @@ func (c *ClientWithResponses) SuspendUserWithBodyWithResponse(ctx context.Contex
 // Admins only; not themselves (400) nor another admin (403). The
 // account changes first (a compare-and-set on its version, the guard
 // against suspending twice; the suspension is in force from here and
-// recorded in the user's audit), then its row in the suspended list,
-// the reverse lookup, the expiry entry (with `until`) and its
-// moderation history entry are written, then every session of the
-// user is revoked: their next request gets 401, and login answers 403
-// `suspended` once the password matched.
+// recorded in the user's audit, and every session of the user ends in
+// that write, for good: their next request gets 401, after a lift
+// too, and login answers 403 `suspended` once the password matched),
+// then its row in the suspended list, the reverse lookup, the expiry
+// entry (with `until`) and its moderation history entry are written.
 //
 // A suspension interrupted half-way is finished by the next attempt
 // (which answers 409 `already_suspended`), by the sweeper every

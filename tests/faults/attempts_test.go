@@ -196,7 +196,7 @@ func TestDeletionHandsAGroupToAnActiveMember(t *testing.T) {
 				suspend = members
 			}
 			mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: d.store.Now},
-				d.svc, d.store.Users(), d.store.Sessions(), d.store.Suspensions())
+				d.svc, d.store.Users(), d.store.Suspensions())
 			until := d.store.Now().Add(time.Hour)
 			for _, id := range suspend {
 				if _, err := mod.Suspend(ctx, d.admin, id, moderation.SuspendInput{Reason: "spam", Until: &until}); err != nil {

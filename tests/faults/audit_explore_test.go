@@ -47,7 +47,7 @@ func newAuditModWorld(t *testing.T) *modWorld {
 	m := newModWorld(t)
 	m.rewire(func(st *memstore.Store, c *accounts.Config) { c.Audit = st.AccountAudit() })
 	m.mod = moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: m.store.Now, Attempts: m.store.ModerationAttempts(), EmptiedKept: time.Nanosecond,
-		Audit: m.store.AccountAudit(), Log: nopLog{}}, m.svc, m.store.Users(), m.store.Sessions(), m.store.Suspensions())
+		Audit: m.store.AccountAudit(), Log: nopLog{}}, m.svc, m.store.Users(), m.store.Suspensions())
 	return m
 }
 

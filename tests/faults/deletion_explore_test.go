@@ -130,7 +130,7 @@ func newDelWorld(t *testing.T, sc delScenario) *delWorld {
 	share(d.friend, d.kept, d.joined, library.RoleViewer)
 	if sc.suspended {
 		mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now},
-			w.svc, w.store.Users(), w.store.Sessions(), w.store.Suspensions())
+			w.svc, w.store.Users(), w.store.Suspensions())
 		until := w.store.Now().Add(time.Hour)
 		_, err := mod.Suspend(ctx, d.admin, d.doomed.ID, moderation.SuspendInput{Reason: "spam", Until: &until})
 		must(err)

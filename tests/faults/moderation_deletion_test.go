@@ -56,7 +56,7 @@ func lifecycleOn(w *world, grp *groups.Service, lib *library.Service, now func()
 // (without the index of its attempts, which no deletion reads).
 func worldModeration(w *world) *moderation.Service {
 	return moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now},
-		w.svc, w.store.Users(), w.store.Sessions(), w.store.Suspensions())
+		w.svc, w.store.Users(), w.store.Suspensions())
 }
 
 // deleteMember is another admin deleting the member: the request, then

@@ -29,7 +29,7 @@ func newModWorld(t *testing.T) *modWorld {
 	// EmptiedKept: the sweeper deletes a bucket's emptied mark at its
 	// first pass after the clock moved.
 	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now, Attempts: w.store.ModerationAttempts(), EmptiedKept: time.Nanosecond},
-		w.svc, w.store.Users(), w.store.Sessions(), w.store.Suspensions())
+		w.svc, w.store.Users(), w.store.Suspensions())
 	if err := w.signup("root", "root@example.org"); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ var modOperations = []modOperation{
 	},
 	{
 		// A suspension that crashed after its compare-and-set, before its
-		// records: the repair writes them and ends the sessions.
+		// records: the repair writes them (the sessions ended with it).
 		name:     "repair-suspension",
 		steps:    []string{"records"},
 		setup:    func(m *modWorld) error { return m.crashAfter("cas", func() error { return m.suspend(time.Hour) }) },

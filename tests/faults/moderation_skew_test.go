@@ -15,7 +15,7 @@ import (
 func (m *modWorld) sweeperAhead(skew time.Duration) *moderation.Service {
 	return moderation.New(moderation.Config{BucketSize: moderation.BucketMonth,
 		Now: func() time.Time { return m.store.Now().Add(skew) }, Attempts: m.store.ModerationAttempts()},
-		m.svc, m.store.Users(), m.store.Sessions(), m.store.SkewedSuspensions(skew))
+		m.svc, m.store.Users(), m.store.SkewedSuspensions(skew))
 }
 
 // TestASweeperAheadLeavesNoSuspensionUnlifted: one process's clock runs 10
@@ -125,7 +125,7 @@ func TestASweeperAheadNeverEndsTheEntryOfASuspensionUnderWay(t *testing.T) {
 		}
 	}}
 	admin := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: m.store.Now, Attempts: m.store.ModerationAttempts()},
-		m.svc, users, m.store.Sessions(), m.store.Suspensions())
+		m.svc, users, m.store.Suspensions())
 	admin.Hooks.AfterStep = func(_, step string) error {
 		if step == "cas" {
 			return errors.New("crashed (test hook)")

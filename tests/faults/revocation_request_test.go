@@ -142,3 +142,47 @@ func TestASweepSparesTheSessionsOpenedAfterTheEpoch(t *testing.T) {
 		t.Errorf("the list after the sweep: %d sessions, %v; want the kept one and the new one", len(page.Items), err)
 	}
 }
+
+// TestASuspensionEndsSessionsInItsWrite: a suspension costs its request
+// the same store calls whatever the member's sessions (2 or 60), stops
+// every one of them in its compare-and-set (a new password epoch), and a
+// lift brings none back: the member logs in again.
+func TestASuspensionEndsSessionsInItsWrite(t *testing.T) {
+	t.Parallel()
+	calls := map[int]int{}
+	for _, n := range []int{2, 60} {
+		m := newModWorld(t)
+		ctx := context.Background()
+		var tokens []string
+		for range n {
+			r, err := m.svc.Login(ctx, "member", password, accounts.Client{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens = append(tokens, r.Token)
+		}
+		before := m.store.Calls()
+		if err := m.suspend(0); err != nil {
+			t.Fatalf("the suspension with %d sessions: %v", n, err)
+		}
+		calls[n] = m.store.Calls() - before
+		if err := m.unsuspend(); err != nil {
+			t.Fatal(err)
+		}
+		for i, token := range tokens {
+			if _, err := m.svc.Authenticate(ctx, token); err == nil {
+				t.Errorf("with %d sessions: session %d works again after the lift", n, i)
+			}
+		}
+		if _, err := m.svc.Login(ctx, "member", password, accounts.Client{}); err != nil {
+			t.Errorf("with %d sessions: the member's login after the lift: %v", n, err)
+		}
+		page, err := m.svc.ListSessions(ctx, m.admin, m.member.ID, "", 100)
+		if err != nil || len(page.Items) != 1 {
+			t.Errorf("with %d sessions: the member's list after the lift: %d sessions, %v; want the new login's", n, len(page.Items), err)
+		}
+	}
+	if calls[60] != calls[2] {
+		t.Errorf("a suspension: %d store calls with 60 sessions, %d with 2", calls[60], calls[2])
+	}
+}

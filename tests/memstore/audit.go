@@ -134,17 +134,6 @@ func (a audit) Buckets(_ context.Context) (indexed, withRows []string, err error
 	return indexed, withRows, err
 }
 
-func (a audit) HasSessions(_ context.Context, userID string) (bool, error) {
-	return a.s.call("sessions.by_user", false, func() (bool, error) {
-		for _, e := range a.s.sessions.index[userID] {
-			if e.live(a.s.now) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-}
-
 func (a audit) IndexBucket(_ context.Context, bucket string) error {
 	return (&Suspensions{s: a.s}).indexBucket(bucket)
 }
