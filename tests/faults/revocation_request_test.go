@@ -36,23 +36,8 @@ func TestEndingSessionsCostsARequestTheSameWhateverTheSessions(t *testing.T) {
 	for _, op := range ops {
 		calls := map[int]int{}
 		for _, n := range []int{2, 60} {
-			w := newWorld()
-			var later []func()
-			w.rewire(func(_ *memstore.Store, c *accounts.Config) {
-				c.Background = func(job func()) { later = append(later, job) }
-			})
+			w, later, tokens := samWithSessions(t, n+1)
 			ctx := context.Background()
-			if err := w.signup("sam", "sam@example.org"); err != nil {
-				t.Fatal(err)
-			}
-			var tokens []string
-			for range n + 1 {
-				r, err := w.svc.Login(ctx, "sam", password, accounts.Client{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				tokens = append(tokens, r.Token)
-			}
 			owner, err := w.svc.Authenticate(ctx, tokens[0])
 			if err != nil {
 				t.Fatal(err)
@@ -68,7 +53,7 @@ func TestEndingSessionsCostsARequestTheSameWhateverTheSessions(t *testing.T) {
 					t.Errorf("%s with %d other sessions: session %d still works before the sweep", op.name, n, i+1)
 				}
 			}
-			for _, job := range later {
+			for _, job := range *later {
 				job()
 			}
 			if _, err := w.svc.Authenticate(ctx, tokens[0]); err != nil {
@@ -86,29 +71,35 @@ func TestEndingSessionsCostsARequestTheSameWhateverTheSessions(t *testing.T) {
 	}
 }
 
+// samWithSessions is a world whose background work waits in later
+// (until the test runs it) and sam logged in n times, with the tokens.
+func samWithSessions(t *testing.T, n int) (w *world, later *[]func(), tokens []string) {
+	t.Helper()
+	w, later = newWorld(), new([]func())
+	w.rewire(func(_ *memstore.Store, c *accounts.Config) {
+		c.Background = func(job func()) { *later = append(*later, job) }
+	})
+	if err := w.signup("sam", "sam@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		r, err := w.svc.Login(context.Background(), "sam", password, accounts.Client{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, r.Token)
+	}
+	return w, later, tokens
+}
+
 // TestASweepSparesTheSessionsOpenedAfterTheEpoch: the sweep after a
 // revocation deletes only the sessions the new epoch stopped; a login
 // made between the answer and the sweep keeps working, and so does the
 // session the revocation kept.
 func TestASweepSparesTheSessionsOpenedAfterTheEpoch(t *testing.T) {
 	t.Parallel()
-	w := newWorld()
-	var later []func()
-	w.rewire(func(_ *memstore.Store, c *accounts.Config) {
-		c.Background = func(job func()) { later = append(later, job) }
-	})
+	w, later, tokens := samWithSessions(t, 3)
 	ctx := context.Background()
-	if err := w.signup("sam", "sam@example.org"); err != nil {
-		t.Fatal(err)
-	}
-	var tokens []string
-	for range 3 {
-		r, err := w.svc.Login(ctx, "sam", password, accounts.Client{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens = append(tokens, r.Token)
-	}
 	owner, err := w.svc.Authenticate(ctx, tokens[0])
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +111,7 @@ func TestASweepSparesTheSessionsOpenedAfterTheEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, job := range later {
+	for _, job := range *later {
 		job()
 	}
 	for _, token := range []string{tokens[0], fresh.Token} {
