@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"shelf/domain"
@@ -14,21 +13,18 @@ import (
 )
 
 // Deleting an account (DELETE /v1/users/{id}, docs/design/deletion.md).
-// The request: beginDeletion moves the account to deleting once
-// no group would be left without a manager (checkGroups), its attempt
+// The request: beginDeletion moves the account to deleting, its attempt
 // recorded in the index first; the job's row is written and the request
-// answers with it (202). The job (jobs.go, on any process): each step,
-// idempotent and safe to repeat or to land late: erase a suspension's
-// records, leave every group (closing those the user is alone in), delete
-// the items the user owns and leave the others', purge what is left of
-// the library; then accounts.MarkDeleted, the names released, every
-// session ended, the job finished and the index entry ended.
-
-// errLastManager lists the groups the user must hand over first.
-func errLastManager(fields []domain.FieldError) error {
-	return &domain.Error{Kind: domain.ErrConflict, Code: "last_manager", Fields: fields,
-		Message: "You are the last manager of some groups: make another member a manager first."}
-}
+// answers with it (202). The request reads none of the user's groups, so
+// its cost is the same whatever they are, and nobody can hold a deletion
+// back by making the user a group's last manager (decision 79). The job
+// (jobs.go, on any process): each step, idempotent and safe to repeat or
+// to land late: erase a suspension's records, leave every group (handing
+// those the user manages alone to another member, closing those the user
+// is alone in: leaveGroups), delete the items the user owns and leave the
+// others', purge what is left of the library; then accounts.MarkDeleted,
+// the names released, every session ended, the job finished and the index
+// entry ended.
 
 // DeleteUser begins the deletion of an account, by the user or an active
 // admin, and returns its job: from here the account is invisible, no
@@ -65,13 +61,12 @@ const maxDeletionRounds = 8
 
 // beginDeletion moves the account to deleting (or finds it deleting or
 // deleted) and returns it as it then stands. Each round: the account
-// read at SERIAL (accounts.Deletion.Read), the groups' check
-// (checkGroups: before anything is written, decided again every round),
-// the compare-and-set staged, this attempt's entry in the index of
-// deletions, then the compare-and-set. The entry is written before the
-// compare-and-set so the repair finds every deletion that may have
-// begun; every attempt's entry is its own, so an attempt that lost ends
-// only its own and leaves the winner's.
+// read at SERIAL (accounts.Deletion.Read), the compare-and-set staged,
+// this attempt's entry in the index of deletions, then the
+// compare-and-set. The entry is written before the compare-and-set so
+// the repair finds every deletion that may have begun; every attempt's
+// entry is its own, so an attempt that lost ends only its own and leaves
+// the winner's.
 func (s *Service) beginDeletion(ctx context.Context, p domain.Principal, id string, proof accounts.Proof) (domain.User, error) {
 	d, err := s.accounts.AskDeletion(ctx, p, id, proof)
 	if err != nil {
@@ -86,9 +81,6 @@ func (s *Service) beginDeletion(ctx context.Context, p domain.Principal, id stri
 		if begun {
 			out = u
 			return true, nil
-		}
-		if done, err := s.checkGroups(ctx, id); !done || err != nil {
-			return false, err
 		}
 		entry, err := d.Stage(ctx)
 		if err != nil {
@@ -117,55 +109,6 @@ func (s *Service) beginDeletion(ctx context.Context, p domain.Principal, id stri
 		return true, nil
 	})
 	return out, err
-}
-
-// checkGroups refuses (409 last_manager) while the user is the last
-// manager of a group with other members (promote one first); a group the
-// user is alone in is closed with the account (leaveGroups), and one found
-// closing is skipped, its closing left to its job (wakeForGone). Like every
-// refusal of a group change it rests on one state of each group: the
-// groups are read again, and the refusal stands only if those groups are
-// at the same versions with nothing pending; otherwise done is false and
-// the caller decides again.
-func (s *Service) checkGroups(ctx context.Context, id string) (done bool, err error) {
-	blocking := func(ms []membership) (out []membership, unsettled bool) {
-		for _, m := range ms {
-			if m.Pending {
-				unsettled = true
-			}
-			if m.Manager && m.Managers <= 1 && m.Members > 1 {
-				out = append(out, m)
-			}
-		}
-		return out, unsettled
-	}
-	ms, err := s.memberships(ctx, id, s.wakeForGone)
-	if err != nil {
-		return false, err
-	}
-	found, unsettled := blocking(ms)
-	if unsettled {
-		return false, nil
-	}
-	if len(found) == 0 {
-		return true, nil
-	}
-	again, err := s.memberships(ctx, id, s.wakeForGone)
-	if err != nil {
-		return false, err
-	}
-	for _, m := range found {
-		i := slices.IndexFunc(again, func(n membership) bool { return n.GroupID == m.GroupID })
-		if i < 0 || again[i].Version != m.Version || again[i].Pending {
-			return false, nil // moved: decide again
-		}
-	}
-	fields := make([]domain.FieldError, len(found))
-	for i, m := range found {
-		fields[i] = domain.FieldError{Field: "groups", Code: "last_manager",
-			Message: m.GroupID + ": you are its only manager; make another member a manager first"}
-	}
-	return true, errLastManager(fields)
 }
 
 // entryOf is the index entry of the deletion u records (a deleting row

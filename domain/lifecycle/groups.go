@@ -9,42 +9,29 @@ import (
 	"shelf/domain/jobs"
 )
 
-// membership is one of the user's groups as a deletion sees it.
-type membership struct {
-	GroupID string
-	// Manager: the user is one of the group's managers.
-	Manager bool
-	// Members and Managers are the group's counts, at Version.
-	Members, Managers int
-	Version           int
-	// Pending: a membership change is recorded and not yet finished, so
-	// the counts are not settled.
-	Pending bool
-}
-
-// memberships reads each of the user's groups and the user's role there.
-// A change found pending in a group is finished first (as a reader of its
-// members does), so the counts are settled; Pending says one was found
-// again. A group found gone (closing, closed, or none) is left out and
-// handed to gone: the deletion's job finishes a closing still under way
-// there (finishClosingOf), its request only wakes the worker
-// (wakeForGone).
-func (s *Service) memberships(ctx context.Context, userID string, gone func(groupID string) error) ([]membership, error) {
+// groupsToLeave reads each of the user's groups (the reverse index, then
+// the group) and returns those the user is still a member of. A change
+// found pending in a group is finished first (as a reader of its members
+// does), so the user's role there is settled. A group found gone (closing, closed, or none) is left out once a closing still
+// under way there is finished (finishClosingOf: the deletion's own,
+// interrupted), so no member row of it stays. It runs in the deletion's
+// job, never in its request: its cost grows with the user's groups.
+func (s *Service) groupsToLeave(ctx context.Context, userID string) ([]string, error) {
 	ids, err := s.groups.GroupIDsOf(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
 	self := domain.Principal{UserID: userID}
-	var out []membership
+	var out []string
 	for _, id := range ids {
 		gr, err := s.groups.GetGroup(ctx, id)
 		if err == nil && gr.Pending != nil {
 			if _, err = s.groups.ListMembers(ctx, self, id, "", 1); err == nil || errors.Is(err, domain.ErrForbidden) {
-				gr, err = s.groups.GetGroup(ctx, id)
+				_, err = s.groups.GetGroup(ctx, id)
 			}
 		}
 		if errors.Is(err, domain.ErrNotFound) {
-			if err := gone(id); err != nil {
+			if err := s.finishClosingOf(ctx, id); err != nil {
 				return nil, err
 			}
 			continue
@@ -52,39 +39,26 @@ func (s *Service) memberships(ctx context.Context, userID string, gone func(grou
 		if err != nil {
 			return nil, err
 		}
-		role, err := s.groups.MemberRole(ctx, id, userID)
-		if errors.Is(err, domain.ErrNotFound) {
+		if _, err := s.groups.MemberRole(ctx, id, userID); errors.Is(err, domain.ErrNotFound) {
 			continue
-		}
-		if err != nil {
+		} else if err != nil {
 			return nil, err
 		}
-		out = append(out, membership{GroupID: id, Manager: role == groups.RoleManager,
-			Members: gr.MemberCount, Managers: gr.ManagerCount, Version: gr.Version, Pending: gr.Pending != nil})
+		out = append(out, id)
 	}
 	return out, nil
 }
 
-// wakeForGone is what a deletion's request does with a group found gone
-// among the user's groups: the user's role there blocks nothing, and a
-// closing still under way there is its job's (the worker, woken now),
-// never the request's, whose cost stays bounded whatever the group holds
-// (TestADeletionRequestRunsNoClosingJob).
-func (s *Service) wakeForGone(string) error {
-	s.Wake()
-	return nil
-}
-
-// leaveGroups takes the user out of every group (leaveGroup). A group
-// found gone whose closing is still under way (the deletion's own,
-// interrupted) has that closing finished, so no member row of it stays.
+// leaveGroups takes the user out of every group (leaveGroup): those the
+// user manages alone are handed to another member, those the user is
+// alone in are closed.
 func (s *Service) leaveGroups(ctx context.Context, id string) error {
-	ms, err := s.memberships(ctx, id, func(groupID string) error { return s.finishClosingOf(ctx, groupID) })
+	ids, err := s.groupsToLeave(ctx, id)
 	if err != nil {
 		return err
 	}
-	for _, m := range ms {
-		if err := s.leaveGroup(ctx, m.GroupID, id); err != nil && !errors.Is(err, domain.ErrNotFound) {
+	for _, groupID := range ids {
+		if err := s.leaveGroup(ctx, groupID, id); err != nil && !errors.Is(err, domain.ErrNotFound) {
 			return err
 		}
 	}
@@ -92,18 +66,18 @@ func (s *Service) leaveGroups(ctx context.Context, id string) error {
 }
 
 // leaveRounds bounds how often leaving one group decides again after a
-// refusal; past it the deletion answers 409 and its retry goes on.
+// refusal; past it the job's run fails and the next run goes on.
 const leaveRounds = 3
 
-// leaveGroup takes the user out of one group, as the user would. The
-// check before the deletion began left no group of which the user is the
-// last manager, but a change since may have made them so: another manager
-// left while this one still counted (the group is handed to another
-// member, an active one first: handOver; so no group is left without a
-// manager), or every other member left (the group is closed with the
-// account: closeAlone, decided on the group row, docs/design/closing.md;
-// so a deletion never stops there for good). Each refusal decides again
-// on the group as it then is.
+// leaveGroup takes the user out of one group, as the user would. Where
+// the user is the group's last manager (made so by anyone, at any time:
+// decision 79), the group is handed to another member, an active one
+// first (handOver; so no group is left without a manager), or, when every
+// other member left, the group is closed with the account (closeAlone,
+// decided on the group row, docs/design/closing.md; so a deletion never
+// stops there for good). Each refusal decides again on the group as it
+// then is, and so does a hand-over refused because the user is no longer
+// a member or manager there (another run of the job got there first).
 func (s *Service) leaveGroup(ctx context.Context, groupID, id string) error {
 	self := domain.Principal{UserID: id}
 	var err error
@@ -112,6 +86,9 @@ func (s *Service) leaveGroup(ctx context.Context, groupID, id string) error {
 			return err
 		}
 		others, oerr := s.otherMembers(ctx, groupID, id)
+		if errors.Is(oerr, domain.ErrForbidden) {
+			continue // no longer a member: another run of this job left the group
+		}
 		if oerr != nil {
 			return oerr
 		}
@@ -121,7 +98,13 @@ func (s *Service) leaveGroup(ctx context.Context, groupID, id string) error {
 			}
 			continue // someone joined: hand it over
 		}
-		if err = s.handOver(ctx, groupID, id, others); err != nil && !errors.Is(err, domain.ErrNotFound) {
+		err = s.handOver(ctx, groupID, id, others)
+		switch {
+		case errors.Is(err, domain.ErrForbidden):
+			// No longer the group's manager: another run of this job
+			// (its lease lost while a step was slow) handed it over or
+			// left; the next round finds out which.
+		case err != nil && !errors.Is(err, domain.ErrNotFound):
 			return err
 		}
 	}
@@ -150,8 +133,9 @@ func (s *Service) otherMembers(ctx context.Context, groupID, userID string) ([]s
 // suspension that may never end would leave this account deleting, its
 // names held, for good; the suspended manager acts once it is lifted, and
 // its own deletion hands the group on again). With no visible member (all
-// of them are being deleted too), the deletion waits for theirs (409
-// last_manager; its retry goes on).
+// of them are being deleted too), the deletion's job waits for theirs: it
+// fails this run, saying so in the job's lastError, and the next run
+// decides again.
 func (s *Service) handOver(ctx context.Context, groupID, id string, others []string) error {
 	suspended := ""
 	for _, o := range others {
@@ -167,8 +151,8 @@ func (s *Service) handOver(ctx context.Context, groupID, id string, others []str
 	if suspended != "" {
 		return s.promote(ctx, groupID, id, suspended)
 	}
-	return errLastManager([]domain.FieldError{{Field: "groups", Code: "last_manager",
-		Message: groupID + ": every other member is being deleted; try again once they are gone"}})
+	return &domain.Error{Kind: domain.ErrConflict, Code: "last_manager",
+		Message: "Group " + groupID + ": every other member is being deleted too; the group is handed over or closed once they are gone."}
 }
 
 // promote makes member a manager of the group, as the manager by.

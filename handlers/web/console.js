@@ -1349,8 +1349,7 @@
       id: 'delete-account', show: () => {
         $('delete-account').reset();
         clearErrors($('delete-account'));
-        $('delete-groups').hidden = true;
-        $('delete-groups').replaceChildren();
+        return showDeletionGroups();
       },
     },
   ];
@@ -1576,41 +1575,42 @@
     say('New recovery codes below: the old ones no longer work. They are shown only now.');
   });
 
-  // groupRefusal is one group a deletion was refused for, by name: each
-  // of the problem's groups fields has a message that starts with the
-  // group's id (docs/design/deletion.md).
-  async function groupRefusal(f) {
-    const li = document.createElement('li');
-    const m = /^(g_[a-z2-7]+): (.*)$/.exec(f.message || '');
-    if (!m) {
-      li.textContent = f.message;
-      return li;
+  // showDeletionGroups lists, before a deletion is asked, the groups
+  // with other members the user manages (among the first 100 of the
+  // user's groups): one the user is still the only manager of when the
+  // account is deleted gets another member as its manager (decision 79).
+  // Without an answer the list stays hidden: the deletion needs none.
+  async function showDeletionGroups() {
+    const box = $('delete-groups');
+    const list = box.querySelector('ul');
+    box.hidden = true;
+    list.replaceChildren();
+    let page;
+    try {
+      page = await api('GET', '/v1/users/' + enc(state.me.id) + '/groups' + query({ limit: 100 }));
+    } catch (err) {
+      return;
     }
-    const name = await nameOf(m[1]);
-    li.append(link(name, '#/groups/' + enc(name)), ': ' + m[2]);
-    return li;
+    for (const m of page.items.filter((m) => m.role === 'manager' && m.group.memberCount > 1)) {
+      names.set(m.group.id, m.group.name);
+      const li = document.createElement('li');
+      li.append(link(m.group.name, '#/groups/' + enc(m.group.name)), ' (' + capacity(m.group) + ')');
+      list.append(li);
+    }
+    if (page.nextCursor) {
+      const li = document.createElement('li');
+      li.append(link('and perhaps more among your groups', '#/groups'));
+      list.append(li);
+    }
+    box.hidden = list.children.length === 0;
   }
 
   form('delete-account', async (v) => {
     const me = state.me;
-    const list = $('delete-groups');
-    list.hidden = true;
-    list.replaceChildren();
     if ((v.confirm || '').trim().toLowerCase() !== me.username.toLowerCase()) {
       throw fieldError('confirm', 'Type your username, ' + me.username + ', to delete this account.');
     }
-    let job;
-    try {
-      job = await api('POST', '/v1/users/' + enc(me.id) + '/deletion', await withCode({ currentPassword: v.currentPassword }, v));
-    } catch (err) {
-      // The last manager of a group: name each group, linked to its page.
-      const groups = err.fields.filter((f) => f.field === 'groups');
-      if (err.status !== 409 || groups.length === 0) throw err;
-      list.replaceChildren(...await Promise.all(groups.map(groupRefusal)));
-      list.hidden = false;
-      say(err.message, true);
-      return;
-    }
+    const job = await api('POST', '/v1/users/' + enc(me.id) + '/deletion', await withCode({ currentPassword: v.currentPassword }, v));
     // The account is gone for everyone already: this session works for
     // nothing but the deletion itself, and the job ends it. The job does
     // the rest; its progress shows here until it is done.

@@ -2424,7 +2424,8 @@ type ClientInterface interface {
 	//
 	// Rules: a group keeps at least one manager, so its only manager
 	// cannot leave or be removed (409 `last_manager`): make another
-	// member a manager first.
+	// member a manager first. (A deletion of the account is the one
+	// exception: its job hands the group to another member.)
 	//
 	// Cost: as for adding a member, without the account reads: the
 	// group and the memberships read, an index entry, a compare-and-set
@@ -3014,9 +3015,13 @@ type ClientInterface interface {
 	//
 	// Deletes the account for good, in this order: its suspension, if
 	// any, leaves the suspended list (its moderation history stays); it
-	// leaves every group (a group it is the only member of is closed);
-	// the items it owns (made and still manages, or is the last manager
-	// of) are deleted and vanish from every library; it is taken off
+	// leaves every group (a group it is the only member of is closed; a
+	// group it is the only manager of is handed to another member, an
+	// active one first, who becomes its manager: no group is left
+	// without one, and nobody can hold a deletion back by making the
+	// user a group's last manager); the items it owns (made and still
+	// manages, or is the last manager of) are deleted and vanish from
+	// every library; it is taken off
 	// every other item it was shared with (their owners' member counts
 	// follow); its own library is emptied. Then its personal data is
 	// cleared, and only then are its username and email freed: a signup
@@ -3045,10 +3050,9 @@ type ClientInterface interface {
 	// already under way finishes it). Without a session 401; a session
 	// of another, non-admin user, or an admin's for another admin, 403.
 	//
-	// Cost: a SERIAL read of the account and reads of each of the
-	// user's groups (the last-manager check); an index write, a
+	// Cost: a SERIAL read of the account, an index write, a
 	// compare-and-set (with an admin's audit entry) and the job's row,
-	// whatever the library holds. The job then changes each group, each
+	// whatever the account's groups and library hold. The job then changes each group, each
 	// item in the user's library (with its fan-out,
 	// `SHELF_JOB_ITEMS_AT_ONCE` at once), passes over the library's
 	// rows, makes a second compare-and-set, releases the two names and
@@ -4887,7 +4891,8 @@ func (c *Client) ListGroupMembers(ctx context.Context, id GroupId, params *ListG
 //
 // Rules: a group keeps at least one manager, so its only manager
 // cannot leave or be removed (409 `last_manager`): make another
-// member a manager first.
+// member a manager first. (A deletion of the account is the one
+// exception: its job hands the group to another member.)
 //
 // Cost: as for adding a member, without the account reads: the
 // group and the memberships read, an index entry, a compare-and-set
@@ -5687,9 +5692,13 @@ func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEd
 //
 // Deletes the account for good, in this order: its suspension, if
 // any, leaves the suspended list (its moderation history stays); it
-// leaves every group (a group it is the only member of is closed);
-// the items it owns (made and still manages, or is the last manager
-// of) are deleted and vanish from every library; it is taken off
+// leaves every group (a group it is the only member of is closed; a
+// group it is the only manager of is handed to another member, an
+// active one first, who becomes its manager: no group is left
+// without one, and nobody can hold a deletion back by making the
+// user a group's last manager); the items it owns (made and still
+// manages, or is the last manager of) are deleted and vanish from
+// every library; it is taken off
 // every other item it was shared with (their owners' member counts
 // follow); its own library is emptied. Then its personal data is
 // cleared, and only then are its username and email freed: a signup
@@ -5718,10 +5727,9 @@ func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEd
 // already under way finishes it). Without a session 401; a session
 // of another, non-admin user, or an admin's for another admin, 403.
 //
-// Cost: a SERIAL read of the account and reads of each of the
-// user's groups (the last-manager check); an index write, a
+// Cost: a SERIAL read of the account, an index write, a
 // compare-and-set (with an admin's audit entry) and the job's row,
-// whatever the library holds. The job then changes each group, each
+// whatever the account's groups and library hold. The job then changes each group, each
 // item in the user's library (with its fan-out,
 // `SHELF_JOB_ITEMS_AT_ONCE` at once), passes over the library's
 // rows, makes a second compare-and-set, releases the two names and
@@ -10541,7 +10549,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Rules: a group keeps at least one manager, so its only manager
 	// cannot leave or be removed (409 `last_manager`): make another
-	// member a manager first.
+	// member a manager first. (A deletion of the account is the one
+	// exception: its job hands the group to another member.)
 	//
 	// Cost: as for adding a member, without the account reads: the
 	// group and the memberships read, an index entry, a compare-and-set
@@ -11149,9 +11158,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Deletes the account for good, in this order: its suspension, if
 	// any, leaves the suspended list (its moderation history stays); it
-	// leaves every group (a group it is the only member of is closed);
-	// the items it owns (made and still manages, or is the last manager
-	// of) are deleted and vanish from every library; it is taken off
+	// leaves every group (a group it is the only member of is closed; a
+	// group it is the only manager of is handed to another member, an
+	// active one first, who becomes its manager: no group is left
+	// without one, and nobody can hold a deletion back by making the
+	// user a group's last manager); the items it owns (made and still
+	// manages, or is the last manager of) are deleted and vanish from
+	// every library; it is taken off
 	// every other item it was shared with (their owners' member counts
 	// follow); its own library is emptied. Then its personal data is
 	// cleared, and only then are its username and email freed: a signup
@@ -11180,10 +11193,9 @@ type ClientWithResponsesInterface interface {
 	// already under way finishes it). Without a session 401; a session
 	// of another, non-admin user, or an admin's for another admin, 403.
 	//
-	// Cost: a SERIAL read of the account and reads of each of the
-	// user's groups (the last-manager check); an index write, a
+	// Cost: a SERIAL read of the account, an index write, a
 	// compare-and-set (with an admin's audit entry) and the job's row,
-	// whatever the library holds. The job then changes each group, each
+	// whatever the account's groups and library hold. The job then changes each group, each
 	// item in the user's library (with its fan-out,
 	// `SHELF_JOB_ITEMS_AT_ONCE` at once), passes over the library's
 	// rows, makes a second compare-and-set, releases the two names and
@@ -21458,7 +21470,8 @@ func (c *ClientWithResponses) ListGroupMembersWithResponse(ctx context.Context, 
 //
 // Rules: a group keeps at least one manager, so its only manager
 // cannot leave or be removed (409 `last_manager`): make another
-// member a manager first.
+// member a manager first. (A deletion of the account is the one
+// exception: its job hands the group to another member.)
 //
 // Cost: as for adding a member, without the account reads: the
 // group and the memberships read, an index entry, a compare-and-set
@@ -22192,9 +22205,13 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 //
 // Deletes the account for good, in this order: its suspension, if
 // any, leaves the suspended list (its moderation history stays); it
-// leaves every group (a group it is the only member of is closed);
-// the items it owns (made and still manages, or is the last manager
-// of) are deleted and vanish from every library; it is taken off
+// leaves every group (a group it is the only member of is closed; a
+// group it is the only manager of is handed to another member, an
+// active one first, who becomes its manager: no group is left
+// without one, and nobody can hold a deletion back by making the
+// user a group's last manager); the items it owns (made and still
+// manages, or is the last manager of) are deleted and vanish from
+// every library; it is taken off
 // every other item it was shared with (their owners' member counts
 // follow); its own library is emptied. Then its personal data is
 // cleared, and only then are its username and email freed: a signup
@@ -22223,10 +22240,9 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 // already under way finishes it). Without a session 401; a session
 // of another, non-admin user, or an admin's for another admin, 403.
 //
-// Cost: a SERIAL read of the account and reads of each of the
-// user's groups (the last-manager check); an index write, a
+// Cost: a SERIAL read of the account, an index write, a
 // compare-and-set (with an admin's audit entry) and the job's row,
-// whatever the library holds. The job then changes each group, each
+// whatever the account's groups and library hold. The job then changes each group, each
 // item in the user's library (with its fan-out,
 // `SHELF_JOB_ITEMS_AT_ONCE` at once), passes over the library's
 // rows, makes a second compare-and-set, releases the two names and

@@ -133,49 +133,33 @@ func TestDeleteAccount(t *testing.T) {
 	checkGone(t, m.api, m.db, stranger, strangerAPI)
 }
 
-// TestDeleteRefusesTheLastManager: the last manager of a group with other
-// members is refused before anything changes; a group the user is alone
-// in does not block, and goes with the account.
-func TestDeleteRefusesTheLastManager(t *testing.T) {
+// TestAStrangerCannotHoldADeletionByMakingTheUserALastManager: a
+// stranger makes the user the manager of their group, with a member of
+// their own, and leaves it. The user's deletion is accepted all the same
+// (decision 79): its job hands that group to the other member, closes
+// the group the user was alone in, and the account is gone.
+func TestAStrangerCannotHoldADeletionByMakingTheUserALastManager(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, nil)
 	u, api := newUser(t, m.api, "lastmgr")
-	other, _ := newUser(t, m.api, "other")
-	led := createGroup(t, api, 0)
-	addToGroup(t, api, led.ID, other.ID, "member")
+	stranger, strangerAPI := newUser(t, m.api, "stranger")
+	sock, _ := newUser(t, m.api, "sock")
+	led := createGroup(t, strangerAPI, 0)
+	addToGroup(t, strangerAPI, led.ID, sock.ID, "member")
+	addToGroup(t, strangerAPI, led.ID, u.ID, "manager")
+	if r := deleteGroupMember(strangerAPI, led.ID, stranger.ID); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the stranger leaves: %d %s", r.StatusCode, r.Body)
+	}
 	alone := createGroup(t, api, 0)
 
-	r := deleteUser(api, u.ID)
-	if r.StatusCode != http.StatusConflict {
-		t.Fatalf("last manager: %d %s", r.StatusCode, r.Body)
-	}
-	p := r.Problem(t)
-	codes := map[string]string{}
-	for _, e := range p.Errors {
-		id, _, _ := strings.Cut(e.Message, ":")
-		codes[id] = e.Code
-		if e.Field != "groups" {
-			t.Errorf("field %q", e.Field)
-		}
-	}
-	if p.Code != "last_manager" || codes[led.ID] != "last_manager" || len(codes) != 1 {
-		t.Fatalf("refusal: %s", r.Body)
-	}
-	if r := api.Get("/v1/me"); r.StatusCode != http.StatusOK {
-		t.Fatalf("a refused deletion changed the account: %d %s", r.StatusCode, r.Body)
-	}
-	if status, _ := accountState(t, m.db, u.ID); status != "active" {
-		t.Fatalf("status %s", status)
-	}
-	// Handed over, the deletion goes through, and closes the group the
-	// user was alone in: gone, its name free, no member row left.
-	addToGroup(t, api, led.ID, other.ID, "manager")
-	mustDelete(t, m.admin, u.ID)
+	mustDelete(t, api, u.ID)
 	checkGone(t, m.api, m.db, u, api)
 	checkClosed(t, m.api, m.db, alone)
-	if r := m.api.Get("/v1/groups/" + led.ID); r.StatusCode != http.StatusOK {
-		t.Fatalf("the group handed over: %d %s", r.StatusCode, r.Body)
+	members := listGroupMembers(t, m.admin, led.ID, 10)
+	if len(members) != 1 || members[0].PrincipalID != sock.ID || members[0].Role != "manager" {
+		t.Fatalf("the group the user managed alone has %+v, want its other member as its manager", members)
 	}
+	checkGroupAgrees(t, m.db, led.ID, []string{u.ID, sock.ID, stranger.ID})
 }
 
 // TestDeleteSuspendedAccount: a suspended account can be deleted, and it

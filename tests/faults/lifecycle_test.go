@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	"shelf/domain"
@@ -102,33 +101,46 @@ func TestDeletionClosesTheGroupItsUserManagesAlone(t *testing.T) {
 	}
 }
 
-// TestDeletionOfTheLastManagerIsRefused: the only manager of a group with
-// another member is refused (409 last_manager, the group named in the
-// field's message) before anything is written: the account stays active,
-// the group and its members as they were, and no deletion is indexed.
-func TestDeletionOfTheLastManagerIsRefused(t *testing.T) {
+// TestNobodyCanHoldADeletionByMakingTheUserALastManager: anyone who
+// manages a group may make any user its manager and leave (here bob, with
+// cat as a member). The user's deletion is not refused for it (decision
+// 79): it is accepted, and its job hands the group to the other member,
+// so the group keeps a manager and the account is deleted.
+func TestNobodyCanHoldADeletionByMakingTheUserALastManager(t *testing.T) {
 	t.Parallel()
 	l := newLifeWorld(t)
-	club := l.group(t, l.ann, "club")
-	if _, _, err := l.grp.SetMember(context.Background(), as(l.ann), club.ID, l.bob.ID, groups.RoleMember); err != nil {
+	ctx := context.Background()
+	if err := l.signup("cat", "cat@example.org"); err != nil {
 		t.Fatal(err)
 	}
-	err := l.deleteSelf(l.ann)
-	var refusal *domain.Error
-	if !errors.Is(err, domain.ErrConflict) || !errors.As(err, &refusal) || refusal.Code != "last_manager" {
-		t.Fatalf("the deletion answered %v, want 409 last_manager", err)
+	cat := l.created[2]
+	club := l.group(t, l.bob, "club")
+	for _, m := range []struct {
+		user domain.User
+		role string
+	}{{cat, groups.RoleMember}, {l.ann, groups.RoleManager}} {
+		if _, _, err := l.grp.SetMember(ctx, as(l.bob), club.ID, m.user.ID, m.role); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if len(refusal.Fields) != 1 || refusal.Fields[0].Field != "groups" || !strings.HasPrefix(refusal.Fields[0].Message, club.ID) {
-		t.Errorf("the refusal names %+v, want the group %s", refusal.Fields, club.ID)
+	if err := l.grp.RemoveMember(ctx, as(l.bob), club.ID, l.bob.ID); err != nil {
+		t.Fatal(err)
 	}
-	if st := l.status(t, l.ann.ID); st != domain.StatusActive {
-		t.Errorf("the refused account is %q, want active", st)
+	if err := l.deleteSelf(l.ann); err != nil {
+		t.Fatalf("the deletion of the group's last manager answered %v, want it done", err)
 	}
-	if role, err := l.grp.MemberRole(context.Background(), club.ID, l.ann.ID); err != nil || role != groups.RoleManager {
-		t.Errorf("the refused user's role is %q (%v), want manager", role, err)
+	if st := l.status(t, l.ann.ID); st != domain.StatusDeleted {
+		t.Errorf("the account is %q, want deleted", st)
 	}
-	if e := l.store.DeletionSnapshot(); len(e) != 0 {
-		t.Errorf("a refused deletion left index entries: %+v", e)
+	if role, err := l.grp.MemberRole(ctx, club.ID, cat.ID); err != nil || role != groups.RoleManager {
+		t.Errorf("the other member's role is %q (%v), want manager: the group was not handed over", role, err)
+	}
+	if _, err := l.grp.MemberRole(ctx, club.ID, l.ann.ID); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("the deleted account is still in the group (%v)", err)
+	}
+	gr, err := l.grp.GetGroup(ctx, club.ID)
+	if err != nil || gr.MemberCount != 1 || gr.ManagerCount != 1 {
+		t.Errorf("the group is %+v (%v), want active with one member, its manager", gr, err)
 	}
 }
 
