@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"shelf/domain"
 	"shelf/domain/library"
 )
 
@@ -209,14 +210,21 @@ const (
 	contentMemberDeleteCQL versionedCQL = `DELETE FROM content_members USING TIMESTAMP ? WHERE content_id = ? AND principal_id = ?`
 	contentMemberFindCQL   readCQL      = `SELECT principal_id, role FROM content_members WHERE content_id = ? AND principal_id IN ?`
 	contentMemberPageCQL   readCQL      = `SELECT principal_id, role FROM content_members WHERE content_id = ? AND principal_id > ? LIMIT ?`
+	contentMemberGroupsCQL readCQL      = `SELECT principal_id, role FROM content_members WHERE content_id = ? AND principal_id > ? AND principal_id < ?`
 )
+
+// groupIDsFrom and groupIDsTo bound the group ids (domain.GroupIDPrefix
+// and the next prefix): an item's members that are groups are one slice
+// of its partition, apart from its users ("u_").
+const groupIDsFrom, groupIDsTo = domain.GroupIDPrefix, "g`"
 
 type contentMemberRow struct {
 	PrincipalID string `db:"principal_id"`
 	Role        string `db:"role"`
 }
 
-// columns are contentMemberFindCQL's and contentMemberPageCQL's.
+// columns are contentMemberFindCQL's, contentMemberPageCQL's and
+// contentMemberGroupsCQL's.
 func (r *contentMemberRow) columns() []any { return []any{&r.PrincipalID, &r.Role} }
 
 // Put writes a member at version.
@@ -234,6 +242,15 @@ func (s *ContentMembers) Find(ctx context.Context, contentID string, principalID
 	rows, err := selectRows[contentMemberRow](s.db.query(ctx, 0, contentMemberFindCQL, contentID, principalIDs))
 	if err != nil {
 		return nil, dbErr("content_members.find", err)
+	}
+	return toContentMembers(rows), nil
+}
+
+// Groups returns the members that are groups (one slice).
+func (s *ContentMembers) Groups(ctx context.Context, contentID string) ([]library.Member, error) {
+	rows, err := selectRows[contentMemberRow](s.db.query(ctx, 0, contentMemberGroupsCQL, contentID, groupIDsFrom, groupIDsTo))
+	if err != nil {
+		return nil, dbErr("content_members.groups", err)
 	}
 	return toContentMembers(rows), nil
 }

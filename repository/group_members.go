@@ -38,6 +38,7 @@ const (
 	gmGroupsOfCQL  readCQL      = `SELECT group_id FROM groups_by_member WHERE user_id = ?`
 	gmGroupsCQL    readCQL      = `SELECT group_id, role FROM groups_by_member WHERE user_id = ? LIMIT ?`
 	gmGroupsAfter  readCQL      = `SELECT group_id, role FROM groups_by_member WHERE user_id = ? AND group_id > ? LIMIT ?`
+	gmGroupsAmong  readCQL      = `SELECT group_id FROM groups_by_member WHERE user_id = ? AND group_id IN ?`
 )
 
 // Apply writes one change to both tables (two partitions, so two
@@ -113,6 +114,23 @@ func (s *GroupMembers) GroupsOf(ctx context.Context, userID string) ([]string, e
 	out, err := selectValues[string](s.db.query(ctx, 0, gmGroupsOfCQL, userID))
 	if err != nil {
 		return nil, dbErr("groups_by_member.list", err)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
+}
+
+// GroupsAmong reads which of groupIDs the user is a member of (one read
+// of the user's partition of groups_by_member, by key: its cost follows
+// groupIDs, not the user's groups).
+func (s *GroupMembers) GroupsAmong(ctx context.Context, userID string, groupIDs []string) ([]string, error) {
+	if len(groupIDs) == 0 {
+		return []string{}, nil
+	}
+	out, err := selectValues[string](s.db.query(ctx, 0, gmGroupsAmong, userID, groupIDs))
+	if err != nil {
+		return nil, dbErr("groups_by_member.among", err)
 	}
 	if out == nil {
 		out = []string{}

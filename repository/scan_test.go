@@ -117,6 +117,7 @@ var rowSelects = []struct {
 	{string(indexPageCQL), &indexRow{}},
 	{string(contentMemberFindCQL), &contentMemberRow{}},
 	{string(contentMemberPageCQL), &contentMemberRow{}},
+	{string(contentMemberGroupsCQL), &contentMemberRow{}},
 	{string(gmPageCQL), &memberRow{}},
 	{string(gmPageAfterCQL), &memberRow{}},
 	{string(outboxBucketCQL), &markRow{}},
@@ -153,7 +154,7 @@ var rowSelects = []struct {
 // valueSelects are the package's SELECTs read into one local each (Scan
 // of one destination, or selectValues).
 var valueSelects = []string{
-	string(gmRoleCQL), string(gmGroupsOfCQL), string(bucketAnyRowCQL),
+	string(gmRoleCQL), string(gmGroupsOfCQL), string(gmGroupsAmong), string(bucketAnyRowCQL),
 	string(auditListRowCQL), string(auditExpiryCQL), string(readinessCQL), string(queueStartCQL), string(nodeNowCQL), string(historyEntryCQL),
 	string(replicationCQL), string(indexCountCQL), string(auditSinceCQL),
 }

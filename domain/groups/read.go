@@ -59,8 +59,17 @@ func (g *Service) MemberRole(ctx context.Context, groupID, userID string) (strin
 	return g.members.Role(ctx, groupID, userID)
 }
 
+// GroupsAmong returns which of groupIDs the user is a member of (one read
+// of groups_by_member by key; none for none).
+func (g *Service) GroupsAmong(ctx context.Context, userID string, groupIDs []string) ([]string, error) {
+	if !domain.ValidID(userID, domain.UserIDPrefix) || len(groupIDs) == 0 {
+		return []string{}, nil
+	}
+	return g.members.GroupsAmong(ctx, userID, groupIDs)
+}
+
 // GroupIDsOf returns the ids of the groups the user is a member of (one
-// read of groups_by_member).
+// read of groups_by_member; a deletion's job, never a request).
 func (g *Service) GroupIDsOf(ctx context.Context, userID string) ([]string, error) {
 	if !domain.ValidID(userID, domain.UserIDPrefix) {
 		return []string{}, nil

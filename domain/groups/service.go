@@ -112,6 +112,9 @@ type MemberStore interface {
 	Page(ctx context.Context, groupID, after string, limit int) ([]Member, error)
 	// GroupsOf returns the ids of the user's groups (one partition read).
 	GroupsOf(ctx context.Context, userID string) ([]string, error)
+	// GroupsAmong returns which of groupIDs the user is a member of (one
+	// read by key; nothing is read for none).
+	GroupsAmong(ctx context.Context, userID string, groupIDs []string) ([]string, error)
 	// GroupsPage returns up to limit of the user's groups with their role,
 	// ordered by group id, after the group id after ("" for the first
 	// page): one slice of the user's reverse index.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"shelf/domain"
 )
@@ -48,17 +49,19 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 		a.see = true
 		return a, nil
 	}
-	// The caller's groups and the caller's own membership are read at
-	// once; the groups' memberships only when the caller's own does not
-	// decide (no membership of its own, or a viewer's where a change needs
-	// a manager). The owner's change and a direct member's read are then
-	// one round trip after the item, not two.
-	var groupIDs []string
-	var direct []Member
+	// The item's groups and the caller's own membership are read at
+	// once; the caller's membership of those groups only when the
+	// caller's own does not decide (no membership of its own, or a
+	// viewer's where a change needs a manager). The owner's change and a
+	// direct member's read are then one round trip after the item, not
+	// two. The cost follows the groups the item is shared with (its
+	// managers' choice), never the caller's groups: anyone who manages a
+	// group may add anyone to it.
+	var itemGroups, direct []Member
 	var groupsErr, directErr error
 	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
-			groupIDs, groupsErr = s.groups.GroupIDsOf(ctx, p.UserID)
+			itemGroups, groupsErr = s.members.Groups(ctx, c.ID)
 		} else {
 			direct, directErr = s.members.Find(ctx, c.ID, []string{p.UserID})
 		}
@@ -70,12 +73,13 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 	mine := withPending(direct, c.Pending, principals)
 	a = grants(mine)
 	own := ownRole(mine)
-	if len(groupIDs) > 0 && (!a.see || (n == managing && !a.manage)) {
-		viaGroups, err := s.members.Find(ctx, c.ID, groupIDs)
+	if candidates := groupCandidates(itemGroups, c.Pending); len(candidates) > 0 && (!a.see || (n == managing && !a.manage)) {
+		in, err := s.groups.GroupsAmong(ctx, p.UserID, candidates)
 		if err != nil {
 			return a, err
 		}
-		principals = append(principals, groupIDs...)
+		principals = append(principals, in...)
+		viaGroups := slices.DeleteFunc(itemGroups, func(m Member) bool { return !slices.Contains(in, m.PrincipalID) })
 		a = grants(withPending(append(direct, viaGroups...), c.Pending, principals))
 	}
 	if !a.see || !a.manage {
@@ -92,6 +96,20 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 	}
 	a.own = own
 	return a, nil
+}
+
+// groupCandidates are the groups whose members the item's access may
+// come through: its member groups, and a group its pending change names
+// (a share not yet written to the member rows).
+func groupCandidates(itemGroups []Member, pc *MemberChange) []string {
+	out := make([]string, 0, len(itemGroups)+1)
+	for _, m := range itemGroups {
+		out = append(out, m.PrincipalID)
+	}
+	if pc != nil && strings.HasPrefix(pc.PrincipalID, domain.GroupIDPrefix) && !slices.Contains(out, pc.PrincipalID) {
+		out = append(out, pc.PrincipalID)
+	}
+	return out
 }
 
 // ownRole is the role of the caller's own membership, found alone ("":

@@ -53,6 +53,10 @@ type MemberStore interface {
 	Delete(ctx context.Context, contentID, principalID string, version int) error
 	// Find returns the members among principalIDs.
 	Find(ctx context.Context, contentID string, principalIDs []string) ([]Member, error)
+	// Groups returns the members that are groups (one slice of the
+	// item's partition: its cost follows the groups it is shared with,
+	// not its users).
+	Groups(ctx context.Context, contentID string) ([]Member, error)
 	// Page lists members after principal id `after`, in id order.
 	Page(ctx context.Context, contentID, after string, limit int) ([]Member, error)
 }
@@ -109,8 +113,10 @@ type GroupDirectory interface {
 	// MemberRole returns the user's role in the group; ErrNotFound when
 	// the user is not a member or the group does not exist.
 	MemberRole(ctx context.Context, groupID, userID string) (string, error)
-	// GroupIDsOf lists the groups the user is a member of.
-	GroupIDsOf(ctx context.Context, userID string) ([]string, error)
+	// GroupsAmong returns which of groupIDs the user is a member of: its
+	// cost follows groupIDs, never the user's groups, which anyone who
+	// manages a group can add to.
+	GroupsAmong(ctx context.Context, userID string, groupIDs []string) ([]string, error)
 	// Exists reports whether an active group has this id: false for one
 	// being closed or closed (sharedWithDeparted relies on it).
 	Exists(ctx context.Context, id string) (bool, error)

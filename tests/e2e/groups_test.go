@@ -322,7 +322,8 @@ func TestMemberListPaging(t *testing.T) {
 }
 
 // TestGroupDirectoryForContent exercises what the content feature calls:
-// MemberRole, GroupIDsOf and Exists, on real data.
+// MemberRole, GroupsAmong and Exists, on real data (and GroupIDsOf, a
+// deletion's job's).
 func TestGroupDirectoryForContent(t *testing.T) {
 	t.Parallel()
 	w := newGroupWorld(t, nil)
@@ -359,6 +360,23 @@ func TestGroupDirectoryForContent(t *testing.T) {
 	}
 	if ids, err := groups.GroupIDsOf(ctx, w.id); err != nil || len(ids) != 0 {
 		t.Fatalf("GroupIDsOf(admin, in no group) = %v, %v", ids, err)
+	}
+	for _, tc := range []struct {
+		user string
+		of   []string
+		want []string
+	}{
+		{alice.ID, []string{g1.ID, unknown}, []string{g1.ID}},
+		{alice.ID, []string{g2.ID, g1.ID}, want},
+		{alice.ID, nil, nil},
+		{w.id, []string{g1.ID, g2.ID}, nil},
+		{"nobody", []string{g1.ID}, nil},
+	} {
+		got, err := groups.GroupsAmong(ctx, tc.user, tc.of)
+		slices.Sort(got)
+		if err != nil || !slices.Equal(got, tc.want) && (len(got) != 0 || len(tc.want) != 0) {
+			t.Fatalf("GroupsAmong(%s, %v) = %v, %v; want %v", tc.user, tc.of, got, err, tc.want)
+		}
 	}
 	// Leaving takes the group out of the user's list and role.
 	if r := deleteGroupMember(w.ownerAPI, g1.ID, alice.ID); r.StatusCode != http.StatusNoContent {

@@ -21,8 +21,8 @@ type noGroups struct{}
 func (noGroups) MemberRole(context.Context, string, string) (string, error) {
 	return "", domain.ErrNotFound
 }
-func (noGroups) GroupIDsOf(context.Context, string) ([]string, error) { return nil, nil }
-func (noGroups) Exists(context.Context, string) (bool, error)         { return false, nil }
+func (noGroups) GroupsAmong(context.Context, string, []string) ([]string, error) { return nil, nil }
+func (noGroups) Exists(context.Context, string) (bool, error)                    { return false, nil }
 
 // libWorld is a schedule's content on fresh tables: an owner's public
 // item shared with a friend as viewer and with the owner's group "club"

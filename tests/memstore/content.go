@@ -210,6 +210,7 @@ func memberPrincipal(mb library.Member) string { return mb.PrincipalID }
 func (m members) Find(_ context.Context, contentID string, principalIDs []string) ([]library.Member, error) {
 	var out []library.Member
 	_, err := m.s.call("content_members.find", false, func() (bool, error) {
+		m.s.memberRows += len(principalIDs)
 		for _, p := range principalIDs {
 			if c, ok := m.s.content.members[contentID+"|"+p]; ok && !c.deleted {
 				out = append(out, c.v)
@@ -224,6 +225,22 @@ func (m members) Page(_ context.Context, contentID, after string, limit int) ([]
 	var out []library.Member
 	_, err := m.s.call("content_members.page", false, func() (bool, error) {
 		out = pageAfter(m.all(contentID), after, limit, memberPrincipal)
+		m.s.memberRows += len(out)
+		return true, nil
+	})
+	return out, err
+}
+
+// Groups is the slice of the item's members whose ids are group ids.
+func (m members) Groups(_ context.Context, contentID string) ([]library.Member, error) {
+	var out []library.Member
+	_, err := m.s.call("content_members.groups", false, func() (bool, error) {
+		for _, mb := range m.all(contentID) {
+			if strings.HasPrefix(mb.PrincipalID, domain.GroupIDPrefix) {
+				out = append(out, mb)
+			}
+		}
+		m.s.memberRows += len(out)
 		return true, nil
 	})
 	return out, err

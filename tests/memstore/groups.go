@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"time"
 
@@ -149,6 +150,7 @@ func (m groupMembers) Apply(_ context.Context, groupID string, c groups.MemberCh
 func (m groupMembers) Role(_ context.Context, groupID, userID string) (string, error) {
 	var role string
 	found, err := m.s.call("group_members.role", false, func() (bool, error) {
+		m.s.memberRows++
 		c, ok := m.s.groups.members[groupID+"|"+userID]
 		role = c.v.Role
 		return ok && !c.deleted, nil
@@ -170,6 +172,7 @@ func (m groupMembers) Page(_ context.Context, groupID, after string, limit int) 
 	var out []groups.Member
 	_, err := m.s.call("group_members.page", false, func() (bool, error) {
 		out = pageAfter(m.all(groupID), after, limit, memberUser)
+		m.s.memberRows += len(out)
 		return true, nil
 	})
 	return out, err
@@ -191,6 +194,26 @@ func (m groupMembers) GroupsOf(_ context.Context, userID string) ([]string, erro
 		for _, r := range m.groupsOf(userID) {
 			out = append(out, r.GroupID)
 		}
+		m.s.memberRows += len(out)
+		return true, nil
+	})
+	return out, err
+}
+
+// GroupsAmong reads the user's reverse index rows of groupIDs by key.
+func (m groupMembers) GroupsAmong(_ context.Context, userID string, groupIDs []string) ([]string, error) {
+	out := []string{}
+	if len(groupIDs) == 0 {
+		return out, nil
+	}
+	_, err := m.s.call("groups_by_member.among", false, func() (bool, error) {
+		m.s.memberRows += len(groupIDs)
+		for _, id := range groupIDs {
+			if r, ok := m.s.groups.byMember[userID+"|"+id]; ok && !r.deleted && !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+		slices.Sort(out)
 		return true, nil
 	})
 	return out, err
@@ -200,6 +223,7 @@ func (m groupMembers) GroupsPage(_ context.Context, userID, after string, limit 
 	var out []groups.MemberOf
 	_, err := m.s.call("groups_by_member.page", false, func() (bool, error) {
 		out = pageAfter(m.groupsOf(userID), after, limit, memberOfGroup)
+		m.s.memberRows += len(out)
 		return true, nil
 	})
 	return out, err

@@ -162,7 +162,10 @@ type Store struct {
 	jobQueue map[string]versioned[jobs.Entry]
 	held     []func()
 	calls    int
-	crashed  bool
+	// memberRows counts the rows the member tables' reads touched
+	// (MemberRows).
+	memberRows int
+	crashed    bool
 	// FaultAt, when set, says what happens to call number n (0 first) of
 	// the given name ("claims.claim", "users.update" ...).
 	FaultAt func(n int, name string) Fault
@@ -214,6 +217,16 @@ func (s *Store) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls
+}
+
+// MemberRows is how many rows the reads of the member tables
+// (content_members, group_members, groups_by_member) have touched: a read
+// by key counts its keys, a slice the rows it returned. What a read costs
+// the node follows it, where Calls counts round trips alone.
+func (s *Store) MemberRows() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.memberRows
 }
 
 // Crashed reports whether a Crash stopped the caller's process: nothing it

@@ -114,6 +114,22 @@ func (m deleteLosesTies) Delete(ctx context.Context, contentID, principalID stri
 	return m.MemberStore.Delete(ctx, contentID, principalID, version-1)
 }
 
+// groupsAmongAll answers every group of the user, whatever was asked: a
+// read of the whole partition where one by key was meant.
+type groupsAmongAll struct{ groups.MemberStore }
+
+func (m groupsAmongAll) GroupsAmong(ctx context.Context, userID string, _ []string) ([]string, error) {
+	return m.GroupsOf(ctx, userID)
+}
+
+// groupsWithUsers answers every member of the item as its groups: a
+// slice whose bounds let the users in.
+type groupsWithUsers struct{ library.MemberStore }
+
+func (m groupsWithUsers) Groups(ctx context.Context, contentID string) ([]library.Member, error) {
+	return m.Page(ctx, contentID, "", 1000)
+}
+
 // accessWithoutSession reads access without the password session: a
 // statement that left a column out.
 type accessWithoutSession struct{ storecontract.UserStore }
@@ -163,6 +179,20 @@ func TestSuitesCatchWrongFakes(t *testing.T) {
 		}, func() []string {
 			s, c := fake()
 			return verdict(t, storecontract.ContentMemberChecks, "FollowTheNewestVersion", library.MemberStore(deleteLosesTies{s.Contents().Members}), c)
+		}},
+		{"groups among reads the whole partition", func() []string {
+			s, c := fake()
+			return verdict(t, storecontract.GroupMemberChecks, "GroupsAmongReadsOnlyThoseAsked", s.GroupMembers(), c)
+		}, func() []string {
+			s, c := fake()
+			return verdict(t, storecontract.GroupMemberChecks, "GroupsAmongReadsOnlyThoseAsked", groups.MemberStore(groupsAmongAll{s.GroupMembers()}), c)
+		}},
+		{"an item's groups let its users in", func() []string {
+			s, c := fake()
+			return verdict(t, storecontract.ContentMemberChecks, "GroupsAreTheGroupMembers", s.Contents().Members, c)
+		}, func() []string {
+			s, c := fake()
+			return verdict(t, storecontract.ContentMemberChecks, "GroupsAreTheGroupMembers", library.MemberStore(groupsWithUsers{s.Contents().Members}), c)
 		}},
 	}
 	for _, c := range cases {

@@ -19,6 +19,7 @@ func GroupMembers(t *testing.T, open Open[groups.MemberStore]) { Run(t, open, Gr
 var GroupMemberChecks = []Check[groups.MemberStore]{
 	{"ChangesFollowTheNewestVersion", groupMemberVersions},
 	{"PagesInIDOrder", groupMemberPages},
+	{"GroupsAmongReadsOnlyThoseAsked", groupsAmong},
 }
 
 // groupMemberVersions: both tables follow the newest change: an older one
@@ -102,6 +103,36 @@ func groupMemberPages(t testing.TB, s groups.MemberStore, _ Clock) {
 	}
 }
 
+// groupsAmong: GroupsAmong answers which of the ids asked the user is a
+// member of, whatever else the user is in; none for none.
+func groupsAmong(t testing.TB, s groups.MemberStore, _ Clock) {
+	ctx, user := context.Background(), Key("user")
+	var in []string
+	for i := range 4 {
+		g := fmt.Sprintf("%s-%d", Key("group"), i)
+		in = append(in, g)
+		if err := s.Apply(ctx, g, groups.MemberChange{UserID: user, Role: groups.RoleMember}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Apply(ctx, in[3], groups.MemberChange{UserID: user}, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ ask, want []string }{
+		{[]string{in[0], in[2], Key("group")}, []string{in[0], in[2]}},
+		{[]string{in[3], in[1]}, []string{in[1]}},
+		{[]string{Key("group")}, nil},
+		{nil, nil},
+	} {
+		got, err := s.GroupsAmong(ctx, user, tc.ask)
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(tc.want))
+		if err != nil || len(got) != len(want) || (len(want) > 0 && !slices.Equal(got, want)) {
+			t.Fatalf("GroupsAmong(%v) = %v %v, want %v", tc.ask, got, err, want)
+		}
+	}
+}
+
 // ContentMembers runs ContentMemberChecks.
 func ContentMembers(t *testing.T, open Open[library.MemberStore]) { Run(t, open, ContentMemberChecks) }
 
@@ -109,6 +140,46 @@ func ContentMembers(t *testing.T, open Open[library.MemberStore]) { Run(t, open,
 var ContentMemberChecks = []Check[library.MemberStore]{
 	{"FollowTheNewestVersion", contentMemberVersions},
 	{"PagesInPrincipalOrder", contentMemberPages},
+	{"GroupsAreTheGroupMembers", contentMemberGroups},
+}
+
+// contentMemberGroups: Groups answers the item's members whose ids are
+// group ids, and none of its users, whichever side of them they sort.
+func contentMemberGroups(t testing.TB, s library.MemberStore, _ Clock) {
+	ctx, item := context.Background(), Key("item")
+	var want []string
+	for i := range 3 {
+		for _, prefix := range []string{domain.UserIDPrefix, domain.GroupIDPrefix} {
+			p := domain.NewID(prefix)
+			if prefix == domain.GroupIDPrefix {
+				want = append(want, p)
+			}
+			if err := s.Put(ctx, item, library.Member{PrincipalID: p, Role: []string{library.RoleViewer, library.RoleManager}[i%2]}, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	gone := want[1]
+	if err := s.Delete(ctx, item, gone, 2); err != nil {
+		t.Fatal(err)
+	}
+	want = slices.DeleteFunc(want, func(p string) bool { return p == gone })
+	slices.Sort(want)
+	got, err := s.Groups(ctx, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(got))
+	for i, m := range got {
+		ids[i] = m.PrincipalID
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("the item's groups: %v, want %v", ids, want)
+	}
+	if none, err := s.Groups(ctx, Key("item")); err != nil || len(none) != 0 {
+		t.Fatalf("an item without members has groups %v %v", none, err)
+	}
 }
 
 // contentMemberVersions: a member row follows the item's newest version;

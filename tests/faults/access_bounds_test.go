@@ -1,0 +1,63 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+)
+
+// TestAStrangerCannotWeighOnAUsersReadsByAddingHerToGroups: anyone who
+// manages a group may add anyone to it, so "other" adds friend to n
+// groups of its own. Friend's read of a private item shared with the club
+// she is in, and her refused change of it, touch as many member rows with
+// n = 300 as with none: access is decided on the groups the item is
+// shared with, never on the whole of the caller's groups (each of which a
+// stranger can add to).
+func TestAStrangerCannotWeighOnAUsersReadsByAddingHerToGroups(t *testing.T) {
+	t.Parallel()
+	type cost struct{ calls, rows int }
+	costs := map[int][2]cost{}
+	for _, n := range []int{0, 300} {
+		c := newCloseWorld(t)
+		ctx := context.Background()
+		for i := range n {
+			gr, err := c.grp.CreateGroup(ctx, as(c.other), groups.CreateInput{Name: fmt.Sprintf("spam-%d", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.grp.SetMember(ctx, as(c.other), gr.ID, c.friend.ID, groups.RoleMember); err != nil {
+				t.Fatal(err)
+			}
+		}
+		it := c.item(t, c.owner, "plans", library.VisibilityPrivate)
+		if _, err := c.lib.Share(ctx, as(c.owner), it, c.group, library.RoleViewer); err != nil {
+			t.Fatal(err)
+		}
+		measure := func(what string, fn func() error, want error) cost {
+			t.Helper()
+			calls, rows := c.store.Calls(), c.store.MemberRows()
+			err := fn()
+			got := cost{c.store.Calls() - calls, c.store.MemberRows() - rows}
+			if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+				t.Fatalf("friend in %d groups of a stranger's, %s: %v, want %v", n, what, err, want)
+			}
+			t.Logf("friend in %d groups of a stranger's, %s: %d store calls, %d member rows", n, what, got.calls, got.rows)
+			return got
+		}
+		read := measure("reading the club's private item", func() error { _, err := c.lib.Get(ctx, as(c.friend), it); return err }, nil)
+		name := "renamed"
+		change := measure("renaming it (a viewer: refused)", func() error {
+			_, err := c.lib.Update(ctx, as(c.friend), it, library.Input{Name: &name})
+			return err
+		}, domain.ErrForbidden)
+		costs[n] = [2]cost{read, change}
+	}
+	if costs[300] != costs[0] {
+		t.Errorf("the reads cost %+v with friend in 300 more groups, %+v without", costs[300], costs[0])
+	}
+}
