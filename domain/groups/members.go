@@ -44,10 +44,26 @@ func (g *Service) SetMember(ctx context.Context, p domain.Principal, groupID, us
 	return Member{UserID: userID, Role: role}, set.added, nil
 }
 
-// setMember is one SetMember across the rounds of its change.
+// Promote makes a member of the group its manager, as SetMember would,
+// but never adds anyone: a user who is not a member (one who left since
+// the caller listed the members) is refused with ErrNotMember. What a
+// deletion's hand-over uses (domain/lifecycle): it chooses among the
+// members it read, and one who left meanwhile must not be put back.
+func (g *Service) Promote(ctx context.Context, p domain.Principal, groupID, userID string) error {
+	if p.Anonymous() {
+		return domain.ErrNoSession
+	}
+	set := setMember{caller: p.UserID, userID: userID, role: RoleManager, validUser: domain.ValidID(userID, domain.UserIDPrefix), roleOnly: true}
+	return g.change(ctx, "set", groupID, func(ctx context.Context, gr Group) (*Group, error) {
+		return g.decideSet(ctx, gr, &set)
+	})
+}
+
+// setMember is one SetMember (or Promote) across the rounds of its change.
 type setMember struct {
 	caller, userID, role string
 	validUser            bool
+	roleOnly             bool // Promote: a role change only, never an add
 	userChecked          bool // the account was found visible (checked once: an add of an account deleted since is taken back as it finishes)
 	added                bool // the decision made the user a new member
 }
@@ -78,6 +94,8 @@ func (g *Service) decideSet(ctx context.Context, gr Group, set *setMember) (*Gro
 		return nil, domain.ErrUserNotFound
 	case targetErr != nil:
 		return nil, targetErr
+	case targetRole == "" && set.roleOnly:
+		return nil, ErrNotMember
 	}
 	next := gr
 	next.Pending = &MemberChange{UserID: set.userID, Role: set.role}

@@ -155,10 +155,11 @@ func (s *Service) handOver(ctx context.Context, groupID, id string, others []str
 		Message: "Group " + groupID + ": every other member is being deleted too; the group is handed over or closed once they are gone."}
 }
 
-// promote makes member a manager of the group, as the manager by.
+// promote makes member a manager of the group, as the manager by; one
+// who left since the members were read is not put back (ErrNotMember:
+// the next round reads them again).
 func (s *Service) promote(ctx context.Context, groupID, by, member string) error {
-	_, _, err := s.groups.SetMember(ctx, domain.Principal{UserID: by}, groupID, member, groups.RoleManager)
-	return err
+	return s.groups.Promote(ctx, domain.Principal{UserID: by}, groupID, member)
 }
 
 // closeAlone closes a group whose only member is userID, as that user
