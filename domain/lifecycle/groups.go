@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"shelf/domain"
 	"shelf/domain/groups"
@@ -66,7 +67,8 @@ func (s *Service) leaveGroups(ctx context.Context, id string) error {
 }
 
 // leaveRounds bounds how often leaving one group decides again after a
-// refusal; past it the job's run fails and the next run goes on.
+// refusal; past it the job's run fails and the next run goes on (never
+// done with the user still in the group).
 const leaveRounds = 3
 
 // leaveGroup takes the user out of one group, as the user would. Where
@@ -77,38 +79,47 @@ const leaveRounds = 3
 // decided on the group row, docs/design/closing.md; so a deletion never
 // stops there for good). Each refusal decides again on the group as it
 // then is, and so does a hand-over refused because the user is no longer
-// a member or manager there (another run of the job got there first).
+// a member or manager there (another run of the job got there first) or
+// because the member chosen left or is being deleted meanwhile. It
+// answers nil (or ErrNotFound: not a member, the group gone) only once
+// the user's removal is done; after leaveRounds refusals the job's run
+// fails, so the deletion never ends with the user still in the group.
 func (s *Service) leaveGroup(ctx context.Context, groupID, id string) error {
 	self := domain.Principal{UserID: id}
-	var err error
-	for range leaveRounds {
-		if err = s.groups.RemoveMember(ctx, self, groupID, id); !errors.Is(err, groups.ErrLastManager) {
+	for round := 0; ; round++ {
+		err := s.groups.RemoveMember(ctx, self, groupID, id)
+		if !errors.Is(err, groups.ErrLastManager) {
 			return err
 		}
-		others, oerr := s.otherMembers(ctx, groupID, id)
-		if errors.Is(oerr, domain.ErrForbidden) {
+		if round == leaveRounds {
+			return &domain.Error{Kind: domain.ErrConflict, Code: "last_manager",
+				Message: "Group " + groupID + ": still its last manager after " + strconv.Itoa(leaveRounds) + " hand-overs; the next run decides again."}
+		}
+		others, err := s.otherMembers(ctx, groupID, id)
+		if errors.Is(err, domain.ErrForbidden) {
 			continue // no longer a member: another run of this job left the group
 		}
-		if oerr != nil {
-			return oerr
+		if err != nil {
+			return err
 		}
 		if len(others) == 0 {
-			if err = s.closeAlone(ctx, groupID, id); !errors.Is(err, groups.ErrLastManager) {
+			if err := s.closeAlone(ctx, groupID, id); !errors.Is(err, groups.ErrLastManager) {
 				return err
 			}
 			continue // someone joined: hand it over
 		}
-		err = s.handOver(ctx, groupID, id, others)
-		switch {
+		switch err := s.handOver(ctx, groupID, id, others); {
 		case errors.Is(err, domain.ErrForbidden):
 			// No longer the group's manager: another run of this job
 			// (its lease lost while a step was slow) handed it over or
 			// left; the next round finds out which.
-		case err != nil && !errors.Is(err, domain.ErrNotFound):
+		case errors.Is(err, domain.ErrNotFound):
+			// The member chosen left (not_member) or is being deleted
+			// (the promotion taken back): the next round reads again.
+		case err != nil:
 			return err
 		}
 	}
-	return err
 }
 
 // otherMembers reads the first members of the group, the user left out,

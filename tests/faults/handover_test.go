@@ -78,3 +78,68 @@ func TestAHandOverNeverBringsBackAMemberWhoLeft(t *testing.T) {
 		t.Errorf("cat, who left the club, is in it again as its %s: the hand-over added her back", role)
 	}
 }
+
+// TestADeletionNeverEndsWithItsUserStillInAGroup: ann's deletion finds her
+// the last manager of the club, whose members are cat, dan and eve. Each
+// time it reads the members (slowly), the first of them leaves meanwhile,
+// so each hand-over is refused, three rounds running. The deletion may
+// fail its run and go on in the next, but it must never finish with ann
+// still in the club: a deleted account would be a group's one manager,
+// its member rows left for good.
+func TestADeletionNeverEndsWithItsUserStillInAGroup(t *testing.T) {
+	t.Parallel()
+	l, club, _ := handOverWorld(t)
+	ctx := context.Background()
+	for _, n := range []string{"dan", "eve"} {
+		if err := l.signup(n, n+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, l.created[len(l.created)-1].ID, groups.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaves := 0
+	l.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "group_members.page" && leaves < 3 {
+			return memstore.Slow
+		}
+		return memstore.None
+	}
+	inMeanwhile := false
+	l.store.Meanwhile = func() {
+		if inMeanwhile || leaves >= 3 {
+			return
+		}
+		inMeanwhile = true
+		defer func() { inMeanwhile = false }()
+		for _, m := range l.store.GroupSnapshot().Members[club.ID] {
+			if m.UserID != l.ann.ID {
+				leaves++
+				if err := l.grp.RemoveMember(ctx, domain.Principal{UserID: m.UserID}, club.ID, m.UserID); err != nil {
+					t.Errorf("a member leaving: %v", err)
+				}
+				return
+			}
+		}
+	}
+	err := l.deleteSelf(l.ann)
+	for range 5 { // a failed run, or a lease the slow reads cost: the next passes go on
+		if err == nil {
+			break
+		}
+		l.store.Advance(lease)
+		_, err = l.life.WorkJobs(ctx)
+	}
+	if leaves != 3 {
+		t.Fatalf("%d members left, want 3", leaves)
+	}
+	if st := l.status(t, l.ann.ID); st != domain.StatusDeleted {
+		t.Fatalf("the account is %q, want deleted (%v)", st, err)
+	}
+	if role, err := l.grp.MemberRole(ctx, club.ID, l.ann.ID); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("the deleted account is still the club's %s", role)
+	}
+	if gr, err := l.grp.GetSerial(ctx, club.ID); err != nil || gr.Status != domain.StatusClosed {
+		t.Errorf("the club, left by everyone else, is %+v (%v), want closed", gr, err)
+	}
+}
