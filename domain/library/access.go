@@ -164,10 +164,64 @@ func (s *Service) Get(ctx context.Context, p domain.Principal, id string) (Conte
 }
 
 // requireManager answers unless the caller may manage the item (its
-// managers, directly or through a group, and active admins).
-func (s *Service) requireManager(ctx context.Context, p domain.Principal, id string) error {
-	_, _, err := s.managed(ctx, p, id)
-	return err
+// managers, directly or through a group, and active admins), and returns
+// the caller's check of it, for the change to ask again (caller).
+func (s *Service) requireManager(ctx context.Context, p domain.Principal, id string) (*caller, error) {
+	c, _, err := s.managed(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	return &caller{checked: c, may: func(ctx context.Context, c Content) error { return s.manages(ctx, p, c) }}, nil
+}
+
+// manages is requireManager's check on an item as a change read it (live,
+// nothing pending): 404 if the caller may not see it, 403 if it may see
+// but not manage it.
+func (s *Service) manages(ctx context.Context, p domain.Principal, c Content) error {
+	a, err := s.accessTo(ctx, p, c, managing)
+	switch {
+	case err != nil:
+		return err
+	case !a.see:
+		return errContentNotFound
+	case !a.manage && !a.admin:
+		return domain.ErrDenied
+	}
+	return nil
+}
+
+// caller is a caller's check of an item (may) and the item as it passed
+// it (checked). A change decides on the item as it reads it then, and a
+// change recorded in between (the caller's own removal, perhaps) may have
+// moved it on: the change's compare-and-set is conditioned on the version
+// it read, so the check must hold at that version. decide asks may again
+// whenever the version differs, so the caller's change never lands on a
+// state its check did not see ("check again at the end";
+// TestAManagerRemovedMidShareCannotShareHimselfBack). The normal path,
+// the same version, reads nothing more: a share or unshare moves the
+// version, and its clear leaves the version as it was (withPending
+// counted it in the check already).
+type caller struct {
+	checked Content
+	may     func(ctx context.Context, c Content) error
+}
+
+// decide wraps a change's decide with the check; a nil caller is the
+// system's change (a closing's drop, a departed creator's), checked by
+// whoever asked.
+func (cl *caller) decide(ctx context.Context, decide func(Content) (*Content, error)) func(Content) (*Content, error) {
+	if cl == nil {
+		return decide
+	}
+	return func(c Content) (*Content, error) {
+		if c.Version != cl.checked.Version {
+			if err := cl.may(ctx, c); err != nil {
+				return nil, err
+			}
+			cl.checked = c
+		}
+		return decide(c)
+	}
 }
 
 // managed reads an item the caller may manage, and the caller's access.

@@ -147,7 +147,7 @@ func TestReadingAnItemReadsMembershipsOnlyWhenTheyDecide(t *testing.T) {
 			}
 
 			groups.reads, item.finds, item.slices = 0, 0, 0
-			err = s.requireManager(context.Background(), c.p, item.item.ID)
+			_, err = s.requireManager(context.Background(), c.p, item.item.ID)
 			switch {
 			case !c.loggedIn:
 				if !errors.Is(err, domain.ErrNoSession) {

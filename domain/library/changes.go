@@ -81,19 +81,20 @@ func (s *Service) Create(ctx context.Context, p domain.Principal, in Input) (Con
 // Update changes an item's fields (managers only); it gets a new
 // lastModified and every member library follows.
 func (s *Service) Update(ctx context.Context, p domain.Principal, id string, in Input) (Content, error) {
-	if err := s.requireManager(ctx, p, id); err != nil {
+	by, err := s.requireManager(ctx, p, id)
+	if err != nil {
 		return Content{}, err
 	}
 	if err := in.apply(&Content{}); err != nil {
 		return Content{}, err // refused before anything is marked
 	}
-	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
+	ch, err := s.change(ctx, id, by.decide(ctx, func(c Content) (*Content, error) {
 		if err := in.apply(&c); err != nil {
 			return nil, err
 		}
 		c.LastModified = s.movedOn(c) // taken again once its rows are gone (change)
 		return &c, nil
-	})
+	}))
 	if err != nil {
 		return Content{}, err
 	}
@@ -103,18 +104,20 @@ func (s *Service) Update(ctx context.Context, p domain.Principal, id string, in 
 
 // Delete removes an item from every library (managers only).
 func (s *Service) Delete(ctx context.Context, p domain.Principal, id string) error {
-	if err := s.requireManager(ctx, p, id); err != nil {
+	by, err := s.requireManager(ctx, p, id)
+	if err != nil {
 		return err
 	}
-	return s.deleteItem(ctx, id)
+	return s.deleteItem(ctx, id, by)
 }
 
-// deleteItem deletes an item, whoever asks (the checks are the caller's).
-func (s *Service) deleteItem(ctx context.Context, id string) error {
-	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
+// deleteItem deletes an item, for by (nil: whoever asks, whose checks are
+// its own).
+func (s *Service) deleteItem(ctx context.Context, id string, by *caller) error {
+	ch, err := s.change(ctx, id, by.decide(ctx, func(c Content) (*Content, error) {
 		c.Deleted = true
 		return &c, nil
-	})
+	}))
 	if err != nil {
 		return err
 	}
@@ -132,13 +135,14 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 	if role != RoleViewer && role != RoleManager {
 		return false, domain.Invalid("Some fields are not valid.", domain.FieldError{Field: "role", Code: "oneof", Message: "must be viewer or manager"})
 	}
-	if err := s.requireManager(ctx, p, id); err != nil {
+	by, err := s.requireManager(ctx, p, id)
+	if err != nil {
 		return false, err
 	}
 	if err := s.principalExists(ctx, principalID); err != nil {
 		return false, err
 	}
-	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
+	ch, err := s.change(ctx, id, by.decide(ctx, func(c Content) (*Content, error) {
 		before, err := s.memberOf(ctx, id, principalID)
 		if err != nil || (before != nil && before.Role == role) {
 			return nil, err // a database error, or nothing to do
@@ -150,7 +154,7 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 		}
 		next.Pending = &MemberChange{PrincipalID: principalID, Role: role}
 		return &next, nil
-	})
+	}))
 	if err != nil {
 		return false, err
 	}
@@ -204,10 +208,11 @@ func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principal
 	if p.Anonymous() {
 		return domain.ErrNoSession
 	}
-	if err := s.mayUnshare(ctx, p, id, principalID); err != nil {
+	by, err := s.mayUnshare(ctx, p, id, principalID)
+	if err != nil {
 		return err
 	}
-	return s.unshare(ctx, id, principalID)
+	return s.unshare(ctx, id, principalID, by)
 }
 
 // Drop takes a principal off an item for the system (a group's closing,
@@ -216,17 +221,17 @@ func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principal
 // stay exact; an item the principal is the last manager of is deleted,
 // as an account deletion does with the items it is the last manager of.
 func (s *Service) Drop(ctx context.Context, id, principalID string) error {
-	err := s.unshare(ctx, id, principalID)
+	err := s.unshare(ctx, id, principalID, nil)
 	if errors.Is(err, ErrLastManager) {
-		return s.deleteItem(ctx, id)
+		return s.deleteItem(ctx, id, nil)
 	}
 	return err
 }
 
 // unshare records and carries out the removal of a principal from an
-// item, whoever asks (the checks are the caller's).
-func (s *Service) unshare(ctx context.Context, id, principalID string) error {
-	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
+// item, for by (nil: whoever asks, whose checks are its own).
+func (s *Service) unshare(ctx context.Context, id, principalID string, by *caller) error {
+	ch, err := s.change(ctx, id, by.decide(ctx, func(c Content) (*Content, error) {
 		before, err := s.memberOf(ctx, id, principalID)
 		if err != nil {
 			return nil, err
@@ -243,7 +248,7 @@ func (s *Service) unshare(ctx context.Context, id, principalID string) error {
 		}
 		c.Pending = &MemberChange{PrincipalID: principalID}
 		return &c, nil
-	})
+	}))
 	if err != nil {
 		return err
 	}
@@ -269,10 +274,37 @@ func (s *Service) carryOut(ctx context.Context, ch changed) (takenBack bool) {
 // mayUnshare answers whether the caller may take principalID off the item:
 // its managers and admins may remove anyone, a user the item from their own
 // library, and a group's manager from the group's library.
-func (s *Service) mayUnshare(ctx context.Context, p domain.Principal, id, principalID string) error {
-	_, a, err := s.load(ctx, p, id, managing)
-	if err != nil || a.manage || a.admin || principalID == p.UserID {
-		return err
+// It returns the caller's check, for the change to ask again (caller).
+func (s *Service) mayUnshare(ctx context.Context, p domain.Principal, id, principalID string) (*caller, error) {
+	c, a, err := s.load(ctx, p, id, managing)
+	if err != nil {
+		return nil, err
+	}
+	by := &caller{checked: c, may: func(ctx context.Context, c Content) error {
+		a, err := s.accessTo(ctx, p, c, managing)
+		if err != nil {
+			return err
+		}
+		if !a.see {
+			return errContentNotFound
+		}
+		return s.mayUnshareWith(ctx, p, a, principalID)
+	}}
+	err = s.mayUnshareWith(ctx, p, a, principalID)
+	switch {
+	case errors.Is(err, domain.ErrDenied):
+		return nil, s.denied(ctx, id)
+	case err != nil:
+		return nil, err
+	}
+	return by, nil
+}
+
+// mayUnshareWith decides mayUnshare on the caller's access a to an item it
+// may see: ErrDenied if it may not.
+func (s *Service) mayUnshareWith(ctx context.Context, p domain.Principal, a access, principalID string) error {
+	if a.manage || a.admin || principalID == p.UserID {
+		return nil
 	}
 	if domain.ValidID(principalID, domain.GroupIDPrefix) {
 		role, err := s.groups.MemberRole(ctx, principalID, p.UserID)
@@ -283,7 +315,7 @@ func (s *Service) mayUnshare(ctx context.Context, p domain.Principal, id, princi
 			return nil
 		}
 	}
-	return s.denied(ctx, id)
+	return domain.ErrDenied
 }
 
 // principalExists checks a user or group id.

@@ -126,7 +126,7 @@ func (s *Service) leaveForDepartedCreator(ctx context.Context, c Content) (left 
 	case m == nil:
 		return true, nil
 	case m.Role == RoleManager:
-		err = s.deleteItem(ctx, c.ID)
+		err = s.deleteItem(ctx, c.ID, nil)
 	default:
 		err = s.Drop(ctx, c.ID, c.CreatedBy)
 	}
