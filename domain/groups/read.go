@@ -59,13 +59,38 @@ func (g *Service) MemberRole(ctx context.Context, groupID, userID string) (strin
 	return g.members.Role(ctx, groupID, userID)
 }
 
-// GroupsAmong returns which of groupIDs the user is a member of (one read
-// of groups_by_member by key; none for none).
+// GroupsAmong returns which of groupIDs the user is a member of: one read
+// of groups_by_member by key (none for none), then the rows of the groups
+// found there, at once. As for a user's groups (ListUserGroups), the
+// group row is the record of membership: an index row of a group being
+// closed or closed is no membership (every membership ends with the
+// closing's answer, before its job removes the rows), nor is one whose
+// removal the group records and has not finished
+// (TestAMemberOfAClosingGroupCannotKeepWhatTheGroupManaged).
 func (g *Service) GroupsAmong(ctx context.Context, userID string, groupIDs []string) ([]string, error) {
 	if !domain.ValidID(userID, domain.UserIDPrefix) || len(groupIDs) == 0 {
 		return []string{}, nil
 	}
-	return g.members.GroupsAmong(ctx, userID, groupIDs)
+	in, err := g.members.GroupsAmong(ctx, userID, groupIDs)
+	if err != nil || len(in) == 0 {
+		return in, err
+	}
+	found := make([]Group, len(in))
+	errs := make([]error, len(in))
+	domain.Parallel(ctx, len(in), func(ctx context.Context, i int) { found[i], errs[i] = g.activeGroup(ctx, in[i]) })
+	out := make([]string, 0, len(in))
+	for i, id := range in {
+		switch gr, err := found[i], errs[i]; {
+		case errors.Is(err, domain.ErrNotFound):
+			continue // not active: an index row alone is no membership
+		case err != nil:
+			return nil, err
+		case gr.Pending != nil && gr.Pending.UserID == userID && gr.Pending.Role == "":
+			continue // a removal recorded, its rows not yet removed
+		}
+		out = append(out, id)
+	}
+	return out, nil
 }
 
 // GroupIDsOf returns the ids of the groups the user is a member of (one

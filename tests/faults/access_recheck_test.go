@@ -86,3 +86,33 @@ func TestAManagerRemovedMidUpdateCannotUndoTheOwnersLaterChange(t *testing.T) {
 		t.Errorf("after the owner removed the friend and made the item private, the friend's update in flight made it %s %q (it answered %v)", it.Visibility, it.Name, updateErr)
 	}
 }
+
+// TestAMemberOfAClosingGroupCannotKeepWhatTheGroupManaged: the club
+// manages the owner's private item "spare"; the friend is one of the
+// club's members, and manages the item only through it. The owner closes
+// the club: the closing answers 202 and its job has not run yet. From
+// the answer on, the club is gone to every read and every membership ends
+// with it; the friend must not make himself the item's manager of his
+// own (nor open the item) in the window before the job drops the club's
+// share, to keep it once the job has run.
+func TestAMemberOfAClosingGroupCannotKeepWhatTheGroupManaged(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.life.CloseGroup(ctx, as(c.owner), c.group); err != nil {
+		t.Fatalf("the closing answered %v", err)
+	}
+	if _, err := c.lib.Get(ctx, as(c.friend), c.spare); err == nil {
+		t.Errorf("after the club's closing answered, its member still opens the private item shared with it")
+	}
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.friend.ID, library.RoleManager)
+	if err := worked(c.life)(c.life.CloseGroup(ctx, as(c.owner), c.group)); err != nil {
+		t.Fatalf("the closing's job: %v", err)
+	}
+	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.friend.ID); role != "" {
+		t.Errorf("the club's member made himself the item's %s after the club's closing answered (his share answered %v), and keeps it once the closing is done", role, shareErr)
+	}
+}
