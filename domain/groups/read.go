@@ -50,13 +50,57 @@ func (g *Service) activeGroup(ctx context.Context, id string) (Group, error) {
 }
 
 // MemberRole returns the user's role in the group ("member" or
-// "manager"); ErrNotFound when the user is not a member or the group does
-// not exist. One read of group_members.
+// "manager"); ErrNotFound when the user is not a member or the group is
+// not active (Standing).
 func (g *Service) MemberRole(ctx context.Context, groupID, userID string) (string, error) {
-	if !domain.ValidID(groupID, domain.GroupIDPrefix) || !domain.ValidID(userID, domain.UserIDPrefix) {
+	active, role, err := g.Standing(ctx, groupID, userID)
+	switch {
+	case err != nil:
+		return "", err
+	case !active || role == "":
 		return "", domain.ErrNotFound
 	}
-	return g.members.Role(ctx, groupID, userID)
+	return role, nil
+}
+
+// Standing reads at once whether the group is active and the user's role
+// there ("": none; userID "" reads the group alone). As for a user's
+// groups (ListUserGroups) and access through a group (GroupsAmong), the
+// group row is the record of membership: a group being closed or closed
+// has no members, and a removal of the user it records and has not
+// finished is no membership, though the member row is still there
+// (TestAMemberWhoseRemovalIsRecordedNoLongerSeesTheGroupsPrivateItems).
+// The group row and the member row are read at once: one round trip.
+func (g *Service) Standing(ctx context.Context, groupID, userID string) (active bool, role string, err error) {
+	if !domain.ValidID(groupID, domain.GroupIDPrefix) {
+		return false, "", nil
+	}
+	reads := 1
+	if domain.ValidID(userID, domain.UserIDPrefix) {
+		reads = 2
+	}
+	var gr Group
+	var grErr, roleErr error
+	domain.Parallel(ctx, reads, func(ctx context.Context, i int) {
+		if i == 0 {
+			gr, grErr = g.activeGroup(ctx, groupID)
+		} else {
+			role, roleErr = g.members.Role(ctx, groupID, userID)
+		}
+	})
+	switch {
+	case errors.Is(grErr, domain.ErrNotFound):
+		return false, "", nil
+	case grErr != nil:
+		return false, "", grErr
+	case errors.Is(roleErr, domain.ErrNotFound):
+		return true, "", nil
+	case roleErr != nil:
+		return false, "", roleErr
+	case gr.Pending != nil && gr.Pending.UserID == userID && gr.Pending.Role == "":
+		return true, "", nil // a removal recorded, its rows not yet removed
+	}
+	return true, role, nil
 }
 
 // GroupsAmong returns which of groupIDs the user is a member of: one read

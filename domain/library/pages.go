@@ -35,30 +35,16 @@ func (s *Service) bucketFor(ctx context.Context, p domain.Principal, principalID
 			return BucketPrivate, nil
 		}
 	case domain.ValidID(principalID, domain.GroupIDPrefix):
-		// The group and the caller's membership are read at once.
-		var ok bool
-		var existsErr, roleErr error
-		roleErr = domain.ErrNotFound // anonymous: no membership
-		checks := 1
-		if !p.Anonymous() {
-			checks = 2
-		}
-		domain.Parallel(ctx, checks, func(ctx context.Context, i int) {
-			if i == 0 {
-				ok, existsErr = s.groups.Exists(ctx, principalID)
-			} else {
-				_, roleErr = s.groups.MemberRole(ctx, principalID, p.UserID)
-			}
-		})
+		// The group and the caller's membership are read at once, the
+		// group row the record of it (Standing).
+		active, role, err := s.groups.Standing(ctx, principalID, p.UserID)
 		switch {
-		case existsErr != nil:
-			return "", existsErr
-		case !ok:
+		case err != nil:
+			return "", err
+		case !active:
 			return "", errLibraryNotFound
-		case roleErr == nil:
+		case role != "":
 			return BucketPrivate, nil
-		case !errors.Is(roleErr, domain.ErrNotFound):
-			return "", roleErr
 		}
 	default:
 		return "", errLibraryNotFound

@@ -111,8 +111,12 @@ type OutboxEntry struct {
 // GroupDirectory is what content needs to know of groups.
 type GroupDirectory interface {
 	// MemberRole returns the user's role in the group; ErrNotFound when
-	// the user is not a member or the group does not exist.
+	// the user is not a member or the group is not active.
 	MemberRole(ctx context.Context, groupID, userID string) (string, error)
+	// Standing reads at once whether the group is active and the user's
+	// role there ("": none, or userID ""), the group row being the record
+	// of membership.
+	Standing(ctx context.Context, groupID, userID string) (active bool, role string, err error)
 	// GroupsAmong returns which of groupIDs the user is a member of: its
 	// cost follows groupIDs, never the user's groups, which anyone who
 	// manages a group can add to.

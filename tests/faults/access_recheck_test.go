@@ -2,8 +2,10 @@ package faults
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	"shelf/domain/groups"
 	"shelf/domain/library"
 	"shelf/tests/memstore"
 )
@@ -114,5 +116,51 @@ func TestAMemberOfAClosingGroupCannotKeepWhatTheGroupManaged(t *testing.T) {
 	}
 	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.friend.ID); role != "" {
 		t.Errorf("the club's member made himself the item's %s after the club's closing answered (his share answered %v), and keeps it once the closing is done", role, shareErr)
+	}
+}
+
+// TestAMemberWhoseRemovalIsRecordedNoLongerSeesTheGroupsPrivateItems: the
+// owner removes friend from the club; the group row records the removal
+// (its compare-and-set applied) but the member rows' deletes fail, so the
+// removal answers an error and its rows wait for whoever finishes it.
+// The group row is the record of membership: from its compare-and-set
+// friend is no member, and the club's library shows him no private item
+// (before: the page's check read his member row alone, still there).
+func TestAMemberWhoseRemovalIsRecordedNoLongerSeesTheGroupsPrivateItems(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	secret := c.item(t, c.owner, "secret", library.VisibilityPrivate)
+	if _, err := c.lib.Share(ctx, as(c.owner), secret, c.group, library.RoleViewer); err != nil {
+		t.Fatal(err)
+	}
+	listed := func() bool {
+		t.Helper()
+		pg, err := c.lib.Library(ctx, as(c.friend), c.group, library.NewestFirst, "", 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(pg.Items, func(e library.Entry) bool { return e.ContentID == secret })
+	}
+	if !listed() {
+		t.Fatal("the club's member does not see its private item")
+	}
+	c.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "groups_by_member.delete" || name == "group_members.delete" {
+			return memstore.FailBefore
+		}
+		return memstore.None
+	}
+	err := c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+	c.store.FaultAt = nil
+	if err == nil {
+		t.Fatal("the removal answered although its rows were not removed")
+	}
+	i := slices.IndexFunc(c.store.GroupSnapshot().Groups, func(gr groups.Group) bool { return gr.ID == c.group })
+	if gr := c.store.GroupSnapshot().Groups[i]; gr.Pending == nil || gr.Pending.UserID != c.friend.ID || gr.Pending.Role != "" {
+		t.Fatalf("the group row does not record friend's removal: %+v", gr.Pending)
+	}
+	if listed() {
+		t.Error("friend, whose removal the group records, still sees the club's private item")
 	}
 }

@@ -23,6 +23,9 @@ func (noGroups) MemberRole(context.Context, string, string) (string, error) {
 }
 func (noGroups) GroupsAmong(context.Context, string, []string) ([]string, error) { return nil, nil }
 func (noGroups) Exists(context.Context, string) (bool, error)                    { return false, nil }
+func (noGroups) Standing(context.Context, string, string) (bool, string, error) {
+	return false, "", nil
+}
 
 // libWorld is a schedule's content on fresh tables: an owner's public
 // item shared with a friend as viewer and with the owner's group "club"
