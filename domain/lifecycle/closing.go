@@ -53,8 +53,10 @@ func (s *Service) CloseGroup(ctx context.Context, p domain.Principal, id string)
 
 // finishClosingOf finishes the closing of a group found closing (a
 // deletion meets such a group among a user's groups), under its job's
-// lease (a closing another worker holds is left to it); any other group
-// is left alone.
+// lease; any other group is left alone. A closing another worker holds
+// (or took over from this one) is left to it, and the caller's run fails
+// (errClosingHeld): the user is still among the group's members until
+// that closing is done, so the deletion goes on in a later run.
 func (s *Service) finishClosingOf(ctx context.Context, id string) error {
 	if !domain.ValidID(id, domain.GroupIDPrefix) {
 		return nil
@@ -66,8 +68,21 @@ func (s *Service) finishClosingOf(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.underLease(ctx, closingJob(gr), func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l) })
-	return err
+	return closedHere(gr.ID)(s.underLease(ctx, closingJob(gr), func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l) }))
+}
+
+// closedHere is the outcome of a closing run under its job's lease for a
+// deletion waiting on it: a closing left to another worker (ran false) is
+// not done yet, so the deletion's run fails and its next run decides
+// again (TestADeletionFinishesOnlyOnceAClosingHeldElsewhereIsDone).
+func closedHere(groupID string) func(ran bool, err error) error {
+	return func(ran bool, err error) error {
+		if err == nil && !ran {
+			return &domain.Error{Kind: domain.ErrConflict, Code: "closing_held",
+				Message: "Group " + groupID + ": its closing is another worker's job; the next run goes on once it is done."}
+		}
+		return err
+	}
 }
 
 // finishClosing carries out the steps of the closing of gr (closing or

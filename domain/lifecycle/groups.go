@@ -174,7 +174,8 @@ func (s *Service) promote(ctx context.Context, groupID, by, member string) error
 }
 
 // closeAlone closes a group whose only member is userID, as that user
-// (onlyMember); a closing this user began is finished.
+// (onlyMember); a closing this user began is finished (one another worker
+// holds fails the run: closedHere).
 func (s *Service) closeAlone(ctx context.Context, groupID, userID string) error {
 	gr, err := s.groups.BeginClosing(ctx, domain.Principal{UserID: userID}, groupID, onlyMember, s.st.Closings)
 	if err != nil {
@@ -184,6 +185,5 @@ func (s *Service) closeAlone(ctx context.Context, groupID, userID string) error 
 	if err != nil {
 		return err
 	}
-	_, err = s.underLease(ctx, j, func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l) })
-	return err
+	return closedHere(groupID)(s.underLease(ctx, j, func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l) }))
 }
