@@ -158,6 +158,11 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		}
 		next, claim := change.apply(u, h, session)
 		asked = change.asksEmail(u)
+		if asked && self && !a.stillAdmits(u.Access(), p.Session) {
+			// The new epoch would name a session the account no longer
+			// admits (a suspension or a reset landed meanwhile).
+			return false, domain.ErrNoSession
+		}
 		if asked && !a.mailOn() {
 			// Only its link makes a new address the account's, and
 			// without mail none could be sent: refused as the token

@@ -269,6 +269,18 @@ func (a *Service) blocked(u domain.Access) error {
 	return nil
 }
 
+// stillAdmits reports whether u, the owner's account read again inside a
+// request of theirs, still lets the request's session s act: a
+// suspension, a reset or a change by another session that landed since
+// s was authenticated stops it there too. A change that names s as the
+// session that set a new epoch (a sign-out everywhere else, a new
+// address asked for) is decided on it: otherwise a session the
+// suspension ended would be named for the epoch after it, and work again
+// after the lift (S3, U8).
+func (a *Service) stillAdmits(u domain.Access, s domain.Session) bool {
+	return u.Visible() && passwordAdmits(u, s) && a.blocked(u) == nil
+}
+
 // rehash stores a hash with the current parameters; a failure only means
 // the next login tries again. The password stays, and so does its epoch:
 // its sessions and reset links go on working.

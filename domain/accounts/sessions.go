@@ -289,6 +289,11 @@ func (a *Service) RevokeSessions(ctx context.Context, p domain.Principal, userID
 		if !u.Visible() {
 			return u, false, domain.ErrUserNotFound
 		}
+		if keep != "" && !a.stillAdmits(u.Access(), p.Session) {
+			// The session to keep no longer works (a suspension or a
+			// reset landed meanwhile): naming it would bring it back.
+			return u, false, domain.ErrNoSession
+		}
 		u.PasswordEpoch, u.PasswordSession = u.PasswordEpoch+1, keep
 		return u, true, nil
 	})
