@@ -145,7 +145,7 @@ func (s *Service) otherMembers(ctx context.Context, groupID, userID string) ([]s
 // names held, for good; the suspended manager acts once it is lifted, and
 // its own deletion hands the group on again). With no visible member (all
 // of them are being deleted too), the deletion's job waits for theirs: it
-// fails this run, saying so in the job's lastError, and the next run
+// fails this run, saying so in the job row's last_error, and the next run
 // decides again.
 func (s *Service) handOver(ctx context.Context, groupID, id string, others []string) error {
 	suspended := ""
