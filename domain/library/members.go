@@ -26,7 +26,30 @@ func (s *Service) MembersPage(ctx context.Context, p domain.Principal, id, curso
 	if err != nil {
 		return MemberList{}, err
 	}
+	page.Items = asRecorded(page.Items, c.Pending)
 	return MemberList{Page: page, Members: c.Members, Managers: c.Managers, Own: a.own}, nil
+}
+
+// asRecorded is a page of member rows as the item's row records them, as
+// its counts do: a removal recorded there and not yet carried out hides
+// its principal, a role change shows its new role; an add is listed once
+// its row is written (TestAnUnshareRecordedButNotFinishedIsNotListed). A
+// page may then hold fewer than its limit while more follow.
+func asRecorded(items []Member, pc *MemberChange) []Member {
+	if pc == nil {
+		return items
+	}
+	out := make([]Member, 0, len(items))
+	for _, m := range items {
+		if m.PrincipalID == pc.PrincipalID {
+			if pc.Role == "" {
+				continue
+			}
+			m.Role = pc.Role
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // membersPage is the page of item id's members after cursor.

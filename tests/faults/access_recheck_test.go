@@ -164,3 +164,38 @@ func TestAMemberWhoseRemovalIsRecordedNoLongerSeesTheGroupsPrivateItems(t *testi
 		t.Error("friend, whose removal the group records, still sees the club's private item")
 	}
 }
+
+// TestAnUnshareRecordedButNotFinishedIsNotListed: the owner takes friend
+// off the item; the item's row records the removal (its compare-and-set
+// applied, the answer given) but the member row's delete fails, left to
+// the outbox worker. The item's member list, whose counts already leave
+// friend out, lists him no more either: the row is the record of the
+// item's members, as it is of its counts.
+func TestAnUnshareRecordedButNotFinishedIsNotListed(t *testing.T) {
+	t.Parallel()
+	l := newLibWorld(t)
+	ctx := context.Background()
+	l.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "content_members.delete" {
+			return memstore.FailBefore
+		}
+		return memstore.None
+	}
+	err := l.unshare(l.owner, l.friend)
+	l.store.FaultAt = nil
+	if err != nil {
+		t.Fatalf("the unshare answered %v", err)
+	}
+	if role := memberRole(l.store.ContentSnapshot(), l.item, l.friend.ID); role == "" {
+		t.Fatal("the member row was removed: the fault did not hold it")
+	}
+	list, err := l.lib.MembersPage(ctx, as(l.owner), l.item, "", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Page.Items {
+		if m.PrincipalID == l.friend.ID {
+			t.Errorf("friend, taken off the item (its counts say %d members), is still listed: %+v", list.Members, list.Page.Items)
+		}
+	}
+}
