@@ -49,6 +49,13 @@ func (g *Service) activeGroup(ctx context.Context, id string) (Group, error) {
 	return gr, err
 }
 
+// removing reports whether the group records the removal of userID, not
+// yet carried out: the user is no member from its compare-and-set on,
+// though the member rows are still there.
+func (gr Group) removing(userID string) bool {
+	return gr.Pending != nil && gr.Pending.UserID == userID && gr.Pending.Role == ""
+}
+
 // MemberRole returns the user's role in the group ("member" or
 // "manager"); ErrNotFound when the user is not a member or the group is
 // not active (Standing).
@@ -97,7 +104,7 @@ func (g *Service) Standing(ctx context.Context, groupID, userID string) (active 
 		return true, "", nil
 	case roleErr != nil:
 		return false, "", roleErr
-	case gr.Pending != nil && gr.Pending.UserID == userID && gr.Pending.Role == "":
+	case gr.removing(userID):
 		return true, "", nil // a removal recorded, its rows not yet removed
 	}
 	return true, role, nil
@@ -129,7 +136,7 @@ func (g *Service) GroupsAmong(ctx context.Context, userID string, groupIDs []str
 			continue // not active: an index row alone is no membership
 		case err != nil:
 			return nil, err
-		case gr.Pending != nil && gr.Pending.UserID == userID && gr.Pending.Role == "":
+		case gr.removing(userID):
 			continue // a removal recorded, its rows not yet removed
 		}
 		out = append(out, id)

@@ -108,24 +108,8 @@ func TestDeletionClosesTheGroupItsUserManagesAlone(t *testing.T) {
 // so the group keeps a manager and the account is deleted.
 func TestNobodyCanHoldADeletionByMakingTheUserALastManager(t *testing.T) {
 	t.Parallel()
-	l := newLifeWorld(t)
+	l, club, cat := handOverWorld(t)
 	ctx := context.Background()
-	if err := l.signup("cat", "cat@example.org"); err != nil {
-		t.Fatal(err)
-	}
-	cat := l.created[2]
-	club := l.group(t, l.bob, "club")
-	for _, m := range []struct {
-		user domain.User
-		role string
-	}{{cat, groups.RoleMember}, {l.ann, groups.RoleManager}} {
-		if _, _, err := l.grp.SetMember(ctx, as(l.bob), club.ID, m.user.ID, m.role); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.grp.RemoveMember(ctx, as(l.bob), club.ID, l.bob.ID); err != nil {
-		t.Fatal(err)
-	}
 	if err := l.deleteSelf(l.ann); err != nil {
 		t.Fatalf("the deletion of the group's last manager answered %v, want it done", err)
 	}
