@@ -92,3 +92,9 @@ func (s *GroupChanges) BeginInOldLayout(ctx context.Context, e groups.ChangeEntr
 	return s.db.Session.Query(`INSERT INTO group_change_attempts (day, group_id, attempt, started_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ?`, nil).
 		Bind(deletionDay(e.At), e.GroupID, e.Attempt, e.At, e.At.UnixMicro()).WithContext(ctx).Exec()
 }
+
+// CopySessionIndex is 037's step in Go: sessions_by_user copied into the
+// indexes a page and a revocation read.
+func CopySessionIndex(ctx context.Context, s gocqlx.Session) error {
+	return copySessionIndex(ctx, s, 0, "copy_session_index")
+}

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"
@@ -28,6 +30,7 @@ import (
 // longer than a statement's timeout. Trying again is safe: a run resumes
 // after the last recorded statement, and every statement is IF NOT EXISTS.
 func Migrate(ctx context.Context, session gocqlx.Session) error {
+	setCalls.Do(func() { migrate.Callback = migrationCalls.Callback })
 	for attempt := 1; ; attempt++ {
 		err := migrate.FromFS(ctx, session, schema.FS)
 		if err == nil {
@@ -37,6 +40,89 @@ func Migrate(ctx context.Context, session gocqlx.Session) error {
 			return fmt.Errorf("migrate: %w", err)
 		}
 	}
+}
+
+// migrationCalls are the steps in Go the schema files call (a comment
+// `-- CALL name;`). gocqlx's migrate keeps them in a variable of its own,
+// set once (setCalls). A step is run again when its file is resumed, so
+// each is idempotent.
+var migrationCalls = func() migrate.CallbackRegister {
+	r := migrate.CallbackRegister{}
+	r.Add(migrate.CallComment, "copy_session_index", copySessionIndex)
+	return r
+}()
+
+var setCalls sync.Once
+
+// sessionsToCopyCQL reads every entry of sessions_by_user with its write
+// timestamp and the TTL it has left (037).
+const sessionsToCopyCQL scanCQL = `SELECT user_id, token_hash, created_at, expires_at, WRITETIME(expires_at) AS written, TTL(expires_at) AS ttl FROM sessions_by_user`
+
+// sessionCopyRow is a row of sessionsToCopyCQL.
+type sessionCopyRow struct {
+	UserID    string    `db:"user_id"`
+	TokenHash string    `db:"token_hash"`
+	CreatedAt time.Time `db:"created_at"`
+	ExpiresAt time.Time `db:"expires_at"`
+	Written   int64     `db:"written"`
+	TTL       int       `db:"ttl"`
+}
+
+// columns are sessionsToCopyCQL's.
+func (r *sessionCopyRow) columns() []any {
+	return []any{&r.UserID, &r.TokenHash, &r.CreatedAt, &r.ExpiresAt, &r.Written, &r.TTL}
+}
+
+// copyConcurrency bounds the entries copySessionIndex writes at once.
+const copyConcurrency = 16
+
+// copySessionIndex copies every entry of sessions_by_user into
+// sessions_by_user_created and sessions_by_user_id (037), each at its
+// write timestamp and with the TTL it has left: a revocation (at that
+// timestamp + 1) shadows the copy whenever either lands, and the copy
+// expires with its session. An entry without a creation (from before
+// 010, long expired) or without a TTL is left. Run again, it writes the
+// same cells again.
+func copySessionIndex(ctx context.Context, session gocqlx.Session, _ migrate.CallbackEvent, _ string) error {
+	db := NewDB(session, "LOCAL_SERIAL")
+	iter := db.scan(ctx, sessionsToCopyCQL).PageSize(1000).Iter()
+	rows := make(chan sessionCopyRow)
+	errs := make([]error, copyConcurrency)
+	var wg sync.WaitGroup
+	for w := range copyConcurrency {
+		wg.Go(func() {
+			for r := range rows {
+				if errs[w] == nil {
+					errs[w] = copySessionEntry(ctx, db, r)
+				}
+			}
+		})
+	}
+	for {
+		var r sessionCopyRow
+		if !iter.Scan(r.columns()...) {
+			break
+		}
+		if !r.CreatedAt.IsZero() && r.TTL > 0 {
+			rows <- r
+		}
+	}
+	close(rows)
+	wg.Wait()
+	return errors.Join(append(errs, iter.Close())...)
+}
+
+// copySessionEntry writes one entry's copies.
+func copySessionEntry(ctx context.Context, db *DB, r sessionCopyRow) error {
+	id := domain.SessionID(r.TokenHash)
+	return all(ctx, []func(ctx context.Context) error{
+		func(ctx context.Context) error {
+			return db.write(ctx, "sessions_by_user_created.copy", sessionCreatedCQL, r.UserID, r.CreatedAt, id, r.TokenHash, r.ExpiresAt, r.Written, r.TTL)
+		},
+		func(ctx context.Context) error {
+			return db.write(ctx, "sessions_by_user_id.copy", sessionByIDCQL, r.UserID, id, r.TokenHash, r.CreatedAt, r.ExpiresAt, r.Written, r.TTL)
+		},
+	})
 }
 
 // migrateAttempts bounds Migrate's runs after timeouts.

@@ -68,8 +68,9 @@ func (r *sessionDetailRow) columns() []any {
 	return append(r.sessionRow.columns(), &r.UserAgent, &r.ClientIP)
 }
 
-// sessionIndexRow is a row of sessions_by_user as sessionsOfUserCQL reads
-// it.
+// sessionIndexRow is an entry of a user's sessions as sessionsOfUserCQL
+// (sessions_by_user), sessionsPageCQL (sessions_by_user_created) and
+// sessionEntryCQL (sessions_by_user_id) read it.
 type sessionIndexRow struct {
 	TokenHash string    `db:"token_hash"`
 	Written   int64     `db:"written"`
@@ -80,6 +81,10 @@ type sessionIndexRow struct {
 // columns are sessionsOfUserCQL's.
 func (r *sessionIndexRow) columns() []any {
 	return []any{&r.TokenHash, &r.Written, &r.CreatedAt, &r.ExpiresAt}
+}
+
+func (r sessionIndexRow) toDomain(userID string) domain.Session {
+	return domain.Session{TokenHash: r.TokenHash, UserID: userID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Written: r.Written}
 }
 
 const (
@@ -96,6 +101,16 @@ const (
 	sessionUnindexCQL    versionedCQL = `DELETE FROM sessions_by_user USING TIMESTAMP ? WHERE user_id = ? AND token_hash = ?`
 	sessionsOfUserCQL    readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user WHERE user_id = ?`
 	sessionTTLMinSeconds              = 1
+
+	// The indexes a page and a revocation read (037): newest first, and by
+	// public id.
+	sessionCreatedCQL     versionedCQL = `INSERT INTO sessions_by_user_created (user_id, created_at, session_id, token_hash, expires_at) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionByIDCQL        versionedCQL = `INSERT INTO sessions_by_user_id (user_id, session_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionUncreatedCQL   versionedCQL = `DELETE FROM sessions_by_user_created USING TIMESTAMP ? WHERE user_id = ? AND created_at = ? AND session_id = ?`
+	sessionUnbyIDCQL      versionedCQL = `DELETE FROM sessions_by_user_id USING TIMESTAMP ? WHERE user_id = ? AND session_id = ?`
+	sessionsPageCQL       readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user_created WHERE user_id = ? LIMIT ?`
+	sessionsPageBeforeCQL readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user_created WHERE user_id = ? AND (created_at, session_id) < (?, ?) LIMIT ?`
+	sessionEntryCQL       readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user_id WHERE user_id = ? AND session_id = ?`
 )
 
 // orUnset is s, or no value at all when empty (no cell, no tombstone).
@@ -112,13 +127,25 @@ func (s *Sessions) ttlUntil(expires time.Time) int {
 	return max(int(expires.Sub(s.db.Now())/time.Second), sessionTTLMinSeconds)
 }
 
-// Create writes the index entry first, then the session: a session that
-// exists is always listed, so revoking all of a user's sessions finds it.
-// Both rows carry one timestamp, which the index keeps for revocation.
+// Create writes the index entries first (the three at once), then the
+// session: a session that exists is always listed, and revoking all of a
+// user's sessions finds it. Every row carries one timestamp, which the
+// entries keep for revocation.
 func (s *Sessions) Create(ctx context.Context, sess domain.Session) error {
 	ttl := s.ttlUntil(sess.ExpiresAt)
 	ts := s.db.Now().UnixMicro()
-	if err := s.db.write(ctx, "sessions_by_user.insert", sessionIndexCQL, sess.UserID, sess.TokenHash, sess.CreatedAt, sess.ExpiresAt, ts, ttl); err != nil {
+	id := sess.ID()
+	if err := all(ctx, []func(ctx context.Context) error{
+		func(ctx context.Context) error {
+			return s.db.write(ctx, "sessions_by_user.insert", sessionIndexCQL, sess.UserID, sess.TokenHash, sess.CreatedAt, sess.ExpiresAt, ts, ttl)
+		},
+		func(ctx context.Context) error {
+			return s.db.write(ctx, "sessions_by_user_created.insert", sessionCreatedCQL, sess.UserID, sess.CreatedAt, id, sess.TokenHash, sess.ExpiresAt, ts, ttl)
+		},
+		func(ctx context.Context) error {
+			return s.db.write(ctx, "sessions_by_user_id.insert", sessionByIDCQL, sess.UserID, id, sess.TokenHash, sess.CreatedAt, sess.ExpiresAt, ts, ttl)
+		},
+	}); err != nil {
 		return err
 	}
 	return s.db.write(ctx, "sessions.insert", sessionInsertCQL, sess.TokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt,
@@ -168,10 +195,41 @@ func (s *Sessions) Entries(ctx context.Context, userID string) ([]domain.Session
 	}
 	out := make([]domain.Session, len(rows))
 	for i, r := range rows {
-		out[i] = domain.Session{TokenHash: r.TokenHash, UserID: userID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
-			Written: r.Written}
+		out[i] = r.toDomain(userID)
 	}
 	return out, nil
+}
+
+// Newest reads one slice of the user's sessions newest first (creation,
+// then id, descending): the first limit entries, or those after before
+// when set.
+func (s *Sessions) Newest(ctx context.Context, userID string, before *accounts.SessionKey, limit int) ([]domain.Session, error) {
+	q := s.db.query(ctx, 0, sessionsPageCQL, userID, limit)
+	if before != nil {
+		q = s.db.query(ctx, 0, sessionsPageBeforeCQL, userID, before.At, before.ID, limit)
+	}
+	rows, err := selectRows[sessionIndexRow](q)
+	if err != nil {
+		return nil, dbErr("sessions_by_user_created.page", err)
+	}
+	out := make([]domain.Session, len(rows))
+	for i, r := range rows {
+		out[i] = r.toDomain(userID)
+	}
+	return out, nil
+}
+
+// Entry reads the user's entry of the session whose public id is
+// sessionID, by key (domain.ErrNotFound when there is none).
+func (s *Sessions) Entry(ctx context.Context, userID, sessionID string) (domain.Session, error) {
+	r, found, err := getRow[sessionIndexRow](s.db.query(ctx, 0, sessionEntryCQL, userID, sessionID))
+	if err != nil {
+		return domain.Session{}, dbErr("sessions_by_user_id.get", err)
+	}
+	if !found {
+		return domain.Session{}, domain.ErrNotFound
+	}
+	return r.toDomain(userID), nil
 }
 
 // Touch records that the session was seen at seen: last_seen alone, USING
@@ -190,15 +248,32 @@ func (s *Sessions) Touch(ctx context.Context, sess domain.Session, seen time.Tim
 }
 
 // Delete revokes one session: the session first (it stops working at
-// once), then its index entry, both at the session's write timestamp + 1,
-// so the delete shadows the write even when the instance that wrote it had
-// a clock ahead of ours (and the current time when that is later).
+// once), then its index entries (the three at once), all at the session's
+// write timestamp + 1, so the delete shadows the write even when the
+// instance that wrote it had a clock ahead of ours (and the current time
+// when that is later). The entry newest first is keyed by the session's
+// creation, which every caller has (the session row and each entry keep
+// it); a session without one (from before 010, long expired) has none.
 func (s *Sessions) Delete(ctx context.Context, sess domain.Session) error {
 	ts := max(sess.Written+1, s.db.Now().UnixMicro())
 	if err := s.db.write(ctx, "sessions.delete", sessionDeleteCQL, ts, sess.TokenHash); err != nil {
 		return err
 	}
-	return s.db.write(ctx, "sessions_by_user.delete", sessionUnindexCQL, ts, sess.UserID, sess.TokenHash)
+	id := sess.ID()
+	deletes := []func(ctx context.Context) error{
+		func(ctx context.Context) error {
+			return s.db.write(ctx, "sessions_by_user.delete", sessionUnindexCQL, ts, sess.UserID, sess.TokenHash)
+		},
+		func(ctx context.Context) error {
+			return s.db.write(ctx, "sessions_by_user_id.delete", sessionUnbyIDCQL, ts, sess.UserID, id)
+		},
+	}
+	if !sess.CreatedAt.IsZero() {
+		deletes = append(deletes, func(ctx context.Context) error {
+			return s.db.write(ctx, "sessions_by_user_created.delete", sessionUncreatedCQL, ts, sess.UserID, sess.CreatedAt, id)
+		})
+	}
+	return all(ctx, deletes)
 }
 
 // revokeConcurrency bounds the deletes one revocation runs at once.

@@ -76,11 +76,19 @@ type SessionStore interface {
 	// timestamp. An entry may outlive its session (a revocation that
 	// stopped between the two deletes) or precede it (a login in flight).
 	Entries(ctx context.Context, userID string) ([]domain.Session, error)
+	// Newest reads up to limit of the user's index entries newest first
+	// (creation, then id, descending), after before when it is set: one
+	// slice, however many sessions the user has. Entries as Entries'.
+	Newest(ctx context.Context, userID string, before *SessionKey, limit int) ([]domain.Session, error)
+	// Entry reads the user's index entry of the session whose public id
+	// (domain.SessionID) is sessionID, by key; domain.ErrNotFound when
+	// there is none.
+	Entry(ctx context.Context, userID, sessionID string) (domain.Session, error)
 	// Touch records that s was seen at seen: its last_seen alone, at
 	// write timestamp seen, so a later sighting always wins; it never
 	// makes a revoked session work or listed again.
 	Touch(ctx context.Context, s domain.Session, seen time.Time) error
-	// Delete revokes one session: the session, then its index entry.
+	// Delete revokes one session: the session, then its index entries.
 	Delete(ctx context.Context, s domain.Session) error
 	// DeleteAll revokes every session of the user, except keep ("" for none).
 	DeleteAll(ctx context.Context, userID, keep string) error

@@ -1,10 +1,8 @@
 package accounts
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -93,28 +91,6 @@ func (a *Service) auditSessions(ctx context.Context, p domain.Principal, u manag
 	return a.audit.Record(ctx, []domain.AuditEntry{e})
 }
 
-// entriesOf reads userID's index entries for a caller allowed to see
-// them, each with its sort key: the creation the entry recorded or, for
-// an entry from before it recorded one, its expiry less the session TTL;
-// and the account, as mayManageSessions read it.
-func (a *Service) entriesOf(ctx context.Context, p domain.Principal, userID string) ([]domain.Session, managed, error) {
-	var entries []domain.Session
-	var err error
-	u, aerr := a.mayManageSessions(ctx, p, userID, func(ctx context.Context) { entries, err = a.sessions.Entries(ctx, userID) })
-	if aerr != nil {
-		return nil, u, aerr
-	}
-	if err != nil {
-		return nil, u, err
-	}
-	for i, e := range entries {
-		if e.CreatedAt.IsZero() {
-			entries[i].CreatedAt = e.ExpiresAt.Add(-a.cfg.SessionTTL)
-		}
-	}
-	return entries, u, nil
-}
-
 // maxSessionRefills bounds the reads a page of sessions makes past its
 // first when index entries without a live session (a login that failed
 // after writing its entry, a revocation that stopped between its two
@@ -122,88 +98,88 @@ func (a *Service) entriesOf(ctx context.Context, p domain.Principal, userID stri
 const maxSessionRefills = 8
 
 // ListSessions answers a page of userID's live sessions, newest first
-// (ties by id, descending), for the user themself or an active admin. The
-// index partition is read whole (its entries expire with their sessions,
-// SHELF_SESSION_TTL) and sorted; then only the page's sessions are read,
-// at once, and an entry whose session is gone, holds nothing but a late
-// last-seen write, or was opened with a password the account no longer
-// has, is left out (and refilled from the next entries). An admin's list
-// of another's sessions is audited before any session is read
-// (auditSessions).
+// (ties by id, descending), for the user themself or an active admin. It
+// reads one slice of the user's index newest first (beside the account,
+// one round trip), then the slice's sessions at once; an entry whose
+// session is gone, holds nothing but a late last-seen write, or was
+// opened with a password the account no longer has, is left out, and the
+// page refilled from the next slice, at most maxSessionRefills times: the
+// cost of a page is bounded however many sessions the user has. An
+// admin's list of another's sessions is audited before any session is
+// read (auditSessions).
 func (a *Service) ListSessions(ctx context.Context, p domain.Principal, userID, cursor string, limit int) (domain.Page[SessionView], error) {
-	entries, account, err := a.entriesOf(ctx, p, userID)
-	if err != nil {
-		return domain.Page[SessionView]{}, err
-	}
-	after, err := decodeSessionCursor(cursor)
-	if err != nil {
+	after, cerr := decodeSessionCursor(cursor)
+	var chunk []domain.Session
+	var err error
+	account, aerr := a.mayManageSessions(ctx, p, userID, func(ctx context.Context) {
+		if cerr == nil {
+			chunk, err = a.sessions.Newest(ctx, userID, after, limit+1)
+		}
+	})
+	switch {
+	case aerr != nil:
+		return domain.Page[SessionView]{}, aerr
+	case cerr != nil:
+		return domain.Page[SessionView]{}, cerr
+	case err != nil:
 		return domain.Page[SessionView]{}, err
 	}
 	if err := a.auditSessions(ctx, p, account, domain.AuditSessionsListed); err != nil {
 		return domain.Page[SessionView]{}, err
 	}
-	keyed := make([]keyedEntry, len(entries))
-	for i, e := range entries {
-		keyed[i] = keyedEntry{key: sessionKey{at: e.CreatedAt, id: e.ID()}, entry: e}
-	}
-	slices.SortFunc(keyed, func(x, y keyedEntry) int { return y.key.compare(x.key) })
-	pos := 0
-	if after != nil {
-		pos = len(keyed)
-		if i := slices.IndexFunc(keyed, func(e keyedEntry) bool { return e.key.compare(*after) < 0 }); i >= 0 {
-			pos = i
-		}
-	}
-	now := a.cfg.Now()
+	now, asked := a.cfg.Now(), limit+1
 	var out []listedSession
-	for round := 0; len(out) <= limit && pos < len(keyed); round++ {
-		if round > maxSessionRefills {
-			// Too many entries without a session: answer what was found,
-			// and let the next page go on after the last entry read.
-			return domain.Page[SessionView]{Items: viewsOf(out), Next: keyed[pos-1].key.cursor()}, nil
-		}
-		chunk := keyed[pos:min(pos+limit+1-len(out), len(keyed))]
-		pos += len(chunk)
+	for round := 0; ; round++ {
 		hashes := make([]string, len(chunk))
 		for i, e := range chunk {
-			hashes[i] = e.entry.TokenHash
+			hashes[i] = e.TokenHash
 		}
 		live, err := a.sessions.GetMany(ctx, hashes)
 		if err != nil {
 			return domain.Page[SessionView]{}, err
 		}
 		for _, e := range chunk {
-			s, ok := live[e.entry.TokenHash]
+			s, ok := live[e.TokenHash]
 			if !ok || s.UserID != userID || !now.Before(s.ExpiresAt) || !passwordAdmits(account.Access, s) {
 				continue
 			}
-			out = append(out, listedSession{key: e.key, view: SessionView{Session: s, Current: s.TokenHash == p.Session.TokenHash}})
+			out = append(out, listedSession{key: keyOf(e), view: SessionView{Session: s, Current: s.TokenHash == p.Session.TokenHash}})
+		}
+		if len(out) > limit || len(chunk) < asked {
+			break // a page and one more, or the index's end
+		}
+		last := keyOf(chunk[len(chunk)-1])
+		if round == maxSessionRefills {
+			// Too many entries without a session: answer what was found,
+			// and let the next page go on after the last entry read.
+			return domain.Page[SessionView]{Items: viewsOf(out), Next: last.cursor()}, nil
+		}
+		asked = limit + 1 - len(out)
+		if chunk, err = a.sessions.Newest(ctx, userID, &last, asked); err != nil {
+			return domain.Page[SessionView]{}, err
 		}
 	}
 	page := domain.PageOf(out, limit, func(last listedSession) string { return last.key.cursor() })
 	return domain.Page[SessionView]{Items: viewsOf(page.Items), Next: page.Next}, nil
 }
 
-// sessionKey is a session's place in its list: creation, then id.
-type sessionKey struct {
-	at time.Time
-	id string
+// SessionKey is a session's place in its user's list: creation, then id
+// (its public id), both descending.
+type SessionKey struct {
+	At time.Time
+	ID string
 }
 
-func (k sessionKey) compare(o sessionKey) int {
-	if c := k.at.Compare(o.at); c != 0 {
-		return c
-	}
-	return cmp.Compare(k.id, o.id)
-}
+// keyOf is the place of an index entry.
+func keyOf(e domain.Session) SessionKey { return SessionKey{At: e.CreatedAt, ID: e.ID()} }
 
 // cursor is the cursor of the page after k: its creation in µs and its id.
-func (k sessionKey) cursor() string {
-	return domain.EncodeCursor(strconv.FormatInt(k.at.UnixMicro(), 10), k.id)
+func (k SessionKey) cursor() string {
+	return domain.EncodeCursor(strconv.FormatInt(k.At.UnixMicro(), 10), k.ID)
 }
 
 // decodeSessionCursor reads a cursor of ListSessions; nil for none.
-func decodeSessionCursor(cursor string) (*sessionKey, error) {
+func decodeSessionCursor(cursor string) (*SessionKey, error) {
 	if cursor == "" {
 		return nil, nil
 	}
@@ -215,16 +191,11 @@ func decodeSessionCursor(cursor string) (*sessionKey, error) {
 	if err != nil || f[0] != strconv.FormatInt(us, 10) || !domain.ValidID(f[1], domain.SessionIDPrefix) {
 		return nil, domain.ErrBadCursor
 	}
-	return &sessionKey{at: time.UnixMicro(us), id: f[1]}, nil
-}
-
-type keyedEntry struct {
-	key   sessionKey
-	entry domain.Session
+	return &SessionKey{At: time.UnixMicro(us).UTC(), ID: f[1]}, nil
 }
 
 type listedSession struct {
-	key  sessionKey
+	key  SessionKey
 	view SessionView
 }
 
@@ -237,30 +208,35 @@ func viewsOf(l []listedSession) []SessionView {
 }
 
 // RevokeSession ends one of userID's sessions, named by its id, for the
-// user themself (their current session too) or an active admin. An id
-// that names no entry of the user's index is ErrSessionNotFound: unknown,
+// user themself (their current session too) or an active admin. The
+// entry is read by its id (beside the account, one round trip); an id
+// that names no entry of the user's is ErrSessionNotFound: unknown,
 // expired, or already revoked, so the retry of a revocation whose answer
 // was lost answers 404 once its deletes have landed, and 204 (finishing
 // them) while the entry is still there. An admin's revocation of
 // another's session is audited before it (auditSessions); an unknown id
 // ends nothing and is not.
 func (a *Service) RevokeSession(ctx context.Context, p domain.Principal, userID, sessionID string) error {
-	entries, account, err := a.entriesOf(ctx, p, userID)
-	if err != nil {
+	valid := domain.ValidID(sessionID, domain.SessionIDPrefix)
+	var entry domain.Session
+	var err error
+	account, aerr := a.mayManageSessions(ctx, p, userID, func(ctx context.Context) {
+		if valid {
+			entry, err = a.sessions.Entry(ctx, userID, sessionID)
+		}
+	})
+	switch {
+	case aerr != nil:
+		return aerr
+	case !valid || errors.Is(err, domain.ErrNotFound):
+		return ErrSessionNotFound
+	case err != nil:
 		return err
 	}
-	if !domain.ValidID(sessionID, domain.SessionIDPrefix) {
-		return ErrSessionNotFound
+	if err := a.auditSessions(ctx, p, account, domain.AuditSessionRevoked); err != nil {
+		return err
 	}
-	for _, e := range entries {
-		if e.ID() == sessionID {
-			if err := a.auditSessions(ctx, p, account, domain.AuditSessionRevoked); err != nil {
-				return err
-			}
-			return a.sessions.Delete(ctx, e)
-		}
-	}
-	return ErrSessionNotFound
+	return a.sessions.Delete(ctx, entry)
 }
 
 // RevokeSessions ends every session of userID, for the user themself or an

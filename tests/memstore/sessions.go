@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 )
 
 // sessionTables keep sessions and their index as Cassandra keeps them
@@ -17,12 +19,28 @@ import (
 // expire with their TTL. So a row can be partial: a sighting written after
 // a revocation's delete, with a later timestamp, outlives it alone.
 type sessionTables struct {
-	rows  map[string]*sessionCells          // by token hash
-	index map[string]map[string]*indexCells // by user, then token hash
+	rows map[string]*sessionCells // by token hash
+	// The user's index entries: sessions_by_user (by token hash),
+	// sessions_by_user_created (by creation in ms and public id) and
+	// sessions_by_user_id (by public id), each by user first.
+	index   map[string]map[string]*indexCells
+	created map[string]map[createdKey]*indexCells
+	byID    map[string]map[string]*indexCells
+	// entriesRead counts the entries the index reads returned
+	// (SessionEntriesRead).
+	entriesRead int
+}
+
+// createdKey is a row's key in sessions_by_user_created: creation as the
+// node keeps it (ms), then public id.
+type createdKey struct {
+	at int64
+	id string
 }
 
 func newSessionTables() sessionTables {
-	return sessionTables{rows: map[string]*sessionCells{}, index: map[string]map[string]*indexCells{}}
+	return sessionTables{rows: map[string]*sessionCells{}, index: map[string]map[string]*indexCells{},
+		created: map[string]map[createdKey]*indexCells{}, byID: map[string]map[string]*indexCells{}}
 }
 
 // sessionCells is a row of sessions.
@@ -71,18 +89,55 @@ func (t sessionTables) row(hash string) *sessionCells {
 	return c
 }
 
-func (t sessionTables) entry(userID, hash string) *indexCells {
-	byHash, ok := t.index[userID]
+// entryIn is the user's row of one index table under key, made when
+// missing.
+func entryIn[K comparable](table map[string]map[K]*indexCells, userID string, key K) *indexCells {
+	rows, ok := table[userID]
 	if !ok {
-		byHash = map[string]*indexCells{}
-		t.index[userID] = byHash
+		rows = map[K]*indexCells{}
+		table[userID] = rows
 	}
-	e, ok := byHash[hash]
+	e, ok := rows[key]
 	if !ok {
 		e = &indexCells{}
-		byHash[hash] = e
+		rows[key] = e
 	}
 	return e
+}
+
+// write sets the entry's cells, at ts, unless a later write holds them.
+func (e *indexCells) write(sess domain.Session, ts int64) {
+	if ts > e.written {
+		e.entry = domain.Session{TokenHash: sess.TokenHash, UserID: sess.UserID, CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt}
+		e.written = ts
+	}
+}
+
+// read is the entry as a read finds it, with its write timestamp.
+func (e *indexCells) read() domain.Session {
+	s := e.entry
+	s.Written = e.written
+	return s
+}
+
+// indexCall is a store call on one index entry: its name and the entry.
+type indexCall struct {
+	name string
+	cell func() *indexCells
+}
+
+// keyOfCreated is the entry's key in sessions_by_user_created.
+func keyOfCreated(sess domain.Session) createdKey {
+	return createdKey{at: sess.CreatedAt.UnixMilli(), id: sess.ID()}
+}
+
+// SessionEntriesRead is how many index entries the reads of a user's
+// sessions (Entries, Newest, Entry) have returned: what a list or a
+// revocation costs the node beside its round trips.
+func (s *Store) SessionEntriesRead() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions.entriesRead
 }
 
 // Sessions is the store as the accounts' session store of an instance
@@ -109,18 +164,24 @@ type Sessions struct {
 // sent (a write held back lands with it).
 func (ss *Sessions) stamp() int64 { return ss.s.Now().Add(ss.ahead).UnixMicro() }
 
-// Create writes the index entry, then the session, at one timestamp.
+// Create writes the index entries (one call each, in one order), then
+// the session, at one timestamp. The entries keep creation as the node
+// does, in ms.
 func (ss *Sessions) Create(_ context.Context, sess domain.Session) error {
 	ts := ss.stamp()
-	if _, err := ss.s.call("sessions_by_user.insert", true, func() (bool, error) {
-		e := ss.s.sessions.entry(sess.UserID, sess.TokenHash)
-		if ts > e.written {
-			e.entry = domain.Session{TokenHash: sess.TokenHash, UserID: sess.UserID, CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt}
-			e.written = ts
+	entry := sess
+	entry.CreatedAt = sess.CreatedAt.Truncate(time.Millisecond)
+	for _, w := range []indexCall{
+		{"sessions_by_user.insert", func() *indexCells { return entryIn(ss.s.sessions.index, sess.UserID, sess.TokenHash) }},
+		{"sessions_by_user_created.insert", func() *indexCells { return entryIn(ss.s.sessions.created, sess.UserID, keyOfCreated(entry)) }},
+		{"sessions_by_user_id.insert", func() *indexCells { return entryIn(ss.s.sessions.byID, sess.UserID, sess.ID()) }},
+	} {
+		if _, err := ss.s.call(w.name, true, func() (bool, error) {
+			w.cell().write(entry, ts)
+			return true, nil
+		}); err != nil {
+			return err
 		}
-		return true, nil
-	}); err != nil {
-		return err
 	}
 	_, err := ss.s.call("sessions.insert", true, func() (bool, error) {
 		c := ss.s.sessions.row(sess.TokenHash)
@@ -170,21 +231,68 @@ func (ss *Sessions) GetMany(_ context.Context, hashes []string) (map[string]doma
 	return out, nil
 }
 
-// Entries lists the user's live index entries.
+// Entries lists the user's live entries of sessions_by_user.
 func (ss *Sessions) Entries(_ context.Context, userID string) ([]domain.Session, error) {
 	var out []domain.Session
 	_, err := ss.s.call("sessions.list", false, func() (bool, error) {
 		for _, e := range ss.s.sessions.index[userID] {
 			if e.live(ss.s.now) {
-				s := e.entry
-				s.Written = e.written
-				out = append(out, s)
+				out = append(out, e.read())
 			}
 		}
+		ss.s.sessions.entriesRead += len(out)
 		return true, nil
 	})
 	// In one order, so a schedule's calls are the same every run.
 	slices.SortFunc(out, func(a, b domain.Session) int { return strings.Compare(a.TokenHash, b.TokenHash) })
+	return out, err
+}
+
+// Newest reads up to limit live entries of sessions_by_user_created,
+// newest first, after before (compared as the node does: creation in
+// ms, then id).
+func (ss *Sessions) Newest(_ context.Context, userID string, before *accounts.SessionKey, limit int) ([]domain.Session, error) {
+	var out []domain.Session
+	_, err := ss.s.call("sessions_by_user_created.page", false, func() (bool, error) {
+		var keys []createdKey
+		for k, e := range ss.s.sessions.created[userID] {
+			if e.live(ss.s.now) && (before == nil || compareCreated(k, createdKey{at: before.At.UnixMilli(), id: before.ID}) < 0) {
+				keys = append(keys, k)
+			}
+		}
+		slices.SortFunc(keys, func(a, b createdKey) int { return compareCreated(b, a) })
+		for _, k := range keys[:min(limit, len(keys))] {
+			out = append(out, ss.s.sessions.created[userID][k].read())
+		}
+		ss.s.sessions.entriesRead += len(out)
+		return true, nil
+	})
+	return out, err
+}
+
+func compareCreated(a, b createdKey) int {
+	if c := cmp.Compare(a.at, b.at); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// Entry reads the user's live entry of sessions_by_user_id under the
+// public id.
+func (ss *Sessions) Entry(_ context.Context, userID, sessionID string) (domain.Session, error) {
+	var out domain.Session
+	found, err := ss.s.call("sessions_by_user_id.get", false, func() (bool, error) {
+		e, ok := ss.s.sessions.byID[userID][sessionID]
+		if !ok || !e.live(ss.s.now) {
+			return false, nil
+		}
+		out = e.read()
+		ss.s.sessions.entriesRead++
+		return true, nil
+	})
+	if err == nil && !found {
+		return domain.Session{}, domain.ErrNotFound
+	}
 	return out, err
 }
 
@@ -201,8 +309,10 @@ func (ss *Sessions) Touch(_ context.Context, sess domain.Session, seen time.Time
 	return err
 }
 
-// Delete revokes one session: the session, then its index entry, at its
-// write timestamp + 1 (or this instance's clock, when later).
+// Delete revokes one session: the session, then its index entries (one
+// call each, in one order), at its write timestamp + 1 (or this
+// instance's clock, when later). The entry newest first is keyed by the
+// creation given, as the repository's delete is (none without one).
 func (ss *Sessions) Delete(_ context.Context, sess domain.Session) error {
 	ts := max(sess.Written+1, ss.stamp())
 	if _, err := ss.s.call("sessions.delete", true, func() (bool, error) {
@@ -212,12 +322,23 @@ func (ss *Sessions) Delete(_ context.Context, sess domain.Session) error {
 	}); err != nil {
 		return err
 	}
-	_, err := ss.s.call("sessions_by_user.delete", true, func() (bool, error) {
-		e := ss.s.sessions.entry(sess.UserID, sess.TokenHash)
-		e.deleted = max(e.deleted, ts)
-		return true, nil
-	})
-	return err
+	deletes := []indexCall{
+		{"sessions_by_user.delete", func() *indexCells { return entryIn(ss.s.sessions.index, sess.UserID, sess.TokenHash) }},
+		{"sessions_by_user_id.delete", func() *indexCells { return entryIn(ss.s.sessions.byID, sess.UserID, sess.ID()) }},
+	}
+	if !sess.CreatedAt.IsZero() {
+		deletes = append(deletes, indexCall{"sessions_by_user_created.delete", func() *indexCells { return entryIn(ss.s.sessions.created, sess.UserID, keyOfCreated(sess)) }})
+	}
+	var errs []error
+	for _, d := range deletes {
+		_, err := ss.s.call(d.name, true, func() (bool, error) {
+			e := d.cell()
+			e.deleted = max(e.deleted, ts)
+			return true, nil
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // DeleteAll revokes every session of the user but keep, one after another

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,6 +105,8 @@ var SessionChecks = []Check[accounts.SessionStore]{
 	{"LaterSightingWins", sessionLaterSightingWins},
 	{"RevocationShadowsTheLoginAndSightings", sessionRevocationWins},
 	{"DeleteAllKeepsOne", sessionDeleteAll},
+	{"NewestFirstOneSliceAtATime", sessionsNewestFirst},
+	{"EntryByPublicID", sessionEntryByID},
 }
 
 func newSession(c Clock, user string, ttl time.Duration) domain.Session {
@@ -228,5 +232,87 @@ func sessionDeleteAll(t testing.TB, s accounts.SessionStore, c Clock) {
 	}
 	if entries := entriesOf(t, s, user); len(entries) != 1 || entries[all[1].TokenHash].TokenHash == "" {
 		t.Fatalf("entries after revoking all but one: %+v", entries)
+	}
+}
+
+// sessionsNewestFirst: Newest reads the user's entries newest first, ties
+// by public id descending, a slice after another from the last entry
+// read, and leaves out a revoked one and another user's.
+func sessionsNewestFirst(t testing.TB, s accounts.SessionStore, c Clock) {
+	ctx, user := context.Background(), Key("user")
+	base := At(c.Now())
+	var made []domain.Session
+	for i, at := range []time.Duration{0, time.Second, time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second} {
+		sess := newSession(c, user, Long)
+		sess.CreatedAt = base.Add(at)
+		if err := s.Create(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			if err := s.Delete(ctx, entriesOf(t, s, user)[sess.TokenHash]); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		made = append(made, sess)
+	}
+	if err := s.Create(ctx, newSession(c, Key("user"), Long)); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(made, func(a, b domain.Session) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID(), a.ID())
+	})
+	var read []domain.Session
+	var before *accounts.SessionKey
+	for range len(made) {
+		slice, err := s.Newest(ctx, user, before, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(slice) == 0 {
+			break
+		}
+		read = append(read, slice...)
+		last := slice[len(slice)-1]
+		before = &accounts.SessionKey{At: last.CreatedAt, ID: last.ID()}
+	}
+	if len(read) != len(made) {
+		t.Fatalf("slices read %d entries, want the %d live ones of the user", len(read), len(made))
+	}
+	for i, e := range read {
+		if e.TokenHash != made[i].TokenHash || !e.CreatedAt.Equal(made[i].CreatedAt) || e.UserID != user || e.Written == 0 {
+			t.Fatalf("entry %d: %+v, want %+v with its write timestamp", i, e, made[i])
+		}
+	}
+}
+
+// sessionEntryByID: Entry finds a user's entry by the session's public
+// id, as Entries lists it; another user's id, or a revoked session's, is
+// not found.
+func sessionEntryByID(t testing.TB, s accounts.SessionStore, c Clock) {
+	ctx, user := context.Background(), Key("user")
+	sess := newSession(c, user, Long)
+	if err := s.Create(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	listed := entriesOf(t, s, user)[sess.TokenHash]
+	got, err := s.Entry(ctx, user, sess.ID())
+	if err != nil || got.TokenHash != sess.TokenHash || !got.CreatedAt.Equal(sess.CreatedAt) || got.Written != listed.Written || got.UserID != user {
+		t.Fatalf("entry by id: %+v %v, want %+v", got, err, listed)
+	}
+	if got, err := s.Entry(ctx, Key("user"), sess.ID()); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("another user's entry by the id: %+v %v, want ErrNotFound", got, err)
+	}
+	if err := s.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Entry(ctx, user, sess.ID()); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("a revoked session's entry by id: %+v %v, want ErrNotFound", got, err)
+	}
+	if slice, err := s.Newest(ctx, user, nil, 5); err != nil || len(slice) != 0 {
+		t.Fatalf("a revoked session newest first: %+v %v, want none", slice, err)
 	}
 }
