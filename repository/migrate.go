@@ -76,13 +76,17 @@ func (r *sessionCopyRow) columns() []any {
 // copyConcurrency bounds the entries copySessionIndex writes at once.
 const copyConcurrency = 16
 
+// sessionEpochCQL reads the password epoch a session was opened at.
+const sessionEpochCQL readCQL = `SELECT password_epoch FROM sessions WHERE token_hash = ?`
+
 // copySessionIndex copies every entry of sessions_by_user into
-// sessions_by_user_created and sessions_by_user_id (037), each at its
-// write timestamp and with the TTL it has left: a revocation (at that
-// timestamp + 1) shadows the copy whenever either lands, and the copy
-// expires with its session. An entry without a creation (from before
-// 010, long expired) or without a TTL is left. Run again, it writes the
-// same cells again.
+// sessions_by_epoch and sessions_by_user_id (037), with its session's
+// password epoch, and writes the epoch into the entry too: each at the
+// entry's write timestamp and with the TTL it has left, so a revocation
+// (at that timestamp + 1) shadows the copy whenever either lands, and the
+// copy expires with its session. An entry without a creation (from before
+// 010, long expired), without a TTL, or whose session is gone is left.
+// Run again, it writes the same cells again.
 func copySessionIndex(ctx context.Context, session gocqlx.Session, _ migrate.CallbackEvent, _ string) error {
 	db := NewDB(session, "LOCAL_SERIAL")
 	iter := db.scan(ctx, sessionsToCopyCQL).PageSize(1000).Iter()
@@ -112,15 +116,29 @@ func copySessionIndex(ctx context.Context, session gocqlx.Session, _ migrate.Cal
 	return errors.Join(append(errs, iter.Close())...)
 }
 
-// copySessionEntry writes one entry's copies.
+// copySessionEntry writes one entry's copies, once its session's epoch
+// is read.
 func copySessionEntry(ctx context.Context, db *DB, r sessionCopyRow) error {
+	var epoch int
+	q := db.query(ctx, 0, sessionEpochCQL, r.TokenHash)
+	err := q.Scan(&epoch)
+	q.Release()
+	if errors.Is(err, gocql.ErrNotFound) {
+		return nil // no session: nothing to list or revoke
+	}
+	if err != nil {
+		return fmt.Errorf("copying a session entry: %w", err)
+	}
 	id := domain.SessionID(r.TokenHash)
 	return all(ctx, []func(ctx context.Context) error{
 		func(ctx context.Context) error {
-			return db.write(ctx, "sessions_by_user_created.copy", sessionCreatedCQL, r.UserID, r.CreatedAt, id, r.TokenHash, r.ExpiresAt, r.Written, r.TTL)
+			return db.write(ctx, "sessions_by_user.copy", sessionIndexCQL, r.UserID, r.TokenHash, r.CreatedAt, r.ExpiresAt, epoch, r.Written, r.TTL)
 		},
 		func(ctx context.Context) error {
-			return db.write(ctx, "sessions_by_user_id.copy", sessionByIDCQL, r.UserID, id, r.TokenHash, r.CreatedAt, r.ExpiresAt, r.Written, r.TTL)
+			return db.write(ctx, "sessions_by_epoch.copy", sessionByEpochCQL, r.UserID, epoch, r.CreatedAt, id, r.TokenHash, r.ExpiresAt, r.Written, r.TTL)
+		},
+		func(ctx context.Context) error {
+			return db.write(ctx, "sessions_by_user_id.copy", sessionByIDCQL, r.UserID, id, r.TokenHash, epoch, r.CreatedAt, r.ExpiresAt, r.Written, r.TTL)
 		},
 	})
 }

@@ -69,27 +69,31 @@ func (r *sessionDetailRow) columns() []any {
 }
 
 // sessionIndexRow is an entry of a user's sessions as sessionsOfUserCQL
-// (sessions_by_user), sessionsPageCQL (sessions_by_user_created) and
+// (sessions_by_user), sessionsPageCQL (sessions_by_epoch) and
 // sessionEntryCQL (sessions_by_user_id) read it.
 type sessionIndexRow struct {
 	TokenHash string    `db:"token_hash"`
 	Written   int64     `db:"written"`
 	CreatedAt time.Time `db:"created_at"`
 	ExpiresAt time.Time `db:"expires_at"`
+	// PasswordEpoch is the session's (037; null, so 0, in an entry of
+	// sessions_by_user from before).
+	PasswordEpoch int `db:"password_epoch"`
 }
 
 // columns are sessionsOfUserCQL's.
 func (r *sessionIndexRow) columns() []any {
-	return []any{&r.TokenHash, &r.Written, &r.CreatedAt, &r.ExpiresAt}
+	return []any{&r.TokenHash, &r.Written, &r.CreatedAt, &r.ExpiresAt, &r.PasswordEpoch}
 }
 
 func (r sessionIndexRow) toDomain(userID string) domain.Session {
-	return domain.Session{TokenHash: r.TokenHash, UserID: userID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Written: r.Written}
+	return domain.Session{TokenHash: r.TokenHash, UserID: userID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Written: r.Written,
+		PasswordEpoch: r.PasswordEpoch}
 }
 
 const (
 	sessionInsertCQL versionedCQL = `INSERT INTO sessions (token_hash, user_id, created_at, expires_at, user_agent, client_ip, password_epoch, made_with) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	sessionIndexCQL  versionedCQL = `INSERT INTO sessions_by_user (user_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionIndexCQL  versionedCQL = `INSERT INTO sessions_by_user (user_id, token_hash, created_at, expires_at, password_epoch) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
 	sessionSelectCQL readCQL      = `SELECT token_hash, user_id, created_at, expires_at, WRITETIME(user_id) AS written, last_seen, password_epoch, made_with FROM sessions WHERE token_hash = ?`
 	// sessionsSelectManyCQL reads the sessions of one page of a user's
 	// list at once (their partitions, by IN).
@@ -99,18 +103,18 @@ const (
 	sessionTouchCQL      versionedCQL = `UPDATE sessions USING TIMESTAMP ? AND TTL ? SET last_seen = ? WHERE token_hash = ?`
 	sessionDeleteCQL     versionedCQL = `DELETE FROM sessions USING TIMESTAMP ? WHERE token_hash = ?`
 	sessionUnindexCQL    versionedCQL = `DELETE FROM sessions_by_user USING TIMESTAMP ? WHERE user_id = ? AND token_hash = ?`
-	sessionsOfUserCQL    readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user WHERE user_id = ?`
+	sessionsOfUserCQL    readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at, password_epoch FROM sessions_by_user WHERE user_id = ?`
 	sessionTTLMinSeconds              = 1
 
-	// The indexes a page and a revocation read (037): newest first, and by
-	// public id.
-	sessionCreatedCQL     versionedCQL = `INSERT INTO sessions_by_user_created (user_id, created_at, session_id, token_hash, expires_at) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	sessionByIDCQL        versionedCQL = `INSERT INTO sessions_by_user_id (user_id, session_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
-	sessionUncreatedCQL   versionedCQL = `DELETE FROM sessions_by_user_created USING TIMESTAMP ? WHERE user_id = ? AND created_at = ? AND session_id = ?`
+	// The indexes a page and a revocation read (037): newest first in a
+	// partition per password epoch, and by public id.
+	sessionByEpochCQL     versionedCQL = `INSERT INTO sessions_by_epoch (user_id, password_epoch, created_at, session_id, token_hash, expires_at) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionByIDCQL        versionedCQL = `INSERT INTO sessions_by_user_id (user_id, session_id, token_hash, password_epoch, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+	sessionUnepochCQL     versionedCQL = `DELETE FROM sessions_by_epoch USING TIMESTAMP ? WHERE user_id = ? AND password_epoch = ? AND created_at = ? AND session_id = ?`
 	sessionUnbyIDCQL      versionedCQL = `DELETE FROM sessions_by_user_id USING TIMESTAMP ? WHERE user_id = ? AND session_id = ?`
-	sessionsPageCQL       readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user_created WHERE user_id = ? LIMIT ?`
-	sessionsPageBeforeCQL readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user_created WHERE user_id = ? AND (created_at, session_id) < (?, ?) LIMIT ?`
-	sessionEntryCQL       readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at FROM sessions_by_user_id WHERE user_id = ? AND session_id = ?`
+	sessionsPageCQL       readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at, password_epoch FROM sessions_by_epoch WHERE user_id = ? AND password_epoch = ? LIMIT ?`
+	sessionsPageBeforeCQL readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at, password_epoch FROM sessions_by_epoch WHERE user_id = ? AND password_epoch = ? AND (created_at, session_id) < (?, ?) LIMIT ?`
+	sessionEntryCQL       readCQL      = `SELECT token_hash, WRITETIME(expires_at) AS written, created_at, expires_at, password_epoch FROM sessions_by_user_id WHERE user_id = ? AND session_id = ?`
 )
 
 // orUnset is s, or no value at all when empty (no cell, no tombstone).
@@ -137,13 +141,13 @@ func (s *Sessions) Create(ctx context.Context, sess domain.Session) error {
 	id := sess.ID()
 	if err := all(ctx, []func(ctx context.Context) error{
 		func(ctx context.Context) error {
-			return s.db.write(ctx, "sessions_by_user.insert", sessionIndexCQL, sess.UserID, sess.TokenHash, sess.CreatedAt, sess.ExpiresAt, ts, ttl)
+			return s.db.write(ctx, "sessions_by_user.insert", sessionIndexCQL, sess.UserID, sess.TokenHash, sess.CreatedAt, sess.ExpiresAt, sess.PasswordEpoch, ts, ttl)
 		},
 		func(ctx context.Context) error {
-			return s.db.write(ctx, "sessions_by_user_created.insert", sessionCreatedCQL, sess.UserID, sess.CreatedAt, id, sess.TokenHash, sess.ExpiresAt, ts, ttl)
+			return s.db.write(ctx, "sessions_by_epoch.insert", sessionByEpochCQL, sess.UserID, sess.PasswordEpoch, sess.CreatedAt, id, sess.TokenHash, sess.ExpiresAt, ts, ttl)
 		},
 		func(ctx context.Context) error {
-			return s.db.write(ctx, "sessions_by_user_id.insert", sessionByIDCQL, sess.UserID, id, sess.TokenHash, sess.CreatedAt, sess.ExpiresAt, ts, ttl)
+			return s.db.write(ctx, "sessions_by_user_id.insert", sessionByIDCQL, sess.UserID, id, sess.TokenHash, sess.PasswordEpoch, sess.CreatedAt, sess.ExpiresAt, ts, ttl)
 		},
 	}); err != nil {
 		return err
@@ -200,17 +204,17 @@ func (s *Sessions) Entries(ctx context.Context, userID string) ([]domain.Session
 	return out, nil
 }
 
-// Newest reads one slice of the user's sessions newest first (creation,
-// then id, descending): the first limit entries, or those after before
-// when set.
-func (s *Sessions) Newest(ctx context.Context, userID string, before *accounts.SessionKey, limit int) ([]domain.Session, error) {
-	q := s.db.query(ctx, 0, sessionsPageCQL, userID, limit)
+// Newest reads one slice of the user's sessions opened at the password
+// epoch, newest first (creation, then id, descending): the first limit
+// entries, or those after before when set.
+func (s *Sessions) Newest(ctx context.Context, userID string, epoch int, before *accounts.SessionKey, limit int) ([]domain.Session, error) {
+	q := s.db.query(ctx, 0, sessionsPageCQL, userID, epoch, limit)
 	if before != nil {
-		q = s.db.query(ctx, 0, sessionsPageBeforeCQL, userID, before.At, before.ID, limit)
+		q = s.db.query(ctx, 0, sessionsPageBeforeCQL, userID, epoch, before.At, before.ID, limit)
 	}
 	rows, err := selectRows[sessionIndexRow](q)
 	if err != nil {
-		return nil, dbErr("sessions_by_user_created.page", err)
+		return nil, dbErr("sessions_by_epoch.page", err)
 	}
 	out := make([]domain.Session, len(rows))
 	for i, r := range rows {
@@ -252,8 +256,9 @@ func (s *Sessions) Touch(ctx context.Context, sess domain.Session, seen time.Tim
 // write timestamp + 1, so the delete shadows the write even when the
 // instance that wrote it had a clock ahead of ours (and the current time
 // when that is later). The entry newest first is keyed by the session's
-// creation, which every caller has (the session row and each entry keep
-// it); a session without one (from before 010, long expired) has none.
+// epoch and creation, which every caller has (the session row and each
+// entry keep them); a session without a creation (from before 010, long
+// expired) has none.
 func (s *Sessions) Delete(ctx context.Context, sess domain.Session) error {
 	ts := max(sess.Written+1, s.db.Now().UnixMicro())
 	if err := s.db.write(ctx, "sessions.delete", sessionDeleteCQL, ts, sess.TokenHash); err != nil {
@@ -270,7 +275,7 @@ func (s *Sessions) Delete(ctx context.Context, sess domain.Session) error {
 	}
 	if !sess.CreatedAt.IsZero() {
 		deletes = append(deletes, func(ctx context.Context) error {
-			return s.db.write(ctx, "sessions_by_user_created.delete", sessionUncreatedCQL, ts, sess.UserID, sess.CreatedAt, id)
+			return s.db.write(ctx, "sessions_by_epoch.delete", sessionUnepochCQL, ts, sess.UserID, sess.PasswordEpoch, sess.CreatedAt, id)
 		})
 	}
 	return all(ctx, deletes)
@@ -300,7 +305,7 @@ func (s *Sessions) DeleteAll(ctx context.Context, userID, keep string) error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := s.Delete(ctx, domain.Session{TokenHash: r.TokenHash, UserID: userID, Written: r.Written}); err != nil {
+			if err := s.Delete(ctx, r.toDomain(userID)); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()

@@ -76,10 +76,11 @@ type SessionStore interface {
 	// timestamp. An entry may outlive its session (a revocation that
 	// stopped between the two deletes) or precede it (a login in flight).
 	Entries(ctx context.Context, userID string) ([]domain.Session, error)
-	// Newest reads up to limit of the user's index entries newest first
-	// (creation, then id, descending), after before when it is set: one
-	// slice, however many sessions the user has. Entries as Entries'.
-	Newest(ctx context.Context, userID string, before *SessionKey, limit int) ([]domain.Session, error)
+	// Newest reads up to limit of the user's index entries of sessions
+	// opened at the password epoch, newest first (creation, then id,
+	// descending), after before when it is set: one slice, however many
+	// sessions the user has. Entries as Entries', with their epoch.
+	Newest(ctx context.Context, userID string, epoch int, before *SessionKey, limit int) ([]domain.Session, error)
 	// Entry reads the user's index entry of the session whose public id
 	// (domain.SessionID) is sessionID, by key; domain.ErrNotFound when
 	// there is none.

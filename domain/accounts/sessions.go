@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,69 +99,139 @@ func (a *Service) auditSessions(ctx context.Context, p domain.Principal, u manag
 const maxSessionRefills = 8
 
 // ListSessions answers a page of userID's live sessions, newest first
-// (ties by id, descending), for the user themself or an active admin. It
-// reads one slice of the user's index newest first (beside the account,
-// one round trip), then the slice's sessions at once; an entry whose
-// session is gone, holds nothing but a late last-seen write, or was
-// opened with a password the account no longer has, is left out, and the
-// page refilled from the next slice, at most maxSessionRefills times: the
-// cost of a page is bounded however many sessions the user has. An
-// admin's list of another's sessions is audited before any session is
-// read (auditSessions).
+// (ties by id, descending), for the user themself or an active admin. The
+// sessions the account admits are those opened at its password epoch
+// and the one it names (PasswordSession, opened at an older epoch): it
+// reads one slice of the first, the epoch's index newest first, then the
+// slice's sessions (and the named one's) at once; an entry whose session
+// is gone, holds nothing but a late last-seen write, or is no longer
+// admitted is left out, and the page refilled from the next slice, at
+// most maxSessionRefills times. So a page costs the same however many
+// sessions the user has, and the sessions an epoch's move stopped are
+// never read again. An admin's list of another's sessions is audited
+// before any session is read (auditSessions).
 func (a *Service) ListSessions(ctx context.Context, p domain.Principal, userID, cursor string, limit int) (domain.Page[SessionView], error) {
-	after, cerr := decodeSessionCursor(cursor)
-	var chunk []domain.Session
-	var err error
-	account, aerr := a.mayManageSessions(ctx, p, userID, func(ctx context.Context) {
-		if cerr == nil {
-			chunk, err = a.sessions.Newest(ctx, userID, after, limit+1)
-		}
-	})
-	switch {
-	case aerr != nil:
-		return domain.Page[SessionView]{}, aerr
-	case cerr != nil:
-		return domain.Page[SessionView]{}, cerr
-	case err != nil:
+	account, err := a.mayManageSessions(ctx, p, userID, nil)
+	if err != nil {
+		return domain.Page[SessionView]{}, err
+	}
+	after, err := decodeSessionCursor(cursor)
+	if err != nil {
 		return domain.Page[SessionView]{}, err
 	}
 	if err := a.auditSessions(ctx, p, account, domain.AuditSessionsListed); err != nil {
 		return domain.Page[SessionView]{}, err
 	}
-	now, asked := a.cfg.Now(), limit+1
+	l := sessionLister{a: a, p: p, account: account.Access, now: a.cfg.Now()}
+	asked := limit + 1
+	chunk, err := a.sessions.Newest(ctx, userID, account.PasswordEpoch, after, asked)
+	if err != nil {
+		return domain.Page[SessionView]{}, err
+	}
 	var out []listedSession
 	for round := 0; ; round++ {
-		hashes := make([]string, len(chunk))
-		for i, e := range chunk {
-			hashes[i] = e.TokenHash
+		var floor *SessionKey // the chunk's last key when more may follow
+		if len(chunk) == asked {
+			k := keyOf(chunk[len(chunk)-1])
+			floor = &k
 		}
-		live, err := a.sessions.GetMany(ctx, hashes)
+		found, err := l.admitted(ctx, chunk, after, floor)
 		if err != nil {
 			return domain.Page[SessionView]{}, err
 		}
-		for _, e := range chunk {
-			s, ok := live[e.TokenHash]
-			if !ok || s.UserID != userID || !now.Before(s.ExpiresAt) || !passwordAdmits(account.Access, s) {
-				continue
-			}
-			out = append(out, listedSession{key: keyOf(e), view: SessionView{Session: s, Current: s.TokenHash == p.Session.TokenHash}})
-		}
-		if len(out) > limit || len(chunk) < asked {
+		out = append(out, found...)
+		if len(out) > limit || floor == nil {
 			break // a page and one more, or the index's end
 		}
-		last := keyOf(chunk[len(chunk)-1])
 		if round == maxSessionRefills {
 			// Too many entries without a session: answer what was found,
 			// and let the next page go on after the last entry read.
-			return domain.Page[SessionView]{Items: viewsOf(out), Next: last.cursor()}, nil
+			return domain.Page[SessionView]{Items: viewsOf(out), Next: floor.cursor()}, nil
 		}
-		asked = limit + 1 - len(out)
-		if chunk, err = a.sessions.Newest(ctx, userID, &last, asked); err != nil {
+		after, asked = floor, limit+1-len(out)
+		if chunk, err = a.sessions.Newest(ctx, userID, account.PasswordEpoch, after, asked); err != nil {
 			return domain.Page[SessionView]{}, err
 		}
 	}
 	page := domain.PageOf(out, limit, func(last listedSession) string { return last.key.cursor() })
 	return domain.Page[SessionView]{Items: viewsOf(page.Items), Next: page.Next}, nil
+}
+
+// sessionLister reads the sessions of a list's slices, and the session
+// the account names (its PasswordSession) with the first.
+type sessionLister struct {
+	a       *Service
+	p       domain.Principal
+	account domain.Access
+	now     time.Time
+	// named is the account's named session, once read (nil: not yet, or
+	// none); namedDone once it was placed or left out.
+	named     *domain.Session
+	namedRead bool
+	namedDone bool
+}
+
+// admitted reads the sessions of chunk (entries in the order of the
+// list) and answers those the account admits, in the list's order, with
+// the named session where it falls: after after and before floor (nil:
+// the end of the list).
+func (l *sessionLister) admitted(ctx context.Context, chunk []domain.Session, after, floor *SessionKey) ([]listedSession, error) {
+	hashes := make([]string, 0, len(chunk)+1)
+	for _, e := range chunk {
+		hashes = append(hashes, e.TokenHash)
+	}
+	if !l.namedRead && l.account.PasswordSession != "" {
+		hashes = append(hashes, l.account.PasswordSession)
+	}
+	live, err := l.a.sessions.GetMany(ctx, hashes)
+	if err != nil {
+		return nil, err
+	}
+	if !l.namedRead {
+		l.namedRead = true
+		if s, ok := live[l.account.PasswordSession]; ok && l.account.PasswordSession != "" {
+			l.named = &s
+		}
+	}
+	var out []listedSession
+	take := func(s domain.Session, key SessionKey) {
+		if s.UserID != l.account.ID || !l.now.Before(s.ExpiresAt) || !passwordAdmits(l.account, s) {
+			return
+		}
+		out = append(out, listedSession{key: key, view: SessionView{Session: s, Current: s.TokenHash == l.p.Session.TokenHash}})
+	}
+	var namedKey SessionKey
+	placeNamed := false
+	if l.named != nil && !l.namedDone {
+		namedKey = SessionKey{At: l.named.CreatedAt.Truncate(time.Millisecond), ID: l.named.ID()}
+		inRange := (after == nil || namedKey.compare(*after) < 0) && (floor == nil || namedKey.compare(*floor) > 0)
+		placeNamed = inRange && l.named.PasswordEpoch != l.account.PasswordEpoch
+		if placeNamed || (after != nil && namedKey.compare(*after) >= 0) {
+			l.namedDone = true // placed now, or on a page before
+		}
+	}
+	for _, e := range chunk {
+		key := keyOf(e)
+		if placeNamed && namedKey.compare(key) > 0 {
+			take(*l.named, namedKey)
+			placeNamed = false
+		}
+		if s, ok := live[e.TokenHash]; ok {
+			take(s, key)
+		}
+	}
+	if placeNamed {
+		take(*l.named, namedKey)
+	}
+	return out, nil
+}
+
+// compare orders keys by creation, then id (the list runs the other way).
+func (k SessionKey) compare(o SessionKey) int {
+	if c := k.At.Compare(o.At); c != 0 {
+		return c
+	}
+	return strings.Compare(k.ID, o.ID)
 }
 
 // SessionKey is a session's place in its user's list: creation, then id

@@ -217,7 +217,7 @@ func TestSessionWritesUnderFaults(t *testing.T) {
 			return err
 		})
 	}
-	for _, stmt := range []string{"sessions.delete", "sessions_by_user.delete", "sessions_by_user_id.delete", "sessions_by_user_created.delete"} {
+	for _, stmt := range []string{"sessions.delete", "sessions_by_user.delete", "sessions_by_user_id.delete", "sessions_by_epoch.delete"} {
 		for _, at := range []faultinject.Point{faultinject.BeforeWrite, faultinject.AfterWrite} {
 			for _, all := range []bool{false, true} {
 				token := mustLogin(t, api, u.Username).Token

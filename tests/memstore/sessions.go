@@ -21,8 +21,8 @@ import (
 type sessionTables struct {
 	rows map[string]*sessionCells // by token hash
 	// The user's index entries: sessions_by_user (by token hash),
-	// sessions_by_user_created (by creation in ms and public id) and
-	// sessions_by_user_id (by public id), each by user first.
+	// sessions_by_epoch (by password epoch, creation in ms and public id)
+	// and sessions_by_user_id (by public id), each by user first.
 	index   map[string]map[string]*indexCells
 	created map[string]map[createdKey]*indexCells
 	byID    map[string]map[string]*indexCells
@@ -31,11 +31,12 @@ type sessionTables struct {
 	entriesRead int
 }
 
-// createdKey is a row's key in sessions_by_user_created: creation as the
-// node keeps it (ms), then public id.
+// createdKey is a row's key in sessions_by_epoch: the password epoch,
+// creation as the node keeps it (ms), then public id.
 type createdKey struct {
-	at int64
-	id string
+	epoch int
+	at    int64
+	id    string
 }
 
 func newSessionTables() sessionTables {
@@ -108,7 +109,8 @@ func entryIn[K comparable](table map[string]map[K]*indexCells, userID string, ke
 // write sets the entry's cells, at ts, unless a later write holds them.
 func (e *indexCells) write(sess domain.Session, ts int64) {
 	if ts > e.written {
-		e.entry = domain.Session{TokenHash: sess.TokenHash, UserID: sess.UserID, CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt}
+		e.entry = domain.Session{TokenHash: sess.TokenHash, UserID: sess.UserID, CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
+			PasswordEpoch: sess.PasswordEpoch}
 		e.written = ts
 	}
 }
@@ -126,9 +128,9 @@ type indexCall struct {
 	cell func() *indexCells
 }
 
-// keyOfCreated is the entry's key in sessions_by_user_created.
+// keyOfCreated is the entry's key in sessions_by_epoch.
 func keyOfCreated(sess domain.Session) createdKey {
-	return createdKey{at: sess.CreatedAt.UnixMilli(), id: sess.ID()}
+	return createdKey{epoch: sess.PasswordEpoch, at: sess.CreatedAt.UnixMilli(), id: sess.ID()}
 }
 
 // SessionEntriesRead is how many index entries the reads of a user's
@@ -173,7 +175,7 @@ func (ss *Sessions) Create(_ context.Context, sess domain.Session) error {
 	entry.CreatedAt = sess.CreatedAt.Truncate(time.Millisecond)
 	for _, w := range []indexCall{
 		{"sessions_by_user.insert", func() *indexCells { return entryIn(ss.s.sessions.index, sess.UserID, sess.TokenHash) }},
-		{"sessions_by_user_created.insert", func() *indexCells { return entryIn(ss.s.sessions.created, sess.UserID, keyOfCreated(entry)) }},
+		{"sessions_by_epoch.insert", func() *indexCells { return entryIn(ss.s.sessions.created, sess.UserID, keyOfCreated(entry)) }},
 		{"sessions_by_user_id.insert", func() *indexCells { return entryIn(ss.s.sessions.byID, sess.UserID, sess.ID()) }},
 	} {
 		if _, err := ss.s.call(w.name, true, func() (bool, error) {
@@ -248,15 +250,15 @@ func (ss *Sessions) Entries(_ context.Context, userID string) ([]domain.Session,
 	return out, err
 }
 
-// Newest reads up to limit live entries of sessions_by_user_created,
-// newest first, after before (compared as the node does: creation in
-// ms, then id).
-func (ss *Sessions) Newest(_ context.Context, userID string, before *accounts.SessionKey, limit int) ([]domain.Session, error) {
+// Newest reads up to limit live entries of the epoch's partition of
+// sessions_by_epoch, newest first, after before (compared as the node
+// does: creation in ms, then id).
+func (ss *Sessions) Newest(_ context.Context, userID string, epoch int, before *accounts.SessionKey, limit int) ([]domain.Session, error) {
 	var out []domain.Session
-	_, err := ss.s.call("sessions_by_user_created.page", false, func() (bool, error) {
+	_, err := ss.s.call("sessions_by_epoch.page", false, func() (bool, error) {
 		var keys []createdKey
 		for k, e := range ss.s.sessions.created[userID] {
-			if e.live(ss.s.now) && (before == nil || compareCreated(k, createdKey{at: before.At.UnixMilli(), id: before.ID}) < 0) {
+			if k.epoch == epoch && e.live(ss.s.now) && (before == nil || compareCreated(k, createdKey{epoch: epoch, at: before.At.UnixMilli(), id: before.ID}) < 0) {
 				keys = append(keys, k)
 			}
 		}
@@ -327,7 +329,7 @@ func (ss *Sessions) Delete(_ context.Context, sess domain.Session) error {
 		{"sessions_by_user_id.delete", func() *indexCells { return entryIn(ss.s.sessions.byID, sess.UserID, sess.ID()) }},
 	}
 	if !sess.CreatedAt.IsZero() {
-		deletes = append(deletes, indexCall{"sessions_by_user_created.delete", func() *indexCells { return entryIn(ss.s.sessions.created, sess.UserID, keyOfCreated(sess)) }})
+		deletes = append(deletes, indexCall{"sessions_by_epoch.delete", func() *indexCells { return entryIn(ss.s.sessions.created, sess.UserID, keyOfCreated(sess)) }})
 	}
 	var errs []error
 	for _, d := range deletes {

@@ -210,7 +210,8 @@ func sessionRevocationWins(t testing.TB, s accounts.SessionStore, c Clock) {
 	}
 }
 
-// sessionDeleteAll: every session of the user but the one kept is revoked.
+// sessionDeleteAll: every session of the user but the one kept is
+// revoked, and its entries with it (newest first and by id too).
 func sessionDeleteAll(t testing.TB, s accounts.SessionStore, c Clock) {
 	ctx, user := context.Background(), Key("user")
 	var all []domain.Session
@@ -233,11 +234,20 @@ func sessionDeleteAll(t testing.TB, s accounts.SessionStore, c Clock) {
 	if entries := entriesOf(t, s, user); len(entries) != 1 || entries[all[1].TokenHash].TokenHash == "" {
 		t.Fatalf("entries after revoking all but one: %+v", entries)
 	}
+	if slice, err := s.Newest(context.Background(), user, 1, nil, 5); err != nil || len(slice) != 1 || slice[0].TokenHash != all[1].TokenHash {
+		t.Fatalf("newest first after revoking all but one: %+v %v, want the kept session's entry alone", slice, err)
+	}
+	for i, sess := range all {
+		if _, err := s.Entry(context.Background(), user, sess.ID()); (i == 1) != (err == nil) {
+			t.Errorf("session %d's entry by id after revoking all but 1: %v", i, err)
+		}
+	}
 }
 
-// sessionsNewestFirst: Newest reads the user's entries newest first, ties
-// by public id descending, a slice after another from the last entry
-// read, and leaves out a revoked one and another user's.
+// sessionsNewestFirst: Newest reads the user's entries of one password
+// epoch newest first, ties by public id descending, a slice after another
+// from the last entry read, and leaves out a revoked one, another
+// epoch's and another user's.
 func sessionsNewestFirst(t testing.TB, s accounts.SessionStore, c Clock) {
 	ctx, user := context.Background(), Key("user")
 	base := At(c.Now())
@@ -259,6 +269,14 @@ func sessionsNewestFirst(t testing.TB, s accounts.SessionStore, c Clock) {
 	if err := s.Create(ctx, newSession(c, Key("user"), Long)); err != nil {
 		t.Fatal(err)
 	}
+	later := newSession(c, user, Long)
+	later.PasswordEpoch = 2
+	if err := s.Create(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	if slice, err := s.Newest(ctx, user, 2, nil, 5); err != nil || len(slice) != 1 || slice[0].TokenHash != later.TokenHash || slice[0].PasswordEpoch != 2 {
+		t.Fatalf("the later epoch's entries: %+v %v, want its one session", slice, err)
+	}
 	slices.SortFunc(made, func(a, b domain.Session) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
@@ -268,7 +286,7 @@ func sessionsNewestFirst(t testing.TB, s accounts.SessionStore, c Clock) {
 	var read []domain.Session
 	var before *accounts.SessionKey
 	for range len(made) {
-		slice, err := s.Newest(ctx, user, before, 2)
+		slice, err := s.Newest(ctx, user, 1, before, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +301,7 @@ func sessionsNewestFirst(t testing.TB, s accounts.SessionStore, c Clock) {
 		t.Fatalf("slices read %d entries, want the %d live ones of the user", len(read), len(made))
 	}
 	for i, e := range read {
-		if e.TokenHash != made[i].TokenHash || !e.CreatedAt.Equal(made[i].CreatedAt) || e.UserID != user || e.Written == 0 {
+		if e.TokenHash != made[i].TokenHash || !e.CreatedAt.Equal(made[i].CreatedAt) || e.UserID != user || e.Written == 0 || e.PasswordEpoch != 1 {
 			t.Fatalf("entry %d: %+v, want %+v with its write timestamp", i, e, made[i])
 		}
 	}
@@ -300,7 +318,8 @@ func sessionEntryByID(t testing.TB, s accounts.SessionStore, c Clock) {
 	}
 	listed := entriesOf(t, s, user)[sess.TokenHash]
 	got, err := s.Entry(ctx, user, sess.ID())
-	if err != nil || got.TokenHash != sess.TokenHash || !got.CreatedAt.Equal(sess.CreatedAt) || got.Written != listed.Written || got.UserID != user {
+	if err != nil || got.TokenHash != sess.TokenHash || !got.CreatedAt.Equal(sess.CreatedAt) || got.Written != listed.Written || got.UserID != user ||
+		got.PasswordEpoch != sess.PasswordEpoch {
 		t.Fatalf("entry by id: %+v %v, want %+v", got, err, listed)
 	}
 	if got, err := s.Entry(ctx, Key("user"), sess.ID()); !errors.Is(err, domain.ErrNotFound) {
@@ -312,7 +331,7 @@ func sessionEntryByID(t testing.TB, s accounts.SessionStore, c Clock) {
 	if got, err := s.Entry(ctx, user, sess.ID()); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("a revoked session's entry by id: %+v %v, want ErrNotFound", got, err)
 	}
-	if slice, err := s.Newest(ctx, user, nil, 5); err != nil || len(slice) != 0 {
+	if slice, err := s.Newest(ctx, user, sess.PasswordEpoch, nil, 5); err != nil || len(slice) != 0 {
 		t.Fatalf("a revoked session newest first: %+v %v, want none", slice, err)
 	}
 }
