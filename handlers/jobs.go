@@ -27,6 +27,7 @@ type jobBody struct {
 	Total      int        `json:"total"`
 	Left       int        `json:"left"`
 	Runs       int        `json:"runs"`
+	Retrying   bool       `json:"retrying"`
 	CreatedAt  timestamp  `json:"createdAt"`
 	UpdatedAt  timestamp  `json:"updatedAt"`
 	FinishedAt *timestamp `json:"finishedAt,omitempty"`
@@ -38,7 +39,7 @@ func toJobBody(j jobs.Job, now time.Time) jobBody {
 		updated = j.CreatedAt
 	}
 	return jobBody{ID: j.ID, Kind: j.Kind, Subject: j.Subject, State: j.State(now), Phase: j.Phase,
-		Done: j.Done, Total: j.Total, Left: j.Left(), Runs: j.Runs, CreatedAt: stamp(j.CreatedAt),
+		Done: j.Done, Total: j.Total, Left: j.Left(), Runs: j.Runs, Retrying: j.Retrying(), CreatedAt: stamp(j.CreatedAt),
 		UpdatedAt: stamp(updated), FinishedAt: optionalStamp(j.FinishedAt)}
 }
 

@@ -117,6 +117,12 @@ func (j Job) State(now time.Time) State {
 	return Queued
 }
 
+// Retrying reports whether a run of the job failed and it is not
+// finished: the next run of any worker goes on from where it stopped.
+// Why it failed (LastError) is for operators, in the logs and the row,
+// not in the API: it may name the store's nodes.
+func (j Job) Retrying() bool { return j.LastError != "" && j.FinishedAt.IsZero() }
+
 // Left is how many units are left, as far as the job knows (0 when it
 // has not counted them yet, or handled them all).
 func (j Job) Left() int { return max(j.Total-j.Done, 0) }

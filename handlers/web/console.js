@@ -127,12 +127,13 @@
   // closing: the API answered 202 with it) in the message line until it
   // is finished, busy meanwhile: asked again each second (longer while
   // the server does not answer), without the session, which a deletion
-  // ends. words.busy(job) and words.done(job) say it; another message
-  // taking the line's place stops the updates (the job goes on).
+  // ends. words.busy(job) and words.done(job) say it, and that a failed
+  // run is being tried again (job.retrying); another message taking the
+  // line's place stops the updates (the job goes on).
   async function followJob(job, words) {
     const line = $('message');
     const busy = () => {
-      say(words.busy(job));
+      say(words.busy(job) + (job.retrying ? ' A step failed and is being tried again on its own: nothing to do but wait.' : ''));
       line.setAttribute('aria-busy', 'true');
     };
     busy();

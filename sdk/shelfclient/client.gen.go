@@ -678,6 +678,12 @@ type Job struct {
 	// `items`, `rows`; `finished` at the end.
 	Phase string `json:"phase"`
 
+	// Retrying A run of the job failed (the store did not answer, or a step
+	// must wait for another job) and it is not finished: a worker
+	// goes on from where it stopped, on its own. Nothing to do but
+	// wait; an operator finds why in the server's log.
+	Retrying bool `json:"retrying"`
+
 	// Runs Times a worker took it on (more than 1 after a worker stopped or failed).
 	Runs int `json:"runs"`
 

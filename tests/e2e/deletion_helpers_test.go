@@ -60,15 +60,16 @@ func finished(t *testing.T, api *testkit.API, r *testkit.Response) *testkit.Resp
 
 // jobBody is a job as the API answers it.
 type jobBody struct {
-	ID      string `json:"id"`
-	Kind    string `json:"kind"`
-	Subject string `json:"subject"`
-	State   string `json:"state"`
-	Phase   string `json:"phase"`
-	Done    int    `json:"done"`
-	Total   int    `json:"total"`
-	Left    int    `json:"left"`
-	Runs    int    `json:"runs"`
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	Subject  string `json:"subject"`
+	State    string `json:"state"`
+	Phase    string `json:"phase"`
+	Done     int    `json:"done"`
+	Total    int    `json:"total"`
+	Left     int    `json:"left"`
+	Runs     int    `json:"runs"`
+	Retrying bool   `json:"retrying"`
 }
 
 // finishJob takes a 202 that named a job, runs the job worker of the app
@@ -93,6 +94,9 @@ func finishJob(t *testing.T, api *testkit.API, r *testkit.Response) jobBody {
 		}
 		g.JSON(t, &j)
 		if j.State == "finished" {
+			if j.Retrying {
+				t.Fatalf("the job %s reads finished and retrying: %+v", j.ID, j)
+			}
 			return j
 		}
 		if time.Now().After(deadline) {

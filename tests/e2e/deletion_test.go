@@ -266,6 +266,14 @@ func TestInterruptedDeletionIsFinished(t *testing.T) {
 				if _, err := m.app.Lifecycle.WorkJobs(context.Background()); !errors.Is(err, errCrash) {
 					t.Fatalf("the job stopped after %s answered %v", step, err)
 				}
+				// Its follower sees that a run failed and that it goes on.
+				var j jobBody
+				r.JSON(t, &j)
+				if g := m.api.As("").Get("/v1/jobs/" + j.ID); g.StatusCode != http.StatusOK {
+					t.Fatalf("stopped after %s, its job reads %d %s", step, g.StatusCode, g.Body)
+				} else if g.JSON(t, &j); !j.Retrying || j.State == "finished" {
+					t.Fatalf("stopped after %s, its job reads %+v, want retrying and not finished", step, j)
+				}
 			}
 			m.app.Lifecycle.Hooks.AfterDeletionStep = nil
 			if step != "entry" {
