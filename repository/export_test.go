@@ -93,6 +93,13 @@ func (s *GroupChanges) BeginInOldLayout(ctx context.Context, e groups.ChangeEntr
 		Bind(deletionDay(e.At), e.GroupID, e.Attempt, e.At, e.At.UnixMicro()).WithContext(ctx).Exec()
 }
 
+// WithTracer returns the store tracing the reads of a page's slices.
+func (s *Sessions) WithTracer(t gocql.Tracer) *Sessions {
+	c := *s
+	c.tracer = t
+	return &c
+}
+
 // CopySessionIndex is 037's step in Go: sessions_by_user copied into the
 // indexes a page and a revocation read.
 func CopySessionIndex(ctx context.Context, s gocqlx.Session) error {

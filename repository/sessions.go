@@ -18,6 +18,9 @@ import (
 // Both expire with the session.
 type Sessions struct {
 	db *DB
+	// tracer, when set, traces the reads of a page's slices (tests count
+	// the tombstones they meet).
+	tracer gocql.Tracer
 }
 
 var _ accounts.SessionStore = (*Sessions)(nil)
@@ -212,7 +215,7 @@ func (s *Sessions) Newest(ctx context.Context, userID string, epoch int, before 
 	if before != nil {
 		q = s.db.query(ctx, 0, sessionsPageBeforeCQL, userID, epoch, before.At, before.ID, limit)
 	}
-	rows, err := selectRows[sessionIndexRow](q)
+	rows, err := selectRows[sessionIndexRow](traced(q, s.tracer))
 	if err != nil {
 		return nil, dbErr("sessions_by_epoch.page", err)
 	}
