@@ -164,8 +164,9 @@ type sessionLister struct {
 	p       domain.Principal
 	account domain.Access
 	now     time.Time
-	// named is the account's named session, once read (nil: not yet, or
-	// none); namedDone once it was placed or left out.
+	// named is the account's named session once read (namedRead; nil:
+	// none, or gone), namedDone once placed in the list or found on a
+	// page before.
 	named     *domain.Session
 	namedRead bool
 	namedDone bool
@@ -226,19 +227,19 @@ func (l *sessionLister) admitted(ctx context.Context, chunk []domain.Session, af
 	return out, nil
 }
 
+// SessionKey is a session's place in its user's list: creation, then id
+// (its public id), both descending.
+type SessionKey struct {
+	At time.Time
+	ID string
+}
+
 // compare orders keys by creation, then id (the list runs the other way).
 func (k SessionKey) compare(o SessionKey) int {
 	if c := k.At.Compare(o.At); c != 0 {
 		return c
 	}
 	return strings.Compare(k.ID, o.ID)
-}
-
-// SessionKey is a session's place in its user's list: creation, then id
-// (its public id), both descending.
-type SessionKey struct {
-	At time.Time
-	ID string
 }
 
 // keyOf is the place of an index entry.
