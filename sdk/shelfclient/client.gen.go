@@ -3814,14 +3814,15 @@ type ClientInterface interface {
 	// user's audit (`sessions_listed`) before any session is read: if
 	// that write fails, the answer is 503 and nothing is listed.
 	//
-	// Cost: the user's index of sessions, read whole (it holds their live
-	// sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
-	// then one read of the page's sessions at once (and, for an admin,
-	// the account, beside the index, and the audit entry's write). An
-	// index entry without a live session (a login that failed half-way, a
-	// revocation that stopped between its two deletes, a session a
-	// password change ended) is left out, and the page refilled from the
-	// next entries, up to 8 more reads; a page that runs out of them is
+	// Cost: one slice of the user's index of the sessions opened at the
+	// account's current password (a page and one more, newest first),
+	// then one read of those sessions at once, and of the session a
+	// password change or a sign-out everywhere else kept (for an admin,
+	// the account and the audit entry's write before them): the same
+	// however many sessions the user has. An index entry without a live
+	// session (a login that failed half-way, a revocation that stopped
+	// between its deletes) is left out, and the page refilled from the
+	// next slice, up to 8 more times; a page that runs out of them is
 	// shorter and still carries `nextCursor`.
 	//
 	// Corresponds with GET /v1/users/{id}/sessions (the `ListUserSessions` operationId).
@@ -3848,9 +3849,9 @@ type ClientInterface interface {
 	// 503 and nothing is revoked. An id that names no session writes no
 	// entry.
 	//
-	// Cost: the user's index of sessions (and, for an admin, the account,
-	// beside it, and the audit entry's write), then the session and its
-	// index entry deleted.
+	// Cost: the session's index entry, read by its id (and, for an admin,
+	// the account, beside it, and the audit entry's write), then the
+	// session deleted, then its three index entries at once.
 	//
 	// Corresponds with DELETE /v1/users/{id}/sessions/{sessionId} (the `RevokeUserSession` operationId).
 	RevokeUserSession(ctx context.Context, id UserId, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6761,14 +6762,15 @@ func (c *Client) RevokeUserSessions(ctx context.Context, id UserId, params *Revo
 // user's audit (`sessions_listed`) before any session is read: if
 // that write fails, the answer is 503 and nothing is listed.
 //
-// Cost: the user's index of sessions, read whole (it holds their live
-// sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
-// then one read of the page's sessions at once (and, for an admin,
-// the account, beside the index, and the audit entry's write). An
-// index entry without a live session (a login that failed half-way, a
-// revocation that stopped between its two deletes, a session a
-// password change ended) is left out, and the page refilled from the
-// next entries, up to 8 more reads; a page that runs out of them is
+// Cost: one slice of the user's index of the sessions opened at the
+// account's current password (a page and one more, newest first),
+// then one read of those sessions at once, and of the session a
+// password change or a sign-out everywhere else kept (for an admin,
+// the account and the audit entry's write before them): the same
+// however many sessions the user has. An index entry without a live
+// session (a login that failed half-way, a revocation that stopped
+// between its deletes) is left out, and the page refilled from the
+// next slice, up to 8 more times; a page that runs out of them is
 // shorter and still carries `nextCursor`.
 //
 // Corresponds with GET /v1/users/{id}/sessions (the `ListUserSessions` operationId).
@@ -6805,9 +6807,9 @@ func (c *Client) ListUserSessions(ctx context.Context, id UserId, params *ListUs
 // 503 and nothing is revoked. An id that names no session writes no
 // entry.
 //
-// Cost: the user's index of sessions (and, for an admin, the account,
-// beside it, and the audit entry's write), then the session and its
-// index entry deleted.
+// Cost: the session's index entry, read by its id (and, for an admin,
+// the account, beside it, and the audit entry's write), then the
+// session deleted, then its three index entries at once.
 //
 // Corresponds with DELETE /v1/users/{id}/sessions/{sessionId} (the `RevokeUserSession` operationId).
 func (c *Client) RevokeUserSession(ctx context.Context, id UserId, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11975,14 +11977,15 @@ type ClientWithResponsesInterface interface {
 	// user's audit (`sessions_listed`) before any session is read: if
 	// that write fails, the answer is 503 and nothing is listed.
 	//
-	// Cost: the user's index of sessions, read whole (it holds their live
-	// sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
-	// then one read of the page's sessions at once (and, for an admin,
-	// the account, beside the index, and the audit entry's write). An
-	// index entry without a live session (a login that failed half-way, a
-	// revocation that stopped between its two deletes, a session a
-	// password change ended) is left out, and the page refilled from the
-	// next entries, up to 8 more reads; a page that runs out of them is
+	// Cost: one slice of the user's index of the sessions opened at the
+	// account's current password (a page and one more, newest first),
+	// then one read of those sessions at once, and of the session a
+	// password change or a sign-out everywhere else kept (for an admin,
+	// the account and the audit entry's write before them): the same
+	// however many sessions the user has. An index entry without a live
+	// session (a login that failed half-way, a revocation that stopped
+	// between its deletes) is left out, and the page refilled from the
+	// next slice, up to 8 more times; a page that runs out of them is
 	// shorter and still carries `nextCursor`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -12011,9 +12014,9 @@ type ClientWithResponsesInterface interface {
 	// 503 and nothing is revoked. An id that names no session writes no
 	// entry.
 	//
-	// Cost: the user's index of sessions (and, for an admin, the account,
-	// beside it, and the audit entry's write), then the session and its
-	// index entry deleted.
+	// Cost: the session's index entry, read by its id (and, for an admin,
+	// the account, beside it, and the audit entry's write), then the
+	// session deleted, then its three index entries at once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23184,14 +23187,15 @@ func (c *ClientWithResponses) RevokeUserSessionsWithResponse(ctx context.Context
 // user's audit (`sessions_listed`) before any session is read: if
 // that write fails, the answer is 503 and nothing is listed.
 //
-// Cost: the user's index of sessions, read whole (it holds their live
-// sessions only: they expire with `SHELF_SESSION_TTL`) and sorted,
-// then one read of the page's sessions at once (and, for an admin,
-// the account, beside the index, and the audit entry's write). An
-// index entry without a live session (a login that failed half-way, a
-// revocation that stopped between its two deletes, a session a
-// password change ended) is left out, and the page refilled from the
-// next entries, up to 8 more reads; a page that runs out of them is
+// Cost: one slice of the user's index of the sessions opened at the
+// account's current password (a page and one more, newest first),
+// then one read of those sessions at once, and of the session a
+// password change or a sign-out everywhere else kept (for an admin,
+// the account and the audit entry's write before them): the same
+// however many sessions the user has. An index entry without a live
+// session (a login that failed half-way, a revocation that stopped
+// between its deletes) is left out, and the page refilled from the
+// next slice, up to 8 more times; a page that runs out of them is
 // shorter and still carries `nextCursor`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -23226,9 +23230,9 @@ func (c *ClientWithResponses) ListUserSessionsWithResponse(ctx context.Context, 
 // 503 and nothing is revoked. An id that names no session writes no
 // entry.
 //
-// Cost: the user's index of sessions (and, for an admin, the account,
-// beside it, and the audit entry's write), then the session and its
-// index entry deleted.
+// Cost: the session's index entry, read by its id (and, for an admin,
+// the account, beside it, and the audit entry's write), then the
+// session deleted, then its three index entries at once.
 //
 // Returns a wrapper object for the known response body format(s).
 //
