@@ -24,16 +24,16 @@ type sessionTables struct {
 	// sessions_by_epoch (by password epoch, creation in ms and public id)
 	// and sessions_by_user_id (by public id), each by user first.
 	index   map[string]map[string]*indexCells
-	created map[string]map[createdKey]*indexCells
+	byEpoch map[string]map[epochKey]*indexCells
 	byID    map[string]map[string]*indexCells
 	// entriesRead counts the entries the index reads returned
 	// (SessionEntriesRead).
 	entriesRead int
 }
 
-// createdKey is a row's key in sessions_by_epoch: the password epoch,
+// epochKey is a row's key in sessions_by_epoch: the password epoch,
 // creation as the node keeps it (ms), then public id.
-type createdKey struct {
+type epochKey struct {
 	epoch int
 	at    int64
 	id    string
@@ -41,7 +41,7 @@ type createdKey struct {
 
 func newSessionTables() sessionTables {
 	return sessionTables{rows: map[string]*sessionCells{}, index: map[string]map[string]*indexCells{},
-		created: map[string]map[createdKey]*indexCells{}, byID: map[string]map[string]*indexCells{}}
+		byEpoch: map[string]map[epochKey]*indexCells{}, byID: map[string]map[string]*indexCells{}}
 }
 
 // sessionCells is a row of sessions.
@@ -128,9 +128,9 @@ type indexCall struct {
 	cell func() *indexCells
 }
 
-// keyOfCreated is the entry's key in sessions_by_epoch.
-func keyOfCreated(sess domain.Session) createdKey {
-	return createdKey{epoch: sess.PasswordEpoch, at: sess.CreatedAt.UnixMilli(), id: sess.ID()}
+// epochKeyOf is the entry's key in sessions_by_epoch.
+func epochKeyOf(sess domain.Session) epochKey {
+	return epochKey{epoch: sess.PasswordEpoch, at: sess.CreatedAt.UnixMilli(), id: sess.ID()}
 }
 
 // SessionEntriesRead is how many index entries the reads of a user's
@@ -175,7 +175,7 @@ func (ss *Sessions) Create(_ context.Context, sess domain.Session) error {
 	entry.CreatedAt = sess.CreatedAt.Truncate(time.Millisecond)
 	for _, w := range []indexCall{
 		{"sessions_by_user.insert", func() *indexCells { return entryIn(ss.s.sessions.index, sess.UserID, sess.TokenHash) }},
-		{"sessions_by_epoch.insert", func() *indexCells { return entryIn(ss.s.sessions.created, sess.UserID, keyOfCreated(entry)) }},
+		{"sessions_by_epoch.insert", func() *indexCells { return entryIn(ss.s.sessions.byEpoch, sess.UserID, epochKeyOf(entry)) }},
 		{"sessions_by_user_id.insert", func() *indexCells { return entryIn(ss.s.sessions.byID, sess.UserID, sess.ID()) }},
 	} {
 		if _, err := ss.s.call(w.name, true, func() (bool, error) {
@@ -256,15 +256,15 @@ func (ss *Sessions) Entries(_ context.Context, userID string) ([]domain.Session,
 func (ss *Sessions) Newest(_ context.Context, userID string, epoch int, before *accounts.SessionKey, limit int) ([]domain.Session, error) {
 	var out []domain.Session
 	_, err := ss.s.call("sessions_by_epoch.page", false, func() (bool, error) {
-		var keys []createdKey
-		for k, e := range ss.s.sessions.created[userID] {
-			if k.epoch == epoch && e.live(ss.s.now) && (before == nil || compareCreated(k, createdKey{epoch: epoch, at: before.At.UnixMilli(), id: before.ID}) < 0) {
+		var keys []epochKey
+		for k, e := range ss.s.sessions.byEpoch[userID] {
+			if k.epoch == epoch && e.live(ss.s.now) && (before == nil || compareEpochKeys(k, epochKey{epoch: epoch, at: before.At.UnixMilli(), id: before.ID}) < 0) {
 				keys = append(keys, k)
 			}
 		}
-		slices.SortFunc(keys, func(a, b createdKey) int { return compareCreated(b, a) })
+		slices.SortFunc(keys, func(a, b epochKey) int { return compareEpochKeys(b, a) })
 		for _, k := range keys[:min(limit, len(keys))] {
-			out = append(out, ss.s.sessions.created[userID][k].read())
+			out = append(out, ss.s.sessions.byEpoch[userID][k].read())
 		}
 		ss.s.sessions.entriesRead += len(out)
 		return true, nil
@@ -272,7 +272,9 @@ func (ss *Sessions) Newest(_ context.Context, userID string, epoch int, before *
 	return out, err
 }
 
-func compareCreated(a, b createdKey) int {
+// compareEpochKeys orders the keys of one epoch's partition as the node
+// does: creation, then id.
+func compareEpochKeys(a, b epochKey) int {
 	if c := cmp.Compare(a.at, b.at); c != 0 {
 		return c
 	}
@@ -329,7 +331,7 @@ func (ss *Sessions) Delete(_ context.Context, sess domain.Session) error {
 		{"sessions_by_user_id.delete", func() *indexCells { return entryIn(ss.s.sessions.byID, sess.UserID, sess.ID()) }},
 	}
 	if !sess.CreatedAt.IsZero() {
-		deletes = append(deletes, indexCall{"sessions_by_epoch.delete", func() *indexCells { return entryIn(ss.s.sessions.created, sess.UserID, keyOfCreated(sess)) }})
+		deletes = append(deletes, indexCall{"sessions_by_epoch.delete", func() *indexCells { return entryIn(ss.s.sessions.byEpoch, sess.UserID, epochKeyOf(sess)) }})
 	}
 	var errs []error
 	for _, d := range deletes {
