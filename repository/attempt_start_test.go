@@ -82,29 +82,14 @@ func flatPasses(t *testing.T, open bool) {
 	var reads []tracedRead
 	started := time.Now()
 	for round := range rounds {
-		var wg sync.WaitGroup
-		errs := make(chan error, 16)
-		for w := range 16 {
-			wg.Go(func() {
-				for i := w; i < total/rounds; i += 16 {
-					e := groups.ChangeEntry{GroupID: fmt.Sprintf("g_flat%d_%d", round, i), Attempt: domain.NewAttempt(),
-						At: time.Now().UTC().Truncate(time.Millisecond)}
-					if err := s.Begin(ctx, e); err != nil {
-						errs <- err
-						return
-					}
-					if err := s.End(ctx, e); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+		writeAll(t, total/rounds, func(i int) error {
+			e := groups.ChangeEntry{GroupID: fmt.Sprintf("g_flat%d_%d", round, i), Attempt: domain.NewAttempt(),
+				At: time.Now().UTC().Truncate(time.Millisecond)}
+			if err := s.Begin(ctx, e); err != nil {
+				return err
+			}
+			return s.End(ctx, e)
+		})
 		tr.take() // the traces of the writes, if any
 		if got := listedChanges(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("round %d: the pass read %v; want %v (every other attempt ended)", round, got, want)

@@ -104,23 +104,7 @@ func TestExpiryReadCostStaysFlat(t *testing.T) {
 	until := func(i int) time.Time {
 		return base.Add(spread * time.Duration(i) / time.Duration(total)).Truncate(time.Millisecond)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for w := range 16 {
-		wg.Go(func() {
-			for i := w; i < total; i += 16 {
-				if err := s.InsertExpiry(ctx, fmt.Sprintf("u_exp%d", i), until(i), 2); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	writeAll(t, total, func(i int) error { return s.InsertExpiry(ctx, fmt.Sprintf("u_exp%d", i), until(i), 2) })
 	time.Sleep(time.Until(base))
 
 	var reads []tracedRead

@@ -116,6 +116,30 @@ func TestOutboxStartMovesPastEmptyOldWindowsOnly(t *testing.T) {
 	}
 }
 
+// writeAll runs write(0..n-1) on 16 goroutines, each taking every 16th
+// index, and fails the test on the first error (a writer stops at its
+// own): the tests' way of filling a table fast.
+func writeAll(t *testing.T, n int, write func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				if err := write(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
 // tombstoneRE is Cassandra's trace line of a partition read.
 var tombstoneRE = regexp.MustCompile(`Read (\d+) live rows and (\d+) tombstone cells`)
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -114,25 +113,10 @@ func TestASignOutEverywhereLeavesNothingInTheListsWay(t *testing.T) {
 	ctx := context.Background()
 	user := domain.NewID(domain.UserIDPrefix)
 	now := time.Now().UTC()
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for w := range 16 {
-		wg.Go(func() {
-			for i := w; i < n; i += 16 {
-				at := now.Add(time.Duration(i) * time.Millisecond)
-				s := domain.Session{TokenHash: fmt.Sprintf("hash-%d", i), UserID: user, CreatedAt: at, ExpiresAt: at.Add(time.Hour), PasswordEpoch: 1}
-				if err := sessions.Create(ctx, s); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	writeAll(t, n, func(i int) error {
+		at := now.Add(time.Duration(i) * time.Millisecond)
+		return sessions.Create(ctx, domain.Session{TokenHash: fmt.Sprintf("hash-%d", i), UserID: user, CreatedAt: at, ExpiresAt: at.Add(time.Hour), PasswordEpoch: 1})
+	})
 	if err := sessions.DeleteAll(ctx, user, ""); err != nil {
 		t.Fatal(err)
 	}
