@@ -45,6 +45,11 @@ type DB struct {
 	// spec copies slow idempotent statements to another node (the
 	// speculation Connect gave the session; nil: no copies).
 	spec gocql.SpeculativeExecutionPolicy
+	// Attempt is the client timeout of one attempt of a statement
+	// (SHELF_CASSANDRA_TIMEOUT): the least time the read-back of an
+	// ambiguous answer gets when the caller's deadline is nearer
+	// (readBackContext).
+	Attempt time.Duration
 }
 
 // NewDB wraps a session; serial is "SERIAL" or "LOCAL_SERIAL" (the
@@ -54,7 +59,7 @@ func NewDB(s gocqlx.Session, serial string) *DB {
 	if serial == "SERIAL" {
 		c = gocql.Consistency(gocql.Serial)
 	}
-	return &DB{Session: s, Serial: c, Now: time.Now, sender: direct{}, spec: speculationOf(s.Session)}
+	return &DB{Session: s, Serial: c, Now: time.Now, sender: direct{}, spec: speculationOf(s.Session), Attempt: defaultAttempt}
 }
 
 // lwt is one lightweight transaction and how to learn its outcome when the
@@ -74,9 +79,29 @@ type lwt struct {
 // ambiguous answers that turned out not applied.
 const maxLWTAttempts = 5
 
-// resolveTimeout bounds the SERIAL read that settles an ambiguous answer; it
-// runs on a context of its own, since the request's may be what expired.
+// resolveTimeout bounds the SERIAL read that settles an ambiguous answer
+// for a caller with no deadline (a worker's pass).
 const resolveTimeout = 10 * time.Second
+
+// defaultAttempt is DB.Attempt until the caller sets it: the default of
+// SHELF_CASSANDRA_TIMEOUT.
+const defaultAttempt = 2 * time.Second
+
+// readBackContext is the context of the SERIAL read that settles an
+// ambiguous answer. It does not end with the caller's (whose expiry may be
+// what made the answer ambiguous), so it gets at least one attempt; but it
+// ends with the caller's deadline when that is further off, never later
+// than resolveTimeout: without a quorum the read never settles, and a
+// request waiting on it past its own deadline answers nobody (two signups
+// took about 20 s to answer 503 with two of three nodes hung,
+// docs/benchmarks.md). What it cannot settle in time is ErrOutcomeUnknown.
+func (db *DB) readBackContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	budget := resolveTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		budget = min(resolveTimeout, max(time.Until(deadline), db.Attempt))
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), budget)
+}
 
 // exec runs a lightweight transaction, resolving ambiguous outcomes (U5):
 // never guessed, always read back at SERIAL.
@@ -128,7 +153,7 @@ func (db *DB) execOnce(ctx context.Context, op lwt) (applied, resolved bool, err
 			return false, false, dbErr(op.name, err)
 		}
 		lastErr = err
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
+		rctx, cancel := db.readBackContext(ctx)
 		applied, again, rerr := op.resolve(rctx)
 		cancel()
 		if rerr != nil {
@@ -147,7 +172,7 @@ func (db *DB) execOnce(ctx context.Context, op lwt) (applied, resolved bool, err
 // settle decides a transaction whose last attempt did not apply after an
 // earlier one went unanswered: only the row can say whether that one did.
 func (db *DB) settle(ctx context.Context, op lwt, lost error) (applied, resolved bool, err error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
+	rctx, cancel := db.readBackContext(ctx)
 	defer cancel()
 	applied, again, err := op.resolve(rctx)
 	switch {

@@ -66,6 +66,9 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 		now = func() time.Time { return time.Now().Add(off) }
 	}
 	db.Now = now
+	if cfg.Cassandra.Timeout > 0 {
+		db.Attempt = cfg.Cassandra.Timeout
+	}
 	db.OnLWT = func(outcome string) { m.LWTOutcomes.WithLabelValues(outcome).Inc() }
 	db.OnIndexPass = func(index string, p repository.IndexPass) {
 		m.AttemptIndexLag.WithLabelValues(index).Set(p.Lag.Seconds())
