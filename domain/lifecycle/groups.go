@@ -95,7 +95,7 @@ func (s *Service) leaveGroup(ctx context.Context, groupID, id string) error {
 			return &domain.Error{Kind: domain.ErrConflict, Code: "last_manager",
 				Message: "Group " + groupID + ": still its last manager after " + strconv.Itoa(leaveRounds) + " hand-overs; the next run decides again."}
 		}
-		others, err := s.otherMembers(ctx, groupID, id)
+		others, next, err := s.otherMembers(ctx, groupID, id, "")
 		if errors.Is(err, domain.ErrForbidden) {
 			continue // no longer a member: another run of this job left the group
 		}
@@ -108,7 +108,7 @@ func (s *Service) leaveGroup(ctx context.Context, groupID, id string) error {
 			}
 			continue // someone joined: hand it over
 		}
-		switch err := s.handOver(ctx, groupID, id, others); {
+		switch err := s.handOver(ctx, groupID, id, others, next); {
 		case errors.Is(err, domain.ErrForbidden):
 			// No longer the group's manager: another run of this job
 			// (its lease lost while a step was slow) handed it over or
@@ -122,41 +122,53 @@ func (s *Service) leaveGroup(ctx context.Context, groupID, id string) error {
 	}
 }
 
-// otherMembers reads the first members of the group, the user left out,
-// as the user may see them.
-func (s *Service) otherMembers(ctx context.Context, groupID, userID string) ([]string, error) {
-	pg, err := s.groups.ListMembers(ctx, domain.Principal{UserID: userID}, groupID, "", page)
+// otherMembers reads a page of the group's members (the first: cursor
+// ""), the user left out, as the user may see them, and the next page's
+// cursor ("" on the last).
+func (s *Service) otherMembers(ctx context.Context, groupID, userID, cursor string) (others []string, next string, err error) {
+	pg, err := s.groups.ListMembers(ctx, domain.Principal{UserID: userID}, groupID, cursor, page)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	var out []string
 	for _, m := range pg.Items {
 		if m.UserID != userID {
-			out = append(out, m.UserID)
+			others = append(others, m.UserID)
 		}
 	}
-	return out, nil
+	return others, pg.Next, nil
 }
 
-// handOver makes one of the other members of the group a manager: one
-// whose account is active; only when every visible one is suspended, one
-// of those (nobody else could manage the group, and waiting for a
-// suspension that may never end would leave this account deleting, its
-// names held, for good; the suspended manager acts once it is lifted, and
-// its own deletion hands the group on again). With no visible member (all
-// of them are being deleted too), the deletion's job waits for theirs: it
-// fails this run, saying so in the job row's last_error, and the next run
-// decides again.
-func (s *Service) handOver(ctx context.Context, groupID, id string, others []string) error {
+// handOver makes one of the other members of the group a manager: the
+// first whose account is active, page after page from others (the first
+// page's) and next (the cursor of the page after it); only when no
+// visible one is active, the first suspended one (nobody else could
+// manage the group, and waiting for a suspension that may never end
+// would leave this account deleting, its names held, for good; the
+// suspended manager acts once it is lifted, and its own deletion hands
+// the group on again). With no visible member (all of them are being
+// deleted too), the deletion's job waits for theirs: it fails this run,
+// saying so in the job row's last_error, and the next run decides again.
+// It reads on past the first page only while no active member was found:
+// a job's work, never a request's.
+func (s *Service) handOver(ctx context.Context, groupID, id string, others []string, next string) error {
 	suspended := ""
-	for _, o := range others {
-		u, err := s.accounts.Account(ctx, o)
-		switch {
-		case err != nil || !u.Visible():
-		case u.Status == domain.StatusActive:
-			return s.promote(ctx, groupID, id, o)
-		case suspended == "":
-			suspended = o
+	for {
+		for _, o := range others {
+			u, err := s.accounts.Account(ctx, o)
+			switch {
+			case err != nil || !u.Visible():
+			case u.Status == domain.StatusActive:
+				return s.promote(ctx, groupID, id, o)
+			case suspended == "":
+				suspended = o
+			}
+		}
+		if next == "" {
+			break
+		}
+		var err error
+		if others, next, err = s.otherMembers(ctx, groupID, id, next); err != nil {
+			return err
 		}
 	}
 	if suspended != "" {

@@ -3,10 +3,14 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/groups"
+	"shelf/domain/moderation"
 	"shelf/tests/memstore"
 )
 
@@ -141,5 +145,56 @@ func TestADeletionNeverEndsWithItsUserStillInAGroup(t *testing.T) {
 	}
 	if gr, err := l.grp.GetSerial(ctx, club.ID); err != nil || gr.Status != domain.StatusClosed {
 		t.Errorf("the club, left by everyone else, is %+v (%v), want closed", gr, err)
+	}
+}
+
+// TestAHandOverLooksPastTheFirstPageForAnActiveMember: ann's deletion
+// finds her the last manager of a club of 102 members; the first page of
+// them (by id, 100) holds ann and 99 suspended members, the page after it
+// one more suspended and one active. The club goes to the active one: a
+// suspended member is chosen only when no visible member is active, on
+// any page (before, the hand-over looked at the first page only and made
+// a suspended member the club's one manager).
+func TestAHandOverLooksPastTheFirstPageForAnActiveMember(t *testing.T) {
+	t.Parallel()
+	l, club, cat := handOverWorld(t)
+	ctx := context.Background()
+	root, err := l.svc.SetAdmin(ctx, "bob", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: l.store.Now},
+		l.svc, l.store.Users(), l.store.Suspensions())
+	others := []string{cat.ID}
+	for i := range 100 {
+		name := fmt.Sprintf("m%03d", i)
+		if err := l.signup(name, name+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+		id := l.created[len(l.created)-1].ID
+		if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, id, groups.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, id)
+	}
+	slices.Sort(others)
+	active := others[len(others)-1]
+	until := l.store.Now().Add(time.Hour)
+	for _, id := range others[:len(others)-1] {
+		if _, err := mod.Suspend(ctx, domain.Principal{UserID: root.ID}, id, moderation.SuspendInput{Reason: "spam", Until: &until}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.deleteSelf(l.ann); err != nil {
+		t.Fatal(err)
+	}
+	role, err := l.grp.MemberRole(ctx, club.ID, active)
+	if err != nil || role != groups.RoleManager {
+		t.Errorf("the club's only active member (last by id, past the first page) is its %q (%v), want its manager", role, err)
+	}
+	for _, id := range others[:len(others)-1] {
+		if role, _ := l.grp.MemberRole(ctx, club.ID, id); role == groups.RoleManager {
+			t.Errorf("suspended member %s was made the club's manager while an active one was there", id)
+		}
 	}
 }
