@@ -16,9 +16,10 @@ import (
 // that the marks it takes were made before its cut-off, brings every
 // member library to the item as of the fence, takes a departed creator
 // off it (leaveForDepartedCreator), then deletes the marks it read (a
-// mark made since is a row of its own and stays). An item fenced whose
+// mark made since is a row of its own and stays). An item whose fence or
 // fan-out has failed for over RequeueAfter has its marks moved forward
-// (requeue). grace must be no shorter than the service's OutboxGrace. It
+// (requeue), so the items it would keep at the head of the queue are
+// read. grace must be no shorter than the service's OutboxGrace. It
 // returns how many items it completed.
 func (s *Service) DrainOutbox(ctx context.Context, grace time.Duration, limit int) (int, error) {
 	now := s.cfg.Now()
@@ -47,11 +48,9 @@ func (s *Service) DrainOutbox(ctx context.Context, grace time.Duration, limit in
 	done := 0
 	var errs []error
 	for _, id := range order {
-		if fenced, err := s.complete(ctx, id, taken); err != nil {
+		if err := s.complete(ctx, id, taken); err != nil {
 			errs = append(errs, err)
-			// Only once fenced: the fence's record is what tells a change
-			// still running that its mark is gone (markAgainIfTaken).
-			if fenced && now.Sub(oldest[id]) > RequeueAfter {
+			if now.Sub(oldest[id]) > RequeueAfter {
 				if err := s.requeue(ctx, id, marks[id]); err != nil {
 					errs = append(errs, err)
 				} else {
@@ -70,15 +69,22 @@ func (s *Service) DrainOutbox(ctx context.Context, grace time.Duration, limit in
 	return done, errors.Join(errs...)
 }
 
-// RequeueAfter is how long an item's fan-out may keep failing before its
-// marks are moved forward: the outbox's reader starts at the oldest
-// window holding a live mark, so an old mark left in place would make
-// every read longer (docs/design/libraries.md#queues).
+// RequeueAfter is how long an item's fence or fan-out may keep failing
+// before its marks are moved forward: the outbox's reader starts at the
+// oldest window holding a live mark, so an old mark left in place would
+// make every read longer, and reads the oldest marks first, so a pass's
+// worth of items whose fences keep failing (their replicas short of a
+// quorum) would hold every other item's fan-out back
+// (docs/design/libraries.md#queues).
 const RequeueAfter = time.Minute
 
 // requeue makes a fresh mark for the item, then deletes its old ones. A
 // failure after the new mark leaves both: the fan-out is redone twice,
-// which changes nothing.
+// which changes nothing. It needs no fence of its own: a change whose mark
+// it deletes finds no fence's record for it (markAgainIfTaken) and goes
+// on, but its compare-and-set either lands before the fence the fresh
+// mark brings, which carries it out, or fails against it (the fence moves
+// the version on), and the change's next read sees that fence's record.
 func (s *Service) requeue(ctx context.Context, id string, old []string) error {
 	if _, err := s.mark(ctx, id); err != nil {
 		return err
@@ -94,18 +100,16 @@ func (s *Service) requeue(ctx context.Context, id string, old []string) error {
 // mark the caller will delete was made before it), brings every member
 // library to the item as of the fence, then takes the creator off the
 // item if their account is being deleted (leaveForDepartedCreator).
-// fenced: the fence stands, so the caller may delete the marks it read
-// once the rest is done, or move them forward.
-func (s *Service) complete(ctx context.Context, id string, taken time.Time) (fenced bool, err error) {
+func (s *Service) complete(ctx context.Context, id string, taken time.Time) error {
 	c, err := s.fence(ctx, id, taken)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := s.fanout(ctx, c, nil); err != nil {
-		return true, err
+		return err
 	}
 	_, err = s.leaveForDepartedCreator(ctx, c)
-	return true, err
+	return err
 }
 
 // fence makes sure no attempt of a change behind the item's marks can

@@ -155,12 +155,21 @@ func TestASlowChangeKeepsAMarkForItsOwnFanout(t *testing.T) {
 func TestAChangePausedPastTheGraceMarksAgain(t *testing.T) {
 	t.Parallel()
 	l := newLibWorld(t)
-	stores := l.store.Contents()
-	p := &pauseAfterMark{Outbox: stores.Outbox, pause: func() {
+	sharePausedAfterItsMark(t, l, "paused share", func() {
 		if err := l.drain(); err != nil {
 			t.Errorf("the worker in the pause: %v", err)
 		}
-	}}
+	})
+}
+
+// sharePausedAfterItsMark runs the owner's share of the world's item with
+// the other user: after its mark, before its compare-and-set, it pauses
+// (pause runs), and once resumed its own fan-out to the user fails. Then
+// the worker runs, and the share must be whole (named name in failures).
+func sharePausedAfterItsMark(t *testing.T, l *libWorld, name string, pause func()) {
+	t.Helper()
+	stores := l.store.Contents()
+	p := &pauseAfterMark{Outbox: stores.Outbox, pause: pause}
 	stores.Outbox = p
 	stores.Members = pausedMembers{MemberStore: stores.Members, p: p}
 	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: l.store.Now, Background: atOnce},
@@ -185,7 +194,7 @@ func TestAChangePausedPastTheGraceMarksAgain(t *testing.T) {
 	if memberRole(snap, l.item, l.other.ID) != library.RoleViewer {
 		t.Errorf("the share is lost")
 	}
-	checkContent(t, "paused share", l, snap)
+	checkContent(t, name, l, snap)
 }
 
 // pauseAfterMark is an outbox after whose first mark the next member read
