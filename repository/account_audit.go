@@ -35,6 +35,12 @@ const (
 	accountAuditPageCQL      readCQL      = `SELECT at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM account_audit WHERE user_id = ? LIMIT ?`
 	accountAuditPageAfterCQL readCQL      = `SELECT at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM account_audit WHERE user_id = ? AND (at, version, action) < (?, ?, ?) LIMIT ?`
 
+	// accountAuditClaimCQL writes an entry no compare-and-set of the
+	// account decides (RecordNew), if its key is free; accountAuditTagCQL
+	// reads back whose the row is.
+	accountAuditClaimCQL conditionalCQL = `INSERT INTO account_audit (user_id, at, version, action, write_id, actor, via, client_ip, user_agent, old_value, new_value, reason, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	accountAuditTagCQL   readCQL        = `SELECT write_id FROM account_audit WHERE user_id = ? AND at = ? AND version = ? AND action = ?`
+
 	auditDayInsertCQL    versionedCQL = `INSERT INTO audit_by_day (day, at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	auditDayPageCQL      readCQL      = `SELECT at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM audit_by_day WHERE day = ? LIMIT ?`
 	auditDayPageAfterCQL readCQL      = `SELECT at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM audit_by_day WHERE day = ? AND (at, user_id, version, action) < (?, ?, ?, ?) LIMIT ?`
@@ -52,9 +58,7 @@ const (
 func (s *AccountAudit) Record(ctx context.Context, entries []domain.AuditEntry) error {
 	writes := make([]func(ctx context.Context) error, 0, 2*len(entries))
 	for _, e := range entries {
-		values := []any{orAbsent(e.Actor, gocql.UnsetValue), e.Via, orAbsent(e.From.IP, gocql.UnsetValue), orAbsent(e.From.UserAgent, gocql.UnsetValue),
-			orAbsent(e.Old, gocql.UnsetValue), orAbsent(e.New, gocql.UnsetValue), orAbsent(e.Reason, gocql.UnsetValue),
-			orAbsent(e.Until, gocql.UnsetValue), int64(e.Version)}
+		values := append(auditValues(e), int64(e.Version))
 		writes = append(writes, func(ctx context.Context) error {
 			return s.db.write(ctx, "account_audit.insert", accountAuditInsertCQL,
 				append([]any{e.UserID, e.At, e.Version, string(e.Action)}, values...)...)
@@ -64,6 +68,58 @@ func (s *AccountAudit) Record(ctx context.Context, entries []domain.AuditEntry) 
 		})
 	}
 	return all(ctx, writes)
+}
+
+// auditValues are an entry's columns after its key, as both tables take
+// them: every one each time, an empty one as unset (which leaves no
+// tombstone).
+func auditValues(e domain.AuditEntry) []any {
+	return []any{orAbsent(e.Actor, gocql.UnsetValue), e.Via, orAbsent(e.From.IP, gocql.UnsetValue), orAbsent(e.From.UserAgent, gocql.UnsetValue),
+		orAbsent(e.Old, gocql.UnsetValue), orAbsent(e.New, gocql.UnsetValue), orAbsent(e.Reason, gocql.UnsetValue),
+		orAbsent(e.Until, gocql.UnsetValue)}
+}
+
+// maxEntryKeys bounds the milliseconds RecordNew tries for one entry.
+const maxEntryKeys = 16
+
+// RecordNew writes an entry that no compare-and-set of the account
+// decides, written before its action, into a row of its own: inserted IF
+// NOT EXISTS with a tag of its own (migration 038), and where another
+// entry holds the key (the same account, millisecond, version and action:
+// two admins' actions at once) at the next millisecond, so neither
+// overwrites the other. After a lost answer the row's tag at SERIAL says
+// whether the key is ours; another's proves ours never lands there, as an
+// entry is never deleted. Then the day's row, at the entry's version as
+// Record writes it. It answers the entry as written (its At).
+func (s *AccountAudit) RecordNew(ctx context.Context, e domain.AuditEntry) (domain.AuditEntry, error) {
+	writeID := newWriteID()
+	values := auditValues(e)
+	e.At = e.At.Truncate(time.Millisecond)
+	for range maxEntryKeys {
+		applied, err := s.db.exec(ctx, lwt{
+			name: "account_audit.claim",
+			run: func(ctx context.Context) (bool, error) {
+				return s.db.cas(ctx, nil, accountAuditClaimCQL, append([]any{e.UserID, e.At, e.Version, string(e.Action), writeID}, values...)...)
+			},
+			resolve: func(ctx context.Context) (bool, bool, error) {
+				tags, err := selectValues[string](s.db.query(ctx, s.db.Serial, accountAuditTagCQL, e.UserID, e.At, e.Version, string(e.Action)))
+				if err != nil {
+					return false, false, err
+				}
+				return len(tags) == 1 && tags[0] == writeID, len(tags) == 0, nil
+			},
+		})
+		if err != nil {
+			return domain.AuditEntry{}, err
+		}
+		if applied {
+			err := s.db.write(ctx, "audit_by_day.insert", auditDayInsertCQL,
+				append([]any{domain.AuditDay(e.At), e.At, e.UserID, e.Version, string(e.Action)}, append(values, int64(e.Version))...)...)
+			return e, err
+		}
+		e.At = e.At.Add(time.Millisecond)
+	}
+	return domain.AuditEntry{}, fmt.Errorf("account_audit.claim: %d milliseconds in a row held by other entries: %w", maxEntryKeys, domain.ErrUnavailable)
 }
 
 // dayRow is a row of audit_by_day as the page reads it.

@@ -160,7 +160,7 @@ var rowSelects = []struct {
 var valueSelects = []string{
 	string(gmRoleCQL), string(gmGroupsOfCQL), string(gmGroupsAmong), string(bucketAnyRowCQL),
 	string(auditListRowCQL), string(auditExpiryCQL), string(readinessCQL), string(queueStartCQL), string(nodeNowCQL), string(historyEntryCQL),
-	string(replicationCQL), string(indexCountCQL), string(auditSinceCQL), string(sessionEpochCQL),
+	string(replicationCQL), string(indexCountCQL), string(auditSinceCQL), string(sessionEpochCQL), string(accountAuditTagCQL),
 }
 
 // TestColumnsMatchSelects: every row type's scan destinations are, in

@@ -29,6 +29,13 @@ import (
 // AuditLog keeps the audit (account_audit, and audit_by_day for Day).
 type AuditLog interface {
 	domain.AuditRecorder
+	// RecordNew writes an entry that no compare-and-set of the account
+	// decides (written before its action: AuditAction.OfSessions) into a
+	// row of its own: where another entry holds its key (the same
+	// account, millisecond, version and action) it takes a later
+	// millisecond, so two actions at once are both kept. It answers the
+	// entry as written.
+	RecordNew(ctx context.Context, e domain.AuditEntry) (domain.AuditEntry, error)
 	// Page returns up to limit entries of the user's audit, newest first,
 	// after the cursor (nil: from the newest).
 	Page(ctx context.Context, userID string, after *domain.AuditCursor, limit int) ([]domain.AuditEntry, error)
@@ -45,6 +52,9 @@ type AuditLog interface {
 type noAudit struct{}
 
 func (noAudit) Record(context.Context, []domain.AuditEntry) error { return nil }
+func (noAudit) RecordNew(_ context.Context, e domain.AuditEntry) (domain.AuditEntry, error) {
+	return e, nil
+}
 func (noAudit) Page(context.Context, string, *domain.AuditCursor, int) ([]domain.AuditEntry, error) {
 	return nil, nil
 }

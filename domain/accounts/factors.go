@@ -629,7 +629,7 @@ func (a *Service) useRecoveryCode(ctx context.Context, userID string, set Recove
 		client := clientOf(ctx)
 		e := domain.AuditEntry{UserID: userID, At: a.now(), Action: domain.AuditRecoveryCodeUsed, Actor: userID,
 			Via: domain.ViaAPI, From: domain.Origin{IP: client.IP, UserAgent: domain.CleanText(client.UserAgent, UserAgentMax)}}
-		if err := a.audit.Record(ctx, []domain.AuditEntry{e}); err != nil {
+		if _, err := a.audit.RecordNew(ctx, e); err != nil {
 			return err
 		}
 		if used, err = a.factors.UseRecovery(ctx, set, h, domain.NewID("use_")); err != nil {

@@ -89,7 +89,8 @@ func (a *Service) auditSessions(ctx context.Context, p domain.Principal, u manag
 		return nil
 	}
 	e := domain.AuditEntry{UserID: u.ID, At: a.now(), Version: u.Version, Action: action, Actor: p.UserID, Via: domain.ViaAPI, From: p.From}
-	return a.audit.Record(ctx, []domain.AuditEntry{e})
+	_, err := a.audit.RecordNew(ctx, e)
+	return err
 }
 
 // maxSessionRefills bounds the reads a page of sessions makes past its

@@ -84,7 +84,7 @@ func TestAdminSessionActionsNeedTheirEntry(t *testing.T) {
 	second := m.api.As(mustLogin(t, m.api, u.Username).Token)
 	secondID := currentSession(t, second, u.ID)
 	faults(m.app).Set(func(stmt string, at faultinject.Point) error {
-		if stmt == "account_audit.insert" && at == faultinject.BeforeWrite {
+		if stmt == "account_audit.claim" && at == faultinject.BeforeLWT {
 			return &gocql.RequestErrUnavailable{}
 		}
 		return nil

@@ -146,7 +146,7 @@ func TestAdminSessionActionsWithoutAudit(t *testing.T) {
 	t.Parallel()
 	m, live := newSessionsAuditWorld(t)
 	m.store.FaultAt = func(_ int, name string) memstore.Fault {
-		if name == "account_audit.insert" {
+		if name == "account_audit.claim" {
 			return memstore.FailBefore
 		}
 		return memstore.None
@@ -167,5 +167,45 @@ func TestAdminSessionActionsWithoutAudit(t *testing.T) {
 	m.store.FaultAt = nil
 	if got := m.store.AuditEntries(m.member.ID); len(got) != 0 {
 		t.Fatalf("entries with the audit down: %+v", got)
+	}
+}
+
+// TestTwoAdminsAtOnceAreBothAudited: two admins list the member's sessions
+// and revoke one in the same millisecond (the store's clock stands
+// still), so each pair of entries has one key: every entry is kept, each
+// naming its admin (before, the later write took the row, and the
+// member's audit named one admin of the two).
+func TestTwoAdminsAtOnceAreBothAudited(t *testing.T) {
+	t.Parallel()
+	m, live := newSessionsAuditWorld(t)
+	ctx := context.Background()
+	if err := m.signup("root2", "root2@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	second, err := m.svc.SetAdmin(ctx, "root2", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admins := []domain.Principal{m.admin, {UserID: second.ID}}
+	for _, p := range admins {
+		if _, err := m.svc.ListSessions(ctx, p, m.member.ID, "", 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range admins {
+		if err := m.svc.RevokeSession(ctx, p, m.member.ID, live[i].ID()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int{}
+	for _, e := range m.store.AuditEntries(m.member.ID) {
+		got[string(e.Action)+" by "+e.Actor]++
+	}
+	for _, p := range admins {
+		for _, a := range []domain.AuditAction{domain.AuditSessionsListed, domain.AuditSessionRevoked} {
+			if k := string(a) + " by " + p.UserID; got[k] != 1 {
+				t.Errorf("%s: %d entries, want 1 (the audit: %v)", k, got[k], got)
+			}
+		}
 	}
 }

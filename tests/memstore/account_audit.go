@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"time"
@@ -47,6 +48,53 @@ func (a *AccountAudit) Record(_ context.Context, entries []domain.AuditEntry) er
 	}
 	return errors.Join(errs...)
 }
+
+// RecordNew writes the entry's account_audit row if its key is free, one
+// compare-and-set call per millisecond tried (as the repository's), then
+// its day's row. A lost answer is an unknown outcome: the repository's
+// read-back settles what it can, and the service treats the rest so.
+func (a *AccountAudit) RecordNew(_ context.Context, e domain.AuditEntry) (domain.AuditEntry, error) {
+	a.s.mu.Lock()
+	a.s.auditSeq++
+	tag := "audit-" + strconv.Itoa(a.s.auditSeq)
+	a.s.mu.Unlock()
+	e.At = e.At.Truncate(time.Millisecond)
+	for range maxEntryKeys {
+		applied, err := a.s.call("account_audit.claim", true, func() (bool, error) {
+			if a.s.audit == nil {
+				a.s.audit = map[string]domain.AuditEntry{}
+			}
+			if a.s.auditTags == nil {
+				a.s.auditTags = map[string]string{}
+			}
+			k := auditKey(e)
+			if _, taken := a.s.audit[k]; taken {
+				return a.s.auditTags[k] == tag, nil
+			}
+			a.s.audit[k], a.s.auditTags[k] = e, tag
+			return true, nil
+		})
+		if err != nil {
+			return domain.AuditEntry{}, err
+		}
+		if applied {
+			_, err := a.s.call("audit_by_day.insert", true, func() (bool, error) {
+				if a.s.auditDay == nil {
+					a.s.auditDay = map[string]domain.AuditEntry{}
+				}
+				a.s.auditDay[auditKey(e)] = e
+				return true, nil
+			})
+			return e, err
+		}
+		e.At = e.At.Add(time.Millisecond)
+	}
+	return domain.AuditEntry{}, fmt.Errorf("account_audit.claim: every millisecond tried is held: %w", domain.ErrUnavailable)
+}
+
+// maxEntryKeys is the repository's bound on the milliseconds RecordNew
+// tries.
+const maxEntryKeys = 16
 
 // Page reads the user's audit, newest first, after the cursor.
 func (a *AccountAudit) Page(_ context.Context, userID string, after *domain.AuditCursor, limit int) ([]domain.AuditEntry, error) {

@@ -150,6 +150,11 @@ type Store struct {
 	// by account (account_audit) and by day (audit_by_day), each by entry
 	// key; made on first use.
 	audit, auditDay map[string]domain.AuditEntry
+	// auditTags are the tags of account_audit's rows RecordNew wrote, by
+	// entry key (its write_id); made on first use.
+	auditTags map[string]string
+	// auditSeq numbers RecordNew's tags.
+	auditSeq int
 	// attempts are the throttle's rows (Attempts), made on first use.
 	attempts attemptTables
 	// jobs are the jobs' rows (Jobs, jobs.go), by id; made on first use.
@@ -642,6 +647,7 @@ func lostAnswer(name string) error {
 	table, op, _ := strings.Cut(name, ".")
 	switch {
 	case table == "claims" || table == "factors" || table == "jobs" || table == "tokens",
+		table == "account_audit" && op == "claim",
 		(table == "users" || table == "groups") && (op == "create" || op == "activate" || op == "update" || op == "discard"),
 		table == "content" && (op == "create" || op == "update" || op == "clear"):
 		return errUnknown

@@ -2,6 +2,7 @@ package storecontract
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"slices"
 	"testing"
@@ -19,6 +20,7 @@ func Audit(t *testing.T, open Open[accounts.AuditLog]) { Run(t, open, AuditCheck
 var AuditChecks = []Check[accounts.AuditLog]{
 	{"ADayListsEveryAccountNewestFirstEachOnce", auditDayOrder},
 	{"SinceIsNoLaterThanToday", auditSince},
+	{"EntriesAtOnceAreEachKept", auditEntriesAtOnce},
 }
 
 // quietDay is a day of 2001-2020 of this check's own (from its key): a
@@ -112,5 +114,61 @@ func auditSince(t testing.TB, s accounts.AuditLog, c Clock) {
 	}
 	if !since.Equal(domain.AuditDay(since)) || since.After(domain.AuditDay(c.Now())) {
 		t.Fatalf("since %v (now %v)", since, c.Now())
+	}
+}
+
+// auditEntriesAtOnce: three admins list one account's sessions in one
+// millisecond at one version (the same key), the first twice over: each
+// entry is kept, in both tables, the later ones at the next milliseconds
+// free, and each answers the time it was written at.
+func auditEntriesAtOnce(t testing.TB, s accounts.AuditLog, _ Clock) {
+	ctx := context.Background()
+	user := "u_" + Key("watched")
+	at := quietDay(user).Add(10*time.Hour + 123456*time.Microsecond)
+	var written []domain.AuditEntry
+	for _, actor := range []string{"u_" + Key("first"), "u_" + Key("first"), "u_" + Key("second"), "u_" + Key("third")} {
+		e, err := s.RecordNew(ctx, domain.AuditEntry{UserID: user, At: at, Version: 5, Action: domain.AuditSessionsListed,
+			Actor: actor, Via: domain.ViaAPI, From: domain.Origin{IP: "192.0.2.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		written = append(written, e)
+	}
+	for i, e := range written {
+		if want := at.Truncate(time.Millisecond).Add(time.Duration(i) * time.Millisecond); !e.At.Equal(want) {
+			t.Fatalf("entry %d was written at %v, want %v (the next millisecond free)", i, e.At, want)
+		}
+	}
+	want := func(es []domain.AuditEntry) error {
+		if len(es) != len(written) {
+			return fmt.Errorf("%d entries, want %d", len(es), len(written))
+		}
+		for i, e := range es {
+			w := written[len(written)-1-i]
+			if !e.At.Equal(w.At) || e.Actor != w.Actor || e.From.IP != "192.0.2.1" {
+				return fmt.Errorf("entry %d: %+v, want %+v", i, e, w)
+			}
+		}
+		return nil
+	}
+	own, err := s.Page(ctx, user, nil, 10)
+	if err == nil {
+		err = want(own)
+	}
+	if err != nil {
+		t.Fatalf("the account's audit: %v", err)
+	}
+	var ours []domain.AuditEntry
+	day, err := s.Day(ctx, domain.AuditDay(at), nil, 100)
+	for _, e := range day {
+		if e.UserID == user {
+			ours = append(ours, e)
+		}
+	}
+	if err == nil {
+		err = want(ours)
+	}
+	if err != nil {
+		t.Fatalf("the day's audit: %v", err)
 	}
 }
