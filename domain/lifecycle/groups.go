@@ -156,7 +156,11 @@ func (s *Service) handOver(ctx context.Context, groupID, id string, others []str
 		for _, o := range others {
 			u, err := s.accounts.Account(ctx, o)
 			switch {
-			case err != nil || !u.Visible():
+			case errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()):
+			case err != nil:
+				// Unread, it may be the active one: this run fails, and
+				// the next decides again.
+				return err
 			case u.Status == domain.StatusActive:
 				return s.promote(ctx, groupID, id, o)
 			case suspended == "":

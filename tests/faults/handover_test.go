@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/moderation"
 	"shelf/tests/memstore"
@@ -196,5 +197,71 @@ func TestAHandOverLooksPastTheFirstPageForAnActiveMember(t *testing.T) {
 		if role, _ := l.grp.MemberRole(ctx, club.ID, id); role == groups.RoleManager {
 			t.Errorf("suspended member %s was made the club's manager while an active one was there", id)
 		}
+	}
+}
+
+// failingGet is an account table whose first read of one account fails.
+type failingGet struct {
+	accounts.UserStore
+	id     string
+	failed *bool
+}
+
+func (f failingGet) Get(ctx context.Context, id string) (domain.User, error) {
+	if id == f.id && !*f.failed {
+		*f.failed = true
+		return domain.User{}, fmt.Errorf("reading %s: %w", id, domain.ErrUnavailable)
+	}
+	return f.UserStore.Get(ctx, id)
+}
+
+// TestAHandOverThatCannotReadAMemberDecidesAgain: ann's deletion hands
+// over a club whose members are cat (active) and sus (suspended), and
+// its read of cat's account fails once. A member it could not read may
+// be the active one: the run fails and the next decides again, so the
+// club goes to cat (before, the failed read counted as "not visible" and
+// the suspended member became the club's one manager).
+func TestAHandOverThatCannotReadAMemberDecidesAgain(t *testing.T) {
+	t.Parallel()
+	l, club, cat := handOverWorld(t)
+	ctx := context.Background()
+	if err := l.signup("sus", "sus@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	sus := l.created[len(l.created)-1]
+	if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, sus.ID, groups.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	root, err := l.svc.SetAdmin(ctx, "bob", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := l.store.Now().Add(time.Hour)
+	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: l.store.Now}, l.svc, l.store.Users(), l.store.Suspensions())
+	if _, err := mod.Suspend(ctx, domain.Principal{UserID: root.ID}, sus.ID, moderation.SuspendInput{Reason: "spam", Until: &until}); err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	l.rows = failingGet{UserStore: l.rows, id: cat.ID, failed: &failed}
+	l.rewire(func(*memstore.Store, *accounts.Config) {})
+	l.grp, _ = wireDeletion(l.world)
+	err = l.deleteSelf(l.ann)
+	for range 3 {
+		if err == nil {
+			break
+		}
+		_, err = l.life.WorkJobs(ctx)
+	}
+	if !failed {
+		t.Fatal("the hand-over never read cat's account")
+	}
+	if role, err := l.grp.MemberRole(ctx, club.ID, cat.ID); err != nil || role != groups.RoleManager {
+		t.Errorf("cat, the club's active member, is its %q (%v), want its manager", role, err)
+	}
+	if role, _ := l.grp.MemberRole(ctx, club.ID, sus.ID); role == groups.RoleManager {
+		t.Error("the suspended member was made the club's manager while the active one's account could not be read")
+	}
+	if st := l.status(t, l.ann.ID); st != domain.StatusDeleted {
+		t.Errorf("the account is %q, want deleted (%v)", st, err)
 	}
 }
