@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gocql/gocql"
@@ -155,5 +156,42 @@ func TestAdminCannotSuspendAnotherAdmin(t *testing.T) {
 	}
 	if r := m.suspend(other.ID, "no longer an admin"); r.StatusCode != http.StatusCreated {
 		t.Fatalf("suspending a former admin: %d %s", r.StatusCode, r.Body)
+	}
+}
+
+// TestAnAdminsSessionEntryIsSettledByItsTag: the compare-and-set of an
+// admin's entry (account_audit.claim) loses its answer after it applied,
+// or is held back and lands after the read at SERIAL, just before the
+// next attempt (whose condition then fails on our own row). Either way
+// the list answers and the user's audit holds one entry of it: the row's
+// tag says it is ours, so it is neither taken for another admin's (which
+// would write a second entry a millisecond on) nor left unknown.
+func TestAnAdminsSessionEntryIsSettledByItsTag(t *testing.T) {
+	t.Parallel()
+	m := newAuditWorld(t)
+	u, _ := m.member(t)
+	lostOnce := func() faultinject.Func {
+		var once sync.Once
+		return func(name string, at faultinject.Point) error {
+			fire := false
+			if name == "account_audit.claim" && at == faultinject.AfterLWT {
+				once.Do(func() { fire = true })
+			}
+			if fire {
+				return lostAnswer
+			}
+			return nil
+		}
+	}
+	var want []string
+	for _, fault := range []faultinject.Func{lostOnce(), landLateOnce("account_audit.claim")} {
+		faults(m.app).Set(fault)
+		if listed := sessionsOf(t, m.admin, u.ID, 100); len(listed) != 1 {
+			t.Fatalf("the admin lists %d sessions, want 1", len(listed))
+		}
+		faults(m.app).WaitLate()
+		faults(m.app).Set(nil)
+		want = append(want, "sessions_listed")
+		m.wantActions(t, u.ID, want...)
 	}
 }
