@@ -321,6 +321,13 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 		if u.PasswordEpoch != checked.PasswordEpoch {
 			return u, false, ErrInvalidCredentials
 		}
+		if !a.stillAdmits(u.Access(), p.Session) {
+			// The caller's session no longer works (a suspension, a
+			// sign-out everywhere or a reset landed since it was
+			// authenticated, before the read above): naming it for the
+			// new epoch would bring it back.
+			return u, false, domain.ErrNoSession
+		}
 		if fe := a.passwordRules("newPassword", next, u.UsernameKey, u.EmailKey); fe != nil {
 			return u, false, domain.Invalid("The new password is not valid.", *fe)
 		}

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -27,6 +28,10 @@ func TestAnOwnersRequestInFlightKeepsNoSessionPastASuspension(t *testing.T) {
 	requests := map[string]func(m *modWorld, p domain.Principal) error{
 		"sign out elsewhere": func(m *modWorld, p domain.Principal) error {
 			return m.svc.RevokeSessions(context.Background(), p, m.member.ID, true)
+		},
+		"password change": func(m *modWorld, p domain.Principal) error {
+			current := password
+			return m.svc.ChangePassword(context.Background(), p, m.member.ID, accounts.Proof{CurrentPassword: &current}, "a brand new passphrase 42")
 		},
 		"new address": func(m *modWorld, p domain.Principal) error {
 			email, current := "member@example.net", password
@@ -60,5 +65,46 @@ func TestAnOwnersRequestInFlightKeepsNoSessionPastASuspension(t *testing.T) {
 		if _, err := m.svc.Authenticate(ctx, r.Token); err == nil {
 			t.Errorf("%s: a session from before the suspension works again after its lift (the request in flight named it for the epoch after the suspension's)", name)
 		}
+	}
+}
+
+// TestAPasswordChangeInFlightNamesNoSessionASignOutStopped: a thief's
+// session asks for a new password; before the change reads the account,
+// the owner signs out everywhere else from hers. The change must not name
+// the thief's stopped session for the new epoch (before, it did: the
+// thief's session worked again with a password the thief chose, and the
+// owner's stopped).
+func TestAPasswordChangeInFlightNamesNoSessionASignOutStopped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	var later []func()
+	m.rewire(func(_ *memstore.Store, c *accounts.Config) {
+		c.Background = func(job func()) { later = append(later, job) }
+	})
+	thief, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := m.svc.Authenticate(ctx, m.sessions[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.svc.RevokeSessions(ctx, owner, m.ann.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	current := password
+	err = m.svc.ChangePassword(ctx, thief, m.ann.ID, accounts.Proof{CurrentPassword: &current}, otherPassword)
+	if !errors.Is(err, domain.ErrNoSession) {
+		t.Errorf("the stopped session's change answered %v, want ErrNoSession", err)
+	}
+	for _, job := range later {
+		job()
+	}
+	if _, err := m.svc.Authenticate(ctx, m.sessions[0]); err == nil {
+		t.Error("the thief's session, stopped by the owner's sign-out everywhere, works again")
+	}
+	if _, err := m.svc.Authenticate(ctx, m.sessions[1]); err != nil {
+		t.Errorf("the owner's kept session stopped: %v", err)
 	}
 }
