@@ -128,6 +128,15 @@ func (a *Service) releaseDropped(ctx context.Context, before, after domain.User)
 	a.claimer.ReleaseOld(ctx, dropped, before.ID)
 }
 
+// cancelPending drops u's change of address pending: what every recovery
+// (a reset, the revert of an email change or of a factor) does in its
+// compare-and-set, since whoever asked for it knew the password the
+// recovery takes back, and its verification link went to their mailbox.
+// The key it held is released after (releaseDropped).
+func cancelPending(u *domain.User) {
+	u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
+}
+
 // pendingView is u as a mail to its pending address sees it: that
 // address, not verified.
 func pendingView(u domain.User) domain.User {
@@ -263,7 +272,7 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 			u.Email, u.EmailKey, u.EmailVerifiedAt = u.RecoveryEmail, u.RecoveryEmailKey, a.now()
 			u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
 		}
-		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
+		cancelPending(&u)
 		u.PasswordEpoch, u.PasswordSession, u.PasswordResetRequired = u.PasswordEpoch+1, "", true
 		u.RecoveryEpoch++ // only the reset link mailed below works
 		return u, true, nil

@@ -914,12 +914,15 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
+	var before domain.User
 	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+		before = u
 		if err := a.factorRevertApplies(t, u, nil); err != nil {
 			return u, false, err
 		}
 		u.PasswordEpoch, u.PasswordSession, u.PasswordResetRequired = u.PasswordEpoch+1, "", true
 		u.RecoveryEpoch++ // only the reset link mailed after it works
+		cancelPending(&u)
 		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {
@@ -927,6 +930,9 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	}
 	if err := a.endSessions(ctx, err, t.UserID, "a factor's revert"); err != nil {
 		return err
+	}
+	if out.Version != before.Version {
+		a.releaseDropped(ctx, before, out)
 	}
 	if a.factors != nil {
 		if err := a.dropFactor(ctx, t.UserID, t.Subject); err != nil {

@@ -327,7 +327,9 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 			return LoginResult{}, ErrTokenUsed
 		}
 	}
+	var before domain.User
 	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+		before = u
 		if err := tokenStillApplies(t, u, nil); err != nil {
 			return u, false, err
 		}
@@ -342,8 +344,10 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 		// and the reset a revert asked for is done.
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = t.NewPassword, u.PasswordEpoch+1, ""
 		u.PasswordResetRequired = false
-		// A recovery: every other reset link goes stale.
+		// A recovery: every other reset link goes stale, and a change of
+		// address pending (a thief's, its link in their mailbox) ends.
 		u.RecoveryEpoch++
+		cancelPending(&u)
 		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {
@@ -351,6 +355,9 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 	}
 	if err := a.endSessions(ctx, err, t.UserID, "a reset"); err != nil {
 		return LoginResult{}, err
+	}
+	if out.Version != before.Version {
+		a.releaseDropped(ctx, before, out)
 	}
 	opened, err := a.resetSession(ctx, out, client)
 	if err != nil {

@@ -482,3 +482,68 @@ func TestExploreTheFence(t *testing.T) {
 	}
 	t.Logf("%d schedules in all", total)
 }
+
+// TestAResetEndsAPendingChangeOfAddress: a thief with ann's password asks
+// for an address of theirs (its link goes to their mailbox); ann resets
+// her password from her own address. The reset is a recovery: the change
+// pending ends with it, so the thief's link no longer confirms it, the
+// address is free again, and the thief cannot reset the account from it
+// (before, the link still made the thief's address the account's, and a
+// reset mailed there gave the thief a working session).
+func TestAResetEndsAPendingChangeOfAddress(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, true) // the thief asks for annNext
+	link := m.box.tokenTo("verify", annNext)
+	if err := m.svc.RequestPasswordReset(ctx, annHome); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annHome), newPassword, accounts.Client{}); err != nil {
+		t.Fatal(err)
+	}
+	if u := m.account(t, "after the reset"); u.PendingEmailKey != "" || u.Email != annHome {
+		t.Errorf("after ann's reset the account is at %q, asking for %q; want %q and nothing pending", u.Email, u.PendingEmail, annHome)
+	}
+	if err := m.svc.ConfirmEmail(ctx, link); err == nil {
+		t.Error("the thief's link confirmed the change after ann's reset")
+	}
+	if err := m.svc.RequestPasswordReset(ctx, annNext); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.box.sentTo("reset", annNext); n != 0 {
+		t.Errorf("%d reset links went to the thief's address", n)
+	}
+	if err := m.signup("bob", annNext); err != nil {
+		t.Errorf("the cancelled change still holds its address: %v", err)
+	}
+	checkHeld(t, "after the reset", m.world)
+}
+
+// TestAFactorsRevertEndsAPendingChangeOfAddress: the same with the other
+// recovery a thief's change meets, the revert of a factor from its
+// notice: the change of address pending ends with it.
+func TestAFactorsRevertEndsAPendingChangeOfAddress(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFactorWorld(t)
+	p, err := f.svc.Authenticate(ctx, f.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	email, current := annNext, password
+	if _, err := f.svc.UpdateUser(ctx, p, f.ann.ID, accounts.UpdateInput{Email: &email,
+		Proof: accounts.Proof{CurrentPassword: &current, Code: f.code(t, 0)}}); err != nil {
+		t.Fatal(err)
+	}
+	link := f.box.tokenTo("verify", annNext)
+	if err := f.svc.RevertFactor(ctx, f.box.tokens("revert-factor")[0]); err != nil {
+		t.Fatal(err)
+	}
+	if u := f.account(t, "after the revert"); u.PendingEmailKey != "" {
+		t.Errorf("after the factor's revert the account still asks for %q", u.PendingEmail)
+	}
+	if err := f.svc.ConfirmEmail(ctx, link); err == nil {
+		t.Error("the thief's link confirmed the change after the factor's revert")
+	}
+	checkHeld(t, "after the revert", f.world)
+}
