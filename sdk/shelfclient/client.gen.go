@@ -2223,7 +2223,8 @@ type ClientInterface interface {
 	// it:
 	// - removes that factor (the recovery codes with it, when it was
 	//   the last);
-	// - ends every session of the account;
+	// - ends every session of the account, and a change of address
+	//   pending;
 	// - makes the password open nothing until it is reset (403
 	//   `password_reset_required`): whoever added the factor knew it;
 	// - mails a password reset link to the address, never held back by
@@ -2255,7 +2256,8 @@ type ClientInterface interface {
 	// it:
 	// - removes that factor (the recovery codes with it, when it was
 	//   the last);
-	// - ends every session of the account;
+	// - ends every session of the account, and a change of address
+	//   pending;
 	// - makes the password open nothing until it is reset (403
 	//   `password_reset_required`): whoever added the factor knew it;
 	// - mails a password reset link to the address, never held back by
@@ -2596,8 +2598,9 @@ type ClientInterface interface {
 
 	// ConfirmPasswordResetWithBody Set a new password with a mailed token
 	//
-	// Sets the new password, ends every session of the account, and
-	// answers as a login does: 201 with a new session under the new
+	// Sets the new password, ends every session of the account and a
+	// change of address pending (whoever asked for it knew the old
+	// password; the owner asks again), and answers as a login does: 201 with a new session under the new
 	// password (`Cache-Control: no-store`), or 202 with a challenge for
 	// an account with a second factor (a reset keeps the factors). The
 	// owner gets in whatever the login throttle holds: the mailed token
@@ -2643,8 +2646,9 @@ type ClientInterface interface {
 
 	// ConfirmPasswordReset Set a new password with a mailed token
 	//
-	// Sets the new password, ends every session of the account, and
-	// answers as a login does: 201 with a new session under the new
+	// Sets the new password, ends every session of the account and a
+	// change of address pending (whoever asked for it knew the old
+	// password; the owner asks again), and answers as a login does: 201 with a new session under the new
 	// password (`Cache-Control: no-store`), or 202 with a challenge for
 	// an account with a second factor (a reset keeps the factors). The
 	// owner gets in whatever the login throttle holds: the mailed token
@@ -4599,7 +4603,8 @@ func (c *Client) ConfirmEmailVerification(ctx context.Context, body ConfirmEmail
 // it:
 //   - removes that factor (the recovery codes with it, when it was
 //     the last);
-//   - ends every session of the account;
+//   - ends every session of the account, and a change of address
+//     pending;
 //   - makes the password open nothing until it is reset (403
 //     `password_reset_required`): whoever added the factor knew it;
 //   - mails a password reset link to the address, never held back by
@@ -4642,7 +4647,8 @@ func (c *Client) RevertFactorAdditionWithBody(ctx context.Context, contentType s
 // it:
 //   - removes that factor (the recovery codes with it, when it was
 //     the last);
-//   - ends every session of the account;
+//   - ends every session of the account, and a change of address
+//     pending;
 //   - makes the password open nothing until it is reset (403
 //     `password_reset_required`): whoever added the factor knew it;
 //   - mails a password reset link to the address, never held back by
@@ -5134,8 +5140,9 @@ func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordR
 
 // ConfirmPasswordResetWithBody Set a new password with a mailed token
 //
-// Sets the new password, ends every session of the account, and
-// answers as a login does: 201 with a new session under the new
+// Sets the new password, ends every session of the account and a
+// change of address pending (whoever asked for it knew the old
+// password; the owner asks again), and answers as a login does: 201 with a new session under the new
 // password (`Cache-Control: no-store`), or 202 with a challenge for
 // an account with a second factor (a reset keeps the factors). The
 // owner gets in whatever the login throttle holds: the mailed token
@@ -5191,8 +5198,9 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 
 // ConfirmPasswordReset Set a new password with a mailed token
 //
-// Sets the new password, ends every session of the account, and
-// answers as a login does: 201 with a new session under the new
+// Sets the new password, ends every session of the account and a
+// change of address pending (whoever asked for it knew the old
+// password; the owner asks again), and answers as a login does: 201 with a new session under the new
 // password (`Cache-Control: no-store`), or 202 with a challenge for
 // an account with a second factor (a reset keeps the factors). The
 // owner gets in whatever the login throttle holds: the mailed token
@@ -10340,7 +10348,8 @@ type ClientWithResponsesInterface interface {
 	// it:
 	// - removes that factor (the recovery codes with it, when it was
 	//   the last);
-	// - ends every session of the account;
+	// - ends every session of the account, and a change of address
+	//   pending;
 	// - makes the password open nothing until it is reset (403
 	//   `password_reset_required`): whoever added the factor knew it;
 	// - mails a password reset link to the address, never held back by
@@ -10372,7 +10381,8 @@ type ClientWithResponsesInterface interface {
 	// it:
 	// - removes that factor (the recovery codes with it, when it was
 	//   the last);
-	// - ends every session of the account;
+	// - ends every session of the account, and a change of address
+	//   pending;
 	// - makes the password open nothing until it is reset (403
 	//   `password_reset_required`): whoever added the factor knew it;
 	// - mails a password reset link to the address, never held back by
@@ -10729,8 +10739,9 @@ type ClientWithResponsesInterface interface {
 
 	// ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 	//
-	// Sets the new password, ends every session of the account, and
-	// answers as a login does: 201 with a new session under the new
+	// Sets the new password, ends every session of the account and a
+	// change of address pending (whoever asked for it knew the old
+	// password; the owner asks again), and answers as a login does: 201 with a new session under the new
 	// password (`Cache-Control: no-store`), or 202 with a challenge for
 	// an account with a second factor (a reset keeps the factors). The
 	// owner gets in whatever the login throttle holds: the mailed token
@@ -10776,8 +10787,9 @@ type ClientWithResponsesInterface interface {
 
 	// ConfirmPasswordResetWithResponse Set a new password with a mailed token
 	//
-	// Sets the new password, ends every session of the account, and
-	// answers as a login does: 201 with a new session under the new
+	// Sets the new password, ends every session of the account and a
+	// change of address pending (whoever asked for it knew the old
+	// password; the owner asks again), and answers as a login does: 201 with a new session under the new
 	// password (`Cache-Control: no-store`), or 202 with a challenge for
 	// an account with a second factor (a reset keeps the factors). The
 	// owner gets in whatever the login throttle holds: the mailed token
@@ -21206,7 +21218,8 @@ func (c *ClientWithResponses) ConfirmEmailVerificationWithResponse(ctx context.C
 // it:
 //   - removes that factor (the recovery codes with it, when it was
 //     the last);
-//   - ends every session of the account;
+//   - ends every session of the account, and a change of address
+//     pending;
 //   - makes the password open nothing until it is reset (403
 //     `password_reset_required`): whoever added the factor knew it;
 //   - mails a password reset link to the address, never held back by
@@ -21245,7 +21258,8 @@ func (c *ClientWithResponses) RevertFactorAdditionWithBodyWithResponse(ctx conte
 // it:
 //   - removes that factor (the recovery codes with it, when it was
 //     the last);
-//   - ends every session of the account;
+//   - ends every session of the account, and a change of address
+//     pending;
 //   - makes the password open nothing until it is reset (403
 //     `password_reset_required`): whoever added the factor knew it;
 //   - mails a password reset link to the address, never held back by
@@ -21693,8 +21707,9 @@ func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Conte
 
 // ConfirmPasswordResetWithBodyWithResponse Set a new password with a mailed token
 //
-// Sets the new password, ends every session of the account, and
-// answers as a login does: 201 with a new session under the new
+// Sets the new password, ends every session of the account and a
+// change of address pending (whoever asked for it knew the old
+// password; the owner asks again), and answers as a login does: 201 with a new session under the new
 // password (`Cache-Control: no-store`), or 202 with a challenge for
 // an account with a second factor (a reset keeps the factors). The
 // owner gets in whatever the login throttle holds: the mailed token
@@ -21746,8 +21761,9 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx conte
 
 // ConfirmPasswordResetWithResponse Set a new password with a mailed token
 //
-// Sets the new password, ends every session of the account, and
-// answers as a login does: 201 with a new session under the new
+// Sets the new password, ends every session of the account and a
+// change of address pending (whoever asked for it knew the old
+// password; the owner asks again), and answers as a login does: 201 with a new session under the new
 // password (`Cache-Control: no-store`), or 202 with a challenge for
 // an account with a second factor (a reset keeps the factors). The
 // owner gets in whatever the login throttle holds: the mailed token
