@@ -208,12 +208,21 @@ func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principal
 	if p.Anonymous() {
 		return domain.ErrNoSession
 	}
+	if !ValidPrincipal(principalID) {
+		// No item is shared with such an id; and a key that is not text
+		// could not even be asked of the store.
+		return errNotShared
+	}
 	by, err := s.mayUnshare(ctx, p, id, principalID)
 	if err != nil {
 		return err
 	}
 	return s.unshare(ctx, id, principalID, by)
 }
+
+// errNotShared answers the removal of a principal the item is not shared
+// with.
+var errNotShared = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "The item is not shared with this principal."}
 
 // Drop takes a principal off an item for the system (a group's closing,
 // whose caller was checked there; a departed creator, see
@@ -237,7 +246,7 @@ func (s *Service) unshare(ctx context.Context, id, principalID string, by *calle
 			return nil, err
 		}
 		if before == nil {
-			return nil, &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "The item is not shared with this principal."}
+			return nil, errNotShared
 		}
 		c.Members--
 		if before.Role == RoleManager {

@@ -460,3 +460,20 @@ func TestRebuildEqualsIncremental(t *testing.T) {
 		t.Fatalf("rebuild by a non-admin: %d", r.StatusCode)
 	}
 }
+
+// TestAnUnshareOfAnIdThatIsNoTextIsNotFound: a manager's removal of a
+// member whose id in the path is not UTF-8 (or not an id at all) answers
+// 404, as for any principal the item is not shared with (before, the
+// store refused to bind the key and the answer was 500).
+func TestAnUnshareOfAnIdThatIsNoTextIsNotFound(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	_, ownerAPI := m.member(t)
+	c := createContent(t, ownerAPI, "notes", "private")
+	for _, principal := range []string{"%FF", "u_%FF%FE", strings.Repeat("x", 70000), "nobody"} {
+		r := ownerAPI.Do(http.MethodDelete, "/v1/content/"+c.ID+"/members/"+principal, "", nil)
+		if r.StatusCode != http.StatusNotFound || !strings.Contains(r.Header.Get("Content-Type"), "problem+json") {
+			t.Errorf("removing %.20q: %d %s, want 404 problem+json", principal, r.StatusCode, r.Body)
+		}
+	}
+}
