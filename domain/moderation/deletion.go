@@ -15,7 +15,8 @@ import (
 // by their keys at the account's version, found or not: a suspension
 // racing the deletion writes them at its own, older version, so they are
 // shadowed wherever they land. The last lift's entries are written again
-// (a lift stopped after its compare-and-set may have left them). Then
+// (a lift stopped after its compare-and-set may have left them), and its
+// suspension's records erased by their keys. Then
 // whatever the reverse lookup still names (an older suspension's
 // leftovers, or the suspension of a row deleted before it kept it) goes
 // the same way.
@@ -27,6 +28,11 @@ func (m *Service) EraseDeleted(ctx context.Context, u domain.User) error {
 	}
 	if l := u.LastLift; l != nil {
 		if err := m.suspensions.RecordLift(ctx, *l, u.Version); err != nil {
+			return err
+		}
+		// Its records by their own keys: the lookup may never have named
+		// them (its write failed while the list row landed).
+		if err := m.eraseLastLifted(ctx, u); err != nil {
 			return err
 		}
 	}

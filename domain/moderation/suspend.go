@@ -316,6 +316,23 @@ func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origi
 	return m.hook("unsuspend", "records")
 }
 
+// eraseLastLifted erases the list row and expiry entry of u's last lifted
+// suspension by their keys, at u's version. The account row keeps no
+// bucket for it: the bucket is worked out from its start, as Suspend
+// did (the bucket size is set once per keyspace). The reverse lookup is
+// left to what it names, which may be an older suspension's leftovers.
+func (m *Service) eraseLastLifted(ctx context.Context, u domain.User) error {
+	l := u.LastLift
+	if l == nil {
+		return nil
+	}
+	s := l.Suspension
+	if s.Bucket == "" {
+		s.Bucket = BucketOf(s.SuspendedAt, m.cfg.BucketSize)
+	}
+	return m.suspensions.EraseListing(ctx, s, u.Version)
+}
+
 // after is t, or the millisecond after prev if t is not later: the events
 // of one account get strictly increasing times, whatever the clocks of
 // the instances that made them, so no two share a history entry's key.
@@ -327,8 +344,14 @@ func after(t, prev time.Time) time.Time {
 }
 
 // eraseLeftovers removes the records of a suspension the account no longer
-// has (an Unsuspend that stopped after its compare-and-set).
+// has (an Unsuspend that stopped after its compare-and-set): the last
+// lift's suspension's by their own keys, whatever the reverse lookup says
+// (its write may have failed while the list row landed, so it never named
+// them), then what the lookup names.
 func (m *Service) eraseLeftovers(ctx context.Context, u domain.User) error {
+	if err := m.eraseLastLifted(ctx, u); err != nil {
+		return err
+	}
 	s, err := m.suspensions.Lookup(ctx, u.ID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil

@@ -327,3 +327,48 @@ func TestRepairKeepsTheExpiryEntryOfASuspensionEndingWhenAnOldOneDid(t *testing.
 	}
 	checkModeration(t, "after the repair", m)
 }
+
+// TestALiftsListRowTheLookupNeverNamedIsErased: a suspension's reverse
+// lookup write fails while its list row lands (the suspension answers
+// 503), and the unsuspension's delete of that list row fails too. What
+// comes next erases the row by the last lift's own keys, whatever the
+// lookup says: the lift's retry, a new suspension (listed once), or the
+// account's deletion (before, each found the old suspension through the
+// lookup only, and the list showed an active, a twice-listed or a deleted
+// account for good).
+func TestALiftsListRowTheLookupNeverNamedIsErased(t *testing.T) {
+	t.Parallel()
+	for _, next := range []struct {
+		name   string
+		then   func(m *modWorld) error
+		listed int
+	}{
+		{"the lift's retry", func(m *modWorld) error { return m.unsuspend() }, 0},
+		{"a new suspension", func(m *modWorld) error { return m.suspend(0) }, 1},
+		{"the deletion", func(m *modWorld) error { return m.deleteMember() }, 0},
+	} {
+		t.Run(next.name, func(t *testing.T) {
+			t.Parallel()
+			m := newModWorld(t).withDeletion()
+			holdFirst(m.store, "suspended_users.insert", memstore.FailBefore)
+			if err := m.suspend(0); err == nil {
+				t.Fatal("the suspension whose lookup write failed answered success")
+			}
+			holdFirst(m.store, "users_by_status.delete", memstore.FailBefore)
+			if err := m.unsuspend(); err == nil {
+				t.Fatal("the lift whose list delete failed answered success")
+			}
+			m.store.FaultAt = nil
+			_ = next.then(m) // the lift's retry answers "not suspended"
+			m.store.Advance(2 * time.Hour)
+			m.workers()
+			page, err := m.mod.ListSuspended(context.Background(), m.admin, "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Items) != next.listed {
+				t.Errorf("after %s the suspended list shows %d rows, want %d: %+v", next.name, len(page.Items), next.listed, page.Items)
+			}
+		})
+	}
+}

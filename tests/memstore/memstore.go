@@ -547,6 +547,17 @@ func readView[V any](u *Users, _ context.Context, op, id string, view func(domai
 // GetSerial is Get: the store is linearizable.
 func (u *Users) GetSerial(ctx context.Context, id string) (domain.User, error) { return u.Get(ctx, id) }
 
+// asStored is user as the repository's columns keep it: the last lift's
+// suspension without its bucket (the row has no column for it).
+func asStored(user domain.User) domain.User {
+	if l := user.LastLift; l != nil && l.Suspension.Bucket != "" {
+		lift := *l
+		lift.Suspension.Bucket = ""
+		user.LastLift = &lift
+	}
+	return user
+}
+
 // Update writes user if the stored version is still user.Version-1,
 // every column without a TTL: as on Cassandra, a pending account an
 // update reaches outlives its lease.
@@ -556,6 +567,7 @@ func (u *Users) Update(_ context.Context, user domain.User) (bool, error) {
 		if !ok || r.u.Version != user.Version-1 {
 			return false, nil
 		}
+		user = asStored(user)
 		u.s.users[user.ID] = userRow{u: user}
 		u.s.changes[user.ID] = append(u.s.changes[user.ID], user)
 		return true, nil
