@@ -351,6 +351,9 @@ type expiryRow struct {
 // columns are expirySelectCQL's.
 func (r *expiryRow) columns() []any { return []any{&r.Until, &r.UserID} }
 
+// NodeNow reads the answering node's clock.
+func (s *Suspensions) NodeNow(ctx context.Context) (time.Time, error) { return s.db.nodeNow(ctx) }
+
 // Expired reads expiry entries that have ended by t, oldest first, from
 // the reader's start: entries before it were all read and erased, so the
 // read never meets their tombstones again. It moves the start up to the

@@ -51,6 +51,9 @@ type Store interface {
 	Expired(ctx context.Context, t time.Time, limit int) ([]domain.Suspension, error)
 	// EraseExpiry deletes one expiry entry.
 	EraseExpiry(ctx context.Context, userID string, until time.Time, version int) error
+	// NodeNow reads the clock of the store's node, which Expired bounds
+	// its reads by too.
+	NodeNow(ctx context.Context) (time.Time, error)
 }
 
 // Config holds the moderation tunables.

@@ -86,6 +86,40 @@ func TestASweeperAheadLiftsNoSuspensionEarly(t *testing.T) {
 	}
 }
 
+// TestAFinisherAheadLiftsNoSuspensionEarly: a 5-minute suspension stops
+// after its compare-and-set (before its records); two minutes later a
+// process whose clock runs 10 minutes ahead finishes the attempt. It
+// writes the records and leaves the lift to the sweeper, since the
+// suspension has not ended by the node's clock (before, it lifted it by
+// its own clock, 3 minutes early, and dated the expiry at an end not yet
+// come); at its end the sweeper lifts it.
+func TestAFinisherAheadLiftsNoSuspensionEarly(t *testing.T) {
+	t.Parallel()
+	m := newModWorld(t)
+	ctx := context.Background()
+	ahead := m.sweeperAhead(10 * time.Minute)
+	_ = m.crashAfter("cas", func() error { return m.suspend(5 * time.Minute) })
+	m.store.Recover()
+	m.store.Advance(2 * time.Minute)
+	if _, err := ahead.FinishInterrupted(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	u, err := m.store.Users().Get(ctx, m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Status != domain.StatusSuspended {
+		t.Fatalf("3 minutes before its end, the finisher ahead left the member %s (last lift %+v)", u.Status, u.LastLift)
+	}
+	m.store.Advance(3 * time.Minute)
+	if n, err := ahead.SweepExpired(ctx, 100); n != 1 || err != nil {
+		t.Fatalf("at its end the sweeper lifted %d (%v)", n, err)
+	}
+	if u, err := m.store.Users().Get(ctx, m.member.ID); err != nil || u.Status != domain.StatusActive || u.LastLift == nil || !u.LastLift.At.Equal(u.LastLift.Suspension.Until) {
+		t.Fatalf("after its end: %+v %v, want active, lifted at its end", u.LastLift, err)
+	}
+}
+
 // usersThen runs before once, just before the first SERIAL read of an
 // account: what another process does between an attempt's entry and its
 // read.

@@ -185,6 +185,16 @@ func listedAfter(sp domain.Suspension, at moderation.Cursor) bool {
 // it read up to ExpiryHorizon behind now: an entry written with an end
 // further behind is never read. Now is the reader's clock or the store's
 // (the node's), whichever is behind: t is bounded by it too.
+// NodeNow reads the store's clock (the node's).
+func (ss *Suspensions) NodeNow(_ context.Context) (time.Time, error) {
+	var now time.Time
+	_, err := ss.s.call("system.local.now", false, func() (bool, error) {
+		now = ss.s.now
+		return true, nil
+	})
+	return now, err
+}
+
 func (ss *Suspensions) Expired(_ context.Context, t time.Time, limit int) ([]domain.Suspension, error) {
 	var out []domain.Suspension
 	s := ss.s
