@@ -76,7 +76,9 @@ func (g *Service) MemberRole(ctx context.Context, groupID, userID string) (strin
 // group row is the record of membership: a group being closed or closed
 // has no members, and a removal of the user it records and has not
 // finished is no membership, though the member row is still there
-// (TestAMemberWhoseRemovalIsRecordedNoLongerSeesTheGroupsPrivateItems).
+// (TestAMemberWhoseRemovalIsRecordedNoLongerSeesTheGroupsPrivateItems);
+// a role change it records is the lesser of the two roles
+// (TestADemotionRecordedEndsTheManagersRightsAtOnce).
 // The group row and the member row are read at once: one round trip.
 func (g *Service) Standing(ctx context.Context, groupID, userID string) (active bool, role string, err error) {
 	if !domain.ValidID(groupID, domain.GroupIDPrefix) {
@@ -106,6 +108,11 @@ func (g *Service) Standing(ctx context.Context, groupID, userID string) (active 
 		return false, "", roleErr
 	case gr.removing(userID):
 		return true, "", nil // a removal recorded, its rows not yet removed
+	case gr.Pending != nil && gr.Pending.UserID == userID && gr.Pending.Role != role:
+		// A role change recorded, its row not yet rewritten: the lesser
+		// of the two roles, so a demotion takes a manager's rights at
+		// once and a promotion gives them once written.
+		return true, RoleMember, nil
 	}
 	return true, role, nil
 }

@@ -2,9 +2,11 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
+	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/domain/library"
 	"shelf/tests/memstore"
@@ -197,5 +199,33 @@ func TestAnUnshareRecordedButNotFinishedIsNotListed(t *testing.T) {
 		if m.PrincipalID == l.friend.ID {
 			t.Errorf("friend, taken off the item (its counts say %d members), is still listed: %+v", list.Members, list.Page.Items)
 		}
+	}
+}
+
+// TestADemotionRecordedEndsTheManagersRightsAtOnce: the owner demotes
+// friend, a manager of the club, to member; the group records the change
+// and its member row's write fails (the demotion answers 503, its row
+// left for whoever finishes it). The group row is the record: friend's
+// groups already say member, and friend can no longer take the shared
+// item off the club's library (before, his old member row still said
+// manager until the change was finished, a minute later or more).
+func TestADemotionRecordedEndsTheManagersRightsAtOnce(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if err := c.set(c.owner, c.friend, groups.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	holdFirst(c.store, "group_members.insert", memstore.FailBefore)
+	if err := c.set(c.owner, c.friend, groups.RoleMember); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("the demotion whose member write failed answered %v, want 503", err)
+	}
+	c.store.FaultAt = nil
+	mine, err := c.grp.ListUserGroups(ctx, as(c.friend), c.friend.ID, "", 10)
+	if err != nil || len(mine.Items) != 1 || mine.Items[0].Role != groups.RoleMember {
+		t.Fatalf("friend's groups: %+v, %v; want the club as member", mine.Items, err)
+	}
+	if err := c.lib.Unshare(ctx, as(c.friend), c.shared, c.group); !errors.Is(err, domain.ErrForbidden) {
+		t.Errorf("friend, demoted to member, took the shared item off the club's library: %v, want 403", err)
 	}
 }
