@@ -285,6 +285,9 @@ func (s *Service) carryOut(ctx context.Context, ch changed) (takenBack bool) {
 // library, and a group's manager from the group's library.
 // It returns the caller's check, for the change to ask again (caller).
 func (s *Service) mayUnshare(ctx context.Context, p domain.Principal, id, principalID string) (*caller, error) {
+	if principalID == p.UserID {
+		return s.mayLeave(ctx, p, id)
+	}
 	c, a, err := s.load(ctx, p, id, managing)
 	if err != nil {
 		return nil, err
@@ -307,6 +310,46 @@ func (s *Service) mayUnshare(ctx context.Context, p domain.Principal, id, princi
 		return nil, err
 	}
 	return by, nil
+}
+
+// mayLeave answers a caller's removal of themselves from an item: anyone
+// may leave what is shared with them, so no access is worked out, whose
+// cost follows the groups the item's managers shared it with (a stranger
+// could share his item with the caller and a hundred groups of his she is
+// in). The item and the caller's own membership are read at once; an item
+// the caller is no member of answers as one she cannot see when it is
+// private, so a leave tells nobody an item exists.
+func (s *Service) mayLeave(ctx context.Context, p domain.Principal, id string) (*caller, error) {
+	if !domain.ValidID(id, domain.ContentIDPrefix) {
+		return nil, errContentNotFound
+	}
+	var c Content
+	var own []Member
+	var cErr, ownErr error
+	domain.Parallel(ctx, 2, func(ctx context.Context, i int) {
+		if i == 0 {
+			c, cErr = s.content.Get(ctx, id)
+		} else {
+			own, ownErr = s.members.Find(ctx, id, []string{p.UserID})
+		}
+	})
+	switch {
+	case errors.Is(cErr, domain.ErrNotFound) || (cErr == nil && c.Deleted):
+		return nil, errContentNotFound
+	case cErr != nil:
+		return nil, cErr
+	case ownErr != nil:
+		return nil, ownErr
+	}
+	if len(withPending(own, c.Pending, []string{p.UserID})) == 0 {
+		if c.Visibility == VisibilityPrivate {
+			return nil, errContentNotFound
+		}
+		return nil, errNotShared
+	}
+	// Leaving needs no right: a change of the item meanwhile decides
+	// again on the membership alone (the change's own read of it).
+	return &caller{checked: c, may: func(context.Context, Content) error { return nil }}, nil
 }
 
 // mayUnshareWith decides mayUnshare on the caller's access a to an item it

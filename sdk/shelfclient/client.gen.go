@@ -1980,9 +1980,14 @@ type ClientInterface interface {
 	//
 	// Managers and admins; a user removing it from their own library; a
 	// group manager removing it from the group's library. From the
-	// answer on, the principal can no longer open a private item; if
-	// removing it from the library failed, the outbox worker finishes it
-	// within seconds.
+	// answer on, the principal can no longer open a private item
+	// directly (a group it is in may still share it); if removing it
+	// from the library failed, the outbox worker finishes it within
+	// seconds. A principal id that is no user or group id is 404.
+	//
+	// Cost: a user leaving an item reads the item and their own
+	// membership, whatever groups it is shared with; anyone else's
+	// removal works out the caller's access first.
 	//
 	// Corresponds with DELETE /v1/content/{id}/members/{principalId} (the `UnshareContent` operationId).
 	UnshareContent(ctx context.Context, id ContentId, principalId PrincipalId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4268,9 +4273,14 @@ func (c *Client) ListContentMembers(ctx context.Context, id ContentId, params *L
 //
 // Managers and admins; a user removing it from their own library; a
 // group manager removing it from the group's library. From the
-// answer on, the principal can no longer open a private item; if
-// removing it from the library failed, the outbox worker finishes it
-// within seconds.
+// answer on, the principal can no longer open a private item
+// directly (a group it is in may still share it); if removing it
+// from the library failed, the outbox worker finishes it within
+// seconds. A principal id that is no user or group id is 404.
+//
+// Cost: a user leaving an item reads the item and their own
+// membership, whatever groups it is shared with; anyone else's
+// removal works out the caller's access first.
 //
 // Corresponds with DELETE /v1/content/{id}/members/{principalId} (the `UnshareContent` operationId).
 func (c *Client) UnshareContent(ctx context.Context, id ContentId, principalId PrincipalId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10103,9 +10113,14 @@ type ClientWithResponsesInterface interface {
 	//
 	// Managers and admins; a user removing it from their own library; a
 	// group manager removing it from the group's library. From the
-	// answer on, the principal can no longer open a private item; if
-	// removing it from the library failed, the outbox worker finishes it
-	// within seconds.
+	// answer on, the principal can no longer open a private item
+	// directly (a group it is in may still share it); if removing it
+	// from the library failed, the outbox worker finishes it within
+	// seconds. A principal id that is no user or group id is 404.
+	//
+	// Cost: a user leaving an item reads the item and their own
+	// membership, whatever groups it is shared with; anyone else's
+	// removal works out the caller's access first.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20917,9 +20932,14 @@ func (c *ClientWithResponses) ListContentMembersWithResponse(ctx context.Context
 //
 // Managers and admins; a user removing it from their own library; a
 // group manager removing it from the group's library. From the
-// answer on, the principal can no longer open a private item; if
-// removing it from the library failed, the outbox worker finishes it
-// within seconds.
+// answer on, the principal can no longer open a private item
+// directly (a group it is in may still share it); if removing it
+// from the library failed, the outbox worker finishes it within
+// seconds. A principal id that is no user or group id is 404.
+//
+// Cost: a user leaving an item reads the item and their own
+// membership, whatever groups it is shared with; anyone else's
+// removal works out the caller's access first.
 //
 // Returns a wrapper object for the known response body format(s).
 //
