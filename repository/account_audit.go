@@ -62,12 +62,16 @@ func (s *AccountAudit) Record(ctx context.Context, entries []domain.AuditEntry) 
 		writes = append(writes, func(ctx context.Context) error {
 			return s.db.write(ctx, "account_audit.insert", accountAuditInsertCQL,
 				append([]any{e.UserID, e.At, e.Version, string(e.Action)}, values...)...)
-		}, func(ctx context.Context) error {
-			return s.db.write(ctx, "audit_by_day.insert", auditDayInsertCQL,
-				append([]any{domain.AuditDay(e.At), e.At, e.UserID, e.Version, string(e.Action)}, values...)...)
-		})
+		}, func(ctx context.Context) error { return s.writeDay(ctx, e, values) })
 	}
 	return all(ctx, writes)
+}
+
+// writeDay writes e's row of its day's audit: values are its columns
+// after the key, then the write's timestamp (its version).
+func (s *AccountAudit) writeDay(ctx context.Context, e domain.AuditEntry, values []any) error {
+	return s.db.write(ctx, "audit_by_day.insert", auditDayInsertCQL,
+		append([]any{domain.AuditDay(e.At), e.At, e.UserID, e.Version, string(e.Action)}, values...)...)
 }
 
 // auditValues are an entry's columns after its key, as both tables take
@@ -113,9 +117,7 @@ func (s *AccountAudit) RecordNew(ctx context.Context, e domain.AuditEntry) (doma
 			return domain.AuditEntry{}, err
 		}
 		if applied {
-			err := s.db.write(ctx, "audit_by_day.insert", auditDayInsertCQL,
-				append([]any{domain.AuditDay(e.At), e.At, e.UserID, e.Version, string(e.Action)}, append(values, int64(e.Version))...)...)
-			return e, err
+			return e, s.writeDay(ctx, e, append(values, int64(e.Version)))
 		}
 		e.At = e.At.Add(time.Millisecond)
 	}

@@ -32,21 +32,22 @@ func auditKey(e domain.AuditEntry) string {
 func (a *AccountAudit) Record(_ context.Context, entries []domain.AuditEntry) error {
 	var errs []error
 	for _, e := range entries {
-		for _, table := range []struct {
-			name string
-			rows *map[string]domain.AuditEntry
-		}{{"account_audit.insert", &a.s.audit}, {"audit_by_day.insert", &a.s.auditDay}} {
-			_, err := a.s.call(table.name, true, func() (bool, error) {
-				if *table.rows == nil {
-					*table.rows = map[string]domain.AuditEntry{}
-				}
-				(*table.rows)[auditKey(e)] = e
-				return true, nil
-			})
-			errs = append(errs, err)
-		}
+		errs = append(errs, a.insert("account_audit.insert", &a.s.audit, e), a.insert("audit_by_day.insert", &a.s.auditDay, e))
 	}
 	return errors.Join(errs...)
+}
+
+// insert writes e into one of the audit's tables, a call of its own
+// named name.
+func (a *AccountAudit) insert(name string, rows *map[string]domain.AuditEntry, e domain.AuditEntry) error {
+	_, err := a.s.call(name, true, func() (bool, error) {
+		if *rows == nil {
+			*rows = map[string]domain.AuditEntry{}
+		}
+		(*rows)[auditKey(e)] = e
+		return true, nil
+	})
+	return err
 }
 
 // RecordNew writes the entry's account_audit row if its key is free, one
@@ -78,14 +79,7 @@ func (a *AccountAudit) RecordNew(_ context.Context, e domain.AuditEntry) (domain
 			return domain.AuditEntry{}, err
 		}
 		if applied {
-			_, err := a.s.call("audit_by_day.insert", true, func() (bool, error) {
-				if a.s.auditDay == nil {
-					a.s.auditDay = map[string]domain.AuditEntry{}
-				}
-				a.s.auditDay[auditKey(e)] = e
-				return true, nil
-			})
-			return e, err
+			return e, a.insert("audit_by_day.insert", &a.s.auditDay, e)
 		}
 		e.At = e.At.Add(time.Millisecond)
 	}
