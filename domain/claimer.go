@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"time"
 )
@@ -205,15 +206,20 @@ func (c *Claimer) ReleaseAll(ctx context.Context, held []Key, owner, op string) 
 	})
 }
 
-// ReleaseOld gives back keys an owner no longer holds. Each is deleted only
-// if it is still the owner's committed claim of the operation found by
-// reading it, so a new claim of the same key by anyone is never touched.
-func (c *Claimer) ReleaseOld(ctx context.Context, old []Key, owner string) {
+// ReleaseOld gives back keys an owner no longer holds since it was
+// written at version written. Each is deleted only if it is still the
+// owner's committed claim of the operation found by reading it, so a new
+// claim of the same key by anyone is never touched, and only if that
+// operation read the owner before written: one that read it at or after
+// written (a later change of the owner back to the key, which claimed or
+// adopted it) may hold the key now or when it lands. An owner gone for
+// good (deleted, closed) passes NoLaterChange.
+func (c *Claimer) ReleaseOld(ctx context.Context, old []Key, owner string, written int) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
 	defer cancel()
 	Parallel(ctx, len(old), func(ctx context.Context, i int) {
 		cl, err := c.claims.Lookup(ctx, old[i].Kind, old[i].Key)
-		if err != nil || cl.Owner != owner || cl.State != ClaimCommitted {
+		if err != nil || cl.Owner != owner || cl.State != ClaimCommitted || cl.BaseVersion >= written {
 			return
 		}
 		if err := c.claims.Release(ctx, cl.Kind, cl.Key, owner, cl.Op); err != nil {
@@ -221,6 +227,10 @@ func (c *Claimer) ReleaseOld(ctx context.Context, old []Key, owner string) {
 		}
 	})
 }
+
+// NoLaterChange is ReleaseOld's written for an owner gone for good: no
+// change of it can claim a key again.
+const NoLaterChange = math.MaxInt
 
 // Lookup reads a claim (ErrNotFound when there is none).
 func (c *Claimer) Lookup(ctx context.Context, kind ClaimKind, key string) (Claim, error) {

@@ -175,11 +175,20 @@ func TestClaimerOutcomes(t *testing.T) {
 
 	// U6: releases touch only their own (owner, op).
 	c.ReleaseAll(ctx, userKey("taken"), "me", "op2")
-	c.ReleaseOld(ctx, userKey("taken"), "me")
+	c.ReleaseOld(ctx, userKey("taken"), "me", 2)
 	if cl, err := claims.Lookup(ctx, KindUsername, "taken"); err != nil || cl.Owner != "live" {
 		t.Fatalf("someone else's claim was touched: %+v %v", cl, err)
 	}
-	c.ReleaseOld(ctx, userKey("mine"), "me")
+	// A claim of an operation that read the owner at or after the
+	// version the releasing change wrote is a later change's (back to the
+	// key): it stays.
+	_, _ = claims.Claim(ctx, KindUsername, "back", "me", "op3", 2, 0)
+	_, _ = claims.Commit(ctx, KindUsername, "back", "me", "op3", 2)
+	c.ReleaseOld(ctx, userKey("back"), "me", 2)
+	if cl, err := claims.Lookup(ctx, KindUsername, "back"); err != nil || cl.Op != "op3" {
+		t.Fatalf("a later change's claim was released: %+v %v", cl, err)
+	}
+	c.ReleaseOld(ctx, userKey("mine"), "me", 2)
 	if _, err := claims.Lookup(ctx, KindUsername, "mine"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the owner's old committed claim stays: %v", err)
 	}

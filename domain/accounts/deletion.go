@@ -193,7 +193,7 @@ func entryOf(next, before domain.User) DeletionEntry {
 // none), each only while it is still its committed claim, with the op
 // found in it.
 func (a *Service) ReleaseNames(ctx context.Context, e DeletionEntry) {
-	a.claimer.ReleaseOld(ctx, entryKeys(e), e.UserID)
+	a.claimer.ReleaseOld(ctx, entryKeys(e), e.UserID, domain.NoLaterChange)
 }
 
 // EndSessions ends every session of the account but keep (the caller's

@@ -125,7 +125,7 @@ func (a *Service) releaseDropped(ctx context.Context, before, after domain.User)
 			dropped = append(dropped, k)
 		}
 	}
-	a.claimer.ReleaseOld(ctx, dropped, before.ID)
+	a.claimer.ReleaseOld(ctx, dropped, before.ID, after.Version)
 }
 
 // cancelPending drops u's change of address pending: what every recovery
