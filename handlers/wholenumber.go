@@ -21,6 +21,10 @@ type wholeNumber int
 // fraction, exponent.
 var jsonNumberRE = regexp.MustCompile(`^(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$`)
 
+// maxShift bounds the exponents read as written: beyond it, the value is
+// a whole number beyond an int, or a fraction.
+const maxShift = 1 << 40
+
 // UnmarshalJSON reads a JSON number that is a whole number; anything else
 // (a fraction, a string, true ...) is a type error naming the field.
 func (n *wholeNumber) UnmarshalJSON(b []byte) error {
@@ -41,7 +45,11 @@ func (n *wholeNumber) UnmarshalJSON(b []byte) error {
 	if len(m[4]) == 0 {
 		exp, err = 0, nil
 	}
-	huge := err != nil // an exponent beyond int64: far beyond any body's digits
+	// An exponent beyond maxShift is far beyond any body's digits (the
+	// body limit is far below it), so its sign alone decides; bounding it
+	// keeps the sums below from overflowing int64 (1e9223372036854775807
+	// would otherwise ask strings.Repeat for that many zeros).
+	huge := err != nil || exp > maxShift || exp < -maxShift
 	exp += int64(len(digits)-len(trimmed)) - int64(len(fraction))
 	switch {
 	case (huge && m[4][0] == '-') || (!huge && exp < 0):

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -49,6 +50,43 @@ func TestWholeNumbersAsJSONSchemaCountsThem(t *testing.T) {
 		p, ok := err.(*Problem)
 		if !ok || len(p.Errors) != 1 || p.Errors[0].Field != "maxMembers" || p.Errors[0].Code != want || !strings.Contains(p.Errors[0].Message, "whole number") {
 			t.Errorf("%s: %v, want maxMembers %s", body, err, want)
+		}
+	}
+}
+
+// TestWholeNumbersWithExponentsNearInt64sEnds: an exponent that int64
+// holds but whose sum with the digits' shift does not (1e9223372036854775807,
+// 0.1e-9223372036854775808) is read as any huge exponent: a whole number
+// beyond an int (the range rule answers) or a fraction (wrong_type),
+// never a panic that the recoverer answers 500.
+func TestWholeNumbersWithExponentsNearInt64sEnds(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int{
+		"1e9223372036854775807": math.MaxInt, "1.5e9223372036854775807": math.MaxInt,
+		"10e9223372036854775807": math.MaxInt, "-1e9223372036854775807": -math.MaxInt,
+	} {
+		var n wholeNumber
+		if err := n.UnmarshalJSON([]byte(in)); err != nil || int(n) != want {
+			t.Errorf("%s: %d, %v; want %d", in, n, err, want)
+		}
+	}
+	for _, in := range []string{"0.1e-9223372036854775808", "1e-9223372036854775808", "15e-9223372036854775807"} {
+		var n wholeNumber
+		if err := n.UnmarshalJSON([]byte(in)); err == nil {
+			t.Errorf("%s: accepted as %d", in, n)
+		}
+	}
+	// Through the router (no session: the decoded body is refused 401,
+	// the fraction 400): a panic in the decoder is answered 500 by the
+	// recoverer.
+	h := surfaceRouter(&bytes.Buffer{}, nil)
+	for _, v := range []string{"1e9223372036854775807", "0.1e-9223372036854775808"} {
+		r := httptest.NewRequest(http.MethodPost, "/v1/groups", strings.NewReader(`{"name":"abcd","maxMembers":`+v+`}`))
+		r.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code >= http.StatusInternalServerError {
+			t.Errorf("maxMembers %s: %d %s", v, rec.Code, rec.Body)
 		}
 	}
 }
