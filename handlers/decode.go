@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,10 +62,13 @@ func decodeJSON(r *http.Request, dst any) error {
 // another case (encoding/json matches case-insensitively), and text that
 // is not UTF-8 or escapes a lone surrogate (encoding/json stores U+FFFD).
 // jsontext (the JSON v2 prototype) rejects the first and last itself; the
-// names of the top-level object must equal dst's JSON names exactly.
+// names of every object that dst reads into a struct (the top level, and
+// nested ones such as a proof's passkey) must equal that struct's JSON
+// names exactly, and one that does not is named by its path
+// (passkey.challenge), as the validator names nested fields.
 // Other syntax errors are left to the decoder, whose messages say them.
 func onlyOneMeaning(raw []byte, dst any) error {
-	names := jsonNames(reflect.TypeOf(dst))
+	root := reflect.TypeOf(dst)
 	dec := jsontext.NewDecoder(bytes.NewReader(raw))
 	for {
 		tok, err := dec.ReadToken()
@@ -83,15 +87,80 @@ func onlyOneMeaning(raw []byte, dst any) error {
 		default:
 			return nil
 		}
-		if names == nil || dec.StackDepth() != 1 || tok.Kind() != '"' {
+		if tok.Kind() != '"' {
 			continue
 		}
-		if kind, n := dec.StackIndex(1); kind == '{' && n%2 == 1 && !names[tok.String()] { // a name, not a value
-			name := tok.String()
-			return newProblem(http.StatusBadRequest, "unknown_field", fmt.Sprintf("The field %q is not part of this request (names match exactly, case included).", name),
-				ProblemField{Field: name, Code: "unknown", Message: "is not a field of this request"})
+		if kind, n := dec.StackIndex(dec.StackDepth()); kind != '{' || n%2 == 0 { // a value, not a name
+			continue
+		}
+		at := dec.StackPointer()
+		names := jsonNames(readsByNames(typeAt(root, at.Parent())))
+		if names == nil || names[tok.String()] {
+			continue
+		}
+		name := strings.Join(slices.Collect(at.Tokens()), ".")
+		return newProblem(http.StatusBadRequest, "unknown_field", fmt.Sprintf("The field %q is not part of this request (names match exactly, case included).", name),
+			ProblemField{Field: name, Code: "unknown", Message: "is not a field of this request"})
+	}
+}
+
+// typeAt is the Go type that the JSON value at pointer p decodes into,
+// when t is the type of the whole (through pointers, struct fields by
+// their exact JSON names, and the elements of slices, arrays and maps);
+// nil where encoding/json would not reach by exact names.
+func typeAt(t reflect.Type, p jsontext.Pointer) reflect.Type {
+	for tok := range p.Tokens() {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t == nil:
+			return nil
+		case t.Kind() == reflect.Struct:
+			t = fieldType(t, tok)
+		case t.Kind() == reflect.Slice, t.Kind() == reflect.Array, t.Kind() == reflect.Map:
+			t = t.Elem()
+		default:
+			return nil
 		}
 	}
+	return t
+}
+
+// readsByNames is t, unless t reads its JSON itself (requestTime: its
+// own errors say what is wrong, not its fields'), which is nil.
+func readsByNames(t reflect.Type) reflect.Type {
+	if t == nil || t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	return t
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// fieldType is the type of struct t's field whose JSON name is name
+// (through embedded structs), or nil.
+func fieldType(t reflect.Type, name string) reflect.Type {
+	for f := range t.Fields() {
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case tag == "-":
+		case f.Anonymous && tag == "":
+			et := f.Type
+			for et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				if ft := fieldType(et, name); ft != nil {
+					return ft
+				}
+			}
+		case !f.IsExported():
+		case tag == name, tag == "" && f.Name == name:
+			return f.Type
+		}
+	}
+	return nil
 }
 
 // jsonNames are the JSON member names of struct type t (through pointers

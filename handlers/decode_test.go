@@ -261,3 +261,40 @@ func TestOnlyUTF8BodiesAreRead(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedNamesMatchExactlyToo: a nested object read into a struct (a
+// proof's passkey: openapi.yaml's PasskeyProof, additionalProperties
+// false) takes its names as the top level does: one in another case, which
+// encoding/json would match case-insensitively (challenge given twice in
+// two cases: a proxy reads the first, shelf the last), or one unknown, is
+// 400 naming its path, as the validator names nested fields. A credential,
+// a free object, keeps any names; a requestTime reads its own JSON.
+func TestNestedNamesMatchExactlyToo(t *testing.T) {
+	t.Parallel()
+	for body, field := range map[string]string{
+		`{"displayName":"Al","passkey":{"CHALLENGE":"x","credential":{}}}`:                 "passkey.CHALLENGE",
+		`{"displayName":"Al","passkey":{"challenge":"a","Challenge":"b","credential":{}}}`: "passkey.Challenge",
+		`{"displayName":"Al","passkey":{"challenge":"a","credential":{},"extra":1}}`:       "passkey.extra",
+	} {
+		var req updateUserRequest
+		r := httptest.NewRequest(http.MethodPatch, "/", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		p, ok := decodeJSON(r, &req).(*Problem)
+		if !ok || p.Code != "unknown_field" || len(p.Errors) != 1 || p.Errors[0].Field != field {
+			t.Errorf("%s: %+v, want unknown_field naming %s", body, p, field)
+		}
+	}
+	var req updateUserRequest
+	r := httptest.NewRequest(http.MethodPatch, "/", strings.NewReader(
+		`{"displayName":"Al","passkey":{"challenge":"a","credential":{"id":"x","Response":{"ClientDataJSON":"y"}}}}`))
+	r.Header.Set("Content-Type", "application/json")
+	if err := decodeJSON(r, &req); err != nil || req.Passkey == nil || *req.Passkey.Challenge != "a" {
+		t.Errorf("a credential's own names: %v", err)
+	}
+	var sus suspendRequest
+	r = httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"reason":"spam","until":{"wall":1}}`))
+	r.Header.Set("Content-Type", "application/json")
+	if p, ok := decodeJSON(r, &sus).(*Problem); !ok || len(p.Errors) != 1 || p.Errors[0].Field != "until" || p.Errors[0].Code != "format" {
+		t.Errorf("an object for a time: %+v", p)
+	}
+}
