@@ -372,17 +372,13 @@
     }
 
     async first() {
-      this.cursors = [''];
-      this.offset = 0;
-      await this.load();
+      await this.load([''], 0);
     }
 
     // at opens page number n at cursor (a link's); Previous from there
     // goes to the first page.
     async at(cursor, n) {
-      this.cursors = cursor ? ['', cursor] : [''];
-      this.offset = cursor ? Math.max(0, (Number(n) || 2) - 2) : 0;
-      await this.load();
+      await this.load(cursor ? ['', cursor] : [''], cursor ? Math.max(0, (Number(n) || 2) - 2) : 0);
     }
 
     async reload() {
@@ -391,20 +387,23 @@
 
     async forward() {
       if (!this.next) return;
-      this.cursors.push(this.next);
-      await this.load();
+      await this.load([...this.cursors, this.next]);
     }
 
     async back() {
       if (this.cursors.length < 2) return;
-      this.cursors.pop();
-      if (this.cursors.length === 1) this.offset = 0;
-      await this.load();
+      const cursors = this.cursors.slice(0, -1);
+      await this.load(cursors, cursors.length === 1 ? 0 : this.offset);
     }
 
-    async load() {
-      const cursor = this.cursors[this.cursors.length - 1];
+    // load shows the page at the last of cursors; the pager takes cursors
+    // (and offset) only once that page came, so a refused Next or Previous
+    // leaves it on the page shown, counted as before.
+    async load(cursors = this.cursors, offset = this.offset) {
+      const cursor = cursors[cursors.length - 1];
       const page = await this.fetchPage(cursor);
+      this.cursors = cursors;
+      this.offset = offset;
       this.next = page.nextCursor || '';
       await this.render(page.items);
       this.prevButton.disabled = this.cursors.length < 2;

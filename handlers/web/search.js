@@ -94,12 +94,16 @@
     input.removeAttribute('aria-describedby');
   }
 
-  // load shows the page at the last cursor.
-  async function load() {
-    const params = new URLSearchParams({ q: search.q, limit: String(pageSize) });
-    const cursor = search.cursors[search.cursors.length - 1];
+  // load shows the page of q at the last of cursors; the search takes q
+  // and cursors only once that page came, so a refused Next, Previous or
+  // new search leaves it on the page shown, counted as before.
+  async function load(q = search.q, cursors = search.cursors) {
+    const params = new URLSearchParams({ q, limit: String(pageSize) });
+    const cursor = cursors[cursors.length - 1];
     if (cursor) params.set('cursor', cursor);
     const page = await api('GET', '/v1/users?' + params.toString());
+    search.q = q;
+    search.cursors = cursors;
     search.next = page.nextCursor || '';
     render(page.items);
     table.hidden = false;
@@ -185,13 +189,12 @@
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     clearFieldError();
-    search.q = form.elements.q.value.trim();
-    search.cursors = [''];
     try {
-      await load();
+      await load(form.elements.q.value.trim(), ['']);
       say('');
     } catch (err) {
-      const mine = err.fields.find((f) => f.field === 'q');
+      // A request that got no answer (the network) names no field.
+      const mine = (err.fields || []).find((f) => f.field === 'q');
       if (mine) {
         const note = el('span', { class: 'field-error', id: 'user-search-q-error', text: mine.message });
         const input = form.elements.q;
@@ -209,12 +212,10 @@
   });
   next.addEventListener('click', act(async () => {
     if (!search.next) return;
-    search.cursors.push(search.next);
-    await load();
+    await load(search.q, [...search.cursors, search.next]);
   }));
   prev.addEventListener('click', act(async () => {
     if (search.cursors.length < 2) return;
-    search.cursors.pop();
-    await load();
+    await load(search.q, search.cursors.slice(0, -1));
   }));
 })();

@@ -320,6 +320,36 @@ await step('library: create items, newest first, page forward and back, oldest f
   await page.waitForSelector('body[data-ready="library"]');
 });
 
+// unavailable is a 503 the api answers when the database does not.
+const unavailable = { status: 503, contentType: 'application/problem+json', headers: { 'Retry-After': '1' },
+  body: JSON.stringify({ type: 'urn:shelf:problem:unavailable', title: 'Service Unavailable', status: 503,
+    code: 'unavailable', detail: 'The database could not answer in time; try again.' }) };
+
+await step('library: a Next the api refuses is said, and the pager stays on its page, counted as before', async () => {
+  const pager = '[data-pager="my-library"]';
+  const label = () => page.locator(`${pager} .page-number`).textContent();
+  const first = await rows('my-library');
+  expect(await label() === 'page 1 \u00b7 1\u20132', 'page 1 to begin with: ' + await label());
+  // The next page's read answers 503, once.
+  const nextPage = (url) => url.pathname.endsWith('/library') && url.searchParams.has('cursor');
+  await page.route(nextPage, async (route) => {
+    await route.fulfill(unavailable);
+    await page.unroute(nextPage);
+  });
+  await refused(503, async () => {
+    await page.locator(`${pager} [data-action="next"]`).click();
+    await page.waitForFunction(() => document.getElementById('message').className === 'error');
+  });
+  expect(await label() === 'page 1 \u00b7 1\u20132' && (await rows('my-library')).join() === first.join(),
+    'after the refusal: ' + await label());
+  await page.locator(`${pager} [data-action="next"]`).click();
+  await page.waitForFunction((p) => document.querySelector(`${p} .page-number`).textContent === 'page 2 \u00b7 3\u20133 of 3', pager);
+  expect(await page.evaluate(() => location.hash.includes('page=2')), 'the address names page 2: ' + page.url());
+  await page.locator(`${pager} [data-action="previous"]`).click();
+  await page.waitForFunction((p) => document.querySelector(`${p} .page-number`).textContent === 'page 1 \u00b7 1\u20132', pager);
+  expect((await rows('my-library')).join() === first.join(), 'Previous goes back to page 1');
+});
+
 await step('edit an item: rename, visibility, description, link; it moves to the top', async () => {
   await page.locator('#my-library tbody tr', { hasText: 'Recipes' }).waitFor();
   await page.locator('#library-order').selectOption('oldest');

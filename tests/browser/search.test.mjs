@@ -103,6 +103,42 @@ await step('finds users by part of a username or email, in any case, a page at a
   await shot('moderation-search');
 });
 
+await step('a Next the api refuses, or a search the network drops, is said; the pages stay counted', async () => {
+  await find(tag);
+  await pageNumber(1);
+  const first = await usersShown();
+  const next = '[data-pager="user-search-results"] [data-action="next"]';
+  // The next page's read answers 503, once.
+  const nextPage = (url) => url.pathname === '/v1/users' && url.searchParams.has('cursor');
+  await page.route(nextPage, async (route) => {
+    await route.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'Retry-After': '1' },
+      body: JSON.stringify({ type: 'urn:shelf:problem:unavailable', title: 'Service Unavailable', status: 503,
+        code: 'unavailable', detail: 'The database could not answer in time; try again.' }) });
+    await page.unroute(nextPage);
+  });
+  await refused(503, async () => {
+    await page.click(next);
+    await page.waitForFunction(() => document.getElementById('user-search-status').className === 'error');
+  });
+  await pageNumber(1);
+  expect((await usersShown()).join() === first.join(), 'the refused Next changed the page shown');
+  await page.click(next);
+  await pageNumber(2);
+  await page.click('[data-pager="user-search-results"] [data-action="previous"]');
+  await pageNumber(1);
+  expect((await usersShown()).join() === first.join(), 'Previous goes back to page 1');
+  // A search whose request gets no answer at all: fetch throws, with no
+  // fields to name.
+  const anySearch = (url) => url.pathname === '/v1/users';
+  await page.route(anySearch, (route) => route.abort('connectionrefused'));
+  try {
+    await refused('net::ERR_CONNECTION_REFUSED', () => find(tag + 'x'));
+  } finally {
+    await page.unroute(anySearch);
+  }
+  expect((await page.locator('#user-search-status').getAttribute('class')) === 'error', 'the failed search is not said');
+});
+
 // row is the locator of a user's row in the results.
 const row = (username) => page.locator(`#user-search-results tbody tr[data-user="${username}"]`);
 

@@ -71,7 +71,7 @@ function watch(p) {
   p.on('console', (msg) => {
     if (msg.type() !== 'error') return;
     const text = msg.text();
-    if (allowed && allowed.left > 0 && text.includes('status of ' + allowed.status)) {
+    if (allowed && allowed.left > 0 && text.includes(typeof allowed.status === 'number' ? 'status of ' + allowed.status : allowed.status)) {
       allowed.left--;
       return;
     }
@@ -80,7 +80,9 @@ function watch(p) {
   p.on('pageerror', (err) => errors.push(err.message));
 }
 
-// refused runs fn, during which one request is expected to answer status.
+// refused runs fn, during which one request is expected to answer status
+// (a number), or to fail with status (a network error's text, such as
+// net::ERR_CONNECTION_REFUSED).
 export async function refused(status, fn) {
   allowed = { status, left: 1 };
   try {
