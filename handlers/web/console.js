@@ -2011,18 +2011,25 @@
   }
   new MutationObserver(labelCells).observe(document.querySelector('main'), { childList: true, subtree: true });
 
-  $('logout').addEventListener('click', async () => {
+  // Log out ends the session on the server first. Only a 401 (the
+  // session had ended already) logs the tab out without it: a tab that
+  // forgot a session the server could not end would say "Logged out"
+  // while the token still works for whoever holds it.
+  $('logout').addEventListener('click', act(async () => {
     try {
-      await api('DELETE', '/v1/sessions/current');
+      await api('DELETE', '/v1/sessions/current', undefined, { quiet: true });
     } catch (err) {
-      // The session may already be gone; log out here anyway.
+      if (err.status !== 401) {
+        say('Not logged out: ' + err.message + ' The session still works; press Log out again.', true);
+        return;
+      }
     }
     forget();
     carry('Logged out.');
     // The login page, not the page left as a visitor would see it.
     replaceRoute('/auth');
     await start();
-  });
+  }));
 
   function showWho() {
     const me = state.me;

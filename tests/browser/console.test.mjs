@@ -350,6 +350,25 @@ await step('library: a Next the api refuses is said, and the pager stays on its 
   expect((await rows('my-library')).join() === first.join(), 'Previous goes back to page 1');
 });
 
+await step('a Log out the api refuses says so, and the tab stays logged in (the session still works)', async () => {
+  const who = await page.locator('#who').textContent();
+  const end = (url) => url.pathname === '/v1/sessions/current';
+  await page.route(end, async (route) => {
+    if (route.request().method() !== 'DELETE') return route.continue();
+    await route.fulfill(unavailable);
+    await page.unroute(end);
+  });
+  await refused(503, async () => {
+    if (await page.locator('#logout').isHidden()) await page.locator('#menu').click();
+    await page.locator('#logout').click();
+    await page.waitForFunction(() => document.getElementById('message').className === 'error');
+  });
+  const said = await page.locator('#message').textContent();
+  expect(said.startsWith('Not logged out:') && said.includes('press Log out again'), 'the refusal is said: ' + said);
+  expect(await page.locator('#who').textContent() === who, 'still ' + who);
+  expect(await page.evaluate(() => !!sessionStorage.getItem('shelf.token')), 'the token is kept');
+});
+
 await step('edit an item: rename, visibility, description, link; it moves to the top', async () => {
   await page.locator('#my-library tbody tr', { hasText: 'Recipes' }).waitFor();
   await page.locator('#library-order').selectOption('oldest');
