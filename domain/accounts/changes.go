@@ -364,7 +364,7 @@ func (a *Service) mailPasswordNotice(ctx context.Context, u domain.User) {
 	if !a.mailOn() {
 		return
 	}
-	a.afterAnswer(ctx, "mailing a password change's notice", func(ctx context.Context) error {
+	a.afterAnswerSure(ctx, "mailing a password change's notice", func(ctx context.Context) error {
 		return a.sendMessage(ctx, u, PurposeResetPassword, heldBack, "", a.passwordNotice)
 	})
 }

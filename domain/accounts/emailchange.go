@@ -293,7 +293,7 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 		return err
 	}
 	if out.Version != before.Version {
-		a.afterAnswer(ctx, "mailing a reset link after a revert", func(ctx context.Context) error {
+		a.afterAnswerSure(ctx, "mailing a reset link after a revert", func(ctx context.Context) error {
 			return a.sendToken(ctx, out, PurposeResetPassword, neverHeld)
 		})
 	}

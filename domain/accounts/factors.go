@@ -651,7 +651,7 @@ func (a *Service) mailRecoveryNotice(ctx context.Context, userID string, left in
 	if !a.mailOn() {
 		return
 	}
-	a.afterAnswer(ctx, "mailing a recovery code's notice", func(ctx context.Context) error {
+	a.afterAnswerSure(ctx, "mailing a recovery code's notice", func(ctx context.Context) error {
 		u, err := a.users.Get(ctx, userID)
 		if err != nil {
 			return err
@@ -942,7 +942,7 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	if err := a.finishToken(ctx, t); err != nil {
 		return err
 	}
-	a.afterAnswer(ctx, "mailing a reset link after a factor's revert", func(ctx context.Context) error {
+	a.afterAnswerSure(ctx, "mailing a reset link after a factor's revert", func(ctx context.Context) error {
 		return a.sendToken(ctx, out, PurposeResetPassword, neverHeld)
 	})
 	return nil
