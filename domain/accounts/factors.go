@@ -904,7 +904,7 @@ func (a *Service) factorRevertApplies(t Token, u domain.User, err error) error {
 // one compare-and-set, then revocation) and the password opens nothing
 // until a reset (whoever added the factor knew it); then the factor is
 // removed (with the recovery codes, when it was the last), the token
-// marked done, and after the answer a reset link mailed to the address,
+// marked done once a reset link was mailed to the address,
 // counted but never held back. As for RevertEmailChange, a retry of a
 // used token that is not done runs it again, and finishes. Whoever holds
 // the link removes the factor, even one the owner added: following it by
@@ -939,13 +939,12 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 			return err
 		}
 	}
-	if err := a.finishToken(ctx, t); err != nil {
+	// The reset link before the done mark, as for RevertEmailChange: a
+	// retry of a done token mails nothing.
+	if err := a.sendToken(ctx, out, PurposeResetPassword, neverHeld); err != nil {
 		return err
 	}
-	a.afterAnswerSure(ctx, "mailing a reset link after a factor's revert", func(ctx context.Context) error {
-		return a.sendToken(ctx, out, PurposeResetPassword, neverHeld)
-	})
-	return nil
+	return a.finishToken(ctx, t)
 }
 
 // dropFactorsSince removes every factor of userID not confirmed before
