@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"shelf/domain/accounts"
@@ -108,6 +109,86 @@ func TestAFactorsRevertWhoseDoneMarkWasLostStillMailsItsResetLink(t *testing.T) 
 		}
 		if _, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annHome), newPassword, accounts.Client{}); err != nil {
 			t.Errorf("%s at the factor revert's done mark: no reset link works (%v): she is out for the hour", fault, err)
+		}
+	}
+}
+
+// TestARevertFaultedAnywhereLeavesAWorkingResetLink: the revert of an
+// email change, and of a factor the thief added, with every fault at every
+// one of its store calls in turn (and the mailer refusing once), the
+// owner's mails for the hour spent by a stranger: the client retries
+// until the revert answers, or answers used, and then a reset link in her
+// mailbox works. Whatever a fault stopped, the retry redoes the
+// compare-and-set (every older link stale again) and mails again before
+// the token is done.
+func TestARevertFaultedAnywhereLeavesAWorkingResetLink(t *testing.T) {
+	t.Parallel()
+	reverts := []struct {
+		page string
+		// thief makes the change the owner reverts.
+		thief  func(*mailWorld)
+		revert func(*mailWorld, string) error
+	}{
+		{"revert-email", func(m *mailWorld) { thiefTakes(t, m) }, func(m *mailWorld, token string) error {
+			return m.svc.RevertEmailChange(context.Background(), token)
+		}},
+		{"revert-factor", func(m *mailWorld) {
+			totp := withFactors(t, m, nil)
+			p, err := m.svc.Authenticate(context.Background(), m.sessions[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := m.svc.EnrolTOTP(context.Background(), p, m.ann.ID, "thief", accounts.Password(password))
+			if err != nil {
+				t.Fatalf("the thief's enrolment: %v", err)
+			}
+			thiefConfirms(t, m, totp, p, e.Factor.ID)
+		}, func(m *mailWorld, token string) error { return m.svc.RevertFactor(context.Background(), token) }},
+	}
+	faults := []memstore.Fault{memstore.FailBefore, memstore.LoseAnswer, memstore.LandLate, memstore.Crash, memstore.None}
+	for _, r := range reverts {
+		for _, fault := range faults {
+			for at := 0; ; at++ {
+				ctx := context.Background()
+				m := emailChangeWorld(t, false)
+				r.thief(m)
+				limitMail(m, 5)
+				for range 6 {
+					if err := m.svc.RequestPasswordReset(ctx, annHome); err != nil {
+						t.Fatal(err)
+					}
+				}
+				token := m.box.tokenTo(r.page, annHome)
+				base, faulted := m.store.Calls(), false
+				m.store.FaultAt = func(n int, _ string) memstore.Fault {
+					if n == base+at {
+						faulted = true
+						return fault
+					}
+					return memstore.None
+				}
+				if fault == memstore.None {
+					m.box.broken = true // the mailer refuses: the revert's link is not sent
+				}
+				err := r.revert(m, token)
+				m.store.FaultAt = nil
+				m.box.broken = false
+				m.store.Recover()
+				for try := 0; err != nil && !errors.Is(err, accounts.ErrTokenUsed) && try < 3; try++ {
+					err = r.revert(m, token)
+				}
+				m.store.Land()
+				name := fmt.Sprintf("%s: %s at call %d", r.page, fault, at)
+				if err != nil && !errors.Is(err, accounts.ErrTokenUsed) {
+					t.Fatalf("%s: the revert's retries: %v", name, err)
+				}
+				if _, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annHome), newPassword, accounts.Client{}); err != nil {
+					t.Errorf("%s: the newest reset link in her mailbox: %v", name, err)
+				}
+				if !faulted || fault == memstore.None {
+					break
+				}
+			}
 		}
 	}
 }
