@@ -105,7 +105,7 @@ func (m *Service) FinishInterrupted(ctx context.Context, grace time.Duration) (i
 // finishAttempt fences the attempt's account, then finishes its records
 // from the row as fenced.
 func (m *Service) finishAttempt(ctx context.Context, a Attempt) error {
-	u, err := m.changeAccount(ctx, a.UserID, func(u domain.User) (domain.User, error) { return u, nil })
+	u, err := m.changeAccount(ctx, a.UserID, nil, func(u domain.User) (domain.User, error) { return u, nil })
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		return nil // gone or being deleted: the deletion erases the records

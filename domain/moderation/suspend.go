@@ -39,7 +39,7 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	var s domain.Suspension
 	var finished *domain.Suspension
 	var audited []domain.AuditEntry
-	next, err := m.changeAccount(ctx, userID, func(u domain.User) (domain.User, error) {
+	next, err := m.changeAccount(ctx, userID, &a, func(u domain.User) (domain.User, error) {
 		audited, finished = nil, nil
 		if u.IsAdmin() {
 			return u, errOtherAdmin
@@ -130,10 +130,23 @@ func checkSuspend(in SuspendInput, now time.Time, admin, userID string) (string,
 // changeAccount is the read -> decide -> compare-and-set loop of one
 // visible account: decide gets the account as read at SERIAL and returns it
 // changed, or the error to answer with. The change is written at the next
-// version; a lost compare-and-set decides again on the newer state.
-func (m *Service) changeAccount(ctx context.Context, userID string, decide func(u domain.User) (domain.User, error)) (domain.User, error) {
+// version; a lost compare-and-set decides again on the newer state. With
+// a (an admin's request, its first entry written), every round has an
+// entry of its own: a lost round ends its entry, the next writes another
+// before its compare-and-set, since a round may follow the sweeper's fence
+// and end of the earlier entry (a request slow past the grace), and its
+// compare-and-set then lands with nothing for the sweeper to find
+// (TestAModerationRoundAfterTheSweepersFenceHasItsOwnEntry).
+func (m *Service) changeAccount(ctx context.Context, userID string, a *Attempt, decide func(u domain.User) (domain.User, error)) (domain.User, error) {
 	var out domain.User
-	err := domain.Retry(ctx, maxAttempts, domain.ErrBusy, func(int) (bool, error) {
+	err := domain.Retry(ctx, maxAttempts, domain.ErrBusy, func(round int) (bool, error) {
+		if a != nil && round > 0 {
+			next, err := m.begin(ctx, userID, a.Action)
+			if err != nil {
+				return false, err
+			}
+			*a = next
+		}
 		u, err := m.users.GetSerial(ctx, userID)
 		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
 			return false, domain.ErrUserNotFound
@@ -148,6 +161,12 @@ func (m *Service) changeAccount(ctx context.Context, userID string, decide func(
 		next.Version = u.Version + 1
 		applied, err := m.users.Update(ctx, next)
 		out = next
+		if err == nil && !applied && a != nil {
+			// Lost: this round's compare-and-set can never apply.
+			if err := m.cfg.Attempts.End(ctx, *a); err != nil {
+				return false, err
+			}
+		}
 		return applied, err
 	})
 	return out, err
@@ -214,7 +233,7 @@ func (m *Service) liftIfEnded(ctx context.Context, s domain.Suspension) error {
 	if s.ActiveAt(now) {
 		return nil
 	}
-	if err := m.lift(ctx, s.UserID, "", domain.Origin{}, &now); err != nil && !errors.Is(err, domain.ErrNotFound) {
+	if err := m.lift(ctx, s.UserID, "", domain.Origin{}, &now, nil); err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return err
 	}
 	return nil
@@ -265,17 +284,18 @@ func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID stri
 		return err
 	}
 	defer func() { m.end(ctx, a, err) }()
-	return m.lift(ctx, userID, admin.ID, p.From, nil)
+	return m.lift(ctx, userID, admin.ID, p.From, nil, &a)
 }
 
 // lift ends the suspension of userID, by the admin by, whose request came
 // from. With onlyIfExpiredAt set, it does so only if the suspension has
 // ended by then (the sweeper's case: an expiry, by nobody, which the
 // audit of admin actions does not record: the moderation history does).
-func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origin, onlyIfExpiredAt *time.Time) error {
+// a is the admin's attempt (nil for a lift by nobody).
+func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origin, onlyIfExpiredAt *time.Time, a *Attempt) error {
 	var lift domain.Lift
 	var audited []domain.AuditEntry
-	next, err := m.changeAccount(ctx, userID, func(u domain.User) (domain.User, error) {
+	next, err := m.changeAccount(ctx, userID, a, func(u domain.User) (domain.User, error) {
 		audited = nil
 		if by != "" {
 			// An admin's retry of an unsuspension that applied finds it
