@@ -1,0 +1,67 @@
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/tests/memstore"
+)
+
+// TestASuspensionWhoseRecordsComeAfterItsEndIsLifted: an admin suspends
+// the member for a minute, and the suspension's compare-and-set is slow
+// (it decides at its end, five minutes on); meanwhile the sweeper's pass
+// moves the expiry reader's start to two minutes before now, past the
+// suspension's end. The compare-and-set applies, the request writes the
+// records, reads the account again and answers 201, its attempt ended.
+// Its expiry entry lies behind the reader's start and is never read, the
+// repair finds every record in place, and nothing else lifts it: the
+// member stays suspended past its end until an admin lifts it (S2: "a
+// suspension with an end is lifted once it passed, by the workers
+// alone"). Whoever writes the records of a suspension that has ended
+// lifts it (liftIfEnded): the request too.
+func TestASuspensionWhoseRecordsComeAfterItsEndIsLifted(t *testing.T) {
+	t.Parallel()
+	const name = "suspend for a minute, its compare-and-set slow past its end"
+	m := newModWorld(t)
+	ctx := context.Background()
+	working, updates := false, 0
+	m.store.Meanwhile = func() {
+		working = true
+		defer func() { working = false }()
+		if err := m.sweep(); err != nil {
+			t.Errorf("%s: the sweeper's pass while the compare-and-set is slow: %v", name, err)
+		}
+	}
+	m.store.FaultAt = func(_ int, call string) memstore.Fault {
+		if working || call != "users.update" {
+			return memstore.None
+		}
+		updates++
+		if updates == 1 {
+			return memstore.Slow
+		}
+		return memstore.None
+	}
+	if err := m.suspend(time.Minute); err != nil {
+		t.Fatalf("%s: the suspension answered %v", name, err)
+	}
+	m.store.Meanwhile = nil
+	recovered(m.store)
+	for range 3 {
+		m.store.Advance(time.Hour)
+		m.workers()
+	}
+	if err := m.repair(); err != nil {
+		t.Fatalf("%s: the repair: %v", name, err)
+	}
+	u, err := m.store.Users().Get(ctx, m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Status == domain.StatusSuspended {
+		t.Errorf("%s: S2: suspended until %v, still suspended at %v after the workers' passes and the repair", name, u.Suspension.Until, m.store.Now())
+	}
+	checkModeration(t, name, m)
+}
