@@ -49,9 +49,9 @@ func (g *Service) newGroup(creator string, in CreateInput) (Group, error) {
 }
 
 // CreateGroup creates a group with a unique name, its creator its first
-// manager. Its change's entry is written first (changes.go); then it
-// follows the signup: [claim the name ∥ create the group pending, with
-// the creator's membership recorded as its pending change], then commit
+// manager. It follows the signup: [claim the name ∥ create the group
+// pending, with the creator's membership recorded as its pending change,
+// then its change's entry (changes.go)], then commit
 // the claim, then activate the group, then finish the creator's
 // membership. A creation that dies before activation leaves a
 // pending group that expires with the lease: a pending claim expires with
@@ -68,15 +68,25 @@ func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in Create
 	if err != nil {
 		return Group{}, err
 	}
-	entry, err := g.beginChange(ctx, gr.ID)
-	if err != nil {
-		return Group{}, err
-	}
+	// The change's entry is written once the pending row is: the jobs'
+	// worker, finding no group, then knows it expired or was discarded, and
+	// can never be activated; an entry before it would be forgotten on a
+	// read that proves nothing while the creation stalls
+	// (TestACreationSlowPastTheWorkersPassKeepsAnEntry).
+	var entry ChangeEntry
+	entered := false
 	err = g.claimer.Create(ctx, domain.Creation{
 		ID:      gr.ID,
 		Keys:    []domain.Key{{Kind: domain.KindGroupName, Key: gr.NameKey, Field: "name"}},
 		Holders: holders{g.groups},
-		Create:  func(ctx context.Context, lease time.Duration) error { return g.groups.Create(ctx, gr, lease) },
+		Create: func(ctx context.Context, lease time.Duration) error {
+			if err := g.groups.Create(ctx, gr, lease); err != nil {
+				return err
+			}
+			e, err := g.beginChange(ctx, gr.ID)
+			entry, entered = e, err == nil
+			return err
+		},
 		Activate: func(ctx context.Context) (bool, error) {
 			active := gr
 			active.Status = domain.StatusActive
@@ -87,7 +97,9 @@ func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in Create
 		Step:    func(step string) error { return g.hook("create", step) },
 	})
 	if errors.Is(err, domain.ErrConflict) { // the name is held by another group, live or creating
-		g.endChange(ctx, entry) // this group was never made, or was discarded
+		if entered {
+			g.endChange(ctx, entry) // this group was never made, or was discarded
+		}
 		return Group{}, errGroupNameTaken
 	}
 	if err != nil {
