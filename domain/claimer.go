@@ -19,6 +19,26 @@ type Holders interface {
 	Holder(ctx context.Context, kind ClaimKind, key, owner string) (exists, holds bool, version int, err error)
 }
 
+// OwnerFence is what Holders may also do: move an owner that is still at
+// version past it with nothing else changed (a compare-and-set on
+// version), so that no operation that read it at version can apply any
+// more. A fence that finds the owner moved on already, or gone, does
+// nothing. Accounts' holders do it: an account's keys change by renames
+// and changes of address, each of which compares-and-sets the account on
+// the version it read; a group's name is claimed only by its creation.
+type OwnerFence interface {
+	FenceOwner(ctx context.Context, owner string, version int) error
+}
+
+// StaleClaimAge is how long after it was last written a committed claim
+// of an owner still at the claim's base, not holding its key, counts as
+// its change's in flight (six request deadlines, as for the workers'
+// entries). Past it the change stopped between committing and its
+// compare-and-set, or that compare-and-set's answer was lost: another
+// claimant fences the owner (OwnerFence) and takes the key over, and the
+// stopped compare-and-set can never land.
+const StaleClaimAge = time.Minute
+
 // Claimer takes, commits and gives back unique keys (usernames, emails,
 // group names) through a ClaimStore: the one implementation of the claim
 // protocol for accounts and groups alike (U1, U2, U4, U6).
@@ -27,12 +47,20 @@ type Claimer struct {
 	lease  time.Duration
 	log    Logger
 	yield  Yield
+	now    func() time.Time
 }
 
 // NewClaimer builds a claimer whose pending claims expire after lease and
 // that waits for a split pair as DefaultYield says.
 func NewClaimer(claims ClaimStore, lease time.Duration, log Logger) *Claimer {
-	return &Claimer{claims: claims, lease: lease, log: log, yield: DefaultYield}
+	return &Claimer{claims: claims, lease: lease, log: log, yield: DefaultYield, now: time.Now}
+}
+
+// WithClock is a claimer like c that tells a claim's age by now.
+func (c *Claimer) WithClock(now func() time.Time) *Claimer {
+	d := *c
+	d.now = now
+	return &d
 }
 
 // Lease is how long a pending claim lives.
@@ -82,7 +110,11 @@ const maxTakeoverRounds = 3
 //     base: an orphan (the operation that claimed it can never apply, or
 //     applied and the holder has moved on since): taken over;
 //   - someone else, not holding the key, at the claim's base: its change
-//     may be in flight; taken.
+//     may be in flight; taken, unless the claim is older than
+//     StaleClaimAge and the holders can fence the owner: then the owner is
+//     fenced and the claim, an orphan now, taken over. Without it a change
+//     that stopped after committing would keep the key from everyone until
+//     its owner changed anything.
 func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, base int, holders Holders) (claimOutcome, error) {
 	for round := 0; round < maxTakeoverRounds; round++ {
 		cl, err := c.claims.Claim(ctx, k.Kind, k.Key, owner, op, base, c.lease)
@@ -113,7 +145,11 @@ func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, base int
 				return claimAdopted, nil
 			}
 		case exists && version <= cl.BaseVersion:
-			return claimTaken, nil
+			fence, can := holders.(OwnerFence)
+			if !can || c.now().Sub(cl.At) < StaleClaimAge {
+				return claimTaken, nil
+			}
+			err = fence.FenceOwner(ctx, cl.Owner, version)
 		default: // gone, or an orphan
 			if ok, err = c.claims.Takeover(ctx, k.Kind, k.Key, cl, owner, op, base, c.lease); err == nil && ok {
 				return claimHeld, nil
@@ -122,7 +158,7 @@ func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, base int
 		if err != nil {
 			return 0, err
 		}
-		// someone else moved first: look again
+		// someone else moved first, or the owner was fenced: look again
 	}
 	return claimBusy, nil
 }

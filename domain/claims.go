@@ -36,6 +36,9 @@ type Claim struct {
 	// creation): the operation writes the owner IF version = BaseVersion,
 	// so once the owner is past it, the operation can never apply.
 	BaseVersion int
+	// At is when the claim was last written: claimed, committed, taken
+	// over or adopted (by the writer's clock).
+	At time.Time
 }
 
 // ClaimStore keeps the claim tables. Every write is a lightweight

@@ -38,7 +38,7 @@ func (r *claimRow) columns() []any {
 
 func (r claimRow) toDomain(kind domain.ClaimKind) domain.Claim {
 	return domain.Claim{Kind: kind, Key: r.Key, Owner: r.UserID, Op: r.Op, State: domain.ClaimState(r.State),
-		BaseVersion: r.BaseVersion}
+		BaseVersion: r.BaseVersion, At: r.ClaimedAt}
 }
 
 // claimTables maps each kind to its table. Table names are constants, never

@@ -197,7 +197,7 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 	if cfg.Background == nil {
 		cfg.Background = domain.InGoroutine
 	}
-	claimer := domain.NewClaimer(claims, cfg.ClaimLease, log)
+	claimer := domain.NewClaimer(claims, cfg.ClaimLease, log).WithClock(cfg.Now)
 	if cfg.ClaimYield != nil {
 		claimer = claimer.WithYield(*cfg.ClaimYield)
 	}
@@ -263,6 +263,25 @@ func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner s
 		// Another write of the account came first: look again.
 	}
 	return false, false, 0, domain.ErrBusy
+}
+
+// FenceOwner moves the account past version with nothing else changed,
+// if it is still at version: a change that read it there (a rename or a
+// change of address stopped after committing its keys) can never apply
+// after it (domain.OwnerFence).
+func (h holders) FenceOwner(ctx context.Context, owner string, version int) error {
+	u, err := h.a.users.GetSerial(ctx, owner)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case u.Version != version:
+		return nil
+	}
+	u.Version++
+	_, err = h.a.users.Update(ctx, u)
+	return err
 }
 
 // now is the clock at the millisecond the API shows.

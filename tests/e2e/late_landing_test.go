@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
@@ -269,6 +270,24 @@ func TestAbandonedNameIsFreedOnceTheAccountMovesOn(t *testing.T) {
 		t.Fatalf("another change: %d %s", r.StatusCode, r.Body)
 	}
 	mustSignup(t, api, next, name("taker")+"@example.org")
+	mustLogin(t, api, old)
+	checkClaimsConsistent(t, db)
+}
+
+// TestAbandonedNameIsFreedAMinuteOn: the owner never retries the rename
+// and changes nothing. Within a minute of its commit the name is taken
+// (the rename may be in flight); a signup on a process a minute on
+// (domain.StaleClaimAge) fences the owner's account and takes the name
+// over, and the owner keeps the old name (U1, U4).
+func TestAbandonedNameIsFreedAMinuteOn(t *testing.T) {
+	t.Parallel()
+	rn := renameUnder(t, func(*app.App, string) faultinject.Func { return neverSent("users.update") })
+	db, api, old, next := rn.db, rn.api, rn.old, rn.next
+	if r := signup(api, next, name("early")+"@example.org"); r.StatusCode != http.StatusConflict {
+		t.Fatalf("someone took a name whose rename may still land: %d %s", r.StatusCode, r.Body)
+	}
+	_, later := newTestApp(t, db, nil, app.ClockOffset(domain.StaleClaimAge+time.Second))
+	mustSignup(t, later, next, name("taker")+"@example.org")
 	mustLogin(t, api, old)
 	checkClaimsConsistent(t, db)
 }

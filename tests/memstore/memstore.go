@@ -361,7 +361,7 @@ func (c claims) Claim(_ context.Context, kind domain.ClaimKind, key, owner, op s
 			out = r.c
 			return false, nil
 		}
-		out = domain.Claim{Kind: kind, Key: key, Owner: owner, Op: op, State: domain.ClaimPending, BaseVersion: base}
+		out = domain.Claim{Kind: kind, Key: key, Owner: owner, Op: op, State: domain.ClaimPending, BaseVersion: base, At: c.s.now}
 		c.s.claims[id] = claimRow{c: out, expires: c.s.now.Add(lease)}
 		return true, nil
 	})
@@ -375,7 +375,7 @@ func (c claims) Commit(_ context.Context, kind domain.ClaimKind, key, owner, op 
 		if !ok || r.c.Owner != owner || r.c.Op != op {
 			return false, nil
 		}
-		r.c.State, r.c.BaseVersion, r.expires = domain.ClaimCommitted, base, time.Time{}
+		r.c.State, r.c.BaseVersion, r.c.At, r.expires = domain.ClaimCommitted, base, c.s.now, time.Time{}
 		c.s.claims[id] = r
 		return true, nil
 	})
@@ -400,6 +400,7 @@ func (c claims) move(name string, kind domain.ClaimKind, key string, from, to do
 		if !ok || r.c.Owner != from.Owner || r.c.Op != from.Op || r.c.State != domain.ClaimCommitted {
 			return false, nil
 		}
+		to.At = c.s.now
 		row := claimRow{c: to}
 		if lease > 0 {
 			row.expires = c.s.now.Add(lease)

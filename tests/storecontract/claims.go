@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"shelf/domain"
 )
@@ -19,6 +20,56 @@ var ClaimChecks = []Check[domain.ClaimStore]{
 	{"TakeoverAndAdoptDecidedOnce", claimMovesDecidedOnce},
 	{"LeaseRunsOut", claimLeaseRunsOut},
 	{"CommitOutlivesTheLease", claimCommitOutlivesLease},
+	{"ClaimsSayWhenTheyWereWritten", claimsSayWhen},
+}
+
+// claimsSayWhen: a claim's At is when it was last written (claimed,
+// committed, adopted, taken over), by the store's clock, and a claim in
+// the way of another's says its own (the claimer tells a change stopped
+// after committing by it: domain.StaleClaimAge).
+func claimsSayWhen(t testing.TB, s domain.ClaimStore, c Clock) {
+	ctx, key := context.Background(), Key("when")
+	const step = 50 * time.Millisecond
+	within := func(what string, got domain.Claim, from, to time.Time) {
+		t.Helper()
+		if got.At.Before(At(from)) || got.At.After(to) {
+			t.Errorf("%s: At %v, want between %v and %v", what, got.At, At(from), to)
+		}
+	}
+	written := func(what string, write func() error) domain.Claim {
+		t.Helper()
+		c.Pass(step)
+		from := c.Now()
+		if err := write(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got, err := s.Lookup(ctx, domain.KindUsername, key)
+		if err != nil {
+			t.Fatalf("%s: lookup: %v", what, err)
+		}
+		within(what, got, from, c.Now())
+		return got
+	}
+	claimed := written("claimed", func() error {
+		_, err := s.Claim(ctx, domain.KindUsername, key, "u_a", "op1", 2, Long)
+		return err
+	})
+	inTheWay, err := s.Claim(ctx, domain.KindUsername, key, "u_b", "op9", 0, Long)
+	if err != nil || !inTheWay.At.Equal(claimed.At) {
+		t.Errorf("a claim in the way: %+v %v, want its At %v", inTheWay, err, claimed.At)
+	}
+	committed := written("committed", func() error {
+		_, err := s.Commit(ctx, domain.KindUsername, key, "u_a", "op1", 2)
+		return err
+	})
+	adopted := written("adopted", func() error {
+		_, err := s.Adopt(ctx, domain.KindUsername, key, committed, "op2", 3)
+		return err
+	})
+	written("taken over", func() error {
+		_, err := s.Takeover(ctx, domain.KindUsername, key, adopted, "u_b", "op3", 0, Long)
+		return err
+	})
 }
 
 // claimDecidedOnce: of racers claiming one key, exactly one holds it, and
