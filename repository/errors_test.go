@@ -8,6 +8,7 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gocql/gocql"
 
@@ -77,5 +78,55 @@ func TestMigrationTimeoutsAreTriedAgain(t *testing.T) {
 		if got := migrationTimedOut(c.err); got != c.want {
 			t.Errorf("migrationTimedOut(%q) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// TestACompareAndSetAnsweredAfterItsProposalIsReadBack: a coordinator can
+// fail a compare-and-set after a quorum accepted its proposal, and the
+// next Paxos round (the SERIAL read itself) then commits it. Paxos v1
+// checks the replicas up for the commit at the statement's consistency
+// (Unavailable at LOCAL_QUORUM) and the hints in flight to each
+// (Overloaded), and a replica failing the commit (v1) or the proposal
+// (v2) answers a write failure of any reason. Taken for "not applied",
+// a change of username gave back its claims while the account took the
+// name (accounts' writeWithClaims: "answered, and not applied"), and the
+// next signup took it too (U1). Each is read back; only an Unavailable
+// at a serial consistency (before the Paxos round) and a refusal while
+// shutting down are answers.
+func TestACompareAndSetAnsweredAfterItsProposalIsReadBack(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		err      error
+		readBack bool
+	}{
+		{"unavailable for the commit (v1)", &gocql.RequestErrUnavailable{Consistency: gocql.LocalQuorum, Required: 2, Alive: 1}, true},
+		{"too many hints in flight for the commit (v1)", serverError{gocql.ErrCodeOverloaded, "Too many in flight hints: 1025  destination: /127.0.0.3 destination hints 12"}, true},
+		{"a replica failed the commit (v1)", &gocql.RequestErrWriteFailure{WriteType: "SIMPLE", Consistency: gocql.LocalQuorum, ErrorMap: gocql.ErrorMap{"127.0.0.3": 0}}, true},
+		{"a replica failed the proposal or the commit (v2)", &gocql.RequestErrWriteFailure{WriteType: "CAS", Consistency: gocql.LocalQuorum, ErrorMap: gocql.ErrorMap{"127.0.0.3": 0}}, true},
+		{"unavailable for the Paxos round", &gocql.RequestErrUnavailable{Consistency: gocql.Consistency(gocql.Serial), Required: 2, Alive: 1}, false},
+		{"unavailable for the local Paxos round", &gocql.RequestErrUnavailable{Consistency: gocql.Consistency(gocql.LocalSerial), Required: 2, Alive: 1}, false},
+		{"refused unrun while shutting down", serverError{gocql.ErrCodeOverloaded, "Server is shutting down"}, false},
+		{"refused as invalid", errors.New("line 1:7 no viable alternative"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := &DB{sender: direct{}, Attempt: time.Second}
+			read := false
+			applied, err := db.exec(context.Background(), lwt{
+				name: "users.update",
+				run:  func(context.Context) (bool, error) { return false, tc.err },
+				resolve: func(context.Context) (bool, bool, error) {
+					read = true
+					return true, false, nil // the row holds our tag: the proposal was committed
+				},
+			})
+			switch {
+			case tc.readBack && (!read || err != nil || !applied):
+				t.Fatalf("%T: read back %v, applied %v, %v; want read back and applied", tc.err, read, applied, err)
+			case !tc.readBack && (read || err == nil || errors.Is(err, domain.ErrOutcomeUnknown)):
+				t.Fatalf("%T: read back %v, %v; want the answer, not read back", tc.err, read, err)
+			}
+		})
 	}
 }

@@ -146,7 +146,7 @@ func (db *DB) execOnce(ctx context.Context, op lwt) (applied, resolved bool, err
 			}
 			return db.settle(ctx, op, lastErr)
 		}
-		if !Ambiguous(err) {
+		if !casAmbiguous(err) {
 			if lastErr != nil {
 				return false, false, unknown(op.name, lastErr)
 			}
@@ -291,6 +291,36 @@ func Ambiguous(err error) bool {
 		errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, context.Canceled) ||
 		connectionLost(err)
+}
+
+// casAmbiguous reports errors after which a compare-and-set may have
+// applied: every Ambiguous error, and the answers a coordinator gives
+// after a quorum may have accepted the proposal. Cassandra commits an
+// accepted proposal at the statement's own consistency: Paxos v1 checks
+// that enough replicas are up for it (Unavailable at that consistency,
+// not at SERIAL or LOCAL_SERIAL as before its Paxos round) and the hints
+// in flight to each (Overloaded "Too many in flight hints"), and a
+// replica's failure of the commit (v1) or of the proposal (v2) is a
+// write failure whatever its reason. Any of these is read back, never
+// taken for "not applied": its caller would give back what the write
+// relies on (a change of username its claims) while the write lands.
+// Only a refusal before the statement ran (refusedUnrun) and an
+// Unavailable at a serial consistency prove nothing of it applied.
+func casAmbiguous(err error) bool {
+	var (
+		writeFailure *gocql.RequestErrWriteFailure
+		unavailable  *gocql.RequestErrUnavailable
+		reqErr       gocql.RequestError
+	)
+	switch {
+	case Ambiguous(err) || errors.As(err, &writeFailure):
+		return true
+	case errors.As(err, &unavailable):
+		return !isSerial(unavailable.Consistency)
+	case errors.As(err, &reqErr) && reqErr.Code() == gocql.ErrCodeOverloaded:
+		return !refusedUnrun(err)
+	}
+	return false
 }
 
 // write runs one plain write (name says which, for errors and the
