@@ -122,9 +122,10 @@ const maxRefills = 8
 // run's end. Lean rows are shown as they are; the others are checked
 // against the membership index and the items' own rows (two reads with IN,
 // at once): a row whose item is not in the index (removed, deleted: a
-// ghost) or whose version is older than the index's (a stale copy from a
-// concurrent update) is dropped from the answer and deleted in the
-// background; a row newer than its entry (a fan-out in flight), a second
+// ghost) or whose version is older than the index's at another place (a
+// stale copy from a concurrent update) is dropped from the answer and
+// deleted in the background (one at the entry's place is checked as any
+// other: the fan-out rewrites it where it is); a row newer than its entry (a fan-out in flight), a second
 // row of an item already shown, or a row the item's own row does not
 // vouch for (agrees) is hidden and left alone; and the page is refilled
 // (L1, L2, L3). Costs one slice, one round trip of checks when a row is
@@ -178,8 +179,18 @@ func (s *Service) readPage(ctx context.Context, principalID, bucket string, rn r
 			case r.Lean:
 				// A second row of an item shown already: a page lists an
 				// item once (L2).
-			case !ok || r.Version < e.Version:
+			case !ok || (r.Version < e.Version && !r.LastModified.Equal(e.LastModified)):
 				stale = append(stale, r) // a ghost, or an older copy
+			case r.Version < e.Version:
+				// Older than its entry but at its place (a fence, a share
+				// or the end of lean rows writes every member's rows again
+				// where they are): the fan-out writes this very row next.
+				// Dropped, an item that never moved would be skipped by the
+				// run (L2); shown only if its item vouches for it.
+				if agrees(principalID, bucket, r, live) && !seen[r.ContentID] {
+					seen[r.ContentID] = true
+					out = append(out, r)
+				}
 			case r.Version > e.Version || seen[r.ContentID]:
 				// A fan-out still in flight (the row newer than its entry),
 				// or a second row of an item shown already: not shown, not
