@@ -173,7 +173,9 @@ func (c AuditCursor) Encode() string {
 	return EncodeCursor(strconv.FormatInt(c.At.UnixMilli(), 10), strconv.Itoa(c.Version), string(c.Action))
 }
 
-// DecodeAuditCursor reads a cursor from Encode.
+// DecodeAuditCursor reads a cursor from Encode. A recovery code's use is
+// written at version 0 (no account version decides it), so a page ending
+// at one hands out a cursor of version 0.
 func DecodeAuditCursor(s string) (*AuditCursor, error) {
 	f, err := DecodeCursor(s, 3)
 	if err != nil {
@@ -181,7 +183,11 @@ func DecodeAuditCursor(s string) (*AuditCursor, error) {
 	}
 	ms, err1 := strconv.ParseInt(f[0], 10, 64)
 	v, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil || v < 1 || !validAction(AuditAction(f[2])) {
+	least := 1
+	if AuditAction(f[2]) == AuditRecoveryCodeUsed {
+		least = 0
+	}
+	if err1 != nil || err2 != nil || v < least || !validAction(AuditAction(f[2])) {
 		return nil, ErrBadCursor
 	}
 	return &AuditCursor{At: time.UnixMilli(ms).UTC(), Version: v, Action: AuditAction(f[2])}, nil

@@ -8,10 +8,14 @@ import (
 )
 
 func TestAuditCursorRoundTrip(t *testing.T) {
-	c := AuditCursor{At: time.UnixMilli(1_780_000_000_123).UTC(), Version: 12, Action: AuditEmailChanged}
-	got, err := DecodeAuditCursor(c.Encode())
-	if err != nil || *got != c {
-		t.Fatalf("decode(encode(%+v)) = %+v, %v", c, got, err)
+	for _, c := range []AuditCursor{
+		{At: time.UnixMilli(1_780_000_000_123).UTC(), Version: 12, Action: AuditEmailChanged},
+		{At: time.UnixMilli(1_780_000_000_123).UTC(), Version: 0, Action: AuditRecoveryCodeUsed}, // written at version 0
+	} {
+		got, err := DecodeAuditCursor(c.Encode())
+		if err != nil || *got != c {
+			t.Fatalf("decode(encode(%+v)) = %+v, %v", c, got, err)
+		}
 	}
 	for _, bad := range []string{"", "x", EncodeCursor("1", "2"), EncodeCursor("a", "2", "deleted"),
 		EncodeCursor("1", "0", "deleted"), EncodeCursor("1", "x", "deleted"), EncodeCursor("1", "2", "password_changed")} {
