@@ -433,8 +433,9 @@ func (o outbox) Done(_ context.Context, _ string, marker string) error {
 	return err
 }
 
-// Pending lists the marks made before `before` (at most OutboxHorizon
-// ahead of the clock), window by window from the start, as the
+// Pending lists the marks made before the end of before's millisecond
+// (before at most OutboxHorizon ahead of the clock), window by window,
+// of the windows that begin before before, from the start, as the
 // repository's does, and moves the start past the windows it read empty
 // that ended OutboxHorizon ago: a mark whose write lands in a window the
 // start passed is never listed.
@@ -455,10 +456,13 @@ func (o outbox) Pending(_ context.Context, before time.Time, limit int) ([]libra
 			behind = s.now
 		}
 		next, closed, advancing := start, behind.Add(-OutboxHorizon), true
+		// A window's read takes every mark up to maxTimeuuid(before): the
+		// whole of before's millisecond.
+		until := before.Truncate(time.Millisecond).Add(time.Millisecond)
 		for b := start.Truncate(OutboxWidth); b.Before(before) && len(out) < limit; b = b.Add(OutboxWidth) {
 			var rows []library.OutboxEntry
 			for _, c := range s.content.marks {
-				if !c.deleted && c.v.MarkedAt.Truncate(OutboxWidth).Equal(b) && c.v.MarkedAt.Before(before) {
+				if !c.deleted && c.v.MarkedAt.Truncate(OutboxWidth).Equal(b) && c.v.MarkedAt.Before(until) {
 					rows = append(rows, c.v)
 				}
 			}

@@ -96,6 +96,48 @@ func outboxStartMoves(t testing.TB, s SkewedOutbox, c Clock) {
 var OutboxChecks = []Check[library.Outbox]{
 	{"DoneTakesOneMark", outboxMarks},
 	{"PendingListsAMarkOnlyPastItsTime", outboxMarkTimes},
+	{"PendingTakesTheWholeMillisecondOfBefore", outboxMarkMillisecond},
+}
+
+// outboxMarkMillisecond: Pending(before) lists a mark made within
+// before's own millisecond, after before itself: the repository bounds its
+// read by maxTimeuuid(before), the last time UUID of that millisecond, and
+// the outbox worker counts on it (library.Service.DrainOutbox's taken is
+// before plus a millisecond). So the worker whose cut-off (its clock less
+// the grace, in whole milliseconds) is the mark's millisecond takes it. A
+// mark in a window's first millisecond is read by no such Pending (the
+// windows read are those that begin before before: a minute wide), so
+// the check makes its marks until one is not.
+func outboxMarkMillisecond(t testing.TB, s library.Outbox, c Clock) {
+	ctx := context.Background()
+	var m library.OutboxEntry
+	for {
+		var err error
+		if m, err = s.Mark(ctx, Key("item")); err != nil {
+			t.Fatal(err)
+		}
+		if !m.MarkedAt.Truncate(time.Millisecond).Equal(m.MarkedAt.Truncate(time.Minute)) {
+			break
+		}
+		if err := s.Done(ctx, m.ContentID, m.Marker); err != nil {
+			t.Fatal(err)
+		}
+		c.Pass(time.Millisecond)
+	}
+	c.Pass(time.Millisecond) // the readers' clocks are past the mark
+	before := m.MarkedAt.Truncate(time.Millisecond)
+	got, err := s.Pending(ctx, before, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := slices.ContainsFunc(got, func(e library.OutboxEntry) bool { return e.Marker == m.Marker })
+	if err := s.Done(ctx, m.ContentID, m.Marker); err != nil {
+		t.Fatal(err)
+	}
+	if !listed {
+		t.Fatalf("a mark made at %v is not listed by Pending(%v), its own millisecond: %+v",
+			m.MarkedAt.Format(time.RFC3339Nano), before.Format(time.RFC3339Nano), got)
+	}
 }
 
 // outboxMarkTimes: Pending(before) lists a mark only if it was made
