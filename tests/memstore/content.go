@@ -16,7 +16,9 @@ import (
 
 // versioned is one row of a table written USING TIMESTAMP: a write lands
 // only if its timestamp is newer than the row's, a delete also on a tie
-// (as in Cassandra, where a tombstone wins a tie).
+// (as in Cassandra, where a tombstone wins a tie). Two writes of a live
+// row at one timestamp keep, column by column, the greater value, as the
+// node reconciles cells of one timestamp (see tie).
 type versioned[T any] struct {
 	v       T
 	ts      int64
@@ -24,9 +26,32 @@ type versioned[T any] struct {
 }
 
 func putAt[T any](table map[string]versioned[T], key string, v T, ts int64) {
-	if c, ok := table[key]; !ok || ts > c.ts {
+	c, ok := table[key]
+	switch {
+	case !ok || ts > c.ts:
 		table[key] = versioned[T]{v: v, ts: ts}
+	case ts == c.ts && !c.deleted:
+		table[key] = versioned[T]{v: tie(c.v, v), ts: ts}
 	}
+}
+
+// tie is the row two writes of one timestamp leave: for the library's
+// tables (its index and rows), the greater value of each column, as
+// Cassandra keeps of two cells of one timestamp (the greater bytes: true
+// over false, the later time, text by its bytes); for the other tables
+// the row that landed first (their writes of one timestamp say the same).
+func tie[T any](a, b T) T {
+	x, ok := any(a).(library.Entry)
+	if !ok {
+		return a
+	}
+	y := any(b).(library.Entry)
+	x.Role, x.Name, x.Visibility = max(x.Role, y.Role), max(x.Name, y.Name), max(x.Visibility, y.Visibility)
+	if y.LastModified.After(x.LastModified) {
+		x.LastModified = y.LastModified
+	}
+	x.Version, x.Lean = max(x.Version, y.Version), x.Lean || y.Lean
+	return any(x).(T)
 }
 
 func deleteAt[T any](table map[string]versioned[T], key string, ts int64) {

@@ -191,6 +191,42 @@ var LibraryChecks = []Check[library.EntryStore]{
 	{"SlicesPageBothWays", librarySlices},
 	{"IndexPagesByContentID", libraryIndexPages},
 	{"LeanRowsStayRemovedAtTheirVersion", libraryLeanRows},
+	{"ATieOfTwoWritesKeepsTheGreaterValues", libraryTies},
+}
+
+// libraryTies: two writes of one entry at one version that say different
+// things, landing in either order, leave the index entry and the row with
+// the greater value of each column (Cassandra's rule for cells of one
+// timestamp: a delete wins a tie, then the greater value), never the
+// first or the last to land: lean true over false, the greater name.
+// (The changes write one version alike, every finisher deciding from the
+// same row; a fake that kept the first write would hide one that did not.)
+func libraryTies(t testing.TB, s library.EntryStore, c Clock) {
+	ctx, p := context.Background(), Key("principal")
+	for _, leanFirst := range []bool{false, true} {
+		item := Key("item")
+		first := entryOf(p, item, library.VisibilityPublic, At(c.Now()), 5)
+		first.Lean, first.Name = leanFirst, "b-name"
+		second := first
+		second.Lean, second.Name = !leanFirst, "a-name"
+		if leanFirst {
+			first.Name, second.Name = second.Name, first.Name
+		}
+		for _, e := range []library.Entry{first, second} {
+			if err := s.Apply(ctx, e, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		idx, err := s.Index(ctx, p, []string{item})
+		if got := idx[item]; err != nil || !got.Lean || got.Name != "b-name" || got.Version != 5 {
+			t.Fatalf("index after writes lean=%v then lean=%v at one version: %+v %v, want lean, named b-name", first.Lean, second.Lean, got, err)
+		}
+		rows, err := s.Slice(ctx, p, library.BucketPublic, library.NewestFirst, nil, 10)
+		i := slices.IndexFunc(rows, func(r library.Entry) bool { return r.ContentID == item })
+		if err != nil || i < 0 || !rows[i].Lean || rows[i].Name != "b-name" || rows[i].Version != 5 {
+			t.Fatalf("public bucket after writes lean=%v then lean=%v at one version: %+v %v, want the item lean, named b-name", first.Lean, second.Lean, rows, err)
+		}
+	}
 }
 
 // libraryLeanRows: rows and index entries keep whether they are lean;
