@@ -224,6 +224,12 @@ func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principal
 // with.
 var errNotShared = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "The item is not shared with this principal."}
 
+// errNotAMember answers a user leaving an item she is no member of
+// herself, whether or not it exists (a leave tells nobody a private item
+// exists): it says where an item she sees may come from.
+var errNotAMember = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found",
+	Message: "You are not a member of this item, or there is no such item. An item you see through a group leaves your library when you leave the group, or when one of the group's managers removes it from the group's library."}
+
 // Drop takes a principal off an item for the system (a group's closing,
 // whose caller was checked there; a departed creator, see
 // leaveForDepartedCreator): content's own unshare, so the counts
@@ -317,11 +323,11 @@ func (s *Service) mayUnshare(ctx context.Context, p domain.Principal, id, princi
 // cost follows the groups the item's managers shared it with (a stranger
 // could share his item with the caller and a hundred groups of his she is
 // in). The item and the caller's own membership are read at once; an item
-// the caller is no member of answers as one she cannot see when it is
-// private, so a leave tells nobody an item exists.
+// the caller is no member of answers as one that does not exist
+// (errNotAMember), so a leave tells nobody an item exists.
 func (s *Service) mayLeave(ctx context.Context, p domain.Principal, id string) (*caller, error) {
 	if !domain.ValidID(id, domain.ContentIDPrefix) {
-		return nil, errContentNotFound
+		return nil, errNotAMember
 	}
 	var c Content
 	var own []Member
@@ -335,17 +341,14 @@ func (s *Service) mayLeave(ctx context.Context, p domain.Principal, id string) (
 	})
 	switch {
 	case errors.Is(cErr, domain.ErrNotFound) || (cErr == nil && c.Deleted):
-		return nil, errContentNotFound
+		return nil, errNotAMember
 	case cErr != nil:
 		return nil, cErr
 	case ownErr != nil:
 		return nil, ownErr
 	}
 	if len(withPending(own, c.Pending, []string{p.UserID})) == 0 {
-		if c.Visibility == VisibilityPrivate {
-			return nil, errContentNotFound
-		}
-		return nil, errNotShared
+		return nil, errNotAMember
 	}
 	// Leaving needs no right: a change of the item meanwhile decides
 	// again on the membership alone (the change's own read of it).

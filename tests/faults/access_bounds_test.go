@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"shelf/domain"
@@ -95,8 +96,14 @@ func TestLeavingAStrangersItemCostsTheSameWhateverItsGroups(t *testing.T) {
 		calls, rows := c.store.Calls(), c.store.MemberRows()
 		must(c.lib.Unshare(ctx, as(c.friend), it, c.friend.ID))
 		cost[n] = [2]int{c.store.Calls() - calls, c.store.MemberRows() - rows}
-		if err := c.lib.Unshare(ctx, as(c.friend), it, c.friend.ID); !errors.Is(err, domain.ErrNotFound) {
-			t.Errorf("leaving an item again: %v, want not found", err)
+		if err := c.lib.Unshare(ctx, as(c.friend), it, c.friend.ID); !errors.Is(err, domain.ErrNotFound) || !strings.Contains(err.Error(), "leave the group") {
+			t.Errorf("leaving an item again (she still sees it through the groups): %v, want not found, saying how to stop seeing it", err)
+		}
+		notMember := c.lib.Unshare(ctx, as(c.friend), it, c.friend.ID)
+		for _, id := range []string{"c_" + strings.Repeat("a", 26), "c_nothing"} {
+			if err := c.lib.Unshare(ctx, as(c.friend), id, c.friend.ID); err == nil || notMember == nil || err.Error() != notMember.Error() {
+				t.Errorf("leaving %s, which does not exist, answers %v; leaving one she is no member of, %v: they must not differ", id, err, notMember)
+			}
 		}
 	}
 	if cost[240] != cost[120] {
