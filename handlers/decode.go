@@ -68,7 +68,18 @@ func decodeJSON(r *http.Request, dst any) error {
 // (passkey.challenge), as the validator names nested fields.
 // Other syntax errors are left to the decoder, whose messages say them.
 func onlyOneMeaning(raw []byte, dst any) error {
-	root := reflect.TypeOf(dst)
+	// open holds, for each object or array the decoder is in, the type it
+	// reads into (nil where names are not checked: a free object, a type
+	// that reads its own JSON, or anything below one) and the last name
+	// read in it. Kept as the tokens come, it costs a step a token: a
+	// path read again for every name grew with the depth, and a body of
+	// deep free objects (a credential) took seconds.
+	type container struct {
+		t     reflect.Type
+		names map[string]bool // t's JSON names, when t is a struct
+		name  string
+	}
+	var open []container
 	dec := jsontext.NewDecoder(bytes.NewReader(raw))
 	for {
 		tok, err := dec.ReadToken()
@@ -87,44 +98,53 @@ func onlyOneMeaning(raw []byte, dst any) error {
 		default:
 			return nil
 		}
-		if tok.Kind() != '"' {
+		switch tok.Kind() {
+		case '{', '[':
+			t := reflect.TypeOf(dst)
+			if n := len(open); n > 0 {
+				t = childType(open[n-1].t, open[n-1].name)
+			}
+			t = readsByNames(t)
+			open = append(open, container{t: t, names: jsonNames(t)})
+			continue
+		case '}', ']':
+			open = open[:len(open)-1]
+			continue
+		case '"':
+		default:
 			continue
 		}
 		if kind, n := dec.StackIndex(dec.StackDepth()); kind != '{' || n%2 == 0 { // a value, not a name
 			continue
 		}
-		at := dec.StackPointer()
-		names := jsonNames(readsByNames(typeAt(root, at.Parent())))
-		if names == nil || names[tok.String()] {
+		in := &open[len(open)-1]
+		in.name = tok.String()
+		if in.names == nil || in.names[in.name] {
 			continue
 		}
-		name := strings.Join(slices.Collect(at.Tokens()), ".")
+		name := strings.Join(slices.Collect(dec.StackPointer().Tokens()), ".")
 		return newProblem(http.StatusBadRequest, "unknown_field", fmt.Sprintf("The field %q is not part of this request (names match exactly, case included).", name),
 			ProblemField{Field: name, Code: "unknown", Message: "is not a field of this request"})
 	}
 }
 
-// typeAt is the Go type that the JSON value at pointer p decodes into,
-// when t is the type of the whole (through pointers, struct fields by
-// their exact JSON names, and the elements of slices, arrays and maps);
-// nil where encoding/json would not reach by exact names.
-func typeAt(t reflect.Type, p jsontext.Pointer) reflect.Type {
-	for tok := range p.Tokens() {
-		for t != nil && t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		switch {
-		case t == nil:
-			return nil
-		case t.Kind() == reflect.Struct:
-			t = fieldType(t, tok)
-		case t.Kind() == reflect.Slice, t.Kind() == reflect.Array, t.Kind() == reflect.Map:
-			t = t.Elem()
-		default:
-			return nil
-		}
+// childType is the Go type a value inside a JSON object or array read
+// into t decodes into (through pointers: a struct's field by its exact
+// JSON name, the element of a slice, an array or a map), or nil where
+// encoding/json would not reach by exact names.
+func childType(t reflect.Type, name string) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	return t
+	switch {
+	case t == nil:
+		return nil
+	case t.Kind() == reflect.Struct:
+		return fieldType(t, name)
+	case t.Kind() == reflect.Slice, t.Kind() == reflect.Array, t.Kind() == reflect.Map:
+		return t.Elem()
+	}
+	return nil
 }
 
 // readsByNames is t, unless t reads its JSON itself (requestTime: its
