@@ -161,6 +161,25 @@ func (a *Service) mailPendingEmail(ctx context.Context, u domain.User) {
 var ErrNoticeFailed = &domain.Error{Kind: domain.ErrUnavailable, Code: "notice_failed",
 	Message: "The notice to your current email address could not be sent, so nothing changed; try again."}
 
+// ErrResetLinkFailed answers a revert whose reset link could not be
+// mailed (the mail server refused or was down): the account is recovered,
+// the token not done, and following the link again mails it (503, as a
+// retry finishes). The mailer's own error would answer 500.
+var ErrResetLinkFailed = &domain.Error{Kind: domain.ErrUnavailable, Code: "reset_link_failed",
+	Message: "The reset link could not be mailed; follow the link again to send it."}
+
+// mailRevertsLink mails a revert's reset link to u's address, never held
+// back; a failure of the mailer is ErrResetLinkFailed.
+func (a *Service) mailRevertsLink(ctx context.Context, u domain.User) error {
+	err := a.sendToken(ctx, u, PurposeResetPassword, neverHeld)
+	var known *domain.Error
+	if err == nil || errors.As(err, &known) || errors.Is(err, domain.ErrUnavailable) {
+		return err
+	}
+	a.log.Warn(ctx, "a revert's reset link failed; its retry mails it", "user", u.ID, "error", err.Error())
+	return ErrResetLinkFailed
+}
+
 // tooManyMails answers an email change whose notice was held back by the
 // hourly mail limit of the account's address (an address not verified:
 // docs/design/throttle.md): nothing changed; wait says when one more mail
@@ -291,7 +310,7 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 		// The reset link before the done mark: a retry finds a done
 		// token used and mails nothing, and the password now opens
 		// nothing, every older link stale (TestARevertWhoseDoneMarkWasLostStillMailsItsResetLink).
-		if err := a.sendToken(ctx, out, PurposeResetPassword, neverHeld); err != nil {
+		if err := a.mailRevertsLink(ctx, out); err != nil {
 			return err
 		}
 	}

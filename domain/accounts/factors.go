@@ -941,7 +941,7 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	}
 	// The reset link before the done mark, as for RevertEmailChange: a
 	// retry of a done token mails nothing.
-	if err := a.sendToken(ctx, out, PurposeResetPassword, neverHeld); err != nil {
+	if err := a.mailRevertsLink(ctx, out); err != nil {
 		return err
 	}
 	return a.finishToken(ctx, t)
