@@ -430,6 +430,9 @@ func (s *Users) Profile(ctx context.Context, id string) (domain.Profile, error) 
 	})
 }
 
+// NodeNow reads the answering node's clock.
+func (s *Users) NodeNow(ctx context.Context) (time.Time, error) { return s.rows.db.nodeNow(ctx) }
+
 // Access reads what an authenticated request checks (userAccessCQL).
 func (s *Users) Access(ctx context.Context, id string) (domain.Access, error) {
 	return readView(ctx, s, "users.access", userAccessCQL, id, accessRow.toDomain)

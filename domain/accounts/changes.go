@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -158,10 +159,12 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		}
 		next, claim := change.apply(u, h, session)
 		asked = change.asksEmail(u)
-		if asked && self && !a.stillAdmits(u.Access(), p.Session) {
-			// The new epoch would name a session the account no longer
-			// admits (a suspension or a reset landed meanwhile).
-			return false, domain.ErrNoSession
+		if asked && self {
+			if ok, err := a.stillAdmits(ctx, u.Access(), p.Session); err != nil || !ok {
+				// The new epoch would name a session the account no
+				// longer admits (a suspension or a reset landed meanwhile).
+				return false, cmp.Or[error](err, domain.ErrNoSession)
+			}
 		}
 		if asked && !a.mailOn() {
 			// Only its link makes a new address the account's, and
@@ -321,12 +324,12 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 		if u.PasswordEpoch != checked.PasswordEpoch {
 			return u, false, ErrInvalidCredentials
 		}
-		if !a.stillAdmits(u.Access(), p.Session) {
+		if ok, err := a.stillAdmits(ctx, u.Access(), p.Session); err != nil || !ok {
 			// The caller's session no longer works (a suspension, a
 			// sign-out everywhere or a reset landed since it was
 			// authenticated, before the read above): naming it for the
 			// new epoch would bring it back.
-			return u, false, domain.ErrNoSession
+			return u, false, cmp.Or[error](err, domain.ErrNoSession)
 		}
 		if fe := a.passwordRules("newPassword", next, u.UsernameKey, u.EmailKey); fe != nil {
 			return u, false, domain.Invalid("The new password is not valid.", *fe)

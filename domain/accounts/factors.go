@@ -777,7 +777,7 @@ func (a *Service) SecondFactor(ctx context.Context, challenge string, proof Proo
 	if err := a.proveFactor(ctx, u.ID, factors, set, proof); err != nil {
 		return LoginResult{}, err
 	}
-	if err := a.mayLogIn(u); err != nil {
+	if err := a.mayLogIn(ctx, u); err != nil {
 		return LoginResult{}, err
 	}
 	used := t

@@ -116,7 +116,7 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	}
 	// Only now, with the password right, may the caller learn of a
 	// suspension (S3).
-	if err := a.mayLogIn(u.Credentials); err != nil {
+	if err := a.mayLogIn(ctx, u.Credentials); err != nil {
 		return LoginResult{}, a.suspendedWhy(ctx, u.ID, err)
 	}
 	if rehash {
@@ -153,8 +153,8 @@ func (a *Service) suspendedWhy(ctx context.Context, userID string, err error) er
 // (ErrPasswordResetRequired), and with SHELF_REQUIRE_VERIFIED_EMAIL an
 // address not verified (admins excepted: an operator must not depend on
 // mail).
-func (a *Service) mayLogIn(u domain.Credentials) error {
-	if err := a.blocked(u.Access); err != nil {
+func (a *Service) mayLogIn(ctx context.Context, u domain.Credentials) error {
+	if err := a.blocked(ctx, u.Access); err != nil {
 		return err
 	}
 	if u.PasswordResetRequired {
@@ -226,7 +226,7 @@ func (a *Service) openSession(ctx context.Context, u domain.Access, client Clien
 		// The password checked is not the account's any more.
 		err = gone
 	default:
-		err = a.blocked(again.Access)
+		err = a.blocked(ctx, again.Access)
 	}
 	if err != nil || len(factors) > 0 {
 		if derr := a.sessions.Delete(ctx, s); derr != nil {
@@ -261,9 +261,23 @@ func passwordAdmits(u domain.Access, s domain.Session) bool {
 }
 
 // blocked returns ErrSuspended while u's suspension is in force; one whose
-// end has passed no longer blocks, even before the sweeper lifts it.
-func (a *Service) blocked(u domain.Access) error {
-	if u.Status == domain.StatusSuspended && u.Suspension != nil && u.Suspension.ActiveAt(a.cfg.Now()) {
+// end has passed no longer blocks, even before the sweeper lifts it. Ended
+// by this process's clock and the node's both, as the sweeper and every
+// finisher lift it (liftIfEnded): a process whose clock runs ahead lets
+// nobody in early. The node is asked only then, between the end and the
+// sweeper's lift.
+func (a *Service) blocked(ctx context.Context, u domain.Access) error {
+	if u.Status != domain.StatusSuspended || u.Suspension == nil {
+		return nil
+	}
+	if u.Suspension.ActiveAt(a.cfg.Now()) {
+		return domain.ErrSuspended(*u.Suspension)
+	}
+	node, err := a.users.NodeNow(ctx)
+	if err != nil {
+		return err
+	}
+	if u.Suspension.ActiveAt(node) {
 		return domain.ErrSuspended(*u.Suspension)
 	}
 	return nil
@@ -277,8 +291,15 @@ func (a *Service) blocked(u domain.Access) error {
 // address asked for) is decided on it: otherwise a session the
 // suspension ended would be named for the epoch after it, and work again
 // after the lift (S3, U8).
-func (a *Service) stillAdmits(u domain.Access, s domain.Session) bool {
-	return u.Visible() && passwordAdmits(u, s) && a.blocked(u) == nil
+func (a *Service) stillAdmits(ctx context.Context, u domain.Access, s domain.Session) (bool, error) {
+	if !u.Visible() || !passwordAdmits(u, s) {
+		return false, nil
+	}
+	err := a.blocked(ctx, u)
+	if errors.Is(err, domain.ErrForbidden) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // rehash stores a hash with the current parameters; a failure only means
@@ -449,8 +470,13 @@ func (a *Service) Authenticate(ctx context.Context, token string) (domain.Princi
 		// finishing that deletion (DeleteUser ends it last).
 		return domain.Principal{UserID: s.UserID, Session: s, Account: &u}, ErrDeletionSession
 	}
-	if !u.Visible() || a.blocked(u) != nil {
+	if !u.Visible() {
 		return domain.Principal{}, domain.ErrNoSession
+	}
+	if err := a.blocked(ctx, u); errors.Is(err, domain.ErrForbidden) {
+		return domain.Principal{}, domain.ErrNoSession
+	} else if err != nil {
+		return domain.Principal{}, err
 	}
 	a.sighted(ctx, s)
 	return domain.Principal{UserID: s.UserID, Session: s, Account: &u}, nil

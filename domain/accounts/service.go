@@ -49,6 +49,9 @@ type UserStore interface {
 	// Update writes u if the stored version is still u.Version-1: every
 	// column, so u must have been read whole (Get, GetSerial).
 	Update(ctx context.Context, u domain.User) (bool, error)
+	// NodeNow reads the clock of the store's node: a suspension's end is
+	// judged by it too (blocked), as the sweeper judges it.
+	NodeNow(ctx context.Context) (time.Time, error)
 }
 
 // PasswordHasher hashes and checks passwords (argon2id in production).

@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -338,10 +339,12 @@ func (a *Service) RevokeSessions(ctx context.Context, p domain.Principal, userID
 		if !u.Visible() {
 			return u, false, domain.ErrUserNotFound
 		}
-		if keep != "" && !a.stillAdmits(u.Access(), p.Session) {
-			// The session to keep no longer works (a suspension or a
-			// reset landed meanwhile): naming it would bring it back.
-			return u, false, domain.ErrNoSession
+		if keep != "" {
+			if ok, err := a.stillAdmits(ctx, u.Access(), p.Session); err != nil || !ok {
+				// The session to keep no longer works (a suspension or a
+				// reset landed meanwhile): naming it would bring it back.
+				return u, false, cmp.Or[error](err, domain.ErrNoSession)
+			}
 		}
 		u.PasswordEpoch, u.PasswordSession = u.PasswordEpoch+1, keep
 		return u, true, nil

@@ -379,7 +379,7 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 // moved on again, while the session was written: no token is handed out,
 // and the token stays unfinished (its retry finds it stale too).
 func (a *Service) resetSession(ctx context.Context, u domain.User, client Client) (LoginResult, error) {
-	if a.mayLogIn(u.Credentials()) != nil {
+	if a.mayLogIn(ctx, u.Credentials()) != nil {
 		return LoginResult{}, nil
 	}
 	if factors, err := a.confirmedFactors(ctx, u.ID); err != nil || len(factors) > 0 {

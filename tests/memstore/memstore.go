@@ -497,6 +497,16 @@ func (u *Users) Profile(ctx context.Context, id string) (domain.Profile, error) 
 	return readView(u, ctx, "users.profile", id, domain.User.Profile)
 }
 
+// NodeNow reads the store's clock (the node's).
+func (u *Users) NodeNow(_ context.Context) (time.Time, error) {
+	var now time.Time
+	_, err := u.s.call("system.local.now", false, func() (bool, error) {
+		now = u.s.now
+		return true, nil
+	})
+	return now, err
+}
+
 // Access reads what an authenticated request checks of an account.
 func (u *Users) Access(ctx context.Context, id string) (domain.Access, error) {
 	return readView(u, ctx, "users.access", id, domain.User.Access)
