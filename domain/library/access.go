@@ -15,6 +15,10 @@ type access struct {
 	see    bool
 	manage bool
 	admin  bool
+	// refused is why an active admin is not marked admin where managing
+	// was needed (RequireAdmin's refusal: a session without a second
+	// factor where one is required); nil otherwise.
+	refused error
 	// own is the role of the caller's own membership, as its pending
 	// change leaves it ("": none, or not read: accessTo's shortcuts for an
 	// anonymous caller and for seeing an item that is not private skip it).
@@ -89,6 +93,17 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 		}
 		if caller != nil && caller.IsAdmin() && caller.Status == domain.StatusActive {
 			a.admin, a.see = true, true
+			if n == managing {
+				// Managing acts: an admin's power to, behind RequireAdmin's
+				// gate (SHELF_REQUIRE_ADMIN_FACTOR: none for a session
+				// made without a second factor). Seeing is not gated.
+				_, err := s.callers.RequireAdmin(ctx, p)
+				var refusal *domain.Error
+				if err != nil && !errors.As(err, &refusal) {
+					return a, err
+				}
+				a.admin, a.refused = err == nil, err
+			}
 		}
 	}
 	if c.Visibility != VisibilityPrivate {
@@ -185,7 +200,7 @@ func (s *Service) manages(ctx context.Context, p domain.Principal, c Content) er
 	case !a.see:
 		return errContentNotFound
 	case !a.manage && !a.admin:
-		return domain.ErrDenied
+		return cmp.Or(a.refused, error(domain.ErrDenied))
 	}
 	return nil
 }
@@ -231,7 +246,7 @@ func (s *Service) managed(ctx context.Context, p domain.Principal, id string) (C
 	}
 	c, a, err := s.load(ctx, p, id, managing)
 	if err == nil && !a.manage && !a.admin {
-		return Content{}, access{}, s.denied(ctx, id)
+		return Content{}, access{}, s.denied(ctx, id, a.refused)
 	}
 	return c, a, err
 }
@@ -239,8 +254,9 @@ func (s *Service) managed(ctx context.Context, p domain.Principal, id string) (C
 // denied answers a caller whose access to a live item fell short. The item
 // is read again first: a delete that ran between reading the item and
 // reading the caller's member row removed that row, and the answer is then
-// that the item is gone (404), not that the caller may not (403).
-func (s *Service) denied(ctx context.Context, id string) error {
+// that the item is gone (404), not that the caller may not (403: refused,
+// when set, else ErrDenied).
+func (s *Service) denied(ctx context.Context, id string, refused error) error {
 	c, err := s.content.Get(ctx, id)
 	switch {
 	case errors.Is(err, domain.ErrNotFound) || (err == nil && c.Deleted):
@@ -248,7 +264,7 @@ func (s *Service) denied(ctx context.Context, id string) error {
 	case err != nil:
 		return err
 	}
-	return domain.ErrDenied
+	return cmp.Or(refused, error(domain.ErrDenied))
 }
 
 // withPending is the members found as the item's pending share or unshare

@@ -85,6 +85,18 @@ func (c callersOf) Caller(_ context.Context, p domain.Principal) (*domain.Access
 	return a, nil
 }
 
+// RequireAdmin is the gate of an admin's power to act: the admin passes.
+func (c callersOf) RequireAdmin(ctx context.Context, p domain.Principal) (domain.Access, error) {
+	a, _ := c.Caller(ctx, p)
+	switch {
+	case a == nil:
+		return domain.Access{}, domain.ErrNoSession
+	case !a.IsAdmin():
+		return domain.Access{}, domain.ErrDenied
+	}
+	return *a, nil
+}
+
 // TestReadingAnItemReadsMembershipsOnlyWhenTheyDecide: whoever the caller
 // and whatever the item's visibility, Get finds the item exactly when the
 // rules say it may be seen (public: everyone; loggedin: any session;

@@ -1,6 +1,7 @@
 package library
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -310,8 +311,8 @@ func (s *Service) mayUnshare(ctx context.Context, p domain.Principal, id, princi
 	}}
 	err = s.mayUnshareWith(ctx, p, a, principalID)
 	switch {
-	case errors.Is(err, domain.ErrDenied):
-		return nil, s.denied(ctx, id)
+	case errors.Is(err, domain.ErrForbidden):
+		return nil, s.denied(ctx, id, err)
 	case err != nil:
 		return nil, err
 	}
@@ -370,7 +371,7 @@ func (s *Service) mayUnshareWith(ctx context.Context, p domain.Principal, a acce
 			return nil
 		}
 	}
-	return domain.ErrDenied
+	return cmp.Or(a.refused, error(domain.ErrDenied))
 }
 
 // principalExists checks a user or group id.

@@ -203,8 +203,8 @@ type Callers interface {
 	// ErrNoSession when the account behind the session is gone.
 	Caller(ctx context.Context, p domain.Principal) (*domain.Access, error)
 	// RequireAdmin answers ErrNoSession for no session and ErrDenied for
-	// a caller who is not an active admin (nothing in this package calls
-	// it).
+	// a caller who is not an active admin, and is the gate of an admin's
+	// power to manage another's item (accessTo).
 	RequireAdmin(ctx context.Context, p domain.Principal) (domain.Access, error)
 }
 
