@@ -56,6 +56,12 @@ func (c accountChange) credentials(u domain.User) bool {
 	return (c.in.Username != nil && c.username != u.Username) || (c.in.Email != nil && c.email != u.Email)
 }
 
+// cancels reports whether the change drops the new address u asked for
+// and still holds (its own address sent again: apply).
+func (c accountChange) cancels(u domain.User, h holds) bool {
+	return c.in.Email != nil && !c.asksEmail(u) && h.pending(u)
+}
+
 // asksEmail reports whether the change asks for a new address for u: one
 // whose key is not u's own (a new spelling of the same address is not).
 func (c accountChange) asksEmail(u domain.User) bool {
@@ -145,7 +151,10 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		if err != nil {
 			return false, err
 		}
-		if change.credentials(u) && !(self && proven == u.PasswordEpoch) {
+		// Another's cancel of the change u asked for is a change of u's
+		// email too: no admin makes it on another admin's account.
+		takes := change.credentials(u) || (!self && change.cancels(u, a.holdsAt(a.now())))
+		if takes && !(self && proven == u.PasswordEpoch) {
 			if err := a.mayTakeOver(ctx, p, u, in.Proof); err != nil {
 				return false, err
 			}
