@@ -2059,9 +2059,10 @@ type ClientInterface interface {
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
 	// longer holds, the revocation of its sessions, a read of the
-	// factors and a lightweight transaction per factor removed, one
-	// lightweight transaction marking the token done; the reset mail
-	// after the answer.
+	// factors and a lightweight transaction per factor removed,
+	// the reset mail (503 `reset_link_failed` when it cannot be sent:
+	// follow the link again), then a lightweight transaction marking the
+	// token done.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2101,9 +2102,10 @@ type ClientInterface interface {
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
 	// longer holds, the revocation of its sessions, a read of the
-	// factors and a lightweight transaction per factor removed, one
-	// lightweight transaction marking the token done; the reset mail
-	// after the answer.
+	// factors and a lightweight transaction per factor removed,
+	// the reset mail (503 `reset_link_failed` when it cannot be sent:
+	// follow the link again), then a lightweight transaction marking the
+	// token done.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2245,8 +2247,9 @@ type ClientInterface interface {
 	// SERIAL read of the token, a SERIAL read of the account, a
 	// lightweight transaction using the token, a compare-and-set of the
 	// account, the revocation of its sessions, a read of its factors
-	// and the factor's removal (a lightweight transaction), one marking
-	// the token done; the reset mail after the answer.
+	// and the factor's removal (a lightweight transaction), the reset
+	// mail (503 `reset_link_failed` when it cannot be sent: follow the
+	// link again), then one marking the token done.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2278,8 +2281,9 @@ type ClientInterface interface {
 	// SERIAL read of the token, a SERIAL read of the account, a
 	// lightweight transaction using the token, a compare-and-set of the
 	// account, the revocation of its sessions, a read of its factors
-	// and the factor's removal (a lightweight transaction), one marking
-	// the token done; the reset mail after the answer.
+	// and the factor's removal (a lightweight transaction), the reset
+	// mail (503 `reset_link_failed` when it cannot be sent: follow the
+	// link again), then one marking the token done.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4383,9 +4387,10 @@ func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId Pri
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
 // longer holds, the revocation of its sessions, a read of the
-// factors and a lightweight transaction per factor removed, one
-// lightweight transaction marking the token done; the reset mail
-// after the answer.
+// factors and a lightweight transaction per factor removed,
+// the reset mail (503 `reset_link_failed` when it cannot be sent:
+// follow the link again), then a lightweight transaction marking the
+// token done.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4436,9 +4441,10 @@ func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType stri
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
 // longer holds, the revocation of its sessions, a read of the
-// factors and a lightweight transaction per factor removed, one
-// lightweight transaction marking the token done; the reset mail
-// after the answer.
+// factors and a lightweight transaction per factor removed,
+// the reset mail (503 `reset_link_failed` when it cannot be sent:
+// follow the link again), then a lightweight transaction marking the
+// token done.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4631,8 +4637,9 @@ func (c *Client) ConfirmEmailVerification(ctx context.Context, body ConfirmEmail
 // SERIAL read of the token, a SERIAL read of the account, a
 // lightweight transaction using the token, a compare-and-set of the
 // account, the revocation of its sessions, a read of its factors
-// and the factor's removal (a lightweight transaction), one marking
-// the token done; the reset mail after the answer.
+// and the factor's removal (a lightweight transaction), the reset
+// mail (503 `reset_link_failed` when it cannot be sent: follow the
+// link again), then one marking the token done.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4675,8 +4682,9 @@ func (c *Client) RevertFactorAdditionWithBody(ctx context.Context, contentType s
 // SERIAL read of the token, a SERIAL read of the account, a
 // lightweight transaction using the token, a compare-and-set of the
 // account, the revocation of its sessions, a read of its factors
-// and the factor's removal (a lightweight transaction), one marking
-// the token done; the reset mail after the answer.
+// and the factor's removal (a lightweight transaction), the reset
+// mail (503 `reset_link_failed` when it cannot be sent: follow the
+// link again), then one marking the token done.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10194,9 +10202,10 @@ type ClientWithResponsesInterface interface {
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
 	// longer holds, the revocation of its sessions, a read of the
-	// factors and a lightweight transaction per factor removed, one
-	// lightweight transaction marking the token done; the reset mail
-	// after the answer.
+	// factors and a lightweight transaction per factor removed,
+	// the reset mail (503 `reset_link_failed` when it cannot be sent:
+	// follow the link again), then a lightweight transaction marking the
+	// token done.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10236,9 +10245,10 @@ type ClientWithResponsesInterface interface {
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
 	// longer holds, the revocation of its sessions, a read of the
-	// factors and a lightweight transaction per factor removed, one
-	// lightweight transaction marking the token done; the reset mail
-	// after the answer.
+	// factors and a lightweight transaction per factor removed,
+	// the reset mail (503 `reset_link_failed` when it cannot be sent:
+	// follow the link again), then a lightweight transaction marking the
+	// token done.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10380,8 +10390,9 @@ type ClientWithResponsesInterface interface {
 	// SERIAL read of the token, a SERIAL read of the account, a
 	// lightweight transaction using the token, a compare-and-set of the
 	// account, the revocation of its sessions, a read of its factors
-	// and the factor's removal (a lightweight transaction), one marking
-	// the token done; the reset mail after the answer.
+	// and the factor's removal (a lightweight transaction), the reset
+	// mail (503 `reset_link_failed` when it cannot be sent: follow the
+	// link again), then one marking the token done.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10413,8 +10424,9 @@ type ClientWithResponsesInterface interface {
 	// SERIAL read of the token, a SERIAL read of the account, a
 	// lightweight transaction using the token, a compare-and-set of the
 	// account, the revocation of its sessions, a read of its factors
-	// and the factor's removal (a lightweight transaction), one marking
-	// the token done; the reset mail after the answer.
+	// and the factor's removal (a lightweight transaction), the reset
+	// mail (503 `reset_link_failed` when it cannot be sent: follow the
+	// link again), then one marking the token done.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -21032,9 +21044,10 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
 // longer holds, the revocation of its sessions, a read of the
-// factors and a lightweight transaction per factor removed, one
-// lightweight transaction marking the token done; the reset mail
-// after the answer.
+// factors and a lightweight transaction per factor removed,
+// the reset mail (503 `reset_link_failed` when it cannot be sent:
+// follow the link again), then a lightweight transaction marking the
+// token done.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21081,9 +21094,10 @@ func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
 // longer holds, the revocation of its sessions, a read of the
-// factors and a lightweight transaction per factor removed, one
-// lightweight transaction marking the token done; the reset mail
-// after the answer.
+// factors and a lightweight transaction per factor removed,
+// the reset mail (503 `reset_link_failed` when it cannot be sent:
+// follow the link again), then a lightweight transaction marking the
+// token done.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21256,8 +21270,9 @@ func (c *ClientWithResponses) ConfirmEmailVerificationWithResponse(ctx context.C
 // SERIAL read of the token, a SERIAL read of the account, a
 // lightweight transaction using the token, a compare-and-set of the
 // account, the revocation of its sessions, a read of its factors
-// and the factor's removal (a lightweight transaction), one marking
-// the token done; the reset mail after the answer.
+// and the factor's removal (a lightweight transaction), the reset
+// mail (503 `reset_link_failed` when it cannot be sent: follow the
+// link again), then one marking the token done.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21296,8 +21311,9 @@ func (c *ClientWithResponses) RevertFactorAdditionWithBodyWithResponse(ctx conte
 // SERIAL read of the token, a SERIAL read of the account, a
 // lightweight transaction using the token, a compare-and-set of the
 // account, the revocation of its sessions, a read of its factors
-// and the factor's removal (a lightweight transaction), one marking
-// the token done; the reset mail after the answer.
+// and the factor's removal (a lightweight transaction), the reset
+// mail (503 `reset_link_failed` when it cannot be sent: follow the
+// link again), then one marking the token done.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
