@@ -236,7 +236,8 @@ func (a *Service) ownFactors(ctx context.Context, p domain.Principal, userID str
 // confirmed by a first code (ConfirmTOTP) within ten minutes. Cost: one
 // read of the account, the throttled password check, two reads of the
 // factors (the proof's, then the count's; with a factor, its proof's
-// throttle and use between them), one lightweight transaction.
+// throttle and use between them), one lightweight transaction, the count
+// again (beginFactor).
 func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (Enrolment, error) {
 	u, _, name, err := a.mayEnrol(ctx, p, userID, cmp.Or(name, "authenticator"), proof)
 	if err != nil {
@@ -247,10 +248,34 @@ func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, nam
 		return Enrolment{}, err
 	}
 	f := Factor{UserID: u.ID, ID: domain.NewID("fac_"), Kind: FactorTOTP, Name: name, Sealed: sealed, CreatedAt: a.now()}
-	if err := a.factors.Begin(ctx, f, enrolmentTTL); err != nil {
+	if err := a.beginFactor(ctx, f); err != nil {
 		return Enrolment{}, err
 	}
 	return Enrolment{Factor: viewOf(f), Secret: shown}, nil
+}
+
+// beginFactor writes f's pending enrolment, then counts the account's
+// factors again: enrolments sent at once each counted before any other's
+// write (mayEnrol), so one that finds the account past maxFactors with
+// its own takes its own back and is refused. A factor kept was counted
+// with every factor begun before it, so the account never keeps more
+// than maxFactors (TestEnrolmentsAtOnceKeepTheAccountsBoundOnFactors).
+// If the count cannot be read, the enrolment is taken back too.
+func (a *Service) beginFactor(ctx context.Context, f Factor) error {
+	if err := a.factors.Begin(ctx, f, enrolmentTTL); err != nil {
+		return err
+	}
+	factors, _, err := a.factors.Read(ctx, f.UserID)
+	if err == nil && len(factors) <= maxFactors {
+		return nil
+	}
+	// A removal that fails leaves a pending factor nobody was shown the
+	// id of, which expires with enrolmentTTL.
+	_, _ = a.factors.Remove(ctx, f.UserID, f.ID)
+	if err != nil {
+		return err
+	}
+	return errTooManyFactors
 }
 
 // mayEnrol checks a new factor of the caller's own account, named name:

@@ -89,7 +89,7 @@ func (a *Service) EnrolPasskey(ctx context.Context, p domain.Principal, userID, 
 		return Enrolment{}, err
 	}
 	f := Factor{UserID: u.ID, ID: domain.NewID("fac_"), Kind: FactorPasskey, Name: name, Sealed: state, CreatedAt: a.now()}
-	if err := a.factors.Begin(ctx, f, enrolmentTTL); err != nil {
+	if err := a.beginFactor(ctx, f); err != nil {
 		return Enrolment{}, err
 	}
 	return Enrolment{Factor: viewOf(f), PasskeyOptions: options}, nil
