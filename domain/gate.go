@@ -79,6 +79,15 @@ func (g *Gate) Enter(ctx context.Context, key string, patience time.Duration) (l
 	}
 }
 
+// Busy reports whether a caller holds key's turn now: one entering would
+// wait.
+func (g *Gate) Busy(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := g.keys[key]
+	return k != nil && k.held
+}
+
 // pass hands key's turn to the first caller waiting, or frees it, and
 // tells the waiters it moved.
 func (g *Gate) pass(key string, k *gateKey) {
