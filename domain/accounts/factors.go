@@ -313,7 +313,8 @@ func (a *Service) mayEnrol(ctx context.Context, p domain.Principal, userID, name
 // throttle like a login's second step. Cost: one read of the account and
 // one of the factors, the throttle, the notice (its mail count, its
 // token's lightweight transaction and the mail, with mail on), one
-// lightweight transaction (two for a first factor).
+// lightweight transaction (two for a first factor), the account read
+// again at SERIAL.
 func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, factorID, code string) (Confirmation, error) {
 	u, factors, set, f, err := a.pendingFactor(ctx, p, userID, factorID, FactorTOTP)
 	if err != nil {
@@ -325,7 +326,7 @@ func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, f
 	}
 	pending := f.Sealed
 	f.LastStep = step
-	return a.confirmFactor(ctx, u, factors, set, f, pending)
+	return a.confirmFactor(ctx, p, u, factors, set, f, pending)
 }
 
 // pendingFactor reads the caller's pending factor factorID of kind, with
@@ -367,8 +368,18 @@ func errOtherKind(kind FactorKind) error {
 // confirmFactor finishes f's enrolment once its first use proved it
 // (f.Sealed and f.LastStep as it gave them; pending its Sealed as begun):
 // the notice to the address first, then for the account's first factor a
-// new recovery set (shown once), then the factor made permanent.
-func (a *Service) confirmFactor(ctx context.Context, u domain.User, factors []Factor, set RecoverySet, f Factor, pending string) (Confirmation, error) {
+// new recovery set (shown once), then the factor made permanent, then
+// the account read again: a confirmation relies on the caller's session
+// p, and one that a reset, a revert, a sign-out everywhere or a
+// suspension stopped while the confirmation was under way (before the
+// factor's compare-and-set landed, or the read would have found it
+// still working) takes its factor away again and answers ErrNoSession,
+// as a login in flight deletes its session again (openSession): else a
+// thief's confirmation slower than the owner's reset leaves the thief's
+// factor standing between her new password and a session. A process
+// that dies between the two leaves the factor; its notice's link removes
+// it.
+func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domain.User, factors []Factor, set RecoverySet, f Factor, pending string) (Confirmation, error) {
 	first := !slices.ContainsFunc(factors, Factor.Confirmed)
 	if err := a.mailFactorNotice(ctx, u, f); err != nil {
 		return Confirmation{}, err
@@ -393,6 +404,21 @@ func (a *Service) confirmFactor(ctx context.Context, u domain.User, factors []Fa
 	}
 	if !ok {
 		return Confirmation{}, errEnrolmentGone
+	}
+	// Check again at the end: the factor is written, so a reset or a
+	// sign-out landing from now on finds it there, one that landed before
+	// is read here. At SERIAL: one from another data centre is seen too,
+	// and a factor, unlike a session, is not checked against the epoch at
+	// each use.
+	again, err := a.users.GetSerial(ctx, u.ID)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return Confirmation{}, err
+	}
+	if admits, err := a.stillAdmits(ctx, again.Access(), p.Session); err != nil || !admits {
+		if err == nil {
+			err = a.dropFactor(ctx, u.ID, f.ID)
+		}
+		return Confirmation{}, cmp.Or[error](err, domain.ErrNoSession)
 	}
 	return Confirmation{Factor: viewOf(f), RecoveryCodes: codes}, nil
 }

@@ -126,7 +126,7 @@ func (a *Service) ConfirmPasskey(ctx context.Context, p domain.Principal, userID
 	}
 	pending := f.Sealed
 	f.Sealed, f.LastStep = credential, count
-	return a.confirmFactor(ctx, u, factors, set, f, pending)
+	return a.confirmFactor(ctx, p, u, factors, set, f, pending)
 }
 
 var errPasskeyRequired = domain.Invalid("Give the passkey's answer (the browser's PublicKeyCredential, as JSON).",
