@@ -236,10 +236,10 @@ func (a *Service) ownFactors(ctx context.Context, p domain.Principal, userID str
 // confirmed by a first code (ConfirmTOTP) within ten minutes. Cost: one
 // read of the account, the throttled password check, two reads of the
 // factors (the proof's, then the count's; with a factor, its proof's
-// throttle and use between them), one lightweight transaction, the count
-// again (beginFactor).
+// throttle and use between them), one lightweight transaction, the
+// factors read again (beginEnrolment).
 func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (Enrolment, error) {
-	u, _, name, err := a.mayEnrol(ctx, p, userID, cmp.Or(name, "authenticator"), proof)
+	u, _, name, factored, err := a.mayEnrol(ctx, p, userID, cmp.Or(name, "authenticator"), proof)
 	if err != nil {
 		return Enrolment{}, err
 	}
@@ -248,62 +248,103 @@ func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, nam
 		return Enrolment{}, err
 	}
 	f := Factor{UserID: u.ID, ID: domain.NewID("fac_"), Kind: FactorTOTP, Name: name, Sealed: sealed, CreatedAt: a.now()}
-	if err := a.beginFactor(ctx, f); err != nil {
+	if err := a.beginEnrolment(ctx, f, factored); err != nil {
 		return Enrolment{}, err
 	}
 	return Enrolment{Factor: viewOf(f), Secret: shown}, nil
 }
 
-// beginFactor writes f's pending enrolment, then counts the account's
-// factors again: enrolments sent at once each counted before any other's
-// write (mayEnrol), so one that finds the account past maxFactors with
-// its own takes its own back and is refused. A factor kept was counted
-// with every factor begun before it, so the account never keeps more
-// than maxFactors (TestEnrolmentsAtOnceKeepTheAccountsBoundOnFactors).
-// If the count cannot be read, the enrolment is taken back too.
-func (a *Service) beginFactor(ctx context.Context, f Factor) error {
+// beginEnrolment writes pending factor f, whose owner's proof took a
+// factor's (factored) or the password alone, then checks again at the
+// end, on one read of the factors:
+//   - enrolments sent at once each counted before any other's write
+//     (mayEnrol), so one that finds the account past maxFactors with its
+//     own takes its own back and is refused: a factor kept was counted
+//     with every factor begun before it, so the account never keeps more
+//     than maxFactors (TestEnrolmentsAtOnceKeepTheAccountsBoundOnFactors);
+//   - a proof by the password alone holds only while the account has no
+//     factor, so a first factor confirmed since the proof takes f away
+//     again (errCodeRequired: begin again with its code). With the first
+//     factor's confirmation removing every enrolment it finds pending
+//     (dropPendingBesides), one of the two sees the other: an enrolment
+//     proven by the password alone is never confirmed beside a factor it
+//     did not prove.
+//
+// If the factors cannot be read, the enrolment is taken back too; a
+// removal that fails leaves a pending factor nobody was shown the id of,
+// which expires with enrolmentTTL.
+func (a *Service) beginEnrolment(ctx context.Context, f Factor, factored bool) error {
 	if err := a.factors.Begin(ctx, f, enrolmentTTL); err != nil {
 		return err
 	}
 	factors, _, err := a.factors.Read(ctx, f.UserID)
-	if err == nil && len(factors) <= maxFactors {
+	var refusal error
+	switch {
+	case err != nil:
+		refusal = err
+	case len(factors) > maxFactors:
+		refusal = errTooManyFactors
+	case !factored && slices.ContainsFunc(factors, Factor.Confirmed):
+		refusal = errCodeRequired
+	default:
 		return nil
 	}
-	// A removal that fails leaves a pending factor nobody was shown the
-	// id of, which expires with enrolmentTTL.
 	_, _ = a.factors.Remove(ctx, f.UserID, f.ID)
-	if err != nil {
-		return err
+	return refusal
+}
+
+// dropPendingBesides removes every enrolment of userID still pending but
+// id, once id was confirmed as the account's first factor: each was
+// proven by the password alone (the account had no factor when its
+// proof read it, or the enrolment itself reads the factor confirmed since
+// and takes itself away: beginEnrolment), and from now on adding a factor
+// takes a code of one. An owner's own enrolment begun meanwhile is begun
+// again. A removal that fails is logged: the factor is confirmed, and its
+// codes shown once in this answer.
+func (a *Service) dropPendingBesides(ctx context.Context, userID, id string) {
+	factors, _, err := a.factors.Read(ctx, userID)
+	if err == nil {
+		for _, f := range factors {
+			if f.Confirmed() || f.ID == id {
+				continue
+			}
+			if _, err = a.factors.Remove(ctx, userID, f.ID); err != nil {
+				break
+			}
+		}
 	}
-	return errTooManyFactors
+	if err != nil {
+		a.log.Warn(ctx, "removing the enrolments pending beside a first factor failed", "user", userID, "error", err.Error())
+	}
 }
 
 // mayEnrol checks a new factor of the caller's own account, named name:
 // the owner's proof, and room among its factors (which it returns, with
 // the account and the name as checked).
-func (a *Service) mayEnrol(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (domain.User, []Factor, string, error) {
+func (a *Service) mayEnrol(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (domain.User, []Factor, string, bool, error) {
 	u, err := a.ownFactors(ctx, p, userID)
 	if err != nil {
-		return u, nil, "", err
+		return u, nil, "", false, err
 	}
 	name, fe := domain.TextRule{Field: "name", Max: 64}.Check(name)
 	if fe != nil {
-		return u, nil, "", domain.Invalid("The factor's name is not valid.", *fe)
+		return u, nil, "", false, domain.Invalid("The factor's name is not valid.", *fe)
 	}
 	// A factor more takes a proof of one the account has: else a thief
 	// with the password and a session would add their own, and log in
 	// with it.
-	if err := a.proveOwner(ctx, u, proof); err != nil {
-		return u, nil, "", err
+	factored, err := a.proveOwnerFactor(ctx, u, proof)
+	if err != nil {
+		return u, nil, "", false, err
 	}
 	factors, _, err := a.factors.Read(ctx, userID)
 	if err != nil {
-		return u, nil, "", err
+		return u, nil, "", false, err
 	}
 	if len(factors) >= maxFactors {
-		return u, nil, "", errTooManyFactors
+		return u, nil, "", false, errTooManyFactors
 	}
-	return u, factors, name, nil
+	return u, factors, name, factored, nil
 }
 
 // ConfirmTOTP finishes the caller's enrolment with a first code: the
@@ -400,6 +441,10 @@ func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domai
 	f.ConfirmedAt, f.LastUsedAt = a.now(), a.now()
 	ok, err := a.factors.Confirm(ctx, f, pending)
 	if err != nil {
+		if first {
+			// The factor may be confirmed, and its retry finds it so.
+			a.dropPendingBesides(ctx, u.ID, f.ID)
+		}
 		return Confirmation{}, err
 	}
 	if !ok {
@@ -419,6 +464,9 @@ func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domai
 			err = a.dropFactor(ctx, u.ID, f.ID)
 		}
 		return Confirmation{}, cmp.Or[error](err, domain.ErrNoSession)
+	}
+	if first {
+		a.dropPendingBesides(ctx, u.ID, f.ID)
 	}
 	return Confirmation{Factor: viewOf(f), RecoveryCodes: codes}, nil
 }

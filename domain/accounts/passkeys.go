@@ -80,7 +80,7 @@ func (a *Service) EnrolPasskey(ctx context.Context, p domain.Principal, userID, 
 	if a.passkeys == nil {
 		return Enrolment{}, errPasskeysOff
 	}
-	u, factors, name, err := a.mayEnrol(ctx, p, userID, cmp.Or(name, "passkey"), proof)
+	u, factors, name, factored, err := a.mayEnrol(ctx, p, userID, cmp.Or(name, "passkey"), proof)
 	if err != nil {
 		return Enrolment{}, err
 	}
@@ -89,7 +89,7 @@ func (a *Service) EnrolPasskey(ctx context.Context, p domain.Principal, userID, 
 		return Enrolment{}, err
 	}
 	f := Factor{UserID: u.ID, ID: domain.NewID("fac_"), Kind: FactorPasskey, Name: name, Sealed: state, CreatedAt: a.now()}
-	if err := a.beginFactor(ctx, f); err != nil {
+	if err := a.beginEnrolment(ctx, f, factored); err != nil {
 		return Enrolment{}, err
 	}
 	return Enrolment{Factor: viewOf(f), PasskeyOptions: options}, nil

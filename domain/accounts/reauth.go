@@ -57,20 +57,28 @@ func (a *Service) proveCurrentPassword(ctx context.Context, u domain.User, curre
 // transaction (a recovery code's audit entry before it; a passkey's
 // challenge read first, then used and marked done).
 func (a *Service) proveOwner(ctx context.Context, u domain.User, proof Proof) error {
+	_, err := a.proveOwnerFactor(ctx, u, proof)
+	return err
+}
+
+// proveOwnerFactor is proveOwner, and reports whether the proof took a
+// factor's (false: the account had none, and the password alone proved
+// the owner).
+func (a *Service) proveOwnerFactor(ctx context.Context, u domain.User, proof Proof) (bool, error) {
 	if err := a.proveCurrentPassword(ctx, u, proof.CurrentPassword); err != nil {
-		return err
+		return false, err
 	}
 	if a.factors == nil {
-		return nil
+		return false, nil
 	}
 	factors, set, err := a.factors.Read(ctx, u.ID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !slices.ContainsFunc(factors, Factor.Confirmed) {
-		return nil
+		return false, nil
 	}
-	return a.proveFactor(ctx, u.ID, factors, set, proof)
+	return true, a.proveFactor(ctx, u.ID, factors, set, proof)
 }
 
 // mayTakeOver checks who may change what takes account u (its username,

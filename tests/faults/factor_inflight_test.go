@@ -88,3 +88,125 @@ func TestAFactorConfirmedInFlightDoesNotSurviveAReset(t *testing.T) {
 		})
 	}
 }
+
+// TestAnEnrolmentProvenBeforeTheFirstFactorDoesNotAddASecond: a thief
+// holding ann's session and password begins an authenticator's
+// enrolment while she has no factor, so the password alone proves the
+// owner. Ann then adds her first factor (without signing the other
+// sessions out). Within the enrolment's ten minutes the thief confirms
+// theirs with its own code: the account now has a factor, and adding
+// another takes a code of it (docs/design/second-factors.md: "a thief
+// with a session and the password adds no factor"), but the proof the
+// confirmation relied on was made before that factor existed. Once ann
+// signs every other session out, the password and the thief's factor
+// log in.
+func TestAnEnrolmentProvenBeforeTheFirstFactorDoesNotAddASecond(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newMailWorld(t, false)
+	totp := withFactors(t, m, nil)
+	thief, err := m.svc.Authenticate(ctx, m.sessions[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := m.svc.EnrolTOTP(ctx, thief, m.ann.ID, "thief", accounts.Password(password))
+	if err != nil {
+		t.Fatalf("the thief's enrolment: %v", err)
+	}
+	owner, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hers, err := m.svc.EnrolTOTP(ctx, owner, m.ann.ID, "phone", accounts.Password(password))
+	if err != nil {
+		t.Fatalf("ann's enrolment: %v", err)
+	}
+	// The secrets as the enrolments showed them.
+	sealed := map[string]string{}
+	factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range factors {
+		sealed[f.ID] = f.Sealed
+	}
+	codeOf := func(id string, ahead int64) string {
+		t.Helper()
+		c, err := totp.Code(sealed[id], m.ann.ID, m.store.Now().Unix()/factor.Period+ahead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if _, err := m.svc.ConfirmTOTP(ctx, owner, m.ann.ID, hers.Factor.ID, codeOf(hers.Factor.ID, 0)); err != nil {
+		t.Fatalf("ann's first factor: %v", err)
+	}
+	if _, err := m.svc.ConfirmTOTP(ctx, thief, m.ann.ID, theirs.Factor.ID, codeOf(theirs.Factor.ID, 0)); err == nil {
+		t.Errorf("the thief's enrolment, proven by the password alone before ann's first factor, was confirmed beside it")
+	}
+	if err := m.svc.RevokeSessions(ctx, owner, m.ann.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.svc.Login(ctx, "ann", password, accounts.Client{})
+	if err != nil || r.Challenge == "" {
+		t.Fatalf("the thief's login: %+v %v", r, err)
+	}
+	r, err = m.svc.SecondFactor(ctx, r.Challenge, accounts.Proof{Code: codeOf(theirs.Factor.ID, 1)}, accounts.Client{})
+	if err == nil && r.Token != "" {
+		t.Errorf("after ann signed every other session out, the password and the thief's factor open a session")
+	}
+}
+
+// TestAnEnrolmentSlowerThanTheFirstFactorIsTakenBack: as
+// TestAnEnrolmentProvenBeforeTheFirstFactorDoesNotAddASecond, but the
+// thief's pending row is written only after ann's first factor was
+// confirmed (and its confirmation found nothing pending to remove): the
+// enrolment reads the factors again once written, and takes itself back.
+func TestAnEnrolmentSlowerThanTheFirstFactorIsTakenBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newMailWorld(t, false)
+	totp := withFactors(t, m, nil)
+	thief, err := m.svc.Authenticate(ctx, m.sessions[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ownerErr error
+	ran := false
+	slowOnce(m.store, "factors.begin", 0, func() {
+		ran = true
+		hers, err := m.svc.EnrolTOTP(ctx, owner, m.ann.ID, "phone", accounts.Password(password))
+		if err != nil {
+			ownerErr = err
+			return
+		}
+		factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+		if err != nil || len(factors) != 1 {
+			ownerErr = err
+			return
+		}
+		code, err := totp.Code(factors[0].Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+		if err == nil {
+			_, err = m.svc.ConfirmTOTP(ctx, owner, m.ann.ID, hers.Factor.ID, code)
+		}
+		ownerErr = err
+	})
+	_, enrolErr := m.svc.EnrolTOTP(ctx, thief, m.ann.ID, "thief", accounts.Password(password))
+	calm(m.store)
+	if !ran || ownerErr != nil {
+		t.Fatalf("ann's first factor inside the thief's enrolment: ran %v, answered %v", ran, ownerErr)
+	}
+	factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range factors {
+		if !f.Confirmed() {
+			t.Errorf("the thief's enrolment (answered %v), proven by the password alone, is pending beside ann's first factor", enrolErr)
+		}
+	}
+}
