@@ -3395,6 +3395,11 @@ type ClientInterface interface {
 	// sent refuses the confirmation (503 `notice_failed`; to an
 	// address not verified, held back over its hourly limit: 429
 	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// A confirmation whose session a reset, a sign-out everywhere or a
+	// suspension ended while it was under way takes its factor away
+	// again and answers 401. The account's first factor ends every other
+	// enrolment still pending (each was proven by the password alone):
+	// begin those again with a code of it.
 	//
 	// Who may call: the user themself.
 	//
@@ -3402,7 +3407,9 @@ type ClientInterface interface {
 	// throttle, the notice (counted against the address's hourly limit,
 	// its token's lightweight transaction, the mail sent before the
 	// answer), then one lightweight transaction (two for a first factor:
-	// its recovery codes).
+	// its recovery codes, and a read of the factors and a removal of
+	// each other enrolment pending), then the account read again at
+	// SERIAL.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3421,6 +3428,11 @@ type ClientInterface interface {
 	// sent refuses the confirmation (503 `notice_failed`; to an
 	// address not verified, held back over its hourly limit: 429
 	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// A confirmation whose session a reset, a sign-out everywhere or a
+	// suspension ended while it was under way takes its factor away
+	// again and answers 401. The account's first factor ends every other
+	// enrolment still pending (each was proven by the password alone):
+	// begin those again with a code of it.
 	//
 	// Who may call: the user themself.
 	//
@@ -3428,7 +3440,9 @@ type ClientInterface interface {
 	// throttle, the notice (counted against the address's hourly limit,
 	// its token's lightweight transaction, the mail sent before the
 	// answer), then one lightweight transaction (two for a first factor:
-	// its recovery codes).
+	// its recovery codes, and a read of the factors and a removal of
+	// each other enrolment pending), then the account read again at
+	// SERIAL.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6186,6 +6200,11 @@ func (c *Client) EnrolTotp(ctx context.Context, id UserId, body EnrolTotpJSONReq
 // sent refuses the confirmation (503 `notice_failed`; to an
 // address not verified, held back over its hourly limit: 429
 // `too_many_mails`). The answer is `Cache-Control: no-store`.
+// A confirmation whose session a reset, a sign-out everywhere or a
+// suspension ended while it was under way takes its factor away
+// again and answers 401. The account's first factor ends every other
+// enrolment still pending (each was proven by the password alone):
+// begin those again with a code of it.
 //
 // Who may call: the user themself.
 //
@@ -6193,7 +6212,9 @@ func (c *Client) EnrolTotp(ctx context.Context, id UserId, body EnrolTotpJSONReq
 // throttle, the notice (counted against the address's hourly limit,
 // its token's lightweight transaction, the mail sent before the
 // answer), then one lightweight transaction (two for a first factor:
-// its recovery codes).
+// its recovery codes, and a read of the factors and a removal of
+// each other enrolment pending), then the account read again at
+// SERIAL.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6222,6 +6243,11 @@ func (c *Client) ConfirmTotpWithBody(ctx context.Context, id UserId, factorId Fa
 // sent refuses the confirmation (503 `notice_failed`; to an
 // address not verified, held back over its hourly limit: 429
 // `too_many_mails`). The answer is `Cache-Control: no-store`.
+// A confirmation whose session a reset, a sign-out everywhere or a
+// suspension ended while it was under way takes its factor away
+// again and answers 401. The account's first factor ends every other
+// enrolment still pending (each was proven by the password alone):
+// begin those again with a code of it.
 //
 // Who may call: the user themself.
 //
@@ -6229,7 +6255,9 @@ func (c *Client) ConfirmTotpWithBody(ctx context.Context, id UserId, factorId Fa
 // throttle, the notice (counted against the address's hourly limit,
 // its token's lightweight transaction, the mail sent before the
 // answer), then one lightweight transaction (two for a first factor:
-// its recovery codes).
+// its recovery codes, and a read of the factors and a removal of
+// each other enrolment pending), then the account read again at
+// SERIAL.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11574,6 +11602,11 @@ type ClientWithResponsesInterface interface {
 	// sent refuses the confirmation (503 `notice_failed`; to an
 	// address not verified, held back over its hourly limit: 429
 	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// A confirmation whose session a reset, a sign-out everywhere or a
+	// suspension ended while it was under way takes its factor away
+	// again and answers 401. The account's first factor ends every other
+	// enrolment still pending (each was proven by the password alone):
+	// begin those again with a code of it.
 	//
 	// Who may call: the user themself.
 	//
@@ -11581,7 +11614,9 @@ type ClientWithResponsesInterface interface {
 	// throttle, the notice (counted against the address's hourly limit,
 	// its token's lightweight transaction, the mail sent before the
 	// answer), then one lightweight transaction (two for a first factor:
-	// its recovery codes).
+	// its recovery codes, and a read of the factors and a removal of
+	// each other enrolment pending), then the account read again at
+	// SERIAL.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11600,6 +11635,11 @@ type ClientWithResponsesInterface interface {
 	// sent refuses the confirmation (503 `notice_failed`; to an
 	// address not verified, held back over its hourly limit: 429
 	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// A confirmation whose session a reset, a sign-out everywhere or a
+	// suspension ended while it was under way takes its factor away
+	// again and answers 401. The account's first factor ends every other
+	// enrolment still pending (each was proven by the password alone):
+	// begin those again with a code of it.
 	//
 	// Who may call: the user themself.
 	//
@@ -11607,7 +11647,9 @@ type ClientWithResponsesInterface interface {
 	// throttle, the notice (counted against the address's hourly limit,
 	// its token's lightweight transaction, the mail sent before the
 	// answer), then one lightweight transaction (two for a first factor:
-	// its recovery codes).
+	// its recovery codes, and a read of the factors and a removal of
+	// each other enrolment pending), then the account read again at
+	// SERIAL.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -22695,6 +22737,11 @@ func (c *ClientWithResponses) EnrolTotpWithResponse(ctx context.Context, id User
 // sent refuses the confirmation (503 `notice_failed`; to an
 // address not verified, held back over its hourly limit: 429
 // `too_many_mails`). The answer is `Cache-Control: no-store`.
+// A confirmation whose session a reset, a sign-out everywhere or a
+// suspension ended while it was under way takes its factor away
+// again and answers 401. The account's first factor ends every other
+// enrolment still pending (each was proven by the password alone):
+// begin those again with a code of it.
 //
 // Who may call: the user themself.
 //
@@ -22702,7 +22749,9 @@ func (c *ClientWithResponses) EnrolTotpWithResponse(ctx context.Context, id User
 // throttle, the notice (counted against the address's hourly limit,
 // its token's lightweight transaction, the mail sent before the
 // answer), then one lightweight transaction (two for a first factor:
-// its recovery codes).
+// its recovery codes, and a read of the factors and a removal of
+// each other enrolment pending), then the account read again at
+// SERIAL.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22727,6 +22776,11 @@ func (c *ClientWithResponses) ConfirmTotpWithBodyWithResponse(ctx context.Contex
 // sent refuses the confirmation (503 `notice_failed`; to an
 // address not verified, held back over its hourly limit: 429
 // `too_many_mails`). The answer is `Cache-Control: no-store`.
+// A confirmation whose session a reset, a sign-out everywhere or a
+// suspension ended while it was under way takes its factor away
+// again and answers 401. The account's first factor ends every other
+// enrolment still pending (each was proven by the password alone):
+// begin those again with a code of it.
 //
 // Who may call: the user themself.
 //
@@ -22734,7 +22788,9 @@ func (c *ClientWithResponses) ConfirmTotpWithBodyWithResponse(ctx context.Contex
 // throttle, the notice (counted against the address's hourly limit,
 // its token's lightweight transaction, the mail sent before the
 // answer), then one lightweight transaction (two for a first factor:
-// its recovery codes).
+// its recovery codes, and a read of the factors and a removal of
+// each other enrolment pending), then the account read again at
+// SERIAL.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
