@@ -176,10 +176,29 @@
     return cell;
   }
 
+  // busy marks el (a pressed button, or the form and its buttons) busy
+  // while fn runs (aria-busy, disabled), as the console's buttons are: a
+  // second press meanwhile does nothing. The pager's buttons end as the
+  // page shown has them.
+  async function busy(el, fn) {
+    if (el.getAttribute('aria-busy') === 'true') return;
+    const buttons = el.tagName === 'FORM' ? [...el.querySelectorAll('button')] : [el];
+    el.setAttribute('aria-busy', 'true');
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      await fn();
+    } finally {
+      el.removeAttribute('aria-busy');
+      buttons.forEach((b) => { b.disabled = false; });
+      prev.disabled = search.cursors.length < 2;
+      next.disabled = !search.next;
+    }
+  }
+
   function act(fn) {
-    return async () => {
+    return async (ev) => {
       try {
-        await fn();
+        await busy(ev.currentTarget, fn);
       } catch (err) {
         say(err.message, true);
       }
@@ -188,9 +207,10 @@
 
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
+    if (form.getAttribute('aria-busy') === 'true') return;
     clearFieldError();
     try {
-      await load(form.elements.q.value.trim(), ['']);
+      await busy(form, () => load(form.elements.q.value.trim(), ['']));
       say('');
     } catch (err) {
       // A request that got no answer (the network) names no field.

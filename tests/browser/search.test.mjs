@@ -195,6 +195,36 @@ await step('Suspend hands the user to the suspend form', async () => {
   expect((await row(targets[1]).textContent()).includes('suspended'), 'the match still says ' + await row(targets[1]).textContent());
 });
 
+await step('Yes, unsuspend is busy until its answer: a double press lifts once, and says so', async () => {
+  const r = row(targets[1]);
+  await r.locator('[data-action="unsuspend"]').click();
+  // The lift's answer is held until the test has looked at the button.
+  const lift = (url) => url.pathname === '/v1/users/' + suspendedOne.id + '/suspension';
+  let deletes = 0;
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await page.route(lift, async (route) => {
+    if (route.request().method() !== 'DELETE') return route.continue();
+    deletes++;
+    await held;
+    await route.continue().catch(() => {});
+  });
+  try {
+    const yes = r.locator('[data-action="confirm-unsuspend"]');
+    await yes.dblclick();
+    expect((await yes.getAttribute('aria-busy')) === 'true' && await yes.isDisabled(), 'Yes is not busy while its answer is awaited');
+    release();
+    await page.waitForFunction(() => document.getElementById('user-search-status').textContent.includes('no longer suspended'));
+    await page.waitForTimeout(300);
+  } finally {
+    release();
+    await page.unroute(lift);
+  }
+  expect(deletes === 1, deletes + ' lifts sent');
+  expect((await page.locator('#user-search-status').getAttribute('class')) !== 'error', 'said: ' + await page.locator('#user-search-status').textContent());
+  expect((await row(targets[1]).locator('td:nth-child(3)').textContent()) === 'active', 'still shown suspended');
+});
+
 await step('at 375 px the search stays within the screen', async () => {
   await page.setViewportSize({ width: 375, height: 740 });
   await as(adminToken, '#/moderation', 'moderation');
