@@ -203,7 +203,9 @@
   }
 
   // busyWhile marks el busy (aria-busy, and a button disabled) while fn
-  // runs; a second press meanwhile does nothing (no double submit).
+  // runs; a second press meanwhile does nothing (no double submit). A
+  // button that is off whatever runs (data-off: a pager's Next on its
+  // last page) stays disabled after.
   async function busyWhile(el, fn) {
     if (!el) return fn();
     if (el.getAttribute('aria-busy') === 'true') return undefined;
@@ -214,7 +216,7 @@
       return await fn();
     } finally {
       el.removeAttribute('aria-busy');
-      buttons.forEach((b) => { b.disabled = false; });
+      buttons.forEach((b) => { b.disabled = b.hasAttribute('data-off'); });
     }
   }
 
@@ -406,6 +408,9 @@
       this.offset = offset;
       this.next = page.nextCursor || '';
       await this.render(page.items);
+      // data-off: the press that loaded this page leaves them so (busyWhile).
+      this.prevButton.toggleAttribute('data-off', this.cursors.length < 2);
+      this.nextButton.toggleAttribute('data-off', !this.next);
       this.prevButton.disabled = this.cursors.length < 2;
       this.nextButton.disabled = !this.next;
       const n = this.cursors.length + this.offset;

@@ -151,10 +151,18 @@ async function pageThrough(table) {
   await page.waitForFunction((p) => document.querySelector(`${p} .page-number`).textContent.startsWith('page 2 '), pager);
   const second = await rows(table);
   expect(second.length > 0 && second.join('|') !== first.join('|'), `${table}: page 2 ${second} after ${first}`);
+  // The press that loaded a page leaves its buttons as the page has them:
+  // no Next on the last page (its label counts the list), no Previous on
+  // the first.
+  const last = (await page.locator(`${pager} .page-number`).textContent()).includes(' of ');
+  await page.waitForFunction((p) => document.querySelector(`${p} [data-action="next"]`).getAttribute('aria-busy') === null, pager);
+  expect(await page.locator(`${pager} [data-action="next"]`).isDisabled() === last, `${table}: Next ${last ? 'on the last page' : 'off before the last page'}`);
   await page.locator(`${pager} [data-action="previous"]`).click();
   await page.waitForFunction((p) => document.querySelector(`${p} .page-number`).textContent.startsWith('page 1 '), pager);
   const again = await rows(table);
   expect(again.join('|') === first.join('|'), `${table}: back to page 1 shows ${again}, was ${first}`);
+  await page.waitForFunction((p) => document.querySelector(`${p} [data-action="previous"]`).getAttribute('aria-busy') === null, pager);
+  expect(await page.locator(`${pager} [data-action="previous"]`).isDisabled(), `${table}: Previous back on page 1`);
   return [first, second];
 }
 
