@@ -162,8 +162,8 @@
 
   // carry says the outcome of an action that goes on to another page
   // (or shows the same one afresh): the message stays for that page.
-  function carry(text) {
-    say(text);
+  function carry(text, isError) {
+    say(text, isError);
     state.carried = true;
   }
 
@@ -464,10 +464,14 @@
 
   // The library's order and page are in the address (#/library?order=
   // oldest&cursor=...&page=2): a reload, or a link, shows the same page.
+  // shownOrder is the order of the page shown (its cursors are that
+  // order's).
+  let shownOrder = 'newest';
   const myLibrary = new Pager('my-library',
     (cursor) => api('GET', '/v1/users/' + state.me.id + '/library' + query({ order: $('library-order').value, cursor })),
     (items) => fill('my-library', libraryRows(items), 'Nothing here yet: create an item below.'),
     { address: (cursor, n) => {
+      shownOrder = $('library-order').value;
       if (!location.hash.startsWith('#/library')) return;
       const q = new URLSearchParams();
       if ($('library-order').value !== 'newest') q.set('order', $('library-order').value);

@@ -358,6 +358,34 @@ await step('library: a Next the api refuses is said, and the pager stays on its 
   expect((await rows('my-library')).join() === first.join(), 'Previous goes back to page 1');
 });
 
+await step('library: an order the api refuses is said, and the select keeps the order shown (Next reads on in it)', async () => {
+  const pager = '[data-pager="my-library"]';
+  const label = () => page.locator(`${pager} .page-number`).textContent();
+  const first = await rows('my-library');
+  expect(await page.locator('#library-order').inputValue() === 'newest', 'newest first to begin with');
+  // The first page oldest first answers 503, once.
+  const oldest = (url) => url.pathname.endsWith('/library') && url.searchParams.get('order') === 'oldest';
+  await page.route(oldest, async (route) => {
+    await route.fulfill(unavailable);
+    await page.unroute(oldest);
+  });
+  await refused(503, async () => {
+    await page.evaluate(() => { const m = document.getElementById('message'); m.textContent = ''; m.className = ''; });
+    await page.locator('#library-order').selectOption('oldest');
+    await page.waitForFunction(() => document.getElementById('message').className === 'error');
+  });
+  expect(await page.locator('#library-order').inputValue() === 'newest' && (await rows('my-library')).join() === first.join(),
+    'after the refusal the select says ' + await page.locator('#library-order').inputValue() + ' over ' + (await rows('my-library')).join(' | '));
+  // Next reads on in the order shown (its cursor is that order's).
+  await page.evaluate(() => { const m = document.getElementById('message'); m.textContent = ''; m.className = ''; });
+  await page.locator(`${pager} [data-action="next"]`).click();
+  await page.waitForFunction((p) => document.querySelector(`${p} .page-number`).textContent === 'page 2 \u00b7 3\u20133 of 3', pager);
+  expect(await page.locator('#message').getAttribute('class') !== 'error', 'Next is refused: ' + await page.locator('#message').textContent());
+  await page.locator(`${pager} [data-action="previous"]`).click();
+  await page.waitForFunction((p) => document.querySelector(`${p} .page-number`).textContent === 'page 1 \u00b7 1\u20132', pager);
+  expect((await rows('my-library')).join() === first.join() && await label() === 'page 1 \u00b7 1\u20132', 'Previous goes back to page 1');
+});
+
 await step('a Log out the api refuses says so, and the tab stays logged in (the session still works)', async () => {
   const who = await page.locator('#who').textContent();
   const end = (url) => url.pathname === '/v1/sessions/current';
