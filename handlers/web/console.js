@@ -480,7 +480,16 @@
       replaceRoute('/library' + (q.toString() ? '?' + q.toString() : ''));
     } });
 
-  $('library-order').addEventListener('change', act(() => myLibrary.first()));
+  // A refused change of order leaves the list as it is shown, and the
+  // select saying so (Next then reads on in that order).
+  $('library-order').addEventListener('change', act(async () => {
+    try {
+      await myLibrary.first();
+    } catch (err) {
+      $('library-order').value = shownOrder;
+      throw err;
+    }
+  }));
 
   // showLibrary opens the library at the order and page the address names.
   async function showLibrary() {
@@ -2167,8 +2176,14 @@
         state.me = await api('GET', '/v1/me', undefined, { quiet: true });
         names.set(state.me.id, state.me.username);
       } catch (err) {
-        forget();
-        if (err.status === 401) carry(endedText);
+        // Only a 401 says the session ended; a refusal of another kind (a
+        // 503, no answer at all) says nothing of it, and the tab keeps it.
+        if (err.status === 401) {
+          forget();
+          carry(endedText);
+        } else {
+          carry('This tab could not check its session: ' + err.message + ' It is still logged in: reload the page to go on.', true);
+        }
       }
     }
     showSession();

@@ -405,6 +405,26 @@ await step('a Log out the api refuses says so, and the tab stays logged in (the 
   expect(await page.evaluate(() => !!sessionStorage.getItem('shelf.token')), 'the token is kept');
 });
 
+await step('a reload whose session check the api refuses keeps the session, says so, and the next reload goes on', async () => {
+  const who = await page.locator('#who').textContent();
+  // The page's first read, who is logged in, answers 503, once.
+  const me = (url) => url.pathname === '/v1/me';
+  await page.route(me, async (route) => {
+    await route.fulfill(unavailable);
+    await page.unroute(me);
+  });
+  await refused(503, async () => {
+    await page.reload();
+    await page.waitForSelector('body[data-ready="auth"]');
+  });
+  const said = await page.locator('#message').textContent();
+  expect((await page.locator('#message').getAttribute('class')) === 'error' && said.includes('reload the page'), 'the refusal is said: ' + said);
+  expect(await page.evaluate(() => !!sessionStorage.getItem('shelf.token')), 'the token is kept');
+  await page.reload();
+  await page.waitForSelector('body[data-ready="library"]');
+  expect(await page.locator('#who').textContent() === who, 'logged in again as before: ' + await page.locator('#who').textContent());
+});
+
 await step('edit an item: rename, visibility, description, link; it moves to the top', async () => {
   await page.locator('#my-library tbody tr', { hasText: 'Recipes' }).waitFor();
   await page.locator('#library-order').selectOption('oldest');
