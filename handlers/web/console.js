@@ -49,8 +49,18 @@
     const headers = {};
     if (state.token) headers.Authorization = 'Bearer ' + state.token;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await res.text();
+    let res;
+    let text;
+    try {
+      res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      text = await res.text();
+    } catch (err) {
+      // No answer came (the network, or shelf itself, is down): a read may
+      // simply be tried again; a change may have been made or not.
+      throw new ApiError(0, 'shelf did not answer (the network or the server is down)'
+        + (method === 'GET' ? ': check your connection and try again.'
+          : ', so this may or may not have been done: check your connection, then look whether it was before trying again.'), [], 'no_answer');
+    }
     let data = null;
     try {
       data = text ? JSON.parse(text) : null;

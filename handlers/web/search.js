@@ -66,8 +66,18 @@
 
   async function api(method, path) {
     const token = sessionStorage.getItem('shelf.token');
-    const res = await fetch(path, { method, headers: token ? { Authorization: 'Bearer ' + token } : {} });
-    const text = await res.text();
+    let res;
+    let text;
+    try {
+      res = await fetch(path, { method, headers: token ? { Authorization: 'Bearer ' + token } : {} });
+      text = await res.text();
+    } catch (err) {
+      // No answer came (the network, or shelf itself, is down).
+      const e = new Error('shelf did not answer (the network or the server is down)'
+        + (method === 'GET' ? ': check your connection and try again.' : ', so this may or may not have been done: search again to see.'));
+      e.fields = [];
+      throw e;
+    }
     let data = null;
     try {
       data = text ? JSON.parse(text) : null;

@@ -425,6 +425,23 @@ await step('a reload whose session check the api refuses keeps the session, says
   expect(await page.locator('#who').textContent() === who, 'logged in again as before: ' + await page.locator('#who').textContent());
 });
 
+await step('a change that gets no answer says so, and what to do: not the browser\'s "Failed to fetch"', async () => {
+  await visit('#/library', 'library');
+  const create = (url) => url.pathname === '/v1/content';
+  await page.route(create, (route) => route.abort('connectionrefused'));
+  let said = '';
+  try {
+    await refused('net::ERR_CONNECTION_REFUSED', async () => {
+      said = await submit('create', { name: 'Lost on the way', visibility: 'private' }, true);
+    });
+  } finally {
+    await page.unroute(create);
+  }
+  expect(said.includes('did not answer') && said.includes('may or may not have been done'), 'said: ' + said);
+  expect(await page.locator('#create [name="name"]').inputValue() === 'Lost on the way', 'the form keeps what was typed');
+  expect(!(await page.locator('#create button:not([type="button"])').isDisabled()), 'the form is busy still');
+});
+
 await step('edit an item: rename, visibility, description, link; it moves to the top', async () => {
   await page.locator('#my-library tbody tr', { hasText: 'Recipes' }).waitFor();
   await page.locator('#library-order').selectOption('oldest');

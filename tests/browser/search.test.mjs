@@ -137,6 +137,9 @@ await step('a Next the api refuses, or a search the network drops, is said; the 
     await page.unroute(anySearch);
   }
   expect((await page.locator('#user-search-status').getAttribute('class')) === 'error', 'the failed search is not said');
+  // ... in words that say what happened and what to do, not the browser's "Failed to fetch".
+  const said = await page.locator('#user-search-status').textContent();
+  expect(said.includes('did not answer') && said.includes('try again'), 'said: ' + said);
 });
 
 // row is the locator of a user's row in the results.
