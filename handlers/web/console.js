@@ -288,6 +288,19 @@
     };
   }
 
+  // undone sends a removal, taking its 404 with one of codes (nothing
+  // left to remove: someone else removed it first, or a press whose
+  // answer was lost did) as done; answers ' (already done)' then, else ''.
+  async function undone(request, ...codes) {
+    try {
+      await request();
+      return '';
+    } catch (err) {
+      if (err.status !== 404 || !codes.includes(err.code)) throw err;
+      return ' (already done)';
+    }
+  }
+
   // ---- Tables and paging ----
 
   const when = (ts) => (ts ? new Date(ts).toLocaleString() : '—');
@@ -557,9 +570,9 @@
           : self ? leaveItemButton('Leave', 'Leave ' + what)
             : removeButton('Remove', 'Take ' + what + ' away from ' + who + '? ' + (isGroup ? 'It leaves the group\'s library.' : 'It leaves their library.'),
               'Yes, remove ' + who, async () => {
-                await api('DELETE', '/v1/content/' + enc(item.current.id) + '/members/' + enc(m.principalId));
+                const already = await undone(() => api('DELETE', '/v1/content/' + enc(item.current.id) + '/members/' + enc(m.principalId)), 'not_found');
                 await itemMembers.reload();
-                say(who + ' no longer has ' + what + '.');
+                say(who + ' no longer has ' + what + already + '.');
               }, 'Remove ' + who));
         tr.dataset.member = who;
         return tr;
@@ -920,9 +933,9 @@
           ? leaveGroupButton(g)
           : removeButton('Remove', 'Remove ' + who + ' from ' + g.name + '? The items shared through the group leave their reach.',
             'Yes, remove ' + who, async () => {
-              await api('DELETE', '/v1/groups/' + enc(g.id) + '/members/' + enc(m.principalId));
+              const already = await undone(() => api('DELETE', '/v1/groups/' + enc(g.id) + '/members/' + enc(m.principalId)), 'not_member');
               await refreshGroup();
-              say(who + ' is no longer in ' + g.name + '.');
+              say(who + ' is no longer in ' + g.name + already + '.');
             }, 'Remove ' + who));
         tr.dataset.member = who;
         return tr;
@@ -1043,11 +1056,11 @@
 
   // unsuspend lifts a suspension and shows the lists it changes again.
   async function unsuspend(userId, username) {
-    await api('DELETE', '/v1/users/' + enc(userId) + '/suspension');
+    const already = await undone(() => api('DELETE', '/v1/users/' + enc(userId) + '/suspension'), 'not_suspended');
     await suspended.reload();
     if (modHistory.user && modHistory.user.id === userId) await showModUser(userId);
     moderated();
-    say(username + ' is no longer suspended.');
+    say(username + ' is no longer suspended' + already + '.');
   }
 
   // moderated tells the page's other parts (the user search) that a
@@ -1286,9 +1299,9 @@
       const tr = row(when(s.createdAt), 'active ' + ago(s.lastSeenAt || s.createdAt), browser, s.clientIp || 'unknown', madeWith(s.madeWith),
         s.current ? 'this session' : removeButton('Sign out', 'Sign out the session logged in ' + when(s.createdAt)
           + (s.userAgent ? ' (' + device(s.userAgent) + ')' : '') + '? Whoever uses it must log in again.', 'Yes, sign it out', async () => {
-          await api('DELETE', '/v1/users/' + state.me.id + '/sessions/' + enc(s.id));
+          const already = await undone(() => api('DELETE', '/v1/users/' + state.me.id + '/sessions/' + enc(s.id)), 'not_found');
           await sessions.reload();
-          say('That session is signed out.');
+          say('That session is signed out' + already + '.');
         }, 'Sign out the session of ' + when(s.createdAt)));
       tr.dataset.session = s.id;
       if (s.current) tr.className = 'current';

@@ -810,6 +810,21 @@ await step('moderation: suspend with and without an end, page, history and audit
   }
 });
 
+await step('an Unsuspend another admin beat: said as done, and the row goes (a Remove or Sign out likewise)', async () => {
+  await visit('#/moderation', 'moderation');
+  expect((await submit('suspend', { username: carol, reason: 'twice' })).includes('Suspended ' + carol), 'carol suspended');
+  await page.locator(`#suspended tr[data-user="${carol}"]`).waitFor();
+  // Another admin lifts it while the row is shown here.
+  const carolId = (await api('GET', '/v1/users/by-username/' + carol)).id;
+  await api('DELETE', `/v1/users/${carolId}/suspension`, await token());
+  let said = '';
+  await refused(404, async () => {
+    said = await confirm(`#suspended tr[data-user="${carol}"] button`, carol);
+  });
+  expect(said.includes('no longer suspended (already done)'), 'said: ' + said);
+  await page.waitForFunction((u) => !document.querySelector(`#suspended tr[data-user="${u}"]`), carol);
+});
+
 await step('the audit of every account: its own page from the nav, each entry naming its account (a link), filtered by action and by who, the filter in the address; an unknown name refused beside its field', async () => {
   await visit('#/moderation', 'moderation');
   await page.locator('#nav-audit').click();
