@@ -76,9 +76,22 @@
       throw new ApiError(401, endedText, [], 'unauthorized');
     }
     if (!res.ok) {
-      throw new ApiError(res.status, (data && (data.detail || data.title)) || res.statusText, data && data.errors, data && data.code, data);
+      let message = (data && (data.detail || data.title)) || res.statusText;
+      // A limit says when it lets the next one in (Retry-After, seconds):
+      // said when its words do not say it ("try again later").
+      const wait = Number(res.headers.get('Retry-After'));
+      if (res.status === 429 && wait > 0 && !/\d/.test(message)) message += ' ' + waitWords(wait);
+      throw new ApiError(res.status, message, data && data.errors, data && data.code, data);
     }
     return data;
+  }
+
+  // waitWords says when a refusal that asked to wait seconds lets the
+  // next attempt in.
+  function waitWords(seconds) {
+    if (seconds < 120) return 'You may try again in ' + seconds + (seconds === 1 ? ' second.' : ' seconds.');
+    const minutes = Math.ceil(seconds / 60);
+    return 'You may try again in ' + minutes + ' minutes (at ' + new Date(Date.now() + seconds * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) + ').';
   }
 
   // endedText is what a tab whose session ended says, on the login page.

@@ -442,6 +442,28 @@ await step('a change that gets no answer says so, and what to do: not the browse
   expect(!(await page.locator('#create button:not([type="button"])').isDisabled()), 'the form is busy still');
 });
 
+await step('a limit whose words say "later" is told when: its Retry-After, in minutes', async () => {
+  await visit('#/account', 'account');
+  // The account's address had its hour's mails: the change is held back
+  // (429 too_many_mails), for half an hour.
+  const patch = (url) => /^\/v1\/users\/[^/]+$/.test(url.pathname);
+  await page.route(patch, async (route) => {
+    if (route.request().method() !== 'PATCH') return route.continue();
+    await route.fulfill({ status: 429, contentType: 'application/problem+json', headers: { 'Retry-After': '1800' },
+      body: JSON.stringify({ type: 'urn:shelf:problem:too_many_mails', title: 'Too Many Requests', status: 429, code: 'too_many_mails',
+        detail: 'Your current email address had as many mails as it may this hour, and an email change must notify it first, so nothing changed; try again later.' }) });
+  });
+  let said = '';
+  try {
+    await refused(429, async () => {
+      said = await submit('profile', { email: 'elsewhere' + run + '@example.org', currentPassword: pw }, true);
+    });
+  } finally {
+    await page.unroute(patch);
+  }
+  expect(said.includes('try again later') && said.includes('You may try again in 30 minutes'), 'said: ' + said);
+});
+
 await step('edit an item: rename, visibility, description, link; it moves to the top', async () => {
   await page.locator('#my-library tbody tr', { hasText: 'Recipes' }).waitFor();
   await page.locator('#library-order').selectOption('oldest');
