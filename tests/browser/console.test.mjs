@@ -462,6 +462,8 @@ await step('a limit whose words say "later" is told when: its Retry-After, in mi
     await page.unroute(patch);
   }
   expect(said.includes('try again later') && said.includes('You may try again in 30 minutes'), 'said: ' + said);
+  // The steps after begin in the library, newest first.
+  await visit('#/library', 'library');
 });
 
 await step('edit an item: rename, visibility, description, link; it moves to the top', async () => {
