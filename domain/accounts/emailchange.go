@@ -309,7 +309,7 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 		a.releaseDropped(ctx, before, out)
 		// The reset link before the done mark: a retry finds a done
 		// token used and mails nothing, and the password now opens
-		// nothing, every older link stale (TestARevertWhoseDoneMarkWasLostStillMailsItsResetLink).
+		// nothing, every older link stale (TestARevertFaultedAnywhereLeavesAWorkingResetLink).
 		if err := a.mailRevertsLink(ctx, out); err != nil {
 			return err
 		}
