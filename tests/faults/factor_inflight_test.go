@@ -47,14 +47,7 @@ func TestAFactorConfirmedInFlightDoesNotSurviveAReset(t *testing.T) {
 			ctx := context.Background()
 			m := newMailWorld(t, true)
 			totp := withFactors(t, m, nil)
-			thief, err := m.svc.Authenticate(ctx, m.sessions[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := m.svc.EnrolTOTP(ctx, thief, m.ann.ID, "thief", accounts.Password(password))
-			if err != nil {
-				t.Fatalf("the thief's enrolment: %v", err)
-			}
+			thief, e := thiefEnrols(t, m, 1)
 			factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
 			if err != nil || len(factors) != 1 {
 				t.Fatalf("the factors: %+v %v", factors, err)
@@ -105,14 +98,7 @@ func TestAnEnrolmentProvenBeforeTheFirstFactorDoesNotAddASecond(t *testing.T) {
 	ctx := context.Background()
 	m := newMailWorld(t, false)
 	totp := withFactors(t, m, nil)
-	thief, err := m.svc.Authenticate(ctx, m.sessions[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs, err := m.svc.EnrolTOTP(ctx, thief, m.ann.ID, "thief", accounts.Password(password))
-	if err != nil {
-		t.Fatalf("the thief's enrolment: %v", err)
-	}
+	thief, theirs := thiefEnrols(t, m, 1)
 	owner, err := m.svc.Authenticate(ctx, m.sessions[0])
 	if err != nil {
 		t.Fatal(err)

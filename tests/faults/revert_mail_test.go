@@ -35,14 +35,7 @@ func TestARevertFaultedAnywhereLeavesAWorkingResetLink(t *testing.T) {
 		}},
 		{"revert-factor", func(m *mailWorld) {
 			totp := withFactors(t, m, nil)
-			p, err := m.svc.Authenticate(context.Background(), m.sessions[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := m.svc.EnrolTOTP(context.Background(), p, m.ann.ID, "thief", accounts.Password(password))
-			if err != nil {
-				t.Fatalf("the thief's enrolment: %v", err)
-			}
+			p, e := thiefEnrols(t, m, 0)
 			thiefConfirms(t, m, totp, p, e.Factor.ID)
 		}, func(m *mailWorld, token string) error { return m.svc.RevertFactor(context.Background(), token) }},
 	}
@@ -113,14 +106,7 @@ func TestARevertWhoseResetLinkCannotBeMailedAnswers503(t *testing.T) {
 			thiefTakes(t, m)
 		} else {
 			totp := withFactors(t, m, nil)
-			p, err := m.svc.Authenticate(ctx, m.sessions[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := m.svc.EnrolTOTP(ctx, p, m.ann.ID, "thief", accounts.Password(password))
-			if err != nil {
-				t.Fatalf("the thief's enrolment: %v", err)
-			}
+			p, e := thiefEnrols(t, m, 0)
 			thiefConfirms(t, m, totp, p, e.Factor.ID)
 			revert = func(token string) error { return m.svc.RevertFactor(ctx, token) }
 		}

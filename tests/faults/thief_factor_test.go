@@ -124,17 +124,11 @@ func TestARevertUndoesAFactorBegunBeforeTheChangeAndConfirmedAtTheThiefsAddress(
 	ctx := context.Background()
 	m := emailChangeWorld(t, false)
 	totp := withFactors(t, m, nil)
-	p, err := m.svc.Authenticate(ctx, m.sessions[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := m.svc.EnrolTOTP(ctx, p, m.ann.ID, "thief", accounts.Password(password))
-	if err != nil {
-		t.Fatalf("the thief's enrolment: %v", err)
-	}
+	_, e := thiefEnrols(t, m, 0)
 	m.store.Advance(time.Minute)
 	thiefTakes(t, m) // email now annNext, the thief's; annHome held for the revert
-	if p, err = m.svc.Authenticate(ctx, m.sessions[0]); err != nil {
+	p, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
 		t.Fatalf("the thief's session after the change: %v", err)
 	}
 	thiefConfirms(t, m, totp, p, e.Factor.ID)
@@ -149,6 +143,21 @@ func TestARevertUndoesAFactorBegunBeforeTheChangeAndConfirmedAtTheThiefsAddress(
 
 // thiefConfirms confirms ann's one factor, id, with its current code,
 // through the thief's principal p.
+// thiefEnrols has the holder of ann's session n (and her password, the
+// account having no factor) begin an authenticator's enrolment.
+func thiefEnrols(t *testing.T, m *mailWorld, n int) (domain.Principal, accounts.Enrolment) {
+	t.Helper()
+	p, err := m.svc.Authenticate(context.Background(), m.sessions[n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := m.svc.EnrolTOTP(context.Background(), p, m.ann.ID, "thief", accounts.Password(password))
+	if err != nil {
+		t.Fatalf("the thief's enrolment: %v", err)
+	}
+	return p, e
+}
+
 func thiefConfirms(t *testing.T, m *mailWorld, totp *factor.TOTP, p domain.Principal, id string) {
 	t.Helper()
 	ctx := context.Background()
