@@ -2227,5 +2227,10 @@
   }
 
   window.addEventListener('hashchange', () => route().catch((err) => say(err.message, true)));
+  // The user search (search.js) found the tab's session refused: the tab
+  // logs out as it does when its own request is.
+  window.addEventListener('shelf:session-ended', () => {
+    if (state.token) sessionEnded();
+  });
   start().catch((err) => say(err.message, true));
 })();

@@ -7,10 +7,11 @@
 // keeps (sessionStorage shelf.token), says its outcomes on its own status
 // line, and reaches the console only through the page's addresses
 // (#/moderation/<username>, #/browse/user/<username>), the console's
-// suspend form, which it fills in, and two window events: the console's
-// shelf:moderated, on which it reads its matches again, and a hashchange
-// it sends after an unsuspension, on which the console shows its page
-// again.
+// suspend form, which it fills in, and window events: the console's
+// shelf:moderated, on which it reads its matches again; a hashchange it
+// sends after an unsuspension, on which the console shows its page again;
+// and shelf:session-ended, sent when the API refuses the tab's session,
+// on which the console logs the tab out as for its own requests.
 (function () {
   'use strict';
   const root = document.getElementById('user-search');
@@ -62,6 +63,25 @@
     status.style.color = isError ? '#a00' : '';
   }
 
+  // fail says why a request was refused; a session that ended says
+  // nothing here (the console has logged the tab out and says so on its
+  // login page) and the matches go, so none stays for whoever logs in
+  // next in this tab.
+  function fail(err) {
+    if (!err.ended) {
+      say(err.message, true);
+      return;
+    }
+    say('');
+    search.q = '';
+    search.cursors = [''];
+    search.next = '';
+    table.tBodies[0].replaceChildren();
+    table.hidden = true;
+    pager.hidden = true;
+    form.reset();
+  }
+
   // ---- The API ----
 
   async function api(method, path) {
@@ -83,6 +103,16 @@
       data = text ? JSON.parse(text) : null;
     } catch (err) {
       data = null;
+    }
+    if (res.status === 401 && token && (!data || data.code === 'unauthorized')) {
+      // The tab's session is gone (ended elsewhere, expired, the account
+      // suspended): the console logs the tab out and says so, as it does
+      // for its own requests; the search says nothing more.
+      window.dispatchEvent(new CustomEvent('shelf:session-ended'));
+      const err = new Error('');
+      err.fields = [];
+      err.ended = true;
+      throw err;
     }
     if (!res.ok) {
       const err = new Error((data && (data.detail || data.title)) || res.statusText);
@@ -210,7 +240,7 @@
       try {
         await busy(ev.currentTarget, fn);
       } catch (err) {
-        say(err.message, true);
+        fail(err);
       }
     };
   }
@@ -232,13 +262,13 @@
         input.setAttribute('aria-describedby', note.id);
         input.closest('label').after(note);
       }
-      say(err.message, true);
+      fail(err);
     }
   });
   // A suspension or its lifting elsewhere on the page: the matches shown
   // are read again, so no row keeps the old status.
   window.addEventListener('shelf:moderated', () => {
-    if (search.q && !table.hidden) load().catch((err) => say(err.message, true));
+    if (search.q && !table.hidden) load().catch(fail);
   });
   next.addEventListener('click', act(async () => {
     if (!search.next) return;

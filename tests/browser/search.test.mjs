@@ -4,9 +4,10 @@
 // non-admin never sees it; a query too short is refused beside its
 // field; a search by part of a username or email, in any case, pages
 // through every match; each match leads to its history, its library, the
-// suspend form, and an unsuspension that asks first; at 375 px it stays
-// within the screen. Fails on any console or page error (a refused
-// request a step expects is allowed once, by its status). Prints
+// suspend form, and an unsuspension that asks first; a search with a
+// session ended elsewhere logs the tab out as the console does; at 375
+// px it stays within the screen. Fails on any console or page error (a
+// refused request a step expects is allowed once, by its status). Prints
 // "N passed, N failed"; screenshots go to SCREENSHOTS (and README_SHOTS
 // when set).
 import { execSync } from 'node:child_process';
@@ -226,6 +227,25 @@ await step('Yes, unsuspend is busy until its answer: a double press lifts once, 
   expect(deletes === 1, deletes + ' lifts sent');
   expect((await page.locator('#user-search-status').getAttribute('class')) !== 'error', 'said: ' + await page.locator('#user-search-status').textContent());
   expect((await row(targets[1]).locator('td:nth-child(3)').textContent()) === 'active', 'still shown suspended');
+});
+
+await step('a search after the session ended elsewhere logs the tab out, says why on the login page and leaves no match behind', async () => {
+  const token = await login(admin);
+  await as(token, '#/moderation', 'moderation');
+  await find(tag);
+  await pageNumber(1);
+  await api('DELETE', '/v1/sessions/current', token);
+  await refused(401, async () => {
+    await page.fill('#user-search-form [name="q"]', tag);
+    await page.click('#user-search-form button');
+    await page.waitForSelector('body[data-ready="auth"]');
+  });
+  const said = await page.locator('#message').textContent();
+  expect(said.includes('session has ended'), 'says: ' + said);
+  expect((await page.locator('#who').textContent()) === 'not logged in', 'the tab is still logged in');
+  expect(await page.evaluate(() => sessionStorage.getItem('shelf.token')) === null, 'the token stays');
+  expect((await page.locator('#user-search-status').getAttribute('class')) !== 'error', 'the search said a refusal: ' + await page.locator('#user-search-status').textContent());
+  expect(await page.locator('#user-search-results tbody tr').count() === 0, 'the matches stay for the next to log in');
 });
 
 await step('at 375 px the search stays within the screen', async () => {
