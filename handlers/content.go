@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"shelf/domain"
 	"shelf/domain/library"
 )
 
@@ -169,15 +170,29 @@ func (h *Contents) unshare(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// library serves GET /v1/users/{id}/library and GET /v1/groups/{id}/library: a
-// library page as the caller may see it, newest first or (?order=oldest)
-// oldest first.
-func (h *Contents) library(w http.ResponseWriter, r *http.Request) error {
+// userLibrary serves GET /v1/users/{id}/library.
+func (h *Contents) userLibrary(w http.ResponseWriter, r *http.Request) error {
+	return h.library(w, r, domain.UserIDPrefix)
+}
+
+// groupLibrary serves GET /v1/groups/{id}/library.
+func (h *Contents) groupLibrary(w http.ResponseWriter, r *http.Request) error {
+	return h.library(w, r, domain.GroupIDPrefix)
+}
+
+// library serves a library page of the principal the route names (its
+// ids begin with prefix: another kind's id is 404, as an unknown one) as
+// the caller may see it, newest first or (?order=oldest) oldest first.
+func (h *Contents) library(w http.ResponseWriter, r *http.Request, prefix string) error {
 	order, cursor, limit, err := libraryParams(r)
 	if err != nil {
 		return err
 	}
-	page, err := h.contents.Library(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), order, cursor, limit)
+	id := chi.URLParam(r, "id")
+	if !domain.ValidID(id, prefix) {
+		return library.ErrLibraryNotFound
+	}
+	page, err := h.contents.Library(r.Context(), principal(r.Context()), id, order, cursor, limit)
 	if err != nil {
 		return err
 	}

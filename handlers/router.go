@@ -214,8 +214,8 @@ func routeContent(r chi.Router, d Deps) {
 	r.Get(v1+"/content/{id}/members", handle(c.members))
 	r.Put(v1+"/content/{id}/members/{principalId}", handle(c.share))
 	r.Delete(v1+"/content/{id}/members/{principalId}", handle(c.unshare))
-	r.Get(v1+"/users/{id}/library", handle(c.library))
-	r.Get(v1+"/groups/{id}/library", handle(c.library))
+	r.Get(v1+"/users/{id}/library", handle(c.userLibrary))
+	r.Get(v1+"/groups/{id}/library", handle(c.groupLibrary))
 }
 
 // methodNotAllowed answers 405 with the Allow header listing what the path
