@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -104,7 +103,7 @@ func (h *Groups) get(w http.ResponseWriter, r *http.Request) error {
 
 // getByName serves GET /v1/groups/by-name/{name}.
 func (h *Groups) getByName(w http.ResponseWriter, r *http.Request) error {
-	name, err := url.PathUnescape(chi.URLParam(r, "name"))
+	name, err := textParam(r, "name")
 	if err != nil {
 		return domain.ErrNotFound
 	}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -244,4 +245,19 @@ func serveOpenAPI(spec []byte) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(spec)
 	}
+}
+
+// textParam is the path parameter name of r as the client meant it (an
+// address, a username, a group name), percent-decoded once. chi routes on
+// the escaped path when net/url kept one (RawPath: the path holds an
+// escape net/url would not write, such as %2F) and its parameters are
+// then still escaped; otherwise it routes on the decoded path, and
+// decoding again would read a '%' of the value (a%41b@example.org, sent
+// as a%2541b@example.org) as an escape: another address, or none.
+func textParam(r *http.Request, name string) (string, error) {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath == "" {
+		return v, nil
+	}
+	return url.PathUnescape(v)
 }

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -129,7 +128,7 @@ func (h *Users) get(w http.ResponseWriter, r *http.Request) error {
 
 // getByUsername serves GET /v1/users/by-username/{username}.
 func (h *Users) getByUsername(w http.ResponseWriter, r *http.Request) error {
-	name, err := url.PathUnescape(chi.URLParam(r, "username"))
+	name, err := textParam(r, "username")
 	if err != nil {
 		return domain.ErrNotFound
 	}
@@ -143,7 +142,7 @@ func (h *Users) getByUsername(w http.ResponseWriter, r *http.Request) error {
 
 // getByEmail serves GET /v1/users/by-email/{email} (admins).
 func (h *Users) getByEmail(w http.ResponseWriter, r *http.Request) error {
-	email, err := url.PathUnescape(chi.URLParam(r, "email"))
+	email, err := textParam(r, "email")
 	if err != nil {
 		return domain.ErrNotFound
 	}
