@@ -84,3 +84,20 @@ func TestAddressesInPathsAreDecodedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongMethodOnAnEscapedPathSaysWhatItAllows: a 405 lists in Allow
+// the methods of the path as chi routed it. For a path holding an escaped
+// '/' (an address d/e@example.org, sent as d%2Fe@example.org) chi routes
+// on the escaped path, and the list was made from the decoded one, where
+// the '/' splits the segment and nothing matches: Allow was empty.
+func TestWrongMethodOnAnEscapedPathSaysWhatItAllows(t *testing.T) {
+	t.Parallel()
+	h := corsRouter(nil)
+	for _, path := range []string{"/v1/users/by-email/de@example.org", "/v1/users/by-email/d%2Fe@example.org"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPut, path, nil))
+		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
+			t.Errorf("PUT %s: %d, Allow %q, want 405 and GET, HEAD", path, rec.Code, rec.Header().Get("Allow"))
+		}
+	}
+}

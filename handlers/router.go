@@ -225,9 +225,14 @@ func methodNotAllowed(mux *chi.Mux) http.HandlerFunc {
 	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
 		http.MethodPatch, http.MethodDelete, http.MethodOptions}
 	return func(w http.ResponseWriter, r *http.Request) {
+		// The path as chi routed it: the escaped one when net/url kept it.
+		path := r.URL.RawPath
+		if path == "" {
+			path = r.URL.Path
+		}
 		var allowed []string
 		for _, m := range methods {
-			if mux.Match(chi.NewRouteContext(), m, r.URL.Path) ||
+			if mux.Match(chi.NewRouteContext(), m, path) ||
 				(m == http.MethodHead && slices.Contains(allowed, http.MethodGet)) {
 				allowed = append(allowed, m)
 			}
