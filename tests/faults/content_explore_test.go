@@ -529,6 +529,10 @@ const (
 	// runsBegin: oldest-first runs begin (their first page) and nothing
 	// else happens, so the action goes on as it was.
 	runsBegin
+	// pagesChecked: every library's page is checked as every viewer
+	// (checkPagesNow), the outbox worker runs, and the pages are checked
+	// again.
+	pagesChecked
 )
 
 // exploreContent runs one schedule: the action with the fault at its
@@ -553,8 +557,14 @@ func exploreContent(t *testing.T, name string, l *libWorld, op libOperation, k i
 		if slow == runsBegin {
 			return
 		}
+		if slow == pagesChecked {
+			l.checkPagesNow(t, name, "in the slow call")
+		}
 		if err := l.drain(); err != nil {
 			t.Errorf("%s: the outbox worker inside the slow call: %v", name, err)
+		}
+		if slow == pagesChecked {
+			l.checkPagesNow(t, name, "in the slow call, after the outbox worker")
 		}
 		l.mu.Lock()
 		l.failNext = slow == workerThenFail
