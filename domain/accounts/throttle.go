@@ -249,10 +249,16 @@ func (c *counted) overLimit(tally Tally, limit int, now time.Time) time.Duration
 			count(t.Attempt, t.At.Add(inFlightFor))
 		}
 	}
+	if len(tally.Failures) >= maxCounted {
+		// The read stopped at its bound: the failures it did not take
+		// count too, so a limit above it is kept as maxCounted, never
+		// as none.
+		return c.window
+	}
 	if len(ends)+1 <= limit {
 		return 0
 	}
-	if len(tally.Failures) >= maxCounted || len(tally.Tries) >= maxCounted {
+	if len(tally.Tries) >= maxCounted {
 		return c.window
 	}
 	sorted := slices.SortedFunc(maps.Values(ends), time.Time.Compare)
