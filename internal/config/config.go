@@ -322,8 +322,8 @@ var Vars = []Var{
 	{"SHELF_HIBP_URL", "", "Have I Been Pwned's Pwned Passwords API (https://api.pwnedpasswords.com): every new password is refused if its breaches hold it, asked by k-anonymity (GET {url}/range/{first 5 hex digits of its SHA-1}); empty: off (the built-in list of common passwords still applies)", Operator},
 	{"SHELF_HIBP_FAIL", "open", "when that API cannot answer (down, slow, not a range): open lets the password through on the built-in checks (logged); closed refuses it (503 password_check_unavailable)", Operator},
 	{"SHELF_HIBP_TIMEOUT", "2s", "bound of one request to that API", Tuning},
-	{"SHELF_THROTTLE_PER_ADDRESS", "5", "failed password checks (and second-factor codes; recovery codes count on this tier alone) of one login (a username, an email, or an account's current password) from one client address (IPv6: its /64) within SHELF_THROTTLE_WINDOW, counted by every instance together in Cassandra; beyond, 429 too_many_attempts with Retry-After, before any password is checked; 0 turns this tier off", Tuning},
-	{"SHELF_THROTTLE_PER_LOGIN", "50", "failed password checks (and second-factor codes) of one login from every address together within SHELF_THROTTLE_WINDOW (a stranger needs this ÷ SHELF_THROTTLE_PER_ADDRESS addresses to lock the owner out, for at most one window after the last counted failure); 0 turns this tier off", Tuning},
+	{"SHELF_THROTTLE_PER_ADDRESS", "5", "failed password checks (and second-factor codes; recovery codes count on this tier alone) of one login (a username, an email, or an account's current password) from one client address (IPv6: its /64) within SHELF_THROTTLE_WINDOW, counted by every instance together in Cassandra; beyond, 429 too_many_attempts with Retry-After, before any password is checked; 0 turns this tier off, at most 512", Tuning},
+	{"SHELF_THROTTLE_PER_LOGIN", "50", "failed password checks (and second-factor codes) of one login from every address together within SHELF_THROTTLE_WINDOW (a stranger needs this ÷ SHELF_THROTTLE_PER_ADDRESS addresses to lock the owner out, for at most one window after the last counted failure); 0 turns this tier off, at most 512", Tuning},
 	{"SHELF_THROTTLE_WINDOW", "15m", "how long a failed password check counts (1s to 24h)", Tuning},
 	{"SHELF_REQUIRE_ADMIN_FACTOR", "false", "true: admin powers (moderation, the audit, another's account, sessions, factors, groups and items, deletions, closings, jobs) only from a session whose login gave a second factor (403 admin_factor_required otherwise); reading any library or email as an admin is not gated", Operator},
 	{"SHELF_WEBAUTHN_RP_ID", "", "the passkeys' relying party id: the console's domain or a parent of it (example.com); unset, SHELF_PUBLIC_URL's host when it is a name (localhost included), and passkeys are off (503 passkeys_off) when it is an address; checked against the origins at start", Operator},
@@ -355,7 +355,7 @@ var Vars = []Var{
 	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works", Tuning},
 	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile)", Tuning},
 	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted", Operator},
-	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour, of every kind together (verifications after signup, after a change of email or on request, resets, notices; verifications take all but the last), counted by every instance together in Cassandra (beyond: requests answered the same, nothing sent); 0 turns the limit off", Tuning},
+	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour, of every kind together (verifications after signup, after a change of email or on request, resets, notices; verifications take all but the last), counted by every instance together in Cassandra (beyond: requests answered the same, nothing sent); 0 turns the limit off, at most 512", Tuning},
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map
@@ -417,8 +417,8 @@ func Load(getenv func(string) string) (Config, error) {
 			HIBPURL:             p.optionalURL("SHELF_HIBP_URL"),
 			HIBPFailClosed:      p.oneOf("SHELF_HIBP_FAIL", "open", "closed") == "closed",
 			HIBPTimeout:         p.duration("SHELF_HIBP_TIMEOUT"),
-			ThrottlePerAddress:  p.nonNegativeInt("SHELF_THROTTLE_PER_ADDRESS"),
-			ThrottlePerLogin:    p.nonNegativeInt("SHELF_THROTTLE_PER_LOGIN"),
+			ThrottlePerAddress:  p.countLimit("SHELF_THROTTLE_PER_ADDRESS"),
+			ThrottlePerLogin:    p.countLimit("SHELF_THROTTLE_PER_LOGIN"),
 			ThrottleWindow:      p.duration("SHELF_THROTTLE_WINDOW"),
 			FactorKeys:          p.str("SHELF_FACTOR_KEYS"),
 			RequireAdminFactor:  p.boolean("SHELF_REQUIRE_ADMIN_FACTOR"),
@@ -453,7 +453,7 @@ func Load(getenv func(string) string) (Config, error) {
 		ResetTTL:        p.duration("SHELF_RESET_PASSWORD_TTL"),
 		RevertTTL:       p.duration("SHELF_REVERT_EMAIL_TTL"),
 		RequireVerified: p.boolean("SHELF_REQUIRE_VERIFIED_EMAIL"),
-		PerHour:         p.nonNegativeInt("SHELF_MAIL_PER_HOUR"),
+		PerHour:         p.countLimit("SHELF_MAIL_PER_HOUR"),
 	}
 	if c.Mail.Mailer == "smtp" && c.Mail.SMTPHost == "" {
 		p.fail("SHELF_SMTP_HOST", "is needed with SHELF_MAILER=smtp")

@@ -88,6 +88,8 @@ func TestBadValuesNameTheirVariable(t *testing.T) {
 		"SHELF_HIBP_URL":           "api.pwnedpasswords.com",
 		"SHELF_HIBP_FAIL":          "maybe",
 		"SHELF_HIBP_TIMEOUT":       "0s",
+		"SHELF_THROTTLE_PER_LOGIN": "513",
+		"SHELF_MAIL_PER_HOUR":      "600",
 	}
 	_, err := Load(env(bad))
 	if err == nil {

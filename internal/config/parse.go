@@ -76,6 +76,22 @@ func (p *parser) nonNegativeInt(name string) int {
 	return n
 }
 
+// mostCounted is the largest limit the throttle keeps (a read of a
+// scope takes at most this many rows: domain/accounts' maxCounted); a
+// larger one would be kept as this, so it is refused here instead.
+const mostCounted = 512
+
+// countLimit is a limit the throttle counts in Cassandra: 0 (off) to
+// mostCounted.
+func (p *parser) countLimit(name string) int {
+	n := p.nonNegativeInt(name)
+	if n > mostCounted {
+		p.fail(name, "%d is more than the %d the throttle counts; set %d or less (0 turns it off)", n, mostCounted, mostCounted)
+		return 0
+	}
+	return n
+}
+
 func (p *parser) boolean(name string) bool {
 	raw := p.str(name)
 	b, err := strconv.ParseBool(raw)
