@@ -41,6 +41,11 @@ func (s *Service) groupsToLeave(ctx context.Context, userID string) ([]string, e
 			return nil, err
 		}
 		if _, err := s.groups.MemberRole(ctx, id, userID); errors.Is(err, domain.ErrNotFound) {
+			// Not a member, or the group began closing since it was read:
+			// a closing keeps the user among its members until it is done.
+			if err := s.finishClosingOf(ctx, id); err != nil {
+				return nil, err
+			}
 			continue
 		} else if err != nil {
 			return nil, err
@@ -59,7 +64,13 @@ func (s *Service) leaveGroups(ctx context.Context, id string) error {
 		return err
 	}
 	for _, groupID := range ids {
-		if err := s.leaveGroup(ctx, groupID, id); err != nil && !errors.Is(err, domain.ErrNotFound) {
+		err := s.leaveGroup(ctx, groupID, id)
+		if errors.Is(err, domain.ErrNotFound) {
+			// Gone since it was read: a closing that began meanwhile still
+			// has the user among its members until it is done.
+			err = s.finishClosingOf(ctx, groupID)
+		}
+		if err != nil {
 			return err
 		}
 	}
