@@ -42,7 +42,7 @@ func FoldSearch(field, q string) (string, *FieldError) {
 	if n := utf8.RuneCountInString(q); n > MaxSearchQuery {
 		return "", &FieldError{Field: field, Code: "too_long", Message: "must be at most 254 characters"}
 	}
-	folded := norm.NFKC.String(emailFold.String(norm.NFKC.String(q)))
+	folded := norm.NFKC.String(foldCase(norm.NFKC.String(q)))
 	if utf8.RuneCountInString(folded) < MinSearchQuery {
 		return "", &FieldError{Field: field, Code: "too_short",
 			Message: "must be at least 3 characters (compared case-folded, in NFKC)"}

@@ -240,6 +240,23 @@ func NormalizeUsername(s string) (display, key string, fe *FieldError) {
 // emailFold is full Unicode case folding (ß and SS compare equal).
 var emailFold = cases.Fold()
 
+// foldCase is s case-folded as Unicode's full case folding says. x/text's
+// Fold swaps Cherokee's cases (golang/go#46101: U+13A0 to U+AB70 and
+// U+AB70 to U+13A0), where Unicode folds both to the capital, so two
+// cases of one address made two keys (U1): what it leaves small is made
+// capital again.
+func foldCase(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 0xAB70 && r <= 0xABBF: // CHEROKEE SMALL LETTER A ... QUV
+			return r - 0xAB70 + 0x13A0
+		case r >= 0x13F8 && r <= 0x13FD: // CHEROKEE SMALL LETTER YE ... MV
+			return r - 0x13F8 + 0x13F0
+		}
+		return r
+	}, emailFold.String(s))
+}
+
 // NormalizeEmail checks an email address and returns the form to display
 // (NFKC of what was typed) and the key it is unique by: NFKC, case folded,
 // NFKC again (folding can denormalize).
@@ -266,7 +283,7 @@ func NormalizeEmail(s string) (display, key string, fe *FieldError) {
 	if !strings.Contains(domainPart, ".") || strings.HasSuffix(domainPart, ".") || strings.HasPrefix(domainPart, ".") {
 		return "", "", &FieldError{Field: "email", Code: "format", Message: "must have a domain such as example.org"}
 	}
-	return display, norm.NFKC.String(emailFold.String(display)), nil
+	return display, norm.NFKC.String(foldCase(display)), nil
 }
 
 // CheckPassword applies the password rules: 8-128 characters, not the
@@ -282,7 +299,7 @@ func CheckPassword(field, password, usernameKey, emailKey string) *FieldError {
 	case n > 128:
 		return &FieldError{Field: field, Code: "too_long", Message: "must be at most 128 characters"}
 	}
-	folded := norm.NFKC.String(emailFold.String(password))
+	folded := norm.NFKC.String(foldCase(password))
 	if folded == usernameKey || folded == emailKey {
 		return &FieldError{Field: field, Code: "same_as_identifier", Message: "must not be the username or the email"}
 	}

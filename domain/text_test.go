@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestNormalizeUsername(t *testing.T) {
@@ -68,6 +69,42 @@ func TestNormalizeEmail(t *testing.T) {
 		}
 		if key != tc.key || code != tc.code {
 			t.Errorf("%q: got key %q code %q, want %q %q", tc.in, key, code, tc.key, tc.code)
+		}
+	}
+}
+
+// TestCaseVariantsOfAnEmailAreOneKey: an email key is the same for
+// every case of the address, as full case folding says. Cherokee is the
+// one script where x/text's Fold breaks this (golang/go#46101): it swaps
+// the cases (U+13A0 to U+AB70, U+AB70 to U+13A0) where Unicode folds both
+// to the capital, so aᎠ@ and aꭰ@ were two keys and two accounts (U1).
+// Every key is also its own key: folding it again changes nothing.
+func TestCaseVariantsOfAnEmailAreOneKey(t *testing.T) {
+	t.Parallel()
+	for _, pair := range [][2]string{
+		{"a\u13a0@example.org", "a\uab70@example.org"},           // CHEROKEE LETTER A, SMALL LETTER A
+		{"\u13f0\u13ef@example.org", "\u13f8\uabbf@example.org"}, // the last of each range
+		{"Al@Example.ORG", "al@example.org"},
+	} {
+		_, k1, fe1 := NormalizeEmail(pair[0])
+		_, k2, fe2 := NormalizeEmail(pair[1])
+		if fe1 != nil || fe2 != nil || k1 != k2 {
+			t.Errorf("%q and %q are one address in two cases: keys %q and %q (%v %v)", pair[0], pair[1], k1, k2, fe1, fe2)
+		}
+		if q1, _ := FoldSearch("q", pair[0]); q1 != k1 {
+			t.Errorf("a search for %q folds to %q, its key is %q", pair[0], q1, k1)
+		}
+	}
+	for r := rune(0x80); r <= 0x1FFFF; r++ {
+		if !utf8.ValidRune(r) || blank(r) {
+			continue
+		}
+		_, key, fe := NormalizeEmail("a" + string(r) + "@example.org")
+		if fe != nil {
+			continue
+		}
+		if _, again, _ := NormalizeEmail(key); again != key {
+			t.Errorf("%U: key %q is not its own key (%q)", r, key, again)
 		}
 	}
 }
