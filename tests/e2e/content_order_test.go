@@ -188,12 +188,13 @@ func oldestRunAcrossAHeldUpdate(t *testing.T, env map[string]string, hook func(*
 // TestOldestFirstRunsBesideConcurrentUpdates: items past their lean rows
 // (SHELF_LEAN_MEMBERS 1, each shared with a friend) are updated by four
 // writers without pause while four readers page oldest-first runs of the
-// owner's library, three items a page, for a few seconds: no run lists an
-// item twice (L2). Were an item's place taken before its compare-and-set,
-// a run whose first page read the item while that compare-and-set was in
-// flight would begin after the place and list the item again there; the
-// place taken by a second compare-and-set once the first has answered is
-// past the run's end (docs/design/libraries.md, oldest first).
+// owner's library, three items a page, for five seconds or more (until
+// 20 runs beside 100 updates): no run lists an item twice (L2). Were an
+// item's place taken before its compare-and-set, a run whose first page
+// read the item while that compare-and-set was in flight would begin
+// after the place and list the item again there; the place taken by a
+// second compare-and-set once the first has answered is past the run's
+// end (docs/design/libraries.md, oldest first).
 func TestOldestFirstRunsBesideConcurrentUpdates(t *testing.T) {
 	t.Parallel()
 	m := newModerators(t, map[string]string{"SHELF_LEAN_MEMBERS": "1"})
@@ -244,12 +245,17 @@ func TestOldestFirstRunsBesideConcurrentUpdates(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(5 * time.Second)
+	// Five seconds at least, and until there are enough of each to show
+	// something: a machine busy with other tests takes longer for them.
+	start := time.Now()
+	for time.Since(start) < 5*time.Second || (runs.Load() < 20 || updates.Load() < 100) && time.Since(start) < time.Minute {
+		time.Sleep(100 * time.Millisecond)
+	}
 	close(stop)
 	wg.Wait()
-	t.Logf("%d oldest-first runs beside %d updates", runs.Load(), updates.Load())
+	t.Logf("%d oldest-first runs beside %d updates in %s", runs.Load(), updates.Load(), time.Since(start).Round(time.Second))
 	if runs.Load() < 20 || updates.Load() < 100 {
-		t.Fatalf("only %d runs beside %d updates: too few to show anything", runs.Load(), updates.Load())
+		t.Fatalf("only %d runs beside %d updates in a minute: too few to show anything", runs.Load(), updates.Load())
 	}
 }
 
