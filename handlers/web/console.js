@@ -278,15 +278,38 @@
 
   // removal is act for an action that removes something: fn runs once
   // the question (or what the function question answers) is confirmed;
-  // a cancel says nothing changed.
+  // a cancel says nothing changed. A button in a table whose row went
+  // with what it removed leaves the focus in the table (keepFocusIn).
   function removal(question, yes, fn) {
-    return act(async () => {
+    const run = act(async () => {
       if (!(await confirmed(typeof question === 'function' ? question() : question, yes))) {
         say('Nothing changed.');
         return;
       }
       await fn();
     });
+    return async (ev) => {
+      const pressed = ev && ev.currentTarget;
+      const table = pressed && pressed.closest('table');
+      const controls = () => [...table.querySelectorAll('button, select, a[href]')];
+      const at = table ? controls().indexOf(pressed) : -1;
+      await run(ev);
+      if (table && !pressed.isConnected && table.isConnected) keepFocusIn(table, controls(), at);
+    };
+  }
+
+  // keepFocusIn moves the focus, lost with a removed row, to the control
+  // now at the pressed one's place in table (the next row's, or the last
+  // row's), or to the table itself when it has none: the keyboard goes on
+  // from where it was, not from the page's start.
+  function keepFocusIn(table, controls, at) {
+    const next = controls[Math.min(at, controls.length - 1)];
+    if (next) {
+      next.focus();
+      return;
+    }
+    table.tabIndex = -1;
+    table.focus();
   }
 
   // act runs a button's action, its error on the message line.

@@ -520,6 +520,9 @@ await step('groups: create (a bad name refused beside the field), add by usernam
   expect((await confirm(`#group-members tr[data-member="${carol}"] button`, carol, { cancel: true })) === 'Nothing changed.', 'cancelled');
   expect((await rows('group-members')).join(' ').includes(carol), 'carol stays after a cancel');
   expect((await confirm(`#group-members tr[data-member="${carol}"] button`, 'Remove ' + carol)).includes('no longer in'), 'carol removed');
+  // Her row went with its button: the focus stays in the members' table.
+  const focusedIn = await page.evaluate(() => Boolean(document.activeElement && document.activeElement.closest('#group-members')));
+  expect(focusedIn, 'the focus fell back to ' + await page.evaluate(() => document.activeElement && document.activeElement.tagName));
   await page.waitForFunction(() => document.getElementById('group-capacity').textContent === '2 of 3 members');
   const groupsOfCarol = await api('POST', '/v1/sessions', null, { login: carol, password: pw })
     .then((s) => api('GET', '/v1/users/' + carolId + '/groups', s.token));
