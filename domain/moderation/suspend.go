@@ -39,7 +39,7 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	var s domain.Suspension
 	var finished *domain.Suspension
 	var audited []domain.AuditEntry
-	next, err := m.changeAccount(ctx, userID, &a, func(u domain.User) (domain.User, error) {
+	decide := func(u domain.User) (domain.User, error) {
 		audited, finished = nil, nil
 		if u.IsAdmin() {
 			return u, errOtherAdmin
@@ -84,10 +84,32 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 		audited = []domain.AuditEntry{{UserID: u.ID, At: s.SuspendedAt, Version: u.Version + 1, Action: domain.AuditSuspended,
 			Actor: admin.ID, Via: domain.ViaAPI, From: p.From, Reason: s.Reason, Until: s.Until}}
 		return u, domain.CarryAdminChange(ctx, m.audit, &u, audited)
-	})
+	}
+	next, err := m.changeAccount(ctx, userID, &a, decide)
 	if errors.Is(err, errAlreadySuspended) && finished != nil {
-		if lerr := m.liftIfEnded(ctx, *finished); lerr != nil {
+		ended, lerr := m.liftEnded(ctx, *finished)
+		if lerr != nil {
 			return domain.Suspension{}, lerr
+		}
+		if ended {
+			// The suspension found had ended (the sweeper not there yet):
+			// it blocked nothing (S3) and is lifted now, and this request,
+			// whose own until is in the future, is no retry of it: it
+			// decides again on the lifted row, under an entry of its own
+			// (the lift may have been slow past the sweeper's fence and
+			// end of the first: TestASuspensionAfterAnEndedOneHasItsOwnEntry);
+			// the first round changed nothing.
+			prev := a
+			if a, err = m.begin(ctx, userID, ActionSuspend); err != nil {
+				return domain.Suspension{}, err
+			}
+			_ = m.cfg.Attempts.End(ctx, prev)
+			next, err = m.changeAccount(ctx, userID, &a, decide)
+			if errors.Is(err, errAlreadySuspended) && finished != nil {
+				if lerr := m.liftIfEnded(ctx, *finished); lerr != nil {
+					return domain.Suspension{}, lerr
+				}
+			}
 		}
 	}
 	if err != nil {
@@ -221,9 +243,16 @@ func (m *Service) finishSuspension(ctx context.Context, s domain.Suspension, ver
 // pass over interrupted attempts, the repair) lifts it itself. A
 // suspension lifted already, suspended again or gone is left alone.
 func (m *Service) liftIfEnded(ctx context.Context, s domain.Suspension) error {
+	_, err := m.liftEnded(ctx, s)
+	return err
+}
+
+// liftEnded is liftIfEnded, and reports whether s had ended (by this
+// process's clock and the node's): lifted now, or before by another.
+func (m *Service) liftEnded(ctx context.Context, s domain.Suspension) (bool, error) {
 	now := m.cfg.Now().UTC()
 	if s.Until.IsZero() || s.ActiveAt(now) {
-		return nil
+		return false, nil
 	}
 	// Ended by this process's clock; by the node's as well, as the
 	// sweeper's reader asks: a process whose clock runs ahead lifts
@@ -231,18 +260,18 @@ func (m *Service) liftIfEnded(ctx context.Context, s domain.Suspension) error {
 	// entry ahead of where the reader starts, so the sweeper lifts it.
 	node, err := m.suspensions.NodeNow(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if node.Before(now) {
 		now = node.UTC()
 	}
 	if s.ActiveAt(now) {
-		return nil
+		return false, nil
 	}
 	if err := m.lift(ctx, s.UserID, "", domain.Origin{}, &now, nil); err != nil && !errors.Is(err, domain.ErrNotFound) {
-		return err
+		return false, err
 	}
-	return nil
+	return true, nil
 }
 
 // forget erases the records of s, a suspension that u, the account read
