@@ -208,3 +208,46 @@ func TestAWorkerAheadLeavesTheEntryOfADeletionUnderWay(t *testing.T) {
 	}
 	checkDeletion(t, "a worker ahead", d)
 }
+
+// TestAnAdminBehindLeavesNoSuspensionUnlifted: one process's clock runs
+// 10 minutes behind the store's. The sweepers on time have moved the
+// expiry reader's start to two minutes before now. An admin on the
+// process behind suspends the member for 5 minutes by its clock: an end 5
+// minutes past by the node's. Its expiry entry lies behind the start and
+// is never read; the request's own lift (liftIfEnded) asked its clock too,
+// which says the end has not come, so it leaves the lift to a sweeper that
+// never reads the entry. The member, free to log in on every process on
+// time, stays suspended and listed for good once the request answered
+// (S2: "a suspension with an end is lifted once it passed, by the workers
+// alone"): the attempt ended, and the repair finds every record in place.
+// An entry behind the reader's start is one whose end passed by the
+// node's clock: that clock alone says whether the finisher lifts.
+func TestAnAdminBehindLeavesNoSuspensionUnlifted(t *testing.T) {
+	t.Parallel()
+	m := newModWorld(t)
+	ctx := context.Background()
+	if _, err := m.mod.SweepExpired(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	behind := m.sweeperAhead(-10 * time.Minute)
+	end := m.store.Now().Add(-5 * time.Minute)
+	if _, err := behind.Suspend(ctx, m.admin, m.member.ID, moderation.SuspendInput{Reason: "spam", Until: &end}); err != nil {
+		t.Fatalf("the suspension by the admin behind: %v", err)
+	}
+	for range 3 {
+		m.store.Advance(time.Hour)
+		m.workers()
+		_, _ = behind.SweepExpired(ctx, 100)
+	}
+	if err := m.repair(); err != nil {
+		t.Fatal(err)
+	}
+	u, err := m.store.Users().Get(ctx, m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Status == domain.StatusSuspended {
+		t.Errorf("S2: suspended until %v, still suspended at %v after every sweeper's passes and the repair", u.Suspension.Until, m.store.Now())
+	}
+	checkModeration(t, "an admin 10 minutes behind suspends for 5 minutes", m)
+}
