@@ -416,17 +416,34 @@ func after(t, prev time.Time) time.Time {
 // has (an Unsuspend that stopped after its compare-and-set): the last
 // lift's suspension's by their own keys, whatever the reverse lookup says
 // (its write may have failed while the list row landed, so it never named
-// them), then what the lookup names.
+// them), then what the lookup names, then the last lift's expiry entry:
+// a lift by the sweeper has no attempt entry, and its expiry entry is
+// what leads the next sweep back to what a stop here leaves
+// (TestASweepersLiftStoppedTwiceLeavesNoLookup), so it goes last, as
+// Erase's does.
 func (m *Service) eraseLeftovers(ctx context.Context, u domain.User) error {
-	if err := m.eraseLastLifted(ctx, u); err != nil {
+	listed := u
+	var until time.Time
+	if l := u.LastLift; l != nil {
+		kept := *l
+		until, kept.Suspension.Until = l.Suspension.Until, time.Time{}
+		listed.LastLift = &kept
+	}
+	if err := m.eraseLastLifted(ctx, listed); err != nil {
 		return err
 	}
 	s, err := m.suspensions.Lookup(ctx, u.ID)
-	if errors.Is(err, domain.ErrNotFound) {
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		if err := m.suspensions.Erase(ctx, s, u.Version); err != nil {
+			return err
+		}
+	}
+	if until.IsZero() {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	return m.suspensions.Erase(ctx, s, u.Version)
+	return m.suspensions.EraseExpiry(ctx, u.ID, until, u.Version)
 }

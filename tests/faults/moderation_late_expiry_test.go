@@ -65,3 +65,42 @@ func TestASuspensionWhoseRecordsComeAfterItsEndIsLifted(t *testing.T) {
 	}
 	checkModeration(t, name, m)
 }
+
+// TestASweepersLiftStoppedTwiceLeavesNoLookup: a one-minute suspension
+// ends and the sweeper lifts it; its erase of the records stops at the
+// reverse lookup's delete (a write that fails), leaving the lookup and the
+// expiry entry. A lift by nobody has no attempt entry: the expiry entry is
+// what leads the next sweep back. The next sweep finds the account lifted
+// and erases the leftovers (eraseLeftovers): the last lift's list row and
+// expiry entry by their keys, then what the lookup names; its delete of
+// the lookup fails again. The expiry entry went before the lookup, so no
+// sweep meets the user again, and the lookup of a suspension the account
+// no longer has stays for good without an operator's repair (S2: the
+// records agree with the account once the sweeper finished an interrupted
+// operation). The last lift's expiry entry goes last, as Erase's does.
+func TestASweepersLiftStoppedTwiceLeavesNoLookup(t *testing.T) {
+	t.Parallel()
+	const name = "the sweeper's lift and its next pass each stopped at the lookup's delete"
+	m := newModWorld(t)
+	if err := m.suspend(time.Minute); err != nil {
+		t.Fatalf("%s: the suspension: %v", name, err)
+	}
+	m.store.Advance(2 * time.Minute)
+	m.store.FaultAt = func(_ int, call string) memstore.Fault {
+		if call == "suspended_users.delete" {
+			return memstore.FailBefore
+		}
+		return memstore.None
+	}
+	for pass := range 2 {
+		if err := m.sweep(); err == nil {
+			t.Fatalf("%s: pass %d of the sweeper answered no failure", name, pass)
+		}
+	}
+	recovered(m.store)
+	for range 3 {
+		m.store.Advance(time.Hour)
+		m.workers()
+	}
+	checkModeration(t, name, m)
+}
