@@ -385,11 +385,14 @@ func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origi
 	return m.hook("unsuspend", "records")
 }
 
-// eraseLastLifted erases the list row and expiry entry of u's last lifted
-// suspension by their keys, at u's version. The account row keeps no
-// bucket for it: the bucket is worked out from its start, as Suspend
-// did (the bucket size is set once per keyspace). The reverse lookup is
-// left to what it names, which may be an older suspension's leftovers.
+// eraseLastLifted erases the records of u's last lifted suspension by
+// their keys, at u's version: list row, lookup (keyed by the user alone,
+// so a write of it still on its way, of any older suspension, is shadowed
+// whether or not a read found it), expiry entry last. The account row
+// keeps no bucket for it: the bucket is worked out from its start, as
+// Suspend did (the bucket size is set once per keyspace). Callers read
+// the lookup first, for what it names of an older suspension's
+// leftovers.
 func (m *Service) eraseLastLifted(ctx context.Context, u domain.User) error {
 	l := u.LastLift
 	if l == nil {
@@ -399,7 +402,7 @@ func (m *Service) eraseLastLifted(ctx context.Context, u domain.User) error {
 	if s.Bucket == "" {
 		s.Bucket = BucketOf(s.SuspendedAt, m.cfg.BucketSize)
 	}
-	return m.suspensions.EraseListing(ctx, s, u.Version)
+	return m.suspensions.Erase(ctx, s, u.Version)
 }
 
 // after is t, or the millisecond after prev if t is not later: the events
@@ -413,25 +416,15 @@ func after(t, prev time.Time) time.Time {
 }
 
 // eraseLeftovers removes the records of a suspension the account no longer
-// has (an Unsuspend that stopped after its compare-and-set): the last
-// lift's suspension's by their own keys, whatever the reverse lookup says
-// (its write may have failed while the list row landed, so it never named
-// them), then what the lookup names, then the last lift's expiry entry:
-// a lift by the sweeper has no attempt entry, and its expiry entry is
-// what leads the next sweep back to what a stop here leaves
-// (TestASweepersLiftStoppedTwiceLeavesNoLookup), so it goes last, as
-// Erase's does.
+// has (an Unsuspend that stopped after its compare-and-set): what the
+// reverse lookup names, then the last lift's suspension's by their own
+// keys, whatever the lookup said (its write may have failed while the
+// list row landed, so it never named them; or it is still on its way,
+// and its delete by key shadows it: TestALateLookupOfALiftedSuspensionIsShadowed).
+// The last lift's expiry entry goes last: a lift by the sweeper has no
+// attempt entry, and its expiry entry is what leads the next sweep back
+// to what a stop here leaves (TestASweepersLiftStoppedTwiceLeavesNoLookup).
 func (m *Service) eraseLeftovers(ctx context.Context, u domain.User) error {
-	listed := u
-	var until time.Time
-	if l := u.LastLift; l != nil {
-		kept := *l
-		until, kept.Suspension.Until = l.Suspension.Until, time.Time{}
-		listed.LastLift = &kept
-	}
-	if err := m.eraseLastLifted(ctx, listed); err != nil {
-		return err
-	}
 	s, err := m.suspensions.Lookup(ctx, u.ID)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
@@ -442,8 +435,5 @@ func (m *Service) eraseLeftovers(ctx context.Context, u domain.User) error {
 			return err
 		}
 	}
-	if until.IsZero() {
-		return nil
-	}
-	return m.suspensions.EraseExpiry(ctx, u.ID, until, u.Version)
+	return m.eraseLastLifted(ctx, u)
 }
