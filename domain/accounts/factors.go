@@ -319,8 +319,9 @@ func (a *Service) dropPendingBesides(ctx context.Context, userID, id string) {
 }
 
 // mayEnrol checks a new factor of the caller's own account, named name:
-// the owner's proof, and room among its factors (which it returns, with
-// the account and the name as checked).
+// an address proved (mayAddFactors), the owner's proof, and room among
+// its factors (which it returns, with the account and the name as
+// checked).
 func (a *Service) mayEnrol(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (domain.User, []Factor, string, bool, error) {
 	u, err := a.ownFactors(ctx, p, userID)
 	if err != nil {
@@ -329,6 +330,9 @@ func (a *Service) mayEnrol(ctx context.Context, p domain.Principal, userID, name
 	name, fe := domain.TextRule{Field: "name", Max: 64}.Check(name)
 	if fe != nil {
 		return u, nil, "", false, domain.Invalid("The factor's name is not valid.", *fe)
+	}
+	if err := a.mayAddFactors(u); err != nil {
+		return u, nil, "", false, err
 	}
 	// A factor more takes a proof of one the account has: else a thief
 	// with the password and a session would add their own, and log in
@@ -345,6 +349,30 @@ func (a *Service) mayEnrol(ctx context.Context, p domain.Principal, userID, name
 		return u, nil, "", false, errTooManyFactors
 	}
 	return u, factors, name, factored, nil
+}
+
+// ErrFactorEmailNotVerified refuses a factor, or recovery codes, to an
+// account whose address was never proved.
+var ErrFactorEmailNotVerified = &domain.Error{Kind: domain.ErrForbidden, Code: "email_not_verified",
+	Message: "Verify your email address before adding a second factor: follow the link we mailed you, or ask for a new one (POST /v1/email-verifications)."}
+
+// mayAddFactors refuses a factor or recovery codes to account u (as read
+// by the request) while its address is not verified: whoever signs up
+// with a stranger's address, never verified, would otherwise add a factor
+// whose notice and revert link go to the address's owner, who ignores
+// mail about an account she never made; once the link ends, her reset
+// (whoever reads the address is trusted as the owner) answers the
+// stranger's factor, never a session, and the address is hers no more.
+// Judged on the row the request read, nothing rechecked later: an
+// account's address, once verified, stays so while it is visible (an
+// email change keeps the verified address until the new one is verified,
+// and completes it verified; a revert gives back an address verified;
+// only a deletion clears it).
+func (a *Service) mayAddFactors(u domain.User) error {
+	if u.EmailVerifiedAt.IsZero() {
+		return ErrFactorEmailNotVerified
+	}
+	return nil
 }
 
 // ConfirmTOTP finishes the caller's enrolment with a first code: the
@@ -646,6 +674,9 @@ func (a *Service) NewRecoveryCodes(ctx context.Context, p domain.Principal, user
 	}
 	if !slices.ContainsFunc(factors, Factor.Confirmed) {
 		return nil, errNoFactor
+	}
+	if err := a.mayAddFactors(u); err != nil {
+		return nil, err
 	}
 	if err := a.proveOwner(ctx, u, proof); err != nil {
 		return nil, err

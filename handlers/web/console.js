@@ -1389,12 +1389,15 @@
   });
 
   // The link goes to the address waiting for one: the new address asked
-  // for, or the account's own while it is not verified.
-  $('resend-verification').addEventListener('click', act(async () => {
+  // for, or the account's own while it is not verified. The second factor
+  // section offers it too (a factor takes a verified address).
+  const resendVerification = act(async () => {
     const to = state.me.pendingEmail || state.me.email;
     await api('POST', '/v1/email-verifications', { email: to });
     say('A new verification mail is on its way to ' + to + ' (a few an hour at most).');
-  }));
+  });
+  $('resend-verification').addEventListener('click', resendVerification);
+  $('factors-verify').addEventListener('click', resendVerification);
 
   // accountSections are the account page's parts, each shown (and
   // refreshed) by its function, in order, with their forms in the page.
@@ -1562,11 +1565,19 @@
     const passkeys = list.items.some((f) => f.kind === 'passkey');
     document.querySelectorAll('.factor-code').forEach((l) => { l.hidden = !any; });
     document.querySelectorAll('.passkey-hint').forEach((l) => { l.hidden = !passkeys; });
+    // A factor (or new recovery codes) takes a verified address: the api
+    // refuses them before (403 email_not_verified), so the forms give way
+    // to saying so, with the verification mail to send again.
+    const unverified = state.me.emailVerified !== true;
+    const verifyFirst = unverified ? 'Verify your email first to add a second factor: open the link we mailed to ' + state.me.email + '.' : '';
     $('factors-status').textContent = any
-      ? 'Logging in takes your password and a second factor (a code from your app, or your passkey). Recovery codes left: ' + list.recoveryCodesLeft + '.'
-      : 'None: your password alone logs you in. Add an authenticator app or a passkey, so that a stolen password opens nothing.';
+      ? 'Logging in takes your password and a second factor (a code from your app, or your passkey). Recovery codes left: ' + list.recoveryCodesLeft + '.' + (verifyFirst && ' ' + verifyFirst)
+      : verifyFirst || 'None: your password alone logs you in. Add an authenticator app or a passkey, so that a stolen password opens nothing.';
+    $('factors-verify').hidden = !unverified;
+    $('factor-add').hidden = unverified;
+    $('passkey-add').hidden = unverified;
     $('factors').hidden = !any;
-    $('recovery-new').hidden = !any;
+    $('recovery-new').hidden = !any || unverified;
     $('factor-add').querySelector('h4').textContent = any ? 'Add another authenticator app' : 'Add an authenticator app';
     fill('factors', list.items.map((f) => {
       const remove = document.createElement('button');

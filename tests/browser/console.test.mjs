@@ -1344,6 +1344,8 @@ function authenticator(secret) {
 await step('a second factor: the password alone opens the code form, a wrong code is refused beside it, the right one logs in', async () => {
   const dana = 'dana' + run;
   await api('POST', '/v1/users', null, { username: dana, email: `${dana}@example.org`, password: pw });
+  // A factor takes a verified address: dana opens her signup's link first.
+  await open(await mailed(`${dana}@example.org`, 'verify', 0), 'verify');
   const s = await api('POST', '/v1/sessions', null, { login: dana, password: pw });
   const me = (await api('GET', '/v1/me', s.token)).id;
   const e = await api('POST', `/v1/users/${me}/factors`, s.token, { name: 'phone', currentPassword: pw });
@@ -1432,7 +1434,8 @@ const passkeyBase = process.env.PASSKEY_URL;
 
 await step('a passkey: added on the account page through the browser (a virtual authenticator), asked at login with its own button, and asked again for a new password', async () => {
   const erin = 'erin' + run;
-  await api('POST', '/v1/users', null, { username: erin, email: `${erin}@example.org`, password: pw });
+  const erinMail = `${erin}@example.org`;
+  await api('POST', '/v1/users', null, { username: erin, email: erinMail, password: pw });
   const cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable');
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', { options: {
@@ -1446,6 +1449,13 @@ await step('a passkey: added on the account page through the browser (a virtual 
   await at('#/library', 'auth');
   await submit('login', { login: erin, password: pw });
   await page.waitForSelector('body[data-ready="library"]');
+  // Her address not verified yet, the account page says to verify it
+  // first (the api refuses a factor before), with the mail to send again.
+  await at('#/account', 'account');
+  expect((await page.locator('#factors-status').textContent()).includes('Verify your email first to add a second factor'), 'an unverified address is told to verify first');
+  expect(await page.locator('#passkey-add').isHidden() && await page.locator('#factor-add').isHidden(), 'no form the api would refuse');
+  expect((await click('#factors-verify')).includes('on its way to ' + erinMail), 'the verification mailed again');
+  await open(await mailed(erinMail, 'verify', 1), 'verify');
   await at('#/account', 'account');
   expect((await page.locator('#factors-status').textContent()).includes('an authenticator app or a passkey'), 'the account page offers a passkey');
   // The message line first says the browser is asked, then the outcome.

@@ -14,6 +14,7 @@ type User = components["schemas"]["User"];
 type Shelf = Client<paths>;
 
 import { createHmac } from "node:crypto";
+import { readFileSync } from "node:fs";
 
 const URL = process.env.SHELF_URL ?? "";
 const PASSWORD = "correct horse battery";
@@ -53,6 +54,21 @@ function totp(secret: string, step: number): string {
   const mac = createHmac("sha1", key).update(counter).digest();
   const at = (mac[mac.length - 1] ?? 0) & 15;
   return String((mac.readUInt32BE(at) & 0x7fffffff) % 1000000).padStart(6, "0");
+}
+
+// verifyToken waits for the verification link the server's log mailer
+// wrote to CLIENTS_MAIL_LOG for address, and answers its token.
+async function verifyToken(address: string): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    for (const line of readFileSync(process.env.CLIENTS_MAIL_LOG ?? "", "utf8").split("\n")) {
+      if (!line.includes("SHELF_MAILER=log")) continue;
+      const mail = JSON.parse(line) as { to?: string; text?: string };
+      const token = mail.to === address ? /#\/verify\?token=([\w%-]+)/.exec(mail.text ?? "")?.[1] : undefined;
+      if (token !== undefined) return decodeURIComponent(token);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no verification mail to ${address}`);
 }
 
 async function signupAndLogin(name: string): Promise<[User, Shelf]> {
@@ -209,7 +225,12 @@ async function main(): Promise<void> {
   check(blank.errors?.map((f) => f.field).join() === "name", "blank name's field", blank);
 
   // Alice adds an authenticator app: from then on her password answers a
-  // challenge (202), and a code from the app makes the session.
+  // challenge (202), and a code from the app makes the session. A factor
+  // takes a verified address: she follows her signup's link first.
+  const verified = await anonymous.POST("/v1/email-verifications/confirm", {
+    body: { token: await verifyToken(`${alice.username}@example.org`) },
+  });
+  check(verified.response.status === 204, "verify", verified.response.status, verified.error);
   const enrolment = ok(
     "enrol",
     await asAlice.POST("/v1/users/{id}/factors", { params: { path: { id: alice.id } }, body: { currentPassword: PASSWORD } }),

@@ -9,15 +9,18 @@ client relies on; the first failure ends the run with its reason.
 import base64
 import hashlib
 import hmac
+import json
 import os
+import re
 import secrets
 import struct
 import time
+import urllib.parse
 from typing import Any, TypeVar, cast
 
 import httpx
 from shelf_client import AuthenticatedClient, Client
-from shelf_client.api.accounts import (complete_second_factor, confirm_totp, create_passkey_challenge, create_session,
+from shelf_client.api.accounts import (complete_second_factor, confirm_email_verification, confirm_totp, create_passkey_challenge, create_session,
                                        create_user, enrol_totp, search_people)
 from shelf_client.api.content import create_content, get_content, get_user_library, share_content
 from shelf_client.api.operations import get_healthz, get_open_api
@@ -26,6 +29,7 @@ from shelf_client.models import (
     ContentMember,
     ContentRole,
     ContentRoleRequest,
+    EmailConfirmation,
     HealthStatus,
     HealthStatusStatus,
     LibraryItem,
@@ -95,6 +99,23 @@ def signup_and_login(name: str) -> tuple[User, AuthenticatedClient]:
         login=name, password=PASSWORD)), Session)
     assert session.user.id == user.id and session.token, session
     return user, signed_in(session.token)
+
+
+def verify_token(address: str) -> str:
+    """The token of the verification link the server's log mailer wrote
+    to CLIENTS_MAIL_LOG for address (a second factor takes a verified
+    address)."""
+    for _ in range(100):
+        with open(os.environ["CLIENTS_MAIL_LOG"], encoding="utf-8") as log:
+            for line in log:
+                if "SHELF_MAILER=log" not in line:
+                    continue
+                mail = json.loads(line)
+                found = re.search(r"#/verify\?token=([\w%-]+)", mail.get("text", "")) if mail.get("to") == address else None
+                if found:
+                    return urllib.parse.unquote(found.group(1))
+        time.sleep(0.1)
+    raise AssertionError(f"no verification mail to {address}")
 
 
 def totp(secret: str, step: int) -> str:
@@ -204,8 +225,12 @@ def main() -> None:
     assert status == 400 and blank.code == "validation_failed", (status, blank)
     assert isinstance(blank.errors, list) and [f.field for f in blank.errors] == ["name"], blank
 
-    # Alice adds an authenticator app: from then on her password answers a
-    # challenge (202), and a code from the app makes the session.
+    # Alice proves her address with the link mailed at signup, then adds an
+    # authenticator app: from then on her password answers a challenge
+    # (202), and a code from the app makes the session.
+    verified = confirm_email_verification.sync_detailed(client=anonymous(), body=EmailConfirmation(
+        token=verify_token(f"{alice.username}@example.org")))
+    assert verified.status_code == 204, (verified.status_code, verified.content)
     enrolment = ok("enrol", enrol_totp.sync_detailed(alice.id, client=as_alice, body=TotpEnrolmentRequest(
         current_password=PASSWORD)), TotpEnrolment)
     assert enrolment.otpauth_uri.startswith("otpauth://totp/"), enrolment

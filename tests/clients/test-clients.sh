@@ -153,8 +153,12 @@ if curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then
   exit 1
 fi
 go build -o bin/api ./cmd/api
-export SHELF_KEYSPACE="${CLIENTS_KEYSPACE:-shelf_clients}" SHELF_HTTP_ADDR="127.0.0.1:$PORT" SHELF_LOG_LEVEL=warn \
-  SHELF_RATE_LIMIT_PER_MINUTE=0 SHELF_ARGON2_MEMORY_KIB=1024 SHELF_ARGON2_TIME=1
+# Info level: the log mailer writes each mail (and its link) at info, where
+# a story reads the link that verifies an address (CLIENTS_MAIL_LOG): a
+# second factor takes a verified one.
+export SHELF_KEYSPACE="${CLIENTS_KEYSPACE:-shelf_clients}" SHELF_HTTP_ADDR="127.0.0.1:$PORT" SHELF_LOG_LEVEL=info \
+  SHELF_LOG_FLUSH_INTERVAL=0s SHELF_RATE_LIMIT_PER_MINUTE=0 SHELF_ARGON2_MEMORY_KIB=1024 SHELF_ARGON2_TIME=1
+export CLIENTS_MAIL_LOG="$PWD/$OUT/api.log"
 bin/api serve > "$OUT/api.log" 2>&1 &
 api=$!
 trap 'kill $api 2>/dev/null; wait $api 2>/dev/null || true' EXIT

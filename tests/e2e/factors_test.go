@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -120,9 +121,11 @@ func secondStep(api *testkit.API, challenge, field, code string) *testkit.Respon
 // and removing the factor (password and code) restores password logins.
 func TestAPasswordThiefGetsNoSessionWithAFactor(t *testing.T) {
 	t.Parallel()
+	mp := testkit.StartMailpit(t)
 	db := testkit.NewDB(t)
-	one, two := newTestAPI(t, db), newTestAPI(t, db)
-	u, me := newUser(t, one, "factor")
+	_, one := newMailApp(t, db, mp, factorKeys)
+	_, two := newMailApp(t, db, mp, factorKeys)
+	u, me := verifiedUser(t, one, mp, name("factor")) // a factor takes a verified address
 
 	if r := me.Send(http.MethodPost, "/v1/users/"+u.ID+"/factors", map[string]string{"currentPassword": "not the password"}); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("enrol with a wrong password: %d %s", r.StatusCode, r.Body)
@@ -156,7 +159,7 @@ func TestAPasswordThiefGetsNoSessionWithAFactor(t *testing.T) {
 	// Each account's factor takes three codes in a window of 30 s (the
 	// step before now's, now's, the one after): a second account goes on,
 	// so the test never waits for the clock.
-	u, me = newUser(t, one, "factor")
+	u, me = verifiedUser(t, one, mp, name("factor"))
 	app, recovery := enrolTOTP(t, me, u.ID)
 
 	// A code seen over the owner's shoulder works once: of two challenges
@@ -215,9 +218,10 @@ func TestAPasswordThiefGetsNoSessionWithAFactor(t *testing.T) {
 // owner still gets in with a recovery code from that same address.
 func TestWrongCodesAreThrottledButRecoveryCodesStillWork(t *testing.T) {
 	t.Parallel()
+	mp := testkit.StartMailpit(t)
 	db := testkit.NewDB(t)
-	api := newTestAPI(t, db)
-	u, me := newUser(t, api, "guessed")
+	_, api := newMailApp(t, db, mp, factorKeys)
+	u, me := verifiedUser(t, api, mp, name("guessed")) // a factor takes a verified address
 	_, recovery := enrolTOTP(t, me, u.ID)
 	ch := challengeFor(t, api, u.Username)
 	for i := range 5 {
@@ -249,9 +253,10 @@ func readFactors(t *testing.T, me *testkit.API, userID string, v any) {
 // (which would let them log in); the owner, with a code, does.
 func TestWhatTakesAnAccountAsksTheFactorToo(t *testing.T) {
 	t.Parallel()
+	mp := testkit.StartMailpit(t)
 	db := testkit.NewDB(t)
-	api := newTestAPI(t, db)
-	u, me := newUser(t, api, "reauth")
+	_, api := newMailApp(t, db, mp, factorKeys)
+	u, me := verifiedUser(t, api, mp, name("reauth")) // a factor takes a verified address
 	app, recovery := enrolTOTP(t, me, u.ID)
 	renamed := name("renamed")
 	for _, c := range []struct {
@@ -399,8 +404,11 @@ func TestARecoveryCodesUseIsAuditedAndMailed(t *testing.T) {
 func TestAdminsActOnlyWithAFactorWhereRequired(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
-	a, api := newTestApp(t, db, map[string]string{"SHELF_REQUIRE_ADMIN_FACTOR": "true"})
-	u, me := newUser(t, api, "strictadmin")
+	mp := testkit.StartMailpit(t)
+	env := map[string]string{"SHELF_REQUIRE_ADMIN_FACTOR": "true"}
+	maps.Copy(env, factorKeys)
+	a, api := newMailApp(t, db, mp, env)
+	u, me := verifiedUser(t, api, mp, name("strictadmin")) // a factor takes a verified address
 	if _, err := a.Accounts.SetAdmin(context.Background(), u.Username, true); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"shelf/internal/app"
 	"shelf/tests/testkit"
 	"shelf/tests/testkit/softkey"
 )
@@ -21,6 +22,20 @@ import (
 const passkeyOrigin = "http://localhost:8080"
 
 var passkeyEnv = map[string]string{"SHELF_WEBAUTHN_RP_ID": "localhost", "SHELF_WEBAUTHN_ORIGINS": passkeyOrigin}
+
+// newPasskeyApp serves db with passkeys (passkeyEnv) and env, mailing to
+// mp (with factorKeys: its public URL is not this machine), so that its
+// users verify their address (verifiedUser) before they add a factor.
+func newPasskeyApp(t *testing.T, db *testkit.DB, mp *testkit.Mailpit, env map[string]string) (*app.App, *testkit.API) {
+	t.Helper()
+	all := maps.Clone(env)
+	if all == nil {
+		all = map[string]string{}
+	}
+	maps.Copy(all, passkeyEnv)
+	maps.Copy(all, factorKeys)
+	return newMailApp(t, db, mp, all)
+}
 
 // registerPasskey registers a passkey of key for userID (as me), with
 // proof added to the password, and returns the factor's id and the
@@ -110,10 +125,11 @@ func passkeyStep(api *testkit.API, challenge string, answer []byte) *testkit.Res
 // challenge raced twice makes one session.
 func TestAPasskeyIsASecondFactor(t *testing.T) {
 	t.Parallel()
+	mp := testkit.StartMailpit(t)
 	db := testkit.NewDB(t)
-	_, one := newTestApp(t, db, passkeyEnv)
-	_, two := newTestApp(t, db, passkeyEnv)
-	u, me := newUser(t, one, "passkey")
+	_, one := newPasskeyApp(t, db, mp, nil)
+	_, two := newPasskeyApp(t, db, mp, nil)
+	u, me := verifiedUser(t, one, mp, name("passkey")) // a factor takes a verified address
 	key := softkey.New(passkeyOrigin)
 	_, recovery := registerPasskey(t, me, u.ID, key, nil)
 	if len(recovery) != 10 {
@@ -203,9 +219,10 @@ func proofChallenge(t *testing.T, me *testkit.API, userID string, key *softkey.K
 // proof, both are listed, and one is removed with the other's.
 func TestAPasskeyProvesTheOwner(t *testing.T) {
 	t.Parallel()
+	mp := testkit.StartMailpit(t)
 	db := testkit.NewDB(t)
-	_, api := newTestApp(t, db, passkeyEnv)
-	u, me := newUser(t, api, "pkowner")
+	_, api := newPasskeyApp(t, db, mp, nil)
+	u, me := verifiedUser(t, api, mp, name("pkowner")) // a factor takes a verified address
 	laptop := softkey.New(passkeyOrigin)
 	first, _ := registerPasskey(t, me, u.ID, laptop, nil)
 
@@ -282,10 +299,9 @@ func TestAPasskeyProvesTheOwner(t *testing.T) {
 func TestAnAdminsPasskeySessionHasAdminPowers(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
-	env := map[string]string{"SHELF_REQUIRE_ADMIN_FACTOR": "true"}
-	maps.Copy(env, passkeyEnv)
-	a, api := newTestApp(t, db, env)
-	u, me := newUser(t, api, "keyadmin")
+	mp := testkit.StartMailpit(t)
+	a, api := newPasskeyApp(t, db, mp, map[string]string{"SHELF_REQUIRE_ADMIN_FACTOR": "true"})
+	u, me := verifiedUser(t, api, mp, name("keyadmin")) // a factor takes a verified address
 	if _, err := a.Accounts.SetAdmin(context.Background(), u.Username, true); err != nil {
 		t.Fatal(err)
 	}

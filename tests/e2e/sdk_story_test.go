@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,9 +98,10 @@ func sdk(t *testing.T, servers []string, token string) *shelfclient.ClientWithRe
 func TestStoryThroughTheGeneratedSDK(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
-	a, api := newTestApp(t, db, passkeyEnv)
+	mp := testkit.StartMailpit(t)
+	a, api := newPasskeyApp(t, db, mp, nil)
 	startWorker(t, a)
-	sdkStory(t, []string{api.Server.URL}, func(username string) error {
+	sdkStory(t, []string{api.Server.URL}, mp, func(username string) error {
 		_, err := runAdminOn(db, "grant", username)
 		return err
 	})
@@ -115,7 +117,10 @@ func TestStoryAcrossTwoInstances(t *testing.T) {
 	t.Parallel()
 	db := testkit.NewDB(t)
 	bin := apiBinary(t)
-	env := testkit.APIEnv(db, "SHELF_RATE_LIMIT_PER_MINUTE=0", "SHELF_WEBAUTHN_RP_ID=localhost", "SHELF_WEBAUTHN_ORIGINS="+passkeyOrigin)
+	mp := testkit.StartMailpit(t)
+	env := testkit.APIEnv(db, "SHELF_RATE_LIMIT_PER_MINUTE=0", "SHELF_WEBAUTHN_RP_ID=localhost", "SHELF_WEBAUTHN_ORIGINS="+passkeyOrigin,
+		"SHELF_MAILER=smtp", "SHELF_SMTP_HOST="+mp.SMTPHost, "SHELF_SMTP_PORT="+strconv.Itoa(mp.SMTPPort), "SHELF_SMTP_TLS=none",
+		"SHELF_PUBLIC_URL=https://shelf.example.org", "SHELF_MAIL_PER_HOUR=0", "SHELF_FACTOR_KEYS="+factorKeys["SHELF_FACTOR_KEYS"])
 	var servers []string
 	for range 2 {
 		p, stop, err := testkit.Start(bin, []string{"serve"}, env, testkit.APIAddr)
@@ -125,7 +130,7 @@ func TestStoryAcrossTwoInstances(t *testing.T) {
 		t.Cleanup(stop)
 		servers = append(servers, p.Base)
 	}
-	sdkStory(t, servers, func(username string) error {
+	sdkStory(t, servers, mp, func(username string) error {
 		_, err := (&testkit.Process{Bin: bin, Env: env}).Admin("grant", username)
 		return err
 	})
@@ -185,9 +190,9 @@ func apiBinary(t *testing.T) string {
 	return apiBin
 }
 
-// sdkStory is the story, through the SDK, against servers; grant makes
-// a user a moderator (`api admin grant`).
-func sdkStory(t *testing.T, servers []string, grant func(username string) error) {
+// sdkStory is the story, through the SDK, against servers mailing to
+// mail; grant makes a user a moderator (`api admin grant`).
+func sdkStory(t *testing.T, servers []string, mail *testkit.Mailpit, grant func(username string) error) {
 	t.Helper()
 	ctx := context.Background()
 	anon := sdk(t, servers, "")
@@ -303,8 +308,13 @@ func sdkStory(t *testing.T, servers []string, grant func(username string) error)
 		t.Fatalf("alice's session after an admin ended them all: %v %d", err, r.StatusCode())
 	}
 
-	// Bob adds an authenticator: from then on his password answers a
-	// challenge (202), and a code makes the session.
+	// Bob proves his address (a factor takes a verified one) with the
+	// link mailed at signup, then adds an authenticator: from then on his
+	// password answers a challenge (202), and a code makes the session.
+	token := testkit.TokenIn(t, mail.WaitFor(t, bobName+"@example.org", 1)[0].Text, "verify")
+	if r, err := anon.ConfirmEmailVerificationWithResponse(ctx, shelfclient.EmailConfirmation{Token: token}); err != nil || r.StatusCode() != http.StatusNoContent {
+		t.Fatalf("bob verifies his address: %v %s", err, r.Body)
+	}
 	asBob = login(bobName)
 	enrol, err := asBob.EnrolTotpWithResponse(ctx, bob.Id, shelfclient.TotpEnrolmentRequest{CurrentPassword: testPassword})
 	if err != nil || enrol.JSON201 == nil {

@@ -25,6 +25,7 @@ func TestEnrolmentsAtOnceKeepTheAccountsBoundOnFactors(t *testing.T) {
 	t.Parallel()
 	const atOnce, bound = 12, 10
 	m := newMailWorld(t, false)
+	m.verify(t)
 	withFactors(t, m, nil)
 	ctx := context.Background()
 	thief := domain.Principal{UserID: m.ann.ID}

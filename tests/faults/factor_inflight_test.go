@@ -46,6 +46,7 @@ func TestAFactorConfirmedInFlightDoesNotSurviveAReset(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			m := newMailWorld(t, true)
+			m.verify(t)
 			totp := withFactors(t, m, nil)
 			thief, e := thiefEnrols(t, m, 1)
 			factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
@@ -97,6 +98,7 @@ func TestAnEnrolmentProvenBeforeTheFirstFactorDoesNotAddASecond(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := newMailWorld(t, false)
+	m.verify(t)
 	totp := withFactors(t, m, nil)
 	thief, theirs := thiefEnrols(t, m, 1)
 	owner, err := m.svc.Authenticate(ctx, m.sessions[0])
@@ -152,6 +154,7 @@ func TestAnEnrolmentSlowerThanTheFirstFactorIsTakenBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := newMailWorld(t, false)
+	m.verify(t)
 	totp := withFactors(t, m, nil)
 	thief, err := m.svc.Authenticate(ctx, m.sessions[1])
 	if err != nil {

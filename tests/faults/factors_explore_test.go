@@ -49,9 +49,20 @@ func withFactors(t *testing.T, m *mailWorld, more func(*memstore.Store, *account
 	return totp
 }
 
+// verify confirms ann's address with the link her signup mailed: only an
+// account whose address is verified adds a factor
+// (docs/design/second-factors.md).
+func (m *mailWorld) verify(t *testing.T) {
+	t.Helper()
+	if err := m.svc.ConfirmEmail(context.Background(), m.box.tokenTo("verify", annHome)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newFactorWorld(t *testing.T) *factorWorld {
 	t.Helper()
 	m := newMailWorld(t, false)
+	m.verify(t)
 	totp := withFactors(t, m, func(st *memstore.Store, c *accounts.Config) {
 		c.Throttle = accounts.Throttle{Store: st.Attempts(), PerAddress: 5, PerLogin: 50, Window: 15 * 60e9}
 		c.Audit = st.AccountAudit()

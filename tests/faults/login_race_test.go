@@ -328,6 +328,7 @@ func TestARehashWritesTheRowItRead(t *testing.T) {
 func TestALoginInFlightDoesNotSurviveAFirstFactor(t *testing.T) {
 	t.Parallel()
 	m := newMailWorld(t, false)
+	m.verify(t)
 	totp := withFactors(t, m, nil)
 	ctx := context.Background()
 	owner := func() error {

@@ -41,6 +41,7 @@ func newPasskeys(t *testing.T) *factor.Passkeys {
 func newPasskeyWorld(t *testing.T, registered bool) *passkeyWorld {
 	t.Helper()
 	m := newMailWorld(t, false)
+	m.verify(t)
 	totp := withFactors(t, m, func(st *memstore.Store, c *accounts.Config) {
 		c.Passkeys = newPasskeys(t)
 		c.Throttle = accounts.Throttle{Store: st.Attempts(), PerAddress: 5, PerLogin: 50, Window: 15 * 60e9}
