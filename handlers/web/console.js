@@ -1757,7 +1757,7 @@
   // linkToken answers the token of the mailed link page was opened with,
   // and takes it out of the address bar at once (history.replaceState:
   // no history entry, nothing shown or bookmarked keeps it); the page
-  // keeps it for as long as the tab is open.
+  // keeps it until the tab's session is forgotten (forget).
   function linkToken(page) {
     const token = state.params.get('token');
     if (token) {
@@ -2066,12 +2066,17 @@
     sessionStorage.setItem('shelf.token', s.token);
   }
 
-  // forget drops this tab's session.
+  // forget drops this tab's session, and the tokens of the mailed links
+  // opened in it: a reset link opened and not used (its owner logged in
+  // with her password instead) must not wait behind #/reset, or the Back
+  // button, for whoever uses the tab after her Log out.
   function forget() {
     state.token = null;
     state.me = null;
     sessionStorage.removeItem('shelf.token');
     names.clear();
+    for (const page of Object.keys(linkTokens)) delete linkTokens[page];
+    $('reset').elements.token.value = '';
   }
 
   // Menu (under 600 px) opens and folds the pages' links; going to a page

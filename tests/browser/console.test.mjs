@@ -1162,6 +1162,24 @@ await step('forgot password: one answer for any address; the mailed link sets a 
   expect((await page.locator('#reset .field-error').textContent()).includes('used already'), 'a used link says so');
 });
 
+await step('a mailed link opened and not used is forgotten with the tab\'s Log out: whoever uses the tab next finds no link behind #/reset', async () => {
+  // alice opens a reset link, remembers her password and logs in with it
+  // in the same page, then logs out and leaves the tab.
+  await logout();
+  await open(base + '/#/reset?token=left-behind-' + run, 'reset');
+  await page.evaluate(() => { location.hash = '#/auth'; });
+  await page.waitForSelector('body[data-ready="auth"]');
+  await submit('login', { login: alice, password: resetPw });
+  await page.waitForSelector('body[data-ready="library"]');
+  await logout();
+  // The next user of the tab goes back to the reset page.
+  await page.evaluate(() => { location.hash = '#/reset'; });
+  await page.waitForSelector('body[data-ready="reset"]');
+  expect(await page.locator('#reset [name="token"]').inputValue() === '', 'the logged-out tab still holds the reset link');
+  expect((await page.locator('#message').textContent()).includes('needs the link from the mail'), 'the page asks for the link');
+  await login(alice, resetPw);
+});
+
 await step('delete my account: confirmed by the username; the groups it manages with others listed before, and handed to another member; then gone, and the username is free', async () => {
   await visit('#/account', 'account');
   await page.waitForSelector('#delete-groups:not([hidden]) li');
