@@ -1639,7 +1639,8 @@
   form('factor-confirm', async (v, f) => {
     const c = await api('POST', '/v1/users/' + state.me.id + '/factors/' + enc(enrolling) + '/confirmation', { code: v.code });
     f.reset();
-    $('factor-setup').hidden = true;
+    // The app holds the key now: the page keeps none of it.
+    forgetSecrets();
     await showFactors();
     if (c.recoveryCodes) showRecoveryCodes(c.recoveryCodes);
     say(c.factor.name + ' is added: logging in now asks for its code.'
@@ -2077,6 +2078,19 @@
     names.clear();
     for (const page of Object.keys(linkTokens)) delete linkTokens[page];
     $('reset').elements.token.value = '';
+    forgetSecrets();
+  }
+
+  // forgetSecrets takes out of the page an authenticator's key (and its
+  // QR code) and the recovery codes shown once: hidden is not gone, and
+  // the next user of the tab must not read them from the page.
+  function forgetSecrets() {
+    enrolling = '';
+    $('factor-setup').hidden = true;
+    $('recovery-shown').hidden = true;
+    $('factor-secret').textContent = '';
+    $('factor-qr').removeAttribute('src');
+    $('recovery-codes').replaceChildren();
   }
 
   // Menu (under 600 px) opens and folds the pages' links; going to a page

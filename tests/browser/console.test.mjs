@@ -1397,6 +1397,8 @@ await step('a second factor: the password alone opens the code form, a wrong cod
   const tabletApp = authenticator((await page.locator('#factor-secret').textContent()).trim());
   const added = await submit('factor-confirm', { code: await tabletApp() });
   expect(added.includes('tablet is added'), 'added: ' + added);
+  expect((await page.locator('#factor-secret').textContent()) === '' && (await page.locator('#factor-qr').getAttribute('src')) === null,
+    'the page keeps no key of an app once it is added');
   expect(await page.locator('#recovery-shown').isHidden(), 'a second factor shows no new recovery codes');
   let refusal = '';
   await refused(400, async () => { refusal = await submit('password', { currentPassword: pw, newPassword: newPw }, true); });
@@ -1411,6 +1413,7 @@ await step('a second factor: the password alone opens the code form, a wrong cod
   expect(await page.locator('#recovery-codes li').count() === 10, 'ten new codes shown');
   await shot('account-factors');
   await logout();
+  expect(await page.locator('#recovery-codes li').count() === 0, 'the logged-out page still holds the recovery codes');
 
   // An admin sees that dana has a factor (never its secret) and, dana
   // having lost it, removes it, confirmed and audited.
