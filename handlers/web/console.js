@@ -1024,9 +1024,11 @@
     $('close-group-area').hidden = !(isAdmin() || group.role === 'manager');
   }
 
+  // The question opens on Cancel, as the confirm dialog does: an Enter
+  // held on Close group (a key's repeat) must not close the group.
   $('close-group').addEventListener('click', () => {
     $('close-group-confirm').hidden = false;
-    $('close-group-confirm').querySelector('button:not([type="button"])').focus();
+    $('close-group-cancel').focus();
   });
   $('close-group-cancel').addEventListener('click', () => {
     $('close-group-confirm').hidden = true;

@@ -1257,6 +1257,7 @@ await step('close a group: the button for its managers and admins only, confirme
     await login(bob, pw);
     await visit('#/groups/' + team, 'group');
     await page.locator('#close-group').click();
+    expect(await page.evaluate(() => document.activeElement.id) === 'close-group-cancel', 'the question opens on Cancel');
     const warning = await page.locator('#close-group-warning').textContent();
     expect(warning.includes(team) && warning.includes('every membership ends') && warning.includes('every item shared through the group') &&
       warning.includes('only the group managed are deleted'), 'the confirmation says: ' + warning);
