@@ -208,7 +208,7 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 	if audit == nil {
 		audit = noAudit{}
 	}
-	return &Service{cfg: cfg, claimer: claimer, users: users, sessions: sessions, hasher: hasher, log: log,
+	return &Service{cfg: cfg, claimer: claimer, users: users, sessions: sessions, hasher: lineUp(hasher), log: log,
 		seen: newSightings(), mailJobs: make(chan struct{}, maxMailJobs),
 		mail: cfg.Mail, passwords: cfg.Passwords, audit: audit, throttle: cfg.Throttle, search: cfg.Search,
 		factors: cfg.Factors, totp: cfg.TOTP, passkeys: cfg.Passkeys}

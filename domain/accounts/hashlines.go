@@ -1,0 +1,125 @@
+package accounts
+
+import (
+	"context"
+	"sync"
+)
+
+// hashesPerAddress bounds the password hashes (a login's, a burn's, a
+// signup's, a current password's check, a reset's) one client address
+// (AddressKey) has in the hasher at once in this process, waiting for its
+// slots or in one; its others wait in a line of their own, in the order
+// they came. The hasher's slots are one per CPU, taken first come, first
+// served, and a hash is tens of milliseconds of CPU: ten addresses each
+// sending the burst of logins at unknown names the rate limit lets
+// through put 300 hashes ahead of the owner's login, seconds, past her
+// request's timeout (TestTenAddressesCannotQueueTheHasherAheadOfTheOwner).
+// Now she waits for at most this many per other address. One person logs
+// in or signs up one at a time; two leave room for a second tab.
+const hashesPerAddress = 2
+
+// hashLines is a PasswordHasher that lets each client address (from ctx,
+// WithClient) have at most hashesPerAddress calls in the hasher it wraps.
+// A call without an address goes straight in (a tool's, a test's).
+type hashLines struct {
+	hasher PasswordHasher
+
+	mu    sync.Mutex
+	lines map[string]*hashLine
+}
+
+// hashLine is one address's calls in the hasher and those waiting to be.
+type hashLine struct {
+	in      int
+	waiting []chan struct{}
+}
+
+func lineUp(h PasswordHasher) *hashLines {
+	return &hashLines{hasher: h, lines: map[string]*hashLine{}}
+}
+
+func (h *hashLines) Hash(ctx context.Context, password string) (string, error) {
+	leave, err := h.enter(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer leave()
+	return h.hasher.Hash(ctx, password)
+}
+
+func (h *hashLines) Verify(ctx context.Context, password, phc string) (ok, rehash bool, err error) {
+	leave, err := h.enter(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	defer leave()
+	return h.hasher.Verify(ctx, password, phc)
+}
+
+// Burn, like the hasher's, returns false without the work if ctx ends
+// while it waits.
+func (h *hashLines) Burn(ctx context.Context, password string) bool {
+	leave, err := h.enter(ctx)
+	if err != nil {
+		return false
+	}
+	defer leave()
+	return h.hasher.Burn(ctx, password)
+}
+
+// enter waits until ctx's address has fewer than hashesPerAddress calls
+// in the hasher, or ctx ends (its error); leave lets the next one in.
+func (h *hashLines) enter(ctx context.Context) (leave func(), err error) {
+	ip := clientOf(ctx).IP
+	if ip == "" {
+		return func() {}, nil
+	}
+	key := AddressKey(ip)
+	h.mu.Lock()
+	l := h.lines[key]
+	if l == nil {
+		l = &hashLine{}
+		h.lines[key] = l
+	}
+	if l.in < hashesPerAddress {
+		l.in++
+		h.mu.Unlock()
+		return func() { h.leave(key, l) }, nil
+	}
+	turn := make(chan struct{}, 1)
+	l.waiting = append(l.waiting, turn)
+	h.mu.Unlock()
+	select {
+	case <-turn:
+		return func() { h.leave(key, l) }, nil
+	case <-ctx.Done():
+		h.mu.Lock()
+		for i, w := range l.waiting {
+			if w == turn {
+				l.waiting = append(l.waiting[:i], l.waiting[i+1:]...)
+				h.mu.Unlock()
+				return nil, ctx.Err()
+			}
+		}
+		h.mu.Unlock()
+		h.leave(key, l) // the turn came meanwhile: pass it on
+		return nil, ctx.Err()
+	}
+}
+
+// leave hands the call's place to the first waiting, or gives it up (and
+// forgets the address once nothing of it is in or waiting).
+func (h *hashLines) leave(key string, l *hashLine) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(l.waiting) > 0 {
+		next := l.waiting[0]
+		l.waiting = l.waiting[1:]
+		next <- struct{}{} // buffered: never blocks
+		return
+	}
+	l.in--
+	if l.in == 0 {
+		delete(h.lines, key)
+	}
+}

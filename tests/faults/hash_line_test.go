@@ -1,0 +1,135 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"shelf/domain/accounts"
+	"shelf/tests/memstore"
+)
+
+// lineHasher is plainHasher behind one line, as password.Hasher's slots
+// are (first come, first served): each call joins it when it arrives and
+// waits there until the test opens it. It counts the calls in line when
+// the owner's right password joins it.
+type lineHasher struct {
+	plainHasher
+	owner string // the owner's password, whose arrival is noted
+
+	mu      sync.Mutex
+	in      int           // calls in line
+	arrived int           // calls that ever joined
+	ahead   int           // calls in line when the owner's joined (-1: not yet)
+	there   chan struct{} // closed when the owner's joined
+	open    chan struct{} // closed by the test: every call goes through
+}
+
+func (h *lineHasher) line(pw string) {
+	h.mu.Lock()
+	if pw == h.owner && h.ahead < 0 {
+		h.ahead = h.in
+		close(h.there)
+	}
+	h.in++
+	h.arrived++
+	h.mu.Unlock()
+	<-h.open
+	h.mu.Lock()
+	h.in--
+	h.mu.Unlock()
+}
+
+func (h *lineHasher) Hash(ctx context.Context, pw string) (string, error) {
+	h.line(pw)
+	return h.plainHasher.Hash(ctx, pw)
+}
+
+func (h *lineHasher) Verify(ctx context.Context, pw, phc string) (bool, bool, error) {
+	h.line(pw)
+	return h.plainHasher.Verify(ctx, pw, phc)
+}
+
+func (h *lineHasher) Burn(ctx context.Context, pw string) bool {
+	h.line(pw)
+	return false
+}
+
+func (h *lineHasher) joined() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.arrived
+}
+
+// TestTenAddressesCannotQueueTheHasherAheadOfTheOwner: the attacker of
+// docs/design/account-security.md sends from ten addresses, each the
+// burst of 30 logins the per-address rate limit lets through at once,
+// every one at a login of its own (an unknown name: the throttle counts
+// per login and address, and an unknown login burns a hash as a wrong
+// password would). The hasher's slots are one per CPU, taken first come,
+// first served, and each hash is tens of milliseconds of CPU: 300 hashes
+// ahead of the owner's login are seconds on two cores, past her request's
+// timeout, and the attacker sends them again each minute (signups, which
+// hash too, have a bucket of their own). Her login must wait for at most
+// a few hashes per other address, not for everything they sent.
+func TestTenAddressesCannotQueueTheHasherAheadOfTheOwner(t *testing.T) {
+	t.Parallel()
+	const addresses, burst = 10, 30
+	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	h := &lineHasher{owner: password, ahead: -1, there: make(chan struct{}), open: make(chan struct{})}
+	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now,
+		Throttle: accounts.Throttle{Store: st.Attempts(), PerAddress: perAddress, PerLogin: perLogin, Window: window}},
+		st.Claims(), st.Users(), st.Sessions(), &plainHasher{}, nopLog{})
+	if _, err := svc.Signup(context.Background(), accounts.SignupInput{Username: "ann", Email: "ann@example.org", Password: password}); err != nil {
+		t.Fatal(err)
+	}
+	svc = accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now,
+		Throttle: accounts.Throttle{Store: st.Attempts(), PerAddress: perAddress, PerLogin: perLogin, Window: window}},
+		st.Claims(), st.Users(), st.Sessions(), h, nopLog{})
+
+	var wg sync.WaitGroup
+	for a := range addresses {
+		ip := fmt.Sprintf("2001:db8:%x::1", a)
+		ctx := accounts.WithClient(context.Background(), from(ip))
+		for i := range burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = svc.Login(ctx, fmt.Sprintf("nobody%d-%d", a, i), "a guess", from(ip))
+			}()
+		}
+	}
+	// Until every guess is in the hasher's line, or none joined it for a
+	// while (the rest wait elsewhere).
+	for last, still := -1, time.Now(); h.joined() < addresses*burst && time.Since(still) < 300*time.Millisecond; time.Sleep(5 * time.Millisecond) {
+		if n := h.joined(); n != last {
+			last, still = n, time.Now()
+		}
+	}
+	owner := accounts.WithClient(context.Background(), from("198.51.100.7"))
+	var res accounts.LoginResult
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err = svc.Login(owner, "ann", password, from("198.51.100.7"))
+	}()
+	select {
+	case <-h.there:
+	case <-done:
+		t.Fatalf("the owner's login answered %v without a hash", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the owner's login never reached the hasher")
+	}
+	close(h.open)
+	<-done
+	wg.Wait()
+	if err != nil || res.Token == "" {
+		t.Fatalf("the owner's login: %+v %v", res, err)
+	}
+	if most := addresses * 2; h.ahead > most {
+		t.Fatalf("the owner's login waited in the hasher's line behind %d hashes of %d addresses (at most %d wanted): at tens of milliseconds each on a core or two, past her request's timeout", h.ahead, addresses, most)
+	}
+}
