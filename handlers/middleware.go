@@ -242,15 +242,26 @@ func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	if !isTrusted(peer, trusted) {
 		return peer
 	}
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			return peer // a malformed chain: trust nothing further
-		}
-		hop = hop.Unmap()
-		if !isTrusted(hop, trusted) {
-			return hop
+	// From the end, entry by entry: the header may be as long as the
+	// header limit (1 MB), and only its last entries are read
+	// (TestAHugeForwardedForCostsLittle).
+	values := r.Header.Values("X-Forwarded-For")
+	for v := len(values) - 1; v >= 0; v-- {
+		rest := values[v]
+		for {
+			i := strings.LastIndexByte(rest, ',')
+			hop, err := netip.ParseAddr(strings.TrimSpace(rest[i+1:]))
+			if err != nil {
+				return peer // a malformed chain: trust nothing further
+			}
+			hop = hop.Unmap()
+			if !isTrusted(hop, trusted) {
+				return hop
+			}
+			if i < 0 {
+				break
+			}
+			rest = rest[:i]
 		}
 	}
 	return peer

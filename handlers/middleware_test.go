@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
+	"strings"
 	"testing"
 
 	"shelf/domain"
@@ -66,5 +68,32 @@ func TestDomainErrorsMapToStatuses(t *testing.T) {
 	}
 	if p := toProblem(taken); len(p.Errors) != 1 || p.Errors[0].Field != "username" || p.Errors[0].Code != "taken" {
 		t.Errorf("fields lost: %+v", p.Errors)
+	}
+}
+
+// TestAHugeForwardedForCostsLittle: behind a trusted proxy, the client's
+// address is the nearest untrusted entry of X-Forwarded-For, read from
+// its end, and a caller may send the header up to the header limit (1
+// MB) for the proxy to append to. Split whole, a megabyte of commas was
+// a million strings, 16 MB allocated before the rate limit or anything
+// else looked at the request; read from the end, it costs the entries
+// read.
+func TestAHugeForwardedForCostsLittle(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = "10.1.2.3:5000"
+	req.Header.Add("X-Forwarded-For", strings.Repeat(",", 1<<20-100))
+	req.Header.Add("X-Forwarded-For", "1.2.3.4, 198.51.100.9")
+	const calls = 10
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range calls {
+		if got := clientIP(req, trusted).String(); got != "198.51.100.9" {
+			t.Fatalf("got %s, want 198.51.100.9", got)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / calls; per > 64<<10 {
+		t.Fatalf("one request's address took %d bytes to read from a 1 MB X-Forwarded-For", per)
 	}
 }
