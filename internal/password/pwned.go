@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -50,19 +51,34 @@ func (p *Pwned) Breaches(ctx context.Context, password string) (int, error) {
 	prefix, suffix := digest[:5], digest[5:]
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/range/"+prefix, nil)
 	if err != nil {
-		return 0, fmt.Errorf("pwned passwords: %w", err)
+		return 0, fmt.Errorf("pwned passwords: %w", withoutRange(err, p.url))
 	}
 	req.Header.Set("Add-Padding", "true")
 	req.Header.Set("User-Agent", "shelf")
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("pwned passwords: %w", err)
+		return 0, fmt.Errorf("pwned passwords: %w", withoutRange(err, p.url))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("pwned passwords: answered %s", resp.Status)
 	}
 	return rangeCount(io.LimitReader(resp.Body, maxRangeBytes+1), suffix)
+}
+
+// withoutRange is err with the URL it names (net/http's *url.Error) cut
+// to the API's base: the range asked is the first 5 hex digits of the
+// new password's SHA-1, and the error is logged with the request it
+// checked (SHELF_HIBP_FAIL=open), whose route may name the account. The
+// error stays a timeout or a cancellation where it was one.
+func withoutRange(err error, base string) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	redacted := *ue
+	redacted.URL = base + "/range/{prefix}"
+	return &redacted
 }
 
 // errNotRange: the answer is not a range of the API.

@@ -120,3 +120,45 @@ func TestPwnedStopsWithTheRequest(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
+
+// TestPwnedErrorsHoldNoPartOfTheHash: a failed request's error is logged
+// (SHELF_HIBP_FAIL=open: "logs it", docs/design/passwords.md), beside the
+// request's id and so its route (PUT /v1/users/{id}/password names the
+// account). net/http's error names the URL asked, whose last segment is
+// the first 5 hex digits of the new password's SHA-1: 20 bits that cut a
+// guesser's list of candidates a millionfold, for a password chosen
+// with as few as 10^6 guesses. Whatever fails (no answer in time,
+// nothing listening, the request ended), the error names the API, not
+// the range, and stays a timeout or a cancellation where it was one.
+func TestPwnedErrorsHoldNoPartOfTheHash(t *testing.T) {
+	t.Parallel()
+	const pw = "hunter2hunter2"
+	prefix := testkit.PwnedSHA1(pw)[:5]
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer hung.Close()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		url  string
+		ctx  context.Context
+		is   func(error) bool
+	}{
+		{"no answer in time", hung.URL, context.Background(), func(err error) bool {
+			var timeout interface{ Timeout() bool }
+			return errors.As(err, &timeout) && timeout.Timeout()
+		}},
+		{"nothing listening", gone.URL, context.Background(), func(err error) bool { return err != nil }},
+		{"the request ended", hung.URL, canceled, func(err error) bool { return errors.Is(err, context.Canceled) }},
+	} {
+		_, err := NewPwned(tc.url, 50*time.Millisecond).Breaches(tc.ctx, pw)
+		if !tc.is(err) {
+			t.Errorf("%s: err = %v, not the failure it was", tc.name, err)
+		}
+		if err != nil && strings.Contains(strings.ToUpper(err.Error()), prefix) {
+			t.Errorf("%s: the error names the range of the password's hash: %v", tc.name, err)
+		}
+	}
+}
