@@ -237,7 +237,7 @@ func (a *Service) openSession(ctx context.Context, u domain.Access, client Clien
 		}
 		return a.challenge(ctx, u, madeWith[0], factors)
 	}
-	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: again.Shown}, nil
+	return LoginResult{Token: token, ExpiresAt: s.ExpiresAt, User: a.shown(again.Shown)}, nil
 }
 
 // ErrPasswordResetRequired answers a login (or a check of the current

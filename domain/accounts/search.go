@@ -58,7 +58,14 @@ func (a *Service) SearchUsers(ctx context.Context, p domain.Principal, q, cursor
 	if err != nil {
 		return domain.Page[domain.User]{}, err
 	}
-	return usersOf(page), nil
+	out := usersOf(page)
+	// A change pending past its link's life reads as none, as in every
+	// view of the account (shown).
+	h := a.holdsAt(a.cfg.Now())
+	for i, u := range out.Items {
+		out.Items[i], _ = h.live(u)
+	}
+	return out, nil
 }
 
 // refilled is a page of a search over an index in position order: it reads

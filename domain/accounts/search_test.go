@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"shelf/domain"
 )
@@ -213,5 +214,32 @@ func TestPeopleSearchPagesShowOnlyVisibleStartsToASession(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("limit %d: found %v, want %v", limit, got, want)
 		}
+	}
+}
+
+// TestSearchShowsNoChangePendingPastItsLink: a change of email pending
+// past its link's life reads as none, not shown
+// (docs/design/email-change.md), in the moderators' search as in a read
+// of the account: the row still holds it until a write drops it.
+func TestSearchShowsNoChangePendingPastItsLink(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	index := &indexOf{}
+	for i, asked := range []time.Time{now.Add(-time.Hour), now.Add(-48 * time.Hour)} {
+		index.rows = append(index.rows, domain.Found{Position: int64(i), User: domain.User{ID: fmt.Sprintf("u_%d", i),
+			Status: domain.StatusActive, UsernameKey: fmt.Sprintf("abcd%d", i), EmailKey: fmt.Sprintf("abcd%d@example.org", i),
+			PendingEmail: fmt.Sprintf("next%d@example.org", i), PendingEmailKey: fmt.Sprintf("next%d@example.org", i), PendingEmailAt: asked}})
+	}
+	a := New(Config{Search: index, Now: func() time.Time { return now }, Mail: Mail{VerifyTTL: 24 * time.Hour}}, nil, nil, nil, nil, nil)
+	admin := domain.Access{ID: "u_admin", Roles: []string{domain.RoleAdmin}, Status: domain.StatusActive}
+	page, err := a.SearchUsers(context.Background(), domain.Principal{UserID: admin.ID, Account: &admin}, "abcd", "", 10)
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("%+v %v", page, err)
+	}
+	if got := page.Items[0].Shown().PendingEmail; got != "next0@example.org" {
+		t.Errorf("a change pending an hour shows %q", got)
+	}
+	if got := page.Items[1].Shown().PendingEmail; got != "" {
+		t.Errorf("a change pending past its link shows %q", got)
 	}
 }
