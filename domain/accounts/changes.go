@@ -399,11 +399,13 @@ func (a *Service) endSessions(ctx context.Context, err error, userID, what strin
 // SetAdmin grants (or revokes) the admin role of the account with this
 // username or email (`api admin grant|revoke`: the audit's entry names
 // the command line, no actor). Doing it twice is the same as doing it
-// once, and makes one entry.
+// once, and makes one entry. The compare-and-set decides again on the
+// account it reads: one deleted since the lookup is not found.
 func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domain.User, error) {
+	notFound := &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No user has the username or email " + login + "."}
 	found, err := a.findByLogin(ctx, login)
 	if errors.Is(err, domain.ErrNotFound) {
-		return domain.User{}, &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No user has the username or email " + login + "."}
+		return domain.User{}, notFound
 	}
 	if err != nil {
 		return domain.User{}, err
@@ -411,6 +413,10 @@ func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domai
 	var audited []domain.AuditEntry
 	out, err := a.updateAccount(ctx, found.ID, func(u domain.User) (domain.User, bool, error) {
 		audited = nil
+		if !u.Visible() {
+			// Deleted (or deleting) since the lookup: no one to grant.
+			return u, false, notFound
+		}
 		if u.IsAdmin() == admin {
 			return u, false, domain.CarryAdminChange(ctx, a.audit, &u, nil)
 		}
