@@ -184,6 +184,9 @@ func repairSuspensions(ctx context.Context, a *App, opts moderation.RepairOption
 		fmt.Fprintln(out, p)
 	}
 	switch {
+	case err != nil:
+		// Stopped, or some reads or fixes failed: nothing says all agree.
+		fmt.Fprintf(out, "suspensions: %d problems found, %d fixes applied, then errors (below): run again\n", len(rep.Problems), rep.Fixed)
 	case len(rep.Problems) == 0:
 		fmt.Fprintln(out, "suspensions: all records agree")
 	case dryRun:
@@ -222,7 +225,7 @@ func indexUsers(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 // it found.
 func repairDeletions(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 	rep, err := a.Lifecycle.RepairDeletions(ctx, dryRun)
-	printInProgress(out, "deletions", dryRun, rep)
+	printInProgress(out, "deletions", dryRun, rep, err)
 	return err
 }
 
@@ -230,17 +233,21 @@ func repairDeletions(ctx context.Context, a *App, dryRun bool, out io.Writer) er
 // what it found.
 func repairClosings(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 	rep, err := a.Lifecycle.RepairClosings(ctx, dryRun)
-	printInProgress(out, "closings", dryRun, rep)
+	printInProgress(out, "closings", dryRun, rep, err)
 	return err
 }
 
 // printInProgress prints what a repair of operations left in progress
-// (deletions, closings) found and did: each problem, then a summary.
-func printInProgress(out io.Writer, what string, dryRun bool, rep lifecycle.Report) {
+// (deletions, closings) found and did: each problem, then a summary; a
+// pass that ended in err (its index unreadable, a job failed) says so.
+func printInProgress(out io.Writer, what string, dryRun bool, rep lifecycle.Report, err error) {
 	for _, p := range rep.Problems {
 		fmt.Fprintln(out, p)
 	}
 	switch {
+	case err != nil:
+		fmt.Fprintf(out, "%s: %d found, %d finished, %d stale entries removed, %d left to the worker holding their job, %d failed, then errors (below): run again\n",
+			what, rep.Found, rep.Finished, rep.Stale, rep.Held, rep.Failed)
 	case len(rep.Problems) == 0:
 		fmt.Fprintf(out, "%s: none left in progress\n", what)
 	case dryRun:
