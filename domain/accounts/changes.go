@@ -400,7 +400,9 @@ func (a *Service) endSessions(ctx context.Context, err error, userID, what strin
 // username or email (`api admin grant|revoke`: the audit's entry names
 // the command line, no actor). Doing it twice is the same as doing it
 // once, and makes one entry. The compare-and-set decides again on the
-// account it reads: one deleted since the lookup is not found.
+// account it reads: one deleted since the lookup is not found. A grant
+// by an email refuses an account whose address is not verified (whoever
+// signed up with the address may not read it; by username it goes on).
 func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domain.User, error) {
 	notFound := &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No user has the username or email " + login + "."}
 	found, err := a.findByLogin(ctx, login)
@@ -410,6 +412,8 @@ func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domai
 	if err != nil {
 		return domain.User{}, err
 	}
+	kind, key, _ := loginKey(login)
+	byAddress := kind == domain.KindEmail
 	var audited []domain.AuditEntry
 	out, err := a.updateAccount(ctx, found.ID, func(u domain.User) (domain.User, bool, error) {
 		audited = nil
@@ -419,6 +423,14 @@ func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domai
 		}
 		if u.IsAdmin() == admin {
 			return u, false, domain.CarryAdminChange(ctx, a.audit, &u, nil)
+		}
+		if admin && byAddress && (u.EmailKey != key || u.EmailVerifiedAt.IsZero()) {
+			// The operator names whoever reads the address (still this
+			// account's: checked again here); whoever signed up with it
+			// never proved to.
+			return u, false, &domain.Error{Kind: domain.ErrConflict, Code: "email_not_verified",
+				Message: "The address " + login + " is not the verified address of the account found (" + u.Username + ", " + u.ID +
+					"), which may be a stranger's. Grant it by username if it is the one you mean, or once its owner has verified the address."}
 		}
 		e := domain.AuditEntry{UserID: u.ID, At: a.now(), Version: u.Version + 1, Action: domain.AuditRoleRevoked, Via: domain.ViaCLI}
 		if admin {
