@@ -959,11 +959,13 @@
         for (const r of ['member', 'manager']) role.add(new Option(r, r, false, r === m.role));
         role.addEventListener('change', act(async () => {
           try {
-            await api('PUT', '/v1/groups/' + enc(group.current.id) + '/members/' + enc(m.principalId), { role: role.value });
+            // The row's own group (g), not the one shown now: a row left
+            // from the page before must never add its member elsewhere.
+            await api('PUT', '/v1/groups/' + enc(g.id) + '/members/' + enc(m.principalId), { role: role.value });
           } finally {
             await refreshGroup();
           }
-          say(who + ' is now a ' + role.value + ' of ' + group.current.name + '.');
+          say(who + ' is now a ' + role.value + ' of ' + g.name + '.');
         }));
         const tr = row(who, role, self
           ? leaveGroupButton(g)
@@ -1011,6 +1013,9 @@
   async function showGroup(name) {
     $('close-group-area').hidden = true;
     $('close-group-confirm').hidden = true;
+    // The group shown before leaves with its members' rows: none stays
+    // under this group's name while (or if not) its own are read.
+    $('group-members').tBodies[0].replaceChildren();
     const g = await groupNamed(name, 'name');
     group.current = g;
     $('group-title').textContent = g.displayName !== g.name ? g.displayName + ' (' + g.name + ')' : g.name;

@@ -533,6 +533,38 @@ await step('groups: create (a bad name refused beside the field), add by usernam
   await shot('groups');
 });
 
+await step('a group page shows none of the members of the group shown before, while its own are read', async () => {
+  // A manager of two groups, the first with a member the second lacks.
+  const owner = 'gm' + run;
+  const other = 'gx' + run;
+  for (const u of [owner, other]) await api('POST', '/v1/users', null, { username: u, email: u + '@example.org', password: pw });
+  const s = await api('POST', '/v1/sessions', null, { login: owner, password: pw });
+  const a = await api('POST', '/v1/groups', s.token, { name: 'ga' + run, maxMembers: 5 });
+  const b = await api('POST', '/v1/groups', s.token, { name: 'gb' + run, maxMembers: 5 });
+  await api('PUT', '/v1/groups/' + a.id + '/members/' + (await api('GET', '/v1/users/by-username/' + other)).id, s.token, { role: 'member' });
+  await logout();
+  await login(owner, pw);
+  await visit('#/groups/' + a.name, 'group');
+  await page.locator(`#group-members tr[data-member="${other}"]`).waitFor();
+  // The second group's members are held until the page has been looked at.
+  const membersOfB = (url) => url.pathname === '/v1/groups/' + b.id + '/members';
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await page.route(membersOfB, async (route) => { await held; await route.continue().catch(() => {}); });
+  try {
+    await page.evaluate((n) => { location.hash = '#/groups/' + n; }, b.name);
+    await page.waitForFunction((n) => document.getElementById('group-title').textContent.includes(n), b.name);
+    expect(await page.locator(`#group-members tr[data-member="${other}"]`).count() === 0, 'the first group\'s member shows under ' + b.name);
+  } finally {
+    release();
+    await page.unroute(membersOfB);
+  }
+  await page.locator(`#group-members tr[data-member="${owner}"]`).waitFor();
+  expect(await page.locator(`#group-members tr[data-member="${other}"]`).count() === 0, 'a member of the first group listed in the second');
+  await logout();
+  await login(alice, pw);
+});
+
 await step('share an item by username and by group name; its members by name, paged', async () => {
   await visit('#/library', 'library');
   await page.locator('#library-order').selectOption('oldest');
