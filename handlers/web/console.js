@@ -2084,6 +2084,8 @@
     sessionStorage.removeItem('shelf.token');
     names.clear();
     for (const page of Object.keys(linkTokens)) delete linkTokens[page];
+    // The user search (search.js) lets go of its matches too.
+    window.dispatchEvent(new CustomEvent('shelf:logged-out'));
     $('reset').elements.token.value = '';
     forgetSecrets();
   }

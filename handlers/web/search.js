@@ -10,8 +10,9 @@
 // suspend form, which it fills in, and window events: the console's
 // shelf:moderated, on which it reads its matches again; a hashchange it
 // sends after an unsuspension, on which the console shows its page again;
-// and shelf:session-ended, sent when the API refuses the tab's session,
-// on which the console logs the tab out as for its own requests.
+// shelf:session-ended, sent when the API refuses the tab's session, on
+// which the console logs the tab out as for its own requests; and the
+// console's shelf:logged-out, on which it forgets its matches.
 (function () {
   'use strict';
   const root = document.getElementById('user-search');
@@ -72,6 +73,11 @@
       say(err.message, true);
       return;
     }
+    clear();
+  }
+
+  // clear forgets the search and its matches.
+  function clear() {
     say('');
     search.q = '';
     search.cursors = [''];
@@ -267,6 +273,9 @@
   });
   // A suspension or its lifting elsewhere on the page: the matches shown
   // are read again, so no row keeps the old status.
+  // The console's Log out (or a session that ended): the matches go with
+  // the session, so none stays for whoever logs in next in this tab.
+  window.addEventListener('shelf:logged-out', clear);
   window.addEventListener('shelf:moderated', () => {
     if (search.q && !table.hidden) load().catch(fail);
   });

@@ -5,11 +5,11 @@
 // field; a search by part of a username or email, in any case, pages
 // through every match; each match leads to its history, its library, the
 // suspend form, and an unsuspension that asks first; a search with a
-// session ended elsewhere logs the tab out as the console does; at 375
-// px it stays within the screen. Fails on any console or page error (a
-// refused request a step expects is allowed once, by its status). Prints
-// "N passed, N failed"; screenshots go to SCREENSHOTS (and README_SHOTS
-// when set).
+// session ended elsewhere logs the tab out as the console does, and a
+// Log out takes the matches with it; at 375 px it stays within the
+// screen. Fails on any console or page error (a refused request a step
+// expects is allowed once, by its status). Prints "N passed, N failed";
+// screenshots go to SCREENSHOTS (and README_SHOTS when set).
 import { execSync } from 'node:child_process';
 import { api, base, expect, finish, launch, refused, run, saveShot, step } from './walk.mjs';
 
@@ -246,6 +246,18 @@ await step('a search after the session ended elsewhere logs the tab out, says wh
   expect(await page.evaluate(() => sessionStorage.getItem('shelf.token')) === null, 'the token stays');
   expect((await page.locator('#user-search-status').getAttribute('class')) !== 'error', 'the search said a refusal: ' + await page.locator('#user-search-status').textContent());
   expect(await page.locator('#user-search-results tbody tr').count() === 0, 'the matches stay for the next to log in');
+});
+
+await step('a Log out takes the matches with it', async () => {
+  const token = await login(admin);
+  await as(token, '#/moderation', 'moderation');
+  await find(tag);
+  await pageNumber(1);
+  expect(await page.locator('#user-search-results tbody tr').count() > 0, 'nothing found to forget');
+  await page.click('#logout');
+  await page.waitForSelector('body[data-ready="auth"]');
+  expect(await page.locator('#user-search-results tbody tr').count() === 0, 'the matches stay for the next to log in');
+  expect((await page.locator('#user-search-form [name="q"]').inputValue()) === '', 'the query stays');
 });
 
 await step('at 375 px the search stays within the screen', async () => {
