@@ -236,40 +236,64 @@ var errNotAMember = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found",
 // leaveForDepartedCreator): content's own unshare, so the counts
 // stay exact; an item the principal is the last manager of is deleted,
 // as an account deletion does with the items it is the last manager of.
+//
+// Both are decided in one change, on the row its compare-and-set writes
+// on: a share recorded between a refused removal and a deletion (an
+// admin making someone else a manager) would otherwise have the item
+// deleted on the count read before it
+// (TestADropThatFoundTheLastManagerDeletesNothingAManagerWasAddedTo).
 func (s *Service) Drop(ctx context.Context, id, principalID string) error {
-	err := s.unshare(ctx, id, principalID, nil)
-	if errors.Is(err, ErrLastManager) {
-		return s.deleteItem(ctx, id, nil)
+	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
+		next, err := s.removal(ctx, c, principalID)
+		if errors.Is(err, ErrLastManager) {
+			c.Deleted = true
+			return &c, nil
+		}
+		return next, err
+	})
+	switch {
+	case err != nil:
+		return err
+	case ch.next.Deleted:
+		s.publish(ctx, ch.next, &ch.prev, ch.marker)
+	default:
+		s.carryOut(ctx, ch)
 	}
-	return err
+	return nil
 }
 
 // unshare records and carries out the removal of a principal from an
 // item, for by (nil: whoever asks, whose checks are its own).
 func (s *Service) unshare(ctx context.Context, id, principalID string, by *caller) error {
 	ch, err := s.change(ctx, id, by.decide(ctx, func(c Content) (*Content, error) {
-		before, err := s.memberOf(ctx, id, principalID)
-		if err != nil {
-			return nil, err
-		}
-		if before == nil {
-			return nil, errNotShared
-		}
-		c.Members--
-		if before.Role == RoleManager {
-			if c.Managers <= 1 {
-				return nil, ErrLastManager
-			}
-			c.Managers--
-		}
-		c.Pending = &MemberChange{PrincipalID: principalID}
-		return &c, nil
+		return s.removal(ctx, c, principalID)
 	}))
 	if err != nil {
 		return err
 	}
 	s.carryOut(ctx, ch)
 	return nil
+}
+
+// removal is c with the removal of principalID recorded (and the counts
+// it leads to), as a change decides it on the row it read.
+func (s *Service) removal(ctx context.Context, c Content, principalID string) (*Content, error) {
+	before, err := s.memberOf(ctx, c.ID, principalID)
+	if err != nil {
+		return nil, err
+	}
+	if before == nil {
+		return nil, errNotShared
+	}
+	c.Members--
+	if before.Role == RoleManager {
+		if c.Managers <= 1 {
+			return nil, ErrLastManager
+		}
+		c.Managers--
+	}
+	c.Pending = &MemberChange{PrincipalID: principalID}
+	return &c, nil
 }
 
 // carryOut finishes the share or unshare a change recorded and clears the
