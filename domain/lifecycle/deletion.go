@@ -237,12 +237,11 @@ func (s *Service) leaveItem(ctx context.Context, self domain.Principal, it libra
 			return s.library.Delete(ctx, self, it.ContentID)
 		}
 	}
-	err := s.library.Unshare(ctx, self, it.ContentID, self.UserID)
-	if errors.Is(err, library.ErrLastManager) {
-		// Nobody else manages it: it is the user's to take away.
-		return s.library.Delete(ctx, self, it.ContentID)
-	}
-	return err
+	// Left, or deleted if nobody else manages it (it is then the user's
+	// to take away), decided in one change on the row it writes on: a
+	// manager added after a refused leave keeps the item
+	// (TestADeletionThatFoundTheLastManagerDeletesNothingAManagerWasAddedTo).
+	return s.library.Drop(ctx, it.ContentID, self.UserID)
 }
 
 // onlyMember is the rule of the deletion's own closing of a group: the
