@@ -2298,10 +2298,10 @@ type ClientInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: an index entry of the change in progress written first and
-	// ended last; like a signup, lightweight transactions in three
-	// phases: the name claimed and the group written as pending in
-	// parallel, the claim committed, the group activated; then the
+	// Cost: like a signup, lightweight transactions in three phases:
+	// the name claimed and the group written as pending in parallel
+	// (then an index entry of the change in progress, ended last), the
+	// claim committed, the group activated; then the
 	// creator's membership is written to the member tables, their account
 	// read again, and the membership marked done by a compare-and-set. A
 	// creation that takes longer than the claim lease
@@ -2321,10 +2321,10 @@ type ClientInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: an index entry of the change in progress written first and
-	// ended last; like a signup, lightweight transactions in three
-	// phases: the name claimed and the group written as pending in
-	// parallel, the claim committed, the group activated; then the
+	// Cost: like a signup, lightweight transactions in three phases:
+	// the name claimed and the group written as pending in parallel
+	// (then an index entry of the change in progress, ended last), the
+	// claim committed, the group activated; then the
 	// creator's membership is written to the member tables, their account
 	// read again, and the membership marked done by a compare-and-set. A
 	// creation that takes longer than the claim lease
@@ -4723,10 +4723,10 @@ func (c *Client) RevertFactorAddition(ctx context.Context, body RevertFactorAddi
 //
 // Who may call: the holder of a session.
 //
-// Cost: an index entry of the change in progress written first and
-// ended last; like a signup, lightweight transactions in three
-// phases: the name claimed and the group written as pending in
-// parallel, the claim committed, the group activated; then the
+// Cost: like a signup, lightweight transactions in three phases:
+// the name claimed and the group written as pending in parallel
+// (then an index entry of the change in progress, ended last), the
+// claim committed, the group activated; then the
 // creator's membership is written to the member tables, their account
 // read again, and the membership marked done by a compare-and-set. A
 // creation that takes longer than the claim lease
@@ -4756,10 +4756,10 @@ func (c *Client) CreateGroupWithBody(ctx context.Context, contentType string, bo
 //
 // Who may call: the holder of a session.
 //
-// Cost: an index entry of the change in progress written first and
-// ended last; like a signup, lightweight transactions in three
-// phases: the name claimed and the group written as pending in
-// parallel, the claim committed, the group activated; then the
+// Cost: like a signup, lightweight transactions in three phases:
+// the name claimed and the group written as pending in parallel
+// (then an index entry of the change in progress, ended last), the
+// claim committed, the group activated; then the
 // creator's membership is written to the member tables, their account
 // read again, and the membership marked done by a compare-and-set. A
 // creation that takes longer than the claim lease
@@ -10469,10 +10469,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: an index entry of the change in progress written first and
-	// ended last; like a signup, lightweight transactions in three
-	// phases: the name claimed and the group written as pending in
-	// parallel, the claim committed, the group activated; then the
+	// Cost: like a signup, lightweight transactions in three phases:
+	// the name claimed and the group written as pending in parallel
+	// (then an index entry of the change in progress, ended last), the
+	// claim committed, the group activated; then the
 	// creator's membership is written to the member tables, their account
 	// read again, and the membership marked done by a compare-and-set. A
 	// creation that takes longer than the claim lease
@@ -10492,10 +10492,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the holder of a session.
 	//
-	// Cost: an index entry of the change in progress written first and
-	// ended last; like a signup, lightweight transactions in three
-	// phases: the name claimed and the group written as pending in
-	// parallel, the claim committed, the group activated; then the
+	// Cost: like a signup, lightweight transactions in three phases:
+	// the name claimed and the group written as pending in parallel
+	// (then an index entry of the change in progress, ended last), the
+	// claim committed, the group activated; then the
 	// creator's membership is written to the member tables, their account
 	// read again, and the membership marked done by a compare-and-set. A
 	// creation that takes longer than the claim lease
@@ -21376,10 +21376,10 @@ func (c *ClientWithResponses) RevertFactorAdditionWithResponse(ctx context.Conte
 //
 // Who may call: the holder of a session.
 //
-// Cost: an index entry of the change in progress written first and
-// ended last; like a signup, lightweight transactions in three
-// phases: the name claimed and the group written as pending in
-// parallel, the claim committed, the group activated; then the
+// Cost: like a signup, lightweight transactions in three phases:
+// the name claimed and the group written as pending in parallel
+// (then an index entry of the change in progress, ended last), the
+// claim committed, the group activated; then the
 // creator's membership is written to the member tables, their account
 // read again, and the membership marked done by a compare-and-set. A
 // creation that takes longer than the claim lease
@@ -21405,10 +21405,10 @@ func (c *ClientWithResponses) CreateGroupWithBodyWithResponse(ctx context.Contex
 //
 // Who may call: the holder of a session.
 //
-// Cost: an index entry of the change in progress written first and
-// ended last; like a signup, lightweight transactions in three
-// phases: the name claimed and the group written as pending in
-// parallel, the claim committed, the group activated; then the
+// Cost: like a signup, lightweight transactions in three phases:
+// the name claimed and the group written as pending in parallel
+// (then an index entry of the change in progress, ended last), the
+// claim committed, the group activated; then the
 // creator's membership is written to the member tables, their account
 // read again, and the membership marked done by a compare-and-set. A
 // creation that takes longer than the claim lease
