@@ -2,10 +2,8 @@ package faults
 
 import (
 	"context"
-	"slices"
 	"testing"
 
-	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/jobs"
@@ -68,34 +66,7 @@ func TestADeletionWhoseGroupBeginsClosingMidStepWaitsForTheClosing(t *testing.T)
 			if !fired {
 				t.Fatal("the deletion read no such role")
 			}
-			j, err := l.life.Job(ctx, deletion.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if j.State(l.life.Now()) == jobs.Finished {
-				snap := l.store.GroupSnapshot()
-				for _, m := range snap.Members[club.ID] {
-					if m.UserID == l.ann.ID {
-						t.Errorf("the deletion's job reads finished with ann still a member of the club (closing, its job held elsewhere)")
-					}
-				}
-				if slices.Contains(snap.GroupsOf[l.ann.ID], club.ID) {
-					t.Errorf("the deletion's job reads finished with the club still among ann's groups")
-				}
-			}
-			// Once the dead worker's lease has run out, the next passes
-			// finish both.
-			for range 3 {
-				l.store.Advance(lifecycle.DefaultJobLease)
-				_, _ = l.life.WorkJobs(ctx)
-			}
-			if st := l.status(t, l.ann.ID); st != domain.StatusDeleted {
-				t.Errorf("the account is %q, want deleted", st)
-			}
-			if j, err := l.life.Job(ctx, deletion.ID); err != nil || j.State(l.life.Now()) != jobs.Finished {
-				t.Errorf("the deletion's job %+v (%v), want finished", j, err)
-			}
-			l.checkGroupClosed(t, club, l.bob)
+			l.checkDeletionWaitedForTheClosing(t, deletion.ID, club)
 		})
 	}
 }

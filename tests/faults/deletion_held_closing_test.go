@@ -7,6 +7,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/domain/groups"
 	"shelf/domain/jobs"
 	"shelf/domain/lifecycle"
 )
@@ -38,7 +39,17 @@ func TestADeletionFinishesOnlyOnceAClosingHeldElsewhereIsDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = l.life.WorkJobs(ctx)
-	j, err := l.life.Job(ctx, deletion.ID)
+	l.checkDeletionWaitedForTheClosing(t, deletion.ID, club)
+}
+
+// checkDeletionWaitedForTheClosing: the deletion's job (deletionID) did
+// not read finished with ann still among the club's members (its closing
+// held by a worker that died), and once that worker's lease has run out
+// the next passes finish both.
+func (l *lifeWorld) checkDeletionWaitedForTheClosing(t *testing.T, deletionID string, club groups.Group) {
+	t.Helper()
+	ctx := context.Background()
+	j, err := l.life.Job(ctx, deletionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +64,6 @@ func TestADeletionFinishesOnlyOnceAClosingHeldElsewhereIsDone(t *testing.T) {
 			t.Errorf("the deletion's job reads finished with the club still among ann's groups")
 		}
 	}
-	// Once the dead worker's lease has run out, the next passes finish both.
 	for range 3 {
 		l.store.Advance(lifecycle.DefaultJobLease)
 		_, _ = l.life.WorkJobs(ctx)
@@ -61,7 +71,7 @@ func TestADeletionFinishesOnlyOnceAClosingHeldElsewhereIsDone(t *testing.T) {
 	if st := l.status(t, l.ann.ID); st != domain.StatusDeleted {
 		t.Errorf("the account is %q, want deleted", st)
 	}
-	if j, err := l.life.Job(ctx, deletion.ID); err != nil || j.State(l.life.Now()) != jobs.Finished {
+	if j, err := l.life.Job(ctx, deletionID); err != nil || j.State(l.life.Now()) != jobs.Finished {
 		t.Errorf("the deletion's job %+v (%v), want finished", j, err)
 	}
 	l.checkGroupClosed(t, club, l.bob)
