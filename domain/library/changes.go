@@ -232,10 +232,10 @@ var errNotAMember = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found",
 	Message: "You are not a member of this item, or there is no such item. An item you see through a group leaves your library when you leave the group, or when one of the group's managers removes it from the group's library."}
 
 // Drop takes a principal off an item for the system (a group's closing,
-// whose caller was checked there; a departed creator, see
-// leaveForDepartedCreator): content's own unshare, so the counts
-// stay exact; an item the principal is the last manager of is deleted,
-// as an account deletion does with the items it is the last manager of.
+// whose caller was checked there; an account's deletion): content's own
+// unshare, so the counts stay exact; an item the principal is the last
+// manager of is deleted, as an account deletion does with the items it
+// is the last manager of.
 //
 // Both are decided in one change, on the row its compare-and-set writes
 // on: a share recorded between a refused removal and a deletion (an
@@ -243,9 +243,20 @@ var errNotAMember = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found",
 // deleted on the count read before it
 // (TestADropThatFoundTheLastManagerDeletesNothingAManagerWasAddedTo).
 func (s *Service) Drop(ctx context.Context, id, principalID string) error {
+	return s.drop(ctx, id, principalID, false)
+}
+
+// drop is Drop; withManaged also deletes an item the principal manages
+// at all (a departed creator's, see leaveForDepartedCreator), on the
+// membership read for the change that records it.
+func (s *Service) drop(ctx context.Context, id, principalID string, withManaged bool) error {
 	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
-		next, err := s.removal(ctx, c, principalID)
-		if errors.Is(err, ErrLastManager) {
+		before, err := s.memberOf(ctx, c.ID, principalID)
+		if err != nil {
+			return nil, err
+		}
+		next, err := without(c, principalID, before)
+		if errors.Is(err, ErrLastManager) || err == nil && withManaged && before.Role == RoleManager {
 			c.Deleted = true
 			return &c, nil
 		}
@@ -282,6 +293,12 @@ func (s *Service) removal(ctx context.Context, c Content, principalID string) (*
 	if err != nil {
 		return nil, err
 	}
+	return without(c, principalID, before)
+}
+
+// without is c with principalID's removal recorded, principalID's
+// membership as read for it being before (nil: none).
+func without(c Content, principalID string, before *Member) (*Content, error) {
 	if before == nil {
 		return nil, errNotShared
 	}

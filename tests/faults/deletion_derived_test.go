@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"testing"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/groups"
@@ -149,4 +150,71 @@ func newGroupOf(t *testing.T, d *delWorld, name string) string {
 	}
 	d.groupIDs = append(d.groupIDs, gr)
 	return gr.ID
+}
+
+// TestADepartedCreatorTakenOffMeanwhileLeavesTheItemStanding: the
+// creation's library write failed, so the deletion of its creator does
+// not find the item; the creator had made the friend a manager of it. The
+// outbox worker, finishing the creation, finds the creator deleted and
+// still a manager: the item is to be deleted, as the deletion would have
+// deleted it. Just before that deletion is recorded, the friend takes the
+// deleted account off the item, and that answers. The creator is then no
+// member at all, and the deletion would not touch an item it is not on:
+// the item is the friend's and must stay ("check again at the end": the
+// item's deletion rested on a membership read before the version it
+// wrote on).
+func TestADepartedCreatorTakenOffMeanwhileLeavesTheItemStanding(t *testing.T) {
+	t.Parallel()
+	sc := delScenarios[0]
+	d := newDelWorld(t, sc)
+	ctx := context.Background()
+	name, vis := "handed-over", string(library.VisibilityPublic)
+	faultNamed(d.store, "library_index.put", 0, memstore.FailBefore)
+	c, err := d.lib.Create(ctx, as(d.doomed), library.Input{Name: &name, Visibility: &vis})
+	recovered(d.store)
+	if err != nil {
+		t.Fatalf("the creation answered %v", err)
+	}
+	if _, err := d.lib.Share(ctx, as(d.doomed), c.ID, d.friend.ID, library.RoleManager); err != nil {
+		t.Fatalf("the creator's share with the friend answered %v", err)
+	}
+	if err := d.deleteAs(sc); err != nil {
+		t.Fatalf("the deletion answered %v", err)
+	}
+	var unshareErr error
+	fired := false
+	d.lib.Hooks.BeforeRecord = func(id string) {
+		if fired || id != c.ID {
+			return
+		}
+		fired = true
+		unshareErr = d.lib.Unshare(ctx, as(d.friend), c.ID, d.doomed.ID)
+	}
+	d.store.Advance(time.Minute)
+	_, drainErr := d.lib.DrainOutbox(ctx, 30*time.Second, 100)
+	d.lib.Hooks.BeforeRecord = nil
+	if drainErr != nil {
+		t.Fatalf("the outbox worker: %v", drainErr)
+	}
+	if !fired || unshareErr != nil {
+		t.Fatalf("the friend's removal of the deleted creator: fired %v, answered %v", fired, unshareErr)
+	}
+	// The lost deletion had taken the item's lean rows away before its
+	// compare-and-set; its mark stays, and the worker's next pass brings
+	// back what still stands.
+	d.store.Advance(time.Minute)
+	if _, err := d.lib.DrainOutbox(ctx, 30*time.Second, 100); err != nil {
+		t.Fatalf("the outbox worker's next pass: %v", err)
+	}
+	snap := d.store.ContentSnapshot()
+	if it := itemOf(snap, c.ID); it.Deleted {
+		t.Fatalf("the item was deleted although the friend took its deleted creator off it before the deletion was recorded (members then: %d)", it.Members)
+	}
+	if role := memberRole(snap, c.ID, d.friend.ID); role != library.RoleManager {
+		t.Errorf("the friend is the item's %q, want manager", role)
+	}
+	if role := memberRole(snap, c.ID, d.doomed.ID); role != "" {
+		t.Errorf("the deleted creator is still the item's %s", role)
+	}
+	checkContent(t, "creator-taken-off-meanwhile", &libWorld{world: d.world, lib: d.lib, admin: d.admin, owner: d.friend, friend: d.other, other: d.root}, snap)
 }
