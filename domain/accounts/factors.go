@@ -445,9 +445,10 @@ func errOtherKind(kind FactorKind) error {
 // still working) takes its factor away again and answers ErrNoSession,
 // as a login in flight deletes its session again (openSession): else a
 // thief's confirmation slower than the owner's reset leaves the thief's
-// factor standing between her new password and a session. A process
-// that dies between the two leaves the factor; its notice's link removes
-// it.
+// factor standing between her new password and a session. The account
+// is read again after a compare-and-set whose answer was lost too (the
+// factor may stand). A process that dies between the two leaves the
+// factor; its notice's link removes it.
 func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domain.User, factors []Factor, set RecoverySet, f Factor, pending string) (Confirmation, error) {
 	first := !slices.ContainsFunc(factors, Factor.Confirmed)
 	if err := a.mailFactorNotice(ctx, u, f); err != nil {
@@ -469,6 +470,11 @@ func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domai
 	f.ConfirmedAt, f.LastUsedAt = a.now(), a.now()
 	ok, err := a.factors.Confirm(ctx, f, pending)
 	if err != nil {
+		// The factor may be confirmed now or later: checked again all
+		// the same (a removal fences a confirmation still on its way).
+		if gone := a.confirmedBy(ctx, p, f); errors.Is(gone, domain.ErrNoSession) {
+			return Confirmation{}, gone
+		}
 		if first {
 			// The factor may be confirmed, and its retry finds it so.
 			a.dropPendingBesides(ctx, u.ID, f.ID)
@@ -478,25 +484,34 @@ func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domai
 	if !ok {
 		return Confirmation{}, errEnrolmentGone
 	}
-	// Check again at the end: the factor is written, so a reset or a
-	// sign-out landing from now on finds it there, one that landed before
-	// is read here. At SERIAL: one from another data centre is seen too,
-	// and a factor, unlike a session, is not checked against the epoch at
-	// each use.
-	again, err := a.users.GetSerial(ctx, u.ID)
-	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+	if err := a.confirmedBy(ctx, p, f); err != nil {
 		return Confirmation{}, err
-	}
-	if admits, err := a.stillAdmits(ctx, again.Access(), p.Session); err != nil || !admits {
-		if err == nil {
-			err = a.dropFactor(ctx, u.ID, f.ID)
-		}
-		return Confirmation{}, cmp.Or[error](err, domain.ErrNoSession)
 	}
 	if first {
 		a.dropPendingBesides(ctx, u.ID, f.ID)
 	}
 	return Confirmation{Factor: viewOf(f), RecoveryCodes: codes}, nil
+}
+
+// confirmedBy checks again at the end that p's session, which confirmed
+// factor f, still works on the account, and removes f when it does not
+// (ErrNoSession once removed): the factor is written (or its write's
+// answer was lost), so a reset or a sign-out landing from now on finds
+// it there, one that landed before is read here. At SERIAL: one from
+// another data centre is seen too, and a factor, unlike a session, is
+// not checked against the epoch at each use.
+func (a *Service) confirmedBy(ctx context.Context, p domain.Principal, f Factor) error {
+	again, err := a.users.GetSerial(ctx, f.UserID)
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	if admits, err := a.stillAdmits(ctx, again.Access(), p.Session); err != nil || !admits {
+		if err == nil {
+			err = a.dropFactor(ctx, f.UserID, f.ID)
+		}
+		return cmp.Or[error](err, domain.ErrNoSession)
+	}
+	return nil
 }
 
 // checkTOTP verifies code against pending or confirmed factor f, through

@@ -7,6 +7,7 @@ import (
 
 	"shelf/domain/accounts"
 	"shelf/internal/factor"
+	"shelf/tests/memstore"
 )
 
 // TestAFactorConfirmedInFlightDoesNotSurviveAReset: a thief holding ann's
@@ -197,5 +198,77 @@ func TestAnEnrolmentSlowerThanTheFirstFactorIsTakenBack(t *testing.T) {
 		if !f.Confirmed() {
 			t.Errorf("the thief's enrolment (answered %v), proven by the password alone, is pending beside ann's first factor", enrolErr)
 		}
+	}
+}
+
+// TestAFactorConfirmedWithItsAnswerLostDoesNotSurviveAReset: as
+// TestAFactorConfirmedInFlightDoesNotSurviveAReset, but the thief's
+// confirmation, authenticated before ann's reset from her mailbox (or her
+// sign-out everywhere else), reaches its compare-and-set of the factor
+// only after it, and that write applies with its answer lost. The
+// confirmation answers 503 and the factor stands confirmed: the check
+// again at the end was skipped on the error, though the account read
+// again shows that the session it relied on was stopped. Ann's next login
+// then answers the thief's challenge. Whatever the write's outcome, the
+// factor of a stopped session must not stand.
+func TestAFactorConfirmedWithItsAnswerLostDoesNotSurviveAReset(t *testing.T) {
+	t.Parallel()
+	for _, owner := range []struct {
+		name     string
+		password string
+		act      func(m *mailWorld) error
+	}{
+		{"reset", newPassword, func(m *mailWorld) error {
+			_, err := m.svc.ResetPassword(context.Background(), m.reset, newPassword, accounts.Client{})
+			return err
+		}},
+		{"sign-out-everywhere-else", password, func(m *mailWorld) error {
+			p, err := m.svc.Authenticate(context.Background(), m.sessions[0])
+			if err != nil {
+				return err
+			}
+			return m.svc.RevokeSessions(context.Background(), p, m.ann.ID, true)
+		}},
+	} {
+		t.Run(owner.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			m := newMailWorld(t, true)
+			m.verify(t)
+			totp := withFactors(t, m, nil)
+			thief, e := thiefEnrols(t, m, 1)
+			factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+			if err != nil || len(factors) != 1 {
+				t.Fatalf("the factors: %+v %v", factors, err)
+			}
+			code, err := totp.Code(factors[0].Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The owner's act lands while the confirmation is on its way
+			// (its principal was authenticated before it).
+			if err := owner.act(m); err != nil {
+				t.Fatalf("ann's %s: %v", owner.name, err)
+			}
+			faultNamed(m.store, "factors.confirm", 0, memstore.LoseAnswer)
+			_, confirmErr := m.svc.ConfirmTOTP(ctx, thief, m.ann.ID, e.Factor.ID, code)
+			calm(m.store)
+			if confirmErr == nil {
+				t.Fatal("the thief's confirmation answered success, want a refusal")
+			}
+			left, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range left {
+				if f.Confirmed() {
+					t.Errorf("the factor %s, confirmed (answer lost: %v) by a session ann's %s had ended, stands after it", f.ID, confirmErr, owner.name)
+				}
+			}
+			r, err := m.svc.Login(ctx, "ann", owner.password, accounts.Client{})
+			if err != nil || r.Token == "" {
+				t.Errorf("ann's login answered %+v, %v; want a session, not the thief's factor's challenge", r, err)
+			}
+		})
 	}
 }
