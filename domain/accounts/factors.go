@@ -1052,8 +1052,8 @@ func (a *Service) factorRevertApplies(t Token, u domain.User, err error) error {
 // marked done once a reset link was mailed to the address,
 // counted but never held back. As for RevertEmailChange, a retry of a
 // used token that is not done runs it again, and finishes. Whoever holds
-// the link removes the factor, even one the owner added: following it by
-// mistake costs a reset and the factor's enrolment again.
+// the link removes the factor and those added after it, even the owner's:
+// following it by mistake costs a reset and their enrolment again.
 func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	t, err := a.takeToken(ctx, token, PurposeRevertFactor, a.factorRevertApplies)
 	if err != nil {
@@ -1079,8 +1079,14 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	if out.Version != before.Version {
 		a.releaseDropped(ctx, before, out)
 	}
+	// The factor, and every one added since its notice: a later factor
+	// was proven by it, or by a session its holder opened with it
+	// (TestAFactorsRevertUndoesTheFactorsAddedAfterIt).
 	if a.factors != nil {
 		if err := a.dropFactor(ctx, t.UserID, t.Subject); err != nil {
+			return err
+		}
+		if err := a.dropFactorsSince(ctx, t.UserID, t.CreatedAt); err != nil {
 			return err
 		}
 	}
@@ -1094,7 +1100,8 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 
 // dropFactorsSince removes every factor of userID not confirmed before
 // since: those confirmed at or after it, and every enrolment still
-// pending. A revert of an email change undoes the factors added while
+// pending. A factor's revert undoes those added after its notice. A
+// revert of an email change undoes the factors added while
 // the address was another's: a factor's notice (and revert link) goes to
 // the address of its confirmation, so whoever changed the address cannot
 // keep the owner out with a factor of theirs, one whose enrolment they

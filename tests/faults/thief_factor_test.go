@@ -173,3 +173,46 @@ func thiefConfirms(t *testing.T, m *mailWorld, totp *factor.TOTP, p domain.Princ
 		t.Fatalf("the thief's confirmation: %v", err)
 	}
 }
+
+// TestAFactorsRevertUndoesTheFactorsAddedAfterIt: a thief with the
+// password (the account had no factor) adds an authenticator with the
+// password alone, its notice and revert link mailed to the owner, then a
+// second one proven by the first one's code. The owner follows the first
+// notice's link and resets her password: her login must open a session.
+// Before, the revert removed only the factor its link named; the second
+// stood, with the recovery codes shown to the thief, and her reset
+// answered a challenge for it that only its own notice's link undid.
+func TestAFactorsRevertUndoesTheFactorsAddedAfterIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFactorWorld(t) // the first factor, "phone", is the thief's
+	current := password
+	p := domain.Principal{UserID: f.ann.ID}
+	e, err := f.svc.EnrolTOTP(ctx, p, f.ann.ID, "second", accounts.Proof{CurrentPassword: &current, Code: f.code(t, 0)})
+	if err != nil {
+		t.Fatalf("the second enrolment: %v", err)
+	}
+	factors, _, err := f.store.Factors().Read(ctx, f.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fa := range factors {
+		if fa.ID != e.Factor.ID {
+			continue
+		}
+		code, err := f.totp.Code(fa.Sealed, f.ann.ID, f.store.Now().Unix()/factor.Period)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.ConfirmTOTP(ctx, p, f.ann.ID, fa.ID, code); err != nil {
+			t.Fatalf("the second confirmation: %v", err)
+		}
+	}
+	if n := f.box.sentTo("revert-factor", annHome); n != 2 {
+		t.Fatalf("%d factor notices reached the owner, want 2", n)
+	}
+	if err := f.svc.RevertFactor(ctx, f.box.tokens("revert-factor")[0]); err != nil {
+		t.Fatalf("the first factor's revert: %v", err)
+	}
+	checkThiefFactorGone(t, "the first factor's revert", f.mailWorld)
+}
