@@ -182,27 +182,37 @@ func (s *Service) Get(ctx context.Context, p domain.Principal, id string) (Conte
 // managers, directly or through a group, and active admins), and returns
 // the caller's check of it, for the change to ask again (caller).
 func (s *Service) requireManager(ctx context.Context, p domain.Principal, id string) (*caller, error) {
-	c, _, err := s.managed(ctx, p, id)
+	c, a, err := s.managed(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
-	return &caller{checked: c, may: func(ctx context.Context, c Content) error { return s.manages(ctx, p, c) }}, nil
+	cl := &caller{checked: c, throughGroup: throughGroup(a)}
+	cl.may = func(ctx context.Context, c Content) error {
+		a, err := s.manages(ctx, p, c)
+		cl.throughGroup = throughGroup(a)
+		return err
+	}
+	return cl, nil
 }
+
+// throughGroup reports a right to manage that only a group gives: the
+// caller manages the item neither of its own nor as an admin.
+func throughGroup(a access) bool { return a.manage && a.own != RoleManager && !a.admin }
 
 // manages is requireManager's check on an item as a change read it (live,
 // nothing pending): 404 if the caller may not see it, 403 if it may see
 // but not manage it.
-func (s *Service) manages(ctx context.Context, p domain.Principal, c Content) error {
+func (s *Service) manages(ctx context.Context, p domain.Principal, c Content) (access, error) {
 	a, err := s.accessTo(ctx, p, c, managing)
 	switch {
 	case err != nil:
-		return err
+		return a, err
 	case !a.see:
-		return errContentNotFound
+		return a, errContentNotFound
 	case !a.manage && !a.admin:
-		return cmp.Or(a.refused, error(domain.ErrDenied))
+		return a, cmp.Or(a.refused, error(domain.ErrDenied))
 	}
-	return nil
+	return a, nil
 }
 
 // caller is a caller's check of an item (may) and the item as it passed
@@ -219,6 +229,26 @@ func (s *Service) manages(ctx context.Context, p domain.Principal, c Content) er
 type caller struct {
 	checked Content
 	may     func(ctx context.Context, c Content) error
+	// throughGroup: the last check passed only through a group the caller
+	// is in. The group's membership is no part of the item's version, so
+	// a share asks again once it is recorded (heldAfter).
+	throughGroup bool
+}
+
+// heldAfter asks the caller's check again once a share is recorded, on c
+// (the item as the share found it, before), when only a group made the
+// caller a manager: the caller's removal from the group, or the group's
+// closing, moves no version of the item, so one that answered while the
+// share was decided would otherwise be followed by the share it no
+// longer allows. Read after the share's compare-and-set: if the caller
+// is still in the group then, any removal comes after the share
+// (TestAMemberRemovedFromTheGroupMidShareCannotShareHimselfIn). A nil
+// caller is the system's.
+func (cl *caller) heldAfter(ctx context.Context, c Content) error {
+	if cl == nil || !cl.throughGroup {
+		return nil
+	}
+	return cl.may(ctx, c)
 }
 
 // decide wraps a change's decide with the check; a nil caller is the

@@ -143,12 +143,13 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 	if err := s.principalExists(ctx, principalID); err != nil {
 		return false, err
 	}
+	var prior *Member // the principal's membership the share replaced
 	ch, err := s.change(ctx, id, by.decide(ctx, func(c Content) (*Content, error) {
 		before, err := s.memberOf(ctx, id, principalID)
 		if err != nil || (before != nil && before.Role == role) {
 			return nil, err // a database error, or nothing to do
 		}
-		created = before == nil
+		created, prior = before == nil, before
 		next, err := shareCounts(c, before, role)
 		if err != nil {
 			return nil, err
@@ -169,7 +170,53 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 		// takeBack), and it answers as a share to an unknown principal.
 		return false, errPrincipalNotFound
 	}
+	// The caller's check again, on the item as the share found it (the
+	// principal's membership as it was), now that the share is recorded.
+	before := ch.prev
+	before.Pending = &MemberChange{PrincipalID: principalID}
+	if prior != nil {
+		before.Pending.Role = prior.Role
+	}
+	if err := by.heldAfter(ctx, before); err != nil {
+		if rerr := s.revertShare(ctx, id, principalID, role, prior); rerr != nil {
+			return false, rerr
+		}
+		return false, err
+	}
 	return created, nil
+}
+
+// revertShare takes back a share of role to principalID whose caller's
+// right ended before it was recorded (caller.heldAfter): the principal
+// gets back its membership from before (prior; nil: none), unless its
+// role is no longer the one shared (changed since by someone else). An
+// item gone meanwhile needs nothing; one whose last manager the
+// principal has become since keeps it (an item keeps a manager).
+func (s *Service) revertShare(ctx context.Context, id, principalID, role string, prior *Member) error {
+	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
+		now, err := s.memberOf(ctx, c.ID, principalID)
+		if err != nil || now == nil || now.Role != role {
+			return nil, err
+		}
+		if prior == nil {
+			return without(c, principalID, now)
+		}
+		next, err := shareCounts(c, now, prior.Role)
+		if err != nil {
+			return nil, err
+		}
+		next.Pending = &MemberChange{PrincipalID: principalID, Role: prior.Role}
+		return &next, nil
+	})
+	switch {
+	case errors.Is(err, errContentNotFound), errors.Is(err, ErrLastManager):
+		return nil
+	case err != nil:
+		return err
+	case ch.changed:
+		s.carryOut(ctx, ch)
+	}
+	return nil
 }
 
 // memberOf reads one principal's membership of an item; nil when it is

@@ -229,3 +229,43 @@ func TestADemotionRecordedEndsTheManagersRightsAtOnce(t *testing.T) {
 		t.Errorf("friend, demoted to member, took the shared item off the club's library: %v, want 403", err)
 	}
 }
+
+// TestAMemberRemovedFromTheGroupMidShareCannotShareHimselfIn: the club
+// manages the owner's private item "spare"; the friend, one of the
+// club's members, manages the item only through it, and shares it with
+// himself as a manager. A call of his share is slow: his access check's
+// read of his groups (it answers the club), or the share's
+// compare-and-set; meanwhile the owner takes him out of the club, and
+// that removal answers 204. His removal moves no version of the item, so
+// the share's compare-and-set applies on the item as it checked it: he
+// must not be the item's manager of his own after his removal answered,
+// nor open the item any more (the share relied on a membership that had
+// ended: "check again at the end").
+func TestAMemberRemovedFromTheGroupMidShareCannotShareHimselfIn(t *testing.T) {
+	t.Parallel()
+	for _, slow := range []string{"groups_by_member.among", "content.update"} {
+		c := newCloseWorld(t)
+		ctx := context.Background()
+		if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+			t.Fatal(err)
+		}
+		var removeErr error
+		slowFirst(c.store, slow, func() {
+			removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+		})
+		_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.friend.ID, library.RoleManager)
+		c.store.FaultAt, c.store.Meanwhile = nil, nil
+		if removeErr != nil {
+			t.Fatalf("%s slow: the owner's removal of the friend from the club answered %v", slow, removeErr)
+		}
+		if role := memberRole(c.store.ContentSnapshot(), c.spare, c.friend.ID); role != "" {
+			t.Errorf("%s slow: after his removal from the club answered, the friend made himself the item's %s (his share answered %v)", slow, role, shareErr)
+		}
+		if _, err := c.lib.Get(ctx, as(c.friend), c.spare); err == nil {
+			t.Errorf("%s slow: after his removal from the club answered, the friend still opens the club's private item", slow)
+		}
+		if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 2 || it.Managers != 2 || it.Pending != nil {
+			t.Errorf("%s slow: the item counts %d members, %d managers (pending %+v), want the owner and the club", slow, it.Members, it.Managers, it.Pending)
+		}
+	}
+}
