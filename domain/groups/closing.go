@@ -203,9 +203,11 @@ func EntryOfClosing(gr Group) ClosingEntry {
 // (closing or closed), once its content steps are done: every member row
 // goes, the group is marked closed, its name is released and the entry of
 // the attempt that began it (the row's) is ended. Each step is idempotent:
-// what a crash left, any step may do again.
-func (g *Service) EndClosing(ctx context.Context, gr Group, index ClosingIndex) error {
-	if err := g.removeMembers(ctx, gr); err != nil {
+// what a crash left, any step may do again. paged is told after each page
+// of member rows removed, so the job running the closing renews its lease
+// however many members the group had (its error stops the closing).
+func (g *Service) EndClosing(ctx context.Context, gr Group, index ClosingIndex, paged func() error) error {
+	if err := g.removeMembers(ctx, gr, paged); err != nil {
 		return err
 	}
 	if err := g.hook("close", "members"); err != nil {
@@ -234,8 +236,8 @@ func (g *Service) EndClosing(ctx context.Context, gr Group, index ClosingIndex) 
 // finished before the closing was recorded, so the rows read here are all
 // there are. Apply deletes a member's reverse index row before its member
 // row, so a removal that failed half-way leaves the member row for the
-// retry to page again.
-func (g *Service) removeMembers(ctx context.Context, gr Group) error {
+// retry to page again. paged is told after each page.
+func (g *Service) removeMembers(ctx context.Context, gr Group, paged func() error) error {
 	after := ""
 	for {
 		page, err := g.members.Page(ctx, gr.ID, after, closingPage)
@@ -246,6 +248,9 @@ func (g *Service) removeMembers(ctx context.Context, gr Group) error {
 			if err := g.members.Apply(ctx, gr.ID, MemberChange{UserID: m.UserID}, gr.Version); err != nil {
 				return err
 			}
+		}
+		if err := paged(); err != nil {
+			return err
 		}
 		if len(page) < closingPage {
 			return nil

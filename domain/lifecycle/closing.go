@@ -120,7 +120,9 @@ func (s *Service) finishClosing(ctx context.Context, gr groups.Group, l *jobs.Le
 	if err := p.enter(ctx, "members"); err != nil {
 		return err
 	}
-	return s.groups.EndClosing(ctx, gr, finishing{s.st.Closings, l})
+	// Each page of members is reported too: a group of many thousands
+	// takes longer than the lease to empty.
+	return s.groups.EndClosing(ctx, gr, finishing{s.st.Closings, l}, func() error { return p.enter(ctx, "members") })
 }
 
 // finishing is the index of closings as EndClosing ends the entry: the

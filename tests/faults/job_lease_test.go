@@ -1,0 +1,97 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"shelf/domain/groups"
+	"shelf/domain/jobs"
+	"shelf/domain/library"
+	"shelf/domain/lifecycle"
+)
+
+// timedMembers is the member tables where each removal takes step of the
+// store's clock once slow is set (a node answering in its usual time,
+// many times over), and probe runs before removal number probeAt.
+type timedMembers struct {
+	groups.MemberStore
+	w       *world
+	slow    bool
+	step    time.Duration
+	removed int
+	probeAt int
+	probe   func()
+}
+
+func (m *timedMembers) Apply(ctx context.Context, groupID string, c groups.MemberChange, version int) error {
+	if m.slow && c.Role == "" {
+		m.removed++
+		if m.removed == m.probeAt {
+			m.probe()
+		}
+		m.w.store.Advance(m.step)
+	}
+	return m.MemberStore.Apply(ctx, groupID, c, version)
+}
+
+// TestAWorkerKeepsItsLeaseThroughAClosingsMembers: ann closes her club of
+// 151 members; worker a runs the closing's job, each member removal
+// taking 250 ms, so a page of 100 takes 25 s, within the job's lease
+// (30 s), and the whole removal 38 s, past it. Worker b, another
+// process, runs a pass at the 130th removal. A worker that is working
+// renews its lease with every page (docs/design/jobs.md, "Fenced"), so b
+// must find the job held; a job whose live worker goes silent past its
+// lease is taken over by every process in turn, each running the same
+// closing at once, each stuck on it while every other job waits.
+func TestAWorkerKeepsItsLeaseThroughAClosingsMembers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	if err := w.signup("ann", "ann@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	ann := w.created[0]
+	members := &timedMembers{MemberStore: w.store.GroupMembers(), w: w, step: 250 * time.Millisecond, probeAt: 130}
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
+		w.store.Claims(), groupRows(w.store), members, nopLog{})
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
+		w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
+	life := lifecycle.New(lifecycle.Config{Now: w.store.Now, Worker: "a"}, w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
+		Jobs: w.store.Jobs(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
+	})
+	club, err := grp.CreateGroup(ctx, as(ann), groups.CreateInput{Name: "club"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 150 {
+		name := fmt.Sprintf("m%03d", i)
+		if err := w.signup(name, name+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := grp.SetMember(ctx, as(ann), club.ID, w.created[len(w.created)-1].ID, groups.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, err := life.CloseGroup(ctx, as(ann), club.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taken error
+	members.probe = func() {
+		_, taken = jobs.Acquire(ctx, w.store.Jobs(), w.store.Now, lifecycle.DefaultJobLease, job, "b")
+	}
+	members.slow = true
+	if _, err := life.WorkJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if members.removed < members.probeAt {
+		t.Fatalf("the closing removed %d members; the probe was at %d", members.removed, members.probeAt)
+	}
+	if !errors.Is(taken, jobs.ErrHeld) {
+		t.Errorf("worker b took the closing's job (%v) while worker a was removing its members, %d s after a's last report; want it held",
+			taken, int(members.step*time.Duration(members.probeAt)/time.Second))
+	}
+}
