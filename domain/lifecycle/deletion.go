@@ -145,7 +145,7 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 		run  func() error
 	}{
 		{"suspension", func() error { return s.moderation.EraseDeleted(ctx, u) }},
-		{"groups", func() error { return s.leaveGroups(ctx, id) }},
+		{"groups", func() error { return s.leaveGroups(ctx, id, p) }},
 		{"items", func() error { return s.leaveItems(ctx, self, p) }},
 		{"library", func() error { return s.library.Purge(ctx, id) }},
 	}

@@ -16,15 +16,19 @@ import (
 // does), so the user's role there is settled. A group found gone (closing, closed, or none) is left out once a closing still
 // under way there is finished (finishClosingOf: the deletion's own,
 // interrupted), so no member row of it stays. It runs in the deletion's
-// job, never in its request: its cost grows with the user's groups.
-func (s *Service) groupsToLeave(ctx context.Context, userID string) ([]string, error) {
+// job, never in its request: its cost grows with the user's groups, so
+// each page of them is reported to the job (renewing its lease).
+func (s *Service) groupsToLeave(ctx context.Context, userID string, p *progress) ([]string, error) {
 	ids, err := s.groups.GroupIDsOf(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
 	self := domain.Principal{UserID: userID}
 	var out []string
-	for _, id := range ids {
+	for i, id := range ids {
+		if err := p.everyPage(ctx, i); err != nil {
+			return nil, err
+		}
 		gr, err := s.groups.GetGroup(ctx, id)
 		if err == nil && gr.Pending != nil {
 			if _, err = s.groups.ListMembers(ctx, self, id, "", 1); err == nil || errors.Is(err, domain.ErrForbidden) {
@@ -57,13 +61,16 @@ func (s *Service) groupsToLeave(ctx context.Context, userID string) ([]string, e
 
 // leaveGroups takes the user out of every group (leaveGroup): those the
 // user manages alone are handed to another member, those the user is
-// alone in are closed.
-func (s *Service) leaveGroups(ctx context.Context, id string) error {
-	ids, err := s.groupsToLeave(ctx, id)
+// alone in are closed. Each page of groups left is reported to the job.
+func (s *Service) leaveGroups(ctx context.Context, id string, p *progress) error {
+	ids, err := s.groupsToLeave(ctx, id, p)
 	if err != nil {
 		return err
 	}
-	for _, groupID := range ids {
+	for i, groupID := range ids {
+		if err := p.everyPage(ctx, i); err != nil {
+			return err
+		}
 		err := s.leaveGroup(ctx, groupID, id)
 		if errors.Is(err, domain.ErrNotFound) {
 			// Gone since it was read: a closing that began meanwhile still

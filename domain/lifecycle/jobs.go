@@ -143,6 +143,17 @@ func (p *progress) enter(ctx context.Context, phase string) error {
 	return p.lease.Report(ctx, p.phase, p.done, p.total)
 }
 
+// everyPage reports the step under way again before the i-th unit of a
+// loop (a group read or left) that starts a page past the first: a step
+// whose work grows with the data keeps the job's lease however long it
+// runs.
+func (p *progress) everyPage(ctx context.Context, i int) error {
+	if i == 0 || i%page != 0 {
+		return nil
+	}
+	return p.lease.Report(ctx, p.phase, p.done, p.total)
+}
+
 // eachItem calls fn with every entry of the principal's library index, a
 // page at a time, reporting each page; it counts them first. A job taken
 // on again finds fewer (what it handled is gone from the index): its

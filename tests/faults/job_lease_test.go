@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/jobs"
 	"shelf/domain/library"
@@ -92,6 +93,61 @@ func TestAWorkerKeepsItsLeaseThroughAClosingsMembers(t *testing.T) {
 	}
 	if !errors.Is(taken, jobs.ErrHeld) {
 		t.Errorf("worker b took the closing's job (%v) while worker a was removing its members, %d s after a's last report; want it held",
+			taken, int(members.step*time.Duration(members.probeAt)/time.Second))
+	}
+}
+
+// TestAWorkerKeepsItsLeaseThroughADeletionsGroups: ann, a member of 150
+// of bob's groups, deletes her account; worker a runs the deletion's job,
+// each removal from a group taking 250 ms: 25 s for 100 groups, within
+// the job's lease (30 s), 38 s for all of them, past it. Worker b,
+// another process, runs a pass at the 130th removal: the job must be
+// held, as in TestAWorkerKeepsItsLeaseThroughAClosingsMembers, since a
+// user may be in any number of groups.
+func TestAWorkerKeepsItsLeaseThroughADeletionsGroups(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	for _, n := range []string{"ann", "bob"} {
+		if err := w.signup(n, n+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ann, bob := w.created[0], w.created[1]
+	members := &timedMembers{MemberStore: w.store.GroupMembers(), w: w, step: 250 * time.Millisecond, probeAt: 130}
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
+		w.store.Claims(), groupRows(w.store), members, nopLog{})
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
+		w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
+	life := lifecycle.New(lifecycle.Config{Now: w.store.Now, Worker: "a"}, w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
+		Jobs: w.store.Jobs(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
+	})
+	for i := range 150 {
+		gr, err := grp.CreateGroup(ctx, as(bob), groups.CreateInput{Name: fmt.Sprintf("g%03d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := grp.SetMember(ctx, as(bob), gr.ID, ann.ID, groups.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, err := life.DeleteUser(ctx, as(ann), ann.ID, accounts.Password(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taken error
+	members.probe = func() {
+		_, taken = jobs.Acquire(ctx, w.store.Jobs(), w.store.Now, lifecycle.DefaultJobLease, job, "b")
+	}
+	members.slow = true
+	if _, err := life.WorkJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if members.removed < members.probeAt {
+		t.Fatalf("the deletion left %d groups; the probe was at %d", members.removed, members.probeAt)
+	}
+	if !errors.Is(taken, jobs.ErrHeld) {
+		t.Errorf("worker b took the deletion's job (%v) while worker a was leaving ann's groups, %d s after a's last report; want it held",
 			taken, int(members.step*time.Duration(members.probeAt)/time.Second))
 	}
 }
