@@ -98,6 +98,12 @@ func (h holds) keys(u domain.User) []domain.Key {
 	return keys
 }
 
+// names reports whether u's row names key of kind: its own, or in a
+// hold, whether or not that hold has ended.
+func names(u domain.User, kind domain.ClaimKind, key string) bool {
+	return u.KeyOf(kind) == key || (kind == domain.KindEmail && (u.PendingEmailKey == key || u.RecoveryEmailKey == key))
+}
+
 // live is u with every hold that has ended dropped: a change pending
 // past its link's life reads as no change pending, a recovery address
 // past its link's as none. changed says whether anything was dropped.
@@ -114,14 +120,18 @@ func (h holds) live(u domain.User) (out domain.User, changed bool) {
 }
 
 // releaseDropped gives back the keys before held and after, written in
-// its place, no longer holds. A claim that is not given back (a failure,
-// a lost answer) is an orphan anyone may take over once the account's
-// version is past its base (docs/design/renames.md): releasing only tidies.
+// its place, no longer names. A key after names in a hold that has ended
+// by this clock stays claimed: a write that read after while the hold
+// lasted (a revert, a change back) may still make it the account's, and
+// only a claimer that fenced the row takes it over (holders.Holder).
+// A claim that is not given back (a failure, a lost answer) is an orphan
+// anyone may take over once the account's version is past its base
+// (docs/design/renames.md): releasing only tidies.
 func (a *Service) releaseDropped(ctx context.Context, before, after domain.User) {
 	h := a.holdsAt(a.cfg.Now())
 	var dropped []domain.Key
 	for _, k := range h.keys(before) {
-		if !h.key(after, k.Kind, k.Key) {
+		if !names(after, k.Kind, k.Key) {
 			dropped = append(dropped, k)
 		}
 	}

@@ -2,10 +2,13 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/tests/memstore"
 )
 
 // pausedLookups is a claim store whose next Lookup of one key first runs
@@ -58,4 +61,63 @@ func TestAReleaseOfAnOldNameSparesTheClaimOfAChangeBack(t *testing.T) {
 	if err := w.signup("bob", "stranger@example.org"); err == nil {
 		t.Errorf("U1: a stranger signed up as bob, which %s holds", me(w).ID)
 	}
+}
+
+// TestAReleaseAtAHoldsEndSparesTheAddressARevertGaveBack: a thief made
+// annNext ann's address; annHome is held for her revert link. An hour
+// before that hold ends, ann asks for annHome back (no claim: the
+// address is held) and then resets her password, which cancels that
+// change. The reset's process pauses after its compare-and-set (a slow
+// read of its sweep of sessions): meanwhile ann follows her revert link,
+// which finds annHome still held and makes it her address again, and the
+// clock passes the hold's end. The reset's release then finds annHome
+// held by the pending change it cancelled and, by the clock, by nothing
+// its own write left (the hold named there has ended): it deleted the
+// claim, ann has annHome with no claim, and a stranger signed up with it
+// (U1). An address the written row still names, in a hold ended or not,
+// is not the release's to give back: the claimer takes it over only
+// after fencing the row (holders.Holder).
+func TestAReleaseAtAHoldsEndSparesTheAddressARevertGaveBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	thiefTakes(t, m)
+	revert := m.box.tokenTo("revert-email", annHome)
+	m.store.Advance(accounts.DefaultRevertTTL - time.Hour)
+	if err := changeEmailFrom(m, annHome); err != nil {
+		t.Fatalf("ann asking for %s back: %v", annHome, err)
+	}
+	if err := m.svc.RequestPasswordReset(ctx, annNext); err != nil {
+		t.Fatal(err)
+	}
+	reset := m.box.tokenTo("reset", annNext)
+	slowed := false
+	m.store.FaultAt = func(_ int, call string) memstore.Fault {
+		if call == "users.access" && !slowed {
+			slowed = true
+			return memstore.Slow
+		}
+		return memstore.None
+	}
+	var reverted error = errors.New("did not run")
+	m.store.Meanwhile = func() {
+		m.store.Meanwhile = nil
+		reverted = m.svc.RevertEmailChange(ctx, revert)
+		m.store.Advance(2 * time.Hour)
+	}
+	_, _ = m.svc.ResetPassword(ctx, reset, newPassword, accounts.Client{})
+	m.store.FaultAt, m.store.Meanwhile = nil, nil
+	if !slowed || reverted != nil {
+		t.Fatalf("the revert during the reset's pause: slowed %v, %v", slowed, reverted)
+	}
+	name := "release-after-a-revert-at-the-holds-end"
+	u := m.account(t, name)
+	if u.EmailKey != annHome {
+		t.Fatalf("ann's address after her revert is %q", u.EmailKey)
+	}
+	checkEmailClaims(t, name, m, u)
+	if err := newProbe(m.world).signup("stranger", annHome); err == nil {
+		t.Errorf("U1: a stranger signed up with %s, ann's address", annHome)
+	}
+	checkHeld(t, name, m.world)
 }
