@@ -249,13 +249,15 @@ func noticedBy(u domain.User, p domain.Principal, h holds) bool {
 // link and the address would be free for a stranger's signup; the account
 // trusts whoever holds its address, verified or not, as resets already do.
 // The hold ends with the revert link mailed when the change was asked
-// for (asked + revertTTL).
+// for (asked + revertTTL). A change back to the address held is a revert
+// by its reader, who confirmed it: the address it replaces is not held,
+// or its reader (a thief who had moved the account there) could revert
+// the revert (TestAChangeBackToTheHeldAddressLeavesTheThiefNoRevert).
 func completeEmailChange(u domain.User, h holds, revertTTL time.Duration) domain.User {
 	if u.RecoveryEmailKey == u.PendingEmailKey {
 		// Back to the address held: it is the account's again.
 		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
-	}
-	if !h.recovery(u) {
+	} else if !h.recovery(u) {
 		u.RecoveryEmail, u.RecoveryEmailKey = u.Email, u.EmailKey
 		u.RecoveryUntil = u.PendingEmailAt.Add(revertTTL)
 	}

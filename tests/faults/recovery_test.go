@@ -547,3 +547,44 @@ func TestAFactorsRevertEndsAPendingChangeOfAddress(t *testing.T) {
 	}
 	checkHeld(t, "after the revert", f.world)
 }
+
+// TestAChangeBackToTheHeldAddressLeavesTheThiefNoRevert: a thief with a
+// session and the password moves ann's address to theirs and confirms
+// it there; ann, instead of following her revert link, signs in and asks
+// for her address back, which mails a notice with a revert link to the
+// account's address of the moment, the thief's. She confirms it from her
+// mailbox. The account is hers again, and her confirmation proved she
+// reads the address the revert link was held for: the address it
+// replaced must not be held in turn. Before, it was (a week, as for any
+// change), so the thief's link then gave the account the thief's address
+// back, ended ann's sessions and mailed the reset link to the thief, her
+// own link stale.
+func TestAChangeBackToTheHeldAddressLeavesTheThiefNoRevert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	thiefTakes(t, m) // email now annNext, the thief's; annHome held for the revert
+	if err := changeEmailFrom(m, annHome); err != nil {
+		t.Fatalf("ann's change back: %v", err)
+	}
+	thiefsLink := m.box.tokenTo("revert-email", annNext)
+	if thiefsLink == "" {
+		t.Fatal("the change back mailed the thief's address no revert link: the test no longer shows the attack")
+	}
+	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annHome)); err != nil {
+		t.Fatalf("ann's confirmation at her address: %v", err)
+	}
+	if u := m.account(t, "after the change back"); u.Email != annHome || u.RecoveryEmailKey != "" {
+		t.Errorf("after the change back the account is at %q, holding %q; want %q, holding nothing", u.Email, u.RecoveryEmail, annHome)
+	}
+	if err := m.svc.RevertEmailChange(ctx, thiefsLink); !errors.Is(err, accounts.ErrRevertStale) {
+		t.Errorf("the thief's revert link answered %v, want it stale", err)
+	}
+	if u := m.account(t, "after the thief's link"); u.Email != annHome || u.PasswordResetRequired {
+		t.Errorf("the thief's link gave the account %q (reset required: %v), want it left at %q", u.Email, u.PasswordResetRequired, annHome)
+	}
+	if n := m.box.sentTo("reset", annNext); n != 0 {
+		t.Errorf("%d reset links went to the thief's address", n)
+	}
+	checkHeld(t, "after the change back", m.world)
+}
