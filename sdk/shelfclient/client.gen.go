@@ -12523,6 +12523,11 @@ type RebuildLibraryResponse202Headers struct {
 	XRequestId *string
 }
 
+// RebuildLibraryResponse400Headers the declared response headers of an HTTP 400 response for RebuildLibrary
+type RebuildLibraryResponse400Headers struct {
+	XRequestId *string
+}
+
 // RebuildLibraryResponse401Headers the declared response headers of an HTTP 401 response for RebuildLibrary
 type RebuildLibraryResponse401Headers struct {
 	WWWAuthenticate string
@@ -12555,6 +12560,8 @@ type RebuildLibraryResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *Job
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -12567,6 +12574,8 @@ type RebuildLibraryResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *RebuildLibraryResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RebuildLibraryResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RebuildLibraryResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -12582,6 +12591,11 @@ type RebuildLibraryResponse struct {
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
 func (r RebuildLibraryResponse) GetJSON202() *Job {
 	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RebuildLibraryResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -12898,6 +12912,11 @@ type DeleteContentResponse204Headers struct {
 	XRequestId *string
 }
 
+// DeleteContentResponse400Headers the declared response headers of an HTTP 400 response for DeleteContent
+type DeleteContentResponse400Headers struct {
+	XRequestId *string
+}
+
 // DeleteContentResponse401Headers the declared response headers of an HTTP 401 response for DeleteContent
 type DeleteContentResponse401Headers struct {
 	WWWAuthenticate string
@@ -12933,6 +12952,8 @@ type DeleteContentResponse503Headers struct {
 type DeleteContentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -12947,6 +12968,8 @@ type DeleteContentResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteContentResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteContentResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteContentResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -12959,6 +12982,11 @@ type DeleteContentResponse struct {
 	Headers500 *DeleteContentResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteContentResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteContentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -13025,6 +13053,11 @@ type GetContentResponse200Headers struct {
 	XRequestId *string
 }
 
+// GetContentResponse400Headers the declared response headers of an HTTP 400 response for GetContent
+type GetContentResponse400Headers struct {
+	XRequestId *string
+}
+
 // GetContentResponse401Headers the declared response headers of an HTTP 401 response for GetContent
 type GetContentResponse401Headers struct {
 	WWWAuthenticate string
@@ -13052,6 +13085,8 @@ type GetContentResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Content
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -13062,6 +13097,8 @@ type GetContentResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetContentResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetContentResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetContentResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
@@ -13075,6 +13112,11 @@ type GetContentResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetContentResponse) GetJSON200() *Content {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetContentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -13441,6 +13483,11 @@ type UnshareContentResponse204Headers struct {
 	XRequestId *string
 }
 
+// UnshareContentResponse400Headers the declared response headers of an HTTP 400 response for UnshareContent
+type UnshareContentResponse400Headers struct {
+	XRequestId *string
+}
+
 // UnshareContentResponse401Headers the declared response headers of an HTTP 401 response for UnshareContent
 type UnshareContentResponse401Headers struct {
 	WWWAuthenticate string
@@ -13476,6 +13523,8 @@ type UnshareContentResponse503Headers struct {
 type UnshareContentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -13490,6 +13539,8 @@ type UnshareContentResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *UnshareContentResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UnshareContentResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UnshareContentResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -13502,6 +13553,11 @@ type UnshareContentResponse struct {
 	Headers500 *UnshareContentResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *UnshareContentResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UnshareContentResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -14518,6 +14574,11 @@ type GetGroupByNameResponse200Headers struct {
 	XRequestId *string
 }
 
+// GetGroupByNameResponse400Headers the declared response headers of an HTTP 400 response for GetGroupByName
+type GetGroupByNameResponse400Headers struct {
+	XRequestId *string
+}
+
 // GetGroupByNameResponse401Headers the declared response headers of an HTTP 401 response for GetGroupByName
 type GetGroupByNameResponse401Headers struct {
 	WWWAuthenticate string
@@ -14545,6 +14606,8 @@ type GetGroupByNameResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Group
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -14555,6 +14618,8 @@ type GetGroupByNameResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetGroupByNameResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetGroupByNameResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetGroupByNameResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
@@ -14568,6 +14633,11 @@ type GetGroupByNameResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetGroupByNameResponse) GetJSON200() *Group {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetGroupByNameResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -14626,6 +14696,11 @@ type CloseGroupResponse202Headers struct {
 	XRequestId *string
 }
 
+// CloseGroupResponse400Headers the declared response headers of an HTTP 400 response for CloseGroup
+type CloseGroupResponse400Headers struct {
+	XRequestId *string
+}
+
 // CloseGroupResponse401Headers the declared response headers of an HTTP 401 response for CloseGroup
 type CloseGroupResponse401Headers struct {
 	WWWAuthenticate string
@@ -14663,6 +14738,8 @@ type CloseGroupResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *Job
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -14677,6 +14754,8 @@ type CloseGroupResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *CloseGroupResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CloseGroupResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CloseGroupResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -14694,6 +14773,11 @@ type CloseGroupResponse struct {
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
 func (r CloseGroupResponse) GetJSON202() *Job {
 	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CloseGroupResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -14760,6 +14844,11 @@ type GetGroupResponse200Headers struct {
 	XRequestId *string
 }
 
+// GetGroupResponse400Headers the declared response headers of an HTTP 400 response for GetGroup
+type GetGroupResponse400Headers struct {
+	XRequestId *string
+}
+
 // GetGroupResponse401Headers the declared response headers of an HTTP 401 response for GetGroup
 type GetGroupResponse401Headers struct {
 	WWWAuthenticate string
@@ -14787,6 +14876,8 @@ type GetGroupResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Group
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -14797,6 +14888,8 @@ type GetGroupResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetGroupResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetGroupResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetGroupResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
@@ -14810,6 +14903,11 @@ type GetGroupResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetGroupResponse) GetJSON200() *Group {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetGroupResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -15120,6 +15218,11 @@ type RemoveGroupMemberResponse204Headers struct {
 	XRequestId *string
 }
 
+// RemoveGroupMemberResponse400Headers the declared response headers of an HTTP 400 response for RemoveGroupMember
+type RemoveGroupMemberResponse400Headers struct {
+	XRequestId *string
+}
+
 // RemoveGroupMemberResponse401Headers the declared response headers of an HTTP 401 response for RemoveGroupMember
 type RemoveGroupMemberResponse401Headers struct {
 	WWWAuthenticate string
@@ -15155,6 +15258,8 @@ type RemoveGroupMemberResponse503Headers struct {
 type RemoveGroupMemberResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -15169,6 +15274,8 @@ type RemoveGroupMemberResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *RemoveGroupMemberResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RemoveGroupMemberResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RemoveGroupMemberResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -15181,6 +15288,11 @@ type RemoveGroupMemberResponse struct {
 	Headers500 *RemoveGroupMemberResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RemoveGroupMemberResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RemoveGroupMemberResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -15439,6 +15551,11 @@ type GetJobResponse200Headers struct {
 	XRequestId *string
 }
 
+// GetJobResponse400Headers the declared response headers of an HTTP 400 response for GetJob
+type GetJobResponse400Headers struct {
+	XRequestId *string
+}
+
 // GetJobResponse401Headers the declared response headers of an HTTP 401 response for GetJob
 type GetJobResponse401Headers struct {
 	WWWAuthenticate string
@@ -15466,6 +15583,8 @@ type GetJobResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Job
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -15476,6 +15595,8 @@ type GetJobResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetJobResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetJobResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetJobResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
@@ -15489,6 +15610,11 @@ type GetJobResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetJobResponse) GetJSON200() *Job {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetJobResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -16280,6 +16406,11 @@ type DeleteCurrentSessionResponse204Headers struct {
 	XRequestId *string
 }
 
+// DeleteCurrentSessionResponse400Headers the declared response headers of an HTTP 400 response for DeleteCurrentSession
+type DeleteCurrentSessionResponse400Headers struct {
+	XRequestId *string
+}
+
 // DeleteCurrentSessionResponse401Headers the declared response headers of an HTTP 401 response for DeleteCurrentSession
 type DeleteCurrentSessionResponse401Headers struct {
 	WWWAuthenticate string
@@ -16300,6 +16431,8 @@ type DeleteCurrentSessionResponse503Headers struct {
 type DeleteCurrentSessionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -16308,12 +16441,19 @@ type DeleteCurrentSessionResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteCurrentSessionResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteCurrentSessionResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteCurrentSessionResponse401Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *DeleteCurrentSessionResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteCurrentSessionResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteCurrentSessionResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -16933,6 +17073,11 @@ type GetUserByEmailResponse200Headers struct {
 	XRequestId *string
 }
 
+// GetUserByEmailResponse400Headers the declared response headers of an HTTP 400 response for GetUserByEmail
+type GetUserByEmailResponse400Headers struct {
+	XRequestId *string
+}
+
 // GetUserByEmailResponse401Headers the declared response headers of an HTTP 401 response for GetUserByEmail
 type GetUserByEmailResponse401Headers struct {
 	WWWAuthenticate string
@@ -16965,6 +17110,8 @@ type GetUserByEmailResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *User
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -16977,6 +17124,8 @@ type GetUserByEmailResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetUserByEmailResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetUserByEmailResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetUserByEmailResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -16992,6 +17141,11 @@ type GetUserByEmailResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetUserByEmailResponse) GetJSON200() *User {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUserByEmailResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -17053,6 +17207,11 @@ type GetUserByUsernameResponse200Headers struct {
 	XRequestId *string
 }
 
+// GetUserByUsernameResponse400Headers the declared response headers of an HTTP 400 response for GetUserByUsername
+type GetUserByUsernameResponse400Headers struct {
+	XRequestId *string
+}
+
 // GetUserByUsernameResponse401Headers the declared response headers of an HTTP 401 response for GetUserByUsername
 type GetUserByUsernameResponse401Headers struct {
 	WWWAuthenticate string
@@ -17080,6 +17239,8 @@ type GetUserByUsernameResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *User
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -17090,6 +17251,8 @@ type GetUserByUsernameResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetUserByUsernameResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetUserByUsernameResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetUserByUsernameResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
@@ -17103,6 +17266,11 @@ type GetUserByUsernameResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetUserByUsernameResponse) GetJSON200() *User {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUserByUsernameResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -17309,6 +17477,11 @@ type GetUserResponse200Headers struct {
 	XRequestId *string
 }
 
+// GetUserResponse400Headers the declared response headers of an HTTP 400 response for GetUser
+type GetUserResponse400Headers struct {
+	XRequestId *string
+}
+
 // GetUserResponse401Headers the declared response headers of an HTTP 401 response for GetUser
 type GetUserResponse401Headers struct {
 	WWWAuthenticate string
@@ -17336,6 +17509,8 @@ type GetUserResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *User
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -17346,6 +17521,8 @@ type GetUserResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetUserResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetUserResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetUserResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
@@ -17359,6 +17536,11 @@ type GetUserResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetUserResponse) GetJSON200() *User {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUserResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -17934,6 +18116,11 @@ type ListFactorsResponse200Headers struct {
 	XRequestId   *string
 }
 
+// ListFactorsResponse400Headers the declared response headers of an HTTP 400 response for ListFactors
+type ListFactorsResponse400Headers struct {
+	XRequestId *string
+}
+
 // ListFactorsResponse401Headers the declared response headers of an HTTP 401 response for ListFactors
 type ListFactorsResponse401Headers struct {
 	WWWAuthenticate string
@@ -17966,6 +18153,8 @@ type ListFactorsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *FactorList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -17978,6 +18167,8 @@ type ListFactorsResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListFactorsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListFactorsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListFactorsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -17993,6 +18184,11 @@ type ListFactorsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListFactorsResponse) GetJSON200() *FactorList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListFactorsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -18997,6 +19193,11 @@ type CreatePasskeyChallengeResponse201Headers struct {
 	XRequestId   *string
 }
 
+// CreatePasskeyChallengeResponse400Headers the declared response headers of an HTTP 400 response for CreatePasskeyChallenge
+type CreatePasskeyChallengeResponse400Headers struct {
+	XRequestId *string
+}
+
 // CreatePasskeyChallengeResponse401Headers the declared response headers of an HTTP 401 response for CreatePasskeyChallenge
 type CreatePasskeyChallengeResponse401Headers struct {
 	WWWAuthenticate string
@@ -19040,6 +19241,8 @@ type CreatePasskeyChallengeResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *PasskeyChallenge
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -19056,6 +19259,8 @@ type CreatePasskeyChallengeResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreatePasskeyChallengeResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreatePasskeyChallengeResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreatePasskeyChallengeResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -19075,6 +19280,11 @@ type CreatePasskeyChallengeResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r CreatePasskeyChallengeResponse) GetJSON201() *PasskeyChallenge {
 	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreatePasskeyChallengeResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -20154,6 +20364,11 @@ type RevokeUserSessionResponse204Headers struct {
 	XRequestId *string
 }
 
+// RevokeUserSessionResponse400Headers the declared response headers of an HTTP 400 response for RevokeUserSession
+type RevokeUserSessionResponse400Headers struct {
+	XRequestId *string
+}
+
 // RevokeUserSessionResponse401Headers the declared response headers of an HTTP 401 response for RevokeUserSession
 type RevokeUserSessionResponse401Headers struct {
 	WWWAuthenticate string
@@ -20184,6 +20399,8 @@ type RevokeUserSessionResponse503Headers struct {
 type RevokeUserSessionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -20196,6 +20413,8 @@ type RevokeUserSessionResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *RevokeUserSessionResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RevokeUserSessionResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RevokeUserSessionResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -20206,6 +20425,11 @@ type RevokeUserSessionResponse struct {
 	Headers500 *RevokeUserSessionResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RevokeUserSessionResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RevokeUserSessionResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -20267,6 +20491,11 @@ type UnsuspendUserResponse204Headers struct {
 	XRequestId *string
 }
 
+// UnsuspendUserResponse400Headers the declared response headers of an HTTP 400 response for UnsuspendUser
+type UnsuspendUserResponse400Headers struct {
+	XRequestId *string
+}
+
 // UnsuspendUserResponse401Headers the declared response headers of an HTTP 401 response for UnsuspendUser
 type UnsuspendUserResponse401Headers struct {
 	WWWAuthenticate string
@@ -20302,6 +20531,8 @@ type UnsuspendUserResponse503Headers struct {
 type UnsuspendUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -20316,6 +20547,8 @@ type UnsuspendUserResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *UnsuspendUserResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UnsuspendUserResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UnsuspendUserResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -20328,6 +20561,11 @@ type UnsuspendUserResponse struct {
 	Headers500 *UnsuspendUserResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *UnsuspendUserResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UnsuspendUserResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -20394,6 +20632,11 @@ type GetSuspensionResponse200Headers struct {
 	XRequestId *string
 }
 
+// GetSuspensionResponse400Headers the declared response headers of an HTTP 400 response for GetSuspension
+type GetSuspensionResponse400Headers struct {
+	XRequestId *string
+}
+
 // GetSuspensionResponse401Headers the declared response headers of an HTTP 401 response for GetSuspension
 type GetSuspensionResponse401Headers struct {
 	WWWAuthenticate string
@@ -20426,6 +20669,8 @@ type GetSuspensionResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Suspension
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -20438,6 +20683,8 @@ type GetSuspensionResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetSuspensionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetSuspensionResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetSuspensionResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -20453,6 +20700,11 @@ type GetSuspensionResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetSuspensionResponse) GetJSON200() *Suspension {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSuspensionResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -23770,6 +24022,13 @@ func ParseRebuildLibraryResponse(rsp *http.Response) (*RebuildLibraryResponse, e
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23832,6 +24091,16 @@ func ParseRebuildLibraryResponse(rsp *http.Response) (*RebuildLibraryResponse, e
 			headers.XRequestId = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers RebuildLibraryResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers RebuildLibraryResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -24218,6 +24487,13 @@ func ParseDeleteContentResponse(rsp *http.Response) (*DeleteContentResponse, err
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24273,6 +24549,16 @@ func ParseDeleteContentResponse(rsp *http.Response) (*DeleteContentResponse, err
 			headers.XRequestId = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteContentResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteContentResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -24373,6 +24659,13 @@ func ParseGetContentResponse(rsp *http.Response) (*GetContentResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24414,6 +24707,16 @@ func ParseGetContentResponse(rsp *http.Response) (*GetContentResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetContentResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetContentResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -24851,6 +25154,13 @@ func ParseUnshareContentResponse(rsp *http.Response) (*UnshareContentResponse, e
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24906,6 +25216,16 @@ func ParseUnshareContentResponse(rsp *http.Response) (*UnshareContentResponse, e
 			headers.XRequestId = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers UnshareContentResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers UnshareContentResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -26166,6 +26486,13 @@ func ParseGetGroupByNameResponse(rsp *http.Response) (*GetGroupByNameResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26207,6 +26534,16 @@ func ParseGetGroupByNameResponse(rsp *http.Response) (*GetGroupByNameResponse, e
 			headers.XRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetGroupByNameResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetGroupByNameResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -26287,6 +26624,13 @@ func ParseCloseGroupResponse(rsp *http.Response) (*CloseGroupResponse, error) {
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26356,6 +26700,16 @@ func ParseCloseGroupResponse(rsp *http.Response) (*CloseGroupResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers CloseGroupResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers CloseGroupResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -26456,6 +26810,13 @@ func ParseGetGroupResponse(rsp *http.Response) (*GetGroupResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26497,6 +26858,16 @@ func ParseGetGroupResponse(rsp *http.Response) (*GetGroupResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetGroupResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetGroupResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -26866,6 +27237,13 @@ func ParseRemoveGroupMemberResponse(rsp *http.Response) (*RemoveGroupMemberRespo
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26921,6 +27299,16 @@ func ParseRemoveGroupMemberResponse(rsp *http.Response) (*RemoveGroupMemberRespo
 			headers.XRequestId = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers RemoveGroupMemberResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers RemoveGroupMemberResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -27244,6 +27632,13 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27299,6 +27694,16 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetJobResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetJobResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -28290,6 +28695,13 @@ func ParseDeleteCurrentSessionResponse(rsp *http.Response) (*DeleteCurrentSessio
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28324,6 +28736,16 @@ func ParseDeleteCurrentSessionResponse(rsp *http.Response) (*DeleteCurrentSessio
 			headers.XRequestId = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteCurrentSessionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteCurrentSessionResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -29076,6 +29498,13 @@ func ParseGetUserByEmailResponse(rsp *http.Response) (*GetUserByEmailResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29124,6 +29553,16 @@ func ParseGetUserByEmailResponse(rsp *http.Response) (*GetUserByEmailResponse, e
 			headers.XRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetUserByEmailResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetUserByEmailResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -29214,6 +29653,13 @@ func ParseGetUserByUsernameResponse(rsp *http.Response) (*GetUserByUsernameRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29255,6 +29701,16 @@ func ParseGetUserByUsernameResponse(rsp *http.Response) (*GetUserByUsernameRespo
 			headers.XRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetUserByUsernameResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetUserByUsernameResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -29521,6 +29977,13 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29562,6 +30025,16 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetUserResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetUserResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -30271,6 +30744,13 @@ func ParseListFactorsResponse(rsp *http.Response) (*ListFactorsResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30326,6 +30806,16 @@ func ParseListFactorsResponse(rsp *http.Response) (*ListFactorsResponse, error) 
 			headers.XRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListFactorsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListFactorsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -31547,6 +32037,13 @@ func ParseCreatePasskeyChallengeResponse(rsp *http.Response) (*CreatePasskeyChal
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -31616,6 +32113,16 @@ func ParseCreatePasskeyChallengeResponse(rsp *http.Response) (*CreatePasskeyChal
 			headers.XRequestId = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreatePasskeyChallengeResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreatePasskeyChallengeResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -32962,6 +33469,13 @@ func ParseRevokeUserSessionResponse(rsp *http.Response) (*RevokeUserSessionRespo
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33010,6 +33524,16 @@ func ParseRevokeUserSessionResponse(rsp *http.Response) (*RevokeUserSessionRespo
 			headers.XRequestId = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers RevokeUserSessionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers RevokeUserSessionResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -33096,6 +33620,13 @@ func ParseUnsuspendUserResponse(rsp *http.Response) (*UnsuspendUserResponse, err
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33151,6 +33682,16 @@ func ParseUnsuspendUserResponse(rsp *http.Response) (*UnsuspendUserResponse, err
 			headers.XRequestId = &value
 		}
 		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers UnsuspendUserResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers UnsuspendUserResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -33251,6 +33792,13 @@ func ParseGetSuspensionResponse(rsp *http.Response) (*GetSuspensionResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33299,6 +33847,16 @@ func ParseGetSuspensionResponse(rsp *http.Response) (*GetSuspensionResponse, err
 			headers.XRequestId = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetSuspensionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSuspensionResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
