@@ -67,3 +67,26 @@ func TestEveryRouteDocumentsItsAuthorizationRefusals(t *testing.T) {
 		t.Fatalf("walked %d routes: %v", routes, err)
 	}
 }
+
+// TestOwnDeletionByDeleteSaysWhereThePasswordGoes: DELETE
+// /v1/users/{id} is an admin's; the user's own request is refused 400
+// naming currentPassword (openapi.yaml: "use POST
+// /v1/users/{id}/deletion"). The answer said only "Give your current
+// password", which a DELETE cannot carry (it takes no body): a client
+// following it had nowhere to put the password. The refusal must name
+// the request that takes it, and leave the account as it was.
+func TestOwnDeletionByDeleteSaysWhereThePasswordGoes(t *testing.T) {
+	t.Parallel()
+	app := newMemApp(t)
+	rec := app.do(http.MethodDelete, "/v1/users/"+app.ann, "")
+	p := problemOf(t, rec, http.StatusBadRequest, "validation_failed")
+	if len(p.Errors) != 1 || p.Errors[0].Field != "currentPassword" {
+		t.Errorf("errors %+v, want one naming currentPassword", p.Errors)
+	}
+	if want := "POST /v1/users/" + app.ann + "/deletion"; !strings.Contains(p.Detail, want) {
+		t.Errorf("detail %q does not say %q", p.Detail, want)
+	}
+	if rec := app.do(http.MethodGet, "/v1/me", ""); rec.Code != http.StatusOK {
+		t.Errorf("after the refusal, GET /v1/me: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -247,7 +248,15 @@ func (h *Users) changePassword(w http.ResponseWriter, r *http.Request) error {
 // job that finishes it (the account is gone for everyone from here), the
 // same job for a repeat.
 func (h *Users) remove(w http.ResponseWriter, r *http.Request) error {
-	j, err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), chi.URLParam(r, "id"), accounts.Proof{})
+	id := chi.URLParam(r, "id")
+	j, err := h.lifecycle.DeleteUser(r.Context(), principal(r.Context()), id, accounts.Proof{})
+	if errors.Is(err, accounts.ErrCurrentPasswordRequired) {
+		// The user's own request: a DELETE carries no body, so the
+		// password goes to the request that takes one.
+		return newProblem(http.StatusBadRequest, "validation_failed",
+			"To delete your own account, send your current password to POST /v1/users/"+id+"/deletion (DELETE takes no body).",
+			ProblemField{Field: "currentPassword", Code: "required", Message: "is required: send it to POST /v1/users/{id}/deletion"})
+	}
 	if err != nil {
 		return err
 	}

@@ -24,9 +24,9 @@ var ErrWrongCurrentPassword = &domain.Error{Kind: domain.ErrUnauthorized, Code: 
 	Message: "The current password is wrong.",
 	Fields:  []domain.FieldError{{Field: "currentPassword", Code: "invalid", Message: "is not the account's password"}}}
 
-// errCurrentPasswordRequired answers the owner's change of what takes an
+// ErrCurrentPasswordRequired answers the owner's change of what takes an
 // account, sent without the current password.
-var errCurrentPasswordRequired = domain.Invalid("Give your current password to change your username or email, or to delete your account.",
+var ErrCurrentPasswordRequired = domain.Invalid("Give your current password to change your username or email, or to delete your account.",
 	domain.FieldError{Field: "currentPassword", Code: "required", Message: "is required to change the username or email, or to delete the account"})
 
 // ErrOtherAdmin answers an admin acting on another admin's username,
@@ -40,7 +40,7 @@ var ErrOtherAdmin = &domain.Error{Kind: domain.ErrForbidden, Code: "forbidden",
 // is nil when none was sent.
 func (a *Service) proveCurrentPassword(ctx context.Context, u domain.User, current *string) error {
 	if current == nil || *current == "" {
-		return errCurrentPasswordRequired
+		return ErrCurrentPasswordRequired
 	}
 	err := a.checkCurrentPassword(ctx, u, *current)
 	if errors.Is(err, ErrInvalidCredentials) {

@@ -1,0 +1,70 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"shelf/domain/accounts"
+	"shelf/domain/groups"
+	"shelf/domain/library"
+	"shelf/domain/lifecycle"
+	"shelf/domain/moderation"
+	"shelf/tests/memstore"
+)
+
+// memApp is the whole router on the memory store, every service wired
+// as the app wires them, with one account, ann, logged in.
+type memApp struct {
+	router http.Handler
+	ann    string // ann's id
+	token  string // ann's session
+}
+
+// newMemApp builds a memApp; work after an answer is done at once.
+func newMemApp(t *testing.T) *memApp {
+	t.Helper()
+	ctx := context.Background()
+	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	atOnce := func(f func()) { f() }
+	acc := accounts.New(accounts.Config{ClaimLease: 30 * time.Second, SessionTTL: time.Hour, SeenInterval: time.Hour,
+		Now: st.Now, Background: atOnce}, st.Claims(), st.Users(), st.Sessions(), plainHasher{}, nopWarnings{})
+	grp := groups.New(groups.Config{ClaimLease: 30 * time.Second, Now: st.Now, Closings: st.Closings(), Changes: st.GroupChanges()},
+		acc, st.Users(), st.Claims(), st.Groups(), st.GroupMembers(), nopWarnings{})
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: st.Now, Background: atOnce},
+		acc, st.Users(), grp, st.Contents(), nopWarnings{})
+	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: st.Now}, acc, st.Users(), st.Suspensions())
+	life := lifecycle.New(lifecycle.Config{Now: st.Now}, acc, mod, grp, lib, lifecycle.Stores{
+		Jobs: st.Jobs(), Queue: st.JobQueue(), Deletions: st.Deletions(), Closings: st.Closings()})
+	const pw = "correct horse battery"
+	ann, err := acc.Signup(ctx, accounts.SignupInput{Username: "ann", Email: "ann@example.org", Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	login, err := acc.Login(ctx, "ann", pw, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &memApp{router: NewRouter(Deps{Logger: zerolog.Nop(), Ready: readyFunc(func() error { return nil }),
+		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: 5 * time.Second,
+		Accounts: acc, Moderation: mod, Groups: grp, Contents: lib, Lifecycle: life}), ann: ann.ID, token: login.Token}
+}
+
+// do sends a request with ann's session and a JSON body ("" for none).
+func (a *memApp) do(method, path, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body == "" {
+		req.Body = http.NoBody
+	} else {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	rec := httptest.NewRecorder()
+	a.router.ServeHTTP(rec, req)
+	return rec
+}
