@@ -231,8 +231,17 @@ func rejectNulls(raw []byte) error {
 	return newProblem(http.StatusBadRequest, "validation_failed", "A field is null.", fields...)
 }
 
-// requireJSON refuses bodies that do not say they are JSON (415).
+// requireJSON refuses bodies that do not say they are JSON (415), and
+// those that say two things: with two Content-Type headers, which one
+// counts would depend on who reads it (a filter in front may take the
+// last), as with two Authorization headers.
 func requireJSON(r *http.Request) error {
+	if len(r.Header.Values("Content-Type")) > 1 {
+		p := newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"The request has more than one Content-Type header; send one Content-Type: application/json.")
+		p.header = http.Header{"Accept": {"application/json"}}
+		return p
+	}
 	ct := r.Header.Get("Content-Type")
 	mediaType, params, err := mime.ParseMediaType(ct)
 	if charset, ok := params["charset"]; ok && err == nil && !strings.EqualFold(charset, "utf-8") {
