@@ -543,6 +543,15 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 			_, err := s.place(ctx, c)
 			return false, err
 		}
+		if c.Version == 1 {
+			// The item's first change: its creation may have stopped
+			// before its creator became a member, and the outbox worker's
+			// fence writes that membership only at version 1, which this
+			// change moves past (TestACreationWhoseMembershipFailedKeepsItsCreatorPastALaterChange).
+			if err := s.creatorJoins(ctx, c); err != nil {
+				return false, err
+			}
+		}
 		next, err := decide(c)
 		var refusal *domain.Error
 		if err != nil && !errors.As(err, &refusal) {
@@ -607,6 +616,17 @@ func (s *Service) change(ctx context.Context, id string, decide func(Content) (*
 		_ = s.outbox.Done(ctx, id, ch.marker)
 	}
 	return ch, err
+}
+
+// creatorJoins writes the creator's membership again at version 1, as
+// the outbox worker's fence does (see fence): a creation that answered
+// 201 with that write failed left it to the worker, whose fence writes it
+// only while the item is at version 1, which the item's first change
+// moves past. Her library needs nothing here: the creation's mark stays
+// until the worker's fan-out, which writes every member's, has run.
+// Written at version 1, it changes nothing a later change wrote.
+func (s *Service) creatorJoins(ctx context.Context, c Content) error {
+	return s.members.Put(ctx, c.ID, Member{PrincipalID: c.CreatedBy, Role: RoleManager}, 1)
 }
 
 // movedOn is the lastModified of a change of c: now, and strictly later
