@@ -33,13 +33,7 @@ func (s *Service) Create(ctx context.Context, p domain.Principal, in Input) (Con
 	now := s.now()
 	c := Content{ID: domain.NewID(domain.ContentIDPrefix), CreatedBy: p.UserID, CreatedAt: now, LastModified: now,
 		Members: 1, Managers: 1, Version: 1, Lean: true}
-	if in.Name == nil {
-		return Content{}, domain.Invalid("Some fields are not valid.", domain.FieldError{Field: "name", Code: "required", Message: "is required"})
-	}
-	if in.Visibility == nil {
-		return Content{}, domain.Invalid("Some fields are not valid.", domain.FieldError{Field: "visibility", Code: "required", Message: "is required"})
-	}
-	if err := in.apply(&c); err != nil {
+	if err := in.applyTo(&c, true); err != nil {
 		return Content{}, err
 	}
 	// The insert needs no second mark (see markAgainIfTaken): a worker

@@ -120,8 +120,21 @@ var (
 )
 
 // apply checks in and writes it onto c.
-func (in Input) apply(c *Content) error {
+func (in Input) apply(c *Content) error { return in.applyTo(c, false) }
+
+// errRequired names a field a new item needs.
+func errRequired(field string) *domain.FieldError {
+	return &domain.FieldError{Field: field, Code: "required", Message: "is required"}
+}
+
+// applyTo is apply; creating, a missing name or visibility is refused
+// too, beside every other field that is wrong, so one answer names them
+// all.
+func (in Input) applyTo(c *Content, creating bool) error {
 	var fes []*domain.FieldError
+	if creating && in.Name == nil {
+		fes = append(fes, errRequired("name"))
+	}
 	if in.Name != nil {
 		name, fe := nameRule.Check(*in.Name)
 		fes = append(fes, fe)
@@ -131,6 +144,9 @@ func (in Input) apply(c *Content) error {
 		description, fe := descriptionRule.Check(*in.Description)
 		fes = append(fes, fe)
 		c.Description = description
+	}
+	if creating && in.Visibility == nil {
+		fes = append(fes, errRequired("visibility"))
 	}
 	if in.Visibility != nil {
 		switch v := Visibility(*in.Visibility); v {

@@ -1,7 +1,9 @@
 package library
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,4 +57,36 @@ func firstOf(a, b *string) *string {
 		return a
 	}
 	return b
+}
+
+// TestACreationNamesEveryFieldItRefuses: a creation refused names every
+// field that is wrong, a missing one beside one that breaks its rule, as
+// a signup does: answered "name is required" alone, a client sending
+// {"visibility":"secret"} fixes the name and is refused again for the
+// visibility it was never told of.
+func TestACreationNamesEveryFieldItRefuses(t *testing.T) {
+	t.Parallel()
+	s := New(Config{}, nil, nil, nil, Stores{}, nil)
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		in   Input
+		want []string
+	}{
+		{Input{}, []string{"name required", "visibility required"}},
+		{Input{Visibility: str("secret")}, []string{"name required", "visibility oneof"}},
+		{Input{Name: str(" x")}, []string{"name untrimmed", "visibility required"}},
+		{Input{Name: str("x"), Link: str("ftp://x")}, []string{"visibility required", "link format"}},
+	} {
+		_, err := s.Create(context.Background(), domain.Principal{UserID: "u_x"}, tc.in)
+		var de *domain.Error
+		var got []string
+		if errors.As(err, &de) && errors.Is(err, domain.ErrInvalid) {
+			for _, f := range de.Fields {
+				got = append(got, f.Field+" "+f.Code)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: %v (fields %q), want %q", tc.in, err, got, tc.want)
+		}
+	}
 }
