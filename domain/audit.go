@@ -181,7 +181,7 @@ func DecodeAuditCursor(s string) (*AuditCursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	ms, err1 := strconv.ParseInt(f[0], 10, 64)
+	at, err1 := CursorTime(f[0])
 	v, err2 := strconv.Atoi(f[1])
 	least := 1
 	if AuditAction(f[2]) == AuditRecoveryCodeUsed {
@@ -190,7 +190,7 @@ func DecodeAuditCursor(s string) (*AuditCursor, error) {
 	if err1 != nil || err2 != nil || v < least || !validAction(AuditAction(f[2])) {
 		return nil, ErrBadCursor
 	}
-	return &AuditCursor{At: time.UnixMilli(ms).UTC(), Version: v, Action: AuditAction(f[2])}, nil
+	return &AuditCursor{At: at, Version: v, Action: AuditAction(f[2])}, nil
 }
 
 func validAction(a AuditAction) bool { return slices.Contains(AuditActions, a) }
@@ -254,19 +254,19 @@ func DecodeGlobalAuditCursor(s string) (*GlobalAuditCursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	day, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil || !AuditDay(time.UnixMilli(day)).Equal(time.UnixMilli(day).UTC()) {
+	day, err := CursorTime(f[0])
+	if err != nil || !AuditDay(day).Equal(day) {
 		return nil, ErrBadCursor
 	}
-	c := &GlobalAuditCursor{Day: time.UnixMilli(day).UTC()}
+	c := &GlobalAuditCursor{Day: day}
 	if f[1] == "" && f[2] == "" && f[3] == "" && f[4] == "" {
 		return c, nil
 	}
-	ms, err1 := strconv.ParseInt(f[1], 10, 64)
+	at, err1 := CursorTime(f[1])
 	v, err2 := strconv.Atoi(f[3])
 	if err1 != nil || err2 != nil || !ValidID(f[2], UserIDPrefix) || !validAction(AuditAction(f[4])) {
 		return nil, ErrBadCursor
 	}
-	c.After = &AuditPosition{At: time.UnixMilli(ms).UTC(), UserID: f[2], Version: v, Action: AuditAction(f[4])}
+	c.After = &AuditPosition{At: at, UserID: f[2], Version: v, Action: AuditAction(f[4])}
 	return c, nil
 }

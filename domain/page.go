@@ -2,7 +2,9 @@ package domain
 
 import (
 	"encoding/base64"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Page is one page of a list, in the list's order.
@@ -41,4 +43,17 @@ func DecodeCursor(s string, n int) ([]string, error) {
 		return nil, ErrBadCursor
 	}
 	return fields, nil
+}
+
+// CursorTime reads a cursor's time, in milliseconds since the epoch.
+// Go's zero time is refused: the driver sends it as an empty value,
+// no time a row has, as a slice's bound
+// (TestCursorsRefuseTheZeroTime).
+func CursorTime(field string) (time.Time, error) {
+	ms, err := strconv.ParseInt(field, 10, 64)
+	t := time.UnixMilli(ms).UTC()
+	if err != nil || t.IsZero() {
+		return time.Time{}, ErrBadCursor
+	}
+	return t, nil
 }

@@ -80,17 +80,17 @@ func DecodeCursor(s string) (*Cursor, error) {
 		if f, err = domain.DecodeCursor(s, 4); err != nil || f[0] != oldestTag {
 			return nil, domain.ErrBadCursor
 		}
-		until, err := strconv.ParseInt(f[1], 10, 64)
+		until, err := domain.CursorTime(f[1])
 		if err != nil {
 			return nil, domain.ErrBadCursor
 		}
-		c.Order, c.Until, f = OldestFirst, time.UnixMilli(until).UTC(), f[2:]
+		c.Order, c.Until, f = OldestFirst, until, f[2:]
 	}
-	n, err := strconv.ParseInt(f[0], 10, 64)
+	at, err := domain.CursorTime(f[0])
 	if err != nil || !domain.ValidID(f[1], domain.ContentIDPrefix) {
 		return nil, domain.ErrBadCursor
 	}
-	c.LastModified, c.ContentID = time.UnixMilli(n).UTC(), f[1]
+	c.LastModified, c.ContentID = at, f[1]
 	if c.Order == OldestFirst && !c.LastModified.Before(c.Until) {
 		return nil, domain.ErrBadCursor
 	}

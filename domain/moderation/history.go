@@ -70,12 +70,12 @@ func DecodeHistoryCursor(s string) (*HistoryCursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	ms, err := strconv.ParseInt(f[0], 10, 64)
+	at, err := domain.CursorTime(f[0])
 	switch k := EventKind(f[1]); {
 	case err != nil, k != EventSuspended && k != EventUnsuspended && k != EventExpired:
 		return nil, domain.ErrBadCursor
 	}
-	return &HistoryCursor{At: time.UnixMilli(ms).UTC(), Kind: EventKind(f[1])}, nil
+	return &HistoryCursor{At: at, Kind: EventKind(f[1])}, nil
 }
 
 // History pages through an account's moderation history, newest first

@@ -32,11 +32,11 @@ func DecodeCursor(s string) (*Cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	ms, err := strconv.ParseInt(f[1], 10, 64)
+	at, err := domain.CursorTime(f[1])
 	if _, perr := time.Parse(time.DateOnly, f[0]); err != nil || perr != nil || !domain.ValidID(f[2], domain.UserIDPrefix) {
 		return nil, domain.ErrBadCursor
 	}
-	return &Cursor{Bucket: f[0], SuspendedAt: time.UnixMilli(ms).UTC(), UserID: f[2]}, nil
+	return &Cursor{Bucket: f[0], SuspendedAt: at, UserID: f[2]}, nil
 }
 
 // Bucket sizes of the suspended list.
