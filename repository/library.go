@@ -32,7 +32,7 @@ const (
 	indexDeleteCQL      versionedCQL = `DELETE FROM library_index USING TIMESTAMP ? WHERE principal_id = ? AND content_id = ?`
 	indexSelectCQL      readCQL      = `SELECT content_id, role, version, last_modified, name, visibility, lean FROM library_index WHERE principal_id = ? AND content_id IN ?`
 	indexPageCQL        readCQL      = `SELECT content_id, role, version, last_modified, name, visibility, lean FROM library_index WHERE principal_id = ? AND content_id > ? LIMIT ?`
-	indexCountCQL       readCQL      = `SELECT COUNT(*) FROM library_index WHERE principal_id = ?`
+	indexCountCQL       scanCQL      = `SELECT COUNT(*) FROM library_index WHERE principal_id = ?`
 )
 
 type libRow struct {
@@ -143,7 +143,7 @@ func (l *Libraries) Index(ctx context.Context, principalID string, contentIDs []
 // CountIndex counts a principal's index entries (one partition; the node
 // pages through it).
 func (l *Libraries) CountIndex(ctx context.Context, principalID string) (int, error) {
-	q := l.db.query(ctx, 0, indexCountCQL, principalID)
+	q := l.db.scan(ctx, indexCountCQL, principalID)
 	defer q.Release()
 	var n int64
 	if err := q.Scan(&n); err != nil {

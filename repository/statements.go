@@ -25,8 +25,9 @@ type (
 	// Paxos round: sent again, never two at once (readCQL.at).
 	readCQL string
 	// scanCQL is a SELECT over token ranges or a whole table (the audit,
-	// the user and people searches, the grams' backfill): sent again after
-	// an error, never copied (a page is heavy: a copy would do it twice).
+	// the user and people searches, the grams' backfill), or a count of a
+	// whole partition (a library's, for a job): sent again after an error,
+	// never copied (it is heavy: a copy would do it twice).
 	scanCQL string
 	// versionedCQL is a plain write USING TIMESTAMP <a version, an
 	// attempt's start, or a time the caller derived from a cell's write

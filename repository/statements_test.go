@@ -294,6 +294,7 @@ var (
 	conditionRE  = regexp.MustCompile(`(?i)\sIF\s`)
 	timestampRE  = regexp.MustCompile(`(?i)\sUSING\s+(TTL\s+\S+\s+AND\s+)?TIMESTAMP\s`)
 	tokenRangeRE = regexp.MustCompile(`(?i)\btoken\s*\(`)
+	countRE      = regexp.MustCompile(`(?i)^\s*SELECT\s+COUNT\(\*\)`)
 	whereRE      = regexp.MustCompile(`(?i)\sWHERE\s`)
 	nodeValueRE  = regexp.MustCompile(`(?i)\b(now|uuid|currentTimestamp|currentDate|currentTime|currentTimeUUID)\s*\(`)
 	arithmeticRE = regexp.MustCompile(`(?i)\b(\w+)\s*=\s*(\w+)\s*[-+]|=\s*\?\s*\+`)
@@ -315,8 +316,8 @@ var kindRules = map[string]func(s string) string{
 		return ""
 	},
 	"scanCQL": func(s string) string {
-		if !selectVerbRE.MatchString(s) || !(tokenRangeRE.MatchString(s) || !whereRE.MatchString(s)) {
-			return "a scan that does not read token ranges or a whole table"
+		if !selectVerbRE.MatchString(s) || !(tokenRangeRE.MatchString(s) || !whereRE.MatchString(s) || countRE.MatchString(s)) {
+			return "a scan that does not read token ranges, a whole table or a count"
 		}
 		return ""
 	},
