@@ -56,12 +56,12 @@ func (h *hashLines) Verify(ctx context.Context, password, phc string) (ok, rehas
 	return h.hasher.Verify(ctx, password, phc)
 }
 
-// Burn, like the hasher's, returns false without the work if ctx ends
-// while it waits.
-func (h *hashLines) Burn(ctx context.Context, password string) bool {
+// Burn, like the hasher's, fails without the work if ctx ends while it
+// waits.
+func (h *hashLines) Burn(ctx context.Context, password string) error {
 	leave, err := h.enter(ctx)
 	if err != nil {
-		return false
+		return err
 	}
 	defer leave()
 	return h.hasher.Burn(ctx, password)

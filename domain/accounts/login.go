@@ -104,7 +104,13 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 		return LoginResult{}, err
 	}
 	if unknown {
-		a.hasher.Burn(ctx, password)
+		// A burn that could not run (ctx ended waiting for the hasher)
+		// fails as a verification that could not would: an answer that
+		// went on to a verdict here would tell which logins exist
+		// (TestAFullHasherAnswersAnUnknownLoginAsAKnownOne).
+		if err := a.hasher.Burn(ctx, password); err != nil {
+			return LoginResult{}, fmt.Errorf("verify password: %w", err)
+		}
 		return LoginResult{}, attempt.verdict(ctx, false)
 	}
 	ok, rehash, err := a.hasher.Verify(ctx, password, u.PasswordHash)

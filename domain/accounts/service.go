@@ -59,9 +59,11 @@ type PasswordHasher interface {
 	Hash(ctx context.Context, password string) (string, error)
 	// Verify reports a match and whether the stored hash should be renewed.
 	Verify(ctx context.Context, password, phc string) (ok, rehash bool, err error)
-	// Burn spends one verification's work and returns false: an unknown
-	// login must cost what a wrong password costs.
-	Burn(ctx context.Context, password string) bool
+	// Burn spends one verification's work: an unknown login must cost
+	// what a wrong password costs. It fails, as Verify does, when ctx
+	// ends before the work could start, so that an unknown login is then
+	// answered as a known one is.
+	Burn(ctx context.Context, password string) error
 }
 
 // SessionStore keeps sessions, expiring them with their TTL.

@@ -132,19 +132,18 @@ func (h *Hasher) Verify(ctx context.Context, password, phc string) (ok, rehash b
 // really run it, and with which parameters.
 var idKey = argon2.IDKey
 
-// Burn spends the same work as one Verify with the current parameters and
-// returns false. Call it for an unknown login so its timing matches a wrong
-// password; otherwise a fast "no such user" answer reveals which accounts
-// exist. It queues for a slot like Verify, and returns false without the work
-// if ctx ends first.
-func (h *Hasher) Burn(ctx context.Context, password string) bool {
-	_ = h.withSlot(ctx, func() {
+// Burn spends the same work as one Verify with the current parameters.
+// Call it for an unknown login so its timing matches a wrong password;
+// otherwise a fast "no such user" answer reveals which accounts exist. It
+// queues for a slot like Verify, and fails as Verify does (ctx's error,
+// without the work) if ctx ends first.
+func (h *Hasher) Burn(ctx context.Context, password string) error {
+	return h.withSlot(ctx, func() {
 		// Nothing is cached: the point is to spend the time a real
 		// verification of a current-parameter hash would.
 		key := idKey([]byte(password), burnSalt, h.p.Time, h.p.MemoryKiB, h.p.Threads, keyLen)
 		subtle.ConstantTimeCompare(key, make([]byte, keyLen))
 	})
-	return false
 }
 
 // Waiting reports how many callers are waiting for a hashing slot now (the

@@ -34,7 +34,7 @@ func (plainHasher) Hash(_ context.Context, pw string) (string, error) { return "
 func (plainHasher) Verify(_ context.Context, pw, phc string) (bool, bool, error) {
 	return phc == "plain:"+pw, false, nil
 }
-func (plainHasher) Burn(context.Context, string) bool { return false }
+func (plainHasher) Burn(context.Context, string) error { return nil }
 
 type nopLog struct{}
 

@@ -2,11 +2,13 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/tests/memstore"
 )
@@ -52,9 +54,9 @@ func (h *lineHasher) Verify(ctx context.Context, pw, phc string) (bool, bool, er
 	return h.plainHasher.Verify(ctx, pw, phc)
 }
 
-func (h *lineHasher) Burn(ctx context.Context, pw string) bool {
+func (h *lineHasher) Burn(ctx context.Context, pw string) error {
 	h.line(pw)
-	return false
+	return nil
 }
 
 func (h *lineHasher) joined() int {
@@ -131,5 +133,67 @@ func TestTenAddressesCannotQueueTheHasherAheadOfTheOwner(t *testing.T) {
 	}
 	if most := addresses * 2; h.ahead > most {
 		t.Fatalf("the owner's login waited in the hasher's line behind %d hashes of %d addresses (at most %d wanted): at tens of milliseconds each on a core or two, past her request's timeout", h.ahead, addresses, most)
+	}
+}
+
+// fullHasher is password.Hasher with every slot taken for longer than any
+// request lasts (a process overloaded by others' hashes): each call waits
+// for a slot until its context ends, and then does no work.
+type fullHasher struct{ plainHasher }
+
+func (fullHasher) Verify(ctx context.Context, _, _ string) (bool, bool, error) {
+	<-ctx.Done()
+	return false, false, ctx.Err()
+}
+
+func (fullHasher) Burn(ctx context.Context, _ string) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// told is what the API answers err with (handlers.toProblem): a domain
+// error's code, "timeout" for a deadline that passed.
+func told(err error) string {
+	var de *domain.Error
+	switch {
+	case errors.As(err, &de):
+		return de.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return fmt.Sprint(err)
+}
+
+// TestAFullHasherAnswersAnUnknownLoginAsAKnownOne: the attacker overloads
+// the process's hasher (logins at unknown names from many addresses, each
+// a hash), so every other login waits for a slot until its request's
+// deadline. A known login's verification then fails with the deadline
+// (503 timeout); an unknown login's burn gave up the same way, but the
+// login went on to record a wrong password as if the burn had run: 401
+// invalid_credentials (or, where the store refuses a context past its
+// deadline, as Cassandra's driver does, 503 unavailable). Either way the
+// answer told which logins exist, which the throttle's design promises no
+// answer does (docs/design/throttle.md, "Refusals tell nothing").
+func TestAFullHasherAnswersAnUnknownLoginAsAKnownOne(t *testing.T) {
+	t.Parallel()
+	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	throttle := accounts.Throttle{Store: st.Attempts(), PerAddress: perAddress, PerLogin: perLogin, Window: window}
+	signup := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now, Throttle: throttle},
+		st.Claims(), st.Users(), st.Sessions(), &plainHasher{}, nopLog{})
+	if _, err := signup.Signup(context.Background(), accounts.SignupInput{Username: "ann", Email: "ann@example.org", Password: password}); err != nil {
+		t.Fatal(err)
+	}
+	svc := accounts.New(accounts.Config{ClaimLease: lease, SessionTTL: time.Hour, SeenInterval: time.Hour, Now: st.Now, Throttle: throttle},
+		st.Claims(), st.Users(), st.Sessions(), fullHasher{}, nopLog{})
+	answer := func(login string) string {
+		ctx, cancel := context.WithTimeout(accounts.WithClient(context.Background(), from("203.0.113.9")), 20*time.Millisecond)
+		defer cancel()
+		_, err := svc.Login(ctx, login, "a guess", from("203.0.113.9"))
+		return told(err)
+	}
+	for _, pair := range [][2]string{{"ann", "nobody"}, {"ann@example.org", "nobody@example.org"}} {
+		if known, unknown := answer(pair[0]), answer(pair[1]); known != unknown {
+			t.Errorf("with the hasher full, login %q is answered %s and the unknown %q %s: the answer tells which accounts exist", pair[0], known, pair[1], unknown)
+		}
 	}
 }

@@ -182,7 +182,7 @@ func (h *upgradingHasher) Verify(_ context.Context, pw, phc string) (bool, bool,
 	return rest == pw, params != h.params(), nil
 }
 
-func (h *upgradingHasher) Burn(context.Context, string) bool { return false }
+func (h *upgradingHasher) Burn(context.Context, string) error { return nil }
 
 // upgradingService is the accounts on a fresh store, hashing with an
 // upgradingHasher at "v1", mailing into box (nil: no mail).

@@ -33,9 +33,9 @@ func (h *countingHasher) Verify(ctx context.Context, pw, phc string) (bool, bool
 	return h.plainHasher.Verify(ctx, pw, phc)
 }
 
-func (h *countingHasher) Burn(ctx context.Context, pw string) bool {
+func (h *countingHasher) Burn(ctx context.Context, pw string) error {
 	h.runs.Add(1)
-	return false
+	return nil
 }
 
 const (
