@@ -188,16 +188,20 @@ func methodLabel(method string) string {
 	return "other"
 }
 
-// emailSegment is a path segment that holds an address ("@", decoded).
-var emailSegment = regexp.MustCompile(`[^/]*@[^/]*`)
+// ats are "@" and the characters NFKC folds to it (U+FE6B, U+FF20),
+// which domain.NormalizeEmail reads as "@".
+const ats = "@\uFE6B\uFF20"
+
+// emailSegment is a path segment that holds an address (an at, decoded).
+var emailSegment = regexp.MustCompile(`[^/]*[` + ats + `][^/]*`)
 
 // loggedPath is the path for the access log, with every segment that
-// holds an "@" replaced: GET /v1/users/by-email/{email} names the address
+// holds an at (ats) replaced: GET /v1/users/by-email/{email} names the address
 // in its path, and an address typed where an id or a username belongs
 // would be logged too. A log is read by more people, and kept longer,
 // than the accounts table.
 func loggedPath(path string) string {
-	if !strings.Contains(path, "@") {
+	if !strings.ContainsAny(path, ats) {
 		return path
 	}
 	return emailSegment.ReplaceAllLiteralString(path, "[redacted]")

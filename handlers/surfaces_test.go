@@ -149,6 +149,31 @@ func TestAccessLogRedactsEmails(t *testing.T) {
 	}
 }
 
+// TestAccessLogRedactsAnAddressWithAnAtNFKCFolds: an address whose "@"
+// is a fullwidth or small commercial at (U+FF20, U+FE6B) is an address
+// all the same: NormalizeEmail folds it to "@" by NFKC, so the admins'
+// lookup by email finds the account by it. The access log redacted only
+// a segment with "@" and wrote these paths as sent.
+func TestAccessLogRedactsAnAddressWithAnAtNFKCFolds(t *testing.T) {
+	t.Parallel()
+	if _, key, fe := domain.NormalizeEmail("alice.secret\uff20example.org"); fe != nil || key != "alice.secret@example.org" {
+		t.Fatalf("the wide at is not read as an address's: %q, %v", key, fe)
+	}
+	var logs bytes.Buffer
+	h := surfaceRouter(&logs, nil)
+	// U+FF20 and U+FE6B, percent-encoded as a client sends them.
+	for _, path := range []string{"/v1/users/by-email/alice.secret%EF%BC%A0example.org", "/v1/users/by-email/alice.secret%EF%B9%ABexample.org",
+		"/v1/users/alice.secret%EF%BC%A0example.org/sessions"} {
+		logs.Reset()
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Basic eA==")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		if strings.Contains(logs.String(), "alice.secret") {
+			t.Errorf("%q: the address is in the log: %s", path, logs.String())
+		}
+	}
+}
+
 // TestRolesShownToTheUserAndAdminsOnly: who the admins
 // are is not shown to everyone who can read an account.
 func TestRolesShownToTheUserAndAdminsOnly(t *testing.T) {
