@@ -71,7 +71,9 @@ func adminEntry(p domain.Principal, u domain.User, action domain.AuditAction) do
 
 // changeEntries are the entries of an admin's change of another's account
 // u into next (next.UpdatedAt set): one per field whose value changed.
-func changeEntries(p domain.Principal, u, next domain.User) []domain.AuditEntry {
+// cancelled: the change sent u's own address back while u asked for a new
+// one, which it drops (accountChange.cancels).
+func changeEntries(p domain.Principal, u, next domain.User, cancelled bool) []domain.AuditEntry {
 	var out []domain.AuditEntry
 	add := func(action domain.AuditAction, old, now string) {
 		if old == now {
@@ -82,7 +84,14 @@ func changeEntries(p domain.Principal, u, next domain.User) []domain.AuditEntry 
 		out = append(out, e)
 	}
 	add(domain.AuditUsernameChanged, u.Username, next.Username)
-	add(domain.AuditEmailChanged, u.Email, next.Email)
+	switch {
+	case cancelled:
+		// The new address asked for is given up: the entry records it,
+		// and the address the account keeps (as written now).
+		add(domain.AuditEmailChanged, u.PendingEmail, next.Email)
+	default:
+		add(domain.AuditEmailChanged, u.Email, next.Email)
+	}
 	if next.PendingEmailKey != "" && next.PendingEmailKey != u.PendingEmailKey {
 		// A new email is only asked for (docs/design/email-change.md): the
 		// entry records the address asked for, which becomes the

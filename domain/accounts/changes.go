@@ -197,7 +197,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		next.Version, next.UpdatedAt = u.Version+1, now
 		var audited []domain.AuditEntry
 		if !self {
-			audited = changeEntries(p, u, next)
+			audited = changeEntries(p, u, next, change.cancels(u, h))
 			if err := domain.CarryAdminChange(ctx, a.audit, &next, audited); err != nil {
 				return false, err
 			}
