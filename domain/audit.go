@@ -2,6 +2,7 @@ package domain
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -187,11 +188,16 @@ func DecodeAuditCursor(s string) (*AuditCursor, error) {
 	if AuditAction(f[2]) == AuditRecoveryCodeUsed {
 		least = 0
 	}
-	if err1 != nil || err2 != nil || v < least || !validAction(AuditAction(f[2])) {
+	if err1 != nil || err2 != nil || v < least || v > maxAuditVersion || !validAction(AuditAction(f[2])) {
 		return nil, ErrBadCursor
 	}
 	return &AuditCursor{At: at, Version: v, Action: AuditAction(f[2])}, nil
 }
+
+// maxAuditVersion is the largest version the audit's tables hold (a CQL
+// int): the driver refuses to bind a larger one, so a cursor past it is
+// no position but a bad cursor (TestAuditCursorsRefuseAVersionTheColumnCannotHold).
+const maxAuditVersion = math.MaxInt32
 
 func validAction(a AuditAction) bool { return slices.Contains(AuditActions, a) }
 
@@ -264,7 +270,7 @@ func DecodeGlobalAuditCursor(s string) (*GlobalAuditCursor, error) {
 	}
 	at, err1 := CursorTime(f[1])
 	v, err2 := strconv.Atoi(f[3])
-	if err1 != nil || err2 != nil || !ValidID(f[2], UserIDPrefix) || !validAction(AuditAction(f[4])) {
+	if err1 != nil || err2 != nil || v < 0 || v > maxAuditVersion || !ValidID(f[2], UserIDPrefix) || !validAction(AuditAction(f[4])) {
 		return nil, ErrBadCursor
 	}
 	c.After = &AuditPosition{At: at, UserID: f[2], Version: v, Action: AuditAction(f[4])}

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -33,5 +34,38 @@ func TestOriginOfCutsTheUserAgentOnACharacter(t *testing.T) {
 	}
 	if o := OriginOf("", "curl/8"); o.UserAgent != "curl/8" {
 		t.Fatalf("short agent changed: %q", o.UserAgent)
+	}
+}
+
+// TestAuditCursorsRefuseAVersionTheColumnCannotHold: a cursor is opaque,
+// but a caller can make one. The audit's version columns are CQL ints
+// (32 bits), and the driver refuses to bind a Go int past them ("marshal
+// int: value out of range"), an error no table maps, so a made-up cursor
+// with version 2^31 was a 500 on either audit route. Both decoders refuse
+// it as bad_cursor, and take the largest version the column holds.
+func TestAuditCursorsRefuseAVersionTheColumnCannotHold(t *testing.T) {
+	t.Parallel()
+	at := "1780000000123"
+	day := "1779926400000" // the day of at, midnight UTC
+	user := NewID(UserIDPrefix)
+	decoders := []struct {
+		name   string
+		decode func(string) error
+		fields func(version string) []string
+	}{
+		{"an account's audit", func(s string) error { _, err := DecodeAuditCursor(s); return err },
+			func(v string) []string { return []string{at, v, string(AuditSuspended)} }},
+		{"the admins' audit", func(s string) error { _, err := DecodeGlobalAuditCursor(s); return err },
+			func(v string) []string { return []string{day, at, user, v, string(AuditSuspended)} }},
+	}
+	for _, d := range decoders {
+		for _, v := range []string{"2147483648", "-2147483649", "-1"} {
+			if err := d.decode(EncodeCursor(d.fields(v)...)); !errors.Is(err, ErrBadCursor) {
+				t.Errorf("%s: a cursor at version %s answered %v, want bad_cursor", d.name, v, err)
+			}
+		}
+		if err := d.decode(EncodeCursor(d.fields("2147483647")...)); err != nil {
+			t.Errorf("%s: a cursor at version 2^31-1 answered %v", d.name, err)
+		}
 	}
 }
