@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/mail"
 	"net/smtp"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -111,10 +112,31 @@ func (s *SMTP) Send(ctx context.Context, m accounts.Message) error {
 	}
 	defer c.Close()
 	if err := s.converse(c, to.Address, msg); err != nil {
-		return fmt.Errorf("mail: %s:%d: %w", s.cfg.Host, s.cfg.Port, err)
+		return fmt.Errorf("mail: %s:%d: %w", s.cfg.Host, s.cfg.Port, withoutAddress(err, to.Address))
 	}
 	return nil
 }
+
+// withoutAddress is err with address (in any case) written [recipient]:
+// a server's refusal names the recipient it refused, and the error is
+// logged, where a user's address must not be
+// (TestARefusedRecipientIsNotInTheError). errors.Is and As still see err.
+func withoutAddress(err error, address string) error {
+	text := regexp.MustCompile(`(?i)`+regexp.QuoteMeta(address)).ReplaceAllLiteralString(err.Error(), "[recipient]")
+	if text == err.Error() {
+		return err
+	}
+	return redacted{err: err, text: text}
+}
+
+// redacted is an error shown as text, which wraps err.
+type redacted struct {
+	err  error
+	text string
+}
+
+func (r redacted) Error() string { return r.text }
+func (r redacted) Unwrap() error { return r.err }
 
 // dial opens the connection (TLS from the start in implicit mode) with a
 // deadline for the whole conversation, and greets the server.
