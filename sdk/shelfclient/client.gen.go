@@ -2228,8 +2228,8 @@ type ClientInterface interface {
 	// passkey) first mails the account's address a notice with this link
 	// (a confirmation whose notice cannot be sent is refused). Following
 	// it:
-	// - removes that factor (the recovery codes with it, when it was
-	//   the last);
+	// - removes that factor and every factor added after it (the
+	//   recovery codes with them, when none is left);
 	// - ends every session of the account, and a change of address
 	//   pending;
 	// - makes the password open nothing until it is reset (403
@@ -2262,8 +2262,8 @@ type ClientInterface interface {
 	// passkey) first mails the account's address a notice with this link
 	// (a confirmation whose notice cannot be sent is refused). Following
 	// it:
-	// - removes that factor (the recovery codes with it, when it was
-	//   the last);
+	// - removes that factor and every factor added after it (the
+	//   recovery codes with them, when none is left);
 	// - ends every session of the account, and a change of address
 	//   pending;
 	// - makes the password open nothing until it is reset (403
@@ -4631,8 +4631,8 @@ func (c *Client) ConfirmEmailVerification(ctx context.Context, body ConfirmEmail
 // passkey) first mails the account's address a notice with this link
 // (a confirmation whose notice cannot be sent is refused). Following
 // it:
-//   - removes that factor (the recovery codes with it, when it was
-//     the last);
+//   - removes that factor and every factor added after it (the
+//     recovery codes with them, when none is left);
 //   - ends every session of the account, and a change of address
 //     pending;
 //   - makes the password open nothing until it is reset (403
@@ -4676,8 +4676,8 @@ func (c *Client) RevertFactorAdditionWithBody(ctx context.Context, contentType s
 // passkey) first mails the account's address a notice with this link
 // (a confirmation whose notice cannot be sent is refused). Following
 // it:
-//   - removes that factor (the recovery codes with it, when it was
-//     the last);
+//   - removes that factor and every factor added after it (the
+//     recovery codes with them, when none is left);
 //   - ends every session of the account, and a change of address
 //     pending;
 //   - makes the password open nothing until it is reset (403
@@ -10399,8 +10399,8 @@ type ClientWithResponsesInterface interface {
 	// passkey) first mails the account's address a notice with this link
 	// (a confirmation whose notice cannot be sent is refused). Following
 	// it:
-	// - removes that factor (the recovery codes with it, when it was
-	//   the last);
+	// - removes that factor and every factor added after it (the
+	//   recovery codes with them, when none is left);
 	// - ends every session of the account, and a change of address
 	//   pending;
 	// - makes the password open nothing until it is reset (403
@@ -10433,8 +10433,8 @@ type ClientWithResponsesInterface interface {
 	// passkey) first mails the account's address a notice with this link
 	// (a confirmation whose notice cannot be sent is refused). Following
 	// it:
-	// - removes that factor (the recovery codes with it, when it was
-	//   the last);
+	// - removes that factor and every factor added after it (the
+	//   recovery codes with them, when none is left);
 	// - ends every session of the account, and a change of address
 	//   pending;
 	// - makes the password open nothing until it is reset (403
@@ -21544,8 +21544,8 @@ func (c *ClientWithResponses) ConfirmEmailVerificationWithResponse(ctx context.C
 // passkey) first mails the account's address a notice with this link
 // (a confirmation whose notice cannot be sent is refused). Following
 // it:
-//   - removes that factor (the recovery codes with it, when it was
-//     the last);
+//   - removes that factor and every factor added after it (the
+//     recovery codes with them, when none is left);
 //   - ends every session of the account, and a change of address
 //     pending;
 //   - makes the password open nothing until it is reset (403
@@ -21585,8 +21585,8 @@ func (c *ClientWithResponses) RevertFactorAdditionWithBodyWithResponse(ctx conte
 // passkey) first mails the account's address a notice with this link
 // (a confirmation whose notice cannot be sent is refused). Following
 // it:
-//   - removes that factor (the recovery codes with it, when it was
-//     the last);
+//   - removes that factor and every factor added after it (the
+//     recovery codes with them, when none is left);
 //   - ends every session of the account, and a change of address
 //     pending;
 //   - makes the password open nothing until it is reset (403
