@@ -134,7 +134,11 @@ func (a *Service) Login(ctx context.Context, login, password string, client Clie
 	if len(u.factors) > 0 {
 		return a.challenge(ctx, u.Access, domain.MadePassword, u.factors)
 	}
-	return a.openSession(ctx, u.Access, client, ErrInvalidCredentials, domain.MadePassword)
+	opened, err := a.openSession(ctx, u.Access, client, ErrInvalidCredentials, domain.MadePassword)
+	if err != nil {
+		return LoginResult{}, a.suspendedWhy(ctx, u.ID, err)
+	}
+	return opened, nil
 }
 
 // suspendedWhy adds the suspension's reason to a login's refusal for a
@@ -228,6 +232,16 @@ func (a *Service) openSession(ctx context.Context, u domain.Access, client Clien
 		// on as well, so passwordAdmits alone would refuse this session;
 		// the mark says why.
 		err = ErrPasswordResetRequired
+	case again.Access.Status == domain.StatusSuspended && again.Access.PasswordEpoch == s.PasswordEpoch+1:
+		// A suspension landed meanwhile, and nothing else: its
+		// compare-and-set moved the epoch on by one as well, so
+		// passwordAdmits alone would refuse this session as for a
+		// password changed; the suspension says why
+		// (TestALoginRacingASuspensionIsToldOfIt). One whose end has
+		// passed already still admits no session of the epoch before.
+		if err = a.blocked(ctx, again.Access); err == nil {
+			err = gone
+		}
 	case !passwordAdmits(again.Access, s):
 		// The password checked is not the account's any more.
 		err = gone

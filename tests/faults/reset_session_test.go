@@ -73,7 +73,8 @@ func TestAResetHandsOutNoSessionWhatLandedMeanwhileEnds(t *testing.T) {
 }
 
 // suspendNow suspends ann until lifted, as a moderator's compare-and-set
-// does, and ends her sessions after it.
+// does (a new password epoch in the same write: S3), and ends her
+// sessions after it.
 func suspendNow(ctx context.Context, m *mailWorld) error {
 	u, err := m.store.Users().Get(ctx, m.ann.ID)
 	if err != nil {
@@ -82,6 +83,7 @@ func suspendNow(ctx context.Context, m *mailWorld) error {
 	now := m.store.Now()
 	u.Status = domain.StatusSuspended
 	u.Suspension = &domain.Suspension{UserID: u.ID, Username: u.Username, Reason: "spam", SuspendedAt: now}
+	u.PasswordEpoch, u.PasswordSession = u.PasswordEpoch+1, ""
 	u.Version++
 	u.UpdatedAt = now
 	if applied, err := m.store.Users().Update(ctx, u); err != nil || !applied {
