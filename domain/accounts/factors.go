@@ -910,6 +910,17 @@ func (a *Service) SecondFactor(ctx context.Context, challenge string, proof Proo
 			factors, set, ferr = a.factors.Read(ctx, t.UserID)
 		}
 	})
+	if uerr == nil && u.Status == domain.StatusSuspended && t.PasswordPrint == epochPrint(u.ID, u.PasswordEpoch-1) {
+		// A suspension since the challenge, and nothing else: its
+		// compare-and-set moved the epoch on by one (S3), which alone
+		// would read as a password changed; the suspension says why, as
+		// the login would (TestASecondStepAfterASuspensionIsToldOfIt).
+		// One whose end has passed still admits no challenge of the
+		// epoch before.
+		if err := a.blocked(ctx, u.Access); err != nil {
+			return LoginResult{}, a.suspendedWhy(ctx, u.ID, err)
+		}
+	}
 	if errors.Is(uerr, domain.ErrNotFound) || (uerr == nil && (!u.Visible() || t.PasswordPrint != epochPrint(u.ID, u.PasswordEpoch))) {
 		return LoginResult{}, errChallenge("stale", "no longer applies: the account's password changed since")
 	}

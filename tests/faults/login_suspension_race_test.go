@@ -44,3 +44,27 @@ func TestALoginRacingASuspensionIsToldOfIt(t *testing.T) {
 		}
 	}
 }
+
+// TestASecondStepAfterASuspensionIsToldOfIt: ann's password was right and
+// her login answered a challenge; an admin suspends her before she types
+// the app's code. The suspension's compare-and-set moves the password
+// epoch on (S3), and the challenge, bound to the epoch it was made at,
+// was refused as if her password had changed (401 invalid_challenge:
+// "log in again", whose login then says suspended), where openapi.yaml
+// answers the second step 403 suspended: "the account was suspended
+// since the password was checked". No session either way.
+func TestASecondStepAfterASuspensionIsToldOfIt(t *testing.T) {
+	t.Parallel()
+	f := newFactorWorld(t)
+	if err := suspendNow(context.Background(), f.mailWorld); err != nil {
+		t.Fatal(err)
+	}
+	err := f.secondStep(accounts.Proof{Code: f.code(t, 0)})
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Code != "suspended" {
+		t.Errorf("the second step after a suspension answered %v, want 403 suspended", err)
+	}
+	if n := f.working(t); n != 0 {
+		t.Errorf("the second step after a suspension left %d sessions working", n)
+	}
+}
