@@ -2088,6 +2088,25 @@
     window.dispatchEvent(new CustomEvent('shelf:logged-out'));
     $('reset').elements.token.value = '';
     forgetSecrets();
+    forgetPages();
+  }
+
+  // forgetPages empties what the session's pages showed: a page shows
+  // what it last held until its own reads come (and for good when they
+  // are refused), so after a Log out the next user of the tab met the
+  // last one's library, profile and email, sessions (addresses, devices),
+  // second factors, groups and moderation views on their own pages, and
+  // what the last one typed in their forms.
+  function forgetPages() {
+    state.factors = null;
+    people.asked = '';
+    item.groupsOffered = false;
+    document.querySelectorAll('main form').forEach((f) => f.reset());
+    document.querySelectorAll('main tbody, main datalist, #mod-factors, #delete-groups ul').forEach((el) => el.replaceChildren());
+    document.querySelectorAll('main .page-number').forEach((el) => { el.textContent = ''; });
+    for (const id of ['email-status', 'factors-status', 'mod-user-title', 'mod-user-status', 'mod-user-factors', 'group-capacity']) $(id).textContent = '';
+    $('group-title').textContent = 'Group';
+    $('delete-groups').hidden = true;
   }
 
   // forgetSecrets takes out of the page an authenticator's key (and its
