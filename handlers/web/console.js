@@ -225,14 +225,20 @@
     if (first) first.focus();
   }
 
-  // busyWhile marks el busy (aria-busy, and a button disabled) while fn
-  // runs; a second press meanwhile does nothing (no double submit). A
-  // button that is off whatever runs (data-off: a pager's Next on its
-  // last page) stays disabled after.
+  // busyWhile marks el busy (aria-busy, and a button or a changed select
+  // disabled) while fn runs; a second press meanwhile does nothing (no
+  // double submit), and a select cannot be changed again only to have
+  // its change dropped (the library's order would then say newest over
+  // the oldest rows read). A button that is off whatever runs (data-off:
+  // a pager's Next on its last page) stays disabled after.
   async function busyWhile(el, fn) {
     if (!el) return fn();
     if (el.getAttribute('aria-busy') === 'true') return undefined;
-    const buttons = el.tagName === 'FORM' ? [...el.querySelectorAll('button')] : el.tagName === 'BUTTON' ? [el] : [];
+    const buttons = el.tagName === 'FORM' ? [...el.querySelectorAll('button')] : ['BUTTON', 'SELECT'].includes(el.tagName) ? [el] : [];
+    // A disabled control loses the keyboard's focus to the page's start:
+    // the pressed (or changed) control takes it back once enabled again,
+    // unless it went elsewhere meanwhile (a field refused, a new page).
+    const focused = document.activeElement === el;
     el.setAttribute('aria-busy', 'true');
     buttons.forEach((b) => { b.disabled = true; });
     try {
@@ -240,6 +246,7 @@
     } finally {
       el.removeAttribute('aria-busy');
       buttons.forEach((b) => { b.disabled = b.hasAttribute('data-off'); });
+      if (focused && !el.disabled && el.isConnected && (!document.activeElement || document.activeElement === document.body)) el.focus();
     }
   }
 
