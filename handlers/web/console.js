@@ -427,6 +427,8 @@
       this.offset = 0;
       this.next = '';
       this.loaded = false;
+      // seq counts the loads begun: only the last one's page is shown.
+      this.seq = 0;
       const el = document.querySelector('[data-pager="' + name + '"]');
       el.setAttribute('role', 'group');
       el.setAttribute('aria-label', 'Pages of ' + name.replace('-', ' '));
@@ -466,10 +468,15 @@
 
     // load shows the page at the last of cursors; the pager takes cursors
     // (and offset) only once that page came, so a refused Next or Previous
-    // leaves it on the page shown, counted as before.
+    // leaves it on the page shown, counted as before. A page whose read a
+    // later load overtook (a Next still out when the order is changed, an
+    // item's members still out when another item is opened) is dropped:
+    // the later one is what the user asked for last.
     async load(cursors = this.cursors, offset = this.offset) {
       const cursor = cursors[cursors.length - 1];
+      const seq = ++this.seq;
       const page = await this.fetchPage(cursor);
+      if (seq !== this.seq) return;
       this.cursors = cursors;
       this.offset = offset;
       this.next = page.nextCursor || '';
