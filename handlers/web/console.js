@@ -687,6 +687,7 @@
     item.current = null;
     $('item-title').textContent = 'Item';
     $('item-view').hidden = true;
+    const still = stillShown();
     let c;
     try {
       c = await api('GET', '/v1/content/' + enc(id));
@@ -696,6 +697,7 @@
       }
       throw err;
     }
+    if (!still()) return;
     $('item-view').hidden = false;
     item.current = c;
     $('item-title').textContent = c.name;
@@ -703,10 +705,12 @@
     $('item-description').textContent = c.description || '—';
     $('item-link').replaceChildren(c.link ? webLink(c.link) : '—');
     const creator = await nameOf(c.createdBy);
+    if (!still()) return;
     $('item-creator').replaceChildren(creator === c.createdBy ? 'an account since deleted' : link(creator, '#/browse/user/' + enc(creator)));
     $('item-modified').textContent = when(c.lastModified);
     // A visitor manages nothing and has no library.
     const [manages, mine] = state.me ? await Promise.all([managesItem(), inMyLibrary(c)]) : [false, false];
+    if (!still()) return;
     item.manages = manages;
     item.mine = mine;
     if (manages) {
@@ -898,15 +902,18 @@
     f.elements.kind.value = kind === 'group' ? 'group' : 'user';
     f.elements.who.value = who;
     browseKind();
+    const still = stillShown();
     let shown = '';
     try {
       if (kind === 'group') {
         const g = await groupNamed(who, 'who');
+        if (!still()) return;
         browse.path = '/v1/groups/' + enc(g.id) + '/library';
         $('other-library-caption').textContent = 'The group ' + g.name + "'s library: the items you may see";
         shown = 'The library of the group ' + g.name + '.';
       } else {
         const u = await userNamed(who, 'who');
+        if (!still()) return;
         browse.path = '/v1/users/' + enc(u.id) + '/library';
         $('other-library-caption').textContent = u.username + "'s library: the items you may see";
         shown = 'The library of ' + u.username + '.';
@@ -916,11 +923,11 @@
         $('browse-moderation').hidden = !isAdmin();
       }
     } catch (err) {
-      showError(f, err);
+      if (still()) showError(f, err);
       return;
     }
     await otherLibrary.first();
-    say(shown);
+    if (still()) say(shown);
   }
 
   form('view', async (v) => {
@@ -1030,14 +1037,19 @@
     // The group shown before leaves with its members' rows: none stays
     // under this group's name while (or if not) its own are read.
     $('group-members').tBodies[0].replaceChildren();
+    const still = stillShown();
     const g = await groupNamed(name, 'name');
+    if (!still()) return;
     group.current = g;
     $('group-title').textContent = g.displayName !== g.name ? g.displayName + ' (' + g.name + ')' : g.name;
     $('group-capacity').textContent = capacity(g);
     clearErrors($('add-member'));
-    group.role = await roleIn(g.id);
+    const role = await roleIn(g.id);
+    if (!still()) return;
+    group.role = role;
     $('add-member').hidden = group.role !== 'manager';
     await groupMembers.first();
+    if (!still()) return;
     // Closing is for the group's managers and admins; others see no button.
     $('close-group-name').textContent = g.name;
     $('close-group-area').hidden = !(isAdmin() || group.role === 'manager');
@@ -1206,12 +1218,16 @@
     allAudit.actor = '';
     allAudit.action = action;
     fill('all-audit', [], 'Loading…');
+    const still = stillShown();
+    let actor = '';
     try {
-      if (by) allAudit.actor = (await userNamed(by, 'by')).id;
+      if (by) actor = (await userNamed(by, 'by')).id;
     } catch (err) {
-      showError(f, err);
+      if (still()) showError(f, err);
       return;
     }
+    if (!still()) return;
+    allAudit.actor = actor;
     $('all-audit-caption').textContent = (action ? word(action) : 'Every admin action') + (by ? ' by ' + by : '') + ', newest first';
     await allAudit.pager.first();
   }
@@ -1227,7 +1243,9 @@
   // afresh): suspended or not (and why, by whom, until when), a link to
   // their library, their history and the audit of admin actions on them.
   async function showModUser(userId) {
+    const still = stillShown();
     const u = await api('GET', '/v1/users/' + enc(userId));
+    if (!still()) return;
     modHistory.user = u;
     names.set(u.id, u.username);
     $('mod-user-title').textContent = u.username + (u.displayName !== u.username ? ' (' + u.displayName + ')' : '');
@@ -1291,9 +1309,11 @@
     () => unsuspend(modHistory.user.id, modHistory.user.username)));
 
   async function showModeration(username) {
+    const still = stillShown();
     // Looking up a user keeps the suspended list on the page it was.
     if (suspended.loaded) await suspended.reload();
     else await suspended.first();
+    if (!still()) return;
     const f = $('history-of');
     clearErrors(f);
     f.elements.username.value = username || '';
@@ -1308,11 +1328,13 @@
     try {
       u = await userNamed(username, 'username');
     } catch (err) {
+      if (!still()) return;
       $('history').hidden = true;
       $('audit').hidden = true;
       showError(f, err);
       return;
     }
+    if (!still()) return;
     await showModUser(u.id);
   }
 
@@ -2247,7 +2269,19 @@
     if (location.hash === before) route().catch((err) => say(err.message, true));
   }
 
+  // routed counts the pages asked for (route); stillShown answers a
+  // check that no other page was asked for since it was made: a page
+  // whose reads land after the user went on (item A still loading when
+  // item B is opened) must not show itself under the address of the
+  // next, nor say its refusal there.
+  let routed = 0;
+  function stillShown() {
+    const at = routed;
+    return () => at === routed;
+  }
+
   async function route() {
+    const seq = ++routed;
     const raw = location.hash.replace(/^#\/?/, '');
     const [path, search] = raw.split('?');
     state.params = new URLSearchParams(search || '');
@@ -2278,9 +2312,13 @@
     });
     try {
       await page.show(...parts.slice(1));
+    } catch (err) {
+      if (seq === routed) throw err;
     } finally {
-      landed(section, page.focus ? page.focus(...parts.slice(1)) : '');
-      document.body.dataset.ready = section;
+      if (seq === routed) {
+        landed(section, page.focus ? page.focus(...parts.slice(1)) : '');
+        document.body.dataset.ready = section;
+      }
     }
   }
 
