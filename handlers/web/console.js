@@ -1012,12 +1012,14 @@
   }
 
   // refreshGroup shows the group again after a change, the caller's own
-  // role too (a manager may have made themself a member).
+  // role too (a manager may have made themself a member, who may no
+  // longer add members or close the group).
   async function refreshGroup() {
     group.current = await api('GET', '/v1/groups/' + enc(group.current.id));
     group.role = await roleIn(group.current.id);
     $('group-capacity').textContent = capacity(group.current);
     $('add-member').hidden = group.role !== 'manager';
+    $('close-group-area').hidden = !(isAdmin() || group.role === 'manager');
     await groupMembers.reload();
   }
 
