@@ -2082,8 +2082,12 @@
     try {
       s = await api('POST', '/v1/sessions/second-factor', body);
     } catch (err) {
-      // A used, expired or stale challenge: back to the password.
-      if (err.code === 'invalid_challenge') endCode();
+      // A used, expired or stale challenge: back to the password, where
+      // the keyboard goes on (the code form it was in is hidden).
+      if (err.code === 'invalid_challenge') {
+        endCode();
+        $('login').elements.login.focus();
+      }
       throw err;
     }
     endCode();
