@@ -1505,6 +1505,8 @@
     names.set(state.me.id, state.me.username);
     showWho();
     showEmailStatus();
+    // Asking for a new email ended the other sessions: the list says so.
+    if (state.me.pendingEmail && patch.email !== undefined) await sessions.first();
     // A new email is only asked for; the server mails it a link after
     // answering, and the account's address a notice.
     say(!state.me.pendingEmail || patch.email === undefined ? 'Saved your profile.'
