@@ -215,9 +215,13 @@
       input.setAttribute('aria-invalid', 'true');
       input.setAttribute('aria-describedby', note.id);
       // Inside the field's label, under the field: the form keeps its line.
+      // A field the page had hidden is shown (a code field, hidden while
+      // the page knew of no second factor, one added since in another tab).
       const label = input.closest('label');
-      if (label) label.append(note);
-      else input.after(note);
+      if (label) {
+        label.append(note);
+        label.hidden = false;
+      } else input.after(note);
     }
     say(err.message + (loose.length ? ' (' + loose.join('; ') + ')' : ''), true);
     // The eye goes where the fix is: the first field refused.
