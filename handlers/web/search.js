@@ -79,6 +79,7 @@
   // clear forgets the search and its matches.
   function clear() {
     say('');
+    search.seq++;
     search.q = '';
     search.cursors = [''];
     search.next = '';
@@ -131,7 +132,10 @@
   // ---- Searching and paging ----
 
   // search is the query shown and the cursors of the pages it came by.
-  const search = { q: '', cursors: [''], next: '' };
+  // seq counts the reads begun (and clear): a page whose read a later
+  // one, or a Log out, overtook is dropped, so neither an older page nor
+  // the last session's matches replace what was asked for last.
+  const search = { q: '', cursors: [''], next: '', seq: 0 };
 
   function clearFieldError() {
     const input = form.elements.q;
@@ -147,7 +151,9 @@
     const params = new URLSearchParams({ q, limit: String(pageSize) });
     const cursor = cursors[cursors.length - 1];
     if (cursor) params.set('cursor', cursor);
+    const seq = ++search.seq;
     const page = await api('GET', '/v1/users?' + params.toString());
+    if (seq !== search.seq) return;
     search.q = q;
     search.cursors = cursors;
     search.next = page.nextCursor || '';
