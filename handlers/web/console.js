@@ -203,7 +203,10 @@
   function showError(form, err) {
     const loose = [];
     for (const f of (err && err.fields) || []) {
-      const input = form && f.field && form.elements.namedItem(f.field);
+      // A recovery code is typed in a form's code field (withCode sends
+      // it as recoveryCode): its refusal goes there too.
+      const input = form && f.field && (form.elements.namedItem(f.field)
+        || (f.field === 'recoveryCode' && form.elements.namedItem('code')));
       if (!input || !input.closest) {
         loose.push((f.field ? f.field + ': ' : '') + f.message);
         continue;
