@@ -242,10 +242,12 @@
     if (!el) return fn();
     if (el.getAttribute('aria-busy') === 'true') return undefined;
     const buttons = el.tagName === 'FORM' ? [...el.querySelectorAll('button')] : ['BUTTON', 'SELECT'].includes(el.tagName) ? [el] : [];
-    // A disabled control loses the keyboard's focus to the page's start:
-    // the pressed (or changed) control takes it back once enabled again,
-    // unless it went elsewhere meanwhile (a field refused, a new page).
-    const focused = document.activeElement === el;
+    // A disabled control loses the keyboard's focus to the page's start
+    // (and a question answered leaves it in its closed dialog): the
+    // pressed (or changed) control, or a form's pressed button, takes it
+    // back once enabled again, unless it went elsewhere meanwhile (a
+    // field refused, a new page).
+    const focused = el.contains(document.activeElement) ? document.activeElement : null;
     el.setAttribute('aria-busy', 'true');
     buttons.forEach((b) => { b.disabled = true; });
     try {
@@ -253,7 +255,9 @@
     } finally {
       el.removeAttribute('aria-busy');
       buttons.forEach((b) => { b.disabled = b.hasAttribute('data-off'); });
-      if (focused && !el.disabled && el.isConnected && (!document.activeElement || document.activeElement === document.body)) el.focus();
+      const now = document.activeElement;
+      const lost = !now || now === document.body || Boolean(now.closest('dialog:not([open])'));
+      if (focused && !focused.disabled && focused.isConnected && lost) focused.focus();
     }
   }
 
