@@ -235,6 +235,9 @@
   async function busy(el, fn) {
     if (el.getAttribute('aria-busy') === 'true') return;
     const buttons = el.tagName === 'FORM' ? [...el.querySelectorAll('button')] : [el];
+    // A disabled button loses the keyboard's focus to the page's start:
+    // the pressed one takes it back, if still there and enabled.
+    const focused = el.contains(document.activeElement) ? document.activeElement : null;
     el.setAttribute('aria-busy', 'true');
     buttons.forEach((b) => { b.disabled = true; });
     try {
@@ -244,6 +247,8 @@
       buttons.forEach((b) => { b.disabled = false; });
       prev.disabled = search.cursors.length < 2;
       next.disabled = !search.next;
+      const now = document.activeElement;
+      if (focused && focused.isConnected && !focused.disabled && (!now || now === document.body)) focused.focus();
     }
   }
 
