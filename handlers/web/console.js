@@ -2252,7 +2252,14 @@
   // pages: name -> how the page shows from its route's parts. public pages
   // show without a session; admin pages only to admins.
   const pages = {
-    auth: { public: true, show: async () => { $('login-unverified').hidden = true; } },
+    // The login page shows nothing of a refusal said before (a recovered
+    // account's hint, a field's reason), to whoever opens it next.
+    auth: { public: true, show: async () => {
+      $('login-unverified').hidden = true;
+      $('login-recovered').hidden = true;
+      clearErrors($('login'));
+      clearErrors($('signup'));
+    } },
     forgot: { public: true, show: async () => clearErrors($('forgot')) },
     reset: { public: true, show: async () => showReset() },
     verify: { public: true, show: () => showVerify() },
