@@ -257,6 +257,14 @@ func foldCase(s string) string {
 	}, emailFold.String(s))
 }
 
+// Ats are "@" and the characters NFKC folds to it (U+FE6B, U+FF20):
+// NormalizeEmail takes an address written with either.
+const Ats = "@\uFE6B\uFF20"
+
+// NamesAnEmail reports whether a login, or a path segment, is written as
+// an address: it holds one of Ats.
+func NamesAnEmail(s string) bool { return strings.ContainsAny(s, Ats) }
+
 // NormalizeEmail checks an email address and returns the form to display
 // (NFKC of what was typed) and the key it is unique by: NFKC, case folded,
 // NFKC again (folding can denormalize).

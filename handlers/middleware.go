@@ -188,20 +188,17 @@ func methodLabel(method string) string {
 	return "other"
 }
 
-// ats are "@" and the characters NFKC folds to it (U+FE6B, U+FF20),
-// which domain.NormalizeEmail reads as "@".
-const ats = "@\uFE6B\uFF20"
-
-// emailSegment is a path segment that holds an address (an at, decoded).
-var emailSegment = regexp.MustCompile(`[^/]*[` + ats + `][^/]*`)
+// emailSegment is a path segment that holds an address (an at of
+// domain.Ats, decoded).
+var emailSegment = regexp.MustCompile(`[^/]*[` + domain.Ats + `][^/]*`)
 
 // loggedPath is the path for the access log, with every segment that
-// holds an at (ats) replaced: GET /v1/users/by-email/{email} names the address
+// holds an at (domain.Ats) replaced: GET /v1/users/by-email/{email} names the address
 // in its path, and an address typed where an id or a username belongs
 // would be logged too. A log is read by more people, and kept longer,
 // than the accounts table.
 func loggedPath(path string) string {
-	if !strings.ContainsAny(path, ats) {
+	if !domain.NamesAnEmail(path) {
 		return path
 	}
 	return emailSegment.ReplaceAllLiteralString(path, "[redacted]")

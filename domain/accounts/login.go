@@ -352,7 +352,7 @@ func (a *Service) rehash(ctx context.Context, checked domain.Credentials, passwo
 	}
 }
 
-// findByLogin resolves a username or an email (it has an '@') to the
+// findByLogin resolves a username or an email (it has an at) to the
 // credentials of a visible account through its committed claim; the
 // account must still hold that key (a claim left behind by a change that
 // died half-way must not lead to it).
@@ -365,11 +365,12 @@ func (a *Service) findByLogin(ctx context.Context, login string) (domain.Credent
 }
 
 // loginKey is the claim a login names: its email's key when it has an
-// '@', else its username's; ok is false when it is neither.
+// at (domain.Ats: signup takes a fullwidth one), else its username's; ok
+// is false when it is neither (TestAnAddressWithAFullwidthAtIsOneLogin).
 func loginKey(login string) (domain.ClaimKind, string, bool) {
 	kind := domain.KindUsername
 	_, key, fe := domain.NormalizeUsername(login)
-	if strings.Contains(login, "@") {
+	if domain.NamesAnEmail(login) {
 		kind = domain.KindEmail
 		_, key, fe = domain.NormalizeEmail(login)
 	}

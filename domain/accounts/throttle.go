@@ -348,7 +348,7 @@ func (c *counted) verdict(ctx context.Context, right bool) error {
 // login names.
 func (a *Service) loginTiers(login, ip string) []tier {
 	var name string
-	if strings.Contains(login, "@") {
+	if domain.NamesAnEmail(login) { // as loginKey: one budget per address, however its at is written
 		if _, key, fe := domain.NormalizeEmail(login); fe == nil {
 			name = "email/" + key
 		}

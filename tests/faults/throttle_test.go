@@ -327,3 +327,36 @@ func TestEveryMailCounts(t *testing.T) {
 		t.Fatalf("an hour later the verification was not sent: %+v", last)
 	}
 }
+
+// TestAnAddressWithAFullwidthAtIsOneLogin: signup takes an address typed
+// with a fullwidth or small "@" (NFKC folds U+FF20 and U+FE6B to "@"), so a
+// login typed the same way names that address: it opens the account, and
+// its failures count in the address's own budget. Before, such a login
+// was read as a username: the account's owner could not log in as she
+// signed up, and had the login found it, each spelling would have had a
+// budget of its own.
+func TestAnAddressWithAFullwidthAtIsOneLogin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _, _, _ := newThrottled(t)
+	for _, login := range []string{"ann\uff20example.org", "ann\ufe6bexample.org"} {
+		if r, err := svc.Login(ctx, login, password, from("192.0.2.1")); err != nil || r.Token == "" {
+			t.Errorf("a login as %q: %+v %v, want a session", login, r, err)
+		}
+	}
+	// The login's budget: 12 failures from three addresses, in every
+	// spelling of the address; then even the right password is refused.
+	spellings := []string{"ann@example.org", "ann\uff20example.org", "ann\ufe6bexample.org"}
+	for i := range perLogin {
+		ip := fmt.Sprintf("198.51.100.%d", i/(perAddress-1))
+		if _, err := svc.Login(ctx, spellings[i%3], "wrong", from(ip)); !errors.Is(err, accounts.ErrInvalidCredentials) {
+			t.Fatalf("wrong %d as %q: %v", i, spellings[i%3], err)
+		}
+	}
+	for _, login := range spellings {
+		refusedFor(t, "the right password as "+login+" once the address had 12 failures", func() error {
+			_, err := svc.Login(ctx, login, password, from("203.0.113.9"))
+			return err
+		}())
+	}
+}
