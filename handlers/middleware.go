@@ -151,9 +151,7 @@ func frame(logger zerolog.Logger, trusted []netip.Prefix, timeout time.Duration,
 				if metricRoute == "" {
 					metricRoute = "unmatched"
 				}
-				m.HTTPRequests.WithLabelValues(metricRoute, method, strconv.Itoa(status)).Inc()
-				m.HTTPDuration.WithLabelValues(metricRoute, method).Observe(took.Seconds())
-				m.RoundTrips.WithLabelValues(metricRoute, method).Observe(float64(counted.Count()))
+				m.ObserveRequest(metricRoute, method, status, took, counted.Count())
 			}
 			logger.Info().
 				Str("requestId", id).

@@ -9,7 +9,9 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -63,6 +65,50 @@ type Metrics struct {
 	AttemptIndexLag        *prometheus.GaugeVec
 	AttemptIndexHeld       *prometheus.GaugeVec
 	AttemptIndexHeldOldest *prometheus.GaugeVec
+
+	// requests and statements are the children of the per-request and
+	// per-statement vectors, looked up once per label set:
+	// WithLabelValues checks and hashes every label value on every call.
+	requests   seriesCache[requestLabels, requestSeries]
+	statements seriesCache[string, prometheus.Observer]
+}
+
+// seriesCache remembers the children of vectors by their label values.
+// Its keys are as bounded as the labels they stand for.
+type seriesCache[K comparable, S any] struct {
+	mu sync.RWMutex
+	m  map[K]S
+}
+
+// get returns k's series, made by newSeries the first time.
+func (c *seriesCache[K, S]) get(k K, newSeries func(K) S) S {
+	c.mu.RLock()
+	s, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = newSeries(k)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[K]S{}
+	}
+	c.m[k] = s
+	c.mu.Unlock()
+	return s
+}
+
+// requestLabels are a request's labels.
+type requestLabels struct {
+	route, method string
+	status        int
+}
+
+// requestSeries are a request's children of HTTPRequests, HTTPDuration
+// and RoundTrips.
+type requestSeries struct {
+	requests        prometheus.Counter
+	duration, trips prometheus.Observer
 }
 
 // latencyBuckets cover 100 µs to 10 s: local reads to slow fan-outs.
@@ -164,6 +210,24 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
 }
 
+// ObserveRequest counts a request to route (its pattern) by method that
+// was answered status after took, having waited for trips round trips to
+// Cassandra.
+func (m *Metrics) ObserveRequest(route, method string, status int, took time.Duration, trips int) {
+	s := m.requests.get(requestLabels{route: route, method: method, status: status}, m.requestSeries)
+	s.requests.Inc()
+	s.duration.Observe(took.Seconds())
+	s.trips.Observe(float64(trips))
+}
+
+func (m *Metrics) requestSeries(l requestLabels) requestSeries {
+	return requestSeries{
+		requests: m.HTTPRequests.WithLabelValues(l.route, l.method, strconv.Itoa(l.status)),
+		duration: m.HTTPDuration.WithLabelValues(l.route, l.method),
+		trips:    m.RoundTrips.WithLabelValues(l.route, l.method),
+	}
+}
+
 // ObserveQuery implements gocql.QueryObserver.
 func (m *Metrics) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 	domain.RecordTrip(ctx, q.Start, q.End)
@@ -177,10 +241,14 @@ func (m *Metrics) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
 }
 
 func (m *Metrics) observe(kind string, d time.Duration, err error) {
-	m.CQLDuration.WithLabelValues(kind).Observe(d.Seconds())
+	m.statements.get(kind, m.statementDuration).Observe(d.Seconds())
 	if err != nil {
-		m.CQLErrors.WithLabelValues(kind).Inc()
+		m.CQLErrors.WithLabelValues(kind).Inc() // rare: not worth a cache
 	}
+}
+
+func (m *Metrics) statementDuration(kind string) prometheus.Observer {
+	return m.CQLDuration.WithLabelValues(kind)
 }
 
 // StatementKind names a statement for the kind label: its verb, or "lwt"
