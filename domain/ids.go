@@ -32,9 +32,24 @@ func ValidID(s, prefix string) bool {
 	if !ok || len(rest) != 26 {
 		return false
 	}
+	if idDigits(rest) {
+		return true // what the decode below finds, without decoding
+	}
 	var b [16]byte // 26 base32 digits are 16 bytes and 2 bits
 	_, err := idEncoding.Decode(b[:], []byte(rest))
 	return err == nil
+}
+
+// idDigits reports whether s is all digits of idEncoding: 26 of them
+// decode (the decoder also skips line breaks, so s may still be an id
+// when this is false).
+func idDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return false
+		}
+	}
+	return true
 }
 
 // EncodeID writes b as ids write their random part (lower-case base32).
