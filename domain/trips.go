@@ -30,9 +30,24 @@ type tripsKey struct{}
 // CountTrips returns a context whose statements are collected in the
 // returned Trips (through the statement observer, which calls RecordTrip).
 func CountTrips(ctx context.Context) (context.Context, *Trips) {
-	t := &Trips{}
-	t.spans = t.first[:0]
-	return context.WithValue(ctx, tripsKey{}, t), t
+	c := &tripsCtx{Context: ctx}
+	c.t.spans = c.t.first[:0]
+	return c, &c.t
+}
+
+// tripsCtx is a context and its Trips in one allocation (context.WithValue
+// would take another).
+type tripsCtx struct {
+	context.Context
+	t Trips
+}
+
+// Value is the Trips for tripsKey, and ctx's values otherwise.
+func (c *tripsCtx) Value(key any) any {
+	if key == (tripsKey{}) {
+		return &c.t
+	}
+	return c.Context.Value(key)
 }
 
 // RecordTrip records one statement of the request ctx belongs to, if any.

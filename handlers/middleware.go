@@ -42,6 +42,21 @@ type requestInfo struct {
 	logger *zerolog.Logger
 }
 
+// frameCtx is a context and its requestInfo in one allocation
+// (context.WithValue would take another).
+type frameCtx struct {
+	context.Context
+	info requestInfo
+}
+
+// Value is the requestInfo for requestKey, and ctx's values otherwise.
+func (c *frameCtx) Value(key any) any {
+	if key == any(requestKey) {
+		return &c.info
+	}
+	return c.Context.Value(key)
+}
+
 // infoOf is the requestInfo frame put on ctx (nil outside a request).
 func infoOf(ctx context.Context) *requestInfo {
 	info, _ := ctx.Value(requestKey).(*requestInfo)
@@ -127,7 +142,7 @@ func frame(logger zerolog.Logger, trusted []netip.Prefix, timeout time.Duration,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			ctx = context.WithValue(ctx, requestKey, &requestInfo{id: id, ip: ip, logger: &logger})
+			ctx = &frameCtx{Context: ctx, info: requestInfo{id: id, ip: ip, logger: &logger}}
 			ctx = accounts.WithClient(ctx, accounts.Client{UserAgent: r.UserAgent(), IP: ipText})
 			var counted *domain.Trips
 			if m != nil {

@@ -405,13 +405,30 @@ type clientKey struct{}
 // a current password and of second factors (their throttles count by its
 // address).
 func WithClient(ctx context.Context, c Client) context.Context {
-	return context.WithValue(ctx, clientKey{}, c)
+	return &clientCtx{Context: ctx, c: c}
+}
+
+// clientCtx is a context and its client in one allocation
+// (context.WithValue would box the Client in another).
+type clientCtx struct {
+	context.Context
+	c Client
+}
+
+// Value is the client for clientKey, and ctx's values otherwise.
+func (c *clientCtx) Value(key any) any {
+	if key == (clientKey{}) {
+		return &c.c
+	}
+	return c.Context.Value(key)
 }
 
 // clientOf is the client WithClient put in ctx (zero when none).
 func clientOf(ctx context.Context) Client {
-	c, _ := ctx.Value(clientKey{}).(Client)
-	return c
+	if c, _ := ctx.Value(clientKey{}).(*Client); c != nil {
+		return *c
+	}
+	return Client{}
 }
 
 // checkCurrentPassword verifies given against u's password, counted
