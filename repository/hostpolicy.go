@@ -139,6 +139,18 @@ func hostKey(h *gocql.HostInfo) string {
 	return h.ConnectAddressAndPort()
 }
 
+// dropOldest forgets the oldest of the requests waiting (there is one).
+// The last one leaves the array to the next (a slice advanced past its
+// last element has no room left, and each request to a quiet host
+// allocated one).
+func (s *hostHealth) dropOldest() {
+	if len(s.sent) == 1 {
+		s.sent = s.sent[:0]
+		return
+	}
+	s.sent = s.sent[1:]
+}
+
 // health returns the host's record; p.mu is held.
 func (p *healthPolicy) health(h *gocql.HostInfo) *hostHealth {
 	k := hostKey(h)
@@ -157,7 +169,7 @@ func (p *healthPolicy) health(h *gocql.HostInfo) *hostHealth {
 func (p *healthPolicy) stuck(h *gocql.HostInfo, now time.Time, probe bool) bool {
 	s := p.health(h)
 	for len(s.sent) > 0 && now.Sub(s.sent[0]) > forgetAfter {
-		s.sent = s.sent[1:]
+		s.dropOldest()
 	}
 	if now.Sub(s.answered) <= quiet {
 		return false
@@ -197,21 +209,25 @@ func (p *healthPolicy) stuck(h *gocql.HostInfo, now time.Time, probe bool) bool 
 // copy still out loses to that error (the first answer wins, error or
 // not). By the second pass the pools have connections again.
 func (p *healthPolicy) Pick(q gocql.ExecutableQuery) gocql.NextHost {
-	var plan []gocql.SelectedHost
-	passes := 0
+	// One variable, so that the closure keeps one allocation of state,
+	// not one per variable it changes.
+	var st struct {
+		plan   []gocql.SelectedHost
+		passes int
+	}
 	return func() gocql.SelectedHost {
-		if len(plan) == 0 {
-			if passes == 2 || (passes == 1 && !p.pause(contextOf(q), replanPause)) {
+		if len(st.plan) == 0 {
+			if st.passes == 2 || (st.passes == 1 && !p.pause(contextOf(q), replanPause)) {
 				return nil
 			}
-			passes++
-			plan = p.reorder(p.HostSelectionPolicy.Pick(q), copied(q))
+			st.passes++
+			st.plan = p.reorder(p.HostSelectionPolicy.Pick(q), copied(q))
 		}
-		if len(plan) == 0 {
+		if len(st.plan) == 0 {
 			return nil
 		}
-		h := plan[0]
-		plan = plan[1:]
+		h := st.plan[0]
+		st.plan = st.plan[1:]
 		// gocql skips a host that is down without sending it anything.
 		if info := h.Info(); info.IsUp() {
 			p.mu.Lock()
@@ -273,7 +289,10 @@ func copied(q gocql.ExecutableQuery) bool {
 // that answer; probe says whether the plan's statement may probe a
 // silent host (it carries a speculative copy: copied).
 func (p *healthPolicy) reorder(inner gocql.NextHost, probe bool) []gocql.SelectedHost {
-	var ok, later, back []gocql.SelectedHost
+	// Room for a plan of a few nodes at once (appending one by one took
+	// an allocation at the first, second and third host).
+	ok := make([]gocql.SelectedHost, 0, 6)
+	var later, back []gocql.SelectedHost
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -313,7 +332,7 @@ func (p *healthPolicy) ended(h *gocql.HostInfo, err error) {
 	defer p.mu.Unlock()
 	s := p.health(h)
 	if len(s.sent) > 0 {
-		s.sent = s.sent[1:]
+		s.dropOldest()
 	}
 	if answered(err) {
 		s.answered = p.now()
@@ -326,8 +345,11 @@ func (p *healthPolicy) ended(h *gocql.HostInfo, err error) {
 // host: success, or an error the host sent (a coordinator's timeout or
 // unavailable is an answer: the node itself is alive).
 func answered(err error) bool {
-	var reqErr gocql.RequestError
-	return err == nil || errors.As(err, &reqErr)
+	if err == nil {
+		return true
+	}
+	var reqErr gocql.RequestError // on the heap (errors.As): only for errors
+	return errors.As(err, &reqErr)
 }
 
 // AddHosts hands the first hosts to the inner policy at once when it can

@@ -425,3 +425,21 @@ func TestPlanGetsOneSecondPass(t *testing.T) {
 		t.Fatalf("plan %s for a statement whose context ended, want ABC (no second pass)", ids)
 	}
 }
+
+// BenchmarkHostPolicy is what the host policy adds to a statement's
+// attempt: its plan over three healthy hosts, the first host taken (and
+// noted as sent to), the attempt's end noted.
+func BenchmarkHostPolicy(b *testing.B) {
+	var hosts []*gocql.HostInfo
+	for _, id := range []string{"A", "B", "C"} {
+		h := &gocql.HostInfo{}
+		h.SetHostID(id)
+		hosts = append(hosts, h)
+	}
+	p := newHealthPolicy(fixedPolicy{hosts: hosts}, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		h := p.Pick(nil)().Info()
+		p.ended(h, nil)
+	}
+}
