@@ -406,8 +406,8 @@ func Load(getenv func(string) string) (Config, error) {
 		},
 		MigrateOnStart: p.boolean("SHELF_MIGRATE_ON_START"),
 		Accounts: Accounts{
-			ClaimLease:          p.duration("SHELF_CLAIM_LEASE"),
-			SessionTTL:          p.duration("SHELF_SESSION_TTL"),
+			ClaimLease:          p.ttl("SHELF_CLAIM_LEASE"),
+			SessionTTL:          p.ttl("SHELF_SESSION_TTL"),
 			SessionSeenInterval: p.durationOrZero("SHELF_SESSION_SEEN_INTERVAL"),
 			RateLimitPerMinute:  p.nonNegativeInt("SHELF_RATE_LIMIT_PER_MINUTE"),
 			Argon2MemoryKiB:     p.positiveInt("SHELF_ARGON2_MEMORY_KIB"),
@@ -449,9 +449,9 @@ func Load(getenv func(string) string) (Config, error) {
 		SMTPPassword:    p.str("SHELF_SMTP_PASSWORD"),
 		SMTPTLS:         p.oneOf("SHELF_SMTP_TLS", "starttls", "tls", "none"),
 		SMTPTimeout:     p.duration("SHELF_SMTP_TIMEOUT"),
-		VerifyTTL:       p.duration("SHELF_VERIFY_EMAIL_TTL"),
-		ResetTTL:        p.duration("SHELF_RESET_PASSWORD_TTL"),
-		RevertTTL:       p.duration("SHELF_REVERT_EMAIL_TTL"),
+		VerifyTTL:       p.ttl("SHELF_VERIFY_EMAIL_TTL"),
+		ResetTTL:        p.ttl("SHELF_RESET_PASSWORD_TTL"),
+		RevertTTL:       p.ttl("SHELF_REVERT_EMAIL_TTL"),
 		RequireVerified: p.boolean("SHELF_REQUIRE_VERIFIED_EMAIL"),
 		PerHour:         p.countLimit("SHELF_MAIL_PER_HOUR"),
 	}

@@ -293,3 +293,21 @@ func TestHIBP(t *testing.T) {
 		t.Fatalf("logged as %v", f)
 	}
 }
+
+// TestTTLsCassandraKeeps: a setting that becomes a row's TTL (a session,
+// a mailed link, a claim's lease) longer than Cassandra keeps a row (20
+// years) is refused at start, naming it. Accepted, as it was, every login
+// (or link mailed, or signup) wrote a TTL Cassandra refuses and answered
+// 500: an operator who set SHELF_SESSION_TTL=876000h for sessions that
+// never end had no login left.
+func TestTTLsCassandraKeeps(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"SHELF_SESSION_TTL", "SHELF_CLAIM_LEASE", "SHELF_VERIFY_EMAIL_TTL", "SHELF_RESET_PASSWORD_TTL", "SHELF_REVERT_EMAIL_TTL"} {
+		if _, err := Load(env(map[string]string{name: "876000h"})); err == nil || !strings.Contains(err.Error(), name+": ") {
+			t.Errorf("%s of 100 years accepted or not explained: %v", name, err)
+		}
+		if _, err := Load(env(map[string]string{name: "87600h"})); err != nil {
+			t.Errorf("%s of 10 years refused: %v", name, err)
+		}
+	}
+}

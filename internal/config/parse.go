@@ -39,6 +39,23 @@ func (p *parser) duration(name string) time.Duration {
 	return p.durationFrom(name, time.Nanosecond, "a positive duration such as 5s or 250ms")
 }
 
+// longestTTL is the longest setting that becomes a row's TTL (a claim's
+// lease, a session, a mailed link): Cassandra refuses a TTL over 20 years
+// (630 720 000 s), and a token's row lives an hour past its link
+// (accounts.TokenGrace); this leaves a day.
+const longestTTL = 630720000*time.Second - 24*time.Hour
+
+// ttl reads a positive duration that some row keeps as its TTL: one
+// Cassandra would refuse is refused here, not by every write that uses it.
+func (p *parser) ttl(name string) time.Duration {
+	d := p.duration(name)
+	if d > longestTTL {
+		p.fail(name, "%v is longer than Cassandra keeps a row (a TTL of at most 20 years): set %v or less", d, longestTTL)
+		return 0
+	}
+	return d
+}
+
 // durationOrZero reads a duration that may be zero (off).
 func (p *parser) durationOrZero(name string) time.Duration {
 	return p.durationFrom(name, 0, "a duration such as 100ms, or 0s")
