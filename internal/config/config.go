@@ -494,8 +494,10 @@ func Load(getenv func(string) string) (Config, error) {
 		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)
 	}
 	cas := c.Cassandra
-	if cas.Timeout > 0 && c.HTTP.RequestTimeout > 0 && time.Duration(1+cas.Retries)*cas.Timeout >= c.HTTP.RequestTimeout {
-		p.fail("SHELF_CASSANDRA_TIMEOUT", "%v × %d attempts (1 + SHELF_CASSANDRA_RETRIES) does not fit in SHELF_REQUEST_TIMEOUT %v", cas.Timeout, 1+cas.Retries, c.HTTP.RequestTimeout)
+	// (1 + Retries) × Timeout < RequestTimeout, without the product (a
+	// large count would overflow it and pass).
+	if cas.Timeout > 0 && c.HTTP.RequestTimeout > 0 && int64(cas.Retries) >= int64((c.HTTP.RequestTimeout-1)/cas.Timeout) {
+		p.fail("SHELF_CASSANDRA_TIMEOUT", "%v × (1 + SHELF_CASSANDRA_RETRIES %d) attempts does not fit in SHELF_REQUEST_TIMEOUT %v", cas.Timeout, cas.Retries, c.HTTP.RequestTimeout)
 	}
 	if cas.SpeculativeCopies > 0 && cas.SpeculativeDelay >= cas.Timeout {
 		p.fail("SHELF_CASSANDRA_SPECULATIVE_DELAY", "%v is not below SHELF_CASSANDRA_TIMEOUT %v: no copy would ever go out before the timeout", cas.SpeculativeDelay, cas.Timeout)

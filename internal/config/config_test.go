@@ -206,6 +206,10 @@ func TestAttemptsFitTheRequest(t *testing.T) {
 		{map[string]string{"SHELF_CASSANDRA_TIMEOUT": "4s"}, "SHELF_CASSANDRA_TIMEOUT: "},
 		{map[string]string{"SHELF_CASSANDRA_RETRIES": "4"}, "SHELF_CASSANDRA_TIMEOUT: "},
 		{map[string]string{"SHELF_CASSANDRA_SPECULATIVE_DELAY": "2s"}, "SHELF_CASSANDRA_SPECULATIVE_DELAY: "},
+		// (1 + retries) × 2s overflows time.Duration: it wrapped below
+		// SHELF_REQUEST_TIMEOUT and was accepted.
+		{map[string]string{"SHELF_CASSANDRA_RETRIES": "9223372036854775807"}, "SHELF_CASSANDRA_TIMEOUT: "},
+		{map[string]string{"SHELF_CASSANDRA_RETRIES": "9300000000"}, "SHELF_CASSANDRA_TIMEOUT: "},
 	} {
 		if _, err := Load(env(tc.env)); err == nil || !strings.Contains(err.Error(), tc.name) {
 			t.Errorf("%v accepted or not explained: %v", tc.env, err)
@@ -214,6 +218,8 @@ func TestAttemptsFitTheRequest(t *testing.T) {
 	for _, ok := range []map[string]string{
 		{"SHELF_CASSANDRA_TIMEOUT": "3s"},
 		{"SHELF_CASSANDRA_RETRIES": "0", "SHELF_CASSANDRA_TIMEOUT": "9s"},
+		{"SHELF_CASSANDRA_RETRIES": "3"},
+		{"SHELF_CASSANDRA_RETRIES": "1", "SHELF_CASSANDRA_TIMEOUT": "4999ms"},
 		{"SHELF_CASSANDRA_SPECULATIVE_COPIES": "0", "SHELF_CASSANDRA_SPECULATIVE_DELAY": "5s"},
 	} {
 		if _, err := Load(env(ok)); err != nil {
