@@ -114,7 +114,7 @@ func (a *Service) afterAnswerOr(ctx context.Context, what string, job func(ctx c
 		a.log.Warn(ctx, what+" dropped: too many mail jobs at once; the user can ask again")
 		return
 	}
-	a.cfg.Background(func() {
+	a.background(func() {
 		defer func() { <-a.mailJobs }()
 		run()
 	})

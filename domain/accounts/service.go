@@ -13,6 +13,7 @@ package accounts
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"shelf/domain"
@@ -179,6 +180,13 @@ type Service struct {
 	log      domain.Logger
 	// seen records sightings of sessions off the requests' path.
 	seen *sightings
+	// afterMu guards afterRunning, the work requests left for after their
+	// answers (background) still running, and afterIdle, closed when it
+	// reaches none while Close waits (a WaitGroup would panic on work
+	// begun beside a Close, by a worker still stopping).
+	afterMu      sync.Mutex
+	afterRunning int
+	afterIdle    chan struct{}
 	// mail, passwords, audit, throttle, search, factors, totp and
 	// passkeys are Config's; mailJobs bounds the mail jobs running.
 	mail      Mail
@@ -295,3 +303,46 @@ func (a *Service) now() time.Time { return a.cfg.Now().UTC().Truncate(time.Milli
 // maxChangeAttempts bounds the retries of a change that lost a race with
 // another change of the same account.
 const maxChangeAttempts = 8
+
+// background runs job after the answer (Config.Background), counted for
+// Close.
+func (a *Service) background(job func()) {
+	a.afterMu.Lock()
+	a.afterRunning++
+	a.afterMu.Unlock()
+	a.cfg.Background(func() {
+		defer func() {
+			a.afterMu.Lock()
+			defer a.afterMu.Unlock()
+			if a.afterRunning--; a.afterRunning == 0 && a.afterIdle != nil {
+				close(a.afterIdle)
+				a.afterIdle = nil
+			}
+		}()
+		job()
+	})
+}
+
+// Close waits, until ctx ends, for the work requests left for after their
+// answers (mail, the notices among them, and sightings of sessions): a
+// process that stops once its requests drained would otherwise end it
+// part-way, and nothing records a mail to send it again. It says whether
+// all of it finished. The server calls it once no request is left.
+func (a *Service) Close(ctx context.Context) (finished bool) {
+	a.afterMu.Lock()
+	if a.afterRunning == 0 {
+		a.afterMu.Unlock()
+		return true
+	}
+	if a.afterIdle == nil {
+		a.afterIdle = make(chan struct{})
+	}
+	idle := a.afterIdle
+	a.afterMu.Unlock()
+	select {
+	case <-idle:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -479,5 +479,5 @@ func (a *Service) sighted(ctx context.Context, s domain.Session) {
 				"user", s.UserID, "error", err.Error())
 		}
 	}
-	a.cfg.Background(run)
+	a.background(run)
 }

@@ -72,8 +72,25 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger, opts .
 			logger.Warn().Int("items", left).Msg("background fan-outs left to the outbox worker")
 		}
 	}()
+	stopAt := make(chan time.Time, 1)
+	context.AfterFunc(ctx, func() { stopAt <- time.Now() })
 	err = serveWithSides(ctx, ln, a.Router, []*side{pprof, metricsSide}, cfg.HTTP, logger)
 	stop()
+	// The requests drained; what they left for after their answers (a
+	// password change's notice, a link asked for) has no record to be
+	// sent from elsewhere: it finishes before the session closes, within
+	// the SHELF_SHUTDOWN_TIMEOUT the signal began (the drain's).
+	deadline := time.Now().Add(cfg.HTTP.ShutdownTimeout)
+	select {
+	case at := <-stopAt:
+		deadline = at.Add(cfg.HTTP.ShutdownTimeout)
+	default:
+	}
+	afterCtx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if !a.Accounts.Close(afterCtx) {
+		logger.Warn().Msg("work left after answers (mail, sightings of sessions) still running at shutdown: ended")
+	}
 	<-fanoutsClosed
 	return err
 }

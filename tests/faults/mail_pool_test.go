@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"shelf/domain/accounts"
 	"shelf/tests/memstore"
@@ -109,5 +110,67 @@ func TestAPasswordChangesNoticeIsNotDroppedWithAFullMailPool(t *testing.T) {
 	}
 	if m.box.tokenTo("reset", annHome) == "" {
 		t.Fatal("the password change's notice never reached the owner: dropped with the process's mail jobs")
+	}
+}
+
+// TestShutdownWaitsForAPasswordChangesNotice: a password change answers,
+// and its notice (the owner's one warning, with its reset link) goes out
+// after the answer, in a goroutine of the process, slow (an SMTP server
+// that takes its time). Then the process is told to stop (SIGTERM, a
+// deploy): Serve drained the requests and returned at once, closing the
+// session, and the process ended with the notice on its way. Nothing
+// records a mail, so nothing sends it again: the owner never learns. The
+// shutdown now waits for that work (Close) before it ends.
+func TestShutdownWaitsForAPasswordChangesNotice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	slow := make(chan struct{})
+	m.rewire(func(_ *memstore.Store, c *accounts.Config) {
+		c.Background = func(job func()) {
+			go func() {
+				<-slow
+				job()
+			}()
+		}
+	})
+	thief, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.svc.ChangePassword(ctx, thief, m.ann.ID, accounts.Password(password), "the thief's own pass"); err != nil {
+		t.Fatalf("the thief's change: %v", err)
+	}
+	closed := make(chan bool, 1)
+	go func() {
+		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		closed <- m.svc.Close(stopCtx)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("the shutdown went on with the password change's notice still on its way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(slow)
+	if !<-closed {
+		t.Fatal("Close said work was left")
+	}
+	if m.box.tokenTo("reset", annHome) == "" {
+		t.Fatal("the password change's notice never reached the owner")
+	}
+	// A job that outlives the shutdown's time is said to.
+	stuck := make(chan struct{})
+	defer close(stuck)
+	m.rewire(func(_ *memstore.Store, c *accounts.Config) {
+		c.Background = func(job func()) { go func() { <-stuck; job() }() }
+	})
+	if err := m.svc.RequestPasswordReset(ctx, annHome); err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if m.svc.Close(ended) {
+		t.Fatal("Close said all finished with a mail still held")
 	}
 }
