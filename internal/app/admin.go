@@ -208,15 +208,30 @@ func indexUsers(ctx context.Context, a *App, dryRun bool, out io.Writer) error {
 			fmt.Fprintf(out, "accounts read: %3.0f%%\n", done*100)
 		}
 	})
+	return printIndexed(out, dryRun, rep, err)
+}
+
+// printIndexed prints what index-users found and did, and returns the
+// command's error: err, or, when writes' outcomes stayed unknown, one
+// saying so (the run is not done: its exit status says it, as its
+// output does).
+func printIndexed(out io.Writer, dryRun bool, rep repository.IndexReport, err error) error {
 	for _, id := range rep.Unknown {
 		fmt.Fprintf(out, "%s: the write's outcome is unknown; run again\n", id)
 	}
+	if err == nil && len(rep.Unknown) > 0 {
+		err = fmt.Errorf("%d accounts' writes of unknown outcome: run again", len(rep.Unknown))
+	}
+	then := ""
+	if err != nil {
+		then = ", then errors (below): run again"
+	}
 	switch {
 	case dryRun:
-		fmt.Fprintf(out, "users: %d read, %d without their search grams or prefixes (dry run: nothing changed)\n", rep.Read, rep.Missing)
+		fmt.Fprintf(out, "users: %d read, %d without their search grams or prefixes (dry run: nothing changed)%s\n", rep.Read, rep.Missing, then)
 	default:
-		fmt.Fprintf(out, "users: %d read, %d without their search grams or prefixes, %d written, %d changed meanwhile (their change wrote them)\n",
-			rep.Read, rep.Missing, rep.Written, rep.Moved)
+		fmt.Fprintf(out, "users: %d read, %d without their search grams or prefixes, %d written, %d changed meanwhile (their change wrote them)%s\n",
+			rep.Read, rep.Missing, rep.Written, rep.Moved, then)
 	}
 	return err
 }
