@@ -317,3 +317,23 @@ func TestTTLsCassandraKeeps(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustingEveryAddressIsRefused: SHELF_TRUSTED_PROXIES=0.0.0.0/0 (or
+// ::/0), what an operator writes to have the load balancer's
+// X-Forwarded-For believed, makes every hop of the header trusted, so
+// clientIP passes over each and answers the connection's peer: every
+// client is the proxy's address, one per-address budget for all (five
+// failed passwords from a stranger hold the owner's login off for the
+// window, one client's requests spend everyone's rate limit). It was
+// accepted silently; it is refused, naming the setting.
+func TestTrustingEveryAddressIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, all := range []string{"0.0.0.0/0", "10.0.0.0/8, ::/0"} {
+		if _, err := Load(env(map[string]string{"SHELF_TRUSTED_PROXIES": all})); err == nil || !strings.Contains(err.Error(), "SHELF_TRUSTED_PROXIES: ") {
+			t.Errorf("%q accepted or not explained: %v", all, err)
+		}
+	}
+	if c, err := Load(env(map[string]string{"SHELF_TRUSTED_PROXIES": "10.0.0.0/8, fd00::/8"})); err != nil || len(c.HTTP.TrustedProxies) != 2 {
+		t.Errorf("the proxies' networks: %v, %v", c.HTTP.TrustedProxies, err)
+	}
+}

@@ -161,6 +161,13 @@ func (p *parser) prefixes(name string) []netip.Prefix {
 			}
 			prefix = netip.PrefixFrom(addr, addr.BitLen())
 		}
+		if prefix.Bits() == 0 {
+			// Every hop of X-Forwarded-For would be trusted and passed
+			// over, down to the connection's peer: each client would be
+			// the proxy's address, one budget of every per-address limit.
+			p.fail(name, "%q trusts every address, so no X-Forwarded-For entry is ever believed (the client is always the proxy): list the proxies' own networks", item)
+			continue
+		}
 		out = append(out, prefix.Masked())
 	}
 	return out
