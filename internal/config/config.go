@@ -7,6 +7,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -483,6 +484,14 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Accounts.Argon2Threads > 255 {
 		p.fail("SHELF_ARGON2_THREADS", "%d is more than 255", c.Accounts.Argon2Threads)
+	}
+	// The hasher takes both as 32 bits: a larger value wrapped (2^32 KiB
+	// of memory became the least argon2 allows, 2^32 rounds none).
+	if n := c.Accounts.Argon2MemoryKiB; uint64(n) > math.MaxUint32 {
+		p.fail("SHELF_ARGON2_MEMORY_KIB", "%d is more than %d", n, uint32(math.MaxUint32))
+	}
+	if n := c.Accounts.Argon2Time; uint64(n) > math.MaxUint32 {
+		p.fail("SHELF_ARGON2_TIME", "%d is more than %d", n, uint32(math.MaxUint32))
 	}
 	if c.Accounts.ClaimLease > 0 && c.Accounts.ClaimLease < time.Second {
 		p.fail("SHELF_CLAIM_LEASE", "%v is shorter than one second (TTLs are whole seconds)", c.Accounts.ClaimLease)

@@ -337,3 +337,21 @@ func TestTrustingEveryAddressIsRefused(t *testing.T) {
 		t.Errorf("the proxies' networks: %v, %v", c.HTTP.TrustedProxies, err)
 	}
 }
+
+// TestArgon2ParametersFitTheHasher: the hasher takes memory and rounds as
+// 32-bit numbers. SHELF_ARGON2_MEMORY_KIB=4294967296 was accepted and
+// wrapped to 0, which argon2 raises to its least (8 KiB): every new
+// password hashed with almost no memory, silently, a GPU's easy prey;
+// SHELF_ARGON2_TIME=4294967296 wrapped to 0 rounds, on which argon2
+// panics at every signup and login. Both are refused, naming the setting.
+func TestArgon2ParametersFitTheHasher(t *testing.T) {
+	t.Parallel()
+	for name, value := range map[string]string{"SHELF_ARGON2_MEMORY_KIB": "4294967296", "SHELF_ARGON2_TIME": "4294967296"} {
+		if _, err := Load(env(map[string]string{name: value})); err == nil || !strings.Contains(err.Error(), name+": ") {
+			t.Errorf("%s=%s accepted or not explained: %v", name, value, err)
+		}
+	}
+	if c, err := Load(env(map[string]string{"SHELF_ARGON2_MEMORY_KIB": "4294967295", "SHELF_ARGON2_TIME": "3"})); err != nil || c.Accounts.Argon2MemoryKiB != 4294967295 {
+		t.Errorf("the largest memory refused: %v", err)
+	}
+}
