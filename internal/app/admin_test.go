@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -61,6 +62,24 @@ func TestAdminUsageListsEveryCommand(t *testing.T) {
 	for _, c := range adminCommands {
 		if !strings.Contains(err.Error(), "\n  "+c.name+" ") {
 			t.Errorf("the usage lacks %s:\n%s", c.name, err)
+		}
+	}
+}
+
+// TestServeAndMigrateRefuseArguments: `api migrate --dry-run`, what an
+// operator who knows the admin commands' --dry-run types to see what
+// migrate would do, applied every pending migration (serve and migrate
+// read nothing after their name, so any argument was dropped, a typo
+// alike). Each now answers the usage, before any node is reached.
+func TestServeAndMigrateRefuseArguments(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // a connection, if one is tried, ends at once
+	env := map[string]string{"SHELF_CASSANDRA_HOSTS": "127.0.0.1:1", "SHELF_CASSANDRA_CONNECT_WAIT": "1ms", "SHELF_CASSANDRA_CONNECT_TIMEOUT": "10ms"}
+	for _, args := range [][]string{{"migrate", "--dry-run"}, {"migrate", "now"}, {"serve", "--port", "9000"}} {
+		err := Run(ctx, args, func(k string) string { return env[k] }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), args[0]+" takes no arguments") || !strings.Contains(err.Error(), "usage: api <command>") {
+			t.Errorf("%q: %v, want the usage", args, err)
 		}
 	}
 }

@@ -53,6 +53,11 @@ func Run(ctx context.Context, args []string, getenv func(string) string, out io.
 		}
 		return nil
 	}
+	if (args[0] == "serve" || args[0] == "migrate") && len(args) > 1 {
+		// Nothing after them is read: an argument meant something to
+		// whoever typed it (migrate --dry-run is no dry run).
+		return fmt.Errorf("%s takes no arguments (given %q)\n%s", args[0], args[1:], usage)
+	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
