@@ -376,7 +376,7 @@ func Load(getenv func(string) string) (Config, error) {
 			ShutdownTimeout:   p.duration("SHELF_SHUTDOWN_TIMEOUT"),
 			MaxBodyBytes:      int64(p.positiveInt("SHELF_MAX_BODY_BYTES")),
 			TrustedProxies:    p.prefixes("SHELF_TRUSTED_PROXIES"),
-			CORSOrigins:       p.list("SHELF_CORS_ORIGINS"),
+			CORSOrigins:       p.origins("SHELF_CORS_ORIGINS"),
 			PprofAddr:         p.listenAddr("SHELF_PPROF_ADDR"),
 			MetricsAddr:       p.listenAddr("SHELF_METRICS_ADDR"),
 		},

@@ -355,3 +355,22 @@ func TestArgon2ParametersFitTheHasher(t *testing.T) {
 		t.Errorf("the largest memory refused: %v", err)
 	}
 }
+
+// TestCORSOriginsAreOrigins: a browser's Origin header is a scheme and a
+// host, never a path, so SHELF_CORS_ORIGINS=https://app.example.org/ (as
+// copied from the address bar) or app.example.org matched no request:
+// accepted silently, the console on that origin could not call the API
+// while the start-up log showed the setting. Such a value is refused,
+// naming the setting; origins, wildcards and * still load.
+func TestCORSOriginsAreOrigins(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"https://app.example.org/", "app.example.org", "https://app.example.org/console", "ftp://app.example.org", "https://app.example.org?x=1", "https://*.*.example.org"} {
+		if _, err := Load(env(map[string]string{"SHELF_CORS_ORIGINS": bad})); err == nil || !strings.Contains(err.Error(), "SHELF_CORS_ORIGINS: ") {
+			t.Errorf("%q accepted or not explained: %v", bad, err)
+		}
+	}
+	c, err := Load(env(map[string]string{"SHELF_CORS_ORIGINS": "https://app.example.org, http://localhost:5173, https://*.example.net, *"}))
+	if err != nil || len(c.HTTP.CORSOrigins) != 4 {
+		t.Errorf("origins: %v, %v", c.HTTP.CORSOrigins, err)
+	}
+}

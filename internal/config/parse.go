@@ -139,6 +139,25 @@ func (p *parser) list(name string) []string {
 	return out
 }
 
+// origins reads browser origins: *, or scheme://host[:port] (the host
+// may hold one * for any label, https://*.example.org) and nothing more.
+// A browser's Origin header has no path, so one with a path, a slash at
+// the end or no scheme would never match: CORS would be off for it while
+// the log said it was set.
+func (p *parser) origins(name string) []string {
+	var out []string
+	for _, item := range p.list(name) {
+		u, err := url.Parse(item)
+		if item != "*" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" ||
+			u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil || strings.Count(u.Host, "*") > 1) {
+			p.fail(name, "%q is not an origin such as https://app.example.org (a scheme and host, no path, no slash at the end)", item)
+			continue
+		}
+		out = append(out, item)
+	}
+	return out
+}
+
 var keyspaceRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
 
 func (p *parser) keyspace(name string) string {
