@@ -374,3 +374,15 @@ func TestCORSOriginsAreOrigins(t *testing.T) {
 		t.Errorf("origins: %v, %v", c.HTTP.CORSOrigins, err)
 	}
 }
+
+// TestReplicationNamesEachDataCentreOnce: SHELF_REPLICATION with a data
+// centre twice (NetworkTopologyStrategy:dc1=3,dc2=3,dc1=1, a line edited
+// in place of replaced) created the keyspace with the last count, one
+// replica in dc1, silently: LOCAL_QUORUM there is that one node, and its
+// loss loses what only it held. It is refused, naming the setting.
+func TestReplicationNamesEachDataCentreOnce(t *testing.T) {
+	t.Parallel()
+	if _, err := Load(env(map[string]string{"SHELF_REPLICATION": "NetworkTopologyStrategy:dc1=3,dc2=3,dc1=1"})); err == nil || !strings.Contains(err.Error(), "SHELF_REPLICATION: ") {
+		t.Errorf("a data centre named twice accepted or not explained: %v", err)
+	}
+}

@@ -232,9 +232,12 @@ func (p *parser) replication(name string) Replication {
 			if !ok || err != nil || n < 0 || !dcRE.MatchString(dc) {
 				return bad()
 			}
-			if _, dup := r.PerDC[dc]; !dup {
-				r.DCOrder = append(r.DCOrder, dc)
+			if _, dup := r.PerDC[dc]; dup {
+				// Which count was meant? The last would win unseen.
+				p.fail(name, "%q names data centre %s twice", raw, dc)
+				return Replication{}
 			}
+			r.DCOrder = append(r.DCOrder, dc)
 			r.PerDC[dc] = n
 		}
 		return r
