@@ -324,7 +324,7 @@ var Vars = []Var{
 	{"SHELF_HIBP_FAIL", "open", "when that API cannot answer (down, slow, not a range): open lets the password through on the built-in checks (logged); closed refuses it (503 password_check_unavailable)", Operator},
 	{"SHELF_HIBP_TIMEOUT", "2s", "bound of one request to that API", Tuning},
 	{"SHELF_THROTTLE_PER_ADDRESS", "5", "failed password checks (and second-factor codes; recovery codes count on this tier alone) of one login (a username, an email, or an account's current password) from one client address (IPv6: its /64) within SHELF_THROTTLE_WINDOW, counted by every instance together in Cassandra; beyond, 429 too_many_attempts with Retry-After, before any password is checked; 0 turns this tier off, at most 512", Tuning},
-	{"SHELF_THROTTLE_PER_LOGIN", "50", "failed password checks (and second-factor codes) of one login from every address together within SHELF_THROTTLE_WINDOW (a stranger needs this ÷ SHELF_THROTTLE_PER_ADDRESS addresses to lock the owner out, for at most one window after the last counted failure); 0 turns this tier off, at most 512", Tuning},
+	{"SHELF_THROTTLE_PER_LOGIN", "50", "failed password checks (and second-factor codes) of one login from every address together within SHELF_THROTTLE_WINDOW (a stranger needs this ÷ SHELF_THROTTLE_PER_ADDRESS addresses to lock the owner out, for at most one window after the last counted failure), so it must be above SHELF_THROTTLE_PER_ADDRESS, and that above 0; 0 turns this tier off, at most 512", Tuning},
 	{"SHELF_THROTTLE_WINDOW", "15m", "how long a failed password check counts (1s to 24h)", Tuning},
 	{"SHELF_REQUIRE_ADMIN_FACTOR", "false", "true: admin powers (moderation, the audit, another's account, sessions, factors, groups and items, deletions, closings, jobs) only from a session whose login gave a second factor (403 admin_factor_required otherwise); reading any library or email as an admin is not gated", Operator},
 	{"SHELF_WEBAUTHN_RP_ID", "", "the passkeys' relying party id: the console's domain or a parent of it (example.com); unset, SHELF_PUBLIC_URL's host when it is a name (localhost included), and passkeys are off (503 passkeys_off) when it is an address; checked against the origins at start", Operator},
@@ -498,6 +498,11 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if w := c.Accounts.ThrottleWindow; w > 0 && (w < time.Second || w > 24*time.Hour) {
 		p.fail("SHELF_THROTTLE_WINDOW", "%v is not between one second and 24h (a row's TTL, in whole seconds)", w)
+	}
+	if a, l := c.Accounts.ThrottlePerAddress, c.Accounts.ThrottlePerLogin; l > 0 && (a == 0 || l <= a) {
+		// One address would fill the login's tier: a stranger's lockout of
+		// the owner (TestOneAddressCannotFillALoginsBudget).
+		p.fail("SHELF_THROTTLE_PER_LOGIN", "%d with SHELF_THROTTLE_PER_ADDRESS %d lets one client address fill a login's budget and keep its owner out; set it above SHELF_THROTTLE_PER_ADDRESS (and that above 0), or 0 to turn it off", l, a)
 	}
 	if sameAddr(c.HTTP.PprofAddr, c.HTTP.Addr) {
 		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)

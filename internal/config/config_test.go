@@ -386,3 +386,25 @@ func TestReplicationNamesEachDataCentreOnce(t *testing.T) {
 		t.Errorf("a data centre named twice accepted or not explained: %v", err)
 	}
 }
+
+// TestOneAddressCannotFillALoginsBudget: the login's tier must need more
+// than one address to fill. With SHELF_THROTTLE_PER_LOGIN at or below
+// SHELF_THROTTLE_PER_ADDRESS, or the address tier off beside it, one
+// stranger's address locks the owner out for every window it keeps
+// failing (a defence an attacker turns against the owner), so such a
+// pair is refused at start, naming SHELF_THROTTLE_PER_LOGIN; either tier
+// off alone, or both, is the operator's to choose.
+func TestOneAddressCannotFillALoginsBudget(t *testing.T) {
+	t.Parallel()
+	for _, bad := range [][2]string{{"5", "5"}, {"12", "5"}, {"0", "50"}} {
+		_, err := Load(env(map[string]string{"SHELF_THROTTLE_PER_ADDRESS": bad[0], "SHELF_THROTTLE_PER_LOGIN": bad[1]}))
+		if err == nil || !strings.Contains(err.Error(), "SHELF_THROTTLE_PER_LOGIN: ") {
+			t.Errorf("per address %s, per login %s: accepted or not named: %v", bad[0], bad[1], err)
+		}
+	}
+	for _, good := range [][2]string{{"5", "50"}, {"5", "6"}, {"5", "0"}, {"0", "0"}, {"256", "512"}} {
+		if _, err := Load(env(map[string]string{"SHELF_THROTTLE_PER_ADDRESS": good[0], "SHELF_THROTTLE_PER_LOGIN": good[1]})); err != nil {
+			t.Errorf("per address %s, per login %s: %v", good[0], good[1], err)
+		}
+	}
+}

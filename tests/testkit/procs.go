@@ -147,8 +147,9 @@ func WorkloadEnv(lease time.Duration) []string {
 		// throttle counts each password check in Cassandra as in
 		// production (its writes and reads meet the faults), with the
 		// most it counts, which no account's guesses reach (the checker
-		// tries every password an account may have, a few each).
-		"SHELF_THROTTLE_PER_ADDRESS=512",
+		// tries every password an account may have, a few each); the
+		// address's tier one below, as the login's must be above it.
+		"SHELF_THROTTLE_PER_ADDRESS=511",
 		"SHELF_THROTTLE_PER_LOGIN=512",
 		"SHELF_CLAIM_LEASE=" + lease.String(),
 		"SHELF_SUSPENSION_SWEEP_INTERVAL=2s",
