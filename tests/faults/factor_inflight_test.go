@@ -3,8 +3,10 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
+	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/internal/factor"
 	"shelf/tests/memstore"
@@ -46,18 +48,7 @@ func TestAFactorConfirmedInFlightDoesNotSurviveAReset(t *testing.T) {
 		t.Run(owner.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			m := newMailWorld(t, true)
-			m.verify(t)
-			totp := withFactors(t, m, nil)
-			thief, e := thiefEnrols(t, m, 1)
-			factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
-			if err != nil || len(factors) != 1 {
-				t.Fatalf("the factors: %+v %v", factors, err)
-			}
-			code, err := totp.Code(factors[0].Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, thief, e, code := thiefAboutToConfirm(t)
 			var ownerErr error
 			ran := false
 			slowOnce(m.store, "factors.confirm", 0, func() { ran, ownerErr = true, owner.act(m) })
@@ -67,19 +58,7 @@ func TestAFactorConfirmedInFlightDoesNotSurviveAReset(t *testing.T) {
 				t.Fatalf("ann's %s inside the thief's confirmation: ran %v, answered %v", owner.name, ran, ownerErr)
 			}
 			t.Logf("the thief's confirmation answered %v", confirmErr)
-			left, _, err := m.store.Factors().Read(ctx, m.ann.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range left {
-				if f.Confirmed() {
-					t.Errorf("the factor %s, confirmed by a session ann's %s had ended, stands after it", f.ID, owner.name)
-				}
-			}
-			r, err := m.svc.Login(ctx, "ann", owner.password, accounts.Client{})
-			if err != nil || r.Token == "" {
-				t.Errorf("ann's login answered %+v, %v; want a session, not the thief's factor's challenge", r, err)
-			}
+			checkNoFactorOfAStoppedSession(t, m, "confirmed", owner.name, owner.password)
 		})
 	}
 }
@@ -233,18 +212,7 @@ func TestAFactorConfirmedWithItsAnswerLostDoesNotSurviveAReset(t *testing.T) {
 		t.Run(owner.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			m := newMailWorld(t, true)
-			m.verify(t)
-			totp := withFactors(t, m, nil)
-			thief, e := thiefEnrols(t, m, 1)
-			factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
-			if err != nil || len(factors) != 1 {
-				t.Fatalf("the factors: %+v %v", factors, err)
-			}
-			code, err := totp.Code(factors[0].Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, thief, e, code := thiefAboutToConfirm(t)
 			// The owner's act lands while the confirmation is on its way
 			// (its principal was authenticated before it).
 			if err := owner.act(m); err != nil {
@@ -256,19 +224,47 @@ func TestAFactorConfirmedWithItsAnswerLostDoesNotSurviveAReset(t *testing.T) {
 			if confirmErr == nil {
 				t.Fatal("the thief's confirmation answered success, want a refusal")
 			}
-			left, _, err := m.store.Factors().Read(ctx, m.ann.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range left {
-				if f.Confirmed() {
-					t.Errorf("the factor %s, confirmed (answer lost: %v) by a session ann's %s had ended, stands after it", f.ID, confirmErr, owner.name)
-				}
-			}
-			r, err := m.svc.Login(ctx, "ann", owner.password, accounts.Client{})
-			if err != nil || r.Token == "" {
-				t.Errorf("ann's login answered %+v, %v; want a session, not the thief's factor's challenge", r, err)
-			}
+			checkNoFactorOfAStoppedSession(t, m, fmt.Sprintf("confirmed (answer lost: %v)", confirmErr), owner.name, owner.password)
 		})
+	}
+}
+
+// thiefAboutToConfirm is ann (verified, no factor) with the holder of her
+// second session (and her password) having begun an authenticator's
+// enrolment: the thief's principal, the enrolment and its current code.
+func thiefAboutToConfirm(t *testing.T) (*mailWorld, domain.Principal, accounts.Enrolment, string) {
+	t.Helper()
+	m := newMailWorld(t, true)
+	m.verify(t)
+	totp := withFactors(t, m, nil)
+	thief, e := thiefEnrols(t, m, 1)
+	factors, _, err := m.store.Factors().Read(context.Background(), m.ann.ID)
+	if err != nil || len(factors) != 1 {
+		t.Fatalf("the factors: %+v %v", factors, err)
+	}
+	code, err := totp.Code(factors[0].Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, thief, e, code
+}
+
+// checkNoFactorOfAStoppedSession: no factor the thief confirmed (how)
+// stands after ann's act, and her login with password opens a session.
+func checkNoFactorOfAStoppedSession(t *testing.T, m *mailWorld, how, act, password string) {
+	t.Helper()
+	ctx := context.Background()
+	left, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range left {
+		if f.Confirmed() {
+			t.Errorf("the factor %s, %s by a session ann's %s had ended, stands after it", f.ID, how, act)
+		}
+	}
+	r, err := m.svc.Login(ctx, "ann", password, accounts.Client{})
+	if err != nil || r.Token == "" {
+		t.Errorf("ann's login answered %+v, %v; want a session, not the thief's factor's challenge", r, err)
 	}
 }

@@ -55,14 +55,7 @@ func TestAWorkerKeepsItsLeaseThroughAClosingsMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ann := w.created[0]
-	members := &timedMembers{MemberStore: w.store.GroupMembers(), w: w, step: 250 * time.Millisecond, probeAt: 130}
-	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
-		w.store.Claims(), groupRows(w.store), members, nopLog{})
-	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
-		w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
-	life := lifecycle.New(lifecycle.Config{Now: w.store.Now, Worker: "a"}, w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
-		Jobs: w.store.Jobs(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
-	})
+	members, grp, life := timedLife(w)
 	club, err := grp.CreateGroup(ctx, as(ann), groups.CreateInput{Name: "club"})
 	if err != nil {
 		t.Fatal(err)
@@ -80,21 +73,7 @@ func TestAWorkerKeepsItsLeaseThroughAClosingsMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var taken error
-	members.probe = func() {
-		_, taken = jobs.Acquire(ctx, w.store.Jobs(), w.store.Now, lifecycle.DefaultJobLease, job, "b")
-	}
-	members.slow = true
-	if _, err := life.WorkJobs(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if members.removed < members.probeAt {
-		t.Fatalf("the closing removed %d members; the probe was at %d", members.removed, members.probeAt)
-	}
-	if !errors.Is(taken, jobs.ErrHeld) {
-		t.Errorf("worker b took the closing's job (%v) while worker a was removing its members, %d s after a's last report; want it held",
-			taken, int(members.step*time.Duration(members.probeAt)/time.Second))
-	}
+	members.workWhileProbing(t, w, life, job, "the closing's job", "removing its members")
 }
 
 // TestAWorkerKeepsItsLeaseThroughADeletionsGroups: ann, a member of 150
@@ -114,14 +93,7 @@ func TestAWorkerKeepsItsLeaseThroughADeletionsGroups(t *testing.T) {
 		}
 	}
 	ann, bob := w.created[0], w.created[1]
-	members := &timedMembers{MemberStore: w.store.GroupMembers(), w: w, step: 250 * time.Millisecond, probeAt: 130}
-	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
-		w.store.Claims(), groupRows(w.store), members, nopLog{})
-	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
-		w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
-	life := lifecycle.New(lifecycle.Config{Now: w.store.Now, Worker: "a"}, w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
-		Jobs: w.store.Jobs(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
-	})
+	members, grp, life := timedLife(w)
 	for i := range 150 {
 		gr, err := grp.CreateGroup(ctx, as(bob), groups.CreateInput{Name: fmt.Sprintf("g%03d", i)})
 		if err != nil {
@@ -135,19 +107,42 @@ func TestAWorkerKeepsItsLeaseThroughADeletionsGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	members.workWhileProbing(t, w, life, job, "the deletion's job", "leaving ann's groups")
+}
+
+// timedLife is w's groups and jobs on timedMembers (a removal 250 ms once
+// slow, the probe at the 130th), run by worker "a".
+func timedLife(w *world) (*timedMembers, *groups.Service, *lifecycle.Service) {
+	members := &timedMembers{MemberStore: w.store.GroupMembers(), w: w, step: 250 * time.Millisecond, probeAt: 130}
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
+		w.store.Claims(), groupRows(w.store), members, nopLog{})
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
+		w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
+	life := lifecycle.New(lifecycle.Config{Now: w.store.Now, Worker: "a"}, w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
+		Jobs: w.store.Jobs(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
+	})
+	return members, grp, life
+}
+
+// workWhileProbing has worker a run job with every removal slow, worker b
+// trying to take the job at the probe's removal: b must find it held
+// (what: the job; doing: what a was doing then).
+func (m *timedMembers) workWhileProbing(t *testing.T, w *world, life *lifecycle.Service, job jobs.Job, what, doing string) {
+	t.Helper()
+	ctx := context.Background()
 	var taken error
-	members.probe = func() {
+	m.probe = func() {
 		_, taken = jobs.Acquire(ctx, w.store.Jobs(), w.store.Now, lifecycle.DefaultJobLease, job, "b")
 	}
-	members.slow = true
+	m.slow = true
 	if _, err := life.WorkJobs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if members.removed < members.probeAt {
-		t.Fatalf("the deletion left %d groups; the probe was at %d", members.removed, members.probeAt)
+	if m.removed < m.probeAt {
+		t.Fatalf("%s removed %d members; the probe was at %d", what, m.removed, m.probeAt)
 	}
 	if !errors.Is(taken, jobs.ErrHeld) {
-		t.Errorf("worker b took the deletion's job (%v) while worker a was leaving ann's groups, %d s after a's last report; want it held",
-			taken, int(members.step*time.Duration(members.probeAt)/time.Second))
+		t.Errorf("worker b took %s (%v) while worker a was %s, %d s after a's last report; want it held",
+			what, taken, doing, int(m.step*time.Duration(m.probeAt)/time.Second))
 	}
 }
