@@ -28,6 +28,8 @@ const (
 	AuditSessionsListed  AuditAction = "sessions_listed"
 	AuditSessionRevoked  AuditAction = "session_revoked"
 	AuditSessionsRevoked AuditAction = "sessions_revoked"
+	// AuditFactorsListed: another account's second factors listed.
+	AuditFactorsListed AuditAction = "factors_listed"
 	// AuditFactorRemoved: a second factor of another's account removed.
 	AuditFactorRemoved AuditAction = "factor_removed"
 	// AuditRecoveryCodeUsed: a recovery code of the account used, by
@@ -39,7 +41,7 @@ const (
 // AuditActions lists every action, in the contract's order.
 var AuditActions = []AuditAction{AuditRoleGranted, AuditRoleRevoked, AuditEmailChanged, AuditUsernameChanged,
 	AuditDisplayNameChanged, AuditSuspended, AuditUnsuspended, AuditDeleted,
-	AuditSessionsListed, AuditSessionRevoked, AuditSessionsRevoked, AuditFactorRemoved, AuditRecoveryCodeUsed}
+	AuditSessionsListed, AuditSessionRevoked, AuditSessionsRevoked, AuditFactorsListed, AuditFactorRemoved, AuditRecoveryCodeUsed}
 
 // OfSessions reports an action that changes no account row: one on
 // another account's sessions or second factors, or a recovery code's use.
@@ -48,7 +50,7 @@ var AuditActions = []AuditAction{AuditRoleGranted, AuditRoleRevoked, AuditEmailC
 // written before the action (no entry, no action;
 // docs/design/account-audit.md).
 func (a AuditAction) OfSessions() bool {
-	return a == AuditSessionsListed || a == AuditSessionRevoked || a == AuditSessionsRevoked || a == AuditFactorRemoved ||
+	return a == AuditSessionsListed || a == AuditSessionRevoked || a == AuditSessionsRevoked || a == AuditFactorsListed || a == AuditFactorRemoved ||
 		a == AuditRecoveryCodeUsed
 }
 

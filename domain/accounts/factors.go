@@ -609,13 +609,18 @@ func recoveryHash(userID, code string) string {
 }
 
 // ListFactors lists an account's confirmed factors and its recovery
-// codes left: to the owner, or to an admin (never a secret). One read of
-// the factors (and, for an admin, one of the account).
+// codes left: to the owner, or to an admin (never a secret), whose list
+// of another's is audited before the factors are read (auditSessions).
+// One read of the factors (and, for an admin, one of the account).
 func (a *Service) ListFactors(ctx context.Context, p domain.Principal, userID string) (Factors, error) {
 	if a.factors == nil {
 		return Factors{}, ErrFactorsOff
 	}
-	if _, err := a.mayManageSessions(ctx, p, userID, nil); err != nil {
+	account, err := a.mayManageSessions(ctx, p, userID, nil)
+	if err != nil {
+		return Factors{}, err
+	}
+	if err := a.auditSessions(ctx, p, account, domain.AuditFactorsListed); err != nil {
 		return Factors{}, err
 	}
 	factors, set, err := a.factors.Read(ctx, userID)

@@ -26,6 +26,7 @@ const (
 	AuditActionDisplayNameChanged AuditAction = "display_name_changed"
 	AuditActionEmailChanged       AuditAction = "email_changed"
 	AuditActionFactorRemoved      AuditAction = "factor_removed"
+	AuditActionFactorsListed      AuditAction = "factors_listed"
 	AuditActionRecoveryCodeUsed   AuditAction = "recovery_code_used"
 	AuditActionRoleGranted        AuditAction = "role_granted"
 	AuditActionRoleRevoked        AuditAction = "role_revoked"
@@ -47,6 +48,8 @@ func (e AuditAction) Valid() bool {
 	case AuditActionEmailChanged:
 		return true
 	case AuditActionFactorRemoved:
+		return true
+	case AuditActionFactorsListed:
 		return true
 	case AuditActionRecoveryCodeUsed:
 		return true
@@ -367,7 +370,8 @@ func (e Visibility) Valid() bool {
 // `deleted` (the account deleted by an admin), `sessions_listed`,
 // `session_revoked` and `sessions_revoked` (by an admin, of
 // another's account: its sessions listed, one ended, all ended),
-// `factor_removed` (a second factor of another's account), and
+// `factors_listed` and `factor_removed` (by an admin, of another's
+// account: its second factors listed, one removed), and
 // one the owner's own action writes: `recovery_code_used` (one of
 // the account's recovery codes used, at a login or for a change;
 // `actor` is the account itself).
@@ -383,7 +387,8 @@ type AuditEntry struct {
 	// `deleted` (the account deleted by an admin), `sessions_listed`,
 	// `session_revoked` and `sessions_revoked` (by an admin, of
 	// another's account: its sessions listed, one ended, all ended),
-	// `factor_removed` (a second factor of another's account), and
+	// `factors_listed` and `factor_removed` (by an admin, of another's
+	// account: its second factors listed, one removed), and
 	// one the owner's own action writes: `recovery_code_used` (one of
 	// the account's recovery codes used, at a login or for a change;
 	// `actor` is the account itself).
@@ -402,7 +407,8 @@ type AuditEntry struct {
 	// Id The entry's name among the account's: the account version the
 	// change wrote and the action (`12.email_changed`); for an
 	// action that writes no version (`sessions_listed`,
-	// `session_revoked`, `sessions_revoked`, `factor_removed`,
+	// `session_revoked`, `sessions_revoked`, `factors_listed`,
+	// `factor_removed`,
 	// `recovery_code_used`), the version it read, the action and its
 	// time in milliseconds (`12.sessions_listed.1764547200123`).
 	//
@@ -3325,8 +3331,13 @@ type ClientInterface interface {
 	//
 	// Who may call: the user themself, or an active admin.
 	//
+	// An admin's listing of another user's factors is recorded in that
+	// user's audit (`factors_listed`) before the factors are read: if
+	// that write fails, the answer is 503 and nothing is listed.
+	//
 	// Cost: one read of the account's factors (one partition); for an
-	// admin, one read of the account before it.
+	// admin, one read of the account and the audit entry's write before
+	// it.
 	//
 	// Corresponds with GET /v1/users/{id}/factors (the `ListFactors` operationId).
 	ListFactors(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6100,8 +6111,13 @@ func (c *Client) RequestUserDeletion(ctx context.Context, id UserId, body Reques
 //
 // Who may call: the user themself, or an active admin.
 //
+// An admin's listing of another user's factors is recorded in that
+// user's audit (`factors_listed`) before the factors are read: if
+// that write fails, the answer is 503 and nothing is listed.
+//
 // Cost: one read of the account's factors (one partition); for an
-// admin, one read of the account before it.
+// admin, one read of the account and the audit entry's write before
+// it.
 //
 // Corresponds with GET /v1/users/{id}/factors (the `ListFactors` operationId).
 func (c *Client) ListFactors(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11530,8 +11546,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: the user themself, or an active admin.
 	//
+	// An admin's listing of another user's factors is recorded in that
+	// user's audit (`factors_listed`) before the factors are read: if
+	// that write fails, the answer is 503 and nothing is listed.
+	//
 	// Cost: one read of the account's factors (one partition); for an
-	// admin, one read of the account before it.
+	// admin, one read of the account and the audit entry's write before
+	// it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -22899,8 +22920,13 @@ func (c *ClientWithResponses) RequestUserDeletionWithResponse(ctx context.Contex
 //
 // Who may call: the user themself, or an active admin.
 //
+// An admin's listing of another user's factors is recorded in that
+// user's audit (`factors_listed`) before the factors are read: if
+// that write fails, the answer is 503 and nothing is listed.
+//
 // Cost: one read of the account's factors (one partition); for an
-// admin, one read of the account before it.
+// admin, one read of the account and the audit entry's write before
+// it.
 //
 // Returns a wrapper object for the known response body format(s).
 //

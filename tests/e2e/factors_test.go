@@ -369,7 +369,8 @@ func TestAResetKeepsTheFactor(t *testing.T) {
 
 // TestARecoveryCodesUseIsAuditedAndMailed: each use of a recovery code is
 // an audit entry (before the use) and a notice to the account's address
-// saying how many are left.
+// saying how many are left; an admin's list of the account's factors is
+// an entry too.
 func TestARecoveryCodesUseIsAuditedAndMailed(t *testing.T) {
 	t.Parallel()
 	mp := testkit.StartMailpit(t)
@@ -394,6 +395,14 @@ func TestARecoveryCodesUseIsAuditedAndMailed(t *testing.T) {
 	m := &moderators{admin: api.As(mustLogin(t, api, admin).Token)}
 	if got := m.wantActions(t, u.ID, "recovery_code_used"); got[0].Actor != u.ID || got[0].Via != "api" {
 		t.Fatalf("the entry: %+v", got[0])
+	}
+	// The admin's list of the user's factors is an entry of its own.
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	readFactors(t, m.admin, u.ID, &list)
+	if got := m.wantActions(t, u.ID, "factors_listed", "recovery_code_used"); got[0].Actor == u.ID || got[0].Via != "api" {
+		t.Fatalf("the admin's list: %+v", got[0])
 	}
 }
 

@@ -11,14 +11,16 @@ import (
 	"shelf/tests/memstore"
 )
 
-// An admin's actions on another's sessions under every fault at every
-// store call (docs/design/account-audit.md): no admin lists or ends the
-// member's sessions without an entry in the member's audit naming the
-// admin, whatever was lost, held back and landed late, or crashed, and
-// however often the client tried again.
+// An admin's actions on another's sessions and factors under every fault
+// at every store call (docs/design/account-audit.md): no admin lists or
+// ends the member's sessions, or lists the member's second factors,
+// without an entry in the member's audit naming the admin, whatever was
+// lost, held back and landed late, or crashed, and however often the
+// client tried again.
 
-// sessionAction is an admin's action on the member's sessions: its kind,
-// and whether it answered the sessions (a list).
+// sessionAction is an admin's action on the member's sessions or
+// factors: its kind, and whether it answered them (a list: the sessions,
+// or one for a list of factors, which answers what the account has).
 type sessionAction struct {
 	action domain.AuditAction
 	run    func(m *modWorld, target domain.Session) (listed int, err error)
@@ -35,13 +37,20 @@ var sessionActions = []sessionAction{
 	{action: domain.AuditSessionsRevoked, run: func(m *modWorld, _ domain.Session) (int, error) {
 		return 0, m.svc.RevokeSessions(context.Background(), m.admin, m.member.ID, false)
 	}},
+	{action: domain.AuditFactorsListed, run: func(m *modWorld, _ domain.Session) (int, error) {
+		if _, err := m.svc.ListFactors(context.Background(), m.admin, m.member.ID); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}},
 }
 
-// newSessionsAuditWorld is newAuditModWorld with the member logged in
-// twice; it returns the member's sessions.
+// newSessionsAuditWorld is newAuditModWorld with second factors on and
+// the member logged in twice; it returns the member's sessions.
 func newSessionsAuditWorld(t *testing.T) (*modWorld, []domain.Session) {
 	t.Helper()
 	m := newAuditModWorld(t)
+	m.rewire(func(st *memstore.Store, c *accounts.Config) { c.Factors = st.Factors() })
 	for range 2 {
 		if _, err := m.svc.Login(context.Background(), "member", password, accounts.Client{}); err != nil {
 			t.Fatal(err)
@@ -139,9 +148,10 @@ func exploreSessionAudit(t *testing.T, a sessionAction, call int, f memstore.Fau
 }
 
 // TestAdminSessionActionsWithoutAudit: with every write to the audit
-// failing, an admin's list and revocations of the member's sessions are
-// refused as unavailable and leave every session as it was (no entry,
-// no action); the member's own list goes ahead, audited nowhere.
+// failing, an admin's list and revocations of the member's sessions, and
+// list of the member's factors, are refused as unavailable and leave
+// every session as it was (no entry, no action); the member's own lists
+// go ahead, audited nowhere.
 func TestAdminSessionActionsWithoutAudit(t *testing.T) {
 	t.Parallel()
 	m, live := newSessionsAuditWorld(t)
@@ -163,6 +173,9 @@ func TestAdminSessionActionsWithoutAudit(t *testing.T) {
 	own := domain.Principal{UserID: m.member.ID, Session: live[0]}
 	if page, err := m.svc.ListSessions(context.Background(), own, m.member.ID, "", 100); err != nil || len(page.Items) != len(live) {
 		t.Fatalf("the member's own list: %d sessions, %v", len(page.Items), err)
+	}
+	if _, err := m.svc.ListFactors(context.Background(), own, m.member.ID); err != nil {
+		t.Fatalf("the member's own list of factors: %v", err)
 	}
 	m.store.FaultAt = nil
 	if got := m.store.AuditEntries(m.member.ID); len(got) != 0 {
