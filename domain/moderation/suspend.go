@@ -326,6 +326,8 @@ func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID stri
 // from. With onlyIfExpiredAt set, it does so only if the suspension has
 // ended by then (the sweeper's case: an expiry, by nobody, which the
 // audit of admin actions does not record: the moderation history does).
+// An admin's lift of a suspension whose until has passed is that expiry
+// too, answered not_suspended once its records are erased.
 // a is the admin's attempt (nil for a lift by nobody).
 func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origin, onlyIfExpiredAt *time.Time, a *Attempt) error {
 	var lift domain.Lift
@@ -355,7 +357,9 @@ func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origi
 		}
 		now := m.now()
 		lift = domain.Lift{Kind: domain.LiftUnsuspended, At: after(now, u.Suspension.SuspendedAt), By: by, Suspension: *u.Suspension}
-		if onlyIfExpiredAt != nil {
+		if onlyIfExpiredAt != nil || !u.Suspension.ActiveAt(now) {
+			// The sweeper's lift, or an admin's of a suspension that
+			// ended by itself before the sweeper came: an expiry.
 			lift.Kind, lift.At, lift.By = domain.LiftExpired, after(u.Suspension.Until, u.Suspension.SuspendedAt), ""
 		}
 		u.Status, u.Suspension, u.LastLift, u.UpdatedAt = domain.StatusActive, nil, &lift, now
@@ -382,7 +386,20 @@ func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origi
 	if err := m.suspensions.Erase(ctx, lift.Suspension, next.Version); err != nil {
 		return err
 	}
-	return m.hook("unsuspend", "records")
+	if err := m.hook("unsuspend", "records"); err != nil {
+		return err
+	}
+	if by != "" && lift.Kind == domain.LiftExpired {
+		return endedBefore(lift.Suspension.Until)
+	}
+	return nil
+}
+
+// endedBefore answers an admin's unsuspend of a suspension that had ended
+// by itself at until: lifted as its expiry, the admin lifted nothing.
+func endedBefore(until time.Time) error {
+	return &domain.Error{Kind: domain.ErrNotFound, Code: "not_suspended",
+		Message: "The user is not suspended: the suspension ended by itself at " + until.UTC().Format(time.RFC3339) + "."}
 }
 
 // eraseLastLifted erases the records of u's last lifted suspension by
