@@ -3,6 +3,7 @@ package repository
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/scylladb/gocqlx/v2"
 )
@@ -26,4 +27,29 @@ func KeyspaceReplication(ctx context.Context, s gocqlx.Session, keyspace string)
 		return nil, fmt.Errorf("replication of keyspace %s: %w", keyspace, err)
 	}
 	return replication, nil
+}
+
+// localDCCQL and peersDCCQL read the data centre of the answering node and
+// of every other node it knows: system tables local to that node, so both
+// go to one coordinator, whose view of the ring is the cluster's.
+const (
+	localDCCQL scanCQL = `SELECT data_center FROM system.local`
+	peersDCCQL scanCQL = `SELECT data_center FROM system.peers`
+)
+
+// ClusterDataCentres reads the data centres of the cluster's nodes,
+// sorted, each once: start-up refuses LOCAL_SERIAL on a SimpleStrategy
+// keyspace when there are several, since that class places replicas on
+// the ring whatever their data centre (docs/design/regions.md).
+func ClusterDataCentres(ctx context.Context, s gocqlx.Session) ([]string, error) {
+	var dcs []string
+	for _, stmt := range []scanCQL{localDCCQL, peersDCCQL} {
+		got, err := selectValues[string](newQuery(s.Session, ctx, string(stmt), stmt.attempts(), nil))
+		if err != nil {
+			return nil, fmt.Errorf("the cluster's data centres: %w", err)
+		}
+		dcs = append(dcs, got...)
+	}
+	slices.Sort(dcs)
+	return slices.Compact(dcs), nil
 }

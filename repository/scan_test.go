@@ -161,6 +161,7 @@ var valueSelects = []string{
 	string(gmRoleCQL), string(gmGroupsOfCQL), string(gmGroupsAmong), string(bucketAnyRowCQL),
 	string(auditListRowCQL), string(auditExpiryCQL), string(readinessCQL), string(queueStartCQL), string(nodeNowCQL), string(historyEntryCQL),
 	string(replicationCQL), string(indexCountCQL), string(auditSinceCQL), string(sessionEpochCQL), string(accountAuditTagCQL),
+	string(localDCCQL), string(peersDCCQL),
 }
 
 // TestColumnsMatchSelects: every row type's scan destinations are, in

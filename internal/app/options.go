@@ -109,9 +109,9 @@ func ChangeGrace(d time.Duration) Option {
 }
 
 // SerialRule is the serial consistency every compare-and-set and SERIAL
-// read of the process runs at on a keyspace of this replication, or why
-// the settings are refused for it.
-type SerialRule func(c config.Cassandra, keyspace string, replication map[string]string, logger zerolog.Logger) (string, error)
+// read of the process runs at on a keyspace of this replication in a
+// cluster of these data centres, or why the settings are refused for it.
+type SerialRule func(c config.Cassandra, keyspace string, replication map[string]string, clusterDCs []string, logger zerolog.Logger) (string, error)
 
 // WithSerialRule has rule decide the serial consistency in place of the
 // settings' own check (config.Cassandra.CheckReplication).
@@ -121,6 +121,6 @@ func WithSerialRule(rule SerialRule) Option {
 
 // checkedSerial is the server's rule: the serial consistency the settings
 // give on a keyspace of this replication, or why they are refused.
-func checkedSerial(c config.Cassandra, keyspace string, replication map[string]string, _ zerolog.Logger) (string, error) {
-	return c.CheckReplication(keyspace, replication)
+func checkedSerial(c config.Cassandra, keyspace string, replication map[string]string, clusterDCs []string, _ zerolog.Logger) (string, error) {
+	return c.CheckReplication(keyspace, replication, clusterDCs)
 }

@@ -18,11 +18,11 @@ var twoDCs = map[string]string{"class": "org.apache.cassandra.locator.NetworkTop
 func TestTheRealBuildRefusesLocalSerialAcrossRegions(t *testing.T) {
 	t.Parallel()
 	c := config.Cassandra{SerialConsistency: "LOCAL_SERIAL", LocalDC: "dc1"}
-	if _, err := checkedSerial(c, "shelf", twoDCs, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "SHELF_SERIAL_CONSISTENCY") {
+	if _, err := checkedSerial(c, "shelf", twoDCs, []string{"dc1", "dc2"}, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "SHELF_SERIAL_CONSISTENCY") {
 		t.Fatalf("LOCAL_SERIAL on two data centres: %v", err)
 	}
 	c.SerialConsistency = "SERIAL"
-	if got, err := checkedSerial(c, "shelf", twoDCs, zerolog.Nop()); err != nil || got != "SERIAL" {
+	if got, err := checkedSerial(c, "shelf", twoDCs, []string{"dc1", "dc2"}, zerolog.Nop()); err != nil || got != "SERIAL" {
 		t.Fatalf("SERIAL on two data centres: %q, %v", got, err)
 	}
 }

@@ -13,7 +13,8 @@ import (
 
 // checkRegions is the start-up check of serve and the operator commands
 // (docs/design/regions.md): it reads the replication the keyspace has in
-// the cluster, refuses settings that are unsafe or wrong
+// the cluster and the data centres of the cluster's nodes, refuses
+// settings that are unsafe or wrong
 // for it (config.Cassandra.CheckReplication names the setting), and
 // returns cfg with the serial consistency every compare-and-set and SERIAL
 // read of this process runs at, which it logs beside the keyspace's data
@@ -25,7 +26,11 @@ func checkRegions(ctx context.Context, cfg config.Config, session gocqlx.Session
 	if err != nil {
 		return cfg, err
 	}
-	serial, err := rule(cfg.Cassandra, keyspace, replication, logger)
+	clusterDCs, err := repository.ClusterDataCentres(ctx, session)
+	if err != nil {
+		return cfg, err
+	}
+	serial, err := rule(cfg.Cassandra, keyspace, replication, clusterDCs, logger)
 	if err != nil {
 		return cfg, fmt.Errorf("start-up check of keyspace %s: %w", keyspace, err)
 	}

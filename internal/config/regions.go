@@ -40,7 +40,9 @@ func DataCentres(replication map[string]string) (dcs []string, known bool) {
 //     would run Paxos among its own replicas, so two signups of one
 //     username in two regions could both win (U1), and two changes of one
 //     account both apply; likewise on a replication that does not say
-//     where its replicas are.
+//     where its replicas are, and on SimpleStrategy in a cluster of
+//     several data centres (clusterDCs, the nodes' own), whose replicas
+//     lie on the ring wherever it puts them.
 //   - no SHELF_LOCAL_DC on a keyspace in several data centres: statements
 //     would go to either region's nodes, each waiting on the link
 //     between them, and LOCAL_QUORUM would be the quorum of whichever
@@ -48,11 +50,16 @@ func DataCentres(replication map[string]string) (dcs []string, known bool) {
 //   - a SHELF_LOCAL_DC that holds no replica of the keyspace: LOCAL_QUORUM
 //     there finds none.
 //
-// SimpleStrategy is taken as one data centre, which it is meant for.
-func (c Cassandra) CheckReplication(keyspace string, replication map[string]string) (string, error) {
+// SimpleStrategy is otherwise taken as one data centre, which it is
+// meant for.
+func (c Cassandra) CheckReplication(keyspace string, replication map[string]string, clusterDCs []string) (string, error) {
 	dcs, known := DataCentres(replication)
 	class := replication["class"]
 	switch {
+	case c.SerialConsistency == "LOCAL_SERIAL" && strings.HasSuffix(class, "SimpleStrategy") && len(clusterDCs) > 1:
+		return "", fmt.Errorf("SHELF_SERIAL_CONSISTENCY=LOCAL_SERIAL, and keyspace %s is replicated by SimpleStrategy in a cluster of data centres %s: "+
+			"its replicas lie in either, each would run its own compare-and-sets, and two signups of one username could both win; "+
+			"set SHELF_SERIAL_CONSISTENCY=SERIAL (the default)", keyspace, strings.Join(clusterDCs, ", "))
 	case c.SerialConsistency == "LOCAL_SERIAL" && known && len(dcs) > 1:
 		return "", fmt.Errorf("SHELF_SERIAL_CONSISTENCY=LOCAL_SERIAL, and keyspace %s is replicated to data centres %s: "+
 			"each would run its own compare-and-sets, and two signups of one username in two of them could both win; "+

@@ -68,7 +68,7 @@ func TestTheSerialScopeIsCheckedAgainstTheKeyspace(t *testing.T) {
 		{"SERIAL on a class that does not say", "SERIAL", "", local, "SERIAL", nil},
 	} {
 		c := Cassandra{SerialConsistency: tc.serial, LocalDC: tc.dc}
-		got, err := c.CheckReplication("shelf_ks", tc.replication)
+		got, err := c.CheckReplication("shelf_ks", tc.replication, []string{"dc1"})
 		switch {
 		case tc.refusalNames == nil && (err != nil || got != tc.want):
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
@@ -81,5 +81,34 @@ func TestTheSerialScopeIsCheckedAgainstTheKeyspace(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestLocalSerialIsRefusedOnASimpleStrategySpreadOverDataCentres:
+// SimpleStrategy places replicas on the ring whatever their data centre,
+// so in a cluster of two data centres LOCAL_SERIAL would run each
+// region's Paxos among the replicas it happens to hold, and two signups
+// of one username could both win (U1). Before, SimpleStrategy was taken
+// as one data centre whatever the cluster held, and LOCAL_SERIAL
+// accepted. SERIAL stays right; in a cluster of one data centre
+// LOCAL_SERIAL too.
+func TestLocalSerialIsRefusedOnASimpleStrategySpreadOverDataCentres(t *testing.T) {
+	t.Parallel()
+	c := Cassandra{SerialConsistency: "LOCAL_SERIAL"}
+	_, err := c.CheckReplication("shelf_ks", simple, []string{"dc1", "dc2"})
+	if err == nil {
+		t.Fatal("LOCAL_SERIAL on SimpleStrategy in a cluster of dc1 and dc2: accepted; want a refusal")
+	}
+	for _, s := range []string{"SHELF_SERIAL_CONSISTENCY=LOCAL_SERIAL", "SimpleStrategy", "dc1, dc2", "shelf_ks"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("refusal %q does not name %q", err, s)
+		}
+	}
+	if got, err := c.CheckReplication("shelf_ks", simple, []string{"dc1"}); err != nil || got != "LOCAL_SERIAL" {
+		t.Errorf("LOCAL_SERIAL on SimpleStrategy in a cluster of one data centre: %q, %v", got, err)
+	}
+	c.SerialConsistency = "SERIAL"
+	if got, err := c.CheckReplication("shelf_ks", simple, []string{"dc1", "dc2"}); err != nil || got != "SERIAL" {
+		t.Errorf("SERIAL on SimpleStrategy in a cluster of two data centres: %q, %v", got, err)
 	}
 }

@@ -179,9 +179,9 @@ func (c CheckThenAct) send(ctx context.Context, kind domain.ClaimKind, op, stmt 
 // username through the two regions can both win; the regions test builds
 // it to show that its checker catches that (U1, U3). Every other setting
 // is checked as the server checks it.
-func LocalSerial(c config.Cassandra, keyspace string, replication map[string]string, logger zerolog.Logger) (string, error) {
+func LocalSerial(c config.Cassandra, keyspace string, replication map[string]string, clusterDCs []string, logger zerolog.Logger) (string, error) {
 	c.SerialConsistency = "SERIAL"
-	if _, err := c.CheckReplication(keyspace, replication); err != nil {
+	if _, err := c.CheckReplication(keyspace, replication, clusterDCs); err != nil {
 		return "", err
 	}
 	logger.Warn().Msg("deliberately broken build (localserial): compare-and-sets run at LOCAL_SERIAL in every data centre")

@@ -19,12 +19,12 @@ func TestTheBrokenBuildRunsLocalSerial(t *testing.T) {
 	t.Parallel()
 	for _, serial := range []string{"SERIAL", "LOCAL_SERIAL"} {
 		c := config.Cassandra{SerialConsistency: serial, LocalDC: "dc1"}
-		if got, err := LocalSerial(c, "shelf", twoDCs, zerolog.Nop()); err != nil || got != "LOCAL_SERIAL" {
+		if got, err := LocalSerial(c, "shelf", twoDCs, []string{"dc1", "dc2"}, zerolog.Nop()); err != nil || got != "LOCAL_SERIAL" {
 			t.Errorf("%s asked: %q, %v; want LOCAL_SERIAL", serial, got, err)
 		}
 	}
 	c := config.Cassandra{SerialConsistency: "SERIAL"}
-	if _, err := LocalSerial(c, "shelf", twoDCs, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "SHELF_LOCAL_DC") {
+	if _, err := LocalSerial(c, "shelf", twoDCs, []string{"dc1", "dc2"}, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "SHELF_LOCAL_DC") {
 		t.Fatalf("no local data centre: %v", err)
 	}
 }

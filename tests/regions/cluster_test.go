@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,7 +17,9 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+	"github.com/scylladb/gocqlx/v2"
 
+	"shelf/repository"
 	"shelf/tests/testkit"
 	"shelf/tools/localcassandra"
 )
@@ -61,10 +64,23 @@ func startCluster(t *testing.T) *cluster {
 	// its cassandra-rackdc.properties, and gossip told the other.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	var want []string
 	for i, n := range c.Nodes {
 		if dcs, err := dataCentres(ctx, n.Address); err != nil || dcs[n.Address] != n.DC || len(dcs) != 2 {
 			t.Fatalf("node %d (%s) sees data centres %v (%v), want itself in %s and two in all", i, n.Address, dcs, err, n.DC)
 		}
+		want = append(want, n.DC)
+	}
+	// Start-up's read of them (it refuses LOCAL_SERIAL on a SimpleStrategy
+	// keyspace spread over several) finds both.
+	s, err := gocqlx.WrapSession(session(c.Nodes[0].Address, gocql.One))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	slices.Sort(want)
+	if got, err := repository.ClusterDataCentres(ctx, s); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("the cluster's data centres as start-up reads them: %v, %v; want %v", got, err, want)
 	}
 	return c
 }
