@@ -5,7 +5,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"shelf/domain"
 	"shelf/domain/groups"
 	"shelf/domain/lifecycle"
 )
@@ -103,10 +102,7 @@ func (h *Groups) get(w http.ResponseWriter, r *http.Request) error {
 
 // getByName serves GET /v1/groups/by-name/{name}.
 func (h *Groups) getByName(w http.ResponseWriter, r *http.Request) error {
-	name, err := textParam(r, "name")
-	if err != nil {
-		return domain.ErrNotFound
-	}
+	name := chi.URLParam(r, "name")
 	g, err := h.groups.GetGroupByName(r.Context(), name)
 	if err != nil {
 		return err

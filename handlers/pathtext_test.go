@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +100,51 @@ func TestWrongMethodOnAnEscapedPathSaysWhatItAllows(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPut, path, nil))
 		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
 			t.Errorf("PUT %s: %d, Allow %q, want 405 and GET, HEAD", path, rec.Code, rec.Header().Get("Allow"))
+		}
+	}
+}
+
+// TestEscapedPathsRouteAsTheirDecodedForm: a path is routed as net/http
+// decodes it, one segment at a time, so a character sent percent-escaped
+// (u%5F for u_, %63 for c, %75sers for users) reaches the resource the
+// unescaped path reaches. chi routed the escaped path whenever net/url
+// kept it (any escape net/url would not write itself) and handed the
+// parameters on still escaped: GET /v1/users/u%5F... looked up the id
+// "u%5F..." and answered 404 for an account that exists. An escaped '/'
+// stays inside its segment: it never reaches another route.
+func TestEscapedPathsRouteAsTheirDecodedForm(t *testing.T) {
+	t.Parallel()
+	app := newMemApp(t)
+	rec := app.do(http.MethodPost, "/v1/content", `{"name":"Notes","description":"","visibility":"private"}`)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	var item struct{ ID string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &item); err != nil {
+		t.Fatal(err)
+	}
+	ann, content := strings.TrimPrefix(app.ann, "u_"), strings.TrimPrefix(item.ID, "c_")
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/users/u%5F" + ann, `"id":"` + app.ann + `"`},
+		{"/v1/users/%75_" + ann, `"id":"` + app.ann + `"`},
+		{"/v1/%75sers/u_" + ann, `"id":"` + app.ann + `"`},
+		{"/v1/users/by-username/%61nn", `"id":"` + app.ann + `"`},
+		{"/v1/content/%63_" + content, `"id":"` + item.ID + `"`},
+		{"/v1/content/c%5F" + content + "/members", `"principalId":"` + app.ann + `"`},
+		{"/v1/users/u%5f" + ann + "/library", `"id":"` + item.ID + `"`},
+	} {
+		if rec := app.do(http.MethodGet, tc.path, ""); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("GET %s: %d %s, want 200 with %s", tc.path, rec.Code, rec.Body, tc.want)
+		}
+	}
+	// Two parameters, each escaped: the share's removal finds both.
+	if rec := app.do(http.MethodDelete, "/v1/content/c%5F"+content+"/members/%75_"+ann, ""); rec.Code == http.StatusNotFound {
+		t.Errorf("DELETE with escaped ids: %d %s", rec.Code, rec.Body)
+	}
+	// An escaped '/' is part of the id, not a step to /v1/users/{id}/sessions.
+	for _, path := range []string{"/v1/users/u_" + ann + "%2Fsessions", "/v1/users/u%5F" + ann + "%2fsessions"} {
+		if rec := app.do(http.MethodGet, path, ""); rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s: %d %s, want 404", path, rec.Code, rec.Body)
 		}
 	}
 }

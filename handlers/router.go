@@ -68,6 +68,7 @@ func NewRouter(d Deps) *chi.Mux {
 		frame(d.Logger, d.TrustedProxies, d.RequestTimeout, d.Metrics),
 		recoverer,
 		limitBody(d.MaxBodyBytes),
+		routeDecoded,
 		// HEAD works wherever GET does (RFC 9110): the GET handler runs and
 		// net/http drops its body.
 		middleware.GetHead,
@@ -93,7 +94,7 @@ func NewRouter(d Deps) *chi.Mux {
 	// sub-router routes again and joins the patterns, about 3 µs of CPU a
 	// request).
 	r.Group(func(r chi.Router) {
-		r.Use(authenticate(d.Accounts))
+		r.Use(decodedParams, authenticate(d.Accounts))
 		routeAccounts(r, d)
 		routeModeration(r, d)
 		routeAudit(r, d)
@@ -225,11 +226,7 @@ func methodNotAllowed(mux *chi.Mux) http.HandlerFunc {
 	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
 		http.MethodPatch, http.MethodDelete, http.MethodOptions}
 	return func(w http.ResponseWriter, r *http.Request) {
-		// The path as chi routed it: the escaped one when net/url kept it.
-		path := r.URL.RawPath
-		if path == "" {
-			path = r.URL.Path
-		}
+		path := routingPath(r.URL) // as chi routed it
 		var allowed []string
 		for _, m := range methods {
 			if mux.Match(chi.NewRouteContext(), m, path) ||
@@ -252,17 +249,57 @@ func serveOpenAPI(spec []byte) http.HandlerFunc {
 	}
 }
 
-// textParam is the path parameter name of r as the client meant it (an
-// address, a username, a group name), percent-decoded once. chi routes on
-// the escaped path when net/url kept one (RawPath: the path holds an
-// escape net/url would not write, such as %2F) and its parameters are
-// then still escaped; otherwise it routes on the decoded path, and
-// decoding again would read a '%' of the value (a%41b@example.org, sent
-// as a%2541b@example.org) as an escape: another address, or none.
-func textParam(r *http.Request, name string) (string, error) {
-	v := chi.URLParam(r, name)
-	if r.URL.RawPath == "" {
-		return v, nil
+// routeDecoded routes a request on its path as net/http decodes it, a
+// segment at a time, so a character sent escaped (u%5F, %63, %75sers)
+// reaches what the plain path reaches. Only '/' and '%' stay escaped: an
+// escaped '/' is part of its segment (an address d/e@example.org sent as
+// d%2Fe@example.org), never a step to another route. net/url keeps the
+// escaped form (RawPath) only when the path holds an escape it would not
+// write itself; chi routed that form as it came, and a parameter then
+// reached the handler still escaped (the id "u%5F...", 404).
+func routeDecoded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawPath != "" {
+			chi.RouteContext(r.Context()).RoutePath = routingPath(r.URL)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// routingPath is the path chi routes u on: u.Path when net/url kept no
+// escaped form, else each segment of it decoded, its '%' and '/' escaped.
+func routingPath(u *url.URL) string {
+	if u.RawPath == "" {
+		return u.Path
 	}
-	return url.PathUnescape(v)
+	segments := strings.Split(u.RawPath, "/")
+	for i, s := range segments {
+		if d, err := url.PathUnescape(s); err == nil { // net/url keeps a RawPath only if it decodes
+			segments[i] = keepSlashes.Replace(d)
+		}
+	}
+	return strings.Join(segments, "/")
+}
+
+// keepSlashes escapes what routingPath must keep inside a segment.
+var keepSlashes = strings.NewReplacer("%", "%25", "/", "%2F")
+
+// decodedParams decodes once each path parameter of a request routed on
+// routingPath's escaped form, so every handler reads its parameters as
+// the client meant them (an id, an address, a username, a group name).
+// Routed on r.URL.Path, they are decoded already: decoding again would
+// read a '%' of the value (a%41b@example.org, sent as a%2541b@example.org)
+// as an escape, another address or none.
+func decodedParams(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawPath != "" {
+			params := chi.RouteContext(r.Context()).URLParams
+			for i, v := range params.Values {
+				if d, err := url.PathUnescape(v); err == nil { // routingPath escapes only whole '%' and '/'
+					params.Values[i] = d
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -129,10 +129,7 @@ func (h *Users) get(w http.ResponseWriter, r *http.Request) error {
 
 // getByUsername serves GET /v1/users/by-username/{username}.
 func (h *Users) getByUsername(w http.ResponseWriter, r *http.Request) error {
-	name, err := textParam(r, "username")
-	if err != nil {
-		return domain.ErrNotFound
-	}
+	name := chi.URLParam(r, "username")
 	v, err := h.accounts.GetByUsername(r.Context(), principal(r.Context()), name)
 	if err != nil {
 		return err
@@ -143,10 +140,7 @@ func (h *Users) getByUsername(w http.ResponseWriter, r *http.Request) error {
 
 // getByEmail serves GET /v1/users/by-email/{email} (admins).
 func (h *Users) getByEmail(w http.ResponseWriter, r *http.Request) error {
-	email, err := textParam(r, "email")
-	if err != nil {
-		return domain.ErrNotFound
-	}
+	email := chi.URLParam(r, "email")
 	v, err := h.accounts.GetByEmail(r.Context(), principal(r.Context()), email)
 	if err != nil {
 		return err
