@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"regexp"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -313,22 +312,29 @@ func recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// limitBody refuses bodies over max bytes: at once (413) when the
-// Content-Length says so, and while reading otherwise.
+// limitBody bounds bodies to max bytes where they are read: decodeJSON
+// answers 413 (decodeProblem) at its first read when the Content-Length
+// says the body is over, and once past max otherwise. A request whose
+// operation takes no body (a GET, a DELETE) never reads it, and is served
+// whatever it carries: openapi.yaml has a 413 only where it has a body.
 func limitBody(max int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Body == http.NoBody {
-				next.ServeHTTP(w, r) // a request without a body: nothing to bound
-				return
+			switch {
+			case r.Body == http.NoBody: // a request without a body: nothing to bound
+			case r.ContentLength > max:
+				r.Body = overLimit{max}
+			default:
+				r.Body = http.MaxBytesReader(w, r.Body, max)
 			}
-			if r.ContentLength > max {
-				writeProblem(w, r, newProblem(http.StatusRequestEntityTooLarge, "body_too_large",
-					"The body is larger than "+strconv.FormatInt(max, 10)+" bytes."))
-				return
-			}
-			r.Body = http.MaxBytesReader(w, r.Body, max)
 			next.ServeHTTP(w, r)
 		})
 	}
 }
+
+// overLimit is a body its Content-Length put over the limit: its first
+// read fails as http.MaxBytesReader's would, before a byte is read.
+type overLimit struct{ limit int64 }
+
+func (b overLimit) Read([]byte) (int, error) { return 0, &http.MaxBytesError{Limit: b.limit} }
+func (overLimit) Close() error               { return nil }

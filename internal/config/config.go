@@ -307,7 +307,7 @@ var Vars = []Var{
 	{"SHELF_HTTP_IDLE_TIMEOUT", "120s", "keep-alive idle time", Tuning},
 	{"SHELF_REQUEST_TIMEOUT", "10s", "deadline of one request's work", Tuning},
 	{"SHELF_SHUTDOWN_TIMEOUT", "20s", "how long in-flight requests may drain on SIGTERM/SIGINT", Tuning},
-	{"SHELF_MAX_BODY_BYTES", "1048576", "largest request body (413 above)", Tuning},
+	{"SHELF_MAX_BODY_BYTES", "1048576", "largest request body an operation that takes one reads (413 above); a body sent with a GET or a DELETE is ignored", Tuning},
 	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed", Operator},
 	{"SHELF_CORS_ORIGINS", "", "comma-separated origins (e.g. https://app.example.org) whose browser pages may call the API; * for any; empty: no CORS", Operator},
 	{"SHELF_PPROF_ADDR", "", "address (host:port, e.g. 127.0.0.1:6060) where net/http/pprof listens, on a server of its own; empty: off. Never expose it publicly", Operator},
