@@ -305,7 +305,7 @@ var Vars = []Var{
 	{"SHELF_HTTP_READ_TIMEOUT", "15s", "time to read a whole request", Tuning},
 	{"SHELF_HTTP_WRITE_TIMEOUT", "30s", "time to write a response", Tuning},
 	{"SHELF_HTTP_IDLE_TIMEOUT", "120s", "keep-alive idle time", Tuning},
-	{"SHELF_REQUEST_TIMEOUT", "10s", "deadline of one request's work", Tuning},
+	{"SHELF_REQUEST_TIMEOUT", "10s", "deadline of one request's work (503 timeout past it); below SHELF_HTTP_WRITE_TIMEOUT, which closes the connection before a later answer", Tuning},
 	{"SHELF_SHUTDOWN_TIMEOUT", "20s", "how long in-flight requests may drain on SIGTERM/SIGINT", Tuning},
 	{"SHELF_MAX_BODY_BYTES", "1048576", "largest request body an operation that takes one reads (413 above); a body sent with a GET or a DELETE is ignored", Tuning},
 	{"SHELF_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed", Operator},
@@ -506,6 +506,12 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if sameAddr(c.HTTP.PprofAddr, c.HTTP.Addr) {
 		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)
+	}
+	if h := c.HTTP; h.RequestTimeout > 0 && h.WriteTimeout > 0 && h.RequestTimeout >= h.WriteTimeout {
+		// net/http closes the connection at the write timeout: a request
+		// that ran out would never get its 503
+		// (TestRequestEndsBeforeItsAnswerMayNoLongerBeWritten).
+		p.fail("SHELF_REQUEST_TIMEOUT", "%v is not below SHELF_HTTP_WRITE_TIMEOUT %v: the connection would be closed before a request that ran out could answer its 503; set SHELF_REQUEST_TIMEOUT below SHELF_HTTP_WRITE_TIMEOUT (or SHELF_HTTP_WRITE_TIMEOUT above it)", h.RequestTimeout, h.WriteTimeout)
 	}
 	cas := c.Cassandra
 	// (1 + Retries) × Timeout < RequestTimeout, without the product (a

@@ -408,3 +408,25 @@ func TestOneAddressCannotFillALoginsBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestEndsBeforeItsAnswerMayNoLongerBeWritten: a request that runs
+// out of SHELF_REQUEST_TIMEOUT answers 503 timeout, but net/http closes
+// the connection once SHELF_HTTP_WRITE_TIMEOUT has passed since the
+// request was read. With the request's deadline at or past it, a request
+// that runs out is answered by a closed connection, never its 503 (which
+// says when to retry); such a pair was accepted. It is refused at start,
+// naming both settings.
+func TestRequestEndsBeforeItsAnswerMayNoLongerBeWritten(t *testing.T) {
+	t.Parallel()
+	for _, bad := range [][2]string{{"30s", "30s"}, {"31s", "30s"}, {"10s", "5s"}} {
+		_, err := Load(env(map[string]string{"SHELF_REQUEST_TIMEOUT": bad[0], "SHELF_HTTP_WRITE_TIMEOUT": bad[1]}))
+		if err == nil || !strings.Contains(err.Error(), "SHELF_REQUEST_TIMEOUT: ") || !strings.Contains(err.Error(), "SHELF_HTTP_WRITE_TIMEOUT") {
+			t.Errorf("request %s, write %s: accepted or not named: %v", bad[0], bad[1], err)
+		}
+	}
+	for _, good := range [][2]string{{"29s", "30s"}, {"30s", "31s"}, {"10s", "30s"}} {
+		if _, err := Load(env(map[string]string{"SHELF_REQUEST_TIMEOUT": good[0], "SHELF_HTTP_WRITE_TIMEOUT": good[1]})); err != nil {
+			t.Errorf("request %s, write %s: %v", good[0], good[1], err)
+		}
+	}
+}

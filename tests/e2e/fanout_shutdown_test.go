@@ -28,7 +28,7 @@ func TestShutdownDuringALargeFanoutLosesNothing(t *testing.T) {
 	// unknown, so it cannot be retried here: whether its fan-out is in the
 	// pool is what the test goes on to rely on. Timeouts are not its
 	// subject.
-	env := map[string]string{"SHELF_FANOUT_SYNC_LIMIT": "0", "SHELF_CASSANDRA_TIMEOUT": "6s", "SHELF_REQUEST_TIMEOUT": "30s"}
+	env := map[string]string{"SHELF_FANOUT_SYNC_LIMIT": "0", "SHELF_CASSANDRA_TIMEOUT": "6s", "SHELF_REQUEST_TIMEOUT": "30s", "SHELF_HTTP_WRITE_TIMEOUT": "40s"}
 	m := newModerators(t, env)
 	_, ownerAPI := m.member(t)
 	c := createContent(t, ownerAPI, "before", "public")

@@ -39,7 +39,7 @@ import (
 // compare-and-sets would measure the stall.
 func TestConcurrentJoinsNeverExceedMaxMembers(t *testing.T) {
 	t.Parallel()
-	w := newGroupWorld(t, map[string]string{"SHELF_CASSANDRA_TIMEOUT": "6s", "SHELF_REQUEST_TIMEOUT": "30s"}, app.GroupTurnWait(10*time.Second))
+	w := newGroupWorld(t, map[string]string{"SHELF_CASSANDRA_TIMEOUT": "6s", "SHELF_REQUEST_TIMEOUT": "30s", "SHELF_HTTP_WRITE_TIMEOUT": "40s"}, app.GroupTurnWait(10*time.Second))
 	const joiners, maxMembers, rounds = 50, 10, 4
 	users := signupJoiners(t, w.api, joiners)
 	lost := appOf(w.ownerAPI).Metrics.LWTOutcomes.WithLabelValues("not_applied")
