@@ -344,7 +344,7 @@ var Vars = []Var{
 	{"SHELF_JOB_LEASE", "30s", "how long a job's lease lasts without a report of progress (a page of items): a worker that stopped holds its job that long before another takes it on", Tuning},
 	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential; refused when SHELF_PUBLIC_URL is not localhost or a loopback address, unless SHELF_ALLOW_LOG_MAILER=true); smtp: sent through SHELF_SMTP_*", Operator},
 	{"SHELF_ALLOW_LOG_MAILER", "false", "true: keep SHELF_MAILER=log although SHELF_PUBLIC_URL is not this machine (a staging host whose log only its developers read); every mailed link is then in the log", Operator},
-	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify, /#/reset, /#/revert-email, /#/revert-factor, each ?token=...)", Operator},
+	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify, /#/reset, /#/revert-email, /#/revert-factor, each ?token=...); https with SHELF_MAILER=smtp unless this machine (localhost or a loopback address)", Operator},
 	{"SHELF_MAIL_FROM", "shelf <no-reply@localhost>", "sender of every mail", Operator},
 	{"SHELF_SMTP_HOST", "", "SMTP server (SHELF_MAILER=smtp)", Operator},
 	{"SHELF_SMTP_PORT", "587", "its port", Operator},
@@ -459,6 +459,10 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Mail.Mailer == "smtp" && c.Mail.SMTPHost == "" {
 		p.fail("SHELF_SMTP_HOST", "is needed with SHELF_MAILER=smtp")
 	}
+	if c.Mail.PlainLinksRefused() {
+		p.fail("SHELF_PUBLIC_URL", "%q is plain http on another machine, and SHELF_MAILER=smtp mails links carrying tokens (verify, reset, revert) that anyone who sees one click's traffic could use: "+
+			"serve the console over TLS and set SHELF_PUBLIC_URL to its https:// address (http only for localhost or a loopback address)", c.Mail.PublicURL)
+	}
 	if c.Mail.LogMailerRefused() {
 		p.fail("SHELF_MAILER", "log writes every mail, its working links included, to the log, and SHELF_PUBLIC_URL %q is not this machine: "+
 			"set SHELF_MAILER=smtp and SHELF_SMTP_HOST (or SHELF_ALLOW_LOG_MAILER=true, if whoever reads the log may hold any account)", c.Mail.PublicURL)
@@ -540,6 +544,16 @@ func Load(getenv func(string) string) (Config, error) {
 // Elsewhere it takes SHELF_ALLOW_LOG_MAILER=true.
 func (m Mail) LogMailerRefused() bool {
 	return m.Mailer == "log" && !m.AllowLogMailer && !isLoopbackURL(m.PublicURL)
+}
+
+// PlainLinksRefused says whether mail leaving this machine (SMTP) would
+// carry links, each with a token that verifies an address, resets a
+// password or reverts a change, to a plain-http address on another
+// machine: the token would cross the network readable by anyone on the
+// path of one click. http stays for this machine, where it does not.
+func (m Mail) PlainLinksRefused() bool {
+	u, err := url.Parse(m.PublicURL)
+	return m.Mailer == "smtp" && err == nil && u.Scheme == "http" && !isLoopbackURL(m.PublicURL)
 }
 
 // isLoopbackURL says whether raw's host is this machine: localhost, a name

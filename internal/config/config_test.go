@@ -277,8 +277,10 @@ func TestLogMailerOnlyInDevelopment(t *testing.T) {
 		if c, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_ALLOW_LOG_MAILER": "true"})); err != nil || !c.Mail.AllowLogMailer {
 			t.Errorf("%q: allowed explicitly, still refused: %v", url, err)
 		}
-		if _, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": url, "SHELF_MAILER": "smtp", "SHELF_SMTP_HOST": "mail.example.org"})); err != nil {
-			t.Errorf("%q with smtp: %v", url, err)
+		// SMTP mails there over https only (TestMailedLinksTravelOnlyEncrypted).
+		secure := strings.Replace(url, "http://", "https://", 1)
+		if _, err := Load(env(map[string]string{"SHELF_PUBLIC_URL": secure, "SHELF_MAILER": "smtp", "SHELF_SMTP_HOST": "mail.example.org"})); err != nil {
+			t.Errorf("%q with smtp: %v", secure, err)
 		}
 	}
 }
@@ -427,6 +429,30 @@ func TestRequestEndsBeforeItsAnswerMayNoLongerBeWritten(t *testing.T) {
 	for _, good := range [][2]string{{"29s", "30s"}, {"30s", "31s"}, {"10s", "30s"}} {
 		if _, err := Load(env(map[string]string{"SHELF_REQUEST_TIMEOUT": good[0], "SHELF_HTTP_WRITE_TIMEOUT": good[1]})); err != nil {
 			t.Errorf("request %s, write %s: %v", good[0], good[1], err)
+		}
+	}
+}
+
+// TestMailedLinksTravelOnlyEncrypted: SHELF_PUBLIC_URL is the base of
+// every mailed link, each carrying a token that verifies an address,
+// resets a password or reverts a change. With SMTP (mail that leaves
+// this machine) and a plain-http URL on another host, whoever sees the
+// traffic of one click holds the token: such a pair was accepted. It is
+// refused at start, naming SHELF_PUBLIC_URL; http stays for this machine
+// (localhost, 127.0.0.0/8, ::1), where nothing crosses a network.
+func TestMailedLinksTravelOnlyEncrypted(t *testing.T) {
+	t.Parallel()
+	smtp := func(publicURL string) map[string]string {
+		return map[string]string{"SHELF_MAILER": "smtp", "SHELF_SMTP_HOST": "mail.example.org", "SHELF_PUBLIC_URL": publicURL}
+	}
+	for _, bad := range []string{"http://shelf.example.org", "HTTP://shelf.example.org:8080", "http://192.0.2.7", "http://[2001:db8::1]:8080"} {
+		if _, err := Load(env(smtp(bad))); err == nil || !strings.Contains(err.Error(), "SHELF_PUBLIC_URL: ") || !strings.Contains(err.Error(), "https://") {
+			t.Errorf("SMTP with %s: accepted or not explained: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"https://shelf.example.org", "http://localhost:8080", "http://127.0.0.2:8080", "http://[::1]:8080"} {
+		if _, err := Load(env(smtp(good))); err != nil {
+			t.Errorf("SMTP with %s: %v", good, err)
 		}
 	}
 }
