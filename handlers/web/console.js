@@ -36,6 +36,20 @@
     }
   }
 
+  // signedOut counts the sessions this tab let go of (forget: a Log out,
+  // a session that ended, a reset, a deletion). A request sent before
+  // one and answered after it is Dropped, whatever its answer: nothing
+  // of the last session's (a page's rows, a change's outcome, a refusal)
+  // shows afterwards, on a page hidden or shown, to whoever uses the tab
+  // next.
+  let signedOut = 0;
+  class Dropped extends Error {}
+
+  // sayError says err on the message line, unless it was Dropped.
+  function sayError(err) {
+    if (!(err instanceof Dropped)) say(err.message, true);
+  }
+
   // fieldError is a refusal of this page's own about one field (a name
   // that finds nobody), shown as the server's are.
   function fieldError(field, message) {
@@ -46,6 +60,7 @@
   // body, or throws an ApiError; quiet: a 401 is only thrown, the tab
   // keeps its state (start reads the session that way).
   async function api(method, path, body, { quiet } = {}) {
+    const at = signedOut;
     const headers = {};
     if (state.token) headers.Authorization = 'Bearer ' + state.token;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -55,12 +70,14 @@
       res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
       text = await res.text();
     } catch (err) {
+      if (at !== signedOut) throw new Dropped();
       // No answer came (the network, or shelf itself, is down): a read may
       // simply be tried again; a change may have been made or not.
       throw new ApiError(0, 'shelf did not answer (the network or the server is down)'
         + (method === 'GET' ? ': check your connection and try again.'
           : ', so this may or may not have been done: check your connection, then look whether it was before trying again.'), [], 'no_answer');
     }
+    if (at !== signedOut) throw new Dropped();
     let data = null;
     try {
       data = text ? JSON.parse(text) : null;
@@ -112,6 +129,7 @@
       if (id.startsWith('u_')) name = (await api('GET', '/v1/users/' + enc(id))).username;
       else if (id.startsWith('g_')) name = (await api('GET', '/v1/groups/' + enc(id))).name;
     } catch (err) {
+      if (err instanceof Dropped) throw err;
       name = id;
     }
     names.set(id, name);
@@ -201,6 +219,7 @@
   // showError puts each field the error names beside that field of form;
   // the rest, and the error itself, go to the message line.
   function showError(form, err) {
+    if (err instanceof Dropped) return;
     const loose = [];
     for (const f of (err && err.fields) || []) {
       // A recovery code is typed in a form's code field (withCode sends
@@ -337,7 +356,7 @@
       try {
         await busyWhile(ev && ev.currentTarget, fn);
       } catch (err) {
-        say(err.message, true);
+        sayError(err);
       }
     };
   }
@@ -994,9 +1013,12 @@
             // The row's own group (g), not the one shown now: a row left
             // from the page before must never add its member elsewhere.
             await api('PUT', '/v1/groups/' + enc(g.id) + '/members/' + enc(m.principalId), { role: role.value });
-          } finally {
-            await refreshGroup();
+          } catch (err) {
+            // A refusal shows the roles as they are; a Log out, nothing.
+            if (!(err instanceof Dropped)) await refreshGroup();
+            throw err;
           }
+          await refreshGroup();
           say(who + ' is now a ' + role.value + ' of ' + g.name + '.');
         }));
         const tr = row(who, role, self
@@ -1848,6 +1870,7 @@
     try {
       await api('POST', '/v1/email-verifications/confirm', { token });
     } catch (err) {
+      if (err instanceof Dropped) throw err;
       const reason = tokenRefusal(err, 'verify');
       result.textContent = reason || err.message;
       result.className = 'error';
@@ -1882,6 +1905,8 @@
       try {
         await api('POST', path, { token });
       } catch (err) {
+        // The page shows afresh when opened again (show).
+        if (err instanceof Dropped) return;
         const reason = tokenRefusal(err, refusals);
         result.textContent = reason || err.message;
         result.className = 'error';
@@ -1907,7 +1932,7 @@
       result.focus();
       say(said);
     }
-    go.addEventListener('click', () => revert().catch((err) => say(err.message, true)));
+    go.addEventListener('click', () => revert().catch(sayError));
     return function show() {
       const token = linkToken(page);
       $(page + '-next').hidden = true;
@@ -2134,6 +2159,7 @@
   // with her password instead) must not wait behind #/reset, or the Back
   // button, for whoever uses the tab after her Log out.
   function forget() {
+    signedOut++;
     state.token = null;
     state.me = null;
     sessionStorage.removeItem('shelf.token');
@@ -2292,7 +2318,7 @@
     const before = location.hash;
     location.hash = hash;
     // An unchanged hash (as the browser writes it) fires no event: route now.
-    if (location.hash === before) route().catch((err) => say(err.message, true));
+    if (location.hash === before) route().catch(sayError);
   }
 
   // routed counts the pages asked for (route); stillShown answers a
@@ -2373,6 +2399,7 @@
       } catch (err) {
         // Only a 401 says the session ended; a refusal of another kind (a
         // 503, no answer at all) says nothing of it, and the tab keeps it.
+        if (err instanceof Dropped) throw err;
         if (err.status === 401) {
           forget();
           carry(endedText);
@@ -2385,11 +2412,11 @@
     await route();
   }
 
-  window.addEventListener('hashchange', () => route().catch((err) => say(err.message, true)));
+  window.addEventListener('hashchange', () => route().catch(sayError));
   // The user search (search.js) found the tab's session refused: the tab
   // logs out as it does when its own request is.
   window.addEventListener('shelf:session-ended', () => {
     if (state.token) sessionEnded();
   });
-  start().catch((err) => say(err.message, true));
+  start().catch(sayError);
 })();

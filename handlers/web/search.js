@@ -12,7 +12,8 @@
 // sends after an unsuspension, on which the console shows its page again;
 // shelf:session-ended, sent when the API refuses the tab's session, on
 // which the console logs the tab out as for its own requests; and the
-// console's shelf:logged-out, on which it forgets its matches.
+// console's shelf:logged-out, on which it forgets its matches and drops
+// the answers still out.
 (function () {
   'use strict';
   const root = document.getElementById('user-search');
@@ -67,8 +68,10 @@
   // fail says why a request was refused; a session that ended says
   // nothing here (the console has logged the tab out and says so on its
   // login page) and the matches go, so none stays for whoever logs in
-  // next in this tab.
+  // next in this tab; a request answered after a Log out (dropped) says
+  // nothing at all.
   function fail(err) {
+    if (err.dropped) return;
     if (!err.ended) {
       say(err.message, true);
       return;
@@ -91,7 +94,14 @@
 
   // ---- The API ----
 
+  // signedOut counts the console's Log outs (shelf:logged-out): a request
+  // sent before one and answered after it is dropped, whatever its
+  // answer, so that nothing of the last session's (matches, an outcome, a
+  // refusal) shows afterwards, nor ends what the next user searched.
+  let signedOut = 0;
+
   async function api(method, path) {
+    const at = signedOut;
     const token = sessionStorage.getItem('shelf.token');
     let res;
     let text;
@@ -99,12 +109,14 @@
       res = await fetch(path, { method, headers: token ? { Authorization: 'Bearer ' + token } : {} });
       text = await res.text();
     } catch (err) {
+      if (at !== signedOut) throw dropped();
       // No answer came (the network, or shelf itself, is down).
       const e = new Error('shelf did not answer (the network or the server is down)'
         + (method === 'GET' ? ': check your connection and try again.' : ', so this may or may not have been done: search again to see.'));
       e.fields = [];
       throw e;
     }
+    if (at !== signedOut) throw dropped();
     let data = null;
     try {
       data = text ? JSON.parse(text) : null;
@@ -127,6 +139,13 @@
       throw err;
     }
     return data;
+  }
+
+  function dropped() {
+    const err = new Error('');
+    err.fields = [];
+    err.dropped = true;
+    return err;
   }
 
   // ---- Searching and paging ----
@@ -286,7 +305,10 @@
   // are read again, so no row keeps the old status.
   // The console's Log out (or a session that ended): the matches go with
   // the session, so none stays for whoever logs in next in this tab.
-  window.addEventListener('shelf:logged-out', clear);
+  window.addEventListener('shelf:logged-out', () => {
+    signedOut++;
+    clear();
+  });
   window.addEventListener('shelf:moderated', () => {
     if (search.q && !table.hidden) load().catch(fail);
   });

@@ -425,6 +425,45 @@ await step('a reload whose session check the api refuses keeps the session, says
   expect(await page.locator('#who').textContent() === who, 'logged in again as before: ' + await page.locator('#who').textContent());
 });
 
+await step('a page still out at Log out shows nothing when it lands, nor says its refusal: the next user of the tab meets nothing of it', async () => {
+  const pager = '[data-pager="my-library"]';
+  const nextPage = (url) => url.pathname.endsWith('/library') && url.searchParams.has('cursor');
+  // heldPast presses Next, holds its answer (the page the api gave, or a
+  // 503) until the tab has logged out, then lets it land.
+  async function heldPast(refusal) {
+    await visit('#/library', 'library');
+    let release;
+    const held = new Promise((resolve) => { release = resolve; });
+    let asked;
+    const out = new Promise((resolve) => { asked = resolve; });
+    await page.route(nextPage, async (route) => {
+      const answer = refusal ? null : await route.fetch();
+      asked();
+      await held;
+      await route.fulfill(answer ? { response: answer } : unavailable).catch(() => {});
+    });
+    const land = async () => {
+      release();
+      await page.waitForTimeout(500);
+    };
+    try {
+      await page.locator(`${pager} [data-action="next"]`).click();
+      await out;
+      await logout();
+      if (refusal) await refused(503, land);
+      else await land();
+    } finally {
+      release();
+      await page.unroute(nextPage);
+    }
+    expect(await page.locator('#message').textContent() === 'Logged out.', 'the message line says: ' + await page.locator('#message').textContent());
+    expect((await rows('my-library')).length === 0, 'the last session\'s page in the tab: ' + (await rows('my-library')).join(' | '));
+    await login(alice, pw);
+  }
+  await heldPast(false);
+  await heldPast(true);
+});
+
 await step('a change that gets no answer says so, and what to do: not the browser\'s "Failed to fetch"', async () => {
   await visit('#/library', 'library');
   const create = (url) => url.pathname === '/v1/content';
