@@ -201,6 +201,30 @@
     return job.total > 0 ? ' (' + job.done + ' of ' + job.total + ' items)' : '';
   }
 
+  // readFailed is a change's outcome followed by the failure of the read
+  // that was to show it (the lists it changed, or the page it went on
+  // to), and what to do: the change was made, and stays said.
+  function readFailed(outcome, err) {
+    return outcome + ' Then reading the page failed: ' + err.message + (/[.!?]$/.test(err.message) ? '' : '.')
+      + ' Reload the page to see it as it is now.';
+  }
+
+  // changed says outcome (or what the function outcome answers) once
+  // refresh, the reads that show a change made, is done, or beside their
+  // failure (readFailed). A read Dropped, or one that found the session
+  // ended (the tab is logged out, and says so), is thrown as any other.
+  async function changed(outcome, refresh) {
+    const text = () => (typeof outcome === 'function' ? outcome() : outcome);
+    try {
+      await refresh();
+    } catch (err) {
+      if (err instanceof Dropped || !state.token) throw err;
+      say(readFailed(text(), err), true);
+      return;
+    }
+    say(text());
+  }
+
   // carry says the outcome of an action that goes on to another page
   // (or shows the same one afresh): the message stays for that page.
   function carry(text, isError) {
@@ -608,8 +632,7 @@
     const c = await api('POST', '/v1/content', body);
     f.reset();
     state.moved = c.id;
-    await myLibrary.first();
-    say('Created ' + c.name + '.');
+    await changed('Created ' + c.name + '.', () => myLibrary.first());
   });
 
   // ---- One item ----
@@ -651,8 +674,7 @@
             : removeButton('Remove', 'Take ' + what + ' away from ' + who + '? ' + (isGroup ? 'It leaves the group\'s library.' : 'It leaves their library.'),
               'Yes, remove ' + who, async () => {
                 const already = await undone(() => api('DELETE', '/v1/content/' + enc(item.current.id) + '/members/' + enc(m.principalId)), 'not_found');
-                await itemMembers.reload();
-                say(who + ' no longer has ' + what + already + '.');
+                await changed(who + ' no longer has ' + what + already + '.', () => itemMembers.reload());
               }, 'Remove ' + who));
         tr.dataset.member = who;
         return tr;
@@ -908,8 +930,7 @@
     const shown = v.kind === 'group' ? p.name : p.username;
     await api('PUT', '/v1/content/' + enc(item.current.id) + '/members/' + enc(p.id), { role: v.role });
     f.elements.principal.value = '';
-    await itemMembers.first();
-    say('Shared ' + item.current.name + ' with ' + shown + ' as ' + v.role + '.');
+    await changed('Shared ' + item.current.name + ' with ' + shown + ' as ' + v.role + '.', () => itemMembers.first());
   });
 
   // ---- Someone's library ----
@@ -1018,16 +1039,14 @@
             if (!(err instanceof Dropped)) await refreshGroup();
             throw err;
           }
-          await refreshGroup();
-          say(who + ' is now a ' + role.value + ' of ' + g.name + '.');
+          await changed(who + ' is now a ' + role.value + ' of ' + g.name + '.', refreshGroup);
         }));
         const tr = row(who, role, self
           ? leaveGroupButton(g)
           : removeButton('Remove', 'Remove ' + who + ' from ' + g.name + '? The items shared through the group leave their reach.',
             'Yes, remove ' + who, async () => {
               const already = await undone(() => api('DELETE', '/v1/groups/' + enc(g.id) + '/members/' + enc(m.principalId)), 'not_member');
-              await refreshGroup();
-              say(who + ' is no longer in ' + g.name + already + '.');
+              await changed(who + ' is no longer in ' + g.name + already + '.', refreshGroup);
             }, 'Remove ' + who));
         tr.dataset.member = who;
         return tr;
@@ -1132,8 +1151,7 @@
     const u = await userNamed(v.username, 'username');
     await api('PUT', '/v1/groups/' + enc(group.current.id) + '/members/' + enc(u.id), { role: v.role });
     f.elements.username.value = '';
-    await refreshGroup();
-    say('Added ' + u.username + ' to ' + group.current.name + ' as ' + v.role + '.');
+    await changed('Added ' + u.username + ' to ' + group.current.name + ' as ' + v.role + '.', refreshGroup);
   });
 
   // ---- Moderation (admins) ----
@@ -1161,10 +1179,11 @@
   // unsuspend lifts a suspension and shows the lists it changes again.
   async function unsuspend(userId, username) {
     const already = await undone(() => api('DELETE', '/v1/users/' + enc(userId) + '/suspension'), 'not_suspended');
-    await suspended.reload();
-    if (modHistory.user && modHistory.user.id === userId) await showModUser(userId);
     moderated();
-    say(username + ' is no longer suspended' + already + '.');
+    await changed(username + ' is no longer suspended' + already + '.', async () => {
+      await suspended.reload();
+      if (modHistory.user && modHistory.user.id === userId) await showModUser(userId);
+    });
   }
 
   // moderated tells the page's other parts (the user search) that a
@@ -1188,10 +1207,11 @@
     }
     await api('POST', '/v1/users/' + enc(u.id) + '/suspension', body);
     f.reset();
-    await suspended.first();
-    if (modHistory.user && modHistory.user.id === u.id) await showModUser(u.id);
     moderated();
-    say('Suspended ' + u.username + (body.until ? ' until ' + when(body.until) : '') + '.');
+    await changed('Suspended ' + u.username + (body.until ? ' until ' + when(body.until) : '') + '.', async () => {
+      await suspended.first();
+      if (modHistory.user && modHistory.user.id === u.id) await showModUser(u.id);
+    });
   });
 
   const modHistory = { user: null };
@@ -1332,8 +1352,7 @@
         removeButton('Remove', 'Remove ' + u.username + "'s " + x.name + '? Only when you are sure it is ' + u.username
           + ' who lost it: logging in then takes the password alone. This is recorded in the audit.', 'Yes, remove it', async () => {
           await api('POST', '/v1/users/' + enc(u.id) + '/factors/' + enc(x.id) + '/removal', {});
-          await Promise.all([showModFactors(u), auditLog.first()]);
-          say(u.username + "'s " + x.name + ' is removed, and the audit says so.');
+          await changed(u.username + "'s " + x.name + ' is removed, and the audit says so.', () => Promise.all([showModFactors(u), auditLog.first()]));
         }, 'Remove ' + u.username + "'s " + x.name));
       return li;
     }));
@@ -1414,8 +1433,7 @@
         s.current ? 'this session' : removeButton('Sign out', 'Sign out the session logged in ' + when(s.createdAt)
           + (s.userAgent ? ' (' + device(s.userAgent) + ')' : '') + '? Whoever uses it must log in again.', 'Yes, sign it out', async () => {
           const already = await undone(() => api('DELETE', '/v1/users/' + state.me.id + '/sessions/' + enc(s.id)), 'not_found');
-          await sessions.reload();
-          say('That session is signed out' + already + '.');
+          await changed('That session is signed out' + already + '.', () => sessions.reload());
         }, 'Sign out the session of ' + when(s.createdAt)));
       tr.dataset.session = s.id;
       if (s.current) tr.className = 'current';
@@ -1538,26 +1556,27 @@
     names.set(state.me.id, state.me.username);
     showWho();
     showEmailStatus();
-    // Asking for a new email ended the other sessions: the list says so.
-    if (state.me.pendingEmail && patch.email !== undefined) await sessions.first();
     // A new email is only asked for; the server mails it a link after
     // answering, and the account's address a notice.
-    say(!state.me.pendingEmail || patch.email === undefined ? 'Saved your profile.'
+    const emailAsked = Boolean(state.me.pendingEmail && patch.email !== undefined);
+    await changed(!emailAsked ? 'Saved your profile.'
       : 'Saved your profile. A confirmation mail is on its way to ' + state.me.pendingEmail + ': your account keeps '
-        + state.me.email + ' until you open its link. Your other sessions are signed out.');
+        + state.me.email + ' until you open its link. Your other sessions are signed out.', async () => {
+      // Asking for a new email ended the other sessions: the list says so.
+      if (emailAsked) await sessions.first();
+    });
   });
 
   form('password', async (v, f) => {
     await api('PUT', '/v1/users/' + state.me.id + '/password', await withCode({ currentPassword: v.currentPassword, newPassword: v.newPassword }, v));
     f.reset();
-    await sessions.first();
-    say('Password changed: your other sessions are signed out, and your email address was told (with a link to reset the password, should someone else have changed it).');
+    await changed('Password changed: your other sessions are signed out, and your email address was told (with a link to reset the password, should someone else have changed it).',
+      () => sessions.first());
   });
 
   $('sign-out-others').addEventListener('click', removal('Sign out every other session of yours? Each must log in again.', 'Yes, sign them out', async () => {
     await api('DELETE', '/v1/users/' + state.me.id + '/sessions?keep=current');
-    await sessions.first();
-    say('Signed out everywhere else.');
+    await changed('Signed out everywhere else.', () => sessions.first());
   }));
 
   // ---- Second factors ----
@@ -1710,10 +1729,10 @@
     const credential = await passkeyCreate(e.options);
     const c = await api('POST', '/v1/users/' + state.me.id + '/passkeys/' + enc(e.factor.id) + '/registration', { credential });
     f.reset();
-    await showFactors();
+    // The codes show whatever the read after: they are shown only now.
     if (c.recoveryCodes) showRecoveryCodes(c.recoveryCodes);
-    say(c.factor.name + ' is added: logging in now asks for your passkey (or a code of an app you have).'
-      + (c.recoveryCodes ? ' Keep the recovery codes below somewhere safe: they are shown only now.' : ''));
+    await changed(c.factor.name + ' is added: logging in now asks for your passkey (or a code of an app you have).'
+      + (c.recoveryCodes ? ' Keep the recovery codes below somewhere safe: they are shown only now.' : ''), () => showFactors());
   });
 
   form('factor-confirm', async (v, f) => {
@@ -1721,10 +1740,9 @@
     f.reset();
     // The app holds the key now: the page keeps none of it.
     forgetSecrets();
-    await showFactors();
     if (c.recoveryCodes) showRecoveryCodes(c.recoveryCodes);
-    say(c.factor.name + ' is added: logging in now asks for its code.'
-      + (c.recoveryCodes ? ' Keep the recovery codes below somewhere safe: they are shown only now.' : ''));
+    await changed(c.factor.name + ' is added: logging in now asks for its code.'
+      + (c.recoveryCodes ? ' Keep the recovery codes below somewhere safe: they are shown only now.' : ''), () => showFactors());
   });
 
   $('factor-remove-cancel').addEventListener('click', () => { $('factor-remove').hidden = true; });
@@ -1732,16 +1750,16 @@
     await api('POST', '/v1/users/' + state.me.id + '/factors/' + enc(v.factorId) + '/removal',
       await withCode({ currentPassword: v.currentPassword }, v));
     f.hidden = true;
-    await showFactors();
-    say(state.factors.length ? 'Removed. Your other apps still work.' : 'Removed: your password alone logs you in again.');
+    // The list as read after the removal, or, when that read failed, as before it.
+    await changed(() => (state.factors.some((x) => x.id !== v.factorId) ? 'Removed. Your other apps still work.' : 'Removed: your password alone logs you in again.'),
+      () => showFactors());
   });
 
   form('recovery-new', async (v, f) => {
     const r = await api('POST', '/v1/users/' + state.me.id + '/recovery-codes', await withCode({ currentPassword: v.currentPassword }, v));
     f.reset();
-    await showFactors();
     showRecoveryCodes(r.recoveryCodes);
-    say('New recovery codes below: the old ones no longer work. They are shown only now.');
+    await changed('New recovery codes below: the old ones no longer work. They are shown only now.', () => showFactors());
   });
 
   // showDeletionGroups lists, before a deletion is asked, the groups
@@ -1878,13 +1896,13 @@
       say(reason ? 'This link cannot confirm an address.' : err.message, true);
       return;
     }
-    if (state.me) {
-      state.me = await api('GET', '/v1/me');
-      showWho();
-    }
     result.textContent = 'Your email address is verified.';
     result.className = 'ok';
-    say('Email address verified. Thank you.');
+    await changed('Email address verified. Thank you.', async () => {
+      if (!state.me) return;
+      state.me = await api('GET', '/v1/me');
+      showWho();
+    });
   }
 
   // revertPage is a page of a link mailed to an account's address that
@@ -2352,7 +2370,9 @@
     }
     const section = page.section ? page.section(...parts.slice(1)) : name;
     // A message belongs to the page it was said on, or to the one an
-    // action went on to (carry).
+    // action went on to (carry), where it stays beside a failure of the
+    // page's read (readFailed).
+    const carried = state.carried && $('message').className !== 'error' ? $('message').textContent : '';
     if (!state.carried) say('');
     state.carried = false;
     document.body.dataset.ready = '';
@@ -2365,7 +2385,10 @@
     try {
       await page.show(...parts.slice(1));
     } catch (err) {
-      if (seq === routed) throw err;
+      // A later page (a Log out's too) says its own.
+      if (seq !== routed) return;
+      if (!carried || err instanceof Dropped || !state.token) throw err;
+      say(readFailed(carried, err), true);
     } finally {
       if (seq === routed) {
         landed(section, page.focus ? page.focus(...parts.slice(1)) : '');

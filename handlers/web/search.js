@@ -238,10 +238,20 @@
     no.addEventListener('click', () => { question.hidden = true; start.hidden = false; start.focus(); });
     yes.addEventListener('click', act(async () => {
       await api('DELETE', '/v1/users/' + enc(u.id) + '/suspension');
-      await load();
+      const done = u.username + ' is no longer suspended.';
+      try {
+        await load();
+      } catch (err) {
+        if (err.dropped || err.ended) throw err;
+        // The change was made: it stays said, beside the failed read.
+        window.dispatchEvent(new HashChangeEvent('hashchange'));
+        say(done + ' Then reading the matches failed: ' + err.message + (/[.!?]$/.test(err.message) ? '' : '.')
+          + ' Search again to see them as they are now.', true);
+        return;
+      }
       // The console's own lists on this page read again.
       window.dispatchEvent(new HashChangeEvent('hashchange'));
-      say(u.username + ' is no longer suspended.');
+      say(done);
     }));
     cell.append(start, question);
     return cell;

@@ -637,6 +637,22 @@ await step('share an item by username and by group name; its members by name, pa
   expect((await page.locator('#share .field-error').textContent()).includes('No group'), 'no such group');
 });
 
+await step('a change whose read after it fails stays said, beside the failure and what to do', async () => {
+  // On the item shared with bob: sharing it with him as viewer again
+  // changes nothing, and the members' read after it answers 503, once.
+  const members = (url) => /^\/v1\/content\/[^/]+\/members$/.test(url.pathname);
+  await page.route(members, async (route) => {
+    await route.fulfill(unavailable);
+    await page.unroute(members);
+  });
+  let said = '';
+  await refused(503, async () => {
+    said = await submit('share', { kind: 'user', principal: bob, role: 'viewer' }, true);
+  });
+  expect(said.startsWith('Shared ') && said.includes(' with ' + bob + ' as viewer. Then reading the page failed: ')
+    && said.endsWith('Reload the page to see it as it is now.'), 'said: ' + said);
+});
+
 await step('browse libraries by username and by group name', async () => {
   await visit('#/browse', 'browse');
   // The username is offered as its start is typed.
