@@ -24,7 +24,8 @@ func NewContents(db *DB) *Contents {
 // columns are contentSelectCQL's.
 func (r *contentRow) columns() []any {
 	return []any{&r.ID, &r.Name, &r.Description, &r.Visibility, &r.Link, &r.CreatedBy, &r.CreatedAt, &r.LastModified,
-		&r.Deleted, &r.Members, &r.Managers, &r.Version, &r.WriteID, &r.PendingPrincipal, &r.PendingRole, &r.Lean, &r.Placing, &r.FencedBefore}
+		&r.Deleted, &r.Members, &r.Managers, &r.Version, &r.WriteID, &r.PendingPrincipal, &r.PendingRole, &r.Lean, &r.Placing, &r.FencedBefore,
+		&r.PendingAskedBy, &r.PendingThrough, &r.PendingPriorRole}
 }
 
 type contentRow struct {
@@ -46,6 +47,13 @@ type contentRow struct {
 	// unshare).
 	PendingPrincipal string `db:"pending_principal"`
 	PendingRole      string `db:"pending_role"`
+	// PendingAskedBy, PendingThrough and PendingPriorRole: a pending share
+	// whose caller managed the item only through a group names the caller,
+	// the group and the principal's role before it (migration 039; null
+	// otherwise, and on rows from before).
+	PendingAskedBy   string `db:"pending_asked_by"`
+	PendingThrough   string `db:"pending_through"`
+	PendingPriorRole string `db:"pending_prior_role"`
 	// Lean: the item's library rows are lean (null, before the column:
 	// not lean, so every page checks them).
 	Lean bool `db:"lean"`
@@ -68,18 +76,19 @@ func (r contentRow) pending() *library.MemberChange {
 	if r.PendingPrincipal == "" {
 		return nil
 	}
-	return &library.MemberChange{PrincipalID: r.PendingPrincipal, Role: r.PendingRole}
+	return &library.MemberChange{PrincipalID: r.PendingPrincipal, Role: r.PendingRole,
+		AskedBy: r.PendingAskedBy, Through: r.PendingThrough, PriorRole: r.PendingPriorRole}
 }
 
 const (
-	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?, lean = ?, placing = ?, fenced_before = ?`
-	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?, lean = ?, placing = ?, fenced_before = ?, pending_asked_by = ?, pending_through = ?, pending_prior_role = ?`
+	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before, pending_asked_by, pending_through, pending_prior_role) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	contentUpdateCQL conditionalCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ?`
 	// contentClearCQL leaves write_id as it is: the tag stays the one of
 	// the write that took the version (the share or unshare), which reads
 	// it back to settle its own lost answer (casTable.write).
-	contentClearCQL  conditionalCQL = `UPDATE content SET pending_principal = null, pending_role = null, lean = ? WHERE id = ? IF version = ?`
-	contentSelectCQL readCQL        = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before FROM content WHERE id = ?`
+	contentClearCQL  conditionalCQL = `UPDATE content SET pending_principal = null, pending_role = null, pending_asked_by = null, pending_through = null, pending_prior_role = null, lean = ? WHERE id = ? IF version = ?`
+	contentSelectCQL readCQL        = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before, pending_asked_by, pending_through, pending_prior_role FROM content WHERE id = ?`
 	// contentStatesCQL reads several items' partitions in one statement:
 	// the coordinator reads each (on its replicas) and answers them
 	// together, one round trip for the page's checks.
@@ -113,12 +122,15 @@ func (r stateRow) removing() string {
 }
 
 func contentValues(c library.Content, writeID string) []any {
-	var principal, role any // null: nothing pending
-	if c.Pending != nil {
-		principal, role = c.Pending.PrincipalID, c.Pending.Role
+	var principal, role, askedBy, through, prior any // null: nothing pending, or not named
+	if pc := c.Pending; pc != nil {
+		principal, role = pc.PrincipalID, pc.Role
+		if pc.AskedBy != "" {
+			askedBy, through, prior = pc.AskedBy, pc.Through, pc.PriorRole
+		}
 	}
 	return []any{c.Name, c.Description, string(c.Visibility), c.Link, c.CreatedBy, c.CreatedAt, c.LastModified,
-		c.Deleted, c.Members, c.Managers, c.Version, writeID, principal, role, c.Lean, c.Placing, c.FencedBefore}
+		c.Deleted, c.Members, c.Managers, c.Version, writeID, principal, role, c.Lean, c.Placing, c.FencedBefore, askedBy, through, prior}
 }
 
 // Create inserts an item IF NOT EXISTS; false when a row has its id. Ids

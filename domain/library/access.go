@@ -23,6 +23,9 @@ type access struct {
 	// change leaves it ("": none, or not read: accessTo's shortcuts for an
 	// anonymous caller and for seeing an item that is not private skip it).
 	own string
+	// through is a group of the caller's that manages the item, when the
+	// caller's groups were read ("": none found).
+	through string
 }
 
 // need is what a caller of load wants to know of its access.
@@ -84,7 +87,9 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 		}
 		principals = append(principals, in...)
 		viaGroups := slices.DeleteFunc(itemGroups, func(m Member) bool { return !slices.Contains(in, m.PrincipalID) })
-		a = grants(withPending(append(direct, viaGroups...), c.Pending, principals))
+		found := withPending(append(direct, viaGroups...), c.Pending, principals)
+		a = grants(found)
+		a.through = managingGroup(found)
 	}
 	if !a.see || !a.manage {
 		caller, err := s.callers.Caller(ctx, p)
@@ -149,6 +154,17 @@ func grants(found []Member) access {
 	return a
 }
 
+// managingGroup is a group among the caller's memberships found that
+// makes the caller a manager ("": none).
+func managingGroup(found []Member) string {
+	for _, m := range found {
+		if m.Role == RoleManager && strings.HasPrefix(m.PrincipalID, domain.GroupIDPrefix) {
+			return m.PrincipalID
+		}
+	}
+	return ""
+}
+
 // load reads a live item and the caller's access (as much of it as n
 // needs); 404 when the caller may not see it.
 func (s *Service) load(ctx context.Context, p domain.Principal, id string, n need) (Content, access, error) {
@@ -186,10 +202,10 @@ func (s *Service) requireManager(ctx context.Context, p domain.Principal, id str
 	if err != nil {
 		return nil, err
 	}
-	cl := &caller{checked: c, throughGroup: throughGroup(a)}
+	cl := &caller{checked: c, throughGroup: throughGroup(a), through: a.through}
 	cl.may = func(ctx context.Context, c Content) error {
 		a, err := s.manages(ctx, p, c)
-		cl.throughGroup = throughGroup(a)
+		cl.throughGroup, cl.through = throughGroup(a), a.through
 		return err
 	}
 	return cl, nil
@@ -231,8 +247,11 @@ type caller struct {
 	may     func(ctx context.Context, c Content) error
 	// throughGroup: the last check passed only through a group the caller
 	// is in. The group's membership is no part of the item's version, so
-	// a share asks again once it is recorded (heldAfter).
+	// a share asks again once it is recorded (heldAfter), and names the
+	// caller and the group (through) for whoever finishes it
+	// (outOfTheGroup).
 	throughGroup bool
+	through      string
 }
 
 // heldAfter asks the caller's check again once a share is recorded, on c

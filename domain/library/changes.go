@@ -149,6 +149,14 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 			return nil, err
 		}
 		next.Pending = &MemberChange{PrincipalID: principalID, Role: role}
+		if by.throughGroup && by.through != "" {
+			// Named for whoever finishes it (outOfTheGroup): the request may
+			// lose its answer or stop before its own check below.
+			next.Pending.AskedBy, next.Pending.Through = p.UserID, by.through
+			if before != nil {
+				next.Pending.PriorRole = before.Role
+			}
+		}
 		return &next, nil
 	}))
 	if err != nil {
@@ -157,7 +165,8 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 	if !ch.changed {
 		return false, nil
 	}
-	if s.carryOut(ctx, ch) {
+	back := s.carryOut(ctx, ch)
+	if back == principalDeparted {
 		// The account is being deleted, or the group closed: its deletion
 		// or closing may have read the principal's library before this
 		// share wrote it, so the share was taken back (sharedWithDeparted,
@@ -171,7 +180,13 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 	if prior != nil {
 		before.Pending.Role = prior.Role
 	}
-	if err := by.heldAfter(ctx, before); err != nil {
+	err = by.heldAfter(ctx, before)
+	switch {
+	case back == askerLeft:
+		// Finishing it found the caller out of the group it named, and
+		// took it back already.
+		return false, cmp.Or(err, error(domain.ErrDenied))
+	case err != nil:
 		if rerr := s.revertShare(ctx, id, principalID, role, prior); rerr != nil {
 			return false, rerr
 		}
@@ -357,16 +372,16 @@ func without(c Content, principalID string, before *Member) (*Content, error) {
 // carryOut finishes the share or unshare a change recorded and clears the
 // change's outbox mark. If that fails, the change still stands (it is
 // recorded, and access follows the record at once); whoever changes the
-// item next, or the outbox worker, finishes it. takenBack: a share to an
-// account being deleted or a group closed, taken back (or left to be).
-func (s *Service) carryOut(ctx context.Context, ch changed) (takenBack bool) {
-	takenBack, err := s.finishPending(ctx, ch.next)
+// item next, or the outbox worker, finishes it. back: a share taken back
+// (or left to be), and why.
+func (s *Service) carryOut(ctx context.Context, ch changed) (back takenBack) {
+	back, err := s.finishPending(ctx, ch.next)
 	if err != nil {
 		s.log.Warn(ctx, "membership change recorded but not finished; the outbox worker will finish it", "content", ch.next.ID, "error", err.Error())
-		return takenBack
+		return back
 	}
 	_ = s.outbox.Done(ctx, ch.next.ID, ch.marker)
-	return takenBack
+	return back
 }
 
 // mayUnshare answers whether the caller may take principalID off the item:
@@ -747,12 +762,27 @@ func (s *Service) finish(ctx context.Context, c Content) error {
 	return err
 }
 
-// finishPending is finish, and reports a share taken back because its
-// principal is on its way out: an account being deleted, or a group
-// closed (see sharedWithDeparted, takeBack).
-func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool, err error) {
+// takenBack says why whoever finished a share took it back instead of
+// clearing it.
+type takenBack int
+
+const (
+	notTakenBack takenBack = iota
+	// principalDeparted: an account being deleted, or a group closed (see
+	// sharedWithDeparted).
+	principalDeparted
+	// askerLeft: the caller who managed the item only through a group is
+	// no longer in it (see outOfTheGroup).
+	askerLeft
+)
+
+// finishPending is finish, and reports a share taken back, and why: its
+// principal is on its way out (an account being deleted, or a group
+// closed: sharedWithDeparted), or its caller left the group that let him
+// share (outOfTheGroup); see takeBack.
+func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack, err error) {
 	if c.Pending == nil {
-		return false, nil
+		return notTakenBack, nil
 	}
 	pc := *c.Pending
 	// A share that takes a lean item past LeanMembers ends its lean rows:
@@ -771,7 +801,7 @@ func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool,
 		case i == 0 && pc.Role == "":
 			errs[i] = s.members.Delete(ctx, c.ID, pc.PrincipalID, c.Version)
 		case i == 0:
-			errs[i] = s.members.Put(ctx, c.ID, Member(pc), c.Version)
+			errs[i] = s.members.Put(ctx, c.ID, Member{PrincipalID: pc.PrincipalID, Role: pc.Role}, c.Version)
 		case pc.Role == "":
 			// Share and unshare leave the item's fields alone: its rows
 			// are where c says.
@@ -782,22 +812,29 @@ func (s *Service) finishPending(ctx context.Context, c Content) (takenBack bool,
 		}
 	})
 	if err := errors.Join(errs[:]...); err != nil {
-		return false, err
+		return notTakenBack, err
 	}
 	if crossing {
 		if err := s.fanout(ctx, c, &c); err != nil {
-			return false, err
+			return notTakenBack, err
 		}
 	}
 	departed, err := s.sharedWithDeparted(ctx, pc)
 	switch {
 	case err != nil:
-		return false, err
+		return notTakenBack, err
 	case departed:
-		return true, s.takeBack(ctx, c)
+		return principalDeparted, s.takeBack(ctx, c, false)
+	}
+	left, err := s.outOfTheGroup(ctx, pc)
+	switch {
+	case err != nil:
+		return notTakenBack, err
+	case left:
+		return askerLeft, s.takeBack(ctx, c, true)
 	}
 	_, err = s.content.ClearPending(ctx, c)
-	return false, err
+	return notTakenBack, err
 }
 
 // crossesLean reports whether c, a lean item, holds more members than

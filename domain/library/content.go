@@ -95,6 +95,15 @@ type Content struct {
 type MemberChange struct {
 	PrincipalID string
 	Role        string // "" for a removal
+	// AskedBy and Through: a share whose caller managed the item only
+	// through a group names the caller and that group, and PriorRole the
+	// principal's role before it ("": no member). The group's membership
+	// is no part of the item's version, so whoever finishes the share
+	// checks the caller is still in the group, and else takes the share
+	// back to PriorRole (see outOfTheGroup). Empty for every other change
+	// (the caller's right is the item's own, or the system asked) and for
+	// rows from before they were recorded: finished as recorded.
+	AskedBy, Through, PriorRole string
 }
 
 // Member is a principal an item is shared with.

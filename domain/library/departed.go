@@ -49,16 +49,38 @@ func (s *Service) sharedWithDeparted(ctx context.Context, pc MemberChange) (bool
 	return false, nil
 }
 
+// outOfTheGroup reports a share whose caller managed the item only
+// through a group (pc.AskedBy, pc.Through) and is no member of it now, as
+// the group row records it (a removal recorded, the group closing or
+// closed: Groups.GroupsAmong, as the access check reads it). Read after
+// the share's compare-and-set, by whoever finishes it: if the caller is
+// in the group then, any removal comes after the share; if not, nothing
+// tells the removal came after, and the share is taken back as the
+// request's own check takes it back (caller.heldAfter, revertShare), so
+// a request whose answer was lost, or whose process stopped, leaves no
+// share its caller's right did not see through
+// (TestAShareWhoseAskerLeftTheGroupIsTakenBackByWhoeverFinishesIt).
+func (s *Service) outOfTheGroup(ctx context.Context, pc MemberChange) (bool, error) {
+	if pc.Role == "" || pc.AskedBy == "" || pc.Through == "" {
+		return false, nil
+	}
+	in, err := s.groups.GroupsAmong(ctx, pc.AskedBy, []string{pc.Through})
+	return err == nil && len(in) == 0, err
+}
+
 // takeBack undoes the share pending in c (as read: at the version that
 // recorded it, its member row and library written) instead of clearing
 // it: one compare-and-set on that version turns it into the principal's
 // removal (with the counts it leads to), or, when the principal would be
-// the last manager, into the item's deletion. Exactly one of clearing and
+// the last manager, into the item's deletion; toPrior (its caller out of
+// the group it named), into the principal's membership from before it
+// (pc.PriorRole; none: its removal), the counts as they were before the
+// share, which had a manager. Exactly one of clearing and
 // taking back applies, and no later change is recorded before either (a
 // change finishes what is pending first). The removal is then carried out
 // (or the deletion fanned out) under a mark of its own, so a failure
 // leaves it to the outbox worker whoever called.
-func (s *Service) takeBack(ctx context.Context, c Content) error {
+func (s *Service) takeBack(ctx context.Context, c Content, toPrior bool) error {
 	mark, err := s.mark(ctx, c.ID)
 	if err != nil {
 		return err
@@ -67,9 +89,21 @@ func (s *Service) takeBack(ctx context.Context, c Content) error {
 	pc := *c.Pending
 	next := c
 	next.Version, next.Pending = c.Version+1, nil
-	if pc.Role == RoleManager && c.Managers <= 1 {
+	switch {
+	case toPrior:
+		next.Pending = &MemberChange{PrincipalID: pc.PrincipalID, Role: pc.PriorRole}
+		if pc.PriorRole == "" {
+			next.Members--
+		}
+		if pc.Role == RoleManager && pc.PriorRole != RoleManager {
+			next.Managers--
+		}
+		if pc.PriorRole == RoleManager && pc.Role != RoleManager {
+			next.Managers++
+		}
+	case pc.Role == RoleManager && c.Managers <= 1:
 		next.Deleted = true
-	} else {
+	default:
 		next.Members--
 		if pc.Role == RoleManager {
 			next.Managers--

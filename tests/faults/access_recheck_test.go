@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -266,6 +267,73 @@ func TestAMemberRemovedFromTheGroupMidShareCannotShareHimselfIn(t *testing.T) {
 		}
 		if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 2 || it.Managers != 2 || it.Pending != nil {
 			t.Errorf("%s slow: the item counts %d members, %d managers (pending %+v), want the owner and the club", slow, it.Members, it.Managers, it.Pending)
+		}
+	}
+}
+
+// TestAShareWhoseAskerLeftTheGroupIsTakenBackByWhoeverFinishesIt: the
+// club manages the owner's private item "spare"; the friend, one of the
+// club's members, manages the item only through it (he is its viewer of
+// his own, or no member), and shares it with himself as a manager. The
+// share's compare-and-set applies, but its answer is lost, or his
+// process stops right after it: his request never asks his check again.
+// The owner then takes him out of the club (204). The share stands
+// recorded and unfinished; whoever finishes it (the outbox worker, or
+// the owner's next change of the item) reads the club after the removal,
+// so it cannot tell the share came before it, and must take it back as
+// the request's own check would have: his membership as it was. Clearing
+// it instead left him the item's manager of his own after his removal
+// from the only group that let him manage it answered.
+func TestAShareWhoseAskerLeftTheGroupIsTakenBackByWhoeverFinishesIt(t *testing.T) {
+	t.Parallel()
+	finishers := []struct {
+		name   string
+		finish func(c *closeWorld) error
+	}{
+		{"the outbox worker", func(c *closeWorld) error { return c.drain() }},
+		{"the owner's next change", func(c *closeWorld) error {
+			name := "renamed"
+			_, err := c.lib.Update(context.Background(), as(c.owner), c.spare, library.Input{Name: &name})
+			return err
+		}},
+	}
+	for _, prior := range []string{"", library.RoleViewer} {
+		for _, fault := range []memstore.Fault{memstore.LoseAnswer, memstore.Crash} {
+			for _, f := range finishers {
+				name := fmt.Sprintf("%s, finished by %s, his own role before %q", fault, f.name, prior)
+				c := newCloseWorld(t)
+				ctx := context.Background()
+				if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+					t.Fatal(err)
+				}
+				if prior != "" {
+					if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.friend.ID, prior); err != nil {
+						t.Fatal(err)
+					}
+				}
+				before := itemOf(c.store.ContentSnapshot(), c.spare)
+				holdFirst(c.store, "content.update", fault)
+				_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.friend.ID, library.RoleManager)
+				recovered(c.store)
+				if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Pending == nil || it.Pending.PrincipalID != c.friend.ID {
+					t.Fatalf("%s: the friend's share is not recorded and unfinished (it answered %v): %+v", name, shareErr, it.Pending)
+				}
+				if err := c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID); err != nil {
+					t.Fatalf("%s: the owner's removal of the friend from the club answered %v", name, err)
+				}
+				if err := f.finish(c); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if role := memberRole(c.store.ContentSnapshot(), c.spare, c.friend.ID); role != prior {
+					t.Errorf("%s: after his removal from the club answered, the friend is the item's %q of his own", name, role)
+				}
+				if _, err := c.lib.Get(ctx, as(c.friend), c.spare); err == nil && prior == "" {
+					t.Errorf("%s: after his removal from the club answered, the friend still opens the club's private item", name)
+				}
+				if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != before.Members || it.Managers != before.Managers || it.Pending != nil {
+					t.Errorf("%s: the item counts %d members, %d managers (pending %+v), want %d and %d as before the share", name, it.Members, it.Managers, it.Pending, before.Members, before.Managers)
+				}
+			}
 		}
 	}
 }

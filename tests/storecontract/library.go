@@ -23,6 +23,7 @@ var ContentChecks = []Check[library.ContentStore]{
 	{"PlacingKeptWithItsVersion", contentPlacing},
 	{"StatesReadARecordedRemoval", contentStatesRemoval},
 	{"FencedBeforeKeptByEveryWrite", contentFencedBefore},
+	{"PendingShareNamesItsCaller", contentPendingAsker},
 }
 
 func newContent(c Clock) library.Content {
@@ -91,6 +92,44 @@ func contentFencedBefore(t testing.TB, s library.ContentStore, c Clock) {
 	for _, read := range []func(context.Context, string) (library.Content, error){s.Get, s.GetSerial} {
 		if got, err := read(ctx, item.ID); err != nil || !got.FencedBefore.Equal(fenced.FencedBefore) {
 			t.Fatalf("after the fence and a clear: %+v %v, want fenced before %v", got, err, fenced.FencedBefore)
+		}
+	}
+}
+
+// contentPendingAsker: a share recorded by a caller who managed the item
+// through a group reads back naming the caller, the group and the
+// principal's role before, both ways, until it is cleared; a change
+// recorded after names nobody (library.Service.outOfTheGroup).
+func contentPendingAsker(t testing.TB, s library.ContentStore, c Clock) {
+	ctx, item := context.Background(), newContent(c)
+	if ok, err := s.Create(ctx, item); err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
+	}
+	share := item
+	share.Version = 2
+	share.Pending = &library.MemberChange{PrincipalID: "p", Role: library.RoleManager, AskedBy: "u", Through: "g", PriorRole: library.RoleViewer}
+	if ok, err := s.Update(ctx, share); err != nil || !ok {
+		t.Fatalf("the share: %v %v", ok, err)
+	}
+	for _, read := range []func(context.Context, string) (library.Content, error){s.Get, s.GetSerial} {
+		if got, err := read(ctx, item.ID); err != nil || got.Pending == nil || *got.Pending != *share.Pending {
+			t.Fatalf("the share read back as %+v %v, want %+v", got.Pending, err, share.Pending)
+		}
+	}
+	if ok, err := s.ClearPending(ctx, share); err != nil || !ok {
+		t.Fatalf("clear: %v %v", ok, err)
+	}
+	removal := share
+	removal.Version = 3
+	removal.Pending = &library.MemberChange{PrincipalID: "p"}
+	for i, want := range []*library.MemberChange{nil, removal.Pending} {
+		if i == 1 {
+			if ok, err := s.Update(ctx, removal); err != nil || !ok {
+				t.Fatalf("the removal: %v %v", ok, err)
+			}
+		}
+		if got, err := s.GetSerial(ctx, item.ID); err != nil || (got.Pending == nil) != (want == nil) || (want != nil && *got.Pending != *want) {
+			t.Fatalf("read back as %+v %v, want %+v", got.Pending, err, want)
 		}
 	}
 }
