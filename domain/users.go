@@ -154,7 +154,10 @@ func keyOf(kind ClaimKind, usernameKey, emailKey string) string {
 
 // Suspension is why and since when an account is suspended.
 type Suspension struct {
-	UserID      string
+	UserID string
+	// Username is the account's username when the suspension took effect
+	// (the row its compare-and-set was decided on), kept in the account
+	// row with it: a rename while suspended changes it nowhere.
 	Username    string
 	Reason      string
 	SuspendedAt time.Time

@@ -45,6 +45,9 @@ type userRow struct {
 	SuspensionReason string    `db:"suspension_reason"`
 	SuspendedBy      string    `db:"suspended_by"`
 	SuspendedUntil   time.Time `db:"suspended_until"`
+	// SuspendedUsername is the username the suspension took effect with
+	// (040; null before: the username).
+	SuspendedUsername string `db:"suspended_username"`
 	// The last lift: how the last suspension ended, and that suspension.
 	LiftKind          string    `db:"lift_kind"`
 	LiftedAt          time.Time `db:"lifted_at"`
@@ -93,7 +96,7 @@ func (r *userRow) columns() []any {
 		&r.LiftKind, &r.LiftedAt, &r.LiftedBy, &r.LiftedSuspendedAt, &r.LiftedSuspendedBy, &r.LiftedReason, &r.LiftedUntil,
 		&r.DeletedAt, &r.DeletedBy, &r.DeletionAttempt, &r.EmailVerifiedAt, &r.PasswordEpoch, &r.PasswordSession, &r.AdminChange,
 		&r.PendingEmail, &r.PendingEmailKey, &r.PendingEmailAt, &r.RecoveryEmail, &r.RecoveryEmailKey, &r.RecoveryUntil,
-		&r.PasswordResetRequired, &r.PendingEmailSession, &r.RecoveryEpoch}
+		&r.PasswordResetRequired, &r.PendingEmailSession, &r.RecoveryEpoch, &r.SuspendedUsername}
 }
 
 func fromDomainUser(u domain.User) userRow {
@@ -108,7 +111,7 @@ func fromDomainUser(u domain.User) userRow {
 	}
 	if s := u.Suspension; s != nil {
 		r.SuspendedAt, r.SuspensionBucket, r.SuspensionReason = s.SuspendedAt, s.Bucket, s.Reason
-		r.SuspendedBy, r.SuspendedUntil = s.SuspendedBy, s.Until
+		r.SuspendedBy, r.SuspendedUntil, r.SuspendedUsername = s.SuspendedBy, s.Until, s.Username
 	}
 	if l := u.LastLift; l != nil {
 		r.LiftKind, r.LiftedAt, r.LiftedBy = string(l.Kind), l.At, l.By
@@ -131,7 +134,7 @@ func (r userRow) toDomain() domain.User {
 		PasswordResetRequired: r.PasswordResetRequired, PendingEmailSession: r.PendingEmailSession, RecoveryEpoch: r.RecoveryEpoch,
 	}
 	if !r.SuspendedAt.IsZero() {
-		u.Suspension = &domain.Suspension{UserID: r.ID, Username: r.Username, Reason: r.SuspensionReason,
+		u.Suspension = &domain.Suspension{UserID: r.ID, Username: suspendedAs(r.SuspendedUsername, r.Username), Reason: r.SuspensionReason,
 			SuspendedAt: r.SuspendedAt.UTC(), SuspendedBy: r.SuspendedBy, Until: utcOrZero(r.SuspendedUntil), Bucket: r.SuspensionBucket}
 	}
 	if !r.LiftedAt.IsZero() {
@@ -143,6 +146,16 @@ func (r userRow) toDomain() domain.User {
 		u.Deletion = &domain.Deletion{At: r.DeletedAt.UTC(), By: r.DeletedBy, Attempt: r.DeletionAttempt}
 	}
 	return u
+}
+
+// suspendedAs is the username a suspension took effect with: the row's
+// suspended_username, or for a suspension written before migration 040
+// (null there) the account's username.
+func suspendedAs(suspendedUsername, username string) string {
+	if suspendedUsername == "" {
+		return username
+	}
+	return suspendedUsername
 }
 
 // utcOrZero keeps a null timestamp zero (gocql reads it as the zero time).
@@ -170,11 +183,11 @@ func orAbsent[T comparable](v T, absent any) any {
 // "name = ?", which a Go constant cannot derive, so
 // TestUserStatementsFollowOneColumnList holds it, the insert's
 // placeholders and values to this list.
-const userColumnNames = `username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change, pending_email, pending_email_key, pending_email_at, recovery_email, recovery_email_key, recovery_until, password_reset_required, pending_email_session, recovery_epoch`
+const userColumnNames = `username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change, pending_email, pending_email_key, pending_email_at, recovery_email, recovery_email_key, recovery_until, password_reset_required, pending_email_session, recovery_epoch, suspended_username`
 
 // userColumns are written together by every write, so a TTL 0 rewrite
 // covers them all (TTL is per cell).
-const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?, deletion_attempt = ?, email_verified_at = ?, password_epoch = ?, password_session = ?, admin_change = ?, pending_email = ?, pending_email_key = ?, pending_email_at = ?, recovery_email = ?, recovery_email_key = ?, recovery_until = ?, password_reset_required = ?, pending_email_session = ?, recovery_epoch = ?`
+const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?, deletion_attempt = ?, email_verified_at = ?, password_epoch = ?, password_session = ?, admin_change = ?, pending_email = ?, pending_email_key = ?, pending_email_at = ?, recovery_email = ?, recovery_email_key = ?, recovery_until = ?, password_reset_required = ?, pending_email_session = ?, recovery_epoch = ?, suspended_username = ?`
 
 // userWriteColumnNames are what every write binds: the columns the reads
 // scan, and search_grams (019) and username_prefixes (030), which only the
@@ -187,7 +200,7 @@ const (
 )
 
 const (
-	userInsertCQL   conditionalCQL = `INSERT INTO users (id, ` + userWriteColumnNames + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userInsertCQL   conditionalCQL = `INSERT INTO users (id, ` + userWriteColumnNames + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivateCQL conditionalCQL = `UPDATE users USING TTL 0 SET ` + userWriteColumns + ` WHERE id = ? IF status = 'pending'`
 	userUpdateCQL   conditionalCQL = `UPDATE users SET ` + userWriteColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  conditionalCQL = `DELETE FROM users WHERE id = ? IF status = 'pending'`
@@ -209,7 +222,7 @@ const (
 	userSignedInCQL readCQL = `SELECT id, username, display_name, email, roles, status, created_at, email_verified_at, pending_email, pending_email_at, suspended_at, suspended_until, password_epoch, password_session, password_reset_required FROM users WHERE id = ?`
 	// userStandingCQL reads what moderation shows: the status and the
 	// suspension; eight.
-	userStandingCQL readCQL = `SELECT id, username, status, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until FROM users WHERE id = ?`
+	userStandingCQL readCQL = `SELECT id, username, status, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, suspended_username FROM users WHERE id = ?`
 )
 
 // The rows of the narrow reads: each is the columns its statement lists,
@@ -349,18 +362,20 @@ type standingRow struct {
 	SuspensionReason string    `db:"suspension_reason"`
 	SuspendedBy      string    `db:"suspended_by"`
 	SuspendedUntil   time.Time `db:"suspended_until"`
+	// SuspendedUsername is userRow's.
+	SuspendedUsername string `db:"suspended_username"`
 }
 
 // columns are userStandingCQL's.
 func (r *standingRow) columns() []any {
-	return []any{&r.ID, &r.Username, &r.Status, &r.SuspendedAt, &r.SuspensionBucket, &r.SuspensionReason, &r.SuspendedBy, &r.SuspendedUntil}
+	return []any{&r.ID, &r.Username, &r.Status, &r.SuspendedAt, &r.SuspensionBucket, &r.SuspensionReason, &r.SuspendedBy, &r.SuspendedUntil, &r.SuspendedUsername}
 }
 
 // toDomain builds the suspension as userRow.toDomain does.
 func (r standingRow) toDomain() domain.Standing {
 	s := domain.Standing{ID: r.ID, Username: r.Username, Status: domain.Status(r.Status)}
 	if !r.SuspendedAt.IsZero() {
-		s.Suspension = &domain.Suspension{UserID: r.ID, Username: r.Username, Reason: r.SuspensionReason,
+		s.Suspension = &domain.Suspension{UserID: r.ID, Username: suspendedAs(r.SuspendedUsername, r.Username), Reason: r.SuspensionReason,
 			SuspendedAt: r.SuspendedAt.UTC(), SuspendedBy: r.SuspendedBy, Until: utcOrZero(r.SuspendedUntil), Bucket: r.SuspensionBucket}
 	}
 	return s
@@ -380,6 +395,7 @@ func (r userRow) values(writeID string, absent any) []any {
 		orAbsent(r.PendingEmail, absent), orAbsent(r.PendingEmailKey, absent), orAbsent(r.PendingEmailAt, absent),
 		orAbsent(r.RecoveryEmail, absent), orAbsent(r.RecoveryEmailKey, absent), orAbsent(r.RecoveryUntil, absent),
 		orAbsent(r.PasswordResetRequired, absent), orAbsent(r.PendingEmailSession, absent), orAbsent(r.RecoveryEpoch, absent),
+		orAbsent(r.SuspendedUsername, absent),
 		gramsOrAbsent(domain.SearchGrams(r.UsernameKey, r.EmailKey), absent),
 		gramsOrAbsent(domain.UsernamePrefixes(r.UsernameKey), absent)}
 }

@@ -1160,15 +1160,20 @@
     (cursor) => api('GET', '/v1/suspensions' + query({ cursor })),
     async (items) => {
       const rows = await Promise.all(items.map(async (s) => {
-        names.set(s.userId, s.username);
+        // A suspension shows the username it took effect with; a rename
+        // since changes it nowhere, and the old name may be someone
+        // else's now: the links and buttons go by the name the account
+        // has now (one read per user a page shows, once per page load).
+        const now = await nameOf(s.userId);
+        const shown = now === s.username ? now : s.username + ' (now ' + now + ')';
         const actions = document.createElement('span');
         actions.append(
-          removeButton('Unsuspend', unsuspendQuestion(s.username), 'Yes, unsuspend', () => unsuspend(s.userId, s.username), 'Unsuspend ' + s.username),
-          ' ', link('Library', '#/browse/user/' + enc(s.username)));
+          removeButton('Unsuspend', unsuspendQuestion(now), 'Yes, unsuspend', () => unsuspend(s.userId, now), 'Unsuspend ' + now),
+          ' ', link('Library', '#/browse/user/' + enc(now)));
         // The name goes on to the user: their suspension, history and audit.
-        const tr = row(link(s.username, '#/moderation/' + enc(s.username)), s.reason, await nameOf(s.suspendedBy), when(s.suspendedAt),
+        const tr = row(link(shown, '#/moderation/' + enc(now)), s.reason, await nameOf(s.suspendedBy), when(s.suspendedAt),
           s.until ? when(s.until) : 'until lifted', actions);
-        tr.dataset.user = s.username;
+        tr.dataset.user = now;
         return tr;
       }));
       fill('suspended', rows, 'Nobody is suspended.');
@@ -1309,7 +1314,8 @@
     if (u.status === 'suspended') {
       try {
         const s = await api('GET', '/v1/users/' + enc(u.id) + '/suspension');
-        status = 'Suspended since ' + when(s.suspendedAt) + ' by ' + await nameOf(s.suspendedBy) + ' (' + s.reason + '), '
+        // The name it took effect with, if the user was renamed since.
+        status = 'Suspended' + (s.username !== u.username ? ' as ' + s.username : '') + ' since ' + when(s.suspendedAt) + ' by ' + await nameOf(s.suspendedBy) + ' (' + s.reason + '), '
           + (s.until ? 'until ' + when(s.until) : 'until lifted') + '.';
         suspendedNow = true;
       } catch (err) {

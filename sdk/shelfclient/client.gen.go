@@ -1178,7 +1178,9 @@ type Suspension struct {
 	Until  *time.Time `json:"until,omitempty"`
 	UserId string     `json:"userId"`
 
-	// Username The username when the user was suspended.
+	// Username The username the user had when the suspension took effect, in
+	// this read and the list alike; a rename since changes it in
+	// neither (the account's current name: `GET /v1/users/{id}`).
 	Username string `json:"username"`
 }
 

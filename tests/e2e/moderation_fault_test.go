@@ -87,6 +87,56 @@ func TestInterruptedSuspensionsAreFinishedOrRepaired(t *testing.T) {
 	}
 }
 
+// TestASuspensionKeepsItsUsernameThroughARename: a suspension stopped
+// after its compare-and-set, an admin's rename of the member, then the
+// retry, the sweeper's pass or the repair writes the records. The read
+// and the list show the username the member had when suspended: the
+// account row keeps it with the suspension (schema 040). Before, the read
+// showed the new name and the list the one the finisher wrote.
+func TestASuspensionKeepsItsUsernameThroughARename(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	for _, fix := range []string{"retry", "worker", "repair"} {
+		u, _ := m.member(t)
+		m.stopAfter(t, "suspend", "cas", u.ID)
+		if r := m.admin.Send(http.MethodPatch, "/v1/users/"+u.ID, map[string]string{"username": name("renamed")}); r.StatusCode != http.StatusOK {
+			t.Fatalf("%s: the rename: %d %s", fix, r.StatusCode, r.Body)
+		}
+		switch fix {
+		case "retry":
+			if r := m.suspend(u.ID, "retry"); r.StatusCode != http.StatusConflict {
+				t.Fatalf("the retry: %d %s", r.StatusCode, r.Body)
+			}
+		case "worker":
+			if _, err := m.app.Moderation.FinishInterrupted(context.Background(), 0); err != nil {
+				t.Fatalf("the sweeper's pass: %v", err)
+			}
+		case "repair":
+			if out, err := runAdmin(t, m, "repair-suspensions"); err != nil {
+				t.Fatalf("the repair: %v\n%s", err, out)
+			}
+		}
+		var s suspensionBody
+		r := m.admin.Get("/v1/users/" + u.ID + "/suspension")
+		r.JSON(t, &s)
+		if r.StatusCode != http.StatusOK || s.Username != u.Username {
+			t.Errorf("%s: the suspension reads as %q (%d), want %q", fix, s.Username, r.StatusCode, u.Username)
+		}
+		listed := 0
+		for _, s := range m.listAll(t, 100) {
+			if s.UserID == u.ID {
+				listed++
+				if s.Username != u.Username {
+					t.Errorf("%s: the list shows %q, want %q", fix, s.Username, u.Username)
+				}
+			}
+		}
+		if listed != 1 {
+			t.Errorf("%s: listed %d times", fix, listed)
+		}
+	}
+}
+
 // TestRepairFindsAndFixesEveryKindOfDisagreement leaves one of each kind
 // of disagreement behind (a suspension without its records, records of a
 // lifted suspension, a bucket missing from the index, an indexed empty

@@ -559,8 +559,15 @@ func readView[V any](u *Users, _ context.Context, op, id string, view func(domai
 func (u *Users) GetSerial(ctx context.Context, id string) (domain.User, error) { return u.Get(ctx, id) }
 
 // asStored is user as the repository's columns keep it: the last lift's
-// suspension without its bucket (the row has no column for it).
+// suspension without its bucket (the row has no column for it), and a
+// suspension written without a username named by the account's (a row
+// from before migration 040 reads so).
 func asStored(user domain.User) domain.User {
+	if s := user.Suspension; s != nil && s.Username == "" {
+		named := *s
+		named.Username = user.Username
+		user.Suspension = &named
+	}
 	if l := user.LastLift; l != nil && l.Suspension.Bucket != "" {
 		lift := *l
 		lift.Suspension.Bucket = ""

@@ -47,7 +47,55 @@ var UserChecks = append(rowChecks(func(s UserStore) rowStore[domain.User] {
 		name:    func(u domain.User) string { return u.Username },
 		version: func(u domain.User) int { return u.Version }}
 }), Check[UserStore]{"ProfileReadsThePublicColumns", userProfile},
-	Check[UserStore]{"NarrowReadsReadTheirColumns", userNarrowReads})
+	Check[UserStore]{"NarrowReadsReadTheirColumns", userNarrowReads},
+	Check[UserStore]{"ASuspensionKeepsItsUsername", userSuspensionUsername})
+
+// userSuspensionUsername: a suspension keeps the username it was written
+// with through a rename of its account (the whole row written again, as
+// every change does), in the whole row and in Standing; a lift drops it,
+// and the next suspension has its own. A suspension written without one
+// (a row from before the column) reads as named by the account's username.
+func userSuspensionUsername(t testing.TB, s UserStore, c Clock) {
+	ctx, id := context.Background(), Key("u")
+	now := At(c.Now())
+	u := domain.User{ID: id, Username: "Ann", UsernameKey: "ann", Email: "ann@example.com", EmailKey: "ann@example.com",
+		Status: domain.StatusSuspended, CreatedAt: now, UpdatedAt: now, Version: 1,
+		Suspension: &domain.Suspension{UserID: id, Username: "Ann", Reason: "spam", SuspendedAt: now, SuspendedBy: "u_admin", Bucket: "2030-01-01"}}
+	createActive(t, s, u)
+	named := func(step, account, suspension string) {
+		t.Helper()
+		whole, err := s.GetSerial(ctx, id)
+		standing, serr := s.Standing(ctx, id)
+		if err != nil || serr != nil || whole.Username != account || whole.Suspension == nil || standing.Suspension == nil {
+			t.Fatalf("%s: %+v %v, standing %+v %v", step, whole, err, standing, serr)
+		}
+		if whole.Suspension.Username != suspension || standing.Suspension.Username != suspension {
+			t.Errorf("%s: the suspension reads as %q (Standing %q), want %q", step, whole.Suspension.Username, standing.Suspension.Username, suspension)
+		}
+	}
+	write := func(step string, change func(u *domain.User)) {
+		t.Helper()
+		u.Version++
+		change(&u)
+		if ok, err := s.Update(ctx, u); err != nil || !ok {
+			t.Fatalf("%s: %v %v", step, ok, err)
+		}
+	}
+	write("the rename", func(u *domain.User) { u.Username, u.UsernameKey = "Bea", "bea" })
+	named("renamed while suspended", "Bea", "Ann")
+	write("the lift", func(u *domain.User) { u.Status, u.Suspension = domain.StatusActive, nil })
+	write("the next suspension", func(u *domain.User) {
+		u.Status = domain.StatusSuspended
+		u.Suspension = &domain.Suspension{UserID: id, Username: "Bea", Reason: "again", SuspendedAt: now.Add(time.Minute), SuspendedBy: "u_admin", Bucket: "2030-01-01"}
+	})
+	named("suspended again", "Bea", "Bea")
+	write("a rename with a suspension written without a username", func(u *domain.User) {
+		unnamed := *u.Suspension
+		unnamed.Username = ""
+		u.Username, u.UsernameKey, u.Suspension = "Cy", "cy", &unnamed
+	})
+	named("a suspension without a username", "Cy", "Cy")
+}
 
 // userProfile: Profile reads an account's id, username, display name,
 // status and creation time as they were written (domain.Profile has no
