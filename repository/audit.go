@@ -32,7 +32,7 @@ const (
 	auditUsersCQL      scanCQL = `SELECT id, ` + userColumnNames + ` FROM users WHERE token(id) > ? AND token(id) <= ?`
 	auditLookupsCQL    scanCQL = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE token(user_id) > ? AND token(user_id) <= ?`
 	auditStatusRowsCQL scanCQL = `SELECT bucket, occurred_on, user_id, username, reason, actor, until, status FROM users_by_status WHERE token(bucket, status) > ? AND token(bucket, status) <= ?`
-	auditListRowCQL    readCQL = `SELECT user_id FROM users_by_status WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
+	auditListRowCQL    readCQL = `SELECT username FROM users_by_status WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`
 	auditExpiryCQL     readCQL = `SELECT user_id FROM suspension_expiries WHERE shard = ? AND until = ? AND user_id = ?`
 	auditBucketsCQL    readCQL = `SELECT bucket, emptied, WRITETIME(emptied) AS marked FROM status_buckets WHERE status = ?`
 	auditPartitionsCQL scanCQL = `SELECT DISTINCT bucket, status FROM users_by_status`
@@ -130,9 +130,17 @@ func (a *Audit) EachStatusRow(ctx context.Context, from string, fn func(domain.S
 	}, progress)
 }
 
-// HasListRow reads the suspension's list row by its primary key.
-func (a *Audit) HasListRow(ctx context.Context, s domain.Suspension) (bool, error) {
-	return exists(a.db.query(ctx, 0, auditListRowCQL, s.Bucket, statusSuspended, s.SuspendedAt, s.UserID), "users_by_status.check")
+// ListedAs reads the suspension's list row by its primary key: found, and
+// the username it shows.
+func (a *Audit) ListedAs(ctx context.Context, s domain.Suspension) (string, bool, error) {
+	names, err := selectValues[string](a.db.query(ctx, 0, auditListRowCQL, s.Bucket, statusSuspended, s.SuspendedAt, s.UserID))
+	if err != nil {
+		return "", false, dbErr("users_by_status.check", err)
+	}
+	if len(names) == 0 {
+		return "", false, nil
+	}
+	return names[0], true, nil
 }
 
 // HasExpiry reads the suspension's expiry entry by its primary key (the

@@ -26,9 +26,10 @@ type Audit interface {
 	EachLookup(ctx context.Context, from string, fn func(domain.Suspension) error, progress func(at string, done float64)) error
 	// EachStatusRow is EachModeratedUser for the rows of the suspended list.
 	EachStatusRow(ctx context.Context, from string, fn func(domain.Suspension) error, progress func(at string, done float64)) error
-	// HasListRow reports whether the suspension's row of the suspended
-	// list is there (by its key: bucket, time and user).
-	HasListRow(ctx context.Context, s domain.Suspension) (bool, error)
+	// ListedAs reads the suspension's row of the suspended list by its
+	// key (bucket, time and user): whether it is there, and the username
+	// it shows.
+	ListedAs(ctx context.Context, s domain.Suspension) (username string, found bool, err error)
 	// HasExpiry reports whether the expiry entry of the suspension (which
 	// has an end) is there (by its key: end and user).
 	HasExpiry(ctx context.Context, s domain.Suspension) (bool, error)
@@ -255,7 +256,8 @@ func (r *repair) finishLift(ctx context.Context, u domain.User) error {
 const timeFormat = "2006-01-02T15:04:05.000Z"
 
 // finishSuspended gives a suspended account its records (its history
-// entry among them) where some are missing (its sessions ended with its
+// entry among them) where some are missing or its list row names the
+// user otherwise than the account (its sessions ended with its
 // compare-and-set: a new password epoch). Each record is read by its key; a failed read stops the run (it
 // resumes from the last position).
 func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
@@ -265,10 +267,15 @@ func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
 		return err
 	}
 	hasLookup := err == nil && sameSuspension(l, s)
-	hasRow, err := r.audit.HasListRow(ctx, s)
+	listedAs, hasRow, err := r.audit.ListedAs(ctx, s)
 	if err != nil {
 		return err
 	}
+	// A list row naming the user otherwise than the account does is of a
+	// suspension from before schema 040 renamed since (the row read it by
+	// the username): written at an older version than the rename's, so
+	// the records written again at the account's shadow it.
+	misnamed := hasRow && listedAs != s.Username
 	// A suspension with an end needs its expiry entry, or the sweeper
 	// never lifts it.
 	hasExpiry := s.Until.IsZero()
@@ -281,11 +288,15 @@ func (r *repair) finishSuspended(ctx context.Context, u domain.User) error {
 	if err != nil {
 		return err
 	}
-	if hasLookup && hasRow && hasExpiry && hasEvent {
+	if hasLookup && hasRow && !misnamed && hasExpiry && hasEvent {
 		return nil
 	}
-	r.problem("user %s is suspended (since %s) but list row present=%v, reverse lookup current=%v, expiry entry present=%v, history entry present=%v",
-		id, s.SuspendedAt.Format(timeFormat), hasRow, hasLookup, hasExpiry, hasEvent)
+	named := ""
+	if misnamed {
+		named = fmt.Sprintf(" naming %q, not %q", listedAs, s.Username)
+	}
+	r.problem("user %s is suspended (since %s) but list row present=%v%s, reverse lookup current=%v, expiry entry present=%v, history entry present=%v",
+		id, s.SuspendedAt.Format(timeFormat), hasRow, named, hasLookup, hasExpiry, hasEvent)
 	if !r.dryRun {
 		err := r.m.finishSuspension(ctx, s, u.Version)
 		if err == nil {

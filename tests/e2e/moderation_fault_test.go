@@ -137,6 +137,47 @@ func TestASuspensionKeepsItsUsernameThroughARename(t *testing.T) {
 	}
 }
 
+// TestTheRepairNamesAnOlderSuspensionsListRowAsItsRead: a suspension from
+// before schema 040 (no suspended_username) whose user the release
+// before renamed while suspended reads as named by the new username,
+// while its list row shows the old one; its records are all there. The
+// repair writes the list row again at the account's version, with the
+// name the read shows.
+func TestTheRepairNamesAnOlderSuspensionsListRowAsItsRead(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	u, _ := m.member(t)
+	if r := m.suspend(u.ID, "spam"); r.StatusCode != http.StatusCreated {
+		t.Fatalf("suspend: %d %s", r.StatusCode, r.Body)
+	}
+	var version int
+	if err := m.db.Session.Query(`SELECT version FROM users WHERE id = ?`, nil).Bind(u.ID).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	// The release before's rename, as its compare-and-set wrote the row:
+	// a new username and version, no suspended_username.
+	renamed := name("renamed")
+	applied, err := m.db.Session.Query(`UPDATE users SET username = ?, suspended_username = null, version = ? WHERE id = ? IF version = ?`, nil).
+		Bind(renamed, version+1, u.ID, version).ExecCAS()
+	if err != nil || !applied {
+		t.Fatalf("the rename of the release before: %v %v", applied, err)
+	}
+	if out, err := runAdmin(t, m, "repair-suspensions"); err != nil || !strings.Contains(out, "naming") {
+		t.Fatalf("the repair: %v\n%s", err, out)
+	}
+	var s suspensionBody
+	r := m.admin.Get("/v1/users/" + u.ID + "/suspension")
+	r.JSON(t, &s)
+	if r.StatusCode != http.StatusOK || s.Username != renamed {
+		t.Errorf("the suspension reads as %q (%d), want %q", s.Username, r.StatusCode, renamed)
+	}
+	for _, s := range m.listAll(t, 100) {
+		if s.UserID == u.ID && s.Username != renamed {
+			t.Errorf("the list shows %q, want %q", s.Username, renamed)
+		}
+	}
+}
+
 // TestRepairFindsAndFixesEveryKindOfDisagreement leaves one of each kind
 // of disagreement behind (a suspension without its records, records of a
 // lifted suspension, a bucket missing from the index, an indexed empty

@@ -167,3 +167,38 @@ func checkSuspensionUsername(t *testing.T, name string, m *modWorld, username st
 		t.Errorf("%s: the member: %v %v, want suspended", name, u.Status, err)
 	}
 }
+
+// TestTheRepairNamesAnOlderSuspensionsListRowAsItsRead: a suspension made
+// before schema 040, whose user was renamed while suspended by the
+// release before (which kept no name with the suspension and wrote the
+// whole row back): the account row reads the suspension as named by the
+// current username, the list row still carries the name it was written
+// with. Its records are all there, so nothing writes them again; the
+// repair, which the upgrade asks for, saw every record present and left
+// the read and the list naming two different users for as long as the
+// suspension lasted. It writes the list row again at the account's
+// version (past the rename's) with the name the account reads.
+func TestTheRepairNamesAnOlderSuspensionsListRowAsItsRead(t *testing.T) {
+	t.Parallel()
+	m := newModWorld(t)
+	ctx := context.Background()
+	if err := m.suspend(0); err != nil {
+		t.Fatal(err)
+	}
+	// The release before's rename: the row read back names its
+	// suspension by the username, which the rename changes.
+	u, err := m.store.Users().GetSerial(ctx, m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := *u.Suspension
+	u.Username, u.UsernameKey, s.Username, u.Suspension = "renamed", "renamed", "renamed", &s
+	u.Version++
+	if ok, err := m.store.Users().Update(ctx, u); err != nil || !ok {
+		t.Fatalf("the rename of the release before: %v %v", ok, err)
+	}
+	if err := m.repair(); err != nil {
+		t.Fatalf("the repair: %v", err)
+	}
+	checkSuspensionUsername(t, "a suspension from before schema 040 renamed, then the repair", m, "renamed")
+}

@@ -91,8 +91,14 @@ func (a audit) has(name string, table map[string]cell, key string) (bool, error)
 	})
 }
 
-func (a audit) HasListRow(_ context.Context, s domain.Suspension) (bool, error) {
-	return a.has("users_by_status.get", a.s.list, listKey(s))
+func (a audit) ListedAs(_ context.Context, s domain.Suspension) (string, bool, error) {
+	var name string
+	found, err := a.s.call("users_by_status.get", false, func() (bool, error) {
+		c, ok := a.s.list[listKey(s)]
+		name = c.s.Username
+		return ok && !c.deleted, nil
+	})
+	return name, found, err
 }
 
 func (a audit) HasExpiry(_ context.Context, s domain.Suspension) (bool, error) {
