@@ -3,6 +3,7 @@ package repository
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/gocql/gocql"
 
@@ -57,13 +58,44 @@ func (t casTable[R, P]) write(ctx context.Context, op string, stmt conditionalCQ
 }
 
 // create inserts a row IF NOT EXISTS (ids are fresh random ids, so "exists"
-// is an error, not an outcome).
-func (t casTable[R, P]) create(ctx context.Context, stmt conditionalCQL, id, writeID string, args ...any) error {
-	ok, err := t.write(ctx, "create", stmt, id, writeID, 0, args...)
-	if err == nil && !ok {
-		return fmt.Errorf("%s.create: id %s already exists", t.name, id)
+// is an error, not an outcome) and answers the tag of the attempt whose
+// row it is. Each attempt carries a tag of its own (args gives the
+// statement's arguments for one): an attempt whose answer was lost, sent
+// again, may still land once the row expired, writing it again under its
+// own tag, which an activation of the tag answered never takes (IF
+// write_id = ?). A read-back finding any of the tags sent settles it.
+func (t casTable[R, P]) create(ctx context.Context, stmt conditionalCQL, id string, args func(writeID string) []any) (string, error) {
+	var sent []string
+	stood := ""
+	ok, err := t.db.exec(ctx, lwt{
+		name: t.name + ".create",
+		attempt: func() func(context.Context) (bool, error) {
+			tag := newWriteID()
+			sent = append(sent, tag)
+			a := args(tag)
+			return func(ctx context.Context) (bool, error) { return t.db.cas(ctx, nil, stmt, a...) }
+		},
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			r, found, err := t.get(ctx, id, t.db.Serial)
+			switch {
+			case err != nil:
+				return false, false, err
+			case found && slices.Contains(sent, t.writeID(r)):
+				stood = t.writeID(r)
+				return true, false, nil
+			}
+			return false, true, nil
+		},
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case !ok:
+		return "", fmt.Errorf("%s.create: id %s already exists", t.name, id)
+	case stood == "":
+		stood = sent[len(sent)-1] // answered applied: the last attempt sent
 	}
-	return err
+	return stood, nil
 }
 
 // discardPending deletes a row that is still pending (stmt: DELETE ... IF

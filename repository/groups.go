@@ -12,8 +12,9 @@ import (
 
 // Groups keeps group rows. Like accounts, they are LWT-managed: every write
 // is a lightweight transaction (created IF NOT EXISTS, activated IF status
-// = 'pending', changed IF version = ?), tagged with a random write id so an
-// ambiguous answer is settled by a SERIAL read (DB.exec).
+// = 'pending' AND write_id = <the create attempt's tag>, changed IF version
+// = ?), tagged with a random write id so an ambiguous answer is settled by
+// a SERIAL read (DB.exec).
 type Groups struct {
 	rows casTable[groupRow, *groupRow]
 }
@@ -93,7 +94,7 @@ const groupColumns = `name = ?, name_key = ?, display_name = ?, description = ?,
 
 const (
 	groupInsertCQL   conditionalCQL = `INSERT INTO groups (id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id, closed_at, closed_by, closing_attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
-	groupActivateCQL conditionalCQL = `UPDATE groups USING TTL 0 SET ` + groupColumns + ` WHERE id = ? IF status = 'pending'`
+	groupActivateCQL conditionalCQL = `UPDATE groups USING TTL 0 SET ` + groupColumns + ` WHERE id = ? IF status = 'pending' AND write_id = ?`
 	groupUpdateCQL   conditionalCQL = `UPDATE groups SET ` + groupColumns + ` WHERE id = ? IF version = ?`
 	groupDiscardCQL  conditionalCQL = `DELETE FROM groups WHERE id = ? IF status = 'pending'`
 	groupSelectCQL   readCQL        = `SELECT id, name, name_key, display_name, description, max_members, member_count, manager_count, created_by, created_at, updated_at, status, pending_user, pending_role, version, write_id, closed_at, closed_by, closing_attempt FROM groups WHERE id = ?`
@@ -110,17 +111,20 @@ func (r groupRow) values(writeID string, absent any) []any {
 		orAbsent(r.ClosedAt, absent), orAbsent(r.ClosedBy, absent), orAbsent(r.ClosingAttempt, absent)}
 }
 
-// Create inserts a pending group that expires after lease.
-func (s *Groups) Create(ctx context.Context, g groups.Group, lease time.Duration) error {
-	r, writeID := fromDomainGroup(g), newWriteID()
-	return s.rows.create(ctx, groupInsertCQL, g.ID, writeID,
-		append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))...)
+// Create inserts a pending group that expires after lease, and answers the
+// tag of the attempt whose row it is.
+func (s *Groups) Create(ctx context.Context, g groups.Group, lease time.Duration) (string, error) {
+	r := fromDomainGroup(g)
+	return s.rows.create(ctx, groupInsertCQL, g.ID, func(writeID string) []any {
+		return append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))
+	})
 }
 
-// Activate rewrites every column without TTL if the group is still pending.
-func (s *Groups) Activate(ctx context.Context, g groups.Group) (bool, error) {
+// Activate rewrites every column without TTL if the group is still pending
+// as the create attempt tagged tag wrote it.
+func (s *Groups) Activate(ctx context.Context, g groups.Group, tag string) (bool, error) {
 	r, writeID := fromDomainGroup(g), newWriteID()
-	return s.rows.write(ctx, "activate", groupActivateCQL, g.ID, writeID, 0, append(r.values(writeID, gocql.UnsetValue), r.ID)...)
+	return s.rows.write(ctx, "activate", groupActivateCQL, g.ID, writeID, 0, append(r.values(writeID, gocql.UnsetValue), r.ID, tag)...)
 }
 
 // Update writes g if the stored version is g.Version-1.

@@ -43,10 +43,11 @@ func TestGroupRowIsCompareAndSet(t *testing.T) {
 	groups, _, _ := newGroupStores(t)
 	ctx := context.Background()
 	g := newGroup("u_creator")
-	if err := groups.Create(ctx, g, time.Minute); err != nil {
+	tag, err := groups.Create(ctx, g, time.Minute)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := groups.Create(ctx, g, time.Minute); err == nil {
+	if _, err := groups.Create(ctx, g, time.Minute); err == nil {
 		t.Fatal("a second create of the same id succeeded")
 	}
 	got, err := groups.Get(ctx, g.ID)
@@ -54,10 +55,10 @@ func TestGroupRowIsCompareAndSet(t *testing.T) {
 		t.Fatalf("pending group: %+v %v", got, err)
 	}
 	g.Status = domain.StatusActive
-	if ok, err := groups.Activate(ctx, g); !ok || err != nil {
+	if ok, err := groups.Activate(ctx, g, tag); !ok || err != nil {
 		t.Fatalf("activate: %v %v", ok, err)
 	}
-	if ok, err := groups.Activate(ctx, g); ok || err != nil {
+	if ok, err := groups.Activate(ctx, g, tag); ok || err != nil {
 		t.Fatalf("second activation applied=%v err=%v", ok, err)
 	}
 	if err := groups.Discard(ctx, g.ID); err != nil {
@@ -89,12 +90,59 @@ func TestPendingGroupExpires(t *testing.T) {
 	groups, _, _ := newGroupStores(t)
 	ctx := context.Background()
 	g := newGroup("u_creator")
-	if err := groups.Create(ctx, g, time.Second); err != nil {
+	if _, err := groups.Create(ctx, g, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2500 * time.Millisecond)
 	if _, err := groups.Get(ctx, g.ID); err != domain.ErrNotFound {
 		t.Fatalf("a pending group outlived its lease: %v", err)
+	}
+}
+
+// TestAGroupsActivationTakesOnlyItsOwnAttemptsRow: a group's insert whose
+// first attempt is held at a node (its answer lost) is sent again, which
+// applies, under a tag of its own. The row expires with its lease, and the
+// held attempt lands then, writing the pending row again under the first
+// attempt's tag. The activation under the tag Create answered must not
+// take that row: the creation's entry may be gone by then
+// (TestALateFirstInsertOfAResentCreationIsNeverActivated runs the
+// creation around it on the fake).
+func TestAGroupsActivationTakesOnlyItsOwnAttemptsRow(t *testing.T) {
+	t.Parallel()
+	groups, _, db := newGroupStores(t)
+	faults := faultinject.Install(db)
+	ctx := context.Background()
+	g := newGroup("u_creator")
+	var once sync.Once
+	faults.Set(func(stmt string, at faultinject.Point) error {
+		var err error
+		if stmt == "groups.create" && at == faultinject.BeforeLWT {
+			once.Do(func() { err = faultinject.ErrHoldWrite })
+		}
+		return err
+	})
+	tag, err := groups.Create(ctx, g, 2*time.Second)
+	if err != nil {
+		t.Fatalf("the create sent again: %v", err)
+	}
+	faults.Set(nil)
+	time.Sleep(3 * time.Second)
+	if _, err := groups.Get(ctx, g.ID); err != domain.ErrNotFound {
+		t.Fatalf("a pending group outlived its lease: %v", err)
+	}
+	if err := faults.LandHeld(ctx); err != nil {
+		t.Fatalf("landing the first attempt: %v", err)
+	}
+	if got, err := groups.GetSerial(ctx, g.ID); err != nil || got.Status != domain.StatusPending {
+		t.Fatalf("after the first attempt landed: %+v %v, want its pending row", got, err)
+	}
+	active := g
+	active.Status = domain.StatusActive
+	if ok, err := groups.Activate(ctx, active, tag); ok || err != nil {
+		t.Fatalf("the activation took the late attempt's row: applied=%v err=%v", ok, err)
+	}
+	if got, err := groups.GetSerial(ctx, g.ID); err != nil || got.Status != domain.StatusPending {
+		t.Fatalf("after the activation: %+v %v, want the late row still pending", got, err)
 	}
 }
 
@@ -107,7 +155,7 @@ func TestConcurrentGroupUpdatesOneWins(t *testing.T) {
 	ctx := context.Background()
 	g := newGroup("u_creator")
 	g.Status = domain.StatusActive
-	if err := groups.Create(ctx, g, time.Minute); err != nil {
+	if _, err := groups.Create(ctx, g, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex

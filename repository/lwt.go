@@ -68,6 +68,11 @@ type lwt struct {
 	name string
 	// run executes it once and reports whether it applied.
 	run func(ctx context.Context) (bool, error)
+	// attempt, when set, stands for run: it gives the next attempt to
+	// send, for a statement whose every attempt carries a tag of its own
+	// (casTable.create), chosen before the attempt is sent, since a held
+	// attempt may be run long after exec answered.
+	attempt func() func(ctx context.Context) (bool, error)
 	// resolve reads the row back at SERIAL (which completes any Paxos round
 	// in flight) and says whether it holds this write; again asks for the
 	// statement to be run once more (it did not apply and nothing stands in
@@ -127,8 +132,9 @@ func (db *DB) exec(ctx context.Context, op lwt) (bool, error) {
 //
 // The rule (docs/design/faults.md): any attempt may land at any later time
 // and any answer may be lost. Every attempt of one transaction carries the
-// same tag (write id, op id), so its outcome is known only from an answer
-// that came back, or from the row's tag. Once an attempt went unanswered, a
+// same tag (write id, op id; a create's each carry one of their own, and
+// any of them is the create's), so its outcome is known only from an
+// answer that came back, or from the row's tag. Once an attempt went unanswered, a
 // later "not applied" proves nothing (the lost attempt may have applied and
 // been overwritten since, or may still land), so the row is read back at
 // SERIAL once more: our tag there means applied; anything else leaves the
@@ -139,7 +145,11 @@ func (db *DB) execOnce(ctx context.Context, op lwt) (applied, resolved bool, err
 	defer tx.Done()
 	var lastErr error
 	for attempt := 0; attempt < maxLWTAttempts; attempt++ {
-		applied, err := tx.Attempt(ctx, op.run)
+		run := op.run
+		if op.attempt != nil {
+			run = op.attempt()
+		}
+		applied, err := tx.Attempt(ctx, run)
 		if err == nil {
 			if applied || lastErr == nil {
 				return applied, lastErr != nil, nil

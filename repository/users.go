@@ -411,9 +411,11 @@ func gramsOrAbsent(grams []string, absent any) any {
 
 // Create inserts a pending account that expires after lease.
 func (s *Users) Create(ctx context.Context, u domain.User, lease time.Duration) error {
-	r, writeID := fromDomainUser(u), newWriteID()
-	return s.rows.create(ctx, userInsertCQL, u.ID, writeID,
-		append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))...)
+	r := fromDomainUser(u)
+	_, err := s.rows.create(ctx, userInsertCQL, u.ID, func(writeID string) []any {
+		return append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))
+	})
+	return err
 }
 
 // Activate rewrites every column without TTL if the account is still pending.

@@ -75,14 +75,22 @@ func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in Create
 	// (TestACreationSlowPastTheWorkersPassKeepsAnEntry).
 	var entry ChangeEntry
 	entered := false
+	// tag is the attempt whose pending row the activation takes: a row
+	// written again by an earlier attempt landing late, after this one's
+	// expired, is never activated (its entry may be gone by then, ended by
+	// the worker on finding no group), and is discarded or expires
+	// (TestALateFirstInsertOfAResentCreationIsNeverActivated).
+	var tag string
 	err = g.claimer.Create(ctx, domain.Creation{
 		ID:      gr.ID,
 		Keys:    []domain.Key{{Kind: domain.KindGroupName, Key: gr.NameKey, Field: "name"}},
 		Holders: holders{g.groups},
 		Create: func(ctx context.Context, lease time.Duration) error {
-			if err := g.groups.Create(ctx, gr, lease); err != nil {
+			t, err := g.groups.Create(ctx, gr, lease)
+			if err != nil {
 				return err
 			}
+			tag = t
 			e, err := g.beginChange(ctx, gr.ID)
 			entry, entered = e, err == nil
 			return err
@@ -90,7 +98,7 @@ func (g *Service) CreateGroup(ctx context.Context, p domain.Principal, in Create
 		Activate: func(ctx context.Context) (bool, error) {
 			active := gr
 			active.Status = domain.StatusActive
-			return g.groups.Activate(ctx, active)
+			return g.groups.Activate(ctx, active, tag)
 		},
 		Discard: func(ctx context.Context) error { return g.groups.Discard(ctx, gr.ID) },
 		Expired: ErrGroupCreateExpired,

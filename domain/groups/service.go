@@ -79,11 +79,15 @@ type Member struct {
 // ambiguous outcomes resolved by a SERIAL read (like accounts.UserStore).
 type Store interface {
 	// Create inserts a pending group that expires after lease unless
-	// activated.
-	Create(ctx context.Context, g Group, lease time.Duration) error
-	// Activate makes a pending group active and permanent (every column
-	// rewritten without TTL). False: it is no longer pending (it expired).
-	Activate(ctx context.Context, g Group) (bool, error)
+	// activated, and answers the tag of the attempt whose row it is. Each
+	// attempt of the insert carries a tag of its own: one sent again after
+	// a lost answer leaves the first able to land later, after the row
+	// expired, writing a pending row of its own tag.
+	Create(ctx context.Context, g Group, lease time.Duration) (tag string, err error)
+	// Activate makes the pending group that the attempt tagged tag wrote
+	// active and permanent (every column rewritten without TTL). False: no
+	// such row is pending (it expired, or a late attempt wrote it again).
+	Activate(ctx context.Context, g Group, tag string) (bool, error)
 	// Discard deletes a group that is still pending.
 	Discard(ctx context.Context, id string) error
 	// Get reads a group (ErrNotFound when there is none).

@@ -79,8 +79,8 @@ func (u Users) Update(ctx context.Context, user domain.User) (bool, error) {
 type Groups struct{ groups.Store }
 
 // Activate is the store's, an unknown outcome answered "not applied".
-func (g Groups) Activate(ctx context.Context, group groups.Group) (bool, error) {
-	return guess(g.Store.Activate(ctx, group))
+func (g Groups) Activate(ctx context.Context, group groups.Group, tag string) (bool, error) {
+	return guess(g.Store.Activate(ctx, group, tag))
 }
 
 // guess is the bug: an outcome nobody knows, answered "not applied" (an

@@ -35,7 +35,7 @@ type pausedGroups struct {
 	p *pausedOnce
 }
 
-func (s pausedGroups) Create(ctx context.Context, gr groups.Group, lease time.Duration) error {
+func (s pausedGroups) Create(ctx context.Context, gr groups.Group, lease time.Duration) (string, error) {
 	s.p.once.Do(s.p.pause)
 	return s.Store.Create(ctx, gr, lease)
 }

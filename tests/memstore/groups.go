@@ -22,6 +22,10 @@ type groupTables struct {
 type groupRow struct {
 	g       groups.Group
 	expires time.Time // zero: never
+	// tag is the write_id of the create attempt that wrote a pending row
+	// (Create answers it, Activate takes only its row); the repository's
+	// every other write tags the row anew, "" here.
+	tag string
 }
 
 func newGroupTables() groupTables {
@@ -52,24 +56,30 @@ func (s *Store) Groups() groups.Store { return groupStore{s} }
 
 type groupStore struct{ s *Store }
 
-func (t groupStore) Create(_ context.Context, g groups.Group, lease time.Duration) error {
+// Create is one attempt of the insert, under a tag of its own: a held one
+// lands with its tag, as the repository's attempts each carry theirs.
+func (t groupStore) Create(_ context.Context, g groups.Group, lease time.Duration) (string, error) {
+	tag := domain.NewAttempt()
 	applied, err := t.s.call("groups.create", true, func() (bool, error) {
 		if _, ok := t.s.liveGroup(g.ID); ok {
 			return false, nil
 		}
-		t.s.groups.rows[g.ID] = groupRow{g: cloneGroup(g), expires: t.s.now.Add(lease)}
+		t.s.groups.rows[g.ID] = groupRow{g: cloneGroup(g), expires: t.s.now.Add(lease), tag: tag}
 		return true, nil
 	})
 	if err == nil && !applied {
-		return errors.New("memstore: groups.create: id exists")
+		return "", errors.New("memstore: groups.create: id exists")
 	}
-	return err
+	if err != nil {
+		return "", err
+	}
+	return tag, nil
 }
 
-func (t groupStore) Activate(_ context.Context, g groups.Group) (bool, error) {
+func (t groupStore) Activate(_ context.Context, g groups.Group, tag string) (bool, error) {
 	return t.s.call("groups.activate", true, func() (bool, error) {
 		r, ok := t.s.liveGroup(g.ID)
-		if !ok || r.g.Status != domain.StatusPending {
+		if !ok || r.g.Status != domain.StatusPending || r.tag != tag {
 			return false, nil
 		}
 		t.s.groups.rows[g.ID] = groupRow{g: cloneGroup(g)}

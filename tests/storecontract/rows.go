@@ -187,15 +187,62 @@ func createActive(t testing.TB, s UserStore, u domain.User) {
 // Groups runs GroupChecks.
 func Groups(t *testing.T, open Open[groups.Store]) { Run(t, open, GroupChecks) }
 
-// GroupChecks are groups.Store's contract.
-var GroupChecks = rowChecks(func(s groups.Store) rowStore[groups.Group] {
-	return rowStore[groups.Group]{create: s.Create, activate: s.Activate, discard: s.Discard, get: s.Get, serial: s.GetSerial, update: s.Update,
+// GroupChecks are groups.Store's contract. The row checks activate a group
+// with the tag its last create answered.
+var GroupChecks = append(rowChecks(func(s groups.Store) rowStore[groups.Group] {
+	tags := map[string]string{}
+	return rowStore[groups.Group]{
+		create: func(ctx context.Context, g groups.Group, lease time.Duration) error {
+			tag, err := s.Create(ctx, g, lease)
+			tags[g.ID] = tag
+			return err
+		},
+		activate: func(ctx context.Context, g groups.Group) (bool, error) { return s.Activate(ctx, g, tags[g.ID]) },
+		discard:  s.Discard, get: s.Get, serial: s.GetSerial, update: s.Update,
 		row: func(id, name string, status domain.Status, version int) groups.Group {
 			return groups.Group{ID: id, Name: name, NameKey: name, Status: status, Version: version}
 		},
 		name:    func(g groups.Group) string { return g.Name },
 		version: func(g groups.Group) int { return g.Version }}
-})
+}), Check[groups.Store]{"ActivationTakesOnlyItsAttemptsRow", groupActivationTakesItsAttempt})
+
+// groupActivationTakesItsAttempt: each create answers a tag of its own,
+// and an activation takes the pending row only under the tag of the
+// attempt that wrote it: a row written again by another attempt (one
+// landing late after the first row went) stays pending, as the activation
+// of its own tag finds it.
+func groupActivationTakesItsAttempt(t testing.TB, s groups.Store, _ Clock) {
+	ctx, id := context.Background(), Key("group")
+	pending := groups.Group{ID: id, Name: "pending", NameKey: "pending", Status: domain.StatusPending, Version: 1}
+	first, err := s.Create(ctx, pending, Long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Discard(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	late, err := s.Create(ctx, pending, Long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == "" || first == late {
+		t.Fatalf("two creates answered the tags %q and %q, want two of their own", first, late)
+	}
+	active := pending
+	active.Name, active.Status = "active", domain.StatusActive
+	if ok, err := s.Activate(ctx, active, first); err != nil || ok {
+		t.Fatalf("activating another attempt's row: applied=%v err=%v", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, id); err != nil || got.Status != domain.StatusPending || got.Name != "pending" {
+		t.Fatalf("after an activation of another attempt's tag: %+v %v, want the row still pending", got, err)
+	}
+	if ok, err := s.Activate(ctx, active, late); err != nil || !ok {
+		t.Fatalf("activating the row under its own attempt's tag: applied=%v err=%v", ok, err)
+	}
+	if got, err := s.Get(ctx, id); err != nil || got.Status != domain.StatusActive || got.Name != "active" {
+		t.Fatalf("after the activation: %+v %v, want it active", got, err)
+	}
+}
 
 func rowChecks[S, R any](view func(S) rowStore[R]) []Check[S] {
 	check := func(name string, run func(testing.TB, rowStore[R], Clock)) Check[S] {
