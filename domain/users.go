@@ -100,6 +100,12 @@ type User struct {
 	// back whatever happened since. Empty when none.
 	RecoveryEmail, RecoveryEmailKey string
 	RecoveryUntil                   time.Time
+	// RefusedEmailKeys are the keys of the addresses whose reader
+	// followed the "not me" link of a change asking for them: the account
+	// may not ask for them again (migration 041,
+	// docs/design/email-change.md). Only the reader of such an address
+	// adds it, so none is a key the owner did not let go.
+	RefusedEmailKeys []string
 	// AdminChange is the audit of the last admin action on the account
 	// (nil if none), written by the compare-and-set that made it and kept
 	// until the next: the entries of an action that stopped after its

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,36 @@ type memApp struct {
 	router http.Handler
 	ann    string // ann's id
 	token  string // ann's session
+	mail   *mailbox
+}
+
+// mailbox records the mail the app sends.
+type mailbox struct {
+	mu   sync.Mutex
+	sent []accounts.Message
+}
+
+func (b *mailbox) Send(_ context.Context, m accounts.Message) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sent = append(b.sent, m)
+	return nil
+}
+
+// token is the token of the last mail to address with a link to page
+// ("" when there is none).
+func (b *mailbox) token(page, address string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	token := ""
+	for _, m := range b.sent {
+		marker := "/#/" + page + "?token="
+		if i := strings.Index(m.Text, marker); i >= 0 && m.To == address {
+			rest := m.Text[i+len(marker):]
+			token = rest[:strings.IndexAny(rest, "\n ")]
+		}
+	}
+	return token
 }
 
 // newMemApp builds a memApp; work after an answer is done at once.
@@ -32,8 +63,10 @@ func newMemApp(t *testing.T) *memApp {
 	ctx := context.Background()
 	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	atOnce := func(f func()) { f() }
+	box := &mailbox{}
 	acc := accounts.New(accounts.Config{ClaimLease: 30 * time.Second, SessionTTL: time.Hour, SeenInterval: time.Hour,
-		Now: st.Now, Background: atOnce}, st.Claims(), st.Users(), st.Sessions(), plainHasher{}, nopWarnings{})
+		Now: st.Now, Background: atOnce, Mail: accounts.Mail{Tokens: st.Tokens(), Mailer: box, PublicURL: "https://shelf.example.org",
+			VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour}}, st.Claims(), st.Users(), st.Sessions(), plainHasher{}, nopWarnings{})
 	grp := groups.New(groups.Config{ClaimLease: 30 * time.Second, Now: st.Now, Closings: st.Closings(), Changes: st.GroupChanges()},
 		acc, st.Users(), st.Claims(), st.Groups(), st.GroupMembers(), nopWarnings{})
 	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: st.Now, Background: atOnce},
@@ -52,7 +85,7 @@ func newMemApp(t *testing.T) *memApp {
 	}
 	return &memApp{router: NewRouter(Deps{Logger: zerolog.Nop(), Ready: readyFunc(func() error { return nil }),
 		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: 5 * time.Second,
-		Accounts: acc, Moderation: mod, Groups: grp, Contents: lib, Lifecycle: life}), ann: ann.ID, token: login.Token}
+		Accounts: acc, Moderation: mod, Groups: grp, Contents: lib, Lifecycle: life}), ann: ann.ID, token: login.Token, mail: box}
 }
 
 // do sends a request with ann's session and a JSON body ("" for none).

@@ -156,8 +156,9 @@ func routeAccounts(r chi.Router, d Deps) {
 	routeMail(r, d)
 }
 
-// routeMail serves email verification, password reset and the revert
-// links of the notices (an email change, a new factor): no session (the
+// routeMail serves email verification, password reset, the revert
+// links of the notices (an email change, a new factor) and the "not me"
+// link of an email change's verification: no session (the
 // link in the mail is the credential). Requests are limited per client IP
 // (429); the domain limits the mails per address (beyond it, answered the
 // same and nothing sent: a 429 would say the address was asked for).
@@ -171,6 +172,7 @@ func routeMail(r chi.Router, d Deps) {
 	r.With(confirmLimit.Middleware).Post(v1+"/password-resets/confirm", handle(m.confirmReset))
 	changes := &EmailChanges{accounts: d.Accounts}
 	r.With(confirmLimit.Middleware).Post(v1+"/email-changes/revert", handle(changes.revert))
+	r.With(confirmLimit.Middleware).Post(v1+"/email-changes/refusal", handle(changes.refuse))
 	factors := &Factors{accounts: d.Accounts}
 	r.With(confirmLimit.Middleware).Post(v1+"/factor-additions/revert", handle(factors.revert))
 }

@@ -168,6 +168,13 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		}
 		next, claim := change.apply(u, h, session)
 		asked = change.asksEmail(u)
+		if asked && refused(u, change.emailKey) {
+			// Its reader said "not me" to an earlier change to it. Checked
+			// on the row this round writes over (a refusal landing since
+			// moves its version on), after the proof: a stolen session
+			// alone learns nothing of the refusals.
+			return false, ErrAddressRefused
+		}
 		if asked && self {
 			if ok, err := a.stillAdmits(ctx, u.Access(), p.Session); err != nil || !ok {
 				// The new epoch would name a session the account no

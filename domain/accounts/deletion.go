@@ -216,8 +216,9 @@ func entryKeys(d DeletionEntry) []domain.Key {
 
 // MarkDeleted is the compare-and-set deleting -> deleted: the personal
 // data goes (names, email and whether it was verified, an address asked
-// for or held for a revert, display name, password hash, roles, the
-// suspension, and the audit entries the row carried, once written); the
+// for or held for a revert, the addresses whose readers refused it,
+// display name, password hash, roles, the suspension, and the audit
+// entries the row carried, once written); the
 // id, the version, the deletion, the moderation history and the audit
 // stay.
 func (a *Service) MarkDeleted(ctx context.Context, id string) error {
@@ -235,6 +236,7 @@ func (a *Service) MarkDeleted(ctx context.Context, id string) error {
 		u.EmailVerifiedAt = time.Time{}
 		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
 		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
+		u.RefusedEmailKeys = nil
 		u.PasswordResetRequired = false
 		return u, true, nil
 	})

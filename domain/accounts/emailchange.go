@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"shelf/domain"
@@ -162,8 +163,121 @@ func (a *Service) mailPendingEmail(ctx context.Context, u domain.User) {
 		return
 	}
 	a.afterAnswer(ctx, "mailing a verification link for an email change", func(ctx context.Context) error {
-		return a.mailToken(ctx, pendingView(u), PurposeVerifyEmail)
+		return a.mailChangeLinks(ctx, u)
 	})
+}
+
+// mailChangeLinks mails u's pending address, in one mail counted once
+// (a verification's, held back over the address's hourly limit), the
+// change's verification link and its "not me" link
+// (RefuseEmailChange): whoever reads the address may take it or refuse
+// it, and a refusal keeps the account from asking for it again.
+func (a *Service) mailChangeLinks(ctx context.Context, u domain.User) error {
+	to := pendingView(u)
+	if err := a.countMailOf(ctx, to.EmailKey, PurposeVerifyEmail); err != nil {
+		return fmt.Errorf("an email change's links for %s: %w", u.ID, err)
+	}
+	verify, err := a.issueToken(ctx, to, PurposeVerifyEmail, "")
+	if err != nil {
+		return fmt.Errorf("storing an email change's verification token for %s: %w", u.ID, err)
+	}
+	refuse, err := a.issueToken(ctx, to, PurposeRefuseEmail, "")
+	if err != nil {
+		return fmt.Errorf("storing an email change's not-me token for %s: %w", u.ID, err)
+	}
+	if err := a.mail.Mailer.Send(ctx, a.changeLinks(to, verify, refuse)); err != nil {
+		return fmt.Errorf("mailing an email change's links to %s: %w", u.ID, err)
+	}
+	return nil
+}
+
+// changeLinks is the mail to the address a change asks for (u as
+// pendingView shows it): its verification link and its "not me" link.
+// It holds no text anyone chose but the address itself: it is not
+// verified.
+func (a *Service) changeLinks(u domain.User, verify, refuse string) Message {
+	return Message{To: u.Email, Subject: "Confirm your email address for shelf", Text: fmt.Sprintf(
+		"Hello,\n\nsomeone signed in to a shelf account asked to make %s its email address.\n\n"+
+			"If it was you, confirm the address here (the link works once, for %s):\n\n%s\n\n"+
+			"If it was not you, this is not your account, or you do not want it to have this address, "+
+			"follow this link instead (it works once, until the request expires):\n\n%s\n\n"+
+			"It cancels the request, frees this address at once, and the account may never ask for it again. "+
+			"Neither link signs you in or shows you anything of the account. "+
+			"If the account may be yours and someone else asked, the link mailed to its current address undoes the change instead.\n",
+		u.Email, a.mail.VerifyTTL, Link(a.mail.PublicURL, PurposeVerifyEmail, verify), Link(a.mail.PublicURL, PurposeRefuseEmail, refuse))}
+}
+
+// ErrAddressRefused refuses a change to an address whose reader followed
+// the "not me" link of an earlier change of this account to it.
+var ErrAddressRefused = &domain.Error{Kind: domain.ErrConflict, Code: "address_refused",
+	Message: "This account may not ask for this email address: its reader said it is not theirs.",
+	Fields: []domain.FieldError{{Field: "email", Code: "refused",
+		Message: "was refused by its reader (the \"not me\" link of an earlier change to it); ask for another address"}}}
+
+// refused reports whether the reader of the address key refused it for
+// u ("not me"): u may not ask for it again.
+func refused(u domain.User, key string) bool { return slices.Contains(u.RefusedEmailKeys, key) }
+
+// RefuseEmailChange follows the "not me" link mailed beside a change's
+// verification link to the address it asks for. In one compare-and-set
+// on the account's version it ends the change if it still asks for that
+// address (whichever attempt asked: the reader refuses the address, not
+// one request) and records the address's key as refused, so no later
+// change of the account asks for it (ErrAddressRefused). Then the key,
+// no longer held, is given back (releaseDropped: anyone may sign up with
+// it at once), and the token is done. It signs nobody in, ends no
+// session and answers nothing of the account: its holder reads an
+// address the account only asked for. An account may be barred only
+// from addresses whose readers refused it: a thief who asked for his own
+// address and refuses it from there bars the account from his address
+// alone. A retry of a used token that is not done runs it again.
+func (a *Service) RefuseEmailChange(ctx context.Context, token string) error {
+	t, err := a.takeToken(ctx, token, PurposeRefuseEmail, refusalApplies)
+	if err != nil {
+		return err
+	}
+	var before domain.User
+	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+		before = u
+		if err := refusalApplies(t, u, nil); err != nil {
+			return u, false, err
+		}
+		write := false
+		if u.PendingEmailKey == t.EmailKey {
+			cancelPending(&u)
+			write = true
+		}
+		if !refused(u, t.EmailKey) {
+			u.RefusedEmailKeys = append(slices.Clone(u.RefusedEmailKeys), t.EmailKey)
+			write = true
+		}
+		return u, write, nil
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		return ErrTokenStale
+	}
+	if err != nil {
+		return err
+	}
+	if out.Version != before.Version {
+		a.releaseDropped(ctx, before, out)
+	}
+	return a.finishToken(ctx, t)
+}
+
+// refusalApplies checks the account a "not me" token was mailed for (as
+// read, with the read's error): visible, and the address not its own (a
+// change its reader confirmed is not refused afterwards).
+func refusalApplies(t Token, u domain.User, err error) error {
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return ErrTokenStale
+	case err != nil:
+		return err
+	case !u.Visible() || u.EmailKey == t.EmailKey:
+		return ErrTokenStale
+	}
+	return nil
 }
 
 // ErrNoticeFailed answers an email change whose notice to the account's

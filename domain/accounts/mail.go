@@ -33,7 +33,8 @@ type Mail struct {
 	Mailer Mailer
 	// PublicURL is the console's address: links are PublicURL +
 	// "/#/verify?token=...", "/#/reset?token=...",
-	// "/#/revert-email?token=..." and "/#/revert-factor?token=..." (Link).
+	// "/#/revert-email?token=...", "/#/refuse-email?token=..." and
+	// "/#/revert-factor?token=..." (Link).
 	PublicURL string
 	// VerifyTTL and ResetTTL are how long a mailed token may be used.
 	VerifyTTL, ResetTTL time.Duration
@@ -236,6 +237,8 @@ func Link(publicURL string, purpose TokenPurpose, token string) string {
 		page = "reset"
 	case PurposeRevertEmail:
 		page = "revert-email"
+	case PurposeRefuseEmail:
+		page = "refuse-email"
 	case PurposeRevertFactor:
 		page = "revert-factor"
 	}

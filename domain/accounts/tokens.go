@@ -23,6 +23,11 @@ const (
 	// PurposeRevertEmail undoes an email change: mailed to the address
 	// the change replaces (emailchange.go).
 	PurposeRevertEmail TokenPurpose = "revert_email"
+	// PurposeRefuseEmail is the "not me" link of an email change: mailed
+	// beside its verification link to the address asked for, it ends the
+	// change and bars the account from asking for that address again
+	// (emailchange.go).
+	PurposeRefuseEmail TokenPurpose = "refuse_email"
 	// PurposeLoginChallenge is never mailed: a proven password of an
 	// account with a second factor answers it, and its code turns it into
 	// a session (factors.go).
@@ -246,5 +251,9 @@ func (a *Service) issueToken(ctx context.Context, u domain.User, purpose TokenPu
 		ttl = a.revertTTL()
 	}
 	t.ExpiresAt = t.CreatedAt.Add(ttl)
+	if purpose == PurposeRefuseEmail {
+		// It ends with the change it refuses, however late it is mailed.
+		t.ExpiresAt = u.PendingEmailAt.Add(a.mail.VerifyTTL)
+	}
 	return token, a.mail.Tokens.Create(ctx, t)
 }

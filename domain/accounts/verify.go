@@ -62,7 +62,7 @@ func (a *Service) RequestVerification(ctx context.Context, email string) error {
 		case err != nil:
 			return err
 		}
-		return a.mailToken(ctx, pendingView(u), PurposeVerifyEmail)
+		return a.mailChangeLinks(ctx, u)
 	})
 	return nil
 }

@@ -4,7 +4,8 @@
 // #/groups/<name>, #/account, for admins #/moderation[/<username>] and
 // #/audit, and without a session #/auth (log in or sign up), #/forgot, the
 // mailed links #/verify?token=..., #/reset?token=...,
-// #/revert-email?token=... and #/revert-factor?token=..., and an item or
+// #/revert-email?token=..., #/refuse-email?token=... and
+// #/revert-factor?token=..., and an item or
 // a library shared by its link), so each can be linked to; the table
 // `pages` below lists them, and a page that works without a session says
 // public: true. A mailed link's token leaves the address bar as soon as
@@ -1833,6 +1834,12 @@
       used: 'This link was used already: the factor is removed.',
       stale: 'Your account no longer has the address this link was mailed to.',
     },
+    refuseEmail: {
+      unknown: 'This link is not one shelf mailed, or it has run out.',
+      expired: 'This link has expired, and so has the request it answers: the address is free again.',
+      used: 'This link was used already: the request is cancelled and the account may not ask for this address again.',
+      stale: 'This address was confirmed for the account, or the account is gone: there is nothing to refuse.',
+    },
     revertEmail: {
       unknown: 'This link is not one shelf mailed, or it has run out.',
       expired: 'This link has expired: the change can no longer be undone this way. Ask for a password reset link for your address.',
@@ -1913,11 +1920,14 @@
 
   // revertPage is a page of a link mailed to an account's address that
   // undoes what someone signed in to it did (an email change, an app
-  // added): it shows what the link does, and does nothing until its
-  // button is pressed (a mail scanner that fetches the link, or an owner
-  // who only reads it, must not sign every session out). The button is
-  // busy meanwhile, and the outcome is said beside it and focused.
-  function revertPage({ page, path, refusals, what, working, done, said }) {
+  // added), or to the address an email change asks for ("not me"): it
+  // shows what the link does, and does nothing until its button is
+  // pressed (a mail scanner that fetches the link, or an owner who only
+  // reads it, must not sign every session out). The button is busy
+  // meanwhile, and the outcome is said beside it and focused. A link that
+  // ends every session of its account forgets this tab's (signsOut); the
+  // "not me" link ends none, and the tab may hold its reader's own.
+  function revertPage({ page, path, refusals, what, working, done, said, signsOut = true }) {
     const result = $(page + '-result');
     const go = $(page + '-go');
     async function revert() {
@@ -1943,10 +1953,12 @@
         return;
       }
       delete linkTokens[page];
-      forget();
-      showWho();
-      $('logout').hidden = true;
-      $('nav').hidden = true;
+      if (signsOut) {
+        forget();
+        showWho();
+        $('logout').hidden = true;
+        $('nav').hidden = true;
+      }
       go.hidden = true;
       go.removeAttribute('aria-busy');
       $(page + '-ask').hidden = true;
@@ -1974,6 +1986,13 @@
     working: 'Undoing the change...',
     done: 'The change is undone: your account has its email address back, every session of it is signed out, and any second factor added since the change is removed.',
     said: 'Email change undone. Choose a new password now.',
+  });
+  const showRefuseEmail = revertPage({
+    page: 'refuse-email', path: '/v1/email-changes/refusal', refusals: 'refuseEmail', what: 'refuse the address',
+    working: 'Refusing the address...',
+    done: 'The request is cancelled and your address is free: that account may not ask for it again.',
+    said: 'Address refused. Nothing more to do.',
+    signsOut: false,
   });
   const showRevertFactor = revertPage({
     page: 'revert-factor', path: '/v1/factor-additions/revert', refusals: 'revertFactor', what: 'remove the factor',
@@ -2314,6 +2333,7 @@
     reset: { public: true, show: async () => showReset() },
     verify: { public: true, show: () => showVerify() },
     'revert-email': { public: true, show: () => showRevertEmail() },
+    'refuse-email': { public: true, show: () => showRefuseEmail() },
     'revert-factor': { public: true, show: () => showRevertFactor() },
     library: { show: () => showLibrary() },
     // A shared link to an item or a library opens for visitors too: the

@@ -528,6 +528,11 @@ type ContentRoleRequest struct {
 	Role ContentRole `json:"role"`
 }
 
+// EmailChangeRefusal The token of an email change's "not me" link, mailed to the address it asks for.
+type EmailChangeRefusal struct {
+	Token string `json:"token"`
+}
+
 // EmailChangeRevert The token of an email change notice (from its link).
 type EmailChangeRevert struct {
 	Token string `json:"token"`
@@ -1663,6 +1668,9 @@ type UpdateContentJSONRequestBody = ContentPatch
 // ShareContentJSONRequestBody defines body for ShareContent for application/json ContentType.
 type ShareContentJSONRequestBody = ContentRoleRequest
 
+// RefuseEmailChangeJSONRequestBody defines body for RefuseEmailChange for application/json ContentType.
+type RefuseEmailChangeJSONRequestBody = EmailChangeRefusal
+
 // RevertEmailChangeJSONRequestBody defines body for RevertEmailChange for application/json ContentType.
 type RevertEmailChangeJSONRequestBody = EmailChangeRevert
 
@@ -2033,6 +2041,76 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/content/{id}/members/{principalId} (the `ShareContent` operationId).
 	ShareContent(ctx context.Context, id ContentId, principalId PrincipalId, body ShareContentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RefuseEmailChangeWithBody Say "not me" to an email change, with the token mailed to the address it asks for
+	//
+	// A change of email (`PATCH /v1/users/{id}`) mails the address it
+	// asks for a verification link and, beside it, this "not me" link,
+	// for a reader who did not ask for the change. Following it:
+	// - ends the account's change to this address if it is still
+	//   pending (its verification link then answers `stale`), whichever
+	//   request of the account asked for it;
+	// - frees the address at once: anyone may sign up with it or ask
+	//   for it;
+	// - bars the account from asking for this address again: a later
+	//   change to it answers 409 `address_refused` naming `email`.
+	// It ends no session, signs nobody in and answers nothing of the
+	// account: its holder reads an address the account only asked for.
+	// The token works once (a second use is 400 `invalid_token`,
+	// `token`/`used`), and only while the change it was mailed for
+	// could be confirmed (`SHELF_VERIFY_EMAIL_TTL` from the request);
+	// it is `stale` once the address is the account's own (its reader
+	// confirmed it). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations; a SERIAL read of the token, a SERIAL read of
+	// the account, a lightweight transaction using the token, a
+	// compare-and-set of the account, the release of the address, then
+	// a lightweight transaction marking the token done.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/email-changes/refusal (the `RefuseEmailChange` operationId).
+	RefuseEmailChangeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RefuseEmailChange Say "not me" to an email change, with the token mailed to the address it asks for
+	//
+	// A change of email (`PATCH /v1/users/{id}`) mails the address it
+	// asks for a verification link and, beside it, this "not me" link,
+	// for a reader who did not ask for the change. Following it:
+	// - ends the account's change to this address if it is still
+	//   pending (its verification link then answers `stale`), whichever
+	//   request of the account asked for it;
+	// - frees the address at once: anyone may sign up with it or ask
+	//   for it;
+	// - bars the account from asking for this address again: a later
+	//   change to it answers 409 `address_refused` naming `email`.
+	// It ends no session, signs nobody in and answers nothing of the
+	// account: its holder reads an address the account only asked for.
+	// The token works once (a second use is 400 `invalid_token`,
+	// `token`/`used`), and only while the change it was mailed for
+	// could be confirmed (`SHELF_VERIFY_EMAIL_TTL` from the request);
+	// it is `stale` once the address is the account's own (its reader
+	// confirmed it). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations; a SERIAL read of the token, a SERIAL read of
+	// the account, a lightweight transaction using the token, a
+	// compare-and-set of the account, the release of the address, then
+	// a lightweight transaction marking the token done.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/email-changes/refusal (the `RefuseEmailChange` operationId).
+	RefuseEmailChange(ctx context.Context, body RefuseEmailChangeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RevertEmailChangeWithBody Undo an email change with the token mailed to the old address
 	//
@@ -3131,7 +3209,10 @@ type ClientInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer. The notice counts against the current
+	// link after the answer, with a "not me" link beside it (`POST
+	// /v1/email-changes/refusal`) that ends the change, frees the
+	// address and bars the account from asking for it again (409
+	// `address_refused`). The notice counts against the current
 	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
 	// address it goes whatever the count; to one that is not verified
 	// it is held back past the limit, and the change is refused (429
@@ -3195,7 +3276,10 @@ type ClientInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer. The notice counts against the current
+	// link after the answer, with a "not me" link beside it (`POST
+	// /v1/email-changes/refusal`) that ends the change, frees the
+	// address and bars the account from asking for it again (409
+	// `address_refused`). The notice counts against the current
 	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
 	// address it goes whatever the count; to one that is not verified
 	// it is held back past the limit, and the change is refused (429
@@ -4370,6 +4454,98 @@ func (c *Client) ShareContentWithBody(ctx context.Context, id ContentId, princip
 // Corresponds with PUT /v1/content/{id}/members/{principalId} (the `ShareContent` operationId).
 func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId PrincipalId, body ShareContentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewShareContentRequest(c.Server, id, principalId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RefuseEmailChangeWithBody Say "not me" to an email change, with the token mailed to the address it asks for
+//
+// A change of email (`PATCH /v1/users/{id}`) mails the address it
+// asks for a verification link and, beside it, this "not me" link,
+// for a reader who did not ask for the change. Following it:
+//   - ends the account's change to this address if it is still
+//     pending (its verification link then answers `stale`), whichever
+//     request of the account asked for it;
+//   - frees the address at once: anyone may sign up with it or ask
+//     for it;
+//   - bars the account from asking for this address again: a later
+//     change to it answers 409 `address_refused` naming `email`.
+//
+// It ends no session, signs nobody in and answers nothing of the
+// account: its holder reads an address the account only asked for.
+// The token works once (a second use is 400 `invalid_token`,
+// `token`/`used`), and only while the change it was mailed for
+// could be confirmed (`SHELF_VERIFY_EMAIL_TTL` from the request);
+// it is `stale` once the address is the account's own (its reader
+// confirmed it). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations; a SERIAL read of the token, a SERIAL read of
+// the account, a lightweight transaction using the token, a
+// compare-and-set of the account, the release of the address, then
+// a lightweight transaction marking the token done.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/email-changes/refusal (the `RefuseEmailChange` operationId).
+func (c *Client) RefuseEmailChangeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRefuseEmailChangeRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RefuseEmailChange Say "not me" to an email change, with the token mailed to the address it asks for
+//
+// A change of email (`PATCH /v1/users/{id}`) mails the address it
+// asks for a verification link and, beside it, this "not me" link,
+// for a reader who did not ask for the change. Following it:
+//   - ends the account's change to this address if it is still
+//     pending (its verification link then answers `stale`), whichever
+//     request of the account asked for it;
+//   - frees the address at once: anyone may sign up with it or ask
+//     for it;
+//   - bars the account from asking for this address again: a later
+//     change to it answers 409 `address_refused` naming `email`.
+//
+// It ends no session, signs nobody in and answers nothing of the
+// account: its holder reads an address the account only asked for.
+// The token works once (a second use is 400 `invalid_token`,
+// `token`/`used`), and only while the change it was mailed for
+// could be confirmed (`SHELF_VERIFY_EMAIL_TTL` from the request);
+// it is `stale` once the address is the account's own (its reader
+// confirmed it). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations; a SERIAL read of the token, a SERIAL read of
+// the account, a lightweight transaction using the token, a
+// compare-and-set of the account, the release of the address, then
+// a lightweight transaction marking the token done.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/email-changes/refusal (the `RefuseEmailChange` operationId).
+func (c *Client) RefuseEmailChange(ctx context.Context, body RefuseEmailChangeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRefuseEmailChangeRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5861,7 +6037,10 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer. The notice counts against the current
+// link after the answer, with a "not me" link beside it (`POST
+// /v1/email-changes/refusal`) that ends the change, frees the
+// address and bars the account from asking for it again (409
+// `address_refused`). The notice counts against the current
 // address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
 // address it goes whatever the count; to one that is not verified
 // it is held back past the limit, and the change is refused (429
@@ -5935,7 +6114,10 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer. The notice counts against the current
+// link after the answer, with a "not me" link beside it (`POST
+// /v1/email-changes/refusal`) that ends the change, frees the
+// address and bars the account from asking for it again (409
+// `address_refused`). The notice counts against the current
 // address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
 // address it goes whatever the count; to one that is not verified
 // it is held back past the limit, and the change is refused (429
@@ -7605,6 +7787,46 @@ func NewShareContentRequestWithBody(server string, id ContentId, principalId Pri
 	}
 
 	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRefuseEmailChangeRequest calls the generic RefuseEmailChange builder with application/json body
+func NewRefuseEmailChangeRequest(server string, body RefuseEmailChangeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRefuseEmailChangeRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRefuseEmailChangeRequestWithBody constructs an http.Request for the RefuseEmailChange method, with any body, and a specified content type
+func NewRefuseEmailChangeRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/email-changes/refusal")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -10215,6 +10437,76 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/content/{id}/members/{principalId} (the `ShareContent` operationId).
 	ShareContentWithResponse(ctx context.Context, id ContentId, principalId PrincipalId, body ShareContentJSONRequestBody, reqEditors ...RequestEditorFn) (*ShareContentResponse, error)
 
+	// RefuseEmailChangeWithBodyWithResponse Say "not me" to an email change, with the token mailed to the address it asks for
+	//
+	// A change of email (`PATCH /v1/users/{id}`) mails the address it
+	// asks for a verification link and, beside it, this "not me" link,
+	// for a reader who did not ask for the change. Following it:
+	// - ends the account's change to this address if it is still
+	//   pending (its verification link then answers `stale`), whichever
+	//   request of the account asked for it;
+	// - frees the address at once: anyone may sign up with it or ask
+	//   for it;
+	// - bars the account from asking for this address again: a later
+	//   change to it answers 409 `address_refused` naming `email`.
+	// It ends no session, signs nobody in and answers nothing of the
+	// account: its holder reads an address the account only asked for.
+	// The token works once (a second use is 400 `invalid_token`,
+	// `token`/`used`), and only while the change it was mailed for
+	// could be confirmed (`SHELF_VERIFY_EMAIL_TTL` from the request);
+	// it is `stale` once the address is the account's own (its reader
+	// confirmed it). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations; a SERIAL read of the token, a SERIAL read of
+	// the account, a lightweight transaction using the token, a
+	// compare-and-set of the account, the release of the address, then
+	// a lightweight transaction marking the token done.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/email-changes/refusal (the `RefuseEmailChange` operationId).
+	RefuseEmailChangeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RefuseEmailChangeResponse, error)
+
+	// RefuseEmailChangeWithResponse Say "not me" to an email change, with the token mailed to the address it asks for
+	//
+	// A change of email (`PATCH /v1/users/{id}`) mails the address it
+	// asks for a verification link and, beside it, this "not me" link,
+	// for a reader who did not ask for the change. Following it:
+	// - ends the account's change to this address if it is still
+	//   pending (its verification link then answers `stale`), whichever
+	//   request of the account asked for it;
+	// - frees the address at once: anyone may sign up with it or ask
+	//   for it;
+	// - bars the account from asking for this address again: a later
+	//   change to it answers 409 `address_refused` naming `email`.
+	// It ends no session, signs nobody in and answers nothing of the
+	// account: its holder reads an address the account only asked for.
+	// The token works once (a second use is 400 `invalid_token`,
+	// `token`/`used`), and only while the change it was mailed for
+	// could be confirmed (`SHELF_VERIFY_EMAIL_TTL` from the request);
+	// it is `stale` once the address is the account's own (its reader
+	// confirmed it). A retry after a 503 finishes what the first
+	// attempt began.
+	//
+	// Who may call: the holder of the token (the link in the mail); no
+	// session is needed.
+	//
+	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// other confirmations; a SERIAL read of the token, a SERIAL read of
+	// the account, a lightweight transaction using the token, a
+	// compare-and-set of the account, the release of the address, then
+	// a lightweight transaction marking the token done.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/email-changes/refusal (the `RefuseEmailChange` operationId).
+	RefuseEmailChangeWithResponse(ctx context.Context, body RefuseEmailChangeJSONRequestBody, reqEditors ...RequestEditorFn) (*RefuseEmailChangeResponse, error)
+
 	// RevertEmailChangeWithBodyWithResponse Undo an email change with the token mailed to the old address
 	//
 	// A change of email (`PATCH /v1/users/{id}`) mails the account's
@@ -11344,7 +11636,10 @@ type ClientWithResponsesInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer. The notice counts against the current
+	// link after the answer, with a "not me" link beside it (`POST
+	// /v1/email-changes/refusal`) that ends the change, frees the
+	// address and bars the account from asking for it again (409
+	// `address_refused`). The notice counts against the current
 	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
 	// address it goes whatever the count; to one that is not verified
 	// it is held back past the limit, and the change is refused (429
@@ -11408,7 +11703,10 @@ type ClientWithResponsesInterface interface {
 	// link that undoes the change (`POST /v1/email-changes/revert`),
 	// sent before anything is written (if it cannot be sent, 503
 	// `notice_failed` and nothing changes); the new address gets its
-	// link after the answer. The notice counts against the current
+	// link after the answer, with a "not me" link beside it (`POST
+	// /v1/email-changes/refusal`) that ends the change, frees the
+	// address and bars the account from asking for it again (409
+	// `address_refused`). The notice counts against the current
 	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
 	// address it goes whatever the count; to one that is not verified
 	// it is held back past the limit, and the change is refused (429
@@ -13826,6 +14124,162 @@ func (r ShareContentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ShareContentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RefuseEmailChangeResponse204Headers the declared response headers of an HTTP 204 response for RefuseEmailChange
+type RefuseEmailChangeResponse204Headers struct {
+	XRequestId *string
+}
+
+// RefuseEmailChangeResponse400Headers the declared response headers of an HTTP 400 response for RefuseEmailChange
+type RefuseEmailChangeResponse400Headers struct {
+	XRequestId *string
+}
+
+// RefuseEmailChangeResponse401Headers the declared response headers of an HTTP 401 response for RefuseEmailChange
+type RefuseEmailChangeResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RefuseEmailChangeResponse409Headers the declared response headers of an HTTP 409 response for RefuseEmailChange
+type RefuseEmailChangeResponse409Headers struct {
+	XRequestId *string
+}
+
+// RefuseEmailChangeResponse413Headers the declared response headers of an HTTP 413 response for RefuseEmailChange
+type RefuseEmailChangeResponse413Headers struct {
+	XRequestId *string
+}
+
+// RefuseEmailChangeResponse415Headers the declared response headers of an HTTP 415 response for RefuseEmailChange
+type RefuseEmailChangeResponse415Headers struct {
+	XRequestId *string
+}
+
+// RefuseEmailChangeResponse429Headers the declared response headers of an HTTP 429 response for RefuseEmailChange
+type RefuseEmailChangeResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RefuseEmailChangeResponse500Headers the declared response headers of an HTTP 500 response for RefuseEmailChange
+type RefuseEmailChangeResponse500Headers struct {
+	XRequestId *string
+}
+
+// RefuseEmailChangeResponse503Headers the declared response headers of an HTTP 503 response for RefuseEmailChange
+type RefuseEmailChangeResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RefuseEmailChangeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *RefuseEmailChangeResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RefuseEmailChangeResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RefuseEmailChangeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RefuseEmailChangeResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RefuseEmailChangeResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RefuseEmailChangeResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RefuseEmailChangeResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RefuseEmailChangeResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RefuseEmailChangeResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RefuseEmailChangeResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RefuseEmailChangeResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RefuseEmailChangeResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RefuseEmailChangeResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RefuseEmailChangeResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RefuseEmailChangeResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RefuseEmailChangeResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RefuseEmailChangeResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RefuseEmailChangeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RefuseEmailChangeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RefuseEmailChangeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RefuseEmailChangeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21327,6 +21781,90 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 	return ParseShareContentResponse(rsp)
 }
 
+// RefuseEmailChangeWithBodyWithResponse Say "not me" to an email change, with the token mailed to the address it asks for
+//
+// A change of email (`PATCH /v1/users/{id}`) mails the address it
+// asks for a verification link and, beside it, this "not me" link,
+// for a reader who did not ask for the change. Following it:
+//   - ends the account's change to this address if it is still
+//     pending (its verification link then answers `stale`), whichever
+//     request of the account asked for it;
+//   - frees the address at once: anyone may sign up with it or ask
+//     for it;
+//   - bars the account from asking for this address again: a later
+//     change to it answers 409 `address_refused` naming `email`.
+//
+// It ends no session, signs nobody in and answers nothing of the
+// account: its holder reads an address the account only asked for.
+// The token works once (a second use is 400 `invalid_token`,
+// `token`/`used`), and only while the change it was mailed for
+// could be confirmed (`SHELF_VERIFY_EMAIL_TTL` from the request);
+// it is `stale` once the address is the account's own (its reader
+// confirmed it). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations; a SERIAL read of the token, a SERIAL read of
+// the account, a lightweight transaction using the token, a
+// compare-and-set of the account, the release of the address, then
+// a lightweight transaction marking the token done.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/email-changes/refusal (the `RefuseEmailChange` operationId).
+func (c *ClientWithResponses) RefuseEmailChangeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RefuseEmailChangeResponse, error) {
+	rsp, err := c.RefuseEmailChangeWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRefuseEmailChangeResponse(rsp)
+}
+
+// RefuseEmailChangeWithResponse Say "not me" to an email change, with the token mailed to the address it asks for
+//
+// A change of email (`PATCH /v1/users/{id}`) mails the address it
+// asks for a verification link and, beside it, this "not me" link,
+// for a reader who did not ask for the change. Following it:
+//   - ends the account's change to this address if it is still
+//     pending (its verification link then answers `stale`), whichever
+//     request of the account asked for it;
+//   - frees the address at once: anyone may sign up with it or ask
+//     for it;
+//   - bars the account from asking for this address again: a later
+//     change to it answers 409 `address_refused` naming `email`.
+//
+// It ends no session, signs nobody in and answers nothing of the
+// account: its holder reads an address the account only asked for.
+// The token works once (a second use is 400 `invalid_token`,
+// `token`/`used`), and only while the change it was mailed for
+// could be confirmed (`SHELF_VERIFY_EMAIL_TTL` from the request);
+// it is `stale` once the address is the account's own (its reader
+// confirmed it). A retry after a 503 finishes what the first
+// attempt began.
+//
+// Who may call: the holder of the token (the link in the mail); no
+// session is needed.
+//
+// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// other confirmations; a SERIAL read of the token, a SERIAL read of
+// the account, a lightweight transaction using the token, a
+// compare-and-set of the account, the release of the address, then
+// a lightweight transaction marking the token done.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/email-changes/refusal (the `RefuseEmailChange` operationId).
+func (c *ClientWithResponses) RefuseEmailChangeWithResponse(ctx context.Context, body RefuseEmailChangeJSONRequestBody, reqEditors ...RequestEditorFn) (*RefuseEmailChangeResponse, error) {
+	rsp, err := c.RefuseEmailChange(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRefuseEmailChangeResponse(rsp)
+}
+
 // RevertEmailChangeWithBodyWithResponse Undo an email change with the token mailed to the old address
 //
 // A change of email (`PATCH /v1/users/{id}`) mails the account's
@@ -22688,7 +23226,10 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer. The notice counts against the current
+// link after the answer, with a "not me" link beside it (`POST
+// /v1/email-changes/refusal`) that ends the change, frees the
+// address and bars the account from asking for it again (409
+// `address_refused`). The notice counts against the current
 // address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
 // address it goes whatever the count; to one that is not verified
 // it is held back past the limit, and the change is refused (429
@@ -22758,7 +23299,10 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // link that undoes the change (`POST /v1/email-changes/revert`),
 // sent before anything is written (if it cannot be sent, 503
 // `notice_failed` and nothing changes); the new address gets its
-// link after the answer. The notice counts against the current
+// link after the answer, with a "not me" link beside it (`POST
+// /v1/email-changes/refusal`) that ends the change, frees the
+// address and bars the account from asking for it again (409
+// `address_refused`). The notice counts against the current
 // address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
 // address it goes whatever the count; to one that is not verified
 // it is held back past the limit, and the change is refused (429
@@ -25536,6 +26080,198 @@ func ParseShareContentResponse(rsp *http.Response) (*ShareContentResponse, error
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ShareContentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRefuseEmailChangeResponse parses an HTTP response from a RefuseEmailChangeWithResponse call
+func ParseRefuseEmailChangeResponse(rsp *http.Response) (*RefuseEmailChangeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RefuseEmailChangeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers RefuseEmailChangeResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers RefuseEmailChangeResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RefuseEmailChangeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers RefuseEmailChangeResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RefuseEmailChangeResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RefuseEmailChangeResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers RefuseEmailChangeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RefuseEmailChangeResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RefuseEmailChangeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -191,3 +191,32 @@ func TestAPendingChangeExpires(t *testing.T) {
 		t.Fatalf("after the expiry: %+v", got)
 	}
 }
+
+// TestNotMeFreesTheAddressAndBarsIt: an account asks for an address that
+// is a stranger's; the mail there carries a "not me" link. Following it
+// ends the change, the account may not ask for that address again (409
+// address_refused naming email), and the stranger signs up with it at
+// once: the row and the claim on a real node, the link through real mail.
+func TestNotMeFreesTheAddressAndBarsIt(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	db := testkit.PackageDB(t)
+	_, api := newMailApp(t, db, mp, nil)
+	n := name("notme")
+	stranger := name("stranger")
+	u, as := verifiedUser(t, api, mp, n)
+	mustAskEmail(t, as, u.ID, stranger+"@example.net")
+	refuse := testkit.TokenIn(t, mp.WaitFor(t, stranger+"@example.net", 1)[0].Text, "refuse-email")
+	if r := api.Send(http.MethodPost, "/v1/email-changes/refusal", map[string]string{"token": refuse}); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the not-me link: %d %s", r.StatusCode, r.Body)
+	}
+	if got := account(t, as); got.PendingEmail != "" || got.Email != n+"@example.org" {
+		t.Fatalf("after the not-me link: %+v", got)
+	}
+	r := askEmail(as, u.ID, stranger+"@example.net")
+	if p := r.Problem(t); r.StatusCode != http.StatusConflict || p.Code != "address_refused" || len(p.Errors) != 1 || p.Errors[0].Field != "email" {
+		t.Fatalf("asking again for the refused address: %d %s, want 409 address_refused naming email", r.StatusCode, r.Body)
+	}
+	mustSignup(t, api, stranger, stranger+"@example.net")
+	refusedToken(t, api.Send(http.MethodPost, "/v1/email-changes/refusal", map[string]string{"token": refuse}), "used", "the not-me link again")
+}

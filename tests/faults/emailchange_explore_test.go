@@ -220,6 +220,33 @@ var emailChangeOperations = []mailOperation{
 		},
 	},
 	{
+		// The reader of the address asked for says "not me": the change
+		// ends and the account may not ask for the address again.
+		name:  "refuse-change",
+		run:   func(m *mailWorld) error { return refuseAddress(m, annNext) },
+		retry: func(m *mailWorld) error { return usedIsDone(refuseAddress(m, annNext)) },
+		check: func(t *testing.T, name string, m *mailWorld, ok bool) {
+			u := m.account(t, name)
+			checkEmailClaims(t, name, m, u)
+			sessionsAfter(t, name, m, u, 0)
+			if u.EmailKey != annHome {
+				t.Errorf("%s: the account's email is %s", name, u.Email)
+			}
+			if !ok {
+				return
+			}
+			if u.PendingEmailKey != "" {
+				t.Errorf("%s: answered success and a change is pending: %+v", name, u)
+			}
+			if err := m.svc.ConfirmEmail(context.Background(), m.box.tokenTo("verify", annNext)); !refused(err) {
+				t.Errorf("%s: the refused change's link: %v", name, err)
+			}
+			if err := changeEmail(m, annNext); !errors.Is(err, accounts.ErrAddressRefused) {
+				t.Errorf("%s: asking for the refused address again: %v", name, err)
+			}
+		},
+	},
+	{
 		// Another change replaces the pending one: the first one's link,
 		// followed after every held write landed, changes nothing.
 		name:  "replace-change",

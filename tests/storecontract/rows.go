@@ -48,7 +48,8 @@ var UserChecks = append(rowChecks(func(s UserStore) rowStore[domain.User] {
 		version: func(u domain.User) int { return u.Version }}
 }), Check[UserStore]{"ProfileReadsThePublicColumns", userProfile},
 	Check[UserStore]{"NarrowReadsReadTheirColumns", userNarrowReads},
-	Check[UserStore]{"ASuspensionKeepsItsUsername", userSuspensionUsername})
+	Check[UserStore]{"ASuspensionKeepsItsUsername", userSuspensionUsername},
+	Check[UserStore]{"RefusedAddressesRoundTrip", userRefusedAddresses})
 
 // userSuspensionUsername: a suspension keeps the username it was written
 // with through a rename of its account (the whole row written again, as
@@ -95,6 +96,33 @@ func userSuspensionUsername(t testing.TB, s UserStore, c Clock) {
 		u.Username, u.UsernameKey, u.Suspension = "Cy", "cy", &unnamed
 	})
 	named("a suspension without a username", "Cy", "Cy")
+}
+
+// userRefusedAddresses: the keys an account was refused ("not me") read
+// back as written (in order: a set reads sorted, and the domain keeps
+// them in the order refused, so two are written sorted here), an update
+// that adds one keeps them all, and one that writes none clears them (a
+// deletion's erasure).
+func userRefusedAddresses(t testing.TB, s UserStore, c Clock) {
+	ctx, id := context.Background(), Key("u")
+	u := domain.User{ID: id, Username: "Ann", UsernameKey: "ann", Email: "ann@example.com", EmailKey: "ann@example.com",
+		Status: domain.StatusActive, CreatedAt: At(c.Now()), UpdatedAt: At(c.Now()), Version: 1,
+		RefusedEmailKeys: []string{"a@stranger.example"}}
+	createActive(t, s, u)
+	u.RefusedEmailKeys, u.Version = []string{"a@stranger.example", "b@stranger.example"}, 2
+	if ok, err := s.Update(ctx, u); err != nil || !ok {
+		t.Fatalf("update adding a refused address: %v %v", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, id); err != nil || !reflect.DeepEqual(got.RefusedEmailKeys, u.RefusedEmailKeys) {
+		t.Fatalf("refused addresses read back as %v (%v), want %v", got.RefusedEmailKeys, err, u.RefusedEmailKeys)
+	}
+	u.RefusedEmailKeys, u.Version = nil, 3
+	if ok, err := s.Update(ctx, u); err != nil || !ok {
+		t.Fatalf("update clearing the refused addresses: %v %v", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, id); err != nil || len(got.RefusedEmailKeys) != 0 {
+		t.Fatalf("after an update writing none the refused addresses read %v (%v), want none", got.RefusedEmailKeys, err)
+	}
 }
 
 // userProfile: Profile reads an account's id, username, display name,

@@ -279,7 +279,8 @@ func (m *Mailpit) read(path string) (int, []byte, error) {
 }
 
 // TokenIn returns the token of the first link to page ("verify",
-// "reset", "revert-email" or "revert-factor") in a mail's text.
+// "reset", "revert-email", "refuse-email" or "revert-factor") in a
+// mail's text.
 func TokenIn(tb testing.TB, text, page string) string {
 	tb.Helper()
 	marker := "/#/" + page + "?token="
