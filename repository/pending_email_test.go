@@ -86,11 +86,12 @@ func activeUser(t *testing.T, users *repository.Users, id string) domain.User {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	u := domain.User{ID: id, Username: id, UsernameKey: id, Email: id + "@example.org", EmailKey: id + "@example.org",
 		DisplayName: "U", PasswordHash: "h0", Status: domain.StatusPending, CreatedAt: now, UpdatedAt: now, Version: 1}
-	if err := users.Create(ctx, u, time.Minute); err != nil {
+	tag, err := users.Create(ctx, u, time.Minute)
+	if err != nil {
 		t.Fatal(err)
 	}
 	u.Status = domain.StatusActive
-	if ok, err := users.Activate(ctx, u); err != nil || !ok {
+	if ok, err := users.Activate(ctx, u, tag); err != nil || !ok {
 		t.Fatalf("activate: %v %v", ok, err)
 	}
 	return u

@@ -26,7 +26,8 @@ func TestSearchIndexFollowsTheRow(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	u := domain.User{ID: domain.NewID(domain.UserIDPrefix), Username: "Zq.Search", UsernameKey: "zq.search",
 		Email: "zq@example.org", EmailKey: "zq@example.org", Status: domain.StatusPending, CreatedAt: now, UpdatedAt: now, Version: 1}
-	if err := users.Create(ctx, u, time.Minute); err != nil {
+	tag, err := users.Create(ctx, u, time.Minute)
+	if err != nil {
 		t.Fatal(err)
 	}
 	find := func(grams ...string) []domain.Found {
@@ -55,7 +56,7 @@ func TestSearchIndexFollowsTheRow(t *testing.T) {
 		t.Fatalf("found by a part that is not a start: %+v", f)
 	}
 	u.Status = domain.StatusActive
-	if ok, err := users.Activate(ctx, u); !ok || err != nil {
+	if ok, err := users.Activate(ctx, u, tag); !ok || err != nil {
 		t.Fatalf("activate: %v %v", ok, err)
 	}
 	u.Username, u.UsernameKey, u.Version = "Yw.Other", "yw.other", 2

@@ -207,7 +207,7 @@ const (
 
 const (
 	userInsertCQL   conditionalCQL = `INSERT INTO users (id, ` + userWriteColumnNames + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
-	userActivateCQL conditionalCQL = `UPDATE users USING TTL 0 SET ` + userWriteColumns + ` WHERE id = ? IF status = 'pending'`
+	userActivateCQL conditionalCQL = `UPDATE users USING TTL 0 SET ` + userWriteColumns + ` WHERE id = ? IF status = 'pending' AND write_id = ?`
 	userUpdateCQL   conditionalCQL = `UPDATE users SET ` + userWriteColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  conditionalCQL = `DELETE FROM users WHERE id = ? IF status = 'pending'`
 	userSelectCQL   readCQL        = `SELECT id, ` + userColumnNames + ` FROM users WHERE id = ?`
@@ -418,18 +418,18 @@ func gramsOrAbsent(grams []string, absent any) any {
 }
 
 // Create inserts a pending account that expires after lease.
-func (s *Users) Create(ctx context.Context, u domain.User, lease time.Duration) error {
+func (s *Users) Create(ctx context.Context, u domain.User, lease time.Duration) (string, error) {
 	r := fromDomainUser(u)
-	_, err := s.rows.create(ctx, userInsertCQL, u.ID, func(writeID string) []any {
+	return s.rows.create(ctx, userInsertCQL, u.ID, func(writeID string) []any {
 		return append(append([]any{r.ID}, r.values(writeID, gocql.UnsetValue)...), ttlSeconds(lease))
 	})
-	return err
 }
 
-// Activate rewrites every column without TTL if the account is still pending.
-func (s *Users) Activate(ctx context.Context, u domain.User) (bool, error) {
+// Activate rewrites every column without TTL if the account is still
+// pending as the create attempt tagged tag wrote it.
+func (s *Users) Activate(ctx context.Context, u domain.User, tag string) (bool, error) {
 	r, writeID := fromDomainUser(u), newWriteID()
-	return s.rows.write(ctx, "activate", userActivateCQL, u.ID, writeID, 0, append(r.values(writeID, gocql.UnsetValue), r.ID)...)
+	return s.rows.write(ctx, "activate", userActivateCQL, u.ID, writeID, 0, append(r.values(writeID, gocql.UnsetValue), r.ID, tag)...)
 }
 
 // Update writes u if the stored version is u.Version-1.

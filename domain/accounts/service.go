@@ -23,11 +23,16 @@ import (
 // rows are LWT-managed), ambiguous outcomes resolved by a SERIAL read.
 type UserStore interface {
 	// Create inserts a pending account that expires after lease unless
-	// activated.
-	Create(ctx context.Context, u domain.User, lease time.Duration) error
-	// Activate makes a pending account active and permanent (every column
-	// rewritten without TTL). False: it is no longer pending (it expired).
-	Activate(ctx context.Context, u domain.User) (bool, error)
+	// activated, and answers the tag of the attempt whose row it is. Each
+	// attempt of the insert carries a tag of its own: one sent again after
+	// a lost answer leaves the first able to land later, after the row
+	// expired and another signup took the names over.
+	Create(ctx context.Context, u domain.User, lease time.Duration) (tag string, err error)
+	// Activate makes the pending account the attempt tagged tag wrote
+	// active and permanent (every column rewritten without TTL). False:
+	// no such row is pending (it expired, or a late attempt wrote it
+	// again).
+	Activate(ctx context.Context, u domain.User, tag string) (bool, error)
 	// Discard deletes an account that is still pending.
 	Discard(ctx context.Context, id string) error
 	// Get reads an account (ErrNotFound when there is none).

@@ -33,6 +33,11 @@ func (a *Service) Signup(ctx context.Context, in SignupInput) (domain.User, erro
 	if err != nil {
 		return domain.User{}, err
 	}
+	// tag is the attempt whose pending row the activation takes: a row
+	// written again by an earlier attempt landing late, after this one's
+	// expired and another signup took the names over, is never activated
+	// (U1, TestALateFirstInsertOfAResentSignupIsNeverActivated).
+	var tag string
 	err = a.claimer.Create(ctx, domain.Creation{
 		ID: u.ID,
 		// Username before email: the fixed order of every claimant, which
@@ -43,11 +48,14 @@ func (a *Service) Signup(ctx context.Context, in SignupInput) (domain.User, erro
 			{Kind: domain.KindEmail, Key: u.EmailKey, Field: "email"},
 		},
 		Holders: holders{a},
-		Create:  func(ctx context.Context, lease time.Duration) error { return a.users.Create(ctx, u, lease) },
+		Create: func(ctx context.Context, lease time.Duration) (err error) {
+			tag, err = a.users.Create(ctx, u, lease)
+			return err
+		},
 		Activate: func(ctx context.Context) (bool, error) {
 			active := u
 			active.Status = domain.StatusActive
-			return a.users.Activate(ctx, active)
+			return a.users.Activate(ctx, active, tag)
 		},
 		Discard: func(ctx context.Context) error { return a.users.Discard(ctx, u.ID) },
 		Expired: ErrSignupExpired,

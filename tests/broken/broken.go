@@ -61,8 +61,8 @@ func LWT(db *repository.DB, s app.Stores) app.Stores {
 type Users struct{ accounts.UserStore }
 
 // Activate is the store's, an unknown outcome answered "not applied".
-func (u Users) Activate(ctx context.Context, user domain.User) (bool, error) {
-	return guess(u.UserStore.Activate(ctx, user))
+func (u Users) Activate(ctx context.Context, user domain.User, tag string) (bool, error) {
+	return guess(u.UserStore.Activate(ctx, user, tag))
 }
 
 // Update is the store's, an unknown outcome answered "not sent".

@@ -193,6 +193,10 @@ type claimRow struct {
 type userRow struct {
 	u       domain.User
 	expires time.Time
+	// tag is the write_id of the create attempt that wrote a pending row
+	// (Create answers it, Activate takes only its row); the repository's
+	// every other write tags the row anew, "" here.
+	tag string
 }
 
 // New returns empty tables with the clock at start.
@@ -439,26 +443,33 @@ func (s *Store) Users() *Users { return &Users{s} }
 // Users keeps accounts: every write a compare-and-set of one row.
 type Users struct{ s *Store }
 
-// Create inserts a pending account that expires after lease.
-func (u *Users) Create(_ context.Context, user domain.User, lease time.Duration) error {
+// Create inserts a pending account that expires after lease: one attempt
+// of the insert, under a tag of its own (a held one lands with its tag,
+// as the repository's attempts each carry theirs).
+func (u *Users) Create(_ context.Context, user domain.User, lease time.Duration) (string, error) {
+	tag := domain.NewAttempt()
 	applied, err := u.s.call("users.create", true, func() (bool, error) {
 		if _, ok := u.s.liveUser(user.ID); ok {
 			return false, nil
 		}
-		u.s.users[user.ID] = userRow{u: user, expires: u.s.now.Add(lease)}
+		u.s.users[user.ID] = userRow{u: user, expires: u.s.now.Add(lease), tag: tag}
 		return true, nil
 	})
 	if err == nil && !applied {
-		return errors.New("memstore: users.create: id exists")
+		return "", errors.New("memstore: users.create: id exists")
 	}
-	return err
+	if err != nil {
+		return "", err
+	}
+	return tag, nil
 }
 
-// Activate makes a pending account active and permanent.
-func (u *Users) Activate(_ context.Context, user domain.User) (bool, error) {
+// Activate makes the pending account the create attempt tagged tag wrote
+// active and permanent.
+func (u *Users) Activate(_ context.Context, user domain.User, tag string) (bool, error) {
 	return u.s.call("users.activate", true, func() (bool, error) {
 		r, ok := u.s.liveUser(user.ID)
-		if !ok || r.u.Status != domain.StatusPending {
+		if !ok || r.u.Status != domain.StatusPending || r.tag != tag {
 			return false, nil
 		}
 		u.s.users[user.ID] = userRow{u: user}

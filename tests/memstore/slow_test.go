@@ -18,10 +18,11 @@ func TestSlowCallRunsMeanwhileBetweenItsStartAndItsEnd(t *testing.T) {
 	s := New(start)
 	users := s.Users()
 	u := domain.User{ID: "u1", Status: domain.StatusActive, Version: 1}
-	if err := users.Create(ctx, u, time.Hour); err != nil {
+	tag, err := users.Create(ctx, u, time.Hour)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := users.Activate(ctx, u); err != nil {
+	if _, err := users.Activate(ctx, u, tag); err != nil {
 		t.Fatal(err)
 	}
 	var during time.Time

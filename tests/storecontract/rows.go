@@ -38,9 +38,18 @@ type UserStore interface {
 // Users runs UserChecks.
 func Users(t *testing.T, open Open[UserStore]) { Run(t, open, UserChecks) }
 
-// UserChecks are UserStore's contract.
+// UserChecks are UserStore's contract. The row checks activate an account
+// with the tag its last create answered.
 var UserChecks = append(rowChecks(func(s UserStore) rowStore[domain.User] {
-	return rowStore[domain.User]{create: s.Create, activate: s.Activate, discard: s.Discard, get: s.Get, serial: s.GetSerial, update: s.Update,
+	tags := map[string]string{}
+	return rowStore[domain.User]{
+		create: func(ctx context.Context, u domain.User, lease time.Duration) error {
+			tag, err := s.Create(ctx, u, lease)
+			tags[u.ID] = tag
+			return err
+		},
+		activate: func(ctx context.Context, u domain.User) (bool, error) { return s.Activate(ctx, u, tags[u.ID]) },
+		discard:  s.Discard, get: s.Get, serial: s.GetSerial, update: s.Update,
 		row: func(id, name string, status domain.Status, version int) domain.User {
 			return domain.User{ID: id, Username: name, UsernameKey: name, Email: name + "@example.com", Status: status, Version: version}
 		},
@@ -49,7 +58,46 @@ var UserChecks = append(rowChecks(func(s UserStore) rowStore[domain.User] {
 }), Check[UserStore]{"ProfileReadsThePublicColumns", userProfile},
 	Check[UserStore]{"NarrowReadsReadTheirColumns", userNarrowReads},
 	Check[UserStore]{"ASuspensionKeepsItsUsername", userSuspensionUsername},
-	Check[UserStore]{"RefusedAddressesRoundTrip", userRefusedAddresses})
+	Check[UserStore]{"RefusedAddressesRoundTrip", userRefusedAddresses},
+	Check[UserStore]{"ActivationTakesOnlyItsAttemptsRow", userActivationTakesItsAttempt})
+
+// userActivationTakesItsAttempt is groupActivationTakesItsAttempt for
+// accounts: a row written again by another attempt of the insert (one
+// landing late after the first row went, and the names taken over by
+// another signup) is never activated by the first's tag (U1).
+func userActivationTakesItsAttempt(t testing.TB, s UserStore, _ Clock) {
+	ctx, id := context.Background(), Key("u")
+	pending := domain.User{ID: id, Username: "pending", UsernameKey: "pending", Email: "p@example.com", EmailKey: "p@example.com",
+		Status: domain.StatusPending, Version: 1}
+	first, err := s.Create(ctx, pending, Long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Discard(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	late, err := s.Create(ctx, pending, Long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == "" || first == late {
+		t.Fatalf("two creates answered the tags %q and %q, want two of their own", first, late)
+	}
+	active := pending
+	active.Status = domain.StatusActive
+	if ok, err := s.Activate(ctx, active, first); err != nil || ok {
+		t.Fatalf("activating another attempt's row: applied=%v err=%v", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, id); err != nil || got.Status != domain.StatusPending {
+		t.Fatalf("after an activation of another attempt's tag: %+v %v, want the row still pending", got, err)
+	}
+	if ok, err := s.Activate(ctx, active, late); err != nil || !ok {
+		t.Fatalf("activating the row under its own attempt's tag: applied=%v err=%v", ok, err)
+	}
+	if got, err := s.Get(ctx, id); err != nil || got.Status != domain.StatusActive {
+		t.Fatalf("after the activation: %+v %v, want it active", got, err)
+	}
+}
 
 // userSuspensionUsername: a suspension keeps the username it was written
 // with through a rename of its account (the whole row written again, as
@@ -204,10 +252,11 @@ func createActive(t testing.TB, s UserStore, u domain.User) {
 	ctx := context.Background()
 	pending := u
 	pending.Status = domain.StatusPending
-	if err := s.Create(ctx, pending, Long); err != nil {
+	tag, err := s.Create(ctx, pending, Long)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.Activate(ctx, u); err != nil || !ok {
+	if ok, err := s.Activate(ctx, u, tag); err != nil || !ok {
 		t.Fatalf("activate: %v %v", ok, err)
 	}
 }
