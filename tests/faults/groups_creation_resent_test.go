@@ -17,14 +17,25 @@ import (
 type resentGroups struct{ groups.Store }
 
 func (s resentGroups) Create(ctx context.Context, gr groups.Group, lease time.Duration) (string, error) {
-	tag, err := s.Store.Create(ctx, gr, lease)
+	return resent(ctx, gr, lease, s.Store.Create, func(ctx context.Context) error {
+		_, err := s.Store.GetSerial(ctx, gr.ID)
+		return err
+	})
+}
+
+// resent is create of row, sent again once when its answer was lost and
+// read (a SERIAL read of the row) finds none, as the repository's
+// executor does.
+func resent[R any](ctx context.Context, row R, lease time.Duration, create func(context.Context, R, time.Duration) (string, error),
+	read func(context.Context) error) (string, error) {
+	tag, err := create(ctx, row, lease)
 	if !errors.Is(err, domain.ErrOutcomeUnknown) {
 		return tag, err
 	}
-	if _, rerr := s.Store.GetSerial(ctx, gr.ID); !errors.Is(rerr, domain.ErrNotFound) {
+	if rerr := read(ctx); !errors.Is(rerr, domain.ErrNotFound) {
 		return "", err
 	}
-	return s.Store.Create(ctx, gr, lease)
+	return create(ctx, row, lease)
 }
 
 // TestALateFirstInsertOfAResentCreationIsNeverActivated: a group's

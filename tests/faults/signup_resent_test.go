@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -17,14 +16,10 @@ import (
 type resentUsers struct{ accounts.UserStore }
 
 func (s resentUsers) Create(ctx context.Context, u domain.User, lease time.Duration) (string, error) {
-	tag, err := s.UserStore.Create(ctx, u, lease)
-	if !errors.Is(err, domain.ErrOutcomeUnknown) {
-		return tag, err
-	}
-	if _, rerr := s.UserStore.GetSerial(ctx, u.ID); !errors.Is(rerr, domain.ErrNotFound) {
-		return "", err
-	}
-	return s.UserStore.Create(ctx, u, lease)
+	return resent(ctx, u, lease, s.UserStore.Create, func(ctx context.Context) error {
+		_, err := s.UserStore.GetSerial(ctx, u.ID)
+		return err
+	})
 }
 
 // TestALateFirstInsertOfAResentSignupIsNeverActivated (U1): ann's signup

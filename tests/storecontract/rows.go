@@ -61,42 +61,18 @@ var UserChecks = append(rowChecks(func(s UserStore) rowStore[domain.User] {
 	Check[UserStore]{"RefusedAddressesRoundTrip", userRefusedAddresses},
 	Check[UserStore]{"ActivationTakesOnlyItsAttemptsRow", userActivationTakesItsAttempt})
 
-// userActivationTakesItsAttempt is groupActivationTakesItsAttempt for
+// userActivationTakesItsAttempt is activationTakesItsAttempt for
 // accounts: a row written again by another attempt of the insert (one
 // landing late after the first row went, and the names taken over by
 // another signup) is never activated by the first's tag (U1).
 func userActivationTakesItsAttempt(t testing.TB, s UserStore, _ Clock) {
-	ctx, id := context.Background(), Key("u")
+	id := Key("u")
 	pending := domain.User{ID: id, Username: "pending", UsernameKey: "pending", Email: "p@example.com", EmailKey: "p@example.com",
 		Status: domain.StatusPending, Version: 1}
-	first, err := s.Create(ctx, pending, Long)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Discard(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	late, err := s.Create(ctx, pending, Long)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first == "" || first == late {
-		t.Fatalf("two creates answered the tags %q and %q, want two of their own", first, late)
-	}
 	active := pending
 	active.Status = domain.StatusActive
-	if ok, err := s.Activate(ctx, active, first); err != nil || ok {
-		t.Fatalf("activating another attempt's row: applied=%v err=%v", ok, err)
-	}
-	if got, err := s.GetSerial(ctx, id); err != nil || got.Status != domain.StatusPending {
-		t.Fatalf("after an activation of another attempt's tag: %+v %v, want the row still pending", got, err)
-	}
-	if ok, err := s.Activate(ctx, active, late); err != nil || !ok {
-		t.Fatalf("activating the row under its own attempt's tag: applied=%v err=%v", ok, err)
-	}
-	if got, err := s.Get(ctx, id); err != nil || got.Status != domain.StatusActive {
-		t.Fatalf("after the activation: %+v %v, want it active", got, err)
-	}
+	activationTakesItsAttempt(t, id, pending, active, s.Create, s.Activate, s.Discard, s.GetSerial,
+		func(u domain.User) domain.Status { return u.Status })
 }
 
 // userSuspensionUsername: a suspension keeps the username it was written
@@ -283,40 +259,50 @@ var GroupChecks = append(rowChecks(func(s groups.Store) rowStore[groups.Group] {
 		version: func(g groups.Group) int { return g.Version }}
 }), Check[groups.Store]{"ActivationTakesOnlyItsAttemptsRow", groupActivationTakesItsAttempt})
 
-// groupActivationTakesItsAttempt: each create answers a tag of its own,
-// and an activation takes the pending row only under the tag of the
-// attempt that wrote it: a row written again by another attempt (one
-// landing late after the first row went) stays pending, as the activation
-// of its own tag finds it.
+// groupActivationTakesItsAttempt is activationTakesItsAttempt for
+// groups.
 func groupActivationTakesItsAttempt(t testing.TB, s groups.Store, _ Clock) {
-	ctx, id := context.Background(), Key("group")
+	id := Key("group")
 	pending := groups.Group{ID: id, Name: "pending", NameKey: "pending", Status: domain.StatusPending, Version: 1}
-	first, err := s.Create(ctx, pending, Long)
+	active := pending
+	active.Status = domain.StatusActive
+	activationTakesItsAttempt(t, id, pending, active, s.Create, s.Activate, s.Discard, s.GetSerial,
+		func(g groups.Group) domain.Status { return g.Status })
+}
+
+// activationTakesItsAttempt: each create answers a tag of its own, and an
+// activation takes the pending row only under the tag of the attempt
+// that wrote it: a row written again by another attempt (one landing late
+// after the first row went) stays pending, as the activation of its own
+// tag finds it.
+func activationTakesItsAttempt[R any](t testing.TB, id string, pending, active R,
+	create func(context.Context, R, time.Duration) (string, error), activate func(context.Context, R, string) (bool, error),
+	discard func(context.Context, string) error, serial func(context.Context, string) (R, error), status func(R) domain.Status) {
+	ctx := context.Background()
+	first, err := create(ctx, pending, Long)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Discard(ctx, id); err != nil {
+	if err := discard(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	late, err := s.Create(ctx, pending, Long)
+	late, err := create(ctx, pending, Long)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first == "" || first == late {
 		t.Fatalf("two creates answered the tags %q and %q, want two of their own", first, late)
 	}
-	active := pending
-	active.Name, active.Status = "active", domain.StatusActive
-	if ok, err := s.Activate(ctx, active, first); err != nil || ok {
+	if ok, err := activate(ctx, active, first); err != nil || ok {
 		t.Fatalf("activating another attempt's row: applied=%v err=%v", ok, err)
 	}
-	if got, err := s.GetSerial(ctx, id); err != nil || got.Status != domain.StatusPending || got.Name != "pending" {
+	if got, err := serial(ctx, id); err != nil || status(got) != domain.StatusPending {
 		t.Fatalf("after an activation of another attempt's tag: %+v %v, want the row still pending", got, err)
 	}
-	if ok, err := s.Activate(ctx, active, late); err != nil || !ok {
+	if ok, err := activate(ctx, active, late); err != nil || !ok {
 		t.Fatalf("activating the row under its own attempt's tag: applied=%v err=%v", ok, err)
 	}
-	if got, err := s.Get(ctx, id); err != nil || got.Status != domain.StatusActive || got.Name != "active" {
+	if got, err := serial(ctx, id); err != nil || status(got) != domain.StatusActive {
 		t.Fatalf("after the activation: %+v %v, want it active", got, err)
 	}
 }
