@@ -16,8 +16,8 @@ type Creation struct {
 	// Create writes the row pending, to expire after lease unless activated.
 	Create func(ctx context.Context, lease time.Duration) error
 	// Activate makes the pending row active and permanent; false: the row
-	// Create wrote is no longer pending (its lease ran out; for a group, an
-	// earlier attempt of its insert may have written it again since).
+	// Create wrote is no longer pending (its lease ran out; an earlier
+	// attempt of its insert may have written it again since).
 	Activate func(ctx context.Context) (bool, error)
 	// Discard deletes the row if it is still pending.
 	Discard func(ctx context.Context) error

@@ -70,9 +70,9 @@ func userActivationTakesItsAttempt(t testing.TB, s UserStore, _ Clock) {
 	pending := domain.User{ID: id, Username: "pending", UsernameKey: "pending", Email: "p@example.com", EmailKey: "p@example.com",
 		Status: domain.StatusPending, Version: 1}
 	active := pending
-	active.Status = domain.StatusActive
-	activationTakesItsAttempt(t, id, pending, active, s.Create, s.Activate, s.Discard, s.GetSerial,
-		func(u domain.User) domain.Status { return u.Status })
+	active.DisplayName, active.Status = "active", domain.StatusActive
+	activationTakesItsAttempt(t, id, pending, active, s.Create, s.Activate, s.Discard, s.GetSerial, s.Get,
+		func(u domain.User) string { return string(u.Status) + " " + u.DisplayName })
 }
 
 // userSuspensionUsername: a suspension keeps the username it was written
@@ -265,19 +265,19 @@ func groupActivationTakesItsAttempt(t testing.TB, s groups.Store, _ Clock) {
 	id := Key("group")
 	pending := groups.Group{ID: id, Name: "pending", NameKey: "pending", Status: domain.StatusPending, Version: 1}
 	active := pending
-	active.Status = domain.StatusActive
-	activationTakesItsAttempt(t, id, pending, active, s.Create, s.Activate, s.Discard, s.GetSerial,
-		func(g groups.Group) domain.Status { return g.Status })
+	active.Name, active.Status = "active", domain.StatusActive
+	activationTakesItsAttempt(t, id, pending, active, s.Create, s.Activate, s.Discard, s.GetSerial, s.Get,
+		func(g groups.Group) string { return string(g.Status) + " " + g.Name })
 }
 
 // activationTakesItsAttempt: each create answers a tag of its own, and an
 // activation takes the pending row only under the tag of the attempt
 // that wrote it: a row written again by another attempt (one landing late
 // after the first row went) stays pending, as the activation of its own
-// tag finds it.
+// tag finds it. shown is a row's status and the field active changes.
 func activationTakesItsAttempt[R any](t testing.TB, id string, pending, active R,
 	create func(context.Context, R, time.Duration) (string, error), activate func(context.Context, R, string) (bool, error),
-	discard func(context.Context, string) error, serial func(context.Context, string) (R, error), status func(R) domain.Status) {
+	discard func(context.Context, string) error, serial, get func(context.Context, string) (R, error), shown func(R) string) {
 	ctx := context.Background()
 	first, err := create(ctx, pending, Long)
 	if err != nil {
@@ -296,14 +296,14 @@ func activationTakesItsAttempt[R any](t testing.TB, id string, pending, active R
 	if ok, err := activate(ctx, active, first); err != nil || ok {
 		t.Fatalf("activating another attempt's row: applied=%v err=%v", ok, err)
 	}
-	if got, err := serial(ctx, id); err != nil || status(got) != domain.StatusPending {
-		t.Fatalf("after an activation of another attempt's tag: %+v %v, want the row still pending", got, err)
+	if got, err := serial(ctx, id); err != nil || shown(got) != shown(pending) {
+		t.Fatalf("after an activation of another attempt's tag: %+v %v, want the row still pending as written", got, err)
 	}
 	if ok, err := activate(ctx, active, late); err != nil || !ok {
 		t.Fatalf("activating the row under its own attempt's tag: applied=%v err=%v", ok, err)
 	}
-	if got, err := serial(ctx, id); err != nil || status(got) != domain.StatusActive {
-		t.Fatalf("after the activation: %+v %v, want it active", got, err)
+	if got, err := get(ctx, id); err != nil || shown(got) != shown(active) {
+		t.Fatalf("after the activation: %+v %v, want it active as written", got, err)
 	}
 }
 
