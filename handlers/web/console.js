@@ -1325,7 +1325,11 @@
       }
     }
     $('mod-user-status').textContent = status;
-    await showModFactors(u);
+    // Another's factors are read only when asked for: each list is an
+    // entry in their audit (factors_listed), not a page view's.
+    $('mod-user-factors').textContent = '';
+    $('mod-factors').hidden = true;
+    $('mod-show-factors').hidden = false;
     $('mod-unsuspend').hidden = !suspendedNow;
     $('mod-user-library').href = '#/browse/user/' + enc(u.username);
     $('mod-user-library').textContent = u.username + "'s library";
@@ -1346,7 +1350,7 @@
       f = await api('GET', '/v1/users/' + enc(u.id) + '/factors');
     } catch (err) {
       if (err.code !== 'factors_off') throw err;
-      $('mod-user-factors').textContent = '';
+      $('mod-user-factors').textContent = 'Second factors are off on this server.';
       list.hidden = true;
       return;
     }
@@ -1365,6 +1369,15 @@
     }));
     list.hidden = f.items.length === 0;
   }
+
+  $('mod-show-factors').addEventListener('click', act(async () => {
+    const u = modHistory.user;
+    const still = stillShown();
+    await showModFactors(u);
+    if (!still() || modHistory.user !== u) return;
+    $('mod-show-factors').hidden = true;
+    await auditLog.first();
+  }));
 
   $('mod-unsuspend').addEventListener('click', removal(() => unsuspendQuestion(modHistory.user.username), 'Yes, unsuspend',
     () => unsuspend(modHistory.user.id, modHistory.user.username)));
