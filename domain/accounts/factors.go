@@ -399,7 +399,11 @@ func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, f
 }
 
 // pendingFactor reads the caller's pending factor factorID of kind, with
-// the account and its factors and recovery set.
+// the account and its factors and recovery set. One begun over
+// enrolmentTTL ago is gone, though its row may read pending: an attempt
+// of its insert held at a node, sent again, may land after the row
+// expired and write it pending anew
+// (TestAnEnrolmentWrittenAgainAfterItsTenMinutesCannotBeConfirmed).
 func (a *Service) pendingFactor(ctx context.Context, p domain.Principal, userID, factorID string, kind FactorKind) (domain.User, []Factor, RecoverySet, Factor, error) {
 	u, err := a.ownFactors(ctx, p, userID)
 	if err != nil {
@@ -414,7 +418,7 @@ func (a *Service) pendingFactor(ctx context.Context, p domain.Principal, userID,
 		return u, nil, set, Factor{}, ErrFactorNotFound
 	}
 	f := factors[i]
-	if f.Confirmed() {
+	if f.Confirmed() || a.now().Sub(f.CreatedAt) > enrolmentTTL {
 		return u, nil, set, Factor{}, errEnrolmentGone
 	}
 	if f.Kind != kind {

@@ -1,0 +1,59 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/internal/factor"
+)
+
+// TestAnEnrolmentWrittenAgainAfterItsTenMinutesCannotBeConfirmed: ann
+// begins an authenticator's enrolment; its insert's first attempt goes
+// unanswered, held at a node, and the one sent again applies. Nobody
+// confirms it within its ten minutes, and the pending row expires. Then
+// the held first attempt lands: the same insert, its row pending again
+// with a TTL of its own from then. A confirmation with a code of that
+// secret went through, adding a factor begun long ago (whoever began it,
+// a thief with her session too, had only ten minutes to prove it). An
+// enrolment is confirmed only within its ten minutes, by its own start.
+func TestAnEnrolmentWrittenAgainAfterItsTenMinutesCannotBeConfirmed(t *testing.T) {
+	t.Parallel()
+	m := newMailWorld(t, false)
+	m.verify(t)
+	totp := withFactors(t, m, nil)
+	ctx := context.Background()
+	p := domain.Principal{UserID: m.ann.ID}
+	e, err := m.svc.EnrolTOTP(ctx, p, m.ann.ID, "phone", accounts.Password(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+	if err != nil || len(factors) != 1 {
+		t.Fatalf("the enrolment: %+v %v", factors, err)
+	}
+	begun := factors[0]
+	m.store.Advance(11 * time.Minute)
+	if left, _, err := m.store.Factors().Read(ctx, m.ann.ID); err != nil || len(left) != 0 {
+		t.Fatalf("ten minutes on the enrolment's row is still there: %+v %v", left, err)
+	}
+	// The held first attempt lands: the same statement, its TTL from now.
+	if err := m.store.Factors().Begin(ctx, begun, 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	code, err := totp.Code(begun.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.svc.ConfirmTOTP(ctx, p, m.ann.ID, e.Factor.ID, code)
+	var refusal *domain.Error
+	if !errors.As(err, &refusal) {
+		t.Fatalf("a confirmation eleven minutes after the enrolment began answered %v; want it refused as gone", err)
+	}
+	if left, _, _ := m.store.Factors().Read(ctx, m.ann.ID); len(left) > 0 && left[0].Confirmed() {
+		t.Fatalf("the late enrolment was confirmed: %+v", left[0])
+	}
+}
