@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"shelf/domain"
-	"shelf/domain/accounts"
 	"shelf/internal/factor"
 )
 
@@ -27,15 +26,7 @@ func TestAnEnrolmentWrittenAgainAfterItsTenMinutesCannotBeConfirmed(t *testing.T
 	totp := withFactors(t, m, nil)
 	ctx := context.Background()
 	p := domain.Principal{UserID: m.ann.ID}
-	e, err := m.svc.EnrolTOTP(ctx, p, m.ann.ID, "phone", accounts.Password(password))
-	if err != nil {
-		t.Fatal(err)
-	}
-	factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
-	if err != nil || len(factors) != 1 {
-		t.Fatalf("the enrolment: %+v %v", factors, err)
-	}
-	begun := factors[0]
+	e, begun := enrolPhone(t, m)
 	m.store.Advance(11 * time.Minute)
 	if left, _, err := m.store.Factors().Read(ctx, m.ann.ID); err != nil || len(left) != 0 {
 		t.Fatalf("ten minutes on the enrolment's row is still there: %+v %v", left, err)

@@ -70,15 +70,8 @@ func newFactorWorld(t *testing.T) *factorWorld {
 	f := &factorWorld{mailWorld: m, totp: totp}
 	ctx := context.Background()
 	p := domain.Principal{UserID: m.ann.ID}
-	e, err := m.svc.EnrolTOTP(ctx, p, m.ann.ID, "phone", accounts.Password(password))
-	if err != nil {
-		t.Fatal(err)
-	}
-	factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
-	if err != nil || len(factors) != 1 {
-		t.Fatalf("the enrolment: %+v %v", factors, err)
-	}
-	f.fac = factors[0]
+	e, begun := enrolPhone(t, m)
+	f.fac = begun
 	c, err := m.svc.ConfirmTOTP(ctx, p, m.ann.ID, e.Factor.ID, f.code(t, -1))
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +83,22 @@ func newFactorWorld(t *testing.T) *factorWorld {
 	}
 	f.challenge = r.Challenge
 	return f
+}
+
+// enrolPhone begins ann's enrolment of an app named phone, with her
+// password: the enrolment, and its pending factor as stored.
+func enrolPhone(t *testing.T, m *mailWorld) (accounts.Enrolment, accounts.Factor) {
+	t.Helper()
+	ctx := context.Background()
+	e, err := m.svc.EnrolTOTP(ctx, domain.Principal{UserID: m.ann.ID}, m.ann.ID, "phone", accounts.Password(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+	if err != nil || len(factors) != 1 {
+		t.Fatalf("the enrolment: %+v %v", factors, err)
+	}
+	return e, factors[0]
 }
 
 // code is the app's code at the step after now's by ahead (-1, 0, 1 are
