@@ -84,6 +84,9 @@ const (
 	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?, lean = ?, placing = ?, fenced_before = ?, pending_asked_by = ?, pending_through = ?, pending_prior_role = ?`
 	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before, pending_asked_by, pending_through, pending_prior_role) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	contentUpdateCQL conditionalCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ?`
+	// contentTakeBackCQL is contentUpdateCQL while the change it takes
+	// back is still pending: a clear leaves the version as it was.
+	contentTakeBackCQL conditionalCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ? AND pending_principal = ?`
 	// contentClearCQL leaves write_id as it is: the tag stays the one of
 	// the write that took the version (the share or unshare), which reads
 	// it back to settle its own lost answer (casTable.write).
@@ -145,6 +148,16 @@ func (s *Contents) Create(ctx context.Context, c library.Content) (bool, error) 
 func (s *Contents) Update(ctx context.Context, c library.Content) (bool, error) {
 	writeID := newWriteID()
 	return s.rows.write(ctx, "update", contentUpdateCQL, c.ID, writeID, c.Version, append(contentValues(c, writeID), c.ID, c.Version-1)...)
+}
+
+// TakeBack writes c if the stored version is c.Version-1 and principalID's
+// change is still pending there (not cleared meanwhile: a clear leaves the
+// version as it was). A lost answer is settled as Update's: our tag, or
+// another write at c.Version; a cleared row runs it again, and its
+// condition says no.
+func (s *Contents) TakeBack(ctx context.Context, c library.Content, principalID string) (bool, error) {
+	writeID := newWriteID()
+	return s.rows.write(ctx, "update", contentTakeBackCQL, c.ID, writeID, c.Version, append(contentValues(c, writeID), c.ID, c.Version-1, principalID)...)
 }
 
 // ClearPending clears the pending share or unshare if the row is still at

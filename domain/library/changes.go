@@ -776,6 +776,19 @@ const (
 	askerLeft
 )
 
+// tookBack reports why a take-back was tried, if it applied or may have
+// (an error); one that found the share cleared by another finisher took
+// nothing back, and the share stands as recorded
+// (TestARefusedShareLeavesNothingAnotherFinisherCleared).
+func tookBack(why takenBack) func(taken bool, err error) (takenBack, error) {
+	return func(taken bool, err error) (takenBack, error) {
+		if !taken && err == nil {
+			return notTakenBack, nil
+		}
+		return why, err
+	}
+}
+
 // finishPending is finish, and reports a share taken back, and why: its
 // principal is on its way out (an account being deleted, or a group
 // closed: sharedWithDeparted), or its caller left the group that let him
@@ -824,14 +837,14 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 	case err != nil:
 		return notTakenBack, err
 	case departed:
-		return principalDeparted, s.takeBack(ctx, c, false)
+		return tookBack(principalDeparted)(s.takeBack(ctx, c, false))
 	}
 	left, err := s.outOfTheGroup(ctx, pc)
 	switch {
 	case err != nil:
 		return notTakenBack, err
 	case left:
-		return askerLeft, s.takeBack(ctx, c, true)
+		return tookBack(askerLeft)(s.takeBack(ctx, c, true))
 	}
 	_, err = s.content.ClearPending(ctx, c)
 	return notTakenBack, err

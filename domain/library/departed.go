@@ -76,14 +76,18 @@ func (s *Service) outOfTheGroup(ctx context.Context, pc MemberChange) (bool, err
 // the group it named), into the principal's membership from before it
 // (pc.PriorRole; none: its removal), the counts as they were before the
 // share, which had a manager. Exactly one of clearing and
-// taking back applies, and no later change is recorded before either (a
-// change finishes what is pending first). The removal is then carried out
+// taking back applies (the take-back only while the share is still
+// pending: ContentStore.TakeBack), and no later change is recorded
+// before either (a change finishes what is pending first). The removal is then carried out
 // (or the deletion fanned out) under a mark of its own, so a failure
-// leaves it to the outbox worker whoever called.
-func (s *Service) takeBack(ctx context.Context, c Content, toPrior bool) error {
+// leaves it to the outbox worker whoever called. taken: its
+// compare-and-set applied (false with an error: perhaps); not taken, the
+// share was cleared or taken back by another finisher, and stands as they
+// left it.
+func (s *Service) takeBack(ctx context.Context, c Content, toPrior bool) (taken bool, err error) {
 	mark, err := s.mark(ctx, c.ID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	marker := mark.Marker
 	pc := *c.Pending
@@ -112,20 +116,25 @@ func (s *Service) takeBack(ctx context.Context, c Content, toPrior bool) error {
 	}
 	narrowed, err := s.narrow(ctx, c, next)
 	if err != nil {
-		return err // the mark stays for the worker
+		return false, err // the mark stays for the worker
 	}
-	applied, err := s.content.Update(ctx, next)
+	// Conditioned on the share still pending, not on the version alone:
+	// a finisher that cleared it (its caller seen in the group then) left
+	// the version as it was, and the share stands proven
+	// (TestAShareClearedOnceItsAskerWasSeenInTheGroupIsNeverTakenBack).
+	applied, err := s.content.TakeBack(ctx, next, pc.PrincipalID)
 	switch {
 	case err != nil:
-		return err // unknown: the mark stays for the worker
+		return false, err // unknown: the mark stays for the worker
 	case !applied && narrowed:
-		// Moved past c, but lean rows were removed at c's version: the
-		// worker's fence and fan-out bring back what still stands.
-		return nil
+		// Moved past c, or cleared, but lean rows were removed at c's
+		// version: the worker's fence and fan-out bring back what still
+		// stands.
+		return false, nil
 	case !applied:
-		// Moved past c: another finisher cleared or took it back, and
-		// finishes what it recorded.
-		return s.outbox.Done(ctx, c.ID, marker)
+		// Moved past c, or cleared: another finisher cleared or took it
+		// back, and finishes what it recorded.
+		return false, s.outbox.Done(ctx, c.ID, marker)
 	}
 	if next.Deleted {
 		err = s.fanout(ctx, next, &c)
@@ -133,9 +142,9 @@ func (s *Service) takeBack(ctx context.Context, c Content, toPrior bool) error {
 		err = s.finish(ctx, next)
 	}
 	if err != nil {
-		return err
+		return true, err
 	}
-	return s.outbox.Done(ctx, c.ID, marker)
+	return true, s.outbox.Done(ctx, c.ID, marker)
 }
 
 // leaveForDepartedCreator takes an item's creator off it once the

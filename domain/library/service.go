@@ -27,6 +27,12 @@ type ContentStore interface {
 	// recorded it); false when the row had moved on. It leaves the row's
 	// version and write tag as they are: they stay the recording write's.
 	ClearPending(ctx context.Context, c Content) (bool, error)
+	// TakeBack writes c, the take-back of principalID's change pending at
+	// version c.Version-1, if the stored version is still c.Version-1 and
+	// that change is still pending there: its clear leaves the version
+	// as it was, so the version alone cannot tell a cleared change from
+	// one still to finish.
+	TakeBack(ctx context.Context, c Content, principalID string) (bool, error)
 	// States reads how these items stand now, in one read (IN); an item
 	// without a row is absent from the answer.
 	States(ctx context.Context, ids []string) (map[string]ItemState, error)

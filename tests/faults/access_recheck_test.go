@@ -337,3 +337,98 @@ func TestAShareWhoseAskerLeftTheGroupIsTakenBackByWhoeverFinishesIt(t *testing.T
 		}
 	}
 }
+
+// TestAShareClearedOnceItsAskerWasSeenInTheGroupIsNeverTakenBack: the
+// club manages the owner's private item "spare", and the friend, one of
+// its members, shares it with the other user as a viewer; the share's
+// compare-and-set applies but its answer is lost (503). The outbox worker
+// reads the item, the share pending, and is slow writing its member row;
+// meanwhile the friend's client sends the share again, which finishes
+// the pending share (the friend still in the club: cleared, the version
+// left as it was) and answers success with nothing more to do, and only
+// then does the owner take the friend out of the club. The worker goes on
+// from its read, finds the friend out of the club and takes the share
+// back by a compare-and-set on the version that recorded it, which the
+// clear did not move. A share cleared by a finisher that saw its caller
+// in the group is proven (any removal came after it) and answered
+// success; taking it back is an undo on a guess: exactly one of the
+// clear and the take-back may apply.
+func TestAShareClearedOnceItsAskerWasSeenInTheGroupIsNeverTakenBack(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	holdFirst(c.store, "content.update", memstore.LoseAnswer)
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	recovered(c.store)
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Pending == nil || it.Pending.AskedBy != c.friend.ID {
+		t.Fatalf("the friend's share is not recorded, named and unfinished (it answered %v): %+v", shareErr, it.Pending)
+	}
+	var againErr, removeErr error
+	slowFirst(c.store, "content_members.put", func() {
+		c.store.Meanwhile = nil
+		_, againErr = c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+	})
+	drainErr := c.drain()
+	c.store.FaultAt, c.store.Meanwhile = nil, nil
+	if againErr != nil || removeErr != nil || drainErr != nil {
+		t.Fatalf("the share sent again answered %v, the removal %v, the worker %v", againErr, removeErr, drainErr)
+	}
+	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
+		t.Errorf("the share sent again answered success while the friend was in the club, yet the other user is the item's %q", role)
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 3 || it.Managers != 2 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner, the club and the other user", it.Members, it.Managers, it.Pending)
+	}
+}
+
+// TestARefusedShareLeavesNothingAnotherFinisherCleared: the friend, a
+// member of the club that manages the owner's private item, shares it
+// with the other user as a viewer. Once the share is recorded, his
+// request is slow writing its member row; meanwhile the owner shares
+// the item with the club again (nothing to do), which finishes the
+// friend's share first (the friend in the club: cleared, the version
+// left as it was), and then takes the friend out of the club. The
+// friend's request goes on, finds him out of the club, and its take-back
+// finds the share cleared. Whatever it answers must be true: a refusal
+// (403) with the share standing tells the client nothing was shared
+// while the other user holds the item.
+func TestARefusedShareLeavesNothingAnotherFinisherCleared(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	var againErr, removeErr error
+	slowFirst(c.store, "content_members.put", func() {
+		c.store.Meanwhile = nil
+		_, againErr = c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager)
+		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+	})
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.store.FaultAt, c.store.Meanwhile = nil, nil
+	if againErr != nil || removeErr != nil {
+		t.Fatalf("the owner's share again answered %v, the removal %v", againErr, removeErr)
+	}
+	if err := c.drain(); err != nil {
+		t.Fatal(err)
+	}
+	role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID)
+	if shareErr != nil && role != "" {
+		t.Errorf("the friend's share answered %v, yet the other user is the item's %s", shareErr, role)
+	}
+	if shareErr == nil && role != library.RoleViewer {
+		t.Errorf("the friend's share answered success, yet the other user is the item's %q", role)
+	}
+	members := 2 // the owner and the club
+	if role != "" {
+		members++
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != members || it.Managers != 2 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), want %d and 2", it.Members, it.Managers, it.Pending, members)
+	}
+}

@@ -177,6 +177,17 @@ func (t items) Update(_ context.Context, c library.Content) (bool, error) {
 	})
 }
 
+func (t items) TakeBack(_ context.Context, c library.Content, principalID string) (bool, error) {
+	return t.s.call("content.update", true, func() (bool, error) {
+		cur, ok := t.s.content.items[c.ID]
+		if !ok || cur.Version != c.Version-1 || cur.Pending == nil || cur.Pending.PrincipalID != principalID {
+			return false, nil
+		}
+		t.s.content.items[c.ID] = cloneContent(c)
+		return true, nil
+	})
+}
+
 func (t items) ClearPending(_ context.Context, c library.Content) (bool, error) {
 	return t.s.call("content.clear", true, func() (bool, error) {
 		cur, ok := t.s.content.items[c.ID]

@@ -24,6 +24,7 @@ var ContentChecks = []Check[library.ContentStore]{
 	{"StatesReadARecordedRemoval", contentStatesRemoval},
 	{"FencedBeforeKeptByEveryWrite", contentFencedBefore},
 	{"PendingShareNamesItsCaller", contentPendingAsker},
+	{"TakeBackOnlyWhilePending", contentTakeBackWhilePending},
 }
 
 func newContent(c Clock) library.Content {
@@ -131,6 +132,49 @@ func contentPendingAsker(t testing.TB, s library.ContentStore, c Clock) {
 		if got, err := s.GetSerial(ctx, item.ID); err != nil || (got.Pending == nil) != (want == nil) || (want != nil && *got.Pending != *want) {
 			t.Fatalf("read back as %+v %v, want %+v", got.Pending, err, want)
 		}
+	}
+}
+
+// contentTakeBackWhilePending: a take-back of a share applies only while
+// the share is pending at the version that recorded it; once cleared
+// (the version left as it was), or another principal's, it does not.
+func contentTakeBackWhilePending(t testing.TB, s library.ContentStore, c Clock) {
+	ctx, item := context.Background(), newContent(c)
+	if ok, err := s.Create(ctx, item); err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
+	}
+	share := item
+	share.Version, share.Members = 2, 2
+	share.Pending = &library.MemberChange{PrincipalID: "p", Role: library.RoleViewer, AskedBy: "u", Through: "g"}
+	if ok, err := s.Update(ctx, share); err != nil || !ok {
+		t.Fatalf("the share: %v %v", ok, err)
+	}
+	back := share
+	back.Version, back.Members = 3, 1
+	back.Pending = &library.MemberChange{PrincipalID: "p"}
+	if ok, err := s.TakeBack(ctx, back, "q"); err != nil || ok {
+		t.Fatalf("a take-back of another principal's share: applied=%v err=%v", ok, err)
+	}
+	if ok, err := s.ClearPending(ctx, share); err != nil || !ok {
+		t.Fatalf("clear: %v %v", ok, err)
+	}
+	if ok, err := s.TakeBack(ctx, back, "p"); err != nil || ok {
+		t.Fatalf("a take-back of a cleared share: applied=%v err=%v", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, item.ID); err != nil || got.Version != 2 || got.Members != 2 || got.Pending != nil {
+		t.Fatalf("after the take-back of a cleared share: %+v %v, want version 2 cleared", got, err)
+	}
+	again := share
+	again.Version = 3
+	if ok, err := s.Update(ctx, again); err != nil || !ok {
+		t.Fatalf("the share again: %v %v", ok, err)
+	}
+	back.Version = 4
+	if ok, err := s.TakeBack(ctx, back, "p"); err != nil || !ok {
+		t.Fatalf("a take-back of a pending share: applied=%v err=%v", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, item.ID); err != nil || got.Version != 4 || got.Members != 1 || got.Pending == nil || got.Pending.Role != "" {
+		t.Fatalf("after the take-back: %+v %v, want version 4 recording the removal", got, err)
 	}
 }
 
