@@ -839,7 +839,7 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 	case departed:
 		return tookBack(principalDeparted)(s.takeBack(ctx, c, false))
 	}
-	left, err := s.outOfTheGroup(ctx, pc)
+	left, err := s.outOfTheGroup(ctx, c.ID, pc)
 	switch {
 	case err != nil:
 		return notTakenBack, err

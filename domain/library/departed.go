@@ -60,11 +60,37 @@ func (s *Service) sharedWithDeparted(ctx context.Context, pc MemberChange) (bool
 // a request whose answer was lost, or whose process stopped, leaves no
 // share its caller's right did not see through
 // (TestAShareWhoseAskerLeftTheGroupIsTakenBackByWhoeverFinishesIt).
-func (s *Service) outOfTheGroup(ctx context.Context, pc MemberChange) (bool, error) {
+//
+// Out of that group, he may still manage the item through another of its
+// managing groups (as the item stood before the share: the principal at
+// pc.PriorRole), and the request's own check would then pass: the share
+// stands (TestAShareWhoseAskerStillManagesThroughAnotherGroupStands).
+func (s *Service) outOfTheGroup(ctx context.Context, id string, pc MemberChange) (bool, error) {
 	if pc.Role == "" || pc.AskedBy == "" || pc.Through == "" {
 		return false, nil
 	}
 	in, err := s.groups.GroupsAmong(ctx, pc.AskedBy, []string{pc.Through})
+	if err != nil || len(in) > 0 {
+		return false, err
+	}
+	itemGroups, err := s.members.Groups(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	var others []string
+	for _, m := range itemGroups {
+		role := m.Role
+		if m.PrincipalID == pc.PrincipalID {
+			role = pc.PriorRole
+		}
+		if role == RoleManager && m.PrincipalID != pc.Through {
+			others = append(others, m.PrincipalID)
+		}
+	}
+	if len(others) == 0 {
+		return true, nil
+	}
+	in, err = s.groups.GroupsAmong(ctx, pc.AskedBy, others)
 	return err == nil && len(in) == 0, err
 }
 

@@ -385,6 +385,53 @@ func TestAShareClearedOnceItsAskerWasSeenInTheGroupIsNeverTakenBack(t *testing.T
 	}
 }
 
+// TestAShareWhoseAskerStillManagesThroughAnotherGroupStands: the club
+// and a second group, the circle, both manage the owner's private item
+// "spare", and the friend is a member of both. He shares the item with
+// the other user as a viewer; the share's compare-and-set applies but
+// its answer is lost (503), and it names one of his two groups. The owner
+// then takes him out of that group alone, and the outbox worker finishes
+// the share. The friend managed the item throughout, through the other
+// group: the request's own check (heldAfter) would pass, and so must its
+// finisher's. Taking the share back because the one group named lost him
+// undoes a share his right saw through.
+func TestAShareWhoseAskerStillManagesThroughAnotherGroupStands(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	circle, err := c.grp.CreateGroup(ctx, as(c.owner), groups.CreateInput{Name: "circle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.grp.SetMember(ctx, as(c.owner), circle.ID, c.friend.ID, groups.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{c.group, circle.ID} {
+		if _, err := c.lib.Share(ctx, as(c.owner), c.spare, g, library.RoleManager); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holdFirst(c.store, "content.update", memstore.LoseAnswer)
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	recovered(c.store)
+	it := itemOf(c.store.ContentSnapshot(), c.spare)
+	if it.Pending == nil || it.Pending.Through == "" {
+		t.Fatalf("the friend's share is not recorded, named and unfinished (it answered %v): %+v", shareErr, it.Pending)
+	}
+	if err := c.grp.RemoveMember(ctx, as(c.owner), it.Pending.Through, c.friend.ID); err != nil {
+		t.Fatalf("the owner's removal of the friend from the group the share names answered %v", err)
+	}
+	if err := c.drain(); err != nil {
+		t.Fatal(err)
+	}
+	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
+		t.Errorf("the friend, still managing the item through his other group, shared it with the other user, who is its %q", role)
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 4 || it.Managers != 3 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner, both groups and the other user", it.Members, it.Managers, it.Pending)
+	}
+}
+
 // TestARefusedShareLeavesNothingAnotherFinisherCleared: the friend, a
 // member of the club that manages the owner's private item, shares it
 // with the other user as a viewer. Once the share is recorded, his
