@@ -357,7 +357,19 @@ func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origi
 		}
 		now := m.now()
 		lift = domain.Lift{Kind: domain.LiftUnsuspended, At: after(now, u.Suspension.SuspendedAt), By: by, Suspension: *u.Suspension}
-		if onlyIfExpiredAt != nil || !u.Suspension.ActiveAt(now) {
+		expired := onlyIfExpiredAt != nil
+		if !expired && !u.Suspension.ActiveAt(now) {
+			// Ended by this process's clock and the node's both, as a
+			// login counts it (S3): a process ahead lifts a suspension
+			// still in force as the admin's own
+			// (TestAnAdminAheadLiftsAnUnendedSuspensionAsHisOwn).
+			node, err := m.suspensions.NodeNow(ctx)
+			if err != nil {
+				return u, err
+			}
+			expired = !u.Suspension.ActiveAt(node.UTC())
+		}
+		if expired {
 			// The sweeper's lift, or an admin's of a suspension that
 			// ended by itself before the sweeper came: an expiry.
 			lift.Kind, lift.At, lift.By = domain.LiftExpired, after(u.Suspension.Until, u.Suspension.SuspendedAt), ""
