@@ -776,16 +776,22 @@ const (
 	askerLeft
 )
 
-// tookBack reports why a take-back was tried, if it applied or may have
-// (an error); one that found the share cleared by another finisher took
-// nothing back, and the share stands as recorded
-// (TestARefusedShareLeavesNothingAnotherFinisherCleared).
+// tookBack reports why a take-back was tried, if it applied; one that
+// found the share cleared by another finisher took nothing back, and the
+// share stands as recorded
+// (TestARefusedShareLeavesNothingAnotherFinisherCleared). One whose
+// outcome is unknown (an error) reports its principal departed, which
+// stays true whatever became of the share, but no caller out of the
+// group: that share may stand, cleared by another finisher, and the
+// request answers as its own check says, its take-back finishing what
+// is pending first
+// (TestARefusedShareWhoseTakeBackWentUnansweredLeavesNothing).
 func tookBack(why takenBack) func(taken bool, err error) (takenBack, error) {
 	return func(taken bool, err error) (takenBack, error) {
-		if !taken && err == nil {
-			return notTakenBack, nil
+		if taken || (err != nil && why == principalDeparted) {
+			return why, err
 		}
-		return why, err
+		return notTakenBack, err
 	}
 }
 
