@@ -380,7 +380,7 @@ func (a *Service) mayAddFactors(u domain.User) error {
 // factor also gets a new recovery set, shown once here (a set left by
 // factors removed before is replaced). Counted against the code's
 // throttle like a login's second step. Cost: one read of the account and
-// one of the factors, the throttle, the notice (its mail count, its
+// one of the factors, the node's clock, the throttle, the notice (its mail count, its
 // token's lightweight transaction and the mail, with mail on), one
 // lightweight transaction (two for a first factor), the account read
 // again at SERIAL.
@@ -419,6 +419,17 @@ func (a *Service) pendingFactor(ctx context.Context, p domain.Principal, userID,
 	}
 	f := factors[i]
 	if f.Confirmed() || a.now().Sub(f.CreatedAt) > enrolmentTTL {
+		return u, nil, set, Factor{}, errEnrolmentGone
+	}
+	// Over enrolmentTTL by this process's clock or the node's, which
+	// expired the row: a process behind would otherwise confirm a row
+	// written anew just after its end
+	// (TestAnEnrolmentWrittenAgainIsNotConfirmedByAProcessBehind).
+	node, err := a.users.NodeNow(ctx)
+	if err != nil {
+		return u, nil, set, Factor{}, err
+	}
+	if node.Sub(f.CreatedAt) > enrolmentTTL {
 		return u, nil, set, Factor{}, errEnrolmentGone
 	}
 	if f.Kind != kind {
