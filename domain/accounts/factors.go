@@ -424,7 +424,7 @@ func (a *Service) pendingFactor(ctx context.Context, p domain.Principal, userID,
 	// Over enrolmentTTL by this process's clock or the node's, which
 	// expired the row: a process behind would otherwise confirm a row
 	// written anew just after its end
-	// (TestAnEnrolmentWrittenAgainIsNotConfirmedByAProcessBehind).
+	// (TestAnEnrolmentWrittenAgainAfterItsTenMinutesCannotBeConfirmed).
 	node, err := a.users.NodeNow(ctx)
 	if err != nil {
 		return u, nil, set, Factor{}, err

@@ -785,7 +785,7 @@ const (
 // group: that share may stand, cleared by another finisher, and the
 // request answers as its own check says, its take-back finishing what
 // is pending first
-// (TestARefusedShareWhoseTakeBackWentUnansweredLeavesNothing).
+// (TestARefusedShareLeavesNothingAnotherFinisherCleared).
 func tookBack(why takenBack) func(taken bool, err error) (takenBack, error) {
 	return func(taken bool, err error) (takenBack, error) {
 		if taken || (err != nil && why == principalDeparted) {
