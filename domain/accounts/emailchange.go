@@ -236,9 +236,7 @@ func (a *Service) RefuseEmailChange(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
-	var before domain.User
-	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
-		before = u
+	return a.changeForToken(ctx, t, func(u domain.User) (domain.User, bool, error) {
 		if err := refusalApplies(t, u, nil); err != nil {
 			return u, false, err
 		}
@@ -253,16 +251,6 @@ func (a *Service) RefuseEmailChange(ctx context.Context, token string) error {
 		}
 		return u, write, nil
 	})
-	if errors.Is(err, domain.ErrNotFound) {
-		return ErrTokenStale
-	}
-	if err != nil {
-		return err
-	}
-	if out.Version != before.Version {
-		a.releaseDropped(ctx, before, out)
-	}
-	return a.finishToken(ctx, t)
 }
 
 // refusalApplies checks the account a "not me" token was mailed for (as

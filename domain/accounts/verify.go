@@ -146,9 +146,7 @@ func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
-	var before domain.User
-	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
-		before = u
+	return a.changeForToken(ctx, t, func(u domain.User) (domain.User, bool, error) {
 		if err := a.verificationApplies(t, u, nil); err != nil {
 			return u, false, err
 		}
@@ -160,6 +158,19 @@ func (a *Service) ConfirmEmail(ctx context.Context, token string) error {
 		}
 		u.EmailVerifiedAt = a.now()
 		return u, true, nil
+	})
+}
+
+// changeForToken makes the change decide says on t's account (the
+// account gone: ErrTokenStale), then finishes a token that sets no
+// password and ends no session (a verification, a "not me"): what the
+// change dropped is given back (releaseDropped) once its compare-and-set
+// moved the version on, then the token is done.
+func (a *Service) changeForToken(ctx context.Context, t Token, decide func(u domain.User) (domain.User, bool, error)) error {
+	var before domain.User
+	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+		before = u
+		return decide(u)
 	})
 	if errors.Is(err, domain.ErrNotFound) {
 		return ErrTokenStale
