@@ -656,8 +656,9 @@ func (a *Service) ListFactors(ctx context.Context, p domain.Principal, userID st
 
 // RemoveFactor removes one of an account's factors: by its owner with
 // the current password and a code (of any factor, or a recovery code),
-// or by an admin on an account not an admin's, audited first. The
-// account's last factor takes its recovery set with it.
+// or by an admin on an account not an admin's, audited first, then
+// fenced (fenceNonAdmin). The account's last factor takes its recovery
+// set with it.
 func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, factorID string, proof Proof) error {
 	if a.factors == nil {
 		return ErrFactorsOff
@@ -689,8 +690,36 @@ func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, 
 		if err := a.auditSessions(ctx, p, m, domain.AuditFactorRemoved); err != nil {
 			return err
 		}
+		if err := a.fenceNonAdmin(ctx, userID); err != nil {
+			return err
+		}
 	}
 	return a.dropFactor(ctx, userID, factorID)
+}
+
+// fenceNonAdmin moves the account's version (and time of change) on,
+// changing nothing else, once a SERIAL read finds it visible and no
+// admin's: the decision that lets an admin remove its factor, which is
+// in another partition and carries no version of the account. A grant
+// of admin that lands before the fence moves the version, so the
+// fence's compare-and-set fails, it reads again and refuses; one that
+// lands after it is ordered after the decision. A fence left by a
+// removal that then stopped (its answer lost, its process dead) changes
+// nothing the owner uses.
+func (a *Service) fenceNonAdmin(ctx context.Context, userID string) error {
+	_, err := a.updateAccount(ctx, userID, func(u domain.User) (domain.User, bool, error) {
+		switch {
+		case !u.Visible():
+			return u, false, domain.ErrUserNotFound
+		case u.IsAdmin():
+			return u, false, errOtherAdminsFactors
+		}
+		return u, true, nil
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.ErrUserNotFound
+	}
+	return err
 }
 
 var errOtherAdminsFactors = &domain.Error{Kind: domain.ErrForbidden, Code: "forbidden",

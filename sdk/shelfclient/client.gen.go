@@ -3564,9 +3564,11 @@ type ClientInterface interface {
 	// Cost: one account read and one read of the factors; for the user,
 	// the throttled password check, the factors read again and the code
 	// used (its throttle and a lightweight transaction); for an admin,
-	// the audit entry; then the factors read once more and the removal
-	// (a lightweight transaction; the recovery codes' with the last
-	// factor).
+	// the audit entry, then the account read at SERIAL and fenced (a
+	// lightweight transaction that moves its version on, so a grant of
+	// admin meanwhile refuses the removal); then the factors read once
+	// more and the removal (a lightweight transaction; the recovery
+	// codes' with the last factor).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3591,9 +3593,11 @@ type ClientInterface interface {
 	// Cost: one account read and one read of the factors; for the user,
 	// the throttled password check, the factors read again and the code
 	// used (its throttle and a lightweight transaction); for an admin,
-	// the audit entry; then the factors read once more and the removal
-	// (a lightweight transaction; the recovery codes' with the last
-	// factor).
+	// the audit entry, then the account read at SERIAL and fenced (a
+	// lightweight transaction that moves its version on, so a grant of
+	// admin meanwhile refuses the removal); then the factors read once
+	// more and the removal (a lightweight transaction; the recovery
+	// codes' with the last factor).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6492,9 +6496,11 @@ func (c *Client) ConfirmTotp(ctx context.Context, id UserId, factorId FactorId, 
 // Cost: one account read and one read of the factors; for the user,
 // the throttled password check, the factors read again and the code
 // used (its throttle and a lightweight transaction); for an admin,
-// the audit entry; then the factors read once more and the removal
-// (a lightweight transaction; the recovery codes' with the last
-// factor).
+// the audit entry, then the account read at SERIAL and fenced (a
+// lightweight transaction that moves its version on, so a grant of
+// admin meanwhile refuses the removal); then the factors read once
+// more and the removal (a lightweight transaction; the recovery
+// codes' with the last factor).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6529,9 +6535,11 @@ func (c *Client) RemoveFactorWithBody(ctx context.Context, id UserId, factorId F
 // Cost: one account read and one read of the factors; for the user,
 // the throttled password check, the factors read again and the code
 // used (its throttle and a lightweight transaction); for an admin,
-// the audit entry; then the factors read once more and the removal
-// (a lightweight transaction; the recovery codes' with the last
-// factor).
+// the audit entry, then the account read at SERIAL and fenced (a
+// lightweight transaction that moves its version on, so a grant of
+// admin meanwhile refuses the removal); then the factors read once
+// more and the removal (a lightweight transaction; the recovery
+// codes' with the last factor).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11995,9 +12003,11 @@ type ClientWithResponsesInterface interface {
 	// Cost: one account read and one read of the factors; for the user,
 	// the throttled password check, the factors read again and the code
 	// used (its throttle and a lightweight transaction); for an admin,
-	// the audit entry; then the factors read once more and the removal
-	// (a lightweight transaction; the recovery codes' with the last
-	// factor).
+	// the audit entry, then the account read at SERIAL and fenced (a
+	// lightweight transaction that moves its version on, so a grant of
+	// admin meanwhile refuses the removal); then the factors read once
+	// more and the removal (a lightweight transaction; the recovery
+	// codes' with the last factor).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12022,9 +12032,11 @@ type ClientWithResponsesInterface interface {
 	// Cost: one account read and one read of the factors; for the user,
 	// the throttled password check, the factors read again and the code
 	// used (its throttle and a lightweight transaction); for an admin,
-	// the audit entry; then the factors read once more and the removal
-	// (a lightweight transaction; the recovery codes' with the last
-	// factor).
+	// the audit entry, then the account read at SERIAL and fenced (a
+	// lightweight transaction that moves its version on, so a grant of
+	// admin meanwhile refuses the removal); then the factors read once
+	// more and the removal (a lightweight transaction; the recovery
+	// codes' with the last factor).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -23645,9 +23657,11 @@ func (c *ClientWithResponses) ConfirmTotpWithResponse(ctx context.Context, id Us
 // Cost: one account read and one read of the factors; for the user,
 // the throttled password check, the factors read again and the code
 // used (its throttle and a lightweight transaction); for an admin,
-// the audit entry; then the factors read once more and the removal
-// (a lightweight transaction; the recovery codes' with the last
-// factor).
+// the audit entry, then the account read at SERIAL and fenced (a
+// lightweight transaction that moves its version on, so a grant of
+// admin meanwhile refuses the removal); then the factors read once
+// more and the removal (a lightweight transaction; the recovery
+// codes' with the last factor).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23678,9 +23692,11 @@ func (c *ClientWithResponses) RemoveFactorWithBodyWithResponse(ctx context.Conte
 // Cost: one account read and one read of the factors; for the user,
 // the throttled password check, the factors read again and the code
 // used (its throttle and a lightweight transaction); for an admin,
-// the audit entry; then the factors read once more and the removal
-// (a lightweight transaction; the recovery codes' with the last
-// factor).
+// the audit entry, then the account read at SERIAL and fenced (a
+// lightweight transaction that moves its version on, so a grant of
+// admin meanwhile refuses the removal); then the factors read once
+// more and the removal (a lightweight transaction; the recovery
+// codes' with the last factor).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
