@@ -25,7 +25,7 @@ func NewContents(db *DB) *Contents {
 func (r *contentRow) columns() []any {
 	return []any{&r.ID, &r.Name, &r.Description, &r.Visibility, &r.Link, &r.CreatedBy, &r.CreatedAt, &r.LastModified,
 		&r.Deleted, &r.Members, &r.Managers, &r.Version, &r.WriteID, &r.PendingPrincipal, &r.PendingRole, &r.Lean, &r.Placing, &r.FencedBefore,
-		&r.PendingAskedBy, &r.PendingThrough, &r.PendingPriorRole}
+		&r.PendingAskedBy, &r.PendingThrough, &r.PendingPriorRole, &r.TakenBack}
 }
 
 type contentRow struct {
@@ -63,13 +63,17 @@ type contentRow struct {
 	// FencedBefore: every outbox mark a fence of the item took was made
 	// before it (null, before the column, or never fenced since: none).
 	FencedBefore time.Time `db:"fenced_before"`
+	// TakenBack: the version of the latest share taken back because its
+	// caller left the group that let him share (migration 042; null,
+	// before the column or before any such take-back: none).
+	TakenBack int `db:"taken_back"`
 }
 
 func (r contentRow) toDomain() library.Content {
 	return library.Content{ID: r.ID, Name: r.Name, Description: r.Description, Visibility: library.Visibility(r.Visibility),
 		Link: r.Link, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), LastModified: r.LastModified.UTC(),
 		Deleted: r.Deleted, Members: r.Members, Managers: r.Managers, Version: r.Version, Pending: r.pending(), Lean: r.Lean, Placing: r.Placing,
-		FencedBefore: r.FencedBefore.UTC()}
+		FencedBefore: r.FencedBefore.UTC(), TakenBack: r.TakenBack}
 }
 
 func (r contentRow) pending() *library.MemberChange {
@@ -81,8 +85,8 @@ func (r contentRow) pending() *library.MemberChange {
 }
 
 const (
-	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?, lean = ?, placing = ?, fenced_before = ?, pending_asked_by = ?, pending_through = ?, pending_prior_role = ?`
-	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before, pending_asked_by, pending_through, pending_prior_role) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	contentColumns                  = `name = ?, description = ?, visibility = ?, link = ?, created_by = ?, created_at = ?, last_modified = ?, deleted = ?, members = ?, managers = ?, version = ?, write_id = ?, pending_principal = ?, pending_role = ?, lean = ?, placing = ?, fenced_before = ?, pending_asked_by = ?, pending_through = ?, pending_prior_role = ?, taken_back = ?`
+	contentInsertCQL conditionalCQL = `INSERT INTO content (id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before, pending_asked_by, pending_through, pending_prior_role, taken_back) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	contentUpdateCQL conditionalCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ?`
 	// contentTakeBackCQL is contentUpdateCQL while the change it takes
 	// back is still pending: a clear leaves the version as it was.
@@ -91,7 +95,7 @@ const (
 	// the write that took the version (the share or unshare), which reads
 	// it back to settle its own lost answer (casTable.write).
 	contentClearCQL  conditionalCQL = `UPDATE content SET pending_principal = null, pending_role = null, pending_asked_by = null, pending_through = null, pending_prior_role = null, lean = ? WHERE id = ? IF version = ?`
-	contentSelectCQL readCQL        = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before, pending_asked_by, pending_through, pending_prior_role FROM content WHERE id = ?`
+	contentSelectCQL readCQL        = `SELECT id, name, description, visibility, link, created_by, created_at, last_modified, deleted, members, managers, version, write_id, pending_principal, pending_role, lean, placing, fenced_before, pending_asked_by, pending_through, pending_prior_role, taken_back FROM content WHERE id = ?`
 	// contentStatesCQL reads several items' partitions in one statement:
 	// the coordinator reads each (on its replicas) and answers them
 	// together, one round trip for the page's checks.
@@ -133,7 +137,7 @@ func contentValues(c library.Content, writeID string) []any {
 		}
 	}
 	return []any{c.Name, c.Description, string(c.Visibility), c.Link, c.CreatedBy, c.CreatedAt, c.LastModified,
-		c.Deleted, c.Members, c.Managers, c.Version, writeID, principal, role, c.Lean, c.Placing, c.FencedBefore, askedBy, through, prior}
+		c.Deleted, c.Members, c.Managers, c.Version, writeID, principal, role, c.Lean, c.Placing, c.FencedBefore, askedBy, through, prior, c.TakenBack}
 }
 
 // Create inserts an item IF NOT EXISTS; false when a row has its id. Ids

@@ -182,10 +182,15 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 	}
 	err = by.heldAfter(ctx, before)
 	switch {
+	case back == askerLeft && err == nil:
+		// A finisher took it back, the caller out of the group it named,
+		// and he is in the group again now
+		// (TestAShareTakenBackWhileItsRequestWasSlowIsNotAnsweredCreated).
+		return false, errShareTakenBack
 	case back == askerLeft:
 		// Finishing it found the caller out of the group it named, and
 		// took it back already.
-		return false, cmp.Or(err, error(domain.ErrDenied))
+		return false, err
 	case err != nil:
 		if rerr := s.revertShare(ctx, id, principalID, role, prior); rerr != nil {
 			return false, rerr
@@ -194,6 +199,12 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 	}
 	return created, nil
 }
+
+// errShareTakenBack answers a share taken back by whoever finished it,
+// its caller found out of the group that let him share, who manages the
+// item through it again by the time the request answers.
+var errShareTakenBack = &domain.Error{Kind: domain.ErrConflict, Code: "share_taken_back",
+	Message: "The share was taken back: while it was being made you were out of the group that lets you manage this item. You manage it again now; share it again if you still mean to."}
 
 // revertShare takes back a share of role to principalID whose caller's
 // right ended before it was recorded (caller.heldAfter): the principal
@@ -852,8 +863,44 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 	case left:
 		return tookBack(askerLeft)(s.takeBack(ctx, c, true))
 	}
-	_, err = s.content.ClearPending(ctx, c)
-	return notTakenBack, err
+	cleared, err := s.content.ClearPending(ctx, c)
+	if err != nil || cleared || pc.AskedBy == "" {
+		return notTakenBack, err
+	}
+	// Moved on: another finisher cleared the share or took it back, and
+	// the share's request answers as it says
+	// (TestAShareTakenBackWhileItsRequestWasSlowIsNotAnsweredCreated).
+	return s.shareStood(ctx, c)
+}
+
+// shareStood tells, for a share pending in c (at the version that
+// recorded it, named by its caller) whose clear found the row moved on,
+// whether another finisher cleared it (it stood, whatever changed since)
+// or took it back because its caller had left the group. A share is
+// recorded only on a row with nothing pending, so a take-back of it is
+// the write at the next version, which records the share's version
+// (TakenBack): the row's record says so, unless a later share's
+// take-back replaced it, and then the principal's role as it stands
+// does (the share's role: it stands).
+func (s *Service) shareStood(ctx context.Context, c Content) (takenBack, error) {
+	pc := *c.Pending
+	now, err := s.content.GetSerial(ctx, c.ID)
+	switch {
+	case err != nil:
+		return notTakenBack, err
+	case now.Version == c.Version || now.TakenBack < c.Version:
+		return notTakenBack, nil // cleared, and no share taken back since
+	case now.TakenBack == c.Version:
+		return askerLeft, nil
+	}
+	found, err := s.members.Find(ctx, c.ID, []string{pc.PrincipalID})
+	if err != nil {
+		return notTakenBack, err
+	}
+	if ownRole(withPending(found, now.Pending, []string{pc.PrincipalID})) == pc.Role {
+		return notTakenBack, nil
+	}
+	return askerLeft, nil
 }
 
 // crossesLean reports whether c, a lean item, holds more members than

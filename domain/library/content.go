@@ -88,6 +88,12 @@ type Content struct {
 	// no fence recorded one). A change whose mark is not before it holds
 	// a mark no fence took (see markAgainIfTaken).
 	FencedBefore time.Time
+	// TakenBack is the version of the latest share taken back because its
+	// caller left the group that let him share (0: none recorded). A
+	// share is recorded only on a row with nothing pending, so a request
+	// whose clear finds the row moved on past its share at v reads here
+	// whether that share stood (see shareStood).
+	TakenBack int
 }
 
 // MemberChange is a share (a role) or an unshare (no role) of one

@@ -122,6 +122,7 @@ func (s *Service) takeBack(ctx context.Context, c Content, toPrior bool) (taken 
 	switch {
 	case toPrior:
 		next.Pending = &MemberChange{PrincipalID: pc.PrincipalID, Role: pc.PriorRole}
+		next.TakenBack = c.Version // for the share's request, whose clear finds the row moved on (shareStood)
 		if pc.PriorRole == "" {
 			next.Members--
 		}

@@ -2018,7 +2018,10 @@ type ClientInterface interface {
 	// finishes it within seconds. A user whose account is being deleted,
 	// or a group being closed, is 404, also when the deletion or closing
 	// began while the share was carried out (the share is then taken
-	// back).
+	// back). A caller who manages the item only through a group and is
+	// out of it while the share is carried out has it taken back: 403
+	// or 404 if he is still out, 409 `share_taken_back` if he is in the
+	// group again by the answer (share again if still meant).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2035,7 +2038,10 @@ type ClientInterface interface {
 	// finishes it within seconds. A user whose account is being deleted,
 	// or a group being closed, is 404, also when the deletion or closing
 	// began while the share was carried out (the share is then taken
-	// back).
+	// back). A caller who manages the item only through a group and is
+	// out of it while the share is carried out has it taken back: 403
+	// or 404 if he is still out, 409 `share_taken_back` if he is in the
+	// group again by the answer (share again if still meant).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4424,7 +4430,10 @@ func (c *Client) UnshareContent(ctx context.Context, id ContentId, principalId P
 // finishes it within seconds. A user whose account is being deleted,
 // or a group being closed, is 404, also when the deletion or closing
 // began while the share was carried out (the share is then taken
-// back).
+// back). A caller who manages the item only through a group and is
+// out of it while the share is carried out has it taken back: 403
+// or 404 if he is still out, 409 `share_taken_back` if he is in the
+// group again by the answer (share again if still meant).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4451,7 +4460,10 @@ func (c *Client) ShareContentWithBody(ctx context.Context, id ContentId, princip
 // finishes it within seconds. A user whose account is being deleted,
 // or a group being closed, is 404, also when the deletion or closing
 // began while the share was carried out (the share is then taken
-// back).
+// back). A caller who manages the item only through a group and is
+// out of it while the share is carried out has it taken back: 403
+// or 404 if he is still out, 409 `share_taken_back` if he is in the
+// group again by the answer (share again if still meant).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10421,7 +10433,10 @@ type ClientWithResponsesInterface interface {
 	// finishes it within seconds. A user whose account is being deleted,
 	// or a group being closed, is 404, also when the deletion or closing
 	// began while the share was carried out (the share is then taken
-	// back).
+	// back). A caller who manages the item only through a group and is
+	// out of it while the share is carried out has it taken back: 403
+	// or 404 if he is still out, 409 `share_taken_back` if he is in the
+	// group again by the answer (share again if still meant).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10438,7 +10453,10 @@ type ClientWithResponsesInterface interface {
 	// finishes it within seconds. A user whose account is being deleted,
 	// or a group being closed, is 404, also when the deletion or closing
 	// began while the share was carried out (the share is then taken
-	// back).
+	// back). A caller who manages the item only through a group and is
+	// out of it while the share is carried out has it taken back: 403
+	// or 404 if he is still out, 409 `share_taken_back` if he is in the
+	// group again by the answer (share again if still meant).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -21757,7 +21775,10 @@ func (c *ClientWithResponses) UnshareContentWithResponse(ctx context.Context, id
 // finishes it within seconds. A user whose account is being deleted,
 // or a group being closed, is 404, also when the deletion or closing
 // began while the share was carried out (the share is then taken
-// back).
+// back). A caller who manages the item only through a group and is
+// out of it while the share is carried out has it taken back: 403
+// or 404 if he is still out, 409 `share_taken_back` if he is in the
+// group again by the answer (share again if still meant).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21780,7 +21801,10 @@ func (c *ClientWithResponses) ShareContentWithBodyWithResponse(ctx context.Conte
 // finishes it within seconds. A user whose account is being deleted,
 // or a group being closed, is 404, also when the deletion or closing
 // began while the share was carried out (the share is then taken
-// back).
+// back). A caller who manages the item only through a group and is
+// out of it while the share is carried out has it taken back: 403
+// or 404 if he is still out, 409 `share_taken_back` if he is in the
+// group again by the answer (share again if still meant).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

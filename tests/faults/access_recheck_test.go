@@ -497,3 +497,46 @@ func refusedShareAfterAnotherFinisher(t *testing.T, lost bool) {
 		t.Errorf("take-back's answer lost %v: the item counts %d members, %d managers (pending %+v), want %d and 2", lost, it.Members, it.Managers, it.Pending, members)
 	}
 }
+
+// TestAShareTakenBackWhileItsRequestWasSlowIsNotAnsweredCreated: the
+// club manages the owner's private item "spare", and the friend, one of
+// its members, shares it with the other user as a viewer. Once the share
+// is recorded, his request is slow writing its member row; meanwhile the
+// owner takes him out of the club, the outbox worker finishes the share
+// (the friend out of the club: taken back) and the owner adds him to the
+// club again. His request goes on: its own check finds him in the club,
+// and its clear finds the row moved on, as a clear after any later change
+// would. Answering 201 tells the client the other user holds the item
+// while the share is gone; the request must tell its share was taken
+// back (409 share_taken_back), or answer a share that stands.
+func TestAShareTakenBackWhileItsRequestWasSlowIsNotAnsweredCreated(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	var removeErr, drainErr, addErr error
+	slowFirst(c.store, "content_members.put", func() {
+		c.store.Meanwhile = nil
+		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+		drainErr = c.drain()
+		addErr = c.set(c.owner, c.friend, groups.RoleMember)
+	})
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.store.FaultAt, c.store.Meanwhile = nil, nil
+	if removeErr != nil || drainErr != nil || addErr != nil {
+		t.Fatalf("the removal answered %v, the worker %v, the friend's return to the club %v", removeErr, drainErr, addErr)
+	}
+	role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID)
+	if shareErr == nil && role != library.RoleViewer {
+		t.Errorf("the friend's share answered success, yet the other user is the item's %q", role)
+	}
+	var refusal *domain.Error
+	if shareErr != nil && (!errors.As(shareErr, &refusal) || refusal.Code != "share_taken_back" || role != "") {
+		t.Errorf("the friend's share answered %v, the other user being the item's %q; want 409 share_taken_back and no share", shareErr, role)
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 2 || it.Managers != 2 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner and the club", it.Members, it.Managers, it.Pending)
+	}
+}

@@ -24,6 +24,7 @@ var ContentChecks = []Check[library.ContentStore]{
 	{"StatesReadARecordedRemoval", contentStatesRemoval},
 	{"FencedBeforeKeptByEveryWrite", contentFencedBefore},
 	{"PendingShareNamesItsCaller", contentPendingAsker},
+	{"TakenBackKeptByEveryWrite", contentTakenBack},
 	{"TakeBackOnlyWhilePending", contentTakeBackWhilePending},
 }
 
@@ -93,6 +94,45 @@ func contentFencedBefore(t testing.TB, s library.ContentStore, c Clock) {
 	for _, read := range []func(context.Context, string) (library.Content, error){s.Get, s.GetSerial} {
 		if got, err := read(ctx, item.ID); err != nil || !got.FencedBefore.Equal(fenced.FencedBefore) {
 			t.Fatalf("after the fence and a clear: %+v %v, want fenced before %v", got, err, fenced.FencedBefore)
+		}
+	}
+}
+
+// contentTakenBack: the version of a share taken back, recorded by the
+// take-back's compare-and-set, reads back both ways and stays through the
+// writes after it: a clear and an update that carries it
+// (library.Service.shareStood).
+func contentTakenBack(t testing.TB, s library.ContentStore, c Clock) {
+	ctx, item := context.Background(), newContent(c)
+	if ok, err := s.Create(ctx, item); err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, item.ID); err != nil || got.TakenBack != 0 {
+		t.Fatalf("a new item reads %+v %v, want no share taken back", got, err)
+	}
+	share := item
+	share.Version = 2
+	share.Pending = &library.MemberChange{PrincipalID: "p", Role: library.RoleManager, AskedBy: "u", Through: "g"}
+	if ok, err := s.Update(ctx, share); err != nil || !ok {
+		t.Fatalf("the share: %v %v", ok, err)
+	}
+	back := share
+	back.Version, back.TakenBack = 3, 2
+	back.Pending = &library.MemberChange{PrincipalID: "p"}
+	if ok, err := s.TakeBack(ctx, back, "p"); err != nil || !ok {
+		t.Fatalf("the take-back: %v %v", ok, err)
+	}
+	if ok, err := s.ClearPending(ctx, back); err != nil || !ok {
+		t.Fatalf("clear: %v %v", ok, err)
+	}
+	later := back
+	later.Version, later.Pending, later.Name = 4, nil, "later"
+	if ok, err := s.Update(ctx, later); err != nil || !ok {
+		t.Fatalf("a later update: %v %v", ok, err)
+	}
+	for _, read := range []func(context.Context, string) (library.Content, error){s.Get, s.GetSerial} {
+		if got, err := read(ctx, item.ID); err != nil || got.TakenBack != 2 {
+			t.Fatalf("after the take-back, a clear and an update: %+v %v, want the share at 2 taken back", got, err)
 		}
 	}
 }
