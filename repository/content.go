@@ -91,6 +91,11 @@ const (
 	// contentTakeBackCQL is contentUpdateCQL while the change it takes
 	// back is still pending: a clear leaves the version as it was.
 	contentTakeBackCQL conditionalCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ? AND pending_principal = ?`
+	// contentTakeBackAskedCQL is contentTakeBackCQL while the share still
+	// names its caller: a vouch leaves the version as it was.
+	contentTakeBackAskedCQL conditionalCQL = `UPDATE content SET ` + contentColumns + ` WHERE id = ? IF version = ? AND pending_principal = ? AND pending_asked_by = ?`
+	// contentVouchCQL, as contentClearCQL, leaves write_id as it is.
+	contentVouchCQL conditionalCQL = `UPDATE content SET pending_asked_by = null, pending_through = null, pending_prior_role = null WHERE id = ? IF version = ? AND pending_principal = ? AND pending_asked_by = ?`
 	// contentClearCQL leaves write_id as it is: the tag stays the one of
 	// the write that took the version (the share or unshare), which reads
 	// it back to settle its own lost answer (casTable.write).
@@ -159,9 +164,45 @@ func (s *Contents) Update(ctx context.Context, c library.Content) (bool, error) 
 // version as it was). A lost answer is settled as Update's: our tag, or
 // another write at c.Version; a cleared row runs it again, and its
 // condition says no.
-func (s *Contents) TakeBack(ctx context.Context, c library.Content, principalID string) (bool, error) {
+func (s *Contents) TakeBack(ctx context.Context, c library.Content, principalID, askedBy string) (bool, error) {
 	writeID := newWriteID()
+	if askedBy != "" {
+		return s.rows.write(ctx, "update", contentTakeBackAskedCQL, c.ID, writeID, c.Version, append(contentValues(c, writeID), c.ID, c.Version-1, principalID, askedBy)...)
+	}
 	return s.rows.write(ctx, "update", contentTakeBackCQL, c.ID, writeID, c.Version, append(contentValues(c, writeID), c.ID, c.Version-1, principalID)...)
+}
+
+// Vouch records that the share pending in c passed its caller's check:
+// it names nobody any more, if the row is still at c.Version with that
+// share, so named, pending. Like ClearPending it carries no tag of its
+// own and leaves the row's, so a lost answer is settled by reading the
+// row: at c.Version, the share pending and named by nobody, it is
+// vouched (every vouch of it writes the same); cleared there, or past
+// c.Version (cleared or taken back, then perhaps changed), it is not, and
+// the caller reads the row for what became of it.
+func (s *Contents) Vouch(ctx context.Context, c library.Content) (bool, error) {
+	if c.Pending == nil || c.Pending.AskedBy == "" {
+		return false, nil
+	}
+	t, pc := s.rows, *c.Pending
+	return t.db.exec(ctx, lwt{
+		name: "content.vouch",
+		run: func(ctx context.Context) (bool, error) {
+			return t.db.cas(ctx, nil, contentVouchCQL, c.ID, c.Version, pc.PrincipalID, pc.AskedBy)
+		},
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			r, found, err := t.get(ctx, c.ID, t.db.Serial)
+			switch {
+			case err != nil:
+				return false, false, err
+			case found && r.Version == c.Version && r.PendingPrincipal == pc.PrincipalID && r.PendingAskedBy == "":
+				return true, false, nil // vouched: by this write or another one, the same
+			case found && (r.Version > c.Version || (r.Version == c.Version && r.PendingPrincipal == "")):
+				return false, false, nil // cleared or taken back by someone else
+			}
+			return false, true, nil
+		},
+	})
 }
 
 // ClearPending clears the pending share or unshare if the row is still at

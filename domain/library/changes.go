@@ -165,7 +165,7 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 	if !ch.changed {
 		return false, nil
 	}
-	back := s.carryOut(ctx, ch)
+	back, finishErr := s.carryOut(ctx, ch)
 	if back == principalDeparted {
 		// The account is being deleted, or the group closed: its deletion
 		// or closing may have read the principal's library before this
@@ -196,15 +196,47 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 			return false, rerr
 		}
 		return false, err
+	case finishErr != nil && ch.next.Pending != nil && ch.next.Pending.AskedBy != "":
+		// Left pending, naming him, for a finisher that would read the
+		// group later: his check passed once the share was recorded, so
+		// any departure comes after it, and the share is vouched for
+		// before it answers
+		// (TestAShareAnsweredOnceItsAskerWasSeenInTheGroupIsNeverTakenBack).
+		if err := s.vouch(ctx, ch.next); err != nil {
+			return false, err
+		}
 	}
 	return created, nil
+}
+
+// vouch records that the share pending in c (as recorded, naming its
+// caller) passed its caller's check after it was recorded: it then names
+// nobody, and whoever finishes it clears it as recorded, never taking it
+// back for a departure after that check (ContentStore.Vouch, on the
+// version that recorded it). A vouch that finds the row moved on reads
+// what became of the share (shareStood): taken back, its request answers
+// so; cleared, it stands. An unknown outcome answers 503: the share may
+// yet be taken back.
+func (s *Service) vouch(ctx context.Context, c Content) error {
+	vouched, err := s.content.Vouch(ctx, c)
+	if err != nil || vouched {
+		return err
+	}
+	back, err := s.shareStood(ctx, c)
+	switch {
+	case err != nil:
+		return err
+	case back == askerLeft:
+		return errShareTakenBack
+	}
+	return nil
 }
 
 // errShareTakenBack answers a share taken back by whoever finished it,
 // its caller found out of the group that let him share, who manages the
 // item through it again by the time the request answers.
 var errShareTakenBack = &domain.Error{Kind: domain.ErrConflict, Code: "share_taken_back",
-	Message: "The share was taken back: while it was being made you were out of the group that lets you manage this item. You manage it again now; share it again if you still mean to."}
+	Message: "The share was taken back: while it was being made you were out of the group that lets you manage this item. Share it again if you still manage it and still mean to."}
 
 // revertShare takes back a share of role to principalID whose caller's
 // right ended before it was recorded (caller.heldAfter): the principal
@@ -384,15 +416,15 @@ func without(c Content, principalID string, before *Member) (*Content, error) {
 // change's outbox mark. If that fails, the change still stands (it is
 // recorded, and access follows the record at once); whoever changes the
 // item next, or the outbox worker, finishes it. back: a share taken back
-// (or left to be), and why.
-func (s *Service) carryOut(ctx context.Context, ch changed) (back takenBack) {
-	back, err := s.finishPending(ctx, ch.next)
+// (or left to be), and why; err: the finish failed, and it is left so.
+func (s *Service) carryOut(ctx context.Context, ch changed) (back takenBack, err error) {
+	back, err = s.finishPending(ctx, ch.next)
 	if err != nil {
 		s.log.Warn(ctx, "membership change recorded but not finished; the outbox worker will finish it", "content", ch.next.ID, "error", err.Error())
-		return back
+		return back, err
 	}
 	_ = s.outbox.Done(ctx, ch.next.ID, ch.marker)
-	return back
+	return back, nil
 }
 
 // mayUnshare answers whether the caller may take principalID off the item:
@@ -874,7 +906,8 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 }
 
 // shareStood tells, for a share pending in c (at the version that
-// recorded it, named by its caller) whose clear found the row moved on,
+// recorded it, named by its caller) whose clear or vouch found the row
+// moved on,
 // whether another finisher cleared it (it stood, whatever changed since)
 // or took it back because its caller had left the group. A share is
 // recorded only on a row with nothing pending, so a take-back of it is

@@ -107,8 +107,10 @@ type MemberChange struct {
 	// is no part of the item's version, so whoever finishes the share
 	// checks the caller is still in the group, and else takes the share
 	// back to PriorRole (see outOfTheGroup). Empty for every other change
-	// (the caller's right is the item's own, or the system asked) and for
-	// rows from before they were recorded: finished as recorded.
+	// (the caller's right is the item's own, or the system asked), for
+	// rows from before they were recorded, and once the share's request
+	// vouched for it (its check passed after it was recorded: see vouch):
+	// finished as recorded.
 	AskedBy, Through, PriorRole string
 }
 

@@ -149,7 +149,15 @@ func (s *Service) takeBack(ctx context.Context, c Content, toPrior bool) (taken 
 	// a finisher that cleared it (its caller seen in the group then) left
 	// the version as it was, and the share stands proven
 	// (TestAShareClearedOnceItsAskerWasSeenInTheGroupIsNeverTakenBack).
-	applied, err := s.content.TakeBack(ctx, next, pc.PrincipalID)
+	// Taken back to the role before only while the share still names its
+	// caller: one his request vouched for (its check passed once it was
+	// recorded) is cleared, whatever he did after
+	// (TestAShareAnsweredOnceItsAskerWasSeenInTheGroupIsNeverTakenBack).
+	askedBy := ""
+	if toPrior {
+		askedBy = pc.AskedBy
+	}
+	applied, err := s.content.TakeBack(ctx, next, pc.PrincipalID, askedBy)
 	switch {
 	case err != nil:
 		return false, err // unknown: the mark stays for the worker

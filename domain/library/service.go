@@ -31,8 +31,16 @@ type ContentStore interface {
 	// version c.Version-1, if the stored version is still c.Version-1 and
 	// that change is still pending there: its clear leaves the version
 	// as it was, so the version alone cannot tell a cleared change from
-	// one still to finish.
-	TakeBack(ctx context.Context, c Content, principalID string) (bool, error)
+	// one still to finish. With askedBy set, the change must still name
+	// askedBy as its caller too: Vouch leaves the version as it was.
+	TakeBack(ctx context.Context, c Content, principalID, askedBy string) (bool, error)
+	// Vouch records that the share pending in c (as read: at c.Version,
+	// naming its caller) passed its caller's check once recorded: it
+	// names nobody any more, if the stored version is still c.Version and
+	// that share, so named, is still pending there; false otherwise. It
+	// leaves the row's version and write tag as they are, as
+	// ClearPending does.
+	Vouch(ctx context.Context, c Content) (bool, error)
 	// States reads how these items stand now, in one read (IN); an item
 	// without a row is absent from the answer.
 	States(ctx context.Context, ids []string) (map[string]ItemState, error)

@@ -540,3 +540,48 @@ func TestAShareTakenBackWhileItsRequestWasSlowIsNotAnsweredCreated(t *testing.T)
 		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner and the club", it.Members, it.Managers, it.Pending)
 	}
 }
+
+// TestAShareAnsweredOnceItsAskerWasSeenInTheGroupIsNeverTakenBack: the
+// club manages the owner's private item "spare", and the friend, one of
+// its members, shares it with the other user as a viewer. Once the share
+// is recorded, his request's finish fails (writing the member row, or
+// clearing the share); its own check then finds him in the club, and it
+// answers success, leaving the share pending for the outbox worker. Only
+// then does the owner take him out of the club, and the worker finishes
+// the share. His check passed after the share was recorded, so his
+// removal came after it: the share stands, as its answer said. Taking it
+// back on the worker's later read of the club undoes a share answered
+// success, for a departure that came after it.
+func TestAShareAnsweredOnceItsAskerWasSeenInTheGroupIsNeverTakenBack(t *testing.T) {
+	t.Parallel()
+	for _, failing := range []string{"content_members.put", "content.clear"} {
+		c := newCloseWorld(t)
+		ctx := context.Background()
+		if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+			t.Fatal(err)
+		}
+		holdFirst(c.store, failing, memstore.FailBefore)
+		_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+		c.store.FaultAt = nil
+		if err := c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID); err != nil {
+			t.Fatalf("%s failing: the owner's removal of the friend from the club answered %v", failing, err)
+		}
+		if err := c.drain(); err != nil {
+			t.Fatal(err)
+		}
+		role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID)
+		if shareErr == nil && role != library.RoleViewer {
+			t.Errorf("%s failing: the friend's share answered success while he was in the club, yet the other user is the item's %q", failing, role)
+		}
+		if shareErr != nil && !errors.Is(shareErr, domain.ErrUnavailable) {
+			t.Errorf("%s failing: the friend's share answered %v, want success or 503", failing, shareErr)
+		}
+		members := 2 // the owner and the club
+		if role != "" {
+			members++
+		}
+		if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != members || it.Managers != 2 || it.Pending != nil {
+			t.Errorf("%s failing: the item counts %d members, %d managers (pending %+v), want %d and 2", failing, it.Members, it.Managers, it.Pending, members)
+		}
+	}
+}

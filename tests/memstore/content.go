@@ -177,13 +177,28 @@ func (t items) Update(_ context.Context, c library.Content) (bool, error) {
 	})
 }
 
-func (t items) TakeBack(_ context.Context, c library.Content, principalID string) (bool, error) {
+func (t items) TakeBack(_ context.Context, c library.Content, principalID, askedBy string) (bool, error) {
 	return t.s.call("content.update", true, func() (bool, error) {
 		cur, ok := t.s.content.items[c.ID]
-		if !ok || cur.Version != c.Version-1 || cur.Pending == nil || cur.Pending.PrincipalID != principalID {
+		if !ok || cur.Version != c.Version-1 || cur.Pending == nil || cur.Pending.PrincipalID != principalID ||
+			(askedBy != "" && cur.Pending.AskedBy != askedBy) {
 			return false, nil
 		}
 		t.s.content.items[c.ID] = cloneContent(c)
+		return true, nil
+	})
+}
+
+func (t items) Vouch(_ context.Context, c library.Content) (bool, error) {
+	return t.s.call("content.vouch", true, func() (bool, error) {
+		cur, ok := t.s.content.items[c.ID]
+		if !ok || cur.Version != c.Version || cur.Pending == nil || c.Pending == nil ||
+			cur.Pending.PrincipalID != c.Pending.PrincipalID || cur.Pending.AskedBy == "" || cur.Pending.AskedBy != c.Pending.AskedBy {
+			return false, nil
+		}
+		cur = cloneContent(cur)
+		cur.Pending.AskedBy, cur.Pending.Through, cur.Pending.PriorRole = "", "", ""
+		t.s.content.items[c.ID] = cur
 		return true, nil
 	})
 }

@@ -25,6 +25,7 @@ var ContentChecks = []Check[library.ContentStore]{
 	{"FencedBeforeKeptByEveryWrite", contentFencedBefore},
 	{"PendingShareNamesItsCaller", contentPendingAsker},
 	{"TakenBackKeptByEveryWrite", contentTakenBack},
+	{"VouchedShareIsNotTakenBackToItsPrior", contentVouch},
 	{"TakeBackOnlyWhilePending", contentTakeBackWhilePending},
 }
 
@@ -119,7 +120,7 @@ func contentTakenBack(t testing.TB, s library.ContentStore, c Clock) {
 	back := share
 	back.Version, back.TakenBack = 3, 2
 	back.Pending = &library.MemberChange{PrincipalID: "p"}
-	if ok, err := s.TakeBack(ctx, back, "p"); err != nil || !ok {
+	if ok, err := s.TakeBack(ctx, back, "p", ""); err != nil || !ok {
 		t.Fatalf("the take-back: %v %v", ok, err)
 	}
 	if ok, err := s.ClearPending(ctx, back); err != nil || !ok {
@@ -134,6 +135,50 @@ func contentTakenBack(t testing.TB, s library.ContentStore, c Clock) {
 		if got, err := read(ctx, item.ID); err != nil || got.TakenBack != 2 {
 			t.Fatalf("after the take-back, a clear and an update: %+v %v, want the share at 2 taken back", got, err)
 		}
+	}
+}
+
+// contentVouch: a vouch applies only to the share pending at its
+// version and still naming its caller, and leaves it pending, naming
+// nobody, at that version; a take-back conditioned on its caller then
+// does not apply, and one that is not still does
+// (library.Service.vouch).
+func contentVouch(t testing.TB, s library.ContentStore, c Clock) {
+	ctx, item := context.Background(), newContent(c)
+	if ok, err := s.Create(ctx, item); err != nil || !ok {
+		t.Fatalf("create: %v %v", ok, err)
+	}
+	share := item
+	share.Version = 2
+	share.Pending = &library.MemberChange{PrincipalID: "p", Role: library.RoleManager, AskedBy: "u", Through: "g", PriorRole: library.RoleViewer}
+	if ok, err := s.Update(ctx, share); err != nil || !ok {
+		t.Fatalf("the share: %v %v", ok, err)
+	}
+	other := share
+	other.Pending = &library.MemberChange{PrincipalID: "p", Role: library.RoleManager, AskedBy: "v", Through: "g"}
+	if ok, err := s.Vouch(ctx, other); err != nil || ok {
+		t.Fatalf("a vouch naming another caller: %v %v, want not applied", ok, err)
+	}
+	if ok, err := s.Vouch(ctx, share); err != nil || !ok {
+		t.Fatalf("the vouch: %v %v", ok, err)
+	}
+	for _, read := range []func(context.Context, string) (library.Content, error){s.Get, s.GetSerial} {
+		got, err := read(ctx, item.ID)
+		if want := (library.MemberChange{PrincipalID: "p", Role: library.RoleManager}); err != nil || got.Version != 2 || got.Pending == nil || *got.Pending != want {
+			t.Fatalf("the vouched share read back as %+v at %d %v, want %+v at 2", got.Pending, got.Version, err, want)
+		}
+	}
+	back := share
+	back.Version, back.TakenBack = 3, 2
+	back.Pending = &library.MemberChange{PrincipalID: "p", Role: library.RoleViewer}
+	if ok, err := s.TakeBack(ctx, back, "p", "u"); err != nil || ok {
+		t.Fatalf("a take-back of the vouched share on its caller: %v %v, want not applied", ok, err)
+	}
+	if ok, err := s.TakeBack(ctx, back, "p", ""); err != nil || !ok {
+		t.Fatalf("a take-back of the vouched share not on its caller: %v %v, want applied", ok, err)
+	}
+	if ok, err := s.Vouch(ctx, share); err != nil || ok {
+		t.Fatalf("a vouch once the row moved on: %v %v, want not applied", ok, err)
 	}
 }
 
@@ -192,13 +237,13 @@ func contentTakeBackWhilePending(t testing.TB, s library.ContentStore, c Clock) 
 	back := share
 	back.Version, back.Members = 3, 1
 	back.Pending = &library.MemberChange{PrincipalID: "p"}
-	if ok, err := s.TakeBack(ctx, back, "q"); err != nil || ok {
+	if ok, err := s.TakeBack(ctx, back, "q", ""); err != nil || ok {
 		t.Fatalf("a take-back of another principal's share: applied=%v err=%v", ok, err)
 	}
 	if ok, err := s.ClearPending(ctx, share); err != nil || !ok {
 		t.Fatalf("clear: %v %v", ok, err)
 	}
-	if ok, err := s.TakeBack(ctx, back, "p"); err != nil || ok {
+	if ok, err := s.TakeBack(ctx, back, "p", ""); err != nil || ok {
 		t.Fatalf("a take-back of a cleared share: applied=%v err=%v", ok, err)
 	}
 	if got, err := s.GetSerial(ctx, item.ID); err != nil || got.Version != 2 || got.Members != 2 || got.Pending != nil {
@@ -210,7 +255,7 @@ func contentTakeBackWhilePending(t testing.TB, s library.ContentStore, c Clock) 
 		t.Fatalf("the share again: %v %v", ok, err)
 	}
 	back.Version = 4
-	if ok, err := s.TakeBack(ctx, back, "p"); err != nil || !ok {
+	if ok, err := s.TakeBack(ctx, back, "p", ""); err != nil || !ok {
 		t.Fatalf("a take-back of a pending share: applied=%v err=%v", ok, err)
 	}
 	if got, err := s.GetSerial(ctx, item.ID); err != nil || got.Version != 4 || got.Members != 1 || got.Pending == nil || got.Pending.Role != "" {
