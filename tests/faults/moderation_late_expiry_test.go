@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/moderation"
 	"shelf/tests/memstore"
 )
 
@@ -103,4 +104,88 @@ func TestASweepersLiftStoppedTwiceLeavesNoLookup(t *testing.T) {
 		m.workers()
 	}
 	checkModeration(t, name, m)
+}
+
+// TestTheRepairLiftsAnEndedSuspensionNoSweeperReads: the state a release
+// before liftIfEnded left (TestAnAdminBehindLeavesNoSuspensionUnlifted's
+// schedule): the member suspended until five minutes ago, the records
+// written since, the attempt ended, the expiry entry behind the
+// sweepers' start, where no pass reads it. Free to log in, the member
+// stays suspended and listed until an admin lifts it; the operator's
+// repair is all that is left, and it found every record in place and
+// lifted nothing. Likewise when the repair wrote a missing record itself
+// and its lift failed (the node's clock unread): it asks to be run
+// again, and the run again found every record in place. The repair lifts
+// a suspension ended by the node's clock, as the sweeper would, whatever
+// records it finds (S2: a suspension with an end is lifted once it
+// passed).
+func TestTheRepairLiftsAnEndedSuspensionNoSweeperReads(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		// unlisted: the list row is missing, and the repair's first run
+		// fails to read the node's clock once it wrote it.
+		unlisted bool
+	}{
+		{name: "every record in place"},
+		{name: "the list row missing, the first run's lift failing", unlisted: true},
+	} {
+		m := newModWorld(t)
+		ctx := context.Background()
+		if _, err := m.mod.SweepExpired(ctx, 100); err != nil {
+			t.Fatal(err)
+		}
+		// What the release before left: the account suspended until five
+		// minutes ago, its records written at the suspension's version.
+		u, err := m.store.Users().GetSerial(ctx, m.member.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := m.store.Now().Add(-10 * time.Minute).Truncate(time.Millisecond)
+		s := domain.Suspension{UserID: u.ID, Username: u.Username, Reason: "spam", SuspendedAt: at, SuspendedBy: m.admin.UserID,
+			Until: at.Add(5 * time.Minute), Bucket: moderation.BucketOf(at, moderation.BucketMonth)}
+		u.Status, u.Suspension, u.PasswordEpoch = domain.StatusSuspended, &s, u.PasswordEpoch+1
+		u.Version++
+		if ok, err := m.store.Users().Update(ctx, u); err != nil || !ok {
+			t.Fatalf("%s: the suspension of the release before: %v %v", c.name, ok, err)
+		}
+		if c.unlisted {
+			m.store.FaultAt = func(_ int, call string) memstore.Fault {
+				if call == "users_by_status.insert" {
+					return memstore.FailBefore
+				}
+				return memstore.None
+			}
+		}
+		if err := m.store.Suspensions().Record(ctx, s, u.Version); err != nil && !c.unlisted {
+			t.Fatal(err)
+		}
+		if c.unlisted {
+			m.store.FaultAt = func(_ int, call string) memstore.Fault {
+				if call == "system.local.now" {
+					return memstore.FailBefore
+				}
+				return memstore.None
+			}
+			if err := m.repair(); err == nil {
+				t.Fatalf("%s: the repair's first run answered no failure", c.name)
+			}
+			recovered(m.store)
+		}
+		for range 3 {
+			m.store.Advance(time.Hour)
+			m.workers()
+		}
+		if err := m.repair(); err != nil {
+			t.Fatalf("%s: the repair: %v", c.name, err)
+		}
+		u, err = m.store.Users().Get(ctx, m.member.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Status == domain.StatusSuspended {
+			t.Errorf("%s: S2: suspended until %v, still suspended at %v after the workers' passes and the repair", c.name, u.Suspension.Until, m.store.Now())
+		}
+		checkModeration(t, c.name, m)
+	}
 }
