@@ -374,6 +374,17 @@ func (r *repair) eraseIfStale(ctx context.Context, kind string, s domain.Suspens
 		// would delete it); the old list row goes in the list phase.
 		return
 	}
+	if l := u.LastLift; l != nil {
+		// The last lift's history entries first: a lift by nobody that
+		// stopped after its compare-and-set is led back to by the
+		// expiry entry alone, which forget erases, and this run's
+		// accounts phase may have read the account before it
+		// (TestARepairErasingAStoppedLiftsRecordsWritesItsHistory).
+		if err := r.m.suspensions.RecordLift(ctx, *l, u.Version); err != nil {
+			r.fixed(err)
+			return
+		}
+	}
 	r.fixed(r.m.forget(ctx, u, s))
 }
 

@@ -189,3 +189,36 @@ func TestTheRepairLiftsAnEndedSuspensionNoSweeperReads(t *testing.T) {
 		checkModeration(t, c.name, m)
 	}
 }
+
+// TestARepairErasingAStoppedLiftsRecordsWritesItsHistory: a one-minute
+// suspension ends, and the sweeper's lift stops right after its
+// compare-and-set (its process dies): the lift's history entries are not
+// written, and its expiry entry, the only thing that leads a sweeper back
+// to a lift by nobody, is still there. Before the next sweep, the repair's
+// lookups phase (a run whose accounts phase read the user before the
+// lift, here one resumed from that phase) finds the lookup of a
+// suspension the account no longer has and erases the records (forget),
+// the expiry entry among them. No sweep meets the user again, and the
+// history lacks the expiry until the user is moderated again or another
+// repair runs (S5: "once ... the sweeper or the repair ran"). The repair
+// writes the last lift's history entries before it erases what leads to
+// them, as every other finisher does.
+func TestARepairErasingAStoppedLiftsRecordsWritesItsHistory(t *testing.T) {
+	t.Parallel()
+	const name = "the sweeper's lift stopped after its compare-and-set, then the repair's lookups phase"
+	m := newModWorld(t)
+	ctx := context.Background()
+	if err := m.suspend(time.Minute); err != nil {
+		t.Fatalf("%s: the suspension: %v", name, err)
+	}
+	m.store.Advance(2 * time.Minute)
+	_ = m.crashAfter("cas", m.sweep)
+	if _, err := m.mod.Repair(ctx, m.store.Audit(), moderation.RepairOptions{From: moderation.PhaseLookups + ":"}); err != nil {
+		t.Fatalf("%s: the repair: %v", name, err)
+	}
+	for range 3 {
+		m.store.Advance(time.Hour)
+		m.workers()
+	}
+	checkModeration(t, name, m)
+}
