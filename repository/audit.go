@@ -19,12 +19,14 @@ import (
 type Audit struct {
 	db          *DB
 	suspensions *Suspensions
+	// now is the tidier's process clock (tests skew it).
+	now func() time.Time
 }
 
 var _ moderation.Audit = (*Audit)(nil)
 
 // NewAudit returns the scanner.
-func NewAudit(db *DB) *Audit { return &Audit{db: db, suspensions: NewSuspensions(db)} }
+func NewAudit(db *DB) *Audit { return &Audit{db: db, suspensions: NewSuspensions(db), now: db.Now} }
 
 // The audit's statements: the scans read one token range of their table
 // each (eachInSlices), the rest one row or one partition by its key.
@@ -217,15 +219,27 @@ func (a *Audit) IndexBucket(ctx context.Context, bucket string) error {
 
 // TidyIndex deletes the index entries marked emptied more than age ago,
 // each at its mark's time: a suspension that read the mark marks its entry
-// live after it, and so outlives the delete. It marks live the entries
-// written before the mark existed (schema 034), so that no prune has to
-// delete one by its clock. It returns how many entries it changed.
+// live after it, and so outlives the delete. Their age is counted by this
+// process's clock or the answering node's, whichever is behind: a tidier
+// whose clock runs ahead would delete a mark just made, and a suspension
+// from a process whose clock is behind the mark, finding no entry, would
+// mark it live under the delete, hiding the bucket until the clocks pass
+// the mark (TestATidierAheadKeepsAFreshEmptiedMark). It marks live the
+// entries written before the mark existed (schema 034), so that no prune
+// has to delete one by its clock. It returns how many entries it changed.
 func (a *Audit) TidyIndex(ctx context.Context, age time.Duration) (int, error) {
 	entries, err := a.index(ctx)
 	if err != nil {
 		return 0, err
 	}
-	before, n := a.db.Now().Add(-age).UnixMicro(), 0
+	now, err := a.db.nodeNow(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if own := a.now(); own.Before(now) {
+		now = own
+	}
+	before, n := now.Add(-age).UnixMicro(), 0
 	for _, e := range entries {
 		switch {
 		case e.Marked == 0:

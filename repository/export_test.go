@@ -105,3 +105,11 @@ func (s *Sessions) WithTracer(t gocql.Tracer) *Sessions {
 func CopySessionIndex(ctx context.Context, s gocqlx.Session) error {
 	return copySessionIndex(ctx, s, 0, "copy_session_index")
 }
+
+// WithClock returns the audit tidying the bucket index on another process
+// clock (a test of instances whose clocks disagree).
+func (a *Audit) WithClock(now func() time.Time) *Audit {
+	c := *a
+	c.now = now
+	return &c
+}
