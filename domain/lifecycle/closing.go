@@ -56,8 +56,9 @@ func (s *Service) CloseGroup(ctx context.Context, p domain.Principal, id string)
 // lease; any other group is left alone. A closing another worker holds
 // (or took over from this one) is left to it, and the caller's run fails
 // (errClosingHeld): the user is still among the group's members until
-// that closing is done, so the deletion goes on in a later run.
-func (s *Service) finishClosingOf(ctx context.Context, id string) error {
+// that closing is done, so the deletion goes on in a later run. waiting
+// is the deletion's progress, whose lease the closing renews as it goes.
+func (s *Service) finishClosingOf(ctx context.Context, id string, waiting *progress) error {
 	if !domain.ValidID(id, domain.GroupIDPrefix) {
 		return nil
 	}
@@ -68,7 +69,7 @@ func (s *Service) finishClosingOf(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return closedHere(gr.ID)(s.underLease(ctx, closingJob(gr), func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l) }))
+	return closedHere(gr.ID)(s.underLease(ctx, closingJob(gr), func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l, waiting) }))
 }
 
 // closedHere is the outcome of a closing run under its job's lease for a
@@ -90,7 +91,9 @@ func closedHere(groupID string) func(ran bool, err error) error {
 // under the job's lease, each step and page of items reported to it. The
 // entry it writes again (and EndClosing ends) is the one of the attempt
 // that began the closing (the row's); the job is finished just before.
-func (s *Service) finishClosing(ctx context.Context, gr groups.Group, l *jobs.Lease) error {
+// waiting, when set, is the progress of a job running this closing inside
+// its own step: every report of the closing renews its lease too.
+func (s *Service) finishClosing(ctx context.Context, gr groups.Group, l *jobs.Lease, waiting *progress) error {
 	if gr.Status == domain.StatusClosing {
 		// Again, in case the first write of it was lost: the repair finds
 		// the closing through it until it is done.
@@ -99,6 +102,7 @@ func (s *Service) finishClosing(ctx context.Context, gr groups.Group, l *jobs.Le
 		}
 	}
 	p := newProgress(l)
+	p.waiting = waiting
 	if err := p.enter(ctx, "items"); err != nil {
 		return err
 	}

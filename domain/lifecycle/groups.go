@@ -36,7 +36,7 @@ func (s *Service) groupsToLeave(ctx context.Context, userID string, p *progress)
 			}
 		}
 		if errors.Is(err, domain.ErrNotFound) {
-			if err := s.finishClosingOf(ctx, id); err != nil {
+			if err := s.finishClosingOf(ctx, id, p); err != nil {
 				return nil, err
 			}
 			continue
@@ -47,7 +47,7 @@ func (s *Service) groupsToLeave(ctx context.Context, userID string, p *progress)
 		if _, err := s.groups.MemberRole(ctx, id, userID); errors.Is(err, domain.ErrNotFound) {
 			// Not a member, or the group began closing since it was read:
 			// a closing keeps the user among its members until it is done.
-			if err := s.finishClosingOf(ctx, id); err != nil {
+			if err := s.finishClosingOf(ctx, id, p); err != nil {
 				return nil, err
 			}
 			continue
@@ -71,11 +71,11 @@ func (s *Service) leaveGroups(ctx context.Context, id string, p *progress) error
 		if err := p.everyPage(ctx, i); err != nil {
 			return err
 		}
-		err := s.leaveGroup(ctx, groupID, id)
+		err := s.leaveGroup(ctx, groupID, id, p)
 		if errors.Is(err, domain.ErrNotFound) {
 			// Gone since it was read: a closing that began meanwhile still
 			// has the user among its members until it is done.
-			err = s.finishClosingOf(ctx, groupID)
+			err = s.finishClosingOf(ctx, groupID, p)
 		}
 		if err != nil {
 			return err
@@ -102,7 +102,7 @@ const leaveRounds = 3
 // answers nil (or ErrNotFound: not a member, the group gone) only once
 // the user's removal is done; after leaveRounds refusals the job's run
 // fails, so the deletion never ends with the user still in the group.
-func (s *Service) leaveGroup(ctx context.Context, groupID, id string) error {
+func (s *Service) leaveGroup(ctx context.Context, groupID, id string, p *progress) error {
 	self := domain.Principal{UserID: id}
 	for round := 0; ; round++ {
 		err := s.groups.RemoveMember(ctx, self, groupID, id)
@@ -121,7 +121,7 @@ func (s *Service) leaveGroup(ctx context.Context, groupID, id string) error {
 			return err
 		}
 		if len(others) == 0 {
-			if err := s.closeAlone(ctx, groupID, id); !errors.Is(err, groups.ErrLastManager) {
+			if err := s.closeAlone(ctx, groupID, id, p); !errors.Is(err, groups.ErrLastManager) {
 				return err
 			}
 			continue // someone joined: hand it over
@@ -210,7 +210,7 @@ func (s *Service) promote(ctx context.Context, groupID, by, member string) error
 // closeAlone closes a group whose only member is userID, as that user
 // (onlyMember); a closing this user began is finished (one another worker
 // holds fails the run: closedHere).
-func (s *Service) closeAlone(ctx context.Context, groupID, userID string) error {
+func (s *Service) closeAlone(ctx context.Context, groupID, userID string, waiting *progress) error {
 	gr, err := s.groups.BeginClosing(ctx, domain.Principal{UserID: userID}, groupID, onlyMember, s.st.Closings)
 	if err != nil {
 		return err
@@ -219,5 +219,5 @@ func (s *Service) closeAlone(ctx context.Context, groupID, userID string) error 
 	if err != nil {
 		return err
 	}
-	return closedHere(groupID)(s.underLease(ctx, j, func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l) }))
+	return closedHere(groupID)(s.underLease(ctx, j, func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l, waiting) }))
 }

@@ -129,6 +129,12 @@ type progress struct {
 	lease       *jobs.Lease
 	phase       string
 	done, total int
+	// waiting is the progress of the job that runs this one inside its
+	// own step and waits for it (a deletion finishing a closing it found,
+	// or closing a group its user is alone in), nil for none: each report
+	// renews its lease too, so a worker at work on the inner job keeps
+	// the outer one (TestAWorkerKeepsADeletionsLeaseThroughAClosingItFinishes).
+	waiting *progress
 }
 
 // newProgress is the progress of the job l holds, as its row stands.
@@ -140,7 +146,21 @@ func newProgress(l *jobs.Lease) *progress {
 // enter reports the step the job begins.
 func (p *progress) enter(ctx context.Context, phase string) error {
 	p.phase = phase
-	return p.lease.Report(ctx, p.phase, p.done, p.total)
+	return p.report(ctx)
+}
+
+// report renews the job's lease with its progress as it stands, and the
+// lease of the job waiting on it. That one's report failing (its lease
+// lost) stops nothing here: this job holds its own lease, and the outer
+// job learns of its loss at its own next report.
+func (p *progress) report(ctx context.Context) error {
+	if err := p.lease.Report(ctx, p.phase, p.done, p.total); err != nil {
+		return err
+	}
+	if p.waiting != nil {
+		_ = p.waiting.report(ctx)
+	}
+	return nil
 }
 
 // everyPage reports the step under way again before the i-th unit of a
@@ -151,7 +171,7 @@ func (p *progress) everyPage(ctx context.Context, i int) error {
 	if i == 0 || i%page != 0 {
 		return nil
 	}
-	return p.lease.Report(ctx, p.phase, p.done, p.total)
+	return p.report(ctx)
 }
 
 // eachItem calls fn with every entry of the principal's library index, a
@@ -170,7 +190,7 @@ func (s *Service) eachItem(ctx context.Context, principalID string, p *progress,
 	} else {
 		p.done, p.total = 0, left
 	}
-	if err := p.lease.Report(ctx, p.phase, p.done, p.total); err != nil {
+	if err := p.report(ctx); err != nil {
 		return err
 	}
 	after := ""
@@ -184,7 +204,7 @@ func (s *Service) eachItem(ctx context.Context, principalID string, p *progress,
 		}
 		p.done += len(items)
 		p.total = max(p.total, p.done)
-		if err := p.lease.Report(ctx, p.phase, p.done, p.total); err != nil {
+		if err := p.report(ctx); err != nil {
 			return err
 		}
 		if len(items) < page {
@@ -235,5 +255,5 @@ func (s *Service) finishDeletionJob(ctx context.Context, u domain.User) (ran boo
 
 // finishClosingJob finishes gr's closing under its job's lease.
 func (s *Service) finishClosingJob(ctx context.Context, gr groups.Group) (ran bool, err error) {
-	return s.underLease(ctx, closingJob(gr), func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l) })
+	return s.underLease(ctx, closingJob(gr), func(l *jobs.Lease) error { return s.finishClosing(ctx, gr, l, nil) })
 }

@@ -110,6 +110,57 @@ func TestAWorkerKeepsItsLeaseThroughADeletionsGroups(t *testing.T) {
 	members.workWhileProbing(t, w, life, job, "the deletion's job", "leaving ann's groups")
 }
 
+// TestAWorkerKeepsADeletionsLeaseThroughAClosingItFinishes: bob closes
+// his club of 151 members, ann among them, and ann deletes her account
+// before any worker ran the closing's job. Worker a's pass takes ann's
+// deletion first; its groups step finds the club closing and finishes
+// that closing itself (finishClosingOf), each member removal taking
+// 250 ms: 38 s in all, past the deletion's lease (30 s), though every
+// page renews the closing's. Worker b, another process, runs a pass at
+// the 130th removal: the deletion's job must be held, as in
+// TestAWorkerKeepsItsLeaseThroughADeletionsGroups. A deletion that goes
+// silent while it finishes a closing is taken over by every process in
+// turn, each failing on the closing a holds (closing_held) and marking
+// the job as retrying, and a's own run ends lost once the closing is
+// done.
+func TestAWorkerKeepsADeletionsLeaseThroughAClosingItFinishes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	for _, n := range []string{"ann", "bob"} {
+		if err := w.signup(n, n+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ann, bob := w.created[0], w.created[1]
+	members, grp, life := timedLife(w)
+	club, err := grp.CreateGroup(ctx, as(bob), groups.CreateInput{Name: "club"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 150 {
+		id := ann.ID
+		if i > 0 {
+			name := fmt.Sprintf("m%03d", i)
+			if err := w.signup(name, name+"@example.org"); err != nil {
+				t.Fatal(err)
+			}
+			id = w.created[len(w.created)-1].ID
+		}
+		if _, _, err := grp.SetMember(ctx, as(bob), club.ID, id, groups.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := life.CloseGroup(ctx, as(bob), club.ID); err != nil {
+		t.Fatal(err)
+	}
+	job, err := life.DeleteUser(ctx, as(ann), ann.ID, accounts.Password(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	members.workWhileProbing(t, w, life, job, "the deletion's job", "finishing the closing of a group of ann's")
+}
+
 // timedLife is w's groups and jobs on timedMembers (a removal 250 ms once
 // slow, the probe at the 130th), run by worker "a".
 func timedLife(w *world) (*timedMembers, *groups.Service, *lifecycle.Service) {
