@@ -126,7 +126,7 @@ func (s *Service) leaveGroup(ctx context.Context, groupID, id string, p *progres
 			}
 			continue // someone joined: hand it over
 		}
-		switch err := s.handOver(ctx, groupID, id, others, next); {
+		switch err := s.handOver(ctx, groupID, id, others, next, p); {
 		case errors.Is(err, domain.ErrForbidden):
 			// No longer the group's manager: another run of this job
 			// (its lease lost while a step was slow) handed it over or
@@ -167,8 +167,10 @@ func (s *Service) otherMembers(ctx context.Context, groupID, userID, cursor stri
 // deleted too), the deletion's job waits for theirs: it fails this run,
 // saying so in the job row's last_error, and the next run decides again.
 // It reads on past the first page only while no active member was found:
-// a job's work, never a request's.
-func (s *Service) handOver(ctx context.Context, groupID, id string, others []string, next string) error {
+// a job's work, never a request's, reported to the job (p) before each
+// page past the first, so its lease holds however many pages it reads
+// (TestAWorkerKeepsADeletionsLeaseThroughAHandOversPages).
+func (s *Service) handOver(ctx context.Context, groupID, id string, others []string, next string, p *progress) error {
 	suspended := ""
 	for {
 		for _, o := range others {
@@ -187,6 +189,9 @@ func (s *Service) handOver(ctx context.Context, groupID, id string, others []str
 		}
 		if next == "" {
 			break
+		}
+		if err := p.report(ctx); err != nil {
+			return err
 		}
 		var err error
 		if others, next, err = s.otherMembers(ctx, groupID, id, next); err != nil {

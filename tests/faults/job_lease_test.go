@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/jobs"
 	"shelf/domain/library"
 	"shelf/domain/lifecycle"
+	"shelf/domain/moderation"
 )
 
 // timedMembers is the member tables where each removal takes step of the
@@ -159,6 +161,103 @@ func TestAWorkerKeepsADeletionsLeaseThroughAClosingItFinishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	members.workWhileProbing(t, w, life, job, "the deletion's job", "finishing the closing of a group of ann's")
+}
+
+// timedPages is the member tables where each page of a group's members
+// read takes step of the store's clock once slow is set, and probe runs
+// before page read number probeAt.
+type timedPages struct {
+	groups.MemberStore
+	w       *world
+	slow    bool
+	step    time.Duration
+	pages   int
+	probeAt int
+	probe   func()
+}
+
+func (m *timedPages) Page(ctx context.Context, groupID, after string, limit int) ([]groups.Member, error) {
+	if m.slow {
+		m.pages++
+		if m.pages == m.probeAt {
+			m.probe()
+		}
+		m.w.store.Advance(m.step)
+	}
+	return m.MemberStore.Page(ctx, groupID, after, limit)
+}
+
+// TestAWorkerKeepsADeletionsLeaseThroughAHandOversPages: ann deletes her
+// account while she is the last manager of her club, whose 300 other
+// members are all suspended. Worker a runs the deletion's job; its
+// hand-over reads the members a page of 100 at a time, looking for an
+// active one, each page (with the accounts on it) taking 12 s. Worker b,
+// another process, runs a pass before the fourth page, 36 s after a's
+// last report: the deletion's job must be held, as in
+// TestAWorkerKeepsItsLeaseThroughADeletionsGroups (a group may have
+// 100 000 members). A hand-over that goes silent past the lease while it
+// pages is taken over by every process in turn, each paging the same
+// members.
+func TestAWorkerKeepsADeletionsLeaseThroughAHandOversPages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	for _, n := range []string{"ann", "root"} {
+		if err := w.signup(n, n+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ann := w.created[0]
+	root, err := w.svc.SetAdmin(ctx, "root", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := &timedPages{MemberStore: w.store.GroupMembers(), w: w, step: 12 * time.Second, probeAt: 4}
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
+		w.store.Claims(), groupRows(w.store), members, nopLog{})
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
+		w.svc, w.store.Users(), grp, w.store.Contents(), nopLog{})
+	mod := worldModeration(w)
+	life := lifecycle.New(lifecycle.Config{Now: w.store.Now, Worker: "a"}, w.svc, mod, grp, lib, lifecycle.Stores{
+		Jobs: w.store.Jobs(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
+	})
+	club, err := grp.CreateGroup(ctx, as(ann), groups.CreateInput{Name: "club"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := w.store.Now().Add(24 * time.Hour)
+	for i := range 300 {
+		name := fmt.Sprintf("m%03d", i)
+		if err := w.signup(name, name+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+		id := w.created[len(w.created)-1].ID
+		if _, _, err := grp.SetMember(ctx, as(ann), club.ID, id, groups.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mod.Suspend(ctx, domain.Principal{UserID: root.ID}, id, moderation.SuspendInput{Reason: "spam", Until: &until}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, err := life.DeleteUser(ctx, as(ann), ann.ID, accounts.Password(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taken error
+	members.probe = func() {
+		_, taken = jobs.Acquire(ctx, w.store.Jobs(), w.store.Now, lifecycle.DefaultJobLease, job, "b")
+	}
+	members.slow = true
+	if _, err := life.WorkJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if members.pages < members.probeAt {
+		t.Fatalf("the hand-over read %d pages of members; the probe was at %d", members.pages, members.probeAt)
+	}
+	if !errors.Is(taken, jobs.ErrHeld) {
+		t.Errorf("worker b took the deletion's job (%v) while worker a was paging the club's members for its hand-over, %d s after a's last report; want it held",
+			taken, int(members.step*time.Duration(members.probeAt-1)/time.Second))
+	}
 }
 
 // timedLife is w's groups and jobs on timedMembers (a removal 250 ms once
