@@ -893,7 +893,15 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 	case err != nil:
 		return notTakenBack, err
 	case left:
-		return tookBack(askerLeft)(s.takeBack(ctx, c, true))
+		back, err := tookBack(askerLeft)(s.takeBack(ctx, c, true))
+		if err != nil || back == askerLeft {
+			return back, err
+		}
+		// Not applied: another finisher cleared the share, vouched for
+		// it, or took it back, and the row says which, as for a clear
+		// that finds it moved on
+		// (TestAShareWhoseOwnTakeBackFoundItTakenBackIsNotAnsweredCreated).
+		return s.shareStood(ctx, c)
 	}
 	cleared, err := s.content.ClearPending(ctx, c)
 	if err != nil || cleared || pc.AskedBy == "" {

@@ -585,3 +585,51 @@ func TestAShareAnsweredOnceItsAskerWasSeenInTheGroupIsNeverTakenBack(t *testing.
 		}
 	}
 }
+
+// TestAShareWhoseOwnTakeBackFoundItTakenBackIsNotAnsweredCreated: the
+// club manages the owner's private item "spare", and the friend, one of
+// its members, shares it with the other user as a viewer. Once the share
+// is recorded, his request is slow writing its member row; meanwhile the
+// owner takes him out of the club and the outbox worker finishes the
+// share (the friend out of the club: taken back). His request goes on,
+// finds him out of the club too, and is slow with its own take-back,
+// while the owner adds him to the club again; that take-back then finds
+// the row moved on (the worker's), and his own check finds him in the
+// club. Answering 201 tells the client the other user holds the item
+// while the share is gone: a take-back that did not apply proves only
+// that another finisher cleared the share or took it back, and the row
+// says which (409 share_taken_back here).
+func TestAShareWhoseOwnTakeBackFoundItTakenBackIsNotAnsweredCreated(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	var removeErr, drainErr, addErr error
+	slowFirst(c.store, "content_members.put", func() {
+		c.store.Meanwhile = nil
+		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+		drainErr = c.drain()
+		slowFirst(c.store, "content.update", func() { // the friend's take-back
+			c.store.Meanwhile = nil
+			addErr = c.set(c.owner, c.friend, groups.RoleMember)
+		})
+	})
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.store.FaultAt, c.store.Meanwhile = nil, nil
+	if removeErr != nil || drainErr != nil || addErr != nil {
+		t.Fatalf("the removal answered %v, the worker %v, the friend's return to the club %v", removeErr, drainErr, addErr)
+	}
+	role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID)
+	if shareErr == nil && role != library.RoleViewer {
+		t.Errorf("the friend's share answered success, yet the other user is the item's %q", role)
+	}
+	var refusal *domain.Error
+	if shareErr != nil && (!errors.As(shareErr, &refusal) || refusal.Code != "share_taken_back" || role != "") {
+		t.Errorf("the friend's share answered %v, the other user being the item's %q; want 409 share_taken_back and no share", shareErr, role)
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 2 || it.Managers != 2 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner and the club", it.Members, it.Managers, it.Pending)
+	}
+}
