@@ -633,3 +633,46 @@ func TestAShareWhoseOwnTakeBackFoundItTakenBackIsNotAnsweredCreated(t *testing.T
 		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner and the club", it.Members, it.Managers, it.Pending)
 	}
 }
+
+// TestAShareIsNotTakenBackOnACheckThatCouldNotBeRead: the club manages
+// the owner's private item "spare", and the friend, one of its members,
+// shares it with the other user as a viewer. Once the share is recorded,
+// his request is slow writing its member row; meanwhile his client sends
+// the share again, which finishes the first (the friend in the club:
+// cleared) and answers success with nothing more to do. The first
+// request goes on, finds him in the club too, and its own check after
+// the share cannot read the item's groups (the database fails). The
+// friend was in the club throughout: a failed read proves nothing, and
+// taking the share back on it undoes a share answered success, on a
+// guess. The request may answer 503; the share stands.
+func TestAShareIsNotTakenBackOnACheckThatCouldNotBeRead(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	var againErr error
+	slowFirst(c.store, "content_members.put", func() {
+		c.store.Meanwhile = nil
+		_, againErr = c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+		holdFirst(c.store, "content_members.groups", memstore.FailBefore) // the first request's check
+	})
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.store.FaultAt, c.store.Meanwhile = nil, nil
+	if againErr != nil {
+		t.Fatalf("the share sent again answered %v", againErr)
+	}
+	if err := c.drain(); err != nil {
+		t.Fatal(err)
+	}
+	if shareErr != nil && !errors.Is(shareErr, domain.ErrUnavailable) {
+		t.Errorf("the first share answered %v, want success or 503", shareErr)
+	}
+	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
+		t.Errorf("the share sent again answered success while the friend was in the club, yet the other user is the item's %q", role)
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 3 || it.Managers != 2 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner, the club and the other user", it.Members, it.Managers, it.Pending)
+	}
+}
