@@ -22,19 +22,18 @@ var ErrLibraryNotFound = errLibraryNotFound
 // the index does not back is deleted (L6). It is a job's work
 // (domain/lifecycle: the admin's request answers 202 with the job), and
 // grows with the library: report is told after each page of entries how
-// many were written ("items"), and after each bucket's pass ("rows"). Every write is
-// at the version of what it writes, so a run stopped part-way and run
-// again (another worker's) changes nothing the first did not.
+// many were written ("items"), and after each page of each bucket's rows
+// ("rows": TestALibrarysRowsPhasesReportEachPage). Every write is at the
+// version of what it writes, so a run stopped part-way and run again
+// (another worker's) changes nothing the first did not.
 func (s *Service) Rebuild(ctx context.Context, principalID string, report func(phase string, done int) error) (int, error) {
 	count, err := s.rewriteFromIndex(ctx, principalID, report)
 	if err != nil {
 		return count, err
 	}
+	rows := func() error { return report("rows", count) }
 	for _, bucket := range Buckets() {
-		if err := s.dropUnbacked(ctx, principalID, bucket); err != nil {
-			return count, err
-		}
-		if err := report("rows", count); err != nil {
+		if err := s.dropUnbacked(ctx, principalID, bucket, rows); err != nil {
 			return count, err
 		}
 	}
@@ -68,13 +67,17 @@ func (s *Service) rewriteFromIndex(ctx context.Context, principalID string, repo
 }
 
 // dropUnbacked walks one bucket and deletes every row the index does not
-// back: a ghost, an older copy, or a visibility that bucket may not show.
-func (s *Service) dropUnbacked(ctx context.Context, principalID, bucket string) error {
+// back: a ghost, an older copy, or a visibility that bucket may not show;
+// page is called after each page of rows (a job reports to its lease).
+func (s *Service) dropUnbacked(ctx context.Context, principalID, bucket string, page func() error) error {
 	var cursor *Cursor
 	for {
 		rows, err := s.library.Slice(ctx, principalID, bucket, NewestFirst, cursor, memberPage)
-		if err != nil || len(rows) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(rows) == 0 {
+			return page()
 		}
 		ids := make([]string, len(rows))
 		for i, r := range rows {
@@ -91,6 +94,9 @@ func (s *Service) dropUnbacked(ctx context.Context, principalID, bucket string) 
 					return err
 				}
 			}
+		}
+		if err := page(); err != nil {
+			return err
 		}
 		if len(rows) < memberPage {
 			return nil
@@ -118,8 +124,9 @@ func (s *Service) CountIndex(ctx context.Context, principalID string) (int, erro
 // which removed their entries): every index entry still there is removed
 // at its own version (an item already gone whose fan-out has not reached
 // this library yet; anything newer stays), then every row the index no
-// longer backs.
-func (s *Service) Purge(ctx context.Context, principalID string) error {
+// longer backs. page is called after each page of either (a job reports
+// to its lease: TestALibrarysRowsPhasesReportEachPage).
+func (s *Service) Purge(ctx context.Context, principalID string, page func() error) error {
 	after := ""
 	for {
 		entries, err := s.library.IndexPage(ctx, principalID, after, memberPage)
@@ -131,13 +138,16 @@ func (s *Service) Purge(ctx context.Context, principalID string) error {
 				return err
 			}
 		}
+		if err := page(); err != nil {
+			return err
+		}
 		if len(entries) < memberPage {
 			break
 		}
 		after = entries[len(entries)-1].ContentID
 	}
 	for _, bucket := range Buckets() {
-		if err := s.dropUnbacked(ctx, principalID, bucket); err != nil {
+		if err := s.dropUnbacked(ctx, principalID, bucket, page); err != nil {
 			return err
 		}
 	}

@@ -115,7 +115,7 @@ func (s *Service) finishClosing(ctx context.Context, gr groups.Group, l *jobs.Le
 	if err := p.enter(ctx, "library"); err != nil {
 		return err
 	}
-	if err := s.library.Purge(ctx, gr.ID); err != nil {
+	if err := s.library.Purge(ctx, gr.ID, func() error { return p.report(ctx) }); err != nil {
 		return err
 	}
 	if err := s.closingStep("library"); err != nil {

@@ -147,7 +147,7 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 		{"suspension", func() error { return s.moderation.EraseDeleted(ctx, u) }},
 		{"groups", func() error { return s.leaveGroups(ctx, id, p) }},
 		{"items", func() error { return s.leaveItems(ctx, self, p) }},
-		{"library", func() error { return s.library.Purge(ctx, id) }},
+		{"library", func() error { return s.library.Purge(ctx, id, func() error { return p.report(ctx) }) }},
 	}
 	for _, st := range steps {
 		if err := p.enter(ctx, st.name); err != nil {
