@@ -490,6 +490,9 @@ func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domai
 		if gone := a.confirmedBy(ctx, p, f); errors.Is(gone, domain.ErrNoSession) {
 			return Confirmation{}, gone
 		}
+		if errors.Is(err, domain.ErrOutcomeUnknown) {
+			a.fenceUnconfirmed(ctx, f)
+		}
 		if first {
 			// The factor may be confirmed, and its retry finds it so.
 			a.dropPendingBesides(ctx, u.ID, f.ID)
@@ -527,6 +530,25 @@ func (a *Service) confirmedBy(ctx context.Context, p domain.Principal, f Factor)
 		return cmp.Or[error](err, domain.ErrNoSession)
 	}
 	return nil
+}
+
+// fenceUnconfirmed follows a confirmation of f whose answer was lost
+// and whose session still worked when confirmedBy read the account: a
+// row read confirmed was written (its retry says so), but one still
+// pending (or unread) may yet be confirmed by the write, landing at any
+// later time, after a reset or a sign-out that ends the session too, and
+// nothing would check that session again. So its row is removed, a
+// fence: the write lands on nothing (IF sealed = ...), and the client
+// begins again (TestAFactorConfirmedLateDoesNotSurviveAReset). A removal
+// that fails is logged.
+func (a *Service) fenceUnconfirmed(ctx context.Context, f Factor) {
+	factors, _, err := a.factors.Read(ctx, f.UserID)
+	if err == nil && slices.ContainsFunc(factors, func(g Factor) bool { return g.ID == f.ID && g.Confirmed() }) {
+		return
+	}
+	if _, err := a.factors.Remove(ctx, f.UserID, f.ID); err != nil {
+		a.log.Warn(ctx, "removing an enrolment whose confirmation's answer was lost failed", "user", f.UserID, "error", err.Error())
+	}
 }
 
 // checkTOTP verifies code against pending or confirmed factor f, through
