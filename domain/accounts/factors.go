@@ -236,8 +236,8 @@ func (a *Service) ownFactors(ctx context.Context, p domain.Principal, userID str
 // confirmed by a first code (ConfirmTOTP) within ten minutes. Cost: one
 // read of the account, the throttled password check, two reads of the
 // factors (the proof's, then the count's; with a factor, its proof's
-// throttle and use between them), one lightweight transaction, the
-// factors read again (beginEnrolment).
+// throttle and use between them), the node's clock (enrolmentStart),
+// one lightweight transaction, the factors read again (beginEnrolment).
 func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (Enrolment, error) {
 	u, _, name, factored, err := a.mayEnrol(ctx, p, userID, cmp.Or(name, "authenticator"), proof)
 	if err != nil {
@@ -247,11 +247,34 @@ func (a *Service) EnrolTOTP(ctx context.Context, p domain.Principal, userID, nam
 	if err != nil {
 		return Enrolment{}, err
 	}
-	f := Factor{UserID: u.ID, ID: domain.NewID("fac_"), Kind: FactorTOTP, Name: name, Sealed: sealed, CreatedAt: a.now()}
+	start, err := a.enrolmentStart(ctx)
+	if err != nil {
+		return Enrolment{}, err
+	}
+	f := Factor{UserID: u.ID, ID: domain.NewID("fac_"), Kind: FactorTOTP, Name: name, Sealed: sealed, CreatedAt: start}
 	if err := a.beginEnrolment(ctx, f, factored); err != nil {
 		return Enrolment{}, err
 	}
 	return Enrolment{Factor: viewOf(f), Secret: shown}, nil
+}
+
+// enrolmentStart is the start an enrolment begun now records: the
+// earlier of this process's clock and the node's, which expires its row.
+// A process ahead would otherwise record a start after the row's
+// writing, and a confirmation judging by its clocks (pendingFactor)
+// would take a row written anew by a held attempt, landing just after
+// the first expired, for one still within its ten minutes
+// (TestAnEnrolmentBegunAheadAndWrittenAgainCannotBeConfirmed).
+func (a *Service) enrolmentStart(ctx context.Context) (time.Time, error) {
+	node, err := a.users.NodeNow(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	node = node.UTC().Truncate(time.Millisecond)
+	if now := a.now(); now.Before(node) {
+		return now, nil
+	}
+	return node, nil
 }
 
 // beginEnrolment writes pending factor f, whose owner's proof took a

@@ -88,7 +88,11 @@ func (a *Service) EnrolPasskey(ctx context.Context, p domain.Principal, userID, 
 	if err != nil {
 		return Enrolment{}, err
 	}
-	f := Factor{UserID: u.ID, ID: domain.NewID("fac_"), Kind: FactorPasskey, Name: name, Sealed: state, CreatedAt: a.now()}
+	start, err := a.enrolmentStart(ctx)
+	if err != nil {
+		return Enrolment{}, err
+	}
+	f := Factor{UserID: u.ID, ID: domain.NewID("fac_"), Kind: FactorPasskey, Name: name, Sealed: state, CreatedAt: start}
 	if err := a.beginEnrolment(ctx, f, factored); err != nil {
 		return Enrolment{}, err
 	}

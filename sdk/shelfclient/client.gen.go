@@ -3452,8 +3452,10 @@ type ClientInterface interface {
 	// Cost: one account read, the throttled password check (as `PUT
 	// /v1/users/{id}/password`) and one argon2id, two reads of the
 	// factors (with a factor already, the code's throttle and its use, a
-	// lightweight transaction), one lightweight transaction. At most 10
-	// factors, pending ones included (409 `too_many_factors`).
+	// lightweight transaction), the node's clock (the enrolment's start
+	// is the earlier of the server's and the node's), one lightweight
+	// transaction. At most 10 factors, pending ones included (409
+	// `too_many_factors`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3478,8 +3480,10 @@ type ClientInterface interface {
 	// Cost: one account read, the throttled password check (as `PUT
 	// /v1/users/{id}/password`) and one argon2id, two reads of the
 	// factors (with a factor already, the code's throttle and its use, a
-	// lightweight transaction), one lightweight transaction. At most 10
-	// factors, pending ones included (409 `too_many_factors`).
+	// lightweight transaction), the node's clock (the enrolment's start
+	// is the earlier of the server's and the node's), one lightweight
+	// transaction. At most 10 factors, pending ones included (409
+	// `too_many_factors`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6350,8 +6354,10 @@ func (c *Client) ListFactors(ctx context.Context, id UserId, reqEditors ...Reque
 // Cost: one account read, the throttled password check (as `PUT
 // /v1/users/{id}/password`) and one argon2id, two reads of the
 // factors (with a factor already, the code's throttle and its use, a
-// lightweight transaction), one lightweight transaction. At most 10
-// factors, pending ones included (409 `too_many_factors`).
+// lightweight transaction), the node's clock (the enrolment's start
+// is the earlier of the server's and the node's), one lightweight
+// transaction. At most 10 factors, pending ones included (409
+// `too_many_factors`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6386,8 +6392,10 @@ func (c *Client) EnrolTotpWithBody(ctx context.Context, id UserId, contentType s
 // Cost: one account read, the throttled password check (as `PUT
 // /v1/users/{id}/password`) and one argon2id, two reads of the
 // factors (with a factor already, the code's throttle and its use, a
-// lightweight transaction), one lightweight transaction. At most 10
-// factors, pending ones included (409 `too_many_factors`).
+// lightweight transaction), the node's clock (the enrolment's start
+// is the earlier of the server's and the node's), one lightweight
+// transaction. At most 10 factors, pending ones included (409
+// `too_many_factors`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11903,8 +11911,10 @@ type ClientWithResponsesInterface interface {
 	// Cost: one account read, the throttled password check (as `PUT
 	// /v1/users/{id}/password`) and one argon2id, two reads of the
 	// factors (with a factor already, the code's throttle and its use, a
-	// lightweight transaction), one lightweight transaction. At most 10
-	// factors, pending ones included (409 `too_many_factors`).
+	// lightweight transaction), the node's clock (the enrolment's start
+	// is the earlier of the server's and the node's), one lightweight
+	// transaction. At most 10 factors, pending ones included (409
+	// `too_many_factors`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11929,8 +11939,10 @@ type ClientWithResponsesInterface interface {
 	// Cost: one account read, the throttled password check (as `PUT
 	// /v1/users/{id}/password`) and one argon2id, two reads of the
 	// factors (with a factor already, the code's throttle and its use, a
-	// lightweight transaction), one lightweight transaction. At most 10
-	// factors, pending ones included (409 `too_many_factors`).
+	// lightweight transaction), the node's clock (the enrolment's start
+	// is the earlier of the server's and the node's), one lightweight
+	// transaction. At most 10 factors, pending ones included (409
+	// `too_many_factors`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -23539,8 +23551,10 @@ func (c *ClientWithResponses) ListFactorsWithResponse(ctx context.Context, id Us
 // Cost: one account read, the throttled password check (as `PUT
 // /v1/users/{id}/password`) and one argon2id, two reads of the
 // factors (with a factor already, the code's throttle and its use, a
-// lightweight transaction), one lightweight transaction. At most 10
-// factors, pending ones included (409 `too_many_factors`).
+// lightweight transaction), the node's clock (the enrolment's start
+// is the earlier of the server's and the node's), one lightweight
+// transaction. At most 10 factors, pending ones included (409
+// `too_many_factors`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23571,8 +23585,10 @@ func (c *ClientWithResponses) EnrolTotpWithBodyWithResponse(ctx context.Context,
 // Cost: one account read, the throttled password check (as `PUT
 // /v1/users/{id}/password`) and one argon2id, two reads of the
 // factors (with a factor already, the code's throttle and its use, a
-// lightweight transaction), one lightweight transaction. At most 10
-// factors, pending ones included (409 `too_many_factors`).
+// lightweight transaction), the node's clock (the enrolment's start
+// is the earlier of the server's and the node's), one lightweight
+// transaction. At most 10 factors, pending ones included (409
+// `too_many_factors`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
