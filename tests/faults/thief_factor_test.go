@@ -8,6 +8,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/internal/factor"
+	"shelf/tests/memstore"
 )
 
 // TestARevertUndoesAFactorAddedAtTheThiefsAddress: a thief with a
@@ -208,6 +209,54 @@ func TestAFactorsRevertUndoesTheFactorsAddedAfterIt(t *testing.T) {
 			t.Fatalf("the second confirmation: %v", err)
 		}
 	}
+	if n := f.box.sentTo("revert-factor", annHome); n != 2 {
+		t.Fatalf("%d factor notices reached the owner, want 2", n)
+	}
+	if err := f.svc.RevertFactor(ctx, f.box.tokens("revert-factor")[0]); err != nil {
+		t.Fatalf("the first factor's revert: %v", err)
+	}
+	checkThiefFactorGone(t, "the first factor's revert", f.mailWorld)
+}
+
+// TestAFactorsRevertUndoesAFactorAddedAfterItOnAProcessBehind: as
+// TestAFactorsRevertUndoesTheFactorsAddedAfterIt, but the thief's second
+// factor, proven by the first one's code a moment after the first one's
+// notice, goes through a process whose clock runs two seconds behind
+// (tests/nemesis/skewedapi): it records its confirmation two seconds
+// before that notice's time. The owner follows the first notice's link
+// (it says it removes that factor and any added after it) and resets her
+// password; the revert judged "added after" by the clocks alone, kept the
+// second factor, and her login answered the thief's challenge.
+func TestAFactorsRevertUndoesAFactorAddedAfterItOnAProcessBehind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFactorWorld(t) // the first factor, "phone", is the thief's
+	f.rewire(func(st *memstore.Store, c *accounts.Config) {
+		c.Now = func() time.Time { return st.Now().Add(-2 * time.Second) }
+	})
+	current := password
+	p := domain.Principal{UserID: f.ann.ID}
+	e, err := f.svc.EnrolTOTP(ctx, p, f.ann.ID, "second", accounts.Proof{CurrentPassword: &current, Code: f.code(t, 0)})
+	if err != nil {
+		t.Fatalf("the second enrolment: %v", err)
+	}
+	factors, _, err := f.store.Factors().Read(ctx, f.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fa := range factors {
+		if fa.ID != e.Factor.ID {
+			continue
+		}
+		code, err := f.totp.Code(fa.Sealed, f.ann.ID, f.store.Now().Unix()/factor.Period)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.ConfirmTOTP(ctx, p, f.ann.ID, fa.ID, code); err != nil {
+			t.Fatalf("the second confirmation: %v", err)
+		}
+	}
+	f.rewire(func(st *memstore.Store, c *accounts.Config) { c.Now = st.Now })
 	if n := f.box.sentTo("revert-factor", annHome); n != 2 {
 		t.Fatalf("%d factor notices reached the owner, want 2", n)
 	}
