@@ -405,8 +405,8 @@ func (a *Service) mayAddFactors(u domain.User) error {
 // throttle like a login's second step. Cost: one read of the account and
 // one of the factors, the node's clock, the throttle, the notice (its mail count, its
 // token's lightweight transaction and the mail, with mail on), one
-// lightweight transaction (two for a first factor), the account read
-// again at SERIAL.
+// lightweight transaction (three for a first factor: its set, and the
+// set fenced, keepRecovery), the account read again at SERIAL.
 func (a *Service) ConfirmTOTP(ctx context.Context, p domain.Principal, userID, factorID, code string) (Confirmation, error) {
 	u, factors, set, f, err := a.pendingFactor(ctx, p, userID, factorID, FactorTOTP)
 	if err != nil {
@@ -486,7 +486,8 @@ func errOtherKind(kind FactorKind) error {
 // factor standing between her new password and a session. The account
 // is read again after a compare-and-set whose answer was lost too (the
 // factor may stand). A process that dies between the two leaves the
-// factor; its notice's link removes it.
+// factor; its notice's link removes it. A first factor's set is fenced
+// last (keepRecovery), so that the codes shown are the set's.
 func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domain.User, factors []Factor, set RecoverySet, f Factor, pending string) (Confirmation, error) {
 	first := !slices.ContainsFunc(factors, Factor.Confirmed)
 	if err := a.mailFactorNotice(ctx, u, f); err != nil {
@@ -499,9 +500,10 @@ func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domai
 	// then fails opens nothing (codes count only beside a confirmed
 	// factor), and the next first factor replaces it again.
 	var codes []string
+	var written RecoverySet
 	var err error
 	if first {
-		if codes, err = a.replaceRecovery(ctx, u.ID, set.Generation); err != nil {
+		if codes, written, err = a.replaceRecovery(ctx, u.ID, set.Generation); err != nil {
 			return Confirmation{}, err
 		}
 	}
@@ -530,6 +532,9 @@ func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domai
 	}
 	if first {
 		a.dropPendingBesides(ctx, u.ID, f.ID)
+		if codes, err = a.keepRecovery(ctx, written, codes); err != nil {
+			return Confirmation{}, err
+		}
 	}
 	return Confirmation{Factor: viewOf(f), RecoveryCodes: codes}, nil
 }
@@ -632,22 +637,56 @@ func codeVerdict(ctx context.Context, c *counted, right bool, wrong error) error
 
 // replaceRecovery makes a new recovery set in place of generation prev:
 // the codes to show, once. Only the hashes are stored.
-func (a *Service) replaceRecovery(ctx context.Context, userID, prev string) ([]string, error) {
+func (a *Service) replaceRecovery(ctx context.Context, userID, prev string) ([]string, RecoverySet, error) {
+	s, codes := a.newRecoverySet(userID)
+	ok, err := a.factors.SetRecovery(ctx, s, prev)
+	if err != nil {
+		return nil, s, err
+	}
+	if !ok {
+		// Another request replaced it first: its codes stand.
+		return nil, s, domain.ErrBusy
+	}
+	return codes, s, nil
+}
+
+// newRecoverySet makes a set of new codes for userID, and the codes.
+func (a *Service) newRecoverySet(userID string) (RecoverySet, []string) {
 	s := RecoverySet{UserID: userID, Generation: domain.NewID("rcs_"), Used: map[string]string{}, CreatedAt: a.now()}
 	codes := make([]string, recoveryCodes)
 	for i := range codes {
 		codes[i] = newRecoveryCode()
 		s.Codes = append(s.Codes, recoveryHash(userID, codes[i]))
 	}
-	ok, err := a.factors.SetRecovery(ctx, s, prev)
-	if err != nil {
-		return nil, err
+	return s, codes
+}
+
+// keepRecovery fences set, written for a first factor now confirmed,
+// whose codes this answer shows: the same codes under a new generation,
+// IF generation = set's. Another first factor's confirmation that read
+// the factors before this one was confirmed replaces the set it read,
+// maybe this one, and its write may land at any later time; once the
+// generation moved on, it lands on nothing, and every later reader finds
+// this factor confirmed (no first factor: no set written). One that
+// landed first fails this write: a new set is made in place of what
+// stands, and its codes shown instead
+// (TestTheFirstFactorsCodesStandAgainstAnotherFirstConfirmation).
+func (a *Service) keepRecovery(ctx context.Context, set RecoverySet, codes []string) ([]string, error) {
+	prev := set.Generation
+	for range maxChangeAttempts {
+		set.Generation = domain.NewID("rcs_")
+		ok, err := a.factors.SetRecovery(ctx, set, prev)
+		if err != nil || ok {
+			return codes, err
+		}
+		_, stands, err := a.factors.Read(ctx, set.UserID)
+		if err != nil {
+			return nil, err
+		}
+		prev = stands.Generation
+		set, codes = a.newRecoverySet(set.UserID)
 	}
-	if !ok {
-		// Another request replaced it first: its codes stand.
-		return nil, domain.ErrBusy
-	}
-	return codes, nil
+	return nil, domain.ErrBusy
 }
 
 // newRecoveryCode is 80 random bits as four groups of four base32
@@ -795,7 +834,8 @@ func (a *Service) NewRecoveryCodes(ctx context.Context, p domain.Principal, user
 	if err != nil {
 		return nil, err
 	}
-	return a.replaceRecovery(ctx, userID, set.Generation)
+	codes, _, err := a.replaceRecovery(ctx, userID, set.Generation)
+	return codes, err
 }
 
 var errNoFactor = &domain.Error{Kind: domain.ErrConflict, Code: "no_factor",

@@ -3513,10 +3513,11 @@ type ClientInterface interface {
 	// Cost: one account read, one read of the factors, the code's
 	// throttle, the notice (counted against the address's hourly limit,
 	// its token's lightweight transaction, the mail sent before the
-	// answer), then one lightweight transaction (two for a first factor:
-	// its recovery codes, and a read of the factors and a removal of
-	// each other enrolment pending), then the account read again at
-	// SERIAL.
+	// answer), then one lightweight transaction (for a first factor,
+	// three: its recovery codes before, and after, a read of the
+	// factors, a removal of each other enrolment pending and the codes
+	// written again under a new generation, a fence), then the account
+	// read again at SERIAL.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3546,10 +3547,11 @@ type ClientInterface interface {
 	// Cost: one account read, one read of the factors, the code's
 	// throttle, the notice (counted against the address's hourly limit,
 	// its token's lightweight transaction, the mail sent before the
-	// answer), then one lightweight transaction (two for a first factor:
-	// its recovery codes, and a read of the factors and a removal of
-	// each other enrolment pending), then the account read again at
-	// SERIAL.
+	// answer), then one lightweight transaction (for a first factor,
+	// three: its recovery codes before, and after, a read of the
+	// factors, a removal of each other enrolment pending and the codes
+	// written again under a new generation, a fence), then the account
+	// read again at SERIAL.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6435,10 +6437,11 @@ func (c *Client) EnrolTotp(ctx context.Context, id UserId, body EnrolTotpJSONReq
 // Cost: one account read, one read of the factors, the code's
 // throttle, the notice (counted against the address's hourly limit,
 // its token's lightweight transaction, the mail sent before the
-// answer), then one lightweight transaction (two for a first factor:
-// its recovery codes, and a read of the factors and a removal of
-// each other enrolment pending), then the account read again at
-// SERIAL.
+// answer), then one lightweight transaction (for a first factor,
+// three: its recovery codes before, and after, a read of the
+// factors, a removal of each other enrolment pending and the codes
+// written again under a new generation, a fence), then the account
+// read again at SERIAL.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6478,10 +6481,11 @@ func (c *Client) ConfirmTotpWithBody(ctx context.Context, id UserId, factorId Fa
 // Cost: one account read, one read of the factors, the code's
 // throttle, the notice (counted against the address's hourly limit,
 // its token's lightweight transaction, the mail sent before the
-// answer), then one lightweight transaction (two for a first factor:
-// its recovery codes, and a read of the factors and a removal of
-// each other enrolment pending), then the account read again at
-// SERIAL.
+// answer), then one lightweight transaction (for a first factor,
+// three: its recovery codes before, and after, a read of the
+// factors, a removal of each other enrolment pending and the codes
+// written again under a new generation, a fence), then the account
+// read again at SERIAL.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11972,10 +11976,11 @@ type ClientWithResponsesInterface interface {
 	// Cost: one account read, one read of the factors, the code's
 	// throttle, the notice (counted against the address's hourly limit,
 	// its token's lightweight transaction, the mail sent before the
-	// answer), then one lightweight transaction (two for a first factor:
-	// its recovery codes, and a read of the factors and a removal of
-	// each other enrolment pending), then the account read again at
-	// SERIAL.
+	// answer), then one lightweight transaction (for a first factor,
+	// three: its recovery codes before, and after, a read of the
+	// factors, a removal of each other enrolment pending and the codes
+	// written again under a new generation, a fence), then the account
+	// read again at SERIAL.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12005,10 +12010,11 @@ type ClientWithResponsesInterface interface {
 	// Cost: one account read, one read of the factors, the code's
 	// throttle, the notice (counted against the address's hourly limit,
 	// its token's lightweight transaction, the mail sent before the
-	// answer), then one lightweight transaction (two for a first factor:
-	// its recovery codes, and a read of the factors and a removal of
-	// each other enrolment pending), then the account read again at
-	// SERIAL.
+	// answer), then one lightweight transaction (for a first factor,
+	// three: its recovery codes before, and after, a read of the
+	// factors, a removal of each other enrolment pending and the codes
+	// written again under a new generation, a fence), then the account
+	// read again at SERIAL.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -23624,10 +23630,11 @@ func (c *ClientWithResponses) EnrolTotpWithResponse(ctx context.Context, id User
 // Cost: one account read, one read of the factors, the code's
 // throttle, the notice (counted against the address's hourly limit,
 // its token's lightweight transaction, the mail sent before the
-// answer), then one lightweight transaction (two for a first factor:
-// its recovery codes, and a read of the factors and a removal of
-// each other enrolment pending), then the account read again at
-// SERIAL.
+// answer), then one lightweight transaction (for a first factor,
+// three: its recovery codes before, and after, a read of the
+// factors, a removal of each other enrolment pending and the codes
+// written again under a new generation, a fence), then the account
+// read again at SERIAL.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23663,10 +23670,11 @@ func (c *ClientWithResponses) ConfirmTotpWithBodyWithResponse(ctx context.Contex
 // Cost: one account read, one read of the factors, the code's
 // throttle, the notice (counted against the address's hourly limit,
 // its token's lightweight transaction, the mail sent before the
-// answer), then one lightweight transaction (two for a first factor:
-// its recovery codes, and a read of the factors and a removal of
-// each other enrolment pending), then the account read again at
-// SERIAL.
+// answer), then one lightweight transaction (for a first factor,
+// three: its recovery codes before, and after, a read of the
+// factors, a removal of each other enrolment pending and the codes
+// written again under a new generation, a fence), then the account
+// read again at SERIAL.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
