@@ -262,10 +262,13 @@ func decodeSessionCursor(cursor string) (*SessionKey, error) {
 		return nil, err
 	}
 	us, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil || f[0] != strconv.FormatInt(us, 10) || !domain.ValidID(f[1], domain.SessionIDPrefix) {
+	at := time.UnixMicro(us).UTC()
+	// Go's zero time is refused, as domain.CursorTime refuses it: the
+	// driver sends it as an empty value, no time a session has.
+	if err != nil || f[0] != strconv.FormatInt(us, 10) || at.IsZero() || !domain.ValidID(f[1], domain.SessionIDPrefix) {
 		return nil, domain.ErrBadCursor
 	}
-	return &SessionKey{At: time.UnixMicro(us).UTC(), ID: f[1]}, nil
+	return &SessionKey{At: at, ID: f[1]}, nil
 }
 
 type listedSession struct {
