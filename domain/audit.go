@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -75,8 +76,11 @@ type Origin struct {
 const MaxUserAgent = 256
 
 // OriginOf builds an Origin, cutting the user agent on a character
-// boundary.
+// boundary. A header may carry bytes that are no UTF-8 (HTTP's obs-text),
+// which a text column refuses: each run of them is a replacement
+// character first.
 func OriginOf(ip, userAgent string) Origin {
+	userAgent = strings.ToValidUTF8(userAgent, "\uFFFD")
 	if len(userAgent) > MaxUserAgent {
 		cut := MaxUserAgent
 		for cut > 0 && !utf8.RuneStart(userAgent[cut]) {

@@ -37,6 +37,28 @@ func TestOriginOfCutsTheUserAgentOnACharacter(t *testing.T) {
 	}
 }
 
+// TestAnOriginsUserAgentIsText: HTTP lets a header carry bytes that are
+// no UTF-8 (obs-text), and an admin's client may send such a User-Agent.
+// The audit kept it as sent: the entry of an admin's list of another's
+// sessions, written before the action into a text column, was refused by
+// the node ("String didn't validate"), so that admin could list, revoke
+// or remove nothing from that client (500); an entry a compare-and-set
+// decided failed its first write and was carried in the account row as
+// JSON, which replaces the bytes, so its two writes differed. The origin
+// holds text: each run of bad bytes a replacement character, then cut.
+func TestAnOriginsUserAgentIsText(t *testing.T) {
+	t.Parallel()
+	for _, agent := range []string{"curl/8 \xff\xfe", strings.Repeat("a", MaxUserAgent-1) + "\xc3", "\xe2\x82" + strings.Repeat("b", 300)} {
+		o := OriginOf("203.0.113.9", agent)
+		if !utf8.ValidString(o.UserAgent) || len(o.UserAgent) > MaxUserAgent {
+			t.Errorf("OriginOf(%q) keeps %q (%d bytes): want valid UTF-8 of at most %d bytes", agent, o.UserAgent, len(o.UserAgent), MaxUserAgent)
+		}
+	}
+	if o := OriginOf("", "curl/8 \xff"); o.UserAgent != "curl/8 \uFFFD" {
+		t.Errorf("a bad byte reads %q, want the replacement character", o.UserAgent)
+	}
+}
+
 // TestAuditCursorsRefuseAVersionTheColumnCannotHold: a cursor is opaque,
 // but a caller can make one. The audit's version columns are CQL ints
 // (32 bits), and the driver refuses to bind a Go int past them ("marshal
