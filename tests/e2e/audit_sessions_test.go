@@ -195,3 +195,21 @@ func TestAnAdminsSessionEntryIsSettledByItsTag(t *testing.T) {
 		m.wantActions(t, u.ID, want...)
 	}
 }
+
+// TestAnAdminsUserAgentOfNoUTF8IsAuditedAsText: HTTP lets a header carry
+// bytes that are no UTF-8, and the audit's entry, written before an
+// admin lists another's sessions, kept the User-Agent as sent: the node
+// refused it ("String didn't validate") and the admin's list answered
+// 500 from that client. The entry holds text: each run of bad bytes a
+// replacement character (TestAnOriginsUserAgentIsText).
+func TestAnAdminsUserAgentOfNoUTF8IsAuditedAsText(t *testing.T) {
+	t.Parallel()
+	m := newAuditWorld(t)
+	u, _ := m.member(t)
+	if r := m.admin.Do(http.MethodGet, "/v1/users/"+u.ID+"/sessions", "", nil, "User-Agent", "curl/8 \xff\xfe"); r.StatusCode != http.StatusOK {
+		t.Fatalf("an admin's list from a client whose User-Agent is no UTF-8: %d %s", r.StatusCode, r.Body)
+	}
+	if got := m.wantActions(t, u.ID, "sessions_listed"); got[0].UserAgent != "curl/8 \uFFFD" {
+		t.Fatalf("the entry's user agent reads %q, want the bad bytes as one replacement character", got[0].UserAgent)
+	}
+}
