@@ -323,7 +323,9 @@ func (a *Service) RevokeSession(ctx context.Context, p domain.Principal, userID,
 // compare-and-set, naming the kept session (as a password change names
 // its own): in that write every other session stops working, a login in
 // flight included, however many there are; their rows are deleted after
-// the answer (endSessions). Idempotent: a retry moves the epoch again. An
+// the answer (endSessions). The owner's request acts only while its
+// session still works on the row it writes over (stillAdmits). Idempotent:
+// a retry moves the epoch again. An
 // admin's revocation of another's sessions is audited before it
 // (auditSessions), each attempt.
 func (a *Service) RevokeSessions(ctx context.Context, p domain.Principal, userID string, exceptCurrent bool) error {
@@ -342,10 +344,12 @@ func (a *Service) RevokeSessions(ctx context.Context, p domain.Principal, userID
 		if !u.Visible() {
 			return u, false, domain.ErrUserNotFound
 		}
-		if keep != "" {
+		if p.UserID == userID {
 			if ok, err := a.stillAdmits(ctx, u.Access(), p.Session); err != nil || !ok {
-				// The session to keep no longer works (a suspension or a
-				// reset landed meanwhile): naming it would bring it back.
+				// The caller's session no longer works (a suspension or a
+				// reset landed meanwhile): naming it would bring it back,
+				// and a new epoch would end the sessions opened since (the
+				// reset's own) on the authority of one that ended.
 				return u, false, cmp.Or[error](err, domain.ErrNoSession)
 			}
 		}
