@@ -11,10 +11,25 @@ import (
 // to what the entry announces: one and a half request deadlines
 // (SHELF_REQUEST_TIMEOUT, 10 s; a longer deadline does not lengthen it),
 // so only a write stalled past its request's end meets it. The index's
-// reader keeps its start 45 s more behind now than this (the clock skew
-// it tolerates), so an entry acknowledged in time is read, however the
+// reader keeps its start ClockSkew more behind now than this, so an entry acknowledged in time is read, however the
 // reader's passes fall (docs/design/jobs.md#index-start).
 const EntryGrant = 15 * time.Second
+
+// ClockSkew is how far apart the processes' clocks may be, each other's
+// and the nodes' (docs/design/jobs.md: keep them within it). An index's
+// reader keeps its start this much more behind now than EntryGrant, and
+// a revert counts "after its notice" this much before it.
+const ClockSkew = 45 * time.Second
+
+// Behind is the earlier of this process's clock (own) and a node's: what
+// a reader takes for now when a clock running ahead must not move it past
+// what the others still write, or read as ended what the node does not.
+func Behind(own, node time.Time) time.Time {
+	if node.Before(own) {
+		return node
+	}
+	return own
+}
 
 // Entered is the outcome of writing the entry of an attempt begun at at,
 // judged at now: the write's error, or ErrUnavailable if it was

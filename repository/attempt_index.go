@@ -93,11 +93,11 @@ func legacyOf(queue, table string, remove versionedCQL, day readCQL) legacyIndex
 const legacyHorizon = 24 * time.Hour
 
 // attemptHorizon is how far behind now an index's start stays: the
-// grant of an entry's acknowledgement and 45 s of clock skew between the
-// instances, a minute in all. A pass meets the tombstones of the attempts
+// grant of an entry's acknowledgement and the clock skew between the
+// instances (domain.ClockSkew), a minute in all. A pass meets the tombstones of the attempts
 // ended within it (a four-minute nemesis run's moderation crossed
 // Cassandra's warning at 1 000 with 2.5 minutes, not with one).
-const attemptHorizon = domain.EntryGrant + 45*time.Second
+const attemptHorizon = domain.EntryGrant + domain.ClockSkew
 
 // attemptHoldAfter is how long an entry stays open before it is held
 // (see hold): five minutes, far past any request's attempt, so only a

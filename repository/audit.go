@@ -232,14 +232,11 @@ func (a *Audit) TidyIndex(ctx context.Context, age time.Duration) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	now, err := a.db.nodeNow(ctx)
+	node, err := a.db.nodeNow(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if own := a.now(); own.Before(now) {
-		now = own
-	}
-	before, n := now.Add(-age).UnixMicro(), 0
+	before, n := domain.Behind(a.now(), node).Add(-age).UnixMicro(), 0
 	for _, e := range entries {
 		switch {
 		case e.Marked == 0:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"shelf/domain"
 	"shelf/domain/library"
 )
 
@@ -160,9 +161,7 @@ func (o *Outbox) Pending(ctx context.Context, before time.Time, limit int) ([]li
 	if err != nil {
 		return nil, err
 	}
-	if nodeNow.Before(now) {
-		now = nodeNow
-	}
+	now = domain.Behind(now, nodeNow)
 	next, closed := start, now.Add(-o.horizon)
 	advancing := true
 	for b := o.bucketOf(start); b.Before(before) && len(out) < limit; b = b.Add(o.width) {

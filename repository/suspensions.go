@@ -374,10 +374,7 @@ func (s *Suspensions) Expired(ctx context.Context, t time.Time, limit int) ([]do
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
-	if nodeNow.Before(now) {
-		now = nodeNow
-	}
+	now := domain.Behind(s.now(), nodeNow)
 	if t.After(now) {
 		t = now
 	}

@@ -270,11 +270,7 @@ func (a *Service) enrolmentStart(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	node = node.UTC().Truncate(time.Millisecond)
-	if now := a.now(); now.Before(node) {
-		return now, nil
-	}
-	return node, nil
+	return domain.Behind(a.now(), node.UTC().Truncate(time.Millisecond)), nil
 }
 
 // beginEnrolment writes pending factor f, whose owner's proof took a
@@ -1243,12 +1239,8 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	return a.finishToken(ctx, t)
 }
 
-// clockSkew is how far apart the processes' clocks may be
-// (docs/design/jobs.md: keep them within 45 s).
-const clockSkew = 45 * time.Second
-
-// dropFactorsSince removes every factor of userID not confirmed clockSkew
-// before since: those confirmed at or after it, by whatever clock, and
+// dropFactorsSince removes every factor of userID not confirmed
+// domain.ClockSkew before since: those confirmed at or after it, by whatever clock, and
 // every enrolment still pending. A factor's revert undoes those added after its notice. A
 // revert of an email change undoes the factors added while
 // the address was another's: a factor's notice (and revert link) goes to
@@ -1267,7 +1259,7 @@ func (a *Service) dropFactorsSince(ctx context.Context, userID string, since tim
 	// since is its writer's clock, each confirmation's time its own
 	// process's: one added after it through a process behind may record a
 	// time before it (TestAFactorsRevertUndoesAFactorAddedAfterItOnAProcessBehind).
-	since = since.Add(-clockSkew)
+	since = since.Add(-domain.ClockSkew)
 	factors, _, err := a.factors.Read(ctx, userID)
 	if err != nil {
 		return err
