@@ -142,8 +142,6 @@ func TestARevertUndoesAFactorBegunBeforeTheChangeAndConfirmedAtTheThiefsAddress(
 	checkThiefFactorGone(t, "the revert", m)
 }
 
-// thiefConfirms confirms ann's one factor, id, with its current code,
-// through the thief's principal p.
 // thiefEnrols has the holder of ann's session n (and her password, the
 // account having no factor) begin an authenticator's enrolment.
 func thiefEnrols(t *testing.T, m *mailWorld, n int) (domain.Principal, accounts.Enrolment) {
@@ -159,6 +157,8 @@ func thiefEnrols(t *testing.T, m *mailWorld, n int) (domain.Principal, accounts.
 	return p, e
 }
 
+// thiefConfirms confirms ann's one factor, id, with its current code,
+// through the thief's principal p.
 func thiefConfirms(t *testing.T, m *mailWorld, totp *factor.TOTP, p domain.Principal, id string) {
 	t.Helper()
 	ctx := context.Background()
@@ -175,18 +175,12 @@ func thiefConfirms(t *testing.T, m *mailWorld, totp *factor.TOTP, p domain.Princ
 	}
 }
 
-// TestAFactorsRevertUndoesTheFactorsAddedAfterIt: a thief with the
-// password (the account had no factor) adds an authenticator with the
-// password alone, its notice and revert link mailed to the owner, then a
-// second one proven by the first one's code. The owner follows the first
-// notice's link and resets her password: her login must open a session.
-// Before, the revert removed only the factor its link named; the second
-// stood, with the recovery codes shown to the thief, and her reset
-// answered a challenge for it that only its own notice's link undid.
-func TestAFactorsRevertUndoesTheFactorsAddedAfterIt(t *testing.T) {
-	t.Parallel()
+// thiefAddsASecondFactor has the thief, holding the password and ann's
+// first factor ("phone"), enrol an authenticator "second" proven by the
+// first one's code and confirm it.
+func thiefAddsASecondFactor(t *testing.T, f *factorWorld) {
+	t.Helper()
 	ctx := context.Background()
-	f := newFactorWorld(t) // the first factor, "phone", is the thief's
 	current := password
 	p := domain.Principal{UserID: f.ann.ID}
 	e, err := f.svc.EnrolTOTP(ctx, p, f.ann.ID, "second", accounts.Proof{CurrentPassword: &current, Code: f.code(t, 0)})
@@ -209,6 +203,21 @@ func TestAFactorsRevertUndoesTheFactorsAddedAfterIt(t *testing.T) {
 			t.Fatalf("the second confirmation: %v", err)
 		}
 	}
+}
+
+// TestAFactorsRevertUndoesTheFactorsAddedAfterIt: a thief with the
+// password (the account had no factor) adds an authenticator with the
+// password alone, its notice and revert link mailed to the owner, then a
+// second one proven by the first one's code. The owner follows the first
+// notice's link and resets her password: her login must open a session.
+// Before, the revert removed only the factor its link named; the second
+// stood, with the recovery codes shown to the thief, and her reset
+// answered a challenge for it that only its own notice's link undid.
+func TestAFactorsRevertUndoesTheFactorsAddedAfterIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFactorWorld(t) // the first factor, "phone", is the thief's
+	thiefAddsASecondFactor(t, f)
 	if n := f.box.sentTo("revert-factor", annHome); n != 2 {
 		t.Fatalf("%d factor notices reached the owner, want 2", n)
 	}
@@ -234,28 +243,7 @@ func TestAFactorsRevertUndoesAFactorAddedAfterItOnAProcessBehind(t *testing.T) {
 	f.rewire(func(st *memstore.Store, c *accounts.Config) {
 		c.Now = func() time.Time { return st.Now().Add(-2 * time.Second) }
 	})
-	current := password
-	p := domain.Principal{UserID: f.ann.ID}
-	e, err := f.svc.EnrolTOTP(ctx, p, f.ann.ID, "second", accounts.Proof{CurrentPassword: &current, Code: f.code(t, 0)})
-	if err != nil {
-		t.Fatalf("the second enrolment: %v", err)
-	}
-	factors, _, err := f.store.Factors().Read(ctx, f.ann.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fa := range factors {
-		if fa.ID != e.Factor.ID {
-			continue
-		}
-		code, err := f.totp.Code(fa.Sealed, f.ann.ID, f.store.Now().Unix()/factor.Period)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.svc.ConfirmTOTP(ctx, p, f.ann.ID, fa.ID, code); err != nil {
-			t.Fatalf("the second confirmation: %v", err)
-		}
-	}
+	thiefAddsASecondFactor(t, f)
 	f.rewire(func(st *memstore.Store, c *accounts.Config) { c.Now = st.Now })
 	if n := f.box.sentTo("revert-factor", annHome); n != 2 {
 		t.Fatalf("%d factor notices reached the owner, want 2", n)
