@@ -66,8 +66,11 @@ func (s *Service) Job(ctx context.Context, id string) (jobs.Job, error) {
 	return j, err
 }
 
+// errJobNotFound is a job without a row: an id no request answered, one
+// of a job past its 30 days, or one whose request failed to write its row
+// a moment ago (recordJob: the worker it woke makes it within seconds).
 var errJobNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found",
-	Message: "No such job: its id is the one a deletion or closing answered with (jobs are kept 30 days)."}
+	Message: "No such job: its id is the one a deletion, closing or rebuild answered with (jobs are kept 30 days); one begun a moment ago may take a few seconds to appear, so ask again shortly."}
 
 // Now is the workflows' clock (a job's state depends on it).
 func (s *Service) Now() time.Time { return s.cfg.Now() }

@@ -2619,7 +2619,9 @@ type ClientInterface interface {
 	// account a deletion ends has none left): the id is 128 random bits,
 	// given only in the answers of the request that began the job and of
 	// its repeats, and the job names only its subject's id and counts.
-	// Jobs are kept 30 days.
+	// Jobs are kept 30 days. A job begun a moment ago may answer 404 for
+	// a few seconds (its request could not write its row; the worker
+	// does): ask again shortly.
 	//
 	// Cost: one read.
 	//
@@ -5263,7 +5265,9 @@ func (c *Client) SetGroupMember(ctx context.Context, id GroupId, userId MemberUs
 // account a deletion ends has none left): the id is 128 random bits,
 // given only in the answers of the request that began the job and of
 // its repeats, and the job names only its subject's id and counts.
-// Jobs are kept 30 days.
+// Jobs are kept 30 days. A job begun a moment ago may answer 404 for
+// a few seconds (its request could not write its row; the worker
+// does): ask again shortly.
 //
 // Cost: one read.
 //
@@ -11058,7 +11062,9 @@ type ClientWithResponsesInterface interface {
 	// account a deletion ends has none left): the id is 128 random bits,
 	// given only in the answers of the request that began the job and of
 	// its repeats, and the job names only its subject's id and counts.
-	// Jobs are kept 30 days.
+	// Jobs are kept 30 days. A job begun a moment ago may answer 404 for
+	// a few seconds (its request could not write its row; the worker
+	// does): ask again shortly.
 	//
 	// Cost: one read.
 	//
@@ -22544,7 +22550,9 @@ func (c *ClientWithResponses) SetGroupMemberWithResponse(ctx context.Context, id
 // account a deletion ends has none left): the id is 128 random bits,
 // given only in the answers of the request that began the job and of
 // its repeats, and the job names only its subject's id and counts.
-// Jobs are kept 30 days.
+// Jobs are kept 30 days. A job begun a moment ago may answer 404 for
+// a few seconds (its request could not write its row; the worker
+// does): ask again shortly.
 //
 // Cost: one read.
 //

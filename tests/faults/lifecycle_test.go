@@ -3,11 +3,14 @@ package faults
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
+	"shelf/domain/jobs"
+	"shelf/tests/memstore"
 )
 
 // The workflow floor (domain/lifecycle) on the in-memory stores, without
@@ -172,5 +175,36 @@ func TestRepairResumesAnInterruptedDeletion(t *testing.T) {
 	}
 	if rep, err := l.life.RepairDeletions(context.Background(), false); err != nil || rep.Found != 0 {
 		t.Errorf("a second repair: %+v %v", rep, err)
+	}
+}
+
+// TestAJobWhoseRowsWriteFailedAppearsOnceItsWorkerRuns: ann deletes her
+// account and the request's write of the job's row fails. The deletion is
+// under way all the same (its compare-and-set applied), so the request
+// answers the job; a client following it at once finds no row yet and is
+// told to ask again shortly, and once the worker the request woke has run
+// the job is there, finished.
+func TestAJobWhoseRowsWriteFailedAppearsOnceItsWorkerRuns(t *testing.T) {
+	t.Parallel()
+	l := newLifeWorld(t)
+	ctx := context.Background()
+	holdFirst(l.store, "jobs.create", memstore.FailBefore)
+	pw := password
+	j, err := l.life.DeleteUser(ctx, as(l.ann), l.ann.ID, accounts.Password(pw))
+	l.store.FaultAt = nil
+	if err != nil {
+		t.Fatalf("the deletion answered %v, want its job: the deletion is under way", err)
+	}
+	_, err = l.life.Job(ctx, j.ID)
+	var refusal *domain.Error
+	if !errors.As(err, &refusal) || refusal.Kind != domain.ErrNotFound || !strings.Contains(refusal.Message, "ask again shortly") {
+		t.Fatalf("the job before its worker ran: %v, want not found saying to ask again shortly", err)
+	}
+	if _, err := l.life.WorkJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.life.Job(ctx, j.ID)
+	if err != nil || got.State(l.life.Now()) != jobs.Finished || got.Subject != l.ann.ID {
+		t.Errorf("the job after its worker ran: %+v %v, want ann's deletion, finished", got, err)
 	}
 }
