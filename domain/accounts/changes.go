@@ -135,7 +135,11 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		return UserView{}, err
 	}
 	var out UserView
-	asked, noticed := false, false
+	asked := false
+	// noticed is the address key this request's notice went to ("" for
+	// none yet): a round whose account has another address by then (a
+	// change of its completed meanwhile) mails that one its own.
+	noticed := ""
 	// The owner's password is proved once (each check counts against
 	// the throttle), again only if another password came into force.
 	proven := -1
@@ -188,13 +192,14 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			// routes are (every deployment mails).
 			return false, ErrMailOff
 		}
-		if asked && !noticed && !noticedBy(u, p, h) {
-			// The notice first; nothing is written without it (held
-			// back by the mail limit: 429 too_many_mails).
+		if asked && noticed != u.EmailKey && !noticedBy(u, p, h) {
+			// The notice first, to the address this round writes over;
+			// nothing is written without it (held back by the mail
+			// limit: 429 too_many_mails).
 			if err := a.mailNotice(ctx, u); err != nil {
 				return false, err
 			}
-			noticed = true
+			noticed = u.EmailKey
 		}
 		if asked && self {
 			// The owner's other sessions end with this write: whoever
