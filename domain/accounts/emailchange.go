@@ -452,15 +452,24 @@ func (a *Service) revertApplies(t Token, u domain.User, err error) error {
 
 // revertNotice is the mail that tells u's address of an email change and
 // carries the revert link. It holds no text anyone chose (no name, not
-// the new address): the address it goes to may not be verified.
+// the new address): the address it goes to may not be verified. Its link
+// works after the confirmation only if the confirmation holds this
+// address (completeEmailChange): not while an older address replaced is
+// held, and then the notice says it works until the confirmation
+// (TestANoticeSaysHowLongItsLinkWorks).
 func (a *Service) revertNotice(u domain.User, token string) Message {
+	until := fmt.Sprintf("(it works once, for %s, also after the new address is confirmed)", a.revertTTL())
+	if a.holdsAt(a.cfg.Now()).recovery(u) && u.RecoveryEmailKey != u.EmailKey {
+		until = "before the new address is confirmed (it works once, and only until then: this address replaced " +
+			"another of the account's a short while ago, and that address's own link is the way back after)"
+	}
 	return Message{To: u.Email, Subject: "The email address of your shelf account is changing", Text: fmt.Sprintf(
 		"Hello,\n\nsomeone signed in to the shelf account of this address asked to change its email address.\n"+
 			"The account keeps this address until the new one is confirmed.\n\n"+
 			"If it was you, there is nothing to do.\n\n"+
-			"If it was not you, follow this link (it works once, for %s, also after the new address is confirmed):\n\n%s\n\n"+
+			"If it was not you, follow this link %s:\n\n%s\n\n"+
 			"It cancels the change or gives this address back, signs out every session of the account, "+
 			"and mails you a link to choose a new password: whoever asked knew your password, so it opens "+
 			"nothing until a new one is chosen.\n",
-		a.revertTTL(), Link(a.mail.PublicURL, PurposeRevertEmail, token))}
+		until, Link(a.mail.PublicURL, PurposeRevertEmail, token))}
 }

@@ -1,0 +1,70 @@
+package faults
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// noticeTo is the text of the last email change notice mailed to address.
+func (b *recorder) noticeTo(address string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	text := ""
+	for _, msg := range b.sent {
+		if msg.To == address && strings.Contains(msg.Text, "/#/revert-email?token=") {
+			text = msg.Text
+		}
+	}
+	return text
+}
+
+// TestANoticeSaysHowLongItsLinkWorks: a change's notice says its revert
+// link works "also after the new address is confirmed", which holds when
+// the address it goes to is the one the confirmation will hold. Here ann
+// moved from annHome to annNext within the week (annHome held for that
+// change's revert), and a change to the thief's address is asked from
+// annNext: its confirmation keeps the older hold, annNext is not held, and
+// the link at annNext is stale once the thief confirms. Its notice must
+// say the link works only until then, not promise what it will not do;
+// a first change's notice (nothing held) keeps the promise, and keeps it.
+func TestANoticeSaysHowLongItsLinkWorks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const promise = "also after the new address is confirmed"
+	for _, moved := range []bool{false, true} {
+		m := emailChangeWorld(t, false)
+		at := annHome
+		if moved {
+			if err := changeEmailFrom(m, annNext); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext)); err != nil {
+				t.Fatal(err)
+			}
+			at = annNext
+		}
+		if err := changeEmailFrom(m, thiefsAddress); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", thiefsAddress)); err != nil {
+			t.Fatal(err)
+		}
+		notice := m.box.noticeTo(at)
+		err := m.svc.RevertEmailChange(ctx, m.box.tokenTo("revert-email", at))
+		promised := strings.Contains(notice, promise)
+		switch {
+		case notice == "":
+			t.Fatalf("moved %v: no notice reached %s", moved, at)
+		case promised && err != nil:
+			t.Errorf("moved %v: the notice at %s says its link works %s, and after the confirmation it answered %v", moved, at, promise, err)
+		case !promised && err == nil:
+			t.Errorf("moved %v: the notice at %s does not say its link works after the confirmation, and it did", moved, at)
+		case !promised && !strings.Contains(notice, "before the new address is confirmed"):
+			t.Errorf("moved %v: the notice at %s does not say until when its link works:\n%s", moved, at, notice)
+		}
+		if !moved && !promised {
+			t.Errorf("a first change's notice at %s no longer says its link works %s", at, promise)
+		}
+	}
+}
