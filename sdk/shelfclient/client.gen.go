@@ -19186,6 +19186,11 @@ type RemoveFactorResponse404Headers struct {
 	XRequestId *string
 }
 
+// RemoveFactorResponse409Headers the declared response headers of an HTTP 409 response for RemoveFactor
+type RemoveFactorResponse409Headers struct {
+	XRequestId *string
+}
+
 // RemoveFactorResponse413Headers the declared response headers of an HTTP 413 response for RemoveFactor
 type RemoveFactorResponse413Headers struct {
 	XRequestId *string
@@ -19224,6 +19229,8 @@ type RemoveFactorResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -19244,6 +19251,8 @@ type RemoveFactorResponse struct {
 	Headers403 *RemoveFactorResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RemoveFactorResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RemoveFactorResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *RemoveFactorResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -19274,6 +19283,11 @@ func (r RemoveFactorResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RemoveFactorResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RemoveFactorResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -20654,6 +20668,11 @@ type RevokeUserSessionsResponse404Headers struct {
 	XRequestId *string
 }
 
+// RevokeUserSessionsResponse409Headers the declared response headers of an HTTP 409 response for RevokeUserSessions
+type RevokeUserSessionsResponse409Headers struct {
+	XRequestId *string
+}
+
 // RevokeUserSessionsResponse500Headers the declared response headers of an HTTP 500 response for RevokeUserSessions
 type RevokeUserSessionsResponse500Headers struct {
 	XRequestId *string
@@ -20676,6 +20695,8 @@ type RevokeUserSessionsResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -20690,6 +20711,8 @@ type RevokeUserSessionsResponse struct {
 	Headers403 *RevokeUserSessionsResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RevokeUserSessionsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RevokeUserSessionsResponse409Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *RevokeUserSessionsResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -20714,6 +20737,11 @@ func (r RevokeUserSessionsResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RevokeUserSessionsResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RevokeUserSessionsResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -32240,6 +32268,13 @@ func ParseRemoveFactorResponse(rsp *http.Response) (*RemoveFactorResponse, error
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -32335,6 +32370,16 @@ func ParseRemoveFactorResponse(rsp *http.Response) (*RemoveFactorResponse, error
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RemoveFactorResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers RemoveFactorResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -34020,6 +34065,13 @@ func ParseRevokeUserSessionsResponse(rsp *http.Response) (*RevokeUserSessionsRes
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -34094,6 +34146,16 @@ func ParseRevokeUserSessionsResponse(rsp *http.Response) (*RevokeUserSessionsRes
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RevokeUserSessionsResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 500:
 		var headers RevokeUserSessionsResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
