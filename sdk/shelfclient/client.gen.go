@@ -807,7 +807,7 @@ type LoginRefusedProblem struct {
 
 // MailRequest An email address to mail a link to.
 type MailRequest struct {
-	Email openapi_types.Email `json:"email"`
+	Email string `json:"email"`
 }
 
 // ModerationEvent One entry of a user's moderation history.
@@ -929,8 +929,8 @@ type NewGroup struct {
 //   - `displayName`: 1-64 characters, no white space at either end;
 //     the username when absent.
 type NewUser struct {
-	DisplayName *string             `json:"displayName,omitempty"`
-	Email       openapi_types.Email `json:"email"`
+	DisplayName *string `json:"displayName,omitempty"`
+	Email       string  `json:"email"`
 
 	// Password 8-128 characters, not the username or the email, and not a
 	// common, breached or otherwise guessable password (see the rules
@@ -1273,7 +1273,7 @@ type User struct {
 
 	// Email Present only for the user themself and admins (NFKC of what was
 	// typed).
-	Email *openapi_types.Email `json:"email,omitempty"`
+	Email *string `json:"email,omitempty"`
 
 	// EmailVerified Present only for the user themself and admins, beside `email`:
 	// whether the current email was confirmed with a mailed link
@@ -1287,7 +1287,7 @@ type User struct {
 	// a change of email waits for the new address to be confirmed
 	// with the link mailed to it: the new address. `email` stays the
 	// account's (login, resets, mail) until then.
-	PendingEmail *openapi_types.Email `json:"pendingEmail,omitempty"`
+	PendingEmail *string `json:"pendingEmail,omitempty"`
 
 	// Roles Present only for the user themself and admins (who the admins
 	// are is not shown to everyone); empty for most users.
@@ -1350,7 +1350,7 @@ type UserPatch struct {
 
 	// Email A new address is pending until confirmed (see `pendingEmail`
 	// of User); the current address cancels a change pending.
-	Email *openapi_types.Email `json:"email,omitempty"`
+	Email *string `json:"email,omitempty"`
 
 	// Passkey A passkey's proof of the owner, in place of `code`: the challenge
 	// of `POST /v1/users/{id}/passkey-challenges` and the answer of

@@ -21,8 +21,6 @@ import (
 	"shelf/tests/testkit"
 	"shelf/tests/testkit/softkey"
 
-	openapi_types "github.com/oapi-codegen/runtime/types"
-
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -198,7 +196,7 @@ func sdkStory(t *testing.T, servers []string, mail *testkit.Mailpit, grant func(
 	anon := sdk(t, servers, "")
 
 	signup := func(username string) shelfclient.User {
-		r, err := anon.CreateUserWithResponse(ctx, shelfclient.NewUser{Username: username, Email: openapi_types.Email(username + "@example.org"), Password: testPassword})
+		r, err := anon.CreateUserWithResponse(ctx, shelfclient.NewUser{Username: username, Email: username + "@example.org", Password: testPassword})
 		if err != nil || r.JSON201 == nil {
 			t.Fatalf("signup %s: %v %s", username, err, r.Body)
 		}
