@@ -170,8 +170,10 @@ func (a *Service) Me(ctx context.Context, p domain.Principal) (domain.Shown, err
 		return domain.Shown{}, domain.ErrNoSession
 	}
 	u, err := a.users.Shown(ctx, p.UserID)
-	if errors.Is(err, domain.ErrNotFound) {
-		return domain.Shown{}, domain.ErrNoSession // the account behind the session is gone
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
+		// The account behind the session is gone, or its deletion landed
+		// since the session was checked: the session works no more.
+		return domain.Shown{}, domain.ErrNoSession
 	}
 	if err != nil {
 		return domain.Shown{}, err
