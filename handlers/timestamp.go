@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"time"
@@ -48,10 +49,12 @@ type requestTime time.Time
 // requestTimeType is requestTime's type, which decodeProblem tells apart.
 var requestTimeType = reflect.TypeFor[requestTime]()
 
-// UnmarshalJSON reads an RFC 3339 time.
+// UnmarshalJSON reads an RFC 3339 time, its T and Z in either case (RFC
+// 3339 section 5.6; Go's parser takes upper case alone, and they are the
+// only letters a time holds).
 func (t *requestTime) UnmarshalJSON(b []byte) error {
 	var v time.Time
-	if err := v.UnmarshalJSON(b); err != nil || len(b) == 0 || b[0] != '"' {
+	if err := v.UnmarshalJSON(bytes.ToUpper(b)); err != nil || len(b) == 0 || b[0] != '"' {
 		return &json.UnmarshalTypeError{Value: jsonValueKind(b), Type: requestTimeType}
 	}
 	*t = requestTime(v)

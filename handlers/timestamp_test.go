@@ -78,3 +78,24 @@ func TestABadUntilIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestAnUntilInRFC3339sLowerCaseIsTaken: RFC 3339 (section 5.6) lets a
+// time write its T and Z in lower case, and openapi.yaml's until is a
+// date-time, which JSON Schema reads as RFC 3339: 2026-12-01t00:00:00z
+// is one. Go's time parser takes upper case alone, so such an until was
+// refused 400 "must be an RFC 3339 time" though it is one. It is read as
+// the same time in upper case.
+func TestAnUntilInRFC3339sLowerCaseIsTaken(t *testing.T) {
+	t.Parallel()
+	want := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, until := range []string{"2026-12-01t00:00:00z", "2026-12-01T00:00:00z", "2026-12-01t01:00:00+01:00"} {
+		var req suspendRequest
+		if err := decodeBody(t, &req, map[string]string{"reason": "spam", "until": until}); err != nil {
+			t.Errorf("until %s: %v, want it taken", until, err)
+			continue
+		}
+		if got := time.Time(*req.Until); !got.Equal(want) {
+			t.Errorf("until %s read as %s, want %s", until, got, want)
+		}
+	}
+}
