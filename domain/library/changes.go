@@ -173,6 +173,15 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 		// takeBack), and it answers as a share to an unknown principal.
 		return false, errPrincipalNotFound
 	}
+	if back == notTakenBack && finishErr == nil {
+		// Finished as recorded: whoever cleared it read the caller in the
+		// group it named (outOfTheGroup) after it was recorded, so any
+		// departure came after it, and the share stands proven; a later
+		// check would undo it on a departure that came after it, even once
+		// another request answered success for it
+		// (TestAShareItsFinishSawThroughIsNotRevertedByALaterCheck).
+		return created, nil
+	}
 	// The caller's check again, on the item as the share found it (the
 	// principal's membership as it was), now that the share is recorded.
 	before := ch.prev
