@@ -182,6 +182,15 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 		// (TestAShareItsFinishSawThroughIsNotRevertedByALaterCheck).
 		return created, nil
 	}
+	if back == askerSeen {
+		// As proven, its clear unanswered: vouched for, so that no later
+		// finisher takes it back, unless one did already
+		// (TestAShareItsFinishSawThroughIsNotRevertedWhenItsClearWentUnanswered).
+		if err := s.vouch(ctx, ch.next); err != nil {
+			return false, err
+		}
+		return created, nil
+	}
 	// The caller's check again, on the item as the share found it (the
 	// principal's membership as it was), now that the share is recorded.
 	before := ch.prev
@@ -833,6 +842,10 @@ const (
 	// askerLeft: the caller who managed the item only through a group is
 	// no longer in it (see outOfTheGroup).
 	askerLeft
+	// askerSeen: not taken back; its caller was read in the group it
+	// names after it was recorded (outOfTheGroup), but the clear's outcome
+	// is unknown (the share may still be pending, naming him).
+	askerSeen
 )
 
 // tookBack reports why a take-back was tried, if it applied; one that
@@ -920,6 +933,9 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 		return s.shareStood(ctx, c)
 	}
 	cleared, err := s.content.ClearPending(ctx, c)
+	if err != nil && pc.Role != "" && pc.AskedBy != "" && pc.Through != "" {
+		return askerSeen, err // outOfTheGroup read him in the group
+	}
 	if err != nil || cleared || pc.AskedBy == "" {
 		return notTakenBack, err
 	}

@@ -441,6 +441,59 @@ func TestAShareItsFinishSawThroughIsNotRevertedByALaterCheck(t *testing.T) {
 	}
 }
 
+// TestAShareItsFinishSawThroughIsNotRevertedWhenItsClearWentUnanswered:
+// TestAShareItsFinishSawThroughIsNotRevertedByALaterCheck with the
+// finish's clear applied and its answer lost. The finish read the friend
+// in the club after the share was recorded, so the share stands proven
+// whatever became of the clear; his request is slow right after it, his
+// client's share sent again answers success (nothing to do) and the
+// owner takes him out of the club. The request then asked his check
+// again, found him out, and reverted the share the retry had answered
+// success for.
+func TestAShareItsFinishSawThroughIsNotRevertedWhenItsClearWentUnanswered(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	var againErr, removeErr error
+	cleared, fired := false, false
+	c.store.FaultAt = func(_ int, name string) memstore.Fault {
+		switch {
+		case name == "content.clear" && !cleared:
+			cleared = true
+			return memstore.LoseAnswer
+		case cleared && !fired:
+			fired = true // the request's next call, once its clear's answer was lost
+			return memstore.Slow
+		}
+		return memstore.None
+	}
+	c.store.Meanwhile = func() {
+		c.store.Meanwhile = nil
+		_, againErr = c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+	}
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.store.FaultAt, c.store.Meanwhile = nil, nil
+	if !fired {
+		t.Fatal("the request was never slow once its clear's answer was lost: the schedule did not run")
+	}
+	if againErr != nil || removeErr != nil {
+		t.Fatalf("the share sent again answered %v, the removal %v", againErr, removeErr)
+	}
+	if err := c.drain(); err != nil {
+		t.Fatal(err)
+	}
+	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
+		t.Errorf("the share sent again answered success while the friend was in the club (the first answered %v), yet the other user is the item's %q", shareErr, role)
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 3 || it.Managers != 2 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner, the club and the other user", it.Members, it.Managers, it.Pending)
+	}
+}
+
 // TestAShareWhoseAskerStillManagesThroughAnotherGroupStands: the club
 // and a second group, the circle, both manage the owner's private item
 // "spare", and the friend is a member of both. He shares the item with
