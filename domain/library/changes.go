@@ -217,8 +217,17 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 		// (TestAShareIsNotTakenBackOnACheckThatCouldNotBeRead).
 		return false, err
 	case err != nil:
-		if rerr := s.revertShare(ctx, id, principalID, role, prior); rerr != nil {
+		// Refused now: the share stands if a finisher cleared it (it read
+		// him in the group after the share was recorded; another request
+		// may have answered success for it), and is taken back if it is
+		// still to finish, as any finisher takes it back
+		// (TestAShareAnotherFinisherSawThroughIsNotRevertedByALaterCheck).
+		stood, rerr := s.settleShare(ctx, ch.next)
+		switch {
+		case rerr != nil:
 			return false, rerr
+		case stood:
+			return created, nil
 		}
 		return false, err
 	case finishErr != nil && ch.next.Pending != nil && ch.next.Pending.AskedBy != "":
@@ -263,37 +272,24 @@ func (s *Service) vouch(ctx context.Context, c Content) error {
 var errShareTakenBack = &domain.Error{Kind: domain.ErrConflict, Code: "share_taken_back",
 	Message: "The share was taken back: while it was being made you were out of the group that lets you manage this item. Share it again if you still manage it and still mean to."}
 
-// revertShare takes back a share of role to principalID whose caller's
-// right ended before it was recorded (caller.heldAfter): the principal
-// gets back its membership from before (prior; nil: none), unless its
-// role is no longer the one shared (changed since by someone else). An
-// item gone meanwhile needs nothing; one whose last manager the
-// principal has become since keeps it (an item keeps a manager).
-func (s *Service) revertShare(ctx context.Context, id, principalID, role string, prior *Member) error {
-	ch, err := s.change(ctx, id, func(c Content) (*Content, error) {
-		now, err := s.memberOf(ctx, c.ID, principalID)
-		if err != nil || now == nil || now.Role != role {
-			return nil, err
-		}
-		if prior == nil {
-			return without(c, principalID, now)
-		}
-		next, err := shareCounts(c, now, prior.Role)
-		if err != nil {
-			return nil, err
-		}
-		next.Pending = &MemberChange{PrincipalID: principalID, Role: prior.Role}
-		return &next, nil
-	})
-	switch {
-	case errors.Is(err, errContentNotFound), errors.Is(err, ErrLastManager):
-		return nil
-	case err != nil:
-		return err
-	case ch.changed:
-		s.carryOut(ctx, ch)
+// settleShare finishes the share recorded in c (at the version that
+// recorded it, naming its caller) if it is still pending there, as any
+// finisher does (finishPending: taken back if its caller is out of the
+// group it names), and reports whether it stood: cleared by this finish
+// or an earlier one, whose read of the group after it was recorded
+// proves it, or not taken back since (shareStood).
+func (s *Service) settleShare(ctx context.Context, c Content) (stood bool, err error) {
+	now, err := s.content.GetSerial(ctx, c.ID)
+	if err != nil {
+		return false, err
 	}
-	return nil
+	var back takenBack
+	if now.Version == c.Version && now.Pending != nil {
+		back, err = s.finishPending(ctx, now)
+	} else {
+		back, err = s.shareStood(ctx, c)
+	}
+	return err == nil && back == notTakenBack, err
 }
 
 // memberOf reads one principal's membership of an item; nil when it is

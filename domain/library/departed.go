@@ -56,7 +56,7 @@ func (s *Service) sharedWithDeparted(ctx context.Context, pc MemberChange) (bool
 // the share's compare-and-set, by whoever finishes it: if the caller is
 // in the group then, any removal comes after the share; if not, nothing
 // tells the removal came after, and the share is taken back as the
-// request's own check takes it back (caller.heldAfter, revertShare), so
+// request's own check takes it back (caller.heldAfter, settleShare), so
 // a request whose answer was lost, or whose process stopped, leaves no
 // share its caller's right did not see through
 // (TestAShareWhoseAskerLeftTheGroupIsTakenBackByWhoeverFinishesIt).

@@ -494,6 +494,62 @@ func TestAShareItsFinishSawThroughIsNotRevertedWhenItsClearWentUnanswered(t *tes
 	}
 }
 
+// TestAShareAnotherFinisherSawThroughIsNotRevertedByALaterCheck: the
+// club manages the owner's private item "spare", and the friend, one of
+// its members, shares it with the other user as a viewer. The share is
+// recorded and its request's finish fails (writing the member row); his
+// request is then slow asking his check again; meanwhile his client
+// sends the share again, which finishes the pending share (the friend
+// read in the club: cleared) and answers success with nothing more to
+// do, and only then does the owner take him out of the club. His request
+// goes on, finds him out of the club, and reverted the share by a change
+// of its own: a share a finisher saw through (any removal came after
+// it), answered success, undone for a departure that came after it.
+// Exactly one of a clear and a take-back may apply, and the clear did.
+func TestAShareAnotherFinisherSawThroughIsNotRevertedByALaterCheck(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	var againErr, removeErr error
+	failed, fired := false, false
+	c.store.FaultAt = func(_ int, name string) memstore.Fault {
+		switch {
+		case name == "content_members.put" && !failed:
+			failed = true // the request's own finish
+			return memstore.FailBefore
+		case name == "content_members.groups" && failed && !fired:
+			fired = true // the request's own check again
+			return memstore.Slow
+		}
+		return memstore.None
+	}
+	c.store.Meanwhile = func() {
+		c.store.Meanwhile = nil
+		_, againErr = c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+	}
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.store.FaultAt, c.store.Meanwhile = nil, nil
+	if !fired {
+		t.Fatal("the request's check after its failed finish was never slow: the schedule did not run")
+	}
+	if againErr != nil || removeErr != nil {
+		t.Fatalf("the share sent again answered %v, the removal %v", againErr, removeErr)
+	}
+	if err := c.drain(); err != nil {
+		t.Fatal(err)
+	}
+	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
+		t.Errorf("the share sent again answered success while the friend was in the club (the first answered %v), yet the other user is the item's %q", shareErr, role)
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 3 || it.Managers != 2 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner, the club and the other user", it.Members, it.Managers, it.Pending)
+	}
+}
+
 // TestAShareWhoseAskerStillManagesThroughAnotherGroupStands: the club
 // and a second group, the circle, both manage the owner's private item
 // "spare", and the friend is a member of both. He shares the item with
