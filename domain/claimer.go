@@ -105,7 +105,9 @@ const maxTakeoverRounds = 3
 //   - the owner itself, not holding the key: a change of ours that stopped
 //     between committing and updating the owner (or whose update stayed
 //     unknown); adopted, still committed, so that if that change still
-//     lands the key stays claimed;
+//     lands the key stays claimed; busy when the owner is past base (this
+//     operation can never apply, and adopting would lower the claim's
+//     base below that change's);
 //   - someone else, not holding the key, with its version past the claim's
 //     base: an orphan (the operation that claimed it can never apply, or
 //     applied and the holder has moved on since): taken over;
@@ -140,6 +142,12 @@ func (c *Claimer) acquire(ctx context.Context, k Key, owner, op string, base int
 			return claimNoop, nil
 		case holds:
 			return claimTaken, nil
+		case exists && cl.Owner == owner && version > base:
+			// This operation read the owner before it moved on, so it can
+			// never apply; adopted at base, the claim would look like an
+			// orphan while the change that claimed it may still land
+			// (TestASlowRenameNeverLowersTheBaseOfAClaimInFlight).
+			return claimBusy, nil
 		case exists && cl.Owner == owner:
 			if ok, err = c.claims.Adopt(ctx, k.Kind, k.Key, cl, op, base); err == nil && ok {
 				return claimAdopted, nil
