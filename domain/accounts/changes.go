@@ -380,16 +380,18 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 // change it: the link works until a recovery (a later change of the
 // password keeps it), and a reset made with it ends every session, the
 // changer's too (docs/design/tokens.md). Counted and held back past the
-// address's hourly limit like any mail: a stranger cannot aim it (it
-// takes the account's session and password), and the mails that can
-// spend a verified address's limit are reset links, which work as this
-// one would. Mailed after an unknown outcome too. A failure is logged.
+// address's hourly limit in the budget of the account's own mails
+// (owners: a stranger's resets do not spend it): a stranger cannot aim
+// it (it takes the account's session and password), and what else can
+// spend that budget are the notices of the account's own actions and
+// verifications asked with its session. Mailed after an unknown outcome
+// too. A failure is logged.
 func (a *Service) mailPasswordNotice(ctx context.Context, u domain.User) {
 	if !a.mailOn() {
 		return
 	}
 	a.afterAnswerSure(ctx, "mailing a password change's notice", func(ctx context.Context) error {
-		return a.sendMessage(ctx, u, PurposeResetPassword, heldBack, "", a.passwordNotice)
+		return a.sendMessage(ctx, u, PurposeResetPassword, heldBack, owners, "", a.passwordNotice)
 	})
 }
 

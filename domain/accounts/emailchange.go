@@ -174,7 +174,7 @@ func (a *Service) mailPendingEmail(ctx context.Context, u domain.User) {
 // it, and a refusal keeps the account from asking for it again.
 func (a *Service) mailChangeLinks(ctx context.Context, u domain.User) error {
 	to := pendingView(u)
-	if err := a.countMailOf(ctx, to.EmailKey, PurposeVerifyEmail); err != nil {
+	if err := a.countMailOf(ctx, to.EmailKey, PurposeVerifyEmail, anyones); err != nil {
 		return fmt.Errorf("an email change's links for %s: %w", u.ID, err)
 	}
 	verify, err := a.issueToken(ctx, to, PurposeVerifyEmail, "")
@@ -283,7 +283,7 @@ var ErrResetLinkFailed = &domain.Error{Kind: domain.ErrUnavailable, Code: "reset
 // mailRevertsLink mails a revert's reset link to u's address, never held
 // back; a failure of the mailer is ErrResetLinkFailed.
 func (a *Service) mailRevertsLink(ctx context.Context, u domain.User) error {
-	err := a.sendToken(ctx, u, PurposeResetPassword, neverHeld)
+	err := a.sendToken(ctx, u, PurposeResetPassword, neverHeld, anyones)
 	var known *domain.Error
 	if err == nil || errors.As(err, &known) || errors.Is(err, domain.ErrUnavailable) {
 		return err
@@ -308,17 +308,19 @@ func tooManyMails(wait time.Duration) error {
 // happen; its link then recovers an account nothing took (the sessions
 // end, a new password is asked for through a reset link to the address
 // the account has), which does no harm. It is counted against the
-// address's hourly limit like any mail; to a verified address it is never
-// held back (a stranger who spent the address's mails must not silence
-// the owner's alarm), to one that is not verified it is held back over
-// the limit like any mail, and the change refused (too_many_mails): such
-// an address may be a stranger's, typed at signup to aim notices at it.
+// address's hourly limit in the budget of the account's own mails
+// (owners: a stranger's resets do not spend it, so they hold back no
+// change of the owner's); to a verified address it is never held back
+// (a thief who spent the address's own mails must not silence the
+// owner's alarm), to one that is not verified it is held back over the
+// limit like any mail, and the change refused (too_many_mails): such an
+// address may be a stranger's, typed at signup to aim notices at it.
 func (a *Service) mailNotice(ctx context.Context, u domain.User) error {
 	limit := heldBack
 	if !u.EmailVerifiedAt.IsZero() {
 		limit = neverHeld
 	}
-	err := a.sendToken(ctx, u, PurposeRevertEmail, limit)
+	err := a.sendToken(ctx, u, PurposeRevertEmail, limit, owners)
 	var over *mailLimited
 	if errors.As(err, &over) {
 		return tooManyMails(over.wait)

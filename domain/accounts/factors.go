@@ -921,7 +921,9 @@ func (a *Service) useRecoveryCode(ctx context.Context, userID string, set Recove
 // mailRecoveryNotice tells the account's address, after the answer, that
 // one of its recovery codes was used and how many are left: an owner
 // whose codes were stolen learns it at the first use. Counted against the
-// address's hourly limit, and never held back to a verified address.
+// address's hourly limit in the budget of the account's own mails (a
+// login with the password and a code caused it), and never held back to
+// a verified address.
 func (a *Service) mailRecoveryNotice(ctx context.Context, userID string, left int) {
 	if !a.mailOn() {
 		return
@@ -931,7 +933,7 @@ func (a *Service) mailRecoveryNotice(ctx context.Context, userID string, left in
 		if err != nil {
 			return err
 		}
-		if err := a.countMail(ctx, u.EmailKey); err != nil && u.EmailVerifiedAt.IsZero() {
+		if err := a.countMail(ctx, u.EmailKey, owners); err != nil && u.EmailVerifiedAt.IsZero() {
 			return err
 		}
 		return a.mail.Mailer.Send(ctx, Message{To: u.Email, Subject: "A recovery code of your shelf account was used", Text: fmt.Sprintf(
@@ -1130,8 +1132,9 @@ func tooManyFactorMails(wait time.Duration) error {
 // A thief holding a session, the password and (for a second factor) a
 // code could otherwise add one of their own and keep the owner out, a
 // reset included (a reset keeps factors). The limit is the email
-// change notice's: never held back to a verified address, held back over
-// the hour's limit (and the confirmation refused) to one that is not.
+// change notice's: counted in the budget of the account's own mails,
+// never held back to a verified address, held back over the hour's limit
+// (and the confirmation refused) to one that is not.
 // Without mail, none is sent.
 func (a *Service) mailFactorNotice(ctx context.Context, u domain.User, f Factor) error {
 	if !a.mailOn() {
@@ -1141,7 +1144,7 @@ func (a *Service) mailFactorNotice(ctx context.Context, u domain.User, f Factor)
 	if !u.EmailVerifiedAt.IsZero() {
 		limit = neverHeld
 	}
-	err := a.sendTokenAbout(ctx, u, PurposeRevertFactor, limit, f.ID)
+	err := a.sendTokenAbout(ctx, u, PurposeRevertFactor, limit, owners, f.ID)
 	var over *mailLimited
 	if errors.As(err, &over) {
 		return tooManyFactorMails(over.wait)

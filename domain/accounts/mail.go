@@ -45,7 +45,9 @@ type Mail struct {
 	// whose email is not verified, admins excepted.
 	RequireVerified bool
 	// PerAddress is how many mails one address may be sent an hour, of
-	// every kind together, counted in the throttle's store (so by every
+	// every kind together, in each of its two budgets (mailBudget: what
+	// anyone's request causes, and what the account's own authenticated
+	// action causes), counted in the throttle's store (so by every
 	// instance together); beyond it a mail is not sent (logged). 0 or no
 	// store: no limit.
 	PerAddress int
@@ -132,34 +134,63 @@ const (
 	// no stranger can aim: the notice of an email change or of a new
 	// factor to a verified address, and the reset link a revert of either
 	// mails (the link was followed from that address),
-	// docs/design/throttle.md.
+	// docs/design/throttle.md. Which budget a mail spends is apart
+	// (mailBudget).
 	neverHeld
 )
 
+// mailBudget is which of an address's two hourly budgets a mail spends
+// (docs/design/throttle.md): each holds Mail.PerAddress mails.
+type mailBudget int
+
+const (
+	// anyones: mail that a request naming the address alone can cause
+	// (a reset, a verification asked without the account's session, a
+	// signup's, an email change's links to the address it asks for),
+	// and the reset link a revert mails.
+	anyones mailBudget = iota
+	// owners: mail that the account's own authenticated action causes (a
+	// notice of an email change, of a password change, of a factor
+	// added, of a recovery code used; a verification asked with the
+	// account's session). No request naming the address alone spends
+	// it, so a stranger who spends anyone's budget holds none of these
+	// back; a stranger who signed up with someone else's address aims
+	// at most both budgets at it an hour.
+	owners
+)
+
+// scope is the throttle's key of budget b of the address emailKey.
+func (b mailBudget) scope(emailKey string) string {
+	if b == owners {
+		return "mail-own/" + emailKey
+	}
+	return "mail/" + emailKey
+}
+
 // mailToken issues a token of purpose for u and mails it to u's current
-// address, held back over the address's hourly limit. The token is
-// stored before the mail goes out, so every link mailed works; a mail
-// that fails leaves an unused token that expires.
-func (a *Service) mailToken(ctx context.Context, u domain.User, purpose TokenPurpose) error {
-	return a.sendToken(ctx, u, purpose, heldBack)
+// address, held back over the address's hourly limit in budget. The
+// token is stored before the mail goes out, so every link mailed works;
+// a mail that fails leaves an unused token that expires.
+func (a *Service) mailToken(ctx context.Context, u domain.User, purpose TokenPurpose, budget mailBudget) error {
+	return a.sendToken(ctx, u, purpose, heldBack, budget)
 }
 
 // sendToken is mailToken with the rule of the limit: a stranger who used
 // up an address's mails must not hold back the mail that recovers its
 // account or warns its owner (neverHeld).
-func (a *Service) sendToken(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit) error {
-	return a.sendTokenAbout(ctx, u, purpose, limit, "")
+func (a *Service) sendToken(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit, budget mailBudget) error {
+	return a.sendTokenAbout(ctx, u, purpose, limit, budget, "")
 }
 
 // sendTokenAbout is sendToken for a token about subject (Token.Subject).
-func (a *Service) sendTokenAbout(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit, subject string) error {
-	return a.sendMessage(ctx, u, purpose, limit, subject, func(u domain.User, token string) Message { return a.message(u, purpose, token) })
+func (a *Service) sendTokenAbout(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit, budget mailBudget, subject string) error {
+	return a.sendMessage(ctx, u, purpose, limit, budget, subject, func(u domain.User, token string) Message { return a.message(u, purpose, token) })
 }
 
 // sendMessage is sendTokenAbout with the mail that carries the token
 // written by write.
-func (a *Service) sendMessage(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit, subject string, write func(u domain.User, token string) Message) error {
-	if err := a.countMailOf(ctx, u.EmailKey, purpose); err != nil && limit == heldBack {
+func (a *Service) sendMessage(ctx context.Context, u domain.User, purpose TokenPurpose, limit mailLimit, budget mailBudget, subject string, write func(u domain.User, token string) Message) error {
+	if err := a.countMailOf(ctx, u.EmailKey, purpose, budget); err != nil && limit == heldBack {
 		return fmt.Errorf("a %s mail to %s: %w", purpose, u.ID, err)
 	}
 	token, err := a.issueToken(ctx, u, purpose, subject)
@@ -181,31 +212,32 @@ type mailLimited struct{ wait time.Duration }
 func (e *mailLimited) Error() string { return ErrMailLimit.Error() }
 func (e *mailLimited) Unwrap() error { return ErrMailLimit }
 
-// countMail counts one mail to the address emailKey against its limit,
-// shared by every instance: every mail to an address goes through here
-// before it is sent (a verification after signup, after a change of
-// email, on request; a reset; a notice), so mail cannot be aimed at an
-// address beyond the limit by any route. Over the limit it is
+// countMail counts one mail to the address emailKey against its limit
+// in budget, shared by every instance: every mail to an address goes
+// through here before it is sent (a verification after signup, after a
+// change of email, on request; a reset; a notice), so mail cannot be
+// aimed at an address beyond the limit by any route (beyond both
+// budgets' together, by one who can spend both). Over the limit it is
 // ErrMailLimit (a *mailLimited saying when one more may go); when the
 // count cannot be written or read, the mail is not sent either (the user
 // asks again).
-func (a *Service) countMail(ctx context.Context, emailKey string) error {
-	return a.countMailOf(ctx, emailKey, "")
+func (a *Service) countMail(ctx context.Context, emailKey string, budget mailBudget) error {
+	return a.countMailOf(ctx, emailKey, "", budget)
 }
 
 // countMailOf is countMail for a mail of purpose. A verification link
-// may take all but the last of the hour's mails (verificationLimit): a
-// request for one is anyone's to make and its link opens nothing, so
-// such requests must not spend the mail that would carry the owner a way
-// in (a reset link, a notice with its recovery link) and leave her,
-// every mail of hers held back, with none
+// may take all but the last of the hour's mails of a budget
+// (verificationLimit): a request for one is anyone's to make and its
+// link opens nothing, so such requests must not spend the mail that
+// would carry the owner a way in (a reset link, a notice with its
+// recovery link) and leave her, every mail of hers held back, with none
 // (TestVerificationMailsCannotLeaveTheOwnerWithoutAWorkingLink).
-func (a *Service) countMailOf(ctx context.Context, emailKey string, purpose TokenPurpose) error {
+func (a *Service) countMailOf(ctx context.Context, emailKey string, purpose TokenPurpose, budget mailBudget) error {
 	limit := a.mail.PerAddress
 	if purpose == PurposeVerifyEmail {
 		limit = verificationLimit(limit)
 	}
-	c, err := a.admit(ctx, a.throttle.Store, mailWindow, tier{scope: scopeKey("mail/" + emailKey), limit: limit})
+	c, err := a.admit(ctx, a.throttle.Store, mailWindow, tier{scope: scopeKey(budget.scope(emailKey)), limit: limit})
 	var de *domain.Error
 	if errors.Is(err, domain.ErrTooManyAttempts) && errors.As(err, &de) {
 		return &mailLimited{wait: de.RetryAfter}

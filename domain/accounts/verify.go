@@ -35,7 +35,7 @@ func (a *Service) mailToAccount(ctx context.Context, key string, purpose TokenPu
 	if !want(u) {
 		return nil
 	}
-	return a.mailToken(ctx, u, purpose)
+	return a.mailToken(ctx, u, purpose, anyones)
 }
 
 // RequestVerification mails a new verification link to the account whose
@@ -128,7 +128,7 @@ func (a *Service) mailVerification(ctx context.Context, u domain.User) {
 		return
 	}
 	a.afterAnswer(ctx, "mailing a verification link", func(ctx context.Context) error {
-		return a.mailToken(ctx, u, PurposeVerifyEmail)
+		return a.mailToken(ctx, u, PurposeVerifyEmail, anyones)
 	})
 }
 

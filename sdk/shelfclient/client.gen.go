@@ -3221,7 +3221,9 @@ type ClientInterface interface {
 	// /v1/email-changes/refusal`) that ends the change, frees the
 	// address and bars the account from asking for it again (409
 	// `address_refused`). The notice counts against the current
-	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`), in the
+	// budget of the account's own mails, which no request naming the
+	// address alone (a reset) spends: to a verified
 	// address it goes whatever the count; to one that is not verified
 	// it is held back past the limit, and the change is refused (429
 	// `too_many_mails` with `Retry-After`, nothing written). A change
@@ -3288,7 +3290,9 @@ type ClientInterface interface {
 	// /v1/email-changes/refusal`) that ends the change, frees the
 	// address and bars the account from asking for it again (409
 	// `address_refused`). The notice counts against the current
-	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`), in the
+	// budget of the account's own mails, which no request naming the
+	// address alone (a reset) spends: to a verified
 	// address it goes whatever the count; to one that is not verified
 	// it is held back past the limit, and the change is refused (429
 	// `too_many_mails` with `Retry-After`, nothing written). A change
@@ -3502,8 +3506,8 @@ type ClientInterface interface {
 	// address with a link that removes it and recovers the account
 	// (`POST /v1/factor-additions/revert`); a notice that cannot be
 	// sent refuses the confirmation (503 `notice_failed`; to an
-	// address not verified, held back over its hourly limit: 429
-	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// address not verified, held back over its hourly limit of the
+	// account's own mails: 429 `too_many_mails`). The answer is `Cache-Control: no-store`.
 	// A confirmation whose session a reset, a sign-out everywhere or a
 	// suspension ended while it was under way takes its factor away
 	// again and answers 401. The account's first factor ends every other
@@ -3536,8 +3540,8 @@ type ClientInterface interface {
 	// address with a link that removes it and recovers the account
 	// (`POST /v1/factor-additions/revert`); a notice that cannot be
 	// sent refuses the confirmation (503 `notice_failed`; to an
-	// address not verified, held back over its hourly limit: 429
-	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// address not verified, held back over its hourly limit of the
+	// account's own mails: 429 `too_many_mails`). The answer is `Cache-Control: no-store`.
 	// A confirmation whose session a reset, a sign-out everywhere or a
 	// suspension ended while it was under way takes its factor away
 	// again and answers 401. The account's first factor ends every other
@@ -3795,7 +3799,9 @@ type ClientInterface interface {
 	// until a reset or a revert, though the password changes again
 	// meanwhile, and resetting signs out every session, this one too.
 	// The notice is counted, and held back past the address's hourly
-	// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
+	// mail limit (`SHELF_MAIL_PER_HOUR`) of the account's own mails,
+	// which no request naming the address alone (a reset) spends; the
+	// change never waits for it.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
@@ -3835,7 +3841,9 @@ type ClientInterface interface {
 	// until a reset or a revert, though the password changes again
 	// meanwhile, and resetting signs out every session, this one too.
 	// The notice is counted, and held back past the address's hourly
-	// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
+	// mail limit (`SHELF_MAIL_PER_HOUR`) of the account's own mails,
+	// which no request naming the address alone (a reset) spends; the
+	// change never waits for it.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
@@ -6067,7 +6075,9 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // /v1/email-changes/refusal`) that ends the change, frees the
 // address and bars the account from asking for it again (409
 // `address_refused`). The notice counts against the current
-// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`), in the
+// budget of the account's own mails, which no request naming the
+// address alone (a reset) spends: to a verified
 // address it goes whatever the count; to one that is not verified
 // it is held back past the limit, and the change is refused (429
 // `too_many_mails` with `Retry-After`, nothing written). A change
@@ -6144,7 +6154,9 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // /v1/email-changes/refusal`) that ends the change, frees the
 // address and bars the account from asking for it again (409
 // `address_refused`). The notice counts against the current
-// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`), in the
+// budget of the account's own mails, which no request naming the
+// address alone (a reset) spends: to a verified
 // address it goes whatever the count; to one that is not verified
 // it is held back past the limit, and the change is refused (429
 // `too_many_mails` with `Retry-After`, nothing written). A change
@@ -6428,8 +6440,8 @@ func (c *Client) EnrolTotp(ctx context.Context, id UserId, body EnrolTotpJSONReq
 // address with a link that removes it and recovers the account
 // (`POST /v1/factor-additions/revert`); a notice that cannot be
 // sent refuses the confirmation (503 `notice_failed`; to an
-// address not verified, held back over its hourly limit: 429
-// `too_many_mails`). The answer is `Cache-Control: no-store`.
+// address not verified, held back over its hourly limit of the
+// account's own mails: 429 `too_many_mails`). The answer is `Cache-Control: no-store`.
 // A confirmation whose session a reset, a sign-out everywhere or a
 // suspension ended while it was under way takes its factor away
 // again and answers 401. The account's first factor ends every other
@@ -6472,8 +6484,8 @@ func (c *Client) ConfirmTotpWithBody(ctx context.Context, id UserId, factorId Fa
 // address with a link that removes it and recovers the account
 // (`POST /v1/factor-additions/revert`); a notice that cannot be
 // sent refuses the confirmation (503 `notice_failed`; to an
-// address not verified, held back over its hourly limit: 429
-// `too_many_mails`). The answer is `Cache-Control: no-store`.
+// address not verified, held back over its hourly limit of the
+// account's own mails: 429 `too_many_mails`). The answer is `Cache-Control: no-store`.
 // A confirmation whose session a reset, a sign-out everywhere or a
 // suspension ended while it was under way takes its factor away
 // again and answers 401. The account's first factor ends every other
@@ -6841,7 +6853,9 @@ func (c *Client) FinishPasskey(ctx context.Context, id UserId, factorId FactorId
 // until a reset or a revert, though the password changes again
 // meanwhile, and resetting signs out every session, this one too.
 // The notice is counted, and held back past the address's hourly
-// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
+// mail limit (`SHELF_MAIL_PER_HOUR`) of the account's own mails,
+// which no request naming the address alone (a reset) spends; the
+// change never waits for it.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
@@ -6891,7 +6905,9 @@ func (c *Client) ChangePasswordWithBody(ctx context.Context, id UserId, contentT
 // until a reset or a revert, though the password changes again
 // meanwhile, and resetting signs out every session, this one too.
 // The notice is counted, and held back past the address's hourly
-// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
+// mail limit (`SHELF_MAIL_PER_HOUR`) of the account's own mails,
+// which no request naming the address alone (a reset) spends; the
+// change never waits for it.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
@@ -11684,7 +11700,9 @@ type ClientWithResponsesInterface interface {
 	// /v1/email-changes/refusal`) that ends the change, frees the
 	// address and bars the account from asking for it again (409
 	// `address_refused`). The notice counts against the current
-	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`), in the
+	// budget of the account's own mails, which no request naming the
+	// address alone (a reset) spends: to a verified
 	// address it goes whatever the count; to one that is not verified
 	// it is held back past the limit, and the change is refused (429
 	// `too_many_mails` with `Retry-After`, nothing written). A change
@@ -11751,7 +11769,9 @@ type ClientWithResponsesInterface interface {
 	// /v1/email-changes/refusal`) that ends the change, frees the
 	// address and bars the account from asking for it again (409
 	// `address_refused`). The notice counts against the current
-	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+	// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`), in the
+	// budget of the account's own mails, which no request naming the
+	// address alone (a reset) spends: to a verified
 	// address it goes whatever the count; to one that is not verified
 	// it is held back past the limit, and the change is refused (429
 	// `too_many_mails` with `Retry-After`, nothing written). A change
@@ -11969,8 +11989,8 @@ type ClientWithResponsesInterface interface {
 	// address with a link that removes it and recovers the account
 	// (`POST /v1/factor-additions/revert`); a notice that cannot be
 	// sent refuses the confirmation (503 `notice_failed`; to an
-	// address not verified, held back over its hourly limit: 429
-	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// address not verified, held back over its hourly limit of the
+	// account's own mails: 429 `too_many_mails`). The answer is `Cache-Control: no-store`.
 	// A confirmation whose session a reset, a sign-out everywhere or a
 	// suspension ended while it was under way takes its factor away
 	// again and answers 401. The account's first factor ends every other
@@ -12003,8 +12023,8 @@ type ClientWithResponsesInterface interface {
 	// address with a link that removes it and recovers the account
 	// (`POST /v1/factor-additions/revert`); a notice that cannot be
 	// sent refuses the confirmation (503 `notice_failed`; to an
-	// address not verified, held back over its hourly limit: 429
-	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// address not verified, held back over its hourly limit of the
+	// account's own mails: 429 `too_many_mails`). The answer is `Cache-Control: no-store`.
 	// A confirmation whose session a reset, a sign-out everywhere or a
 	// suspension ended while it was under way takes its factor away
 	// again and answers 401. The account's first factor ends every other
@@ -12270,7 +12290,9 @@ type ClientWithResponsesInterface interface {
 	// until a reset or a revert, though the password changes again
 	// meanwhile, and resetting signs out every session, this one too.
 	// The notice is counted, and held back past the address's hourly
-	// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
+	// mail limit (`SHELF_MAIL_PER_HOUR`) of the account's own mails,
+	// which no request naming the address alone (a reset) spends; the
+	// change never waits for it.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
@@ -12310,7 +12332,9 @@ type ClientWithResponsesInterface interface {
 	// until a reset or a revert, though the password changes again
 	// meanwhile, and resetting signs out every session, this one too.
 	// The notice is counted, and held back past the address's hourly
-	// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
+	// mail limit (`SHELF_MAIL_PER_HOUR`) of the account's own mails,
+	// which no request naming the address alone (a reset) spends; the
+	// change never waits for it.
 	//
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
@@ -23320,7 +23344,9 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // /v1/email-changes/refusal`) that ends the change, frees the
 // address and bars the account from asking for it again (409
 // `address_refused`). The notice counts against the current
-// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`), in the
+// budget of the account's own mails, which no request naming the
+// address alone (a reset) spends: to a verified
 // address it goes whatever the count; to one that is not verified
 // it is held back past the limit, and the change is refused (429
 // `too_many_mails` with `Retry-After`, nothing written). A change
@@ -23393,7 +23419,9 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // /v1/email-changes/refusal`) that ends the change, frees the
 // address and bars the account from asking for it again (409
 // `address_refused`). The notice counts against the current
-// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`): to a verified
+// address's hourly mail limit (`SHELF_MAIL_PER_HOUR`), in the
+// budget of the account's own mails, which no request naming the
+// address alone (a reset) spends: to a verified
 // address it goes whatever the count; to one that is not verified
 // it is held back past the limit, and the change is refused (429
 // `too_many_mails` with `Retry-After`, nothing written). A change
@@ -23653,8 +23681,8 @@ func (c *ClientWithResponses) EnrolTotpWithResponse(ctx context.Context, id User
 // address with a link that removes it and recovers the account
 // (`POST /v1/factor-additions/revert`); a notice that cannot be
 // sent refuses the confirmation (503 `notice_failed`; to an
-// address not verified, held back over its hourly limit: 429
-// `too_many_mails`). The answer is `Cache-Control: no-store`.
+// address not verified, held back over its hourly limit of the
+// account's own mails: 429 `too_many_mails`). The answer is `Cache-Control: no-store`.
 // A confirmation whose session a reset, a sign-out everywhere or a
 // suspension ended while it was under way takes its factor away
 // again and answers 401. The account's first factor ends every other
@@ -23693,8 +23721,8 @@ func (c *ClientWithResponses) ConfirmTotpWithBodyWithResponse(ctx context.Contex
 // address with a link that removes it and recovers the account
 // (`POST /v1/factor-additions/revert`); a notice that cannot be
 // sent refuses the confirmation (503 `notice_failed`; to an
-// address not verified, held back over its hourly limit: 429
-// `too_many_mails`). The answer is `Cache-Control: no-store`.
+// address not verified, held back over its hourly limit of the
+// account's own mails: 429 `too_many_mails`). The answer is `Cache-Control: no-store`.
 // A confirmation whose session a reset, a sign-out everywhere or a
 // suspension ended while it was under way takes its factor away
 // again and answers 401. The account's first factor ends every other
@@ -24026,7 +24054,9 @@ func (c *ClientWithResponses) FinishPasskeyWithResponse(ctx context.Context, id 
 // until a reset or a revert, though the password changes again
 // meanwhile, and resetting signs out every session, this one too.
 // The notice is counted, and held back past the address's hourly
-// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
+// mail limit (`SHELF_MAIL_PER_HOUR`) of the account's own mails,
+// which no request naming the address alone (a reset) spends; the
+// change never waits for it.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
@@ -24072,7 +24102,9 @@ func (c *ClientWithResponses) ChangePasswordWithBodyWithResponse(ctx context.Con
 // until a reset or a revert, though the password changes again
 // meanwhile, and resetting signs out every session, this one too.
 // The notice is counted, and held back past the address's hourly
-// mail limit (`SHELF_MAIL_PER_HOUR`); the change never waits for it.
+// mail limit (`SHELF_MAIL_PER_HOUR`) of the account's own mails,
+// which no request naming the address alone (a reset) spends; the
+// change never waits for it.
 //
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
