@@ -52,10 +52,12 @@ func request(w http.ResponseWriter, r *http.Request, ask func(email string) erro
 }
 
 // requestVerification serves POST /v1/email-verifications: mail a new
-// verification link to that address's unverified account, if any.
+// verification link to that address's unverified account, if any. A
+// session, if sent, is the caller: one of that account spends its own
+// mail budget of the address, which nobody else's requests spend.
 func (h *Mail) requestVerification(w http.ResponseWriter, r *http.Request) error {
 	return request(w, r, func(email string) error {
-		return h.accounts.RequestVerification(r.Context(), email)
+		return h.accounts.RequestVerification(r.Context(), principal(r.Context()), email)
 	})
 }
 

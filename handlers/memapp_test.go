@@ -57,16 +57,21 @@ func (b *mailbox) token(page, address string) string {
 	return token
 }
 
-// newMemApp builds a memApp; work after an answer is done at once.
-func newMemApp(t *testing.T) *memApp {
+// newMemApp builds a memApp; work after an answer is done at once. Each
+// of more changes the accounts' configuration before it is built.
+func newMemApp(t *testing.T, more ...func(*memstore.Store, *accounts.Config)) *memApp {
 	t.Helper()
 	ctx := context.Background()
 	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	atOnce := func(f func()) { f() }
 	box := &mailbox{}
-	acc := accounts.New(accounts.Config{ClaimLease: 30 * time.Second, SessionTTL: time.Hour, SeenInterval: time.Hour,
+	cfg := accounts.Config{ClaimLease: 30 * time.Second, SessionTTL: time.Hour, SeenInterval: time.Hour,
 		Now: st.Now, Background: atOnce, Mail: accounts.Mail{Tokens: st.Tokens(), Mailer: box, PublicURL: "https://shelf.example.org",
-			VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour}}, st.Claims(), st.Users(), st.Sessions(), plainHasher{}, nopWarnings{})
+			VerifyTTL: 24 * time.Hour, ResetTTL: time.Hour}}
+	for _, change := range more {
+		change(st, &cfg)
+	}
+	acc := accounts.New(cfg, st.Claims(), st.Users(), st.Sessions(), plainHasher{}, nopWarnings{})
 	grp := groups.New(groups.Config{ClaimLease: 30 * time.Second, Now: st.Now, Closings: st.Closings(), Changes: st.GroupChanges()},
 		acc, st.Users(), st.Claims(), st.Groups(), st.GroupMembers(), nopWarnings{})
 	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: st.Now, Background: atOnce},

@@ -159,7 +159,8 @@ func routeAccounts(r chi.Router, d Deps) {
 // routeMail serves email verification, password reset, the revert
 // links of the notices (an email change, a new factor) and the "not me"
 // link of an email change's verification: no session (the
-// link in the mail is the credential). Requests are limited per client IP
+// link in the mail is the credential; a verification request's optional
+// session only decides whose mail budget it spends). Requests are limited per client IP
 // (429); the domain limits the mails per address (beyond it, answered the
 // same and nothing sent: a 429 would say the address was asked for).
 func routeMail(r chi.Router, d Deps) {

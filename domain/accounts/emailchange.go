@@ -163,18 +163,18 @@ func (a *Service) mailPendingEmail(ctx context.Context, u domain.User) {
 		return
 	}
 	a.afterAnswer(ctx, "mailing a verification link for an email change", func(ctx context.Context) error {
-		return a.mailChangeLinks(ctx, u)
+		return a.mailChangeLinks(ctx, u, anyones)
 	})
 }
 
 // mailChangeLinks mails u's pending address, in one mail counted once
-// (a verification's, held back over the address's hourly limit), the
-// change's verification link and its "not me" link
+// in budget (a verification's, held back over the address's hourly
+// limit), the change's verification link and its "not me" link
 // (RefuseEmailChange): whoever reads the address may take it or refuse
 // it, and a refusal keeps the account from asking for it again.
-func (a *Service) mailChangeLinks(ctx context.Context, u domain.User) error {
+func (a *Service) mailChangeLinks(ctx context.Context, u domain.User, budget mailBudget) error {
 	to := pendingView(u)
-	if err := a.countMailOf(ctx, to.EmailKey, PurposeVerifyEmail, anyones); err != nil {
+	if err := a.countMailOf(ctx, to.EmailKey, PurposeVerifyEmail, budget); err != nil {
 		return fmt.Errorf("an email change's links for %s: %w", u.ID, err)
 	}
 	verify, err := a.issueToken(ctx, to, PurposeVerifyEmail, "")

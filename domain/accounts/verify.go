@@ -23,8 +23,10 @@ func checkedEmail(email string) (key string, err error) {
 }
 
 // mailToAccount runs after the answer: it mails a token of purpose to the
-// visible account holding the email key, if there is one and want says so.
-func (a *Service) mailToAccount(ctx context.Context, key string, purpose TokenPurpose, want func(domain.User) bool) error {
+// visible account holding the email key, if there is one and want says
+// so, counted in the budget the request's caller spends (budgetOf; a
+// caller with no session for a request anyone may make).
+func (a *Service) mailToAccount(ctx context.Context, key string, purpose TokenPurpose, caller domain.Principal, want func(domain.User) bool) error {
 	u, err := a.findByKey(ctx, domain.KindEmail, key)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil // nobody: nothing to send, and the answer was the same
@@ -35,18 +37,34 @@ func (a *Service) mailToAccount(ctx context.Context, key string, purpose TokenPu
 	if !want(u) {
 		return nil
 	}
-	return a.mailToken(ctx, u, purpose, anyones)
+	return a.mailToken(ctx, u, purpose, budgetOf(u, caller))
+}
+
+// budgetOf is the budget of the address of u that a request of caller
+// spends: the account's own when caller is a session of u (its own
+// authenticated action), anyone's otherwise, another account's session
+// included.
+func budgetOf(u domain.User, caller domain.Principal) mailBudget {
+	if !caller.Anonymous() && caller.UserID == u.ID {
+		return owners
+	}
+	return anyones
 }
 
 // RequestVerification mails a new verification link to the account whose
 // email this is, if there is one and its email is not verified yet. It
 // answers the same whoever asks and whatever the address (no session:
 // an account that may not log in before it verifies asks this way).
+// Asked with a session of that account (caller), the mail spends the
+// account's own budget of the address, which a stranger's requests do
+// not, so nobody who asks for its mails every hour keeps the owner from
+// verifying; asked without, or by another account, anyone's budget
+// (budgetOf). Which it was is decided after the answer.
 //
 // The new address of a change pending is asked for the same way: its
 // claim leads to the account that asks for it (never a login: findByKey
 // follows only an account's own address).
-func (a *Service) RequestVerification(ctx context.Context, email string) error {
+func (a *Service) RequestVerification(ctx context.Context, caller domain.Principal, email string) error {
 	key, err := checkedEmail(email)
 	if err != nil {
 		return err
@@ -58,11 +76,11 @@ func (a *Service) RequestVerification(ctx context.Context, email string) error {
 		u, err := a.findPending(ctx, key)
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
-			return a.mailToAccount(ctx, key, PurposeVerifyEmail, func(u domain.User) bool { return u.EmailVerifiedAt.IsZero() })
+			return a.mailToAccount(ctx, key, PurposeVerifyEmail, caller, func(u domain.User) bool { return u.EmailVerifiedAt.IsZero() })
 		case err != nil:
 			return err
 		}
-		return a.mailChangeLinks(ctx, u)
+		return a.mailChangeLinks(ctx, u, budgetOf(u, caller))
 	})
 	return nil
 }
@@ -105,7 +123,8 @@ func (a *Service) claimedBy(ctx context.Context, kind domain.ClaimKind, key stri
 }
 
 // requestMail checks the address, answers, and after the answer mails a
-// token of purpose to its account if want says so.
+// token of purpose to its account if want says so, in anyone's budget
+// (a reset is anyone's to ask for, with a session or not).
 func (a *Service) requestMail(ctx context.Context, email string, purpose TokenPurpose, want func(domain.User) bool) error {
 	key, err := checkedEmail(email)
 	if err != nil {
@@ -115,7 +134,7 @@ func (a *Service) requestMail(ctx context.Context, email string, purpose TokenPu
 		return ErrMailOff
 	}
 	a.afterAnswer(ctx, "mailing a "+string(purpose)+" link", func(ctx context.Context) error {
-		return a.mailToAccount(ctx, key, purpose, want)
+		return a.mailToAccount(ctx, key, purpose, domain.Principal{}, want)
 	})
 	return nil
 }

@@ -2216,17 +2216,23 @@ type ClientInterface interface {
 	// sends the token to `POST /v1/email-verifications/confirm`.
 	//
 	// Who may call: anyone; no session is needed (an account that may
-	// not log in before verifying asks this way). The answer is the same
+	// not log in before verifying asks this way). A session is
+	// optional: sent by the account that has (or asks for) the
+	// address, its mail counts against the account's own hourly
+	// budget of the address, which requests without it do not spend,
+	// so nobody else's requests hold it back; without one, or with
+	// another account's, against anyone's. A token that is not a
+	// working session answers 401, as on every route. The answer is the same
 	// 202, at the same time, for every well-formed address, known or
-	// not, verified or not: the work (finding the account, storing the
+	// not, verified or not, with a session or not: the work (finding the account, storing the
 	// token, mailing) runs after the answer, and its failures are
 	// logged, never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
-	// one address an hour (5 by default, every kind together, counted
-	// across every process in Cassandra) the answer is the same 202 and
-	// nothing is sent. After the answer: up to two claim reads and two
+	// one address an hour in the budget the request spends (5 by
+	// default, every kind together, counted across every process in
+	// Cassandra) the answer is the same 202 and nothing is sent. After the answer: up to two claim reads and two
 	// account reads, the mail's count (three round trips), a lightweight
 	// transaction (the token, stored as its SHA-256), one mail.
 	//
@@ -2247,17 +2253,23 @@ type ClientInterface interface {
 	// sends the token to `POST /v1/email-verifications/confirm`.
 	//
 	// Who may call: anyone; no session is needed (an account that may
-	// not log in before verifying asks this way). The answer is the same
+	// not log in before verifying asks this way). A session is
+	// optional: sent by the account that has (or asks for) the
+	// address, its mail counts against the account's own hourly
+	// budget of the address, which requests without it do not spend,
+	// so nobody else's requests hold it back; without one, or with
+	// another account's, against anyone's. A token that is not a
+	// working session answers 401, as on every route. The answer is the same
 	// 202, at the same time, for every well-formed address, known or
-	// not, verified or not: the work (finding the account, storing the
+	// not, verified or not, with a session or not: the work (finding the account, storing the
 	// token, mailing) runs after the answer, and its failures are
 	// logged, never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
-	// one address an hour (5 by default, every kind together, counted
-	// across every process in Cassandra) the answer is the same 202 and
-	// nothing is sent. After the answer: up to two claim reads and two
+	// one address an hour in the budget the request spends (5 by
+	// default, every kind together, counted across every process in
+	// Cassandra) the answer is the same 202 and nothing is sent. After the answer: up to two claim reads and two
 	// account reads, the mail's count (three round trips), a lightweight
 	// transaction (the token, stored as its SHA-256), one mail.
 	//
@@ -4708,17 +4720,23 @@ func (c *Client) RevertEmailChange(ctx context.Context, body RevertEmailChangeJS
 // sends the token to `POST /v1/email-verifications/confirm`.
 //
 // Who may call: anyone; no session is needed (an account that may
-// not log in before verifying asks this way). The answer is the same
+// not log in before verifying asks this way). A session is
+// optional: sent by the account that has (or asks for) the
+// address, its mail counts against the account's own hourly
+// budget of the address, which requests without it do not spend,
+// so nobody else's requests hold it back; without one, or with
+// another account's, against anyone's. A token that is not a
+// working session answers 401, as on every route. The answer is the same
 // 202, at the same time, for every well-formed address, known or
-// not, verified or not: the work (finding the account, storing the
+// not, verified or not, with a session or not: the work (finding the account, storing the
 // token, mailing) runs after the answer, and its failures are
 // logged, never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
-// one address an hour (5 by default, every kind together, counted
-// across every process in Cassandra) the answer is the same 202 and
-// nothing is sent. After the answer: up to two claim reads and two
+// one address an hour in the budget the request spends (5 by
+// default, every kind together, counted across every process in
+// Cassandra) the answer is the same 202 and nothing is sent. After the answer: up to two claim reads and two
 // account reads, the mail's count (three round trips), a lightweight
 // transaction (the token, stored as its SHA-256), one mail.
 //
@@ -4749,17 +4767,23 @@ func (c *Client) RequestEmailVerificationWithBody(ctx context.Context, contentTy
 // sends the token to `POST /v1/email-verifications/confirm`.
 //
 // Who may call: anyone; no session is needed (an account that may
-// not log in before verifying asks this way). The answer is the same
+// not log in before verifying asks this way). A session is
+// optional: sent by the account that has (or asks for) the
+// address, its mail counts against the account's own hourly
+// budget of the address, which requests without it do not spend,
+// so nobody else's requests hold it back; without one, or with
+// another account's, against anyone's. A token that is not a
+// working session answers 401, as on every route. The answer is the same
 // 202, at the same time, for every well-formed address, known or
-// not, verified or not: the work (finding the account, storing the
+// not, verified or not, with a session or not: the work (finding the account, storing the
 // token, mailing) runs after the answer, and its failures are
 // logged, never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
-// one address an hour (5 by default, every kind together, counted
-// across every process in Cassandra) the answer is the same 202 and
-// nothing is sent. After the answer: up to two claim reads and two
+// one address an hour in the budget the request spends (5 by
+// default, every kind together, counted across every process in
+// Cassandra) the answer is the same 202 and nothing is sent. After the answer: up to two claim reads and two
 // account reads, the mail's count (three round trips), a lightweight
 // transaction (the token, stored as its SHA-256), one mail.
 //
@@ -10663,17 +10687,23 @@ type ClientWithResponsesInterface interface {
 	// sends the token to `POST /v1/email-verifications/confirm`.
 	//
 	// Who may call: anyone; no session is needed (an account that may
-	// not log in before verifying asks this way). The answer is the same
+	// not log in before verifying asks this way). A session is
+	// optional: sent by the account that has (or asks for) the
+	// address, its mail counts against the account's own hourly
+	// budget of the address, which requests without it do not spend,
+	// so nobody else's requests hold it back; without one, or with
+	// another account's, against anyone's. A token that is not a
+	// working session answers 401, as on every route. The answer is the same
 	// 202, at the same time, for every well-formed address, known or
-	// not, verified or not: the work (finding the account, storing the
+	// not, verified or not, with a session or not: the work (finding the account, storing the
 	// token, mailing) runs after the answer, and its failures are
 	// logged, never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
-	// one address an hour (5 by default, every kind together, counted
-	// across every process in Cassandra) the answer is the same 202 and
-	// nothing is sent. After the answer: up to two claim reads and two
+	// one address an hour in the budget the request spends (5 by
+	// default, every kind together, counted across every process in
+	// Cassandra) the answer is the same 202 and nothing is sent. After the answer: up to two claim reads and two
 	// account reads, the mail's count (three round trips), a lightweight
 	// transaction (the token, stored as its SHA-256), one mail.
 	//
@@ -10694,17 +10724,23 @@ type ClientWithResponsesInterface interface {
 	// sends the token to `POST /v1/email-verifications/confirm`.
 	//
 	// Who may call: anyone; no session is needed (an account that may
-	// not log in before verifying asks this way). The answer is the same
+	// not log in before verifying asks this way). A session is
+	// optional: sent by the account that has (or asks for) the
+	// address, its mail counts against the account's own hourly
+	// budget of the address, which requests without it do not spend,
+	// so nobody else's requests hold it back; without one, or with
+	// another account's, against anyone's. A token that is not a
+	// working session answers 401, as on every route. The answer is the same
 	// 202, at the same time, for every well-formed address, known or
-	// not, verified or not: the work (finding the account, storing the
+	// not, verified or not, with a session or not: the work (finding the account, storing the
 	// token, mailing) runs after the answer, and its failures are
 	// logged, never answered: ask again.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
-	// one address an hour (5 by default, every kind together, counted
-	// across every process in Cassandra) the answer is the same 202 and
-	// nothing is sent. After the answer: up to two claim reads and two
+	// one address an hour in the budget the request spends (5 by
+	// default, every kind together, counted across every process in
+	// Cassandra) the answer is the same 202 and nothing is sent. After the answer: up to two claim reads and two
 	// account reads, the mail's count (three round trips), a lightweight
 	// transaction (the token, stored as its SHA-256), one mail.
 	//
@@ -22089,17 +22125,23 @@ func (c *ClientWithResponses) RevertEmailChangeWithResponse(ctx context.Context,
 // sends the token to `POST /v1/email-verifications/confirm`.
 //
 // Who may call: anyone; no session is needed (an account that may
-// not log in before verifying asks this way). The answer is the same
+// not log in before verifying asks this way). A session is
+// optional: sent by the account that has (or asks for) the
+// address, its mail counts against the account's own hourly
+// budget of the address, which requests without it do not spend,
+// so nobody else's requests hold it back; without one, or with
+// another account's, against anyone's. A token that is not a
+// working session answers 401, as on every route. The answer is the same
 // 202, at the same time, for every well-formed address, known or
-// not, verified or not: the work (finding the account, storing the
+// not, verified or not, with a session or not: the work (finding the account, storing the
 // token, mailing) runs after the answer, and its failures are
 // logged, never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
-// one address an hour (5 by default, every kind together, counted
-// across every process in Cassandra) the answer is the same 202 and
-// nothing is sent. After the answer: up to two claim reads and two
+// one address an hour in the budget the request spends (5 by
+// default, every kind together, counted across every process in
+// Cassandra) the answer is the same 202 and nothing is sent. After the answer: up to two claim reads and two
 // account reads, the mail's count (three round trips), a lightweight
 // transaction (the token, stored as its SHA-256), one mail.
 //
@@ -22126,17 +22168,23 @@ func (c *ClientWithResponses) RequestEmailVerificationWithBodyWithResponse(ctx c
 // sends the token to `POST /v1/email-verifications/confirm`.
 //
 // Who may call: anyone; no session is needed (an account that may
-// not log in before verifying asks this way). The answer is the same
+// not log in before verifying asks this way). A session is
+// optional: sent by the account that has (or asks for) the
+// address, its mail counts against the account's own hourly
+// budget of the address, which requests without it do not spend,
+// so nobody else's requests hold it back; without one, or with
+// another account's, against anyone's. A token that is not a
+// working session answers 401, as on every route. The answer is the same
 // 202, at the same time, for every well-formed address, known or
-// not, verified or not: the work (finding the account, storing the
+// not, verified or not, with a session or not: the work (finding the account, storing the
 // token, mailing) runs after the answer, and its failures are
 // logged, never answered: ask again.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
-// one address an hour (5 by default, every kind together, counted
-// across every process in Cassandra) the answer is the same 202 and
-// nothing is sent. After the answer: up to two claim reads and two
+// one address an hour in the budget the request spends (5 by
+// default, every kind together, counted across every process in
+// Cassandra) the answer is the same 202 and nothing is sent. After the answer: up to two claim reads and two
 // account reads, the mail's count (three round trips), a lightweight
 // transaction (the token, stored as its SHA-256), one mail.
 //

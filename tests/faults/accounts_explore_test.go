@@ -278,7 +278,7 @@ func changeEmailConfirmed(w *world, email string) error {
 	// its token was not stored): the owner asks for another, and again if
 	// a fault took that one too (a schedule holds at most two).
 	for tries := 0; tries < 2 && errors.Is(err, accounts.ErrTokenUnknown); tries++ {
-		if err := w.svc.RequestVerification(ctx, email); err != nil {
+		if err := w.svc.RequestVerification(ctx, domain.Principal{}, email); err != nil {
 			return err
 		}
 		err = w.svc.ConfirmEmail(ctx, w.mail.tokenTo("verify", email))

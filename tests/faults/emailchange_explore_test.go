@@ -147,7 +147,7 @@ var emailChangeOperations = []mailOperation{
 			// A verification mail that failed after the answer is asked
 			// for again, as its owner would.
 			if m.box.tokenTo("verify", annNext) == "" {
-				if err := m.svc.RequestVerification(context.Background(), annNext); err != nil {
+				if err := m.svc.RequestVerification(context.Background(), domain.Principal{}, annNext); err != nil {
 					t.Fatalf("%s: asking for the link again: %v", name, err)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/tests/memstore"
 )
@@ -44,7 +45,7 @@ func TestARevertsResetLinkIsNotDroppedWithAFullMailPool(t *testing.T) {
 	})
 	slow = true
 	for i := range 64 { // requests for links, from a few addresses: 202 each, a job each
-		if err := m.svc.RequestVerification(ctx, fmt.Sprintf("nobody%d@example.net", i)); err != nil {
+		if err := m.svc.RequestVerification(ctx, domain.Principal{}, fmt.Sprintf("nobody%d@example.net", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,7 +98,7 @@ func TestAPasswordChangesNoticeIsNotDroppedWithAFullMailPool(t *testing.T) {
 	}
 	slow = true
 	for i := range 64 {
-		if err := m.svc.RequestVerification(ctx, fmt.Sprintf("nobody%d@example.net", i)); err != nil {
+		if err := m.svc.RequestVerification(ctx, domain.Principal{}, fmt.Sprintf("nobody%d@example.net", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -131,7 +131,7 @@ func TestSignupMailsAVerificationLinkThatWorksOnce(t *testing.T) {
 		t.Fatalf("the second use: %v", err)
 	}
 	// Verified: asking again mails nothing.
-	if err := svc.RequestVerification(ctx, "ANN@example.org"); err != nil || b.count() != 1 {
+	if err := svc.RequestVerification(ctx, domain.Principal{}, "ANN@example.org"); err != nil || b.count() != 1 {
 		t.Fatalf("asking again when verified: %v, %d mails", err, b.count())
 	}
 }
@@ -241,7 +241,7 @@ func TestAFailedMailFailsNothing(t *testing.T) {
 	if len(l.lines) != 1 || !strings.Contains(l.lines[0], "the user can ask again") {
 		t.Fatalf("logged: %v", l.lines)
 	}
-	if err := svc.RequestVerification(context.Background(), "ann@example.org"); err != nil {
+	if err := svc.RequestVerification(context.Background(), domain.Principal{}, "ann@example.org"); err != nil {
 		t.Fatalf("asking while mail fails: %v", err)
 	}
 }

@@ -157,7 +157,7 @@ func TestANotMeLinkEndsWithItsChange(t *testing.T) {
 	ctx := context.Background()
 	m := emailChangeWorld(t, true)
 	m.store.Advance(23 * time.Hour)
-	if err := m.svc.RequestVerification(ctx, annNext); err != nil {
+	if err := m.svc.RequestVerification(ctx, domain.Principal{}, annNext); err != nil {
 		t.Fatal(err)
 	}
 	late := m.box.tokenTo("refuse-email", annNext)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"shelf/domain"
 	"shelf/domain/accounts"
 )
 
@@ -98,5 +99,98 @@ func TestTheOwnersOwnMailsAreBounded(t *testing.T) {
 	m.store.Advance(time.Hour)
 	if err := changeEmailFrom(m, annNext); err != nil {
 		t.Errorf("an hour later: %v", err)
+	}
+}
+
+// TestTheOwnersVerificationWithHerSessionIsNotHeldBack: annHome is not
+// verified, and a stranger sends the hour's five resets for it. Ann,
+// signed in, asks for a new verification link with her session. Before,
+// her request spent the budget the stranger had used up and was held
+// back, every hour he kept asking, so she could never verify. A
+// verification asked with a session of the account that has the address
+// now spends the account's own budget; it takes all but the last of it,
+// as verifications do of anyone's. The same holds for the address a
+// change of hers asks for, whose budget anyone may spend by asking for
+// its verification.
+func TestTheOwnersVerificationWithHerSessionIsNotHeldBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newMailWorld(t, false) // annHome not verified
+	limitMail(m, 5)
+	strangerSpendsTheHour(t, m, 5)
+	p, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := m.box.sentTo("verify", annHome)
+	for range 5 {
+		if err := m.svc.RequestVerification(ctx, p, annHome); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := m.box.sentTo("verify", annHome) - before; got != 4 {
+		t.Fatalf("ann's five requests with her session mailed %d links after a stranger's resets, want 4 (all but the last of her own budget)", got)
+	}
+	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annHome)); err != nil {
+		t.Fatalf("the link her session asked for: %v", err)
+	}
+
+	// The address a change asks for: a stranger's requests for its
+	// verification spend anyone's budget of it; ann's, with her session,
+	// her own.
+	c := emailChangeWorld(t, false)
+	limitMail(c, 5)
+	if err := changeEmail(c, annNext); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := c.svc.RequestVerification(ctx, domain.Principal{}, annNext); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spent := c.box.sentTo("verify", annNext)
+	q, err := c.svc.Authenticate(ctx, c.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.svc.RequestVerification(ctx, q, annNext); err != nil {
+		t.Fatal(err)
+	}
+	if c.box.sentTo("verify", annNext) != spent+1 {
+		t.Errorf("ann's request with her session for the address she asks for was held back by a stranger's requests (%d links sent before)", spent)
+	}
+}
+
+// TestAVerificationWithoutTheOwnersSessionIsHeldBack: with anyone's
+// budget of annHome spent by a stranger's resets, a request for its
+// verification link without a session, or with another account's
+// session, spends that budget as before and is held back; both answer
+// as ann's own does, so the answer tells nothing of whose the address
+// is.
+func TestAVerificationWithoutTheOwnersSessionIsHeldBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newMailWorld(t, false) // annHome not verified
+	if err := m.signup("bob", "bob@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.svc.Login(ctx, "bob", password, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := m.svc.Authenticate(ctx, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limitMail(m, 5)
+	strangerSpendsTheHour(t, m, 5)
+	before := m.box.sentTo("verify", annHome)
+	for _, caller := range []domain.Principal{{}, bob} {
+		if err := m.svc.RequestVerification(ctx, caller, annHome); err != nil {
+			t.Fatalf("a request as %q: %v", caller.UserID, err)
+		}
+	}
+	if got := m.box.sentTo("verify", annHome) - before; got != 0 {
+		t.Errorf("%d links went out past anyone's spent budget to requests without ann's session", got)
 	}
 }

@@ -160,7 +160,7 @@ func TestVerificationMailsCannotLeaveTheOwnerWithoutAWorkingLink(t *testing.T) {
 	m := newMailWorld(t, false) // annHome not verified
 	limitMail(m, 3)
 	for range 3 {
-		if err := m.svc.RequestVerification(ctx, annHome); err != nil {
+		if err := m.svc.RequestVerification(ctx, domain.Principal{}, annHome); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -296,7 +296,7 @@ func TestEveryMailCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // refused: verification links had their 4 (the fifth mail is kept)
-		if err := svc.RequestVerification(ctx, target); err != nil {
+		if err := svc.RequestVerification(ctx, domain.Principal{}, target); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -315,7 +315,7 @@ func TestEveryMailCounts(t *testing.T) {
 		t.Fatalf("8 mails aimed at %s, %d sent; want 4", target, len(toTarget))
 	}
 	st.Advance(time.Hour)
-	if err := svc.RequestVerification(ctx, target); err != nil {
+	if err := svc.RequestVerification(ctx, domain.Principal{}, target); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range box.sent {
