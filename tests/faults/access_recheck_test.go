@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/library"
 	"shelf/tests/memstore"
@@ -796,6 +797,47 @@ func TestAShareWhoseOwnTakeBackFoundItTakenBackIsNotAnsweredCreated(t *testing.T
 	}
 	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 2 || it.Managers != 2 || it.Pending != nil {
 		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner and the club", it.Members, it.Managers, it.Pending)
+	}
+}
+
+// TestAShareTakenBackBeforeItsPrincipalDepartedIsNotAnsweredCreated: the
+// club manages the owner's private item "spare", and the friend, one of
+// its members, shares it with the other user as a viewer. Once the share
+// is recorded, his request is slow writing its member row; meanwhile the
+// owner takes him out of the club, the outbox worker finishes the share
+// (the friend out of the club: taken back), and an admin begins the
+// deletion of the other user's account. His request goes on, finds the
+// other user departing, and its take-back finds the row moved on (the
+// worker's). It answered 201 on that alone, as if another finisher had
+// cleared the share: a share taken back because his right ended before
+// it was recorded, answered created. A take-back that did not apply
+// proves only that another finisher cleared the share or took it back,
+// and the row says which.
+func TestAShareTakenBackBeforeItsPrincipalDepartedIsNotAnsweredCreated(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	var removeErr, drainErr, deleteErr error
+	slowFirst(c.store, "content_members.put", func() {
+		c.store.Meanwhile = nil
+		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+		drainErr = c.drain()
+		_, deleteErr = c.life.DeleteUser(ctx, as(c.admin), c.other.ID, accounts.Proof{}) // no worker pass
+	})
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.store.FaultAt, c.store.Meanwhile = nil, nil
+	if removeErr != nil || drainErr != nil || deleteErr != nil {
+		t.Fatalf("the removal answered %v, the worker %v, the other user's deletion %v", removeErr, drainErr, deleteErr)
+	}
+	role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID)
+	if shareErr == nil {
+		t.Errorf("the friend's share, taken back since he was out of the club, answered success; the other user is the item's %q", role)
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); role != "" || it.Members != 2 || it.Managers != 2 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), the other user its %q; want the owner and the club", it.Members, it.Managers, it.Pending, role)
 	}
 }
 
