@@ -915,10 +915,17 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 		if err != nil || back == principalDeparted || pc.AskedBy == "" {
 			return back, err
 		}
-		// Not applied: another finisher cleared the share or took it back
-		// (its caller out of the group), and the row says which
-		// (TestAShareTakenBackBeforeItsPrincipalDepartedIsNotAnsweredCreated).
-		return s.shareStood(ctx, c)
+		// Not applied: another finisher cleared the share or took it back,
+		// its caller out of the group, which the row says
+		// (TestAShareTakenBackBeforeItsPrincipalDepartedIsNotAnsweredCreated),
+		// or its principal departed, which no record says: the principal
+		// is departing, so the share is gone or going, and it answers as
+		// one to an unknown principal
+		// (TestAShareTakenBackForItsDepartedPrincipalIsNotAnsweredCreated).
+		if back, err = s.shareStood(ctx, c); err != nil || back == askerLeft {
+			return back, err
+		}
+		return principalDeparted, nil
 	}
 	left, err := s.outOfTheGroup(ctx, c.ID, pc)
 	switch {

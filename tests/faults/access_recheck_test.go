@@ -841,6 +841,47 @@ func TestAShareTakenBackBeforeItsPrincipalDepartedIsNotAnsweredCreated(t *testin
 	}
 }
 
+// TestAShareTakenBackForItsDepartedPrincipalIsNotAnsweredCreated: the
+// club manages the owner's private item "spare", and the friend, one of
+// its members, shares it with the other user as a viewer. Once the share
+// is recorded, his request is slow writing its member row; meanwhile the
+// owner takes him out of the club, an admin begins the deletion of the
+// other user's account, and the outbox worker finishes the share (the
+// other user departing: taken back, a removal that records no share's
+// version). His request goes on, finds the other user departing, and its
+// take-back finds the row moved on; the row records no take-back, and
+// the request answered 201 as if another finisher had cleared the share,
+// with no check of its own: a share that is gone, by a caller out of the
+// club, answered created. The principal is departing, so the share is
+// gone or going: it answers as a share to an unknown principal.
+func TestAShareTakenBackForItsDepartedPrincipalIsNotAnsweredCreated(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	var removeErr, deleteErr, drainErr error
+	slowFirst(c.store, "content_members.put", func() {
+		c.store.Meanwhile = nil
+		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+		_, deleteErr = c.life.DeleteUser(ctx, as(c.admin), c.other.ID, accounts.Proof{}) // no worker pass
+		drainErr = c.drain()
+	})
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.store.FaultAt, c.store.Meanwhile = nil, nil
+	if removeErr != nil || deleteErr != nil || drainErr != nil {
+		t.Fatalf("the removal answered %v, the other user's deletion %v, the worker %v", removeErr, deleteErr, drainErr)
+	}
+	role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID)
+	if shareErr == nil {
+		t.Errorf("the friend's share, taken back since the other user is departing, answered success; the other user is the item's %q", role)
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); role != "" || it.Members != 2 || it.Managers != 2 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), the other user its %q; want the owner and the club", it.Members, it.Managers, it.Pending, role)
+	}
+}
+
 // TestAShareIsNotTakenBackOnACheckThatCouldNotBeRead: the club manages
 // the owner's private item "spare", and the friend, one of its members,
 // shares it with the other user as a viewer. Once the share is recorded,
