@@ -261,11 +261,19 @@ type caller struct {
 // share was decided would otherwise be followed by the share it no
 // longer allows. Read after the share's compare-and-set: if the caller
 // is still in the group then, any removal comes after the share
-// (TestAMemberRemovedFromTheGroupMidShareCannotShareHimselfIn). A nil
-// caller is the system's.
+// (TestAMemberRemovedFromTheGroupMidShareCannotShareHimselfIn). Passed
+// through a group, it is asked once more: a check reads the groups'
+// reverse index, then their rows, and a removal recorded before the
+// first read and finished between the two passes it; the second reads
+// the index after those rows (as inGroups does:
+// TestAShareRecordedAfterItsAskersRemovalIsTakenBack). A nil caller is
+// the system's.
 func (cl *caller) heldAfter(ctx context.Context, c Content) error {
 	if cl == nil || !cl.throughGroup {
 		return nil
+	}
+	if err := cl.may(ctx, c); err != nil || !cl.throughGroup {
+		return err
 	}
 	return cl.may(ctx, c)
 }

@@ -69,7 +69,7 @@ func (s *Service) outOfTheGroup(ctx context.Context, id string, pc MemberChange)
 	if pc.Role == "" || pc.AskedBy == "" || pc.Through == "" {
 		return false, nil
 	}
-	in, err := s.groups.GroupsAmong(ctx, pc.AskedBy, []string{pc.Through})
+	in, err := s.inGroups(ctx, pc.AskedBy, []string{pc.Through})
 	if err != nil || len(in) > 0 {
 		return false, err
 	}
@@ -90,8 +90,24 @@ func (s *Service) outOfTheGroup(ctx context.Context, id string, pc MemberChange)
 	if len(others) == 0 {
 		return true, nil
 	}
-	in, err = s.groups.GroupsAmong(ctx, pc.AskedBy, others)
+	in, err = s.inGroups(ctx, pc.AskedBy, others)
 	return err == nil && len(in) == 0, err
+}
+
+// inGroups is which of groupIDs the user is a member of, read after a
+// share's compare-and-set, so that a member found was one at some moment
+// after it. Groups.GroupsAmong reads the reverse index, then the rows of
+// the groups found there: a removal recorded before that read and
+// finished between the two leaves an index row read and a row that
+// records no removal, a member at no moment of either. Found in some, the
+// index is read again, after those rows: such a removal's rows are gone
+// by then (TestAShareRecordedAfterItsAskersRemovalIsTakenBack).
+func (s *Service) inGroups(ctx context.Context, userID string, groupIDs []string) ([]string, error) {
+	in, err := s.groups.GroupsAmong(ctx, userID, groupIDs)
+	if err != nil || len(in) == 0 {
+		return in, err
+	}
+	return s.groups.GroupsAmong(ctx, userID, in)
 }
 
 // takeBack undoes the share pending in c (as read: at the version that

@@ -882,6 +882,74 @@ func TestAShareTakenBackForItsDepartedPrincipalIsNotAnsweredCreated(t *testing.T
 	}
 }
 
+// TestAShareRecordedAfterItsAskersRemovalIsTakenBack: the club manages
+// the owner's private item "spare", and the friend, one of its members,
+// shares it with the other user as a viewer. Once his check passed and
+// before the share's compare-and-set, the owner takes him out of the
+// club: the removal is recorded in the club's row, and its member rows
+// are not yet removed (its write failed). The share is then recorded,
+// and its finish (or, the finish failing first, the request's own check
+// again) reads his membership of the club: the reverse index still lists
+// him, and that read is slow; meanwhile the owner's next change of the
+// club finishes the removal. The read then reads the club's row, which
+// records no removal now, and took him for a member: the share was
+// cleared (or vouched for) and the request answered 201, a share
+// recorded after its caller's removal was recorded (his right ended
+// before it), standing. Neither read alone saw him out, though he was
+// out at both.
+func TestAShareRecordedAfterItsAskersRemovalIsTakenBack(t *testing.T) {
+	t.Parallel()
+	for _, failing := range []string{"", "content_members.put"} {
+		name := "its finish reading the club"
+		if failing != "" {
+			name = "its check again, its finish failing at " + failing
+		}
+		c := newCloseWorld(t)
+		ctx := context.Background()
+		if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+			t.Fatal(err)
+		}
+		var removeErr, againErr error
+		fired := false
+		c.lib.Hooks.BeforeRecord = func(string) {
+			c.lib.Hooks.BeforeRecord = nil
+			holdFirst(c.store, "groups_by_member.delete", memstore.FailBefore)
+			removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+			failed := failing == ""
+			c.store.FaultAt = func(_ int, stmt string) memstore.Fault {
+				switch {
+				case stmt == failing && !failed:
+					failed = true
+					return memstore.FailBefore
+				case stmt == "groups_by_member.among" && failed && !fired:
+					fired = true
+					return memstore.Slow
+				}
+				return memstore.None
+			}
+			c.store.Meanwhile = func() {
+				c.store.Meanwhile = nil
+				againErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+			}
+		}
+		_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+		c.lib.Hooks.BeforeRecord, c.store.FaultAt, c.store.Meanwhile = nil, nil, nil
+		if !fired || removeErr == nil || !errors.Is(againErr, groups.ErrNotMember) {
+			t.Fatalf("%s: the schedule did not run: slow read %v, the removal answered %v, its finish %v", name, fired, removeErr, againErr)
+		}
+		if err := c.drain(); err != nil {
+			t.Fatal(err)
+		}
+		role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID)
+		if shareErr == nil || role != "" {
+			t.Errorf("%s: the friend's share, recorded after his removal from the club was, answered %v; the other user is the item's %q", name, shareErr, role)
+		}
+		if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 2 || it.Managers != 2 || it.Pending != nil {
+			t.Errorf("%s: the item counts %d members, %d managers (pending %+v), want the owner and the club", name, it.Members, it.Managers, it.Pending)
+		}
+	}
+}
+
 // TestAShareIsNotTakenBackOnACheckThatCouldNotBeRead: the club manages
 // the owner's private item "spare", and the friend, one of its members,
 // shares it with the other user as a viewer. Once the share is recorded,
