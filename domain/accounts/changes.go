@@ -341,6 +341,10 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 	if err != nil {
 		return err
 	}
+	// tried is the account as the last round would write it: the row its
+	// compare-and-set is over, the address a change in force was written
+	// over (a change of address may complete after checked was read).
+	var tried domain.User
 	out, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
 		if u.PasswordEpoch != checked.PasswordEpoch {
 			return u, false, ErrInvalidCredentials
@@ -356,6 +360,7 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 			return u, false, domain.Invalid("The new password is not valid.", *fe)
 		}
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = hash, u.PasswordEpoch+1, p.Session.TokenHash
+		tried = u
 		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {
@@ -364,13 +369,14 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 	switch {
 	case err == nil:
 		a.mailPasswordNotice(ctx, out)
-	case errors.Is(err, domain.ErrOutcomeUnknown):
+	case errors.Is(err, domain.ErrOutcomeUnknown) && tried.ID != "":
 		// The change may be in force, or land later: told all the same
 		// (a notice of a change that never happened carries a reset link
-		// that works, which does no harm). Its address and recovery
-		// epoch are the ones checked: a change of the password moves
-		// neither.
-		a.mailPasswordNotice(ctx, checked)
+		// that works, which does no harm), to the address of the row its
+		// compare-and-set is over, as that row would have it (not
+		// checked's: a change of address may have completed since;
+		// TestALostPasswordChangeIsToldAtTheAddressItWasWrittenOver).
+		a.mailPasswordNotice(ctx, tried)
 	}
 	return a.endSessions(ctx, err, id, "a password change")
 }

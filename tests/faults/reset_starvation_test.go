@@ -218,3 +218,59 @@ func TestAPasswordChangeWhoseAnswerIsLostIsToldAllTheSame(t *testing.T) {
 		t.Fatalf("its notice's link: %v", err)
 	}
 }
+
+// TestALostPasswordChangeIsToldAtTheAddressItWasWrittenOver: ann asked
+// to move to annNext. A thief with the password changes it; his read of
+// the account for the proof is slow, and meanwhile ann confirms annNext;
+// the change's round reads the account at annNext, writes over it, and
+// its answer is lost. Its notice went to the address the proof's read
+// had found (annHome), with a reset link for that address, stale since
+// the account no longer has it, and nothing reached annNext: a change in
+// force told only to an address the account left, with no working link.
+// The notice goes to the address of the row the write was over.
+func TestALostPasswordChangeIsToldAtTheAddressItWasWrittenOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	if err := changeEmailFrom(m, annNext); err != nil {
+		t.Fatal(err)
+	}
+	thief, err := newSession(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, meanwhile := false, false
+	m.store.FaultAt = func(_ int, name string) memstore.Fault {
+		switch {
+		case meanwhile:
+		case name == "users.get" && !read:
+			read = true
+			return memstore.Slow
+		case name == "users.update":
+			return memstore.LoseAnswer
+		}
+		return memstore.None
+	}
+	confirmed := errors.New("did not run")
+	m.store.Meanwhile = func() {
+		m.store.Meanwhile, meanwhile = nil, true
+		confirmed = m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext))
+		meanwhile = false
+	}
+	err = m.svc.ChangePassword(ctx, thief, m.ann.ID, accounts.Password(password), "the thief's own pass")
+	m.store.FaultAt, m.store.Meanwhile = nil, nil
+	if !errors.Is(err, domain.ErrUnavailable) || confirmed != nil {
+		t.Fatalf("the change whose answer was lost: %v; ann's confirmation meanwhile: %v", err, confirmed)
+	}
+	if u := m.account(t, "after the change"); u.EmailKey != annNext {
+		t.Fatalf("the account is at %q, not at annNext", u.Email)
+	}
+	link := m.box.tokenTo("reset", annNext)
+	if link == "" {
+		t.Fatalf("no notice of the password change reached annNext, the address it was written over (%d reset links went to annHome)",
+			m.box.sentTo("reset", annHome))
+	}
+	if _, err := m.svc.ResetPassword(ctx, link, newPassword, accounts.Client{}); err != nil {
+		t.Fatalf("its notice's link: %v", err)
+	}
+}
