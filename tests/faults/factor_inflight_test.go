@@ -268,3 +268,61 @@ func checkNoFactorOfAStoppedSession(t *testing.T, m *mailWorld, how, act, passwo
 		t.Errorf("ann's login answered %+v, %v; want a session, not the thief's factor's challenge", r, err)
 	}
 }
+
+// TestAFactorIsNeverConfirmedPastItsNoticesAddress: ann asked to move
+// to annNext. A thief holding a session and the password enrols an
+// authenticator and confirms it: its notice, with the link that removes
+// it, goes to annHome, the address the confirmation read, and its
+// compare-and-set is slow; meanwhile ann confirms annNext. The factor
+// stood, its notice at an address the account no longer has (its link
+// stale: a factor's revert works only while the account has the
+// address) and nothing at annNext: her next login asks for the thief's
+// code, and a reset keeps factors. A confirmation checks again at the
+// end that the account still has the address its notice went to, and
+// takes its factor away when it has not (409 enrolment_expired: begin
+// again, and the notice goes to the address the account has).
+func TestAFactorIsNeverConfirmedPastItsNoticesAddress(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newMailWorld(t, true)
+	m.verify(t)
+	totp := withFactors(t, m, nil)
+	if err := changeEmailFrom(m, annNext); err != nil {
+		t.Fatal(err)
+	}
+	thief, err := newSession(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := m.svc.EnrolTOTP(ctx, thief, m.ann.ID, "thief", accounts.Password(password))
+	if err != nil {
+		t.Fatalf("the thief's enrolment: %v", err)
+	}
+	enrolled, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+	if err != nil || len(enrolled) != 1 {
+		t.Fatalf("the factors: %+v %v", enrolled, err)
+	}
+	code, err := totp.Code(enrolled[0].Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirmed := errors.New("did not run")
+	slowOnce(m.store, "factors.confirm", 0, func() { confirmed = m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext)) })
+	_, err = m.svc.ConfirmTOTP(ctx, thief, m.ann.ID, e.Factor.ID, code)
+	calm(m.store)
+	if confirmed != nil {
+		t.Fatalf("ann's confirmation of annNext inside the thief's: %v", confirmed)
+	}
+	left, _, ferr := m.store.Factors().Read(ctx, m.ann.ID)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	for _, f := range left {
+		if f.Confirmed() && m.box.sentTo("revert-factor", annNext) == 0 {
+			t.Errorf("the thief's factor stands (confirmation answered %v) with its notice at annHome alone, an address the account no longer has", err)
+		}
+	}
+	if err == nil && m.box.sentTo("revert-factor", annNext) == 0 {
+		t.Error("the confirmation answered success, and no notice reached annNext")
+	}
+}
