@@ -452,6 +452,9 @@ func (a *Service) revertApplies(t Token, u domain.User, err error) error {
 	return ErrRevertStale
 }
 
+// NoticeTime is how a notice writes a moment: in UTC, to the minute.
+const NoticeTime = "2 January 2006, 15:04 UTC"
+
 // revertNotice is the mail that tells u's address of an email change and
 // carries the revert link. It holds no text anyone chose (no name, not
 // the new address): the address it goes to may not be verified. Its link
@@ -462,8 +465,15 @@ func (a *Service) revertApplies(t Token, u domain.User, err error) error {
 func (a *Service) revertNotice(u domain.User, token string) Message {
 	until := fmt.Sprintf("(it works once, for %s, also after the new address is confirmed)", a.revertTTL())
 	if a.holdsAt(a.cfg.Now()).recovery(u) && u.RecoveryEmailKey != u.EmailKey {
-		until = "before the new address is confirmed (it works once, and only until then: this address replaced " +
-			"another of the account's a short while ago, and that address's own link is the way back after)"
+		// The older hold ends by the clock: a confirmation from then on
+		// holds this address (completeEmailChange), and its link works
+		// after it, the older address's no more
+		// (TestANoticeSaysItsLinkWorksAfterAConfirmationPastTheOlderHold).
+		until = fmt.Sprintf("before the new address is confirmed (it works once, for %s: this address replaced "+
+			"another of the account's a short while ago, and a confirmation before %s leaves this link stale, "+
+			"that address's own link being the way back after it; a confirmation from then on leaves this link working, "+
+			"unless the new address is the one this address replaced)",
+			a.revertTTL(), u.RecoveryUntil.Add(TokenGrace).UTC().Format(NoticeTime))
 	}
 	return Message{To: u.Email, Subject: "The email address of your shelf account is changing", Text: fmt.Sprintf(
 		"Hello,\n\nsomeone signed in to the shelf account of this address asked to change its email address.\n"+

@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"shelf/domain/accounts"
 )
 
 // noticeTo is the text of the last email change notice mailed to address.
@@ -66,5 +69,43 @@ func TestANoticeSaysHowLongItsLinkWorks(t *testing.T) {
 		if !moved && !promised {
 			t.Errorf("a first change's notice at %s no longer says its link works %s", at, promise)
 		}
+	}
+}
+
+// TestANoticeSaysItsLinkWorksAfterAConfirmationPastTheOlderHold: ann
+// moved from annHome to annNext a week ago, less an hour (annHome held
+// for that change's revert until its week and grace end), and a change
+// to the thief's address is asked from annNext: its notice said its link
+// works only until the confirmation, that address's link being the way
+// back after. The thief confirms two hours later, past annHome's hold:
+// the confirmation holds annNext, whose link then works, and annHome's
+// is stale. The notice said the opposite of both, and an owner who
+// believed it would not follow the one link that gives her address
+// back. It must say from when a confirmation leaves its link working.
+func TestANoticeSaysItsLinkWorksAfterAConfirmationPastTheOlderHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	if err := changeEmailFrom(m, annNext); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext)); err != nil {
+		t.Fatal(err)
+	}
+	held := m.account(t, "after the move")
+	m.store.Advance(accounts.DefaultRevertTTL - time.Hour)
+	if err := changeEmailFrom(m, thiefsAddress); err != nil {
+		t.Fatal(err)
+	}
+	notice := m.box.noticeTo(annNext)
+	m.store.Advance(2*time.Hour + time.Minute)
+	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", thiefsAddress)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.svc.RevertEmailChange(ctx, m.box.tokenTo("revert-email", annNext)); err != nil {
+		t.Fatalf("annNext's link after a confirmation past annHome's hold: %v", err)
+	}
+	if end := held.RecoveryUntil.Add(accounts.TokenGrace).UTC().Format(accounts.NoticeTime); !strings.Contains(notice, end) {
+		t.Errorf("the notice at annNext does not say its link works after a confirmation from %s on:\n%s", end, notice)
 	}
 }
