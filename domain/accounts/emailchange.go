@@ -452,8 +452,10 @@ func (a *Service) revertApplies(t Token, u domain.User, err error) error {
 	return ErrRevertStale
 }
 
-// NoticeTime is how a notice writes a moment: in UTC, to the minute.
-const NoticeTime = "2 January 2006, 15:04 UTC"
+// NoticeTime is how a notice writes a moment: in UTC, to the second (a
+// moment cut to the minute would say "from then on" of a confirmation
+// up to a minute before it; TestANoticesMomentIsNeverEarlierThanTheHoldsEnd).
+const NoticeTime = "2 January 2006, 15:04:05 UTC"
 
 // revertNotice is the mail that tells u's address of an email change and
 // carries the revert link. It holds no text anyone chose (no name, not

@@ -109,3 +109,44 @@ func TestANoticeSaysItsLinkWorksAfterAConfirmationPastTheOlderHold(t *testing.T)
 		t.Errorf("the notice at annNext does not say its link works after a confirmation from %s on:\n%s", end, notice)
 	}
 }
+
+// TestANoticesMomentIsNeverEarlierThanTheHoldsEnd: ann moved from
+// annHome to annNext at 12:00:40 (annHome held until a week and the
+// grace later, at 13:00:40), and a change to the thief's address is asked
+// from annNext within that week. Its notice named the hold's end to the
+// minute, cut down: 13:00, forty seconds before it. The thief
+// confirms at 13:00:20, "from then on" by the notice's words, so its link
+// at annNext should work after it; yet annHome is still held, and the
+// confirmation leaves annNext's link stale. The moment the notice names
+// must be the hold's end itself.
+func TestANoticesMomentIsNeverEarlierThanTheHoldsEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	m.store.Advance(40 * time.Second)
+	if err := changeEmailFrom(m, annNext); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext)); err != nil {
+		t.Fatal(err)
+	}
+	end := m.account(t, "after the move").RecoveryUntil.Add(accounts.TokenGrace)
+	m.store.Advance(accounts.DefaultRevertTTL - time.Hour)
+	if err := changeEmailFrom(m, thiefsAddress); err != nil {
+		t.Fatal(err)
+	}
+	notice := m.box.noticeTo(annNext)
+	shown := end.Truncate(time.Minute)
+	m.store.Advance(shown.Add(20 * time.Second).Sub(m.store.Now()))
+	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", thiefsAddress)); err != nil {
+		t.Fatal(err)
+	}
+	revert := m.svc.RevertEmailChange(ctx, m.box.tokenTo("revert-email", annNext))
+	if !strings.Contains(notice, end.UTC().Format(accounts.NoticeTime)) {
+		t.Errorf("the notice at annNext does not name the hold's end, %s:\n%s", end.UTC().Format(time.TimeOnly), notice)
+	}
+	if says := shown.UTC().Format("2 January 2006, 15:04 UTC"); strings.Contains(notice, says) && revert != nil {
+		t.Errorf("the notice at annNext says a confirmation from %s on leaves its link working; one at %s, before the hold's end at %s, left it %v",
+			says, m.store.Now().UTC().Format(time.TimeOnly), end.UTC().Format(time.TimeOnly), revert)
+	}
+}
