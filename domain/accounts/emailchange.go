@@ -70,6 +70,14 @@ func (h holds) recovery(u domain.User) bool {
 	return u.RecoveryEmailKey != "" && h.now.Before(u.RecoveryUntil.Add(TokenGrace))
 }
 
+// recoveryLink reports whether u's recovery address is held and its
+// revert link still works: until RecoveryUntil, without the grace that
+// recovery adds for a use begun before. A new use of an expired link is
+// refused, so an older hold in its grace gives its reader no way back.
+func (h holds) recoveryLink(u domain.User) bool {
+	return u.RecoveryEmailKey != "" && h.now.Before(u.RecoveryUntil)
+}
+
 // key reports whether u holds key of kind: its username, its email, the
 // new email it asked for, or the replaced email its revert link may still
 // give back. The claimer keeps every one of them for u.
@@ -353,15 +361,19 @@ func noticedBy(u domain.User, p domain.Principal, h holds) bool {
 // link and the address would be free for a stranger's signup; the account
 // trusts whoever holds its address, verified or not, as resets already do.
 // The hold ends with the revert link mailed when the change was asked
-// for (asked + revertTTL). A change back to the address held is a revert
-// by its reader, who confirmed it: the address it replaces is not held,
-// or its reader (a thief who had moved the account there) could revert
-// the revert (TestAChangeBackToTheHeldAddressLeavesTheThiefNoRevert).
+// for (asked + revertTTL). An older hold is kept only while its link
+// works (recoveryLink), not in its grace: kept then, it would leave the
+// account no working revert link, the older one expired and the address
+// replaced not held (TestAConfirmationPastTheOlderLinkLeavesAWorkingRevert).
+// A change back to the address held is a revert by its reader, who
+// confirmed it: the address it replaces is not held, or its reader (a
+// thief who had moved the account there) could revert the revert
+// (TestAChangeBackToTheHeldAddressLeavesTheThiefNoRevert).
 func completeEmailChange(u domain.User, h holds, revertTTL time.Duration) domain.User {
 	if u.RecoveryEmailKey == u.PendingEmailKey {
 		// Back to the address held: it is the account's again.
 		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
-	} else if !h.recovery(u) {
+	} else if !h.recoveryLink(u) {
 		u.RecoveryEmail, u.RecoveryEmailKey = u.Email, u.EmailKey
 		u.RecoveryUntil = u.PendingEmailAt.Add(revertTTL)
 	}
@@ -466,16 +478,16 @@ const NoticeTime = "2 January 2006, 15:04:05 UTC"
 // (TestANoticeSaysHowLongItsLinkWorks).
 func (a *Service) revertNotice(u domain.User, token string) Message {
 	until := fmt.Sprintf("(it works once, for %s, also after the new address is confirmed)", a.revertTTL())
-	if a.holdsAt(a.cfg.Now()).recovery(u) && u.RecoveryEmailKey != u.EmailKey {
-		// The older hold ends by the clock: a confirmation from then on
-		// holds this address (completeEmailChange), and its link works
-		// after it, the older address's no more
+	if a.holdsAt(a.cfg.Now()).recoveryLink(u) && u.RecoveryEmailKey != u.EmailKey {
+		// The older hold is kept by a confirmation while its link works:
+		// one from then on holds this address (completeEmailChange), and
+		// its link works after it, the older address's no more
 		// (TestANoticeSaysItsLinkWorksAfterAConfirmationPastTheOlderHold).
 		until = fmt.Sprintf("before the new address is confirmed (it works once, for %s: this address replaced "+
 			"another of the account's a short while ago, and a confirmation before %s leaves this link stale, "+
 			"that address's own link being the way back after it; a confirmation from then on leaves this link working, "+
 			"unless the new address is the one this address replaced)",
-			a.revertTTL(), u.RecoveryUntil.Add(TokenGrace).UTC().Format(NoticeTime))
+			a.revertTTL(), u.RecoveryUntil.UTC().Format(NoticeTime))
 	}
 	return Message{To: u.Email, Subject: "The email address of your shelf account is changing", Text: fmt.Sprintf(
 		"Hello,\n\nsomeone signed in to the shelf account of this address asked to change its email address.\n"+
