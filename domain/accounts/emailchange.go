@@ -212,7 +212,7 @@ func (a *Service) changeLinks(u domain.User, verify, refuse string) Message {
 			"It cancels the request, frees this address at once, and the account may never ask for it again. "+
 			"Neither link signs you in or shows you anything of the account. "+
 			"If the account may be yours and someone else asked, the link mailed to its current address undoes the change instead.\n",
-		u.Email, a.mail.VerifyTTL, Link(a.mail.PublicURL, PurposeVerifyEmail, verify), Link(a.mail.PublicURL, PurposeRefuseEmail, refuse))}
+		u.Email, inWords(a.mail.VerifyTTL), Link(a.mail.PublicURL, PurposeVerifyEmail, verify), Link(a.mail.PublicURL, PurposeRefuseEmail, refuse))}
 }
 
 // ErrAddressRefused refuses a change to an address whose reader followed
@@ -477,17 +477,15 @@ const NoticeTime = "2 January 2006, 15:04:05 UTC"
 // held, and then the notice says it works until the confirmation
 // (TestANoticeSaysHowLongItsLinkWorks).
 func (a *Service) revertNotice(u domain.User, token string) Message {
-	until := fmt.Sprintf("(it works once, for %s, also after the new address is confirmed)", a.revertTTL())
+	until := fmt.Sprintf("(it works once, for %s, also after the new address is confirmed)", inWords(a.revertTTL()))
 	if a.holdsAt(a.cfg.Now()).recoveryLink(u) && u.RecoveryEmailKey != u.EmailKey {
 		// The older hold is kept by a confirmation while its link works:
 		// one from then on holds this address (completeEmailChange), and
 		// its link works after it, the older address's no more
 		// (TestANoticeSaysItsLinkWorksAfterAConfirmationPastTheOlderHold).
-		until = fmt.Sprintf("before the new address is confirmed (it works once, for %s: this address replaced "+
-			"another of the account's a short while ago, and a confirmation before %s leaves this link stale, "+
-			"that address's own link being the way back after it; a confirmation from then on leaves this link working, "+
-			"unless the new address is the one this address replaced)",
-			a.revertTTL(), u.RecoveryUntil.UTC().Format(NoticeTime))
+		until = fmt.Sprintf("before the new address is confirmed (it works once, for %s; a confirmation before %s, "+
+			"or of the address this one replaced, ends it, and the link mailed earlier to that replaced address "+
+			"undoes the change instead)", inWords(a.revertTTL()), u.RecoveryUntil.UTC().Format(NoticeTime))
 	}
 	return Message{To: u.Email, Subject: "The email address of your shelf account is changing", Text: fmt.Sprintf(
 		"Hello,\n\nsomeone signed in to the shelf account of this address asked to change its email address.\n"+

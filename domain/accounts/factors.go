@@ -1179,7 +1179,7 @@ func (a *Service) factorNotice(u domain.User, token string) Message {
 			"If it was not you, follow this link (it works once, for %s):\n\n%s\n\n"+
 			"It removes that factor and any added after it, signs out every session of the account, and mails you a link to choose a new "+
 			"password: whoever added it knew your password, so it opens nothing until a new one is chosen.\n",
-		a.revertTTL(), Link(a.mail.PublicURL, PurposeRevertFactor, token))}
+		inWords(a.revertTTL()), Link(a.mail.PublicURL, PurposeRevertFactor, token))}
 }
 
 // ErrFactorRevertStale refuses a factor's revert link once the account

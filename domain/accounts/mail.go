@@ -261,6 +261,24 @@ func verificationLimit(perHour int) int {
 	return perHour
 }
 
+// inWords says how long a link works as a mail tells a person: in whole
+// days, hours, minutes or seconds, the largest that divides it ("7
+// days", "1 hour"); a life of no whole second as Go writes it.
+func inWords(d time.Duration) string {
+	for _, u := range []struct {
+		size time.Duration
+		name string
+	}{{24 * time.Hour, "day"}, {time.Hour, "hour"}, {time.Minute, "minute"}, {time.Second, "second"}} {
+		if d >= u.size && d%u.size == 0 {
+			if n := int64(d / u.size); n != 1 {
+				return fmt.Sprintf("%d %ss", n, u.name)
+			}
+			return "1 " + u.name
+		}
+	}
+	return d.String()
+}
+
 // Link is the console page that completes purpose with token.
 func Link(publicURL string, purpose TokenPurpose, token string) string {
 	page := "verify"
@@ -303,19 +321,19 @@ func (a *Service) message(u domain.User, purpose TokenPurpose, token string) Mes
 				"and every session signed out. Whoever made it knew the password, so it opens nothing until a new one is chosen.\n"+
 				"Choose a new password here (the link works once, for %s):\n\n%s\n\n"+
 				"If the link has expired, ask for a new one on the login page.\n",
-			greeting, account, a.mail.ResetTTL, link)}
+			greeting, account, inWords(a.mail.ResetTTL), link)}
 	}
 	if purpose == PurposeResetPassword {
 		return Message{To: u.Email, Subject: "Reset your shelf password", Text: fmt.Sprintf(
 			"%s\n\nsomeone (we hope you) asked to reset the password of %s.\n"+
 				"Choose a new password here (the link works once, for %s):\n\n%s\n\n"+
 				"Resetting ends every session of the account. If you did not ask, ignore this mail: your password stays as it is.\n",
-			greeting, account, a.mail.ResetTTL, link)}
+			greeting, account, inWords(a.mail.ResetTTL), link)}
 	}
 	return Message{To: u.Email, Subject: "Confirm your email address for shelf", Text: fmt.Sprintf(
 		"%s\n\nplease confirm that %s is the address of %s\n"+
 			"(the link works once, for %s):\n\n%s\n\nIf you did not sign up for shelf, ignore this mail.\n",
-		greeting, u.Email, account, a.mail.VerifyTTL, link)}
+		greeting, u.Email, account, inWords(a.mail.VerifyTTL), link)}
 }
 
 // passwordNotice is the mail that tells u's address its password was
@@ -331,5 +349,5 @@ func (a *Service) passwordNotice(u domain.User, token string) Message {
 			"If it was you, there is nothing to do.\n\n"+
 			"If it was not you, choose a new password here (the link works once, for %s, even if the password is changed again meanwhile):\n\n%s\n\n"+
 			"Choosing one signs out every session of the account, including the one that made this change.\n",
-		greeting, account, a.mail.ResetTTL, Link(a.mail.PublicURL, PurposeResetPassword, token))}
+		greeting, account, inWords(a.mail.ResetTTL), Link(a.mail.PublicURL, PurposeResetPassword, token))}
 }
