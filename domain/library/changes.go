@@ -256,7 +256,7 @@ func (s *Service) vouch(ctx context.Context, c Content) error {
 	if err != nil || vouched {
 		return err
 	}
-	back, err := s.shareStood(ctx, c)
+	back, err := s.shareStood(ctx, c, false)
 	switch {
 	case err != nil:
 		return err
@@ -287,7 +287,7 @@ func (s *Service) settleShare(ctx context.Context, c Content) (stood bool, err e
 	if now.Version == c.Version && now.Pending != nil {
 		back, err = s.finishPending(ctx, now)
 	} else {
-		back, err = s.shareStood(ctx, c)
+		back, err = s.shareStood(ctx, c, false)
 	}
 	return err == nil && back == notTakenBack, err
 }
@@ -922,7 +922,7 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 		// is departing, so the share is gone or going, and it answers as
 		// one to an unknown principal
 		// (TestAShareTakenBackForItsDepartedPrincipalIsNotAnsweredCreated).
-		if back, err = s.shareStood(ctx, c); err != nil || back == askerLeft {
+		if back, err = s.shareStood(ctx, c, true); err != nil || back == askerLeft {
 			return back, err
 		}
 		return principalDeparted, nil
@@ -940,7 +940,7 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 		// it, or took it back, and the row says which, as for a clear
 		// that finds it moved on
 		// (TestAShareWhoseOwnTakeBackFoundItTakenBackIsNotAnsweredCreated).
-		return s.shareStood(ctx, c)
+		return s.shareStood(ctx, c, false)
 	}
 	cleared, err := s.content.ClearPending(ctx, c)
 	if err != nil && pc.Role != "" && pc.AskedBy != "" && pc.Through != "" {
@@ -952,7 +952,7 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 	// Moved on: another finisher cleared the share or took it back, and
 	// the share's request answers as it says
 	// (TestAShareTakenBackWhileItsRequestWasSlowIsNotAnsweredCreated).
-	return s.shareStood(ctx, c)
+	return s.shareStood(ctx, c, false)
 }
 
 // shareStood tells, for a share pending in c (at the version that
@@ -964,15 +964,29 @@ func (s *Service) finishPending(ctx context.Context, c Content) (back takenBack,
 // the write at the next version, which records the share's version
 // (TakenBack): the row's record says so, unless a later share's
 // take-back replaced it, and then the principal's role as it stands
-// does (the share's role: it stands).
-func (s *Service) shareStood(ctx context.Context, c Content) (takenBack, error) {
+// does (the share's role: it stands). A take-back for a departing
+// principal records nothing: a row moved on with no record of the share
+// taken back is read with its principal (departed: already read so), and
+// one departing is answered so, its share gone or going
+// (TestAShareTakenBackForItsPrincipalAfterItsRequestReadItIsNotAnsweredCreated).
+func (s *Service) shareStood(ctx context.Context, c Content, departed bool) (takenBack, error) {
 	pc := *c.Pending
 	now, err := s.content.GetSerial(ctx, c.ID)
 	switch {
 	case err != nil:
 		return notTakenBack, err
-	case now.Version == c.Version || now.TakenBack < c.Version:
-		return notTakenBack, nil // cleared, and no share taken back since
+	case now.Version == c.Version:
+		return notTakenBack, nil // cleared
+	case now.TakenBack < c.Version:
+		// Cleared and moved on since, or taken back for its principal's
+		// departure, which stays read once it began.
+		if !departed {
+			departed, err = s.sharedWithDeparted(ctx, pc)
+		}
+		if err != nil || !departed {
+			return notTakenBack, err
+		}
+		return principalDeparted, nil
 	case now.TakenBack == c.Version:
 		return askerLeft, nil
 	}

@@ -950,6 +950,70 @@ func TestAShareRecordedAfterItsAskersRemovalIsTakenBack(t *testing.T) {
 	}
 }
 
+// TestAShareTakenBackForItsPrincipalAfterItsRequestReadItIsNotAnsweredCreated:
+// the club manages the owner's private item "spare", and the friend, one
+// of its members, shares it with the other user as a viewer. Once the
+// share is recorded, his request reads the other user's account (still
+// active) slowly, or its finish fails writing the other user's library;
+// meanwhile the owner takes him out of the club, an admin begins the
+// deletion of the other user's account, and the outbox worker finishes
+// the share (the other user departing: taken back, a removal that
+// records no share's version). His request goes on: its take-back (he is
+// out of the club), or its check again and the settling after it, finds
+// the row moved on, and the row records no take-back, so it read the
+// share as cleared by another finisher and answered 201: a share that is
+// gone, by a caller found out of the club, answered created. A row moved
+// on with no record of a take-back proves no clear while its principal
+// is departing; the share is gone or going, and it answers as one to an
+// unknown principal, or as its check refused.
+func TestAShareTakenBackForItsPrincipalAfterItsRequestReadItIsNotAnsweredCreated(t *testing.T) {
+	t.Parallel()
+	for _, slowRead := range []bool{true, false} {
+		name := "its take-back after a slow read of the other user"
+		if !slowRead {
+			name = "its check again, its finish failing"
+		}
+		c := newCloseWorld(t)
+		ctx := context.Background()
+		if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+			t.Fatal(err)
+		}
+		var removeErr, deleteErr, drainErr error
+		ran := false
+		meanwhile := func() {
+			ran = true
+			c.store.Meanwhile = nil
+			removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+			_, deleteErr = c.life.DeleteUser(ctx, as(c.admin), c.other.ID, accounts.Proof{}) // no worker pass
+			drainErr = c.drain()
+		}
+		c.lib.Hooks.BeforeRecord = func(string) {
+			c.lib.Hooks.BeforeRecord = nil
+			if slowRead {
+				slowFirst(c.store, "users.profile", meanwhile)
+				return
+			}
+			c.lib.Hooks.BeforeMember = func(string, string) error {
+				c.lib.Hooks.BeforeMember = nil
+				meanwhile()
+				return domain.ErrUnavailable
+			}
+		}
+		_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+		c.lib.Hooks.BeforeRecord, c.lib.Hooks.BeforeMember, c.store.FaultAt, c.store.Meanwhile = nil, nil, nil, nil
+		if !ran || removeErr != nil || deleteErr != nil || drainErr != nil {
+			t.Fatalf("%s: the schedule did not run (%v): the removal answered %v, the other user's deletion %v, the worker %v", name, ran, removeErr, deleteErr, drainErr)
+		}
+		role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID)
+		if shareErr == nil {
+			t.Errorf("%s: the friend's share, taken back since the other user is departing, answered success; the other user is the item's %q", name, role)
+		}
+		if it := itemOf(c.store.ContentSnapshot(), c.spare); role != "" || it.Members != 2 || it.Managers != 2 || it.Pending != nil {
+			t.Errorf("%s: the item counts %d members, %d managers (pending %+v), the other user its %q; want the owner and the club", name, it.Members, it.Managers, it.Pending, role)
+		}
+	}
+}
+
 // TestAShareIsNotTakenBackOnACheckThatCouldNotBeRead: the club manages
 // the owner's private item "spare", and the friend, one of its members,
 // shares it with the other user as a viewer. Once the share is recorded,
