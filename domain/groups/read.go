@@ -151,6 +151,18 @@ func (g *Service) GroupsAmong(ctx context.Context, userID string, groupIDs []str
 	return out, nil
 }
 
+// Listed returns which of groupIDs the reverse index (groups_by_member)
+// lists the user in: one read by key, none for none. No group row is
+// read, so an index row alone is no membership: the library asks it after
+// GroupsAmong, to tell a removal finished between that read's index and
+// its rows.
+func (g *Service) Listed(ctx context.Context, userID string, groupIDs []string) ([]string, error) {
+	if !domain.ValidID(userID, domain.UserIDPrefix) || len(groupIDs) == 0 {
+		return []string{}, nil
+	}
+	return g.members.GroupsAmong(ctx, userID, groupIDs)
+}
+
 // GroupIDsOf returns the ids of the groups the user is a member of (one
 // read of groups_by_member; a deletion's job, never a request).
 func (g *Service) GroupIDsOf(ctx context.Context, userID string) ([]string, error) {

@@ -101,13 +101,16 @@ func (s *Service) outOfTheGroup(ctx context.Context, id string, pc MemberChange)
 // finished between the two leaves an index row read and a row that
 // records no removal, a member at no moment of either. Found in some, the
 // index is read again, after those rows: such a removal's rows are gone
-// by then (TestAShareRecordedAfterItsAskersRemovalIsTakenBack).
+// by then (TestAShareRecordedAfterItsAskersRemovalIsTakenBack). The rows
+// are not read again: a removal they did not record was recorded after
+// them, after the share
+// (TestAShareItsFinishSawThroughReadsItsAskersGroupRowOnce).
 func (s *Service) inGroups(ctx context.Context, userID string, groupIDs []string) ([]string, error) {
 	in, err := s.groups.GroupsAmong(ctx, userID, groupIDs)
 	if err != nil || len(in) == 0 {
 		return in, err
 	}
-	return s.groups.GroupsAmong(ctx, userID, in)
+	return s.groups.Listed(ctx, userID, in)
 }
 
 // takeBack undoes the share pending in c (as read: at the version that

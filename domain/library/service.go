@@ -135,6 +135,10 @@ type GroupDirectory interface {
 	// cost follows groupIDs, never the user's groups, which anyone who
 	// manages a group can add to.
 	GroupsAmong(ctx context.Context, userID string, groupIDs []string) ([]string, error)
+	// Listed returns which of groupIDs the groups' reverse index lists the
+	// user in: one read by key, no group row, so no membership alone (see
+	// inGroups, which asks it after GroupsAmong).
+	Listed(ctx context.Context, userID string, groupIDs []string) ([]string, error)
 	// Exists reports whether an active group has this id: false for one
 	// being closed or closed (sharedWithDeparted relies on it).
 	Exists(ctx context.Context, id string) (bool, error)

@@ -950,6 +950,44 @@ func TestAShareRecordedAfterItsAskersRemovalIsTakenBack(t *testing.T) {
 	}
 }
 
+// TestAShareItsFinishSawThroughReadsItsAskersGroupRowOnce: the club
+// manages the owner's private item "spare", and the friend, one of its
+// members, shares it with the other user as a viewer, nobody else
+// acting. Once the share is recorded, its finish reads his membership of
+// the club: the reverse index, the club's row, and, found in it, the
+// index once more, which alone tells a removal finished between the first
+// two reads. It read the club's row a second time as well, a round trip
+// on every share through a group that proves nothing more: a removal
+// recorded after the first row read came after the share.
+func TestAShareItsFinishSawThroughReadsItsAskersGroupRowOnce(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]int{}
+	c.lib.Hooks.BeforeRecord = func(string) {
+		c.lib.Hooks.BeforeRecord = nil
+		c.store.FaultAt = func(_ int, stmt string) memstore.Fault {
+			reads[stmt]++
+			return memstore.None
+		}
+	}
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.lib.Hooks.BeforeRecord, c.store.FaultAt = nil, nil
+	if shareErr != nil {
+		t.Fatal(shareErr)
+	}
+	if reads["groups.get"] != 1 || reads["groups_by_member.among"] != 2 {
+		t.Errorf("once recorded, the friend's share read the club's row %d times and the reverse index %d times, want once and twice",
+			reads["groups.get"], reads["groups_by_member.among"])
+	}
+	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
+		t.Errorf("the other user is the item's %q, want viewer", role)
+	}
+}
+
 // TestAShareTakenBackForItsPrincipalAfterItsRequestReadItIsNotAnsweredCreated:
 // the club manages the owner's private item "spare", and the friend, one
 // of its members, shares it with the other user as a viewer. Once the

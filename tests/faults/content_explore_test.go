@@ -22,6 +22,7 @@ func (noGroups) MemberRole(context.Context, string, string) (string, error) {
 	return "", domain.ErrNotFound
 }
 func (noGroups) GroupsAmong(context.Context, string, []string) ([]string, error) { return nil, nil }
+func (noGroups) Listed(context.Context, string, []string) ([]string, error)      { return nil, nil }
 func (noGroups) Exists(context.Context, string) (bool, error)                    { return false, nil }
 func (noGroups) Standing(context.Context, string, string) (bool, string, error) {
 	return false, "", nil
