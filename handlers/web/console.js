@@ -1727,10 +1727,12 @@
   }
 
   let enrolling = '';
+  let enrollingName = '';
   form('factor-add', async (v, f) => {
     const e = await api('POST', '/v1/users/' + state.me.id + '/factors',
       await withCode({ name: v.name, currentPassword: v.currentPassword }, v));
     enrolling = e.factor.id;
+    enrollingName = e.factor.name;
     f.reset();
     $('factor-qr').src = e.qrCode;
     $('factor-secret').textContent = e.secret;
@@ -1747,7 +1749,8 @@
       await withCode({ name: v.name, currentPassword: v.currentPassword }, v));
     say('Your browser asks you to create the passkey…');
     const credential = await passkeyCreate(e.options);
-    const c = await api('POST', '/v1/users/' + state.me.id + '/passkeys/' + enc(e.factor.id) + '/registration', { credential });
+    const c = await api('POST', '/v1/users/' + state.me.id + '/passkeys/' + enc(e.factor.id) + '/registration', { credential })
+      .catch((err) => enrolmentGone(err, e.factor, 'delete the passkey your browser just made, if it lists one, and add it again'));
     f.reset();
     // The codes show whatever the read after: they are shown only now.
     if (c.recoveryCodes) showRecoveryCodes(c.recoveryCodes);
@@ -1755,8 +1758,40 @@
       + (c.recoveryCodes ? ' Keep the recovery codes below somewhere safe: they are shown only now.' : ''), () => showFactors());
   });
 
+  // enrolmentGone throws err, a refusal of a factor's confirmation, in
+  // words. An enrolment gone (404 not_found: forgotten after its ten
+  // minutes; 409 enrolment_expired: expired, confirmed already by a try
+  // whose answer was lost, or the account moved to another address while
+  // it ran) sets up nothing more: its key shown goes, the account and its
+  // factors are read afresh (its address may be another, not verified),
+  // and the message says whether the factor works (listed) or what to do
+  // (again: a new enrolment, to the account's address as it is now),
+  // not the API's paths.
+  async function enrolmentGone(err, factor, again) {
+    if (!(err.code === 'enrolment_expired' || (err.status === 404 && err.code === 'not_found'))) throw err;
+    if (factor.id === enrolling) forgetSecrets();
+    try {
+      state.me = await api('GET', '/v1/me');
+      showWho();
+      showEmailStatus();
+      await showFactors();
+    } catch (read) {
+      if (read instanceof Dropped || !state.token) throw read;
+      throw new ApiError(err.status, 'This setup of ' + factor.name + ' has ended (it expired, was confirmed already, or your account\'s address changed meanwhile), '
+        + 'and reading your factors afresh failed: ' + read.message + (/[.!?]$/.test(read.message) ? '' : '.')
+        + ' Reload the page: if ' + factor.name + ' is not listed, ' + again + '.', [], err.code);
+    }
+    if ((state.factors || []).some((x) => x.id === factor.id)) {
+      throw new ApiError(err.status, factor.name + ' was added already (an earlier try did it): it works. If you did not see its recovery codes, make new ones below.', [], err.code);
+    }
+    throw new ApiError(err.status, factor.name + ' is not added: its setup expired, or your account\'s address changed while it ran. Begin again: '
+      + again + '.', [], err.code);
+  }
+
   form('factor-confirm', async (v, f) => {
-    const c = await api('POST', '/v1/users/' + state.me.id + '/factors/' + enc(enrolling) + '/confirmation', { code: v.code });
+    const factor = { id: enrolling, name: enrollingName };
+    const c = await api('POST', '/v1/users/' + state.me.id + '/factors/' + enc(enrolling) + '/confirmation', { code: v.code })
+      .catch((err) => enrolmentGone(err, factor, 'remove it from your authenticator app and add it again above, then scan the new code'));
     f.reset();
     // The app holds the key now: the page keeps none of it.
     forgetSecrets();
