@@ -478,11 +478,13 @@ const NoticeTime = "2 January 2006, 15:04:05 UTC"
 // (TestANoticeSaysHowLongItsLinkWorks).
 func (a *Service) revertNotice(u domain.User, token string) Message {
 	until := fmt.Sprintf("(it works once, for %s, also after the new address is confirmed)", inWords(a.revertTTL()))
-	if a.holdsAt(a.cfg.Now()).recoveryLink(u) && u.RecoveryEmailKey != u.EmailKey {
+	if a.holdsAt(a.cfg.Now()).recovery(u) && u.RecoveryEmailKey != u.EmailKey {
 		// The older hold is kept by a confirmation while its link works:
 		// one from then on holds this address (completeEmailChange), and
 		// its link works after it, the older address's no more
-		// (TestANoticeSaysItsLinkWorksAfterAConfirmationPastTheOlderHold).
+		// (TestANoticeSaysItsLinkWorksAfterAConfirmationPastTheOlderHold),
+		// unless it confirms the address held, a change back, in its grace
+		// too (TestANoticeOfAChangeBackInTheGraceHourDoesNotPromiseItsLink).
 		until = fmt.Sprintf("before the new address is confirmed (it works once, for %s; a confirmation before %s, "+
 			"or of the address this one replaced, ends it, and the link mailed earlier to that replaced address "+
 			"undoes the change instead)", inWords(a.revertTTL()), u.RecoveryUntil.UTC().Format(NoticeTime))

@@ -184,3 +184,36 @@ func TestAConfirmationPastTheOlderLinkLeavesAWorkingRevert(t *testing.T) {
 		t.Errorf("no revert link works after the thief's confirmation: annHome's answered %v, annNext's %v", older, newer)
 	}
 }
+
+// TestANoticeOfAChangeBackInTheGraceHourDoesNotPromiseItsLink: ann moved
+// from annHome to annNext (annHome held for that change's revert for a
+// week, and for the grace hour after it), and half an hour past that
+// week a change back to annHome is asked from annNext. The older link has
+// expired, so the notice at annNext promised its link works "also after
+// the new address is confirmed"; yet a confirmation of the address held
+// is a change back, which holds nothing, and annNext's link is then
+// stale. The notice must say its link works only until the confirmation,
+// as it does while the older link works.
+func TestANoticeOfAChangeBackInTheGraceHourDoesNotPromiseItsLink(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	if err := changeEmailFrom(m, annNext); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext)); err != nil {
+		t.Fatal(err)
+	}
+	m.store.Advance(accounts.DefaultRevertTTL + 30*time.Minute)
+	if err := changeEmailFrom(m, annHome); err != nil {
+		t.Fatalf("a change back to annHome in its grace hour: %v", err)
+	}
+	notice := m.box.noticeTo(annNext)
+	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annHome)); err != nil {
+		t.Fatal(err)
+	}
+	revert := m.svc.RevertEmailChange(ctx, m.box.tokenTo("revert-email", annNext))
+	if strings.Contains(notice, "also after the new address is confirmed") && revert != nil {
+		t.Errorf("the notice at annNext promised its link works after the confirmation of the change back, and it answered %v:\n%s", revert, notice)
+	}
+}
