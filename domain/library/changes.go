@@ -249,7 +249,8 @@ func (s *Service) Share(ctx context.Context, p domain.Principal, id, principalID
 // back for a departure after that check (ContentStore.Vouch, on the
 // version that recorded it). A vouch that finds the row moved on reads
 // what became of the share (shareStood): taken back, its request answers
-// so; cleared, it stands. An unknown outcome answers 503: the share may
+// so (for its principal's departure: as a share to an unknown
+// principal); cleared, it stands. An unknown outcome answers 503: the share may
 // yet be taken back.
 func (s *Service) vouch(ctx context.Context, c Content) error {
 	vouched, err := s.content.Vouch(ctx, c)
@@ -262,6 +263,11 @@ func (s *Service) vouch(ctx context.Context, c Content) error {
 		return err
 	case back == askerLeft:
 		return errShareTakenBack
+	case back == principalDeparted:
+		// Taken back for its principal's departure, as a finish that read
+		// it so answers
+		// (TestAShareVouchedForAfterItsPrincipalsTakeBackIsNotAnsweredCreated).
+		return errPrincipalNotFound
 	}
 	return nil
 }

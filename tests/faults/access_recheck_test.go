@@ -1052,6 +1052,48 @@ func TestAShareTakenBackForItsPrincipalAfterItsRequestReadItIsNotAnsweredCreated
 	}
 }
 
+// TestAShareVouchedForAfterItsPrincipalsTakeBackIsNotAnsweredCreated:
+// the club manages the owner's private item "spare", and the friend, one
+// of its members, shares it with the other user as a viewer. Once the
+// share is recorded, its finish fails writing the other user's library;
+// meanwhile an admin begins the deletion of the other user's account and
+// the outbox worker finishes the share (the other user departing: taken
+// back, a removal that records no share's version). His request goes on:
+// its check again passes (he is still in the club), and its vouch finds
+// the row moved on; the row read says the share was taken back for its
+// principal, yet the vouch read only a take-back for its caller as one,
+// and the request answered 201 for a share that is gone. It answers as a
+// share to an unknown principal, as its finish would have.
+func TestAShareVouchedForAfterItsPrincipalsTakeBackIsNotAnsweredCreated(t *testing.T) {
+	t.Parallel()
+	c := newCloseWorld(t)
+	ctx := context.Background()
+	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	var deleteErr, drainErr error
+	ran := false
+	c.lib.Hooks.BeforeRecord = func(string) {
+		c.lib.Hooks.BeforeRecord = nil
+		c.lib.Hooks.BeforeMember = func(string, string) error {
+			c.lib.Hooks.BeforeMember = nil
+			ran = true
+			_, deleteErr = c.life.DeleteUser(ctx, as(c.admin), c.other.ID, accounts.Proof{}) // no worker pass
+			drainErr = c.drain()
+			return domain.ErrUnavailable
+		}
+	}
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.lib.Hooks.BeforeRecord, c.lib.Hooks.BeforeMember = nil, nil
+	if !ran || deleteErr != nil || drainErr != nil {
+		t.Fatalf("the schedule did not run (%v): the other user's deletion answered %v, the worker %v", ran, deleteErr, drainErr)
+	}
+	role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID)
+	if shareErr == nil && role == "" {
+		t.Errorf("the friend's share, taken back since the other user is departing, answered success; the other user is not the item's member")
+	}
+}
+
 // TestAShareIsNotTakenBackOnACheckThatCouldNotBeRead: the club manages
 // the owner's private item "spare", and the friend, one of its members,
 // shares it with the other user as a viewer. Once the share is recorded,
