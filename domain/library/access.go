@@ -208,6 +208,10 @@ func (s *Service) requireManager(ctx context.Context, p domain.Principal, id str
 		cl.throughGroup, cl.through = throughGroup(a), a.through
 		return err
 	}
+	cl.listed = func(ctx context.Context, group string) (bool, error) {
+		in, err := s.groups.Listed(ctx, p.UserID, []string{group})
+		return len(in) > 0, err
+	}
 	return cl, nil
 }
 
@@ -252,6 +256,9 @@ type caller struct {
 	// (outOfTheGroup).
 	throughGroup bool
 	through      string
+	// listed reads whether the caller is in a group, in the groups'
+	// reverse index alone (Groups.Listed).
+	listed func(ctx context.Context, group string) (bool, error)
 }
 
 // heldAfter asks the caller's check again once a share is recorded, on c
@@ -265,15 +272,23 @@ type caller struct {
 // through a group, it is asked once more: a check reads the groups'
 // reverse index, then their rows, and a removal recorded before the
 // first read and finished between the two passes it; the second reads
-// the index after those rows (as inGroups does:
-// TestAShareRecordedAfterItsAskersRemovalIsTakenBack). A nil caller is
-// the system's.
+// the index after those rows, that group's alone (as inGroups does:
+// TestAShareRecordedAfterItsAskersRemovalIsTakenBack,
+// TestAShareWhoseFinishFailedChecksItsAskerOnceMore); gone from it, the
+// whole check is asked again (another group may make him a manager). A
+// nil caller is the system's.
 func (cl *caller) heldAfter(ctx context.Context, c Content) error {
 	if cl == nil || !cl.throughGroup {
 		return nil
 	}
 	if err := cl.may(ctx, c); err != nil || !cl.throughGroup {
 		return err
+	}
+	if cl.through != "" {
+		in, err := cl.listed(ctx, cl.through)
+		if err != nil || in {
+			return err
+		}
 	}
 	return cl.may(ctx, c)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"shelf/domain"
@@ -103,11 +104,8 @@ func TestAManagerRemovedMidUpdateCannotUndoTheOwnersLaterChange(t *testing.T) {
 // share, to keep it once the job has run.
 func TestAMemberOfAClosingGroupCannotKeepWhatTheGroupManaged(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.life.CloseGroup(ctx, as(c.owner), c.group); err != nil {
 		t.Fatalf("the closing answered %v", err)
 	}
@@ -246,11 +244,8 @@ func TestADemotionRecordedEndsTheManagersRightsAtOnce(t *testing.T) {
 func TestAMemberRemovedFromTheGroupMidShareCannotShareHimselfIn(t *testing.T) {
 	t.Parallel()
 	for _, slow := range []string{"groups_by_member.among", "content.update"} {
-		c := newCloseWorld(t)
+		c := newClubManagedWorld(t)
 		ctx := context.Background()
-		if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-			t.Fatal(err)
-		}
 		var removeErr error
 		slowFirst(c.store, slow, func() {
 			removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
@@ -302,11 +297,8 @@ func TestAShareWhoseAskerLeftTheGroupIsTakenBackByWhoeverFinishesIt(t *testing.T
 		for _, fault := range []memstore.Fault{memstore.LoseAnswer, memstore.Crash} {
 			for _, f := range finishers {
 				name := fmt.Sprintf("%s, finished by %s, his own role before %q", fault, f.name, prior)
-				c := newCloseWorld(t)
+				c := newClubManagedWorld(t)
 				ctx := context.Background()
-				if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-					t.Fatal(err)
-				}
 				if prior != "" {
 					if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.friend.ID, prior); err != nil {
 						t.Fatal(err)
@@ -356,11 +348,8 @@ func TestAShareWhoseAskerLeftTheGroupIsTakenBackByWhoeverFinishesIt(t *testing.T
 // clear and the take-back may apply.
 func TestAShareClearedOnceItsAskerWasSeenInTheGroupIsNeverTakenBack(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	holdFirst(c.store, "content.update", memstore.LoseAnswer)
 	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
 	recovered(c.store)
@@ -401,11 +390,8 @@ func TestAShareClearedOnceItsAskerWasSeenInTheGroupIsNeverTakenBack(t *testing.T
 // of the clear and an undo may apply, and the clear came first.
 func TestAShareItsFinishSawThroughIsNotRevertedByALaterCheck(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	var againErr, removeErr error
 	cleared, fired := false, false
 	c.store.FaultAt = func(_ int, name string) memstore.Fault {
@@ -453,11 +439,8 @@ func TestAShareItsFinishSawThroughIsNotRevertedByALaterCheck(t *testing.T) {
 // success for.
 func TestAShareItsFinishSawThroughIsNotRevertedWhenItsClearWentUnanswered(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	var againErr, removeErr error
 	cleared, fired := false, false
 	c.store.FaultAt = func(_ int, name string) memstore.Fault {
@@ -509,11 +492,8 @@ func TestAShareItsFinishSawThroughIsNotRevertedWhenItsClearWentUnanswered(t *tes
 // Exactly one of a clear and a take-back may apply, and the clear did.
 func TestAShareAnotherFinisherSawThroughIsNotRevertedByALaterCheck(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	var againErr, removeErr error
 	failed, fired := false, false
 	c.store.FaultAt = func(_ int, name string) memstore.Fault {
@@ -625,11 +605,8 @@ func TestARefusedShareLeavesNothingAnotherFinisherCleared(t *testing.T) {
 // shared while the other user holds the item. It may answer 503
 // (unknown), or what its own check leaves true.
 func refusedShareAfterAnotherFinisher(t *testing.T, lost bool) {
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	var againErr, removeErr error
 	slowFirst(c.store, "content_members.put", func() {
 		c.store.Meanwhile = nil
@@ -677,11 +654,8 @@ func refusedShareAfterAnotherFinisher(t *testing.T, lost bool) {
 // back (409 share_taken_back), or answer a share that stands.
 func TestAShareTakenBackWhileItsRequestWasSlowIsNotAnsweredCreated(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	var removeErr, drainErr, addErr error
 	slowFirst(c.store, "content_members.put", func() {
 		c.store.Meanwhile = nil
@@ -721,11 +695,8 @@ func TestAShareTakenBackWhileItsRequestWasSlowIsNotAnsweredCreated(t *testing.T)
 func TestAShareAnsweredOnceItsAskerWasSeenInTheGroupIsNeverTakenBack(t *testing.T) {
 	t.Parallel()
 	for _, failing := range []string{"content_members.put", "content.clear"} {
-		c := newCloseWorld(t)
+		c := newClubManagedWorld(t)
 		ctx := context.Background()
-		if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-			t.Fatal(err)
-		}
 		holdFirst(c.store, failing, memstore.FailBefore)
 		_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
 		c.store.FaultAt = nil
@@ -767,11 +738,8 @@ func TestAShareAnsweredOnceItsAskerWasSeenInTheGroupIsNeverTakenBack(t *testing.
 // says which (409 share_taken_back here).
 func TestAShareWhoseOwnTakeBackFoundItTakenBackIsNotAnsweredCreated(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	var removeErr, drainErr, addErr error
 	slowFirst(c.store, "content_members.put", func() {
 		c.store.Meanwhile = nil
@@ -815,11 +783,8 @@ func TestAShareWhoseOwnTakeBackFoundItTakenBackIsNotAnsweredCreated(t *testing.T
 // and the row says which.
 func TestAShareTakenBackBeforeItsPrincipalDepartedIsNotAnsweredCreated(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	var removeErr, drainErr, deleteErr error
 	slowFirst(c.store, "content_members.put", func() {
 		c.store.Meanwhile = nil
@@ -856,11 +821,8 @@ func TestAShareTakenBackBeforeItsPrincipalDepartedIsNotAnsweredCreated(t *testin
 // gone or going: it answers as a share to an unknown principal.
 func TestAShareTakenBackForItsDepartedPrincipalIsNotAnsweredCreated(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	var removeErr, deleteErr, drainErr error
 	slowFirst(c.store, "content_members.put", func() {
 		c.store.Meanwhile = nil
@@ -904,11 +866,8 @@ func TestAShareRecordedAfterItsAskersRemovalIsTakenBack(t *testing.T) {
 		if failing != "" {
 			name = "its check again, its finish failing at " + failing
 		}
-		c := newCloseWorld(t)
+		c := newClubManagedWorld(t)
 		ctx := context.Background()
-		if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-			t.Fatal(err)
-		}
 		var removeErr, againErr error
 		fired := false
 		c.lib.Hooks.BeforeRecord = func(string) {
@@ -961,27 +920,37 @@ func TestAShareRecordedAfterItsAskersRemovalIsTakenBack(t *testing.T) {
 // recorded after the first row read came after the share.
 func TestAShareItsFinishSawThroughReadsItsAskersGroupRowOnce(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
-	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
-	reads := map[string]int{}
-	c.lib.Hooks.BeforeRecord = func(string) {
-		c.lib.Hooks.BeforeRecord = nil
-		c.store.FaultAt = func(_ int, stmt string) memstore.Fault {
-			reads[stmt]++
-			return memstore.None
-		}
-	}
-	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
-	c.lib.Hooks.BeforeRecord, c.store.FaultAt = nil, nil
-	if shareErr != nil {
-		t.Fatal(shareErr)
-	}
+	c := newClubManagedWorld(t)
+	reads := friendSharesCounting(t, c, false)
 	if reads["groups.get"] != 1 || reads["groups_by_member.among"] != 2 {
 		t.Errorf("once recorded, the friend's share read the club's row %d times and the reverse index %d times, want once and twice",
 			reads["groups.get"], reads["groups_by_member.among"])
+	}
+	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
+		t.Errorf("the other user is the item's %q, want viewer", role)
+	}
+}
+
+// TestAShareWhoseFinishFailedChecksItsAskerOnceMore: the club manages
+// the owner's private item "spare", and the friend, one of its members,
+// shares it with the other user as a viewer, nobody else acting. Once
+// the share is recorded, its finish fails writing the other user's
+// library, and the request checks him again: the item's groups and his
+// own membership, the reverse index, the club's row, and, found in it,
+// the index once more (a removal finished between the first two reads).
+// It asked the whole check a second time for that last read, the item's
+// groups and the club's row again with it: three round trips where one
+// does.
+func TestAShareWhoseFinishFailedChecksItsAskerOnceMore(t *testing.T) {
+	t.Parallel()
+	c := newClubManagedWorld(t)
+	reads := friendSharesCounting(t, c, true)
+	if reads["groups.get"] != 1 || reads["groups_by_member.among"] != 2 {
+		t.Errorf("its finish failed, the friend's share checked him again reading the club's row %d times and the reverse index %d times, want once and twice (all: %v)",
+			reads["groups.get"], reads["groups_by_member.among"], reads)
+	}
+	if err := c.drain(); err != nil {
+		t.Fatal(err)
 	}
 	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
 		t.Errorf("the other user is the item's %q, want viewer", role)
@@ -1011,11 +980,8 @@ func TestAShareTakenBackForItsPrincipalAfterItsRequestReadItIsNotAnsweredCreated
 		if !slowRead {
 			name = "its check again, its finish failing"
 		}
-		c := newCloseWorld(t)
+		c := newClubManagedWorld(t)
 		ctx := context.Background()
-		if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-			t.Fatal(err)
-		}
 		var removeErr, deleteErr, drainErr error
 		ran := false
 		meanwhile := func() {
@@ -1066,11 +1032,8 @@ func TestAShareTakenBackForItsPrincipalAfterItsRequestReadItIsNotAnsweredCreated
 // share to an unknown principal, as its finish would have.
 func TestAShareVouchedForAfterItsPrincipalsTakeBackIsNotAnsweredCreated(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	var deleteErr, drainErr error
 	ran := false
 	c.lib.Hooks.BeforeRecord = func(string) {
@@ -1107,11 +1070,8 @@ func TestAShareVouchedForAfterItsPrincipalsTakeBackIsNotAnsweredCreated(t *testi
 // guess. The request may answer 503; the share stands.
 func TestAShareIsNotTakenBackOnACheckThatCouldNotBeRead(t *testing.T) {
 	t.Parallel()
-	c := newCloseWorld(t)
+	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.lib.Share(ctx, as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
-		t.Fatal(err)
-	}
 	var againErr error
 	slowFirst(c.store, "content_members.put", func() {
 		c.store.Meanwhile = nil
@@ -1135,4 +1095,52 @@ func TestAShareIsNotTakenBackOnACheckThatCouldNotBeRead(t *testing.T) {
 	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 3 || it.Managers != 2 || it.Pending != nil {
 		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner, the club and the other user", it.Members, it.Managers, it.Pending)
 	}
+}
+
+// newClubManagedWorld is a closing's world whose club manages the
+// owner's private item "spare": the friend, one of its members, manages
+// it only through the club.
+func newClubManagedWorld(t *testing.T) *closeWorld {
+	t.Helper()
+	c := newCloseWorld(t)
+	if _, err := c.lib.Share(context.Background(), as(c.owner), c.spare, c.group, library.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// friendSharesCounting: the friend shares "spare" with the other user as
+// a viewer (its finish failing writing the other user's library when
+// failFinish), and the store's calls once the share is recorded (from
+// the finish's failure when failFinish) are counted.
+func friendSharesCounting(t *testing.T, c *closeWorld, failFinish bool) map[string]int {
+	t.Helper()
+	reads := map[string]int{}
+	// Counted from a hook the finish may run beside another store call:
+	// the store's fault is set before, and counts once the hook says so.
+	var counting atomic.Bool
+	c.store.FaultAt = func(_ int, stmt string) memstore.Fault {
+		if counting.Load() {
+			reads[stmt]++
+		}
+		return memstore.None
+	}
+	c.lib.Hooks.BeforeRecord = func(string) {
+		c.lib.Hooks.BeforeRecord = nil
+		if !failFinish {
+			counting.Store(true)
+			return
+		}
+		c.lib.Hooks.BeforeMember = func(string, string) error {
+			c.lib.Hooks.BeforeMember = nil
+			counting.Store(true)
+			return domain.ErrUnavailable
+		}
+	}
+	_, err := c.lib.Share(context.Background(), as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.lib.Hooks.BeforeRecord, c.lib.Hooks.BeforeMember, c.store.FaultAt = nil, nil, nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reads
 }
