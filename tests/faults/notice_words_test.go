@@ -39,20 +39,10 @@ func TestANoticeSaysHowLongItsLinkWorks(t *testing.T) {
 		m := emailChangeWorld(t, false)
 		at := annHome
 		if moved {
-			if err := changeEmailFrom(m, annNext); err != nil {
-				t.Fatal(err)
-			}
-			if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext)); err != nil {
-				t.Fatal(err)
-			}
+			moveAnn(t, m, annNext)
 			at = annNext
 		}
-		if err := changeEmailFrom(m, thiefsAddress); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", thiefsAddress)); err != nil {
-			t.Fatal(err)
-		}
+		moveAnn(t, m, thiefsAddress)
 		notice := m.box.noticeTo(at)
 		err := m.svc.RevertEmailChange(ctx, m.box.tokenTo("revert-email", at))
 		promised := strings.Contains(notice, promise)
@@ -86,12 +76,7 @@ func TestANoticeSaysItsLinkWorksAfterAConfirmationPastTheOlderHold(t *testing.T)
 	t.Parallel()
 	ctx := context.Background()
 	m := emailChangeWorld(t, false)
-	if err := changeEmailFrom(m, annNext); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext)); err != nil {
-		t.Fatal(err)
-	}
+	moveAnn(t, m, annNext)
 	held := m.account(t, "after the move")
 	m.store.Advance(accounts.DefaultRevertTTL - time.Hour)
 	if err := changeEmailFrom(m, thiefsAddress); err != nil {
@@ -124,12 +109,7 @@ func TestANoticesMomentIsNeverEarlierThanTheHoldsEnd(t *testing.T) {
 	ctx := context.Background()
 	m := emailChangeWorld(t, false)
 	m.store.Advance(40 * time.Second)
-	if err := changeEmailFrom(m, annNext); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext)); err != nil {
-		t.Fatal(err)
-	}
+	moveAnn(t, m, annNext)
 	end := m.account(t, "after the move").RecoveryUntil
 	m.store.Advance(accounts.DefaultRevertTTL - time.Hour)
 	if err := changeEmailFrom(m, thiefsAddress); err != nil {
@@ -164,12 +144,7 @@ func TestAConfirmationPastTheOlderLinkLeavesAWorkingRevert(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := emailChangeWorld(t, false)
-	if err := changeEmailFrom(m, annNext); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext)); err != nil {
-		t.Fatal(err)
-	}
+	moveAnn(t, m, annNext)
 	m.store.Advance(accounts.DefaultRevertTTL - 2*time.Hour)
 	if err := changeEmailFrom(m, thiefsAddress); err != nil {
 		t.Fatal(err)
@@ -198,12 +173,7 @@ func TestANoticeOfAChangeBackInTheGraceHourDoesNotPromiseItsLink(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := emailChangeWorld(t, false)
-	if err := changeEmailFrom(m, annNext); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annNext)); err != nil {
-		t.Fatal(err)
-	}
+	moveAnn(t, m, annNext)
 	m.store.Advance(accounts.DefaultRevertTTL + 30*time.Minute)
 	if err := changeEmailFrom(m, annHome); err != nil {
 		t.Fatalf("a change back to annHome in its grace hour: %v", err)

@@ -348,6 +348,18 @@ func changeEmailFrom(m *mailWorld, email string) error {
 	return err
 }
 
+// moveAnn changes ann's address to to from a session of hers and
+// confirms it with the link mailed there.
+func moveAnn(t *testing.T, m *mailWorld, to string) {
+	t.Helper()
+	if err := changeEmailFrom(m, to); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.svc.ConfirmEmail(context.Background(), m.box.tokenTo("verify", to)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestExploreTheHoldsEnd makes each store call of a step that relies on
 // a hold slow across the hold's end, a stranger signing up with the held
 // address meanwhile; lands what was held back; and checks that the
