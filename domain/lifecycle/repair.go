@@ -78,47 +78,16 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 	var r Report
 	var errs []error
 	err := s.st.Deletions.InProgress(ctx, func(d accounts.DeletionEntry, pass time.Time) error {
-		defer r.found(d.At)()
 		u, err := s.accounts.AccountSerial(ctx, d.UserID)
-		begun := "deletion of " + d.UserID + " begun at " + d.At.Format(time.RFC3339)
-		switch {
-		case err != nil && !errors.Is(err, domain.ErrNotFound):
-			errs = append(errs, err)
-		case err == nil && (u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted):
-			r.Problems = append(r.Problems, begun+" is "+string(u.Status)+": finishing it")
-			if dryRun {
-				return nil
-			}
-			ran, err := s.finishDeletionJob(ctx, u)
-			switch {
-			case err != nil:
-				r.Failed++
-				errs = append(errs, err)
-				return nil
-			case !ran:
-				r.Held++
-				return nil
-			}
-			if !d.Of(*u.Deletion) {
-				// An entry of an attempt whose compare-and-set lost to
-				// the one that began the deletion: decided on an older
-				// version, it can never apply now.
-				errs = append(errs, s.st.Deletions.End(ctx, d))
-			}
-			r.Finished++
-		case domain.Age(s.cfg.Now(), pass, d.At) < staleEntryAge:
-			// Its compare-and-set may still be on its way.
-		default:
-			r.Problems = append(r.Problems, begun+" never took effect: removing its entry")
-			if dryRun {
-				return nil
-			}
-			if err := s.removeStale(ctx, s.accounts.FenceDeletion, d.UserID, func() error { return s.st.Deletions.End(ctx, d) }); err != nil {
-				errs = append(errs, err)
-				return nil
-			}
-			r.Stale++
+		e := entryFound{what: "deletion", id: d.UserID, at: d.At, pass: pass, readErr: err,
+			end:   func() error { return s.st.Deletions.End(ctx, d) },
+			fence: s.accounts.FenceDeletion}
+		if err == nil && (u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted) {
+			e.status = string(u.Status)
+			e.finish = func() (bool, error) { return s.finishDeletionJob(ctx, u) }
+			e.ofIt = func() bool { return d.Of(*u.Deletion) }
 		}
+		errs = append(errs, s.repairEntry(ctx, &r, dryRun, e))
 		return nil
 	})
 	return r, errors.Join(append(errs, err)...)
@@ -133,50 +102,84 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, error) {
 	var r Report
 	var errs []error
-	err := s.st.Closings.InProgress(ctx, func(e groups.ClosingEntry, pass time.Time) error {
-		defer r.found(e.At)()
-		gr, err := s.groups.GetSerial(ctx, e.GroupID)
-		begun := "closing of " + e.GroupID + " begun at " + e.At.Format(time.RFC3339)
-		switch {
-		case err != nil && !errors.Is(err, domain.ErrNotFound):
-			errs = append(errs, err)
-		case err == nil && gr.ClosingOrClosed():
-			r.Problems = append(r.Problems, begun+" is "+string(gr.Status)+": finishing it")
-			if dryRun {
-				return nil
-			}
-			ran, err := s.finishClosingJob(ctx, gr)
-			switch {
-			case err != nil:
-				r.Failed++
-				errs = append(errs, err)
-				return nil
-			case !ran:
-				r.Held++
-				return nil
-			}
-			if !e.Of(gr) {
-				// An entry of an attempt whose compare-and-set lost:
-				// decided on an older version, it can never apply now.
-				errs = append(errs, s.st.Closings.End(ctx, e))
-			}
-			r.Finished++
-		case domain.Age(s.cfg.Now(), pass, e.At) < staleEntryAge:
-			// Its compare-and-set may still be on its way.
-		default:
-			r.Problems = append(r.Problems, begun+" never took effect: removing its entry")
-			if dryRun {
-				return nil
-			}
-			if err := s.removeStale(ctx, s.groups.Fence, e.GroupID, func() error { return s.st.Closings.End(ctx, e) }); err != nil {
-				errs = append(errs, err)
-				return nil
-			}
-			r.Stale++
+	err := s.st.Closings.InProgress(ctx, func(c groups.ClosingEntry, pass time.Time) error {
+		gr, err := s.groups.GetSerial(ctx, c.GroupID)
+		e := entryFound{what: "closing", id: c.GroupID, at: c.At, pass: pass, readErr: err,
+			end:   func() error { return s.st.Closings.End(ctx, c) },
+			fence: s.groups.Fence}
+		if err == nil && gr.ClosingOrClosed() {
+			e.status = string(gr.Status)
+			e.finish = func() (bool, error) { return s.finishClosingJob(ctx, gr) }
+			e.ofIt = func() bool { return c.Of(gr) }
 		}
+		errs = append(errs, s.repairEntry(ctx, &r, dryRun, e))
 		return nil
 	})
 	return r, errors.Join(append(errs, err)...)
+}
+
+// entryFound is an entry of an operation in progress (a deletion, a
+// closing) as a repair pass read it with the record it names.
+type entryFound struct {
+	what, id string    // "deletion" and the account's id, ...
+	at, pass time.Time // the entry's time; when the pass read it
+	readErr  error     // reading the record (domain.ErrNotFound: none)
+	// status is the record's when it reads the operation under way, with
+	// finish (under the job's lease: ran is false when another worker
+	// holds it) and ofIt (the entry is the attempt's whose compare-and-set
+	// began it); "" otherwise.
+	status string
+	finish func() (ran bool, err error)
+	ofIt   func() bool
+	end    func() error // ends the entry
+	fence  func(context.Context, string) error
+}
+
+// repairEntry is a repair pass's step for one entry: an operation the
+// record reads under way is finished, and the entry of an attempt whose
+// compare-and-set lost (decided on an older version, it can never apply
+// now) ended; one the record does not read under way is left while its
+// compare-and-set may still be on its way (staleEntryAge, by this
+// process's clock and the node's both: domain.Age), and then removed
+// after fencing the record. It answers what the pass could not do.
+func (s *Service) repairEntry(ctx context.Context, r *Report, dryRun bool, e entryFound) error {
+	defer r.found(e.at)()
+	begun := e.what + " of " + e.id + " begun at " + e.at.Format(time.RFC3339)
+	switch {
+	case e.readErr != nil && !errors.Is(e.readErr, domain.ErrNotFound):
+		return e.readErr
+	case e.status != "":
+		r.Problems = append(r.Problems, begun+" is "+e.status+": finishing it")
+		if dryRun {
+			return nil
+		}
+		ran, err := e.finish()
+		switch {
+		case err != nil:
+			r.Failed++
+			return err
+		case !ran:
+			r.Held++
+			return nil
+		}
+		r.Finished++
+		if e.ofIt() {
+			return nil
+		}
+		return e.end()
+	case domain.Age(s.cfg.Now(), e.pass, e.at) < staleEntryAge:
+		// Its compare-and-set may still be on its way.
+		return nil
+	}
+	r.Problems = append(r.Problems, begun+" never took effect: removing its entry")
+	if dryRun {
+		return nil
+	}
+	if err := s.removeStale(ctx, e.fence, e.id, e.end); err != nil {
+		return err
+	}
+	r.Stale++
+	return nil
 }
 
 // removeStale fences the record an entry names (its version moves on, so
