@@ -391,8 +391,6 @@ func TestAShareClearedOnceItsAskerWasSeenInTheGroupIsNeverTakenBack(t *testing.T
 func TestAShareItsFinishSawThroughIsNotRevertedByALaterCheck(t *testing.T) {
 	t.Parallel()
 	c := newClubManagedWorld(t)
-	ctx := context.Background()
-	var againErr, removeErr error
 	cleared, fired := false, false
 	c.store.FaultAt = func(_ int, name string) memstore.Fault {
 		switch {
@@ -404,28 +402,7 @@ func TestAShareItsFinishSawThroughIsNotRevertedByALaterCheck(t *testing.T) {
 		}
 		return memstore.None
 	}
-	c.store.Meanwhile = func() {
-		c.store.Meanwhile = nil
-		_, againErr = c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
-		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
-	}
-	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
-	c.store.FaultAt, c.store.Meanwhile = nil, nil
-	if !fired {
-		t.Fatal("the request was never slow once its finish cleared the share: the schedule did not run")
-	}
-	if againErr != nil || removeErr != nil {
-		t.Fatalf("the share sent again answered %v, the removal %v", againErr, removeErr)
-	}
-	if err := c.drain(); err != nil {
-		t.Fatal(err)
-	}
-	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
-		t.Errorf("the share sent again answered success while the friend was in the club (the first answered %v), yet the other user is the item's %q", shareErr, role)
-	}
-	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 3 || it.Managers != 2 || it.Pending != nil {
-		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner, the club and the other user", it.Members, it.Managers, it.Pending)
-	}
+	shareSentAgainThenRemoved(t, c, &fired, "the request was never slow once its finish cleared the share")
 }
 
 // TestAShareItsFinishSawThroughIsNotRevertedWhenItsClearWentUnanswered:
@@ -440,8 +417,6 @@ func TestAShareItsFinishSawThroughIsNotRevertedByALaterCheck(t *testing.T) {
 func TestAShareItsFinishSawThroughIsNotRevertedWhenItsClearWentUnanswered(t *testing.T) {
 	t.Parallel()
 	c := newClubManagedWorld(t)
-	ctx := context.Background()
-	var againErr, removeErr error
 	cleared, fired := false, false
 	c.store.FaultAt = func(_ int, name string) memstore.Fault {
 		switch {
@@ -454,28 +429,7 @@ func TestAShareItsFinishSawThroughIsNotRevertedWhenItsClearWentUnanswered(t *tes
 		}
 		return memstore.None
 	}
-	c.store.Meanwhile = func() {
-		c.store.Meanwhile = nil
-		_, againErr = c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
-		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
-	}
-	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
-	c.store.FaultAt, c.store.Meanwhile = nil, nil
-	if !fired {
-		t.Fatal("the request was never slow once its clear's answer was lost: the schedule did not run")
-	}
-	if againErr != nil || removeErr != nil {
-		t.Fatalf("the share sent again answered %v, the removal %v", againErr, removeErr)
-	}
-	if err := c.drain(); err != nil {
-		t.Fatal(err)
-	}
-	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
-		t.Errorf("the share sent again answered success while the friend was in the club (the first answered %v), yet the other user is the item's %q", shareErr, role)
-	}
-	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 3 || it.Managers != 2 || it.Pending != nil {
-		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner, the club and the other user", it.Members, it.Managers, it.Pending)
-	}
+	shareSentAgainThenRemoved(t, c, &fired, "the request was never slow once its clear's answer was lost")
 }
 
 // TestAShareAnotherFinisherSawThroughIsNotRevertedByALaterCheck: the
@@ -493,8 +447,6 @@ func TestAShareItsFinishSawThroughIsNotRevertedWhenItsClearWentUnanswered(t *tes
 func TestAShareAnotherFinisherSawThroughIsNotRevertedByALaterCheck(t *testing.T) {
 	t.Parallel()
 	c := newClubManagedWorld(t)
-	ctx := context.Background()
-	var againErr, removeErr error
 	failed, fired := false, false
 	c.store.FaultAt = func(_ int, name string) memstore.Fault {
 		switch {
@@ -507,28 +459,7 @@ func TestAShareAnotherFinisherSawThroughIsNotRevertedByALaterCheck(t *testing.T)
 		}
 		return memstore.None
 	}
-	c.store.Meanwhile = func() {
-		c.store.Meanwhile = nil
-		_, againErr = c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
-		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
-	}
-	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
-	c.store.FaultAt, c.store.Meanwhile = nil, nil
-	if !fired {
-		t.Fatal("the request's check after its failed finish was never slow: the schedule did not run")
-	}
-	if againErr != nil || removeErr != nil {
-		t.Fatalf("the share sent again answered %v, the removal %v", againErr, removeErr)
-	}
-	if err := c.drain(); err != nil {
-		t.Fatal(err)
-	}
-	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
-		t.Errorf("the share sent again answered success while the friend was in the club (the first answered %v), yet the other user is the item's %q", shareErr, role)
-	}
-	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 3 || it.Managers != 2 || it.Pending != nil {
-		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner, the club and the other user", it.Members, it.Managers, it.Pending)
-	}
+	shareSentAgainThenRemoved(t, c, &fired, "the request's check after its failed finish was never slow")
 }
 
 // TestAShareWhoseAskerStillManagesThroughAnotherGroupStands: the club
@@ -1143,4 +1074,38 @@ func friendSharesCounting(t *testing.T, c *closeWorld, failFinish bool) map[stri
 		t.Fatal(err)
 	}
 	return reads
+}
+
+// shareSentAgainThenRemoved: the friend shares "spare" with the other
+// user as a viewer under the store's faults, his request slow where they
+// say (fired then tells it was); meanwhile his client sends the share
+// again, which answers success while he is in the club, and only then
+// does the owner take him out of it. A share answered success while its
+// caller's right held stands: the other user ends the item's viewer.
+func shareSentAgainThenRemoved(t *testing.T, c *closeWorld, fired *bool, slow string) {
+	t.Helper()
+	ctx := context.Background()
+	var againErr, removeErr error
+	c.store.Meanwhile = func() {
+		c.store.Meanwhile = nil
+		_, againErr = c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+		removeErr = c.grp.RemoveMember(ctx, as(c.owner), c.group, c.friend.ID)
+	}
+	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.other.ID, library.RoleViewer)
+	c.store.FaultAt, c.store.Meanwhile = nil, nil
+	if !*fired {
+		t.Fatalf("%s: the schedule did not run", slow)
+	}
+	if againErr != nil || removeErr != nil {
+		t.Fatalf("the share sent again answered %v, the removal %v", againErr, removeErr)
+	}
+	if err := c.drain(); err != nil {
+		t.Fatal(err)
+	}
+	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.other.ID); role != library.RoleViewer {
+		t.Errorf("the share sent again answered success while the friend was in the club (the first answered %v), yet the other user is the item's %q", shareErr, role)
+	}
+	if it := itemOf(c.store.ContentSnapshot(), c.spare); it.Members != 3 || it.Managers != 2 || it.Pending != nil {
+		t.Errorf("the item counts %d members, %d managers (pending %+v), want the owner, the club and the other user", it.Members, it.Managers, it.Pending)
+	}
 }
