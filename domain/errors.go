@@ -38,7 +38,8 @@ var (
 
 // Error is a domain error with a stable code, a message for people and,
 // where fields are at fault, which ones. Kind is one of the sentinel errors
-// above, so errors.Is(err, ErrConflict) works on it.
+// above (or ErrDenied, for a refusal built by Denied), so
+// errors.Is(err, ErrConflict) works on it.
 type Error struct {
 	Kind    error
 	Code    string
@@ -102,6 +103,13 @@ var ErrNoSession = &Error{Kind: ErrUnauthorized, Code: "unauthorized",
 
 // ErrDenied: the caller is known but may not do this.
 var ErrDenied = &Error{Kind: ErrForbidden, Code: "forbidden", Message: "You may not do this."}
+
+// Denied is ErrDenied saying who may (an admin, the group's managers, the
+// account's owner), so that the caller knows which right she lacks and
+// whom to ask; errors.Is(err, ErrDenied) holds for it.
+func Denied(message string) *Error {
+	return &Error{Kind: ErrDenied, Code: "forbidden", Message: message}
+}
 
 // ErrUserNotFound answers for unknown, malformed and pending ids alike.
 var ErrUserNotFound = &Error{Kind: ErrNotFound, Code: "not_found", Message: "No such user."}

@@ -302,6 +302,11 @@ func (a *Service) updateAccount(ctx context.Context, id string, change func(u do
 	return out, err
 }
 
+// errNotOwnPassword refuses a change of another account's password, an
+// admin's too.
+var errNotOwnPassword = domain.Denied("Only the account's owner may change its password, from a session of that account; " +
+	"a forgotten password is replaced through a reset link (POST /v1/password-resets).")
+
 // ChangePassword sets a new password after checking the owner's proof
 // (the current password, and a second factor where the account has one),
 // and revokes every other session of the user. The compare-and-set moves
@@ -313,7 +318,7 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 		return domain.ErrNoSession
 	}
 	if p.UserID != id {
-		return domain.ErrDenied
+		return errNotOwnPassword
 	}
 	// The current password is checked once, counted by the throttle, not
 	// in every round of the compare-and-set below; a round that finds

@@ -142,6 +142,9 @@ const (
 var ErrFactorsOff = &domain.Error{Kind: domain.ErrUnavailable, Code: "factors_off",
 	Message: "Second factors are not configured on this service."}
 
+// errNotOwnFactors refuses a caller another account's factors.
+var errNotOwnFactors = domain.Denied("Only the account's owner may do this with its second factors, from a session of that account.")
+
 // ErrFactorNotFound answers a factor id the account does not have.
 var ErrFactorNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such factor."}
 
@@ -221,7 +224,7 @@ func (a *Service) ownFactors(ctx context.Context, p domain.Principal, userID str
 		return domain.User{}, domain.ErrNoSession
 	}
 	if p.UserID != userID {
-		return domain.User{}, domain.ErrDenied
+		return domain.User{}, errNotOwnFactors
 	}
 	u, err := a.users.Get(ctx, userID)
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {

@@ -47,17 +47,22 @@ func (a *Service) RequireAdmin(ctx context.Context, p domain.Principal) (domain.
 		case c.IsAdmin():
 			return domain.Access{}, ErrAdminFactorRequired
 		}
-		return domain.Access{}, domain.ErrDenied
+		return domain.Access{}, errAdminOnly
 	}
 	c, err := a.Caller(ctx, p)
 	if err != nil {
 		return domain.Access{}, err
 	}
 	if !c.IsAdmin() || c.Status != domain.StatusActive {
-		return domain.Access{}, domain.ErrDenied
+		return domain.Access{}, errAdminOnly
 	}
 	return *c, nil
 }
+
+// errAdminOnly refuses a caller who is not an active admin what only
+// admins may do (on the whole service, or on what is not the caller's).
+var errAdminOnly = domain.Denied("Only an admin may do this, and this session's account is not one: " +
+	"it acts on the whole service, or on another account or group than your own.")
 
 // ErrAdminFactorRequired refuses an admin's power to a session made
 // without a second factor, under SHELF_REQUIRE_ADMIN_FACTOR.

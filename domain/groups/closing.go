@@ -181,6 +181,9 @@ func (g *Service) MayClose(ctx context.Context, p domain.Principal, _ Group, rol
 		return nil
 	}
 	_, err := g.admins.RequireAdmin(ctx, p)
+	if errors.Is(err, domain.ErrDenied) {
+		return errNotManagerToClose // "only an admin" would hide the managers
+	}
 	return err
 }
 

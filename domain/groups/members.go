@@ -89,7 +89,7 @@ func (g *Service) decideSet(ctx context.Context, gr Group, set *setMember) (*Gro
 	case callerErr != nil:
 		return nil, callerErr
 	case callerRole != RoleManager:
-		return nil, domain.ErrDenied
+		return nil, errNotManagerToSet
 	case !set.validUser:
 		return nil, domain.ErrUserNotFound
 	case targetErr != nil:
@@ -153,7 +153,7 @@ func (g *Service) RemoveMember(ctx context.Context, p domain.Principal, groupID,
 		case callerErr != nil:
 			return nil, callerErr
 		case !self && callerRole != RoleManager:
-			return nil, domain.ErrDenied
+			return nil, errNotManagerToRemove
 		case targetErr != nil:
 			return nil, targetErr
 		case targetRole == "":

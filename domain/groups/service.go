@@ -218,7 +218,10 @@ var (
 	// ErrLastManager: the change would leave the group without a manager.
 	ErrLastManager = &domain.Error{Kind: domain.ErrConflict, Code: "last_manager",
 		Message: "A group keeps at least one manager: make another member a manager first."}
-	errGroupBusy = &domain.Error{Kind: domain.ErrConflict, Code: "concurrent_change",
+	errNotManagerToSet    = domain.Denied("Only a manager of this group may add members or change their roles.")
+	errNotManagerToRemove = domain.Denied("Only a manager of this group may remove another member; a member may leave it by removing themself.")
+	errNotManagerToClose  = domain.Denied("Only a manager of this group or an admin may close it.")
+	errGroupBusy          = &domain.Error{Kind: domain.ErrConflict, Code: "concurrent_change",
 		Message: "Too many changes of this group at once; try again."}
 	errGroupNameTaken = &domain.Error{Kind: domain.ErrConflict, Code: "conflict", Message: "The name is already taken.",
 		Fields: []domain.FieldError{{Field: "name", Code: "taken", Message: "is already taken"}}}

@@ -230,7 +230,7 @@ func (s *Service) manages(ctx context.Context, p domain.Principal, c Content) (a
 	case !a.see:
 		return a, errContentNotFound
 	case !a.manage && !a.admin:
-		return a, cmp.Or(a.refused, error(domain.ErrDenied))
+		return a, cmp.Or(a.refused, error(errNotManager))
 	}
 	return a, nil
 }
@@ -336,7 +336,7 @@ func (s *Service) denied(ctx context.Context, id string, refused error) error {
 	case err != nil:
 		return err
 	}
-	return cmp.Or(refused, error(domain.ErrDenied))
+	return cmp.Or(refused, error(errNotManager))
 }
 
 // withPending is the members found as the item's pending share or unshare

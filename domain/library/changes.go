@@ -347,6 +347,15 @@ func (s *Service) Unshare(ctx context.Context, p domain.Principal, id, principal
 	return s.unshare(ctx, id, principalID, by)
 }
 
+// errNotManager refuses a change of an item to a caller who may see it but
+// not manage it; errNotManagerToUnshare its unshare from someone else.
+var (
+	errNotManager = domain.Denied("Only a manager of this item, or an admin, may change, share or delete it; " +
+		"ask one of its managers to.")
+	errNotManagerToUnshare = domain.Denied("Only a manager of this item (or of the group it is shared with) may take it " +
+		"from another; anyone may take it from themself.")
+)
+
 // errNotShared answers the removal of a principal the item is not shared
 // with.
 var errNotShared = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "The item is not shared with this principal."}
@@ -538,7 +547,7 @@ func (s *Service) mayUnshareWith(ctx context.Context, p domain.Principal, a acce
 			return nil
 		}
 	}
-	return cmp.Or(a.refused, error(domain.ErrDenied))
+	return cmp.Or(a.refused, error(errNotManagerToUnshare))
 }
 
 // principalExists checks a user or group id.
