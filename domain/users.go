@@ -212,5 +212,19 @@ func ErrSuspended(s Suspension) *Error {
 	if s.Reason != "" {
 		details["reason"] = s.Reason
 	}
-	return &Error{Kind: ErrForbidden, Code: "suspended", Message: "This account is suspended.", Details: details}
+	// The words say it too: a caller reading only the detail learns
+	// whether to wait (and how long) or to ask a moderator.
+	message := "This account is suspended since " + s.SuspendedAt.UTC().Format(time.RFC3339)
+	if s.Until.IsZero() {
+		message += " until an admin lifts it."
+	} else {
+		message += " until " + s.Until.UTC().Format(time.RFC3339) + ", when it ends by itself: log in again then."
+	}
+	if s.Reason != "" {
+		message += " The reason given: " + s.Reason
+		if last := s.Reason[len(s.Reason)-1]; last != '.' && last != '!' && last != '?' {
+			message += "."
+		}
+	}
+	return &Error{Kind: ErrForbidden, Code: "suspended", Message: message, Details: details}
 }

@@ -1,12 +1,17 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/tests/memstore"
 	"shelf/tests/testkit"
 )
 
@@ -75,6 +80,48 @@ func TestForbiddenAnswersSayWhoMay(t *testing.T) {
 		for _, words := range c.says {
 			if !strings.Contains(p.Detail, words) {
 				t.Errorf("%s %s: detail %q does not say %q", c.method, c.path, p.Detail, words)
+			}
+		}
+	}
+}
+
+// TestASuspendedLoginSaysUntilWhen: ann's account is suspended, for a
+// week and then until lifted, and she logs in with her password. The
+// answer was 403 suspended "This account is suspended.": its until and
+// reason stood only in extension members, which a caller with curl or a
+// client generated without them never reads, and nothing said whether to
+// wait (how long) or to ask a moderator. The detail must say since when,
+// until when (or until an admin lifts it), and the reason given.
+func TestASuspendedLoginSaysUntilWhen(t *testing.T) {
+	t.Parallel()
+	var st *memstore.Store
+	app := newMemApp(t, func(s *memstore.Store, _ *accounts.Config) { st = s })
+	ctx := context.Background()
+	at := st.Now()
+	for _, c := range []struct {
+		until time.Time
+		says  []string
+	}{
+		{at.Add(7 * 24 * time.Hour), []string{"since 2026-11-01T12:00:00Z", "until 2026-11-08T12:00:00Z", "log in again then", "spam"}},
+		{time.Time{}, []string{"since 2026-11-01T12:00:00Z", "until an admin lifts it", "spam"}},
+	} {
+		u, err := st.Users().Get(ctx, app.ann)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Status, u.Version = domain.StatusSuspended, u.Version+1
+		u.Suspension = &domain.Suspension{UserID: u.ID, Username: u.Username, Reason: "spam", SuspendedAt: at, SuspendedBy: "u_admin", Until: c.until}
+		if ok, err := st.Users().Update(ctx, u); !ok || err != nil {
+			t.Fatalf("suspending ann: %v %v", ok, err)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/v1/sessions", strings.NewReader(`{"login":"ann","password":"correct horse battery"}`))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		app.router.ServeHTTP(rec, req)
+		p := problemOf(t, rec, http.StatusForbidden, "suspended")
+		for _, words := range c.says {
+			if !strings.Contains(p.Detail, words) {
+				t.Errorf("suspended until %v: detail %q does not say %q", c.until, p.Detail, words)
 			}
 		}
 	}
