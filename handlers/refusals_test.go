@@ -126,3 +126,44 @@ func TestASuspendedLoginSaysUntilWhen(t *testing.T) {
 		}
 	}
 }
+
+// TestConflictsSayHowToGetPast: ann's group is full (maxMembers 1: her
+// alone) and she adds bob; ann, the only manager of her item, leaves it.
+// The answers were 409 group_full "The group has as many members as its
+// maxMembers allows." and 409 last_manager "The item would be left
+// without a manager.": true, but neither said what would let the request
+// through (a group's maxMembers is fixed when it is made, so only a
+// removal makes room; an item keeps a manager, so another must be made
+// one first). Each must say it.
+func TestConflictsSayHowToGetPast(t *testing.T) {
+	t.Parallel()
+	app := newMemApp(t)
+	idOf := func(rec *httptest.ResponseRecorder) string {
+		t.Helper()
+		var v struct {
+			ID string `json:"id"`
+		}
+		if rec.Code != http.StatusCreated || json.Unmarshal(rec.Body.Bytes(), &v) != nil {
+			t.Fatalf("%d %s, want 201", rec.Code, rec.Body)
+		}
+		return v.ID
+	}
+	bob := idOf(app.do(http.MethodPost, "/v1/users", `{"username":"bob","email":"bob@example.org","password":"correct horse battery"}`))
+	club := idOf(app.do(http.MethodPost, "/v1/groups", `{"name":"club","maxMembers":1}`))
+	item := idOf(app.do(http.MethodPost, "/v1/content", `{"name":"notes","visibility":"public"}`))
+
+	for _, c := range []struct {
+		method, path, body, code string
+		says                     []string
+	}{
+		{http.MethodPut, "/v1/groups/" + club + "/members/" + bob, `{"role":"member"}`, "group_full", []string{"remove a member"}},
+		{http.MethodDelete, "/v1/content/" + item + "/members/" + app.ann, "", "last_manager", []string{"manager first", "PUT /v1/content/{id}/members/"}},
+	} {
+		p := problemOf(t, app.do(c.method, c.path, c.body), http.StatusConflict, c.code)
+		for _, words := range c.says {
+			if !strings.Contains(p.Detail, words) {
+				t.Errorf("%s %s: detail %q does not say %q", c.method, c.path, p.Detail, words)
+			}
+		}
+	}
+}

@@ -214,7 +214,8 @@ var (
 	errGroupNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such group."}
 	// ErrNotMember: the user is not a member of the group.
 	ErrNotMember = &domain.Error{Kind: domain.ErrNotFound, Code: "not_member", Message: "The user is not a member of this group."}
-	errGroupFull = &domain.Error{Kind: domain.ErrConflict, Code: "group_full", Message: "The group has as many members as its maxMembers allows."}
+	errGroupFull = &domain.Error{Kind: domain.ErrConflict, Code: "group_full", Message: "The group has as many members as its maxMembers allows, " +
+		"which is set when it is made: a manager must remove a member before another can join."}
 	// ErrLastManager: the change would leave the group without a manager.
 	ErrLastManager = &domain.Error{Kind: domain.ErrConflict, Code: "last_manager",
 		Message: "A group keeps at least one manager: make another member a manager first."}

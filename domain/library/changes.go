@@ -20,7 +20,8 @@ var (
 	// ErrLastManager: the change would leave the item without a manager
 	// (exported: a deletion tells it apart with errors.Is).
 	ErrLastManager = &domain.Error{Kind: domain.ErrConflict, Code: "last_manager",
-		Message: "The item would be left without a manager."}
+		Message: "The item would be left without a manager: make another member a manager first " +
+			"(PUT /v1/content/{id}/members/{principalId} with role manager), or delete the item."}
 	errPrincipalNotFound = &domain.Error{Kind: domain.ErrNotFound, Code: "not_found", Message: "No such user or group."}
 )
 
