@@ -93,7 +93,10 @@ type LoginResult struct {
 func (a *Service) Login(ctx context.Context, login, password string, client Client) (LoginResult, error) {
 	attempt, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.loginTiers(login, client.IP)...)
 	if err != nil {
-		return LoginResult{}, err
+		// A reset is not counted by the login's tiers and answers with a
+		// session (docs/design/throttle.md, "Only the guesser pays").
+		return LoginResult{}, aWayPast(err, "If the account is yours, a password reset link "+
+			"(POST /v1/password-resets with its email) logs you in without waiting.")
 	}
 	u, err := a.findLogin(ctx, login)
 	unknown := errors.Is(err, domain.ErrNotFound)

@@ -136,9 +136,27 @@ var ErrThrottleUnavailable = &domain.Error{Kind: domain.ErrUnavailable, Code: "u
 // tooManyAttempts is the refusal of an attempt over its limit: the same
 // words for every login, known or not.
 func tooManyAttempts(wait time.Duration) error {
-	secs := int64((wait + time.Second - 1) / time.Second)
+	secs := max(int64((wait+time.Second-1)/time.Second), 1)
+	when := fmt.Sprintf("%d seconds", secs)
+	if secs >= 120 {
+		when = fmt.Sprintf("%d minutes", (secs+59)/60)
+	}
 	return &domain.Error{Kind: domain.ErrTooManyAttempts, Code: "too_many_attempts", RetryAfter: wait,
-		Message: fmt.Sprintf("Too many failed attempts for this login. Try again in %d seconds.", max(secs, 1))}
+		Message: "Too many failed attempts for this login. Try again in " + when + "."}
+}
+
+// aWayPast adds to err, when it is tooManyAttempts's refusal, the way
+// past it that these attempts cannot hold back (a reset, a recovery
+// code), so that an owner locked out by a stranger's guesses is not
+// told only to wait.
+func aWayPast(err error, words string) error {
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Code != "too_many_attempts" {
+		return err
+	}
+	past := *de
+	past.Message += " " + words
+	return &past
 }
 
 // tier is one scope and its limit.
