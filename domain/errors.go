@@ -38,8 +38,8 @@ var (
 
 // Error is a domain error with a stable code, a message for people and,
 // where fields are at fault, which ones. Kind is one of the sentinel errors
-// above (or ErrDenied, for a refusal built by Denied), so
-// errors.Is(err, ErrConflict) works on it.
+// above, or an *Error it says more precisely (ErrDenied, for a refusal
+// built by Denied), so errors.Is(err, ErrConflict) works on it.
 type Error struct {
 	Kind    error
 	Code    string

@@ -204,3 +204,47 @@ func TestALockedLoginSaysTheResetLetsTheOwnerIn(t *testing.T) {
 		}
 	}
 }
+
+// TestAnExpiredLinkSaysWhatIsLeftToDo: ann asks for another address; the
+// new address's "not me" link outlives its day, then the old address's
+// revert link its week. Each was refused 400 invalid_token (token:
+// expired) "it has expired; ask for a new mail", the words of a
+// verification or a reset link: no route mails a new revert or "not me"
+// link, so a caller following them had nowhere to go. Each must say what
+// the expiry leaves: the request it answered is gone too; the change is
+// no longer undone by a link.
+func TestAnExpiredLinkSaysWhatIsLeftToDo(t *testing.T) {
+	t.Parallel()
+	var st *memstore.Store
+	app := newMemApp(t, func(s *memstore.Store, _ *accounts.Config) { st = s })
+	if rec := app.do(http.MethodPatch, "/v1/users/"+app.ann, `{"email":"ann@example.net","currentPassword":"correct horse battery"}`); rec.Code != http.StatusOK {
+		t.Fatalf("asking for a new address: %d %s", rec.Code, rec.Body)
+	}
+	refuse, revert := app.mail.token("refuse-email", "ann@example.net"), app.mail.token("revert-email", "ann@example.org")
+	if refuse == "" || revert == "" {
+		t.Fatalf("links: not me %q, revert %q", refuse, revert)
+	}
+	post := func(path, token string) Problem {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{"token":"`+token+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		app.router.ServeHTTP(rec, req)
+		p := problemOf(t, rec, http.StatusBadRequest, "invalid_token")
+		if len(p.Errors) != 1 || p.Errors[0].Field != "token" || p.Errors[0].Code != "expired" {
+			t.Errorf("%s: errors %+v, want one naming token, code expired", path, p.Errors)
+		}
+		if strings.Contains(p.Detail, "new mail") {
+			t.Errorf("%s: detail %q sends the caller for a mail no route sends", path, p.Detail)
+		}
+		return p
+	}
+	st.Advance(24*time.Hour + time.Second)
+	if p := post("/v1/email-changes/refusal", refuse); !strings.Contains(p.Detail, "nothing is left to refuse") {
+		t.Errorf("the not-me link: detail %q does not say nothing is left to refuse", p.Detail)
+	}
+	st.Advance(6 * 24 * time.Hour)
+	if p := post("/v1/email-changes/revert", revert); !strings.Contains(p.Detail, "no longer be undone") {
+		t.Errorf("the revert link: detail %q does not say the change can no longer be undone by it", p.Detail)
+	}
+}

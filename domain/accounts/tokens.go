@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -161,6 +162,24 @@ var (
 	ErrTokenStale = tokenError("stale", "no longer applies: the account's email changed, or its password was reset, since it was mailed")
 )
 
+// expiredLinks are ErrTokenExpired for the tokens no route mails again
+// (errors.Is(err, ErrTokenExpired) holds for each), saying what the
+// expiry leaves instead of sending the caller for a new mail.
+var expiredLinks = map[TokenPurpose]*domain.Error{
+	PurposeRevertEmail: expiredLink("has expired: the change of address can no longer be undone by this link " +
+		"(an admin can still change the account's email)"),
+	PurposeRefuseEmail: expiredLink("has expired, and so has the change of address it answers: nothing is left to refuse"),
+	PurposeRevertFactor: expiredLink("has expired: the factor can no longer be removed by this link; the account's owner " +
+		"removes it from a session (POST /v1/users/{id}/factors/{factorId}/removal), or an admin does"),
+	PurposeLoginChallenge: expiredLink("has expired"), // challengeError adds: log in again
+}
+
+func expiredLink(message string) *domain.Error {
+	e := tokenError("expired", message)
+	e.Kind = ErrTokenExpired
+	return e
+}
+
 func tokenError(code, message string) *domain.Error {
 	return &domain.Error{Kind: domain.ErrInvalid, Code: "invalid_token",
 		Message: "The token cannot be used: it " + message + ".",
@@ -202,7 +221,7 @@ func (a *Service) readToken(ctx context.Context, token string, purpose TokenPurp
 	case !t.DoneAt.IsZero():
 		return Token{}, ErrTokenUsed
 	case t.UsedAt.IsZero() && !now.Before(t.ExpiresAt):
-		return Token{}, ErrTokenExpired
+		return Token{}, cmp.Or(expiredLinks[purpose], ErrTokenExpired)
 	case nodeErr != nil && t.UsedAt.IsZero():
 		return Token{}, nodeErr
 	}
