@@ -818,8 +818,10 @@ func (s *Service) mark(ctx context.Context, id string) (OutboxEntry, error) {
 
 // errCreationFenced answers a creation whose insert came too late: the
 // outbox worker, finding no item behind its mark, took the id first. The
-// item was never made; the client may create it again.
-var errCreationFenced = fmt.Errorf("the creation took longer than the outbox grace and was fenced: %w", domain.ErrUnavailable)
+// item was never made; the client may create it again, and is told so
+// (a bare 503 leaves it unsure whether the item exists).
+var errCreationFenced = &domain.Error{Kind: domain.ErrUnavailable, Code: "unavailable",
+	Message: "The item was not created: its write took longer than the service waits for it, and was set aside. Nothing was kept; create it again."}
 
 // live answers 404 for an item that is gone or was never made.
 func live(c Content, err error) error {

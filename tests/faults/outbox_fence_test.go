@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,6 +108,36 @@ func TestAHeldCreationLandingAfterTheWorkerIsWholeOrNothing(t *testing.T) {
 		t.Fatalf("the worker after the landing: %v", err)
 	}
 	checkContent(t, "held creation", l, l.store.ContentSnapshot())
+}
+
+// TestASlowCreationFencedByTheWorkerSaysItWasNeverMade: a creation's
+// insert is slow past the outbox's grace, and the worker runs meanwhile,
+// finds no item behind the mark and fences the id, so the insert applies
+// nothing. The answer was the bare 503 "The database could not answer in
+// time; try again.", the words of a request that may or may not have
+// taken effect; this one did not, for certain, and the caller should be
+// told the item was not made and may be created again (a retry of the
+// same request makes a new item, not a second copy).
+func TestASlowCreationFencedByTheWorkerSaysItWasNeverMade(t *testing.T) {
+	t.Parallel()
+	l := newLibWorld(t)
+	slowFirst(l.store, "content.create", func() {
+		l.store.Meanwhile = nil
+		if err := l.drain(); err != nil {
+			t.Errorf("the worker while the creation is slow: %v", err)
+		}
+	})
+	name, public := "new", string(library.VisibilityPublic)
+	_, err := l.lib.Create(context.Background(), as(l.other), library.Input{Name: &name, Visibility: &public})
+	l.store.FaultAt = nil
+	var de *domain.Error
+	if !errors.Is(err, domain.ErrUnavailable) || !errors.As(err, &de) || !strings.Contains(de.Message, "not created") {
+		t.Fatalf("a creation fenced by the worker answered %v, want a 503 saying the item was not created", err)
+	}
+	if err := l.drain(); err != nil {
+		t.Fatal(err)
+	}
+	checkContent(t, "fenced creation", l, l.store.ContentSnapshot())
 }
 
 // TestASlowChangeKeepsAMarkForItsOwnFanout is schedule B: an update's
