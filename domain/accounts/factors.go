@@ -617,7 +617,9 @@ func (a *Service) checkTOTP(ctx context.Context, userID string, f Factor, code s
 func (a *Service) admitCode(ctx context.Context, userID string) (*counted, error) {
 	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
 	if err != nil {
-		return nil, err
+		// Counted apart (useRecoveryCode, admitPasskey), so that a
+		// guesser of these codes locks the owner out of neither.
+		return nil, aWayPast(err, "A recovery code, or a passkey where the account has one, is counted apart from these codes and still works.")
 	}
 	return c, c.inTime()
 }
