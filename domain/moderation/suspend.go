@@ -142,7 +142,10 @@ func checkSuspend(in SuspendInput, now time.Time, admin, userID string) (string,
 	reason, fe := reasonRule.Check(in.Reason)
 	fes := []*domain.FieldError{fe}
 	switch {
-	case in.Until != nil && !in.Until.After(now):
+	case in.Until != nil && !in.Until.UTC().Truncate(time.Millisecond).After(now):
+		// As stored (milliseconds, what the database keeps): an until
+		// less than a millisecond ahead would be kept as now, a
+		// suspension over as it begins that still ends every session.
 		fes = append(fes, &domain.FieldError{Field: "until", Code: "not_future", Message: "must be in the future"})
 	case in.Until != nil && in.Until.UTC().Year() > 9999:
 		// Written with an offset on the last day of 9999, it is in year

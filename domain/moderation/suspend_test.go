@@ -38,6 +38,36 @@ func TestReasonRule(t *testing.T) {
 	}
 }
 
+// TestAnUntilLessThanAMillisecondAheadIsRefused (bad input gets a clear
+// answer): an until half a millisecond after now is in the future as
+// sent, but a suspension keeps its times in milliseconds (the database's
+// timestamp), so it was stored as now: the admin got 201 for a suspension
+// that ended as it began, blocked no login (its until had passed) and
+// was lifted at once, yet ended every session of the user in its write.
+// Checked as stored, it is refused naming until, as a past one is; one a
+// whole millisecond ahead is taken.
+func TestAnUntilLessThanAMillisecondAheadIsRefused(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for until, code := range map[time.Time]string{
+		now.Add(500 * time.Microsecond): "not_future",
+		now.Add(999 * time.Microsecond): "not_future",
+		now.Add(time.Millisecond):       "",
+	} {
+		_, err := checkSuspend(SuspendInput{Reason: "spam", Until: &until}, now, "u_admin", "u_user")
+		if code == "" {
+			if err != nil {
+				t.Errorf("until %v: %v", until, err)
+			}
+			continue
+		}
+		var de *domain.Error
+		if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "until" || de.Fields[0].Code != code {
+			t.Errorf("until %v, now %v: %v, want until %s", until, now, err, code)
+		}
+	}
+}
+
 // TestAnUntilPastYear9999IsRefused (bad input gets a clear answer): any
 // RFC 3339 time is taken for until, and one written with a negative
 // offset on the last day of 9999 is in year 10000 in UTC, which no answer
