@@ -202,6 +202,31 @@ func (a *Service) EndSessions(ctx context.Context, id, keep string) error {
 	return a.sessions.DeleteAll(ctx, id, keep)
 }
 
+// EndFactors removes every factor of the account, pending or confirmed,
+// and its recovery set: a deleted account keeps no secret, credential,
+// code or factor name of its user's. Idempotent; a factor written after
+// it (a confirmation in flight) is removed by its own check at the end
+// (confirmedBy: no session of a deleted account works), and an
+// enrolment begun before it expires with its TTL.
+func (a *Service) EndFactors(ctx context.Context, id string) error {
+	if a.factors == nil {
+		return nil
+	}
+	factors, set, err := a.factors.Read(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, f := range factors {
+		if _, err := a.factors.Remove(ctx, id, f.ID); err != nil {
+			return err
+		}
+	}
+	if set.Generation == "" {
+		return nil
+	}
+	return a.factors.RemoveRecovery(ctx, id, set.Generation)
+}
+
 // entryKeys are the claims a deletion releases.
 func entryKeys(d DeletionEntry) []domain.Key {
 	var keys []domain.Key

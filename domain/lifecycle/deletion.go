@@ -178,7 +178,11 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 	// Then the sessions: until here the user's repeat of the request
 	// authenticates and finds the job. The index entry ends last, so a
 	// deletion whose last writes failed is still the next pass's to
-	// finish, the sessions included.
+	// finish, the sessions included. The second factors go with them:
+	// no secret or name of the user's is left.
+	if err := s.accounts.EndFactors(ctx, id); err != nil {
+		return err
+	}
 	if err := s.accounts.EndSessions(ctx, id, ""); err != nil {
 		return err
 	}

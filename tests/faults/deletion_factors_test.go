@@ -1,0 +1,35 @@
+package faults
+
+import (
+	"context"
+	"testing"
+
+	"shelf/domain/accounts"
+)
+
+// TestADeletedAccountKeepsNoSecondFactor: ann, with an authenticator
+// app (a name she typed, its sealed secret) and her recovery codes,
+// deletes her account with her password and a code, and the deletion's
+// job runs to its end. The account is deleted, its personal data cleared
+// (docs/design/deletion.md, step 5), yet its row of account_factors
+// stayed: the app's name and secret and the hashes of the recovery codes,
+// for good (a confirmed factor has no TTL), of an account that no longer
+// exists. Nothing of its factors is left once the deletion finished.
+func TestADeletedAccountKeepsNoSecondFactor(t *testing.T) {
+	t.Parallel()
+	f := newFactorWorld(t)
+	wireDeletion(f.world)
+	ctx := context.Background()
+	pw := password
+	proof := accounts.Proof{CurrentPassword: &pw, Code: f.code(t, 0)}
+	if err := worked(f.life)(f.life.DeleteUser(ctx, as(f.ann), f.ann.ID, proof)); err != nil {
+		t.Fatal(err)
+	}
+	factors, set, err := f.store.Factors().Read(ctx, f.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(factors) > 0 || set.Generation != "" {
+		t.Errorf("ann's deleted account keeps %d factors and a recovery set of %d codes", len(factors), len(set.Codes))
+	}
+}
