@@ -617,9 +617,7 @@ func (a *Service) checkTOTP(ctx context.Context, userID string, f Factor, code s
 func (a *Service) admitCode(ctx context.Context, userID string) (*counted, error) {
 	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)...)
 	if err != nil {
-		// Counted apart (useRecoveryCode, admitPasskey), so that a
-		// guesser of these codes locks the owner out of neither.
-		return nil, aWayPast(err, "A recovery code, or a passkey where the account has one, is counted apart from these codes and still works.")
+		return nil, err
 	}
 	return c, c.inTime()
 }
@@ -870,7 +868,11 @@ func (a *Service) proveFactor(ctx context.Context, userID string, factors []Fact
 	// throttled attempt.
 	c, err := a.admitCode(ctx, userID)
 	if err != nil {
-		return err
+		// Counted apart (useRecoveryCode, admitPasskey), so that a
+		// guesser of these codes locks the owner out of neither; said
+		// here, where a proof may be either (a confirmation takes its
+		// new app's code alone: checkTOTP).
+		return aWayPast(err, "A recovery code, or a passkey where the account has one, is counted apart from these codes and still works.")
 	}
 	var match *Factor
 	var step int64
