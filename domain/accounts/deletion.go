@@ -207,24 +207,33 @@ func (a *Service) EndSessions(ctx context.Context, id, keep string) error {
 // code or factor name of its user's. Idempotent; a factor written after
 // it (a confirmation in flight) is removed by its own check at the end
 // (confirmedBy: no session of a deleted account works), and an
-// enrolment begun before it expires with its TTL.
+// enrolment begun before it expires with its TTL. The factors are read
+// again until a read finds none and no set: a new set of a request in
+// flight (NewRecoveryCodes) may land in place of the one read, and the
+// removal of that one then removes nothing
+// (TestNewRecoveryCodesInFlightOutliveNoDeletion); once a set is
+// removed, a write in place of it lands on nothing.
 func (a *Service) EndFactors(ctx context.Context, id string) error {
 	if a.factors == nil {
 		return nil
 	}
-	factors, set, err := a.factors.Read(ctx, id)
-	if err != nil {
-		return err
-	}
-	for _, f := range factors {
-		if _, err := a.factors.Remove(ctx, id, f.ID); err != nil {
+	for range maxChangeAttempts {
+		factors, set, err := a.factors.Read(ctx, id)
+		if err != nil || (len(factors) == 0 && set.Generation == "") {
 			return err
 		}
+		for _, f := range factors {
+			if _, err := a.factors.Remove(ctx, id, f.ID); err != nil {
+				return err
+			}
+		}
+		if set.Generation != "" {
+			if err := a.factors.RemoveRecovery(ctx, id, set.Generation); err != nil {
+				return err
+			}
+		}
 	}
-	if set.Generation == "" {
-		return nil
-	}
-	return a.factors.RemoveRecovery(ctx, id, set.Generation)
+	return domain.ErrBusy
 }
 
 // entryKeys are the claims a deletion releases.
