@@ -170,7 +170,7 @@ var expiredLinks = map[TokenPurpose]*domain.Error{
 		"(an admin can still change the account's email)"),
 	PurposeRefuseEmail: expiredLink("has expired, and so has the change of address it answers: nothing is left to refuse"),
 	PurposeRevertFactor: expiredLink("has expired: the factor can no longer be removed by this link; the account's owner " +
-		"removes it from a session (POST /v1/users/{id}/factors/{factorId}/removal), or an admin does"),
+		"removes it from a session (POST /v1/users/{id}/factors/{factorId}/removal), or an admin of the service, unless the account is an admin's"),
 	PurposeLoginChallenge: expiredLink("has expired"), // challengeError adds: log in again
 }
 
