@@ -2150,11 +2150,10 @@ type ClientInterface interface {
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
-	// longer holds, the revocation of its sessions, a read of the
-	// factors and a lightweight transaction per factor removed,
-	// the reset mail (503 `reset_link_failed` when it cannot be sent:
-	// follow the link again), then a lightweight transaction marking the
-	// token done.
+	// longer holds, a read of the factors and a lightweight transaction
+	// per factor removed, the reset mail (503 `reset_link_failed` when
+	// it cannot be sent: follow the link again), then a lightweight
+	// transaction marking the token done.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2193,11 +2192,10 @@ type ClientInterface interface {
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
-	// longer holds, the revocation of its sessions, a read of the
-	// factors and a lightweight transaction per factor removed,
-	// the reset mail (503 `reset_link_failed` when it cannot be sent:
-	// follow the link again), then a lightweight transaction marking the
-	// token done.
+	// longer holds, a read of the factors and a lightweight transaction
+	// per factor removed, the reset mail (503 `reset_link_failed` when
+	// it cannot be sent: follow the link again), then a lightweight
+	// transaction marking the token done.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2350,10 +2348,10 @@ type ClientInterface interface {
 	// Cost: rate limited per client IP like the other confirmations; a
 	// SERIAL read of the token, a SERIAL read of the account, a
 	// lightweight transaction using the token, a compare-and-set of the
-	// account, the revocation of its sessions, a read of its factors
-	// and the factor's removal (a lightweight transaction), the reset
-	// mail (503 `reset_link_failed` when it cannot be sent: follow the
-	// link again), then one marking the token done.
+	// account, a read of its factors and the factor's removal (a
+	// lightweight transaction), the reset mail (503 `reset_link_failed`
+	// when it cannot be sent: follow the link again), then one marking
+	// the token done.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2384,10 +2382,10 @@ type ClientInterface interface {
 	// Cost: rate limited per client IP like the other confirmations; a
 	// SERIAL read of the token, a SERIAL read of the account, a
 	// lightweight transaction using the token, a compare-and-set of the
-	// account, the revocation of its sessions, a read of its factors
-	// and the factor's removal (a lightweight transaction), the reset
-	// mail (503 `reset_link_failed` when it cannot be sent: follow the
-	// link again), then one marking the token done.
+	// account, a read of its factors and the factor's removal (a
+	// lightweight transaction), the reset mail (503 `reset_link_failed`
+	// when it cannot be sent: follow the link again), then one marking
+	// the token done.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2745,11 +2743,10 @@ type ClientInterface interface {
 	// too, when `SHELF_HIBP_URL` is set), one argon2id hash
 	// (deliberately slow; one more verification on an account a
 	// recovery marked), a lightweight transaction using the token, a
-	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), a read of the account's factors, then the new
-	// session's writes and one account read after them (a deletion,
-	// suspension or another reset landing meanwhile ends the new session
-	// before it is answered) or, with a factor, the challenge's
+	// compare-and-set of the account, a read of the account's factors,
+	// then the new session's writes and one account read after them (a
+	// deletion, suspension or another reset landing meanwhile ends the
+	// new session before it is answered) or, with a factor, the challenge's
 	// lightweight transaction; last, one lightweight transaction marking
 	// the token done. Not throttled per login: no password is guessed
 	// here.
@@ -2793,11 +2790,10 @@ type ClientInterface interface {
 	// too, when `SHELF_HIBP_URL` is set), one argon2id hash
 	// (deliberately slow; one more verification on an account a
 	// recovery marked), a lightweight transaction using the token, a
-	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), a read of the account's factors, then the new
-	// session's writes and one account read after them (a deletion,
-	// suspension or another reset landing meanwhile ends the new session
-	// before it is answered) or, with a factor, the challenge's
+	// compare-and-set of the account, a read of the account's factors,
+	// then the new session's writes and one account read after them (a
+	// deletion, suspension or another reset landing meanwhile ends the
+	// new session before it is answered) or, with a factor, the challenge's
 	// lightweight transaction; last, one lightweight transaction marking
 	// the token done. Not throttled per login: no password is guessed
 	// here.
@@ -3831,10 +3827,9 @@ type ClientInterface interface {
 	// rows written and read, one argon2id verification, a read of the
 	// factors); with `SHELF_HIBP_URL`, one request to Have I Been
 	// Pwned; one argon2id hash of the new password; a SERIAL read and a
-	// compare-and-set of the account; the revocation of the other
-	// sessions. A new password that breaks the rules is refused before
-	// the proof, costing no verification and no attempt; Have I Been
-	// Pwned is asked only after the proof.
+	// compare-and-set of the account. A new password that breaks the
+	// rules is refused before the proof, costing no verification and no
+	// attempt; Have I Been Pwned is asked only after the proof.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3873,10 +3868,9 @@ type ClientInterface interface {
 	// rows written and read, one argon2id verification, a read of the
 	// factors); with `SHELF_HIBP_URL`, one request to Have I Been
 	// Pwned; one argon2id hash of the new password; a SERIAL read and a
-	// compare-and-set of the account; the revocation of the other
-	// sessions. A new password that breaks the rules is refused before
-	// the proof, costing no verification and no attempt; Have I Been
-	// Pwned is asked only after the proof.
+	// compare-and-set of the account. A new password that breaks the
+	// rules is refused before the proof, costing no verification and no
+	// attempt; Have I Been Pwned is asked only after the proof.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4633,11 +4627,10 @@ func (c *Client) RefuseEmailChange(ctx context.Context, body RefuseEmailChangeJS
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
-// longer holds, the revocation of its sessions, a read of the
-// factors and a lightweight transaction per factor removed,
-// the reset mail (503 `reset_link_failed` when it cannot be sent:
-// follow the link again), then a lightweight transaction marking the
-// token done.
+// longer holds, a read of the factors and a lightweight transaction
+// per factor removed, the reset mail (503 `reset_link_failed` when
+// it cannot be sent: follow the link again), then a lightweight
+// transaction marking the token done.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4687,11 +4680,10 @@ func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType stri
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
-// longer holds, the revocation of its sessions, a read of the
-// factors and a lightweight transaction per factor removed,
-// the reset mail (503 `reset_link_failed` when it cannot be sent:
-// follow the link again), then a lightweight transaction marking the
-// token done.
+// longer holds, a read of the factors and a lightweight transaction
+// per factor removed, the reset mail (503 `reset_link_failed` when
+// it cannot be sent: follow the link again), then a lightweight
+// transaction marking the token done.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4895,10 +4887,10 @@ func (c *Client) ConfirmEmailVerification(ctx context.Context, body ConfirmEmail
 // Cost: rate limited per client IP like the other confirmations; a
 // SERIAL read of the token, a SERIAL read of the account, a
 // lightweight transaction using the token, a compare-and-set of the
-// account, the revocation of its sessions, a read of its factors
-// and the factor's removal (a lightweight transaction), the reset
-// mail (503 `reset_link_failed` when it cannot be sent: follow the
-// link again), then one marking the token done.
+// account, a read of its factors and the factor's removal (a
+// lightweight transaction), the reset mail (503 `reset_link_failed`
+// when it cannot be sent: follow the link again), then one marking
+// the token done.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4940,10 +4932,10 @@ func (c *Client) RevertFactorAdditionWithBody(ctx context.Context, contentType s
 // Cost: rate limited per client IP like the other confirmations; a
 // SERIAL read of the token, a SERIAL read of the account, a
 // lightweight transaction using the token, a compare-and-set of the
-// account, the revocation of its sessions, a read of its factors
-// and the factor's removal (a lightweight transaction), the reset
-// mail (503 `reset_link_failed` when it cannot be sent: follow the
-// link again), then one marking the token done.
+// account, a read of its factors and the factor's removal (a
+// lightweight transaction), the reset mail (503 `reset_link_failed`
+// when it cannot be sent: follow the link again), then one marking
+// the token done.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5451,11 +5443,10 @@ func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordR
 // too, when `SHELF_HIBP_URL` is set), one argon2id hash
 // (deliberately slow; one more verification on an account a
 // recovery marked), a lightweight transaction using the token, a
-// compare-and-set of the account, the revocation of every session
-// (16 at a time), a read of the account's factors, then the new
-// session's writes and one account read after them (a deletion,
-// suspension or another reset landing meanwhile ends the new session
-// before it is answered) or, with a factor, the challenge's
+// compare-and-set of the account, a read of the account's factors,
+// then the new session's writes and one account read after them (a
+// deletion, suspension or another reset landing meanwhile ends the
+// new session before it is answered) or, with a factor, the challenge's
 // lightweight transaction; last, one lightweight transaction marking
 // the token done. Not throttled per login: no password is guessed
 // here.
@@ -5509,11 +5500,10 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 // too, when `SHELF_HIBP_URL` is set), one argon2id hash
 // (deliberately slow; one more verification on an account a
 // recovery marked), a lightweight transaction using the token, a
-// compare-and-set of the account, the revocation of every session
-// (16 at a time), a read of the account's factors, then the new
-// session's writes and one account read after them (a deletion,
-// suspension or another reset landing meanwhile ends the new session
-// before it is answered) or, with a factor, the challenge's
+// compare-and-set of the account, a read of the account's factors,
+// then the new session's writes and one account read after them (a
+// deletion, suspension or another reset landing meanwhile ends the
+// new session before it is answered) or, with a factor, the challenge's
 // lightweight transaction; last, one lightweight transaction marking
 // the token done. Not throttled per login: no password is guessed
 // here.
@@ -6897,10 +6887,9 @@ func (c *Client) FinishPasskey(ctx context.Context, id UserId, factorId FactorId
 // rows written and read, one argon2id verification, a read of the
 // factors); with `SHELF_HIBP_URL`, one request to Have I Been
 // Pwned; one argon2id hash of the new password; a SERIAL read and a
-// compare-and-set of the account; the revocation of the other
-// sessions. A new password that breaks the rules is refused before
-// the proof, costing no verification and no attempt; Have I Been
-// Pwned is asked only after the proof.
+// compare-and-set of the account. A new password that breaks the
+// rules is refused before the proof, costing no verification and no
+// attempt; Have I Been Pwned is asked only after the proof.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6949,10 +6938,9 @@ func (c *Client) ChangePasswordWithBody(ctx context.Context, id UserId, contentT
 // rows written and read, one argon2id verification, a read of the
 // factors); with `SHELF_HIBP_URL`, one request to Have I Been
 // Pwned; one argon2id hash of the new password; a SERIAL read and a
-// compare-and-set of the account; the revocation of the other
-// sessions. A new password that breaks the rules is refused before
-// the proof, costing no verification and no attempt; Have I Been
-// Pwned is asked only after the proof.
+// compare-and-set of the account. A new password that breaks the
+// rules is refused before the proof, costing no verification and no
+// attempt; Have I Been Pwned is asked only after the proof.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10621,11 +10609,10 @@ type ClientWithResponsesInterface interface {
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
-	// longer holds, the revocation of its sessions, a read of the
-	// factors and a lightweight transaction per factor removed,
-	// the reset mail (503 `reset_link_failed` when it cannot be sent:
-	// follow the link again), then a lightweight transaction marking the
-	// token done.
+	// longer holds, a read of the factors and a lightweight transaction
+	// per factor removed, the reset mail (503 `reset_link_failed` when
+	// it cannot be sent: follow the link again), then a lightweight
+	// transaction marking the token done.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10664,11 +10651,10 @@ type ClientWithResponsesInterface interface {
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
-	// longer holds, the revocation of its sessions, a read of the
-	// factors and a lightweight transaction per factor removed,
-	// the reset mail (503 `reset_link_failed` when it cannot be sent:
-	// follow the link again), then a lightweight transaction marking the
-	// token done.
+	// longer holds, a read of the factors and a lightweight transaction
+	// per factor removed, the reset mail (503 `reset_link_failed` when
+	// it cannot be sent: follow the link again), then a lightweight
+	// transaction marking the token done.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10821,10 +10807,10 @@ type ClientWithResponsesInterface interface {
 	// Cost: rate limited per client IP like the other confirmations; a
 	// SERIAL read of the token, a SERIAL read of the account, a
 	// lightweight transaction using the token, a compare-and-set of the
-	// account, the revocation of its sessions, a read of its factors
-	// and the factor's removal (a lightweight transaction), the reset
-	// mail (503 `reset_link_failed` when it cannot be sent: follow the
-	// link again), then one marking the token done.
+	// account, a read of its factors and the factor's removal (a
+	// lightweight transaction), the reset mail (503 `reset_link_failed`
+	// when it cannot be sent: follow the link again), then one marking
+	// the token done.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10855,10 +10841,10 @@ type ClientWithResponsesInterface interface {
 	// Cost: rate limited per client IP like the other confirmations; a
 	// SERIAL read of the token, a SERIAL read of the account, a
 	// lightweight transaction using the token, a compare-and-set of the
-	// account, the revocation of its sessions, a read of its factors
-	// and the factor's removal (a lightweight transaction), the reset
-	// mail (503 `reset_link_failed` when it cannot be sent: follow the
-	// link again), then one marking the token done.
+	// account, a read of its factors and the factor's removal (a
+	// lightweight transaction), the reset mail (503 `reset_link_failed`
+	// when it cannot be sent: follow the link again), then one marking
+	// the token done.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11232,11 +11218,10 @@ type ClientWithResponsesInterface interface {
 	// too, when `SHELF_HIBP_URL` is set), one argon2id hash
 	// (deliberately slow; one more verification on an account a
 	// recovery marked), a lightweight transaction using the token, a
-	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), a read of the account's factors, then the new
-	// session's writes and one account read after them (a deletion,
-	// suspension or another reset landing meanwhile ends the new session
-	// before it is answered) or, with a factor, the challenge's
+	// compare-and-set of the account, a read of the account's factors,
+	// then the new session's writes and one account read after them (a
+	// deletion, suspension or another reset landing meanwhile ends the
+	// new session before it is answered) or, with a factor, the challenge's
 	// lightweight transaction; last, one lightweight transaction marking
 	// the token done. Not throttled per login: no password is guessed
 	// here.
@@ -11280,11 +11265,10 @@ type ClientWithResponsesInterface interface {
 	// too, when `SHELF_HIBP_URL` is set), one argon2id hash
 	// (deliberately slow; one more verification on an account a
 	// recovery marked), a lightweight transaction using the token, a
-	// compare-and-set of the account, the revocation of every session
-	// (16 at a time), a read of the account's factors, then the new
-	// session's writes and one account read after them (a deletion,
-	// suspension or another reset landing meanwhile ends the new session
-	// before it is answered) or, with a factor, the challenge's
+	// compare-and-set of the account, a read of the account's factors,
+	// then the new session's writes and one account read after them (a
+	// deletion, suspension or another reset landing meanwhile ends the
+	// new session before it is answered) or, with a factor, the challenge's
 	// lightweight transaction; last, one lightweight transaction marking
 	// the token done. Not throttled per login: no password is guessed
 	// here.
@@ -12346,10 +12330,9 @@ type ClientWithResponsesInterface interface {
 	// rows written and read, one argon2id verification, a read of the
 	// factors); with `SHELF_HIBP_URL`, one request to Have I Been
 	// Pwned; one argon2id hash of the new password; a SERIAL read and a
-	// compare-and-set of the account; the revocation of the other
-	// sessions. A new password that breaks the rules is refused before
-	// the proof, costing no verification and no attempt; Have I Been
-	// Pwned is asked only after the proof.
+	// compare-and-set of the account. A new password that breaks the
+	// rules is refused before the proof, costing no verification and no
+	// attempt; Have I Been Pwned is asked only after the proof.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12388,10 +12371,9 @@ type ClientWithResponsesInterface interface {
 	// rows written and read, one argon2id verification, a read of the
 	// factors); with `SHELF_HIBP_URL`, one request to Have I Been
 	// Pwned; one argon2id hash of the new password; a SERIAL read and a
-	// compare-and-set of the account; the revocation of the other
-	// sessions. A new password that breaks the rules is refused before
-	// the proof, costing no verification and no attempt; Have I Been
-	// Pwned is asked only after the proof.
+	// compare-and-set of the account. A new password that breaks the
+	// rules is refused before the proof, costing no verification and no
+	// attempt; Have I Been Pwned is asked only after the proof.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -22046,11 +22028,10 @@ func (c *ClientWithResponses) RefuseEmailChangeWithResponse(ctx context.Context,
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
-// longer holds, the revocation of its sessions, a read of the
-// factors and a lightweight transaction per factor removed,
-// the reset mail (503 `reset_link_failed` when it cannot be sent:
-// follow the link again), then a lightweight transaction marking the
-// token done.
+// longer holds, a read of the factors and a lightweight transaction
+// per factor removed, the reset mail (503 `reset_link_failed` when
+// it cannot be sent: follow the link again), then a lightweight
+// transaction marking the token done.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22096,11 +22077,10 @@ func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
-// longer holds, the revocation of its sessions, a read of the
-// factors and a lightweight transaction per factor removed,
-// the reset mail (503 `reset_link_failed` when it cannot be sent:
-// follow the link again), then a lightweight transaction marking the
-// token done.
+// longer holds, a read of the factors and a lightweight transaction
+// per factor removed, the reset mail (503 `reset_link_failed` when
+// it cannot be sent: follow the link again), then a lightweight
+// transaction marking the token done.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22284,10 +22264,10 @@ func (c *ClientWithResponses) ConfirmEmailVerificationWithResponse(ctx context.C
 // Cost: rate limited per client IP like the other confirmations; a
 // SERIAL read of the token, a SERIAL read of the account, a
 // lightweight transaction using the token, a compare-and-set of the
-// account, the revocation of its sessions, a read of its factors
-// and the factor's removal (a lightweight transaction), the reset
-// mail (503 `reset_link_failed` when it cannot be sent: follow the
-// link again), then one marking the token done.
+// account, a read of its factors and the factor's removal (a
+// lightweight transaction), the reset mail (503 `reset_link_failed`
+// when it cannot be sent: follow the link again), then one marking
+// the token done.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22325,10 +22305,10 @@ func (c *ClientWithResponses) RevertFactorAdditionWithBodyWithResponse(ctx conte
 // Cost: rate limited per client IP like the other confirmations; a
 // SERIAL read of the token, a SERIAL read of the account, a
 // lightweight transaction using the token, a compare-and-set of the
-// account, the revocation of its sessions, a read of its factors
-// and the factor's removal (a lightweight transaction), the reset
-// mail (503 `reset_link_failed` when it cannot be sent: follow the
-// link again), then one marking the token done.
+// account, a read of its factors and the factor's removal (a
+// lightweight transaction), the reset mail (503 `reset_link_failed`
+// when it cannot be sent: follow the link again), then one marking
+// the token done.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22792,11 +22772,10 @@ func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Conte
 // too, when `SHELF_HIBP_URL` is set), one argon2id hash
 // (deliberately slow; one more verification on an account a
 // recovery marked), a lightweight transaction using the token, a
-// compare-and-set of the account, the revocation of every session
-// (16 at a time), a read of the account's factors, then the new
-// session's writes and one account read after them (a deletion,
-// suspension or another reset landing meanwhile ends the new session
-// before it is answered) or, with a factor, the challenge's
+// compare-and-set of the account, a read of the account's factors,
+// then the new session's writes and one account read after them (a
+// deletion, suspension or another reset landing meanwhile ends the
+// new session before it is answered) or, with a factor, the challenge's
 // lightweight transaction; last, one lightweight transaction marking
 // the token done. Not throttled per login: no password is guessed
 // here.
@@ -22846,11 +22825,10 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx conte
 // too, when `SHELF_HIBP_URL` is set), one argon2id hash
 // (deliberately slow; one more verification on an account a
 // recovery marked), a lightweight transaction using the token, a
-// compare-and-set of the account, the revocation of every session
-// (16 at a time), a read of the account's factors, then the new
-// session's writes and one account read after them (a deletion,
-// suspension or another reset landing meanwhile ends the new session
-// before it is answered) or, with a factor, the challenge's
+// compare-and-set of the account, a read of the account's factors,
+// then the new session's writes and one account read after them (a
+// deletion, suspension or another reset landing meanwhile ends the
+// new session before it is answered) or, with a factor, the challenge's
 // lightweight transaction; last, one lightweight transaction marking
 // the token done. Not throttled per login: no password is guessed
 // here.
@@ -24122,10 +24100,9 @@ func (c *ClientWithResponses) FinishPasskeyWithResponse(ctx context.Context, id 
 // rows written and read, one argon2id verification, a read of the
 // factors); with `SHELF_HIBP_URL`, one request to Have I Been
 // Pwned; one argon2id hash of the new password; a SERIAL read and a
-// compare-and-set of the account; the revocation of the other
-// sessions. A new password that breaks the rules is refused before
-// the proof, costing no verification and no attempt; Have I Been
-// Pwned is asked only after the proof.
+// compare-and-set of the account. A new password that breaks the
+// rules is refused before the proof, costing no verification and no
+// attempt; Have I Been Pwned is asked only after the proof.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24170,10 +24147,9 @@ func (c *ClientWithResponses) ChangePasswordWithBodyWithResponse(ctx context.Con
 // rows written and read, one argon2id verification, a read of the
 // factors); with `SHELF_HIBP_URL`, one request to Have I Been
 // Pwned; one argon2id hash of the new password; a SERIAL read and a
-// compare-and-set of the account; the revocation of the other
-// sessions. A new password that breaks the rules is refused before
-// the proof, costing no verification and no attempt; Have I Been
-// Pwned is asked only after the proof.
+// compare-and-set of the account. A new password that breaks the
+// rules is refused before the proof, costing no verification and no
+// attempt; Have I Been Pwned is asked only after the proof.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
