@@ -13,8 +13,8 @@ import (
 // role granted meanwhile moves the version and the suspension decides
 // again). The account row changes first, by compare-and-set on its
 // version: that is the guard of S1 and the point where the suspension
-// takes effect. Then the list's records are written, then every session
-// is revoked (S3). A suspension that was interrupted after the
+// takes effect, every session ended with it (a new password epoch: S3).
+// Then the list's records are written. A suspension that was interrupted after the
 // compare-and-set is finished by the next Suspend of the same user (which
 // answers 409) or by the sweeper's FinishInterrupted, which finds it by
 // the attempt recorded before the compare-and-set (attempts.go).
