@@ -569,21 +569,20 @@ func (s *Store) watchLean(after string) {
 func (s *Store) wrongLeanRows() []string {
 	var wrong []string
 	for key, r := range s.content.rows {
-		if c, ok := s.content.items[r.v.ContentID]; ok && !r.deleted && c.Placing && c.LastModified.Equal(r.v.LastModified) {
+		c, ok := s.content.items[r.v.ContentID]
+		if ok && !r.deleted && c.Placing && c.LastModified.Equal(r.v.LastModified) {
 			wrong = append(wrong, fmt.Sprintf("%s: a row at its item's provisional place", key))
 		}
 		if r.deleted || !r.v.Lean {
 			continue
 		}
 		e := r.v
-		bucket := strings.Split(key, "|")[1]
-		c, ok := s.content.items[e.ContentID]
-		member := false
-		if m, found := s.content.members[e.ContentID+"|"+e.PrincipalID]; found && !m.deleted {
-			member = true
-		}
-		if ok && c.Pending != nil && c.Pending.PrincipalID == e.PrincipalID && c.Pending.Role != "" {
-			member = true
+		_, bucket, _ := strings.Cut(key, "|") // principal|bucket|...
+		bucket, _, _ = strings.Cut(bucket, "|")
+		member := ok && c.Pending != nil && c.Pending.PrincipalID == e.PrincipalID && c.Pending.Role != ""
+		if !member {
+			m, found := s.content.members[e.ContentID+"|"+e.PrincipalID]
+			member = found && !m.deleted
 		}
 		switch {
 		case !ok:
