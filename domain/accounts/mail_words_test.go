@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,6 +22,27 @@ func TestALinksLifeIsSaidInWords(t *testing.T) {
 	} {
 		if got := inWords(d); got != want {
 			t.Errorf("inWords(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestALockedLoginsWaitIsSaidInWords: the wait of a refused attempt is
+// rounded up, to the second under two minutes and to the minute past,
+// and said as a person would ("1 second", "1 hour"), never "0 seconds".
+func TestALockedLoginsWaitIsSaidInWords(t *testing.T) {
+	for wait, want := range map[time.Duration]string{
+		0:                                  "1 second",
+		300 * time.Millisecond:             "1 second",
+		time.Second:                        "1 second",
+		1500 * time.Millisecond:            "2 seconds",
+		119 * time.Second:                  "119 seconds",
+		119*time.Second + time.Millisecond: "2 minutes",
+		150 * time.Second:                  "3 minutes",
+		59*time.Minute + time.Second:       "1 hour",
+	} {
+		got := tooManyAttempts(wait).Error()
+		if !strings.Contains(got, "Try again in "+want+".") {
+			t.Errorf("tooManyAttempts(%v) = %q, want it to say %q", wait, got, want)
 		}
 	}
 }

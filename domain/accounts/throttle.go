@@ -136,13 +136,17 @@ var ErrThrottleUnavailable = &domain.Error{Kind: domain.ErrUnavailable, Code: "u
 // tooManyAttempts is the refusal of an attempt over its limit: the same
 // words for every login, known or not.
 func tooManyAttempts(wait time.Duration) error {
-	secs := max(int64((wait+time.Second-1)/time.Second), 1)
-	when := fmt.Sprintf("%d seconds", secs)
-	if secs >= 120 {
-		when = fmt.Sprintf("%d minutes", (secs+59)/60)
+	when := max(roundUp(wait, time.Second), time.Second)
+	if when >= 2*time.Minute {
+		when = roundUp(when, time.Minute)
 	}
 	return &domain.Error{Kind: domain.ErrTooManyAttempts, Code: "too_many_attempts", RetryAfter: wait,
-		Message: "Too many failed attempts for this login. Try again in " + when + "."}
+		Message: "Too many failed attempts for this login. Try again in " + inWords(when) + "."}
+}
+
+// roundUp is d rounded up to a whole unit.
+func roundUp(d, unit time.Duration) time.Duration {
+	return (d + unit - 1).Truncate(unit)
 }
 
 // aWayPast adds to err, when it is tooManyAttempts's refusal, the way
