@@ -49,11 +49,18 @@ func TestReasonRule(t *testing.T) {
 func TestAnUntilLessThanAMillisecondAheadIsRefused(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	for until, code := range map[time.Time]string{
+	checkUntils(t, now, map[time.Time]string{
 		now.Add(500 * time.Microsecond): "not_future",
 		now.Add(999 * time.Microsecond): "not_future",
 		now.Add(time.Millisecond):       "",
-	} {
+	})
+}
+
+// checkUntils checks each until at now: taken when its code is "",
+// else refused naming until with that code.
+func checkUntils(t *testing.T, now time.Time, cases map[time.Time]string) {
+	t.Helper()
+	for until, code := range cases {
 		_, err := checkSuspend(SuspendInput{Reason: "spam", Until: &until}, now, "u_admin", "u_user")
 		if code == "" {
 			if err != nil {
@@ -63,7 +70,7 @@ func TestAnUntilLessThanAMillisecondAheadIsRefused(t *testing.T) {
 		}
 		var de *domain.Error
 		if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "until" || de.Fields[0].Code != code {
-			t.Errorf("until %v, now %v: %v, want until %s", until, now, err, code)
+			t.Errorf("until %v (%v in UTC), now %v: %v, want until %s", until, until.UTC(), now, err, code)
 		}
 	}
 }
@@ -80,20 +87,8 @@ func TestAnUntilPastYear9999IsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for until, code := range map[time.Time]string{
+	checkUntils(t, now, map[time.Time]string{
 		time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC): "",
 		last: "range",
-	} {
-		_, err := checkSuspend(SuspendInput{Reason: "spam", Until: &until}, now, "u_admin", "u_user")
-		if code == "" {
-			if err != nil {
-				t.Errorf("until %v: %v", until, err)
-			}
-			continue
-		}
-		var de *domain.Error
-		if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "until" || de.Fields[0].Code != code {
-			t.Errorf("until %v (%v in UTC): %v, want until %s", until, until.UTC(), err, code)
-		}
-	}
+	})
 }
