@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"shelf/tests/testkit"
@@ -24,15 +23,7 @@ func TestTheNotMeLinkBarsTheAddressOverHTTP(t *testing.T) {
 	app := newMemApp(t)
 	send := func(method, path, body string) *httptest.ResponseRecorder {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+app.token)
-		rec := httptest.NewRecorder()
-		app.router.ServeHTTP(rec, req)
-		if err := contract.Check(req, rec.Result(), rec.Body.Bytes()); err != nil {
-			t.Errorf("%s %s: %v", method, path, err)
-		}
-		return rec
+		return app.checked(t, contract, app.token, method, path, body)
 	}
 	const change = `{"email":"ann@example.net","currentPassword":"correct horse battery"}`
 	if rec := send(http.MethodPatch, "/v1/users/"+app.ann, change); rec.Code != http.StatusOK {

@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"shelf/domain/accounts"
@@ -32,17 +31,7 @@ func TestAVerificationRequestSpendsTheBudgetItsSessionOwns(t *testing.T) {
 	})
 	ask := func(token string) *httptest.ResponseRecorder {
 		t.Helper()
-		req := httptest.NewRequest(http.MethodPost, "/v1/email-verifications", strings.NewReader(`{"email":"ann@example.org"}`))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		rec := httptest.NewRecorder()
-		app.router.ServeHTTP(rec, req)
-		if err := contract.Check(req, rec.Result(), rec.Body.Bytes()); err != nil {
-			t.Errorf("POST /v1/email-verifications: %v", err)
-		}
-		return rec
+		return app.checked(t, contract, token, http.MethodPost, "/v1/email-verifications", `{"email":"ann@example.org"}`)
 	}
 	signups := app.mail.token("verify", "ann@example.org")
 	if signups == "" {

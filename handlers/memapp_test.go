@@ -17,6 +17,7 @@ import (
 	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
 	"shelf/tests/memstore"
+	"shelf/tests/testkit"
 )
 
 // memApp is the whole router on the memory store, every service wired
@@ -95,14 +96,40 @@ func newMemApp(t *testing.T, more ...func(*memstore.Store, *accounts.Config)) *m
 
 // do sends a request with ann's session and a JSON body ("" for none).
 func (a *memApp) do(method, path, body string) *httptest.ResponseRecorder {
+	return a.as(a.token, method, path, body)
+}
+
+// as sends a request with token's session ("" for none) and a JSON body
+// ("" for none).
+func (a *memApp) as(token, method, path, body string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	a.router.ServeHTTP(rec, newRequest(token, method, path, body))
+	return rec
+}
+
+// checked sends as as does, and checks the answer against openapi.yaml.
+func (a *memApp) checked(t *testing.T, contract *testkit.Contract, token, method, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := newRequest(token, method, path, body)
+	rec := httptest.NewRecorder()
+	a.router.ServeHTTP(rec, req)
+	if err := contract.Check(req, rec.Result(), rec.Body.Bytes()); err != nil {
+		t.Errorf("%s %s: %v", method, path, err)
+	}
+	return rec
+}
+
+// newRequest is a request with token's session ("" for none) and a JSON
+// body ("" for none).
+func newRequest(token, method, path, body string) *http.Request {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	if body == "" {
 		req.Body = http.NoBody
 	} else {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	rec := httptest.NewRecorder()
-	a.router.ServeHTTP(rec, req)
-	return rec
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req
 }

@@ -32,21 +32,7 @@ func TestForbiddenAnswersSayWhoMay(t *testing.T) {
 	app := newMemApp(t)
 	send := func(token, method, path, body string) *httptest.ResponseRecorder {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		if body == "" {
-			req.Body = http.NoBody
-		} else {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		rec := httptest.NewRecorder()
-		app.router.ServeHTTP(rec, req)
-		if err := contract.Check(req, rec.Result(), rec.Body.Bytes()); err != nil {
-			t.Errorf("%s %s: %v", method, path, err)
-		}
-		return rec
+		return app.checked(t, contract, token, method, path, body)
 	}
 	idOf := func(rec *httptest.ResponseRecorder, want int) string {
 		t.Helper()
