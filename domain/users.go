@@ -111,6 +111,13 @@ type User struct {
 	// until the next: the entries of an action that stopped after its
 	// compare-and-set are written again from the row alone (CarryAdminChange).
 	AdminChange []AuditEntry
+	// ModerationHeld says an admin's suspension or unsuspension lost a
+	// round of its compare-and-set to another change and holds the
+	// account's other changes back for a few seconds (migration 043,
+	// docs/design/suspension.md, "The owner gives way"). Read only: a
+	// hold is written alone and expires by itself; no write of the row
+	// carries it.
+	ModerationHeld bool
 }
 
 // Deletion is when an account's deletion began and who asked for it (the

@@ -31,7 +31,7 @@ func NewAudit(db *DB) *Audit { return &Audit{db: db, suspensions: NewSuspensions
 // The audit's statements: the scans read one token range of their table
 // each (eachInSlices), the rest one row or one partition by its key.
 const (
-	auditUsersCQL      scanCQL = `SELECT id, ` + userColumnNames + ` FROM users WHERE token(id) > ? AND token(id) <= ?`
+	auditUsersCQL      scanCQL = `SELECT id, ` + userReadColumnNames + ` FROM users WHERE token(id) > ? AND token(id) <= ?`
 	auditLookupsCQL    scanCQL = `SELECT user_id, occurred_on, bucket, reason, actor, until, username FROM suspended_users WHERE token(user_id) > ? AND token(user_id) <= ?`
 	auditStatusRowsCQL scanCQL = `SELECT bucket, occurred_on, user_id, username, reason, actor, until, status FROM users_by_status WHERE token(bucket, status) > ? AND token(bucket, status) <= ?`
 	auditListRowCQL    readCQL = `SELECT username FROM users_by_status WHERE bucket = ? AND status = ? AND occurred_on = ? AND user_id = ?`

@@ -37,7 +37,7 @@ func (r *foundRow) columns() []any { return append(r.userRow.columns(), &r.Token
 // four): the index intersects the CONTAINS, the token range pages. A scan:
 // sent again after an error, never copied.
 const (
-	searchFrom = `id, ` + userColumnNames + `, token(id) AS row_token FROM users WHERE token(id) > ? AND `
+	searchFrom = `id, ` + userReadColumnNames + `, token(id) AS row_token FROM users WHERE token(id) > ? AND `
 	searchOne  = `search_grams CONTAINS ?`
 	searchMore = ` AND search_grams CONTAINS ?`
 

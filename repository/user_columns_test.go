@@ -39,7 +39,8 @@ func TestUserStatementsFollowOneColumnList(t *testing.T) {
 	var tags []string
 	rt := reflect.TypeFor[userRow]()
 	for i := range rt.NumField() {
-		if tag := rt.Field(i).Tag.Get("db"); tag != "" && tag != "id" {
+		// The moderation hold is read, and written by Hold alone.
+		if tag := rt.Field(i).Tag.Get("db"); tag != "" && tag != "id" && tag != "moderation_hold" {
 			tags = append(tags, tag)
 		}
 	}

@@ -90,6 +90,10 @@ type userRow struct {
 	// change asking for them: the account may not ask for them again
 	// (041).
 	RefusedEmailKeys []string `db:"refused_email_keys"`
+	// ModerationHold is the tag of a moderation attempt holding the
+	// account's other changes back (043): written alone by Hold with a
+	// TTL, read by GetSerial, never by a write of the other columns.
+	ModerationHold string `db:"moderation_hold"`
 }
 
 // columns are userSelectCQL's.
@@ -100,7 +104,7 @@ func (r *userRow) columns() []any {
 		&r.LiftKind, &r.LiftedAt, &r.LiftedBy, &r.LiftedSuspendedAt, &r.LiftedSuspendedBy, &r.LiftedReason, &r.LiftedUntil,
 		&r.DeletedAt, &r.DeletedBy, &r.DeletionAttempt, &r.EmailVerifiedAt, &r.PasswordEpoch, &r.PasswordSession, &r.AdminChange,
 		&r.PendingEmail, &r.PendingEmailKey, &r.PendingEmailAt, &r.RecoveryEmail, &r.RecoveryEmailKey, &r.RecoveryUntil,
-		&r.PasswordResetRequired, &r.PendingEmailSession, &r.RecoveryEpoch, &r.SuspendedUsername, &r.RefusedEmailKeys}
+		&r.PasswordResetRequired, &r.PendingEmailSession, &r.RecoveryEpoch, &r.SuspendedUsername, &r.RefusedEmailKeys, &r.ModerationHold}
 }
 
 func fromDomainUser(u domain.User) userRow {
@@ -137,7 +141,7 @@ func (r userRow) toDomain() domain.User {
 		PendingEmail: r.PendingEmail, PendingEmailKey: r.PendingEmailKey, PendingEmailAt: utcOrZero(r.PendingEmailAt),
 		RecoveryEmail: r.RecoveryEmail, RecoveryEmailKey: r.RecoveryEmailKey, RecoveryUntil: utcOrZero(r.RecoveryUntil),
 		PasswordResetRequired: r.PasswordResetRequired, PendingEmailSession: r.PendingEmailSession, RecoveryEpoch: r.RecoveryEpoch,
-		RefusedEmailKeys: r.RefusedEmailKeys,
+		RefusedEmailKeys: r.RefusedEmailKeys, ModerationHeld: r.ModerationHold != "",
 	}
 	if !r.SuspendedAt.IsZero() {
 		u.Suspension = &domain.Suspension{UserID: r.ID, Username: suspendedAs(r.SuspendedUsername, r.Username), Reason: r.SuspensionReason,
@@ -201,6 +205,9 @@ const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, d
 // same compare-and-set, so an index never says other than the row
 // (docs/design/user-search.md, docs/design/people-search.md).
 const (
+	// userReadColumnNames are what a read of the whole row scans
+	// (userRow): the list, and the moderation hold no write binds.
+	userReadColumnNames  = userColumnNames + `, moderation_hold`
 	userWriteColumnNames = userColumnNames + `, search_grams, username_prefixes`
 	userWriteColumns     = userColumns + `, search_grams = ?, username_prefixes = ?`
 )
@@ -210,7 +217,12 @@ const (
 	userActivateCQL conditionalCQL = `UPDATE users USING TTL 0 SET ` + userWriteColumns + ` WHERE id = ? IF status = 'pending' AND write_id = ?`
 	userUpdateCQL   conditionalCQL = `UPDATE users SET ` + userWriteColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  conditionalCQL = `DELETE FROM users WHERE id = ? IF status = 'pending'`
-	userSelectCQL   readCQL        = `SELECT id, ` + userColumnNames + ` FROM users WHERE id = ?`
+	userSelectCQL   readCQL        = `SELECT id, ` + userReadColumnNames + ` FROM users WHERE id = ?`
+	// userHoldCQL holds an account's other changes back for its TTL
+	// (Hold): one column, no version in its condition, so no change of
+	// the account stands in its way; only a visible account's row, so a
+	// pending one's never outlives its lease by the hold's cell.
+	userHoldCQL conditionalCQL = `UPDATE users USING TTL ? SET moderation_hold = ? WHERE id = ? IF status IN ('active', 'suspended')`
 	// userProfileCQL reads what a stranger sees: five columns of forty-three.
 	userProfileCQL readCQL = `SELECT id, username, display_name, status, created_at FROM users WHERE id = ?`
 	// userAccessCQL reads what every authenticated request checks: seven.
@@ -436,6 +448,33 @@ func (s *Users) Activate(ctx context.Context, u domain.User, tag string) (bool, 
 func (s *Users) Update(ctx context.Context, u domain.User) (bool, error) {
 	r, writeID := fromDomainUser(u), newWriteID()
 	return s.rows.write(ctx, "update", userUpdateCQL, u.ID, writeID, u.Version, append(r.values(writeID, nil), r.ID, u.Version-1)...)
+}
+
+// Hold holds the account's other changes back for d (in whole seconds,
+// at least one) under attempt tag: while the hold lives, GetSerial reads the
+// account as ModerationHeld. False: the account is not visible. Writing
+// it again is harmless (the same tag, its TTL from then); a lost answer
+// is settled by reading the cell back at SERIAL.
+func (s *Users) Hold(ctx context.Context, id, tag string, d time.Duration) (bool, error) {
+	t := s.rows
+	return t.db.exec(ctx, lwt{
+		name: "users.hold",
+		run: func(ctx context.Context) (bool, error) {
+			return t.db.cas(ctx, nil, userHoldCQL, ttlSeconds(d), tag, id)
+		},
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			r, found, err := t.get(ctx, id, t.db.Serial)
+			switch {
+			case err != nil:
+				return false, false, err
+			case found && r.ModerationHold == tag:
+				return true, false, nil
+			case !found || (r.Status != string(domain.StatusActive) && r.Status != string(domain.StatusSuspended)):
+				return false, false, nil
+			}
+			return false, true, nil
+		},
+	})
 }
 
 // Discard deletes an account that is still pending.

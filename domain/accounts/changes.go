@@ -155,6 +155,9 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		if err != nil {
 			return false, err
 		}
+		if u.ModerationHeld {
+			return false, domain.ErrHeldForModeration
+		}
 		// Another's cancel of the change u asked for is a change of u's
 		// email too: no admin makes it on another admin's account.
 		takes := change.credentials(u) || (!self && change.cancels(u, a.holdsAt(a.now())))
@@ -283,6 +286,13 @@ func (a *Service) updateAccount(ctx context.Context, id string, change func(u do
 		u, err := a.users.GetSerial(ctx, id)
 		if err != nil {
 			return false, err
+		}
+		if u.ModerationHeld && u.Visible() {
+			// An admin's suspension or unsuspension lost a round to
+			// another change: this one gives way, so that no user keeps
+			// his own suspension from landing by changing his account
+			// over and over (docs/design/suspension.md).
+			return false, domain.ErrHeldForModeration
 		}
 		next, write, err := change(u)
 		if err != nil {

@@ -97,6 +97,10 @@ type Users interface {
 	GetSerial(ctx context.Context, id string) (domain.User, error)
 	// Update writes u if the stored version is still u.Version-1.
 	Update(ctx context.Context, u domain.User) (bool, error)
+	// Hold holds the visible account's other changes back for d under
+	// attempt tag (domain.User.ModerationHeld): a compare-and-set on no
+	// version, which no change of the account stands in the way of.
+	Hold(ctx context.Context, id, tag string, d time.Duration) (bool, error)
 }
 
 // Admins says whether the caller may moderate.

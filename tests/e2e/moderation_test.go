@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,39 +267,89 @@ func TestLoginRacingASuspension(t *testing.T) {
 		u, _ := m.member(t)
 		var tokens []string
 		var mu sync.Mutex
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		for g := 0; g < 4; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					r := login(m.api, u.Username, testPassword)
-					if r.StatusCode == http.StatusCreated {
-						var s sessionBody
-						r.JSON(t, &s)
-						mu.Lock()
-						tokens = append(tokens, s.Token)
-						mu.Unlock()
-					}
-				}
-			}()
-		}
-		time.Sleep(50 * time.Millisecond)
-		if r := m.suspend(u.ID, "race"); r.StatusCode != http.StatusCreated {
+		r := suspendWhile(m, u.ID, func() bool {
+			r := login(m.api, u.Username, testPassword)
+			if r.StatusCode == http.StatusCreated {
+				var s sessionBody
+				r.JSON(t, &s)
+				mu.Lock()
+				tokens = append(tokens, s.Token)
+				mu.Unlock()
+			}
+			return true
+		})
+		if r.StatusCode != http.StatusCreated {
 			t.Fatalf("suspend: %d", r.StatusCode)
 		}
-		close(stop)
-		wg.Wait()
 		for _, tok := range tokens {
 			if r := m.api.As(tok).Get("/v1/me"); r.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("round %d: a session of a suspended user works (%d of %d tokens)", round, r.StatusCode, len(tokens))
 			}
 		}
 	}
+}
+
+// TestAUserSigningOutOverAndOverIsStillSuspended (attackers are users
+// too), on the node: a member signs out everywhere else from four clients
+// at once, without a pause, while an admin suspends him, five times. Each
+// sign-out moves the account's version, which the suspension's
+// compare-and-set is on; once a round lost, the member's changes give way
+// (409 concurrent_change with Retry-After), so every suspension answers
+// 201 and no session of the member works after it.
+func TestAUserSigningOutOverAndOverIsStillSuspended(t *testing.T) {
+	t.Parallel()
+	m := newModerators(t, nil)
+	for round := 0; round < 5; round++ {
+		u, member := m.member(t)
+		var went, held atomic.Int64
+		r := suspendWhile(m, u.ID, func() bool {
+			r := member.Do(http.MethodDelete, "/v1/users/"+u.ID+"/sessions?keep=current", "", nil)
+			switch {
+			case r.StatusCode == http.StatusNoContent:
+				went.Add(1)
+			case r.StatusCode == http.StatusConflict && r.Header.Get("Retry-After") != "" && strings.Contains(string(r.Body), "admin"):
+				held.Add(1)
+			case r.StatusCode == http.StatusUnauthorized || r.StatusCode == http.StatusForbidden:
+				return false // suspended: the session ended
+			}
+			return true
+		})
+		if r.StatusCode != http.StatusCreated {
+			t.Fatalf("round %d: the suspension while the member signs out over and over: %d %s (his sign-outs: %d went, %d held back)",
+				round, r.StatusCode, r.Body, went.Load(), held.Load())
+		}
+		if got := member.Get("/v1/me"); got.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("round %d: the member's session after his suspension: %d", round, got.StatusCode)
+		}
+		t.Logf("round %d: the member's sign-outs: %d went, %d held back", round, went.Load(), held.Load())
+	}
+}
+
+// suspendWhile suspends user id while four clients run do over and over
+// (from 50 ms before, until the suspension answered or do says to stop),
+// and answers the suspension's answer once they stopped.
+func suspendWhile(m *moderators, id string, do func() bool) *testkit.Response {
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !do() {
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	r := m.suspend(id, "race")
+	close(stop)
+	wg.Wait()
+	return r
 }

@@ -197,6 +197,10 @@ type userRow struct {
 	// (Create answers it, Activate takes only its row); the repository's
 	// every other write tags the row anew, "" here.
 	tag string
+	// hold is the moderation hold's tag and when its cell expires (Hold):
+	// no other write touches them.
+	hold      string
+	holdUntil time.Time
 }
 
 // New returns empty tables with the clock at start.
@@ -499,6 +503,7 @@ func (u *Users) Get(_ context.Context, id string) (domain.User, error) {
 	found, err := u.s.call("users.get", false, func() (bool, error) {
 		r, ok := u.s.liveUser(id)
 		out = r.u
+		out.ModerationHeld = r.hold != "" && u.s.now.Before(r.holdUntil)
 		return ok, nil
 	})
 	if err == nil && !found {
@@ -578,6 +583,7 @@ func (u *Users) GetSerial(ctx context.Context, id string) (domain.User, error) {
 // suspension written without a username named by the account's (a row
 // from before migration 040 reads so).
 func asStored(user domain.User) domain.User {
+	user.ModerationHeld = false // read from the hold's cell, never written
 	if s := user.Suspension; s != nil && s.Username == "" {
 		named := *s
 		named.Username = user.Username
@@ -601,8 +607,22 @@ func (u *Users) Update(_ context.Context, user domain.User) (bool, error) {
 			return false, nil
 		}
 		user = asStored(user)
-		u.s.users[user.ID] = userRow{u: user}
+		u.s.users[user.ID] = userRow{u: user, hold: r.hold, holdUntil: r.holdUntil}
 		u.s.changes[user.ID] = append(u.s.changes[user.ID], user)
+		return true, nil
+	})
+}
+
+// Hold holds a visible account's other changes back for d under tag
+// (the repository's moderation_hold cell, with its TTL in whole seconds).
+func (u *Users) Hold(_ context.Context, id, tag string, d time.Duration) (bool, error) {
+	return u.s.call("users.hold", true, func() (bool, error) {
+		r, ok := u.s.liveUser(id)
+		if !ok || !r.u.Visible() {
+			return false, nil
+		}
+		r.hold, r.holdUntil = tag, u.s.now.Add(max(d.Truncate(time.Second), time.Second))
+		u.s.users[id] = r
 		return true, nil
 	})
 }

@@ -33,6 +33,7 @@ type rowStore[R any] struct {
 type UserStore interface {
 	accounts.UserStore
 	Standing(ctx context.Context, id string) (domain.Standing, error)
+	Hold(ctx context.Context, id, tag string, d time.Duration) (bool, error)
 }
 
 // Users runs UserChecks.
@@ -59,7 +60,53 @@ var UserChecks = append(rowChecks(func(s UserStore) rowStore[domain.User] {
 	Check[UserStore]{"NarrowReadsReadTheirColumns", userNarrowReads},
 	Check[UserStore]{"ASuspensionKeepsItsUsername", userSuspensionUsername},
 	Check[UserStore]{"RefusedAddressesRoundTrip", userRefusedAddresses},
-	Check[UserStore]{"ActivationTakesOnlyItsAttemptsRow", userActivationTakesItsAttempt})
+	Check[UserStore]{"ActivationTakesOnlyItsAttemptsRow", userActivationTakesItsAttempt},
+	Check[UserStore]{"AHoldOutlivesWritesAndNotItsTime", userHold})
+
+// userHold: a moderation hold on a visible account reads as held, at
+// SERIAL and not, through an update of the row (no write carries it),
+// until its time passes, the row then as the update wrote it. A hold
+// applies to no pending account (whose row still expires with its lease)
+// and writes no row for an id without one.
+func userHold(t testing.TB, s UserStore, c Clock) {
+	ctx, id := context.Background(), Key("u")
+	u := domain.User{ID: id, Username: "Ann", UsernameKey: "ann", Email: "ann@example.com", EmailKey: "ann@example.com",
+		Status: domain.StatusActive, CreatedAt: At(c.Now()), UpdatedAt: At(c.Now()), Version: 1}
+	createActive(t, s, u)
+	if ok, err := s.Hold(ctx, id, "attempt-1", TTL); err != nil || !ok {
+		t.Fatalf("holding an active account: %v %v", ok, err)
+	}
+	u.DisplayName, u.Version = "Ann A.", 2
+	if ok, err := s.Update(ctx, u); err != nil || !ok {
+		t.Fatalf("an update of a held account: %v %v", ok, err)
+	}
+	for name, read := range map[string]func(context.Context, string) (domain.User, error){"Get": s.Get, "GetSerial": s.GetSerial} {
+		if got, err := read(ctx, id); err != nil || !got.ModerationHeld || got.Version != 2 {
+			t.Fatalf("%s after the update: held %v at version %d (%v), want held at 2", name, got.ModerationHeld, got.Version, err)
+		}
+	}
+	pendingID, missing := Key("u"), Key("u")
+	pending := domain.User{ID: pendingID, Username: "Bob", UsernameKey: "bob", Email: "bob@example.com", EmailKey: "bob@example.com",
+		Status: domain.StatusPending, Version: 1}
+	if _, err := s.Create(ctx, pending, TTL); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []string{pendingID, missing} {
+		if ok, err := s.Hold(ctx, other, "attempt-2", Long); err != nil || ok {
+			t.Fatalf("holding %s (pending, or none): %v %v, want not applied", other, ok, err)
+		}
+	}
+	c.Pass(TTLPassed)
+	got, err := s.GetSerial(ctx, id)
+	if err != nil || got.ModerationHeld || got.DisplayName != "Ann A." || got.Version != 2 {
+		t.Fatalf("past the hold's time: held %v, %q at version %d (%v), want the update's row, not held", got.ModerationHeld, got.DisplayName, got.Version, err)
+	}
+	for _, other := range []string{pendingID, missing} {
+		if got, err := s.GetSerial(ctx, other); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("%s past its lease: %+v %v, want no row", other, got, err)
+		}
+	}
+}
 
 // userActivationTakesItsAttempt is activationTakesItsAttempt for
 // accounts: a row written again by another attempt of the insert (one
