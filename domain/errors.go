@@ -23,6 +23,10 @@ var (
 	ErrForbidden = errors.New("forbidden")
 	// ErrUnavailable: a dependency (Cassandra) cannot answer right now.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrNotConfigured: a feature the operator has not set up (mail,
+	// second factors, passkeys). Unavailable, and so until the operator
+	// sets it up, not in a second: its answer says no Retry-After.
+	ErrNotConfigured = fmt.Errorf("%w: not configured", ErrUnavailable)
 	// ErrSchemaBehind: the database answers but has not been migrated to
 	// this release's schema.
 	ErrSchemaBehind = errors.New("schema is behind")

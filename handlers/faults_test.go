@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 )
 
 // TestEveryUnavailableAnswerSaysWhenToRetry: a 503 from any source — a
@@ -28,6 +29,24 @@ func TestEveryUnavailableAnswerSaysWhenToRetry(t *testing.T) {
 		writeError(w, httptest.NewRequest(http.MethodGet, "/v1/me", nil), err)
 		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 			t.Errorf("%v: %d, Retry-After %q", err, w.Code, w.Header().Get("Retry-After"))
+		}
+	}
+}
+
+// TestAFeatureNotSetUpSaysNoRetryAfter: mail, second factors and passkeys
+// the operator has not set up answered 503 with Retry-After: 1, which a
+// client honouring it (or an SDK's retry) took for "back in a second" and
+// asked again, every second, until the operator set them up. They answer
+// 503 with their code and words, and no Retry-After.
+func TestAFeatureNotSetUpSaysNoRetryAfter(t *testing.T) {
+	t.Parallel()
+	for code, off := range map[string]error{"mail_off": accounts.ErrMailOff, "factors_off": accounts.ErrFactorsOff,
+		"passkeys_off": accounts.ErrPasskeysOff} {
+		err := fmt.Errorf("a route: %w", off)
+		w := httptest.NewRecorder()
+		writeError(w, httptest.NewRequest(http.MethodGet, "/v1/me", nil), err)
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "" || !strings.Contains(w.Body.String(), code) {
+			t.Errorf("%s: %d, Retry-After %q, %s; want 503 naming it, no Retry-After", code, w.Code, w.Header().Get("Retry-After"), w.Body)
 		}
 	}
 }

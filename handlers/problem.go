@@ -29,6 +29,9 @@ type Problem struct {
 	Extensions map[string]any `json:"-"`
 	// header holds extra response headers (Allow, Retry-After).
 	header http.Header
+	// lasting: a 503 that lasts until the operator sets a feature up
+	// (domain.ErrNotConfigured), which says no Retry-After.
+	lasting bool
 }
 
 // MarshalJSON writes the standard members, then the extensions (which may
@@ -116,7 +119,7 @@ func toProblem(err error) *Problem {
 			fields[i] = ProblemField{Field: f.Field, Code: f.Code, Message: f.Message}
 		}
 		p := newProblem(row.status, code, de.Message, fields...)
-		p.Extensions = de.Details
+		p.Extensions, p.lasting = de.Details, errors.Is(err, domain.ErrNotConfigured)
 		if de.RetryAfter > 0 {
 			p.header = http.Header{"Retry-After": {strconv.FormatInt(retryAfterSeconds(de.RetryAfter), 10)}}
 		}
@@ -169,8 +172,10 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 		}
 	}
 	// Every 503 says when to come back: it means "try again", whatever
-	// produced it (an unavailable node, a timeout, a signup that expired).
-	if out.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+	// produced it (an unavailable node, a timeout, a signup that expired),
+	// but for a feature the operator has not set up: a client that waits
+	// and tries again gets the same answer until he does.
+	if out.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" && !out.lasting {
 		w.Header().Set("Retry-After", "1")
 	}
 	if out.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {

@@ -139,7 +139,7 @@ const (
 )
 
 // ErrFactorsOff answers a factor's route where the service has none.
-var ErrFactorsOff = &domain.Error{Kind: domain.ErrUnavailable, Code: "factors_off",
+var ErrFactorsOff = &domain.Error{Kind: domain.ErrNotConfigured, Code: "factors_off",
 	Message: "Second factors are not configured on this service."}
 
 // errNotOwnFactors refuses a caller another account's factors.

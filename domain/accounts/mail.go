@@ -61,7 +61,7 @@ func (a *Service) mailOn() bool { return a.mail.Tokens != nil && a.mail.Mailer !
 
 // ErrMailOff answers the token routes, and a change to a new email
 // address, of a service without mail.
-var ErrMailOff = &domain.Error{Kind: domain.ErrUnavailable, Code: "mail_off", Message: "This server sends no mail: its operator must set a mailer up (SHELF_MAILER) before this works."}
+var ErrMailOff = &domain.Error{Kind: domain.ErrNotConfigured, Code: "mail_off", Message: "This server sends no mail: its operator must set a mailer up (SHELF_MAILER) before this works."}
 
 // ErrEmailNotVerified answers the login of an account whose email is not
 // verified, when SHELF_REQUIRE_VERIFIED_EMAIL is on (after the password

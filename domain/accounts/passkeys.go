@@ -47,8 +47,8 @@ var ErrPasskeyRefused = &domain.Error{Kind: domain.ErrUnauthorized, Code: "inval
 	Message: "The passkey's answer was refused (not a passkey of this account, or not for this challenge); try again, or use a code.",
 	Fields:  []domain.FieldError{{Field: "passkey", Code: "invalid", Message: "is not a valid answer of a passkey of this account"}}}
 
-// errPasskeysOff answers a passkey's route where passkeys are off.
-var errPasskeysOff = &domain.Error{Kind: domain.ErrUnavailable, Code: "passkeys_off",
+// ErrPasskeysOff answers a passkey's route where passkeys are off.
+var ErrPasskeysOff = &domain.Error{Kind: domain.ErrNotConfigured, Code: "passkeys_off",
 	Message: "Passkeys are not configured on this service (SHELF_WEBAUTHN_RP_ID); use an authenticator app."}
 
 // PasskeyProof is a passkey's answer, for a challenge (the login's, or a
@@ -78,7 +78,7 @@ func passkeyChallenge(token string) []byte {
 // EnrolTOTP's.
 func (a *Service) EnrolPasskey(ctx context.Context, p domain.Principal, userID, name string, proof Proof) (Enrolment, error) {
 	if a.passkeys == nil {
-		return Enrolment{}, errPasskeysOff
+		return Enrolment{}, ErrPasskeysOff
 	}
 	u, factors, name, factored, err := a.mayEnrol(ctx, p, userID, cmp.Or(name, "passkey"), proof)
 	if err != nil {
@@ -105,7 +105,7 @@ func (a *Service) EnrolPasskey(ctx context.Context, p domain.Principal, userID, 
 // refused answer counts against the code's throttle.
 func (a *Service) ConfirmPasskey(ctx context.Context, p domain.Principal, userID, factorID string, answer []byte) (Confirmation, error) {
 	if a.passkeys == nil {
-		return Confirmation{}, errPasskeysOff
+		return Confirmation{}, ErrPasskeysOff
 	}
 	u, factors, set, f, err := a.pendingFactor(ctx, p, userID, factorID, FactorPasskey)
 	if err != nil {
@@ -143,7 +143,7 @@ var errPasskeyRequired = domain.Invalid("Give the passkey's answer (the browser'
 // once by its challenge's token alone, which its caller uses next.
 func (a *Service) provePasskey(ctx context.Context, userID string, factors []Factor, pk *PasskeyProof) error {
 	if a.passkeys == nil {
-		return errPasskeysOff
+		return ErrPasskeysOff
 	}
 	if pk.challenge == nil {
 		return a.provePasskeyOnce(ctx, userID, factors, pk)
@@ -189,7 +189,7 @@ func isPasskey(f Factor) bool { return f.Kind == FactorPasskey && f.Confirmed() 
 // account, one of the factors, one write.
 func (a *Service) ProofChallenge(ctx context.Context, p domain.Principal, userID string) (LoginResult, error) {
 	if a.passkeys == nil {
-		return LoginResult{}, errPasskeysOff
+		return LoginResult{}, ErrPasskeysOff
 	}
 	if _, err := a.ownFactors(ctx, p, userID); err != nil {
 		return LoginResult{}, err
