@@ -212,23 +212,29 @@ func (a *Service) EndSessions(ctx context.Context, id, keep string) error {
 // flight (NewRecoveryCodes) may land in place of the one read, and the
 // removal of that one then removes nothing
 // (TestNewRecoveryCodesInFlightOutliveNoDeletion); once a set is
-// removed, a write in place of it lands on nothing.
+// removed, a write in place of it lands on nothing. A service run
+// without factors removes those written while it had them
+// (Config.FactorRows).
 func (a *Service) EndFactors(ctx context.Context, id string) error {
-	if a.factors == nil {
+	rows := a.cfg.FactorRows
+	if rows == nil {
+		rows = a.factors
+	}
+	if rows == nil {
 		return nil
 	}
 	for range maxChangeAttempts {
-		factors, set, err := a.factors.Read(ctx, id)
+		factors, set, err := rows.Read(ctx, id)
 		if err != nil || (len(factors) == 0 && set.Generation == "") {
 			return err
 		}
 		for _, f := range factors {
-			if _, err := a.factors.Remove(ctx, id, f.ID); err != nil {
+			if _, err := rows.Remove(ctx, id, f.ID); err != nil {
 				return err
 			}
 		}
 		if set.Generation != "" {
-			if err := a.factors.RemoveRecovery(ctx, id, set.Generation); err != nil {
+			if err := rows.RemoveRecovery(ctx, id, set.Generation); err != nil {
 				return err
 			}
 		}

@@ -154,6 +154,10 @@ type Config struct {
 	Factors  FactorStore
 	TOTP     TOTP
 	Passkeys Passkeys
+	// FactorRows are the factors' rows whatever the setting, for a
+	// deletion's job to remove those written while factors were on
+	// (nil: Factors).
+	FactorRows FactorStore
 }
 
 // Hooks let tests stop an operation between its steps, as a crash would:

@@ -169,7 +169,8 @@ func newAccounts(cfg config.Config, logger zerolog.Logger, db *repository.DB, us
 	if ac.Mail, err = mailOf(cfg.Mail, logger, repository.NewTokens(db)); err != nil {
 		return nil, err
 	}
-	if err := factorsOf(&ac, cfg, logger, repository.NewFactors(db)); err != nil {
+	ac.FactorRows = repository.NewFactors(db)
+	if err := factorsOf(&ac, cfg, logger, ac.FactorRows); err != nil {
 		return nil, err
 	}
 	return accounts.New(ac, claims, users, sessions, hasher, domainLogger{logger}), nil

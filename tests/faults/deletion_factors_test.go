@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"shelf/domain/accounts"
+	"shelf/tests/memstore"
 )
 
 // TestADeletedAccountKeepsNoSecondFactor: ann, with an authenticator
@@ -31,5 +32,34 @@ func TestADeletedAccountKeepsNoSecondFactor(t *testing.T) {
 	}
 	if len(factors) > 0 || set.Generation != "" {
 		t.Errorf("ann's deleted account keeps %d factors and a recovery set of %d codes", len(factors), len(set.Codes))
+	}
+}
+
+// TestADeletionWhileFactorsAreOffRemovesThoseWrittenBefore: ann added an
+// authenticator app and her recovery codes while the service had second
+// factors; its operator then ran it without (SHELF_FACTOR_KEYS unset), and
+// ann deleted her account with her password alone. The job skipped the
+// factors, since the service had none: her row of account_factors (the
+// app's name and sealed secret, the codes' hashes) stayed for good. The
+// job removes them whatever the setting, from the rows the app always
+// gives it (accounts.Config.FactorRows).
+func TestADeletionWhileFactorsAreOffRemovesThoseWrittenBefore(t *testing.T) {
+	t.Parallel()
+	f := newFactorWorld(t)
+	f.rewire(func(st *memstore.Store, c *accounts.Config) {
+		c.Factors, c.TOTP, c.Passkeys, c.FactorRows = nil, nil, nil, st.Factors()
+	})
+	wireDeletion(f.world)
+	ctx := context.Background()
+	pw := password
+	if err := worked(f.life)(f.life.DeleteUser(ctx, as(f.ann), f.ann.ID, accounts.Proof{CurrentPassword: &pw})); err != nil {
+		t.Fatal(err)
+	}
+	factors, set, err := f.store.Factors().Read(ctx, f.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(factors) > 0 || set.Generation != "" {
+		t.Errorf("ann's account, deleted while factors were off, keeps %d factors and a recovery set of %d codes", len(factors), len(set.Codes))
 	}
 }
