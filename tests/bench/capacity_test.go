@@ -207,7 +207,7 @@ func (w capacityWorkload) run(h *harness) error {
 		owner := members[i%w.owners()%len(members)]
 		body := map[string]string{"name": words(30), "description": words(120), "visibility": visibilities[i%3]}
 		if i%3 == 0 {
-			body["link"] = "https://example.org/" + words(20)[:20]
+			body["link"] = "https://example.org/" + strings.ReplaceAll(words(20), " ", "-")
 		}
 		b, _ := json.Marshal(body)
 		var c struct{ ID string }
