@@ -203,18 +203,20 @@ func (a *Service) EndSessions(ctx context.Context, id, keep string) error {
 }
 
 // EndFactors removes every factor of the account, pending or confirmed,
-// and its recovery set: a deleted account keeps no secret, credential,
-// code or factor name of its user's. Idempotent; a factor written after
-// it (a confirmation in flight) is removed by its own check at the end
-// (confirmedBy: no session of a deleted account works), and an
-// enrolment begun before it expires with its TTL. The factors are read
-// again until a read finds none and no set: a new set of a request in
-// flight (NewRecoveryCodes) may land in place of the one read, and the
-// removal of that one then removes nothing
-// (TestNewRecoveryCodesInFlightOutliveNoDeletion); once a set is
-// removed, a write in place of it lands on nothing. A service run
-// without factors removes those written while it had them
-// (Config.FactorRows).
+// and ends its recovery set: a deleted account keeps no secret,
+// credential, code or factor name of its user's. Idempotent; a factor
+// written after it (a confirmation in flight) is removed by its own
+// check at the end (confirmedBy: no session of a deleted account works),
+// and an enrolment begun before it expires with its TTL. The set is not
+// deleted but replaced by a fence without codes (RecoveryEnded), in
+// place of the generation read or of none: every write of a set is
+// conditioned on the one it replaces, so a set of a request in flight
+// (NewRecoveryCodes, a first factor's confirmation) lands on nothing,
+// however late, and no request replaces the fence (setRecovery). The
+// factors are read again until a read finds none and the fence
+// (TestNewRecoveryCodesInFlightOutliveNoDeletion,
+// TestALateFirstSetOutlivesNoDeletion). A service run without factors
+// ends those written while it had them (Config.FactorRows).
 func (a *Service) EndFactors(ctx context.Context, id string) error {
 	rows := a.cfg.FactorRows
 	if rows == nil {
@@ -225,7 +227,7 @@ func (a *Service) EndFactors(ctx context.Context, id string) error {
 	}
 	for range maxChangeAttempts {
 		factors, set, err := rows.Read(ctx, id)
-		if err != nil || (len(factors) == 0 && set.Generation == "") {
+		if err != nil || (len(factors) == 0 && set.Ended()) {
 			return err
 		}
 		for _, f := range factors {
@@ -233,8 +235,9 @@ func (a *Service) EndFactors(ctx context.Context, id string) error {
 				return err
 			}
 		}
-		if set.Generation != "" {
-			if err := rows.RemoveRecovery(ctx, id, set.Generation); err != nil {
+		if !set.Ended() {
+			fence := RecoverySet{UserID: id, Generation: RecoveryEnded, Used: map[string]string{}, CreatedAt: a.now()}
+			if _, err := rows.SetRecovery(ctx, fence, set.Generation); err != nil {
 				return err
 			}
 		}

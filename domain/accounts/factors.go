@@ -69,6 +69,16 @@ type RecoverySet struct {
 	CreatedAt  time.Time
 }
 
+// RecoveryEnded is the generation of a deleted account's set: no codes,
+// and a fence, since every write of a set is conditioned on the one it
+// replaces (none, for a first set) and none replaces this one. A set a
+// request in flight writes after the deletion's job can never land
+// (EndFactors).
+const RecoveryEnded = "ended"
+
+// Ended reports whether s is a deleted account's fence (RecoveryEnded).
+func (s RecoverySet) Ended() bool { return s.Generation == RecoveryEnded }
+
 // Left is how many codes are unused.
 func (s RecoverySet) Left() int {
 	n := 0
@@ -650,7 +660,7 @@ func codeVerdict(ctx context.Context, c *counted, right bool, wrong error) error
 // the codes to show, once. Only the hashes are stored.
 func (a *Service) replaceRecovery(ctx context.Context, userID, prev string) ([]string, RecoverySet, error) {
 	s, codes := a.newRecoverySet(userID)
-	ok, err := a.factors.SetRecovery(ctx, s, prev)
+	ok, err := a.setRecovery(ctx, s, prev)
 	if err != nil {
 		return nil, s, err
 	}
@@ -659,6 +669,16 @@ func (a *Service) replaceRecovery(ctx context.Context, userID, prev string) ([]s
 		return nil, s, domain.ErrBusy
 	}
 	return codes, s, nil
+}
+
+// setRecovery writes s in place of generation prev, unless prev is a
+// deleted account's fence, which no request replaces (ErrNoSession: the
+// account is gone).
+func (a *Service) setRecovery(ctx context.Context, s RecoverySet, prev string) (bool, error) {
+	if prev == RecoveryEnded {
+		return false, domain.ErrNoSession
+	}
+	return a.factors.SetRecovery(ctx, s, prev)
 }
 
 // newRecoverySet makes a set of new codes for userID, and the codes.
@@ -686,7 +706,7 @@ func (a *Service) keepRecovery(ctx context.Context, set RecoverySet, codes []str
 	prev := set.Generation
 	for range maxChangeAttempts {
 		set.Generation = domain.NewID("rcs_")
-		ok, err := a.factors.SetRecovery(ctx, set, prev)
+		ok, err := a.setRecovery(ctx, set, prev)
 		if err != nil || ok {
 			return codes, err
 		}

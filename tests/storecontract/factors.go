@@ -18,6 +18,38 @@ var FactorChecks = []Check[accounts.FactorStore]{
 	{"PendingGoesWithItsTTL", factorPendingExpires},
 	{"EachStepUsedOnce", factorStepOnce},
 	{"RecoveryCodesUsedOnceAndReplacedWhole", factorRecovery},
+	{"AnEndedSetTakesNoSetAfterIt", factorRecoveryEnded},
+}
+
+// factorRecoveryEnded: a deleted account's fence (accounts.RecoveryEnded,
+// no codes) written in place of a set, or of none, reads back ended and
+// empty, and neither a first set nor a replacement of the set it
+// replaced lands after it.
+func factorRecoveryEnded(t testing.TB, s accounts.FactorStore, c Clock) {
+	ctx := context.Background()
+	for _, had := range []bool{true, false} {
+		user, prev := Key("user"), ""
+		set := accounts.RecoverySet{UserID: user, Generation: Key("gen"), Codes: []string{"h1", "h2"}, CreatedAt: At(c.Now())}
+		if had {
+			if ok, err := s.SetRecovery(ctx, set, ""); err != nil || !ok {
+				t.Fatalf("create: %v %v", ok, err)
+			}
+			prev = set.Generation
+		}
+		fence := accounts.RecoverySet{UserID: user, Generation: accounts.RecoveryEnded, CreatedAt: At(c.Now())}
+		if ok, err := s.SetRecovery(ctx, fence, prev); err != nil || !ok {
+			t.Fatalf("the fence in place of %q: %v %v", prev, ok, err)
+		}
+		late := accounts.RecoverySet{UserID: user, Generation: Key("gen"), Codes: []string{"h3"}, CreatedAt: At(c.Now())}
+		for _, after := range []string{"", set.Generation} {
+			if ok, err := s.SetRecovery(ctx, late, after); err != nil || ok {
+				t.Fatalf("a set in place of %q after the fence: applied=%v err=%v", after, ok, err)
+			}
+		}
+		if _, got, err := s.Read(ctx, user); err != nil || !got.Ended() || len(got.Codes) != 0 || got.Left() != 0 {
+			t.Fatalf("the fence (a set before it: %v) reads %+v %v", had, got, err)
+		}
+	}
 }
 
 func newFactor(c Clock) accounts.Factor {
