@@ -71,7 +71,16 @@ type Deletion struct {
 	// compare-and-set, audited the admin's entries it carries (Stage).
 	before, next domain.User
 	audited      []domain.AuditEntry
+	// lost is the attempt tag of an admin's round that lost its
+	// compare-and-set to another change of the account: the next Read
+	// holds the account's changes back first.
+	lost string
 }
+
+// deletionHoldFor is how long an admin's deletion round that follows a
+// lost one holds the account's other changes back: a suspension's time
+// (moderation's holdFor), which domain.ErrHeldForModeration tells.
+const deletionHoldFor = 5 * time.Second
 
 // AskDeletion begins p's request to delete account id, which only the
 // user or an active admin may make; the account, once Read, decides the
@@ -83,7 +92,8 @@ func (a *Service) AskDeletion(ctx context.Context, p domain.Principal, id string
 	return &Deletion{a: a, p: p, id: id, proof: proof, proven: -1}, nil
 }
 
-// Read reads the account at SERIAL. Begun: it is deleting or deleted
+// Read reads the account at SERIAL (after an admin's lost round, once
+// the account's own changes are held back). Begun: it is deleting or deleted
 // already, and u is as it stands (there is nothing to write): finishing a
 // deletion under way asks for nothing, as it was allowed when it began
 // and the password is gone once the account is deleted. Otherwise the
@@ -91,6 +101,14 @@ func (a *Service) AskDeletion(ctx context.Context, p domain.Principal, id string
 // written (mayTakeOver): the user proves the current password (once per
 // password), and an admin may not delete another admin.
 func (d *Deletion) Read(ctx context.Context) (u domain.User, begun bool, err error) {
+	if d.lost != "" {
+		// An admin's last round lost to another change: the account's
+		// own changes give way for a moment, so that its user cannot keep
+		// the deletion from beginning by changing his account over and
+		// over, signing out everywhere above all (as for a suspension,
+		// docs/design/suspension.md). A hold that failed only slows this.
+		_, _ = d.a.users.Hold(ctx, d.id, d.lost, deletionHoldFor)
+	}
 	u, err = d.a.users.GetSerial(ctx, d.id)
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && u.Status == domain.StatusPending) {
 		return domain.User{}, false, domain.ErrUserNotFound
@@ -144,6 +162,9 @@ func (d *Deletion) Stage(ctx context.Context) (DeletionEntry, error) {
 // outcome is unknown (the account may be deleting now or later).
 func (d *Deletion) Apply(ctx context.Context) (_ domain.User, applied bool, _ error) {
 	applied, err := d.a.users.Update(ctx, d.next)
+	if err == nil && !applied && d.p.UserID != d.id {
+		d.lost = d.next.Deletion.Attempt
+	}
 	if err != nil || !applied {
 		return domain.User{}, false, err
 	}

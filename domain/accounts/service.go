@@ -55,6 +55,11 @@ type UserStore interface {
 	// Update writes u if the stored version is still u.Version-1: every
 	// column, so u must have been read whole (Get, GetSerial).
 	Update(ctx context.Context, u domain.User) (bool, error)
+	// Hold holds the visible account's other changes back for d under
+	// attempt tag (domain.User.ModerationHeld): a compare-and-set on no
+	// version, which no change of the account stands in the way of. An
+	// admin's deletion writes it after a lost round, as a suspension does.
+	Hold(ctx context.Context, id, tag string, d time.Duration) (bool, error)
 	// NodeNow reads the clock of the store's node: a suspension's end is
 	// judged by it too (blocked), as the sweeper judges it.
 	NodeNow(ctx context.Context) (time.Time, error)

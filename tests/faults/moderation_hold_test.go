@@ -102,3 +102,63 @@ func TestAUserCannotHoldHisSuspensionBack(t *testing.T) {
 		t.Errorf("the member's changes right after the lift and past the hold: %d refused, %d went; want one of each", refused, went)
 	}
 }
+
+// TestAUserCannotHoldAnAdminsDeletionBack (attackers are users too): a
+// member an admin deletes signs out everywhere else just before each of
+// the deletion's compare-and-sets is sent (after its entry), from a
+// session he keeps. The deletion is a compare-and-set on the account's
+// version, which each sign-out moves: it lost all its eight rounds and
+// answered 409 concurrent_change, the member still active, for as long as
+// he kept at it. As a suspension does, a round that follows a lost one
+// holds the account's own changes back: the deletion begins in its second
+// round, and the member's sign-outs after the first give way.
+func TestAUserCannotHoldAnAdminsDeletionBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	for _, name := range []string{"root", "member"} {
+		if err := w.signup(name, name+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := w.svc.SetAdmin(ctx, "root", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wireDeletion(w)
+	admin, member := domain.Principal{UserID: root.ID}, w.created[1]
+	r, err := w.svc.Login(ctx, "member", password, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := w.svc.Authenticate(ctx, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var went, refused int
+	w.life.Hooks.AfterDeletionStep = func(step string) error {
+		if step != "entry" {
+			return nil
+		}
+		err := w.svc.RevokeSessions(ctx, p, member.ID, true)
+		var de *domain.Error
+		switch {
+		case err == nil:
+			went++
+		case errors.As(err, &de) && de.Code == "concurrent_change" && de.RetryAfter > 0:
+			refused++
+		default:
+			t.Errorf("the member's sign-out everywhere else: %v", err)
+		}
+		return nil
+	}
+	if _, err := w.life.DeleteUser(ctx, admin, member.ID, accounts.Proof{}); err != nil {
+		t.Fatalf("the deletion while the member changes his account before each round: %v (his changes: %d went, %d refused)", err, went, refused)
+	}
+	if went != 1 || refused < 1 {
+		t.Errorf("the member's changes: %d went, %d refused; want the first to go and those after it to give way", went, refused)
+	}
+	if u, err := w.store.Users().GetSerial(ctx, member.ID); err != nil || u.Status != domain.StatusDeleting {
+		t.Fatalf("the member after the deletion's request: %v %v, want deleting", u.Status, err)
+	}
+}
