@@ -281,13 +281,39 @@ func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []
 // changed, or write=false when there is nothing to write (the account is
 // then returned as read). An account that is not there is ErrNotFound.
 func (a *Service) updateAccount(ctx context.Context, id string, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
+	return a.updateRounds(ctx, id, false, change)
+}
+
+// updateByAdmin is updateAccount for an admin's change of another's
+// account (ending its sessions): as a suspension's, a round that follows
+// a lost one holds the account's own changes back first, and the
+// admin's change does not give way to a hold, so that no user keeps it
+// from landing by changing his account over and over
+// (docs/design/suspension.md, "The owner gives way").
+func (a *Service) updateByAdmin(ctx context.Context, id string, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
+	return a.updateRounds(ctx, id, true, change)
+}
+
+// adminHoldFor is how long an admin's round that follows a lost one
+// holds the account's other changes back: a suspension's time
+// (moderation's holdFor), which domain.ErrHeldForModeration tells.
+const adminHoldFor = 5 * time.Second
+
+func (a *Service) updateRounds(ctx context.Context, id string, admin bool, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
 	var out domain.User
-	err := domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
+	tag := ""
+	err := domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(round int) (bool, error) {
+		if admin && round > 0 {
+			// The last round lost to another change; a hold that failed
+			// only slows this.
+			tag = cmp.Or(tag, domain.NewAttempt())
+			_, _ = a.users.Hold(ctx, id, tag, adminHoldFor)
+		}
 		u, err := a.users.GetSerial(ctx, id)
 		if err != nil {
 			return false, err
 		}
-		if u.ModerationHeld && u.Visible() {
+		if u.ModerationHeld && u.Visible() && !admin {
 			// An admin's suspension or unsuspension lost a round to
 			// another change: this one gives way, so that no user keeps
 			// his own suspension from landing by changing his account

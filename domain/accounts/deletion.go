@@ -77,11 +77,6 @@ type Deletion struct {
 	lost string
 }
 
-// deletionHoldFor is how long an admin's deletion round that follows a
-// lost one holds the account's other changes back: a suspension's time
-// (moderation's holdFor), which domain.ErrHeldForModeration tells.
-const deletionHoldFor = 5 * time.Second
-
 // AskDeletion begins p's request to delete account id, which only the
 // user or an active admin may make; the account, once Read, decides the
 // rest.
@@ -107,7 +102,7 @@ func (d *Deletion) Read(ctx context.Context) (u domain.User, begun bool, err err
 		// the deletion from beginning by changing his account over and
 		// over, signing out everywhere above all (as for a suspension,
 		// docs/design/suspension.md). A hold that failed only slows this.
-		_, _ = d.a.users.Hold(ctx, d.id, d.lost, deletionHoldFor)
+		_, _ = d.a.users.Hold(ctx, d.id, d.lost, adminHoldFor)
 	}
 	u, err = d.a.users.GetSerial(ctx, d.id)
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && u.Status == domain.StatusPending) {

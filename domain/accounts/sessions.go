@@ -340,7 +340,11 @@ func (a *Service) RevokeSessions(ctx context.Context, p domain.Principal, userID
 	if exceptCurrent && p.UserID == userID {
 		keep = p.Session.TokenHash
 	}
-	_, err = a.updateAccount(ctx, userID, func(u domain.User) (domain.User, bool, error) {
+	update := a.updateAccount
+	if p.UserID != userID {
+		update = a.updateByAdmin // its user cannot hold it back
+	}
+	_, err = update(ctx, userID, func(u domain.User) (domain.User, bool, error) {
 		if !u.Visible() {
 			return u, false, domain.ErrUserNotFound
 		}

@@ -10,6 +10,7 @@ import (
 	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/domain/moderation"
+	"shelf/tests/memstore"
 )
 
 // churning is a moderation store whose every compare-and-set of an
@@ -160,5 +161,82 @@ func TestAUserCannotHoldAnAdminsDeletionBack(t *testing.T) {
 	}
 	if u, err := w.store.Users().GetSerial(ctx, member.ID); err != nil || u.Status != domain.StatusDeleting {
 		t.Fatalf("the member after the deletion's request: %v %v, want deleting", u.Status, err)
+	}
+}
+
+// ownerFirst is an account store whose every compare-and-set of an
+// account first lets its owner change that account (once: the owner's own
+// compare-and-set goes straight on).
+type ownerFirst struct {
+	accounts.UserStore
+	owner  func()
+	inside bool
+}
+
+func (o *ownerFirst) Update(ctx context.Context, u domain.User) (bool, error) {
+	if o.owner != nil && !o.inside {
+		o.inside = true
+		o.owner()
+		o.inside = false
+	}
+	return o.UserStore.Update(ctx, u)
+}
+
+// TestAUserCannotHoldAnAdminsSignOutOfHisSessionsBack (attackers are users
+// too): an admin ends every session of a member, who signs out everywhere
+// else just before each of the admin's compare-and-sets lands, from a
+// session he keeps. Each sign-out moves the account's version: the
+// admin's sign-out lost all its eight rounds and answered 409
+// concurrent_change, and the member's kept session went on working. As a
+// suspension does, an admin's round that follows a lost one holds the
+// account's own changes back: the admin's sign-out lands in its second
+// round and the member's session ends.
+func TestAUserCannotHoldAnAdminsSignOutOfHisSessionsBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	rows := &ownerFirst{UserStore: w.rows}
+	w.rows = rows
+	w.rewire(func(*memstore.Store, *accounts.Config) {})
+	for _, name := range []string{"root", "member"} {
+		if err := w.signup(name, name+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := w.svc.SetAdmin(ctx, "root", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, member := domain.Principal{UserID: root.ID}, w.created[1]
+	r, err := w.svc.Login(ctx, "member", password, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := w.svc.Authenticate(ctx, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var went, refused int
+	rows.owner = func() {
+		err := w.svc.RevokeSessions(ctx, p, member.ID, true)
+		var de *domain.Error
+		switch {
+		case err == nil:
+			went++
+		case errors.As(err, &de) && de.Code == "concurrent_change" && de.RetryAfter > 0:
+			refused++
+		default:
+			t.Errorf("the member's sign-out everywhere else: %v", err)
+		}
+	}
+	if err := w.svc.RevokeSessions(ctx, admin, member.ID, false); err != nil {
+		t.Fatalf("the admin's sign-out while the member changes his account before each round: %v (his changes: %d went, %d refused)", err, went, refused)
+	}
+	rows.owner = nil
+	if went != 1 || refused < 1 {
+		t.Errorf("the member's changes: %d went, %d refused; want the first to go and those after it to give way", went, refused)
+	}
+	if _, err := w.svc.Authenticate(ctx, r.Token); err == nil {
+		t.Error("the member's kept session still works after the admin ended every session of his")
 	}
 }
