@@ -143,11 +143,17 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 	// The owner's password is proved once (each check counts against
 	// the throttle), again only if another password came into force.
 	proven := -1
-	err = domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(int) (bool, error) {
+	err = domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(round int) (bool, error) {
 		// Each round is an operation of its own: its claims carry its op,
 		// so a write of an earlier round that lands late (a release, a
 		// commit) can never touch this round's claim of the same key.
 		op := domain.NewID("op_")
+		if !self && round > 0 {
+			// An admin's round lost to another change: the account's own
+			// changes give way for a moment, as to a suspension
+			// (updateByAdmin); a hold that failed only slows this.
+			_, _ = a.users.Hold(ctx, id, op, adminHoldFor)
+		}
 		u, err := a.users.GetSerial(ctx, id)
 		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
 			return false, domain.ErrUserNotFound
@@ -155,7 +161,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		if err != nil {
 			return false, err
 		}
-		if u.ModerationHeld {
+		if u.ModerationHeld && self {
 			return false, domain.ErrHeldForModeration
 		}
 		// Another's cancel of the change u asked for is a change of u's
@@ -285,7 +291,8 @@ func (a *Service) updateAccount(ctx context.Context, id string, change func(u do
 }
 
 // updateByAdmin is updateAccount for an admin's change of another's
-// account (ending its sessions): as a suspension's, a round that follows
+// account (ending its sessions; UpdateUser does the same for his
+// changes of it): as a suspension's, a round that follows
 // a lost one holds the account's own changes back first, and the
 // admin's change does not give way to a hold, so that no user keeps it
 // from landing by changing his account over and over

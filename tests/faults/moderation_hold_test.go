@@ -182,17 +182,20 @@ func (o *ownerFirst) Update(ctx context.Context, u domain.User) (bool, error) {
 	return o.UserStore.Update(ctx, u)
 }
 
-// TestAUserCannotHoldAnAdminsSignOutOfHisSessionsBack (attackers are users
-// too): an admin ends every session of a member, who signs out everywhere
-// else just before each of the admin's compare-and-sets lands, from a
-// session he keeps. Each sign-out moves the account's version: the
-// admin's sign-out lost all its eight rounds and answered 409
-// concurrent_change, and the member's kept session went on working. As a
-// suspension does, an admin's round that follows a lost one holds the
-// account's own changes back: the admin's sign-out lands in its second
-// round and the member's session ends.
-func TestAUserCannotHoldAnAdminsSignOutOfHisSessionsBack(t *testing.T) {
-	t.Parallel()
+// churnWorld is a world of an admin and a member signed in, on a store
+// whose every compare-and-set of an account first lets the member sign
+// out everywhere else, from the session he keeps (churn).
+type churnWorld struct {
+	*world
+	rows          *ownerFirst
+	admin         domain.Principal
+	member        domain.User
+	token         string
+	went, refused int
+}
+
+func newChurnWorld(t *testing.T) *churnWorld {
+	t.Helper()
 	ctx := context.Background()
 	w := newWorld()
 	rows := &ownerFirst{UserStore: w.rows}
@@ -207,36 +210,91 @@ func TestAUserCannotHoldAnAdminsSignOutOfHisSessionsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, member := domain.Principal{UserID: root.ID}, w.created[1]
 	r, err := w.svc.Login(ctx, "member", password, accounts.Client{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := w.svc.Authenticate(ctx, r.Token)
+	return &churnWorld{world: w, rows: rows, admin: domain.Principal{UserID: root.ID}, member: w.created[1], token: r.Token}
+}
+
+// churn has the member sign out everywhere else before each
+// compare-and-set of an account, until the returned stop is called.
+func (c *churnWorld) churn(t *testing.T) (stop func()) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := c.svc.Authenticate(ctx, c.token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var went, refused int
-	rows.owner = func() {
-		err := w.svc.RevokeSessions(ctx, p, member.ID, true)
+	c.rows.owner = func() {
+		err := c.svc.RevokeSessions(ctx, p, c.member.ID, true)
 		var de *domain.Error
 		switch {
 		case err == nil:
-			went++
+			c.went++
 		case errors.As(err, &de) && de.Code == "concurrent_change" && de.RetryAfter > 0:
-			refused++
+			c.refused++
 		default:
 			t.Errorf("the member's sign-out everywhere else: %v", err)
 		}
 	}
-	if err := w.svc.RevokeSessions(ctx, admin, member.ID, false); err != nil {
-		t.Fatalf("the admin's sign-out while the member changes his account before each round: %v (his changes: %d went, %d refused)", err, went, refused)
+	return func() { c.rows.owner = nil }
+}
+
+// gaveWay checks that of the member's sign-outs, the first went and
+// those after it gave way.
+func (c *churnWorld) gaveWay(t *testing.T) {
+	t.Helper()
+	if c.went != 1 || c.refused < 1 {
+		t.Errorf("the member's changes: %d went, %d refused; want the first to go and those after it to give way", c.went, c.refused)
 	}
-	rows.owner = nil
-	if went != 1 || refused < 1 {
-		t.Errorf("the member's changes: %d went, %d refused; want the first to go and those after it to give way", went, refused)
+}
+
+// TestAUserCannotHoldAnAdminsSignOutOfHisSessionsBack (attackers are users
+// too): an admin ends every session of a member, who signs out everywhere
+// else just before each of the admin's compare-and-sets lands, from a
+// session he keeps. Each sign-out moves the account's version: the
+// admin's sign-out lost all its eight rounds and answered 409
+// concurrent_change, and the member's kept session went on working. As a
+// suspension does, an admin's round that follows a lost one holds the
+// account's own changes back: the admin's sign-out lands in its second
+// round and the member's session ends.
+func TestAUserCannotHoldAnAdminsSignOutOfHisSessionsBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newChurnWorld(t)
+	stop := c.churn(t)
+	err := c.svc.RevokeSessions(ctx, c.admin, c.member.ID, false)
+	stop()
+	if err != nil {
+		t.Fatalf("the admin's sign-out while the member changes his account before each round: %v (his changes: %d went, %d refused)", err, c.went, c.refused)
 	}
-	if _, err := w.svc.Authenticate(ctx, r.Token); err == nil {
+	c.gaveWay(t)
+	if _, err := c.svc.Authenticate(ctx, c.token); err == nil {
 		t.Error("the member's kept session still works after the admin ended every session of his")
+	}
+}
+
+// TestAUserCannotHoldAnAdminsRenameBack (attackers are users too): an
+// admin renames a member (a username that may not stay), who signs out
+// everywhere else just before each of the admin's compare-and-sets lands.
+// The rename lost all its eight rounds and answered 409
+// concurrent_change, the member keeping his username for as long as he
+// kept at it. An admin's round that follows a lost one holds the
+// account's own changes back: the rename lands in its second round.
+func TestAUserCannotHoldAnAdminsRenameBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newChurnWorld(t)
+	stop := c.churn(t)
+	name := "renamed"
+	_, err := c.svc.UpdateUser(ctx, c.admin, c.member.ID, accounts.UpdateInput{Username: &name})
+	stop()
+	if err != nil {
+		t.Fatalf("the admin's rename while the member changes his account before each round: %v (his changes: %d went, %d refused)", err, c.went, c.refused)
+	}
+	c.gaveWay(t)
+	if u, err := c.store.Users().GetSerial(ctx, c.member.ID); err != nil || u.Username != name {
+		t.Errorf("the member after the admin's rename: %q %v, want %q", u.Username, err, name)
 	}
 }
