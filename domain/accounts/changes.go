@@ -291,8 +291,9 @@ func (a *Service) updateAccount(ctx context.Context, id string, change func(u do
 }
 
 // updateByAdmin is updateAccount for an admin's change of another's
-// account (ending its sessions; UpdateUser does the same for his
-// changes of it): as a suspension's, a round that follows
+// account (ending its sessions; the operator's grant or revocation of
+// the role; UpdateUser does the same for his changes of it): as a
+// suspension's, a round that follows
 // a lost one holds the account's own changes back first, and the
 // admin's change does not give way to a hold, so that no user keeps it
 // from landing by changing his account over and over
@@ -483,7 +484,8 @@ func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domai
 	kind, key, _ := loginKey(login)
 	byAddress := kind == domain.KindEmail
 	var audited []domain.AuditEntry
-	out, err := a.updateAccount(ctx, found.ID, func(u domain.User) (domain.User, bool, error) {
+	// The operator's change: the account's own do not hold it back.
+	out, err := a.updateByAdmin(ctx, found.ID, func(u domain.User) (domain.User, bool, error) {
 		audited = nil
 		if !u.Visible() {
 			// Deleted (or deleting) since the lookup: no one to grant.

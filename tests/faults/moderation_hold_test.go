@@ -298,3 +298,29 @@ func TestAUserCannotHoldAnAdminsRenameBack(t *testing.T) {
 		t.Errorf("the member after the admin's rename: %q %v, want %q", u.Username, err, name)
 	}
 }
+
+// TestAnAdminCannotHoldTheRevocationOfHisRoleBack (attackers are users
+// too): the operator revokes an admin's role (`api admin revoke`), and
+// that admin signs out everywhere else just before each of its
+// compare-and-sets lands. The revocation lost all its eight rounds and
+// failed concurrent_change, the admin keeping his role for as long as he
+// kept at it. A round that follows a lost one holds the account's own
+// changes back: the revocation lands in its second round.
+func TestAnAdminCannotHoldTheRevocationOfHisRoleBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newChurnWorld(t)
+	if _, err := c.svc.SetAdmin(ctx, "member", true); err != nil {
+		t.Fatal(err)
+	}
+	stop := c.churn(t)
+	_, err := c.svc.SetAdmin(ctx, "member", false)
+	stop()
+	if err != nil {
+		t.Fatalf("the revocation while the admin changes his account before each round: %v (his changes: %d went, %d refused)", err, c.went, c.refused)
+	}
+	c.gaveWay(t)
+	if u, err := c.store.Users().GetSerial(ctx, c.member.ID); err != nil || u.IsAdmin() {
+		t.Errorf("the member after the revocation: admin %v (%v), want not", u.IsAdmin(), err)
+	}
+}
