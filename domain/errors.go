@@ -128,11 +128,11 @@ var ErrBusy = &Error{Kind: ErrConflict, Code: "concurrent_change",
 	Message: "Another change of this account is in progress; try again."}
 
 // ErrHeldForModeration: an admin's suspension or unsuspension of the
-// account (or his deletion of it, his ending of its sessions or his
-// change of it, or the operator's grant or revocation of its role) lost
-// a round to another change and holds the account's changes back for a
-// few seconds (User.ModerationHeld), so that a user cannot keep his own
-// suspension from landing by changing his account over and over.
-// errors.Is(err, ErrBusy) holds for it.
+// account (or his deletion of it, his ending of its sessions, his
+// removal of its factor or his change of it, or the operator's grant or
+// revocation of its role) lost a round to another change and holds the
+// account's changes back for a few seconds (User.ModerationHeld), so
+// that a user cannot keep his own suspension from landing by changing
+// his account over and over. errors.Is(err, ErrBusy) holds for it.
 var ErrHeldForModeration = &Error{Kind: ErrBusy, Code: "concurrent_change", RetryAfter: 5 * time.Second,
 	Message: "An admin is changing this account's standing right now; try again in a few seconds."}

@@ -291,8 +291,9 @@ func (a *Service) updateAccount(ctx context.Context, id string, change func(u do
 }
 
 // updateByAdmin is updateAccount for an admin's change of another's
-// account (ending its sessions; the operator's grant or revocation of
-// the role; UpdateUser does the same for his changes of it): as a
+// account (ending its sessions, the fence of his removal of its factor;
+// the operator's grant or revocation of the role; UpdateUser does the
+// same for his changes of it): as a
 // suspension's, a round that follows
 // a lost one holds the account's own changes back first, and the
 // admin's change does not give way to a hold, so that no user keeps it

@@ -822,7 +822,8 @@ func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, 
 // removal that then stopped (its answer lost, its process dead) changes
 // nothing the owner uses.
 func (a *Service) fenceNonAdmin(ctx context.Context, userID string) error {
-	_, err := a.updateAccount(ctx, userID, func(u domain.User) (domain.User, bool, error) {
+	// An admin's: the account's own changes do not hold it back.
+	_, err := a.updateByAdmin(ctx, userID, func(u domain.User) (domain.User, bool, error) {
 		switch {
 		case !u.Visible():
 			return u, false, domain.ErrUserNotFound

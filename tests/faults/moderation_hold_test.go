@@ -324,3 +324,60 @@ func TestAnAdminCannotHoldTheRevocationOfHisRoleBack(t *testing.T) {
 		t.Errorf("the member after the revocation: admin %v (%v), want not", u.IsAdmin(), err)
 	}
 }
+
+// TestAUserCannotHoldAnAdminsFactorRemovalBack (attackers are users too):
+// root, an admin, removes ann's authenticator (for an owner who lost it,
+// say), and whoever holds ann's session signs out everywhere else just
+// before each compare-and-set of her account lands. The removal's fence
+// (a compare-and-set on her version: she is no admin) lost all its
+// eight rounds, the removal answered 409 concurrent_change and the
+// factor stood for as long as he kept at it. An admin's round that
+// follows a lost one holds the account's own changes back: the fence
+// lands in its second round and the factor goes.
+func TestAUserCannotHoldAnAdminsFactorRemovalBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFactorWorld(t)
+	rows := &ownerFirst{UserStore: f.rows}
+	f.rows = rows
+	f.rewire(func(*memstore.Store, *accounts.Config) {})
+	if err := f.signup("root", "root@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	root, err := f.svc.SetAdmin(ctx, "root", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.svc.SecondFactor(ctx, f.challenge, accounts.Proof{Code: f.code(t, 0)}, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.svc.Authenticate(ctx, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var went, refused int
+	rows.owner = func() {
+		err := f.svc.RevokeSessions(ctx, p, f.ann.ID, true)
+		var de *domain.Error
+		switch {
+		case err == nil:
+			went++
+		case errors.As(err, &de) && de.Code == "concurrent_change" && de.RetryAfter > 0:
+			refused++
+		default:
+			t.Errorf("ann's sign-out everywhere else: %v", err)
+		}
+	}
+	err = f.svc.RemoveFactor(ctx, domain.Principal{UserID: root.ID}, f.ann.ID, f.fac.ID, accounts.Proof{})
+	rows.owner = nil
+	if err != nil {
+		t.Fatalf("root's removal while ann's account changes before each round: %v (her changes: %d went, %d refused)", err, went, refused)
+	}
+	if went != 1 || refused < 1 {
+		t.Errorf("ann's changes: %d went, %d refused; want the first to go and those after it to give way", went, refused)
+	}
+	if factors, _, err := f.store.Factors().Read(ctx, f.ann.ID); err != nil || len(factors) != 0 {
+		t.Errorf("ann's factors after root's removal: %+v %v, want none", factors, err)
+	}
+}
