@@ -127,6 +127,11 @@ var ErrBadCursor = Invalid("The cursor is not valid; start again without one.",
 var ErrBusy = &Error{Kind: ErrConflict, Code: "concurrent_change",
 	Message: "Another change of this account is in progress; try again."}
 
+// HoldFor is how long an admin's round that follows a lost one holds
+// the account's other changes back (User.ModerationHeld): a few rounds'
+// time.
+const HoldFor = 5 * time.Second
+
 // ErrHeldForModeration: an admin's suspension or unsuspension of the
 // account (or his deletion of it, his ending of its sessions, his
 // removal of its factor or his change of it, or the operator's grant or
@@ -134,5 +139,5 @@ var ErrBusy = &Error{Kind: ErrConflict, Code: "concurrent_change",
 // account's changes back for a few seconds (User.ModerationHeld), so
 // that a user cannot keep his own suspension from landing by changing
 // his account over and over. errors.Is(err, ErrBusy) holds for it.
-var ErrHeldForModeration = &Error{Kind: ErrBusy, Code: "concurrent_change", RetryAfter: 5 * time.Second,
+var ErrHeldForModeration = &Error{Kind: ErrBusy, Code: "concurrent_change", RetryAfter: HoldFor,
 	Message: "An admin is changing this account's standing right now; try again in a few seconds."}

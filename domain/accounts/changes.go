@@ -152,7 +152,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			// An admin's round lost to another change: the account's own
 			// changes give way for a moment, as to a suspension
 			// (updateByAdmin); a hold that failed only slows this.
-			_, _ = a.users.Hold(ctx, id, op, adminHoldFor)
+			_, _ = a.users.Hold(ctx, id, op, domain.HoldFor)
 		}
 		u, err := a.users.GetSerial(ctx, id)
 		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
@@ -293,21 +293,16 @@ func (a *Service) updateAccount(ctx context.Context, id string, change func(u do
 // updateByAdmin is updateAccount for an admin's change of another's
 // account (ending its sessions, the fence of his removal of its factor;
 // the operator's grant or revocation of the role; UpdateUser does the
-// same for his changes of it): as a
-// suspension's, a round that follows
-// a lost one holds the account's own changes back first, and the
-// admin's change does not give way to a hold, so that no user keeps it
-// from landing by changing his account over and over
+// same for his changes of it): as a suspension's, a round that follows a
+// lost one holds the account's own changes back first, and the admin's
+// change does not give way to a hold, so that no user keeps it from
+// landing by changing his account over and over
 // (docs/design/suspension.md, "The owner gives way").
 func (a *Service) updateByAdmin(ctx context.Context, id string, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
 	return a.updateRounds(ctx, id, true, change)
 }
 
-// adminHoldFor is how long an admin's round that follows a lost one
-// holds the account's other changes back: a suspension's time
-// (moderation's holdFor), which domain.ErrHeldForModeration tells.
-const adminHoldFor = 5 * time.Second
-
+// updateRounds is updateAccount (admin false) and updateByAdmin (true).
 func (a *Service) updateRounds(ctx context.Context, id string, admin bool, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
 	var out domain.User
 	tag := ""
@@ -316,7 +311,7 @@ func (a *Service) updateRounds(ctx context.Context, id string, admin bool, chang
 			// The last round lost to another change; a hold that failed
 			// only slows this.
 			tag = cmp.Or(tag, domain.NewAttempt())
-			_, _ = a.users.Hold(ctx, id, tag, adminHoldFor)
+			_, _ = a.users.Hold(ctx, id, tag, domain.HoldFor)
 		}
 		u, err := a.users.GetSerial(ctx, id)
 		if err != nil {

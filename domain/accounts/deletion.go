@@ -102,7 +102,7 @@ func (d *Deletion) Read(ctx context.Context) (u domain.User, begun bool, err err
 		// the deletion from beginning by changing his account over and
 		// over, signing out everywhere above all (as for a suspension,
 		// docs/design/suspension.md). A hold that failed only slows this.
-		_, _ = d.a.users.Hold(ctx, d.id, d.lost, adminHoldFor)
+		_, _ = d.a.users.Hold(ctx, d.id, d.lost, domain.HoldFor)
 	}
 	u, err = d.a.users.GetSerial(ctx, d.id)
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && u.Status == domain.StatusPending) {

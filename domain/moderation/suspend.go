@@ -178,11 +178,11 @@ func (m *Service) changeAccount(ctx context.Context, userID string, a *Attempt, 
 			}
 			*a = next
 			// The last round lost to another change: the account's own
-			// changes give way to this one for a moment (holdFor), so
+			// changes give way to this one for a moment (domain.HoldFor), so
 			// that its user cannot keep it from landing by changing his
 			// account over and over. The hold only speeds this up: a
 			// round whose hold failed runs as before, under the version.
-			_, _ = m.users.Hold(ctx, userID, a.Tag, holdFor)
+			_, _ = m.users.Hold(ctx, userID, a.Tag, domain.HoldFor)
 		}
 		u, err := m.users.GetSerial(ctx, userID)
 		if errors.Is(err, domain.ErrNotFound) || (err == nil && !u.Visible()) {
@@ -208,10 +208,6 @@ func (m *Service) changeAccount(ctx context.Context, userID string, a *Attempt, 
 	})
 	return out, err
 }
-
-// holdFor is how long a moderation round that follows a lost one holds
-// the account's other changes back: a few rounds' time.
-const holdFor = 5 * time.Second
 
 // finishSuspension writes a suspension's records (idempotent; the
 // sessions ended in the suspension's compare-and-set, a new password
