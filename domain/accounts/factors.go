@@ -1279,7 +1279,7 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	if err := a.mailRevertsLink(ctx, out); err != nil {
 		return err
 	}
-	return a.finishToken(ctx, t)
+	return a.finishRevert(ctx, t, out)
 }
 
 // dropFactorsSince removes every factor of userID not confirmed

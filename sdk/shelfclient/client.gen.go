@@ -2152,8 +2152,10 @@ type ClientInterface interface {
 	// compare-and-set of the account, the release of the address it no
 	// longer holds, a read of the factors and a lightweight transaction
 	// per factor removed, the reset mail (503 `reset_link_failed` when
-	// it cannot be sent: follow the link again), then a lightweight
-	// transaction marking the token done.
+	// it cannot be sent: follow the link again), then a SERIAL read of
+	// the account and a lightweight transaction marking the token done
+	// (only by the run whose reset link is in force: the link followed
+	// twice at once leaves it to the later run).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2194,8 +2196,10 @@ type ClientInterface interface {
 	// compare-and-set of the account, the release of the address it no
 	// longer holds, a read of the factors and a lightweight transaction
 	// per factor removed, the reset mail (503 `reset_link_failed` when
-	// it cannot be sent: follow the link again), then a lightweight
-	// transaction marking the token done.
+	// it cannot be sent: follow the link again), then a SERIAL read of
+	// the account and a lightweight transaction marking the token done
+	// (only by the run whose reset link is in force: the link followed
+	// twice at once leaves it to the later run).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2350,8 +2354,9 @@ type ClientInterface interface {
 	// lightweight transaction using the token, a compare-and-set of the
 	// account, a read of its factors and the factor's removal (a
 	// lightweight transaction), the reset mail (503 `reset_link_failed`
-	// when it cannot be sent: follow the link again), then one marking
-	// the token done.
+	// when it cannot be sent: follow the link again), then a SERIAL read
+	// of the account and a lightweight transaction marking the token done
+	// (only by the run whose reset link is in force).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2384,8 +2389,9 @@ type ClientInterface interface {
 	// lightweight transaction using the token, a compare-and-set of the
 	// account, a read of its factors and the factor's removal (a
 	// lightweight transaction), the reset mail (503 `reset_link_failed`
-	// when it cannot be sent: follow the link again), then one marking
-	// the token done.
+	// when it cannot be sent: follow the link again), then a SERIAL read
+	// of the account and a lightweight transaction marking the token done
+	// (only by the run whose reset link is in force).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4629,8 +4635,10 @@ func (c *Client) RefuseEmailChange(ctx context.Context, body RefuseEmailChangeJS
 // compare-and-set of the account, the release of the address it no
 // longer holds, a read of the factors and a lightweight transaction
 // per factor removed, the reset mail (503 `reset_link_failed` when
-// it cannot be sent: follow the link again), then a lightweight
-// transaction marking the token done.
+// it cannot be sent: follow the link again), then a SERIAL read of
+// the account and a lightweight transaction marking the token done
+// (only by the run whose reset link is in force: the link followed
+// twice at once leaves it to the later run).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4682,8 +4690,10 @@ func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType stri
 // compare-and-set of the account, the release of the address it no
 // longer holds, a read of the factors and a lightweight transaction
 // per factor removed, the reset mail (503 `reset_link_failed` when
-// it cannot be sent: follow the link again), then a lightweight
-// transaction marking the token done.
+// it cannot be sent: follow the link again), then a SERIAL read of
+// the account and a lightweight transaction marking the token done
+// (only by the run whose reset link is in force: the link followed
+// twice at once leaves it to the later run).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4889,8 +4899,9 @@ func (c *Client) ConfirmEmailVerification(ctx context.Context, body ConfirmEmail
 // lightweight transaction using the token, a compare-and-set of the
 // account, a read of its factors and the factor's removal (a
 // lightweight transaction), the reset mail (503 `reset_link_failed`
-// when it cannot be sent: follow the link again), then one marking
-// the token done.
+// when it cannot be sent: follow the link again), then a SERIAL read
+// of the account and a lightweight transaction marking the token done
+// (only by the run whose reset link is in force).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4934,8 +4945,9 @@ func (c *Client) RevertFactorAdditionWithBody(ctx context.Context, contentType s
 // lightweight transaction using the token, a compare-and-set of the
 // account, a read of its factors and the factor's removal (a
 // lightweight transaction), the reset mail (503 `reset_link_failed`
-// when it cannot be sent: follow the link again), then one marking
-// the token done.
+// when it cannot be sent: follow the link again), then a SERIAL read
+// of the account and a lightweight transaction marking the token done
+// (only by the run whose reset link is in force).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10611,8 +10623,10 @@ type ClientWithResponsesInterface interface {
 	// compare-and-set of the account, the release of the address it no
 	// longer holds, a read of the factors and a lightweight transaction
 	// per factor removed, the reset mail (503 `reset_link_failed` when
-	// it cannot be sent: follow the link again), then a lightweight
-	// transaction marking the token done.
+	// it cannot be sent: follow the link again), then a SERIAL read of
+	// the account and a lightweight transaction marking the token done
+	// (only by the run whose reset link is in force: the link followed
+	// twice at once leaves it to the later run).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10653,8 +10667,10 @@ type ClientWithResponsesInterface interface {
 	// compare-and-set of the account, the release of the address it no
 	// longer holds, a read of the factors and a lightweight transaction
 	// per factor removed, the reset mail (503 `reset_link_failed` when
-	// it cannot be sent: follow the link again), then a lightweight
-	// transaction marking the token done.
+	// it cannot be sent: follow the link again), then a SERIAL read of
+	// the account and a lightweight transaction marking the token done
+	// (only by the run whose reset link is in force: the link followed
+	// twice at once leaves it to the later run).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10809,8 +10825,9 @@ type ClientWithResponsesInterface interface {
 	// lightweight transaction using the token, a compare-and-set of the
 	// account, a read of its factors and the factor's removal (a
 	// lightweight transaction), the reset mail (503 `reset_link_failed`
-	// when it cannot be sent: follow the link again), then one marking
-	// the token done.
+	// when it cannot be sent: follow the link again), then a SERIAL read
+	// of the account and a lightweight transaction marking the token done
+	// (only by the run whose reset link is in force).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10843,8 +10860,9 @@ type ClientWithResponsesInterface interface {
 	// lightweight transaction using the token, a compare-and-set of the
 	// account, a read of its factors and the factor's removal (a
 	// lightweight transaction), the reset mail (503 `reset_link_failed`
-	// when it cannot be sent: follow the link again), then one marking
-	// the token done.
+	// when it cannot be sent: follow the link again), then a SERIAL read
+	// of the account and a lightweight transaction marking the token done
+	// (only by the run whose reset link is in force).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -22030,8 +22048,10 @@ func (c *ClientWithResponses) RefuseEmailChangeWithResponse(ctx context.Context,
 // compare-and-set of the account, the release of the address it no
 // longer holds, a read of the factors and a lightweight transaction
 // per factor removed, the reset mail (503 `reset_link_failed` when
-// it cannot be sent: follow the link again), then a lightweight
-// transaction marking the token done.
+// it cannot be sent: follow the link again), then a SERIAL read of
+// the account and a lightweight transaction marking the token done
+// (only by the run whose reset link is in force: the link followed
+// twice at once leaves it to the later run).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22079,8 +22099,10 @@ func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.
 // compare-and-set of the account, the release of the address it no
 // longer holds, a read of the factors and a lightweight transaction
 // per factor removed, the reset mail (503 `reset_link_failed` when
-// it cannot be sent: follow the link again), then a lightweight
-// transaction marking the token done.
+// it cannot be sent: follow the link again), then a SERIAL read of
+// the account and a lightweight transaction marking the token done
+// (only by the run whose reset link is in force: the link followed
+// twice at once leaves it to the later run).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22266,8 +22288,9 @@ func (c *ClientWithResponses) ConfirmEmailVerificationWithResponse(ctx context.C
 // lightweight transaction using the token, a compare-and-set of the
 // account, a read of its factors and the factor's removal (a
 // lightweight transaction), the reset mail (503 `reset_link_failed`
-// when it cannot be sent: follow the link again), then one marking
-// the token done.
+// when it cannot be sent: follow the link again), then a SERIAL read
+// of the account and a lightweight transaction marking the token done
+// (only by the run whose reset link is in force).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22307,8 +22330,9 @@ func (c *ClientWithResponses) RevertFactorAdditionWithBodyWithResponse(ctx conte
 // lightweight transaction using the token, a compare-and-set of the
 // account, a read of its factors and the factor's removal (a
 // lightweight transaction), the reset mail (503 `reset_link_failed`
-// when it cannot be sent: follow the link again), then one marking
-// the token done.
+// when it cannot be sent: follow the link again), then a SERIAL read
+// of the account and a lightweight transaction marking the token done
+// (only by the run whose reset link is in force).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -100,16 +100,7 @@ func TestARevertWhoseResetLinkCannotBeMailedAnswers503(t *testing.T) {
 	t.Parallel()
 	for _, page := range []string{"revert-email", "revert-factor"} {
 		ctx := context.Background()
-		m := emailChangeWorld(t, false)
-		revert := func(token string) error { return m.svc.RevertEmailChange(ctx, token) }
-		if page == "revert-email" {
-			thiefTakes(t, m)
-		} else {
-			totp := withFactors(t, m, nil)
-			p, e := thiefEnrols(t, m, 0)
-			thiefConfirms(t, m, totp, p, e.Factor.ID)
-			revert = func(token string) error { return m.svc.RevertFactor(ctx, token) }
-		}
+		m, revert := thiefsChange(t, page)
 		token := m.box.tokenTo(page, annHome)
 		m.box.broken = true
 		err := revert(token)
@@ -124,4 +115,20 @@ func TestARevertWhoseResetLinkCannotBeMailedAnswers503(t *testing.T) {
 			t.Errorf("%s: the reset link the retry mailed: %v", page, err)
 		}
 	}
+}
+
+// thiefsChange is a world where a thief with ann's password changed her
+// address (page "revert-email") or added a factor ("revert-factor"), and
+// the revert of it by its link's token.
+func thiefsChange(t *testing.T, page string) (*mailWorld, func(token string) error) {
+	t.Helper()
+	m := emailChangeWorld(t, false)
+	if page == "revert-email" {
+		thiefTakes(t, m)
+		return m, func(token string) error { return m.svc.RevertEmailChange(context.Background(), token) }
+	}
+	totp := withFactors(t, m, nil)
+	p, e := thiefEnrols(t, m, 0)
+	thiefConfirms(t, m, totp, p, e.Factor.ID)
+	return m, func(token string) error { return m.svc.RevertFactor(context.Background(), token) }
 }
