@@ -122,6 +122,12 @@ func (s *Service) runOf(order Order, cursor string) (run, *Cursor, error) {
 	if err != nil {
 		return run{}, nil, err
 	}
+	if c.Order == OldestFirst && c.Until.After(s.now().Add(domain.ClockSkew)) {
+		// A run ends when its first page was read, by some process's
+		// clock: one far ahead was made by no process, and would list
+		// again every item changed while it pages, without end.
+		return run{}, nil, domain.ErrBadCursor
+	}
 	if c.Order != order {
 		return run{}, nil, errCursorOrder(c.Order)
 	}

@@ -351,6 +351,38 @@ func TestACursorBelongsToItsOrder(t *testing.T) {
 	}
 }
 
+// TestAnOldestFirstCursorEndsNoLaterThanNow (bad input gets a clear
+// answer): an oldest-first run ends when its first page was read, and its
+// cursors carry that end. A cursor crafted with an end years ahead was
+// taken: its run listed every item changed while it paged again at the
+// end of the list, a run with no end while the library changes. A cursor
+// whose end is past now (beyond the clocks' skew) was not made here and
+// is refused naming cursor; one made a moment ago on a process whose
+// clock runs ahead is taken.
+func TestAnOldestFirstCursorEndsNoLaterThanNow(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	store, live := libraryOf(5, now.Add(-time.Hour), false)
+	s := New(Config{Now: func() time.Time { return now }}, nil, visibleUsers{}, nil, store.stores(), nil)
+	owner := domain.NewID(domain.UserIDPrefix)
+	last := live[len(live)-1]
+	for until, ok := range map[time.Time]bool{
+		now.Add(24 * 365 * time.Hour):           false,
+		now.Add(domain.ClockSkew + time.Second): false,
+		now.Add(domain.ClockSkew):               true,
+		now:                                     true,
+	} {
+		cursor := Cursor{Order: OldestFirst, Until: until, LastModified: last.LastModified, ContentID: last.ContentID}.Encode()
+		_, err := s.Library(context.Background(), domain.Principal{}, owner, OldestFirst, cursor, 2)
+		if ok && err != nil {
+			t.Errorf("a cursor ending %v after now: %v", until.Sub(now), err)
+		}
+		if !ok {
+			wantField(t, err, "cursor", "invalid")
+		}
+	}
+}
+
 // wantField fails unless err is ErrInvalid naming exactly field with code.
 func wantField(t *testing.T, err error, field, code string) {
 	t.Helper()
