@@ -97,6 +97,7 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 			return a, err
 		}
 		if caller != nil && caller.IsAdmin() && caller.Status == domain.StatusActive {
+			saw := a.see
 			a.admin, a.see = true, true
 			if n == managing {
 				// Managing acts: an admin's power to, behind RequireAdmin's
@@ -104,10 +105,16 @@ func (s *Service) accessTo(ctx context.Context, p domain.Principal, c Content, n
 				// made without a second factor). Seeing is not gated.
 				_, err := s.callers.RequireAdmin(ctx, p)
 				var refusal *domain.Error
-				if err != nil && !errors.As(err, &refusal) {
+				switch {
+				case err != nil && !errors.As(err, &refusal):
 					return a, err
+				case errors.Is(err, domain.ErrDenied):
+					// No admin by now (the role removed since the read
+					// above): answered as anyone else, in the item's words.
+					a.admin, a.see = false, saw
+				default:
+					a.admin, a.refused = err == nil, err
 				}
-				a.admin, a.refused = err == nil, err
 			}
 		}
 	}

@@ -189,3 +189,36 @@ func TestReadingAnItemReadsMembershipsOnlyWhenTheyDecide(t *testing.T) {
 		}
 	}
 }
+
+// demotedMidCheck reads its caller as an active admin, and its gate
+// finds him no longer one: the role removed between the two reads.
+type demotedMidCheck struct{ callersOf }
+
+func (demotedMidCheck) RequireAdmin(context.Context, domain.Principal) (domain.Access, error) {
+	return domain.Access{}, domain.Denied("Only an admin may do this, and this session's account is not one.")
+}
+
+// TestAnAdminDemotedMidCheckGetsTheItemsWords: an admin changes another's
+// private item while his role is removed, between the access check's read
+// of him and its gate's. He was refused 403 with the gate's words ("only
+// an admin may do this"), about a role he no longer needs named: what he
+// asked is the item's managers' to do, and the refusal says so, as for
+// anyone who is neither (errNotManager); a private item he no longer sees
+// is not found.
+func TestAnAdminDemotedMidCheckGetsTheItemsWords(t *testing.T) {
+	t.Parallel()
+	owner, admin := "u-owner", "u-admin"
+	for _, vis := range []Visibility{VisibilityPublic, VisibilityPrivate} {
+		item := &oneItem{item: Content{ID: domain.NewID(domain.ContentIDPrefix), Visibility: vis, Version: 2},
+			members: []Member{{PrincipalID: owner, Role: RoleManager}}}
+		s := New(Config{}, demotedMidCheck{callersOf{admin: admin}}, nil, &groupsOf{}, Stores{Content: item, Members: item}, nil)
+		_, err := s.requireManager(context.Background(), domain.Principal{UserID: admin}, item.item.ID)
+		want := errNotManager
+		if vis == VisibilityPrivate {
+			want = errContentNotFound
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("the demoted admin changing a %s item: %v, want %v", vis, err, want)
+		}
+	}
+}
