@@ -371,6 +371,11 @@ func (a *Service) ChangePassword(ctx context.Context, p domain.Principal, id str
 		}
 		return err
 	}
+	if checked.ModerationHeld && checked.Visible() {
+		// Before the proof: a change that would give way below spends
+		// no try of the throttle and no hash.
+		return domain.ErrHeldForModeration
+	}
 	if fe := a.passwordRules("newPassword", next, checked.UsernameKey, checked.EmailKey); fe != nil {
 		return domain.Invalid("The new password is not valid.", *fe)
 	}

@@ -41,29 +41,9 @@ func TestAUserCannotHoldHisSuspensionBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newWorld()
-	for _, name := range []string{"root", "member"} {
-		if err := w.signup(name, name+"@example.org"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	root, err := w.svc.SetAdmin(ctx, "root", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := w.rootAndMember(t)
 	admin, member := domain.Principal{UserID: root.ID}, w.created[1]
-	signIn := func() domain.Principal {
-		t.Helper()
-		r, err := w.svc.Login(ctx, "member", password, accounts.Client{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := w.svc.Authenticate(ctx, r.Token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	p := signIn()
+	p := w.signedIn(t, "member")
 	var went, refused int
 	churn := func() {
 		err := w.svc.RevokeSessions(ctx, p, member.ID, true)
@@ -95,7 +75,7 @@ func TestAUserCannotHoldHisSuspensionBack(t *testing.T) {
 	if err := mod.Unsuspend(ctx, admin, member.ID); err != nil {
 		t.Fatalf("the unsuspension: %v", err)
 	}
-	p, went, refused = signIn(), 0, 0
+	p, went, refused = w.signedIn(t, "member"), 0, 0
 	churn()
 	w.store.Advance(6 * time.Second)
 	churn()
@@ -117,25 +97,10 @@ func TestAUserCannotHoldAnAdminsDeletionBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newWorld()
-	for _, name := range []string{"root", "member"} {
-		if err := w.signup(name, name+"@example.org"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	root, err := w.svc.SetAdmin(ctx, "root", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := w.rootAndMember(t)
 	wireDeletion(w)
 	admin, member := domain.Principal{UserID: root.ID}, w.created[1]
-	r, err := w.svc.Login(ctx, "member", password, accounts.Client{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := w.svc.Authenticate(ctx, r.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := w.signedIn(t, "member")
 	var went, refused int
 	w.life.Hooks.AfterDeletionStep = func(step string) error {
 		if step != "entry" {
@@ -201,15 +166,7 @@ func newChurnWorld(t *testing.T) *churnWorld {
 	rows := &ownerFirst{UserStore: w.rows}
 	w.rows = rows
 	w.rewire(func(*memstore.Store, *accounts.Config) {})
-	for _, name := range []string{"root", "member"} {
-		if err := w.signup(name, name+"@example.org"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	root, err := w.svc.SetAdmin(ctx, "root", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := w.rootAndMember(t)
 	r, err := w.svc.Login(ctx, "member", password, accounts.Client{})
 	if err != nil {
 		t.Fatal(err)
@@ -380,4 +337,71 @@ func TestAUserCannotHoldAnAdminsFactorRemovalBack(t *testing.T) {
 	if factors, _, err := f.store.Factors().Read(ctx, f.ann.ID); err != nil || len(factors) != 0 {
 		t.Errorf("ann's factors after root's removal: %+v %v, want none", factors, err)
 	}
+}
+
+// TestAHeldPasswordChangeSpendsNoTry: while an admin's contested change
+// holds ann's account, her password change (wrong password or right) was
+// refused only after its proof, each try counted by the throttle and
+// hashed, for a change that gives way anyway. It is refused 409 before
+// the proof, the wrong password not judged; past the hold, the change
+// goes through.
+func TestAHeldPasswordChangeSpendsNoTry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	if err := w.signup("ann", "ann@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	ann, p := w.created[0], w.signedIn(t, "ann")
+	if ok, err := w.store.Users().Hold(ctx, ann.ID, "attempt", domain.HoldFor); err != nil || !ok {
+		t.Fatalf("the hold: %v %v", ok, err)
+	}
+	calls := w.store.Calls()
+	for _, pw := range []string{"not her password", password} {
+		current := pw
+		err := w.svc.ChangePassword(ctx, p, ann.ID, accounts.Proof{CurrentPassword: &current}, "a new horse battery staple")
+		if !errors.Is(err, domain.ErrHeldForModeration) {
+			t.Errorf("a password change (current %q) while held: %v, want 409 held for moderation", pw, err)
+		}
+	}
+	if n := w.store.Calls() - calls; n != 2 {
+		t.Errorf("the held changes made %d store calls, want their reads of the account alone (2)", n)
+	}
+	w.store.Advance(domain.HoldFor + time.Second)
+	current := password
+	if err := w.svc.ChangePassword(ctx, p, ann.ID, accounts.Proof{CurrentPassword: &current}, "a new horse battery staple"); err != nil {
+		t.Errorf("past the hold: %v", err)
+	}
+}
+
+// rootAndMember signs up root, made an admin, and member (w.created[1]):
+// root's account.
+func (w *world) rootAndMember(t *testing.T) domain.User {
+	t.Helper()
+	for _, name := range []string{"root", "member"} {
+		if err := w.signup(name, name+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := w.svc.SetAdmin(context.Background(), "root", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// signedIn logs name in with the world's password: the session's
+// principal.
+func (w *world) signedIn(t *testing.T, name string) domain.Principal {
+	t.Helper()
+	ctx := context.Background()
+	r, err := w.svc.Login(ctx, name, password, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := w.svc.Authenticate(ctx, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
