@@ -24,20 +24,28 @@ func (l *warnings) Warn(_ context.Context, msg string, _ ...string) {
 	l.lines = append(l.lines, msg)
 }
 
-// recorder records mail, or fails every send when broken.
+// recorder records mail, or fails every send when broken; afterSend,
+// when set, runs once a mail is recorded (what its reader does before
+// the sender goes on).
 type recorder struct {
-	mu     sync.Mutex
-	sent   []accounts.Message
-	broken bool
+	mu        sync.Mutex
+	sent      []accounts.Message
+	broken    bool
+	afterSend func()
 }
 
 func (b *recorder) Send(_ context.Context, m accounts.Message) error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.broken {
+		b.mu.Unlock()
 		return errors.New("smtp: 451 try later")
 	}
 	b.sent = append(b.sent, m)
+	after := b.afterSend
+	b.mu.Unlock()
+	if after != nil {
+		after()
+	}
 	return nil
 }
 

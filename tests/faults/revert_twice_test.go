@@ -54,3 +54,40 @@ func TestARevertRunTwiceLeavesAWorkingResetLink(t *testing.T) {
 		}
 	}
 }
+
+// TestARevertLinkFollowedAgainAfterItsResetChangesNothing: the owner
+// follows her revert link; its run mails the reset link, and before the
+// run marks the token done (its process slow) she follows that link and
+// sets her new password. The run then read the recovery moved on by her
+// reset and left the token undone, as if another run of it had moved it
+// on: her second click of the revert link (a reload, the mail opened
+// again) reverted again, ending the session her reset opened and asking
+// for another reset. A reset since the run's own is no run of the
+// revert: the token is done, and the link answers used.
+func TestARevertLinkFollowedAgainAfterItsResetChangesNothing(t *testing.T) {
+	t.Parallel()
+	for _, page := range []string{"revert-email", "revert-factor"} {
+		ctx := context.Background()
+		m, revert := thiefsChange(t, page)
+		token := m.box.tokenTo(page, annHome)
+		var reset accounts.LoginResult
+		var resetErr error
+		m.box.afterSend = func() {
+			m.box.afterSend = nil // her reset's own mails go on
+			reset, resetErr = m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annHome), newPassword, accounts.Client{})
+		}
+		err := revert(token)
+		m.box.afterSend = nil
+		if err != nil || resetErr != nil {
+			t.Fatalf("%s: the revert %v; her reset with the link it mailed, before it finished: %v", page, err, resetErr)
+		}
+		if err := revert(token); !errors.Is(err, accounts.ErrTokenUsed) {
+			t.Errorf("%s: the revert link followed again after her reset: %v, want used", page, err)
+		}
+		if reset.Token != "" {
+			if _, err := m.svc.Authenticate(ctx, reset.Token); err != nil {
+				t.Errorf("%s: the session her reset opened, after the link was followed again: %v", page, err)
+			}
+		}
+	}
+}
