@@ -1319,7 +1319,9 @@ func (a *Service) dropFactorsSince(ctx context.Context, userID string, since tim
 
 // dropFactor removes factor id of userID, and the recovery set with the
 // last confirmed one (a failure there only leaves codes no login asks
-// for: a first factor replaces any set).
+// for: a first factor replaces any set); never a deleted account's
+// fence, which a first set landing late would then stand in place of
+// (TestARemovalInFlightLeavesADeletedAccountsFenceStanding).
 func (a *Service) dropFactor(ctx context.Context, userID, id string) error {
 	factors, set, err := a.factors.Read(ctx, userID)
 	if err != nil {
@@ -1329,7 +1331,7 @@ func (a *Service) dropFactor(ctx context.Context, userID, id string) error {
 		return err
 	}
 	rest := slices.DeleteFunc(slices.Clone(factors), func(f Factor) bool { return f.ID == id || !f.Confirmed() })
-	if len(rest) == 0 && set.Generation != "" {
+	if len(rest) == 0 && set.Generation != "" && !set.Ended() {
 		if err := a.factors.RemoveRecovery(ctx, userID, set.Generation); err != nil {
 			a.log.Warn(ctx, "removing a recovery set failed", "user", userID, "error", err.Error())
 		}

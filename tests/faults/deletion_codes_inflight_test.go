@@ -135,3 +135,74 @@ func TestALateFirstSetOutlivesNoDeletion(t *testing.T) {
 		t.Errorf("ann's deleted account keeps %d factors and a recovery set %q of %d codes", len(factors), set.Generation, len(set.Codes))
 	}
 }
+
+// readsMeanwhile is lateFirstSet whose read number nth (counted from
+// when count is set) runs meanwhile first: what lands between a
+// request's steps.
+type readsMeanwhile struct {
+	*lateFirstSet
+	count     bool
+	n, nth    int
+	meanwhile func()
+}
+
+func (r *readsMeanwhile) Read(ctx context.Context, userID string) ([]accounts.Factor, accounts.RecoverySet, error) {
+	if r.count {
+		if r.n++; r.n == r.nth {
+			r.meanwhile()
+		}
+	}
+	return r.Factors.Read(ctx, userID)
+}
+
+// TestARemovalInFlightLeavesADeletedAccountsFenceStanding: ann, who has
+// no factor yet, confirms her authenticator app, and its first recovery
+// set's write (in place of none) is held at a node; she also removes that
+// app with her password, and between the removal's proof and its last
+// read she deletes her account, whose job runs to its end and leaves the
+// fence (RecoveryEnded) in place of the set. The removal then read the
+// fence as a set, found no factor left and removed the set "with the
+// last factor": the fence went, and the held first set landed on
+// nothing, a recovery set (hashes of codes) of a deleted account for
+// good. No request removes a deleted account's fence.
+func TestARemovalInFlightLeavesADeletedAccountsFenceStanding(t *testing.T) {
+	t.Parallel()
+	m := newMailWorld(t, false)
+	m.verify(t)
+	totp := withFactors(t, m, nil)
+	e, phone := enrolPhone(t, m)
+	late := &readsMeanwhile{lateFirstSet: &lateFirstSet{Factors: m.store.Factors(), at: make(chan struct{}), let: make(chan struct{})}, nth: 3}
+	m.rewire(func(_ *memstore.Store, c *accounts.Config) { c.Factors = late })
+	wireDeletion(m.world)
+	ctx := context.Background()
+	code, err := totp.Code(phone.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirmed := make(chan error, 1)
+	go func() {
+		_, err := m.svc.ConfirmTOTP(ctx, as(m.ann), m.ann.ID, e.Factor.ID, code)
+		confirmed <- err
+	}()
+	<-late.at
+	pw := password
+	deleted := false
+	late.meanwhile = func() { // the removal's third read: its last (dropFactor's)
+		deleted = worked(m.life)(m.life.DeleteUser(ctx, as(m.ann), m.ann.ID, accounts.Proof{CurrentPassword: &pw})) == nil
+	}
+	late.count = true
+	t.Logf("the removal answered %v", m.svc.RemoveFactor(ctx, as(m.ann), m.ann.ID, e.Factor.ID, accounts.Proof{CurrentPassword: &pw}))
+	late.count = false
+	close(late.let)
+	t.Logf("the confirmation answered %v", <-confirmed)
+	if !deleted {
+		t.Fatal("the deletion did not run to its end between the removal's steps")
+	}
+	factors, set, err := m.store.Factors().Read(ctx, m.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(factors) > 0 || !set.Ended() || len(set.Codes) > 0 {
+		t.Errorf("ann's deleted account keeps %d factors and a recovery set %q of %d codes", len(factors), set.Generation, len(set.Codes))
+	}
+}
