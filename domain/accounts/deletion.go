@@ -234,10 +234,7 @@ func (a *Service) EndSessions(ctx context.Context, id, keep string) error {
 // TestALateFirstSetOutlivesNoDeletion). A service run without factors
 // ends those written while it had them (Config.FactorRows).
 func (a *Service) EndFactors(ctx context.Context, id string) error {
-	rows := a.cfg.FactorRows
-	if rows == nil {
-		rows = a.factors
-	}
+	rows := a.factorRows()
 	if rows == nil {
 		return nil
 	}

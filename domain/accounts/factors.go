@@ -1266,7 +1266,7 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	// The factor, and every one added since its notice: a later factor
 	// was proven by it, or by a session its holder opened with it
 	// (TestAFactorsRevertUndoesTheFactorsAddedAfterIt).
-	if a.factors != nil {
+	if a.factorRows() != nil {
 		if err := a.dropFactor(ctx, t.UserID, t.Subject); err != nil {
 			return err
 		}
@@ -1296,14 +1296,15 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 // mailed to the address it read, makes it work after the revert. A retry
 // of the revert removes what a failure left.
 func (a *Service) dropFactorsSince(ctx context.Context, userID string, since time.Time) error {
-	if a.factors == nil {
+	rows := a.factorRows()
+	if rows == nil {
 		return nil
 	}
 	// since is its writer's clock, each confirmation's time its own
 	// process's: one added after it through a process behind may record a
 	// time before it (TestAFactorsRevertUndoesAFactorAddedAfterItOnAProcessBehind).
 	since = since.Add(-domain.ClockSkew)
-	factors, _, err := a.factors.Read(ctx, userID)
+	factors, _, err := rows.Read(ctx, userID)
 	if err != nil {
 		return err
 	}
@@ -1317,22 +1318,33 @@ func (a *Service) dropFactorsSince(ctx context.Context, userID string, since tim
 	return nil
 }
 
+// factorRows are the factors' rows whatever the setting
+// (Config.FactorRows, else Factors; nil: none): what a deletion or a
+// revert removes was maybe written while the service had factors.
+func (a *Service) factorRows() FactorStore {
+	if a.cfg.FactorRows != nil {
+		return a.cfg.FactorRows
+	}
+	return a.factors
+}
+
 // dropFactor removes factor id of userID, and the recovery set with the
 // last confirmed one (a failure there only leaves codes no login asks
 // for: a first factor replaces any set); never a deleted account's
 // fence, which a first set landing late would then stand in place of
 // (TestARemovalInFlightLeavesADeletedAccountsFenceStanding).
 func (a *Service) dropFactor(ctx context.Context, userID, id string) error {
-	factors, set, err := a.factors.Read(ctx, userID)
+	rows := a.factorRows()
+	factors, set, err := rows.Read(ctx, userID)
 	if err != nil {
 		return err
 	}
-	if _, err := a.factors.Remove(ctx, userID, id); err != nil {
+	if _, err := rows.Remove(ctx, userID, id); err != nil {
 		return err
 	}
 	rest := slices.DeleteFunc(slices.Clone(factors), func(f Factor) bool { return f.ID == id || !f.Confirmed() })
 	if len(rest) == 0 && set.Generation != "" && !set.Ended() {
-		if err := a.factors.RemoveRecovery(ctx, userID, set.Generation); err != nil {
+		if err := rows.RemoveRecovery(ctx, userID, set.Generation); err != nil {
 			a.log.Warn(ctx, "removing a recovery set failed", "user", userID, "error", err.Error())
 		}
 	}

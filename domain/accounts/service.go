@@ -160,8 +160,8 @@ type Config struct {
 	TOTP     TOTP
 	Passkeys Passkeys
 	// FactorRows are the factors' rows whatever the setting, for a
-	// deletion's job to remove those written while factors were on
-	// (nil: Factors).
+	// deletion's job and a revert to remove those written while factors
+	// were on (nil: Factors).
 	FactorRows FactorStore
 }
 

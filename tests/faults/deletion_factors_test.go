@@ -63,3 +63,31 @@ func TestADeletionWhileFactorsAreOffRemovesThoseWrittenBefore(t *testing.T) {
 		t.Errorf("ann's account, deleted while factors were off, keeps %d factors and a recovery set of %d codes", len(factors), len(set.Codes))
 	}
 }
+
+// TestARevertWhileFactorsAreOffRemovesTheThiefsFactor: a thief with
+// ann's password added an authenticator app while the service had second
+// factors; its operator then ran it without (SHELF_FACTOR_KEYS unset),
+// and ann followed the revert link of the app's notice. The revert ended
+// every session and marked its token done but skipped the factor, since
+// the service had none: once factors were on again, the thief's app stood
+// between ann's new password and a session, and her one link was spent.
+// A revert removes the factors from the rows the app always gives it
+// (accounts.Config.FactorRows), as a deletion's job does.
+func TestARevertWhileFactorsAreOffRemovesTheThiefsFactor(t *testing.T) {
+	t.Parallel()
+	m, revert := thiefsChange(t, "revert-factor")
+	token := m.box.tokenTo("revert-factor", annHome)
+	m.rewire(func(st *memstore.Store, c *accounts.Config) {
+		c.Factors, c.TOTP, c.Passkeys, c.FactorRows = nil, nil, nil, st.Factors()
+	})
+	if err := revert(token); err != nil {
+		t.Fatal(err)
+	}
+	factors, _, err := m.store.Factors().Read(context.Background(), m.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(factors) > 0 {
+		t.Errorf("ann's account, its factor's revert followed while factors were off, keeps %d factors: %+v", len(factors), factors)
+	}
+}
