@@ -39,6 +39,7 @@ type tokenRow struct {
 	UsedAt        time.Time `db:"used_at"`
 	UseID         string    `db:"use_id"`
 	NewPassword   string    `db:"new_password"`
+	UsedRecovery  string    `db:"used_recovery"`
 	DoneAt        time.Time `db:"done_at"`
 	Subject       string    `db:"subject"`
 }
@@ -46,22 +47,22 @@ type tokenRow struct {
 // columns are tokenSelectCQL's.
 func (r *tokenRow) columns() []any {
 	return []any{&r.TokenHash, &r.Purpose, &r.UserID, &r.Email, &r.EmailKey, &r.PasswordPrint, &r.CreatedAt,
-		&r.ExpiresAt, &r.WriteID, &r.UsedAt, &r.UseID, &r.NewPassword, &r.DoneAt, &r.Subject}
+		&r.ExpiresAt, &r.WriteID, &r.UsedAt, &r.UseID, &r.NewPassword, &r.UsedRecovery, &r.DoneAt, &r.Subject}
 }
 
 func (r tokenRow) toDomain() accounts.Token {
 	return accounts.Token{Hash: r.TokenHash, Purpose: accounts.TokenPurpose(r.Purpose), UserID: r.UserID,
 		Email: r.Email, EmailKey: r.EmailKey, PasswordPrint: r.PasswordPrint, CreatedAt: utcOrZero(r.CreatedAt),
 		ExpiresAt: utcOrZero(r.ExpiresAt), UsedAt: utcOrZero(r.UsedAt), UseID: r.UseID, NewPassword: r.NewPassword,
-		DoneAt: utcOrZero(r.DoneAt), Subject: r.Subject}
+		UsedRecovery: r.UsedRecovery, DoneAt: utcOrZero(r.DoneAt), Subject: r.Subject}
 }
 
 const (
 	tokenInsertCQL conditionalCQL = `INSERT INTO account_tokens (token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id, subject) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
-	tokenSelectCQL readCQL        = `SELECT token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id, used_at, use_id, new_password, done_at, subject FROM account_tokens WHERE token_hash = ?`
+	tokenSelectCQL readCQL        = `SELECT token_hash, purpose, user_id, email, email_key, password_print, created_at, expires_at, write_id, used_at, use_id, new_password, used_recovery, done_at, subject FROM account_tokens WHERE token_hash = ?`
 	// tokenUseCQL: a row that is gone has no purpose, so the condition
 	// fails rather than creating a row of used_at alone.
-	tokenUseCQL  conditionalCQL = `UPDATE account_tokens USING TTL ? SET used_at = ?, use_id = ?, new_password = ? WHERE token_hash = ? IF purpose = ? AND used_at = null`
+	tokenUseCQL  conditionalCQL = `UPDATE account_tokens USING TTL ? SET used_at = ?, use_id = ?, new_password = ?, used_recovery = ? WHERE token_hash = ? IF purpose = ? AND used_at = null`
 	tokenDoneCQL conditionalCQL = `UPDATE account_tokens USING TTL ? SET done_at = ? WHERE token_hash = ? IF use_id = ?`
 )
 
@@ -101,7 +102,7 @@ func (s *Tokens) Get(ctx context.Context, hash string) (accounts.Token, error) {
 // purpose.
 func (s *Tokens) Use(ctx context.Context, t accounts.Token) (bool, error) {
 	return s.exec(ctx, "use", t.Hash, func(r tokenRow) bool { return r.UseID == t.UseID },
-		tokenUseCQL, s.ttlOf(t), t.UsedAt, t.UseID, orUnset(t.NewPassword), t.Hash, string(t.Purpose))
+		tokenUseCQL, s.ttlOf(t), t.UsedAt, t.UseID, orUnset(t.NewPassword), orUnset(t.UsedRecovery), t.Hash, string(t.Purpose))
 }
 
 // Done marks a used token done if it still carries t's use. Marking done

@@ -300,6 +300,21 @@ func (a *Service) mailRevertsLink(ctx context.Context, u domain.User) error {
 	return ErrResetLinkFailed
 }
 
+// recoveredSince reports whether u's recovery moved on since revert
+// token t's use read it while u has the address the link was mailed to:
+// every recovery of such an account since went through that address (a
+// reset link mailed there, this revert's own run, another of its revert
+// links), so it is the owner's, and a run of t again must change nothing
+// but what is left to finish: reverting again would undo her reset
+// (TestARevertWhoseDoneMarkFailedChangesNothingAfterItsReset). While the
+// account has another address (the thief's, the change this link
+// reverts), a recovery since may be his reset, and the revert goes on
+// (TestAThiefsResetBeforeTheRevertLandsIsUndoneByItsRetry). A token used
+// before migration 044 records none, and runs again as before.
+func recoveredSince(t Token, u domain.User) bool {
+	return t.UsedRecovery != "" && t.UsedRecovery != RecoveryPrint(u) && u.EmailKey == t.EmailKey
+}
+
 // finishRevert marks a revert's token done once the reset link its run
 // mailed, at out's recovery, is the one in force. The same link followed
 // twice at once runs twice, and the run that moved the recovery on last
@@ -429,10 +444,14 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 		return err
 	}
 	var before domain.User
+	over := false
 	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
 		before = u
 		if err := a.revertApplies(t, u, nil); err != nil {
 			return u, false, err
+		}
+		if over = recoveredSince(t, u); over {
+			return u, false, nil
 		}
 		if u.EmailKey != t.EmailKey {
 			// The address held is the account's again. A link of the
@@ -450,13 +469,16 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 	if errors.Is(err, domain.ErrNotFound) {
 		return ErrRevertStale
 	}
+	if err == nil && over && !out.PasswordResetRequired {
+		return a.finishToken(ctx, t) // her reset since: the revert is over
+	}
 	if err := a.endSessions(ctx, err, t.UserID, "a revert"); err != nil {
 		return err
 	}
 	if err := a.dropFactorsSince(ctx, t.UserID, t.CreatedAt); err != nil {
 		return err
 	}
-	if out.Version != before.Version {
+	if out.Version != before.Version || over {
 		a.releaseDropped(ctx, before, out)
 		// The reset link before the done mark: a retry finds a done
 		// token used and mails nothing, and the password now opens

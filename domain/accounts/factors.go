@@ -1244,10 +1244,14 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 		return err
 	}
 	var before domain.User
+	over := false
 	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
 		before = u
 		if err := a.factorRevertApplies(t, u, nil); err != nil {
 			return u, false, err
+		}
+		if over = recoveredSince(t, u); over {
+			return u, false, nil
 		}
 		u.PasswordEpoch, u.PasswordSession, u.PasswordResetRequired = u.PasswordEpoch+1, "", true
 		u.RecoveryEpoch++ // only the reset link mailed after it works
@@ -1256,6 +1260,16 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	})
 	if errors.Is(err, domain.ErrNotFound) {
 		return ErrFactorRevertStale
+	}
+	if err == nil && over && !out.PasswordResetRequired {
+		// Her reset since: the revert is over but for its factor, which
+		// a run stopped before its compare-and-set left.
+		if a.factorRows() != nil {
+			if err := a.dropFactor(ctx, t.UserID, t.Subject); err != nil {
+				return err
+			}
+		}
+		return a.finishToken(ctx, t)
 	}
 	if err := a.endSessions(ctx, err, t.UserID, "a factor's revert"); err != nil {
 		return err

@@ -69,6 +69,11 @@ type Token struct {
 	UseID  string
 	// NewPassword is the hash a reset sets (chosen when it is used).
 	NewPassword string
+	// UsedRecovery is the account's RecoveryPrint as the use read it (a
+	// confirmation's, a refusal's, a revert's; "" for a reset and for
+	// uses before migration 044): a revert's run tells by it a recovery
+	// moved on since (recoveredSince).
+	UsedRecovery string
 	// DoneAt is when its effect was carried out (zero: not yet).
 	DoneAt time.Time
 	// Subject is what the token acts on beyond its account: the factor a

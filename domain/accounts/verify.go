@@ -206,8 +206,9 @@ func (a *Service) changeForToken(ctx context.Context, t Token, decide func(u dom
 // takeToken reads the token behind what a client sent, for purpose, and
 // uses it if it is unused and applies to its account (as read at SERIAL,
 // with the read's error): the first steps of a token that sets no
-// password (a confirmation, a revert). A used token is returned as it
-// is: its use may still need finishing.
+// password (a confirmation, a revert). The use records the recovery it
+// read (UsedRecovery). A used token is returned as it is: its use may
+// still need finishing.
 func (a *Service) takeToken(ctx context.Context, token string, purpose TokenPurpose, applies func(Token, domain.User, error) error) (Token, error) {
 	if !a.mailOn() {
 		return Token{}, ErrMailOff
@@ -220,6 +221,7 @@ func (a *Service) takeToken(ctx context.Context, token string, purpose TokenPurp
 	if err := applies(t, u, err); err != nil {
 		return Token{}, err
 	}
+	t.UsedRecovery = RecoveryPrint(u)
 	return a.useToken(ctx, t, "")
 }
 

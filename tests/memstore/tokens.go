@@ -35,7 +35,7 @@ func (t *Tokens) Create(_ context.Context, tok accounts.Token) error {
 		if _, ok := t.s.liveToken(tok.Hash); ok {
 			return false, nil
 		}
-		tok.UsedAt, tok.UseID, tok.NewPassword, tok.DoneAt = time.Time{}, "", "", time.Time{}
+		tok.UsedAt, tok.UseID, tok.NewPassword, tok.UsedRecovery, tok.DoneAt = time.Time{}, "", "", "", time.Time{}
 		t.s.tokens[tok.Hash] = tok
 		return true, nil
 	})
@@ -66,7 +66,7 @@ func (t *Tokens) Use(_ context.Context, tok accounts.Token) (bool, error) {
 		if !ok || r.Purpose != tok.Purpose || !r.UsedAt.IsZero() {
 			return false, nil
 		}
-		r.UsedAt, r.UseID, r.NewPassword = tok.UsedAt, tok.UseID, tok.NewPassword
+		r.UsedAt, r.UseID, r.NewPassword, r.UsedRecovery = tok.UsedAt, tok.UseID, tok.NewPassword, tok.UsedRecovery
 		t.s.tokens[tok.Hash] = r
 		return true, nil
 	})

@@ -29,8 +29,8 @@ func newToken(c Clock, expires time.Time) accounts.Token {
 }
 
 // tokenUseDecidedOnce: a use of another purpose does not apply; of racers
-// using one token exactly one applies and the row carries its use; Done
-// applies for that use alone.
+// using one token exactly one applies and the row carries its use (the
+// new password, the recovery it read); Done applies for that use alone.
 func tokenUseDecidedOnce(t testing.TB, s accounts.TokenStore, c Clock) {
 	ctx := context.Background()
 	tok := newToken(c, c.Now().Add(Long))
@@ -48,11 +48,12 @@ func tokenUseDecidedOnce(t testing.TB, s accounts.TokenStore, c Clock) {
 	winner := race(t, "use", func(i int) (bool, error) {
 		use := tok
 		use.UsedAt, use.UseID, use.NewPassword = At(c.Now()), fmt.Sprintf("use%d", i), fmt.Sprintf("hash%d", i)
+		use.UsedRecovery = fmt.Sprintf("recovery%d", i)
 		return s.Use(ctx, use)
 	})
 	used := fmt.Sprintf("use%d", winner)
 	got, err := s.Get(ctx, tok.Hash)
-	if err != nil || got.UseID != used || got.NewPassword != fmt.Sprintf("hash%d", winner) || got.UsedAt.IsZero() || !got.DoneAt.IsZero() || got.Subject != tok.Subject {
+	if err != nil || got.UseID != used || got.NewPassword != fmt.Sprintf("hash%d", winner) || got.UsedRecovery != fmt.Sprintf("recovery%d", winner) || got.UsedAt.IsZero() || !got.DoneAt.IsZero() || got.Subject != tok.Subject {
 		t.Fatalf("after the race: %+v %v, want %s's use, not done", got, err, used)
 	}
 	loser := tok
