@@ -103,31 +103,13 @@ func (l *lateFirstSet) SetRecovery(ctx context.Context, s accounts.RecoverySet, 
 // found, or of none, and a set that lands after it lands on nothing.
 func TestALateFirstSetOutlivesNoDeletion(t *testing.T) {
 	t.Parallel()
-	m := newMailWorld(t, false)
-	m.verify(t)
-	totp := withFactors(t, m, nil)
-	e, phone := enrolPhone(t, m)
-	late := &lateFirstSet{Factors: m.store.Factors(), at: make(chan struct{}), let: make(chan struct{})}
-	m.rewire(func(_ *memstore.Store, c *accounts.Config) { c.Factors = late })
-	wireDeletion(m.world)
-	ctx := context.Background()
-	code, err := totp.Code(phone.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
-	if err != nil {
+	l := newLateConfirmation(t)
+	if err := l.deleteAnn(); err != nil {
 		t.Fatal(err)
 	}
-	confirmed := make(chan error, 1)
-	go func() {
-		_, err := m.svc.ConfirmTOTP(ctx, as(m.ann), m.ann.ID, e.Factor.ID, code)
-		confirmed <- err
-	}()
-	<-late.at
-	pw := password
-	if err := worked(m.life)(m.life.DeleteUser(ctx, as(m.ann), m.ann.ID, accounts.Proof{CurrentPassword: &pw})); err != nil {
-		t.Fatal(err)
-	}
-	close(late.let)
-	t.Logf("the confirmation answered %v", <-confirmed)
-	factors, set, err := m.store.Factors().Read(ctx, m.ann.ID)
+	close(l.late.let)
+	t.Logf("the confirmation answered %v", <-l.confirmed)
+	factors, set, err := l.store.Factors().Read(context.Background(), l.ann.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +137,49 @@ func (r *readsMeanwhile) Read(ctx context.Context, userID string) ([]accounts.Fa
 	return r.Factors.Read(ctx, userID)
 }
 
+// lateConfirmation is a mail world, deletion wired, where ann (her
+// address verified, factors on) confirms her authenticator app, her
+// account's first factor, in a goroutine whose answer comes on
+// confirmed; its first recovery set's write is held at late.at until
+// late.let closes. late counts no read until a test sets late.count.
+type lateConfirmation struct {
+	*mailWorld
+	late      *readsMeanwhile
+	factorID  string
+	confirmed chan error
+}
+
+// newLateConfirmation builds that world and returns once the
+// confirmation's set is held.
+func newLateConfirmation(t *testing.T) *lateConfirmation {
+	t.Helper()
+	m := newMailWorld(t, false)
+	m.verify(t)
+	totp := withFactors(t, m, nil)
+	e, phone := enrolPhone(t, m)
+	late := &readsMeanwhile{lateFirstSet: &lateFirstSet{Factors: m.store.Factors(), at: make(chan struct{}), let: make(chan struct{})}}
+	m.rewire(func(_ *memstore.Store, c *accounts.Config) { c.Factors = late })
+	wireDeletion(m.world)
+	code, err := totp.Code(phone.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lateConfirmation{mailWorld: m, late: late, factorID: e.Factor.ID, confirmed: make(chan error, 1)}
+	go func() {
+		_, err := m.svc.ConfirmTOTP(context.Background(), as(m.ann), m.ann.ID, e.Factor.ID, code)
+		l.confirmed <- err
+	}()
+	<-late.at
+	return l
+}
+
+// deleteAnn deletes ann's account with her password and runs its job
+// to its end.
+func (l *lateConfirmation) deleteAnn() error {
+	pw := password
+	return worked(l.life)(l.life.DeleteUser(context.Background(), as(l.ann), l.ann.ID, accounts.Proof{CurrentPassword: &pw}))
+}
+
 // TestARemovalInFlightLeavesADeletedAccountsFenceStanding: ann, who has
 // no factor yet, confirms her authenticator app, and its first recovery
 // set's write (in place of none) is held at a node; she also removes that
@@ -167,38 +192,23 @@ func (r *readsMeanwhile) Read(ctx context.Context, userID string) ([]accounts.Fa
 // good. No request removes a deleted account's fence.
 func TestARemovalInFlightLeavesADeletedAccountsFenceStanding(t *testing.T) {
 	t.Parallel()
-	m := newMailWorld(t, false)
-	m.verify(t)
-	totp := withFactors(t, m, nil)
-	e, phone := enrolPhone(t, m)
-	late := &readsMeanwhile{lateFirstSet: &lateFirstSet{Factors: m.store.Factors(), at: make(chan struct{}), let: make(chan struct{})}, nth: 3}
-	m.rewire(func(_ *memstore.Store, c *accounts.Config) { c.Factors = late })
-	wireDeletion(m.world)
 	ctx := context.Background()
-	code, err := totp.Code(phone.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
-	if err != nil {
-		t.Fatal(err)
-	}
-	confirmed := make(chan error, 1)
-	go func() {
-		_, err := m.svc.ConfirmTOTP(ctx, as(m.ann), m.ann.ID, e.Factor.ID, code)
-		confirmed <- err
-	}()
-	<-late.at
+	l := newLateConfirmation(t)
 	pw := password
 	deleted := false
-	late.meanwhile = func() { // the removal's third read: its last (dropFactor's)
-		deleted = worked(m.life)(m.life.DeleteUser(ctx, as(m.ann), m.ann.ID, accounts.Proof{CurrentPassword: &pw})) == nil
+	l.late.nth = 3
+	l.late.meanwhile = func() { // the removal's third read: its last (dropFactor's)
+		deleted = l.deleteAnn() == nil
 	}
-	late.count = true
-	t.Logf("the removal answered %v", m.svc.RemoveFactor(ctx, as(m.ann), m.ann.ID, e.Factor.ID, accounts.Proof{CurrentPassword: &pw}))
-	late.count = false
-	close(late.let)
-	t.Logf("the confirmation answered %v", <-confirmed)
+	l.late.count = true
+	t.Logf("the removal answered %v", l.svc.RemoveFactor(ctx, as(l.ann), l.ann.ID, l.factorID, accounts.Proof{CurrentPassword: &pw}))
+	l.late.count = false
+	close(l.late.let)
+	t.Logf("the confirmation answered %v", <-l.confirmed)
 	if !deleted {
 		t.Fatal("the deletion did not run to its end between the removal's steps")
 	}
-	factors, set, err := m.store.Factors().Read(ctx, m.ann.ID)
+	factors, set, err := l.store.Factors().Read(ctx, l.ann.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
