@@ -43,28 +43,14 @@ func TestAUserCannotHoldHisSuspensionBack(t *testing.T) {
 	w := newWorld()
 	root := w.rootAndMember(t)
 	admin, member := domain.Principal{UserID: root.ID}, w.created[1]
-	p := w.signedIn(t, "member")
-	var went, refused int
-	churn := func() {
-		err := w.svc.RevokeSessions(ctx, p, member.ID, true)
-		var de *domain.Error
-		switch {
-		case err == nil:
-			went++
-		case errors.As(err, &de) && de.Code == "concurrent_change" && strings.Contains(de.Message, "admin") && de.RetryAfter > 0:
-			refused++
-		default:
-			t.Errorf("the member's sign-out everywhere else: %v", err)
-		}
-	}
+	var s signOuts
+	churn := s.signOut(t, w.svc, w.signedIn(t, "member"), member, "admin")
 	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now, Attempts: w.store.ModerationAttempts()},
 		w.svc, churning{Users: w.store.Users(), owner: churn}, w.store.Suspensions())
 	if _, err := mod.Suspend(ctx, admin, member.ID, moderation.SuspendInput{Reason: "spam"}); err != nil {
-		t.Fatalf("the suspension while the member changes his account before each round: %v (his changes: %d went, %d refused)", err, went, refused)
+		t.Fatalf("the suspension while the member changes his account before each round: %v (his changes: %d went, %d refused)", err, s.went, s.refused)
 	}
-	if went != 1 || refused < 1 {
-		t.Errorf("the member's changes: %d went, %d refused; want the first to go and those after it to give way", went, refused)
-	}
+	s.gaveWay(t)
 	u, err := w.store.Users().GetSerial(ctx, member.ID)
 	if err != nil || u.Status != domain.StatusSuspended {
 		t.Fatalf("the member after the suspension: %v %v, want suspended", u.Status, err)
@@ -75,12 +61,13 @@ func TestAUserCannotHoldHisSuspensionBack(t *testing.T) {
 	if err := mod.Unsuspend(ctx, admin, member.ID); err != nil {
 		t.Fatalf("the unsuspension: %v", err)
 	}
-	p, went, refused = w.signedIn(t, "member"), 0, 0
+	var after signOuts
+	churn = after.signOut(t, w.svc, w.signedIn(t, "member"), member, "admin")
 	churn()
 	w.store.Advance(6 * time.Second)
 	churn()
-	if refused != 1 || went != 1 {
-		t.Errorf("the member's changes right after the lift and past the hold: %d refused, %d went; want one of each", refused, went)
+	if after.refused != 1 || after.went != 1 {
+		t.Errorf("the member's changes right after the lift and past the hold: %d refused, %d went; want one of each", after.refused, after.went)
 	}
 }
 
@@ -100,30 +87,18 @@ func TestAUserCannotHoldAnAdminsDeletionBack(t *testing.T) {
 	root := w.rootAndMember(t)
 	wireDeletion(w)
 	admin, member := domain.Principal{UserID: root.ID}, w.created[1]
-	p := w.signedIn(t, "member")
-	var went, refused int
+	var s signOuts
+	churn := s.signOut(t, w.svc, w.signedIn(t, "member"), member, "")
 	w.life.Hooks.AfterDeletionStep = func(step string) error {
-		if step != "entry" {
-			return nil
-		}
-		err := w.svc.RevokeSessions(ctx, p, member.ID, true)
-		var de *domain.Error
-		switch {
-		case err == nil:
-			went++
-		case errors.As(err, &de) && de.Code == "concurrent_change" && de.RetryAfter > 0:
-			refused++
-		default:
-			t.Errorf("the member's sign-out everywhere else: %v", err)
+		if step == "entry" {
+			churn()
 		}
 		return nil
 	}
 	if _, err := w.life.DeleteUser(ctx, admin, member.ID, accounts.Proof{}); err != nil {
-		t.Fatalf("the deletion while the member changes his account before each round: %v (his changes: %d went, %d refused)", err, went, refused)
+		t.Fatalf("the deletion while the member changes his account before each round: %v (his changes: %d went, %d refused)", err, s.went, s.refused)
 	}
-	if went != 1 || refused < 1 {
-		t.Errorf("the member's changes: %d went, %d refused; want the first to go and those after it to give way", went, refused)
-	}
+	s.gaveWay(t)
 	if u, err := w.store.Users().GetSerial(ctx, member.ID); err != nil || u.Status != domain.StatusDeleting {
 		t.Fatalf("the member after the deletion's request: %v %v, want deleting", u.Status, err)
 	}
@@ -152,11 +127,11 @@ func (o *ownerFirst) Update(ctx context.Context, u domain.User) (bool, error) {
 // out everywhere else, from the session he keeps (churn).
 type churnWorld struct {
 	*world
-	rows          *ownerFirst
-	admin         domain.Principal
-	member        domain.User
-	token         string
-	went, refused int
+	rows   *ownerFirst
+	admin  domain.Principal
+	member domain.User
+	token  string
+	signOuts
 }
 
 func newChurnWorld(t *testing.T) *churnWorld {
@@ -183,27 +158,38 @@ func (c *churnWorld) churn(t *testing.T) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.rows.owner = func() {
-		err := c.svc.RevokeSessions(ctx, p, c.member.ID, true)
-		var de *domain.Error
-		switch {
-		case err == nil:
-			c.went++
-		case errors.As(err, &de) && de.Code == "concurrent_change" && de.RetryAfter > 0:
-			c.refused++
-		default:
-			t.Errorf("the member's sign-out everywhere else: %v", err)
-		}
-	}
+	c.rows.owner = c.signOut(t, c.svc, p, c.member, "")
 	return func() { c.rows.owner = nil }
 }
 
-// gaveWay checks that of the member's sign-outs, the first went and
-// those after it gave way.
-func (c *churnWorld) gaveWay(t *testing.T) {
+// signOuts counts an account's sign-outs everywhere else (signOut): those
+// that went through, and those refused 409 concurrent_change with a time
+// to retry after.
+type signOuts struct{ went, refused int }
+
+// signOut is one sign-out everywhere else of u's from session p, counted
+// in s; a refusal's words must contain naming ("" for any).
+func (s *signOuts) signOut(t *testing.T, svc *accounts.Service, p domain.Principal, u domain.User, naming string) func() {
+	return func() {
+		err := svc.RevokeSessions(context.Background(), p, u.ID, true)
+		var de *domain.Error
+		switch {
+		case err == nil:
+			s.went++
+		case errors.As(err, &de) && de.Code == "concurrent_change" && strings.Contains(de.Message, naming) && de.RetryAfter > 0:
+			s.refused++
+		default:
+			t.Errorf("%s's sign-out everywhere else: %v", u.Username, err)
+		}
+	}
+}
+
+// gaveWay checks that of the sign-outs, the first went and those after
+// it gave way.
+func (s *signOuts) gaveWay(t *testing.T) {
 	t.Helper()
-	if c.went != 1 || c.refused < 1 {
-		t.Errorf("the member's changes: %d went, %d refused; want the first to go and those after it to give way", c.went, c.refused)
+	if s.went != 1 || s.refused < 1 {
+		t.Errorf("the owner's changes: %d went, %d refused; want the first to go and those after it to give way", s.went, s.refused)
 	}
 }
 
@@ -313,27 +299,14 @@ func TestAUserCannotHoldAnAdminsFactorRemovalBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var went, refused int
-	rows.owner = func() {
-		err := f.svc.RevokeSessions(ctx, p, f.ann.ID, true)
-		var de *domain.Error
-		switch {
-		case err == nil:
-			went++
-		case errors.As(err, &de) && de.Code == "concurrent_change" && de.RetryAfter > 0:
-			refused++
-		default:
-			t.Errorf("ann's sign-out everywhere else: %v", err)
-		}
-	}
+	var s signOuts
+	rows.owner = s.signOut(t, f.svc, p, f.ann, "")
 	err = f.svc.RemoveFactor(ctx, domain.Principal{UserID: root.ID}, f.ann.ID, f.fac.ID, accounts.Proof{})
 	rows.owner = nil
 	if err != nil {
-		t.Fatalf("root's removal while ann's account changes before each round: %v (her changes: %d went, %d refused)", err, went, refused)
+		t.Fatalf("root's removal while ann's account changes before each round: %v (her changes: %d went, %d refused)", err, s.went, s.refused)
 	}
-	if went != 1 || refused < 1 {
-		t.Errorf("ann's changes: %d went, %d refused; want the first to go and those after it to give way", went, refused)
-	}
+	s.gaveWay(t)
 	if factors, _, err := f.store.Factors().Read(ctx, f.ann.ID); err != nil || len(factors) != 0 {
 		t.Errorf("ann's factors after root's removal: %+v %v, want none", factors, err)
 	}
