@@ -470,7 +470,14 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 		return ErrRevertStale
 	}
 	if err == nil && over && !out.PasswordResetRequired {
-		return a.finishToken(ctx, t) // her reset since: the revert is over
+		// Her reset since: the revert is over but for the factors a run
+		// stopped before their removal left, which would answer her
+		// password with the thief's challenge for good
+		// (TestARevertRunAgainAfterItsResetRemovesTheThiefsFactors).
+		if err := a.dropFactorsSince(ctx, t.UserID, t.CreatedAt); err != nil {
+			return err
+		}
+		return a.finishToken(ctx, t)
 	}
 	if err := a.endSessions(ctx, err, t.UserID, "a revert"); err != nil {
 		return err

@@ -1262,10 +1262,14 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 		return ErrFactorRevertStale
 	}
 	if err == nil && over && !out.PasswordResetRequired {
-		// Her reset since: the revert is over but for its factor, which
-		// a run stopped before its compare-and-set left.
+		// Her reset since: the revert is over but for its factor and
+		// those added after it, which a run stopped before their removal
+		// left (TestARevertRunAgainAfterItsResetRemovesTheThiefsFactors).
 		if a.factorRows() != nil {
 			if err := a.dropFactor(ctx, t.UserID, t.Subject); err != nil {
+				return err
+			}
+			if err := a.dropFactorsSince(ctx, t.UserID, t.CreatedAt); err != nil {
 				return err
 			}
 		}

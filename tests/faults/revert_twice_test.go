@@ -184,3 +184,70 @@ func failing(m *mailWorld, call string, step func() error) error {
 	defer func() { m.store.FaultAt = nil }()
 	return step()
 }
+
+// TestARevertRunAgainAfterItsResetRemovesTheThiefsFactors: a thief with
+// the password adds factors the owner does not have (an authenticator at
+// his address after moving the email there; two authenticators, the
+// second proven by the first, each told to her address). The owner
+// follows her revert link (of the email change; of the first factor):
+// the compare-and-set applies (her address back, every session ended, a
+// reset asked for), and the factors' read fails (503: try again), before
+// any factor went or a reset link was mailed. She asks for a reset link
+// and sets her password, and her reset answers a challenge of the
+// thief's factor. She follows the revert link again, as its 503 asked:
+// the run found the recovery moved on since the use, through her
+// address, and only marked the token done (a factor's revert removing
+// its own factor alone): the thief's factors stayed, and her password
+// opened nothing but their challenge, for good. Before 044 the retry
+// reverted again and removed them; a run that writes nothing must still
+// remove them.
+func TestARevertRunAgainAfterItsResetRemovesTheThiefsFactors(t *testing.T) {
+	t.Parallel()
+	worlds := []struct {
+		page  string
+		world func() *mailWorld
+		// token is the link the owner follows.
+		token  func(*mailWorld) string
+		revert func(*mailWorld, string) error
+	}{
+		{"revert-email", func() *mailWorld { return thiefWithFactor(t) },
+			func(m *mailWorld) string { return m.box.tokenTo("revert-email", annHome) },
+			func(m *mailWorld, token string) error { return m.svc.RevertEmailChange(context.Background(), token) }},
+		{"revert-factor", func() *mailWorld {
+			f := newFactorWorld(t) // the first factor, "phone", is the thief's
+			thiefAddsASecondFactor(t, f)
+			return f.mailWorld
+		}, func(m *mailWorld) string { return m.box.tokens("revert-factor")[0] },
+			func(m *mailWorld, token string) error { return m.svc.RevertFactor(context.Background(), token) }},
+	}
+	for _, w := range worlds {
+		ctx := context.Background()
+		m := w.world()
+		token := w.token(m)
+		if err := failing(m, "factors.read", func() error { return w.revert(m, token) }); !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("%s: the revert whose factors' read failed: %v, want 503", w.page, err)
+		}
+		if err := m.svc.RequestPasswordReset(ctx, annHome); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annHome), newPassword, accounts.Client{}); err != nil {
+			t.Fatalf("%s: her reset: %v", w.page, err)
+		}
+		if err := w.revert(m, token); err != nil {
+			t.Fatalf("%s: the revert link followed again after her reset: %v", w.page, err)
+		}
+		left, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range left {
+			if f.Confirmed() {
+				t.Errorf("%s: the thief's factor %s outlives the revert run again", w.page, f.Name)
+			}
+		}
+		r, err := m.svc.Login(ctx, "ann", newPassword, accounts.Client{})
+		if err != nil || r.Token == "" {
+			t.Errorf("%s: her password after the revert: %+v %v, want a session, not the thief's challenge", w.page, r, err)
+		}
+	}
+}
