@@ -82,6 +82,13 @@ type User struct {
 	// password keeps it, so whoever changes the password cannot make the
 	// links in the owner's mailbox stale (docs/design/tokens.md).
 	RecoveryEpoch int
+	// AddressEpoch is the RecoveryEpoch at which a completed email change
+	// made Email the account's (migration 045; 0 before): a recovery since
+	// moved RecoveryEpoch past it, and went through that address. A
+	// confirmation is no recovery: a revert run again tells by it whether
+	// a recovery since its use was the reader's of its link's address
+	// (docs/design/email-change.md, "A revert run again").
+	AddressEpoch int
 	// PendingEmail is a new address asked for and not verified yet (its
 	// key PendingEmailKey is claimed for this account, so nobody else
 	// takes it meanwhile); Email stays the account's address, for login,

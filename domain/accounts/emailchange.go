@@ -301,18 +301,24 @@ func (a *Service) mailRevertsLink(ctx context.Context, u domain.User) error {
 }
 
 // recoveredSince reports whether u's recovery moved on since revert
-// token t's use read it while u has the address the link was mailed to:
-// every recovery of such an account since went through that address (a
-// reset link mailed there, this revert's own run, another of its revert
-// links), so it is the owner's, and a run of t again must change nothing
-// but what is left to finish: reverting again would undo her reset
+// token t's use read it, and the last recovery went through the address
+// the link was mailed to, which u has had since (a recovery moved its
+// RecoveryEpoch past the AddressEpoch it came in with): a reset link
+// mailed there, this revert's own run, another of its revert links. It
+// is the owner's, and a run of t again must change nothing but what is
+// left to finish: reverting again would undo her reset
 // (TestARevertWhoseDoneMarkFailedChangesNothingAfterItsReset). While the
 // account has another address (the thief's, the change this link
 // reverts), a recovery since may be his reset, and the revert goes on
-// (TestAThiefsResetBeforeTheRevertLandsIsUndoneByItsRetry). A token used
-// before migration 044 records none, and runs again as before.
+// (TestAThiefsResetBeforeTheRevertLandsIsUndoneByItsRetry); so it does
+// when the address came back by a confirmation after that reset, which
+// is no recovery and leaves him his password and sessions
+// (TestARevertRunAgainAfterTheThiefsResetAndAChangeBackStillRecovers).
+// A token used before migration 044 records none, and runs again as
+// before.
 func recoveredSince(t Token, u domain.User) bool {
-	return t.UsedRecovery != "" && t.UsedRecovery != RecoveryPrint(u) && u.EmailKey == t.EmailKey
+	return t.UsedRecovery != "" && t.UsedRecovery != RecoveryPrint(u) && u.EmailKey == t.EmailKey &&
+		u.RecoveryEpoch > u.AddressEpoch
 }
 
 // finishRevert marks a revert's token done once the reset link its run
@@ -416,6 +422,7 @@ func completeEmailChange(u domain.User, h holds, revertTTL time.Duration) domain
 		u.RecoveryUntil = u.PendingEmailAt.Add(revertTTL)
 	}
 	u.Email, u.EmailKey, u.EmailVerifiedAt = u.PendingEmail, u.PendingEmailKey, h.now
+	u.AddressEpoch = u.RecoveryEpoch // no recovery went through it yet (recoveredSince)
 	u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
 	return u
 }

@@ -251,3 +251,56 @@ func TestARevertRunAgainAfterItsResetRemovesTheThiefsFactors(t *testing.T) {
 		}
 	}
 }
+
+// TestARevertRunAgainAfterTheThiefsResetAndAChangeBackStillRecovers: the
+// owner follows her revert link of the email change that made the
+// thief's address the account's; the token is used and the
+// compare-and-set fails (503). The thief resets through his address
+// (the recovery moves on), then asks for her address back, and she
+// confirms it from her mailbox (as she would an admin's change back at
+// her request): the account has the link's address again, the thief's
+// password and session untouched, since a confirmation is no recovery.
+// Her retry of the revert found the recovery moved on since its use
+// while the account has the link's address, took it for her own reset,
+// and only marked the token done: the thief kept the account. A
+// recovery since the use is hers only if it went through the address
+// the account has, after the address became its own.
+func TestARevertRunAgainAfterTheThiefsResetAndAChangeBackStillRecovers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m, revert := thiefsChange(t, "revert-email")
+	token := m.box.tokenTo("revert-email", annHome)
+	if err := failing(m, "users.update", func() error { return revert(token) }); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("the revert whose compare-and-set failed: %v, want 503", err)
+	}
+	if err := m.svc.RequestPasswordReset(ctx, annNext); err != nil {
+		t.Fatal(err)
+	}
+	thiefs, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annNext), "the thief's own new one", accounts.Client{})
+	if err != nil || thiefs.Token == "" {
+		t.Fatalf("the thief's reset through his address: %v", err)
+	}
+	p, err := m.svc.Authenticate(ctx, thiefs.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, again := annHome, "the thief's own new one"
+	if _, err := m.svc.UpdateUser(ctx, p, m.ann.ID, accounts.UpdateInput{Email: &back, Proof: accounts.Password(again)}); err != nil {
+		t.Fatalf("the thief asking for her address back: %v", err)
+	}
+	if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annHome)); err != nil {
+		t.Fatalf("her confirmation of her address: %v", err)
+	}
+	if err := revert(token); err != nil {
+		t.Fatalf("her retry of the revert: %v", err)
+	}
+	if _, err := m.svc.Authenticate(ctx, thiefs.Token); err == nil {
+		t.Errorf("the thief's session outlived her revert")
+	}
+	if _, err := m.svc.Login(ctx, "ann", again, accounts.Client{}); codeOf(err) != "password_reset_required" {
+		t.Errorf("the thief's password after her revert: %v, want password_reset_required", err)
+	}
+	if _, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annHome), newPassword, accounts.Client{}); err != nil {
+		t.Errorf("the reset link her revert mailed: %v", err)
+	}
+}

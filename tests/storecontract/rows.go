@@ -228,7 +228,7 @@ func userNarrowReads(t testing.TB, s UserStore, c Clock) {
 	u := domain.User{ID: id, Username: "Ann", UsernameKey: "ann", Email: "ann@example.com", EmailKey: "ann@example.com",
 		DisplayName: "Ann A.", PasswordHash: "$argon2id$x", Roles: []string{domain.RoleAdmin}, Status: domain.StatusPending,
 		CreatedAt: now.Add(-time.Hour), UpdatedAt: now, Version: 1, EmailVerifiedAt: now.Add(-time.Minute),
-		PasswordEpoch: 3, PasswordSession: "hash-of-a-session", PasswordResetRequired: true, RecoveryEpoch: 2,
+		PasswordEpoch: 3, PasswordSession: "hash-of-a-session", PasswordResetRequired: true, RecoveryEpoch: 2, AddressEpoch: 1,
 		PendingEmail: "Ann@New.example", PendingEmailKey: "ann@new.example", PendingEmailAt: now.Add(-2 * time.Minute),
 		PendingEmailSession: "s_x", RecoveryEmail: "ann@old.example", RecoveryEmailKey: "ann@old.example",
 		RecoveryUntil: now.Add(time.Hour),
@@ -240,9 +240,9 @@ func userNarrowReads(t testing.TB, s UserStore, c Clock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if whole.RecoveryEpoch != u.RecoveryEpoch || whole.PasswordEpoch != u.PasswordEpoch {
-		t.Errorf("the epochs read back as password %d, recovery %d; written %d, %d",
-			whole.PasswordEpoch, whole.RecoveryEpoch, u.PasswordEpoch, u.RecoveryEpoch)
+	if whole.RecoveryEpoch != u.RecoveryEpoch || whole.PasswordEpoch != u.PasswordEpoch || whole.AddressEpoch != u.AddressEpoch {
+		t.Errorf("the epochs read back as password %d, recovery %d, address %d; written %d, %d, %d",
+			whole.PasswordEpoch, whole.RecoveryEpoch, whole.AddressEpoch, u.PasswordEpoch, u.RecoveryEpoch, u.AddressEpoch)
 	}
 	reads := []struct {
 		name string
