@@ -411,7 +411,7 @@ func (a *Service) mayAddFactors(u domain.User) error {
 // factor works from then on, and the code is used. The account's first
 // factor also gets a new recovery set, shown once here (a set left by
 // factors removed before is replaced). Counted against the code's
-// throttle like a login's second step. Cost: one read of the account and
+// throttle from the client's address (checkTOTP). Cost: one read of the account and
 // one of the factors, the node's clock, the throttle, the notice (its mail count, its
 // token's lightweight transaction and the mail, with mail on), one
 // lightweight transaction (three for a first factor: its set, and the
@@ -600,13 +600,21 @@ func (a *Service) fenceUnconfirmed(ctx context.Context, f Factor) {
 	}
 }
 
-// checkTOTP verifies code against pending or confirmed factor f, through
-// the throttle of userID's codes: the step it is of, or ErrWrongCode.
+// checkTOTP verifies code, a pending factor f's first, through the
+// throttle of userID's codes under the client's address alone: the step
+// it is of, or ErrWrongCode. Its secret was shown only to the enrolment
+// that wrote f, whose id nobody else was answered, so nobody guesses it
+// to any end; the tier of all addresses, which whoever holds the
+// password fills with wrong codes at his challenges, would refuse the
+// owner every new app (TestWrongCodesFromManyAddressesLeaveTheOwnersNewAppConfirmable).
 func (a *Service) checkTOTP(ctx context.Context, userID string, f Factor, code string) (int64, error) {
 	if code == "" {
 		return 0, errCodeRequired
 	}
-	c, err := a.admitCode(ctx, userID)
+	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("code/"+userID, clientOf(ctx).IP)[:1]...)
+	if err == nil {
+		err = c.inTime()
+	}
 	if err != nil {
 		return 0, err
 	}
