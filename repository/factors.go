@@ -39,21 +39,25 @@ type factorRow struct {
 	Codes       []string          `db:"codes"`
 	Used        map[string]string `db:"used"`
 	WriteID     string            `db:"write_id"`
+	// PasswordOnly is null (false) but on a pending factor proven by the
+	// password alone (046).
+	PasswordOnly bool `db:"password_only"`
 }
 
 // columns are factorSelectCQL's and factorRowCQL's.
 func (r *factorRow) columns() []any {
 	return []any{&r.UserID, &r.FactorID, &r.Kind, &r.Name, &r.Sealed, &r.CreatedAt, &r.ConfirmedAt, &r.LastStep,
-		&r.LastUsedAt, &r.Generation, &r.Codes, &r.Used, &r.WriteID}
+		&r.LastUsedAt, &r.Generation, &r.Codes, &r.Used, &r.WriteID, &r.PasswordOnly}
 }
 
 const (
-	factorSelectCQL readCQL = `SELECT user_id, factor_id, kind, name, sealed, created_at, confirmed_at, last_step, last_used_at, generation, codes, used, write_id FROM account_factors WHERE user_id = ?`
-	factorRowCQL    readCQL = `SELECT user_id, factor_id, kind, name, sealed, created_at, confirmed_at, last_step, last_used_at, generation, codes, used, write_id FROM account_factors WHERE user_id = ? AND factor_id = ?`
+	factorSelectCQL readCQL = `SELECT user_id, factor_id, kind, name, sealed, created_at, confirmed_at, last_step, last_used_at, generation, codes, used, write_id, password_only FROM account_factors WHERE user_id = ?`
+	factorRowCQL    readCQL = `SELECT user_id, factor_id, kind, name, sealed, created_at, confirmed_at, last_step, last_used_at, generation, codes, used, write_id, password_only FROM account_factors WHERE user_id = ? AND factor_id = ?`
 
-	factorBeginCQL conditionalCQL = `INSERT INTO account_factors (user_id, factor_id, kind, name, sealed, created_at, write_id) VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
-	// factorConfirmCQL writes every column without a TTL: the pending
-	// row's cells expire, these do not. A row gone has no sealed value,
+	factorBeginCQL conditionalCQL = `INSERT INTO account_factors (user_id, factor_id, kind, name, sealed, created_at, write_id, password_only) VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	// factorConfirmCQL writes every column without a TTL (but
+	// password_only, which only a pending row needs): the pending row's
+	// cells expire, these do not. A row gone has no sealed value,
 	// so the condition fails rather than creating one.
 	factorConfirmCQL conditionalCQL = `UPDATE account_factors USING TTL 0 SET kind = ?, name = ?, sealed = ?, created_at = ?, confirmed_at = ?, last_step = ?, last_used_at = ?, write_id = ? WHERE user_id = ? AND factor_id = ? IF sealed = ? AND confirmed_at = null`
 	// factorStepCQL: a pending row's last_step is null, and so is a gone
@@ -91,7 +95,8 @@ func (s *Factors) Read(ctx context.Context, userID string) ([]accounts.Factor, a
 
 func (r factorRow) toFactor() accounts.Factor {
 	return accounts.Factor{UserID: r.UserID, ID: r.FactorID, Kind: accounts.FactorKind(r.Kind), Name: r.Name, Sealed: r.Sealed,
-		CreatedAt: utcOrZero(r.CreatedAt), ConfirmedAt: utcOrZero(r.ConfirmedAt), LastStep: r.LastStep, LastUsedAt: utcOrZero(r.LastUsedAt)}
+		CreatedAt: utcOrZero(r.CreatedAt), ConfirmedAt: utcOrZero(r.ConfirmedAt), LastStep: r.LastStep, LastUsedAt: utcOrZero(r.LastUsedAt),
+		PasswordOnly: r.PasswordOnly}
 }
 
 func (r factorRow) toSet() accounts.RecoverySet {
@@ -107,7 +112,7 @@ func (r factorRow) toSet() accounts.RecoverySet {
 func (s *Factors) Begin(ctx context.Context, f accounts.Factor, ttl time.Duration) error {
 	writeID := newWriteID()
 	ok, err := s.exec(ctx, "begin", f.UserID, f.ID, func(r factorRow) bool { return r.WriteID == writeID },
-		factorBeginCQL, f.UserID, f.ID, string(f.Kind), f.Name, f.Sealed, f.CreatedAt, writeID, ttlSeconds(ttl))
+		factorBeginCQL, f.UserID, f.ID, string(f.Kind), f.Name, f.Sealed, f.CreatedAt, writeID, f.PasswordOnly, ttlSeconds(ttl))
 	if err == nil && !ok {
 		return fmt.Errorf("account_factors.begin: %s/%s exists", f.UserID, f.ID)
 	}

@@ -53,6 +53,10 @@ type Factor struct {
 	// signature count it last gave (0 for one that keeps none).
 	LastStep   int64
 	LastUsedAt time.Time
+	// PasswordOnly marks an enrolment its owner's proof took no factor
+	// for (the account had none): it is confirmed only as the account's
+	// first factor.
+	PasswordOnly bool
 }
 
 // Confirmed reports an enrolment finished.
@@ -306,6 +310,7 @@ func (a *Service) enrolmentStart(ctx context.Context) (time.Time, error) {
 // removal that fails leaves a pending factor nobody was shown the id of,
 // which expires with enrolmentTTL.
 func (a *Service) beginEnrolment(ctx context.Context, f Factor, factored bool) error {
+	f.PasswordOnly = !factored
 	if err := a.factors.Begin(ctx, f, enrolmentTTL); err != nil {
 		return err
 	}
@@ -332,7 +337,8 @@ func (a *Service) beginEnrolment(ctx context.Context, f Factor, factored bool) e
 // and takes itself away: beginEnrolment), and from now on adding a factor
 // takes a code of one. An owner's own enrolment begun meanwhile is begun
 // again. A removal that fails is logged: the factor is confirmed, and its
-// codes shown once in this answer.
+// codes shown once in this answer; an enrolment left pending is refused
+// at its confirmation (PasswordOnly).
 func (a *Service) dropPendingBesides(ctx context.Context, userID, id string) {
 	factors, _, err := a.factors.Read(ctx, userID)
 	if err == nil {
@@ -499,6 +505,18 @@ func errOtherKind(kind FactorKind) error {
 // last (keepRecovery), so that the codes shown are the set's.
 func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domain.User, factors []Factor, set RecoverySet, f Factor, pending string) (Confirmation, error) {
 	first := !slices.ContainsFunc(factors, Factor.Confirmed)
+	if f.PasswordOnly && !first {
+		// Proven by the password alone, and a first factor was confirmed
+		// since: its confirmation removes such enrolments
+		// (dropPendingBesides), but a removal that failed, or a process
+		// that died before it, left this one, and a factor more takes a
+		// code of one the account has
+		// (TestAnEnrolmentTheFirstFactorLeftPendingIsNotConfirmedBesideIt).
+		// Taken away (a removal that fails leaves it refused), and begun
+		// again with a code.
+		_, _ = a.factors.Remove(ctx, f.UserID, f.ID)
+		return Confirmation{}, errEnrolmentGone
+	}
 	if err := a.mailFactorNotice(ctx, u, f); err != nil {
 		return Confirmation{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"shelf/domain"
@@ -177,6 +178,76 @@ func TestAnEnrolmentSlowerThanTheFirstFactorIsTakenBack(t *testing.T) {
 		if !f.Confirmed() {
 			t.Errorf("the thief's enrolment (answered %v), proven by the password alone, is pending beside ann's first factor", enrolErr)
 		}
+	}
+}
+
+// TestAnEnrolmentTheFirstFactorLeftPendingIsNotConfirmedBesideIt: as
+// TestAnEnrolmentProvenBeforeTheFirstFactorDoesNotAddASecond, but ann's
+// confirmation of her first factor does not remove the thief's enrolment
+// pending beside it: its removal fails, or her process dies right after
+// her factor's compare-and-set (any store call may fail, a process may
+// die between any two statements). Her factor works; the thief's
+// enrolment, proven by the password alone before it, is still pending,
+// and within its ten minutes his code confirmed it beside hers: once she
+// signs every other session out, the password and his factor log in. A
+// factor more takes a code of one the account has, whatever a removal
+// left behind.
+func TestAnEnrolmentTheFirstFactorLeftPendingIsNotConfirmedBesideIt(t *testing.T) {
+	t.Parallel()
+	for _, fault := range []struct {
+		name, call string
+		fault      memstore.Fault
+	}{
+		{"its removal fails", "factors.remove", memstore.FailBefore},
+		{"her process dies after her factor's write", "factors.confirm", memstore.Crash},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			m := newMailWorld(t, false)
+			m.verify(t)
+			totp := withFactors(t, m, nil)
+			thief, theirs := thiefEnrols(t, m, 1)
+			owner, err := m.svc.Authenticate(ctx, m.sessions[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			hers, err := m.svc.EnrolTOTP(ctx, owner, m.ann.ID, "phone", accounts.Password(password))
+			if err != nil {
+				t.Fatalf("ann's enrolment: %v", err)
+			}
+			factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codeOf := func(id string) string {
+				t.Helper()
+				for _, f := range factors {
+					if f.ID == id {
+						c, err := totp.Code(f.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+						if err != nil {
+							t.Fatal(err)
+						}
+						return c
+					}
+				}
+				t.Fatalf("no enrolment %s", id)
+				return ""
+			}
+			faultNamed(m.store, fault.call, 0, fault.fault)
+			_, herErr := m.svc.ConfirmTOTP(ctx, owner, m.ann.ID, hers.Factor.ID, codeOf(hers.Factor.ID))
+			recovered(m.store)
+			after, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(after, func(f accounts.Factor) bool { return f.ID == hers.Factor.ID && f.Confirmed() }) {
+				t.Fatalf("ann's first factor (answered %v) is not confirmed: the schedule is not the one meant", herErr)
+			}
+			if _, err := m.svc.ConfirmTOTP(ctx, thief, m.ann.ID, theirs.Factor.ID, codeOf(theirs.Factor.ID)); err == nil {
+				t.Errorf("the thief's enrolment, proven by the password alone before ann's first factor, was confirmed beside it")
+			}
+		})
 	}
 }
 

@@ -72,19 +72,21 @@ func readFactor(t testing.TB, s accounts.FactorStore, userID, id string) (accoun
 	return accounts.Factor{}, false
 }
 
-// factorConfirmOnce: a pending factor is confirmed by exactly one of
-// racers, not with another secret, and then lives past its enrolment's
-// TTL (the confirmation rewrote it without one).
+// factorConfirmOnce: a pending factor reads as begun (proven by the
+// password alone, here), is confirmed by exactly one of racers, not with
+// another secret, and then lives past its enrolment's TTL (the
+// confirmation rewrote it without one).
 func factorConfirmOnce(t testing.TB, s accounts.FactorStore, c Clock) {
 	ctx := context.Background()
 	f := newFactor(c)
+	f.PasswordOnly = true
 	if err := s.Begin(ctx, f, TTL); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Begin(ctx, f, TTL); err == nil {
 		t.Fatal("beginning a factor whose row exists succeeded")
 	}
-	if got, ok := readFactor(t, s, f.UserID, f.ID); !ok || got.Confirmed() || got.Sealed != f.Sealed || got.Name != "phone" {
+	if got, ok := readFactor(t, s, f.UserID, f.ID); !ok || got.Confirmed() || got.Sealed != f.Sealed || got.Name != "phone" || !got.PasswordOnly {
 		t.Fatalf("pending: %+v %v", got, ok)
 	}
 	other := f
