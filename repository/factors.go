@@ -39,8 +39,9 @@ type factorRow struct {
 	Codes       []string          `db:"codes"`
 	Used        map[string]string `db:"used"`
 	WriteID     string            `db:"write_id"`
-	// PasswordOnly is null (false) but on a pending factor proven by the
-	// password alone (046).
+	// PasswordOnly is true on a pending factor proven by the password
+	// alone, false on one proven by a factor, null (false) on rows begun
+	// before 046.
 	PasswordOnly bool `db:"password_only"`
 }
 
