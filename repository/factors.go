@@ -65,6 +65,10 @@ const (
 	// row's; null < ? does not hold.
 	factorStepCQL   conditionalCQL = `UPDATE account_factors SET last_step = ?, last_used_at = ?, write_id = ? WHERE user_id = ? AND factor_id = ? IF last_step < ?`
 	factorRemoveCQL conditionalCQL = `DELETE FROM account_factors WHERE user_id = ? AND factor_id = ? IF EXISTS`
+	// factorRemovePendingCQL: a confirmation sets confirmed_at, so one
+	// landing first keeps its factor; one landing after finds no sealed
+	// value, and confirms nothing.
+	factorRemovePendingCQL conditionalCQL = `DELETE FROM account_factors WHERE user_id = ? AND factor_id = ? IF confirmed_at = null`
 
 	recoveryCreateCQL  conditionalCQL = `INSERT INTO account_factors (user_id, factor_id, kind, generation, codes, created_at, write_id) VALUES (?, ?, 'recovery', ?, ?, ?, ?) IF NOT EXISTS`
 	recoveryReplaceCQL conditionalCQL = `UPDATE account_factors SET generation = ?, codes = ?, used = null, created_at = ?, write_id = ? WHERE user_id = ? AND factor_id = ? IF generation = ?`
@@ -140,6 +144,13 @@ func (s *Factors) UseStep(ctx context.Context, f accounts.Factor, step int64, at
 // lost answer is removed either way: reported removed.
 func (s *Factors) Remove(ctx context.Context, userID, id string) (bool, error) {
 	return s.exec(ctx, "remove", userID, id, nil, factorRemoveCQL, userID, id)
+}
+
+// RemovePending deletes an enrolment IF it is not confirmed. A row found
+// gone at SERIAL after a lost answer is removed either way; a row found
+// is tried again, and the condition decides.
+func (s *Factors) RemovePending(ctx context.Context, userID, id string) (bool, error) {
+	return s.exec(ctx, "remove_pending", userID, id, nil, factorRemovePendingCQL, userID, id)
 }
 
 // SetRecovery writes set in place of generation prev: created when prev

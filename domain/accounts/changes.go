@@ -456,14 +456,39 @@ func (a *Service) mailPasswordNotice(ctx context.Context, u domain.User) {
 // every session it did not keep (Authenticate and the list admit a
 // session only at the account's epoch, or named as its PasswordSession),
 // so what is left is tidying, after the answer: deleting the rows of the
-// sessions it stopped (sweepSessions). After an unknown outcome too (the
-// new epoch may be in force; if not, the sweep deletes nothing), then
-// "try again". what names the write in the log.
+// sessions it stopped (sweepSessions), and the enrolments waiting for a
+// first code (dropEnrolments). After an unknown outcome too (the new
+// epoch may be in force; if not, the sweep deletes nothing), then "try
+// again". what names the write in the log.
 func (a *Service) endSessions(ctx context.Context, err error, userID, what string) error {
 	if err == nil || errors.Is(err, domain.ErrOutcomeUnknown) {
 		a.sweepSessions(ctx, userID, what)
+		a.dropEnrolments(ctx, userID, what)
 	}
 	return err
+}
+
+// dropEnrolments removes, after the answer, every enrolment of userID
+// still waiting for its first code when what ended sessions of the
+// account: each was begun by a session, maybe one that ended. A thief
+// with the password and a session of an account without a factor could
+// otherwise keep its bound of factors (maxFactors, pending ones
+// included) full of enrolments he never confirms, so that the owner's own
+// is refused for as long as he begins them again; signing out everywhere
+// else frees them (TestAThiefsPendingEnrolmentsEndWithHisSessions). One
+// begun by a session kept is taken too, and begun again. Each removal is
+// conditioned on the enrolment still pending: one confirmed since the
+// read (by a request already past its session's check) stands, as any
+// factor confirmed before the sessions ended does, its notice mailed.
+// What a failure leaves expires with enrolmentTTL.
+func (a *Service) dropEnrolments(ctx context.Context, userID, what string) {
+	rows := a.factorRows()
+	if rows == nil {
+		return
+	}
+	a.afterAnswer(ctx, "removing the enrolments pending when "+what+" ended sessions", func(ctx context.Context) error {
+		return dropPending(ctx, rows, rows.RemovePending, userID, "")
+	})
 }
 
 // SetAdmin grants (or revokes) the admin role of the account with this

@@ -113,6 +113,9 @@ type FactorStore interface {
 	UseStep(ctx context.Context, f Factor, step int64, at time.Time) (bool, error)
 	// Remove deletes a factor; false when there was none.
 	Remove(ctx context.Context, userID, id string) (bool, error)
+	// RemovePending deletes an enrolment while it is still pending;
+	// false when it was confirmed (its condition: no confirmation).
+	RemovePending(ctx context.Context, userID, id string) (bool, error)
 	// SetRecovery writes s in place of the set of generation prev (""
 	// when there is none); false when the stored set is not prev.
 	SetRecovery(ctx context.Context, s RecoverySet, prev string) (bool, error)
@@ -172,7 +175,9 @@ var errCodeRequired = domain.Invalid("Give a code from your authenticator app, o
 	domain.FieldError{Field: "code", Code: "required", Message: "is required: a code from your app, or give recoveryCode"})
 
 var errTooManyFactors = &domain.Error{Kind: domain.ErrConflict, Code: "too_many_factors",
-	Message: "This account has as many factors as it may (10, unconfirmed ones included); remove one first, or wait ten minutes for unconfirmed ones to expire."}
+	Message: "This account has as many factors as it may (10, unconfirmed ones included): remove one first. " +
+		"If you did not begin the unconfirmed ones, sign out everywhere else (DELETE /v1/users/{id}/sessions?keep=current), which ends them, " +
+		"and change your password; else they expire ten minutes after they were begun."}
 
 var errEnrolmentGone = &domain.Error{Kind: domain.ErrConflict, Code: "enrolment_expired",
 	Message: "This enrolment expired, or was confirmed already: if the app is listed (GET /v1/users/{id}/factors) it works, " +
@@ -340,20 +345,27 @@ func (a *Service) beginEnrolment(ctx context.Context, f Factor, factored bool) e
 // codes shown once in this answer; an enrolment left pending is refused
 // at its confirmation (PasswordOnly).
 func (a *Service) dropPendingBesides(ctx context.Context, userID, id string) {
-	factors, _, err := a.factors.Read(ctx, userID)
-	if err == nil {
-		for _, f := range factors {
-			if f.Confirmed() || f.ID == id {
-				continue
-			}
-			if _, err = a.factors.Remove(ctx, userID, f.ID); err != nil {
-				break
-			}
-		}
-	}
-	if err != nil {
+	if err := dropPending(ctx, a.factors, a.factors.Remove, userID, id); err != nil {
 		a.log.Warn(ctx, "removing the enrolments pending beside a first factor failed", "user", userID, "error", err.Error())
 	}
+}
+
+// dropPending removes, by remove, every enrolment of userID that rows
+// read still pending but id ("" for none).
+func dropPending(ctx context.Context, rows FactorStore, remove func(ctx context.Context, userID, id string) (bool, error), userID, id string) error {
+	factors, _, err := rows.Read(ctx, userID)
+	if err != nil {
+		return err
+	}
+	for _, f := range factors {
+		if f.Confirmed() || f.ID == id {
+			continue
+		}
+		if _, err := remove(ctx, userID, f.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mayEnrol checks a new factor of the caller's own account, named name:

@@ -3475,7 +3475,9 @@ type ClientInterface interface {
 	// lightweight transaction), the node's clock (the enrolment's start
 	// is the earlier of the server's and the node's), one lightweight
 	// transaction. At most 10 factors, pending ones included (409
-	// `too_many_factors`).
+	// `too_many_factors`); ending the other sessions (`DELETE
+	// /v1/users/{id}/sessions?keep=current`, a password change) ends the
+	// pending ones too.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3503,7 +3505,9 @@ type ClientInterface interface {
 	// lightweight transaction), the node's clock (the enrolment's start
 	// is the earlier of the server's and the node's), one lightweight
 	// transaction. At most 10 factors, pending ones included (409
-	// `too_many_factors`).
+	// `too_many_factors`); ending the other sessions (`DELETE
+	// /v1/users/{id}/sessions?keep=current`, a password change) ends the
+	// pending ones too.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3945,7 +3949,9 @@ type ClientInterface interface {
 	// that write every other session stops), and for an admin the audit
 	// entry's write first. The sessions' rows are deleted after the
 	// answer, 16 at a time; one left behind works no more, is not
-	// listed, and expires with its TTL.
+	// listed, and expires with its TTL. The second factors' enrolments
+	// still waiting for a first code are removed after the answer too
+	// (begin again).
 	//
 	// Corresponds with DELETE /v1/users/{id}/sessions (the `RevokeUserSessions` operationId).
 	RevokeUserSessions(ctx context.Context, id UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6401,7 +6407,9 @@ func (c *Client) ListFactors(ctx context.Context, id UserId, reqEditors ...Reque
 // lightweight transaction), the node's clock (the enrolment's start
 // is the earlier of the server's and the node's), one lightweight
 // transaction. At most 10 factors, pending ones included (409
-// `too_many_factors`).
+// `too_many_factors`); ending the other sessions (`DELETE
+// /v1/users/{id}/sessions?keep=current`, a password change) ends the
+// pending ones too.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6439,7 +6447,9 @@ func (c *Client) EnrolTotpWithBody(ctx context.Context, id UserId, contentType s
 // lightweight transaction), the node's clock (the enrolment's start
 // is the earlier of the server's and the node's), one lightweight
 // transaction. At most 10 factors, pending ones included (409
-// `too_many_factors`).
+// `too_many_factors`); ending the other sessions (`DELETE
+// /v1/users/{id}/sessions?keep=current`, a password change) ends the
+// pending ones too.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7051,7 +7061,9 @@ func (c *Client) CreateRecoveryCodes(ctx context.Context, id UserId, body Create
 // that write every other session stops), and for an admin the audit
 // entry's write first. The sessions' rows are deleted after the
 // answer, 16 at a time; one left behind works no more, is not
-// listed, and expires with its TTL.
+// listed, and expires with its TTL. The second factors' enrolments
+// still waiting for a first code are removed after the answer too
+// (begin again).
 //
 // Corresponds with DELETE /v1/users/{id}/sessions (the `RevokeUserSessions` operationId).
 func (c *Client) RevokeUserSessions(ctx context.Context, id UserId, params *RevokeUserSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11982,7 +11994,9 @@ type ClientWithResponsesInterface interface {
 	// lightweight transaction), the node's clock (the enrolment's start
 	// is the earlier of the server's and the node's), one lightweight
 	// transaction. At most 10 factors, pending ones included (409
-	// `too_many_factors`).
+	// `too_many_factors`); ending the other sessions (`DELETE
+	// /v1/users/{id}/sessions?keep=current`, a password change) ends the
+	// pending ones too.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12010,7 +12024,9 @@ type ClientWithResponsesInterface interface {
 	// lightweight transaction), the node's clock (the enrolment's start
 	// is the earlier of the server's and the node's), one lightweight
 	// transaction. At most 10 factors, pending ones included (409
-	// `too_many_factors`).
+	// `too_many_factors`); ending the other sessions (`DELETE
+	// /v1/users/{id}/sessions?keep=current`, a password change) ends the
+	// pending ones too.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12460,7 +12476,9 @@ type ClientWithResponsesInterface interface {
 	// that write every other session stops), and for an admin the audit
 	// entry's write first. The sessions' rows are deleted after the
 	// answer, 16 at a time; one left behind works no more, is not
-	// listed, and expires with its TTL.
+	// listed, and expires with its TTL. The second factors' enrolments
+	// still waiting for a first code are removed after the answer too
+	// (begin again).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23674,7 +23692,9 @@ func (c *ClientWithResponses) ListFactorsWithResponse(ctx context.Context, id Us
 // lightweight transaction), the node's clock (the enrolment's start
 // is the earlier of the server's and the node's), one lightweight
 // transaction. At most 10 factors, pending ones included (409
-// `too_many_factors`).
+// `too_many_factors`); ending the other sessions (`DELETE
+// /v1/users/{id}/sessions?keep=current`, a password change) ends the
+// pending ones too.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23708,7 +23728,9 @@ func (c *ClientWithResponses) EnrolTotpWithBodyWithResponse(ctx context.Context,
 // lightweight transaction), the node's clock (the enrolment's start
 // is the earlier of the server's and the node's), one lightweight
 // transaction. At most 10 factors, pending ones included (409
-// `too_many_factors`).
+// `too_many_factors`); ending the other sessions (`DELETE
+// /v1/users/{id}/sessions?keep=current`, a password change) ends the
+// pending ones too.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24260,7 +24282,9 @@ func (c *ClientWithResponses) CreateRecoveryCodesWithResponse(ctx context.Contex
 // that write every other session stops), and for an admin the audit
 // entry's write first. The sessions' rows are deleted after the
 // answer, 16 at a time; one left behind works no more, is not
-// listed, and expires with its TTL.
+// listed, and expires with its TTL. The second factors' enrolments
+// still waiting for a first code are removed after the answer too
+// (begin again).
 //
 // Returns a wrapper object for the known response body format(s).
 //

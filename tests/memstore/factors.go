@@ -144,6 +144,21 @@ func (f *Factors) Remove(_ context.Context, userID, id string) (bool, error) {
 	})
 }
 
+// RemovePending deletes the enrolment while it is not confirmed; a row
+// gone meets the condition, as Cassandra's null columns do.
+func (f *Factors) RemovePending(_ context.Context, userID, id string) (bool, error) {
+	return f.s.call("factors.remove_pending", true, func() (bool, error) {
+		r, ok := f.s.liveFactor(userID, id)
+		if ok && r.Confirmed() {
+			return false, nil
+		}
+		if p := f.s.factorPartition(userID, false); p != nil {
+			delete(p.factors, id)
+		}
+		return true, nil
+	})
+}
+
 // SetRecovery writes set in place of generation prev.
 func (f *Factors) SetRecovery(_ context.Context, set accounts.RecoverySet, prev string) (bool, error) {
 	return f.s.call("factors.set_recovery", true, func() (bool, error) {

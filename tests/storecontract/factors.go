@@ -19,6 +19,7 @@ var FactorChecks = []Check[accounts.FactorStore]{
 	{"EachStepUsedOnce", factorStepOnce},
 	{"RecoveryCodesUsedOnceAndReplacedWhole", factorRecovery},
 	{"AnEndedSetTakesNoSetAfterIt", factorRecoveryEnded},
+	{"RemovePendingSparesAConfirmedFactor", factorRemovePending},
 }
 
 // factorRecoveryEnded: a deleted account's fence (accounts.RecoveryEnded,
@@ -110,6 +111,47 @@ func factorConfirmOnce(t testing.TB, s accounts.FactorStore, c Clock) {
 	c.Pass(TTLPassed)
 	if got, ok := readFactor(t, s, f.UserID, f.ID); !ok || !got.Confirmed() || got.Sealed != want || got.Kind != accounts.FactorTOTP {
 		t.Fatalf("a confirmed factor past its enrolment's TTL: %+v %v", got, ok)
+	}
+}
+
+// factorRemovePending: a pending enrolment's conditional removal applies
+// and a late confirmation then brings nothing back; a confirmed factor's
+// does not apply, and the factor stands; on a row that is gone it
+// applies (its columns are null), removing nothing.
+func factorRemovePending(t testing.TB, s accounts.FactorStore, c Clock) {
+	ctx := context.Background()
+	pending := newFactor(c)
+	if err := s.Begin(ctx, pending, TTL); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.RemovePending(ctx, pending.UserID, pending.ID); err != nil || !ok {
+		t.Fatalf("removing a pending enrolment: applied=%v err=%v", ok, err)
+	}
+	late := pending
+	late.ConfirmedAt, late.LastStep = At(c.Now()), 3
+	if ok, err := s.Confirm(ctx, late, pending.Sealed); err != nil || ok {
+		t.Fatalf("a confirmation after the removal: applied=%v err=%v", ok, err)
+	}
+	if got, ok := readFactor(t, s, pending.UserID, pending.ID); ok {
+		t.Fatalf("a removed enrolment: %+v", got)
+	}
+	confirmed := newFactor(c)
+	if err := s.Begin(ctx, confirmed, TTL); err != nil {
+		t.Fatal(err)
+	}
+	done := confirmed
+	done.ConfirmedAt, done.LastStep = At(c.Now()), 4
+	if ok, err := s.Confirm(ctx, done, confirmed.Sealed); err != nil || !ok {
+		t.Fatalf("confirming: applied=%v err=%v", ok, err)
+	}
+	if ok, err := s.RemovePending(ctx, confirmed.UserID, confirmed.ID); err != nil || ok {
+		t.Fatalf("removing a confirmed factor as pending: applied=%v err=%v", ok, err)
+	}
+	if got, ok := readFactor(t, s, confirmed.UserID, confirmed.ID); !ok || !got.Confirmed() {
+		t.Fatalf("the confirmed factor after a pending removal: %+v %v", got, ok)
+	}
+	if ok, err := s.RemovePending(ctx, Key("user"), Key("fac")); err != nil || !ok {
+		t.Fatalf("removing an enrolment that never was: applied=%v err=%v", ok, err)
 	}
 }
 
