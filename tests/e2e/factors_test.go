@@ -438,3 +438,48 @@ func TestAdminsActOnlyWithAFactorWhereRequired(t *testing.T) {
 		t.Fatalf("an admin's session with a code: %d %s", r.StatusCode, r.Body)
 	}
 }
+
+// TestAThiefsPendingEnrolmentsEndWhenTheOwnerSignsOutEverywhereElse: a
+// thief with the password and a session, on another process, begins ten
+// authenticators and confirms none. The owner's own enrolment is refused
+// 409 too_many_factors, telling her to sign out everywhere else; once she
+// did, his enrolments are removed after the answer, and hers begins and
+// confirms.
+func TestAThiefsPendingEnrolmentsEndWhenTheOwnerSignsOutEverywhereElse(t *testing.T) {
+	t.Parallel()
+	mp := testkit.StartMailpit(t)
+	db := testkit.PackageDB(t)
+	_, api := newMailApp(t, db, mp, factorKeys)
+	_, other := newMailApp(t, db, mp, factorKeys)
+	n := name("crowded")
+	u, me := verifiedUser(t, api, mp, n)
+	stolen := other.As(mustLogin(t, other, n).Token)
+	begin := func(as *testkit.API) *testkit.Response {
+		return as.Send(http.MethodPost, "/v1/users/"+u.ID+"/factors", map[string]string{"name": "app", "currentPassword": testPassword})
+	}
+	for i := range 10 {
+		if r := begin(stolen); r.StatusCode != http.StatusCreated {
+			t.Fatalf("the thief's enrolment %d: %d %s", i, r.StatusCode, r.Body)
+		}
+	}
+	r := begin(me)
+	if r.StatusCode != http.StatusConflict || !strings.Contains(string(r.Body), `"too_many_factors"`) || !strings.Contains(string(r.Body), "sign out everywhere else") {
+		t.Fatalf("her enrolment beside his ten: %d %s, want 409 too_many_factors telling her to sign out everywhere else", r.StatusCode, r.Body)
+	}
+	if r := me.Send(http.MethodDelete, "/v1/users/"+u.ID+"/sessions?keep=current", nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("signing out everywhere else: %d %s", r.StatusCode, r.Body)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for r = begin(me); r.StatusCode == http.StatusConflict && time.Now().Before(deadline); r = begin(me) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("her enrolment after she signed out everywhere else: %d %s", r.StatusCode, r.Body)
+	}
+	var e enrolment
+	r.JSON(t, &e)
+	app := &authenticatorApp{secret: e.Secret}
+	if r := me.Send(http.MethodPost, "/v1/users/"+u.ID+"/factors/"+e.Factor.ID+"/confirmation", map[string]string{"code": app.code(t)}); r.StatusCode != http.StatusOK {
+		t.Fatalf("her confirmation: %d %s", r.StatusCode, r.Body)
+	}
+}
