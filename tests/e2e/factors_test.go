@@ -304,14 +304,9 @@ var factorKeys = map[string]string{"SHELF_FACTOR_KEYS": "k2:" + strings.Repeat("
 // until the owner's reset, which then logs in without any code.
 func TestAThiefsFactorIsUndoneFromTheMailbox(t *testing.T) {
 	t.Parallel()
-	mp := testkit.StartMailpit(t)
-	db := testkit.PackageDB(t)
-	_, api := newMailApp(t, db, mp, factorKeys)
-	_, other := newMailApp(t, db, mp, factorKeys)
-	n := name("owner")
+	s := newStolenAccount(t, "owner")
+	mp, api, other, n, u, stolen := s.mp, s.api, s.other, s.n, s.u, s.stolen
 	owned := n + "@example.org"
-	u, _ := verifiedUser(t, api, mp, n)
-	stolen := other.As(mustLogin(t, other, n).Token)
 	enrolTOTP(t, stolen, u.ID)
 	notice := mp.WaitFor(t, owned, 2)[0]
 	if notice.Subject != "A second factor was added to your shelf account" {
@@ -447,13 +442,8 @@ func TestAdminsActOnlyWithAFactorWhereRequired(t *testing.T) {
 // confirms.
 func TestAThiefsPendingEnrolmentsEndWhenTheOwnerSignsOutEverywhereElse(t *testing.T) {
 	t.Parallel()
-	mp := testkit.StartMailpit(t)
-	db := testkit.PackageDB(t)
-	_, api := newMailApp(t, db, mp, factorKeys)
-	_, other := newMailApp(t, db, mp, factorKeys)
-	n := name("crowded")
-	u, me := verifiedUser(t, api, mp, n)
-	stolen := other.As(mustLogin(t, other, n).Token)
+	s := newStolenAccount(t, "crowded")
+	u, me, stolen := s.u, s.me, s.stolen
 	begin := func(as *testkit.API) *testkit.Response {
 		return as.Send(http.MethodPost, "/v1/users/"+u.ID+"/factors", map[string]string{"name": "app", "currentPassword": testPassword})
 	}
@@ -482,4 +472,25 @@ func TestAThiefsPendingEnrolmentsEndWhenTheOwnerSignsOutEverywhereElse(t *testin
 	if r := me.Send(http.MethodPost, "/v1/users/"+u.ID+"/factors/"+e.Factor.ID+"/confirmation", map[string]string{"code": app.code(t)}); r.StatusCode != http.StatusOK {
 		t.Fatalf("her confirmation: %d %s", r.StatusCode, r.Body)
 	}
+}
+
+// stolenAccount is a verified account on two processes with factors on:
+// its owner's session on api, and a session a thief opened with the
+// password on other.
+type stolenAccount struct {
+	mp                     *testkit.Mailpit
+	api, other, me, stolen *testkit.API
+	n                      string // the username; the address is n@example.org
+	u                      userBody
+}
+
+func newStolenAccount(t *testing.T, prefix string) stolenAccount {
+	t.Helper()
+	s := stolenAccount{mp: testkit.StartMailpit(t), n: name(prefix)}
+	db := testkit.PackageDB(t)
+	_, s.api = newMailApp(t, db, s.mp, factorKeys)
+	_, s.other = newMailApp(t, db, s.mp, factorKeys)
+	s.u, s.me = verifiedUser(t, s.api, s.mp, s.n)
+	s.stolen = s.other.As(mustLogin(t, s.other, s.n).Token)
+	return s
 }
