@@ -3,10 +3,11 @@
 // Package degraded is `make bench-degraded` (docs/design/node-faults.md): shelf's API in
 // cluster mode, two processes behind the clients' balancer, on a
 // three-node cluster of its own (RF 3, LOCAL_QUORUM / LOCAL_SERIAL), 16
-// clients running the mix of mix.one, through a healthy window and then
-// one fault after another: one node hung, killed and restarted, slow, two
-// nodes hung, a rolling restart of the api processes, then of the nodes (allFaults). It prints each
-// window against the healthy one and saves the JSON and an HTML report under .bench/.
+// clients running the mix of mix.one, through one fault after another,
+// each after a healthy window of its own: one node hung, killed and
+// restarted, slow, two nodes hung, a rolling restart of the api processes,
+// then of the nodes (allFaults). It prints each window against the
+// healthy one before it and saves the JSON and an HTML report under .bench/.
 package degraded
 
 import (
@@ -68,7 +69,7 @@ type settings struct {
 	// client waits for its turn, and one that fell behind starts at once
 	// without catching up: a stall costs the requests it held back.
 	rate float64
-	// faults are the faults played after the healthy window, in this
+	// faults are the faults played, each after a healthy window, in this
 	// order (DEGRADED_FAULTS, comma separated): hung, killed, slow,
 	// majority, api-roll, roll. Fewer make a shorter run, to compare
 	// builds on one fault.
@@ -192,9 +193,12 @@ func TestDegraded(t *testing.T) {
 		sums[i] = summarize(w, results)
 	}
 	series, drawn := timeline(runStart, results)
+	bases := baselines(sums)
 	back := -1.0
-	if !heal.IsZero() {
-		back = backAfter(runStart, heal, series, sums[0].OKPerSec)
+	for i, w := range windows {
+		if w.Majority {
+			back = backAfter(runStart, heal, series, bases[i].OKPerSec)
+		}
 	}
 	tbl := table(sums)
 	verdicts := strings.Join(goals(sums, back), "\n")
@@ -216,14 +220,18 @@ func TestDegraded(t *testing.T) {
 	samples := cpu.all()
 	fmt.Printf("\neach node's CPU, in cores of the machine's %d, averaged over the seconds it ran: in all (compiling: the JIT's threads; collecting: the GC's):\n%s",
 		runtime.NumCPU(), cpuTable(windows, addresses[:], samples))
-	// A roll step by step: which node's stop or start the rate fell in.
-	steps := []summary{sums[0]}
+	// A roll step by step: which node's stop or start the rate fell in,
+	// against the roll's baseline (the window before it).
+	var stepSums []summary
 	for _, w := range f.steps {
-		steps = append(steps, summarize(w, results))
+		stepSums = append(stepSums, summarize(w, results))
 	}
-	if len(steps) > 1 {
-		fmt.Printf("\nrolling restart, step by step (a node drains from SIGTERM until its process ends, then is down until its CQL port answers):\n%s", table(steps))
-		fmt.Printf("\neach node's CPU in the roll's steps:\n%s", cpuTable(append(windows[:1:1], f.steps...), addresses[:], samples))
+	for i, w := range windows {
+		if w.Name == "rolling restart" && len(f.steps) > 0 {
+			fmt.Printf("\nrolling restart, step by step (a node drains from SIGTERM until its process ends, then is down until its CQL port answers):\n%s",
+				table(append([]summary{sums[i-1]}, stepSums...)))
+			fmt.Printf("\neach node's CPU in the roll's steps:\n%s", cpuTable(append([]window{windows[i-1]}, f.steps...), addresses[:], samples))
+		}
 	}
 	for _, s := range sums {
 		for _, at := range s.idle {
@@ -237,7 +245,7 @@ func TestDegraded(t *testing.T) {
 		}
 		fmt.Println("api error:", l)
 	}
-	save(t, cfg, runStart, windows, f.steps, sums, steps[1:], series, drawn, samples, warm, f.settles, back, tbl, verdicts)
+	save(t, cfg, runStart, windows, f.steps, sums, stepSums, series, drawn, samples, warm, f.settles, back, tbl, verdicts)
 }
 
 // apis are the api processes the clients call, as a load balancer in
@@ -500,10 +508,12 @@ func (f *faults) run() ([]window, time.Time) {
 		}
 	}
 	node := f.c.Nodes[f.node]
-	play("healthy", false, nil)
 	var heal time.Time
 	for _, fault := range f.play {
 		f.settle(fault)
+		// Each fault's baseline, played right before it (baselines).
+		play("healthy, before "+fault, false, nil)
+		windows[len(windows)-1].Baseline = true
 		switch fault {
 		case "hung":
 			play("one node hung", true, func(context.Context) { signal(node, syscall.SIGSTOP) })

@@ -81,6 +81,33 @@ func TestGoals(t *testing.T) {
 	}
 }
 
+// TestEachFaultIsMeasuredAgainstTheHealthyWindowBeforeIt: the machine
+// slowed by half between the first fault and the roll; the roll, at 0.9
+// of the healthy window played right before it, passes, where against
+// the run's first it read 0.45; that baseline itself is shown against
+// the first (0.50×), the drift.
+func TestEachFaultIsMeasuredAgainstTheHealthyWindowBeforeIt(t *testing.T) {
+	healthy := summary{Name: "healthy, before hung", Baseline: true, OKPerSec: 100, ReadP99: 100, Requests: 1000, OK: 1000, Errors: map[string]int{},
+		Kinds: map[string]kindSummary{}}
+	hung := healthy
+	hung.Name, hung.Baseline, hung.OKPerSec = "one node hung", false, 80
+	slower := healthy
+	slower.Name, slower.OKPerSec = "healthy, before roll", 50
+	roll := slower
+	roll.Name, roll.Baseline, roll.OKPerSec = "rolling restart", false, 45
+	sums := []summary{healthy, hung, slower, roll}
+	lines := goals(sums, -1)
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "PASS rolling restart: throughput 0.90×") {
+		t.Fatalf("verdicts:\n%s", strings.Join(lines, "\n"))
+	}
+	tbl := table(sums)
+	for _, row := range []string{"| one node hung | 80 | 0.80× |", "| healthy, before roll | 50 | 0.50× |", "| rolling restart | 45 | 0.90× |"} {
+		if !strings.Contains(tbl, row) {
+			t.Errorf("the table has no row %q:\n%s", row, tbl)
+		}
+	}
+}
+
 // TestPace: at a rate, each client's turns come every clients/rate
 // seconds, the clients spread over that interval; a client that fell
 // behind goes at once and does not catch up in a burst; no rate, no wait.
