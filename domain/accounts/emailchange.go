@@ -480,8 +480,10 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 		// Her reset since: the revert is over but for the factors a run
 		// stopped before their removal left, which would answer her
 		// password with the thief's challenge for good
-		// (TestARevertRunAgainAfterItsResetRemovesTheThiefsFactors).
-		if err := a.dropFactorsSince(ctx, t.UserID, t.CreatedAt); err != nil {
+		// (TestARevertRunAgainAfterItsResetRemovesTheThiefsFactors); not
+		// those she added after her reset, and the account's last change
+		// (TestARevertRunAgainAfterItsResetSparesHerNewFactor).
+		if err := a.dropFactorsBetween(ctx, t.UserID, t.CreatedAt, out.UpdatedAt); err != nil {
 			return err
 		}
 		return a.finishToken(ctx, t)

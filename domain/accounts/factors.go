@@ -1302,12 +1302,14 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 	if err == nil && over && !out.PasswordResetRequired {
 		// Her reset since: the revert is over but for its factor and
 		// those added after it, which a run stopped before their removal
-		// left (TestARevertRunAgainAfterItsResetRemovesTheThiefsFactors).
+		// left (TestARevertRunAgainAfterItsResetRemovesTheThiefsFactors);
+		// not those added after her reset, and the account's last change
+		// (TestARevertRunAgainAfterItsResetSparesHerNewFactor).
 		if a.factorRows() != nil {
 			if err := a.dropFactor(ctx, t.UserID, t.Subject); err != nil {
 				return err
 			}
-			if err := a.dropFactorsSince(ctx, t.UserID, t.CreatedAt); err != nil {
+			if err := a.dropFactorsBetween(ctx, t.UserID, t.CreatedAt, out.UpdatedAt); err != nil {
 				return err
 			}
 		}
@@ -1352,6 +1354,17 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 // mailed to the address it read, makes it work after the revert. A retry
 // of the revert removes what a failure left.
 func (a *Service) dropFactorsSince(ctx context.Context, userID string, since time.Time) error {
+	return a.dropFactorsBetween(ctx, userID, since, time.Time{})
+}
+
+// dropFactorsBetween is dropFactorsSince sparing every factor confirmed
+// (an enrolment: begun) after until by every clock, ClockSkew after it
+// (zero: none spared). A revert run again after the owner's reset
+// removes what its run left of the thief's, confirmed before her reset,
+// whose write until (the account's last change) follows; a factor she
+// added after her reset is hers, and stands
+// (TestARevertRunAgainAfterItsResetSparesHerNewFactor).
+func (a *Service) dropFactorsBetween(ctx context.Context, userID string, since, until time.Time) error {
 	rows := a.factorRows()
 	if rows == nil {
 		return nil
@@ -1365,6 +1378,13 @@ func (a *Service) dropFactorsSince(ctx context.Context, userID string, since tim
 		return err
 	}
 	for _, f := range factors {
+		at := f.ConfirmedAt
+		if !f.Confirmed() {
+			at = f.CreatedAt
+		}
+		if !until.IsZero() && at.After(until.Add(domain.ClockSkew)) {
+			continue
+		}
 		if !f.Confirmed() || !f.ConfirmedAt.Before(since) {
 			if err := a.dropFactor(ctx, userID, f.ID); err != nil {
 				return err

@@ -3,10 +3,13 @@ package faults
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/internal/factor"
 	"shelf/tests/memstore"
 )
 
@@ -302,5 +305,71 @@ func TestARevertRunAgainAfterTheThiefsResetAndAChangeBackStillRecovers(t *testin
 	}
 	if _, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annHome), newPassword, accounts.Client{}); err != nil {
 		t.Errorf("the reset link her revert mailed: %v", err)
+	}
+}
+
+// TestARevertRunAgainAfterItsResetSparesHerNewFactor: the owner follows
+// her revert link (of the email change that moved the account to the
+// thief's address, of the factor the thief added); its run does all but
+// its done mark, which fails (503: try again). She sets her new password
+// with the reset link it mailed, then, minutes later, adds an
+// authenticator of her own and keeps its recovery codes; then she follows
+// the revert link again, as its 503 asked. The run found the recovery
+// moved on since the use, through her address, and removed every factor
+// confirmed since the link was mailed: hers too, with the recovery
+// codes, in silence (204), so her account asked for the password alone
+// while she believed it guarded by her app. What such a run has left to
+// finish are the factors confirmed before her reset (the thief's); one
+// confirmed after it, and after the account's last change, is hers.
+func TestARevertRunAgainAfterItsResetSparesHerNewFactor(t *testing.T) {
+	t.Parallel()
+	for _, page := range []string{"revert-email", "revert-factor"} {
+		ctx := context.Background()
+		m, revert := thiefsChange(t, page)
+		totp := withFactors(t, m, nil)
+		token := m.box.tokenTo(page, annHome)
+		if err := failing(m, "tokens.done", func() error { return revert(token) }); !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("%s: the revert whose done mark failed: %v, want 503", page, err)
+		}
+		m.store.Advance(5 * time.Minute)
+		reset, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annHome), newPassword, accounts.Client{})
+		if err != nil || reset.Token == "" {
+			t.Fatalf("%s: her reset with the link the revert mailed: %+v %v", page, reset, err)
+		}
+		m.store.Advance(5 * time.Minute)
+		ann, err := m.svc.Authenticate(ctx, reset.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := m.svc.EnrolTOTP(ctx, ann, m.ann.ID, "mine", accounts.Password(newPassword))
+		if err != nil {
+			t.Fatalf("%s: her enrolment after her reset: %v", page, err)
+		}
+		factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+		if err != nil || len(factors) != 1 {
+			t.Fatalf("%s: the factors after her enrolment: %+v %v", page, factors, err)
+		}
+		code, err := totp.Code(factors[0].Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := m.svc.ConfirmTOTP(ctx, ann, m.ann.ID, e.Factor.ID, code)
+		if err != nil || len(c.RecoveryCodes) == 0 {
+			t.Fatalf("%s: her confirmation: %+v %v", page, c, err)
+		}
+		m.store.Advance(time.Minute)
+		if err := revert(token); err != nil && !errors.Is(err, accounts.ErrTokenUsed) {
+			t.Fatalf("%s: the revert link followed again: %v", page, err)
+		}
+		left, set, err := m.store.Factors().Read(ctx, m.ann.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(left, func(f accounts.Factor) bool { return f.ID == e.Factor.ID && f.Confirmed() }) || set.Left() == 0 {
+			t.Errorf("%s: after the revert link was followed again, her own app and codes: %+v, %d codes left; want both standing", page, left, set.Left())
+		}
+		if r, err := m.svc.Login(ctx, "ann", newPassword, accounts.Client{}); err != nil || r.Challenge == "" {
+			t.Errorf("%s: her password after the revert link was followed again: %+v %v, want her app's challenge", page, r, err)
+		}
 	}
 }
