@@ -67,7 +67,8 @@ func (s *Service) workQueue(ctx context.Context) (Report, error) {
 	return r, errors.Join(append(errs, err)...)
 }
 
-// rebuild runs a library's rebuild, reporting each page to the job.
+// rebuild runs a library's rebuild, reporting each page to the job; once
+// its rows phase begins, nothing is left of the items it counted.
 func (s *Service) rebuild(ctx context.Context, principalID string, p *progress) error {
 	total, err := s.library.CountIndex(ctx, principalID)
 	if err != nil {
@@ -79,6 +80,11 @@ func (s *Service) rebuild(ctx context.Context, principalID string, p *progress) 
 	}
 	_, err = s.library.Rebuild(ctx, principalID, func(phase string, done int) error {
 		p.done, p.total = done, max(p.total, done)
+		if phase != "items" {
+			// Every entry is written again: one counted that no page held
+			// was taken away meanwhile, and is done, as in eachItem.
+			p.done = p.total
+		}
 		return p.enter(ctx, phase)
 	})
 	return err
