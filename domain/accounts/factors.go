@@ -306,10 +306,11 @@ func (a *Service) enrolmentStart(ctx context.Context) (time.Time, error) {
 //   - a proof by the password alone holds only while the account has no
 //     factor, so a first factor confirmed since the proof takes f away
 //     again (errCodeRequired: begin again with its code). With the first
-//     factor's confirmation removing every enrolment it finds pending
-//     (dropPendingBesides), one of the two sees the other: an enrolment
-//     proven by the password alone is never confirmed beside a factor it
-//     did not prove.
+//     factor's confirmation removing every enrolment it finds pending,
+//     and taking itself back if it finds another confirmed at once
+//     (standsAlone), one of the two sees the other: an enrolment proven
+//     by the password alone is never confirmed beside a factor it did not
+//     prove.
 //
 // If the factors cannot be read, the enrolment is taken back too; a
 // removal that fails leaves a pending factor nobody was shown the id of,
@@ -341,13 +342,66 @@ func (a *Service) beginEnrolment(ctx context.Context, f Factor, factored bool) e
 // proof read it, or the enrolment itself reads the factor confirmed since
 // and takes itself away: beginEnrolment), and from now on adding a factor
 // takes a code of one. An owner's own enrolment begun meanwhile is begun
-// again. A removal that fails is logged: the factor is confirmed, and its
-// codes shown once in this answer; an enrolment left pending is refused
+// again. standsAlone does the same on the factors it read; this runs
+// after a confirmation whose write failed (the factor may stand). A
+// removal that fails is logged: an enrolment left pending is refused
 // at its confirmation (PasswordOnly).
 func (a *Service) dropPendingBesides(ctx context.Context, userID, id string) {
 	if err := dropPending(ctx, a.factors, a.factors.Remove, userID, id); err != nil {
 		a.log.Warn(ctx, "removing the enrolments pending beside a first factor failed", "user", userID, "error", err.Error())
 	}
+}
+
+// errConfirmedBeside refuses a first factor's confirmation that found,
+// checked again at the end, another factor confirmed beside it since it
+// began (standsAlone): its factor is taken back.
+var errConfirmedBeside = &domain.Error{Kind: domain.ErrConflict, Code: "enrolment_expired",
+	Message: "Another second factor was confirmed for this account at the same moment, so this one is not added. " +
+		"If you added both, begin again (POST /v1/users/{id}/factors). If you did not add the other, someone has your password: " +
+		"follow the link in the notice of a new second factor mailed to your address, which removes it and signs every session out."}
+
+// standsAlone checks again at the end, once f is confirmed as the
+// account's first factor (its confirmation read none confirmed, and may
+// have been proven by the password alone), that it stands alone. A factor
+// found confirmed beside it was confirmed since that read: a first factor
+// confirmed at once (the owner's and a thief's with her password and a
+// session, each read "none confirmed"), or one proven by a code of such a
+// factor, which nothing here can tell from one of hers. So f is taken
+// back and refused (errConfirmedBeside): it stands only alone
+// (TestTwoFirstFactorsConfirmedAtOnceNeverStandTogether). Each
+// confirmation takes back its own factor only: of two confirmed at once,
+// the one checking last finds the other confirmed. A rule that kept one
+// of two (the enrolment begun first, the confirmation written first, the
+// lower id) is one a thief can tilt by timing, by his process's clock or
+// by beginning many; with this one his timing wins nothing: a
+// confirmation of his that lands alone first stands as the account's
+// first factor, its notice at her address, as it would without her. A
+// process that dies after its factor's write, or a check that cannot
+// read the factors (the error answered, the factor kept: its retry says
+// it works), leaves that factor, and the other's check takes the other
+// back: one stands. Alone, f removes every enrolment still pending (each proven by the
+// password alone: dropPendingBesides); a removal that fails is logged.
+func (a *Service) standsAlone(ctx context.Context, f Factor) error {
+	factors, _, err := a.factors.Read(ctx, f.UserID)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(factors, func(g Factor) bool { return g.ID != f.ID && g.Confirmed() }) {
+		if _, err := a.factors.Remove(ctx, f.UserID, f.ID); err != nil {
+			return err
+		}
+		return errConfirmedBeside
+	}
+	for _, g := range factors {
+		if g.ID == f.ID {
+			continue
+		}
+		if _, err := a.factors.Remove(ctx, f.UserID, g.ID); err != nil {
+			a.log.Warn(ctx, "removing the enrolments pending beside a first factor failed", "user", f.UserID, "error", err.Error())
+			return nil
+		}
+	}
+	return nil
 }
 
 // dropPending removes, by remove, every enrolment of userID that rows
@@ -513,8 +567,9 @@ func errOtherKind(kind FactorKind) error {
 // factor standing between her new password and a session. The account
 // is read again after a compare-and-set whose answer was lost too (the
 // factor may stand). A process that dies between the two leaves the
-// factor; its notice's link removes it. A first factor's set is fenced
-// last (keepRecovery), so that the codes shown are the set's.
+// factor; its notice's link removes it. A first factor then checks that
+// it stands alone (standsAlone), and its set is fenced last
+// (keepRecovery), so that the codes shown are the set's.
 func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domain.User, factors []Factor, set RecoverySet, f Factor, pending string) (Confirmation, error) {
 	first := !slices.ContainsFunc(factors, Factor.Confirmed)
 	if f.PasswordOnly && !first {
@@ -570,7 +625,9 @@ func (a *Service) confirmFactor(ctx context.Context, p domain.Principal, u domai
 		return Confirmation{}, err
 	}
 	if first {
-		a.dropPendingBesides(ctx, u.ID, f.ID)
+		if err := a.standsAlone(ctx, f); err != nil {
+			return Confirmation{}, err
+		}
 		if codes, err = a.keepRecovery(ctx, written, codes); err != nil {
 			return Confirmation{}, err
 		}

@@ -1,0 +1,136 @@
+package faults
+
+import (
+	"context"
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/internal/factor"
+	"shelf/tests/memstore"
+)
+
+// TestTwoFirstFactorsConfirmedAtOnceNeverStandTogether: ann has no
+// factor; she begins an authenticator, and a thief holding her password
+// and a session begins his, each proven by the password alone. They
+// confirm at once: the outer confirmation reads the factors (none
+// confirmed: a first factor), mails its notice, writes its recovery set,
+// and is slow at its factor's compare-and-set; meanwhile the inner one
+// reads the factors (the outer's still pending: a first factor too),
+// writes its set and confirms its factor, and its process dies right
+// after that write, or its check at the end cannot read the factors (any
+// process may die between two statements, any call may fail), so it
+// never removes the outer's enrolment. The outer's write then lands on its
+// row, still pending, and it answered success: both factors stand, the
+// thief's beside ann's, though each confirmation relied on the account
+// having no factor (the password alone proved it). Once ann signs every
+// other session out, his code and her password log in. A first factor's
+// confirmation must check again at the end that it stands alone, and
+// one that answered success keeps its factor: at most one of the two
+// stands, and never one whose answer was not a success beside it.
+func TestTwoFirstFactorsConfirmedAtOnceNeverStandTogether(t *testing.T) {
+	t.Parallel()
+	for _, schedule := range []struct {
+		name string
+		// herFirst: ann's confirmation is the outer one.
+		herFirst bool
+		// call is the inner confirmation's call that fails, the nth of its
+		// name counted from the outer's start.
+		call  string
+		nth   int
+		fault memstore.Fault
+	}{
+		{"his process dies after his factor's write", true, "factors.confirm", 1, memstore.Crash},
+		{"his check at the end cannot read the factors", true, "factors.read", 2, memstore.FailBefore},
+		{"her process dies after her factor's write", false, "factors.confirm", 1, memstore.Crash},
+	} {
+		t.Run(schedule.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			m := newMailWorld(t, false)
+			m.verify(t)
+			totp := withFactors(t, m, nil)
+			thief, theirs := thiefEnrols(t, m, 1)
+			owner, err := m.svc.Authenticate(ctx, m.sessions[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			hers, err := m.svc.EnrolTOTP(ctx, owner, m.ann.ID, "phone", accounts.Password(password))
+			if err != nil {
+				t.Fatalf("ann's enrolment: %v", err)
+			}
+			sealed := map[string]string{}
+			factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range factors {
+				sealed[f.ID] = f.Sealed
+			}
+			type confirmation struct {
+				who string
+				p   domain.Principal
+				id  string
+				err error
+			}
+			her := &confirmation{who: "ann's", p: owner, id: hers.Factor.ID}
+			his := &confirmation{who: "the thief's", p: thief, id: theirs.Factor.ID}
+			outer, inner := her, his
+			if !schedule.herFirst {
+				outer, inner = his, her
+			}
+			confirm := func(c *confirmation) {
+				code, err := totp.Code(sealed[c.id], m.ann.ID, m.store.Now().Unix()/factor.Period)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, c.err = m.svc.ConfirmTOTP(ctx, c.p, m.ann.ID, c.id, code)
+			}
+			seen := map[string]int{}
+			m.store.FaultAt = func(_ int, name string) memstore.Fault {
+				seen[name]++
+				switch {
+				case name == "factors.confirm" && seen[name] == 1:
+					return memstore.Slow
+				case name == schedule.call && seen[name] == schedule.nth+1:
+					return schedule.fault
+				}
+				return memstore.None
+			}
+			ran := false
+			m.store.Meanwhile = func() {
+				if ran {
+					return
+				}
+				ran = true
+				confirm(inner)
+				m.store.Recover() // the outer confirmation runs on another process
+			}
+			confirm(outer)
+			calm(m.store)
+			if !ran {
+				t.Fatal("the inner confirmation did not run inside the outer's")
+			}
+			t.Logf("%s confirmation answered %v, %s (inner) %v", outer.who, outer.err, inner.who, inner.err)
+			after, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			standing := map[string]bool{}
+			for _, f := range after {
+				if f.Confirmed() {
+					standing[f.ID] = true
+				}
+			}
+			if len(standing) > 1 {
+				t.Errorf("%d factors stand, each confirmed as the account's first by the password alone: the thief's beside ann's", len(standing))
+			}
+			for _, c := range []*confirmation{her, his} {
+				if c.err == nil && !standing[c.id] {
+					t.Errorf("%s confirmation answered success, and its factor is gone", c.who)
+				}
+			}
+		})
+	}
+}
