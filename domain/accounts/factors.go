@@ -347,7 +347,7 @@ func (a *Service) beginEnrolment(ctx context.Context, f Factor, factored bool) e
 // removal that fails is logged: an enrolment left pending is refused
 // at its confirmation (PasswordOnly).
 func (a *Service) dropPendingBesides(ctx context.Context, userID, id string) {
-	if err := dropPending(ctx, a.factors, a.factors.Remove, userID, id); err != nil {
+	if err := dropPending(ctx, a.factors, a.factors.RemovePending, userID, id); err != nil {
 		a.log.Warn(ctx, "removing the enrolments pending beside a first factor failed", "user", userID, "error", err.Error())
 	}
 }
@@ -368,40 +368,59 @@ var errConfirmedBeside = &domain.Error{Kind: domain.ErrConflict, Code: "enrolmen
 // session, each read "none confirmed"), or one proven by a code of such a
 // factor, which nothing here can tell from one of hers. So f is taken
 // back and refused (errConfirmedBeside): it stands only alone
-// (TestTwoFirstFactorsConfirmedAtOnceNeverStandTogether). Each
-// confirmation takes back its own factor only: of two confirmed at once,
-// the one checking last finds the other confirmed. A rule that kept one
-// of two (the enrolment begun first, the confirmation written first, the
-// lower id) is one a thief can tilt by timing, by his process's clock or
-// by beginning many; with this one his timing wins nothing: a
-// confirmation of his that lands alone first stands as the account's
-// first factor, its notice at her address, as it would without her. A
-// process that dies after its factor's write, or a check that cannot
-// read the factors (the error answered, the factor kept: its retry says
-// it works), leaves that factor, and the other's check takes the other
-// back: one stands. Alone, f removes every enrolment still pending (each proven by the
-// password alone: dropPendingBesides); a removal that fails is logged.
+// (TestTwoFirstFactorsConfirmedAtOnceNeverStandTogether). Of two
+// confirmed at once, one at least finds the other (confirmed when read,
+// or its removal of the other, pending when read, refused below) and
+// takes its own back; the other stands only if its check no longer finds
+// the first. Each takes back its own factor only, so no success answered
+// is followed by its factor's removal. No rule picks which of the two
+// stands (the enrolment begun first, the lower id): the one kept would
+// have to remove the other, which it cannot tell from a factor proven by
+// its own code whose confirmation answered success, and a rule by time
+// or id is one a thief tilts by timing, by his process's clock or by
+// beginning many. With this one a thief's timing wins at most what
+// confirming before her wins him: his factor alone as the account's
+// first, its notice at her address, never one beside hers. A process
+// that dies after its factor's write, or a check that cannot read the
+// factors (the error answered, the factor kept: its retry says it
+// works), leaves that factor, and the other's check takes the other back.
+// Alone, f removes every enrolment still pending (each proven by the
+// password alone: dropPendingBesides), each removal conditioned on the
+// enrolment still pending when it lands: one whose confirmation landed
+// since the read may have answered success (one proven by a code of f),
+// and removing it would take back what that answer granted
+// (TestTheFirstFactorsCheckLeavesAFactorConfirmedSinceItsRead). A
+// removal refused so is a factor confirmed beside f, which f then yields
+// to as to one it read; a removal that fails is logged (an enrolment
+// left pending is refused at its confirmation, PasswordOnly, and one
+// confirmed at once checks too).
 func (a *Service) standsAlone(ctx context.Context, f Factor) error {
 	factors, _, err := a.factors.Read(ctx, f.UserID)
 	if err != nil {
 		return err
 	}
-	if slices.ContainsFunc(factors, func(g Factor) bool { return g.ID != f.ID && g.Confirmed() }) {
-		if _, err := a.factors.Remove(ctx, f.UserID, f.ID); err != nil {
-			return err
-		}
-		return errConfirmedBeside
-	}
+	beside := slices.ContainsFunc(factors, func(g Factor) bool { return g.ID != f.ID && g.Confirmed() })
 	for _, g := range factors {
+		if beside {
+			break
+		}
 		if g.ID == f.ID {
 			continue
 		}
-		if _, err := a.factors.Remove(ctx, f.UserID, g.ID); err != nil {
+		removed, err := a.factors.RemovePending(ctx, f.UserID, g.ID)
+		if err != nil {
 			a.log.Warn(ctx, "removing the enrolments pending beside a first factor failed", "user", f.UserID, "error", err.Error())
-			return nil
+			continue
 		}
+		beside = !removed
 	}
-	return nil
+	if !beside {
+		return nil
+	}
+	if _, err := a.factors.Remove(ctx, f.UserID, f.ID); err != nil {
+		return err
+	}
+	return errConfirmedBeside
 }
 
 // dropPending removes, by remove, every enrolment of userID that rows

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"shelf/domain"
@@ -132,5 +133,104 @@ func TestTwoFirstFactorsConfirmedAtOnceNeverStandTogether(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTheFirstFactorsCheckLeavesAFactorConfirmedSinceItsRead: ann (no
+// factor yet) confirms her phone, the account's first factor. Its
+// compare-and-set applied, its check of the session at the end is slow:
+// meanwhile ann begins a tablet, proven by her password and a code of
+// her phone. Then the phone's confirmation reads the factors (the tablet
+// pending) and removes the enrolments it found pending, that removal
+// slow too: meanwhile ann confirms the tablet, which answers success. The
+// removal then lands on the tablet's row, confirmed since the read, and
+// deletes it: ann was told her tablet was added, and it is gone. (Two
+// first factors proven by the password alone and confirmed at once meet
+// the same removal: the later, answered success with its recovery codes,
+// loses its factor to the earlier's.) What a confirmation answered
+// success for must stand: a first factor removes only what is still
+// pending when its removal lands.
+func TestTheFirstFactorsCheckLeavesAFactorConfirmedSinceItsRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newMailWorld(t, false)
+	m.verify(t)
+	totp := withFactors(t, m, nil)
+	owner, err := m.svc.Authenticate(ctx, m.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	phone, err := m.svc.EnrolTOTP(ctx, owner, m.ann.ID, "phone", accounts.Password(password))
+	if err != nil {
+		t.Fatalf("ann's phone: %v", err)
+	}
+	codeOf := func(id string) string {
+		t.Helper()
+		factors, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range factors {
+			if f.ID == id {
+				c, err := totp.Code(f.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+		}
+		t.Fatalf("no factor %s", id)
+		return ""
+	}
+	phoneCode := codeOf(phone.Factor.ID)
+	confirmed, checking, removing := false, false, false
+	m.store.FaultAt = func(_ int, name string) memstore.Fault {
+		switch {
+		case name == "factors.confirm" && !confirmed:
+			confirmed = true
+		case name == "users.get" && confirmed && !checking:
+			checking = true
+			return memstore.Slow
+		case (name == "factors.remove" || name == "factors.remove_pending") && checking && !removing: // conditioned or not
+			removing = true
+			return memstore.Slow
+		}
+		return memstore.None
+	}
+	var tablet accounts.Enrolment
+	var enrolErr, tabletErr error
+	meanwhile := 0
+	m.store.Meanwhile = func() {
+		meanwhile++
+		switch meanwhile {
+		case 1:
+			current := password
+			tablet, enrolErr = m.svc.EnrolTOTP(ctx, owner, m.ann.ID, "tablet",
+				accounts.Proof{CurrentPassword: &current, Code: codeOf(phone.Factor.ID)})
+		case 2:
+			if enrolErr == nil {
+				_, tabletErr = m.svc.ConfirmTOTP(ctx, owner, m.ann.ID, tablet.Factor.ID, codeOf(tablet.Factor.ID))
+			}
+		}
+	}
+	_, phoneErr := m.svc.ConfirmTOTP(ctx, owner, m.ann.ID, phone.Factor.ID, phoneCode)
+	calm(m.store)
+	if enrolErr != nil || meanwhile != 2 || tabletErr != nil {
+		t.Fatalf("the tablet inside the phone's confirmation: begun %v, confirmed %v (%d slow calls): the schedule is not the one meant",
+			enrolErr, tabletErr, meanwhile)
+	}
+	after, _, err := m.store.Factors().Read(ctx, m.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stands := func(id string) bool {
+		return slices.ContainsFunc(after, func(f accounts.Factor) bool { return f.ID == id && f.Confirmed() })
+	}
+	t.Logf("the phone's confirmation answered %v", phoneErr)
+	if !stands(tablet.Factor.ID) {
+		t.Error("the tablet's confirmation answered success, and the phone's removal of the enrolments it read pending took the tablet away")
+	}
+	if phoneErr == nil && !stands(phone.Factor.ID) {
+		t.Error("the phone's confirmation answered success, and the phone is gone")
 	}
 }

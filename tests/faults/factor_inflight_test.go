@@ -198,7 +198,7 @@ func TestAnEnrolmentTheFirstFactorLeftPendingIsNotConfirmedBesideIt(t *testing.T
 		name, call string
 		fault      memstore.Fault
 	}{
-		{"its removal fails", "factors.remove", memstore.FailBefore},
+		{"its removal fails", "factors.remove_pending", memstore.FailBefore},
 		{"her process dies after her factor's write", "factors.confirm", memstore.Crash},
 	} {
 		t.Run(fault.name, func(t *testing.T) {
