@@ -332,7 +332,16 @@ func (a *Service) updateRounds(ctx context.Context, id string, admin bool, chang
 			out = u
 			return true, nil
 		}
-		next.Version, next.UpdatedAt = u.Version+1, a.now()
+		// The write drops the holds that have ended, as a change's does
+		// (accountChange.apply): it is a fence of them (holders.Holder),
+		// so that the owner cannot keep a claimer's fence from landing by
+		// writing the row again and again with an ended hold in it (a
+		// sign-out everywhere else before each of its rounds:
+		// TestAnAccountCannotKeepAnEndedHoldsAddressBySigningOut). What
+		// it drops is not released: the claimer takes it over.
+		now := a.now()
+		next, _ = a.holdsAt(now).live(next)
+		next.Version, next.UpdatedAt = u.Version+1, now
 		applied, err := a.users.Update(ctx, next)
 		if applied {
 			out = next
