@@ -68,15 +68,16 @@ func (c accountChange) asksEmail(u domain.User) bool {
 	return c.in.Email != nil && c.emailKey != u.EmailKey
 }
 
-// apply returns u (its ended holds dropped, holds.live) with the change
-// made and the new keys it must claim (the username before the email,
+// apply returns u with the change made, then its ended holds dropped
+// (holds.live: an address held stays named while a change asks for it
+// back), and the new keys it must claim (the username before the email,
 // the order of every claimant: see domain.Claimer.AcquireAll). A new
 // address is only asked for (pending), by session (a public session id,
 // "" for an admin): the account keeps its own until the new one is
 // verified; the address itself, or its new spelling, cancels a change
 // pending.
 func (c accountChange) apply(u domain.User, h holds, session string) (next domain.User, claim []domain.Key) {
-	next, _ = h.live(u)
+	next = u
 	now := h.now
 	if c.in.Username != nil {
 		next.Username, next.UsernameKey = c.username, c.usernameKey
@@ -100,6 +101,7 @@ func (c accountChange) apply(u domain.User, h holds, session string) (next domai
 	if c.in.DisplayName != nil {
 		next.DisplayName = c.display
 	}
+	next, _ = h.live(next)
 	return next, claim
 }
 

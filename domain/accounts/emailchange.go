@@ -115,13 +115,19 @@ func names(u domain.User, kind domain.ClaimKind, key string) bool {
 
 // live is u with every hold that has ended dropped: a change pending
 // past its link's life reads as no change pending, a recovery address
-// past its link's as none. changed says whether anything was dropped.
+// past its link's as none, unless the change pending asks for it back:
+// the row names it for as long as that change lasts, so that its
+// confirmation, whenever it comes, is a change back that holds nothing
+// in turn (completeEmailChange), whatever was written meanwhile
+// (TestAChangeBackConfirmedPastItsHoldLeavesTheThiefNoRevert). Its revert
+// link has ended all the same (recovery). changed says whether anything
+// was dropped.
 func (h holds) live(u domain.User) (out domain.User, changed bool) {
 	if u.PendingEmailKey != "" && !h.pending(u) {
 		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
 		changed = true
 	}
-	if u.RecoveryEmailKey != "" && !h.recovery(u) {
+	if u.RecoveryEmailKey != "" && !h.recovery(u) && u.RecoveryEmailKey != u.PendingEmailKey {
 		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
 		changed = true
 	}

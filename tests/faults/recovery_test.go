@@ -600,3 +600,70 @@ func TestAChangeBackToTheHeldAddressLeavesTheThiefNoRevert(t *testing.T) {
 	}
 	checkHeld(t, "after the change back", m.world)
 }
+
+// TestAChangeBackConfirmedPastItsHoldLeavesTheThiefNoRevert: as in
+// TestAChangeBackToTheHeldAddressLeavesTheThiefNoRevert, ann asks for her
+// address back within her link's week (the notice to the thief's address
+// says a confirmation of the address it replaced ends its link), but
+// confirms it from her mailbox only after the hold of annHome has ended,
+// the change still pending. Meanwhile the account was written again: she
+// signed out everywhere else, or the thief, logged in again with the
+// password, changed its display name. That write dropped the ended hold
+// of annHome from the row while the change asked for annHome, so her
+// confirmation no longer read it as a change back: it held the thief's
+// address for a week, and the thief's link then gave the account his
+// address back, ended her sessions and mailed him the reset link. A
+// change back asked while the address was held is one until it ends:
+// the row keeps naming the address held for as long as the change asks
+// for it.
+func TestAChangeBackConfirmedPastItsHoldLeavesTheThiefNoRevert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, between := range []struct {
+		name  string
+		write func(m *mailWorld) error
+	}{
+		{"nothing", func(*mailWorld) error { return nil }},
+		{"her sign-out everywhere else", func(m *mailWorld) error {
+			p, err := newSession(m)
+			if err != nil {
+				return err
+			}
+			return m.svc.RevokeSessions(ctx, p, m.ann.ID, true)
+		}},
+		{"his display name", func(m *mailWorld) error {
+			p, err := newSession(m)
+			if err != nil {
+				return err
+			}
+			name := "Not Ann"
+			_, err = m.svc.UpdateUser(ctx, p, m.ann.ID, accounts.UpdateInput{DisplayName: &name})
+			return err
+		}},
+	} {
+		m := emailChangeWorld(t, false)
+		thiefTakes(t, m) // annNext, the thief's; annHome held for the week
+		m.store.Advance(accounts.DefaultRevertTTL - 12*time.Hour)
+		if err := changeEmailFrom(m, annHome); err != nil {
+			t.Fatalf("%s: ann's change back: %v", between.name, err)
+		}
+		thiefsLink := m.box.tokenTo("revert-email", annNext)
+		m.store.Advance(12*time.Hour + accounts.TokenGrace + time.Minute) // the hold ended, the change lives on
+		if err := between.write(m); err != nil {
+			t.Fatalf("%s: %v", between.name, err)
+		}
+		if err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", annHome)); err != nil {
+			t.Fatalf("%s: ann's confirmation at her address: %v", between.name, err)
+		}
+		if u := m.account(t, between.name); u.Email != annHome || u.RecoveryEmailKey != "" {
+			t.Errorf("%s: after the change back the account is at %q, holding %q; want %q, holding nothing", between.name, u.Email, u.RecoveryEmail, annHome)
+		}
+		if err := m.svc.RevertEmailChange(ctx, thiefsLink); !errors.Is(err, accounts.ErrRevertStale) {
+			t.Errorf("%s: the thief's revert link answered %v, want it stale", between.name, err)
+		}
+		if u := m.account(t, between.name); u.Email != annHome || u.PasswordResetRequired {
+			t.Errorf("%s: the thief's link gave the account %q (reset required: %v), want it left at %q", between.name, u.Email, u.PasswordResetRequired, annHome)
+		}
+		checkHeld(t, between.name, m.world)
+	}
+}
