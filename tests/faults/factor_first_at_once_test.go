@@ -170,17 +170,7 @@ func TestTheFirstFactorsCheckLeavesAFactorConfirmedSinceItsRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range factors {
-			if f.ID == id {
-				c, err := totp.Code(f.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return c
-			}
-		}
-		t.Fatalf("no factor %s", id)
-		return ""
+		return codeIn(t, m, totp, factors, id)
 	}
 	phoneCode := codeOf(phone.Factor.ID)
 	confirmed, checking, removing := false, false, false

@@ -41,20 +41,7 @@ func TestTheFirstFactorsCodesStandAgainstAnotherFirstConfirmation(t *testing.T) 
 	if err != nil || len(factors) != 2 {
 		t.Fatalf("the enrolments: %+v %v", factors, err)
 	}
-	codeOf := func(id string) string {
-		t.Helper()
-		for _, f := range factors {
-			if f.ID == id {
-				c, err := totp.Code(f.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return c
-			}
-		}
-		t.Fatalf("no enrolment %s", id)
-		return ""
-	}
+	codeOf := func(id string) string { return codeIn(t, m, totp, factors, id) }
 	phoneCode := codeOf(phone.Factor.ID)
 	seen := map[string]int{}
 	m.store.FaultAt = func(_ int, name string) memstore.Fault {
@@ -93,4 +80,21 @@ func TestTheFirstFactorsCodesStandAgainstAnotherFirstConfirmation(t *testing.T) 
 		t.Errorf("phone's confirmation answered success with %d codes, not the set that stands (%d codes, generation %s)",
 			len(c.RecoveryCodes), len(set.Codes), set.Generation)
 	}
+}
+
+// codeIn is the current code of enrolment id among factors (as read
+// from m's store), by the app of totp.
+func codeIn(t *testing.T, m *mailWorld, totp *factor.TOTP, factors []accounts.Factor, id string) string {
+	t.Helper()
+	for _, f := range factors {
+		if f.ID == id {
+			c, err := totp.Code(f.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+	}
+	t.Fatalf("no enrolment %s", id)
+	return ""
 }

@@ -220,20 +220,7 @@ func TestAnEnrolmentTheFirstFactorLeftPendingIsNotConfirmedBesideIt(t *testing.T
 			if err != nil {
 				t.Fatal(err)
 			}
-			codeOf := func(id string) string {
-				t.Helper()
-				for _, f := range factors {
-					if f.ID == id {
-						c, err := totp.Code(f.Sealed, m.ann.ID, m.store.Now().Unix()/factor.Period)
-						if err != nil {
-							t.Fatal(err)
-						}
-						return c
-					}
-				}
-				t.Fatalf("no enrolment %s", id)
-				return ""
-			}
+			codeOf := func(id string) string { return codeIn(t, m, totp, factors, id) }
 			faultNamed(m.store, fault.call, 0, fault.fault)
 			_, herErr := m.svc.ConfirmTOTP(ctx, owner, m.ann.ID, hers.Factor.ID, codeOf(hers.Factor.ID))
 			recovered(m.store)

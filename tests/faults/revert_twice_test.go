@@ -149,18 +149,7 @@ func TestARevertWhoseDoneMarkFailedChangesNothingAfterItsReset(t *testing.T) {
 func TestAThiefsResetBeforeTheRevertLandsIsUndoneByItsRetry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m, revert := thiefsChange(t, "revert-email")
-	token := m.box.tokenTo("revert-email", annHome)
-	if err := failing(m, "users.update", func() error { return revert(token) }); !errors.Is(err, domain.ErrUnavailable) {
-		t.Fatalf("the revert whose compare-and-set failed: %v, want 503", err)
-	}
-	if err := m.svc.RequestPasswordReset(ctx, annNext); err != nil {
-		t.Fatal(err)
-	}
-	thiefs, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annNext), "the thief's own new one", accounts.Client{})
-	if err != nil || thiefs.Token == "" {
-		t.Fatalf("the thief's reset through his address: %v", err)
-	}
+	m, revert, token, thiefs := thiefResetsBeforeTheRevert(t)
 	if err := revert(token); err != nil {
 		t.Fatalf("her retry of the revert: %v", err)
 	}
@@ -271,18 +260,7 @@ func TestARevertRunAgainAfterItsResetRemovesTheThiefsFactors(t *testing.T) {
 func TestARevertRunAgainAfterTheThiefsResetAndAChangeBackStillRecovers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m, revert := thiefsChange(t, "revert-email")
-	token := m.box.tokenTo("revert-email", annHome)
-	if err := failing(m, "users.update", func() error { return revert(token) }); !errors.Is(err, domain.ErrUnavailable) {
-		t.Fatalf("the revert whose compare-and-set failed: %v, want 503", err)
-	}
-	if err := m.svc.RequestPasswordReset(ctx, annNext); err != nil {
-		t.Fatal(err)
-	}
-	thiefs, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annNext), "the thief's own new one", accounts.Client{})
-	if err != nil || thiefs.Token == "" {
-		t.Fatalf("the thief's reset through his address: %v", err)
-	}
+	m, revert, token, thiefs := thiefResetsBeforeTheRevert(t)
 	p, err := m.svc.Authenticate(ctx, thiefs.Token)
 	if err != nil {
 		t.Fatal(err)
@@ -372,4 +350,26 @@ func TestARevertRunAgainAfterItsResetSparesHerNewFactor(t *testing.T) {
 			t.Errorf("%s: her password after the revert link was followed again: %+v %v, want her app's challenge", page, r, err)
 		}
 	}
+}
+
+// thiefResetsBeforeTheRevert is a world where the thief changed ann's
+// address to his, her revert of it was used and its compare-and-set
+// failed (503), and he then reset the password through his address: the
+// revert, its token, and the session his reset opened.
+func thiefResetsBeforeTheRevert(t *testing.T) (*mailWorld, func(token string) error, string, accounts.LoginResult) {
+	t.Helper()
+	ctx := context.Background()
+	m, revert := thiefsChange(t, "revert-email")
+	token := m.box.tokenTo("revert-email", annHome)
+	if err := failing(m, "users.update", func() error { return revert(token) }); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("the revert whose compare-and-set failed: %v, want 503", err)
+	}
+	if err := m.svc.RequestPasswordReset(ctx, annNext); err != nil {
+		t.Fatal(err)
+	}
+	thiefs, err := m.svc.ResetPassword(ctx, m.box.tokenTo("reset", annNext), "the thief's own new one", accounts.Client{})
+	if err != nil || thiefs.Token == "" {
+		t.Fatalf("the thief's reset through his address: %v", err)
+	}
+	return m, revert, token, thiefs
 }
