@@ -107,6 +107,15 @@ type User struct {
 	// back whatever happened since. Empty when none.
 	RecoveryEmail, RecoveryEmailKey string
 	RecoveryUntil                   time.Time
+	// HeldUsername is the username the owner's rename left (migration
+	// 047), still claimed for this account until HeldUsernameUntil (as
+	// long as an email change's revert link works): nobody else takes it
+	// meanwhile, and the account may change back to it, so that an owner
+	// whose password a thief used to rename her account takes her name
+	// back after her reset (docs/design/renames.md, "A name left is
+	// held"). Empty when none.
+	HeldUsername, HeldUsernameKey string
+	HeldUsernameUntil             time.Time
 	// RefusedEmailKeys are the keys of the addresses whose reader
 	// followed the "not me" link of a change asking for them: the account
 	// may not ask for them again (migration 041,

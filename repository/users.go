@@ -88,6 +88,11 @@ type userRow struct {
 	RecoveryEpoch int `db:"recovery_epoch"`
 	// AddressEpoch is the recovery epoch the address came in with (045).
 	AddressEpoch int `db:"address_epoch"`
+	// HeldUsername is the username the owner's rename left, held for the
+	// account until HeldUsernameUntil (047).
+	HeldUsername      string    `db:"held_username"`
+	HeldUsernameKey   string    `db:"held_username_key"`
+	HeldUsernameUntil time.Time `db:"held_username_until"`
 	// RefusedEmailKeys are the addresses whose reader said "not me" to a
 	// change asking for them: the account may not ask for them again
 	// (041).
@@ -106,7 +111,7 @@ func (r *userRow) columns() []any {
 		&r.LiftKind, &r.LiftedAt, &r.LiftedBy, &r.LiftedSuspendedAt, &r.LiftedSuspendedBy, &r.LiftedReason, &r.LiftedUntil,
 		&r.DeletedAt, &r.DeletedBy, &r.DeletionAttempt, &r.EmailVerifiedAt, &r.PasswordEpoch, &r.PasswordSession, &r.AdminChange,
 		&r.PendingEmail, &r.PendingEmailKey, &r.PendingEmailAt, &r.RecoveryEmail, &r.RecoveryEmailKey, &r.RecoveryUntil,
-		&r.PasswordResetRequired, &r.PendingEmailSession, &r.RecoveryEpoch, &r.AddressEpoch, &r.SuspendedUsername, &r.RefusedEmailKeys, &r.ModerationHold}
+		&r.PasswordResetRequired, &r.PendingEmailSession, &r.RecoveryEpoch, &r.AddressEpoch, &r.HeldUsername, &r.HeldUsernameKey, &r.HeldUsernameUntil, &r.SuspendedUsername, &r.RefusedEmailKeys, &r.ModerationHold}
 }
 
 func fromDomainUser(u domain.User) userRow {
@@ -119,6 +124,7 @@ func fromDomainUser(u domain.User) userRow {
 		RecoveryEmail: u.RecoveryEmail, RecoveryEmailKey: u.RecoveryEmailKey, RecoveryUntil: u.RecoveryUntil,
 		PasswordResetRequired: u.PasswordResetRequired, PendingEmailSession: u.PendingEmailSession, RecoveryEpoch: u.RecoveryEpoch,
 		AddressEpoch: u.AddressEpoch, RefusedEmailKeys: u.RefusedEmailKeys,
+		HeldUsername: u.HeldUsername, HeldUsernameKey: u.HeldUsernameKey, HeldUsernameUntil: u.HeldUsernameUntil,
 	}
 	if s := u.Suspension; s != nil {
 		r.SuspendedAt, r.SuspensionBucket, r.SuspensionReason = s.SuspendedAt, s.Bucket, s.Reason
@@ -143,7 +149,8 @@ func (r userRow) toDomain() domain.User {
 		PendingEmail: r.PendingEmail, PendingEmailKey: r.PendingEmailKey, PendingEmailAt: utcOrZero(r.PendingEmailAt),
 		RecoveryEmail: r.RecoveryEmail, RecoveryEmailKey: r.RecoveryEmailKey, RecoveryUntil: utcOrZero(r.RecoveryUntil),
 		PasswordResetRequired: r.PasswordResetRequired, PendingEmailSession: r.PendingEmailSession, RecoveryEpoch: r.RecoveryEpoch,
-		AddressEpoch: r.AddressEpoch, RefusedEmailKeys: r.RefusedEmailKeys, ModerationHeld: r.ModerationHold != "",
+		AddressEpoch: r.AddressEpoch, RefusedEmailKeys: r.RefusedEmailKeys,
+		HeldUsername: r.HeldUsername, HeldUsernameKey: r.HeldUsernameKey, HeldUsernameUntil: utcOrZero(r.HeldUsernameUntil), ModerationHeld: r.ModerationHold != "",
 	}
 	if !r.SuspendedAt.IsZero() {
 		u.Suspension = &domain.Suspension{UserID: r.ID, Username: suspendedAs(r.SuspendedUsername, r.Username), Reason: r.SuspensionReason,
@@ -195,11 +202,11 @@ func orAbsent[T comparable](v T, absent any) any {
 // "name = ?", which a Go constant cannot derive, so
 // TestUserStatementsFollowOneColumnList holds it, the insert's
 // placeholders and values to this list.
-const userColumnNames = `username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change, pending_email, pending_email_key, pending_email_at, recovery_email, recovery_email_key, recovery_until, password_reset_required, pending_email_session, recovery_epoch, address_epoch, suspended_username, refused_email_keys`
+const userColumnNames = `username, username_key, email, email_key, display_name, password_hash, roles, status, created_at, updated_at, version, write_id, suspended_at, suspension_bucket, suspension_reason, suspended_by, suspended_until, lift_kind, lifted_at, lifted_by, lifted_suspended_at, lifted_suspended_by, lifted_reason, lifted_until, deleted_at, deleted_by, deletion_attempt, email_verified_at, password_epoch, password_session, admin_change, pending_email, pending_email_key, pending_email_at, recovery_email, recovery_email_key, recovery_until, password_reset_required, pending_email_session, recovery_epoch, address_epoch, held_username, held_username_key, held_username_until, suspended_username, refused_email_keys`
 
 // userColumns are written together by every write, so a TTL 0 rewrite
 // covers them all (TTL is per cell).
-const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?, deletion_attempt = ?, email_verified_at = ?, password_epoch = ?, password_session = ?, admin_change = ?, pending_email = ?, pending_email_key = ?, pending_email_at = ?, recovery_email = ?, recovery_email_key = ?, recovery_until = ?, password_reset_required = ?, pending_email_session = ?, recovery_epoch = ?, address_epoch = ?, suspended_username = ?, refused_email_keys = ?`
+const userColumns = `username = ?, username_key = ?, email = ?, email_key = ?, display_name = ?, password_hash = ?, roles = ?, status = ?, created_at = ?, updated_at = ?, version = ?, write_id = ?, suspended_at = ?, suspension_bucket = ?, suspension_reason = ?, suspended_by = ?, suspended_until = ?, lift_kind = ?, lifted_at = ?, lifted_by = ?, lifted_suspended_at = ?, lifted_suspended_by = ?, lifted_reason = ?, lifted_until = ?, deleted_at = ?, deleted_by = ?, deletion_attempt = ?, email_verified_at = ?, password_epoch = ?, password_session = ?, admin_change = ?, pending_email = ?, pending_email_key = ?, pending_email_at = ?, recovery_email = ?, recovery_email_key = ?, recovery_until = ?, password_reset_required = ?, pending_email_session = ?, recovery_epoch = ?, address_epoch = ?, held_username = ?, held_username_key = ?, held_username_until = ?, suspended_username = ?, refused_email_keys = ?`
 
 // userWriteColumnNames are what every write binds: the columns the reads
 // scan, and search_grams (019) and username_prefixes (030), which only the
@@ -215,7 +222,7 @@ const (
 )
 
 const (
-	userInsertCQL   conditionalCQL = `INSERT INTO users (id, ` + userWriteColumnNames + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	userInsertCQL   conditionalCQL = `INSERT INTO users (id, ` + userWriteColumnNames + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?`
 	userActivateCQL conditionalCQL = `UPDATE users USING TTL 0 SET ` + userWriteColumns + ` WHERE id = ? IF status = 'pending' AND write_id = ?`
 	userUpdateCQL   conditionalCQL = `UPDATE users SET ` + userWriteColumns + ` WHERE id = ? IF version = ?`
 	userDiscardCQL  conditionalCQL = `DELETE FROM users WHERE id = ? IF status = 'pending'`
@@ -415,7 +422,8 @@ func (r userRow) values(writeID string, absent any) []any {
 		orAbsent(r.PendingEmail, absent), orAbsent(r.PendingEmailKey, absent), orAbsent(r.PendingEmailAt, absent),
 		orAbsent(r.RecoveryEmail, absent), orAbsent(r.RecoveryEmailKey, absent), orAbsent(r.RecoveryUntil, absent),
 		orAbsent(r.PasswordResetRequired, absent), orAbsent(r.PendingEmailSession, absent), orAbsent(r.RecoveryEpoch, absent),
-		orAbsent(r.AddressEpoch, absent), orAbsent(r.SuspendedUsername, absent),
+		orAbsent(r.AddressEpoch, absent), orAbsent(r.HeldUsername, absent), orAbsent(r.HeldUsernameKey, absent), orAbsent(r.HeldUsernameUntil, absent),
+		orAbsent(r.SuspendedUsername, absent),
 		gramsOrAbsent(r.RefusedEmailKeys, absent),
 		gramsOrAbsent(domain.SearchGrams(r.UsernameKey, r.EmailKey), absent),
 		gramsOrAbsent(domain.UsernamePrefixes(r.UsernameKey), absent)}

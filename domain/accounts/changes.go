@@ -75,14 +75,29 @@ func (c accountChange) asksEmail(u domain.User) bool {
 // address is only asked for (pending), by session (a public session id,
 // "" for an admin): the account keeps its own until the new one is
 // verified; the address itself, or its new spelling, cancels a change
-// pending.
-func (c accountChange) apply(u domain.User, h holds, session string) (next domain.User, claim []domain.Key) {
+// pending. The owner's rename holds the name it leaves for h.nameFor,
+// unless the hold of an earlier rename lasts: the first name left stays
+// held, so a second rename by a thief cannot free it, and the name the
+// second leaves is free at once. An admin's rename holds nothing: a name
+// an admin took away is not the user's to take back.
+func (c accountChange) apply(u domain.User, h holds, self bool, session string) (next domain.User, claim []domain.Key) {
 	next = u
 	now := h.now
 	if c.in.Username != nil {
 		next.Username, next.UsernameKey = c.username, c.usernameKey
-		if c.usernameKey != u.UsernameKey {
+		switch {
+		case c.usernameKey == u.UsernameKey:
+			// A new spelling of its own name.
+		case h.key(u, domain.KindUsername, c.usernameKey):
+			// Back to the name held: it claims nothing (the row that
+			// read the hold alive is fenced before anyone takes the
+			// name over) and holds nothing in turn.
+			next.HeldUsername, next.HeldUsernameKey, next.HeldUsernameUntil = "", "", time.Time{}
+		default:
 			claim = append(claim, domain.Key{Kind: domain.KindUsername, Key: c.usernameKey, Field: "username"})
+			if self && !h.heldName(u) {
+				next.HeldUsername, next.HeldUsernameKey, next.HeldUsernameUntil = u.Username, u.UsernameKey, now.Add(h.nameFor)
+			}
 		}
 	}
 	switch {
@@ -181,7 +196,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		if self {
 			session = domain.SessionID(p.Session.TokenHash)
 		}
-		next, claim := change.apply(u, h, session)
+		next, claim := change.apply(u, h, self, session)
 		asked = change.asksEmail(u)
 		if asked && refused(u, change.emailKey) {
 			// Its reader said "not me" to an earlier change to it. Checked
@@ -233,6 +248,11 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			if asked {
 				a.mailPendingEmail(ctx, next)
 			}
+		}
+		if self && u.UsernameKey != next.UsernameKey && (done || errors.Is(err, domain.ErrOutcomeUnknown)) {
+			// Told after an unknown outcome too, as a password change
+			// is: the rename may land later.
+			a.mailRenameNotice(ctx, u, next)
 		}
 		return done, err
 	})
@@ -459,6 +479,23 @@ func (a *Service) mailPasswordNotice(ctx context.Context, u domain.User) {
 	}
 	a.afterAnswerSure(ctx, "mailing a password change's notice", func(ctx context.Context) error {
 		return a.sendMessage(ctx, u, PurposeResetPassword, heldBack, owners, "", a.passwordNotice)
+	})
+}
+
+// mailRenameNotice tells the address of before, the row a rename by its
+// owner wrote over, after the answer, that the username changed to
+// after's, with a reset link for an owner who did not change it: whoever
+// did knows her password, and once she has chosen a new one she may take
+// the name back while it is held (docs/design/renames.md). Sent and
+// counted as a password change's notice (mailPasswordNotice).
+func (a *Service) mailRenameNotice(ctx context.Context, before, after domain.User) {
+	if !a.mailOn() {
+		return
+	}
+	a.afterAnswerSure(ctx, "mailing a rename's notice", func(ctx context.Context) error {
+		return a.sendMessage(ctx, before, PurposeResetPassword, heldBack, owners, "", func(u domain.User, token string) Message {
+			return a.renameNotice(u, after, token)
+		})
 	})
 }
 

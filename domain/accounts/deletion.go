@@ -272,7 +272,7 @@ func entryKeys(d DeletionEntry) []domain.Key {
 
 // MarkDeleted is the compare-and-set deleting -> deleted: the personal
 // data goes (names, email and whether it was verified, an address asked
-// for or held for a revert, the addresses whose readers refused it,
+// for or held for a revert, a username held, the addresses whose readers refused it,
 // display name, password hash, roles, the suspension, and the audit
 // entries the row carried, once written); the
 // id, the version, the deletion, the moderation history and the audit
@@ -292,6 +292,7 @@ func (a *Service) MarkDeleted(ctx context.Context, id string) error {
 		u.EmailVerifiedAt = time.Time{}
 		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
 		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
+		u.HeldUsername, u.HeldUsernameKey, u.HeldUsernameUntil = "", "", time.Time{}
 		u.RefusedEmailKeys = nil
 		u.PasswordResetRequired = false
 		return u, true, nil

@@ -36,8 +36,9 @@ func (a *Service) revertTTL() time.Duration {
 
 // holds says which keys an account holds at a moment (holdsAt): its
 // username and email for good, the new email it asked for until that
-// change expires with its verification link, and the address a completed
-// change replaced until its revert link ends. A hold ends by the clock,
+// change expires with its verification link, the address a completed
+// change replaced until its revert link ends, and the username its
+// owner's rename left for as long (docs/design/renames.md). A hold ends by the clock,
 // but a key is never taken from an account on the clock alone: the
 // claimer takes over a key an account names in an expired hold only
 // after fencing the account's row (holders.Holder),
@@ -47,11 +48,20 @@ type holds struct {
 	// pendingFor is how long a change pending lives: its verification
 	// link's TTL and the grace in which a use begun before may finish.
 	pendingFor time.Duration
+	// nameFor is how long a username the owner's rename left is held for
+	// the account: as long as an email change's revert link works.
+	nameFor time.Duration
 }
 
 // holdsAt is the holds of this service at now.
 func (a *Service) holdsAt(now time.Time) holds {
-	return holds{now: now, pendingFor: a.mail.VerifyTTL + TokenGrace}
+	return holds{now: now, pendingFor: a.mail.VerifyTTL + TokenGrace, nameFor: a.revertTTL()}
+}
+
+// heldName reports whether u still holds the username its owner's rename
+// left.
+func (h holds) heldName(u domain.User) bool {
+	return u.HeldUsernameKey != "" && h.now.Before(u.HeldUsernameUntil)
 }
 
 // pending reports whether u's change pending still holds its new address.
@@ -79,14 +89,17 @@ func (h holds) recoveryLink(u domain.User) bool {
 }
 
 // key reports whether u holds key of kind: its username, its email, the
-// new email it asked for, or the replaced email its revert link may still
-// give back. The claimer keeps every one of them for u.
+// new email it asked for, the replaced email its revert link may still
+// give back, or the username its owner's rename left. The claimer keeps
+// every one of them for u.
 func (h holds) key(u domain.User, kind domain.ClaimKind, key string) bool {
 	switch {
 	case u.KeyOf(kind) == key:
 		return true
-	case kind != domain.KindEmail || key == "":
+	case key == "":
 		return false
+	case kind == domain.KindUsername:
+		return u.HeldUsernameKey == key && h.heldName(u)
 	case u.PendingEmailKey == key && h.pending(u):
 		return true
 	}
@@ -96,8 +109,10 @@ func (h holds) key(u domain.User, kind domain.ClaimKind, key string) bool {
 // keys lists the keys u holds.
 func (h holds) keys(u domain.User) []domain.Key {
 	var keys []domain.Key
-	if u.UsernameKey != "" {
-		keys = append(keys, domain.Key{Kind: domain.KindUsername, Key: u.UsernameKey, Field: "username"})
+	for _, k := range []string{u.UsernameKey, u.HeldUsernameKey} {
+		if k != "" && h.key(u, domain.KindUsername, k) {
+			keys = append(keys, domain.Key{Kind: domain.KindUsername, Key: k, Field: "username"})
+		}
 	}
 	for _, k := range []string{u.EmailKey, u.PendingEmailKey, u.RecoveryEmailKey} {
 		if k != "" && h.key(u, domain.KindEmail, k) {
@@ -110,12 +125,20 @@ func (h holds) keys(u domain.User) []domain.Key {
 // names reports whether u's row names key of kind: its own, or in a
 // hold, whether or not that hold has ended.
 func names(u domain.User, kind domain.ClaimKind, key string) bool {
-	return u.KeyOf(kind) == key || (kind == domain.KindEmail && (u.PendingEmailKey == key || u.RecoveryEmailKey == key))
+	switch {
+	case key == "":
+		return false
+	case u.KeyOf(kind) == key:
+		return true
+	case kind == domain.KindUsername:
+		return u.HeldUsernameKey == key
+	}
+	return u.PendingEmailKey == key || u.RecoveryEmailKey == key
 }
 
 // live is u with every hold that has ended dropped: a change pending
 // past its link's life reads as no change pending, a recovery address
-// past its link's as none, unless the change pending asks for it back:
+// past its link's as none, a username left past its hold as none, unless the change pending asks for it back:
 // the row names it for as long as that change lasts, so that its
 // confirmation, whenever it comes, is a change back that holds nothing
 // in turn (completeEmailChange), whatever was written meanwhile
@@ -129,6 +152,10 @@ func (h holds) live(u domain.User) (out domain.User, changed bool) {
 	}
 	if u.RecoveryEmailKey != "" && !h.recovery(u) && u.RecoveryEmailKey != u.PendingEmailKey {
 		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
+		changed = true
+	}
+	if u.HeldUsernameKey != "" && !h.heldName(u) {
+		u.HeldUsername, u.HeldUsernameKey, u.HeldUsernameUntil = "", "", time.Time{}
 		changed = true
 	}
 	return u, changed

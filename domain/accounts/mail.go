@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -350,4 +351,42 @@ func (a *Service) passwordNotice(u domain.User, token string) Message {
 			"If it was not you, choose a new password here (the link works once, for %s, even if the password is changed again meanwhile):\n\n%s\n\n"+
 			"Choosing one signs out every session of the account, including the one that made this change.\n",
 		greeting, account, inWords(a.mail.ResetTTL), Link(a.mail.PublicURL, PurposeResetPassword, token))}
+}
+
+// renameNotice is the mail that tells u's address its username was
+// changed to after's, with a reset link (token) for an owner who did not
+// change it, and which name is held for her to take back, until when.
+// The names, chosen text, are written only to a verified address, as
+// every greeting by name.
+func (a *Service) renameNotice(u, after domain.User, token string) Message {
+	verified := !u.EmailVerifiedAt.IsZero()
+	greeting, what := "Hello,", "the username of your shelf account was changed"
+	// back is the name held for the account, the one its owner takes back.
+	back := cmp.Or(after.HeldUsername, u.Username)
+	if verified {
+		greeting = "Hello " + u.DisplayName + ","
+		what = fmt.Sprintf("the username of your shelf account was changed from %s to %s", u.Username, after.Username)
+	}
+	until := after.HeldUsernameUntil.UTC().Format("2 January 2006, 15:04 MST")
+	held, step := "The name it left is free for anyone to take.", "Then sign in and choose the username you want."
+	switch {
+	case after.HeldUsernameKey == u.UsernameKey:
+		held = "The name it left stays this account's until " + until + ": nobody else may take it before."
+		step = "Then sign in and change the username back before " + until + "."
+	case after.HeldUsernameKey != "" && verified:
+		held = "The name it left is free for anyone to take; " + back + ", the account's name before, stays this account's until " + until + "."
+		step = "Then sign in and change the username back to " + back + " before " + until + "."
+	case after.HeldUsernameKey != "":
+		held = "The name it left is free for anyone to take; the account's name before it stays this account's until " + until + "."
+		step = "Then sign in and change the username back before " + until + "."
+	}
+	if verified && after.HeldUsernameKey == u.UsernameKey {
+		step = "Then sign in and change the username back to " + back + " before " + until + "."
+	}
+	return Message{To: u.Email, Subject: "The username of your shelf account was changed", Text: fmt.Sprintf(
+		"%s\n\n%s, from one of its sessions. %s\n\n"+
+			"If it was you, there is nothing to do.\n\n"+
+			"If it was not you, whoever did it knows your password. Choose a new one here (the link works once, for %s):\n\n%s\n\n"+
+			"Choosing one signs out every session of the account. %s\n",
+		greeting, what, held, inWords(a.mail.ResetTTL), Link(a.mail.PublicURL, PurposeResetPassword, token), step)}
 }

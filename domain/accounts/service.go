@@ -249,7 +249,8 @@ const maxFenceRounds = 3
 
 // Holder answers for the claimer. An account whose row still names the
 // key in a hold that has ended (a change pending past its link's life, a
-// recovery address past its revert link's) is fenced first: a
+// recovery address past its revert link's, a username left past its
+// hold) is fenced first: a
 // compare-and-set on its version drops the ended holds, so that a write
 // of the account that read the hold while it lasted (a slow revert, a
 // confirmation, a change back to the address held) can no longer apply.
@@ -275,7 +276,7 @@ func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner s
 		if rules.key(u, kind, key) {
 			return true, true, u.Version, nil
 		}
-		if kind != domain.KindEmail || (u.PendingEmailKey != key && u.RecoveryEmailKey != key) {
+		if !names(u, kind, key) {
 			return true, false, u.Version, nil
 		}
 		fenced, _ := rules.live(u)

@@ -1570,6 +1570,7 @@
       patch.currentPassword = v.currentPassword;
       await withCode(patch, v);
     }
+    const before = state.me.username;
     state.me = await api('PATCH', '/v1/users/' + state.me.id, patch);
     f.elements.currentPassword.value = '';
     f.elements.email.value = state.me.email || '';
@@ -1579,8 +1580,12 @@
     // A new email is only asked for; the server mails it a link after
     // answering, and the account's address a notice.
     const emailAsked = Boolean(state.me.pendingEmail && patch.email !== undefined);
-    await changed(!emailAsked ? 'Saved your profile.'
-      : 'Saved your profile. A confirmation mail is on its way to ' + state.me.pendingEmail + ': your account keeps '
+    // A name left stays the account's for a week (the server's
+    // SHELF_REVERT_EMAIL_TTL), and the account's address is told.
+    const renamed = before.toLowerCase() !== state.me.username.toLowerCase()
+      ? ' Your email address was told. The username you first changed away from this week stays reserved for you for 7 days, should you change back.' : '';
+    await changed(!emailAsked ? 'Saved your profile.' + renamed
+      : 'Saved your profile.' + renamed + ' A confirmation mail is on its way to ' + state.me.pendingEmail + ': your account keeps '
         + state.me.email + ' until you open its link. Your other sessions are signed out.', async () => {
       // Asking for a new email ended the other sessions: the list says so.
       if (emailAsked) await sessions.first();

@@ -354,7 +354,7 @@ var Vars = []Var{
 	{"SHELF_SMTP_TIMEOUT", "10s", "bound of one mail's SMTP conversation", Tuning},
 	{"SHELF_VERIFY_EMAIL_TTL", "24h", "how long an email verification link works", Tuning},
 	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works", Tuning},
-	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile)", Tuning},
+	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile), and how long a username the owner changes away from stays reserved for the account", Tuning},
 	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted", Operator},
 	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour in each of its two budgets, every kind together: anyone's (verifications after signup, after a change of email or on request, resets) and the account's own (the notices of its email changes, password changes, factors and recovery codes, and verifications it asks for with its session), which no request naming the address alone spends; verifications take all but the last of a budget; counted by every instance together in Cassandra (beyond: requests answered the same, nothing sent); one who signed up with someone else's address can aim both at it, twice this an hour; 0 turns the limit off, at most 512", Tuning},
 }

@@ -1360,7 +1360,10 @@ type UserPatch struct {
 
 	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
 	RecoveryCode *string `json:"recoveryCode,omitempty"`
-	Username     *string `json:"username,omitempty"`
+
+	// Username The user's own change holds the name left for the account for
+	// 7 days (`SHELF_REVERT_EMAIL_TTL`); see the operation.
+	Username *string `json:"username,omitempty"`
 }
 
 // UserRole defines model for UserRole.
@@ -3213,6 +3216,16 @@ type ClientInterface interface {
 	// step leaves the old values in place. Answers the account as it now
 	// is, with its email.
 	//
+	// A username the user changes away from stays theirs for as long as
+	// an email change's revert link works (`SHELF_REVERT_EMAIL_TTL`, 7
+	// days): nobody else may take it meanwhile (409 `taken`), and the
+	// account may change back to it. Only the first name left is held
+	// while its hold lasts: a second change frees the name it leaves at
+	// once. The account's address is told of the change after the
+	// answer, with a link to reset the password for an owner who did
+	// not make it, and until when the name left is held. A username an
+	// admin changes is free at once.
+	//
 	// Re-authentication: the user changing their own username or email
 	// (as written, a change of case included) sends `currentPassword`
 	// (missing: 400 naming `currentPassword`; wrong: 401
@@ -3281,6 +3294,16 @@ type ClientInterface interface {
 	// changes, and the old one is released after, so a failure at any
 	// step leaves the old values in place. Answers the account as it now
 	// is, with its email.
+	//
+	// A username the user changes away from stays theirs for as long as
+	// an email change's revert link works (`SHELF_REVERT_EMAIL_TTL`, 7
+	// days): nobody else may take it meanwhile (409 `taken`), and the
+	// account may change back to it. Only the first name left is held
+	// while its hold lasts: a second change frees the name it leaves at
+	// once. The account's address is told of the change after the
+	// answer, with a link to reset the password for an owner who did
+	// not make it, and until when the name left is held. A username an
+	// admin changes is free at once.
 	//
 	// Re-authentication: the user changing their own username or email
 	// (as written, a change of case included) sends `currentPassword`
@@ -6085,6 +6108,16 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // step leaves the old values in place. Answers the account as it now
 // is, with its email.
 //
+// A username the user changes away from stays theirs for as long as
+// an email change's revert link works (`SHELF_REVERT_EMAIL_TTL`, 7
+// days): nobody else may take it meanwhile (409 `taken`), and the
+// account may change back to it. Only the first name left is held
+// while its hold lasts: a second change frees the name it leaves at
+// once. The account's address is told of the change after the
+// answer, with a link to reset the password for an owner who did
+// not make it, and until when the name left is held. A username an
+// admin changes is free at once.
+//
 // Re-authentication: the user changing their own username or email
 // (as written, a change of case included) sends `currentPassword`
 // (missing: 400 naming `currentPassword`; wrong: 401
@@ -6163,6 +6196,16 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // changes, and the old one is released after, so a failure at any
 // step leaves the old values in place. Answers the account as it now
 // is, with its email.
+//
+// A username the user changes away from stays theirs for as long as
+// an email change's revert link works (`SHELF_REVERT_EMAIL_TTL`, 7
+// days): nobody else may take it meanwhile (409 `taken`), and the
+// account may change back to it. Only the first name left is held
+// while its hold lasts: a second change frees the name it leaves at
+// once. The account's address is told of the change after the
+// answer, with a link to reset the password for an owner who did
+// not make it, and until when the name left is held. A username an
+// admin changes is free at once.
 //
 // Re-authentication: the user changing their own username or email
 // (as written, a change of case included) sends `currentPassword`
@@ -11728,6 +11771,16 @@ type ClientWithResponsesInterface interface {
 	// step leaves the old values in place. Answers the account as it now
 	// is, with its email.
 	//
+	// A username the user changes away from stays theirs for as long as
+	// an email change's revert link works (`SHELF_REVERT_EMAIL_TTL`, 7
+	// days): nobody else may take it meanwhile (409 `taken`), and the
+	// account may change back to it. Only the first name left is held
+	// while its hold lasts: a second change frees the name it leaves at
+	// once. The account's address is told of the change after the
+	// answer, with a link to reset the password for an owner who did
+	// not make it, and until when the name left is held. A username an
+	// admin changes is free at once.
+	//
 	// Re-authentication: the user changing their own username or email
 	// (as written, a change of case included) sends `currentPassword`
 	// (missing: 400 naming `currentPassword`; wrong: 401
@@ -11796,6 +11849,16 @@ type ClientWithResponsesInterface interface {
 	// changes, and the old one is released after, so a failure at any
 	// step leaves the old values in place. Answers the account as it now
 	// is, with its email.
+	//
+	// A username the user changes away from stays theirs for as long as
+	// an email change's revert link works (`SHELF_REVERT_EMAIL_TTL`, 7
+	// days): nobody else may take it meanwhile (409 `taken`), and the
+	// account may change back to it. Only the first name left is held
+	// while its hold lasts: a second change frees the name it leaves at
+	// once. The account's address is told of the change after the
+	// answer, with a link to reset the password for an owner who did
+	// not make it, and until when the name left is held. A username an
+	// admin changes is free at once.
 	//
 	// Re-authentication: the user changing their own username or email
 	// (as written, a change of case included) sends `currentPassword`
@@ -23390,6 +23453,16 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // step leaves the old values in place. Answers the account as it now
 // is, with its email.
 //
+// A username the user changes away from stays theirs for as long as
+// an email change's revert link works (`SHELF_REVERT_EMAIL_TTL`, 7
+// days): nobody else may take it meanwhile (409 `taken`), and the
+// account may change back to it. Only the first name left is held
+// while its hold lasts: a second change frees the name it leaves at
+// once. The account's address is told of the change after the
+// answer, with a link to reset the password for an owner who did
+// not make it, and until when the name left is held. A username an
+// admin changes is free at once.
+//
 // Re-authentication: the user changing their own username or email
 // (as written, a change of case included) sends `currentPassword`
 // (missing: 400 naming `currentPassword`; wrong: 401
@@ -23464,6 +23537,16 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // changes, and the old one is released after, so a failure at any
 // step leaves the old values in place. Answers the account as it now
 // is, with its email.
+//
+// A username the user changes away from stays theirs for as long as
+// an email change's revert link works (`SHELF_REVERT_EMAIL_TTL`, 7
+// days): nobody else may take it meanwhile (409 `taken`), and the
+// account may change back to it. Only the first name left is held
+// while its hold lasts: a second change frees the name it leaves at
+// once. The account's address is told of the change after the
+// answer, with a link to reset the password for an owner who did
+// not make it, and until when the name left is held. A username an
+// admin changes is free at once.
 //
 // Re-authentication: the user changing their own username or email
 // (as written, a change of case included) sends `currentPassword`

@@ -112,13 +112,16 @@ type userRow struct {
 	// change replaced.
 	PendingEmailKey  string
 	RecoveryEmailKey string
+	// HeldUsernameKey is a username the owner's rename left, held for the
+	// account (docs/design/renames.md).
+	HeldUsernameKey string
 }
 
 // allUsers reads the whole users table of the test's keyspace.
 func allUsers(t *testing.T, db *testkit.DB) map[string]userRow {
 	t.Helper()
 	var rows []userRow
-	err := db.Session.ContextQuery(context.Background(), "SELECT id, username_key, email_key, status, pending_email_key, recovery_email_key FROM users", nil).SelectRelease(&rows)
+	err := db.Session.ContextQuery(context.Background(), "SELECT id, username_key, email_key, status, pending_email_key, recovery_email_key, held_username_key FROM users", nil).SelectRelease(&rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +134,8 @@ func allUsers(t *testing.T, db *testkit.DB) map[string]userRow {
 
 // checkClaimsConsistent asserts U1/U2 on the whole keyspace: every claim
 // is committed and owned by an active account that holds exactly that key
-// (for an email: its own, or the one it asks for or holds for a revert),
+// (for an email: its own, or the one it asks for or holds for a revert;
+// for a username: its own, or the one its rename left),
 // and every active account's username, email and pending email are
 // claimed by it; it returns the number of active accounts. A committed
 // claim whose account row is gone (a signup that died before activation)
@@ -152,7 +156,7 @@ func checkClaimsConsistent(t *testing.T, db *testkit.DB) (accounts int) {
 				t.Errorf("%s %q is still %s (owner %s)", kind.table, c.Key, c.State, c.UserID)
 			case !ok || u.Status != "active":
 				t.Errorf("%s %q is held by %s, which is not an active account (%+v)", kind.table, c.Key, c.UserID, u)
-			case (kind.field == "username" && u.UsernameKey != c.Key) ||
+			case (kind.field == "username" && u.UsernameKey != c.Key && u.HeldUsernameKey != c.Key) ||
 				(kind.field == "email" && u.EmailKey != c.Key && u.PendingEmailKey != c.Key && u.RecoveryEmailKey != c.Key):
 				t.Errorf("%s %q is held by %s, whose %s is something else", kind.table, c.Key, c.UserID, kind.field)
 			}

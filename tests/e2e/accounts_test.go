@@ -249,7 +249,10 @@ func TestRenames(t *testing.T) {
 	if r := login(api, u, testPassword); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("the old username still logs in: %d", r.StatusCode)
 	}
-	mustSignup(t, api, u, name("ren")+"@example.org") // the old username was released
+	// The old username is held for the account (docs/design/renames.md).
+	if r := signup(api, u, name("ren")+"@example.org"); r.StatusCode != http.StatusConflict {
+		t.Fatalf("a signup with the username the rename left: %d %s", r.StatusCode, r.Body)
+	}
 	if r := signup(api, name("ren"), newEmail); r.StatusCode != http.StatusConflict {
 		t.Fatalf("a signup with the email asked for: %d %s", r.StatusCode, r.Body)
 	}
@@ -259,9 +262,17 @@ func TestRenames(t *testing.T) {
 	if r := me.Send(http.MethodPatch, path, map[string]string{"username": upper, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
 		t.Fatalf("case change: %d %s", r.StatusCode, r.Body)
 	}
-	if r := me.Send(http.MethodPatch, path, map[string]string{"username": u, "currentPassword": testPassword}); r.StatusCode != http.StatusConflict || !hasTaken(t, r, "username") {
+	taker := name("ren")
+	mustSignup(t, api, taker, taker+"@example.org")
+	if r := me.Send(http.MethodPatch, path, map[string]string{"username": taker, "currentPassword": testPassword}); r.StatusCode != http.StatusConflict || !hasTaken(t, r, "username") {
 		t.Fatalf("rename to a taken name: %d %s", r.StatusCode, r.Body)
 	}
+	// Back to the name held for it: no claim to win, and the name left
+	// is free at once.
+	if r := me.Send(http.MethodPatch, path, map[string]string{"username": u, "currentPassword": testPassword}); r.StatusCode != http.StatusOK {
+		t.Fatalf("rename back to the name held: %d %s", r.StatusCode, r.Body)
+	}
+	mustSignup(t, api, renamed, name("ren")+"@example.org")
 	if r := me.Send(http.MethodPatch, path, map[string]any{}); r.StatusCode != http.StatusBadRequest {
 		t.Fatalf("empty patch: %d", r.StatusCode)
 	}

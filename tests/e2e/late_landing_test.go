@@ -187,9 +187,10 @@ func TestRenameWhoseAnswerIsLostBehindAnotherWrite(t *testing.T) {
 		t.Fatalf("the retry: %d %s", r.StatusCode, r.Body)
 	}
 	mustLogin(t, api, next)
-	// The old name's claim was left committed to the account, which has
-	// moved on: an orphan, free for the next claimant.
-	mustSignup(t, api, old, name("next")+"@example.org")
+	// The old name is held for the account (docs/design/renames.md).
+	if r := signup(api, old, name("next")+"@example.org"); r.StatusCode != http.StatusConflict {
+		t.Fatalf("a signup with the name the rename left: %d %s", r.StatusCode, r.Body)
+	}
 	checkClaimsConsistent(t, db)
 }
 
@@ -254,7 +255,10 @@ func TestRenameStoppedAfterCommittingIsFinishedByItsRetry(t *testing.T) {
 	if r := login(api, old, testPassword); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("the old name still logs in: %d", r.StatusCode)
 	}
-	mustSignup(t, api, old, name("other")+"@example.org") // the old name was given back
+	// The old name is held for the account (docs/design/renames.md).
+	if r := signup(api, old, name("other")+"@example.org"); r.StatusCode != http.StatusConflict {
+		t.Fatalf("a signup with the name the rename left: %d %s", r.StatusCode, r.Body)
+	}
 	checkClaimsConsistent(t, db)
 }
 

@@ -474,8 +474,12 @@ func checkHeld(t *testing.T, name string, w *world) (holders map[string]string, 
 		if !u.Visible() {
 			continue
 		}
-		for _, kind := range []domain.ClaimKind{domain.KindUsername, domain.KindEmail} {
-			key := string(kind) + "/" + u.KeyOf(kind)
+		keys := []string{"username/" + u.UsernameKey, "email/" + u.EmailKey}
+		if u.HeldUsernameKey != "" && w.store.Now().Before(u.HeldUsernameUntil) {
+			// The name its owner's rename left, held for it.
+			keys = append(keys, "username/"+u.HeldUsernameKey)
+		}
+		for _, key := range keys {
 			if other, ok := holders[key]; ok {
 				t.Errorf("%s: U1: %s is held by %s and %s", name, key, other, u.ID)
 			}

@@ -231,7 +231,7 @@ func userNarrowReads(t testing.TB, s UserStore, c Clock) {
 		PasswordEpoch: 3, PasswordSession: "hash-of-a-session", PasswordResetRequired: true, RecoveryEpoch: 2, AddressEpoch: 1,
 		PendingEmail: "Ann@New.example", PendingEmailKey: "ann@new.example", PendingEmailAt: now.Add(-2 * time.Minute),
 		PendingEmailSession: "s_x", RecoveryEmail: "ann@old.example", RecoveryEmailKey: "ann@old.example",
-		RecoveryUntil: now.Add(time.Hour),
+		RecoveryUntil: now.Add(time.Hour), HeldUsername: "Annie", HeldUsernameKey: "annie", HeldUsernameUntil: now.Add(3 * time.Hour),
 		Suspension: &domain.Suspension{UserID: id, Username: "Ann", Reason: "spam", SuspendedAt: now.Add(-3 * time.Minute),
 			SuspendedBy: "u_admin", Until: now.Add(2 * time.Hour), Bucket: "2030-01-01"}}
 	u.Status = domain.StatusSuspended
@@ -243,6 +243,10 @@ func userNarrowReads(t testing.TB, s UserStore, c Clock) {
 	if whole.RecoveryEpoch != u.RecoveryEpoch || whole.PasswordEpoch != u.PasswordEpoch || whole.AddressEpoch != u.AddressEpoch {
 		t.Errorf("the epochs read back as password %d, recovery %d, address %d; written %d, %d, %d",
 			whole.PasswordEpoch, whole.RecoveryEpoch, whole.AddressEpoch, u.PasswordEpoch, u.RecoveryEpoch, u.AddressEpoch)
+	}
+	if whole.HeldUsername != u.HeldUsername || whole.HeldUsernameKey != u.HeldUsernameKey || !whole.HeldUsernameUntil.Equal(u.HeldUsernameUntil) {
+		t.Errorf("the username held read back as %q %q until %v; written %q %q until %v",
+			whole.HeldUsername, whole.HeldUsernameKey, whole.HeldUsernameUntil, u.HeldUsername, u.HeldUsernameKey, u.HeldUsernameUntil)
 	}
 	reads := []struct {
 		name string

@@ -1,0 +1,168 @@
+package faults
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/tests/memstore"
+)
+
+// renameHoldWorld is a world that mails, with bob signed up.
+func renameHoldWorld(t *testing.T) *world {
+	t.Helper()
+	w := newWorld()
+	mailing(w)
+	if err := w.signup("bob", "bob@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// takes reports whether a stranger's signup as username answers success
+// (under an address of its own, i).
+func takes(w *world, username, i string) bool {
+	return newProbe(w).signup(username, "stranger"+i+"@example.org") == nil
+}
+
+// TestAThiefsRenameLeavesTheOwnersNameHeldForHer (attackers are users
+// too): whoever holds bob's password and a session renames the account
+// bobby. bob was free at once for anyone to take, and no mail told bob:
+// after his reset he found his name gone for good. The name a rename by
+// the owner leaves is held for the account as long as an email change's
+// revert link works: a stranger finds it taken, the account's address is
+// told with a reset link, and bob, once he chose a new password, changes
+// back to it, which frees bobby.
+func TestAThiefsRenameLeavesTheOwnersNameHeldForHer(t *testing.T) {
+	t.Parallel()
+	w := renameHoldWorld(t)
+	if err := rename(w, "bobby", ""); err != nil {
+		t.Fatal(err)
+	}
+	if takes(w, "bob", "1") {
+		t.Fatal("a stranger took bob right after the thief's rename")
+	}
+	notice := w.mail.sent[len(w.mail.sent)-1]
+	if notice.To != "bob@example.org" || !strings.Contains(notice.Subject, "username") || !strings.Contains(notice.Text, "/#/reset?token=") {
+		t.Fatalf("the last mail after the rename: %+v, want a notice with a reset link to bob's address", notice)
+	}
+	if _, err := w.svc.ResetPassword(context.Background(), w.mail.link(t, "reset"), "a new and long password 1", accounts.Client{}); err != nil {
+		t.Fatalf("bob's reset through the notice's link: %v", err)
+	}
+	w.passwords[me(w).ID] = "a new and long password 1"
+	if err := rename(w, "bob", ""); err != nil {
+		t.Fatalf("bob's change back to his name, held for him: %v", err)
+	}
+	if !takes(w, "bobby", "2") {
+		t.Error("bobby, which the change back left, is not free")
+	}
+	holders, _, _ := checkHeld(t, "after the change back", w)
+	if holders["username/bob"] != me(w).ID {
+		t.Errorf("bob is held by %q, want bob's account", holders["username/bob"])
+	}
+	if u := account(t, w); u.HeldUsernameKey != "" {
+		t.Errorf("a change back holds nothing; the row holds %q", u.HeldUsernameKey)
+	}
+}
+
+// TestASecondRenameKeepsTheFirstNameHeld: the thief renames bob bobby,
+// then bobby robert, so that the hold of the second rename would free
+// bob. The first name left stays held; the second's is free at once.
+func TestASecondRenameKeepsTheFirstNameHeld(t *testing.T) {
+	t.Parallel()
+	w := renameHoldWorld(t)
+	for _, name := range []string{"bobby", "robert"} {
+		if err := rename(w, name, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if takes(w, "bob", "1") {
+		t.Error("a stranger took bob after a second rename")
+	}
+	if !takes(w, "bobby", "2") {
+		t.Error("bobby, which the second rename left, is not free")
+	}
+	if last := renameNotices(w)[1]; !strings.Contains(last.Text, "the account's name before it stays this account's until") {
+		t.Errorf("the second rename's notice does not say which name is held: %q", last.Text)
+	}
+}
+
+// TestAnAdminsRenameHoldsNothing: a name an admin took away (an offence,
+// an impersonation) is not the user's to take back, so it is free at
+// once.
+func TestAnAdminsRenameHoldsNothing(t *testing.T) {
+	t.Parallel()
+	w := newWorld()
+	root := w.rootAndMember(t)
+	name := "renamed"
+	if _, err := w.svc.UpdateUser(context.Background(), domain.Principal{UserID: root.ID}, w.created[1].ID, accounts.UpdateInput{Username: &name}); err != nil {
+		t.Fatal(err)
+	}
+	if !takes(w, "member", "1") {
+		t.Error("the name an admin took away is not free")
+	}
+}
+
+// TestANameLeftIsFreeOnceItsHoldEnds: past the hold a stranger takes bob
+// (the claimer fences bob's row first), and bob's change back that read
+// the hold alive, its write held at a node to land after the fence,
+// applies to nothing: bob is the stranger's alone (U1), and bob's
+// account claims it like any name, refused.
+func TestANameLeftIsFreeOnceItsHoldEnds(t *testing.T) {
+	t.Parallel()
+	w := renameHoldWorld(t)
+	if err := rename(w, "bobby", ""); err != nil {
+		t.Fatal(err)
+	}
+	w.store.Advance(accounts.DefaultRevertTTL - lease)
+	w.store.FaultAt = func(_ int, call string) memstore.Fault {
+		if call == "users.update" {
+			return memstore.LandLate
+		}
+		return memstore.None
+	}
+	if err := rename(w, "bob", ""); err == nil {
+		t.Fatal("the change back whose write is held answered")
+	}
+	w.store.FaultAt = nil
+	w.store.Advance(2 * lease)
+	if !takes(w, "bob", "1") {
+		t.Fatal("a stranger cannot take bob past its hold")
+	}
+	w.store.Land()
+	holders, _, _ := checkHeld(t, "after the late change back", w)
+	if holders["username/bob"] == me(w).ID || holders["username/bob"] == "" {
+		t.Errorf("bob is held by %q, want the stranger's account", holders["username/bob"])
+	}
+	if err := rename(w, "bob", ""); err == nil {
+		t.Error("bob's account took bob back from the stranger")
+	}
+	if u := account(t, w); u.Username != "bobby" || u.HeldUsernameKey != "" {
+		t.Errorf("bob's account: %q holding %q, want bobby holding nothing", u.Username, u.HeldUsernameKey)
+	}
+}
+
+// renameNotices are the mails telling of a rename, oldest first.
+func renameNotices(w *world) []accounts.Message {
+	w.mail.mu.Lock()
+	defer w.mail.mu.Unlock()
+	var out []accounts.Message
+	for _, m := range w.mail.sent {
+		if strings.Contains(m.Subject, "username") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// account is the first account's row as stored.
+func account(t *testing.T, w *world) domain.User {
+	t.Helper()
+	u, err := w.store.Users().GetSerial(context.Background(), me(w).ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
