@@ -1,9 +1,13 @@
 package handlers
 
 import (
+	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	"shelf/domain"
 	"shelf/domain/library"
@@ -47,13 +51,26 @@ func libraryParams(r *http.Request) (order library.Order, cursor string, limit i
 	return order, cursor, limit, nil
 }
 
-// listQuery parses a list's query string, refusing one that does not
-// parse and any of names given more than once.
+// listQuery parses a request's query string, refusing one that does not
+// parse, any of names given more than once, and a name that is one of
+// names only in another case: ignored, ?Keep=current would end the
+// caller's session too and ?Actor= show the whole audit, where a proxy
+// in front reading names case-insensitively saw the parameter (a body's
+// names are refused alike, onlyOneMeaning). Other names are left alone.
 func listQuery(r *http.Request, names ...string) (url.Values, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, newProblem(http.StatusBadRequest, "validation_failed", "The query string does not parse.",
 			ProblemField{Field: "query", Code: "malformed", Message: "must be a valid URL query string"})
+	}
+	for _, sent := range slices.Sorted(maps.Keys(q)) {
+		for _, name := range names {
+			if sent != name && strings.EqualFold(sent, name) {
+				return nil, newProblem(http.StatusBadRequest, "validation_failed",
+					fmt.Sprintf("The query parameter %q is not one of this request's; names match exactly, case included (%s).", sent, name),
+					ProblemField{Field: sent, Code: "unknown", Message: "is not a parameter of this request (did you mean " + name + "?)"})
+			}
+		}
 	}
 	for _, name := range names {
 		if len(q[name]) > 1 {

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"shelf/domain"
+	"shelf/tests/testkit"
 )
 
 // TestPageLimitIsOneCanonicalNumber: limit is a whole number from 1 to 100
@@ -95,5 +97,45 @@ func TestLibraryOrderIsNewestOrOldest(t *testing.T) {
 		if len(fields) != 1 || fields[0] != want {
 			t.Errorf("%q: %q, %v; want a 400 naming %s", query, order, err, want)
 		}
+	}
+}
+
+// TestAQueryNameInAnotherCaseIsRefusedNotIgnored: ann signs out her other
+// sessions with DELETE /v1/users/{id}/sessions?Keep=current, a case slip
+// (or a proxy in front that reads names case-insensitively, as a body's
+// are refused when they match only in another case). The name was not
+// keep, so it was ignored: every session ended, hers too. Likewise
+// ?Order=oldest read newest first, ?Cursor= the first page again, ?Limit=
+// twenty items, an admin's ?Actor= the whole audit. Each is 400 naming the
+// parameter as sent, and nothing is done.
+func TestAQueryNameInAnotherCaseIsRefusedNotIgnored(t *testing.T) {
+	t.Parallel()
+	contract, err := testkit.LoadContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := newMemApp(t)
+	ann := "/v1/users/" + app.ann
+	for path, field := range map[string]string{
+		ann + "/sessions?Keep=current":        "Keep",
+		ann + "/sessions?keep=current&KEEP=x": "KEEP",
+		ann + "/library?Order=oldest":         "Order",
+		ann + "/library?Cursor=abc":           "Cursor",
+		ann + "/library?limit=5&LIMIT=50":     "LIMIT",
+		"/v1/suspensions?Limit=5":             "Limit",
+		"/v1/audit?Actor=" + app.ann:          "Actor",
+		"/v1/people?Prefix=an":                "Prefix",
+	} {
+		method := http.MethodGet
+		if strings.Contains(path, "/sessions") {
+			method = http.MethodDelete
+		}
+		p := problemOf(t, app.checked(t, contract, app.token, method, path, ""), http.StatusBadRequest, "validation_failed")
+		if len(p.Errors) != 1 || p.Errors[0].Field != field || p.Errors[0].Code != "unknown" {
+			t.Errorf("%s %s: %+v; want one error naming %s, code unknown", method, path, p.Errors, field)
+		}
+	}
+	if rec := app.do(http.MethodGet, "/v1/me", ""); rec.Code != http.StatusOK {
+		t.Fatalf("ann's session after the refused sign-outs: %d %s", rec.Code, rec.Body)
 	}
 }
