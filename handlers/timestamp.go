@@ -1,9 +1,9 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"time"
 )
 
@@ -49,12 +49,20 @@ type requestTime time.Time
 // requestTimeType is requestTime's type, which decodeProblem tells apart.
 var requestTimeType = reflect.TypeFor[requestTime]()
 
-// UnmarshalJSON reads an RFC 3339 time, its T and Z in either case (RFC
-// 3339 section 5.6; Go's parser takes upper case alone, and they are the
-// only letters a time holds).
+// UnmarshalJSON reads a JSON string holding an RFC 3339 time, its T and
+// Z in either case (RFC 3339 section 5.6; Go's parser takes upper case
+// alone, and they are the only letters a time holds). The string is read
+// as JSON reads it, escapes included: .NET's encoder writes an offset's
+// sign as \u002B, and time.Time's own UnmarshalJSON parses the raw bytes
+// between the quotes (go.dev/issue/47353); its UnmarshalText is the same
+// strict parser, on the string.
 func (t *requestTime) UnmarshalJSON(b []byte) error {
+	var s string
+	if len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &s) != nil {
+		return &json.UnmarshalTypeError{Value: jsonValueKind(b), Type: requestTimeType}
+	}
 	var v time.Time
-	if err := v.UnmarshalJSON(bytes.ToUpper(b)); err != nil || len(b) == 0 || b[0] != '"' {
+	if err := v.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
 		return &json.UnmarshalTypeError{Value: jsonValueKind(b), Type: requestTimeType}
 	}
 	*t = requestTime(v)

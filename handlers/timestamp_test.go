@@ -99,3 +99,27 @@ func TestAnUntilInRFC3339sLowerCaseIsTaken(t *testing.T) {
 		}
 	}
 }
+
+// TestAnUntilWithAnEscapedCharacterIsTaken: an until is a JSON string, and
+// JSON may write any of its characters as an escape: .NET's
+// System.Text.Json, by default, writes a time's offset sign as \u002B
+// ("2026-12-01T01:00:00\u002B01:00"). The time was parsed from the raw
+// bytes between the quotes, so such an until, the same string as every
+// client's, was refused 400 "must be an RFC 3339 time". The string is read
+// as JSON reads it first.
+func TestAnUntilWithAnEscapedCharacterIsTaken(t *testing.T) {
+	t.Parallel()
+	want := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, until := range []string{`"2026-12-01T01:00:00\u002B01:00"`, `"2026-12-01T00:00:00\u005A"`, `"2026\u002d12-01t00:00:00z"`} {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"reason":"spam","until":`+until+`}`))
+		req.Header.Set("Content-Type", "application/json")
+		var body suspendRequest
+		if err := decodeJSON(req, &body); err != nil {
+			t.Errorf("until %s: %v, want it taken", until, err)
+			continue
+		}
+		if got := time.Time(*body.Until); !got.Equal(want) {
+			t.Errorf("until %s read as %s, want %s", until, got, want)
+		}
+	}
+}
