@@ -181,6 +181,19 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		if u.ModerationHeld && self {
 			return false, domain.ErrHeldForModeration
 		}
+		if self {
+			// The owner's change is decided on the row it writes over: a
+			// suspension, a reset or a change by another session that
+			// landed since the request was let through stopped its
+			// session there, and the change must not land after them
+			// (a rename or a new display name of a suspended user,
+			// TestASuspendedMembersChangeInFlightDoesNotLand), nor name
+			// its session for the epoch after theirs, which would bring
+			// it back (a new address: TestAnOwnersRequestInFlightKeepsNoSessionPastASuspension).
+			if ok, err := a.stillAdmits(ctx, u.Access(), p.Session); err != nil || !ok {
+				return false, cmp.Or[error](err, domain.ErrNoSession)
+			}
+		}
 		// Another's cancel of the change u asked for is a change of u's
 		// email too: no admin makes it on another admin's account.
 		takes := change.credentials(u) || (!self && change.cancels(u, a.holdsAt(a.now())))
@@ -204,13 +217,6 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			// moves its version on), after the proof: a stolen session
 			// alone learns nothing of the refusals.
 			return false, ErrAddressRefused
-		}
-		if asked && self {
-			if ok, err := a.stillAdmits(ctx, u.Access(), p.Session); err != nil || !ok {
-				// The new epoch would name a session the account no
-				// longer admits (a suspension or a reset landed meanwhile).
-				return false, cmp.Or[error](err, domain.ErrNoSession)
-			}
 		}
 		if asked && !a.mailOn() {
 			// Only its link makes a new address the account's, and

@@ -4,14 +4,15 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"shelf/domain"
-	"shelf/domain/accounts"
 	"shelf/internal/app"
+	"shelf/repository"
 	"shelf/tests/faultinject"
 	"shelf/tests/testkit"
 )
@@ -114,9 +115,19 @@ func anotherWriteFirst(t *testing.T, a *app.App, stmt, userID string) faultinjec
 		if !fire {
 			return nil
 		}
-		display := "Changed Meanwhile"
-		if _, err := a.Accounts.UpdateUser(context.Background(), domain.Principal{UserID: userID}, userID,
-			accounts.UpdateInput{DisplayName: &display}); err != nil {
+		// Written to the row as any other change of it is (a compare-and-
+		// set on its version), under no session: the write under fault
+		// may have ended every one.
+		ctx, users := context.Background(), repository.NewUsers(a.DB)
+		u, err := users.GetSerial(ctx, userID)
+		if err == nil {
+			u.DisplayName, u.Version = "Changed Meanwhile", u.Version+1
+			var applied bool
+			if applied, err = users.Update(ctx, u); err == nil && !applied {
+				err = errors.New("lost its compare-and-set")
+			}
+		}
+		if err != nil {
 			t.Errorf("the other change: %v", err)
 		}
 		return lostAnswer
