@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -113,6 +114,16 @@ func (d *Deletion) Read(ctx context.Context) (u domain.User, begun bool, err err
 	}
 	if u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted {
 		return u, true, nil
+	}
+	if d.p.UserID == d.id {
+		// The owner's deletion is decided on the row it writes over: a
+		// suspension (or a reset, a sign-out everywhere else) that landed
+		// since the request was let through stopped its session there,
+		// and the deletion does not begin after it
+		// (TestASuspendedMembersDeletionInFlightDoesNotLand).
+		if ok, err := d.a.stillAdmits(ctx, u.Access(), d.p.Session); err != nil || !ok {
+			return domain.User{}, false, cmp.Or[error](err, domain.ErrNoSession)
+		}
 	}
 	if !(d.p.UserID == d.id && d.proven == u.PasswordEpoch) {
 		if err := d.a.mayTakeOver(ctx, d.p, u, d.proof); err != nil {

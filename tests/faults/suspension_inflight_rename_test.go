@@ -49,3 +49,37 @@ func TestASuspendedMembersChangeInFlightDoesNotLand(t *testing.T) {
 		}
 	}
 }
+
+// TestASuspendedMembersDeletionInFlightDoesNotLand: the member's own
+// deletion, let through before an admin's suspension, reads the account
+// after it. His session ended in the suspension's write: the deletion
+// must not begin (it would erase the suspension an admin just decided,
+// and the items it was about), as his next request would not.
+func TestASuspendedMembersDeletionInFlightDoesNotLand(t *testing.T) {
+	t.Parallel()
+	m := newModWorld(t).withDeletion()
+	ctx := context.Background()
+	r, err := m.svc.Login(ctx, "member", password, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.svc.Authenticate(ctx, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.suspend(0); err != nil {
+		t.Fatal(err)
+	}
+	current := password
+	_, err = m.life.DeleteUser(ctx, p, m.member.ID, accounts.Proof{CurrentPassword: &current})
+	if !errors.Is(err, domain.ErrNoSession) {
+		t.Errorf("the suspended member's deletion in flight answered %v, want ErrNoSession", err)
+	}
+	u, err := m.store.Users().GetSerial(ctx, m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Status != domain.StatusSuspended {
+		t.Errorf("the suspended member's deletion in flight landed: the account is %s", u.Status)
+	}
+}
