@@ -1,10 +1,12 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
+	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/lifecycle"
 )
@@ -169,12 +171,38 @@ func (h *Groups) removeMember(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// close serves DELETE /v1/groups/{id}: closes a group (its managers and
-// admins): 202 with the job that finishes it (the group is gone for
-// everyone from here), the same job for a repeat by whoever closed it or
-// by an admin (to anyone else, 404).
+// close serves DELETE /v1/groups/{id}: closes a group by an admin (a
+// manager, who must give the current password, posts a closing; without
+// it the domain refuses, naming currentPassword): 202 with the job that
+// finishes it (the group is gone for everyone from here), the same job
+// for a repeat by whoever closed it or by an admin (to anyone else, 404).
 func (h *Groups) close(w http.ResponseWriter, r *http.Request) error {
-	j, err := h.lifecycle.CloseGroup(r.Context(), principal(r.Context()), chi.URLParam(r, "id"))
+	id := chi.URLParam(r, "id")
+	j, err := h.lifecycle.CloseGroup(r.Context(), principal(r.Context()), id, accounts.Proof{})
+	if errors.Is(err, lifecycle.ErrClosingProofRequired) {
+		// A DELETE carries no body, so the password goes to the request
+		// that takes one.
+		return newProblem(http.StatusBadRequest, "validation_failed",
+			"To close the group as its manager, send your current password to POST /v1/groups/"+id+"/closing (DELETE takes no body).",
+			ProblemField{Field: "currentPassword", Code: "required", Message: "is required: send it to POST /v1/groups/{id}/closing"})
+	}
+	if err != nil {
+		return err
+	}
+	writeJob(w, http.StatusAccepted, j, h.lifecycle.Now())
+	return nil
+}
+
+// closing serves POST /v1/groups/{id}/closing: the group's closing by a
+// manager with the current password (and a factor's proof where the
+// account has one), or by an admin; 202 with its job, as close.
+func (h *Groups) closing(w http.ResponseWriter, r *http.Request) error {
+	var req deletionRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	j, err := h.lifecycle.CloseGroup(r.Context(), principal(r.Context()), chi.URLParam(r, "id"),
+		ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode, req.Passkey))
 	if err != nil {
 		return err
 	}

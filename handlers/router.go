@@ -202,6 +202,10 @@ func routeGroups(r chi.Router, d Deps) {
 	r.Post(v1+"/groups", handle(g.create))
 	r.Get(v1+"/groups/{id}", handle(g.get))
 	r.Delete(v1+"/groups/{id}", handle(g.close))
+	// A manager's closing checks the current password: limited per
+	// client address like a change of account (the account's own
+	// password throttle counts too).
+	r.With(NewRateLimiter(d.RateLimitPerMinute).Middleware).Post(v1+"/groups/{id}/closing", handle(g.closing))
 	r.Get(v1+"/groups/by-name/{name}", handle(g.getByName))
 	r.Get(v1+"/users/{id}/groups", handle(g.listOfUser))
 	r.Get(v1+"/groups/{id}/members", handle(g.listMembers))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/jobs"
 	"shelf/domain/library"
@@ -19,8 +20,11 @@ import (
 // groups.EndClosing removes the member rows, marks the group closed,
 // releases its name and ends the index entry.
 
-// CloseGroup closes a group, by one of its managers or an active admin
-// (groups.MayClose), whatever members it still has: every membership and
+// CloseGroup closes a group, by one of its managers with the proof of
+// owning their account (proof: the current password, and a factor's
+// where the account has one; a stolen session alone must not end a group
+// and its content) or an active admin by role (groups.MayClose,
+// closerProven), whatever members it still has: every membership and
 // every share with the group ends, and its name is freed. A repeat by
 // whoever began the closing, or an admin, answers the closing's job (to
 // anyone else the group is gone); a repeat of a finished one also writes
@@ -30,11 +34,11 @@ import (
 // then on the group is 404 and takes no member), the job's row, and
 // returns the job; a worker finishes the rest (WorkJobs), whatever the
 // group holds.
-func (s *Service) CloseGroup(ctx context.Context, p domain.Principal, id string) (jobs.Job, error) {
+func (s *Service) CloseGroup(ctx context.Context, p domain.Principal, id string, proof accounts.Proof) (jobs.Job, error) {
 	if p.Anonymous() {
 		return jobs.Job{}, domain.ErrNoSession
 	}
-	gr, err := s.groups.BeginClosing(ctx, p, id, s.groups.MayClose, s.st.Closings)
+	gr, err := s.groups.BeginClosing(ctx, p, id, s.closerProven(proof), s.st.Closings)
 	if err != nil {
 		return jobs.Job{}, err
 	}
@@ -149,4 +153,41 @@ func (f finishing) End(ctx context.Context, e groups.ClosingEntry) error {
 // its other members keep it.
 func (s *Service) dropItems(ctx context.Context, id string, p *progress) error {
 	return s.eachItem(ctx, id, p, func(it library.Entry) error { return s.library.Drop(ctx, it.ContentID, id) })
+}
+
+// ErrClosingProofRequired answers a manager's closing sent without the
+// current password.
+var ErrClosingProofRequired = domain.Invalid("Give your current password to close the group (and a code where your account has a second factor).",
+	domain.FieldError{Field: "currentPassword", Code: "required", Message: "is required to close the group"})
+
+// closerProven is groups.MayClose with the proof a manager gives: an
+// active admin closes by role, a manager who is none proves owning their
+// account (accounts.ProveCaller). Asked only of a group still open, so a
+// repeat of a closing under way (whose answer was lost) asks for nothing,
+// a code once used included; its verdict is kept for the closing's other
+// rounds, so that one request counts one proof against the throttle.
+func (s *Service) closerProven(proof accounts.Proof) groups.CloseRule {
+	var verdict error
+	proven := false
+	return func(ctx context.Context, p domain.Principal, gr groups.Group, role string) error {
+		if err := s.groups.MayClose(ctx, p, gr, role); err != nil || role != groups.RoleManager {
+			return err
+		}
+		if proven {
+			return verdict
+		}
+		_, err := s.accounts.RequireAdmin(ctx, p)
+		switch {
+		case err == nil:
+			return nil // an active admin, manager or not, closes by role
+		case !errors.Is(err, domain.ErrDenied):
+			return err
+		case proof.CurrentPassword == nil || *proof.CurrentPassword == "":
+			verdict = ErrClosingProofRequired
+		default:
+			verdict = s.accounts.ProveCaller(ctx, p, proof)
+		}
+		proven = true
+		return verdict
+	}
 }

@@ -1072,8 +1072,16 @@
     group.role = await roleIn(group.current.id);
     $('group-capacity').textContent = capacity(group.current);
     $('add-member').hidden = group.role !== 'manager';
-    $('close-group-area').hidden = !(isAdmin() || group.role === 'manager');
+    showClosing();
     await groupMembers.reload();
+  }
+
+  // showClosing shows Close group to the group's managers and admins
+  // (others see no button), and asks a manager for the current password:
+  // an admin closes by role.
+  function showClosing() {
+    $('close-group-area').hidden = !(isAdmin() || group.role === 'manager');
+    $('close-group-proof').hidden = isAdmin();
   }
 
   // roleIn answers the caller's role in the group (or '' when not a
@@ -1105,9 +1113,8 @@
     $('add-member').hidden = group.role !== 'manager';
     await groupMembers.first();
     if (!still()) return;
-    // Closing is for the group's managers and admins; others see no button.
     $('close-group-name').textContent = g.name;
-    $('close-group-area').hidden = !(isAdmin() || group.role === 'manager');
+    showClosing();
   }
 
   // The question opens on Cancel, as the confirm dialog does: an Enter
@@ -1121,11 +1128,14 @@
     say(group.current.name + ' stays open.');
   });
 
-  form('close-group-confirm', async () => {
+  form('close-group-confirm', async (v, f) => {
     const g = group.current;
     let job = null;
+    if (!isAdmin() && !v.currentPassword) throw fieldError('currentPassword', 'Give your current password to close the group.');
     try {
-      job = await api('DELETE', '/v1/groups/' + enc(g.id));
+      job = isAdmin() ? await api('DELETE', '/v1/groups/' + enc(g.id))
+        : await api('POST', '/v1/groups/' + enc(g.id) + '/closing', await withCode({ currentPassword: v.currentPassword }, v));
+      f.elements.currentPassword.value = '';
     } catch (err) {
       // A repeat by whoever closed it, or by an admin, answers its job
       // again; to another manager a closed or closing group is 404

@@ -605,6 +605,26 @@ type Group struct {
 	Name string `json:"name"`
 }
 
+// GroupClosing A closing of a group: the manager's current password (and a
+// second factor's proof where their account has one); an active
+// admin sends an empty object.
+type GroupClosing struct {
+	// Code Where the account has a second factor, a code of its
+	// authenticator app (or send `recoveryCode` or `passkey`); without
+	// any, 400 naming `code`. Used once, like a login's.
+	Code            *string `json:"code,omitempty"`
+	CurrentPassword *string `json:"currentPassword,omitempty"`
+
+	// Passkey A passkey's proof of the owner, in place of `code`: the challenge
+	// of `POST /v1/users/{id}/passkey-challenges` and the answer of
+	// `navigator.credentials.get(options)` to it. The challenge works
+	// once.
+	Passkey *PasskeyProof `json:"passkey,omitempty"`
+
+	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
+	RecoveryCode *string `json:"recoveryCode,omitempty"`
+}
+
 // GroupMember defines model for GroupMember.
 type GroupMember struct {
 	// PrincipalId The member's user id.
@@ -1689,6 +1709,9 @@ type RevertFactorAdditionJSONRequestBody = EmailChangeRevert
 // CreateGroupJSONRequestBody defines body for CreateGroup for application/json ContentType.
 type CreateGroupJSONRequestBody = NewGroup
 
+// RequestGroupClosingJSONRequestBody defines body for RequestGroupClosing for application/json ContentType.
+type RequestGroupClosingJSONRequestBody = GroupClosing
+
 // SetGroupMemberJSONRequestBody defines body for SetGroupMember for application/json ContentType.
 type SetGroupMemberJSONRequestBody = GroupRoleRequest
 
@@ -2486,8 +2509,11 @@ type ClientInterface interface {
 	// answers the same job (a repeat of a finished one also sweeps its
 	// steps again); to anyone else a closed or closing group is 404.
 	//
-	// Who may call: a manager of the group, or an active admin. Without
-	// a session 401; a session of anyone else 403.
+	// Who may call: an active admin, by role. A manager closes the group
+	// with `POST /v1/groups/{id}/closing`, which takes the current
+	// password: here a manager's request is refused, 400 naming
+	// `currentPassword` (a repeat of a closing already under way answers
+	// its job). Without a session 401; a session of anyone else 403.
 	//
 	// Cost: a SERIAL read of the group, the caller's role, an index
 	// write, a compare-and-set and the job's row: the same whatever the
@@ -2515,6 +2541,60 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/groups/{id} (the `GetGroup` operationId).
 	GetGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestGroupClosingWithBody Close a group, with the current password
+	//
+	// Closes the group as `DELETE /v1/groups/{id}` does (everything said
+	// there holds: what goes, in which order, the job, idempotence). A
+	// manager sends the current password (missing: 400; wrong: 401
+	// `invalid_credentials`, both naming `currentPassword`) and, where
+	// their account has a second factor, a `code`, `recoveryCode` or
+	// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+	// or `invalid_passkey`): a stolen session alone cannot end a group
+	// and the items it is the last manager of. An active admin closes by
+	// role and sends `{}`. A repeat of a closing already under way
+	// answers its job without asking for the proof again (it was given
+	// when it began).
+	//
+	// Who may call: a manager of the group with the proof, or an active
+	// admin. Without a session 401; a session of anyone else 403.
+	//
+	// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
+	// (throttled, one argon2id verification, a read of the factors).
+	// Rate-limited per client address (429 `rate_limited` with
+	// `Retry-After`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/groups/{id}/closing (the `RequestGroupClosing` operationId).
+	RequestGroupClosingWithBody(ctx context.Context, id GroupId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestGroupClosing Close a group, with the current password
+	//
+	// Closes the group as `DELETE /v1/groups/{id}` does (everything said
+	// there holds: what goes, in which order, the job, idempotence). A
+	// manager sends the current password (missing: 400; wrong: 401
+	// `invalid_credentials`, both naming `currentPassword`) and, where
+	// their account has a second factor, a `code`, `recoveryCode` or
+	// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+	// or `invalid_passkey`): a stolen session alone cannot end a group
+	// and the items it is the last manager of. An active admin closes by
+	// role and sends `{}`. A repeat of a closing already under way
+	// answers its job without asking for the proof again (it was given
+	// when it began).
+	//
+	// Who may call: a manager of the group with the proof, or an active
+	// admin. Without a session 401; a session of anyone else 403.
+	//
+	// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
+	// (throttled, one argon2id verification, a read of the factors).
+	// Rate-limited per client address (429 `rate_limited` with
+	// `Retry-After`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/groups/{id}/closing (the `RequestGroupClosing` operationId).
+	RequestGroupClosing(ctx context.Context, id GroupId, body RequestGroupClosingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetGroupLibrary A group's library
 	//
@@ -5108,8 +5188,11 @@ func (c *Client) GetGroupByName(ctx context.Context, name GroupName, reqEditors 
 // answers the same job (a repeat of a finished one also sweeps its
 // steps again); to anyone else a closed or closing group is 404.
 //
-// Who may call: a manager of the group, or an active admin. Without
-// a session 401; a session of anyone else 403.
+// Who may call: an active admin, by role. A manager closes the group
+// with `POST /v1/groups/{id}/closing`, which takes the current
+// password: here a manager's request is refused, 400 naming
+// `currentPassword` (a repeat of a closing already under way answers
+// its job). Without a session 401; a session of anyone else 403.
 //
 // Cost: a SERIAL read of the group, the caller's role, an index
 // write, a compare-and-set and the job's row: the same whatever the
@@ -5148,6 +5231,80 @@ func (c *Client) CloseGroup(ctx context.Context, id GroupId, reqEditors ...Reque
 // Corresponds with GET /v1/groups/{id} (the `GetGroup` operationId).
 func (c *Client) GetGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetGroupRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestGroupClosingWithBody Close a group, with the current password
+//
+// Closes the group as `DELETE /v1/groups/{id}` does (everything said
+// there holds: what goes, in which order, the job, idempotence). A
+// manager sends the current password (missing: 400; wrong: 401
+// `invalid_credentials`, both naming `currentPassword`) and, where
+// their account has a second factor, a `code`, `recoveryCode` or
+// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+// or `invalid_passkey`): a stolen session alone cannot end a group
+// and the items it is the last manager of. An active admin closes by
+// role and sends `{}`. A repeat of a closing already under way
+// answers its job without asking for the proof again (it was given
+// when it began).
+//
+// Who may call: a manager of the group with the proof, or an active
+// admin. Without a session 401; a session of anyone else 403.
+//
+// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
+// (throttled, one argon2id verification, a read of the factors).
+// Rate-limited per client address (429 `rate_limited` with
+// `Retry-After`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/groups/{id}/closing (the `RequestGroupClosing` operationId).
+func (c *Client) RequestGroupClosingWithBody(ctx context.Context, id GroupId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestGroupClosingRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestGroupClosing Close a group, with the current password
+//
+// Closes the group as `DELETE /v1/groups/{id}` does (everything said
+// there holds: what goes, in which order, the job, idempotence). A
+// manager sends the current password (missing: 400; wrong: 401
+// `invalid_credentials`, both naming `currentPassword`) and, where
+// their account has a second factor, a `code`, `recoveryCode` or
+// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+// or `invalid_passkey`): a stolen session alone cannot end a group
+// and the items it is the last manager of. An active admin closes by
+// role and sends `{}`. A repeat of a closing already under way
+// answers its job without asking for the proof again (it was given
+// when it began).
+//
+// Who may call: a manager of the group with the proof, or an active
+// admin. Without a session 401; a session of anyone else 403.
+//
+// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
+// (throttled, one argon2id verification, a read of the factors).
+// Rate-limited per client address (429 `rate_limited` with
+// `Retry-After`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/groups/{id}/closing (the `RequestGroupClosing` operationId).
+func (c *Client) RequestGroupClosing(ctx context.Context, id GroupId, body RequestGroupClosingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestGroupClosingRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8269,6 +8426,53 @@ func NewGetGroupRequest(server string, id GroupId) (*http.Request, error) {
 	return req, nil
 }
 
+// NewRequestGroupClosingRequest calls the generic RequestGroupClosing builder with application/json body
+func NewRequestGroupClosingRequest(server string, id GroupId, body RequestGroupClosingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRequestGroupClosingRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewRequestGroupClosingRequestWithBody constructs an http.Request for the RequestGroupClosing method, with any body, and a specified content type
+func NewRequestGroupClosingRequestWithBody(server string, id GroupId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s/closing", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetGroupLibraryRequest constructs an http.Request for the GetGroupLibrary method
 func NewGetGroupLibraryRequest(server string, id GroupLibraryId, params *GetGroupLibraryParams) (*http.Request, error) {
 	var err error
@@ -11011,8 +11215,11 @@ type ClientWithResponsesInterface interface {
 	// answers the same job (a repeat of a finished one also sweeps its
 	// steps again); to anyone else a closed or closing group is 404.
 	//
-	// Who may call: a manager of the group, or an active admin. Without
-	// a session 401; a session of anyone else 403.
+	// Who may call: an active admin, by role. A manager closes the group
+	// with `POST /v1/groups/{id}/closing`, which takes the current
+	// password: here a manager's request is refused, 400 naming
+	// `currentPassword` (a repeat of a closing already under way answers
+	// its job). Without a session 401; a session of anyone else 403.
 	//
 	// Cost: a SERIAL read of the group, the caller's role, an index
 	// write, a compare-and-set and the job's row: the same whatever the
@@ -11044,6 +11251,60 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/groups/{id} (the `GetGroup` operationId).
 	GetGroupWithResponse(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*GetGroupResponse, error)
+
+	// RequestGroupClosingWithBodyWithResponse Close a group, with the current password
+	//
+	// Closes the group as `DELETE /v1/groups/{id}` does (everything said
+	// there holds: what goes, in which order, the job, idempotence). A
+	// manager sends the current password (missing: 400; wrong: 401
+	// `invalid_credentials`, both naming `currentPassword`) and, where
+	// their account has a second factor, a `code`, `recoveryCode` or
+	// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+	// or `invalid_passkey`): a stolen session alone cannot end a group
+	// and the items it is the last manager of. An active admin closes by
+	// role and sends `{}`. A repeat of a closing already under way
+	// answers its job without asking for the proof again (it was given
+	// when it began).
+	//
+	// Who may call: a manager of the group with the proof, or an active
+	// admin. Without a session 401; a session of anyone else 403.
+	//
+	// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
+	// (throttled, one argon2id verification, a read of the factors).
+	// Rate-limited per client address (429 `rate_limited` with
+	// `Retry-After`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/groups/{id}/closing (the `RequestGroupClosing` operationId).
+	RequestGroupClosingWithBodyWithResponse(ctx context.Context, id GroupId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestGroupClosingResponse, error)
+
+	// RequestGroupClosingWithResponse Close a group, with the current password
+	//
+	// Closes the group as `DELETE /v1/groups/{id}` does (everything said
+	// there holds: what goes, in which order, the job, idempotence). A
+	// manager sends the current password (missing: 400; wrong: 401
+	// `invalid_credentials`, both naming `currentPassword`) and, where
+	// their account has a second factor, a `code`, `recoveryCode` or
+	// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+	// or `invalid_passkey`): a stolen session alone cannot end a group
+	// and the items it is the last manager of. An active admin closes by
+	// role and sends `{}`. A repeat of a closing already under way
+	// answers its job without asking for the proof again (it was given
+	// when it began).
+	//
+	// Who may call: a manager of the group with the proof, or an active
+	// admin. Without a session 401; a session of anyone else 403.
+	//
+	// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
+	// (throttled, one argon2id verification, a read of the factors).
+	// Rate-limited per client address (429 `rate_limited` with
+	// `Retry-After`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/groups/{id}/closing (the `RequestGroupClosing` operationId).
+	RequestGroupClosingWithResponse(ctx context.Context, id GroupId, body RequestGroupClosingJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestGroupClosingResponse, error)
 
 	// GetGroupLibraryWithResponse A group's library
 	//
@@ -15625,6 +15886,199 @@ func (r GetGroupResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RequestGroupClosingResponse202Headers the declared response headers of an HTTP 202 response for RequestGroupClosing
+type RequestGroupClosingResponse202Headers struct {
+	Location   string
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RequestGroupClosingResponse400Headers the declared response headers of an HTTP 400 response for RequestGroupClosing
+type RequestGroupClosingResponse400Headers struct {
+	XRequestId *string
+}
+
+// RequestGroupClosingResponse401Headers the declared response headers of an HTTP 401 response for RequestGroupClosing
+type RequestGroupClosingResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RequestGroupClosingResponse403Headers the declared response headers of an HTTP 403 response for RequestGroupClosing
+type RequestGroupClosingResponse403Headers struct {
+	XRequestId *string
+}
+
+// RequestGroupClosingResponse404Headers the declared response headers of an HTTP 404 response for RequestGroupClosing
+type RequestGroupClosingResponse404Headers struct {
+	XRequestId *string
+}
+
+// RequestGroupClosingResponse409Headers the declared response headers of an HTTP 409 response for RequestGroupClosing
+type RequestGroupClosingResponse409Headers struct {
+	XRequestId *string
+}
+
+// RequestGroupClosingResponse413Headers the declared response headers of an HTTP 413 response for RequestGroupClosing
+type RequestGroupClosingResponse413Headers struct {
+	XRequestId *string
+}
+
+// RequestGroupClosingResponse415Headers the declared response headers of an HTTP 415 response for RequestGroupClosing
+type RequestGroupClosingResponse415Headers struct {
+	XRequestId *string
+}
+
+// RequestGroupClosingResponse429Headers the declared response headers of an HTTP 429 response for RequestGroupClosing
+type RequestGroupClosingResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+// RequestGroupClosingResponse500Headers the declared response headers of an HTTP 500 response for RequestGroupClosing
+type RequestGroupClosingResponse500Headers struct {
+	XRequestId *string
+}
+
+// RequestGroupClosingResponse503Headers the declared response headers of an HTTP 503 response for RequestGroupClosing
+type RequestGroupClosingResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type RequestGroupClosingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Job
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RequestGroupClosingResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RequestGroupClosingResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RequestGroupClosingResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RequestGroupClosingResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RequestGroupClosingResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RequestGroupClosingResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RequestGroupClosingResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RequestGroupClosingResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RequestGroupClosingResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RequestGroupClosingResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RequestGroupClosingResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RequestGroupClosingResponse) GetJSON202() *Job {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RequestGroupClosingResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RequestGroupClosingResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RequestGroupClosingResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RequestGroupClosingResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RequestGroupClosingResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RequestGroupClosingResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RequestGroupClosingResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RequestGroupClosingResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RequestGroupClosingResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RequestGroupClosingResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RequestGroupClosingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RequestGroupClosingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RequestGroupClosingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RequestGroupClosingResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -22531,8 +22985,11 @@ func (c *ClientWithResponses) GetGroupByNameWithResponse(ctx context.Context, na
 // answers the same job (a repeat of a finished one also sweeps its
 // steps again); to anyone else a closed or closing group is 404.
 //
-// Who may call: a manager of the group, or an active admin. Without
-// a session 401; a session of anyone else 403.
+// Who may call: an active admin, by role. A manager closes the group
+// with `POST /v1/groups/{id}/closing`, which takes the current
+// password: here a manager's request is refused, 400 naming
+// `currentPassword` (a repeat of a closing already under way answers
+// its job). Without a session 401; a session of anyone else 403.
 //
 // Cost: a SERIAL read of the group, the caller's role, an index
 // write, a compare-and-set and the job's row: the same whatever the
@@ -22575,6 +23032,72 @@ func (c *ClientWithResponses) GetGroupWithResponse(ctx context.Context, id Group
 		return nil, err
 	}
 	return ParseGetGroupResponse(rsp)
+}
+
+// RequestGroupClosingWithBodyWithResponse Close a group, with the current password
+//
+// Closes the group as `DELETE /v1/groups/{id}` does (everything said
+// there holds: what goes, in which order, the job, idempotence). A
+// manager sends the current password (missing: 400; wrong: 401
+// `invalid_credentials`, both naming `currentPassword`) and, where
+// their account has a second factor, a `code`, `recoveryCode` or
+// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+// or `invalid_passkey`): a stolen session alone cannot end a group
+// and the items it is the last manager of. An active admin closes by
+// role and sends `{}`. A repeat of a closing already under way
+// answers its job without asking for the proof again (it was given
+// when it began).
+//
+// Who may call: a manager of the group with the proof, or an active
+// admin. Without a session 401; a session of anyone else 403.
+//
+// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
+// (throttled, one argon2id verification, a read of the factors).
+// Rate-limited per client address (429 `rate_limited` with
+// `Retry-After`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/groups/{id}/closing (the `RequestGroupClosing` operationId).
+func (c *ClientWithResponses) RequestGroupClosingWithBodyWithResponse(ctx context.Context, id GroupId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestGroupClosingResponse, error) {
+	rsp, err := c.RequestGroupClosingWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestGroupClosingResponse(rsp)
+}
+
+// RequestGroupClosingWithResponse Close a group, with the current password
+//
+// Closes the group as `DELETE /v1/groups/{id}` does (everything said
+// there holds: what goes, in which order, the job, idempotence). A
+// manager sends the current password (missing: 400; wrong: 401
+// `invalid_credentials`, both naming `currentPassword`) and, where
+// their account has a second factor, a `code`, `recoveryCode` or
+// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+// or `invalid_passkey`): a stolen session alone cannot end a group
+// and the items it is the last manager of. An active admin closes by
+// role and sends `{}`. A repeat of a closing already under way
+// answers its job without asking for the proof again (it was given
+// when it began).
+//
+// Who may call: a manager of the group with the proof, or an active
+// admin. Without a session 401; a session of anyone else 403.
+//
+// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
+// (throttled, one argon2id verification, a read of the factors).
+// Rate-limited per client address (429 `rate_limited` with
+// `Retry-After`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/groups/{id}/closing (the `RequestGroupClosing` operationId).
+func (c *ClientWithResponses) RequestGroupClosingWithResponse(ctx context.Context, id GroupId, body RequestGroupClosingJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestGroupClosingResponse, error) {
+	rsp, err := c.RequestGroupClosing(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestGroupClosingResponse(rsp)
 }
 
 // GetGroupLibraryWithResponse A group's library
@@ -27958,6 +28481,250 @@ func ParseGetGroupResponse(rsp *http.Response) (*GetGroupResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetGroupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRequestGroupClosingResponse parses an HTTP response from a RequestGroupClosingWithResponse call
+func ParseRequestGroupClosingResponse(rsp *http.Response) (*RequestGroupClosingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RequestGroupClosingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers RequestGroupClosingResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers RequestGroupClosingResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RequestGroupClosingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RequestGroupClosingResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RequestGroupClosingResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RequestGroupClosingResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RequestGroupClosingResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RequestGroupClosingResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers RequestGroupClosingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RequestGroupClosingResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RequestGroupClosingResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -93,7 +93,7 @@ func TestBenchJobs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			answer, finish := timeJob(t, h.api.Base, http.MethodDelete, "/v1/groups/"+id, owner.token, "")
+			answer, finish := timeJob(t, h.api.Base, http.MethodPost, "/v1/groups/"+id+"/closing", owner.token, fmt.Sprintf(`{"currentPassword":%q}`, testPassword))
 			answers, finishes = append(answers, answer), append(finishes, finish)
 		}
 		if size.members == 1 {

@@ -1333,6 +1333,9 @@ await step('close a group: the button for its managers and admins only, confirme
   await login(admin, pw);
   await visit('#/groups/' + team, 'group');
   expect(await page.locator('#close-group').isVisible(), 'an admin sees Close group');
+  await page.locator('#close-group').click();
+  expect(await page.locator('#close-group-proof').isHidden(), 'an admin closes by role, asked no password');
+  await click('#close-group-cancel');
   await logout();
   // alice, a manager too, has the group's page open in another tab.
   const first = page;
@@ -1353,7 +1356,12 @@ await step('close a group: the button for its managers and admins only, confirme
     expect((await click('#close-group-cancel')).includes('stays open'), 'cancelled');
     expect(await page.locator('#close-group-confirm').isHidden(), 'the confirmation hides again');
     await page.locator('#close-group').click();
-    const closing = await submit('close-group-confirm', {});
+    expect(await page.locator('#close-group-proof').isVisible(), 'a manager is asked for the password');
+    expect((await submit('close-group-confirm', {}, true)).includes('current password'), 'no closing without the password');
+    await refused(401, async () => {
+      await submit('close-group-confirm', { currentPassword: 'not the password' }, true);
+    });
+    const closing = await submit('close-group-confirm', { currentPassword: pw });
     expect(closing.includes('Closing the group ' + team) || closing.includes('Closed the group ' + team), 'accepted: ' + closing);
     await page.waitForSelector('body[data-ready="groups"]');
     await finished('Closed the group ' + team);
@@ -1371,7 +1379,7 @@ await step('close a group: the button for its managers and admins only, confirme
     page = tab;
     await page.locator('#close-group').click();
     await refused(404, async () => {
-      expect((await submit('close-group-confirm', {})).includes('is already closed'), 'already closed');
+      expect((await submit('close-group-confirm', { currentPassword: pw })).includes('is already closed'), 'already closed');
     });
     await page.waitForSelector('body[data-ready="groups"]');
     await noRawIds();

@@ -18,16 +18,17 @@ import (
 	"shelf/tests/testkit"
 )
 
-// closeGroup sends DELETE /v1/groups/{id} as api.
+// closeGroup sends POST /v1/groups/{id}/closing as api, with the
+// password of every account of these tests (an admin's is not asked).
 func closeGroup(api *testkit.API, id string) *testkit.Response {
-	return api.Do(http.MethodDelete, "/v1/groups/"+id, "", nil)
+	return api.Send(http.MethodPost, "/v1/groups/"+id+"/closing", map[string]string{"currentPassword": testPassword})
 }
 
 // mustClose closes the group and fails unless it answers 202 and its job
 // finishes.
 func mustClose(t *testing.T, api *testkit.API, id string) {
 	t.Helper()
-	mustFinish(t, api, closeGroup(api, id), "DELETE /v1/groups/"+id)
+	mustFinish(t, api, closeGroup(api, id), "POST /v1/groups/"+id+"/closing")
 }
 
 // closeAndFinish closes the group as api, finishing its job when it
@@ -181,6 +182,21 @@ func TestCloseGroup(t *testing.T) {
 		if r := closeGroup(w.ownerAPI, id); r.StatusCode != http.StatusNotFound {
 			t.Fatalf("unknown %s: %d %s", id, r.StatusCode, r.Body)
 		}
+	}
+	// A manager's session alone closes nothing: DELETE takes no password,
+	// and the closing refuses a missing or wrong one.
+	if r := w.mgrAPI.Do(http.MethodDelete, "/v1/groups/"+w.group.ID, "", nil); r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), "currentPassword") {
+		t.Fatalf("a manager's DELETE: %d %s", r.StatusCode, r.Body)
+	}
+	closing := "/v1/groups/" + w.group.ID + "/closing"
+	if r := w.mgrAPI.Send(http.MethodPost, closing, map[string]string{}); r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Body), "currentPassword") {
+		t.Fatalf("a manager's closing without the password: %d %s", r.StatusCode, r.Body)
+	}
+	if r := w.mgrAPI.Send(http.MethodPost, closing, map[string]string{"currentPassword": "not the password"}); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a manager's closing with a wrong password: %d %s", r.StatusCode, r.Body)
+	}
+	if r := w.memAPI.Get("/v1/groups/" + w.group.ID); r.StatusCode != http.StatusOK {
+		t.Fatalf("the group after closings refused: %d %s", r.StatusCode, r.Body)
 	}
 	// The other manager closes it, though it still has members.
 	mustClose(t, w.mgrAPI, w.group.ID)

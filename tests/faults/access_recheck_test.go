@@ -106,14 +106,14 @@ func TestAMemberOfAClosingGroupCannotKeepWhatTheGroupManaged(t *testing.T) {
 	t.Parallel()
 	c := newClubManagedWorld(t)
 	ctx := context.Background()
-	if _, err := c.life.CloseGroup(ctx, as(c.owner), c.group); err != nil {
+	if _, err := c.life.CloseGroup(ctx, as(c.owner), c.group, ownersProof()); err != nil {
 		t.Fatalf("the closing answered %v", err)
 	}
 	if _, err := c.lib.Get(ctx, as(c.friend), c.spare); err == nil {
 		t.Errorf("after the club's closing answered, its member still opens the private item shared with it")
 	}
 	_, shareErr := c.lib.Share(ctx, as(c.friend), c.spare, c.friend.ID, library.RoleManager)
-	if err := worked(c.life)(c.life.CloseGroup(ctx, as(c.owner), c.group)); err != nil {
+	if err := worked(c.life)(c.life.CloseGroup(ctx, as(c.owner), c.group, ownersProof())); err != nil {
 		t.Fatalf("the closing's job: %v", err)
 	}
 	if role := memberRole(c.store.ContentSnapshot(), c.spare, c.friend.ID); role != "" {

@@ -90,7 +90,7 @@ func (c *closeWorld) item(t *testing.T, by domain.User, name string, visibility 
 }
 
 func (c *closeWorld) close(by domain.User) error {
-	return worked(c.life)(c.life.CloseGroup(context.Background(), as(by), c.group))
+	return worked(c.life)(c.life.CloseGroup(context.Background(), as(by), c.group, ownersProof()))
 }
 
 // createSameName has the other user create a group named "club"; on

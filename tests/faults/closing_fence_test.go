@@ -46,7 +46,7 @@ func TestAClosingFenceThatLosesToTheStaleClosingKeepsItsEntry(t *testing.T) {
 	// must still finish it.
 	for range 3 {
 		c.store.Advance(11 * time.Minute)
-		if _, err := c.life.CloseGroup(ctx, as(c.owner), c.group); err != nil {
+		if _, err := c.life.CloseGroup(ctx, as(c.owner), c.group, ownersProof()); err != nil {
 			t.Logf("repeat: %v", err)
 		}
 		if _, err := c.life.WorkJobs(ctx); err != nil {
@@ -73,7 +73,7 @@ func heldClosing(t *testing.T, c *closeWorld) {
 		}
 		return memstore.None
 	}
-	if _, err := c.life.CloseGroup(context.Background(), as(c.owner), c.group); err == nil {
+	if _, err := c.life.CloseGroup(context.Background(), as(c.owner), c.group, ownersProof()); err == nil {
 		t.Fatal("the closing whose compare-and-set is held answered success")
 	}
 	c.store.FaultAt = nil

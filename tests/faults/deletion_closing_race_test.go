@@ -52,7 +52,7 @@ func TestADeletionWhoseGroupBeginsClosingMidStepWaitsForTheClosing(t *testing.T)
 			}
 			l.store.Meanwhile = func() {
 				l.store.Meanwhile = nil
-				closing, err := l.life.CloseGroup(ctx, as(l.bob), club.ID)
+				closing, err := l.life.CloseGroup(ctx, as(l.bob), club.ID, ownersProof())
 				if err != nil {
 					t.Errorf("bob's closing: %v", err)
 					return

@@ -27,7 +27,7 @@ func TestADeletionFinishesOnlyOnceAClosingHeldElsewhereIsDone(t *testing.T) {
 	l := newLifeWorld(t)
 	ctx := context.Background()
 	club := l.group(t, l.ann, "club")
-	closing, err := l.life.CloseGroup(ctx, as(l.ann), club.ID)
+	closing, err := l.life.CloseGroup(ctx, as(l.ann), club.ID, ownersProof())
 	if err != nil {
 		t.Fatal(err)
 	}

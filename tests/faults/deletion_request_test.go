@@ -31,7 +31,7 @@ func TestADeletionRequestRunsNoClosingJob(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := c.life.CloseGroup(ctx, as(c.owner), c.group); err != nil { // no worker pass
+		if _, err := c.life.CloseGroup(ctx, as(c.owner), c.group, ownersProof()); err != nil { // no worker pass
 			t.Fatal(err)
 		}
 		before := c.store.Calls()

@@ -71,7 +71,7 @@ func TestAWorkerKeepsItsLeaseThroughAClosingsMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	job, err := life.CloseGroup(ctx, as(ann), club.ID)
+	job, err := life.CloseGroup(ctx, as(ann), club.ID, ownersProof())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestAWorkerKeepsADeletionsLeaseThroughAClosingItFinishes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := life.CloseGroup(ctx, as(bob), club.ID); err != nil {
+	if _, err := life.CloseGroup(ctx, as(bob), club.ID, ownersProof()); err != nil {
 		t.Fatal(err)
 	}
 	job, err := life.DeleteUser(ctx, as(ann), ann.ID, accounts.Password(password))

@@ -78,7 +78,7 @@ func newTwoWorkers(t *testing.T, closing bool) *twoWorkers {
 	}
 	tw.a, tw.b = worker("a"), worker("b")
 	if closing {
-		tw.job, err = tw.a.CloseGroup(ctx, as(ann), gr.ID)
+		tw.job, err = tw.a.CloseGroup(ctx, as(ann), gr.ID, ownersProof())
 	} else {
 		pw := password
 		tw.job, err = tw.a.DeleteUser(ctx, as(ann), ann.ID, accounts.Password(pw))

@@ -85,9 +85,12 @@ func (w *workload) deleteAccount(worker, api int) {
 // createGroup creates a group named name (capacity 3), as an account with
 // a session or as the admin.
 func (w *workload) createGroup(worker, api int, name string) {
-	token, by := w.admin, "admin"
+	token, by, password := w.admin, "admin", ""
 	if a, t := w.session(); a != nil && rand.IntN(2) == 0 {
 		token, by = t, a.id
+		w.mu.Lock()
+		password = a.passwords[len(a.passwords)-1]
+		w.mu.Unlock()
 	}
 	status, out := w.c.Call(worker, api, "group-create", http.MethodPost, "/v1/groups", token,
 		map[string]any{"name": name, "maxMembers": 3}, map[string]string{"name": name, "by": by})
@@ -95,7 +98,7 @@ func (w *workload) createGroup(worker, api int, name string) {
 		id, _ := out["id"].(string)
 		g := &group{id: id, name: name}
 		if by != "admin" {
-			g.token = token
+			g.token, g.password = token, password
 		}
 		w.mu.Lock()
 		w.made = append(w.made, g)
@@ -112,7 +115,13 @@ func (w *workload) closeGroup(worker, api int) {
 	}
 	closing := func(token, by string, worker int) func() {
 		return func() {
-			status, _ := w.c.Call(worker, api, "group-close", http.MethodDelete, "/v1/groups/"+g.id, token, nil,
+			// A manager's closing proves the password; an admin's does not
+			// read it.
+			body := map[string]string{}
+			if by != "admin" {
+				body["currentPassword"] = g.password
+			}
+			status, _ := w.c.Call(worker, api, "group-close", http.MethodPost, "/v1/groups/"+g.id+"/closing", token, body,
 				map[string]string{"group": g.id, "name": g.name, "by": by})
 			if status == http.StatusAccepted {
 				w.mu.Lock()

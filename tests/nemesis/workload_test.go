@@ -37,6 +37,7 @@ type item struct {
 type group struct {
 	id, name string
 	token    string // its creator's session ("" when the admin made it)
+	password string // its creator's password then, which a closing proves
 	closed   bool   // a closing of it answered 202 (its job finishes the rest)
 }
 

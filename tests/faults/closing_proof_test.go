@@ -1,0 +1,64 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/lifecycle"
+)
+
+// ownersProof is the proof of owning an account of these worlds: the
+// password every signup of theirs chose (none has a second factor).
+func ownersProof() accounts.Proof {
+	current := password
+	return accounts.Proof{CurrentPassword: &current}
+}
+
+// TestAStolenSessionAloneCannotCloseTheGroup (attackers are users too):
+// whoever holds the owner's session, and not her password, closed her
+// group: every membership ended, every item the group was the last
+// manager of went, and its name was free for him to take. A manager's
+// closing now proves owning the account as a deletion of it does (the
+// current password, and a factor's proof where it has one); without it
+// nothing changes, and with a wrong one it is refused 401. An admin
+// closes by role, and a repeat of a closing under way asks for nothing.
+func TestAStolenSessionAloneCannotCloseTheGroup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCloseWorld(t)
+	wrong := "not her password"
+	for _, try := range []struct {
+		name  string
+		proof accounts.Proof
+		want  error
+	}{
+		{"no password", accounts.Proof{}, lifecycle.ErrClosingProofRequired},
+		{"a wrong password", accounts.Proof{CurrentPassword: &wrong}, accounts.ErrWrongCurrentPassword},
+	} {
+		if _, err := c.life.CloseGroup(ctx, as(c.owner), c.group, try.proof); !errors.Is(err, try.want) {
+			t.Errorf("the owner's session closing with %s: %v, want %v", try.name, err, try.want)
+		}
+		if gr, err := c.grp.GetSerial(ctx, c.group); err != nil || gr.Status != domain.StatusActive {
+			t.Fatalf("after a closing with %s the group is %q (%v), want active", try.name, gr.Status, err)
+		}
+	}
+	job, err := c.life.CloseGroup(ctx, as(c.owner), c.group, ownersProof())
+	if err != nil {
+		t.Fatalf("the owner's closing with her password: %v", err)
+	}
+	again, err := c.life.CloseGroup(ctx, as(c.owner), c.group, accounts.Proof{})
+	if err != nil || again.ID != job.ID {
+		t.Errorf("a repeat of her closing under way without a proof: %+v %v, want its job %s", again, err, job.ID)
+	}
+
+	other := newCloseWorld(t)
+	if _, err := other.life.CloseGroup(ctx, as(other.admin), other.group, accounts.Proof{}); err != nil {
+		t.Errorf("an admin's closing by role: %v", err)
+	}
+	if gr, err := other.grp.GetSerial(ctx, other.group); err != nil || !gr.ClosingOrClosed() {
+		t.Errorf("after the admin's closing the group is %q (%v)", gr.Status, err)
+	}
+}
