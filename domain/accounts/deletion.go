@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"shelf/domain"
@@ -287,12 +288,20 @@ func entryKeys(d DeletionEntry) []domain.Key {
 // display name, password hash, roles, the suspension, and the audit
 // entries the row carried, once written); the
 // id, the version, the deletion, the moderation history and the audit
-// stay.
+// stay. Once it applied, the keys the erased row named in a hold (a
+// username held, an address asked for or held for a revert) are given
+// back, as ReleaseNames gives back those its entry recorded: the row was
+// their only record, and their claims would otherwise name the deleted
+// account for good. A process that stops in between leaves them to the
+// next claimant (Holder says the owner is gone).
 func (a *Service) MarkDeleted(ctx context.Context, id string) error {
+	var held []domain.Key
 	_, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
+		held = nil
 		if u.Status != domain.StatusDeleting {
 			return u, false, nil // deleted already (by a retry, the repair)
 		}
+		held = heldKeys(u)
 		if err := domain.CarryAdminChange(ctx, a.audit, &u, nil); err != nil {
 			return u, false, err
 		}
@@ -308,7 +317,27 @@ func (a *Service) MarkDeleted(ctx context.Context, id string) error {
 		u.PasswordResetRequired = false
 		return u, true, nil
 	})
+	if err == nil && len(held) > 0 {
+		a.claimer.ReleaseOld(ctx, held, id, domain.NoLaterChange)
+	}
 	return err
+}
+
+// heldKeys are the keys u names in a hold, whether or not it has ended:
+// the username its owner's rename left, the address it asked for, the
+// address held for a revert. Its own username and email are not among
+// them (a deletion's entry records those).
+func heldKeys(u domain.User) []domain.Key {
+	var keys []domain.Key
+	if u.HeldUsernameKey != "" && u.HeldUsernameKey != u.UsernameKey {
+		keys = append(keys, domain.Key{Kind: domain.KindUsername, Key: u.HeldUsernameKey, Field: "username"})
+	}
+	for _, k := range []string{u.PendingEmailKey, u.RecoveryEmailKey} {
+		if k != "" && k != u.EmailKey && !slices.ContainsFunc(keys, func(h domain.Key) bool { return h.Kind == domain.KindEmail && h.Key == k }) {
+			keys = append(keys, domain.Key{Kind: domain.KindEmail, Key: k, Field: "email"})
+		}
+	}
+	return keys
 }
 
 // FenceDeletion moves a visible account's version on (a compare-and-set

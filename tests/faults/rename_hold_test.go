@@ -172,3 +172,46 @@ func account(t *testing.T, w *world) domain.User {
 	}
 	return u
 }
+
+// TestADeletedAccountLeavesNoClaimOfANameItHeld: bob renames himself
+// bobby, which holds bob for the account, and asks for a new address;
+// then he deletes the account. The deletion released the names its entry
+// recorded (bobby, his address) and MarkDeleted erased the rest from the
+// row, so the claims of bob and of the address asked for stayed
+// committed to the deleted account for good: its former name and an
+// address linked to its id after the personal data was to be gone, and a
+// claim naming an account whose row names nothing. MarkDeleted now gives
+// back every key the row it erases named in a hold.
+func TestADeletedAccountLeavesNoClaimOfANameItHeld(t *testing.T) {
+	t.Parallel()
+	w := renameHoldWorld(t)
+	wireDeletion(w)
+	if err := rename(w, "bobby", "robert@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id, current := me(w).ID, w.passwords[me(w).ID]
+	r, err := w.svc.Login(ctx, "bob@example.org", current, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := w.svc.Authenticate(ctx, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.life.DeleteUser(ctx, p, id, accounts.Proof{CurrentPassword: &current}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.life.WorkJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if u := account(t, w); u.Status != domain.StatusDeleted {
+		t.Fatalf("the account is %s, want deleted", u.Status)
+	}
+	claims, _ := w.store.Snapshot()
+	for _, c := range claims {
+		if c.Owner == id {
+			t.Errorf("the deleted account still has the claim of %s %s (%s)", c.Kind, c.Key, c.State)
+		}
+	}
+}
