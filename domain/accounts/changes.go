@@ -246,7 +246,7 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 				return false, err
 			}
 		}
-		done, err := a.writeWithClaims(ctx, next, claim, op)
+		done, sent, err := a.writeWithClaims(ctx, next, claim, op)
 		if done {
 			a.recordApplied(ctx, audited)
 			a.releaseDropped(ctx, u, next)
@@ -255,9 +255,12 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 				a.mailPendingEmail(ctx, next)
 			}
 		}
-		if self && u.UsernameKey != next.UsernameKey && (done || errors.Is(err, domain.ErrOutcomeUnknown)) {
-			// Told after an unknown outcome too, as a password change
-			// is: the rename may land later.
+		if self && u.UsernameKey != next.UsernameKey && (done || (sent && errors.Is(err, domain.ErrOutcomeUnknown))) {
+			// Told after an unknown compare-and-set too, as a password
+			// change is: the rename may land later. Not after an unknown
+			// claim or commit: the compare-and-set was never sent, and
+			// the rename can never land
+			// (TestARenameThatCouldNotLandIsNotToldAsDone).
 			a.mailRenameNotice(ctx, u, next)
 		}
 		return done, err
@@ -274,40 +277,41 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 // by compare-and-set on the version before it. False without an error: the
 // round lost a race (another change of the account holds a key or wrote
 // first, or our lease ran out); its claims are given back and the caller
-// starts over.
-func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []domain.Key, op string) (bool, error) {
+// starts over. sent reports whether the compare-and-set was sent: only
+// then may next land, whatever the error.
+func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []domain.Key, op string) (applied, sent bool, err error) {
 	id, base := next.ID, next.Version-1
 	held, conflict, err := a.claimer.AcquireAll(ctx, keys, id, op, base, holders{a})
 	if err != nil || conflict != nil {
 		a.claimer.ReleaseAll(ctx, held, id, op)
 		switch {
 		case err != nil:
-			return false, err
+			return false, false, err
 		case conflict != domain.ErrBusy:
-			return false, conflict
+			return false, false, conflict
 		}
-		return false, nil
+		return false, false, nil
 	}
 	if ok, err := a.claimer.CommitAll(ctx, held, id, op, base); err != nil || !ok {
 		a.claimer.ReleaseAll(ctx, held, id, op)
-		return false, err
+		return false, false, err
 	}
-	applied, err := a.users.Update(ctx, next)
+	applied, err = a.users.Update(ctx, next)
 	switch {
 	case errors.Is(err, domain.ErrOutcomeUnknown):
 		// Keep everything: the new claims are committed to this account,
 		// which may hold them now or when a held attempt lands. The retry
 		// adopts them; once the account's version moves on, any left over
 		// are orphans anyone may take over.
-		return false, err
+		return false, true, err
 	case err != nil:
 		// Answered, and not applied (it was never sent): give them back.
 		a.claimer.ReleaseAll(ctx, held, id, op)
-		return false, err
+		return false, false, err
 	case !applied:
 		a.claimer.ReleaseAll(ctx, held, id, op) // another change won
 	}
-	return applied, nil
+	return applied, true, nil
 }
 
 // updateAccount is the read -> change -> compare-and-set loop of one

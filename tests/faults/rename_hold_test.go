@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -212,6 +213,33 @@ func TestADeletedAccountLeavesNoClaimOfANameItHeld(t *testing.T) {
 	for _, c := range claims {
 		if c.Owner == id {
 			t.Errorf("the deleted account still has the claim of %s %s (%s)", c.Kind, c.Key, c.State)
+		}
+	}
+}
+
+// TestARenameThatCouldNotLandIsNotToldAsDone: bob's rename to bobby loses
+// the answer of its claim of bobby (or of its commit), so it answers 503
+// without ever sending the account's compare-and-set: bob stays bob, and
+// no retry of that request can make him bobby. Its notice went out all
+// the same, as after an unknown compare-and-set: "changed from bob to
+// bobby ... bob stays this account's until", a change that never was and
+// a hold that never began, spending a mail of the account's own hourly
+// budget. Only a round whose compare-and-set was sent tells of it now.
+func TestARenameThatCouldNotLandIsNotToldAsDone(t *testing.T) {
+	t.Parallel()
+	for _, stmt := range []string{"claims.claim", "claims.commit"} {
+		w := renameHoldWorld(t)
+		holdFirst(w.store, stmt, memstore.LoseAnswer)
+		if err := rename(w, "bobby", ""); !errors.Is(err, domain.ErrOutcomeUnknown) {
+			t.Fatalf("%s: the rename answered %v, want an unknown outcome", stmt, err)
+		}
+		w.store.FaultAt = nil
+		w.store.Land()
+		if u := account(t, w); u.Username != "bob" || u.HeldUsernameKey != "" {
+			t.Fatalf("%s: the account is %q holding %q, want bob holding nothing", stmt, u.Username, u.HeldUsernameKey)
+		}
+		if n := len(renameNotices(w)); n != 0 {
+			t.Errorf("%s: %d notices of a rename that never was", stmt, n)
 		}
 	}
 }
