@@ -29,8 +29,9 @@ type Passkeys interface {
 	// pending factor.
 	Register(userID, name string, factors []Factor) (options json.RawMessage, state string, err error)
 	// Registered checks a registration's answer against its state: the
-	// credential to store and its signature count, or ErrPasskeyRefused.
-	Registered(userID, name, state string, answer []byte) (credential string, count int64, err error)
+	// credential to store and its signature count, or ErrPasskeyRefused
+	// (also for a credential one of factors' passkeys has already).
+	Registered(userID, name, state string, factors []Factor, answer []byte) (credential string, count int64, err error)
 	// Options are the options for navigator.credentials.get over factors'
 	// confirmed passkeys under challenge; nil when there is none.
 	Options(userID string, challenge []byte, factors []Factor) (json.RawMessage, error)
@@ -118,7 +119,7 @@ func (a *Service) ConfirmPasskey(ctx context.Context, p domain.Principal, userID
 	if err != nil {
 		return Confirmation{}, err
 	}
-	credential, count, err := a.passkeys.Registered(u.ID, u.Username, f.Sealed, answer)
+	credential, count, err := a.passkeys.Registered(u.ID, u.Username, f.Sealed, factors, answer)
 	if err != nil && !errors.Is(err, ErrPasskeyRefused) {
 		return Confirmation{}, err
 	}

@@ -138,8 +138,11 @@ func (p *Passkeys) Register(userID, name string, factors []accounts.Factor) (jso
 
 // Registered checks a registration's answer (the PublicKeyCredential as
 // JSON) against its state: the credential to store, and its sign count.
-// A refusal of the answer is accounts.ErrPasskeyRefused.
-func (p *Passkeys) Registered(userID, name, state string, answer []byte) (string, int64, error) {
+// A credential one of factors' passkeys has already is refused: the
+// options exclude them, but an authenticator need not obey, and two
+// factors of one credential would let the later hide the earlier from
+// Verify. A refusal of the answer is accounts.ErrPasskeyRefused.
+func (p *Passkeys) Registered(userID, name, state string, factors []accounts.Factor, answer []byte) (string, int64, error) {
 	var session webauthn.SessionData
 	if err := json.Unmarshal([]byte(state), &session); err != nil {
 		return "", 0, fmt.Errorf("a passkey's registration state: %w", err)
@@ -151,6 +154,13 @@ func (p *Passkeys) Registered(userID, name, state string, answer []byte) (string
 	c, err := p.w.CreateCredential(user{id: userID, name: name}, session, parsed)
 	if err != nil {
 		return "", 0, refused(err)
+	}
+	have, _, err := credentials(factors)
+	if err != nil {
+		return "", 0, err
+	}
+	if slices.ContainsFunc(have, func(h webauthn.Credential) bool { return bytes.Equal(h.ID, c.ID) }) {
+		return "", 0, refused(errors.New("the account has a passkey of this credential already"))
 	}
 	stored, err := json.Marshal(c)
 	return string(stored), int64(c.Authenticator.SignCount), err

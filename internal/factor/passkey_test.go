@@ -1,6 +1,7 @@
 package factor_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func register(t *testing.T, p *factor.Passkeys, key *softkey.Key, userID string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	cred, count, err := p.Registered(userID, "ann", state, answer)
+	cred, count, err := p.Registered(userID, "ann", state, have, answer)
 	if err != nil {
 		t.Fatalf("registered: %v", err)
 	}
@@ -138,5 +139,32 @@ func TestRelyingPartyChecked(t *testing.T) {
 		if err := factor.CheckRelyingParty(c.id, c.origins); (err == nil) != c.ok {
 			t.Errorf("%s %v: %v, want ok=%v", c.id, c.origins, err, c.ok)
 		}
+	}
+}
+
+// An answer registering a credential the account has a passkey of
+// already is refused, whatever the authenticator made of the options'
+// exclusion: two factors of one credential, the later (another key
+// under the same id) hid the earlier from Verify, and the owner's
+// passkey stopped proving her.
+func TestPasskeyOfAKnownCredentialIsRefused(t *testing.T) {
+	p := newPasskeys(t)
+	f := register(t, p, softkey.New(origin), "usr_ann", nil)
+	var known struct{ ID []byte }
+	if err := json.Unmarshal([]byte(f.Sealed), &known); err != nil || len(known.ID) == 0 {
+		t.Fatalf("the stored credential's id: %v", err)
+	}
+	rogue := softkey.New(origin)
+	rogue.NextID = known.ID
+	options, state, err := p.Register("usr_ann", "ann", nil) // no exclusion to obey
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, err := rogue.Create(options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.Registered("usr_ann", "ann", state, []accounts.Factor{f}, answer); !errors.Is(err, accounts.ErrPasskeyRefused) {
+		t.Fatalf("a second passkey of a known credential: %v, want refused", err)
 	}
 }

@@ -29,6 +29,10 @@ type Key struct {
 	// NoCounter makes it keep no signature counter (0 always), as synced
 	// passkeys do.
 	NoCounter bool
+	// NextID, when set, is the id of the next credential Create makes,
+	// as an authenticator of an attacker's own may choose: one the
+	// account has already.
+	NextID []byte
 
 	mu    sync.Mutex
 	creds []*credential
@@ -85,6 +89,9 @@ func (k *Key) Create(options []byte) ([]byte, error) {
 	}
 	id := make([]byte, 32)
 	_, _ = rand.Read(id)
+	if k.NextID != nil {
+		id, k.NextID = k.NextID, nil
+	}
 	user, err := b64.DecodeString(pk.User.ID)
 	if err != nil {
 		return nil, fmt.Errorf("softkey: user.id: %w", err)
