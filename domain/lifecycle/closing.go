@@ -162,9 +162,12 @@ var ErrClosingProofRequired = domain.Invalid("Give your current password to clos
 
 // closerProven is groups.MayClose with the proof a manager gives: an
 // active admin closes by role, a manager who is none proves owning their
-// account (accounts.ProveCaller). Asked only of a group still open, so a
-// repeat of a closing under way (whose answer was lost) asks for nothing,
-// a code once used included; its verdict is kept for the closing's other
+// account (accounts.ProveCaller). So does an admin refused her role's
+// power (a session without a second factor under
+// SHELF_REQUIRE_ADMIN_FACTOR): that gate refuses the role, never the
+// manager she also is. Asked only of a group still open, so a repeat of
+// a closing under way (whose answer was lost) asks for nothing, a code
+// once used included; its verdict is kept for the closing's other
 // rounds, so that one request counts one proof against the throttle.
 func (s *Service) closerProven(proof accounts.Proof) groups.CloseRule {
 	var verdict error
@@ -180,7 +183,7 @@ func (s *Service) closerProven(proof accounts.Proof) groups.CloseRule {
 		switch {
 		case err == nil:
 			return nil // an active admin, manager or not, closes by role
-		case !errors.Is(err, domain.ErrDenied):
+		case !errors.Is(err, domain.ErrDenied) && !errors.Is(err, accounts.ErrAdminFactorRequired):
 			return err
 		case proof.CurrentPassword == nil || *proof.CurrentPassword == "":
 			verdict = ErrClosingProofRequired

@@ -1081,7 +1081,10 @@
   // an admin closes by role.
   function showClosing() {
     $('close-group-area').hidden = !(isAdmin() || group.role === 'manager');
-    $('close-group-proof').hidden = isAdmin();
+    // An admin who manages the group is asked too: a session without a
+    // second factor, where one is required, has no admin power, and she
+    // closes as its manager.
+    $('close-group-proof').hidden = isAdmin() && group.role !== 'manager';
   }
 
   // roleIn answers the caller's role in the group (or '' when not a
@@ -1133,7 +1136,7 @@
     let job = null;
     if (!isAdmin() && !v.currentPassword) throw fieldError('currentPassword', 'Give your current password to close the group.');
     try {
-      job = isAdmin() ? await api('DELETE', '/v1/groups/' + enc(g.id))
+      job = isAdmin() && !v.currentPassword ? await api('DELETE', '/v1/groups/' + enc(g.id))
         : await api('POST', '/v1/groups/' + enc(g.id) + '/closing', await withCode({ currentPassword: v.currentPassword }, v));
       f.elements.currentPassword.value = '';
     } catch (err) {

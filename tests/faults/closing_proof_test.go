@@ -7,7 +7,10 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/domain/groups"
+	"shelf/domain/library"
 	"shelf/domain/lifecycle"
+	"shelf/tests/memstore"
 )
 
 // ownersProof is the proof of owning an account of these worlds: the
@@ -60,5 +63,37 @@ func TestAStolenSessionAloneCannotCloseTheGroup(t *testing.T) {
 	}
 	if gr, err := other.grp.GetSerial(ctx, other.group); err != nil || !gr.ClosingOrClosed() {
 		t.Errorf("after the admin's closing the group is %q (%v)", gr.Status, err)
+	}
+}
+
+// TestAnAdminWhoManagesTheGroupClosesItWithHerPassword: with
+// SHELF_REQUIRE_ADMIN_FACTOR, an admin whose session was made with the
+// password alone has no admin power, but she still manages her own
+// group: its closing was refused 403 admin_factor_required whatever
+// proof she gave, since the admin's check answered before the manager's
+// proof was asked. The gate of the admin's power refuses the role, not
+// the manager: she closes as any manager does, with her password.
+func TestAnAdminWhoManagesTheGroupClosesItWithHerPassword(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCloseWorld(t)
+	if err := c.set(c.owner, c.admin, groups.RoleManager); err != nil {
+		t.Fatal(err)
+	}
+	c.rewire(func(_ *memstore.Store, cfg *accounts.Config) { cfg.RequireAdminFactor = true })
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: c.store.Now, Closings: c.store.Closings(), Changes: c.store.GroupChanges()}, c.svc, c.store.Users(),
+		c.store.Claims(), groupRows(c.store), c.store.GroupMembers(), nopLog{})
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: c.store.Now, Background: atOnce},
+		c.svc, c.store.Users(), grp, c.store.Contents(), nopLog{})
+	life := newLifecycle(c.world, grp, lib)
+
+	if _, err := life.CloseGroup(ctx, as(c.admin), c.group, accounts.Proof{}); !errors.Is(err, lifecycle.ErrClosingProofRequired) {
+		t.Errorf("the admin's password session closing her group without a proof: %v, want %v", err, lifecycle.ErrClosingProofRequired)
+	}
+	if _, err := life.CloseGroup(ctx, as(c.admin), c.group, ownersProof()); err != nil {
+		t.Fatalf("the admin's password session closing her group with her password: %v", err)
+	}
+	if gr, err := grp.GetSerial(ctx, c.group); err != nil || !gr.ClosingOrClosed() {
+		t.Errorf("after her closing the group is %q (%v)", gr.Status, err)
 	}
 }
