@@ -102,6 +102,12 @@ type Shown struct {
 	CreatedAt, EmailVerifiedAt       time.Time
 	PendingEmail                     string
 	PendingEmailAt                   time.Time
+	// HeldUsername is the username the account's owner left and it still
+	// holds until HeldUsernameUntil (docs/design/renames.md): set only in
+	// the answer of a change (accounts.UpdateUser), which has the whole
+	// row; no narrow read lists it.
+	HeldUsername      string
+	HeldUsernameUntil time.Time
 }
 
 // Shown is u as an answer shows it.

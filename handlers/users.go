@@ -82,6 +82,10 @@ type userResponse struct {
 	// PendingEmail is a new address asked for and not verified yet,
 	// shown with the email.
 	PendingEmail string `json:"pendingEmail,omitempty"`
+	// HeldUsername and HeldUsernameUntil are the username the owner left
+	// and the account holds, in the answer of a change.
+	HeldUsername      string     `json:"heldUsername,omitempty"`
+	HeldUsernameUntil *timestamp `json:"heldUsernameUntil,omitempty"`
 }
 
 func toUserResponse(v accounts.UserView) userResponse {
@@ -96,6 +100,10 @@ func toUserResponse(v accounts.UserView) userResponse {
 		verified := !u.EmailVerifiedAt.IsZero()
 		out.EmailVerified = &verified
 		out.PendingEmail = u.PendingEmail
+		if u.HeldUsername != "" {
+			until := stamp(u.HeldUsernameUntil)
+			out.HeldUsername, out.HeldUsernameUntil = u.HeldUsername, &until
+		}
 	}
 	return out
 }

@@ -251,6 +251,9 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			a.recordApplied(ctx, audited)
 			a.releaseDropped(ctx, u, next)
 			out = UserView{User: next.Shown(), Full: true}
+			if h.heldName(next) {
+				out.User.HeldUsername, out.User.HeldUsernameUntil = next.HeldUsername, next.HeldUsernameUntil
+			}
 			if asked {
 				a.mailPendingEmail(ctx, next)
 			}

@@ -1593,10 +1593,12 @@
     // A new email is only asked for; the server mails it a link after
     // answering, and the account's address a notice.
     const emailAsked = Boolean(state.me.pendingEmail && patch.email !== undefined);
-    // A name left stays the account's for a week (the server's
-    // SHELF_REVERT_EMAIL_TTL), and the account's address is told.
-    const renamed = before.toLowerCase() !== state.me.username.toLowerCase()
-      ? ' Your email address was told. The username you first changed away from this week stays reserved for you for 7 days, should you change back.' : '';
+    // A rename is told to the account's address; the name it left, or
+    // an earlier one still held, stays the account's a while (the answer
+    // says which, and until when).
+    const held = state.me.heldUsername
+      ? ' Nobody else may take ' + state.me.heldUsername + ' before ' + when(state.me.heldUsernameUntil) + ', should you change back.' : '';
+    const renamed = before.toLowerCase() !== state.me.username.toLowerCase() ? ' Your email address was told.' + held : '';
     await changed(!emailAsked ? 'Saved your profile.' + renamed
       : 'Saved your profile.' + renamed + ' A confirmation mail is on its way to ' + state.me.pendingEmail + ': your account keeps '
         + state.me.email + ' until you open its link. Your other sessions are signed out.', async () => {

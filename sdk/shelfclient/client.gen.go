@@ -1300,8 +1300,17 @@ type User struct {
 	// (`POST /v1/email-verifications/confirm`). A change of email
 	// leaves it as it is: the new address is `pendingEmail` until
 	// confirmed, and then replaces `email`, verified.
-	EmailVerified *bool  `json:"emailVerified,omitempty"`
-	Id            string `json:"id"`
+	EmailVerified *bool `json:"emailVerified,omitempty"`
+
+	// HeldUsername Present only in the answer of `PATCH /v1/users/{id}`, while the
+	// account holds a username its user changed away from: that
+	// name, which nobody else may take until `heldUsernameUntil`,
+	// and which the account may change back to.
+	HeldUsername *string `json:"heldUsername,omitempty"`
+
+	// HeldUsernameUntil When `heldUsername` is free for anyone (with it).
+	HeldUsernameUntil *time.Time `json:"heldUsernameUntil,omitempty"`
+	Id                string     `json:"id"`
 
 	// PendingEmail Present only for the user themself and admins, and only while
 	// a change of email waits for the new address to be confirmed

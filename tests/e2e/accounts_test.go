@@ -238,7 +238,8 @@ func TestRenames(t *testing.T) {
 	r := me.Send(http.MethodPatch, path, map[string]string{"username": renamed, "email": newEmail, "displayName": "Ren É", "currentPassword": testPassword})
 	var after accountBody
 	r.JSON(t, &after)
-	if r.StatusCode != http.StatusOK || after.Username != renamed || after.Email != u+"@example.org" || after.PendingEmail != newEmail || after.DisplayName != "Ren É" {
+	if r.StatusCode != http.StatusOK || after.Username != renamed || after.Email != u+"@example.org" || after.PendingEmail != newEmail || after.DisplayName != "Ren É" ||
+		after.HeldUsername != u {
 		t.Fatalf("rename: %d %s", r.StatusCode, r.Body)
 	}
 	mustLogin(t, api, renamed)

@@ -19,6 +19,8 @@ type accountBody struct {
 	userBody
 	EmailVerified *bool  `json:"emailVerified"`
 	PendingEmail  string `json:"pendingEmail"`
+	// HeldUsername is in a change's answer only.
+	HeldUsername string `json:"heldUsername"`
 }
 
 // account reads the caller's account.

@@ -59,8 +59,12 @@ func TestAThiefsRenameLeavesTheOwnersNameHeldForHer(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, current := "bob", "a new and long password 1"
-	if _, err := w.svc.UpdateUser(ctx, p, me(w).ID, accounts.UpdateInput{Username: &back, Proof: accounts.Proof{CurrentPassword: &current}}); err != nil {
+	v, err := w.svc.UpdateUser(ctx, p, me(w).ID, accounts.UpdateInput{Username: &back, Proof: accounts.Proof{CurrentPassword: &current}})
+	if err != nil {
 		t.Fatalf("bob's change back to his name, held for him: %v", err)
+	}
+	if v.User.HeldUsername != "" {
+		t.Errorf("the change back's answer shows %q held; a change back holds nothing", v.User.HeldUsername)
 	}
 	if !takes(w, "bobby", "2") {
 		t.Error("bobby, which the change back left, is not free")
@@ -80,9 +84,15 @@ func TestAThiefsRenameLeavesTheOwnersNameHeldForHer(t *testing.T) {
 func TestASecondRenameKeepsTheFirstNameHeld(t *testing.T) {
 	t.Parallel()
 	w := renameHoldWorld(t)
+	current := password
 	for _, name := range []string{"bobby", "robert"} {
-		if err := rename(w, name, ""); err != nil {
+		v, err := w.svc.UpdateUser(context.Background(), principal(me(w)), me(w).ID, accounts.UpdateInput{Username: &name, Proof: accounts.Proof{CurrentPassword: &current}})
+		if err != nil {
 			t.Fatal(err)
+		}
+		// The answer shows the name held, and until when: bob both times.
+		if v.User.HeldUsername != "bob" || !v.User.HeldUsernameUntil.After(w.store.Now()) {
+			t.Errorf("the answer of the rename to %s shows %q held until %v, want bob", name, v.User.HeldUsername, v.User.HeldUsernameUntil)
 		}
 	}
 	if takes(w, "bob", "1") {
