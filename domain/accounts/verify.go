@@ -376,6 +376,15 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 		// and the reset a revert asked for is done.
 		u.PasswordHash, u.PasswordEpoch, u.PasswordSession = t.NewPassword, u.PasswordEpoch+1, ""
 		u.PasswordResetRequired = false
+		// The link was mailed to the address the account still has
+		// (tokenStillApplies): following it proves its reader, as a
+		// verification link would. Else an owner who never verified is
+		// refused a session under SHELF_REQUIRE_VERIFIED_EMAIL, and a
+		// stranger who spends the address's hour on resets holds back
+		// the verification she asks for without one.
+		if u.EmailVerifiedAt.IsZero() {
+			u.EmailVerifiedAt = a.now()
+		}
 		// A recovery: every other reset link goes stale, and a change of
 		// address pending (a thief's, its link in their mailbox) ends.
 		u.RecoveryEpoch++

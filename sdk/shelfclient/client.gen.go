@@ -2831,8 +2831,10 @@ type ClientInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed. A suspended account's reset sets the password
 	// too, and answers 204 with no session (its login stays refused
-	// while suspended); so does an account whose address is not
-	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
+	// while suspended). The reset also marks the account's address
+	// verified: the link was mailed there, so following it proves its
+	// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
+	// as for a verified address.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with the
 	// other confirmations (`POST /v1/email-verifications/confirm` and
@@ -2878,8 +2880,10 @@ type ClientInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed. A suspended account's reset sets the password
 	// too, and answers 204 with no session (its login stays refused
-	// while suspended); so does an account whose address is not
-	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
+	// while suspended). The reset also marks the account's address
+	// verified: the link was mailed there, so following it proves its
+	// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
+	// as for a verified address.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with the
 	// other confirmations (`POST /v1/email-verifications/confirm` and
@@ -5640,8 +5644,10 @@ func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordR
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed. A suspended account's reset sets the password
 // too, and answers 204 with no session (its login stays refused
-// while suspended); so does an account whose address is not
-// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
+// while suspended). The reset also marks the account's address
+// verified: the link was mailed there, so following it proves its
+// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
+// as for a verified address.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with the
 // other confirmations (`POST /v1/email-verifications/confirm` and
@@ -5697,8 +5703,10 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed. A suspended account's reset sets the password
 // too, and answers 204 with no session (its login stays refused
-// while suspended); so does an account whose address is not
-// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
+// while suspended). The reset also marks the account's address
+// verified: the link was mailed there, so following it proves its
+// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
+// as for a verified address.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with the
 // other confirmations (`POST /v1/email-verifications/confirm` and
@@ -11551,8 +11559,10 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed. A suspended account's reset sets the password
 	// too, and answers 204 with no session (its login stays refused
-	// while suspended); so does an account whose address is not
-	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
+	// while suspended). The reset also marks the account's address
+	// verified: the link was mailed there, so following it proves its
+	// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
+	// as for a verified address.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with the
 	// other confirmations (`POST /v1/email-verifications/confirm` and
@@ -11598,8 +11608,10 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed. A suspended account's reset sets the password
 	// too, and answers 204 with no session (its login stays refused
-	// while suspended); so does an account whose address is not
-	// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
+	// while suspended). The reset also marks the account's address
+	// verified: the link was mailed there, so following it proves its
+	// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
+	// as for a verified address.
 	//
 	// Cost: rate limited per client IP (IPv6 per /64), shared with the
 	// other confirmations (`POST /v1/email-verifications/confirm` and
@@ -23399,8 +23411,10 @@ func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Conte
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed. A suspended account's reset sets the password
 // too, and answers 204 with no session (its login stays refused
-// while suspended); so does an account whose address is not
-// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
+// while suspended). The reset also marks the account's address
+// verified: the link was mailed there, so following it proves its
+// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
+// as for a verified address.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with the
 // other confirmations (`POST /v1/email-verifications/confirm` and
@@ -23452,8 +23466,10 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx conte
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed. A suspended account's reset sets the password
 // too, and answers 204 with no session (its login stays refused
-// while suspended); so does an account whose address is not
-// verified under `SHELF_REQUIRE_VERIFIED_EMAIL`.
+// while suspended). The reset also marks the account's address
+// verified: the link was mailed there, so following it proves its
+// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
+// as for a verified address.
 //
 // Cost: rate limited per client IP (IPv6 per /64), shared with the
 // other confirmations (`POST /v1/email-verifications/confirm` and
