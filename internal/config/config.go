@@ -353,7 +353,7 @@ var Vars = []Var{
 	{"SHELF_SMTP_TLS", "starttls", "starttls (required), tls (implicit, port 465) or none (a local relay only)", Operator},
 	{"SHELF_SMTP_TIMEOUT", "10s", "bound of one mail's SMTP conversation", Tuning},
 	{"SHELF_VERIFY_EMAIL_TTL", "24h", "how long an email verification link works", Tuning},
-	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works", Tuning},
+	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works; at least 1h while SHELF_MAIL_PER_HOUR is on (the links a stranger's resets mail must work for as long as their mails hold the owner's requests back)", Tuning},
 	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile), and how long a username the owner changes away from stays reserved for the account", Tuning},
 	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted", Operator},
 	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour in each of its two budgets, every kind together: anyone's (verifications after signup, after a change of email or on request, resets) and the account's own (the notices of its email changes, password changes, factors and recovery codes, and verifications it asks for with its session), which no request naming the address alone spends; verifications take all but the last of a budget; counted by every instance together in Cassandra (beyond: requests answered the same, nothing sent); one who signed up with someone else's address can aim both at it, twice this an hour; 0 turns the limit off, at most 512", Tuning},
@@ -507,6 +507,13 @@ func Load(getenv func(string) string) (Config, error) {
 		// One address would fill the login's tier: a stranger's lockout of
 		// the owner (TestOneAddressCannotFillALoginsBudget).
 		p.fail("SHELF_THROTTLE_PER_LOGIN", "%d with SHELF_THROTTLE_PER_ADDRESS %d lets one client address fill a login's budget and keep its owner out; set it above SHELF_THROTTLE_PER_ADDRESS (and that above 0), or 0 to turn it off", l, a)
+	}
+	if m := c.Mail; m.PerHour > 0 && m.ResetTTL > 0 && m.ResetTTL < time.Hour {
+		// A mail counts against its address for the hour the setting
+		// names: a stranger's resets must leave the owner links that work
+		// for as long as they hold her own requests back
+		// (TestAResetLinkOutlivesTheHourItsMailCounts).
+		p.fail("SHELF_RESET_PASSWORD_TTL", "%v is shorter than the hour a mail counts against SHELF_MAIL_PER_HOUR %d: a stranger who asks for an address's resets at the top of each hour would leave its owner no working link, her own requests held back, for the rest of it; set it to 1h or more, or SHELF_MAIL_PER_HOUR to 0", m.ResetTTL, m.PerHour)
 	}
 	if sameAddr(c.HTTP.PprofAddr, c.HTTP.Addr) {
 		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)

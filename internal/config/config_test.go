@@ -456,3 +456,32 @@ func TestMailedLinksTravelOnlyEncrypted(t *testing.T) {
 		}
 	}
 }
+
+// TestAResetLinkOutlivesTheHourItsMailCounts: a mail counts against its
+// address's budget for an hour (SHELF_MAIL_PER_HOUR), and what keeps a
+// stranger who spends the hour on an address's resets from holding the
+// owner's own request back is that his links reach her and work. With
+// SHELF_RESET_PASSWORD_TTL below the hour, five resets asked at the top
+// of each hour left her, from the links' end to the hour's, with no
+// working link and every request of hers held back (and a thief with
+// the password did the same with his changes' notices): such a pair was
+// accepted. It is refused at start, naming SHELF_RESET_PASSWORD_TTL;
+// with the limit off, a short link is the operator's to choose.
+func TestAResetLinkOutlivesTheHourItsMailCounts(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"15m", "59m59s"} {
+		_, err := Load(env(map[string]string{"SHELF_RESET_PASSWORD_TTL": bad}))
+		if err == nil || !strings.Contains(err.Error(), "SHELF_RESET_PASSWORD_TTL: ") || !strings.Contains(err.Error(), "SHELF_MAIL_PER_HOUR") {
+			t.Errorf("a reset link of %s beside an hourly mail limit: accepted or not explained: %v", bad, err)
+		}
+	}
+	for _, good := range []map[string]string{
+		{"SHELF_RESET_PASSWORD_TTL": "1h"},
+		{"SHELF_RESET_PASSWORD_TTL": "2h"},
+		{"SHELF_RESET_PASSWORD_TTL": "15m", "SHELF_MAIL_PER_HOUR": "0"},
+	} {
+		if _, err := Load(env(good)); err != nil {
+			t.Errorf("%v: %v", good, err)
+		}
+	}
+}
