@@ -352,7 +352,7 @@ var Vars = []Var{
 	{"SHELF_SMTP_PASSWORD", "", "its password (masked in the log)", Operator},
 	{"SHELF_SMTP_TLS", "starttls", "starttls (required), tls (implicit, port 465) or none (a local relay only)", Operator},
 	{"SHELF_SMTP_TIMEOUT", "10s", "bound of one mail's SMTP conversation", Tuning},
-	{"SHELF_VERIFY_EMAIL_TTL", "24h", "how long an email verification link works", Tuning},
+	{"SHELF_VERIFY_EMAIL_TTL", "24h", "how long an email verification link works; at least 1h while SHELF_MAIL_PER_HOUR is on and SHELF_REQUIRE_VERIFIED_EMAIL true (the links a stranger's requests mail must work for as long as their mails hold the owner's request back)", Tuning},
 	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works; at least 1h while SHELF_MAIL_PER_HOUR is on (the links a stranger's resets mail must work for as long as their mails hold the owner's requests back)", Tuning},
 	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile), and how long a username the owner changes away from stays reserved for the account", Tuning},
 	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted", Operator},
@@ -514,6 +514,13 @@ func Load(getenv func(string) string) (Config, error) {
 		// for as long as they hold her own requests back
 		// (TestAResetLinkOutlivesTheHourItsMailCounts).
 		p.fail("SHELF_RESET_PASSWORD_TTL", "%v is shorter than the hour a mail counts against SHELF_MAIL_PER_HOUR %d: a stranger who asks for an address's resets at the top of each hour would leave its owner no working link, her own requests held back, for the rest of it; set it to 1h or more, or SHELF_MAIL_PER_HOUR to 0", m.ResetTTL, m.PerHour)
+	}
+	if m := c.Mail; m.RequireVerified && m.PerHour > 0 && m.VerifyTTL > 0 && m.VerifyTTL < time.Hour {
+		// The owner of an address not verified has no session to ask with
+		// here, so her request spends anyone's budget: the links a
+		// stranger's requests mail her must work for as long as they hold
+		// hers back (TestAVerificationLinkOutlivesTheHourItsMailCounts).
+		p.fail("SHELF_VERIFY_EMAIL_TTL", "%v is shorter than the hour a mail counts against SHELF_MAIL_PER_HOUR %d while SHELF_REQUIRE_VERIFIED_EMAIL is on: a stranger who asks for an address's verifications at the top of each hour would leave its owner, who may not log in to ask with her session, no working link and her own request held back for the rest of it; set it to 1h or more, or SHELF_MAIL_PER_HOUR to 0", m.VerifyTTL, m.PerHour)
 	}
 	if sameAddr(c.HTTP.PprofAddr, c.HTTP.Addr) {
 		p.fail("SHELF_PPROF_ADDR", "%q is SHELF_HTTP_ADDR; pprof needs an address of its own", c.HTTP.PprofAddr)
