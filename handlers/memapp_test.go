@@ -62,6 +62,12 @@ func (b *mailbox) token(page, address string) string {
 // of more changes the accounts' configuration before it is built.
 func newMemApp(t *testing.T, more ...func(*memstore.Store, *accounts.Config)) *memApp {
 	t.Helper()
+	return newMemAppWith(t, func(*Deps) {}, more...)
+}
+
+// newMemAppWith is newMemApp with its router's Deps changed by deps.
+func newMemAppWith(t *testing.T, deps func(*Deps), more ...func(*memstore.Store, *accounts.Config)) *memApp {
+	t.Helper()
 	ctx := context.Background()
 	st := memstore.New(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	atOnce := func(f func()) { f() }
@@ -89,9 +95,11 @@ func newMemApp(t *testing.T, more ...func(*memstore.Store, *accounts.Config)) *m
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &memApp{router: NewRouter(Deps{Logger: zerolog.Nop(), Ready: readyFunc(func() error { return nil }),
+	d := Deps{Logger: zerolog.Nop(), Ready: readyFunc(func() error { return nil }),
 		OpenAPI: []byte("openapi: 3.1.0\n"), MaxBodyBytes: 1 << 20, RequestTimeout: 5 * time.Second,
-		Accounts: acc, Moderation: mod, Groups: grp, Contents: lib, Lifecycle: life}), ann: ann.ID, token: login.Token, mail: box}
+		Accounts: acc, Moderation: mod, Groups: grp, Contents: lib, Lifecycle: life}
+	deps(&d)
+	return &memApp{router: NewRouter(d), ann: ann.ID, token: login.Token, mail: box}
 }
 
 // do sends a request with ann's session and a JSON body ("" for none).

@@ -234,3 +234,33 @@ func TestAnExpiredLinkSaysWhatIsLeftToDo(t *testing.T) {
 		t.Errorf("the revert link: detail %q does not say the change can no longer be undone by it", p.Detail)
 	}
 }
+
+// TestRepeatedClosingsAreLimitedPerAddress: whoever closed a group (or
+// an admin) may send its closing again, and each repeat of a finished
+// one writes a sweep's entry and wakes the job worker: without a limit,
+// one session kept the worker sweeping an empty group. DELETE and POST
+// .../closing share a limit per client address: 429 with Retry-After
+// past it.
+func TestRepeatedClosingsAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	app := newMemAppWith(t, func(d *Deps) { d.RateLimitPerMinute = 3 })
+	rec := app.do(http.MethodPost, "/v1/groups", `{"name":"club"}`)
+	var club struct {
+		ID string `json:"id"`
+	}
+	if rec.Code != http.StatusCreated || json.Unmarshal(rec.Body.Bytes(), &club) != nil {
+		t.Fatalf("the group: %d %s", rec.Code, rec.Body)
+	}
+	if rec := app.do(http.MethodPost, "/v1/groups/"+club.ID+"/closing", `{"currentPassword":"correct horse battery"}`); rec.Code != http.StatusAccepted {
+		t.Fatalf("ann's closing: %d %s", rec.Code, rec.Body)
+	}
+	for i := range 2 {
+		if rec := app.do(http.MethodDelete, "/v1/groups/"+club.ID, ""); rec.Code != http.StatusAccepted {
+			t.Fatalf("repeat %d within the limit: %d %s", i+1, rec.Code, rec.Body)
+		}
+	}
+	rec = app.do(http.MethodDelete, "/v1/groups/"+club.ID, "")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("a repeat past the limit: %d %s (Retry-After %q), want 429", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+	}
+}

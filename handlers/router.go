@@ -201,11 +201,13 @@ func routeGroups(r chi.Router, d Deps) {
 	g := &Groups{groups: d.Groups, lifecycle: d.Lifecycle}
 	r.Post(v1+"/groups", handle(g.create))
 	r.Get(v1+"/groups/{id}", handle(g.get))
-	r.Delete(v1+"/groups/{id}", handle(g.close))
-	// A manager's closing checks the current password: limited per
-	// client address like a change of account (the account's own
-	// password throttle counts too).
-	r.With(NewRateLimiter(d.RateLimitPerMinute).Middleware).Post(v1+"/groups/{id}/closing", handle(g.closing))
+	// A closing, either way, is limited per client address: a manager's
+	// checks the current password (the account's own password throttle
+	// counts too), and a repeat of a finished one, by whoever closed it
+	// or an admin, writes a sweep's entry and wakes the job worker.
+	closeLimit := NewRateLimiter(d.RateLimitPerMinute)
+	r.With(closeLimit.Middleware).Delete(v1+"/groups/{id}", handle(g.close))
+	r.With(closeLimit.Middleware).Post(v1+"/groups/{id}/closing", handle(g.closing))
 	r.Get(v1+"/groups/by-name/{name}", handle(g.getByName))
 	r.Get(v1+"/users/{id}/groups", handle(g.listOfUser))
 	r.Get(v1+"/groups/{id}/members", handle(g.listMembers))

@@ -2531,6 +2531,10 @@ type ClientInterface interface {
 	// member (two rows each), makes a second compare-and-set and
 	// releases the name: it grows with the group's items and members.
 	//
+	// Rate limit: per client address, in one bucket with `POST
+	// /v1/groups/{id}/closing` (429 `rate_limited` with `Retry-After`):
+	// each repeat of a finished closing sweeps its steps again.
+	//
 	// Corresponds with DELETE /v1/groups/{id} (the `CloseGroup` operationId).
 	CloseGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2570,8 +2574,8 @@ type ClientInterface interface {
 	//
 	// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
 	// (throttled, one argon2id verification, a read of the factors).
-	// Rate-limited per client address (429 `rate_limited` with
-	// `Retry-After`).
+	// Rate-limited per client address, in one bucket with `DELETE
+	// /v1/groups/{id}` (429 `rate_limited` with `Retry-After`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2597,8 +2601,8 @@ type ClientInterface interface {
 	//
 	// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
 	// (throttled, one argon2id verification, a read of the factors).
-	// Rate-limited per client address (429 `rate_limited` with
-	// `Retry-After`).
+	// Rate-limited per client address, in one bucket with `DELETE
+	// /v1/groups/{id}` (429 `rate_limited` with `Retry-After`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5214,6 +5218,10 @@ func (c *Client) GetGroupByName(ctx context.Context, name GroupName, reqEditors 
 // member (two rows each), makes a second compare-and-set and
 // releases the name: it grows with the group's items and members.
 //
+// Rate limit: per client address, in one bucket with `POST
+// /v1/groups/{id}/closing` (429 `rate_limited` with `Retry-After`):
+// each repeat of a finished closing sweeps its steps again.
+//
 // Corresponds with DELETE /v1/groups/{id} (the `CloseGroup` operationId).
 func (c *Client) CloseGroup(ctx context.Context, id GroupId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCloseGroupRequest(c.Server, id)
@@ -5273,8 +5281,8 @@ func (c *Client) GetGroup(ctx context.Context, id GroupId, reqEditors ...Request
 //
 // Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
 // (throttled, one argon2id verification, a read of the factors).
-// Rate-limited per client address (429 `rate_limited` with
-// `Retry-After`).
+// Rate-limited per client address, in one bucket with `DELETE
+// /v1/groups/{id}` (429 `rate_limited` with `Retry-After`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5310,8 +5318,8 @@ func (c *Client) RequestGroupClosingWithBody(ctx context.Context, id GroupId, co
 //
 // Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
 // (throttled, one argon2id verification, a read of the factors).
-// Rate-limited per client address (429 `rate_limited` with
-// `Retry-After`).
+// Rate-limited per client address, in one bucket with `DELETE
+// /v1/groups/{id}` (429 `rate_limited` with `Retry-After`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11245,6 +11253,10 @@ type ClientWithResponsesInterface interface {
 	// member (two rows each), makes a second compare-and-set and
 	// releases the name: it grows with the group's items and members.
 	//
+	// Rate limit: per client address, in one bucket with `POST
+	// /v1/groups/{id}/closing` (429 `rate_limited` with `Retry-After`):
+	// each repeat of a finished closing sweeps its steps again.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /v1/groups/{id} (the `CloseGroup` operationId).
@@ -11288,8 +11300,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
 	// (throttled, one argon2id verification, a read of the factors).
-	// Rate-limited per client address (429 `rate_limited` with
-	// `Retry-After`).
+	// Rate-limited per client address, in one bucket with `DELETE
+	// /v1/groups/{id}` (429 `rate_limited` with `Retry-After`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11315,8 +11327,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
 	// (throttled, one argon2id verification, a read of the factors).
-	// Rate-limited per client address (429 `rate_limited` with
-	// `Retry-After`).
+	// Rate-limited per client address, in one bucket with `DELETE
+	// /v1/groups/{id}` (429 `rate_limited` with `Retry-After`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15676,6 +15688,12 @@ type CloseGroupResponse409Headers struct {
 	XRequestId *string
 }
 
+// CloseGroupResponse429Headers the declared response headers of an HTTP 429 response for CloseGroup
+type CloseGroupResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // CloseGroupResponse500Headers the declared response headers of an HTTP 500 response for CloseGroup
 type CloseGroupResponse500Headers struct {
 	XRequestId *string
@@ -15702,6 +15720,8 @@ type CloseGroupResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -15718,6 +15738,8 @@ type CloseGroupResponse struct {
 	Headers404 *CloseGroupResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CloseGroupResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CloseGroupResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *CloseGroupResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15752,6 +15774,11 @@ func (r CloseGroupResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CloseGroupResponse) GetApplicationproblemJSON409() *Conflict {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CloseGroupResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -23019,6 +23046,10 @@ func (c *ClientWithResponses) GetGroupByNameWithResponse(ctx context.Context, na
 // member (two rows each), makes a second compare-and-set and
 // releases the name: it grows with the group's items and members.
 //
+// Rate limit: per client address, in one bucket with `POST
+// /v1/groups/{id}/closing` (429 `rate_limited` with `Retry-After`):
+// each repeat of a finished closing sweeps its steps again.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /v1/groups/{id} (the `CloseGroup` operationId).
@@ -23074,8 +23105,8 @@ func (c *ClientWithResponses) GetGroupWithResponse(ctx context.Context, id Group
 //
 // Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
 // (throttled, one argon2id verification, a read of the factors).
-// Rate-limited per client address (429 `rate_limited` with
-// `Retry-After`).
+// Rate-limited per client address, in one bucket with `DELETE
+// /v1/groups/{id}` (429 `rate_limited` with `Retry-After`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23107,8 +23138,8 @@ func (c *ClientWithResponses) RequestGroupClosingWithBodyWithResponse(ctx contex
 //
 // Cost: that of `DELETE /v1/groups/{id}`, and for a manager the proof
 // (throttled, one argon2id verification, a read of the factors).
-// Rate-limited per client address (429 `rate_limited` with
-// `Retry-After`).
+// Rate-limited per client address, in one bucket with `DELETE
+// /v1/groups/{id}` (429 `rate_limited` with `Retry-After`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28258,6 +28289,13 @@ func ParseCloseGroupResponse(rsp *http.Response) (*CloseGroupResponse, error) {
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28356,6 +28394,23 @@ func ParseCloseGroupResponse(rsp *http.Response) (*CloseGroupResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CloseGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers CloseGroupResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
