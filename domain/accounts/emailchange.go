@@ -59,9 +59,36 @@ func (a *Service) holdsAt(now time.Time) holds {
 }
 
 // heldName reports whether u still holds the username its owner's rename
-// left.
+// left: until HeldUsernameUntil, and while a suspension stands and for
+// nameFor after it ended (by its own end, or lifted since the hold
+// began): its owner cannot sign in to take the name back meanwhile, and a
+// thief who renamed the account must not run the hold out by getting it
+// suspended (TestASuspensionDoesNotRunANamesHoldOut). A hold that ended
+// by this rule may come back with a suspension only while the row still
+// names it: a claimer fences the row (dropping it) before taking the name.
 func (h holds) heldName(u domain.User) bool {
-	return u.HeldUsernameKey != "" && h.now.Before(u.HeldUsernameUntil)
+	if u.HeldUsernameKey == "" {
+		return false
+	}
+	end := u.HeldUsernameUntil
+	if s := u.Suspension; s != nil {
+		if s.Until.IsZero() {
+			return true
+		}
+		end = latest(end, s.Until.Add(h.nameFor))
+	}
+	if l := u.LastLift; l != nil && l.At.After(u.HeldUsernameUntil.Add(-h.nameFor)) {
+		end = latest(end, l.At.Add(h.nameFor))
+	}
+	return h.now.Before(end)
+}
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // pending reports whether u's change pending still holds its new address.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
@@ -252,4 +253,82 @@ func TestARenameThatCouldNotLandIsNotToldAsDone(t *testing.T) {
 			t.Errorf("%s: %d notices of a rename that never was", stmt, n)
 		}
 	}
+}
+
+// TestASuspensionDoesNotRunANamesHoldOut (attackers are users too): the
+// thief renames the member's account, then gets it suspended (abuse an
+// admin acts on) for longer than the hold: the owner cannot sign in to
+// change back while it lasts, and the hold ended by the clock, her name
+// free for him. A name left is held while a suspension stands, and for
+// as long as the hold lasts after it ends (by its own end, or lifted):
+// she has that time to take it back.
+func TestASuspensionDoesNotRunANamesHoldOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	hold := accounts.DefaultRevertTTL
+	for _, c := range []struct {
+		name    string
+		suspend time.Duration // 0: until lifted
+		lift    time.Duration // when the admin lifts it, from the suspension
+	}{
+		{name: "a suspension ending by itself", suspend: hold + 3*24*time.Hour},
+		{name: "a suspension lifted by an admin", lift: hold + 3*24*time.Hour},
+	} {
+		m := newModWorld(t)
+		current, next := password, "thiefname"
+		if _, err := m.svc.UpdateUser(ctx, principal(m.member), m.member.ID, accounts.UpdateInput{Username: &next, Proof: accounts.Proof{CurrentPassword: &current}}); err != nil {
+			t.Fatal(err)
+		}
+		m.store.Advance(time.Hour)
+		if err := m.suspend(c.suspend); err != nil {
+			t.Fatal(err)
+		}
+		m.store.Advance(hold + 2*24*time.Hour) // past the hold, the suspension standing
+		if takes(m.world, "member", "1") {
+			t.Fatalf("%s: a stranger took the member's name while the account stood suspended", c.name)
+		}
+		m.store.Advance(24 * time.Hour) // the suspension's end
+		if c.suspend == 0 {
+			if err := m.unsuspend(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.store.Advance(hold - time.Hour) // within the hold's length after it
+		if takes(m.world, "member", "2") {
+			t.Fatalf("%s: a stranger took the member's name %s after the suspension ended", c.name, hold-time.Hour)
+		}
+		r, err := m.svc.Login(ctx, next, password, accounts.Client{})
+		if err != nil {
+			t.Fatalf("%s: the owner's login after the suspension: %v", c.name, err)
+		}
+		p, err := m.svc.Authenticate(ctx, r.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := "member"
+		if _, err := m.svc.UpdateUser(ctx, p, m.member.ID, accounts.UpdateInput{Username: &back, Proof: accounts.Proof{CurrentPassword: &current}}); err != nil {
+			t.Errorf("%s: the owner's change back after the suspension: %v", c.name, err)
+		}
+		checkHeld(t, c.name, m.world)
+	}
+}
+
+// TestANameHeldThroughASuspensionIsFreeAfterIt: past the hold's length
+// after the suspension's end, the name is anyone's.
+func TestANameHeldThroughASuspensionIsFreeAfterIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newModWorld(t)
+	current, next := password, "thiefname"
+	if _, err := m.svc.UpdateUser(ctx, principal(m.member), m.member.ID, accounts.UpdateInput{Username: &next, Proof: accounts.Proof{CurrentPassword: &current}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.suspend(10 * 24 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	m.store.Advance(10*24*time.Hour + accounts.DefaultRevertTTL + time.Minute)
+	if !takes(m.world, "member", "1") {
+		t.Error("the member's name is still held past the hold's length after the suspension")
+	}
+	checkHeld(t, "past the hold after the suspension", m.world)
 }
