@@ -83,8 +83,8 @@ type LoginResult struct {
 // with the login's scope read, the address's scope read, the login's try
 // written, its scope read), one claim read, two account reads (before the
 // session write, its credentials; after it, what it checks again and the
-// answer shows), the verdict recorded (a right password's tries passed at
-// once: one round trip; a wrong one's failures, address then login: two),
+// answer shows), the verdict recorded (a right password's tries passed,
+// login then address; a wrong one's failures, address then login: two),
 // the session's two writes (its index entry, then the session), and
 // always one password hash, so an unknown login takes as long as a wrong
 // password; the account's factors are read beside its credentials. An

@@ -327,18 +327,24 @@ func (c *counted) spend(ctx context.Context) error {
 }
 
 // pass settles the attempt's tries passed (a right password is no
-// guess), all at once. Nil only when every one was acknowledged in time:
-// otherwise ErrThrottleUnavailable, as for a wrong password, so that a
-// 201 against a 503 never tells a right password from a wrong one when
-// the store fails.
+// guess), the last tier's first, as refuse does, stopping at the first
+// that fails: a try under the address stops counting only once the one
+// under the login did, so a settling that timed out at the login alone
+// leaves the address holding the attempt too, and one address never
+// holds more tries in flight at the login than its own limit (a thief
+// with the password, logging in from one address while the node times
+// out some writes, would otherwise fill the login's tier:
+// TestARightPasswordsSettlingTimedOutAtTheLoginLeavesTheOwnerIn). Nil
+// only when every one was acknowledged in time: otherwise
+// ErrThrottleUnavailable, as for a wrong password, so that a 201 against
+// a 503 never tells a right password from a wrong one when the store
+// fails.
 func (c *counted) pass(ctx context.Context) error {
-	errs := make([]error, len(c.tiers))
-	domain.Parallel(ctx, len(c.tiers), func(ctx context.Context, i int) {
-		errs[i] = c.store.Settle(ctx, c.tiers[i].scope, c.attempt, Passed, tryTTL)
-	})
-	if err := errors.Join(errs...); err != nil {
-		c.a.log.Warn(ctx, "settling a right password failed; answered 503", "error", err.Error())
-		return ErrThrottleUnavailable
+	for i := len(c.tiers) - 1; i >= 0; i-- {
+		if err := c.store.Settle(ctx, c.tiers[i].scope, c.attempt, Passed, tryTTL); err != nil {
+			c.a.log.Warn(ctx, "settling a right password failed; answered 503", "error", err.Error())
+			return ErrThrottleUnavailable
+		}
 	}
 	return c.inTime()
 }

@@ -96,7 +96,7 @@ func ops(f *fixture) []op {
 			request: get("/v1/suspensions?limit=20", f.admin.token), want: http.StatusOK, raw: suspended("")},
 		{name: "suspended list, 90% deep", model: 3, route: "/v1/suspensions", method: "GET", read: true,
 			request: get("/v1/suspensions?limit=20&cursor="+f.suspendedDeep, f.admin.token), want: http.StatusOK, raw: suspended(f.suspendedDeep)},
-		{name: "login (database part)", model: 10, route: "/v1/sessions", method: "POST",
+		{name: "login (database part)", model: 11, route: "/v1/sessions", method: "POST",
 			request: func(string) (string, string, string, string) {
 				a := loginAs()
 				return http.MethodPost, "/v1/sessions", "", fmt.Sprintf(`{"login":%q,"password":%q}`, a.username, testPassword)
