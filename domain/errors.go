@@ -127,7 +127,7 @@ var ErrBadCursor = Invalid("The cursor is not valid; start again without one.",
 var ErrBusy = &Error{Kind: ErrConflict, Code: "concurrent_change",
 	Message: "Another change of this account is in progress; try again."}
 
-// HoldFor is how long an admin's round that follows a lost one holds
+// HoldFor is how long an admin's (or a recovery's) round that follows a lost one holds
 // the account's other changes back (User.ModerationHeld): a few rounds'
 // time.
 const HoldFor = 5 * time.Second
@@ -135,9 +135,11 @@ const HoldFor = 5 * time.Second
 // ErrHeldForModeration: an admin's suspension or unsuspension of the
 // account (or his deletion of it, his ending of its sessions, his
 // removal of its factor or his change of it, or the operator's grant or
-// revocation of its role) lost a round to another change and holds the
+// revocation of its role), or the owner's recovery by a mailed link (a
+// reset, a revert), lost a round to another change and holds the
 // account's changes back for a few seconds (User.ModerationHeld), so
-// that a user cannot keep his own suspension from landing by changing
-// his account over and over. errors.Is(err, ErrBusy) holds for it.
+// that a user cannot keep his own suspension from landing, nor a thief
+// with a session the owner's recovery, by changing the account over and
+// over. errors.Is(err, ErrBusy) holds for it.
 var ErrHeldForModeration = &Error{Kind: ErrBusy, Code: "concurrent_change", RetryAfter: HoldFor,
-	Message: "An admin is changing this account's standing right now; try again in a few seconds."}
+	Message: "An admin, or a recovery by a mailed link, is changing this account's standing right now; try again in a few seconds."}

@@ -512,7 +512,7 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 	}
 	var before domain.User
 	over := false
-	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+	out, err := a.updateRecovery(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
 		before = u
 		if err := a.revertApplies(t, u, nil); err != nil {
 			return u, false, err

@@ -360,7 +360,7 @@ func (a *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 		}
 	}
 	var before domain.User
-	out, err := a.updateAccount(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
+	out, err := a.updateRecovery(ctx, t.UserID, func(u domain.User) (domain.User, bool, error) {
 		before = u
 		if err := tokenStillApplies(t, u, nil); err != nil {
 			return u, false, err
