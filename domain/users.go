@@ -2,6 +2,7 @@ package domain
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -134,6 +135,12 @@ type User struct {
 	// hold is written alone and expires by itself; no write of the row
 	// carries it.
 	ModerationHeld bool
+	// RecoveryHeld says the hold ModerationHeld reads is a recovery's by
+	// a mailed link (its tag made by NewRecoveryHold), not an admin's: a
+	// recovery gives way to an admin's hold, not to a recovery's
+	// (docs/design/suspension.md, "The owner gives way"). Read only, as
+	// ModerationHeld.
+	RecoveryHeld bool
 }
 
 // Deletion is when an account's deletion began and who asked for it (the
@@ -150,6 +157,18 @@ type Deletion struct {
 // its own (a deletion, a closing): random, so two attempts begun in the
 // same millisecond, even by the same caller, never share an entry.
 func NewAttempt() string { return NewID("") }
+
+// recoveryHoldPrefix begins the tag of a recovery's hold: no id has a
+// colon, so no admin's attempt reads as one.
+const recoveryHoldPrefix = "recovery:"
+
+// NewRecoveryHold tags the hold of one recovery by a mailed link (a
+// reset, a revert), told apart from an admin's by IsRecoveryHold.
+func NewRecoveryHold() string { return recoveryHoldPrefix + NewAttempt() }
+
+// IsRecoveryHold reports whether a hold's tag is a recovery's
+// (NewRecoveryHold).
+func IsRecoveryHold(tag string) bool { return strings.HasPrefix(tag, recoveryHoldPrefix) }
 
 // IsAdmin reports whether the user has the admin role.
 func (u User) IsAdmin() bool { return slices.Contains(u.Roles, RoleAdmin) }

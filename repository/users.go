@@ -151,6 +151,7 @@ func (r userRow) toDomain() domain.User {
 		PasswordResetRequired: r.PasswordResetRequired, PendingEmailSession: r.PendingEmailSession, RecoveryEpoch: r.RecoveryEpoch,
 		AddressEpoch: r.AddressEpoch, RefusedEmailKeys: r.RefusedEmailKeys,
 		HeldUsername: r.HeldUsername, HeldUsernameKey: r.HeldUsernameKey, HeldUsernameUntil: utcOrZero(r.HeldUsernameUntil), ModerationHeld: r.ModerationHold != "",
+		RecoveryHeld: domain.IsRecoveryHold(r.ModerationHold),
 	}
 	if !r.SuspendedAt.IsZero() {
 		u.Suspension = &domain.Suspension{UserID: r.ID, Username: suspendedAs(r.SuspendedUsername, r.Username), Reason: r.SuspensionReason,
@@ -232,6 +233,9 @@ const (
 	// the account stands in its way; only a visible account's row, so a
 	// pending one's never outlives its lease by the hold's cell.
 	userHoldCQL conditionalCQL = `UPDATE users USING TTL ? SET moderation_hold = ? WHERE id = ? IF status IN ('active', 'suspended')`
+	// userHoldFreeCQL is userHoldCQL only where no hold lives (HoldFree):
+	// a recovery's hold never takes an admin's place.
+	userHoldFreeCQL conditionalCQL = `UPDATE users USING TTL ? SET moderation_hold = ? WHERE id = ? IF status IN ('active', 'suspended') AND moderation_hold = null`
 	// userProfileCQL reads what a stranger sees: five columns of forty-three.
 	userProfileCQL readCQL = `SELECT id, username, display_name, status, created_at FROM users WHERE id = ?`
 	// userAccessCQL reads what every authenticated request checks: seven.
@@ -466,11 +470,25 @@ func (s *Users) Update(ctx context.Context, u domain.User) (bool, error) {
 // it again is harmless (the same tag, its TTL from then); a lost answer
 // is settled by reading the cell back at SERIAL.
 func (s *Users) Hold(ctx context.Context, id, tag string, d time.Duration) (bool, error) {
+	return s.hold(ctx, "users.hold", userHoldCQL, id, tag, d)
+}
+
+// HoldFree is Hold only where no hold lives: a recovery's, which never
+// takes the place of an admin's hold (domain.User.RecoveryHeld). A lost
+// answer is settled as Hold's: another tag in the cell leaves ours
+// unknown (it may still be queued).
+func (s *Users) HoldFree(ctx context.Context, id, tag string, d time.Duration) (bool, error) {
+	return s.hold(ctx, "users.hold_free", userHoldFreeCQL, id, tag, d)
+}
+
+// hold writes tag in the account's hold cell for d by stmt (Hold,
+// HoldFree).
+func (s *Users) hold(ctx context.Context, name string, stmt conditionalCQL, id, tag string, d time.Duration) (bool, error) {
 	t := s.rows
 	return t.db.exec(ctx, lwt{
-		name: "users.hold",
+		name: name,
 		run: func(ctx context.Context) (bool, error) {
-			return t.db.cas(ctx, nil, userHoldCQL, ttlSeconds(d), tag, id)
+			return t.db.cas(ctx, nil, stmt, ttlSeconds(d), tag, id)
 		},
 		resolve: func(ctx context.Context) (bool, bool, error) {
 			r, found, err := t.get(ctx, id, t.db.Serial)

@@ -322,7 +322,7 @@ func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []
 // changed, or write=false when there is nothing to write (the account is
 // then returned as read). An account that is not there is ErrNotFound.
 func (a *Service) updateAccount(ctx context.Context, id string, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
-	return a.updateRounds(ctx, id, false, change)
+	return a.updateRounds(ctx, id, byOwner, change)
 }
 
 // updateByAdmin is updateAccount for an admin's change of another's
@@ -334,7 +334,7 @@ func (a *Service) updateAccount(ctx context.Context, id string, change func(u do
 // landing by changing his account over and over
 // (docs/design/suspension.md, "The owner gives way").
 func (a *Service) updateByAdmin(ctx context.Context, id string, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
-	return a.updateRounds(ctx, id, true, change)
+	return a.updateRounds(ctx, id, byAdmin, change)
 }
 
 // updateRecovery is updateAccount for a recovery by a mailed link (a
@@ -342,36 +342,75 @@ func (a *Service) updateByAdmin(ctx context.Context, id string, change func(u do
 // owner's way back from a thief who holds a session of the account, and
 // maybe its password. As an admin's change (updateByAdmin), a round that
 // follows a lost one holds the account's own changes back first, and
-// the recovery does not give way to a hold: else the thief, signing out
-// everywhere else from the session he keeps (no rate limit: it must work
-// for an owner facing a thief) just before each round lands, keeps it
-// from landing for as long as he likes
-// (TestAThiefsSignOutsCannotHoldTheOwnersRecoveryBack). Nobody loops
-// a recovery in turn: each takes a mailed token, and once it applied its
-// retries write nothing.
+// the recovery does not give way to a recovery's hold: else the thief,
+// signing out everywhere else from the session he keeps (no rate limit:
+// it must work for an owner facing a thief) just before each round
+// lands, keeps it from landing for as long as he likes
+// (TestAThiefsSignOutsCannotHoldTheOwnersRecoveryBack). It gives way to
+// an admin's hold, and its own never takes an admin's place (HoldFree):
+// a user holds revert links of his own address, as many as he asked for
+// changes of it, none going stale by another recovery, and following
+// one before each of an admin's rounds kept the admin's change from
+// landing (TestAUserCannotHoldHisSuspensionBackWithHisRevertLinks).
+// Nobody loops a recovery in turn: each takes a mailed token, and once
+// it applied its retries write nothing.
 func (a *Service) updateRecovery(ctx context.Context, id string, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
-	return a.updateRounds(ctx, id, true, change)
+	return a.updateRounds(ctx, id, byRecovery, change)
 }
 
-// updateRounds is updateAccount (admin false) and updateByAdmin (true).
-func (a *Service) updateRounds(ctx context.Context, id string, admin bool, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
+// changer is who makes a change of an account, which decides how it
+// meets a hold (domain.User.ModerationHeld).
+type changer int
+
+const (
+	// byOwner gives way to every hold and writes none.
+	byOwner changer = iota
+	// byAdmin holds after a lost round and never gives way.
+	byAdmin
+	// byRecovery holds after a lost round where no hold lives, and gives
+	// way to an admin's hold only.
+	byRecovery
+)
+
+// givesWay reports whether a change by c gives way to u's hold.
+func (c changer) givesWay(u domain.User) bool {
+	if !u.ModerationHeld || !u.Visible() {
+		return false
+	}
+	switch c {
+	case byAdmin:
+		return false
+	case byRecovery:
+		return !u.RecoveryHeld
+	}
+	return true
+}
+
+// updateRounds is updateAccount, updateByAdmin and updateRecovery.
+func (a *Service) updateRounds(ctx context.Context, id string, by changer, change func(u domain.User) (next domain.User, write bool, err error)) (domain.User, error) {
 	var out domain.User
 	tag := ""
 	err := domain.Retry(ctx, maxChangeAttempts, domain.ErrBusy, func(round int) (bool, error) {
-		if admin && round > 0 {
+		if round > 0 {
 			// The last round lost to another change; a hold that failed
 			// only slows this.
-			tag = cmp.Or(tag, domain.NewAttempt())
-			_, _ = a.users.Hold(ctx, id, tag, domain.HoldFor)
+			switch by {
+			case byAdmin:
+				tag = cmp.Or(tag, domain.NewAttempt())
+				_, _ = a.users.Hold(ctx, id, tag, domain.HoldFor)
+			case byRecovery:
+				tag = cmp.Or(tag, domain.NewRecoveryHold())
+				_, _ = a.users.HoldFree(ctx, id, tag, domain.HoldFor)
+			}
 		}
 		u, err := a.users.GetSerial(ctx, id)
 		if err != nil {
 			return false, err
 		}
-		if u.ModerationHeld && u.Visible() && !admin {
-			// An admin's suspension or unsuspension lost a round to
-			// another change: this one gives way, so that no user keeps
-			// his own suspension from landing by changing his account
+		if by.givesWay(u) {
+			// An admin's suspension or unsuspension (or another change of
+			// his) lost a round to another change: this one gives way, so
+			// that no user keeps it from landing by changing his account
 			// over and over (docs/design/suspension.md).
 			return false, domain.ErrHeldForModeration
 		}

@@ -60,6 +60,11 @@ type UserStore interface {
 	// version, which no change of the account stands in the way of. An
 	// admin's deletion writes it after a lost round, as a suspension does.
 	Hold(ctx context.Context, id, tag string, d time.Duration) (bool, error)
+	// HoldFree is Hold only where no hold lives (an admin's, or another
+	// recovery's): a recovery's hold, which must never take the place of
+	// an admin's, since a recovery gives way to an admin's hold alone
+	// (domain.User.RecoveryHeld).
+	HoldFree(ctx context.Context, id, tag string, d time.Duration) (bool, error)
 	// NodeNow reads the clock of the store's node: a suspension's end is
 	// judged by it too (blocked), as the sweeper judges it.
 	NodeNow(ctx context.Context) (time.Time, error)

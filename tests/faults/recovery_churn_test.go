@@ -3,10 +3,13 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/domain/moderation"
 	"shelf/tests/memstore"
 )
 
@@ -76,5 +79,67 @@ func TestAThiefsSignOutsCannotHoldTheOwnersRecoveryBack(t *testing.T) {
 				t.Errorf("the thief's session still works after %s", r.name)
 			}
 		})
+	}
+}
+
+// TestAUserCannotHoldHisSuspensionBackWithHisRevertLinks (attackers are
+// users too): a member gathers revert links of his own (each change of
+// address he asks mails one to the address he keeps; none goes stale by
+// another recovery) and follows one just before each of the admin's
+// compare-and-sets of his suspension lands. A recovery by a mailed link
+// did not give way to the admin's hold, so each revert moved the
+// account's version, and the suspension lost all its eight rounds and
+// answered 409 concurrent_change, for as long as his links lasted. A
+// recovery gives way to an admin's hold (only a recovery's own kind of
+// hold does not stop it), and its own hold never takes an admin's place:
+// the suspension lands in its second round, and his links after the
+// first are refused 409, to be followed again once it has landed.
+func TestAUserCannotHoldHisSuspensionBackWithHisRevertLinks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := emailChangeWorld(t, false)
+	if err := m.signup("root", "root@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	root, err := m.svc.SetAdmin(ctx, "root", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 { // more than the suspension's eight rounds
+		if err := changeEmailFrom(m, fmt.Sprintf("ann%d@example.net", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := m.box.tokens("revert-email")
+	went, refused := 0, 0
+	revert := func() {
+		if len(links) == 0 {
+			return
+		}
+		err := m.svc.RevertEmailChange(ctx, links[0])
+		links = links[1:]
+		var de *domain.Error
+		switch {
+		case err == nil:
+			went++
+		case errors.As(err, &de) && de.Code == "concurrent_change" && strings.Contains(de.Message, "admin") && de.RetryAfter > 0:
+			refused++
+		default:
+			t.Errorf("ann's revert link: %v", err)
+		}
+	}
+	owner := revert
+	mod := moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: m.store.Now, Attempts: m.store.ModerationAttempts()},
+		m.svc, churning{Users: m.store.Users(), owner: func() { owner() }}, m.store.Suspensions())
+	_, err = mod.Suspend(ctx, domain.Principal{UserID: root.ID}, m.ann.ID, moderation.SuspendInput{Reason: "spam"})
+	owner = func() {}
+	if err != nil {
+		t.Fatalf("the suspension while ann follows a revert link of hers before each round: %v (%d went, %d refused)", err, went, refused)
+	}
+	if went != 1 || refused < 1 {
+		t.Errorf("ann's revert links: %d went, %d refused; want the first to go and those after it to give way", went, refused)
+	}
+	if u, err := m.store.Users().GetSerial(ctx, m.ann.ID); err != nil || u.Status != domain.StatusSuspended {
+		t.Fatalf("ann after the suspension: %v %v, want suspended", u.Status, err)
 	}
 }

@@ -504,6 +504,7 @@ func (u *Users) Get(_ context.Context, id string) (domain.User, error) {
 		r, ok := u.s.liveUser(id)
 		out = r.u
 		out.ModerationHeld = r.hold != "" && u.s.now.Before(r.holdUntil)
+		out.RecoveryHeld = out.ModerationHeld && domain.IsRecoveryHold(r.hold)
 		return ok, nil
 	})
 	if err == nil && !found {
@@ -583,7 +584,7 @@ func (u *Users) GetSerial(ctx context.Context, id string) (domain.User, error) {
 // suspension written without a username named by the account's (a row
 // from before migration 040 reads so).
 func asStored(user domain.User) domain.User {
-	user.ModerationHeld = false // read from the hold's cell, never written
+	user.ModerationHeld, user.RecoveryHeld = false, false // read from the hold's cell, never written
 	if s := user.Suspension; s != nil && s.Username == "" {
 		named := *s
 		named.Username = user.Username
@@ -616,9 +617,19 @@ func (u *Users) Update(_ context.Context, user domain.User) (bool, error) {
 // Hold holds a visible account's other changes back for d under tag
 // (the repository's moderation_hold cell, with its TTL in whole seconds).
 func (u *Users) Hold(_ context.Context, id, tag string, d time.Duration) (bool, error) {
-	return u.s.call("users.hold", true, func() (bool, error) {
+	return u.hold("users.hold", id, tag, d, false)
+}
+
+// HoldFree is Hold only where no hold lives.
+func (u *Users) HoldFree(_ context.Context, id, tag string, d time.Duration) (bool, error) {
+	return u.hold("users.hold_free", id, tag, d, true)
+}
+
+// hold is Hold, and HoldFree when free.
+func (u *Users) hold(name, id, tag string, d time.Duration, free bool) (bool, error) {
+	return u.s.call(name, true, func() (bool, error) {
 		r, ok := u.s.liveUser(id)
-		if !ok || !r.u.Visible() {
+		if !ok || !r.u.Visible() || (free && r.hold != "" && u.s.now.Before(r.holdUntil)) {
 			return false, nil
 		}
 		r.hold, r.holdUntil = tag, u.s.now.Add(max(d.Truncate(time.Second), time.Second))

@@ -61,7 +61,8 @@ var UserChecks = append(rowChecks(func(s UserStore) rowStore[domain.User] {
 	Check[UserStore]{"ASuspensionKeepsItsUsername", userSuspensionUsername},
 	Check[UserStore]{"RefusedAddressesRoundTrip", userRefusedAddresses},
 	Check[UserStore]{"ActivationTakesOnlyItsAttemptsRow", userActivationTakesItsAttempt},
-	Check[UserStore]{"AHoldOutlivesWritesAndNotItsTime", userHold})
+	Check[UserStore]{"AHoldOutlivesWritesAndNotItsTime", userHold},
+	Check[UserStore]{"AFreeHoldTakesNoLiveHoldsPlace", userHoldFree})
 
 // userHold: a moderation hold on a visible account reads as held, at
 // SERIAL and not, through an update of the row (no write carries it),
@@ -470,5 +471,38 @@ func rowUpdateOfPending[R any](t testing.TB, s rowStore[R], c Clock) {
 	c.Pass(TTLPassed)
 	if got, err := s.get(ctx, id); err != nil || s.name(got) != "changed" || s.version(got) != 2 {
 		t.Fatalf("an updated pending row after its lease: %+v %v, want it kept at version 2", got, err)
+	}
+}
+
+// userHoldFree: a recovery's hold (HoldFree) is not written over a hold
+// that lives (an admin's stays, read as no recovery's), and is written
+// once that hold's time has passed, read as a recovery's; an admin's
+// hold (Hold) is written over it.
+func userHoldFree(t testing.TB, s UserStore, c Clock) {
+	ctx, id := context.Background(), Key("u")
+	u := domain.User{ID: id, Username: "Ann", UsernameKey: "ann", Email: "ann@example.com", EmailKey: "ann@example.com",
+		Status: domain.StatusActive, CreatedAt: At(c.Now()), UpdatedAt: At(c.Now()), Version: 1}
+	createActive(t, s, u)
+	if ok, err := s.Hold(ctx, id, "attempt-1", TTL); err != nil || !ok {
+		t.Fatalf("an admin's hold: %v %v", ok, err)
+	}
+	if ok, err := s.HoldFree(ctx, id, domain.NewRecoveryHold(), TTL); err != nil || ok {
+		t.Fatalf("a recovery's hold over an admin's: %v %v, want not applied", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, id); err != nil || !got.ModerationHeld || got.RecoveryHeld {
+		t.Fatalf("after a recovery's hold over an admin's: held %v, a recovery's %v (%v); want the admin's", got.ModerationHeld, got.RecoveryHeld, err)
+	}
+	c.Pass(TTLPassed)
+	if ok, err := s.HoldFree(ctx, id, domain.NewRecoveryHold(), TTL); err != nil || !ok {
+		t.Fatalf("a recovery's hold past the admin's time: %v %v, want applied", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, id); err != nil || !got.ModerationHeld || !got.RecoveryHeld {
+		t.Fatalf("after a recovery's hold: held %v, a recovery's %v (%v); want a recovery's", got.ModerationHeld, got.RecoveryHeld, err)
+	}
+	if ok, err := s.Hold(ctx, id, "attempt-2", TTL); err != nil || !ok {
+		t.Fatalf("an admin's hold over a recovery's: %v %v", ok, err)
+	}
+	if got, err := s.GetSerial(ctx, id); err != nil || !got.ModerationHeld || got.RecoveryHeld {
+		t.Fatalf("after an admin's hold over a recovery's: held %v, a recovery's %v (%v); want the admin's", got.ModerationHeld, got.RecoveryHeld, err)
 	}
 }
