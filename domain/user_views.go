@@ -103,9 +103,10 @@ type Shown struct {
 	PendingEmail                     string
 	PendingEmailAt                   time.Time
 	// HeldUsername is the username the account's owner left and it still
-	// holds until HeldUsernameUntil (docs/design/renames.md): set only in
-	// the answer of a change (accounts.UpdateUser), which has the whole
-	// row; no narrow read lists it.
+	// holds until HeldUsernameUntil (docs/design/renames.md; zero while a
+	// suspension without an end stands): set only in the answer of a
+	// change (accounts.UpdateUser), which has the whole row; no narrow
+	// read lists it.
 	HeldUsername      string
 	HeldUsernameUntil time.Time
 }

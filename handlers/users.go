@@ -101,8 +101,11 @@ func toUserResponse(v accounts.UserView) userResponse {
 		out.EmailVerified = &verified
 		out.PendingEmail = u.PendingEmail
 		if u.HeldUsername != "" {
-			until := stamp(u.HeldUsernameUntil)
-			out.HeldUsername, out.HeldUsernameUntil = u.HeldUsername, &until
+			out.HeldUsername = u.HeldUsername
+			if !u.HeldUsernameUntil.IsZero() { // none while a suspension without an end stands
+				until := stamp(u.HeldUsernameUntil)
+				out.HeldUsernameUntil = &until
+			}
 		}
 	}
 	return out

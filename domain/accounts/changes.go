@@ -252,7 +252,11 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			a.releaseDropped(ctx, u, next)
 			out = UserView{User: next.Shown(), Full: true}
 			if h.heldName(next) {
-				out.User.HeldUsername, out.User.HeldUsernameUntil = next.HeldUsername, next.HeldUsernameUntil
+				// Its end by the rule the claimer keeps: a suspension
+				// may have moved it past HeldUsernameUntil. While one
+				// without an end stands, none is shown.
+				end, _ := h.nameEnd(next)
+				out.User.HeldUsername, out.User.HeldUsernameUntil = next.HeldUsername, end
 			}
 			if asked {
 				a.mailPendingEmail(ctx, next)

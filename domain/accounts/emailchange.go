@@ -70,17 +70,26 @@ func (h holds) heldName(u domain.User) bool {
 	if u.HeldUsernameKey == "" {
 		return false
 	}
-	end := u.HeldUsernameUntil
+	end, open := h.nameEnd(u)
+	return open || h.now.Before(end)
+}
+
+// nameEnd is when the hold of the username u's owner left ends by
+// heldName's rule (what an answer and a notice tell as its end, not
+// HeldUsernameUntil alone: TestANameHeldPastASuspensionIsToldWithItsEnd),
+// or open while a suspension without an end stands.
+func (h holds) nameEnd(u domain.User) (end time.Time, open bool) {
+	end = u.HeldUsernameUntil
 	if s := u.Suspension; s != nil {
 		if s.Until.IsZero() {
-			return true
+			return time.Time{}, true
 		}
 		end = latest(end, s.Until.Add(h.nameFor))
 	}
 	if l := u.LastLift; l != nil && l.At.After(u.HeldUsernameUntil.Add(-h.nameFor)) {
 		end = latest(end, l.At.Add(h.nameFor))
 	}
-	return h.now.Before(end)
+	return end, false
 }
 
 // latest is the later of a and b.

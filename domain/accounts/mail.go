@@ -367,7 +367,12 @@ func (a *Service) renameNotice(u, after domain.User, token string) Message {
 		greeting = "Hello " + u.DisplayName + ","
 		what = fmt.Sprintf("the username of your shelf account was changed from %s to %s", u.Username, after.Username)
 	}
-	until := after.HeldUsernameUntil.UTC().Format("2 January 2006, 15:04 MST")
+	// The hold's end by the rule the claimer keeps, not HeldUsernameUntil
+	// alone: a suspension since the first rename moved it on
+	// (TestANameHeldPastASuspensionIsToldWithItsEnd). The owner's rename
+	// lands on no account under a suspension without an end.
+	end, _ := a.holdsAt(a.cfg.Now()).nameEnd(after)
+	until := end.UTC().Format("2 January 2006, 15:04 MST")
 	held, step := "The name it left is free for anyone to take.", "Then sign in and choose the username you want."
 	switch {
 	case after.HeldUsernameKey == u.UsernameKey:

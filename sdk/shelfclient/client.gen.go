@@ -1308,7 +1308,9 @@ type User struct {
 	// and which the account may change back to.
 	HeldUsername *string `json:"heldUsername,omitempty"`
 
-	// HeldUsernameUntil When `heldUsername` is free for anyone (with it).
+	// HeldUsernameUntil When `heldUsername` is free for anyone (with it): the hold's
+	// length after the rename, or after a suspension since, whichever
+	// ends later; absent while a suspension without an end stands.
 	HeldUsernameUntil *time.Time `json:"heldUsernameUntil,omitempty"`
 	Id                string     `json:"id"`
 

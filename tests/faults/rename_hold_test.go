@@ -9,6 +9,7 @@ import (
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/domain/moderation"
 	"shelf/tests/memstore"
 )
 
@@ -331,4 +332,64 @@ func TestANameHeldThroughASuspensionIsFreeAfterIt(t *testing.T) {
 		t.Error("the member's name is still held past the hold's length after the suspension")
 	}
 	checkHeld(t, "past the hold after the suspension", m.world)
+}
+
+// TestANameHeldPastASuspensionIsToldWithItsEnd: the member renames
+// herself, is suspended, and once the suspension ended (her name held
+// for the hold's length after it) a thief with her session and password
+// renames the account again. The rename's answer and its notice told her
+// the name was held until the first hold's end, days past, while it was
+// held until the hold's length after the suspension: she read her name
+// as lost, or anyone's. Both tell the end the claimer keeps.
+func TestANameHeldPastASuspensionIsToldWithItsEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	mailing(w)
+	if err := w.signup("root", "root@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	root, err := w.svc.SetAdmin(ctx, "root", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.signup("member", "member@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	m := &modWorld{world: w, admin: domain.Principal{UserID: root.ID}, member: w.created[1],
+		mod: moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: w.store.Now, Attempts: w.store.ModerationAttempts()},
+			w.svc, w.store.Users(), w.store.Suspensions())}
+	current, first, second := password, "membertwo", "thiefname"
+	if _, err := m.svc.UpdateUser(ctx, principal(m.member), m.member.ID, accounts.UpdateInput{Username: &first, Proof: accounts.Proof{CurrentPassword: &current}}); err != nil {
+		t.Fatal(err)
+	}
+	m.store.Advance(time.Hour)
+	if err := m.suspend(10 * 24 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	end := m.store.Now().Add(10*24*time.Hour + accounts.DefaultRevertTTL)
+	m.store.Advance(11 * 24 * time.Hour) // the suspension over, the first hold's end past
+	r, err := m.svc.Login(ctx, first, password, accounts.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.svc.Authenticate(ctx, r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := m.svc.UpdateUser(ctx, p, m.member.ID, accounts.UpdateInput{Username: &second, Proof: accounts.Proof{CurrentPassword: &current}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.User.HeldUsername != "member" || !v.User.HeldUsernameUntil.Equal(end) {
+		t.Errorf("the second rename's answer: %q held until %v, want member until %v", v.User.HeldUsername, v.User.HeldUsernameUntil, end)
+	}
+	notice := m.mail.sent[len(m.mail.sent)-1].Text
+	if want := end.UTC().Format("2 January 2006, 15:04 MST"); !strings.Contains(notice, want) {
+		t.Errorf("the second rename's notice does not say the name is held until %s:\n%s", want, notice)
+	}
+	if takes(m.world, "member", "1") {
+		t.Error("a stranger took the member's name within the hold after the suspension")
+	}
+	checkHeld(t, "the second rename after a suspension", m.world)
 }
