@@ -257,19 +257,31 @@ func (c *Claimer) ReleaseAll(ctx context.Context, held []Key, owner, op string) 
 // operation read the owner before written: one that read it at or after
 // written (a later change of the owner back to the key, which claimed or
 // adopted it) may hold the key now or when it lands. An owner gone for
-// good (deleted, closed) passes NoLaterChange.
-func (c *Claimer) ReleaseOld(ctx context.Context, old []Key, owner string, written int) {
+// good (deleted, closed) passes NoLaterChange. It answers the reads and
+// releases that failed (a key found free, or another's, is no failure):
+// a caller whose record of the keys is its only one (a deletion's entry)
+// keeps that record until a release is proven.
+func (c *Claimer) ReleaseOld(ctx context.Context, old []Key, owner string, written int) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
 	defer cancel()
+	errs := make([]error, len(old))
 	Parallel(ctx, len(old), func(ctx context.Context, i int) {
 		cl, err := c.claims.Lookup(ctx, old[i].Kind, old[i].Key)
-		if err != nil || cl.Owner != owner || cl.State != ClaimCommitted || cl.BaseVersion >= written {
+		if err != nil {
+			if !errors.Is(err, ErrNotFound) {
+				errs[i] = err
+			}
+			return
+		}
+		if cl.Owner != owner || cl.State != ClaimCommitted || cl.BaseVersion >= written {
 			return
 		}
 		if err := c.claims.Release(ctx, cl.Kind, cl.Key, owner, cl.Op); err != nil {
 			c.log.Warn(ctx, "releasing an old claim failed; it stays reserved for its owner", "owner", owner, "error", err.Error())
+			errs[i] = err
 		}
 	})
+	return errors.Join(errs...)
 }
 
 // NoLaterChange is ReleaseOld's written for an owner gone for good: no

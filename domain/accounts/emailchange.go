@@ -213,7 +213,7 @@ func (a *Service) releaseDropped(ctx context.Context, before, after domain.User)
 			dropped = append(dropped, k)
 		}
 	}
-	a.claimer.ReleaseOld(ctx, dropped, before.ID, after.Version)
+	_ = a.claimer.ReleaseOld(ctx, dropped, before.ID, after.Version) // only tidies: see above
 }
 
 // cancelPending drops u's change of address pending: what every recovery

@@ -226,7 +226,7 @@ func (g *Service) EndClosing(ctx context.Context, gr Group, index ClosingIndex, 
 	}
 	// The name, only while it is still this group's committed claim, with
 	// the op found in it; a closed owner's claim is taken over anyway.
-	g.claimer.ReleaseOld(ctx, []domain.Key{{Kind: domain.KindGroupName, Key: gr.NameKey, Field: "name"}}, gr.ID, domain.NoLaterChange)
+	_ = g.claimer.ReleaseOld(ctx, []domain.Key{{Kind: domain.KindGroupName, Key: gr.NameKey, Field: "name"}}, gr.ID, domain.NoLaterChange)
 	if err := g.hook("close", "claim"); err != nil {
 		return err
 	}

@@ -205,7 +205,8 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 // this call began are in entry; a deleted row has none, so they are read
 // from the index entry, and without one the deletion was finished before
 // (or its names are taken over anyway: Holder), and entry, the row's
-// attempt without keys, is what is ended.
+// attempt without keys, is what is ended. A release that failed fails
+// the run: the entry, not ended, is what the next pass releases from.
 func (s *Service) releaseNames(ctx context.Context, u domain.User, entry accounts.DeletionEntry) (accounts.DeletionEntry, error) {
 	if u.Status == domain.StatusDeleted {
 		stored, err := s.st.Deletions.Get(ctx, u.ID, *u.Deletion)
@@ -217,7 +218,11 @@ func (s *Service) releaseNames(ctx context.Context, u domain.User, entry account
 		}
 		entry = stored
 	}
-	s.accounts.ReleaseNames(ctx, entry)
+	if err := s.accounts.ReleaseNames(ctx, entry); err != nil {
+		// The entry, kept, is the only record of the keys: the run fails
+		// and the next pass gives them back.
+		return entry, err
+	}
 	return entry, s.deletionStep("claims")
 }
 
