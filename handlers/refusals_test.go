@@ -264,3 +264,41 @@ func TestRepeatedClosingsAreLimitedPerAddress(t *testing.T) {
 		t.Errorf("a repeat past the limit: %d %s (Retry-After %q), want 429", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
 	}
 }
+
+// TestRepeatedDeletionsAreLimitedPerAddress: an admin may send the
+// deletion of an account again, and each repeat of a finished one
+// writes a sweep's entry and wakes the job worker, which runs every step
+// of the deletion again: without a limit, one admin's session (a stolen
+// one too) kept the worker sweeping a deleted account. DELETE
+// /v1/users/{id} is limited per client address, in one bucket with POST
+// .../deletion: 429 with Retry-After past it.
+func TestRepeatedDeletionsAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	var st *memstore.Store
+	app := newMemAppWith(t, func(d *Deps) { d.RateLimitPerMinute = 3 }, func(s *memstore.Store, _ *accounts.Config) { st = s })
+	ctx := context.Background()
+	ann, err := st.Users().GetSerial(ctx, app.ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann.Roles, ann.Version = []string{domain.RoleAdmin}, ann.Version+1
+	if ok, err := st.Users().Update(ctx, ann); err != nil || !ok {
+		t.Fatalf("ann made an admin: %v %v", ok, err)
+	}
+	rec := app.as("", http.MethodPost, "/v1/users", `{"username":"bob","email":"bob@example.org","password":"correct horse battery"}`)
+	var bob struct {
+		ID string `json:"id"`
+	}
+	if rec.Code != http.StatusCreated || json.Unmarshal(rec.Body.Bytes(), &bob) != nil {
+		t.Fatalf("bob's signup: %d %s", rec.Code, rec.Body)
+	}
+	for i := range 3 {
+		if rec := app.do(http.MethodDelete, "/v1/users/"+bob.ID, ""); rec.Code != http.StatusAccepted {
+			t.Fatalf("deletion %d within the limit: %d %s", i+1, rec.Code, rec.Body)
+		}
+	}
+	rec = app.do(http.MethodDelete, "/v1/users/"+bob.ID, "")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("a repeat past the limit: %d %s (Retry-After %q), want 429", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+	}
+}

@@ -127,8 +127,10 @@ func routeAccounts(r chi.Router, d Deps) {
 	r.With(peopleLimit.Middleware).Get(v1+"/people", handle(users.people))
 	r.Get(v1+"/users/{id}", handle(users.get))
 	r.With(changeLimit.Middleware).Patch(v1+"/users/{id}", handle(users.update))
-	r.Delete(v1+"/users/{id}", handle(users.remove))
-	// The owner's deletion checks the current password: limited like a change.
+	// A deletion, either way, is limited like a change: the owner's checks
+	// the current password, and a repeat of a finished one (an admin's)
+	// writes a sweep's entry and wakes the job worker.
+	r.With(changeLimit.Middleware).Delete(v1+"/users/{id}", handle(users.remove))
 	r.With(changeLimit.Middleware).Post(v1+"/users/{id}/deletion", handle(users.deletion))
 	// The per-account throttle (domain) counts wrong current passwords;
 	// this outer bucket bounds what one address sends at all.

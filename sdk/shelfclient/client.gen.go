@@ -3288,6 +3288,11 @@ type ClientInterface interface {
 	// ends the sessions: it grows with the user's groups and items, at
 	// about 200 items a second on one node.
 	//
+	// Rate limit: per client address, in one bucket with `PATCH
+	// /v1/users/{id}` and `POST /v1/users/{id}/deletion` (429
+	// `rate_limited` with `Retry-After`): each repeat of a finished
+	// deletion sweeps its steps again.
+	//
 	// Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
 	DeleteUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3376,7 +3381,7 @@ type ClientInterface interface {
 	// 409 `concurrent_change`.
 	//
 	// Rate limit: per client address, as for signups (its own bucket,
-	// shared with the deletion, the password change and the second
+	// shared with the deletions, the password change and the second
 	// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
 	// says whether an email is taken, so unlimited changes would let
 	// anyone probe for accounts.
@@ -3455,7 +3460,7 @@ type ClientInterface interface {
 	// 409 `concurrent_change`.
 	//
 	// Rate limit: per client address, as for signups (its own bucket,
-	// shared with the deletion, the password change and the second
+	// shared with the deletions, the password change and the second
 	// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
 	// says whether an email is taken, so unlimited changes would let
 	// anyone probe for accounts.
@@ -6245,6 +6250,11 @@ func (c *Client) GetUserByUsername(ctx context.Context, username Username, reqEd
 // ends the sessions: it grows with the user's groups and items, at
 // about 200 items a second on one node.
 //
+// Rate limit: per client address, in one bucket with `PATCH
+// /v1/users/{id}` and `POST /v1/users/{id}/deletion` (429
+// `rate_limited` with `Retry-After`): each repeat of a finished
+// deletion sweeps its steps again.
+//
 // Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
 func (c *Client) DeleteUser(ctx context.Context, id UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteUserRequest(c.Server, id)
@@ -6353,7 +6363,7 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // 409 `concurrent_change`.
 //
 // Rate limit: per client address, as for signups (its own bucket,
-// shared with the deletion, the password change and the second
+// shared with the deletions, the password change and the second
 // factors' changes; 429 `rate_limited` with `Retry-After`): a 409
 // says whether an email is taken, so unlimited changes would let
 // anyone probe for accounts.
@@ -6442,7 +6452,7 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // 409 `concurrent_change`.
 //
 // Rate limit: per client address, as for signups (its own bucket,
-// shared with the deletion, the password change and the second
+// shared with the deletions, the password change and the second
 // factors' changes; 429 `rate_limited` with `Retry-After`): a 409
 // says whether an email is taken, so unlimited changes would let
 // anyone probe for accounts.
@@ -12036,6 +12046,11 @@ type ClientWithResponsesInterface interface {
 	// ends the sessions: it grows with the user's groups and items, at
 	// about 200 items a second on one node.
 	//
+	// Rate limit: per client address, in one bucket with `PATCH
+	// /v1/users/{id}` and `POST /v1/users/{id}/deletion` (429
+	// `rate_limited` with `Retry-After`): each repeat of a finished
+	// deletion sweeps its steps again.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
@@ -12128,7 +12143,7 @@ type ClientWithResponsesInterface interface {
 	// 409 `concurrent_change`.
 	//
 	// Rate limit: per client address, as for signups (its own bucket,
-	// shared with the deletion, the password change and the second
+	// shared with the deletions, the password change and the second
 	// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
 	// says whether an email is taken, so unlimited changes would let
 	// anyone probe for accounts.
@@ -12207,7 +12222,7 @@ type ClientWithResponsesInterface interface {
 	// 409 `concurrent_change`.
 	//
 	// Rate limit: per client address, as for signups (its own bucket,
-	// shared with the deletion, the password change and the second
+	// shared with the deletions, the password change and the second
 	// factors' changes; 429 `rate_limited` with `Retry-After`): a 409
 	// says whether an email is taken, so unlimited changes would let
 	// anyone probe for accounts.
@@ -18531,6 +18546,12 @@ type DeleteUserResponse409Headers struct {
 	XRequestId *string
 }
 
+// DeleteUserResponse429Headers the declared response headers of an HTTP 429 response for DeleteUser
+type DeleteUserResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // DeleteUserResponse500Headers the declared response headers of an HTTP 500 response for DeleteUser
 type DeleteUserResponse500Headers struct {
 	XRequestId *string
@@ -18557,6 +18578,8 @@ type DeleteUserResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -18573,6 +18596,8 @@ type DeleteUserResponse struct {
 	Headers404 *DeleteUserResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *DeleteUserResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteUserResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *DeleteUserResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -18607,6 +18632,11 @@ func (r DeleteUserResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r DeleteUserResponse) GetApplicationproblemJSON409() *Conflict {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -23991,6 +24021,11 @@ func (c *ClientWithResponses) GetUserByUsernameWithResponse(ctx context.Context,
 // ends the sessions: it grows with the user's groups and items, at
 // about 200 items a second on one node.
 //
+// Rate limit: per client address, in one bucket with `PATCH
+// /v1/users/{id}` and `POST /v1/users/{id}/deletion` (429
+// `rate_limited` with `Retry-After`): each repeat of a finished
+// deletion sweeps its steps again.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /v1/users/{id} (the `DeleteUser` operationId).
@@ -24095,7 +24130,7 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // 409 `concurrent_change`.
 //
 // Rate limit: per client address, as for signups (its own bucket,
-// shared with the deletion, the password change and the second
+// shared with the deletions, the password change and the second
 // factors' changes; 429 `rate_limited` with `Retry-After`): a 409
 // says whether an email is taken, so unlimited changes would let
 // anyone probe for accounts.
@@ -24180,7 +24215,7 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // 409 `concurrent_change`.
 //
 // Rate limit: per client address, as for signups (its own bucket,
-// shared with the deletion, the password change and the second
+// shared with the deletions, the password change and the second
 // factors' changes; 429 `rate_limited` with `Retry-After`): a 409
 // says whether an email is taken, so unlimited changes would let
 // anyone probe for accounts.
@@ -31726,6 +31761,13 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -31824,6 +31866,23 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteUserResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers DeleteUserResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
