@@ -432,9 +432,14 @@ func (a *Service) updateRounds(ctx context.Context, id string, by changer, chang
 		// writing the row again and again with an ended hold in it (a
 		// sign-out everywhere else before each of its rounds:
 		// TestAnAccountCannotKeepAnEndedHoldsAddressBySigningOut). What
-		// it drops is not released: the claimer takes it over.
+		// it drops is not released: the claimer takes it over. A deleted
+		// row is left as written: it holds nothing (Holder), and the keys
+		// it still names are kept there until their claims are released
+		// (MarkDeleted, ReleaseHeld).
 		now := a.now()
-		next, _ = a.holdsAt(now).live(next)
+		if next.Status != domain.StatusDeleted {
+			next, _ = a.holdsAt(now).live(next)
+		}
 		next.Version, next.UpdatedAt = u.Version+1, now
 		applied, err := a.users.Update(ctx, next)
 		if applied {

@@ -14,7 +14,7 @@ import (
 // the accounts' steps of it. The workflow, its index and its repair are
 // domain/lifecycle's (DeleteUser): the rounds of a Deletion's
 // compare-and-set, then the other services' steps, then MarkDeleted,
-// ReleaseNames and EndSessions.
+// ReleaseHeld, ReleaseNames and EndSessions.
 //
 // A compare-and-set on the account's version moves it to status deleting,
 // recording when and by whom (domain.Deletion): from then on the account
@@ -291,20 +291,18 @@ func entryKeys(d DeletionEntry) []domain.Key {
 // display name, password hash, roles, the suspension, and the audit
 // entries the row carried, once written); the
 // id, the version, the deletion, the moderation history and the audit
-// stay. Once it applied, the keys the erased row named in a hold (a
-// username held, an address asked for or held for a revert) are given
-// back, as ReleaseNames gives back those its entry recorded: the row was
-// their only record, and their claims would otherwise name the deleted
-// account for good. A process that stops in between leaves them to the
-// next claimant (Holder says the owner is gone).
+// stay. The keys the row names in a hold (a username held, an address
+// asked for or held for a revert) stay in it, and nothing else of them,
+// until ReleaseHeld has given their claims back: the row is their only
+// record (the deletion's entry records the account's own two), so a
+// process that stopped, or a release that failed, after this
+// compare-and-set would otherwise leave those claims naming the deleted
+// account for good (TestADeletionStoppedAfterItsMarkLeavesNoClaimOfANameItHeld).
 func (a *Service) MarkDeleted(ctx context.Context, id string) error {
-	var held []domain.Key
 	_, err := a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
-		held = nil
 		if u.Status != domain.StatusDeleting {
 			return u, false, nil // deleted already (by a retry, the repair)
 		}
-		held = heldKeys(u)
 		if err := domain.CarryAdminChange(ctx, a.audit, &u, nil); err != nil {
 			return u, false, err
 		}
@@ -313,19 +311,43 @@ func (a *Service) MarkDeleted(ctx context.Context, id string) error {
 		u.Username, u.UsernameKey, u.Email, u.EmailKey = "", "", "", ""
 		u.DisplayName, u.PasswordHash, u.Roles = "", "", nil
 		u.EmailVerifiedAt = time.Time{}
-		u.PendingEmail, u.PendingEmailKey, u.PendingEmailAt, u.PendingEmailSession = "", "", time.Time{}, ""
-		u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
-		u.HeldUsername, u.HeldUsernameKey, u.HeldUsernameUntil = "", "", time.Time{}
+		u.PendingEmail, u.PendingEmailAt, u.PendingEmailSession = "", time.Time{}, ""
+		u.RecoveryEmail, u.RecoveryUntil = "", time.Time{}
+		u.HeldUsername, u.HeldUsernameUntil = "", time.Time{}
 		u.RefusedEmailKeys = nil
 		u.PasswordResetRequired = false
 		return u, true, nil
 	})
-	if err == nil && len(held) > 0 {
-		// The erased row was their only record: a release that failed
-		// leaves them to the next claimant, as a process that stops here
-		// does (docs/design/deletion.md, step 5).
-		_ = a.claimer.ReleaseOld(ctx, held, id, domain.NoLaterChange)
+	return err
+}
+
+// ReleaseHeld gives back the claims of the keys a deleted account's row
+// still names in a hold (MarkDeleted keeps them for this), each only
+// while it is still the account's committed claim, and then clears them
+// from the row: only once every release is proven, so a failure leaves
+// them for the next run. An account not deleted, or naming none, is left
+// as it is. From status deleted the claimer takes these keys over
+// anyway (Holder), so they are free meanwhile; this only leaves no claim
+// and no key of the user's behind.
+func (a *Service) ReleaseHeld(ctx context.Context, id string) error {
+	u, err := a.users.GetSerial(ctx, id)
+	if err != nil || u.Status != domain.StatusDeleted {
+		return err
 	}
+	held := heldKeys(u)
+	if len(held) == 0 {
+		return nil
+	}
+	if err := a.claimer.ReleaseOld(ctx, held, id, domain.NoLaterChange); err != nil {
+		return err
+	}
+	_, err = a.updateAccount(ctx, id, func(u domain.User) (domain.User, bool, error) {
+		if u.Status != domain.StatusDeleted || len(heldKeys(u)) == 0 {
+			return u, false, nil
+		}
+		u.PendingEmailKey, u.RecoveryEmailKey, u.HeldUsernameKey = "", "", ""
+		return u, true, nil
+	})
 	return err
 }
 

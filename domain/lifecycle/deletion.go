@@ -171,6 +171,12 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 			return err
 		}
 	}
+	// The keys the row held for the user (a username left, an address
+	// asked for or held for a revert), kept in the deleted row until
+	// their claims are given back: the row is their only record.
+	if err := s.accounts.ReleaseHeld(ctx, id); err != nil {
+		return err
+	}
 	entry, err := s.releaseNames(ctx, u, entry)
 	if err != nil {
 		return err

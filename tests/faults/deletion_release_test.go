@@ -4,7 +4,9 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"shelf/domain"
 	"shelf/domain/accounts"
 	"shelf/tests/memstore"
 )
@@ -55,5 +57,73 @@ func TestADeletionWhoseNameReleaseFailedLeavesNoClaimOfIt(t *testing.T) {
 	}
 	if left := w.store.DeletionSnapshot(); len(left) != 0 {
 		t.Errorf("entries of the deletion left: %+v", left)
+	}
+}
+
+// TestADeletionStoppedAfterItsMarkLeavesNoClaimOfANameItHeld: bob renamed
+// his account and asked for a new address, so its row holds his old
+// username and the address asked for, each claimed for the account. He
+// deletes it, and the job's process dies just after the compare-and-set
+// that marks it deleted (or the release of a held claim fails). Those
+// keys were recorded only in the row that compare-and-set erased, so
+// the next pass could not give them back: the claims named the deleted
+// account by his old username and a second address for good. The
+// deleted row now keeps the held keys (and nothing else of them) until
+// their release is proven, and the job's next pass releases them and
+// then clears them.
+func TestADeletionStoppedAfterItsMarkLeavesNoClaimOfANameItHeld(t *testing.T) {
+	t.Parallel()
+	for _, fault := range []struct {
+		name  string
+		call  string
+		fault memstore.Fault
+	}{{"crash at the mark", "users.update", memstore.Crash}, {"a release not sent", "claims.release", memstore.FailBefore}} {
+		w := renameHoldWorld(t)
+		wireDeletion(w)
+		if err := rename(w, "bobby", "robert@example.org"); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		id, current := me(w).ID, w.passwords[me(w).ID]
+		r, err := w.svc.Login(ctx, "bob@example.org", current, accounts.Client{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := w.svc.Authenticate(ctx, r.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.life.DeleteUser(ctx, p, id, accounts.Proof{CurrentPassword: &current}); err != nil {
+			t.Fatal(err)
+		}
+		var hit atomic.Bool
+		w.store.FaultAt = func(_ int, name string) memstore.Fault {
+			if name != fault.call {
+				return memstore.None
+			}
+			// The job's first write of the row is its mark.
+			if hit.CompareAndSwap(false, true) {
+				return fault.fault
+			}
+			return memstore.None
+		}
+		_, _ = w.life.WorkJobs(ctx)
+		recovered(w.store)
+		if !hit.Load() {
+			t.Fatalf("%s: the fault never struck", fault.name)
+		}
+		w.store.Advance(lease + time.Second)
+		for range 2 {
+			_, _ = w.life.WorkJobs(ctx)
+		}
+		if u := account(t, w); u.Status != domain.StatusDeleted || u.HeldUsernameKey != "" || u.PendingEmailKey != "" || u.RecoveryEmailKey != "" {
+			t.Errorf("%s: the account is %s, holding %q %q %q", fault.name, u.Status, u.HeldUsernameKey, u.PendingEmailKey, u.RecoveryEmailKey)
+		}
+		claims, _ := w.store.Snapshot()
+		for _, c := range claims {
+			if c.Owner == id {
+				t.Errorf("%s: the deleted account still has the claim of %s %s (%s)", fault.name, c.Kind, c.Key, c.State)
+			}
+		}
 	}
 }
