@@ -85,14 +85,7 @@ func TestADeletionStoppedAfterItsMarkLeavesNoClaimOfANameItHeld(t *testing.T) {
 		}
 		ctx := context.Background()
 		id, current := me(w).ID, w.passwords[me(w).ID]
-		r, err := w.svc.Login(ctx, "bob@example.org", current, accounts.Client{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := w.svc.Authenticate(ctx, r.Token)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := w.signedIn(t, "bob@example.org")
 		if _, err := w.life.DeleteUser(ctx, p, id, accounts.Proof{CurrentPassword: &current}); err != nil {
 			t.Fatal(err)
 		}

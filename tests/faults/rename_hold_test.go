@@ -204,14 +204,7 @@ func TestADeletedAccountLeavesNoClaimOfANameItHeld(t *testing.T) {
 	}
 	ctx := context.Background()
 	id, current := me(w).ID, w.passwords[me(w).ID]
-	r, err := w.svc.Login(ctx, "bob@example.org", current, accounts.Client{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := w.svc.Authenticate(ctx, r.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := w.signedIn(t, "bob@example.org")
 	if _, err := w.life.DeleteUser(ctx, p, id, accounts.Proof{CurrentPassword: &current}); err != nil {
 		t.Fatal(err)
 	}
@@ -298,14 +291,7 @@ func TestASuspensionDoesNotRunANamesHoldOut(t *testing.T) {
 		if takes(m.world, "member", "2") {
 			t.Fatalf("%s: a stranger took the member's name %s after the suspension ended", c.name, hold-time.Hour)
 		}
-		r, err := m.svc.Login(ctx, next, password, accounts.Client{})
-		if err != nil {
-			t.Fatalf("%s: the owner's login after the suspension: %v", c.name, err)
-		}
-		p, err := m.svc.Authenticate(ctx, r.Token)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := m.signedIn(t, next)
 		back := "member"
 		if _, err := m.svc.UpdateUser(ctx, p, m.member.ID, accounts.UpdateInput{Username: &back, Proof: accounts.Proof{CurrentPassword: &current}}); err != nil {
 			t.Errorf("%s: the owner's change back after the suspension: %v", c.name, err)
@@ -369,14 +355,7 @@ func TestANameHeldPastASuspensionIsToldWithItsEnd(t *testing.T) {
 	}
 	end := m.store.Now().Add(10*24*time.Hour + accounts.DefaultRevertTTL)
 	m.store.Advance(11 * 24 * time.Hour) // the suspension over, the first hold's end past
-	r, err := m.svc.Login(ctx, first, password, accounts.Client{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.svc.Authenticate(ctx, r.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := m.signedIn(t, first)
 	v, err := m.svc.UpdateUser(ctx, p, m.member.ID, accounts.UpdateInput{Username: &second, Proof: accounts.Proof{CurrentPassword: &current}})
 	if err != nil {
 		t.Fatal(err)

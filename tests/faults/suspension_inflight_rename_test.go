@@ -25,18 +25,11 @@ func TestASuspendedMembersChangeInFlightDoesNotLand(t *testing.T) {
 	for name, change := range changes {
 		m := newModWorld(t)
 		ctx := context.Background()
-		r, err := m.svc.Login(ctx, "member", password, accounts.Client{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := m.svc.Authenticate(ctx, r.Token)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := m.signedIn(t, "member")
 		if err := m.suspend(0); err != nil {
 			t.Fatal(err)
 		}
-		_, err = m.svc.UpdateUser(ctx, p, m.member.ID, change)
+		_, err := m.svc.UpdateUser(ctx, p, m.member.ID, change)
 		if !errors.Is(err, domain.ErrNoSession) {
 			t.Errorf("%s: the suspended member's change in flight answered %v, want ErrNoSession", name, err)
 		}
@@ -59,19 +52,12 @@ func TestASuspendedMembersDeletionInFlightDoesNotLand(t *testing.T) {
 	t.Parallel()
 	m := newModWorld(t).withDeletion()
 	ctx := context.Background()
-	r, err := m.svc.Login(ctx, "member", password, accounts.Client{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.svc.Authenticate(ctx, r.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := m.signedIn(t, "member")
 	if err := m.suspend(0); err != nil {
 		t.Fatal(err)
 	}
 	current := password
-	_, err = m.life.DeleteUser(ctx, p, m.member.ID, accounts.Proof{CurrentPassword: &current})
+	_, err := m.life.DeleteUser(ctx, p, m.member.ID, accounts.Proof{CurrentPassword: &current})
 	if !errors.Is(err, domain.ErrNoSession) {
 		t.Errorf("the suspended member's deletion in flight answered %v, want ErrNoSession", err)
 	}
