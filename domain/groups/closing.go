@@ -225,8 +225,11 @@ func (g *Service) EndClosing(ctx context.Context, gr Group, index ClosingIndex, 
 		}
 	}
 	// The name, only while it is still this group's committed claim, with
-	// the op found in it; a closed owner's claim is taken over anyway.
-	_ = g.claimer.ReleaseOld(ctx, []domain.Key{{Kind: domain.KindGroupName, Key: gr.NameKey, Field: "name"}}, gr.ID, domain.NoLaterChange)
+	// the op found in it. A release not answered fails the run, its entry
+	// kept: the entry is the last record of the name the job reads.
+	if err := g.claimer.ReleaseOld(ctx, []domain.Key{{Kind: domain.KindGroupName, Key: gr.NameKey, Field: "name"}}, gr.ID, domain.NoLaterChange); err != nil {
+		return err
+	}
 	if err := g.hook("close", "claim"); err != nil {
 		return err
 	}

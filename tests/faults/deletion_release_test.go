@@ -11,6 +11,19 @@ import (
 	"shelf/tests/memstore"
 )
 
+// faultFirst has the first call named call meet fault, and no other; it
+// answers whether that call came.
+func faultFirst(store *memstore.Store, call string, fault memstore.Fault) *atomic.Bool {
+	var hit atomic.Bool
+	store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == call && hit.CompareAndSwap(false, true) {
+			return fault
+		}
+		return memstore.None
+	}
+	return &hit
+}
+
 // TestADeletionWhoseNameReleaseFailedLeavesNoClaimOfIt: ann deletes her
 // account; the job marks it deleted, and the release of her username's
 // claim is not sent (the node timed out). The claims are the last record
@@ -29,13 +42,7 @@ func TestADeletionWhoseNameReleaseFailedLeavesNoClaimOfIt(t *testing.T) {
 	ann := w.created[0]
 	wireDeletion(w)
 	ctx := context.Background()
-	var failed atomic.Bool
-	w.store.FaultAt = func(_ int, name string) memstore.Fault {
-		if name == "claims.release" && failed.CompareAndSwap(false, true) {
-			return memstore.FailBefore
-		}
-		return memstore.None
-	}
+	failed := faultFirst(w.store, "claims.release", memstore.FailBefore)
 	if _, err := w.life.DeleteUser(ctx, as(ann), ann.ID, accounts.Password(password)); err != nil {
 		t.Fatal(err)
 	}
@@ -89,17 +96,8 @@ func TestADeletionStoppedAfterItsMarkLeavesNoClaimOfANameItHeld(t *testing.T) {
 		if _, err := w.life.DeleteUser(ctx, p, id, accounts.Proof{CurrentPassword: &current}); err != nil {
 			t.Fatal(err)
 		}
-		var hit atomic.Bool
-		w.store.FaultAt = func(_ int, name string) memstore.Fault {
-			if name != fault.call {
-				return memstore.None
-			}
-			// The job's first write of the row is its mark.
-			if hit.CompareAndSwap(false, true) {
-				return fault.fault
-			}
-			return memstore.None
-		}
+		// The job's first write of the row is its mark.
+		hit := faultFirst(w.store, fault.call, fault.fault)
 		_, _ = w.life.WorkJobs(ctx)
 		recovered(w.store)
 		if !hit.Load() {
