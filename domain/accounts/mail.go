@@ -253,8 +253,8 @@ func (a *Service) countMailOf(ctx context.Context, emailKey string, purpose Toke
 
 // verificationLimit is how many of an address's perHour mails may be
 // verification links: all but one, so that the last is always a mail
-// that recovers the account; all of them under a limit of one (0: no
-// limit).
+// that recovers the account (0: no limit; start-up refuses a limit of
+// one, which would leave none).
 func verificationLimit(perHour int) int {
 	if perHour > 1 {
 		return perHour - 1

@@ -356,7 +356,7 @@ var Vars = []Var{
 	{"SHELF_RESET_PASSWORD_TTL", "1h", "how long a password reset link works; at least 1h while SHELF_MAIL_PER_HOUR is on (the links a stranger's resets mail must work for as long as their mails hold the owner's requests back)", Tuning},
 	{"SHELF_REVERT_EMAIL_TTL", "168h", "how long the link mailed to the old address of an email change undoes it (the old address stays reserved for the account meanwhile), and how long a username the owner changes away from stays reserved for the account", Tuning},
 	{"SHELF_REQUIRE_VERIFIED_EMAIL", "false", "true: login of an account whose email is not verified is refused (403 email_not_verified), admins excepted", Operator},
-	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour in each of its two budgets, every kind together: anyone's (verifications after signup, after a change of email or on request, resets) and the account's own (the notices of its email changes, password changes, factors and recovery codes, and verifications it asks for with its session), which no request naming the address alone spends; verifications take all but the last of a budget; counted by every instance together in Cassandra (beyond: requests answered the same, nothing sent); one who signed up with someone else's address can aim both at it, twice this an hour; 0 turns the limit off, at most 512", Tuning},
+	{"SHELF_MAIL_PER_HOUR", "5", "mails to one email address an hour in each of its two budgets, every kind together: anyone's (verifications after signup, after a change of email or on request, resets) and the account's own (the notices of its email changes, password changes, factors and recovery codes, and verifications it asks for with its session), which no request naming the address alone spends; verifications take all but the last of a budget; counted by every instance together in Cassandra (beyond: requests answered the same, nothing sent); one who signed up with someone else's address can aim both at it, twice this an hour; 0 turns the limit off, else 2 to 512 (one would leave a verification the owner's only mail)", Tuning},
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map
@@ -507,6 +507,14 @@ func Load(getenv func(string) string) (Config, error) {
 		// One address would fill the login's tier: a stranger's lockout of
 		// the owner (TestOneAddressCannotFillALoginsBudget).
 		p.fail("SHELF_THROTTLE_PER_LOGIN", "%d with SHELF_THROTTLE_PER_ADDRESS %d lets one client address fill a login's budget and keep its owner out; set it above SHELF_THROTTLE_PER_ADDRESS (and that above 0), or 0 to turn it off", l, a)
+	}
+	if c.Mail.PerHour == 1 {
+		// Verification links take all but a budget's last mail: under a
+		// limit of one there is no last, and a stranger's request for a
+		// verification (or a thief's, with the session) takes the hour's
+		// only mail from the owner's reset link or a change's notice
+		// (TestAMailLimitOfOneIsRefused).
+		p.fail("SHELF_MAIL_PER_HOUR", "1 leaves an address one mail an hour in each budget, which anyone's request for a verification link would take, holding back the owner's reset link or the notice of a change for the rest of the hour; set it to 2 or more, or 0 to turn the limit off")
 	}
 	if m := c.Mail; m.PerHour > 0 && m.ResetTTL > 0 && m.ResetTTL < time.Hour {
 		// A mail counts against its address for the hour the setting

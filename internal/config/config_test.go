@@ -457,6 +457,26 @@ func TestMailedLinksTravelOnlyEncrypted(t *testing.T) {
 	}
 }
 
+// TestAMailLimitOfOneIsRefused: verification links take all but the last
+// mail of an address's hour, so that the last is always one that
+// recovers the account. Under SHELF_MAIL_PER_HOUR=1 there is no last: a
+// stranger's request for a verification link (anyone may ask, and it
+// opens nothing) took the hour's only mail, and the owner's reset link
+// asked after it was held back. The limit is refused at start, naming
+// the setting; 0 (off) and 2 are taken.
+func TestAMailLimitOfOneIsRefused(t *testing.T) {
+	t.Parallel()
+	_, err := Load(env(map[string]string{"SHELF_MAIL_PER_HOUR": "1"}))
+	if err == nil || !strings.Contains(err.Error(), "SHELF_MAIL_PER_HOUR: ") {
+		t.Errorf("a mail limit of one: accepted or not explained: %v", err)
+	}
+	for _, good := range []string{"0", "2"} {
+		if _, err := Load(env(map[string]string{"SHELF_MAIL_PER_HOUR": good})); err != nil {
+			t.Errorf("a mail limit of %s: %v", good, err)
+		}
+	}
+}
+
 // TestAResetLinkOutlivesTheHourItsMailCounts: a mail counts against its
 // address's budget for an hour (SHELF_MAIL_PER_HOUR), and what keeps a
 // stranger who spends the hour on an address's resets from holding the
