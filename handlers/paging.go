@@ -81,8 +81,17 @@ func listQuery(r *http.Request, names ...string) (url.Values, error) {
 	return q, nil
 }
 
-// pageOf reads cursor and limit from a parsed query.
+// pageOf reads cursor and limit from a parsed query. A cursor present but
+// empty ("?cursor=") is refused: no list hands one out (the last page has
+// no nextCursor), and read as none it quietly answered the first page
+// again to a client that sent back a cursor it did not get, which then
+// listed everything again without end.
 func pageOf(q url.Values) (cursor string, limit int, err error) {
+	if q.Has("cursor") && q.Get("cursor") == "" {
+		return "", 0, newProblem(http.StatusBadRequest, "validation_failed",
+			"cursor is empty; leave it out for the first page, or send the nextCursor of the page before.",
+			ProblemField{Field: "cursor", Code: "invalid", Message: "is not a cursor this list returned (leave it out for the first page)"})
+	}
 	if !q.Has("limit") {
 		return q.Get("cursor"), defaultPageLimit, nil
 	}

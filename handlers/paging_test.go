@@ -139,3 +139,42 @@ func TestAQueryNameInAnotherCaseIsRefusedNotIgnored(t *testing.T) {
 		t.Fatalf("ann's session after the refused sign-outs: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestAnEmptyCursorIsRefusedNotReadAsTheFirstPage: a client that pages
+// with ?cursor=<the last nextCursor> sends ?cursor= once the last page
+// came without one (or lost it). Read as no cursor, that was the first
+// page again, quietly, and such a client listed every item again without
+// end. No list hands out an empty cursor, so, like an empty limit or
+// order, it is 400 naming cursor (code invalid) on every list, whoever
+// asks; the first page is asked for by leaving cursor out.
+func TestAnEmptyCursorIsRefusedNotReadAsTheFirstPage(t *testing.T) {
+	t.Parallel()
+	contract, err := testkit.LoadContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := newMemApp(t)
+	ann := "/v1/users/" + app.ann
+	for _, path := range []string{
+		ann + "/library?cursor=",
+		ann + "/library?order=oldest&limit=5&cursor=",
+		ann + "/library?cursor",
+		ann + "/sessions?cursor=",
+		ann + "/groups?cursor=&limit=3",
+		ann + "/audit?cursor=",
+		ann + "/moderation-history?cursor=",
+		"/v1/suspensions?cursor=",
+		"/v1/audit?cursor=",
+		"/v1/people?prefix=an&cursor=",
+		"/v1/users?q=ann&cursor=",
+	} {
+		p := problemOf(t, app.checked(t, contract, app.token, http.MethodGet, path, ""), http.StatusBadRequest, "validation_failed")
+		if len(p.Errors) != 1 || p.Errors[0].Field != "cursor" || p.Errors[0].Code != "invalid" {
+			t.Errorf("GET %s: %+v; want one error naming cursor, code invalid", path, p.Errors)
+		}
+	}
+	// Left out, it is the first page.
+	if rec := app.do(http.MethodGet, ann+"/library?limit=5", ""); rec.Code != http.StatusOK {
+		t.Fatalf("the first page without a cursor: %d %s", rec.Code, rec.Body)
+	}
+}

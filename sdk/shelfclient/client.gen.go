@@ -1495,10 +1495,11 @@ type ListAuditParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Actor Only the entries of this actor (a user's id).
@@ -1514,10 +1515,11 @@ type ListContentMembersParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1527,10 +1529,11 @@ type GetGroupLibraryParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Order `newest` (the default) or `oldest` first. Anything else, empty
@@ -1553,10 +1556,11 @@ type ListGroupMembersParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1570,10 +1574,11 @@ type SearchPeopleParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1583,10 +1588,11 @@ type ListSuspensionsParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1600,10 +1606,11 @@ type SearchUsersParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1613,10 +1620,11 @@ type ListAccountAuditParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1626,10 +1634,11 @@ type ListUserGroupsParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1639,10 +1648,11 @@ type GetUserLibraryParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Order `newest` (the default) or `oldest` first. Anything else, empty
@@ -1665,10 +1675,11 @@ type ListModerationHistoryParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1686,10 +1697,11 @@ type ListUserSessionsParams struct {
 	// `limit`, code `range`) and given once (code `duplicate`).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque. One this list did
-	// not make is 400 naming `cursor` (code `invalid`); given twice, 400
-	// naming `cursor` (code `duplicate`). A query string that does not
-	// parse (a stray `%`) is 400 (`errors[0].field` is `query`).
+	// Cursor The `nextCursor` of the previous page; opaque. Leave it out for
+	// the first page. One this list did not make, an empty one
+	// (`?cursor=`) too, is 400 naming `cursor` (code `invalid`); given
+	// twice, 400 naming `cursor` (code `duplicate`). A query string that
+	// does not parse (a stray `%`) is 400 (`errors[0].field` is `query`).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
