@@ -302,3 +302,35 @@ func TestRepeatedDeletionsAreLimitedPerAddress(t *testing.T) {
 		t.Errorf("a repeat past the limit: %d %s (Retry-After %q), want 429", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
 	}
 }
+
+// TestRepeatedRebuildsAreLimitedPerAddress: each rebuild an admin asks
+// for is a job of its own that rewrites the whole library in the job
+// worker, one job at a time, the queue read in every pass before the
+// pass ends: without a limit, one admin's session (a stolen one too)
+// queued rebuilds of the largest library faster than the workers could
+// run them, and every deletion and closing begun meanwhile waited behind
+// them. POST /v1/admin/libraries/{id}/rebuild is limited per client
+// address: 429 with Retry-After past it.
+func TestRepeatedRebuildsAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	var st *memstore.Store
+	app := newMemAppWith(t, func(d *Deps) { d.RateLimitPerMinute = 3 }, func(s *memstore.Store, _ *accounts.Config) { st = s })
+	ctx := context.Background()
+	ann, err := st.Users().GetSerial(ctx, app.ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann.Roles, ann.Version = []string{domain.RoleAdmin}, ann.Version+1
+	if ok, err := st.Users().Update(ctx, ann); err != nil || !ok {
+		t.Fatalf("ann made an admin: %v %v", ok, err)
+	}
+	for i := range 3 {
+		if rec := app.do(http.MethodPost, "/v1/admin/libraries/"+app.ann+"/rebuild", ""); rec.Code != http.StatusAccepted {
+			t.Fatalf("rebuild %d within the limit: %d %s", i+1, rec.Code, rec.Body)
+		}
+	}
+	rec := app.do(http.MethodPost, "/v1/admin/libraries/"+app.ann+"/rebuild", "")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("a rebuild past the limit: %d %s (Retry-After %q), want 429", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+	}
+}

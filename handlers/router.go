@@ -102,7 +102,12 @@ func NewRouter(d Deps) *chi.Mux {
 		routeContent(r, d)
 		jobs := &Jobs{lifecycle: d.Lifecycle}
 		r.Get(v1+"/jobs/{id}", handle(jobs.get))
-		r.Post(v1+"/admin/libraries/{principalId}/rebuild", handle(jobs.rebuild))
+		// Each rebuild is a job of its own that rewrites the whole
+		// library in the job worker: limited per client address, so one
+		// session (a stolen one too) cannot queue them faster than the
+		// workers run them, holding back every deletion and closing.
+		rebuildLimit := NewRateLimiter(d.RateLimitPerMinute)
+		r.With(rebuildLimit.Middleware).Post(v1+"/admin/libraries/{principalId}/rebuild", handle(jobs.rebuild))
 	})
 	return r
 }

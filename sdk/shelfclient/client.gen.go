@@ -1931,6 +1931,11 @@ type ClientInterface interface {
 	//
 	// Cost: the admin check, the job's entry in the queue and its row.
 	//
+	// Rate limit: per client address, in a bucket of its own (429
+	// `rate_limited` with `Retry-After`): each rebuild rewrites the
+	// whole library in the job worker, and rebuilds queued without a
+	// limit would hold back every deletion and closing behind them.
+	//
 	// Corresponds with POST /v1/admin/libraries/{principalId}/rebuild (the `RebuildLibrary` operationId).
 	RebuildLibrary(ctx context.Context, principalId PrincipalId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4366,6 +4371,11 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 // does not exist is rebuilt empty); a malformed one is 404.
 //
 // Cost: the admin check, the job's entry in the queue and its row.
+//
+// Rate limit: per client address, in a bucket of its own (429
+// `rate_limited` with `Retry-After`): each rebuild rewrites the
+// whole library in the job worker, and rebuilds queued without a
+// limit would hold back every deletion and closing behind them.
 //
 // Corresponds with POST /v1/admin/libraries/{principalId}/rebuild (the `RebuildLibrary` operationId).
 func (c *Client) RebuildLibrary(ctx context.Context, principalId PrincipalId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10649,6 +10659,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Cost: the admin check, the job's entry in the queue and its row.
 	//
+	// Rate limit: per client address, in a bucket of its own (429
+	// `rate_limited` with `Retry-After`): each rebuild rewrites the
+	// whole library in the job worker, and rebuilds queued without a
+	// limit would hold back every deletion and closing behind them.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/libraries/{principalId}/rebuild (the `RebuildLibrary` operationId).
@@ -13383,6 +13398,12 @@ type RebuildLibraryResponse404Headers struct {
 	XRequestId *string
 }
 
+// RebuildLibraryResponse429Headers the declared response headers of an HTTP 429 response for RebuildLibrary
+type RebuildLibraryResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // RebuildLibraryResponse500Headers the declared response headers of an HTTP 500 response for RebuildLibrary
 type RebuildLibraryResponse500Headers struct {
 	XRequestId *string
@@ -13407,6 +13428,8 @@ type RebuildLibraryResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -13421,6 +13444,8 @@ type RebuildLibraryResponse struct {
 	Headers403 *RebuildLibraryResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RebuildLibraryResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RebuildLibraryResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *RebuildLibraryResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13450,6 +13475,11 @@ func (r RebuildLibraryResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RebuildLibraryResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RebuildLibraryResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -22306,6 +22336,11 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 //
 // Cost: the admin check, the job's entry in the queue and its row.
 //
+// Rate limit: per client address, in a bucket of its own (429
+// `rate_limited` with `Retry-After`): each rebuild rewrites the
+// whole library in the job worker, and rebuilds queued without a
+// limit would hold back every deletion and closing behind them.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/libraries/{principalId}/rebuild (the `RebuildLibrary` operationId).
@@ -25537,6 +25572,13 @@ func ParseRebuildLibraryResponse(rsp *http.Response) (*RebuildLibraryResponse, e
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25625,6 +25667,23 @@ func ParseRebuildLibraryResponse(rsp *http.Response) (*RebuildLibraryResponse, e
 			headers.XRequestId = &value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers RebuildLibraryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers RebuildLibraryResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
