@@ -14,7 +14,7 @@ import (
 // the accounts' steps of it. The workflow, its index and its repair are
 // domain/lifecycle's (DeleteUser): the rounds of a Deletion's
 // compare-and-set, then the other services' steps, then MarkDeleted,
-// ReleaseHeld, ReleaseNames and EndSessions.
+// ReleaseHeld, ReleaseNames, and EndSession for each of SessionsOf.
 //
 // A compare-and-set on the account's version moves it to status deleting,
 // recording when and by whom (domain.Deletion): from then on the account
@@ -227,10 +227,18 @@ func (a *Service) ReleaseNames(ctx context.Context, e DeletionEntry) error {
 	return a.claimer.ReleaseOld(ctx, entryKeys(e), e.UserID, domain.NoLaterChange)
 }
 
-// EndSessions ends every session of the account but keep (the caller's
-// own, ended last by a deletion; "" for none).
-func (a *Service) EndSessions(ctx context.Context, id, keep string) error {
-	return a.sessions.DeleteAll(ctx, id, keep)
+// SessionsOf lists the index entries of every session of the account,
+// each for EndSession: a deletion's job ends them a page at a time,
+// reporting each page to its lease, since a user may hold tens of
+// thousands (TestAWorkerKeepsADeletionsLeaseThroughItsSessions).
+func (a *Service) SessionsOf(ctx context.Context, id string) ([]domain.Session, error) {
+	return a.sessions.Entries(ctx, id)
+}
+
+// EndSession ends one session of SessionsOf: the session, then its
+// index entries.
+func (a *Service) EndSession(ctx context.Context, s domain.Session) error {
+	return a.sessions.Delete(ctx, s)
 }
 
 // EndFactors removes every factor of the account, pending or confirmed,

@@ -189,7 +189,7 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 	if err := s.accounts.EndFactors(ctx, id); err != nil {
 		return err
 	}
-	if err := s.accounts.EndSessions(ctx, id, ""); err != nil {
+	if err := s.endSessions(ctx, id, p); err != nil {
 		return err
 	}
 	if err := s.deletionStep("sessions"); err != nil {
@@ -203,6 +203,30 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 	// to read (docs/design/jobs.md#index-start), and only this end
 	// forgets it (TestADeletionWhoseEndFailedAtItsHeldCopyIsEndedByTheNextPass).
 	return s.st.Deletions.End(ctx, entry)
+}
+
+// endSessions ends every session of the user, the user's own included,
+// a page at a time (JobItemsAtOnce at once, as items are), reporting the
+// step again before each page past the first: a user may hold tens of
+// thousands of sessions (one a login), and a step that outlasts the lease
+// silently is taken over by another worker, which runs the whole deletion
+// again beside this one (TestAWorkerKeepsADeletionsLeaseThroughItsSessions).
+func (s *Service) endSessions(ctx context.Context, id string, p *progress) error {
+	sessions, err := s.accounts.SessionsOf(ctx, id)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(sessions); start += page {
+		if err := p.everyPage(ctx, start); err != nil {
+			return err
+		}
+		if err := atOnce(s.cfg.JobItemsAtOnce, sessions[start:min(start+page, len(sessions))], func(sess domain.Session) error {
+			return s.accounts.EndSession(ctx, sess)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // releaseNames gives back the names of a deleted account (each only while

@@ -203,7 +203,7 @@ func (s *Service) eachItem(ctx context.Context, principalID string, p *progress,
 		if err != nil {
 			return err
 		}
-		if err := s.atOnce(items, fn); err != nil {
+		if err := atOnce(s.cfg.JobItemsAtOnce, items, fn); err != nil {
 			return err
 		}
 		p.done += len(items)
@@ -224,11 +224,12 @@ func (s *Service) eachItem(ctx context.Context, principalID string, p *progress,
 	}
 }
 
-// atOnce calls fn with each item, JobItemsAtOnce at a time (each item's
-// change is its own: its row, its members, its libraries), and joins the
-// failures; an item found gone meanwhile is none.
-func (s *Service) atOnce(items []library.Entry, fn func(library.Entry) error) error {
-	width := max(s.cfg.JobItemsAtOnce, 1)
+// atOnce calls fn with each item, width (JobItemsAtOnce) at a time (each
+// item's change is its own: its row, its members, its libraries; a
+// session's revocation), and joins the failures; an item found gone
+// meanwhile is none.
+func atOnce[T any](width int, items []T, fn func(T) error) error {
+	width = max(width, 1)
 	if width == 1 {
 		var errs []error
 		for _, it := range items {

@@ -296,3 +296,94 @@ func (m *timedMembers) workWhileProbing(t *testing.T, w *world, life *lifecycle.
 			what, taken, doing, int(m.step*time.Duration(m.probeAt)/time.Second))
 	}
 }
+
+// timedSessions is the sessions' store where each session's revocation
+// takes step of the store's clock once slow is set, and probe runs
+// before revocation number probeAt. DeleteAll revokes each through
+// Delete, as the repository's does (sixteen at once there; one after
+// another here, the time they take summed).
+type timedSessions struct {
+	accounts.SessionStore
+	w       *world
+	slow    bool
+	step    time.Duration
+	revoked int
+	probeAt int
+	probe   func()
+}
+
+func (s *timedSessions) Delete(ctx context.Context, sess domain.Session) error {
+	if s.slow {
+		s.revoked++
+		if s.revoked == s.probeAt {
+			s.probe()
+		}
+		s.w.store.Advance(s.step)
+	}
+	return s.SessionStore.Delete(ctx, sess)
+}
+
+func (s *timedSessions) DeleteAll(ctx context.Context, userID, keep string) error {
+	entries, err := s.Entries(ctx, userID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.TokenHash != keep {
+			errs = append(errs, s.Delete(ctx, e))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TestAWorkerKeepsADeletionsLeaseThroughItsSessions: ann signed in 150
+// times (a session a login, each living for days; a thief with her
+// password can add more from many addresses) and deletes her account;
+// worker a runs the deletion's job, each session's revocation taking
+// 250 ms: 38 s for all of them, past the job's lease (30 s). Worker b,
+// another process, runs a pass at the 130th revocation, 32 s after a's
+// last report: the job must be held, as in
+// TestAWorkerKeepsItsLeaseThroughADeletionsGroups. Ending the sessions
+// in one call reported nothing to the lease however many there were, so
+// b took the job over and ran every step of the deletion again beside a,
+// and a's finish failed.
+func TestAWorkerKeepsADeletionsLeaseThroughItsSessions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	if err := w.signup("ann", "ann@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	ann := w.created[0]
+	sessions := &timedSessions{SessionStore: w.store.Sessions(), w: w, step: 250 * time.Millisecond, probeAt: 130}
+	w.svc = accounts.New(w.cfg, w.store.Claims(), w.rows, sessions, plainHasher{}, nopLog{})
+	for i := range 150 {
+		if _, err := w.svc.Login(ctx, "ann", password, accounts.Client{}); err != nil {
+			t.Fatalf("login %d: %v", i+1, err)
+		}
+	}
+	wireDeletion(w)
+	job, err := w.life.DeleteUser(ctx, as(ann), ann.ID, accounts.Password(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taken error
+	sessions.probe = func() {
+		_, taken = jobs.Acquire(ctx, w.store.Jobs(), w.store.Now, lifecycle.DefaultJobLease, job, "b")
+	}
+	sessions.slow = true
+	if _, err := w.life.WorkJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sessions.revoked < sessions.probeAt {
+		t.Fatalf("the deletion revoked %d sessions; the probe was at %d", sessions.revoked, sessions.probeAt)
+	}
+	if !errors.Is(taken, jobs.ErrHeld) {
+		t.Errorf("worker b took the deletion's job (%v) while worker a was ending ann's sessions, %d s after a's last report; want it held",
+			taken, int(sessions.step*time.Duration(sessions.probeAt)/time.Second))
+	}
+	if got, err := w.store.Jobs().Get(ctx, job.ID); err != nil || got.State(w.store.Now()) != jobs.Finished {
+		t.Errorf("the job after a's pass: %+v %v; want it finished", got, err)
+	}
+}
