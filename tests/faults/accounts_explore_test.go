@@ -105,6 +105,18 @@ func (w *world) signup(username, email string) error {
 	return err
 }
 
+// signupAll signs up each of names (its address name@example.org), in
+// turn, and answers their accounts.
+func (w *world) signupAll(t *testing.T, names ...string) []domain.User {
+	t.Helper()
+	for _, n := range names {
+		if err := w.signup(n, n+"@example.org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w.created[len(w.created)-len(names):]
+}
+
 // operation is one thing a client does, with the set-up it needs (run
 // without faults) and how the client retries it after an error.
 type operation struct {

@@ -89,12 +89,8 @@ func TestAWorkerKeepsItsLeaseThroughADeletionsGroups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newWorld()
-	for _, n := range []string{"ann", "bob"} {
-		if err := w.signup(n, n+"@example.org"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ann, bob := w.created[0], w.created[1]
+	users := w.signupAll(t, "ann", "bob")
+	ann, bob := users[0], users[1]
 	members, grp, life := timedLife(w)
 	for i := range 150 {
 		gr, err := grp.CreateGroup(ctx, as(bob), groups.CreateInput{Name: fmt.Sprintf("g%03d", i)})
@@ -129,12 +125,8 @@ func TestAWorkerKeepsADeletionsLeaseThroughAClosingItFinishes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newWorld()
-	for _, n := range []string{"ann", "bob"} {
-		if err := w.signup(n, n+"@example.org"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ann, bob := w.created[0], w.created[1]
+	users := w.signupAll(t, "ann", "bob")
+	ann, bob := users[0], users[1]
 	members, grp, life := timedLife(w)
 	club, err := grp.CreateGroup(ctx, as(bob), groups.CreateInput{Name: "club"})
 	if err != nil {
@@ -264,6 +256,13 @@ func TestAWorkerKeepsADeletionsLeaseThroughAHandOversPages(t *testing.T) {
 // slow, the probe at the 130th), run by worker "a".
 func timedLife(w *world) (*timedMembers, *groups.Service, *lifecycle.Service) {
 	members := &timedMembers{MemberStore: w.store.GroupMembers(), w: w, step: 250 * time.Millisecond, probeAt: 130}
+	grp, life := lifeOver(w, members)
+	return members, grp, life
+}
+
+// lifeOver is the groups and lifecycle of w (worker a) over the member
+// tables members.
+func lifeOver(w *world, members groups.MemberStore) (*groups.Service, *lifecycle.Service) {
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), members, nopLog{})
 	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
@@ -271,7 +270,7 @@ func timedLife(w *world) (*timedMembers, *groups.Service, *lifecycle.Service) {
 	life := lifecycle.New(lifecycle.Config{Now: w.store.Now, Worker: "a"}, w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
 		Jobs: w.store.Jobs(), Deletions: w.store.Deletions(), Closings: w.store.Closings(),
 	})
-	return members, grp, life
+	return grp, life
 }
 
 // workWhileProbing has worker a run job with every removal slow, worker b
@@ -385,5 +384,76 @@ func TestAWorkerKeepsADeletionsLeaseThroughItsSessions(t *testing.T) {
 	}
 	if got, err := w.store.Jobs().Get(ctx, job.ID); err != nil || got.State(w.store.Now()) != jobs.Finished {
 		t.Errorf("the job after a's pass: %+v %v; want it finished", got, err)
+	}
+}
+
+// takenOverMembers is the member tables where the first removal finds
+// the job's lease run out and taken over by another worker (takeOver),
+// and then fails (the node timed out).
+type takenOverMembers struct {
+	groups.MemberStore
+	takeOver func()
+	struck   bool
+}
+
+func (m *takenOverMembers) Apply(ctx context.Context, groupID string, c groups.MemberChange, version int) error {
+	if c.Role == "" && !m.struck {
+		m.struck = true
+		m.takeOver()
+		return errors.New("the node timed out")
+	}
+	return m.MemberStore.Apply(ctx, groupID, c, version)
+}
+
+// TestADeletionWhoseClosingFailedAfterItsTakeOverIsToldAsFailed: bob
+// closes his club, ann among its members, and ann deletes her account;
+// worker a's pass runs her deletion, which finishes the club's closing
+// inside its own run. The closing runs past its lease, worker b takes
+// the closing's job over, and a's removal of a member fails. Letting the
+// closing's lease go then answered that it was lost, and a joined that
+// answer to the removal's failure: the deletion took its own lease for
+// lost too, kept it without a word of the failure, and the pass counted
+// the job as held, not failed (no retrying shown, every other worker
+// waiting out the lease). The closing's lease lost is b's affair; the
+// deletion's run failed, and its row says so.
+func TestADeletionWhoseClosingFailedAfterItsTakeOverIsToldAsFailed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	users := w.signupAll(t, "ann", "bob")
+	ann, bob := users[0], users[1]
+	members := &takenOverMembers{MemberStore: w.store.GroupMembers()}
+	grp, life := lifeOver(w, members)
+	club, err := grp.CreateGroup(ctx, as(bob), groups.CreateInput{Name: "club"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := grp.SetMember(ctx, as(bob), club.ID, ann.ID, groups.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	closing, err := life.CloseGroup(ctx, as(bob), club.ID, ownersProof())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletion, err := life.DeleteUser(ctx, as(ann), ann.ID, accounts.Password(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taken error
+	members.takeOver = func() {
+		w.store.Advance(lifecycle.DefaultJobLease + time.Second)
+		_, taken = jobs.Acquire(ctx, w.store.Jobs(), w.store.Now, lifecycle.DefaultJobLease, closing, "b")
+	}
+	_, _ = life.WorkJobs(ctx)
+	if !members.struck || taken != nil {
+		t.Fatalf("the take-over of the closing did not happen (struck %v, b's acquire %v)", members.struck, taken)
+	}
+	row, err := w.store.Jobs().GetSerial(ctx, deletion.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !row.Retrying() || row.Owner != "" {
+		t.Errorf("the deletion's job after its run failed: owner %q until %v, last error %q; want it let go, its failure recorded",
+			row.Owner, row.LeaseUntil, row.LastError)
 	}
 }
