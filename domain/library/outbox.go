@@ -187,11 +187,15 @@ func (s *Service) fence(ctx context.Context, id string, taken time.Time) (Conten
 	return out, err
 }
 
+// BacklogMarks is how many marks OutboxBacklog reads at most.
+const BacklogMarks = 10000
+
 // OutboxBacklog reports how many items have unfinished fan-outs and how
-// old the oldest mark is, from the first 100 000 marks (for metrics).
+// old the oldest mark is, from the first BacklogMarks marks (for
+// metrics: past them, at least that many).
 func (s *Service) OutboxBacklog(ctx context.Context) (items int, oldest time.Duration, err error) {
 	now := s.cfg.Now()
-	pending, err := s.outbox.Pending(ctx, now.Add(time.Hour), 100000)
+	pending, err := s.outbox.Pending(ctx, now.Add(time.Hour), BacklogMarks)
 	if err != nil {
 		return 0, 0, err
 	}

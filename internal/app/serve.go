@@ -165,7 +165,12 @@ func every(ctx context.Context, interval time.Duration, wake <-chan struct{}, fn
 // drainOutbox finishes fan-outs that stopped part-way (a crash, a failed
 // write) every interval until ctx ends. Every instance runs one; fan-out
 // writes are idempotent, so they never clash.
+// The backlog's read for the metrics grows with the backlog (up to
+// library.BacklogMarks marks), so the worker makes it once every
+// backlogEvery, not every interval: under a large backlog, the time the
+// gauges matter, it would compete with the drain itself.
 func drainOutbox(ctx context.Context, c *library.Service, cfg config.Content, m *metrics.Metrics, logger zerolog.Logger) {
+	backlog := sampled{every: backlogEvery}
 	every(ctx, cfg.OutboxInterval, nil, func() {
 		done, err := c.DrainOutbox(ctx, cfg.OutboxGrace, 100)
 		if err != nil && ctx.Err() == nil {
@@ -174,11 +179,33 @@ func drainOutbox(ctx context.Context, c *library.Service, cfg config.Content, m 
 		if done > 0 {
 			logger.Info().Int("completed", done).Msg("unfinished fan-outs completed")
 		}
+		if !backlog.due(time.Now()) {
+			return
+		}
 		if items, oldest, err := c.OutboxBacklog(ctx); err == nil {
 			m.OutboxItems.Set(float64(items))
 			m.OutboxAge.Set(oldest.Seconds())
 		}
 	})
+}
+
+// backlogEvery is how often the outbox worker reads the backlog for its
+// metrics (a scrape's usual interval).
+const backlogEvery = 15 * time.Second
+
+// sampled says when a periodic task that runs more often than it need be
+// does its part again: the first time, then once every every.
+type sampled struct {
+	every time.Duration
+	last  time.Time
+}
+
+func (s *sampled) due(now time.Time) bool {
+	if !s.last.IsZero() && now.Sub(s.last) < s.every {
+		return false
+	}
+	s.last = now
+	return true
 }
 
 // ServeHTTP runs the server on ln until ctx ends, then stops accepting and

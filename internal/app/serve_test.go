@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,5 +63,28 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + ln.Addr().String() + "/"); err == nil {
 		t.Fatal("server still accepts after shutdown")
+	}
+}
+
+// TestTheOutboxBacklogIsReadOnceEveryFifteenSeconds: the outbox worker
+// runs every second (SHELF_OUTBOX_INTERVAL), and its read of the backlog
+// for the metrics reads up to library.BacklogMarks marks; read every
+// run, a large backlog (after a node's outage) cost every process that
+// read each second, beside the drain it slowed. Over a minute of runs a
+// second apart it is read four times, the first at once.
+func TestTheOutboxBacklogIsReadOnceEveryFifteenSeconds(t *testing.T) {
+	t.Parallel()
+	s := sampled{every: backlogEvery}
+	start := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	var at []time.Duration
+	for i := range 60 {
+		now := start.Add(time.Duration(i) * time.Second)
+		if s.due(now) {
+			at = append(at, now.Sub(start))
+		}
+	}
+	want := []time.Duration{0, 15 * time.Second, 30 * time.Second, 45 * time.Second}
+	if !slices.Equal(at, want) {
+		t.Errorf("the backlog read at %v, want %v", at, want)
 	}
 }
