@@ -249,7 +249,9 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 		done, sent, err := a.writeWithClaims(ctx, next, claim, op)
 		if done {
 			a.recordApplied(ctx, audited)
-			a.releaseDropped(ctx, u, next)
+			// next dropped the holds that had ended too (apply): they
+			// go back with what the change left.
+			a.releaseLeft(ctx, u, next)
 			out = UserView{User: next.Shown(), Full: true}
 			if h.heldName(next) {
 				// Its end by the rule the claimer keeps: a suspension
@@ -432,18 +434,23 @@ func (a *Service) updateRounds(ctx context.Context, id string, by changer, chang
 		// writing the row again and again with an ended hold in it (a
 		// sign-out everywhere else before each of its rounds:
 		// TestAnAccountCannotKeepAnEndedHoldsAddressBySigningOut). What
-		// it drops is not released: the claimer takes it over. A deleted
-		// row is left as written: it holds nothing (Holder), and the keys
-		// it still names are kept there until their claims are released
+		// it drops is given back once it applied (releaseLeft), or a
+		// deletion would find it named nowhere. A deleted row is left as
+		// written: it holds nothing (Holder), and the keys it still
+		// names are kept there until their claims are released
 		// (MarkDeleted, ReleaseHeld).
 		now := a.now()
+		changed, ended := next, false
 		if next.Status != domain.StatusDeleted {
-			next, _ = a.holdsAt(now).live(next)
+			next, ended = a.holdsAt(now).live(next)
 		}
 		next.Version, next.UpdatedAt = u.Version+1, now
 		applied, err := a.users.Update(ctx, next)
 		if applied {
 			out = next
+			if ended {
+				a.releaseLeft(ctx, changed, next)
+			}
 		}
 		return applied, err
 	})

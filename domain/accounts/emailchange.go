@@ -206,14 +206,51 @@ func (h holds) live(u domain.User) (out domain.User, changed bool) {
 // anyone may take over once the account's version is past its base
 // (docs/design/renames.md): releasing only tidies.
 func (a *Service) releaseDropped(ctx context.Context, before, after domain.User) {
-	h := a.holdsAt(a.cfg.Now())
+	a.releaseUnnamed(ctx, a.holdsAt(a.cfg.Now()).keys(before), before.ID, after)
+}
+
+// releaseLeft is releaseDropped for a write that also dropped the holds
+// that had ended (holds.live): it gives back every key before names,
+// held still or not, that after no longer names. after's compare-and-set
+// moved the version past every write that read those holds (a change
+// back, a revert, a confirmation), so none of them can make the key the
+// account's again; left claimed, the key named the account until a
+// claimer came, and for good once it was deleted, its entry and its row
+// naming neither (TestAHoldEndedAndDroppedLeavesNoClaimBehindADeletion).
+func (a *Service) releaseLeft(ctx context.Context, before, after domain.User) {
+	a.releaseUnnamed(ctx, named(before), before.ID, after)
+}
+
+// releaseUnnamed gives back those of keys, of account id, that after no
+// longer names (Claimer.ReleaseOld at after's version).
+func (a *Service) releaseUnnamed(ctx context.Context, keys []domain.Key, id string, after domain.User) {
 	var dropped []domain.Key
-	for _, k := range h.keys(before) {
+	for _, k := range keys {
 		if !names(after, k.Kind, k.Key) {
 			dropped = append(dropped, k)
 		}
 	}
-	_ = a.claimer.ReleaseOld(ctx, dropped, before.ID, after.Version) // only tidies: see above
+	if len(dropped) == 0 {
+		return
+	}
+	_ = a.claimer.ReleaseOld(ctx, dropped, id, after.Version) // only tidies: see releaseDropped
+}
+
+// named lists every key u's row names (names), its hold ended or not.
+func named(u domain.User) []domain.Key {
+	var keys []domain.Key
+	for _, k := range []string{u.UsernameKey, u.HeldUsernameKey} {
+		if k != "" && !slices.ContainsFunc(keys, func(h domain.Key) bool { return h.Key == k }) {
+			keys = append(keys, domain.Key{Kind: domain.KindUsername, Key: k, Field: "username"})
+		}
+	}
+	var emails []domain.Key
+	for _, k := range []string{u.EmailKey, u.PendingEmailKey, u.RecoveryEmailKey} {
+		if k != "" && !slices.ContainsFunc(emails, func(h domain.Key) bool { return h.Key == k }) {
+			emails = append(emails, domain.Key{Kind: domain.KindEmail, Key: k, Field: "email"})
+		}
+	}
+	return append(keys, emails...)
 }
 
 // cancelPending drops u's change of address pending: what every recovery

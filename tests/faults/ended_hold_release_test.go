@@ -1,0 +1,56 @@
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+)
+
+// TestAHoldEndedAndDroppedLeavesNoClaimBehindADeletion: bob renames
+// himself bobby, which holds bob for the account, and asks for a new
+// address he never confirms. Both holds end by the clock, and his next
+// write of the account (a new display name) drops them from the row, as
+// every write of it does: it fences them, and what it dropped was left
+// for a claimer to take over. Nobody came. He then deletes the account:
+// its entry records bobby and his address, its row names no hold, so the
+// claims of bob and of the address he asked for stayed committed to the
+// deleted account for good (a signup may take them over, but nobody need
+// come). A write that drops ended holds now gives their claims back
+// after it applied, as a change gives back what it left.
+func TestAHoldEndedAndDroppedLeavesNoClaimBehindADeletion(t *testing.T) {
+	t.Parallel()
+	w := renameHoldWorld(t)
+	wireDeletion(w)
+	if err := rename(w, "bobby", "robert@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	w.store.Advance(accounts.DefaultRevertTTL + 24*time.Hour) // past both holds and their grace
+	ctx := context.Background()
+	id, current := me(w).ID, w.passwords[me(w).ID]
+	p := w.signedIn(t, "bob@example.org")
+	display := "Bob"
+	if _, err := w.svc.UpdateUser(ctx, p, id, accounts.UpdateInput{DisplayName: &display}); err != nil {
+		t.Fatal(err)
+	}
+	if u := account(t, w); u.HeldUsernameKey != "" || u.PendingEmailKey != "" {
+		t.Fatalf("the write kept the ended holds %q %q", u.HeldUsernameKey, u.PendingEmailKey)
+	}
+	if _, err := w.life.DeleteUser(ctx, p, id, accounts.Proof{CurrentPassword: &current}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.life.WorkJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if u := account(t, w); u.Status != domain.StatusDeleted {
+		t.Fatalf("the account is %s, want deleted", u.Status)
+	}
+	claims, _ := w.store.Snapshot()
+	for _, c := range claims {
+		if c.Owner == id {
+			t.Errorf("the deleted account still has the claim of %s %s (%s)", c.Kind, c.Key, c.State)
+		}
+	}
+}
