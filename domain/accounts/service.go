@@ -13,6 +13,7 @@ package accounts
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -291,6 +292,12 @@ func (h holders) Holder(ctx context.Context, kind domain.ClaimKind, key, owner s
 			return false, false, 0, err
 		}
 		if applied {
+			// The fence dropped every hold that had ended, not only the
+			// one named key is in: the others go back now, or nothing
+			// would name them (TestAFenceForOneEndedHoldLeavesNoClaimOfTheOthers);
+			// key is the claimer's to take over.
+			others := slices.DeleteFunc(named(u), func(k domain.Key) bool { return k.Kind == kind && k.Key == key })
+			h.a.releaseUnnamed(ctx, others, owner, fenced)
 			return true, false, fenced.Version, nil
 		}
 		// Another write of the account came first: look again.

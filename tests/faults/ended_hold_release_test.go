@@ -54,3 +54,42 @@ func TestAHoldEndedAndDroppedLeavesNoClaimBehindADeletion(t *testing.T) {
 		}
 	}
 }
+
+// TestAFenceForOneEndedHoldLeavesNoClaimOfTheOthers: bob renamed himself
+// bobby (bob held) and asked for robert@example.org he never confirmed;
+// both holds ended, and nothing wrote the account since. A stranger
+// signs up as bob: the claimer fences bob's row, which drops every hold
+// that has ended, and takes bob over. The address asked for was dropped
+// with it and left claimed for the account, named by nothing: when he
+// deleted the account, its claim stayed committed to the deleted
+// account for good. The fence now gives back the other keys it dropped.
+func TestAFenceForOneEndedHoldLeavesNoClaimOfTheOthers(t *testing.T) {
+	t.Parallel()
+	w := renameHoldWorld(t)
+	wireDeletion(w)
+	if err := rename(w, "bobby", "robert@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	w.store.Advance(accounts.DefaultRevertTTL + 24*time.Hour) // past both holds and their grace
+	id, current := me(w).ID, w.passwords[me(w).ID]
+	if err := newProbe(w).signup("bob", "stranger@example.org"); err != nil {
+		t.Fatalf("a stranger's signup as bob, its hold ended: %v", err)
+	}
+	if u := account(t, w); u.HeldUsernameKey != "" || u.PendingEmailKey != "" {
+		t.Fatalf("the fence kept the ended holds %q %q", u.HeldUsernameKey, u.PendingEmailKey)
+	}
+	ctx := context.Background()
+	p := w.signedIn(t, "bob@example.org")
+	if _, err := w.life.DeleteUser(ctx, p, id, accounts.Proof{CurrentPassword: &current}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.life.WorkJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claims, _ := w.store.Snapshot()
+	for _, c := range claims {
+		if c.Owner == id {
+			t.Errorf("the deleted account still has the claim of %s %s (%s)", c.Kind, c.Key, c.State)
+		}
+	}
+}
