@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"shelf/domain"
@@ -67,6 +68,23 @@ func (c accountChange) cancels(u domain.User, h holds) bool {
 func (c accountChange) asksEmail(u domain.User) bool {
 	return c.in.Email != nil && c.emailKey != u.EmailKey
 }
+
+// respells reports whether the change writes u's own address (its key)
+// with other letters, not only in another letter case: ß for ss, ς for
+// σ fold to one key (U1), yet may name another mailbox, or another
+// domain (faß.de is not fass.de), where every mail of the account would
+// then go, with no notice to the address it has and no link followed
+// there (ErrOtherSpelling).
+func (c accountChange) respells(u domain.User) bool {
+	return c.in.Email != nil && !c.asksEmail(u) && strings.ToLower(c.email) != strings.ToLower(u.Email)
+}
+
+// ErrOtherSpelling refuses the account's own address written with other
+// letters (respells): only a change of its letter case is taken as it
+// is; any other address is asked for and confirmed by its link.
+var ErrOtherSpelling = domain.Invalid("The new email is this account's address written with other letters, which may reach another mailbox; keep its spelling or change only its letter case.",
+	domain.FieldError{Field: "email", Code: "other_spelling",
+		Message: "is the account's address written with other letters (such as ß for ss, ς for σ), which may reach another mailbox; only its letter case may change"})
 
 // apply returns u with the change made, then its ended holds dropped
 // (holds.live: an address held stays named while a change asks for it
@@ -193,6 +211,11 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 			if ok, err := a.stillAdmits(ctx, u.Access(), p.Session); err != nil || !ok {
 				return false, cmp.Or[error](err, domain.ErrNoSession)
 			}
+		}
+		if change.respells(u) {
+			// Before the proof: the address is the caller's to read
+			// (Me), and nothing of it is spent on a refusal.
+			return false, ErrOtherSpelling
 		}
 		// Another's cancel of the change u asked for is a change of u's
 		// email too: no admin makes it on another admin's account.

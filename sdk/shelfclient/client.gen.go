@@ -3380,8 +3380,11 @@ type ClientInterface interface {
 	// works. A change pending expires with its verification link
 	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
 	// shows no more and its address is free. Sending the current
-	// address again cancels a change pending; sending another replaces
-	// it. A new email asked for by the user ends every other session of
+	// address again cancels a change pending, and may change its
+	// letter case; written with other letters that fold to the same
+	// address (`ß` for `ss`, `ς` for `σ`), which may reach another
+	// mailbox, it is refused (400 naming `email`, code
+	// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
 	// the user (the caller's stays), as a password change does; an
 	// admin's change ends none.
 	//
@@ -3459,8 +3462,11 @@ type ClientInterface interface {
 	// works. A change pending expires with its verification link
 	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
 	// shows no more and its address is free. Sending the current
-	// address again cancels a change pending; sending another replaces
-	// it. A new email asked for by the user ends every other session of
+	// address again cancels a change pending, and may change its
+	// letter case; written with other letters that fold to the same
+	// address (`ß` for `ss`, `ς` for `σ`), which may reach another
+	// mailbox, it is refused (400 naming `email`, code
+	// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
 	// the user (the caller's stays), as a password change does; an
 	// admin's change ends none.
 	//
@@ -6367,8 +6373,11 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // works. A change pending expires with its verification link
 // (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
 // shows no more and its address is free. Sending the current
-// address again cancels a change pending; sending another replaces
-// it. A new email asked for by the user ends every other session of
+// address again cancels a change pending, and may change its
+// letter case; written with other letters that fold to the same
+// address (`ß` for `ss`, `ς` for `σ`), which may reach another
+// mailbox, it is refused (400 naming `email`, code
+// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
 // the user (the caller's stays), as a password change does; an
 // admin's change ends none.
 //
@@ -6456,8 +6465,11 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // works. A change pending expires with its verification link
 // (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
 // shows no more and its address is free. Sending the current
-// address again cancels a change pending; sending another replaces
-// it. A new email asked for by the user ends every other session of
+// address again cancels a change pending, and may change its
+// letter case; written with other letters that fold to the same
+// address (`ß` for `ss`, `ς` for `σ`), which may reach another
+// mailbox, it is refused (400 naming `email`, code
+// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
 // the user (the caller's stays), as a password change does; an
 // admin's change ends none.
 //
@@ -12152,8 +12164,11 @@ type ClientWithResponsesInterface interface {
 	// works. A change pending expires with its verification link
 	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
 	// shows no more and its address is free. Sending the current
-	// address again cancels a change pending; sending another replaces
-	// it. A new email asked for by the user ends every other session of
+	// address again cancels a change pending, and may change its
+	// letter case; written with other letters that fold to the same
+	// address (`ß` for `ss`, `ς` for `σ`), which may reach another
+	// mailbox, it is refused (400 naming `email`, code
+	// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
 	// the user (the caller's stays), as a password change does; an
 	// admin's change ends none.
 	//
@@ -12231,8 +12246,11 @@ type ClientWithResponsesInterface interface {
 	// works. A change pending expires with its verification link
 	// (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
 	// shows no more and its address is free. Sending the current
-	// address again cancels a change pending; sending another replaces
-	// it. A new email asked for by the user ends every other session of
+	// address again cancels a change pending, and may change its
+	// letter case; written with other letters that fold to the same
+	// address (`ß` for `ss`, `ς` for `σ`), which may reach another
+	// mailbox, it is refused (400 naming `email`, code
+	// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
 	// the user (the caller's stays), as a password change does; an
 	// admin's change ends none.
 	//
@@ -24159,8 +24177,11 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // works. A change pending expires with its verification link
 // (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
 // shows no more and its address is free. Sending the current
-// address again cancels a change pending; sending another replaces
-// it. A new email asked for by the user ends every other session of
+// address again cancels a change pending, and may change its
+// letter case; written with other letters that fold to the same
+// address (`ß` for `ss`, `ς` for `σ`), which may reach another
+// mailbox, it is refused (400 naming `email`, code
+// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
 // the user (the caller's stays), as a password change does; an
 // admin's change ends none.
 //
@@ -24244,8 +24265,11 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // works. A change pending expires with its verification link
 // (`SHELF_VERIFY_EMAIL_TTL`, and an hour's grace): from then on it
 // shows no more and its address is free. Sending the current
-// address again cancels a change pending; sending another replaces
-// it. A new email asked for by the user ends every other session of
+// address again cancels a change pending, and may change its
+// letter case; written with other letters that fold to the same
+// address (`ß` for `ss`, `ς` for `σ`), which may reach another
+// mailbox, it is refused (400 naming `email`, code
+// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
 // the user (the caller's stays), as a password change does; an
 // admin's change ends none.
 //

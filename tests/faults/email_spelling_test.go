@@ -1,0 +1,49 @@
+package faults
+
+import (
+	"errors"
+	"testing"
+
+	"shelf/domain"
+)
+
+// TestAThiefsOtherSpellingOfTheAddressDoesNotTakeItsMail: ann's address
+// is ann@grass.example.org. A thief with a session and her password
+// writes it ann@graß.example.org: the same key under full case folding
+// (U1), so no new address is asked for, no notice goes and no link
+// confirms it, yet another domain, where every mail of the account would
+// then go (his next change's notice and its revert link, every reset
+// link). The spelling is refused, 400 naming email, and his change of
+// address is told at her address; a change of letter case alone still
+// goes through.
+func TestAThiefsOtherSpellingOfTheAddressDoesNotTakeItsMail(t *testing.T) {
+	t.Parallel()
+	const home, elsewhere = "ann@grass.example.org", "ann@graß.example.org"
+	m := emailChangeWorld(t, false)
+	moveAnn(t, m, home)
+	err := changeEmailFrom(m, elsewhere)
+	var de *domain.Error
+	if !errors.Is(err, domain.ErrInvalid) || !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "email" {
+		t.Errorf("the address written with ß: %v, want 400 naming email", err)
+	}
+	if u := m.account(t, "after the other spelling"); u.Email != home {
+		t.Fatalf("the account's address is now %q, want %q", u.Email, home)
+	}
+	notices := m.box.sentTo("revert-email", home)
+	if err := changeEmailFrom(m, annOther); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.box.sentTo("revert-email", home); got != notices+1 {
+		t.Errorf("the thief's change of address mailed %d notices to %s, want 1", got-notices, home)
+	}
+	if got := m.box.sentTo("revert-email", elsewhere); got != 0 {
+		t.Errorf("%d notices went to %s", got, elsewhere)
+	}
+	const cased = "Ann@Grass.Example.org"
+	if err := changeEmailFrom(m, cased); err != nil {
+		t.Fatalf("a change of letter case: %v", err)
+	}
+	if u := m.account(t, "after a change of case"); u.Email != cased || u.PendingEmailKey != "" {
+		t.Errorf("after a change of case: %q pending %q", u.Email, u.PendingEmail)
+	}
+}
