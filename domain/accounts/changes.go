@@ -69,22 +69,35 @@ func (c accountChange) asksEmail(u domain.User) bool {
 	return c.in.Email != nil && c.emailKey != u.EmailKey
 }
 
-// respells reports whether the change writes u's own address (its key)
-// with other letters, not only in another letter case: ß for ss, ς for
-// σ fold to one key (U1), yet may name another mailbox, or another
-// domain (faß.de is not fass.de), where every mail of the account would
-// then go, with no notice to the address it has and no link followed
-// there (ErrOtherSpelling).
+// respells reports whether the change writes u's own address, or the
+// address it holds for a revert link (the row names it), with other
+// letters, not only in another letter case: ß for ss, ς for σ fold to
+// one key (U1), yet may name another mailbox, or another domain (faß.de
+// is not fass.de). Its own address so written would be taken with no
+// notice and no link followed, and every mail of the account would go
+// there; the held one so written would be a change back confirmed by
+// that spelling's reader, ending the hold, and the revert link of the
+// key would then mail its reset link to that spelling
+// (ErrOtherSpelling).
 func (c accountChange) respells(u domain.User) bool {
-	return c.in.Email != nil && !c.asksEmail(u) && strings.ToLower(c.email) != strings.ToLower(u.Email)
+	if c.in.Email == nil {
+		return false
+	}
+	for _, own := range [][2]string{{u.EmailKey, u.Email}, {u.RecoveryEmailKey, u.RecoveryEmail}} {
+		if own[0] != "" && c.emailKey == own[0] && strings.ToLower(c.email) != strings.ToLower(own[1]) {
+			return true
+		}
+	}
+	return false
 }
 
-// ErrOtherSpelling refuses the account's own address written with other
-// letters (respells): only a change of its letter case is taken as it
-// is; any other address is asked for and confirmed by its link.
-var ErrOtherSpelling = domain.Invalid("The new email is this account's address written with other letters, which may reach another mailbox; keep its spelling or change only its letter case.",
+// ErrOtherSpelling refuses the account's own address, or the one it
+// holds for a revert, written with other letters (respells): only its
+// letter case may change; any other address is asked for and confirmed
+// by its link.
+var ErrOtherSpelling = domain.Invalid("The new email is an address of this account written with other letters, which may reach another mailbox; keep its spelling or change only its letter case.",
 	domain.FieldError{Field: "email", Code: "other_spelling",
-		Message: "is the account's address written with other letters (such as ß for ss, ς for σ), which may reach another mailbox; only its letter case may change"})
+		Message: "is an address of the account (its own, or the one held for its revert link) written with other letters (such as ß for ss, ς for σ), which may reach another mailbox; only its letter case may change"})
 
 // apply returns u with the change made, then its ended holds dropped
 // (holds.live: an address held stays named while a change asks for it

@@ -3384,7 +3384,9 @@ type ClientInterface interface {
 	// letter case; written with other letters that fold to the same
 	// address (`ß` for `ss`, `ς` for `σ`), which may reach another
 	// mailbox, it is refused (400 naming `email`, code
-	// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
+	// `other_spelling`), as is the address replaced by a confirmed
+	// change, while it is held for its revert link, so written.
+	// Sending another address replaces it. A new email asked for by the user ends every other session of
 	// the user (the caller's stays), as a password change does; an
 	// admin's change ends none.
 	//
@@ -3466,7 +3468,9 @@ type ClientInterface interface {
 	// letter case; written with other letters that fold to the same
 	// address (`ß` for `ss`, `ς` for `σ`), which may reach another
 	// mailbox, it is refused (400 naming `email`, code
-	// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
+	// `other_spelling`), as is the address replaced by a confirmed
+	// change, while it is held for its revert link, so written.
+	// Sending another address replaces it. A new email asked for by the user ends every other session of
 	// the user (the caller's stays), as a password change does; an
 	// admin's change ends none.
 	//
@@ -6377,7 +6381,9 @@ func (c *Client) GetUser(ctx context.Context, id UserId, reqEditors ...RequestEd
 // letter case; written with other letters that fold to the same
 // address (`ß` for `ss`, `ς` for `σ`), which may reach another
 // mailbox, it is refused (400 naming `email`, code
-// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
+// `other_spelling`), as is the address replaced by a confirmed
+// change, while it is held for its revert link, so written.
+// Sending another address replaces it. A new email asked for by the user ends every other session of
 // the user (the caller's stays), as a password change does; an
 // admin's change ends none.
 //
@@ -6469,7 +6475,9 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id UserId, contentType 
 // letter case; written with other letters that fold to the same
 // address (`ß` for `ss`, `ς` for `σ`), which may reach another
 // mailbox, it is refused (400 naming `email`, code
-// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
+// `other_spelling`), as is the address replaced by a confirmed
+// change, while it is held for its revert link, so written.
+// Sending another address replaces it. A new email asked for by the user ends every other session of
 // the user (the caller's stays), as a password change does; an
 // admin's change ends none.
 //
@@ -12168,7 +12176,9 @@ type ClientWithResponsesInterface interface {
 	// letter case; written with other letters that fold to the same
 	// address (`ß` for `ss`, `ς` for `σ`), which may reach another
 	// mailbox, it is refused (400 naming `email`, code
-	// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
+	// `other_spelling`), as is the address replaced by a confirmed
+	// change, while it is held for its revert link, so written.
+	// Sending another address replaces it. A new email asked for by the user ends every other session of
 	// the user (the caller's stays), as a password change does; an
 	// admin's change ends none.
 	//
@@ -12250,7 +12260,9 @@ type ClientWithResponsesInterface interface {
 	// letter case; written with other letters that fold to the same
 	// address (`ß` for `ss`, `ς` for `σ`), which may reach another
 	// mailbox, it is refused (400 naming `email`, code
-	// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
+	// `other_spelling`), as is the address replaced by a confirmed
+	// change, while it is held for its revert link, so written.
+	// Sending another address replaces it. A new email asked for by the user ends every other session of
 	// the user (the caller's stays), as a password change does; an
 	// admin's change ends none.
 	//
@@ -24181,7 +24193,9 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id UserId
 // letter case; written with other letters that fold to the same
 // address (`ß` for `ss`, `ς` for `σ`), which may reach another
 // mailbox, it is refused (400 naming `email`, code
-// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
+// `other_spelling`), as is the address replaced by a confirmed
+// change, while it is held for its revert link, so written.
+// Sending another address replaces it. A new email asked for by the user ends every other session of
 // the user (the caller's stays), as a password change does; an
 // admin's change ends none.
 //
@@ -24269,7 +24283,9 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 // letter case; written with other letters that fold to the same
 // address (`ß` for `ss`, `ς` for `σ`), which may reach another
 // mailbox, it is refused (400 naming `email`, code
-// `other_spelling`). Sending another address replaces it. A new email asked for by the user ends every other session of
+// `other_spelling`), as is the address replaced by a confirmed
+// change, while it is held for its revert link, so written.
+// Sending another address replaces it. A new email asked for by the user ends every other session of
 // the user (the caller's stays), as a password change does; an
 // admin's change ends none.
 //

@@ -1,10 +1,13 @@
 package faults
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"shelf/domain"
+	"shelf/domain/accounts"
 )
 
 // TestAThiefsOtherSpellingOfTheAddressDoesNotTakeItsMail: ann's address
@@ -45,5 +48,46 @@ func TestAThiefsOtherSpellingOfTheAddressDoesNotTakeItsMail(t *testing.T) {
 	}
 	if u := m.account(t, "after a change of case"); u.Email != cased || u.PendingEmailKey != "" {
 		t.Errorf("after a change of case: %q pending %q", u.Email, u.PendingEmail)
+	}
+}
+
+// TestAChangeBackWrittenWithOtherLettersLeavesTheOwnersRevert: ann's
+// address is ann@grass.example.org. A thief with a session and her
+// password moves the account to his address and confirms it (her
+// address held for her revert link), then asks for her address back
+// written ann@graß.example.org: the key held, so a change back, whose
+// link goes to that spelling, another domain, his. Confirmed, it would
+// end the hold, and her revert link, the same key, would mail its reset
+// link to his spelling. It is refused (400 naming email), and her revert
+// gives her address back, its reset link mailed to it alone.
+func TestAChangeBackWrittenWithOtherLettersLeavesTheOwnersRevert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const home, elsewhere = "ann@grass.example.org", "ann@graß.example.org"
+	m := emailChangeWorld(t, false)
+	moveAnn(t, m, home)
+	m.store.Advance(accounts.DefaultRevertTTL + accounts.TokenGrace + time.Minute) // annHome's hold is over
+	moveAnn(t, m, annNext)                                                         // the thief's
+	err := changeEmailFrom(m, elsewhere)
+	var de *domain.Error
+	if !errors.Is(err, domain.ErrInvalid) || !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "email" {
+		t.Errorf("the held address written with ß: %v, want 400 naming email", err)
+	}
+	if link := m.box.tokenTo("verify", elsewhere); link != "" {
+		if err := m.svc.ConfirmEmail(ctx, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.svc.RevertEmailChange(ctx, m.box.tokenTo("revert-email", home)); err != nil {
+		t.Fatalf("her revert: %v", err)
+	}
+	if u := m.account(t, "after her revert"); u.Email != home {
+		t.Errorf("after her revert the address is %q, want %q", u.Email, home)
+	}
+	if got := m.box.sentTo("reset", elsewhere); got != 0 {
+		t.Errorf("her revert mailed %d reset links to %s", got, elsewhere)
+	}
+	if got := m.box.sentTo("reset", home); got != 1 {
+		t.Errorf("her revert mailed %d reset links to %s, want 1", got, home)
 	}
 }
