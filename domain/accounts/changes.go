@@ -84,12 +84,17 @@ func (c accountChange) respells(u domain.User) bool {
 		return false
 	}
 	for _, own := range [][2]string{{u.EmailKey, u.Email}, {u.RecoveryEmailKey, u.RecoveryEmail}} {
-		if own[0] != "" && c.emailKey == own[0] && strings.ToLower(c.email) != strings.ToLower(own[1]) {
+		if own[0] != "" && c.emailKey == own[0] && !sameLetters(c.email, own[1]) {
 			return true
 		}
 	}
 	return false
 }
+
+// sameLetters reports whether two spellings of one email key differ in
+// letter case at most: only then does mail to one go where mail to the
+// other goes (respells).
+func sameLetters(a, b string) bool { return strings.ToLower(a) == strings.ToLower(b) }
 
 // ErrOtherSpelling refuses the account's own address, or the one it
 // holds for a revert, written with other letters (respells): only its

@@ -228,10 +228,14 @@ func (a *Service) takeToken(ctx context.Context, token string, purpose TokenPurp
 // verificationApplies is tokenStillApplies for a verification token,
 // which also applies to the new address the account asks for while that
 // change has not expired (a change pending past its link's life reads as
-// none: its key may be another account's by now).
+// none: its key may be another account's by now), and asks for it as
+// the link was mailed, but for letter case: a change asked again for the
+// key written with other letters (ß for ss) may name another mailbox,
+// whose reader alone confirms it
+// (TestAConfirmationOfOneSpellingDoesNotGiveTheAccountAnother).
 func (a *Service) verificationApplies(t Token, u domain.User, err error) error {
 	if err == nil && u.Visible() && u.PendingEmailKey != "" && u.PendingEmailKey == t.EmailKey {
-		if !a.holdsAt(a.cfg.Now()).pending(u) {
+		if !a.holdsAt(a.cfg.Now()).pending(u) || !sameLetters(u.PendingEmail, t.Email) {
 			return ErrTokenStale
 		}
 		return nil

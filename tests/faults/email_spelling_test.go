@@ -91,3 +91,30 @@ func TestAChangeBackWrittenWithOtherLettersLeavesTheOwnersRevert(t *testing.T) {
 		t.Errorf("her revert mailed %d reset links to %s, want 1", got, home)
 	}
 }
+
+// TestAConfirmationOfOneSpellingDoesNotGiveTheAccountAnother: ann asks
+// for ann@grass.example.org; a thief with her session and password asks
+// again for the same key written ann@graß.example.org (another domain,
+// his): the change pending now names his spelling. Ann's link, mailed
+// to hers, confirmed the key and made his spelling the account's
+// address, one she never confirmed. Her link is now stale, and the
+// account keeps its address.
+func TestAConfirmationOfOneSpellingDoesNotGiveTheAccountAnother(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const hers, his = "ann@grass.example.org", "ann@graß.example.org"
+	m := emailChangeWorld(t, false)
+	if err := changeEmail(m, hers); err != nil {
+		t.Fatal(err)
+	}
+	if err := changeEmail(m, his); err != nil { // the same session: no second notice
+		t.Fatal(err)
+	}
+	err := m.svc.ConfirmEmail(ctx, m.box.tokenTo("verify", hers))
+	if !errors.Is(err, accounts.ErrTokenStale) {
+		t.Errorf("her link once the change pending names his spelling: %v, want stale", err)
+	}
+	if u := m.account(t, "after her link"); u.Email != annHome || u.PendingEmail != his {
+		t.Errorf("after her link: address %q, pending %q", u.Email, u.PendingEmail)
+	}
+}
