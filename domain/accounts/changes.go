@@ -94,7 +94,7 @@ func (c accountChange) respells(u domain.User) bool {
 // sameLetters reports whether two spellings of one email key differ in
 // letter case at most: only then does mail to one go where mail to the
 // other goes (respells).
-func sameLetters(a, b string) bool { return strings.ToLower(a) == strings.ToLower(b) }
+func sameLetters(a, b string) bool { return strings.EqualFold(a, b) }
 
 // ErrOtherSpelling refuses the account's own address, or the one it
 // holds for a revert, written with other letters (respells): only its
