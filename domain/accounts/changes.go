@@ -5,8 +5,9 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"shelf/domain"
 )
@@ -92,9 +93,22 @@ func (c accountChange) respells(u domain.User) bool {
 }
 
 // sameLetters reports whether two spellings of one email key differ in
-// letter case at most: only then does mail to one go where mail to the
-// other goes (respells).
-func sameLetters(a, b string) bool { return strings.EqualFold(a, b) }
+// letter case at most, letter by letter (unicode.ToLower): only then does
+// mail to one go where mail to the other goes (respells). Not simple case
+// folding (strings.EqualFold): that takes ς for σ (both kept by NFKC), which
+// IDNA2008 keeps apart, so ας.example.org is another domain than
+// ασ.example.org (TestAFinalSigmaIsAnotherSpellingOfTheAddress).
+func sameLetters(a, b string) bool {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if unicode.ToLower(ra) != unicode.ToLower(rb) {
+			return false
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return a == b
+}
 
 // ErrOtherSpelling refuses the account's own address, or the one it
 // holds for a revert, written with other letters (respells): only its

@@ -118,3 +118,45 @@ func TestAConfirmationOfOneSpellingDoesNotGiveTheAccountAnother(t *testing.T) {
 		t.Errorf("after her link: address %q, pending %q", u.Email, u.PendingEmail)
 	}
 }
+
+// TestAFinalSigmaIsAnotherSpellingOfTheAddress: ann's address is
+// ann@ασ.example.org. ς and σ fold to one key (U1), yet IDNA2008 keeps
+// them apart (ας.example.org is another domain), and simple case folding
+// (strings.EqualFold) takes them for one letter. A thief with a session
+// and her password who writes her address ann@ας.example.org is refused
+// (400 naming email), and a verification link mailed to ann@ασ… does not
+// confirm a change pending that names ann@ας… instead.
+func TestAFinalSigmaIsAnotherSpellingOfTheAddress(t *testing.T) {
+	t.Parallel()
+	const hers, his = "ann@ασ.example.org", "ann@ας.example.org"
+	t.Run("her own address", func(t *testing.T) {
+		t.Parallel()
+		m := emailChangeWorld(t, false)
+		moveAnn(t, m, hers)
+		err := changeEmailFrom(m, his)
+		var de *domain.Error
+		if !errors.Is(err, domain.ErrInvalid) || !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Code != "other_spelling" {
+			t.Errorf("the address written with ς: %v, want 400 other_spelling", err)
+		}
+		if u := m.account(t, "after the other spelling"); u.Email != hers {
+			t.Errorf("the account's address is now %q, want %q", u.Email, hers)
+		}
+	})
+	t.Run("her link", func(t *testing.T) {
+		t.Parallel()
+		m := emailChangeWorld(t, false)
+		if err := changeEmail(m, hers); err != nil {
+			t.Fatal(err)
+		}
+		if err := changeEmail(m, his); err != nil {
+			t.Fatal(err)
+		}
+		err := m.svc.ConfirmEmail(context.Background(), m.box.tokenTo("verify", hers))
+		if !errors.Is(err, accounts.ErrTokenStale) {
+			t.Errorf("her link once the change pending names his spelling: %v, want stale", err)
+		}
+		if u := m.account(t, "after her link"); u.Email != annHome {
+			t.Errorf("after her link the address is %q, want %q", u.Email, annHome)
+		}
+	})
+}
