@@ -574,6 +574,14 @@ func (a *Service) RevertEmailChange(ctx context.Context, token string) error {
 			u.Email, u.EmailKey, u.EmailVerifiedAt = u.RecoveryEmail, u.RecoveryEmailKey, a.now()
 			u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
 		}
+		if t.Email != "" && u.Email != t.Email {
+			// The key is the link's; its spelling is the one the link was
+			// mailed to and followed from. A row written before other
+			// spellings were refused (respells) may keep a thief's, where
+			// the reset link below would go
+			// (TestARevertWritesBackTheAddressAsItsLinkWasMailed).
+			u.Email = t.Email
+		}
 		cancelPending(&u)
 		u.PasswordEpoch, u.PasswordSession, u.PasswordResetRequired = u.PasswordEpoch+1, "", true
 		u.RecoveryEpoch++ // only the reset link mailed below works

@@ -160,3 +160,41 @@ func TestAFinalSigmaIsAnotherSpellingOfTheAddress(t *testing.T) {
 		}
 	})
 }
+
+// TestARevertWritesBackTheAddressAsItsLinkWasMailed: before other
+// spellings were refused, a thief with a session and ann's password moved
+// the account to his address and then back to hers written
+// ann@graß.example.org (the key held, so a change back, its link at his
+// domain), which ended the hold; the row kept the key with his spelling.
+// Her revert link, the same key, applied, kept the spelling it found and
+// mailed its reset link there: to him. Such a row is planted here (no
+// request makes one now): the revert writes the address back as its link
+// was mailed, and mails the reset link to it alone.
+func TestARevertWritesBackTheAddressAsItsLinkWasMailed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const home, elsewhere = "ann@grass.example.org", "ann@graß.example.org"
+	m := emailChangeWorld(t, false)
+	moveAnn(t, m, home)
+	homeKey := m.account(t, "at home").EmailKey
+	moveAnn(t, m, annNext) // the thief's
+	u := m.account(t, "after the thief's move")
+	u.Email, u.EmailKey = elsewhere, homeKey
+	u.RecoveryEmail, u.RecoveryEmailKey, u.RecoveryUntil = "", "", time.Time{}
+	u.Version++
+	if applied, err := m.store.Users().Update(ctx, u); err != nil || !applied {
+		t.Fatalf("planting the respelled row: %v %v", applied, err)
+	}
+	if err := m.svc.RevertEmailChange(ctx, m.box.tokenTo("revert-email", home)); err != nil {
+		t.Fatalf("her revert: %v", err)
+	}
+	if u := m.account(t, "after her revert"); u.Email != home {
+		t.Errorf("after her revert the address is %q, want %q", u.Email, home)
+	}
+	if got := m.box.sentTo("reset", elsewhere); got != 0 {
+		t.Errorf("her revert mailed %d reset links to %s", got, elsewhere)
+	}
+	if got := m.box.sentTo("reset", home); got != 1 {
+		t.Errorf("her revert mailed %d reset links to %s, want 1", got, home)
+	}
+}
