@@ -1122,9 +1122,14 @@
 
   // The question opens on Cancel, as the confirm dialog does: an Enter
   // held on Close group (a key's repeat) must not close the group.
+  // A manager's proof: the code field shows where the account has a
+  // factor, read now if no page read them yet (a failed read leaves the
+  // form as it is: the closing reads them again, and a refusal names the
+  // field).
   $('close-group').addEventListener('click', () => {
     $('close-group-confirm').hidden = false;
     $('close-group-cancel').focus();
+    if (!$('close-group-proof').hidden) knownFactors().catch(() => {});
   });
   $('close-group-cancel').addEventListener('click', () => {
     $('close-group-confirm').hidden = true;
@@ -1626,15 +1631,46 @@
   // as a recovery code), or, left empty on an account with a passkey, the
   // passkey's answer to a proof's challenge (the browser asks for it).
   // An account without a factor sends none.
+  // The factors are read first where no page read them yet in this
+  // session (a group's closing, asked before My account was opened): a
+  // passkey was otherwise never asked for, and the closing refused for a
+  // code the account does not have, again and again.
   async function withCode(body, v) {
     const c = (v.code || '').trim();
     if (c) body[/^[0-9 ]{6,8}$/.test(c) ? 'code' : 'recoveryCode'] = c.replaceAll(' ', '');
-    else if ((state.factors || []).some((f) => f.kind === 'passkey')) {
+    else if ((await knownFactors()).some((f) => f.kind === 'passkey')) {
       const ch = await api('POST', '/v1/users/' + state.me.id + '/passkey-challenges');
       say('Your browser asks for your passkey…');
       body.passkey = { challenge: ch.challenge, credential: await passkeyGet(ch.options) };
     }
     return body;
+  }
+
+  // knownFactors answers the account's second factors as last read
+  // (state.factors), reading them when no page has yet in this session,
+  // and shows the proof forms' code fields and passkey hints to match
+  // (factorFields). Second factors off: none.
+  async function knownFactors() {
+    if (state.factors) return state.factors;
+    let items = [];
+    try {
+      items = (await api('GET', '/v1/users/' + state.me.id + '/factors')).items;
+    } catch (err) {
+      if (err.code !== 'factors_off') throw err;
+    }
+    state.factors = items;
+    factorFields(items);
+    return items;
+  }
+
+  // factorFields shows the code field of each form that asks the owner's
+  // proof where the account has a second factor, and the passkey hint
+  // where it has a passkey.
+  function factorFields(items) {
+    const any = items.length > 0;
+    const passkeys = items.some((f) => f.kind === 'passkey');
+    document.querySelectorAll('.factor-code').forEach((l) => { l.hidden = !any; });
+    document.querySelectorAll('.passkey-hint').forEach((l) => { l.hidden = !passkeys; });
   }
 
   // ---- Passkeys (WebAuthn) ----
@@ -1701,9 +1737,7 @@
     }
     state.factors = list.items;
     const any = list.items.length > 0;
-    const passkeys = list.items.some((f) => f.kind === 'passkey');
-    document.querySelectorAll('.factor-code').forEach((l) => { l.hidden = !any; });
-    document.querySelectorAll('.passkey-hint').forEach((l) => { l.hidden = !passkeys; });
+    factorFields(list.items);
     // A factor (or new recovery codes) takes a verified address: the api
     // refuses them before (403 email_not_verified), so the forms give way
     // to saying so, with the verification mail to send again.

@@ -1554,7 +1554,7 @@ await step('a second factor: the password alone opens the code form, a wrong cod
 // localhost (SHELF_WEBAUTHN_RP_ID) and this step runs there.
 const passkeyBase = process.env.PASSKEY_URL;
 
-await step('a passkey: added on the account page through the browser (a virtual authenticator), asked at login with its own button, and asked again for a new password', async () => {
+await step('a passkey: added on the account page through the browser (a virtual authenticator), asked at login with its own button, and asked again for a new password and for closing a group from its page', async () => {
   const erin = 'erin' + run;
   const erinMail = `${erin}@example.org`;
   await api('POST', '/v1/users', null, { username: erin, email: erinMail, password: pw });
@@ -1611,6 +1611,23 @@ await step('a passkey: added on the account page through the browser (a virtual 
   await finished('Password changed');
   ({ credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId }));
   expect(credentials[0].signCount >= 3, 'the key signed the proof: count ' + credentials[0].signCount);
+
+  // Closing a group from its page, My account not opened since the page
+  // loaded: the form shows the code field and the passkey hint once
+  // Close group is pressed, and the empty code asks for the passkey (the
+  // factors read then), where the closing was refused for a code the
+  // account does not have, again at every press.
+  const erinGroup = 'erg' + run;
+  await at('#/groups', 'groups');
+  await submit('create-group', { name: erinGroup });
+  await page.waitForSelector('body[data-ready="group"]');
+  await at('#/groups/' + erinGroup, 'group');
+  await page.locator('#close-group').click();
+  await page.locator('#close-group-confirm .passkey-hint').waitFor({ state: 'visible' });
+  await submit('close-group-confirm', { currentPassword: 'an erin passphrase, renewed' });
+  await finished('Closed the group ' + erinGroup);
+  ({ credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId }));
+  expect(credentials[0].signCount >= 4, 'the key signed the closing: count ' + credentials[0].signCount);
   await cdp.send('WebAuthn.disable');
   await cdp.detach();
 });
