@@ -59,11 +59,12 @@
 
   // api sends a request with the tab's session and answers the parsed
   // body, or throws an ApiError; quiet: a 401 is only thrown, the tab
-  // keeps its state (start reads the session that way).
-  async function api(method, path, body, { quiet } = {}) {
+  // keeps its state (start reads the session that way); bare: sent
+  // without the session (linkPost).
+  async function api(method, path, body, { quiet, bare } = {}) {
     const at = signedOut;
     const headers = {};
-    if (state.token) headers.Authorization = 'Bearer ' + state.token;
+    if (state.token && !bare) headers.Authorization = 'Bearer ' + state.token;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     let res;
     let text;
@@ -1956,6 +1957,15 @@
     },
   };
 
+  // linkPost sends a mailed link's token (a verification, a reset, a
+  // revert, a "not me") without the tab's session: the token is the
+  // credential, and a session sent along must be live or the api answers
+  // 401 before reading the token. The tab may hold one that ended since
+  // it was opened, as when a thief with the password signs out every
+  // other session while the owner holds the revert link open: her press
+  // logged the tab out to a login she cannot pass, and forgot the link.
+  const linkPost = (path, body) => api('POST', path, body, { bare: true });
+
   // tokenRefusal is the readable reason err refused a mailed link on
   // page, or '' when err is not about the token.
   function tokenRefusal(err, page) {
@@ -2001,7 +2011,7 @@
     }
     result.textContent = 'Confirming your email address...';
     try {
-      await api('POST', '/v1/email-verifications/confirm', { token });
+      await linkPost('/v1/email-verifications/confirm', { token });
     } catch (err) {
       if (err instanceof Dropped) throw err;
       const reason = tokenRefusal(err, 'verify');
@@ -2039,7 +2049,7 @@
       result.className = '';
       result.textContent = working;
       try {
-        await api('POST', path, { token });
+        await linkPost(path, { token });
       } catch (err) {
         // The page shows afresh when opened again (show).
         if (err instanceof Dropped) return;
@@ -2129,7 +2139,7 @@
   form('reset', async (v) => {
     let s;
     try {
-      s = await api('POST', '/v1/password-resets/confirm', { token: v.token, newPassword: v.newPassword });
+      s = await linkPost('/v1/password-resets/confirm', { token: v.token, newPassword: v.newPassword });
     } catch (err) {
       const reason = tokenRefusal(err, 'reset');
       if (reason) err.fields.find((e) => e.field === 'token').message = reason;

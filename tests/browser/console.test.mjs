@@ -1269,6 +1269,24 @@ await step('a mailed link opened and not used is forgotten with the tab\'s Log o
   await login(alice, resetPw);
 });
 
+await step('a mailed link is sent without the tab\'s session: one that ended after the link was opened (a thief with the password signing out every other) neither refuses it nor logs the tab out to a login', async () => {
+  // alice, logged in, opens a link in her tab; her session then ends
+  // elsewhere. The link is refused for its own token (made up here),
+  // on its page, as without a session.
+  await open(base + '/#/reset?token=made-up-' + run, 'reset');
+  expect((await page.locator('#who').textContent()).includes(alice), 'the tab is logged in as ' + alice);
+  const ended = await page.evaluate(async () => (await fetch('/v1/sessions/current', {
+    method: 'DELETE', headers: { Authorization: 'Bearer ' + sessionStorage.getItem('shelf.token') } })).status);
+  expect(ended === 204, 'the session ended: ' + ended);
+  await refused(400, async () => {
+    await submit('reset', { newPassword: 'a password for a made-up link' }, true);
+  });
+  expect(await page.locator('body[data-ready="reset"]').count() === 1, 'still on the reset page');
+  expect((await page.locator('#reset .field-error').textContent()).includes('not one shelf mailed'), 'the link refused for its token');
+  await page.evaluate(() => sessionStorage.removeItem('shelf.token'));
+  await login(alice, resetPw);
+});
+
 await step('delete my account: confirmed by the username; the groups it manages with others listed before, and handed to another member; then gone, and the username is free', async () => {
   await visit('#/account', 'account');
   await page.waitForSelector('#delete-groups:not([hidden]) li');
