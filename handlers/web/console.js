@@ -1647,6 +1647,15 @@
     return body;
   }
 
+  // appCode is an authenticator's code as typed, without the spaces apps
+  // show it with ("123 456"): the api compares the digits exactly, and
+  // takes a code with a space for a wrong one (counted against the
+  // account). Anything else is answered as typed.
+  function appCode(typed) {
+    const c = (typed || '').trim();
+    return /^[0-9 ]{6,8}$/.test(c) ? c.replaceAll(' ', '') : c;
+  }
+
   // knownFactors answers the account's second factors as last read
   // (state.factors), reading them when no page has yet in this session,
   // and shows the proof forms' code fields and passkey hints to match
@@ -1845,7 +1854,7 @@
 
   form('factor-confirm', async (v, f) => {
     const factor = { id: enrolling, name: enrollingName };
-    const c = await api('POST', '/v1/users/' + state.me.id + '/factors/' + enc(enrolling) + '/confirmation', { code: v.code })
+    const c = await api('POST', '/v1/users/' + state.me.id + '/factors/' + enc(enrolling) + '/confirmation', { code: appCode(v.code) })
       .catch((err) => enrolmentGone(err, factor, 'remove it from your authenticator app and add it again above, then scan the new code'));
     f.reset();
     // The app holds the key now: the page keeps none of it.
@@ -2265,7 +2274,7 @@
 
   form('login-code', async (v) => {
     const body = { challenge };
-    if (v.recoveryCode) body.recoveryCode = v.recoveryCode; else body.code = v.code;
+    if (v.recoveryCode) body.recoveryCode = v.recoveryCode; else body.code = appCode(v.code);
     await secondStep(body);
   });
   // secondStep sends a login's second step, back to the password when
