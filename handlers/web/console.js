@@ -897,7 +897,10 @@
       if (!offered()) return;
       timer = setTimeout(async () => {
         const prefix = input.value.trim();
-        if (!state.me || prefix.length < 2 || !/^[A-Za-z0-9._-]+$/.test(prefix) || prefix === people.asked) return;
+        // 2-32 of a username's characters, as the api takes them (a
+        // username has at most 32): anything else it refuses, each
+        // refusal spent from the address's search limit.
+        if (!state.me || !/^[A-Za-z0-9._-]{2,32}$/.test(prefix) || prefix === people.asked) return;
         people.asked = prefix;
         const seq = ++people.seq;
         try {
