@@ -2015,6 +2015,7 @@
     clearErrors(again);
     again.elements.email.value = state.me ? state.me.email || '' : state.params.get('email') || '';
     again.hidden = true;
+    $('verify-retry').hidden = true;
     result.className = '';
     if (!token) {
       result.textContent = 'Give the address of your account and we mail it a new link.';
@@ -2030,6 +2031,10 @@
       result.textContent = reason || err.message;
       result.className = 'error';
       again.hidden = !reason;
+      // A refusal that is not the link's (the api unavailable, a limit,
+      // no answer) is tried again here: the address bar no longer holds
+      // the token, and a reload would find none.
+      $('verify-retry').hidden = Boolean(reason);
       say(reason ? 'This link cannot confirm an address.' : err.message, true);
       return;
     }
@@ -2041,6 +2046,8 @@
       showWho();
     });
   }
+
+  $('verify-retry').addEventListener('click', act(() => showVerify()));
 
   // revertPage is a page of a link mailed to an account's address that
   // undoes what someone signed in to it did (an email change, an app
