@@ -39,8 +39,10 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	var s domain.Suspension
 	var finished *domain.Suspension
 	var audited []domain.AuditEntry
+	rounds := 0 // of the current changeAccount
 	decide := func(u domain.User) (domain.User, error) {
 		audited, finished = nil, nil
+		rounds++
 		if u.IsAdmin() {
 			return u, errOtherAdmin
 		}
@@ -53,7 +55,17 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 			if err := domain.CarryAdminChange(ctx, m.audit, &u, nil); err != nil {
 				return u, err
 			}
-			return u, errAlreadySuspended
+			// Answered already_suspended once the version moved on
+			// past the first round's read (this fence, the row as read
+			// at the next version, or the write another round lost
+			// to): a lift decided on the row before, whose
+			// compare-and-set is held at a node, can no longer land
+			// after the answer
+			// (TestAnAnswerThatTheUserIsNotSuspendedOutlivesALateSuspension).
+			if rounds > 1 {
+				return u, errAlreadySuspended
+			}
+			return u, nil
 		}
 		// Erase what an interrupted lift (Unsuspend, sweeper) left of the
 		// last suspension, before this one's records take its lookup: after
@@ -86,6 +98,10 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 		return u, domain.CarryAdminChange(ctx, m.audit, &u, audited)
 	}
 	next, err := m.changeAccount(ctx, userID, &a, decide)
+	if err == nil && finished != nil {
+		err = errAlreadySuspended // the round found it suspended and fenced it
+	}
+	rounds = 0
 	if errors.Is(err, errAlreadySuspended) && finished != nil {
 		ended, lerr := m.liftEnded(ctx, *finished)
 		if lerr != nil {
@@ -105,6 +121,9 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 			}
 			_ = m.cfg.Attempts.End(ctx, prev)
 			next, err = m.changeAccount(ctx, userID, &a, decide)
+			if err == nil && finished != nil {
+				err = errAlreadySuspended
+			}
 			if errors.Is(err, errAlreadySuspended) && finished != nil {
 				if lerr := m.liftIfEnded(ctx, *finished); lerr != nil {
 					return domain.Suspension{}, lerr
@@ -341,8 +360,10 @@ func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID stri
 func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origin, onlyIfExpiredAt *time.Time, a *Attempt) error {
 	var lift domain.Lift
 	var audited []domain.AuditEntry
+	fenced, rounds := false, 0
 	next, err := m.changeAccount(ctx, userID, a, func(u domain.User) (domain.User, error) {
-		audited = nil
+		audited, fenced = nil, false
+		rounds++
 		if by != "" {
 			// An admin's retry of an unsuspension that applied finds it
 			// lifted: its entry is finished from the row.
@@ -358,6 +379,17 @@ func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origi
 			}
 			if err := m.eraseLeftovers(ctx, u); err != nil {
 				return u, err
+			}
+			if a != nil && rounds == 1 {
+				// An admin's not_suspended is given once the version
+				// moved on past the first round's read (this fence, the
+				// row as read at the next version, or the write another
+				// round lost to): a suspension decided on the row
+				// before, whose compare-and-set is held at a node, can
+				// no longer land after the answer
+				// (TestAnAnswerThatTheUserIsNotSuspendedOutlivesALateSuspension).
+				fenced = true
+				return u, nil
 			}
 			return u, errNotSuspended
 		}
@@ -391,6 +423,9 @@ func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origi
 		}
 		return u, nil
 	})
+	if err == nil && fenced {
+		err = errNotSuspended
+	}
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,82 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/tests/memstore"
+)
+
+// TestAnAnswerThatTheUserIsNotSuspendedOutlivesALateSuspension: an admin
+// suspends the member; the account's compare-and-set is held at a node
+// (its answer lost: 503, outcome unknown). The admin, or another, then
+// unsuspends, to be sure: not_suspended, and he stops there. The held
+// compare-and-set lands afterwards, decided on the version both requests
+// read, and the sweeper finishes the suspension's records: the member
+// whom an admin was told is not suspended is suspended, listed and
+// locked out until an admin happens to look again. The other way round, a
+// suspension answered already_suspended after an unsuspension's held
+// compare-and-set lets that lift land, and a member an admin was just
+// told is suspended logs in. Either answer now fences the account (a
+// compare-and-set of its version, as the sweeper's pass over interrupted
+// attempts does) before it is given: a change decided on the row as it
+// stood before can no longer land after it.
+func TestAnAnswerThatTheUserIsNotSuspendedOutlivesALateSuspension(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name           string
+		setup          func(m *modWorld) error
+		held, answered func(m *modWorld) error
+		code           string
+		suspended      bool
+	}{
+		{name: "a suspension held, then an unsuspension answered not_suspended",
+			held:     func(m *modWorld) error { return m.suspend(0) },
+			answered: func(m *modWorld) error { return m.unsuspend() },
+			code:     "not_suspended"},
+		{name: "an unsuspension held, then a suspension answered already_suspended",
+			setup:     func(m *modWorld) error { return m.suspend(0) },
+			held:      func(m *modWorld) error { return m.unsuspend() },
+			answered:  func(m *modWorld) error { return m.suspend(0) },
+			code:      "already_suspended",
+			suspended: true},
+	} {
+		m := newAuditModWorld(t)
+		ctx := context.Background()
+		if c.setup != nil {
+			if err := c.setup(m); err != nil {
+				t.Fatalf("%s: set-up: %v", c.name, err)
+			}
+		}
+		m.store.FaultAt = func(_ int, call string) memstore.Fault {
+			if call == "users.update" {
+				return memstore.LandLate
+			}
+			return memstore.None
+		}
+		if err := c.held(m); err == nil {
+			t.Fatalf("%s: the held compare-and-set answered success", c.name)
+		}
+		m.store.FaultAt = nil
+		var refusal *domain.Error
+		if err := c.answered(m); !errors.As(err, &refusal) || refusal.Code != c.code {
+			t.Fatalf("%s: the second request answered %v, want %s", c.name, err, c.code)
+		}
+		m.store.Land()
+		m.store.Advance(2 * time.Minute)
+		m.workers()
+
+		u, err := m.store.Users().Get(ctx, m.member.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.Status == domain.StatusSuspended; got != c.suspended {
+			t.Errorf("%s: after the held write landed and the sweeper ran the member is %s, but the last answer (%s) said suspended=%v",
+				c.name, u.Status, c.code, c.suspended)
+		}
+		checkModeration(t, c.name, m)
+	}
+}
