@@ -975,6 +975,14 @@ func (a *Service) NewRecoveryCodes(ctx context.Context, p domain.Principal, user
 	if err := a.proveOwner(ctx, u, proof); err != nil {
 		return nil, err
 	}
+	// Told to the address before the codes are made, as a factor added
+	// is: whoever holds a session, the password and one code (phished as
+	// the owner typed it) would otherwise hold ten ways past her factor,
+	// hers dead, and she would never learn it
+	// (TestAThiefsNewRecoveryCodesAreToldToTheOwnerFirst).
+	if err := a.mailFactorsChange(ctx, u, a.recoveryCodesNotice); err != nil {
+		return nil, err
+	}
 	// Read again: a recovery code this proof used moved the set on.
 	_, set, err = a.factors.Read(ctx, userID)
 	if err != nil {
@@ -982,6 +990,56 @@ func (a *Service) NewRecoveryCodes(ctx context.Context, p domain.Principal, user
 	}
 	codes, _, err := a.replaceRecovery(ctx, userID, set.Generation)
 	return codes, err
+}
+
+// errChangeNoticeFailed answers a change of the account's second factors
+// (new recovery codes, a factor removed) whose notice to the account's
+// address could not be sent: nothing is changed.
+var errChangeNoticeFailed = &domain.Error{Kind: domain.ErrUnavailable, Code: "notice_failed",
+	Message: "The notice to your email address could not be sent, so nothing was changed; try again."}
+
+// mailFactorsChange tells u's address, before the change is written, what
+// the owner's proof is about to change of its second factors (write's
+// mail), with a reset link for an owner who did not: whoever did holds her
+// password, a session and a code, and a reset ends every session and the
+// password. A notice not sent refuses the change (errChangeNoticeFailed),
+// so no change goes untold whatever dies after; one sent for a change
+// that then fails only warns. Counted as a factor's notice
+// (mailFactorNotice): the account's own budget, never held back to a
+// verified address, held back (429) to one that is not.
+func (a *Service) mailFactorsChange(ctx context.Context, u domain.User, write func(u domain.User, token string) Message) error {
+	if !a.mailOn() {
+		return nil
+	}
+	limit := heldBack
+	if !u.EmailVerifiedAt.IsZero() {
+		limit = neverHeld
+	}
+	err := a.sendMessage(ctx, u, PurposeResetPassword, limit, owners, "", write)
+	var over *mailLimited
+	if errors.As(err, &over) {
+		return &domain.Error{Kind: domain.ErrTooManyAttempts, Code: "too_many_mails", RetryAfter: max(over.wait, time.Second),
+			Message: "Your email address had as many mails as it may this hour, and this change must be told to it first, so nothing was changed; try again later."}
+	}
+	if err != nil {
+		a.log.Warn(ctx, "a notice of a change of the second factors failed; not changed", "user", u.ID, "error", err.Error())
+		return errChangeNoticeFailed
+	}
+	return nil
+}
+
+// recoveryCodesNotice is the notice of new recovery codes, with a reset
+// link (token).
+func (a *Service) recoveryCodesNotice(u domain.User, token string) Message {
+	return Message{To: u.Email, Subject: "New recovery codes were made for your shelf account", Text: fmt.Sprintf(
+		"Hello,\n\nnew recovery codes were just made for the shelf account of this address, from one of its sessions, "+
+			"with its password and a second factor's code; the codes it had before no longer work.\n\n"+
+			"If it was you, there is nothing to do.\n\n"+
+			"If it was not you, someone has your password and holds the new codes: choose a new password here "+
+			"(the link works once, for %s, even if the password is changed again meanwhile):\n\n%s\n\n"+
+			"Choosing one signs out every session of the account. Then make new recovery codes on the account page, "+
+			"which ends the others.\n",
+		inWords(a.mail.ResetTTL), Link(a.mail.PublicURL, PurposeResetPassword, token))}
 }
 
 var errNoFactor = &domain.Error{Kind: domain.ErrConflict, Code: "no_factor",

@@ -4046,13 +4046,20 @@ type ClientInterface interface {
 	// Ten new recovery codes in place of the old ones (which stop
 	// working), shown once, for an account with a factor. The user sends
 	// the current password and a code (or a passkey's proof, or a
-	// recovery code). The answer is `Cache-Control: no-store`.
+	// recovery code). Before the codes are made, a notice goes to the
+	// account's address with a reset link (whoever made them without
+	// the owner holds her password); a notice that cannot be sent
+	// refuses them (503 `notice_failed`; to an address not verified,
+	// held back over its hourly limit of the account's own mails: 429
+	// `too_many_mails`). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
 	// Cost: one account read, the throttled password check, the code
-	// used (its throttle and a lightweight transaction), three reads of
-	// the factors and one lightweight transaction.
+	// used (its throttle and a lightweight transaction), the notice
+	// (its mail count, its token's lightweight transaction and the
+	// mail, sent before the answer), three reads of the factors and one
+	// lightweight transaction.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4064,13 +4071,20 @@ type ClientInterface interface {
 	// Ten new recovery codes in place of the old ones (which stop
 	// working), shown once, for an account with a factor. The user sends
 	// the current password and a code (or a passkey's proof, or a
-	// recovery code). The answer is `Cache-Control: no-store`.
+	// recovery code). Before the codes are made, a notice goes to the
+	// account's address with a reset link (whoever made them without
+	// the owner holds her password); a notice that cannot be sent
+	// refuses them (503 `notice_failed`; to an address not verified,
+	// held back over its hourly limit of the account's own mails: 429
+	// `too_many_mails`). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
 	// Cost: one account read, the throttled password check, the code
-	// used (its throttle and a lightweight transaction), three reads of
-	// the factors and one lightweight transaction.
+	// used (its throttle and a lightweight transaction), the notice
+	// (its mail count, its token's lightweight transaction and the
+	// mail, sent before the answer), three reads of the factors and one
+	// lightweight transaction.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7263,13 +7277,20 @@ func (c *Client) ChangePassword(ctx context.Context, id UserId, body ChangePassw
 // Ten new recovery codes in place of the old ones (which stop
 // working), shown once, for an account with a factor. The user sends
 // the current password and a code (or a passkey's proof, or a
-// recovery code). The answer is `Cache-Control: no-store`.
+// recovery code). Before the codes are made, a notice goes to the
+// account's address with a reset link (whoever made them without
+// the owner holds her password); a notice that cannot be sent
+// refuses them (503 `notice_failed`; to an address not verified,
+// held back over its hourly limit of the account's own mails: 429
+// `too_many_mails`). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
 // Cost: one account read, the throttled password check, the code
-// used (its throttle and a lightweight transaction), three reads of
-// the factors and one lightweight transaction.
+// used (its throttle and a lightweight transaction), the notice
+// (its mail count, its token's lightweight transaction and the
+// mail, sent before the answer), three reads of the factors and one
+// lightweight transaction.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7291,13 +7312,20 @@ func (c *Client) CreateRecoveryCodesWithBody(ctx context.Context, id UserId, con
 // Ten new recovery codes in place of the old ones (which stop
 // working), shown once, for an account with a factor. The user sends
 // the current password and a code (or a passkey's proof, or a
-// recovery code). The answer is `Cache-Control: no-store`.
+// recovery code). Before the codes are made, a notice goes to the
+// account's address with a reset link (whoever made them without
+// the owner holds her password); a notice that cannot be sent
+// refuses them (503 `notice_failed`; to an address not verified,
+// held back over its hourly limit of the account's own mails: 429
+// `too_many_mails`). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
 // Cost: one account read, the throttled password check, the code
-// used (its throttle and a lightweight transaction), three reads of
-// the factors and one lightweight transaction.
+// used (its throttle and a lightweight transaction), the notice
+// (its mail count, its token's lightweight transaction and the
+// mail, sent before the answer), three reads of the factors and one
+// lightweight transaction.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -12850,13 +12878,20 @@ type ClientWithResponsesInterface interface {
 	// Ten new recovery codes in place of the old ones (which stop
 	// working), shown once, for an account with a factor. The user sends
 	// the current password and a code (or a passkey's proof, or a
-	// recovery code). The answer is `Cache-Control: no-store`.
+	// recovery code). Before the codes are made, a notice goes to the
+	// account's address with a reset link (whoever made them without
+	// the owner holds her password); a notice that cannot be sent
+	// refuses them (503 `notice_failed`; to an address not verified,
+	// held back over its hourly limit of the account's own mails: 429
+	// `too_many_mails`). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
 	// Cost: one account read, the throttled password check, the code
-	// used (its throttle and a lightweight transaction), three reads of
-	// the factors and one lightweight transaction.
+	// used (its throttle and a lightweight transaction), the notice
+	// (its mail count, its token's lightweight transaction and the
+	// mail, sent before the answer), three reads of the factors and one
+	// lightweight transaction.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12868,13 +12903,20 @@ type ClientWithResponsesInterface interface {
 	// Ten new recovery codes in place of the old ones (which stop
 	// working), shown once, for an account with a factor. The user sends
 	// the current password and a code (or a passkey's proof, or a
-	// recovery code). The answer is `Cache-Control: no-store`.
+	// recovery code). Before the codes are made, a notice goes to the
+	// account's address with a reset link (whoever made them without
+	// the owner holds her password); a notice that cannot be sent
+	// refuses them (503 `notice_failed`; to an address not verified,
+	// held back over its hourly limit of the account's own mails: 429
+	// `too_many_mails`). The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
 	// Cost: one account read, the throttled password check, the code
-	// used (its throttle and a lightweight transaction), three reads of
-	// the factors and one lightweight transaction.
+	// used (its throttle and a lightweight transaction), the notice
+	// (its mail count, its token's lightweight transaction and the
+	// mail, sent before the answer), three reads of the factors and one
+	// lightweight transaction.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -24999,13 +25041,20 @@ func (c *ClientWithResponses) ChangePasswordWithResponse(ctx context.Context, id
 // Ten new recovery codes in place of the old ones (which stop
 // working), shown once, for an account with a factor. The user sends
 // the current password and a code (or a passkey's proof, or a
-// recovery code). The answer is `Cache-Control: no-store`.
+// recovery code). Before the codes are made, a notice goes to the
+// account's address with a reset link (whoever made them without
+// the owner holds her password); a notice that cannot be sent
+// refuses them (503 `notice_failed`; to an address not verified,
+// held back over its hourly limit of the account's own mails: 429
+// `too_many_mails`). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
 // Cost: one account read, the throttled password check, the code
-// used (its throttle and a lightweight transaction), three reads of
-// the factors and one lightweight transaction.
+// used (its throttle and a lightweight transaction), the notice
+// (its mail count, its token's lightweight transaction and the
+// mail, sent before the answer), three reads of the factors and one
+// lightweight transaction.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -25023,13 +25072,20 @@ func (c *ClientWithResponses) CreateRecoveryCodesWithBodyWithResponse(ctx contex
 // Ten new recovery codes in place of the old ones (which stop
 // working), shown once, for an account with a factor. The user sends
 // the current password and a code (or a passkey's proof, or a
-// recovery code). The answer is `Cache-Control: no-store`.
+// recovery code). Before the codes are made, a notice goes to the
+// account's address with a reset link (whoever made them without
+// the owner holds her password); a notice that cannot be sent
+// refuses them (503 `notice_failed`; to an address not verified,
+// held back over its hourly limit of the account's own mails: 429
+// `too_many_mails`). The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
 // Cost: one account read, the throttled password check, the code
-// used (its throttle and a lightweight transaction), three reads of
-// the factors and one lightweight transaction.
+// used (its throttle and a lightweight transaction), the notice
+// (its mail count, its token's lightweight transaction and the
+// mail, sent before the answer), three reads of the factors and one
+// lightweight transaction.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

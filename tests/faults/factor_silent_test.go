@@ -1,0 +1,64 @@
+package faults
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+)
+
+// breakMail makes every mail of m fail (broken) or go (not).
+func (m *mailWorld) breakMail(broken bool) {
+	m.box.mu.Lock()
+	defer m.box.mu.Unlock()
+	m.box.broken = broken
+}
+
+// lastTo is the text of the last mail to address that carries a link to
+// page ("" for none).
+func (b *recorder) lastTo(page, address string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	text := ""
+	for _, msg := range b.sent {
+		if msg.To == address && strings.Contains(msg.Text, "/#/"+page+"?token=") {
+			text = msg.Text
+		}
+	}
+	return text
+}
+
+// TestAThiefsNewRecoveryCodesAreToldToTheOwnerFirst: a thief with ann's
+// session, her password and one code of her app (phished as she typed
+// it) makes new recovery codes. He holds ten ways past her second factor
+// from then on, hers stop working, and she would never know: nothing was
+// mailed, where a factor added is told to her address before it works.
+// The new codes must be told to her address first, with a link that
+// recovers the account (a reset link); a notice that cannot be sent
+// refuses them, her codes standing.
+func TestAThiefsNewRecoveryCodesAreToldToTheOwnerFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFactorWorld(t)
+	thief := domain.Principal{UserID: f.ann.ID}
+	proof := accounts.Password(password)
+	proof.Code = f.code(t, 0)
+	f.breakMail(true)
+	if codes, err := f.svc.NewRecoveryCodes(ctx, thief, f.ann.ID, proof); err == nil {
+		t.Errorf("new recovery codes with the mail down: %d codes made, no notice sent; want them refused", len(codes))
+	}
+	f.breakMail(false)
+	if err := f.secondStep(accounts.Proof{RecoveryCode: f.recovery[0]}); err != nil {
+		t.Errorf("ann's recovery code after the refused codes: %v; want it working", err)
+	}
+	before := f.box.sentTo("reset", annHome)
+	proof.Code = f.code(t, 1)
+	if _, err := f.svc.NewRecoveryCodes(ctx, thief, f.ann.ID, proof); err != nil {
+		t.Fatalf("new recovery codes: %v", err)
+	}
+	if f.box.sentTo("reset", annHome) != before+1 || !strings.Contains(f.box.lastTo("reset", annHome), "recovery codes") {
+		t.Errorf("new recovery codes told ann's address nothing: want a notice with a reset link")
+	}
+}
