@@ -3746,14 +3746,21 @@ type ClientInterface interface {
 	// action is audited first (`factor_removed`): the way back in for a
 	// user who lost both the phone and the recovery codes, after the
 	// admin has made sure who asks. The last factor takes the recovery
-	// codes with it.
+	// codes with it. Before the user's removal of a confirmed factor, a
+	// notice goes to the account's address with a reset link (whoever
+	// removed it without the owner holds her password); a notice that
+	// cannot be sent refuses the removal (503 `notice_failed`; to an
+	// address not verified, held back over its hourly limit of the
+	// account's own mails: 429 `too_many_mails`).
 	//
 	// Who may call: the user themself with the password and a code, or
 	// an active admin for any account but another admin's.
 	//
 	// Cost: one account read and one read of the factors; for the user,
-	// the throttled password check, the factors read again and the code
-	// used (its throttle and a lightweight transaction); for an admin,
+	// the throttled password check, the factors read again, the code
+	// used (its throttle and a lightweight transaction) and the notice
+	// (its mail count, its token's lightweight transaction and the
+	// mail, sent before the answer); for an admin,
 	// the audit entry, then the account read at SERIAL and fenced (a
 	// lightweight transaction that moves its version on, so a grant of
 	// admin meanwhile refuses the removal); then the factors read once
@@ -3775,14 +3782,21 @@ type ClientInterface interface {
 	// action is audited first (`factor_removed`): the way back in for a
 	// user who lost both the phone and the recovery codes, after the
 	// admin has made sure who asks. The last factor takes the recovery
-	// codes with it.
+	// codes with it. Before the user's removal of a confirmed factor, a
+	// notice goes to the account's address with a reset link (whoever
+	// removed it without the owner holds her password); a notice that
+	// cannot be sent refuses the removal (503 `notice_failed`; to an
+	// address not verified, held back over its hourly limit of the
+	// account's own mails: 429 `too_many_mails`).
 	//
 	// Who may call: the user themself with the password and a code, or
 	// an active admin for any account but another admin's.
 	//
 	// Cost: one account read and one read of the factors; for the user,
-	// the throttled password check, the factors read again and the code
-	// used (its throttle and a lightweight transaction); for an admin,
+	// the throttled password check, the factors read again, the code
+	// used (its throttle and a lightweight transaction) and the notice
+	// (its mail count, its token's lightweight transaction and the
+	// mail, sent before the answer); for an admin,
 	// the audit entry, then the account read at SERIAL and fenced (a
 	// lightweight transaction that moves its version on, so a grant of
 	// admin meanwhile refuses the removal); then the factors read once
@@ -6857,14 +6871,21 @@ func (c *Client) ConfirmTotp(ctx context.Context, id UserId, factorId FactorId, 
 // action is audited first (`factor_removed`): the way back in for a
 // user who lost both the phone and the recovery codes, after the
 // admin has made sure who asks. The last factor takes the recovery
-// codes with it.
+// codes with it. Before the user's removal of a confirmed factor, a
+// notice goes to the account's address with a reset link (whoever
+// removed it without the owner holds her password); a notice that
+// cannot be sent refuses the removal (503 `notice_failed`; to an
+// address not verified, held back over its hourly limit of the
+// account's own mails: 429 `too_many_mails`).
 //
 // Who may call: the user themself with the password and a code, or
 // an active admin for any account but another admin's.
 //
 // Cost: one account read and one read of the factors; for the user,
-// the throttled password check, the factors read again and the code
-// used (its throttle and a lightweight transaction); for an admin,
+// the throttled password check, the factors read again, the code
+// used (its throttle and a lightweight transaction) and the notice
+// (its mail count, its token's lightweight transaction and the
+// mail, sent before the answer); for an admin,
 // the audit entry, then the account read at SERIAL and fenced (a
 // lightweight transaction that moves its version on, so a grant of
 // admin meanwhile refuses the removal); then the factors read once
@@ -6896,14 +6917,21 @@ func (c *Client) RemoveFactorWithBody(ctx context.Context, id UserId, factorId F
 // action is audited first (`factor_removed`): the way back in for a
 // user who lost both the phone and the recovery codes, after the
 // admin has made sure who asks. The last factor takes the recovery
-// codes with it.
+// codes with it. Before the user's removal of a confirmed factor, a
+// notice goes to the account's address with a reset link (whoever
+// removed it without the owner holds her password); a notice that
+// cannot be sent refuses the removal (503 `notice_failed`; to an
+// address not verified, held back over its hourly limit of the
+// account's own mails: 429 `too_many_mails`).
 //
 // Who may call: the user themself with the password and a code, or
 // an active admin for any account but another admin's.
 //
 // Cost: one account read and one read of the factors; for the user,
-// the throttled password check, the factors read again and the code
-// used (its throttle and a lightweight transaction); for an admin,
+// the throttled password check, the factors read again, the code
+// used (its throttle and a lightweight transaction) and the notice
+// (its mail count, its token's lightweight transaction and the
+// mail, sent before the answer); for an admin,
 // the audit entry, then the account read at SERIAL and fenced (a
 // lightweight transaction that moves its version on, so a grant of
 // admin meanwhile refuses the removal); then the factors read once
@@ -12570,14 +12598,21 @@ type ClientWithResponsesInterface interface {
 	// action is audited first (`factor_removed`): the way back in for a
 	// user who lost both the phone and the recovery codes, after the
 	// admin has made sure who asks. The last factor takes the recovery
-	// codes with it.
+	// codes with it. Before the user's removal of a confirmed factor, a
+	// notice goes to the account's address with a reset link (whoever
+	// removed it without the owner holds her password); a notice that
+	// cannot be sent refuses the removal (503 `notice_failed`; to an
+	// address not verified, held back over its hourly limit of the
+	// account's own mails: 429 `too_many_mails`).
 	//
 	// Who may call: the user themself with the password and a code, or
 	// an active admin for any account but another admin's.
 	//
 	// Cost: one account read and one read of the factors; for the user,
-	// the throttled password check, the factors read again and the code
-	// used (its throttle and a lightweight transaction); for an admin,
+	// the throttled password check, the factors read again, the code
+	// used (its throttle and a lightweight transaction) and the notice
+	// (its mail count, its token's lightweight transaction and the
+	// mail, sent before the answer); for an admin,
 	// the audit entry, then the account read at SERIAL and fenced (a
 	// lightweight transaction that moves its version on, so a grant of
 	// admin meanwhile refuses the removal); then the factors read once
@@ -12599,14 +12634,21 @@ type ClientWithResponsesInterface interface {
 	// action is audited first (`factor_removed`): the way back in for a
 	// user who lost both the phone and the recovery codes, after the
 	// admin has made sure who asks. The last factor takes the recovery
-	// codes with it.
+	// codes with it. Before the user's removal of a confirmed factor, a
+	// notice goes to the account's address with a reset link (whoever
+	// removed it without the owner holds her password); a notice that
+	// cannot be sent refuses the removal (503 `notice_failed`; to an
+	// address not verified, held back over its hourly limit of the
+	// account's own mails: 429 `too_many_mails`).
 	//
 	// Who may call: the user themself with the password and a code, or
 	// an active admin for any account but another admin's.
 	//
 	// Cost: one account read and one read of the factors; for the user,
-	// the throttled password check, the factors read again and the code
-	// used (its throttle and a lightweight transaction); for an admin,
+	// the throttled password check, the factors read again, the code
+	// used (its throttle and a lightweight transaction) and the notice
+	// (its mail count, its token's lightweight transaction and the
+	// mail, sent before the answer); for an admin,
 	// the audit entry, then the account read at SERIAL and fenced (a
 	// lightweight transaction that moves its version on, so a grant of
 	// admin meanwhile refuses the removal); then the factors read once
@@ -24661,14 +24703,21 @@ func (c *ClientWithResponses) ConfirmTotpWithResponse(ctx context.Context, id Us
 // action is audited first (`factor_removed`): the way back in for a
 // user who lost both the phone and the recovery codes, after the
 // admin has made sure who asks. The last factor takes the recovery
-// codes with it.
+// codes with it. Before the user's removal of a confirmed factor, a
+// notice goes to the account's address with a reset link (whoever
+// removed it without the owner holds her password); a notice that
+// cannot be sent refuses the removal (503 `notice_failed`; to an
+// address not verified, held back over its hourly limit of the
+// account's own mails: 429 `too_many_mails`).
 //
 // Who may call: the user themself with the password and a code, or
 // an active admin for any account but another admin's.
 //
 // Cost: one account read and one read of the factors; for the user,
-// the throttled password check, the factors read again and the code
-// used (its throttle and a lightweight transaction); for an admin,
+// the throttled password check, the factors read again, the code
+// used (its throttle and a lightweight transaction) and the notice
+// (its mail count, its token's lightweight transaction and the
+// mail, sent before the answer); for an admin,
 // the audit entry, then the account read at SERIAL and fenced (a
 // lightweight transaction that moves its version on, so a grant of
 // admin meanwhile refuses the removal); then the factors read once
@@ -24696,14 +24745,21 @@ func (c *ClientWithResponses) RemoveFactorWithBodyWithResponse(ctx context.Conte
 // action is audited first (`factor_removed`): the way back in for a
 // user who lost both the phone and the recovery codes, after the
 // admin has made sure who asks. The last factor takes the recovery
-// codes with it.
+// codes with it. Before the user's removal of a confirmed factor, a
+// notice goes to the account's address with a reset link (whoever
+// removed it without the owner holds her password); a notice that
+// cannot be sent refuses the removal (503 `notice_failed`; to an
+// address not verified, held back over its hourly limit of the
+// account's own mails: 429 `too_many_mails`).
 //
 // Who may call: the user themself with the password and a code, or
 // an active admin for any account but another admin's.
 //
 // Cost: one account read and one read of the factors; for the user,
-// the throttled password check, the factors read again and the code
-// used (its throttle and a lightweight transaction); for an admin,
+// the throttled password check, the factors read again, the code
+// used (its throttle and a lightweight transaction) and the notice
+// (its mail count, its token's lightweight transaction and the
+// mail, sent before the answer); for an admin,
 // the audit entry, then the account read at SERIAL and fenced (a
 // lightweight transaction that moves its version on, so a grant of
 // admin meanwhile refuses the removal); then the factors read once

@@ -62,3 +62,35 @@ func TestAThiefsNewRecoveryCodesAreToldToTheOwnerFirst(t *testing.T) {
 		t.Errorf("new recovery codes told ann's address nothing: want a notice with a reset link")
 	}
 }
+
+// TestAThiefsRemovalOfHerFactorIsToldToTheOwnerFirst: a thief with ann's
+// session, her password and one code of her app removes the app, her
+// last factor (her recovery codes go with it). From then on the password
+// alone logs him in, whenever he likes, and she would never know:
+// nothing was mailed. The removal must be told to her address first, with
+// a link that recovers the account (a reset link); a notice that cannot
+// be sent refuses it, her factor standing.
+func TestAThiefsRemovalOfHerFactorIsToldToTheOwnerFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFactorWorld(t)
+	thief := domain.Principal{UserID: f.ann.ID}
+	proof := accounts.Password(password)
+	proof.Code = f.code(t, 0)
+	f.breakMail(true)
+	if err := f.svc.RemoveFactor(ctx, thief, f.ann.ID, f.fac.ID, proof); err == nil {
+		t.Errorf("a removal with the mail down answered success, no notice sent; want it refused")
+	}
+	f.breakMail(false)
+	if left, _, err := f.store.Factors().Read(ctx, f.ann.ID); err != nil || len(left) != 1 {
+		t.Fatalf("ann's factors after the refused removal: %+v %v; want her app", left, err)
+	}
+	before := f.box.sentTo("reset", annHome)
+	proof.Code = f.code(t, 1)
+	if err := f.svc.RemoveFactor(ctx, thief, f.ann.ID, f.fac.ID, proof); err != nil {
+		t.Fatalf("the removal: %v", err)
+	}
+	if f.box.sentTo("reset", annHome) != before+1 || !strings.Contains(f.box.lastTo("reset", annHome), "removed") {
+		t.Errorf("the removal of ann's factor told her address nothing: want a notice with a reset link")
+	}
+}
