@@ -930,8 +930,17 @@ func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, 
 		if err := a.auditSessions(ctx, p, m, domain.AuditFactorRemoved); err != nil {
 			return err
 		}
-		if err := a.fenceNonAdmin(ctx, userID); err != nil {
+		u, err := a.fenceNonAdmin(ctx, userID)
+		if err != nil {
 			return err
+		}
+		// Told to the address too: whoever asked support for it may hold
+		// the password and not the phone, and the password alone logs
+		// him in from then on (TestAnAdminsRemovalOfHerFactorIsToldToTheOwnerFirst).
+		if factors[i].Confirmed() {
+			if err := a.mailFactorsChange(ctx, u, a.factorRemovedByAdminNotice); err != nil {
+				return err
+			}
 		}
 	}
 	return a.dropFactor(ctx, userID, factorID)
@@ -939,16 +948,17 @@ func (a *Service) RemoveFactor(ctx context.Context, p domain.Principal, userID, 
 
 // fenceNonAdmin moves the account's version (and time of change) on,
 // changing nothing else, once a SERIAL read finds it visible and no
-// admin's: the decision that lets an admin remove its factor, which is
+// admin's, and returns the account as fenced (whose address the removal
+// tells): the decision that lets an admin remove its factor, which is
 // in another partition and carries no version of the account. A grant
 // of admin that lands before the fence moves the version, so the
 // fence's compare-and-set fails, it reads again and refuses; one that
 // lands after it is ordered after the decision. A fence left by a
 // removal that then stopped (its answer lost, its process dead) changes
 // nothing the owner uses.
-func (a *Service) fenceNonAdmin(ctx context.Context, userID string) error {
+func (a *Service) fenceNonAdmin(ctx context.Context, userID string) (domain.User, error) {
 	// An admin's: the account's own changes do not hold it back.
-	_, err := a.updateByAdmin(ctx, userID, func(u domain.User) (domain.User, bool, error) {
+	out, err := a.updateByAdmin(ctx, userID, func(u domain.User) (domain.User, bool, error) {
 		switch {
 		case !u.Visible():
 			return u, false, domain.ErrUserNotFound
@@ -958,9 +968,9 @@ func (a *Service) fenceNonAdmin(ctx context.Context, userID string) error {
 		return u, true, nil
 	})
 	if errors.Is(err, domain.ErrNotFound) {
-		return domain.ErrUserNotFound
+		return out, domain.ErrUserNotFound
 	}
-	return err
+	return out, err
 }
 
 var errOtherAdminsFactors = &domain.Error{Kind: domain.ErrForbidden, Code: "forbidden",
@@ -1049,6 +1059,20 @@ func (a *Service) factorRemovedNotice(u domain.User, token string) Message {
 			"and the password alone logs in.\n\n"+
 			"If it was you, there is nothing to do.\n\n"+
 			"If it was not you, someone has your password: choose a new password here "+
+			"(the link works once, for %s, even if the password is changed again meanwhile):\n\n%s\n\n"+
+			"Choosing one signs out every session of the account. Then add your second factor again.\n",
+		inWords(a.mail.ResetTTL), Link(a.mail.PublicURL, PurposeResetPassword, token))}
+}
+
+// factorRemovedByAdminNotice is the notice of a factor an admin removed,
+// with a reset link (token).
+func (a *Service) factorRemovedByAdminNotice(u domain.User, token string) Message {
+	return Message{To: u.Email, Subject: "A second factor was removed from your shelf account", Text: fmt.Sprintf(
+		"Hello,\n\nan administrator of shelf removed a second factor (an authenticator app or a passkey) from the shelf account "+
+			"of this address, as asked by someone who said they had lost it; with the last factor, the recovery codes go too, "+
+			"and the password alone logs in.\n\n"+
+			"If it was you who asked, there is nothing to do.\n\n"+
+			"If it was not you, someone may have your password: choose a new password here "+
 			"(the link works once, for %s, even if the password is changed again meanwhile):\n\n%s\n\n"+
 			"Choosing one signs out every session of the account. Then add your second factor again.\n",
 		inWords(a.mail.ResetTTL), Link(a.mail.PublicURL, PurposeResetPassword, token))}

@@ -3746,9 +3746,10 @@ type ClientInterface interface {
 	// action is audited first (`factor_removed`): the way back in for a
 	// user who lost both the phone and the recovery codes, after the
 	// admin has made sure who asks. The last factor takes the recovery
-	// codes with it. Before the user's removal of a confirmed factor, a
-	// notice goes to the account's address with a reset link (whoever
-	// removed it without the owner holds her password); a notice that
+	// codes with it. Before the removal of a confirmed factor (the
+	// user's, or an admin's after its fence), a notice goes to the
+	// account's address with a reset link (whoever removed it, or asked
+	// support to, without the owner may hold her password); a notice that
 	// cannot be sent refuses the removal (503 `notice_failed`; to an
 	// address not verified, held back over its hourly limit of the
 	// account's own mails: 429 `too_many_mails`).
@@ -3763,8 +3764,8 @@ type ClientInterface interface {
 	// mail, sent before the answer); for an admin,
 	// the audit entry, then the account read at SERIAL and fenced (a
 	// lightweight transaction that moves its version on, so a grant of
-	// admin meanwhile refuses the removal); then the factors read once
-	// more and the removal (a lightweight transaction; the recovery
+	// admin meanwhile refuses the removal) and the notice; then the
+	// factors read once more and the removal (a lightweight transaction; the recovery
 	// codes' with the last factor).
 	//
 	// Takes any type of body and a specified content type.
@@ -3782,9 +3783,10 @@ type ClientInterface interface {
 	// action is audited first (`factor_removed`): the way back in for a
 	// user who lost both the phone and the recovery codes, after the
 	// admin has made sure who asks. The last factor takes the recovery
-	// codes with it. Before the user's removal of a confirmed factor, a
-	// notice goes to the account's address with a reset link (whoever
-	// removed it without the owner holds her password); a notice that
+	// codes with it. Before the removal of a confirmed factor (the
+	// user's, or an admin's after its fence), a notice goes to the
+	// account's address with a reset link (whoever removed it, or asked
+	// support to, without the owner may hold her password); a notice that
 	// cannot be sent refuses the removal (503 `notice_failed`; to an
 	// address not verified, held back over its hourly limit of the
 	// account's own mails: 429 `too_many_mails`).
@@ -3799,8 +3801,8 @@ type ClientInterface interface {
 	// mail, sent before the answer); for an admin,
 	// the audit entry, then the account read at SERIAL and fenced (a
 	// lightweight transaction that moves its version on, so a grant of
-	// admin meanwhile refuses the removal); then the factors read once
-	// more and the removal (a lightweight transaction; the recovery
+	// admin meanwhile refuses the removal) and the notice; then the
+	// factors read once more and the removal (a lightweight transaction; the recovery
 	// codes' with the last factor).
 	//
 	// Takes a body of the `application/json` content type.
@@ -6871,9 +6873,10 @@ func (c *Client) ConfirmTotp(ctx context.Context, id UserId, factorId FactorId, 
 // action is audited first (`factor_removed`): the way back in for a
 // user who lost both the phone and the recovery codes, after the
 // admin has made sure who asks. The last factor takes the recovery
-// codes with it. Before the user's removal of a confirmed factor, a
-// notice goes to the account's address with a reset link (whoever
-// removed it without the owner holds her password); a notice that
+// codes with it. Before the removal of a confirmed factor (the
+// user's, or an admin's after its fence), a notice goes to the
+// account's address with a reset link (whoever removed it, or asked
+// support to, without the owner may hold her password); a notice that
 // cannot be sent refuses the removal (503 `notice_failed`; to an
 // address not verified, held back over its hourly limit of the
 // account's own mails: 429 `too_many_mails`).
@@ -6888,8 +6891,8 @@ func (c *Client) ConfirmTotp(ctx context.Context, id UserId, factorId FactorId, 
 // mail, sent before the answer); for an admin,
 // the audit entry, then the account read at SERIAL and fenced (a
 // lightweight transaction that moves its version on, so a grant of
-// admin meanwhile refuses the removal); then the factors read once
-// more and the removal (a lightweight transaction; the recovery
+// admin meanwhile refuses the removal) and the notice; then the
+// factors read once more and the removal (a lightweight transaction; the recovery
 // codes' with the last factor).
 //
 // Takes any type of body and a specified content type.
@@ -6917,9 +6920,10 @@ func (c *Client) RemoveFactorWithBody(ctx context.Context, id UserId, factorId F
 // action is audited first (`factor_removed`): the way back in for a
 // user who lost both the phone and the recovery codes, after the
 // admin has made sure who asks. The last factor takes the recovery
-// codes with it. Before the user's removal of a confirmed factor, a
-// notice goes to the account's address with a reset link (whoever
-// removed it without the owner holds her password); a notice that
+// codes with it. Before the removal of a confirmed factor (the
+// user's, or an admin's after its fence), a notice goes to the
+// account's address with a reset link (whoever removed it, or asked
+// support to, without the owner may hold her password); a notice that
 // cannot be sent refuses the removal (503 `notice_failed`; to an
 // address not verified, held back over its hourly limit of the
 // account's own mails: 429 `too_many_mails`).
@@ -6934,8 +6938,8 @@ func (c *Client) RemoveFactorWithBody(ctx context.Context, id UserId, factorId F
 // mail, sent before the answer); for an admin,
 // the audit entry, then the account read at SERIAL and fenced (a
 // lightweight transaction that moves its version on, so a grant of
-// admin meanwhile refuses the removal); then the factors read once
-// more and the removal (a lightweight transaction; the recovery
+// admin meanwhile refuses the removal) and the notice; then the
+// factors read once more and the removal (a lightweight transaction; the recovery
 // codes' with the last factor).
 //
 // Takes a body of the `application/json` content type.
@@ -12598,9 +12602,10 @@ type ClientWithResponsesInterface interface {
 	// action is audited first (`factor_removed`): the way back in for a
 	// user who lost both the phone and the recovery codes, after the
 	// admin has made sure who asks. The last factor takes the recovery
-	// codes with it. Before the user's removal of a confirmed factor, a
-	// notice goes to the account's address with a reset link (whoever
-	// removed it without the owner holds her password); a notice that
+	// codes with it. Before the removal of a confirmed factor (the
+	// user's, or an admin's after its fence), a notice goes to the
+	// account's address with a reset link (whoever removed it, or asked
+	// support to, without the owner may hold her password); a notice that
 	// cannot be sent refuses the removal (503 `notice_failed`; to an
 	// address not verified, held back over its hourly limit of the
 	// account's own mails: 429 `too_many_mails`).
@@ -12615,8 +12620,8 @@ type ClientWithResponsesInterface interface {
 	// mail, sent before the answer); for an admin,
 	// the audit entry, then the account read at SERIAL and fenced (a
 	// lightweight transaction that moves its version on, so a grant of
-	// admin meanwhile refuses the removal); then the factors read once
-	// more and the removal (a lightweight transaction; the recovery
+	// admin meanwhile refuses the removal) and the notice; then the
+	// factors read once more and the removal (a lightweight transaction; the recovery
 	// codes' with the last factor).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -12634,9 +12639,10 @@ type ClientWithResponsesInterface interface {
 	// action is audited first (`factor_removed`): the way back in for a
 	// user who lost both the phone and the recovery codes, after the
 	// admin has made sure who asks. The last factor takes the recovery
-	// codes with it. Before the user's removal of a confirmed factor, a
-	// notice goes to the account's address with a reset link (whoever
-	// removed it without the owner holds her password); a notice that
+	// codes with it. Before the removal of a confirmed factor (the
+	// user's, or an admin's after its fence), a notice goes to the
+	// account's address with a reset link (whoever removed it, or asked
+	// support to, without the owner may hold her password); a notice that
 	// cannot be sent refuses the removal (503 `notice_failed`; to an
 	// address not verified, held back over its hourly limit of the
 	// account's own mails: 429 `too_many_mails`).
@@ -12651,8 +12657,8 @@ type ClientWithResponsesInterface interface {
 	// mail, sent before the answer); for an admin,
 	// the audit entry, then the account read at SERIAL and fenced (a
 	// lightweight transaction that moves its version on, so a grant of
-	// admin meanwhile refuses the removal); then the factors read once
-	// more and the removal (a lightweight transaction; the recovery
+	// admin meanwhile refuses the removal) and the notice; then the
+	// factors read once more and the removal (a lightweight transaction; the recovery
 	// codes' with the last factor).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -24703,9 +24709,10 @@ func (c *ClientWithResponses) ConfirmTotpWithResponse(ctx context.Context, id Us
 // action is audited first (`factor_removed`): the way back in for a
 // user who lost both the phone and the recovery codes, after the
 // admin has made sure who asks. The last factor takes the recovery
-// codes with it. Before the user's removal of a confirmed factor, a
-// notice goes to the account's address with a reset link (whoever
-// removed it without the owner holds her password); a notice that
+// codes with it. Before the removal of a confirmed factor (the
+// user's, or an admin's after its fence), a notice goes to the
+// account's address with a reset link (whoever removed it, or asked
+// support to, without the owner may hold her password); a notice that
 // cannot be sent refuses the removal (503 `notice_failed`; to an
 // address not verified, held back over its hourly limit of the
 // account's own mails: 429 `too_many_mails`).
@@ -24720,8 +24727,8 @@ func (c *ClientWithResponses) ConfirmTotpWithResponse(ctx context.Context, id Us
 // mail, sent before the answer); for an admin,
 // the audit entry, then the account read at SERIAL and fenced (a
 // lightweight transaction that moves its version on, so a grant of
-// admin meanwhile refuses the removal); then the factors read once
-// more and the removal (a lightweight transaction; the recovery
+// admin meanwhile refuses the removal) and the notice; then the
+// factors read once more and the removal (a lightweight transaction; the recovery
 // codes' with the last factor).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -24745,9 +24752,10 @@ func (c *ClientWithResponses) RemoveFactorWithBodyWithResponse(ctx context.Conte
 // action is audited first (`factor_removed`): the way back in for a
 // user who lost both the phone and the recovery codes, after the
 // admin has made sure who asks. The last factor takes the recovery
-// codes with it. Before the user's removal of a confirmed factor, a
-// notice goes to the account's address with a reset link (whoever
-// removed it without the owner holds her password); a notice that
+// codes with it. Before the removal of a confirmed factor (the
+// user's, or an admin's after its fence), a notice goes to the
+// account's address with a reset link (whoever removed it, or asked
+// support to, without the owner may hold her password); a notice that
 // cannot be sent refuses the removal (503 `notice_failed`; to an
 // address not verified, held back over its hourly limit of the
 // account's own mails: 429 `too_many_mails`).
@@ -24762,8 +24770,8 @@ func (c *ClientWithResponses) RemoveFactorWithBodyWithResponse(ctx context.Conte
 // mail, sent before the answer); for an admin,
 // the audit entry, then the account read at SERIAL and fenced (a
 // lightweight transaction that moves its version on, so a grant of
-// admin meanwhile refuses the removal); then the factors read once
-// more and the removal (a lightweight transaction; the recovery
+// admin meanwhile refuses the removal) and the notice; then the
+// factors read once more and the removal (a lightweight transaction; the recovery
 // codes' with the last factor).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

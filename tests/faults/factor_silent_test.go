@@ -94,3 +94,40 @@ func TestAThiefsRemovalOfHerFactorIsToldToTheOwnerFirst(t *testing.T) {
 		t.Errorf("the removal of ann's factor told her address nothing: want a notice with a reset link")
 	}
 }
+
+// TestAnAdminsRemovalOfHerFactorIsToldToTheOwnerFirst: a thief with ann's
+// password, not her phone, tells support he lost his phone, and root, an
+// admin, removes ann's app ("the way back in for a user who lost both the
+// phone and the recovery codes"). From then on the password alone logs
+// him in, and she would never know: the audit entry is for admins,
+// nothing was mailed. The removal must be told to her address first,
+// with a link that recovers the account (a reset link); a notice that
+// cannot be sent refuses it, her factor standing.
+func TestAnAdminsRemovalOfHerFactorIsToldToTheOwnerFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFactorWorld(t)
+	if err := f.signup("root", "root@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	root, err := f.svc.SetAdmin(ctx, "root", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := domain.Principal{UserID: root.ID}
+	f.breakMail(true)
+	if err := f.svc.RemoveFactor(ctx, admin, f.ann.ID, f.fac.ID, accounts.Proof{}); err == nil {
+		t.Errorf("root's removal with the mail down answered success, no notice sent; want it refused")
+	}
+	f.breakMail(false)
+	if left, _, err := f.store.Factors().Read(ctx, f.ann.ID); err != nil || len(left) != 1 {
+		t.Fatalf("ann's factors after the refused removal: %+v %v; want her app", left, err)
+	}
+	before := f.box.sentTo("reset", annHome)
+	if err := f.svc.RemoveFactor(ctx, admin, f.ann.ID, f.fac.ID, accounts.Proof{}); err != nil {
+		t.Fatalf("root's removal: %v", err)
+	}
+	if f.box.sentTo("reset", annHome) != before+1 || !strings.Contains(f.box.lastTo("reset", annHome), "removed") {
+		t.Errorf("root's removal of ann's factor told her address nothing: want a notice with a reset link")
+	}
+}
