@@ -1525,8 +1525,8 @@ func (a *Service) RevertFactor(ctx context.Context, token string) error {
 }
 
 // dropFactorsSince removes every factor of userID not confirmed
-// domain.ClockSkew before since: those confirmed at or after it, by whatever clock, and
-// every enrolment still pending. A factor's revert undoes those added after its notice. A
+// domain.ClockSkew before since: those confirmed at or after it, by whatever clock,
+// every enrolment still pending, and a recovery set made since. A factor's revert undoes those added after its notice. A
 // revert of an email change undoes the factors added while
 // the address was another's: a factor's notice (and revert link) goes to
 // the address of its confirmation, so whoever changed the address cannot
@@ -1557,7 +1557,7 @@ func (a *Service) dropFactorsBetween(ctx context.Context, userID string, since, 
 	// process's: one added after it through a process behind may record a
 	// time before it (TestAFactorsRevertUndoesAFactorAddedAfterItOnAProcessBehind).
 	since = since.Add(-domain.ClockSkew)
-	factors, _, err := rows.Read(ctx, userID)
+	factors, set, err := rows.Read(ctx, userID)
 	if err != nil {
 		return err
 	}
@@ -1573,6 +1573,19 @@ func (a *Service) dropFactorsBetween(ctx context.Context, userID string, since, 
 			if err := a.dropFactor(ctx, userID, f.ID); err != nil {
 				return err
 			}
+		}
+	}
+	// Recovery codes made since, by the same clocks: new codes take a
+	// factor's proof, so they are of the hand of a factor added since,
+	// and would stand beside the factors left as ten ways past them
+	// (TestAFactorsRevertTakesTheRecoveryCodesMadeSinceItsNotice). The
+	// owner's own, made since, go too: she makes new ones with her factor.
+	// A removal of the last factor above took the set already (this one
+	// then removes nothing); never a deleted account's fence.
+	made := set.CreatedAt
+	if set.Generation != "" && !set.Ended() && !made.Before(since) && (until.IsZero() || !made.After(until.Add(domain.ClockSkew))) {
+		if err := rows.RemoveRecovery(ctx, userID, set.Generation); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -4,9 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"shelf/domain"
 	"shelf/domain/accounts"
+	"shelf/internal/factor"
 )
 
 // breakMail makes every mail of m fail (broken) or go (not).
@@ -129,5 +131,48 @@ func TestAnAdminsRemovalOfHerFactorIsToldToTheOwnerFirst(t *testing.T) {
 	}
 	if f.box.sentTo("reset", annHome) != before+1 || !strings.Contains(f.box.lastTo("reset", annHome), "removed") {
 		t.Errorf("root's removal of ann's factor told her address nothing: want a notice with a reset link")
+	}
+}
+
+// TestAFactorsRevertTakesTheRecoveryCodesMadeSinceItsNotice: a thief with
+// ann's session, her password and one code of her app adds an app of his,
+// its notice mailed to her, then makes new recovery codes with his app's
+// code. Ann follows the notice's link: his app goes, and every factor
+// added after it, but the codes he made stood beside her app, ten ways
+// past it for whoever learns her next password. Codes made since the
+// notice are of the same hand as a factor added since it, and go too; her
+// reset opens her account to her app, never to his codes.
+func TestAFactorsRevertTakesTheRecoveryCodesMadeSinceItsNotice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFactorWorld(t)
+	f.store.Advance(time.Hour) // her app is a day old, say, when he comes
+	thiefAddsASecondFactor(t, f)
+	factors, _, err := f.store.Factors().Read(ctx, f.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof := accounts.Password(password)
+	for _, g := range factors {
+		if g.Name == "second" {
+			if proof.Code, err = f.totp.Code(g.Sealed, f.ann.ID, f.store.Now().Unix()/factor.Period+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	his, err := f.svc.NewRecoveryCodes(ctx, domain.Principal{UserID: f.ann.ID}, f.ann.ID, proof)
+	if err != nil {
+		t.Fatalf("the thief's recovery codes: %v", err)
+	}
+	notices := f.box.tokens("revert-factor")
+	if err := f.svc.RevertFactor(ctx, notices[len(notices)-1]); err != nil {
+		t.Fatalf("the revert of the thief's app: %v", err)
+	}
+	r, err := f.svc.ResetPassword(ctx, f.box.tokenTo("reset", annHome), newPassword, accounts.Client{})
+	if err != nil || r.Challenge == "" {
+		t.Fatalf("ann's reset after the revert: %+v %v; want a challenge for her app", r, err)
+	}
+	if _, err := f.svc.SecondFactor(ctx, r.Challenge, accounts.Proof{RecoveryCode: his[0]}, accounts.Client{}); err == nil {
+		t.Errorf("a recovery code the thief made after his app's notice opened a session past ann's revert and reset")
 	}
 }
