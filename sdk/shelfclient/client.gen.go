@@ -4067,7 +4067,9 @@ type ClientInterface interface {
 	// the owner holds her password); a notice that cannot be sent
 	// refuses them (503 `notice_failed`; to an address not verified,
 	// held back over its hourly limit of the account's own mails: 429
-	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// `too_many_mails`). New codes whose session a revert, a reset, a
+	// sign-out everywhere or a suspension ended while they were written
+	// are taken back and answer 401. The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
@@ -4075,7 +4077,7 @@ type ClientInterface interface {
 	// used (its throttle and a lightweight transaction), the notice
 	// (its mail count, its token's lightweight transaction and the
 	// mail, sent before the answer), three reads of the factors and one
-	// lightweight transaction.
+	// lightweight transaction, then the account read again at SERIAL.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4092,7 +4094,9 @@ type ClientInterface interface {
 	// the owner holds her password); a notice that cannot be sent
 	// refuses them (503 `notice_failed`; to an address not verified,
 	// held back over its hourly limit of the account's own mails: 429
-	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// `too_many_mails`). New codes whose session a revert, a reset, a
+	// sign-out everywhere or a suspension ended while they were written
+	// are taken back and answer 401. The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
@@ -4100,7 +4104,7 @@ type ClientInterface interface {
 	// used (its throttle and a lightweight transaction), the notice
 	// (its mail count, its token's lightweight transaction and the
 	// mail, sent before the answer), three reads of the factors and one
-	// lightweight transaction.
+	// lightweight transaction, then the account read again at SERIAL.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7314,7 +7318,9 @@ func (c *Client) ChangePassword(ctx context.Context, id UserId, body ChangePassw
 // the owner holds her password); a notice that cannot be sent
 // refuses them (503 `notice_failed`; to an address not verified,
 // held back over its hourly limit of the account's own mails: 429
-// `too_many_mails`). The answer is `Cache-Control: no-store`.
+// `too_many_mails`). New codes whose session a revert, a reset, a
+// sign-out everywhere or a suspension ended while they were written
+// are taken back and answer 401. The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
@@ -7322,7 +7328,7 @@ func (c *Client) ChangePassword(ctx context.Context, id UserId, body ChangePassw
 // used (its throttle and a lightweight transaction), the notice
 // (its mail count, its token's lightweight transaction and the
 // mail, sent before the answer), three reads of the factors and one
-// lightweight transaction.
+// lightweight transaction, then the account read again at SERIAL.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7349,7 +7355,9 @@ func (c *Client) CreateRecoveryCodesWithBody(ctx context.Context, id UserId, con
 // the owner holds her password); a notice that cannot be sent
 // refuses them (503 `notice_failed`; to an address not verified,
 // held back over its hourly limit of the account's own mails: 429
-// `too_many_mails`). The answer is `Cache-Control: no-store`.
+// `too_many_mails`). New codes whose session a revert, a reset, a
+// sign-out everywhere or a suspension ended while they were written
+// are taken back and answer 401. The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
@@ -7357,7 +7365,7 @@ func (c *Client) CreateRecoveryCodesWithBody(ctx context.Context, id UserId, con
 // used (its throttle and a lightweight transaction), the notice
 // (its mail count, its token's lightweight transaction and the
 // mail, sent before the answer), three reads of the factors and one
-// lightweight transaction.
+// lightweight transaction, then the account read again at SERIAL.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -12931,7 +12939,9 @@ type ClientWithResponsesInterface interface {
 	// the owner holds her password); a notice that cannot be sent
 	// refuses them (503 `notice_failed`; to an address not verified,
 	// held back over its hourly limit of the account's own mails: 429
-	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// `too_many_mails`). New codes whose session a revert, a reset, a
+	// sign-out everywhere or a suspension ended while they were written
+	// are taken back and answer 401. The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
@@ -12939,7 +12949,7 @@ type ClientWithResponsesInterface interface {
 	// used (its throttle and a lightweight transaction), the notice
 	// (its mail count, its token's lightweight transaction and the
 	// mail, sent before the answer), three reads of the factors and one
-	// lightweight transaction.
+	// lightweight transaction, then the account read again at SERIAL.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12956,7 +12966,9 @@ type ClientWithResponsesInterface interface {
 	// the owner holds her password); a notice that cannot be sent
 	// refuses them (503 `notice_failed`; to an address not verified,
 	// held back over its hourly limit of the account's own mails: 429
-	// `too_many_mails`). The answer is `Cache-Control: no-store`.
+	// `too_many_mails`). New codes whose session a revert, a reset, a
+	// sign-out everywhere or a suspension ended while they were written
+	// are taken back and answer 401. The answer is `Cache-Control: no-store`.
 	//
 	// Who may call: the user themself.
 	//
@@ -12964,7 +12976,7 @@ type ClientWithResponsesInterface interface {
 	// used (its throttle and a lightweight transaction), the notice
 	// (its mail count, its token's lightweight transaction and the
 	// mail, sent before the answer), three reads of the factors and one
-	// lightweight transaction.
+	// lightweight transaction, then the account read again at SERIAL.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -25110,7 +25122,9 @@ func (c *ClientWithResponses) ChangePasswordWithResponse(ctx context.Context, id
 // the owner holds her password); a notice that cannot be sent
 // refuses them (503 `notice_failed`; to an address not verified,
 // held back over its hourly limit of the account's own mails: 429
-// `too_many_mails`). The answer is `Cache-Control: no-store`.
+// `too_many_mails`). New codes whose session a revert, a reset, a
+// sign-out everywhere or a suspension ended while they were written
+// are taken back and answer 401. The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
@@ -25118,7 +25132,7 @@ func (c *ClientWithResponses) ChangePasswordWithResponse(ctx context.Context, id
 // used (its throttle and a lightweight transaction), the notice
 // (its mail count, its token's lightweight transaction and the
 // mail, sent before the answer), three reads of the factors and one
-// lightweight transaction.
+// lightweight transaction, then the account read again at SERIAL.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -25141,7 +25155,9 @@ func (c *ClientWithResponses) CreateRecoveryCodesWithBodyWithResponse(ctx contex
 // the owner holds her password); a notice that cannot be sent
 // refuses them (503 `notice_failed`; to an address not verified,
 // held back over its hourly limit of the account's own mails: 429
-// `too_many_mails`). The answer is `Cache-Control: no-store`.
+// `too_many_mails`). New codes whose session a revert, a reset, a
+// sign-out everywhere or a suspension ended while they were written
+// are taken back and answer 401. The answer is `Cache-Control: no-store`.
 //
 // Who may call: the user themself.
 //
@@ -25149,7 +25165,7 @@ func (c *ClientWithResponses) CreateRecoveryCodesWithBodyWithResponse(ctx contex
 // used (its throttle and a lightweight transaction), the notice
 // (its mail count, its token's lightweight transaction and the
 // mail, sent before the answer), three reads of the factors and one
-// lightweight transaction.
+// lightweight transaction, then the account read again at SERIAL.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -176,3 +176,53 @@ func TestAFactorsRevertTakesTheRecoveryCodesMadeSinceItsNotice(t *testing.T) {
 		t.Errorf("a recovery code the thief made after his app's notice opened a session past ann's revert and reset")
 	}
 }
+
+// TestAThiefsRecoveryCodesLandingAfterTheRevertDoNotStand: as
+// TestAFactorsRevertTakesTheRecoveryCodesMadeSinceItsNotice, but the
+// thief's new codes are slow at their write: ann's revert runs meanwhile
+// (his session ended, his app removed, nothing made since to remove), and
+// then his set lands in place of hers. The request must check again at
+// its end that its session still works, and take its set back if not:
+// else the codes it shows him stand past her revert and her reset.
+func TestAThiefsRecoveryCodesLandingAfterTheRevertDoNotStand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFactorWorld(t)
+	f.store.Advance(time.Hour)
+	thiefAddsASecondFactor(t, f)
+	factors, _, err := f.store.Factors().Read(ctx, f.ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof := accounts.Password(password)
+	for _, g := range factors {
+		if g.Name == "second" {
+			if proof.Code, err = f.totp.Code(g.Sealed, f.ann.ID, f.store.Now().Unix()/factor.Period+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	notices := f.box.tokens("revert-factor")
+	var reverted error
+	ran := false
+	slowOnce(f.store, "factors.set_recovery", 0, func() {
+		ran, reverted = true, f.svc.RevertFactor(ctx, notices[len(notices)-1])
+	})
+	his, err := f.svc.NewRecoveryCodes(ctx, domain.Principal{UserID: f.ann.ID}, f.ann.ID, proof)
+	calm(f.store)
+	if !ran || reverted != nil {
+		t.Fatalf("ann's revert inside the codes' write: ran %v, answered %v", ran, reverted)
+	}
+	if err == nil {
+		t.Errorf("the thief's codes, written after ann's revert ended his session, were shown to him")
+	}
+	r, rerr := f.svc.ResetPassword(ctx, f.box.tokenTo("reset", annHome), newPassword, accounts.Client{})
+	if rerr != nil || r.Challenge == "" {
+		t.Fatalf("ann's reset after the revert: %+v %v; want a challenge for her app", r, rerr)
+	}
+	for _, code := range his {
+		if _, err := f.svc.SecondFactor(ctx, r.Challenge, accounts.Proof{RecoveryCode: code}, accounts.Client{}); err == nil {
+			t.Fatalf("a recovery code the thief was shown opened a session past ann's revert and reset")
+		}
+	}
+}
