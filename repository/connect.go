@@ -146,6 +146,22 @@ func EnsureKeyspace(ctx context.Context, c ConnConfig, replication string, wait 
 	return s.AwaitSchemaAgreement(ctx)
 }
 
+// KeyspaceExists reports whether the cluster has c's keyspace, on a
+// session of no keyspace, retrying for up to wait while the cluster
+// cannot be reached.
+func KeyspaceExists(ctx context.Context, c ConnConfig, wait time.Duration) (bool, error) {
+	s, err := createSession(ctx, wait, func() (*gocql.ClusterConfig, error) { return clusterConfig(c) })
+	if err != nil {
+		return false, err
+	}
+	defer s.Close()
+	_, err = KeyspaceReplication(ctx, gocqlx.NewSession(s), c.Keyspace)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // DropKeyspace removes a keyspace and everything in it (tests use it).
 func DropKeyspace(ctx context.Context, c ConnConfig) error {
 	s, err := createSession(ctx, 0, func() (*gocql.ClusterConfig, error) { return clusterConfig(c) })

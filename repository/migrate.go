@@ -39,6 +39,13 @@ func Migrate(ctx context.Context, session gocqlx.Session) error {
 		if !migrationTimedOut(err) || attempt == migrateAttempts || ctx.Err() != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
+		// The statement that timed out may still be under way at its
+		// coordinator: its file is resumed once the nodes agree on the
+		// schema, not at once beside it on another node, where two
+		// creations of one table may both pass IF NOT EXISTS.
+		if err := session.Session.AwaitSchemaAgreement(ctx); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
 	}
 }
 

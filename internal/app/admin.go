@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"shelf/domain"
 	"shelf/domain/lifecycle"
 	"shelf/domain/moderation"
 	"shelf/internal/config"
@@ -133,13 +134,26 @@ func Admin(ctx context.Context, cfg config.Config, logger zerolog.Logger, args [
 	if err != nil {
 		return err
 	}
-	session, err := Connect(ctx, cfg, logger, true, nil)
+	// The operator commands run compare-and-sets too: the same check. They
+	// act on a keyspace `api migrate` (or serve) made and migrated, and
+	// never make or migrate one: a mistyped SHELF_KEYSPACE would have been
+	// made with the default replication and all of the schema, the
+	// command reporting on an empty one, and a new release's command run
+	// before the upgrade would have migrated the deployment's keyspace
+	// (TestAdminCommandsNeitherMakeNorMigrateAKeyspace).
+	session, cfg, err := connectChecked(ctx, cfg, logger, false, nil, wiringOf(options).serial)
 	if err != nil {
 		return err
 	}
 	defer session.Close()
-	// The operator commands run compare-and-sets too: the same check.
-	if cfg, err = checkRegions(ctx, cfg, session, logger, wiringOf(options).serial); err != nil {
+	ready, err := repository.NewReadiness(session)
+	if err != nil {
+		return err
+	}
+	if err := ready.CheckReady(ctx); err != nil {
+		if errors.Is(err, domain.ErrSchemaBehind) {
+			return fmt.Errorf("keyspace %s is behind this release (%w): run `api migrate` first, then the command again", cfg.Cassandra.Keyspace, err)
+		}
 		return err
 	}
 	a, err := New(cfg, logger, session, nil, options...)

@@ -50,6 +50,40 @@ func Connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, appl
 	return repository.Connect(ctx, conn, wait)
 }
 
+// connectChecked opens the serving session once the start-up check of the
+// regions (checkRegions, with rule) passed on the keyspace as it is, and
+// only then, with migrate, applies pending migrations: a process the check
+// refuses (a region's settings wrong) leaves the deployment's keyspace as
+// it found it (TestARefusedStartMigratesNothing). A keyspace not there yet
+// is made and migrated first with migrate (its replication is the
+// settings'), and checked as made; without migrate it is refused, naming
+// the setting and `api migrate`.
+func connectChecked(ctx context.Context, cfg config.Config, logger zerolog.Logger, migrate bool, m *metrics.Metrics, rule SerialRule) (gocqlx.Session, config.Config, error) {
+	keyspace := cfg.Cassandra.Keyspace
+	exists, err := repository.KeyspaceExists(ctx, connConfig(cfg, logger), cfg.Cassandra.ConnectWait)
+	if err != nil {
+		return gocqlx.Session{}, cfg, err
+	}
+	if !exists && !migrate {
+		return gocqlx.Session{}, cfg, fmt.Errorf("keyspace %s (SHELF_KEYSPACE) does not exist on %s: check the setting, or make it with `api migrate`", keyspace, strings.Join(cfg.Cassandra.Hosts, ","))
+	}
+	session, err := Connect(ctx, cfg, logger, !exists, m)
+	if err != nil {
+		return gocqlx.Session{}, cfg, err
+	}
+	checked, err := checkRegions(ctx, cfg, session, logger, rule)
+	if err == nil && exists && migrate {
+		if err = applySchemaWith(ctx, cfg, connConfig(cfg, logger)); err == nil {
+			logger.Info().Str("keyspace", keyspace).Msg("schema is up to date")
+		}
+	}
+	if err != nil {
+		session.Close()
+		return gocqlx.Session{}, cfg, err
+	}
+	return session, checked, nil
+}
+
 // applySchemaWith creates the keyspace and migrates it on a session with
 // the schema timeout.
 func applySchemaWith(ctx context.Context, cfg config.Config, conn repository.ConnConfig) error {

@@ -24,14 +24,11 @@ import (
 func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger, opts ...Option) error {
 	logConfig(logger, cfg)
 	m := metrics.New()
-	session, err := Connect(ctx, cfg, logger, cfg.MigrateOnStart, m)
+	session, cfg, err := connectChecked(ctx, cfg, logger, cfg.MigrateOnStart, m, wiringOf(opts).serial)
 	if err != nil {
 		return err
 	}
 	defer session.Close()
-	if cfg, err = checkRegions(ctx, cfg, session, logger, wiringOf(opts).serial); err != nil {
-		return err
-	}
 	a, err := New(cfg, logger, session, m, opts...)
 	if err != nil {
 		return err
