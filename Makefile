@@ -18,7 +18,7 @@ help: ## list the targets (the proof lanes of tests/proof.mk after the rest)
 		/^[a-z-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## fetch the web assets, start the local Cassandra if none is configured or answering, migrate, serve on :8080
+run: ## fetch the web assets, start the local Cassandra if none is configured or answering, migrate, serve on :8080 (elsewhere: SHELF_HTTP_ADDR=:8081 SHELF_PUBLIC_URL=http://localhost:8081 make run)
 	@bash scripts/web-assets.sh
 	@if [ -z "$${SHELF_CASSANDRA_HOSTS:-}" ]; then $(CASSANDRA) up; fi
 	@$(GO) build -o bin/api ./cmd/api
