@@ -74,7 +74,7 @@ func NewRouter(d Deps) *chi.Mux {
 		middleware.GetHead,
 	)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, newProblem(http.StatusNotFound, "not_found", "No resource at "+r.URL.Path+"."))
+		writeProblem(w, r, newProblem(http.StatusNotFound, "not_found", notFoundDetail(r.URL.Path)))
 	})
 	r.MethodNotAllowed(methodNotAllowed(r))
 
@@ -318,4 +318,14 @@ func decodedParams(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// notFoundDetail says what to do about a path no route has: one ending in
+// an empty segment most often lost an id (a shell variable left unset);
+// any other is looked up in the contract.
+func notFoundDetail(path string) string {
+	if len(path) > 1 && strings.HasSuffix(path, "/") {
+		return "No resource at " + path + ": the path ends with an empty segment; is an id missing (a variable left unset)?"
+	}
+	return "No resource at " + path + ": the routes are in /openapi.yaml, rendered at /docs."
 }
