@@ -42,6 +42,10 @@ type ConnConfig struct {
 	// many copies (speculation); 0 copies is off.
 	SpeculativeCopies int
 	SpeculativeDelay  time.Duration
+	// Waiting, when set, is told of the first failed attempt to reach the
+	// cluster that will be tried again: start-up's wait for a node still
+	// starting says it is waiting.
+	Waiting func(err error)
 	// TimeoutLimit closes a connection once more statements than that
 	// timed out on it (gocql.TimeoutLimit; 0: never). Process-wide: the
 	// first session opened sets it (setTimeoutLimit).
@@ -123,7 +127,7 @@ func hostSelection(localDC string) gocql.HostSelectionPolicy {
 // existing keyspace keeps its replication: changing it is an operator's
 // decision (ALTER KEYSPACE, then repair).
 func EnsureKeyspace(ctx context.Context, c ConnConfig, replication string, wait time.Duration) error {
-	s, err := createSession(ctx, wait, func() (*gocql.ClusterConfig, error) { return clusterConfig(c) })
+	s, err := createSession(ctx, wait, c.Waiting, func() (*gocql.ClusterConfig, error) { return clusterConfig(c) })
 	if err != nil {
 		return err
 	}
@@ -164,7 +168,7 @@ func KeyspaceExists(ctx context.Context, c ConnConfig, wait time.Duration) (bool
 
 // DropKeyspace removes a keyspace and everything in it (tests use it).
 func DropKeyspace(ctx context.Context, c ConnConfig) error {
-	s, err := createSession(ctx, 0, func() (*gocql.ClusterConfig, error) { return clusterConfig(c) })
+	s, err := createSession(ctx, 0, nil, func() (*gocql.ClusterConfig, error) { return clusterConfig(c) })
 	if err != nil {
 		return err
 	}
@@ -176,7 +180,7 @@ func DropKeyspace(ctx context.Context, c ConnConfig) error {
 // cluster cannot be reached (a node that is still starting).
 func Connect(ctx context.Context, c ConnConfig, wait time.Duration) (gocqlx.Session, error) {
 	var spec *speculation
-	s, err := createSession(ctx, wait, func() (*gocql.ClusterConfig, error) {
+	s, err := createSession(ctx, wait, c.Waiting, func() (*gocql.ClusterConfig, error) {
 		cluster, err := clusterConfig(c)
 		if err != nil {
 			return nil, err
@@ -197,10 +201,11 @@ func Connect(ctx context.Context, c ConnConfig, wait time.Duration) (gocqlx.Sess
 // has passed, on a configuration build makes afresh for each attempt: its
 // policies hold the state of the session they were given to (gocql panics
 // when a token-aware policy is shared between sessions, a failed attempt's
-// included).
-func createSession(ctx context.Context, wait time.Duration, build func() (*gocql.ClusterConfig, error)) (*gocql.Session, error) {
+// included). waiting, when not nil, is told of the first failure that
+// will be tried again.
+func createSession(ctx context.Context, wait time.Duration, waiting func(error), build func() (*gocql.ClusterConfig, error)) (*gocql.Session, error) {
 	deadline := time.Now().Add(wait)
-	for {
+	for told := false; ; told = true {
 		cluster, err := build()
 		if err != nil {
 			return nil, err
@@ -210,7 +215,10 @@ func createSession(ctx context.Context, wait time.Duration, build func() (*gocql
 			return s, nil
 		}
 		if !time.Now().Before(deadline) {
-			return nil, fmt.Errorf("connect to %v: %w", cluster.Hosts, err)
+			return nil, fmt.Errorf("connect to %v: %w (%w)", cluster.Hosts, err, ErrUnreachable)
+		}
+		if waiting != nil && !told {
+			waiting(err)
 		}
 		select {
 		case <-ctx.Done():
@@ -219,6 +227,10 @@ func createSession(ctx context.Context, wait time.Duration, build func() (*gocql
 		}
 	}
 }
+
+// ErrUnreachable marks a connection that could not be made within the
+// wait: no node answered, or none took the credentials.
+var ErrUnreachable = errors.New("the wait for a node ran out")
 
 // quoteIdent quotes a CQL identifier, as gocql does for USE.
 func quoteIdent(name string) string {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -37,9 +38,13 @@ func Migrate(ctx context.Context, cfg config.Config, logger zerolog.Logger) erro
 func Connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, applySchema bool, m *metrics.Metrics) (gocqlx.Session, error) {
 	conn := connConfig(cfg, logger)
 	wait := cfg.Cassandra.ConnectWait
+	conn.Waiting = func(err error) {
+		logger.Warn().Strs("hosts", cfg.Cassandra.Hosts).Str("error", err.Error()).
+			Msgf("Cassandra does not answer yet; trying again for up to %s (SHELF_CASSANDRA_CONNECT_WAIT)", wait)
+	}
 	if applySchema {
 		if err := applySchemaWith(ctx, cfg, conn); err != nil {
-			return gocqlx.Session{}, err
+			return gocqlx.Session{}, unreachableHint(err)
 		}
 		logger.Info().Str("keyspace", cfg.Cassandra.Keyspace).Msg("schema is up to date")
 	}
@@ -47,7 +52,18 @@ func Connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, appl
 		o := statementObserver{metrics: m, slow: cfg.Cassandra.SlowLog, logger: logger.With().Str("component", "cql").Logger()}
 		conn.Observer, conn.BatchObserver = o, o
 	}
-	return repository.Connect(ctx, conn, wait)
+	session, err := repository.Connect(ctx, conn, wait)
+	return session, unreachableHint(err)
+}
+
+// unreachableHint adds what to do next to a connection the wait gave up
+// on: see whether the node runs, start the local one, or name another.
+func unreachableHint(err error) error {
+	if !errors.Is(err, repository.ErrUnreachable) {
+		return err
+	}
+	return fmt.Errorf("%w; is Cassandra running at SHELF_CASSANDRA_HOSTS? make cassandra-status says whether the local node runs and make cassandra-up starts it; "+
+		"for another cluster set SHELF_CASSANDRA_HOSTS (and SHELF_CASSANDRA_USERNAME and SHELF_CASSANDRA_PASSWORD if it asks for them)", err)
 }
 
 // connectChecked opens the serving session once the start-up check of the

@@ -295,7 +295,7 @@ var Vars = []Var{
 	{"SHELF_CASSANDRA_SLOW_LOG", "1s", "an attempt of a CQL statement that took at least this long is logged as a warning (its kind, statement text without values, node, attempt number, time, error): which node and which statements a slow request waited on; 0s: off", Operator},
 	{"SHELF_CASSANDRA_SCHEMA_TIMEOUT", "10s", "client timeout of one schema statement (keyspace creation, migrations): schema changes wait for the nodes to agree, seconds on a busy cluster; one that runs out is sent again only once the nodes agree on the schema", Tuning},
 	{"SHELF_CASSANDRA_CONNECT_TIMEOUT", "5s", "timeout of one connection attempt", Tuning},
-	{"SHELF_CASSANDRA_CONNECT_WAIT", "60s", "how long start-up retries an unreachable cluster", Tuning},
+	{"SHELF_CASSANDRA_CONNECT_WAIT", "60s", "how long start-up retries an unreachable cluster (a warning at the first refusal says so; the error at the end says how to start or name a node)", Tuning},
 	{"SHELF_CASSANDRA_RECONNECT_INTERVAL", "2s", "how often a node marked down is tried again", Tuning},
 	{"SHELF_MIGRATE_ON_START", "true", "apply schema migrations when serve starts", Operator},
 	{"SHELF_LOG_LEVEL", "info", "debug, info, warn or error", Operator},
