@@ -13,6 +13,7 @@ fi
 mkdir -p .cache/npm handlers/web/vendor
 ui=.cache/npm/node_modules/swagger-ui-dist
 if [ ! -f "$ui/swagger-ui-bundle.js" ] || [ ! -d .cache/npm/node_modules/playwright-core ] || [ ! -f .cache/npm/node_modules/axe-core/axe.min.js ]; then
+  echo "web-assets: fetching Swagger UI (for /docs), playwright-core and axe-core from npm into .cache/npm (once)"
   (cd .cache/npm && npm install --no-audit --no-fund --loglevel=error swagger-ui-dist@5.35.0 playwright-core@1.64.1 axe-core@4.14.1)
 fi
 cp "$ui/swagger-ui-bundle.js" "$ui/swagger-ui.css" handlers/web/vendor/
