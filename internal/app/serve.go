@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -49,6 +51,9 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger, opts .
 		return err
 	}
 	logger.Info().Str("addr", ln.Addr().String()).Str("url", publicURL(ln.Addr())).Msg("shelf is serving")
+	if msg := linksElsewhere(cfg.Mail.PublicURL, ln.Addr()); msg != "" {
+		logger.Warn().Msg(msg)
+	}
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	go sweep(sweepCtx, a.Moderation, repository.NewAudit(a.DB), cfg.Moderation.SweepInterval, attemptGrace(cfg), logger)
@@ -245,6 +250,29 @@ func publicURL(addr net.Addr) string {
 		return "http://" + addr.String()
 	}
 	return "http://" + addr.String()
+}
+
+// linksElsewhere says, when SHELF_PUBLIC_URL (the base of mailed links) is
+// this machine on another port than the one served, where the links lead
+// and what to set: make run moved to :8081 with the default public URL
+// mails links to localhost:8080, another server or none. Empty otherwise,
+// as for a public URL on another machine (a proxy's).
+func linksElsewhere(public string, addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	u, err := url.Parse(public)
+	if !ok || err != nil || !config.IsLoopbackURL(public) {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if port == strconv.Itoa(tcp.Port) {
+		return ""
+	}
+	here := u.Scheme + "://" + net.JoinHostPort(u.Hostname(), strconv.Itoa(tcp.Port))
+	return fmt.Sprintf("mailed links lead to SHELF_PUBLIC_URL %s, not to this server on port %d: set SHELF_PUBLIC_URL=%s (unless a proxy on this machine forwards %s here)",
+		public, tcp.Port, here, public)
 }
 
 // WorkJobs runs the job worker until ctx ends: a pass

@@ -344,7 +344,7 @@ var Vars = []Var{
 	{"SHELF_JOB_LEASE", "30s", "how long a job's lease lasts without a report of progress (a page of items): a worker that stopped holds its job that long before another takes it on; keep it longer than the processes' clocks disagree (a worker whose clock runs behind by more loses every job it takes, finishing none)", Tuning},
 	{"SHELF_MAILER", "log", "log: mail is written to the log, links and all (development only: a link is a credential; refused when SHELF_PUBLIC_URL is not localhost or a loopback address, unless SHELF_ALLOW_LOG_MAILER=true); smtp: sent through SHELF_SMTP_*", Operator},
 	{"SHELF_ALLOW_LOG_MAILER", "false", "true: keep SHELF_MAILER=log although SHELF_PUBLIC_URL is not this machine (a staging host whose log only its developers read); every mailed link is then in the log", Operator},
-	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify, /#/reset, /#/revert-email, /#/refuse-email, /#/revert-factor, each ?token=...); https with SHELF_MAILER=smtp unless this machine (localhost or a loopback address)", Operator},
+	{"SHELF_PUBLIC_URL", "http://localhost:8080", "the console's address, the base of mailed links (/#/verify, /#/reset, /#/revert-email, /#/refuse-email, /#/revert-factor, each ?token=...); https with SHELF_MAILER=smtp unless this machine (localhost or a loopback address); on this machine but another port than the one served, a warning at start names the URL to set", Operator},
 	{"SHELF_MAIL_FROM", "shelf <no-reply@localhost>", "sender of every mail", Operator},
 	{"SHELF_SMTP_HOST", "", "SMTP server (SHELF_MAILER=smtp)", Operator},
 	{"SHELF_SMTP_PORT", "587", "its port", Operator},
@@ -577,6 +577,9 @@ func (m Mail) PlainLinksRefused() bool {
 	u, err := url.Parse(m.PublicURL)
 	return m.Mailer == "smtp" && err == nil && u.Scheme == "http" && !isLoopbackURL(m.PublicURL)
 }
+
+// IsLoopbackURL says whether raw's host is this machine (isLoopbackURL).
+func IsLoopbackURL(raw string) bool { return isLoopbackURL(raw) }
 
 // isLoopbackURL says whether raw's host is this machine: localhost, a name
 // under .localhost (RFC 6761: resolved to loopback), or a loopback address.
