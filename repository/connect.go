@@ -154,7 +154,7 @@ func EnsureKeyspace(ctx context.Context, c ConnConfig, replication string, wait 
 // session of no keyspace, retrying for up to wait while the cluster
 // cannot be reached.
 func KeyspaceExists(ctx context.Context, c ConnConfig, wait time.Duration) (bool, error) {
-	s, err := createSession(ctx, wait, func() (*gocql.ClusterConfig, error) { return clusterConfig(c) })
+	s, err := createSession(ctx, wait, c.Waiting, func() (*gocql.ClusterConfig, error) { return clusterConfig(c) })
 	if err != nil {
 		return false, err
 	}

@@ -36,12 +36,8 @@ func Migrate(ctx context.Context, cfg config.Config, logger zerolog.Logger) erro
 // SHELF_CASSANDRA_SCHEMA_TIMEOUT (a schema change waits for the nodes to
 // agree; the serving session's attempts are short).
 func Connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, applySchema bool, m *metrics.Metrics) (gocqlx.Session, error) {
-	conn := connConfig(cfg, logger)
+	conn := waitingConn(cfg, logger)
 	wait := cfg.Cassandra.ConnectWait
-	conn.Waiting = func(err error) {
-		logger.Warn().Strs("hosts", cfg.Cassandra.Hosts).Str("error", err.Error()).
-			Msgf("Cassandra does not answer yet; trying again for up to %s (SHELF_CASSANDRA_CONNECT_WAIT)", wait)
-	}
 	if applySchema {
 		if err := applySchemaWith(ctx, cfg, conn); err != nil {
 			return gocqlx.Session{}, unreachableHint(err)
@@ -54,6 +50,17 @@ func Connect(ctx context.Context, cfg config.Config, logger zerolog.Logger, appl
 	}
 	session, err := repository.Connect(ctx, conn, wait)
 	return session, unreachableHint(err)
+}
+
+// waitingConn is connConfig that says, at the first attempt that finds
+// no node, that start-up waits and for how long.
+func waitingConn(cfg config.Config, logger zerolog.Logger) repository.ConnConfig {
+	conn := connConfig(cfg, logger)
+	conn.Waiting = func(err error) {
+		logger.Warn().Strs("hosts", cfg.Cassandra.Hosts).Str("error", err.Error()).
+			Msgf("Cassandra does not answer yet; trying again for up to %s (SHELF_CASSANDRA_CONNECT_WAIT)", cfg.Cassandra.ConnectWait)
+	}
+	return conn
 }
 
 // unreachableHint adds what to do next to a connection the wait gave up
@@ -76,9 +83,9 @@ func unreachableHint(err error) error {
 // the setting and `api migrate`.
 func connectChecked(ctx context.Context, cfg config.Config, logger zerolog.Logger, migrate bool, m *metrics.Metrics, rule SerialRule) (gocqlx.Session, config.Config, error) {
 	keyspace := cfg.Cassandra.Keyspace
-	exists, err := repository.KeyspaceExists(ctx, connConfig(cfg, logger), cfg.Cassandra.ConnectWait)
+	exists, err := repository.KeyspaceExists(ctx, waitingConn(cfg, logger), cfg.Cassandra.ConnectWait)
 	if err != nil {
-		return gocqlx.Session{}, cfg, err
+		return gocqlx.Session{}, cfg, unreachableHint(err)
 	}
 	if !exists && !migrate {
 		return gocqlx.Session{}, cfg, fmt.Errorf("keyspace %s (SHELF_KEYSPACE) does not exist on %s: check the setting, or make it with `api migrate`", keyspace, strings.Join(cfg.Cassandra.Hosts, ","))

@@ -27,17 +27,28 @@ func TestANodeThatDoesNotAnswerIsWaitedForAloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log bytes.Buffer
-	_, err = Connect(context.Background(), cfg, zerolog.New(&log), false, nil)
-	if err == nil {
-		t.Fatal("connected to a node that is not there")
-	}
-	for _, want := range []string{"SHELF_CASSANDRA_HOSTS", "make cassandra-status", "make cassandra-up"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the error does not name %q: %v", want, err)
+	for name, connect := range map[string]func(logger zerolog.Logger) error{
+		"Connect": func(logger zerolog.Logger) error {
+			_, err := Connect(context.Background(), cfg, logger, false, nil)
+			return err
+		},
+		"serve's and api admin's connectChecked": func(logger zerolog.Logger) error {
+			_, _, err := connectChecked(context.Background(), cfg, logger, true, nil, checkedSerial)
+			return err
+		},
+	} {
+		var log bytes.Buffer
+		err := connect(zerolog.New(&log))
+		if err == nil {
+			t.Fatalf("%s: connected to a node that is not there", name)
 		}
-	}
-	if n := strings.Count(log.String(), "SHELF_CASSANDRA_CONNECT_WAIT"); n != 1 {
-		t.Errorf("the wait was said %d times, want once:\n%s", n, log.String())
+		for _, want := range []string{"SHELF_CASSANDRA_HOSTS", "make cassandra-status", "make cassandra-up"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the error does not name %q: %v", name, want, err)
+			}
+		}
+		if n := strings.Count(log.String(), "SHELF_CASSANDRA_CONNECT_WAIT"); n != 1 {
+			t.Errorf("%s: the wait was said %d times, want once:\n%s", name, n, log.String())
+		}
 	}
 }
