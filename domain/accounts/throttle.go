@@ -252,9 +252,10 @@ func (c *counted) over(ctx context.Context, t tier) (time.Duration, error) {
 
 // overLimit returns 0 when tally holds no more than limit-1 attempts but
 // this one that count at now (a failure within the window, a try in
-// flight); otherwise how long until all but limit-1 of them stopped
-// counting (a whole window if a read was cut at maxCounted). An attempt
-// with a try and a failure counts once, until the later end.
+// flight) and was not cut at maxCounted; otherwise how long until all
+// but limit-1 of them stopped counting (a whole window if its failures
+// were cut, a minute at least if its tries were). An attempt with a try
+// and a failure counts once, until the later end.
 func (c *counted) overLimit(tally Tally, limit int, now time.Time) time.Duration {
 	ends := map[string]time.Time{}
 	count := func(a Attempt, end time.Time) {
@@ -277,15 +278,26 @@ func (c *counted) overLimit(tally Tally, limit int, now time.Time) time.Duration
 		// as none.
 		return c.window
 	}
+	// A read of tries stopped at its bound took the oldest: tries begun
+	// after the last it took, in flight, went uncounted, and a flood of
+	// refused tries would hide every guess sent at once after it
+	// (TestAFloodOfRefusedTriesDoesNotHideTheGuessesAfterIt). So it
+	// refuses until they have all ended, inFlightFor from now at most,
+	// or later if the rows it took say so.
+	cut := len(tally.Tries) >= maxCounted
 	if len(ends)+1 <= limit {
+		if cut {
+			return inFlightFor
+		}
 		return 0
-	}
-	if len(tally.Tries) >= maxCounted {
-		return c.window
 	}
 	sorted := slices.SortedFunc(maps.Values(ends), time.Time.Compare)
 	// The next attempt passes once all but limit-1 of the others ended.
-	return max(sorted[len(sorted)-limit].Sub(now), time.Second)
+	wait := max(sorted[len(sorted)-limit].Sub(now), time.Second)
+	if cut {
+		wait = max(wait, inFlightFor)
+	}
+	return wait
 }
 
 // refuse settles the attempt's tries refused, the last tier's first,
