@@ -59,7 +59,8 @@ func authenticate(acc *accounts.Service) func(http.Handler) http.Handler {
 				return
 			}
 			p.From = origin(r)
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+			ctx := accounts.WithSession(context.WithValue(r.Context(), principalKey, p), p.Session.TokenHash)
+			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
 }

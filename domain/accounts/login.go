@@ -55,6 +55,10 @@ type Client struct {
 	UserAgent string
 	// IP is the client's address ("" when unknown).
 	IP string
+	// Session is the token hash of the session the request authenticated
+	// with ("" for none): a check of a current password counts by it
+	// (checkCurrentPassword).
+	Session string
 }
 
 // UserAgentMax is how many characters of a user agent a session keeps.

@@ -448,6 +448,14 @@ func WithClient(ctx context.Context, c Client) context.Context {
 	return &clientCtx{Context: ctx, c: c}
 }
 
+// WithSession returns ctx with its client's session set to the token
+// hash of the session the request authenticated with (WithClient).
+func WithSession(ctx context.Context, tokenHash string) context.Context {
+	c := clientOf(ctx)
+	c.Session = tokenHash
+	return WithClient(ctx, c)
+}
+
 // clientCtx is a context and its client in one allocation
 // (context.WithValue would box the Client in another).
 type clientCtx struct {
@@ -471,6 +479,21 @@ func clientOf(ctx context.Context) Client {
 	return Client{}
 }
 
+// currentScope is what a check of the current password of account id
+// counts by: the session the request came with, or the account when it
+// came with none. Only a session asks for these checks, and it takes the
+// password or the account's mailbox to make one, so a thief with a stolen
+// session alone spends his session's budget, and never the owner's:
+// counted by the account, his wrong guesses from ten addresses answered
+// every proof of hers 429 for the window, renewed while his session
+// lived (TestAStolenSessionsGuessesDoNotLockTheOwnersProofsOut).
+func currentScope(ctx context.Context, id string) string {
+	if s := clientOf(ctx).Session; s != "" {
+		return "session/" + s
+	}
+	return "account/" + id
+}
+
 // checkCurrentPassword verifies given against u's password, counted
 // against u's throttle (the client address from ctx, WithClient): every
 // check of a current password goes through here, so a stolen session is
@@ -479,7 +502,7 @@ func clientOf(ctx context.Context) Client {
 // one on an account a revert marked is ErrPasswordResetRequired (it
 // proves nothing until a reset).
 func (a *Service) checkCurrentPassword(ctx context.Context, u domain.User, given string) error {
-	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers("account/"+u.ID, clientOf(ctx).IP)...)
+	c, err := a.admit(ctx, a.throttle.Store, a.throttle.Window, a.guessTiers(currentScope(ctx, u.ID), clientOf(ctx).IP)...)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"shelf/domain"
@@ -73,5 +74,42 @@ func TestEveryCurrentPasswordIsThrottled(t *testing.T) {
 	// A login counts under its own scope: the password is still the old.
 	if _, err := svc.Login(ctx, "ann", password, from("192.0.2.1")); err != nil {
 		t.Fatalf("the password after the refused guesses: %v", err)
+	}
+}
+
+// TestAStolenSessionsGuessesDoNotLockTheOwnersProofsOut: a thief holds a
+// stolen session of ann's and not her password. He guesses it as the
+// current password of her changes from many addresses, five each, until
+// the account's whole budget of checks is spent: counted by the account,
+// every proof of hers (a password change, a new address, a deletion)
+// answered 429 for the window, and again while his session lived, a
+// lockout a stolen session alone could keep up. The checks count by the
+// session they come with: his guesses spend his session's budget, and
+// her own session proves her password at once.
+func TestAStolenSessionsGuessesDoNotLockTheOwnersProofsOut(t *testing.T) {
+	t.Parallel()
+	svc, _, u, _, stolen := throttledSession(t)
+	wrong := "wrong"
+	for i := range perLogin {
+		addr := fmt.Sprintf("198.51.100.%d", i/perAddress+1)
+		ctx := accounts.WithSession(accounts.WithClient(context.Background(), from(addr)), stolen.Session.TokenHash)
+		err := svc.ChangePassword(ctx, stolen, u.ID, accounts.Proof{CurrentPassword: &wrong}, "a quite new passphrase")
+		if !errors.Is(err, accounts.ErrWrongCurrentPassword) {
+			t.Fatalf("the thief's guess %d from %s: %v", i, addr, err)
+		}
+	}
+	thief := accounts.WithSession(accounts.WithClient(context.Background(), from("198.51.100.200")), stolen.Session.TokenHash)
+	refusedFor(t, "the thief's guess past his session's budget",
+		svc.ChangePassword(thief, stolen, u.ID, accounts.Proof{CurrentPassword: &wrong}, "a quite new passphrase"))
+
+	res, err := svc.Login(context.Background(), "ann", password, from("192.0.2.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hers := domain.Principal{UserID: u.ID, Session: domain.Session{TokenHash: accounts.HashToken(res.Token), UserID: u.ID}}
+	ctx := accounts.WithSession(accounts.WithClient(context.Background(), from("192.0.2.1")), hers.Session.TokenHash)
+	right := password
+	if err := svc.ChangePassword(ctx, hers, u.ID, accounts.Proof{CurrentPassword: &right}, "a quite new passphrase"); err != nil {
+		t.Errorf("ann's password change from her own session after the thief's guesses: %v", err)
 	}
 }
