@@ -93,16 +93,21 @@ func (c accountChange) respells(u domain.User) bool {
 }
 
 // sameLetters reports whether two spellings of one email key differ in
-// letter case at most, letter by letter (unicode.ToLower): only then does
-// mail to one go where mail to the other goes (respells). Not simple case
-// folding (strings.EqualFold): that takes ς for σ (both kept by NFKC), which
+// letter case at most, letter by letter: two letters are one when they
+// have one lower case and one upper case (unicode.ToLower and
+// unicode.ToUpper), a pair of cases both ways. Only then does mail to one
+// go where mail to the other goes (respells). Not simple case folding
+// (strings.EqualFold): that takes ς for σ (both kept by NFKC), which
 // IDNA2008 keeps apart, so ας.example.org is another domain than
-// ασ.example.org (TestAFinalSigmaIsAnotherSpellingOfTheAddress).
+// ασ.example.org (TestAFinalSigmaIsAnotherSpellingOfTheAddress). Nor
+// lower case alone: ẞ lowers to ß, whose upper case is ß itself, and IDNA
+// maps ẞ to ss and keeps ß, so graẞ.example.org is grass.example.org
+// (TestACapitalSharpSIsAnotherSpellingOfTheAddress).
 func sameLetters(a, b string) bool {
 	for a != "" && b != "" {
 		ra, na := utf8.DecodeRuneInString(a)
 		rb, nb := utf8.DecodeRuneInString(b)
-		if unicode.ToLower(ra) != unicode.ToLower(rb) {
+		if unicode.ToLower(ra) != unicode.ToLower(rb) || unicode.ToUpper(ra) != unicode.ToUpper(rb) {
 			return false
 		}
 		a, b = a[na:], b[nb:]

@@ -198,3 +198,47 @@ func TestARevertWritesBackTheAddressAsItsLinkWasMailed(t *testing.T) {
 		t.Errorf("her revert mailed %d reset links to %s, want 1", got, home)
 	}
 }
+
+// TestACapitalSharpSIsAnotherSpellingOfTheAddress: ann's address is
+// ann@graß.example.org. ẞ (U+1E9E) is ß's capital by unicode.ToLower,
+// and both fold to one key (U1), yet IDNA maps ẞ to ss and keeps ß
+// (graẞ.example.org is grass.example.org, another domain than
+// graß.example.org's xn--gra-7ka). A thief with a session and her
+// password who writes her address ann@graẞ.example.org is refused (400
+// other_spelling), not taken as a change of letter case, and a
+// verification link mailed to ann@graß… does not confirm a change
+// pending that names ann@graẞ… instead.
+func TestACapitalSharpSIsAnotherSpellingOfTheAddress(t *testing.T) {
+	t.Parallel()
+	const hers, his = "ann@graß.example.org", "ann@graẞ.example.org"
+	t.Run("her own address", func(t *testing.T) {
+		t.Parallel()
+		m := emailChangeWorld(t, false)
+		moveAnn(t, m, hers)
+		err := changeEmailFrom(m, his)
+		var de *domain.Error
+		if !errors.Is(err, domain.ErrInvalid) || !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Code != "other_spelling" {
+			t.Errorf("the address written with ẞ: %v, want 400 other_spelling", err)
+		}
+		if u := m.account(t, "after the other spelling"); u.Email != hers {
+			t.Errorf("the account's address is now %q, want %q", u.Email, hers)
+		}
+	})
+	t.Run("her link", func(t *testing.T) {
+		t.Parallel()
+		m := emailChangeWorld(t, false)
+		if err := changeEmail(m, hers); err != nil {
+			t.Fatal(err)
+		}
+		if err := changeEmail(m, his); err != nil {
+			t.Fatal(err)
+		}
+		err := m.svc.ConfirmEmail(context.Background(), m.box.tokenTo("verify", hers))
+		if !errors.Is(err, accounts.ErrTokenStale) {
+			t.Errorf("her link once the change pending names his spelling: %v, want stale", err)
+		}
+		if u := m.account(t, "after her link"); u.Email != annHome {
+			t.Errorf("after her link the address is %q, want %q", u.Email, annHome)
+		}
+	})
+}
