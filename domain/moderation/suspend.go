@@ -39,10 +39,8 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	var s domain.Suspension
 	var finished *domain.Suspension
 	var audited []domain.AuditEntry
-	rounds := 0 // of the current changeAccount
 	decide := func(u domain.User) (domain.User, error) {
 		audited, finished = nil, nil
-		rounds++
 		if u.IsAdmin() {
 			return u, errOtherAdmin
 		}
@@ -55,16 +53,15 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 			if err := domain.CarryAdminChange(ctx, m.audit, &u, nil); err != nil {
 				return u, err
 			}
-			// Answered already_suspended once the version moved on
-			// past the first round's read (this fence, the row as read
-			// at the next version, or the write another round lost
-			// to): a lift decided on the row before, whose
-			// compare-and-set is held at a node, can no longer land
-			// after the answer
+			// Answered already_suspended once this round's fence (the
+			// row as read, at the next version) applied: a lift decided
+			// on the row read, whose compare-and-set is held at a node,
+			// can no longer land after the answer
 			// (TestAnAnswerThatTheUserIsNotSuspendedOutlivesALateSuspension).
-			if rounds > 1 {
-				return u, errAlreadySuspended
-			}
+			// Every round fences what it read: one after a lost
+			// compare-and-set reads the row the write it lost to left,
+			// on which a lift may have been decided too
+			// (TestAnAnswerAfterALostFenceOutlivesALateChangeDecidedSince).
 			return u, nil
 		}
 		// Erase what an interrupted lift (Unsuspend, sweeper) left of the
@@ -101,7 +98,6 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	if err == nil && finished != nil {
 		err = errAlreadySuspended // the round found it suspended and fenced it
 	}
-	rounds = 0
 	if errors.Is(err, errAlreadySuspended) && finished != nil {
 		ended, lerr := m.liftEnded(ctx, *finished)
 		if lerr != nil {
@@ -360,10 +356,9 @@ func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID stri
 func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origin, onlyIfExpiredAt *time.Time, a *Attempt) error {
 	var lift domain.Lift
 	var audited []domain.AuditEntry
-	fenced, rounds := false, 0
+	fenced := false
 	next, err := m.changeAccount(ctx, userID, a, func(u domain.User) (domain.User, error) {
 		audited, fenced = nil, false
-		rounds++
 		if by != "" {
 			// An admin's retry of an unsuspension that applied finds it
 			// lifted: its entry is finished from the row.
@@ -380,14 +375,18 @@ func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origi
 			if err := m.eraseLeftovers(ctx, u); err != nil {
 				return u, err
 			}
-			if a != nil && rounds == 1 {
-				// An admin's not_suspended is given once the version
-				// moved on past the first round's read (this fence, the
-				// row as read at the next version, or the write another
-				// round lost to): a suspension decided on the row
-				// before, whose compare-and-set is held at a node, can
-				// no longer land after the answer
+			if a != nil {
+				// An admin's not_suspended is given once this round's
+				// fence (the row as read, at the next version) applied:
+				// a suspension decided on the row read, whose
+				// compare-and-set is held at a node, can no longer land
+				// after the answer
 				// (TestAnAnswerThatTheUserIsNotSuspendedOutlivesALateSuspension).
+				// Every round fences what it read, not the first alone:
+				// a round after a lost compare-and-set reads the row the
+				// write it lost to left, on which a suspension may have
+				// been decided too
+				// (TestAnAnswerAfterALostFenceOutlivesALateChangeDecidedSince).
 				fenced = true
 				return u, nil
 			}

@@ -80,3 +80,93 @@ func TestAnAnswerThatTheUserIsNotSuspendedOutlivesALateSuspension(t *testing.T) 
 		checkModeration(t, c.name, m)
 	}
 }
+
+// TestAnAnswerAfterALostFenceOutlivesALateChangeDecidedSince: an admin
+// unsuspends a member who is not suspended, to be sure: his fence (the
+// row as read, at the next version) is slow, and meanwhile another write
+// of the account lands (the member's own change, an admin's rename) and
+// a second admin's suspension, decided on the row that write left, is
+// held at a node (its answer lost). The fence lost to that write, and
+// the next round read the row it left, not suspended: answered
+// not_suspended there without a fence of its own, it let the held
+// suspension, decided on the very row it read, land after the answer,
+// and the member an admin was just told is not suspended was locked
+// out. The other way round, an already_suspended answered on a second
+// round let a lift decided on the row it read land after it. Every round
+// that answers so fences the row it read.
+func TestAnAnswerAfterALostFenceOutlivesALateChangeDecidedSince(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name           string
+		setup          func(m *modWorld) error
+		answered, held func(m *modWorld) error
+		code           string
+		suspended      bool
+	}{
+		{name: "an unsuspension answered not_suspended, a suspension held",
+			answered: func(m *modWorld) error { return m.unsuspend() },
+			held:     func(m *modWorld) error { return m.suspend(0) },
+			code:     "not_suspended"},
+		{name: "a suspension answered already_suspended, an unsuspension held",
+			setup:     func(m *modWorld) error { return m.suspend(0) },
+			answered:  func(m *modWorld) error { return m.suspend(0) },
+			held:      func(m *modWorld) error { return m.unsuspend() },
+			code:      "already_suspended",
+			suspended: true},
+	} {
+		m := newAuditModWorld(t)
+		ctx := context.Background()
+		if c.setup != nil {
+			if err := c.setup(m); err != nil {
+				t.Fatalf("%s: set-up: %v", c.name, err)
+			}
+		}
+		fenced, held := false, false
+		m.store.FaultAt = func(_ int, call string) memstore.Fault {
+			switch {
+			case call != "users.update":
+				return memstore.None
+			case !fenced:
+				fenced = true
+				return memstore.Slow // the first round's fence
+			case held:
+				return memstore.LandLate // the other admin's change
+			}
+			return memstore.None
+		}
+		m.store.Meanwhile = func() {
+			m.store.Meanwhile = nil
+			u, err := m.store.Users().Get(ctx, m.member.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Version++ // another write of the account
+			if applied, err := m.store.Users().Update(ctx, u); err != nil || !applied {
+				t.Fatalf("%s: the other write: %v %v", c.name, applied, err)
+			}
+			held = true
+			if err := c.held(m); err == nil {
+				t.Fatalf("%s: the held compare-and-set answered success", c.name)
+			}
+			held = false
+		}
+		var refusal *domain.Error
+		if err := c.answered(m); !errors.As(err, &refusal) || refusal.Code != c.code {
+			t.Fatalf("%s: the request answered %v, want %s", c.name, err, c.code)
+		}
+		m.store.FaultAt = nil
+		m.store.Land()
+		m.store.Advance(2 * time.Minute)
+		m.workers()
+
+		u, err := m.store.Users().Get(ctx, m.member.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.Status == domain.StatusSuspended; got != c.suspended {
+			t.Errorf("%s: after the held write landed and the sweeper ran the member is %s, but the answer (%s) said suspended=%v",
+				c.name, u.Status, c.code, c.suspended)
+		}
+		checkModeration(t, c.name, m)
+	}
+}
