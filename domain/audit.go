@@ -157,16 +157,28 @@ func CarryAdminChange(ctx context.Context, log AuditRecorder, u *User, entries [
 // RecordApplied writes the entries of an action whose compare-and-set
 // applied. A failure is only logged: the change took effect, and its
 // entries are safe in the account row for the next admin action on the
-// account or the next read of its audit (CarryAdminChange).
+// account or the next read of its audit (CarryAdminChange), though not
+// in the audit of every account until then. So the write does not end
+// with the caller's context: a caller who hangs up once his
+// compare-and-set is sent would otherwise leave each of his actions out
+// of the audit of every account at will
+// (TestAnAdminWhoHangsUpAfterHisChangeIsStillInTheAuditOfEveryAccount);
+// it has recordAppliedTimeout of its own.
 func RecordApplied(ctx context.Context, rec AuditRecorder, log Logger, entries []AuditEntry) {
 	if len(entries) == 0 {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordAppliedTimeout)
+	defer cancel()
 	if err := rec.Record(ctx, entries); err != nil {
 		log.Warn(ctx, "writing the audit of an admin action failed; the account row keeps it",
 			"user", entries[0].UserID, "error", err.Error())
 	}
 }
+
+// recordAppliedTimeout bounds the write of an applied action's entries,
+// which no longer ends with its caller's context.
+const recordAppliedTimeout = 10 * time.Second
 
 // AuditCursor is a position in an account's audit.
 type AuditCursor struct {

@@ -1,0 +1,85 @@
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"shelf/domain"
+	"shelf/domain/accounts"
+	"shelf/domain/moderation"
+	"shelf/tests/memstore"
+)
+
+// hangUpAudit is the memory store's audit as a driver sends it: a write
+// whose context has ended is never sent (the memory store ignores
+// contexts; a Cassandra query does not).
+type hangUpAudit struct{ *memstore.AccountAudit }
+
+func (h hangUpAudit) Record(ctx context.Context, entries []domain.AuditEntry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return h.AccountAudit.Record(ctx, entries)
+}
+
+// TestAnAdminWhoHangsUpAfterHisChangeIsStillInTheAuditOfEveryAccount:
+// root (or whoever holds his session) changes the member's display name,
+// or suspends her, and closes the connection once his compare-and-set is
+// on its way: the request's context ends, and the change applies. Its
+// entries were written with that context after the compare-and-set, so
+// they were never sent: the change stood in the account row alone,
+// missing from GET /v1/audit (where an admin looks for what root did)
+// until someone read that very account's audit, and a caller could
+// leave every action of his out of it at will. The entries of an
+// applied change are written whatever the caller does after it was sent.
+func TestAnAdminWhoHangsUpAfterHisChangeIsStillInTheAuditOfEveryAccount(t *testing.T) {
+	t.Parallel()
+	for _, action := range []struct {
+		name string
+		want domain.AuditAction
+		run  func(m *modWorld, ctx context.Context) error
+	}{
+		{"display name", domain.AuditDisplayNameChanged, func(m *modWorld, ctx context.Context) error {
+			name := "Changed by admin"
+			_, err := m.svc.UpdateUser(ctx, m.admin, m.member.ID, accounts.UpdateInput{DisplayName: &name})
+			return err
+		}},
+		{"suspension", domain.AuditSuspended, func(m *modWorld, ctx context.Context) error {
+			_, err := m.mod.Suspend(ctx, m.admin, m.member.ID, moderation.SuspendInput{Reason: "spam"})
+			return err
+		}},
+	} {
+		t.Run(action.name, func(t *testing.T) {
+			m := newAuditModWorld(t)
+			audit := hangUpAudit{m.store.AccountAudit()}
+			m.rewire(func(_ *memstore.Store, c *accounts.Config) { c.Audit = audit })
+			m.mod = moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: m.store.Now, Attempts: m.store.ModerationAttempts(),
+				EmptiedKept: time.Nanosecond, Audit: audit, Log: nopLog{}}, m.svc, m.store.Users(), m.store.Suspensions())
+			ctx, hangUp := context.WithCancel(context.Background())
+			defer hangUp()
+			m.store.FaultAt = func(_ int, name string) memstore.Fault {
+				if name == "users.update" {
+					hangUp() // the compare-and-set is sent; its caller is gone
+				}
+				return memstore.None
+			}
+			_ = action.run(m, ctx)
+			m.store.FaultAt = nil
+			u, err := m.store.Users().Get(context.Background(), m.member.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(u.AdminChange) != 1 || u.AdminChange[0].Action != action.want {
+				t.Fatalf("the member's row carries %+v, want the %s that applied", u.AdminChange, action.want)
+			}
+			page, err := m.svc.AllAudit(context.Background(), m.admin, accounts.AuditFilter{Actor: m.admin.UserID, Action: action.want}, "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Items) != 1 || page.Items[0].ID() != u.AdminChange[0].ID() {
+				t.Errorf("root's %s in the audit of every account: %+v, want the one that applied (%s)", action.want, page.Items, u.AdminChange[0].ID())
+			}
+		})
+	}
+}
