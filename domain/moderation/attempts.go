@@ -91,7 +91,8 @@ func isRefusal(err error) bool {
 // FinishInterrupted is the sweeper's pass over the attempts left in
 // progress older than grace (their request is surely over), by this
 // process's clock and the node's both (domain.FinishStale): each account
-// is fenced, its records made to agree with its row (the suspension's
+// is fenced, the audit entries its row carries written, its records
+// made to agree with its row (the suspension's
 // list row, lookup, expiry entry and history, its sessions ended; or the
 // last lift's history and the leftovers erased), and then its entry ends.
 // An account being deleted is its deletion's to clean (the entry just
@@ -103,7 +104,12 @@ func (m *Service) FinishInterrupted(ctx context.Context, grace time.Duration) (i
 }
 
 // finishAttempt fences the attempt's account, then finishes its records
-// from the row as fenced.
+// from the row as fenced: the audit entries the row carries first (an
+// admin's suspension or unsuspension whose process died after its
+// compare-and-set left them there, and the audit of every account reads
+// no account row:
+// TestASuspensionWhoseProcessDiedIsInTheAuditOfEveryAccountOnceSwept),
+// then the list's records and the history.
 func (m *Service) finishAttempt(ctx context.Context, a Attempt) error {
 	u, err := m.changeAccount(ctx, a.UserID, nil, func(u domain.User) (domain.User, error) { return u, nil })
 	switch {
@@ -111,6 +117,11 @@ func (m *Service) finishAttempt(ctx context.Context, a Attempt) error {
 		return nil // gone or being deleted: the deletion erases the records
 	case err != nil:
 		return err
+	}
+	if len(u.AdminChange) > 0 {
+		if err := m.audit.Record(ctx, u.AdminChange); err != nil {
+			return err
+		}
 	}
 	if u.Status == domain.StatusSuspended && u.Suspension != nil {
 		err := m.finishSuspension(ctx, *u.Suspension, u.Version)

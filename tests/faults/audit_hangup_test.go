@@ -83,3 +83,60 @@ func TestAnAdminWhoHangsUpAfterHisChangeIsStillInTheAuditOfEveryAccount(t *testi
 		})
 	}
 }
+
+// TestASuspensionWhoseProcessDiedIsInTheAuditOfEveryAccountOnceSwept:
+// root suspends the member, or lifts her suspension, and his process
+// dies just after the compare-and-set applied, before the entry is
+// written. The account row carries it, and the sweeper's pass finishes
+// the interrupted attempt from that row (its records, its history): it
+// writes the entry too, so that GET /v1/audit, which reads no account
+// row, lists what root did without anyone reading the member's own
+// audit first.
+func TestASuspensionWhoseProcessDiedIsInTheAuditOfEveryAccountOnceSwept(t *testing.T) {
+	t.Parallel()
+	for _, action := range []struct {
+		name  string
+		want  domain.AuditAction
+		setup func(m *modWorld) error
+		run   func(m *modWorld) error
+	}{
+		{"suspension", domain.AuditSuspended, nil, func(m *modWorld) error { return m.suspend(0) }},
+		{"unsuspension", domain.AuditUnsuspended, func(m *modWorld) error { return m.suspend(0) }, func(m *modWorld) error { return m.unsuspend() }},
+	} {
+		t.Run(action.name, func(t *testing.T) {
+			m := newAuditModWorld(t)
+			if action.setup != nil {
+				if err := action.setup(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.store.FaultAt = func(_ int, name string) memstore.Fault {
+				if name == "users.update" {
+					return memstore.Crash
+				}
+				return memstore.None
+			}
+			_ = action.run(m)
+			m.store.FaultAt = nil
+			m.store.Recover()
+			u, err := m.store.Users().Get(context.Background(), m.member.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(u.AdminChange) != 1 || u.AdminChange[0].Action != action.want {
+				t.Fatalf("the member's row carries %+v, want the %s that applied", u.AdminChange, action.want)
+			}
+			m.store.Advance(2 * time.Minute)
+			if _, err := m.mod.FinishInterrupted(context.Background(), time.Minute); err != nil {
+				t.Fatalf("the sweeper's pass: %v", err)
+			}
+			page, err := m.svc.AllAudit(context.Background(), m.admin, accounts.AuditFilter{Action: action.want}, "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Items) != 1 || page.Items[0].ID() != u.AdminChange[0].ID() {
+				t.Errorf("root's %s in the audit of every account after the sweep: %+v, want the one that applied (%s)", action.want, page.Items, u.AdminChange[0].ID())
+			}
+		})
+	}
+}
