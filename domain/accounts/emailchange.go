@@ -64,8 +64,10 @@ func (a *Service) holdsAt(now time.Time) holds {
 // began): its owner cannot sign in to take the name back meanwhile, and a
 // thief who renamed the account must not run the hold out by getting it
 // suspended (TestASuspensionDoesNotRunANamesHoldOut). A hold that ended
-// by this rule may come back with a suspension only while the row still
-// names it: a claimer fences the row (dropping it) before taking the name.
+// by this rule does not come back with a suspension: the suspension's
+// write drops it (DropEndedHolds;
+// TestASuspensionAfterAHoldEndedDoesNotBringTheNameBack), and a claimer
+// fences the row (dropping it) before taking the name.
 func (h holds) heldName(u domain.User) bool {
 	if u.HeldUsernameKey == "" {
 		return false
@@ -219,6 +221,20 @@ func (a *Service) releaseDropped(ctx context.Context, before, after domain.User)
 // naming neither (TestAHoldEndedAndDroppedLeavesNoClaimBehindADeletion).
 func (a *Service) releaseLeft(ctx context.Context, before, after domain.User) {
 	a.releaseUnnamed(ctx, named(before), before.ID, after)
+}
+
+// DropEndedHolds is u with every hold that has ended by now dropped
+// (holds.live), and whether any was: for a write of the account made
+// elsewhere (a suspension), which gives back what it dropped once it
+// applied (ReleaseLeft).
+func (a *Service) DropEndedHolds(u domain.User) (domain.User, bool) {
+	return a.holdsAt(a.now()).live(u)
+}
+
+// ReleaseLeft is releaseLeft for a write of the account made elsewhere
+// (a suspension that dropped the holds that had ended).
+func (a *Service) ReleaseLeft(ctx context.Context, before, after domain.User) {
+	a.releaseLeft(ctx, before, after)
 }
 
 // releaseUnnamed gives back those of keys, of account id, that after no

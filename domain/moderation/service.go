@@ -103,11 +103,22 @@ type Users interface {
 	Hold(ctx context.Context, id, tag string, d time.Duration) (bool, error)
 }
 
-// Admins says whether the caller may moderate.
+// Admins says whether the caller may moderate, and which of an account's
+// holds a suspension's write drops (the accounts' rules).
 type Admins interface {
 	// RequireAdmin answers ErrNoSession for no session and ErrDenied for
 	// a caller who is not an active admin.
 	RequireAdmin(ctx context.Context, p domain.Principal) (domain.Access, error)
+	// DropEndedHolds is u with every hold that has ended dropped (a
+	// username its owner's rename left, an address asked for or held for
+	// a revert, past their time), and whether any was: a suspension
+	// stops the clock of a username's hold that still stands, and must
+	// not bring back one that ended before it
+	// (TestASuspensionAfterAHoldEndedDoesNotBringTheNameBack).
+	DropEndedHolds(u domain.User) (domain.User, bool)
+	// ReleaseLeft gives back, once after (written over before) applied,
+	// the claims of the keys before names and after does not.
+	ReleaseLeft(ctx context.Context, before, after domain.User)
 }
 
 // Service is suspending and unsuspending accounts and listing the

@@ -39,8 +39,12 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	var s domain.Suspension
 	var finished *domain.Suspension
 	var audited []domain.AuditEntry
+	// left is the row the suspension was written over when it dropped
+	// holds that had ended (nil: none), whose claims go back once it
+	// applied.
+	var left *domain.User
 	decide := func(u domain.User) (domain.User, error) {
-		audited, finished = nil, nil
+		audited, finished, left = nil, nil, nil
 		if u.IsAdmin() {
 			return u, errOtherAdmin
 		}
@@ -84,6 +88,14 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 			SuspendedBy: admin.ID, Bucket: BucketOf(at, m.cfg.BucketSize)}
 		if in.Until != nil {
 			s.Until = in.Until.UTC().Truncate(time.Millisecond)
+		}
+		// Holds that ended before it are dropped, as the account's own
+		// writes drop them: in the row, a suspension would bring them back
+		// while it stands and for the hold's length after it ends, for a
+		// name its owner had the whole hold to take back.
+		before := u
+		if dropped, ended := m.admins.DropEndedHolds(u); ended {
+			u, left = dropped, &before
 		}
 		u.Status, u.Suspension, u.UpdatedAt = domain.StatusSuspended, &s, now
 		// A new password epoch: every session stops in this write, and
@@ -134,6 +146,9 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 		return domain.Suspension{}, err
 	}
 	m.recordApplied(ctx, audited)
+	if left != nil {
+		m.admins.ReleaseLeft(ctx, *left, next)
+	}
 	if err := m.finishSuspension(ctx, s, next.Version); err != nil {
 		return domain.Suspension{}, err
 	}

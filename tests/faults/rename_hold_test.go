@@ -372,3 +372,35 @@ func TestANameHeldPastASuspensionIsToldWithItsEnd(t *testing.T) {
 	}
 	checkHeld(t, "the second rename after a suspension", m.world)
 }
+
+// TestASuspensionAfterAHoldEndedDoesNotBringTheNameBack: the member
+// renames herself and leaves her name unclaimed past its hold, writing
+// nothing to her account since; then an admin suspends her, until lifted
+// (a ban) or for a day. The suspension took the name back for her: while
+// it stood the name read as held, for good under a ban, and for the
+// hold's length after its lift, though no clock of hers was stopped (she
+// had the whole hold to change back). A suspension's write drops the
+// holds that ended before it, as the account's own writes do, and gives
+// their claims back.
+func TestASuspensionAfterAHoldEndedDoesNotBringTheNameBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, suspend := range []time.Duration{0, 24 * time.Hour} {
+		m := newModWorld(t)
+		current, next := password, "newname"
+		if _, err := m.svc.UpdateUser(ctx, principal(m.member), m.member.ID, accounts.UpdateInput{Username: &next, Proof: accounts.Proof{CurrentPassword: &current}}); err != nil {
+			t.Fatal(err)
+		}
+		m.store.Advance(accounts.DefaultRevertTTL + time.Hour) // past the hold
+		if err := m.suspend(suspend); err != nil {
+			t.Fatal(err)
+		}
+		if suspend > 0 {
+			m.store.Advance(suspend + time.Hour) // over by itself
+		}
+		if !takes(m.world, "member", "1") {
+			t.Errorf("a suspension of %v begun past the hold's end brought the name left back for the account", suspend)
+		}
+		checkHeld(t, "a suspension after the hold", m.world)
+	}
+}
