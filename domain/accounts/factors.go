@@ -1076,43 +1076,44 @@ func (a *Service) mailFactorsChange(ctx context.Context, u domain.User, write fu
 // proof, with a reset link (token). Like every notice, it holds no text
 // anyone chose (not the factor's name).
 func (a *Service) factorRemovedNotice(u domain.User, token string) Message {
-	return Message{To: u.Email, Subject: "A second factor was removed from your shelf account", Text: fmt.Sprintf(
-		"Hello,\n\na second factor (an authenticator app or a passkey) was just removed from the shelf account of this address, "+
+	return a.factorsNotice(u, token, "A second factor was removed from your shelf account",
+		"a second factor (an authenticator app or a passkey) was just removed from the shelf account of this address, "+
 			"from one of its sessions, with its password and a second factor's code; with the last factor, the recovery codes go too, "+
-			"and the password alone logs in.\n\n"+
-			"If it was you, there is nothing to do.\n\n"+
-			"If it was not you, someone has your password: choose a new password here "+
-			"(the link works once, for %s, even if the password is changed again meanwhile):\n\n%s\n\n"+
-			"Choosing one signs out every session of the account. Then add your second factor again.\n",
-		inWords(a.mail.ResetTTL), Link(a.mail.PublicURL, PurposeResetPassword, token))}
+			"and the password alone logs in",
+		"If it was you", "someone has your password", "Then add your second factor again.")
 }
 
 // factorRemovedByAdminNotice is the notice of a factor an admin removed,
 // with a reset link (token).
 func (a *Service) factorRemovedByAdminNotice(u domain.User, token string) Message {
-	return Message{To: u.Email, Subject: "A second factor was removed from your shelf account", Text: fmt.Sprintf(
-		"Hello,\n\nan administrator of shelf removed a second factor (an authenticator app or a passkey) from the shelf account "+
+	return a.factorsNotice(u, token, "A second factor was removed from your shelf account",
+		"an administrator of shelf removed a second factor (an authenticator app or a passkey) from the shelf account "+
 			"of this address, as asked by someone who said they had lost it; with the last factor, the recovery codes go too, "+
-			"and the password alone logs in.\n\n"+
-			"If it was you who asked, there is nothing to do.\n\n"+
-			"If it was not you, someone may have your password: choose a new password here "+
-			"(the link works once, for %s, even if the password is changed again meanwhile):\n\n%s\n\n"+
-			"Choosing one signs out every session of the account. Then add your second factor again.\n",
-		inWords(a.mail.ResetTTL), Link(a.mail.PublicURL, PurposeResetPassword, token))}
+			"and the password alone logs in",
+		"If it was you who asked", "someone may have your password", "Then add your second factor again.")
 }
 
 // recoveryCodesNotice is the notice of new recovery codes, with a reset
 // link (token).
 func (a *Service) recoveryCodesNotice(u domain.User, token string) Message {
-	return Message{To: u.Email, Subject: "New recovery codes were made for your shelf account", Text: fmt.Sprintf(
-		"Hello,\n\nnew recovery codes were just made for the shelf account of this address, from one of its sessions, "+
-			"with its password and a second factor's code; the codes it had before no longer work.\n\n"+
-			"If it was you, there is nothing to do.\n\n"+
-			"If it was not you, someone has your password and holds the new codes: choose a new password here "+
+	return a.factorsNotice(u, token, "New recovery codes were made for your shelf account",
+		"new recovery codes were just made for the shelf account of this address, from one of its sessions, "+
+			"with its password and a second factor's code; the codes it had before no longer work",
+		"If it was you", "someone has your password and holds the new codes",
+		"Then make new recovery codes on the account page, which ends the others.")
+}
+
+// factorsNotice is the body the notices of a change of the second factors
+// share: what happened, nothing to do if it was the owner (mine), and if
+// not, who may hold what (someone), a reset link (token) and what to do
+// after the reset.
+func (a *Service) factorsNotice(u domain.User, token, subject, happened, mine, someone, after string) Message {
+	return Message{To: u.Email, Subject: subject, Text: fmt.Sprintf(
+		"Hello,\n\n%s.\n\n%s, there is nothing to do.\n\n"+
+			"If it was not you, %s: choose a new password here "+
 			"(the link works once, for %s, even if the password is changed again meanwhile):\n\n%s\n\n"+
-			"Choosing one signs out every session of the account. Then make new recovery codes on the account page, "+
-			"which ends the others.\n",
-		inWords(a.mail.ResetTTL), Link(a.mail.PublicURL, PurposeResetPassword, token))}
+			"Choosing one signs out every session of the account. %s\n",
+		happened, mine, someone, inWords(a.mail.ResetTTL), Link(a.mail.PublicURL, PurposeResetPassword, token), after)}
 }
 
 var errNoFactor = &domain.Error{Kind: domain.ErrConflict, Code: "no_factor",
