@@ -99,10 +99,10 @@ func (c accountChange) respells(u domain.User) bool {
 // go where mail to the other goes (respells). Not simple case folding
 // (strings.EqualFold): that takes ς for σ (both kept by NFKC), which
 // IDNA2008 keeps apart, so ας.example.org is another domain than
-// ασ.example.org (TestAFinalSigmaIsAnotherSpellingOfTheAddress). Nor
+// ασ.example.org (TestLettersOfOneKeyAreAnotherSpellingOfTheAddress). Nor
 // lower case alone: ẞ lowers to ß, whose upper case is ß itself, and IDNA
 // maps ẞ to ss and keeps ß, so graẞ.example.org is grass.example.org
-// (TestACapitalSharpSIsAnotherSpellingOfTheAddress).
+// (the same test).
 func sameLetters(a, b string) bool {
 	for a != "" && b != "" {
 		ra, na := utf8.DecodeRuneInString(a)

@@ -119,46 +119,54 @@ func TestAConfirmationOfOneSpellingDoesNotGiveTheAccountAnother(t *testing.T) {
 	}
 }
 
-// TestAFinalSigmaIsAnotherSpellingOfTheAddress: ann's address is
-// ann@ασ.example.org. ς and σ fold to one key (U1), yet IDNA2008 keeps
-// them apart (ας.example.org is another domain), and simple case folding
-// (strings.EqualFold) takes them for one letter. A thief with a session
-// and her password who writes her address ann@ας.example.org is refused
-// (400 naming email), and a verification link mailed to ann@ασ… does not
-// confirm a change pending that names ann@ας… instead.
-func TestAFinalSigmaIsAnotherSpellingOfTheAddress(t *testing.T) {
+// TestLettersOfOneKeyAreAnotherSpellingOfTheAddress: letters that fold
+// to one key (U1) may spell two domains. ς and σ: IDNA2008 keeps them
+// apart (ας.example.org is another domain than ασ.example.org), and
+// simple case folding (strings.EqualFold) takes them for one letter. ẞ
+// (U+1E9E) is ß's capital by unicode.ToLower, yet IDNA maps ẞ to ss and
+// keeps ß (graẞ.example.org is grass.example.org, another domain than
+// graß.example.org's xn--gra-7ka). For each, with ann's address in her
+// spelling: a thief with a session and her password who writes it in his
+// is refused (400 other_spelling, not taken as a change of letter case),
+// and a verification link mailed to her spelling does not confirm a
+// change pending that names his instead.
+func TestLettersOfOneKeyAreAnotherSpellingOfTheAddress(t *testing.T) {
 	t.Parallel()
-	const hers, his = "ann@ασ.example.org", "ann@ας.example.org"
-	t.Run("her own address", func(t *testing.T) {
-		t.Parallel()
-		m := emailChangeWorld(t, false)
-		moveAnn(t, m, hers)
-		err := changeEmailFrom(m, his)
-		var de *domain.Error
-		if !errors.Is(err, domain.ErrInvalid) || !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Code != "other_spelling" {
-			t.Errorf("the address written with ς: %v, want 400 other_spelling", err)
-		}
-		if u := m.account(t, "after the other spelling"); u.Email != hers {
-			t.Errorf("the account's address is now %q, want %q", u.Email, hers)
-		}
-	})
-	t.Run("her link", func(t *testing.T) {
-		t.Parallel()
-		m := emailChangeWorld(t, false)
-		if err := changeEmail(m, hers); err != nil {
-			t.Fatal(err)
-		}
-		if err := changeEmail(m, his); err != nil {
-			t.Fatal(err)
-		}
-		err := m.svc.ConfirmEmail(context.Background(), m.box.tokenTo("verify", hers))
-		if !errors.Is(err, accounts.ErrTokenStale) {
-			t.Errorf("her link once the change pending names his spelling: %v, want stale", err)
-		}
-		if u := m.account(t, "after her link"); u.Email != annHome {
-			t.Errorf("after her link the address is %q, want %q", u.Email, annHome)
-		}
-	})
+	for _, c := range []struct{ name, hers, his string }{
+		{"final sigma", "ann@ασ.example.org", "ann@ας.example.org"},
+		{"capital sharp s", "ann@graß.example.org", "ann@graẞ.example.org"},
+	} {
+		t.Run(c.name+"/her own address", func(t *testing.T) {
+			t.Parallel()
+			m := emailChangeWorld(t, false)
+			moveAnn(t, m, c.hers)
+			err := changeEmailFrom(m, c.his)
+			var de *domain.Error
+			if !errors.Is(err, domain.ErrInvalid) || !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Code != "other_spelling" {
+				t.Errorf("the address written %s: %v, want 400 other_spelling", c.his, err)
+			}
+			if u := m.account(t, "after the other spelling"); u.Email != c.hers {
+				t.Errorf("the account's address is now %q, want %q", u.Email, c.hers)
+			}
+		})
+		t.Run(c.name+"/her link", func(t *testing.T) {
+			t.Parallel()
+			m := emailChangeWorld(t, false)
+			if err := changeEmail(m, c.hers); err != nil {
+				t.Fatal(err)
+			}
+			if err := changeEmail(m, c.his); err != nil {
+				t.Fatal(err)
+			}
+			err := m.svc.ConfirmEmail(context.Background(), m.box.tokenTo("verify", c.hers))
+			if !errors.Is(err, accounts.ErrTokenStale) {
+				t.Errorf("her link once the change pending names his spelling: %v, want stale", err)
+			}
+			if u := m.account(t, "after her link"); u.Email != annHome {
+				t.Errorf("after her link the address is %q, want %q", u.Email, annHome)
+			}
+		})
+	}
 }
 
 // TestARevertWritesBackTheAddressAsItsLinkWasMailed: before other
@@ -197,48 +205,4 @@ func TestARevertWritesBackTheAddressAsItsLinkWasMailed(t *testing.T) {
 	if got := m.box.sentTo("reset", home); got != 1 {
 		t.Errorf("her revert mailed %d reset links to %s, want 1", got, home)
 	}
-}
-
-// TestACapitalSharpSIsAnotherSpellingOfTheAddress: ann's address is
-// ann@graß.example.org. ẞ (U+1E9E) is ß's capital by unicode.ToLower,
-// and both fold to one key (U1), yet IDNA maps ẞ to ss and keeps ß
-// (graẞ.example.org is grass.example.org, another domain than
-// graß.example.org's xn--gra-7ka). A thief with a session and her
-// password who writes her address ann@graẞ.example.org is refused (400
-// other_spelling), not taken as a change of letter case, and a
-// verification link mailed to ann@graß… does not confirm a change
-// pending that names ann@graẞ… instead.
-func TestACapitalSharpSIsAnotherSpellingOfTheAddress(t *testing.T) {
-	t.Parallel()
-	const hers, his = "ann@graß.example.org", "ann@graẞ.example.org"
-	t.Run("her own address", func(t *testing.T) {
-		t.Parallel()
-		m := emailChangeWorld(t, false)
-		moveAnn(t, m, hers)
-		err := changeEmailFrom(m, his)
-		var de *domain.Error
-		if !errors.Is(err, domain.ErrInvalid) || !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Code != "other_spelling" {
-			t.Errorf("the address written with ẞ: %v, want 400 other_spelling", err)
-		}
-		if u := m.account(t, "after the other spelling"); u.Email != hers {
-			t.Errorf("the account's address is now %q, want %q", u.Email, hers)
-		}
-	})
-	t.Run("her link", func(t *testing.T) {
-		t.Parallel()
-		m := emailChangeWorld(t, false)
-		if err := changeEmail(m, hers); err != nil {
-			t.Fatal(err)
-		}
-		if err := changeEmail(m, his); err != nil {
-			t.Fatal(err)
-		}
-		err := m.svc.ConfirmEmail(context.Background(), m.box.tokenTo("verify", hers))
-		if !errors.Is(err, accounts.ErrTokenStale) {
-			t.Errorf("her link once the change pending names his spelling: %v, want stale", err)
-		}
-		if u := m.account(t, "after her link"); u.Email != annHome {
-			t.Errorf("after her link the address is %q, want %q", u.Email, annHome)
-		}
-	})
 }
