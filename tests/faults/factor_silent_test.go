@@ -42,27 +42,17 @@ func (b *recorder) lastTo(page, address string) string {
 // refuses them, her codes standing.
 func TestAThiefsNewRecoveryCodesAreToldToTheOwnerFirst(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	f := newFactorWorld(t)
-	thief := domain.Principal{UserID: f.ann.ID}
 	proof := accounts.Password(password)
-	proof.Code = f.code(t, 0)
-	f.breakMail(true)
-	if codes, err := f.svc.NewRecoveryCodes(ctx, thief, f.ann.ID, proof); err == nil {
-		t.Errorf("new recovery codes with the mail down: %d codes made, no notice sent; want them refused", len(codes))
-	}
-	f.breakMail(false)
-	if err := f.secondStep(accounts.Proof{RecoveryCode: f.recovery[0]}); err != nil {
-		t.Errorf("ann's recovery code after the refused codes: %v; want it working", err)
-	}
-	before := f.box.sentTo("reset", annHome)
-	proof.Code = f.code(t, 1)
-	if _, err := f.svc.NewRecoveryCodes(ctx, thief, f.ann.ID, proof); err != nil {
-		t.Fatalf("new recovery codes: %v", err)
-	}
-	if f.box.sentTo("reset", annHome) != before+1 || !strings.Contains(f.box.lastTo("reset", annHome), "recovery codes") {
-		t.Errorf("new recovery codes told ann's address nothing: want a notice with a reset link")
-	}
+	toldFirst(t, f, "new recovery codes", "recovery codes", func(try int64) error {
+		proof.Code = f.code(t, try)
+		_, err := f.svc.NewRecoveryCodes(context.Background(), domain.Principal{UserID: f.ann.ID}, f.ann.ID, proof)
+		return err
+	}, func() {
+		if err := f.secondStep(accounts.Proof{RecoveryCode: f.recovery[0]}); err != nil {
+			t.Errorf("ann's recovery code after the refused codes: %v; want it working", err)
+		}
+	})
 }
 
 // TestAThiefsRemovalOfHerFactorIsToldToTheOwnerFirst: a thief with ann's
@@ -74,27 +64,12 @@ func TestAThiefsNewRecoveryCodesAreToldToTheOwnerFirst(t *testing.T) {
 // be sent refuses it, her factor standing.
 func TestAThiefsRemovalOfHerFactorIsToldToTheOwnerFirst(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	f := newFactorWorld(t)
-	thief := domain.Principal{UserID: f.ann.ID}
 	proof := accounts.Password(password)
-	proof.Code = f.code(t, 0)
-	f.breakMail(true)
-	if err := f.svc.RemoveFactor(ctx, thief, f.ann.ID, f.fac.ID, proof); err == nil {
-		t.Errorf("a removal with the mail down answered success, no notice sent; want it refused")
-	}
-	f.breakMail(false)
-	if left, _, err := f.store.Factors().Read(ctx, f.ann.ID); err != nil || len(left) != 1 {
-		t.Fatalf("ann's factors after the refused removal: %+v %v; want her app", left, err)
-	}
-	before := f.box.sentTo("reset", annHome)
-	proof.Code = f.code(t, 1)
-	if err := f.svc.RemoveFactor(ctx, thief, f.ann.ID, f.fac.ID, proof); err != nil {
-		t.Fatalf("the removal: %v", err)
-	}
-	if f.box.sentTo("reset", annHome) != before+1 || !strings.Contains(f.box.lastTo("reset", annHome), "removed") {
-		t.Errorf("the removal of ann's factor told her address nothing: want a notice with a reset link")
-	}
+	toldFirst(t, f, "the removal of ann's factor", "removed", func(try int64) error {
+		proof.Code = f.code(t, try)
+		return f.svc.RemoveFactor(context.Background(), domain.Principal{UserID: f.ann.ID}, f.ann.ID, f.fac.ID, proof)
+	}, func() { herAppStands(t, f) })
 }
 
 // TestAnAdminsRemovalOfHerFactorIsToldToTheOwnerFirst: a thief with ann's
@@ -116,22 +91,57 @@ func TestAnAdminsRemovalOfHerFactorIsToldToTheOwnerFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := domain.Principal{UserID: root.ID}
+	toldFirst(t, f, "root's removal of ann's factor", "removed", func(int64) error {
+		return f.svc.RemoveFactor(ctx, domain.Principal{UserID: root.ID}, f.ann.ID, f.fac.ID, accounts.Proof{})
+	}, func() { herAppStands(t, f) })
+}
+
+// toldFirst runs change (try 0, then 1) twice: with every mail failing it
+// must be refused, standing then checking that it changed nothing; with
+// the mail up it must succeed and mail ann's address one notice more
+// with a reset link, its text naming word.
+func toldFirst(t *testing.T, f *factorWorld, what, word string, change func(try int64) error, standing func()) {
+	t.Helper()
 	f.breakMail(true)
-	if err := f.svc.RemoveFactor(ctx, admin, f.ann.ID, f.fac.ID, accounts.Proof{}); err == nil {
-		t.Errorf("root's removal with the mail down answered success, no notice sent; want it refused")
+	if err := change(0); err == nil {
+		t.Errorf("%s with the mail down answered success, no notice sent; want it refused", what)
 	}
 	f.breakMail(false)
-	if left, _, err := f.store.Factors().Read(ctx, f.ann.ID); err != nil || len(left) != 1 {
+	standing()
+	before := f.box.sentTo("reset", annHome)
+	if err := change(1); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if f.box.sentTo("reset", annHome) != before+1 || !strings.Contains(f.box.lastTo("reset", annHome), word) {
+		t.Errorf("%s told ann's address nothing: want a notice with a reset link", what)
+	}
+}
+
+// herAppStands fails t unless ann's app is her one factor.
+func herAppStands(t *testing.T, f *factorWorld) {
+	t.Helper()
+	if left, _, err := f.store.Factors().Read(context.Background(), f.ann.ID); err != nil || len(left) != 1 {
 		t.Fatalf("ann's factors after the refused removal: %+v %v; want her app", left, err)
 	}
-	before := f.box.sentTo("reset", annHome)
-	if err := f.svc.RemoveFactor(ctx, admin, f.ann.ID, f.fac.ID, accounts.Proof{}); err != nil {
-		t.Fatalf("root's removal: %v", err)
+}
+
+// hisAppsProof is ann's password with a code of the app the thief added
+// (thiefAddsASecondFactor).
+func hisAppsProof(t *testing.T, f *factorWorld) accounts.Proof {
+	t.Helper()
+	factors, _, err := f.store.Factors().Read(context.Background(), f.ann.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if f.box.sentTo("reset", annHome) != before+1 || !strings.Contains(f.box.lastTo("reset", annHome), "removed") {
-		t.Errorf("root's removal of ann's factor told her address nothing: want a notice with a reset link")
+	proof := accounts.Password(password)
+	for _, g := range factors {
+		if g.Name == "second" {
+			if proof.Code, err = f.totp.Code(g.Sealed, f.ann.ID, f.store.Now().Unix()/factor.Period+1); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
+	return proof
 }
 
 // TestAFactorsRevertTakesTheRecoveryCodesMadeSinceItsNotice: a thief with
@@ -148,18 +158,7 @@ func TestAFactorsRevertTakesTheRecoveryCodesMadeSinceItsNotice(t *testing.T) {
 	f := newFactorWorld(t)
 	f.store.Advance(time.Hour) // her app is a day old, say, when he comes
 	thiefAddsASecondFactor(t, f)
-	factors, _, err := f.store.Factors().Read(ctx, f.ann.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proof := accounts.Password(password)
-	for _, g := range factors {
-		if g.Name == "second" {
-			if proof.Code, err = f.totp.Code(g.Sealed, f.ann.ID, f.store.Now().Unix()/factor.Period+1); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	proof := hisAppsProof(t, f)
 	his, err := f.svc.NewRecoveryCodes(ctx, domain.Principal{UserID: f.ann.ID}, f.ann.ID, proof)
 	if err != nil {
 		t.Fatalf("the thief's recovery codes: %v", err)
@@ -190,18 +189,7 @@ func TestAThiefsRecoveryCodesLandingAfterTheRevertDoNotStand(t *testing.T) {
 	f := newFactorWorld(t)
 	f.store.Advance(time.Hour)
 	thiefAddsASecondFactor(t, f)
-	factors, _, err := f.store.Factors().Read(ctx, f.ann.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proof := accounts.Password(password)
-	for _, g := range factors {
-		if g.Name == "second" {
-			if proof.Code, err = f.totp.Code(g.Sealed, f.ann.ID, f.store.Now().Unix()/factor.Period+1); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	proof := hisAppsProof(t, f)
 	notices := f.box.tokens("revert-factor")
 	var reverted error
 	ran := false
