@@ -26,31 +26,8 @@ import (
 // stood before can no longer land after it.
 func TestAnAnswerThatTheUserIsNotSuspendedOutlivesALateSuspension(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name           string
-		setup          func(m *modWorld) error
-		held, answered func(m *modWorld) error
-		code           string
-		suspended      bool
-	}{
-		{name: "a suspension held, then an unsuspension answered not_suspended",
-			held:     func(m *modWorld) error { return m.suspend(0) },
-			answered: func(m *modWorld) error { return m.unsuspend() },
-			code:     "not_suspended"},
-		{name: "an unsuspension held, then a suspension answered already_suspended",
-			setup:     func(m *modWorld) error { return m.suspend(0) },
-			held:      func(m *modWorld) error { return m.unsuspend() },
-			answered:  func(m *modWorld) error { return m.suspend(0) },
-			code:      "already_suspended",
-			suspended: true},
-	} {
-		m := newAuditModWorld(t)
-		ctx := context.Background()
-		if c.setup != nil {
-			if err := c.setup(m); err != nil {
-				t.Fatalf("%s: set-up: %v", c.name, err)
-			}
-		}
+	for _, c := range lateCases {
+		m := c.world(t)
 		m.store.FaultAt = func(_ int, call string) memstore.Fault {
 			if call == "users.update" {
 				return memstore.LandLate
@@ -61,24 +38,75 @@ func TestAnAnswerThatTheUserIsNotSuspendedOutlivesALateSuspension(t *testing.T) 
 			t.Fatalf("%s: the held compare-and-set answered success", c.name)
 		}
 		m.store.FaultAt = nil
-		var refusal *domain.Error
-		if err := c.answered(m); !errors.As(err, &refusal) || refusal.Code != c.code {
-			t.Fatalf("%s: the second request answered %v, want %s", c.name, err, c.code)
-		}
-		m.store.Land()
-		m.store.Advance(2 * time.Minute)
-		m.workers()
-
-		u, err := m.store.Users().Get(ctx, m.member.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := u.Status == domain.StatusSuspended; got != c.suspended {
-			t.Errorf("%s: after the held write landed and the sweeper ran the member is %s, but the last answer (%s) said suspended=%v",
-				c.name, u.Status, c.code, c.suspended)
-		}
-		checkModeration(t, c.name, m)
+		c.answer(t, m)
+		c.outlives(t, m)
 	}
+}
+
+// lateCase is an admin's request answered code (the member is, or is
+// not, suspended: suspended) and a compare-and-set of the other kind
+// held at a node, which must not land after the answer.
+type lateCase struct {
+	name           string
+	setup          func(m *modWorld) error
+	held, answered func(m *modWorld) error
+	code           string
+	suspended      bool
+}
+
+// lateCases are both ways round: a suspension held and an unsuspension
+// answered not_suspended; an unsuspension held and a suspension answered
+// already_suspended.
+var lateCases = []lateCase{
+	{name: "a suspension held, an unsuspension answered not_suspended",
+		held:     func(m *modWorld) error { return m.suspend(0) },
+		answered: func(m *modWorld) error { return m.unsuspend() },
+		code:     "not_suspended"},
+	{name: "an unsuspension held, a suspension answered already_suspended",
+		setup:     func(m *modWorld) error { return m.suspend(0) },
+		held:      func(m *modWorld) error { return m.unsuspend() },
+		answered:  func(m *modWorld) error { return m.suspend(0) },
+		code:      "already_suspended",
+		suspended: true},
+}
+
+// world is a moderation world after c's set-up.
+func (c lateCase) world(t *testing.T) *modWorld {
+	t.Helper()
+	m := newAuditModWorld(t)
+	if c.setup != nil {
+		if err := c.setup(m); err != nil {
+			t.Fatalf("%s: set-up: %v", c.name, err)
+		}
+	}
+	return m
+}
+
+// answer runs c's answered request and checks its answer is c.code.
+func (c lateCase) answer(t *testing.T, m *modWorld) {
+	t.Helper()
+	var refusal *domain.Error
+	if err := c.answered(m); !errors.As(err, &refusal) || refusal.Code != c.code {
+		t.Fatalf("%s: the request answered %v, want %s", c.name, err, c.code)
+	}
+}
+
+// outlives lands every held write, runs the workers past the sweeper's
+// grace and checks the member is as the answer said, and moderation whole.
+func (c lateCase) outlives(t *testing.T, m *modWorld) {
+	t.Helper()
+	m.store.Land()
+	m.store.Advance(2 * time.Minute)
+	m.workers()
+	u, err := m.store.Users().Get(context.Background(), m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Status == domain.StatusSuspended; got != c.suspended {
+		t.Errorf("%s: after the held write landed and the sweeper ran the member is %s, but the answer (%s) said suspended=%v",
+			c.name, u.Status, c.code, c.suspended)
+	}
+	checkModeration(t, c.name, m)
 }
 
 // TestAnAnswerAfterALostFenceOutlivesALateChangeDecidedSince: an admin
@@ -96,31 +124,9 @@ func TestAnAnswerThatTheUserIsNotSuspendedOutlivesALateSuspension(t *testing.T) 
 // that answers so fences the row it read.
 func TestAnAnswerAfterALostFenceOutlivesALateChangeDecidedSince(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name           string
-		setup          func(m *modWorld) error
-		answered, held func(m *modWorld) error
-		code           string
-		suspended      bool
-	}{
-		{name: "an unsuspension answered not_suspended, a suspension held",
-			answered: func(m *modWorld) error { return m.unsuspend() },
-			held:     func(m *modWorld) error { return m.suspend(0) },
-			code:     "not_suspended"},
-		{name: "a suspension answered already_suspended, an unsuspension held",
-			setup:     func(m *modWorld) error { return m.suspend(0) },
-			answered:  func(m *modWorld) error { return m.suspend(0) },
-			held:      func(m *modWorld) error { return m.unsuspend() },
-			code:      "already_suspended",
-			suspended: true},
-	} {
-		m := newAuditModWorld(t)
+	for _, c := range lateCases {
+		m := c.world(t)
 		ctx := context.Background()
-		if c.setup != nil {
-			if err := c.setup(m); err != nil {
-				t.Fatalf("%s: set-up: %v", c.name, err)
-			}
-		}
 		fenced, held := false, false
 		m.store.FaultAt = func(_ int, call string) memstore.Fault {
 			switch {
@@ -150,23 +156,8 @@ func TestAnAnswerAfterALostFenceOutlivesALateChangeDecidedSince(t *testing.T) {
 			}
 			held = false
 		}
-		var refusal *domain.Error
-		if err := c.answered(m); !errors.As(err, &refusal) || refusal.Code != c.code {
-			t.Fatalf("%s: the request answered %v, want %s", c.name, err, c.code)
-		}
+		c.answer(t, m)
 		m.store.FaultAt = nil
-		m.store.Land()
-		m.store.Advance(2 * time.Minute)
-		m.workers()
-
-		u, err := m.store.Users().Get(ctx, m.member.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := u.Status == domain.StatusSuspended; got != c.suspended {
-			t.Errorf("%s: after the held write landed and the sweeper ran the member is %s, but the answer (%s) said suspended=%v",
-				c.name, u.Status, c.code, c.suspended)
-		}
-		checkModeration(t, c.name, m)
+		c.outlives(t, m)
 	}
 }
