@@ -29,30 +29,16 @@ func TestAHoldEndedAndDroppedLeavesNoClaimBehindADeletion(t *testing.T) {
 	}
 	w.store.Advance(accounts.DefaultRevertTTL + 24*time.Hour) // past both holds and their grace
 	ctx := context.Background()
-	id, current := me(w).ID, w.passwords[me(w).ID]
+	current := w.passwords[me(w).ID]
 	p := w.signedIn(t, "bob@example.org")
 	display := "Bob"
-	if _, err := w.svc.UpdateUser(ctx, p, id, accounts.UpdateInput{DisplayName: &display}); err != nil {
+	if _, err := w.svc.UpdateUser(ctx, p, p.UserID, accounts.UpdateInput{DisplayName: &display}); err != nil {
 		t.Fatal(err)
 	}
 	if u := account(t, w); u.HeldUsernameKey != "" || u.PendingEmailKey != "" {
 		t.Fatalf("the write kept the ended holds %q %q", u.HeldUsernameKey, u.PendingEmailKey)
 	}
-	if _, err := w.life.DeleteUser(ctx, p, id, accounts.Proof{CurrentPassword: &current}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.life.WorkJobs(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if u := account(t, w); u.Status != domain.StatusDeleted {
-		t.Fatalf("the account is %s, want deleted", u.Status)
-	}
-	claims, _ := w.store.Snapshot()
-	for _, c := range claims {
-		if c.Owner == id {
-			t.Errorf("the deleted account still has the claim of %s %s (%s)", c.Kind, c.Key, c.State)
-		}
-	}
+	deletedLeavesNoClaim(t, w, p, current)
 }
 
 // TestAFenceForOneEndedHoldLeavesNoClaimOfTheOthers: bob renamed himself
@@ -71,24 +57,33 @@ func TestAFenceForOneEndedHoldLeavesNoClaimOfTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.store.Advance(accounts.DefaultRevertTTL + 24*time.Hour) // past both holds and their grace
-	id, current := me(w).ID, w.passwords[me(w).ID]
+	current := w.passwords[me(w).ID]
 	if err := newProbe(w).signup("bob", "stranger@example.org"); err != nil {
 		t.Fatalf("a stranger's signup as bob, its hold ended: %v", err)
 	}
 	if u := account(t, w); u.HeldUsernameKey != "" || u.PendingEmailKey != "" {
 		t.Fatalf("the fence kept the ended holds %q %q", u.HeldUsernameKey, u.PendingEmailKey)
 	}
+	deletedLeavesNoClaim(t, w, w.signedIn(t, "bob@example.org"), current)
+}
+
+// deletedLeavesNoClaim deletes p's account (current: its password), runs
+// the deletion's job and checks that no claim names the account.
+func deletedLeavesNoClaim(t *testing.T, w *world, p domain.Principal, current string) {
+	t.Helper()
 	ctx := context.Background()
-	p := w.signedIn(t, "bob@example.org")
-	if _, err := w.life.DeleteUser(ctx, p, id, accounts.Proof{CurrentPassword: &current}); err != nil {
+	if _, err := w.life.DeleteUser(ctx, p, p.UserID, accounts.Proof{CurrentPassword: &current}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.life.WorkJobs(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if u := account(t, w); u.Status != domain.StatusDeleted {
+		t.Fatalf("the account is %s, want deleted", u.Status)
+	}
 	claims, _ := w.store.Snapshot()
 	for _, c := range claims {
-		if c.Owner == id {
+		if c.Owner == p.UserID {
 			t.Errorf("the deleted account still has the claim of %s %s (%s)", c.Kind, c.Key, c.State)
 		}
 	}
