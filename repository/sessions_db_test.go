@@ -141,3 +141,25 @@ func TestASignOutEverywhereLeavesNothingInTheListsWay(t *testing.T) {
 		t.Errorf("a page of the revoked epoch met %d tombstones, want the %d revoked entries' at least (else this test shows nothing)", met, n)
 	}
 }
+
+// TestEverySessionIndexKeepsItsTombstonesAnHour (037, 048): each of the
+// three session indexes keeps a tombstone an hour, not the default ten
+// days. A thief holding the password opens a session a login, tens of
+// thousands a day, each entry a tombstone once it expires or is revoked;
+// sessions_by_user is read whole by the sweeps and a deletion's job, and
+// past 100 000 tombstones met Cassandra refuses the read: with ten days'
+// worth kept, the owner's deletion failed at it, every pass.
+func TestEverySessionIndexKeepsItsTombstonesAnHour(t *testing.T) {
+	t.Parallel()
+	db := testkit.NewDB(t)
+	for _, table := range []string{"sessions_by_user", "sessions_by_epoch", "sessions_by_user_id"} {
+		var grace int
+		if err := db.Session.Query(`SELECT gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, nil).
+			Bind(db.Keyspace(), table).Scan(&grace); err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		if grace != 3600 {
+			t.Errorf("%s keeps its tombstones %d s, want 3600", table, grace)
+		}
+	}
+}
