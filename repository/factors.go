@@ -63,7 +63,11 @@ const (
 	factorConfirmCQL conditionalCQL = `UPDATE account_factors USING TTL 0 SET kind = ?, name = ?, sealed = ?, created_at = ?, confirmed_at = ?, last_step = ?, last_used_at = ?, write_id = ? WHERE user_id = ? AND factor_id = ? IF sealed = ? AND confirmed_at = null`
 	// factorStepCQL: a pending row's last_step is null, and so is a gone
 	// row's; null < ? does not hold.
-	factorStepCQL   conditionalCQL = `UPDATE account_factors SET last_step = ?, last_used_at = ?, write_id = ? WHERE user_id = ? AND factor_id = ? IF last_step < ?`
+	factorStepCQL conditionalCQL = `UPDATE account_factors SET last_step = ?, last_used_at = ?, write_id = ? WHERE user_id = ? AND factor_id = ? IF last_step < ?`
+	// factorTouchCQL: a gone row has no sealed value, and a pending one
+	// (written anew by a late insert) its registration's state, never the
+	// credential; neither is touched, nor brought back.
+	factorTouchCQL  conditionalCQL = `UPDATE account_factors SET last_used_at = ?, write_id = ? WHERE user_id = ? AND factor_id = ? IF sealed = ?`
 	factorRemoveCQL conditionalCQL = `DELETE FROM account_factors WHERE user_id = ? AND factor_id = ? IF EXISTS`
 	// factorRemovePendingCQL: a confirmation sets confirmed_at, so one
 	// landing first keeps its factor; one landing after finds no sealed
@@ -138,6 +142,15 @@ func (s *Factors) UseStep(ctx context.Context, f accounts.Factor, step int64, at
 	writeID := newWriteID()
 	return s.exec(ctx, "use_step", f.UserID, f.ID, func(r factorRow) bool { return r.WriteID == writeID },
 		factorStepCQL, step, at, writeID, f.UserID, f.ID, step)
+}
+
+// Touch records a use of f at at IF its sealed value stands. A lost
+// answer is settled by the row: found with f's sealed value and
+// confirmed, the factor stood (a use racing this one may have tagged it
+// since); found otherwise, or gone, it did not.
+func (s *Factors) Touch(ctx context.Context, f accounts.Factor, at time.Time) (bool, error) {
+	return s.exec(ctx, "touch", f.UserID, f.ID, func(r factorRow) bool { return r.Sealed == f.Sealed && !r.ConfirmedAt.IsZero() },
+		factorTouchCQL, at, newWriteID(), f.UserID, f.ID, f.Sealed)
 }
 
 // Remove deletes a factor IF EXISTS. A row found gone at SERIAL after a

@@ -111,6 +111,10 @@ type FactorStore interface {
 	// is earlier; false when not (a code of this step or a later one was
 	// accepted, or the factor is gone).
 	UseStep(ctx context.Context, f Factor, step int64, at time.Time) (bool, error)
+	// Touch records a use of confirmed factor f at at, if it stands as
+	// read (its Sealed stored); false when it is gone. For a passkey that
+	// keeps no counter, whose uses UseStep cannot order.
+	Touch(ctx context.Context, f Factor, at time.Time) (bool, error)
 	// Remove deletes a factor; false when there was none.
 	Remove(ctx context.Context, userID, id string) (bool, error)
 	// RemovePending deletes an enrolment while it is still pending;

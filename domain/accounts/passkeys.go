@@ -141,7 +141,11 @@ var errPasskeyRequired = domain.Invalid("Give the passkey's answer (the browser'
 // factors, under the code's throttle, and moves the signing passkey's
 // counter on (a compare-and-set: of two answers with one count, one
 // passes). A passkey that keeps no counter (0 then and now) is used
-// once by its challenge's token alone, which its caller uses next.
+// once by its challenge's token alone, which its caller uses next; its
+// use is still a compare-and-set of its row (Touch), so that one whose
+// removal landed after factors were read proves nothing
+// (TestASyncedPasskeyRemovedWhileItsAnswerIsCheckedOpensNoSession), as a
+// counted one's does not.
 func (a *Service) provePasskey(ctx context.Context, userID string, factors []Factor, pk *PasskeyProof) error {
 	if a.passkeys == nil {
 		return ErrPasskeysOff
@@ -164,9 +168,12 @@ func (a *Service) provePasskey(ctx context.Context, userID string, factors []Fac
 	if i := slices.IndexFunc(factors, func(f Factor) bool { return f.ID == id }); ok && i >= 0 {
 		f := factors[i]
 		if count > 0 || f.LastStep > 0 {
-			if ok, err = a.factors.UseStep(ctx, f, count, a.now()); err != nil {
-				return err
-			}
+			ok, err = a.factors.UseStep(ctx, f, count, a.now())
+		} else {
+			ok, err = a.factors.Touch(ctx, f, a.now())
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return codeVerdict(ctx, c, ok, ErrPasskeyRefused)

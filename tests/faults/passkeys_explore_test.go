@@ -40,6 +40,12 @@ func newPasskeys(t *testing.T) *factor.Passkeys {
 // (registered is false) or confirmed with a login's challenge waiting.
 func newPasskeyWorld(t *testing.T, registered bool) *passkeyWorld {
 	t.Helper()
+	return newPasskeyWorldOf(t, registered, softkey.New(passkeyOrigin))
+}
+
+// newPasskeyWorldOf is newPasskeyWorld with the passkey in key.
+func newPasskeyWorldOf(t *testing.T, registered bool, key *softkey.Key) *passkeyWorld {
+	t.Helper()
 	m := newMailWorld(t, false)
 	m.verify(t)
 	totp := withFactors(t, m, func(st *memstore.Store, c *accounts.Config) {
@@ -47,7 +53,7 @@ func newPasskeyWorld(t *testing.T, registered bool) *passkeyWorld {
 		c.Throttle = accounts.Throttle{Store: st.Attempts(), PerAddress: 5, PerLogin: 50, Window: 15 * 60e9}
 		c.Audit = st.AccountAudit()
 	})
-	w := &passkeyWorld{factorWorld: &factorWorld{mailWorld: m, totp: totp}, key: softkey.New(passkeyOrigin)}
+	w := &passkeyWorld{factorWorld: &factorWorld{mailWorld: m, totp: totp}, key: key}
 	ctx := context.Background()
 	p := domain.Principal{UserID: m.ann.ID}
 	e, err := m.svc.EnrolPasskey(ctx, p, m.ann.ID, "laptop", accounts.Password(password))

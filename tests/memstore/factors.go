@@ -133,6 +133,20 @@ func (f *Factors) UseStep(_ context.Context, fac accounts.Factor, step int64, at
 	})
 }
 
+// Touch records a use of the confirmed factor if it stands with the
+// Sealed read (a pending row, or one gone, is not touched).
+func (f *Factors) Touch(_ context.Context, fac accounts.Factor, at time.Time) (bool, error) {
+	return f.s.call("factors.touch", true, func() (bool, error) {
+		r, ok := f.s.liveFactor(fac.UserID, fac.ID)
+		if !ok || !r.Confirmed() || r.Sealed != fac.Sealed {
+			return false, nil
+		}
+		r.LastUsedAt = at
+		f.s.factorPartition(fac.UserID, true).factors[fac.ID] = r
+		return true, nil
+	})
+}
+
 // Remove deletes a factor if it exists.
 func (f *Factors) Remove(_ context.Context, userID, id string) (bool, error) {
 	return f.s.call("factors.remove", true, func() (bool, error) {

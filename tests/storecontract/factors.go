@@ -17,6 +17,7 @@ var FactorChecks = []Check[accounts.FactorStore]{
 	{"ConfirmDecidedOnceAndOutlivesTheEnrolment", factorConfirmOnce},
 	{"PendingGoesWithItsTTL", factorPendingExpires},
 	{"EachStepUsedOnce", factorStepOnce},
+	{"ATouchNeedsTheFactorAsRead", factorTouch},
 	{"RecoveryCodesUsedOnceAndReplacedWhole", factorRecovery},
 	{"AnEndedSetTakesNoSetAfterIt", factorRecoveryEnded},
 	{"RemovePendingSparesAConfirmedFactor", factorRemovePending},
@@ -209,6 +210,50 @@ func factorStepOnce(t testing.TB, s accounts.FactorStore, c Clock) {
 	}
 	if ok, err := s.UseStep(ctx, f, 60, At(c.Now())); err != nil || ok {
 		t.Fatalf("a step of a removed factor: applied=%v err=%v", ok, err)
+	}
+	if got, ok := readFactor(t, s, f.UserID, f.ID); ok {
+		t.Fatalf("a removed factor is back: %+v", got)
+	}
+}
+
+// factorTouch: a use of a passkey that keeps no counter is recorded on
+// the confirmed factor with the sealed value read (its step kept), never
+// on the pending row (its registration's state), nor on one removed,
+// which does not come back.
+func factorTouch(t testing.TB, s accounts.FactorStore, c Clock) {
+	ctx := context.Background()
+	f := newFactor(c)
+	f.Kind, f.Sealed = accounts.FactorPasskey, "registration state"
+	if err := s.Begin(ctx, f, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	credential := f
+	credential.Sealed = "credential"
+	if ok, err := s.Touch(ctx, f, At(c.Now())); err != nil || ok {
+		t.Fatalf("a touch of a pending factor: applied=%v err=%v", ok, err)
+	}
+	if ok, err := s.Touch(ctx, credential, At(c.Now())); err != nil || ok {
+		t.Fatalf("a touch of a pending factor with another sealed value: applied=%v err=%v", ok, err)
+	}
+	credential.ConfirmedAt, credential.LastStep = At(c.Now()), 0
+	if ok, err := s.Confirm(ctx, credential, f.Sealed); err != nil || !ok {
+		t.Fatalf("confirm: %v %v", ok, err)
+	}
+	if ok, err := s.Touch(ctx, f, At(c.Now())); err != nil || ok {
+		t.Fatalf("a touch with the pending row's sealed value: applied=%v err=%v", ok, err)
+	}
+	used := At(c.Now().Add(time.Minute))
+	if ok, err := s.Touch(ctx, credential, used); err != nil || !ok {
+		t.Fatalf("a touch of the confirmed factor: applied=%v err=%v", ok, err)
+	}
+	if got, _ := readFactor(t, s, f.UserID, f.ID); got.LastStep != 0 || !got.LastUsedAt.Equal(used) || got.Sealed != "credential" {
+		t.Fatalf("after a touch: %+v", got)
+	}
+	if ok, err := s.Remove(ctx, f.UserID, f.ID); err != nil || !ok {
+		t.Fatalf("remove: %v %v", ok, err)
+	}
+	if ok, err := s.Touch(ctx, credential, At(c.Now())); err != nil || ok {
+		t.Fatalf("a touch of a removed factor: applied=%v err=%v", ok, err)
 	}
 	if got, ok := readFactor(t, s, f.UserID, f.ID); ok {
 		t.Fatalf("a removed factor is back: %+v", got)
