@@ -65,9 +65,10 @@ const (
 	// row's; null < ? does not hold.
 	factorStepCQL conditionalCQL = `UPDATE account_factors SET last_step = ?, last_used_at = ?, write_id = ? WHERE user_id = ? AND factor_id = ? IF last_step < ?`
 	// factorTouchCQL: a gone row has no sealed value, and a pending one
-	// (written anew by a late insert) its registration's state, never the
-	// credential; neither is touched, nor brought back.
-	factorTouchCQL  conditionalCQL = `UPDATE account_factors SET last_used_at = ?, write_id = ? WHERE user_id = ? AND factor_id = ? IF sealed = ?`
+	// (written anew by a late insert) no confirmed_at: neither is touched,
+	// nor brought back (a pending row's cells expire with its TTL, and a
+	// touch's would outlive it).
+	factorTouchCQL  conditionalCQL = `UPDATE account_factors SET last_used_at = ?, write_id = ? WHERE user_id = ? AND factor_id = ? IF sealed = ? AND confirmed_at != null`
 	factorRemoveCQL conditionalCQL = `DELETE FROM account_factors WHERE user_id = ? AND factor_id = ? IF EXISTS`
 	// factorRemovePendingCQL: a confirmation sets confirmed_at, so one
 	// landing first keeps its factor; one landing after finds no sealed
