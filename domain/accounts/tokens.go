@@ -235,7 +235,11 @@ func (a *Service) readToken(ctx context.Context, token string, purpose TokenPurp
 
 // useToken marks t used by this request (with newPassword for a reset),
 // and returns it as stored now: used by us, or by a request that got there
-// first (its use then decides).
+// first (its use then decides). One that request finished meanwhile
+// (done) is refused as used, as readToken refuses it: its effect was
+// carried out and answered, and running it again would hand out what it
+// grants a second time (a reset's session:
+// TestAResetFinishedWhileAnotherWaitedOpensNoSecondSession).
 func (a *Service) useToken(ctx context.Context, t Token, newPassword string) (Token, error) {
 	t.UsedAt, t.UseID, t.NewPassword = a.now(), domain.NewID("use_"), newPassword
 	applied, err := a.mail.Tokens.Use(ctx, t)
@@ -251,6 +255,8 @@ func (a *Service) useToken(ctx context.Context, t Token, newPassword string) (To
 	case again.UsedAt.IsZero():
 		// Not applied, yet unused: it cannot be (the condition held).
 		return Token{}, domain.ErrBusy
+	case !again.DoneAt.IsZero():
+		return Token{}, ErrTokenUsed
 	}
 	return again, nil
 }
