@@ -14,8 +14,11 @@ import (
 // Groups serves groups and their members.
 type Groups struct {
 	groups *groups.Service
-	// lifecycle closes groups.
+	// lifecycle closes groups and makes managers (with the caller's proof).
 	lifecycle *lifecycle.Service
+	// grantLimit bounds, per client address, the member changes that
+	// carry a password to check (making a manager).
+	grantLimit *RateLimiter
 }
 
 // createGroupRequest is POST /v1/groups. Only presence is checked here;
@@ -28,9 +31,14 @@ type createGroupRequest struct {
 }
 
 // groupMemberRequest is PUT /v1/groups/{id}/members/{userId}; the domain
-// checks the role.
+// checks the role. Making someone a manager takes the caller's proof, as a
+// closing does (deletionRequest's fields).
 type groupMemberRequest struct {
-	Role *string `json:"role" validate:"required"`
+	Role            *string              `json:"role" validate:"required"`
+	CurrentPassword *string              `json:"currentPassword" validate:"omitempty,length=1-1024"`
+	Code            *string              `json:"code" validate:"omitempty,length=1-16"`
+	RecoveryCode    *string              `json:"recoveryCode" validate:"omitempty,length=1-64"`
+	Passkey         *passkeyProofRequest `json:"passkey"`
 }
 
 // groupResponse is the Group schema of openapi.yaml.
@@ -142,14 +150,23 @@ func (h *Groups) listMembers(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// setMember serves PUT /v1/groups/{id}/members/{userId}: add a member or change a role.
+// setMember serves PUT /v1/groups/{id}/members/{userId}: add a member or
+// change a role; making someone a manager asks the caller's proof. A
+// request carrying a password is limited per client address, as every
+// route that checks one is.
 func (h *Groups) setMember(w http.ResponseWriter, r *http.Request) error {
 	var req groupMemberRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	m, added, err := h.groups.SetMember(r.Context(), principal(r.Context()),
-		chi.URLParam(r, "id"), chi.URLParam(r, "userId"), *req.Role)
+	if req.CurrentPassword != nil {
+		if p := h.grantLimit.refusal(r); p != nil {
+			return p
+		}
+	}
+	m, added, err := h.lifecycle.SetMember(r.Context(), principal(r.Context()),
+		chi.URLParam(r, "id"), chi.URLParam(r, "userId"), *req.Role,
+		ownerProof(req.CurrentPassword, req.Code, req.RecoveryCode, req.Passkey))
 	if err != nil {
 		return err
 	}

@@ -84,22 +84,35 @@ func (l *RateLimiter) Middleware(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, wait := l.Allow(ClientIP(r.Context()))
-		if ok {
-			next.ServeHTTP(w, r)
+		if p := l.refusal(r); p != nil {
+			writeProblem(w, r, p)
 			return
 		}
-		secs := retryAfterSeconds(wait)
-		unit := "seconds"
-		if secs == 1 {
-			unit = "second"
-		}
-		p := newProblem(http.StatusTooManyRequests, "rate_limited", fmt.Sprintf(
-			"Too many requests from your address: at most %d a minute are allowed here. Retry in %d %s.",
-			l.perMinute, secs, unit))
-		p.header = http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}}
-		writeProblem(w, r, p)
+		next.ServeHTTP(w, r)
 	})
+}
+
+// refusal is Middleware's verdict on one request, for a handler that
+// limits only some of a route's requests (those carrying a password):
+// nil lets it pass, taking a token; otherwise the 429 to answer.
+func (l *RateLimiter) refusal(r *http.Request) *Problem {
+	if l.perMinute <= 0 {
+		return nil
+	}
+	ok, wait := l.Allow(ClientIP(r.Context()))
+	if ok {
+		return nil
+	}
+	secs := retryAfterSeconds(wait)
+	unit := "seconds"
+	if secs == 1 {
+		unit = "second"
+	}
+	p := newProblem(http.StatusTooManyRequests, "rate_limited", fmt.Sprintf(
+		"Too many requests from your address: at most %d a minute are allowed here. Retry in %d %s.",
+		l.perMinute, secs, unit))
+	p.header = http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}}
+	return p
 }
 
 // retryAfterSeconds rounds up, so a client that waits as told is let in, and

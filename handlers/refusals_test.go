@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -332,5 +333,63 @@ func TestRepeatedRebuildsAreLimitedPerAddress(t *testing.T) {
 	rec := app.do(http.MethodPost, "/v1/admin/libraries/"+app.ann+"/rebuild", "")
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("a rebuild past the limit: %d %s (Retry-After %q), want 429", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+	}
+}
+
+// TestMakingAManagerAsksThePasswordAndIsLimitedPerAddress: a manager
+// may remove every other member and close the group, so making one asks
+// the caller's current password (a stolen session alone made the
+// thief's own account a manager). Its refusal names currentPassword and
+// says what to send; a plain member's add asks for nothing. Requests
+// carrying a password are limited per client address, as every route
+// that checks one is; those without one are not.
+func TestMakingAManagerAsksThePasswordAndIsLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	contract, err := testkit.LoadContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := newMemAppWith(t, func(d *Deps) { d.RateLimitPerMinute = 1 })
+	send := func(method, path, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		return app.checked(t, contract, app.token, method, path, body)
+	}
+	var ids []string
+	for i, name := range []string{"bob", "cat"} {
+		// Each signs up from an address of their own (signups are
+		// limited per address too).
+		req := newRequest("", http.MethodPost, "/v1/users", `{"username":"`+name+`","email":"`+name+`@example.org","password":"correct horse battery"}`)
+		req.RemoteAddr = "198.51.100." + strconv.Itoa(i+1) + ":4000"
+		rec := httptest.NewRecorder()
+		app.router.ServeHTTP(rec, req)
+		var v struct {
+			ID string `json:"id"`
+		}
+		if rec.Code != http.StatusCreated || json.Unmarshal(rec.Body.Bytes(), &v) != nil {
+			t.Fatalf("%s's signup: %d %s", name, rec.Code, rec.Body)
+		}
+		ids = append(ids, v.ID)
+	}
+	bob, cat := ids[0], ids[1]
+	var club struct {
+		ID string `json:"id"`
+	}
+	if rec := send(http.MethodPost, "/v1/groups", `{"name":"club"}`); rec.Code != http.StatusCreated || json.Unmarshal(rec.Body.Bytes(), &club) != nil {
+		t.Fatalf("the group: %d %s", rec.Code, rec.Body)
+	}
+	members := "/v1/groups/" + club.ID + "/members/"
+
+	p := problemOf(t, send(http.MethodPut, members+bob, `{"role":"manager"}`), http.StatusBadRequest, "validation_failed")
+	if len(p.Errors) != 1 || p.Errors[0].Field != "currentPassword" || !strings.Contains(p.Detail, "current password") {
+		t.Errorf("a manager made without a password: %+v, want a refusal naming currentPassword", p)
+	}
+	problemOf(t, send(http.MethodPut, members+bob, `{"role":"manager","currentPassword":"not hers"}`), http.StatusUnauthorized, "invalid_credentials")
+	if rec := send(http.MethodPut, members+bob, `{"role":"manager","currentPassword":"correct horse battery"}`); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("a second password from the address within the minute: %d %s, want 429 with Retry-After", rec.Code, rec.Body)
+	}
+	for _, who := range []string{bob, cat} {
+		if rec := send(http.MethodPut, members+who, `{"role":"member"}`); rec.Code != http.StatusCreated {
+			t.Errorf("a plain member's add past the limit on passwords: %d %s, want 201", rec.Code, rec.Body)
+		}
 	}
 }

@@ -205,7 +205,7 @@ func routeAudit(r chi.Router, d Deps) {
 
 // routeGroups serves groups and their members.
 func routeGroups(r chi.Router, d Deps) {
-	g := &Groups{groups: d.Groups, lifecycle: d.Lifecycle}
+	g := &Groups{groups: d.Groups, lifecycle: d.Lifecycle, grantLimit: NewRateLimiter(d.RateLimitPerMinute)}
 	r.Post(v1+"/groups", handle(g.create))
 	r.Get(v1+"/groups/{id}", handle(g.get))
 	// A closing, either way, is limited per client address: a manager's

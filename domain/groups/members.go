@@ -26,7 +26,14 @@ const maxGroupAttempts = 100
 // max_members, and a demotion only while another manager remains. Two
 // concurrent adds of the same user both decide on the same version; one
 // compare-and-set wins, and the other, re-reading, finds the user a member.
-func (g *Service) SetMember(ctx context.Context, p domain.Principal, groupID, userID, role string) (m Member, added bool, err error) {
+//
+// A decision that makes someone a manager (an add as manager, or a
+// promotion) asks grant first, once, its verdict kept for the change's
+// later rounds (docs/design/groups.md, "Who may make a manager"): a
+// manager may remove every other member and close the group, so a stolen
+// session alone must not make one. A repeat of a grant that landed (the
+// member a manager already) decides nothing and asks nothing.
+func (g *Service) SetMember(ctx context.Context, p domain.Principal, groupID, userID, role string, grant GrantCheck) (m Member, added bool, err error) {
 	if p.Anonymous() {
 		return Member{}, false, domain.ErrNoSession
 	}
@@ -34,7 +41,7 @@ func (g *Service) SetMember(ctx context.Context, p domain.Principal, groupID, us
 		return Member{}, false, domain.Invalid("The role is not valid.",
 			domain.FieldError{Field: "role", Code: "oneof", Message: "must be one of: member manager"})
 	}
-	set := setMember{caller: p.UserID, userID: userID, role: role, validUser: domain.ValidID(userID, domain.UserIDPrefix)}
+	set := setMember{caller: p.UserID, userID: userID, role: role, validUser: domain.ValidID(userID, domain.UserIDPrefix), grant: once(grant)}
 	err = g.change(ctx, "set", groupID, mayWrite(p.UserID, false), func(ctx context.Context, gr Group) (*Group, error) {
 		return g.decideSet(ctx, gr, &set)
 	})
@@ -48,12 +55,14 @@ func (g *Service) SetMember(ctx context.Context, p domain.Principal, groupID, us
 // but never adds anyone: a user who is not a member (one who left since
 // the caller listed the members) is refused with ErrNotMember. What a
 // deletion's hand-over uses (domain/lifecycle): it chooses among the
-// members it read, and one who left meanwhile must not be put back.
+// members it read, and one who left meanwhile must not be put back. It
+// asks no proof: the job acts for an account whose owner proved it when
+// asking for its deletion.
 func (g *Service) Promote(ctx context.Context, p domain.Principal, groupID, userID string) error {
 	if p.Anonymous() {
 		return domain.ErrNoSession
 	}
-	set := setMember{caller: p.UserID, userID: userID, role: RoleManager, validUser: domain.ValidID(userID, domain.UserIDPrefix), roleOnly: true}
+	set := setMember{caller: p.UserID, userID: userID, role: RoleManager, validUser: domain.ValidID(userID, domain.UserIDPrefix), roleOnly: true, grant: once(nil)}
 	return g.change(ctx, "set", groupID, mayWrite(p.UserID, false), func(ctx context.Context, gr Group) (*Group, error) {
 		return g.decideSet(ctx, gr, &set)
 	})
@@ -64,6 +73,7 @@ type setMember struct {
 	caller, userID, role string
 	validUser            bool
 	roleOnly             bool // Promote: a role change only, never an add
+	grant                GrantCheck
 	userChecked          bool // the account was found visible (checked once: an add of an account deleted since is taken back as it finishes)
 	added                bool // the decision made the user a new member
 }
@@ -105,6 +115,9 @@ func (g *Service) decideSet(ctx context.Context, gr Group, set *setMember) (*Gro
 		case targetRole == set.role:
 			return nil, nil
 		case set.role == RoleManager:
+			if err := set.grant(ctx); err != nil {
+				return nil, err
+			}
 			next.ManagerCount++
 		case gr.ManagerCount <= 1:
 			return nil, ErrLastManager
@@ -122,12 +135,37 @@ func (g *Service) decideSet(ctx context.Context, gr Group, set *setMember) (*Gro
 	if gr.MaxMembers > 0 && gr.MemberCount >= gr.MaxMembers {
 		return nil, errGroupFull
 	}
-	set.added = true
-	next.MemberCount++
 	if set.role == RoleManager {
+		if err := set.grant(ctx); err != nil {
+			return nil, err
+		}
 		next.ManagerCount++
 	}
+	set.added = true
+	next.MemberCount++
 	return &next, nil
+}
+
+// GrantCheck proves that the caller may make someone a manager (the
+// caller's own proof of owning the account: lifecycle.SetMember); nil
+// asks nothing.
+type GrantCheck func(ctx context.Context) error
+
+// once returns check asked at most once: its verdict answers every later
+// round of the change, so one request counts one proof (a code used
+// once, one try against the password's throttle).
+func once(check GrantCheck) GrantCheck {
+	if check == nil {
+		return func(context.Context) error { return nil }
+	}
+	var verdict error
+	asked := false
+	return func(ctx context.Context) error {
+		if !asked {
+			verdict, asked = check(ctx), true
+		}
+		return verdict
+	}
 }
 
 // RemoveMember takes a user out of a group: a manager may remove anyone,

@@ -1034,7 +1034,23 @@
         const role = document.createElement('select');
         role.setAttribute('aria-label', 'Role of ' + who);
         for (const r of ['member', 'manager']) role.add(new Option(r, r, false, r === m.role));
+        // A row drawn again (a reload of the list) while its promotion is
+        // asked keeps showing it chosen, and Cancel puts this one back.
+        if (grant.pending && grant.pending.group.id === g.id && grant.pending.userId === m.principalId && m.role === 'member') {
+          role.value = 'manager';
+          grant.pending.select = role;
+        }
         role.addEventListener('change', act(async () => {
+          // Making a manager asks the password first (askGrant); choosing
+          // member again while it is asked takes the question back.
+          if (role.value === 'manager') {
+            askGrant({ select: role, who, userId: m.principalId, group: g });
+            return;
+          }
+          if (grant.pending && grant.pending.select === role) {
+            cancelGrant();
+            return;
+          }
           try {
             // The row's own group (g), not the one shown now: a row left
             // from the page before must never add its member elsewhere.
@@ -1059,6 +1075,85 @@
       fill('group-members', rows, 'No members you may see.');
     });
 
+  // grant is the promotion the grant-manager form asks about (pending:
+  // the row's select, who, the user's id and the row's own group), or
+  // none. One form serves every row: choosing manager in another row asks
+  // about that one instead, the first row's select put back to member.
+  const grant = { pending: null };
+
+  // askGrant opens the grant-manager form for a member chosen as manager:
+  // nothing is sent until it is confirmed with the current password (and
+  // a code where the account has a factor, read now if no page read them
+  // yet; a failed read leaves the form as it is, the send reads them
+  // again and a refusal names the field).
+  function askGrant(p) {
+    if (grant.pending && grant.pending.select !== p.select) grant.pending.select.value = 'member';
+    grant.pending = p;
+    const f = $('grant-manager');
+    clearErrors(f);
+    f.reset();
+    $('grant-manager-question').textContent = 'Make ' + p.who + ' a manager of ' + p.group.name
+      + '? A manager can add and remove members and close the group.';
+    $('grant-manager-yes').textContent = 'Yes, make ' + p.who + ' a manager';
+    f.hidden = false;
+    f.elements.currentPassword.focus();
+    knownFactors().catch(() => {});
+  }
+
+  // hideGrant closes the grant-manager form and forgets what it asked and
+  // what was typed in it.
+  function hideGrant() {
+    grant.pending = null;
+    const f = $('grant-manager');
+    f.hidden = true;
+    f.reset();
+    clearErrors(f);
+    $('grant-manager-question').textContent = '';
+  }
+
+  // cancelGrant takes the question back: the row's select shows member
+  // again, and the line says nothing changed.
+  function cancelGrant() {
+    const p = grant.pending;
+    if (!p) return;
+    hideGrant();
+    p.select.value = 'member';
+    if (p.select.isConnected) p.select.focus();
+    say('Nothing changed: ' + p.who + ' stays a member of ' + p.group.name + '.');
+  }
+
+  $('grant-manager-cancel').addEventListener('click', cancelGrant);
+
+  form('grant-manager', async (v, f) => {
+    const p = grant.pending;
+    if (!p) return;
+    if (!v.currentPassword) throw fieldError('currentPassword', 'Give your current password to make ' + p.who + ' a manager.');
+    try {
+      // The row's own group (p.group), not the one shown now.
+      await api('PUT', '/v1/groups/' + enc(p.group.id) + '/members/' + enc(p.userId),
+        await withCode({ role: 'manager', currentPassword: v.currentPassword }, v));
+    } catch (err) {
+      // A refused password or code (or a limit) is fixed in the form,
+      // still open; any other refusal closes it and shows the roles as
+      // they are; a Log out, nothing.
+      const fixable = err.status === 429 || (err.fields || []).some((e) => ['currentPassword', 'code', 'recoveryCode', 'passkey'].includes(e.field))
+        || ['invalid_credentials', 'invalid_code', 'invalid_passkey'].includes(err.code);
+      if (!fixable && !(err instanceof Dropped) && grant.pending === p) {
+        hideGrant();
+        await refreshGroup().catch(() => {});
+      }
+      throw err;
+    }
+    if (grant.pending === p) hideGrant();
+    else f.elements.currentPassword.value = '';
+    await changed(p.who + ' is now a manager of ' + p.group.name + '.', refreshGroup);
+    // The form went with its question: the keyboard goes on from the
+    // member's row, drawn again with the new role.
+    const tr = [...$('group-members').tBodies[0].rows].find((r) => r.dataset.member === p.who);
+    const select = tr && tr.querySelector('select');
+    if (select) select.focus();
+  });
+
   function leaveGroupButton(g) {
     return removeButton('Leave', 'Leave ' + g.name + '? The items shared through it leave your reach, and only a manager can add you again.',
       'Yes, leave it', async () => {
@@ -1076,6 +1171,8 @@
     group.role = await roleIn(group.current.id);
     $('group-capacity').textContent = capacity(group.current);
     $('add-member').hidden = group.role !== 'manager';
+    // A manager no more (made a member) asks nobody's promotion.
+    if (group.role !== 'manager') hideGrant();
     showClosing();
     await groupMembers.reload();
   }
@@ -1104,6 +1201,10 @@
   async function showGroup(name) {
     $('close-group-area').hidden = true;
     $('close-group-confirm').hidden = true;
+    hideGrant();
+    $('add-member').elements.currentPassword.value = '';
+    $('add-member').elements.code.value = '';
+    showAddProof();
     // The group shown before leaves with its members' rows: none stays
     // under this group's name while (or if not) its own are read.
     $('group-members').tBodies[0].replaceChildren();
@@ -1170,11 +1271,30 @@
     });
   });
 
+  // showAddProof shows the add-member form's proof (the current password,
+  // and a code where the account has a factor) while its role is manager:
+  // adding a manager asks it, adding a member does not.
+  function showAddProof() {
+    const manager = $('add-member').elements.role.value === 'manager';
+    $('add-member-proof').hidden = !manager;
+    return manager;
+  }
+  $('add-member').elements.role.addEventListener('change', () => {
+    if (showAddProof()) knownFactors().catch(() => {});
+  });
+
   form('add-member', async (v, f) => {
+    const g = group.current;
+    const manager = v.role === 'manager';
+    if (manager && !v.currentPassword) throw fieldError('currentPassword', 'Give your current password to add a manager.');
     const u = await userNamed(v.username, 'username');
-    await api('PUT', '/v1/groups/' + enc(group.current.id) + '/members/' + enc(u.id), { role: v.role });
+    const body = manager ? await withCode({ role: 'manager', currentPassword: v.currentPassword }, v) : { role: 'member' };
+    await api('PUT', '/v1/groups/' + enc(g.id) + '/members/' + enc(u.id), body);
+    // The password is not kept once it did its work (nor the code, used once).
+    f.elements.currentPassword.value = '';
+    f.elements.code.value = '';
     f.elements.username.value = '';
-    await changed('Added ' + u.username + ' to ' + group.current.name + ' as ' + v.role + '.', refreshGroup);
+    await changed('Added ' + u.username + ' to ' + g.name + ' as ' + v.role + '.', refreshGroup);
   });
 
   // ---- Moderation (admins) ----
@@ -2361,6 +2481,8 @@
     document.querySelectorAll('main .page-number').forEach((el) => { el.textContent = ''; });
     for (const id of ['email-status', 'factors-status', 'mod-user-title', 'mod-user-status', 'mod-user-factors', 'group-capacity']) $(id).textContent = '';
     $('group-title').textContent = 'Group';
+    hideGrant();
+    $('add-member-proof').hidden = true;
     $('delete-groups').hidden = true;
   }
 

@@ -669,8 +669,28 @@ type GroupMembershipList struct {
 // GroupRole A member's role in a group; managers may change its members.
 type GroupRole string
 
-// GroupRoleRequest The role to give a member.
+// GroupRoleRequest The role to give a member; making a manager adds the caller's
+// current password (and a second factor's proof where their account
+// has one).
 type GroupRoleRequest struct {
+	// Code Where the caller's account has a second factor and the change
+	// makes a manager, a code of its authenticator app (or send
+	// `recoveryCode` or `passkey`); without any, 400 naming `code`.
+	// Used once, like a login's.
+	Code *string `json:"code,omitempty"`
+
+	// CurrentPassword The caller's current password; asked only when the change makes someone a manager.
+	CurrentPassword *string `json:"currentPassword,omitempty"`
+
+	// Passkey A passkey's proof of the owner, in place of `code`: the challenge
+	// of `POST /v1/users/{id}/passkey-challenges` and the answer of
+	// `navigator.credentials.get(options)` to it. The challenge works
+	// once.
+	Passkey *PasskeyProof `json:"passkey,omitempty"`
+
+	// RecoveryCode In place of `code`, one of the account's recovery codes (used up).
+	RecoveryCode *string `json:"recoveryCode,omitempty"`
+
 	// Role A member's role in a group; managers may change its members.
 	Role GroupRole `json:"role"`
 }
@@ -2690,6 +2710,17 @@ type ClientInterface interface {
 	// group keeps at least one manager, so its only manager cannot become
 	// a plain member (409 `last_manager`).
 	//
+	// Making someone a manager (an add with `manager`, or a promotion)
+	// asks the caller's current password (missing: 400; wrong: 401
+	// `invalid_credentials`, both naming `currentPassword`) and, where
+	// their account has a second factor, a `code`, `recoveryCode` or
+	// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+	// or `invalid_passkey`), admins included: a manager may remove every
+	// other member and close the group, so a stolen session alone must
+	// not make one. Adding a plain member, a demotion, and a repeat of a
+	// promotion that landed (the member a manager already) ask for
+	// nothing.
+	//
 	// Cost: the group, the caller's and the user's membership and the
 	// user's account are read, an index entry of the change in progress
 	// is written, the change is recorded in the group by a
@@ -2698,7 +2729,10 @@ type ClientInterface interface {
 	// change is marked done by a second compare-and-set and the entry
 	// ended. Changes of one group through one API process take turns; a
 	// change that loses the group's compare-and-set 100 times is answered
-	// 409 `concurrent_change`.
+	// 409 `concurrent_change`. Making a manager adds the proof (throttled,
+	// one argon2id verification, a read of the factors); a request that
+	// carries `currentPassword` is rate-limited per client address (429
+	// `rate_limited` with `Retry-After`), others are not.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2720,6 +2754,17 @@ type ClientInterface interface {
 	// group keeps at least one manager, so its only manager cannot become
 	// a plain member (409 `last_manager`).
 	//
+	// Making someone a manager (an add with `manager`, or a promotion)
+	// asks the caller's current password (missing: 400; wrong: 401
+	// `invalid_credentials`, both naming `currentPassword`) and, where
+	// their account has a second factor, a `code`, `recoveryCode` or
+	// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+	// or `invalid_passkey`), admins included: a manager may remove every
+	// other member and close the group, so a stolen session alone must
+	// not make one. Adding a plain member, a demotion, and a repeat of a
+	// promotion that landed (the member a manager already) ask for
+	// nothing.
+	//
 	// Cost: the group, the caller's and the user's membership and the
 	// user's account are read, an index entry of the change in progress
 	// is written, the change is recorded in the group by a
@@ -2728,7 +2773,10 @@ type ClientInterface interface {
 	// change is marked done by a second compare-and-set and the entry
 	// ended. Changes of one group through one API process take turns; a
 	// change that loses the group's compare-and-set 100 times is answered
-	// 409 `concurrent_change`.
+	// 409 `concurrent_change`. Making a manager adds the proof (throttled,
+	// one argon2id verification, a read of the factors); a request that
+	// carries `currentPassword` is rate-limited per client address (429
+	// `rate_limited` with `Retry-After`), others are not.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5501,6 +5549,17 @@ func (c *Client) RemoveGroupMember(ctx context.Context, id GroupId, userId Membe
 // group keeps at least one manager, so its only manager cannot become
 // a plain member (409 `last_manager`).
 //
+// Making someone a manager (an add with `manager`, or a promotion)
+// asks the caller's current password (missing: 400; wrong: 401
+// `invalid_credentials`, both naming `currentPassword`) and, where
+// their account has a second factor, a `code`, `recoveryCode` or
+// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+// or `invalid_passkey`), admins included: a manager may remove every
+// other member and close the group, so a stolen session alone must
+// not make one. Adding a plain member, a demotion, and a repeat of a
+// promotion that landed (the member a manager already) ask for
+// nothing.
+//
 // Cost: the group, the caller's and the user's membership and the
 // user's account are read, an index entry of the change in progress
 // is written, the change is recorded in the group by a
@@ -5509,7 +5568,10 @@ func (c *Client) RemoveGroupMember(ctx context.Context, id GroupId, userId Membe
 // change is marked done by a second compare-and-set and the entry
 // ended. Changes of one group through one API process take turns; a
 // change that loses the group's compare-and-set 100 times is answered
-// 409 `concurrent_change`.
+// 409 `concurrent_change`. Making a manager adds the proof (throttled,
+// one argon2id verification, a read of the factors); a request that
+// carries `currentPassword` is rate-limited per client address (429
+// `rate_limited` with `Retry-After`), others are not.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5541,6 +5603,17 @@ func (c *Client) SetGroupMemberWithBody(ctx context.Context, id GroupId, userId 
 // group keeps at least one manager, so its only manager cannot become
 // a plain member (409 `last_manager`).
 //
+// Making someone a manager (an add with `manager`, or a promotion)
+// asks the caller's current password (missing: 400; wrong: 401
+// `invalid_credentials`, both naming `currentPassword`) and, where
+// their account has a second factor, a `code`, `recoveryCode` or
+// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+// or `invalid_passkey`), admins included: a manager may remove every
+// other member and close the group, so a stolen session alone must
+// not make one. Adding a plain member, a demotion, and a repeat of a
+// promotion that landed (the member a manager already) ask for
+// nothing.
+//
 // Cost: the group, the caller's and the user's membership and the
 // user's account are read, an index entry of the change in progress
 // is written, the change is recorded in the group by a
@@ -5549,7 +5622,10 @@ func (c *Client) SetGroupMemberWithBody(ctx context.Context, id GroupId, userId 
 // change is marked done by a second compare-and-set and the entry
 // ended. Changes of one group through one API process take turns; a
 // change that loses the group's compare-and-set 100 times is answered
-// 409 `concurrent_change`.
+// 409 `concurrent_change`. Making a manager adds the proof (throttled,
+// one argon2id verification, a read of the factors); a request that
+// carries `currentPassword` is rate-limited per client address (429
+// `rate_limited` with `Retry-After`), others are not.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11530,6 +11606,17 @@ type ClientWithResponsesInterface interface {
 	// group keeps at least one manager, so its only manager cannot become
 	// a plain member (409 `last_manager`).
 	//
+	// Making someone a manager (an add with `manager`, or a promotion)
+	// asks the caller's current password (missing: 400; wrong: 401
+	// `invalid_credentials`, both naming `currentPassword`) and, where
+	// their account has a second factor, a `code`, `recoveryCode` or
+	// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+	// or `invalid_passkey`), admins included: a manager may remove every
+	// other member and close the group, so a stolen session alone must
+	// not make one. Adding a plain member, a demotion, and a repeat of a
+	// promotion that landed (the member a manager already) ask for
+	// nothing.
+	//
 	// Cost: the group, the caller's and the user's membership and the
 	// user's account are read, an index entry of the change in progress
 	// is written, the change is recorded in the group by a
@@ -11538,7 +11625,10 @@ type ClientWithResponsesInterface interface {
 	// change is marked done by a second compare-and-set and the entry
 	// ended. Changes of one group through one API process take turns; a
 	// change that loses the group's compare-and-set 100 times is answered
-	// 409 `concurrent_change`.
+	// 409 `concurrent_change`. Making a manager adds the proof (throttled,
+	// one argon2id verification, a read of the factors); a request that
+	// carries `currentPassword` is rate-limited per client address (429
+	// `rate_limited` with `Retry-After`), others are not.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11560,6 +11650,17 @@ type ClientWithResponsesInterface interface {
 	// group keeps at least one manager, so its only manager cannot become
 	// a plain member (409 `last_manager`).
 	//
+	// Making someone a manager (an add with `manager`, or a promotion)
+	// asks the caller's current password (missing: 400; wrong: 401
+	// `invalid_credentials`, both naming `currentPassword`) and, where
+	// their account has a second factor, a `code`, `recoveryCode` or
+	// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+	// or `invalid_passkey`), admins included: a manager may remove every
+	// other member and close the group, so a stolen session alone must
+	// not make one. Adding a plain member, a demotion, and a repeat of a
+	// promotion that landed (the member a manager already) ask for
+	// nothing.
+	//
 	// Cost: the group, the caller's and the user's membership and the
 	// user's account are read, an index entry of the change in progress
 	// is written, the change is recorded in the group by a
@@ -11568,7 +11669,10 @@ type ClientWithResponsesInterface interface {
 	// change is marked done by a second compare-and-set and the entry
 	// ended. Changes of one group through one API process take turns; a
 	// change that loses the group's compare-and-set 100 times is answered
-	// 409 `concurrent_change`.
+	// 409 `concurrent_change`. Making a manager adds the proof (throttled,
+	// one argon2id verification, a read of the factors); a request that
+	// carries `currentPassword` is rate-limited per client address (429
+	// `rate_limited` with `Retry-After`), others are not.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16765,6 +16869,12 @@ type SetGroupMemberResponse415Headers struct {
 	XRequestId *string
 }
 
+// SetGroupMemberResponse429Headers the declared response headers of an HTTP 429 response for SetGroupMember
+type SetGroupMemberResponse429Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
 // SetGroupMemberResponse500Headers the declared response headers of an HTTP 500 response for SetGroupMember
 type SetGroupMemberResponse500Headers struct {
 	XRequestId *string
@@ -16797,6 +16907,8 @@ type SetGroupMemberResponse struct {
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -16819,6 +16931,8 @@ type SetGroupMemberResponse struct {
 	Headers413 *SetGroupMemberResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *SetGroupMemberResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetGroupMemberResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *SetGroupMemberResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -16868,6 +16982,11 @@ func (r SetGroupMemberResponse) GetApplicationproblemJSON413() *PayloadTooLarge 
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r SetGroupMemberResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SetGroupMemberResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -23449,6 +23568,17 @@ func (c *ClientWithResponses) RemoveGroupMemberWithResponse(ctx context.Context,
 // group keeps at least one manager, so its only manager cannot become
 // a plain member (409 `last_manager`).
 //
+// Making someone a manager (an add with `manager`, or a promotion)
+// asks the caller's current password (missing: 400; wrong: 401
+// `invalid_credentials`, both naming `currentPassword`) and, where
+// their account has a second factor, a `code`, `recoveryCode` or
+// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+// or `invalid_passkey`), admins included: a manager may remove every
+// other member and close the group, so a stolen session alone must
+// not make one. Adding a plain member, a demotion, and a repeat of a
+// promotion that landed (the member a manager already) ask for
+// nothing.
+//
 // Cost: the group, the caller's and the user's membership and the
 // user's account are read, an index entry of the change in progress
 // is written, the change is recorded in the group by a
@@ -23457,7 +23587,10 @@ func (c *ClientWithResponses) RemoveGroupMemberWithResponse(ctx context.Context,
 // change is marked done by a second compare-and-set and the entry
 // ended. Changes of one group through one API process take turns; a
 // change that loses the group's compare-and-set 100 times is answered
-// 409 `concurrent_change`.
+// 409 `concurrent_change`. Making a manager adds the proof (throttled,
+// one argon2id verification, a read of the factors); a request that
+// carries `currentPassword` is rate-limited per client address (429
+// `rate_limited` with `Retry-After`), others are not.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23485,6 +23618,17 @@ func (c *ClientWithResponses) SetGroupMemberWithBodyWithResponse(ctx context.Con
 // group keeps at least one manager, so its only manager cannot become
 // a plain member (409 `last_manager`).
 //
+// Making someone a manager (an add with `manager`, or a promotion)
+// asks the caller's current password (missing: 400; wrong: 401
+// `invalid_credentials`, both naming `currentPassword`) and, where
+// their account has a second factor, a `code`, `recoveryCode` or
+// `passkey` (missing: 400 naming `code`; wrong: 401 `invalid_code`
+// or `invalid_passkey`), admins included: a manager may remove every
+// other member and close the group, so a stolen session alone must
+// not make one. Adding a plain member, a demotion, and a repeat of a
+// promotion that landed (the member a manager already) ask for
+// nothing.
+//
 // Cost: the group, the caller's and the user's membership and the
 // user's account are read, an index entry of the change in progress
 // is written, the change is recorded in the group by a
@@ -23493,7 +23637,10 @@ func (c *ClientWithResponses) SetGroupMemberWithBodyWithResponse(ctx context.Con
 // change is marked done by a second compare-and-set and the entry
 // ended. Changes of one group through one API process take turns; a
 // change that loses the group's compare-and-set 100 times is answered
-// 409 `concurrent_change`.
+// 409 `concurrent_change`. Making a manager adds the proof (throttled,
+// one argon2id verification, a read of the factors); a request that
+// carries `currentPassword` is rate-limited per client address (429
+// `rate_limited` with `Retry-After`), others are not.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -29647,6 +29794,13 @@ func ParseSetGroupMemberResponse(rsp *http.Response) (*SetGroupMemberResponse, e
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29761,6 +29915,23 @@ func ParseSetGroupMemberResponse(rsp *http.Response) (*SetGroupMemberResponse, e
 			headers.XRequestId = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetGroupMemberResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers SetGroupMemberResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {

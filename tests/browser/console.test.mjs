@@ -550,9 +550,11 @@ await step('groups: create (a bad name refused beside the field), add by usernam
   if (await carolRow.count() === 0) await page.locator('[data-pager="group-members"] [data-action="next"]').click();
   carolRow = page.locator(`#group-members tr[data-member="${carol}"]`);
   await carolRow.waitFor();
-  await page.evaluate(() => { document.getElementById('message').textContent = ''; });
+  // Making her one asks alice's password first, under the table.
   await carolRow.locator('select').selectOption('manager');
-  expect((await message(false)).includes('now a manager'), 'role changed');
+  await page.locator('#grant-manager').waitFor();
+  expect((await submit('grant-manager', { currentPassword: pw })).includes('now a manager'), 'role changed');
+  expect(await page.locator('#grant-manager').isHidden(), 'the question went with the promotion');
   const carolId = (await api('GET', '/v1/users/by-username/' + carol)).id;
   const gid = (await api('GET', '/v1/groups/by-name/' + club)).id;
   await shot('group');
@@ -1337,7 +1339,7 @@ await step('delete my account: confirmed by the username; the groups it manages 
   await logout();
 });
 
-await step('close a group: the button for its managers and admins only, confirmed; then gone with its shares; a repeat in another tab says already closed', async () => {
+await step('making a manager asks the password (adding one, or a member\'s row, asked under the table; a demotion at once); close a group: the button for its managers and admins only, confirmed; then gone with its shares; a repeat in another tab says already closed', async () => {
   const team = 'team' + run;
   await login(bob, pw);
   await visit('#/groups', 'groups');
@@ -1346,10 +1348,46 @@ await step('close a group: the button for its managers and admins only, confirme
   expect(await page.locator('#close-group').isVisible(), 'its manager sees Close group');
   expect(await page.locator('#close-group-confirm').isHidden(), 'no confirmation before the button');
   await submit('add-member', { username: carol, role: 'member' });
-  await submit('add-member', { username: alice, role: 'manager' });
-  // An item of bob's shared with the group.
+  expect(await page.locator('#add-member-proof').isHidden(), 'adding a member asks no password');
+  // Adding a manager asks bob's password: refused in the form without one,
+  // the field named, before anything is sent.
+  expect((await submit('add-member', { username: alice, role: 'manager' }, true)).includes('current password'), 'no manager added without the password');
+  expect(await page.locator('#add-member [name="currentPassword"][aria-invalid="true"]').count() === 1, 'the password marked beside its field');
+  expect((await submit('add-member', { username: alice, role: 'manager', currentPassword: pw })).includes('Added ' + alice), 'alice added as a manager');
+  expect(await page.locator('#add-member [name="currentPassword"]').inputValue() === '', 'the password is not kept');
+  // A promotion through a member's row asks first, under the table: no
+  // request until the password is given; Cancel puts the role back.
   const bobToken = (await api('POST', '/v1/sessions', null, { login: bob, password: pw })).token;
   const gid = (await api('GET', '/v1/groups/by-name/' + team, bobToken)).id;
+  const carolId = (await api('GET', '/v1/users/by-username/' + carol)).id;
+  const roleOfCarol = async () => (await api('GET', `/v1/groups/${gid}/members`, bobToken)).items.find((m) => m.principalId === carolId).role;
+  const carolRole = page.locator(`#group-members tr[data-member="${carol}"] select`);
+  if (await carolRole.count() === 0) await page.locator('[data-pager="group-members"] [data-action="next"]').click();
+  await carolRole.waitFor();
+  await carolRole.selectOption('manager');
+  await page.locator('#grant-manager').waitFor();
+  expect(await roleOfCarol() === 'member', 'a promotion sent before its password');
+  const question = await page.locator('#grant-manager-question').textContent();
+  expect(question === `Make ${carol} a manager of ${team}? A manager can add and remove members and close the group.`, 'the question: ' + question);
+  expect((await page.locator('#grant-manager-yes').textContent()) === 'Yes, make ' + carol + ' a manager', 'the button says what it does');
+  expect((await click('#grant-manager-cancel')).includes(carol + ' stays a member'), 'cancelled');
+  expect(await page.locator('#grant-manager').isHidden() && (await carolRole.inputValue()) === 'member', 'the role is back to member');
+  await carolRole.selectOption('manager');
+  await page.locator('#grant-manager').waitFor();
+  expect((await submit('grant-manager', {}, true)).includes('current password'), 'no promotion without the password');
+  await refused(401, async () => {
+    await submit('grant-manager', { currentPassword: 'not the password' }, true);
+  });
+  expect(await page.locator('#grant-manager [name="currentPassword"][aria-invalid="true"]').count() === 1, 'a wrong password marked beside its field');
+  expect(await page.locator('#grant-manager').isVisible(), 'the question stays for the right password');
+  expect((await submit('grant-manager', { currentPassword: pw })).includes(carol + ' is now a manager of ' + team), 'carol promoted');
+  await page.waitForFunction((c) => document.querySelector(`#group-members tr[data-member="${c}"] select`).value === 'manager', carol);
+  // A demotion asks nothing: carol is a member again at once.
+  await page.evaluate(() => { document.getElementById('message').textContent = ''; });
+  await carolRole.selectOption('member');
+  expect((await message(false)).includes(carol + ' is now a member of ' + team), 'carol a member again');
+  expect(await roleOfCarol() === 'member', 'the demotion was sent at once');
+  // An item of bob's shared with the group.
   const plans = await api('POST', '/v1/content', bobToken, { name: 'Team plans', visibility: 'private' });
   await api('PUT', `/v1/content/${plans.id}/members/${gid}`, bobToken, { role: 'viewer' });
   await logout();

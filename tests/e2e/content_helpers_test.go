@@ -84,10 +84,12 @@ func createGroup(t *testing.T, api *testkit.API, maxMembers int) groupBody {
 	return g
 }
 
-// addToGroup adds a user to a group with a role.
+// addToGroup adds a user to a group with a role (putGroupMember).
 func addToGroup(t *testing.T, api *testkit.API, groupID, userID, role string) {
 	t.Helper()
-	putRole(t, api, "/v1/groups/"+groupID+"/members/"+userID, role)
+	if r := putGroupMember(api, groupID, userID, role); r.StatusCode != http.StatusCreated && r.StatusCode != http.StatusOK {
+		t.Fatalf("PUT member %s of %s as %s: %d %s", userID, groupID, role, r.StatusCode, r.Body)
+	}
 }
 
 // libraryOf reads a whole library as the client sees it, limit at a time.

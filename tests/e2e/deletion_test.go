@@ -459,7 +459,7 @@ func TestMembershipsTheDeletionCannotSeeAreTakenBack(t *testing.T) {
 	if r := w.friendAPI.Send(http.MethodPut, "/v1/content/"+item.ID+"/members/"+w.user.ID, map[string]string{"role": "manager"}); r.StatusCode != http.StatusCreated {
 		t.Fatalf("share whose library write is held: %d %s", r.StatusCode, r.Body)
 	}
-	if r := w.friendAPI.Send(http.MethodPut, "/v1/groups/"+group.ID+"/members/"+w.user.ID, map[string]string{"role": "manager"}); r.StatusCode != http.StatusServiceUnavailable && r.StatusCode != http.StatusCreated {
+	if r := putGroupMember(w.friendAPI, group.ID, w.user.ID, "manager"); r.StatusCode != http.StatusServiceUnavailable && r.StatusCode != http.StatusCreated {
 		t.Fatalf("add whose reverse index write is held: %d %s", r.StatusCode, r.Body)
 	}
 	faults(m.app).Set(nil)

@@ -71,8 +71,15 @@ func mustPostGroup(t *testing.T, api *testkit.API, groupName string, maxMembers 
 	return g
 }
 
+// putGroupMember adds or changes a member as api's user; making a manager
+// sends the user's password (every account here has testPassword), as
+// the API asks.
 func putGroupMember(api *testkit.API, groupID, userID, role string) *testkit.Response {
-	return api.Send(http.MethodPut, "/v1/groups/"+groupID+"/members/"+userID, map[string]string{"role": role})
+	body := map[string]string{"role": role}
+	if role == "manager" {
+		body["currentPassword"] = testPassword
+	}
+	return api.Send(http.MethodPut, "/v1/groups/"+groupID+"/members/"+userID, body)
 }
 
 func deleteGroupMember(api *testkit.API, groupID, userID string) *testkit.Response {

@@ -150,6 +150,17 @@ func TestGroupMembershipRules(t *testing.T) {
 	if r.StatusCode != http.StatusCreated || m != (groupMemberBody{PrincipalID: bob.ID, Role: "member"}) {
 		t.Fatalf("add bob: %d %s", r.StatusCode, r.Body)
 	}
+	// Making a manager asks the manager's password: a session alone
+	// (a stolen one) is refused, naming the field, and changes nothing.
+	for _, body := range []map[string]string{{"role": "manager"}, {"role": "manager", "currentPassword": "not the password"}} {
+		r := w.ownerAPI.Send(http.MethodPut, "/v1/groups/"+g.ID+"/members/"+alice.ID, body)
+		if p := r.Problem(t); (r.StatusCode != http.StatusBadRequest && r.StatusCode != http.StatusUnauthorized) || len(p.Errors) != 1 || p.Errors[0].Field != "currentPassword" {
+			t.Errorf("alice made a manager with %v: %d %s, want a refusal naming currentPassword", body, r.StatusCode, r.Body)
+		}
+		if st := checkGroupAgrees(t, w.db, g.ID, []string{alice.ID}); st.Members[alice.ID] != "member" {
+			t.Fatalf("after a refused promotion alice is recorded as %q", st.Members[alice.ID])
+		}
+	}
 	// A new role is 200 with it, and recorded; alice is a member again
 	// after.
 	for _, role := range []string{"manager", "member"} {

@@ -31,7 +31,7 @@ func TestAStrangerCannotWeighOnAUsersReadsByAddingHerToGroups(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := c.grp.SetMember(ctx, as(c.other), gr.ID, c.friend.ID, groups.RoleMember); err != nil {
+			if _, _, err := c.grp.SetMember(ctx, as(c.other), gr.ID, c.friend.ID, groups.RoleMember, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -88,7 +88,7 @@ func TestLeavingAStrangersItemCostsTheSameWhateverItsGroups(t *testing.T) {
 		for i := range n {
 			gr, err := c.grp.CreateGroup(ctx, as(c.other), groups.CreateInput{Name: fmt.Sprintf("spam-%d", i)})
 			must(err)
-			_, _, err = c.grp.SetMember(ctx, as(c.other), gr.ID, c.friend.ID, groups.RoleMember)
+			_, _, err = c.grp.SetMember(ctx, as(c.other), gr.ID, c.friend.ID, groups.RoleMember, nil)
 			must(err)
 			_, err = c.lib.Share(ctx, as(c.other), it, gr.ID, library.RoleViewer)
 			must(err)

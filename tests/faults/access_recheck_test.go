@@ -480,7 +480,7 @@ func TestAShareWhoseAskerStillManagesThroughAnotherGroupStands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.grp.SetMember(ctx, as(c.owner), circle.ID, c.friend.ID, groups.RoleMember); err != nil {
+	if _, _, err := c.grp.SetMember(ctx, as(c.owner), circle.ID, c.friend.ID, groups.RoleMember, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range []string{c.group, circle.ID} {

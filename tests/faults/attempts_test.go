@@ -178,7 +178,7 @@ func TestDeletionHandsAGroupToAnActiveMember(t *testing.T) {
 				t.Fatal(err)
 			}
 			extra := d.created[len(d.created)-1]
-			if _, _, err := d.grp.SetMember(ctx, as(d.doomed), d.comanaged, extra.ID, groups.RoleMember); err != nil {
+			if _, _, err := d.grp.SetMember(ctx, as(d.doomed), d.comanaged, extra.ID, groups.RoleMember, nil); err != nil {
 				t.Fatal(err)
 			}
 			page, err := d.grp.ListMembers(ctx, as(d.doomed), d.comanaged, "", 10)

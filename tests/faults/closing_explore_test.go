@@ -374,7 +374,7 @@ func exploreClosing(t *testing.T, name string, op closeOperation, k int, fault m
 		if gr.Status != domain.StatusActive {
 			continue
 		}
-		if _, _, ferr := c.grp.SetMember(context.Background(), domain.Principal{UserID: gr.CreatedBy}, gr.ID, gr.CreatedBy, groups.RoleManager); ferr != nil {
+		if _, _, ferr := c.grp.SetMember(context.Background(), domain.Principal{UserID: gr.CreatedBy}, gr.ID, gr.CreatedBy, groups.RoleManager, nil); ferr != nil {
 			t.Errorf("%s: the next change of %s: %v", name, gr.ID, ferr)
 		}
 	}

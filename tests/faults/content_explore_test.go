@@ -153,7 +153,7 @@ func newLibWorldOf(t *testing.T, syncLimit, leanMembers int) *libWorld {
 		t.Fatal(err)
 	}
 	l.group = gr.ID
-	if _, _, err := grp.SetMember(ctx, as(l.owner), l.group, l.other.ID, groups.RoleMember); err != nil {
+	if _, _, err := grp.SetMember(ctx, as(l.owner), l.group, l.other.ID, groups.RoleMember, nil); err != nil {
 		t.Fatal(err)
 	}
 	name, public := "item", string(library.VisibilityPublic)

@@ -31,7 +31,7 @@ func TestADeletionWhoseGroupBeginsClosingMidStepWaitsForTheClosing(t *testing.T)
 			l := newLifeWorld(t)
 			ctx := context.Background()
 			club := l.group(t, l.ann, "club")
-			if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, l.bob.ID, groups.RoleManager); err != nil {
+			if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, l.bob.ID, groups.RoleManager, nil); err != nil {
 				t.Fatal(err)
 			}
 			deletion, err := l.life.DeleteUser(ctx, as(l.ann), l.ann.ID, accounts.Password(password))

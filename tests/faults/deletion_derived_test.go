@@ -83,7 +83,7 @@ func TestAddWhoseReverseIndexWriteFailedIsTakenBackAfterTheDeletion(t *testing.T
 	d := newDelWorld(t, sc)
 	group := newGroupOf(t, d, "addedlate")
 	faultNamed(d.store, "groups_by_member.insert", 0, memstore.FailBefore)
-	_, _, err := d.grp.SetMember(context.Background(), as(d.friend), group, d.doomed.ID, groups.RoleMember)
+	_, _, err := d.grp.SetMember(context.Background(), as(d.friend), group, d.doomed.ID, groups.RoleMember, nil)
 	recovered(d.store)
 	if err != nil && !expected(err) {
 		t.Fatalf("the add answered %v", err)
@@ -113,7 +113,7 @@ func TestShareAndAddLandingAfterTheDeletionAreTakenBack(t *testing.T) {
 		t.Fatalf("the held share answered %v", err)
 	}
 	faultNamed(d.store, "groups.update", 0, memstore.LandLate)
-	if _, _, err := d.grp.SetMember(ctx, as(d.friend), group, d.doomed.ID, groups.RoleManager); !expected(err) {
+	if _, _, err := d.grp.SetMember(ctx, as(d.friend), group, d.doomed.ID, groups.RoleManager, nil); !expected(err) {
 		t.Fatalf("the held add answered %v", err)
 	}
 	recovered(d.store)
@@ -124,7 +124,7 @@ func TestShareAndAddLandingAfterTheDeletionAreTakenBack(t *testing.T) {
 	if _, err := d.lib.Share(ctx, as(d.friend), item, d.doomed.ID, library.RoleManager); !domainIs(err, domain.ErrNotFound) {
 		t.Errorf("the share's retry answered %v, want 404", err)
 	}
-	if _, _, err := d.grp.SetMember(ctx, as(d.friend), group, d.doomed.ID, groups.RoleManager); !domainIs(err, domain.ErrNotFound) {
+	if _, _, err := d.grp.SetMember(ctx, as(d.friend), group, d.doomed.ID, groups.RoleManager, nil); !domainIs(err, domain.ErrNotFound) {
 		t.Errorf("the add's retry answered %v, want 404", err)
 	}
 	checkDeletion(t, "late-memberships", d)

@@ -102,7 +102,7 @@ func newDelWorld(t *testing.T, sc delScenario) *delWorld {
 		return gr.ID
 	}
 	setMember := func(by domain.User, group string, u domain.User, role string) {
-		_, _, err := grp.SetMember(ctx, as(by), group, u.ID, role)
+		_, _, err := grp.SetMember(ctx, as(by), group, u.ID, role, nil)
 		must(err)
 	}
 	d.comanaged = newGroup(d.doomed, "comanaged")
@@ -303,7 +303,7 @@ func (d *delWorld) shareAndAdd(fault memstore.Fault, shareCall, addCall string) 
 		return err
 	}
 	faultNamed(d.store, addCall, 0, fault)
-	_, _, err = d.grp.SetMember(ctx, as(d.friend), gr.ID, d.doomed.ID, groups.RoleManager)
+	_, _, err = d.grp.SetMember(ctx, as(d.friend), gr.ID, d.doomed.ID, groups.RoleManager, nil)
 	recovered(d.store)
 	if err != nil && !expected(err) {
 		return err

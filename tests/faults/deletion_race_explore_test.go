@@ -32,7 +32,7 @@ var raceOps = []raceOp{
 		return err
 	}},
 	{name: "add", retry: true, run: func(d *delWorld, _, group string) error {
-		_, _, err := d.grp.SetMember(context.Background(), as(d.friend), group, d.doomed.ID, groups.RoleManager)
+		_, _, err := d.grp.SetMember(context.Background(), as(d.friend), group, d.doomed.ID, groups.RoleManager, nil)
 		return err
 	}},
 	{name: "create-group", creates: true, run: func(d *delWorld, _, _ string) error {

@@ -76,12 +76,12 @@ func TestADeletionRequestCostsTheSameWhateverTheGroups(t *testing.T) {
 		var managed []string
 		for i := range n {
 			plain := l.group(t, l.bob, fmt.Sprintf("plain-%d", i))
-			_, _, err := l.grp.SetMember(ctx, as(l.bob), plain.ID, l.ann.ID, groups.RoleMember)
+			_, _, err := l.grp.SetMember(ctx, as(l.bob), plain.ID, l.ann.ID, groups.RoleMember, nil)
 			must(err)
 			left := l.group(t, l.bob, fmt.Sprintf("left-%d", i))
-			_, _, err = l.grp.SetMember(ctx, as(l.bob), left.ID, cat.ID, groups.RoleMember)
+			_, _, err = l.grp.SetMember(ctx, as(l.bob), left.ID, cat.ID, groups.RoleMember, nil)
 			must(err)
-			_, _, err = l.grp.SetMember(ctx, as(l.bob), left.ID, l.ann.ID, groups.RoleManager)
+			_, _, err = l.grp.SetMember(ctx, as(l.bob), left.ID, l.ann.ID, groups.RoleManager, nil)
 			must(err)
 			must(l.grp.RemoveMember(ctx, as(l.bob), left.ID, l.bob.ID))
 			managed = append(managed, left.ID)

@@ -80,7 +80,7 @@ func TestAStrangersRefusedChangesTakeNoTurnFromTheManagers(t *testing.T) {
 		note("owner's add sent")
 		go func() {
 			defer close(addDone)
-			_, _, added = g.grp.SetMember(ctx, as(g.owner), g.group, third.ID, groups.RoleMember)
+			_, _, added = g.grp.SetMember(ctx, as(g.owner), g.group, third.ID, groups.RoleMember, nil)
 			note("owner's add answered")
 		}()
 		time.Sleep(100 * time.Millisecond) // the add comes after the strangers

@@ -44,7 +44,7 @@ func newGroupWorld(t *testing.T) *groupWorld {
 		t.Fatal(err)
 	}
 	g.group = g.created[0].ID
-	if _, _, err := grp.SetMember(context.Background(), as(g.owner), g.group, g.friend.ID, groups.RoleMember); err != nil {
+	if _, _, err := grp.SetMember(context.Background(), as(g.owner), g.group, g.friend.ID, groups.RoleMember, nil); err != nil {
 		t.Fatal(err)
 	}
 	return g
@@ -60,7 +60,7 @@ func (g *groupWorld) create(name string) error {
 }
 
 func (g *groupWorld) set(by, u domain.User, role string) error {
-	_, _, err := g.grp.SetMember(context.Background(), as(by), g.group, u.ID, role)
+	_, _, err := g.grp.SetMember(context.Background(), as(by), g.group, u.ID, role, nil)
 	return err
 }
 

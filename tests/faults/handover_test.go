@@ -30,7 +30,7 @@ func handOverWorld(t *testing.T) (l *lifeWorld, club groups.Group, cat domain.Us
 		user domain.User
 		role string
 	}{{cat, groups.RoleMember}, {l.ann, groups.RoleManager}} {
-		if _, _, err := l.grp.SetMember(ctx, as(l.bob), club.ID, m.user.ID, m.role); err != nil {
+		if _, _, err := l.grp.SetMember(ctx, as(l.bob), club.ID, m.user.ID, m.role, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,7 +99,7 @@ func TestADeletionNeverEndsWithItsUserStillInAGroup(t *testing.T) {
 		if err := l.signup(n, n+"@example.org"); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, l.created[len(l.created)-1].ID, groups.RoleMember); err != nil {
+		if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, l.created[len(l.created)-1].ID, groups.RoleMember, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -173,7 +173,7 @@ func TestAHandOverLooksPastTheFirstPageForAnActiveMember(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := l.created[len(l.created)-1].ID
-		if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, id, groups.RoleMember); err != nil {
+		if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, id, groups.RoleMember, nil); err != nil {
 			t.Fatal(err)
 		}
 		others = append(others, id)
@@ -229,7 +229,7 @@ func TestAHandOverThatCannotReadAMemberDecidesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	sus := l.created[len(l.created)-1]
-	if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, sus.ID, groups.RoleMember); err != nil {
+	if _, _, err := l.grp.SetMember(ctx, as(l.ann), club.ID, sus.ID, groups.RoleMember, nil); err != nil {
 		t.Fatal(err)
 	}
 	root, err := l.svc.SetAdmin(ctx, "bob", true)

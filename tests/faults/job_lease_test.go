@@ -67,7 +67,7 @@ func TestAWorkerKeepsItsLeaseThroughAClosingsMembers(t *testing.T) {
 		if err := w.signup(name, name+"@example.org"); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := grp.SetMember(ctx, as(ann), club.ID, w.created[len(w.created)-1].ID, groups.RoleMember); err != nil {
+		if _, _, err := grp.SetMember(ctx, as(ann), club.ID, w.created[len(w.created)-1].ID, groups.RoleMember, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,7 +97,7 @@ func TestAWorkerKeepsItsLeaseThroughADeletionsGroups(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := grp.SetMember(ctx, as(bob), gr.ID, ann.ID, groups.RoleMember); err != nil {
+		if _, _, err := grp.SetMember(ctx, as(bob), gr.ID, ann.ID, groups.RoleMember, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,7 +141,7 @@ func TestAWorkerKeepsADeletionsLeaseThroughAClosingItFinishes(t *testing.T) {
 			}
 			id = w.created[len(w.created)-1].ID
 		}
-		if _, _, err := grp.SetMember(ctx, as(bob), club.ID, id, groups.RoleMember); err != nil {
+		if _, _, err := grp.SetMember(ctx, as(bob), club.ID, id, groups.RoleMember, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -224,7 +224,7 @@ func TestAWorkerKeepsADeletionsLeaseThroughAHandOversPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := w.created[len(w.created)-1].ID
-		if _, _, err := grp.SetMember(ctx, as(ann), club.ID, id, groups.RoleMember); err != nil {
+		if _, _, err := grp.SetMember(ctx, as(ann), club.ID, id, groups.RoleMember, nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := mod.Suspend(ctx, domain.Principal{UserID: root.ID}, id, moderation.SuspendInput{Reason: "spam", Until: &until}); err != nil {
@@ -428,7 +428,7 @@ func TestADeletionWhoseClosingFailedAfterItsTakeOverIsToldAsFailed(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := grp.SetMember(ctx, as(bob), club.ID, ann.ID, groups.RoleMember); err != nil {
+	if _, _, err := grp.SetMember(ctx, as(bob), club.ID, ann.ID, groups.RoleMember, nil); err != nil {
 		t.Fatal(err)
 	}
 	closing, err := life.CloseGroup(ctx, as(bob), club.ID, ownersProof())

@@ -52,7 +52,7 @@ func newTwoWorkers(t *testing.T, closing bool) *twoWorkers {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := grp.SetMember(ctx, as(ann), gr.ID, bob.ID, groups.RoleManager); err != nil {
+	if _, _, err := grp.SetMember(ctx, as(ann), gr.ID, bob.ID, groups.RoleManager, nil); err != nil {
 		t.Fatal(err)
 	}
 	public := string(library.VisibilityPublic)
