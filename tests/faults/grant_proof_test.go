@@ -75,3 +75,33 @@ func TestAStolenSessionAloneCannotMakeAManager(t *testing.T) {
 		t.Errorf("at the end the two are %q, want \"member member\"", got)
 	}
 }
+
+// TestAGrantAsksItsProofOnceWhateverRoundsItLoses: a grant whose
+// compare-and-set loses to another change decides again on the group as
+// it then is, and must not ask the proof again: a second ask would count
+// a second try against the password's throttle, and refuse a code from
+// an authenticator app, used by the first (invalid_code), so an owner
+// with a second factor could not make a manager of a busy group.
+func TestAGrantAsksItsProofOnceWhateverRoundsItLoses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCloseWorld(t)
+	asked := 0
+	proof := func(context.Context) error { asked++; return nil }
+	var meanwhile error
+	slowOnce(c.store, "groups.update", 0, func() {
+		meanwhile = c.set(c.owner, c.other, groups.RoleMember)
+	})
+	_, _, err := c.grp.SetMember(ctx, as(c.owner), c.group, c.friend.ID, groups.RoleManager, proof)
+	calm(c.store)
+	if meanwhile != nil || err != nil {
+		t.Fatalf("the grant: %v, with another add inside its compare-and-set: %v", err, meanwhile)
+	}
+	gr, err := c.grp.GetSerial(ctx, c.group)
+	if err != nil || gr.MemberCount != 3 || gr.ManagerCount != 2 || gr.Pending != nil {
+		t.Fatalf("the group counts %d members, %d managers, pending %+v (%v), want 3, 2, none", gr.MemberCount, gr.ManagerCount, gr.Pending, err)
+	}
+	if asked != 1 {
+		t.Errorf("the proof was asked %d times, want once", asked)
+	}
+}
