@@ -1944,8 +1944,10 @@ type ClientInterface interface {
 	//
 	// Admins. Rewrites every item the index holds and deletes every row
 	// it does not back. The work grows with the library, so the request
-	// answers 202 with the job that does it (each request a rebuild of
-	// its own); follow it at `GET /v1/jobs/{id}`. The id is not looked
+	// answers 202 with the job that does it (each request a job of its
+	// own; the worker runs one rebuild a library for the jobs asked
+	// before it began, which finish with its count); follow it at
+	// `GET /v1/jobs/{id}`. The id is not looked
 	// up: any well-formed user or group id is accepted (a library that
 	// does not exist is rebuilt empty); a malformed one is 404.
 	//
@@ -4457,8 +4459,10 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 //
 // Admins. Rewrites every item the index holds and deletes every row
 // it does not back. The work grows with the library, so the request
-// answers 202 with the job that does it (each request a rebuild of
-// its own); follow it at `GET /v1/jobs/{id}`. The id is not looked
+// answers 202 with the job that does it (each request a job of its
+// own; the worker runs one rebuild a library for the jobs asked
+// before it began, which finish with its count); follow it at
+// `GET /v1/jobs/{id}`. The id is not looked
 // up: any well-formed user or group id is accepted (a library that
 // does not exist is rebuilt empty); a malformed one is 404.
 //
@@ -10816,8 +10820,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Admins. Rewrites every item the index holds and deletes every row
 	// it does not back. The work grows with the library, so the request
-	// answers 202 with the job that does it (each request a rebuild of
-	// its own); follow it at `GET /v1/jobs/{id}`. The id is not looked
+	// answers 202 with the job that does it (each request a job of its
+	// own; the worker runs one rebuild a library for the jobs asked
+	// before it began, which finish with its count); follow it at
+	// `GET /v1/jobs/{id}`. The id is not looked
 	// up: any well-formed user or group id is accepted (a library that
 	// does not exist is rebuilt empty); a malformed one is 404.
 	//
@@ -22580,8 +22586,10 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 //
 // Admins. Rewrites every item the index holds and deletes every row
 // it does not back. The work grows with the library, so the request
-// answers 202 with the job that does it (each request a rebuild of
-// its own); follow it at `GET /v1/jobs/{id}`. The id is not looked
+// answers 202 with the job that does it (each request a job of its
+// own; the worker runs one rebuild a library for the jobs asked
+// before it began, which finish with its count); follow it at
+// `GET /v1/jobs/{id}`. The id is not looked
 // up: any well-formed user or group id is accepted (a library that
 // does not exist is rebuilt empty); a malformed one is 404.
 //

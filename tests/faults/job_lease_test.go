@@ -193,17 +193,7 @@ func (m *timedPages) Page(ctx context.Context, groupID, after string, limit int)
 func TestAWorkerKeepsADeletionsLeaseThroughAHandOversPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	w := newWorld()
-	for _, n := range []string{"ann", "root"} {
-		if err := w.signup(n, n+"@example.org"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ann := w.created[0]
-	root, err := w.svc.SetAdmin(ctx, "root", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, ann, root := annAndRoot(t)
 	members := &timedPages{MemberStore: w.store.GroupMembers(), w: w, step: 12 * time.Second, probeAt: 4}
 	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
 		w.store.Claims(), groupRows(w.store), members, nopLog{})
