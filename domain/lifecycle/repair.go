@@ -77,6 +77,7 @@ func (r *Report) found(at time.Time) (done func()) {
 func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, error) {
 	var r Report
 	var errs []error
+	swept := sweeps{}
 	err := s.st.Deletions.InProgress(ctx, func(d accounts.DeletionEntry, pass time.Time) error {
 		u, err := s.accounts.AccountSerial(ctx, d.UserID)
 		e := entryFound{what: "deletion", id: d.UserID, at: d.At, pass: pass, readErr: err,
@@ -84,8 +85,8 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 			fence: s.accounts.FenceDeletion}
 		if err == nil && (u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted) {
 			e.status = string(u.Status)
-			e.finish = func() (bool, error) { return s.finishDeletionJob(ctx, u) }
 			e.ofIt = func() bool { return d.Of(*u.Deletion) }
+			e.finish = swept.finish(s.cfg.Now, d.UserID, d.At, e.ofIt, func() (bool, error) { return s.finishDeletionJob(ctx, u) })
 		}
 		errs = append(errs, s.repairEntry(ctx, &r, dryRun, e))
 		return nil
@@ -102,6 +103,7 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, error) {
 	var r Report
 	var errs []error
+	swept := sweeps{}
 	err := s.st.Closings.InProgress(ctx, func(c groups.ClosingEntry, pass time.Time) error {
 		gr, err := s.groups.GetSerial(ctx, c.GroupID)
 		e := entryFound{what: "closing", id: c.GroupID, at: c.At, pass: pass, readErr: err,
@@ -109,13 +111,41 @@ func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, erro
 			fence: s.groups.Fence}
 		if err == nil && gr.ClosingOrClosed() {
 			e.status = string(gr.Status)
-			e.finish = func() (bool, error) { return s.finishClosingJob(ctx, gr) }
 			e.ofIt = func() bool { return c.Of(gr) }
+			e.finish = swept.finish(s.cfg.Now, c.GroupID, c.At, e.ofIt, func() (bool, error) { return s.finishClosingJob(ctx, gr) })
 		}
 		errs = append(errs, s.repairEntry(ctx, &r, dryRun, e))
 		return nil
 	})
 	return r, errors.Join(append(errs, err)...)
+}
+
+// sweeps is one repair pass's record of the operations it finished to
+// their end (by the account's or group's id), each with when its finish
+// began by this process's clock. A repeat of a finished deletion or
+// closing (an admin's, or the closer's) writes an entry of its own, so
+// the steps are swept again; one asked before a sweep this pass ran
+// began, by any process's clock (domain.ClockSkew apart at most), is done
+// by it: a session, a stolen one too, repeating from many addresses
+// (each limited on its own) costs the worker one sweep a pass, not one a
+// request (TestRepeatsAskedBeforeASweepBeganAreDoneByIt).
+type sweeps map[string]time.Time
+
+// finish is the finish of an entry asked at, of the operation on id:
+// run (under the job's lease), or nothing where a sweep of id covers it.
+// The entry of the attempt that began the operation (ofIt) always runs.
+func (sw sweeps) finish(now func() time.Time, id string, at time.Time, ofIt func() bool, run func() (bool, error)) func() (bool, error) {
+	if began, ok := sw[id]; ok && at.Add(domain.ClockSkew).Before(began) && !ofIt() {
+		return func() (bool, error) { return true, nil }
+	}
+	return func() (bool, error) {
+		began := now()
+		ran, err := run()
+		if ran && err == nil {
+			sw[id] = began
+		}
+		return ran, err
+	}
 }
 
 // entryFound is an entry of an operation in progress (a deletion, a
