@@ -3034,6 +3034,7 @@ type ClientInterface interface {
 	// read (a suspension, deletion or password change landing meanwhile
 	// ends the new session before it is answered), and always one
 	// argon2id verification (deliberately slow), so an unknown login
+	// (which reads an account nobody holds in the account's place)
 	// takes as long as a wrong password.
 	//
 	// An account with a second factor gets no session for its password:
@@ -3074,6 +3075,7 @@ type ClientInterface interface {
 	// read (a suspension, deletion or password change landing meanwhile
 	// ends the new session before it is answered), and always one
 	// argon2id verification (deliberately slow), so an unknown login
+	// (which reads an account nobody holds in the account's place)
 	// takes as long as a wrong password.
 	//
 	// An account with a second factor gets no session for its password:
@@ -5965,6 +5967,7 @@ func (c *Client) SearchPeople(ctx context.Context, params *SearchPeopleParams, r
 // read (a suspension, deletion or password change landing meanwhile
 // ends the new session before it is answered), and always one
 // argon2id verification (deliberately slow), so an unknown login
+// (which reads an account nobody holds in the account's place)
 // takes as long as a wrong password.
 //
 // An account with a second factor gets no session for its password:
@@ -6015,6 +6018,7 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // read (a suspension, deletion or password change landing meanwhile
 // ends the new session before it is answered), and always one
 // argon2id verification (deliberately slow), so an unknown login
+// (which reads an account nobody holds in the account's place)
 // takes as long as a wrong password.
 //
 // An account with a second factor gets no session for its password:
@@ -11940,6 +11944,7 @@ type ClientWithResponsesInterface interface {
 	// read (a suspension, deletion or password change landing meanwhile
 	// ends the new session before it is answered), and always one
 	// argon2id verification (deliberately slow), so an unknown login
+	// (which reads an account nobody holds in the account's place)
 	// takes as long as a wrong password.
 	//
 	// An account with a second factor gets no session for its password:
@@ -11980,6 +11985,7 @@ type ClientWithResponsesInterface interface {
 	// read (a suspension, deletion or password change landing meanwhile
 	// ends the new session before it is answered), and always one
 	// argon2id verification (deliberately slow), so an unknown login
+	// (which reads an account nobody holds in the account's place)
 	// takes as long as a wrong password.
 	//
 	// An account with a second factor gets no session for its password:
@@ -23958,6 +23964,7 @@ func (c *ClientWithResponses) SearchPeopleWithResponse(ctx context.Context, para
 // read (a suspension, deletion or password change landing meanwhile
 // ends the new session before it is answered), and always one
 // argon2id verification (deliberately slow), so an unknown login
+// (which reads an account nobody holds in the account's place)
 // takes as long as a wrong password.
 //
 // An account with a second factor gets no session for its password:
@@ -24004,6 +24011,7 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // read (a suspension, deletion or password change landing meanwhile
 // ends the new session before it is answered), and always one
 // argon2id verification (deliberately slow), so an unknown login
+// (which reads an account nobody holds in the account's place)
 // takes as long as a wrong password.
 //
 // An account with a second factor gets no session for its password:
