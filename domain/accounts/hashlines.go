@@ -18,6 +18,13 @@ import (
 // in or signs up one at a time; two leave room for a second tab.
 const hashesPerAddress = 2
 
+// hashesPerLine bounds the hashes one IPv6 line (LineKey, a /56: a home's
+// 256 /64s) has in the hasher at once, its /64s' together: a /56 sending
+// from every /64 put 512 hashes ahead of the owner's
+// (TestOneLineCannotQueueTheHasherAheadOfTheOwner). Eight leave room for
+// a household, or a small office, at once.
+const hashesPerLine = 8
+
 // hashLines is a PasswordHasher that lets each client address (from ctx,
 // WithClient) have at most hashesPerAddress calls in the hasher it wraps.
 // A call without an address goes straight in (a tool's, a test's).
@@ -68,20 +75,41 @@ func (h *hashLines) Burn(ctx context.Context, password string) error {
 }
 
 // enter waits until ctx's address has fewer than hashesPerAddress calls
-// in the hasher, or ctx ends (its error); leave lets the next one in.
+// in the hasher, and then its line (an IPv6 /56) fewer than
+// hashesPerLine, or ctx ends (its error); leave lets the next ones in. A
+// call takes its address's place first, then its line's, and gives them
+// back the other way round, so no two calls ever wait for each other's.
 func (h *hashLines) enter(ctx context.Context) (leave func(), err error) {
 	ip := clientOf(ctx).IP
 	if ip == "" {
 		return func() {}, nil
 	}
-	key := AddressKey(ip)
+	leaveAddress, err := h.enterLine(ctx, AddressKey(ip), hashesPerAddress)
+	if err != nil {
+		return nil, err
+	}
+	line := LineKey(ip)
+	if line == "" {
+		return leaveAddress, nil
+	}
+	leaveLine, err := h.enterLine(ctx, line, hashesPerLine)
+	if err != nil {
+		leaveAddress()
+		return nil, err
+	}
+	return func() { leaveLine(); leaveAddress() }, nil
+}
+
+// enterLine waits until the line key has fewer than most calls in, or
+// ctx ends.
+func (h *hashLines) enterLine(ctx context.Context, key string, most int) (leave func(), err error) {
 	h.mu.Lock()
 	l := h.lines[key]
 	if l == nil {
 		l = &hashLine{}
 		h.lines[key] = l
 	}
-	if l.in < hashesPerAddress {
+	if l.in < most {
 		l.in++
 		h.mu.Unlock()
 		return func() { h.leave(key, l) }, nil

@@ -401,14 +401,29 @@ func (a *Service) loginTiers(login, ip string) []tier {
 	return a.guessTiers("login/"+name, ip)
 }
 
-// guessTiers are the two tiers of password guesses at name, the client
+// guessTiers are the tiers of password guesses at name, the client
 // address's first: an attempt refused there writes nothing under the
-// login's.
+// ones after it. An IPv6 address counts in its /56 as well (LineKey),
+// between the two: a home line is often a /56, 256 addresses.
 func (a *Service) guessTiers(name, ip string) []tier {
-	return []tier{
-		{scope: scopeKey(name + "@" + AddressKey(ip)), limit: a.throttle.PerAddress},
-		{scope: scopeKey(name), limit: a.throttle.PerLogin},
+	tiers := make([]tier, 0, 3)
+	tiers = append(tiers, tier{scope: scopeKey(name + "@" + AddressKey(ip)), limit: a.throttle.PerAddress})
+	if line := LineKey(ip); line != "" {
+		tiers = append(tiers, tier{scope: scopeKey(name + "@" + line), limit: a.throttle.perLine()})
 	}
+	return append(tiers, tier{scope: scopeKey(name), limit: a.throttle.PerLogin})
+}
+
+// perLine is a /56's budget at one login: twice an address's, below the
+// login's (so one line never fills it: a stranger needs lines as well as
+// addresses; TestOneHomeLineCannotFillALoginsBudget); off with the
+// address's tier.
+func (t Throttle) perLine() int {
+	line := 2 * t.PerAddress
+	if t.PerLogin > 0 && line >= t.PerLogin {
+		line = max(t.PerAddress, t.PerLogin-1)
+	}
+	return line
 }
 
 // scopeKey is what the store keeps of a scope: its SHA-256, so the table
@@ -434,6 +449,21 @@ func AddressKey(ip string) string {
 	p, err := addr.Prefix(64)
 	if err != nil {
 		return "unknown"
+	}
+	return p.String()
+}
+
+// LineKey is the line an IPv6 client address is on, its /56 (a home or
+// small site is usually given one, 256 /64s); "" for an IPv4 address, or
+// none.
+func LineKey(ip string) string {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil || addr.Unmap().Is4() {
+		return ""
+	}
+	p, err := addr.Prefix(56)
+	if err != nil {
+		return ""
 	}
 	return p.String()
 }
