@@ -55,8 +55,8 @@ type bucket struct {
 }
 
 // NewRateLimiter returns a limiter allowing perMinute requests a minute per
-// client IP (and per IPv6 /64), in bursts of up to perMinute; perMinute <= 0
-// returns one that never limits.
+// client IP (and per IPv6 /64; linePerAddress times that per IPv6 /56), in
+// bursts of up to perMinute; perMinute <= 0 returns one that never limits.
 func NewRateLimiter(perMinute int) *RateLimiter {
 	l := &RateLimiter{
 		perMinute: perMinute,
@@ -139,22 +139,46 @@ func (l *RateLimiter) Allow(ip netip.Addr) (ok bool, retryAfter time.Duration) {
 	if now.Sub(l.lastSweep) >= sweepEvery {
 		l.sweep(now)
 	}
+	res, ok, d := l.reserve(key, 1, now)
+	if !ok {
+		return false, d
+	}
+	// An IPv6 address's line (its /56, a home's 256 /64s) has a bucket too,
+	// linePerAddress times an address's: one line cannot drive a route at
+	// 256 addresses' pace (TestOneLineSharesABucket).
+	if line := accounts.LineKey(ip.String()); line != "" {
+		if _, ok, d := l.reserve(line, linePerAddress, now); !ok {
+			res.CancelAt(now)
+			return false, d
+		}
+	}
+	return true, 0
+}
+
+// linePerAddress is how many addresses' requests one IPv6 line (/56) may
+// send a minute: a household's or a small office's devices at once.
+const linePerAddress = 4
+
+// reserve takes a token of key's bucket (times its rate and burst) at
+// now: ok with the reservation, or not and how long until one is free (a
+// refused request costs nothing: its token is given back). The caller
+// holds l.mu.
+func (l *RateLimiter) reserve(key string, times int, now time.Time) (*rate.Reservation, bool, time.Duration) {
 	b := l.buckets[key]
 	if b == nil {
-		b = &bucket{lim: rate.NewLimiter(l.limit, l.perMinute)}
+		b = &bucket{lim: rate.NewLimiter(l.limit*rate.Limit(times), l.perMinute*times)}
 		l.buckets[key] = b
 	}
 	b.lastSeen = now
-
 	res := b.lim.ReserveN(now, 1)
 	if !res.OK() { // cannot happen with burst >= 1; fail closed for a minute
-		return false, time.Minute
+		return nil, false, time.Minute
 	}
 	if d := res.DelayFrom(now); d > 0 {
-		res.CancelAt(now) // give the token back: a refused request costs nothing
-		return false, d
+		res.CancelAt(now)
+		return nil, false, d
 	}
-	return true, 0
+	return res, true, 0
 }
 
 // sweep drops buckets idle for longer than a refill: they are full, so

@@ -171,6 +171,29 @@ func TestRateLimiterKeysIPv6BySlash64(t *testing.T) {
 	}
 }
 
+// TestOneLineSharesABucket: a client address is an IPv4 address or an
+// IPv6 /64, and a home line is often a /56, 256 /64s: one line drove a
+// limited route (a signup, a login, a mail request) at 256 addresses'
+// pace. A /56 now has a bucket of its own too, linePerAddress times an
+// address's: past it every /64 of the line is refused, another line is
+// not.
+func TestOneLineSharesABucket(t *testing.T) {
+	t.Parallel()
+	_, _, h := newTestLimiter(2)
+	for i := range 2 * linePerAddress {
+		remote := fmt.Sprintf("[2001:db8:1:1%02x::1]:5000", i/2)
+		if rec := doFrom(h, remote); rec.Code != http.StatusNoContent {
+			t.Fatalf("request %d of the line (%s): status %d, want 204", i+1, remote, rec.Code)
+		}
+	}
+	if rec := doFrom(h, "[2001:db8:1:1ff::1]:5000"); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("a fresh /64 of the same /56 past the line's bucket: status %d, want 429 with Retry-After", rec.Code)
+	}
+	if rec := doFrom(h, "[2001:db8:1:200::1]:5000"); rec.Code != http.StatusNoContent {
+		t.Errorf("another /56: status %d, want 204", rec.Code)
+	}
+}
+
 func TestRateLimiterUnknownClientsShareABucket(t *testing.T) {
 	t.Parallel()
 	l, _, h := newTestLimiter(1)
@@ -208,19 +231,19 @@ func TestRateLimiterSweepsIdleBuckets(t *testing.T) {
 	for i := range 10 {
 		doFrom(h, fmt.Sprintf("192.0.2.%d:5000", i+1))
 	}
-	doFrom(h, "[2001:db8::1]:5000")
-	if n := bucketCount(l); n != 11 {
-		t.Fatalf("%d buckets, want 11", n)
+	doFrom(h, "[2001:db8::1]:5000") // its /64's bucket and its /56's
+	if n := bucketCount(l); n != 12 {
+		t.Fatalf("%d buckets, want 12", n)
 	}
 
 	// Within a minute of the last sweep nothing is dropped.
 	clock.Advance(30 * time.Second)
 	doFrom(h, "198.51.100.1:5000")
-	if n := bucketCount(l); n != 12 {
-		t.Fatalf("%d buckets before the idle limit, want 12", n)
+	if n := bucketCount(l); n != 13 {
+		t.Fatalf("%d buckets before the idle limit, want 13", n)
 	}
 
-	// Past the idle limit for the first eleven but not for the one from 30s
+	// Past the idle limit for the first twelve but not for the one from 30s
 	// ago, which is still live.
 	clock.Advance(l.idle - 30*time.Second + time.Second)
 	doFrom(h, "198.51.100.1:5000")

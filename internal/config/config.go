@@ -315,7 +315,7 @@ var Vars = []Var{
 	{"SHELF_CLAIM_LEASE", "30s", "how long a failed or dead signup can block its username and email", Tuning},
 	{"SHELF_SESSION_TTL", "24h", "how long a login session lasts", Tuning},
 	{"SHELF_SESSION_SEEN_INTERVAL", "5m", "a session's last-seen time is recorded by a request of it once it is this old (one write per session and interval, after the answer); 0s: every request", Tuning},
-	{"SHELF_RATE_LIMIT_PER_MINUTE", "30", "signups, logins, account changes, mail requests and people searches per client IP a minute (each); 0 turns the limit off", Tuning},
+	{"SHELF_RATE_LIMIT_PER_MINUTE", "30", "signups, logins, account changes, mail requests and people searches per client IP a minute (each; IPv6 per /64, and four times this per /56); 0 turns the limit off", Tuning},
 	{"SHELF_ARGON2_MEMORY_KIB", "19456", "argon2id memory of new password hashes, KiB (19 MiB); stored hashes with less are renewed at login", Tuning},
 	{"SHELF_ARGON2_TIME", "2", "argon2id iterations", Tuning},
 	{"SHELF_ARGON2_THREADS", "1", "argon2id parallelism", Tuning},

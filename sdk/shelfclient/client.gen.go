@@ -2148,7 +2148,7 @@ type ClientInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address, then
@@ -2183,7 +2183,7 @@ type ClientInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address, then
@@ -2222,7 +2222,7 @@ type ClientInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
@@ -2266,7 +2266,7 @@ type ClientInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
@@ -2306,7 +2306,7 @@ type ClientInterface interface {
 	// token, mailing) runs after the answer, and its failures are
 	// logged, never answered: ask again.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
 	// one address an hour in the budget the request spends (5 by
 	// default, every kind together, counted across every process in
@@ -2343,7 +2343,7 @@ type ClientInterface interface {
 	// token, mailing) runs after the answer, and its failures are
 	// logged, never answered: ask again.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
 	// one address an hour in the budget the request spends (5 by
 	// default, every kind together, counted across every process in
@@ -2369,7 +2369,7 @@ type ClientInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations (`POST /v1/password-resets/confirm` and both
 	// reverts); a SERIAL read of the token, a SERIAL read of the account,
 	// a lightweight transaction using the token, a compare-and-set of
@@ -2393,7 +2393,7 @@ type ClientInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations (`POST /v1/password-resets/confirm` and both
 	// reverts); a SERIAL read of the token, a SERIAL read of the account,
 	// a lightweight transaction using the token, a compare-and-set of
@@ -2838,7 +2838,7 @@ type ClientInterface interface {
 	// not: the work runs after the answer, and its failures are logged,
 	// never answered: ask again.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
 	// to one address an hour (5 by default, every kind together, counted
 	// across every process in Cassandra) the answer is the same 202 and
@@ -2867,7 +2867,7 @@ type ClientInterface interface {
 	// not: the work runs after the answer, and its failures are logged,
 	// never answered: ask again.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
 	// to one address an hour (5 by default, every kind together, counted
 	// across every process in Cassandra) the answer is the same 202 and
@@ -2909,7 +2909,7 @@ type ClientInterface interface {
 	// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
 	// as for a verified address.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations (`POST /v1/email-verifications/confirm` and
 	// both reverts); a SERIAL read of the token, a SERIAL read of the
 	// account, the new password's checks (Have I Been Pwned's range API
@@ -2958,7 +2958,7 @@ type ClientInterface interface {
 	// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
 	// as for a verified address.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations (`POST /v1/email-verifications/confirm` and
 	// both reverts); a SERIAL read of the token, a SERIAL read of the
 	// account, the new password's checks (Have I Been Pwned's range API
@@ -3019,7 +3019,7 @@ type ClientInterface interface {
 	// with a wrong password it gets the usual 401, so a stranger learns
 	// nothing. A suspension whose `until` has passed no longer blocks.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), separately from
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 	// signup, and throttled per login: failed attempts at one username or
 	// email are counted by every instance together, 5 from one client
 	// address and 50 from all within 15 minutes by default
@@ -3060,7 +3060,7 @@ type ClientInterface interface {
 	// with a wrong password it gets the usual 401, so a stranger learns
 	// nothing. A suspension whose `until` has passed no longer blocks.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), separately from
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 	// signup, and throttled per login: failed attempts at one username or
 	// email are counted by every instance together, 5 from one client
 	// address and 50 from all within 15 minutes by default
@@ -3226,7 +3226,7 @@ type ClientInterface interface {
 	// or the answer is 401 as on every `/v1` route.
 	//
 	// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
-	// IP (IPv6 per /64), a bucket shared with no other route and kept by
+	// IP (IPv6 per /64, and four times that per /56), a bucket shared with no other route and kept by
 	// each server process on its own (429 `rate_limited` with
 	// `Retry-After`).
 	//
@@ -3258,7 +3258,7 @@ type ClientInterface interface {
 	// or the answer is 401 as on every `/v1` route.
 	//
 	// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
-	// IP (IPv6 per /64), a bucket shared with no other route and kept by
+	// IP (IPv6 per /64, and four times that per /56), a bucket shared with no other route and kept by
 	// each server process on its own (429 `rate_limited` with
 	// `Retry-After`).
 	//
@@ -4046,7 +4046,7 @@ type ClientInterface interface {
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Limits: per client IP (IPv6 per /64), in the bucket of account
+	// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
 	// changes (429 `rate_limited`); and wrong current passwords of one
 	// account are counted in Cassandra by every instance together, 5
 	// from one client address and 50 from all within 15 minutes by
@@ -4087,7 +4087,7 @@ type ClientInterface interface {
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Limits: per client IP (IPv6 per /64), in the bucket of account
+	// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
 	// changes (429 `rate_limited`); and wrong current passwords of one
 	// account are counted in Cassandra by every instance together, 5
 	// from one client address and 50 from all within 15 minutes by
@@ -4786,7 +4786,7 @@ func (c *Client) ShareContent(ctx context.Context, id ContentId, principalId Pri
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address, then
@@ -4832,7 +4832,7 @@ func (c *Client) RefuseEmailChangeWithBody(ctx context.Context, contentType stri
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address, then
@@ -4882,7 +4882,7 @@ func (c *Client) RefuseEmailChange(ctx context.Context, body RefuseEmailChangeJS
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
@@ -4937,7 +4937,7 @@ func (c *Client) RevertEmailChangeWithBody(ctx context.Context, contentType stri
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
@@ -4987,7 +4987,7 @@ func (c *Client) RevertEmailChange(ctx context.Context, body RevertEmailChangeJS
 // token, mailing) runs after the answer, and its failures are
 // logged, never answered: ask again.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
 // one address an hour in the budget the request spends (5 by
 // default, every kind together, counted across every process in
@@ -5034,7 +5034,7 @@ func (c *Client) RequestEmailVerificationWithBody(ctx context.Context, contentTy
 // token, mailing) runs after the answer, and its failures are
 // logged, never answered: ask again.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
 // one address an hour in the budget the request spends (5 by
 // default, every kind together, counted across every process in
@@ -5070,7 +5070,7 @@ func (c *Client) RequestEmailVerification(ctx context.Context, body RequestEmail
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations (`POST /v1/password-resets/confirm` and both
 // reverts); a SERIAL read of the token, a SERIAL read of the account,
 // a lightweight transaction using the token, a compare-and-set of
@@ -5104,7 +5104,7 @@ func (c *Client) ConfirmEmailVerificationWithBody(ctx context.Context, contentTy
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations (`POST /v1/password-resets/confirm` and both
 // reverts); a SERIAL read of the token, a SERIAL read of the account,
 // a lightweight transaction using the token, a compare-and-set of
@@ -5721,7 +5721,7 @@ func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*htt
 // not: the work runs after the answer, and its failures are logged,
 // never answered: ask again.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 // `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
 // to one address an hour (5 by default, every kind together, counted
 // across every process in Cassandra) the answer is the same 202 and
@@ -5760,7 +5760,7 @@ func (c *Client) RequestPasswordResetWithBody(ctx context.Context, contentType s
 // not: the work runs after the answer, and its failures are logged,
 // never answered: ask again.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 // `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
 // to one address an hour (5 by default, every kind together, counted
 // across every process in Cassandra) the answer is the same 202 and
@@ -5812,7 +5812,7 @@ func (c *Client) RequestPasswordReset(ctx context.Context, body RequestPasswordR
 // reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
 // as for a verified address.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations (`POST /v1/email-verifications/confirm` and
 // both reverts); a SERIAL read of the token, a SERIAL read of the
 // account, the new password's checks (Have I Been Pwned's range API
@@ -5871,7 +5871,7 @@ func (c *Client) ConfirmPasswordResetWithBody(ctx context.Context, contentType s
 // reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
 // as for a verified address.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations (`POST /v1/email-verifications/confirm` and
 // both reverts); a SERIAL read of the token, a SERIAL read of the
 // account, the new password's checks (Have I Been Pwned's range API
@@ -5952,7 +5952,7 @@ func (c *Client) SearchPeople(ctx context.Context, params *SearchPeopleParams, r
 // with a wrong password it gets the usual 401, so a stranger learns
 // nothing. A suspension whose `until` has passed no longer blocks.
 //
-// Cost: rate limited per client IP (IPv6 per /64), separately from
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 // signup, and throttled per login: failed attempts at one username or
 // email are counted by every instance together, 5 from one client
 // address and 50 from all within 15 minutes by default
@@ -6003,7 +6003,7 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // with a wrong password it gets the usual 401, so a stranger learns
 // nothing. A suspension whose `until` has passed no longer blocks.
 //
-// Cost: rate limited per client IP (IPv6 per /64), separately from
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 // signup, and throttled per login: failed attempts at one username or
 // email are counted by every instance together, 5 from one client
 // address and 50 from all within 15 minutes by default
@@ -6229,7 +6229,7 @@ func (c *Client) SearchUsers(ctx context.Context, params *SearchUsersParams, req
 // or the answer is 401 as on every `/v1` route.
 //
 // Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
-// IP (IPv6 per /64), a bucket shared with no other route and kept by
+// IP (IPv6 per /64, and four times that per /56), a bucket shared with no other route and kept by
 // each server process on its own (429 `rate_limited` with
 // `Retry-After`).
 //
@@ -6271,7 +6271,7 @@ func (c *Client) CreateUserWithBody(ctx context.Context, contentType string, bod
 // or the answer is 401 as on every `/v1` route.
 //
 // Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
-// IP (IPv6 per /64), a bucket shared with no other route and kept by
+// IP (IPv6 per /64, and four times that per /56), a bucket shared with no other route and kept by
 // each server process on its own (429 `rate_limited` with
 // `Retry-After`).
 //
@@ -7309,7 +7309,7 @@ func (c *Client) FinishPasskey(ctx context.Context, id UserId, factorId FactorId
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Limits: per client IP (IPv6 per /64), in the bucket of account
+// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
 // changes (429 `rate_limited`); and wrong current passwords of one
 // account are counted in Cassandra by every instance together, 5
 // from one client address and 50 from all within 15 minutes by
@@ -7360,7 +7360,7 @@ func (c *Client) ChangePasswordWithBody(ctx context.Context, id UserId, contentT
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Limits: per client IP (IPv6 per /64), in the bucket of account
+// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
 // changes (429 `rate_limited`); and wrong current passwords of one
 // account are counted in Cassandra by every instance together, 5
 // from one client address and 50 from all within 15 minutes by
@@ -11040,7 +11040,7 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address, then
@@ -11075,7 +11075,7 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address, then
@@ -11114,7 +11114,7 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
@@ -11158,7 +11158,7 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations; a SERIAL read of the token, a SERIAL read of
 	// the account, a lightweight transaction using the token, a
 	// compare-and-set of the account, the release of the address it no
@@ -11198,7 +11198,7 @@ type ClientWithResponsesInterface interface {
 	// token, mailing) runs after the answer, and its failures are
 	// logged, never answered: ask again.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
 	// one address an hour in the budget the request spends (5 by
 	// default, every kind together, counted across every process in
@@ -11235,7 +11235,7 @@ type ClientWithResponsesInterface interface {
 	// token, mailing) runs after the answer, and its failures are
 	// logged, never answered: ask again.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 	// `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
 	// one address an hour in the budget the request spends (5 by
 	// default, every kind together, counted across every process in
@@ -11261,7 +11261,7 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations (`POST /v1/password-resets/confirm` and both
 	// reverts); a SERIAL read of the token, a SERIAL read of the account,
 	// a lightweight transaction using the token, a compare-and-set of
@@ -11285,7 +11285,7 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the holder of the token (the link in the mail); no
 	// session is needed.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations (`POST /v1/password-resets/confirm` and both
 	// reverts); a SERIAL read of the token, a SERIAL read of the account,
 	// a lightweight transaction using the token, a compare-and-set of
@@ -11746,7 +11746,7 @@ type ClientWithResponsesInterface interface {
 	// not: the work runs after the answer, and its failures are logged,
 	// never answered: ask again.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
 	// to one address an hour (5 by default, every kind together, counted
 	// across every process in Cassandra) the answer is the same 202 and
@@ -11775,7 +11775,7 @@ type ClientWithResponsesInterface interface {
 	// not: the work runs after the answer, and its failures are logged,
 	// never answered: ask again.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 	// `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
 	// to one address an hour (5 by default, every kind together, counted
 	// across every process in Cassandra) the answer is the same 202 and
@@ -11817,7 +11817,7 @@ type ClientWithResponsesInterface interface {
 	// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
 	// as for a verified address.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations (`POST /v1/email-verifications/confirm` and
 	// both reverts); a SERIAL read of the token, a SERIAL read of the
 	// account, the new password's checks (Have I Been Pwned's range API
@@ -11866,7 +11866,7 @@ type ClientWithResponsesInterface interface {
 	// reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
 	// as for a verified address.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), shared with the
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 	// other confirmations (`POST /v1/email-verifications/confirm` and
 	// both reverts); a SERIAL read of the token, a SERIAL read of the
 	// account, the new password's checks (Have I Been Pwned's range API
@@ -11929,7 +11929,7 @@ type ClientWithResponsesInterface interface {
 	// with a wrong password it gets the usual 401, so a stranger learns
 	// nothing. A suspension whose `until` has passed no longer blocks.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), separately from
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 	// signup, and throttled per login: failed attempts at one username or
 	// email are counted by every instance together, 5 from one client
 	// address and 50 from all within 15 minutes by default
@@ -11970,7 +11970,7 @@ type ClientWithResponsesInterface interface {
 	// with a wrong password it gets the usual 401, so a stranger learns
 	// nothing. A suspension whose `until` has passed no longer blocks.
 	//
-	// Cost: rate limited per client IP (IPv6 per /64), separately from
+	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 	// signup, and throttled per login: failed attempts at one username or
 	// email are counted by every instance together, 5 from one client
 	// address and 50 from all within 15 minutes by default
@@ -12142,7 +12142,7 @@ type ClientWithResponsesInterface interface {
 	// or the answer is 401 as on every `/v1` route.
 	//
 	// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
-	// IP (IPv6 per /64), a bucket shared with no other route and kept by
+	// IP (IPv6 per /64, and four times that per /56), a bucket shared with no other route and kept by
 	// each server process on its own (429 `rate_limited` with
 	// `Retry-After`).
 	//
@@ -12174,7 +12174,7 @@ type ClientWithResponsesInterface interface {
 	// or the answer is 401 as on every `/v1` route.
 	//
 	// Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
-	// IP (IPv6 per /64), a bucket shared with no other route and kept by
+	// IP (IPv6 per /64, and four times that per /56), a bucket shared with no other route and kept by
 	// each server process on its own (429 `rate_limited` with
 	// `Retry-After`).
 	//
@@ -12982,7 +12982,7 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Limits: per client IP (IPv6 per /64), in the bucket of account
+	// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
 	// changes (429 `rate_limited`); and wrong current passwords of one
 	// account are counted in Cassandra by every instance together, 5
 	// from one client address and 50 from all within 15 minutes by
@@ -13023,7 +13023,7 @@ type ClientWithResponsesInterface interface {
 	// Who may call: the user themself only, with a session. Admins may
 	// not change another user's password (403).
 	//
-	// Limits: per client IP (IPv6 per /64), in the bucket of account
+	// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
 	// changes (429 `rate_limited`); and wrong current passwords of one
 	// account are counted in Cassandra by every instance together, 5
 	// from one client address and 50 from all within 15 minutes by
@@ -22881,7 +22881,7 @@ func (c *ClientWithResponses) ShareContentWithResponse(ctx context.Context, id C
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address, then
@@ -22923,7 +22923,7 @@ func (c *ClientWithResponses) RefuseEmailChangeWithBodyWithResponse(ctx context.
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address, then
@@ -22969,7 +22969,7 @@ func (c *ClientWithResponses) RefuseEmailChangeWithResponse(ctx context.Context,
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
@@ -23020,7 +23020,7 @@ func (c *ClientWithResponses) RevertEmailChangeWithBodyWithResponse(ctx context.
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations; a SERIAL read of the token, a SERIAL read of
 // the account, a lightweight transaction using the token, a
 // compare-and-set of the account, the release of the address it no
@@ -23066,7 +23066,7 @@ func (c *ClientWithResponses) RevertEmailChangeWithResponse(ctx context.Context,
 // token, mailing) runs after the answer, and its failures are
 // logged, never answered: ask again.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
 // one address an hour in the budget the request spends (5 by
 // default, every kind together, counted across every process in
@@ -23109,7 +23109,7 @@ func (c *ClientWithResponses) RequestEmailVerificationWithBodyWithResponse(ctx c
 // token, mailing) runs after the answer, and its failures are
 // logged, never answered: ask again.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 // `POST /v1/password-resets`; beyond `SHELF_MAIL_PER_HOUR` mails to
 // one address an hour in the budget the request spends (5 by
 // default, every kind together, counted across every process in
@@ -23141,7 +23141,7 @@ func (c *ClientWithResponses) RequestEmailVerificationWithResponse(ctx context.C
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations (`POST /v1/password-resets/confirm` and both
 // reverts); a SERIAL read of the token, a SERIAL read of the account,
 // a lightweight transaction using the token, a compare-and-set of
@@ -23171,7 +23171,7 @@ func (c *ClientWithResponses) ConfirmEmailVerificationWithBodyWithResponse(ctx c
 // Who may call: the holder of the token (the link in the mail); no
 // session is needed.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations (`POST /v1/password-resets/confirm` and both
 // reverts); a SERIAL read of the token, a SERIAL read of the account,
 // a lightweight transaction using the token, a compare-and-set of
@@ -23736,7 +23736,7 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 // not: the work runs after the answer, and its failures are logged,
 // never answered: ask again.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 // `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
 // to one address an hour (5 by default, every kind together, counted
 // across every process in Cassandra) the answer is the same 202 and
@@ -23771,7 +23771,7 @@ func (c *ClientWithResponses) RequestPasswordResetWithBodyWithResponse(ctx conte
 // not: the work runs after the answer, and its failures are logged,
 // never answered: ask again.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with
 // `POST /v1/email-verifications`; beyond `SHELF_MAIL_PER_HOUR` mails
 // to one address an hour (5 by default, every kind together, counted
 // across every process in Cassandra) the answer is the same 202 and
@@ -23819,7 +23819,7 @@ func (c *ClientWithResponses) RequestPasswordResetWithResponse(ctx context.Conte
 // reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
 // as for a verified address.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations (`POST /v1/email-verifications/confirm` and
 // both reverts); a SERIAL read of the token, a SERIAL read of the
 // account, the new password's checks (Have I Been Pwned's range API
@@ -23874,7 +23874,7 @@ func (c *ClientWithResponses) ConfirmPasswordResetWithBodyWithResponse(ctx conte
 // reader, and under `SHELF_REQUIRE_VERIFIED_EMAIL` it opens a session
 // as for a verified address.
 //
-// Cost: rate limited per client IP (IPv6 per /64), shared with the
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), shared with the
 // other confirmations (`POST /v1/email-verifications/confirm` and
 // both reverts); a SERIAL read of the token, a SERIAL read of the
 // account, the new password's checks (Have I Been Pwned's range API
@@ -23949,7 +23949,7 @@ func (c *ClientWithResponses) SearchPeopleWithResponse(ctx context.Context, para
 // with a wrong password it gets the usual 401, so a stranger learns
 // nothing. A suspension whose `until` has passed no longer blocks.
 //
-// Cost: rate limited per client IP (IPv6 per /64), separately from
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 // signup, and throttled per login: failed attempts at one username or
 // email are counted by every instance together, 5 from one client
 // address and 50 from all within 15 minutes by default
@@ -23996,7 +23996,7 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // with a wrong password it gets the usual 401, so a stranger learns
 // nothing. A suspension whose `until` has passed no longer blocks.
 //
-// Cost: rate limited per client IP (IPv6 per /64), separately from
+// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 // signup, and throttled per login: failed attempts at one username or
 // email are counted by every instance together, 5 from one client
 // address and 50 from all within 15 minutes by default
@@ -24204,7 +24204,7 @@ func (c *ClientWithResponses) SearchUsersWithResponse(ctx context.Context, param
 // or the answer is 401 as on every `/v1` route.
 //
 // Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
-// IP (IPv6 per /64), a bucket shared with no other route and kept by
+// IP (IPv6 per /64, and four times that per /56), a bucket shared with no other route and kept by
 // each server process on its own (429 `rate_limited` with
 // `Retry-After`).
 //
@@ -24242,7 +24242,7 @@ func (c *ClientWithResponses) CreateUserWithBodyWithResponse(ctx context.Context
 // or the answer is 401 as on every `/v1` route.
 //
 // Rate limit: `SHELF_RATE_LIMIT_PER_MINUTE` (30) a minute per client
-// IP (IPv6 per /64), a bucket shared with no other route and kept by
+// IP (IPv6 per /64, and four times that per /56), a bucket shared with no other route and kept by
 // each server process on its own (429 `rate_limited` with
 // `Retry-After`).
 //
@@ -25200,7 +25200,7 @@ func (c *ClientWithResponses) FinishPasskeyWithResponse(ctx context.Context, id 
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Limits: per client IP (IPv6 per /64), in the bucket of account
+// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
 // changes (429 `rate_limited`); and wrong current passwords of one
 // account are counted in Cassandra by every instance together, 5
 // from one client address and 50 from all within 15 minutes by
@@ -25247,7 +25247,7 @@ func (c *ClientWithResponses) ChangePasswordWithBodyWithResponse(ctx context.Con
 // Who may call: the user themself only, with a session. Admins may
 // not change another user's password (403).
 //
-// Limits: per client IP (IPv6 per /64), in the bucket of account
+// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
 // changes (429 `rate_limited`); and wrong current passwords of one
 // account are counted in Cassandra by every instance together, 5
 // from one client address and 50 from all within 15 minutes by
