@@ -15,8 +15,9 @@ import (
 // handlers -> domain <- repository, and internal/app wires them.
 //   - domain and its packages import the standard library only (no chi,
 //     gocql, validator, zerolog, net/http), plus golang.org/x/text, the Go
-//     project's own Unicode tables (NFKC and case folding are business
-//     rules here: U1);
+//     project's own Unicode tables, and golang.org/x/net/idna, its IDNA
+//     (NFKC, case folding and a domain's one spelling are business rules
+//     here: U1);
 //   - the kernel (domain) imports none of the service packages under it,
 //     and a service package (domain/accounts, domain/moderation,
 //     domain/groups, domain/library) imports the kernel only, never another
@@ -77,8 +78,8 @@ func violates(dir, imp string) string {
 	isStdlib := !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && !strings.HasPrefix(imp, "shelf")
 	switch {
 	case dir == "domain" || strings.HasPrefix(dir, "domain/"):
-		if !isStdlib && imp != "shelf/domain" && !strings.HasPrefix(imp, "shelf/domain/") && !strings.HasPrefix(imp, "golang.org/x/text/") {
-			return "domain may import only the standard library (and golang.org/x/text)"
+		if !isStdlib && imp != "shelf/domain" && !strings.HasPrefix(imp, "shelf/domain/") && !strings.HasPrefix(imp, "golang.org/x/text/") && imp != "golang.org/x/net/idna" {
+			return "domain may import only the standard library (and golang.org/x/text, golang.org/x/net/idna)"
 		}
 		if imp == "net/http" {
 			return "domain knows nothing of HTTP"
@@ -230,6 +231,7 @@ func TestDependencyRuleCatchesViolations(t *testing.T) {
 		{"domain", "context"},
 		{"domain/accounts", "shelf/domain"},
 		{"domain/library", "golang.org/x/text/unicode/norm"},
+		{"domain", "golang.org/x/net/idna"},
 		{"repository", "shelf/domain/library"},
 		{"internal/app", "shelf/domain/groups"},
 		{"domain/lifecycle", "shelf/domain"},

@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/net/idna"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
@@ -291,7 +292,28 @@ func NormalizeEmail(s string) (display, key string, fe *FieldError) {
 	if !strings.Contains(domainPart, ".") || strings.HasSuffix(domainPart, ".") || strings.HasPrefix(domainPart, ".") {
 		return "", "", &FieldError{Field: "email", Code: "format", Message: "must have a domain such as example.org"}
 	}
-	return display, norm.NFKC.String(foldCase(display)), nil
+	return display, norm.NFKC.String(foldCase(display[:at+1] + oneSpelling(dots.Replace(domainPart)))), nil
+}
+
+// dots are IDNA's full stops (UTS #46: U+3002, U+FF0E, U+FF61), which
+// mail software reads as the dots of a domain: a key reads them as dots
+// (an address is still written with one ASCII dot at least).
+var dots = strings.NewReplacer("。", ".", "．", ".", "｡", ".")
+
+// oneSpelling is a domain with its punycode labels (xn--…) decoded to
+// Unicode (IDNA's raw punycode, golang.org/x/net/idna): a domain written
+// either way is one mailbox's, so one key (U1,
+// TestOneMailboxIsOneKeyHoweverItsDomainIsWritten). A domain that does
+// not decode is kept as written.
+func oneSpelling(domain string) string {
+	if !strings.Contains(strings.ToLower(domain), "xn--") {
+		return domain
+	}
+	u, err := idna.Punycode.ToUnicode(strings.ToLower(domain))
+	if err != nil {
+		return domain
+	}
+	return u
 }
 
 // CheckPassword applies the password rules: 8-128 characters, not the

@@ -311,3 +311,37 @@ func TestSessionIDs(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestOneMailboxIsOneKeyHoweverItsDomainIsWritten: a domain has two
+// spellings, its Unicode labels and their punycode (xn--…), and the
+// dots of a domain may be written as IDNA's other full stops (U+3002,
+// U+FF0E, U+FF61), which mail software reads as dots (one ASCII dot is
+// still asked for). Each spelling was
+// a key of its own (U1 keys the text as written), so two accounts could
+// each hold one spelling of one mailbox. A key now decodes the domain's
+// punycode labels and reads its full stops as dots; a label that is not
+// valid punycode stays as written. Every key is its own key.
+func TestOneMailboxIsOneKeyHoweverItsDomainIsWritten(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, key string }{
+		{"a@bücher.de", "a@bücher.de"},
+		{"a@xn--bcher-kva.de", "a@bücher.de"},
+		{"A@XN--BCHER-KVA.DE", "a@bücher.de"},
+		{"a@mail.xn--bcher-kva.de", "a@mail.bücher.de"},
+		{"bob@ex\u3002ample.org", "bob@ex.ample.org"},
+		{"bob@mail.example\u3002org", "bob@mail.example.org"},
+		{"bob@mail.example\uff0eorg", "bob@mail.example.org"}, // NFKC's dot already
+		{"bob@mail.example\uff61org", "bob@mail.example.org"},
+		{"bob@xn--zz.example.org", "bob@xn--zz.example.org"},       // not punycode: as written
+		{"xn--bcher-kva@example.org", "xn--bcher-kva@example.org"}, // the local part is not a domain
+	} {
+		_, key, fe := NormalizeEmail(c.in)
+		if fe != nil || key != c.key {
+			t.Errorf("%q: key %q (%v), want %q", c.in, key, fe, c.key)
+			continue
+		}
+		if _, again, _ := NormalizeEmail(key); again != key {
+			t.Errorf("%q: key %q is not its own key (%q)", c.in, key, again)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -201,5 +202,30 @@ func revertsHome(t *testing.T, m *mailWorld, home, elsewhere string) {
 	}
 	if got := m.box.sentTo("reset", home); got != 1 {
 		t.Errorf("her revert mailed %d reset links to %s, want 1", got, home)
+	}
+}
+
+// TestOneMailboxWrittenTwoWaysIsTaken: ann signs up with her address's
+// domain in Unicode; another signup with the same mailbox written in
+// punycode (xn--bcher-kva.de), or with an ideographic full stop for a
+// dot, was a key of its own and took a second account for her mailbox
+// (U1), its verification mailed to her. Both are refused as taken, and a
+// login by either spelling finds her account.
+func TestOneMailboxWrittenTwoWaysIsTaken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld()
+	if err := w.signup("ann", "ann@mail.bücher.de"); err != nil {
+		t.Fatal(err)
+	}
+	for i, other := range []string{"ann@mail.xn--bcher-kva.de", "ann@mail\u3002bücher.de"} {
+		err := w.signup(fmt.Sprintf("other%d", i), other)
+		var de *domain.Error
+		if !errors.As(err, &de) || de.Kind != domain.ErrConflict || len(de.Fields) != 1 || de.Fields[0].Field != "email" || de.Fields[0].Code != "taken" {
+			t.Errorf("a signup with %q: %v, want the email taken", other, err)
+		}
+		if r, err := w.svc.Login(ctx, other, password, accounts.Client{}); err != nil || r.Token == "" {
+			t.Errorf("ann's login by %q: %v", other, err)
+		}
 	}
 }
