@@ -33,7 +33,7 @@ func (s *Service) RebuildLibrary(ctx context.Context, p domain.Principal, princi
 }
 
 // rebuilt is a rebuild this pass of the worker ran to its end: when it
-// began, by this process's clock, and the items it counted.
+// began, by the pass's clock (passClock), and the items it counted.
 type rebuilt struct {
 	began time.Time
 	total int
@@ -58,16 +58,17 @@ func (r rebuilt) covers(e jobs.Entry) bool {
 func (s *Service) workQueue(ctx context.Context) (Report, error) {
 	var r Report
 	var errs []error
-	done := map[string]rebuilt{}
-	err := s.st.Queue.InProgress(ctx, func(e jobs.Entry, _ time.Time) error {
+	done := rebuilds{clock: passClock{own: s.cfg.Now}, of: map[string]rebuilt{}}
+	err := s.st.Queue.InProgress(ctx, func(e jobs.Entry, pass time.Time) error {
 		defer r.found(e.At)()
+		done.clock.read(pass)
 		if e.Kind != jobs.KindRebuild {
 			r.Problems = append(r.Problems, "job "+e.JobID+" of kind "+string(e.Kind)+": not one this version runs")
 			return nil
 		}
 		ran, err := s.underLease(ctx, e.Job(), func(l *jobs.Lease) error {
 			if l.Job().FinishedAt.IsZero() {
-				if err := s.rebuildOnce(ctx, e, newProgress(l), done); err != nil {
+				if err := s.rebuildOnce(ctx, e, newProgress(l), &done); err != nil {
 					return err
 				}
 				if err := l.Finish(ctx); err != nil {
@@ -90,18 +91,25 @@ func (s *Service) workQueue(ctx context.Context) (Report, error) {
 	return r, errors.Join(append(errs, err)...)
 }
 
-// rebuildOnce runs the rebuild e asks for, unless one this pass ran (done,
-// by library) covers it: then it only reports that one's count.
-func (s *Service) rebuildOnce(ctx context.Context, e jobs.Entry, p *progress, done map[string]rebuilt) error {
-	if r, ok := done[e.Subject]; ok && r.covers(e) {
+// rebuilds are the rebuilds one pass ran to their end, by library, on the
+// pass's clock.
+type rebuilds struct {
+	clock passClock
+	of    map[string]rebuilt
+}
+
+// rebuildOnce runs the rebuild e asks for, unless one this pass ran (done)
+// covers it: then it only reports that one's count.
+func (s *Service) rebuildOnce(ctx context.Context, e jobs.Entry, p *progress, done *rebuilds) error {
+	if r, ok := done.of[e.Subject]; ok && r.covers(e) {
 		p.done, p.total = r.total, r.total
 		return p.enter(ctx, "rows")
 	}
-	began := s.cfg.Now()
+	began := done.clock.now()
 	if err := s.rebuild(ctx, e.Subject, p); err != nil {
 		return err
 	}
-	done[e.Subject] = rebuilt{began: began, total: p.total}
+	done.of[e.Subject] = rebuilt{began: began, total: p.total}
 	return nil
 }
 

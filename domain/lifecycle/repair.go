@@ -77,7 +77,7 @@ func (r *Report) found(at time.Time) (done func()) {
 func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, error) {
 	var r Report
 	var errs []error
-	swept := sweeps{}
+	swept := newSweeps(s.cfg.Now)
 	err := s.st.Deletions.InProgress(ctx, func(d accounts.DeletionEntry, pass time.Time) error {
 		u, err := s.accounts.AccountSerial(ctx, d.UserID)
 		e := entryFound{what: "deletion", id: d.UserID, at: d.At, pass: pass, readErr: err,
@@ -86,7 +86,7 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 		if err == nil && (u.Status == domain.StatusDeleting || u.Status == domain.StatusDeleted) {
 			e.status = string(u.Status)
 			e.ofIt = func() bool { return d.Of(*u.Deletion) }
-			e.finish = swept.finish(s.cfg.Now, d.UserID, d.At, e.ofIt, func() (bool, error) { return s.finishDeletionJob(ctx, u) })
+			e.finish = swept.finish(pass, d.UserID, d.At, e.ofIt, func() (bool, error) { return s.finishDeletionJob(ctx, u) })
 		}
 		errs = append(errs, s.repairEntry(ctx, &r, dryRun, e))
 		return nil
@@ -103,7 +103,7 @@ func (s *Service) RepairDeletions(ctx context.Context, dryRun bool) (Report, err
 func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, error) {
 	var r Report
 	var errs []error
-	swept := sweeps{}
+	swept := newSweeps(s.cfg.Now)
 	err := s.st.Closings.InProgress(ctx, func(c groups.ClosingEntry, pass time.Time) error {
 		gr, err := s.groups.GetSerial(ctx, c.GroupID)
 		e := entryFound{what: "closing", id: c.GroupID, at: c.At, pass: pass, readErr: err,
@@ -112,7 +112,7 @@ func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, erro
 		if err == nil && gr.ClosingOrClosed() {
 			e.status = string(gr.Status)
 			e.ofIt = func() bool { return c.Of(gr) }
-			e.finish = swept.finish(s.cfg.Now, c.GroupID, c.At, e.ofIt, func() (bool, error) { return s.finishClosingJob(ctx, gr) })
+			e.finish = swept.finish(pass, c.GroupID, c.At, e.ofIt, func() (bool, error) { return s.finishClosingJob(ctx, gr) })
 		}
 		errs = append(errs, s.repairEntry(ctx, &r, dryRun, e))
 		return nil
@@ -122,30 +122,72 @@ func (s *Service) RepairClosings(ctx context.Context, dryRun bool) (Report, erro
 
 // sweeps is one repair pass's record of the operations it finished to
 // their end (by the account's or group's id), each with when its finish
-// began by this process's clock. A repeat of a finished deletion or
+// began by the pass's clock (passClock). A repeat of a finished deletion or
 // closing (an admin's, or the closer's) writes an entry of its own, so
 // the steps are swept again; one asked before a sweep this pass ran
 // began, by any process's clock (domain.ClockSkew apart at most), is done
 // by it: a session, a stolen one too, repeating from many addresses
 // (each limited on its own) costs the worker one sweep a pass, not one a
 // request (TestRepeatsAskedBeforeASweepBeganAreDoneByIt).
-type sweeps map[string]time.Time
+type sweeps struct {
+	clock passClock
+	began map[string]time.Time
+}
 
-// finish is the finish of an entry asked at, of the operation on id:
-// run (under the job's lease), or nothing where a sweep of id covers it.
-// The entry of the attempt that began the operation (ofIt) always runs.
-func (sw sweeps) finish(now func() time.Time, id string, at time.Time, ofIt func() bool, run func() (bool, error)) func() (bool, error) {
-	if began, ok := sw[id]; ok && at.Add(domain.ClockSkew).Before(began) && !ofIt() {
+// newSweeps is a pass's record of its sweeps, on this process's clock.
+func newSweeps(now func() time.Time) *sweeps {
+	return &sweeps{clock: passClock{own: now}, began: map[string]time.Time{}}
+}
+
+// finish is the finish of an entry asked at, of the operation on id, read
+// by the pass whose clock is pass: run (under the job's lease), or nothing
+// where a sweep of id covers it. The entry of the attempt that began the
+// operation (ofIt) always runs.
+func (sw *sweeps) finish(pass time.Time, id string, at time.Time, ofIt func() bool, run func() (bool, error)) func() (bool, error) {
+	sw.clock.read(pass)
+	if began, ok := sw.began[id]; ok && at.Add(domain.ClockSkew).Before(began) && !ofIt() {
 		return func() (bool, error) { return true, nil }
 	}
 	return func() (bool, error) {
-		began := now()
+		began := sw.clock.now()
 		ran, err := run()
 		if ran && err == nil {
-			sw[id] = began
+			sw.began[id] = began
 		}
 		return ran, err
 	}
+}
+
+// passClock is a pass's clock for when a sweep or a rebuild began, which
+// ends the entries asked more than domain.ClockSkew before it: the earlier
+// of this process's clock and the pass's (the node's, read before any
+// entry), carried on by the time this process saw go by since it first
+// saw the pass's (decision 76). The index is read a partition at a time,
+// each when the pass reaches it, so the pass may read an entry asked
+// while an earlier entry's sweep ran: judged by a clock ahead alone, that
+// sweep began long after it, and the entry was ended with no sweep ever
+// begun after it was asked
+// (TestAWorkerAheadEndsNoRepeatAskedAfterItsSweepBegan).
+type passClock struct {
+	own        func() time.Time
+	pass, seen time.Time
+}
+
+// read takes the pass's clock as an entry gives it; the first one counts.
+func (c *passClock) read(pass time.Time) {
+	if c.seen.IsZero() {
+		c.pass, c.seen = pass, c.own()
+	}
+}
+
+// now is the pass's now: never ahead of the node's, as far as this
+// process can tell.
+func (c *passClock) now() time.Time {
+	own := c.own()
+	if c.seen.IsZero() {
+		return own
+	}
+	return domain.Behind(own, c.pass.Add(own.Sub(c.seen)))
 }
 
 // entryFound is an entry of an operation in progress (a deletion, a

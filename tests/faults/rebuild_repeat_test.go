@@ -17,10 +17,15 @@ import (
 type countedIndex struct {
 	library.EntryStore
 	counts int
+	// onCount, when set, is called at each count, once counted.
+	onCount func()
 }
 
 func (c *countedIndex) CountIndex(ctx context.Context, principalID string) (int, error) {
 	c.counts++
+	if c.onCount != nil {
+		c.onCount()
+	}
 	return c.EntryStore.CountIndex(ctx, principalID)
 }
 
