@@ -84,6 +84,14 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 			}
 			at = after(now, l.At)
 		}
+		if in.Until != nil && !in.Until.UTC().Truncate(time.Millisecond).After(at) {
+			// The start is after the last lift, whose time may be a
+			// clock's ahead of this one: an until checked against now
+			// alone would end the suspension before it began, and every
+			// record of it say so
+			// (TestASuspensionAfterALiftAheadNeverEndsBeforeItBegins).
+			return u, untilNotAfter(at)
+		}
 		s = domain.Suspension{UserID: u.ID, Username: u.Username, Reason: reason, SuspendedAt: at,
 			SuspendedBy: admin.ID, Bucket: BucketOf(at, m.cfg.BucketSize)}
 		if in.Until != nil {
@@ -186,6 +194,14 @@ func checkSuspend(in SuspendInput, now time.Time, admin, userID string) (string,
 		fes = append(fes, &domain.FieldError{Field: "userId", Code: "self", Message: "an admin cannot suspend themselves"})
 	}
 	return reason, domain.InvalidFields(fes...)
+}
+
+// untilNotAfter refuses an until no later than at, the start the
+// suspension would take.
+func untilNotAfter(at time.Time) error {
+	return domain.InvalidFields(&domain.FieldError{Field: "until", Code: "not_future",
+		Message: "must be after the suspension's start, " + at.UTC().Format("2006-01-02T15:04:05.000Z07:00") +
+			" (a millisecond after the account's last lift)"})
 }
 
 // changeAccount is the read -> decide -> compare-and-set loop of one

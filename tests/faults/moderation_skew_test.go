@@ -251,3 +251,58 @@ func TestAnAdminBehindLeavesNoSuspensionUnlifted(t *testing.T) {
 	}
 	checkModeration(t, "an admin 10 minutes behind suspends for 5 minutes", m)
 }
+
+// TestASuspensionAfterALiftAheadNeverEndsBeforeItBegins: an admin on a
+// process whose clock runs 2 seconds ahead lifts the member's suspension
+// (the lift's time is his clock's); another admin, on time, suspends the
+// member again until a second from now, in the future as he sent it. A
+// suspension begins a millisecond after the account's last event, so
+// that no two history entries share a key: this one began 2 seconds
+// ahead, after its own end. It answered 201 with an until before its
+// suspendedAt, and the account, its list row, its history and the
+// member's login said so ("suspended since 12:00:02 until 12:00:01").
+// An until no later than the start the suspension would take is refused
+// naming until, as a past one is, and nothing changes; one after it is
+// taken.
+func TestASuspensionAfterALiftAheadNeverEndsBeforeItBegins(t *testing.T) {
+	t.Parallel()
+	m := newModWorld(t)
+	ctx := context.Background()
+	if err := m.suspend(0); err != nil {
+		t.Fatal(err)
+	}
+	ahead := m.sweeperAhead(2 * time.Second)
+	if err := ahead.Unsuspend(ctx, m.admin, m.member.ID); err != nil {
+		t.Fatal(err)
+	}
+	before, err := m.store.Users().Get(ctx, m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.suspend(time.Second)
+	var de *domain.Error
+	if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "until" || de.Fields[0].Code != "not_future" {
+		u, _ := m.store.Users().Get(ctx, m.member.ID)
+		if u.Suspension != nil && !u.Suspension.Until.After(u.Suspension.SuspendedAt) {
+			t.Fatalf("a suspension answered %v, suspended at %v until %v: it ends before it begins", err, u.Suspension.SuspendedAt, u.Suspension.Until)
+		}
+		t.Fatalf("the suspension answered %v, want 400 naming until", err)
+	}
+	after, err := m.store.Users().Get(ctx, m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Status != domain.StatusActive || after.PasswordEpoch != before.PasswordEpoch {
+		t.Errorf("the refused suspension changed the account: %s, epoch %d (was %d)", after.Status, after.PasswordEpoch, before.PasswordEpoch)
+	}
+	if err := m.suspend(3 * time.Second); err != nil {
+		t.Fatalf("an until after the suspension's start: %v", err)
+	}
+	u, err := m.store.Users().Get(ctx, m.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := u.Suspension; s == nil || !s.Until.After(s.SuspendedAt) {
+		t.Errorf("the suspension taken: %+v", s)
+	}
+}
