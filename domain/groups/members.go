@@ -32,7 +32,12 @@ const maxGroupAttempts = 100
 // later rounds (docs/design/groups.md, "Who may make a manager"): a
 // manager may remove every other member and close the group, so a stolen
 // session alone must not make one. A repeat of a grant that landed (the
-// member a manager already) decides nothing and asks nothing.
+// member a manager already) decides nothing and asks nothing. The proof
+// (a password's hash behind the hasher's line) is asked with no turn at
+// the group held: the first decision that grants stops the change, which
+// leaves its turn, and the change runs again once the proof answered, so
+// the group's other changes never wait in line for it
+// (TestAGrantsProofHoldsNoTurnFromTheGroupsOtherChanges).
 func (g *Service) SetMember(ctx context.Context, p domain.Principal, groupID, userID, role string, grant GrantCheck) (m Member, added bool, err error) {
 	if p.Anonymous() {
 		return Member{}, false, domain.ErrNoSession
@@ -41,10 +46,13 @@ func (g *Service) SetMember(ctx context.Context, p domain.Principal, groupID, us
 		return Member{}, false, domain.Invalid("The role is not valid.",
 			domain.FieldError{Field: "role", Code: "oneof", Message: "must be one of: member manager"})
 	}
-	set := setMember{caller: p.UserID, userID: userID, role: role, validUser: domain.ValidID(userID, domain.UserIDPrefix), grant: once(grant)}
-	err = g.change(ctx, "set", groupID, mayWrite(p.UserID, false), func(ctx context.Context, gr Group) (*Group, error) {
-		return g.decideSet(ctx, gr, &set)
-	})
+	set := setMember{caller: p.UserID, userID: userID, role: role, validUser: domain.ValidID(userID, domain.UserIDPrefix), grant: grant}
+	decide := func(ctx context.Context, gr Group) (*Group, error) { return g.decideSet(ctx, gr, &set) }
+	err = g.change(ctx, "set", groupID, mayWrite(p.UserID, false), decide)
+	if errors.Is(err, errProveFirst) {
+		set.prove(ctx)
+		err = g.change(ctx, "set", groupID, mayWrite(p.UserID, false), decide)
+	}
 	if err != nil {
 		return Member{}, false, err
 	}
@@ -62,7 +70,7 @@ func (g *Service) Promote(ctx context.Context, p domain.Principal, groupID, user
 	if p.Anonymous() {
 		return domain.ErrNoSession
 	}
-	set := setMember{caller: p.UserID, userID: userID, role: RoleManager, validUser: domain.ValidID(userID, domain.UserIDPrefix), roleOnly: true, grant: once(nil)}
+	set := setMember{caller: p.UserID, userID: userID, role: RoleManager, validUser: domain.ValidID(userID, domain.UserIDPrefix), roleOnly: true, asked: true}
 	return g.change(ctx, "set", groupID, mayWrite(p.UserID, false), func(ctx context.Context, gr Group) (*Group, error) {
 		return g.decideSet(ctx, gr, &set)
 	})
@@ -74,8 +82,38 @@ type setMember struct {
 	validUser            bool
 	roleOnly             bool // Promote: a role change only, never an add
 	grant                GrantCheck
-	userChecked          bool // the account was found visible (checked once: an add of an account deleted since is taken back as it finishes)
-	added                bool // the decision made the user a new member
+	asked                bool  // grant was asked (or there is none to ask)
+	verdict              error // grant's answer, for every later round
+	userChecked          bool  // the account was found visible (checked once: an add of an account deleted since is taken back as it finishes)
+	added                bool  // the decision made the user a new member
+}
+
+// errProveFirst stops a change whose decision grants the manager role
+// before its proof was asked: SetMember asks it with no turn held
+// (prove), then runs the change again. Not a refusal (*domain.Error), so
+// the change returns it at once, writing nothing.
+var errProveFirst = errors.New("groups: the grant's proof is asked first")
+
+// granted answers a decision that makes someone a manager: the proof's
+// verdict once asked, errProveFirst before.
+func (set *setMember) granted() error {
+	if !set.asked {
+		return errProveFirst
+	}
+	return set.verdict
+}
+
+// prove asks the grant's proof, at most once a request: its verdict
+// answers every later round of the change, so one request counts one
+// proof (a code used once, one try against the password's throttle).
+func (set *setMember) prove(ctx context.Context) {
+	if set.asked {
+		return
+	}
+	set.asked = true
+	if set.grant != nil {
+		set.verdict = set.grant(ctx)
+	}
 }
 
 // decideSet decides a SetMember on the group as read: the group with the
@@ -115,7 +153,7 @@ func (g *Service) decideSet(ctx context.Context, gr Group, set *setMember) (*Gro
 		case targetRole == set.role:
 			return nil, nil
 		case set.role == RoleManager:
-			if err := set.grant(ctx); err != nil {
+			if err := set.granted(); err != nil {
 				return nil, err
 			}
 			next.ManagerCount++
@@ -136,7 +174,7 @@ func (g *Service) decideSet(ctx context.Context, gr Group, set *setMember) (*Gro
 		return nil, errGroupFull
 	}
 	if set.role == RoleManager {
-		if err := set.grant(ctx); err != nil {
+		if err := set.granted(); err != nil {
 			return nil, err
 		}
 		next.ManagerCount++
@@ -150,23 +188,6 @@ func (g *Service) decideSet(ctx context.Context, gr Group, set *setMember) (*Gro
 // caller's own proof of owning the account: lifecycle.SetMember); nil
 // asks nothing.
 type GrantCheck func(ctx context.Context) error
-
-// once returns check asked at most once: its verdict answers every later
-// round of the change, so one request counts one proof (a code used
-// once, one try against the password's throttle).
-func once(check GrantCheck) GrantCheck {
-	if check == nil {
-		return func(context.Context) error { return nil }
-	}
-	var verdict error
-	asked := false
-	return func(ctx context.Context) error {
-		if !asked {
-			verdict, asked = check(ctx), true
-		}
-		return verdict
-	}
-}
 
 // RemoveMember takes a user out of a group: a manager may remove anyone,
 // a member only themself. The last manager cannot leave (last_manager), so

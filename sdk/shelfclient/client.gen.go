@@ -2732,7 +2732,9 @@ type ClientInterface interface {
 	// ended. Changes of one group through one API process take turns; a
 	// change that loses the group's compare-and-set 100 times is answered
 	// 409 `concurrent_change`. Making a manager adds the proof (throttled,
-	// one argon2id verification, a read of the factors); a request that
+	// one argon2id verification, a read of the factors), asked with no
+	// turn at the group held, and then the group and the memberships
+	// read again; a request that
 	// carries `currentPassword` is rate-limited per client address (429
 	// `rate_limited` with `Retry-After`), others are not.
 	//
@@ -2776,7 +2778,9 @@ type ClientInterface interface {
 	// ended. Changes of one group through one API process take turns; a
 	// change that loses the group's compare-and-set 100 times is answered
 	// 409 `concurrent_change`. Making a manager adds the proof (throttled,
-	// one argon2id verification, a read of the factors); a request that
+	// one argon2id verification, a read of the factors), asked with no
+	// turn at the group held, and then the group and the memberships
+	// read again; a request that
 	// carries `currentPassword` is rate-limited per client address (429
 	// `rate_limited` with `Retry-After`), others are not.
 	//
@@ -5575,7 +5579,9 @@ func (c *Client) RemoveGroupMember(ctx context.Context, id GroupId, userId Membe
 // ended. Changes of one group through one API process take turns; a
 // change that loses the group's compare-and-set 100 times is answered
 // 409 `concurrent_change`. Making a manager adds the proof (throttled,
-// one argon2id verification, a read of the factors); a request that
+// one argon2id verification, a read of the factors), asked with no
+// turn at the group held, and then the group and the memberships
+// read again; a request that
 // carries `currentPassword` is rate-limited per client address (429
 // `rate_limited` with `Retry-After`), others are not.
 //
@@ -5629,7 +5635,9 @@ func (c *Client) SetGroupMemberWithBody(ctx context.Context, id GroupId, userId 
 // ended. Changes of one group through one API process take turns; a
 // change that loses the group's compare-and-set 100 times is answered
 // 409 `concurrent_change`. Making a manager adds the proof (throttled,
-// one argon2id verification, a read of the factors); a request that
+// one argon2id verification, a read of the factors), asked with no
+// turn at the group held, and then the group and the memberships
+// read again; a request that
 // carries `currentPassword` is rate-limited per client address (429
 // `rate_limited` with `Retry-After`), others are not.
 //
@@ -11636,7 +11644,9 @@ type ClientWithResponsesInterface interface {
 	// ended. Changes of one group through one API process take turns; a
 	// change that loses the group's compare-and-set 100 times is answered
 	// 409 `concurrent_change`. Making a manager adds the proof (throttled,
-	// one argon2id verification, a read of the factors); a request that
+	// one argon2id verification, a read of the factors), asked with no
+	// turn at the group held, and then the group and the memberships
+	// read again; a request that
 	// carries `currentPassword` is rate-limited per client address (429
 	// `rate_limited` with `Retry-After`), others are not.
 	//
@@ -11680,7 +11690,9 @@ type ClientWithResponsesInterface interface {
 	// ended. Changes of one group through one API process take turns; a
 	// change that loses the group's compare-and-set 100 times is answered
 	// 409 `concurrent_change`. Making a manager adds the proof (throttled,
-	// one argon2id verification, a read of the factors); a request that
+	// one argon2id verification, a read of the factors), asked with no
+	// turn at the group held, and then the group and the memberships
+	// read again; a request that
 	// carries `currentPassword` is rate-limited per client address (429
 	// `rate_limited` with `Retry-After`), others are not.
 	//
@@ -23602,7 +23614,9 @@ func (c *ClientWithResponses) RemoveGroupMemberWithResponse(ctx context.Context,
 // ended. Changes of one group through one API process take turns; a
 // change that loses the group's compare-and-set 100 times is answered
 // 409 `concurrent_change`. Making a manager adds the proof (throttled,
-// one argon2id verification, a read of the factors); a request that
+// one argon2id verification, a read of the factors), asked with no
+// turn at the group held, and then the group and the memberships
+// read again; a request that
 // carries `currentPassword` is rate-limited per client address (429
 // `rate_limited` with `Retry-After`), others are not.
 //
@@ -23652,7 +23666,9 @@ func (c *ClientWithResponses) SetGroupMemberWithBodyWithResponse(ctx context.Con
 // ended. Changes of one group through one API process take turns; a
 // change that loses the group's compare-and-set 100 times is answered
 // 409 `concurrent_change`. Making a manager adds the proof (throttled,
-// one argon2id verification, a read of the factors); a request that
+// one argon2id verification, a read of the factors), asked with no
+// turn at the group held, and then the group and the memberships
+// read again; a request that
 // carries `currentPassword` is rate-limited per client address (429
 // `rate_limited` with `Retry-After`), others are not.
 //

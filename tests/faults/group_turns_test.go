@@ -125,3 +125,65 @@ func (g *groupWorld) signupUser(t *testing.T, name string) domain.User {
 	}
 	return g.world.created[len(g.world.created)-1]
 }
+
+// TestAGrantsProofHoldsNoTurnFromTheGroupsOtherChanges: making a manager
+// asks the caller's proof, a password's argon2id verification behind the
+// hasher's line, and asked inside the change's decision it held this
+// process's turn at the group all that while. A queue that moves is
+// waited in however long, so a stolen manager session sending grants with
+// wrong passwords (each limited per address, but a burst passes the
+// throttle's look at once and hashes) kept the managers' changes of the
+// group in line, one hash after another, past their timeout. The proof is
+// asked with no turn held: a change that comes while it is being checked
+// goes ahead at once, and the grant then decides again, asking nothing
+// more.
+func TestAGrantsProofHoldsNoTurnFromTheGroupsOtherChanges(t *testing.T) {
+	t.Parallel()
+	g := newGroupWorld(t)
+	// Patience as the api's or longer: nobody gives up waiting in line.
+	g.grp = groups.New(groups.Config{ClaimLease: lease, Now: g.store.Now, TurnWait: time.Minute, Closings: g.store.Closings(), Changes: g.store.GroupChanges()},
+		g.svc, g.store.Users(), g.store.Claims(), groupRows(g.store), g.store.GroupMembers(), nopLog{})
+	ctx := context.Background()
+	proving, release := make(chan struct{}), make(chan struct{})
+	asked := 0
+	proof := func(context.Context) error {
+		asked++
+		close(proving)
+		<-release // the hasher's line
+		return nil
+	}
+	granted := make(chan error, 1)
+	go func() {
+		_, _, err := g.grp.SetMember(ctx, as(g.owner), g.group, g.friend.ID, groups.RoleManager, proof)
+		granted <- err
+	}()
+	<-proving
+	added := make(chan error, 1)
+	go func() { added <- g.set(g.owner, g.other, groups.RoleMember) }()
+	var addErr error
+	waited := false
+	select {
+	case addErr = <-added:
+	case <-time.After(2 * time.Second):
+		waited = true
+	}
+	close(release)
+	grantErr := <-granted
+	if waited {
+		addErr = <-added
+		t.Error("the add waited in line for the grant's proof to be checked")
+	}
+	if grantErr != nil {
+		t.Fatalf("the grant: %v", grantErr)
+	}
+	if addErr != nil {
+		t.Fatalf("the add while the grant's proof was checked: %v", addErr)
+	}
+	gr, err := g.grp.GetSerial(ctx, g.group)
+	if err != nil || gr.MemberCount != 3 || gr.ManagerCount != 2 || gr.Pending != nil {
+		t.Fatalf("the group counts %d members, %d managers, pending %+v (%v), want 3, 2, none", gr.MemberCount, gr.ManagerCount, gr.Pending, err)
+	}
+	if asked != 1 {
+		t.Errorf("the proof was asked %d times, want once", asked)
+	}
+}
