@@ -288,11 +288,14 @@ func NormalizeEmail(s string) (display, key string, fe *FieldError) {
 	if err != nil || addr.Address != display || at < 1 {
 		return "", "", &FieldError{Field: "email", Code: "format", Message: "must be an email address such as name@example.org"}
 	}
-	domainPart := display[at+1:]
-	if !strings.Contains(domainPart, ".") || strings.HasSuffix(domainPart, ".") || strings.HasPrefix(domainPart, ".") {
+	// The domain's labels are counted as the key reads them: a full stop
+	// at either end, or beside another dot, leaves an empty label as an
+	// ASCII dot there would (TestAFullStopLeavesNoDomainAnEmptyLabel).
+	domainPart := dots.Replace(display[at+1:])
+	if !strings.Contains(display[at+1:], ".") || strings.HasSuffix(domainPart, ".") || strings.HasPrefix(domainPart, ".") || strings.Contains(domainPart, "..") {
 		return "", "", &FieldError{Field: "email", Code: "format", Message: "must have a domain such as example.org"}
 	}
-	return display, norm.NFKC.String(foldCase(display[:at+1] + oneSpelling(dots.Replace(domainPart)))), nil
+	return display, norm.NFKC.String(foldCase(display[:at+1] + oneSpelling(domainPart))), nil
 }
 
 // dots are IDNA's full stops (UTS #46: U+3002, U+FF0E, U+FF61), which

@@ -345,3 +345,26 @@ func TestOneMailboxIsOneKeyHoweverItsDomainIsWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestAFullStopLeavesNoDomainAnEmptyLabel: an ideographic full stop
+// (U+3002, or U+FF61, which NFKC makes one) at either end of a domain, or
+// beside another dot, passed the check of the ASCII dots and was read as
+// a dot in the key only: a@example.org。 took the key a@example.org.,
+// which is not a@example.org's though mail software reads both as one
+// mailbox (a second account for it, U1), and which is not its own key
+// (an address refused as written). It is refused as an ASCII dot there
+// is: 400 naming email.
+func TestAFullStopLeavesNoDomainAnEmptyLabel(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		"a@example.org\u3002",
+		"a@example.org\uff61",
+		"a@\u3002example.org",
+		"a@ex\u3002\u3002ample.org",
+		"a@ex.\u3002ample.org",
+	} {
+		if _, key, fe := NormalizeEmail(in); fe == nil || fe.Field != "email" || fe.Code != "format" {
+			t.Errorf("%q: key %q (%v), want refused as format", in, key, fe)
+		}
+	}
+}
