@@ -306,15 +306,27 @@ var dots = strings.NewReplacer("。", ".", "．", ".", "｡", ".")
 // oneSpelling is a domain with its punycode labels (xn--…) decoded to
 // Unicode (IDNA's raw punycode, golang.org/x/net/idna): a domain written
 // either way is one mailbox's, so one key (U1,
-// TestOneMailboxIsOneKeyHoweverItsDomainIsWritten). A domain that does
-// not decode is kept as written.
+// TestOneMailboxIsOneKeyHoweverItsDomainIsWritten). Each label decodes
+// on its own, and a label that does not decode is kept as written, the
+// others decoded still (TestALabelThatDoesNotDecodeLeavesTheOthersDecoded).
 func oneSpelling(domain string) string {
-	if !strings.Contains(strings.ToLower(domain), "xn--") {
-		return domain
+	labels := strings.Split(domain, ".")
+	for i, label := range labels {
+		labels[i] = decodedLabel(label)
 	}
-	u, err := idna.Punycode.ToUnicode(strings.ToLower(domain))
+	return strings.Join(labels, ".")
+}
+
+// decodedLabel is one label of a domain in Unicode when it is punycode,
+// else the label as written.
+func decodedLabel(label string) string {
+	lower := strings.ToLower(label)
+	if !strings.HasPrefix(lower, "xn--") {
+		return label
+	}
+	u, err := idna.Punycode.ToUnicode(lower)
 	if err != nil {
-		return domain
+		return label
 	}
 	return u
 }

@@ -368,3 +368,22 @@ func TestAFullStopLeavesNoDomainAnEmptyLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestALabelThatDoesNotDecodeLeavesTheOthersDecoded: the domain's
+// punycode was decoded whole or not at all, so one label that is not
+// punycode (xn--zz, a name its domain's owner may give a host) kept the
+// others as written: a@xn--bcher-kva.xn--zz.de and a@bücher.xn--zz.de,
+// one mailbox, were two keys (U1). Each label decodes on its own.
+func TestALabelThatDoesNotDecodeLeavesTheOthersDecoded(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, key string }{
+		{"a@xn--bcher-kva.xn--zz.de", "a@bücher.xn--zz.de"},
+		{"a@xn--zz.xn--bcher-kva.de", "a@xn--zz.bücher.de"},
+		{"a@bücher.xn--zz.de", "a@bücher.xn--zz.de"},
+		{"a@XN--ZZ.Xn--Bcher-kva.de", "a@xn--zz.bücher.de"},
+	} {
+		if _, key, fe := NormalizeEmail(c.in); fe != nil || key != c.key {
+			t.Errorf("%q: key %q (%v), want %q", c.in, key, fe, c.key)
+		}
+	}
+}
