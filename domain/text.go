@@ -295,7 +295,7 @@ func NormalizeEmail(s string) (display, key string, fe *FieldError) {
 	if !strings.Contains(display[at+1:], ".") || strings.HasSuffix(domainPart, ".") || strings.HasPrefix(domainPart, ".") || strings.Contains(domainPart, "..") {
 		return "", "", &FieldError{Field: "email", Code: "format", Message: "must have a domain such as example.org"}
 	}
-	return display, norm.NFKC.String(foldCase(display[:at+1] + oneSpelling(domainPart))), nil
+	return display, norm.NFKC.String(foldCase(norm.NFKC.String(display[:at+1] + oneSpelling(domainPart)))), nil
 }
 
 // dots are IDNA's full stops (UTS #46: U+3002, U+FF0E, U+FF61), which
@@ -318,7 +318,12 @@ func oneSpelling(domain string) string {
 }
 
 // decodedLabel is one label of a domain in Unicode when it is punycode,
-// else the label as written.
+// else the label as written. Punycode may encode any characters, and
+// the key reads what it decodes to as it reads text (NFKC, case folded,
+// NFKC): a label that would then hold a dot or an at, a character an
+// address may not hold, nothing, or a punycode prefix of its own, would
+// make a key that reads as another address or as none, so it is kept as
+// written (TestWhatPunycodeDecodesToIsReadAsTheKeyReadsText).
 func decodedLabel(label string) string {
 	lower := strings.ToLower(label)
 	if !strings.HasPrefix(lower, "xn--") {
@@ -326,6 +331,16 @@ func decodedLabel(label string) string {
 	}
 	u, err := idna.Punycode.ToUnicode(lower)
 	if err != nil {
+		return label
+	}
+	read := norm.NFKC.String(foldCase(norm.NFKC.String(u)))
+	if read == "" || strings.HasPrefix(read, "xn--") || strings.ContainsAny(read, "."+Ats+"。．｡") {
+		return label
+	}
+	if i, _ := invisibleAt(read, false, false); i >= 0 {
+		return label
+	}
+	if addr, err := mail.ParseAddress("a@" + read + ".org"); err != nil || addr.Address != "a@"+read+".org" {
 		return label
 	}
 	return u

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 func TestNormalizeUsername(t *testing.T) {
@@ -384,6 +386,46 @@ func TestALabelThatDoesNotDecodeLeavesTheOthersDecoded(t *testing.T) {
 	} {
 		if _, key, fe := NormalizeEmail(c.in); fe != nil || key != c.key {
 			t.Errorf("%q: key %q (%v), want %q", c.in, key, fe, c.key)
+		}
+	}
+}
+
+// TestWhatPunycodeDecodesToIsReadAsTheKeyReadsText: punycode may encode
+// any characters, and a label's decoding went into the key unchecked and
+// not made NFKC before its case was folded, where the text of an address
+// is: a@xn--ello-k97a.de (ℌello) took the key a@Hello.de, not the key of
+// a@ℌello.de (a@hello.de), and a label decoding to a full stop, an at, a
+// space, nothing, or to a fullwidth xn--, made a key that reads as
+// another address or as none. Such keys were not their own keys (U1: a
+// login or a look-up by the key finds another account or is refused). A
+// decoded label is now read as the key reads text, and one that would
+// hold a dot, an at, a character an address may not hold, nothing, or a
+// punycode prefix is kept as written.
+func TestWhatPunycodeDecodesToIsReadAsTheKeyReadsText(t *testing.T) {
+	t.Parallel()
+	puny := func(label string) string {
+		ace, err := idna.Punycode.ToASCII(label)
+		if err != nil {
+			t.Fatalf("%q: %v", label, err)
+		}
+		return ace
+	}
+	for _, c := range []struct{ in, key string }{
+		{"a@" + puny("ℌello") + ".de", "a@hello.de"},
+		{"a@" + puny("a\u3002b") + ".org", "a@" + puny("a\u3002b") + ".org"},
+		{"a@" + puny("b\uff20c") + ".org", "a@" + puny("b\uff20c") + ".org"},
+		{"a@" + puny("b\u3000c") + ".org", "a@" + puny("b\u3000c") + ".org"},
+		{"a@" + puny("b\uff08c") + ".org", "a@" + puny("b\uff08c") + ".org"},
+		{"a@" + puny("b\u200bc") + ".org", "a@" + puny("b\u200bc") + ".org"},
+		{"a@" + puny("ｘｎ－－bcher-kva") + ".de", "a@" + puny("ｘｎ－－bcher-kva") + ".de"},
+		{"a@xn--.example.org", "a@xn--.example.org"},
+	} {
+		_, key, fe := NormalizeEmail(c.in)
+		if fe != nil || key != c.key {
+			t.Errorf("%q: key %q (%v), want %q", c.in, key, fe, c.key)
+		}
+		if _, again, fe := NormalizeEmail(c.key); fe != nil || again != c.key {
+			t.Errorf("%q: key %q is not its own key (%q, %v)", c.in, c.key, again, fe)
 		}
 	}
 }
