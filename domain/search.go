@@ -42,12 +42,26 @@ func FoldSearch(field, q string) (string, *FieldError) {
 	if n := utf8.RuneCountInString(q); n > MaxSearchQuery {
 		return "", &FieldError{Field: field, Code: "too_long", Message: "must be at most 254 characters"}
 	}
-	folded := norm.NFKC.String(foldCase(norm.NFKC.String(q)))
+	folded := norm.NFKC.String(foldCase(norm.NFKC.String(domainSpelled(norm.NFKC.String(q)))))
 	if utf8.RuneCountInString(folded) < MinSearchQuery {
 		return "", &FieldError{Field: field, Code: "too_short",
 			Message: "must be at least 3 characters (compared case-folded, in NFKC)"}
 	}
 	return folded, nil
+}
+
+// domainSpelled is a query (NFKC) with what follows its last at read as
+// an email key reads a domain (NormalizeEmail): IDNA's full stops as
+// dots, punycode labels decoded one by one, so a search by either
+// spelling of a domain asks for its key's grams
+// (TestASearchByEitherSpellingOfADomainFindsItsKey). A query with no at
+// may be a username or a local part, and is kept.
+func domainSpelled(q string) string {
+	at := strings.LastIndexByte(q, '@')
+	if at < 0 {
+		return q
+	}
+	return q[:at+1] + oneSpelling(dots.Replace(q[at+1:]))
 }
 
 // grams are s's distinct runs of SearchGram characters, in order.

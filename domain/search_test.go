@@ -118,3 +118,29 @@ func TestMatchesIsTheRowsOwnWord(t *testing.T) {
 		t.Error("a suspended account does not match")
 	}
 }
+
+// TestASearchByEitherSpellingOfADomainFindsItsKey: an email key decodes
+// its domain's punycode labels and reads IDNA's full stops as dots, and a
+// search was folded as the key was before, so an admin's search for
+// ann@xn--bcher-kva.de, or for @mail。example.org, asked for grams no key
+// holds and found nobody, though a login by either spelling finds the
+// account. What follows the query's at is now read as a key reads a
+// domain: its full stops as dots, its labels decoded one by one. A query
+// with no at may be a username (xn--bcher-kva is one) or a local part
+// (which keeps its full stops) and is folded as before.
+func TestASearchByEitherSpellingOfADomainFindsItsKey(t *testing.T) {
+	t.Parallel()
+	for q, want := range map[string]string{
+		"ann@xn--bcher-kva.de":     "ann@bücher.de",
+		"ANN@XN--BCHER-KVA.DE":     "ann@bücher.de",
+		"@xn--bcher-kva.de":        "@bücher.de",
+		"@mail\u3002example.org":   "@mail.example.org",
+		"x\u3002y":                 "x\u3002y",
+		"xn--bcher-kva":            "xn--bcher-kva",
+		"xn--bcher-kva@example.de": "xn--bcher-kva@example.de",
+	} {
+		if got, fe := FoldSearch("q", q); fe != nil || got != want {
+			t.Errorf("FoldSearch(%q) = %q, %v; want %q", q, got, fe, want)
+		}
+	}
+}
