@@ -12,8 +12,8 @@ import (
 // start (µs), its End one microsecond later, so a Begin landing after its
 // End stays ended; every key names its attempt, so no attempt's end
 // touches another's entry. A row is keyed by its day and its key alone
-// (the repository's by its start too), and InProgress reads the whole
-// index in one call, by day and key (the repository reads from a start
+// (the repository's by its start too), and InProgress reads it a day at
+// a time, by day and key (the repository reads from a start
 // that moves up to the oldest open entry, oldest first, and holds an entry
 // open long in a partition of its own: docs/design/jobs.md#index-start,
 // proven on Cassandra by repository's TestAttemptIndex* tests: the start
@@ -62,26 +62,64 @@ func (d dayIndex[E]) End(_ context.Context, e E) error {
 	return err
 }
 
-// InProgress calls fn with every live entry, by day and key, as one read,
-// and the store's clock at the read (the node's: the repository's pass
-// takes the earlier of it and its process's, and the store's processes
-// share its clock).
+// InProgress calls fn with every live entry, by day and key, a day at a
+// time up to the store clock's day at the pass's start, each day read
+// when the pass reaches it (as the repository reads a partition at a
+// time, through the day of its clock at the start): an entry begun on a
+// later day up to that one while fn runs for an earlier day is read in
+// the same pass, one begun on a day already read waits for the next. The
+// clock given is the store's at the first read (the node's: the
+// repository's pass takes the earlier of it and its process's, read once
+// before any entry, and the store's processes share its clock).
 func (d dayIndex[E]) InProgress(_ context.Context, fn func(E, time.Time) error) error {
-	var found []E
 	var now time.Time
-	_, err := d.s.call(d.name+".day", false, func() (bool, error) {
-		found, now = d.live(), d.s.now
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, e := range found {
-		if err := fn(e, now); err != nil {
+	read, last := "", ""
+	for first := true; first || read < last; first = false {
+		var found []E
+		_, err := d.s.call(d.name+".day", false, func() (bool, error) {
+			if first {
+				now = d.s.now
+				last = now.UTC().Format(time.DateOnly)
+			}
+			read, found = d.dayAfter(read, last)
+			return true, nil
+		})
+		if err != nil {
 			return err
+		}
+		if found == nil {
+			return nil
+		}
+		for _, e := range found {
+			if err := fn(e, now); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// dayAfter reads the first day after the day read ("" none yet) and no
+// later than last that holds a live entry: that day and its live entries
+// by key; none, the last day (under the lock).
+func (d dayIndex[E]) dayAfter(read, last string) (day string, found []E) {
+	for _, e := range d.live() {
+		k := d.at(e).UTC().Format(time.DateOnly)
+		switch {
+		case k <= read:
+		case day == "" && k <= last:
+			day = k
+			found = append(found, e)
+		case k == day:
+			found = append(found, e)
+		default:
+			return day, found
+		}
+	}
+	if day == "" {
+		return last, nil
+	}
+	return day, found
 }
 
 // live lists the entries not ended, by day and key (under the lock).
