@@ -360,6 +360,9 @@ func CheckPassword(field, password, usernameKey, emailKey string) *FieldError {
 		return &FieldError{Field: field, Code: "too_long", Message: "must be at most 128 characters"}
 	}
 	folded := norm.NFKC.String(foldCase(password))
+	if _, key, fe := NormalizeEmail(password); fe == nil && key == emailKey {
+		folded = key // the address in another spelling of its domain
+	}
 	if folded == usernameKey || folded == emailKey {
 		return &FieldError{Field: field, Code: "same_as_identifier", Message: "must not be the username or the email"}
 	}

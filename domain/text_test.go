@@ -133,6 +133,14 @@ func TestCheckPassword(t *testing.T) {
 			t.Errorf("%q: code %q, want %q", tc.pw, code, tc.code)
 		}
 	}
+	// The address in its domain's other spelling is the address: as a
+	// password it was taken (TestOneMailboxIsOneKeyHoweverItsDomainIsWritten).
+	_, key, _ := NormalizeEmail("ann@mail.bücher.de")
+	for _, pw := range []string{"ann@mail.xn--bcher-kva.de", "ANN@MAIL.BÜCHER.DE", "ann@mail\u3002bücher.de"} {
+		if fe := CheckPassword("password", pw, "ann", key); fe == nil || fe.Code != "same_as_identifier" {
+			t.Errorf("%q as the password of ann@mail.bücher.de: %v, want same_as_identifier", pw, fe)
+		}
+	}
 }
 
 func TestIDs(t *testing.T) {
