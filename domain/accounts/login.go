@@ -423,8 +423,13 @@ func (a *Service) findLogin(ctx context.Context, login string) (loginAccount, er
 		// login reads its own: the same round trips before the hash, so
 		// the time to a wrong password's answer does not tell which
 		// logins exist (TestAnUnknownLoginReadsWhatAKnownOneReads). Its
-		// answer changes nothing.
-		_, _ = readAccount(ctx, domain.NewID(domain.UserIDPrefix))
+		// account is none; but a read that fails answers as a known
+		// login's does, or a node failing reads would answer a known
+		// login 503 and an unknown one 401
+		// (TestAnUnknownLoginsAccountReadThatFailsIsAnsweredAsAKnownOnes).
+		if _, rerr := readAccount(ctx, domain.NewID(domain.UserIDPrefix)); rerr != nil && !errors.Is(rerr, domain.ErrNotFound) {
+			return loginAccount{}, rerr
+		}
 	}
 	return u, err
 }

@@ -47,3 +47,37 @@ func TestAnUnknownLoginReadsWhatAKnownOneReads(t *testing.T) {
 		}
 	}
 }
+
+// TestAnUnknownLoginsAccountReadThatFailsIsAnsweredAsAKnownOnes: an
+// unknown login reads an account nobody holds so that it makes the
+// calls a known one makes, but it let that read's failure go: with the
+// node failing reads (overloaded by the attacker, or by anyone), a known
+// login's read failed and answered 503, an unknown one's failed and went
+// on to its hash and a 401. Probing a login a few times while the node
+// struggled told whether it exists. Now a failed read answers the same
+// at both.
+func TestAnUnknownLoginsAccountReadThatFailsIsAnsweredAsAKnownOnes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := newWorld()
+	m.rewire(func(st *memstore.Store, c *accounts.Config) { c.Factors = st.Factors() })
+	if err := m.signup("ann", "ann@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	answer := func(login string) string {
+		m.store.FaultAt = func(_ int, name string) memstore.Fault {
+			if name == "users.credentials" {
+				return memstore.FailBefore
+			}
+			return memstore.None
+		}
+		defer func() { m.store.FaultAt = nil }()
+		_, err := m.svc.Login(ctx, login, "not the password", accounts.Client{})
+		return told(err)
+	}
+	for _, pair := range [][2]string{{"ann", "nobody"}, {"ann@example.org", "nobody@example.org"}} {
+		if known, unknown := answer(pair[0]), answer(pair[1]); known != unknown {
+			t.Errorf("with the account's read failing, login %q is answered %s and the unknown %q %s: the answer tells which accounts exist", pair[0], known, pair[1], unknown)
+		}
+	}
+}
