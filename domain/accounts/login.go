@@ -85,11 +85,13 @@ type LoginResult struct {
 // and refused over the limit before anything is looked up, known login or
 // not. Cost: the throttle's four round trips (the address's try written
 // with the login's scope read, the address's scope read, the login's try
-// written, its scope read), one claim read (an unknown login then reads an
+// written, its scope read; six from IPv6, whose /56's try and read come
+// before the login's), one claim read (an unknown login then reads an
 // account nobody holds in the account's place), two account reads (before the
 // session write, its credentials; after it, what it checks again and the
 // answer shows), the verdict recorded (a right password's tries passed,
-// login then address; a wrong one's failures, address then login: two),
+// login then address; a wrong one's failures, address then login: two,
+// three from IPv6),
 // the session's two writes (its index entry, then the session), and
 // always one password hash, so an unknown login takes as long as a wrong
 // password; the account's factors are read beside its credentials. An
