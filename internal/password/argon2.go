@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,12 @@ var burnSalt = []byte("shelf-burn-salt!")
 // dimension makes guessing cheaper, so one is enough to ask for a rehash.
 func (p Params) weakerThan(q Params) bool {
 	return p.MemoryKiB < q.MemoryKiB || p.Time < q.Time || p.Threads < q.Threads
+}
+
+// work is what one argon2id run with p costs, in KiB × passes: its time
+// grows with both.
+func (p Params) work() uint64 {
+	return uint64(p.Time) * uint64(p.MemoryKiB)
 }
 
 // Hasher hashes and verifies passwords with fixed parameters while bounding
@@ -121,6 +128,14 @@ func (h *Hasher) Verify(ctx context.Context, password, phc string) (ok, rehash b
 		// hashes made before a parameter change still verify.
 		key := idKey([]byte(password), stored.salt, stored.p.Time, stored.p.MemoryKiB, stored.p.Threads, uint32(len(stored.key)))
 		ok = subtle.ConstantTimeCompare(key, stored.key) == 1
+		// A hash made before the parameters were raised is cheaper to
+		// check than Burn is to spend: the difference is spent too, so a
+		// wrong password at an old account's login takes as long as one
+		// at a login nobody holds
+		// (TestAWrongPasswordAtAnOldHashCostsWhatAnUnknownLoginDoes).
+		if extra := h.p.work() - stored.p.work(); stored.p.work() < h.p.work() {
+			idKey([]byte(password), burnSalt, 1, uint32(min(extra, math.MaxUint32)), h.p.Threads, keyLen)
+		}
 	})
 	if err != nil {
 		return false, false, err

@@ -344,3 +344,44 @@ func TestBurnCost(t *testing.T) {
 		t.Fatalf("argon2id ran %+v, want Burn and Verify each once with %+v", calls, want)
 	}
 }
+
+// TestAWrongPasswordAtAnOldHashCostsWhatAnUnknownLoginDoes: a login at an
+// unknown name burns a hash with the current parameters; a wrong password
+// at a known one verified with the stored hash's own, and a hash made
+// before the parameters were raised (every account not logged in to
+// since) is cheaper: at m=19 MiB against 64 MiB, some 30 ms quicker than
+// the burn, so a guesser's few tries told which logins exist. A
+// verification of a weaker hash now spends the difference too: as much
+// work as a current one (time × memory, counted, not timed).
+func TestAWrongPasswordAtAnOldHashCostsWhatAnUnknownLoginDoes(t *testing.T) {
+	old := Params{MemoryKiB: 1024, Time: 1, Threads: 1}
+	for _, now := range []Params{
+		{MemoryKiB: 4096, Time: 2, Threads: 1},
+		{MemoryKiB: 1024, Time: 3, Threads: 1},
+		{MemoryKiB: 2048, Time: 1, Threads: 1},
+	} {
+		h := New(now, 1)
+		ctx := context.Background()
+		var work uint64
+		idKey = func(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+			work += uint64(time) * uint64(memory)
+			return argon2.IDKey(password, salt, time, memory, threads, keyLen)
+		}
+		t.Cleanup(func() { idKey = argon2.IDKey })
+		if err := h.Burn(ctx, "a guess"); err != nil {
+			t.Fatal(err)
+		}
+		burn := work
+		work = 0
+		for _, pw := range []string{"a guess", "pw"} {
+			ok, rehash, err := h.Verify(ctx, pw, hashWithSalt("pw", fixedSalt, old))
+			if err != nil || ok != (pw == "pw") || rehash != ok {
+				t.Fatalf("Verify(%q) of an old hash: ok %v rehash %v %v", pw, ok, rehash, err)
+			}
+			if work != burn {
+				t.Errorf("with %+v, verifying %q at a hash of %+v spent %d KiB×passes of argon2id, an unknown login's burn %d: the time tells the login exists", now, pw, old, work, burn)
+			}
+			work = 0
+		}
+	}
+}
