@@ -108,9 +108,12 @@ func (l *RateLimiter) refusal(r *http.Request) *Problem {
 	if secs == 1 {
 		unit = "second"
 	}
+	limit := fmt.Sprintf("at most %d a minute are allowed here", l.perMinute)
+	if accounts.LineKey(ClientIP(r.Context()).String()) != "" {
+		limit += fmt.Sprintf(", %d from its /56 together", l.perMinute*linePerAddress)
+	}
 	p := newProblem(http.StatusTooManyRequests, "rate_limited", fmt.Sprintf(
-		"Too many requests from your address: at most %d a minute are allowed here. Retry in %d %s.",
-		l.perMinute, secs, unit))
+		"Too many requests from your address: %s. Retry in %d %s.", limit, secs, unit))
 	p.header = http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}}
 	return p
 }

@@ -186,8 +186,8 @@ func TestOneLineSharesABucket(t *testing.T) {
 			t.Fatalf("request %d of the line (%s): status %d, want 204", i+1, remote, rec.Code)
 		}
 	}
-	if rec := doFrom(h, "[2001:db8:1:1ff::1]:5000"); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
-		t.Errorf("a fresh /64 of the same /56 past the line's bucket: status %d, want 429 with Retry-After", rec.Code)
+	if rec := doFrom(h, "[2001:db8:1:1ff::1]:5000"); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "8 from its /56 together") {
+		t.Errorf("a fresh /64 of the same /56 past the line's bucket: status %d %s, want 429 with Retry-After, naming the /56's limit", rec.Code, rec.Body)
 	}
 	if rec := doFrom(h, "[2001:db8:1:200::1]:5000"); rec.Code != http.StatusNoContent {
 		t.Errorf("another /56: status %d, want 204", rec.Code)
