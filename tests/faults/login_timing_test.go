@@ -20,11 +20,7 @@ import (
 func TestAnUnknownLoginReadsWhatAKnownOneReads(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m := newWorld()
-	m.rewire(func(st *memstore.Store, c *accounts.Config) { c.Factors = st.Factors() })
-	if err := m.signup("ann", "ann@example.org"); err != nil {
-		t.Fatal(err)
-	}
+	m := annWithFactors(t)
 	callsOf := func(login string) ([]string, error) {
 		var calls []string
 		m.store.FaultAt = func(_ int, name string) memstore.Fault {
@@ -59,11 +55,7 @@ func TestAnUnknownLoginReadsWhatAKnownOneReads(t *testing.T) {
 func TestAnUnknownLoginsAccountReadThatFailsIsAnsweredAsAKnownOnes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m := newWorld()
-	m.rewire(func(st *memstore.Store, c *accounts.Config) { c.Factors = st.Factors() })
-	if err := m.signup("ann", "ann@example.org"); err != nil {
-		t.Fatal(err)
-	}
+	m := annWithFactors(t)
 	answer := func(login string) string {
 		m.store.FaultAt = func(_ int, name string) memstore.Fault {
 			if name == "users.credentials" {
@@ -80,4 +72,16 @@ func TestAnUnknownLoginsAccountReadThatFailsIsAnsweredAsAKnownOnes(t *testing.T)
 			t.Errorf("with the account's read failing, login %q is answered %s and the unknown %q %s: the answer tells which accounts exist", pair[0], known, pair[1], unknown)
 		}
 	}
+}
+
+// annWithFactors is a world of one account, ann, whose service reads
+// second factors (so a login reads them beside the account).
+func annWithFactors(t *testing.T) *world {
+	t.Helper()
+	m := newWorld()
+	m.rewire(func(st *memstore.Store, c *accounts.Config) { c.Factors = st.Factors() })
+	if err := m.signup("ann", "ann@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

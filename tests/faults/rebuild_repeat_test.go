@@ -42,13 +42,7 @@ func TestRebuildsAskedBeforeOneBeganAreFinishedByIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w, ann, root := annAndRoot(t)
-	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
-		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
-	stores := w.store.Contents()
-	counted := &countedIndex{EntryStore: stores.Library}
-	stores.Library = counted
-	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
-		w.svc, w.store.Users(), grp, stores, nopLog{})
+	counted, grp, lib := countedLibrary(w)
 	life := newLifecycle(w, grp, lib)
 	public := string(library.VisibilityPublic)
 	for i := range 3 {
@@ -110,4 +104,17 @@ func annAndRoot(t *testing.T) (w *world, ann, root domain.User) {
 		t.Fatal(err)
 	}
 	return w, w.created[0], root
+}
+
+// countedLibrary is w's groups and library over library rows that count
+// the rebuilds' counts (countedIndex).
+func countedLibrary(w *world) (*countedIndex, *groups.Service, *library.Service) {
+	grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
+		w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
+	stores := w.store.Contents()
+	counted := &countedIndex{EntryStore: stores.Library}
+	stores.Library = counted
+	lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
+		w.svc, w.store.Users(), grp, stores, nopLog{})
+	return counted, grp, lib
 }

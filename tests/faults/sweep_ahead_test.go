@@ -9,7 +9,6 @@ import (
 	"shelf/domain/accounts"
 	"shelf/domain/groups"
 	"shelf/domain/jobs"
-	"shelf/domain/library"
 	"shelf/domain/lifecycle"
 )
 
@@ -117,13 +116,7 @@ func TestAWorkerAheadEndsNoRepeatAskedAfterItsSweepBegan(t *testing.T) {
 	})
 	t.Run("the rebuild of a library", func(t *testing.T) {
 		w, ann, root := annAndRoot(t)
-		grp := groups.New(groups.Config{ClaimLease: lease, Now: w.store.Now, Closings: w.store.Closings(), Changes: w.store.GroupChanges()}, w.svc, w.store.Users(),
-			w.store.Claims(), groupRows(w.store), w.store.GroupMembers(), nopLog{})
-		stores := w.store.Contents()
-		counted := &countedIndex{EntryStore: stores.Library}
-		stores.Library = counted
-		lib := library.New(library.Config{SyncFanoutLimit: 1000, FanoutConcurrency: 1, Now: w.store.Now, Background: atOnce},
-			w.svc, w.store.Users(), grp, stores, nopLog{})
+		counted, grp, lib := countedLibrary(w)
 		life := newLifecycle(w, grp, lib)
 		ahead := lifecycle.New(lifecycle.Config{Now: func() time.Time { return w.store.Now().Add(2 * time.Minute) }},
 			w.svc, worldModeration(w), grp, lib, lifecycle.Stores{
