@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"net/netip"
 	"sync"
 )
 
@@ -24,6 +25,14 @@ const hashesPerAddress = 2
 // (TestOneLineCannotQueueTheHasherAheadOfTheOwner). Eight leave room for
 // a household, or a small office, at once.
 const hashesPerLine = 8
+
+// hashesPerSite bounds the hashes one IPv6 /48 (a site's or a hosting
+// provider's allocation: 256 /56s) has in the hasher at once: a /48
+// sending from every /56 put 2 048 ahead of the owner's, tens of seconds
+// (TestOneSiteCannotQueueTheHasherAheadOfTheOwner). A carrier with many
+// customers in one /48 has them wait their turn here (a hash is tens of
+// milliseconds), never refused.
+const hashesPerSite = 32
 
 // hashLines is a PasswordHasher that lets each client address (from ctx,
 // WithClient) have at most hashesPerAddress calls in the hasher it wraps.
@@ -75,29 +84,50 @@ func (h *hashLines) Burn(ctx context.Context, password string) error {
 }
 
 // enter waits until ctx's address has fewer than hashesPerAddress calls
-// in the hasher, and then its line (an IPv6 /56) fewer than
-// hashesPerLine, or ctx ends (its error); leave lets the next ones in. A
-// call takes its address's place first, then its line's, and gives them
-// back the other way round, so no two calls ever wait for each other's.
+// in the hasher, then its line (an IPv6 /56) fewer than hashesPerLine,
+// then its site (an IPv6 /48) fewer than hashesPerSite, or ctx ends (its
+// error); leave lets the next ones in. A call takes its places narrowest
+// first and gives them back the other way round, so no two calls ever
+// wait for each other's.
 func (h *hashLines) enter(ctx context.Context) (leave func(), err error) {
 	ip := clientOf(ctx).IP
 	if ip == "" {
 		return func() {}, nil
 	}
-	leaveAddress, err := h.enterLine(ctx, AddressKey(ip), hashesPerAddress)
+	var leaves []func()
+	leaveAll := func() {
+		for i := len(leaves) - 1; i >= 0; i-- {
+			leaves[i]()
+		}
+	}
+	for _, l := range []struct {
+		key  string
+		most int
+	}{{AddressKey(ip), hashesPerAddress}, {LineKey(ip), hashesPerLine}, {siteKey(ip), hashesPerSite}} {
+		if l.key == "" {
+			continue
+		}
+		leave, err := h.enterLine(ctx, l.key, l.most)
+		if err != nil {
+			leaveAll()
+			return nil, err
+		}
+		leaves = append(leaves, leave)
+	}
+	return leaveAll, nil
+}
+
+// siteKey is the /48 of an IPv6 address; "" for IPv4, or none.
+func siteKey(ip string) string {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil || addr.Unmap().Is4() {
+		return ""
+	}
+	p, err := addr.Prefix(48)
 	if err != nil {
-		return nil, err
+		return ""
 	}
-	line := LineKey(ip)
-	if line == "" {
-		return leaveAddress, nil
-	}
-	leaveLine, err := h.enterLine(ctx, line, hashesPerLine)
-	if err != nil {
-		leaveAddress()
-		return nil, err
-	}
-	return func() { leaveLine(); leaveAddress() }, nil
+	return p.String()
 }
 
 // enterLine waits until the line key has fewer than most calls in, or

@@ -103,6 +103,23 @@ func TestOneLineCannotQueueTheHasherAheadOfTheOwner(t *testing.T) {
 	}
 }
 
+// TestOneSiteCannotQueueTheHasherAheadOfTheOwner: as
+// TestOneLineCannotQueueTheHasherAheadOfTheOwner, from one /64 of each of
+// forty /56s of one IPv6 /48 (a site's, or a hosting provider's
+// allocation: 256 /56s): each /56 had its own eight places, so the /48
+// put 80 hashes ahead of the owner's login (2 048 from all of it). A /48
+// now has 32.
+func TestOneSiteCannotQueueTheHasherAheadOfTheOwner(t *testing.T) {
+	t.Parallel()
+	var ips []string
+	for a := range 40 {
+		ips = append(ips, fmt.Sprintf("2001:db8:1:%02x00::1", a))
+	}
+	if ahead, most := hashesAheadOfTheOwner(t, ips), 32; ahead > most {
+		t.Fatalf("the owner's login waited in the hasher's line behind %d hashes of one /48 (at most %d wanted)", ahead, most)
+	}
+}
+
 // hashesAheadOfTheOwner sends from each of ips the burst of 30 logins the
 // per-address rate limit lets through at once, every one at a login of
 // its own, then the owner's login from an address of her own, and
