@@ -2158,13 +2158,16 @@
       say(reason ? 'This link cannot confirm an address.' : err.message, true);
       return;
     }
-    result.textContent = 'Your email address is verified.';
-    result.className = 'ok';
+    // The outcome's line is said first, then the result beside the link:
+    // a retry's earlier refusal ("try again") must not stay on the line
+    // once the page says verified.
     await changed('Email address verified. Thank you.', async () => {
       if (!state.me) return;
       state.me = await api('GET', '/v1/me');
       showWho();
     });
+    result.textContent = 'Your email address is verified.';
+    result.className = 'ok';
   }
 
   $('verify-retry').addEventListener('click', act(() => showVerify()));
