@@ -2,7 +2,6 @@ package accounts
 
 import (
 	"context"
-	"net/netip"
 	"sync"
 )
 
@@ -118,17 +117,7 @@ func (h *hashLines) enter(ctx context.Context) (leave func(), err error) {
 }
 
 // siteKey is the /48 of an IPv6 address; "" for IPv4, or none.
-func siteKey(ip string) string {
-	addr, err := netip.ParseAddr(ip)
-	if err != nil || addr.Unmap().Is4() {
-		return ""
-	}
-	p, err := addr.Prefix(48)
-	if err != nil {
-		return ""
-	}
-	return p.String()
-}
+func siteKey(ip string) string { return ipv6Prefix(ip, 48) }
 
 // enterLine waits until the line key has fewer than most calls in, or
 // ctx ends.

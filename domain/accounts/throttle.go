@@ -456,12 +456,16 @@ func AddressKey(ip string) string {
 // LineKey is the line an IPv6 client address is on, its /56 (a home or
 // small site is usually given one, 256 /64s); "" for an IPv4 address, or
 // none.
-func LineKey(ip string) string {
+func LineKey(ip string) string { return ipv6Prefix(ip, 56) }
+
+// ipv6Prefix is the prefix of bits bits of an IPv6 address; "" for an
+// IPv4 address, or none.
+func ipv6Prefix(ip string, bits int) string {
 	addr, err := netip.ParseAddr(ip)
 	if err != nil || addr.Unmap().Is4() {
 		return ""
 	}
-	p, err := addr.Prefix(56)
+	p, err := addr.Prefix(bits)
 	if err != nil {
 		return ""
 	}
