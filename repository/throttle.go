@@ -102,3 +102,83 @@ func (s *Attempts) Read(ctx context.Context, scope string, triesSince, failuresS
 	}
 	return out, nil
 }
+
+// slotRow is a row of mail_slots as slotsSelectCQL reads it.
+type slotRow struct {
+	Slot    int    `db:"slot"`
+	Attempt string `db:"attempt"`
+	TTL     int    `db:"ttl"`
+}
+
+// columns are slotsSelectCQL's.
+func (r *slotRow) columns() []any { return []any{&r.Slot, &r.Attempt, &r.TTL} }
+
+// takenRow is a slot's attempt as slotSelectCQL reads it.
+type takenRow struct {
+	Attempt string `db:"attempt"`
+}
+
+// columns are slotSelectCQL's.
+func (r *takenRow) columns() []any { return []any{&r.Attempt} }
+
+// slotCells is the row in the way of slotTakeCQL, as Cassandra sends it
+// back (every column).
+type slotCells struct {
+	Scope   string `db:"scope"`
+	Slot    int    `db:"slot"`
+	Attempt string `db:"attempt"`
+}
+
+const (
+	// slotTakeCQL takes a free slot: a slot whose row expired is free.
+	slotTakeCQL    conditionalCQL = `INSERT INTO mail_slots (scope, slot, attempt) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?`
+	slotsSelectCQL readCQL        = `SELECT slot, attempt, TTL(attempt) FROM mail_slots WHERE scope = ?`
+	slotSelectCQL  readCQL        = `SELECT attempt FROM mail_slots WHERE scope = ? AND slot = ?`
+)
+
+// Slots reads scope's taken slots (mail_slots, migration 049) with when
+// each frees: now plus its row's TTL, rounded up to the next second.
+// The partition holds a row per slot, at most a budget's, live or
+// expired.
+func (s *Attempts) Slots(ctx context.Context, scope string) (map[int]time.Time, error) {
+	rows, err := selectRows[slotRow](s.db.query(ctx, 0, slotsSelectCQL, scope))
+	if err != nil {
+		return nil, dbErr("mail_slots.read", err)
+	}
+	now := s.db.Now().UTC()
+	out := make(map[int]time.Time, len(rows))
+	for _, r := range rows {
+		out[r.Slot] = now.Add(time.Duration(r.TTL+1) * time.Second)
+	}
+	return out, nil
+}
+
+// Take takes slot n of scope for a, living for ttl, IF NOT EXISTS. An
+// ambiguous answer is settled by the slot's row at SERIAL: a's attempt
+// there is taken, another's is not, and no row is a slot free for the
+// statement to be run again.
+func (s *Attempts) Take(ctx context.Context, scope string, n int, a accounts.Attempt, ttl time.Duration) (bool, error) {
+	var held slotCells
+	applied, err := s.db.exec(ctx, lwt{
+		name: "mail_slots.take",
+		run: func(ctx context.Context) (bool, error) {
+			return s.db.cas(ctx, &held, slotTakeCQL, scope, n, a.ID, ttlSeconds(ttl))
+		},
+		resolve: func(ctx context.Context) (bool, bool, error) {
+			r, found, err := getRow[takenRow](s.db.query(ctx, s.db.Serial, slotSelectCQL, scope, n))
+			switch {
+			case err != nil:
+				return false, false, err
+			case !found:
+				return false, true, nil
+			}
+			return r.Attempt == a.ID, false, nil
+		},
+	})
+	if err != nil {
+		return false, err
+	}
+	// Not applied: the row in its way may be a's own, an attempt of this
+	// statement landed before (a repeat).
+	return applied || held.Attempt == a.ID, nil
+}

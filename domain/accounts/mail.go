@@ -218,9 +218,11 @@ func (e *mailLimited) Unwrap() error { return ErrMailLimit }
 // through here before it is sent (a verification after signup, after a
 // change of email, on request; a reset; a notice), so mail cannot be
 // aimed at an address beyond the limit by any route (beyond both
-// budgets' together, by one who can spend both). Over the limit it is
-// ErrMailLimit (a *mailLimited saying when one more may go); when the
-// count cannot be written or read, the mail is not sent either (the user
+// budgets' together, by one who can spend both). A budget is limit
+// slots, each taken by one mail for the hour with a compare-and-set
+// (AttemptStore.Take): with all of them held it is ErrMailLimit (a
+// *mailLimited saying when one more may go); when the count cannot be
+// read or its outcome learned, the mail is not sent either (the user
 // asks again).
 func (a *Service) countMail(ctx context.Context, emailKey string, budget mailBudget) error {
 	return a.countMailOf(ctx, emailKey, "", budget)
@@ -232,42 +234,72 @@ func (a *Service) countMail(ctx context.Context, emailKey string, budget mailBud
 // link opens nothing, so such requests must not spend the mail that
 // would carry the owner a way in (a reset link, a notice with its
 // recovery link) and leave her, every mail of hers held back, with none
-// (TestVerificationMailsCannotLeaveTheOwnerWithoutAWorkingLink).
+// (TestVerificationMailsCannotLeaveTheOwnerWithoutAWorkingLink). Slots,
+// not tries read back: a burst of requests sent at once, each refused,
+// once left tries enough to cut the budget's read, which then refused
+// the owner's reset for a minute (TestABurstOfMailRequestsDoesNotHoldBackTheOwnersReset).
 func (a *Service) countMailOf(ctx context.Context, emailKey string, purpose TokenPurpose, budget mailBudget) error {
 	limit := a.mail.PerAddress
-	if purpose == PurposeVerifyEmail {
-		limit = verificationLimit(limit)
+	if a.throttle.Store == nil || limit <= 0 {
+		return nil
 	}
-	t := tier{scope: scopeKey(budget.scope(emailKey)), limit: limit}
-	// A look first, as admit takes at every tier but the first: a budget
-	// already spent refuses with nothing written. Its scope is anyone's
-	// (a request naming the address alone writes there), and a read of
-	// tries cut at maxCounted refuses for a minute, so a stranger whose
-	// verification requests, refused, each left a try there would hold
-	// back for as long as he kept asking the reset that verification
-	// links may never take (TestAFloodOfVerificationRequestsDoesNotHoldBackTheOwnersReset).
-	if a.throttle.Store != nil && limit > 0 {
-		look := &counted{a: a, store: a.throttle.Store, window: mailWindow, attempt: Attempt{ID: domain.NewAttempt()}}
-		wait, err := look.over(ctx, t)
+	// A verification link takes one of the first limit-1 slots only, so
+	// the last is always left to a mail that recovers the account.
+	usable := limit
+	if purpose == PurposeVerifyEmail {
+		usable = verificationLimit(limit)
+	}
+	store, scope := a.throttle.Store, scopeKey(budget.scope(emailKey))
+	taken, err := store.Slots(ctx, scope)
+	if err != nil {
+		a.log.Warn(ctx, "counting a mail failed; not sent", "error", err.Error())
+		return ErrThrottleUnavailable
+	}
+	attempt := Attempt{ID: domain.NewAttempt(), At: a.now()}
+	for n := range usable {
+		if _, held := taken[n]; held {
+			continue
+		}
+		// The lowest free slot first: a burst of requests all try the
+		// same one, one of them takes it and mails, and the others try
+		// the next; a request that finds none writes nothing, so no
+		// number of refused requests can hide a free slot from the next.
+		ok, err := store.Take(ctx, scope, n, attempt, mailWindow)
 		if err != nil {
+			// Its outcome unknown: the slot may be spent, the mail is not
+			// sent (the user asks again).
 			a.log.Warn(ctx, "counting a mail failed; not sent", "error", err.Error())
 			return ErrThrottleUnavailable
 		}
-		if wait > 0 {
-			return &mailLimited{wait: wait}
+		if ok {
+			return nil
 		}
 	}
-	c, err := a.admit(ctx, a.throttle.Store, mailWindow, t)
-	var de *domain.Error
-	if errors.Is(err, domain.ErrTooManyAttempts) && errors.As(err, &de) {
-		return &mailLimited{wait: de.RetryAfter}
+	// Every slot it may take is held: taken before its look, or by
+	// requests that won them since. One more goes when the first of them
+	// frees.
+	if taken, err = store.Slots(ctx, scope); err != nil {
+		a.log.Warn(ctx, "counting a mail failed; not sent", "error", err.Error())
+		return ErrThrottleUnavailable
 	}
-	if err != nil {
-		return err
+	return &mailLimited{wait: firstFreed(taken, usable, a.now())}
+}
+
+// firstFreed is how long until the first of slots 0..usable-1 of taken
+// frees: at least a second, and a second when one is free already (it
+// freed while the caller tried the others).
+func firstFreed(taken map[int]time.Time, usable int, now time.Time) time.Duration {
+	wait := time.Duration(0)
+	for n := range usable {
+		until, held := taken[n]
+		if !held {
+			return time.Second
+		}
+		if d := until.Sub(now); wait == 0 || d < wait {
+			wait = d
+		}
 	}
-	// The mail counts for the hour once its failure row is in; a mail
-	// whose row could not be written is not sent.
-	return c.spend(ctx)
+	return max(wait, time.Second)
 }
 
 // verificationLimit is how many of an address's perHour mails may be

@@ -83,6 +83,16 @@ type AttemptStore interface {
 	// Only the rows after since are read: the older ones, expired or
 	// about to, are never met.
 	Read(ctx context.Context, scope string, triesSince, failuresSince time.Time, max int) (Tally, error)
+
+	// Slots reads the slots of scope that are taken (a mail's budget,
+	// docs/design/throttle.md#mail): each by its number, with when it
+	// frees. A slot is a row of its own that leaves by its TTL.
+	Slots(ctx context.Context, scope string) (map[int]time.Time, error)
+	// Take takes slot n of scope for a, for ttl, if nobody holds it: a
+	// compare-and-set. It reports whether a holds it now (an answer lost
+	// and the statement sent again finds a there: taken). An outcome it
+	// cannot learn is an error.
+	Take(ctx context.Context, scope string, n int, a Attempt, ttl time.Duration) (bool, error)
 }
 
 // Throttle is what limits password guesses: per login (a username, an

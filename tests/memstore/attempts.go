@@ -12,8 +12,9 @@ import (
 // Attempts keeps throttled attempts as repository.Attempts does: per
 // scope, a try per attempt (its row and its outcome, cells that live by
 // TTLs of their own, as an insert and an update of one Cassandra row do)
-// and a failure per attempt, each gone once its TTL has passed on the
-// store's clock. Nothing is ever deleted.
+// and a failure per attempt, and a mail budget's slots (a row per slot
+// taken with a compare-and-set), each gone once its TTL has passed on
+// the store's clock. Nothing is ever deleted.
 type Attempts struct{ s *Store }
 
 var _ accounts.AttemptStore = (*Attempts)(nil)
@@ -43,6 +44,7 @@ type failureRow struct {
 type attemptScope struct {
 	tries    map[string]tryRow
 	failures map[string]failureRow
+	slots    map[int]slot
 	writes   int
 }
 
@@ -56,7 +58,7 @@ func (s *Store) attemptScope(scope string) *attemptScope {
 	}
 	sc := s.attempts[scope]
 	if sc == nil {
-		sc = &attemptScope{tries: map[string]tryRow{}, failures: map[string]failureRow{}}
+		sc = &attemptScope{tries: map[string]tryRow{}, failures: map[string]failureRow{}, slots: map[int]slot{}}
 		s.attempts[scope] = sc
 	}
 	return sc
@@ -162,4 +164,47 @@ func (s *Store) AttemptWrites() map[string]int {
 		out[scope] = sc.writes
 	}
 	return out
+}
+
+// slot is one taken slot of a scope: its attempt and until when its row
+// lives.
+type slot struct {
+	attempt string
+	until   time.Time
+}
+
+// Slots reads scope's live slots, by number, with when each frees.
+func (t *Attempts) Slots(_ context.Context, scope string) (map[int]time.Time, error) {
+	out := map[int]time.Time{}
+	_, err := t.s.call("attempts.slots", false, func() (bool, error) {
+		sc := t.s.attempts[scope]
+		if sc == nil {
+			return true, nil
+		}
+		for n, sl := range sc.slots {
+			if t.s.now.Before(sl.until) {
+				out[n] = sl.until
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Take takes slot n of scope for a, living for ttl, if no live row holds
+// it (INSERT IF NOT EXISTS USING TTL); a's own row found there is taken
+// (a repeat).
+func (t *Attempts) Take(_ context.Context, scope string, n int, a accounts.Attempt, ttl time.Duration) (bool, error) {
+	return t.s.call("attempts.take", true, func() (bool, error) {
+		sc := t.s.attemptScope(scope)
+		if sl, held := sc.slots[n]; held && t.s.now.Before(sl.until) {
+			return sl.attempt == a.ID, nil
+		}
+		sc.writes++
+		sc.slots[n] = slot{attempt: a.ID, until: t.s.ttlUntil(ttl)}
+		return true, nil
+	})
 }

@@ -2,6 +2,7 @@ package storecontract
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -19,6 +20,8 @@ var AttemptChecks = []Check[accounts.AttemptStore]{
 	{"ReadsOldestFirstAfterSince", attemptsReadOldestFirst},
 	{"SettledStaysSettled", attemptsSettledStaysSettled},
 	{"RowsLeaveByTheirTTL", attemptsLeaveByTTL},
+	{"ASlotIsTakenByOneAttempt", slotTakenByOne},
+	{"ASlotFreesByItsTTL", slotFreesByTTL},
 }
 
 // tally is a Tally as "id:outcome" of its tries and "id" of its failures.
@@ -117,5 +120,82 @@ func attemptsLeaveByTTL(t testing.TB, s accounts.AttemptStore, c Clock) {
 	c.Pass(TTLPassed)
 	if tries, failures := tally(t, s, scope, since, since, 10); len(tries)+len(failures) != 0 {
 		t.Fatalf("after their TTL: tries %v failures %v", tries, failures)
+	}
+}
+
+// slotTakenByOne: of racers taking one slot at once, exactly one holds
+// it; its attempt sent again is told it holds it, the others are not;
+// the slots read say which are taken, until about the TTL from now, and
+// another scope has none.
+func slotTakenByOne(t testing.TB, s accounts.AttemptStore, c Clock) {
+	ctx := context.Background()
+	scope := Key("mail")
+	took := concurrently(racers, func(i int) error {
+		ok, err := s.Take(ctx, scope, 0, accounts.Attempt{ID: fmt.Sprint("racer-", i), At: At(c.Now())}, Long)
+		if err == nil && !ok {
+			return errNotTaken
+		}
+		return err
+	})
+	winner := -1
+	for i, err := range took {
+		switch {
+		case err == nil && winner >= 0:
+			t.Fatalf("racers %d and %d both took slot 0", winner, i)
+		case err == nil:
+			winner = i
+		case err != errNotTaken:
+			t.Fatal(err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no racer took slot 0")
+	}
+	if ok, err := s.Take(ctx, scope, 0, accounts.Attempt{ID: fmt.Sprint("racer-", winner)}, Long); err != nil || !ok {
+		t.Fatalf("the winner sent again: %v %v, want taken", ok, err)
+	}
+	if ok, err := s.Take(ctx, scope, 0, accounts.Attempt{ID: "late"}, Long); err != nil || ok {
+		t.Fatalf("a late attempt at a held slot: %v %v, want not taken", ok, err)
+	}
+	if ok, err := s.Take(ctx, scope, 2, accounts.Attempt{ID: "late"}, Long); err != nil || !ok {
+		t.Fatalf("a free slot: %v %v, want taken", ok, err)
+	}
+	slots, err := s.Slots(ctx, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slots) != 2 || slots[0].IsZero() || slots[2].IsZero() {
+		t.Fatalf("slots read %v; want 0 and 2", slots)
+	}
+	for n, until := range slots {
+		if left := until.Sub(c.Now()); left < Long-time.Minute || left > Long+time.Minute {
+			t.Fatalf("slot %d frees in %v; want about %v", n, left, Long)
+		}
+	}
+	if other, err := s.Slots(ctx, scope+"-other"); err != nil || len(other) != 0 {
+		t.Fatalf("another scope's slots: %v %v", other, err)
+	}
+}
+
+// errNotTaken is a racer's Take that did not take its slot.
+var errNotTaken = errors.New("not taken")
+
+// slotFreesByTTL: a slot is held until its TTL has passed, then free to
+// be taken by another attempt.
+func slotFreesByTTL(t testing.TB, s accounts.AttemptStore, c Clock) {
+	ctx := context.Background()
+	scope := Key("mail")
+	if ok, err := s.Take(ctx, scope, 1, accounts.Attempt{ID: "first"}, TTL); err != nil || !ok {
+		t.Fatalf("taking a free slot: %v %v", ok, err)
+	}
+	if ok, err := s.Take(ctx, scope, 1, accounts.Attempt{ID: "second"}, TTL); err != nil || ok {
+		t.Fatalf("taking it again before its TTL: %v %v, want not taken", ok, err)
+	}
+	c.Pass(TTLPassed)
+	if slots, err := s.Slots(ctx, scope); err != nil || len(slots) != 0 {
+		t.Fatalf("after its TTL the slots read %v %v; want none", slots, err)
+	}
+	if ok, err := s.Take(ctx, scope, 1, accounts.Attempt{ID: "second"}, TTL); err != nil || !ok {
+		t.Fatalf("taking it after its TTL: %v %v, want taken", ok, err)
 	}
 }
