@@ -169,6 +169,11 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	return s, nil
 }
 
+// latestUntil bounds a suspension's until: every time told from it (its
+// own, a username hold's end, which adds up to 20 years) stays before
+// year 10000: RFC 3339 writes a year in four digits.
+var latestUntil = time.Date(9900, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // reasonRule: a suspension's reason is 1-500 characters as sent, white
 // space at either end refused (not trimmed), line breaks and tabs
 // allowed, no other invisible character.
@@ -185,10 +190,14 @@ func checkSuspend(in SuspendInput, now time.Time, admin, userID string) (string,
 		// less than a millisecond ahead would be kept as now, a
 		// suspension over as it begins that still ends every session.
 		fes = append(fes, &domain.FieldError{Field: "until", Code: "not_future", Message: "must be in the future"})
-	case in.Until != nil && in.Until.UTC().Year() > 9999:
-		// Written with an offset on the last day of 9999, it is in year
-		// 10000 in UTC, which no answer writes as RFC 3339.
-		fes = append(fes, &domain.FieldError{Field: "until", Code: "range", Message: "must be before year 10000 in UTC"})
+	case in.Until != nil && !in.Until.Before(latestUntil):
+		// Answers write times in RFC 3339, whose years end at 9999, and
+		// an end is told later than until: a username's hold moves on to
+		// until plus a revert link's TTL (at most 20 years), so an until
+		// late in 9999 was told as a hold ending in year 10000
+		// (TestASuspensionsEndLeavesRoomForTheHoldItMovesOn).
+		fes = append(fes, &domain.FieldError{Field: "until", Code: "range",
+			Message: "must be before " + latestUntil.Format(time.RFC3339) + " (leave it out for a suspension until lifted)"})
 	}
 	if userID == admin {
 		fes = append(fes, &domain.FieldError{Field: "userId", Code: "self", Message: "an admin cannot suspend themselves"})

@@ -1244,7 +1244,7 @@ type SuspensionList struct {
 type SuspensionRequest struct {
 	Reason string `json:"reason"`
 
-	// Until Optional end, in the future. After it, login works again and a sweeper lifts the suspension within seconds.
+	// Until Optional end, in the future and before 9900-01-01T00:00:00Z. After it, login works again and a sweeper lifts the suspension within seconds.
 	Until *time.Time `json:"until,omitempty"`
 }
 
