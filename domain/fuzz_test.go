@@ -30,7 +30,7 @@ func FuzzNormalizeUsername(f *testing.F) {
 }
 
 func FuzzNormalizeEmail(f *testing.F) {
-	for _, s := range []string{"Al@Example.ORG", "ＡＬ@ｅｘａｍｐｌｅ.org", "Straße@example.org", "a\u202e@example.org", "@x.org", "a@b", "\"q u\"@example.org", "a@[127.0.0.1]"} {
+	for _, s := range []string{"Al@Example.ORG", "ＡＬ@ｅｘａｍｐｌｅ.org", "Straße@example.org", "a\u202e@example.org", "@x.org", "a@b", "\"q u\"@example.org", "a@[127.0.0.1]", "a@xn--bcher-kva.de", "a@xn--bcher-kvß.de", "a@ex\u3002ample.org"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

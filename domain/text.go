@@ -323,13 +323,16 @@ func oneSpelling(domain string) string {
 // NFKC): a label that would then hold a dot or an at, a character an
 // address may not hold, nothing, or a punycode prefix of its own, would
 // make a key that reads as another address or as none, so it is kept as
-// written (TestWhatPunycodeDecodesToIsReadAsTheKeyReadsText).
+// written (TestWhatPunycodeDecodesToIsReadAsTheKeyReadsText). The label
+// itself is read as the key reads text before it is decoded, not only
+// lower-cased: xn--bcher-kvß and xn--bcher-kvss fold alike, so they are
+// one label and decode alike (TestAPunycodeLabelIsDecodedAsTheKeyFoldsIt).
 func decodedLabel(label string) string {
-	lower := strings.ToLower(label)
-	if !strings.HasPrefix(lower, "xn--") {
+	folded := norm.NFKC.String(foldCase(norm.NFKC.String(label)))
+	if !strings.HasPrefix(folded, "xn--") {
 		return label
 	}
-	u, err := idna.Punycode.ToUnicode(lower)
+	u, err := idna.Punycode.ToUnicode(folded)
 	if err != nil {
 		return label
 	}

@@ -437,3 +437,29 @@ func TestWhatPunycodeDecodesToIsReadAsTheKeyReadsText(t *testing.T) {
 		}
 	}
 }
+
+// TestAPunycodeLabelIsDecodedAsTheKeyFoldsIt: a label was tested for
+// punycode and decoded lower-cased only, and folded after: xn--bcher-kvß,
+// which is not punycode as written (ß is no punycode digit), stayed as
+// written and folded to xn--bcher-kvss, while xn--bcher-kvss, which the
+// fold says is the same text (ß and ss fold alike), decoded to another
+// label. One key by the key's own fold made two, so two accounts (U1),
+// and the first key was not its own key; with ẞ, which IDNA maps to ss,
+// the two are one mailbox too. A label is now read as the key reads
+// text before it is decoded.
+func TestAPunycodeLabelIsDecodedAsTheKeyFoldsIt(t *testing.T) {
+	t.Parallel()
+	_, want, fe := NormalizeEmail("a@xn--bcher-kvss.de")
+	if fe != nil {
+		t.Fatal(fe)
+	}
+	for _, in := range []string{"a@xn--bcher-kvß.de", "a@xn--bcher-kvẞ.de", "a@XN--BCHER-KVSS.DE"} {
+		_, key, fe := NormalizeEmail(in)
+		if fe != nil || key != want {
+			t.Errorf("%q: key %q (%v), want %q, the key of a@xn--bcher-kvss.de", in, key, fe, want)
+		}
+		if _, again, fe := NormalizeEmail(key); fe != nil || again != key {
+			t.Errorf("%q: key %q is not its own key (%q, %v)", in, key, again, fe)
+		}
+	}
+}

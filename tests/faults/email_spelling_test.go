@@ -229,3 +229,22 @@ func TestOneMailboxWrittenTwoWaysIsTaken(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoSpellingsOfAPunycodeLabelThatFoldAlikeAreOneAccountsAddress:
+// a@xn--bcher-kvẞ.de and a@xn--bcher-kvss.de are one mailbox (IDNA
+// maps ẞ to ss) and one key by the key's own fold, but the first label
+// was tested for punycode before it was folded and kept as written, the
+// second decoded: two keys, and each spelling signed up an account of
+// its own (U1). The second signup is now refused 409 naming email.
+func TestTwoSpellingsOfAPunycodeLabelThatFoldAlikeAreOneAccountsAddress(t *testing.T) {
+	t.Parallel()
+	w := newWorld()
+	if err := w.signup("ann", "a@xn--bcher-kvẞ.de"); err != nil {
+		t.Fatal(err)
+	}
+	err := w.signup("bob", "a@xn--bcher-kvss.de")
+	var de *domain.Error
+	if !errors.Is(err, domain.ErrConflict) || !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "email" {
+		t.Errorf("a signup with the other spelling answered %v, want 409 naming email", err)
+	}
+}
