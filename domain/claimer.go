@@ -250,6 +250,44 @@ func (c *Claimer) ReleaseAll(ctx context.Context, held []Key, owner, op string) 
 	})
 }
 
+// GiveBack is ReleaseAll for an operation of owner that read it at
+// version base and can no longer apply (its compare-and-set was never
+// sent, or was answered not applied), its adopted keys given back too.
+// Kept, each stayed committed to the owner at base, its clock set anew by
+// the adoption: an owner who sent such an operation again and again,
+// refused each time on another key, kept a key it never held from
+// everyone for as long as it went on, no claim of it ever growing stale
+// (U4; TestAnAccountCannotSquatAnAddressByRetryingARefusedChange). So the
+// owner is first fenced past base (OwnerFence): neither this operation
+// nor the one the claim was adopted from (which read the owner at base or
+// before) can apply after it. Then each adopted key the owner does not
+// hold (Holder, read after the fence) is released if it is still this
+// operation's. Holders that cannot fence, or a fence or read that fails,
+// leave the adopted keys as ReleaseAll does.
+func (c *Claimer) GiveBack(ctx context.Context, held []Key, owner, op string, base int, holders Holders) {
+	c.ReleaseAll(ctx, held, owner, op)
+	adopted := slices.DeleteFunc(slices.Clone(held), func(k Key) bool { return !k.adopted })
+	fence, can := holders.(OwnerFence)
+	if len(adopted) == 0 || !can {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
+	defer cancel()
+	if err := fence.FenceOwner(ctx, owner, base); err != nil {
+		c.log.Warn(ctx, "fencing an owner to give back its adopted claims failed; they stay until the owner moves on", "owner", owner, "error", err.Error())
+		return
+	}
+	for _, k := range adopted {
+		exists, holds, version, err := holders.Holder(ctx, k.Kind, k.Key, owner)
+		if err != nil || holds || (exists && version <= base) {
+			continue
+		}
+		if err := c.claims.Release(ctx, k.Kind, k.Key, owner, op); err != nil {
+			c.log.Warn(ctx, "release of an adopted claim failed; it is an orphan anyone may take over", "kind", string(k.Kind), "error", err.Error())
+		}
+	}
+}
+
 // ReleaseOld gives back keys an owner no longer holds since it was
 // written at version written. Each is deleted only if it is still the
 // owner's committed claim of the operation found by reading it, so a new

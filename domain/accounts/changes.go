@@ -347,12 +347,14 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 // round lost a race (another change of the account holds a key or wrote
 // first, or our lease ran out); its claims are given back and the caller
 // starts over. sent reports whether the compare-and-set was sent: only
-// then may next land, whatever the error.
+// then may next land, whatever the error. A round that cannot land gives
+// back the claims it adopted too, once the account is fenced past the
+// version it read (domain.Claimer.GiveBack).
 func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []domain.Key, op string) (applied, sent bool, err error) {
 	id, base := next.ID, next.Version-1
 	held, conflict, err := a.claimer.AcquireAll(ctx, keys, id, op, base, holders{a})
 	if err != nil || conflict != nil {
-		a.claimer.ReleaseAll(ctx, held, id, op)
+		a.claimer.GiveBack(ctx, held, id, op, base, holders{a})
 		switch {
 		case err != nil:
 			return false, false, err
@@ -362,7 +364,7 @@ func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []
 		return false, false, nil
 	}
 	if ok, err := a.claimer.CommitAll(ctx, held, id, op, base); err != nil || !ok {
-		a.claimer.ReleaseAll(ctx, held, id, op)
+		a.claimer.GiveBack(ctx, held, id, op, base, holders{a})
 		return false, false, err
 	}
 	applied, err = a.users.Update(ctx, next)
@@ -375,10 +377,10 @@ func (a *Service) writeWithClaims(ctx context.Context, next domain.User, keys []
 		return false, true, err
 	case err != nil:
 		// Answered, and not applied (it was never sent): give them back.
-		a.claimer.ReleaseAll(ctx, held, id, op)
+		a.claimer.GiveBack(ctx, held, id, op, base, holders{a})
 		return false, false, err
 	case !applied:
-		a.claimer.ReleaseAll(ctx, held, id, op) // another change won
+		a.claimer.GiveBack(ctx, held, id, op, base, holders{a}) // another change won
 	}
 	return applied, true, nil
 }

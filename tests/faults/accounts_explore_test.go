@@ -134,6 +134,17 @@ type operation struct {
 
 func me(w *world) domain.User { return w.created[0] }
 
+// renamedHolding checks that the first account is named username and
+// holds held, the name its owner's rename left.
+func renamedHolding(w *world, username, held string) error {
+	u, err := w.store.Users().GetSerial(context.Background(), me(w).ID)
+	if err != nil || u.UsernameKey != username || u.HeldUsernameKey != held {
+		return fmt.Errorf("a rename that answered success left the account %q holding %q (%v), want %q holding %q",
+			u.UsernameKey, u.HeldUsernameKey, err, username, held)
+	}
+	return nil
+}
+
 func principal(u domain.User) domain.Principal { return domain.Principal{UserID: u.ID} }
 
 var operations = []operation{
@@ -159,10 +170,25 @@ var operations = []operation{
 		retry: func(w *world) error { return w.signup("alice", "alice@example.org") },
 	},
 	{
+		// A rename that answered, or whose retry did, holds the name it
+		// left, whichever attempt landed.
 		name: "rename", username: "bobby", email: "bob@example.org",
-		setup: func(w *world) error { return w.signup("bob", "bob@example.org") },
-		run:   func(w *world) error { return rename(w, "bobby", "") },
-		retry: func(w *world) error { return rename(w, "bobby", "") },
+		setup:  func(w *world) error { return w.signup("bob", "bob@example.org") },
+		run:    func(w *world) error { return rename(w, "bobby", "") },
+		retry:  func(w *world) error { return rename(w, "bobby", "") },
+		verify: func(w *world) error { return renamedHolding(w, "bobby", "bob") },
+	},
+	{
+		// A new username and a new address in one change: a retry that
+		// finds one taken must not keep the other from everyone.
+		name: "rename-and-email", username: "robert", email: "robert@example.org",
+		setup: func(w *world) error {
+			mailing(w)
+			return w.signup("bob", "bob@example.org")
+		},
+		run:    func(w *world) error { return rename(w, "robert", "robert@example.org") },
+		retry:  func(w *world) error { return rename(w, "robert", "robert@example.org") },
+		verify: func(w *world) error { return renamedHolding(w, "robert", "bob") },
 	},
 	{
 		// An email change goes through its confirmation: the service
@@ -325,9 +351,14 @@ type after struct {
 	// otherChange changes the account's display name before held writes
 	// land: the version moves under them.
 	otherChange bool
+	// staleName lets domain.StaleClaimAge pass, then a signup takes the
+	// operation's username alone (fencing the account if a stopped change
+	// of it committed the name), before held writes land.
+	staleName bool
 }
 
-var afters = []after{{name: "land-now"}, {name: "competitor-first", competitor: true}, {name: "other-change-first", otherChange: true}}
+var afters = []after{{name: "land-now"}, {name: "competitor-first", competitor: true}, {name: "other-change-first", otherChange: true},
+	{name: "name-taken-past-stale", staleName: true}}
 
 // TestExploreAccounts runs every schedule of every accounts operation and
 // checks U1-U4 after each.
@@ -393,6 +424,10 @@ func exploreWith(t *testing.T, name string, op operation, faults map[int]memstor
 	if a.competitor {
 		_ = w.signup(op.username, "rival-"+op.email)
 		_ = w.signup("rival", op.email)
+	}
+	if a.staleName {
+		w.store.Advance(domain.StaleClaimAge)
+		_ = newProbe(w).signup(op.username, "rival-stale@example.org")
 	}
 	if a.otherChange && len(w.created) > 0 {
 		display := "Someone Else"
