@@ -163,17 +163,20 @@ func CarryAdminChange(ctx context.Context, log AuditRecorder, u *User, entries [
 // compare-and-set is sent would otherwise leave each of his actions out
 // of the audit of every account at will
 // (TestAnAdminWhoHangsUpAfterHisChangeIsStillInTheAuditOfEveryAccount);
-// it has recordAppliedTimeout of its own.
-func RecordApplied(ctx context.Context, rec AuditRecorder, log Logger, entries []AuditEntry) {
+// it has recordAppliedTimeout of its own. It returns the failure, for a
+// caller that keeps a record of intent until the entries are written.
+func RecordApplied(ctx context.Context, rec AuditRecorder, log Logger, entries []AuditEntry) error {
 	if len(entries) == 0 {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordAppliedTimeout)
 	defer cancel()
-	if err := rec.Record(ctx, entries); err != nil {
+	err := rec.Record(ctx, entries)
+	if err != nil {
 		log.Warn(ctx, "writing the audit of an admin action failed; the account row keeps it",
 			"user", entries[0].UserID, "error", err.Error())
 	}
+	return err
 }
 
 // recordAppliedTimeout bounds the write of an applied action's entries,

@@ -43,3 +43,12 @@ func Entered(err error, at, now time.Time) error {
 	}
 	return err
 }
+
+// Intent is one round of an admin's change of an account in an index of
+// attempts in progress (accounts.Intents, moderation.AdminIntents): the
+// account, the round's tag (its own: another's end never takes its
+// entry) and when it began.
+type Intent struct {
+	UserID, Tag string
+	At          time.Time
+}

@@ -48,6 +48,62 @@ type AuditLog interface {
 	Since(ctx context.Context) (time.Time, error)
 }
 
+// Intents is an index of an admin's changes of accounts in progress: a
+// round that carries audit entries records its intent before its
+// compare-and-set and ends it once its entries are written (or once it
+// can no longer apply). An entry left behind is of a round whose
+// process stopped: the sweeper fences the account, so that its
+// compare-and-set can never land after, writes the entries the row
+// carries and only then ends the entry (docs/design/account-audit.md).
+// Satisfied by moderation.AdminIntents: moderation's index of attempts
+// in progress, whose sweeper finishes suspensions the same way.
+type Intents interface {
+	// Begin records an intent on the account userID; an error means it
+	// may not be read by the sweeper, and the round is not sent.
+	Begin(ctx context.Context, userID string) (domain.Intent, error)
+	// End ends this intent's entry, never another's.
+	End(ctx context.Context, i domain.Intent) error
+}
+
+// carriesOwn reports whether next, written over u, carries audit entries
+// of its own round (an admin's change of another account), not only
+// those an earlier one left.
+func carriesOwn(u, next domain.User) bool {
+	return len(next.AdminChange) > 0 && next.AdminChange[0].Version == u.Version+1
+}
+
+// intend records the intent of a round that writes next over u when it
+// carries entries of its own (nil: none needed, or no index).
+func (a *Service) intend(ctx context.Context, u, next domain.User) (*domain.Intent, error) {
+	if a.cfg.Intents == nil || !carriesOwn(u, next) {
+		return nil, nil
+	}
+	i, err := a.cfg.Intents.Begin(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &i, nil
+}
+
+// settle finishes a round's intent by how its compare-and-set ended:
+// applied, its entries are written (RecordApplied: past the caller's
+// context) and then the intent ends; never sent, or answered not
+// applied, it ends at once; an outcome unknown keeps it for the sweeper,
+// as does an entry whose write failed (the row keeps them).
+func (a *Service) settle(ctx context.Context, i *domain.Intent, entries []domain.AuditEntry, applied, sent bool, err error) {
+	ctx = context.WithoutCancel(ctx)
+	if applied {
+		if a.recordApplied(ctx, entries) != nil {
+			return
+		}
+	} else if sent && err != nil {
+		return
+	}
+	if i != nil {
+		_ = a.cfg.Intents.End(ctx, *i)
+	}
+}
+
 // noAudit is the audit of a service built without one.
 type noAudit struct{}
 
@@ -103,8 +159,8 @@ func changeEntries(p domain.Principal, u, next domain.User, cancelled bool) []do
 }
 
 // recordApplied writes the audit entries of an applied action.
-func (a *Service) recordApplied(ctx context.Context, entries []domain.AuditEntry) {
-	domain.RecordApplied(ctx, a.audit, a.log, entries)
+func (a *Service) recordApplied(ctx context.Context, entries []domain.AuditEntry) error {
+	return domain.RecordApplied(ctx, a.audit, a.log, entries)
 }
 
 // Audit pages through the audit of an account's admin actions, newest

@@ -306,9 +306,13 @@ func (a *Service) UpdateUser(ctx context.Context, p domain.Principal, id string,
 				return false, err
 			}
 		}
+		intent, err := a.intend(ctx, u, next)
+		if err != nil {
+			return false, err
+		}
 		done, sent, err := a.writeWithClaims(ctx, next, claim, op)
+		a.settle(ctx, intent, audited, done, sent, err)
 		if done {
-			a.recordApplied(ctx, audited)
 			// next dropped the holds that had ended too (apply): they
 			// go back with what the change left.
 			a.releaseLeft(ctx, u, next)
@@ -507,7 +511,16 @@ func (a *Service) updateRounds(ctx context.Context, id string, by changer, chang
 			next, ended = a.holdsAt(now).live(next)
 		}
 		next.Version, next.UpdatedAt = u.Version+1, now
+		var own []domain.AuditEntry
+		if carriesOwn(u, next) {
+			own = next.AdminChange
+		}
+		intent, err := a.intend(ctx, u, next)
+		if err != nil {
+			return false, err
+		}
 		applied, err := a.users.Update(ctx, next)
+		a.settle(ctx, intent, own, applied, true, err)
 		if applied {
 			out = next
 			if ended {
@@ -703,10 +716,8 @@ func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domai
 	}
 	kind, key, _ := loginKey(login)
 	byAddress := kind == domain.KindEmail
-	var audited []domain.AuditEntry
 	// The operator's change: the account's own do not hold it back.
 	out, err := a.updateByAdmin(ctx, found.ID, func(u domain.User) (domain.User, bool, error) {
-		audited = nil
 		if !u.Visible() {
 			// Deleted (or deleting) since the lookup: no one to grant.
 			return u, false, notFound
@@ -729,11 +740,8 @@ func (a *Service) SetAdmin(ctx context.Context, login string, admin bool) (domai
 		} else {
 			u.Roles = slices.DeleteFunc(slices.Clone(u.Roles), func(r string) bool { return r == domain.RoleAdmin })
 		}
-		audited = []domain.AuditEntry{e}
-		return u, true, domain.CarryAdminChange(ctx, a.audit, &u, audited)
+		// Written to the audit by updateRounds once it applied.
+		return u, true, domain.CarryAdminChange(ctx, a.audit, &u, []domain.AuditEntry{e})
 	})
-	if err == nil {
-		a.recordApplied(ctx, audited)
-	}
 	return out, err
 }

@@ -154,6 +154,12 @@ type Config struct {
 	// Audit keeps the audit of admin actions (nil: the entries stay in
 	// the account rows, written nowhere else).
 	Audit AuditLog
+	// Intents records each round of an admin's change of another
+	// account before its compare-and-set, for the sweeper to finish
+	// (nil: a round whose process dies after it is in the audit of every
+	// account only once that account's audit is read or an admin acts on
+	// it again).
+	Intents Intents
 	// Throttle limits password guesses and, with its store, mail to one
 	// address (Mail.PerAddress).
 	Throttle Throttle

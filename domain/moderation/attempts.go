@@ -33,6 +33,15 @@ type Attempt struct {
 const (
 	ActionSuspend   = "suspend"
 	ActionUnsuspend = "unsuspend"
+	// ActionAdminChange is a round of an admin's change of another
+	// account (accounts.Intents: a PATCH, a grant or a revoke), whose
+	// audit entries its compare-and-set writes into the row: the sweeper
+	// finishes it as it finishes a suspension, fencing the account and
+	// writing the entries the row carries, so that a round whose process
+	// died after its compare-and-set is in the audit of every account
+	// without anyone reading that account's audit
+	// (TestASuspensionWhoseProcessDiedIsInTheAuditOfEveryAccountOnceSwept).
+	ActionAdminChange = "admin_change"
 )
 
 // AttemptIndex keeps the entries of suspensions and unsuspensions in
@@ -61,9 +70,41 @@ func (noAttempts) InProgress(context.Context, func(Attempt, time.Time) error) er
 // reads it (domain.Entered), ends the request (nothing was changed: 503)
 // and the entry with it.
 func (m *Service) begin(ctx context.Context, userID, action string) (Attempt, error) {
-	a := Attempt{UserID: userID, Tag: domain.NewAttempt(), At: m.now(), Action: action}
-	if err := domain.Entered(m.cfg.Attempts.Begin(ctx, a), a.At, m.now()); err != nil {
-		return a, errors.Join(err, m.cfg.Attempts.End(context.WithoutCancel(ctx), a))
+	return BeginAttempt(ctx, m.cfg.Attempts, m.now, userID, action)
+}
+
+// AdminIntents is accounts.Intents on an index of attempts in progress
+// (the one a moderation service keeps): an admin's change of another
+// account records each round there before its compare-and-set, and
+// FinishInterrupted finishes an entry left behind as it finishes a
+// suspension's (docs/design/account-audit.md).
+type AdminIntents struct {
+	Index AttemptIndex
+	// Now is the clock of the entries (whole milliseconds, UTC, are
+	// taken of it).
+	Now func() time.Time
+}
+
+// Begin records a round of an admin's change of userID.
+func (x AdminIntents) Begin(ctx context.Context, userID string) (domain.Intent, error) {
+	at := func() time.Time { return x.Now().UTC().Truncate(time.Millisecond) }
+	a, err := BeginAttempt(ctx, x.Index, at, userID, ActionAdminChange)
+	return domain.Intent{UserID: a.UserID, Tag: a.Tag, At: a.At}, err
+}
+
+// End ends the round's entry.
+func (x AdminIntents) End(ctx context.Context, i domain.Intent) error {
+	return x.Index.End(ctx, Attempt{UserID: i.UserID, Tag: i.Tag, At: i.At, Action: ActionAdminChange})
+}
+
+// BeginAttempt records an attempt of action on userID in index, begun at
+// now(): a write that fails, or is acknowledged too late to be sure the
+// sweeper reads it (domain.Entered), is an error, and the entry is ended
+// with it (the attempt changes nothing).
+func BeginAttempt(ctx context.Context, index AttemptIndex, now func() time.Time, userID, action string) (Attempt, error) {
+	a := Attempt{UserID: userID, Tag: domain.NewAttempt(), At: now(), Action: action}
+	if err := domain.Entered(index.Begin(ctx, a), a.At, now()); err != nil {
+		return a, errors.Join(err, index.End(context.WithoutCancel(ctx), a))
 	}
 	return a, nil
 }

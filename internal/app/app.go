@@ -84,7 +84,10 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	// One audit of admin actions on accounts, written by both services
 	// that make them.
 	audit := repository.NewAccountAudit(db)
-	acc, err := newAccounts(cfg, logger, db, accountRows, sessions, claims, audit, m, now, w.accountsBackground)
+	// One index of admins' attempts in progress, finished by moderation's
+	// sweeper: suspensions and lifts, and the accounts' admin changes.
+	inProgress := repository.NewModerationAttempts(db)
+	acc, err := newAccounts(cfg, logger, db, accountRows, sessions, claims, audit, moderation.AdminIntents{Index: inProgress, Now: now}, m, now, w.accountsBackground)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +96,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 	if w.moderationClock != nil {
 		modNow = w.moderationClock(now)
 	}
-	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: modNow, Attempts: repository.NewModerationAttempts(db),
+	mod := moderation.New(moderation.Config{BucketSize: cfg.Moderation.BucketSize, Now: modNow, Attempts: inProgress,
 		Audit: audit, Log: log}, acc, users, suspensions)
 	closings := repository.NewClosings(db)
 	grp := groups.New(groups.Config{ClaimLease: cfg.Accounts.ClaimLease, Now: now, TurnWait: w.turnWait, Closings: closings,
@@ -151,7 +154,7 @@ func New(cfg config.Config, logger zerolog.Logger, session gocqlx.Session, m *me
 // search, mail, the audit, the second factors, and background, which runs
 // the work it leaves for after an answer.
 func newAccounts(cfg config.Config, logger zerolog.Logger, db *repository.DB, users accounts.UserStore, sessions accounts.SessionStore,
-	claims domain.ClaimStore, audit accounts.AuditLog, m *metrics.Metrics, now func() time.Time, background func(func())) (*accounts.Service, error) {
+	claims domain.ClaimStore, audit accounts.AuditLog, intents accounts.Intents, m *metrics.Metrics, now func() time.Time, background func(func())) (*accounts.Service, error) {
 	c := cfg.Accounts
 	hasher := password.New(password.Params{
 		MemoryKiB: uint32(c.Argon2MemoryKiB), Time: uint32(c.Argon2Time), Threads: uint8(c.Argon2Threads),
@@ -162,7 +165,7 @@ func newAccounts(cfg config.Config, logger zerolog.Logger, db *repository.DB, us
 		checks.Breached = password.NewPwned(c.HIBPURL, c.HIBPTimeout)
 	}
 	ac := accounts.Config{ClaimLease: c.ClaimLease, SessionTTL: c.SessionTTL, SeenInterval: c.SessionSeenInterval, Now: now, Background: background,
-		RequireAdminFactor: c.RequireAdminFactor, Passwords: checks, Audit: audit, Search: repository.NewUserSearch(db),
+		RequireAdminFactor: c.RequireAdminFactor, Passwords: checks, Audit: audit, Intents: intents, Search: repository.NewUserSearch(db),
 		Throttle: accounts.Throttle{Store: repository.NewAttempts(db), PerAddress: c.ThrottlePerAddress,
 			PerLogin: c.ThrottlePerLogin, Window: c.ThrottleWindow}}
 	var err error

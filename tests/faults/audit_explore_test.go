@@ -45,7 +45,10 @@ var auditActions = []auditAction{
 func newAuditModWorld(t *testing.T) *modWorld {
 	t.Helper()
 	m := newModWorld(t)
-	m.rewire(func(st *memstore.Store, c *accounts.Config) { c.Audit = st.AccountAudit() })
+	m.rewire(func(st *memstore.Store, c *accounts.Config) {
+		c.Audit = st.AccountAudit()
+		c.Intents = moderation.AdminIntents{Index: st.ModerationAttempts(), Now: st.Now}
+	})
 	m.mod = moderation.New(moderation.Config{BucketSize: moderation.BucketMonth, Now: m.store.Now, Attempts: m.store.ModerationAttempts(), EmptiedKept: time.Nanosecond,
 		Audit: m.store.AccountAudit(), Log: nopLog{}}, m.svc, m.store.Users(), m.store.Suspensions())
 	return m

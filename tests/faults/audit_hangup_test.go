@@ -85,13 +85,16 @@ func TestAnAdminWhoHangsUpAfterHisChangeIsStillInTheAuditOfEveryAccount(t *testi
 }
 
 // TestASuspensionWhoseProcessDiedIsInTheAuditOfEveryAccountOnceSwept:
-// root suspends the member, or lifts her suspension, and his process
-// dies just after the compare-and-set applied, before the entry is
-// written. The account row carries it, and the sweeper's pass finishes
-// the interrupted attempt from that row (its records, its history): it
-// writes the entry too, so that GET /v1/audit, which reads no account
-// row, lists what root did without anyone reading the member's own
-// audit first.
+// root suspends the member, or lifts her suspension, or changes her
+// display name or username, or the operator grants her the admin role,
+// and the process dies just after the compare-and-set applied, before
+// the entry is written. The account row carries it, and the sweeper's
+// pass finishes the interrupted attempt from that row (its records, its
+// history): it writes the entry too, so that GET /v1/audit, which reads
+// no account row, lists what was done without anyone reading the
+// member's own audit first. A change other than a suspension's reached
+// it only once someone read that audit or an admin acted on her again,
+// until each of its rounds recorded its intent in the same index.
 func TestASuspensionWhoseProcessDiedIsInTheAuditOfEveryAccountOnceSwept(t *testing.T) {
 	t.Parallel()
 	for _, action := range []struct {
@@ -102,6 +105,20 @@ func TestASuspensionWhoseProcessDiedIsInTheAuditOfEveryAccountOnceSwept(t *testi
 	}{
 		{"suspension", domain.AuditSuspended, nil, func(m *modWorld) error { return m.suspend(0) }},
 		{"unsuspension", domain.AuditUnsuspended, func(m *modWorld) error { return m.suspend(0) }, func(m *modWorld) error { return m.unsuspend() }},
+		{"display name", domain.AuditDisplayNameChanged, nil, func(m *modWorld) error {
+			name := "Changed by admin"
+			_, err := m.svc.UpdateUser(context.Background(), m.admin, m.member.ID, accounts.UpdateInput{DisplayName: &name})
+			return err
+		}},
+		{"username", domain.AuditUsernameChanged, nil, func(m *modWorld) error {
+			name := "renamed_by_admin"
+			_, err := m.svc.UpdateUser(context.Background(), m.admin, m.member.ID, accounts.UpdateInput{Username: &name})
+			return err
+		}},
+		{"grant", domain.AuditRoleGranted, nil, func(m *modWorld) error {
+			_, err := m.svc.SetAdmin(context.Background(), m.member.Username, true)
+			return err
+		}},
 	} {
 		t.Run(action.name, func(t *testing.T) {
 			m := newAuditModWorld(t)
@@ -126,17 +143,50 @@ func TestASuspensionWhoseProcessDiedIsInTheAuditOfEveryAccountOnceSwept(t *testi
 			if len(u.AdminChange) != 1 || u.AdminChange[0].Action != action.want {
 				t.Fatalf("the member's row carries %+v, want the %s that applied", u.AdminChange, action.want)
 			}
+			all := func() []domain.AuditEntry {
+				page, err := m.svc.AllAudit(context.Background(), m.admin, accounts.AuditFilter{Action: action.want}, "", 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return page.Items
+			}
+			if items := all(); len(items) != 0 {
+				t.Fatalf("before the sweep the audit of every account lists %+v: the process died before writing it", items)
+			}
 			m.store.Advance(2 * time.Minute)
 			if _, err := m.mod.FinishInterrupted(context.Background(), time.Minute); err != nil {
 				t.Fatalf("the sweeper's pass: %v", err)
 			}
-			page, err := m.svc.AllAudit(context.Background(), m.admin, accounts.AuditFilter{Action: action.want}, "", 10)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(page.Items) != 1 || page.Items[0].ID() != u.AdminChange[0].ID() {
-				t.Errorf("root's %s in the audit of every account after the sweep: %+v, want the one that applied (%s)", action.want, page.Items, u.AdminChange[0].ID())
+			if items := all(); len(items) != 1 || items[0].ID() != u.AdminChange[0].ID() {
+				t.Errorf("root's %s in the audit of every account after the sweep: %+v, want the one that applied (%s)", action.want, items, u.AdminChange[0].ID())
 			}
 		})
+	}
+}
+
+// TestAnAdminChangeLeavesNoIntentBehind: an admin's changes that applied,
+// and one refused (a username another account holds), each end the
+// intent their rounds recorded, so the sweeper fences no account for
+// them.
+func TestAnAdminChangeLeavesNoIntentBehind(t *testing.T) {
+	t.Parallel()
+	m := newAuditModWorld(t)
+	ctx := context.Background()
+	name, taken := "Changed by admin", "root"
+	if _, err := m.svc.UpdateUser(ctx, m.admin, m.member.ID, accounts.UpdateInput{DisplayName: &name}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.svc.UpdateUser(ctx, m.admin, m.member.ID, accounts.UpdateInput{Username: &taken}); err == nil {
+		t.Fatal("renaming the member to the admin's username was not refused")
+	}
+	if _, err := m.svc.SetAdmin(ctx, m.member.Username, true); err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	if err := m.store.ModerationAttempts().InProgress(ctx, func(moderation.Attempt, time.Time) error { left++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d entries left in the index of attempts in progress; want none", left)
 	}
 }
