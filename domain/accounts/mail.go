@@ -264,10 +264,10 @@ func (a *Service) countMailOf(ctx context.Context, emailKey string, purpose Toke
 		// same one, one of them takes it and mails, and the others try
 		// the next; a request that finds none writes nothing, so no
 		// number of refused requests can hide a free slot from the next.
-		ok, err := store.Take(ctx, scope, n, attempt, mailWindow)
+		ok, err := a.takeSlot(ctx, scope, n, attempt)
 		if err != nil {
-			// Its outcome unknown: the slot may be spent, the mail is not
-			// sent (the user asks again).
+			// Its outcome unknown still: the slot may be spent, the mail
+			// is not sent (the user asks again).
 			a.log.Warn(ctx, "counting a mail failed; not sent", "error", err.Error())
 			return ErrThrottleUnavailable
 		}
@@ -283,6 +283,36 @@ func (a *Service) countMailOf(ctx context.Context, emailKey string, purpose Toke
 		return ErrThrottleUnavailable
 	}
 	return &mailLimited{wait: firstFreed(taken, usable, a.now())}
+}
+
+// slotTakes bounds how often a take of one slot whose outcome stayed
+// unknown is sent again (takeSlot).
+const slotTakes = 4
+
+// takeSlot takes slot n of scope for attempt (AttemptStore.Take), and
+// sends the take again, for the same slot under the same attempt, while
+// its outcome is unknown: a slot is never overwritten while it lives, so
+// the repeat finds attempt's own row (taken: the mail goes) or another's
+// (this attempt never took it: the caller tries the next), or takes it.
+// Given up on an unknown outcome, a take that applied holds its slot for
+// the hour with no mail sent; a burst's compare-and-sets contending on
+// one partition time out that way, so a stranger's requests sent at once
+// spent the hour's slots with nothing in the owner's mailbox and held
+// her own reset back (TestATakeWhoseAnswerWasLostStillMails).
+func (a *Service) takeSlot(ctx context.Context, scope string, n int, attempt Attempt) (bool, error) {
+	var err error
+	for try := range slotTakes {
+		if try > 0 {
+			if serr := domain.SleepCtx(ctx, domain.Backoff(try)); serr != nil {
+				return false, err
+			}
+		}
+		var ok bool
+		if ok, err = a.throttle.Store.Take(ctx, scope, n, attempt, mailWindow); err == nil {
+			return ok, nil
+		}
+	}
+	return false, err
 }
 
 // firstFreed is how long until the first of slots 0..usable-1 of taken
