@@ -307,11 +307,11 @@ func (a *Service) mailChangeLinks(ctx context.Context, u domain.User, budget mai
 	if err := a.countMailOf(ctx, to.EmailKey, PurposeVerifyEmail, budget); err != nil {
 		return fmt.Errorf("an email change's links for %s: %w", u.ID, err)
 	}
-	verify, err := a.issueToken(ctx, to, PurposeVerifyEmail, "")
+	verify, err := a.issueCounted(ctx, to, PurposeVerifyEmail, "")
 	if err != nil {
 		return fmt.Errorf("storing an email change's verification token for %s: %w", u.ID, err)
 	}
-	refuse, err := a.issueToken(ctx, to, PurposeRefuseEmail, "")
+	refuse, err := a.issueCounted(ctx, to, PurposeRefuseEmail, "")
 	if err != nil {
 		return fmt.Errorf("storing an email change's not-me token for %s: %w", u.ID, err)
 	}
