@@ -3026,12 +3026,14 @@ type ClientInterface interface {
 	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 	// signup, and throttled per login: failed attempts at one username or
 	// email are counted by every instance together, 5 from one client
-	// address and 50 from all within 15 minutes by default
+	// address (IPv6: its /64), 10 from one IPv6 /56 (its /64s together)
+	// and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The throttle takes four round trips,
-	// the client address's tier first (an attempt refused there writes
-	// nothing under the login); then one claim read, the account and its
+	// login that names no account. The throttle takes four round trips
+	// (six from IPv6: its /56's try and read), the client address's tier
+	// first (an attempt refused there writes nothing under the /56 or
+	// the login); then one claim read, the account and its
 	// factors read at once, the verdict recorded (a wrong password's
 	// failure written, a right one's tries settled; when that cannot be
 	// recorded, 503 for either), the session's writes, one more account
@@ -3067,12 +3069,14 @@ type ClientInterface interface {
 	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 	// signup, and throttled per login: failed attempts at one username or
 	// email are counted by every instance together, 5 from one client
-	// address and 50 from all within 15 minutes by default
+	// address (IPv6: its /64), 10 from one IPv6 /56 (its /64s together)
+	// and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The throttle takes four round trips,
-	// the client address's tier first (an attempt refused there writes
-	// nothing under the login); then one claim read, the account and its
+	// login that names no account. The throttle takes four round trips
+	// (six from IPv6: its /56's try and read), the client address's tier
+	// first (an attempt refused there writes nothing under the /56 or
+	// the login); then one claim read, the account and its
 	// factors read at once, the verdict recorded (a wrong password's
 	// failure written, a right one's tries settled; when that cannot be
 	// recorded, 503 for either), the session's writes, one more account
@@ -3123,11 +3127,13 @@ type ClientInterface interface {
 	//
 	// Who may call: anyone holding a challenge.
 	//
-	// Cost: codes and passkey answers are throttled like passwords, per
-	// account: 5 wrong ones from one client address and 50 from all
-	// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
-	// (80 bits, not guessed online) per client address only, so a
-	// guesser of codes cannot keep the owner out. The challenge read, the
+	// Cost: app codes are throttled like passwords, per account: 5
+	// wrong ones from one client address (IPv6: its /64), 10 from one
+	// IPv6 /56 and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`); passkey answers (a signature is not
+	// guessed) and recovery codes (80 bits, not guessed online) per
+	// client address only, so a guesser of codes cannot keep the owner
+	// out of those. The challenge read, the
 	// account and its factors read at once, the code's throttle, the code
 	// used (a lightweight transaction; a recovery code's use is audited
 	// first and mailed to the account's address after the answer), the
@@ -3155,11 +3161,13 @@ type ClientInterface interface {
 	//
 	// Who may call: anyone holding a challenge.
 	//
-	// Cost: codes and passkey answers are throttled like passwords, per
-	// account: 5 wrong ones from one client address and 50 from all
-	// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
-	// (80 bits, not guessed online) per client address only, so a
-	// guesser of codes cannot keep the owner out. The challenge read, the
+	// Cost: app codes are throttled like passwords, per account: 5
+	// wrong ones from one client address (IPv6: its /64), 10 from one
+	// IPv6 /56 and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`); passkey answers (a signature is not
+	// guessed) and recovery codes (80 bits, not guessed online) per
+	// client address only, so a guesser of codes cannot keep the owner
+	// out of those. The challenge read, the
 	// account and its factors read at once, the code's throttle, the code
 	// used (a lightweight transaction; a recovery code's use is audited
 	// first and mailed to the account's address after the answer), the
@@ -4051,10 +4059,12 @@ type ClientInterface interface {
 	// not change another user's password (403).
 	//
 	// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
-	// changes (429 `rate_limited`); and wrong current passwords of one
-	// account are counted in Cassandra by every instance together, 5
-	// from one client address and 50 from all within 15 minutes by
-	// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// changes (429 `rate_limited`); and wrong current passwords sent
+	// with one session are counted in Cassandra by every instance
+	// together, 5 from one client address (IPv6: its /64), 10 from one
+	// IPv6 /56 and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`; the owner's other sessions and new logins
+	// keep budgets of their own); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, so a stolen session
 	// is no free oracle for it.
 	//
@@ -4092,10 +4102,12 @@ type ClientInterface interface {
 	// not change another user's password (403).
 	//
 	// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
-	// changes (429 `rate_limited`); and wrong current passwords of one
-	// account are counted in Cassandra by every instance together, 5
-	// from one client address and 50 from all within 15 minutes by
-	// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// changes (429 `rate_limited`); and wrong current passwords sent
+	// with one session are counted in Cassandra by every instance
+	// together, 5 from one client address (IPv6: its /64), 10 from one
+	// IPv6 /56 and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`; the owner's other sessions and new logins
+	// keep budgets of their own); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, so a stolen session
 	// is no free oracle for it.
 	//
@@ -5963,12 +5975,14 @@ func (c *Client) SearchPeople(ctx context.Context, params *SearchPeopleParams, r
 // Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 // signup, and throttled per login: failed attempts at one username or
 // email are counted by every instance together, 5 from one client
-// address and 50 from all within 15 minutes by default
+// address (IPv6: its /64), 10 from one IPv6 /56 (its /64s together)
+// and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The throttle takes four round trips,
-// the client address's tier first (an attempt refused there writes
-// nothing under the login); then one claim read, the account and its
+// login that names no account. The throttle takes four round trips
+// (six from IPv6: its /56's try and read), the client address's tier
+// first (an attempt refused there writes nothing under the /56 or
+// the login); then one claim read, the account and its
 // factors read at once, the verdict recorded (a wrong password's
 // failure written, a right one's tries settled; when that cannot be
 // recorded, 503 for either), the session's writes, one more account
@@ -6014,12 +6028,14 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 // signup, and throttled per login: failed attempts at one username or
 // email are counted by every instance together, 5 from one client
-// address and 50 from all within 15 minutes by default
+// address (IPv6: its /64), 10 from one IPv6 /56 (its /64s together)
+// and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The throttle takes four round trips,
-// the client address's tier first (an attempt refused there writes
-// nothing under the login); then one claim read, the account and its
+// login that names no account. The throttle takes four round trips
+// (six from IPv6: its /56's try and read), the client address's tier
+// first (an attempt refused there writes nothing under the /56 or
+// the login); then one claim read, the account and its
 // factors read at once, the verdict recorded (a wrong password's
 // failure written, a right one's tries settled; when that cannot be
 // recorded, 503 for either), the session's writes, one more account
@@ -6090,11 +6106,13 @@ func (c *Client) DeleteCurrentSession(ctx context.Context, reqEditors ...Request
 //
 // Who may call: anyone holding a challenge.
 //
-// Cost: codes and passkey answers are throttled like passwords, per
-// account: 5 wrong ones from one client address and 50 from all
-// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
-// (80 bits, not guessed online) per client address only, so a
-// guesser of codes cannot keep the owner out. The challenge read, the
+// Cost: app codes are throttled like passwords, per account: 5
+// wrong ones from one client address (IPv6: its /64), 10 from one
+// IPv6 /56 and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`); passkey answers (a signature is not
+// guessed) and recovery codes (80 bits, not guessed online) per
+// client address only, so a guesser of codes cannot keep the owner
+// out of those. The challenge read, the
 // account and its factors read at once, the code's throttle, the code
 // used (a lightweight transaction; a recovery code's use is audited
 // first and mailed to the account's address after the answer), the
@@ -6132,11 +6150,13 @@ func (c *Client) CompleteSecondFactorWithBody(ctx context.Context, contentType s
 //
 // Who may call: anyone holding a challenge.
 //
-// Cost: codes and passkey answers are throttled like passwords, per
-// account: 5 wrong ones from one client address and 50 from all
-// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
-// (80 bits, not guessed online) per client address only, so a
-// guesser of codes cannot keep the owner out. The challenge read, the
+// Cost: app codes are throttled like passwords, per account: 5
+// wrong ones from one client address (IPv6: its /64), 10 from one
+// IPv6 /56 and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`); passkey answers (a signature is not
+// guessed) and recovery codes (80 bits, not guessed online) per
+// client address only, so a guesser of codes cannot keep the owner
+// out of those. The challenge read, the
 // account and its factors read at once, the code's throttle, the code
 // used (a lightweight transaction; a recovery code's use is audited
 // first and mailed to the account's address after the answer), the
@@ -7318,10 +7338,12 @@ func (c *Client) FinishPasskey(ctx context.Context, id UserId, factorId FactorId
 // not change another user's password (403).
 //
 // Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
-// changes (429 `rate_limited`); and wrong current passwords of one
-// account are counted in Cassandra by every instance together, 5
-// from one client address and 50 from all within 15 minutes by
-// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// changes (429 `rate_limited`); and wrong current passwords sent
+// with one session are counted in Cassandra by every instance
+// together, 5 from one client address (IPv6: its /64), 10 from one
+// IPv6 /56 and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`; the owner's other sessions and new logins
+// keep budgets of their own); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, so a stolen session
 // is no free oracle for it.
 //
@@ -7369,10 +7391,12 @@ func (c *Client) ChangePasswordWithBody(ctx context.Context, id UserId, contentT
 // not change another user's password (403).
 //
 // Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
-// changes (429 `rate_limited`); and wrong current passwords of one
-// account are counted in Cassandra by every instance together, 5
-// from one client address and 50 from all within 15 minutes by
-// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// changes (429 `rate_limited`); and wrong current passwords sent
+// with one session are counted in Cassandra by every instance
+// together, 5 from one client address (IPv6: its /64), 10 from one
+// IPv6 /56 and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`; the owner's other sessions and new logins
+// keep budgets of their own); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, so a stolen session
 // is no free oracle for it.
 //
@@ -11944,12 +11968,14 @@ type ClientWithResponsesInterface interface {
 	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 	// signup, and throttled per login: failed attempts at one username or
 	// email are counted by every instance together, 5 from one client
-	// address and 50 from all within 15 minutes by default
+	// address (IPv6: its /64), 10 from one IPv6 /56 (its /64s together)
+	// and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The throttle takes four round trips,
-	// the client address's tier first (an attempt refused there writes
-	// nothing under the login); then one claim read, the account and its
+	// login that names no account. The throttle takes four round trips
+	// (six from IPv6: its /56's try and read), the client address's tier
+	// first (an attempt refused there writes nothing under the /56 or
+	// the login); then one claim read, the account and its
 	// factors read at once, the verdict recorded (a wrong password's
 	// failure written, a right one's tries settled; when that cannot be
 	// recorded, 503 for either), the session's writes, one more account
@@ -11985,12 +12011,14 @@ type ClientWithResponsesInterface interface {
 	// Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 	// signup, and throttled per login: failed attempts at one username or
 	// email are counted by every instance together, 5 from one client
-	// address and 50 from all within 15 minutes by default
+	// address (IPv6: its /64), 10 from one IPv6 /56 (its /64s together)
+	// and 50 from all within 15 minutes by default
 	// (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, the same for a
-	// login that names no account. The throttle takes four round trips,
-	// the client address's tier first (an attempt refused there writes
-	// nothing under the login); then one claim read, the account and its
+	// login that names no account. The throttle takes four round trips
+	// (six from IPv6: its /56's try and read), the client address's tier
+	// first (an attempt refused there writes nothing under the /56 or
+	// the login); then one claim read, the account and its
 	// factors read at once, the verdict recorded (a wrong password's
 	// failure written, a right one's tries settled; when that cannot be
 	// recorded, 503 for either), the session's writes, one more account
@@ -12043,11 +12071,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: anyone holding a challenge.
 	//
-	// Cost: codes and passkey answers are throttled like passwords, per
-	// account: 5 wrong ones from one client address and 50 from all
-	// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
-	// (80 bits, not guessed online) per client address only, so a
-	// guesser of codes cannot keep the owner out. The challenge read, the
+	// Cost: app codes are throttled like passwords, per account: 5
+	// wrong ones from one client address (IPv6: its /64), 10 from one
+	// IPv6 /56 and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`); passkey answers (a signature is not
+	// guessed) and recovery codes (80 bits, not guessed online) per
+	// client address only, so a guesser of codes cannot keep the owner
+	// out of those. The challenge read, the
 	// account and its factors read at once, the code's throttle, the code
 	// used (a lightweight transaction; a recovery code's use is audited
 	// first and mailed to the account's address after the answer), the
@@ -12075,11 +12105,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Who may call: anyone holding a challenge.
 	//
-	// Cost: codes and passkey answers are throttled like passwords, per
-	// account: 5 wrong ones from one client address and 50 from all
-	// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
-	// (80 bits, not guessed online) per client address only, so a
-	// guesser of codes cannot keep the owner out. The challenge read, the
+	// Cost: app codes are throttled like passwords, per account: 5
+	// wrong ones from one client address (IPv6: its /64), 10 from one
+	// IPv6 /56 and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`); passkey answers (a signature is not
+	// guessed) and recovery codes (80 bits, not guessed online) per
+	// client address only, so a guesser of codes cannot keep the owner
+	// out of those. The challenge read, the
 	// account and its factors read at once, the code's throttle, the code
 	// used (a lightweight transaction; a recovery code's use is audited
 	// first and mailed to the account's address after the answer), the
@@ -12995,10 +13027,12 @@ type ClientWithResponsesInterface interface {
 	// not change another user's password (403).
 	//
 	// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
-	// changes (429 `rate_limited`); and wrong current passwords of one
-	// account are counted in Cassandra by every instance together, 5
-	// from one client address and 50 from all within 15 minutes by
-	// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// changes (429 `rate_limited`); and wrong current passwords sent
+	// with one session are counted in Cassandra by every instance
+	// together, 5 from one client address (IPv6: its /64), 10 from one
+	// IPv6 /56 and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`; the owner's other sessions and new logins
+	// keep budgets of their own); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, so a stolen session
 	// is no free oracle for it.
 	//
@@ -13036,10 +13070,12 @@ type ClientWithResponsesInterface interface {
 	// not change another user's password (403).
 	//
 	// Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
-	// changes (429 `rate_limited`); and wrong current passwords of one
-	// account are counted in Cassandra by every instance together, 5
-	// from one client address and 50 from all within 15 minutes by
-	// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+	// changes (429 `rate_limited`); and wrong current passwords sent
+	// with one session are counted in Cassandra by every instance
+	// together, 5 from one client address (IPv6: its /64), 10 from one
+	// IPv6 /56 and 50 from all within 15 minutes by default
+	// (`SHELF_THROTTLE_*`; the owner's other sessions and new logins
+	// keep budgets of their own); beyond, 429 `too_many_attempts` with
 	// `Retry-After`, before the password is checked, so a stolen session
 	// is no free oracle for it.
 	//
@@ -23968,12 +24004,14 @@ func (c *ClientWithResponses) SearchPeopleWithResponse(ctx context.Context, para
 // Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 // signup, and throttled per login: failed attempts at one username or
 // email are counted by every instance together, 5 from one client
-// address and 50 from all within 15 minutes by default
+// address (IPv6: its /64), 10 from one IPv6 /56 (its /64s together)
+// and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The throttle takes four round trips,
-// the client address's tier first (an attempt refused there writes
-// nothing under the login); then one claim read, the account and its
+// login that names no account. The throttle takes four round trips
+// (six from IPv6: its /56's try and read), the client address's tier
+// first (an attempt refused there writes nothing under the /56 or
+// the login); then one claim read, the account and its
 // factors read at once, the verdict recorded (a wrong password's
 // failure written, a right one's tries settled; when that cannot be
 // recorded, 503 for either), the session's writes, one more account
@@ -24015,12 +24053,14 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // Cost: rate limited per client IP (IPv6 per /64, and four times that per /56), separately from
 // signup, and throttled per login: failed attempts at one username or
 // email are counted by every instance together, 5 from one client
-// address and 50 from all within 15 minutes by default
+// address (IPv6: its /64), 10 from one IPv6 /56 (its /64s together)
+// and 50 from all within 15 minutes by default
 // (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, the same for a
-// login that names no account. The throttle takes four round trips,
-// the client address's tier first (an attempt refused there writes
-// nothing under the login); then one claim read, the account and its
+// login that names no account. The throttle takes four round trips
+// (six from IPv6: its /56's try and read), the client address's tier
+// first (an attempt refused there writes nothing under the /56 or
+// the login); then one claim read, the account and its
 // factors read at once, the verdict recorded (a wrong password's
 // failure written, a right one's tries settled; when that cannot be
 // recorded, 503 for either), the session's writes, one more account
@@ -24085,11 +24125,13 @@ func (c *ClientWithResponses) DeleteCurrentSessionWithResponse(ctx context.Conte
 //
 // Who may call: anyone holding a challenge.
 //
-// Cost: codes and passkey answers are throttled like passwords, per
-// account: 5 wrong ones from one client address and 50 from all
-// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
-// (80 bits, not guessed online) per client address only, so a
-// guesser of codes cannot keep the owner out. The challenge read, the
+// Cost: app codes are throttled like passwords, per account: 5
+// wrong ones from one client address (IPv6: its /64), 10 from one
+// IPv6 /56 and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`); passkey answers (a signature is not
+// guessed) and recovery codes (80 bits, not guessed online) per
+// client address only, so a guesser of codes cannot keep the owner
+// out of those. The challenge read, the
 // account and its factors read at once, the code's throttle, the code
 // used (a lightweight transaction; a recovery code's use is audited
 // first and mailed to the account's address after the answer), the
@@ -24123,11 +24165,13 @@ func (c *ClientWithResponses) CompleteSecondFactorWithBodyWithResponse(ctx conte
 //
 // Who may call: anyone holding a challenge.
 //
-// Cost: codes and passkey answers are throttled like passwords, per
-// account: 5 wrong ones from one client address and 50 from all
-// within 15 minutes by default (`SHELF_THROTTLE_*`); recovery codes
-// (80 bits, not guessed online) per client address only, so a
-// guesser of codes cannot keep the owner out. The challenge read, the
+// Cost: app codes are throttled like passwords, per account: 5
+// wrong ones from one client address (IPv6: its /64), 10 from one
+// IPv6 /56 and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`); passkey answers (a signature is not
+// guessed) and recovery codes (80 bits, not guessed online) per
+// client address only, so a guesser of codes cannot keep the owner
+// out of those. The challenge read, the
 // account and its factors read at once, the code's throttle, the code
 // used (a lightweight transaction; a recovery code's use is audited
 // first and mailed to the account's address after the answer), the
@@ -25217,10 +25261,12 @@ func (c *ClientWithResponses) FinishPasskeyWithResponse(ctx context.Context, id 
 // not change another user's password (403).
 //
 // Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
-// changes (429 `rate_limited`); and wrong current passwords of one
-// account are counted in Cassandra by every instance together, 5
-// from one client address and 50 from all within 15 minutes by
-// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// changes (429 `rate_limited`); and wrong current passwords sent
+// with one session are counted in Cassandra by every instance
+// together, 5 from one client address (IPv6: its /64), 10 from one
+// IPv6 /56 and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`; the owner's other sessions and new logins
+// keep budgets of their own); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, so a stolen session
 // is no free oracle for it.
 //
@@ -25264,10 +25310,12 @@ func (c *ClientWithResponses) ChangePasswordWithBodyWithResponse(ctx context.Con
 // not change another user's password (403).
 //
 // Limits: per client IP (IPv6 per /64, and four times that per /56), in the bucket of account
-// changes (429 `rate_limited`); and wrong current passwords of one
-// account are counted in Cassandra by every instance together, 5
-// from one client address and 50 from all within 15 minutes by
-// default (`SHELF_THROTTLE_*`); beyond, 429 `too_many_attempts` with
+// changes (429 `rate_limited`); and wrong current passwords sent
+// with one session are counted in Cassandra by every instance
+// together, 5 from one client address (IPv6: its /64), 10 from one
+// IPv6 /56 and 50 from all within 15 minutes by default
+// (`SHELF_THROTTLE_*`; the owner's other sessions and new logins
+// keep budgets of their own); beyond, 429 `too_many_attempts` with
 // `Retry-After`, before the password is checked, so a stolen session
 // is no free oracle for it.
 //
