@@ -307,6 +307,8 @@ func (a *Service) mailChangeLinks(ctx context.Context, u domain.User, budget mai
 	if err := a.countMailOf(ctx, to.EmailKey, PurposeVerifyEmail, budget); err != nil {
 		return fmt.Errorf("an email change's links for %s: %w", u.ID, err)
 	}
+	ctx, cancel := slotHeld(ctx)
+	defer cancel()
 	verify, err := a.issueCounted(ctx, to, PurposeVerifyEmail, "")
 	if err != nil {
 		return fmt.Errorf("storing an email change's verification token for %s: %w", u.ID, err)
