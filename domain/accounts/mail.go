@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"shelf/domain"
@@ -121,6 +122,73 @@ func (a *Service) afterAnswerOr(ctx context.Context, what string, job func(ctx c
 	a.background(func() {
 		defer func() { <-a.mailJobs }()
 		run()
+	})
+}
+
+// maxSweeps bounds the clean-ups this process runs at once
+// (afterAnswerSweep); beyond it one is dropped (logged): what it would
+// delete works no more and expires, and the account's next sweep
+// deletes it.
+const maxSweeps = 64
+
+// sweeper runs clean-ups after the answer, apart from the mail jobs and
+// at most one per key (an account's sessions, its enrolments) at a time:
+// signing out everywhere else has no rate limit (it must work for an
+// owner facing a thief), so a stolen session sending it over and over
+// had filled the process's mail jobs with its sweeps, and a reset link
+// asked meanwhile was dropped (the sessions review).
+type sweeper struct {
+	jobs chan struct{}
+	mu   sync.Mutex
+	// running holds the keys with a clean-up under way; true: asked
+	// again meanwhile, so it runs once more when it ends.
+	running map[string]bool
+}
+
+func newSweeper() *sweeper {
+	return &sweeper{jobs: make(chan struct{}, maxSweeps), running: map[string]bool{}}
+}
+
+// afterAnswerSweep runs job off the request's path, apart from the mail
+// jobs: at most one per key at a time, a request that finds one running
+// asking it to run again when it ends (it reads the account afresh, so
+// the run after covers every change made before it began).
+func (a *Service) afterAnswerSweep(ctx context.Context, key, what string, job func(ctx context.Context) error) {
+	s := a.sweeps
+	s.mu.Lock()
+	if _, busy := s.running[key]; busy {
+		s.running[key] = true
+		s.mu.Unlock()
+		return
+	}
+	select {
+	case s.jobs <- struct{}{}:
+	default:
+		s.mu.Unlock()
+		a.log.Warn(ctx, what+" dropped: too many clean-ups at once; what it would delete works no more and expires")
+		return
+	}
+	s.running[key] = false
+	s.mu.Unlock()
+	bg := context.WithoutCancel(ctx)
+	a.background(func() {
+		defer func() { <-s.jobs }()
+		for {
+			jctx, cancel := context.WithTimeout(bg, mailJobTimeout)
+			if err := job(jctx); err != nil {
+				a.log.Warn(jctx, what+" failed; the account's next clean-up finishes it", "error", err.Error())
+			}
+			cancel()
+			s.mu.Lock()
+			again := s.running[key]
+			if !again {
+				delete(s.running, key)
+				s.mu.Unlock()
+				return
+			}
+			s.running[key] = false
+			s.mu.Unlock()
+		}
 	})
 }
 

@@ -215,8 +215,12 @@ type Service struct {
 	afterIdle    chan struct{}
 	// mail, passwords, audit, throttle, search, factors, totp and
 	// passkeys are Config's; mailJobs bounds the mail jobs running.
-	mail      Mail
-	mailJobs  chan struct{}
+	mail     Mail
+	mailJobs chan struct{}
+	// sweeps runs the clean-ups a change of an account's sessions leaves
+	// (sweepSessions, dropEnrolments): apart from the mail jobs, one at
+	// a time per account.
+	sweeps    *sweeper
 	passwords PasswordChecks
 	audit     AuditLog
 	throttle  Throttle
@@ -245,7 +249,7 @@ func New(cfg Config, claims domain.ClaimStore, users UserStore, sessions Session
 		audit = noAudit{}
 	}
 	return &Service{cfg: cfg, claimer: claimer, users: users, sessions: sessions, hasher: lineUp(hasher), log: log,
-		seen: newSightings(), mailJobs: make(chan struct{}, maxMailJobs),
+		seen: newSightings(), mailJobs: make(chan struct{}, maxMailJobs), sweeps: newSweeper(),
 		mail: cfg.Mail, passwords: cfg.Passwords, audit: audit, throttle: cfg.Throttle, search: cfg.Search,
 		factors: cfg.Factors, totp: cfg.TOTP, passkeys: cfg.Passkeys}
 }

@@ -377,8 +377,8 @@ func stoppedBy(access domain.Access, s domain.Session) bool {
 	return s.PasswordEpoch < access.PasswordEpoch && s.TokenHash != access.PasswordSession
 }
 
-// sweepSessions deletes, after the answer (Config.Background, at most
-// maxMailJobs jobs a process), the rows of userID's sessions its account
+// sweepSessions deletes, after the answer (afterAnswerSweep: apart from
+// the mail jobs, one at a time per account), the rows of userID's sessions its account
 // no longer admits: those a new password epoch stopped. Only those: a
 // session opened since (a reset's own, a new login) is admitted and
 // stays, and a session once not admitted never is again (the epoch only
@@ -389,7 +389,7 @@ func stoppedBy(access domain.Access, s domain.Session) bool {
 // not listed (ListSessions checks each session the same way), and expires
 // with its TTL; the next sweep of the account deletes it.
 func (a *Service) sweepSessions(ctx context.Context, userID, what string) {
-	a.afterAnswer(ctx, "deleting the sessions "+what+" ended", func(ctx context.Context) error {
+	a.afterAnswerSweep(ctx, "sessions/"+userID, "deleting the sessions "+what+" ended", func(ctx context.Context) error {
 		access, err := a.users.Access(ctx, userID)
 		if errors.Is(err, domain.ErrNotFound) {
 			return nil // gone: its sessions work no more, and expire
