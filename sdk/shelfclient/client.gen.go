@@ -1619,7 +1619,10 @@ type ListSuspensionsParams struct {
 // SearchUsersParams defines parameters for SearchUsers.
 type SearchUsersParams struct {
 	// Q Part of a username or email; given once (else 400 naming `q`,
-	// code `duplicate`).
+	// code `duplicate`). At least 3 characters once folded as keys
+	// are (NFKC and case folding: `ﬃ` is three, `a` with a combining
+	// accent one), else 400 naming `q`, code `too_short`; the schema
+	// counts as sent, so it asks for one.
 	Q string `form:"q" json:"q"`
 
 	// Limit Page size, written in plain digits (`+5` and `05` are 400 naming
