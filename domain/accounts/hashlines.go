@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -45,8 +46,23 @@ type hashLines struct {
 
 // hashLine is one address's calls in the hasher and those waiting to be.
 type hashLine struct {
-	in      int
-	waiting []chan struct{}
+	in int
+	// inBy counts the calls in by the narrower key they came by (a
+	// line's by address, a site's by line).
+	inBy map[string]int
+	// served says when each narrower key with calls in or waiting was
+	// last given a place (turns counts them): of those with the fewest
+	// in, the one served longest ago goes first.
+	served  map[string]uint64
+	turns   uint64
+	waiting []waiter
+}
+
+// waiter is a call waiting for its place: its turn, and the narrower key
+// it came by.
+type waiter struct {
+	turn chan struct{}
+	by   string
 }
 
 func lineUp(h PasswordHasher) *hashLines {
@@ -100,13 +116,13 @@ func (h *hashLines) enter(ctx context.Context) (leave func(), err error) {
 		}
 	}
 	for _, l := range []struct {
-		key  string
-		most int
-	}{{AddressKey(ip), hashesPerAddress}, {LineKey(ip), hashesPerLine}, {siteKey(ip), hashesPerSite}} {
+		key, by string
+		most    int
+	}{{AddressKey(ip), "", hashesPerAddress}, {LineKey(ip), AddressKey(ip), hashesPerLine}, {siteKey(ip), LineKey(ip), hashesPerSite}} {
 		if l.key == "" {
 			continue
 		}
-		leave, err := h.enterLine(ctx, l.key, l.most)
+		leave, err := h.enterLine(ctx, l.key, l.by, l.most)
 		if err != nil {
 			leaveAll()
 			return nil, err
@@ -120,49 +136,79 @@ func (h *hashLines) enter(ctx context.Context) (leave func(), err error) {
 func siteKey(ip string) string { return ipv6Prefix(ip, 48) }
 
 // enterLine waits until the line key has fewer than most calls in, or
-// ctx ends.
-func (h *hashLines) enterLine(ctx context.Context, key string, most int) (leave func(), err error) {
+// ctx ends. by is the narrower key the call came by: a place that frees
+// goes to the waiting call whose narrower key has the fewest calls in,
+// the first come among those, so one /56 (or /64) with many calls
+// waiting at a wider line takes no more turns than another with one:
+// an owner in a thief's /48 waits for about one hash, not for every one
+// the thief's /56s queued before her (the sessions review: 2 048, past
+// her request's timeout; TestAnOwnerInAThiefsSiteWaitsAboutOneHash).
+func (h *hashLines) enterLine(ctx context.Context, key, by string, most int) (leave func(), err error) {
 	h.mu.Lock()
 	l := h.lines[key]
 	if l == nil {
-		l = &hashLine{}
+		l = &hashLine{inBy: map[string]int{}, served: map[string]uint64{}}
 		h.lines[key] = l
 	}
 	if l.in < most {
 		l.in++
+		l.give(by)
 		h.mu.Unlock()
-		return func() { h.leave(key, l) }, nil
+		return func() { h.leave(key, l, by) }, nil
 	}
 	turn := make(chan struct{}, 1)
-	l.waiting = append(l.waiting, turn)
+	l.waiting = append(l.waiting, waiter{turn: turn, by: by})
 	h.mu.Unlock()
 	select {
 	case <-turn:
-		return func() { h.leave(key, l) }, nil
+		return func() { h.leave(key, l, by) }, nil
 	case <-ctx.Done():
 		h.mu.Lock()
 		for i, w := range l.waiting {
-			if w == turn {
+			if w.turn == turn {
 				l.waiting = append(l.waiting[:i], l.waiting[i+1:]...)
 				h.mu.Unlock()
 				return nil, ctx.Err()
 			}
 		}
 		h.mu.Unlock()
-		h.leave(key, l) // the turn came meanwhile: pass it on
+		h.leave(key, l, by) // the turn came meanwhile: pass it on
 		return nil, ctx.Err()
 	}
 }
 
-// leave hands the call's place to the first waiting, or gives it up (and
-// forgets the address once nothing of it is in or waiting).
-func (h *hashLines) leave(key string, l *hashLine) {
+// give counts a place given to a call that came by by.
+func (l *hashLine) give(by string) {
+	l.inBy[by]++
+	l.turns++
+	l.served[by] = l.turns
+}
+
+// leave hands the call's place to a waiting call, of those whose narrower
+// key has the fewest calls in the one whose key was served longest ago
+// (never: first), the first come of that key; or gives it up (and forgets
+// the line once nothing of it is in or waiting).
+func (h *hashLines) leave(key string, l *hashLine, by string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if l.inBy[by]--; l.inBy[by] == 0 {
+		delete(l.inBy, by)
+		if !slices.ContainsFunc(l.waiting, func(w waiter) bool { return w.by == by }) {
+			delete(l.served, by)
+		}
+	}
 	if len(l.waiting) > 0 {
-		next := l.waiting[0]
-		l.waiting = l.waiting[1:]
-		next <- struct{}{} // buffered: never blocks
+		next := 0
+		for i, w := range l.waiting {
+			n, best := l.waiting[i], l.waiting[next]
+			if in, bestIn := l.inBy[n.by], l.inBy[best.by]; in < bestIn || (in == bestIn && l.served[w.by] < l.served[best.by]) {
+				next = i
+			}
+		}
+		w := l.waiting[next]
+		l.waiting = append(l.waiting[:next], l.waiting[next+1:]...)
+		l.give(w.by)
+		w.turn <- struct{}{} // buffered: never blocks
 		return
 	}
 	l.in--
