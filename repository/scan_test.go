@@ -110,6 +110,7 @@ var rowSelects = []struct {
 	{string(sessionsSelectManyCQL), &sessionDetailRow{}},
 	{string(triesSelectCQL), &tryRow{}},
 	{string(failuresSelectCQL), &failureRow{}},
+	{string(slotsSelectCQL), &slotRow{}},
 	{string(tokenSelectCQL), &tokenRow{}},
 	{string(factorSelectCQL), &factorRow{}},
 	{string(factorRowCQL), &factorRow{}},
@@ -161,7 +162,7 @@ var valueSelects = []string{
 	string(gmRoleCQL), string(gmGroupsOfCQL), string(gmGroupsAmong), string(bucketAnyRowCQL),
 	string(auditListRowCQL), string(auditExpiryCQL), string(readinessCQL), string(queueStartCQL), string(nodeNowCQL), string(historyEntryCQL),
 	string(replicationCQL), string(indexCountCQL), string(auditSinceCQL), string(sessionEpochCQL), string(accountAuditTagCQL),
-	string(localDCCQL), string(peersDCCQL),
+	string(localDCCQL), string(peersDCCQL), string(slotSelectCQL),
 }
 
 // TestColumnsMatchSelects: every row type's scan destinations are, in

@@ -132,7 +132,7 @@ type slotCells struct {
 const (
 	// slotTakeCQL takes a free slot: a slot whose row expired is free.
 	slotTakeCQL    conditionalCQL = `INSERT INTO mail_slots (scope, slot, attempt) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?`
-	slotsSelectCQL readCQL        = `SELECT slot, attempt, TTL(attempt) FROM mail_slots WHERE scope = ?`
+	slotsSelectCQL readCQL        = `SELECT slot, attempt, TTL(attempt) AS ttl FROM mail_slots WHERE scope = ?`
 	slotSelectCQL  readCQL        = `SELECT attempt FROM mail_slots WHERE scope = ? AND slot = ?`
 )
 
