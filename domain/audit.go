@@ -64,11 +64,14 @@ const (
 )
 
 // Origin is where a request came from, as the HTTP layer saw it: the
-// client's address (trusted proxies taken into account) and its user
-// agent, cut to MaxUserAgent bytes.
+// client's address (trusted proxies taken into account), its user
+// agent, cut to MaxUserAgent bytes, and the public id of its session
+// (SessionID; "" without one), which tells a thief replaying an admin's
+// token apart from the admin, whose session can then be ended.
 type Origin struct {
 	IP        string
 	UserAgent string
+	Session   string
 }
 
 // MaxUserAgent bounds the user agent an audit entry keeps: a header is

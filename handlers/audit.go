@@ -23,6 +23,7 @@ type auditEntryResponse struct {
 	Via       string     `json:"via"`
 	ClientIP  string     `json:"clientIp,omitempty"`
 	UserAgent string     `json:"userAgent,omitempty"`
+	SessionID string     `json:"sessionId,omitempty"`
 	Old       string     `json:"old,omitempty"`
 	New       string     `json:"new,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
@@ -31,7 +32,7 @@ type auditEntryResponse struct {
 
 func toAuditEntryResponse(e domain.AuditEntry) auditEntryResponse {
 	return auditEntryResponse{ID: e.ID(), UserID: e.UserID, Action: string(e.Action), At: stamp(e.At), Actor: e.Actor, Via: e.Via,
-		ClientIP: e.From.IP, UserAgent: e.From.UserAgent, Old: e.Old, New: e.New, Reason: e.Reason, Until: optionalStamp(e.Until)}
+		ClientIP: e.From.IP, UserAgent: e.From.UserAgent, SessionID: e.From.Session, Old: e.Old, New: e.New, Reason: e.Reason, Until: optionalStamp(e.Until)}
 }
 
 // list serves GET /v1/users/{id}/audit: the admin actions on the account,

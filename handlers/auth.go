@@ -59,6 +59,7 @@ func authenticate(acc *accounts.Service) func(http.Handler) http.Handler {
 				return
 			}
 			p.From = origin(r)
+			p.From.Session = domain.SessionID(p.Session.TokenHash)
 			ctx := accounts.WithSession(context.WithValue(r.Context(), principalKey, p), p.Session.TokenHash)
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})

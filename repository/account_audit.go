@@ -31,19 +31,19 @@ func NewAccountAudit(db *DB) *AccountAudit { return &AccountAudit{db: db} }
 
 // The audit's statements.
 const (
-	accountAuditInsertCQL    versionedCQL = `INSERT INTO account_audit (user_id, at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	accountAuditPageCQL      readCQL      = `SELECT at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM account_audit WHERE user_id = ? LIMIT ?`
-	accountAuditPageAfterCQL readCQL      = `SELECT at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM account_audit WHERE user_id = ? AND (at, version, action) < (?, ?, ?) LIMIT ?`
+	accountAuditInsertCQL    versionedCQL = `INSERT INTO account_audit (user_id, at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until, session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	accountAuditPageCQL      readCQL      = `SELECT at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until, session_id FROM account_audit WHERE user_id = ? LIMIT ?`
+	accountAuditPageAfterCQL readCQL      = `SELECT at, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until, session_id FROM account_audit WHERE user_id = ? AND (at, version, action) < (?, ?, ?) LIMIT ?`
 
 	// accountAuditClaimCQL writes an entry no compare-and-set of the
 	// account decides (RecordNew), if its key is free; accountAuditTagCQL
 	// reads back whose the row is.
-	accountAuditClaimCQL conditionalCQL = `INSERT INTO account_audit (user_id, at, version, action, write_id, actor, via, client_ip, user_agent, old_value, new_value, reason, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
+	accountAuditClaimCQL conditionalCQL = `INSERT INTO account_audit (user_id, at, version, action, write_id, actor, via, client_ip, user_agent, old_value, new_value, reason, until, session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`
 	accountAuditTagCQL   readCQL        = `SELECT write_id FROM account_audit WHERE user_id = ? AND at = ? AND version = ? AND action = ?`
 
-	auditDayInsertCQL    versionedCQL = `INSERT INTO audit_by_day (day, at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	auditDayPageCQL      readCQL      = `SELECT at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM audit_by_day WHERE day = ? LIMIT ?`
-	auditDayPageAfterCQL readCQL      = `SELECT at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until FROM audit_by_day WHERE day = ? AND (at, user_id, version, action) < (?, ?, ?, ?) LIMIT ?`
+	auditDayInsertCQL    versionedCQL = `INSERT INTO audit_by_day (day, at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until, session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	auditDayPageCQL      readCQL      = `SELECT at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until, session_id FROM audit_by_day WHERE day = ? LIMIT ?`
+	auditDayPageAfterCQL readCQL      = `SELECT at, user_id, version, action, actor, via, client_ip, user_agent, old_value, new_value, reason, until, session_id FROM audit_by_day WHERE day = ? AND (at, user_id, version, action) < (?, ?, ?, ?) LIMIT ?`
 	// auditSinceCQL reads when the migration that made audit_by_day ran.
 	auditSinceCQL readCQL = `SELECT start_time FROM gocqlx_migrate WHERE name = '029_audit_by_day.cql'`
 )
@@ -80,7 +80,7 @@ func (s *AccountAudit) writeDay(ctx context.Context, e domain.AuditEntry, values
 func auditValues(e domain.AuditEntry) []any {
 	return []any{orAbsent(e.Actor, gocql.UnsetValue), e.Via, orAbsent(e.From.IP, gocql.UnsetValue), orAbsent(e.From.UserAgent, gocql.UnsetValue),
 		orAbsent(e.Old, gocql.UnsetValue), orAbsent(e.New, gocql.UnsetValue), orAbsent(e.Reason, gocql.UnsetValue),
-		orAbsent(e.Until, gocql.UnsetValue)}
+		orAbsent(e.Until, gocql.UnsetValue), orAbsent(e.From.Session, gocql.UnsetValue)}
 }
 
 // maxEntryKeys bounds the milliseconds RecordNew tries for one entry.
@@ -132,7 +132,7 @@ type dayRow struct {
 
 // columns are auditDayPageCQL's.
 func (r *dayRow) columns() []any {
-	return []any{&r.At, &r.UserID, &r.Version, &r.Action, &r.Actor, &r.Via, &r.ClientIP, &r.UserAgent, &r.Old, &r.New, &r.Reason, &r.Until}
+	return []any{&r.At, &r.UserID, &r.Version, &r.Action, &r.Actor, &r.Via, &r.ClientIP, &r.UserAgent, &r.Old, &r.New, &r.Reason, &r.Until, &r.Session}
 }
 
 // Day reads one slice of the day's partition, newest first.
@@ -184,16 +184,17 @@ type auditRow struct {
 	New       string    `db:"new_value"`
 	Reason    string    `db:"reason"`
 	Until     time.Time `db:"until"`
+	Session   string    `db:"session_id"`
 }
 
 // columns are accountAuditPageCQL's.
 func (r *auditRow) columns() []any {
-	return []any{&r.At, &r.Version, &r.Action, &r.Actor, &r.Via, &r.ClientIP, &r.UserAgent, &r.Old, &r.New, &r.Reason, &r.Until}
+	return []any{&r.At, &r.Version, &r.Action, &r.Actor, &r.Via, &r.ClientIP, &r.UserAgent, &r.Old, &r.New, &r.Reason, &r.Until, &r.Session}
 }
 
 func (r auditRow) toDomain(userID string) domain.AuditEntry {
 	return domain.AuditEntry{UserID: userID, At: r.At.UTC(), Version: r.Version, Action: domain.AuditAction(r.Action),
-		Actor: r.Actor, Via: r.Via, From: domain.Origin{IP: r.ClientIP, UserAgent: r.UserAgent},
+		Actor: r.Actor, Via: r.Via, From: domain.Origin{IP: r.ClientIP, UserAgent: r.UserAgent, Session: r.Session},
 		Old: r.Old, New: r.New, Reason: r.Reason, Until: utcOrZero(r.Until)}
 }
 
@@ -229,6 +230,7 @@ type carriedEntry struct {
 	New       string    `json:"new,omitempty"`
 	Reason    string    `json:"reason,omitempty"`
 	Until     time.Time `json:"until,omitzero"`
+	Session   string    `json:"session,omitempty"`
 }
 
 // encodeAdminChange is the admin_change column of entries ("" for none).
@@ -239,7 +241,7 @@ func encodeAdminChange(entries []domain.AuditEntry) string {
 	out := make([]carriedEntry, len(entries))
 	for i, e := range entries {
 		out[i] = carriedEntry{At: e.At.UTC(), Version: e.Version, Action: string(e.Action), Actor: e.Actor, Via: e.Via,
-			ClientIP: e.From.IP, UserAgent: e.From.UserAgent, Old: e.Old, New: e.New, Reason: e.Reason, Until: e.Until.UTC()}
+			ClientIP: e.From.IP, UserAgent: e.From.UserAgent, Old: e.Old, New: e.New, Reason: e.Reason, Until: e.Until.UTC(), Session: e.From.Session}
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -262,7 +264,7 @@ func decodeAdminChange(id, s string) []domain.AuditEntry {
 	out := make([]domain.AuditEntry, len(in))
 	for i, c := range in {
 		out[i] = domain.AuditEntry{UserID: id, At: c.At.UTC(), Version: c.Version, Action: domain.AuditAction(c.Action),
-			Actor: c.Actor, Via: c.Via, From: domain.Origin{IP: c.ClientIP, UserAgent: c.UserAgent},
+			Actor: c.Actor, Via: c.Via, From: domain.Origin{IP: c.ClientIP, UserAgent: c.UserAgent, Session: c.Session},
 			Old: c.Old, New: c.New, Reason: c.Reason, Until: utcOrZero(c.Until)}
 	}
 	return out

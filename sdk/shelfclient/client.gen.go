@@ -425,6 +425,15 @@ type AuditEntry struct {
 	// Reason The reason of the suspension suspended or lifted.
 	Reason *string `json:"reason,omitempty"`
 
+	// SessionId The public id of the session that made the request (`s_...`, as
+	// `GET /v1/users/{id}/sessions` lists the actor's sessions): a
+	// stolen token replayed from elsewhere shows here as the session it
+	// is, which `DELETE /v1/users/{id}/sessions/{sessionId}` ends.
+	// Absent for the command line (`via: cli`), the sweeper, a
+	// recovery code's use (made before any session) and entries
+	// written before 2026-12-08.
+	SessionId *string `json:"sessionId,omitempty"`
+
 	// Until That suspension's end; absent for "until lifted".
 	Until *time.Time `json:"until,omitempty"`
 

@@ -31,6 +31,7 @@ type auditItem struct {
 	Via       string     `json:"via"`
 	ClientIP  string     `json:"clientIp"`
 	UserAgent string     `json:"userAgent"`
+	SessionID string     `json:"sessionId"`
 	Old       string     `json:"old"`
 	New       string     `json:"new"`
 	Reason    string     `json:"reason"`
@@ -395,6 +396,21 @@ func TestTheAuditOfEveryAccount(t *testing.T) {
 	suspended := pageAll[auditItem](t, m.admin, "/v1/audit?action=suspended", 100)
 	if len(suspended) != 2 || suspended[0].UserID != bob.ID || suspended[1].Actor != m.id {
 		t.Fatalf("?action=suspended: %+v", suspended)
+	}
+	// Each entry names the session that made it, as the admin's list of
+	// sessions shows it (the one he can end).
+	var own sessionListBody
+	m.admin.Get("/v1/users/"+m.id+"/sessions").JSON(t, &own)
+	current := ""
+	for _, s := range own.Items {
+		if s.Current {
+			current = s.ID
+		}
+	}
+	for _, e := range suspended {
+		if current == "" || e.SessionID != current {
+			t.Fatalf("the suspension of %s names the session %q, want the admin's current one %q", e.UserID, e.SessionID, current)
+		}
 	}
 	if byAdmin := pageAll[auditItem](t, m.admin, "/v1/audit?actor="+m.id, 100); len(byAdmin) < 3 {
 		t.Fatalf("?actor=<the admin>: %+v", byAdmin)

@@ -21,6 +21,7 @@ var AuditChecks = []Check[accounts.AuditLog]{
 	{"ADayListsEveryAccountNewestFirstEachOnce", auditDayOrder},
 	{"SinceIsNoLaterThanToday", auditSince},
 	{"EntriesAtOnceAreEachKept", auditEntriesAtOnce},
+	{"AnEntryReadsAsWritten", auditEntryReadsAsWritten},
 }
 
 // quietDay is a day of 2001-2020 of this check's own (from its key): a
@@ -171,4 +172,48 @@ func auditEntriesAtOnce(t testing.TB, s accounts.AuditLog, _ Clock) {
 	if err != nil {
 		t.Fatalf("the day's audit: %v", err)
 	}
+}
+
+// auditEntryReadsAsWritten: an entry with every field set, recorded by
+// Record and by RecordNew, reads back whole from the account's audit and
+// from its day's: its origin's address, user agent and session too.
+func auditEntryReadsAsWritten(t testing.TB, s accounts.AuditLog, _ Clock) {
+	ctx := context.Background()
+	user := "u_" + Key("whole")
+	day := quietDay(user)
+	from := domain.Origin{IP: "2001:db8::7", UserAgent: "curl/8.5", Session: "s_" + Key("session")}
+	carried := domain.AuditEntry{UserID: user, At: day.Add(time.Hour), Version: 5, Action: domain.AuditUsernameChanged,
+		Actor: "u_admin", Via: domain.ViaAPI, From: from, Old: "ann", New: "anne"}
+	suspended := domain.AuditEntry{UserID: user, At: day.Add(2 * time.Hour), Version: 6, Action: domain.AuditSuspended,
+		Actor: "u_admin", Via: domain.ViaAPI, From: from, Reason: "spam", Until: day.Add(48 * time.Hour)}
+	if err := s.Record(ctx, []domain.AuditEntry{carried, suspended}); err != nil {
+		t.Fatal(err)
+	}
+	listed := domain.AuditEntry{UserID: user, At: day.Add(3 * time.Hour), Version: 6, Action: domain.AuditSessionsListed,
+		Actor: "u_admin", Via: domain.ViaAPI, From: from}
+	listed, err := s.RecordNew(ctx, listed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []domain.AuditEntry{listed, suspended, carried}
+	page, err := s.Page(ctx, user, nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(page, want, sameEntry) {
+		t.Fatalf("the account's audit reads %+v; want %+v", page, want)
+	}
+	days, err := s.Day(ctx, day, nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(days, want, sameEntry) {
+		t.Fatalf("the day's audit reads %+v; want %+v", days, want)
+	}
+}
+
+// sameEntry compares entries field by field, times as instants.
+func sameEntry(a, b domain.AuditEntry) bool {
+	return a.UserID == b.UserID && a.At.Equal(b.At) && a.Version == b.Version && a.Action == b.Action && a.Actor == b.Actor &&
+		a.Via == b.Via && a.From == b.From && a.Old == b.Old && a.New == b.New && a.Reason == b.Reason && a.Until.Equal(b.Until)
 }
