@@ -113,7 +113,8 @@ func BeginAttempt(ctx context.Context, index AttemptIndex, now func() time.Time,
 // written) or answered with a 4xx of the domain's (refused, nothing of it
 // applied; or its account turned out to be being deleted, whose deletion
 // erases the records). An attempt whose outcome is unknown keeps its
-// entry for FinishInterrupted. A failed end leaves the entry too:
+// entry for FinishInterrupted, and so does one that applied but whose
+// audit entry was not written (its caller does not call end then). A failed end leaves the entry too:
 // finishing it again changes nothing.
 func (m *Service) end(ctx context.Context, a Attempt, err error) {
 	if err != nil && (errors.Is(err, domain.ErrUnavailable) || errors.Is(err, domain.ErrOutcomeUnknown) || !isRefusal(err)) {

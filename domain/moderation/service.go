@@ -153,9 +153,13 @@ func New(cfg Config, admins Admins, users Users, suspensions Store) *Service {
 	return &Service{cfg: cfg, admins: admins, users: users, suspensions: suspensions, audit: audit, log: cfg.Log}
 }
 
-// recordApplied writes the audit entries of an applied action.
-func (m *Service) recordApplied(ctx context.Context, entries []domain.AuditEntry) {
-	domain.RecordApplied(ctx, m.audit, m.log, entries)
+// recordApplied writes the audit entries of an applied action, and
+// answers a failure: the action's attempt then stays in the index, so
+// that the sweeper writes them from the row (FinishInterrupted), the
+// audit of every account reading no account row
+// (TestAnAdminActionWhoseEntryFailedIsInTheAuditOfEveryAccountOnceSwept).
+func (m *Service) recordApplied(ctx context.Context, entries []domain.AuditEntry) error {
+	return domain.RecordApplied(ctx, m.audit, m.log, entries)
 }
 
 // noAudit is the audit of a service built without one.

@@ -35,7 +35,14 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	if err != nil {
 		return domain.Suspension{}, err
 	}
-	defer func() { m.end(ctx, a, err) }()
+	// unwritten is the failed write of the suspension's entry: the
+	// attempt then stays for the sweeper, which writes it from the row.
+	var unwritten error
+	defer func() {
+		if unwritten == nil {
+			m.end(ctx, a, err)
+		}
+	}()
 	var s domain.Suspension
 	var finished *domain.Suspension
 	var audited []domain.AuditEntry
@@ -153,7 +160,7 @@ func (m *Service) Suspend(ctx context.Context, p domain.Principal, userID string
 	if err := m.hook("suspend", "cas"); err != nil {
 		return domain.Suspension{}, err
 	}
-	m.recordApplied(ctx, audited)
+	unwritten = m.recordApplied(ctx, audited)
 	if left != nil {
 		m.admins.ReleaseLeft(ctx, *left, next)
 	}
@@ -332,7 +339,7 @@ func (m *Service) liftEnded(ctx context.Context, s domain.Suspension) (bool, err
 	if s.ActiveAt(now) {
 		return false, nil
 	}
-	if err := m.lift(ctx, s.UserID, "", domain.Origin{}, &now, nil); err != nil && !errors.Is(err, domain.ErrNotFound) {
+	if err := m.lift(ctx, s.UserID, "", domain.Origin{}, &now, nil, nil); err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return false, err
 	}
 	return true, nil
@@ -382,8 +389,15 @@ func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID stri
 	if err != nil {
 		return err
 	}
-	defer func() { m.end(ctx, a, err) }()
-	return m.lift(ctx, userID, admin.ID, p.From, nil, &a)
+	// unwritten: as Suspend's, the lift's entry not written keeps the
+	// attempt for the sweeper.
+	var unwritten error
+	defer func() {
+		if unwritten == nil {
+			m.end(ctx, a, err)
+		}
+	}()
+	return m.lift(ctx, userID, admin.ID, p.From, nil, &a, &unwritten)
 }
 
 // lift ends the suspension of userID, by the admin by, whose request came
@@ -392,8 +406,10 @@ func (m *Service) Unsuspend(ctx context.Context, p domain.Principal, userID stri
 // audit of admin actions does not record: the moderation history does).
 // An admin's lift of a suspension whose until has passed is that expiry
 // too, answered not_suspended once its records are erased.
-// a is the admin's attempt (nil for a lift by nobody).
-func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origin, onlyIfExpiredAt *time.Time, a *Attempt) error {
+// a is the admin's attempt (nil for a lift by nobody); unwritten, when
+// set, gets the failure of the write of the lift's audit entry, which the
+// attempt's entry then outlives.
+func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origin, onlyIfExpiredAt *time.Time, a *Attempt, unwritten *error) error {
 	var lift domain.Lift
 	var audited []domain.AuditEntry
 	fenced := false
@@ -471,7 +487,9 @@ func (m *Service) lift(ctx context.Context, userID, by string, from domain.Origi
 	if err := m.hook("unsuspend", "cas"); err != nil {
 		return err
 	}
-	m.recordApplied(ctx, audited)
+	if err := m.recordApplied(ctx, audited); err != nil && unwritten != nil {
+		*unwritten = err
+	}
 	if err := m.suspensions.RecordLift(ctx, lift, next.Version); err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func (m *Service) SweepExpired(ctx context.Context, limit int) (int, error) {
 	lifted := 0
 	var errs []error
 	for _, s := range expired {
-		err := m.lift(ctx, s.UserID, "", domain.Origin{}, &s.Until, nil)
+		err := m.lift(ctx, s.UserID, "", domain.Origin{}, &s.Until, nil, nil)
 		switch {
 		case err == nil:
 			lifted++
