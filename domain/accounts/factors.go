@@ -1217,8 +1217,9 @@ func (a *Service) useRecoveryCode(ctx context.Context, userID string, set Recove
 // one of its recovery codes was used and how many are left: an owner
 // whose codes were stolen learns it at the first use. Counted against the
 // address's hourly limit in the budget of the account's own mails (a
-// login with the password and a code caused it), and never held back to
-// a verified address.
+// login with the password and a code caused it), never held back to a
+// verified address, and sent with the time a mail holding its slot has
+// (slotHeld).
 func (a *Service) mailRecoveryNotice(ctx context.Context, userID string, left int) {
 	if !a.mailOn() {
 		return
@@ -1231,6 +1232,11 @@ func (a *Service) mailRecoveryNotice(ctx context.Context, userID string, left in
 		if err := a.countMail(ctx, u.EmailKey, owners); err != nil && u.EmailVerifiedAt.IsZero() {
 			return err
 		}
+		// Its slot held, the mail has time of its own: a take answering
+		// as the job's deadline passed left it none, and the owner no
+		// warning (TestASlowTakeLeavesTheRecoveryNoticeItsTime).
+		ctx, cancel := slotHeld(ctx)
+		defer cancel()
 		return a.mail.Mailer.Send(ctx, Message{To: u.Email, Subject: "A recovery code of your shelf account was used", Text: fmt.Sprintf(
 			"Hello,\n\na recovery code of the shelf account of this address was just used in place of an authenticator's code; "+
 				"%d unused codes are left.\n\n"+
