@@ -693,7 +693,7 @@ func (a *Service) dropEnrolments(ctx context.Context, userID, what string) {
 	if rows == nil {
 		return
 	}
-	a.afterAnswerSweep(ctx, "enrolments/"+userID, "removing the enrolments pending when "+what+" ended sessions", func(ctx context.Context) error {
+	a.afterAnswerSweep(ctx, "enrolments/"+userID, "removing the enrolments pending when "+what+" ended sessions", true, func(ctx context.Context) error {
 		return dropPending(ctx, rows, rows.RemovePending, userID, "")
 	})
 }

@@ -152,8 +152,16 @@ func newSweeper() *sweeper {
 // afterAnswerSweep runs job off the request's path, apart from the mail
 // jobs: at most one per key at a time, a request that finds one running
 // asking it to run again when it ends (it reads the account afresh, so
-// the run after covers every change made before it began).
-func (a *Service) afterAnswerSweep(ctx context.Context, key, what string, job func(ctx context.Context) error) {
+// the run after covers every change made before it began). With
+// maxSweeps running, a job whose work is bounded and matters to the
+// owner (inline: the enrolments a sign-out ends, at most maxFactors) runs
+// inside the request instead of being dropped: one who keeps the pool
+// full with sign-outs on accounts of his own (no rate limit) would
+// otherwise leave a thief's enrolments counting against the owner's
+// factors until they expire (the factors review); his own requests pay
+// for it then. Any other is dropped: what a session sweep would delete
+// works no more and expires.
+func (a *Service) afterAnswerSweep(ctx context.Context, key, what string, inline bool, job func(ctx context.Context) error) {
 	s := a.sweeps
 	s.mu.Lock()
 	if _, busy := s.running[key]; busy {
@@ -165,6 +173,14 @@ func (a *Service) afterAnswerSweep(ctx context.Context, key, what string, job fu
 	case s.jobs <- struct{}{}:
 	default:
 		s.mu.Unlock()
+		if inline {
+			jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mailJobTimeout)
+			defer cancel()
+			if err := job(jctx); err != nil {
+				a.log.Warn(jctx, what+" failed; the account's next clean-up finishes it", "error", err.Error())
+			}
+			return
+		}
 		a.log.Warn(ctx, what+" dropped: too many clean-ups at once; what it would delete works no more and expires")
 		return
 	}

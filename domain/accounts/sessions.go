@@ -389,7 +389,7 @@ func stoppedBy(access domain.Access, s domain.Session) bool {
 // not listed (ListSessions checks each session the same way), and expires
 // with its TTL; the next sweep of the account deletes it.
 func (a *Service) sweepSessions(ctx context.Context, userID, what string) {
-	a.afterAnswerSweep(ctx, "sessions/"+userID, "deleting the sessions "+what+" ended", func(ctx context.Context) error {
+	a.afterAnswerSweep(ctx, "sessions/"+userID, "deleting the sessions "+what+" ended", false, func(ctx context.Context) error {
 		access, err := a.users.Access(ctx, userID)
 		if errors.Is(err, domain.ErrNotFound) {
 			return nil // gone: its sessions work no more, and expire
