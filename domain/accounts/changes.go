@@ -520,7 +520,8 @@ func (a *Service) updateRounds(ctx context.Context, id string, by changer, chang
 			return false, err
 		}
 		applied, err := a.users.Update(ctx, next)
-		a.settle(ctx, intent, own, applied, true, err)
+		// An error but an unknown outcome is an answer: never sent.
+		a.settle(ctx, intent, own, applied, err == nil || errors.Is(err, domain.ErrOutcomeUnknown), err)
 		if applied {
 			out = next
 			if ended {

@@ -165,9 +165,9 @@ func TestASuspensionWhoseProcessDiedIsInTheAuditOfEveryAccountOnceSwept(t *testi
 }
 
 // TestAnAdminChangeLeavesNoIntentBehind: an admin's changes that applied,
-// and one refused (a username another account holds), each end the
-// intent their rounds recorded, so the sweeper fences no account for
-// them.
+// one refused (a username another account holds) and a grant whose
+// write failed before it was sent each end the intent their rounds
+// recorded, so the sweeper fences no account for them.
 func TestAnAdminChangeLeavesNoIntentBehind(t *testing.T) {
 	t.Parallel()
 	m := newAuditModWorld(t)
@@ -179,6 +179,18 @@ func TestAnAdminChangeLeavesNoIntentBehind(t *testing.T) {
 	if _, err := m.svc.UpdateUser(ctx, m.admin, m.member.ID, accounts.UpdateInput{Username: &taken}); err == nil {
 		t.Fatal("renaming the member to the admin's username was not refused")
 	}
+	// A grant whose compare-and-set fails before it is sent can never
+	// apply: its intent ends too.
+	m.store.FaultAt = func(_ int, name string) memstore.Fault {
+		if name == "users.update" {
+			return memstore.FailBefore
+		}
+		return memstore.None
+	}
+	if _, err := m.svc.SetAdmin(ctx, m.member.Username, true); err == nil {
+		t.Fatal("a grant whose write was never sent answered success")
+	}
+	m.store.FaultAt = nil
 	if _, err := m.svc.SetAdmin(ctx, m.member.Username, true); err != nil {
 		t.Fatal(err)
 	}
