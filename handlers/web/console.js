@@ -1389,7 +1389,7 @@
   async function auditCells(e) {
     return {
       what: word(e.action), when: when(e.at), by: e.actor ? await nameOf(e.actor) : 'the command line',
-      from: e.via === 'cli' ? 'a server' : [e.clientIp, e.userAgent, e.sessionId && 'session ' + e.sessionId].filter(Boolean).join(', ') || 'unknown',
+      from: e.via === 'cli' ? 'a server' : [e.clientIp, e.userAgent].filter(Boolean).join(', ') || 'unknown',
       change: e.old !== undefined || e.new !== undefined ? (e.old || '') + ' \u2192 ' + (e.new || '') : (e.reason || ''),
     };
   }
