@@ -329,6 +329,21 @@ func (a *Service) MarkDeleted(ctx context.Context, id string) error {
 	return err
 }
 
+// RecordCarried writes the audit entries u, an account being deleted,
+// still carries (an admin's change whose write of them failed or never
+// came, the deletion of another's account itself): its job does so before
+// its steps, so that the audit of every account, which reads no account
+// row, lists them while the job goes on, however long it takes or stays
+// stuck (the sweeper leaves an account being deleted to its deletion;
+// MarkDeleted writes them again before it clears them). Every write of an
+// entry is the same row, so a repeat adds none.
+func (a *Service) RecordCarried(ctx context.Context, u domain.User) error {
+	if u.Status != domain.StatusDeleting || len(u.AdminChange) == 0 {
+		return nil
+	}
+	return a.audit.Record(ctx, u.AdminChange)
+}
+
 // ReleaseHeld gives back the claims of the keys a deleted account's row
 // still names in a hold (MarkDeleted keeps them for this), each only
 // while it is still the account's committed claim, and then clears them

@@ -136,6 +136,14 @@ func (s *Service) finishDeletion(ctx context.Context, u domain.User, l *jobs.Lea
 		if err := s.st.Deletions.Begin(ctx, entry); err != nil {
 			return err
 		}
+		// The admin's entries the row carries (his deletion of it, or his
+		// change before it whose write failed), before any step: a step
+		// may fail run after run, and the audit of every account must
+		// not wait for the mark deleting -> deleted to list them
+		// (TestAnAdminsActionOnADeletingAccountIsInTheAuditOfEveryAccountBeforeItsJobEnds).
+		if err := s.accounts.RecordCarried(ctx, u); err != nil {
+			return err
+		}
 	}
 	access := u.Access()
 	self := domain.Principal{UserID: id, Account: &access}
