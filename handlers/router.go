@@ -273,10 +273,21 @@ func serveOpenAPI(spec []byte) http.HandlerFunc {
 // escaped form (RawPath) only when the path holds an escape it would not
 // write itself; chi routed that form as it came, and a parameter then
 // reached the handler still escaped (the id "u%5F...", 404).
+//
+// A path with an empty segment inside (/v1/users//suspension: an id left
+// out, a shell variable unset) is 404 before routing, saying so: routed,
+// the empty id read as one of nobody's ("No such user.") or the request
+// was refused for something else first. An escaped '/' is no segment's
+// end, so two sent escaped (%2F%2F) are part of a value.
 func routeDecoded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := routingPath(r.URL)
+		if strings.Contains(path, "//") {
+			writeProblem(w, r, newProblem(http.StatusNotFound, "not_found", notFoundDetail(r.URL.Path)))
+			return
+		}
 		if r.URL.RawPath != "" {
-			chi.RouteContext(r.Context()).RoutePath = routingPath(r.URL)
+			chi.RouteContext(r.Context()).RoutePath = path
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -320,10 +331,14 @@ func decodedParams(next http.Handler) http.Handler {
 	})
 }
 
-// notFoundDetail says what to do about a path no route has: one ending in
-// an empty segment most often lost an id (a shell variable left unset);
+// notFoundDetail says what to do about a path no route has: one with an
+// empty segment, inside or at its end, most often lost an id (a shell
+// variable left unset);
 // any other is looked up in the contract.
 func notFoundDetail(path string) string {
+	if strings.Contains(path, "//") {
+		return "No resource at " + path + ": the path has an empty segment (//); is an id missing (a variable left unset)?"
+	}
 	if len(path) > 1 && strings.HasSuffix(path, "/") {
 		return "No resource at " + path + ": the path ends with an empty segment; is an id missing (a variable left unset)?"
 	}
