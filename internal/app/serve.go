@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,9 +36,9 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger, opts .
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	ln, err := listenHTTP(cfg.HTTP.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s (SHELF_HTTP_ADDR): %w", cfg.HTTP.Addr, err)
+		return err
 	}
 	pprof, err := listenPprof(cfg.HTTP.PprofAddr, logger)
 	if err != nil {
@@ -95,6 +96,38 @@ func Serve(ctx context.Context, cfg config.Config, logger zerolog.Logger, opts .
 	}
 	<-fanoutsClosed
 	return err
+}
+
+// listenHTTP listens on the API's address. A port another process holds
+// (most often an earlier make run) is refused saying what to do next:
+// stop it, or serve on the next port.
+func listenHTTP(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen on %s (SHELF_HTTP_ADDR): %w: another process serves there (an earlier make run?); stop it, or serve elsewhere: %s",
+			addr, err, elsewhere(addr))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (SHELF_HTTP_ADDR): %w", addr, err)
+	}
+	return ln, nil
+}
+
+// elsewhere names the settings that serve on the port after addr's, with
+// the public URL to match (mailed links come back to it): spelled out
+// where the host is this machine.
+func elsewhere(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	p, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || p <= 0 || p >= 65535 {
+		return "SHELF_HTTP_ADDR=:8081 SHELF_PUBLIC_URL=http://localhost:8081"
+	}
+	next := net.JoinHostPort(host, strconv.Itoa(p+1))
+	ip := net.ParseIP(host)
+	if host == "" || host == "localhost" || (ip != nil && (ip.IsLoopback() || ip.IsUnspecified())) {
+		return "SHELF_HTTP_ADDR=" + next + " SHELF_PUBLIC_URL=http://localhost:" + strconv.Itoa(p+1)
+	}
+	return "SHELF_HTTP_ADDR=" + next + " (and SHELF_PUBLIC_URL to match)"
 }
 
 // attemptGrace is how old an interrupted suspension's or unsuspension's
